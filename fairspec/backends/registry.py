@@ -1,0 +1,41 @@
+"""Which backend can evaluate which property kind.
+
+Each backend declares the property kinds it lowers; the planner picks the
+first capable backend in PREFERENCE order unless the spec says `using NAME`.
+Nothing here imports a solver.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+# backend -> property kinds it can lower
+BACKENDS: dict[str, frozenset[str]] = {
+    "data": frozenset({"group_metric", "individual_fairness"}),
+    "search": frozenset({"individual_fairness", "k_discrimination"}),
+    "milp": frozenset({"individual_fairness", "k_discrimination", "pba"}),
+    "smt": frozenset({"individual_fairness", "repair"}),
+    "ssat": frozenset({"group_metric"}),
+    "dp": frozenset({"group_metric"}),
+}
+
+# what a property kind runs on when the spec does not say `using`
+PREFERENCE: dict[str, tuple[str, ...]] = {
+    "individual_fairness": ("milp", "data"),
+    "k_discrimination": ("search",),
+    "pba": ("milp",),
+    "group_metric": ("data",),
+    "repair": ("smt",),
+}
+
+
+def supports(backend: str, kind: str) -> bool:
+    return kind in BACKENDS.get(backend, frozenset())
+
+
+def implemented(backend: str) -> bool:
+    """True when the backend's package is present in this installation."""
+    try:
+        return importlib.util.find_spec(f"fairspec.backends.{backend}") is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,0 +1,175 @@
+"""Diagnostics: what fairspec tells a person about their spec.
+
+A :class:`Diagnostic` has a stable code (see :mod:`fairspec.diagnostics.codes`),
+a severity, a message, a primary :class:`Span`, optional related spans and a
+hint.  Renderers turn them into full text with a caret snippet, one concise
+line per diagnostic (``file:line:col: CODE message``) or JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairspec.diagnostics.codes import CODES
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source file; lines and columns are 1-based, end exclusive."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @staticmethod
+    def point(file: str, line: int = 1, column: int = 1) -> "Span":
+        return Span(file, line, column, line, column + 1)
+
+
+@dataclass(frozen=True)
+class Related:
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None
+    severity: str = "error"  # "error" | "warning" | "note"
+    hint: str | None = None
+    related: tuple[Related, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {self.code}")
+        if self.severity not in ("error", "warning", "note"):
+            raise ValueError(f"bad severity {self.severity}")
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def to_json(self) -> dict:
+        s = self.span
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "file": s.file if s else None,
+            "line": s.line if s else None,
+            "column": s.column if s else None,
+            "end_line": s.end_line if s else None,
+            "end_column": s.end_column if s else None,
+            "hint": self.hint,
+            "related": [
+                {"file": r.span.file, "line": r.span.line, "column": r.span.column, "message": r.message}
+                for r in self.related
+            ],
+        }
+
+
+class DiagnosticError(Exception):
+    """Raised to abort a phase; carries the diagnostics collected so far."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("; ".join(d.message for d in self.diagnostics))
+
+
+@dataclass
+class Sink:
+    """Collects diagnostics during a phase."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, code: str, message: str, span: Span | None, *, hint: str | None = None,
+            severity: str | None = None, related: tuple[Related, ...] = ()) -> Diagnostic:
+        sev = severity or CODES[code].severity
+        d = Diagnostic(code, message, span, sev, hint if hint is not None else CODES[code].hint, related)
+        self.items.append(d)
+        return d
+
+    def extend(self, ds) -> None:
+        self.items.extend(ds)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.items)
+
+
+# ------------------------------------------------------------------ rendering
+
+_source_cache: dict[str, list[str]] = {}
+
+
+def register_source(file: str, text: str) -> None:
+    """Remember a file's text so snippets can be shown without re-reading it."""
+    _source_cache[file] = text.splitlines()
+
+
+def _source_lines(file: str) -> list[str] | None:
+    if file in _source_cache:
+        return _source_cache[file]
+    try:
+        lines = Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    _source_cache[file] = lines
+    return lines
+
+
+def _snippet(span: Span) -> list[str]:
+    lines = _source_lines(span.file)
+    if not lines or span.line < 1 or span.line > len(lines):
+        return []
+    text = lines[span.line - 1].expandtabs(1)
+    width = len(str(span.line))
+    end = span.end_column if span.end_line == span.line else len(text) + 1
+    carets = max(1, end - span.column)
+    gutter = " " * width
+    return [
+        f" {gutter} |",
+        f" {span.line} | {text}",
+        f" {gutter} | {' ' * (span.column - 1)}{'^' * carets}",
+    ]
+
+
+def render_full(d: Diagnostic) -> str:
+    out = [f"{d.severity}[{d.code}]: {d.message}"]
+    if d.span:
+        out.append(f"  --> {d.span.file}:{d.span.line}:{d.span.column}")
+        out.extend(_snippet(d.span))
+    for r in d.related:
+        out.append(f"  note: {r.message} ({r.span.file}:{r.span.line}:{r.span.column})")
+        out.extend(_snippet(r.span))
+    if d.hint:
+        out.append(f"  = hint: {d.hint}")
+    return "\n".join(out)
+
+
+def render_concise(d: Diagnostic) -> str:
+    if d.span:
+        return f"{d.span.file}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}"
+    return f"<no location>: {d.code} {d.severity}: {d.message}"
+
+
+def render(diagnostics: list[Diagnostic], fmt: str) -> str:
+    import json
+
+    if fmt == "json":
+        return json.dumps({"diagnostics": [d.to_json() for d in diagnostics]}, indent=2)
+    if fmt == "concise":
+        return "\n".join(render_concise(d) for d in diagnostics)
+    return "\n\n".join(render_full(d) for d in diagnostics)
+
+
+def sort_key(d: Diagnostic):
+    s = d.span
+    return (s.file if s else "", s.line if s else 0, s.column if s else 0, d.code)

@@ -1,0 +1,410 @@
+"""The typed intermediate representation of a checked spec.
+
+Frozen dataclasses only: no Lark, numpy or solver types.  Sema builds a
+:class:`Spec`; the planner hands each property to a backend, which lowers it
+to its own problem (a MILP, a CNF, a batch of model evaluations, ...).
+
+Terms follow the papers: a *witness* is a pair (x, x') violating an
+individual-fairness property; the *positive rate* (passing rate, PPV in
+Justicia/FVGM) of a group is Pr[model says 1 | group]; *disparate impact* is
+the ratio min/max of positive rates over groups; *statistical parity* their
+difference max - min; *equalized odds* the largest TPR or FPR gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from fairspec.diagnostics import Span
+
+
+# ------------------------------------------------------------------ domains
+
+@dataclass(frozen=True)
+class IntRange:
+    lo: int
+    hi: int
+    kind: str = "int"
+
+
+@dataclass(frozen=True)
+class RealRange:
+    lo: float
+    hi: float
+    kind: str = "real"
+
+
+@dataclass(frozen=True)
+class Categorical:
+    categories: tuple[str, ...]
+    kind: str = "cat"
+
+    def index(self, value: str) -> int:
+        return self.categories.index(value)
+
+
+@dataclass(frozen=True)
+class Boolean:
+    kind: str = "bool"
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return ("false", "true")
+
+
+Domain = Union[IntRange, RealRange, Categorical, Boolean]
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    domain: Domain
+    protected: bool
+    column: str  # the data column it is read from (defaults to its name)
+    bins: tuple[float, ...] | None = None
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.domain.kind in ("cat", "bool")
+
+    def values(self) -> tuple:
+        """The finite value set of a discrete feature (category names / False, True)."""
+        if isinstance(self.domain, Categorical):
+            return self.domain.categories
+        if isinstance(self.domain, Boolean):
+            return (False, True)
+        if isinstance(self.domain, IntRange):
+            return tuple(range(self.domain.lo, self.domain.hi + 1))
+        raise ValueError(f"{self.name} is continuous")
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    name: str
+    features: tuple[Feature, ...]
+    data: str | None  # the data set the features are read from
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def get(self, name: str) -> Feature | None:
+        for f in self.features:
+            if f.name == name:
+                return f
+        return None
+
+    @property
+    def protected(self) -> tuple[Feature, ...]:
+        return tuple(f for f in self.features if f.protected)
+
+
+# ------------------------------------------------------------------ encoding
+
+@dataclass(frozen=True)
+class ColumnEncoding:
+    """How one feature becomes model-input columns [offset, offset + width).
+
+    kind: ``raw`` (the number itself; booleans 0/1), ``code`` (a category's
+    integer code), ``onehot`` (one column per category, in ``categories``
+    order), ``minmax`` ((v - lo) / (hi - lo)), ``standard`` ((v - mean) / std).
+    """
+
+    feature: str
+    kind: str
+    offset: int
+    width: int
+    categories: tuple[str, ...] = ()
+    codes: tuple[float, ...] = ()  # code of each category (kind == "code")
+    lo: float | None = None
+    hi: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    fitted: bool = False  # scaling parameters were fitted on the data
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Encoding:
+    features: str
+    model: str
+    columns: tuple[ColumnEncoding, ...]
+    width: int
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def column(self, feature: str) -> ColumnEncoding | None:
+        for c in self.columns:
+            if c.feature == feature:
+                return c
+        return None
+
+
+# ------------------------------------------------------------------ models and data
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    format: str  # onnx | torch | sklearn | rule
+    path: str | None
+    output: str | int | None = None
+    index: int | None = None
+    score_kind: str | None = None  # logit | prob
+    trust_pickle: bool = False
+    rule: "Expr | None" = None  # for format == "rule": a boolean formula over features
+    features: str | None = None  # the feature set its encoding reads
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Data:
+    name: str
+    format: str  # csv
+    path: str
+    sep: str = ","
+    header: bool = True
+    columns: tuple[str, ...] | None = None
+    missing: tuple[str, ...] = ()
+    categories: str = "names"  # "names" or "codes": categorical columns hold category names or codes
+    where: "Expr | None" = None
+    label: "Expr | None" = None
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+# ------------------------------------------------------------------ expressions
+
+@dataclass(frozen=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: object  # float | int | str | bool
+
+
+@dataclass(frozen=True)
+class ColumnRef(Expr):
+    column: str  # a raw data column (in data where/label expressions)
+
+
+@dataclass(frozen=True)
+class FeatureRef(Expr):
+    feature: str
+    var: str | None = None  # pair variable (x or x'), or None for "the row"
+
+
+@dataclass(frozen=True)
+class Cmp(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class InSet(Expr):
+    item: Expr
+    values: tuple
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Logic(Expr):
+    op: str  # and | or
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class NotE(Expr):
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class ArithE(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class AbsE(Expr):
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class ModelOut(Expr):
+    fn: str  # label | prob | logit
+    model: str
+    var: str
+
+
+# ------------------------------------------------------------------ groups
+
+@dataclass(frozen=True)
+class GroupAtom:
+    """One factor of a (compound) group: a discrete feature, or a derived boolean group."""
+
+    name: str
+    feature: str | None  # the discrete feature it splits on
+    predicate: Expr | None = None  # derived groups: a boolean expression over features
+    values: tuple = ()  # value labels, in order
+
+
+@dataclass(frozen=True)
+class Groups:
+    atoms: tuple[GroupAtom, ...]
+
+    @property
+    def label(self) -> str:
+        return " x ".join(a.name for a in self.atoms)
+
+
+# ------------------------------------------------------------------ options
+
+@dataclass(frozen=True)
+class Options:
+    backend: str | None = None
+    timeout: float | None = None  # seconds
+    seed: int = 0
+    confidence: float = 0.95
+    bootstrap: int = 1000
+    min_group_size: int = 30
+    mode: str | None = None  # find | maximize | prove
+    search: str | None = None
+    search_budget: float | None = None
+    explain: str | None = None
+    partitions: int | None = None
+    max_rows: int | None = None
+    extra: tuple[tuple[str, object], ...] = ()
+
+    def get(self, key: str, default=None):
+        for k, v in self.extra:
+            if k == key:
+                return v
+        return default
+
+
+# ------------------------------------------------------------------ properties
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: str
+    options: Options
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class IndividualFairness(Property):
+    """Fairify/HyFair: for all x, x' equal except on ``free``, the post-condition holds.
+
+    post: ``label`` (same decision), ``prob`` (|p - p'| <= eps), ``logit`` (|z - z'| <= eps).
+    """
+
+    model: str = ""
+    features: str = ""
+    var: str = "x"
+    var_prime: str = "x'"
+    free: tuple[str, ...] = ()  # features allowed to differ (the protected ones)
+    relaxed: tuple[tuple[str, float], ...] = ()  # |x.f - x'.f| <= t
+    pre: tuple[Expr, ...] = ()  # further pre-conditions
+    post: str = "label"
+    eps: float = 0.0
+
+
+@dataclass(frozen=True)
+class KDiscrimination(Property):
+    """HyFair: the K counterfactual outputs of one input fall into k clusters of width eps."""
+
+    model: str = ""
+    features: str = ""
+    over: tuple[str, ...] = ()
+    eps: float = 0.05
+    op: str = "<"
+    k: int = 2
+
+
+@dataclass(frozen=True)
+class PBA(Property):
+    """Ceteris-paribus persistent-bias-aware fairness over delta-neighbourhoods."""
+
+    model: str = ""
+    features: str = ""
+    flip: tuple[str, ...] = ()
+    around: str = ""
+    given: Expr | None = None
+    delta: tuple[tuple[str, float], ...] = ()
+    report_by: Groups | None = None
+    op: str | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class GroupMetric(Property):
+    """A group metric of a model over a data set or a distribution, compared to a threshold."""
+
+    metric: str = ""  # positive_rate_ratio... see fairspec.sema.properties.METRICS
+    model: str = ""
+    features: str = ""
+    groups: Groups = Groups(())
+    data: str | None = None
+    distribution: str | None = None
+    mediators: tuple[str, ...] = ()
+    op: str = ">="
+    threshold: float = 0.0
+
+
+@dataclass(frozen=True)
+class Repair(Property):
+    """FairRepair: patch a tree/forest so passing-rate ratios reach c within alpha of minimal change."""
+
+    model: str = ""
+    features: str = ""
+    groups: Groups = Groups(())
+    threshold: float = 0.8
+    alpha: float = 1.2
+    write: str | None = None
+
+
+# ------------------------------------------------------------------ distributions
+
+@dataclass(frozen=True)
+class CptRow:
+    feature: str
+    value: object
+    given: tuple[tuple[str, object], ...]
+    prob: float
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    kind: str  # empirical | independent | conditional | bayes | table
+    data: str | None = None
+    params: tuple[tuple[str, object], ...] = ()
+    table: tuple[CptRow, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+# ------------------------------------------------------------------ the spec
+
+@dataclass(frozen=True)
+class Spec:
+    file: str
+    models: tuple[Model, ...]
+    datasets: tuple[Data, ...]
+    feature_sets: tuple[FeatureSet, ...]
+    encodings: tuple[Encoding, ...]
+    groups: tuple[GroupAtom, ...]
+    distributions: tuple[Distribution, ...]
+    properties: tuple[Property, ...]
+
+    def model(self, name: str) -> Model:
+        return next(m for m in self.models if m.name == name)
+
+    def data(self, name: str) -> Data:
+        return next(d for d in self.datasets if d.name == name)
+
+    def feature_set(self, name: str) -> FeatureSet:
+        return next(f for f in self.feature_sets if f.name == name)
+
+    def encoding_for(self, model: str) -> Encoding | None:
+        return next((e for e in self.encodings if e.model == model), None)

@@ -1,0 +1,86 @@
+"""Feature frames: the typed, human-level feature values of data rows.
+
+Values are float64 arrays: numbers as themselves, booleans 0/1, categories as
+their index in the feature's declared category list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.runtime.data import DataError, Table
+
+_TRUE = {"1", "true", "yes", "t", "y"}
+_FALSE = {"0", "false", "no", "f", "n"}
+
+
+@dataclass
+class Frame:
+    features: ir.FeatureSet
+    values: dict[str, np.ndarray]
+    n_rows: int
+    dropped: dict[str, int] = field(default_factory=dict)  # feature -> rows dropped as outside its domain
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def subset(self, mask: np.ndarray) -> "Frame":
+        return Frame(self.features, {k: v[mask] for k, v in self.values.items()}, int(mask.sum()),
+                     self.dropped, self.examples)
+
+
+def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (values, ok) for one feature."""
+    raw = table.columns[f.column]
+    dom = f.domain
+    if isinstance(dom, ir.Categorical):
+        if mode == "codes":
+            num = table.numeric(f.column)
+            if num is None:
+                raise DataError(f"data file {table.path} column {f.column!r} should hold integer category codes")
+            ok = (num == np.round(num)) & (num >= 0) & (num < len(dom.categories))
+            return np.where(ok, num, -1.0), ok
+        index = {c: i for i, c in enumerate(dom.categories)}
+        vals = np.fromiter((index.get(v, -1) for v in raw), dtype=np.float64, count=len(raw))
+        return vals, vals >= 0
+    if isinstance(dom, ir.Boolean):
+        low = np.char.lower(raw.astype(str))
+        t = np.isin(low, list(_TRUE))
+        fl = np.isin(low, list(_FALSE))
+        return t.astype(np.float64), t | fl
+    num = table.numeric(f.column)
+    if num is None:
+        bad = next(v for v in raw if not _is_number(v))
+        raise DataError(f"data file {table.path} column {f.column!r} should be numeric for feature "
+                        f"{f.name!r} but holds {bad!r}")
+    ok = (num >= dom.lo) & (num <= dom.hi)
+    if isinstance(dom, ir.IntRange):
+        ok &= num == np.round(num)
+    return num, ok
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def build_frame(fs: ir.FeatureSet, table: Table, categories_mode: str = "names") -> Frame:
+    """Typed feature values of the table's rows; rows outside a declared domain are dropped and counted."""
+    values, ok_all = {}, np.ones(table.n_rows, dtype=bool)
+    dropped, examples = {}, {}
+    for f in fs.features:
+        if f.column not in table.columns:
+            raise DataError(f"data file {table.path} has no column {f.column!r} for feature {f.name!r}")
+        v, ok = _column(table, f, categories_mode)
+        bad = ~ok
+        if bad.any():
+            dropped[f.name] = int(bad.sum())
+            examples[f.name] = sorted({str(x) for x in table.columns[f.column][bad][:1000]})[:5]
+        values[f.name] = v
+        ok_all &= ok
+    frame = Frame(fs, {k: v[ok_all] for k, v in values.items()}, int(ok_all.sum()), dropped, examples)
+    return frame, ok_all

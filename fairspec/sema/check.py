@@ -1,0 +1,583 @@
+"""Semantic analysis: bind names, type-check against the real model and data, build the IR.
+
+Everything here is cheap enough for ``fairspec lint``: models are only
+*peeked* (input width), data files only sampled (header and first rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from fairspec import ir
+from fairspec.diagnostics import DiagnosticError, Related, Sink, Span
+from fairspec.sema import properties as props
+from fairspec.sema.exprs import ExprLowerer, LowerError, Scope, did_you_mean
+from fairspec.sema.imports import load_modules
+from fairspec.syntax import ast
+
+MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+ENCODING_KINDS = ("raw", "code", "onehot", "minmax", "standard")
+
+
+@dataclass
+class Decl:
+    node: ast.Decl
+    base: Path  # folder that relative paths in this declaration resolve against
+
+
+@dataclass
+class CheckResult:
+    spec: ir.Spec | None
+    diagnostics: list
+    model_widths: dict
+
+
+def _arg_value(arg: ast.Arg):
+    return arg.value
+
+
+class Checker:
+    def __init__(self, root: Path, *, peek_models: bool = True):
+        self.root = Path(root)
+        self.sink = Sink()
+        self.lower = ExprLowerer(self.sink)
+        self.peek_models = peek_models
+        self.symbols: dict[str, Decl] = {}
+        self.models: dict[str, ir.Model] = {}
+        self.model_widths: dict[str, int | None] = {}
+        self.datasets: dict[str, ir.Data] = {}
+        self.data_columns: dict[str, dict[str, str]] = {}
+        self.feature_sets: dict[str, ir.FeatureSet] = {}
+        self.encodings: dict[str, ir.Encoding] = {}
+        self.groups: dict[str, ir.GroupAtom] = {}
+        self.group_decls: dict[str, ast.GroupDecl] = {}
+        self.distributions: dict[str, ir.Distribution] = {}
+        self.properties: list[ir.Property] = []
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> CheckResult:
+        try:
+            modules = load_modules(self.root, self.sink)
+        except DiagnosticError as e:
+            self.sink.extend(e.diagnostics)
+            return CheckResult(None, self.sink.items, {})
+        if self.sink.has_errors and not modules:
+            return CheckResult(None, self.sink.items, {})
+        decls = [Decl(d, Path(m.file).resolve().parent) for m in modules for d in m.decls
+                 if not isinstance(d, ast.Import)]
+        self._bind(decls)
+        by_kind = lambda cls: [d for d in decls if isinstance(d.node, cls)]  # noqa: E731
+        for d in by_kind(ast.DataDecl):
+            self._guard(self._data, d)
+        for d in by_kind(ast.FeaturesDecl):
+            self._guard(self._features, d)
+        for d in by_kind(ast.ModelDecl):
+            self._guard(self._model, d)
+        for d in by_kind(ast.EncodeDecl):
+            self._guard(self._encoding, d)
+        self._attach_model_features()
+        for d in by_kind(ast.GroupDecl):
+            self._guard(self._group, d)
+        for d in by_kind(ast.DistributionDecl):
+            self._guard(self._distribution, d)
+        policies = {d.node.name.id: d for d in by_kind(ast.PolicyDecl)}
+        for d in decls:
+            if isinstance(d.node, ast.PropertyDecl):
+                self._guard(self._property, d, d.node, {}, None)
+            elif isinstance(d.node, ast.RepairDecl):
+                self._guard(self._repair, d)
+            elif isinstance(d.node, ast.ApplyDecl):
+                self._guard(self._apply, d, policies)
+        spec = ir.Spec(
+            file=str(self.root), models=tuple(self.models.values()), datasets=tuple(self.datasets.values()),
+            feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
+            groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
+            properties=tuple(self.properties))
+        return CheckResult(spec, self.sink.items, dict(self.model_widths))
+
+    def _guard(self, fn, *args):
+        try:
+            fn(*args)
+        except LowerError:
+            pass
+
+    def fail(self, code, msg, span, hint=None):
+        self.sink.add(code, msg, span, hint=hint)
+        raise LowerError()
+
+    # ------------------------------------------------------------------ names
+    def _bind(self, decls: list[Decl]) -> None:
+        for d in decls:
+            name = getattr(d.node, "name", None)
+            if isinstance(d.node, ast.ApplyDecl):
+                name = d.node.alias
+            if name is None:
+                continue
+            prev = self.symbols.get(name.id)
+            if prev is not None:
+                prev_name = prev.node.alias if isinstance(prev.node, ast.ApplyDecl) else prev.node.name
+                self.sink.add("FS202", f"'{name.id}' is declared twice", name.span,
+                              related=(Related(prev_name.span, "first declared here"),))
+                continue
+            self.symbols[name.id] = d
+
+    def _lookup(self, name: ast.Name, kind: type, what: str, table: dict):
+        if name.id in table:
+            return table[name.id]
+        d = self.symbols.get(name.id)
+        if d is not None and not isinstance(d.node, kind):
+            self.fail("FS301", f"'{name.id}' is not {what}", name.span)
+        if d is not None:  # declared but failed its own checks: already reported
+            raise LowerError()
+        self.fail("FS201", f"unknown {what.split(' ', 1)[-1]} '{name.id}'", name.span, hint=did_you_mean(name.id, table))
+
+    # ------------------------------------------------------------------ data
+    def _data(self, d: Decl) -> None:
+        node: ast.DataDecl = d.node
+        if node.fmt.id != "csv":
+            self.fail("FS412", f"unknown data format '{node.fmt.id}'", node.fmt.span)
+        pos = [a for a in node.args if a.kind == "pos"]
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
+            self.fail("FS305", "csv(...) takes the file path as its one positional argument", node.span)
+        path_arg = pos[0].value
+        kw = {}
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust":
+                self.fail("FS208", "'trust' applies to model files, not data", a.span)
+            kw[a.name.id] = a
+        allowed = {"sep", "header", "columns", "missing", "where", "label", "categories"}
+        for k, a in kw.items():
+            if k not in allowed:
+                self.fail("FS208", f"unknown csv option '{k}'", a.name.span,
+                          hint=did_you_mean(k, allowed) or f"options are {', '.join(sorted(allowed))}")
+        sep = self._const(kw.get("sep"), str, ",")
+        header = self._const(kw.get("header"), bool, None)
+        columns = None
+        if "columns" in kw:
+            v = kw["columns"].value
+            if not isinstance(v, ast.ListLit):
+                self.fail("FS301", "columns = [...] lists the column names", v.span)
+            columns = tuple(x.id if isinstance(x, ast.Name) else x.value for x in v.items
+                            if isinstance(x, (ast.Name, ast.Str)))
+            if len(columns) != len(v.items):
+                self.fail("FS301", "column names are names or strings", v.span)
+            dup = {c for c in columns if columns.count(c) > 1}
+            if dup:
+                self.fail("FS202", f"column {sorted(dup)[0]!r} is listed twice", v.span)
+        if header is None:
+            header = columns is None
+        missing = ()
+        if "missing" in kw:
+            v = kw["missing"].value
+            items = v.items if isinstance(v, ast.ListLit) else (v,)
+            if not all(isinstance(x, ast.Str) for x in items):
+                self.fail("FS301", "missing = [\"?\", ...] lists strings that mark a missing value", v.span)
+            missing = tuple(x.value for x in items)
+        categories = "names"
+        if "categories" in kw:
+            v = kw["categories"].value
+            if not isinstance(v, ast.Name) or v.id not in ("names", "codes"):
+                self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
+            categories = v.id
+        path = (d.base / path_arg.value)
+        data = ir.Data(node.name.id, "csv", str(path), sep, header, columns, missing, categories, span=node.span)
+        from fairspec.runtime.data import DataError, column_names
+
+        try:
+            names, sample = column_names(data)
+        except DataError as e:
+            self.fail("FS404", str(e), path_arg.span)
+        types = {}
+        for j, n in enumerate(names):
+            vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in missing]
+            types[n] = "num" if vals and all(_is_number(v) for v in vals) else "str"
+        self.data_columns[node.name.id] = types
+        scope = Scope("data", columns=types)
+        where = label = None
+        if "where" in kw:
+            where = self.lower.expect_bool(kw["where"].value, scope)
+        if "label" in kw:
+            x, t = self.lower.lower(kw["label"].value, scope)
+            if t != "bool":
+                self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
+                          kw["label"].value.span)
+            label = x
+        self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label)
+
+    def _const(self, arg, typ, default):
+        if arg is None:
+            return default
+        v = arg.value
+        if typ is str and isinstance(v, ast.Str):
+            return v.value
+        if typ is bool and isinstance(v, ast.BoolLit):
+            return v.value
+        if typ in (int, float) and isinstance(v, ast.Num) and (typ is float or v.is_int):
+            return typ(v.value)
+        word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
+        self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+    # ------------------------------------------------------------------ features
+    def _features(self, d: Decl) -> None:
+        node: ast.FeaturesDecl = d.node
+        data = None
+        if node.source is not None:
+            data = self._lookup(node.source, ast.DataDecl, "a data set", self.datasets).name
+        seen: dict[str, ast.FeatureDecl] = {}
+        feats = []
+        for fd in node.features:
+            if fd.name.id in seen:
+                self.sink.add("FS202", f"feature '{fd.name.id}' is declared twice in {node.name.id}", fd.name.span,
+                              related=(Related(seen[fd.name.id].name.span, "first declared here"),))
+                continue
+            seen[fd.name.id] = fd
+            try:
+                feats.append(self._feature(fd, data))
+            except LowerError:
+                pass
+        self.feature_sets[node.name.id] = ir.FeatureSet(node.name.id, tuple(feats), data, span=node.span)
+
+    def _feature(self, fd: ast.FeatureDecl, data: str | None) -> ir.Feature:
+        t = fd.type
+        if t.kind in ("int", "real"):
+            if t.kind == "int" and (not float(t.lo).is_integer() or not float(t.hi).is_integer()):
+                self.fail("FS301", "an int range needs whole-number bounds", t.span, hint="use 'real in [...]'")
+            if t.lo > t.hi:
+                self.fail("FS302", f"range [{t.lo}, {t.hi}] is empty", t.span)
+            dom = ir.IntRange(int(t.lo), int(t.hi)) if t.kind == "int" else ir.RealRange(float(t.lo), float(t.hi))
+        elif t.kind == "bool":
+            dom = ir.Boolean()
+        else:
+            cats = [c.value for c in t.categories]
+            for i, c in enumerate(t.categories):
+                if c.value in cats[:i]:
+                    self.fail("FS304", f"category '{c.value}' is listed twice", c.span)
+            dom = ir.Categorical(tuple(cats))
+        bins = None
+        if fd.bins is not None:
+            bins = tuple(float(b) for b in fd.bins)
+            if t.kind not in ("int", "real"):
+                self.fail("FS407", "bins apply to numeric features", fd.bins_span)
+            if any(b2 <= b1 for b1, b2 in zip(bins, bins[1:])):
+                self.fail("FS302", "bin edges must increase", fd.bins_span)
+        column = fd.column.value if fd.column else fd.name.id
+        if data is not None:
+            cols = self.data_columns.get(data, {})
+            if column not in cols:
+                span = fd.column.span if fd.column else fd.name.span
+                self.fail("FS207", f"data set '{data}' has no column '{column}' for feature '{fd.name.id}'", span,
+                          hint=did_you_mean(column, cols) or "name the column with: column \"...\"")
+        return ir.Feature(fd.name.id, dom, fd.protected, column, bins, span=fd.span)
+
+    # ------------------------------------------------------------------ models
+    def _model(self, d: Decl) -> None:
+        node: ast.ModelDecl = d.node
+        fmt = node.fmt.id
+        if fmt not in MODEL_FORMATS:
+            self.fail("FS409", f"unknown model format '{fmt}'", node.fmt.span, hint=did_you_mean(fmt, MODEL_FORMATS))
+        pos = [a for a in node.args if a.kind == "pos"]
+        if fmt == "rule":
+            if len(pos) != 1:
+                self.fail("FS305", "rule(...) takes one condition over features", node.span)
+            # the rule's features are bound once encodings are known (_attach_model_features)
+            self.models[node.name.id] = ir.Model(node.name.id, "rule", None, span=node.span)
+            self._rule_exprs = getattr(self, "_rule_exprs", {})
+            self._rule_exprs[node.name.id] = pos[0].value
+            return
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
+            self.fail("FS305", f"{fmt}(...) takes the model file path as its one positional argument", node.span)
+        path_arg = pos[0].value
+        output = index = score = None
+        trust = False
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust":
+                if a.name.id != "pickle":
+                    self.fail("FS208", f"only 'trust pickle' is known, not 'trust {a.name.id}'", a.span)
+                trust = True
+                continue
+            k, v = a.name.id, a.value
+            if k == "output":
+                if isinstance(v, ast.Str):
+                    output = v.value
+                elif isinstance(v, ast.Num) and v.is_int:
+                    output = int(v.value)
+                else:
+                    self.fail("FS301", "output = \"name\" or a position", v.span)
+            elif k == "index":
+                if not (isinstance(v, ast.Num) and v.is_int):
+                    self.fail("FS301", "index = a whole number (the column of a 2-D output)", v.span)
+                index = int(v.value)
+            elif k == "score":
+                if not (isinstance(v, ast.Name) and v.id in ("logit", "prob")):
+                    self.fail("FS307", "score = logit | prob (what the chosen output is)", v.span)
+                score = v.id
+            else:
+                self.fail("FS208", f"unknown model option '{k}'", a.name.span,
+                          hint=did_you_mean(k, ["output", "index", "score"]) or "options are output, index, score and trust pickle")
+        path = d.base / path_arg.value
+        if not path.exists():
+            self.fail("FS401", f"model file {path_arg.value} does not exist (looked for {path})", path_arg.span)
+        if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
+            self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
+        model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span)
+        self.models[node.name.id] = model
+        if self.peek_models:
+            from fairspec.models import ModelLoadError, peek_input_width
+
+            try:
+                self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
+            except ModelLoadError as e:
+                self.fail("FS401", str(e), path_arg.span)
+
+    # ------------------------------------------------------------------ encodings
+    def _encoding(self, d: Decl) -> None:
+        node: ast.EncodeDecl = d.node
+        fs = self._lookup(node.features, ast.FeaturesDecl, "a feature set", self.feature_sets)
+        model = self._lookup(node.model, ast.ModelDecl, "a model", self.models)
+        if model.name in self.encodings:
+            self.fail("FS202", f"model '{model.name}' already has an encoding", node.model.span)
+        cols: list[ir.ColumnEncoding] = []
+        seen: dict[str, ast.Name] = {}
+        offset = 0
+        for line in node.lines:
+            kind = line.kind.id
+            if kind not in ENCODING_KINDS:
+                self.sink.add("FS406", f"unknown encoding '{kind}'", line.kind.span, hint=did_you_mean(kind, ENCODING_KINDS))
+                continue
+            for nm in line.names:
+                f = fs.get(nm.id)
+                if f is None:
+                    self.sink.add("FS205", f"unknown feature '{nm.id}' in {fs.name}", nm.span,
+                                  hint=did_you_mean(nm.id, [x.name for x in fs.features]))
+                    continue
+                if nm.id in seen:
+                    self.sink.add("FS405", f"feature '{nm.id}' is encoded twice", nm.span,
+                                  related=(Related(seen[nm.id].span, "first encoded here"),))
+                    continue
+                seen[nm.id] = nm
+                try:
+                    col = self._column_encoding(f, line, offset, fs)
+                except LowerError:
+                    continue
+                cols.append(col)
+                offset += col.width
+        enc = ir.Encoding(fs.name, model.name, tuple(cols), offset, span=node.span)
+        width = self.model_widths.get(model.name)
+        if width is not None and width != offset:
+            self.sink.add("FS402", f"the encoding of {fs.name} for {model.name} is {offset} columns wide, "
+                                   f"but the model takes {width} inputs", node.span)
+        for f in fs.protected:
+            if f.name not in seen:
+                self.sink.add("FS403", f"protected feature '{f.name}' is not used by the encoding for {model.name}",
+                              f.span or node.span, related=(Related(node.span, "the encoding"),))
+        self.encodings[model.name] = enc
+
+    def _column_encoding(self, f: ir.Feature, line: ast.EncLine, offset: int, fs: ir.FeatureSet) -> ir.ColumnEncoding:
+        kind = line.kind.id
+        dom = f.domain
+        params = {p.id: v for p, v in (line.params or ())}
+        allowed_params = {"minmax": {"lo", "hi"}, "standard": {"mean", "std"}}.get(kind, set())
+        for p, _v in (line.params or ()):
+            if p.id not in allowed_params:
+                self.fail("FS208", f"'{kind}' takes no parameter '{p.id}'", p.span,
+                          hint=f"parameters: {', '.join(sorted(allowed_params))}" if allowed_params else None)
+        if line.codes is not None and kind != "code":
+            self.fail("FS407", f"a code table goes with 'code', not '{kind}'", line.span)
+        if kind == "raw":
+            if isinstance(dom, ir.Categorical):
+                self.fail("FS407", f"'{f.name}' is categorical: encode it with code or onehot", line.kind.span)
+            return ir.ColumnEncoding(f.name, "raw", offset, 1, span=line.span)
+        if kind == "code":
+            if not isinstance(dom, (ir.Categorical, ir.Boolean)):
+                self.fail("FS407", f"'{f.name}' is numeric: 'code' is for categories (use raw)", line.kind.span)
+            cats = dom.categories
+            if line.codes is None:
+                codes = tuple(float(i) for i in range(len(cats)))
+            else:
+                table = {}
+                for cat, code in line.codes:
+                    if cat.value not in cats:
+                        self.fail("FS206", f"'{cat.value}' is not a category of {f.name}", cat.span,
+                                  hint=did_you_mean(cat.value, cats))
+                    table[cat.value] = float(code)
+                missing = [c for c in cats if c not in table]
+                if missing:
+                    self.fail("FS407", f"the code table of {f.name} misses {', '.join(missing)}", line.span)
+                codes = tuple(table[c] for c in cats)
+            return ir.ColumnEncoding(f.name, "code", offset, 1, categories=cats, codes=codes, span=line.span)
+        if kind == "onehot":
+            if not isinstance(dom, (ir.Categorical, ir.Boolean)):
+                self.fail("FS407", f"'{f.name}' is numeric: onehot is for categories", line.kind.span)
+            cats = dom.categories
+            return ir.ColumnEncoding(f.name, "onehot", offset, len(cats), categories=cats, span=line.span)
+        if not isinstance(dom, (ir.IntRange, ir.RealRange)):
+            self.fail("FS407", f"'{f.name}' is not numeric: '{kind}' scales numbers", line.kind.span)
+        nums = {}
+        for k, v in params.items():
+            if isinstance(v, ast.Neg) and isinstance(v.arg, ast.Num):
+                nums[k] = -float(v.arg.value)
+            elif isinstance(v, ast.Num):
+                nums[k] = float(v.value)
+            else:
+                self.fail("FS301", f"'{k}' must be a number", v.span)
+        need = ("lo", "hi") if kind == "minmax" else ("mean", "std")
+        given = [k for k in need if k in nums]
+        if given and len(given) != 2:
+            self.fail("FS307", f"give both {need[0]} and {need[1]}, or neither to fit them on the data", line.span)
+        if not given and fs.data is None:
+            self.fail("FS411", f"'{kind}' without parameters is fitted on the data, but {fs.name} has no 'from DATA'",
+                      line.span)
+        if kind == "minmax":
+            if given and nums["hi"] <= nums["lo"]:
+                self.fail("FS302", f"minmax needs lo < hi, got lo = {nums['lo']}, hi = {nums['hi']}", line.span)
+            return ir.ColumnEncoding(f.name, "minmax", offset, 1, lo=nums.get("lo"), hi=nums.get("hi"),
+                                     fitted=not given, span=line.span)
+        if given and nums["std"] <= 0:
+            self.fail("FS307", "standard needs std > 0", line.span)
+        return ir.ColumnEncoding(f.name, "standard", offset, 1, mean=nums.get("mean"), std=nums.get("std"),
+                                 fitted=not given, span=line.span)
+
+    def _attach_model_features(self) -> None:
+        for name, enc in self.encodings.items():
+            self.models[name] = dataclasses.replace(self.models[name], features=enc.features)
+        for name, expr in getattr(self, "_rule_exprs", {}).items():
+            names = _names_in(expr)
+            candidates = [fs for fs in self.feature_sets.values() if all(fs.get(n) for n in names)]
+            if not candidates:
+                span = expr.span
+                self.sink.add("FS205", f"no feature set declares every feature the rule of '{name}' reads "
+                                       f"({', '.join(sorted(names))})", span)
+                continue
+            fs = candidates[0]
+            try:
+                rule = self.lower.expect_bool(expr, Scope("features", features=fs))
+            except LowerError:
+                continue
+            self.models[name] = dataclasses.replace(self.models[name], rule=rule, features=fs.name)
+
+    # ------------------------------------------------------------------ groups
+    def _group(self, d: Decl) -> None:
+        node: ast.GroupDecl = d.node
+        names = _names_in(node.expr)
+        candidates = [fs for fs in self.feature_sets.values() if all(fs.get(n) for n in names)]
+        if not candidates:
+            unknown = sorted(n for n in names if not any(fs.get(n) for fs in self.feature_sets.values()))
+            self.fail("FS205", f"unknown feature '{unknown[0] if unknown else sorted(names)[0]}' in group '{node.name.id}'",
+                      node.expr.span)
+        pred = self.lower.expect_bool(node.expr, Scope("features", features=candidates[0]))
+        self.group_decls[node.name.id] = node
+        self.groups[node.name.id] = ir.GroupAtom(node.name.id, None, pred, (f"not {node.name.id}", node.name.id))
+
+    # ------------------------------------------------------------------ distributions
+    def _distribution(self, d: Decl) -> None:
+        node: ast.DistributionDecl = d.node
+        if node.fn is None:
+            rows = []
+            for e in node.entries:
+                if not 0.0 <= e.prob <= 1.0:
+                    self.sink.add("FS309", f"probability {e.prob} is outside [0, 1]", e.span)
+                    continue
+                rows.append(ir.CptRow(e.target.feature.id, e.target.value,
+                                      tuple((g.feature.id, g.value) for g in e.given), e.prob))
+            self.distributions[node.name.id] = ir.Distribution(node.name.id, "table", table=tuple(rows), span=node.span)
+            return
+        kinds = ("empirical", "independent", "conditional", "bayes")
+        if node.fn.id not in kinds:
+            self.fail("FS209", f"unknown distribution '{node.fn.id}'", node.fn.span,
+                      hint=did_you_mean(node.fn.id, kinds) or f"distributions are {', '.join(kinds)}")
+        pos = [a for a in node.args if a.kind == "pos"]
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Name):
+            self.fail("FS305", f"{node.fn.id}(...) takes the data set it is estimated from", node.span)
+        data = self._lookup(pos[0].value, ast.DataDecl, "a data set", self.datasets)
+        params = []
+        for a in node.args:
+            if a.kind in ("kw", "clause"):
+                v = a.value
+                if isinstance(v, (ast.Num, ast.Str, ast.BoolLit)):
+                    params.append((a.name.id, v.value))
+                elif isinstance(v, ast.Name):
+                    params.append((a.name.id, v.id))
+                else:
+                    self.fail("FS301", f"'{a.name.id}' must be a constant", v.span)
+        self.distributions[node.name.id] = ir.Distribution(node.name.id, node.fn.id, data.name, tuple(params),
+                                                           span=node.span)
+
+    # ------------------------------------------------------------------ properties
+    def _property(self, d: Decl, node: ast.PropertyDecl, env: dict, name_prefix: str | None,
+                  apply_span: Span | None = None) -> None:
+        name = node.name.id if name_prefix is None else f"{name_prefix}.{node.name.id}"
+        try:
+            prop = props.build_property(self, node, name, env)
+        except LowerError:
+            return
+        if prop is not None:
+            self.properties.append(prop)
+
+    def _repair(self, d: Decl) -> None:
+        prop = props.build_repair(self, d.node)
+        if prop is not None:
+            self.properties.append(prop)
+
+    def _apply(self, d: Decl, policies: dict) -> None:
+        node: ast.ApplyDecl = d.node
+        pol = policies.get(node.policy.id)
+        if pol is None:
+            self.fail("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
+        env = props.bind_policy_args(self, pol.node, node)
+        prefix = node.alias.id if node.alias else node.policy.id
+        for p in pol.node.properties:
+            before = len(self.sink.items)
+            self._property(pol, p, env, prefix)
+            # diagnostics raised inside the policy body also point at the apply site
+            for i in range(before, len(self.sink.items)):
+                dg = self.sink.items[i]
+                self.sink.items[i] = dataclasses.replace(dg, related=dg.related + (Related(node.span, "applied here"),))
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def _names_in(e) -> set[str]:
+    out = set()
+
+    def walk(n):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Call):
+            for a in n.args:
+                if a.value is not None:
+                    walk(a.value)
+        elif isinstance(n, ast.Compare):
+            walk(n.left)
+            if not isinstance(n.right, ast.Name):  # `sex == Male`: Male is a category
+                walk(n.right)
+        elif isinstance(n, ast.InSet):
+            walk(n.item)
+        elif dataclasses.is_dataclass(n):
+            for f in dataclasses.fields(n):
+                v = getattr(n, f.name)
+                if isinstance(v, ast.Node):
+                    walk(v)
+                elif isinstance(v, tuple):
+                    for x in v:
+                        if isinstance(x, ast.Node):
+                            walk(x)
+
+    walk(e)
+    return out
+
+
+def check_file(path, *, peek_models: bool = True) -> CheckResult:
+    return Checker(Path(path), peek_models=peek_models).run()

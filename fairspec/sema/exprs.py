@@ -1,0 +1,236 @@
+"""Lowering and type-checking expressions from the AST to the IR.
+
+Three scopes: data expressions (``where``/``label`` over raw CSV columns),
+feature expressions (groups, rules, PBA point selection: names are features),
+and pair expressions (``x.age``, ``x'.sex`` inside individual-fairness
+properties).  Categories are lowered to their index in the feature's
+declared list, so run-time evaluation is purely numeric.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from fairspec import ir
+from fairspec.diagnostics import Sink
+from fairspec.syntax import ast
+
+
+def did_you_mean(name: str, options) -> str | None:
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+class LowerError(Exception):
+    """Raised after a diagnostic was reported, to abandon the current expression."""
+
+
+@dataclass
+class Scope:
+    """What names mean in an expression."""
+
+    kind: str  # "data" | "features" | "pair"
+    columns: dict[str, str] = field(default_factory=dict)  # data: column -> "num" | "str"
+    features: ir.FeatureSet | None = None
+    pair_vars: tuple[str, ...] = ()
+    models: dict[str, ir.Model] = field(default_factory=dict)
+    env: dict[str, ast.Expr] = field(default_factory=dict)  # policy parameters
+
+
+_CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
+
+
+class ExprLowerer:
+    def __init__(self, sink: Sink):
+        self.sink = sink
+
+    def fail(self, code, msg, span, hint=None):
+        self.sink.add(code, msg, span, hint=hint)
+        raise LowerError()
+
+    # The result of lowering: (ir expr, type) with type in num | str | bool | cat:<feature>
+    def lower(self, e: ast.Expr, s: Scope):
+        if isinstance(e, ast.Name) and e.id in s.env:
+            return self.lower(s.env[e.id], Scope(s.kind, s.columns, s.features, s.pair_vars, s.models, {}))
+        if isinstance(e, ast.Num):
+            return ir.Const(e.value), "num"
+        if isinstance(e, ast.Str):
+            return ir.Const(e.value), "str"
+        if isinstance(e, ast.BoolLit):
+            return ir.Const(e.value), "bool"
+        if isinstance(e, ast.Dur):
+            return ir.Const(e.seconds), "num"
+        if isinstance(e, ast.Name):
+            return self._name(e, s)
+        if isinstance(e, ast.Attr):
+            return self._attr(e, s)
+        if isinstance(e, ast.Call):
+            return self._call(e, s)
+        if isinstance(e, ast.Compare):
+            return self._compare(e, s)
+        if isinstance(e, ast.InSet):
+            return self._in(e, s)
+        if isinstance(e, ast.BoolOp):
+            a = self.expect_bool(e.left, s)
+            b = self.expect_bool(e.right, s)
+            return ir.Logic(e.op, (a, b)), "bool"
+        if isinstance(e, ast.Not):
+            return ir.NotE(self.expect_bool(e.arg, s)), "bool"
+        if isinstance(e, ast.Arith):
+            a = self.expect_num(e.left, s)
+            b = self.expect_num(e.right, s)
+            return ir.ArithE(e.op, a, b), "num"
+        if isinstance(e, ast.Neg):
+            a = self.expect_num(e.arg, s)
+            if isinstance(a, ir.Const):
+                return ir.Const(-a.value), "num"
+            return ir.ArithE("-", ir.Const(0), a), "num"
+        if isinstance(e, ast.Abs):
+            return ir.AbsE(self.expect_num(e.arg, s)), "num"
+        self.fail("FS301", f"this {type(e).__name__.lower()} cannot be used in an expression here", e.span)
+
+    def expect_bool(self, e, s):
+        x, t = self.lower(e, s)
+        if t != "bool":
+            self.fail("FS301", f"expected a condition (true/false), found a {_type_word(t)}", e.span)
+        return x
+
+    def expect_num(self, e, s):
+        x, t = self.lower(e, s)
+        if t != "num":
+            self.fail("FS301", f"expected a number, found a {_type_word(t)}", e.span)
+        return x
+
+    # ------------------------------------------------------------------ names
+    def _name(self, e: ast.Name, s: Scope):
+        if s.kind == "data":
+            if e.id in s.columns:
+                return ir.ColumnRef(e.id), s.columns[e.id]
+            self.fail("FS207", f"unknown data column '{e.id}'", e.span,
+                      hint=did_you_mean(e.id, s.columns) or "columns with other characters are written col(\"name-with-dash\")")
+        if s.kind == "features":
+            f = s.features.get(e.id) if s.features else None
+            if f is not None:
+                return ir.FeatureRef(f.name), _feature_type(f)
+            opts = [x.name for x in s.features.features] if s.features else []
+            self.fail("FS205", f"unknown feature '{e.id}'" + (f" in {s.features.name}" if s.features else ""),
+                      e.span, hint=did_you_mean(e.id, opts))
+        # pair scope: bare names are not allowed (which copy?)
+        if e.id in s.pair_vars:
+            self.fail("FS301", f"'{e.id}' is a whole input; name one of its features, e.g. {e.id}.age", e.span)
+        self.fail("FS201", f"unknown name '{e.id}'", e.span,
+                  hint=f"inside a pair property refer to features as {s.pair_vars[0]}.feature" if s.pair_vars else None)
+
+    def _attr(self, e: ast.Attr, s: Scope):
+        if s.kind != "pair" or not isinstance(e.obj, ast.Name) or e.obj.id not in s.pair_vars:
+            if isinstance(e.obj, ast.Name) and s.kind == "pair":
+                self.fail("FS201", f"unknown pair variable '{e.obj.id}'", e.obj.span,
+                          hint=f"the variables are {' and '.join(s.pair_vars)}")
+            self.fail("FS301", "'.' selects a feature of a pair variable (x.age)", e.span)
+        f = s.features.get(e.name.id)
+        if f is None:
+            self.fail("FS205", f"unknown feature '{e.name.id}' in {s.features.name}", e.name.span,
+                      hint=did_you_mean(e.name.id, [x.name for x in s.features.features]))
+        return ir.FeatureRef(f.name, e.obj.id), _feature_type(f)
+
+    def _call(self, e: ast.Call, s: Scope):
+        fn = e.fn.id
+        if fn == "col" and s.kind == "data":
+            args = e.positional()
+            if len(args) != 1 or not isinstance(args[0], ast.Str):
+                self.fail("FS305", "col(...) takes one string: the column name", e.span)
+            name = args[0].value
+            if name not in s.columns:
+                self.fail("FS207", f"unknown data column {name!r}", args[0].span, hint=did_you_mean(name, s.columns))
+            return ir.ColumnRef(name), s.columns[name]
+        if fn in ("label", "prob", "logit") and s.kind == "pair":
+            args = e.positional()
+            if len(args) != 1 or not isinstance(args[0], ast.Call):
+                self.fail("FS305", f"{fn}(...) takes one model application, e.g. {fn}(m(x))", e.span)
+            inner = args[0]
+            mname = inner.fn.id
+            if mname in s.env and isinstance(s.env[mname], ast.Name):
+                mname = s.env[mname].id
+            if mname not in s.models:
+                self.fail("FS201", f"unknown model '{mname}'", inner.fn.span, hint=did_you_mean(mname, s.models))
+            iargs = inner.positional()
+            if len(iargs) != 1 or not isinstance(iargs[0], ast.Name) or iargs[0].id not in s.pair_vars:
+                self.fail("FS305", f"a model is applied to one pair variable: {mname}({s.pair_vars[0]})", inner.span)
+            t = "bool" if fn == "label" else "num"
+            return ir.ModelOut(fn, mname, iargs[0].id), t
+        if fn == "abs":
+            args = e.positional()
+            if len(args) != 1:
+                self.fail("FS305", "abs(...) takes one argument", e.span)
+            return ir.AbsE(self.expect_num(args[0], s)), "num"
+        self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span)
+
+    # ------------------------------------------------------------------ comparisons
+    def _compare(self, e: ast.Compare, s: Scope):
+        a, ta = self.lower(e.left, s)
+        b, tb = self._lower_against(e.right, ta, s)
+        if ta.startswith("cat:") and isinstance(a, ir.FeatureRef) and tb == ta and e.op not in ("==", "!="):
+            self.fail("FS301", "categories have no order: compare them with == or !=", e.span)
+        if tb.startswith("cat:") and not ta.startswith("cat:"):
+            a, ta = self._lower_against(e.left, tb, s)
+        if _base(ta) != _base(tb):
+            self.fail("FS301", f"cannot compare a {_type_word(ta)} with a {_type_word(tb)}", e.span)
+        if ta in ("str", "bool") and e.op not in ("==", "!="):
+            self.fail("FS301", f"a {_type_word(ta)} can only be compared with == or !=", e.span)
+        return ir.Cmp(e.op, a, b), "bool"
+
+    def _lower_against(self, e: ast.Expr, other_type: str, s: Scope):
+        """Lower e; when compared to a categorical feature, a bare name or string is a category."""
+        if other_type.startswith("cat:") and isinstance(e, (ast.Name, ast.Str, ast.Num)):
+            if isinstance(e, ast.Name) and (e.id in s.env):
+                return self._lower_against(s.env[e.id], other_type, s)
+            fname = other_type[4:]
+            f = s.features.get(fname)
+            value = e.id if isinstance(e, ast.Name) else (e.value if isinstance(e, ast.Str) else _num_text(e))
+            if isinstance(e, ast.Name) and s.features.get(e.id) is not None:
+                return self.lower(e, s)
+            cats = f.domain.categories
+            if value not in cats:
+                self.fail("FS206", f"'{value}' is not a category of {fname}", e.span,
+                          hint=did_you_mean(str(value), cats) or f"the categories are {', '.join(cats)}")
+            return ir.Const(cats.index(value)), other_type
+        if other_type == "bool" and isinstance(e, ast.Name) and e.id in ("true", "false"):
+            return ir.Const(e.id == "true"), "bool"
+        return self.lower(e, s)
+
+    def _in(self, e: ast.InSet, s: Scope):
+        a, ta = self.lower(e.item, s)
+        if not isinstance(e.collection, (ast.SetLit, ast.ListLit)):
+            self.fail("FS301", "'in' needs a set of values, e.g. x in {A, B}", e.collection.span)
+        values = []
+        for item in e.collection.items:
+            v, tv = self._lower_against(item, ta, s)
+            if not isinstance(v, ir.Const):
+                self.fail("FS301", "the values after 'in' must be constants", item.span)
+            if _base(tv) != _base(ta):
+                self.fail("FS301", f"cannot test a {_type_word(ta)} against a {_type_word(tv)}", item.span)
+            values.append(v.value)
+        return ir.InSet(a, tuple(values), e.negated), "bool"
+
+
+def _feature_type(f: ir.Feature) -> str:
+    if isinstance(f.domain, ir.Categorical):
+        return f"cat:{f.name}"
+    if isinstance(f.domain, ir.Boolean):
+        return "bool"
+    return "num"
+
+
+def _base(t: str) -> str:
+    return "cat" if t.startswith("cat:") else t
+
+
+def _type_word(t: str) -> str:
+    if t.startswith("cat:"):
+        return f"category of {t[4:]}"
+    return {"num": "number", "str": "string", "bool": "condition"}.get(t, t)
+
+
+def _num_text(e: ast.Num) -> str:
+    return str(int(e.value)) if e.is_int else str(e.value)

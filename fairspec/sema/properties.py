@@ -1,0 +1,586 @@
+"""Property blocks: recognise the five kinds, check them, build their IR.
+
+The kinds, in the papers' terms:
+
+* individual fairness (Fairify, HyFair 2-fairness): ``forall x, x' : F``,
+  ``require x.* == x'.* except {...}``, ``ensure label(m(x)) == label(m(x'))``;
+* k-discrimination (HyFair): ``k_discrimination(m, over {...}, eps = 0.05) < k``;
+* PBA neighbourhoods: ``pba(m, flip sex, around data, delta {...})``;
+* group metrics (Justicia, FVGM): ``disparate_impact(m, groups sex x race) >= 0.8``;
+* repair goals (FairRepair): ``repair NAME for model { goal ... bound ... write ... }``.
+"""
+
+from __future__ import annotations
+
+from fairspec import ir
+from fairspec.backends.registry import BACKENDS, supports
+from fairspec.sema.exprs import LowerError, Scope, did_you_mean
+from fairspec.syntax import ast
+
+METRICS = {
+    "disparate_impact": "ratio of the lowest to the highest positive rate over groups",
+    "statistical_parity": "largest difference of positive rates between groups",
+    "equalized_odds": "largest gap in true-positive or false-positive rate between groups",
+    "equal_opportunity": "largest gap in true-positive rate between groups",
+    "path_specific": "path-specific causal effect of the group through the mediators",
+}
+PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
+OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
+               "workers", "samples", "margin", "delta", "engine", "points"}
+COMPARISONS = {"<", "<=", ">", ">="}
+
+
+def _resolve(e, env):
+    while isinstance(e, ast.Name) and e.id in env:
+        e = env[e.id]
+    return e
+
+
+def _number(ck, e, env, what: str) -> float:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Neg):
+        return -_number(ck, e.arg, env, what)
+    if isinstance(e, ast.Num):
+        return float(e.value)
+    ck.fail("FS307", f"{what} must be a number", e.span)
+
+
+# ------------------------------------------------------------------ options
+
+def parse_options(ck, stmts, env, kind: str) -> ir.Options:
+    o: dict = {}
+    extra = []
+    for st in stmts:
+        if st.kind == "using":
+            b = st.args[0]
+            if b.id not in BACKENDS:
+                ck.fail("FS503", f"unknown backend '{b.id}'", b.span, hint=did_you_mean(b.id, BACKENDS))
+            if not supports(b.id, kind):
+                ck.fail("FS502", f"the {b.id} backend cannot evaluate a {kind.replace('_', ' ')} property", b.span,
+                        hint=f"backends for this property: {', '.join(k for k in BACKENDS if supports(k, kind))}")
+            o["backend"] = b.id
+        elif st.kind == "search":
+            o["search"] = st.args[0].id
+            if st.args[0].id not in ("random", "annealing", "knn"):
+                ck.fail("FS307", f"unknown search strategy '{st.args[0].id}'", st.args[0].span,
+                        hint="strategies are random (random walk), annealing and knn (annealing + nearest neighbours)")
+            if len(st.args) > 1:
+                o["search_budget"] = _seconds(ck, st.args[1], env)
+        elif st.kind == "explain":
+            if st.args[0].id != "tree":
+                ck.fail("FS307", f"unknown explanation '{st.args[0].id}'", st.args[0].span, hint="explanations: tree")
+            o["explain"] = "tree"
+        elif st.kind == "option":
+            key, v = st.args[0].id, _resolve(st.args[1], env)
+            if key not in OPTION_KEYS:
+                ck.fail("FS208", f"unknown option '{key}'", st.args[0].span,
+                        hint=did_you_mean(key, OPTION_KEYS) or f"options are {', '.join(sorted(OPTION_KEYS))}")
+            if key == "timeout":
+                o["timeout"] = _seconds(ck, v, env)
+            elif key in ("seed", "bootstrap", "min_group_size", "partitions", "max_rows", "workers", "samples", "points"):
+                if not (isinstance(v, ast.Num) and v.is_int) or v.value < (0 if key == "seed" else 1):
+                    ck.fail("FS307", f"{key} must be a whole number" + ("" if key == "seed" else " >= 1"), v.span)
+                if key in ("seed", "bootstrap", "min_group_size", "partitions", "max_rows"):
+                    o[key] = int(v.value)
+                else:
+                    extra.append((key, int(v.value)))
+            elif key == "confidence":
+                c = _number(ck, v, env, "confidence")
+                if not 0.0 < c < 1.0:
+                    ck.fail("FS307", f"confidence must be between 0 and 1, got {c}", v.span)
+                o["confidence"] = c
+            elif key == "mode":
+                if not (isinstance(v, ast.Name) and v.id in ("find", "maximize", "prove")):
+                    ck.fail("FS307", "mode = find | maximize | prove", v.span)
+                o["mode"] = v.id
+            else:
+                if isinstance(v, (ast.Num, ast.Str, ast.BoolLit)):
+                    extra.append((key, v.value))
+                elif isinstance(v, ast.Name):
+                    extra.append((key, v.id))
+                else:
+                    ck.fail("FS307", f"{key} must be a constant", v.span)
+    return ir.Options(extra=tuple(extra), **o)
+
+
+def _seconds(ck, e, env) -> float:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Dur):
+        return e.seconds
+    if isinstance(e, ast.Num):
+        return float(e.value)
+    ck.fail("FS307", "a time budget is a duration such as 60s, 500ms or 5min", e.span)
+
+
+# ------------------------------------------------------------------ shared pieces
+
+def _model_of(ck, e, env) -> ir.Model:
+    e = _resolve(e, env)
+    if not isinstance(e, ast.Name):
+        ck.fail("FS301", "expected a model name", e.span)
+    if e.id not in ck.models:
+        d = ck.symbols.get(e.id)
+        if d is not None and not isinstance(d.node, ast.ModelDecl):
+            ck.fail("FS301", f"'{e.id}' is not a model", e.span)
+        if d is not None:
+            raise LowerError()
+        ck.fail("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
+    m = ck.models[e.id]
+    if m.features is None:
+        if m.format == "rule":
+            raise LowerError()  # its rule was already reported
+        ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", e.span,
+                hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
+    return m
+
+
+def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
+    e = _resolve(e, env)
+    items = e.items if isinstance(e, (ast.SetLit, ast.ListLit)) else (e,)
+    out = []
+    for it in items:
+        it = _resolve(it, env)
+        if not isinstance(it, ast.Name):
+            ck.fail("FS301", f"{what} lists feature names", it.span)
+        if fs.get(it.id) is None:
+            ck.fail("FS205", f"unknown feature '{it.id}' in {fs.name}", it.span,
+                    hint=did_you_mean(it.id, [f.name for f in fs.features]))
+        out.append(it.id)
+    return tuple(out)
+
+
+def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
+    e = _resolve(e, env)
+    names = e.names if isinstance(e, ast.Compound) else (e,)
+    atoms = []
+    for n in names:
+        n = _resolve(n, env)
+        if isinstance(n, ast.Compound):
+            atoms.extend(resolve_groups(ck, n, env, fs).atoms)
+            continue
+        if not isinstance(n, ast.Name):
+            ck.fail("FS308", "a group is a feature or group name, or several joined with x", n.span)
+        f = fs.get(n.id)
+        if f is not None:
+            if not f.is_discrete:
+                ck.fail("FS308", f"'{n.id}' is numeric; split it with a group declaration, e.g. group older = {n.id} >= 40",
+                        n.span)
+            values = f.domain.categories
+            atoms.append(ir.GroupAtom(f.name, f.name, None, tuple(values)))
+        elif n.id in ck.groups:
+            g = ck.groups[n.id]
+            node = ck.group_decls[n.id]
+            # re-lower against this property's features: the group must read features it has
+            pred = ck.lower.expect_bool(node.expr, Scope("features", features=fs))
+            atoms.append(ir.GroupAtom(g.name, None, pred, g.values))
+        else:
+            ck.fail("FS205", f"unknown feature or group '{n.id}'", n.span,
+                    hint=did_you_mean(n.id, [f.name for f in fs.features] + list(ck.groups)))
+    seen = set()
+    for a in atoms:
+        if a.name in seen:
+            ck.fail("FS308", f"group '{a.name}' appears twice", e.span)
+        seen.add(a.name)
+    return ir.Groups(tuple(atoms))
+
+
+def _dataset(ck, e, env) -> ir.Data:
+    e = _resolve(e, env)
+    if not isinstance(e, ast.Name):
+        ck.fail("FS301", "expected a data set name", e.span)
+    return ck._lookup(e, ast.DataDecl, "a data set", ck.datasets)
+
+
+def _distribution(ck, e, env, prop_name: str) -> str:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Name):
+        if e.id in ck.distributions:
+            return e.id
+        if e.id in ck.datasets:  # distribution = adult: the empirical distribution of the data set
+            name = f"{prop_name}.empirical"
+            ck.distributions[name] = ir.Distribution(name, "empirical", e.id, span=e.span)
+            return name
+        ck.fail("FS201", f"unknown distribution '{e.id}'", e.span, hint=did_you_mean(e.id, ck.distributions))
+    if isinstance(e, ast.Call):
+        name = f"{prop_name}.distribution"
+        fake = ast.DistributionDecl(e.span, ast.Name(e.span, name), e.fn, e.args, ())
+        from fairspec.sema.check import Decl
+
+        ck._distribution(Decl(fake, ck.root.parent))
+        return name
+    ck.fail("FS301", "distribution = a declared distribution, a data set, or bayes(DATA) / independent(DATA)", e.span)
+
+
+def _claim(ck, st, env):
+    """Split a claim into (call, op, threshold_expr)."""
+    e = st.args[0]
+    if isinstance(e, ast.Compare) and isinstance(e.left, ast.Call):
+        return e.left, e.op, e.right
+    if isinstance(e, ast.Compare) and isinstance(e.right, ast.Call):
+        flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(e.op, e.op)
+        return e.right, flipped, e.left
+    if isinstance(e, ast.Call):
+        return e, None, None
+    ck.fail("FS501", "a property states one fairness claim, e.g. disparate_impact(m, groups sex) >= 0.8", e.span)
+
+
+def _check_args(ck, call: ast.Call, allowed: set, n_pos: int):
+    pos = call.positional()
+    if len(pos) != n_pos:
+        ck.fail("FS305", f"{call.fn.id}(...) takes {n_pos} positional argument{'s' if n_pos != 1 else ''} "
+                         f"(the model), got {len(pos)}", call.span)
+    for a in call.args:
+        if a.kind == "trust":
+            ck.fail("FS208", "'trust' applies to model files", a.span)
+        if a.kind in ("kw", "clause") and a.name.id not in allowed:
+            ck.fail("FS208", f"{call.fn.id}(...) has no argument '{a.name.id}'", a.name.span,
+                    hint=did_you_mean(a.name.id, allowed) or f"arguments: {', '.join(sorted(allowed))}")
+
+
+# ------------------------------------------------------------------ property kinds
+
+def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
+    stmts = node.stmts
+    foralls = [s for s in stmts if s.kind == "forall"]
+    claims = [s for s in stmts if s.kind == "claim"]
+    if foralls:
+        if claims:
+            ck.fail("FS501", "an individual-fairness property states its claim with require/ensure, not a metric",
+                    claims[0].span)
+        return _individual_fairness(ck, node, name, env)
+    if len(claims) != 1:
+        span = claims[1].span if len(claims) > 1 else node.name.span
+        ck.fail("FS501", f"property '{name}' must state exactly one claim (found {len(claims)})", span,
+                hint="e.g. disparate_impact(m, groups sex) >= 0.8, or forall x, x' : F ... for individual fairness")
+    bad = [s for s in stmts if s.kind in ("require", "ensure")]
+    if bad:
+        ck.fail("FS501", f"'{bad[0].kind}' belongs to individual-fairness properties (with forall x, x' : F)", bad[0].span)
+    call, op, rhs = _claim(ck, claims[0], env)
+    fn = call.fn.id
+    if fn not in PROPERTY_FUNCTIONS:
+        ck.fail("FS209", f"unknown property function '{fn}'", call.fn.span,
+                hint=did_you_mean(fn, PROPERTY_FUNCTIONS) or f"functions: {', '.join(sorted(PROPERTY_FUNCTIONS))}")
+    if op is not None and op not in COMPARISONS:
+        ck.fail("FS501", f"compare a metric with <, <=, > or >=, not '{op}'", claims[0].span)
+    if fn == "k_discrimination":
+        return _kdisc(ck, node, name, env, call, op, rhs, stmts)
+    if fn == "pba":
+        return _pba(ck, node, name, env, call, op, rhs, stmts)
+    return _metric(ck, node, name, env, call, op, rhs, stmts)
+
+
+def _metric(ck, node, name, env, call, op, rhs, stmts):
+    if op is None:
+        ck.fail("FS501", f"{call.fn.id}(...) must be compared with a threshold, e.g. >= 0.8", call.span)
+    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators"}, 1)
+    model = _model_of(ck, call.positional()[0], env)
+    fs = ck.feature_sets[model.features]
+    g = call.keyword("groups")
+    if g is None:
+        ck.fail("FS501", f"{call.fn.id}(...) needs the groups it compares: groups sex x race", call.span)
+    groups = resolve_groups(ck, g.value, env, fs)
+    threshold = _number(ck, rhs, env, "the threshold")
+    data = dist = None
+    d = call.keyword("distribution")
+    if d is not None:
+        dist = _distribution(ck, d.value, env, name)
+    dd = call.keyword("data") or call.keyword("around")
+    if dd is not None:
+        data = _dataset(ck, dd.value, env).name
+    if data is None and dist is None:
+        if fs.data is None:
+            ck.fail("FS501", f"{call.fn.id}(...) needs data: declare 'features {fs.name} from DATA' or pass data = DATA",
+                    call.span)
+        data = fs.data
+    mediators = ()
+    med = call.keyword("mediators")
+    if call.fn.id == "path_specific":
+        if med is None:
+            ck.fail("FS501", "path_specific(...) needs its mediators: mediators {feature, ...}", call.span)
+        mediators = _feature_names(ck, med.value, env, fs, "mediators")
+    elif med is not None:
+        ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
+    if call.fn.id in ("equalized_odds", "equal_opportunity") and data is not None:
+        if ck.datasets[data].label is None:
+            ck.fail("FS501", f"{call.fn.id} compares error rates, so data set '{data}' needs a label = ... expression",
+                    call.span)
+    if call.fn.id == "disparate_impact" and not 0.0 <= threshold <= 1.0:
+        ck.fail("FS307", f"disparate impact is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
+    options = parse_options(ck, stmts, env, "group_metric")
+    return ir.GroupMetric(name, "group_metric", options, node.span, metric=call.fn.id, model=model.name,
+                          features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
+                          op=op, threshold=threshold)
+
+
+def _kdisc(ck, node, name, env, call, op, rhs, stmts):
+    _check_args(ck, call, {"over", "eps"}, 1)
+    model = _model_of(ck, call.positional()[0], env)
+    fs = ck.feature_sets[model.features]
+    over = call.keyword("over")
+    if over is None:
+        ck.fail("FS501", "k_discrimination(...) needs the protected features: over {sex, race}", call.span)
+    names = _feature_names(ck, over.value, env, fs, "over")
+    for n in names:
+        if not fs.get(n).is_discrete:
+            ck.fail("FS308", f"'{n}' is continuous: k-discrimination enumerates the values of discrete features", over.span)
+    eps_arg = call.keyword("eps")
+    eps = _number(ck, eps_arg.value, env, "eps") if eps_arg else 0.05
+    if eps < 0:
+        ck.fail("FS307", "eps must be >= 0", eps_arg.span)
+    if op not in ("<", "<="):
+        ck.fail("FS501", "state the largest acceptable k: k_discrimination(...) < k", call.span)
+    k = _number(ck, rhs, env, "k")
+    if k != int(k) or k < 1:
+        ck.fail("FS307", "k must be a whole number >= 1", rhs.span)
+    options = parse_options(ck, stmts, env, "k_discrimination")
+    return ir.KDiscrimination(name, "k_discrimination", options, node.span, model=model.name, features=fs.name,
+                              over=names, eps=eps, op=op, k=int(k))
+
+
+def _pba(ck, node, name, env, call, op, rhs, stmts):
+    _check_args(ck, call, {"flip", "around", "delta", "given"}, 1)
+    model = _model_of(ck, call.positional()[0], env)
+    fs = ck.feature_sets[model.features]
+    enc = ck.encodings.get(model.name)
+    flip = call.keyword("flip")
+    if flip is None:
+        ck.fail("FS501", "pba(...) needs the sensitive attribute to flip: flip sex", call.span)
+    flips = _feature_names(ck, flip.value, env, fs, "flip")
+    for f in flips:
+        feat = fs.get(f)
+        col = enc.column(f) if enc else None
+        binary = feat.is_discrete and len(feat.values()) == 2
+        if not (binary or (col is not None and col.kind == "onehot")):
+            ck.fail("FS308", f"a flipped attribute must be binary or one-hot encoded; '{f}' is neither", flip.span)
+    around = call.keyword("around")
+    data = _dataset(ck, around.value, env).name if around else fs.data
+    if data is None:
+        ck.fail("FS501", "pba(...) selects its points from data: around DATA", call.span)
+    delta = ()
+    dl = call.keyword("delta")
+    if dl is not None:
+        v = _resolve(dl.value, env)
+        if not isinstance(v, ast.SetLit) or not all(isinstance(i, ast.MapItem) for i in v.items):
+            ck.fail("FS301", "delta {feature: amount, ...} in each feature's own units", v.span)
+        out = []
+        for it in v.items:
+            f = fs.get(it.key.id)
+            if f is None:
+                ck.fail("FS205", f"unknown feature '{it.key.id}' in {fs.name}", it.key.span)
+            if f.is_discrete:
+                ck.fail("FS407", f"'{f.name}' is categorical: categorical features stay fixed in a PBA neighbourhood",
+                        it.key.span)
+            amount = _number(ck, it.value, env, "a delta")
+            if amount < 0:
+                ck.fail("FS307", "a delta must be >= 0", it.value.span)
+            out.append((f.name, amount))
+        delta = tuple(out)
+    given = None
+    gv = call.keyword("given")
+    if gv is not None:
+        given = ck.lower.expect_bool(gv.value, Scope("features", features=fs))
+    report = next((s for s in stmts if s.kind == "report"), None)
+    report_by = resolve_groups(ck, report.args[0], env, fs) if report else None
+    threshold = None
+    if op is not None:
+        threshold = _number(ck, rhs, env, "the share of verified points")
+        if not 0 <= threshold <= 1:
+            ck.fail("FS307", "pba(...) is compared with a share of points in [0, 1]", rhs.span)
+    options = parse_options(ck, stmts, env, "pba")
+    return ir.PBA(name, "pba", options, node.span, model=model.name, features=fs.name, flip=flips, around=data,
+                  given=given, delta=delta, report_by=report_by, op=op, threshold=threshold)
+
+
+def _individual_fairness(ck, node, name, env):
+    stmts = node.stmts
+    fa = [s for s in stmts if s.kind == "forall"]
+    if len(fa) > 1:
+        ck.fail("FS501", "one forall per property", fa[1].span)
+    var, var2, fs_name = fa[0].args
+    if var2.id.rstrip("'") != var.id:
+        ck.fail("FS501", f"the pair is written {var.id}, {var.id}'", var2.span)
+    fs_name = _resolve(fs_name, env)
+    fs = ck._lookup(fs_name, ast.FeaturesDecl, "a feature set", ck.feature_sets)
+    scope = Scope("pair", features=fs, pair_vars=(var.id, var2.id), models=ck.models, env=env)
+    free = None
+    relaxed, pre = [], []
+    for st in stmts:
+        if st.kind != "require":
+            continue
+        e = _resolve(st.args[0], env)
+        if isinstance(e, ast.EqualExcept):
+            if free is not None:
+                ck.fail("FS501", "one 'x.* == x'.* except {...}' per property", st.span)
+            vars_ = [_resolve(e.left.var, env), _resolve(e.right.var, env)]
+            if not all(isinstance(v, ast.Name) for v in vars_) or {v.id for v in vars_} != {var.id, var2.id}:
+                ck.fail("FS501", f"compare the two inputs: {var.id}.* == {var2.id}.* except {{...}}", e.span)
+            free = _feature_names(ck, e.excluded, env, fs, "except")
+            continue
+        rel = _relaxation(e, var.id, var2.id)
+        if rel is not None:
+            fname, tol_expr = rel
+            if fs.get(fname) is None:
+                ck.fail("FS205", f"unknown feature '{fname}' in {fs.name}", e.span)
+            relaxed.append((fname, _number(ck, tol_expr, env, "the tolerance")))
+            continue
+        pre.append(ck.lower.expect_bool(e, scope))
+    if free is None:
+        ck.fail("FS501", f"an individual-fairness property needs 'require {var.id}.* == {var2.id}.* except {{...}}'",
+                fa[0].span, hint="list the protected features that may differ between the two inputs")
+    ensures = [s for s in stmts if s.kind == "ensure"]
+    if len(ensures) != 1:
+        ck.fail("FS501", "an individual-fairness property has exactly one 'ensure'", node.name.span,
+                hint="ensure label(m(x)) == label(m(x')), or ensure |prob(m(x)) - prob(m(x'))| <= 0.05")
+    post, eps, model_name = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id)
+    model = ck.models[model_name]
+    if model.features != fs.name:
+        ck.fail("FS301", f"model '{model_name}' reads feature set '{model.features}', not '{fs.name}'", ensures[0].span)
+    for f, _ in relaxed:
+        if f in free:
+            ck.fail("FS501", f"'{f}' is already free to differ; a tolerance on it adds nothing", node.span)
+    options = parse_options(ck, stmts, env, "individual_fairness")
+    return ir.IndividualFairness(name, "individual_fairness", options, node.span, model=model_name, features=fs.name,
+                                 var=var.id, var_prime=var2.id, free=free, relaxed=tuple(relaxed), pre=tuple(pre),
+                                 post=post, eps=eps)
+
+
+def _relaxation(e, v, v2):
+    """|x.f - x'.f| <= t  ->  (f, t)"""
+    if not (isinstance(e, ast.Compare) and e.op in ("<=", "<") and isinstance(e.left, ast.Abs)):
+        return None
+    a = e.left.arg
+    if not (isinstance(a, ast.Arith) and a.op == "-" and isinstance(a.left, ast.Attr) and isinstance(a.right, ast.Attr)):
+        return None
+    if a.left.name.id != a.right.name.id:
+        return None
+    if not (isinstance(a.left.obj, ast.Name) and isinstance(a.right.obj, ast.Name)):
+        return None
+    if {a.left.obj.id, a.right.obj.id} != {v, v2}:
+        return None
+    return a.left.name.id, e.right
+
+
+def _post(ck, e, scope, env, v, v2):
+    lowered = ck.lower.expect_bool(e, scope)
+    if isinstance(lowered, ir.Cmp) and lowered.op == "==" and isinstance(lowered.left, ir.ModelOut) \
+            and isinstance(lowered.right, ir.ModelOut) and lowered.left.fn == lowered.right.fn == "label":
+        return _same_model(ck, e, lowered.left, lowered.right, v, v2), 0.0, lowered.left.model
+    if isinstance(lowered, ir.Cmp) and lowered.op in ("<=", "<") and isinstance(lowered.left, ir.AbsE) \
+            and isinstance(lowered.left.arg, ir.ArithE) and lowered.left.arg.op == "-" \
+            and isinstance(lowered.right, ir.Const):
+        a, b = lowered.left.arg.left, lowered.left.arg.right
+        if isinstance(a, ir.ModelOut) and isinstance(b, ir.ModelOut) and a.fn == b.fn and a.fn in ("prob", "logit"):
+            _same_model(ck, e, a, b, v, v2)
+            eps = float(lowered.right.value)
+            if eps < 0:
+                ck.fail("FS307", "the tolerance must be >= 0", e.span)
+            return a.fn, eps, a.model
+    ck.fail("FS501", "unsupported post-condition", e.span,
+            hint=f"write ensure label(m({v})) == label(m({v2})), |prob(m({v})) - prob(m({v2}))| <= eps "
+                 f"or |logit(m({v})) - logit(m({v2}))| <= d")
+
+
+def _same_model(ck, e, a: ir.ModelOut, b: ir.ModelOut, v, v2):
+    if a.model != b.model:
+        ck.fail("FS501", "both sides of the post-condition must use the same model", e.span)
+    if {a.var, b.var} != {v, v2}:
+        ck.fail("FS501", f"the post-condition compares m({v}) with m({v2})", e.span)
+    return "label"
+
+
+# ------------------------------------------------------------------ repair
+
+def build_repair(ck, node: ast.RepairDecl):
+    name = node.name.id
+    try:
+        model = _model_of(ck, node.model, {})
+        fs = ck.feature_sets[model.features]
+        goals = [s for s in node.stmts if s.kind == "goal"]
+        if len(goals) != 1:
+            ck.fail("FS505", f"repair '{name}' needs exactly one goal", node.name.span,
+                    hint="goal passing_rate_ratio(groups sex) >= 0.8")
+        g = goals[0].args[0]
+        if not (isinstance(g, ast.Compare) and isinstance(g.left, ast.Call) and g.left.fn.id == "passing_rate_ratio"
+                and g.op in (">=", ">")):
+            ck.fail("FS505", "the goal is passing_rate_ratio(groups ...) >= c", g.span)
+        grp = g.left.keyword("groups")
+        if grp is None:
+            ck.fail("FS505", "passing_rate_ratio(...) needs groups", g.span)
+        groups = resolve_groups(ck, grp.value, {}, fs)
+        c = _number(ck, g.right, {}, "the fairness threshold c")
+        if not 0 < c <= 1:
+            ck.fail("FS307", f"the passing-rate ratio threshold must be in (0, 1], got {c}", g.right.span)
+        alpha = 1.2
+        for b in (s for s in node.stmts if s.kind == "bound"):
+            e = b.args[0]
+            ok = (isinstance(e, ast.Compare) and e.op == "<=" and isinstance(e.left, ast.Name)
+                  and e.left.id == "semantic_difference")
+            r = e.right if ok else None
+            if ok and isinstance(r, ast.Arith) and r.op == "*" and isinstance(r.right, ast.Name) and r.right.id == "minimal":
+                alpha = _number(ck, r.left, {}, "alpha")
+            elif ok and isinstance(r, ast.Name) and r.id == "minimal":
+                alpha = 1.0
+            else:
+                ck.fail("FS505", "the bound is semantic_difference <= alpha * minimal", e.span)
+            if alpha < 1:
+                ck.fail("FS307", "alpha must be >= 1 (no repair changes less than the minimal one)", e.span)
+        write = None
+        for w in (s for s in node.stmts if s.kind == "write"):
+            out = ck.root.parent / w.args[0].value
+            if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
+                ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
+            write = str(out)
+        options = parse_options(ck, node.stmts, {}, "repair")
+        return ir.Repair(name, "repair", options, node.span, model=model.name, features=fs.name, groups=groups,
+                         threshold=c, alpha=alpha, write=write)
+    except LowerError:
+        return None
+
+
+def bind_policy_args(ck, pol: ast.PolicyDecl, app: ast.ApplyDecl) -> dict:
+    params = list(pol.params)
+    env: dict = {}
+    pos = [a for a in app.args if a.kind == "pos"]
+    if len(pos) > len(params):
+        ck.fail("FS305", f"policy '{pol.name.id}' takes {len(params)} arguments, got {len(pos)}", app.span)
+    for p, a in zip(params, pos):
+        env[p.name.id] = a.value
+    names = {p.name.id for p in params}
+    for a in app.args:
+        if a.kind in ("kw", "clause"):
+            if a.name.id not in names:
+                ck.fail("FS210", f"policy '{pol.name.id}' has no parameter '{a.name.id}'", a.name.span,
+                        hint=did_you_mean(a.name.id, names) or f"parameters: {', '.join(p.name.id for p in params)}")
+            if a.name.id in env:
+                ck.fail("FS210", f"parameter '{a.name.id}' is given twice", a.span)
+            env[a.name.id] = a.value
+        elif a.kind == "trust":
+            ck.fail("FS208", "'trust' applies to model files", a.span)
+    for p in params:
+        if p.name.id not in env:
+            if p.default is None:
+                ck.fail("FS210", f"policy '{pol.name.id}' needs an argument for '{p.name.id}'", app.span)
+            env[p.name.id] = p.default
+        _check_param_type(ck, p, env[p.name.id])
+    return env
+
+
+_PARAM_TYPES = ("model", "features", "groups", "set", "real", "int", "data", "duration")
+
+
+def _check_param_type(ck, p: ast.Param, v):
+    t = p.type.id
+    if t not in _PARAM_TYPES:
+        ck.fail("FS301", f"unknown parameter type '{t}'", p.type.span, hint=f"types: {', '.join(_PARAM_TYPES)}")
+    ok = {
+        "model": lambda: isinstance(v, ast.Name) and v.id in ck.models,
+        "features": lambda: isinstance(v, ast.Name) and v.id in ck.feature_sets,
+        "data": lambda: isinstance(v, ast.Name) and v.id in ck.datasets,
+        "groups": lambda: isinstance(v, (ast.Name, ast.Compound)),
+        "set": lambda: isinstance(v, (ast.SetLit, ast.Name)),
+        "real": lambda: isinstance(v, ast.Num) or (isinstance(v, ast.Neg) and isinstance(v.arg, ast.Num)),
+        "int": lambda: isinstance(v, ast.Num) and v.is_int,
+        "duration": lambda: isinstance(v, (ast.Dur, ast.Num)),
+    }[t]()
+    if not ok:
+        ck.fail("FS301", f"argument for '{p.name.id}' must be a {t}", v.span)

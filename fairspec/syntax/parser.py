@@ -1,0 +1,500 @@
+"""Parse .fair text into the AST with Lark (LALR, contextual lexer).
+
+Lark's exceptions never leave this module: they become FS1xx diagnostics.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from fairspec import paths
+from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source
+from fairspec.syntax import ast
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = paths.grammar_file().read_text(encoding="utf-8")
+    # cache=True keeps the compiled LALR tables in the temp folder: lint starts faster.
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
+
+
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|min|h)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s[1:-1])
+
+
+class _ToAst(Transformer):
+    def __init__(self, file: str):
+        super().__init__(visit_tokens=False)
+        self.file = file
+
+    # spans ------------------------------------------------------------
+    def _tok_span(self, t: Token) -> Span:
+        return Span(self.file, t.line, t.column, t.end_line or t.line, t.end_column or t.column + len(t))
+
+    def _meta_span(self, meta, children=()) -> Span:
+        if not getattr(meta, "empty", True):
+            return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+        for c in children:
+            if isinstance(c, Token):
+                return self._tok_span(c)
+            if isinstance(c, ast.Node):
+                return c.span
+        return Span.point(self.file)
+
+    def _name(self, t: Token) -> ast.Name:
+        return ast.Name(self._tok_span(t), str(t))
+
+    # module -----------------------------------------------------------
+    @v_args(meta=True)
+    def start(self, meta, c):
+        return ast.Module(self._meta_span(meta, c), self.file, tuple(c))
+
+    @v_args(meta=True)
+    def import_decl(self, meta, c):
+        return ast.Import(self._meta_span(meta, c), _unescape(c[0]))
+
+    @v_args(meta=True)
+    def model_decl(self, meta, c):
+        return ast.ModelDecl(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), c[2] or ())
+
+    @v_args(meta=True)
+    def data_decl(self, meta, c):
+        return ast.DataDecl(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), c[2] or ())
+
+    # features -------------------------------------------------------------
+    @v_args(meta=True)
+    def features_decl(self, meta, c):
+        name = self._name(c[0])
+        rest = c[1:]
+        source = None
+        if rest and isinstance(rest[0], Token):
+            source = self._name(rest[0])
+            rest = rest[1:]
+        return ast.FeaturesDecl(self._meta_span(meta, c), name, source, tuple(rest))
+
+    @v_args(meta=True)
+    def feature(self, meta, c):
+        name, typ, *mods = c
+        protected, column, bins, bins_span = False, None, None, None
+        for m in mods:
+            if m[0] == "protected":
+                protected = True
+            elif m[0] == "column":
+                column = m[1]
+            elif m[0] == "bins":
+                bins, bins_span = m[1], m[2]
+        return ast.FeatureDecl(self._meta_span(meta, c), self._name(name), typ, protected, column, bins, bins_span)
+
+    @v_args(meta=True)
+    def int_type(self, meta, c):
+        return ast.TypeNode(self._meta_span(meta, c), "int", c[0].value, c[1].value)
+
+    @v_args(meta=True)
+    def real_type(self, meta, c):
+        return ast.TypeNode(self._meta_span(meta, c), "real", c[0].value, c[1].value)
+
+    @v_args(meta=True)
+    def bool_type(self, meta, c):
+        return ast.TypeNode(self._meta_span(meta, c), "bool")
+
+    @v_args(meta=True)
+    def cat_type(self, meta, c):
+        return ast.TypeNode(self._meta_span(meta, c), "cat", categories=tuple(c))
+
+    @v_args(meta=True)
+    def category(self, meta, c):
+        (v,) = c
+        if isinstance(v, ast.Num):
+            text = str(int(v.value)) if v.is_int else str(v.value)
+            return ast.Category(v.span, text)
+        if v.type == "STRING":
+            return ast.Category(self._tok_span(v), _unescape(v))
+        return ast.Category(self._tok_span(v), str(v))
+
+    def protected_mod(self, c):
+        return ("protected",)
+
+    def column_mod(self, c):
+        return ("column", ast.Str(self._tok_span(c[0]), _unescape(c[0])))
+
+    @v_args(meta=True)
+    def bins_mod(self, meta, c):
+        return ("bins", tuple(x.value for x in c), self._meta_span(meta, c))
+
+    @v_args(meta=True)
+    def signed(self, meta, c):
+        neg = len(c) == 2
+        tok = c[-1]
+        text = str(tok)
+        is_int = re.fullmatch(r"[0-9]+", text) is not None
+        value = float(text)
+        if is_int:
+            value = int(text)
+        return ast.Num(self._meta_span(meta, c), -value if neg else value, is_int)
+
+    # encoding ------------------------------------------------------------
+    @v_args(meta=True)
+    def encode_decl(self, meta, c):
+        return ast.EncodeDecl(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), tuple(c[2:]))
+
+    @v_args(meta=True)
+    def enc_line(self, meta, c):
+        names, kind, *rest = c
+        params = codes = None
+        if rest:
+            tag, items = rest[0]
+            if tag == "kw":
+                params = items
+            else:
+                codes = items
+        return ast.EncLine(self._meta_span(meta, c), names, self._name(kind), params, codes)
+
+    def enc_kw(self, c):
+        return ("kw", tuple(c))
+
+    def enc_codes(self, c):
+        return ("codes", tuple(c))
+
+    def kw_item(self, c):
+        return (self._name(c[0]), c[1])
+
+    def code_item(self, c):
+        return (c[0], c[1].value)
+
+    def name_list(self, c):
+        return tuple(self._name(t) for t in c)
+
+    @v_args(meta=True)
+    def group_decl(self, meta, c):
+        return ast.GroupDecl(self._meta_span(meta, c), self._name(c[0]), c[1])
+
+    # distributions -------------------------------------------------------------
+    @v_args(meta=True)
+    def distribution_call(self, meta, c):
+        return ast.DistributionDecl(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), c[2] or (), ())
+
+    @v_args(meta=True)
+    def distribution_table(self, meta, c):
+        return ast.DistributionDecl(self._meta_span(meta, c), self._name(c[0]), None, (), tuple(c[1:]))
+
+    @v_args(meta=True)
+    def cpt_entry(self, meta, c):
+        *events, prob = c
+        return ast.CptEntry(self._meta_span(meta, c), events[0], tuple(events[1:]), float(prob.value))
+
+    def event_true(self, c):
+        return ast.Event(self._tok_span(c[0]), self._name(c[0]), True)
+
+    def event_false(self, c):
+        return ast.Event(self._tok_span(c[0]), self._name(c[0]), False)
+
+    def event_eq(self, c):
+        return ast.Event(self._tok_span(c[0]), self._name(c[0]), c[1].value)
+
+    # properties -----------------------------------------------------------
+    @v_args(meta=True)
+    def property_decl(self, meta, c):
+        return ast.PropertyDecl(self._meta_span(meta, c), self._name(c[0]), tuple(c[1:]))
+
+    def _stmt(self, kind, meta, c, args):
+        return ast.Stmt(self._meta_span(meta, c), kind, tuple(args))
+
+    @v_args(meta=True)
+    def forall_stmt(self, meta, c):
+        return self._stmt("forall", meta, c, [self._name(t) for t in c])
+
+    @v_args(meta=True)
+    def require_stmt(self, meta, c):
+        return self._stmt("require", meta, c, c)
+
+    @v_args(meta=True)
+    def ensure_stmt(self, meta, c):
+        return self._stmt("ensure", meta, c, c)
+
+    @v_args(meta=True)
+    def using_stmt(self, meta, c):
+        return self._stmt("using", meta, c, [self._name(c[0])])
+
+    @v_args(meta=True)
+    def search_stmt(self, meta, c):
+        return self._stmt("search", meta, c, [self._name(c[0])] + list(c[1:]))
+
+    @v_args(meta=True)
+    def explain_stmt(self, meta, c):
+        return self._stmt("explain", meta, c, [self._name(c[0])])
+
+    @v_args(meta=True)
+    def report_stmt(self, meta, c):
+        return self._stmt("report", meta, c, c)
+
+    @v_args(meta=True)
+    def option_stmt(self, meta, c):
+        return self._stmt("option", meta, c, [self._name(c[0]), c[1]])
+
+    @v_args(meta=True)
+    def claim_stmt(self, meta, c):
+        return self._stmt("claim", meta, c, c)
+
+    @v_args(meta=True)
+    def goal_stmt(self, meta, c):
+        return self._stmt("goal", meta, c, c)
+
+    @v_args(meta=True)
+    def bound_stmt(self, meta, c):
+        return self._stmt("bound", meta, c, c)
+
+    @v_args(meta=True)
+    def write_stmt(self, meta, c):
+        return self._stmt("write", meta, c, [ast.Str(self._tok_span(c[0]), _unescape(c[0]))])
+
+    @v_args(meta=True)
+    def repair_decl(self, meta, c):
+        return ast.RepairDecl(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), tuple(c[2:]))
+
+    # policies ---------------------------------------------------------------
+    @v_args(meta=True)
+    def policy_decl(self, meta, c):
+        name = self._name(c[0])
+        params = tuple(x for x in c[1:] if isinstance(x, ast.Param))
+        props = tuple(x for x in c[1:] if isinstance(x, ast.PropertyDecl))
+        return ast.PolicyDecl(self._meta_span(meta, c), name, params, props)
+
+    @v_args(meta=True)
+    def param(self, meta, c):
+        default = c[2] if len(c) > 2 else None
+        return ast.Param(self._meta_span(meta, c), self._name(c[0]), self._name(c[1]), default)
+
+    @v_args(meta=True)
+    def apply_decl(self, meta, c):
+        alias = self._name(c[2]) if len(c) > 2 and c[2] is not None else None
+        return ast.ApplyDecl(self._meta_span(meta, c), self._name(c[0]), c[1] or (), alias)
+
+    # calls -----------------------------------------------------------------
+    def call_args(self, c):
+        return tuple(c)
+
+    @v_args(meta=True)
+    def pos_arg(self, meta, c):
+        return ast.Arg(self._meta_span(meta, c), None, c[0], "pos")
+
+    @v_args(meta=True)
+    def kw_arg(self, meta, c):
+        return ast.Arg(self._meta_span(meta, c), self._name(c[0]), c[1], "kw")
+
+    @v_args(meta=True)
+    def clause_arg(self, meta, c):
+        return ast.Arg(self._meta_span(meta, c), self._name(c[0]), c[1], "clause")
+
+    @v_args(meta=True)
+    def trust_arg(self, meta, c):
+        return ast.Arg(self._meta_span(meta, c), self._name(c[1]), None, "trust")
+
+    # expressions ------------------------------------------------------------
+    @v_args(meta=True)
+    def or_op(self, meta, c):
+        return ast.BoolOp(self._meta_span(meta, c), "or", c[0], c[1])
+
+    @v_args(meta=True)
+    def and_op(self, meta, c):
+        return ast.BoolOp(self._meta_span(meta, c), "and", c[0], c[1])
+
+    @v_args(meta=True)
+    def not_op(self, meta, c):
+        return ast.Not(self._meta_span(meta, c), c[0])
+
+    @v_args(meta=True)
+    def compare(self, meta, c):
+        return ast.Compare(self._meta_span(meta, c), str(c[1]), c[0], c[2])
+
+    @v_args(meta=True)
+    def in_op(self, meta, c):
+        return ast.InSet(self._meta_span(meta, c), c[0], c[1], False)
+
+    @v_args(meta=True)
+    def not_in_op(self, meta, c):
+        return ast.InSet(self._meta_span(meta, c), c[0], c[1], True)
+
+    @v_args(meta=True)
+    def equal_except(self, meta, c):
+        left, op, right, excluded = c
+        if str(op) != "==":
+            raise DiagnosticError(Diagnostic(
+                "FS101", f"'{op}' cannot compare whole inputs; write x.* == x'.* except {{...}}",
+                self._tok_span(op), hint="only == relates x.* and x'.*"))
+        return ast.EqualExcept(self._meta_span(meta, c), left, right, excluded)
+
+    @v_args(meta=True)
+    def star_ref(self, meta, c):
+        return ast.StarRef(self._meta_span(meta, c), c[0])
+
+    @v_args(meta=True)
+    def arith(self, meta, c):
+        return ast.Arith(self._meta_span(meta, c), str(c[1]), c[0], c[2])
+
+    @v_args(meta=True)
+    def neg(self, meta, c):
+        return ast.Neg(self._meta_span(meta, c), c[1])
+
+    @v_args(meta=True)
+    def number(self, meta, c):
+        text = str(c[0])
+        is_int = re.fullmatch(r"[0-9]+", text) is not None
+        return ast.Num(self._tok_span(c[0]), int(text) if is_int else float(text), is_int)
+
+    @v_args(meta=True)
+    def duration(self, meta, c):
+        m = _DURATION.match(str(c[0]))
+        return ast.Dur(self._tok_span(c[0]), float(m.group(1)) * _UNIT[m.group(2)], str(c[0]))
+
+    @v_args(meta=True)
+    def string(self, meta, c):
+        return ast.Str(self._tok_span(c[0]), _unescape(c[0]))
+
+    @v_args(meta=True)
+    def true(self, meta, c):
+        return ast.BoolLit(self._tok_span(c[0]), True)
+
+    @v_args(meta=True)
+    def false(self, meta, c):
+        return ast.BoolLit(self._tok_span(c[0]), False)
+
+    @v_args(meta=True)
+    def none(self, meta, c):
+        return ast.NoneLit(self._tok_span(c[0]))
+
+    @v_args(meta=True)
+    def name(self, meta, c):
+        return self._name(c[0])
+
+    @v_args(meta=True)
+    def compound(self, meta, c):
+        names = tuple(self._name(t) for t in c if t.type != "X_OP")
+        return ast.Compound(self._meta_span(meta, c), names)
+
+    @v_args(meta=True)
+    def attr(self, meta, c):
+        return ast.Attr(self._meta_span(meta, c), c[0], self._name(c[1]))
+
+    @v_args(meta=True)
+    def call(self, meta, c):
+        return ast.Call(self._meta_span(meta, c), self._name(c[0]), c[1] or ())
+
+    @v_args(meta=True)
+    def abs(self, meta, c):
+        return ast.Abs(self._meta_span(meta, c), c[0])
+
+    @v_args(meta=True)
+    def set_lit(self, meta, c):
+        return ast.SetLit(self._meta_span(meta, c), tuple(x for x in c if x is not None))
+
+    @v_args(meta=True)
+    def map_item(self, meta, c):
+        return ast.MapItem(self._meta_span(meta, c), self._name(c[0]), c[1])
+
+    @v_args(meta=True)
+    def list_lit(self, meta, c):
+        return ast.ListLit(self._meta_span(meta, c), tuple(x for x in c if x is not None))
+
+
+# ------------------------------------------------------------------ errors
+
+_TOKEN_WORDS = {
+    "NAME": "a name", "PRIMED_NAME": "a primed name like x'", "NUMBER": "a number", "STRING": "a string",
+    "DURATION": "a duration like 60s", "COMP_OP": "a comparison (==, <=, ...)", "LPAR": "'('", "RPAR": "')'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "COLON": "':'",
+    "EQUAL": "'='", "DOT": "'.'", "VBAR": "'|'", "MINUS": "'-'", "PLUS": "'+'", "STAR": "'*'",
+    "SLASH": "'/'", "X_OP": "'x'", "CLAUSE": "a clause (groups, over, flip, ...)", "TRUST": "'trust'",
+    "$END": "the end of the file",
+}
+
+
+def _describe_expected(expected) -> str:
+    words = []
+    for e in sorted(expected):
+        if e in _TOKEN_WORDS:
+            words.append(_TOKEN_WORDS[e])
+        elif e.isupper():
+            words.append(f"'{e.lower()}'")
+        else:
+            words.append(e)
+    words = sorted(set(words))
+    if len(words) > 8:
+        return ", ".join(words[:8]) + ", ..."
+    return ", ".join(words)
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "the end of the file"
+    return f"'{tok}'"
+
+
+def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
+    line = getattr(e, "line", None) or 1
+    col = getattr(e, "column", None) or 1
+    if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
+        lines = text.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+        exp = _describe_expected(e.expected)
+        return Diagnostic("FS103", f"unexpected end of file; expected {exp}", Span(file, line, col, line, col + 1))
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        span = Span(file, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
+        exp = _describe_expected(e.expected)
+        return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span)
+    assert isinstance(e, UnexpectedCharacters)
+    ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
+    hint = None
+    if ch == "'":
+        hint = "strings use double quotes; a prime (') only follows a pair variable, as in x'"
+    return Diagnostic("FS102", f"unexpected character {ch!r}", Span(file, line, col, line, col + 1),
+                      hint=hint or "strings use double quotes; names are letters, digits and _")
+
+
+def parse_text(text: str, file: str = "<string>") -> ast.Module:
+    """Parse text; raise DiagnosticError with one FS1xx diagnostic on a syntax error."""
+    register_source(file, text)
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as e:
+        raise DiagnosticError(_syntax_diagnostic(file, text, e)) from None
+    try:
+        return _ToAst(file).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, DiagnosticError):
+            raise e.orig_exc from None
+        raise
+
+
+def parse_file(path) -> ast.Module:
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise DiagnosticError(Diagnostic("FS203", f"cannot read {p}: {e.strerror or e}", None)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[: e.start]
+        line = before.count(b"\n") + 1
+        col = e.start - (before.rfind(b"\n") + 1) + 1
+        raise DiagnosticError(Diagnostic("FS104", f"{p} is not valid UTF-8 (byte 0x{data[e.start]:02x})",
+                                         Span(str(p), line, col, line, col + 1))) from None
+    if "\x00" in text:
+        i = text.index("\x00")
+        line = text.count("\n", 0, i) + 1
+        col = i - (text.rfind("\n", 0, i) + 1) + 1
+        raise DiagnosticError(Diagnostic("FS102", "unexpected NUL character (is this a binary file?)",
+                                         Span(str(p), line, col, line, col + 1)))
+    return parse_text(text, str(p))
