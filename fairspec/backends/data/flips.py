@@ -1,0 +1,155 @@
+"""Counterfactual flips on data: the data-level form of individual fairness.
+
+Every row x of the declared data set is paired with each counterfactual x'
+that changes only the free (protected) features, to every other combination
+of their values.  A pair violating the post-condition is replayed on the
+model's own evaluator (onnx's reference evaluator for ONNX) before it is
+reported as a witness.  No pair found is not a proof: the verdict is then
+unknown, and says that a proof needs a solver backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.runtime.encoding import decode_row, encode
+from fairspec.runtime.evaluate import evaluate
+from fairspec.verdict import Verdict, Witness, unknown
+
+MAX_COMBINATIONS = 512
+
+
+def _to_prob(s: np.ndarray, kind: str) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-s)) if kind == "logit" else s
+
+
+def _to_logit(s: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "logit":
+        return s
+    p = np.clip(s, 1e-12, 1 - 1e-12)
+    return np.log(p / (1 - p))
+
+
+def violation(prop: ir.IndividualFairness, model, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(violated mask, magnitude) of the post-condition on scores s (x) and s2 (x')."""
+    if prop.post == "label":
+        d1, d2 = s > model.threshold, s2 > model.threshold
+        return d1 != d2, np.abs(_to_prob(s, model.score_kind) - _to_prob(s2, model.score_kind))
+    conv = _to_prob if prop.post == "prob" else _to_logit
+    gap = np.abs(conv(s, model.score_kind) - conv(s2, model.score_kind))
+    return gap > prop.eps, gap - prop.eps
+
+
+def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
+    out = []
+    for name in free:
+        f = fs.get(name)
+        if f.is_discrete:
+            out.append(np.arange(len(f.values()), dtype=np.float64))
+        else:  # a numeric protected attribute: the values that occur in the data
+            out.append(np.unique(values[name]))
+    return out
+
+
+def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
+    t0 = time.perf_counter()
+    spec = ctx.spec
+    fs = spec.feature_set(prop.features)
+    needs_proof = "proving it needs the milp or smt backend (not available yet)"
+    if fs.data is None:
+        return unknown(prop, f"feature set {fs.name} has no data to search for counterfactual flips; {needs_proof}",
+                       backend="data")
+    model = ctx.model(prop.model)
+    if getattr(model, "format", None) == "rule":
+        return unknown(prop, "counterfactual flips need a model file, not a rule", backend="data")
+    rows = ctx.rows(fs.name, fs.data)
+    values, n = rows.frame.values, rows.frame.n_rows
+    max_rows = prop.options.max_rows
+    if max_rows is not None and n > max_rows:
+        take = np.sort(np.random.default_rng(prop.options.seed).choice(n, max_rows, replace=False))
+        values = {k: v[take] for k, v in values.items()}
+        n = max_rows
+    enc = ctx.encoding(prop.model)
+    X = encode(enc, values, n)
+    s = model.score(X)
+    lists = _value_lists(fs, prop.free, values)
+    combos = list(itertools.product(*lists))
+    if len(combos) > MAX_COMBINATIONS:
+        return unknown(prop, f"{len(combos)} combinations of {', '.join(prop.free)} are too many to flip on data "
+                             f"(at most {MAX_COMBINATIONS})", backend="data")
+
+    def lookup_pair(vals2):
+        def lookup(e):
+            if isinstance(e, ir.FeatureRef):
+                return (values if e.var == prop.var else vals2)[e.feature]
+            raise TypeError(type(e).__name__)
+        return lookup
+
+    found_rows = np.zeros(n, dtype=bool)
+    best_mag = np.full(n, -np.inf)
+    best_combo = np.full(n, -1)
+    pairs = 0
+    task = progress.add_task(f"{prop.name}: flips", total=len(combos)) if progress else None
+    for ci, combo in enumerate(combos):
+        vals2 = dict(values)
+        differs = np.zeros(n, dtype=bool)
+        for name, v in zip(prop.free, combo):
+            differs |= values[name] != v
+            vals2[name] = np.full(n, v)
+        mask = differs
+        for pre in prop.pre:
+            mask &= evaluate(pre, lookup_pair(vals2), n).astype(bool)
+        if mask.any():
+            pairs += int(mask.sum())
+            s2 = model.score(encode(enc, vals2, n))
+            bad, mag = violation(prop, model, s, s2)
+            bad &= mask
+            better = bad & (mag > best_mag)
+            best_mag[better] = mag[better]
+            best_combo[better] = ci
+            found_rows |= bad
+        if progress:
+            progress.advance(task)
+    details = {"rows": int(n), "pairs": pairs, "rows_with_flip": int(found_rows.sum()),
+               "counterfactuals_per_row": len(combos) - 1}
+    if not found_rows.any():
+        return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs); {needs_proof}",
+                       backend="data", seconds=time.perf_counter() - t0, details=details)
+    # replay the strongest candidates on the model's own evaluator
+    order = np.argsort(-np.where(found_rows, best_mag, -np.inf))[: min(20, int(found_rows.sum()))]
+    for r in order:
+        combo = combos[int(best_combo[r])]
+        one = {k: v[r:r + 1] for k, v in values.items()}
+        one2 = dict(one)
+        for name, v in zip(prop.free, combo):
+            one2[name] = np.array([v])
+        x, x2 = encode(enc, one, 1)[0], encode(enc, one2, 1)[0]
+        replayed = model.replay(np.stack([x, x2]))
+        bad, _ = violation(prop, model, replayed[:1], replayed[1:])
+        if bad[0]:
+            w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2), decode_row(enc, fs, x),
+                        decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
+                        replayed_by=_replayer(model))
+            share = float(found_rows.mean())
+            return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), witness=w, backend="data",
+                           seconds=time.perf_counter() - t0, details=details,
+                           reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
+                                  f"change of {', '.join(prop.free)}")
+    return unknown(prop, "candidate witnesses did not reproduce on the model's reference evaluator "
+                         "(a fairspec bug: please report it)", backend="data", seconds=time.perf_counter() - t0,
+                   details=details)
+
+
+def _broken(prop) -> str:
+    if prop.post == "label":
+        return "change decision"
+    return f"move their {'probability' if prop.post == 'prob' else 'logit'} by more than {prop.eps:g}"
+
+
+def _replayer(model) -> str:
+    return {"onnx": "onnx.reference.ReferenceEvaluator", "torch": "torch", "sklearn": "scikit-learn"}.get(
+        getattr(model, "format", ""), "model")

@@ -1,0 +1,105 @@
+"""`fairspec check | lint`: the command line.
+
+Exit codes: 0 every property holds, 1 a property is violated, 2 bad spec,
+model, data or usage, 3 no violation found but not everything holds
+(unknown), 4 an internal error (a fairspec bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EXIT_INTERNAL = 4
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors exit 2 with one line, as argparse does, but never a traceback
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _build() -> argparse.ArgumentParser:
+    p = _Parser(prog="fairspec", description="Check fairness specifications (.fair files) against real models and data.")
+    p.add_argument("--version", action="version", version=f"fairspec {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    c = sub.add_parser("check", help="lint, load the models and data, and decide every property")
+    c.add_argument("spec")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--property", help="run only this property")
+    l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
+    l.add_argument("spec")
+    l.add_argument("--format", choices=("text", "concise", "json"), default="text")
+    return p
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("fairspec")
+    except Exception:  # noqa: BLE001
+        return "0.1.0"
+
+
+def _lint(args) -> int:
+    from fairspec.diagnostics import render
+    from fairspec.pipeline import lint
+
+    res = lint(args.spec)
+    text = render(res.diagnostics, args.format)
+    if text:
+        print(text)
+    errors = sum(d.is_error for d in res.diagnostics)
+    if args.format == "text":
+        warnings = len(res.diagnostics) - errors
+        print(f"{args.spec}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}",
+              file=sys.stderr)
+    return 2 if errors else 0
+
+
+def _check(args) -> int:
+    from rich.console import Console
+
+    from fairspec import report as rep
+    from fairspec.pipeline import check
+
+    err = Console(stderr=True)
+    progress = None
+    if args.format == "text" and err.is_terminal:
+        from rich.progress import Progress
+
+        progress = Progress(console=err, transient=True)
+        progress.start()
+    try:
+        result = check(args.spec, only=args.property, progress=progress)
+    finally:
+        if progress:
+            progress.stop()
+    if args.format == "json":
+        print(rep.to_json(result))
+    else:
+        rep.print_text(result, Console(highlight=False, width=None if sys.stdout.isatty() else 120))
+    return result.exit_code
+
+
+def main(argv=None) -> int:
+    args = _build().parse_args(argv)
+    try:
+        return _check(args) if args.command == "check" else _lint(args)
+    except KeyboardInterrupt:
+        print("fairspec: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - a bug in fairspec, not bad input
+        if os.environ.get("FAIRSPEC_DEBUG"):
+            raise
+        print(f"fairspec: internal error: {type(e).__name__}: {e}\n"
+              f"this is a bug in fairspec; rerun with FAIRSPEC_DEBUG=1 for the traceback", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Model loaders: ONNX, torch and scikit-learn files behind one interface.
+
+    m = load_model("onnx", "models/net.onnx", output="logit")
+    m.score(X)    # float64 (n, width) -> float64 (n,)
+    m.decide(X)   # int64 (n,): score > threshold
+    m.replay(X)   # an independent evaluation where one exists (ONNX: onnx's reference evaluator)
+
+Importing this package imports no machine-learning library (not even numpy):
+each loader imports its library inside the function that needs it.
+`peek_input_width` reads the input width straight from the file for `fairspec lint`.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from .base import FORMATS, LoadedModel, ModelLoadError, check_score_kind, short_error
+from .peek import peek_input_width
+
+__all__ = ["ModelLoadError", "LoadedModel", "load_model", "peek_input_width"]
+
+_ALIASES = {
+    "onnx": "onnx",
+    "torch": "torch", "pytorch": "torch", "torchscript": "torch",
+    "sklearn": "sklearn", "scikit-learn": "sklearn", "skops": "sklearn",
+}
+
+
+def normalize_format(format: str, path=None) -> str:
+    fmt = _ALIASES.get(str(format).strip().lower())
+    if fmt is None:
+        where = f" for {path}" if path is not None else ""
+        raise ModelLoadError(
+            f"the model format {format!r}{where} is not one of {', '.join(repr(f) for f in FORMATS)}",
+            path,
+        )
+    return fmt
+
+
+def load_model(format: str, path, *, output: str | int | None = None, index: int | None = None,
+               score_kind: str | None = None, trust_pickle: bool = False) -> LoadedModel:
+    """Load a model file; every failure is a ModelLoadError with one sentence naming the file.
+
+    output:      ONNX: the graph output's name or position; torch: the position (or key) in a
+                 tuple/dict returned by forward(); sklearn: "predict_proba"/"prob" (default)
+                 or "decision_function"/"logit".
+    index:       the column of a 2-D output (ONNX, torch: default 0; sklearn predict_proba: default 1).
+    score_kind:  "logit" | "prob", overriding the default guess; sets the threshold (0.0 / 0.5).
+    trust_pickle: allow pickled files (torch.save modules, .pkl/.pickle/.joblib estimators).
+    """
+    p = pathlib.Path(path)
+    fmt = normalize_format(format, p)
+    check_score_kind(score_kind, p)
+    try:
+        if fmt == "onnx":
+            from .onnx_model import load_onnx
+
+            return load_onnx(p, output=output, index=index, score_kind=score_kind)
+        if fmt == "torch":
+            from .torch_model import load_torch
+
+            return load_torch(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)
+        from .sklearn_model import load_sklearn
+
+        return load_sklearn(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last net: no raw exception escapes
+        raise ModelLoadError(f"loading {fmt} model {p} failed: {short_error(exc)}", p) from exc

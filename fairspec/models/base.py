@@ -1,0 +1,184 @@
+"""The one model interface that every loader (ONNX, torch, scikit-learn) returns.
+
+Nothing here imports numpy or a machine-learning library at module import time:
+`fairspec lint` imports this package and must start fast.
+"""
+
+from __future__ import annotations
+
+import abc
+import pathlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
+
+SCORE_KINDS = ("logit", "prob")
+FORMATS = ("onnx", "torch", "sklearn")
+
+
+class ModelLoadError(Exception):
+    """One clear sentence for a person, naming the file and the problem.
+
+    Raised for every failure to find, parse, load or evaluate a model; the
+    underlying library's exception (if any) is kept as ``__cause__`` for
+    debugging but is never meant to be shown to users.
+    """
+
+    def __init__(self, message: str, path: str | pathlib.Path | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else pathlib.Path(path)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def default_threshold(score_kind: str) -> float:
+    """The decision threshold on a score of this kind: 0 for logits, 1/2 for probabilities."""
+    return 0.0 if score_kind == "logit" else 0.5
+
+
+def check_score_kind(score_kind: str | None, path: pathlib.Path) -> str | None:
+    if score_kind is None:
+        return None
+    kind = str(score_kind).strip().lower()
+    if kind in ("probability", "proba", "probs"):
+        kind = "prob"
+    if kind in ("logits", "score", "margin"):
+        kind = "logit"
+    if kind not in SCORE_KINDS:
+        raise ModelLoadError(
+            f"the score kind {score_kind!r} given for model {path} is not one of 'logit' or 'prob'",
+            path,
+        )
+    return kind
+
+
+def short_error(exc: BaseException, limit: int = 200) -> str:
+    """The first line of a library's error message, trimmed, for use inside one sentence."""
+    text = str(exc).strip() or type(exc).__name__
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            text = line
+            break
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text.rstrip(".")
+
+
+class LoadedModel(abc.ABC):
+    """A model loaded from a file, evaluated one declared scalar output at a time.
+
+    Attributes:
+        path:        the model file.
+        format:      "onnx" | "torch" | "sklearn".
+        input_width: the length of the input vector, or None when the file does not say.
+        score_kind:  "logit" | "prob": what `score` returns.
+        threshold:   the decision threshold on the score (0.0 for logits, 0.5 for probabilities).
+        raw:         the underlying object (onnxruntime session, torch module, estimator),
+                     for analyses that need the model's structure.
+    """
+
+    path: pathlib.Path
+    format: str
+    input_width: int | None
+    score_kind: str
+    threshold: float
+    raw: Any
+
+    # ---- to implement -------------------------------------------------------------
+    @abc.abstractmethod
+    def _score(self, X: "np.ndarray") -> "np.ndarray":
+        """Evaluate a checked float64 (n, width) batch with n >= 1; return shape (n,) or (n, 1)."""
+
+    @abc.abstractmethod
+    def output_description(self) -> str:
+        """The chosen output, e.g. "'logit'[0]" or "predict_proba[:, 1]"."""
+
+    # ---- the interface ------------------------------------------------------------
+    def score(self, X: "np.ndarray") -> "np.ndarray":
+        """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        return self._finish(self._guard(self._score, X), X.shape[0])
+
+    def decide(self, X: "np.ndarray") -> "np.ndarray":
+        """The binary decision: 1 where score > threshold, else 0 (int64, shape (n,))."""
+        import numpy as np
+
+        return (self.score(X) > self.threshold).astype(np.int64)
+
+    def replay(self, X: "np.ndarray") -> "np.ndarray":
+        """Evaluate the declared output on an independent path where one exists (used to
+        replay witnesses); by default the same evaluation as `score`."""
+        return self.score(X)
+
+    def describe(self) -> str:
+        width = "unknown input width" if self.input_width is None else f"{self.input_width} inputs"
+        return f"{self.format} model {self.path}, output {self.output_description()} ({self.score_kind}), {width}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.describe()}>"
+
+    # ---- helpers for subclasses ---------------------------------------------------
+    def _init_common(self, path: pathlib.Path, fmt: str, input_width: int | None,
+                     score_kind: str, raw: Any) -> None:
+        self.path = path
+        self.format = fmt
+        self.input_width = input_width
+        self.score_kind = score_kind
+        self.threshold = default_threshold(score_kind)
+        self.raw = raw
+
+    def _check_input(self, X: Any) -> "np.ndarray":
+        import numpy as np
+
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ModelLoadError(
+                f"the input given to model {self.path} is not a numeric array ({short_error(exc)})",
+                self.path,
+            ) from exc
+        if X.ndim != 2:
+            raise ModelLoadError(
+                f"model {self.path} is evaluated on a 2-D batch of shape (n, width) but got an array of shape {X.shape}",
+                self.path,
+            )
+        if self.input_width is not None and X.shape[1] != self.input_width:
+            raise ModelLoadError(
+                f"model {self.path} expects inputs of width {self.input_width} but got width {X.shape[1]}",
+                self.path,
+            )
+        return X
+
+    def _guard(self, fn, X: "np.ndarray"):
+        """Run one evaluation, turning any library failure into a ModelLoadError."""
+        try:
+            return fn(X)
+        except ModelLoadError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every library error becomes one sentence
+            raise ModelLoadError(
+                f"evaluating {self.format} model {self.path} on a batch of shape {X.shape} failed: {short_error(exc)}",
+                self.path,
+            ) from exc
+
+    def _finish(self, out: Any, n: int) -> "np.ndarray":
+        import numpy as np
+
+        out = np.asarray(out, dtype=np.float64)
+        if out.ndim == 2 and out.shape[1] == 1:
+            out = out[:, 0]
+        if out.shape != (n,):
+            raise ModelLoadError(
+                f"model {self.path} output {self.output_description()} has shape {out.shape} "
+                f"for a batch of {n} rows, not one number per row",
+                self.path,
+            )
+        return out

@@ -1,0 +1,225 @@
+"""ONNX models, evaluated with onnxruntime; replayed with onnx's reference evaluator."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pathlib
+
+from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .peek import OnnxSignature, read_onnx_signature
+
+# TensorProto.DataType -> numpy dtype name, for the input types we can feed.
+_INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
+_ORT_INPUT_DTYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
+
+
+class OnnxModel(LoadedModel):
+    def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
+                 index: int | None = None, score_kind: str | None = None):
+        kind = check_score_kind(score_kind, path)
+        sig = read_onnx_signature(path)                # missing file / not ONNX, cheaply and clearly
+        self._sig = sig
+        if len(sig.inputs) != 1:
+            names = ", ".join(repr(i.name) for i in sig.inputs) or "none"
+            raise ModelLoadError(
+                f"ONNX model {path} has {len(sig.inputs)} graph inputs ({names}); "
+                f"fairspec needs a model with exactly one input of shape [N, width]",
+                path,
+            )
+        if not sig.outputs:
+            raise ModelLoadError(f"ONNX model {path} declares no graph outputs", path)
+
+        out_names = [o.name for o in sig.outputs]
+        available = ", ".join(repr(n) for n in out_names)
+        if output is None:
+            pos = 0
+        elif isinstance(output, bool):
+            raise ModelLoadError(f"the output {output!r} chosen for ONNX model {path} is neither a name nor a position", path)
+        elif isinstance(output, int):
+            if not -len(out_names) <= output < len(out_names):
+                raise ModelLoadError(
+                    f"ONNX model {path} has {len(out_names)} output(s) ({available}), so output position {output} is out of range",
+                    path,
+                )
+            pos = output % len(out_names)
+        elif isinstance(output, str):
+            if output not in out_names:
+                raise ModelLoadError(
+                    f"ONNX model {path} has no output named {output!r}; its outputs are {available}", path
+                )
+            pos = out_names.index(output)
+        else:
+            raise ModelLoadError(f"the output {output!r} chosen for ONNX model {path} is neither a name nor a position", path)
+        out = sig.outputs[pos]
+        self.output_name = out.name
+
+        # The column: a 2-D output [N, K] takes column `index`; a 1-D output [N] is taken as is.
+        oshape = out.shape
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise ModelLoadError(f"the index {index!r} chosen for ONNX model {path} is not an integer", path)
+        if oshape is not None and len(oshape) == 1:
+            if index not in (None, 0):
+                raise ModelLoadError(
+                    f"output {out.name!r} of ONNX model {path} is one-dimensional, so it has no column {index}", path
+                )
+            self.index = None
+        else:
+            self.index = 0 if index is None else index
+            if index is not None and index < 0:
+                raise ModelLoadError(f"index {index} for output {out.name!r} of ONNX model {path} is negative", path)
+            if oshape is not None and len(oshape) == 2 and isinstance(oshape[1], int) and oshape[1] > 0:
+                if self.index >= oshape[1]:
+                    raise ModelLoadError(
+                        f"output {out.name!r} of ONNX model {path} has {oshape[1]} column(s), so index {self.index} is out of range",
+                        path,
+                    )
+            elif oshape is not None and len(oshape) > 2:
+                raise ModelLoadError(
+                    f"output {out.name!r} of ONNX model {path} has {len(oshape)} dimensions; fairspec reads outputs of shape [N] or [N, K]",
+                    path,
+                )
+
+        if kind is None:
+            kind = "prob" if "prob" in out.name.lower() else "logit"
+
+        inp = sig.inputs[0]
+        self.input_name = inp.name
+        width = None
+        self._batch: int | None = None             # a fixed batch size, when the graph pins one
+        if inp.shape is not None:
+            if len(inp.shape) != 2:
+                raise ModelLoadError(
+                    f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; "
+                    f"fairspec needs an input of shape [N, width]",
+                    path,
+                )
+            if isinstance(inp.shape[1], int) and inp.shape[1] > 0:
+                width = inp.shape[1]
+            if isinstance(inp.shape[0], int) and inp.shape[0] > 0:
+                self._batch = inp.shape[0]
+        if inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
+            raise ModelLoadError(
+                f"the input {inp.name!r} of ONNX model {path} has element type {inp.elem_type}; "
+                f"fairspec feeds float32 or float64 tensors",
+                path,
+            )
+        self._dtype_name = _INPUT_DTYPES.get(inp.elem_type, "float32")
+
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise ModelLoadError(
+                f"loading ONNX model {path} needs onnxruntime, which is not installed (pip install 'fairspec[onnx]')",
+                path,
+            ) from exc
+        try:
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 4                # errors become our own sentence, not log lines
+            # onnxruntime print()s "EP Error ... Falling back" on failures: keep it off our output.
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+            raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {short_error(exc)}", path) from exc
+        ort_inputs = session.get_inputs()
+        if len(ort_inputs) != 1:
+            names = ", ".join(repr(i.name) for i in ort_inputs)
+            raise ModelLoadError(
+                f"ONNX model {path} has {len(ort_inputs)} graph inputs ({names}); "
+                f"fairspec needs a model with exactly one input of shape [N, width]",
+                path,
+            )
+        self._dtype_name = _ORT_INPUT_DTYPES.get(ort_inputs[0].type, self._dtype_name)
+        self._session = session
+        self._reference = None
+        self._init_common(path, "onnx", width, kind, session)
+
+    # ---- evaluation --------------------------------------------------------------
+    def output_description(self) -> str:
+        col = "" if self.index is None else f"[{self.index}]"
+        return f"{self.output_name!r}{col}"
+
+    def _select(self, y):
+        import numpy as np
+
+        y = np.asarray(y)
+        if y.ndim == 2 and self.index is not None:
+            if self.index >= y.shape[1]:
+                raise ModelLoadError(
+                    f"output {self.output_name!r} of ONNX model {self.path} has {y.shape[1]} column(s), "
+                    f"so index {self.index} is out of range",
+                    self.path,
+                )
+            y = y[:, self.index]
+        elif y.ndim == 1 and self.index not in (None, 0):
+            raise ModelLoadError(
+                f"output {self.output_name!r} of ONNX model {self.path} is one-dimensional, so it has no column {self.index}",
+                self.path,
+            )
+        return y.astype(np.float64)
+
+    def _run_batched(self, run, X):
+        """Feed X in the model's input dtype, in chunks when the graph pins the batch size."""
+        import numpy as np
+
+        Xc = X.astype(self._dtype_name)
+        b = self._batch
+        if b is None or b == Xc.shape[0]:
+            return self._select(run(Xc))
+        parts = []
+        for start in range(0, Xc.shape[0], b):
+            chunk = Xc[start:start + b]
+            m = chunk.shape[0]
+            if m < b:
+                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], b - m, axis=0)])
+            parts.append(self._select(run(chunk))[:m])
+        return np.concatenate(parts)
+
+    def _score(self, X):
+        def run(xc):
+            return self._session.run([self.output_name], {self.input_name: xc})[0]
+
+        return self._run_batched(run, X)
+
+    def replay_reference(self, X):
+        """The same output evaluated by onnx.reference.ReferenceEvaluator (independent of onnxruntime)."""
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        if self._reference is None:
+            try:
+                import onnx
+                from onnx.reference import ReferenceEvaluator
+            except ImportError as exc:
+                raise ModelLoadError(
+                    f"replaying ONNX model {self.path} needs the onnx package, which is not installed", self.path
+                ) from exc
+            try:
+                self._reference = ReferenceEvaluator(onnx.load(str(self.path)))
+            except Exception as exc:  # noqa: BLE001
+                raise ModelLoadError(
+                    f"the onnx reference evaluator could not load ONNX model {self.path}: {short_error(exc)}", self.path
+                ) from exc
+        ref = self._reference
+
+        def run(xc):
+            return ref.run([self.output_name], {self.input_name: xc})[0]
+
+        return self._finish(self._guard(lambda x: self._run_batched(run, x), X), X.shape[0])
+
+    def replay(self, X):
+        return self.replay_reference(X)
+
+    @property
+    def signature(self) -> OnnxSignature:
+        return self._sig
+
+
+def _fmt_shape(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def load_onnx(path: pathlib.Path, *, output=None, index=None, score_kind=None) -> OnnxModel:
+    return OnnxModel(path, output=output, index=index, score_kind=score_kind)

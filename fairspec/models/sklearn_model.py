@@ -1,0 +1,190 @@
+"""scikit-learn estimators: .skops files (types checked first), pickles only when trusted."""
+
+from __future__ import annotations
+
+import pathlib
+import zipfile
+
+from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .peek import _require_file
+
+SKOPS_SUFFIXES = (".skops",)
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+TRUSTED_PREFIXES = ("sklearn.", "numpy.", "builtins", "collections")
+
+_PROB_OUTPUTS = ("predict_proba", "prob", "proba", "probability")
+_LOGIT_OUTPUTS = ("decision_function", "logit", "decision")
+
+
+def _is_trusted(type_name: str) -> bool:
+    return type_name.startswith(TRUSTED_PREFIXES)
+
+
+def _load_skops(path: pathlib.Path):
+    if not zipfile.is_zipfile(path):
+        raise ModelLoadError(f"{path} is not a skops file (a skops file is a zip archive and this is not one)", path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            has_schema = "schema.json" in zf.namelist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ModelLoadError(f"{path} is not a skops file (the zip archive is damaged)", path) from exc
+    if not has_schema:
+        raise ModelLoadError(f"{path} is not a skops file (the zip archive has no schema.json)", path)
+    try:
+        import skops.io as sio
+    except ImportError as exc:
+        raise ModelLoadError(
+            f"loading {path} needs skops, which is not installed (pip install 'fairspec[sklearn]')", path
+        ) from exc
+    try:
+        untrusted = sio.get_untrusted_types(file=str(path))
+    except Exception as exc:  # noqa: BLE001
+        raise ModelLoadError(f"{path} is not a readable skops file: {short_error(exc)}", path) from exc
+    refused = sorted(t for t in untrusted if not _is_trusted(t))
+    if refused:
+        shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
+        raise ModelLoadError(
+            f"skops refused to load {path} because it contains types outside scikit-learn, numpy and the "
+            f"Python builtins: {shown}",
+            path,
+        )
+    try:
+        return sio.load(str(path), trusted=list(untrusted))
+    except Exception as exc:  # noqa: BLE001
+        raise ModelLoadError(f"skops could not load {path}: {short_error(exc)}", path) from exc
+
+
+def _load_pickle(path: pathlib.Path):
+    try:
+        import joblib
+    except ImportError:  # pragma: no cover - joblib ships with scikit-learn
+        joblib = None
+    try:
+        if joblib is not None:
+            return joblib.load(str(path))
+        import pickle
+
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except ModuleNotFoundError as exc:
+        raise ModelLoadError(
+            f"unpickling {path} needs the module {exc.name!r}, which is not installed", path
+        ) from exc
+    except Exception as exc:  # noqa: BLE001
+        raise ModelLoadError(
+            f"{path} could not be unpickled, so it is probably not a pickle of a scikit-learn model "
+            f"({type(exc).__name__}: {short_error(exc)})",
+            path,
+        ) from exc
+
+
+class SklearnModel(LoadedModel):
+    def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
+                 index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
+        kind = check_score_kind(score_kind, path)
+        _require_file(path)
+        suffix = path.suffix.lower()
+        if suffix in SKOPS_SUFFIXES:
+            est = _load_skops(path)
+        elif suffix in PICKLE_SUFFIXES:
+            if not trust_pickle:
+                raise ModelLoadError(
+                    f"{path} is a pickle, and loading a pickle runs code from the file; save the model with "
+                    f"skops (.skops) instead, or write `trust pickle` in the spec if you trust it",
+                    path,
+                )
+            est = _load_pickle(path)
+        else:
+            raise ModelLoadError(
+                f"{path} has the extension {suffix or '(none)'!r}; scikit-learn models are read from .skops files "
+                f"(or .pkl/.pickle/.joblib with `trust pickle`)",
+                path,
+            )
+
+        has_proba = _has(est, "predict_proba")
+        has_dec = _has(est, "decision_function")
+        if not (has_proba or has_dec):
+            raise ModelLoadError(
+                f"{path} holds a {type(est).__name__}, which has neither predict_proba nor decision_function", path
+            )
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise ModelLoadError(f"the index {index!r} chosen for scikit-learn model {path} is not a non-negative integer", path)
+
+        out = None if output is None else str(output).strip().lower()
+        if out is None:
+            method = "predict_proba" if has_proba else "decision_function"
+        elif out in _PROB_OUTPUTS:
+            method = "predict_proba"
+        elif out in _LOGIT_OUTPUTS:
+            method = "decision_function"
+        else:
+            raise ModelLoadError(
+                f"the output {output!r} chosen for scikit-learn model {path} is not one of "
+                f"'predict_proba' (or 'prob') and 'decision_function' (or 'logit')",
+                path,
+            )
+        if method == "predict_proba" and not has_proba:
+            raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no predict_proba", path)
+        if method == "decision_function" and not has_dec:
+            raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no decision_function", path)
+        self.method = method
+        self.index = (1 if index is None else index) if method == "predict_proba" else index
+        if kind is None:
+            kind = "prob" if method == "predict_proba" else "logit"
+
+        classes = getattr(est, "classes_", None)
+        if method == "predict_proba" and classes is not None:
+            try:
+                n_classes = len(classes)
+            except TypeError:
+                n_classes = None
+            if n_classes is not None and self.index >= n_classes:
+                raise ModelLoadError(
+                    f"{path} holds a classifier with {n_classes} class(es), so predict_proba column {self.index} is out of range",
+                    path,
+                )
+        width = getattr(est, "n_features_in_", None)
+        try:
+            width = int(width) if width is not None else None
+        except (TypeError, ValueError):
+            width = None
+        self.classes = None if classes is None else list(classes)
+        self._init_common(path, "sklearn", width, kind, est)
+
+    def output_description(self) -> str:
+        col = f"[:, {self.index}]" if self.index is not None else ""
+        return f"{self.method}{col}"
+
+    def _score(self, X):
+        import warnings
+
+        import numpy as np
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
+            y = np.asarray(getattr(self.raw, self.method)(X))
+        if y.ndim == 2:
+            col = self.index if self.index is not None else (1 if y.shape[1] > 1 else 0)
+            if col >= y.shape[1]:
+                raise ModelLoadError(
+                    f"{self.method} of scikit-learn model {self.path} has {y.shape[1]} column(s), so index {col} is out of range",
+                    self.path,
+                )
+            y = y[:, col]
+        elif self.index not in (None, 0) and self.method == "decision_function":
+            raise ModelLoadError(
+                f"decision_function of scikit-learn model {self.path} is one-dimensional, so it has no column {self.index}",
+                self.path,
+            )
+        return y
+
+
+def _has(est, name: str) -> bool:
+    try:
+        return callable(getattr(est, name, None))
+    except Exception:  # noqa: BLE001 - available_if raises AttributeError; be safe with others
+        return False
+
+
+def load_sklearn(path: pathlib.Path, *, output=None, index=None, score_kind=None, trust_pickle=False) -> SklearnModel:
+    return SklearnModel(path, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)

@@ -1,0 +1,187 @@
+"""torch models: TorchScript archives always; pickled full modules only when trusted."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+import zipfile
+
+from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .peek import _require_file
+
+
+def _torch_file_kind(path: pathlib.Path) -> str:
+    """'script' for a TorchScript archive, 'pickle' for torch.save output, else raise."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise ModelLoadError(f"model file {path} could not be read ({exc.strerror or exc})", path) from exc
+    if head.startswith(b"PK"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
+        except zipfile.BadZipFile as exc:
+            raise ModelLoadError(f"{path} is not a torch model file (it looks like a zip archive but is damaged)", path) from exc
+        if any(n.endswith("/constants.pkl") or "/code/" in n or n.startswith("code/") for n in names):
+            return "script"
+        if any(n.endswith("data.pkl") for n in names):
+            return "pickle"
+        raise ModelLoadError(
+            f"{path} is not a torch model file (a zip archive without TorchScript code or torch.save data)", path
+        )
+    if head[:1] == b"\x80":                              # a pickle stream (legacy torch.save)
+        return "pickle"
+    raise ModelLoadError(
+        f"{path} is not a torch model file (neither a TorchScript archive nor a torch.save file)", path
+    )
+
+
+def _guess_width(module) -> int | None:
+    """in_features of the first Linear layer, else the second dimension of the first 2-D weight."""
+    import torch
+
+    try:
+        for m in module.modules():
+            if isinstance(m, torch.nn.Linear):
+                return int(m.in_features)
+            if getattr(m, "original_name", None) == "Linear":     # a scripted nn.Linear
+                w = getattr(m, "weight", None)
+                if isinstance(w, torch.Tensor) and w.dim() == 2:
+                    return int(w.shape[1])
+        for name, p in module.named_parameters():
+            if p.dim() == 2 and name.endswith("weight"):
+                return int(p.shape[1])
+    except Exception:  # noqa: BLE001 - a heuristic: no answer rather than an error
+        return None
+    return None
+
+
+class TorchModel(LoadedModel):
+    def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
+                 index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
+        kind = check_score_kind(score_kind, path) or "logit"
+        _require_file(path)
+        file_kind = _torch_file_kind(path)
+        if file_kind == "pickle" and not trust_pickle:
+            raise ModelLoadError(
+                f"{path} is a pickled torch module (torch.save), and loading a pickle runs code from the file; "
+                f"export it with torch.jit.save or to ONNX, or write `trust pickle` in the spec if you trust it",
+                path,
+            )
+        try:
+            import torch
+        except ImportError as exc:
+            raise ModelLoadError(
+                f"loading torch model {path} needs torch, which is not installed (pip install 'fairspec[torch]')", path
+            ) from exc
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)   # torch.jit.load is deprecated in 2.13
+                if file_kind == "script":
+                    module = torch.jit.load(str(path), map_location="cpu")
+                else:
+                    module = torch.load(str(path), map_location="cpu", weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - RuntimeError, UnpicklingError, ...
+            how = "TorchScript" if file_kind == "script" else "torch.load"
+            raise ModelLoadError(f"{how} could not load torch model {path}: {short_error(exc)}", path) from exc
+        if isinstance(module, dict):
+            raise ModelLoadError(
+                f"{path} holds a dictionary (a state_dict or checkpoint), not a model; save the whole module "
+                f"with torch.jit.save, or export it to ONNX",
+                path,
+            )
+        if not isinstance(module, torch.nn.Module) and not isinstance(module, torch.jit.ScriptModule):
+            raise ModelLoadError(f"{path} holds a {type(module).__name__}, not a torch module", path)
+        try:
+            module.eval()
+        except Exception:  # noqa: BLE001
+            pass
+        if isinstance(output, bool) or (output is not None and not isinstance(output, (int, str))):
+            raise ModelLoadError(f"the output {output!r} chosen for torch model {path} is neither a position nor a name", path)
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise ModelLoadError(f"the index {index!r} chosen for torch model {path} is not a non-negative integer", path)
+        self.output = output
+        self.index = index
+        self._dtype = torch.float32
+        for p in module.parameters():
+            if p.is_floating_point():
+                self._dtype = p.dtype
+                break
+        self._init_common(path, "torch", None, kind, module)
+
+        # Confirm the guessed width with one probe, which also checks output/index now, not later.
+        width = _guess_width(module)
+        if width is not None:
+            import numpy as np
+
+            try:
+                y = self._forward(np.zeros((2, width)))
+            except ModelLoadError:
+                raise
+            except Exception:  # noqa: BLE001 - the guess was wrong: leave the width unknown
+                width = None
+            else:
+                self._finish(self._select(y), 2)
+        self.input_width = width
+
+    def output_description(self) -> str:
+        out = "" if self.output is None else f"[{self.output!r}]"
+        col = f"[:, {self.index}]" if self.index is not None else ""
+        return f"forward(){out}{col}" if out or col else "forward()"
+
+    def _forward(self, X):
+        import torch
+
+        with torch.no_grad():
+            t = torch.from_numpy(X).to(self._dtype)
+            return self.raw(t)
+
+    def _select(self, y):
+        import numpy as np
+        import torch
+
+        if isinstance(y, (tuple, list)):
+            pos = 0 if self.output is None else self.output
+            if not isinstance(pos, int) or not -len(y) <= pos < len(y):
+                raise ModelLoadError(
+                    f"torch model {self.path} returns {len(y)} outputs, so output {pos!r} does not exist "
+                    f"(choose a position 0..{len(y) - 1})",
+                    self.path,
+                )
+            y = y[pos]
+        elif isinstance(y, dict):
+            if self.output not in y:
+                keys = ", ".join(repr(k) for k in y)
+                raise ModelLoadError(
+                    f"torch model {self.path} returns a dictionary with keys {keys}; output {self.output!r} is not one of them",
+                    self.path,
+                )
+            y = y[self.output]
+        elif self.output not in (None, 0):
+            raise ModelLoadError(
+                f"torch model {self.path} returns a single tensor, so output {self.output!r} does not exist", self.path
+            )
+        if not isinstance(y, torch.Tensor):
+            raise ModelLoadError(f"torch model {self.path} returned a {type(y).__name__}, not a tensor", self.path)
+        y = y.detach().to(torch.float64).cpu().numpy()
+        if y.ndim == 2:
+            col = 0 if self.index is None else self.index
+            if col >= y.shape[1]:
+                raise ModelLoadError(
+                    f"the output of torch model {self.path} has {y.shape[1]} column(s), so index {col} is out of range",
+                    self.path,
+                )
+            y = y[:, col]
+        elif y.ndim == 1 and self.index not in (None, 0):
+            raise ModelLoadError(
+                f"the output of torch model {self.path} is one-dimensional, so it has no column {self.index}", self.path
+            )
+        return np.asarray(y, dtype=np.float64)
+
+    def _score(self, X):
+        return self._select(self._forward(X))
+
+
+def load_torch(path: pathlib.Path, *, output=None, index=None, score_kind=None, trust_pickle=False) -> TorchModel:
+    return TorchModel(path, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)

@@ -1,0 +1,121 @@
+"""The one check function behind the CLI, the tests and (later) the editor server.
+
+    lint(path)   parse, resolve imports, type-check against model headers and data samples
+    check(path)  lint, then load models and data and run every property on its backend
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairspec.backends.registry import PREFERENCE, supports
+from fairspec.diagnostics import Diagnostic, sort_key
+from fairspec.sema.check import CheckResult, check_file
+from fairspec.verdict import Verdict, unknown
+
+# backends whose runner is wired to the language: name -> module with run(prop, ctx, progress)
+RUNNERS = {
+    "data": "fairspec.backends.data",
+}
+
+
+class InputError(Exception):
+    """A model or data file could not be used: one sentence naming the file."""
+
+
+@dataclass
+class Report:
+    spec: str
+    diagnostics: list[Diagnostic]
+    verdicts: list[Verdict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None  # a bad model/data file, as one sentence
+    seconds: float = 0.0
+
+    @property
+    def has_errors(self) -> bool:
+        return self.error is not None or any(d.is_error for d in self.diagnostics)
+
+    @property
+    def exit_code(self) -> int:
+        if self.has_errors:
+            return 2
+        if any(v.status == "violated" for v in self.verdicts):
+            return 1
+        if any(v.status == "unknown" for v in self.verdicts):
+            return 3
+        return 0
+
+    def to_json(self) -> dict:
+        out = {"spec": self.spec, "properties": [v.to_json() for v in self.verdicts],
+               "diagnostics": [d.to_json() for d in self.diagnostics], "exit_code": self.exit_code,
+               "seconds": round(self.seconds, 4)}
+        if self.warnings:
+            out["warnings"] = self.warnings
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def lint(path) -> CheckResult:
+    res = check_file(Path(path))
+    res.diagnostics.sort(key=sort_key)
+    return res
+
+
+def plan(prop) -> tuple[str | None, str | None]:
+    """(backend to run, or None; why the preferred one is not used)."""
+    if prop.options.backend:
+        b = prop.options.backend
+        return (b, None) if b in RUNNERS else (None, f"the {b} backend is not available yet")
+    for b in PREFERENCE.get(prop.kind, ()):
+        if b in RUNNERS and supports(b, prop.kind):
+            return b, None
+    wanted = " or ".join(PREFERENCE.get(prop.kind, ("a solver",)))
+    return None, f"{prop.kind.replace('_', ' ')} needs the {wanted} backend (not available yet)"
+
+
+def check(path, *, only: str | None = None, progress=None) -> Report:
+    t0 = time.perf_counter()
+    res = lint(path)
+    report = Report(str(path), res.diagnostics)
+    if report.has_errors or res.spec is None:
+        report.seconds = time.perf_counter() - t0
+        return report
+    from fairspec.models import ModelLoadError
+    from fairspec.runtime.context import Context
+    from fairspec.runtime.data import DataError
+
+    ctx = Context(res.spec)
+    props = [p for p in res.spec.properties if only is None or p.name == only]
+    if only is not None and not props:
+        names = ", ".join(p.name for p in res.spec.properties)
+        report.error = f"no property named {only!r} in {path} (properties: {names})"
+        return report
+    for prop in props:
+        backend, why = plan(prop)
+        t1 = time.perf_counter()
+        try:
+            if backend is None:
+                v = unknown(prop, why)
+            else:
+                runner = importlib.import_module(RUNNERS[backend])
+                v = runner.run(prop, ctx, progress)
+        except (ModelLoadError, DataError) as e:
+            report.error = str(e)
+            break
+        if not v.seconds:
+            v = _with_seconds(v, time.perf_counter() - t1)
+        report.verdicts.append(v)
+    report.warnings = ctx.warnings
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _with_seconds(v: Verdict, s: float) -> Verdict:
+    from dataclasses import replace
+
+    return replace(v, seconds=s)

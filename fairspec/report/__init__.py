@@ -1,0 +1,85 @@
+"""Rendering check reports: a terminal table (rich) or one JSON object."""
+
+from __future__ import annotations
+
+import json
+
+from fairspec.diagnostics import render_full
+
+
+def to_json(report) -> str:
+    return json.dumps(report.to_json(), indent=2, default=_default)
+
+
+def _default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+_KIND = {"group_metric": "group", "individual_fairness": "individual", "k_discrimination": "k-discr.",
+         "pba": "pba", "repair": "repair"}
+_STYLE = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def print_text(report, console) -> None:
+    from rich.table import Table
+
+    for d in report.diagnostics:
+        console.print(render_full(d), markup=False, highlight=False)
+    if report.error:
+        console.print(f"error: {report.error}", style="bold red", markup=False, highlight=False)
+        return
+    if not report.verdicts:
+        return
+    table = Table(title=f"fairspec check {report.spec}", title_justify="left")
+    for col, kw in (("property", {"overflow": "fold"}), ("kind", {}), ("verdict", {"no_wrap": True}),
+                    ("value", {"justify": "right", "no_wrap": True}), ("interval", {"justify": "right", "no_wrap": True}),
+                    ("backend", {}), ("time", {"justify": "right", "no_wrap": True})):
+        table.add_column(col, **kw)
+    for v in report.verdicts:
+        bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
+        table.add_row(v.name, _KIND.get(v.kind, v.kind), f"[{_STYLE[v.status]}]{v.label}[/]", _fmt(v.value), bound,
+                      v.backend or "", f"{v.seconds:.2f}s")
+    console.print(table)
+    for v in report.verdicts:
+        lines = []
+        if v.reason:
+            lines.append(v.reason)
+        wp = v.details.get("worst_pair") if v.details else None
+        if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
+            lines.append(f"(lowest {wp['low']} {wp['low_rate']:.4f}; highest {wp['high']} {wp['high_rate']:.4f})")
+        if lines or v.witness:
+            console.print(f"[bold]{v.name}[/]: " + " ".join(lines), highlight=False)
+        if v.witness:
+            _print_witness(v.witness, console)
+    for w in report.warnings:
+        console.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
+
+
+def _print_witness(w, console) -> None:
+    from rich.table import Table
+
+    t = Table(title="witness (replayed by " + (w.replayed_by or "the model") + ")", title_justify="left")
+    t.add_column("feature")
+    t.add_column("x")
+    t.add_column("x'")
+    for k in w.features:
+        a, b = w.features[k], w.features_prime.get(k)
+        style = "bold" if a != b else ""
+        t.add_row(k, str(a), str(b), style=style)
+    if w.outputs:
+        t.add_row("model output", f"{w.outputs[0]:.6g}", f"{w.outputs[1]:.6g}", style="cyan")
+    console.print(t)

@@ -1,0 +1,69 @@
+"""Verdicts: what a property evaluates to.
+
+Exactly one of
+  holds (proved)            a complete procedure finished without a time-out;
+  holds (estimated)         an estimate whose whole confidence interval satisfies the claim;
+  violated                  with a witness that was replayed on the real model;
+  unknown                   with the reason (time-out, too few rows, backend not available, ...).
+A time-out is never `holds`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A counterexample pair in model-input space, with its spec-level reading."""
+
+    x: tuple[float, ...]
+    x_prime: tuple[float, ...]
+    features: dict = field(default_factory=dict)        # feature -> value of x (category names, unscaled)
+    features_prime: dict = field(default_factory=dict)  # feature -> value of x'
+    outputs: tuple[float, float] | None = None          # the model's score on x and x' (replayed)
+    replayed_by: str = ""                               # which evaluator reproduced it
+
+    def to_json(self) -> dict:
+        return {"x": list(self.x), "x_prime": list(self.x_prime), "features": self.features,
+                "features_prime": self.features_prime,
+                "outputs": list(self.outputs) if self.outputs else None, "replayed_by": self.replayed_by}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    kind: str
+    status: str  # holds | violated | unknown
+    how: str | None = None  # proved | estimated | None
+    value: float | None = None
+    bound: tuple[float, float] | None = None
+    reason: str | None = None
+    witness: Witness | None = None
+    seconds: float = 0.0
+    backend: str | None = None
+    details: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        assert self.status in ("holds", "violated", "unknown"), self.status
+        if self.status == "holds":
+            assert self.how in ("proved", "estimated"), "a holds verdict says how it was established"
+        if self.status == "unknown":
+            assert self.reason, "an unknown verdict carries its reason"
+
+    @property
+    def label(self) -> str:
+        return f"{self.status} ({self.how})" if self.how else self.status
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "kind": self.kind, "status": self.status, "how": self.how,
+            "value": self.value, "bound": list(self.bound) if self.bound is not None else None,
+            "reason": self.reason,
+            "witness": self.witness.to_json() if self.witness else None,
+            "seconds": round(self.seconds, 4), "backend": self.backend, "details": self.details,
+        }
+
+
+def unknown(prop, reason: str, *, backend: str | None = None, seconds: float = 0.0, **kw) -> Verdict:
+    return Verdict(prop.name, prop.kind, "unknown", reason=reason, backend=backend, seconds=seconds, **kw)

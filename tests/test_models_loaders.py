@@ -1,0 +1,446 @@
+"""The model loaders: ONNX, torch and scikit-learn behind one interface.
+
+Every model is built in a temporary folder; the whole file runs in a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+from fairspec.models import LoadedModel, ModelLoadError, load_model, peek_input_width
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("sklearn")
+sio = pytest.importorskip("skops.io")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit.* in torch 2.13
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+AC1 = pathlib.Path("/work/shared/bench/fairify/models/AC-1.onnx")
+WIDTH = 9
+
+
+# --------------------------------------------------------------------------------------
+# tiny models (module level so that pickles of them can be loaded back)
+# --------------------------------------------------------------------------------------
+
+class TwoHead(torch.nn.Module):
+    """Returns (logits of 2 classes, probability of class 1)."""
+
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(width, 6), torch.nn.ReLU())
+        self.head = torch.nn.Linear(6, 2)
+
+    def forward(self, x):
+        z = self.head(self.body(x))
+        return z, torch.softmax(z, dim=1)[:, 1:2]
+
+
+class NotAnEstimatorPart:
+    """A type skops does not know: its presence must make the loader refuse the file."""
+
+    def __init__(self):
+        self.value = 3
+
+
+def _net(width: int = WIDTH) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(width, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)
+    ).eval()
+
+
+def _data(n: int = 64, width: int = WIDTH, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, width))
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory) -> pathlib.Path:
+    """Every model file the tests read, built once."""
+    d = tmp_path_factory.mktemp("models")
+    net = _net()
+    two = TwoHead().eval()
+    x0 = torch.zeros(1, WIDTH)
+    dyn = {"x": {0: "N"}}
+    torch.onnx.export(net, (x0,), str(d / "net.onnx"), input_names=["x"], output_names=["logit"],
+                      dynamic_axes={"x": {0: "N"}, "logit": {0: "N"}}, dynamo=False)
+    torch.onnx.export(two, (x0,), str(d / "two.onnx"), input_names=["x"], output_names=["logits", "prob"],
+                      dynamic_axes={**dyn, "logits": {0: "N"}, "prob": {0: "N"}}, dynamo=False)
+    # no dynamic axes: the graph pins the batch size to 1
+    torch.onnx.export(net, (x0,), str(d / "fixed_batch.onnx"), input_names=["x"], output_names=["logit"],
+                      dynamo=False)
+    torch.jit.save(torch.jit.script(net), str(d / "net.pt"))
+    torch.jit.save(torch.jit.script(two), str(d / "two.pt"))
+    torch.jit.save(torch.jit.trace(net, x0), str(d / "traced.pt"))
+    torch.save(net, str(d / "net_pickle.pt"))
+    torch.save(two, str(d / "two_pickle.pt"))
+    torch.save(net.state_dict(), str(d / "state_dict.pt"))
+
+    X = _data(200)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    lr = LogisticRegression().fit(X, y)
+    dt = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X[:, :5], y)
+    sio.dump(lr, d / "lr.skops")
+    sio.dump(dt, d / "dt.skops")
+    sio.dump(pipe, d / "pipe.skops")
+    bad = LogisticRegression().fit(X, y)
+    bad.extra_ = NotAnEstimatorPart()
+    sio.dump(bad, d / "untrusted.skops")
+    for name, est in (("lr.pkl", lr), ("dt.pickle", dt)):
+        with open(d / name, "wb") as fh:
+            pickle.dump(est, fh)
+    import joblib
+
+    joblib.dump(lr, d / "lr.joblib")
+
+    # hand-built ONNX graphs: two inputs; an old-style model listing its initializers as inputs
+    two_in = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    onnx.save(helper.make_model(two_in, opset_imports=[helper.make_opsetid("", 13)]), d / "two_inputs.onnx")
+    W = np.arange(8, dtype=np.float32).reshape(4, 2) / 10
+    old = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("W", TensorProto.FLOAT, [4, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
+        [numpy_helper.from_array(W, "W")])
+    m = helper.make_model(old, opset_imports=[helper.make_opsetid("", 9)])
+    m.ir_version = 3
+    onnx.save(m, d / "old_style.onnx")
+
+    rng = np.random.default_rng(7)
+    for name in ("garbage.onnx", "garbage.skops", "garbage.pt", "garbage.pkl"):
+        (d / name).write_bytes(rng.bytes(3000))
+    (d / "empty.onnx").write_bytes(b"")
+    (d / "text.onnx").write_text("this is not a model\n")
+    with zipfile.ZipFile(d / "noschema.skops", "w") as zf:
+        zf.writestr("hello.txt", "hi")
+    (d / "lr.txt").write_bytes((d / "lr.skops").read_bytes())
+    return d
+
+
+def _torch_forward(module, X, pick=lambda y: y):
+    with torch.no_grad():
+        y = pick(module(torch.from_numpy(X).float()))
+    return y.double().numpy()
+
+
+def _ort(path, X, name):
+    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return s.run([name], {s.get_inputs()[0].name: X.astype(np.float32)})[0]
+
+
+def _raises(fn, *names: str) -> ModelLoadError:
+    with pytest.raises(ModelLoadError) as info:
+        fn()
+    msg = str(info.value)
+    assert "\n" not in msg and "Traceback" not in msg
+    for n in names:
+        assert n in msg, (n, msg)
+    return info.value
+
+
+# --------------------------------------------------------------------------------------
+# import hygiene
+# --------------------------------------------------------------------------------------
+
+def test_import_is_light():
+    code = (
+        "import sys, fairspec.models as m\n"
+        "w = m.peek_input_width\n"
+        "heavy = [k for k in ('torch', 'onnx', 'onnxruntime', 'sklearn', 'skops', 'numpy') if k in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
+    assert out.stdout.strip() == "", out.stdout
+
+
+def test_peek_imports_nothing_heavy(d):
+    code = (
+        "import sys, fairspec.models as m\n"
+        f"m.peek_input_width('onnx', {str(d / 'net.onnx')!r})\n"
+        f"m.peek_input_width('sklearn', {str(d / 'pipe.skops')!r})\n"
+        f"m.peek_input_width('torch', {str(d / 'net.pt')!r})\n"
+        f"m.peek_input_width('torch', {str(d / 'two_pickle.pt')!r})\n"
+        "print(','.join(k for k in ('torch', 'onnx', 'onnxruntime', 'sklearn', 'skops', 'numpy') if k in sys.modules))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
+    assert out.stdout.strip() == "", out.stdout
+
+
+# --------------------------------------------------------------------------------------
+# ONNX
+# --------------------------------------------------------------------------------------
+
+def test_onnx_score_matches_onnxruntime_and_torch(d):
+    X = _data()
+    m = load_model("onnx", d / "net.onnx")
+    assert isinstance(m, LoadedModel)
+    assert (m.format, m.input_width, m.score_kind, m.threshold) == ("onnx", WIDTH, "logit", 0.0)
+    s = m.score(X)
+    assert s.dtype == np.float64 and s.shape == (len(X),)
+    np.testing.assert_allclose(s, _ort(d / "net.onnx", X, "logit")[:, 0], atol=1e-5)
+    np.testing.assert_allclose(s, _torch_forward(_net(), X)[:, 0], atol=1e-5)
+    np.testing.assert_array_equal(m.decide(X), (s > 0).astype(np.int64))
+    assert m.decide(X).dtype == np.int64
+    assert m.describe() == f"onnx model {d / 'net.onnx'}, output 'logit'[0] (logit), {WIDTH} inputs"
+
+
+def test_onnx_replay_reference_agrees(d):
+    X = _data(50)
+    for name, out in (("net.onnx", "logit"), ("two.onnx", "prob"), ("two.onnx", "logits")):
+        m = load_model("onnx", d / name, output=out)
+        np.testing.assert_allclose(m.replay_reference(X), m.score(X), atol=1e-5)
+        np.testing.assert_allclose(m.replay(X), m.score(X), atol=1e-5)
+
+
+def test_onnx_output_selection(d):
+    X = _data()
+    two = TwoHead().eval()
+    by_name = load_model("onnx", d / "two.onnx", output="prob")
+    assert by_name.score_kind == "prob" and by_name.threshold == 0.5
+    np.testing.assert_allclose(by_name.score(X), _torch_forward(two, X, lambda y: y[1])[:, 0], atol=1e-5)
+    by_pos = load_model("onnx", d / "two.onnx", output=1)
+    np.testing.assert_allclose(by_pos.score(X), by_name.score(X), atol=0)
+    col1 = load_model("onnx", d / "two.onnx", output="logits", index=1)
+    assert col1.score_kind == "logit"
+    np.testing.assert_allclose(col1.score(X), _ort(d / "two.onnx", X, "logits")[:, 1], atol=1e-5)
+    forced = load_model("onnx", d / "two.onnx", output="logits", index=1, score_kind="prob")
+    assert (forced.score_kind, forced.threshold) == ("prob", 0.5)
+
+
+def test_onnx_fixed_batch_is_fed_in_chunks(d):
+    X = _data(7)
+    m = load_model("onnx", d / "fixed_batch.onnx")
+    assert m.input_width == WIDTH
+    np.testing.assert_allclose(m.score(X), _torch_forward(_net(), X)[:, 0], atol=1e-5)
+    np.testing.assert_allclose(m.replay_reference(X), m.score(X), atol=1e-5)
+
+
+def test_onnx_old_style_initializer_inputs(d):
+    path = d / "old_style.onnx"
+    assert peek_input_width("onnx", path) == 4
+    m = load_model("onnx", path, index=1)
+    X = _data(5, 4)
+    W = np.arange(8, dtype=np.float32).reshape(4, 2) / 10
+    np.testing.assert_allclose(m.score(X), (X.astype(np.float32) @ W)[:, 1], atol=1e-5)
+
+
+def test_onnx_errors(d):
+    net, two = d / "net.onnx", d / "two.onnx"
+    _raises(lambda: load_model("onnx", d / "missing.onnx"), "missing.onnx", "does not exist")
+    e = _raises(lambda: load_model("onnx", two, output="score"), "two.onnx", "'logits'", "'prob'")
+    assert e.path == two
+    _raises(lambda: load_model("onnx", two, output=5), "two.onnx", "out of range")
+    _raises(lambda: load_model("onnx", two, output="logits", index=2), "two.onnx", "index 2")
+    _raises(lambda: load_model("onnx", net, index=1), "net.onnx", "index 1")
+    _raises(lambda: load_model("onnx", d / "two_inputs.onnx"), "two_inputs.onnx", "2 graph inputs")
+    for bad in ("garbage.onnx", "empty.onnx", "text.onnx", "lr.skops"):
+        _raises(lambda: load_model("onnx", d / bad), bad)
+    _raises(lambda: load_model("onnx", net, score_kind="odds"), "net.onnx")
+    _raises(lambda: load_model("keras", net), "keras")
+
+
+def test_onnx_wrong_width_on_evaluation(d):
+    m = load_model("onnx", d / "net.onnx")
+    _raises(lambda: m.score(_data(3, WIDTH + 1)), "net.onnx", f"width {WIDTH}", f"width {WIDTH + 1}")
+    _raises(lambda: m.replay_reference(_data(3, WIDTH - 1)), "net.onnx", f"width {WIDTH - 1}")
+    _raises(lambda: m.score(np.zeros(WIDTH)), "net.onnx", "2-D")
+    assert m.score(np.zeros((0, WIDTH))).shape == (0,)
+
+
+def test_onnx_peek_agrees_with_onnx_load(d):
+    for name in ("net.onnx", "two.onnx", "fixed_batch.onnx"):
+        model = onnx.load(str(d / name))
+        dims = model.graph.input[0].type.tensor_type.shape.dim
+        assert peek_input_width("onnx", d / name) == dims[1].dim_value == WIDTH
+    assert peek_input_width("onnx", d / "two_inputs.onnx") is None
+    for bad in ("garbage.onnx", "empty.onnx", "text.onnx", "missing.onnx"):
+        _raises(lambda: peek_input_width("onnx", d / bad), bad)
+
+
+@pytest.mark.skipif(not AC1.exists(), reason="the Fairify benchmark nets are not on this machine")
+def test_fairify_ac1():
+    t = time.perf_counter()
+    assert peek_input_width("onnx", AC1) == 13
+    assert time.perf_counter() - t < 0.05
+    model = onnx.load(str(AC1))
+    assert model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == 13
+    X = np.random.default_rng(0).integers(0, 10, size=(20, 13)).astype(np.float64)
+    logit = load_model("onnx", AC1)
+    prob = load_model("onnx", AC1, output="prob")
+    assert (logit.score_kind, prob.score_kind, logit.input_width) == ("logit", "prob", 13)
+    np.testing.assert_allclose(1 / (1 + np.exp(-logit.score(X))), prob.score(X), atol=1e-5)
+    np.testing.assert_array_equal(logit.decide(X), prob.decide(X))
+    np.testing.assert_allclose(prob.replay(X), prob.score(X), atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# torch
+# --------------------------------------------------------------------------------------
+
+def test_torchscript_matches_forward(d):
+    X = _data()
+    for name in ("net.pt", "traced.pt"):
+        m = load_model("torch", d / name)
+        assert (m.format, m.input_width, m.score_kind, m.threshold) == ("torch", WIDTH, "logit", 0.0)
+        np.testing.assert_allclose(m.score(X), _torch_forward(_net(), X)[:, 0], atol=1e-5)
+        np.testing.assert_allclose(m.replay(X), m.score(X), atol=0)
+        assert name in m.describe()
+
+
+def test_torch_tuple_outputs(d):
+    X = _data()
+    two = TwoHead().eval()
+    for name, trust in (("two.pt", False), ("two_pickle.pt", True)):
+        m0 = load_model("torch", d / name, trust_pickle=trust)
+        np.testing.assert_allclose(m0.score(X), _torch_forward(two, X, lambda y: y[0])[:, 0], atol=1e-5)
+        m1 = load_model("torch", d / name, output=0, index=1, trust_pickle=trust)
+        np.testing.assert_allclose(m1.score(X), _torch_forward(two, X, lambda y: y[0])[:, 1], atol=1e-5)
+        mp = load_model("torch", d / name, output=1, score_kind="prob", trust_pickle=trust)
+        assert mp.threshold == 0.5
+        np.testing.assert_allclose(mp.score(X), _torch_forward(two, X, lambda y: y[1])[:, 0], atol=1e-5)
+        _raises(lambda: load_model("torch", d / name, output=2, trust_pickle=trust), name, "output 2")
+        _raises(lambda: load_model("torch", d / name, output=0, index=2, trust_pickle=trust), name, "index 2")
+
+
+def test_torch_pickle_needs_trust(d):
+    X = _data()
+    _raises(lambda: load_model("torch", d / "net_pickle.pt"), "net_pickle.pt", "pickle", "trust pickle")
+    m = load_model("torch", d / "net_pickle.pt", trust_pickle=True)
+    assert m.input_width == WIDTH
+    np.testing.assert_allclose(m.score(X), _torch_forward(_net(), X)[:, 0], atol=1e-5)
+    _raises(lambda: load_model("torch", d / "state_dict.pt", trust_pickle=True), "state_dict.pt", "state_dict")
+
+
+def test_torch_errors(d):
+    _raises(lambda: load_model("torch", d / "missing.pt"), "missing.pt", "does not exist")
+    for bad in ("garbage.pt", "net.onnx", "lr.skops"):
+        _raises(lambda: load_model("torch", d / bad), bad)
+        _raises(lambda: load_model("torch", d / bad, trust_pickle=True), bad)
+    m = load_model("torch", d / "net.pt")
+    _raises(lambda: m.score(_data(3, WIDTH + 2)), "net.pt", f"width {WIDTH}", f"width {WIDTH + 2}")
+    _raises(lambda: load_model("torch", d / "net.pt", index=1), "net.pt", "index 1")
+
+
+def test_torch_peek(d):
+    for name in ("net.pt", "two.pt", "traced.pt", "net_pickle.pt", "two_pickle.pt"):
+        assert peek_input_width("torch", d / name) == WIDTH, name
+    for bad in ("garbage.pt", "net.onnx", "missing.pt"):
+        _raises(lambda: peek_input_width("torch", d / bad), bad)
+
+
+# --------------------------------------------------------------------------------------
+# scikit-learn
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fitted(d):
+    return {name: sio.load(d / name, trusted=sio.get_untrusted_types(file=d / name))
+            for name in ("lr.skops", "dt.skops", "pipe.skops")}
+
+
+def test_sklearn_skops_scores(d, fitted):
+    X = _data()
+    lr, dt = fitted["lr.skops"], fitted["dt.skops"]
+    m = load_model("sklearn", d / "lr.skops")
+    assert (m.format, m.input_width, m.score_kind, m.threshold) == ("sklearn", WIDTH, "prob", 0.5)
+    np.testing.assert_allclose(m.score(X), lr.predict_proba(X)[:, 1], atol=1e-12)
+    np.testing.assert_array_equal(m.decide(X), lr.predict(X))
+    m0 = load_model("sklearn", d / "lr.skops", output="predict_proba", index=0)
+    np.testing.assert_allclose(m0.score(X), lr.predict_proba(X)[:, 0], atol=1e-12)
+    for out in ("decision_function", "logit"):
+        md = load_model("sklearn", d / "lr.skops", output=out)
+        assert (md.score_kind, md.threshold) == ("logit", 0.0)
+        np.testing.assert_allclose(md.score(X), lr.decision_function(X), atol=1e-12)
+        np.testing.assert_array_equal(md.decide(X), lr.predict(X))
+    mt = load_model("sklearn", d / "dt.skops", output="prob")
+    np.testing.assert_allclose(mt.score(X), dt.predict_proba(X)[:, 1], atol=1e-12)
+    mp = load_model("sklearn", d / "pipe.skops")
+    assert mp.input_width == 5
+    np.testing.assert_allclose(mp.score(X[:, :5]), fitted["pipe.skops"].predict_proba(X[:, :5])[:, 1], atol=1e-12)
+    assert "predict_proba[:, 1] (prob)" in m.describe()
+
+
+def test_sklearn_pickles_need_trust(d, fitted):
+    X = _data()
+    for name, ref in (("lr.pkl", "lr.skops"), ("dt.pickle", "dt.skops"), ("lr.joblib", "lr.skops")):
+        _raises(lambda: load_model("sklearn", d / name), name, "pickle", "trust pickle")
+        m = load_model("sklearn", d / name, trust_pickle=True)
+        np.testing.assert_allclose(m.score(X), fitted[ref].predict_proba(X)[:, 1], atol=1e-12)
+        assert peek_input_width("sklearn", d / name) is None
+
+
+def test_sklearn_errors(d):
+    _raises(lambda: load_model("sklearn", d / "missing.skops"), "missing.skops", "does not exist")
+    e = _raises(lambda: load_model("sklearn", d / "untrusted.skops"), "untrusted.skops", "NotAnEstimatorPart", "skops refused")
+    assert "test_models_loaders" in str(e)
+    _raises(lambda: load_model("sklearn", d / "dt.skops", output="decision_function"), "dt.skops", "decision_function")
+    _raises(lambda: load_model("sklearn", d / "lr.skops", index=2), "lr.skops", "out of range")
+    _raises(lambda: load_model("sklearn", d / "lr.skops", output="predict"), "lr.skops", "predict_proba")
+    _raises(lambda: load_model("sklearn", d / "lr.txt"), "lr.txt", "extension")
+    for bad in ("garbage.skops", "noschema.skops", "net.onnx"):
+        _raises(lambda: load_model("sklearn", d / bad), bad)
+    _raises(lambda: load_model("sklearn", d / "garbage.pkl", trust_pickle=True), "garbage.pkl")
+    m = load_model("sklearn", d / "lr.skops")
+    _raises(lambda: m.score(_data(3, WIDTH - 1)), "lr.skops", f"width {WIDTH}", f"width {WIDTH - 1}")
+
+
+def test_sklearn_peek(d):
+    assert peek_input_width("sklearn", d / "lr.skops") == WIDTH
+    assert peek_input_width("sklearn", d / "dt.skops") == WIDTH
+    assert peek_input_width("sklearn", d / "pipe.skops") == 5
+    for bad in ("garbage.skops", "noschema.skops", "missing.skops"):
+        _raises(lambda: peek_input_width("sklearn", d / bad), bad)
+
+
+def test_peek_is_fast(d):
+    files = [("onnx", d / "net.onnx"), ("sklearn", d / "pipe.skops"), ("torch", d / "net.pt")]
+    t = time.perf_counter()
+    for fmt, path in files * 10:
+        peek_input_width(fmt, path)
+    assert (time.perf_counter() - t) / 30 < 0.01
+
+
+class _RunsCode:
+    def __init__(self, marker: pathlib.Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (self.marker,))
+
+
+def test_torch_peek_runs_no_code_from_the_file(tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.pt"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("evil/data.pkl", pickle.dumps({"weight": _RunsCode(marker)}, protocol=2))
+        zf.writestr("evil/version", "3\n")
+    assert peek_input_width("torch", evil) is None
+    assert not marker.exists()
+    _raises(lambda: load_model("torch", evil), "evil.pt", "trust pickle")
+    assert not marker.exists()
