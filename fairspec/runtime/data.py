@@ -10,9 +10,12 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from fairspec import ir
+
+if TYPE_CHECKING:  # numpy stays out of `fairspec lint`, which only reads headers
+    import numpy as np
 
 
 class DataError(Exception):
@@ -25,25 +28,27 @@ class Table:
 
     name: str
     path: str
-    columns: dict[str, np.ndarray]  # object arrays of str
+    columns: dict[str, "np.ndarray"]  # object arrays of str
     n_rows: int
     n_read: int = 0
     n_missing: int = 0
     n_filtered: int = 0
     _numeric: dict | None = None
 
-    def numeric(self, col: str) -> np.ndarray | None:
+    def numeric(self, col: str) -> "np.ndarray | None":
         """The column as float64, or None when some value is not a number."""
         if self._numeric is None:
             self._numeric = {}
         if col not in self._numeric:
+            import numpy as np
+
             try:
                 self._numeric[col] = self.columns[col].astype(np.float64)
             except (ValueError, TypeError):
                 self._numeric[col] = None
         return self._numeric[col]
 
-    def subset(self, mask: np.ndarray) -> "Table":
+    def subset(self, mask: "np.ndarray") -> "Table":
         cols = {k: v[mask] for k, v in self.columns.items()}
         return Table(self.name, self.path, cols, int(mask.sum()), self.n_read, self.n_missing,
                      self.n_filtered + int((~mask).sum()))
@@ -91,6 +96,8 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
 
 
 def read_table(d: ir.Data) -> Table:
+    import numpy as np
+
     rows = _open_rows(d)
     if d.header:
         if not rows:
