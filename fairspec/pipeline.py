@@ -16,9 +16,10 @@ from fairspec.diagnostics import Diagnostic, sort_key
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Verdict, unknown
 
-# backends whose runner is wired to the language: name -> module with run(prop, ctx, progress)
+# backends whose runner is wired to the language: name -> "module:function(prop, ctx, progress)"
 RUNNERS = {
-    "data": "fairspec.backends.data",
+    "data": "fairspec.backends.data:run",
+    "milp": "fairspec.backends.pair_runner:run_milp",
 }
 
 
@@ -102,8 +103,8 @@ def check(path, *, only: str | None = None, progress=None) -> Report:
             if backend is None:
                 v = unknown(prop, why)
             else:
-                runner = importlib.import_module(RUNNERS[backend])
-                v = runner.run(prop, ctx, progress)
+                module, _, fn = RUNNERS[backend].partition(":")
+                v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
         except (ModelLoadError, DataError) as e:
             report.error = str(e)
             break

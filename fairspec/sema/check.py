@@ -66,8 +66,12 @@ class Checker:
             return CheckResult(None, self.sink.items, {})
         if self.sink.has_errors and not modules:
             return CheckResult(None, self.sink.items, {})
+        # Imported files contribute declarations; their properties, repairs and
+        # policy applications run only when that file is the one being checked.
+        root = modules[-1]
+        checks = (ast.PropertyDecl, ast.RepairDecl, ast.ApplyDecl)
         decls = [Decl(d, Path(m.file).resolve().parent) for m in modules for d in m.decls
-                 if not isinstance(d, ast.Import)]
+                 if not isinstance(d, ast.Import) and (m is root or not isinstance(d, checks))]
         self._bind(decls)
         by_kind = lambda cls: [d for d in decls if isinstance(d.node, cls)]  # noqa: E731
         for d in by_kind(ast.DataDecl):

@@ -133,7 +133,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
         if bad[0]:
             w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2), decode_row(enc, fs, x),
                         decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
-                        replayed_by=_replayer(model))
+                        replayed_by=replayer_name(model))
             share = float(found_rows.mean())
             return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), witness=w, backend="data",
                            seconds=time.perf_counter() - t0, details=details,
@@ -150,6 +150,6 @@ def _broken(prop) -> str:
     return f"move their {'probability' if prop.post == 'prob' else 'logit'} by more than {prop.eps:g}"
 
 
-def _replayer(model) -> str:
+def replayer_name(model) -> str:
     return {"onnx": "onnx.reference.ReferenceEvaluator", "torch": "torch", "sklearn": "scikit-learn"}.get(
         getattr(model, "format", ""), "model")

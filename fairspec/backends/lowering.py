@@ -1,0 +1,114 @@
+"""Lowering an individual-fairness property to the solver-neutral pair problem.
+
+Solvers work in *feature space*: one variable per raw feature value (an
+integer for int features and category codes, one 0/1 variable per category
+of a one-hot block).  The encoding's scaling is affine per column, so it is
+folded into the network's first layer: with model input ``u = scale * v +
+shift``, the first layer ``W u + b`` becomes ``(W diag(scale)) v + (W shift +
+b)``.  Integrality and domains then stay exact, and a witness found in
+feature space maps back to model-input space with :meth:`PairLowering.to_input`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairspec import ir
+
+
+class Unsupported(Exception):
+    """The property uses a construct this lowering cannot express (becomes an unknown verdict)."""
+
+
+@dataclass(frozen=True, eq=False)
+class PairLowering:
+    lo: np.ndarray
+    hi: np.ndarray
+    integer: np.ndarray
+    onehot_groups: tuple[tuple[int, ...], ...]
+    free: tuple[int, ...]
+    relaxed: tuple[tuple[int, float], ...]
+    scale: np.ndarray  # model input u = scale * v + shift
+    shift: np.ndarray
+    protected_values: tuple  # per free feature: the list of its value vectors over its columns
+    protected_columns: tuple[tuple[int, ...], ...]
+
+    def to_input(self, v) -> np.ndarray:
+        return np.asarray(v, dtype=np.float64) * self.scale + self.shift
+
+    def to_features(self, u) -> np.ndarray:
+        u = np.asarray(u, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(self.scale != 0, (u - self.shift) / np.where(self.scale != 0, self.scale, 1), 0.0)
+        return np.where(self.integer, np.round(v), v)
+
+
+def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
+    if prop.pre:
+        raise Unsupported("pre-conditions other than 'x.* == x'.* except {...}' and |x.f - x'.f| <= t "
+                          "are not supported by the solver backends yet")
+    n = enc.width
+    lo, hi = np.zeros(n), np.zeros(n)
+    integer = np.zeros(n, dtype=bool)
+    scale, shift = np.ones(n), np.zeros(n)
+    groups, free, relaxed = [], [], []
+    pvalues, pcols = [], []
+    tol = dict(prop.relaxed)
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        dom = f.domain
+        cols = tuple(range(c.offset, c.offset + c.width))
+        if c.kind == "onehot":
+            lo[list(cols)], hi[list(cols)] = 0.0, 1.0
+            integer[list(cols)] = True
+            groups.append(cols)
+            values = [tuple(1.0 if j == k else 0.0 for j in range(c.width)) for k in range(c.width)]
+        elif c.kind == "code":
+            codes = np.asarray(c.codes)
+            k = len(codes)
+            if not np.array_equal(np.sort(codes), np.arange(k)):
+                raise Unsupported(f"the code table of {f.name} is not 0..{k - 1}; solver backends need consecutive codes")
+            # v is the category index; the code table maps index -> code
+            order = codes.astype(int)
+            if not np.array_equal(order, np.arange(k)):
+                raise Unsupported(f"the code table of {f.name} reorders categories; solver backends need codes in "
+                                  "declared order")
+            lo[c.offset], hi[c.offset], integer[c.offset] = 0.0, k - 1.0, True
+            values = [(float(i),) for i in range(k)]
+        else:
+            if isinstance(dom, ir.Boolean):
+                vlo, vhi, is_int = 0.0, 1.0, True
+            else:
+                vlo, vhi, is_int = float(dom.lo), float(dom.hi), isinstance(dom, ir.IntRange)
+            lo[c.offset], hi[c.offset], integer[c.offset] = vlo, vhi, is_int
+            if c.kind == "minmax":
+                span = (c.hi - c.lo) or 1.0
+                scale[c.offset], shift[c.offset] = 1.0 / span, -c.lo / span
+            elif c.kind == "standard":
+                s = c.std or 1.0
+                scale[c.offset], shift[c.offset] = 1.0 / s, -c.mean / s
+            values = [(float(v),) for v in f.values()] if (f.is_discrete or is_int and vhi - vlo < 64) else None
+        if f.name in prop.free:
+            free.extend(cols)
+            if values is None:
+                raise Unsupported(f"protected feature {f.name} has too many values to enumerate counterfactuals")
+            pvalues.append(tuple(values))
+            pcols.append(cols)
+        if f.name in tol:
+            if c.kind in ("onehot", "code"):
+                raise Unsupported(f"a tolerance on categorical feature {f.name} has no meaning")
+            relaxed.append((c.offset, float(tol[f.name])))
+    return PairLowering(lo, hi, integer, tuple(groups), tuple(free), tuple(relaxed), scale, shift,
+                        tuple(pvalues), tuple(pcols))
+
+
+def fold_scaling(net, lowering: PairLowering):
+    """The network over feature space: the encoding's affine scaling folded into layer 1."""
+    from fairspec.models.network import Layer, PLNet
+
+    first = net.layers[0]
+    W = first.W * lowering.scale[None, :]
+    b = first.b + first.W @ lowering.shift
+    return PLNet((Layer(W, b, first.relu),) + tuple(net.layers[1:]), net.output_index, net.final, net.source)
