@@ -381,6 +381,13 @@ class Checker:
             if f.name not in seen:
                 self.sink.add("FS403", f"protected feature '{f.name}' is not used by the encoding for {model.name}",
                               f.span or node.span, related=(Related(node.span, "the encoding"),))
+        mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
+        for f in fs.features:
+            if not f.protected and f.name not in mentioned:
+                self.sink.add("FS211", f"feature '{f.name}' of {fs.name} is not encoded for {model.name}",
+                              f.span or node.span, related=(Related(node.span, "the encoding"),),
+                              hint=f"the model never sees '{f.name}'; add it to the encode block, or remove it "
+                                   f"from {fs.name} if no group or condition reads it")
         self.encodings[model.name] = enc
 
     def _column_encoding(self, f: ir.Feature, line: ast.EncLine, offset: int, fs: ir.FeatureSet) -> ir.ColumnEncoding:

@@ -77,9 +77,9 @@ class ExprLowerer:
             return ir.Logic(e.op, (a, b)), "bool"
         if isinstance(e, ast.Not):
             return ir.NotE(self.expect_bool(e.arg, s)), "bool"
-        if isinstance(e, ast.Arith):
-            a = self.expect_num(e.left, s)
-            b = self.expect_num(e.right, s)
+        if isinstance(e, ast.Arith):  # booleans count as 0/1 (linear rules: P + Q - S >= 2)
+            a = self.expect_num(e.left, s, allow_bool=True)
+            b = self.expect_num(e.right, s, allow_bool=True)
             return ir.ArithE(e.op, a, b), "num"
         if isinstance(e, ast.Neg):
             a = self.expect_num(e.arg, s)
@@ -96,9 +96,9 @@ class ExprLowerer:
             self.fail("FS301", f"expected a condition (true/false), found a {_type_word(t)}", e.span)
         return x
 
-    def expect_num(self, e, s):
+    def expect_num(self, e, s, allow_bool: bool = False):
         x, t = self.lower(e, s)
-        if t != "num":
+        if t != "num" and not (allow_bool and t == "bool"):
             self.fail("FS301", f"expected a number, found a {_type_word(t)}", e.span)
         return x
 

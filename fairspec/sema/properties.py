@@ -23,6 +23,8 @@ METRICS = {
     "equalized_odds": "largest gap in true-positive or false-positive rate between groups",
     "equal_opportunity": "largest gap in true-positive rate between groups",
     "path_specific": "path-specific causal effect of the group through the mediators",
+    "most_favoured": "positive rate (PPV) of the most favoured group",
+    "least_favoured": "positive rate (PPV) of the least favoured group",
 }
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",

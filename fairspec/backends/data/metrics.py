@@ -37,9 +37,11 @@ def metric_from_counts(metric: str, cells: np.ndarray):
     """
     n_g = cells.sum(axis=(-1, -2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        if metric in ("disparate_impact", "statistical_parity"):
+        if metric in ("disparate_impact", "statistical_parity", "most_favoured", "least_favoured"):
             rates = cells[..., 1, :].sum(axis=-1) / n_g
             hi, lo = np.nanmax(rates, axis=-1), np.nanmin(rates, axis=-1)
+            if metric in ("most_favoured", "least_favoured"):
+                return (hi if metric == "most_favoured" else lo), rates
             value = lo / hi if metric == "disparate_impact" else hi - lo
             if metric == "disparate_impact":
                 value = np.where(hi > 0, value, np.nan)
