@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,11 @@ from fairspec.diagnostics import Diagnostic, sort_key
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Verdict, unknown
 
-# backends whose runner is wired to the language: name -> "module:function(prop, ctx, progress)"
+# The runners wired to the language: (backend, property kind) -> "module:function(prop, ctx, progress)".
 RUNNERS = {
-    "data": "fairspec.backends.data:run",
-    "milp": "fairspec.backends.pair_runner:run_milp",
+    ("data", "group_metric"): "fairspec.backends.data:run",
+    ("data", "individual_fairness"): "fairspec.backends.data:run",
+    ("milp", "individual_fairness"): "fairspec.backends.pair_runner:run_milp",
 }
 
 
@@ -34,6 +36,7 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # a bad model/data file, as one sentence
+    internal_errors: list[str] = field(default_factory=list)  # fairspec bugs met while checking
     seconds: float = 0.0
 
     @property
@@ -44,6 +47,8 @@ class Report:
     def exit_code(self) -> int:
         if self.has_errors:
             return 2
+        if self.internal_errors:
+            return 4
         if any(v.status == "violated" for v in self.verdicts):
             return 1
         if any(v.status == "unknown" for v in self.verdicts):
@@ -58,6 +63,8 @@ class Report:
             out["warnings"] = self.warnings
         if self.error:
             out["error"] = self.error
+        if self.internal_errors:
+            out["internal_errors"] = self.internal_errors
         return out
 
 
@@ -71,9 +78,11 @@ def plan(prop) -> tuple[str | None, str | None]:
     """(backend to run, or None; why the preferred one is not used)."""
     if prop.options.backend:
         b = prop.options.backend
-        return (b, None) if b in RUNNERS else (None, f"the {b} backend is not available yet")
+        if (b, prop.kind) in RUNNERS:
+            return b, None
+        return None, f"the {b} backend for {prop.kind.replace('_', ' ')} is not available yet"
     for b in PREFERENCE.get(prop.kind, ()):
-        if b in RUNNERS and supports(b, prop.kind):
+        if (b, prop.kind) in RUNNERS and supports(b, prop.kind):
             return b, None
     wanted = " or ".join(PREFERENCE.get(prop.kind, ("a solver",)))
     return None, f"{prop.kind.replace('_', ' ')} needs the {wanted} backend (not available yet)"
@@ -103,11 +112,17 @@ def check(path, *, only: str | None = None, progress=None) -> Report:
             if backend is None:
                 v = unknown(prop, why)
             else:
-                module, _, fn = RUNNERS[backend].partition(":")
+                module, _, fn = RUNNERS[(backend, prop.kind)].partition(":")
                 v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
         except (ModelLoadError, DataError) as e:
             report.error = str(e)
             break
+        except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
+            if os.environ.get("FAIRSPEC_DEBUG"):
+                raise
+            report.internal_errors.append(f"{prop.name}: {type(e).__name__}: {e}")
+            v = unknown(prop, f"internal error in the {backend} backend ({type(e).__name__}: {e}); "
+                              "this is a fairspec bug", backend=backend)
         if not v.seconds:
             v = _with_seconds(v, time.perf_counter() - t1)
         report.verdicts.append(v)

@@ -49,6 +49,8 @@ class Diagnostic:
             raise ValueError(f"unregistered diagnostic code {self.code}")
         if self.severity not in ("error", "warning", "note"):
             raise ValueError(f"bad severity {self.severity}")
+        if not self.hint:  # every diagnostic says what to do: fall back to the code's own hint
+            object.__setattr__(self, "hint", CODES[self.code].hint)
 
     @property
     def is_error(self) -> bool:

@@ -120,7 +120,7 @@ class OnnxModel(LoadedModel):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
-            raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {short_error(exc)}", path) from exc
+            raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {_ort_reason(exc)}", path) from exc
         ort_inputs = session.get_inputs()
         if len(ort_inputs) != 1:
             names = ", ".join(repr(i.name) for i in ort_inputs)
@@ -223,3 +223,20 @@ def _fmt_shape(shape) -> str:
 
 def load_onnx(path: pathlib.Path, *, output=None, index=None, score_kind=None) -> OnnxModel:
     return OnnxModel(path, output=output, index=index, score_kind=score_kind)
+
+
+def _ort_reason(exc: BaseException) -> str:
+    """onnxruntime's message without its C++ source locations and signatures."""
+    import re
+
+    text = short_error(exc, limit=1000)
+    text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*", "", text)
+    text = re.sub(r"^Load model from .*? failed:", "", text).strip()
+    m = re.search(r"No opset import for domain|[Uu]nrecognized attribute|[Nn]o (?:kernel|schema) (?:registered )?for"
+                  r"|Fatal error: [^ ]+ is not a registered function/op|is not a registered function/op", text)
+    if m:
+        op = re.search(r"(?:op_type|Op type|Fatal error:)\s*[:=]?\s*'?([A-Za-z0-9_.]+)", text)
+        return f"it uses an operator onnxruntime does not know{f' ({op.group(1)})' if op else ''}"
+    if "::" in text or "onnxruntime_src" in text or len(text) > 200:
+        return "the graph is not a model onnxruntime can run (check it with onnx.checker)"
+    return text

@@ -40,7 +40,7 @@ def print_text(report, console) -> None:
     for d in report.diagnostics:
         console.print(render_full(d), markup=False, highlight=False)
     if report.error:
-        console.print(f"error: {report.error}", style="bold red", markup=False, highlight=False)
+        console.print(f"error: {report.error}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return
     if not report.verdicts:
         return

@@ -56,6 +56,10 @@ class Checker:
         self.group_decls: dict[str, ast.GroupDecl] = {}
         self.distributions: dict[str, ir.Distribution] = {}
         self.properties: list[ir.Property] = []
+        # declarations that failed their own checks (already reported): later uses stay silent
+        self.failed_features: set[str] = set()  # feature names whose declaration (or feature set) failed
+        self.encoded_models: set[str] = set()  # models with an encode block, even a failed one
+        self.apply_prefixes: dict[str, ast.ApplyDecl] = {}  # property-name prefix of each policy application
 
     # ------------------------------------------------------------------ driver
     def run(self) -> CheckResult:
@@ -231,7 +235,11 @@ class Checker:
         node: ast.FeaturesDecl = d.node
         data = None
         if node.source is not None:
-            data = self._lookup(node.source, ast.DataDecl, "a data set", self.datasets).name
+            try:
+                data = self._lookup(node.source, ast.DataDecl, "a data set", self.datasets).name
+            except LowerError:
+                self.failed_features.update(fd.name.id for fd in node.features)
+                raise
         seen: dict[str, ast.FeatureDecl] = {}
         feats = []
         for fd in node.features:
@@ -243,7 +251,7 @@ class Checker:
             try:
                 feats.append(self._feature(fd, data))
             except LowerError:
-                pass
+                self.failed_features.add(fd.name.id)
         self.feature_sets[node.name.id] = ir.FeatureSet(node.name.id, tuple(feats), data, span=node.span)
 
     def _feature(self, fd: ast.FeatureDecl, data: str | None) -> ir.Feature:
@@ -343,6 +351,7 @@ class Checker:
     # ------------------------------------------------------------------ encodings
     def _encoding(self, d: Decl) -> None:
         node: ast.EncodeDecl = d.node
+        self.encoded_models.add(node.model.id)
         fs = self._lookup(node.features, ast.FeaturesDecl, "a feature set", self.feature_sets)
         model = self._lookup(node.model, ast.ModelDecl, "a model", self.models)
         if model.name in self.encodings:
@@ -350,16 +359,20 @@ class Checker:
         cols: list[ir.ColumnEncoding] = []
         seen: dict[str, ast.Name] = {}
         offset = 0
+        complete = True  # False once a line is invalid: its width is unknown, so FS402/FS211 would only echo it
         for line in node.lines:
             kind = line.kind.id
             if kind not in ENCODING_KINDS:
                 self.sink.add("FS406", f"unknown encoding '{kind}'", line.kind.span, hint=did_you_mean(kind, ENCODING_KINDS))
+                complete = False
                 continue
             for nm in line.names:
                 f = fs.get(nm.id)
                 if f is None:
-                    self.sink.add("FS205", f"unknown feature '{nm.id}' in {fs.name}", nm.span,
-                                  hint=did_you_mean(nm.id, [x.name for x in fs.features]))
+                    complete = False
+                    if nm.id not in self.failed_features:
+                        self.sink.add("FS205", f"unknown feature '{nm.id}' in {fs.name}", nm.span,
+                                      hint=did_you_mean(nm.id, [x.name for x in fs.features]))
                     continue
                 if nm.id in seen:
                     self.sink.add("FS405", f"feature '{nm.id}' is encoded twice", nm.span,
@@ -369,21 +382,22 @@ class Checker:
                 try:
                     col = self._column_encoding(f, line, offset, fs)
                 except LowerError:
+                    complete = False
                     continue
                 cols.append(col)
                 offset += col.width
         enc = ir.Encoding(fs.name, model.name, tuple(cols), offset, span=node.span)
         width = self.model_widths.get(model.name)
-        if width is not None and width != offset:
+        if complete and width is not None and width != offset:
             self.sink.add("FS402", f"the encoding of {fs.name} for {model.name} is {offset} columns wide, "
                                    f"but the model takes {width} inputs", node.span)
+        mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
         for f in fs.protected:
-            if f.name not in seen:
+            if f.name not in mentioned:
                 self.sink.add("FS403", f"protected feature '{f.name}' is not used by the encoding for {model.name}",
                               f.span or node.span, related=(Related(node.span, "the encoding"),))
-        mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
         for f in fs.features:
-            if not f.protected and f.name not in mentioned:
+            if complete and not f.protected and f.name not in mentioned:
                 self.sink.add("FS211", f"feature '{f.name}' of {fs.name} is not encoded for {model.name}",
                               f.span or node.span, related=(Related(node.span, "the encoding"),),
                               hint=f"the model never sees '{f.name}'; add it to the encode block, or remove it "
@@ -480,8 +494,13 @@ class Checker:
         candidates = [fs for fs in self.feature_sets.values() if all(fs.get(n) for n in names)]
         if not candidates:
             unknown = sorted(n for n in names if not any(fs.get(n) for fs in self.feature_sets.values()))
-            self.fail("FS205", f"unknown feature '{unknown[0] if unknown else sorted(names)[0]}' in group '{node.name.id}'",
-                      node.expr.span)
+            if unknown and all(n in self.failed_features for n in unknown):
+                raise LowerError()  # the feature's own declaration was reported
+            bad = unknown[0] if unknown else sorted(names)[0]
+            span = next((n.span for n in _name_nodes(node.expr) if n.id == bad), node.expr.span)
+            known = {f.name for fs in self.feature_sets.values() for f in fs.features}
+            self.fail("FS205", f"unknown feature '{bad}' in group '{node.name.id}'", span,
+                      hint=did_you_mean(bad, known) or "a group reads the features of one feature set")
         pred = self.lower.expect_bool(node.expr, Scope("features", features=candidates[0]))
         self.group_decls[node.name.id] = node
         self.groups[node.name.id] = ir.GroupAtom(node.name.id, None, pred, (f"not {node.name.id}", node.name.id))
@@ -541,8 +560,16 @@ class Checker:
         pol = policies.get(node.policy.id)
         if pol is None:
             self.fail("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
-        env = props.bind_policy_args(self, pol.node, node)
         prefix = node.alias.id if node.alias else node.policy.id
+        prev = self.apply_prefixes.get(prefix)
+        if prev is not None:  # unaliased twice: the properties' names would collide
+            self.sink.add("FS202", f"policy '{prefix}' is applied twice without a name, so its properties would "
+                                   f"have the same names", node.span,
+                          hint=f"name each application: apply {prefix}(...) as NAME",
+                          related=(Related(prev.span, "first applied here"),))
+            raise LowerError()
+        self.apply_prefixes[prefix] = node
+        env = props.bind_policy_args(self, pol.node, node)
         for p in pol.node.properties:
             before = len(self.sink.items)
             self._property(pol, p, env, prefix)
@@ -558,6 +585,18 @@ def _is_number(v: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _name_nodes(e):
+    """Every ast.Name inside e, in source order."""
+    if isinstance(e, ast.Name):
+        yield e
+    elif dataclasses.is_dataclass(e):
+        for f in dataclasses.fields(e):
+            v = getattr(e, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, ast.Node):
+                    yield from _name_nodes(x)
 
 
 def _names_in(e) -> set[str]:

@@ -182,6 +182,8 @@ class ExprLowerer:
 
     def _lower_against(self, e: ast.Expr, other_type: str, s: Scope):
         """Lower e; when compared to a categorical feature, a bare name or string is a category."""
+        if other_type.startswith("cat:") and isinstance(e, ast.Neg) and isinstance(e.arg, ast.Num):
+            e = ast.Num(e.span, -e.arg.value, e.arg.is_int)  # a negative numeric category: {-1, 0, 1}
         if other_type.startswith("cat:") and isinstance(e, (ast.Name, ast.Str, ast.Num)):
             if isinstance(e, ast.Name) and (e.id in s.env):
                 return self._lower_against(s.env[e.id], other_type, s)

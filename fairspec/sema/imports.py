@@ -64,6 +64,9 @@ def load_modules(root: Path, sink: Sink) -> list[ast.Module]:
     if not root.is_file():
         from fairspec.diagnostics import Diagnostic
 
+        if root.is_dir():
+            raise DiagnosticError(Diagnostic("FS203", f"{root} is a folder, not a spec file", None,
+                                             hint="give the path of a .fair file"))
         raise DiagnosticError(Diagnostic("FS203", f"spec file not found: {root}", None,
                                          hint="check the path given on the command line"))
     visit(root, None)

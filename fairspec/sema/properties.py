@@ -129,8 +129,8 @@ def _model_of(ck, e, env) -> ir.Model:
         ck.fail("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
     m = ck.models[e.id]
     if m.features is None:
-        if m.format == "rule":
-            raise LowerError()  # its rule was already reported
+        if m.format == "rule" or m.name in ck.encoded_models:
+            raise LowerError()  # its rule or its encode block was already reported
         ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", e.span,
                 hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
     return m
@@ -176,6 +176,9 @@ def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
             pred = ck.lower.expect_bool(node.expr, Scope("features", features=fs))
             atoms.append(ir.GroupAtom(g.name, None, pred, g.values))
         else:
+            d = ck.symbols.get(n.id)
+            if n.id in ck.failed_features or (d is not None and isinstance(d.node, ast.GroupDecl)):
+                raise LowerError()  # declared, but its declaration failed and was reported
             ck.fail("FS205", f"unknown feature or group '{n.id}'", n.span,
                     hint=did_you_mean(n.id, [f.name for f in fs.features] + list(ck.groups)))
     seen = set()
@@ -186,11 +189,20 @@ def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
     return ir.Groups(tuple(atoms))
 
 
-def _dataset(ck, e, env) -> ir.Data:
+def _dataset(ck, e, env, fs: ir.FeatureSet | None = None) -> ir.Data:
     e = _resolve(e, env)
     if not isinstance(e, ast.Name):
         ck.fail("FS301", "expected a data set name", e.span)
-    return ck._lookup(e, ast.DataDecl, "a data set", ck.datasets)
+    data = ck._lookup(e, ast.DataDecl, "a data set", ck.datasets)
+    if fs is not None and data.name != fs.data:
+        # the rows are read as the feature set: every feature needs its column in this data set
+        cols = ck.data_columns.get(data.name, {})
+        for f in fs.features:
+            if f.column not in cols:
+                ck.fail("FS207", f"data set '{data.name}' has no column '{f.column}' for feature '{f.name}' "
+                                 f"of {fs.name}", e.span,
+                        hint=did_you_mean(f.column, cols) or f"pass a data set with the columns of {fs.name}")
+    return data
 
 
 def _distribution(ck, e, env, prop_name: str) -> str:
@@ -288,7 +300,7 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
         dist = _distribution(ck, d.value, env, name)
     dd = call.keyword("data") or call.keyword("around")
     if dd is not None:
-        data = _dataset(ck, dd.value, env).name
+        data = _dataset(ck, dd.value, env, fs).name
     if data is None and dist is None:
         if fs.data is None:
             ck.fail("FS501", f"{call.fn.id}(...) needs data: declare 'features {fs.name} from DATA' or pass data = DATA",
@@ -355,7 +367,7 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
         if not (binary or (col is not None and col.kind == "onehot")):
             ck.fail("FS308", f"a flipped attribute must be binary or one-hot encoded; '{f}' is neither", flip.span)
     around = call.keyword("around")
-    data = _dataset(ck, around.value, env).name if around else fs.data
+    data = _dataset(ck, around.value, env, fs).name if around else fs.data
     if data is None:
         ck.fail("FS501", "pba(...) selects its points from data: around DATA", call.span)
     delta = ()

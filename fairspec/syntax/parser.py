@@ -483,6 +483,11 @@ def parse_file(path) -> ast.Module:
         data = p.read_bytes()
     except OSError as e:
         raise DiagnosticError(Diagnostic("FS203", f"cannot read {p}: {e.strerror or e}", None)) from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DiagnosticError(Diagnostic("FS104", f"{p} is UTF-16 text, not UTF-8", Span(str(p), 1, 1, 1, 2),
+                                         hint="save the spec as UTF-8 (without a byte-order mark)"))
+    if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (Windows editors): harmless
+        data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -1,0 +1,83 @@
+"""Shared paths and helpers for the fairspec test-suite."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+OK = FIXTURES / "ok"
+ERRORS = FIXTURES / "errors"
+EXAMPLES = REPO / "examples"
+
+_EXPECT = re.compile(r"^#\s*expect:\s*(FS\d{3})\s+(?:(\S+):)?(\d+):(\d+)\s*$")
+
+
+def ok_fixtures() -> list[Path]:
+    return sorted(OK.glob("*.fair"))
+
+
+def error_fixtures() -> list[Path]:
+    return sorted(ERRORS.glob("*.fair"))
+
+
+def expectations(path: Path) -> set[tuple[str, str, int, int]]:
+    """The `# expect: CODE [file:]line:col` header lines of a fixture, as (code, file, line, col).
+
+    `file` is relative to the fixture's folder; it defaults to the fixture itself.
+    """
+    out = set()
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    for line in text.splitlines():
+        m = _EXPECT.match(line.strip())
+        if m:
+            code, file, ln, col = m.groups()
+            out.add((code, file or path.name, int(ln), int(col)))
+    return out
+
+
+def diagnostic_key(d, fixture: Path) -> tuple[str, str, int | None, int | None]:
+    """(code, file relative to the fixture's folder, line, col) of a diagnostic."""
+    if d.span is None:
+        return d.code, "<none>", None, None
+    f = Path(d.span.file)
+    if not f.is_absolute():
+        f = Path.cwd() / f
+    try:
+        rel = os.path.relpath(f.resolve(), fixture.parent.resolve())
+    except ValueError:
+        rel = str(f)
+    return d.code, rel.replace(os.sep, "/"), d.span.line, d.span.column
+
+
+def fairspec_command() -> list[str]:
+    """The installed `fairspec` console script, or the module when the script is not on PATH."""
+    exe = shutil.which("fairspec")
+    return [exe] if exe else [sys.executable, "-m", "fairspec.cli"]
+
+
+def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    """`fairspec ARGS` in a subprocess, as a user runs it."""
+    env = dict(os.environ)
+    env.pop("FAIRSPEC_DEBUG", None)
+    env.setdefault("COLUMNS", "200")
+    return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd or REPO,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file under folder: to prove a command wrote nothing there."""
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
+            for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
