@@ -1,0 +1,234 @@
+"""Input-space partitioning (Fairify's "input partitions") with per-partition budgets.
+
+The box of the *tied* inputs (the ones x and x' share, so every pair lies inside one
+partition) is cut into sub-boxes; each partition is decided independently — tighter bounds,
+fewer unstable ReLUs, a per-partition time budget — and the verdicts are combined:
+
+* ``violated`` if any partition has a replayed witness (the lowest-numbered one is shown);
+* ``holds`` (proved) only if every partition is proved;
+* ``unknown`` otherwise, with a :class:`~fairspec.backends.pair.Coverage` that gives the
+  share of partitions and of input-space volume (integer points over the partitioned
+  inputs) proved / refuted / undecided.
+
+Partitions run through :mod:`fairspec.backends.executor`; results come back in partition
+order, so the report does not depend on the executor (up to time-outs, which depend on the
+machine's load). With ``stop_on_violation`` partitions run in fixed-size chunks and stop
+after the first chunk with a violation: the set of partitions decided is the same under any
+executor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from typing import Sequence
+
+import numpy as np
+
+from fairspec.backends.pair import Coverage, PairProblem, PairResult
+
+__all__ = ["fairify_partitions", "split_widest", "grid_partitions", "solve_partitioned"]
+
+
+def _check_features(problem: PairProblem, features: Sequence[int]):
+    tied = set(problem.tied)
+    in_group = {i for g in problem.onehot_groups for i in g}
+    for i in features:
+        if i not in tied:
+            raise ValueError(f"input {i} is not shared by x and x'; only tied inputs can be partitioned")
+        if i in in_group:
+            raise ValueError(f"input {i} belongs to a one-hot group; partition on ordinary inputs")
+
+
+def grid_partitions(problem: PairProblem, splits: dict[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Cut input ``i`` into ``splits[i]`` near-equal ranges (integer ranges for integral inputs)."""
+    _check_features(problem, splits)
+    axes = []
+    for i, k in sorted(splits.items()):
+        lo, hi = problem.lo[i], problem.hi[i]
+        if problem.integer[i]:
+            vals = np.arange(lo, hi + 0.5)
+            k = max(1, min(int(k), len(vals)))
+            chunks = np.array_split(vals, k)
+            axes.append([(i, float(c[0]), float(c[-1])) for c in chunks])
+        else:
+            edges = np.linspace(lo, hi, int(k) + 1)
+            axes.append([(i, float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])])
+    parts = []
+    for combo in itertools.product(*axes):
+        lo = problem.lo.copy()
+        hi = problem.hi.copy()
+        for i, a, b in combo:
+            lo[i], hi[i] = a, b
+        parts.append((lo, hi))
+    return parts
+
+
+def fairify_partitions(problem: PairProblem, threshold: int = 10,
+                       features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Fairify's scheme: every tied integral input with more than ``threshold`` values is cut
+    into ranges of ``threshold`` values (AC with Fairify's domains: 16,000 partitions)."""
+    feats = [i for i in (problem.tied if features is None else features)
+             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
+    splits = {}
+    for i in feats:
+        size = int(problem.hi[i] - problem.lo[i] + 1)
+        if size > threshold:
+            splits[i] = math.ceil(size / threshold)
+    return _grid_fixed_width(problem, splits, threshold)
+
+
+def _grid_fixed_width(problem, splits, width):
+    _check_features(problem, splits)
+    axes = []
+    for i in sorted(splits):
+        lo, hi = int(problem.lo[i]), int(problem.hi[i])
+        axes.append([(i, float(a), float(min(a + width - 1, hi))) for a in range(lo, hi + 1, width)])
+    parts = []
+    for combo in itertools.product(*axes):
+        lo = problem.lo.copy()
+        hi = problem.hi.copy()
+        for i, a, b in combo:
+            lo[i], hi[i] = a, b
+        parts.append((lo, hi))
+    return parts
+
+
+def split_widest(problem: PairProblem, n_parts: int,
+                 features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Halve the widest tied input (by number of values) until there are >= n_parts boxes."""
+    feats = [i for i in (problem.tied if features is None else features)
+             if not any(i in g for g in problem.onehot_groups)]
+    _check_features(problem, feats)
+    boxes = [(problem.lo.copy(), problem.hi.copy())]
+    while len(boxes) < n_parts:
+        lo, hi = boxes[0]
+        size = np.array([(hi[i] - lo[i] + (1 if problem.integer[i] else 0)) for i in feats])
+        if not feats or size.max() <= 1:
+            break
+        k = feats[int(np.argmax(size))]
+        boxes.pop(0)
+        if problem.integer[k]:
+            mid = math.floor((lo[k] + hi[k]) / 2)
+            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
+            a[1][k], b[0][k] = mid, mid + 1
+        else:
+            mid = 0.5 * (lo[k] + hi[k])
+            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
+            a[1][k], b[0][k] = mid, mid
+        boxes.extend([a, b])
+        boxes.sort(key=lambda bx: -max((bx[1][i] - bx[0][i]) for i in feats))
+    boxes.sort(key=lambda bx: tuple(bx[0]) + tuple(bx[1]))
+    return boxes
+
+
+def _solve_part(shared, item) -> PairResult:
+    problem, mode, backend, kw, deadline = shared
+    index, lo, hi = item
+    sub = problem.restrict(lo, hi)
+    kw = dict(kw)
+    if deadline is not None:
+        left = deadline - time.time()
+        if left <= 0:
+            return PairResult("unknown", reason="the total time budget was spent before this partition",
+                              engine=kw.get("engine", backend), mode=mode)
+        kw["time_limit"] = left if kw.get("time_limit") is None else min(kw["time_limit"], left)
+    if backend == "smt":
+        from fairspec.backends.smt import solve as smt_solve
+
+        return smt_solve(sub, mode, **kw)
+    from fairspec.backends.milp.modes import solve
+
+    return solve(sub, mode, **kw)
+
+
+def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
+                      backend: str = "milp", time_per_part: float | None = 10.0,
+                      time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
+                      chunk: int = 8, **solver_kw) -> PairResult:
+    """Decide ``problem`` partition by partition.
+
+    parts:         list of (lo, hi) boxes over the model inputs (default :func:`fairify_partitions`;
+                   see also :func:`split_widest`, :func:`grid_partitions`).
+    mode:          find | prove | maximize (per partition; maximize takes the largest value).
+    backend:       "milp" (``solver_kw``: engine, lp_bounds, diff_rows, ...) or "smt".
+    time_per_part: each partition's budget (seconds; a time-out leaves it undecided).
+    time_limit:    total wall-clock budget; partitions reached after it are undecided.
+    executor:      an :class:`~fairspec.backends.executor.Executor` (default: a process pool
+                   over the cores when there is more than one partition).
+    """
+    from fairspec.backends.executor import SerialExecutor, default_executor
+
+    t0 = time.perf_counter()
+    if parts is None:
+        parts = fairify_partitions(problem)
+    parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
+    if not parts:
+        raise ValueError("no partitions")
+    own = executor is None
+    ex = executor or (default_executor(len(parts)) if len(parts) > 1 else SerialExecutor())
+    kw = dict(solver_kw)
+    kw["time_limit"] = time_per_part
+    deadline = None if time_limit is None else time.time() + float(time_limit)
+    shared = (problem, mode, backend, kw, deadline)
+    items = [(k, lo, hi) for k, (lo, hi) in enumerate(parts)]
+    results: list[PairResult | None] = [None] * len(items)
+    try:
+        step = chunk if stop_on_violation else len(items)
+        for s in range(0, len(items), step):
+            batch = items[s:s + step]
+            for (k, _, _), r in zip(batch, ex.map(_solve_part, batch, shared=shared)):
+                results[k] = r
+            if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
+                break
+    finally:
+        if own:
+            ex.close()
+    return _combine(problem, mode, parts, results, time.perf_counter() - t0)
+
+
+def _combine(problem, mode, parts, results, seconds) -> PairResult:
+    feats = tuple(sorted({i for lo, hi in parts for i in range(problem.n)
+                          if lo[i] != problem.lo[i] or hi[i] != problem.hi[i]}))
+    total = problem.volume(over=feats)
+    vols = [problem.volume(lo, hi, over=feats) for lo, hi in parts]
+    proved = refuted = undecided = 0
+    vp = vr = vu = 0.0
+    per = []
+    for r, v in zip(results, vols):
+        st = "skipped" if r is None else r.status
+        per.append((st, 0.0 if r is None else round(r.seconds, 4)))
+        if r is not None and r.status == "holds":
+            proved += 1; vp += v
+        elif r is not None and r.status == "violated":
+            refuted += 1; vr += v
+        else:
+            undecided += 1; vu += v
+    cov = Coverage(len(parts), proved, refuted, undecided, float(vp / total), float(vr / total), float(vu / total),
+                   feats, tuple(per))
+    done = [r for r in results if r is not None]
+    viol = [r for r in done if r.status == "violated"]
+    engine = done[0].engine if done else ""
+    values = [r.value for r in done if r.value is not None]
+    value = max(values) if values else None
+    bounds = [r.bound for r in done]
+    bound = max(bounds) if bounds and all(b is not None for b in bounds) and len(done) == len(parts) else None
+    stats = {"partitions": len(parts), "solved": len(done)}
+    if viol:
+        if mode == "maximize":
+            first = max(viol, key=lambda r: r.value if r.value is not None else -math.inf)
+        else:
+            first = viol[0]
+        how = "proved" if mode == "maximize" and all(r.how == "proved" for r in done) and len(done) == len(parts) else None
+        return PairResult("violated", how, value if mode == "maximize" else first.value, bound, first.witness,
+                          f"{refuted} of {len(parts)} partitions refuted", seconds, cov, engine, mode,
+                          first.best, stats)
+    if proved == len(parts):
+        return PairResult("holds", "proved", value, bound, None, f"all {len(parts)} partitions proved",
+                          seconds, cov, engine, mode, None, stats)
+    reasons = sorted({r.reason for r in done if r.status == "unknown" and r.reason})
+    why = f"{undecided} of {len(parts)} partitions undecided"
+    if reasons:
+        why += " (" + "; ".join(reasons[:3]) + ")"
+    return PairResult("unknown", None, value, None, None, why, seconds, cov, engine, mode, None, stats)

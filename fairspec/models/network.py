@@ -1,0 +1,693 @@
+"""Piecewise-linear networks: the form every MILP / SMT encoding works on.
+
+A :class:`PLNet` is a chain of affine layers, each optionally followed by a
+ReLU (``h = max(W x + b, 0)``, the "computation equations" of HyFair Sec. III,
+after Fischetti & Jo), and a final squashing function that is *not* encoded
+(``"none"``, ``"sigmoid"`` or ``"softmax"``). The encodings reason about the
+**logit** (the pre-squash score of the chosen output); the decision is
+``logit > 0`` (class 1 iff the logit is positive, as in Fairify), which is the
+same as ``sigmoid(logit) > 1/2``.
+
+Converters
+----------
+* :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a
+  constant, Mul/Div by a constant, Relu, Identity, Dropout, Flatten, Transpose
+  (2-D), and a final Sigmoid or Softmax. Weights are read with
+  ``onnx.numpy_helper`` and kept in float64.
+* :func:`from_torch` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` /
+  ``Identity`` / ``Flatten`` / ``Dropout`` and a final ``Sigmoid``/``Softmax``;
+  TorchScript modules by walking ``named_children``. A module whose children
+  are not applied in order is caught by comparing the converted net with the
+  module on random inputs.
+* :func:`from_sklearn` — ``MLPClassifier`` (relu hidden layers) and
+  ``LogisticRegression``.
+
+A binary softmax over two logits ``[a, b]`` is rewritten exactly as
+``sigmoid(b - a)`` (one output logit), so every binary classifier ends up with a
+single logit whose sign is the decision. Anything else raises
+:class:`UnsupportedModel` naming the operator and the node.
+
+Only numpy is imported at module level; onnx / torch / sklearn are imported
+inside the converter that needs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]
+
+FINALS = ("none", "sigmoid", "softmax")
+
+
+class UnsupportedModel(Exception):
+    """The model contains something the piecewise-linear IR cannot represent.
+
+    Attributes:
+        op_type:   the operator or module type, e.g. ``"Tanh"``.
+        node_name: the node (ONNX) or child module path (torch) or attribute (sklearn).
+        message:   one sentence for a person.
+    """
+
+    def __init__(self, op_type: str, node_name: str, message: str):
+        super().__init__(f"{op_type} ({node_name}): {message}")
+        self.op_type = op_type
+        self.node_name = node_name
+        self.message = message
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """Numerically stable logistic function."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    pos = z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
+    ez = np.exp(z[~pos])
+    out[~pos] = ez / (1.0 + ez)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One affine map ``z = W h + b`` (W: float64 [out, in]), then ``max(z, 0)`` if ``relu``."""
+
+    W: np.ndarray
+    b: np.ndarray
+    relu: bool
+
+    def __post_init__(self):
+        W = np.array(self.W, dtype=np.float64, copy=True)
+        b = np.array(self.b, dtype=np.float64, copy=True).reshape(-1)
+        if W.ndim != 2 or b.shape != (W.shape[0],):
+            raise ValueError(f"layer shapes do not fit: W {W.shape}, b {b.shape}")
+        W.setflags(write=False)
+        b.setflags(write=False)
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "relu", bool(self.relu))
+
+    @property
+    def n_in(self) -> int:
+        return self.W.shape[1]
+
+    @property
+    def n_out(self) -> int:
+        return self.W.shape[0]
+
+
+@dataclass(frozen=True, eq=False)
+class PLNet:
+    """A feed-forward ReLU network (piecewise-linear) with one chosen output logit.
+
+    Attributes:
+        layers:       the affine(+ReLU) layers, first to last.
+        output_index: the row of the last layer that is the logit.
+        final:        ``"none"`` | ``"sigmoid"`` | ``"softmax"``: what turns the last layer into
+                      probabilities (never encoded in a solver; ``"softmax"`` only remains for
+                      more than two classes).
+    """
+
+    layers: tuple[Layer, ...]
+    output_index: int = 0
+    final: str = "none"
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        layers = tuple(self.layers)
+        if not layers:
+            raise ValueError("a network needs at least one layer")
+        for a, b in zip(layers, layers[1:]):
+            if a.n_out != b.n_in:
+                raise ValueError(f"layer widths do not chain: {a.n_out} outputs into {b.n_in} inputs")
+        if self.final not in FINALS:
+            raise ValueError(f"final must be one of {FINALS}, not {self.final!r}")
+        if not 0 <= self.output_index < layers[-1].n_out:
+            raise ValueError(f"output_index {self.output_index} out of range for {layers[-1].n_out} outputs")
+        object.__setattr__(self, "layers", layers)
+
+    # ---- shape -----------------------------------------------------------------------------
+    @property
+    def n_inputs(self) -> int:
+        return self.layers[0].n_in
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return tuple(l.n_out for l in self.layers)
+
+    @property
+    def n_relus(self) -> int:
+        return sum(l.n_out for l in self.layers if l.relu)
+
+    def describe(self) -> str:
+        arch = "-".join(str(w) for w in self.widths)
+        return f"PLNet {self.n_inputs}->{arch} (output {self.output_index}, final {self.final})"
+
+    # ---- evaluation ------------------------------------------------------------------------
+    def forward_all(self, X, dtype=np.float64) -> np.ndarray:
+        """All outputs of the last layer (before the final squash): (n, n_out).
+
+        ``dtype=np.float32`` evaluates in single precision, a proxy for the float32 model
+        files (used to tell robust witnesses from ones within rounding of the boundary)."""
+        H = np.asarray(X, dtype=dtype)
+        if H.ndim == 1:
+            H = H[None, :]
+        if H.shape[1] != self.n_inputs:
+            raise ValueError(f"network expects {self.n_inputs} inputs, got {H.shape[1]}")
+        for layer in self.layers:
+            if dtype == np.float64:
+                H = H @ layer.W.T + layer.b
+            else:
+                H = H @ layer.W.T.astype(dtype) + layer.b.astype(dtype)
+            if layer.relu:
+                H = np.maximum(H, 0.0)
+        return H
+
+    def forward(self, X, dtype=np.float64) -> np.ndarray:
+        """The chosen logit for a batch: (n,), float64 unless ``dtype`` says otherwise."""
+        return self.forward_all(X, dtype)[:, self.output_index].astype(np.float64)
+
+    def prob(self, X) -> np.ndarray:
+        """The chosen output's probability: sigmoid of the logit, or the softmax column."""
+        if self.final == "softmax":
+            Z = self.forward_all(X)
+            Z = Z - Z.max(axis=1, keepdims=True)
+            E = np.exp(Z)
+            return E[:, self.output_index] / E.sum(axis=1)
+        if self.final == "none":
+            return sigmoid(self.forward(X))
+        return sigmoid(self.forward(X))
+
+    def decide(self, X) -> np.ndarray:
+        """Class 1 iff the logit is > 0 (int64 (n,)); for a multi-class softmax: argmax == output."""
+        if self.final == "softmax":
+            return (self.forward_all(X).argmax(axis=1) == self.output_index).astype(np.int64)
+        return (self.forward(X) > 0).astype(np.int64)
+
+    # ---- rewriting ---------------------------------------------------------------------------
+    def single_output(self) -> "PLNet":
+        """The same net with the last layer cut to the chosen row (a 2-class softmax is already one)."""
+        if self.final == "softmax":
+            raise UnsupportedModel("Softmax", "final", "a softmax over more than two classes has no single logit")
+        last = self.layers[-1]
+        i = self.output_index
+        new_last = Layer(last.W[i:i + 1], last.b[i:i + 1], last.relu)
+        return PLNet(self.layers[:-1] + (new_last,), 0, self.final, self.source)
+
+    def __getstate__(self):
+        return {"layers": [(l.W, l.b, l.relu) for l in self.layers], "output_index": self.output_index,
+                "final": self.final, "source": self.source}
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "layers", tuple(Layer(W, b, r) for W, b, r in state["layers"]))
+        object.__setattr__(self, "output_index", state["output_index"])
+        object.__setattr__(self, "final", state["final"])
+        object.__setattr__(self, "source", state["source"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Building a chain of affine maps and ReLUs, then folding it into layers
+# ---------------------------------------------------------------------------------------------
+
+class _Chain:
+    """Accumulates ops: affine maps compose; a ReLU closes the current layer."""
+
+    def __init__(self, n_in: int | None):
+        self.layers: list[Layer] = []
+        self.W: np.ndarray | None = None if n_in is None else np.eye(n_in)
+        self.b: np.ndarray | None = None if n_in is None else np.zeros(n_in)
+        self.n_in = n_in
+        self.relu_pending_ok = False
+
+    def _ensure(self, width: int):
+        if self.W is None:
+            self.W = np.eye(width)
+            self.b = np.zeros(width)
+            self.n_in = width
+
+    @property
+    def width(self) -> int | None:
+        return None if self.W is None else self.W.shape[0]
+
+    def affine(self, W: np.ndarray, b: np.ndarray):
+        """Apply y = W h + b after the current state."""
+        W = np.asarray(W, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        self._ensure(W.shape[1])
+        if W.shape[1] != self.W.shape[0]:
+            raise ValueError(f"affine map of input width {W.shape[1]} after width {self.W.shape[0]}")
+        self.b = W @ self.b + b
+        self.W = W @ self.W
+        self.relu_pending_ok = True
+
+    def relu(self):
+        if self.W is None:
+            raise ValueError("ReLU on the raw input")
+        if not self.relu_pending_ok and self.layers and self.layers[-1].relu and _is_identity(self.W, self.b):
+            return                                        # ReLU(ReLU(x)) == ReLU(x)
+        self.layers.append(Layer(self.W, self.b, True))
+        n = self.W.shape[0]
+        self.W, self.b = np.eye(n), np.zeros(n)
+        self.relu_pending_ok = False
+
+    def finish(self) -> list[Layer]:
+        if self.W is None:
+            raise ValueError("empty network")
+        if not self.layers or not _is_identity(self.W, self.b):
+            self.layers.append(Layer(self.W, self.b, False))
+        return self.layers
+
+
+def _is_identity(W, b) -> bool:
+    return W.shape[0] == W.shape[1] and np.array_equal(W, np.eye(W.shape[0])) and not np.any(b)
+
+
+def _binary_softmax_to_sigmoid(layers: list[Layer], index: int) -> list[Layer]:
+    """softmax([a, b])[1] == sigmoid(b - a): replace the last two rows by their difference."""
+    last = layers[-1]
+    if last.relu:
+        raise ValueError("relu before softmax is handled by an identity layer")
+    other = 1 - index
+    W = (last.W[index] - last.W[other])[None, :]
+    b = np.array([last.b[index] - last.b[other]])
+    return layers[:-1] + [Layer(W, b, False)]
+
+
+def _make_net(layers: list[Layer], index: int | None, final: str, source: str, where: str) -> PLNet:
+    n_out = layers[-1].n_out
+    if index is None:
+        if n_out == 1:
+            index = 0
+        elif final == "softmax" and n_out == 2:
+            index = 1
+        else:
+            raise UnsupportedModel("Output", where, f"the network has {n_out} outputs; choose one with index=")
+    if index < 0:
+        index += n_out
+    if not 0 <= index < n_out:
+        raise UnsupportedModel("Output", where, f"output index {index} is out of range for {n_out} outputs")
+    if final == "softmax" and n_out == 2:
+        if layers[-1].relu:
+            layers = layers + [Layer(np.eye(2), np.zeros(2), False)]
+        layers = _binary_softmax_to_sigmoid(layers, index)
+        return PLNet(tuple(layers), 0, "sigmoid", source)
+    if final == "softmax" and n_out == 1:
+        raise UnsupportedModel("Softmax", where, "a softmax over a single output is constant 1")
+    return PLNet(tuple(layers), index, final, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX
+# ---------------------------------------------------------------------------------------------
+
+def from_onnx(path_or_model, output: str | int | None = None, index: int | None = None) -> PLNet:
+    """Read an ONNX Gemm/MatMul/Add/Relu chain as a :class:`PLNet`.
+
+    output: the graph output (name or position; default the first). The chain from the
+            single graph input to that output must be a straight line of supported ops.
+    index:  the column of a 2-D output (default 0 for one column; for a two-class
+            softmax the column of the class whose probability is wanted, default 1).
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    if isinstance(path_or_model, onnx.ModelProto):
+        model = path_or_model
+        source = "onnx model"
+    else:
+        model = onnx.load(str(path_or_model))
+        source = str(path_or_model)
+    graph = model.graph
+
+    consts: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t).astype(np.float64)
+                                     for t in graph.initializer}
+    producers: dict[str, Any] = {}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    consts[node.output[0]] = numpy_helper.to_array(a.t).astype(np.float64)
+                elif a.name in ("value_float", "value_floats", "value_int", "value_ints"):
+                    consts[node.output[0]] = np.asarray(onnx.helper.get_attribute_value(a), dtype=np.float64)
+                else:
+                    raise UnsupportedModel("Constant", node.name or node.output[0],
+                                           f"constant attribute {a.name!r} is not numeric")
+            continue
+        for o in node.output:
+            producers[o] = node
+    inputs = [i.name for i in graph.input if i.name not in consts]
+    if len(inputs) != 1:
+        raise UnsupportedModel("Graph", graph.name or "graph",
+                               f"the graph has {len(inputs)} non-constant inputs; one [N, width] input is needed")
+    x_name = inputs[0]
+    n_in = _onnx_input_width(graph.input, x_name)
+
+    outs = [o.name for o in graph.output]
+    if output is None:
+        out_name = outs[0]
+    elif isinstance(output, int) and not isinstance(output, bool):
+        out_name = outs[output]
+    else:
+        if output not in outs:
+            raise UnsupportedModel("Output", str(output), f"the graph has no output {output!r}; it has {outs}")
+        out_name = output
+
+    # Walk back from the output to the input along the non-constant operand.
+    chain = []
+    name = out_name
+    seen = set()
+    while name != x_name:
+        if name in seen:
+            raise UnsupportedModel("Graph", name, "the graph has a cycle")
+        seen.add(name)
+        node = producers.get(name)
+        if node is None:
+            raise UnsupportedModel("Graph", name, f"tensor {name!r} is neither produced by a node nor the input")
+        dyn = [i for i in node.input if i and i not in consts]
+        if len(dyn) != 1:
+            raise UnsupportedModel(node.op_type, node.name or node.output[0],
+                                   f"{node.op_type} combines {len(dyn)} computed tensors; only chains of "
+                                   f"single-input layers are supported")
+        chain.append(node)
+        name = dyn[0]
+    chain.reverse()
+
+    ch = _Chain(n_in)
+    rows = True             # activation layout: rows [N, d] (True) or columns [d, N]
+    final = "none"
+    for pos, node in enumerate(chain):
+        nname = node.name or node.output[0]
+        op = node.op_type
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        is_last = pos == len(chain) - 1
+        if final != "none":
+            raise UnsupportedModel(op, nname, f"{op} after the final {final.capitalize()} is not supported")
+        if op in ("Identity", "Dropout"):
+            continue
+        if op == "Flatten":
+            axis = attrs.get("axis", 1)
+            if axis not in (1, -1) and not (axis == 0 and not rows):
+                raise UnsupportedModel(op, nname, f"Flatten with axis={axis} changes the batch layout")
+            continue
+        if op == "Transpose":
+            perm = list(attrs.get("perm", [1, 0]))
+            if perm != [1, 0]:
+                raise UnsupportedModel(op, nname, f"Transpose with perm={perm} is not a 2-D transpose")
+            rows = not rows
+            continue
+        if op == "Relu":
+            ch.relu()
+            continue
+        if op == "Sigmoid":
+            if not is_last:
+                raise UnsupportedModel(op, nname, "Sigmoid is only supported as the final operation "
+                                                  "(a hidden sigmoid is not piecewise-linear)")
+            final = "sigmoid"
+            continue
+        if op == "Softmax":
+            axis = attrs.get("axis", -1)
+            if not is_last:
+                raise UnsupportedModel(op, nname, "Softmax is only supported as the final operation")
+            if (rows and axis not in (1, -1)) or (not rows and axis not in (0, -2)):
+                raise UnsupportedModel(op, nname, f"Softmax over axis {axis} is not over the classes")
+            final = "softmax"
+            continue
+        if op == "Gemm":
+            alpha = float(attrs.get("alpha", 1.0))
+            beta = float(attrs.get("beta", 1.0))
+            tA, tB = int(attrs.get("transA", 0)), int(attrs.get("transB", 0))
+            A, B = node.input[0], node.input[1]
+            C = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            width = ch.width
+            if A not in consts:       # activation is A: A' = act (rows) → Y = act @ B' (rows)
+                act_rows = rows != bool(tA)          # A' in rows layout?
+                if not act_rows:
+                    raise UnsupportedModel(op, nname, "Gemm with the activation transposed against its layout")
+                Bm = consts[B].T if tB else consts[B]
+                W = alpha * Bm.T                          # [out, in]
+                bias = _bias(consts, C, beta, W.shape[0], rows_out=True, op=op, nname=nname)
+                rows = True
+            else:                     # activation is B: Y = A' @ B' (columns layout)
+                act_cols = (not rows) != bool(tB)
+                if not act_cols:
+                    raise UnsupportedModel(op, nname, "Gemm with the activation transposed against its layout")
+                Am = consts[A].T if tA else consts[A]
+                W = alpha * Am
+                bias = _bias(consts, C, beta, W.shape[0], rows_out=False, op=op, nname=nname)
+                rows = False
+            if width is not None and W.shape[1] != width:
+                raise UnsupportedModel(op, nname, f"weight of input width {W.shape[1]} after width {width}")
+            ch.affine(W, bias)
+            continue
+        if op == "MatMul":
+            A, B = node.input[0], node.input[1]
+            if A not in consts:
+                if not rows:
+                    raise UnsupportedModel(op, nname, "MatMul on a transposed activation")
+                M = consts[B]
+                if M.ndim != 2:
+                    raise UnsupportedModel(op, nname, f"MatMul with a weight of shape {M.shape}")
+                ch.affine(M.T, np.zeros(M.shape[1]))
+            else:
+                if rows:
+                    raise UnsupportedModel(op, nname, "MatMul with the weight on the left of a row-layout batch")
+                M = consts[A]
+                ch.affine(M, np.zeros(M.shape[0]))
+            continue
+        if op in ("Add", "Sub", "Mul", "Div"):
+            cname = node.input[0] if node.input[0] in consts else node.input[1]
+            const_first = node.input[0] in consts
+            c = consts[cname]
+            width = ch.width if ch.width is not None else n_in
+            vec = _broadcast_vec(c, width, rows, op, nname)
+            if op == "Add":
+                ch.affine(np.eye(width), vec)
+            elif op == "Sub":
+                if const_first:
+                    ch.affine(-np.eye(width), vec)
+                else:
+                    ch.affine(np.eye(width), -vec)
+            elif op == "Mul":
+                ch.affine(np.diag(vec), np.zeros(width))
+            else:
+                if const_first:
+                    raise UnsupportedModel(op, nname, "division by the activation is not linear")
+                if np.any(vec == 0):
+                    raise UnsupportedModel(op, nname, "division by zero")
+                ch.affine(np.diag(1.0 / vec), np.zeros(width))
+            continue
+        raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "
+                                          f"(supported: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Identity, "
+                                          f"Dropout, Flatten, Transpose, and a final Sigmoid or Softmax)")
+    if not rows:
+        # the output is [d, N]: the column layout only changes the index meaning, not the math
+        pass
+    layers = ch.finish()
+    return _make_net(layers, index, final, source, out_name)
+
+
+def _onnx_input_width(inputs, name) -> int | None:
+    for vi in inputs:
+        if vi.name == name:
+            dims = vi.type.tensor_type.shape.dim
+            if len(dims) == 2 and dims[1].HasField("dim_value"):
+                return int(dims[1].dim_value)
+            if len(dims) == 2 and dims[0].HasField("dim_value") and not dims[1].HasField("dim_value"):
+                return int(dims[0].dim_value)        # a column-layout input [d, N]
+    return None
+
+
+def _bias(consts, C, beta, n_out, rows_out, op, nname) -> np.ndarray:
+    if C is None:
+        return np.zeros(n_out)
+    c = consts[C] * beta
+    if c.size == 1:
+        return np.full(n_out, float(c.reshape(-1)[0]))
+    if rows_out and c.shape in ((n_out,), (1, n_out)):
+        return c.reshape(-1)
+    if not rows_out and c.shape in ((n_out, 1),):
+        return c.reshape(-1)
+    raise UnsupportedModel(op, nname, f"bias of shape {c.shape} does not broadcast per output unit")
+
+
+def _broadcast_vec(c: np.ndarray, width: int, rows: bool, op: str, nname: str) -> np.ndarray:
+    if c.size == 1:
+        return np.full(width, float(c.reshape(-1)[0]))
+    if rows and c.shape in ((width,), (1, width)):
+        return c.reshape(-1).astype(np.float64)
+    if not rows and c.shape == (width, 1):
+        return c.reshape(-1).astype(np.float64)
+    raise UnsupportedModel(op, nname, f"constant of shape {c.shape} does not broadcast per unit")
+
+
+# ---------------------------------------------------------------------------------------------
+# torch
+# ---------------------------------------------------------------------------------------------
+
+_TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
+
+
+def from_torch(module, index: int | None = None, verify: bool = True) -> PLNet:
+    """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
+
+    Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``,
+    the converted net is compared with the module on 64 random inputs; a mismatch (a forward()
+    that does not apply its children in order) raises :class:`UnsupportedModel`.
+    """
+    import torch
+
+    leaves: list[tuple[str, Any]] = []
+
+    def walk(m, prefix):
+        children = list(m.named_children())
+        if not children:
+            leaves.append((prefix or type(m).__name__, m))
+            return
+        own = [n for n, _ in m.named_parameters(recurse=False)]
+        if own:
+            raise UnsupportedModel(_torch_type(m), prefix or "module",
+                                   f"module has its own parameters {own} besides its children")
+        for n, c in children:
+            walk(c, f"{prefix}.{n}" if prefix else n)
+
+    walk(module, "")
+    ch = _Chain(None)
+    final = "none"
+    for pos, (name, m) in enumerate(leaves):
+        t = _torch_type(m)
+        is_last = pos == len(leaves) - 1
+        if final != "none":
+            raise UnsupportedModel(t, name, f"{t} after the final {final} is not supported")
+        if t in _TORCH_SKIP:
+            continue
+        if t == "Linear":
+            W = m.weight.detach().cpu().double().numpy()
+            b = m.bias.detach().cpu().double().numpy() if getattr(m, "bias", None) is not None else np.zeros(W.shape[0])
+            if ch.width is not None and W.shape[1] != ch.width:
+                raise UnsupportedModel(t, name, f"Linear of input width {W.shape[1]} after width {ch.width} "
+                                                f"(the children do not chain in declaration order)")
+            ch.affine(W, b)
+            continue
+        if t == "ReLU":
+            ch.relu()
+            continue
+        if t == "Sigmoid" and is_last:
+            final = "sigmoid"
+            continue
+        if t in ("Softmax",) and is_last:
+            dim = getattr(m, "dim", None)
+            if dim not in (None, 1, -1):
+                raise UnsupportedModel(t, name, f"Softmax over dim {dim} is not over the classes")
+            final = "softmax"
+            continue
+        if t in ("Sigmoid", "Softmax"):
+            raise UnsupportedModel(t, name, f"{t} is only supported as the final module")
+        raise UnsupportedModel(t, name, f"module {t} is not piecewise-linear or not supported "
+                                        f"(supported: Linear, ReLU, Identity, Dropout, Flatten, and a final "
+                                        f"Sigmoid or Softmax)")
+    layers = ch.finish()
+    net = _make_net(layers, index, final, f"torch {type(module).__name__}", "output")
+    if verify:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(64, net.n_inputs)) * 3.0
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.no_grad():
+                out = module(torch.as_tensor(X, dtype=_torch_dtype(module)))
+        finally:
+            if was_training:
+                module.train()
+        out = np.asarray(out.detach().cpu().double().numpy())
+        if out.ndim == 1:
+            out = out[:, None]
+        mine = net.prob(X) if final != "none" else net.forward(X)
+        col = index if index is not None else (out.shape[1] - 1 if out.shape[1] == 2 else 0)
+        ref = out[:, col]
+        if not np.allclose(mine, ref, rtol=1e-4, atol=1e-4):
+            raise UnsupportedModel(type(module).__name__, "forward",
+                                   "the module's forward() does not apply its children in order "
+                                   "(converted network disagrees with the module)")
+    return net
+
+
+def _torch_type(m) -> str:
+    name = getattr(m, "original_name", None)     # scripted modules keep their Python class name
+    return name or type(m).__name__
+
+
+def _torch_dtype(module):
+    import torch
+
+    for p in module.parameters():
+        return p.dtype
+    return torch.float32
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn
+# ---------------------------------------------------------------------------------------------
+
+def from_sklearn(est, index: int | None = None) -> PLNet:
+    """MLPClassifier (activation='relu' or 'identity') or LogisticRegression as a PLNet.
+
+    index: the class (column of ``predict_proba``) whose probability is the output;
+    default 1 for a binary classifier. For a binary model the logit for class 0 is the
+    negated decision function.
+    """
+    name = type(est).__name__
+    if hasattr(est, "steps"):
+        raise UnsupportedModel("Pipeline", name, "pipelines are not supported; pass the final estimator")
+    if name in ("MLPClassifier",):
+        act = est.activation
+        if act not in ("relu", "identity"):
+            raise UnsupportedModel(act, "activation", f"MLPClassifier activation {act!r} is not piecewise-linear")
+        ch = _Chain(None)
+        n = len(est.coefs_)
+        for i, (W, b) in enumerate(zip(est.coefs_, est.intercepts_)):
+            ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64))
+            if i < n - 1 and act == "relu":
+                ch.relu()
+        layers = ch.finish()
+        out_act = est.out_activation_
+        n_classes = len(est.classes_)
+        if out_act == "logistic":
+            final = "sigmoid"
+        elif out_act == "softmax":
+            final = "softmax"
+        elif out_act == "identity":
+            final = "none"
+        else:
+            raise UnsupportedModel(out_act, "out_activation_", f"output activation {out_act!r} is not supported")
+    elif name == "LogisticRegression":
+        W = np.asarray(est.coef_, dtype=np.float64)
+        b = np.asarray(est.intercept_, dtype=np.float64)
+        layers = [Layer(W, b, False)]
+        n_classes = len(est.classes_)
+        final = "sigmoid" if W.shape[0] == 1 else "softmax"
+    else:
+        raise UnsupportedModel(name, "estimator", f"estimator {name} is not a ReLU MLP or logistic regression")
+    if final == "sigmoid" and n_classes == 2:
+        idx = 1 if index is None else index
+        if idx not in (0, 1, -1, -2):
+            raise UnsupportedModel("Output", "index", f"class index {idx} out of range for 2 classes")
+        if idx in (0, -2):
+            last = layers[-1]
+            layers = layers[:-1] + [Layer(-last.W, -last.b, False)]
+        return PLNet(tuple(layers), 0, "sigmoid", f"sklearn {name}")
+    return _make_net(list(layers), index, final, f"sklearn {name}", "predict_proba")
+
+
+def random_net(seed: int, n_inputs: int, hidden: Sequence[int], final: str = "sigmoid",
+               bias_scale: float = 1.0) -> PLNet:
+    """A small random ReLU network (standard normal weights), for tests and benchmarks."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    d = n_inputs
+    for h in hidden:
+        layers.append(Layer(rng.normal(size=(h, d)), bias_scale * rng.normal(size=h), True))
+        d = h
+    layers.append(Layer(rng.normal(size=(1, d)), 0.5 * bias_scale * rng.normal(size=1), False))
+    return PLNet(tuple(layers), 0, final, f"random_net(seed={seed})")

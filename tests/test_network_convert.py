@@ -1,0 +1,208 @@
+"""PLNet converters against the libraries' own evaluation (onnxruntime, torch, scikit-learn)."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairspec.models.network import Layer, PLNet, UnsupportedModel, from_onnx, from_sklearn, from_torch
+
+FAIRIFY = Path("/work/shared/bench/fairify/models")
+
+
+# ---------------------------------------------------------------------------- ONNX helpers
+
+def _onnx_model(nodes, inits, n_in, outputs):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", n_in])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs],
+        [numpy_helper.from_array(np.asarray(v, dtype=np.float32), name=k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def _ort(model, X, output):
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run([output], {"x": X.astype(np.float32)})[0]
+
+
+def test_gemm_variants_match_onnxruntime():
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    rng = np.random.default_rng(1)
+    W0 = rng.normal(size=(6, 4))          # stored [out, in]: used with transB=1
+    b0 = rng.normal(size=6)
+    W1 = rng.normal(size=(6, 3))          # [in, out] for MatMul
+    b1 = rng.normal(size=3)
+    W2 = rng.normal(size=(3, 2))
+    b2 = rng.normal(size=(1, 2))
+    nodes = [
+        helper.make_node("Identity", ["x"], ["x1"], name="id"),
+        helper.make_node("Flatten", ["x1"], ["x2"], name="flat", axis=1),
+        helper.make_node("Gemm", ["x2", "W0", "b0"], ["z0"], name="gemm0", transB=1, alpha=0.5, beta=2.0),
+        helper.make_node("Relu", ["z0"], ["h0"], name="relu0"),
+        helper.make_node("MatMul", ["h0", "W1"], ["m1"], name="mm1"),
+        helper.make_node("Add", ["m1", "b1"], ["z1"], name="add1"),
+        helper.make_node("Relu", ["z1"], ["h1"], name="relu1"),
+        helper.make_node("Gemm", ["h1", "W2", "b2"], ["logits"], name="gemm2"),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    model = _onnx_model(nodes, {"W0": W0, "b0": b0, "W1": W1, "b1": b1, "W2": W2, "b2": b2}, 4,
+                        ["logits", "probs"])
+    X = rng.normal(size=(64, 4)) * 2
+    raw = from_onnx(model, output="logits", index=1)
+    assert raw.final == "none" and raw.widths == (6, 3, 2)
+    np.testing.assert_allclose(raw.forward(X), _ort(model, X, "logits")[:, 1], rtol=1e-4, atol=1e-4)
+    net = from_onnx(model, output="probs")              # a 2-class softmax becomes one logit
+    assert net.final == "sigmoid" and net.widths[-1] == 1
+    np.testing.assert_allclose(net.prob(X), _ort(model, X, "probs")[:, 1], rtol=1e-4, atol=1e-5)
+    net0 = from_onnx(model, output="probs", index=0)
+    np.testing.assert_allclose(net0.prob(X), _ort(model, X, "probs")[:, 0], rtol=1e-4, atol=1e-5)
+
+
+def test_tanh_is_unsupported_and_named():
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    rng = np.random.default_rng(2)
+    nodes = [
+        helper.make_node("Gemm", ["x", "W0", "b0"], ["z0"], name="dense_1"),
+        helper.make_node("Tanh", ["z0"], ["h0"], name="act_tanh_1"),
+        helper.make_node("Gemm", ["h0", "W1", "b1"], ["out"], name="dense_2"),
+    ]
+    model = _onnx_model(nodes, {"W0": rng.normal(size=(3, 4)), "b0": np.zeros(4),
+                                "W1": rng.normal(size=(4, 1)), "b1": np.zeros(1)}, 3, ["out"])
+    with pytest.raises(UnsupportedModel) as ei:
+        from_onnx(model)
+    assert ei.value.op_type == "Tanh"
+    assert ei.value.node_name == "act_tanh_1"
+    assert "Tanh" in str(ei.value)
+
+
+def test_hidden_sigmoid_is_unsupported():
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Gemm", ["x", "W0", "b0"], ["z0"], name="d1"),
+        helper.make_node("Sigmoid", ["z0"], ["h0"], name="sig_hidden"),
+        helper.make_node("Gemm", ["h0", "W1", "b1"], ["out"], name="d2"),
+    ]
+    model = _onnx_model(nodes, {"W0": rng.normal(size=(3, 4)), "b0": np.zeros(4),
+                                "W1": rng.normal(size=(4, 1)), "b1": np.zeros(1)}, 3, ["out"])
+    with pytest.raises(UnsupportedModel) as ei:
+        from_onnx(model)
+    assert (ei.value.op_type, ei.value.node_name) == ("Sigmoid", "sig_hidden")
+
+
+@pytest.mark.skipif(not FAIRIFY.exists(), reason="Fairify networks not available")
+@pytest.mark.parametrize("name", ["AC-1", "AC-7", "BM-4", "GC-4"])
+def test_fairify_networks_match_onnxruntime(name):
+    ort = pytest.importorskip("onnxruntime")
+    path = FAIRIFY / f"{name}.onnx"
+    net = from_onnx(path)
+    netp = from_onnx(path, output="prob")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    X = np.random.default_rng(0).integers(0, 40, size=(256, net.n_inputs)).astype(np.float32)
+    logit, prob = sess.run(["logit", "prob"], {"x": X})
+    scale = 1.0 + np.abs(logit[:, 0])
+    assert np.max(np.abs(net.forward(X) - logit[:, 0]) / scale) < 1e-4       # float64 vs float32
+    assert np.max(np.abs(netp.prob(X) - prob[:, 0])) < 1e-5
+    far = np.abs(logit[:, 0]) > 1e-3
+    assert np.array_equal(net.decide(X)[far], (logit[far, 0] > 0).astype(int))
+
+
+# ---------------------------------------------------------------------------- torch
+
+def test_torch_sequential_scripted_and_traced():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+                            torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1),
+                            torch.nn.Sigmoid()).eval()
+    X = np.random.default_rng(0).normal(size=(50, 5))
+    ref = m(torch.tensor(X, dtype=torch.float32)).detach().numpy()[:, 0]
+    for mod in (m, torch.jit.script(m), torch.jit.trace(m, torch.zeros(1, 5))):
+        net = from_torch(mod)
+        assert net.widths == (8, 4, 1) and net.final == "sigmoid"
+        np.testing.assert_allclose(net.prob(X), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_softmax_and_unsupported():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    m = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2),
+                            torch.nn.Softmax(dim=1)).eval()
+    X = np.random.default_rng(1).normal(size=(40, 5))
+    net = from_torch(m)
+    np.testing.assert_allclose(net.prob(X), m(torch.tensor(X, dtype=torch.float32)).detach().numpy()[:, 1],
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(UnsupportedModel) as ei:
+        from_torch(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1)))
+    assert ei.value.op_type == "Tanh" and ei.value.node_name == "1"
+
+    class OutOfOrder(torch.nn.Module):            # children declared in the wrong order
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Linear(3, 1)
+            self.a = torch.nn.Linear(5, 3)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)))
+
+    with pytest.raises(UnsupportedModel):
+        from_torch(OutOfOrder())
+
+
+# ---------------------------------------------------------------------------- scikit-learn
+
+def test_sklearn_mlp_and_logistic_regression():
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlp = MLPClassifier((6, 4), max_iter=200, random_state=0).fit(X, y)
+    net = from_sklearn(mlp)
+    np.testing.assert_allclose(net.prob(X), mlp.predict_proba(X)[:, 1], atol=1e-12)
+    assert np.array_equal(net.decide(X), mlp.predict(X))
+    np.testing.assert_allclose(from_sklearn(mlp, index=0).prob(X), mlp.predict_proba(X)[:, 0], atol=1e-12)
+    lr = LogisticRegression().fit(X, y)
+    lnet = from_sklearn(lr)
+    np.testing.assert_allclose(lnet.forward(X), lr.decision_function(X), atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tanh = MLPClassifier((3,), activation="tanh", max_iter=50, random_state=0).fit(X, y)
+    with pytest.raises(UnsupportedModel) as ei:
+        from_sklearn(tanh)
+    assert ei.value.op_type == "tanh"
+
+
+def test_plnet_pickles_and_is_frozen():
+    rng = np.random.default_rng(0)
+    net = PLNet((Layer(rng.normal(size=(4, 3)), rng.normal(size=4), True),
+                 Layer(rng.normal(size=(1, 4)), rng.normal(size=1), False)), 0, "sigmoid")
+    back = pickle.loads(pickle.dumps(net))
+    X = rng.normal(size=(10, 3))
+    np.testing.assert_array_equal(back.forward(X), net.forward(X))
+    with pytest.raises(Exception):
+        net.layers[0].W[0, 0] = 1.0                  # read-only weights
+    with pytest.raises(Exception):
+        net.final = "none"                           # frozen dataclass
