@@ -65,6 +65,10 @@ def print_text(report, console) -> None:
             console.print(f"[bold]{v.name}[/]: " + " ".join(lines), highlight=False)
         if v.witness:
             _print_witness(v.witness, console)
+        if v.details and v.details.get("explanation"):
+            console.print(v.details["explanation"], markup=False, highlight=False)
+            if v.details.get("guardrail"):
+                console.print("guardrail pre-condition:\n" + v.details["guardrail"], markup=False, highlight=False)
     for w in report.warnings:
         console.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
 

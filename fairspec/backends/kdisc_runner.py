@@ -1,0 +1,139 @@
+"""k-discrimination (HyFair) from the spec: search in feature space, replay, explain.
+
+The search (HyFair Algorithm 1: random walk, simulated annealing, SA + KNN)
+runs in *feature space* -- the same space as the solver backends (see
+fairspec.backends.lowering), so integer features stay integral -- and
+evaluates the real loaded model on the encoded inputs.  The witness (an
+individual and its K counterfactuals) is replayed on the model's independent
+evaluator before it is reported.  Search cannot prove that no input reaches
+k clusters, so a claim that survives the budget is `unknown`, never `holds`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, Witness, unknown
+
+_METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
+
+
+def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
+    """Names per feature-space coordinate, and a decoder for explanation predicates."""
+    names, cats = [], {}
+    for c in enc.columns:
+        if c.kind == "onehot":
+            for k, cat in enumerate(c.categories):
+                names.append(f"{c.feature}={cat}")
+                cats[c.offset + k] = ("onehot", c.feature, cat)
+        else:
+            names.append(c.feature)
+            if c.kind == "code":
+                cats[c.offset] = ("code", c.feature, c.categories)
+
+    def quote(v: str) -> str:
+        return v if v.replace("_", "a").isalnum() and not v[0].isdigit() else f'"{v}"'
+
+    def decoder(var, f, lo, hi):
+        if f not in cats:
+            return None
+        kind, feat, what = cats[f]
+        if kind == "onehot":
+            if lo is not None and lo >= 0.5:
+                return f"{var}.{feat} == {quote(what)}"
+            if hi is not None and hi < 0.5:
+                return f"{var}.{feat} != {quote(what)}"
+            return None
+        inside = [cat for i, cat in enumerate(what) if (lo is None or i > lo) and (hi is None or i <= hi)]
+        return f"{var}.{feat} in {{{', '.join(quote(v) for v in inside)}}}"
+
+    return names, decoder
+
+
+def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
+    t0 = time.perf_counter()
+    from fairspec.analyses.kdisc import k_of, kdisc_search
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.backends.lowering import Unsupported, lower_pair
+    from fairspec.backends.search.space import Box, Protected, Space
+    from fairspec.runtime.encoding import decode_row
+
+    spec = ctx.spec
+    fs = spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    model = ctx.model(prop.model)
+    if getattr(model, "format", None) == "rule":
+        return unknown(prop, "k-discrimination searches a model file, not a rule", backend="search")
+    pair = ir.IndividualFairness(prop.name, "individual_fairness", prop.options, model=prop.model,
+                                 features=prop.features, free=prop.over, post="prob", eps=prop.eps)
+    try:
+        low = lower_pair(pair, fs, enc)
+    except Unsupported as e:
+        return unknown(prop, str(e), backend="search")
+    protected = tuple(Protected(cols, vals, (), name) for cols, vals, name in
+                      zip(low.protected_columns, low.protected_values,
+                          [c.feature for c in enc.columns if c.feature in prop.over]))
+    space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), protected)
+
+    def evaluate(V):
+        return model.score(low.to_input(V))
+
+    data = None
+    if fs.data is not None:
+        rows = ctx.rows(fs.name, fs.data)
+        U = ctx.model_input(prop.model, rows.frame.values, rows.frame.n_rows)
+        data = np.stack([low.to_features(u) for u in U[:20000]])
+    budget = prop.options.search_budget or prop.options.timeout or 60.0
+    method = _METHODS.get(prop.options.search, "sa")
+    stop = prop.k if prop.op == "<" else prop.k + 1
+    task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None
+    res = kdisc_search(evaluate, space, eps=prop.eps, scores=model.score_kind, method=method, data=data,
+                       seed=prop.options.seed, budget_seconds=budget, stop_at_k=stop)
+    if progress:
+        progress.remove_task(task)
+    details = {"K": res.K, "max_k": res.max_k, "ids": res.ids, "success_rate": round(res.success_rate, 6),
+               "seconds_to_first_id": res.seconds_to_first_id, "seconds_to_max_k": res.seconds_to_max_k,
+               "method": method, "budget_seconds": budget, "evaluations": res.evaluations}
+    violated_at = prop.k if prop.op == "<" else prop.k + 1
+    w = res.witness
+    if w is None or res.max_k < violated_at:
+        return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
+                             f"search cannot prove that no input reaches k = {violated_at}", backend="search",
+                       seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)
+    # replay the K counterfactuals on the model's independent evaluator
+    U = np.stack([low.to_input(v) for v in w.inputs])
+    replayed = model.replay(U)
+    probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
+    k_replayed = int(k_of(probs[None, :], prop.eps)[0])
+    if k_replayed < violated_at:
+        return unknown(prop, f"the k = {res.max_k} witness replays to k = {k_replayed} on the model's reference "
+                             "evaluator; not reported as a violation", backend="search",
+                       seconds=time.perf_counter() - t0, details=details)
+    lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+    details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                   "prob": round(float(p), 6)} for u, p in zip(U, probs)]
+    if prop.options.explain == "tree":
+        details.update(_explain(prop, space, evaluate, res, enc, fs, model))
+    witness = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                      decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                      replayed_by=replayer_name(model))
+    return Verdict(prop.name, prop.kind, "violated", value=float(k_replayed), witness=witness, backend="search",
+                   seconds=time.perf_counter() - t0, details=details,
+                   reason=f"an individual whose {res.K} counterfactuals over {' x '.join(prop.over)} fall into "
+                          f"k = {k_replayed} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+
+
+def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:
+    from fairspec.analyses.explain import describe, explain, to_spec
+
+    names, decoder = _coordinate_names(enc, fs)
+    expl = explain(evaluate, space, list(res.top) or [res.witness], eps=prop.eps, scores=model.score_kind,
+                   seed=prop.options.seed, n=3000)
+    integer = space.box.integer
+    return {"explanation": describe(expl, names, decoder, integer),
+            "guardrail": to_spec(expl, names, decoder, "x", integer),
+            "explanation_paths": len(expl.paths)}
