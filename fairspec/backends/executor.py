@@ -20,7 +20,7 @@ A distributed engine (dask, ray) plugs in by implementing ``map`` with the same 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 __all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "default_executor"]
 

@@ -33,11 +33,10 @@ pair with any evaluator (the PLNet, or the real loaded model) and rejects forged
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 

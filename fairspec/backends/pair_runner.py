@@ -68,11 +68,26 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     else:
         from fairspec.backends import milp as engine_mod
     task = progress.add_task(f"{prop.name}: {backend} {mode}", total=None) if progress else None
-    res = getattr(engine_mod, mode)(problem, time_limit=limit)
+    if prop.options.partitions and prop.options.partitions > 1:
+        # input-space partitioning: each box gets its own budget; the coverage says what was decided
+        from fairspec.backends.milp.partition import solve_partitioned, split_widest
+
+        parts = split_widest(problem, prop.options.partitions)
+        res = solve_partitioned(problem, mode, parts, backend=backend,
+                                time_per_part=prop.options.get("part_timeout", limit), time_limit=limit,
+                                stop_on_violation=(mode == "find"))
+    else:
+        res = getattr(engine_mod, mode)(problem, time_limit=limit)
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
     details = {"engine": getattr(res, "engine", backend), "mode": mode, "solver_seconds": round(res.seconds, 4)}
+    if getattr(res, "coverage", None) is not None:
+        cov = res.coverage
+        details["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
+                               "undecided": cov.undecided, "volume_proved": round(cov.volume_proved, 6),
+                               "volume_refuted": round(cov.volume_refuted, 6),
+                               "volume_undecided": round(cov.volume_undecided, 6)}
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
         x = low.to_input(res.witness.x)

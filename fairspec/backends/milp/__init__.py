@@ -9,7 +9,8 @@ See :mod:`fairspec.backends.milp.modes` (modes, margins, measured engine timings
 """
 
 from fairspec.backends.milp.modes import DEFAULT_ENGINE, LABEL_MARGIN, PROB_MARGIN, find, maximize, prove, solve
-from fairspec.backends.milp.partition import fairify_partitions, grid_partitions, solve_partitioned, split_widest
+from fairspec.backends.milp.partition import (default_partitions, fairify_partitions, grid_partitions,
+                                              solve_partitioned, split_widest)
 
-__all__ = ["find", "prove", "maximize", "solve", "solve_partitioned", "fairify_partitions", "split_widest",
+__all__ = ["find", "prove", "maximize", "solve", "solve_partitioned", "default_partitions", "fairify_partitions", "split_widest",
            "grid_partitions", "DEFAULT_ENGINE", "LABEL_MARGIN", "PROB_MARGIN"]

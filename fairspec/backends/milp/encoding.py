@@ -27,7 +27,6 @@ The post-condition rows and the objective are added by :mod:`fairspec.backends.m
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np

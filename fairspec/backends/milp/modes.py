@@ -33,12 +33,31 @@ pair's replayed value or (infeasible) lowers the bound; the tangent cuts are kep
 rounds (a cut for threshold e stays valid for every larger one). ``how="proved"`` once
 bound and incumbent are within 1e-7.
 
-Engines (``engine="highs"`` or ``"scip"``), measured on this machine (2 cores, one thread
-per solve) on the Fairify networks with Fairify's domains, sex protected, label post
-(``find``, first witness / ``maximize`` logit difference, proved)::
+Engines (``engine="highs"`` or ``"scip"``), measured 2026-11 on this project's 2-core
+machine under a load average of 5-8 (other jobs running: absolute times are ~2x inflated),
+one thread per solve, Fairify's networks and verification domains (all 13 / 16 / 20 inputs
+integral), protected attribute free, everything else tied::
 
-    AC-1  find: HiGHS 0.04 s, SCIP 0.12 s   maximize |logit diff|: HiGHS 1.2 s, SCIP 4.6 s
-    (see the report in fairspec/backends/milp/__init__.py for the full table)
+    AC-1, sex, label   find 0.2-0.3 s (HiGHS) / 1.0-1.3 s (SCIP); maximize flip margin,
+                       proved 1.2051: 4.3-6.1 s / 8.1-9.5 s
+    AC-1, sex, logit   maximize |z - z'|, proved 4.3303: 3.8 s / 11.4 s
+    AC-1, sex, prob .05  find 0.3-0.6 s / 0.4-0.7 s; maximize not closed in 120 s
+                       (HiGHS 0.4525 <= max <= 0.7942; SCIP 0.5398 <= max <= 0.5398+1e-4)
+    difference rows off: AC-1 maximize not proved in 120 s with either engine (bound 2.92)
+    LP-tightened bounds: 0.03-0.2 s on 1-2 hidden layers, 22-27 s on the 5-layer nets;
+                       they shrink big-M constants but stabilise almost no ReLU over
+                       Fairify's wide domains, and did not speed the solves up
+    find, label, all 25 networks x 42 (network, protected) pairs, 60 s each: HiGHS found
+                       a witness for 39 (median 0.96 s, max 36 s, AC-11 race); unknown:
+                       AC-12 sex, GC-5 age, GC-5 sex, where Fairify's SAT count is 0 too.
+                       SCIP: 32 (10 time-outs). prob eps=.05: HiGHS 35 witnesses + GC-4
+                       proved fair for both attributes, 5 unknown. Every witness replayed
+                       on onnxruntime.
+    partitions (Fairify's), prove, label, 2 workers: GC-4 201 partitions in 3.3 s
+                       (199 proved / 2 refuted, Fairify: 199 / 2), BM-6 510 in 7.7 s
+                       (354 / 156, Fairify: 354 / 156), GC-3 195 refuted / 6 proved (= Fairify),
+                       BM-5 394 / 116 (Fairify 394 / 114 + 2 unknown); prob eps=.05:
+                       GC-4 all 201 proved (3.7 s), BM-6 298 / 212 (15.7 s)
 
 HiGHS is the default (:data:`DEFAULT_ENGINE`).
 """
@@ -53,7 +72,7 @@ import numpy as np
 from fairspec.backends.milp.encoding import PairEncoding, encode_pair
 from fairspec.backends.milp.model import ENGINES, INF, SolveOutcome
 from fairspec.backends.pair import (PairProblem, PairResult, Witness, check_witness, clean_pair, precondition_holds,
-                                    is_violation, logit_fn, make_witness, pair_measure, prob_cut,
+                                    logit_fn, make_witness, pair_measure, prob_cut,
                                     prob_cut_points)
 from fairspec.models.network import sigmoid
 
@@ -218,7 +237,16 @@ def prove(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float 
         return ctx.result("unknown", "prove", reason="time limit reached before the MILP was decided")
     if kind == "error":
         return ctx.result("unknown", "prove", reason=f"solver error: {val}")
-    # only a boundary solution: settle it by maximising the measure
+    # only a boundary solution (e.g. z == z' for logit with eps = 0): first ask for a pair a
+    # hair beyond the threshold, which is cheap and usually settles it
+    if problem.post != "prob":
+        thr = (0.0 if problem.post == "label" else problem.eps) + 1e-6
+        kind, val = _feasible_violation(ctx, thr)
+        if kind == "witness":
+            return ctx.result("violated", "prove", value=_label_measure(val, problem.post), witness=val)
+        if kind == "timeout":
+            return ctx.result("unknown", "prove", reason="time limit reached before the MILP was decided")
+    # then settle it by maximising the measure
     res = maximize(problem, engine=engine, time_limit=ctx.remaining(), lp_bounds=lp_bounds,
                    diff_rows=diff_rows, threads=threads, _ctx=ctx)
     if res.status != "unknown":

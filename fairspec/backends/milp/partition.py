@@ -28,7 +28,7 @@ import numpy as np
 
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 
-__all__ = ["fairify_partitions", "split_widest", "grid_partitions", "solve_partitioned"]
+__all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned"]
 
 
 def _check_features(problem: PairProblem, features: Sequence[int]):
@@ -77,6 +77,23 @@ def fairify_partitions(problem: PairProblem, threshold: int = 10,
         if size > threshold:
             splits[i] = math.ceil(size / threshold)
     return _grid_fixed_width(problem, splits, threshold)
+
+
+def default_partitions(problem: PairProblem, max_parts: int = 1024) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Fairify's scheme with the smallest threshold in 10, 20, 40, ... that gives at most
+    ``max_parts`` partitions (Fairify's own thresholds: 10 for AC, 100 for BM and GC)."""
+    threshold = 10
+    feats = [i for i in problem.tied
+             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
+    while True:
+        count = 1
+        for i in feats:
+            size = int(problem.hi[i] - problem.lo[i] + 1)
+            if size > threshold:
+                count *= math.ceil(size / threshold)
+        if count <= max_parts:
+            return fairify_partitions(problem, threshold)
+        threshold *= 2
 
 
 def _grid_fixed_width(problem, splits, width):
@@ -149,8 +166,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       chunk: int = 8, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
-    parts:         list of (lo, hi) boxes over the model inputs (default :func:`fairify_partitions`;
-                   see also :func:`split_widest`, :func:`grid_partitions`).
+    parts:         list of (lo, hi) boxes over the model inputs (default
+                   :func:`default_partitions`: Fairify's scheme, at most 1024 boxes; see also
+                   :func:`fairify_partitions`, :func:`split_widest`, :func:`grid_partitions`).
     mode:          find | prove | maximize (per partition; maximize takes the largest value).
     backend:       "milp" (``solver_kw``: engine, lp_bounds, diff_rows, ...) or "smt".
     time_per_part: each partition's budget (seconds; a time-out leaves it undecided).
@@ -162,7 +180,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
     t0 = time.perf_counter()
     if parts is None:
-        parts = fairify_partitions(problem)
+        parts = default_partitions(problem)
     parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
     if not parts:
         raise ValueError("no partitions")

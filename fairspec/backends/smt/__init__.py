@@ -44,7 +44,6 @@ MAX_CUT_ROUNDS = 200
 
 class _Ctx:
     def __init__(self, problem: PairProblem, time_limit, env):
-        from pysmt.shortcuts import Solver
 
         from fairspec.backends.bounds import pair_bounds
         from fairspec.backends.smt.encoding import SmtPairEncoding
