@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.backends.registry import PREFERENCE, supports
+from fairspec.backends.registry import PREFERENCE, PREFERENCE_OVER_DISTRIBUTION, supports
 from fairspec.diagnostics import Diagnostic, sort_key
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Verdict, unknown
@@ -22,6 +22,10 @@ RUNNERS = {
     ("data", "group_metric"): "fairspec.backends.data:run",
     ("data", "individual_fairness"): "fairspec.backends.data:run",
     ("milp", "individual_fairness"): "fairspec.backends.pair_runner:run_milp",
+    ("smt", "individual_fairness"): "fairspec.backends.pair_runner:run_smt",
+    ("search", "k_discrimination"): "fairspec.backends.kdisc_runner:run",
+    ("ssat", "group_metric"): "fairspec.backends.distribution_runner:run",
+    ("dp", "group_metric"): "fairspec.backends.distribution_runner:run",
 }
 
 
@@ -81,7 +85,10 @@ def plan(prop) -> tuple[str | None, str | None]:
         if (b, prop.kind) in RUNNERS:
             return b, None
         return None, f"the {b} backend for {prop.kind.replace('_', ' ')} is not available yet"
-    for b in PREFERENCE.get(prop.kind, ()):
+    order = PREFERENCE.get(prop.kind, ())
+    if prop.kind == "group_metric" and getattr(prop, "distribution", None):
+        order = PREFERENCE_OVER_DISTRIBUTION
+    for b in order:
         if (b, prop.kind) in RUNNERS and supports(b, prop.kind):
             return b, None
     wanted = " or ".join(PREFERENCE.get(prop.kind, ("a solver",)))

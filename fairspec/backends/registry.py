@@ -29,6 +29,11 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
 }
 
 
+# a group metric over a `distribution` (Justicia, FVGM): the distribution runner
+# then takes dp for linear rules and linear models, ssat for trees and CNF rules
+PREFERENCE_OVER_DISTRIBUTION: tuple[str, ...] = ("ssat", "dp")
+
+
 def supports(backend: str, kind: str) -> bool:
     return kind in BACKENDS.get(backend, frozenset())
 

@@ -46,6 +46,9 @@ _ALL = [
     Code("FS307", "error", "invalid threshold or option value", "use a value in the range the message names"),
     Code("FS308", "error", "invalid group", "groups are categorical or boolean features, or boolean 'group' declarations, combined with x"),
     Code("FS309", "error", "invalid probability", "probabilities lie between 0 and 1"),
+    Code("FS310", "error", "probabilities of a distribution row do not sum to 1", "the probabilities of a feature's values under one condition sum to 1: p(X | u) + p(not X | u) = 1"),
+    Code("FS311", "error", "distribution does not cover a feature the classifier reads", "add the feature's probabilities to the distribution, e.g. p(X) = 0.4 or p(X | P) = 0.6 and p(X | not P) = 0.3"),
+    Code("FS312", "error", "continuous feature without bins", "declare bin edges on the feature (x : real in [0, 1] bins [0.3, 0.7]) or learn quantile bins in the distribution: bayes(DATA, bins = 4)"),
     # -- models, data, encodings
     Code("FS401", "error", "model file cannot be loaded", "paths are relative to the spec file; check that the file exists and is a model of the declared format"),
     Code("FS402", "error", "encoding width differs from the model's input width", "list every model input in the encode block, in the model's order"),

@@ -30,8 +30,8 @@ def evaluate(expr: ir.Expr, lookup: Callable[[ir.Expr], np.ndarray], n: int) -> 
             m = np.isin(a, np.array(list(e.values), dtype=a.dtype if a.dtype != object else object))
             return ~m if e.negated else m
         if isinstance(e, ir.Logic):
-            parts = [ev(x) for x in e.args]
-            out = parts[0].astype(bool)
+            parts = [ev(x).astype(bool) for x in e.args]  # a bool feature's column is 0/1
+            out = parts[0]
             for p in parts[1:]:
                 out = (out & p) if e.op == "and" else (out | p)
             return out

@@ -28,7 +28,7 @@ METRICS = {
 }
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
-               "workers", "samples", "margin", "delta", "engine", "points"}
+               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout"}
 COMPARISONS = {"<", "<=", ">", ">="}
 
 
@@ -79,6 +79,8 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
                         hint=did_you_mean(key, OPTION_KEYS) or f"options are {', '.join(sorted(OPTION_KEYS))}")
             if key == "timeout":
                 o["timeout"] = _seconds(ck, v, env)
+            elif key == "part_timeout":
+                extra.append((key, _seconds(ck, v, env)))
             elif key in ("seed", "bootstrap", "min_group_size", "partitions", "max_rows", "workers", "samples", "points"):
                 if not (isinstance(v, ast.Num) and v.is_int) or v.value < (0 if key == "seed" else 1):
                     ck.fail("FS307", f"{key} must be a whole number" + ("" if key == "seed" else " >= 1"), v.span)
@@ -91,6 +93,11 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
                 if not 0.0 < c < 1.0:
                     ck.fail("FS307", f"confidence must be between 0 and 1, got {c}", v.span)
                 o["confidence"] = c
+            elif key == "method":
+                if not (isinstance(v, ast.Name) and v.id in ("enumerate", "learn")):
+                    ck.fail("FS307", "method = enumerate | learn (a PPV per group, or only the most and least "
+                                     "favoured groups)", v.span)
+                extra.append((key, v.id))
             elif key == "mode":
                 if not (isinstance(v, ast.Name) and v.id in ("find", "maximize", "prove")):
                     ck.fail("FS307", "mode = find | maximize | prove", v.span)
@@ -225,6 +232,60 @@ def _distribution(ck, e, env, prop_name: str) -> str:
     ck.fail("FS301", "distribution = a declared distribution, a data set, or bayes(DATA) / independent(DATA)", e.span)
 
 
+def _classifier_reads(ck, model: ir.Model, fs: ir.FeatureSet) -> list[str] | None:
+    """The features a model put in Boolean form reads: a rule's features, an sklearn model's
+    encoded features; None for networks (they cannot be put in Boolean form)."""
+    if model.format == "rule" and model.rule is not None:
+        out: dict = {}
+
+        def walk(x):
+            if isinstance(x, ir.FeatureRef):
+                out.setdefault(x.feature, None)
+            elif isinstance(x, ir.Expr):
+                for f in x.__dataclass_fields__:
+                    v = getattr(x, f)
+                    for y in (v if isinstance(v, tuple) else (v,)):
+                        if isinstance(y, ir.Expr):
+                            walk(y)
+
+        walk(model.rule)
+        return list(out)
+    if model.format == "sklearn" and model.name in ck.encodings:
+        return [c.feature for c in ck.encodings[model.name].columns]
+    return None
+
+
+def _check_distribution_use(ck, where, model: ir.Model, fs: ir.FeatureSet, dist: ir.Distribution,
+                            groups: ir.Groups):
+    """A distribution must cover what the classifier reads; data-estimated ones need bins for numbers."""
+    shown = f"distribution '{dist.name}'" if "." not in dist.name else "the distribution"
+    if dist.data is not None and dist.data != fs.data and dist.data in ck.data_columns:
+        cols = ck.data_columns[dist.data]
+        for f in fs.features:
+            if f.column not in cols:
+                ck.fail("FS207", f"data set '{dist.data}' of {shown} has no column '{f.column}' for feature "
+                                 f"'{f.name}' of {fs.name}", where.span, hint=did_you_mean(f.column, cols))
+    reads = _classifier_reads(ck, model, fs)
+    if reads is None:
+        return
+    if dist.kind == "table":
+        covered = {r.feature for r in dist.table} | {a.feature for a in groups.atoms if a.feature}
+        for f in reads:
+            if f not in covered:
+                ck.fail("FS311", f"{shown} does not cover feature '{f}', which {model.name} reads", where.span,
+                        hint=f"add p({f}) = ... (or rows p({f} | ...) = ...) to the distribution")
+    elif dist.kind in ("independent", "conditional", "bayes"):
+        if any(k == "bins" for k, _ in dist.params):
+            return
+        for name in reads:
+            f = fs.get(name)
+            if f is not None and f.domain.kind in ("int", "real") and f.bins is None:
+                ck.fail("FS312", f"continuous feature '{name}', which {model.name} reads, has no bins, so "
+                                 f"{shown} cannot discretise it", where.span,
+                        hint=f"declare bin edges on the feature ({name} : ... bins [...]) or learn quantile "
+                             f"bins: {dist.kind}({dist.data}, bins = 4)")
+
+
 def _claim(ck, st, env):
     """Split a claim into (call, op, threshold_expr)."""
     e = st.args[0]
@@ -314,6 +375,8 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
         mediators = _feature_names(ck, med.value, env, fs, "mediators")
     elif med is not None:
         ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
+    if dist is not None:
+        _check_distribution_use(ck, d.value, model, fs, ck.distributions[dist], groups)
     if call.fn.id in ("equalized_odds", "equal_opportunity") and data is not None:
         if ck.datasets[data].label is None:
             ck.fail("FS501", f"{call.fn.id} compares error rates, so data set '{data}' needs a label = ... expression",

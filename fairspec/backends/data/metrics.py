@@ -62,11 +62,13 @@ def metric_from_counts(metric: str, cells: np.ndarray):
 def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     t0 = time.perf_counter()
     if prop.data is None:
-        backend = "ssat or dp"
-        return unknown(prop, f"{prop.metric} over a distribution needs the {backend} backend (not available yet)",
-                       backend="data")
+        # over a distribution: the distribution runner (ssat / dp; an empirical distribution comes back here)
+        from fairspec.backends.distribution_runner import run
+
+        return run(prop, ctx)
     if prop.metric == "path_specific":
-        return unknown(prop, "path-specific causal fairness needs the dp backend (not available yet)", backend="data")
+        return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
+                             "distribution = bayes(DATA), conditional(DATA) or a declared table", backend="data")
     fs = ctx.spec.feature_set(prop.features)
     rows = ctx.rows(fs.name, prop.data)
     values, n = rows.frame.values, rows.frame.n_rows
