@@ -24,6 +24,7 @@ RUNNERS = {
     ("milp", "individual_fairness"): "fairspec.backends.pair_runner:run_milp",
     ("smt", "individual_fairness"): "fairspec.backends.pair_runner:run_smt",
     ("search", "k_discrimination"): "fairspec.backends.kdisc_runner:run",
+    ("milp", "pba"): "fairspec.backends.pba_runner:run",
     ("ssat", "group_metric"): "fairspec.backends.distribution_runner:run",
     ("dp", "group_metric"): "fairspec.backends.distribution_runner:run",
 }

@@ -1,0 +1,162 @@
+"""Aggregation as in paper 004 (Sec. 3.4-3.6): per-subgroup PBA shares beside SP, TPR, CFA, RB.
+
+For every group g (the flipped attribute's values, or ``report by ...``):
+
+* ``pba_observed``: the share of the group's eligible points (both predictions equal
+  the true class at the centre) that are PBA-verified: the model is persistently more
+  confident in the true class for x than for its counterfactual x' over the whole
+  neighbourhood (``min f > 0``);
+* ``pba_flipped``: the share of the eligible points *presented as* g after the flip
+  (x' in g) whose flipped input x' is persistently more confident than the original x
+  (Sec. 3.5: "flipped" setting). A point counts in at most one of its two settings;
+  observed(g) + flipped(other group) of the same points is at most 100%;
+* ``desirable`` / ``undesirable``: the part of each share contributed by points of the
+  positive (label true) and negative class (Figs. 2-3), so they add up to the share;
+* ``sp``: positive-prediction rate (statistical parity, group-wise, not enforced);
+* ``tpr``: true-positive rate (the TPR part of equalized odds);
+* ``cfa``: counterfactual fairness accuracy, the share whose decision does not change
+  under the flip (Kusner et al.);
+* ``rb_observed`` / ``rb_flipped``: robustness accuracy by formal verification (Nanda
+  et al.): correct and provably constant decision over the same neighbourhood, for x
+  (group of x) and for x' (group of x').
+
+Shares of proved points are lower bounds when some points are unknown; the counts
+are kept beside every share.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Aggregate", "aggregate", "render_table", "write_chart"]
+
+
+def _share(num, den):
+    return None if den == 0 else round(float(num) / float(den), 6)
+
+
+@dataclass
+class Aggregate:
+    groups: list[str]
+    rows: list[dict]
+    overall: dict
+
+    def to_json(self) -> dict:
+        return {"groups": self.groups, "rows": self.rows, "overall": self.overall}
+
+
+def aggregate(groups: list[str], *, row_group, row_label, row_pred, case_row, case_group_x, case_group_p,
+              case_class, case_eligible, case_same, obs_status, flip_status, rb_x=None, rb_p=None) -> Aggregate:
+    """Per-group table.
+
+    Row-level arrays (selected rows): ``row_group`` (group index of x), ``row_label``
+    (bool), ``row_pred`` (decision on x), ``rb_x`` (robust-accuracy status of x or None).
+    Case-level arrays (one per row and flip target): ``case_row``, ``case_group_x``,
+    ``case_group_p`` (group of x'), ``case_class`` (true class 0/1), ``case_eligible``,
+    ``case_same`` (decision unchanged by the flip), ``obs_status`` / ``flip_status``
+    (proved | refuted | unknown | excluded), ``rb_p`` (robust-accuracy status of x').
+    """
+    rows = []
+    for gi, name in enumerate(groups):
+        in_g = row_group == gi
+        pos = in_g & row_label
+        r = {"group": name, "n": int(in_g.sum()),
+             "sp": _share(row_pred[in_g].sum(), in_g.sum()),
+             "tpr": _share(row_pred[pos].sum(), pos.sum())}
+        cx = case_group_x == gi
+        r["cfa"] = _share(case_same[cx].sum(), cx.sum())
+        if rb_x is not None:
+            r["rb_observed"] = _share((rb_x[in_g] == "proved").sum(), in_g.sum())
+            r["rb_observed_unknown"] = int((rb_x[in_g] == "unknown").sum())
+        if rb_p is not None:
+            cp = case_group_p == gi
+            r["rb_flipped"] = _share((rb_p[cp] == "proved").sum(), cp.sum())
+            r["rb_flipped_unknown"] = int((rb_p[cp] == "unknown").sum())
+        for setting, grp, st in (("observed", case_group_x, obs_status), ("flipped", case_group_p, flip_status)):
+            sel = (grp == gi) & case_eligible
+            den = int(sel.sum())
+            proved = sel & (st == "proved")
+            r[f"pba_{setting}"] = _share(proved.sum(), den)
+            r[f"pba_{setting}_desirable"] = _share((proved & (case_class == 1)).sum(), den)
+            r[f"pba_{setting}_undesirable"] = _share((proved & (case_class == 0)).sum(), den)
+            r[f"{setting}_counts"] = {"eligible": den, "proved": int(proved.sum()),
+                                      "refuted": int((sel & (st == "refuted")).sum()),
+                                      "unknown": int((sel & (st == "unknown")).sum()),
+                                      "eligible_desirable": int((sel & (case_class == 1)).sum()),
+                                      "eligible_undesirable": int((sel & (case_class == 0)).sum())}
+        rows.append(r)
+    el = case_eligible
+    overall = {"rows": int(len(row_group)), "cases": int(len(case_row)), "eligible": int(el.sum()),
+               "observed": {s: int((el & (obs_status == s)).sum()) for s in ("proved", "refuted", "unknown")},
+               "flipped": {s: int((el & (flip_status == s)).sum()) for s in ("proved", "refuted", "unknown")}}
+    overall["pba_observed"] = _share(overall["observed"]["proved"], overall["eligible"])
+    overall["pba_flipped"] = _share(overall["flipped"]["proved"], overall["eligible"])
+    return Aggregate(list(groups), rows, overall)
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness"):
+    """A rich table of the aggregate (printed when a console is given; returned either way)."""
+    from rich.table import Table
+
+    d = agg.to_json() if isinstance(agg, Aggregate) else agg
+    t = Table(title=title, title_justify="left")
+    for col in ("group", "n", "SP", "TPR", "CFA", "RB obs", "RB flip", "PBA obs", "(des./undes.)", "PBA flip",
+                "(des./undes.)", "undecided"):
+        t.add_column(col, justify="left" if col == "group" else "right", no_wrap=col != "group")
+    for r in d["rows"]:
+        oc, fc = r["observed_counts"], r["flipped_counts"]
+        und = oc["unknown"] + fc["unknown"]
+        t.add_row(r["group"], str(r["n"]), _pct(r["sp"]), _pct(r["tpr"]), _pct(r["cfa"]),
+                  _pct(r.get("rb_observed")), _pct(r.get("rb_flipped")),
+                  f"{_pct(r['pba_observed'])}", f"{_pct(r['pba_observed_desirable'])}/{_pct(r['pba_observed_undesirable'])}",
+                  f"{_pct(r['pba_flipped'])}", f"{_pct(r['pba_flipped_desirable'])}/{_pct(r['pba_flipped_undesirable'])}",
+                  str(und))
+    if console is not None:
+        console.print(t)
+    return t
+
+
+def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness") -> str:
+    """Bar chart of the verified shares per group, observed (left) and flipped (right), each bar
+    split into desirable (positive class) and undesirable outcomes (paper 004, Figs. 2-3)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    d = agg.to_json() if isinstance(agg, Aggregate) else agg
+    names = [r["group"] for r in d["rows"]]
+    x = np.arange(len(names))
+    fig, axes = plt.subplots(1, 2, figsize=(max(6.0, 1.4 * len(names) + 3), 3.8), sharey=True)
+    for ax, setting in zip(axes, ("observed", "flipped")):
+        des = np.array([100 * (r[f"pba_{setting}_desirable"] or 0.0) for r in d["rows"]])
+        und = np.array([100 * (r[f"pba_{setting}_undesirable"] or 0.0) for r in d["rows"]])
+        ax.bar(x, des, color="#4c72b0", label="desirable (positive class)")
+        ax.bar(x, und, bottom=des, color="#dd8452", label="undesirable (negative class)")
+        for xi, tot in zip(x, des + und):
+            ax.text(xi, tot + 1, f"{tot:.1f}%", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+        ax.set_title(setting)
+        ax.set_ylim(0, 105)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("PBA-verified points (%)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=2, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(str(path), dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def dumps(agg: Aggregate | dict) -> str:
+    d = agg.to_json() if isinstance(agg, Aggregate) else agg
+    return json.dumps(d, indent=2)

@@ -1,0 +1,317 @@
+"""`pba(m, flip A, around DATA, delta {...}, given ...)`: PBA fairness (paper 004) end to end.
+
+1. Points: the rows of DATA read as the model's feature set, kept by ``given`` (and
+   ``points = N``: a seeded subset); each row is paired with its counterfactual, the
+   flipped attribute set to the other value (a one-hot attribute with more values:
+   every other value present among the selected rows, or every other declared value
+   when only one is present).
+2. Neighbourhood: every feature with a delta moves by at most its delta *in its own
+   units*, clipped to its declared domain (whole numbers for int features), jointly in x
+   and x'; everything else is fixed (paper 004, Eq. 2-6). The encoding's scaling maps
+   the delta to the model-input column (``u = scale * v + shift``).
+3. A point is PBA-verified when ``min (l_ci - l_cj)(x) - (l_ci - l_cj)(x') > 0`` over the
+   neighbourhood with both predictions equal to its true class c_i (Eq. 1, 3); points
+   whose centre pair is not classified as c_i on both sides are excluded. Each point is
+   decided by :func:`fairspec.backends.pba.analyse` (bounds, search, branch and bound,
+   LP, MILP); every witness is replayed on the real model's independent evaluator.
+4. The verdict: without a comparison, ``holds (proved)`` iff every eligible point is
+   PBA-verified, ``violated`` with a replayed witness pair as soon as one is refuted;
+   compared with a share (``pba(...) >= 0.6``), the share of verified points must meet
+   it for every outcome of the unknown points (``bound`` = [share proved, share proved or
+   unknown]).
+
+``details``: ``points`` (eligible / proved / refuted / unknown / excluded), ``table`` (per
+group: SP, TPR, CFA, RB observed/flipped, PBA observed/flipped with desirable and
+undesirable parts and counts; one table per flipped attribute when several), ``stages``
+and ``seconds`` per flipped attribute, ``witness_point`` (``row``: the index of the
+witness's point among DATA's rows as read for the feature set), ``charts``.
+
+Options: ``timeout`` (the whole run's budget, default 120 s), ``engine`` (``highs``
+default, ``scip``, or ``lp`` for the plain LP relaxation without search, branch and
+bound or MILP), ``points`` (a subset of N rows), ``workers`` (processes for the LP/MILP
+stage), ``seed``, ``chart = "file.png"`` (relative to the spec: the bar chart of the
+shares per group, written there and nowhere else).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, Witness, unknown
+
+BACKEND = "milp"
+
+
+def _network(ctx, m: ir.Model):
+    """(logit-difference PLNet, positive column or None when the model has one output)."""
+    from fairspec.backends.pba.twin import logit_difference_net
+    from fairspec.models import network
+
+    def build(index):
+        if m.format == "onnx":
+            return network.from_onnx(m.path, output=m.output, index=index)
+        if m.format == "torch":
+            return network.from_torch(ctx.model(m.name).raw, index=index)
+        if m.format == "sklearn":
+            return network.from_sklearn(ctx.model(m.name).raw, index=index)
+        raise network.UnsupportedModel("rule", m.name, "a rule model is not a network")
+
+    try:
+        net = build(m.index)
+    except network.UnsupportedModel as e:
+        if m.index is not None or e.op_type != "Output":
+            raise
+        net = build(0)            # two raw logits: read both, one per class
+    positive = (1 if m.index is None else m.index) if net.layers[-1].n_out == 2 else None
+    return logit_difference_net(net, positive=positive), positive
+
+
+def _real(ctx, m: ir.Model, positive):
+    """(score, replay, replayer name): X -> g (class 1 iff g > 0), fast and independent."""
+    from fairspec.backends.data.flips import replayer_name
+
+    loaded = ctx.model(m.name)
+    if positive is None:
+        thr = loaded.threshold
+        return (lambda X: loaded.score(X) - thr), (lambda X: loaded.replay(X) - thr), replayer_name(loaded)
+    from fairspec.models import load_model
+
+    cols = [load_model(m.format, m.path, output=m.output, index=i, score_kind="logit", trust_pickle=m.trust_pickle)
+            for i in (positive, 1 - positive)]
+    return ((lambda X: cols[0].score(X) - cols[1].score(X)), (lambda X: cols[0].replay(X) - cols[1].replay(X)),
+            replayer_name(loaded))
+
+
+def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
+    f = fs.get(flip)
+    values = tuple(f.domain.categories) if isinstance(f.domain, ir.Categorical) else ("false", "true")
+    return ir.Groups((ir.GroupAtom(flip, flip, None, values),))
+
+
+def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: int):
+    """Moving model-input columns, their scale, the offset box (n, m) and integrality."""
+    cols, scale, lo, hi, integer, names = [], [], [], [], [], []
+    for name, delta in prop.delta:
+        if delta <= 0:
+            continue
+        f = fs.get(name)
+        c = enc.column(name)
+        if c is None:             # the model does not read it: moving it changes nothing
+            continue
+        if c.kind == "minmax":
+            s = 1.0 / ((c.hi - c.lo) or 1.0)
+        elif c.kind == "standard":
+            s = 1.0 / (c.std or 1.0)
+        elif c.kind == "raw":
+            s = 1.0
+        else:
+            raise ValueError(f"feature {name} is encoded as {c.kind}; only numerical features move")
+        v = np.asarray(values[name], dtype=np.float64)
+        dom = f.domain
+        is_int = isinstance(dom, ir.IntRange)
+        a = np.maximum(v - delta, float(dom.lo))
+        b = np.minimum(v + delta, float(dom.hi))
+        if is_int:
+            a, b = np.ceil(a - 1e-9), np.floor(b + 1e-9)
+        cols.append(c.offset); scale.append(s); integer.append(is_int); names.append(name)
+        lo.append(np.minimum(a - v, 0.0)); hi.append(np.maximum(b - v, 0.0))
+    m = len(cols)
+    lo = np.stack(lo, axis=1) if m else np.zeros((n, 0))
+    hi = np.stack(hi, axis=1) if m else np.zeros((n, 0))
+    return np.array(cols, dtype=np.int64), np.array(scale), lo, hi, np.array(integer, dtype=bool), names
+
+
+def _cases(values: dict, n: int, fs: ir.FeatureSet, flip: str):
+    """(row of each case, flipped value of each case)."""
+    f = fs.get(flip)
+    k = len(f.values())
+    own = values[flip].astype(np.int64)
+    present = np.unique(own)
+    pool = present if len(present) >= 2 else np.arange(k)
+    rows, targets = [], []
+    for v in pool:
+        sel = np.flatnonzero(own != v)
+        rows.append(sel); targets.append(np.full(len(sel), v))
+    rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    targets = np.concatenate(targets) if targets else np.zeros(0, dtype=np.int64)
+    order = np.lexsort((targets, rows))
+    return rows[order], targets[order].astype(np.float64)
+
+
+def run(prop: ir.PBA, ctx, progress=None) -> Verdict:
+    t0 = time.perf_counter()
+    try:
+        return _run(prop, ctx, progress, t0)
+    except _Unknown as e:
+        return unknown(prop, str(e), backend=BACKEND, seconds=time.perf_counter() - t0, details=e.details)
+
+
+class _Unknown(Exception):
+    def __init__(self, msg, details=None):
+        super().__init__(msg)
+        self.details = details or {}
+
+
+def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
+    from fairspec.backends.data.groups import assign
+    from fairspec.backends.pba import CaseSet, aggregate, analyse, write_chart
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.runtime.evaluate import evaluate
+
+    spec = ctx.spec
+    fs = spec.feature_set(prop.features)
+    m = spec.model(prop.model)
+    opts = prop.options
+    if m.format == "rule":
+        raise _Unknown(f"pba needs a network; model {m.name} is a rule")
+    rows = ctx.rows(fs.name, prop.around)
+    if rows.labels is None:
+        raise _Unknown(f"data {prop.around} declares no label: PBA compares each point with its true class "
+                       f"(declare label = ... on the data)")
+    values, n = rows.frame.values, rows.frame.n_rows
+    keep = np.ones(n, dtype=bool)
+    if prop.given is not None:
+        keep &= evaluate(prop.given, lambda e: values[e.feature], n).astype(bool)
+    if not keep.any():
+        raise _Unknown(f"empty point selection: no row of {prop.around} satisfies the given condition "
+                       f"({n} rows read)", {"rows": int(n), "selected": 0})
+    sel = np.flatnonzero(keep)
+    n_points = opts.get("points")
+    if n_points is not None and len(sel) > int(n_points):
+        sel = np.sort(np.random.default_rng(opts.seed).choice(sel, int(n_points), replace=False))
+    values = {k: v[sel] for k, v in values.items()}
+    labels = np.asarray(rows.labels, dtype=bool)[sel]
+    n = len(sel)
+    enc = ctx.encoding(prop.model)
+    try:
+        net, positive = _network(ctx, m)
+    except UnsupportedModel as e:
+        raise _Unknown(f"the PBA backend cannot encode this model: {e}")
+    score, replay, replayer = _real(ctx, m, positive)
+    engine = str(opts.get("engine", "highs")).lower()
+    mode = "lp" if engine == "lp" else "exact"
+    if engine not in ("highs", "scip", "lp"):
+        raise _Unknown(f"unknown engine {engine!r} for pba (highs, scip, or lp for the plain LP relaxation)")
+    engine = "highs" if engine == "lp" else engine
+    budget = float(opts.timeout or 120.0)
+    workers = int(opts.get("workers", 1))
+    groups = prop.report_by
+    try:
+        cols, scale, lo_r, hi_r, integer, moving = _moving(prop, fs, enc, values, n)
+    except ValueError as e:
+        raise _Unknown(str(e))
+    U_rows = encode(enc, values, n)
+    row_pred = (score(U_rows) > 0).astype(int)
+    verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
+                                               "moving": moving, "engine": engine if mode == "exact" else "lp"}
+    per_flip = budget / max(1, len(prop.flip))
+    for flip in prop.flip:
+        R, T = _cases(values, n, fs, flip)
+        if len(R) == 0:
+            raise _Unknown(f"no counterfactual for {flip}: the selected rows leave no other value to flip to")
+        vals_x = {k: v[R] for k, v in values.items()}
+        vals_p = dict(vals_x)
+        vals_p[flip] = T
+        P = len(R)
+        U, Up = encode(enc, vals_x, P), encode(enc, vals_p, P)
+        cs = CaseSet(net, U, Up, cols, scale, lo_r[R], hi_r[R], integer, labels[R].astype(int))
+        first_case = np.unique(R, return_index=True)[1]
+        res = analyse(cs, score=score, replay=replay, mode=mode, engine=engine,
+                      time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),
+                      workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
+                      progress=progress)
+        grp = groups or _default_groups(fs, flip)
+        gx, names = assign(grp, fs, vals_x, P)
+        gp, _ = assign(grp, fs, vals_p, P)
+        grow, _ = assign(grp, fs, values, n)
+        rb_x_rows = np.full(n, "unknown", dtype=object)
+        rb_x_rows[R[first_case]] = res.rb_x
+        agg = aggregate(names, row_group=grow, row_label=labels, row_pred=row_pred, case_row=R, case_group_x=gx,
+                        case_group_p=gp, case_class=labels[R].astype(int), case_eligible=res.eligible,
+                        case_same=res.pred_x == res.pred_p, obs_status=res.observed, flip_status=res.flipped,
+                        rb_x=rb_x_rows, rb_p=res.rb_p)
+        tables[flip] = agg.to_json()
+        verdict_parts.append((flip, res, cs, vals_x, vals_p, R))
+        details.setdefault("seconds", {})[flip] = res.seconds
+        details.setdefault("stages", {})[flip] = res.counts
+        if res.notes:
+            details.setdefault("notes", []).extend(res.notes)
+    details["table"] = tables if len(tables) > 1 else next(iter(tables.values()))
+    chart = opts.get("chart")
+    if chart:
+        path = Path(spec.file).resolve().parent / str(chart)
+        try:
+            for flip, t in tables.items():
+                out = path if len(tables) == 1 else path.with_name(f"{path.stem}_{flip}{path.suffix}")
+                write_chart(t, out, title=f"{prop.name}: PBA by {t['groups'] and (groups.label if groups else flip)}")
+                details.setdefault("charts", []).append(str(out))
+        except OSError as e:
+            ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
+
+    # ---- the verdict over the observed setting
+    obs = np.concatenate([r.observed for _, r, *_ in verdict_parts])
+    elig = obs != "excluded"
+    n_el = int(elig.sum())
+    proved = int((obs == "proved").sum())
+    refuted = int((obs == "refuted").sum())
+    unk = int((obs == "unknown").sum())
+    details["points"] = {"eligible": n_el, "proved": proved, "refuted": refuted, "unknown": unk,
+                         "excluded": int((~elig).sum())}
+    seconds = time.perf_counter() - t0
+    if n_el == 0:
+        return unknown(prop, f"no selected point is classified as its true class with its counterfactual "
+                             f"({n} rows selected): PBA has no point to verify", backend=BACKEND, seconds=seconds,
+                       details=details)
+
+    def witness():
+        best = None
+        for flip, r, cs, vx, vp, R in verdict_parts:
+            for i, (x, xp) in r.witness_obs.items():
+                f = float(np.nan_to_num(r.f_obs[i], nan=0.0))
+                if best is None or f < best[0]:
+                    best = (f, x[0], xp[0], flip, int(sel[R[i]]), r.stage_obs[i])
+        if best is None:
+            return None
+        f, x, xp, flip, row, stage = best
+        if positive is None:      # the declared output, replayed
+            out = ctx.model(m.name).replay(np.stack([x, xp]))
+            what_out = "the model's declared output on x and x' (replayed)"
+        else:
+            out = replay(np.stack([x, xp]))
+            what_out = "logit(class 1) - logit(class 0) on x and x' (replayed)"
+        details["witness_point"] = {"row": row, "flip": flip, "objective": round(f, 9), "found_by": stage,
+                                    "outputs": what_out}
+        return Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
+                       (float(out[0]), float(out[1])), replayed_by=replayer)
+
+    share = proved / n_el
+    hi_share = (proved + unk) / n_el
+    bound = (round(share, 6), round(hi_share, 6))
+    common = dict(backend=BACKEND, seconds=seconds, details=details)
+    what = f"{proved} of {n_el} eligible points PBA-verified, {refuted} refuted, {unk} unknown"
+    if prop.threshold is None:
+        if refuted:
+            return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), bound=bound, witness=witness(),
+                           reason=f"{what}: a point is not persistently more confident than its counterfactual",
+                           **common)
+        if unk:
+            return unknown(prop, f"{what} (time budget or solver limits)", value=round(share, 6), bound=bound,
+                           **common)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, **common)
+    op, thr = prop.op, prop.threshold
+    ok = {">=": lambda v: v >= thr, ">": lambda v: v > thr, "<=": lambda v: v <= thr, "<": lambda v: v < thr}[op]
+    low_side, high_side = (share, hi_share) if op in (">=", ">") else (hi_share, share)
+    if ok(low_side):
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=round(share, 6), bound=bound,
+                       reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", **common)
+    if not ok(high_side):
+        w = witness() if op in (">=", ">") else None
+        return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), bound=bound, witness=w,
+                       reason=f"{what}; the share of verified points cannot be {op} {thr:g}", **common)
+    return unknown(prop, f"{what}; the share {op} {thr:g} depends on the unknown points", value=round(share, 6),
+                   bound=bound, **common)
