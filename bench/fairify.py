@@ -1,0 +1,495 @@
+"""Benchmark: individual fairness and k-discrimination of Fairify's 25 ReLU networks.
+
+The networks, domains and data are read at run time from ``../shared/bench/fairify``
+(relative to the repository; ``--shared DIR`` points at another ``shared``), never
+copied. For every network and every protected attribute of ``domains.json``
+(``src(main)``, ``src(alt)``):
+
+* ``sign``: Fairify's property: x, x' equal except the protected attribute, which
+  differs, both inside the verification domain; violated by logits of opposite sign;
+* ``eps``: HyFair's property: |prob - prob'| > 0.05;
+
+both by the batched falsifier (``fairspec.backends.search``) for ``--budget`` seconds
+(data rows with every counterfactual, then a greedy population search). And
+k-discrimination (``fairspec.analyses.kdisc``, simulated annealing) with K = every
+combination of the protected values: AC race x sex (K = 10) and a HyFair-like K = 20
+with two age bands ([10, 39], [40, 100]: the search picks an age inside each band); BM
+sees age only as 0/1 (K = 2); GC age x sex (K = 4). These rows are ``eps`` rows over
+the combined attribute (an ID there is a 2-discriminant of the same property).
+
+Every witness is replayed with onnxruntime on the ONNX file (the ``logit`` output for
+``sign``, ``prob`` for ``eps``) and its pre-condition re-checked before it is counted;
+a row is ``violated`` only with a replayed witness, otherwise ``unknown`` (a search
+proves nothing) unless the MILP proves it (``--prove SECONDS``, helper 3a's backend).
+
+Beside our numbers: Fairify's published verdict counts over its input partitions
+(``published_results.csv``, experiment ``src``: SAT / UNSAT / UNK) and HyFair's
+Table I (MILP: #ID, time to first ID, max #K) and Table II (simulated annealing,
+4-hour searches: Max.K, T.maxK). HyFair's K (20 for AC, 9 for BM) is not fully
+stated, so its max k is printed beside ours, not compared.
+
+    python bench/fairify.py [--models AC-1,BM-6] [--budget 10] [--json FILE]
+    python bench/fairify.py --compare-kdisc 120,600 --models AC-1,AC-2   # max k: short vs long run
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_SHARED = ROOT.parent / "shared"
+EPS = 0.05
+AGE_BANDS = [(10, 39), (40, 100)]
+
+# HyFair (paper 000_*), Table I, "HyFair (MILP)" columns, means of 10 runs:
+# #ID, T.1st (s), #K.1st, Num. Clusters (#K). None = N/A (no ID found).
+HYFAIR_TABLE1 = {
+    "AC-1": (23.2, 0.5, 17.6, 18.6), "AC-2": (18.6, 2.7, 15.8, 17.8), "AC-3": (12.6, 3.4, 11.4, 16.0),
+    "AC-4": (0.4, 106.2, 8.5, 8.5), "AC-5": (4.0, 25.1, 10.2, 15.0), "AC-6": (25.0, 0.3, 11.8, 16.6),
+    "AC-7": (2.0, 73.8, 15.2, 17.2), "AC-8": (25.0, 0.2, 15.8, 17.2), "AC-9": (23.6, 0.2, 14.8, 16.0),
+    "AC-10": (23.4, 0.43, 15.0, 17.6), "AC-11": (0.8, 64.2, 8.5, 9.0), "AC-12": (13.2, 3.8, 15.2, 18.8),
+    "BM-1": (37.8, 2.4, 7.8, 9.0), "BM-2": (33.2, 5.3, 7.4, 9.0), "BM-3": (58.8, 2.3, 7.6, 9.0),
+    "BM-4": (0.0, None, None, None), "BM-5": (43.2, 1.6, 7.8, 9.0), "BM-6": (59.8, 3.5, 4.0, 5.8),
+    "BM-7": (0.0, None, None, None), "BM-8": (1.6, 63.7, 4.6, 4.8),
+}
+# HyFair Table II, "SA" rows (4-hour searches), means: Iter (x1K), Max.K, Avg.K, T.1st (s),
+# #ID, Succ.rate (%), #ID.maxK, T.maxK (s). BM4 and BM7 are not in the table (certified).
+HYFAIR_TABLE2_SA = {
+    "AC-1": (3.6, 20.0, 9.3, 1, 1927, 53.3, 2.7, 1162), "AC-2": (2.6, 19.0, 14.0, 2, 2245, 87.7, 3.8, 4769),
+    "AC-3": (3.2, 20.0, 14.1, 4, 1846, 58.6, 170.4, 86), "AC-4": (0.2, 20.0, 17.1, 127, 125, 91.0, 13.2, 1262),
+    "AC-5": (1.6, 18.3, 13.0, 3, 1545, 97.7, 9.6, 2209), "AC-6": (2.9, 20.0, 13.8, 1, 2623, 91.5, 108.4, 93),
+    "AC-7": (4.3, 16.5, 14.3, 1602, 18, 0.4, 2.6, 3646), "AC-8": (3.8, 16.9, 12.3, 1, 2072, 57.0, 9.2, 2569),
+    "AC-9": (3.1, 19.0, 13.7, 1, 2430, 77.6, 51.0, 443), "AC-10": (3.5, 16.9, 11.3, 3, 1838, 51.6, 5.8, 3778),
+    "AC-11": (1.3, 20.0, 15.0, 8, 987, 73.8, 29.9, 471), "AC-12": (2.4, 20.0, 15.7, 1, 1662, 70.8, 60.6, 203),
+    "BM-1": (9.1, 9.0, 5.2, 1, 5135, 57.3, 26.3, 420), "BM-2": (11.3, 9.0, 4.6, 8, 726, 6.4, 17.3, 936),
+    "BM-3": (11.3, 9.0, 6.5, 2, 2984, 26.5, 419.1, 24), "BM-5": (10.2, 6.0, 3.7, 3, 1605, 15.9, 25.4, 464),
+    "BM-6": (11.3, 8.0, 3.4, 1.6, 2315, 20.5, 21.5, 137), "BM-8": (0.3, 8.0, 4.8, 394, 42, 16.5, 1.2, 4570),
+}
+HYFAIR_K = {"AC": 20, "BM": 9}
+
+
+# --------------------------------------------------------------------------- inputs
+class Bench:
+    def __init__(self, shared: Path):
+        self.dir = shared / "bench" / "fairify"
+        if not (self.dir / "domains.json").exists():
+            raise SystemExit(f"no Fairify benchmark at {self.dir} (use --shared DIR)")
+        self.domains = json.loads((self.dir / "domains.json").read_text())
+        self._data: dict[str, np.ndarray] = {}
+        self.published = self._published()
+
+    def models(self) -> list[str]:
+        names = [p.stem for p in (self.dir / "models").glob("*.onnx")]
+        return sorted(names, key=lambda m: (m.split("-")[0], int(m.split("-")[1])))
+
+    def onnx(self, model: str) -> Path:
+        return self.dir / "models" / f"{model}.onnx"
+
+    def data(self, ds: str) -> np.ndarray:
+        if ds not in self._data:
+            names = self.domains[ds]["feature_order"]
+            with open(self.dir / f"{ds}.csv", newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            self._data[ds] = np.array([[float(r[n]) for n in names] for r in rows], dtype=np.float64)
+        return self._data[ds]
+
+    def box(self, ds: str):
+        from fairspec.backends.search import Box
+
+        d = self.domains[ds]
+        names = d["feature_order"]
+        lo = [d["verification_domain"][n][0] for n in names]
+        hi = [d["verification_domain"][n][1] for n in names]
+        return Box.make(lo, hi, True)
+
+    def protected(self, ds: str) -> list[tuple[str, int]]:
+        d = self.domains[ds]["protected"]
+        out = []
+        for key in ("src(main)", "src(alt)"):
+            for name, idx in d.get(key, []):
+                out.append((name, int(idx)))
+        return out
+
+    def attr(self, ds: str, name: str):
+        from fairspec.backends.search import Protected
+
+        d = self.domains[ds]
+        idx = d["feature_order"].index(name)
+        lo, hi = d["verification_domain"][name]
+        return Protected.label(idx, range(int(lo), int(hi) + 1), name)
+
+    def _published(self) -> dict:
+        out = {}
+        path = self.dir / "published_results.csv"
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if r["experiment"] != "src":
+                    continue
+                m = r["model"]
+                model = f"{m[:2]}-{m[2:]}"
+                out[(model, r["query"])] = (int(r["SAT"]), int(r["UNSAT"]), int(r["UNK"]))
+        return out
+
+
+def kdisc_spaces(bench: Bench, ds: str, box, pairs_done: bool = False) -> list[tuple[str, object]]:
+    """The combined protected attributes of k-discrimination for a data set."""
+    from fairspec.backends.search import Protected, Space
+
+    if ds == "AC":
+        race, sex = bench.attr(ds, "race"), bench.attr(ds, "sex")
+        age = bench.domains[ds]["feature_order"].index("age")
+        return [("race*sex", Space(box, [race, sex])),
+                ("age2*race*sex", Space(box, [Protected.banded(age, AGE_BANDS, "age"), race, sex]))]
+    if ds == "BM":  # K = 2 (age 0/1): the "eps" row of the attribute already gives max k
+        return [("age", Space(box, [bench.attr(ds, "age")]))] if not pairs_done else []
+    if ds == "GC":
+        return [("age*sex", Space(box, [bench.attr(ds, "age"), bench.attr(ds, "sex")]))]
+    return []
+
+
+# --------------------------------------------------------------------------- replay
+class Replayer:
+    """onnxruntime on the ONNX file: the independent check of every witness."""
+
+    def __init__(self, path: Path):
+        from fairspec.backends.search.evaluators import ort_evaluator
+
+        self.logit = ort_evaluator(path, "logit")
+        self.prob = ort_evaluator(path, "prob")
+
+    def check(self, space, prop: str, pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+        if not pairs:
+            return []
+        X = np.vstack([p[0] for p in pairs])
+        Xp = np.vstack([p[1] for p in pairs])
+        if prop == "sign":
+            a, b = self.logit(X), self.logit(Xp)
+            bad = (a > 0) != (b > 0)
+        else:
+            a, b = self.prob(X), self.prob(Xp)
+            bad = np.abs(a - b) > EPS
+        box = space.box
+        inside = box.contains(X) & box.contains(Xp)
+        shared = np.all(X[:, space.shared_mask] == Xp[:, space.shared_mask], axis=1)
+        differ = np.any(X[:, space.protected_cols] != Xp[:, space.protected_cols], axis=1)
+        ok = bad & inside & shared & differ
+        return [{"x": [float(v) for v in X[i]], "x_prime": [float(v) for v in Xp[i]],
+                 "out": float(a[i]), "out_prime": float(b[i])} for i in np.flatnonzero(ok)]
+
+
+# --------------------------------------------------------------------------- one row
+def base_row(model, protected, prop, K):
+    return {"model": model, "protected": protected, "property": prop, "K": K, "status": "unknown",
+            "how": None, "seconds_to_first": None, "ids": 0, "max_k": None, "seconds_to_max_k": None,
+            "coverage": "not attempted", "reason": "", "witnesses": []}
+
+
+def run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, budget, seed, kdisc_budget):
+    from fairspec.analyses.kdisc import kdisc_search
+    from fairspec.backends.search import Post, Space, falsify
+
+    space = Space(box, [bench.attr(ds, name)])
+    post = Post.label() if prop == "sign" else Post.prob(EPS)
+    row = base_row(model, name, prop, space.K)
+    res = falsify(evaluate, space, post, data=bench.data(ds), budget_seconds=budget, seed=seed,
+                  max_witnesses=32)
+    cands = list(res.witnesses)
+    if res.first_witness is not None:
+        cands.append(res.first_witness)
+    good = replayer.check(space, prop, [(w.x, w.x_prime) for w in cands])
+    row.update(ids=res.ids, search_seconds=round(res.seconds, 3), evaluations=res.evaluations,
+               best_objective=res.best_objective)
+    if good:
+        # time to the first witness that replays: the first one found, else the earliest kept one
+        ok = {(tuple(g["x"]), tuple(g["x_prime"])) for g in good}
+        first = min(w.seconds for w in cands if (tuple(map(float, w.x)), tuple(map(float, w.x_prime))) in ok)
+        row.update(status="violated", how="search", seconds_to_first=round(first, 4), witnesses=good[:10],
+                   reason="replayed witness (onnxruntime)")
+    else:
+        row["reason"] = res.reason or "witnesses did not replay"
+    if prop == "eps":
+        if space.K == 2:  # two counterfactuals more than eps apart lie in two buckets
+            row["max_k"] = 2 if good else None
+            row["seconds_to_max_k"] = row["seconds_to_first"]
+        elif kdisc_budget > 0:
+            kr = kdisc_search(evaluate, space, eps=EPS, data=bench.data(ds), budget_seconds=kdisc_budget,
+                              seed=seed, method="sa")
+            row["max_k"], row["seconds_to_max_k"] = kr.max_k, _r(kr.seconds_to_max_k)
+    return row
+
+
+def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, seed, method="sa"):
+    from fairspec.analyses.kdisc import kdisc_search
+
+    row = base_row(model, label, "eps", space.K)
+    kr = kdisc_search(evaluate, space, eps=EPS, data=bench.data(ds), budget_seconds=budget, seed=seed,
+                      method=method)
+    pairs = []
+    for w in kr.top:
+        i, j = int(np.argmax(w.scores)), int(np.argmin(w.scores))
+        if w.scores[i] - w.scores[j] > EPS:
+            pairs.append((w.inputs[i], w.inputs[j]))
+    good = replayer.check(space, "eps", pairs)
+    row.update(ids=kr.ids, max_k=kr.max_k, seconds_to_max_k=_r(kr.seconds_to_max_k),
+               avg_k=round(kr.avg_k, 2), success_rate=round(kr.success_rate, 4), ids_at_max_k=kr.ids_at_max_k,
+               iterations=kr.iterations, search_seconds=round(kr.seconds, 3),
+               history=[[round(a, 3), b] for a, b in kr.history])
+    if kr.witness is not None:
+        row["k_witness"] = kr.witness.to_dict()
+    if good:
+        row.update(status="violated", how="search", seconds_to_first=_r(kr.seconds_to_first_id),
+                   witnesses=good[:10], reason="replayed witness (onnxruntime)")
+    else:
+        row["reason"] = "no 2-discriminant found" if not kr.ids else "witnesses did not replay"
+    return row
+
+
+def try_prove(row, model, ds, name, bench, prove_seconds):
+    """Helper 3a's MILP: partitioned proof when available, else one proof over the domain
+    for rows the search left unknown."""
+    try:
+        from fairspec.backends import milp
+        from fairspec.backends.pair import PairProblem
+        from fairspec.models import network
+    except Exception as e:  # noqa: BLE001 - backend absent
+        row["coverage"] = f"not attempted ({type(e).__name__})"
+        return
+    d = bench.domains[ds]
+    names = d["feature_order"]
+    lo = [d["verification_domain"][n][0] for n in names]
+    hi = [d["verification_domain"][n][1] for n in names]
+    idx = names.index(name)
+    net = network.from_onnx(bench.onnx(model))
+    problem = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (),
+                          "label" if row["property"] == "sign" else "prob", 0.0 if row["property"] == "sign" else EPS)
+    part = getattr(milp, "solve_partitioned", None)
+    try:
+        if part is not None:
+            res = part(problem, mode="prove", time_limit=prove_seconds)
+        elif row["status"] == "unknown":
+            res = milp.prove(problem, time_limit=prove_seconds)
+        else:
+            row["coverage"] = "n/a (search refuted; no partitioned prover yet)"
+            return
+    except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
+        row["coverage"] = f"error: {type(e).__name__}: {e}"
+        return
+    cov = getattr(res, "coverage", None)
+    if cov is not None:
+        row["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
+                           "undecided": cov.undecided}
+    else:
+        row["coverage"] = {"partitions": 1, "proved": int(res.status == "holds"),
+                           "refuted": int(res.status == "violated"), "undecided": int(res.status == "unknown")}
+    if res.status == "holds" and res.how == "proved" and row["status"] == "unknown":
+        row.update(status="holds", how="proved", reason=res.reason or "MILP proof")
+    elif res.status == "violated" and row["status"] == "unknown" and res.witness is not None:
+        row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
+
+
+def _r(v, nd=4):
+    return None if v is None else round(float(v), nd)
+
+
+# --------------------------------------------------------------------------- table
+def published_cols(bench, row):
+    model = row["model"]
+    pub = bench.published.get((model, row["protected"]))
+    t1 = HYFAIR_TABLE1.get(model)
+    t2 = HYFAIR_TABLE2_SA.get(model)
+    return pub, t1, t2
+
+
+def render(rows, bench, console):
+    from rich.table import Table
+
+    t = Table(title="Fairify networks: falsification and k-discrimination", show_lines=False)
+    for c in ("model", "protected", "prop", "K", "status", "t first (s)", "#ID", "max k", "t max k (s)",
+              "coverage", "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
+        t.add_column(c, overflow="fold")
+    for row in rows:
+        pub, t1, t2 = published_cols(bench, row)
+        cov = row["coverage"]
+        if isinstance(cov, dict):
+            cov = f"{cov['proved']}/{cov['refuted']}/{cov['undecided']} of {cov['partitions']}"
+        style = {"violated": "red", "holds": "green"}.get(row["status"], "yellow")
+        t.add_row(row["model"], row["protected"], row["property"], str(row["K"]),
+                  f"[{style}]{row['status']}[/{style}]",
+                  "-" if row["seconds_to_first"] is None else f"{row['seconds_to_first']:.3f}",
+                  str(row["ids"]), "-" if row["max_k"] is None else str(row["max_k"]),
+                  "-" if row["seconds_to_max_k"] is None else f"{row['seconds_to_max_k']:.2f}",
+                  str(cov),
+                  "-" if pub is None else "/".join(map(str, pub)),
+                  "-" if t1 is None or row["property"] != "eps" else
+                  f"{t1[0]} / {t1[1] if t1[1] is not None else 'N/A'} / {t1[3] if t1[3] is not None else 'N/A'}",
+                  "-" if t2 is None or row["property"] != "eps" or row["K"] < 10 and row["model"].startswith("AC")
+                  else f"{t2[1]} / {t2[7]}")
+    console.print(t)
+
+
+def summary(rows, bench) -> dict:
+    """The issue-3 targets over the measured rows."""
+    sat = []
+    for row in rows:
+        if row["property"] != "sign":
+            continue
+        pub = bench.published.get((row["model"], row["protected"]))
+        if pub is not None and pub[0] > 0:
+            sat.append(row)
+    holds_wrong = [r for r in sat if r["status"] == "holds"]
+    refuted = [r for r in sat if r["status"] == "violated" and r["seconds_to_first"] is not None
+               and r["seconds_to_first"] <= 60]
+    times = [r["seconds_to_first"] for r in sat if r["seconds_to_first"] is not None]
+    return {
+        "fairify_sat_pairs": len(sat),
+        "holds_where_fairify_sat": len(holds_wrong),
+        "refuted_within_60s": len(refuted),
+        "median_seconds_to_first": statistics.median(times) if times else None,
+        "max_seconds_to_first": max(times) if times else None,
+        "unknown_where_fairify_sat": [f"{r['model']}/{r['protected']}" for r in sat if r["status"] != "violated"],
+    }
+
+
+# --------------------------------------------------------------------------- main runs
+def run_all(args, bench, console):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fairspec.backends.search.evaluators import onnx_evaluator
+
+    models = args.models or bench.models()
+    jobs = []
+    for model in models:
+        ds = model.split("-")[0]
+        for name, _ in bench.protected(ds):
+            for prop in ("sign", "eps"):
+                jobs.append(("pair", model, ds, name, prop))
+        if not args.no_kdisc:
+            for label, _ in kdisc_spaces(bench, ds, bench.box(ds), pairs_done=True):
+                jobs.append(("kdisc", model, ds, label, "eps"))
+    rows = []
+    cache = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        task = progress.add_task("starting", total=len(jobs))
+        for kind, model, ds, name, prop in jobs:
+            progress.update(task, description=f"{model} {name} {prop}")
+            if model not in cache:
+                cache.clear()
+                cache[model] = (onnx_evaluator(bench.onnx(model)), Replayer(bench.onnx(model)))
+            evaluate, replayer = cache[model]
+            box = bench.box(ds)
+            if kind == "pair":
+                row = run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, args.budget, args.seed,
+                                   args.kdisc_budget if args.kdisc_budget is not None else args.budget)
+                if args.prove:
+                    try_prove(row, model, ds, name, bench, args.prove)
+            else:
+                space = dict(kdisc_spaces(bench, ds, box))[name]
+                row = run_kdisc_row(model, ds, name, space, bench, evaluate, replayer,
+                                    args.kdisc_budget if args.kdisc_budget is not None else args.budget, args.seed)
+            pub, t1, t2 = published_cols(bench, row)
+            row["fairify_published"] = None if pub is None else dict(zip(("SAT", "UNSAT", "UNK"), pub))
+            if row["property"] == "eps" and t1 is not None:
+                row["hyfair_table1"] = dict(zip(("ids", "seconds_to_first", "k_first", "max_k"), t1))
+            if row["property"] == "eps" and t2 is not None:
+                row["hyfair_table2_sa"] = dict(zip(("iters_k", "max_k", "avg_k", "seconds_to_first", "ids",
+                                                    "success_rate", "ids_at_max_k", "seconds_to_max_k"), t2))
+            rows.append(row)
+            progress.advance(task)
+            if not console.is_terminal:
+                print(f"{model} {row['protected']} {row['property']}: {row['status']} first={row['seconds_to_first']} "
+                      f"ids={row['ids']} max_k={row['max_k']}", file=sys.stderr, flush=True)
+    return rows
+
+
+def compare_kdisc(args, bench, console):
+    """Max k of a short run against a long run (the issue-3 target compares 120 s with 30 min).
+
+    One run per network with the longest budget; the shorter budgets are read from its
+    history (the search is deterministic given the seed, so a shorter run with the same
+    seed follows the same trajectory and stops earlier)."""
+    from rich.table import Table
+
+    from fairspec.analyses.kdisc import kdisc_search
+    from fairspec.backends.search.evaluators import onnx_evaluator
+
+    budgets = sorted(float(b) for b in args.compare_kdisc.split(","))
+    models = args.models or [m for m in bench.models() if m in HYFAIR_TABLE2_SA]
+    rows = []
+    t = Table(title=f"k-discrimination: max k after {' vs '.join(f'{b:g} s' for b in budgets)} (seed {args.seed})")
+    for c in ["model", "protected", "K"] + [f"max k @ {b:g}s" for b in budgets] + ["t max k (s)", "equal",
+                                                                                   "HyFair SA Max.K (their K)"]:
+        t.add_column(c)
+    for model in models:
+        ds = model.split("-")[0]
+        ev = onnx_evaluator(bench.onnx(model))
+        for label, space in kdisc_spaces(bench, ds, bench.box(ds)):
+            if args.kdisc_labels and label not in args.kdisc_labels:
+                continue
+            kr = kdisc_search(ev, space, eps=EPS, data=bench.data(ds), budget_seconds=budgets[-1], seed=args.seed,
+                              stop_at_k=space.K)
+            ks = [max([k for sec, k in kr.history if sec <= b], default=0) for b in budgets]
+            row = {"model": model, "protected": label, "K": space.K, "budgets": budgets, "max_k": ks,
+                   "seconds_to_max_k": _r(kr.seconds_to_max_k), "history": [[round(a, 2), k] for a, k in kr.history],
+                   "iterations": kr.iterations, "equal": len(set(ks)) == 1}
+            rows.append(row)
+            t2 = HYFAIR_TABLE2_SA.get(model)
+            t.add_row(model, label, str(space.K), *[str(k) for k in ks], f"{kr.seconds_to_max_k or 0:.1f}",
+                      "yes" if row["equal"] else "NO", "-" if t2 is None else f"{t2[1]} ({HYFAIR_K.get(ds)})")
+            print(f"{model} {label}: {ks} history {row['history']}", file=sys.stderr, flush=True)
+    console.print(t)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED, help="the shared folder (default ../shared)")
+    ap.add_argument("--models", type=lambda s: [m.strip() for m in s.split(",") if m.strip()], default=None)
+    ap.add_argument("--budget", type=float, default=10.0, help="seconds per search (default 10)")
+    ap.add_argument("--kdisc-budget", type=float, default=None, help="seconds per k-discrimination search")
+    ap.add_argument("--no-kdisc", action="store_true", help="skip the combined-attribute k-discrimination rows")
+    ap.add_argument("--prove", type=float, default=0.0, help="MILP seconds per row (0: no proofs)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
+    ap.add_argument("--kdisc-labels", type=lambda s: s.split(","), default=None,
+                    help="with --compare-kdisc: only these attribute sets (e.g. age2*race*sex)")
+    args = ap.parse_args(argv)
+
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    bench = Bench(args.shared.resolve())
+    if args.models:
+        unknown = [m for m in args.models if m not in bench.models()]
+        if unknown:
+            raise SystemExit(f"unknown models: {', '.join(unknown)}")
+    t0 = time.perf_counter()
+    if args.compare_kdisc:
+        rows = compare_kdisc(args, bench, console)
+        out = {"compare_kdisc": rows, "equal": sum(r["equal"] for r in rows), "of": len(rows)}
+    else:
+        rows = run_all(args, bench, console)
+        render(rows, bench, console)
+        out = {"rows": rows, "summary": summary(rows, bench)}
+        console.print(out["summary"])
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    out["budget"] = args.budget
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1, default=float))
+        console.print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
