@@ -22,17 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairspec.models.network import sigmoid  # noqa: F401 - re-exported for the search modules
+
 POST_KINDS = ("label", "prob", "logit")
 
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    e = np.exp(z[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
 
 
 @dataclass(frozen=True)
