@@ -88,8 +88,8 @@ def world(tmp_path_factory):
         h = np.maximum(h @ W2.T, 0)
         return h @ W3.T
 
-    X = np.column_stack([(age - age.min()) / (age.max() - age.min()), (hours - hours.min()) / (hours.max() - hours.min()),
-                         score, sex == 0, sex == 1, job == 0, job == 1, job == 2]).astype(float)
+    X = np.column_stack([(age - age.min()) / (age.max() - age.min()),
+                         (hours - hours.min()) / (hours.max() - hours.min()), score, sex == 0, sex == 1, job == 0, job == 1, job == 2]).astype(float)
     L = logits(X)
     y = (L[:, 1] > L[:, 0]).astype(int)
     flip = rng.random(n) < 0.15                            # some misclassified points: excluded

@@ -65,6 +65,13 @@ def print_text(report, console) -> None:
             console.print(f"[bold]{v.name}[/]: " + " ".join(lines), highlight=False)
         if v.witness:
             _print_witness(v.witness, console)
+        if v.kind == "pba" and v.details and v.details.get("table"):
+            try:
+                from fairspec.backends.pba import render_table
+
+                render_table(v.details["table"], console)
+            except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
+                console.print(f"(pba table not shown: {e})", markup=False)
         if v.details and v.details.get("explanation"):
             console.print(v.details["explanation"], markup=False, highlight=False)
             if v.details.get("guardrail"):

@@ -28,7 +28,7 @@ METRICS = {
 }
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
-               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout"}
+               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout", "chart"}
 COMPARISONS = {"<", "<=", ">", ">="}
 
 

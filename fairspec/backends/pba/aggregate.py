@@ -113,10 +113,10 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
     for r in d["rows"]:
         oc, fc = r["observed_counts"], r["flipped_counts"]
         und = oc["unknown"] + fc["unknown"]
+        parts = {s: (_pct(r[f"pba_{s}"]), f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
+                 for s in ("observed", "flipped")}
         t.add_row(r["group"], str(r["n"]), _pct(r["sp"]), _pct(r["tpr"]), _pct(r["cfa"]),
-                  _pct(r.get("rb_observed")), _pct(r.get("rb_flipped")),
-                  f"{_pct(r['pba_observed'])}", f"{_pct(r['pba_observed_desirable'])}/{_pct(r['pba_observed_undesirable'])}",
-                  f"{_pct(r['pba_flipped'])}", f"{_pct(r['pba_flipped_desirable'])}/{_pct(r['pba_flipped_undesirable'])}",
+                  _pct(r.get("rb_observed")), _pct(r.get("rb_flipped")), *parts["observed"], *parts["flipped"],
                   str(und))
     if console is not None:
         console.print(t)

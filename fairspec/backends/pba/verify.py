@@ -50,6 +50,7 @@ class Decisions:
     counts: dict = field(default_factory=dict)
     reasons: dict = field(default_factory=dict)
     bounds: tuple | None = None   # (CopyBounds of x, of x'), reusable
+    bab_boxes: int = 0            # sub-boxes the branch and bound bounded
 
     @classmethod
     def empty(cls, P: int, m: int) -> "Decisions":
@@ -218,7 +219,7 @@ def decide(tc: TwinCases, *, mode: str = "exact", engine: str = "highs", time_li
             elif st[j] == "proved":
                 dec.status[i], dec.stage[i] = "proved", "bab"
         dec.seconds["bab"] = round(time.perf_counter() - t0, 4)
-        dec.counts_bab_boxes = int(used.sum())
+        dec.bab_boxes = int(used.sum())
     t0 = time.perf_counter()
     _exact_stage(dec, tc, bx, bp, dec.open(), objective="pba", engine=engine, mode=mode, time_limit=time_limit,
                  case_limit=case_limit, workers=workers, progress=progress, t_start=t_start)
