@@ -67,3 +67,20 @@ class Verdict:
 
 def unknown(prop, reason: str, *, backend: str | None = None, seconds: float = 0.0, **kw) -> Verdict:
     return Verdict(prop.name, prop.kind, "unknown", reason=reason, backend=backend, seconds=seconds, **kw)
+
+
+_CLAIM_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def interval_status(op: str, threshold: float, lo: float, hi: float) -> str:
+    """Decide `value op threshold` for an estimate known only to lie in [lo, hi].
+
+    "holds" when the whole interval satisfies the claim, "violated" when none of it
+    does, "unknown" when the threshold lies inside (an estimate is never more)."""
+    sat = _CLAIM_OPS[op]
+    ok_lo, ok_hi = sat(lo, threshold), sat(hi, threshold)
+    if ok_lo and ok_hi:
+        return "holds"
+    if not ok_lo and not ok_hi:
+        return "violated"
+    return "unknown"

@@ -51,7 +51,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, DistributionError, Variable,
                                             conditional, independent, learn_bayes_net)
-from fairspec.verdict import Verdict, unknown
+from fairspec.verdict import Verdict, interval_status, unknown
 
 __all__ = ["run", "Unsupported", "build_problem", "rule_form", "table_network", "LABEL"]
 
@@ -221,12 +221,6 @@ def _value_index(var: Variable, value, dist_name: str) -> int:
                             f"{', '.join(map(str, var.values))}) in distribution '{dist_name}'")
 
 
-def _event(name, value) -> str:
-    if value is True:
-        return name
-    if value is False:
-        return f"not {name}"
-    return f"{name} = {value}"
 
 
 def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tuple[BayesNet, list[str]]:
@@ -260,7 +254,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
         if cond:
             uncond = [r for r in rows if not r.given]
             for r in uncond:
-                notes.append(f"p({_event(n, r.value)}) = {r.prob:g} is not used: the table of '{n}' conditions on "
+                notes.append(f"p({ir.event_text(n, r.value)}) = {r.prob:g} is not used: the table of '{n}' conditions on "
                              f"{', '.join(dict.fromkeys(g for g, _ in cond[0].given))}")
             rows = cond
             pa = tuple(dict.fromkeys(g for g, _ in cond[0].given))
@@ -285,14 +279,14 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
             key = tuple(_value_index(variables[p], dict(r.given)[p], dist.name) for p in pa)
             j = _value_index(var, r.value, dist.name)
             if not math.isnan(given_p[key + (j,)]):
-                raise DistributionError(f"p({_event(n, r.value)}{_given_text(r)}) is given twice in "
+                raise DistributionError(f"p({ir.event_text(n, r.value)}{_given_text(r)}) is given twice in "
                                         f"distribution '{dist.name}'")
             given_p[key + (j,)] = r.prob
         table = np.empty_like(given_p)
         for key in itertools.product(*[range(k) for k in shape]):
             row = given_p[key]
             missing = np.isnan(row)
-            where = ", ".join(_event(p, variables[p].values[i]) if variables[p].values != (False, True)
+            where = ", ".join(ir.event_text(p, variables[p].values[i]) if variables[p].values != (False, True)
                               else (p if i else f"not {p}") for p, i in zip(pa, key))
             cond_txt = f" | {where}" if where else ""
             s = float(np.nansum(row))
@@ -321,7 +315,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
 def _given_text(r: ir.CptRow) -> str:
     if not r.given:
         return ""
-    return " | " + ", ".join(_event(g, v) for g, v in r.given)
+    return " | " + ", ".join(ir.event_text(g, v) for g, v in r.given)
 
 
 # --------------------------------------------------------------------------- data
@@ -1151,7 +1145,6 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
                              f"decision, or a group has probability 0)", backend=backend, seconds=seconds,
                        details=details)
     value = float(value)
-    sat = _OPS[prop.op]
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
     extremes = ""
     if res.most_favoured is not None and res.least_favoured is not None:
@@ -1163,7 +1156,7 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
         if not pb.exact_classifier:
             details["note"] = ("the value is exact for the linear approximation of the model, whose agreement "
                                "with the model is in classifier.agreement")
-        if sat(value, prop.threshold):
+        if interval_status(prop.op, prop.threshold, value, value) == "holds":
             return Verdict(prop.name, prop.kind, "holds", how=how, **common)
         return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: the value is {value:.6g}{extremes}",
                        **common)
@@ -1180,9 +1173,10 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     common["bound"] = (lo, hi)
     conf = 1.0 - b.delta
-    if sat(lo, prop.threshold) and sat(hi, prop.threshold):
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status == "holds":
         return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
-    if not sat(lo, prop.threshold) and not sat(hi, prop.threshold):
+    if status == "violated":
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails: the value is {value:.4f} +- {add:.4f} ({conf:.0%} error bound of "
                               f"the distribution estimated from {bn.n_rows} rows){extremes}", **common)

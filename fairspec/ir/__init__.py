@@ -374,6 +374,15 @@ class CptRow:
     prob: float
 
 
+def event_text(feature: str, value) -> str:
+    """A CPT event as the spec writes it: `Q`, `not Q`, `race = White`."""
+    if value is True:
+        return feature
+    if value is False:
+        return f"not {feature}"
+    return f"{feature} = {value}"
+
+
 @dataclass(frozen=True)
 class Distribution:
     name: str

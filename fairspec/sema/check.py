@@ -568,7 +568,7 @@ class Checker:
             else:
                 complete = False
             if total > 1.0 + 1e-6 or (complete and abs(total - 1.0) > 1e-6):
-                cond = (" given " + ", ".join(_event_text(g, v) for g, v in items[0][0].given)) if given else ""
+                cond = (" given " + ", ".join(ir.event_text(g, v) for g, v in items[0][0].given)) if given else ""
                 self.sink.add("FS310", f"the probabilities of '{feature}'{cond} sum to {total:g}, not 1",
                               items[-1][1].span)
 
@@ -636,14 +636,6 @@ DISTRIBUTION_PARAM_WORDS = {
 
 def _shown(v) -> str:
     return f'"{v}"' if isinstance(v, str) and not v.isidentifier() else str(v)
-
-
-def _event_text(feature, value) -> str:
-    if value is True:
-        return feature
-    if value is False:
-        return f"not {feature}"
-    return f"{feature} = {value}"
 
 
 def _is_number(v: str) -> bool:

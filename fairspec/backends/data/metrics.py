@@ -8,16 +8,13 @@ one multinomial draw of those cell counts, which makes 1000 replicates over
 
 from __future__ import annotations
 
-import operator
 import time
 
 import numpy as np
 
 from fairspec import ir
 from fairspec.backends.data.groups import assign
-from fairspec.verdict import Verdict, unknown
-
-_OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+from fairspec.verdict import Verdict, interval_status, unknown
 
 
 def decisions(ctx, model_name: str, values: dict, n: int) -> np.ndarray:
@@ -116,17 +113,17 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
     lo, hi = min(lo, value), max(hi, value)
-    sat = _OPS[prop.op]
     seconds = time.perf_counter() - t0
     common = dict(value=_r(value), bound=(_r(lo), _r(hi)), backend="data", seconds=seconds, details=details)
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
-    if sat(lo, prop.threshold) and sat(hi, prop.threshold):
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status == "holds":
         if small:
             listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
             return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
                            f"{opts.min_group_size} rows, but these are too small to judge: {listed}", **common)
         return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
-    if not sat(lo, prop.threshold) and not sat(hi, prop.threshold):
+    if status == "violated":
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval; lowest "
                               f"{enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})", **common)
