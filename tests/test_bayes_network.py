@@ -8,7 +8,8 @@ import pytest
 
 from fairspec.analyses.distribution import (BayesNet, Bins, Categorical, Continuous, DistributionError,
                                             Variable, conditional, discretise, independent,
-                                            justicia_epsilon0, learn_bayes_net, ppv_error_bound)
+                                            justicia_epsilon0, learn_bayes_net, parent_marginal,
+                                            ppv_error_bound)
 from fairspec.analyses.group_metrics_exact import group_ppvs
 from fairspec.backends.boolean import linear_rule
 
@@ -203,3 +204,57 @@ def test_hoeffding_bound_covers_the_estimation_error():
     for (g, p), (_, q) in zip(r.per_group, exact.per_group):
         assert abs(p - q) <= r.bound.ppv_additive
     assert ppv_error_bound(true, ["Q", "R"]) is None    # declared: no sample
+
+
+def _random_net(rng, names=("A", "B", "C", "D"), k=3):
+    """A random network: each variable has up to two earlier variables as parents."""
+    vs = [Variable(n, tuple(range(k))) for n in names]
+    parents, cpts = {}, {}
+    for i, n in enumerate(names):
+        pa = tuple(sorted(rng.choice(names[:i], size=min(i, int(rng.integers(0, 3))), replace=False))) if i else ()
+        parents[n] = pa
+        cpts[n] = rng.dirichlet(np.ones(k), size=(k,) * len(pa))
+    return BayesNet(vs, parents, cpts)
+
+
+def test_parent_marginal_equals_brute_force():
+    import itertools
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        bn = _random_net(rng)
+        ev = {"A": int(rng.integers(0, 3))}
+        for n in bn.order:
+            if not bn.parents[n]:
+                continue
+            want = np.zeros((3,) * len(bn.parents[n]))
+            z = 0.0
+            for assign in itertools.product(range(3), repeat=len(bn.order)):
+                a = dict(zip(bn.order, assign))
+                if a["A"] != ev["A"]:
+                    continue
+                p = bn.joint(a)
+                z += p
+                want[tuple(a[q] for q in bn.parents[n])] += p
+            assert np.allclose(parent_marginal(bn, n, ev), want / z)
+
+
+def test_error_bound_is_finite_when_a_table_row_has_no_data():
+    """An empty CPT row weighs only what the estimate gives its parents: the bound stays below 1."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    data = {"P": rng.integers(0, 2, n), "Q": rng.integers(0, 2, n), "R": rng.integers(0, 2, n)}
+    vs = [Variable("P", (0, 1)), Variable("Q", (0, 1, 2)), Variable("R", (0, 1))]
+    parents = {"P": (), "Q": ("P",), "R": ("Q",)}
+    cpts, counts = {}, {}
+    for v in vs:
+        pa = parents[v.name]
+        c = np.zeros(tuple(len(data.get(q, ())) and next(w.k for w in vs if w.name == q) for q in pa) + (v.k,))
+        np.add.at(c, tuple(data[q] for q in pa) + (data[v.name],), 1)
+        rows = c.sum(-1, keepdims=True)
+        cpts[v.name] = np.where(rows > 0, c / np.maximum(rows, 1), 1.0 / v.k)
+        counts[v.name] = rows[..., 0]
+    assert counts["R"][2] == 0                      # Q = 2 never occurs: R's row for it is empty
+    bn = BayesNet(vs, parents, cpts, n_rows=n, row_counts=counts, kind="bayes")
+    b = ppv_error_bound(bn, ["Q", "R"], 0.05, {"P": 0})
+    assert 0 < b < 0.2

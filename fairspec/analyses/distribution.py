@@ -51,6 +51,7 @@ __all__ = [
     "GroupPPVs",
     "ErrorBound",
     "justicia_epsilon0",
+    "parent_marginal",
     "ppv_error_bound",
     "PROB_TOL",
 ]
@@ -885,41 +886,73 @@ def justicia_epsilon0(n_rows: int, n_exists: int, n_random: int, delta: float = 
     return math.exp((n_exists + math.log(1 / delta)) * math.log(m) / n_rows)
 
 
+def parent_marginal(bn: BayesNet, name: str, evidence: Mapping[str, int] | None = None) -> np.ndarray:
+    """Pr[parents of ``name`` = r | evidence] under ``bn``: one entry per CPT row of ``name``.
+
+    Exact, by summing the product of the CPTs of the parents' ancestors
+    (``numpy.einsum``); ``evidence`` clamps variables to value indices.
+    """
+    pa = bn.parents[name]
+    if not pa:
+        return np.ones(())
+    evidence = dict(evidence or {})
+    keep = [n for n in bn.order if n in bn.ancestors(pa)]
+    axis = {n: i for i, n in enumerate(keep)}
+    operands: list = []
+    for n in keep:
+        t = bn.cpts[n]
+        if n in evidence:
+            ind = np.zeros(bn.variables[n].k)
+            ind[int(evidence[n])] = 1.0
+            t = t * ind
+        operands += [t, [axis[q] for q in bn.parents[n]] + [axis[n]]]
+    out = np.einsum(*operands, [axis[q] for q in pa], optimize="greedy")
+    total = out.sum()
+    return out / total if total > 0 else out
+
+
+def _log_2k_minus_2(k: int) -> float:
+    """ln(2^k - 2) without overflow (k >= 2)."""
+    return k * math.log(2) + math.log1p(-2.0 ** (1 - k)) if k < 1000 else k * math.log(2)
+
+
 def ppv_error_bound(bn: BayesNet, names: Iterable[str], delta: float = 0.05,
                     group: Mapping[str, int] | None = None) -> float | None:
     """Hoeffding bound on |PPV_hat - PPV| for a classifier reading ``names``.
 
-    For each random variable among ``names`` and their ancestors, the CPT row
-    relevant to ``group`` (all rows when a parent is random) estimated from
-    n rows has total-variation error at most (k/2) sqrt(ln(2 k R / delta) / (2 n))
-    with probability 1 - delta/R (Hoeffding + union bound over the R rows in play);
-    the PPV, a product-form sum, moves by at most the sum of these.
-    Returns None for a declared network (no sample), inf when a needed row is empty.
+    Write both distributions as products of CPTs in topological order and
+    telescope: replacing the true CPT of variable j by its estimate moves
+    E[f] (f in [0, 1]) by at most sum_r Pr_hat[pa_j = r] * TV_r, where the
+    parent weights are those of the *estimated* network (the variables before j
+    are already estimated in the hybrid) and TV_r is the total-variation error
+    of row r.  A k-valued row estimated from n rows has
+    TV_r <= min(1, sqrt((ln(2^k - 2) + ln(R / delta)) / (2 n))) for all R rows in
+    play at once with probability 1 - delta (the L1 deviation inequality of
+    Weissman et al. 2003, P(||p_hat - p||_1 >= e) <= (2^k - 2) exp(-n e^2 / 2),
+    and a union bound); an empty row has TV_r <= 1 and weighs what the estimate
+    gives its parents.
+    Returns None for a declared network (no sample).
     """
     if bn.n_rows is None or not bn.row_counts:
         return None
     group = dict(group or {})
-    use = bn.ancestors(names)
-    items = []
+    use = [n for n in bn.order if n in bn.ancestors(names) and n not in group]
+    counts = {}
     for n in use:
-        if n in group:
-            continue
         rc = bn.row_counts.get(n)
         if rc is None:
             return None
-        rc = np.asarray(rc, dtype=float)
-        pa = bn.parents[n]
-        sl = tuple(group[p] if p in group else slice(None) for p in pa)
-        rows = np.asarray(rc[sl] if pa else rc, dtype=float).reshape(-1)
-        items.append((bn.variables[n].k, rows))
-    R = sum(len(r) for _, r in items) or 1
+        counts[n] = np.asarray(rc, dtype=float)
+    R = sum(max(c.size, 1) for c in counts.values()) or 1
     tot = 0.0
-    for k, rows in items:
-        nmin = rows.min() if len(rows) else 0
-        if nmin <= 0:
-            return math.inf
-        tot += (k / 2.0) * math.sqrt(math.log(2 * k * R / delta) / (2 * nmin))
-    return float(tot)
+    for n in use:
+        k = bn.variables[n].k
+        n_r = counts[n].reshape(bn.cpts[n].shape[:-1])
+        with np.errstate(divide="ignore"):
+            tv = np.minimum(1.0, np.sqrt((_log_2k_minus_2(k) + math.log(R / delta)) / (2 * n_r)))
+        w = parent_marginal(bn, n, group)
+        tot += float(np.sum(w * tv))
+    return float(min(tot, 1.0))
 
 
 # --------------------------------------------------------------------------- backend results

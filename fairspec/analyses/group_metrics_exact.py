@@ -15,7 +15,7 @@ protected group a is Pr[Yhat = 1 | A = a] -- the group's *passing rate*; the
   and Q is a group's PPV, DI or SP.
 
 Every value computed from an estimated distribution carries ``ErrorBound``
-(Justicia's epsilon_0 and a Hoeffding bound).  Backends: "ssat" (trees, CNF,
+(Justicia's epsilon_0 and our rigorous L1 (Weissman) bound, weighted by the rows in play).  Backends: "ssat" (trees, CNF,
 linear), "dp" (linear), "brute" (enumeration of the joint distribution;
 reference), "auto" (dp for linear rules, ssat otherwise).  Methods: "enumerate"
 (a PPV per group) and "learn" (only the most and least favoured groups).
@@ -186,10 +186,10 @@ def error_bound(bn: BayesNet, clf, protected, delta: float = 0.05, groups=None,
             value_add = 2 * add
         elif metric == "disparate_impact":
             di = lo / hi if hi > 0 else math.nan
-            if hi - add > 0:
-                value_add = max(abs(di - max(lo - add, 0) / (hi + add)), abs(min((lo + add) / (hi - add), 1.0) - di))
-            else:
-                value_add = math.inf
+            # the ratio's range when each PPV may move by ``add`` (the upper end is 1 once the
+            # larger PPV may reach 0)
+            upper = min((lo + add) / (hi - add), 1.0) if hi - add > 0 else 1.0
+            value_add = max(abs(di - max(lo - add, 0) / (hi + add)), abs(upper - di))
         else:
             value_add = add
     return ErrorBound(delta, sub.n_rows, eps0, add, value_add)
