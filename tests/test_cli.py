@@ -178,6 +178,10 @@ def test_check_json_shape(ac1_json):
     assert diff == [8]  # only sex (input 8) differs
     assert by["parity_test_split"]["kind"] == "group_metric"
     assert by["parity_test_split"]["status"] == "violated"
+    # loading is reported apart from the properties' own times
+    loads = {(x["what"], x["name"]): x for x in data["loads"]}
+    assert ("model", "ac1") in loads and all(x["seconds"] >= 0 and x["file"] for x in loads.values())
+    assert data["seconds"] >= sum(p["seconds"] for p in data["properties"]) + sum(x["seconds"] for x in data["loads"]) - 0.01
 
 
 def test_check_writes_nothing(ac1_json):

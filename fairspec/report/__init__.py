@@ -78,6 +78,10 @@ def print_text(report, console) -> None:
                 console.print("guardrail pre-condition:\n" + v.details["guardrail"], markup=False, highlight=False)
     for w in report.warnings:
         console.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
+    if report.loads:
+        parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
+        console.print(f"loaded (not counted in the properties' times): {parts}", style="dim", markup=False,
+                      highlight=False)
 
 
 def _print_witness(w, console) -> None:

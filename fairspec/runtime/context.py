@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,10 +30,18 @@ class Context:
         self._rows: dict[tuple[str, str], Rows] = {}
         self._encodings: dict[str, ir.Encoding] = {}
         self.warnings: list[str] = []
+        # what was loaded and how long it took: model files and data tables are loaded on
+        # first use; the report shows these apart from the properties' own time
+        self.loads: list[dict] = []
+
+    @property
+    def load_seconds(self) -> float:
+        return sum(x["seconds"] for x in self.loads)
 
     # ------------------------------------------------------------------ models
     def model(self, name: str):
         if name not in self._models:
+            t0 = time.perf_counter()
             m = self.spec.model(name)
             if m.format == "rule":
                 from fairspec.models.rule import RuleModel
@@ -43,11 +52,14 @@ class Context:
 
                 self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
                                                 score_kind=m.score_kind, trust_pickle=m.trust_pickle)
+                self.loads.append({"what": "model", "name": name, "file": m.path,
+                                   "seconds": time.perf_counter() - t0})
         return self._models[name]
 
     # ------------------------------------------------------------------ data
     def table(self, name: str) -> Table:
         if name not in self._tables:
+            t0 = time.perf_counter()
             d = self.spec.data(name)
             t = read_table(d)
             if d.where is not None:
@@ -56,6 +68,7 @@ class Context:
             if t.n_rows == 0:
                 raise DataError(f"data file {d.path} has no rows left after the missing-value and where filters")
             self._tables[name] = t
+            self.loads.append({"what": "data", "name": name, "file": d.path, "seconds": time.perf_counter() - t0})
         return self._tables[name]
 
     def rows(self, features: str, data: str) -> Rows:
