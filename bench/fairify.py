@@ -30,6 +30,7 @@ stated, so its max k is printed beside ours, not compared.
 
     python bench/fairify.py [--models AC-1,BM-6] [--budget 10] [--json FILE]
     python bench/fairify.py --compare-kdisc 120,600 --models AC-1,AC-2   # max k: short vs long run
+    python bench/fairify.py --models BM-6,GC-4 --prove 1800 --partitions fairify   # Fairify's partitions
 """
 
 from __future__ import annotations
@@ -254,7 +255,7 @@ def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, se
     return row
 
 
-def try_prove(row, model, ds, name, bench, prove_seconds):
+def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0):
     """Helper 3a's MILP: partitioned proof when available, else one proof over the domain
     for rows the search left unknown."""
     try:
@@ -273,8 +274,16 @@ def try_prove(row, model, ds, name, bench, prove_seconds):
     problem = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (),
                           "label" if row["property"] == "sign" else "prob", 0.0 if row["property"] == "sign" else EPS)
     part = getattr(milp, "solve_partitioned", None)
+    t_prove = time.perf_counter()
     try:
-        if part is not None:
+        if part is not None and partitions == "fairify":
+            # Fairify's own partitions (domains.json: partition_threshold_src), every one decided or
+            # left undecided after its per-partition budget; the coverage counts them
+            from fairspec.backends.milp.partition import fairify_partitions
+
+            parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
+            res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds)
+        elif part is not None:
             res = part(problem, mode="prove", time_limit=prove_seconds)
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
@@ -284,6 +293,7 @@ def try_prove(row, model, ds, name, bench, prove_seconds):
     except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
         row["coverage"] = f"error: {type(e).__name__}: {e}"
         return
+    row["prove_seconds"] = _r(time.perf_counter() - t_prove, 2)
     cov = getattr(res, "coverage", None)
     if cov is not None:
         row["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
@@ -315,13 +325,15 @@ def render(rows, bench, console):
 
     t = Table(title="Fairify networks: falsification and k-discrimination", show_lines=False)
     for c in ("model", "protected", "prop", "K", "status", "t first (s)", "#ID", "max k", "t max k (s)",
-              "coverage", "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
+              "coverage (proved/refuted/undecided)", "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
         t.add_column(c, overflow="fold")
     for row in rows:
         pub, t1, t2 = published_cols(bench, row)
         cov = row["coverage"]
         if isinstance(cov, dict):
             cov = f"{cov['proved']}/{cov['refuted']}/{cov['undecided']} of {cov['partitions']}"
+            if row.get("prove_seconds") is not None:
+                cov += f" in {row['prove_seconds']:g} s"
         style = {"violated": "red", "holds": "green"}.get(row["status"], "yellow")
         t.add_row(row["model"], row["protected"], row["property"], str(row["K"]),
                   f"[{style}]{row['status']}[/{style}]",
@@ -392,7 +404,7 @@ def run_all(args, bench, console):
                 row = run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, args.budget, args.seed,
                                    args.kdisc_budget if args.kdisc_budget is not None else args.budget)
                 if args.prove:
-                    try_prove(row, model, ds, name, bench, args.prove)
+                    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
             else:
                 space = dict(kdisc_spaces(bench, ds, box))[name]
                 row = run_kdisc_row(model, ds, name, space, bench, evaluate, replayer,
@@ -459,6 +471,9 @@ def main(argv=None):
     ap.add_argument("--kdisc-budget", type=float, default=None, help="seconds per k-discrimination search")
     ap.add_argument("--no-kdisc", action="store_true", help="skip the combined-attribute k-discrimination rows")
     ap.add_argument("--prove", type=float, default=0.0, help="MILP seconds per row (0: no proofs)")
+    ap.add_argument("--partitions", choices=("default", "fairify"), default="default",
+                    help="with --prove: partitions of the domain (fairify: Fairify's own, from domains.json)")
+    ap.add_argument("--part-seconds", type=float, default=10.0, help="with --prove: seconds per partition")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
