@@ -50,6 +50,8 @@ class Checker:
         self.model_widths: dict[str, int | None] = {}
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
+        # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
+        self.data_samples: dict[str, tuple[str, dict[str, list[str]]] | None] = {}
         self.feature_sets: dict[str, ir.FeatureSet] = {}
         self.encodings: dict[str, ir.Encoding] = {}
         self.groups: dict[str, ir.GroupAtom] = {}
@@ -205,6 +207,9 @@ class Checker:
             vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in missing]
             types[n] = "num" if vals and all(_is_number(v) for v in vals) else "str"
         self.data_columns[node.name.id] = types
+        complete = [r for r in sample if len(r) >= len(names) and not any(c.strip() in missing for c in r)]
+        self.data_samples[node.name.id] = None if "where" in kw else (
+            path_arg.value, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
         scope = Scope("data", columns=types)
         where = label = None
         if "where" in kw:
@@ -284,7 +289,33 @@ class Checker:
                 span = fd.column.span if fd.column else fd.name.span
                 self.fail("FS207", f"data set '{data}' has no column '{column}' for feature '{fd.name.id}'", span,
                           hint=did_you_mean(column, cols) or "name the column with: column \"...\"")
+            self._sampled_domain(fd, dom, data, column)
         return ir.Feature(fd.name.id, dom, fd.protected, column, bins, span=fd.span)
+
+    def _sampled_domain(self, fd: ast.FeatureDecl, dom, data: str, column: str) -> None:
+        """FS410: sampled rows whose value lies outside the feature's declared domain (check drops them)."""
+        got = self.data_samples.get(data)
+        if got is None:
+            return
+        file, cols, mode = got
+        vals = cols.get(column, [])
+        if isinstance(dom, ir.Categorical):
+            if mode == "codes":
+                bad = [v for v in vals if not (_is_number(v) and float(v).is_integer()
+                                               and 0 <= float(v) < len(dom.categories))]
+            else:
+                bad = [v for v in vals if v not in dom.categories]
+        elif isinstance(dom, ir.Boolean):
+            bad = [v for v in vals if v.lower() not in ("1", "true", "yes", "t", "y", "0", "false", "no", "f", "n")]
+        else:
+            bad = [v for v in vals if _is_number(v) and not (dom.lo <= float(v) <= dom.hi
+                                                             and (isinstance(dom, ir.RealRange) or float(v).is_integer()))]
+        if bad:
+            ex = ", ".join(repr(v) for v in sorted(set(bad))[:3])
+            self.sink.add("FS410", f"{len(bad)} of the first {len(vals)} complete rows of {file} have a value in "
+                                   f"column '{column}' outside the declared domain of '{fd.name.id}' (e.g. {ex}); "
+                                   "check drops those rows",
+                          fd.type.span)
 
     # ------------------------------------------------------------------ models
     def _model(self, d: Decl) -> None:
