@@ -38,6 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fairspec.models.peek import PL_ONNX_OPS
+
 __all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]
 
 FINALS = ("none", "sigmoid", "softmax")
@@ -384,6 +386,10 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         is_last = pos == len(chain) - 1
         if final != "none":
             raise UnsupportedModel(op, nname, f"{op} after the final {final.capitalize()} is not supported")
+        if op not in PL_ONNX_OPS:      # the same list lint checks (fairspec.models.peek)
+            raise UnsupportedModel(op, nname, f"operator {op} is not piecewise-linear or not supported "
+                                              f"(supported: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Identity, "
+                                              f"Dropout, Flatten, Transpose, and a final Sigmoid or Softmax)")
         if op in ("Identity", "Dropout"):
             continue
         if op == "Flatten":

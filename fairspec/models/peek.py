@@ -104,6 +104,31 @@ class OnnxSignature:
     ir_version: int
     inputs: list[OnnxValueInfo] = field(default_factory=list)       # graph inputs that are not initializers
     outputs: list[OnnxValueInfo] = field(default_factory=list)
+    nodes: list["OnnxNode"] = field(default_factory=list)
+
+
+@dataclass
+class OnnxNode:
+    op_type: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+
+
+def _node(buf, span) -> OnnxNode:
+    n = OnnxNode("", "", [], [])
+    for f, wt, v in _fields(buf, *span):
+        if wt != 2:
+            continue
+        if f == 1:
+            n.inputs.append(_string(buf, v))
+        elif f == 2:
+            n.outputs.append(_string(buf, v))
+        elif f == 3:
+            n.name = _string(buf, v)
+        elif f == 4:
+            n.op_type = _string(buf, v)
+    return n
 
 
 def _value_info(buf, span) -> OnnxValueInfo:
@@ -153,11 +178,13 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
             graph = v                                  # the last one wins, as in protobuf
     if ir_version is None or graph is None:
         raise _WireError("no ir_version or no graph")
-    inputs, outputs, init_spans = [], [], []
+    inputs, outputs, init_spans, nodes = [], [], [], []
     for f, wt, v in _fields(buf, *graph):
         if wt != 2:
             continue
-        if f == 11:
+        if f == 1:
+            nodes.append(_node(buf, v))
+        elif f == 11:
             inputs.append(_value_info(buf, v))
         elif f == 12:
             outputs.append(_value_info(buf, v))
@@ -166,7 +193,7 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     if init_spans and len(inputs) > 1:                 # old-style models list initializers as inputs
         names = {_initializer_name(buf, s) for s in init_spans}
         inputs = [i for i in inputs if i.name not in names]
-    return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs)
+    return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes)
 
 
 def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
@@ -501,3 +528,81 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
         _require_file(p)
         return None                                    # a pickle: nothing to read without running it
     return torch_input_width(p)                         # torch
+
+
+# --------------------------------------------------------------------------------------
+# can the model become a piecewise-linear network? (for lint: the milp, smt and pba backends)
+# --------------------------------------------------------------------------------------
+
+# The ONNX operators fairspec.models.network.from_onnx reads (it raises UnsupportedModel for any other).
+PL_ONNX_OPS = frozenset({"Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Identity", "Dropout", "Flatten",
+                         "Transpose", "Sigmoid", "Softmax", "Constant"})
+# scikit-learn estimators fairspec.models.network.from_sklearn reads
+PL_SKLEARN = frozenset({"MLPClassifier", "LogisticRegression"})
+
+
+def piecewise_linear_obstacle(format: str, path, output: str | int | None = None) -> str | None:
+    """Why the model file certainly cannot be read as a ReLU network, or None.
+
+    Cheap (no ML library): ONNX operators that feed the chosen output, a skops
+    estimator's class and MLP activation. None also when the file does not tell
+    (torch, pickles, a damaged file: the loader reports those at check time).
+    """
+    from . import normalize_format
+
+    try:
+        fmt = normalize_format(format, path)
+        p = pathlib.Path(path)
+        if fmt == "onnx":
+            return _onnx_obstacle(read_onnx_signature(p), output)
+        if fmt == "sklearn" and p.suffix.lower() == ".skops":
+            with zipfile.ZipFile(p) as zf:
+                schema = json.loads(zf.read("schema.json"))
+            return _skops_obstacle(schema)
+    except Exception:  # noqa: BLE001 - lint says nothing here; the loader gives the sentence at check time
+        return None
+    return None
+
+
+def _onnx_obstacle(sig: OnnxSignature, output) -> str | None:
+    outs = [o.name for o in sig.outputs]
+    if not outs:
+        return None
+    if output is None:
+        target = outs[0]
+    elif isinstance(output, int) and not isinstance(output, bool):
+        target = outs[output] if 0 <= output < len(outs) else None
+    else:
+        target = output if output in outs else None
+    if target is None:
+        return None
+    producer = {o: n for n in sig.nodes for o in n.outputs}
+    seen, stack, feeding = set(), [target], []
+    while stack:
+        t = stack.pop()
+        n = producer.get(t)
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        feeding.append(n)
+        stack.extend(i for i in n.inputs if i)
+    bad = [n for n in feeding if n.op_type not in PL_ONNX_OPS]
+    if not bad:
+        return None
+    n = bad[-1]                                        # the one nearest the input
+    return (f"operator {n.op_type} (node {n.name or n.outputs[0]}) is not piecewise-linear or not supported "
+            f"(supported: ReLU networks of Gemm/MatMul/Add layers with a final Sigmoid or Softmax)")
+
+
+def _skops_obstacle(schema: dict) -> str | None:
+    cls = schema.get("__class__")
+    if not isinstance(cls, str):
+        return None
+    if cls not in PL_SKLEARN:
+        return f"estimator {cls} is not a ReLU MLP or a logistic regression"
+    if cls == "MLPClassifier":
+        act = schema.get("content", {}).get("activation")
+        act = act.get("content") if isinstance(act, dict) else act
+        if isinstance(act, str) and act not in ("relu", "identity"):
+            return f"MLPClassifier activation {act!r} is not piecewise-linear"
+    return None

@@ -101,12 +101,44 @@ class Checker:
                 self._guard(self._repair, d)
             elif isinstance(d.node, ast.ApplyDecl):
                 self._guard(self._apply, d, policies)
+        self._network_backends()
         spec = ir.Spec(
             file=str(self.root), models=tuple(self.models.values()), datasets=tuple(self.datasets.values()),
             feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
             properties=tuple(self.properties))
         return CheckResult(spec, self.sink.items, dict(self.model_widths))
+
+    def _network_backends(self) -> None:
+        """FS506: a property whose backend encodes the model as a ReLU network, over a model file that
+        certainly is not one (read cheaply from the file: ONNX operators, the skops estimator).
+        An error when the spec chose the backend with `using`; a warning when it is the default (the
+        property is then falsified on data where it can be, and otherwise reported unknown)."""
+        from fairspec.backends.registry import PREFERENCE
+        from fairspec.models.peek import piecewise_linear_obstacle
+
+        seen: dict[str, str | None] = {}
+        for prop in self.properties:
+            if prop.kind not in ("individual_fairness", "pba"):
+                continue
+            backend = prop.options.backend or PREFERENCE[prop.kind][0]
+            if backend not in ("milp", "smt"):
+                continue
+            m = self.models.get(getattr(prop, "model", ""))
+            if m is None:
+                continue
+            if m.name not in seen:
+                seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
+                                piecewise_linear_obstacle(m.format, m.path, m.output))
+            why = seen[m.name]
+            if why is None:
+                continue
+            chosen = prop.options.backend is not None
+            self.sink.add("FS506", f"the {backend} backend encodes model '{m.name}' as a ReLU network, but {why}",
+                          prop.span, severity="error" if chosen else "warning",
+                          hint="pick a backend that runs the model as it is (using data), or export the model "
+                               "as a ReLU network",
+                          related=(Related(m.span, f"model '{m.name}' declared here"),) if m.span else ())
 
     def _guard(self, fn, *args):
         try:
