@@ -14,6 +14,7 @@ Synthetic Example 1 regenerated (DI within 0.01 of the analytic 0.262).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -43,7 +44,7 @@ def worked_specs():
 
 def test_the_worked_examples_are_there():
     names = {p.stem for p in worked_specs()}
-    assert {"fvgm_3_1", "fvgm_3_2", "justicia_2", "justicia_3", "synthetic_1"} <= names
+    assert {"fvgm_3_1", "fvgm_3_2", "fvgm_influence", "justicia_2", "justicia_3", "synthetic_1"} <= names
 
 
 @pytest.mark.parametrize("spec", worked_specs(), ids=lambda p: p.stem)
@@ -98,3 +99,39 @@ def test_justicia_3_learns_through_the_negated_classifier():
     assert p["details"]["solver"]["negated_er_value"] == pytest.approx(0.5656, abs=1e-4)
     assert p["details"]["least_favoured"]["group"] == "not S x not A"
     assert p["details"]["most_favoured"] == {"group": "S x not A", "ppv": pytest.approx(0.4631, abs=1e-4)}
+
+
+def _fvgm_3_2_ppv(p: int, uniform=()) -> float:
+    """Pr[P + Q + R - S >= 2 | P = p] by enumeration; the features in ``uniform`` are uniform and independent."""
+    probs = {"Q": 0.6 if p else 0.3, "R": 0.5, "S": 0.3}
+    total = 0.0
+    for q, r, s in itertools.product((0, 1), repeat=3):
+        w = 1.0
+        for name, v in zip("QRS", (q, r, s)):
+            pr = 0.5 if name in uniform else probs[name]
+            w *= pr if v else 1 - pr
+        if p + q + r - s >= 2:
+            total += w
+    return total
+
+
+def test_fvgm_influence_expectations_are_the_brute_force_values():
+    """The expected values of fvgm_influence.fair, recomputed here from FIF(S) = Q(D) - Q(D_-S)."""
+    def metric(name, uniform=()):
+        hi, lo = _fvgm_3_2_ppv(1, uniform), _fvgm_3_2_ppv(0, uniform)
+        return hi - lo if name == "sp" else lo / hi
+
+    def fif(name, subset):
+        return metric(name) - metric(name, subset)
+
+    want = expectations(WORKED / "fvgm_influence.fair")
+    assert want["sp_each"][0] == pytest.approx(max(abs(fif("sp", (f,))) for f in "QRS"), abs=1e-6)
+    assert want["sp_pairs"][0] == pytest.approx(max(abs(fif("sp", ("Q", "S"))), abs(fif("sp", ("R",)))), abs=1e-6)
+    assert want["di_each"][0] == pytest.approx(max(abs(fif("di", (f,))) for f in "QRS"), abs=1e-6)
+    # and the spec reports every subset's influence, naming the largest
+    r = run_cli("check", "--format", "json", WORKED / "fvgm_influence.fair", cwd=WORKED)
+    got = {p["name"]: p for p in json.loads(r.stdout)["properties"]}
+    each = {i["subset"][0]: i["fif"] for i in got["sp_each"]["details"]["influence"]}
+    assert each == {f: pytest.approx(fif("sp", (f,)), abs=1e-9) for f in "QRS"}
+    assert "FIF({Q})" in got["sp_each"]["reason"]
+    assert got["di_each"]["details"]["largest"]["fif"] == pytest.approx(fif("di", ("Q",)), abs=1e-9)

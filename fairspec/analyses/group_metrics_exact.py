@@ -87,6 +87,7 @@ class FIFResult:
     seconds: float = 0.0
     status: str = "ok"
     reason: str | None = None
+    base_result: MetricResult | None = None   # Q(D) itself: its per-group PPVs and error bound
 
 
 def _jsonable(x):
@@ -372,7 +373,8 @@ def fairness_influence(clf, dist: BayesNet, protected: Sequence[str], subsets: S
         raise ValueError(f"unknown quantity {quantity!r}")
     base = fn(dist)
     if base.status != "ok":
-        return FIFResult(quantity, None, group=gl, seconds=time.perf_counter() - t0, status="unknown", reason=base.reason)
+        return FIFResult(quantity, None, group=gl, seconds=time.perf_counter() - t0, status="unknown", reason=base.reason,
+                         base_result=base)
     out = []
     for S in subsets:
         d = dist
@@ -383,9 +385,10 @@ def fairness_influence(clf, dist: BayesNet, protected: Sequence[str], subsets: S
             d = d.with_uniform(f)
         r = fn(d)
         if r.status != "ok":
-            return FIFResult(quantity, base.value, tuple(out), gl, time.perf_counter() - t0, "unknown", r.reason)
+            return FIFResult(quantity, base.value, tuple(out), gl, time.perf_counter() - t0, "unknown", r.reason,
+                             base)
         out.append((tuple(S), base.value - r.value))
-    return FIFResult(quantity, base.value, tuple(out), gl, time.perf_counter() - t0)
+    return FIFResult(quantity, base.value, tuple(out), gl, time.perf_counter() - t0, base_result=base)
 
 
 def _ppv_of(clf, dist, protected, group, **kw) -> MetricResult:

@@ -30,6 +30,15 @@ set.  It
    (estimated)`` or ``violated`` when the whole interval is on one side of the
    threshold, ``unknown`` when the threshold lies inside.
 
+``influence(m, groups sex, distribution d, metric = statistical_parity, subsets
+= [{age}, ...])`` is FVGM's fairness influence: FIF(S) = Q(D) - Q(D_-S), where
+D_-S gives the classifier independent uniform values for the features S
+(``group_metrics_exact.fairness_influence`` on dp / ssat; the same construction
+on the elimination path).  The value is max_S |FIF(S)|; every subset's FIF is
+in ``details["influence"]``.  Over an estimated distribution each FIF is a
+difference of two metric values, so its interval is widened by twice the
+metric's error bound.
+
 ``distribution = DATA`` / ``empirical(DATA)`` is the data set itself: it is
 measured by the data backend.  Anything that cannot be put in Boolean form
 (a neural network, a derived ``group older = age >= 40``) and any solver over
@@ -53,7 +62,8 @@ from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, Distri
                                             conditional, independent, learn_bayes_net)
 from fairspec.verdict import Verdict, interval_status, unknown
 
-__all__ = ["run", "Unsupported", "build_problem", "rule_form", "table_network", "LABEL"]
+__all__ = ["run", "Unsupported", "build_problem", "rule_form", "table_network", "LABEL", "compute_influence",
+           "influence_subsets"]
 
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 LABEL = "label"
@@ -75,6 +85,11 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     dist = next((d for d in ctx.spec.distributions if d.name == prop.distribution), None)
     if dist is None:
         return unknown(prop, f"distribution '{prop.distribution}' is not declared", backend="ssat")
+    if prop.metric == "influence" and (dist.kind == "empirical" or prop.options.backend not in (None, "ssat", "dp")):
+        return unknown(prop, "fairness influence needs a distribution it can redraw features from (evaluated on "
+                             "the dp or ssat backend); data rows alone cannot make a feature uniform and "
+                             "independent: pass distribution = bayes(DATA), independent(DATA), conditional(DATA) "
+                             "or a declared distribution", backend=prop.options.backend or "data")
     if dist.kind == "empirical":
         return _empirical(prop, ctx, dist)
     wanted = prop.options.backend if prop.options.backend in ("ssat", "dp") else None
@@ -97,6 +112,13 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     method = prop.options.get("method", "enumerate")
     delta = 1.0 - prop.options.confidence
     time_limit = prop.options.timeout or 60.0
+    if prop.metric == "influence":
+        try:
+            subsets = influence_subsets(prop, pb, ctx.spec.feature_set(prop.features))
+            fif = compute_influence(prop, pb, backend, method, delta, time_limit, subsets)
+        except DistributionError as e:
+            return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
+        return _verdict_influence(prop, pb, fif, backend, method, t0)
     try:
         res = _compute(prop, pb, backend, method, delta, time_limit)
     except DistributionError as e:
@@ -147,7 +169,8 @@ def build_problem(prop: ir.GroupMetric, ctx, dist: ir.Distribution) -> Problem:
             raise Unsupported(f"distribution '{dist.name}' has an unknown parameter '{k}' "
                               f"(parameters: {', '.join(sorted(PARAMS))})")
     mediators = tuple(prop.mediators)
-    names = list(dict.fromkeys(protected + tuple(form.reads) + mediators))
+    subset_features = tuple(f for S in prop.subsets for f in S)     # influence(...): the features made uniform
+    names = list(dict.fromkeys(protected + tuple(form.reads) + mediators + subset_features))
     label = None
     rows_codes = None
     if dist.kind == "table":
@@ -1100,6 +1123,122 @@ def _compute(prop, pb: Problem, backend, method, delta, time_limit):
     if metric == "path_specific":
         return gm.path_specific_causal_fairness(pb.clf, pb.bn, pb.protected, list(prop.mediators), **kw)
     raise DistributionError(f"metric {metric} is not available over a distribution")
+
+
+# --------------------------------------------------------------------------- fairness influence
+
+
+def influence_subsets(prop, pb: Problem, fs: ir.FeatureSet) -> list[tuple[str, ...]]:
+    """The spec's subsets, or each feature the classifier reads that is not protected, alone."""
+    if prop.subsets:
+        return [tuple(S) for S in prop.subsets]
+    skip = set(pb.protected) | {f.name for f in fs.protected}
+    return [(f,) for f in pb.clf.features if f not in skip]
+
+
+def compute_influence(prop, pb: Problem, backend, method, delta, time_limit, subsets):
+    """FIF(S) = Q(D) - Q(D_-S) for every subset S, Q = ``prop.influence_metric``."""
+    from fairspec.analyses import group_metrics_exact as gm
+    quantity = prop.influence_metric or "statistical_parity"
+    if quantity not in ("statistical_parity", "disparate_impact"):
+        raise DistributionError(f"the influence on {quantity} is not available (statistical_parity or "
+                                f"disparate_impact)")
+    if method not in ("enumerate", "learn"):
+        raise DistributionError(f"method = {method} is not known (enumerate or learn)")
+    if backend != "elimination":
+        return gm.fairness_influence(pb.clf, pb.bn, pb.protected, subsets, quantity, backend=backend,
+                                     method=method, delta=delta, time_limit=time_limit)
+    # a tree over a network whose features depend on each other: the same D_-S, by elimination
+    t0 = time.perf_counter()
+    q = dataclasses.replace(prop, metric=quantity)
+    base = _compute_elimination(q, pb, delta, time_limit)
+    out = []
+    for S in subsets:
+        d = pb.bn
+        for f in S:
+            if f in pb.protected:
+                raise DistributionError(f"feature subset {list(S)} contains protected attribute '{f}'")
+            d.check_covers([f], "the influence subset")
+            d = d.with_uniform(f)
+        r = _compute_elimination(q, dataclasses.replace(pb, bn=d), delta, time_limit)
+        out.append((tuple(S), base.value - r.value))
+    return gm.FIFResult(quantity, base.value, tuple(out), None, time.perf_counter() - t0, base_result=base)
+
+
+def _subset_text(S) -> str:
+    return "{" + ", ".join(S) + "}"
+
+
+def _verdict_influence(prop, pb: Problem, fif, backend, method, t0) -> Verdict:
+    details = dict(pb.details)
+    details["backend"] = backend
+    details["method"] = method
+    quantity = fif.quantity
+    details["influence_metric"] = quantity
+    seconds = time.perf_counter() - t0
+    base = fif.base_result
+    bn = pb.bn
+    if base is not None and base.status == "ok":
+        details["groups"] = [{"group": _group_name(g, bn), "ppv": p} for g, p in base.per_group]
+        if base.most_favoured is not None:
+            details["most_favoured"] = {"group": _group_name(base.most_favoured, bn), "ppv": base.most_favoured_ppv}
+            details["least_favoured"] = {"group": _group_name(base.least_favoured, bn),
+                                         "ppv": base.least_favoured_ppv}
+    details["solve_seconds"] = round(float(fif.seconds), 6)
+    if fif.status != "ok":
+        return unknown(prop, fif.reason or "the solver gave no answer", backend=backend, seconds=seconds,
+                       details=details)
+    b0 = fif.base
+    details["base"] = {"metric": quantity, "value": b0}
+    items = [{"subset": list(S), "fif": float(x), "value_without": float(b0 - x)} for S, x in fif.influence]
+    details["influence"] = items
+    if not items:
+        return unknown(prop, f"there is no feature subset to measure: {prop.model} reads no feature besides the "
+                             f"protected ones", backend=backend, seconds=seconds, details=details)
+    if b0 is None or any(math.isnan(x) for x in [b0] + [i["fif"] for i in items]):
+        return unknown(prop, f"{quantity} is undefined for this distribution or for one of its D_-S (no group "
+                             f"has a positive decision, or a group has probability 0)", backend=backend,
+                       seconds=seconds, details=details)
+    top = max(items, key=lambda i: abs(i["fif"]))
+    value = abs(top["fif"])
+    details["largest"] = top
+    largest = (f"the largest is FIF({_subset_text(top['subset'])}) = {top['fif']:+.6g}: making "
+               f"{_subset_text(top['subset'])} uniform and independent moves {quantity} from {b0:.6g} to "
+               f"{top['value_without']:.6g}")
+    claim = f"influence on {quantity} {prop.op} {prop.threshold:g}"
+    common = dict(value=value, backend=backend, seconds=seconds, details=details)
+    if bn.n_rows is None:                       # a declared distribution: every FIF is exact
+        how = "proved" if pb.exact_classifier else "estimated"
+        if not pb.exact_classifier:
+            details["note"] = ("the values are exact for the linear approximation of the model, whose agreement "
+                               "with the model is in classifier.agreement")
+        if interval_status(prop.op, prop.threshold, value, value) == "holds":
+            return Verdict(prop.name, prop.kind, "holds", how=how, reason=largest, **common)
+        return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: {largest}", **common)
+    b = base.bound if base is not None else None
+    add = None if b is None or b.value_additive is None else 2 * b.value_additive
+    if b is not None:
+        details["error_bound"] = {**_plain(b.as_dict()), "influence_additive": add}
+    if add is None or not math.isfinite(add):
+        why = ("a group or a parent assignment of the distribution has no rows, so its probabilities are not "
+               "estimated" if b is not None and b.value_additive is not None
+               else "no finite-sample error bound is available for it")
+        return Verdict(prop.name, prop.kind, "unknown",
+                       reason=f"the largest influence on {quantity} is {value:.6g} over the distribution estimated "
+                              f"from {bn.n_rows} rows, but {why}", **common)
+    lo, hi = max(0.0, value - add), min(1.0, value + add)
+    common["bound"] = (lo, hi)
+    conf = 1.0 - b.delta
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    bound_text = (f"+- {add:.4f}, twice the {conf:.0%} error bound of {quantity} for a distribution estimated "
+                  f"from {bn.n_rows} rows")
+    if status == "holds":
+        return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=f"{largest} ({bound_text})", **common)
+    if status == "violated":
+        return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: {largest} ({bound_text})", **common)
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
+                          f"({bound_text}); more data (or fewer bins) would decide it", **common)
 
 
 def _group_name(group, bn: BayesNet) -> str:

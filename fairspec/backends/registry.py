@@ -34,8 +34,23 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
 PREFERENCE_OVER_DISTRIBUTION: tuple[str, ...] = ("ssat", "dp")
 
 
+# group metrics that exist only over a distribution, and the backends that evaluate them:
+# FVGM's fairness influence redraws features (D_{-S}), which data rows alone cannot do
+DISTRIBUTION_ONLY_METRICS: dict[str, tuple[str, ...]] = {
+    "influence": ("ssat", "dp"),
+}
+
+
 def supports(backend: str, kind: str) -> bool:
     return kind in BACKENDS.get(backend, frozenset())
+
+
+def supports_metric(backend: str, metric: str) -> bool:
+    """True when ``backend`` can evaluate the group metric ``metric``."""
+    if not supports(backend, "group_metric"):
+        return False
+    only = DISTRIBUTION_ONLY_METRICS.get(metric)
+    return only is None or backend in only
 
 
 def implemented(backend: str) -> bool:

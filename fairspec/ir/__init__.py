@@ -350,6 +350,11 @@ class GroupMetric(Property):
     mediators: tuple[str, ...] = ()
     op: str = ">="
     threshold: float = 0.0
+    # metric == "influence" (FVGM's fairness influence functions): the metric whose change is
+    # measured and the feature subsets S made uniform and independent; () = each feature the
+    # classifier reads, alone.  The value is max over S of |metric(D) - metric(D_{-S})|.
+    influence_metric: str | None = None
+    subsets: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)

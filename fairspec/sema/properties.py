@@ -7,13 +7,15 @@ The kinds, in the papers' terms:
 * k-discrimination (HyFair): ``k_discrimination(m, over {...}, eps = 0.05) < k``;
 * PBA neighbourhoods: ``pba(m, flip sex, around data, delta {...})``;
 * group metrics (Justicia, FVGM): ``disparate_impact(m, groups sex x race) >= 0.8``;
+  FVGM's fairness influence functions ``influence(m, groups sex, distribution d,
+  metric = statistical_parity, subsets = [{age}, {a, b}]) <= 0.05``;
 * repair goals (FairRepair): ``repair NAME for model { goal ... bound ... write ... }``.
 """
 
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.backends.registry import BACKENDS, supports
+from fairspec.backends.registry import BACKENDS, DISTRIBUTION_ONLY_METRICS, supports, supports_metric
 from fairspec.sema.exprs import LowerError, Scope, did_you_mean
 from fairspec.syntax import ast
 
@@ -25,7 +27,11 @@ METRICS = {
     "path_specific": "path-specific causal effect of the group through the mediators",
     "most_favoured": "positive rate (PPV) of the most favoured group",
     "least_favoured": "positive rate (PPV) of the least favoured group",
+    "influence": "fairness influence (FVGM): the largest |FIF(S)| = |Q(D) - Q(D_-S)| over feature subsets S, "
+                 "where D_-S makes S uniform and independent and Q is statistical parity or disparate impact",
 }
+# the metrics whose influence ``influence(..., metric = ...)`` measures (the first is the default)
+INFLUENCE_METRICS = ("statistical_parity", "disparate_impact")
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
                "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout", "chart"}
@@ -341,6 +347,8 @@ def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
         return _kdisc(ck, node, name, env, call, op, rhs, stmts)
     if fn == "pba":
         return _pba(ck, node, name, env, call, op, rhs, stmts)
+    if fn == "influence":
+        return _influence(ck, node, name, env, call, op, rhs, stmts)
     return _metric(ck, node, name, env, call, op, rhs, stmts)
 
 
@@ -387,6 +395,104 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     return ir.GroupMetric(name, "group_metric", options, node.span, metric=call.fn.id, model=model.name,
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
                           op=op, threshold=threshold)
+
+
+def _influence(ck, node, name, env, call, op, rhs, stmts):
+    """FVGM's fairness influence functions: FIF(S) = Q(D) - Q(D_-S), where D_-S gives the
+    classifier independent uniform values for the features S; the claim bounds max_S |FIF(S)|."""
+    if op is None:
+        ck.fail("FS501", "influence(...) must be compared with a threshold, e.g. <= 0.05", call.span)
+    d = call.keyword("distribution")
+    if d is None:
+        ck.fail("FS501", "influence(...) needs a distribution: the influence of features S compares the metric "
+                         "over D with the metric over D_-S, where S is redrawn uniformly, and data rows alone "
+                         "cannot be redrawn", call.span,
+                hint="pass distribution = bayes(DATA) (or independent(DATA), conditional(DATA), or a declared "
+                     "distribution d { p(...) = ... })")
+    _check_args(ck, call, {"groups", "distribution", "metric", "subsets"}, 1)
+    model = _model_of(ck, call.positional()[0], env)
+    fs = ck.feature_sets[model.features]
+    g = call.keyword("groups")
+    if g is None:
+        ck.fail("FS501", "influence(...) needs the groups its metric compares: groups sex x race", call.span)
+    groups = resolve_groups(ck, g.value, env, fs)
+    quantity = INFLUENCE_METRICS[0]
+    m = call.keyword("metric")
+    if m is not None:
+        v = _resolve(m.value, env)
+        if not isinstance(v, ast.Name) or v.id not in INFLUENCE_METRICS:
+            shown = f"'{v.id}'" if isinstance(v, ast.Name) else "this value"
+            close = did_you_mean(v.id, INFLUENCE_METRICS) if isinstance(v, ast.Name) else None
+            hint = f"metrics: {', '.join(INFLUENCE_METRICS)} (the default is {INFLUENCE_METRICS[0]})"
+            ck.fail("FS307", f"influence(...) cannot measure the metric {shown}", v.span,
+                    hint=f"{close} {hint}" if close else hint)
+        quantity = v.id
+    dist = _distribution(ck, d.value, env, name)
+    ir_dist = ck.distributions[dist]
+    if ir_dist.kind == "empirical":
+        ck.fail("FS501", f"influence(...) redraws features, so it needs a distribution with probabilities; the "
+                         f"empirical distribution of '{ir_dist.data}' is the data rows themselves", d.value.span,
+                hint=f"estimate one: distribution = bayes({ir_dist.data}) (or independent({ir_dist.data}), "
+                     f"conditional({ir_dist.data}))")
+    _check_distribution_use(ck, d.value, model, fs, ir_dist, groups)
+    subsets = _influence_subsets(ck, call.keyword("subsets"), env, model, fs, groups)
+    threshold = _number(ck, rhs, env, "the threshold")
+    if threshold < 0:
+        ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
+                         f"({threshold:g}) can never be met", rhs.span)
+    options = parse_options(ck, stmts, env, "group_metric")
+    if options.backend is not None and not supports_metric(options.backend, "influence"):
+        using = next(s for s in stmts if s.kind == "using")
+        ok = DISTRIBUTION_ONLY_METRICS["influence"]
+        ck.fail("FS502", f"the {options.backend} backend measures group metrics on data rows; fairness influence "
+                         f"needs a distribution ({' or '.join(ok)})", using.args[0].span,
+                hint=f"backends for influence(...): {', '.join(ok)}")
+    return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
+                          features=fs.name, groups=groups, data=None, distribution=dist, op=op,
+                          threshold=threshold, influence_metric=quantity, subsets=subsets)
+
+
+def _influence_subsets(ck, arg, env, model: ir.Model, fs: ir.FeatureSet, groups: ir.Groups):
+    """``subsets = [{age}, {occupation, education_num}]``: non-empty sets of non-protected
+    features the classifier reads; () when not given (each feature it reads, alone)."""
+    if arg is None:
+        return ()
+    v = _resolve(arg.value, env)
+    if not isinstance(v, ast.ListLit):
+        ck.fail("FS301", "subsets is a list of feature sets: subsets = [{age}, {occupation, education_num}]", v.span)
+    if not v.items:
+        ck.fail("FS501", "subsets = [] names no feature subset", v.span,
+                hint="list at least one subset, or drop subsets = ... to measure each feature the classifier "
+                     "reads, alone")
+    reads = _classifier_reads(ck, model, fs)
+    protected = {f.name for f in fs.features if f.protected} | {a.feature for a in groups.atoms if a.feature}
+    out = []
+    for item in v.items:
+        item = _resolve(item, env)
+        if isinstance(item, ast.SetLit) and not item.items:
+            ck.fail("FS501", "an empty subset makes no feature uniform, so its influence is 0 by definition",
+                    item.span, hint="name at least one feature in each subset: {age}")
+        if not isinstance(item, (ast.SetLit, ast.Name)):
+            ck.fail("FS301", "each subset is a set of feature names: {age} or {occupation, education_num}", item.span)
+        names = _feature_names(ck, item, env, fs, "a subset")
+        elems = item.items if isinstance(item, ast.SetLit) else (item,)
+        for n, e in zip(names, elems):
+            if n in protected:
+                ck.fail("FS501", f"'{n}' is a protected feature; the influence subsets name the other features",
+                        _resolve(e, env).span,
+                        hint="the groups are chosen, not drawn, so a protected feature cannot be made uniform; "
+                             "drop it from the subset")
+            if reads is not None and n not in reads:
+                ck.fail("FS501", f"{model.name} does not read '{n}', so making it uniform cannot change the metric",
+                        _resolve(e, env).span,
+                        hint=f"features {model.name} reads: {', '.join(r for r in reads if r not in protected)}")
+        if len(set(names)) != len(names):
+            ck.fail("FS501", "a feature appears twice in this subset", item.span)
+        key = tuple(names)
+        if any(set(key) == set(o) for o in out):
+            ck.fail("FS501", "this subset is listed twice", item.span)
+        out.append(key)
+    return tuple(out)
 
 
 def _kdisc(ck, node, name, env, call, op, rhs, stmts):
