@@ -444,3 +444,29 @@ def test_torch_peek_runs_no_code_from_the_file(tmp_path):
     assert not marker.exists()
     _raises(lambda: load_model("torch", evil), "evil.pt", "trust pickle")
     assert not marker.exists()
+
+
+_TRUSTED_LIST = ("import json, sys; {imp}; from skops.io import _trusted_types as t; "
+                 "print(json.dumps([sorted(t.SKLEARN_ESTIMATOR_TYPE_NAMES), 'torch' in sys.modules]))")
+
+
+def test_skops_import_without_torch_trusts_the_same_estimators():
+    """fairspec imports skops.io without the torch adapter sklearn's estimator discovery pulls in;
+    the estimator types skops trusts must be exactly those of a plain import."""
+    import json
+
+    def run(imp):
+        r = subprocess.run([sys.executable, "-c", _TRUSTED_LIST.format(imp=imp)], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    ours, torch_ours = run("from fairspec.models.sklearn_model import import_skops_io; import_skops_io()")
+    plain, _ = run("import skops.io")
+    assert ours == plain and len(ours) > 100
+    assert torch_ours is False
+    # and the adapter is still importable afterwards
+    code = ("from fairspec.models.sklearn_model import import_skops_io; import_skops_io(); "
+            "import sklearn.externals.array_api_compat.torch as t; print(t.__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "array_api_compat.torch" in r.stdout, r.stderr

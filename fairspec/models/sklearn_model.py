@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import pathlib
+import sys
 import zipfile
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
@@ -20,6 +22,40 @@ def _is_trusted(type_name: str) -> bool:
     return type_name.startswith(TRUSTED_PREFIXES)
 
 
+# scikit-learn's vendored array-API adapters for other array libraries. Importing skops.io runs
+# sklearn.utils.all_estimators(), whose pkgutil.walk_packages imports every sklearn *package* to
+# look inside it -- among them these adapters, and the torch one imports torch (1-2 s here).
+# all_estimators() ignores everything under sklearn.externals, so the list of estimators skops
+# trusts does not depend on them (tests/test_models_loaders.py compares it with a plain import).
+_VENDORED_ARRAY_ADAPTERS = ("sklearn.externals.array_api_compat.torch", "sklearn.externals.array_api_compat.cupy",
+                            "sklearn.externals.array_api_compat.dask")
+
+
+class _SkipVendoredArrayAdapters:
+    """A meta-path finder that makes importing the adapters above fail with ImportError, which
+    pkgutil.walk_packages ignores by contract (its onerror is None)."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001
+        if name.startswith(_VENDORED_ARRAY_ADAPTERS):
+            raise ImportError(f"{name} is not needed to load a skops file")
+        return None
+
+
+def import_skops_io():
+    """``import skops.io``, without importing torch through scikit-learn's estimator discovery.
+
+    Only while skops.io itself is imported, and only when torch is not imported already;
+    the adapters stay importable afterwards (a failed import leaves nothing in sys.modules)."""
+    if "skops.io" in sys.modules or "torch" in sys.modules:
+        return importlib.import_module("skops.io")
+    finder = _SkipVendoredArrayAdapters()
+    sys.meta_path.insert(0, finder)
+    try:
+        return importlib.import_module("skops.io")
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def _load_skops(path: pathlib.Path):
     if not zipfile.is_zipfile(path):
         raise ModelLoadError(f"{path} is not a skops file (a skops file is a zip archive and this is not one)", path)
@@ -31,7 +67,7 @@ def _load_skops(path: pathlib.Path):
     if not has_schema:
         raise ModelLoadError(f"{path} is not a skops file (the zip archive has no schema.json)", path)
     try:
-        import skops.io as sio
+        sio = import_skops_io()
     except ImportError as exc:
         raise ModelLoadError(
             f"loading {path} needs skops, which is not installed (pip install 'fairspec[sklearn]')", path
