@@ -102,12 +102,22 @@ class Checker:
             elif isinstance(d.node, ast.ApplyDecl):
                 self._guard(self._apply, d, policies)
         self._network_backends()
+        self._unplanned()
         spec = ir.Spec(
             file=str(self.root), models=tuple(self.models.values()), datasets=tuple(self.datasets.values()),
             feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
             properties=tuple(self.properties))
         return CheckResult(spec, self.sink.items, dict(self.model_widths))
+
+    def _unplanned(self) -> None:
+        """FS504: a property no available backend evaluates yet (check reports it unknown)."""
+        from fairspec.pipeline import plan
+
+        for prop in self.properties:
+            backend, why = plan(prop)
+            if backend is None:
+                self.sink.add("FS504", f"property '{prop.name}' will be reported unknown: {why}", prop.span)
 
     def _network_backends(self) -> None:
         """FS506: a property whose backend encodes the model as a ReLU network, over a model file that
