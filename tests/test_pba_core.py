@@ -243,6 +243,11 @@ def test_aggregate_table_and_chart(tmp_path):
     con = Console(record=True, width=200)
     render_table(agg, con)
     assert "PBA" in con.export_text()
+    narrow = Console(record=True, width=80)          # two tables, every line within 80 columns
+    render_table(agg, narrow)
+    text = narrow.export_text()
+    assert "group metrics" in text and "PBA-verified shares" in text
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
     out = tmp_path / "pba.png"
     write_chart(agg, out)
     assert out.read_bytes()[:4] == b"\x89PNG"

@@ -102,25 +102,43 @@ def _pct(v) -> str:
 
 
 def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness"):
-    """A rich table of the aggregate (printed when a console is given; returned either way)."""
+    """Rich table(s) of the aggregate (printed when a console is given; returned either way).
+
+    One table on a wide terminal; below 130 columns the group metrics and the PBA shares are
+    two tables, each fitting 80 columns."""
     from rich.table import Table
 
     d = agg.to_json() if isinstance(agg, Aggregate) else agg
-    t = Table(title=title, title_justify="left")
-    for col in ("group", "n", "SP", "TPR", "CFA", "RB obs", "RB flip", "PBA obs", "(des./undes.)", "PBA flip",
-                "(des./undes.)", "undecided"):
-        t.add_column(col, justify="left" if col == "group" else "right", no_wrap=col != "group")
-    for r in d["rows"]:
-        oc, fc = r["observed_counts"], r["flipped_counts"]
-        und = oc["unknown"] + fc["unknown"]
-        parts = {s: (_pct(r[f"pba_{s}"]), f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
-                 for s in ("observed", "flipped")}
-        t.add_row(r["group"], str(r["n"]), _pct(r["sp"]), _pct(r["tpr"]), _pct(r["cfa"]),
-                  _pct(r.get("rb_observed")), _pct(r.get("rb_flipped")), *parts["observed"], *parts["flipped"],
-                  str(und))
-    if console is not None:
-        console.print(t)
-    return t
+    metrics = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
+    shares = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
+    split = console is not None and console.width < 130
+    layouts = [(title + " (group metrics)", metrics), (title + " (PBA-verified shares)", shares)] if split \
+        else [(title, metrics + shares)]
+    tables = []
+    for name, cols in layouts:
+        t = Table(title=name, title_justify="left")
+        t.add_column("group", overflow="fold")
+        for col in cols:
+            t.add_column(col, justify="right", no_wrap=True)
+        for r in d["rows"]:
+            oc, fc = r["observed_counts"], r["flipped_counts"]
+            cells = {"n": str(r["n"]), "SP": _pct(r["sp"]), "TPR": _pct(r["tpr"]), "CFA": _pct(r["cfa"]),
+                     "RB obs": _pct(r.get("rb_observed")), "RB flip": _pct(r.get("rb_flipped")),
+                     "undecided": str(oc["unknown"] + fc["unknown"])}
+            row = []
+            for i, col in enumerate(cols):
+                if col in ("PBA obs", "PBA flip"):
+                    row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"]))
+                elif col == "(des./undes.)":
+                    s = "observed" if cols[i - 1] == "PBA obs" else "flipped"
+                    row.append(f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
+                else:
+                    row.append(cells[col])
+            t.add_row(r["group"], *row)
+        tables.append(t)
+        if console is not None:
+            console.print(t)
+    return tables[0] if len(tables) == 1 else tables
 
 
 def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness") -> str:
