@@ -470,3 +470,37 @@ def test_skops_import_without_torch_trusts_the_same_estimators():
             "import sklearn.externals.array_api_compat.torch as t; print(t.__name__)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "array_api_compat.torch" in r.stdout, r.stderr
+
+
+def _bad_tree(est):
+    """Point the root's left child far outside the node array (scikit-learn reads it unchecked)."""
+    t = est.tree_
+    st = t.__getstate__()
+    nodes = st["nodes"].copy()
+    nodes["left_child"][0] = 10**6
+    t.__setstate__(dict(st, nodes=nodes))
+    return est
+
+
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+def test_a_tree_pointing_outside_itself_is_refused_not_a_crash(tmp_path, kind):
+    """Such a file segfaults scikit-learn at predict time; the loader refuses it with one sentence."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = X[:, 0] > 0
+    if kind == "tree":
+        est = _bad_tree(DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y))
+    else:
+        est = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+        _bad_tree(est.estimators_[1])
+    p = tmp_path / "bad.pkl"
+    p.write_bytes(pickle.dumps(est))
+    with pytest.raises(ModelLoadError) as e:
+        load_model("sklearn", p, trust_pickle=True)
+    assert "points outside" in str(e.value) or "point outside" in str(e.value)
+    assert str(p) in str(e.value)
+    ok = tmp_path / "ok.pkl"
+    ok.write_bytes(pickle.dumps(RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)))
+    assert load_model("sklearn", ok, trust_pickle=True) is not None

@@ -114,6 +114,46 @@ def _load_pickle(path: pathlib.Path):
         ) from exc
 
 
+def _trees(est, depth: int = 0):
+    """The fitted tree structures inside an estimator (a tree, a forest, boosting stages)."""
+    if depth > 4:
+        return
+    tree = getattr(est, "tree_", None)
+    if tree is not None and hasattr(tree, "children_left"):
+        yield est, tree
+    subs = getattr(est, "estimators_", None)
+    if subs is not None:
+        try:
+            import numpy as np
+
+            flat = list(np.ravel(np.asarray(subs, dtype=object)))
+        except Exception:  # noqa: BLE001 - not a container of estimators
+            flat = []
+        for sub in flat:
+            yield from _trees(sub, depth + 1)
+
+
+def check_tree_structure(est, path) -> None:
+    """Refuse a tree whose node arrays point outside themselves: scikit-learn walks them without
+    bounds checks, so such a file (damaged, or crafted) would crash the process at prediction time."""
+    import numpy as np
+
+    for owner, t in _trees(est):
+        n = int(t.node_count)
+        left, right, feat = (np.asarray(a) for a in (t.children_left, t.children_right, t.feature))
+        width = getattr(owner, "n_features_in_", None) or getattr(est, "n_features_in_", None)
+        leaf = left == -1
+        bad = (len(left) != n or len(right) != n or len(feat) != n
+               or np.any(leaf != (right == -1))
+               or np.any((left[~leaf] <= 0) | (left[~leaf] >= n) | (right[~leaf] <= 0) | (right[~leaf] >= n))
+               or np.any(feat[~leaf] < 0)
+               or (width is not None and np.any(feat[~leaf] >= int(width))))
+        if bad:
+            raise ModelLoadError(
+                f"{path} holds a decision tree whose nodes point outside the tree (a damaged or tampered file); "
+                f"scikit-learn would crash on it, so it is not loaded", path)
+
+
 class SklearnModel(LoadedModel):
     def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
                  index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
@@ -137,6 +177,7 @@ class SklearnModel(LoadedModel):
                 path,
             )
 
+        check_tree_structure(est, path)
         has_proba = _has(est, "predict_proba")
         has_dec = _has(est, "decision_function")
         if not (has_proba or has_dec):
