@@ -302,7 +302,7 @@ def _fmt_row(r):
     pub = r["published_DI_SP_EO"]
     return (f"{r['dataset']:8s} {r['protected']:14s} {r['model']:3s} {r['backend']:5s} {r['distribution'][:5]:5s} "
             f"DI {f(r.get('DI'))} SP {f(r.get('SP'))} EO {f(r.get('EO'))}  "
-            f"time {r['solve_seconds']:7.3f}s (Justicia {r['published_time']}s)  "
+            f"time {r['solve_seconds']:7.3f}s (Justicia {'-' if r['published_time'] is None else str(r['published_time']) + 's'})  "
             f"paper DI/SP/EO {pub if pub else '-'}  agree {r.get('agreement', 0):.3f} {r['status']}")
 
 
