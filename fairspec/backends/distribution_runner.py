@@ -1208,24 +1208,16 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0) -> Verdict:
     claim = f"influence on {quantity} {prop.op} {prop.threshold:g}"
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: every FIF is exact
-        how = "proved" if pb.exact_classifier else "estimated"
-        if not pb.exact_classifier:
-            details["note"] = ("the values are exact for the linear approximation of the model, whose agreement "
-                               "with the model is in classifier.agreement")
-        if interval_status(prop.op, prop.threshold, value, value) == "holds":
-            return Verdict(prop.name, prop.kind, "holds", how=how, reason=largest, **common)
-        return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: {largest}", **common)
+        return _exact_verdict(prop, pb, value, common, largest, f"{claim} fails: {largest}")
     b = base.bound if base is not None else None
     add = None if b is None or b.value_additive is None else 2 * b.value_additive
     if b is not None:
         details["error_bound"] = {**_plain(b.as_dict()), "influence_additive": add}
     if add is None or not math.isfinite(add):
-        why = ("a group or a parent assignment of the distribution has no rows, so its probabilities are not "
-               "estimated" if b is not None and b.value_additive is not None
-               else "no finite-sample error bound is available for it")
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"the largest influence on {quantity} is {value:.6g} over the distribution estimated "
-                              f"from {bn.n_rows} rows, but {why}", **common)
+                              f"from {bn.n_rows} rows, but no finite-sample error bound is available for it",
+                       **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     common["bound"] = (lo, hi)
     conf = 1.0 - b.delta
@@ -1239,6 +1231,18 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0) -> Verdict:
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
                           f"({bound_text}); more data (or fewer bins) would decide it", **common)
+
+
+def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, violated_reason) -> Verdict:
+    """A value over a declared distribution is exact: proved for the model itself, estimated when the
+    model was approximated (a linear model on bin means)."""
+    how = "proved" if pb.exact_classifier else "estimated"
+    if not pb.exact_classifier:
+        common["details"]["note"] = ("the value is exact for the linear approximation of the model, whose "
+                                     "agreement with the model is in classifier.agreement")
+    if interval_status(prop.op, prop.threshold, value, value) == "holds":
+        return Verdict(prop.name, prop.kind, "holds", how=how, reason=holds_reason, **common)
+    return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
 
 
 def _group_name(group, bn: BayesNet) -> str:
@@ -1291,24 +1295,15 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
                     f"most favoured {_group_name(res.most_favoured, bn)} ({res.most_favoured_ppv:.4f})")
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: the value is exact
-        how = "proved" if pb.exact_classifier else "estimated"
-        if not pb.exact_classifier:
-            details["note"] = ("the value is exact for the linear approximation of the model, whose agreement "
-                               "with the model is in classifier.agreement")
-        if interval_status(prop.op, prop.threshold, value, value) == "holds":
-            return Verdict(prop.name, prop.kind, "holds", how=how, **common)
-        return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: the value is {value:.6g}{extremes}",
-                       **common)
+        return _exact_verdict(prop, pb, value, common, None, f"{claim} fails: the value is {value:.6g}{extremes}")
     b = res.bound
     add = None if b is None else b.value_additive
     if b is not None:
         details["error_bound"] = _plain(b.as_dict())
     if add is None or not math.isfinite(add):
-        why = ("a group or a parent assignment of the distribution has no rows, so its probabilities are not "
-               "estimated" if add is not None else "no finite-sample error bound is available for it")
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"{prop.metric} = {value:.6g} over the distribution estimated from "
-                              f"{bn.n_rows} rows, but {why}", **common)
+                              f"{bn.n_rows} rows, but no finite-sample error bound is available for it", **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
     common["bound"] = (lo, hi)
     conf = 1.0 - b.delta
