@@ -23,10 +23,12 @@ Classifier
 * tree: one clause per leaf of the other class (Justicia 3.4);
 * CNF rule: its clauses; the negation by a (full, hence *defined*) Tseitin
   encoding;
-* linear rule: sum_f w_f[x_f] >= t written over order literals by telescoping
-  (sum_v w[v][X=v] = w[0] + sum_j (w[j]-w[j-1]) [X>=j]) and encoded with
-  python-sat's ``PBEnc`` (its auxiliaries are inner existentials); the
-  negation is ``PBEnc.atmost(t - 1)``.
+* linear rule: sum_f w_f[x_f] >= t as a reduced multi-valued decision
+  diagram read off the order (or one-hot) literals, nodes merged by bound
+  intervals (``pb_encoding="mdd"``, the default), or written over order
+  literals by telescoping (sum_v w[v][X=v] = w[0] + sum_j (w[j]-w[j-1]) [X>=j])
+  and encoded with python-sat's ``PBEnc`` (its auxiliaries are inner
+  existentials).  The negation is the rule ``clf.negated()``.
 """
 
 from __future__ import annotations
@@ -332,9 +334,16 @@ class Encoder:
         return out
 
     def _encode_linear(self, rule: LinearRule, out: list):
+        # features in the network's topological order (parents before children:
+        # the order in which a search over the random variables can cache)
+        pos = {n: i for i, n in enumerate(self.bn.order)}
+        items = sorted(rule.weights.items(), key=lambda fw: pos.get(fw[0], len(pos)))
+        if self.pb_encoding == "mdd":
+            self._linear_mdd(items, rule.threshold, out)
+            return
         terms: list = []
         const = 0
-        for f, w in rule.weights.items():
+        for f, w in items:
             w = [int(x) for x in w]
             if all(x == w[0] for x in w):
                 const += w[0]
@@ -372,9 +381,6 @@ class Encoder:
         if bound > sum(weights):
             self._add([], out)
             return
-        if self.pb_encoding == "mdd":
-            self._pb_bdd(lits, weights, int(bound), out)
-            return
         from pysat.pb import EncType, PBEnc
         enc = getattr(EncType, self.pb_encoding)
         cnf = PBEnc.atleast(lits=lits, weights=weights, bound=int(bound), top_id=self.f.nv, encoding=enc)
@@ -382,59 +388,147 @@ class Encoder:
         for c in cnf.clauses:
             self._add(c, out)
 
-    def _pb_bdd(self, lits, weights, bound, out):
-        """sum c_i l_i >= bound as a reduced BDD (Een & Soerensson's interval
-        construction) over the literals in the given order (feature by feature,
-        levels ascending: the order FVGM's dynamic program follows).
+    def _ladder(self, f, w):
+        """A feature as a ladder of exit tests: [(x_1, a_1), .., (x_m, a_m)], a_final.
+
+        Walking down the rungs, the first true x_j means X contributes a_j;
+        when every x_j is false X contributes a_final.  Order-encoded (and
+        Boolean) features exit at x_j = not [X >= j] (valid because
+        [X >= j] -> [X >= j-1] is part of the encoding); one-hot (and
+        log-encoded) choice attributes exit at [X = j] (exactly one holds)."""
+        k = len(w)
+        if f in self.onehot:
+            rungs = [(self.lit_eq(f, j), w[j]) for j in range(k - 1)]
+        else:
+            rungs = [(self.neg(self.lit_ge(f, j)), w[j - 1]) for j in range(1, k)]
+        out = []
+        final = w[k - 1]
+        for x, a in rungs:
+            if x == FALSE:
+                continue
+            if x == TRUE:
+                final = a
+                break
+            out.append((x, a))
+        return out, final
+
+    def _linear_mdd(self, items, threshold, out):
+        """sum_f w_f[X_f] >= threshold as a reduced multi-valued decision diagram.
+
+        Feature by feature (in ``items`` order) a feature is a ladder of exit
+        tests on its own literals (``_ladder``): the diagram reads X's value
+        from its order (or one-hot) literals the way the search decides them,
+        so a rung's two children are "X is this value" and "X is larger" --
+        never a partial telescoped sum that no value has (the BDD over the
+        telescoped order literals is up to twice as wide).  Nodes are merged by
+        the interval of bounds they stand for (Abio et al.'s reduced PB-BDD,
+        Een & Soerensson's interval construction): a node of rung j and feature
+        i with interval [lo, hi] is every bound b in it.
 
         Node variables are inner existentials with one-directional clauses
-        (n and l -> hi, n and not l -> lo), so a node off the current path occurs
-        only negatively and disappears by pure-literal elimination; the residual
-        formula after deciding a prefix is the active node's sub-diagram, which
-        the solver's cache then recognises (the DP's state).  The input literals
-        get branching priorities in BDD order."""
+        (n and x -> exit child, n and not x -> next rung), so a node off the
+        current path occurs only negatively and disappears by pure-literal
+        elimination; after a prefix of decisions the residual formula is the
+        active node's sub-diagram -- a function of the partial sum only, which
+        the solver's component cache recognises (FVGM's dynamic-programming
+        state).  The random side gets branching priorities in this order."""
         import bisect
-        n = len(lits)
+        feats = []
+        bound = int(threshold)
+        for f, w in items:
+            w = [int(x) for x in w]
+            if all(x == w[0] for x in w):
+                bound -= w[0]
+                continue
+            self.bn.check_covers([f])
+            lo = min(w)
+            bound -= lo
+            rungs, final = self._ladder(f, [x - lo for x in w])
+            if not rungs:
+                bound -= final
+                continue
+            feats.append((rungs, final))
+        n = len(feats)
         suffix = [0] * (n + 1)
         for i in range(n - 1, -1, -1):
-            suffix[i] = suffix[i + 1] + weights[i]
-        memo: list = [[] for _ in range(n + 1)]   # per level: sorted (lo, hi, node)
+            rungs, final = feats[i]
+            suffix[i] = suffix[i + 1] + max([final] + [a for _, a in rungs])
+        if bound <= 0:
+            return
+        if bound > suffix[0]:
+            self._add([], out)
+            return
         INF = float("inf")
+        # per (feature, rung): parallel sorted lists of interval starts and (lo, hi, node)
+        memo = [[([], []) for _ in feats[i][0]] for i in range(n)]
 
-        def build(i, b):
+        def boundary(i, b):
             if b <= 0:
                 return TRUE, -INF, 0
             if b > suffix[i]:
                 return FALSE, suffix[i] + 1, INF
-            lv = memo[i]
-            k = bisect.bisect_right(lv, (b, INF, INF)) - 1
-            if k >= 0 and lv[k][0] <= b <= lv[k][1]:
-                return lv[k][2], lv[k][0], lv[k][1]
-            h, hlo, hhi = build(i + 1, b - weights[i])
-            e, elo, ehi = build(i + 1, b)
-            lo = max(hlo + weights[i], elo)
-            hi = min(hhi + weights[i], ehi)
+            return rung(i, 0, b)
+
+        def rung(i, j, b):
+            rungs, final = feats[i]
+            los, ents = memo[i][j]
+            k = bisect.bisect_right(los, b) - 1
+            if k >= 0 and ents[k][1] >= b:
+                return ents[k][2], ents[k][0], ents[k][1]
+            x, a = rungs[j]
+            e, elo, ehi = boundary(i + 1, b - a)
+            elo, ehi = elo + a, ehi + a
+            if j + 1 < len(rungs):
+                h, hlo, hhi = rung(i, j + 1, b)
+            else:
+                h, hlo, hhi = boundary(i + 1, b - final)
+                hlo, hhi = hlo + final, hhi + final
+            lo, hi = max(elo, hlo), min(ehi, hhi)
             if h == e:
                 node = h
             else:
-                node = self.f.new_var("I", name=f"bdd[{i},{lo}..{hi}]")
-                l = lits[i]
-                self._add([-node, -l, h], out)
-                self._add([-node, l, e], out)
-            bisect.insort(lv, (lo, hi, node))
+                node = self.f.new_var("I", name=f"mdd[{i}.{j},{lo}..{hi}]")
+                self._add([-node, self.neg(x), e], out)
+                self._add([-node, x, h], out)
+            k = bisect.bisect_right(los, lo)
+            los.insert(k, lo)
+            ents.insert(k, (lo, hi, node))
             return node, lo, hi
 
         import sys
+        depth = sum(len(r) for r, _ in feats)
         old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, 4 * n + 1000))
+        sys.setrecursionlimit(max(old, 4 * depth + 1000))
         try:
-            root, _, _ = build(0, bound)
+            root, _, _ = boundary(0, bound)
         finally:
             sys.setrecursionlimit(old)
         self._add([root], out)
+        self._rank_network([f for f, _ in items])
+
+    def _rank_network(self, features):
+        """Branching priorities for the random side of the network: the value
+        variables (Boolean or order literals) of the features and of their
+        ancestors in topological order, levels ascending -- the order in which
+        ``_linear_mdd`` reads them, with the common parents (e.g. the label of
+        Justicia's distribution) first.  Without it the search decides the
+        features before their parents and no residual formula repeats."""
+        anc = self.bn.ancestors([f for f in features if f in self.bn.variables])
         base = len(self.f.priority)
-        for i, l in enumerate(lits):
-            self.f.priority.setdefault(abs(l), base + i)
+        i = 0
+        for n in self.bn.order:
+            if n not in anc or n in self.choice:
+                continue
+            if n in self.order_vars:
+                vs = self.order_vars[n][1:]
+            elif n in self.bool_var:
+                vs = [self.bool_var[n]]
+            else:
+                vs = []
+            for v in vs:
+                if v not in self.f.priority:
+                    self.f.priority[v] = base + i
+                    i += 1
 
     # ------------------------------------------------------------------ groups
 

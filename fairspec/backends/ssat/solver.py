@@ -16,6 +16,10 @@ A DPLL search over the residual CNF with
 * branching in quantifier order: outer E/A variables first (max/min), then
   random (weighted sum) or *defined* variables (plain sum, see formula.py),
   then a SAT check over the remaining inner existentials;
+* large components (``INDEXED_MIN`` clauses and more) are frozensets of
+  clauses propagated and split through a literal -> clauses index with set
+  operations, so a decision costs what it touches rather than a copy of the
+  component (the residual of a decision diagram is mostly untouched);
 * a budget of nodes and seconds: past it ``solve`` returns status "unknown"
   with the reason, never a number.
 
@@ -236,6 +240,171 @@ def _propagate(clauses, units, kind, prob):
     return factor, chosen, out
 
 
+_NOTHING: frozenset = frozenset()
+
+# components at least this large take the indexed path (``_propagate_indexed``)
+INDEXED_MIN = 48
+
+
+def _propagate_indexed(comp, lit, kind, prob, index):
+    """``_propagate`` of one decision ``lit`` on a component at fixpoint.
+
+    ``comp`` is a (frozen) set of clauses in which unit propagation and the
+    pure-literal rule have nothing left to do (a component of a residual
+    formula); ``index`` maps every literal to the set of all clauses seen so
+    far that contain it.  Satisfied and shortened clauses are found by set
+    intersections, so the work done in Python is proportional to the clauses
+    the decision touches, not to the size of the component (the residual of a
+    decision diagram is mostly untouched).  Same results as ``_propagate``."""
+    cur = set(comp)
+    queue = [lit]
+    free = {lit}
+    touched: set = set()      # variables of the clauses the propagation removed or shortened
+    val: dict = {}
+    factor = 1.0
+    chosen: list = []
+    qi = 0
+    while qi < len(queue):
+        l = queue[qi]
+        qi += 1
+        v = l if l > 0 else -l
+        b = val.get(v)
+        if b is not None:
+            if b != (l > 0):
+                if l in free and kind[v] != 2 and kind[v] != 3:
+                    continue
+                return chosen
+            continue
+        k = kind[v]
+        if k == 2:
+            factor = factor * (prob[v] if l > 0 else 1.0 - prob[v])
+            if _zero(factor):
+                return chosen
+        elif k == 1:
+            if l not in free:
+                chosen.append(-l)
+                return chosen
+            chosen.append(l)
+        elif k == 0:
+            chosen.append(l)
+        val[v] = l > 0
+        s_l = index.get(l)
+        if s_l:
+            sat = cur.intersection(s_l)
+            if sat:
+                cur.difference_update(sat)
+                touched.update(map(abs, itertools.chain.from_iterable(sat)))
+                # literals whose last occurrence went: their complement is pure
+                for c in sat:
+                    for y in c:
+                        vy = y if y > 0 else -y
+                        if vy in val:
+                            continue
+                        ky = kind[vy]
+                        if ky == 2 or ky == 3:
+                            continue
+                        sy = index.get(y)
+                        if sy and not cur.isdisjoint(sy):
+                            continue
+                        sn = index.get(-y)
+                        if not sn or cur.isdisjoint(sn):
+                            continue
+                        if ky == 1:
+                            if y not in free:
+                                queue.append(y)
+                                free.add(y)
+                        elif -y not in free:
+                            queue.append(-y)
+                            free.add(-y)
+        s_n = index.get(-l)
+        if s_n:
+            short = cur.intersection(s_n)
+            if short:
+                cur.difference_update(short)
+                touched.update(map(abs, itertools.chain.from_iterable(short)))
+                nl = -l
+                for c in short:
+                    c2 = tuple([x for x in c if x != nl])
+                    if not c2:
+                        return chosen
+                    if c2 not in cur:
+                        cur.add(c2)
+                        for x in c2:
+                            sx = index.get(x)
+                            if sx is None:
+                                index[x] = {c2}
+                            else:
+                                sx.add(c2)
+                    if len(c2) == 1:
+                        queue.append(c2[0])
+    touched.difference_update(val)
+    return factor, chosen, cur, touched
+
+
+def _components_indexed(clauses, index, seeds=None):
+    """``_components`` of a clause set through the literal index (frozensets);
+    the traversal runs over variables, its set operations in C.
+
+    ``seeds``: when ``clauses`` is what a propagation left of a *connected*
+    component, the variables of the clauses it removed or shortened.  Every
+    part of the residual contains one of them (a part without would have been
+    cut off from the rest before), so the residual is connected as soon as a
+    breadth-first traversal from one seed has met all the others -- usually
+    after a few steps around the decision instead of a full traversal."""
+    if len(clauses) <= 1:
+        return [frozenset(clauses)]
+    remaining = set(clauses)
+    comps = []
+    chain = itertools.chain.from_iterable
+    if seeds:
+        live = set()
+        for v in seeds:
+            sp, sn = index.get(v), index.get(-v)
+            if (sp and not remaining.isdisjoint(sp)) or (sn and not remaining.isdisjoint(sn)):
+                live.add(v)
+        seeds = live or None     # (none left: only if the input was not connected)
+    while remaining:
+        if seeds:
+            v0 = next(iter(seeds))
+            seen = {v0}
+            seeds.discard(v0)
+            comp = []
+        else:
+            c0 = remaining.pop()
+            comp = [c0]
+            seen = set(map(abs, c0))
+            if seeds is not None:
+                seeds.difference_update(seen)
+        stack = list(seen)
+        qi = 0
+        while qi < len(stack) and remaining:
+            if seeds is not None and not seeds and not comps:
+                # every seed reached from the first: one component
+                return [clauses if isinstance(clauses, frozenset) else frozenset(clauses)]
+            v = stack[qi]
+            qi += 1
+            for y in (v, -v):
+                sy = index.get(y)
+                if not sy:
+                    continue
+                found = remaining.intersection(sy)
+                if not found:
+                    continue
+                remaining.difference_update(found)
+                comp.extend(found)
+                vs = set(map(abs, chain(found)))
+                vs.difference_update(seen)
+                if vs:
+                    seen.update(vs)
+                    stack.extend(vs)
+                    if seeds:
+                        seeds.difference_update(vs)
+        if not comps and not remaining:
+            return [clauses if isinstance(clauses, frozenset) else frozenset(clauses)]
+        comps.append(frozenset(comp))
+    return comps
+
+
 class SSATSolver:
     """Exact solver for one formula; its cache persists across ``solve`` calls."""
 
@@ -250,6 +419,8 @@ class SSATSolver:
         for v, p in formula.prob.items():
             self.prob[v] = p
         self.rank = dict(formula.priority)
+        self._outer = {v for v, k in formula.kind.items() if k in ("E", "A")}
+        self._ranked_rd = {v for v in self.rank if formula.kind.get(v) in ("R", "D")}
         self.max_nodes = max_nodes
         self.time_limit = time_limit
         self.max_cache = max_cache
@@ -265,6 +436,8 @@ class SSATSolver:
                 if type(p) is float:
                     self.prob[v] = np.full(next(iter(size)), p)
         self.cache: dict = {}
+        self.index: dict = {}          # literal -> every clause seen that contains it
+        self.indexed: set = set()      # the clauses in ``index``
         self.nodes = 0
         self.hits = 0
         self._deadline = 0.0
@@ -306,13 +479,42 @@ class SSATSolver:
     # ------------------------------------------------------------------ search
 
     def _solve(self, clauses, units=()):
-        r = _propagate(clauses, units, self.kind, self.prob)
+        if len(units) == 1 and type(clauses) is frozenset and len(clauses) >= INDEXED_MIN:
+            return self._solve_indexed(clauses, units[0])
+        r = _propagate(list(clauses), units, self.kind, self.prob)
         if type(r) is list:
             return 0.0, tuple(r)
         factor, chosen, clauses = r
         if not clauses:
             return factor, tuple(chosen)
         for comp in sorted(_components(clauses), key=len):
+            v, ch = self._component(frozenset(comp))
+            chosen.extend(ch)
+            factor = factor * v
+            if _zero(factor):
+                return 0.0, tuple(chosen)
+        return factor, tuple(chosen)
+
+    def _solve_indexed(self, comp, lit):
+        new = comp.difference(self.indexed)
+        if new:
+            index = self.index
+            self.indexed.update(new)
+            for c in new:
+                for x in c:
+                    sx = index.get(x)
+                    if sx is None:
+                        index[x] = {c}
+                    else:
+                        sx.add(c)
+        r = _propagate_indexed(comp, lit, self.kind, self.prob, self.index)
+        if type(r) is list:
+            return 0.0, tuple(r)
+        factor, chosen, clauses, seeds = r
+        if not clauses:
+            return factor, tuple(chosen)
+        self.indexed.update(clauses)
+        for comp in sorted(_components_indexed(clauses, self.index, seeds), key=len):
             v, ch = self._component(comp)
             chosen.extend(ch)
             factor = factor * v
@@ -320,8 +522,8 @@ class SSATSolver:
                 return 0.0, tuple(chosen)
         return factor, tuple(chosen)
 
-    def _component(self, comp):
-        key = frozenset(comp)
+    def _component(self, key):
+        comp = key
         hit = self.cache.get(key)
         if hit is not None:
             self.hits += 1
@@ -332,6 +534,19 @@ class SSATSolver:
         if time.perf_counter() > self._deadline:
             raise _Budget(f"the exact SSAT search exceeded its time limit of {self.time_limit:g} s")
         kind = self.kind
+        if self._ranked_rd:
+            # a ranked random/defined variable and no outer one: branch on it
+            # without counting occurrences (set operations in C)
+            vs = set(map(abs, itertools.chain.from_iterable(comp)))
+            if vs.isdisjoint(self._outer):
+                ranked = vs.intersection(self._ranked_rd)
+                if ranked:
+                    v = min(ranked, key=self.rank.__getitem__)
+                    res = (self._branch(comp, v)[0] + self._branch(comp, -v)[0], ())
+                    if len(self.cache) >= self.max_cache:
+                        self.cache.clear()
+                    self.cache[key] = res
+                    return res
         cnt: dict = {}
         pos: dict = {}
         for c in comp:
