@@ -148,7 +148,7 @@ def test_check_json_shape(ac1_json):
     assert data["spec"] == str(AC1)
     assert data["diagnostics"] == []
     names = [p["name"] for p in data["properties"]]
-    assert names == ["fairify_sex", "hyfair_sex_race", "clusters", "parity_test_split"]
+    assert names == ["fairify_sex", "hyfair_sex_race", "clusters", "clusters_k20", "parity_test_split"]
     for p in data["properties"]:
         assert PROPERTY_KEYS <= set(p), set(p)
         assert p["status"] in ("holds", "violated", "unknown")

@@ -49,3 +49,33 @@ property loose {{
 ''')
     (v,) = check(spec).verdicts
     assert v.status == "unknown" and "cannot prove" in v.reason
+
+
+def test_kdisc_with_age_bands_has_K_20(tmp_path):
+    """HyFair's K = 20 on AC-1: age is declared with bins [39] in ac1.fair, so each counterfactual
+    takes an age in [10, 39] or [40, 100] (a value the search picks), times race x sex."""
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property k20 {{
+  k_discrimination(ac1, over {{age, race, sex}}, eps = 0.05) < 8
+  search annealing for 5s
+}}
+''')
+    (v,) = check(spec).verdicts
+    assert v.details["K"] == 20
+    assert v.status == "violated" and v.value >= 8
+    ages = [c["features"]["age"] for c in v.details["counterfactuals"]]
+    assert len(ages) == 20 and len(set(ages)) == 2
+    assert sorted(set(ages))[0] <= 39 < sorted(set(ages))[1]
+    assert all(10 <= a <= 100 and float(a).is_integer() for a in ages)
+
+
+def test_numeric_feature_without_bins_is_refused_with_a_hint(tmp_path):
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property k {{
+  k_discrimination(ac1, over {{hours_per_week, sex}}, eps = 0.05) < 3
+}}
+''')
+    (d,) = [d for d in lint(spec).diagnostics if d.is_error]
+    assert d.code == "FS308" and "bins" in d.hint

@@ -61,6 +61,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     from fairspec.backends.lowering import Unsupported, lower_pair
     from fairspec.backends.search.space import Box, Protected, Space
     from fairspec.runtime.encoding import decode_row
+    from fairspec.sema.properties import numeric_bands
 
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -68,16 +69,23 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     model = ctx.model(prop.model)
     if getattr(model, "format", None) == "rule":
         return unknown(prop, "k-discrimination searches a model file, not a rule", backend="search")
+    # discrete protected features take each of their values; a numeric one declared with bins takes a
+    # value inside each of its bands (HyFair's age bands), chosen by the search
+    banded = tuple(n for n in prop.over if not fs.get(n).is_discrete)
+    discrete = tuple(n for n in prop.over if n not in banded)
     pair = ir.IndividualFairness(prop.name, "individual_fairness", prop.options, model=prop.model,
-                                 features=prop.features, free=prop.over, post="prob", eps=prop.eps)
+                                 features=prop.features, free=discrete, post="prob", eps=prop.eps)
     try:
         low = lower_pair(pair, fs, enc)
     except Unsupported as e:
         return unknown(prop, str(e), backend="search")
-    protected = tuple(Protected(cols, vals, (), name) for cols, vals, name in
-                      zip(low.protected_columns, low.protected_values,
-                          [c.feature for c in enc.columns if c.feature in prop.over]))
-    space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), protected)
+    protected = [Protected(cols, vals, (), name) for cols, vals, name in
+                 zip(low.protected_columns, low.protected_values,
+                     [c.feature for c in enc.columns if c.feature in discrete])]
+    for n in banded:
+        col = next(c for c in enc.columns if c.feature == n)
+        protected.append(Protected.banded(col.offset, numeric_bands(fs.get(n)), n))
+    space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
 
     def evaluate(V):
         return model.score(low.to_input(V))

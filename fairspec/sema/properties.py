@@ -504,8 +504,17 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
         ck.fail("FS501", "k_discrimination(...) needs the protected features: over {sex, race}", call.span)
     names = _feature_names(ck, over.value, env, fs, "over")
     for n in names:
-        if not fs.get(n).is_discrete:
-            ck.fail("FS308", f"'{n}' is continuous: k-discrimination enumerates the values of discrete features", over.span)
+        f = fs.get(n)
+        if f.is_discrete:
+            continue
+        if not f.bins:
+            ck.fail("FS308", f"'{n}' is numeric: k-discrimination enumerates the values of discrete features, or "
+                             f"the bands of a numeric one", over.span,
+                    hint=f"declare bands on the feature, e.g. '{n} : int in [10, 100] bins [39]' for [10, 39] and "
+                         f"[40, 100] (bins are right-closed); each counterfactual then takes a value in each band")
+        if len(numeric_bands(f)) < 2:
+            ck.fail("FS307", f"the bins of '{n}' leave a single band inside its range, so there is nothing to "
+                             "compare", f.span)
     eps_arg = call.keyword("eps")
     eps = _number(ck, eps_arg.value, env, "eps") if eps_arg else 0.05
     if eps < 0:
@@ -518,6 +527,24 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     options = parse_options(ck, stmts, env, "k_discrimination")
     return ir.KDiscrimination(name, "k_discrimination", options, node.span, model=model.name, features=fs.name,
                               over=names, eps=eps, op=op, k=int(k))
+
+
+def numeric_bands(f: ir.Feature) -> list[tuple[float, float]]:
+    """The bands of a numeric feature cut by its right-closed bins, inside its range:
+    int [lo, e0], [e0 + 1, e1], ...; real [lo, e0], (e0, e1], ... (a band's left end just above the edge)."""
+    import math
+
+    lo, hi = float(f.domain.lo), float(f.domain.hi)
+    is_int = isinstance(f.domain, ir.IntRange)
+    bands, start = [], lo
+    for e in list(f.bins) + [math.inf]:
+        end = float(min(hi, math.floor(e) if is_int and math.isfinite(e) else e))
+        if end >= start:
+            bands.append((start, end))
+        if e >= hi:
+            break
+        start = max(start, (math.floor(e) + 1.0) if is_int else math.nextafter(e, math.inf))
+    return bands
 
 
 def _pba(ck, node, name, env, call, op, rhs, stmts):
