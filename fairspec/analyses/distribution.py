@@ -52,6 +52,7 @@ __all__ = [
     "ErrorBound",
     "justicia_epsilon0",
     "parent_marginal",
+    "refit",
     "ppv_error_bound",
     "PROB_TOL",
 ]
@@ -252,6 +253,11 @@ class DiscreteData:
         if name not in self.codes:
             raise DistributionError(f"the data has no column '{name}'")
         return self.codes[name]
+
+    def take(self, rows) -> "DiscreteData":
+        """The rows at these indices (repeats allowed: a bootstrap resample)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return DiscreteData(self.variables, {k: v[rows] for k, v in self.codes.items()}, len(rows))
 
     def subset(self, mask) -> "DiscreteData":
         mask = np.asarray(mask, dtype=bool)
@@ -714,6 +720,19 @@ def conditional(data: DiscreteData, protected: Sequence[str], names: Sequence[st
         rc[n] = c.sum(axis=-1)
     return BayesNet([data.variables[n] for n in names], parents, cpts, n_rows=data.n_rows,
                     row_counts=rc, kind="conditional")
+
+
+def refit(bn: BayesNet, data: DiscreteData, alpha: float = 0.0) -> BayesNet:
+    """The same network structure with its tables re-estimated from ``data`` (maximum likelihood,
+    ``alpha`` smoothing; a parent assignment without rows takes the variable's marginal)."""
+    cpts, rc = {}, {}
+    for n in bn.order:
+        pa = bn.parents[n]
+        c = _counts(data, n, pa)
+        cpts[n] = _mle(c, alpha, _mle(_counts(data, n, ()), alpha, None) if pa else None)
+        rc[n] = c.sum(axis=-1)
+    return BayesNet._derived([bn.variables[n] for n in bn.variables], bn.parents, cpts, data.n_rows, rc, bn.kind,
+                             bn.order)
 
 
 def _family_score(data: DiscreteData, child: str, pa: tuple, score: str, cache: dict) -> float:

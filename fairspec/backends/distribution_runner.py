@@ -121,9 +121,48 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         return _verdict_influence(prop, pb, fif, backend, method, t0)
     try:
         res = _compute(prop, pb, backend, method, delta, time_limit)
+        boot = None
+        if prop.options.bootstrap and pb.data is not None and res.status == "ok":
+            boot = _bootstrap(prop, pb, backend, method, delta, time_limit, progress)
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-    return _verdict(prop, pb, res, backend, t0)
+    return _verdict(prop, pb, res, backend, t0, boot)
+
+
+def _metric_value(prop, res):
+    if prop.metric == "most_favoured":
+        return res.most_favoured_ppv
+    if prop.metric == "least_favoured":
+        return res.least_favoured_ppv
+    return res.value
+
+
+def _bootstrap(prop, pb: Problem, backend, method, delta, time_limit, progress=None) -> dict:
+    """The metric over networks re-estimated from bootstrap resamples of the rows (the structure
+    stays the one estimated from all rows): a percentile interval for ``bootstrap = N``."""
+    from fairspec.analyses.distribution import refit
+
+    n_boot = int(prop.options.bootstrap)
+    rng = np.random.default_rng(prop.options.seed)
+    n = pb.data.n_rows
+    values, failed = [], 0
+    t0 = time.perf_counter()
+    task = progress.add_task(f"{prop.name}: bootstrap", total=n_boot) if progress else None
+    for _ in range(n_boot):
+        if time.perf_counter() - t0 > time_limit:
+            break
+        net = refit(pb.bn, pb.data.take(rng.integers(0, n, n)), pb.alpha)
+        r = _compute(prop, dataclasses.replace(pb, bn=net), backend, method, delta, time_limit)
+        v = _metric_value(prop, r) if r.status == "ok" else None
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            failed += 1
+        else:
+            values.append(float(v))
+        if task is not None:
+            progress.advance(task)
+    if task is not None:
+        progress.remove_task(task)
+    return {"requested": n_boot, "values": values, "undefined": failed, "seconds": time.perf_counter() - t0}
 
 
 def _sentence(e: Exception) -> str:
@@ -144,6 +183,8 @@ class Problem:
     label: str | None
     exact_classifier: bool
     details: dict = field(default_factory=dict)
+    data: DiscreteData | None = None     # the discretised rows a network was estimated from (for bootstrap)
+    alpha: float = 0.0                   # the smoothing it was estimated with
 
 
 def build_problem(prop: ir.GroupMetric, ctx, dist: ir.Distribution) -> Problem:
@@ -204,7 +245,8 @@ def build_problem(prop: ir.GroupMetric, ctx, dist: ir.Distribution) -> Problem:
         raise Unsupported(f"unknown distribution kind '{dist.kind}'")
     clf = form.build(variables, ctx, data_rows, rows_codes)
     details["classifier"].update(form.describe(clf))
-    return Problem(bn, clf, protected, label, form.exact, details)
+    return Problem(bn, clf, protected, label, form.exact, details,
+                   data=data if dist.kind in DATA_KINDS else None, alpha=float(params.get("alpha", 0.0)))
 
 
 def _net_summary(bn: BayesNet) -> dict:
@@ -1256,7 +1298,7 @@ def _group_name(group, bn: BayesNet) -> str:
     return " x ".join(parts)
 
 
-def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
+def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> Verdict:
     details = dict(pb.details)
     details["backend"] = res.backend or backend
     details["method"] = res.method
@@ -1266,12 +1308,7 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
         return unknown(prop, res.reason or "the solver gave no answer", backend=backend, seconds=seconds,
                        details=details)
     bn = pb.bn
-    if prop.metric == "most_favoured":
-        value = res.most_favoured_ppv
-    elif prop.metric == "least_favoured":
-        value = res.least_favoured_ppv
-    else:
-        value = res.value
+    value = _metric_value(prop, res)
     details["groups"] = [{"group": _group_name(g, bn), "ppv": p} for g, p in res.per_group]
     if res.most_favoured is not None:
         details["most_favoured"] = {"group": _group_name(res.most_favoured, bn), "ppv": res.most_favoured_ppv}
@@ -1300,6 +1337,8 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
     add = None if b is None else b.value_additive
     if b is not None:
         details["error_bound"] = _plain(b.as_dict())
+    if boot is not None:
+        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, extremes, common)
     if add is None or not math.isfinite(add):
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"{prop.metric} = {value:.6g} over the distribution estimated from "
@@ -1318,6 +1357,39 @@ def _verdict(prop, pb: Problem, res, backend, t0) -> Verdict:
                    reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
                           f"error bound of {prop.metric} = {value:.4f} for a distribution estimated from "
                           f"{bn.n_rows} rows; more data (or fewer bins) would decide it", **common)
+
+
+def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, extremes: str,
+                       common: dict) -> Verdict:
+    """holds (estimated) / violated when the whole bootstrap percentile interval is on one side."""
+    vals = np.asarray(boot["values"], dtype=float)
+    conf = prop.options.confidence
+    done = len(vals) + boot["undefined"]
+    info = {"resamples": done, "requested": boot["requested"], "undefined": boot["undefined"],
+            "confidence": conf, "structure": "fixed (estimated from all rows)",
+            "seconds": round(boot["seconds"], 4)}
+    common["details"]["bootstrap"] = info
+    if len(vals) < max(20, boot["requested"] // 2):
+        why = ("the time budget ran out" if done < boot["requested"] else
+               f"{prop.metric} is undefined on {boot['undefined']} resamples")
+        return Verdict(prop.name, prop.kind, "unknown",
+                       reason=f"{prop.metric} = {value:.6g}, but only {len(vals)} of {boot['requested']} bootstrap "
+                              f"resamples gave a value ({why})", **common)
+    lo, hi = (float(x) for x in np.quantile(vals, [(1 - conf) / 2, 1 - (1 - conf) / 2]))
+    info["interval"] = [lo, hi]
+    common["bound"] = (lo, hi)
+    where = (f"{conf:.0%} bootstrap interval over {len(vals)} networks re-estimated from resamples of the "
+             f"{n_rows} rows")
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status == "holds":
+        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+    if status == "violated":
+        return Verdict(prop.name, prop.kind, "violated",
+                       reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
+                       **common)
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
+                          f"{prop.metric} = {value:.4f}", **common)
 
 
 def _plain(x):

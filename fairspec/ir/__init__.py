@@ -265,7 +265,7 @@ class Options:
     timeout: float | None = None  # seconds
     seed: int = 0
     confidence: float = 0.95
-    bootstrap: int = 1000
+    bootstrap: int | None = None  # resamples; None: the backend's default (data: 1000; distributions: none)
     min_group_size: int = 30
     mode: str | None = None  # find | maximize | prove
     search: str | None = None

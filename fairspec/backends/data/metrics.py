@@ -16,6 +16,8 @@ from fairspec import ir
 from fairspec.backends.data.groups import assign
 from fairspec.verdict import Verdict, interval_status, unknown
 
+DEFAULT_BOOTSTRAP = 1000  # resamples when the property sets no bootstrap = N
+
 
 def decisions(ctx, model_name: str, values: dict, n: int) -> np.ndarray:
     model = ctx.model(model_name)
@@ -86,7 +88,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
                     "fpr": _r(cells[g, 1, 0] / cells[g, :, 0].sum()) if cells[g, :, 0].sum() else None,
                     "counted": bool(eligible[g])} for g in range(G)],
         "rows": int(n), "metric": prop.metric, "groups_label": prop.groups.label,
-        "min_group_size": opts.min_group_size, "bootstrap": opts.bootstrap, "confidence": opts.confidence,
+        "min_group_size": opts.min_group_size, "bootstrap": opts.bootstrap or DEFAULT_BOOTSTRAP, "confidence": opts.confidence,
     }
     if empty:
         details["empty_groups"] = empty
@@ -107,7 +109,8 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     rng = np.random.default_rng(opts.seed)
     flat = ec.reshape(-1)
     total = int(flat.sum())
-    draws = rng.multinomial(total, flat / total, size=opts.bootstrap).reshape((opts.bootstrap,) + ec.shape)
+    draws = rng.multinomial(total, flat / total, size=opts.bootstrap or DEFAULT_BOOTSTRAP).reshape(
+        (opts.bootstrap or DEFAULT_BOOTSTRAP,) + ec.shape)
     boot, _ = metric_from_counts(prop.metric, draws.astype(np.float64))
     boot = boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
