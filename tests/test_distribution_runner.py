@@ -567,3 +567,14 @@ def test_refit_keeps_the_structure_and_counts_the_rows():
         assert np.allclose(again.cpts[n], bn.cpts[n])
     half = refit(bn, data.take(np.arange(1500)))
     assert half.n_rows == 1500 and half.parents == bn.parents
+
+
+def test_bootstrap_applies_to_influence_too(tmp_path):
+    csv = write_csv(tmp_path / "d.csv")
+    text = DATA_SPEC.format(csv=csv, rule="age >= 40 and score > 0.5 and member",
+                            claim="influence(r, groups grp, distribution conditional(people)) <= 0.9\n  bootstrap = 50")
+    v = verdicts(spec(tmp_path, text))["p"]
+    assert v.status == "holds" and v.how == "estimated"
+    lo, hi = v.bound
+    assert lo <= v.value <= hi and v.details["bootstrap"]["resamples"] == 50
+    assert v.value == pytest.approx(max(abs(i["fif"]) for i in v.details["influence"]))

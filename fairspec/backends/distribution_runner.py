@@ -116,14 +116,19 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         try:
             subsets = influence_subsets(prop, pb, ctx.spec.feature_set(prop.features))
             fif = compute_influence(prop, pb, backend, method, delta, time_limit, subsets)
+            boot = None
+            if prop.options.bootstrap and pb.data is not None and fif.status == "ok":
+                boot = _bootstrap(prop, pb, lambda q: _largest_influence(
+                    compute_influence(prop, q, backend, method, delta, time_limit, subsets)), time_limit, progress)
         except DistributionError as e:
             return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-        return _verdict_influence(prop, pb, fif, backend, method, t0)
+        return _verdict_influence(prop, pb, fif, backend, method, t0, boot)
     try:
         res = _compute(prop, pb, backend, method, delta, time_limit)
         boot = None
         if prop.options.bootstrap and pb.data is not None and res.status == "ok":
-            boot = _bootstrap(prop, pb, backend, method, delta, time_limit, progress)
+            boot = _bootstrap(prop, pb, lambda q: _ok_value(prop, _compute(prop, q, backend, method, delta,
+                                                                           time_limit)), time_limit, progress)
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
     return _verdict(prop, pb, res, backend, t0, boot)
@@ -137,9 +142,20 @@ def _metric_value(prop, res):
     return res.value
 
 
-def _bootstrap(prop, pb: Problem, backend, method, delta, time_limit, progress=None) -> dict:
-    """The metric over networks re-estimated from bootstrap resamples of the rows (the structure
-    stays the one estimated from all rows): a percentile interval for ``bootstrap = N``."""
+def _ok_value(prop, res):
+    return _metric_value(prop, res) if res.status == "ok" else None
+
+
+def _largest_influence(fif):
+    """The value of influence(...): the largest |FIF| over the subsets (None when undefined)."""
+    if fif.status != "ok" or not fif.influence:
+        return None
+    return max(abs(float(x)) for _, x in fif.influence)
+
+
+def _bootstrap(prop, pb: Problem, value_of, time_limit, progress=None) -> dict:
+    """``value_of(problem)`` over networks re-estimated from bootstrap resamples of the rows (the
+    structure stays the one estimated from all rows): a percentile interval for ``bootstrap = N``."""
     from fairspec.analyses.distribution import refit
 
     n_boot = int(prop.options.bootstrap)
@@ -152,8 +168,7 @@ def _bootstrap(prop, pb: Problem, backend, method, delta, time_limit, progress=N
         if time.perf_counter() - t0 > time_limit:
             break
         net = refit(pb.bn, pb.data.take(rng.integers(0, n, n)), pb.alpha)
-        r = _compute(prop, dataclasses.replace(pb, bn=net), backend, method, delta, time_limit)
-        v = _metric_value(prop, r) if r.status == "ok" else None
+        v = value_of(dataclasses.replace(pb, bn=net))
         if v is None or (isinstance(v, float) and math.isnan(v)):
             failed += 1
         else:
@@ -1211,7 +1226,7 @@ def _subset_text(S) -> str:
     return "{" + ", ".join(S) + "}"
 
 
-def _verdict_influence(prop, pb: Problem, fif, backend, method, t0) -> Verdict:
+def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict | None = None) -> Verdict:
     details = dict(pb.details)
     details["backend"] = backend
     details["method"] = method
@@ -1255,6 +1270,8 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0) -> Verdict:
     add = None if b is None or b.value_additive is None else 2 * b.value_additive
     if b is not None:
         details["error_bound"] = {**_plain(b.as_dict()), "influence_additive": add}
+    if boot is not None:
+        return _bootstrap_verdict(prop, value, boot, bn.n_rows, claim, f"; {largest}", common)
     if add is None or not math.isfinite(add):
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"the largest influence on {quantity} is {value:.6g} over the distribution estimated "
