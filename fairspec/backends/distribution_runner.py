@@ -1278,18 +1278,14 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
                               f"from {bn.n_rows} rows, but no finite-sample error bound is available for it",
                        **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
-    common["bound"] = (lo, hi)
     conf = 1.0 - b.delta
-    status = interval_status(prop.op, prop.threshold, lo, hi)
     bound_text = (f"+- {add:.4f}, twice the {conf:.0%} error bound of {quantity} for a distribution estimated "
                   f"from {bn.n_rows} rows")
-    if status == "holds":
-        return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=f"{largest} ({bound_text})", **common)
-    if status == "violated":
-        return Verdict(prop.name, prop.kind, "violated", reason=f"{claim} fails: {largest} ({bound_text})", **common)
-    return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
-                          f"({bound_text}); more data (or fewer bins) would decide it", **common)
+    return _estimated_verdict(
+        prop, lo, hi, common, holds_reason=f"{largest} ({bound_text})",
+        violated_reason=f"{claim} fails: {largest} ({bound_text})",
+        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
+                       f"({bound_text}); more data (or fewer bins) would decide it")
 
 
 def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, violated_reason) -> Verdict:
@@ -1361,19 +1357,26 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
                        reason=f"{prop.metric} = {value:.6g} over the distribution estimated from "
                               f"{bn.n_rows} rows, but no finite-sample error bound is available for it", **common)
     lo, hi = max(0.0, value - add), min(1.0, value + add)
-    common["bound"] = (lo, hi)
     conf = 1.0 - b.delta
+    return _estimated_verdict(
+        prop, lo, hi, common,
+        violated_reason=f"{claim} fails: the value is {value:.4f} +- {add:.4f} ({conf:.0%} error bound of "
+                        f"the distribution estimated from {bn.n_rows} rows){extremes}",
+        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
+                       f"error bound of {prop.metric} = {value:.4f} for a distribution estimated from "
+                       f"{bn.n_rows} rows; more data (or fewer bins) would decide it")
+
+
+def _estimated_verdict(prop, lo: float, hi: float, common: dict, *, violated_reason: str, unknown_reason: str,
+                       holds_reason: str | None = None) -> Verdict:
+    """An estimate with its interval [lo, hi]: holds (estimated) or violated only when the whole
+    interval is on one side of the threshold, unknown otherwise."""
+    common["bound"] = (lo, hi)
     status = interval_status(prop.op, prop.threshold, lo, hi)
     if status == "holds":
-        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
-    if status == "violated":
-        return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails: the value is {value:.4f} +- {add:.4f} ({conf:.0%} error bound of "
-                              f"the distribution estimated from {bn.n_rows} rows){extremes}", **common)
-    return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
-                          f"error bound of {prop.metric} = {value:.4f} for a distribution estimated from "
-                          f"{bn.n_rows} rows; more data (or fewer bins) would decide it", **common)
+        return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=holds_reason, **common)
+    reason = violated_reason if status == "violated" else unknown_reason
+    return Verdict(prop.name, prop.kind, status, reason=reason, **common)
 
 
 def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, extremes: str,
@@ -1394,19 +1397,13 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
                               f"resamples gave a value ({why})", **common)
     lo, hi = (float(x) for x in np.quantile(vals, [(1 - conf) / 2, 1 - (1 - conf) / 2]))
     info["interval"] = [lo, hi]
-    common["bound"] = (lo, hi)
     where = (f"{conf:.0%} bootstrap interval over {len(vals)} networks re-estimated from resamples of the "
              f"{n_rows} rows")
-    status = interval_status(prop.op, prop.threshold, lo, hi)
-    if status == "holds":
-        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
-    if status == "violated":
-        return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
-                       **common)
-    return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
-                          f"{prop.metric} = {value:.4f}", **common)
+    return _estimated_verdict(
+        prop, lo, hi, common,
+        violated_reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
+        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
+                       f"{prop.metric} = {value:.4f}")
 
 
 def _plain(x):

@@ -55,14 +55,7 @@ def grid_partitions(problem: PairProblem, splits: dict[int, int]) -> list[tuple[
         else:
             edges = np.linspace(lo, hi, int(k) + 1)
             axes.append([(i, float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])])
-    parts = []
-    for combo in itertools.product(*axes):
-        lo = problem.lo.copy()
-        hi = problem.hi.copy()
-        for i, a, b in combo:
-            lo[i], hi[i] = a, b
-        parts.append((lo, hi))
-    return parts
+    return _boxes(problem, axes)
 
 
 def fairify_partitions(problem: PairProblem, threshold: int = 10,
@@ -96,12 +89,8 @@ def default_partitions(problem: PairProblem, max_parts: int = 1024) -> list[tupl
         threshold *= 2
 
 
-def _grid_fixed_width(problem, splits, width):
-    _check_features(problem, splits)
-    axes = []
-    for i in sorted(splits):
-        lo, hi = int(problem.lo[i]), int(problem.hi[i])
-        axes.append([(i, float(a), float(min(a + width - 1, hi))) for a in range(lo, hi + 1, width)])
+def _boxes(problem: PairProblem, axes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every combination of one (input, lo, hi) range per axis, as a box over the whole domain."""
     parts = []
     for combo in itertools.product(*axes):
         lo = problem.lo.copy()
@@ -110,6 +99,15 @@ def _grid_fixed_width(problem, splits, width):
             lo[i], hi[i] = a, b
         parts.append((lo, hi))
     return parts
+
+
+def _grid_fixed_width(problem, splits, width):
+    _check_features(problem, splits)
+    axes = []
+    for i in sorted(splits):
+        lo, hi = int(problem.lo[i]), int(problem.hi[i])
+        axes.append([(i, float(a), float(min(a + width - 1, hi))) for a in range(lo, hi + 1, width)])
+    return _boxes(problem, axes)
 
 
 def split_widest(problem: PairProblem, n_parts: int,

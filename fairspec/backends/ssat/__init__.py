@@ -192,32 +192,36 @@ def ppv_extremes(bn: BayesNet, clf, protected: Sequence[str], least: str = "nega
     t0 = time.perf_counter()
     protected = tuple(protected)
     stats = {}
-    enc = build_formula(bn, clf, protected, True, "E", "onehot", pb_encoding)
-    r = SSATSolver(enc.f, max_nodes=max_nodes, time_limit=time_limit).solve()
-    if r.status != "ok":
+    if least not in ("negation", "universal"):
+        raise ValueError(f"unknown least-favoured method {least!r}")
+
+    def choose(positive: bool, kind: str, groups: str):
+        """Solve one choice problem: (group, probability, result, encoding)."""
+        left = max(time_limit - (time.perf_counter() - t0), 1e-3)
+        enc = build_formula(bn, clf, protected, positive, kind, groups, pb_encoding)
+        r = SSATSolver(enc.f, max_nodes=max_nodes, time_limit=left).solve()
+        if r.status != "ok":
+            return None, r, enc
+        gd = enc.decode_group(r.assignment)
+        return tuple(gd[a] for a in protected), r, enc
+
+    g, r, enc = choose(True, "E", "onehot")
+    if g is None:
         return GroupPPVs.unknown(protected, r.reason, seconds=time.perf_counter() - t0, backend="ssat", method="learn")
-    gd = enc.decode_group(r.assignment)
-    best = (tuple(gd[a] for a in protected), r.probability)
+    best = (g, r.probability)
     stats["er_nodes"] = r.nodes
     stats.update({f"er_{k}": v for k, v in enc.f.stats().items()})
-    left = time_limit - (time.perf_counter() - t0)
     if least == "negation":
-        enc2 = build_formula(bn, clf, protected, False, "E", "onehot", pb_encoding)
-        r2 = SSATSolver(enc2.f, max_nodes=max_nodes, time_limit=max(left, 1e-3)).solve()
-        if r2.status != "ok":
-            return GroupPPVs.unknown(protected, r2.reason, seconds=time.perf_counter() - t0, backend="ssat", method="learn")
-        gd2 = enc2.decode_group(r2.assignment)
-        worst = (tuple(gd2[a] for a in protected), 1.0 - r2.probability)
-        stats["negated_er_value"] = r2.probability
-    elif least == "universal":
-        enc2 = build_formula(bn, clf, protected, True, "A", "log", pb_encoding)
-        r2 = SSATSolver(enc2.f, max_nodes=max_nodes, time_limit=max(left, 1e-3)).solve()
-        if r2.status != "ok":
-            return GroupPPVs.unknown(protected, r2.reason, seconds=time.perf_counter() - t0, backend="ssat", method="learn")
-        gd2 = enc2.decode_group(r2.assignment)
-        worst = (tuple(gd2[a] for a in protected), r2.probability)
+        g2, r2, _ = choose(False, "E", "onehot")
     else:
-        raise ValueError(f"unknown least-favoured method {least!r}")
+        g2, r2, _ = choose(True, "A", "log")
+    if g2 is None:
+        return GroupPPVs.unknown(protected, r2.reason, seconds=time.perf_counter() - t0, backend="ssat", method="learn")
+    if least == "negation":
+        worst = (g2, 1.0 - r2.probability)
+        stats["negated_er_value"] = r2.probability
+    else:
+        worst = (g2, r2.probability)
     stats["least_nodes"] = r2.nodes
     per = {best[0]: best[1], worst[0]: worst[1]}
     return GroupPPVs(protected, per, best, worst, seconds=time.perf_counter() - t0, backend="ssat",
