@@ -26,11 +26,11 @@ def _build() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="lint, load the models and data, and decide every property")
     c.add_argument("spec")
-    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     c.add_argument("--property", help="run only this property")
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
-    l.add_argument("--format", choices=("text", "concise", "json"), default="text")
+    l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
     return p
 
 
@@ -56,7 +56,12 @@ def _lint(args) -> int:
     from fairspec.pipeline import lint
 
     res = lint(args.spec)
-    text = render(res.diagnostics, args.format)
+    if args.format in ("sarif", "github"):
+        from fairspec.report import ci
+
+        text = ci.to_sarif(res.diagnostics, version=_version()) if args.format == "sarif" else ci.to_github(res.diagnostics)
+    else:
+        text = render(res.diagnostics, args.format)
     if text:
         print(text)
     errors = sum(d.is_error for d in res.diagnostics)
@@ -87,6 +92,14 @@ def _check(args) -> int:
             progress.stop()
     if args.format == "json":
         print(rep.to_json(result))
+    elif args.format in ("sarif", "github"):
+        from fairspec.report import ci
+
+        text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
+                            version=_version()) if args.format == "sarif"
+                else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error))
+        if text:
+            print(text)
     else:
         rep.print_text(result, Console(highlight=False, width=None if sys.stdout.isatty() else 120))
     return result.exit_code

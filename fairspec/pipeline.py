@@ -44,6 +44,7 @@ class Report:
     internal_errors: list[str] = field(default_factory=list)  # fairspec bugs met while checking
     seconds: float = 0.0
     loads: list[dict] = field(default_factory=list)  # model files and data tables, with their load times
+    property_spans: dict = field(default_factory=dict)  # property name -> its span (for SARIF and annotations)
 
     @property
     def has_errors(self) -> bool:
@@ -112,6 +113,7 @@ def check(path, *, only: str | None = None, progress=None) -> Report:
 
     ctx = Context(res.spec)
     props = [p for p in res.spec.properties if only is None or p.name == only]
+    report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
     if only is not None and not props:
         names = ", ".join(p.name for p in res.spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"

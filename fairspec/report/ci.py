@@ -1,0 +1,137 @@
+"""Machine formats for CI: SARIF 2.1.0 and GitHub workflow-command annotations.
+
+Both take the same inputs for `lint` (diagnostics) and `check` (diagnostics,
+then the properties that are violated or unknown, at the property's span).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+from fairspec.diagnostics import Diagnostic
+from fairspec.diagnostics.codes import CODES
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
+# check's verdicts as SARIF rules: not diagnostic codes (the spec is fine), outcomes of checking it
+_VERDICT_RULES = {
+    "violated": ("error", "property violated",
+                 "the witness in the message was replayed on the real model; fix the model or the requirement"),
+    "unknown": ("warning", "property not decided",
+                "the message gives the reason (a time-out, too few rows, a backend not available)"),
+    "input": ("error", "input cannot be used",
+              "the message names the model or data file (or the usage) that stopped the check"),
+}
+
+
+def _relpath(file: str) -> str | None:
+    """The path relative to the working directory when it lies below it (what CI annotates)."""
+    p = Path(file).resolve()
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _uri(file: str) -> str:
+    rel = _relpath(file)
+    return quote(rel) if rel is not None else Path(file).resolve().as_uri()
+
+
+def _location(span) -> list[dict]:
+    if span is None:
+        return []
+    region = {"startLine": span.line, "startColumn": span.column}
+    if (span.end_line, span.end_column) > (span.line, span.column):
+        region.update(endLine=span.end_line, endColumn=span.end_column)
+    return [{"physicalLocation": {"artifactLocation": {"uri": _uri(span.file)}, "region": region}}]
+
+
+def _verdict_message(v) -> str:
+    if v.status == "violated":
+        parts = [f"property '{v.name}' is violated"]
+        if v.value is not None:
+            parts.append(f"value {v.value:.4g}" if isinstance(v.value, float) else f"value {v.value}")
+        if v.witness is not None:
+            w = v.witness
+            parts.append(f"witness x = {w.features or list(w.x)}, x' = {w.features_prime or list(w.x_prime)}"
+                         + (f" (replayed by {w.replayed_by})" if w.replayed_by else ""))
+        if v.reason:
+            parts.append(v.reason)
+        return "; ".join(parts)
+    return f"property '{v.name}' is unknown: {v.reason}"
+
+
+def _verdict_results(verdicts, spans, error) -> list[tuple[str, str, str, object]]:
+    """(rule, level, message, span) for each violated or unknown property, and the input error if any."""
+    out = [("input", "error", error, None)] if error else []
+    for v in verdicts:
+        if v.status in _VERDICT_RULES:
+            out.append((v.status, _VERDICT_RULES[v.status][0], _verdict_message(v), spans.get(v.name)))
+    return out
+
+
+def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
+             *, error: str | None = None, version: str = "0.1.0") -> str:
+    """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding."""
+    findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d)
+                for d in diagnostics]
+    findings += [(r, lvl, msg, sp, None) for r, lvl, msg, sp in _verdict_results(verdicts, spans or {}, error)]
+    rule_ids = sorted({f[0] for f in findings})
+    rules = []
+    for rid in rule_ids:
+        if rid in CODES:
+            c = CODES[rid]
+            rules.append({"id": rid, "name": c.title.replace(" ", "_"), "shortDescription": {"text": c.title},
+                          "help": {"text": c.hint or c.title},
+                          "defaultConfiguration": {"level": _LEVEL[c.severity]}})
+        else:
+            lvl, title, help_ = _VERDICT_RULES[rid]
+            rules.append({"id": rid, "name": title.replace(" ", "_"), "shortDescription": {"text": title},
+                          "help": {"text": help_}, "defaultConfiguration": {"level": lvl}})
+    index = {r: i for i, r in enumerate(rule_ids)}
+    results = []
+    for rid, sev, msg, span, d in findings:
+        res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
+               "locations": _location(span)}
+        if d is not None and d.related:
+            res["relatedLocations"] = [{**_location(r.span)[0], "id": i, "message": {"text": r.message}}
+                                       for i, r in enumerate(d.related)]
+        results.append(res)
+    log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
+           "runs": [{"tool": {"driver": {"name": "fairspec", "version": version,
+                                         "informationUri": "https://github.com/fairspec/fairspec",
+                                         "rules": rules}},
+                     "results": results}]}
+    return json.dumps(log, indent=2)
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
+              *, error: str | None = None) -> str:
+    """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding."""
+    findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
+                for d in diagnostics]
+    findings += _verdict_results(verdicts, spans or {}, error)
+    lines = []
+    for rid, sev, msg, span in findings:
+        cmd = {"error": "error", "warning": "warning"}.get(sev, "notice")
+        props = []
+        if span is not None:
+            props += [f"file={_escape_prop(_relpath(span.file) or span.file)}", f"line={span.line}", f"col={span.column}"]
+            if span.end_line >= span.line:
+                props += [f"endLine={span.end_line}"]
+                if span.end_line == span.line:
+                    props += [f"endColumn={span.end_column}"]
+        props.append(f"title={_escape_prop(f'fairspec {rid}')}")
+        lines.append(f"::{cmd} {','.join(props)}::{_escape_data(msg)}")
+    return "\n".join(lines)

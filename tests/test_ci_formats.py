@@ -1,0 +1,104 @@
+"""`--format sarif` and `--format github` on lint and check, for CI.
+
+SARIF logs are validated against the SARIF 2.1.0 JSON schema vendored in
+tests/data/sarif-schema-2.1.0.json (from Microsoft's SARIF SDK, the
+`@microsoft/sarif-multitool` npm package, version 5.7.0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import ERRORS, EXAMPLES, run_cli
+from test_cli import no_traceback, people_spec
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def valid_sarif(text: str) -> dict:
+    log = json.loads(text)
+    jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate(log)
+    assert log["version"] == "2.1.0"
+    return log
+
+
+def test_lint_sarif_errors_validate_against_the_schema():
+    spec = ERRORS / "unknown_feature.fair"
+    if not spec.exists():
+        spec = sorted(ERRORS.glob("*.fair"))[0]
+    r = run_cli("lint", spec, "--format", "sarif")
+    no_traceback(r)
+    assert r.returncode == 2
+    log = valid_sarif(r.stdout)
+    run = log["runs"][0]
+    rules = {x["id"]: x for x in run["tool"]["driver"]["rules"]}
+    assert run["results"], "an erroneous spec has results"
+    for res in run["results"]:
+        assert res["ruleId"] in rules and res["ruleId"].startswith("FS")
+        assert rules[res["ruleId"]]["help"]["text"]
+        assert res["level"] in ("error", "warning", "note")
+    located = [res for res in run["results"] if res["locations"]]
+    assert located
+    loc = located[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"].endswith(".fair")
+    assert loc["region"]["startLine"] >= 1 and loc["region"]["startColumn"] >= 1
+
+
+@pytest.mark.parametrize("spec", sorted(ERRORS.glob("*.fair"))[:12], ids=lambda p: p.stem)
+def test_lint_sarif_every_error_fixture_is_valid(spec):
+    r = run_cli("lint", spec, "--format", "sarif")
+    no_traceback(r)
+    valid_sarif(r.stdout)
+
+
+def test_lint_sarif_clean_spec_has_no_results():
+    r = run_cli("lint", EXAMPLES / "fairify" / "ac1.fair", "--format", "sarif")
+    assert r.returncode == 0, r.stderr
+    assert valid_sarif(r.stdout)["runs"][0]["results"] == []
+
+
+def test_check_sarif_violated_and_unknown_at_the_property(tmp_path):
+    spec = people_spec(tmp_path, """\
+property strict { statistical_parity(net, groups member) <= 0.0001 }
+property tiny { statistical_parity(net, groups sex) <= 0.99
+  min_group_size = 100000 }
+""")
+    r = run_cli("check", spec, "--format", "sarif", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 1
+    log = valid_sarif(r.stdout)
+    results = log["runs"][0]["results"]
+    by = {res["ruleId"]: res for res in results}
+    assert set(by) == {"violated", "unknown"}
+    lines = spec.read_text().splitlines()
+    for rid, name in (("violated", "strict"), ("unknown", "tiny")):
+        loc = by[rid]["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == "spec.fair"
+        assert f"property {name}" in lines[loc["region"]["startLine"] - 1]
+        assert f"'{name}'" in by[rid]["message"]["text"]
+    assert "min_group_size" in by["unknown"]["message"]["text"]
+
+
+def test_github_annotations_lint_and_check(tmp_path):
+    spec = people_spec(tmp_path, """\
+property strict { statistical_parity(net, groups member) <= 0.0001 }
+property oops { statistical_parity(net, groups sx) <= 0.1 }
+""")
+    r = run_cli("lint", spec, "--format", "github", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 2
+    (line,) = [x for x in r.stdout.splitlines() if "FS205" in x]
+    assert line.startswith("::error file=spec.fair,line=")
+    assert "title=fairspec FS205::" in line
+    assert "%0Ahint: " in line  # the hint on its own line, escaped as a workflow command requires
+    spec.write_text(spec.read_text().replace("groups sx", "groups sex"))
+    r = run_cli("check", spec, "--format", "github", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 1
+    out = r.stdout.splitlines()
+    assert out and all(x.startswith("::") for x in out), r.stdout
+    assert any(x.startswith("::error file=spec.fair,line=") and "'strict' is violated" in x for x in out)
