@@ -1,4 +1,4 @@
-"""`fairspec check | lint`: the command line.
+"""`fairspec check | lint | fmt`: the command line.
 
 Exit codes: 0 every property holds, 1 a property is violated, 2 bad spec,
 model, data or usage, 3 no violation found but not everything holds
@@ -31,6 +31,9 @@ def _build() -> argparse.ArgumentParser:
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
+    f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
+    f.add_argument("files", nargs="+", metavar="FILE")
+    f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
     return p
 
 
@@ -72,6 +75,26 @@ def _lint(args) -> int:
     return 2 if errors else 0
 
 
+def _fmt(args) -> int:
+    """Exit 0: every file is (now) formatted; 1: --check found files to reformat; 2: a file does not parse."""
+    from fairspec.diagnostics import DiagnosticError, render_full
+    from fairspec.syntax.format import format_file
+
+    changed = bad = 0
+    for name in args.files:
+        try:
+            if format_file(name, write=not args.check):
+                changed += 1
+                print(name if args.check else f"reformatted {name}", file=sys.stdout if args.check else sys.stderr)
+        except DiagnosticError as e:  # the file is left as it is
+            bad += 1
+            for d in e.diagnostics:
+                print(render_full(d), file=sys.stderr)
+    if args.check and changed:
+        print(f"{changed} file{'s' * (changed != 1)} would be reformatted", file=sys.stderr)
+    return 2 if bad else (1 if args.check and changed else 0)
+
+
 def _check(args) -> int:
     from rich.console import Console
 
@@ -108,7 +131,7 @@ def _check(args) -> int:
 def main(argv=None) -> int:
     args = _build().parse_args(argv)
     try:
-        return _check(args) if args.command == "check" else _lint(args)
+        return {"check": _check, "lint": _lint, "fmt": _fmt}[args.command](args)
     except KeyboardInterrupt:
         print("fairspec: interrupted", file=sys.stderr)
         return 130

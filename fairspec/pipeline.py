@@ -77,8 +77,8 @@ class Report:
         return out
 
 
-def lint(path) -> CheckResult:
-    res = check_file(Path(path))
+def lint(path, *, sources: dict | None = None) -> CheckResult:
+    res = check_file(Path(path), sources=sources)
     res.diagnostics.sort(key=sort_key)
     return res
 

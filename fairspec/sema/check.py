@@ -40,8 +40,9 @@ def _arg_value(arg: ast.Arg):
 
 
 class Checker:
-    def __init__(self, root: Path, *, peek_models: bool = True):
+    def __init__(self, root: Path, *, peek_models: bool = True, sources: dict | None = None):
         self.root = Path(root)
+        self.sources = sources
         self.sink = Sink()
         self.lower = ExprLowerer(self.sink)
         self.peek_models = peek_models
@@ -66,7 +67,7 @@ class Checker:
     # ------------------------------------------------------------------ driver
     def run(self) -> CheckResult:
         try:
-            modules = load_modules(self.root, self.sink)
+            modules = load_modules(self.root, self.sink, self.sources)
         except DiagnosticError as e:
             self.sink.extend(e.diagnostics)
             return CheckResult(None, self.sink.items, {})
@@ -761,5 +762,6 @@ def _names_in(e) -> set[str]:
     return out
 
 
-def check_file(path, *, peek_models: bool = True) -> CheckResult:
-    return Checker(Path(path), peek_models=peek_models).run()
+def check_file(path, *, peek_models: bool = True, sources: dict | None = None) -> CheckResult:
+    """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers)."""
+    return Checker(Path(path), peek_models=peek_models, sources=sources).run()

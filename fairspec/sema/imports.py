@@ -7,7 +7,7 @@ from pathlib import Path
 from fairspec import paths
 from fairspec.diagnostics import DiagnosticError, Related, Sink
 from fairspec.syntax import ast
-from fairspec.syntax.parser import parse_file
+from fairspec.syntax.parser import parse_file, parse_text
 
 
 def resolve_import(path: str, importer: Path) -> Path:
@@ -18,12 +18,19 @@ def resolve_import(path: str, importer: Path) -> Path:
     return p if p.is_absolute() else importer.parent / p
 
 
-def load_modules(root: Path, sink: Sink) -> list[ast.Module]:
+def load_modules(root: Path, sink: Sink, sources: dict | None = None) -> list[ast.Module]:
     """Parse the root file and, depth first, everything it imports.
 
     Returns the modules with every import before its importer, each file once.
     Syntax errors, missing files and cycles are reported to ``sink``.
+    ``sources`` maps resolved paths to text that replaces the file's content
+    (an editor's unsaved buffers, a formatter's output).
     """
+    sources = {Path(k).resolve(): v for k, v in (sources or {}).items()}
+
+    def exists(p: Path) -> bool:
+        return p.resolve() in sources or p.is_file()
+
     ordered: list[ast.Module] = []
     done: set[Path] = set()
     stack: list[tuple[Path, ast.Import | None]] = []
@@ -40,7 +47,7 @@ def load_modules(root: Path, sink: Sink) -> list[ast.Module]:
             sink.add("FS204", f"import cycle: {chain}", via.span if via else None, related=related)
             return
         try:
-            module = parse_file(path)
+            module = parse_text(sources[key], str(path)) if key in sources else parse_file(path)
         except DiagnosticError as e:
             for d in e.diagnostics:
                 if d.code == "FS203" and via is not None:
@@ -53,7 +60,7 @@ def load_modules(root: Path, sink: Sink) -> list[ast.Module]:
         for decl in module.decls:
             if isinstance(decl, ast.Import):
                 target = resolve_import(decl.path, path)
-                if not target.is_file():
+                if not exists(target):
                     sink.add("FS203", f"import not found: {decl.path!r} (looked for {target})", decl.span)
                     continue
                 visit(target, decl)
@@ -61,7 +68,7 @@ def load_modules(root: Path, sink: Sink) -> list[ast.Module]:
         done.add(key)
         ordered.append(module)
 
-    if not root.is_file():
+    if not exists(root):
         from fairspec.diagnostics import Diagnostic
 
         if root.is_dir():

@@ -475,7 +475,8 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
         raise
 
 
-def parse_file(path) -> ast.Module:
+def read_source(path) -> str:
+    """A spec file's text; DiagnosticError (FS104, FS102, FS203) when it is not UTF-8 text or cannot be read."""
     from pathlib import Path
 
     p = Path(path)
@@ -502,4 +503,8 @@ def parse_file(path) -> ast.Module:
         col = i - (text.rfind("\n", 0, i) + 1) + 1
         raise DiagnosticError(Diagnostic("FS102", "unexpected NUL character (is this a binary file?)",
                                          Span(str(p), line, col, line, col + 1)))
-    return parse_text(text, str(p))
+    return text
+
+
+def parse_file(path) -> ast.Module:
+    return parse_text(read_source(path), str(path))
