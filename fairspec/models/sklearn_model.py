@@ -133,6 +133,28 @@ def _trees(est, depth: int = 0):
             yield from _trees(sub, depth + 1)
 
 
+def leaf_boxes(tree) -> dict[int, dict[int, tuple[float, float]]]:
+    """Each leaf's path hypercube: leaf node -> {input column: (lo, hi)} meaning lo < x[col] <= hi
+    (scikit-learn sends x[col] <= threshold left).  Columns the path does not test are absent."""
+    left, right = tree.children_left, tree.children_right
+    feat, thr = tree.feature, tree.threshold
+    out: dict[int, dict[int, tuple[float, float]]] = {}
+    stack = [(0, {})]
+    while stack:
+        node, box = stack.pop()
+        if left[node] == -1:
+            out[node] = box
+            continue
+        f, t = int(feat[node]), float(thr[node])
+        lo, hi = box.get(f, (float("-inf"), float("inf")))
+        stack.append((int(left[node]), {**box, f: (lo, min(hi, t))}))
+        stack.append((int(right[node]), {**box, f: (max(lo, t), hi)}))
+    return out
+
+
+fitted_trees = _trees
+
+
 def check_tree_structure(est, path) -> None:
     """Refuse a tree whose node arrays point outside themselves: scikit-learn walks them without
     bounds checks, so such a file (damaged, or crafted) would crash the process at prediction time."""

@@ -1,0 +1,308 @@
+"""FairRepair (Algorithm 1; section V for forests) on a fitted scikit-learn tree or forest.
+
+1. cells: path hypercubes (forest: intersections of all trees' paths) x sensitive groups, with
+   their row counts on the data (path probabilities);
+2. the LP of IV-D: `minimal`, the least share of rows any repair changes;
+3. flips (IV-E): the fewest cells whose decision flips, under every pairwise ratio >= c and
+   changed rows <= alpha x minimal x N, chosen exactly by a MILP;
+4. refinement (IV-F) when flips alone cannot: a cell may instead flip only a sub-hypercube holding
+   its first j distinct points (lexicographic order of the input columns; thresholds on ordered
+   columns, subsets of categories on one-hot columns), again chosen exactly, the fewest cells
+   changed.  Fully refined cells are single points, so if this is infeasible no repair of the
+   data within the bound exists, and the goal is reported unreachable (the paper would relax
+   alpha, IV-G; a spec's bound is a hard requirement here);
+5. the chosen flips are written into the trees (``patch``); a forest cell is flipped by giving
+   the fewest trees a pure leaf for it so that the averaged vote crosses 1/2 (V-B).
+Everything here is independent of fairspec's IR: arrays in, an estimator and numbers out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, prefix_boxes
+from fairspec.backends.repair.optimise import Options, choose, minimal_change, ratio_ok
+from fairspec.backends.repair.patch import leaf_value, repaired_estimator
+
+SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
+
+
+class RepairUnsupported(Exception):
+    """The model cannot be repaired here: one sentence."""
+
+
+@dataclass
+class Problem:
+    X: np.ndarray                 # (n, d) the model input of the data rows
+    group: np.ndarray             # (n,) sensitive group of each row
+    group_names: list[str]
+    group_boxes: list[dict]       # encoded-space box of each group
+    c: float
+    alpha: float
+    strict: bool = False
+    positive: int = 1             # predict_proba column of the positive decision
+    solver: str = "highs"
+    time_limit: float | None = None
+
+
+@dataclass
+class Outcome:
+    status: str                   # met (nothing to do) | repaired | unreachable | timeout
+    before: np.ndarray            # passing rates per group
+    after: np.ndarray | None = None
+    minimal: float = 0.0          # LP optimum, share of rows
+    desired: np.ndarray | None = None
+    achieved: float = 0.0         # share of rows whose decision changed
+    rows_changed: int = 0
+    paths_flipped: int = 0
+    paths_refined: int = 0
+    leaves_patched: int = 0       # tree leaves that became subtrees (a forest counts each tree)
+    stage: str = ""               # flips | refinement
+    optimal: bool = True          # the fewest changed paths proved (False: a solver time limit kept an incumbent)
+    solver_seconds: float = 0.0
+    solver: str = ""
+    estimator: object = None
+    decisions: np.ndarray | None = None   # the repaired decisions on the rows (in memory)
+    reason: str = ""
+    best_ratio: float | None = None
+    needed: float | None = None   # least semantic difference that reaches the goal (when unreachable)
+    log: list = field(default_factory=list)
+
+
+def model_kind(est) -> str:
+    name = type(est).__name__
+    if name not in SUPPORTED:
+        raise RepairUnsupported(f"repair supports scikit-learn {' and '.join(SUPPORTED)}; this model is a {name}")
+    classes = getattr(est, "classes_", None)
+    if classes is None or len(classes) != 2 or getattr(est, "n_outputs_", 1) != 1:
+        raise RepairUnsupported(f"repair supports binary classifiers with one output; this {name} has "
+                                f"{'no' if classes is None else len(classes)} classes")
+    return "tree" if name == "DecisionTreeClassifier" else "forest"
+
+
+def _trees(est):
+    return [est] if hasattr(est, "tree_") else list(est.estimators_)
+
+
+def _proba(est, X):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(est.predict_proba(X))
+
+
+def repair(est, pb: Problem, progress=None) -> Outcome:
+    kind = model_kind(est)
+    X = np.asarray(pb.X, dtype=np.float32).astype(np.float64)   # what the trees compare
+    trees = _trees(est)
+    dec = (_proba(est, X)[:, pb.positive] > 0.5).astype(np.int64)
+    leaves = np.column_stack([t.apply(X.astype(np.float32)) for t in trees])
+    G = len(pb.group_names)
+    sizes = np.bincount(pb.group, minlength=G).astype(np.int64)
+    base = np.bincount(pb.group, weights=dec, minlength=G).astype(np.int64)
+    before = base / sizes
+    N = len(dec)
+    say = progress or (lambda msg: None)
+    if ratio_ok(base.astype(float), sizes, pb.c, pb.strict):
+        return Outcome("met", before, before, decisions=dec)
+    cells = make_cells(leaves, pb.group, dec)
+    lp = minimal_change(before, sizes, pb.c)
+    budget = int(np.floor(pb.alpha * lp.minimal * N + 1e-9))
+    say(f"{len(cells)} cells ({kind}, {len(trees)} tree(s)); minimal semantic difference {lp.minimal:.4f} "
+        f"({lp.minimal * N:.1f} rows); bound {budget} rows")
+    out = Outcome("repaired", before, minimal=lp.minimal, desired=lp.rates, solver=pb.solver)
+
+    # stage 1: flip whole cells
+    sign = np.where(cells.decision == 1, -1, 1)
+    flips = Options(np.arange(len(cells)), cells.group, sign * cells.size, cells.size.copy(), np.zeros(len(cells), int))
+    ch = choose(flips, base, sizes, pb.c, pb.strict, budget, pb.solver, pb.time_limit)
+    out.solver_seconds += ch.seconds
+    out.log.append(("flips", ch.status, len(flips.cell), ch.seconds))
+    say(f"flips: {ch.status} over {len(flips.cell)} cells in {ch.seconds:.2f}s")
+    opts = flips
+    if ch.status == "infeasible":
+        # stage 2: refine -- every prefix of every cell's distinct points is an option
+        refined, points = _refinement_options(cells, X)
+        opts = _concat(flips, refined)
+        left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
+        ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
+        out.solver_seconds += ch.seconds
+        out.log.append(("refinement", ch.status, len(opts.cell), ch.seconds))
+        say(f"refinement: {ch.status} over {len(opts.cell)} options in {ch.seconds:.2f}s")
+        out.stage = "refinement"
+    else:
+        out.stage = "flips"
+        points = None
+    if ch.status == "timeout":
+        out.status, out.reason = "timeout", f"the {pb.solver} solver reached its time limit without a repair"
+        return out
+    if ch.status == "infeasible":
+        out.status = "unreachable"
+        _explain_unreachable(out, cells, X, base, sizes, pb, budget, N)
+        return out
+    out.optimal = ch.status == "optimal"
+    chosen = ch.chosen
+    new_dec = dec.copy()
+    patches: list[dict[int, list]] = [dict() for _ in trees]
+    if points is None:
+        points = {}
+    for k in chosen:
+        cell = int(opts.cell[k])
+        part = int(opts.part[k])
+        rows = cells.rows(cell)
+        target = 1 - int(cells.decision[cell])
+        if part == 0:
+            boxes = [{}]
+            changed = rows
+            out.paths_flipped += 1
+        else:
+            P, _, inv = points[cell] if cell in points else lex_points(X[rows])
+            boxes = prefix_boxes(P, part)
+            changed = rows[inv < part]
+            out.paths_refined += 1
+        new_dec[changed] = target
+        region = pb.group_boxes[int(cells.group[cell])]
+        if kind == "forest":
+            region = _intersection_box(trees, cells.keys[cell], region)
+            which = _trees_to_patch(est, trees, X[rows[0]], target, pb.positive)
+        else:
+            which = [0]
+        for t in which:
+            leaf = int(cells.keys[cell][t])
+            vec = leaf_value(target, pb.positive)
+            for b in boxes:
+                bb = intersect(region, b)
+                patches[t].setdefault(leaf, []).append((bb, vec))
+    out.leaves_patched = sum(len(p) for p in patches)
+    new = repaired_estimator(est, patches)
+    got = (_proba(new, X)[:, pb.positive] > 0.5).astype(np.int64)
+    if not np.array_equal(got, new_dec):
+        bad = int((got != new_dec).sum())
+        raise RuntimeError(f"the patched {type(est).__name__} decides {bad} rows differently from the chosen repair")
+    out.estimator, out.decisions = new, got
+    out.rows_changed = int((got != dec).sum())
+    out.achieved = out.rows_changed / N
+    out.after = np.bincount(pb.group, weights=got, minlength=G) / sizes
+    return out
+
+
+def _concat(a: Options, b: Options) -> Options:
+    return Options(*(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("cell", "group", "delta", "rows", "part")))
+
+
+def _refinement_options(cells: Cells, X: np.ndarray):
+    """Options flipping the first j distinct points of a cell (0 < j < its number of distinct points)."""
+    cell, group, delta, rows, part = [], [], [], [], []
+    points = {}
+    order = np.argsort(cells.of_row, kind="stable")
+    bounds = np.searchsorted(cells.of_row[order], np.arange(len(cells) + 1))
+    for c in range(len(cells)):
+        idx = order[bounds[c]:bounds[c + 1]]
+        if len(idx) < 2:
+            continue
+        P, counts, inv = lex_points(X[idx])
+        if len(P) < 2:
+            continue
+        points[c] = (P, counts, inv)
+        pref = np.cumsum(counts)[:-1]
+        s = -1 if cells.decision[c] == 1 else 1
+        j = np.arange(1, len(P))
+        cell.append(np.full(len(j), c)); group.append(np.full(len(j), cells.group[c]))
+        delta.append(s * pref); rows.append(pref); part.append(j)
+    if not cell:
+        z = np.zeros(0, dtype=np.int64)
+        return Options(z, z, z, z, z), points
+    return Options(*(np.concatenate(v).astype(np.int64) for v in (cell, group, delta, rows, part))), points
+
+
+def _intersection_box(trees, key, region):
+    from fairspec.models.sklearn_model import leaf_boxes
+
+    box = dict(region)
+    for t, leaf in zip(trees, key):
+        lb = _boxes_cache(t, leaf_boxes)[int(leaf)]
+        box = intersect(box, lb)
+        if box is None:  # pragma: no cover - the cell holds a data row, so it is not empty
+            raise RuntimeError("an intersection of path hypercubes holding data is empty")
+    return box
+
+
+def _boxes_cache(t, fn):
+    cache = getattr(t, "_fairspec_leaf_boxes", None)
+    if cache is None:
+        cache = fn(t.tree_)
+        try:
+            t._fairspec_leaf_boxes = cache
+        except AttributeError:  # pragma: no cover
+            pass
+    return cache
+
+
+def _trees_to_patch(est, trees, x, target: int, positive: int) -> list[int]:
+    """The fewest trees whose leaf for x, made pure, moves the forest's averaged vote to ``target``
+    (section V-B, with scikit-learn's soft vote: the mean of the trees' class probabilities)."""
+    x = x.reshape(1, -1).astype(np.float32)
+    p = np.array([float(_proba(t, x)[0, positive]) for t in trees])
+    n = len(trees)
+    order = np.argsort(p) if target == 1 else np.argsort(-p)
+    cur = p.copy()
+    chosen = []
+    for t in order:
+        mean = cur.sum() / n
+        if (target == 1 and mean > 0.5 + 1e-9) or (target == 0 and mean < 0.5 - 1e-9):
+            break
+        cur[t] = 1.0 if target == 1 else 0.0
+        chosen.append(int(t))
+    return chosen
+
+
+def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budget, N):
+    """Why no repair within the bound exists: the least share of rows any repair of the data must
+    change (one exact MILP over the fully refined options, fewest rows instead of fewest paths),
+    and an upper bound on the best ratio reachable within the bound (the LP of IV-D, bisected)."""
+    refined, _ = _refinement_options(cells, X)
+    sign = np.where(cells.decision == 1, -1, 1)
+    flips = Options(np.arange(len(cells)), cells.group, sign * cells.size, cells.size.copy(), np.zeros(len(cells), int))
+    opts = _concat(flips, refined)
+    ch = choose(opts, base, sizes, pb.c, pb.strict, N, "highs", pb.time_limit, weights=opts.rows.astype(float))
+    if ch.status in ("optimal", "feasible"):
+        out.needed = float(opts.rows[ch.chosen].sum()) / N
+    out.best_ratio = best_ratio_within(base / sizes, sizes, budget / N)
+    need = "" if out.needed is None else f", and reaching {pb.c:g} needs {out.needed:.4f} of the rows changed"
+    out.reason = (f"no repair changing at most alpha x minimal = {pb.alpha:g} x {out.minimal:.4f} of the rows "
+                  f"({budget} rows) reaches passing-rate ratio {'>' if pb.strict else '>='} {pb.c:g}, even with every "
+                  f"path hypercube refined to single points; the best ratio within the bound is at most "
+                  f"{out.best_ratio:.4f}{need}")
+
+
+def best_ratio_within(rates: np.ndarray, sizes: np.ndarray, share: float) -> float:
+    """The largest c whose LP minimal change is at most ``share`` (an upper bound on the ratio any
+    repair changing that share of rows reaches)."""
+    lo = float(rates.min() / rates.max()) if rates.max() > 0 else 0.0
+    hi = 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if minimal_change(rates, sizes, mid).minimal <= share + 1e-12:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def passing_rates(decisions: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:
+    sizes = np.bincount(group, minlength=G)
+    return np.bincount(group, weights=decisions, minlength=G) / sizes
+
+
+def pair_ratios(rates: np.ndarray, names: list[str]) -> list[dict]:
+    """Every pair of groups: the lower rate over the higher one."""
+    out = []
+    for i in range(len(rates)):
+        for j in range(i + 1, len(rates)):
+            a, b = float(rates[i]), float(rates[j])
+            hi, lo = max(a, b), min(a, b)
+            out.append({"groups": [names[i], names[j]], "ratio": (lo / hi) if hi > 0 else None})
+    return out

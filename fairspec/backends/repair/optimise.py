@@ -1,0 +1,277 @@
+"""The LP for the desired passing rates (FairRepair IV-D) and the exact choice of patches (IV-E/F).
+
+LP: minimise sum_g p_g |x_g - r_g| subject to x_i >= c x_j for every ordered pair of groups and
+0 <= x_g <= 1.  Its optimum, `minimal`, is a lower bound on the semantic difference of any repair.
+
+Choice: a set of *options* (flip a whole cell, or flip the first j points of a refined cell),
+each with a group, a signed change of that group's passing count and a number of changed rows;
+at most one option per cell.  Hard constraints: every pairwise passing-rate ratio >= c, changed
+rows <= alpha x minimal x N.  Objective: the fewest options (changed paths) -- the paper's soft
+constraints X = I.  Solved exactly by a MILP (HiGHS through scipy, or SCIP), or for comparison
+by z3's Optimize (the paper's MaxSMT) and python-sat's RC2 over pseudo-Boolean encodings.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+SOLVERS = ("highs", "scip", "z3", "rc2")
+EPS = 1e-7  # slack on each scaled ratio row (counts times counts), kept on the safe side
+
+
+@dataclass
+class Lp:
+    minimal: float           # the LP optimum: share of rows (lower bound on the semantic difference)
+    rates: np.ndarray        # desired passing rates x_g
+
+
+def minimal_change(rates: np.ndarray, sizes: np.ndarray, c: float) -> Lp:
+    """Solve the LP of section IV-D with HiGHS (scipy.optimize.linprog)."""
+    from scipy.optimize import linprog
+
+    G = len(rates)
+    p = sizes / sizes.sum()
+    # variables x_0..x_{G-1}, t_0..t_{G-1};  t_g >= |x_g - r_g|
+    cost = np.concatenate([np.zeros(G), p])
+    rows, rhs = [], []
+    for g in range(G):
+        r = np.zeros(2 * G); r[g], r[G + g] = 1, -1; rows.append(r); rhs.append(rates[g])     # x - t <= r
+        r = np.zeros(2 * G); r[g], r[G + g] = -1, -1; rows.append(r); rhs.append(-rates[g])   # -x - t <= -r
+    for i in range(G):
+        for j in range(G):
+            if i != j:
+                r = np.zeros(2 * G); r[i], r[j] = -1, c; rows.append(r); rhs.append(0.0)    # c x_j - x_i <= 0
+    res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=[(0, 1)] * G + [(0, None)] * G,
+                  method="highs")
+    if res.status != 0:  # pragma: no cover - x = 1 everywhere is always feasible
+        raise RuntimeError(f"the passing-rate LP failed: {res.message}")
+    return Lp(float(max(0.0, res.fun)), np.asarray(res.x[:G]))
+
+
+@dataclass
+class Options:
+    """Candidate patches: one row per option."""
+
+    cell: np.ndarray     # the cell it changes (at most one option per cell)
+    group: np.ndarray    # the cell's sensitive group
+    delta: np.ndarray    # signed change of the group's passing count
+    rows: np.ndarray     # rows whose decision changes (>= 1)
+    part: np.ndarray     # 0: the whole cell flipped; j > 0: the first j distinct points (refinement)
+
+
+@dataclass
+class Choice:
+    status: str          # optimal | feasible (time limit, incumbent kept) | infeasible | timeout
+    chosen: np.ndarray   # indices into the options
+    seconds: float
+    solver: str
+
+
+def ratio_ok(passing: np.ndarray, sizes: np.ndarray, c: float, strict: bool) -> bool:
+    rates = passing / sizes
+    hi, lo = rates.max(), rates.min()
+    if hi == 0:
+        return False
+    return (lo / hi > c) if strict else (lo / hi >= c)
+
+
+def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c: float, strict: bool, budget: int,
+           solver: str = "highs", time_limit: float | None = None, weights: np.ndarray | None = None) -> Choice:
+    """Fewest options meeting every pairwise ratio with at most ``budget`` changed rows
+    (``weights``: minimise their weighted sum instead; MILP solvers only)."""
+    t0 = time.perf_counter()
+    if len(opts.cell) == 0:
+        st = "optimal" if ratio_ok(base.astype(float), sizes, c, strict) else "infeasible"
+        return Choice(st, np.zeros(0, dtype=np.int64), 0.0, solver)
+    fn = {"highs": _milp_highs, "scip": _milp_scip, "z3": _z3, "rc2": _rc2}[solver]
+    if weights is not None:
+        status, chosen = _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights)
+    else:
+        status, chosen = fn(opts, base, sizes, c, strict, budget, time_limit)
+    if chosen is not None:
+        chosen = np.flatnonzero(np.asarray(chosen) > 0.5)
+        # the hard constraints, checked exactly on counts (solvers work with tolerances)
+        passing = base.astype(float).copy()
+        np.add.at(passing, opts.group[chosen], opts.delta[chosen])
+        if opts.rows[chosen].sum() > budget or not ratio_ok(passing, sizes, c, strict) \
+                or np.bincount(opts.cell[chosen]).max(initial=0) > 1:
+            raise RuntimeError(f"the {solver} solution violates a hard constraint")
+    else:
+        chosen = np.zeros(0, dtype=np.int64)
+    return Choice(status, chosen, time.perf_counter() - t0, solver)
+
+
+# ------------------------------------------------------------------ the linear rows
+
+def _linear_rows(opts: Options, base, sizes, c, strict, budget):
+    """(A, lb, ub) as sparse triplets: ratio rows, budget row, one-per-cell rows."""
+    G = len(sizes)
+    K = len(opts.cell)
+    data, ri, ci, lb, ub = [], [], [], [], []
+    r = 0
+    by_group = [np.flatnonzero(opts.group == g) for g in range(G)]
+    for i in range(G):
+        for j in range(G):
+            if i == j:
+                continue
+            # (base_i + d_i) n_j - c (base_j + d_j) n_i >= eps   (scaled by counts)
+            ki, kj = by_group[i], by_group[j]
+            data += list(opts.delta[ki] * sizes[j]) + list(-c * opts.delta[kj] * sizes[i])
+            ri += [r] * (len(ki) + len(kj))
+            ci += list(ki) + list(kj)
+            lb.append((EPS if not strict else 1e-6) - (base[i] * sizes[j] - c * base[j] * sizes[i]))
+            ub.append(np.inf)
+            r += 1
+    data += list(opts.rows); ri += [r] * K; ci += list(range(K)); lb.append(-np.inf); ub.append(budget); r += 1
+    cells, counts = np.unique(opts.cell, return_counts=True)
+    for cell in cells[counts > 1]:
+        ks = np.flatnonzero(opts.cell == cell)
+        data += [1.0] * len(ks); ri += [r] * len(ks); ci += list(ks); lb.append(-np.inf); ub.append(1); r += 1
+    return np.array(data, dtype=float), np.array(ri), np.array(ci), np.array(lb, dtype=float), np.array(ub, dtype=float), r
+
+
+def _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights=None):
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import csr_array
+
+    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget)
+    K = len(opts.cell)
+    A = csr_array((data, (ri, ci)), shape=(R, K))
+    o = {"disp": False}
+    if time_limit is not None:
+        o["time_limit"] = float(time_limit)
+    res = milp(np.ones(K) if weights is None else weights, constraints=LinearConstraint(A, lb, ub), integrality=np.ones(K),
+               bounds=Bounds(0, 1), options=o)
+    if res.status == 0:
+        return "optimal", res.x
+    if res.status == 2:
+        return "infeasible", None
+    if res.x is not None:
+        return "feasible", res.x
+    return "timeout", None
+
+
+def _milp_scip(opts, base, sizes, c, strict, budget, time_limit):
+    from pyscipopt import Model, quicksum
+
+    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget)
+    K = len(opts.cell)
+    m = Model()
+    m.hideOutput()
+    if time_limit is not None:
+        m.setParam("limits/time", float(time_limit))
+    x = [m.addVar(vtype="B") for _ in range(K)]
+    order = np.argsort(ri, kind="stable")
+    starts = np.searchsorted(ri[order], np.arange(R + 1))
+    for r in range(R):
+        idx = order[starts[r]:starts[r + 1]]
+        expr = quicksum(float(data[k]) * x[int(ci[k])] for k in idx)
+        if np.isfinite(lb[r]):
+            m.addCons(expr >= float(lb[r]))
+        if np.isfinite(ub[r]):
+            m.addCons(expr <= float(ub[r]))
+    m.setObjective(quicksum(x), "minimize")
+    m.optimize()
+    st = m.getStatus()
+    if st == "optimal":
+        return "optimal", [m.getVal(v) for v in x]
+    if st == "infeasible":
+        return "infeasible", None
+    if m.getNSols() > 0:
+        return "feasible", [m.getVal(v) for v in x]
+    return "timeout", None
+
+
+def _integer_rows(opts, base, sizes, c, strict, budget):
+    """The ratio rows with integer coefficients (c = a/b): what pseudo-Boolean solvers take."""
+    fr = Fraction(c).limit_denominator(10_000)
+    a, b = fr.numerator, fr.denominator
+    G = len(sizes)
+    rows = []
+    for i in range(G):
+        for j in range(G):
+            if i == j:
+                continue
+            ks = np.flatnonzero((opts.group == i) | (opts.group == j))
+            coef = [int(opts.delta[k]) * int(sizes[j]) * b if opts.group[k] == i else -a * int(opts.delta[k]) * int(sizes[i])
+                    for k in ks]
+            rhs = -(int(base[i]) * int(sizes[j]) * b - a * int(base[j]) * int(sizes[i])) + (1 if strict else 0)
+            rows.append((list(map(int, ks)), coef, rhs))   # sum coef x >= rhs
+    return rows
+
+
+def _z3(opts, base, sizes, c, strict, budget, time_limit):
+    import z3
+
+    K = len(opts.cell)
+    x = [z3.Bool(f"x{k}") for k in range(K)]
+    o = z3.Optimize()
+    if time_limit is not None:
+        o.set("timeout", int(time_limit * 1000))
+    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget):
+        pos = [(x[k], w) for k, w in zip(ks, coef) if w > 0]
+        neg = [(x[k], -w) for k, w in zip(ks, coef) if w < 0]
+        # sum pos - sum neg >= rhs
+        o.add(z3.Sum([z3.If(v, w, 0) for v, w in pos] + [z3.If(v, -w, 0) for v, w in neg] + [z3.IntVal(0)]) >= rhs)
+    o.add(z3.PbLe([(x[k], int(opts.rows[k])) for k in range(K)], int(budget)))
+    for cell in np.unique(opts.cell):
+        ks = np.flatnonzero(opts.cell == cell)
+        if len(ks) > 1:
+            o.add(z3.AtMost(*[x[k] for k in ks], 1))
+    for v in x:
+        o.add_soft(z3.Not(v), 1)
+    r = o.check()
+    if r == z3.sat:
+        mdl = o.model()
+        return "optimal", [1.0 if z3.is_true(mdl.eval(v, model_completion=True)) else 0.0 for v in x]
+    if r == z3.unsat:
+        return "infeasible", None
+    return "timeout", None
+
+
+def _rc2(opts, base, sizes, c, strict, budget, time_limit):
+    from pysat.card import CardEnc, EncType
+    from pysat.examples.rc2 import RC2
+    from pysat.formula import WCNF, IDPool
+    from pysat.pb import PBEnc
+
+    K = len(opts.cell)
+    pool = IDPool(start_from=K + 1)
+    w = WCNF()
+    lits = list(range(1, K + 1))
+    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget):
+        # sum coef x >= rhs with negative coefficients: w*x = w - w*(not x)
+        ls, ws, shift = [], [], 0
+        for k, cf in zip(ks, coef):
+            if cf > 0:
+                ls.append(lits[k]); ws.append(cf)
+            elif cf < 0:
+                ls.append(-lits[k]); ws.append(-cf); shift += cf
+        bound = rhs - shift
+        if bound <= 0:
+            continue
+        if sum(ws) < bound:
+            return "infeasible", None
+        enc = PBEnc.atleast(lits=ls, weights=ws, bound=bound, vpool=pool)
+        for cl in enc.clauses:
+            w.append(cl)
+    enc = PBEnc.atmost(lits=lits, weights=[int(r) for r in opts.rows], bound=int(budget), vpool=pool)
+    for cl in enc.clauses:
+        w.append(cl)
+    for cell in np.unique(opts.cell):
+        ks = np.flatnonzero(opts.cell == cell)
+        if len(ks) > 1:
+            for cl in CardEnc.atmost(lits=[lits[k] for k in ks], bound=1, vpool=pool, encoding=EncType.pairwise).clauses:
+                w.append(cl)
+    for k in range(K):
+        w.append([-lits[k]], weight=1)
+    with RC2(w) as s:
+        m = s.compute()
+    if m is None:
+        return "infeasible", None
+    on = set(v for v in m if 0 < v <= K)
+    return "optimal", [1.0 if k + 1 in on else 0.0 for k in range(K)]

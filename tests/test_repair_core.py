@@ -1,0 +1,195 @@
+"""FairRepair's solver core: hypercubes, the LP, the exact choice of flips, refinement, forests,
+the patched trees; cross-checked against brute force on small trees."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, repair
+from fairspec.backends.repair.hypercubes import contains, lex_points, make_cells, prefix_boxes
+from fairspec.backends.repair.optimise import Options, choose, minimal_change, ratio_ok
+
+SEX_BOXES = [{1: (-np.inf, 0.5)}, {1: (0.5, np.inf)}]
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    sex = rng.integers(0, 2, n)
+    a = rng.normal(size=n)
+    b = rng.integers(0, 5, n)
+    X = np.column_stack([1 - sex, sex, a, b]).astype(float)
+    y = ((a + 0.9 * sex + 0.2 * b + rng.normal(size=n) * 0.5) > 1).astype(int)
+    return X, y, sex
+
+
+def _tree(depth=2, **kw):
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, sex = _data(**kw)
+    return DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y), X, sex
+
+
+def test_prefix_boxes_hold_exactly_the_first_j_points():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.integers(0, 3, 60), rng.integers(0, 2, 60), rng.normal(size=60).round(1)]).astype(float)
+    P, counts, inv = lex_points(X)
+    for j in range(len(P) + 1):
+        inside = np.zeros(len(P), dtype=bool)
+        for b in prefix_boxes(P, j):
+            hit = contains(b, P)
+            assert not (inside & hit).any()   # disjoint
+            inside |= hit
+        assert inside.tolist() == [i < j for i in range(len(P))]
+
+
+def test_lp_minimal_is_a_lower_bound_and_meets_the_ratio():
+    rates, sizes = np.array([0.2, 1.0]), np.array([10, 10])
+    lp = minimal_change(rates, sizes, 0.9)
+    assert lp.minimal == pytest.approx(0.35)
+    assert lp.rates.min() / lp.rates.max() >= 0.9 - 1e-9
+
+
+def _brute_force(cells, base, sizes, c, budget):
+    """Fewest flipped cells meeting every ratio within the budget, by enumerating every assignment."""
+    best = None
+    for bits in itertools.product((0, 1), repeat=len(cells)):
+        f = np.array(bits, dtype=bool)
+        passing = base.astype(float).copy()
+        sign = np.where(cells.decision == 1, -1, 1)
+        np.add.at(passing, cells.group[f], (sign * cells.size)[f])
+        if cells.size[f].sum() <= budget and ratio_ok(passing, sizes, c, False):
+            best = f.sum() if best is None else min(best, f.sum())
+    return best
+
+
+@pytest.mark.parametrize("c,alpha", [(0.7, 1.05), (0.8, 1.2), (0.9, 1.05), (0.9, 2.0), (0.95, 1.5)])
+@pytest.mark.parametrize("solver", ["highs", "scip", "z3", "rc2"])
+def test_optimiser_agrees_with_brute_force_on_small_trees(c, alpha, solver):
+    est, X, sex = _tree(depth=2, n=400)
+    dec = est.predict(X)
+    cells = make_cells(est.apply(X.astype(np.float32)).reshape(-1, 1), sex, dec)
+    assert len(cells) <= 10
+    sizes = np.bincount(sex).astype(np.int64)
+    base = np.bincount(sex, weights=dec).astype(np.int64)
+    lp = minimal_change(base / sizes, sizes, c)
+    budget = int(np.floor(alpha * lp.minimal * len(dec) + 1e-9))
+    sign = np.where(cells.decision == 1, -1, 1)
+    opts = Options(np.arange(len(cells)), cells.group, sign * cells.size, cells.size.copy(), np.zeros(len(cells), int))
+    want = _brute_force(cells, base, sizes, c, budget)
+    got = choose(opts, base, sizes, c, False, budget, solver=solver)
+    if want is None:
+        assert got.status == "infeasible"
+    else:
+        assert got.status == "optimal" and len(got.chosen) == want
+        assert cells.size[opts.cell[got.chosen]].sum() >= lp.minimal * len(dec) - 1e-6   # LP never above achieved
+
+
+@pytest.mark.parametrize("depth", [3, 6])
+def test_tree_repair_meets_goal_within_bound(depth):
+    est, X, sex = _tree(depth=depth, n=1500)
+    pb = Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.9, alpha=1.2)
+    out = repair(est, pb)
+    assert out.status == "repaired"
+    assert out.after.min() / out.after.max() >= 0.9
+    assert out.minimal <= out.achieved <= 1.2 * out.minimal + 1e-12
+    assert type(out.estimator) is type(est)
+    got = out.estimator.predict(X)
+    assert np.array_equal(got, out.decisions)
+    assert (got != est.predict(X)).sum() == out.rows_changed
+
+
+def test_refinement_when_flips_alone_cannot():
+    # one leaf per group: flipping a whole cell overshoots, so the goal needs a sub-hypercube
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, sex = _data(n=800)
+    Xr = X[:, :3]
+    est = DecisionTreeClassifier(max_depth=1, random_state=0).fit(Xr, sex)   # decides by sex only
+    out = repair(est, Problem(Xr, sex, ["F", "M"], SEX_BOXES, c=0.8, alpha=1.05))
+    assert out.status == "repaired" and out.stage == "refinement" and out.paths_refined >= 1
+    assert out.after.min() / out.after.max() >= 0.8
+    assert out.achieved <= 1.05 * out.minimal + 1e-12
+    assert np.array_equal(out.estimator.predict(Xr), out.decisions)
+
+
+def test_goal_already_met_changes_nothing():
+    est, X, sex = _tree(depth=3)
+    pb = Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.05, alpha=1.2)
+    out = repair(est, pb)
+    assert out.status == "met" and out.estimator is None
+
+
+def test_unreachable_with_tight_alpha_says_why():
+    # ten rows per group, 2 vs 10 passing: c = 0.85 needs 6.5 rows on the LP, 7 in integers
+    from sklearn.tree import DecisionTreeClassifier
+
+    sex = np.repeat([0, 1], 10)
+    X = np.column_stack([1 - sex, sex, np.arange(20) % 10]).astype(float)
+    y = np.r_[np.arange(10) < 2, np.ones(10)].astype(int)
+    est = DecisionTreeClassifier(random_state=0).fit(X, y)
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.85, alpha=1.05))
+    assert out.status == "unreachable"
+    assert out.minimal == pytest.approx(0.325)
+    assert out.needed == pytest.approx(0.35)
+    assert "0.85" in out.reason and out.best_ratio < 0.85
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.85, alpha=1.1))
+    assert out.status == "repaired" and out.rows_changed == 7
+
+
+def test_forest_repair_flips_the_averaged_vote():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, sex = _data(n=1500)
+    est = RandomForestClassifier(n_estimators=7, max_depth=5, random_state=0).fit(X, y)
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.9, alpha=1.2))
+    assert out.status == "repaired"
+    assert type(out.estimator) is RandomForestClassifier and len(out.estimator.estimators_) == 7
+    assert np.array_equal(out.estimator.predict(X), out.decisions)
+    assert out.after.min() / out.after.max() >= 0.9
+    assert out.achieved <= 1.2 * out.minimal + 1e-12
+
+
+def test_compound_groups():
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    sex, race = rng.integers(0, 2, n), rng.integers(0, 3, n)
+    a = rng.normal(size=n)
+    X = np.column_stack([sex, race, a]).astype(float)      # raw codes
+    y = (a + 0.7 * sex + 0.3 * race + rng.normal(size=n) * 0.3 > 1).astype(int)
+    est = DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)
+    g = sex * 3 + race
+    boxes = [{0: (lo_s, hi_s), 1: (lo_r, hi_r)} for (lo_s, hi_s) in ((-np.inf, 0.5), (0.5, np.inf))
+             for (lo_r, hi_r) in ((-np.inf, 0.5), (0.5, 1.5), (1.5, np.inf))]
+    out = repair(est, Problem(X, g, [f"{s}x{r}" for s in "FM" for r in "ABC"], boxes, c=0.8, alpha=1.2))
+    assert out.status == "repaired"
+    rates = out.after
+    assert rates.min() / rates.max() >= 0.8
+    assert np.array_equal(out.estimator.predict(X), out.decisions)
+
+
+def test_patched_estimator_survives_skops(tmp_path):
+    from fairspec.models.sklearn_model import import_skops_io
+
+    sio = import_skops_io()
+
+    est, X, sex = _tree(depth=4, n=1000)
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.9, alpha=1.2))
+    p = tmp_path / "fixed.skops"
+    sio.dump(out.estimator, p)
+    back = sio.load(p, trusted=sio.get_untrusted_types(file=p))
+    assert np.array_equal(back.predict(X), out.decisions)
+
+
+def test_unsupported_models_are_named():
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.tree import DecisionTreeRegressor
+
+    X, y, _ = _data(n=100)
+    for est in (DecisionTreeRegressor().fit(X, y), GradientBoostingClassifier(n_estimators=2).fit(X, y)):
+        with pytest.raises(RepairUnsupported, match="DecisionTreeClassifier and RandomForestClassifier"):
+            model_kind(est)
