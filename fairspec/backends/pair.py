@@ -61,7 +61,9 @@ class PairProblem:
     """One pair query in model-input space (see the module docstring for the semantics).
 
     Attributes:
-        net:           the piecewise-linear network (its chosen logit is ``z``).
+        net:           the piecewise-linear network (its chosen logit is ``z``), or a tree
+                       ensemble in feature space (:class:`fairspec.models.trees.TreeEnsemble`,
+                       whose ``forward`` is a logit too; solved by :mod:`fairspec.backends.trees`).
         lo, hi:        float64 bounds per model input (the verification domain).
         integer:       bool mask of integral inputs (one-hot members are forced integral).
         onehot_groups: exactly-one groups; each member in [0, 1] and integral.
@@ -147,7 +149,7 @@ class PairProblem:
         object.__setattr__(self, "must_differ", must)
         object.__setattr__(self, "relaxed", relaxed)
         object.__setattr__(self, "eps", float(self.eps))
-        if self.net.layers[-1].n_out != 1 or self.net.output_index != 0:
+        if isinstance(self.net, PLNet) and (self.net.layers[-1].n_out != 1 or self.net.output_index != 0):
             object.__setattr__(self, "net", self.net.single_output())
 
     # ---- derived ---------------------------------------------------------------------------

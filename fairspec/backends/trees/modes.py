@@ -1,0 +1,339 @@
+"""find / prove / maximize on a tree ensemble's pair problem, by MILP (HiGHS, SCIP) or SMT (z3).
+
+The problem is a :class:`~fairspec.backends.pair.PairProblem` whose ``net`` is a folded,
+pruned :class:`~fairspec.models.trees.TreeEnsemble` (see :mod:`.space`); the results are the
+same :class:`~fairspec.backends.pair.PairResult` as for ReLU networks. First
+:func:`~fairspec.backends.trees.space.instant_verdict` may prove it with no solver. Then, with
+``S`` the aggregate of ``x`` and ``S'`` of ``x'`` and ``c`` the decision threshold on S
+(1/2 for probabilities, 0 for logits); by symmetry a violation exists iff one with S >= S':
+
+* ``label``: a violation is ``S > c >= S'``. MILP: maximise ``S`` subject to ``S' <= c``
+  (the maximiser is a witness when ``S > c``; a bound ``<= c - 1e-7`` proves the property);
+* ``prob`` on a forest (S is the probability) and ``logit`` on a boosted model (S is the
+  logit): a violation is ``S - S' > eps``; MILP: maximise ``S - S'``;
+* ``prob`` on a boosted model: ``sigmoid(S) - sigmoid(S') > eps``, decided with the convex
+  tangent cuts of :func:`~fairspec.backends.pair.prob_cut`, added at each spurious solution;
+* ``logit`` on a forest is not linear in the leaves and ends ``unknown``.
+
+Leaves make the outputs exact sums, so only a MILP optimum within 1e-7 of the threshold is
+ambiguous (solver tolerance); z3 (exact rationals) then settles it with the remaining time.
+Every witness is rounded onto the domain and re-checked with
+:func:`~fairspec.backends.pair.check_witness` on the ensemble before it is returned.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from fairspec.backends.pair import (PairProblem, PairResult, check_witness, clean_pair, logit_fn, make_witness,
+                                    pair_measure, prob_cut, prob_cut_points)
+from fairspec.models.network import sigmoid
+
+__all__ = ["find", "prove", "maximize", "solve", "TOL"]
+
+TOL = 1e-7
+MAX_CUT_ROUNDS = 200
+IMPROVE = 1e-7
+ENGINES = ("highs", "scip", "z3")
+
+
+def _kind(problem: PairProblem) -> str | None:
+    link = problem.net.link
+    if problem.post == "label":
+        return "label"
+    if (problem.post == "prob" and link == "identity") or (problem.post == "logit" and link == "logistic"):
+        return "diff"
+    if problem.post == "prob":
+        # sigmoid is increasing: a positive probability gap is a positive logit gap
+        return "diff" if problem.eps == 0 else "sigdiff"
+    return None
+
+
+class _Run:
+    def __init__(self, problem: PairProblem, engine: str, time_limit: float | None):
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+        self.t0 = time.perf_counter()
+        self.problem = problem
+        self.engine_name = engine
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else self.t0 + float(time_limit)
+        self._eng = None
+        self.stats: dict = {"engine": engine}
+
+    @property
+    def eng(self):
+        if self._eng is None:
+            if self.engine_name == "z3":
+                from fairspec.backends.trees.smt import SmtTreeEngine
+
+                self._eng = SmtTreeEngine(self.problem)
+            else:
+                from fairspec.backends.trees.milp import MilpTreeEngine
+
+                self._eng = MilpTreeEngine(self.problem, self.engine_name)
+        return self._eng
+
+    def remaining(self):
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def q(self, rows, objective=None):
+        return self.eng.query(rows, objective, self.deadline)
+
+    def checked(self, pair):
+        if pair is None:
+            return None
+        p = self.problem
+        x, xp = clean_pair(p, *pair)
+        if check_witness(p, x, xp, p.net.forward):
+            w = make_witness(p, x, xp)
+            return w if w.z >= w.z_prime else make_witness(p, xp, x)
+        return None
+
+    def result(self, status, mode, **kw) -> PairResult:
+        stats = dict(self.stats)
+        if self._eng is not None:
+            stats.update(self._eng.stats)
+        return PairResult(status, engine=self.engine_name, mode=mode, seconds=time.perf_counter() - self.t0,
+                          stats=stats, **kw)
+
+
+def _instant(run: _Run, mode: str) -> PairResult | None:
+    from fairspec.backends.trees.space import instant_verdict
+
+    v = instant_verdict(run.problem)
+    if v is None:
+        return None
+    run.stats["instant"] = True
+    bound = 0.0 if run.problem.post == "label" else run.problem.eps
+    return run.result("holds", mode, how="proved", bound=bound, reason=v[1])
+
+
+def _tie_break(run: _Run, mode: str, why: str) -> PairResult:
+    """Settle a MILP answer within solver tolerance of the threshold with z3 (exact)."""
+    if run.engine_name == "z3":
+        return run.result("unknown", mode, reason=why)
+    left = run.remaining()
+    if left is not None and left <= 0:
+        return run.result("unknown", mode, reason=why + "; no time left to settle it exactly")
+    sub = _Run(run.problem, "z3", left)
+    res = _decide(sub, mode)
+    run.stats["tie_break"] = "z3"
+    if res.status == "unknown":
+        return run.result("unknown", mode, reason=why + "; z3 did not settle it: " + res.reason)
+    return run.result(res.status, mode, how=res.how, witness=res.witness, value=res.value, bound=res.bound,
+                      reason=(res.reason + " (settled exactly by z3)").strip())
+
+
+def _measure(problem, w) -> float:
+    return float(pair_measure(problem.post, w.z, w.z_prime))
+
+
+def _decide(run: _Run, mode: str) -> PairResult:
+    """The sound verdict (prove)."""
+    p = run.problem
+    kind = _kind(p)
+    c = p.net.threshold
+    if kind is None:
+        return run.result("unknown", mode, reason="a logit bound on a probability-averaging forest is not linear in "
+                                                  "its leaves; state it on prob(...) instead")
+    exact = run.engine_name == "z3"
+    if kind == "sigdiff":
+        return _sigdiff(run, mode, p.eps)
+    if exact:
+        # first a pair clear of the threshold (exact rationals and the model's float64 sums
+        # differ by rounding), then the exact strict condition, whose unsat is the proof
+        for rows in (([("S>=", c + TOL), ("Sp<=", c)], [("S>", c), ("Sp<=", c)]) if kind == "label" else
+                     ([("diff>=", p.eps + TOL)], [("diff>", p.eps)])):
+            st, pair, _, _ = run.q(rows)
+            if st == "timeout":
+                return run.result("unknown", mode, reason="time limit reached before z3 decided the property")
+            if st == "infeasible":
+                continue
+            w = run.checked(pair)
+            if w is not None:
+                return run.result("violated", mode, value=_measure(p, w), witness=w, best=w)
+            if rows[0][0] in ("S>", "diff>"):
+                return run.result("unknown", mode, reason="the only violating pairs z3 finds lie within float "
+                                                          "rounding of the threshold")
+        return run.result("holds", mode, how="proved", bound=0.0 if kind == "label" else p.eps,
+                          reason="z3: no pair violates the post-condition (unsat)")
+    if kind == "label":
+        st, pair, obj, bound = run.q([("Sp<=", c + TOL)], "S")
+        limit = c
+    else:
+        st, pair, obj, bound = run.q([], "diff")
+        limit = p.eps
+    if st == "infeasible":
+        return run.result("holds", mode, how="proved", bound=0.0,
+                          reason="every input gets the same decision" if kind == "label"
+                          else "no pair satisfies the pre-condition")
+    w = run.checked(pair)
+    if w is not None:
+        return run.result("violated", mode, value=_measure(p, w), witness=w, best=w)
+    if st in ("timeout", "error") and pair is None:
+        return run.result("unknown", mode, reason="time limit reached before the MILP was decided"
+                          if st == "timeout" else "solver error")
+    if st == "optimal" and bound is not None and bound <= limit - TOL:
+        return run.result("holds", mode, how="proved", bound=0.0 if kind == "label" else bound,
+                          reason="the MILP's optimum stays on the fair side of the threshold")
+    if st == "optimal":
+        return _tie_break(run, mode, "the MILP's optimum lies within solver tolerance of the threshold")
+    return run.result("unknown", mode, reason="time limit reached before the MILP was decided")
+
+
+def _sigdiff(run: _Run, mode: str, thr: float, accept=None) -> PairResult:
+    """sigmoid(S) - sigmoid(S') > thr by lazily added tangent cuts."""
+    p = run.problem
+    ens = p.net
+    exact = run.engine_name == "z3"
+    if thr >= 1.0:
+        return run.result("holds", mode, how="proved", bound=thr, reason="a probability difference is below 1")
+    lo_s, hi_s = run.eng.s_bounds if hasattr(run.eng, "s_bounds") else (-50.0, 50.0)
+    cuts = [(a, thr) for a in prob_cut_points(lo_s, hi_s, thr)]
+    base = [("diff>=", 0.0)]
+    if thr > 0:
+        base += [("S>=", logit_fn(thr) - 1e-9), ("Sp<=", logit_fn(1.0 - thr) + 1e-9)]
+    seen = set()
+    for _ in range(MAX_CUT_ROUNDS):
+        rows = list(base)
+        for a, e in cuts:
+            cc = prob_cut(a, e)
+            if cc is not None:
+                rows.append(("cut", cc[0], cc[1]))
+        st, pair, _, _ = run.q(rows)
+        if st == "infeasible":
+            return run.result("holds", mode, how="proved", bound=thr,
+                              reason="no pair passes the tangent cuts of the probability difference")
+        if st in ("timeout", "error") or pair is None:
+            return run.result("unknown", mode, reason="time limit reached before the cuts decided the property")
+        w = (accept or run.checked)(pair)
+        if w is not None:
+            return run.result("violated", mode, value=_measure(p, w), witness=w, best=w)
+        x, xp = clean_pair(p, *pair)
+        s = ens.aggregate(np.vstack([x, xp]))
+        a = float(min(s))
+        if a in seen:
+            why = "the tangent cuts stalled at the post-condition's boundary"
+            return run.result("unknown", mode, reason=why) if exact or accept is not None else \
+                _tie_break(run, mode, why + " (solver tolerance)")
+        seen.add(a)
+        cuts.append((a, thr))
+        run.stats["cuts"] = run.stats.get("cuts", 0) + 1
+    return run.result("unknown", mode, reason=f"no decision after {MAX_CUT_ROUNDS} rounds of tangent cuts")
+
+
+def prove(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, **_) -> PairResult:
+    run = _Run(problem, engine, time_limit)
+    return _instant(run, "prove") or _decide(run, "prove")
+
+
+def find(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, **_) -> PairResult:
+    """The first violation found (no optimisation), else the sound decision."""
+    run = _Run(problem, engine, time_limit)
+    inst = _instant(run, "find")
+    if inst is not None:
+        return inst
+    kind = _kind(problem)
+    if engine != "z3" and kind in ("label", "diff"):
+        c = problem.net.threshold
+        rows = [("S>=", c + TOL), ("Sp<=", c)] if kind == "label" else [("diff>=", problem.eps + TOL)]
+        st, pair, _, _ = run.q(rows)
+        w = run.checked(pair)
+        if w is not None:
+            return run.result("violated", "find", value=_measure(problem, w), witness=w, best=w)
+        if st == "timeout":
+            return run.result("unknown", "find", reason="time limit reached before a violation was found")
+    return _decide(run, "find")
+
+
+def maximize(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, **_) -> PairResult:
+    """The verdict plus the largest violation measure (flip margin in logit units for
+    ``label``; ``S - S'`` for ``logit``/forest ``prob``; the probability gap otherwise)."""
+    run = _Run(problem, engine, time_limit)
+    res = _instant(run, "maximize") or _decide(run, "maximize")
+    p = problem
+    kind = _kind(p)
+    if kind is None or run.stats.get("instant") or (res.status == "unknown" and "time limit" in res.reason):
+        return res
+    link = p.net.link
+    if p.post == "prob" and link == "logistic":
+        return _max_sigdiff(run, res)
+    if kind == "label":
+        st, pair, obj, bound = run.q([], "margin")
+    else:
+        st, pair, obj, bound = run.q([], "diff")
+    if pair is None:
+        return res
+    x, xp = clean_pair(p, *pair)
+    best = make_witness(p, x, xp)
+    if best.z < best.z_prime:
+        best = make_witness(p, xp, x)
+    value = _measure(p, best)
+    if kind == "label" and bound is not None:
+        bound = float(logit_fn(p.net.threshold + bound)) if link == "identity" else bound
+    proved = st == "optimal"
+    if bound is not None:
+        bound = max(bound, value)
+    return run.result(res.status, "maximize", how=res.how if res.status == "holds" else ("proved" if proved else None),
+                      value=value, bound=bound, witness=res.witness, best=res.witness or best,
+                      reason=res.reason if proved else (res.reason + "; gap not closed").strip("; "))
+
+
+def _max_sigdiff(run: _Run, res: PairResult) -> PairResult:
+    """The largest probability gap of a boosted model: bisection between the incumbent and a
+    proved bound, each round one tangent-cut feasibility query."""
+    p = run.problem
+    st, pair, obj, bound = run.q([], "diff")
+    if pair is None:
+        return res
+    x, xp = clean_pair(p, *pair)
+    best = make_witness(p, x, xp)
+    if best.z < best.z_prime:
+        best = make_witness(p, xp, x)
+    best_val = _measure(p, best)
+    D = bound if bound is not None else obj
+    hi = float(2.0 * sigmoid(np.array([D / 2.0]))[0] - 1.0) if st == "optimal" and D is not None else 1.0
+    reason = ""
+
+    def better(pair):
+        xx, yy = clean_pair(p, *pair)
+        w = make_witness(p, xx, yy)
+        if w.z < w.z_prime:
+            w = make_witness(p, yy, xx)
+        return w if _measure(p, w) > best_val else None
+
+    while hi - best_val > 1.01 * IMPROVE:
+        thr = min(best_val + max(IMPROVE, 0.5 * (hi - best_val)), hi)
+        r = _sigdiff(run, "maximize", thr, accept=better)
+        if r.status == "violated":
+            best, best_val = r.witness, _measure(p, r.witness)
+        elif r.status == "holds":
+            hi = thr
+        else:
+            reason = r.reason
+            break
+    proved = hi - best_val <= 1.01 * IMPROVE
+    return run.result(res.status, "maximize", how="proved" if (proved or res.status == "holds") and res.status != "violated"
+                      or (proved and res.status == "violated") else None,
+                      value=best_val, bound=hi, witness=res.witness, best=res.witness or best,
+                      reason=res.reason or reason)
+
+
+def solve(problem: PairProblem, mode: str = "prove", **kw) -> PairResult:
+    fn = {"find": find, "prove": prove, "maximize": maximize}.get(mode)
+    if fn is None:
+        raise ValueError(f"mode must be find, prove or maximize, not {mode!r}")
+    return fn(problem, **kw)
+
+
+def is_tree_problem(problem) -> bool:
+    from fairspec.models.trees import TreeEnsemble
+
+    return isinstance(problem.net, TreeEnsemble)
+
+
+_ = math  # keep the import for type-checkers of callers

@@ -1,0 +1,180 @@
+"""Tree ensembles in feature space, pruned, and the proof that needs no solver.
+
+:func:`fold` is the tree counterpart of :func:`fairspec.backends.lowering.fold_scaling`: the
+encoding's affine scaling ``u = scale * v + shift`` is folded into every split, so the
+ensemble reads feature-space values ``v`` directly. On an integral input the split becomes
+``v <= c`` with the integer ``c`` found by evaluating the split itself (the same float32 cast
+and comparison as the library), so it is exact; on a continuous input ``c = (t - shift) /
+scale``. While folding, every tree is **pruned** along its paths: a split whose outcome the
+path (and the domain ``[lo, hi]``) already fixes is replaced by the child taken, and a
+split whose two subtrees compute the same function is replaced by one of them. What is left
+reads an input only where the outcome can change.
+
+:func:`instant_verdict` then decides a pair problem before any solver when
+
+* no tree reads a protected (free) or relaxed input: ``S(x) == S(x')`` for every pair;
+* the post-condition is ``label`` and the decision is the same on the whole domain;
+* for ``prob``/``logit``: the trees that do read them cannot move the output by more than
+  ``eps`` (the sum over those trees of their largest minus smallest leaf value).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fairspec.models.network import sigmoid
+from fairspec.models.trees import Tree, TreeEnsemble
+
+__all__ = ["fold", "prune", "instant_verdict", "cuts_by_feature", "vary_trees"]
+
+
+def _int_cut(tree: Tree, node: int, scale: float, shift: float, lo: float, hi: float) -> float:
+    """The largest integer v with ``go_left(scale * v + shift)`` (lo - 1 if none, hi if all)."""
+    t = tree.threshold[node]
+    guess = math.floor((t - shift) / scale) if scale != 0 else lo
+    guess = min(max(guess, lo - 1), hi)
+    c = guess
+    # walk to the exact boundary (float rounding makes the guess off by at most one or two)
+    def left(v):
+        return bool(tree.go_left(node, np.array([v * scale + shift]))[0])
+    while c >= lo and not left(c):
+        c -= 1
+    while c + 1 <= hi and left(c + 1):
+        c += 1
+    return float(max(c, lo - 1))
+
+
+def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnsemble:
+    """The ensemble over feature space ``v`` (model input ``u = scale * v + shift``), pruned."""
+    n = ens.n_inputs
+    scale = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64)
+    shift = np.zeros(n) if shift is None else np.asarray(shift, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    integer = np.asarray(integer, dtype=bool)
+    trees = []
+    for t in ens.trees:
+        feat, thr, strict = t.feature.copy(), t.threshold.copy(), np.zeros(t.n_nodes, dtype=bool)
+        for k in np.nonzero(t.left >= 0)[0]:
+            f = int(t.feature[k])
+            if scale[f] < 0:
+                from fairspec.models.network import UnsupportedModel
+
+                raise UnsupportedModel("scaling", f"input {f}", "a decreasing scaling of a tree's input is not supported")
+            if integer[f] or scale[f] == 0:
+                thr[k] = _int_cut(t, k, scale[f], shift[f], lo[f], hi[f]) if scale[f] != 0 else \
+                    (hi[f] if t.go_left(k, np.array([shift[f]]))[0] else lo[f] - 1)
+            else:
+                thr[k] = (t.threshold[k] - shift[f]) / scale[f]
+                strict[k] = t.strict
+        trees.append((feat, thr, strict, t))
+    out = []
+    for feat, thr, strict, t in trees:
+        out.append(_prune_one(feat, thr, strict, t, lo, hi, integer))
+    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source)
+
+
+def prune(ens: TreeEnsemble, lo, hi, integer) -> TreeEnsemble:
+    """Prune an ensemble already in feature space (see the module docstring)."""
+    return fold(ens, lo, hi, integer)
+
+
+def _prune_one(feat, thr, strict, t: Tree, lo, hi, integer) -> Tree:
+    """One tree restricted to the box [lo, hi], unreachable branches and splits between equal
+    subtrees removed; strict splits (continuous inputs only, after folding) become ``v <= c'``
+    with ``c'`` the float just below ``c``."""
+
+    def build(node, a, b):
+        """The canonical key of the subtree at ``node`` restricted to the box [a, b]."""
+        if t.left[node] < 0:
+            return ("L", float(t.value[node]))
+        f = int(feat[node])
+        c = float(thr[node])
+        if strict[node]:
+            c = float(np.nextafter(c, -np.inf))
+        if not b[f] > c:
+            return build(int(t.left[node]), a, b)
+        if not a[f] <= c:
+            return build(int(t.right[node]), a, b)
+        b2 = b.copy()
+        b2[f] = c
+        a2 = a.copy()
+        a2[f] = c + 1.0 if integer[f] else float(np.nextafter(c, np.inf))
+        kl = build(int(t.left[node]), a, b2)
+        kr = build(int(t.right[node]), a2, b)
+        return kl if kl == kr else ("N", f, c, kl, kr)
+
+    key = build(0, np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64))
+    F, T, L, R, V = [], [], [], [], []
+
+    def place(key):                                   # pre-order: parents precede children
+        k = len(F)
+        F.append(-1), T.append(0.0), L.append(-1), R.append(-1), V.append(0.0)
+        if key[0] == "L":
+            V[k] = key[1]
+        else:
+            F[k], T[k] = key[1], key[2]
+            L[k] = place(key[3])
+            R[k] = place(key[4])
+        return k
+
+    place(key)
+    return Tree(F, T, L, R, V)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def vary_trees(ens: TreeEnsemble, vary) -> list[int]:
+    """Indices of the trees that read any of the inputs in ``vary``."""
+    vs = set(int(i) for i in vary)
+    return [k for k, t in enumerate(ens.trees) if t.features() & vs]
+
+
+def cuts_by_feature(ens: TreeEnsemble) -> dict[int, list[float]]:
+    """Sorted distinct split values per input."""
+    out: dict[int, set] = {}
+    for t in ens.trees:
+        for f, c, l in zip(t.feature, t.threshold, t.left):
+            if l >= 0:
+                out.setdefault(int(f), set()).add(float(c))
+    return {f: sorted(v) for f, v in out.items()}
+
+
+def _leaf_range(t: Tree) -> tuple[float, float]:
+    v = t.value[t.left < 0]
+    return float(v.min()), float(v.max())
+
+
+def instant_verdict(problem) -> tuple[str, str] | None:
+    """``("holds", reason)`` when the pair problem (its ``net`` a folded, pruned
+    :class:`TreeEnsemble`) is decided without a solver; otherwise None."""
+    ens: TreeEnsemble = problem.net
+    vary = set(problem.free) | {i for i, _ in problem.relaxed}
+    vt = vary_trees(ens, vary)
+    if not vt:
+        names = "protected or relaxed inputs"
+        return "holds", (f"the model never reads the {names} where its output can change, so x and x' "
+                         "always reach the same leaves")
+    lo_s = ens.base + sum(_leaf_range(t)[0] for t in ens.trees)
+    hi_s = ens.base + sum(_leaf_range(t)[1] for t in ens.trees)
+    thr = ens.threshold
+    if problem.post == "label":
+        if hi_s <= thr:
+            return "holds", f"every input is decided negative (the output is at most {hi_s:.6g} <= {thr:g})"
+        if lo_s > thr:
+            return "holds", f"every input is decided positive (the output is at least {lo_s:.6g} > {thr:g})"
+        return None
+    d = sum(_leaf_range(ens.trees[k])[1] - _leaf_range(ens.trees[k])[0] for k in vt)
+    if problem.post == "prob":
+        bound = d if ens.link == "identity" else float(2.0 * sigmoid(np.array([d / 2.0]))[0] - 1.0)
+    elif ens.link == "logistic":
+        bound = d
+    else:
+        return None
+    if bound <= problem.eps:
+        return "holds", (f"the {len(vt)} tree(s) reading the protected or relaxed inputs move the "
+                         f"{'probability' if problem.post == 'prob' else 'logit'} by at most {bound:.6g} <= "
+                         f"{problem.eps:g}")
+    return None

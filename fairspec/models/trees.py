@@ -1,0 +1,464 @@
+"""Tree ensembles: the form every exact tree encoding (MILP, SMT, brute force) works on.
+
+A :class:`TreeEnsemble` is a tuple of binary decision trees over the model's input vector,
+each node reading one input: ``x[feature] <= threshold`` goes left (``<`` for XGBoost's
+trees, ``strict``), and each leaf holding a number. The ensemble's **aggregate** is
+
+    S(x) = base + sum over trees of the value of the leaf x reaches
+
+and its ``link`` says what S is:
+
+* ``"identity"``: S is the probability of the chosen class (a decision tree's or a random
+  forest's ``predict_proba`` column: each leaf value is that tree's class share divided by
+  the number of trees, so S is the forest's averaged vote); the decision is ``S > 1/2``.
+* ``"logistic"``: S is a logit (gradient boosting's raw margin: scikit-learn's
+  ``decision_function``, XGBoost's ``output_margin``, LightGBM's ``raw_score``); the
+  probability is ``sigmoid(S)`` and the decision ``S > 0``.
+
+:meth:`TreeEnsemble.forward` returns the **logit** (``S`` itself, or ``logit(S)`` for the
+identity link), so the pair problem of :mod:`fairspec.backends.pair` (decision ``z > 0``,
+``prob`` through ``sigmoid``) reads a tree ensemble exactly as it reads a ReLU network.
+
+Converters (each checks itself against the library's own prediction on random inputs and
+raises :class:`~fairspec.models.network.UnsupportedModel` on any difference):
+:func:`from_sklearn` (DecisionTree, RandomForest, ExtraTrees, GradientBoosting and
+HistGradientBoosting classifiers), :func:`from_xgboost` (a ``Booster``),
+:func:`from_lightgbm` (a ``Booster``). Only numpy is imported at module level.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from fairspec.models.network import UnsupportedModel, sigmoid
+
+__all__ = ["Tree", "TreeEnsemble", "from_sklearn", "from_xgboost", "from_lightgbm", "is_tree_model",
+           "random_ensemble", "LINKS"]
+
+LINKS = ("identity", "logistic")
+_P_CLIP = 1e-15
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """One binary tree in flat arrays (node 0 is the root; a leaf has ``left == right == -1``).
+
+    ``value`` holds each leaf's contribution to the aggregate (0 at internal nodes). With
+    ``strict`` a node sends ``x < threshold`` left (XGBoost), otherwise ``x <= threshold``.
+    ``f32``: the library casts the input to float32 before comparing (scikit-learn's trees,
+    forests and GradientBoosting; XGBoost, whose thresholds are float32 numbers already).
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    strict: bool = False
+    f32: bool = False
+
+    def __post_init__(self):
+        n = len(self.feature)
+        arrs = {"feature": np.asarray(self.feature, dtype=np.int64), "left": np.asarray(self.left, dtype=np.int64),
+                "right": np.asarray(self.right, dtype=np.int64),
+                "threshold": np.asarray(self.threshold, dtype=np.float64),
+                "value": np.asarray(self.value, dtype=np.float64)}
+        for k, a in arrs.items():
+            if a.shape != (n,):
+                raise ValueError(f"tree array {k} has shape {a.shape}, expected ({n},)")
+            a.setflags(write=False)
+            object.__setattr__(self, k, a)
+        leaf = self.left < 0
+        if n == 0 or np.any(leaf != (self.right < 0)):
+            raise ValueError("a tree needs nodes, and each node two children or none")
+        inner = ~leaf
+        if np.any((self.left[inner] >= n) | (self.right[inner] >= n) | (self.left[inner] <= 0)
+                  | (self.right[inner] <= 0) | (self.feature[inner] < 0)):
+            raise ValueError("a tree node points outside the tree")
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    def go_left(self, node: int, v: np.ndarray) -> np.ndarray:
+        """Does input value(s) ``v`` (model-input units) go left at ``node``?"""
+        t = self.threshold[node]
+        v = np.asarray(v, dtype=np.float64)
+        if self.f32:
+            v = v.astype(np.float32).astype(np.float64)
+        return v < t if self.strict else v <= t
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """The leaf each row of X reaches (int64 (n,))."""
+        X = np.asarray(X, dtype=np.float64)
+        node = np.zeros(X.shape[0], dtype=np.int64)
+        for _ in range(self.n_nodes):
+            inner = self.left[node] >= 0
+            if not inner.any():
+                break
+            idx = np.nonzero(inner)[0]
+            nd = node[idx]
+            f = self.feature[nd]
+            v = X[idx, f]
+            t = self.threshold[nd]
+            if self.f32:
+                v = v.astype(np.float32).astype(np.float64)
+            left = v < t if self.strict else v <= t
+            node[idx] = np.where(left, self.left[nd], self.right[nd])
+        return node
+
+    def features(self) -> set[int]:
+        return {int(f) for f, l in zip(self.feature, self.left) if l >= 0}
+
+    def depth(self) -> int:
+        d = np.zeros(self.n_nodes, dtype=np.int64)
+        best = 0
+        for k in range(self.n_nodes):          # parents precede children in every converter
+            if self.left[k] >= 0:
+                d[self.left[k]] = d[self.right[k]] = d[k] + 1
+            else:
+                best = max(best, int(d[k]))
+        return best
+
+
+@dataclass(frozen=True, eq=False)
+class TreeEnsemble:
+    """Trees over ``n_inputs`` model inputs, aggregated as described in the module docstring."""
+
+    trees: tuple[Tree, ...]
+    n_inputs: int
+    base: float = 0.0
+    link: str = "identity"
+    source: str = ""
+    final: str = "sigmoid"      # the pair problem's reading: forward() is a logit
+
+    def __post_init__(self):
+        if self.link not in LINKS:
+            raise ValueError(f"link must be one of {LINKS}")
+        object.__setattr__(self, "trees", tuple(self.trees))
+        for t in self.trees:
+            if len(t.feature) and np.any(t.feature[t.left >= 0] >= self.n_inputs):
+                raise ValueError(f"a tree reads an input beyond the {self.n_inputs} inputs")
+
+    # ---- evaluation ----------------------------------------------------------------------
+    def leaves(self, X) -> np.ndarray:
+        """(n, n_trees) leaf index per row and tree."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if not self.trees:
+            return np.zeros((X.shape[0], 0), dtype=np.int64)
+        return np.stack([t.apply(X) for t in self.trees], axis=1)
+
+    def aggregate(self, X) -> np.ndarray:
+        """S(x) (see the module docstring), float64 (n,)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        s = np.full(X.shape[0], float(self.base))
+        for t in self.trees:
+            s = s + t.value[t.apply(X)]
+        return s
+
+    def forward(self, X, dtype=np.float64) -> np.ndarray:
+        """The logit: S (logistic link) or logit(S) clipped to [1e-15, 1 - 1e-15] (identity)."""
+        s = self.aggregate(X)
+        if self.link == "logistic":
+            return s
+        return agg_to_logit(s, "identity")
+
+    def prob(self, X) -> np.ndarray:
+        s = self.aggregate(X)
+        return s if self.link == "identity" else sigmoid(s)
+
+    def decide(self, X) -> np.ndarray:
+        return (self.forward(X) > 0).astype(np.int64)
+
+    # ---- structure -----------------------------------------------------------------------
+    @property
+    def threshold(self) -> float:
+        """The decision threshold on S: 1/2 (identity link) or 0 (logistic)."""
+        return 0.5 if self.link == "identity" else 0.0
+
+    def features(self) -> set[int]:
+        out: set[int] = set()
+        for t in self.trees:
+            out |= t.features()
+        return out
+
+    def n_leaves(self) -> int:
+        return int(sum(int(t.is_leaf.sum()) for t in self.trees))
+
+    def max_depth(self) -> int:
+        return max((t.depth() for t in self.trees), default=0)
+
+    def describe(self) -> str:
+        return (f"{len(self.trees)} tree(s), depth <= {self.max_depth()}, {self.n_leaves()} leaves, "
+                f"{self.link} link, {self.n_inputs} inputs")
+
+    def single_output(self) -> "TreeEnsemble":
+        return self
+
+
+def agg_to_logit(s, link: str) -> np.ndarray:
+    s = np.asarray(s, dtype=np.float64)
+    if link == "logistic":
+        return s
+    p = np.clip(s, _P_CLIP, 1.0 - _P_CLIP)
+    out = np.log(p) - np.log1p(-p)
+    return np.where(s == 0.5, 0.0, out)
+
+
+def is_tree_model(obj) -> bool:
+    return isinstance(obj, TreeEnsemble)
+
+
+# ---------------------------------------------------------------------------------------------
+# self-check against the library
+# ---------------------------------------------------------------------------------------------
+
+def _probe_points(ens: TreeEnsemble, k: int = 64, seed: int = 0) -> np.ndarray:
+    """Random inputs that straddle every threshold the trees use (plus integer points)."""
+    rng = np.random.default_rng(seed)
+    n = ens.n_inputs
+    cuts: list[list[float]] = [[] for _ in range(n)]
+    for t in ens.trees:
+        for f, th, l in zip(t.feature, t.threshold, t.left):
+            if l >= 0:
+                cuts[int(f)].append(float(th))
+    X = np.zeros((k, n))
+    for i in range(n):
+        c = np.array(cuts[i]) if cuts[i] else np.array([0.0, 1.0])
+        lo, hi = c.min() - 1.0, c.max() + 1.0
+        X[:, i] = rng.uniform(lo, hi, size=k)
+        X[: k // 2, i] = np.round(X[: k // 2, i])
+    return X
+
+
+def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5) -> TreeEnsemble:
+    X = _probe_points(ens)
+    got = ens.aggregate(X)
+    want = np.asarray(reference(X), dtype=np.float64).reshape(-1)
+    if want.shape != got.shape or not np.allclose(got, want, rtol=1e-5, atol=tol):
+        k = int(np.argmax(np.abs(got - want))) if want.shape == got.shape else 0
+        raise UnsupportedModel(what, "trees", "the tree structure read from the model does not reproduce its "
+                               f"predictions (e.g. {got[k]:.6g} vs {want[k]:.6g}), so it is not encoded")
+    return ens
+
+
+def _with_base(ens: TreeEnsemble, reference) -> TreeEnsemble:
+    """Set ``base`` to the library's margin minus the summed leaves (read at one point)."""
+    X = _probe_points(ens, k=8, seed=1)
+    diff = np.asarray(reference(X), dtype=np.float64).reshape(-1) - (ens.aggregate(X) - ens.base)
+    return replace(ens, base=float(np.median(diff)))
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn
+# ---------------------------------------------------------------------------------------------
+
+def _sk_tree(t, values: np.ndarray) -> Tree:
+    left = np.asarray(t.children_left)
+    right = np.asarray(t.children_right)
+    leaf = left < 0
+    return Tree(np.where(leaf, -1, np.asarray(t.feature)), np.where(leaf, 0.0, np.asarray(t.threshold)),
+                np.where(leaf, -1, left), np.where(leaf, -1, right), np.where(leaf, values, 0.0), f32=True)
+
+
+def _class_share(t, col: int) -> np.ndarray:
+    v = np.asarray(t.value, dtype=np.float64)[:, 0, :]
+    tot = v.sum(axis=1)
+    return np.where(tot > 0, v[:, col] / np.where(tot > 0, tot, 1.0), 0.0)
+
+
+SKLEARN_TREES = ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
+                 "GradientBoostingClassifier", "HistGradientBoostingClassifier")
+
+
+def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -> TreeEnsemble:
+    """A fitted scikit-learn tree classifier as a :class:`TreeEnsemble` of its chosen output
+    (``predict_proba[:, index]`` or ``decision_function``)."""
+    name = type(est).__name__
+    width = int(getattr(est, "n_features_in_", 0) or 0)
+    classes = list(getattr(est, "classes_", []))
+    if name in ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier"):
+        if method != "predict_proba":
+            raise UnsupportedModel(name, "decision_function", "a tree or forest has only predict_proba")
+        col = 1 if index is None else int(index)
+        if getattr(est, "n_outputs_", 1) != 1:
+            raise UnsupportedModel(name, "n_outputs_", "multi-output trees are not supported")
+        members = [est] if name == "DecisionTreeClassifier" else list(est.estimators_)
+        k = len(members)
+        trees = []
+        for m in members:
+            # a forest member may have seen fewer classes than the forest: map by class label
+            mcls = list(getattr(m, "classes_", classes))
+            if classes and col < len(classes) and classes[col] in mcls:
+                share = _class_share(m.tree_, mcls.index(classes[col]))
+            else:
+                share = np.zeros(m.tree_.node_count)
+            trees.append(_sk_tree(m.tree_, share / k))
+        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name)
+        return _self_check(ens, lambda X: est.predict_proba(X)[:, col], name)
+    if name == "GradientBoostingClassifier":
+        if len(classes) != 2:
+            raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
+        lr = float(est.learning_rate)
+        trees = [_sk_tree(s[0].tree_, lr * np.asarray(s[0].tree_.value, dtype=np.float64)[:, 0, 0])
+                 for s in est.estimators_]
+        return _finish_boosted(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name),
+                               lambda X: est.decision_function(X), method, index, name)
+    if name == "HistGradientBoostingClassifier":
+        if len(classes) != 2:
+            raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
+        trees = []
+        for it in est._predictors:
+            pred = it[0]
+            nodes = pred.nodes
+            if np.any(nodes["is_categorical"][~nodes["is_leaf"].astype(bool)]):
+                raise UnsupportedModel(name, "is_categorical", "categorical splits are not supported")
+            leaf = nodes["is_leaf"].astype(bool)
+            trees.append(Tree(np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)), np.where(leaf, 0.0, nodes["num_threshold"]),
+                              np.where(leaf, -1, nodes["left"].astype(np.int64)),
+                              np.where(leaf, -1, nodes["right"].astype(np.int64)),
+                              np.where(leaf, nodes["value"], 0.0)))
+        return _finish_boosted(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name),
+                               lambda X: est.decision_function(X), method, index, name)
+    raise UnsupportedModel(name, "estimator", f"estimator {name} is not a tree model "
+                           f"(supported: {', '.join(SKLEARN_TREES)})")
+
+
+def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, name: str) -> TreeEnsemble:
+    ens = _with_base(ens, margin)
+    ens = _self_check(ens, margin, name)
+    if method == "predict_proba" and index == 0:
+        # the probability of class 0 is sigmoid(-S)
+        trees = tuple(replace(t, value=-t.value) for t in ens.trees)
+        ens = replace(ens, trees=trees, base=-ens.base)
+    return ens
+
+
+# ---------------------------------------------------------------------------------------------
+# XGBoost and LightGBM
+# ---------------------------------------------------------------------------------------------
+
+def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
+    """A binary XGBoost ``gbtree`` booster (``binary:logistic`` and friends) as the ensemble of
+    its margin (``output_margin=True``); ``index = 0`` gives class 0."""
+    import xgboost as xgb
+
+    cfg = json.loads(booster.save_config())
+    learner = cfg.get("learner", {})
+    gb = learner.get("gradient_booster", {}).get("name", "gbtree")
+    if gb != "gbtree":
+        raise UnsupportedModel("XGBoost", gb, f"booster {gb!r} is not supported (only gbtree)")
+    obj = learner.get("objective", {}).get("name", "")
+    if not obj.startswith("binary:") and obj != "reg:logistic":
+        raise UnsupportedModel("XGBoost", obj, f"objective {obj!r} is not a binary classifier's")
+    model = json.loads(booster.save_raw("json"))
+    trees_json = model["learner"]["gradient_booster"]["model"]["trees"]
+    width = int(booster.num_features())
+    trees = []
+    for tj in trees_json:
+        left = np.asarray(tj["left_children"], dtype=np.int64)
+        right = np.asarray(tj["right_children"], dtype=np.int64)
+        if any(int(s) != 0 for s in tj.get("split_type", [])):
+            raise UnsupportedModel("XGBoost", "split_type", "categorical splits are not supported")
+        leaf = left < 0
+        cond = np.asarray(tj["split_conditions"], dtype=np.float64)
+        trees.append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
+                          np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
+                          np.where(leaf, cond, 0.0), strict=True, f32=True))
+    ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "xgboost")
+
+    def margin(X):
+        return booster.predict(xgb.DMatrix(X), output_margin=True)
+
+    return _finish_boosted(ens, margin, "predict_proba", index, "XGBoost")
+
+
+def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
+    """A binary LightGBM booster as the ensemble of its raw score (times the sigmoid factor)."""
+    dump = booster.dump_model()
+    obj = str(dump.get("objective", ""))
+    parts = obj.split()
+    if not parts or parts[0] not in ("binary", "cross_entropy", "xentropy"):
+        raise UnsupportedModel("LightGBM", obj or "objective", f"objective {obj!r} is not a binary classifier's")
+    scale = 1.0
+    for p in parts[1:]:
+        if p.startswith("sigmoid:"):
+            scale = float(p.split(":", 1)[1])
+    if int(dump.get("num_tree_per_iteration", 1)) != 1:
+        raise UnsupportedModel("LightGBM", "num_tree_per_iteration", "only binary models are supported")
+    width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
+    trees = []
+    for info in dump.get("tree_info", []):
+        feat, thr, left, right, val = [], [], [], [], []
+
+        def walk(node) -> int:
+            k = len(feat)
+            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
+            if "leaf_value" in node and "split_feature" not in node:
+                val[k] = scale * float(node["leaf_value"])
+                return k
+            if node.get("decision_type", "<=") != "<=":
+                raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
+            t = float(node["threshold"])
+            if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
+                raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
+                                       "(zero_as_missing) is not supported")
+            feat[k], thr[k] = int(node["split_feature"]), t
+            left[k] = walk(node["left_child"])
+            right[k] = walk(node["right_child"])
+            return k
+
+        walk(info["tree_structure"])
+        trees.append(Tree(feat, thr, left, right, val))
+    ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm")
+
+    def margin(X):
+        return scale * np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)
+
+    return _finish_boosted(ens, margin, "predict_proba", index, "LightGBM")
+
+
+# ---------------------------------------------------------------------------------------------
+# random ensembles for the tests
+# ---------------------------------------------------------------------------------------------
+
+def random_ensemble(seed: int, n_inputs: int, n_trees: int, depth: int, link: str = "identity",
+                    lo: Sequence[float] | None = None, hi: Sequence[float] | None = None,
+                    strict: bool = False) -> TreeEnsemble:
+    """A random ensemble whose thresholds sit between the integer points of [lo, hi]."""
+    rng = np.random.default_rng(seed)
+    lo = np.zeros(n_inputs) if lo is None else np.asarray(lo, dtype=np.float64)
+    hi = np.full(n_inputs, 3.0) if hi is None else np.asarray(hi, dtype=np.float64)
+    trees = []
+    for _ in range(n_trees):
+        feat, thr, left, right, val = [], [], [], [], []
+
+        def grow(d) -> int:
+            k = len(feat)
+            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
+            if d >= depth or (d > 0 and rng.random() < 0.2):
+                if link == "identity":
+                    val[k] = float(rng.integers(0, 5)) / 4.0 / n_trees
+                else:
+                    val[k] = float(np.round(rng.normal(0, 1), 2))
+                return k
+            f = int(rng.integers(0, n_inputs))
+            t = float(rng.integers(int(lo[f]), max(int(hi[f]), int(lo[f]) + 1))) + (1.0 if strict else 0.5)
+            feat[k], thr[k] = f, t
+            left[k] = grow(d + 1)
+            right[k] = grow(d + 1)
+            return k
+
+        grow(0)
+        trees.append(Tree(feat, thr, left, right, val, strict=strict))
+    base = 0.0 if link == "identity" else float(np.round(rng.normal(0, 0.5), 2))
+    return TreeEnsemble(tuple(trees), n_inputs, base, link, f"random(seed={seed})")
+

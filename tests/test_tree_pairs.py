@@ -1,0 +1,111 @@
+"""Exact individual fairness on tree ensembles: MILP (HiGHS, SCIP), SMT (z3) and brute force
+agree on random small ensembles; the instant proof; converters reproduce the libraries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairspec.backends.pair import PairProblem, brute_force
+from fairspec.backends.trees import modes
+from fairspec.backends.trees.space import fold, instant_verdict
+from fairspec.models.trees import Tree, TreeEnsemble, random_ensemble
+
+
+def _random_problem(seed: int):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    link = ["identity", "logistic"][seed % 2]
+    lo = np.zeros(n)
+    hi = rng.integers(1, 4, size=n).astype(float)
+    ens = random_ensemble(seed, n, int(rng.integers(1, 5)), int(rng.integers(1, 4)), link, lo, hi,
+                          strict=bool(seed % 3 == 0))
+    post = ["label", "prob", "logit"][seed % 3]
+    if post == "logit" and link == "identity":
+        post = "label"
+    eps = float(rng.choice([0.0, 0.05, 0.2])) if post != "label" else 0.0
+    relaxed = ((1, 1.0),) if (seed % 4 == 0 and n > 2) else ()
+    folded = fold(ens, lo, hi, np.ones(n, bool))
+    return ens, PairProblem(folded, lo, hi, np.ones(n, bool), (), (0,), None, relaxed, post, eps)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_milp_smt_brute_force_agree_on_200_random_ensembles(block):
+    """50 ensembles per block, 200 in all: prove by HiGHS and z3 vs brute force on the
+    unfolded ensemble; SCIP, find and maximize on every fifth."""
+    disagree = []
+    for seed in range(50 * block, 50 * block + 50):
+        ens, prob = _random_problem(seed)
+        bf = brute_force(prob, ens.forward)
+        want = "violated" if bf.status == "violated" else "holds"
+        runs = {"highs": modes.prove(prob, "highs"), "z3": modes.prove(prob, "z3")}
+        if seed % 5 == 0:
+            runs["scip"] = modes.prove(prob, "scip")
+            runs["highs-find"] = modes.find(prob, "highs")
+            runs["z3-find"] = modes.find(prob, "z3")
+            runs["highs-max"] = modes.maximize(prob, "highs")
+        for k, r in runs.items():
+            if r.status != want:
+                disagree.append((seed, k, r.status, r.reason, want))
+            if r.status == "violated":
+                assert r.witness is not None
+            if k.endswith("-max") and want == "violated":
+                assert r.value == pytest.approx(bf.value, abs=1e-6), (seed, k)
+    assert disagree == []
+
+
+def _tree(feature, threshold, left, right, value):
+    return Tree(feature, threshold, left, right, value)
+
+
+def test_a_model_that_never_reads_the_protected_input_is_proved_without_a_solver():
+    # reads input 1 only; input 0 is protected
+    t = _tree([1, -1, -1], [0.5, 0, 0], [1, -1, -1], [2, -1, -1], [0, 0.2, 0.9])
+    ens = TreeEnsemble((t,), 2)
+    lo, hi = np.zeros(2), np.ones(2)
+    prob = PairProblem(fold(ens, lo, hi, np.ones(2, bool)), lo, hi, np.ones(2, bool), (), (0,))
+    assert instant_verdict(prob)[0] == "holds"
+    res = modes.prove(prob)
+    assert res.status == "holds" and res.how == "proved" and res.stats.get("instant")
+    assert "solves" not in res.stats
+
+
+def test_a_split_on_the_protected_input_between_equal_subtrees_is_pruned():
+    # the split on input 0 leads to the same function on both sides: pruned, then proved at once
+    t = _tree([0, 1, -1, -1, 1, -1, -1], [0.5, 0.5, 0, 0, 0.5, 0, 0], [1, 2, -1, -1, 5, -1, -1],
+              [4, 3, -1, -1, 6, -1, -1], [0, 0, 0.1, 0.8, 0, 0.1, 0.8])
+    ens = TreeEnsemble((t,), 2)
+    lo, hi = np.zeros(2), np.ones(2)
+    folded = fold(ens, lo, hi, np.ones(2, bool))
+    assert folded.features() == {1}
+    prob = PairProblem(folded, lo, hi, np.ones(2, bool), (), (0,))
+    assert modes.prove(prob).stats.get("instant")
+
+
+def test_a_split_on_the_protected_input_outside_the_domain_is_pruned():
+    # input 0 in [0, 1] but the split asks x0 <= 5: always left
+    t = _tree([0, -1, -1], [5.5, 0, 0], [1, -1, -1], [2, -1, -1], [0, 0.1, 0.9])
+    ens = TreeEnsemble((t,), 2)
+    lo, hi = np.zeros(2), np.ones(2)
+    assert fold(ens, lo, hi, np.ones(2, bool)).features() == set()
+
+
+def test_folding_the_scaling_is_exact_on_integers():
+    # the model reads u = (age - 17) / 73; a split u <= 0.3 is age <= 38.9, i.e. age <= 38
+    t = _tree([0, -1, -1], [0.3, 0, 0], [1, -1, -1], [2, -1, -1], [0, 0.1, 0.9])
+    ens = TreeEnsemble((t,), 1)
+    folded = fold(ens, [17.0], [90.0], [True], scale=[1 / 73], shift=[-17 / 73])
+    ages = np.arange(17, 91, dtype=float)[:, None]
+    assert np.array_equal(folded.aggregate(ages), ens.aggregate((ages - 17) / 73))
+    assert folded.trees[0].threshold[0] == 38.0
+
+
+def test_logit_bound_on_a_forest_is_unknown_with_a_reason():
+    ens = random_ensemble(3, 2, 2, 2, "identity", [0, 0], [2, 2])
+    lo, hi = np.zeros(2), np.full(2, 2.0)
+    prob = PairProblem(fold(ens, lo, hi, np.ones(2, bool)), lo, hi, np.ones(2, bool), (), (0,), post="logit",
+                       eps=0.01)
+    res = modes.prove(prob)
+    assert res.status in ("unknown", "holds")
+    if res.status == "unknown":
+        assert "prob(" in res.reason
