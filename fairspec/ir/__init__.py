@@ -157,7 +157,7 @@ class Model:
 @dataclass(frozen=True)
 class Data:
     name: str
-    format: str  # csv
+    format: str  # csv | parquet
     path: str
     sep: str = ","
     header: bool = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -77,17 +78,65 @@ class Context:
             fs = self.spec.feature_set(features)
             d = self.spec.data(data)
             t = self.table(data)
-            frame, ok = build_frame(fs, t, d.categories)
-            for f, n in frame.dropped.items():
-                ex = ", ".join(repr(v) for v in frame.examples.get(f, []))
-                self.warnings.append(f"{n} rows of {data} dropped: feature {f} outside its declared domain ({ex})")
-            if frame.n_rows == 0:
+            rows = _rows_of(fs, d, t)
+            self._warn_dropped(data, rows.frame.dropped, rows.frame.examples)
+            if rows.frame.n_rows == 0:
                 raise DataError(f"no row of {d.path} fits the declared domains of {features}")
-            labels = None
-            if d.label is not None:
-                labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
-            self._rows[key] = Rows(frame, labels)
+            self._rows[key] = rows
         return self._rows[key]
+
+    def in_memory(self, data: str) -> bool:
+        """Whether the data set is (or will be) held in memory; larger ones are streamed."""
+        from fairspec.runtime import columnar
+
+        return data in self._tables or columnar.estimated_rows(self.spec.data(data)) <= columnar.STREAM_ROWS
+
+    def row_batches(self, features: str, data: str, batch_rows: int | None = None) -> Iterator[Rows]:
+        """The rows in batches of at most ``batch_rows``: slices of the in-memory rows for a data set
+        that fits (see ``in_memory``), else record batches streamed from the file, so that a data set
+        larger than memory is read in bounded memory.  The same rows, in the same order, either way."""
+        from fairspec.runtime import columnar
+
+        size = batch_rows or columnar.BATCH_ROWS
+        if self.in_memory(data):
+            rows = self.rows(features, data)
+            n = rows.frame.n_rows
+            for a in range(0, n, size):
+                sl = slice(a, min(n, a + size))
+                frame = Frame(rows.frame.features, {k: v[sl] for k, v in rows.frame.values.items()},
+                              sl.stop - sl.start)
+                yield Rows(frame, None if rows.labels is None else rows.labels[sl])
+            return
+        fs = self.spec.feature_set(features)
+        d = self.spec.data(data)
+        t0 = time.perf_counter()
+        total, dropped, examples = 0, {}, {}
+        for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
+            if d.where is not None:
+                t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
+            if t.n_rows == 0:
+                continue
+            rows = _rows_of(fs, d, t)
+            for f, k in rows.frame.dropped.items():
+                dropped[f] = dropped.get(f, 0) + k
+                examples[f] = sorted(set(examples.get(f, [])) | set(rows.frame.examples.get(f, [])))[:5]
+            total += rows.frame.n_rows
+            if rows.frame.n_rows:
+                yield rows
+        self._warn_dropped(data, dropped, examples)
+        if total == 0:
+            raise DataError(f"no row of {d.path} is left after the missing-value and where filters and the "
+                            f"declared domains of {features}")
+        if not any(x.get("name") == data and x.get("streamed") for x in self.loads):
+            self.loads.append({"what": "data", "name": data, "file": d.path, "streamed": True,
+                               "seconds": 0.0, "rows": total, "read_seconds": round(time.perf_counter() - t0, 4)})
+
+    def _warn_dropped(self, data: str, dropped: dict, examples: dict) -> None:
+        for f, n in dropped.items():
+            ex = ", ".join(repr(v) for v in examples.get(f, []))
+            w = f"{n} rows of {data} dropped: feature {f} outside its declared domain ({ex})"
+            if w not in self.warnings:
+                self.warnings.append(w)
 
     # ------------------------------------------------------------------ encodings
     def encoding(self, model: str) -> ir.Encoding:
@@ -96,8 +145,10 @@ class Context:
             enc = self.spec.encoding_for(model)
             if enc_mod.needs_fit(enc):
                 fs = self.spec.feature_set(enc.features)
-                rows = self.rows(fs.name, fs.data)
-                enc = enc_mod.fit(enc, rows.frame.values)
+                if self.in_memory(fs.data):
+                    enc = enc_mod.fit(enc, self.rows(fs.name, fs.data).frame.values)
+                else:  # one streamed pass for the scaling statistics
+                    enc = enc_mod.fit_batches(enc, (r.frame.values for r in self.row_batches(fs.name, fs.data)))
             self._encodings[model] = enc
         return self._encodings[model]
 
@@ -105,8 +156,22 @@ class Context:
         return enc_mod.encode(self.encoding(model), values, n)
 
 
+def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
+    frame, ok = build_frame(fs, t, d.categories)
+    labels = None
+    if d.label is not None:
+        labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
+    return Rows(frame, labels)
+
+
 def _column(t: Table, e):
+    """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value)."""
     if isinstance(e, ir.ColumnRef):
         num = t.numeric(e.column)
-        return num if num is not None else t.columns[e.column]
+        if num is not None:
+            return num
+        from fairspec.runtime.columnar import Coded
+
+        codes, cats = t.coded(e.column)
+        return Coded(codes, cats)
     raise TypeError(f"{type(e).__name__} in a data expression")

@@ -1,4 +1,4 @@
-"""Reading the data sets a spec declares (CSV) into column arrays.
+"""Reading the data sets a spec declares (CSV, Parquet) into column arrays.
 
 Errors are :class:`DataError`: one sentence naming the file and the problem.
 Nothing here writes files.
@@ -24,11 +24,15 @@ class DataError(Exception):
 
 @dataclass
 class Table:
-    """Raw columns (whitespace-stripped strings) of the rows that survive filters."""
+    """The columns of the rows that survive the missing-value (and where) filters.
+
+    A column is a ``Coded`` text column (int32 codes into distinct whitespace-stripped strings,
+    see fairspec/runtime/columnar.py) or a float64 array (a typed numeric source column).
+    """
 
     name: str
     path: str
-    columns: dict[str, "np.ndarray"]  # object arrays of str
+    columns: dict[str, object]
     n_rows: int
     n_read: int = 0
     n_missing: int = 0
@@ -36,28 +40,64 @@ class Table:
     _numeric: dict | None = None
 
     def numeric(self, col: str) -> "np.ndarray | None":
-        """The column as float64, or None when some value is not a number."""
+        """The column as float64, or None when some value is not a number (parsed once per distinct value)."""
         if self._numeric is None:
             self._numeric = {}
         if col not in self._numeric:
             import numpy as np
 
-            try:
-                self._numeric[col] = self.columns[col].astype(np.float64)
-            except (ValueError, TypeError):
-                self._numeric[col] = None
+            c = self.columns[col]
+            if isinstance(c, np.ndarray):
+                self._numeric[col] = c
+            else:
+                used = np.zeros(len(c.categories), dtype=bool)
+                used[np.unique(c.codes)] = True
+                try:
+                    lut = np.where(used, c.categories, "nan").astype(np.float64)
+                except (ValueError, TypeError):
+                    self._numeric[col] = None
+                else:
+                    self._numeric[col] = lut[c.codes]
         return self._numeric[col]
 
+    def coded(self, col: str) -> tuple["np.ndarray", "np.ndarray"]:
+        """(codes per row, distinct values as strings): a numeric column's values as their text."""
+        import numpy as np
+
+        c = self.columns[col]
+        if not isinstance(c, np.ndarray):
+            return c.codes, c.categories
+        uniq, inv = np.unique(c, return_inverse=True)
+        text = np.array([str(int(v)) if float(v).is_integer() else repr(float(v)) for v in uniq], dtype=object)
+        return inv.astype(np.int32), text
+
+    def strings(self, col: str, mask: "np.ndarray | None" = None, limit: int = 1000) -> list[str]:
+        """The text of (up to ``limit``) rows of a column, for messages."""
+        import numpy as np
+
+        codes, cats = self.coded(col)
+        if mask is not None:
+            codes = codes[mask]
+        return [str(v) for v in cats[np.asarray(codes[:limit])]]
+
     def subset(self, mask: "np.ndarray") -> "Table":
-        cols = {k: v[mask] for k, v in self.columns.items()}
+        import numpy as np
+
+        cols = {k: (v[mask] if isinstance(v, np.ndarray) else v.take(mask)) for k, v in self.columns.items()}
         return Table(self.name, self.path, cols, int(mask.sum()), self.n_read, self.n_missing,
                      self.n_filtered + int((~mask).sum()))
 
 
-def _open_rows(d: ir.Data, limit: int | None = None):
+def check_path(d: ir.Data) -> None:
+    """A data file that cannot be read at all: one sentence naming it."""
     path = Path(d.path)
     if not path.is_file():
         raise DataError(f"data file {d.path} does not exist")
+
+
+def _open_rows(d: ir.Data, limit: int | None = None):
+    check_path(d)
+    path = Path(d.path)
     try:
         f = open(path, newline="", encoding="utf-8")
     except OSError as e:
@@ -79,6 +119,8 @@ def _open_rows(d: ir.Data, limit: int | None = None):
 
 def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[str]]]:
     """The column names and the first rows, read cheaply (for lint)."""
+    if d.format == "parquet":
+        return _parquet_head(d, sample)
     rows = _open_rows(d, limit=sample + 1)
     if d.header:
         if not rows:
@@ -95,42 +137,32 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     return names, body
 
 
-def read_table(d: ir.Data) -> Table:
-    import numpy as np
+def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
+    check_path(d)
+    try:
+        import pyarrow.parquet as pq
 
-    rows = _open_rows(d)
-    if d.header:
-        if not rows:
-            raise DataError(f"data file {d.path} is empty")
-        names = [c.strip() for c in rows[0]]
-        rows = rows[1:]
-        if d.columns is not None:
-            names = list(d.columns)
-    else:
-        if d.columns is None:
-            raise DataError(f"data file {d.path} has no header line and the spec gives no column names")
+        f = pq.ParquetFile(d.path)
+        names = list(f.schema_arrow.names)
+        rows: list[list[str]] = []
+        if sample and f.metadata.num_rows:
+            batch = next(f.iter_batches(batch_size=sample))
+            cols = [batch.column(j).to_pylist() for j in range(batch.num_columns)]
+            rows = [["" if v is None else str(v) for v in r] for r in zip(*cols)]
+    except ImportError:
+        raise DataError(f"data file {d.path} is Parquet, which needs pyarrow (pip install pyarrow)") from None
+    except Exception as e:  # noqa: BLE001 - pyarrow's error, as one sentence naming the file
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise DataError(f"data file {d.path} cannot be read as Parquet: {first}") from None
+    if d.columns is not None:
+        if len(d.columns) != len(names):
+            raise DataError(f"data file {d.path} has {len(names)} columns, but the spec names {len(d.columns)}")
         names = list(d.columns)
-    width = len(names)
-    # Blank lines and comment-like trailers (adult.test's first line) are skipped;
-    # any other row of the wrong length is an error naming its line.
-    clean = []
-    header_lines = 1 if d.header else 0
-    for i, r in enumerate(rows):
-        if not r or (len(r) == 1 and (not r[0].strip() or r[0].startswith("|"))):
-            continue
-        if len(r) != width:
-            raise DataError(f"data file {d.path} line {i + 1 + header_lines} has {len(r)} fields, expected {width}")
-        clean.append([v.strip() for v in r])
-    n_read = len(clean)
-    if n_read == 0:
-        raise DataError(f"data file {d.path} has no data rows")
-    arr = np.array(clean, dtype=object)
-    missing = np.zeros(n_read, dtype=bool)
-    if d.missing:
-        marks = set(d.missing)
-        # a row with any missing marker is dropped (set.isdisjoint walks the row in C)
-        missing = np.fromiter((not marks.isdisjoint(r) for r in clean), dtype=bool, count=n_read)
-    keep = ~missing
-    cols = {name: arr[keep, j] for j, name in enumerate(names)}
-    table = Table(d.name, d.path, cols, int(keep.sum()), n_read, int(missing.sum()), 0)
-    return table
+    return names, rows
+
+
+def read_table(d: ir.Data) -> Table:
+    """Every row of the data set, read by pyarrow into codes and typed arrays."""
+    from fairspec.runtime.columnar import read_table as read
+
+    return read(d)

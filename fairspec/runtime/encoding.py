@@ -23,6 +23,32 @@ def fit(enc: ir.Encoding, values: dict[str, np.ndarray]) -> ir.Encoding:
     return dataclasses.replace(enc, columns=tuple(cols))
 
 
+def fit_batches(enc: ir.Encoding, batches) -> ir.Encoding:
+    """``fit`` over batches of feature values (one streamed pass): min, max, mean and std."""
+    feats = {c.feature for c in enc.columns if c.fitted}
+    lo, hi, s1, s2, n = {}, {}, {}, {}, 0
+    for values in batches:
+        for f in feats:
+            v = np.asarray(values[f], dtype=np.float64)
+            if not v.size:
+                continue
+            lo[f] = min(lo.get(f, np.inf), float(v.min()))
+            hi[f] = max(hi.get(f, -np.inf), float(v.max()))
+            s1[f] = s1.get(f, 0.0) + float(v.sum())
+            s2[f] = s2.get(f, 0.0) + float(np.square(v).sum())
+        n += len(next(iter(values.values()))) if values else 0
+    cols = []
+    for c in enc.columns:
+        if c.fitted and c.feature in lo:
+            if c.kind == "minmax":
+                c = dataclasses.replace(c, lo=lo[c.feature], hi=hi[c.feature])
+            elif c.kind == "standard":
+                mean = s1[c.feature] / n
+                c = dataclasses.replace(c, mean=mean, std=float(np.sqrt(max(0.0, s2[c.feature] / n - mean * mean))))
+        cols.append(c)
+    return dataclasses.replace(enc, columns=tuple(cols))
+
+
 def needs_fit(enc: ir.Encoding) -> bool:
     return any(c.fitted and (c.lo is None and c.mean is None) for c in enc.columns)
 

@@ -8,15 +8,47 @@ from typing import Callable
 import numpy as np
 
 from fairspec import ir
+from fairspec.runtime.columnar import Coded
 
 _CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
 
 
 def evaluate(expr: ir.Expr, lookup: Callable[[ir.Expr], np.ndarray], n: int) -> np.ndarray:
-    """Evaluate ``expr`` for n rows; ``lookup`` resolves ColumnRef/FeatureRef/ModelOut leaves."""
+    """Evaluate ``expr`` for n rows; ``lookup`` resolves ColumnRef/FeatureRef/ModelOut leaves.
+
+    A leaf may be a ``Coded`` text column (codes into distinct strings): comparing it with a
+    constant or a set is decided once per distinct string and looked up per row.
+    """
 
     def ev(e: ir.Expr):
+        v = ev_coded(e)
+        return v.strings() if isinstance(v, Coded) else v
+
+    def ev_coded(e: ir.Expr):
+        if isinstance(e, ir.Cmp) and isinstance(e.right, ir.Const) and not isinstance(e.left, ir.Const):
+            a = ev_coded(e.left)
+            if isinstance(a, Coded):
+                with np.errstate(invalid="ignore"):
+                    per = np.asarray(_CMP[e.op](a.categories, e.right.value), dtype=bool)
+                return per[a.codes]
+        if isinstance(e, ir.Cmp) and isinstance(e.left, ir.Const) and not isinstance(e.right, ir.Const):
+            b = ev_coded(e.right)
+            if isinstance(b, Coded):
+                with np.errstate(invalid="ignore"):
+                    per = np.asarray(_CMP[e.op](e.left.value, b.categories), dtype=bool)
+                return per[b.codes]
+        if isinstance(e, ir.InSet):
+            a = ev_coded(e.item)
+            if isinstance(a, Coded):
+                per = np.isin(a.categories, np.array(list(e.values), dtype=object))
+                m = per[a.codes]
+                return ~m if e.negated else m
+        if isinstance(e, (ir.ColumnRef, ir.FeatureRef, ir.ModelOut)):
+            return lookup(e)
+        return ev_plain(e)
+
+    def ev_plain(e: ir.Expr):
         if isinstance(e, ir.Const):
             return np.full(n, e.value, dtype=object if isinstance(e.value, str) else None)
         if isinstance(e, (ir.ColumnRef, ir.FeatureRef, ir.ModelOut)):

@@ -31,8 +31,7 @@ class Frame:
 
 
 def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """Return (values, ok) for one feature."""
-    raw = table.columns[f.column]
+    """Return (values, ok) for one feature; text is looked up once per distinct value."""
     dom = f.domain
     if isinstance(dom, ir.Categorical):
         if mode == "codes":
@@ -41,17 +40,22 @@ def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndar
                 raise DataError(f"data file {table.path} column {f.column!r} should hold integer category codes")
             ok = (num == np.round(num)) & (num >= 0) & (num < len(dom.categories))
             return np.where(ok, num, -1.0), ok
+        codes, cats = table.coded(f.column)
         index = {c: i for i, c in enumerate(dom.categories)}
-        vals = np.fromiter((index.get(v, -1) for v in raw), dtype=np.float64, count=len(raw))
+        lut = np.fromiter((index.get(v, -1) for v in cats), dtype=np.float64, count=len(cats))
+        vals = lut[codes]
         return vals, vals >= 0
     if isinstance(dom, ir.Boolean):
-        low = np.char.lower(raw.astype(str))
-        t = np.isin(low, list(_TRUE))
-        fl = np.isin(low, list(_FALSE))
+        codes, cats = table.coded(f.column)
+        low = [str(v).lower() for v in cats]
+        t = np.array([v in _TRUE for v in low], dtype=bool)[codes]
+        fl = np.array([v in _FALSE for v in low], dtype=bool)[codes]
         return t.astype(np.float64), t | fl
     num = table.numeric(f.column)
     if num is None:
-        bad = next(v for v in raw if not _is_number(v))
+        codes, cats = table.coded(f.column)
+        used = np.unique(codes)
+        bad = next(v for v in cats[used] if not _is_number(v))
         raise DataError(f"data file {table.path} column {f.column!r} should be numeric for feature "
                         f"{f.name!r} but holds {bad!r}")
     ok = (num >= dom.lo) & (num <= dom.hi)
@@ -79,7 +83,7 @@ def build_frame(fs: ir.FeatureSet, table: Table, categories_mode: str = "names")
         bad = ~ok
         if bad.any():
             dropped[f.name] = int(bad.sum())
-            examples[f.name] = sorted({str(x) for x in table.columns[f.column][bad][:1000]})[:5]
+            examples[f.name] = sorted(set(table.strings(f.column, bad)))[:5]
         values[f.name] = v
         ok_all &= ok
     frame = Frame(fs, {k: v[ok_all] for k, v in values.items()}, int(ok_all.sum()), dropped, examples)

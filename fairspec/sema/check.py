@@ -190,11 +190,12 @@ class Checker:
     # ------------------------------------------------------------------ data
     def _data(self, d: Decl) -> None:
         node: ast.DataDecl = d.node
-        if node.fmt.id != "csv":
-            self.fail("FS412", f"unknown data format '{node.fmt.id}'", node.fmt.span)
+        fmt = node.fmt.id
+        if fmt not in ("csv", "parquet"):
+            self.fail("FS412", f"unknown data format '{fmt}'", node.fmt.span, hint="data formats are csv and parquet")
         pos = [a for a in node.args if a.kind == "pos"]
         if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
-            self.fail("FS305", "csv(...) takes the file path as its one positional argument", node.span)
+            self.fail("FS305", f"{fmt}(...) takes the file path as its one positional argument", node.span)
         path_arg = pos[0].value
         kw = {}
         for a in node.args:
@@ -204,9 +205,11 @@ class Checker:
                 self.fail("FS208", "'trust' applies to model files, not data", a.span)
             kw[a.name.id] = a
         allowed = {"sep", "header", "columns", "missing", "where", "label", "categories"}
+        if fmt == "parquet":  # the file has typed columns and their names
+            allowed -= {"sep", "header"}
         for k, a in kw.items():
             if k not in allowed:
-                self.fail("FS208", f"unknown csv option '{k}'", a.name.span,
+                self.fail("FS208", f"unknown {fmt} option '{k}'", a.name.span,
                           hint=did_you_mean(k, allowed) or f"options are {', '.join(sorted(allowed))}")
         sep = self._const(kw.get("sep"), str, ",")
         header = self._const(kw.get("header"), bool, None)
@@ -238,7 +241,9 @@ class Checker:
                 self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
             categories = v.id
         path = (d.base / path_arg.value)
-        data = ir.Data(node.name.id, "csv", str(path), sep, header, columns, missing, categories, span=node.span)
+        if fmt == "parquet":
+            header = True
+        data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span)
         from fairspec.runtime.data import DataError, column_names
 
         try:
