@@ -52,18 +52,33 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     try:
-        net = network_of(ctx, prop.model)
+        trees = ctx.model(prop.model).tree_ensemble()
+        net = trees if trees is not None else network_of(ctx, prop.model)
         low = lower_pair(prop, fs, enc)
+        if trees is not None:
+            # a tree ensemble: the scaling folded into every split, pruned along its paths
+            from fairspec.backends.trees.space import fold
+
+            folded = fold(trees, low.lo, low.hi, low.integer, low.scale, low.shift)
     except UnsupportedModel as e:
         return unknown(prop, f"the {backend} backend cannot encode this model: {e}", backend=backend,
                        seconds=time.perf_counter() - t0)
     except Unsupported as e:
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
-    problem = PairProblem(fold_scaling(net, low), low.lo, low.hi, low.integer, low.onehot_groups, low.free,
-                          None, low.relaxed, prop.post, prop.eps)
+    problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
+                          low.onehot_groups, low.free, None, low.relaxed, prop.post, prop.eps)
     mode = prop.options.mode or "prove"
     limit = prop.options.timeout or 60.0
-    if backend == "smt":
+    if trees is not None:
+        from fairspec.backends.trees import modes as tree_modes
+
+        engine = "z3" if backend == "smt" else "highs"
+
+        class engine_mod:  # noqa: N801 - the tree engines behind the milp/smt modes' interface
+            find = staticmethod(lambda pr, **kw: tree_modes.find(pr, engine=engine, **kw))
+            prove = staticmethod(lambda pr, **kw: tree_modes.prove(pr, engine=engine, **kw))
+            maximize = staticmethod(lambda pr, **kw: tree_modes.maximize(pr, engine=engine, **kw))
+    elif backend == "smt":
         from fairspec.backends import smt as engine_mod
     else:
         from fairspec.backends import milp as engine_mod

@@ -118,6 +118,12 @@ class LoadedModel(abc.ABC):
         replay witnesses); by default the same evaluation as `score`."""
         return self.score(X)
 
+    def tree_ensemble(self):
+        """The model as a :class:`fairspec.models.trees.TreeEnsemble` of its declared output, or
+        None when it is not a tree model (raises UnsupportedModel for a tree model whose
+        structure cannot be read exactly)."""
+        return None
+
     def describe(self) -> str:
         width = "unknown input width" if self.input_width is None else f"{self.input_width} inputs"
         return f"{self.format} model {self.path}, output {self.output_description()} ({self.score_kind}), {width}"

@@ -594,6 +594,28 @@ def _onnx_obstacle(sig: OnnxSignature, output) -> str | None:
             f"(supported: ReLU networks of Gemm/MatMul/Add layers with a final Sigmoid or Softmax)")
 
 
+# scikit-learn tree models fairspec.models.trees.from_sklearn reads (the tree encodings)
+TREE_SKLEARN = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
+                          "GradientBoostingClassifier", "HistGradientBoostingClassifier"})
+TREE_FORMATS = ("xgboost", "lightgbm")
+
+
+def is_tree_file(format: str, path) -> bool:
+    """Does the file hold a tree model (XGBoost, LightGBM, a scikit-learn tree in a skops file)?
+    Cheap: no ML library; False when the file does not tell."""
+    fmt = str(format).strip().lower()
+    if fmt in TREE_FORMATS:
+        return True
+    p = pathlib.Path(path)
+    if fmt in ("sklearn", "scikit-learn", "skops") and p.suffix.lower() == ".skops":
+        try:
+            with zipfile.ZipFile(p) as zf:
+                return json.loads(zf.read("schema.json")).get("__class__") in TREE_SKLEARN
+        except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+            return False
+    return False
+
+
 def _skops_obstacle(schema: dict) -> str | None:
     cls = schema.get("__class__")
     if not isinstance(cls, str):

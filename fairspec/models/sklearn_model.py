@@ -250,6 +250,15 @@ class SklearnModel(LoadedModel):
         self.classes = None if classes is None else list(classes)
         self._init_common(path, "sklearn", width, kind, est)
 
+    def tree_ensemble(self):
+        from fairspec.models.trees import SKLEARN_TREES, from_sklearn
+
+        if type(self.raw).__name__ not in SKLEARN_TREES:
+            return None
+        if getattr(self, "_trees", None) is None:
+            self._trees = from_sklearn(self.raw, self.method, self.index)
+        return self._trees
+
     def output_description(self) -> str:
         col = f"[:, {self.index}]" if self.index is not None else ""
         return f"{self.method}{col}"

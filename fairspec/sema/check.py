@@ -126,7 +126,7 @@ class Checker:
         An error when the spec chose the backend with `using`; a warning when it is the default (the
         property is then falsified on data where it can be, and otherwise reported unknown)."""
         from fairspec.backends.registry import PREFERENCE
-        from fairspec.models.peek import piecewise_linear_obstacle
+        from fairspec.models.peek import is_tree_file, piecewise_linear_obstacle
 
         seen: dict[str, str | None] = {}
         for prop in self.properties:
@@ -139,8 +139,11 @@ class Checker:
             if m is None:
                 continue
             if m.name not in seen:
-                seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
-                                piecewise_linear_obstacle(m.format, m.path, m.output))
+                if m.format != "rule" and is_tree_file(m.format, m.path):
+                    seen[m.name] = None                  # tree ensembles have their own exact encoding
+                else:
+                    seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
+                                    piecewise_linear_obstacle(m.format, m.path, m.output))
             why = seen[m.name]
             if why is None:
                 continue

@@ -149,6 +149,13 @@ def _solve_part(shared, item) -> PairResult:
             return PairResult("unknown", reason="the total time budget was spent before this partition",
                               engine=kw.get("engine", backend), mode=mode)
         kw["time_limit"] = left if kw.get("time_limit") is None else min(kw["time_limit"], left)
+    from fairspec.models.trees import TreeEnsemble
+
+    if isinstance(problem.net, TreeEnsemble):
+        from fairspec.backends.trees.modes import solve as tree_solve
+
+        engine = "z3" if backend == "smt" else kw.pop("engine", "highs")
+        return tree_solve(sub, mode, engine=engine, **kw)
     if backend == "smt":
         from fairspec.backends.smt import solve as smt_solve
 
