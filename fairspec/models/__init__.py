@@ -1,4 +1,4 @@
-"""Model loaders: ONNX, torch and scikit-learn files behind one interface.
+"""Model loaders: ONNX, torch, scikit-learn, XGBoost and LightGBM files behind one interface.
 
     m = load_model("onnx", "models/net.onnx", output="logit")
     m.score(X)    # float64 (n, width) -> float64 (n,)
@@ -23,6 +23,8 @@ _ALIASES = {
     "onnx": "onnx",
     "torch": "torch", "pytorch": "torch", "torchscript": "torch",
     "sklearn": "sklearn", "scikit-learn": "sklearn", "skops": "sklearn",
+    "xgboost": "xgboost", "xgb": "xgboost",
+    "lightgbm": "lightgbm", "lgbm": "lightgbm", "lgb": "lightgbm",
 }
 
 
@@ -43,7 +45,7 @@ def load_model(format: str, path, *, output: str | int | None = None, index: int
 
     output:      ONNX: the graph output's name or position; torch: the position (or key) in a
                  tuple/dict returned by forward(); sklearn: "predict_proba"/"prob" (default)
-                 or "decision_function"/"logit".
+                 or "decision_function"/"logit"; xgboost, lightgbm: "prob" (default) or "margin".
     index:       the column of a 2-D output (ONNX, torch: default 0; sklearn predict_proba: default 1).
     score_kind:  "logit" | "prob", overriding the default guess; sets the threshold (0.0 / 0.5).
     trust_pickle: allow pickled files (torch.save modules, .pkl/.pickle/.joblib estimators).
@@ -60,6 +62,11 @@ def load_model(format: str, path, *, output: str | int | None = None, index: int
             from .torch_model import load_torch
 
             return load_torch(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)
+        if fmt in ("xgboost", "lightgbm"):
+            from .boosted import load_lightgbm, load_xgboost
+
+            load = load_xgboost if fmt == "xgboost" else load_lightgbm
+            return load(p, output=output, index=index, score_kind=score_kind)
         from .sklearn_model import load_sklearn
 
         return load_sklearn(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
 
 SCORE_KINDS = ("logit", "prob")
-FORMATS = ("onnx", "torch", "sklearn")
+FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm")
 
 
 class ModelLoadError(Exception):
@@ -73,7 +73,7 @@ class LoadedModel(abc.ABC):
 
     Attributes:
         path:        the model file.
-        format:      "onnx" | "torch" | "sklearn".
+        format:      "onnx" | "torch" | "sklearn" | "xgboost" | "lightgbm".
         input_width: the length of the input vector, or None when the file does not say.
         score_kind:  "logit" | "prob": what `score` returns.
         threshold:   the decision threshold on the score (0.0 for logits, 0.5 for probabilities).

@@ -527,7 +527,42 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
             return skops_input_width(p)
         _require_file(p)
         return None                                    # a pickle: nothing to read without running it
+    if fmt == "xgboost":
+        return xgboost_input_width(p)
+    if fmt == "lightgbm":
+        return lightgbm_input_width(p)
     return torch_input_width(p)                         # torch
+
+
+def xgboost_input_width(p: pathlib.Path) -> int | None:
+    """num_feature from an XGBoost JSON model file (None for UBJSON or when it does not say)."""
+    _require_file(p)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1)
+            if head != b"{":
+                return None
+            doc = json.loads(head + fh.read())
+        n = int(doc["learner"]["learner_model_param"]["num_feature"])
+        return n if n > 0 else None
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+
+
+def lightgbm_input_width(p: pathlib.Path) -> int | None:
+    """max_feature_idx + 1 from the header of a LightGBM text model file."""
+    _require_file(p)
+    try:
+        with open(p, "rb") as fh:
+            for _ in range(64):
+                line = fh.readline()
+                if not line:
+                    break
+                if line.startswith(b"max_feature_idx="):
+                    return int(line.split(b"=", 1)[1]) + 1
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------------------

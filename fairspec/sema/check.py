@@ -17,7 +17,7 @@ from fairspec.sema.exprs import ExprLowerer, LowerError, Scope, did_you_mean
 from fairspec.sema.imports import load_modules
 from fairspec.syntax import ast
 
-MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
+MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 ENCODING_KINDS = ("raw", "code", "onehot", "minmax", "standard")
 

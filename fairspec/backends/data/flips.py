@@ -151,5 +151,6 @@ def _broken(prop) -> str:
 
 
 def replayer_name(model) -> str:
-    return {"onnx": "onnx.reference.ReferenceEvaluator", "torch": "torch", "sklearn": "scikit-learn"}.get(
+    return {"onnx": "onnx.reference.ReferenceEvaluator", "torch": "torch", "sklearn": "scikit-learn",
+            "xgboost": "xgboost", "lightgbm": "lightgbm"}.get(
         getattr(model, "format", ""), "model")
