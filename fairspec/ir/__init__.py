@@ -150,6 +150,12 @@ class Model:
     score_kind: str | None = None  # logit | prob
     trust_pickle: bool = False
     rule: "Expr | None" = None  # for format == "rule": a boolean formula over features
+    # format == "predictions": a table of logged decisions, no model file: the data set and
+    # its score column (positive where score > threshold) or decision column
+    data: str | None = None
+    score_column: str | None = None
+    decision_column: str | None = None
+    threshold: float | None = None
     features: str | None = None  # the feature set its encoding reads
     span: Span | None = field(default=None, compare=False, repr=False)
 
@@ -341,8 +347,8 @@ class PBA(Property):
 class GroupMetric(Property):
     """A group metric of a model over a data set or a distribution, compared to a threshold."""
 
-    metric: str = ""  # positive_rate_ratio... see fairspec.sema.properties.METRICS
-    model: str = ""
+    metric: str = ""  # see fairspec.analyses.group_rates.METRICS
+    model: str = ""  # "" when the subject is the data set itself: its labels are the decisions
     features: str = ""
     groups: Groups = Groups(())
     data: str | None = None
@@ -355,6 +361,12 @@ class GroupMetric(Property):
     # classifier reads, alone.  The value is max over S of |metric(D) - metric(D_{-S})|.
     influence_metric: str | None = None
     subsets: tuple[tuple[str, ...], ...] = ()
+    # what is measured, from the call: alpha (generalised entropy), bins (calibration),
+    # rate = selection | scoring (impact_ratio: decision = score above the median score)
+    params: tuple[tuple[str, object], ...] = ()
+
+    def param(self, key: str, default=None):
+        return next((v for k, v in self.params if k == key), default)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ def print_text(report, console) -> None:
             console.print(f"[bold]{v.name}[/]: " + " ".join(lines), highlight=False)
         if v.witness:
             _print_witness(v.witness, console)
+        if v.kind == "group_metric" and v.details and v.details.get("groups"):
+            _print_groups(v, console)
         if v.kind == "pba" and v.details and v.details.get("table"):
             try:
                 from fairspec.backends.pba import render_table
@@ -82,6 +84,65 @@ def print_text(report, console) -> None:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
         console.print(f"loaded (not counted in the properties' times): {parts}", style="dim", markup=False,
                       highlight=False)
+
+
+# the per-group table's columns, in order: key -> title
+GROUP_COLUMNS = {"rows": "rows", "weight": "weight", "positives": "positives", "label_positives": "label = 1",
+                 "positive_rate": "positive rate", "base_rate": "base rate", "tpr": "TPR", "fpr": "FPR",
+                 "fnr": "FNR", "tnr": "TNR", "ppv": "PPV", "fdr": "FDR", "npv": "NPV", "for": "FOR",
+                 "error_rate": "error rate", "accuracy": "accuracy", "benefit": "mean benefit", "ece": "ECE",
+                 "impact_ratio": "impact ratio"}
+
+
+def group_columns(v) -> list[tuple[str, str]]:
+    """(key, title) of the per-group table of a group-metric verdict: the counts, then the rates used."""
+    rows = v.details["groups"]
+    used = v.details.get("rates")  # the data backend names the rates its metric compares
+    keep = None if used is None else {"rows", "weight", "positives", "label_positives", "positive_rate", *used}
+    cols = [(k, t) for k, t in GROUP_COLUMNS.items() if any(k in r for r in rows) and (keep is None or k in keep)]
+    if v.backend != "data":  # over a distribution, Justicia's PPV is the positive rate Pr[decision = 1 | group]
+        cols = [(k, "positive rate" if k == "ppv" else t) for k, t in cols]
+    return cols
+
+
+def cell_text(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.4f}" if abs(x) < 1000 else f"{x:,.0f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def _print_groups(v, console) -> None:
+    from rich.table import Table
+
+    d = v.details
+    cols = group_columns(v)
+    title = f"{v.name}: per group ({d.get('groups_label', 'groups')}"
+    if d.get("weight"):
+        title += f", weighted by {d['weight']}"
+    t = Table(title=title + ")", title_justify="left")
+    t.add_column("group", overflow="fold")
+    for _, title in cols:
+        t.add_column(title, justify="right")
+    counted = any("counted" in r for r in d["groups"])
+    if counted:
+        t.add_column("counted")
+    for r in d["groups"]:
+        extra = [("excluded" if r.get("excluded") else cell_text(r["counted"]))] if counted else []
+        t.add_row(str(r["group"]), *(cell_text(r.get(k)) for k, _ in cols), *extra)
+    if d.get("overall"):
+        t.add_row("all rows", *(cell_text(d["overall"].get(k)) for k, _ in cols), *([""] if counted else []),
+                  style="dim")
+    console.print(t)
+    if d.get("excluded_groups"):
+        listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
+        console.print(f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}",
+                      markup=False, highlight=False)
 
 
 def _print_witness(w, console) -> None:

@@ -21,6 +21,23 @@ class Rows:
 
     frame: Frame
     labels: np.ndarray | None  # bool, or None when the data declares no label
+    table: Table | None = None  # the table the rows come from (for columns no feature reads)
+    index: np.ndarray | None = None  # the rows' positions in that table
+
+    def numeric(self, column: str) -> np.ndarray | None:
+        """A data column as float64 aligned with the rows, or None when some value is not a number."""
+        num = self.table.numeric(column)
+        return None if num is None else num[self.index]
+
+    def truthy(self, column: str) -> np.ndarray:
+        """A column of yes/no values as 0/1 aligned with the rows: a number counts as 1 when it is not 0,
+        text when it is one of 1, true, yes, t, y (any case)."""
+        num = self.numeric(column)
+        if num is not None:
+            return (num != 0).astype(np.int64)
+        codes, cats = self.table.coded(column)
+        yes = np.isin(np.char.lower(np.asarray(cats, dtype=str)), ["1", "true", "yes", "t", "y"])
+        return yes[codes[self.index]].astype(np.int64)
 
 
 class Context:
@@ -105,7 +122,7 @@ class Context:
                 sl = slice(a, min(n, a + size))
                 frame = Frame(rows.frame.features, {k: v[sl] for k, v in rows.frame.values.items()},
                               sl.stop - sl.start)
-                yield Rows(frame, None if rows.labels is None else rows.labels[sl])
+                yield Rows(frame, None if rows.labels is None else rows.labels[sl], rows.table, rows.index[sl])
             return
         fs = self.spec.feature_set(features)
         d = self.spec.data(data)
@@ -161,7 +178,7 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
     labels = None
     if d.label is not None:
         labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
-    return Rows(frame, labels)
+    return Rows(frame, labels, t, np.flatnonzero(ok))
 
 
 def _column(t: Table, e):

@@ -17,7 +17,7 @@ from fairspec.sema.exprs import ExprLowerer, LowerError, Scope, did_you_mean
 from fairspec.sema.imports import load_modules
 from fairspec.syntax import ast
 
-MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule")
+MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 ENCODING_KINDS = ("raw", "code", "onehot", "minmax", "standard")
 
@@ -383,6 +383,9 @@ class Checker:
             self._rule_exprs = getattr(self, "_rule_exprs", {})
             self._rule_exprs[node.name.id] = pos[0].value
             return
+        if fmt == "predictions":
+            self._predictions(node, pos)
+            return
         if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
             self.fail("FS305", f"{fmt}(...) takes the model file path as its one positional argument", node.span)
         path_arg = pos[0].value
@@ -429,6 +432,55 @@ class Checker:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
                 self.fail("FS401", str(e), path_arg.span)
+
+    def _predictions(self, node: ast.ModelDecl, pos) -> None:
+        """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):
+        the logged decisions of a data set, audited with no model file."""
+        hint = 'predictions(DATA, score = "column", threshold = 0.5) or predictions(DATA, decision = "column")'
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Name):
+            self.fail("FS305", "predictions(...) takes the data set that holds the decisions", node.span, hint=hint)
+        data = self._lookup(pos[0].value, ast.DataDecl, "a data set", self.datasets)
+        cols = self.data_columns.get(data.name, {})
+        kw = {}
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust" or a.name.id not in ("score", "decision", "threshold"):
+                self.fail("FS208", f"predictions(...) has no option '{a.name.id}'", a.name.span,
+                          hint="options are score, decision and threshold")
+            kw[a.name.id] = a
+        if ("score" in kw) == ("decision" in kw):
+            self.fail("FS305", "predictions(...) reads exactly one column: score = \"col\" or decision = \"col\"",
+                      node.span, hint=hint)
+        which = "score" if "score" in kw else "decision"
+        v = kw[which].value
+        if not isinstance(v, (ast.Str, ast.Name)):
+            self.fail("FS301", f"{which} names a column of '{data.name}'", v.span)
+        col = v.value if isinstance(v, ast.Str) else v.id
+        if col not in cols:
+            self.fail("FS207", f"data set '{data.name}' has no column '{col}'", kw[which].value.span,
+                      hint=did_you_mean(col, cols))
+        threshold = None
+        if which == "score":
+            if cols[col] != "num":
+                self.fail("FS306", f"the score column '{col}' of '{data.name}' does not hold numbers",
+                          kw[which].value.span)
+            if "threshold" not in kw:
+                self.fail("FS305", "a score column needs the decision threshold: threshold = 0.5 (positive where "
+                                   "score > threshold)", node.span)
+            threshold = self._const(kw["threshold"], float, None)
+        elif "threshold" in kw:
+            self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
+        fss = [f for f in self.feature_sets.values() if f.data == data.name]
+        if len(fss) != 1:
+            names = ", ".join(f.name for f in fss)
+            self.fail("FS501", f"the groups of predictions over '{data.name}' come from the feature set declared "
+                               f"'from {data.name}', and " + (f"there are {len(fss)}: {names}" if fss else "there is none"),
+                      node.span, hint=f"declare exactly one: features F from {data.name} {{ ... }}")
+        self.models[node.name.id] = ir.Model(
+            node.name.id, "predictions", None, span=node.span, data=data.name, features=fss[0].name,
+            score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
+            threshold=threshold)
 
     # ------------------------------------------------------------------ encodings
     def _encoding(self, d: Decl) -> None:

@@ -16,17 +16,13 @@ from __future__ import annotations
 
 from fairspec import ir
 from fairspec.backends.registry import BACKENDS, DISTRIBUTION_ONLY_METRICS, supports, supports_metric
+from fairspec.analyses.group_rates import COMPARE_MODES, METRICS as DATA_METRICS, uses_label
 from fairspec.sema.exprs import LowerError, Scope, did_you_mean
 from fairspec.syntax import ast
 
 METRICS = {
-    "disparate_impact": "ratio of the lowest to the highest positive rate over groups",
-    "statistical_parity": "largest difference of positive rates between groups",
-    "equalized_odds": "largest gap in true-positive or false-positive rate between groups",
-    "equal_opportunity": "largest gap in true-positive rate between groups",
+    **{m.name: m.text for m in DATA_METRICS.values()},
     "path_specific": "path-specific causal effect of the group through the mediators",
-    "most_favoured": "positive rate (PPV) of the most favoured group",
-    "least_favoured": "positive rate (PPV) of the least favoured group",
     "influence": "fairness influence (FVGM): the largest |FIF(S)| = |Q(D) - Q(D_-S)| over feature subsets S, "
                  "where D_-S makes S uniform and independent and Q is statistical parity or disparate impact",
 }
@@ -34,7 +30,8 @@ METRICS = {
 INFLUENCE_METRICS = ("statistical_parity", "disparate_impact")
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
-               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout", "chart"}
+               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout", "chart",
+               "compare", "weight", "exclude_below"}
 COMPARISONS = {"<", "<=", ">", ">="}
 
 
@@ -104,6 +101,20 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
                     ck.fail("FS307", "method = enumerate | learn (a PPV per group, or only the most and least "
                                      "favoured groups)", v.span)
                 extra.append((key, v.id))
+            elif key == "compare":
+                if not (isinstance(v, ast.Name) and v.id in COMPARE_MODES):
+                    ck.fail("FS307", "compare = between_groups (highest against lowest group) | to_overall (each "
+                                     "group against the whole population)", v.span)
+                extra.append((key, v.id))
+            elif key == "weight":
+                if not isinstance(v, (ast.Name, ast.Str)):
+                    ck.fail("FS307", "weight = COLUMN: the data column that holds each row's sample weight", v.span)
+                extra.append((key, v.id if isinstance(v, ast.Name) else v.value))
+            elif key == "exclude_below":
+                share = _number(ck, v, env, "exclude_below")
+                if not 0.0 <= share < 1.0:
+                    ck.fail("FS307", f"exclude_below is a share of the rows in [0, 1), got {share:g}", v.span)
+                extra.append((key, share))
             elif key == "mode":
                 if not (isinstance(v, ast.Name) and v.id in ("find", "maximize", "prove")):
                     ck.fail("FS307", "mode = find | maximize | prove", v.span)
@@ -129,7 +140,7 @@ def _seconds(ck, e, env) -> float:
 
 # ------------------------------------------------------------------ shared pieces
 
-def _model_of(ck, e, env) -> ir.Model:
+def _model_of(ck, e, env, table_ok: bool = False) -> ir.Model:
     e = _resolve(e, env)
     if not isinstance(e, ast.Name):
         ck.fail("FS301", "expected a model name", e.span)
@@ -141,6 +152,10 @@ def _model_of(ck, e, env) -> ir.Model:
             raise LowerError()
         ck.fail("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
     m = ck.models[e.id]
+    if m.format == "predictions" and not table_ok:
+        ck.fail("FS502", f"model '{m.name}' is a table of logged predictions: it cannot be evaluated at new "
+                         f"inputs, so only group metrics on its data set can audit it", e.span,
+                hint="state group metrics, e.g. disparate_impact(m, groups sex) >= 0.8")
     if m.features is None:
         if m.format == "rule" or m.name in ck.encoded_models:
             raise LowerError()  # its rule or its encode block was already reported
@@ -352,49 +367,128 @@ def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
     return _metric(ck, node, name, env, call, op, rhs, stmts)
 
 
+def _subject(ck, e, env):
+    """The first argument of a group metric: a model (or a table of logged predictions), or a data
+    set itself, whose labels are then the decisions (bias in the data, no model)."""
+    r = _resolve(e, env)
+    if isinstance(r, ast.Name) and r.id in ck.datasets:
+        fss = [f for f in ck.feature_sets.values() if f.data == r.id]
+        if len(fss) != 1:
+            ck.fail("FS501", f"the groups of data set '{r.id}' come from the feature set declared 'from {r.id}', "
+                             f"and there " + (f"are {len(fss)}: {', '.join(f.name for f in fss)}" if fss else
+                                              "is none"), r.span,
+                    hint=f"declare exactly one: features F from {r.id} {{ ... }}")
+        if ck.datasets[r.id].label is None:
+            ck.fail("FS501", f"measuring data set '{r.id}' itself compares its labels, so it needs a label = ... "
+                             f"expression", r.span)
+        return None, fss[0]
+    model = _model_of(ck, e, env, table_ok=True)
+    return model, ck.feature_sets[model.features]
+
+
 def _metric(ck, node, name, env, call, op, rhs, stmts):
     if op is None:
         ck.fail("FS501", f"{call.fn.id}(...) must be compared with a threshold, e.g. >= 0.8", call.span)
-    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators"}, 1)
-    model = _model_of(ck, call.positional()[0], env)
-    fs = ck.feature_sets[model.features]
+    fn = call.fn.id
+    mdef = DATA_METRICS.get(fn)
+    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators", "alpha", "bins", "rate"}, 1)
+    model, fs = _subject(ck, call.positional()[0], env)
     g = call.keyword("groups")
-    if g is None:
-        ck.fail("FS501", f"{call.fn.id}(...) needs the groups it compares: groups sex x race", call.span)
-    groups = resolve_groups(ck, g.value, env, fs)
+    if g is None and not (mdef and mdef.groups_optional):
+        ck.fail("FS501", f"{fn}(...) needs the groups it compares: groups sex x race", call.span)
+    groups = resolve_groups(ck, g.value, env, fs) if g is not None else ir.Groups(())
     threshold = _number(ck, rhs, env, "the threshold")
     data = dist = None
     d = call.keyword("distribution")
     if d is not None:
+        if model is None or model.format == "predictions":
+            ck.fail("FS501", "a distribution is evaluated through a model; logged decisions and labels are measured "
+                             "on their data set", d.span)
+        if mdef is not None and not mdef.distribution:
+            ck.fail("FS502", f"{fn} is measured on data rows; over a distribution the metrics are "
+                             f"{', '.join(m for m, x in DATA_METRICS.items() if x.distribution)} and path_specific",
+                    d.span, hint="drop distribution = ... to measure it on the data set")
         dist = _distribution(ck, d.value, env, name)
     dd = call.keyword("data") or call.keyword("around")
     if dd is not None:
         data = _dataset(ck, dd.value, env, fs).name
     if data is None and dist is None:
         if fs.data is None:
-            ck.fail("FS501", f"{call.fn.id}(...) needs data: declare 'features {fs.name} from DATA' or pass data = DATA",
+            ck.fail("FS501", f"{fn}(...) needs data: declare 'features {fs.name} from DATA' or pass data = DATA",
                     call.span)
         data = fs.data
+    if model is not None and model.format == "predictions" and data != model.data:
+        ck.fail("FS501", f"model '{model.name}' is the logged predictions of data set '{model.data}', so it is "
+                         f"measured on '{model.data}', not '{data}'", (dd or call).span)
+    if model is None and data != fs.data:
+        ck.fail("FS501", "a data set measured itself is its own data: drop data = ...", (dd or call).span)
     mediators = ()
     med = call.keyword("mediators")
-    if call.fn.id == "path_specific":
+    if fn == "path_specific":
         if med is None:
             ck.fail("FS501", "path_specific(...) needs its mediators: mediators {feature, ...}", call.span)
         mediators = _feature_names(ck, med.value, env, fs, "mediators")
     elif med is not None:
         ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
+    params = _metric_params(ck, call, env, fn, model)
     if dist is not None:
         _check_distribution_use(ck, d.value, model, fs, ck.distributions[dist], groups)
-    if call.fn.id in ("equalized_odds", "equal_opportunity") and data is not None:
-        if ck.datasets[data].label is None:
-            ck.fail("FS501", f"{call.fn.id} compares error rates, so data set '{data}' needs a label = ... expression",
-                    call.span)
-    if call.fn.id == "disparate_impact" and not 0.0 <= threshold <= 1.0:
-        ck.fail("FS307", f"disparate impact is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
+    if mdef is not None and data is not None and uses_label(fn) and ck.datasets[data].label is None:
+        ck.fail("FS501", f"{fn} compares decisions with the true label, so data set '{data}' needs a label = ... "
+                         f"expression", call.span)
+    if mdef is not None and model is None and (mdef.rates != ("selection_rate",) and mdef.rates != ("base_rate",)):
+        ck.fail("FS501", f"{fn} compares a model's decisions with the labels; a data set alone has only its "
+                         f"labels", call.span,
+                hint="on a data set: disparate_impact, statistical_parity, base_rate_ratio, base_rate_difference")
+    if mdef is not None and mdef.form == "ratio" and not 0.0 <= threshold <= 1.0:
+        ck.fail("FS307", f"{fn} is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
     options = parse_options(ck, stmts, env, "group_metric")
-    return ir.GroupMetric(name, "group_metric", options, node.span, metric=call.fn.id, model=model.name,
+    if dist is not None and any(k in ("compare", "weight", "exclude_below") for k, _ in options.extra):
+        ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
+                         "distribution", d.span)
+    w = options.get("weight")
+    if w is not None:
+        cols = ck.data_columns.get(data, {})
+        if w not in cols:
+            ck.fail("FS207", f"data set '{data}' has no weight column '{w}'", node.name.span,
+                    hint=did_you_mean(w, cols))
+        if cols[w] != "num":
+            ck.fail("FS306", f"the weight column '{w}' of '{data}' does not hold numbers", node.name.span)
+    return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
-                          op=op, threshold=threshold)
+                          op=op, threshold=threshold, params=params)
+
+
+def _metric_params(ck, call, env, fn, model):
+    """alpha (generalised entropy), bins (calibration), rate = selection | scoring (impact ratio)."""
+    out = []
+    for key, ok in (("alpha", fn == "generalized_entropy_index" or fn == "between_group_generalized_entropy_index"),
+                    ("bins", fn == "calibration_gap"), ("rate", fn == "impact_ratio")):
+        a = call.keyword(key)
+        if a is None:
+            continue
+        if not ok:
+            ck.fail("FS208", f"{key} does not apply to {fn}(...)", a.name.span)
+        if key == "rate":
+            v = _resolve(a.value, env)
+            if not (isinstance(v, ast.Name) and v.id in ("selection", "scoring")):
+                ck.fail("FS307", "rate = selection (the decisions) | scoring (a score above the median score)",
+                        a.value.span)
+            out.append((key, v.id))
+            continue
+        x = _number(ck, a.value, env, key)
+        if key == "alpha" and x <= 0:
+            ck.fail("FS307", "alpha must be > 0 (alpha = 1 is the Theil index)", a.value.span)
+        if key == "bins" and (x != int(x) or x < 2):
+            ck.fail("FS307", "bins must be a whole number >= 2", a.value.span)
+        out.append((key, int(x) if key == "bins" else x))
+    if DATA_METRICS.get(fn) is not None and (DATA_METRICS[fn].needs_score or dict(out).get("rate") == "scoring"):
+        if model is None or model.format == "rule" or (model.format == "predictions" and model.score_column is None):
+            what = ("a data set" if model is None else "a rule" if model.format == "rule" else
+                    "a column of logged decisions")
+            ck.fail("FS501", f"{fn} needs a score, and its subject is {what}", call.span,
+                    hint='give a model file, or predictions(DATA, score = "column", threshold = ...)')
+    return tuple(out)
 
 
 def _influence(ck, node, name, env, call, op, rhs, stmts):
@@ -643,6 +737,9 @@ def _individual_fairness(ck, node, name, env):
                 hint="ensure label(m(x)) == label(m(x')), or ensure |prob(m(x)) - prob(m(x'))| <= 0.05")
     post, eps, model_name = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id)
     model = ck.models[model_name]
+    if model.format == "predictions":
+        ck.fail("FS502", f"model '{model_name}' is a table of logged predictions: it cannot be evaluated at new "
+                         f"inputs, so only group metrics on its data set can audit it", ensures[0].span)
     if model.features != fs.name:
         ck.fail("FS301", f"model '{model_name}' reads feature set '{model.features}', not '{fs.name}'", ensures[0].span)
     for f, _ in relaxed:

@@ -1,20 +1,25 @@
 """Group metrics on data with bootstrap confidence intervals.
 
-The bootstrap resamples rows; since every metric here depends on the rows
-only through the counts of (group, decision, label) cells, a replicate is
-one multinomial draw of those cell counts, which makes 1000 replicates over
-30,000 rows cost milliseconds.  The counts are accumulated over record
-batches (``group_cells``), so a data set larger than memory is decided in one
-streamed pass, bootstrap included, with the same verdict as in memory.
+Every metric is a function of weighted cell counts (fairspec.analyses.group_rates):
+the sum of sample weight per (group, decision, label) cell, and for calibration
+per (group, score bin, label) with the bins' score sums.  The bootstrap
+resamples rows; when every row weighs 1 a replicate is one multinomial draw of
+the cell counts (1000 replicates over 30,000 rows cost milliseconds), otherwise
+(weights, scores) each row enters each replicate with a Poisson(1) multiplicity.
+The counts, and those replicates, are accumulated over record batches
+(``count``), so a data set larger than memory is decided in one streamed pass,
+bootstrap included, with the same verdict as in memory.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from fairspec import ir
+from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate
 from fairspec.backends.data.groups import assign
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -29,55 +34,170 @@ def decisions(ctx, model_name: str, values: dict, n: int) -> np.ndarray:
     return model.decide(X)
 
 
-def metric_from_counts(metric: str, cells: np.ndarray):
-    """Metric value(s) from cell counts [..., G, 2 (decision), 2 (label)].
-
-    Returns (value, rates, a, b): the metric, the per-group rate it compares,
-    and the indices of the pair of groups that attain it.  Leading axes are
-    bootstrap replicates.
-    """
-    n_g = cells.sum(axis=(-1, -2))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if metric in ("disparate_impact", "statistical_parity", "most_favoured", "least_favoured"):
-            rates = cells[..., 1, :].sum(axis=-1) / n_g
-            hi, lo = np.nanmax(rates, axis=-1), np.nanmin(rates, axis=-1)
-            if metric in ("most_favoured", "least_favoured"):
-                return (hi if metric == "most_favoured" else lo), rates
-            value = lo / hi if metric == "disparate_impact" else hi - lo
-            if metric == "disparate_impact":
-                value = np.where(hi > 0, value, np.nan)
-            return value, rates
-        pos = cells[..., :, 1].sum(axis=-1)
-        neg = cells[..., :, 0].sum(axis=-1)
-        tpr = cells[..., 1, 1] / pos
-        fpr = cells[..., 1, 0] / neg
-        tpr_gap = np.nanmax(tpr, axis=-1) - np.nanmin(tpr, axis=-1)
-        if metric == "equal_opportunity":
-            return tpr_gap, tpr
-        fpr_gap = np.nanmax(fpr, axis=-1) - np.nanmin(fpr, axis=-1)
-        value = np.maximum(tpr_gap, fpr_gap)
-        rates = np.where((tpr_gap >= fpr_gap)[..., None], tpr, fpr)
-        return value, rates
+class NoScore(Exception):
+    """The subject has no score (a rule, a table of logged decisions): one sentence why."""
 
 
-def group_cells(prop: ir.GroupMetric, fs: ir.FeatureSet, ctx, batch_rows: int | None = None):
-    """Counts of (group, decision, label) cells accumulated over record batches.
+def scores(ctx, model_name: str, rows, values: dict, n: int) -> np.ndarray:
+    """The subject's score per row, as a probability in [0, 1] when it is a logit."""
+    m = ctx.spec.model(model_name)
+    if m.format == "predictions":
+        if m.score_column is None:
+            raise NoScore(f"model '{m.name}' is a column of logged decisions ({m.decision_column}) with no score")
+        return rows.numeric(m.score_column)
+    model = ctx.model(model_name)
+    if getattr(model, "format", None) == "rule":
+        raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
+    s = model.score(ctx.model_input(model_name, values, n))
+    return 1.0 / (1.0 + np.exp(-s)) if model.score_kind == "logit" else s
 
-    The counts are sufficient statistics of every metric here and of its bootstrap (a
-    resample of the rows is a multinomial draw of the cells), so one pass over the data in
-    bounded memory decides the property: no row is kept after its batch.  Returns
-    (cells [G, 2, 2], group names, rows counted).
-    """
-    cells, names, n = None, None, 0
-    for rows in ctx.row_batches(fs.name, prop.data, batch_rows):
-        values, k = rows.frame.values, rows.frame.n_rows
-        d = decisions(ctx, prop.model, values, k)
-        idx, names = assign(prop.groups, fs, values, k)
-        y = rows.labels.astype(np.int64) if rows.labels is not None else np.zeros(k, dtype=np.int64)
-        part = np.bincount(idx * 4 + d * 2 + y, minlength=len(names) * 4).reshape(len(names), 2, 2)
-        cells = part.astype(np.float64) if cells is None else cells + part
-        n += k
-    return cells, names, n
+
+def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: np.ndarray,
+                      median: float | None = None) -> np.ndarray:
+    """The decision per row: the model's, a logged column's, or the label (the data set itself);
+    with rate = scoring (NYC LL 144's scoring rate) a score above the sample's median score."""
+    if not prop.model:
+        return y
+    m = ctx.spec.model(prop.model)
+    if prop.param("rate") == "scoring":
+        return (scores(ctx, prop.model, rows, values, n) > median).astype(np.int64)
+    if m.format == "predictions":
+        if m.decision_column is not None:
+            return rows.truthy(m.decision_column)
+        return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
+    return decisions(ctx, prop.model, values, n)
+
+
+@dataclass
+class Counts:
+    """Weighted counts of one property's rows: the only input of the metric definitions.
+
+    ``boot_*`` hold R bootstrap replicates of the same counts when rows are not exchangeable
+    cell by cell (sample weights, calibration scores): each row enters replicate r with a
+    Poisson(1) multiplicity, drawn batch by batch as the rows stream past."""
+
+    cells: np.ndarray  # [G, 2, 2] weight per (group, decision, label)
+    sizes: np.ndarray  # [G] rows per group (unweighted: min_group_size counts rows)
+    names: list[str]
+    bins: np.ndarray | None = None  # [G, B, 2] calibration: weight per (group, score bin, label)
+    score_sums: np.ndarray | None = None  # [G, B]
+    weighted: bool = False
+    labelled: bool = False
+    boot_cells: np.ndarray | None = None  # [R, G, 2, 2]
+    boot_bins: np.ndarray | None = None  # [R, G, B, 2]
+    boot_sums: np.ndarray | None = None  # [R, G, B]
+
+
+# Poisson(1) cumulative probabilities P[K <= k], k = 0..19 (the rest, < 1e-18, counts as 19)
+_POISSON1_CDF = np.cumsum([np.exp(-1.0) / np.prod(np.arange(1, k + 1, dtype=np.float64)) for k in range(20)])
+
+
+def poisson_multiplicities(seed: int, r0: int, k: int, start: int, n: int) -> np.ndarray:
+    """[k, n] Poisson(1) multiplicities of rows start..start+n-1 in replicates r0..r0+k-1.
+
+    A counter-based draw (splitmix64 of seed, replicate and the row's position in the data),
+    so a row gets the same multiplicity however the rows are cut into batches: streaming a
+    file and holding it in memory give the same bootstrap."""
+    with np.errstate(over="ignore"):
+        i = np.arange(start, start + n, dtype=np.uint64)[None, :]
+        r = np.arange(r0, r0 + k, dtype=np.uint64)[:, None]
+        x = i * np.uint64(0x9E3779B97F4A7C15) + (r + np.uint64(1)) * np.uint64(0xD1B54A32D192ED03) \
+            + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    u = (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    return np.searchsorted(_POISSON1_CDF, u, side="right")
+
+
+def _add(acc, part):
+    return part if acc is None else acc + part
+
+
+def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
+    """Accumulate the property's cells over record batches of the data (bounded memory: no row is
+    kept after its batch; rate = scoring first reads the scores once for their median)."""
+    fs = ctx.spec.feature_set(prop.features)
+    calib = METRICS[prop.metric].needs_score
+    B = int(prop.param("bins", 10))
+    wcol = prop.options.get("weight")
+    median = None
+    if prop.param("rate") == "scoring":
+        median = float(np.median(np.concatenate([scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows)
+                                                 for r in ctx.row_batches(fs.name, prop.data)])))
+    c = Counts(None, None, None, weighted=wcol is not None)
+    poisson = R > 0 and (wcol is not None or calib)
+    seen = 0  # rows before this batch: the position that keys each row's bootstrap multiplicities
+    for rows in ctx.row_batches(fs.name, prop.data):
+        values, n = rows.frame.values, rows.frame.n_rows
+        c.labelled = rows.labels is not None
+        y = rows.labels.astype(np.int64) if rows.labels is not None else np.zeros(n, dtype=np.int64)
+        d = subject_decisions(prop, ctx, rows, values, n, y, median)
+        if prop.groups.atoms:
+            idx, c.names = assign(prop.groups, fs, values, n)
+        else:
+            idx, c.names = np.zeros(n, dtype=np.int64), ["all"]
+        G = len(c.names)
+        w = rows.numeric(wcol) if wcol else None
+        if wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
+            from fairspec.runtime.data import DataError
+
+            raise DataError(f"data file {ctx.spec.data(prop.data).path} column {wcol!r} (weight) must hold "
+                            f"non-negative numbers")
+        cell = idx * 4 + d * 2 + y
+        c.cells = _add(c.cells, np.bincount(cell, weights=w, minlength=G * 4).reshape(G, 2, 2).astype(np.float64))
+        c.sizes = _add(c.sizes, np.bincount(idx, minlength=G))
+        if calib:
+            s = np.clip(scores(ctx, prop.model, rows, values, n), 0.0, 1.0)
+            b = np.minimum((s * B).astype(np.int64), B - 1)
+            sb = idx * B + b
+            c.bins = _add(c.bins, np.bincount(sb * 2 + y, weights=w, minlength=G * B * 2).reshape(G, B, 2)
+                          .astype(np.float64))
+            c.score_sums = _add(c.score_sums, np.bincount(sb, weights=s if w is None else s * w,
+                                                          minlength=G * B).reshape(G, B))
+        if poisson:
+            ww = np.ones(n) if w is None else w
+            chunk = max(1, 2_000_000 // max(n, 1))
+            parts, bparts, sparts = [], [], []
+            for r0 in range(0, R, chunk):
+                k = min(chunk, R - r0)
+                m = (poisson_multiplicities(prop.options.seed, r0, k, seen, n) * ww).ravel()
+                off = np.arange(k)[:, None]
+                parts.append(np.bincount((off * G * 4 + cell).ravel(), weights=m, minlength=k * G * 4)
+                             .reshape(k, G, 2, 2))
+                if calib:
+                    bparts.append(np.bincount((off * G * B * 2 + sb * 2 + y).ravel(), weights=m,
+                                              minlength=k * G * B * 2).reshape(k, G, B, 2))
+                    sparts.append(np.bincount((off * G * B + sb).ravel(), weights=m * np.tile(s, k),
+                                              minlength=k * G * B).reshape(k, G, B))
+            c.boot_cells = _add(c.boot_cells, np.concatenate(parts))
+            if calib:
+                c.boot_bins = _add(c.boot_bins, np.concatenate(bparts))
+                c.boot_sums = _add(c.boot_sums, np.concatenate(sparts))
+        seen += n
+    return c
+
+
+def replicates(c: Counts, R: int, rng) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """R bootstrap replicates of the counts: a multinomial redraw of the cells when every row weighs 1
+    (resampling rows only moves counts between cells), else the Poisson replicates drawn while counting."""
+    if c.boot_cells is not None:
+        return c.boot_cells, c.boot_bins, c.boot_sums
+    flat = c.cells.reshape(-1)
+    total = int(flat.sum())
+    return rng.multinomial(total, flat / total, size=R).reshape((R,) + c.cells.shape).astype(np.float64), None, None
+
+
+def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums=None):
+    """The metric over the eligible groups (the whole population for overall rates) [...], and the
+    per-group quantity it compares [..., G_eligible]."""
+    mode = prop.options.get("compare", BETWEEN)
+    kw = dict(alpha=float(prop.param("alpha", 2.0)), overall_cells=cells.sum(axis=-3))
+    if bins is not None:
+        kw.update(bins=bins[..., eligible, :, :], score_sums=score_sums[..., eligible, :])
+    return metric_value(prop.metric, cells[..., eligible, :, :], mode, **kw)
 
 
 def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
@@ -90,45 +210,56 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA), conditional(DATA) or a declared table", backend="data")
-    fs = ctx.spec.feature_set(prop.features)
-    cells, names, n = group_cells(prop, fs, ctx)
-    G = len(names)
-    sizes = cells.sum(axis=(1, 2)).astype(int)
+    R = prop.options.bootstrap or DEFAULT_BOOTSTRAP
+    rng = np.random.default_rng(prop.options.seed)
+    try:
+        c = count(prop, ctx, R)
+    except NoScore as e:
+        return unknown(prop, f"{prop.metric} needs a score: {e}", backend="data")
+    mdef = METRICS[prop.metric]
     opts = prop.options
-    eligible = sizes >= opts.min_group_size
-    small = [(names[g], int(sizes[g])) for g in range(G) if 0 < sizes[g] < opts.min_group_size]
+    cells, sizes, names = c.cells, c.sizes, c.names
+    G, n = len(names), int(sizes.sum())
+    share = float(opts.get("exclude_below", 0.0))
+    excluded = (sizes < share * n) & (sizes > 0) if share > 0 else np.zeros(G, dtype=bool)
+    eligible = (sizes >= opts.min_group_size) & ~excluded
+    if mdef.form == "inequality":
+        eligible = sizes > 0
+    small = [(names[g], int(sizes[g])) for g in range(G) if 0 < sizes[g] < opts.min_group_size and not excluded[g]]
     empty = [names[g] for g in range(G) if sizes[g] == 0]
     details = {
-        "groups": [{"group": names[g], "rows": int(sizes[g]),
-                    "positive_rate": _r(cells[g, 1].sum() / sizes[g]) if sizes[g] else None,
-                    "tpr": _r(cells[g, 1, 1] / cells[g, :, 1].sum()) if cells[g, :, 1].sum() else None,
-                    "fpr": _r(cells[g, 1, 0] / cells[g, :, 0].sum()) if cells[g, :, 0].sum() else None,
-                    "counted": bool(eligible[g])} for g in range(G)],
-        "rows": int(n), "metric": prop.metric, "groups_label": prop.groups.label,
+        "rows": n, "metric": prop.metric, "groups_label": prop.groups.label or "all rows",
+        "compare": opts.get("compare", BETWEEN),
         "min_group_size": opts.min_group_size, "bootstrap": opts.bootstrap or DEFAULT_BOOTSTRAP, "confidence": opts.confidence,
     }
+    if opts.get("weight"):
+        details["weight"] = opts.get("weight")
     if empty:
         details["empty_groups"] = empty
-    if eligible.sum() < 2:
+    if share > 0:
+        details["exclude_below"] = share
+    if excluded.any():
+        details["excluded_groups"] = [{"group": names[g], "rows": int(sizes[g]), "share": sizes[g] / n}
+                                      for g in range(G) if excluded[g]]
+    details["groups"], details["overall"] = group_table(prop, c, eligible, excluded)
+    details["rates"] = metric_columns(prop)
+    if eligible.sum() < (1 if mdef.form == "inequality" else 2):
         return unknown(prop, f"fewer than two groups of {prop.groups.label} have at least {opts.min_group_size} rows "
                              f"(min_group_size)", backend="data", seconds=time.perf_counter() - t0, details=details)
-    ec = cells[eligible]
     enames = [names[g] for g in range(G) if eligible[g]]
-    value, rates = metric_from_counts(prop.metric, ec)
+    value, rates = evaluate_counts(prop, cells, eligible, c.bins, c.score_sums)
     value = float(value)
     if np.isnan(value):
-        return unknown(prop, f"{prop.metric} is undefined here (no positive decision, or a group without "
-                             f"positive/negative labels)", backend="data", seconds=time.perf_counter() - t0,
-                       details=details)
-    a, b = int(np.nanargmin(rates)), int(np.nanargmax(rates))
-    details["worst_pair"] = {"low": enames[a], "low_rate": _r(rates[a]), "high": enames[b], "high_rate": _r(rates[b])}
-    # bootstrap: multinomial redraws of the eligible cells
-    rng = np.random.default_rng(opts.seed)
-    flat = ec.reshape(-1)
-    total = int(flat.sum())
-    draws = rng.multinomial(total, flat / total, size=opts.bootstrap or DEFAULT_BOOTSTRAP).reshape(
-        (opts.bootstrap or DEFAULT_BOOTSTRAP,) + ec.shape)
-    boot, _ = metric_from_counts(prop.metric, draws.astype(np.float64))
+        return unknown(prop, f"{prop.metric} is undefined here (a rate it compares has no rows in its "
+                             f"denominator in every group, e.g. no positive decision)", backend="data",
+                       seconds=time.perf_counter() - t0, details=details)
+    a = b = None
+    if not np.isnan(rates).all() and mdef.form != "inequality":
+        a, b = int(np.nanargmin(rates)), int(np.nanargmax(rates))
+        details["worst_pair"] = {"low": enames[a], "low_rate": _r(rates[a]), "high": enames[b],
+                                 "high_rate": _r(rates[b])}
+    boot_cells, boot_bins, boot_sums = replicates(c, R, rng)
+    boot, _ = evaluate_counts(prop, boot_cells, eligible, boot_bins, boot_sums)
     boot = boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
@@ -144,12 +275,84 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
                            f"{opts.min_group_size} rows, but these are too small to judge: {listed}", **common)
         return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
     if status == "violated":
+        where = (f"; lowest {enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})"
+                 if a is not None else "")
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval; lowest "
-                              f"{enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})", **common)
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
+    """The rates a group's row of the table shows: the positive rate, and the rates the metric uses."""
+    out = ["selection_rate"]
+    if labelled:
+        out += ["base_rate", "tpr", "fpr"]
+    for r in METRICS[prop.metric].rates:
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def metric_columns(prop: ir.GroupMetric) -> list[str]:
+    """The keys of the per-group table the metric itself compares (what the text and HTML reports show)."""
+    mdef = METRICS[prop.metric]
+    out = ["positive_rate" if r == "selection_rate" else r for r in mdef.rates]
+    if mdef.form in ("inequality", "between_inequality"):
+        out.append("benefit")
+    if mdef.form == "calibration":
+        out.append("ece")
+    if prop.metric == "impact_ratio":
+        out.append("impact_ratio")
+    return out
+
+
+def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[list[dict], dict]:
+    """Per group: rows, (weight), positives, label positives and the rates the metric uses, so a
+    number can be traced to its counts; the same for the whole population."""
+    labelled = c.labelled
+    shown = table_rates(prop, labelled)
+    mdef = METRICS[prop.metric]
+
+    def row(cells, size, bins=None, sums=None) -> dict:
+        out = {"rows": int(size)}
+        if c.weighted:
+            out["weight"] = float(cells.sum())
+        out["positives"] = float(cells[1].sum()) if c.weighted else int(round(cells[1].sum()))
+        if labelled:
+            out["label_positives"] = float(cells[:, 1].sum()) if c.weighted else int(round(cells[:, 1].sum()))
+        for r in shown:
+            v = rate(cells[None], r)[0]
+            out["positive_rate" if r == "selection_rate" else r] = None if np.isnan(v) else _r(v)
+        if mdef.form in ("inequality", "between_inequality"):
+            out["benefit"] = _r(benefit_mean(cells[None])[0][0])
+        if bins is not None:
+            per, _ = ece(bins[None], sums[None])
+            out["ece"] = None if np.isnan(per[0]) else _r(per[0])
+            B = bins.shape[0]
+            out["reliability"] = [
+                {"bin": [i / B, (i + 1) / B], "weight": float(bins[i].sum()),
+                 "mean_score": _r(sums[i] / bins[i].sum()) if bins[i].sum() else None,
+                 "positive_share": _r(bins[i, 1] / bins[i].sum()) if bins[i].sum() else None} for i in range(B)]
+        return out
+
+    groups = []
+    for g, name in enumerate(c.names):
+        r = {"group": name, **row(c.cells[g], c.sizes[g], *((c.bins[g], c.score_sums[g]) if c.bins is not None
+                                                              else ()))}
+        r["counted"] = bool(eligible[g])
+        if excluded[g]:
+            r["excluded"] = True
+        groups.append(r)
+    if prop.metric == "impact_ratio":  # each category's rate over the most selected counted category's
+        top = max((g["positive_rate"] for g, e in zip(groups, eligible) if e and g["positive_rate"] is not None),
+                  default=None)
+        for g in groups:
+            g["impact_ratio"] = _r(g["positive_rate"] / top) if top and g["positive_rate"] is not None else None
+    overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
+                                                         if c.bins is not None else ()))
+    return groups, overall
 
 
 def _r(v) -> float:
