@@ -138,3 +138,28 @@ def test_boosted_models_end_to_end_milp_and_smt_agree_with_brute_force(boosted_f
             assert v.status == want[v.name], (backend, v.name, v.reason)
             if v.status == "violated":
                 assert v.witness.replayed_by == fmt
+
+
+@pytest.mark.parametrize("fmt,name", [("xgboost", "m.json"), ("lightgbm", "m.txt")])
+def test_k_discrimination_on_boosted_models_is_exact(boosted_files, tmp_path, fmt, name):
+    from itertools import product
+
+    from fairspec.analyses.kdisc import k_of
+    from fairspec.pipeline import check
+
+    m = load_model(fmt, boosted_files / name)
+    pts = np.array(list(product(range(10), range(2), range(5))), dtype=float)
+    p = m.score(pts).reshape(10, 2, 5)
+    want = int(k_of(np.stack([p[:, 0, :].ravel(), p[:, 1, :].ravel()], axis=1), 0.05).max())
+    text = SPEC.split("property same")[0].replace("FORMAT", fmt).replace("FILE", str(boosted_files / name))
+    spec = tmp_path / "k.fair"
+    spec.write_text(text + '''
+property k2 {
+  k_discrimination(m, over {s}, eps = 0.05) < 2
+}
+''')
+    (v,) = check(spec).verdicts
+    assert v.details["exact"] and v.details["max_k"] == want
+    assert v.status == ("violated" if want >= 2 else "holds")
+    if v.status == "violated":
+        assert v.witness.replayed_by == fmt

@@ -86,6 +86,13 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         col = next(c for c in enc.columns if c.feature == n)
         protected.append(Protected.banded(col.offset, numeric_bands(fs.get(n)), n))
     space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
+    violated_at = prop.k if prop.op == "<" else prop.k + 1
+    exact_note = ""
+    if not banded:
+        exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
+        if isinstance(exact, Verdict):
+            return exact
+        exact_note = exact or ""
 
     def evaluate(V):
         return model.score(low.to_input(V))
@@ -106,11 +113,10 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     details = {"K": res.K, "max_k": res.max_k, "ids": res.ids, "success_rate": round(res.success_rate, 6),
                "seconds_to_first_id": res.seconds_to_first_id, "seconds_to_max_k": res.seconds_to_max_k,
                "method": method, "budget_seconds": budget, "evaluations": res.evaluations}
-    violated_at = prop.k if prop.op == "<" else prop.k + 1
     w = res.witness
     if w is None or res.max_k < violated_at:
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
-                             f"search cannot prove that no input reaches k = {violated_at}", backend="search",
+                             f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",
                        seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)
     # replay the K counterfactuals on the model's independent evaluator
     U = np.stack([low.to_input(v) for v in w.inputs])
@@ -133,6 +139,80 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                    seconds=time.perf_counter() - t0, details=details,
                    reason=f"an individual whose {res.K} counterfactuals over {' x '.join(prop.over)} fall into "
                           f"k = {k_replayed} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+
+
+def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float):
+    """Max k of a tree model by branch and bound over its leaf combinations
+    (:mod:`fairspec.backends.trees.kdisc`): a Verdict when it decides the claim (a proved max
+    k or bound, or a replayed witness), else a note for the search's unknown (or None)."""
+    import itertools
+
+    from fairspec.analyses.kdisc import k_of
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.backends.trees.kdisc import max_k
+    from fairspec.backends.trees.space import fold
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.runtime.encoding import decode_row
+
+    try:
+        ens = model.tree_ensemble()
+    except UnsupportedModel:
+        return None
+    if ens is None:
+        return None
+    combos = list(itertools.product(*low.protected_values))
+    cols = low.protected_columns
+
+    def fixed(combo):
+        lo, hi = low.lo.copy(), low.hi.copy()
+        for cs, vals in zip(cols, combo):
+            lo[list(cs)] = vals
+            hi[list(cs)] = vals
+        return lo, hi
+
+    try:
+        ensembles = [fold(ens, *fixed(c), low.integer, low.scale, low.shift) for c in combos]
+    except UnsupportedModel:
+        return None
+    free = {i for cs in cols for i in cs}
+    groups = [g for g in low.onehot_groups if not free.intersection(g)]
+    budget = prop.options.timeout or prop.options.search_budget or 60.0
+    r = max_k(ensembles, low.lo, low.hi, low.integer, groups, prop.eps,
+              max_boxes=int(prop.options.get("max_boxes", 20000)), deadline=time.perf_counter() + budget / 2)
+    details = {"K": len(combos), "max_k": r.best_k, "max_k_bound": r.upper, "exact": r.exact,
+               "boxes": r.boxes, "method": "tree leaf combinations (branch and bound)"}
+    seconds = time.perf_counter() - t0
+    if r.best_k >= violated_at and r.point is not None:
+        U = []
+        for c in combos:
+            v = r.point.copy()
+            for cs, vals in zip(cols, c):
+                v[list(cs)] = vals
+            U.append(low.to_input(v))
+        U = np.stack(U)
+        replayed = model.replay(U)
+        probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
+        k_rep = int(k_of(probs[None, :], prop.eps)[0])
+        if k_rep >= violated_at:
+            lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+            details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                           "prob": round(float(p), 6)} for u, p in zip(U, probs)]
+            w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                        decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                        replayed_by=replayer_name(model))
+            how = f"max k = {r.best_k} computed exactly" if r.exact else f"k = {r.best_k} found"
+            return Verdict(prop.name, prop.kind, "violated", value=float(k_rep), witness=w, backend="search",
+                           seconds=seconds, details=details,
+                           reason=f"{how} over the tree model's leaf combinations: an individual whose "
+                                  f"{len(combos)} counterfactuals over {' x '.join(prop.over)} fall into "
+                                  f"k = {k_rep} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+        return None
+    if r.upper < violated_at:
+        what = (f"max k = {r.best_k}, computed exactly over the tree model's leaf combinations ({r.boxes} boxes)"
+                if r.exact else f"max k <= {r.upper}, bounded over the tree model's leaf combinations")
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(r.upper), backend="search",
+                       seconds=seconds, details=details, reason=f"{what} (claim: k {prop.op} {prop.k})")
+    return f"; the tree bound proves max k <= {r.upper}" if r.upper < len(combos) else None
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:

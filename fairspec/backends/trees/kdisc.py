@@ -1,0 +1,161 @@
+"""Exact k-discrimination (HyFair's max k) on a tree ensemble, by branch and bound over boxes.
+
+The K counterfactuals of an individual set the protected features to each combination of
+their values; with those fixed, each counterfactual's ensemble is folded and pruned
+(:func:`~fairspec.backends.trees.space.fold`) and reads only the shared features. The K
+outputs are then constant on every box of shared features in which each tree of each
+counterfactual reaches a single leaf (a *leaf combination*). Starting from the whole domain,
+a box in which some tree still reaches two leaves is split at that tree's topmost straddling
+threshold; a box is dropped when an upper bound on its k (the eps-buckets met by the K
+output ranges, each the sum of its trees' smallest and largest reachable leaves) cannot beat
+the best k found. A box is feasible when it holds a point meeting the one-hot groups.
+
+When every box is decided, the best k is **exact** (max k proved). When the box budget
+(a count, never a time) or the deadline runs out, the largest bound over the open boxes is
+still a proved upper bound on max k. Imports numpy only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairspec.analyses.kdisc import bucket_of, k_of
+from fairspec.models.trees import Tree, TreeEnsemble
+from fairspec.models.network import sigmoid
+
+__all__ = ["KResult", "max_k"]
+
+
+@dataclass
+class KResult:
+    best_k: int
+    point: np.ndarray | None        # feature-space point whose counterfactuals give best_k
+    upper: int                       # proved: no individual reaches more than this
+    exact: bool                      # every box decided: best_k == upper is max k
+    boxes: int
+    probs: np.ndarray | None = None
+
+
+def _reach(t: Tree, lo: np.ndarray, hi: np.ndarray):
+    """Reachable leaves of tree t in the box, and its topmost straddling split (node or -1)."""
+    leaves = []
+    first = -1
+    stack = [0]
+    while stack:
+        k = stack.pop()
+        if t.left[k] < 0:
+            leaves.append(k)
+            continue
+        f = t.feature[k]
+        c = t.threshold[k]
+        go_l = lo[f] <= c
+        go_r = hi[f] > c
+        if go_l and go_r and first < 0:
+            first = k
+        if go_r:
+            stack.append(int(t.right[k]))
+        if go_l:
+            stack.append(int(t.left[k]))
+    return leaves, first
+
+
+def _feasible_point(lo, hi, integer, groups) -> np.ndarray | None:
+    """A point of the box meeting the one-hot groups, or None."""
+    x = np.where(integer, np.ceil(lo - 1e-9), (lo + hi) / 2.0)
+    if np.any(x > hi + 1e-9):
+        return None
+    for g in groups:
+        g = list(g)
+        pick = next((i for i in g if hi[i] >= 1.0 and all(lo[j] <= 0.0 for j in g if j != i)), None)
+        if pick is None:
+            return None
+        x[g] = 0.0
+        x[pick] = 1.0
+    return x
+
+
+def _prob(s: np.ndarray, link: str) -> np.ndarray:
+    return np.clip(s, 0.0, 1.0) if link == "identity" else sigmoid(s)
+
+
+def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *, stop_at: int | None = None,
+          max_boxes: int = 200_000, deadline: float | None = None) -> KResult:
+    """Max k over the shared box ``[lo, hi]`` of the K counterfactual ensembles (already
+    folded with their protected features fixed). ``stop_at``: stop once a k this large is
+    found (the answer is then a witness, not the maximum)."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    integer = np.asarray(integer, dtype=bool)
+    K = len(ensembles)
+    link = ensembles[0].link
+    nb_cap = K
+
+    def bound(blo, bhi):
+        """(upper bound on k, (c, t, node) of a split to make, or None when decided, outputs)"""
+        buckets = set()
+        split = None
+        outs = np.zeros(K)
+        for c, ens in enumerate(ensembles):
+            smin = smax = ens.base
+            for ti, t in enumerate(ens.trees):
+                leaves, first = _reach(t, blo, bhi)
+                v = t.value[leaves]
+                smin += float(v.min())
+                smax += float(v.max())
+                if first >= 0 and split is None:
+                    split = (c, ti, first)
+            outs[c] = smin
+            b0, b1 = bucket_of(_prob(np.array([smin, smax]), link), eps)
+            buckets.update(range(int(b0), int(b1) + 1))
+        return min(nb_cap, len(buckets)), split, outs
+
+    best_k, best_pt, best_probs = 0, None, None
+    heap: list = []
+    counter = itertools.count()
+    ub0, split0, outs0 = bound(lo, hi)
+    heapq.heappush(heap, (-ub0, next(counter), lo, hi, split0, outs0))
+    boxes = 0
+    while heap:
+        neg_ub, _, blo, bhi, split, outs = heapq.heappop(heap)
+        ub = -neg_ub
+        if ub <= best_k:
+            heap.clear()
+            break
+        if split is None:
+            x = _feasible_point(blo, bhi, integer, groups)
+            if x is None:
+                continue
+            probs = _prob(outs, link)
+            k = int(k_of(probs[None, :], eps)[0])
+            if k > best_k:
+                best_k, best_pt, best_probs = k, x, probs
+                if stop_at is not None and best_k >= stop_at:
+                    break
+            continue
+        boxes += 1
+        if boxes > max_boxes or (deadline is not None and time.perf_counter() > deadline):
+            heapq.heappush(heap, (neg_ub, next(counter), blo, bhi, split, outs))
+            break
+        c, ti, node = split
+        t = ensembles[c].trees[ti]
+        f = int(t.feature[node])
+        thr = float(t.threshold[node])
+        left_hi = bhi.copy()
+        left_hi[f] = thr
+        right_lo = blo.copy()
+        right_lo[f] = thr + 1.0 if integer[f] else float(np.nextafter(thr, np.inf))
+        for a, b in ((blo, left_hi), (right_lo, bhi)):
+            if np.any(a > b):
+                continue
+            u, sp, o = bound(a, b)
+            if u > best_k:
+                heapq.heappush(heap, (-u, next(counter), a, b, sp, o))
+    upper = max([best_k] + [-h[0] for h in heap])
+    exact = not heap and (stop_at is None or best_k < stop_at)
+    return KResult(best_k, best_pt, upper if not exact else best_k, exact, boxes, best_probs)
+
