@@ -12,22 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.backends.registry import PREFERENCE, PREFERENCE_OVER_DISTRIBUTION, supports
 from fairspec.diagnostics import Diagnostic, sort_key
+from fairspec.planning import plan
 from fairspec.sema.check import CheckResult, check_file
-from fairspec.verdict import Verdict, unknown
-
-# The runners wired to the language: (backend, property kind) -> "module:function(prop, ctx, progress)".
-RUNNERS = {
-    ("data", "group_metric"): "fairspec.backends.data:run",
-    ("data", "individual_fairness"): "fairspec.backends.data:run",
-    ("milp", "individual_fairness"): "fairspec.backends.pair_runner:run_milp",
-    ("smt", "individual_fairness"): "fairspec.backends.pair_runner:run_smt",
-    ("search", "k_discrimination"): "fairspec.backends.kdisc_runner:run",
-    ("milp", "pba"): "fairspec.backends.pba_runner:run",
-    ("ssat", "group_metric"): "fairspec.backends.distribution_runner:run",
-    ("dp", "group_metric"): "fairspec.backends.distribution_runner:run",
-}
+from fairspec.verdict import Unsupported, Verdict, unknown
 
 
 class InputError(Exception):
@@ -83,23 +71,6 @@ def lint(path, *, sources: dict | None = None) -> CheckResult:
     return res
 
 
-def plan(prop) -> tuple[str | None, str | None]:
-    """(backend to run, or None; why the preferred one is not used)."""
-    if prop.options.backend:
-        b = prop.options.backend
-        if (b, prop.kind) in RUNNERS:
-            return b, None
-        return None, f"the {b} backend for {prop.kind.replace('_', ' ')} is not available yet"
-    order = PREFERENCE.get(prop.kind, ())
-    if prop.kind == "group_metric" and getattr(prop, "distribution", None):
-        order = PREFERENCE_OVER_DISTRIBUTION
-    for b in order:
-        if (b, prop.kind) in RUNNERS and supports(b, prop.kind):
-            return b, None
-    wanted = " or ".join(PREFERENCE.get(prop.kind, ("a solver",)))
-    return None, f"{prop.kind.replace('_', ' ')} needs the {wanted} backend (not available yet)"
-
-
 def check(path, *, only: str | None = None, progress=None) -> Report:
     t0 = time.perf_counter()
     res = lint(path)
@@ -119,18 +90,21 @@ def check(path, *, only: str | None = None, progress=None) -> Report:
         report.error = f"no property named {only!r} in {path} (properties: {names})"
         return report
     for prop in props:
-        backend, why = plan(prop)
+        p = plan(prop, res.spec)
+        backend = p.backend or "/".join(p.candidates) or None
         t1 = time.perf_counter()
         loaded = ctx.load_seconds
         try:
-            if backend is None:
-                v = unknown(prop, why)
+            if not p.runs:
+                v = unknown(prop, p.why)
             else:
-                module, _, fn = RUNNERS[(backend, prop.kind)].partition(":")
+                module, _, fn = p.runner.partition(":")
                 v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
         except (ModelLoadError, DataError) as e:
             report.error = str(e)
             break
+        except Unsupported as e:  # a construct the backend cannot lower: unknown, with the reason
+            v = unknown(prop, str(e), backend=backend, details=e.details)
         except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
             if os.environ.get("FAIRSPEC_DEBUG"):
                 raise

@@ -13,6 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class Unsupported(Exception):
+    """A backend cannot lower this construct (a model that is no network, a pre-condition its
+    encoding cannot state, ...).  Any backend raises it; the pipeline reports the property
+    ``unknown`` with this sentence as the reason (and ``details`` when given)."""
+
+    def __init__(self, reason: str, details: dict | None = None):
+        super().__init__(reason)
+        self.details = details or {}
+
+
 @dataclass(frozen=True)
 class Witness:
     """A counterexample pair in model-input space, with its spec-level reading."""

@@ -139,7 +139,7 @@ def test_the_ir_carries_the_influence_parameters(tmp_path):
 
 
 def test_the_registry_says_influence_needs_a_distribution():
-    from fairspec.backends.registry import supports_metric
+    from fairspec.planning import supports_metric
     assert supports_metric("ssat", "influence") and supports_metric("dp", "influence")
     assert not supports_metric("data", "influence") and not supports_metric("milp", "influence")
     assert supports_metric("data", "statistical_parity")

@@ -330,8 +330,9 @@ property p {
   pba(net, flip sex, around people, delta {age: 1, hours: 2}) >= 0.2
   report by sex
 }""")
-    key = ("milp", "pba") if any(isinstance(k, tuple) for k in pipeline.RUNNERS) else "milp"
-    monkeypatch.setitem(pipeline.RUNNERS, key, "fairspec.backends.pba_runner:run")
+    from fairspec.planning import plan
+
+    assert plan(res.spec.properties[0], res.spec).runner == "fairspec.backends.pba_runner:run"
     report = pipeline.check(res.spec.file)
     assert report.error is None and len(report.verdicts) == 1
     v = report.verdicts[0]

@@ -385,16 +385,44 @@ property p {
   confidence = 0.9
   bootstrap = 20
   min_group_size = 3
+  using data
+}
+property q {
+  forall x, x' : People
+  require x.* == x'.* except {sex}
+  ensure label(net(x)) == label(net(x'))
   max_rows = 100
+  using data
+}
+property r {
+  pba(net, flip sex, around people)
   workers = 2
   engine = highs
-  using data
 }
 """))
     o = prop(spec, "p").options
-    assert (o.timeout, o.seed, o.confidence, o.bootstrap, o.min_group_size, o.max_rows, o.backend) == (
-        90.0, 7, 0.9, 20, 3, 100, "data")
+    assert (o.timeout, o.seed, o.confidence, o.bootstrap, o.min_group_size, o.backend) == (
+        90.0, 7, 0.9, 20, 3, "data")
+    assert prop(spec, "q").options.max_rows == 100
+    o = prop(spec, "r").options
     assert o.get("workers") == 2 and o.get("engine") == "highs"
+
+
+@pytest.mark.parametrize("line,code,hint", [
+    ("workers = 2", "FS208", "bootstrap, confidence, min_group_size, seed, timeout"),
+    ("engine = highs", "FS208", "the data backend takes"),
+    ("partitions = 5000", "FS307", "[1, 4096]"), ("bootstrap = 100000000", "FS307", "[1, 100_000]"),
+    ("max_rows = 1e12", "FS307", ""), ("timeout = 1e400", "FS307", ""), ("seed = 1e30", "FS307", ""),
+])
+def test_options_checked_against_the_backend_schema(tmp_path, line, code, hint):
+    body = f"property p {{\n  statistical_parity(net, groups sex) <= 0.2\n  {line}\n}}\n"
+    res = check(tmp_path, body)
+    assert codes(res) == [code]
+    d = [d for d in res.diagnostics if d.is_error][0]
+    text = open(d.span.file).read().splitlines()[d.span.line - 1]
+    assert text.strip() == line    # at the option: its name (not taken) or its value (out of range)
+    assert d.span.column == 3 + (len(line.split(" = ")[0]) + 3 if code == "FS307" else 0)
+    assert hint in (d.hint or "") + d.message
 
 
 @pytest.mark.parametrize("line,code", [

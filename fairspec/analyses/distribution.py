@@ -34,6 +34,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from fairspec.verdict import Unsupported
+
 __all__ = [
     "DistributionError",
     "Bins",
@@ -60,8 +62,8 @@ __all__ = [
 PROB_TOL = 1e-9
 
 
-class DistributionError(Exception):
-    """A distribution (or its pairing with a classifier) is invalid.
+class DistributionError(Unsupported):
+    """A distribution (or its pairing with a classifier) is invalid (a reason for unknown).
 
     ``message`` is one sentence meant for a person; the spec layer turns it
     into a diagnostic.

@@ -60,7 +60,8 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, DistributionError, Variable,
                                             conditional, independent, learn_bayes_net)
-from fairspec.verdict import Verdict, interval_status, unknown
+from fairspec.planning import plan, setting
+from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 
 __all__ = ["run", "Unsupported", "build_problem", "rule_form", "table_network", "LABEL", "compute_influence",
            "influence_subsets"]
@@ -73,8 +74,6 @@ DATA_KINDS = ("independent", "conditional", "bayes")
 PARAMS = {"bins", "max_parents", "score", "alpha", "max_iter"}
 
 
-class Unsupported(Exception):
-    """The property cannot be evaluated over a distribution: one sentence (the verdict's reason)."""
 
 
 # =========================================================================== entry point
@@ -85,33 +84,27 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     dist = next((d for d in ctx.spec.distributions if d.name == prop.distribution), None)
     if dist is None:
         return unknown(prop, f"distribution '{prop.distribution}' is not declared", backend="ssat")
-    if prop.metric == "influence" and (dist.kind == "empirical" or prop.options.backend not in (None, "ssat", "dp")):
+    if prop.metric == "influence" and dist.kind == "empirical":
         return unknown(prop, "fairness influence needs a distribution it can redraw features from (evaluated on "
                              "the dp or ssat backend); data rows alone cannot make a feature uniform and "
                              "independent: pass distribution = bayes(DATA), independent(DATA), conditional(DATA) "
                              "or a declared distribution", backend=prop.options.backend or "data")
     if dist.kind == "empirical":
         return _empirical(prop, ctx, dist)
-    wanted = prop.options.backend if prop.options.backend in ("ssat", "dp") else None
+    wanted = prop.options.backend
     try:
         pb = build_problem(prop, ctx, dist)
-    except (Unsupported, DistributionError) as e:
+    except Unsupported as e:
         return unknown(prop, _sentence(e), backend=wanted or "ssat", seconds=time.perf_counter() - t0)
-    if wanted:
-        backend = wanted
-    elif pb.clf.kind == "linear":
-        backend = "dp"
-    elif pb.clf.kind == "tree" and _network_has_feature_edges(pb.bn, pb.clf, pb.protected):
-        backend = "elimination"
-    else:
-        backend = "ssat"
-    if backend == "dp" and pb.clf.kind != "linear":
-        return unknown(prop, f"the dp backend handles linear classifiers only, and {prop.model} is a "
-                             f"{_FORM_WORDS[pb.clf.kind]}; use ssat", backend="dp",
-                       seconds=time.perf_counter() - t0, details=pb.details)
-    method = prop.options.get("method", "enumerate")
+    facts = {"form": pb.clf.kind,
+             "feature_edges": pb.clf.kind == "tree" and _network_has_feature_edges(pb.bn, pb.clf, pb.protected)}
+    p = plan(prop, ctx.spec, facts)
+    if not p.runs:
+        return unknown(prop, p.why, backend=wanted, seconds=time.perf_counter() - t0, details=pb.details)
+    backend = p.backend
+    method = setting(prop, "method", backend)
     delta = 1.0 - prop.options.confidence
-    time_limit = prop.options.timeout or 60.0
+    time_limit = setting(prop, "timeout", backend)
     if prop.metric == "influence":
         try:
             subsets = influence_subsets(prop, pb, ctx.spec.feature_set(prop.features))
@@ -184,7 +177,6 @@ def _sentence(e: Exception) -> str:
     return getattr(e, "message", None) or str(e)
 
 
-_FORM_WORDS = {"tree": "decision tree", "cnf": "CNF rule", "linear": "linear rule"}
 
 
 # =========================================================================== the problem

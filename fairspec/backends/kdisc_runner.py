@@ -102,7 +102,9 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         rows = ctx.rows(fs.name, fs.data)
         U = ctx.model_input(prop.model, rows.frame.values, rows.frame.n_rows)
         data = np.stack([low.to_features(u) for u in U[:20000]])
-    budget = prop.options.search_budget or prop.options.timeout or 60.0
+    from fairspec.planning import setting
+
+    budget = prop.options.search_budget or setting(prop, "timeout", "search")
     method = _METHODS.get(prop.options.search, "sa")
     stop = prop.k if prop.op == "<" else prop.k + 1
     task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairspec import ir
+from fairspec.verdict import Unsupported
 
 
-class Unsupported(Exception):
-    """The property uses a construct this lowering cannot express (becomes an unknown verdict)."""
 
 
 @dataclass(frozen=True, eq=False)

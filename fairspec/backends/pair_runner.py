@@ -67,12 +67,15 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
                           low.onehot_groups, low.free, None, low.relaxed, prop.post, prop.eps)
-    mode = prop.options.mode or "prove"
-    limit = prop.options.timeout or 60.0
+    from fairspec.planning import setting
+
+    mode = setting(prop, "mode", backend)
+    limit = setting(prop, "timeout", backend)
+    kw = {}
     if trees is not None:
         from fairspec.backends.trees import modes as tree_modes
 
-        engine = "z3" if backend == "smt" else "highs"
+        engine = "z3" if backend == "smt" else setting(prop, "engine", backend)
 
         class engine_mod:  # noqa: N801 - the tree engines behind the milp/smt modes' interface
             find = staticmethod(lambda pr, **kw: tree_modes.find(pr, engine=engine, **kw))
@@ -82,6 +85,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.backends import smt as engine_mod
     else:
         from fairspec.backends import milp as engine_mod
+
+        kw["engine"] = setting(prop, "engine", backend)
     task = progress.add_task(f"{prop.name}: {backend} {mode}", total=None) if progress else None
     if prop.options.partitions and prop.options.partitions > 1:
         # input-space partitioning: each box gets its own budget; the coverage says what was decided
@@ -89,10 +94,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
         parts = split_widest(problem, prop.options.partitions)
         res = solve_partitioned(problem, mode, parts, backend=backend,
-                                time_per_part=prop.options.get("part_timeout", limit), time_limit=limit,
-                                stop_on_violation=(mode == "find"))
+                                time_per_part=setting(prop, "part_timeout", backend) or limit, time_limit=limit,
+                                stop_on_violation=(mode == "find"), **kw)
     else:
-        res = getattr(engine_mod, mode)(problem, time_limit=limit)
+        res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0

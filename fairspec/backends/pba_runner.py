@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from fairspec import ir
-from fairspec.verdict import Verdict, Witness, unknown
+from fairspec.verdict import Unsupported, Verdict, Witness, unknown
 
 BACKEND = "milp"
 
@@ -146,14 +146,10 @@ def run(prop: ir.PBA, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
     try:
         return _run(prop, ctx, progress, t0)
-    except _Unknown as e:
+    except Unsupported as e:
         return unknown(prop, str(e), backend=BACKEND, seconds=time.perf_counter() - t0, details=e.details)
 
 
-class _Unknown(Exception):
-    def __init__(self, msg, details=None):
-        super().__init__(msg)
-        self.details = details or {}
 
 
 def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
@@ -168,19 +164,21 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     m = spec.model(prop.model)
     opts = prop.options
     if m.format == "rule":
-        raise _Unknown(f"pba needs a network; model {m.name} is a rule")
+        raise Unsupported(f"pba needs a network; model {m.name} is a rule")
     rows = ctx.rows(fs.name, prop.around)
     if rows.labels is None:
-        raise _Unknown(f"data {prop.around} declares no label: PBA compares each point with its true class "
+        raise Unsupported(f"data {prop.around} declares no label: PBA compares each point with its true class "
                        f"(declare label = ... on the data)")
     values, n = rows.frame.values, rows.frame.n_rows
     keep = np.ones(n, dtype=bool)
     if prop.given is not None:
         keep &= evaluate(prop.given, lambda e: values[e.feature], n).astype(bool)
     if not keep.any():
-        raise _Unknown(f"empty point selection: no row of {prop.around} satisfies the given condition "
+        raise Unsupported(f"empty point selection: no row of {prop.around} satisfies the given condition "
                        f"({n} rows read)", {"rows": int(n), "selected": 0})
     sel = np.flatnonzero(keep)
+    from fairspec.planning import setting
+
     n_points = opts.get("points")
     if n_points is not None and len(sel) > int(n_points):
         sel = np.sort(np.random.default_rng(opts.seed).choice(sel, int(n_points), replace=False))
@@ -191,20 +189,20 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     try:
         net, positive = _network(ctx, m)
     except UnsupportedModel as e:
-        raise _Unknown(f"the PBA backend cannot encode this model: {e}")
+        raise Unsupported(f"the PBA backend cannot encode this model: {e}")
     score, replay, replayer = _real(ctx, m, positive)
-    engine = str(opts.get("engine", "highs")).lower()
+    engine = setting(prop, "engine", "milp")
     mode = "lp" if engine == "lp" else "exact"
     if engine not in ("highs", "scip", "lp"):
-        raise _Unknown(f"unknown engine {engine!r} for pba (highs, scip, or lp for the plain LP relaxation)")
+        raise Unsupported(f"unknown engine {engine!r} for pba (highs, scip, or lp for the plain LP relaxation)")
     engine = "highs" if engine == "lp" else engine
-    budget = float(opts.timeout or 120.0)
-    workers = int(opts.get("workers", 1))
+    budget = float(setting(prop, "timeout", "milp"))
+    workers = int(setting(prop, "workers", "milp"))
     groups = prop.report_by
     try:
         cols, scale, lo_r, hi_r, integer, moving = _moving(prop, fs, enc, values, n)
     except ValueError as e:
-        raise _Unknown(str(e))
+        raise Unsupported(str(e))
     U_rows = encode(enc, values, n)
     row_pred = (score(U_rows) > 0).astype(int)
     verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
@@ -213,7 +211,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     for flip in prop.flip:
         R, T = _cases(values, n, fs, flip)
         if len(R) == 0:
-            raise _Unknown(f"no counterfactual for {flip}: the selected rows leave no other value to flip to")
+            raise Unsupported(f"no counterfactual for {flip}: the selected rows leave no other value to flip to")
         vals_x = {k: v[R] for k, v in values.items()}
         vals_p = dict(vals_x)
         vals_p[flip] = T

@@ -267,6 +267,12 @@ class Groups:
 
 @dataclass(frozen=True)
 class Options:
+    """The options a property sets (``name = value``, ``using``, ``search``, ``explain``).
+
+    None means "not set": the backend that runs the property then uses the default in
+    its option schema (``fairspec.planning.setting``; ranges and defaults are declared in
+    ``fairspec/planning/registry.py`` and listed in the README)."""
+
     backend: str | None = None
     timeout: float | None = None  # seconds
     seed: int = 0
@@ -279,9 +285,21 @@ class Options:
     explain: str | None = None
     partitions: int | None = None
     max_rows: int | None = None
+    part_timeout: float | None = None
+    engine: str | None = None
+    workers: int | None = None
+    points: int | None = None
+    chart: str | None = None
+    method: str | None = None
+    compare: str | None = None          # data group metrics: between_groups | to_overall
+    weight: str | None = None           # data group metrics: the sample-weight column
+    exclude_below: float | None = None  # data group metrics: leave out groups below this share of rows
     extra: tuple[tuple[str, object], ...] = ()
 
     def get(self, key: str, default=None):
+        v = getattr(self, key, None) if key in self.__dataclass_fields__ and key != "extra" else None
+        if v is not None:
+            return v
         for k, v in self.extra:
             if k == key:
                 return v

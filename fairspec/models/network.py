@@ -39,13 +39,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from fairspec.models.peek import PL_ONNX_OPS
+from fairspec.verdict import Unsupported
 
 __all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]
 
 FINALS = ("none", "sigmoid", "softmax")
 
 
-class UnsupportedModel(Exception):
+class UnsupportedModel(Unsupported):
     """The model contains something the piecewise-linear IR cannot represent.
 
     Attributes:

@@ -28,6 +28,11 @@ class Decl:
     base: Path  # folder that relative paths in this declaration resolve against
 
 
+@dataclass(frozen=True)
+class _SpecView:
+    distributions: tuple
+
+
 @dataclass
 class CheckResult:
     spec: ir.Spec | None
@@ -102,39 +107,38 @@ class Checker:
                 self._guard(self._repair, d)
             elif isinstance(d.node, ast.ApplyDecl):
                 self._guard(self._apply, d, policies)
-        self._network_backends()
-        self._unplanned()
         spec = ir.Spec(
             file=str(self.root), models=tuple(self.models.values()), datasets=tuple(self.datasets.values()),
             feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
             properties=tuple(self.properties))
+        self._network_backends(spec)
+        self._unplanned(spec)
         return CheckResult(spec, self.sink.items, dict(self.model_widths))
 
-    def _unplanned(self) -> None:
-        """FS504: a property no available backend evaluates yet (check reports it unknown)."""
-        from fairspec.pipeline import plan
+    def _unplanned(self, spec: ir.Spec) -> None:
+        """FS504: a property no registered backend decides (check reports it unknown)."""
+        from fairspec.planning import plan
 
         for prop in self.properties:
-            backend, why = plan(prop)
-            if backend is None:
-                self.sink.add("FS504", f"property '{prop.name}' will be reported unknown: {why}", prop.span)
+            p = plan(prop, spec)
+            if not p.runs:
+                self.sink.add("FS504", f"property '{prop.name}' will be reported unknown: {p.why}", prop.span)
 
-    def _network_backends(self) -> None:
+    def _network_backends(self, spec: ir.Spec) -> None:
         """FS506: a property whose backend encodes the model as a ReLU network, over a model file that
         certainly is not one (read cheaply from the file: ONNX operators, the skops estimator).
         An error when the spec chose the backend with `using`; a warning when it is the default (the
         property is then falsified on data where it can be, and otherwise reported unknown)."""
-        from fairspec.backends.registry import PREFERENCE
         from fairspec.models.peek import is_tree_file, piecewise_linear_obstacle
+        from fairspec.planning import plan
 
         seen: dict[str, str | None] = {}
         for prop in self.properties:
-            if prop.kind not in ("individual_fairness", "pba"):
+            p = plan(prop, spec)
+            if "relu_network" not in p.needs:
                 continue
-            backend = prop.options.backend or PREFERENCE[prop.kind][0]
-            if backend not in ("milp", "smt"):
-                continue
+            backend = p.backend
             m = self.models.get(getattr(prop, "model", ""))
             if m is None:
                 continue
@@ -714,13 +718,17 @@ class Checker:
             prop = props.build_property(self, node, name, env)
         except LowerError:
             return
-        if prop is not None:
+        if prop is not None and props.check_plan(self, prop, node.stmts, self._spec_view()):
             self.properties.append(prop)
 
     def _repair(self, d: Decl) -> None:
         prop = props.build_repair(self, d.node)
-        if prop is not None:
+        if prop is not None and props.check_plan(self, prop, d.node.stmts, self._spec_view()):
             self.properties.append(prop)
+
+    def _spec_view(self):
+        """What plan() reads of the spec while it is being built: the distributions."""
+        return _SpecView(tuple(self.distributions.values()))
 
     def _apply(self, d: Decl, policies: dict) -> None:
         node: ast.ApplyDecl = d.node

@@ -15,8 +15,8 @@ The kinds, in the papers' terms:
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.backends.registry import BACKENDS, DISTRIBUTION_ONLY_METRICS, supports, supports_metric
 from fairspec.analyses.group_rates import COMPARE_MODES, METRICS as DATA_METRICS, uses_label
+from fairspec.planning import BACKENDS, OPTIONS, plan
 from fairspec.sema.exprs import LowerError, Scope, did_you_mean
 from fairspec.syntax import ast
 
@@ -29,9 +29,6 @@ METRICS = {
 # the metrics whose influence ``influence(..., metric = ...)`` measures (the first is the default)
 INFLUENCE_METRICS = ("statistical_parity", "disparate_impact")
 PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
-OPTION_KEYS = {"timeout", "seed", "confidence", "bootstrap", "min_group_size", "mode", "partitions", "max_rows",
-               "workers", "samples", "margin", "delta", "engine", "points", "method", "part_timeout", "chart",
-               "compare", "weight", "exclude_below"}
 COMPARISONS = {"<", "<=", ">", ">="}
 
 
@@ -53,80 +50,108 @@ def _number(ck, e, env, what: str) -> float:
 # ------------------------------------------------------------------ options
 
 def parse_options(ck, stmts, env, kind: str) -> ir.Options:
+    """The property's options, each value checked against its type and range (FS307) and each
+    name against the options the language knows (FS208).  Whether the chosen backend takes
+    them is checked once the property is planned (:func:`check_plan`)."""
     o: dict = {}
-    extra = []
     for st in stmts:
         if st.kind == "using":
             b = st.args[0]
             if b.id not in BACKENDS:
-                ck.fail("FS503", f"unknown backend '{b.id}'", b.span, hint=did_you_mean(b.id, BACKENDS))
-            if not supports(b.id, kind):
-                ck.fail("FS502", f"the {b.id} backend cannot evaluate a {kind.replace('_', ' ')} property", b.span,
-                        hint=f"backends for this property: {', '.join(k for k in BACKENDS if supports(k, kind))}")
+                ck.fail("FS503", f"unknown backend '{b.id}'", b.span, hint=did_you_mean(b.id, BACKENDS)
+                        or f"backends: {', '.join(BACKENDS)}")
             o["backend"] = b.id
-        elif st.kind == "search":
-            o["search"] = st.args[0].id
-            if st.args[0].id not in ("random", "annealing", "knn"):
-                ck.fail("FS307", f"unknown search strategy '{st.args[0].id}'", st.args[0].span,
-                        hint="strategies are random (random walk), annealing and knn (annealing + nearest neighbours)")
-            if len(st.args) > 1:
-                o["search_budget"] = _seconds(ck, st.args[1], env)
-        elif st.kind == "explain":
-            if st.args[0].id != "tree":
-                ck.fail("FS307", f"unknown explanation '{st.args[0].id}'", st.args[0].span, hint="explanations: tree")
-            o["explain"] = "tree"
+        elif st.kind in ("search", "explain"):
+            name = st.args[0]
+            err = OPTIONS[st.kind].check(name.id)
+            if err:
+                what = "search strategy" if st.kind == "search" else "explanation"
+                ck.fail("FS307", f"unknown {what} '{name.id}'", name.span,
+                        hint=f"{st.kind} {OPTIONS[st.kind].range_text}: {OPTIONS[st.kind].doc}")
+            o[st.kind] = name.id
+            if st.kind == "search" and len(st.args) > 1:
+                o["search_budget"] = _checked(ck, OPTIONS["timeout"], _seconds(ck, st.args[1], env), st.args[1])
         elif st.kind == "option":
             key, v = st.args[0].id, _resolve(st.args[1], env)
-            if key not in OPTION_KEYS:
-                ck.fail("FS208", f"unknown option '{key}'", st.args[0].span,
-                        hint=did_you_mean(key, OPTION_KEYS) or f"options are {', '.join(sorted(OPTION_KEYS))}")
-            if key == "timeout":
-                o["timeout"] = _seconds(ck, v, env)
-            elif key == "part_timeout":
-                extra.append((key, _seconds(ck, v, env)))
-            elif key in ("seed", "bootstrap", "min_group_size", "partitions", "max_rows", "workers", "samples", "points"):
-                if not (isinstance(v, ast.Num) and v.is_int) or v.value < (0 if key == "seed" else 1):
-                    ck.fail("FS307", f"{key} must be a whole number" + ("" if key == "seed" else " >= 1"), v.span)
-                if key in ("seed", "bootstrap", "min_group_size", "partitions", "max_rows"):
-                    o[key] = int(v.value)
-                else:
-                    extra.append((key, int(v.value)))
-            elif key == "confidence":
-                c = _number(ck, v, env, "confidence")
-                if not 0.0 < c < 1.0:
-                    ck.fail("FS307", f"confidence must be between 0 and 1, got {c}", v.span)
-                o["confidence"] = c
-            elif key == "method":
-                if not (isinstance(v, ast.Name) and v.id in ("enumerate", "learn")):
-                    ck.fail("FS307", "method = enumerate | learn (a PPV per group, or only the most and least "
-                                     "favoured groups)", v.span)
-                extra.append((key, v.id))
-            elif key == "compare":
-                if not (isinstance(v, ast.Name) and v.id in COMPARE_MODES):
-                    ck.fail("FS307", "compare = between_groups (highest against lowest group) | to_overall (each "
-                                     "group against the whole population)", v.span)
-                extra.append((key, v.id))
-            elif key == "weight":
+            opt = OPTIONS.get(key)
+            if opt is None or opt.type == "statement":
+                hint = did_you_mean(key, OPTIONS) or f"options are {', '.join(sorted(_VALUE_OPTIONS))}"
+                if opt is not None:
+                    hint = f"write it as a statement: {key} {opt.choices[0]}"
+                ck.fail("FS208", f"unknown option '{key}'", st.args[0].span, hint=hint)
+            if opt.type == "duration":
+                value = _seconds(ck, v, env)
+            elif opt.type in ("int", "real"):
+                value = _number(ck, v, env, key)
+                if opt.type == "int" and not float(value).is_integer():
+                    ck.fail("FS307", f"{key} must be a whole number ({opt.range_text})", v.span)
+            elif opt.type == "choice":
+                if not isinstance(v, ast.Name):
+                    ck.fail("FS307", f"{key} = {opt.range_text}", v.span)
+                value = v.id
+            elif opt.type == "column":
                 if not isinstance(v, (ast.Name, ast.Str)):
-                    ck.fail("FS307", "weight = COLUMN: the data column that holds each row's sample weight", v.span)
-                extra.append((key, v.id if isinstance(v, ast.Name) else v.value))
-            elif key == "exclude_below":
-                share = _number(ck, v, env, "exclude_below")
-                if not 0.0 <= share < 1.0:
-                    ck.fail("FS307", f"exclude_below is a share of the rows in [0, 1), got {share:g}", v.span)
-                extra.append((key, share))
-            elif key == "mode":
-                if not (isinstance(v, ast.Name) and v.id in ("find", "maximize", "prove")):
-                    ck.fail("FS307", "mode = find | maximize | prove", v.span)
-                o["mode"] = v.id
+                    ck.fail("FS307", f"{key} = COLUMN: {opt.doc}", v.span)
+                value = v.id if isinstance(v, ast.Name) else v.value
             else:
-                if isinstance(v, (ast.Num, ast.Str, ast.BoolLit)):
-                    extra.append((key, v.value))
-                elif isinstance(v, ast.Name):
-                    extra.append((key, v.id))
-                else:
-                    ck.fail("FS307", f"{key} must be a constant", v.span)
-    return ir.Options(extra=tuple(extra), **o)
+                if not isinstance(v, ast.Str):
+                    ck.fail("FS307", f"{key} is {opt.range_text}", v.span)
+                value = v.value
+            value = _checked(ck, opt, value, v)
+            o[key] = int(value) if opt.type == "int" else value
+    return ir.Options(**o)
+
+
+_VALUE_OPTIONS = [n for n, o in OPTIONS.items() if o.type != "statement"]
+
+
+def _checked(ck, opt, value, node):
+    err = opt.check(value)
+    if err:
+        if opt.type == "choice":
+            ck.fail("FS307", f"{opt.name} = {opt.range_text}", node.span, hint=opt.doc)
+        ck.fail("FS307", err, node.span, hint=opt.doc)
+    return value
+
+
+def check_plan(ck, prop, stmts, spec) -> bool:
+    """Plan ``prop`` and check its options against the chosen backend's schema: FS502 when
+    ``using`` names a backend that cannot decide it, FS208 for an option that backend does
+    not take (the accepted names in the hint).  False when an error was reported."""
+    p = plan(prop, spec)
+    if p.error:
+        using = next(s for s in stmts if s.kind == "using")
+        ck.sink.add("FS502", p.error, using.args[0].span, hint=p.hint)
+        return False
+    caps = [BACKENDS[b].capability(prop.kind, "distribution" if "distribution" in p.needs else None)
+            for b in (p.backend,) if b] or [BACKENDS[b].capability(prop.kind, "distribution") for b in p.candidates]
+    if not caps:
+        return True
+    taken = {o.name: o for c in caps for o in c.options}
+    who = p.backend or " / ".join(p.candidates)
+    ok = True
+    for st in stmts:
+        if st.kind == "option" or st.kind in ("search", "explain"):
+            name_node = st.args[0] if st.kind == "option" else None
+            key = name_node.id if name_node is not None else st.kind
+            opt = taken.get(key)
+            if opt is not None and opt.check(getattr(prop.options, key)):  # this backend's own range
+                ck.sink.add("FS307", f"{key} = {opt.range_text} on the {who} backend", st.args[-1].span,
+                            hint=opt.doc)
+                ok = False
+            if opt is None:
+                accepted = ", ".join(sorted(taken))
+                where = f"{_kind_words(prop.kind)} on the {who} backend"
+                ck.sink.add("FS208", f"{'option' if name_node else 'statement'} '{key}' does not apply to "
+                                     f"{where}", (name_node or st).span,
+                            hint=f"{where} takes: {accepted}")
+                ok = False
+    return ok
+
+
+def _kind_words(kind):
+    return {"group_metric": "a group metric", "individual_fairness": "individual fairness",
+            "k_discrimination": "k-discrimination", "pba": "pba(...)", "repair": "repair"}.get(kind, kind)
 
 
 def _seconds(ck, e, env) -> float:
@@ -443,7 +468,7 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     if mdef is not None and mdef.form == "ratio" and not 0.0 <= threshold <= 1.0:
         ck.fail("FS307", f"{fn} is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
     options = parse_options(ck, stmts, env, "group_metric")
-    if dist is not None and any(k in ("compare", "weight", "exclude_below") for k, _ in options.extra):
+    if dist is not None and any(options.get(k) is not None for k in ("compare", "weight", "exclude_below")):
         ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
                          "distribution", d.span)
     w = options.get("weight")
@@ -535,12 +560,6 @@ def _influence(ck, node, name, env, call, op, rhs, stmts):
         ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
                          f"({threshold:g}) can never be met", rhs.span)
     options = parse_options(ck, stmts, env, "group_metric")
-    if options.backend is not None and not supports_metric(options.backend, "influence"):
-        using = next(s for s in stmts if s.kind == "using")
-        ok = DISTRIBUTION_ONLY_METRICS["influence"]
-        ck.fail("FS502", f"the {options.backend} backend measures group metrics on data rows; fairness influence "
-                         f"needs a distribution ({' or '.join(ok)})", using.args[0].span,
-                hint=f"backends for influence(...): {', '.join(ok)}")
     return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
                           features=fs.name, groups=groups, data=None, distribution=dist, op=op,
                           threshold=threshold, influence_metric=quantity, subsets=subsets)

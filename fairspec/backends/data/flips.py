@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from fairspec import ir
+from fairspec.planning import setting
 from fairspec.runtime.encoding import decode_row, encode
 from fairspec.runtime.evaluate import evaluate
 from fairspec.verdict import Verdict, Witness, unknown
@@ -94,7 +95,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
     best_combo = np.full(n, -1)
     pairs = 0
     task = progress.add_task(f"{prop.name}: flips", total=len(combos)) if progress else None
+    limit = setting(prop, "timeout", "data")
+    cut = None  # combinations tried when the time budget ran out
     for ci, combo in enumerate(combos):
+        if limit is not None and ci and time.perf_counter() - t0 > limit:
+            cut = ci
+            break
         vals2 = dict(values)
         differs = np.zeros(n, dtype=bool)
         for name, v in zip(prop.free, combo):
@@ -116,8 +122,11 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
             progress.advance(task)
     details = {"rows": int(n), "pairs": pairs, "rows_with_flip": int(found_rows.sum()),
                "counterfactuals_per_row": len(combos) - 1}
+    if cut is not None:
+        details["timed_out_after_combinations"] = cut
     if not found_rows.any():
-        return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs); {needs_proof}",
+        spent = "" if cut is None else f"; the time budget ({limit:g}s) ran out after {cut} of {len(combos)} combinations"
+        return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs){spent}; {needs_proof}",
                        backend="data", seconds=time.perf_counter() - t0, details=details)
     # replay the strongest candidates on the model's own evaluator
     order = np.argsort(-np.where(found_rows, best_mag, -np.inf))[: min(20, int(found_rows.sum()))]

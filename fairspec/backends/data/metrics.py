@@ -21,9 +21,9 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate
 from fairspec.backends.data.groups import assign
+from fairspec.planning import setting
 from fairspec.verdict import Verdict, interval_status, unknown
 
-DEFAULT_BOOTSTRAP = 1000  # resamples when the property sets no bootstrap = N
 
 
 def decisions(ctx, model_name: str, values: dict, n: int) -> np.ndarray:
@@ -210,7 +210,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA), conditional(DATA) or a declared table", backend="data")
-    R = prop.options.bootstrap or DEFAULT_BOOTSTRAP
+    R = setting(prop, "bootstrap", "data")  # resamples (the schema's default when not set)
     rng = np.random.default_rng(prop.options.seed)
     try:
         c = count(prop, ctx, R)
@@ -230,7 +230,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     details = {
         "rows": n, "metric": prop.metric, "groups_label": prop.groups.label or "all rows",
         "compare": opts.get("compare", BETWEEN),
-        "min_group_size": opts.min_group_size, "bootstrap": opts.bootstrap or DEFAULT_BOOTSTRAP, "confidence": opts.confidence,
+        "min_group_size": opts.min_group_size, "bootstrap": R, "confidence": opts.confidence,
     }
     if opts.get("weight"):
         details["weight"] = opts.get("weight")

@@ -1,0 +1,33 @@
+"""Planning: the backend registry and the one function that picks a backend for a property.
+
+    from fairspec.planning import plan, BACKENDS
+    p = plan(prop, spec)        # -> Plan(backend, runner, needs, why, error, ...)
+
+See registry.py (what each backend decides, needs and takes) and plan.py.
+"""
+
+from fairspec.planning.plan import FORM_WORDS, PREFERENCE, Plan, over_of, plan
+from fairspec.planning.registry import (BACKENDS, NEEDS, OPTIONS, Backend, Capability, Option, backends_for,
+                                        register, supports, supports_metric)
+
+__all__ = ["plan", "Plan", "PREFERENCE", "FORM_WORDS", "over_of", "BACKENDS", "NEEDS", "OPTIONS", "Backend",
+           "Capability", "Option", "backends_for", "register", "supports", "supports_metric", "setting"]
+
+
+def setting(prop, name: str, backend: str | None = None):
+    """The value of option ``name`` for ``prop``: the spec's, else the default in the schema of the
+    backend that runs it (``backend``, or the one the spec chose with ``using``)."""
+    value = getattr(prop.options, name, None)
+    if value is not None:
+        return value
+    b = BACKENDS.get(backend or prop.options.backend or "")
+    cap = None
+    if b is not None:
+        cap = next((c for c in b.capabilities if c.kind == prop.kind), None)
+    else:
+        p = plan(prop)
+        cap = p.capability()
+    o = cap.option(name) if cap is not None else None
+    if o is None:
+        o = OPTIONS.get(name)
+    return None if o is None else o.default
