@@ -409,7 +409,7 @@ property r {
 
 
 @pytest.mark.parametrize("line,code,hint", [
-    ("workers = 2", "FS208", "bootstrap, confidence, min_group_size, seed, timeout"),
+    ("workers = 2", "FS208", "takes: bootstrap, compare, confidence, exclude_below, min_group_size, seed"),
     ("engine = highs", "FS208", "the data backend takes"),
     ("partitions = 5000", "FS307", "[1, 4096]"), ("bootstrap = 100000000", "FS307", "[1, 100_000]"),
     ("max_rows = 1e12", "FS307", ""), ("timeout = 1e400", "FS307", ""), ("seed = 1e30", "FS307", ""),
