@@ -1,4 +1,4 @@
-"""`fairspec check | lint | fmt`: the command line.
+"""`fairspec check | lint | fmt | lsp`: the command line.
 
 Exit codes: 0 every property holds, 1 a property is violated, 2 bad spec,
 model, data or usage, 3 no violation found but not everything holds
@@ -34,6 +34,7 @@ def _build() -> argparse.ArgumentParser:
     f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
     f.add_argument("files", nargs="+", metavar="FILE")
     f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
+    sub.add_parser("lsp", help="the language server for editors, over stdio (pygls)")
     return p
 
 
@@ -95,6 +96,15 @@ def _fmt(args) -> int:
     return 2 if bad else (1 if args.check and changed else 0)
 
 
+def _lsp(args) -> int:
+    try:
+        from fairspec.lsp.server import main as serve
+    except ImportError as e:
+        print(f"fairspec lsp needs pygls: pip install 'fairspec[lsp]' ({e})", file=sys.stderr)
+        return 2
+    return serve()
+
+
 def _check(args) -> int:
     from rich.console import Console
 
@@ -131,7 +141,7 @@ def _check(args) -> int:
 def main(argv=None) -> int:
     args = _build().parse_args(argv)
     try:
-        return {"check": _check, "lint": _lint, "fmt": _fmt}[args.command](args)
+        return {"check": _check, "lint": _lint, "fmt": _fmt, "lsp": _lsp}[args.command](args)
     except KeyboardInterrupt:
         print("fairspec: interrupted", file=sys.stderr)
         return 130

@@ -23,6 +23,8 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 
+from fairspec.runtime import filecache
+
 from .base import ModelLoadError
 
 
@@ -509,6 +511,7 @@ def _require_file(p: pathlib.Path) -> None:
         raise ModelLoadError(f"model path {p} is not a file", p)
 
 
+@filecache.by_file(lambda format, path, **kw: path)
 def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | None:
     """The model's input width read cheaply from the file (for `fairspec lint`).
 
@@ -576,6 +579,7 @@ PL_ONNX_OPS = frozenset({"Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "
 PL_SKLEARN = frozenset({"MLPClassifier", "LogisticRegression"})
 
 
+@filecache.by_file(lambda format, path, *a, **kw: path)
 def piecewise_linear_obstacle(format: str, path, output: str | int | None = None) -> str | None:
     """Why the model file certainly cannot be read as a ReLU network, or None.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fairspec import ir
+from fairspec.runtime import filecache
 
 if TYPE_CHECKING:  # numpy stays out of `fairspec lint`, which only reads headers
     import numpy as np
@@ -117,6 +118,7 @@ def _open_rows(d: ir.Data, limit: int | None = None):
     return rows
 
 
+@filecache.by_file(lambda d, *a, **kw: d.path)
 def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[str]]]:
     """The column names and the first rows, read cheaply (for lint)."""
     if d.format == "parquet":

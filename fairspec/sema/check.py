@@ -38,6 +38,7 @@ class CheckResult:
     spec: ir.Spec | None
     diagnostics: list
     model_widths: dict
+    modules: list = dataclasses.field(default_factory=list)  # the parsed files, imports first (for the editor server)
 
 
 def _arg_value(arg: ast.Arg):
@@ -114,7 +115,7 @@ class Checker:
             properties=tuple(self.properties))
         self._network_backends(spec)
         self._unplanned(spec)
-        return CheckResult(spec, self.sink.items, dict(self.model_widths))
+        return CheckResult(spec, self.sink.items, dict(self.model_widths), modules)
 
     def _unplanned(self, spec: ir.Spec) -> None:
         """FS504: a property no registered backend decides (check reports it unknown)."""

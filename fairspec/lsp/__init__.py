@@ -1,0 +1,1 @@
+"""The fairspec language server (`fairspec lsp`): pygls over stdio; see server.py and analysis.py."""

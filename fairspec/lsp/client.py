@@ -1,0 +1,150 @@
+"""A small LSP client over stdio (pygls's own), for the tests and bench/lsp.py.
+
+    async with Session() as s:            # starts `fairspec lsp` as a subprocess
+        uri = s.open(path)                # didOpen with the file's text
+        diags = await s.diagnostics(uri)  # the next publishDiagnostics for it
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from lsprotocol import types as T
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+
+def server_command() -> list[str]:
+    exe = shutil.which("fairspec")
+    return [exe, "lsp"] if exe else [sys.executable, "-m", "fairspec.cli", "lsp"]
+
+
+class Session:
+    """One `fairspec lsp` process and an initialised client talking to it."""
+
+    def __init__(self, command: list[str] | None = None, wait: float = 300.0):
+        self.command = command or server_command()
+        self.wait = wait  # a guard against a hung server, never a speed requirement
+        self.client = LanguageClient("fairspec-test", "0")
+        self.published: dict[str, list[tuple[int, list[T.Diagnostic]]]] = {}
+        self.versions: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
+        self._news = asyncio.Condition()
+        self.pid: int | None = None
+
+        @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        async def on_diagnostics(params: T.PublishDiagnosticsParams):
+            async with self._news:
+                self.published.setdefault(params.uri, []).append((len(self.published.get(params.uri, [])),
+                                                                  list(params.diagnostics)))
+                self._news.notify_all()
+
+    async def __aenter__(self) -> "Session":
+        env = dict(os.environ)
+        env.pop("FAIRSPEC_DEBUG", None)
+        await self.client.start_io(*self.command, env=env)
+        self.pid = self.client._server.pid  # noqa: SLF001 - the benchmark reads its memory
+        await self.client.initialize_async(T.InitializeParams(
+            process_id=os.getpid(), root_uri=from_fs_path(os.getcwd()),
+            capabilities=T.ClientCapabilities()))
+        self.client.initialized(T.InitializedParams())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), self.wait)
+            self.client.exit(None)
+        finally:
+            await asyncio.wait_for(self.client.stop(), self.wait)
+
+    # ------------------------------------------------------------ documents
+    def open(self, path, text: str | None = None) -> str:
+        path = Path(path).resolve()
+        uri = from_fs_path(str(path))
+        text = path.read_text(encoding="utf-8") if text is None else text
+        self.versions[uri] = 1
+        self.texts[uri] = text
+        self.client.text_document_did_open(T.DidOpenTextDocumentParams(
+            T.TextDocumentItem(uri=uri, language_id="fairspec", version=1, text=text)))
+        return uri
+
+    def change(self, uri: str, text: str) -> None:
+        """Replace the whole text (a full-content change)."""
+        self.versions[uri] += 1
+        self.texts[uri] = text
+        self.client.text_document_did_change(T.DidChangeTextDocumentParams(
+            T.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            [T.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def seen(self, uri: str) -> int:
+        return len(self.published.get(uri, []))
+
+    async def diagnostics(self, uri: str, after: int | None = None) -> list[T.Diagnostic]:
+        """The first diagnostics published for uri after `after` earlier publications (default: the next)."""
+        after = self.seen(uri) if after is None else after
+
+        async def ready():
+            async with self._news:
+                await self._news.wait_for(lambda: self.seen(uri) > after)
+
+        await asyncio.wait_for(ready(), self.wait)
+        return self.published[uri][after][1]
+
+    # ------------------------------------------------------------ requests
+    @staticmethod
+    def pos(text: str, needle: str, offset: int = 0) -> T.Position:
+        """The position of `needle` (plus offset characters) in text."""
+        i = text.index(needle) + offset
+        line = text.count("\n", 0, i)
+        return T.Position(line, i - (text.rfind("\n", 0, i) + 1))
+
+    def _doc(self, uri):
+        return T.TextDocumentIdentifier(uri=uri)
+
+    async def hover(self, uri, pos):
+        return await asyncio.wait_for(self.client.text_document_hover_async(
+            T.HoverParams(self._doc(uri), pos)), self.wait)
+
+    async def definition(self, uri, pos):
+        return await asyncio.wait_for(self.client.text_document_definition_async(
+            T.DefinitionParams(self._doc(uri), pos)), self.wait)
+
+    async def references(self, uri, pos, include_declaration=True):
+        return await asyncio.wait_for(self.client.text_document_references_async(
+            T.ReferenceParams(self._doc(uri), pos, T.ReferenceContext(include_declaration))), self.wait)
+
+    async def completion(self, uri, pos):
+        return await asyncio.wait_for(self.client.text_document_completion_async(
+            T.CompletionParams(self._doc(uri), pos)), self.wait)
+
+    async def symbols(self, uri):
+        return await asyncio.wait_for(self.client.text_document_document_symbol_async(
+            T.DocumentSymbolParams(self._doc(uri))), self.wait)
+
+    async def code_actions(self, uri, diagnostics):
+        rng = diagnostics[0].range
+        return await asyncio.wait_for(self.client.text_document_code_action_async(
+            T.CodeActionParams(self._doc(uri), rng, T.CodeActionContext(diagnostics=list(diagnostics)))), self.wait)
+
+    async def formatting(self, uri):
+        return await asyncio.wait_for(self.client.text_document_formatting_async(
+            T.DocumentFormattingParams(self._doc(uri), T.FormattingOptions(tab_size=2, insert_spaces=True))),
+            self.wait)
+
+
+def apply_edits(text: str, edits) -> str:
+    """Apply LSP TextEdits (non-overlapping) to text."""
+    lines = text.split("\n")
+
+    def offset(p):
+        return sum(len(x) + 1 for x in lines[:p.line]) + p.character
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        a, b = offset(e.range.start), offset(e.range.end)
+        text = text[:a] + e.new_text + text[b:]
+        lines = text.split("\n")
+    return text
