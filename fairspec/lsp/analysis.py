@@ -519,7 +519,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
     from fairspec.sema.check import ENCODING_KINDS
 
     block, current = context_at(text, line, col)
-    stmt = current.strip()
+    stmt = current.lstrip()
     word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", current)
     head = stmt[: len(stmt) - len(word.group(0))] if word else stmt
     names = _names_in_scope(idx)
@@ -534,7 +534,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
             return of("class", names["model"], "model")
         if re.fullmatch(r"encode\s+", head):
             return of("struct", names["features"], "feature set")
-        if head == "":
+        if head.strip() == "":
             return of("keyword", KEYWORDS_TOP)
         return _expression_items(names, METRICS)
     if block == "features":
@@ -550,7 +550,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
             return of("module", BACKENDS, "backend")
         if re.fullmatch(r"search\s+", head):
             return of("enum", SEARCH_STRATEGIES, "search strategy")
-        if head == "":
+        if head.strip() == "":
             kw = KEYWORDS_PROPERTY if block != "repair" else KEYWORDS_REPAIR
             opts = sorted(_option_names(idx, line) or OPTION_KEYS)
             return (of("keyword", kw) + of("property", [f"{o} = " for o in opts], "option")

@@ -107,32 +107,35 @@ class Session:
 
     async def hover(self, uri, pos):
         return await asyncio.wait_for(self.client.text_document_hover_async(
-            T.HoverParams(self._doc(uri), pos)), self.wait)
+            T.HoverParams(text_document=self._doc(uri), position=pos)), self.wait)
 
     async def definition(self, uri, pos):
         return await asyncio.wait_for(self.client.text_document_definition_async(
-            T.DefinitionParams(self._doc(uri), pos)), self.wait)
+            T.DefinitionParams(text_document=self._doc(uri), position=pos)), self.wait)
 
     async def references(self, uri, pos, include_declaration=True):
         return await asyncio.wait_for(self.client.text_document_references_async(
-            T.ReferenceParams(self._doc(uri), pos, T.ReferenceContext(include_declaration))), self.wait)
+            T.ReferenceParams(context=T.ReferenceContext(include_declaration=include_declaration),
+                              text_document=self._doc(uri), position=pos)), self.wait)
 
     async def completion(self, uri, pos):
         return await asyncio.wait_for(self.client.text_document_completion_async(
-            T.CompletionParams(self._doc(uri), pos)), self.wait)
+            T.CompletionParams(text_document=self._doc(uri), position=pos)), self.wait)
 
     async def symbols(self, uri):
         return await asyncio.wait_for(self.client.text_document_document_symbol_async(
-            T.DocumentSymbolParams(self._doc(uri))), self.wait)
+            T.DocumentSymbolParams(text_document=self._doc(uri))), self.wait)
 
     async def code_actions(self, uri, diagnostics):
         rng = diagnostics[0].range
         return await asyncio.wait_for(self.client.text_document_code_action_async(
-            T.CodeActionParams(self._doc(uri), rng, T.CodeActionContext(diagnostics=list(diagnostics)))), self.wait)
+            T.CodeActionParams(text_document=self._doc(uri), range=rng,
+                               context=T.CodeActionContext(diagnostics=list(diagnostics)))), self.wait)
 
     async def formatting(self, uri):
         return await asyncio.wait_for(self.client.text_document_formatting_async(
-            T.DocumentFormattingParams(self._doc(uri), T.FormattingOptions(tab_size=2, insert_spaces=True))),
+            T.DocumentFormattingParams(text_document=self._doc(uri),
+                                       options=T.FormattingOptions(tab_size=2, insert_spaces=True))),
             self.wait)
 
 
