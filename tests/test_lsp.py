@@ -92,7 +92,7 @@ def test_hover_definition_and_references_across_imports():
             assert "onnx" in model and "mlp.onnx" in model and "input width: 46" in model and "output: logit" in model
             assert "age >= 40" in await hover("group older", 6)
             prop = await hover("property dt_parity_by_age", 9)
-            assert "group metric" in prop and "planned backend: `data`" in prop
+            assert "group metric" in prop and "planned backend: data; needs data rows" in prop
             assert "`bootstrap = 500`" in prop and "`confidence = 0.95` (default)" in prop
             assert "positive rates" in await hover("statistical_parity(dt")
 

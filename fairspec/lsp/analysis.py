@@ -343,27 +343,30 @@ def _hover_property(idx: Index, sym: Symbol, spec) -> str:
     props = [p for p in (spec.properties if spec else ()) if p.name == sym.name]
     if not props:
         return f"**property** `{sym.name}`"
-    p = props[0]
-    from fairspec.pipeline import plan
+    from fairspec.planning import plan
 
-    backend, why = plan(p)
-    lines = [f"**property** `{p.name}`: {p.kind.replace('_', ' ')}",
-             f"- planned backend: `{backend}`" if backend else f"- planned backend: none ({why})"]
-    lines.append("- options: " + ", ".join(_options(p.options)))
+    p = props[0]
+    pl = plan(p, spec)
+    lines = [f"**property** `{p.name}`: {p.kind.replace('_', ' ')}", f"- planned backend: {pl.describe()}"]
+    cap = pl.capability()
+    if cap is not None:
+        lines.append("- options: " + ", ".join(_options(p, cap)))
     return "\n".join(lines)
 
 
-def _options(opts) -> list[str]:
-    """Each option with its value, `(default)` when the spec does not set it."""
+def _options(prop, cap) -> list[str]:
+    """The options of the planned backend: the spec's value, else the default (or the backend's own behaviour)."""
     out = []
-    for f in dataclasses.fields(opts):
-        if f.name == "extra":
-            continue
-        v = getattr(opts, f.name)
-        default = f.default if f.default is not dataclasses.MISSING else None
-        shown = "backend's default" if v is None else v
-        out.append(f"`{f.name} = {shown}`" + (" (default)" if v == default else ""))
-    out += [f"`{k} = {v}`" for k, v in opts.extra]
+    for o in cap.options:
+        v = getattr(prop.options, o.name, None)
+        if v is None:
+            v = prop.options.get(o.name)
+        if v is not None:
+            out.append(f"`{o.name} = {v}`" + (" (default)" if v == o.default else ""))
+        elif o.default is not None:
+            out.append(f"`{o.name} = {o.default}` (default)")
+        else:
+            out.append(f"`{o.name}` (not set)")
     return out
 
 
@@ -480,8 +483,7 @@ KEYWORDS_REPAIR = ("goal", "bound", "write", "using")
 FEATURE_TYPES = ("int in [", "real in [", "bool", "{")
 FEATURE_MODIFIERS = ("protected", "column", "bins")
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
-BACKENDS = ("milp", "smt", "ssat", "dp", "search", "data")
-SEARCH_STRATEGIES = ("random", "annealing", "annealing_nn")
+
 
 
 def _strip(text: str) -> str:
@@ -514,7 +516,8 @@ def context_at(text: str, line: int, col: int) -> tuple[str, str]:
 
 def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple[str, str, str]]:
     """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings."""
-    from fairspec.sema.properties import METRICS, OPTION_KEYS
+    from fairspec.planning import OPTIONS
+    from fairspec.sema.properties import METRICS
 
     from fairspec.sema.check import ENCODING_KINDS
 
@@ -547,12 +550,16 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
         return of("field", names["feature"], "feature")
     if block in ("property", "repair", "policy"):
         if re.fullmatch(r"using\s+", head):
-            return of("module", BACKENDS, "backend")
+            from fairspec.planning import BACKENDS
+
+            return [(b.name, "module", b.doc) for b in BACKENDS.values()]
         if re.fullmatch(r"search\s+", head):
-            return of("enum", SEARCH_STRATEGIES, "search strategy")
+            from fairspec.planning import OPTIONS
+
+            return of("enum", OPTIONS["search"].choices, "search strategy")
         if head.strip() == "":
             kw = KEYWORDS_PROPERTY if block != "repair" else KEYWORDS_REPAIR
-            opts = sorted(_option_names(idx, line) or OPTION_KEYS)
+            opts = sorted(_option_names(idx, line) or [o.name for o in OPTIONS.values() if o.type != "statement"])
             return (of("keyword", kw) + of("property", [f"{o} = " for o in opts], "option")
                     + _expression_items(names, METRICS))
         return _expression_items(names, METRICS)
@@ -592,18 +599,8 @@ def _option_names(idx: Index | None, line: int) -> list[str]:
     for p in (spec.properties if spec else ()):
         s = p.span
         if s is not None and _same(s.file, idx.path) and s.line <= line <= s.end_line:
-            from fairspec.pipeline import plan
+            from fairspec.planning import plan
 
-            backend, _ = plan(p)
-            return list(_backend_options(backend))
+            cap = plan(p, spec).capability()
+            return [o.name for o in cap.options if o.type != "statement"] if cap else []
     return []
-
-
-def _backend_options(backend: str | None) -> tuple[str, ...]:
-    common = ("timeout", "seed", "confidence", "bootstrap", "min_group_size")
-    per = {"milp": ("mode", "partitions", "engine", "part_timeout", "max_rows", "workers"),
-           "smt": ("mode", "partitions", "part_timeout"),
-           "data": ("max_rows", "samples"),
-           "search": ("samples", "workers"),
-           "ssat": ("bootstrap",), "dp": ("bootstrap",)}
-    return common + per.get(backend or "", ())
