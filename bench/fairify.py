@@ -11,7 +11,7 @@ copied. For every network and every protected attribute of ``domains.json``
 
 both by the batched falsifier (``fairspec.backends.search``) for ``--budget`` seconds
 (data rows with every counterfactual, then a greedy population search). And
-k-discrimination (``fairspec.analyses.kdisc``, simulated annealing) with K = every
+k-discrimination (``fairspec.backends.search.kdisc``, simulated annealing) with K = every
 combination of the protected values: AC race x sex (K = 10) and a HyFair-like K = 20
 with two age bands ([10, 39], [40, 100]: the search picks an age inside each band); BM
 sees age only as 0/1 (K = 2); GC age x sex (K = 4). These rows are ``eps`` rows over
@@ -196,7 +196,7 @@ def base_row(model, protected, prop, K):
 
 
 def run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, budget, seed, kdisc_budget):
-    from fairspec.analyses.kdisc import kdisc_search
+    from fairspec.backends.search.kdisc import kdisc_search
     from fairspec.backends.search import Post, Space, falsify
 
     space = Space(box, [bench.attr(ds, name)])
@@ -230,7 +230,7 @@ def run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, budget, 
 
 
 def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, seed, method="sa"):
-    from fairspec.analyses.kdisc import kdisc_search
+    from fairspec.backends.search.kdisc import kdisc_search
 
     row = base_row(model, label, "eps", space.K)
     kr = kdisc_search(evaluate, space, eps=EPS, data=bench.data(ds), budget_seconds=budget, seed=seed,
@@ -432,7 +432,7 @@ def compare_kdisc(args, bench, console):
     seed follows the same trajectory and stops earlier)."""
     from rich.table import Table
 
-    from fairspec.analyses.kdisc import kdisc_search
+    from fairspec.backends.search.kdisc import kdisc_search
     from fairspec.backends.search.evaluators import onnx_evaluator
 
     budgets = sorted(float(b) for b in args.compare_kdisc.split(","))

@@ -1,4 +1,4 @@
-"""Group metrics over a distribution, from the spec: fairspec/backends/distribution_runner.py.
+"""Group metrics over a distribution, from the spec: fairspec/kinds/distribution.py.
 
 The runner builds a BayesNet from a declared table or from data (discretised
 into declared / learned bins, refined with the classifier's thresholds), puts
@@ -26,7 +26,7 @@ from conftest import EXAMPLES, FIXTURES, run_cli
 from fairspec import ir
 from fairspec.analyses import group_metrics_exact as gm
 from fairspec.analyses.distribution import BayesNet, Variable
-from fairspec.backends import distribution_runner as R
+from fairspec.kinds import distribution as R
 from fairspec.backends.boolean import DecisionTree, Test
 from fairspec.pipeline import check, lint
 from fairspec.runtime.evaluate import evaluate

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fairspec.analyses.explain import (Predicate, category_decoder, describe, explain, format_path,
+from fairspec.backends.search.explain import (Predicate, category_decoder, describe, explain, format_path,
                                        simplify, to_spec)
 from fairspec.backends.search import Box, Protected, Space
 

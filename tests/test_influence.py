@@ -21,7 +21,7 @@ import pytest
 from conftest import EXAMPLES, FIXTURES
 from fairspec import ir
 from fairspec.analyses import group_metrics_exact as gm
-from fairspec.backends import distribution_runner as R
+from fairspec.kinds import distribution as R
 from fairspec.pipeline import check, lint
 
 TOL = 1e-9

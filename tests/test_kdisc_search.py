@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fairspec.analyses.kdisc import cluster_labels, k_of, k_of_inputs, kdisc_search
+from fairspec.backends.search.kdisc import cluster_labels, k_of, k_of_inputs, kdisc_search
 from fairspec.backends.search import Box, Protected, Space
 from fairspec.backends.search.evaluators import NumpyMLP
 
@@ -119,7 +119,7 @@ def test_banded_protected_attribute_counts_combinations():
 
 def test_milp_solver_reseeds_the_search():
     pytest.importorskip("highspy")
-    from fairspec.analyses.kdisc import milp_solver
+    from fairspec.backends.search.kdisc import milp_solver
     from fairspec.backends.pair import PairProblem
     from fairspec.models.network import Layer, PLNet
 

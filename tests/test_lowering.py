@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairspec.backends.lowering import fold_scaling, lower_pair
-from fairspec.backends.pair_runner import network_of
+from fairspec.kinds.lowering import fold_scaling, lower_pair
+from fairspec.kinds.individual_fairness import network_of
 from fairspec.pipeline import check, lint
 from fairspec.runtime.context import Context
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fairspec import pipeline
-from fairspec.backends import pba_runner
+from fairspec.kinds import pba as pba_runner
 from fairspec.runtime.context import Context
 from fairspec.runtime.encoding import encode
 
@@ -332,7 +332,7 @@ property p {
 }""")
     from fairspec.planning import plan
 
-    assert plan(res.spec.properties[0], res.spec).runner == "fairspec.backends.pba_runner:run"
+    assert plan(res.spec.properties[0], res.spec).runner == "fairspec.kinds.pba:run"
     report = pipeline.check(res.spec.file)
     assert report.error is None and len(report.verdicts) == 1
     v = report.verdicts[0]

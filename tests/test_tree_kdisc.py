@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from fairspec.analyses.kdisc import k_of
+from fairspec.backends.search.kdisc import k_of
 from fairspec.backends.trees.kdisc import max_k
 from fairspec.backends.trees.space import fold
 from fairspec.models.network import sigmoid

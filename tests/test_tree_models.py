@@ -144,7 +144,7 @@ def test_boosted_models_end_to_end_milp_and_smt_agree_with_brute_force(boosted_f
 def test_k_discrimination_on_boosted_models_is_exact(boosted_files, tmp_path, fmt, name):
     from itertools import product
 
-    from fairspec.analyses.kdisc import k_of
+    from fairspec.backends.search.kdisc import k_of
     from fairspec.pipeline import check
 
     m = load_model(fmt, boosted_files / name)

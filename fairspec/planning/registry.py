@@ -212,23 +212,23 @@ _PBA_ENGINE = Option("engine", "choice", "the MILP solver, or lp for the plain L
 _PAIR_ENGINE = Option("engine", "choice", "the MILP solver", choices=("highs", "scip"), default="highs")
 register(Backend(
     "milp", "mixed-integer linear programs over the ReLU network (HiGHS, SCIP)", ("relu_network",), (
-        Capability("individual_fairness", "fairspec.backends.pair_runner:run_milp", _opts(*_PAIR, _PAIR_ENGINE,
+        Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_milp", _opts(*_PAIR, _PAIR_ENGINE,
                    timeout=60.0), doc="the pair encoding: prove, find or maximize"),
-        Capability("pba", "fairspec.backends.pba_runner:run", _opts("seed", "workers", "points", "chart",
+        Capability("pba", "fairspec.kinds.pba:run", _opts("seed", "workers", "points", "chart",
                    _PBA_ENGINE, timeout=120.0), doc="PBA neighbourhoods: bounds, LP, exact MILP"),
     )))
 register(Backend(
     "smt", "SMT (pysmt with z3, exact rationals) over the ReLU network", ("relu_network",), (
-        Capability("individual_fairness", "fairspec.backends.pair_runner:run_smt", _opts(*_PAIR, timeout=60.0),
+        Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_smt", _opts(*_PAIR, timeout=60.0),
                    doc="the pair encoding: prove, find or maximize"),
     )))
 register(Backend(
     "search", "HyFair's search for k-discrimination, on the model run as it is", ("model",), (
-        Capability("k_discrimination", "fairspec.backends.kdisc_runner:run",
+        Capability("k_discrimination", "fairspec.kinds.k_discrimination:run",
                    _opts("seed", "search", "explain", timeout=60.0),
                    doc="random walk, simulated annealing, annealing + nearest neighbours; never proves"),
     )))
-_DIST_RUNNER = "fairspec.backends.distribution_runner:run"
+_DIST_RUNNER = "fairspec.kinds.distribution:run"
 register(Backend(
     "dp", "FVGM's stochastic subset-sum dynamic programme", ("distribution", "boolean_form"), (
         Capability("group_metric", _DIST_RUNNER, _opts(*_OVER_DISTRIBUTION, timeout=60.0), over="distribution",

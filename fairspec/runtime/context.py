@@ -62,7 +62,7 @@ class Context:
             t0 = time.perf_counter()
             m = self.spec.model(name)
             if m.format == "rule":
-                from fairspec.models.rule import RuleModel
+                from fairspec.runtime.rule import RuleModel
 
                 self._models[name] = RuleModel(m, self.spec.feature_set(m.features))
             else:

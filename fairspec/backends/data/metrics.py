@@ -204,7 +204,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     t0 = time.perf_counter()
     if prop.data is None:
         # over a distribution: the distribution runner (ssat / dp; an empirical distribution comes back here)
-        from fairspec.backends.distribution_runner import run
+        from fairspec.kinds.distribution import run
 
         return run(prop, ctx)
     if prop.metric == "path_specific":

@@ -13,7 +13,7 @@ Modules: ``twin`` (the batched twin-network problem), ``relax`` (interval + line
 bounds), ``attack`` (batched falsification), ``exact`` (LP relaxation / MILP via
 LinModel), ``verify`` (the staged decision), ``core`` (points -> statuses and
 replayed witnesses), ``aggregate`` (tables, JSON, chart). The spec-level runner is
-:mod:`fairspec.backends.pba_runner`.
+:mod:`fairspec.kinds.pba`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tree ensembles in feature space, pruned, and the proof that needs no solver.
 
-:func:`fold` is the tree counterpart of :func:`fairspec.backends.lowering.fold_scaling`: the
+:func:`fold` is the tree counterpart of :func:`fairspec.kinds.lowering.fold_scaling`: the
 encoding's affine scaling ``u = scale * v + shift`` is folded into every split, so the
 ensemble reads feature-space values ``v`` directly. On an integral input the split becomes
 ``v <= c`` with the integer ``c`` found by evaluating the split itself (the same float32 cast

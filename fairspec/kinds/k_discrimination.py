@@ -2,7 +2,7 @@
 
 The search (HyFair Algorithm 1: random walk, simulated annealing, SA + KNN)
 runs in *feature space* -- the same space as the solver backends (see
-fairspec.backends.lowering), so integer features stay integral -- and
+fairspec.kinds.lowering), so integer features stay integral -- and
 evaluates the real loaded model on the encoded inputs.  The witness (an
 individual and its K counterfactuals) is replayed on the model's independent
 evaluator before it is reported.  Search cannot prove that no input reaches
@@ -56,9 +56,9 @@ def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
 
 def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
-    from fairspec.analyses.kdisc import k_of, kdisc_search
+    from fairspec.backends.search.kdisc import k_of, kdisc_search
     from fairspec.backends.data.flips import replayer_name
-    from fairspec.backends.lowering import Unsupported, lower_pair
+    from fairspec.kinds.lowering import Unsupported, lower_pair
     from fairspec.backends.search.space import Box, Protected, Space
     from fairspec.runtime.encoding import decode_row
     from fairspec.sema.properties import numeric_bands
@@ -149,7 +149,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
     k or bound, or a replayed witness), else a note for the search's unknown (or None)."""
     import itertools
 
-    from fairspec.analyses.kdisc import k_of
+    from fairspec.backends.search.kdisc import k_of
     from fairspec.backends.data.flips import replayer_name
     from fairspec.backends.trees.kdisc import max_k
     from fairspec.backends.trees.space import fold
@@ -218,7 +218,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:
-    from fairspec.analyses.explain import describe, explain, to_spec
+    from fairspec.backends.search.explain import describe, explain, to_spec
 
     names, decoder = _coordinate_names(enc, fs)
     expl = explain(evaluate, space, list(res.top) or [res.witness], eps=prop.eps, scores=model.score_kind,

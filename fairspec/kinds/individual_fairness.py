@@ -45,7 +45,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         if first.status == "violated":
             return Verdict(**{**first.__dict__, "backend": f"{backend} (falsified on data first)",
                               "seconds": time.perf_counter() - t0})
-    from fairspec.backends.lowering import Unsupported, fold_scaling, lower_pair
+    from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
     from fairspec.backends.pair import PairProblem, check_witness
     from fairspec.models.network import UnsupportedModel
 

@@ -1,0 +1,10 @@
+"""One module per property kind: its runner (``run(prop, ctx, progress) -> Verdict``) and lowering.
+
+    individual_fairness   the pair problem on milp / smt (falsified on data rows first)
+    k_discrimination      HyFair's search (and tree ensembles' branch and bound)
+    pba                   PBA neighbourhoods
+    distribution          group metrics and fairness influence over a distribution (dp, ssat, elimination)
+    lowering              a pair property in feature space (shared by individual fairness and k-discrimination)
+
+Group metrics on data rows and counterfactual flips run in the data backend (fairspec/backends/data).
+"""
