@@ -68,7 +68,7 @@ property c { predictive_parity_difference(logged, groups sex x band) <= 0.5  min
         pos = [r for r in mine if r[3] == "yes"]
         assert g["rows"] == len(mine) and g["positives"] == len(pos)
         assert g["ppv"] == pytest.approx(sum(r[4] for r in pos) / len(pos), abs=1e-6)
-    assert set(v["c"].details["rates"]) == {"ppv"}
+    assert set(v["c"].details["rates"]) == {"label_positives", "ppv"}
     assert v["c"].details["overall"]["rows"] == len(rows)
 
 

@@ -98,8 +98,13 @@ def group_columns(v) -> list[tuple[str, str]]:
     """(key, title) of the per-group table of a group-metric verdict: the counts, then the rates used."""
     rows = v.details["groups"]
     used = v.details.get("rates")  # the data backend names the rates its metric compares
-    keep = None if used is None else {"rows", "weight", "positives", "label_positives", "positive_rate", *used}
+    keep = None if used is None else {"rows", "weight", "positives", "positive_rate", *used}
     cols = [(k, t) for k, t in GROUP_COLUMNS.items() if any(k in r for r in rows) and (keep is None or k in keep)]
+    rate = v.details.get("rate")  # impact_ratio (NYC LL 144): a selection or a scoring rate
+    if rate:
+        words = {"rows": "applicants", "positives": "selected" if rate == "selection" else "scored above median",
+                 "positive_rate": f"{rate} rate"}
+        cols = [(k, words.get(k, t)) for k, t in cols]
     if v.backend != "data":  # over a distribution, Justicia's PPV is the positive rate Pr[decision = 1 | group]
         cols = [(k, "positive rate" if k == "ppv" else t) for k, t in cols]
     return cols

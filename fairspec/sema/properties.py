@@ -33,8 +33,10 @@ COMPARISONS = {"<", "<=", ">", ">="}
 
 
 def _resolve(e, env):
-    while isinstance(e, ast.Name) and e.id in env:
-        e = env[e.id]
+    """A policy parameter's argument; the argument is written in the apply site's scope, so a
+    name there is never looked up again (apply p(m, sex = sex) binds sex to the feature sex)."""
+    if isinstance(e, ast.Name) and e.id in env:
+        return env[e.id]
     return e
 
 

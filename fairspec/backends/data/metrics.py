@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairspec import ir
-from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate
+from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
 from fairspec.backends.data.groups import assign
 from fairspec.planning import setting
 from fairspec.verdict import Verdict, interval_status, unknown
@@ -243,6 +243,8 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
                                       for g in range(G) if excluded[g]]
     details["groups"], details["overall"] = group_table(prop, c, eligible, excluded)
     details["rates"] = metric_columns(prop)
+    if prop.metric == "impact_ratio":
+        details["rate"] = prop.param("rate", "selection")
     if eligible.sum() < (1 if mdef.form == "inequality" else 2):
         return unknown(prop, f"fewer than two groups of {prop.groups.label} have at least {opts.min_group_size} rows "
                              f"(min_group_size)", backend="data", seconds=time.perf_counter() - t0, details=details)
@@ -299,6 +301,8 @@ def metric_columns(prop: ir.GroupMetric) -> list[str]:
     """The keys of the per-group table the metric itself compares (what the text and HTML reports show)."""
     mdef = METRICS[prop.metric]
     out = ["positive_rate" if r == "selection_rate" else r for r in mdef.rates]
+    if uses_label(prop.metric) or not prop.model:
+        out.insert(0, "label_positives")
     if mdef.form in ("inequality", "between_inequality"):
         out.append("benefit")
     if mdef.form == "calibration":
@@ -348,8 +352,9 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
     if prop.metric == "impact_ratio":  # each category's rate over the most selected counted category's
         top = max((g["positive_rate"] for g, e in zip(groups, eligible) if e and g["positive_rate"] is not None),
                   default=None)
-        for g in groups:
-            g["impact_ratio"] = _r(g["positive_rate"] / top) if top and g["positive_rate"] is not None else None
+        for g in groups:  # an excluded category is left out of the impact ratios (LL 144 allows under 2%)
+            ok = top and g["positive_rate"] is not None and not g.get("excluded")
+            g["impact_ratio"] = _r(g["positive_rate"] / top) if ok else None
     overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
                                                          if c.bins is not None else ()))
     return groups, overall
