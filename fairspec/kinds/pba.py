@@ -187,7 +187,8 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     n = len(sel)
     enc = ctx.encoding(prop.model)
     try:
-        net, positive = _network(ctx, m)
+        trees = ctx.model(m.name).tree_ensemble()
+        net, positive = (trees, None) if trees is not None else _network(ctx, m)
     except UnsupportedModel as e:
         raise Unsupported(f"the PBA backend cannot encode this model: {e}")
     score, replay, replayer = _real(ctx, m, positive)
@@ -219,10 +220,17 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         U, Up = encode(enc, vals_x, P), encode(enc, vals_p, P)
         cs = CaseSet(net, U, Up, cols, scale, lo_r[R], hi_r[R], integer, labels[R].astype(int))
         first_case = np.unique(R, return_index=True)[1]
-        res = analyse(cs, score=score, replay=replay, mode=mode, engine=engine,
-                      time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),
-                      workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
-                      progress=progress)
+        if trees is not None:
+            # a tree model: each point decided exactly over its neighbourhood's leaf combinations
+            from fairspec.backends.trees.pba import analyse_trees
+
+            res = analyse_trees(cs, score=score, replay=replay, rb_rows=first_case,
+                                max_cells=int(opts.get("max_cells", 4096)))
+        else:
+            res = analyse(cs, score=score, replay=replay, mode=mode, engine=engine,
+                          time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),
+                          workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
+                          progress=progress)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)

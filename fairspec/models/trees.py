@@ -4,13 +4,14 @@ A :class:`TreeEnsemble` is a tuple of binary decision trees over the model's inp
 each node reading one input: ``x[feature] <= threshold`` goes left (``<`` for XGBoost's
 trees, ``strict``), and each leaf holding a number. The ensemble's **aggregate** is
 
-    S(x) = base + sum over trees of the value of the leaf x reaches
+    S(x) = base + (sum over trees of the value of the leaf x reaches) / divisor
 
 and its ``link`` says what S is:
 
 * ``"identity"``: S is the probability of the chosen class (a decision tree's or a random
-  forest's ``predict_proba`` column: each leaf value is that tree's class share divided by
-  the number of trees, so S is the forest's averaged vote); the decision is ``S > 1/2``.
+  forest's ``predict_proba`` column: each leaf value is that tree's class share and
+  ``divisor`` the number of trees, summed then divided in that order as scikit-learn does, so
+  that ties such as 15 of 30 votes are exactly 1/2); the decision is ``S > 1/2``.
 * ``"logistic"``: S is a logit (gradient boosting's raw margin: scikit-learn's
   ``decision_function``, XGBoost's ``output_margin``, LightGBM's ``raw_score``); the
   probability is ``sigmoid(S)`` and the decision ``S > 0``.
@@ -138,6 +139,7 @@ class TreeEnsemble:
     base: float = 0.0
     link: str = "identity"
     source: str = ""
+    divisor: float = 1.0
     final: str = "sigmoid"      # the pair problem's reading: forward() is a logit
 
     def __post_init__(self):
@@ -159,10 +161,17 @@ class TreeEnsemble:
     def aggregate(self, X) -> np.ndarray:
         """S(x) (see the module docstring), float64 (n,)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        s = np.full(X.shape[0], float(self.base))
+        acc = np.zeros(X.shape[0])
         for t in self.trees:
-            s = s + t.value[t.apply(X)]
-        return s
+            acc = acc + t.value[t.apply(X)]
+        return self.base + acc / self.divisor
+
+    def combine(self, values) -> float:
+        """S from the leaf values of the trees (in tree order), summed as :meth:`aggregate` does."""
+        acc = 0.0
+        for v in values:
+            acc += float(v)
+        return float(self.base + acc / self.divisor)
 
     def forward(self, X, dtype=np.float64) -> np.ndarray:
         """The logit: S (logistic link) or logit(S) clipped to [1e-15, 1 - 1e-15] (identity)."""
@@ -301,8 +310,8 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
                 share = _class_share(m.tree_, mcls.index(classes[col]))
             else:
                 share = np.zeros(m.tree_.node_count)
-            trees.append(_sk_tree(m.tree_, share / k))
-        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name)
+            trees.append(_sk_tree(m.tree_, share))
+        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(k))
         return _self_check(ens, lambda X: est.predict_proba(X)[:, col], name)
     if name == "GradientBoostingClassifier":
         if len(classes) != 2:
@@ -446,7 +455,7 @@ def random_ensemble(seed: int, n_inputs: int, n_trees: int, depth: int, link: st
             feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
             if d >= depth or (d > 0 and rng.random() < 0.2):
                 if link == "identity":
-                    val[k] = float(rng.integers(0, 5)) / 4.0 / n_trees
+                    val[k] = float(rng.integers(0, 5)) / 4.0
                 else:
                     val[k] = float(np.round(rng.normal(0, 1), 2))
                 return k
@@ -460,5 +469,6 @@ def random_ensemble(seed: int, n_inputs: int, n_trees: int, depth: int, link: st
         grow(0)
         trees.append(Tree(feat, thr, left, right, val, strict=strict))
     base = 0.0 if link == "identity" else float(np.round(rng.normal(0, 0.5), 2))
-    return TreeEnsemble(tuple(trees), n_inputs, base, link, f"random(seed={seed})")
+    return TreeEnsemble(tuple(trees), n_inputs, base, link, f"random(seed={seed})",
+                        divisor=float(n_trees) if link == "identity" else 1.0)
 

@@ -101,14 +101,15 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
         split = None
         outs = np.zeros(K)
         for c, ens in enumerate(ensembles):
-            smin = smax = ens.base
+            vmin, vmax = [], []
             for ti, t in enumerate(ens.trees):
                 leaves, first = _reach(t, blo, bhi)
                 v = t.value[leaves]
-                smin += float(v.min())
-                smax += float(v.max())
+                vmin.append(float(v.min()))
+                vmax.append(float(v.max()))
                 if first >= 0 and split is None:
                     split = (c, ti, first)
+            smin, smax = ens.combine(vmin), ens.combine(vmax)
             outs[c] = smin
             b0, b1 = bucket_of(_prob(np.array([smin, smax]), link), eps)
             buckets.update(range(int(b0), int(b1) + 1))

@@ -9,7 +9,7 @@ split values, so no interval is lost). Each tree gets one leaf variable ``y_l in
 copy with ``sum y_l = 1`` and, for every split node on ``(i, c_{i,j})``, the leaves of its left
 subtree summing to at most ``p_{i,j}`` and those of its right subtree to at most
 ``1 - p_{i,j}``: with integral ``p`` exactly one leaf (the one ``v`` reaches) is 1, so the
-leaf variables need no integrality. ``S = base + sum value_l y_l`` per copy.
+leaf variables need no integrality. ``S = base + sum value_l y_l / divisor`` per copy.
 
 The pair: the inputs and the pre-condition (tied inputs shared, relaxed rows, one-hot rows,
 "some protected input differs") are the same rows as the ReLU encoding
@@ -114,12 +114,12 @@ class MilpTreeEngine:
                     s_idx[copy].append(v)
                     s_val[copy].append(float(t.value[j]))
             self.leaf_vars.append((list(per_copy[0].values()), list(per_copy[1].values())))
-        lo_s = ens.base + sum(float(t.value[t.left < 0].min()) for t in ens.trees)
-        hi_s = ens.base + sum(float(t.value[t.left < 0].max()) for t in ens.trees)
+        lo_s = ens.base + sum(float(t.value[t.left < 0].min()) for t in ens.trees) / ens.divisor
+        hi_s = ens.base + sum(float(t.value[t.left < 0].max()) for t in ens.trees) / ens.divisor
         self.s = []
         for copy in (0, 1):
             s = lm.var(lo_s - 1.0, hi_s + 1.0, False, f"S{copy}")
-            lm.row([s] + s_idx[copy], [1.0] + [-v for v in s_val[copy]], ens.base, ens.base)
+            lm.row([s] + s_idx[copy], [1.0] + [-v / ens.divisor for v in s_val[copy]], ens.base, ens.base)
             self.s.append(s)
         self.s_bounds = (lo_s, hi_s)
         self.threshold = ens.threshold

@@ -4,7 +4,7 @@ Inputs are ``Int`` (integral) or ``Real`` constants, tied inputs one constant sh
 copies, with the same pre-condition as the ReLU encoding (domain, one-hot groups, relaxed
 distances, some protected input differs). Each tree is the nested term
 ``If(v_i <= c, left, right)`` over its leaves' values as exact rationals of the float64
-numbers; ``S = base + sum of the trees``. A tree reading only tied inputs is one shared term.
+numbers; ``S = base + (sum of the trees) / divisor``. A tree reading only tied inputs is one shared term.
 Arithmetic is exact, so strict post-conditions (``S > c >= S'``) are asserted as such.
 z3 is imported here only.
 """
@@ -78,8 +78,8 @@ class SmtTreeEngine:
             parts[0].append(a)
             shared = all(xps[i] is xs[i] for i in t.features())
             parts[1].append(a if shared else term(t, 0, xpts))
-        self.S = z3.Sum([_q(ens.base)] + parts[0])
-        self.Sp = z3.Sum([_q(ens.base)] + parts[1])
+        self.S = _q(ens.base) + z3.Sum(parts[0]) / _q(ens.divisor)
+        self.Sp = _q(ens.base) + z3.Sum(parts[1]) / _q(ens.divisor)
         self.cons = cons
         self.xs, self.xps = xs, xps
         self.stats = {"engine": "z3", "assertions": len(cons), "checks": 0, "solver_seconds": 0.0}

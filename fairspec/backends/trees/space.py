@@ -73,7 +73,7 @@ def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnse
     out = []
     for feat, thr, strict, t in trees:
         out.append(_prune_one(feat, thr, strict, t, lo, hi, integer))
-    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source)
+    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor)
 
 
 def prune(ens: TreeEnsemble, lo, hi, integer) -> TreeEnsemble:
@@ -157,8 +157,8 @@ def instant_verdict(problem) -> tuple[str, str] | None:
         names = "protected or relaxed inputs"
         return "holds", (f"the model never reads the {names} where its output can change, so x and x' "
                          "always reach the same leaves")
-    lo_s = ens.base + sum(_leaf_range(t)[0] for t in ens.trees)
-    hi_s = ens.base + sum(_leaf_range(t)[1] for t in ens.trees)
+    lo_s = ens.base + sum(_leaf_range(t)[0] for t in ens.trees) / ens.divisor
+    hi_s = ens.base + sum(_leaf_range(t)[1] for t in ens.trees) / ens.divisor
     thr = ens.threshold
     if problem.post == "label":
         if hi_s <= thr:
@@ -166,7 +166,7 @@ def instant_verdict(problem) -> tuple[str, str] | None:
         if lo_s > thr:
             return "holds", f"every input is decided positive (the output is at least {lo_s:.6g} > {thr:g})"
         return None
-    d = sum(_leaf_range(ens.trees[k])[1] - _leaf_range(ens.trees[k])[0] for k in vt)
+    d = sum(_leaf_range(ens.trees[k])[1] - _leaf_range(ens.trees[k])[0] for k in vt) / ens.divisor
     if problem.post == "prob":
         bound = d if ens.link == "identity" else float(2.0 * sigmoid(np.array([d / 2.0]))[0] - 1.0)
     elif ens.link == "logistic":
