@@ -129,6 +129,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "+ nearest neighbours), optionally with its own budget: search annealing for 60s",
            choices=("random", "annealing", "knn"), default="annealing"),
     Option("explain", "statement", "explain the violations found: explain tree", choices=("tree",)),
+    Option("max_boxes", "int", "tree models: the boxes of leaf combinations the exact max k may split "
+           "(beyond them: a proved upper bound, then the search)", lo=1, hi=100_000_000),
+    Option("max_cells", "int", "tree models: the leaf combinations a point's neighbourhood may have "
+           "(a point with more is unknown)", lo=1, hi=100_000_000),
 )}
 
 
@@ -215,7 +219,8 @@ register(Backend(
         Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_milp", _opts(*_PAIR, _PAIR_ENGINE,
                    timeout=60.0), doc="the pair encoding: prove, find or maximize"),
         Capability("pba", "fairspec.kinds.pba:run", _opts("seed", "workers", "points", "chart",
-                   _PBA_ENGINE, timeout=120.0), doc="PBA neighbourhoods: bounds, LP, exact MILP"),
+                   _PBA_ENGINE, timeout=120.0, max_cells=4096), doc="PBA neighbourhoods: bounds, LP, exact MILP "
+                   "(tree models: exact over leaf combinations)"),
     )))
 register(Backend(
     "smt", "SMT (pysmt with z3, exact rationals) over the ReLU network", ("relu_network",), (
@@ -225,7 +230,7 @@ register(Backend(
 register(Backend(
     "search", "HyFair's search for k-discrimination, on the model run as it is", ("model",), (
         Capability("k_discrimination", "fairspec.kinds.k_discrimination:run",
-                   _opts("seed", "search", "explain", timeout=60.0),
+                   _opts("seed", "search", "explain", timeout=60.0, max_boxes=20000),
                    doc="random walk, simulated annealing, annealing + nearest neighbours; never proves"),
     )))
 _DIST_RUNNER = "fairspec.kinds.distribution:run"
