@@ -12,6 +12,8 @@ import os
 import sys
 
 EXIT_INTERNAL = 4
+_ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by default it may use only its "
+               "project (the nearest folder with fairspec.toml or .git) and the shipped policies")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,9 +30,11 @@ def _build() -> argparse.ArgumentParser:
     c.add_argument("spec")
     c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     c.add_argument("--property", help="run only this property")
+    c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
+    l.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
     f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
     f.add_argument("files", nargs="+", metavar="FILE")
     f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
@@ -59,7 +63,7 @@ def _lint(args) -> int:
     from fairspec.diagnostics import render
     from fairspec.pipeline import lint
 
-    res = lint(args.spec)
+    res = lint(args.spec, allow=args.allow_path)
     if args.format in ("sarif", "github"):
         from fairspec.report import ci
 
@@ -119,7 +123,7 @@ def _check(args) -> int:
         progress = Progress(console=err, transient=True)
         progress.start()
     try:
-        result = check(args.spec, only=args.property, progress=progress)
+        result = check(args.spec, only=args.property, progress=progress, allow=args.allow_path)
     finally:
         if progress:
             progress.stop()

@@ -65,15 +65,16 @@ class Report:
         return out
 
 
-def lint(path, *, sources: dict | None = None) -> CheckResult:
-    res = check_file(Path(path), sources=sources)
+def lint(path, *, sources: dict | None = None, allow=()) -> CheckResult:
+    """``allow``: folders outside the spec's project that its paths may name (--allow-path)."""
+    res = check_file(Path(path), sources=sources, allow=allow)
     res.diagnostics.sort(key=sort_key)
     return res
 
 
-def check(path, *, only: str | None = None, progress=None) -> Report:
+def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
     t0 = time.perf_counter()
-    res = lint(path)
+    res = lint(path, allow=allow)
     report = Report(str(path), res.diagnostics)
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0

@@ -17,6 +17,11 @@ OK = FIXTURES / "ok"
 ERRORS = FIXTURES / "errors"
 EXAMPLES = REPO / "examples"
 
+# Tests write specs to temporary folders that name the repository's fixtures, data and models:
+# let every spec (in this process and in the `fairspec` subprocesses) read inside the repository.
+# The confinement tests (test_hostile.py) clear this to see the default.
+os.environ["FAIRSPEC_ALLOW_PATH"] = str(REPO)
+
 _EXPECT = re.compile(r"^#\s*expect:\s*(FS\d{3})\s+(?:(\S+):)?(\d+):(\d+)\s*$")
 
 

@@ -34,6 +34,22 @@ class ModelLoadError(Exception):
         return self.message
 
 
+_ANNOUNCED: set[str] = set()
+
+
+def announce_pickle(path) -> None:
+    """Say once per file, on stderr, that loading this trusted pickle runs the code inside it."""
+    import os
+    import sys
+
+    key = os.path.realpath(str(path))
+    if key in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(key)
+    print(f"fairspec: loading {path} runs the code inside the pickle (the spec says `trust pickle`)",
+          file=sys.stderr, flush=True)
+
+
 def default_threshold(score_kind: str) -> float:
     """The decision threshold on a score of this kind: 0 for logits, 1/2 for probabilities."""
     return 0.0 if score_kind == "logit" else 0.5

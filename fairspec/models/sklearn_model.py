@@ -7,7 +7,7 @@ import pathlib
 import sys
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, short_error
 from .peek import _require_file
 
 SKOPS_SUFFIXES = (".skops",)
@@ -191,6 +191,7 @@ class SklearnModel(LoadedModel):
                     f"skops (.skops) instead, or write `trust pickle` in the spec if you trust it",
                     path,
                 )
+            announce_pickle(path)
             est = _load_pickle(path)
         else:
             raise ModelLoadError(

@@ -6,7 +6,7 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, short_error
 from .peek import _require_file
 
 
@@ -81,6 +81,7 @@ class TorchModel(LoadedModel):
                 if file_kind == "script":
                     module = torch.jit.load(str(path), map_location="cpu")
                 else:
+                    announce_pickle(path)
                     module = torch.load(str(path), map_location="cpu", weights_only=False)
         except Exception as exc:  # noqa: BLE001 - RuntimeError, UnpicklingError, ...
             how = "TorchScript" if file_kind == "script" else "torch.load"

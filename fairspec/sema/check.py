@@ -46,9 +46,12 @@ def _arg_value(arg: ast.Arg):
 
 
 class Checker:
-    def __init__(self, root: Path, *, peek_models: bool = True, sources: dict | None = None):
+    def __init__(self, root: Path, *, peek_models: bool = True, sources: dict | None = None, allow=()):
+        from fairspec.files import Roots
+
         self.root = Path(root)
         self.sources = sources
+        self.roots = Roots.for_spec(self.root, allow)  # every path the spec names resolves inside these
         self.sink = Sink()
         self.lower = ExprLowerer(self.sink)
         self.peek_models = peek_models
@@ -73,7 +76,7 @@ class Checker:
     # ------------------------------------------------------------------ driver
     def run(self) -> CheckResult:
         try:
-            modules = load_modules(self.root, self.sink, self.sources)
+            modules = load_modules(self.root, self.sink, self.roots, self.sources)
         except DiagnosticError as e:
             self.sink.extend(e.diagnostics)
             return CheckResult(None, self.sink.items, {})
@@ -165,6 +168,17 @@ class Checker:
         except LowerError:
             pass
 
+    def user_path(self, arg: ast.Str, base: Path, what: str) -> Path:
+        """A path written in the spec, resolved inside the project roots (FS212 at its span when outside)."""
+        from fairspec.files import OutsideRoot, PathError
+
+        try:
+            return self.roots.resolve(arg.value, base, what)
+        except OutsideRoot as e:
+            self.fail("FS212", str(e), arg.span)
+        except PathError as e:
+            self.fail("FS404" if what.startswith("data") else "FS401", str(e), arg.span)
+
     def fail(self, code, msg, span, hint=None):
         self.sink.add(code, msg, span, hint=hint)
         raise LowerError()
@@ -248,7 +262,7 @@ class Checker:
             if not isinstance(v, ast.Name) or v.id not in ("names", "codes"):
                 self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
             categories = v.id
-        path = (d.base / path_arg.value)
+        path = self.user_path(path_arg, d.base, "data file")
         if fmt == "parquet":
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span)
@@ -423,9 +437,18 @@ class Checker:
             else:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
                           hint=did_you_mean(k, ["output", "index", "score"]) or "options are output, index, score and trust pickle")
-        path = d.base / path_arg.value
-        if not path.exists():
+        path = self.user_path(path_arg, d.base, "model file")
+        from fairspec.files import PathError, file_kind
+
+        try:
+            kind = file_kind(path)
+        except PathError as e:
+            self.fail("FS401", str(e), path_arg.span)
+        if kind == "missing":
             self.fail("FS401", f"model file {path_arg.value} does not exist (looked for {path})", path_arg.span)
+        if kind != "file":
+            what = "a folder" if kind == "folder" else "not a regular file (a device, pipe or socket)"
+            self.fail("FS401", f"model file {path_arg.value} is {what}", path_arg.span)
         if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
             self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
         model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span)
@@ -831,6 +854,7 @@ def _names_in(e) -> set[str]:
     return out
 
 
-def check_file(path, *, peek_models: bool = True, sources: dict | None = None) -> CheckResult:
-    """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers)."""
-    return Checker(Path(path), peek_models=peek_models, sources=sources).run()
+def check_file(path, *, peek_models: bool = True, sources: dict | None = None, allow=()) -> CheckResult:
+    """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers);
+    ``allow``: folders outside the spec's project that its paths may name (--allow-path)."""
+    return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow).run()

@@ -6,30 +6,40 @@ from pathlib import Path
 
 from fairspec import paths
 from fairspec.diagnostics import DiagnosticError, Related, Sink
+from fairspec.files import OutsideRoot, PathError, Roots, file_kind
 from fairspec.syntax import ast
 from fairspec.syntax.parser import parse_file, parse_text
 
 
-def resolve_import(path: str, importer: Path) -> Path:
-    """`fairspec/...` names a shipped policy file; anything else is relative to the importer."""
+def resolve_import(path: str, importer: Path, roots: Roots | None = None) -> Path:
+    """`fairspec/...` names a shipped policy file; anything else is relative to the importer.
+
+    With ``roots`` the result must lie inside them (raises fairspec.files.OutsideRoot)."""
     if path.startswith("fairspec/"):
-        return paths.specs_dir() / path[len("fairspec/"):]
-    p = Path(path)
-    return p if p.is_absolute() else importer.parent / p
+        base, text = paths.specs_dir(), path[len("fairspec/"):]
+    else:
+        base, text = importer.parent, path
+    if roots is None:
+        p = Path(text)
+        return p if p.is_absolute() else base / p
+    return roots.resolve(text, base, "import", shown=path)
 
 
-def load_modules(root: Path, sink: Sink, sources: dict | None = None) -> list[ast.Module]:
+def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: dict | None = None) -> list[ast.Module]:
     """Parse the root file and, depth first, everything it imports.
 
     Returns the modules with every import before its importer, each file once.
-    Syntax errors, missing files and cycles are reported to ``sink``.
+    Syntax errors, missing files, cycles and imports outside ``roots`` (default: the root
+    file's project, fairspec.files.Roots) are reported to ``sink``; a file outside is never opened.
     ``sources`` maps resolved paths to text that replaces the file's content
     (an editor's unsaved buffers, a formatter's output).
     """
+    if roots is None:
+        roots = Roots.for_spec(root)
     sources = {Path(k).resolve(): v for k, v in (sources or {}).items()}
 
-    def exists(p: Path) -> bool:
-        return p.resolve() in sources or p.is_file()
+    def kind_of(p: Path) -> str:
+        return "file" if p.resolve() in sources else file_kind(p)
 
     ordered: list[ast.Module] = []
     done: set[Path] = set()
@@ -59,19 +69,32 @@ def load_modules(root: Path, sink: Sink, sources: dict | None = None) -> list[as
         stack.append((key, via))
         for decl in module.decls:
             if isinstance(decl, ast.Import):
-                target = resolve_import(decl.path, path)
-                if not exists(target):
-                    sink.add("FS203", f"import not found: {decl.path!r} (looked for {target})", decl.span)
+                try:
+                    target = resolve_import(decl.path, path, roots)
+                    kind = kind_of(target)
+                except PathError as e:
+                    sink.add("FS212" if isinstance(e, OutsideRoot) else "FS203", str(e), decl.span)
+                    continue
+                if kind != "file":
+                    what = {"folder": "is a folder", "special": "is not a regular file"}.get(kind, "not found")
+                    sink.add("FS203", f"import {what}: {decl.path!r} (looked for {target})", decl.span)
                     continue
                 visit(target, decl)
         stack.pop()
         done.add(key)
         ordered.append(module)
 
-    if not exists(root):
-        from fairspec.diagnostics import Diagnostic
+    from fairspec.diagnostics import Diagnostic
 
-        if root.is_dir():
+    try:
+        root_kind = kind_of(root)
+    except PathError as e:
+        raise DiagnosticError(Diagnostic("FS203", str(e), None, hint="check the path given on the command line"))
+    if root_kind == "special":
+        raise DiagnosticError(Diagnostic("FS203", f"{root} is not a regular file (a device, pipe or socket)", None,
+                                         hint="give the path of a .fair file"))
+    if root_kind != "file":
+        if root_kind == "folder":
             raise DiagnosticError(Diagnostic("FS203", f"{root} is a folder, not a spec file", None,
                                              hint="give the path of a .fair file"))
         raise DiagnosticError(Diagnostic("FS203", f"spec file not found: {root}", None,

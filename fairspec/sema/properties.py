@@ -854,7 +854,16 @@ def build_repair(ck, node: ast.RepairDecl):
                 ck.fail("FS307", "alpha must be >= 1 (no repair changes less than the minimal one)", e.span)
         write = None
         for w in (s for s in node.stmts if s.kind == "write"):
-            out = ck.root.parent / w.args[0].value
+            out = ck.user_path(w.args[0], ck.root.parent, "output file")  # confined (fairspec.files)
+            from fairspec.files import PathError, file_kind
+
+            try:
+                kind = file_kind(out)
+            except PathError as e:
+                ck.fail("FS505", str(e), w.args[0].span)
+            if kind in ("folder", "special"):
+                ck.fail("FS505", f"the output file {w.args[0].value!r} is "
+                                 f"{'a folder' if kind == 'folder' else 'not a regular file'}; name a file", w.args[0].span)
             if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
             write = str(out)

@@ -483,7 +483,9 @@ def read_source(path) -> str:
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise DiagnosticError(Diagnostic("FS203", f"cannot read {p}: {e.strerror or e}", None)) from None
+        from fairspec.files import os_error
+
+        raise DiagnosticError(Diagnostic("FS203", f"cannot read the spec: {os_error(p, e)}", None)) from None
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise DiagnosticError(Diagnostic("FS104", f"{p} is UTF-16 text, not UTF-8", Span(str(p), 1, 1, 1, 2),
                                          hint="save the spec as UTF-8 (without a byte-order mark)"))

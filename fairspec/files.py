@@ -1,0 +1,226 @@
+"""Every file a spec names goes through here: where the project is, what may be read and written.
+
+A spec may read and write only inside its *project root*, the nearest folder at or above the
+spec's own folder that holds a ``fairspec.toml`` or a ``.git`` (the spec's folder when there is
+none), plus the policies shipped with fairspec and any folder given with ``--allow-path DIR`` (or listed in
+the environment variable FAIRSPEC_ALLOW_PATH).
+Imports, data files, model files and a repair's ``write`` all resolve through :class:`Roots`;
+a path whose real location (symbolic links followed) lies outside is a :class:`PathError`,
+whose message names the path and never shows the file's content.
+
+:func:`safe_write` is the one way fairspec writes a file the user owns: confined, never onto a
+folder, a device or a protected file (the model being repaired), never through a symbolic link
+that leads out of the root, and atomic (a temporary file in the same folder, then a rename).
+
+:func:`file_kind` and :func:`os_error` turn what the operating system says about a user's path
+into one sentence naming it (a folder, a device, missing, unreadable, a name too long, ...).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+PROJECT_MARKERS = ("fairspec.toml", ".git")
+ALLOW_ENV = "FAIRSPEC_ALLOW_PATH"  # more allowed folders, separated by os.pathsep (as --allow-path; CI, tests)
+
+
+class PathError(Exception):
+    """A user's path cannot be used: one sentence naming it."""
+
+
+class OutsideRoot(PathError):
+    """The path lies outside the project root and every allowed folder."""
+
+
+def _real(p: Path) -> Path:
+    """The absolute path with every symbolic link followed (missing tails kept as written)."""
+    try:
+        return Path(os.path.realpath(p))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(p))
+
+
+def project_root(spec: Path) -> Path:
+    """The nearest folder at or above the spec's folder that holds fairspec.toml or .git."""
+    start = _real(Path(spec)).parent
+    for d in (start, *start.parents):
+        for marker in PROJECT_MARKERS:
+            try:
+                if (d / marker).exists():
+                    return d
+            except OSError:
+                continue
+    return start
+
+
+@dataclass(frozen=True)
+class Roots:
+    """The folders a spec may read and write: the project root, the shipped policies, --allow-path."""
+
+    project: Path
+    extra: tuple[Path, ...] = ()  # the shipped policies and every --allow-path folder
+
+    @classmethod
+    def for_spec(cls, spec: Path, allow: Iterable[str | Path] = ()) -> "Roots":
+        from fairspec import paths
+
+        env = [a for a in os.environ.get(ALLOW_ENV, "").split(os.pathsep) if a]
+        extra = [_real(paths.specs_dir())] + [_real(Path(a)) for a in (*allow, *env)]
+        return cls(project_root(spec), tuple(extra))
+
+    @property
+    def all(self) -> tuple[Path, ...]:
+        return (self.project, *self.extra)
+
+    def contains(self, p: Path) -> bool:
+        real = _real(p)
+        return any(real == r or real.is_relative_to(r) for r in self.all)
+
+    def resolve(self, text: str, base: Path, what: str = "path", shown: str | None = None) -> Path:
+        """``text`` relative to ``base``; raises OutsideRoot (naming ``shown``, the path as the spec
+        writes it, default ``text``) when it leaves the roots."""
+        try:
+            p = Path(text)
+            full = p if p.is_absolute() else Path(base) / p
+        except (TypeError, ValueError) as e:  # NUL bytes and the like
+            raise PathError(f"the {what} {text!r} is not a valid path ({e})") from None
+        if "\x00" in text:
+            raise PathError(f"the {what} {text!r} is not a valid path (it holds a NUL character)")
+        if not self.contains(full):
+            raise OutsideRoot(self.outside_message(shown or text, what))
+        return full
+
+    def outside_message(self, text: str, what: str) -> str:
+        allowed = " and the folders given with --allow-path" if len(self.extra) > 1 else ""
+        return f"the {what} {text!r} is outside the project root {self.project}{allowed}"
+
+
+# ---------------------------------------------------------------------------- what a path is
+
+def os_error(path, e: OSError, doing: str = "read") -> str:
+    """One sentence for an OS error on a user's path."""
+    if e.errno == errno.ENAMETOOLONG:
+        return f"the path {_short(path)} is too long for the file system"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"{path} cannot be {doing}: permission denied"
+    if e.errno == errno.ENOENT:
+        return f"{path} does not exist"
+    if e.errno == errno.EISDIR:
+        return f"{path} is a folder, not a file"
+    if e.errno == errno.ELOOP:
+        return f"{path} is a loop of symbolic links"
+    if e.errno == errno.ENOTDIR:
+        return f"{path} does not exist (a part of the path is a file, not a folder)"
+    why = e.strerror or type(e).__name__
+    return f"{path} cannot be {doing}: {why[0].lower() + why[1:]}"
+
+
+def _short(path, limit: int = 120) -> str:
+    s = str(path)
+    return s if len(s) <= limit else f"{s[:60]}...{s[-40:]} ({len(s)} characters)"
+
+
+def file_kind(path) -> str:
+    """'file', 'missing', 'folder' or 'special' (a device, a pipe, a socket); raises PathError on
+    any other OS error (a name too long, permission denied on a folder on the way, ...)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except NotADirectoryError:
+        return "missing"
+    except ValueError as e:
+        raise PathError(f"{_short(path)} is not a valid path ({e})") from None
+    except OSError as e:
+        raise PathError(os_error(path, e)) from None
+    if stat.S_ISREG(st.st_mode):
+        return "file"
+    if stat.S_ISDIR(st.st_mode):
+        return "folder"
+    return "special"
+
+
+def require_file(path, what: str = "file") -> None:
+    """Raise PathError with one sentence unless ``path`` is a regular file that can be opened."""
+    kind = file_kind(path)
+    if kind == "missing":
+        raise PathError(f"{what} {path} does not exist")
+    if kind == "folder":
+        raise PathError(f"{what} {path} is a folder, not a file")
+    if kind == "special":
+        raise PathError(f"{what} {path} is not a regular file (a device, pipe or socket)")
+    if not os.access(path, os.R_OK):
+        raise PathError(f"{what} {path} cannot be read: permission denied")
+
+
+# ---------------------------------------------------------------------------- writing
+
+def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
+               protect: Iterable[str | Path] = ()) -> Path:
+    """Write ``data`` (bytes, or a function that writes a file at the path it is given) to ``path``.
+
+    Refuses (PathError) a path outside ``roots``, a folder, a device, a path that is one of
+    ``protect`` (the model being read), and a symbolic link whose target leaves the roots.
+    The content goes to a temporary file in the target's folder, is flushed to disk and then
+    renamed over the target, so a reader sees the old file or the new one, never a part.
+    Returns the real path written.
+    """
+    target = Path(path)
+    if not roots.contains(target):
+        raise OutsideRoot(roots.outside_message(str(path), "output file"))
+    real = _real(target)  # a symbolic link inside the roots is written through to its target
+    kind = file_kind(real)
+    if kind == "folder":
+        raise PathError(f"the output file {path} is a folder; name a file inside it")
+    if kind == "special":
+        raise PathError(f"the output file {path} is not a regular file (a device, pipe or socket)")
+    for p in protect:
+        if _real(Path(p)) == real:
+            raise PathError(f"the output file {path} is the model being read; write the result to another file")
+    folder = real.parent
+    if file_kind(folder) != "folder":
+        raise PathError(f"the folder of the output file {path} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{real.name}.", suffix=".tmp")
+    except OSError as e:
+        raise PathError(os_error(folder, e, "written")) from None
+    try:
+        if callable(data):
+            os.close(fd)
+            data(Path(tmp))
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        try:  # the permissions of the file replaced, or those a new file gets
+            os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode) if kind == "file" else 0o666 & ~_umask())
+        except OSError:
+            pass
+        os.replace(tmp, real)
+    except OSError as e:
+        _unlink(tmp)
+        raise PathError(os_error(path, e, "written")) from None
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return real
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _unlink(p) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass

@@ -1,0 +1,213 @@
+"""Hostile and broken input (issue 10): file access is confined, writes are safe, trusted pickles
+are announced.  Every test goes through the public lint/check path (or the CLI) where it can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, run_cli
+from fairspec.files import OutsideRoot, PathError, Roots, project_root, safe_write
+from fairspec.pipeline import check, lint
+
+PEOPLE = FIXTURES / "data" / "people.csv"
+ONNX = FIXTURES / "models" / "people6.onnx"
+SECRET = "TOP-SECRET-LINE do not print me"
+
+
+@pytest.fixture
+def confined(monkeypatch):
+    """The default confinement: no FAIRSPEC_ALLOW_PATH (the suite's conftest sets one)."""
+    monkeypatch.delenv("FAIRSPEC_ALLOW_PATH", raising=False)
+
+
+def _cli(*args, cwd=None):
+    env_before = os.environ.pop("FAIRSPEC_ALLOW_PATH", None)
+    try:
+        return run_cli(*args, cwd=cwd)
+    finally:
+        if env_before is not None:
+            os.environ["FAIRSPEC_ALLOW_PATH"] = env_before
+
+
+def _codes(res):
+    return [d.code for d in res.diagnostics if d.is_error]
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project folder (with fairspec.toml) and a secret file outside it."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "fairspec.toml").write_text("")
+    secret = tmp_path / "secret.fair"
+    secret.write_text(SECRET + "\n")
+    return proj, secret
+
+
+# ---------------------------------------------------------------- 1. confinement of reads
+
+@pytest.mark.parametrize("imp", ["fairspec/../../../../../../../../../../{secret}", "{secret}", "../secret.fair",
+                                 "sub/../../secret.fair"])
+def test_import_outside_the_project_is_fs212_and_never_read(tmp_path, confined, imp):
+    proj, secret = _project(tmp_path)
+    (proj / "spec.fair").write_text(f'import "{imp.format(secret=secret)}"\n')
+    res = lint(proj / "spec.fair")
+    assert _codes(res) == ["FS212"]
+    d = res.diagnostics[0]
+    assert d.span.file == str(proj / "spec.fair") and d.span.line == 1
+    for fmt in ("text", "json", "concise"):
+        r = _cli("lint", proj / "spec.fair", "--format", fmt)
+        assert r.returncode == 2
+        assert "TOP-SECRET" not in r.stdout + r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_data_and_model_outside_are_fs212_at_the_path(tmp_path, confined):
+    proj, _ = _project(tmp_path)
+    (proj / "spec.fair").write_text(f'data d = csv("{PEOPLE}")\nmodel m = onnx("{ONNX}")\n')
+    res = lint(proj / "spec.fair")
+    got = sorted((d.code, d.span.line, d.span.column) for d in res.diagnostics if d.is_error)
+    assert got == [("FS212", 1, 14), ("FS212", 2, 16)]
+
+
+def test_allow_path_widens_the_root(tmp_path, confined):
+    proj, _ = _project(tmp_path)
+    (proj / "spec.fair").write_text(f'data d = csv("{PEOPLE}")\nmodel m = onnx("{ONNX}")\n')
+    assert not _codes(lint(proj / "spec.fair", allow=[FIXTURES]))
+    r = _cli("lint", proj / "spec.fair", "--allow-path", FIXTURES / "data", "--allow-path", FIXTURES / "models")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _cli("lint", proj / "spec.fair", "--allow-path", FIXTURES / "data")
+    assert r.returncode == 2 and "FS212" in r.stdout
+
+
+def test_project_root_is_the_nearest_marker_else_the_spec_folder(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    assert project_root(tmp_path / "a" / "b" / "s.fair") == (tmp_path / "a" / "b").resolve()
+    (tmp_path / "a" / "fairspec.toml").write_text("")
+    assert project_root(tmp_path / "a" / "b" / "s.fair") == (tmp_path / "a").resolve()
+    (tmp_path / "a" / "b" / ".git").mkdir()
+    assert project_root(tmp_path / "a" / "b" / "s.fair") == (tmp_path / "a" / "b").resolve()
+    assert project_root(REPO / "examples" / "adult" / "adult.fair") == REPO.resolve()
+
+
+def test_sibling_folders_of_a_project_are_inside(tmp_path, confined):
+    proj, _ = _project(tmp_path)
+    (proj / "specs").mkdir()
+    (proj / "data").mkdir()
+    (proj / "data" / "p.csv").write_bytes(PEOPLE.read_bytes())
+    (proj / "specs" / "s.fair").write_text('data d = csv("../data/p.csv")\n')
+    assert not _codes(lint(proj / "specs" / "s.fair"))
+
+
+def test_symlink_out_of_the_root_is_refused(tmp_path, confined):
+    proj, secret = _project(tmp_path)
+    (proj / "link.fair").symlink_to(secret)
+    (proj / "data.csv").symlink_to(PEOPLE)
+    (proj / "spec.fair").write_text('import "link.fair"\ndata d = csv("data.csv")\n')
+    res = lint(proj / "spec.fair")
+    assert _codes(res) == ["FS212", "FS212"]
+    assert all(SECRET not in d.message for d in res.diagnostics)
+
+
+def test_shipped_policies_stay_importable(tmp_path, confined):
+    proj, _ = _project(tmp_path)
+    shipped = sorted(str(p.relative_to(REPO / "specs")) for p in (REPO / "specs").rglob("*.fair"))
+    assert shipped
+    (proj / "spec.fair").write_text(f'import "fairspec/{shipped[0]}"\n')
+    assert "FS212" not in _codes(lint(proj / "spec.fair"))
+
+
+# ---------------------------------------------------------------- 2. writes
+
+def _repair_spec(proj: Path, write: str) -> Path:
+    (proj / "people.csv").write_bytes(PEOPLE.read_bytes())
+    (proj / "net.onnx").write_bytes(ONNX.read_bytes())
+    spec = proj / "spec.fair"
+    spec.write_text(f"""
+data people = csv("people.csv", label = hired == "yes")
+features P from people {{
+  age : int in [18, 80]
+  sex : {{F, M}} protected
+  race : {{A, B, C}} protected
+  member : bool
+  score : real in [0, 1]
+}}
+model net = onnx("net.onnx", output = "logit")
+encode P for net {{ age : standard  sex : onehot  race : code  member, score : raw }}
+repair fix for net {{
+  goal passing_rate_ratio(net, groups sex) >= 0.8
+  write "{write}"
+}}
+""")
+    return spec
+
+
+@pytest.mark.parametrize("target,code", [("/etc/passwd", "FS212"), ("../../../../../../../../../tmp/x.onnx", "FS212"),
+                                         (".", "FS505"), ("net.onnx", "FS505")])
+def test_repair_write_is_confined(tmp_path, confined, target, code):
+    proj, _ = _project(tmp_path)
+    res = lint(_repair_spec(proj, target))
+    assert code in _codes(res), [d.message for d in res.diagnostics]
+
+
+def test_safe_write_is_atomic_and_confined(tmp_path):
+    proj, secret = _project(tmp_path)
+    roots = Roots.for_spec(proj / "spec.fair")
+    out = proj / "out.bin"
+    out.write_bytes(b"old")
+    os.chmod(out, 0o640)
+    assert safe_write(out, b"new", roots) == out.resolve()
+    assert out.read_bytes() == b"new" and (out.stat().st_mode & 0o777) == 0o640
+    assert not [p for p in proj.iterdir() if p.name.endswith(".tmp")]
+    # a function that writes to the path it is given (skops.io.dump, torch.save, ...)
+    safe_write(proj / "f.bin", lambda p: p.write_bytes(b"via function"), roots)
+    assert (proj / "f.bin").read_bytes() == b"via function"
+    # a failure mid-write leaves the old file and no temporary file
+    with pytest.raises(RuntimeError):
+        safe_write(out, lambda p: (p.write_bytes(b"half"), (_ for _ in ()).throw(RuntimeError("boom"))), roots)
+    assert out.read_bytes() == b"new"
+    assert not [p for p in proj.iterdir() if p.name.endswith(".tmp")]
+    with pytest.raises(OutsideRoot):
+        safe_write(secret, b"x", roots)
+    with pytest.raises(PathError, match="folder"):
+        safe_write(proj, b"x", roots)
+    (proj / "out").symlink_to(secret)
+    with pytest.raises(OutsideRoot):
+        safe_write(proj / "out", b"x", roots)
+    assert secret.read_text().startswith(SECRET)
+    with pytest.raises(PathError, match="model being read"):
+        safe_write(out, b"x", roots, protect=[out])
+    with pytest.raises(PathError, match="does not exist"):
+        safe_write(proj / "nowhere" / "x.bin", b"x", roots)
+    if os.path.exists("/dev/null"):
+        with pytest.raises(PathError):
+            safe_write("/dev/null", b"x", Roots(Path("/dev")))
+
+
+# ---------------------------------------------------------------- 3. trust pickle is announced
+
+def test_trusted_pickle_is_announced_once_on_stderr(tmp_path):
+    spec = tmp_path / "p.fair"
+    spec.write_text(f"""
+data people = csv("{PEOPLE}", label = hired == "yes")
+features P from people {{
+  age : int in [18, 80]
+  sex : {{F, M}} protected
+  race : {{A, B, C}} protected
+  member : bool
+  score : real in [0, 1]
+}}
+model lr = sklearn("{FIXTURES / 'models' / 'people6.pkl'}", trust pickle, score = prob)
+encode P for lr {{ age : standard  sex : onehot  race : code  member, score : raw }}
+property a {{ statistical_parity(lr, groups sex) <= 0.9 }}
+property b {{ statistical_parity(lr, groups race) <= 0.9 }}
+""")
+    r = run_cli("check", spec, "--format", "json")
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    json.loads(r.stdout)
+    lines = [ln for ln in r.stderr.splitlines() if "pickle" in ln]
+    assert len(lines) == 1 and "people6.pkl" in lines[0] and "runs the code" in lines[0], r.stderr
