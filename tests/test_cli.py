@@ -409,6 +409,7 @@ def test_lint_and_check_write_nothing_next_to_the_spec(tmp_path):
     shutil.copytree(FIXTURES / "ok", tree / "ok")
     shutil.copytree(FIXTURES / "data", tree / "data")
     shutil.copytree(FIXTURES / "models", tree / "models")
+    (tree / "fairspec.toml").write_text("")  # the project: ok/ reads ../data and ../models
     before = snapshot(tree)
     for cmd in (["lint", "encodings.fair"], ["check", "policies_local.fair", "--format", "json"]):
         r = run_cli(*cmd, cwd=tree / "ok")  # relative spec paths, run from the spec's folder

@@ -211,3 +211,119 @@ property b {{ statistical_parity(lr, groups race) <= 0.9 }}
     json.loads(r.stdout)
     lines = [ln for ln in r.stderr.splitlines() if "pickle" in ln]
     assert len(lines) == 1 and "people6.pkl" in lines[0] and "runs the code" in lines[0], r.stderr
+
+
+# ---------------------------------------------------------------- 4-5. numbers and depth
+
+def _check_json(spec: Path, *extra) -> dict:
+    r = run_cli("check", spec, "--format", "json", *extra)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-2000:]
+    assert r.returncode != 4, r.stderr
+    return json.loads(r.stdout)
+
+
+PEOPLE_DECLS = f"""
+data people = csv("{PEOPLE}", label = hired == "yes")
+features People from people {{
+  age    : int in [18, 80]
+  sex    : {{F, M}}  protected
+  race   : {{A, B, C}}  protected
+  member : bool
+  score  : real in [0, 1]
+}}
+model net = onnx("{ONNX}", output = "logit")
+encode People for net {{ age : standard  sex : onehot  race : code  member, score : raw }}
+"""
+
+HUGE = "9" * 400
+
+
+@pytest.mark.parametrize("where", [
+    f"features F {{ a : int in [0, {HUGE}] }}",
+    f"features F {{ a : real in [0, 1] bins [0.5, {HUGE}] }}",
+    f"group g = age >= {HUGE}",
+    f"property p {{ statistical_parity(net, groups sex) <= {HUGE} }}",
+    f"property p {{ statistical_parity(net, groups sex) <= 1e999 }}",
+    f"property p {{ statistical_parity(net, groups sex) <= 0.5  timeout = {HUGE}s }}",
+    f"property p {{ statistical_parity(net, groups sex) <= 0.5  timeout = {HUGE} }}",
+    f"property p {{ statistical_parity(net, groups sex) <= 0.5  bootstrap = {HUGE} }}",
+    f"property p {{ statistical_parity(net, groups sex) <= 0.5  seed = {'1' * 5000} }}",
+    f"encode People for net {{ age : minmax(lo = 0, hi = {HUGE})  sex : onehot  race : code  member, score : raw }}",
+])
+def test_a_huge_number_is_fs307_at_its_span(tmp_path, where):
+    spec = tmp_path / "n.fair"
+    spec.write_text(PEOPLE_DECLS.replace("encode People for net", "encode People for net0") + where + "\n")
+    res = lint(spec)
+    bad = [d for d in res.diagnostics if d.code == "FS307"]
+    assert bad, [d.message for d in res.diagnostics]
+    line = spec.read_text().splitlines()[bad[0].span.line - 1]
+    assert line[bad[0].span.column - 1:].startswith(("9" * 10, "1e999", "1" * 10))
+    assert _check_json(spec)["exit_code"] == 2
+
+
+N = 1000
+
+
+@pytest.mark.parametrize("expr", [
+    " and ".join(["age >= 20"] * N),
+    " or ".join(["(age >= 20 and sex == F)"] * N),
+    "not " * N + "member",
+    "not " * (N + 1) + "member",
+    " + ".join(["score"] * N) + " >= 1",
+    " * ".join(["score"] * N) + " <= 1",
+    "- " * N + "score <= 1",
+], ids=["and", "or", "not-even", "not-odd", "plus", "times", "neg"])
+def test_long_associative_chains_are_checked_not_crashed(tmp_path, expr):
+    spec = tmp_path / "c.fair"
+    spec.write_text(PEOPLE_DECLS + f"""
+model r = rule({expr})
+group g = {expr}
+property rule_parity {{ statistical_parity(r, groups sex) <= 1 }}
+property net_parity {{ statistical_parity(net, groups g) <= 1 }}
+""")
+    res = lint(spec)
+    assert not [d for d in res.diagnostics if d.is_error], [d.message for d in res.diagnostics]
+    out = _check_json(spec)
+    statuses = [p["status"] for p in out["properties"]]
+    assert len(statuses) == 2 and "internal_errors" not in out
+
+
+@pytest.mark.parametrize("expr", ["age - " * N + "1 >= 0", "score / " * N + "1 >= 0",
+                                  "(" * 50 + "|" * 120 + "age" + "|" * 120 + ")" * 50 + " >= 0",
+                                  "(" * 50 + "|- " * 120 + "age" + "|" * 120 + ")" * 50 + " >= 0"],
+                         ids=["minus-chain", "div-chain", "abs", "abs-neg"])
+def test_deep_nesting_is_fs105(tmp_path, expr):
+    spec = tmp_path / "d.fair"
+    spec.write_text(PEOPLE_DECLS + f"group g = {expr}\n")
+    r = run_cli("lint", spec, "--format", "concise")
+    assert r.returncode == 2 and "FS105" in r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
+def test_nesting_just_under_the_bound_runs_every_phase(tmp_path):
+    """Every recursive walker after the parser (AST builder, sema, IR lowering, the data evaluator,
+    the MILP encoder) survives the deepest tree the parser lets through."""
+    from fairspec.syntax.parser import MAX_DEPTH
+
+    k = MAX_DEPTH - 12  # the statement and call around the expression take some levels
+    neg = "- " * k + "1"
+    nots = "not " * (k - (k % 2)) + "(x.member == true)"
+    spec = tmp_path / "u.fair"
+    spec.write_text(PEOPLE_DECLS + f"""
+group g = {"not " * (k - (k % 2))}(age >= 30)
+model r = rule(score >= {neg} + 1)
+property deep_data {{ statistical_parity(net, groups g) <= 1 }}
+property deep_rule {{ statistical_parity(r, groups sex) <= 1 }}
+property deep_milp {{
+  forall x, x' : People
+  require x.* == x'.* except {{sex}}
+  require {nots}
+  require x.score >= {neg} + 1
+  ensure label(net(x)) == label(net(x'))
+  using milp
+}}
+""")
+    res = lint(spec)
+    assert not [d for d in res.diagnostics if d.is_error], [d.message for d in res.diagnostics]
+    out = _check_json(spec)
+    assert [p["name"] for p in out["properties"]] == ["deep_data", "deep_rule", "deep_milp"]
+    assert "internal_errors" not in out

@@ -23,6 +23,7 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
+MAX_NUMBER = 1e15  # the largest magnitude of a number literal (floats hold every whole number up to ~9e15)
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|min|h)$")
 _UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
 
@@ -49,6 +50,28 @@ class _ToAst(Transformer):
             if isinstance(c, ast.Node):
                 return c.span
         return Span.point(self.file)
+
+    def _number_value(self, tok: Token) -> tuple[int | float, bool]:
+        """The literal's value; FS307 at its span when it lies outside +-MAX_NUMBER (a 400-digit
+        number, 1e999): every later float() or int() of it then stays finite."""
+        text = str(tok)
+        is_int = re.fullmatch(r"[0-9]+", text) is not None
+        if is_int:
+            if len(text.lstrip("0")) > 16:  # before int(): Python refuses to convert > 4300 digits
+                self._too_large(tok)
+            value = int(text)
+        else:
+            value = float(text)
+        if not abs(value) <= MAX_NUMBER:  # also catches inf and nan
+            self._too_large(tok)
+        return value, is_int
+
+    def _too_large(self, tok: Token):
+        text = str(tok)
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
+        raise DiagnosticError(Diagnostic("FS307", f"the number {shown} is too large: numbers in a spec lie within "
+                                                  f"-1e15 .. 1e15", self._tok_span(tok),
+                                         hint="write a number of at most 15 digits"))
 
     def _name(self, t: Token) -> ast.Name:
         return ast.Name(self._tok_span(t), str(t))
@@ -134,11 +157,7 @@ class _ToAst(Transformer):
     def signed(self, meta, c):
         neg = len(c) == 2
         tok = c[-1]
-        text = str(tok)
-        is_int = re.fullmatch(r"[0-9]+", text) is not None
-        value = float(text)
-        if is_int:
-            value = int(text)
+        value, is_int = self._number_value(tok)
         return ast.Num(self._meta_span(meta, c), -value if neg else value, is_int)
 
     # encoding ------------------------------------------------------------
@@ -346,14 +365,16 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def number(self, meta, c):
-        text = str(c[0])
-        is_int = re.fullmatch(r"[0-9]+", text) is not None
-        return ast.Num(self._tok_span(c[0]), int(text) if is_int else float(text), is_int)
+        value, is_int = self._number_value(c[0])
+        return ast.Num(self._tok_span(c[0]), value, is_int)
 
     @v_args(meta=True)
     def duration(self, meta, c):
         m = _DURATION.match(str(c[0]))
-        return ast.Dur(self._tok_span(c[0]), float(m.group(1)) * _UNIT[m.group(2)], str(c[0]))
+        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+        if not seconds <= MAX_NUMBER:
+            self._too_large(c[0])
+        return ast.Dur(self._tok_span(c[0]), seconds, str(c[0]))
 
     @v_args(meta=True)
     def string(self, meta, c):
@@ -460,6 +481,94 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
                       hint=hint or "strings use double quotes; names are letters, digits and _")
 
 
+# The deepest syntax tree accepted (a chain of 1,000 `and`s, `not not ...` or `- - -1` nests that
+# deep). Every later phase (the AST builder, name binding, type checking, IR lowering, the
+# solvers' encoders) walks the tree recursively; this bound keeps them all far from Python's
+# recursion limit. Parentheses do not nest the tree: ((((x)))) is x.
+MAX_DEPTH = 100
+
+
+def _chain_op(t) -> str | None:
+    """The associative operator a node applies (and, or, +, *), or None."""
+    from lark import Tree
+
+    if not isinstance(t, Tree):
+        return None
+    if t.data in ("and_op", "or_op"):
+        return t.data
+    if t.data == "arith" and str(t.children[1]) in ("+", "*"):
+        return "arith" + str(t.children[1])
+    return None
+
+
+def _balance_chains(tree) -> None:
+    """Rebuild every chain of one associative operator (a and b and c ..., a + b + c ...) as a
+    balanced tree, in place and without recursion: 1,000 terms nest 10 deep instead of 1,000.
+    The operands keep their order; `-` and `/` chains are left as written. A run of `not` or of
+    unary `-` keeps one or two of them (the same parity)."""
+    from lark import Tree
+    from lark.tree import Meta
+
+    def meta(first, last):
+        m = Meta()
+        m.empty = False
+        m.line, m.column, m.start_pos = first.meta.line, first.meta.column, first.meta.start_pos
+        m.end_line, m.end_column, m.end_pos = last.meta.end_line, last.meta.end_column, last.meta.end_pos
+        return m
+
+    def build(node, leaves, lo, hi):  # depth log2(hi - lo): recursion is fine here
+        if hi - lo == 1:
+            return leaves[lo]
+        mid = (lo + hi) // 2
+        left, right = build(node, leaves, lo, mid), build(node, leaves, mid, hi)
+        kids = [left, node.children[1], right] if node.data == "arith" else [left, right]
+        return Tree(node.data, kids, meta(left, right))
+
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Tree) and t.data in ("not_op", "neg"):  # not not not x == not x; - - -1 == -1
+            at = 0 if t.data == "not_op" else 1
+            run, inner = 1, t.children[at]
+            while isinstance(inner, Tree) and inner.data == t.data:
+                run, inner = run + 1, inner.children[at]
+            if run > 2:  # keep one (odd) or two (even: so a type error inside is still found)
+                if run % 2:
+                    t.children[at] = inner
+                else:
+                    t.children[at].children[at] = inner
+            todo.append(inner)
+            continue
+        op = _chain_op(t)
+        if op is None:
+            todo.extend(c for c in t.children if isinstance(c, Tree))
+            continue
+        leaves, stack = [], [t]
+        while stack:  # the operands in source order
+            n = stack.pop()
+            if _chain_op(n) == op:
+                stack.extend(reversed([n.children[0], n.children[-1]]))
+            else:
+                leaves.append(n)
+        if len(leaves) > 2 and all(not getattr(x, "meta", None) or not x.meta.empty for x in leaves):
+            top = build(t, leaves, 0, len(leaves))
+            t.children = top.children
+        todo.extend(x for x in leaves if isinstance(x, Tree))
+
+
+def _too_deep(tree):
+    """The first node (depth first) deeper than MAX_DEPTH, found without recursion; None if none is."""
+    from lark import Tree
+
+    stack = [(tree, 1)]
+    while stack:
+        t, d = stack.pop()
+        if d > MAX_DEPTH:
+            return t
+        stack.extend((ch, d + 1) for ch in t.children if isinstance(ch, Tree))
+    return None
+
+
 def parse_text(text: str, file: str = "<string>") -> ast.Module:
     """Parse text; raise DiagnosticError with one FS1xx diagnostic on a syntax error."""
     register_source(file, text)
@@ -467,6 +576,15 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise DiagnosticError(_syntax_diagnostic(file, text, e)) from None
+    _balance_chains(tree)
+    deep = _too_deep(tree)
+    if deep is not None:
+        m = deep.meta
+        span = Span(file, m.line, m.column, m.end_line, m.end_column) if not m.empty else Span.point(file)
+        raise DiagnosticError(Diagnostic(
+            "FS105", f"this expression is nested more than {MAX_DEPTH} levels deep", span,
+            hint="split it: name parts with 'group NAME = ...', and write long and/or chains as fewer, "
+                 "shorter conditions"))
     try:
         return _ToAst(file).transform(tree)
     except VisitError as e:
