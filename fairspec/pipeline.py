@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.diagnostics import Diagnostic, sort_key
+from fairspec.diagnostics import Diagnostic, cap_per_file, sort_key
 from fairspec.planning import plan
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
@@ -69,6 +69,7 @@ def lint(path, *, sources: dict | None = None, allow=()) -> CheckResult:
     """``allow``: folders outside the spec's project that its paths may name (--allow-path)."""
     res = check_file(Path(path), sources=sources, allow=allow)
     res.diagnostics.sort(key=sort_key)
+    res.diagnostics = cap_per_file(res.diagnostics)
     return res
 
 

@@ -327,3 +327,30 @@ property deep_milp {{
     out = _check_json(spec)
     assert [p["name"] for p in out["properties"]] == ["deep_data", "deep_rule", "deep_milp"]
     assert "internal_errors" not in out
+
+
+# ---------------------------------------------------------------- 8. output bounded by the cap, not the input
+
+def test_many_errors_on_one_long_line_are_capped(tmp_path):
+    spec = tmp_path / "many.fair"
+    spec.write_text("features F { " + " ".join("a : int in [0, 1]" for _ in range(3000)) + " }\n")
+    for fmt in ("text", "concise", "json"):
+        r = run_cli("lint", spec, "--format", fmt)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert len(r.stdout) < 100_000, (fmt, len(r.stdout))
+        assert "2899 more diagnostics" in r.stdout
+    text = run_cli("lint", spec).stdout
+    assert max(len(line) for line in text.splitlines()) < 400
+
+
+def test_a_long_line_is_cut_around_the_caret_and_long_tokens_in_messages(tmp_path):
+    spec = tmp_path / "long.fair"
+    spec.write_text("group g = " + "x" * 60_000 + " )\n")
+    r = run_cli("lint", spec)
+    assert r.returncode == 2 and len(r.stdout) < 2_000, r.stdout[:500]
+    caret_line = [ln for ln in r.stdout.splitlines() if ln.strip().startswith("|") and "^" in ln][0]
+    code_line = [ln for ln in r.stdout.splitlines() if ln.startswith(" 1 | ")][0]
+    assert code_line[caret_line.index("^")] == ")"  # the caret still points at the ')'
+    spec.write_text("group g = " + "y" * 60_000 + "\n")
+    r = run_cli("lint", spec, "--format", "json")
+    assert len(r.stdout) < 3_000

@@ -11,6 +11,7 @@ TANH = (FIX / "errors" / "milp_tanh.fair").read_text()
 
 
 def _spec(tmp_path, text):
+    (tmp_path / "fairspec.toml").write_text("")  # the project: specs/ reads ../data and ../models
     (tmp_path / "data").mkdir()
     (tmp_path / "models").mkdir()
     (tmp_path / "data" / "people.csv").write_bytes((FIX / "data" / "people.csv").read_bytes())

@@ -14,6 +14,16 @@ from pathlib import Path
 from fairspec.diagnostics.codes import CODES
 
 
+MAX_MESSAGE = 400  # characters of a message; longer ones are cut in the middle
+MAX_PER_FILE = 100  # diagnostics shown per file; the rest are counted in one note (FS100)
+SNIPPET_WIDTH = 160  # characters of a source line shown around the caret
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    keep = (limit - 30) // 2
+    return f"{text[:keep]} ...({len(text) - 2 * keep} characters)... {text[-keep:]}"
+
+
 @dataclass(frozen=True)
 class Span:
     """A region of a source file; lines and columns are 1-based, end exclusive."""
@@ -51,6 +61,8 @@ class Diagnostic:
             raise ValueError(f"bad severity {self.severity}")
         if not self.hint:  # every diagnostic says what to do: fall back to the code's own hint
             object.__setattr__(self, "hint", CODES[self.code].hint)
+        if len(self.message) > MAX_MESSAGE:  # a message that quotes a 60,000-character token
+            object.__setattr__(self, "message", _cut_middle(self.message, MAX_MESSAGE))
 
     @property
     def is_error(self) -> bool:
@@ -134,12 +146,21 @@ def _snippet(span: Span) -> list[str]:
     text = lines[span.line - 1].expandtabs(1)
     width = len(str(span.line))
     end = span.end_column if span.end_line == span.line else len(text) + 1
-    carets = max(1, end - span.column)
+    col = max(1, span.column)
+    carets = max(1, end - col)
+    if len(text) > SNIPPET_WIDTH:  # a long line: a window around the caret, cut ends marked with ...
+        lo = max(0, col - 1 - SNIPPET_WIDTH // 3)
+        hi = min(len(text), lo + SNIPPET_WIDTH)
+        lo = max(0, min(lo, hi - SNIPPET_WIDTH))
+        head, tail = ("..." if lo > 0 else ""), ("..." if hi < len(text) else "")
+        text = head + text[lo:hi] + tail
+        carets = max(1, min(carets, hi - (col - 1)))
+        col = col - lo + len(head)
     gutter = " " * width
     return [
         f" {gutter} |",
         f" {span.line} | {text}",
-        f" {gutter} | {' ' * (span.column - 1)}{'^' * carets}",
+        f" {gutter} | {' ' * (col - 1)}{'^' * carets}",
     ]
 
 
@@ -170,6 +191,23 @@ def render(diagnostics: list[Diagnostic], fmt: str) -> str:
     if fmt == "concise":
         return "\n".join(render_concise(d) for d in diagnostics)
     return "\n\n".join(render_full(d) for d in diagnostics)
+
+
+def cap_per_file(diagnostics: list[Diagnostic], limit: int = MAX_PER_FILE) -> list[Diagnostic]:
+    """The first ``limit`` diagnostics of each file (in the given order), then one FS100 note per
+    file counting the rest: 20,000 errors on one line print 100 and a count, not 1.8 GB."""
+    seen: dict[str | None, int] = {}
+    out = []
+    for d in diagnostics:
+        f = d.span.file if d.span else None
+        seen[f] = seen.get(f, 0) + 1
+        if seen[f] <= limit:
+            out.append(d)
+    for f, n in seen.items():
+        if n > limit:
+            out.append(Diagnostic("FS100", f"{n - limit} more diagnostics in {f or 'the spec'} are not shown "
+                                           f"(the first {limit} are)", Span.point(f) if f else None, "note"))
+    return out
 
 
 def sort_key(d: Diagnostic):

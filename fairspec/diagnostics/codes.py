@@ -19,6 +19,7 @@ class Code:
 
 
 _ALL = [
+    Code("FS100", "note", "more diagnostics not shown", "fix the first ones and lint again"),
     # -- syntax
     Code("FS101", "error", "unexpected token", "check the statement near the caret against the grammar in the README"),
     Code("FS102", "error", "unexpected character", "strings use double quotes; names are letters, digits and _"),
