@@ -354,3 +354,74 @@ def test_a_long_line_is_cut_around_the_caret_and_long_tokens_in_messages(tmp_pat
     spec.write_text("group g = " + "y" * 60_000 + "\n")
     r = run_cli("lint", spec, "--format", "json")
     assert len(r.stdout) < 3_000
+
+
+# ---------------------------------------------------------------- 6, 12, 13. user paths and data files
+
+def _data_spec(folder: Path, csv_path: str, label: str = 'label = hired == "yes"') -> Path:
+    spec = folder / "d.fair"
+    spec.write_text(f"""
+data people = csv("{csv_path}", {label})
+features People from people {{
+  age : int in [18, 80]
+  sex : {{F, M}} protected
+}}
+model r = rule(age >= 40)
+property p {{ statistical_parity(r, groups sex) <= 1  min_group_size = 1 }}
+""")
+    return spec
+
+
+def _lint_messages(spec: Path) -> list[str]:
+    res = lint(spec)
+    return [f"{d.code} {d.message}" for d in res.diagnostics if d.is_error]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    (tmp_path / "bom.csv").write_bytes("\ufeffage,sex,hired\n30,F,yes\n50,M,no\n".encode("utf-8"))
+    spec = _data_spec(tmp_path, "bom.csv")
+    assert _lint_messages(spec) == []
+    out = _check_json(spec)
+    assert out["exit_code"] in (0, 1) and out["properties"][0]["status"] != "unknown"
+
+
+def test_a_header_only_csv_says_no_rows(tmp_path):
+    (tmp_path / "h.csv").write_text("age,sex,hired\n")
+    msgs = _lint_messages(_data_spec(tmp_path, "h.csv"))
+    assert len(msgs) == 1 and msgs[0].startswith("FS404") and "no rows" in msgs[0], msgs
+
+
+def test_a_duplicated_column_name_is_an_error_naming_it(tmp_path):
+    (tmp_path / "dup.csv").write_text("age,sex,age,hired\n30,F,31,yes\n")
+    msgs = _lint_messages(_data_spec(tmp_path, "dup.csv"))
+    assert len(msgs) == 1 and "'age'" in msgs[0] and "twice" in msgs[0], msgs
+
+
+@pytest.mark.parametrize("what", ["folder", "device", "long", "missing"])
+def test_a_data_path_that_is_not_a_file_is_said_as_what_it_is(tmp_path, what):
+    (tmp_path / "sub").mkdir()
+    path, expect = {"folder": ("sub", "is a folder"), "device": ("/dev/zero", "not a regular file"),
+                    "long": ("x" * 300 + ".csv", "too long"), "missing": ("nope.csv", "does not exist")}[what]
+    spec = _data_spec(tmp_path, path)
+    extra = ("--allow-path", "/dev") if what == "device" else ()
+    r = run_cli("lint", spec, "--format", "concise", *extra)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "FS404" in r.stdout and expect in r.stdout, r.stdout
+    assert len(r.stdout.splitlines()) == 1, r.stdout
+
+
+@pytest.mark.parametrize("what", ["folder", "device", "long", "deep-long"])
+def test_a_model_path_that_is_not_a_file_is_one_sentence(tmp_path, what):
+    (tmp_path / "sub").mkdir()
+    path, expect = {"folder": ("sub", "is a folder"), "device": ("/dev/zero", "not a regular file"),
+                    "long": ("m" * 300 + ".onnx", "too long"),
+                    "deep-long": ("/".join(["d" * 200] * 30) + "/m.onnx", "too long")}[what]
+    spec = tmp_path / "m.fair"
+    spec.write_text(f'model m = onnx("{path}")\n')
+    extra = ("--allow-path", "/dev") if what == "device" else ()
+    for cmd in ("lint", "check"):
+        r = run_cli(cmd, spec, "--format", "json", *extra)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        (d,) = json.loads(r.stdout)["diagnostics"]
+        assert d["code"] == "FS401" and expect in d["message"], d
+        assert d["line"] == 1 and d["column"] == 16

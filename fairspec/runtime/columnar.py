@@ -218,7 +218,9 @@ def _merge(d: ir.Data, parts: list[Table]) -> Table:
     else:
         t = concat_tables(d, parts)
     if t.n_read == 0:
-        raise DataError(f"data file {d.path} has no data rows")
+        from fairspec.runtime.data import no_rows
+
+        raise no_rows(d)
     return t
 
 

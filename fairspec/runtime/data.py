@@ -90,19 +90,38 @@ class Table:
 
 
 def check_path(d: ir.Data) -> None:
-    """A data file that cannot be read at all: one sentence naming it."""
-    path = Path(d.path)
-    if not path.is_file():
-        raise DataError(f"data file {d.path} does not exist")
+    """A data file that cannot be read at all (missing, a folder, a device, a name too long,
+    unreadable): one sentence naming it as what it is."""
+    from fairspec.files import PathError, require_file
+
+    try:
+        require_file(Path(d.path), "data file")
+    except PathError as e:
+        raise DataError(str(e)) from None
+
+
+def check_names(d: ir.Data, names) -> None:
+    """A column named twice in the file's header: an error naming it."""
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise DataError(f"data file {d.path} names the column {n!r} twice in its header line")
+        seen.add(n)
+
+
+def no_rows(d: ir.Data) -> DataError:
+    return DataError(f"data file {d.path} has no rows" + (" (only a header line)" if d.header else ""))
 
 
 def _open_rows(d: ir.Data, limit: int | None = None):
+    from fairspec.files import os_error
+
     check_path(d)
     path = Path(d.path)
     try:
-        f = open(path, newline="", encoding="utf-8")
+        f = open(path, newline="", encoding="utf-8-sig")  # -sig: a byte-order mark is not part of a name
     except OSError as e:
-        raise DataError(f"data file {d.path} cannot be opened: {e.strerror or e}") from None
+        raise DataError(f"data file {os_error(d.path, e)}") from None
     with f:
         try:
             reader = csv.reader(f, delimiter=d.sep, skipinitialspace=True)
@@ -115,6 +134,8 @@ def _open_rows(d: ir.Data, limit: int | None = None):
             raise DataError(f"data file {d.path} is not UTF-8 text") from None
         except csv.Error as e:
             raise DataError(f"data file {d.path} is not valid CSV: {e}") from None
+        except OSError as e:
+            raise DataError(f"data file {os_error(d.path, e)}") from None
     return rows
 
 
@@ -128,6 +149,7 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
         if not rows:
             raise DataError(f"data file {d.path} is empty")
         names = [c.strip() for c in rows[0]]
+        check_names(d, names)
         body = rows[1:]
     else:
         body = rows
@@ -136,6 +158,8 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
         names = list(d.columns)
     if d.header and d.columns is not None:
         names = list(d.columns)
+    if sample and not any(r and any(c.strip() for c in r) for r in body):
+        raise no_rows(d)
     return names, body
 
 
@@ -146,11 +170,14 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
 
         f = pq.ParquetFile(d.path)
         names = list(f.schema_arrow.names)
+        check_names(d, names)
         rows: list[list[str]] = []
         if sample and f.metadata.num_rows:
             batch = next(f.iter_batches(batch_size=sample))
             cols = [batch.column(j).to_pylist() for j in range(batch.num_columns)]
             rows = [["" if v is None else str(v) for v in r] for r in zip(*cols)]
+    except DataError:
+        raise
     except ImportError:
         raise DataError(f"data file {d.path} is Parquet, which needs pyarrow (pip install pyarrow)") from None
     except Exception as e:  # noqa: BLE001 - pyarrow's error, as one sentence naming the file

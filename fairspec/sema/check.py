@@ -639,6 +639,9 @@ class Checker:
             candidates = [fs for fs in self.feature_sets.values() if all(fs.get(n) for n in names)]
             if not candidates:
                 span = expr.span
+                unknown = [n for n in names if not any(fs.get(n) for fs in self.feature_sets.values())]
+                if unknown and all(n in self.failed_features for n in unknown):
+                    continue  # the features' own declaration (or their data) was reported
                 self.sink.add("FS205", f"no feature set declares every feature the rule of '{name}' reads "
                                        f"({', '.join(sorted(names))})", span)
                 continue
