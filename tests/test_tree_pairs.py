@@ -164,3 +164,19 @@ property dt_age_milp {
         assert w.replayed_by == "scikit-learn"
         assert (w.outputs[0] > 0.5) != (w.outputs[1] > 0.5)
         assert abs(w.features["age"] - w.features_prime["age"]) <= 2
+
+
+def test_partitions_agree_with_the_whole_problem_on_random_ensembles():
+    """Sub-boxes put split values outside the box (their binaries are then fixed): partitioned
+    proofs must agree with the whole problem's verdict and with brute force."""
+    from fairspec.backends.milp.partition import solve_partitioned, split_widest
+
+    for seed in range(0, 40):
+        lo, hi = np.zeros(3), np.full(3, 12.0)
+        ens = random_ensemble(seed, 3, 3, 3, ["identity", "logistic"][seed % 2], lo, hi)
+        prob = PairProblem(fold(ens, lo, hi, np.ones(3, bool)), lo, hi, np.ones(3, bool), (), (0,))
+        want = brute_force(prob, ens.forward).status
+        want = "violated" if want == "violated" else "holds"
+        res = solve_partitioned(prob, "prove", split_widest(prob, 4), backend="milp", time_per_part=None,
+                                executor=__import__("fairspec.backends.executor", fromlist=["x"]).SerialExecutor())
+        assert res.status == want, (seed, res.status, want)

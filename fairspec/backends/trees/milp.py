@@ -69,7 +69,6 @@ class MilpTreeEngine:
                 if (var, 0) in pvars:                 # a tied input: copy 1 shares copy 0's binaries
                     continue
                 lo, hi = float(p.lo[i]), float(p.hi[i])
-                M = hi - lo + 2.0
                 if p.integer[i]:
                     gap = 1.0
                 else:
@@ -79,9 +78,14 @@ class MilpTreeEngine:
                 row = {}
                 prev = None
                 for c in cs:
-                    b = lm.var(0, 1, True, f"p{copy}_{i}_{len(row)}")
-                    lm.row([var, b], [1.0, M], -INF, c + M)            # v <= c + M (1 - p)
-                    lm.row([var, b], [1.0, M], c + gap, INF)           # v >= c + gap - M p
+                    # a split value outside [lo, hi] (a partition of the domain) fixes its binary
+                    fixed = 1.0 if c >= hi else (0.0 if c < lo else None)
+                    b = lm.var(0 if fixed is None else fixed, 1 if fixed is None else fixed, True,
+                               f"p{copy}_{i}_{len(row)}")
+                    if fixed is None:
+                        m1, m2 = hi - c, c + gap - lo                  # exact big-M constants per row
+                        lm.row([var, b], [1.0, m1], -INF, c + m1)      # v <= c + m1 (1 - p)
+                        lm.row([var, b], [1.0, m2], c + gap, INF)      # v >= c + gap - m2 p
                     if prev is not None:
                         lm.row([prev, b], [1.0, -1.0], -INF, 0.0)      # p_j <= p_{j+1}
                     prev = b
