@@ -73,7 +73,7 @@ def test_the_plan_says_what_runs():
     assert plan(_prop("k_discrimination"), SPEC).backend == "search"
     assert plan(_prop("pba"), SPEC).backend == "milp"
     assert plan(_prop("group_metric", data="people"), SPEC).backend == "data"
-    assert not plan(_prop("repair"), SPEC).runs
+    assert plan(_prop("repair"), SPEC).backend == "repair"
     # the empirical distribution of a data set is its rows
     assert plan(_prop("group_metric", distribution="e"), SPEC).backend == "data"
     # over a distribution the choice waits for the classifier's Boolean form ...

@@ -337,6 +337,15 @@ def test_data_option_errors(tmp_path, args, code):
 
 # ------------------------------------------------------------------ other property kinds
 
+DT_BLOCK = f"""\
+model dt = sklearn("{FIXTURES / 'models' / 'people_dt.skops'}")
+encode People for dt {{
+  sex, race : onehot
+  age, member, score : raw
+}}
+"""
+
+
 def test_kdisc_pba_repair_ir(tmp_path):
     spec = ok(check(tmp_path, """\
 property k {
@@ -348,10 +357,11 @@ property b {
   pba(net, flip sex, around people, delta {age: 2, score: 0.1}, given member) >= 0.5
   report by race
 }
-repair r for net {
+""" + DT_BLOCK + """
+repair r for dt {
   goal passing_rate_ratio(groups sex x race) >= 0.9
   bound semantic_difference <= 1.5 * minimal
-  write "fixed.onnx"
+  write "fixed.skops"
 }
 """))
     k = prop(spec, "k")
@@ -362,7 +372,7 @@ repair r for net {
     assert b.given == ir.FeatureRef("member") and b.report_by.label == "race"
     r = prop(spec, "r")
     assert (r.threshold, r.alpha, r.groups.label) == (0.9, 1.5, "sex x race")
-    assert Path(r.write) == tmp_path / "fixed.onnx"
+    assert Path(r.write) == tmp_path / "fixed.skops" and not r.strict
 
 
 def test_imported_files_contribute_declarations_only(tmp_path):

@@ -68,7 +68,7 @@ _ALL = [
     # -- properties and backends
     Code("FS501", "error", "malformed property", "a property states one metric compared with a threshold, or forall x, x' : F with require and ensure"),
     Code("FS502", "error", "backend cannot evaluate this property", "drop the using line to let fairspec choose a backend"),
-    Code("FS503", "error", "unknown backend", "backends are milp, smt, ssat, dp, search and data"),
+    Code("FS503", "error", "unknown backend", "backends are milp, smt, ssat, dp, search, data and repair"),
     Code("FS504", "warning", "property needs a backend that is not available yet", "check reports the property as unknown; choose an available backend with using NAME, or keep the property as a statement of intent"),
     Code("FS505", "error", "malformed repair block", "a repair block has one goal passing_rate_ratio(groups ...) >= c, optionally bound semantic_difference <= alpha * minimal and write \"FILE\""),
     Code("FS506", "error", "unsupported model construct for this backend", "choose another backend with using NAME"),

@@ -397,6 +397,7 @@ class Repair(Property):
     threshold: float = 0.8
     alpha: float = 1.2
     write: str | None = None
+    strict: bool = False  # goal ... > c rather than >= c
 
 
 # ------------------------------------------------------------------ distributions

@@ -667,3 +667,37 @@ def _skops_obstacle(schema: dict) -> str | None:
         if isinstance(act, str) and act not in ("relu", "identity"):
             return f"MLPClassifier activation {act!r} is not piecewise-linear"
     return None
+
+
+# scikit-learn estimators the repair backend (FairRepair) patches
+REPAIRABLE_SKLEARN = ("DecisionTreeClassifier", "RandomForestClassifier")
+
+
+def repair_obstacle(format: str, path) -> str | None:
+    """Why the model certainly cannot be repaired (FairRepair patches scikit-learn decision trees and
+    random forests), read cheaply: the model's format and a skops file's estimator class.  None when
+    the file does not tell (a pickle, a damaged file: check reports those)."""
+    from . import normalize_format
+
+    supported = "repair supports scikit-learn DecisionTreeClassifier and RandomForestClassifier"
+    try:
+        fmt = normalize_format(format, path)
+    except Exception:  # noqa: BLE001 - the loader says what is wrong at check time
+        return None
+    if fmt in ("onnx", "torch"):
+        return f"{supported}; this is a{'n' if fmt == 'onnx' else ''} {fmt.upper() if fmt == 'onnx' else fmt} network"
+    if fmt == "rule":
+        return f"{supported}; this is a rule model"
+    if fmt != "sklearn" or pathlib.Path(path).suffix.lower() != ".skops":
+        return None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            cls = json.loads(zf.read("schema.json")).get("__class__")
+    except Exception:  # noqa: BLE001
+        return None
+    if not isinstance(cls, str) or cls in REPAIRABLE_SKLEARN:
+        return None
+    what = ("a regression model" if "Regressor" in cls or cls.endswith("Regression") and cls != "LogisticRegression"
+            else "a gradient-boosted ensemble" if "Boosting" in cls
+            else "a network" if cls.startswith("MLP") else "not a tree model")
+    return f"{supported}; this is a {cls} ({what})"

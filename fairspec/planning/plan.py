@@ -23,6 +23,7 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
     "k_discrimination": ("search",),
     "pba": ("milp",),
     "group_metric": ("data", "dp", "ssat", "elimination"),
+    "repair": ("repair",),
 }
 
 

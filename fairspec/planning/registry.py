@@ -113,8 +113,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("partitions", "int", "split the input space into N boxes, each with its own budget; the coverage "
            "says what was decided", lo=1, hi=4096),
     Option("max_rows", "int", "look at a random sample of at most N data rows", lo=1, hi=100_000_000),
-    Option("engine", "choice", "the MILP solver (pba(...) also takes lp: the plain LP relaxation)",
-           choices=("highs", "scip", "lp"), default="highs"),
+    Option("engine", "choice", "the solver: highs or scip (MILP); pba(...) also takes lp (the plain LP "
+           "relaxation), repair also z3 (MaxSMT) and rc2 (MaxSAT)",
+           choices=("highs", "scip", "lp", "z3", "rc2"), default="highs"),
     Option("workers", "int", "worker processes", lo=1, hi=64, default=1),
     Option("points", "int", "analyse a random sample of at most N selected points", lo=1, hi=100_000_000),
     Option("chart", "path", "write a chart of the table to this file (relative to the spec file)"),
@@ -250,6 +251,15 @@ register(Backend(
                    forms=("tree",), doc="decision trees over networks whose features depend on each other"),
     )))
 
+_REPAIR_ENGINE = Option("engine", "choice", "the exact optimiser choosing the flips: highs or scip (MILP), z3 "
+                        "(the paper's MaxSMT, Optimize) or rc2 (python-sat MaxSAT over pseudo-Boolean encodings)",
+                        choices=("highs", "scip", "z3", "rc2"), default="highs")
+register(Backend(
+    "repair", "FairRepair: patch a scikit-learn decision tree or random forest on the data rows", ("data", "model"), (
+        Capability("repair", "fairspec.backends.repair:run", _opts("timeout", _REPAIR_ENGINE),
+                   doc="fewest flipped or refined path hypercubes reaching every pairwise passing-rate ratio "
+                       "within alpha x the LP's minimal semantic difference; written, loaded back, re-verified"),
+    )))
 
 # group metrics that exist only over a distribution: FVGM's fairness influence redraws
 # features (D_{-S}), which data rows alone cannot do

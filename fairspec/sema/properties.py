@@ -868,8 +868,21 @@ def build_repair(ck, node: ast.RepairDecl):
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
             write = str(out)
         options = parse_options(ck, node.stmts, {}, "repair")
+        if fs.data is None:
+            ck.fail("FS505", f"repair counts path probabilities on data, but features '{fs.name}' name no data",
+                    node.name.span, hint=f"declare `features {fs.name} from DATA`")
+        if model.path and ck.peek_models:
+            from fairspec.models.peek import repair_obstacle
+
+            why = repair_obstacle(model.format, model.path)
+            if why:
+                ck.fail("FS506", f"cannot repair model '{model.name}': {why}", node.model.span,
+                        hint="repair a DecisionTreeClassifier or RandomForestClassifier saved with skops")
+        elif model.format == "rule":
+            ck.fail("FS506", f"cannot repair model '{model.name}': repair supports scikit-learn "
+                             f"DecisionTreeClassifier and RandomForestClassifier; this is a rule model", node.model.span)
         return ir.Repair(name, "repair", options, node.span, model=model.name, features=fs.name, groups=groups,
-                         threshold=c, alpha=alpha, write=write)
+                         threshold=c, alpha=alpha, write=write, strict=g.op == ">")
     except LowerError:
         return None
 

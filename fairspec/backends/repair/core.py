@@ -18,12 +18,13 @@ Everything here is independent of fairspec's IR: arrays in, an estimator and num
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, prefix_boxes
-from fairspec.backends.repair.optimise import Options, choose, minimal_change, ratio_ok
+from fairspec.backends.repair.optimise import Choice, Options, choose, choose_counts, minimal_change, ratio_ok
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
@@ -124,15 +125,36 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     say(f"flips: {ch.status} over {len(flips.cell)} cells in {ch.seconds:.2f}s")
     opts = flips
     if ch.status == "infeasible":
-        # stage 2: refine -- every prefix of every cell's distinct points is an option
-        refined, points = _refinement_options(cells, X)
-        opts = _concat(flips, refined)
-        left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
-        ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
-        out.solver_seconds += ch.seconds
-        out.log.append(("refinement", ch.status, len(opts.cell), ch.seconds))
-        say(f"refinement: {ch.status} over {len(opts.cell)} options in {ch.seconds:.2f}s")
+        # stage 2: refine.  First the relaxation where a cell may change any number of its rows
+        # (fewest cells changed), then the exact choice among the sub-hypercubes of the cells it
+        # picked; only if that cannot realise the counts, every cell's sub-hypercubes.
         out.stage = "refinement"
+        points = {}
+        left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
+        t1 = time.perf_counter()
+        st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, budget, left)
+        out.solver_seconds += time.perf_counter() - t1
+        out.log.append(("refinement-counts", st, len(cells), time.perf_counter() - t1))
+        say(f"refinement (counts): {st} over {len(cells)} cells")
+        if st in ("infeasible", "timeout"):
+            ch = Choice(st, np.zeros(0, dtype=np.int64), 0.0, pb.solver)
+        else:
+            picked = np.flatnonzero(k > 0)
+            refined, points = _refinement_options(cells, X, only=picked)
+            opts = _concat(_subset(flips, picked), refined)
+            ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
+            out.solver_seconds += ch.seconds
+            out.log.append(("refinement", ch.status, len(opts.cell), ch.seconds))
+            say(f"refinement: {ch.status} over {len(opts.cell)} sub-hypercubes of {len(picked)} cells")
+            if ch.status == "optimal" and len(ch.chosen) > len(picked):
+                ch.status = "feasible"     # fewer cells might realise other counts
+            if ch.status in ("infeasible", "timeout"):
+                refined, points = _refinement_options(cells, X)
+                opts = _concat(flips, refined)
+                ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
+                out.solver_seconds += ch.seconds
+                out.log.append(("refinement-all", ch.status, len(opts.cell), ch.seconds))
+                say(f"refinement: {ch.status} over {len(opts.cell)} sub-hypercubes of every cell")
     else:
         out.stage = "flips"
         points = None
@@ -193,13 +215,17 @@ def _concat(a: Options, b: Options) -> Options:
     return Options(*(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("cell", "group", "delta", "rows", "part")))
 
 
-def _refinement_options(cells: Cells, X: np.ndarray):
+def _subset(o: Options, keep: np.ndarray) -> Options:
+    return Options(*(getattr(o, f)[keep] for f in ("cell", "group", "delta", "rows", "part")))
+
+
+def _refinement_options(cells: Cells, X: np.ndarray, only=None):
     """Options flipping the first j distinct points of a cell (0 < j < its number of distinct points)."""
     cell, group, delta, rows, part = [], [], [], [], []
     points = {}
     order = np.argsort(cells.of_row, kind="stable")
     bounds = np.searchsorted(cells.of_row[order], np.arange(len(cells) + 1))
-    for c in range(len(cells)):
+    for c in (range(len(cells)) if only is None else only):
         idx = order[bounds[c]:bounds[c + 1]]
         if len(idx) < 2:
             continue
@@ -261,31 +287,31 @@ def _trees_to_patch(est, trees, x, target: int, positive: int) -> list[int]:
 
 def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budget, N):
     """Why no repair within the bound exists: the least share of rows any repair of the data must
-    change (one exact MILP over the fully refined options, fewest rows instead of fewest paths),
+    change (the counts relaxation, fewest rows instead of fewest paths: a lower bound),
     and an upper bound on the best ratio reachable within the bound (the LP of IV-D, bisected)."""
-    refined, _ = _refinement_options(cells, X)
     sign = np.where(cells.decision == 1, -1, 1)
-    flips = Options(np.arange(len(cells)), cells.group, sign * cells.size, cells.size.copy(), np.zeros(len(cells), int))
-    opts = _concat(flips, refined)
-    ch = choose(opts, base, sizes, pb.c, pb.strict, N, "highs", pb.time_limit, weights=opts.rows.astype(float))
-    if ch.status in ("optimal", "feasible"):
-        out.needed = float(opts.rows[ch.chosen].sum()) / N
-    out.best_ratio = best_ratio_within(base / sizes, sizes, budget / N)
-    need = "" if out.needed is None else f", and reaching {pb.c:g} needs {out.needed:.4f} of the rows changed"
+    st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, N, pb.time_limit,
+                          minimise_rows=True)
+    if k is not None:
+        out.needed = float(k.sum()) / N
+    out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb)
+    need = "" if out.needed is None else f", and reaching {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
     out.reason = (f"no repair changing at most alpha x minimal = {pb.alpha:g} x {out.minimal:.4f} of the rows "
                   f"({budget} rows) reaches passing-rate ratio {'>' if pb.strict else '>='} {pb.c:g}, even with every "
                   f"path hypercube refined to single points; the best ratio within the bound is at most "
                   f"{out.best_ratio:.4f}{need}")
 
 
-def best_ratio_within(rates: np.ndarray, sizes: np.ndarray, share: float) -> float:
-    """The largest c whose LP minimal change is at most ``share`` (an upper bound on the ratio any
-    repair changing that share of rows reaches)."""
-    lo = float(rates.min() / rates.max()) if rates.max() > 0 else 0.0
-    hi = 1.0
-    for _ in range(30):
+def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem) -> float:
+    """The largest ratio (to 1e-4) that the counts relaxation reaches within the budget: an upper
+    bound on the ratio any repair within the bound reaches."""
+    rates = base / sizes
+    lo, hi = (float(rates.min() / rates.max()) if rates.max() > 0 else 0.0), pb.c
+    while hi - lo > 1e-4:
         mid = (lo + hi) / 2
-        if minimal_change(rates, sizes, mid).minimal <= share + 1e-12:
+        st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, pb.time_limit,
+                              minimise_rows=True)
+        if st in ("optimal", "feasible"):
             lo = mid
         else:
             hi = mid

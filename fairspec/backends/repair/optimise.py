@@ -275,3 +275,45 @@ def _rc2(opts, base, sizes, c, strict, budget, time_limit):
         return "infeasible", None
     on = set(v for v in m if 0 < v <= K)
     return "optimal", [1.0 if k + 1 in on else 0.0 for k in range(K)]
+
+
+def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: np.ndarray, sizes: np.ndarray,
+                  c: float, strict: bool, budget: int, time_limit: float | None = None,
+                  minimise_rows: bool = False) -> tuple[str, np.ndarray | None]:
+    """The refinement problem with each cell's changed rows an integer k_c in [0, n_c] (any count
+    reachable): fewest cells changed (or, with ``minimise_rows``, fewest rows).  A relaxation of
+    the exact choice over sub-hypercubes: infeasible here means infeasible there, and its optimum
+    is a lower bound.  Returns (status, k) with k the rows to change per cell."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array
+
+    C = len(group)
+    G = len(sizes)
+    # variables: z_0..z_{C-1} (cell changed), k_0..k_{C-1} (rows changed)
+    data, ri, ci, lb, ub = [], [], [], [], []
+    r = 0
+    for i in range(G):
+        for j in range(G):
+            if i == j:
+                continue
+            ki, kj = np.flatnonzero(group == i), np.flatnonzero(group == j)
+            data += list(sign[ki] * float(sizes[j])) + list(-c * sign[kj] * float(sizes[i]))
+            ri += [r] * (len(ki) + len(kj)); ci += list(C + ki) + list(C + kj)
+            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i])); ub.append(np.inf)
+            r += 1
+    data += [1.0] * C; ri += [r] * C; ci += list(range(C, 2 * C)); lb.append(-np.inf); ub.append(budget); r += 1
+    for k in range(C):   # k_c - n_c z_c <= 0 ;  k_c - z_c >= 0
+        data += [1.0, -float(size[k])]; ri += [r, r]; ci += [C + k, k]; lb.append(-np.inf); ub.append(0.0); r += 1
+        data += [1.0, -1.0]; ri += [r, r]; ci += [C + k, k]; lb.append(0.0); ub.append(np.inf); r += 1
+    A = coo_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(r, 2 * C)).tocsr()
+    cost = np.concatenate([np.zeros(C), np.ones(C)]) if minimise_rows else np.concatenate([np.ones(C), np.zeros(C)])
+    o = {"disp": False}
+    if time_limit is not None:
+        o["time_limit"] = float(time_limit)
+    res = milp(cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)), integrality=np.ones(2 * C),
+               bounds=Bounds(np.zeros(2 * C), np.concatenate([np.ones(C), size.astype(float)])), options=o)
+    if res.status == 2:
+        return "infeasible", None
+    if res.x is None:
+        return "timeout", None
+    return ("optimal" if res.status == 0 else "feasible"), np.round(res.x[C:]).astype(np.int64)

@@ -1,0 +1,233 @@
+"""`repair NAME for MODEL { goal ... bound ... write ... }`: FairRepair on the spec's model and data.
+
+The repaired model is written (skops, atomically) to the `write` path, loaded back from disk and
+the goal decided again on the same rows -- every pairwise passing-rate ratio and the semantic
+difference against the original model -- before the verdict is `holds`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+import time
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, unknown
+
+BACKEND = "repair"
+
+
+def group_boxes(groups: ir.Groups, fs: ir.FeatureSet, enc: ir.Encoding) -> tuple[list[dict], str | None]:
+    """The box of each (compound) group in the model's input space, in the order of
+    ``fairspec.backends.data.groups.assign``; or a reason why a group cannot be isolated by tests."""
+    boxes = [{}]
+    for atom in groups.atoms:
+        if atom.feature is None:
+            return [], (f"repair splits path hypercubes on the model's input columns; the derived group "
+                        f"'{atom.name}' is not one of them (use a protected feature's values as groups)")
+        col = enc.column(atom.feature)
+        if col is None:
+            return [], f"the model does not read the sensitive feature '{atom.feature}'"
+        f = fs.get(atom.feature)
+        k = len(f.values()) if f is not None else len(col.categories)
+        if col.kind == "onehot":
+            atom_boxes = [{col.offset + v: (0.5, np.inf)} for v in range(k)]
+        else:
+            idx = np.arange(k, dtype=np.float64)
+            if col.kind == "code":
+                enc_v = np.asarray(col.codes, dtype=np.float64)
+            elif col.kind == "minmax":
+                enc_v = (idx - col.lo) / ((col.hi - col.lo) or 1.0)
+            elif col.kind == "standard":
+                enc_v = (idx - col.mean) / (col.std or 1.0)
+            else:
+                enc_v = idx
+            enc_v = enc_v.astype(np.float32).astype(np.float64)
+            order = np.sort(np.unique(enc_v))
+            if len(order) != len(enc_v):
+                return [], f"two values of '{atom.feature}' have the same encoding, so no test separates them"
+            atom_boxes = []
+            for v in enc_v:
+                i = int(np.searchsorted(order, v))
+                lo = -np.inf if i == 0 else (order[i - 1] + v) / 2
+                hi = np.inf if i == len(order) - 1 else (v + order[i + 1]) / 2
+                atom_boxes.append({col.offset: (lo, hi)})
+        boxes = [{**a, **b} for a in boxes for b in atom_boxes]
+    return boxes, None
+
+
+def write_model(est, path: str, model_path: str | None) -> None:
+    """Write ``est`` with skops to ``path`` atomically (a temporary file in the same folder, then a
+    rename).  Never the model being repaired, never through a directory or a symlink; a place that
+    cannot be written is one sentence naming it, and no temporary file is left behind."""
+    from fairspec.models import ModelLoadError
+    from fairspec.models.sklearn_model import import_skops_io
+
+    p = pathlib.Path(path)
+    if model_path is not None and p.resolve() == pathlib.Path(model_path).resolve():
+        raise ModelLoadError(f"the repaired model would overwrite the model being repaired, {model_path}; "
+                             f"write it to another file", p)
+    if p.is_symlink() or p.is_dir():
+        raise ModelLoadError(f"cannot write the repaired model to {p}: it is a {'symlink' if p.is_symlink() else 'folder'}", p)
+    if not p.parent.is_dir():
+        raise ModelLoadError(f"cannot write the repaired model to {p}: the folder {p.parent} does not exist", p)
+    if p.suffix.lower() != ".skops":
+        raise ModelLoadError(f"cannot write the repaired model to {p}: repaired models are written as skops files "
+                             f"(name it *.skops)", p)
+    sio = import_skops_io()
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        os.close(fd)
+        sio.dump(est, tmp)
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as e:
+        raise ModelLoadError(f"cannot write the repaired model to {p}: {e.strerror or e}", p) from e
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
+    from fairspec.backends.data.groups import assign
+    from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, pair_ratios, passing_rates, repair
+    from fairspec.models import load_model
+    from fairspec.planning import setting
+
+    t0 = time.perf_counter()
+    spec_model = ctx.spec.model(prop.model)
+    if spec_model.format != "sklearn":
+        return unknown(prop, f"repair supports scikit-learn DecisionTreeClassifier and RandomForestClassifier; "
+                             f"model '{prop.model}' is a {spec_model.format} model", backend=BACKEND)
+    fs = ctx.spec.feature_set(prop.features)
+    if fs.data is None:
+        return unknown(prop, f"repair counts path probabilities on data: declare the features as "
+                             f"`features {fs.name} from DATA`", backend=BACKEND)
+    model = ctx.model(prop.model)
+    try:
+        model_kind(model.raw)
+    except RepairUnsupported as e:
+        return unknown(prop, str(e), backend=BACKEND)
+    if getattr(model, "method", "predict_proba") != "predict_proba":
+        return unknown(prop, "repair decides with predict_proba; the model declares another output", backend=BACKEND)
+    rows = ctx.rows(fs.name, fs.data)
+    values, n = rows.frame.values, rows.frame.n_rows
+    X = ctx.model_input(prop.model, values, n)
+    d0 = model.decide(X)
+    group, names = assign(prop.groups, fs, values, n)
+    G = len(names)
+    sizes = np.bincount(group, minlength=G)
+    empty = [names[g] for g in range(G) if sizes[g] == 0]
+    if empty:
+        return unknown(prop, f"group {', '.join(empty)} has no rows in {fs.data}, so its passing rate is undefined",
+                       backend=BACKEND, details={"empty_groups": empty})
+    boxes, why = group_boxes(prop.groups, fs, ctx.encoding(prop.model))
+    if why:
+        return unknown(prop, why, backend=BACKEND)
+    strict = prop.strict
+    solver = setting(prop, "engine", BACKEND)
+    pb = Problem(X, group, names, boxes, prop.threshold, prop.alpha, strict=bool(strict),
+                 positive=int(model.index if model.index is not None else 1), solver=str(solver),
+                 time_limit=setting(prop, "timeout", BACKEND))
+    task = progress.add_task(f"{prop.name}: repair", total=None) if progress else None
+
+    def say(msg):
+        if progress:
+            progress.update(task, description=f"{prop.name}: {msg}")
+
+    try:
+        out = repair(model.raw, pb, progress=say)
+    finally:
+        if progress:
+            progress.remove_task(task)
+    if not np.array_equal(out.decisions if out.decisions is not None else d0, d0) and out.status == "met":
+        raise RuntimeError("the repair core and the loaded model disagree on the original decisions")
+    before = passing_rates(d0, group, G)
+    y = rows.labels
+    details = {
+        "groups_label": prop.groups.label, "rows": int(n), "data": fs.data, "c": prop.threshold, "alpha": prop.alpha,
+        "groups": [{"group": names[g], "rows": int(sizes[g]), "passing_rate_before": _r(before[g])} for g in range(G)],
+        "pairs_before": _pairs(pair_ratios(before, names)),
+        "minimal": _r(out.minimal), "accuracy_before": _acc(d0, y),
+        "solver": out.solver or solver, "solver_seconds": round(out.solver_seconds, 4),
+        "model_kind": type(model.raw).__name__,
+    }
+    ratio_before = _ratio(before)
+    if out.status == "met":
+        details.update(written=None, repaired=False)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
+                       reason=f"the model already meets passing-rate ratio >= {prop.threshold:g} on {n} rows of "
+                              f"{fs.data}; nothing was repaired or written", details=details,
+                       seconds=time.perf_counter() - t0)
+    details.update(stage=out.stage, paths_flipped=out.paths_flipped, paths_refined=out.paths_refined,
+                   leaves_patched=out.leaves_patched, paths_optimal=out.optimal)
+    if out.status == "timeout":
+        return unknown(prop, out.reason, backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
+    if out.status == "unreachable":
+        details.update(best_ratio=_r(out.best_ratio), needed=_r(out.needed) if out.needed is not None else None)
+        return Verdict(prop.name, prop.kind, "violated", value=_r(ratio_before), backend=BACKEND, reason=out.reason,
+                       details=details, seconds=time.perf_counter() - t0)
+    # write, load back from disk, decide the goal again on the same rows
+    if prop.write is not None:
+        write_model(out.estimator, prop.write, spec_model.path)
+        back = load_model("sklearn", prop.write, index=model.index)
+        where = prop.write
+    else:
+        back = _round_trip(out.estimator, model.index)
+        where = None
+    d1 = back.decide(X)
+    after = passing_rates(d1, group, G)
+    changed = int((d1 != d0).sum())
+    sd = changed / n
+    ratio_after = _ratio(after)
+    ok_ratio = ratio_after is not None and (ratio_after > prop.threshold if strict else ratio_after >= prop.threshold)
+    ok_sd = sd <= prop.alpha * out.minimal + 1e-12
+    for g in range(G):
+        details["groups"][g]["passing_rate_after"] = _r(after[g])
+    details.update(pairs_after=_pairs(pair_ratios(after, names)), achieved=_r(sd), rows_changed=changed,
+                   accuracy_after=_acc(d1, y), written=where, repaired=True, reverified=bool(ok_ratio and ok_sd))
+    seconds = time.perf_counter() - t0
+    if not (ok_ratio and ok_sd):
+        return unknown(prop, f"the repaired model{' written to ' + where if where else ''} did not pass re-verification "
+                             f"(ratio {ratio_after}, semantic difference {sd:.4f} vs bound "
+                             f"{prop.alpha * out.minimal:.4f}); this is a fairspec bug", backend=BACKEND,
+                       details=details, seconds=seconds)
+    target = f"written to {where}" if where else "not written (the repair block has no write line)"
+    return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND,
+                   reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
+                           f"ratio {ratio_before:.4f} -> {ratio_after:.4f} >= {prop.threshold:g}; semantic difference "
+                           f"{sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; re-verified on "
+                           f"the model loaded back, {target}"),
+                   details=details, seconds=seconds)
+
+
+def _round_trip(est, index):
+    """Without a write line: the repaired estimator through skops bytes and back."""
+    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+
+    sio = import_skops_io()
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d) / "repaired.skops"
+        sio.dump(est, p)
+        return SklearnModel(p, index=index)
+
+
+def _ratio(rates) -> float | None:
+    hi = float(np.max(rates))
+    return float(np.min(rates)) / hi if hi > 0 else None
+
+
+def _pairs(pairs):
+    return [{**p, "ratio": _r(p["ratio"]) if p["ratio"] is not None else None} for p in pairs]
+
+
+def _acc(d, y):
+    return None if y is None else _r(float((d == np.asarray(y).astype(np.int64)).mean()))
+
+
+def _r(v):
+    return None if v is None else round(float(v), 6)
