@@ -290,11 +290,12 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
     change (the counts relaxation, fewest rows instead of fewest paths: a lower bound),
     and an upper bound on the best ratio reachable within the bound (the LP of IV-D, bisected)."""
     sign = np.where(cells.decision == 1, -1, 1)
-    st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, N, pb.time_limit,
+    probe = _PROBE_SECONDS if pb.time_limit is None else min(_PROBE_SECONDS, pb.time_limit)
+    st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, N, probe,
                           minimise_rows=True)
     if k is not None:
         out.needed = float(k.sum()) / N
-    out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb)
+    out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
     need = "" if out.needed is None else f", and reaching {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
     out.reason = (f"no repair changing at most alpha x minimal = {pb.alpha:g} x {out.minimal:.4f} of the rows "
                   f"({budget} rows) reaches passing-rate ratio {'>' if pb.strict else '>='} {pb.c:g}, even with every "
@@ -302,16 +303,20 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
                   f"{out.best_ratio:.4f}{need}")
 
 
-def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem) -> float:
+_PROBE_SECONDS = 20.0   # each explanation probe of an unreachable goal
+
+
+def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem, probe: float) -> float:
     """The largest ratio (to 1e-4) that the counts relaxation reaches within the budget: an upper
-    bound on the ratio any repair within the bound reaches."""
+    bound on the ratio any repair within the bound reaches (a probe that times out counts as
+    reached, so the bound stays an upper bound)."""
     rates = base / sizes
     lo, hi = (float(rates.min() / rates.max()) if rates.max() > 0 else 0.0), pb.c
     while hi - lo > 1e-4:
         mid = (lo + hi) / 2
-        st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, pb.time_limit,
+        st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, probe,
                               minimise_rows=True)
-        if st in ("optimal", "feasible"):
+        if st != "infeasible":
             lo = mid
         else:
             hi = mid
