@@ -31,6 +31,7 @@ def _build() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     c.add_argument("--property", help="run only this property")
     c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
+    c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (plots inlined) to FILE")
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
@@ -139,6 +140,18 @@ def _check(args) -> int:
             print(text)
     else:
         rep.print_text(result, Console(highlight=False, width=None if sys.stdout.isatty() else 120))
+    if args.html:
+        from fairspec.report.html import ReportWriteError, write
+
+        try:
+            write(result, args.html, keep=result.inputs)
+        except ReportWriteError as e:
+            print(f"fairspec: {e}", file=sys.stderr)
+            return 2
+        except ImportError as e:
+            print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
+                  f"pip install 'fairspec[report]'", file=sys.stderr)
+            return 2
     return result.exit_code
 
 

@@ -33,6 +33,8 @@ class Report:
     seconds: float = 0.0
     loads: list[dict] = field(default_factory=list)  # model files and data tables, with their load times
     property_spans: dict = field(default_factory=dict)  # property name -> its span (for SARIF and annotations)
+    inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
+    claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
 
     @property
     def has_errors(self) -> bool:
@@ -87,6 +89,8 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
     ctx = Context(res.spec)
     props = [p for p in res.spec.properties if only is None or p.name == only]
     report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
+    report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets] if x)
+    report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
     if only is not None and not props:
         names = ", ".join(p.name for p in res.spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"

@@ -262,6 +262,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
                                  "high_rate": _r(rates[b])}
     boot_cells, boot_bins, boot_sums = replicates(c, R, rng)
     boot, _ = evaluate_counts(prop, boot_cells, eligible, boot_bins, boot_sums)
+    _rate_intervals(details, prop, boot_cells, opts.confidence)
     boot = boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
@@ -295,6 +296,19 @@ def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
         if r not in out:
             out.append(r)
     return out
+
+
+def _rate_intervals(details: dict, prop: ir.GroupMetric, boot_cells, confidence: float) -> None:
+    """Each group's percentile interval of the rates its metric compares (``<rate>_interval``),
+    from the same bootstrap replicates as the metric's own interval (for the report's bars)."""
+    alpha = 1.0 - confidence
+    for r in METRICS[prop.metric].rates:
+        per = rate(boot_cells, r)  # [R, G]
+        key = "positive_rate" if r == "selection_rate" else r
+        for g, row in enumerate(details["groups"]):
+            col = per[:, g][~np.isnan(per[:, g])]
+            if col.size and row.get(key) is not None:
+                row[f"{key}_interval"] = [_r(np.quantile(col, alpha / 2)), _r(np.quantile(col, 1 - alpha / 2))]
 
 
 def metric_columns(prop: ir.GroupMetric) -> list[str]:

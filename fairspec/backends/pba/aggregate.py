@@ -141,7 +141,7 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
     return tables[0] if len(tables) == 1 else tables
 
 
-def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness") -> str:
+def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness", fmt: str | None = None) -> str:
     """Bar chart of the verified shares per group, observed (left) and flipped (right), each bar
     split into desirable (positive class) and undesirable outcomes (paper 004, Figs. 2-3)."""
     import matplotlib
@@ -170,7 +170,7 @@ def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness") -> str
     fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=2, frameon=False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(str(path), dpi=120)
+    fig.savefig(path if hasattr(path, "write") else str(path), dpi=120, format=fmt)  # a file or a path
     plt.close(fig)
     return str(path)
 

@@ -1,0 +1,491 @@
+"""`fairspec check spec.fair --html report.html`: one self-contained HTML report.
+
+Plots come from matplotlib and are inlined as SVG.  Chosen over Vega-Lite (altair) because
+a static SVG needs no script at view time: the file opens offline, with JavaScript off, in a
+mail client or an archive, prints as vectors at any size, and cannot fail with a console
+error; Vega-Lite would need ~1 MB of JavaScript inlined into every report and renders only
+once that script runs.  matplotlib is imported here only (the `report` extra).
+
+The page: a summary of the verdicts, then one ``<section class="property"
+data-property=NAME>`` per property with the picture that fits its kind:
+
+* group metrics on data: the per-group rates the metric compares as bars with their
+  bootstrap intervals and the threshold drawn in, beside the metric's own interval against
+  the threshold; calibration: each group's reliability curve; the entropy indices: each
+  group's mean benefit; then the per-group table (rows, positives, rates);
+* group metrics over a distribution: the positive rate per group; fairness influence:
+  |FIF| per feature subset as sorted bars with the threshold;
+* PBA: the verified shares, observed and flipped (the PBA backend's own chart);
+* k-discrimination: the explanation tree and the guardrail pre-condition;
+* individual fairness: the witness pair as a table, the features that differ first;
+* repair: the passing-rate ratios before and after (``details["ratios"]``: group ->
+  {"before", "after"}), when the repair backend reports them.
+
+No script, no external resource (fonts, styles and images are all inline), a print
+stylesheet (black on white, sections not split across pages).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import io
+import itertools
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from fairspec.report import GROUP_COLUMNS, cell_text, group_columns
+
+# colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
+_BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
+_STATUS_COLOUR = {"holds": "#1b7f3b", "violated": "#b3261e", "unknown": "#8a6d00"}
+_RATE_WORDS = {"positive_rate": "positive rate", "base_rate": "base rate", "tpr": "true-positive rate",
+               "fpr": "false-positive rate", "fnr": "false-negative rate", "tnr": "true-negative rate",
+               "ppv": "positive predictive value", "fdr": "false discovery rate", "npv": "negative predictive value",
+               "for": "false omission rate", "error_rate": "error rate", "accuracy": "accuracy",
+               "benefit": "mean benefit (decision - label + 1)"}
+
+
+class ReportWriteError(Exception):
+    """The HTML report cannot be written: one sentence naming the file."""
+
+
+# ------------------------------------------------------------------ writing
+
+def write(report, path, *, keep: tuple = ()) -> Path:
+    """Render the report and write it to ``path`` atomically (a temporary file in the same folder,
+    then renamed).  Refuses to write over the spec or any file in ``keep`` (its models and data)."""
+    out = Path(path)
+    target = out.resolve()
+    for p in (report.spec, *keep):
+        if p and Path(p).resolve() == target:
+            raise ReportWriteError(f"refusing to write the HTML report over {p}, which the spec reads")
+    if not out.parent.is_dir():
+        raise ReportWriteError(f"cannot write the HTML report {out}: folder {out.parent} does not exist")
+    text = render(report)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".fairspec-", suffix=".html", dir=out.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from its readers
+        os.replace(tmp, out)
+    except OSError as e:
+        raise ReportWriteError(f"cannot write the HTML report {out}: {e.strerror or e}") from None
+    return out
+
+
+def render(report) -> str:
+    e = html.escape
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
+                 f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT[report.exit_code])}) "
+                 f"&middot; {report.seconds:.1f} s</p></header>")
+    parts.append(_summary(report))
+    if report.error:
+        parts.append(f"<section id=error><h2>Error</h2><p class=error>{e(report.error)}</p></section>")
+    if report.diagnostics:
+        items = "".join(f"<li><code>{e(d.code)}</code> {e(d.severity)}: {e(d.message)}"
+                        f"{' (' + e(d.span.file) + ':' + str(d.span.line) + ')' if d.span else ''}</li>"
+                        for d in report.diagnostics)
+        parts.append(f"<section id=diagnostics><h2>Diagnostics</h2><ul>{items}</ul></section>")
+    claims = getattr(report, "claims", {})
+    for i, v in enumerate(report.verdicts):
+        op, t = claims.get(v.name, (None, None))
+        if t is not None:  # the claim's threshold, for the pictures
+            v = replace(v, details={**(v.details or {}), "threshold": t, "op": op})
+        parts.append(_property(v, i))
+    if report.warnings:
+        items = "".join(f"<li>{e(w)}</li>" for w in report.warnings)
+        parts.append(f"<section id=warnings><h2>Warnings</h2><ul>{items}</ul></section>")
+    if report.loads:
+        items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s</li>" for x in report.loads)
+        parts.append(f"<section id=loads><h2>Loaded</h2><p>Model files and data tables, loaded once and not "
+                     f"counted in the properties' times:</p><ul>{items}</ul></section>")
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+_EXIT = {0: "everything holds", 1: "a property is violated", 2: "bad spec, model, data or usage",
+         3: "nothing violated, something unknown", 4: "internal error"}
+
+
+def _summary(report) -> str:
+    e = html.escape
+    counts = {s: sum(v.status == s for v in report.verdicts) for s in ("holds", "violated", "unknown")}
+    head = " &middot; ".join(f"<span class='badge {s}'>{n} {s}</span>" for s, n in counts.items())
+    rows = []
+    for i, v in enumerate(report.verdicts):
+        bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
+        value = "" if v.value is None else f"{v.value:.4g}" if isinstance(v.value, float) else e(str(v.value))
+        rows.append(f"<tr><td><a href='#p{i}'>{e(v.name)}</a></td><td>{e(v.kind.replace('_', ' '))}</td>"
+                    f"<td class='{v.status}'>{e(v.label)}</td><td class=num>{value}</td><td class=num>{bound}</td>"
+                    f"<td>{e(v.backend or '')}</td><td class=num>{v.seconds:.2f} s</td></tr>")
+    table = ("<table><thead><tr><th>property</th><th>kind</th><th>verdict</th><th>value</th>"
+             "<th>interval</th><th>backend</th><th>time</th></tr></thead><tbody>" + "".join(rows) +
+             "</tbody></table>") if rows else "<p>No property was checked.</p>"
+    return f"<main><section id=summary><h2>Summary</h2><p>{head}</p>{table}</section>"
+
+
+def _property(v, i: int) -> str:
+    e = html.escape
+    out = [f"<section class=property id='p{i}' data-property='{e(v.name)}'>",
+           f"<h2>{e(v.name)} <span class='badge {v.status}'>{e(v.label)}</span></h2>",
+           f"<p class=kind>{e(v.kind.replace('_', ' '))}"
+           f"{' &middot; backend ' + e(v.backend) if v.backend else ''}"
+           f"{' &middot; value ' + _num(v.value) if v.value is not None else ''}"
+           f"{' &middot; interval [' + _num(v.bound[0]) + ', ' + _num(v.bound[1]) + ']' if v.bound else ''}</p>"]
+    if v.reason:
+        out.append(f"<p class=reason>{e(v.reason)}</p>")
+    try:
+        out.append(_picture(v, i))
+    except Exception as ex:  # noqa: BLE001 - a picture is a courtesy: the verdict and its tables stand
+        out.append(f"<p class=note>(no picture: {e(type(ex).__name__)}: {e(str(ex))})</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _num(x) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else html.escape(str(x))
+
+
+def _picture(v, i: int) -> str:
+    d = v.details or {}
+    if v.witness is not None:
+        return _witness(v.witness)
+    if v.kind == "group_metric" and d.get("influence"):
+        return _figure(_influence_fig(v), f"Fairness influence of each feature subset ({d.get('influence_metric')})")
+    if v.kind == "group_metric" and d.get("groups"):
+        return _group_metric(v)
+    if v.kind == "pba" and d.get("table"):
+        return _pba(v)
+    if v.kind == "k_discrimination" and d.get("explanation"):
+        body = f"<h3>Explanation tree</h3><pre>{html.escape(d['explanation'])}</pre>"
+        if d.get("guardrail"):
+            body += f"<h3>Guardrail pre-condition</h3><pre>{html.escape(d['guardrail'])}</pre>"
+        return body
+    if v.kind == "repair" and d.get("ratios"):
+        return _figure(_repair_fig(v), "Passing-rate ratios before and after the repair")
+    if v.kind == "individual_fairness" and d.get("coverage"):
+        c = d["coverage"]
+        return "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
+            "".join(f"<td class=num>{html.escape(str(x))}</td>" for x in c.values()) + "</tr></table>"
+    return "<p class=note>No picture for this verdict: the reason above says what was (not) decided.</p>"
+
+
+# ------------------------------------------------------------------ figures
+
+def _new_figure(w: float, h: float):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h), layout="constrained")
+    return fig
+
+
+_FIGURES = itertools.count()
+
+
+def _svg(fig) -> str:
+    import matplotlib
+
+    buf = io.StringIO()
+    # every figure gets its own salt, so that the ids of clip paths never collide between the SVGs of one page
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fairspec-{next(_FIGURES)}",
+                                "font.family": "DejaVu Sans"}):
+        fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _figure(fig, caption: str) -> str:
+    return f"<figure>{_svg(fig)}<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def _group_metric(v) -> str:
+    d = v.details
+    e = html.escape
+    parts = []
+    if d.get("metric") == "calibration_gap":
+        parts.append(_figure(_reliability_fig(v), "Reliability per group: observed share of label = 1 against "
+                                                  "the mean score in each score bin; the diagonal is perfect "
+                                                  "calibration"))
+    else:
+        parts.append(_figure(_rates_fig(v), _rates_caption(v)))
+    cols = group_columns(v)
+    head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
+    counted = any("counted" in r for r in d["groups"])
+    rows = []
+    for r in d["groups"]:
+        flag = ("excluded" if r.get("excluded") else cell_text(r["counted"])) if counted else None
+        rows.append(f"<tr><td>{e(str(r['group']))}</td>" + "".join(f"<td class=num>{e(cell_text(r.get(k)))}</td>"
+                                                               for k, _ in cols)
+                    + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
+    if d.get("overall"):
+        rows.append("<tr class=overall><td>all rows</td>" + "".join(
+            f"<td class=num>{e(cell_text(d['overall'].get(k)))}</td>" for k, _ in cols) + ("<td></td>" if counted
+                                                                                          else "") + "</tr>")
+    title = f"Per group ({e(d.get('groups_label') or 'groups')}" + (f", weighted by {e(d['weight'])}"
+                                                                    if d.get("weight") else "") + ")"
+    parts.append(f"<h3>{title}</h3><table><thead><tr><th>group</th>{head}"
+                 f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    if d.get("excluded_groups"):
+        listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
+        parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {e(listed)}</p>")
+    return "".join(parts)
+
+
+def _compared_keys(v) -> list[str]:
+    d = v.details
+    keys = [k for k in d.get("rates", []) if k in _RATE_WORDS]
+    if not keys:  # over a distribution: Justicia's PPV is the positive rate
+        keys = [k for k in ("positive_rate", "ppv") if any(k in g for g in d["groups"])][:1]
+    return keys
+
+
+def _rates_caption(v) -> str:
+    d = v.details
+    words = " and ".join(_RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate"
+                         for k in _compared_keys(v))
+    cmp = "each group against the whole population" if d.get("compare") == "to_overall" else \
+        "the highest group against the lowest"
+    ci = f"; bars show {d.get('confidence', 0.95):.0%} bootstrap intervals" if v.backend == "data" else ""
+    return f"{words} per group ({cmp}){ci}. Right: {d.get('metric', 'the metric')} with its interval and the " \
+           f"threshold {v.details.get('threshold', '')}".rstrip() + "."
+
+
+def _rates_fig(v):
+    import numpy as np
+
+    d = v.details
+    keys = _compared_keys(v)
+    groups = d["groups"]
+    names = [str(g["group"]) for g in groups]
+    fig = _new_figure(max(7.5, 0.9 * len(names) + 4.5), 3.6)
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[3.2, 1])
+    x = np.arange(len(names))
+    width = 0.8 / max(1, len(keys))
+    hatches = ["", "//", "..", "xx"]
+    colours = [_BLUE, _ORANGE, _GREEN, _RED]
+    top = 0.0
+    for j, k in enumerate(keys):
+        vals = np.array([np.nan if g.get(k) is None else g[k] for g in groups], dtype=float)
+        counted = np.array([g.get("counted", True) for g in groups])
+        lo = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[0] for g in groups], dtype=float)
+        hi = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[1] for g in groups], dtype=float)
+        pos = x - 0.4 + width * (j + 0.5)
+        ax.bar(pos[counted], np.nan_to_num(vals[counted]), width, color=colours[j % 4], hatch=hatches[j % 4],
+               edgecolor="black", linewidth=0.5, label=_RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate")
+        if (~counted).any():
+            ax.bar(pos[~counted], np.nan_to_num(vals[~counted]), width, color="white", hatch="\\\\",
+                   edgecolor=_GREY, linewidth=0.5, label="not counted (too small or excluded)" if j == 0 else None)
+        ok = ~np.isnan(lo) & ~np.isnan(vals)
+        if ok.any():
+            ax.errorbar(pos[ok], vals[ok], yerr=[vals[ok] - lo[ok], hi[ok] - vals[ok]], fmt="none", ecolor="black",
+                        capsize=3, linewidth=0.9)
+        top = max(top, np.nanmax(np.concatenate([vals, hi])) if np.isfinite(np.nanmax(np.concatenate([vals, hi])))
+                  else 0.0)
+    _reference_line(ax, v, keys, groups)
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center",
+                       fontsize=8)
+    ax.set_ylim(0, max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
+    ax.set_ylabel("rate (share of the group's rows, 0-1)")
+    ax.set_title(f"{v.name}: per group", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    _metric_panel(ax2, v)
+    return fig
+
+
+def _reference_line(ax, v, keys, groups) -> None:
+    """The threshold in the rates' own units: highest - t (difference), t x highest (ratio),
+    overall +- t (to overall); for the most/least favoured group's rate, t itself."""
+    d = v.details
+    t = d.get("threshold")
+    metric = d.get("metric", "")
+    if t is None or len(keys) != 1:
+        return
+    from fairspec.analyses.group_rates import METRICS
+
+    mdef = METRICS.get(metric)
+    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
+    if not vals or mdef is None:
+        return
+    hi = max(vals)
+    overall = (d.get("overall") or {}).get(keys[0])
+    style = dict(color=_RED, linestyle="--", linewidth=1.2)
+    if mdef.form in ("max_rate", "min_rate"):
+        ax.axhline(t, label=f"threshold {t:g}", **style)
+    elif d.get("compare") == "to_overall" and overall is not None:
+        if mdef.form == "ratio":
+            ax.axhline(overall * t, label=f"{t:g} x overall", **style)
+        else:
+            ax.axhline(overall - t, label=f"overall - {t:g}", **style)
+            ax.axhline(overall + t, label=f"overall + {t:g}", **style)
+    elif mdef.form == "ratio":
+        ax.axhline(hi * t, label=f"{t:g} x highest", **style)
+    elif mdef.form in ("difference", "average"):
+        ax.axhline(hi - t, label=f"highest - {t:g}", **style)
+
+
+def _metric_panel(ax, v) -> None:
+    d = v.details
+    t = d.get("threshold")
+    if v.value is None:
+        ax.axis("off")
+        return
+    lo, hi = v.bound if v.bound else (v.value, v.value)
+    ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
+    if t is not None:
+        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {t:g}")
+        ax.legend(fontsize=7, loc="best", frameon=False)
+    ax.set_xticks([0])
+    ax.set_xticklabels([str(d.get("metric", "value"))], fontsize=7)
+    ax.set_xlim(-1, 1)
+    ax.set_title(f"{v.status}", fontsize=10, color=_STATUS_COLOUR.get(v.status, "black"))
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _reliability_fig(v):
+    d = v.details
+    fig = _new_figure(7.5, 3.8)
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    ax.plot([0, 1], [0, 1], color=_GREY, linestyle=":", linewidth=1, label="perfect calibration")
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    colours = [_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "black"]
+    for j, g in enumerate(d["groups"]):
+        pts = [(b["mean_score"], b["positive_share"]) for b in g.get("reliability", []) if b["mean_score"] is not None]
+        if not pts:
+            continue
+        xs, ys = zip(*pts)
+        ece = g.get("ece")
+        ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
+                label=f"{g['group']} (ECE {ece:.3f})" if ece is not None else str(g["group"]))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("mean score in the bin (probability, 0-1)")
+    ax.set_ylabel("observed share of label = 1 (0-1)")
+    ax.set_title(f"{v.name}: reliability per group", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    ax.grid(alpha=0.3)
+    _metric_panel(ax2, v)
+    return fig
+
+
+def _influence_fig(v):
+    d = v.details
+    items = sorted(d["influence"], key=lambda it: abs(it["fif"]))
+    labels = ["{" + ", ".join(it["subset"]) + "}" for it in items]
+    vals = [it["fif"] for it in items]
+    fig = _new_figure(7.0, max(2.2, 0.35 * len(items) + 1.2))
+    ax = fig.subplots()
+    ax.barh(range(len(items)), vals, color=[_BLUE if x >= 0 else _ORANGE for x in vals], edgecolor="black",
+            linewidth=0.5)
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels(labels, fontsize=8)
+    t = d.get("threshold")
+    if t is not None:
+        for s in (t, -t):
+            ax.axvline(s, color=_RED, linestyle="--", linewidth=1.2)
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.set_xlabel(f"FIF(S) = {d.get('influence_metric')}(D) - {d.get('influence_metric')}(D_-S)")
+    ax.set_title(f"{v.name}: fairness influence, sorted by |FIF|", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _repair_fig(v):
+    import numpy as np
+
+    r = v.details["ratios"]
+    names = list(r)
+    x = np.arange(len(names))
+    fig = _new_figure(max(5.0, 1.0 * len(names) + 2), 3.2)
+    ax = fig.subplots()
+    ax.bar(x - 0.2, [r[n]["before"] for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
+    ax.bar(x + 0.2, [r[n]["after"] for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//", label="after")
+    t = v.details.get("threshold")
+    if t is not None:
+        ax.axhline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, fontsize=8)
+    ax.set_ylabel("passing-rate ratio (0-1)")
+    ax.set_title(f"{v.name}: before and after", fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def _pba(v) -> str:
+    from fairspec.backends.pba.aggregate import write_chart
+
+    table = v.details["table"]
+    tables = table if isinstance(table, dict) and "rows" not in table else {None: table}
+    out = []
+    for flip, t in tables.items():
+        buf = io.BytesIO()
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fairspec-{next(_FIGURES)}"}):
+            write_chart(t, buf, title=f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else ""),
+                        fmt="svg")
+        text = buf.getvalue().decode("utf-8")
+        out.append(f"<figure>{text[text.index('<svg'):]}<figcaption>Share of eligible points whose decision is "
+                   f"verified persistent under the flip, observed (left) and flipped (right) setting, per group "
+                   f"(percent of the group's eligible points)</figcaption></figure>")
+    return "".join(out)
+
+
+def _witness(w) -> str:
+    e = html.escape
+    keys = list(w.features)
+    differ = [k for k in keys if w.features[k] != w.features_prime.get(k)]
+    same = [k for k in keys if k not in differ]
+    rows = "".join(f"<tr class=differs><td>{e(k)}</td><td>{e(str(w.features[k]))}</td>"
+                   f"<td>{e(str(w.features_prime.get(k)))}</td></tr>" for k in differ)
+    rows += "".join(f"<tr><td>{e(k)}</td><td>{e(str(w.features[k]))}</td><td>{e(str(w.features_prime.get(k)))}</td>"
+                    f"</tr>" for k in same)
+    if w.outputs:
+        rows += (f"<tr class=output><td>model output</td><td>{w.outputs[0]:.6g}</td><td>{w.outputs[1]:.6g}</td>"
+                 f"</tr>")
+    return (f"<h3>Witness pair (replayed by {e(w.replayed_by or 'the model')})</h3>"
+            f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} differ: {e(', '.join(differ) or 'none')}</p>"
+            f"<table class=witness><thead><tr><th>feature</th><th>x</th><th>x'</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+_HEAD = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>{title}</title>
+<style>{css}</style></head><body>
+"""
+
+_CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 75em;
+       padding: 0 1em; color: #111; background: #fff; line-height: 1.4; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 0; } h3 { font-size: 1em; }
+code, pre { font-family: "DejaVu Sans Mono", Menlo, monospace; font-size: 0.9em; }
+pre { background: #f4f4f4; padding: 0.6em; overflow-x: auto; white-space: pre-wrap; }
+.meta, .kind, .note { color: #444; font-size: 0.9em; }
+section { border-top: 1px solid #ccc; padding: 1em 0; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
+th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.overall td { font-style: italic; } tr.differs td { font-weight: bold; } tr.output td { color: #0b4f8a; }
+.badge { border: 1px solid currentColor; border-radius: 0.3em; padding: 0 0.4em; font-size: 0.85em; }
+.holds { color: #1b7f3b; } .violated { color: #b3261e; font-weight: bold; } .unknown { color: #8a6d00; }
+.error { color: #b3261e; }
+figure { margin: 0.5em 0; } figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 0.85em; color: #333; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 10pt; }
+  section { break-inside: avoid; page-break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+  pre { background: none; border: 1px solid #999; }
+}
+"""
