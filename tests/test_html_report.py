@@ -100,7 +100,8 @@ def _synthetic_report(tmp_path) -> Report:
                 witness=Witness((0.0, 1.0), (1.0, 1.0), {"sex": "F", "age": 30}, {"sex": "M", "age": 30},
                                 (0.4, -0.2), "onnx")),
         Verdict("rep", "repair", "holds", how="proved", backend="smt",
-                details={"ratios": {"sex": {"before": 0.6, "after": 0.85}}}),
+                details={"c": 0.8, "pairs_before": [{"groups": ["sex=F", "sex=M"], "ratio": 0.6}],
+                         "pairs_after": [{"groups": ["sex=F", "sex=M"], "ratio": 0.85}]}),
         Verdict("timeout", "individual_fairness", "unknown", reason="time-out after 60 s", backend="milp"),
     ]
     rep = Report(str(tmp_path / "spec.fair"), [], verdicts=verdicts)

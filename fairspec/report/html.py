@@ -18,8 +18,7 @@ data-property=NAME>`` per property with the picture that fits its kind:
 * PBA: the verified shares, observed and flipped (the PBA backend's own chart);
 * k-discrimination: the explanation tree and the guardrail pre-condition;
 * individual fairness: the witness pair as a table, the features that differ first;
-* repair: the passing-rate ratios before and after (``details["ratios"]``: group ->
-  {"before", "after"}), when the repair backend reports them.
+* repair: the passing-rate ratio of every pair of groups before and after, with the goal.
 
 No script, no external resource (fonts, styles and images are all inline), a print
 stylesheet (black on white, sections not split across pages).
@@ -168,8 +167,9 @@ def _picture(v, i: int) -> str:
         if d.get("guardrail"):
             body += f"<h3>Guardrail pre-condition</h3><pre>{html.escape(d['guardrail'])}</pre>"
         return body
-    if v.kind == "repair" and d.get("ratios"):
-        return _figure(_repair_fig(v), "Passing-rate ratios before and after the repair")
+    if v.kind == "repair" and d.get("pairs_before"):
+        return _figure(_repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over higher) before "
+                                       "and after the repair, with the goal")
     if v.kind == "individual_fairness" and d.get("coverage"):
         c = d["coverage"]
         return "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
@@ -401,20 +401,25 @@ def _influence_fig(v):
 def _repair_fig(v):
     import numpy as np
 
-    r = v.details["ratios"]
-    names = list(r)
+    d = v.details
+    before = {" / ".join(p["groups"]): p["ratio"] for p in d["pairs_before"]}
+    after = {" / ".join(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
+    names = list(before)
     x = np.arange(len(names))
-    fig = _new_figure(max(5.0, 1.0 * len(names) + 2), 3.2)
+    fig = _new_figure(max(5.5, 0.9 * len(names) + 3), 3.4)
     ax = fig.subplots()
-    ax.bar(x - 0.2, [r[n]["before"] for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
-    ax.bar(x + 0.2, [r[n]["after"] for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//", label="after")
-    t = v.details.get("threshold")
+    ax.bar(x - 0.2, [before[n] or 0.0 for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
+    if after:
+        ax.bar(x + 0.2, [after.get(n) or 0.0 for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//",
+               label="after")
+    t = d.get("c", d.get("threshold"))
     if t is not None:
         ax.axhline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
     ax.set_xticks(x)
-    ax.set_xticklabels(names, fontsize=8)
-    ax.set_ylabel("passing-rate ratio (0-1)")
-    ax.set_title(f"{v.name}: before and after", fontsize=10)
+    ax.set_xticklabels(names, fontsize=8, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("passing-rate ratio (lower / higher, 0-1)")
+    ax.set_title(f"{v.name}: before and after the repair", fontsize=10)
     ax.legend(fontsize=7, frameon=False)
     return fig
 
