@@ -32,6 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fairspec.backends import dp as _dp, ssat as _ssat
+
+ENGINES = {"ssat": _ssat, "dp": _dp, "brute": "brute"}  # the PPV engines the runner would pick
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -241,7 +245,7 @@ def run_metrics(ds: Dataset, clf, data, protected, backend, method="enumerate", 
     times = []
     for _ in range(REPEAT):
         t = time.perf_counter()
-        ppv = group_ppvs(clf, bn, protected, backend=backend, method=method, time_limit=time_limit)
+        ppv = group_ppvs(clf, bn, protected, backend=ENGINES[backend], method=method, time_limit=time_limit)
         times.append(time.perf_counter() - t)
         if ppv.status != "ok":
             break
@@ -249,7 +253,7 @@ def run_metrics(ds: Dataset, clf, data, protected, backend, method="enumerate", 
     out = {"status": ppv.status, "reason": ppv.reason, "solve_seconds": solve, "solve_seconds_all": times,
            "distribution": dist, "distribution_seconds": dist_seconds}
     if ppv.status == "ok":
-        eo = equalized_odds(clf, bn, protected, "y", 1, backend=backend, time_limit=time_limit)
+        eo = equalized_odds(clf, bn, protected, "y", 1, backend=ENGINES[backend], time_limit=time_limit)
         hi, lo = ppv.most_favoured_ppv, ppv.least_favoured_ppv
         out.update({"DI": lo / hi if hi > 0 else None, "SP": hi - lo,
                     "EO": eo.value if eo.status == "ok" else None,

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from fairspec import version
+
 EXIT_INTERNAL = 4
 _ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by default it may use only its "
                "project (the nearest folder with fairspec.toml or .git) and the shipped policies")
@@ -52,12 +54,7 @@ class _LazyVersion(argparse.Action):
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("fairspec")
-    except Exception:  # noqa: BLE001
-        return "0.1.0"
+    return version()
 
 
 def _lint(args) -> int:

@@ -13,7 +13,8 @@ from fairspec import ir
 from fairspec.pipeline import check
 from fairspec.runtime import columnar
 from fairspec.runtime.columnar import Coded
-from fairspec.runtime.data import DataError, read_table
+from fairspec.runtime.columnar import read_table
+from fairspec.runtime.data import DataError
 from fairspec.runtime.evaluate import evaluate
 
 pa = pytest.importorskip("pyarrow")

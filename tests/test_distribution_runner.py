@@ -31,6 +31,10 @@ from fairspec.backends.boolean import DecisionTree, Test
 from fairspec.pipeline import check, lint
 from fairspec.runtime.evaluate import evaluate
 
+from fairspec.backends import dp as _dp, ssat as _ssat
+
+ENGINES = {"ssat": _ssat, "dp": _dp, "brute": "brute"}  # the PPV engines the runner would pick
+
 TOL = 1e-9
 
 
@@ -470,10 +474,10 @@ def test_elimination_agrees_with_ssat_and_enumeration_on_random_instances():
             continue
         got = R.tree_ppvs_elimination(bn, tree, ["A"])
         for backend in ("ssat", "brute"):
-            ref = gm.group_ppvs(tree, bn, ["A"], backend=backend).per_group
+            ref = gm.group_ppvs(tree, bn, ["A"], backend=ENGINES[backend]).per_group
             assert [p for _, p in ref] == pytest.approx([got[(0,)], got[(1,)]], abs=1e-9)
         ev = R.tree_ppvs_elimination(bn, tree, ["A"], evidence={"Y": [0]}) if "Y" in bn.variables else None
-        ref = gm.group_ppvs(tree, bn, ["A"], backend="brute", evidence={"Y": [0]}).per_group
+        ref = gm.group_ppvs(tree, bn, ["A"], backend=ENGINES["brute"], evidence={"Y": [0]}).per_group
         assert [p for _, p in ref] == pytest.approx([ev[(0,)], ev[(1,)]], abs=1e-9, nan_ok=True)
 
 

@@ -15,9 +15,10 @@ protected group a is Pr[Yhat = 1 | A = a] -- the group's *passing rate*; the
   and Q is a group's PPV, DI or SP.
 
 Every value computed from an estimated distribution carries ``ErrorBound``
-(Justicia's epsilon_0 and our rigorous L1 (Weissman) bound, weighted by the rows in play).  Backends: "ssat" (trees, CNF,
-linear), "dp" (linear), "brute" (enumeration of the joint distribution;
-reference), "auto" (dp for linear rules, ssat otherwise).  Methods: "enumerate"
+(Justicia's epsilon_0 and our rigorous L1 (Weissman) bound, weighted by the rows in play).  ``backend=``
+is the PPV engine the caller picked (this module calls no backend of its own): the module
+``fairspec.backends.ssat`` (trees, CNF, linear), ``fairspec.backends.dp`` (linear) or "brute"
+(enumeration of the joint distribution; reference).  Methods: "enumerate"
 (a PPV per group) and "learn" (only the most and least favoured groups).
 """
 
@@ -120,19 +121,35 @@ def _group_indices(bn: BayesNet, protected, groups):
     return out
 
 
-def _pick_backend(backend, clf):
-    from fairspec.backends.boolean import LinearRule
-    if backend == "auto":
-        return "dp" if isinstance(clf, LinearRule) else "ssat"
-    if backend not in ("ssat", "dp", "brute"):
-        raise ValueError(f"unknown backend {backend!r}")
-    if backend == "dp" and not isinstance(clf, LinearRule):
+class _Brute:
+    """The reference engine: enumerate every joint assignment (small instances)."""
+
+    name = "brute"
+
+    @staticmethod
+    def ppv_per_group(bn, clf, protected, groups=None, evidence=None, **_):
+        return brute_force_ppvs(bn, clf, protected, groups, evidence)
+
+    ppv_extremes = None
+
+
+BRUTE = _Brute()
+
+
+def _engine(backend, clf):
+    """The PPV engine: an object with ``ppv_per_group`` and ``ppv_extremes`` (the ssat and dp
+    backends' modules; the runner picks which, see fairspec.planning), or "brute"."""
+    if backend == "brute" or backend is BRUTE:
+        return BRUTE
+    if isinstance(backend, str) or not hasattr(backend, "ppv_per_group"):
+        raise ValueError(f"pass the PPV engine (the module fairspec.backends.ssat or fairspec.backends.dp), not "
+                         f"{backend!r}: which one runs is chosen by fairspec.planning.plan")
+    if getattr(backend, "LINEAR_ONLY", False) and getattr(clf, "kind", None) != "linear":
         raise DistributionError("the dynamic-programming backend handles linear classifiers only")
     return backend
 
 
 def _run(bn, clf, protected, backend, method, groups, evidence, max_nodes, time_limit) -> GroupPPVs:
-    backend = _pick_backend(backend, clf)
     protected = tuple(protected)
     bn.check_covers(clf.features)
     bn.check_choice(protected)
@@ -140,19 +157,14 @@ def _run(bn, clf, protected, backend, method, groups, evidence, max_nodes, time_
         bn.check_covers([n], "the condition")
     if method not in ("enumerate", "learn"):
         raise ValueError(f"unknown method {method!r}")
+    engine = _engine(backend, clf)
     if method == "learn" and evidence:
         method = "enumerate"     # a conditional PPV is a ratio; learning maximises a joint
-    if backend == "brute":
+    if engine is BRUTE:
         return brute_force_ppvs(bn, clf, protected, groups, evidence)
-    if backend == "ssat":
-        from fairspec.backends import ssat
-        if method == "learn":
-            return ssat.ppv_extremes(bn, clf, protected, max_nodes=max_nodes, time_limit=time_limit)
-        return ssat.ppv_per_group(bn, clf, protected, groups, evidence, max_nodes=max_nodes, time_limit=time_limit)
-    from fairspec.backends import dp
     if method == "learn":
-        return dp.ppv_extremes(bn, clf, protected, max_nodes=max_nodes, time_limit=time_limit)
-    return dp.ppv_per_group(bn, clf, protected, groups, evidence, max_nodes=max_nodes, time_limit=time_limit)
+        return engine.ppv_extremes(bn, clf, protected, max_nodes=max_nodes, time_limit=time_limit)
+    return engine.ppv_per_group(bn, clf, protected, groups, evidence, max_nodes=max_nodes, time_limit=time_limit)
 
 
 def error_bound(bn: BayesNet, clf, protected, delta: float = 0.05, groups=None,
@@ -224,7 +236,7 @@ def _sp(hi, lo):
 # --------------------------------------------------------------------------- metrics
 
 
-def group_ppvs(clf, dist: BayesNet, protected: Sequence[str], *, backend: str = "auto",
+def group_ppvs(clf, dist: BayesNet, protected: Sequence[str], *, backend=None,
                method: str = "enumerate", groups=None, evidence: Mapping[str, Sequence] | None = None,
                delta: float = 0.05, max_nodes: int = 2_000_000, time_limit: float = 60.0) -> MetricResult:
     """PPV (passing rate) of every compound group, or only of the most and least

@@ -13,6 +13,7 @@ difference max - min; *equalized odds* the largest TPR or FPR gap.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -78,6 +79,22 @@ class Feature:
         if isinstance(self.domain, IntRange):
             return tuple(range(self.domain.lo, self.domain.hi + 1))
         raise ValueError(f"{self.name} is continuous")
+
+
+def numeric_bands(f: Feature) -> list[tuple[float, float]]:
+    """The bands of a numeric feature cut by its right-closed bins, inside its range:
+    int [lo, e0], [e0 + 1, e1], ...; real [lo, e0], (e0, e1], ... (a band's left end just above the edge)."""
+    lo, hi = float(f.domain.lo), float(f.domain.hi)
+    is_int = isinstance(f.domain, IntRange)
+    bands, start = [], lo
+    for e in list(f.bins) + [math.inf]:
+        end = float(min(hi, math.floor(e) if is_int and math.isfinite(e) else e))
+        if end >= start:
+            bands.append((start, end))
+        if e >= hi:
+            break
+        start = max(start, (math.floor(e) + 1.0) if is_int else math.nextafter(e, math.inf))
+    return bands
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,9 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
                              "independent: pass distribution = bayes(DATA), independent(DATA), conditional(DATA) "
                              "or a declared distribution", backend=prop.options.backend or "data")
     if dist.kind == "empirical":
-        return _empirical(prop, ctx, dist)
+        from fairspec.backends.data.metrics import run_empirical
+
+        return run_empirical(prop, ctx, dist)
     wanted = prop.options.backend
     try:
         pb = build_problem(prop, ctx, dist)
@@ -1143,11 +1145,18 @@ def _compute_elimination(prop, pb: Problem, delta, time_limit):
 # =========================================================================== metrics
 
 
+def ppv_engine(backend: str):
+    """The PPV engine of a planned backend (dp or ssat) for analyses.group_metrics_exact."""
+    from fairspec.backends import dp, ssat
+
+    return {"dp": dp, "ssat": ssat}[backend]
+
+
 def _compute(prop, pb: Problem, backend, method, delta, time_limit):
     from fairspec.analyses import group_metrics_exact as gm
     if backend == "elimination":
         return _compute_elimination(prop, pb, delta, time_limit)
-    kw = dict(backend=backend, method=method, delta=delta, time_limit=time_limit)
+    kw = dict(backend=ppv_engine(backend), method=method, delta=delta, time_limit=time_limit)
     metric = prop.metric
     if method not in ("enumerate", "learn"):
         raise DistributionError(f"method = {method} is not known (enumerate or learn)")
@@ -1195,7 +1204,7 @@ def compute_influence(prop, pb: Problem, backend, method, delta, time_limit, sub
     if method not in ("enumerate", "learn"):
         raise DistributionError(f"method = {method} is not known (enumerate or learn)")
     if backend != "elimination":
-        return gm.fairness_influence(pb.clf, pb.bn, pb.protected, subsets, quantity, backend=backend,
+        return gm.fairness_influence(pb.clf, pb.bn, pb.protected, subsets, quantity, backend=ppv_engine(backend),
                                      method=method, delta=delta, time_limit=time_limit)
     # a tree over a network whose features depend on each other: the same D_-S, by elimination
     t0 = time.perf_counter()
@@ -1412,18 +1421,3 @@ def _plain(x):
     if isinstance(x, float) and not math.isfinite(x):
         return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
-
-
-# =========================================================================== the empirical distribution
-
-
-def _empirical(prop, ctx, dist: ir.Distribution) -> Verdict:
-    """The empirical distribution of a data set is the data: measure it there."""
-    if prop.metric == "path_specific":
-        return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
-                             "distribution = bayes(DATA) or conditional(DATA), or a declared table",
-                       backend="data")
-    from fairspec.backends.data.metrics import run_group_metric
-    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx)
-    return dataclasses.replace(v, details={**v.details, "distribution": {"name": dist.name, "kind": "empirical",
-                                                                       "data": dist.data}})

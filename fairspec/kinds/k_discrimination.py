@@ -61,7 +61,6 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     from fairspec.kinds.lowering import Unsupported, lower_pair
     from fairspec.backends.search.space import Box, Protected, Space
     from fairspec.runtime.encoding import decode_row
-    from fairspec.sema.properties import numeric_bands
 
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -84,7 +83,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                      [c.feature for c in enc.columns if c.feature in discrete])]
     for n in banded:
         col = next(c for c in enc.columns if c.feature == n)
-        protected.append(Protected.banded(col.offset, numeric_bands(fs.get(n)), n))
+        protected.append(Protected.banded(col.offset, ir.numeric_bands(fs.get(n)), n))
     space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
     violated_at = prop.k if prop.op == "<" else prop.k + 1
     exact_note = ""

@@ -6,7 +6,7 @@ keeps, per open document, the last index built from text that parsed (hover
 and completion keep working while a line is half typed).  Diagnostics are
 published on open, change and save for the document and for the files it
 imports; model headers and data samples are cached between edits and re-read
-when their files change (fairspec.runtime.filecache).
+when their files change (fairspec.filecache).
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _to_lsp(d: Diagnostic) -> T.Diagnostic:
 
 class FairspecServer(LanguageServer):
     def __init__(self):
-        from fairspec.cli import _version
+        from fairspec import version
 
-        super().__init__("fairspec", _version())
+        super().__init__("fairspec", version())
         self.indexes: dict[str, A.Index] = {}      # uri -> the index of its current text
         self.good: dict[str, A.Index] = {}         # uri -> the last index whose text parsed
         self.published: dict[str, set[str]] = {}   # uri -> the uris it published diagnostics to
@@ -247,7 +247,7 @@ def formatting(ls: FairspecServer, params: T.DocumentFormattingParams):
 
 def main() -> int:
     """Serve over stdio. Anything a library prints goes to stderr, never into the protocol stream."""
-    from fairspec.runtime import filecache
+    from fairspec import filecache
 
     filecache.enable()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

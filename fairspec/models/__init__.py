@@ -14,30 +14,10 @@ from __future__ import annotations
 
 import pathlib
 
-from .base import FORMATS, LoadedModel, ModelLoadError, check_score_kind, short_error
+from .base import FORMATS, LoadedModel, ModelLoadError, check_score_kind, normalize_format, short_error
 from .peek import peek_input_width
 
 __all__ = ["ModelLoadError", "LoadedModel", "load_model", "peek_input_width"]
-
-_ALIASES = {
-    "onnx": "onnx",
-    "torch": "torch", "pytorch": "torch", "torchscript": "torch",
-    "sklearn": "sklearn", "scikit-learn": "sklearn", "skops": "sklearn",
-    "xgboost": "xgboost", "xgb": "xgboost",
-    "lightgbm": "lightgbm", "lgbm": "lightgbm", "lgb": "lightgbm",
-}
-
-
-def normalize_format(format: str, path=None) -> str:
-    fmt = _ALIASES.get(str(format).strip().lower())
-    if fmt is None:
-        where = f" for {path}" if path is not None else ""
-        raise ModelLoadError(
-            f"the model format {format!r}{where} is not one of {', '.join(repr(f) for f in FORMATS)}",
-            path,
-        )
-    return fmt
-
 
 def load_model(format: str, path, *, output: str | int | None = None, index: int | None = None,
                score_kind: str | None = None, trust_pickle: bool = False) -> LoadedModel:

@@ -204,3 +204,23 @@ class LoadedModel(abc.ABC):
                 self.path,
             )
         return out
+
+
+_ALIASES = {
+    "onnx": "onnx",
+    "torch": "torch", "pytorch": "torch", "torchscript": "torch",
+    "sklearn": "sklearn", "scikit-learn": "sklearn", "skops": "sklearn",
+    "xgboost": "xgboost", "xgb": "xgboost",
+    "lightgbm": "lightgbm", "lgbm": "lightgbm", "lgb": "lightgbm",
+}
+
+
+def normalize_format(format: str, path=None) -> str:
+    fmt = _ALIASES.get(str(format).strip().lower())
+    if fmt is None:
+        where = f" for {path}" if path is not None else ""
+        raise ModelLoadError(
+            f"the model format {format!r}{where} is not one of {', '.join(repr(f) for f in FORMATS)}",
+            path,
+        )
+    return fmt

@@ -23,7 +23,7 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 
-from fairspec.runtime import filecache
+from fairspec import filecache
 
 from .base import ModelLoadError
 
@@ -518,7 +518,7 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
     Imports no machine-learning library. Returns None when the file does not say;
     raises ModelLoadError only when the file is missing or clearly not of that format.
     """
-    from . import normalize_format
+    from .base import normalize_format
 
     fmt = normalize_format(format, path)
     p = pathlib.Path(path)
@@ -587,7 +587,7 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
     estimator's class and MLP activation. None also when the file does not tell
     (torch, pickles, a damaged file: the loader reports those at check time).
     """
-    from . import normalize_format
+    from .base import normalize_format
 
     try:
         fmt = normalize_format(format, path)

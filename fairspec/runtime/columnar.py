@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime.data import DataError, Table, check_path
+from fairspec.runtime.data import DataError, Table, check_path, column_names
 
 # Rows per record batch when data is streamed, and the size below which a data set is read
 # into memory once (larger ones are streamed batch by batch for every property that can).
@@ -171,8 +171,6 @@ def _names(d: ir.Data) -> list[str]:
     """The column names: the spec's, or the header line's (read with the csv module, like lint)."""
     if d.columns is not None:
         return list(d.columns)
-    from fairspec.runtime.data import column_names
-
     return column_names(d, sample=0)[0]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.runtime import encoding as enc_mod
-from fairspec.runtime.data import DataError, Table, read_table
+from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
 from fairspec.runtime.frame import Frame, build_frame
 
@@ -79,6 +79,8 @@ class Context:
         if name not in self._tables:
             t0 = time.perf_counter()
             d = self.spec.data(name)
+            from fairspec.runtime.columnar import read_table  # pyarrow: imported when a table is read
+
             t = read_table(d)
             if d.where is not None:
                 keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)

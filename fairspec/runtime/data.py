@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fairspec import ir
-from fairspec.runtime import filecache
+from fairspec import filecache
 
 if TYPE_CHECKING:  # numpy stays out of `fairspec lint`, which only reads headers
     import numpy as np
@@ -189,9 +189,3 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
         names = list(d.columns)
     return names, rows
 
-
-def read_table(d: ir.Data) -> Table:
-    """Every row of the data set, read by pyarrow into codes and typed arrays."""
-    from fairspec.runtime.columnar import read_table as read
-
-    return read(d)

@@ -714,6 +714,10 @@ class Checker:
         self.distributions[node.name.id] = ir.Distribution(node.name.id, node.fn.id, data.name, tuple(params),
                                                            span=node.span)
 
+    def inline_distribution(self, node: ast.DistributionDecl) -> None:
+        """A distribution written inside a property (``distribution = bayes(DATA)``)."""
+        self._distribution(Decl(node, self.root.parent))
+
     def _table_sums(self, node: ast.DistributionDecl, rows: list) -> None:
         """FS310: the probabilities of one feature's values under one condition must sum to 1
         (to at most 1 while a value is left out: it gets the rest)."""

@@ -273,9 +273,7 @@ def _distribution(ck, e, env, prop_name: str) -> str:
     if isinstance(e, ast.Call):
         name = f"{prop_name}.distribution"
         fake = ast.DistributionDecl(e.span, ast.Name(e.span, name), e.fn, e.args, ())
-        from fairspec.sema.check import Decl
-
-        ck._distribution(Decl(fake, ck.root.parent))
+        ck.inline_distribution(fake)
         return name
     ck.fail("FS301", "distribution = a declared distribution, a data set, or bayes(DATA) / independent(DATA)", e.span)
 
@@ -627,7 +625,7 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
                              f"the bands of a numeric one", over.span,
                     hint=f"declare bands on the feature, e.g. '{n} : int in [10, 100] bins [39]' for [10, 39] and "
                          f"[40, 100] (bins are right-closed); each counterfactual then takes a value in each band")
-        if len(numeric_bands(f)) < 2:
+        if len(ir.numeric_bands(f)) < 2:
             ck.fail("FS307", f"the bins of '{n}' leave a single band inside its range, so there is nothing to "
                              "compare", f.span)
     eps_arg = call.keyword("eps")
@@ -642,24 +640,6 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     options = parse_options(ck, stmts, env, "k_discrimination")
     return ir.KDiscrimination(name, "k_discrimination", options, node.span, model=model.name, features=fs.name,
                               over=names, eps=eps, op=op, k=int(k))
-
-
-def numeric_bands(f: ir.Feature) -> list[tuple[float, float]]:
-    """The bands of a numeric feature cut by its right-closed bins, inside its range:
-    int [lo, e0], [e0 + 1, e1], ...; real [lo, e0], (e0, e1], ... (a band's left end just above the edge)."""
-    import math
-
-    lo, hi = float(f.domain.lo), float(f.domain.hi)
-    is_int = isinstance(f.domain, ir.IntRange)
-    bands, start = [], lo
-    for e in list(f.bins) + [math.inf]:
-        end = float(min(hi, math.floor(e) if is_int and math.isfinite(e) else e))
-        if end >= start:
-            bands.append((start, end))
-        if e >= hi:
-            break
-        start = max(start, (math.floor(e) + 1.0) if is_int else math.nextafter(e, math.inf))
-    return bands
 
 
 def _pba(ck, node, name, env, call, op, rhs, stmts):

@@ -13,6 +13,7 @@ bootstrap included, with the same verdict as in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -203,10 +204,14 @@ def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums
 def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     t0 = time.perf_counter()
     if prop.data is None:
-        # over a distribution: the distribution runner (ssat / dp; an empirical distribution comes back here)
-        from fairspec.kinds.distribution import run
+        dist = next((d for d in ctx.spec.distributions if d.name == prop.distribution), None)
+        if dist is not None and dist.kind == "empirical" and prop.metric != "influence":
+            return run_empirical(prop, ctx, dist)
+        from fairspec.planning import plan
 
-        return run(prop, ctx)
+        why = plan(prop, ctx.spec).why or (f"the data backend measures group metrics on data rows, and this one is "
+                                           f"over distribution '{prop.distribution}' (dp, ssat or elimination)")
+        return unknown(prop, why, backend="data")
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA), conditional(DATA) or a declared table", backend="data")
@@ -376,3 +381,14 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
 
 def _r(v) -> float:
     return round(float(v), 6)
+
+
+def run_empirical(prop, ctx, dist: ir.Distribution) -> Verdict:
+    """The empirical distribution of a data set is the data: measure it there."""
+    if prop.metric == "path_specific":
+        return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
+                             "distribution = bayes(DATA) or conditional(DATA), or a declared table",
+                       backend="data")
+    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx)
+    return dataclasses.replace(v, details={**v.details, "distribution": {"name": dist.name, "kind": "empirical",
+                                                                       "data": dist.data}})

@@ -25,6 +25,8 @@ from fairspec.backends.dp.s3p import S3P, S3PVar, fvgm_order, solve_recursive, s
 __all__ = ["CAPABILITIES", "build_s3p", "ppv_per_group", "ppv_extremes", "S3P", "S3PVar",
            "solve_recursive", "solve_vector"]
 
+LINEAR_ONLY = True  # a PPV engine for linear classifiers only (analyses.group_metrics_exact)
+
 CAPABILITIES = {
     "classifiers": ("linear",),
     "methods": ("enumerate", "learn"),

@@ -1,0 +1,137 @@
+"""The package imports without cycles: every module imports, and neither the module graph nor the
+graph of the top-level folders (syntax, sema, ir, planning, kinds, backends, analyses, ...) has a
+cycle.  Imports inside functions count: a lazy import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import fairspec
+
+ROOT = Path(fairspec.__file__).resolve().parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = list(p.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {m: set() for m in mods}
+    for m, p in mods.items():
+        package = m if p.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for t in targets:
+                if t.startswith("fairspec"):
+                    o = owner(t)
+                    if o and o != m:
+                        graph[m].add(o)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan, iteratively)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def _folder(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def test_every_module_imports():
+    names = [m.name for m in pkgutil.walk_packages(fairspec.__path__, "fairspec.")]
+    assert len(names) > 60
+    for name in names:
+        importlib.import_module(name)
+
+
+def test_no_module_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_no_cycle_between_the_pipeline_folders():
+    folders: dict[str, set[str]] = {}
+    for m, deps in _graph().items():
+        for d in deps:
+            if _folder(m) != _folder(d) and d != "fairspec":
+                folders.setdefault(_folder(m), set()).add(_folder(d))
+    for f in list(folders):
+        for d in folders[f]:
+            folders.setdefault(d, set())
+    assert _cycles(folders) == [], folders
+
+
+def test_the_layers_point_down():
+    """analyses/ holds analyses: it calls no backend, runner or planner; backends call no runner;
+    planning imports no backend (it names runners as strings); ir imports nothing of the pipeline."""
+    graph = _graph()
+
+    def reaches(src_folder, dst_folder):
+        return sorted(m for m, deps in graph.items() if _folder(m) == src_folder
+                      for d in deps if _folder(d) == dst_folder)
+
+    for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.planning", "fairspec.pipeline"):
+        assert reaches("fairspec.analyses", dst) == [], dst
+    assert reaches("fairspec.backends", "fairspec.kinds") == []
+    for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.models", "fairspec.runtime", "fairspec.analyses"):
+        assert reaches("fairspec.planning", dst) == [], dst
+        assert reaches("fairspec.ir", dst) == [], dst
