@@ -677,7 +677,7 @@ def repair_obstacle(format: str, path) -> str | None:
     """Why the model certainly cannot be repaired (FairRepair patches scikit-learn decision trees and
     random forests), read cheaply: the model's format and a skops file's estimator class.  None when
     the file does not tell (a pickle, a damaged file: check reports those)."""
-    from . import normalize_format
+    from .base import normalize_format
 
     supported = "repair supports scikit-learn DecisionTreeClassifier and RandomForestClassifier"
     try:
