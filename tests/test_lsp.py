@@ -220,3 +220,19 @@ def test_missing_encoding_line_quick_fix_and_files_re_read(tmp_path):
             assert any(d.code == "FS207" and "age" in d.message for d in after), after
 
     run(scenario)
+
+
+@pytest.mark.parametrize("spec", sorted(EXAMPLES.rglob("*.fair")) + sorted((FIXTURES / "ok").glob("*.fair")),
+                         ids=lambda p: p.stem)
+def test_incremental_parse_equals_the_whole_parse(spec):
+    from fairspec.lsp.analysis import parse_incremental
+
+    text = spec.read_text(encoding="utf-8")
+    file = str(spec.resolve())
+    for t in (text, text.replace(" = ", " =  ", 1), "# new first line\n" + text, text + "\ngroup zz = true\n"):
+        whole = parse_text(t, file)
+        part = parse_incremental(t, file)
+        assert part is not None
+        assert part.decls == whole.decls
+        assert [d.span for d in part.decls] == [d.span for d in whole.decls]
+    assert parse_incremental(text + "\nproperty p {\n", file) is None  # the caller parses the whole text

@@ -71,7 +71,8 @@ def analyse(path, sources: dict | None = None) -> Index:
     from fairspec.pipeline import lint
 
     path = str(Path(path).resolve())
-    res = lint(path, sources=sources)
+    parsed = {k: parse_incremental(v, str(Path(k).resolve())) or v for k, v in (sources or {}).items()}
+    res = lint(path, sources=parsed)
     idx = Index(path, res, modules=list(getattr(res, "modules", [])))
     for m in idx.modules:
         if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
@@ -84,6 +85,49 @@ def analyse(path, sources: dict | None = None) -> Index:
     _declare(idx)
     _resolve(idx)
     return idx
+
+
+# ------------------------------------------------------------------ incremental parsing
+
+_DECL_START = re.compile(r"^(?:import|model|data|features|encode|group|distribution|property|repair|policy|apply)\b",
+                         re.M)
+_CHUNKS: dict[str, dict[tuple[int, str], tuple]] = {}  # file -> (first line, text of a chunk) -> its declarations
+
+
+def parse_incremental(text: str, file: str):
+    """The Module of `text`, re-parsing only the declarations that changed since the last call for `file`.
+
+    The text is cut before each line that starts (at column 0) with a declaration keyword; a chunk
+    whose text and first line are unchanged keeps its declarations (spans included).  The grammar is
+    `start: decl*`, so when every chunk parses, their declarations are those of the whole text.
+    None when a chunk does not parse: the caller parses the whole text, for the right diagnostic.
+    """
+    from fairspec.diagnostics import DiagnosticError
+    from fairspec.syntax.parser import parse_text
+
+    starts = [m.start() for m in _DECL_START.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    old = _CHUNKS.get(file, {})
+    new: dict[tuple[int, str], tuple] = {}
+    decls: list = []
+    line = 0
+    prev = 0
+    for a, b in zip(starts, starts[1:] + [len(text)]):
+        line += text.count("\n", prev, a)
+        prev = a
+        key = (line, text[a:b])
+        got = old.get(key)
+        if got is None:
+            try:
+                got = parse_text("\n" * line + key[1], file).decls
+            except DiagnosticError:
+                return None
+        new[key] = got
+        decls.extend(got)
+    _CHUNKS[file] = new
+    lines = text.split("\n")
+    return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls))
 
 
 # ------------------------------------------------------------------ the index

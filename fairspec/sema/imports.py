@@ -31,8 +31,8 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
     Returns the modules with every import before its importer, each file once.
     Syntax errors, missing files, cycles and imports outside ``roots`` (default: the root
     file's project, fairspec.files.Roots) are reported to ``sink``; a file outside is never opened.
-    ``sources`` maps resolved paths to text that replaces the file's content
-    (an editor's unsaved buffers, a formatter's output).
+    ``sources`` maps paths to text that replaces the file's content (an editor's unsaved
+    buffers, a formatter's output), or to its parsed Module.
     """
     if roots is None:
         roots = Roots.for_spec(root)
@@ -57,7 +57,11 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
             sink.add("FS204", f"import cycle: {chain}", via.span if via else None, related=related)
             return
         try:
-            module = parse_text(sources[key], str(path)) if key in sources else parse_file(path)
+            src = sources.get(key)
+            if isinstance(src, ast.Module):  # parsed already (the editor server parses only what changed)
+                module = src
+            else:
+                module = parse_text(src, str(path)) if src is not None else parse_file(path)
         except DiagnosticError as e:
             for d in e.diagnostics:
                 if d.code == "FS203" and via is not None:

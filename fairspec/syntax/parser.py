@@ -12,6 +12,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from fairspec import paths
+from fairspec.runtime import filecache
 from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source
 from fairspec.syntax import ast
 
@@ -626,5 +627,6 @@ def read_source(path) -> str:
     return text
 
 
+@filecache.by_file(lambda path: path)
 def parse_file(path) -> ast.Module:
     return parse_text(read_source(path), str(path))

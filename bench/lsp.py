@@ -1,0 +1,166 @@
+"""The language server's latency and memory (issue 14).
+
+Targets: diagnostics published within 100 ms of a change to a 200-line spec
+after the first open (models and data cached), and the server's resident
+memory under 300 MB with the Adult example open.
+
+`fairspec lsp` runs as a subprocess and fairspec's LSP client (pygls) speaks
+to it over stdio, as an editor does. The 200-line spec is the Adult example
+(three models, the data, two shipped policies) with 20 more groups and 20
+more properties, written to a temporary folder. Each change replaces the
+whole text, alternating a changed threshold (still valid) with a misspelt
+group (an FS205 error); the latency is from sending didChange to receiving
+publishDiagnostics, client overhead included.
+
+Baselines, measured in the same run on the same text: `lint()` in this
+process with the file cache off (every model header and data sample read
+again, imports warm), and `fairspec lint` as a new process (what an editor
+that shells out to the command line pays per change).
+
+    python bench/lsp.py [--changes 40] [--out bench/results/lsp.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADULT = ROOT / "examples" / "adult" / "adult.fair"
+
+
+def spec_200(folder: Path) -> Path:
+    text = ADULT.read_text(encoding="utf-8")
+    base = ADULT.parent.resolve()
+    text = text.replace('"data/', f'"{base}/data/').replace('"models/', f'"{base}/models/')
+    lines = text.rstrip("\n").split("\n") + [""]
+    i = 0
+    while len(lines) < 200 - 4:
+        lines += [f"group band_{i} = age >= {20 + 2 * i}"]
+        if len(lines) + 4 <= 200:
+            lines += [f"property parity_{i} {{", f"  statistical_parity(dt, groups sex x band_{i}) <= 0.25",
+                      "  bootstrap = 200", "}"]
+        i += 1
+    lines += [""] * (200 - len(lines))
+    p = folder / "adult_200.fair"
+    p.write_text("\n".join(lines[:200]) + "\n", encoding="utf-8")
+    return p
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(resident, peak resident) in MB, from /proc."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            out[k] = int(v.split()[0]) / 1024
+    return out["VmRSS"], out["VmHWM"]
+
+
+async def serve(spec: Path, changes: int) -> dict:
+    from fairspec.lsp.client import Session
+
+    res = {}
+    async with Session(wait=600) as s:
+        t = time.perf_counter()
+        uri = s.open(ADULT)
+        await s.diagnostics(uri, after=0)
+        res["open_adult_s"] = time.perf_counter() - t
+        res["rss_adult_mb"], res["peak_adult_mb"] = rss_mb(s.pid)
+
+        t = time.perf_counter()
+        uri = s.open(spec)
+        first = await s.diagnostics(uri, after=0)
+        res["open_200_s"] = time.perf_counter() - t
+        assert not [d for d in first if d.severity == 1], first
+        text = s.texts[uri]
+        lat = []
+        for k in range(changes):
+            if k % 2 == 0:
+                new = text.replace("<= 0.25", f"<= 0.{25 + k % 10}", 1)
+            else:
+                new = text.replace("groups sex x band_3)", "groups sex x bnad_3)")
+            n = s.seen(uri)
+            t = time.perf_counter()
+            s.change(uri, new)
+            diags = await s.diagnostics(uri, n)
+            lat.append(time.perf_counter() - t)
+            assert (k % 2 == 1) == any(d.code == "FS205" for d in diags), diags
+        res["latency_s"] = lat
+        res["rss_end_mb"], res["peak_end_mb"] = rss_mb(s.pid)
+    return res
+
+
+def baselines(spec: Path, runs: int) -> dict:
+    from fairspec.pipeline import lint
+    from fairspec.runtime import filecache
+
+    text = spec.read_text(encoding="utf-8")
+    lint(spec, sources={spec: text})  # imports warm
+    cold = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        lint(spec, sources={spec: text})
+        cold.append(time.perf_counter() - t)
+    filecache.enable()
+    lint(spec, sources={spec: text})
+    warm = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        lint(spec, sources={spec: text})
+        warm.append(time.perf_counter() - t)
+    cli = []
+    for _ in range(max(3, runs // 4)):
+        t = time.perf_counter()
+        subprocess.run(["fairspec", "lint", str(spec)], capture_output=True, check=False)
+        cli.append(time.perf_counter() - t)
+    return {"lint_in_process_uncached_s": cold, "lint_in_process_cached_s": warm, "cli_lint_s": cli}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--changes", type=int, default=40)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lsp.json"))
+    args = ap.parse_args()
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = spec_200(Path(tmp))
+        server = asyncio.run(serve(spec, args.changes))
+        base = baselines(spec, args.changes)
+    lat = sorted(server["latency_s"])
+    med = statistics.median(lat)
+    p90 = lat[int(0.9 * (len(lat) - 1))]
+    rows = [("server: change -> diagnostics (median)", med, 0.100),
+            ("server: change -> diagnostics (p90)", p90, 0.100),
+            ("server: change -> diagnostics (max)", lat[-1], None),
+            ("baseline: lint() in process, file cache off (median)",
+             statistics.median(base["lint_in_process_uncached_s"]), None),
+            ("baseline: lint() in process, file cache on (median)",
+             statistics.median(base["lint_in_process_cached_s"]), None),
+            ("baseline: `fairspec lint` new process (median)", statistics.median(base["cli_lint_s"]), None)]
+    print(f"fairspec lsp, 200-line spec, {args.changes} changes; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'':58s} {'ms':>8s} {'x server':>9s} {'target':>8s}")
+    for name, v, target in rows:
+        print(f"{name:58s} {v * 1000:8.1f} {v / med:9.2f} {'' if target is None else f'{target * 1000:.0f}':>8s}")
+    print(f"first open: Adult {server['open_adult_s']:.2f} s, the 200-line spec {server['open_200_s']:.2f} s")
+    print(f"resident memory: {server['rss_adult_mb']:.0f} MB with Adult open (peak {server['peak_adult_mb']:.0f} MB; "
+          f"target < 300 MB), {server['rss_end_mb']:.0f} MB after the 200-line spec and its changes "
+          f"(peak {server['peak_end_mb']:.0f} MB)")
+    verdict = {"latency_p90_under_100ms": p90 < 0.100, "latency_median_under_100ms": med < 0.100,
+               "rss_adult_under_300mb": server["rss_adult_mb"] < 300}
+    print("targets met:", ", ".join(f"{k} = {v}" for k, v in verdict.items()))
+    out = {"load_average": load, "changes": args.changes, "server": server, "baselines": base,
+           "median_s": med, "p90_s": p90, "targets": verdict}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
