@@ -190,3 +190,28 @@ def test_html_refuses_to_overwrite_the_spec(tmp_path):
     r = run_cli("check", spec, "--html", spec)
     assert r.returncode == 2 and "refusing" in r.stderr and "Traceback" not in r.stderr
     assert spec.read_text() == before
+
+
+def test_pba_repair_and_distribution_pictures_end_to_end(tmp_path):
+    """The other kinds from a real run: PBA's shares with its replayed witness, repair's ratios before
+    and after, group metrics over distributions (a picture where a value exists, the reason where not)."""
+    from conftest import FIXTURES
+
+    shutil.copytree(FIXTURES, tmp_path / "fx")
+    spec = tmp_path / "fx" / "ok" / "pba_repair_dist.fair"
+    text = spec.read_text().replace('  write "repaired/dt_fair.skops"\n', "").replace("points = 400", "points = 60")
+    spec.write_text(text)
+    (tmp_path / "fx" / "fairspec.toml").write_text("")
+    out = tmp_path / "r.html"
+    r = run_cli("check", spec, "--html", out, "--format", "json", timeout=900)
+    assert r.returncode in (1, 3), r.stderr
+    props = {p["name"]: p for p in json.loads(r.stdout)["properties"]}
+    sections = _sections(out.read_text())
+    assert list(sections) == list(props)
+    for name, p in props.items():
+        if p["kind"] == "pba" and p["details"].get("table"):
+            assert "<svg" in sections[name] and ("class=witness" in sections[name]) == bool(p["witness"]), name
+        if p["kind"] == "repair" and p["details"].get("pairs_before"):
+            assert "<svg" in sections[name], name
+        if p["kind"] == "group_metric" and p["details"].get("groups"):
+            assert "<svg" in sections[name], name

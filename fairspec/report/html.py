@@ -153,9 +153,15 @@ def _num(x) -> str:
 
 
 def _picture(v, i: int) -> str:
-    d = v.details or {}
+    """The picture of the property's kind, then its witness pair (PBA has both)."""
+    main = _kind_picture(v)
     if v.witness is not None:
-        return _witness(v.witness)
+        return (main or "") + _witness(v.witness)
+    return main or "<p class=note>No picture for this verdict: the reason above says what was (not) decided.</p>"
+
+
+def _kind_picture(v) -> str | None:
+    d = v.details or {}
     if v.kind == "group_metric" and d.get("influence"):
         return _figure(_influence_fig(v), f"Fairness influence of each feature subset ({d.get('influence_metric')})")
     if v.kind == "group_metric" and d.get("groups"):
@@ -174,7 +180,7 @@ def _picture(v, i: int) -> str:
         c = d["coverage"]
         return "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
             "".join(f"<td class=num>{html.escape(str(x))}</td>" for x in c.values()) + "</tr></table>"
-    return "<p class=note>No picture for this verdict: the reason above says what was (not) decided.</p>"
+    return None
 
 
 # ------------------------------------------------------------------ figures
@@ -406,21 +412,22 @@ def _repair_fig(v):
     after = {" / ".join(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
     names = list(before)
     x = np.arange(len(names))
-    fig = _new_figure(max(5.5, 0.9 * len(names) + 3), 3.4)
+    fig = _new_figure(7.5, max(2.4, 0.32 * len(names) + 1.3))  # one row per pair: readable however many
     ax = fig.subplots()
-    ax.bar(x - 0.2, [before[n] or 0.0 for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
+    ax.barh(x + 0.2, [before[n] or 0.0 for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
     if after:
-        ax.bar(x + 0.2, [after.get(n) or 0.0 for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//",
-               label="after")
+        ax.barh(x - 0.2, [after.get(n) or 0.0 for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//",
+                label="after")
     t = d.get("c", d.get("threshold"))
     if t is not None:
-        ax.axhline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, fontsize=8, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("passing-rate ratio (lower / higher, 0-1)")
+        ax.axvline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
+    ax.set_yticks(x)
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.05)
+    ax.set_xlabel("passing-rate ratio (lower / higher, 0-1)")
     ax.set_title(f"{v.name}: before and after the repair", fontsize=10)
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
     return fig
 
 
