@@ -656,6 +656,9 @@ class Checker:
     def _group(self, d: Decl) -> None:
         node: ast.GroupDecl = d.node
         names = _names_in(node.expr)
+        if not names:
+            self.fail("FS308", f"group '{node.name.id}' reads no feature: a group is a condition over features",
+                      node.expr.span)
         candidates = [fs for fs in self.feature_sets.values() if all(fs.get(n) for n in names)]
         if not candidates:
             unknown = sorted(n for n in names if not any(fs.get(n) for fs in self.feature_sets.values()))
