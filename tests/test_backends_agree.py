@@ -1,6 +1,11 @@
 """Spec-level cross-check: the MILP and SMT backends agree with each other and with
 brute force over the whole (small) feature domain, on random ReLU networks read from
-ONNX files through the spec's encoding (min-max scaling, one-hot, codes, raw)."""
+ONNX files through the spec's encoding (min-max scaling, one-hot, codes, raw).
+
+The instances are tiny (60 inputs) and always decided, but z3's proof of close_prob for
+seed 4 takes 80 s on a loaded 2-core machine: the budget is 1 h so that the test never
+depends on the machine's speed (a time-out would make the verdict unknown and the
+cross-check fail), and it still demands a decided verdict from both backends."""
 
 from __future__ import annotations
 
@@ -32,14 +37,14 @@ property same_label {{
   require x.* == x'.* except {{s}}
   ensure label(net(x)) == label(net(x'))
   using {backend}
-  timeout = 60s
+  timeout = 1h
 }}
 property close_prob {{
   forall x, x' : F
   require x.* == x'.* except {{s}}
   ensure |prob(net(x)) - prob(net(x'))| <= {eps}
   using {backend}
-  timeout = 60s
+  timeout = 1h
 }}
 """
 

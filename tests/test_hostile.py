@@ -425,3 +425,17 @@ def test_a_model_path_that_is_not_a_file_is_one_sentence(tmp_path, what):
         (d,) = json.loads(r.stdout)["diagnostics"]
         assert d["code"] == "FS401" and expect in d["message"], d
         assert d["line"] == 1 and d["column"] == 16
+
+
+# ---------------------------------------------------------------- findings of bench/fuzz.py
+
+@pytest.mark.parametrize("text,code", [
+    ("group g = 20 - 1000000\n", "FS308"),          # a group that reads no feature (was IndexError)
+    ('data d = csv("x.csv", sep = "ab")\n', "FS307"),  # a separator of two characters (was TypeError)
+    ('data d = csv("x.csv", sep = "")\n', "FS307"),
+])
+def test_fuzz_findings_are_diagnostics(tmp_path, text, code):
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    spec = tmp_path / "f.fair"
+    spec.write_text(text)
+    assert code in _codes(lint(spec))

@@ -234,6 +234,9 @@ class Checker:
                 self.fail("FS208", f"unknown {fmt} option '{k}'", a.name.span,
                           hint=did_you_mean(k, allowed) or f"options are {', '.join(sorted(allowed))}")
         sep = self._const(kw.get("sep"), str, ",")
+        if len(sep) != 1 or sep in '"\r\n':
+            self.fail("FS307", f"sep must be one character other than a quote or a line break, got {sep!r}",
+                      kw["sep"].value.span)
         header = self._const(kw.get("header"), bool, None)
         columns = None
         if "columns" in kw:
