@@ -8,6 +8,7 @@ model, data or usage, 3 no violation found but not everything holds
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -107,6 +108,28 @@ def _lsp(args) -> int:
     return serve()
 
 
+@contextlib.contextmanager
+def _solver_chatter_to_stderr(on: bool):
+    """While checking for a machine format, file descriptor 1 points at stderr: what a solver library
+    prints from C (HiGHS's banner) cannot reach the JSON/SARIF document printed afterwards."""
+    if not on:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no real file descriptors (an embedding host): nothing to redirect
+        yield
+        return
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _check(args) -> int:
     from rich.console import Console
 
@@ -120,11 +143,17 @@ def _check(args) -> int:
 
         progress = Progress(console=err, transient=True)
         progress.start()
+    from fairspec import interrupt
+
     try:
-        result = check(args.spec, only=args.property, progress=progress, allow=args.allow_path)
+        with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
+            # Ctrl-C stops the solver; the verdicts decided so far are printed
+            result = check(args.spec, only=args.property, progress=progress, allow=args.allow_path)
     finally:
         if progress:
             progress.stop()
+    if result.interrupted:
+        print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
     if args.format == "json":
         print(rep.to_json(result))
     elif args.format in ("sarif", "github"):

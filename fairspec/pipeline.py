@@ -35,6 +35,8 @@ class Report:
     property_spans: dict = field(default_factory=dict)  # property name -> its span (for SARIF and annotations)
     inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
+    interrupted: bool = False  # Ctrl-C: the verdicts decided before it are kept, the rest are unknown
+
 
     @property
     def has_errors(self) -> bool:
@@ -42,6 +44,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130  # as a shell reports a process ended by SIGINT
         if self.has_errors:
             return 2
         if self.internal_errors:
@@ -62,6 +66,8 @@ class Report:
             out["error"] = self.error
         if self.internal_errors:
             out["internal_errors"] = self.internal_errors
+        if self.interrupted:
+            out["interrupted"] = True
         if self.loads:
             out["loads"] = [{**x, "seconds": round(x["seconds"], 4)} for x in self.loads]
         return out
@@ -98,14 +104,22 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
     for prop in props:
         p = plan(prop, res.spec)
         backend = p.backend or "/".join(p.candidates) or None
+        if report.interrupted:  # Ctrl-C earlier: the rest are not run
+            report.verdicts.append(unknown(prop, "interrupted (Ctrl-C) before it ran", backend=backend))
+            continue
         t1 = time.perf_counter()
         loaded = ctx.load_seconds
+        from fairspec import interrupt
+
         try:
             if not p.runs:
                 v = unknown(prop, p.why)
             else:
                 module, _, fn = p.runner.partition(":")
                 v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
+        except KeyboardInterrupt:  # Ctrl-C: this property is unknown, the ones decided before stay
+            report.interrupted = True
+            v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
         except (ModelLoadError, DataError) as e:
             report.error = str(e)
             break
@@ -117,6 +131,11 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
             report.internal_errors.append(f"{prop.name}: {type(e).__name__}: {e}")
             v = unknown(prop, f"internal error in the {backend} backend ({type(e).__name__}: {e}); "
                               "this is a fairspec bug", backend=backend)
+        if interrupt.requested() and not report.interrupted:
+            # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict
+            report.interrupted = True
+            if v.status != "violated":
+                v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
         # a property's seconds are its own work: the files it loaded first are reported under loads
         v = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
         report.verdicts.append(v)

@@ -74,6 +74,9 @@ class SerialExecutor:
 
 
 def _worker_init(shared, init):
+    from fairspec.interrupt import worker_init
+
+    worker_init()  # Ctrl-C is the parent's to handle: it ends the pool
     global _SHARED
     _SHARED = _resolve_shared(shared, init)
 
@@ -112,7 +115,15 @@ class ProcessExecutor:
         if not items:
             return []
         pool = self._ensure(shared, init)
-        return list(pool.map(_worker_call, [(fn, it) for it in items]))
+        try:
+            return list(pool.map(_worker_call, [(fn, it) for it in items]))
+        except KeyboardInterrupt:  # Ctrl-C: end the workers now rather than wait for their items
+            from fairspec.interrupt import kill_pool
+
+            kill_pool(pool)
+            self._pool = None
+            self._key = None
+            raise
 
     def close(self) -> None:
         if self._pool is not None:

@@ -144,6 +144,47 @@ class SolveOutcome:
     nodes: int = 0
 
 
+def _highs_interruptible(h) -> None:
+    """HiGHS polls these callbacks during simplex, IPM and branch and bound: stop on Ctrl-C."""
+    from fairspec import interrupt
+
+    def poll(e):
+        if interrupt.requested():
+            e.interrupt()
+
+    try:
+        h.cbSimplexInterrupt += poll
+        h.cbIpmInterrupt += poll
+        h.cbMipInterrupt += poll
+    except Exception:  # noqa: BLE001 - an older highspy without callbacks: its time limit still applies
+        pass
+
+
+def _scip_interruptible(m) -> None:
+    """A SCIP event handler that interrupts the solve at the next node or LP once Ctrl-C was pressed."""
+    try:
+        from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+    except ImportError:  # pragma: no cover
+        return
+    from fairspec import interrupt
+
+    class _Stop(Eventhdlr):
+        def eventinit(self):
+            self.model.catchEvent(SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED, self)
+
+        def eventexit(self):
+            self.model.dropEvent(SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED, self)
+
+        def eventexec(self, event):
+            if interrupt.requested():
+                self.model.interruptSolve()
+
+    try:
+        m.includeEventhdlr(_Stop(), "fairspec_interrupt", "stop on Ctrl-C")
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bool = False,
                objective_target: float | None = None, start: dict[int, float] | None = None,
                threads: int = 1, gap: float = 0.0) -> SolveOutcome:
@@ -166,8 +207,14 @@ def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bo
         for k, v in start.items():
             m.setSolVal(s, vs[k], float(v))
         m.addSol(s)
+    _scip_interruptible(m)
     try:
-        m.optimize()
+        from fairspec import interrupt
+
+        with interrupt.solver_section():  # Ctrl-C: the event handler stops SCIP at its next node
+            m.optimize()
+            if m.getStatus() == "userinterrupt":  # SCIP caught the Ctrl-C itself (misc/catchctrlc)
+                interrupt.request()
     except Exception as exc:  # noqa: BLE001 - solver error becomes "error"
         return SolveOutcome("error", seconds=time.perf_counter() - t0, raw_status=str(exc))
     st = m.getStatus()
@@ -226,8 +273,12 @@ def solve_highs(lm: LinModel, time_limit: float | None = None, first_solution: b
             h.setSolution(len(idx), idx, val)
         except Exception:  # noqa: BLE001 - a start is a hint only
             pass
+    from fairspec import interrupt
+
+    _highs_interruptible(h)
     try:
-        h.run()
+        with interrupt.solver_section():  # Ctrl-C: HiGHS's interrupt callbacks stop it
+            h.run()
     except Exception as exc:  # noqa: BLE001
         return SolveOutcome("error", seconds=time.perf_counter() - t0, raw_status=str(exc))
     ms = h.getModelStatus()

@@ -136,12 +136,19 @@ def _run_cases(idx, workers: int, progress=None, task=None):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
+        from fairspec.interrupt import kill_pool, worker_init
+
         ctx = mp.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+        ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
+        try:
             for r in ex.map(_case_task, [int(i) for i in idx], chunksize=max(1, len(idx) // (8 * workers))):
                 if progress is not None and task is not None:
                     progress.advance(task)
                 yield r
+        except BaseException:  # Ctrl-C (or the consumer stopped): end the workers now, not after their items
+            kill_pool(ex)
+            raise
+        ex.shutdown(wait=True)
         return
     for i in idx:
         r = _case_task(int(i))

@@ -81,7 +81,10 @@ class _Ctx:
             for a in extra:
                 self.solver.add_assertion(a)
             try:
-                sat = self.solver.solve()
+                from fairspec import interrupt
+
+                with interrupt.solver_section(self.solver.z3.ctx.interrupt):  # Ctrl-C: z3 stops
+                    sat = self.solver.solve()
             except SolverReturnedUnknownResultError:
                 return "unknown", None
             if not sat:

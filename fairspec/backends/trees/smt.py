@@ -142,7 +142,10 @@ class SmtTreeEngine:
             obj = None
         if obj is not None:
             h = s.maximize(obj)
-        res = s.check()
+        from fairspec import interrupt
+
+        with interrupt.solver_section(s.ctx.interrupt):  # Ctrl-C: z3 stops
+            res = s.check()
         self.stats["checks"] += 1
         self.stats["solver_seconds"] = round(self.stats["solver_seconds"] + time.perf_counter() - t0, 4)
         if res == z3.unsat:
