@@ -100,7 +100,7 @@ async def serve(spec: Path, changes: int) -> dict:
 
 def baselines(spec: Path, runs: int) -> dict:
     from fairspec.pipeline import lint
-    from fairspec.runtime import filecache
+    from fairspec import filecache
 
     text = spec.read_text(encoding="utf-8")
     lint(spec, sources={spec: text})  # imports warm

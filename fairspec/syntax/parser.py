@@ -12,7 +12,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from fairspec import paths
-from fairspec.runtime import filecache
+from fairspec import filecache
 from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source
 from fairspec.syntax import ast
 
