@@ -245,3 +245,5 @@ repair hopeless for dt {
     assert st == {"fair": "holds", "hopeless": "violated"}
     r = run_cli("check", str(spec), "--property", "fair")
     assert r.returncode == 0 and "fixed.skops" in r.stdout
+    for words in ("passing-rate ratio per pair", "minimal (LP)", "rows changed", "paths flipped", "accuracy"):
+        assert words in r.stdout

@@ -67,6 +67,8 @@ def print_text(report, console) -> None:
             _print_witness(v.witness, console)
         if v.kind == "group_metric" and v.details and v.details.get("groups"):
             _print_groups(v, console)
+        if v.kind == "repair" and v.details and v.details.get("pairs_before"):
+            _print_repair(v, console)
         if v.kind == "pba" and v.details and v.details.get("table"):
             try:
                 from fairspec.backends.pba import render_table
@@ -120,6 +122,30 @@ def cell_text(x) -> str:
     if isinstance(x, int):
         return f"{x:,}"
     return str(x)
+
+
+def _print_repair(v, console) -> None:
+    """A repair's numbers: every pair's ratio before and after, then the change it made."""
+    from rich.table import Table
+
+    d = v.details
+    after = {tuple(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
+    t = Table(title=f"{v.name}: passing-rate ratio per pair ({d.get('groups_label', 'groups')}, c = {d['c']:g})",
+              title_justify="left")
+    for col in ("pair", "before", "after"):
+        t.add_column(col, justify="left" if col == "pair" else "right", overflow="fold")
+    for p in d["pairs_before"]:
+        t.add_row(" / ".join(p["groups"]), cell_text(p["ratio"]), cell_text(after.get(tuple(p["groups"]))))
+    console.print(t)
+    facts = [f"minimal (LP) {cell_text(d.get('minimal'))}"]
+    if d.get("repaired"):
+        facts += [f"achieved {cell_text(d.get('achieved'))} (<= {d['alpha']:g} x minimal)",
+                  f"rows changed {cell_text(d.get('rows_changed'))} of {cell_text(d.get('rows'))}",
+                  f"paths flipped {d.get('paths_flipped')}, refined {d.get('paths_refined')}",
+                  f"accuracy {cell_text(d.get('accuracy_before'))} -> {cell_text(d.get('accuracy_after'))}",
+                  f"written {d.get('written') or '(not written)'}"]
+    facts.append(f"solver {d.get('solver')} {cell_text(d.get('solver_seconds'))}s")
+    console.print("  " + "; ".join(facts), markup=False, highlight=False)
 
 
 def _print_groups(v, console) -> None:
