@@ -132,7 +132,8 @@ def test_boosted_models_end_to_end_milp_and_smt_agree_with_brute_force(boosted_f
             "close": "violated" if np.any(np.abs(p[:, 0, :] - p[:, 1, :]) > 0.1) else "holds"}
     for backend in ("milp", "smt"):
         spec = tmp_path / f"{backend}.fair"
-        spec.write_text(SPEC.replace("FORMAT", fmt).replace("FILE", str(boosted_files / name))
+        (tmp_path / name).write_bytes((boosted_files / name).read_bytes())
+        spec.write_text(SPEC.replace("FORMAT", fmt).replace("FILE", name)
                         .replace("BACKEND", backend))
         for v in check(spec).verdicts:
             assert v.status == want[v.name], (backend, v.name, v.reason)
@@ -151,7 +152,8 @@ def test_k_discrimination_on_boosted_models_is_exact(boosted_files, tmp_path, fm
     pts = np.array(list(product(range(10), range(2), range(5))), dtype=float)
     p = m.score(pts).reshape(10, 2, 5)
     want = int(k_of(np.stack([p[:, 0, :].ravel(), p[:, 1, :].ravel()], axis=1), 0.05).max())
-    text = SPEC.split("property same")[0].replace("FORMAT", fmt).replace("FILE", str(boosted_files / name))
+    (tmp_path / name).write_bytes((boosted_files / name).read_bytes())     # inside the spec's project
+    text = SPEC.split("property same")[0].replace("FORMAT", fmt).replace("FILE", name)
     spec = tmp_path / "k.fair"
     spec.write_text(text + '''
 property k2 {

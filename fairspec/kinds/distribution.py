@@ -509,7 +509,7 @@ def classifier_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
         if model.rule is None:
             raise Unsupported(f"rule model '{model.name}' has no rule")
         return rule_form(model.rule, fs)
-    if model.format == "sklearn":
+    if model.format in ("sklearn", "xgboost", "lightgbm"):
         return _sklearn_form(model, ctx, fs)
     what = {"onnx": "an ONNX network", "torch": "a TorchScript network"}.get(model.format, model.format)
     raise Unsupported(f"model '{model.name}' is {what}; over a distribution fairspec verifies classifiers in "
@@ -876,6 +876,35 @@ def _model_variables(variables, code_vars, fs):
     return out
 
 
+MAX_COMPILED_LEAVES = 4096
+
+
+def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet):
+    """A forest's or boosted model's decision as one decision tree over the model's inputs
+    (:mod:`fairspec.backends.trees.compile`), within the encoded domain; Unsupported when its
+    Boolean form would have more than MAX_COMPILED_LEAVES leaves."""
+    from fairspec.backends.trees.compile import TooLarge, compile_decision
+
+    lo, hi = np.full(len(cols), -np.inf), np.full(len(cols), np.inf)
+    for i, c in enumerate(cols):
+        f = fs.get(c.feature)
+        if c.value is not None:                       # one-hot column: 0 or 1
+            lo[i], hi[i] = -0.5, 1.0
+            continue
+        dom = getattr(f, "domain", None)
+        if isinstance(dom, (ir.IntRange, ir.RealRange)) and c.scale > 0:
+            a, b = (float(dom.lo) - c.offset) / c.scale, (float(dom.hi) - c.offset) / c.scale
+            lo[i], hi[i] = float(np.nextafter(a, -np.inf)), b
+        elif f is not None and f.is_discrete:
+            lo[i], hi[i] = -0.5, float(len(f.values()) - 1)
+    try:
+        return compile_decision(trees, lo, hi, MAX_COMPILED_LEAVES)
+    except TooLarge:
+        raise Unsupported(f"model '{model.name}' ({len(trees.trees)} trees) has no small Boolean form: its decision "
+                          f"as one decision tree needs more than {MAX_COMPILED_LEAVES} leaves; measure it on data "
+                          f"instead (data = DATA)") from None
+
+
 def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
     loaded = ctx.model(model.name)
     est = getattr(loaded, "raw", None)
@@ -886,6 +915,16 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
     if getattr(loaded, "method", None) == "predict_proba" and loaded.index is not None and len(classes) == 2:
         positive = classes[loaded.index]
     name = type(est).__name__
+    if name != "DecisionTreeClassifier":
+        from fairspec.models.network import UnsupportedModel
+
+        try:
+            trees = loaded.tree_ensemble()
+        except UnsupportedModel as e:
+            raise Unsupported(f"model '{model.name}': {e.message}") from e
+        if trees is not None:
+            est, positive = _compiled(model, trees, cols, fs), 1
+            name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
         from fairspec.backends.boolean import tree_from_sklearn, tree_split_points
         t = est.tree_

@@ -7,10 +7,12 @@ same :class:`~fairspec.backends.pair.PairResult` as for ReLU networks. First
 ``S`` the aggregate of ``x`` and ``S'`` of ``x'`` and ``c`` the decision threshold on S
 (1/2 for probabilities, 0 for logits); by symmetry a violation exists iff one with S >= S':
 
-* ``label``: a violation is ``S > c >= S'``. MILP: maximise ``S`` subject to ``S' <= c``
-  (the maximiser is a witness when ``S > c``; a bound ``<= c - 1e-7`` proves the property);
+* ``label``: a violation is ``S > c >= S'``. MILP: first a feasible pair with
+  ``S >= c + 1e-7``, ``S' <= c`` (a witness, no optimisation); when there is none, maximise
+  ``S`` subject to ``S' <= c`` (a bound ``<= c - 1e-7`` proves the property);
 * ``prob`` on a forest (S is the probability) and ``logit`` on a boosted model (S is the
-  logit): a violation is ``S - S' > eps``; MILP: maximise ``S - S'``;
+  logit): a violation is ``S - S' > eps``; MILP: first ``S - S' >= eps + 1e-7``, then
+  maximise ``S - S'``;
 * ``prob`` on a boosted model: ``sigmoid(S) - sigmoid(S') > eps``, decided with the convex
   tangent cuts of :func:`~fairspec.backends.pair.prob_cut`, added at each spurious solution;
 * ``logit`` on a forest is not linear in the leaves and ends ``unknown``.
@@ -161,6 +163,16 @@ def _decide(run: _Run, mode: str) -> PairResult:
                                                           "rounding of the threshold")
         return run.result("holds", mode, how="proved", bound=0.0 if kind == "label" else p.eps,
                           reason="z3: no pair violates the post-condition (unsat)")
+    # first a pair clear of the threshold (a feasibility query: much faster than optimising
+    # when a violation exists), then the optimum over the rest
+    rows = [("S>=", c + TOL), ("Sp<=", c)] if kind == "label" else [("diff>=", p.eps + TOL)]
+    st, pair, _, _ = run.q(rows)
+    w = run.checked(pair)
+    if w is not None:
+        return run.result("violated", mode, value=_measure(p, w), witness=w, best=w)
+    if st in ("timeout", "error"):
+        return run.result("unknown", mode, reason="time limit reached before the MILP was decided"
+                          if st == "timeout" else "solver error")
     if kind == "label":
         st, pair, obj, bound = run.q([("Sp<=", c + TOL)], "S")
         limit = c
@@ -232,21 +244,12 @@ def prove(problem: PairProblem, engine: str = "highs", time_limit: float | None 
 
 
 def find(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, **_) -> PairResult:
-    """The first violation found (no optimisation), else the sound decision."""
+    """The first violation found (a feasibility query, no optimisation), else the sound decision."""
     run = _Run(problem, engine, time_limit)
     inst = _instant(run, "find")
     if inst is not None:
         return inst
-    kind = _kind(problem)
-    if engine != "z3" and kind in ("label", "diff"):
-        c = problem.net.threshold
-        rows = [("S>=", c + TOL), ("Sp<=", c)] if kind == "label" else [("diff>=", problem.eps + TOL)]
-        st, pair, _, _ = run.q(rows)
-        w = run.checked(pair)
-        if w is not None:
-            return run.result("violated", "find", value=_measure(problem, w), witness=w, best=w)
-        if st == "timeout":
-            return run.result("unknown", "find", reason="time limit reached before a violation was found")
+    # the sound decision already asks for a feasible violation first (no optimisation)
     return _decide(run, "find")
 
 

@@ -1,0 +1,322 @@
+"""Benchmark: every property on tree models (issue 13).
+
+Data sets (read from ../shared/data at run time): Adult, German, COMPAS, Bank. Numerical
+features are read as they are (whole numbers stay integral), categorical ones as codes
+0..k-1 in sorted order; the trees read these values directly (no scaling, no one-hot).
+Models, trained on every row (seeded, one thread): a depth-5 decision tree, a 30-tree
+random forest (depth 8), and XGBoost and LightGBM models of 100 trees of depth 5
+(``--depth`` for another depth in 4-6).
+
+Per (data set, model):
+
+* individual fairness (label post-condition) for each protected attribute alone and for
+  ``sex`` (Bank: ``marital``) with age relaxed by 2 years, by the exact tree encoding:
+  ``find`` and ``prove`` with HiGHS (``--timeout``, default 60 s), and ``prove`` with z3 as
+  the baseline in the same process (the ratio column is z3 time / HiGHS time; both verdicts
+  must agree). A property ``prove`` leaves undecided is re-run over 16 partitions
+  (``split_widest``) and its coverage reported;
+* k-discrimination: max k over the protected attributes (eps 0.05) by branch and bound
+  over leaf combinations (exact, or a proved upper bound when the box budget runs out);
+* PBA: the shares of PBA-verified points (observed, flipped) on ``--points`` rows (seeded)
+  with two numerical features moving by their delta, each point exact.
+
+Every witness is replayed with the library's own predict (the verdict says so).
+
+    python bench/trees.py                          # everything (results in bench/results/trees.json)
+    python bench/trees.py --data adult --models dt,xgb --timeout 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def shared_dir() -> Path:
+    for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
+        if (p / "data").is_dir():
+            return p
+    raise SystemExit("../shared/data not found (the benchmark reads the data sets from there)")
+
+
+# ------------------------------------------------------------------------------- data sets
+
+def _frame(cols_num, cols_cat, df):
+    """(X, names, integer mask, categories per column or None)."""
+    import pandas as pd
+
+    parts, names, integer, cats = [], [], [], []
+    for c in cols_num:
+        v = pd.to_numeric(df[c]).to_numpy(dtype=np.float64)
+        parts.append(v)
+        names.append(c)
+        integer.append(bool(np.all(v == np.round(v))))
+        cats.append(None)
+    for c in cols_cat:
+        values = sorted(df[c].astype(str).unique().tolist())
+        parts.append(df[c].astype(str).map({v: i for i, v in enumerate(values)}).to_numpy(dtype=np.float64))
+        names.append(c)
+        integer.append(True)
+        cats.append(values)
+    return np.column_stack(parts), names, np.array(integer), cats
+
+
+def load(name: str, shared: Path):
+    import pandas as pd
+
+    d = shared / "data" / name
+    if name == "adult":
+        cols = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+                "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+                "income"]
+        df = pd.read_csv(d / "adult.data", header=None, names=cols, skipinitialspace=True, dtype=str)
+        df = df[~(df == "?").any(axis=1)].dropna()
+        y = (df["income"].str.strip() == ">50K").to_numpy().astype(int)
+        X, names, integer, cats = _frame(["age", "education-num", "capital-gain", "capital-loss", "hours-per-week"],
+                                         ["workclass", "marital-status", "occupation", "relationship", "race", "sex"],
+                                         df)
+        return dict(X=X, y=y, names=names, integer=integer, cats=cats, protected=["sex", "race"], main="sex",
+                    age="age", moving={"age": 1, "hours-per-week": 1})
+    if name == "german":
+        cols = ["status", "duration", "history", "purpose", "amount", "savings", "employment", "rate", "personal",
+                "debtors", "residence", "property", "age", "plans", "housing", "credits", "job", "people", "phone",
+                "foreign", "label"]
+        df = pd.read_csv(d / "german.data", sep=r"\s+", header=None, names=cols, dtype=str)
+        df["sex"] = np.where(df["personal"].isin(["A92", "A95"]), "female", "male")
+        y = (df["label"] == "1").to_numpy().astype(int)
+        X, names, integer, cats = _frame(["duration", "amount", "rate", "residence", "age", "credits", "people"],
+                                         ["status", "history", "purpose", "savings", "employment", "debtors",
+                                          "property", "plans", "housing", "job", "phone", "foreign", "sex"], df)
+        return dict(X=X, y=y, names=names, integer=integer, cats=cats, protected=["sex"], main="sex", age="age",
+                    moving={"age": 1, "duration": 1})
+    if name == "compas":
+        df = pd.read_csv(d / "compas-scores-two-years.csv")
+        df = df[(df.days_b_screening_arrest <= 30) & (df.days_b_screening_arrest >= -30) & (df.is_recid != -1)
+                & (df.c_charge_degree != "O") & (df.score_text != "N/A")]
+        y = df["two_year_recid"].to_numpy().astype(int)
+        X, names, integer, cats = _frame(["age", "priors_count", "juv_fel_count", "juv_misd_count", "juv_other_count"],
+                                         ["c_charge_degree", "race", "sex"], df)
+        return dict(X=X, y=y, names=names, integer=integer, cats=cats, protected=["sex", "race"], main="sex",
+                    age="age", moving={"age": 1, "priors_count": 1})
+    if name == "bank":
+        df = pd.read_csv(d / "bank-additional-full.csv", sep=";")
+        y = (df["y"] == "yes").to_numpy().astype(int)
+        X, names, integer, cats = _frame(["age", "duration", "campaign", "pdays", "previous", "emp.var.rate",
+                                          "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed"],
+                                         ["job", "marital", "education", "default", "housing", "loan", "contact",
+                                          "month", "day_of_week", "poutcome"], df)
+        return dict(X=X, y=y, names=names, integer=integer, cats=cats, protected=["marital", "age"], main="marital",
+                    age="age", moving={"campaign": 1, "duration": 10})
+    raise SystemExit(f"unknown data set {name}")
+
+
+def train(kind: str, X, y, depth: int):
+    if kind == "dt":
+        from sklearn.tree import DecisionTreeClassifier
+
+        return DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)
+    if kind == "rf":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=30, max_depth=8, random_state=0, n_jobs=1).fit(X, y)
+    if kind == "xgb":
+        import xgboost as xgb
+
+        return xgb.XGBClassifier(n_estimators=100, max_depth=depth, random_state=0, n_jobs=1).fit(X, y)
+    if kind == "lgbm":
+        import lightgbm as lgb
+
+        return lgb.LGBMClassifier(n_estimators=100, max_depth=depth, num_leaves=2 ** depth, random_state=0,
+                                  n_jobs=1, verbose=-1).fit(X, y)
+    raise SystemExit(kind)
+
+
+def ensemble_of(kind, model):
+    from fairspec.models.trees import from_lightgbm, from_sklearn, from_xgboost
+
+    if kind in ("dt", "rf"):
+        return from_sklearn(model), (lambda X: model.predict_proba(X)[:, 1]), "scikit-learn"
+    if kind == "xgb":
+        import xgboost as xgb
+
+        b = model.get_booster()
+        return from_xgboost(b), (lambda X: b.predict(xgb.DMatrix(X))), "xgboost"
+    return from_lightgbm(model.booster_), (lambda X: model.predict_proba(X)[:, 1]), "lightgbm"
+
+
+# ------------------------------------------------------------------------------- properties
+
+def pair_problem(ds, ens, free_names, relaxed=()):
+    from fairspec.backends.pair import PairProblem
+    from fairspec.backends.trees.space import fold
+
+    X = ds["X"]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    integer = ds["integer"]
+    idx = {n: i for i, n in enumerate(ds["names"])}
+    free = [idx[n] for n in free_names]
+    rel = [(idx[n], float(t)) for n, t in relaxed]
+    folded = fold(ens, lo, hi, integer)
+    return PairProblem(folded, lo, hi, integer, (), tuple(free), None, tuple(rel), "label", 0.0)
+
+
+def replayed(problem, w, predict) -> bool:
+    from fairspec.backends.pair import check_witness
+
+    return check_witness(problem, w.x, w.x_prime, predict, "prob", tol=1e-6)
+
+
+def run_if(problem, predict, timeout):
+    from fairspec.backends.milp.partition import solve_partitioned, split_widest
+    from fairspec.backends.trees import modes
+
+    out = {}
+    for mode in ("find", "prove"):
+        r = modes.solve(problem, mode, engine="highs", time_limit=timeout)
+        out[mode] = {"status": r.status, "seconds": round(r.seconds, 3),
+                     "instant": bool(r.stats.get("instant")), "reason": r.reason[:160]}
+        if r.status == "violated":
+            out[mode]["replayed"] = replayed(problem, r.witness, predict)
+    z = modes.prove(problem, engine="z3", time_limit=timeout)
+    out["z3"] = {"status": z.status, "seconds": round(z.seconds, 3)}
+    if z.status == "violated":
+        out["z3"]["replayed"] = replayed(problem, z.witness, predict)
+    if out["prove"]["status"] == "unknown":
+        parts = split_widest(problem, 16)
+        r = solve_partitioned(problem, "prove", parts, backend="milp", time_per_part=timeout / 4,
+                              time_limit=timeout, stop_on_violation=False)
+        c = r.coverage
+        out["partitions"] = {"status": r.status, "seconds": round(r.seconds, 3),
+                             "coverage": None if c is None else {"proved": c.proved, "refuted": c.refuted,
+                                                                 "undecided": c.undecided,
+                                                                 "volume_proved": round(c.volume_proved, 4)}}
+    return out
+
+
+def run_kdisc(ds, ens, predict, names, eps, budget):
+    import itertools
+
+    from fairspec.backends.search.kdisc import k_of
+    from fairspec.backends.trees.kdisc import max_k
+    from fairspec.backends.trees.space import fold
+
+    X = ds["X"]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    idx = [ds["names"].index(n) for n in names]
+    values = [np.arange(lo[i], hi[i] + 1) for i in idx]
+    combos = list(itertools.product(*values))
+    t0 = time.perf_counter()
+    ensembles = []
+    for c in combos:
+        a, b = lo.copy(), hi.copy()
+        a[idx] = b[idx] = c
+        ensembles.append(fold(ens, a, b, ds["integer"]))
+    r = max_k(ensembles, lo, hi, ds["integer"], (), eps, max_boxes=20000, deadline=time.perf_counter() + budget)
+    out = {"K": len(combos), "max_k": r.best_k, "upper": r.upper, "exact": r.exact, "boxes": r.boxes,
+           "seconds": round(time.perf_counter() - t0, 3)}
+    if r.point is not None:
+        P = np.tile(r.point, (len(combos), 1))
+        P[:, idx] = np.array(combos)
+        out["replayed_k"] = int(k_of(np.asarray(predict(P))[None, :], eps)[0])
+    return out
+
+
+def run_pba(ds, ens, predict, flip, n_points, seed):
+    from fairspec.backends.pba.core import CaseSet
+    from fairspec.backends.trees.pba import analyse_trees
+
+    X, y = ds["X"], ds["y"]
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(len(X), min(n_points, len(X)), replace=False))
+    f = ds["names"].index(flip)
+    lo_all, hi_all = X.min(axis=0), X.max(axis=0)
+    U = X[rows]
+    Up = U.copy()
+    Up[:, f] = np.where(U[:, f] == lo_all[f], hi_all[f], lo_all[f]) if hi_all[f] - lo_all[f] >= 1 else U[:, f]
+    if len(ds["cats"][f] or []) > 2:     # several values: the next one
+        Up[:, f] = (U[:, f] + 1) % len(ds["cats"][f])
+    cols = np.array([ds["names"].index(n) for n in ds["moving"]])
+    delta = np.array([float(v) for v in ds["moving"].values()])
+    lo = np.maximum(U[:, cols] - delta, lo_all[cols]) - U[:, cols]
+    hi = np.minimum(U[:, cols] + delta, hi_all[cols]) - U[:, cols]
+    cs = CaseSet(ens, U, Up, cols, np.ones(len(cols)), lo, hi, ds["integer"][cols], y[rows])
+
+    def g(Z):
+        return np.asarray(predict(Z)) - 0.5
+
+    t0 = time.perf_counter()
+    res = analyse_trees(cs, score=g, replay=g)
+    el = res.eligible
+    n = int(el.sum())
+    return {"points": int(len(rows)), "eligible": n,
+            "observed_verified": round(float((res.observed == "proved").sum()) / max(n, 1), 4),
+            "flipped_verified": round(float((res.flipped == "proved").sum()) / max(n, 1), 4),
+            "unknown": int(((res.observed == "unknown") | (res.flipped == "unknown")).sum()),
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+# ------------------------------------------------------------------------------- main
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="adult,german,compas,bank")
+    ap.add_argument("--models", default="dt,rf,xgb,lgbm")
+    ap.add_argument("--depth", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--points", type=int, default=200)
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "trees.json"))
+    args = ap.parse_args(argv)
+    shared = shared_dir()
+    results = {"load_average": os.getloadavg()[0], "timeout": args.timeout, "depth": args.depth, "runs": []}
+    rows = []
+    for name in args.data.split(","):
+        ds = load(name, shared)
+        for kind in args.models.split(","):
+            t0 = time.perf_counter()
+            model = train(kind, ds["X"], ds["y"], args.depth)
+            ens, predict, lib = ensemble_of(kind, model)
+            run = {"data": name, "model": kind, "trees": len(ens.trees), "depth": ens.max_depth(),
+                   "leaves": ens.n_leaves(), "train_seconds": round(time.perf_counter() - t0, 2),
+                   "replayed_by": lib, "properties": {}}
+            props = [(p, [p], ()) for p in ds["protected"]]
+            props.append((f"{ds['main']}+{ds['age']}~2", [ds["main"]], ((ds["age"], 2),)))
+            if ds["main"] == ds["age"]:
+                props.pop()
+            for pname, free, relaxed in props:
+                if relaxed and relaxed[0][0] in free:
+                    continue
+                prob = pair_problem(ds, ens, free, relaxed)
+                r = run_if(prob, predict, args.timeout)
+                run["properties"][pname] = r
+                ratio = r["z3"]["seconds"] / max(r["prove"]["seconds"], 1e-3)
+                agree = r["z3"]["status"] in (r["prove"]["status"], "unknown")
+                cov = r.get("partitions", {}).get("coverage")
+                rows.append((name, kind, pname, r["find"]["status"], r["find"]["seconds"], r["prove"]["status"],
+                             r["prove"]["seconds"], r["z3"]["status"], f"{ratio:.1f}x", "yes" if agree else "NO",
+                             "" if cov is None else f"{cov['proved']}p/{cov['refuted']}r/{cov['undecided']}u"))
+                print(*rows[-1], sep="\t", flush=True)
+            kd_over = [p for p in ds["protected"] if p != "age"][:2]
+            run["kdisc"] = run_kdisc(ds, ens, predict, kd_over, 0.05, args.timeout)
+            print(name, kind, "kdisc", run["kdisc"], sep="\t", flush=True)
+            run["pba"] = run_pba(ds, ens, predict, ds["main"], args.points, 0)
+            print(name, kind, "pba", run["pba"], sep="\t", flush=True)
+            results["runs"].append(run)
+            Path(args.json).write_text(json.dumps(results, indent=1))
+    results["load_average_end"] = os.getloadavg()[0]
+    Path(args.json).write_text(json.dumps(results, indent=1))
+    print("\ndata\tmodel\tproperty\tfind\ts\tprove\ts\tz3\tz3/highs\tagree\tpartitions")
+    for r in rows:
+        print(*r, sep="\t")
+
+
+if __name__ == "__main__":
+    main()
