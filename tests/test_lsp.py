@@ -236,3 +236,39 @@ def test_incremental_parse_equals_the_whole_parse(spec):
         assert part.decls == whole.decls
         assert [d.span for d in part.decls] == [d.span for d in whole.decls]
     assert parse_incremental(text + "\nproperty p {\n", file) is None  # the caller parses the whole text
+
+
+def test_half_typed_text_never_raises():
+    """Every prefix of the Adult example cut at a line (and mid-line) is linted, and hover, definition,
+    references and completion answer at positions through it, from the last text that parsed."""
+    from fairspec import filecache
+    from fairspec.lsp import analysis as A
+
+    was = filecache.ENABLED
+    filecache.ENABLED = True  # as in the server: model headers and data samples read once
+    try:
+        _half_typed(A)
+    finally:
+        filecache.ENABLED = was
+
+
+def _half_typed(A):
+    text = ADULT.read_text(encoding="utf-8")
+    path = str(ADULT.resolve())
+    good = A.analyse(path)
+    lines = text.split("\n")
+    for n in range(1, len(lines), 6):
+        for cut in ("\n".join(lines[:n]), "\n".join(lines[:n]) + "\n" + lines[n][: len(lines[n]) // 2]):
+            idx = A.analyse(path, {path: cut})
+            assert idx.diagnostics is not None
+            use = idx if idx.ok else good
+            last = cut.split("\n")
+            for ln in range(1, len(last) + 1, 7):
+                for col in (1, 3, len(last[ln - 1]) + 1):
+                    A.hover(use, path, ln, col)
+                    A.definition(use, path, ln, col)
+                    A.references(use, path, ln, col)
+                    A.completions(use, cut, ln, col)
+            A.outline(use)
+            for d in idx.diagnostics:
+                A.fixes(use, d)
