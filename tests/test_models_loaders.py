@@ -207,13 +207,13 @@ def test_onnx_score_matches_onnxruntime_and_torch(d):
     np.testing.assert_allclose(s, _torch_forward(_net(), X)[:, 0], atol=1e-5)
     np.testing.assert_array_equal(m.decide(X), (s > 0).astype(np.int64))
     assert m.decide(X).dtype == np.int64
-    assert m.describe() == f"onnx model {d / 'net.onnx'}, output 'logit'[0] (logit), {WIDTH} inputs"
+    assert m.describe() == f"onnx model {d / 'net.onnx'}, output 'logit' (logit), {WIDTH} inputs"
 
 
 def test_onnx_replay_reference_agrees(d):
     X = _data(50)
-    for name, out in (("net.onnx", "logit"), ("two.onnx", "prob"), ("two.onnx", "logits")):
-        m = load_model("onnx", d / name, output=out)
+    for name, out, index in (("net.onnx", "logit", None), ("two.onnx", "prob", None), ("two.onnx", "logits", 1)):
+        m = load_model("onnx", d / name, output=out, index=index)
         np.testing.assert_allclose(m.replay_reference(X), m.score(X), atol=1e-5)
         np.testing.assert_allclose(m.replay(X), m.score(X), atol=1e-5)
 
@@ -228,7 +228,10 @@ def test_onnx_output_selection(d):
     np.testing.assert_allclose(by_pos.score(X), by_name.score(X), atol=0)
     col1 = load_model("onnx", d / "two.onnx", output="logits", index=1)
     assert col1.score_kind == "logit"
-    np.testing.assert_allclose(col1.score(X), _ort(d / "two.onnx", X, "logits")[:, 1], atol=1e-5)
+    Z = _ort(d / "two.onnx", X, "logits")
+    # two logit columns: the score is the positive class's log-odds, the decision argmax
+    np.testing.assert_allclose(col1.score(X), Z[:, 1] - Z[:, 0], atol=1e-5)
+    np.testing.assert_array_equal(col1.decide(X), (Z[:, 1] > Z[:, 0]).astype(np.int64))
     forced = load_model("onnx", d / "two.onnx", output="logits", index=1, score_kind="prob")
     assert (forced.score_kind, forced.threshold) == ("prob", 0.5)
 
@@ -247,7 +250,8 @@ def test_onnx_old_style_initializer_inputs(d):
     m = load_model("onnx", path, index=1)
     X = _data(5, 4)
     W = np.arange(8, dtype=np.float32).reshape(4, 2) / 10
-    np.testing.assert_allclose(m.score(X), (X.astype(np.float32) @ W)[:, 1], atol=1e-5)
+    Z = X.astype(np.float32) @ W
+    np.testing.assert_allclose(m.score(X), Z[:, 1] - Z[:, 0], atol=1e-5)
 
 
 def test_onnx_errors(d):
@@ -317,10 +321,12 @@ def test_torch_tuple_outputs(d):
     X = _data()
     two = TwoHead().eval()
     for name, trust in (("two.pt", False), ("two_pickle.pt", True)):
-        m0 = load_model("torch", d / name, trust_pickle=trust)
-        np.testing.assert_allclose(m0.score(X), _torch_forward(two, X, lambda y: y[0])[:, 0], atol=1e-5)
+        _raises(lambda: load_model("torch", d / name, trust_pickle=trust), name, "2 columns", "index = 1")
+        Z = _torch_forward(two, X, lambda y: y[0])
+        m0 = load_model("torch", d / name, index=0, trust_pickle=trust)
+        np.testing.assert_allclose(m0.score(X), Z[:, 0] - Z[:, 1], atol=1e-5)
         m1 = load_model("torch", d / name, output=0, index=1, trust_pickle=trust)
-        np.testing.assert_allclose(m1.score(X), _torch_forward(two, X, lambda y: y[0])[:, 1], atol=1e-5)
+        np.testing.assert_allclose(m1.score(X), Z[:, 1] - Z[:, 0], atol=1e-5)
         mp = load_model("torch", d / name, output=1, score_kind="prob", trust_pickle=trust)
         assert mp.threshold == 0.5
         np.testing.assert_allclose(mp.score(X), _torch_forward(two, X, lambda y: y[1])[:, 0], atol=1e-5)

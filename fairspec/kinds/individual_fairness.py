@@ -20,20 +20,13 @@ from fairspec.verdict import Verdict, Witness, unknown
 
 
 def network_of(ctx, model_name: str):
-    """The loaded model as a piecewise-linear network (raises UnsupportedModel)."""
+    """The loaded model as the piecewise-linear network of its decision (raises UnsupportedModel):
+    the same output column and rule as the loaded model's ``decide`` (fairspec.models.readout)."""
     from fairspec.models import network
 
-    m = ctx.spec.model(model_name)
-    loaded = ctx.model(model_name)
-    if m.format == "onnx":
-        net = network.from_onnx(m.path, output=m.output, index=m.index)
-    elif m.format == "torch":
-        net = network.from_torch(loaded.raw, index=m.index)
-    elif m.format == "sklearn":
-        net = network.from_sklearn(loaded.raw)
-    else:
-        raise network.UnsupportedModel("rule", m.name, "a rule model is not a network")
-    return net.single_output() if net.final == "softmax" else net
+    if ctx.spec.model(model_name).format == "rule":
+        raise network.UnsupportedModel("rule", model_name, "a rule model is not a network")
+    return network.from_loaded(ctx.model(model_name))
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
@@ -105,9 +98,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if getattr(res, "coverage", None) is not None:
         cov = res.coverage
         details["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
-                               "undecided": cov.undecided, "volume_proved": round(cov.volume_proved, 6),
-                               "volume_refuted": round(cov.volume_refuted, 6),
-                               "volume_undecided": round(cov.volume_undecided, 6)}
+                               "undecided": cov.undecided, "volume_proved": float(cov.volume_proved),
+                               "volume_refuted": float(cov.volume_refuted),
+                               "volume_undecided": float(cov.volume_undecided)}
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
         x = low.to_input(res.witness.x)

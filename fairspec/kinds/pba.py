@@ -47,43 +47,21 @@ BACKEND = "milp"
 
 
 def _network(ctx, m: ir.Model):
-    """(logit-difference PLNet, positive column or None when the model has one output)."""
+    """The network of the model's decision, g = logit(class 1) - logit(class 0) (class 1 iff g > 0):
+    the column and rule of the model's Readout, as every backend reads it."""
+    from fairspec.backends.pair_runner import network_of
     from fairspec.backends.pba.twin import logit_difference_net
-    from fairspec.models import network
 
-    def build(index):
-        if m.format == "onnx":
-            return network.from_onnx(m.path, output=m.output, index=index)
-        if m.format == "torch":
-            return network.from_torch(ctx.model(m.name).raw, index=index)
-        if m.format == "sklearn":
-            return network.from_sklearn(ctx.model(m.name).raw, index=index)
-        raise network.UnsupportedModel("rule", m.name, "a rule model is not a network")
-
-    try:
-        net = build(m.index)
-    except network.UnsupportedModel as e:
-        if m.index is not None or e.op_type != "Output":
-            raise
-        net = build(0)            # two raw logits: read both, one per class
-    positive = (1 if m.index is None else m.index) if net.layers[-1].n_out == 2 else None
-    return logit_difference_net(net, positive=positive), positive
+    return logit_difference_net(network_of(ctx, m.name))
 
 
-def _real(ctx, m: ir.Model, positive):
+def _real(ctx, m: ir.Model):
     """(score, replay, replayer name): X -> g (class 1 iff g > 0), fast and independent."""
     from fairspec.backends.data.flips import replayer_name
 
     loaded = ctx.model(m.name)
-    if positive is None:
-        thr = loaded.threshold
-        return (lambda X: loaded.score(X) - thr), (lambda X: loaded.replay(X) - thr), replayer_name(loaded)
-    from fairspec.models import load_model
-
-    cols = [load_model(m.format, m.path, output=m.output, index=i, score_kind="logit", trust_pickle=m.trust_pickle)
-            for i in (positive, 1 - positive)]
-    return ((lambda X: cols[0].score(X) - cols[1].score(X)), (lambda X: cols[0].replay(X) - cols[1].replay(X)),
-            replayer_name(loaded))
+    thr = loaded.threshold
+    return (lambda X: loaded.score(X) - thr), (lambda X: loaded.replay(X) - thr), replayer_name(loaded)
 
 
 def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
@@ -188,10 +166,10 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     enc = ctx.encoding(prop.model)
     try:
         trees = ctx.model(m.name).tree_ensemble()
-        net, positive = (trees, None) if trees is not None else _network(ctx, m)
+        net = trees if trees is not None else _network(ctx, m)
     except UnsupportedModel as e:
         raise Unsupported(f"the PBA backend cannot encode this model: {e}")
-    score, replay, replayer = _real(ctx, m, positive)
+    score, replay, replayer = _real(ctx, m)
     engine = setting(prop, "engine", "milp")
     mode = "lp" if engine == "lp" else "exact"
     if engine not in ("highs", "scip", "lp"):
@@ -258,6 +236,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                 details.setdefault("charts", []).append(str(out))
         except OSError as e:
             ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
+        except ImportError:
+            ctx.warnings.append(f"{prop.name}: the chart {path} needs matplotlib, which is not installed "
+                                f"(pip install 'fairspec[charts]')")
 
     # ---- the verdict over the observed setting
     obs = np.concatenate([r.observed for _, r, *_ in verdict_parts])
@@ -284,40 +265,37 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         if best is None:
             return None
         f, x, xp, flip, row, stage = best
-        if positive is None:      # the declared output, replayed
-            out = ctx.model(m.name).replay(np.stack([x, xp]))
-            what_out = "the model's declared output on x and x' (replayed)"
-        else:
-            out = replay(np.stack([x, xp]))
-            what_out = "logit(class 1) - logit(class 0) on x and x' (replayed)"
-        details["witness_point"] = {"row": row, "flip": flip, "objective": round(f, 9), "found_by": stage,
+        loaded = ctx.model(m.name)
+        out = loaded.replay(np.stack([x, xp]))
+        what_out = f"the model's score on x and x' (replayed; class 1 iff {loaded.readout.describe()})"
+        details["witness_point"] = {"row": row, "flip": flip, "objective": float(f), "found_by": stage,
                                     "outputs": what_out}
         return Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                        (float(out[0]), float(out[1])), replayed_by=replayer)
 
     share = proved / n_el
     hi_share = (proved + unk) / n_el
-    bound = (round(share, 6), round(hi_share, 6))
+    bound = (float(share), float(hi_share))
     common = dict(backend=BACKEND, seconds=seconds, details=details)
     what = f"{proved} of {n_el} eligible points PBA-verified, {refuted} refuted, {unk} unknown"
     if prop.threshold is None:
         if refuted:
-            return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), bound=bound, witness=witness(),
+            return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=witness(),
                            reason=f"{what}: a point is not persistently more confident than its counterfactual",
                            **common)
         if unk:
-            return unknown(prop, f"{what} (time budget or solver limits)", value=round(share, 6), bound=bound,
+            return unknown(prop, f"{what} (time budget or solver limits)", value=float(share), bound=bound,
                            **common)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, **common)
     op, thr = prop.op, prop.threshold
     ok = {">=": lambda v: v >= thr, ">": lambda v: v > thr, "<=": lambda v: v <= thr, "<": lambda v: v < thr}[op]
     low_side, high_side = (share, hi_share) if op in (">=", ">") else (hi_share, share)
     if ok(low_side):
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=round(share, 6), bound=bound,
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
                        reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", **common)
     if not ok(high_side):
         w = witness() if op in (">=", ">") else None
-        return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), bound=bound, witness=w,
+        return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
                        reason=f"{what}; the share of verified points cannot be {op} {thr:g}", **common)
-    return unknown(prop, f"{what}; the share {op} {thr:g} depends on the unknown points", value=round(share, 6),
+    return unknown(prop, f"{what}; the share {op} {thr:g} depends on the unknown points", value=float(share),
                    bound=bound, **common)

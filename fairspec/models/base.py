@@ -84,6 +84,17 @@ def short_error(exc: BaseException, limit: int = 200) -> str:
     return text.rstrip(".")
 
 
+def readout_for(path: pathlib.Path, columns: int | None, index, score_kind: str, what: str):
+    """The Readout of a loaded model's output of ``columns`` columns (fairspec.models.readout
+    decides); an ambiguous or impossible choice is a ModelLoadError naming the file."""
+    from .readout import ReadoutError, resolve_readout
+
+    try:
+        return resolve_readout(columns, index, score_kind, what)
+    except ReadoutError as e:
+        raise ModelLoadError(f"{e.message}" + (f" ({e.hint})" if e.hint else ""), path) from None
+
+
 class LoadedModel(abc.ABC):
     """A model loaded from a file, evaluated one declared scalar output at a time.
 
@@ -91,8 +102,10 @@ class LoadedModel(abc.ABC):
         path:        the model file.
         format:      "onnx" | "torch" | "sklearn" | "xgboost" | "lightgbm".
         input_width: the length of the input vector, or None when the file does not say.
-        score_kind:  "logit" | "prob": what `score` returns.
-        threshold:   the decision threshold on the score (0.0 for logits, 0.5 for probabilities).
+        readout:     which output column(s) the decision reads and by which rule
+                     (fairspec.models.readout: the one place that decides it).
+        score_kind:  "logit" | "prob": what `score` returns (readout.score).
+        threshold:   the decision threshold on the score (readout.threshold).
         raw:         the underlying object (onnxruntime session, torch module, estimator),
                      for analyses that need the model's structure.
     """
@@ -149,13 +162,25 @@ class LoadedModel(abc.ABC):
 
     # ---- helpers for subclasses ---------------------------------------------------
     def _init_common(self, path: pathlib.Path, fmt: str, input_width: int | None,
-                     score_kind: str, raw: Any) -> None:
+                     score_kind: str, raw: Any, readout=None) -> None:
+        from .readout import Readout
+
         self.path = path
         self.format = fmt
         self.input_width = input_width
-        self.score_kind = score_kind
-        self.threshold = default_threshold(score_kind)
+        self.readout = readout if readout is not None else Readout(score_kind)
+        self.score_kind = self.readout.score
+        self.threshold = self.readout.threshold
         self.raw = raw
+
+    def _read(self, y, what: str):
+        """The score column(s) of one output batch, by the model's Readout."""
+        from .readout import ReadoutError
+
+        try:
+            return self.readout.select(y, what)
+        except ReadoutError as e:
+            raise ModelLoadError(f"{e.message}" + (f" ({e.hint})" if e.hint else ""), self.path) from None
 
     def _check_input(self, X: Any) -> "np.ndarray":
         import numpy as np

@@ -301,17 +301,75 @@ def _make_net(layers: list[Layer], index: int | None, final: str, source: str, w
     return PLNet(tuple(layers), index, final, source)
 
 
+def apply_readout(net: PLNet, readout) -> PLNet:
+    """The network of a model's decision as its Readout (fairspec.models.readout) defines it:
+    one output ``g``, class 1 iff ``g > 0``, read from all of ``net``'s outputs.
+
+    * one output: ``g`` is it (the logit; before a final sigmoid, ``sigmoid(g) > 1/2``);
+    * two outputs, logits or a softmax over two: ``g = z[i] - z[1-i]`` (argmax, and the
+      log-odds a softmax gives);
+    * two independent sigmoids read as probabilities: ``g = z[i]`` (``p[i] > 1/2``).
+    Anything else (argmax over more than two classes, a linear output read as a
+    probability) raises :class:`UnsupportedModel`.
+    """
+    layers = list(net.layers)
+    n_out = layers[-1].n_out
+    i = readout.index
+    where = "output"
+    if n_out == 1:
+        if i not in (None, 0):
+            raise UnsupportedModel("Output", where, f"the network has one output, so it has no column {i}")
+        if net.final == "softmax":
+            raise UnsupportedModel("Softmax", where, "a softmax over a single output is constant 1")
+        return PLNet(tuple(layers), 0, net.final, net.source)
+    if i is None:
+        raise UnsupportedModel("Output", where, f"the network has {n_out} outputs; say which is the positive "
+                                                f"class with index = 1 (or 0) on the model")
+    if not 0 <= i < n_out:
+        raise UnsupportedModel("Output", where, f"output index {i} is out of range for {n_out} outputs")
+    if n_out == 2 and (net.final == "softmax" or (net.final == "none" and readout.score == "logit")):
+        if layers[-1].relu:
+            layers = layers + [Layer(np.eye(2), np.zeros(2), False)]
+        return PLNet(tuple(_binary_softmax_to_sigmoid(layers, i)), 0,
+                     "sigmoid" if net.final == "softmax" else "none", net.source)
+    if n_out == 2 and net.final == "sigmoid" and readout.score == "prob":
+        return PLNet(net.layers, i, "sigmoid", net.source).single_output()
+    if n_out > 2:
+        raise UnsupportedModel("Output", where, f"a binary classifier has one logit, but the decision 'column {i} "
+                                                f"is the largest of {n_out}' (argmax over {n_out} classes) has none")
+    raise UnsupportedModel("Output", where, f"reading {n_out} outputs after a final {net.final} as "
+                                            f"{readout.score}s is not a piecewise-linear decision")
+
+
+def from_loaded(loaded) -> PLNet:
+    """The loaded model (fairspec.models.LoadedModel) as the single-logit network of its
+    decision: the same output, column and rule as ``loaded.decide`` (raises UnsupportedModel)."""
+    fmt = getattr(loaded, "format", None)
+    if fmt == "onnx":
+        return from_onnx(loaded.path, output=loaded.output_name, readout=loaded.readout)
+    if fmt == "torch":
+        if getattr(loaded, "output", None) not in (None, 0):
+            raise UnsupportedModel("Output", "forward", "a torch module that returns several outputs is not "
+                                                        "read as a network")
+        return from_torch(loaded.raw, readout=loaded.readout)
+    if fmt == "sklearn":
+        return from_sklearn(loaded.raw, readout=loaded.readout)
+    raise UnsupportedModel("rule", str(fmt), "a rule model is not a network")
+
+
 # ---------------------------------------------------------------------------------------------
 # ONNX
 # ---------------------------------------------------------------------------------------------
 
-def from_onnx(path_or_model, output: str | int | None = None, index: int | None = None) -> PLNet:
+def from_onnx(path_or_model, output: str | int | None = None, index: int | None = None, readout=None) -> PLNet:
     """Read an ONNX Gemm/MatMul/Add/Relu chain as a :class:`PLNet`.
 
     output: the graph output (name or position; default the first). The chain from the
             single graph input to that output must be a straight line of supported ops.
     index:  the column of a 2-D output (default 0 for one column; for a two-class
             softmax the column of the class whose probability is wanted, default 1).
+    readout: a loaded model's Readout (fairspec.models.readout), which then decides the
+            output instead of ``index`` (see :func:`apply_readout`).
     """
     import onnx
     from onnx import numpy_helper
@@ -492,6 +550,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         # the output is [d, N]: the column layout only changes the index meaning, not the math
         pass
     layers = ch.finish()
+    if readout is not None:
+        return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, out_name)
 
 
@@ -536,7 +596,7 @@ def _broadcast_vec(c: np.ndarray, width: int, rows: bool, op: str, nname: str) -
 _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 
 
-def from_torch(module, index: int | None = None, verify: bool = True) -> PLNet:
+def from_torch(module, index: int | None = None, verify: bool = True, readout=None) -> PLNet:
     """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``,
@@ -595,10 +655,11 @@ def from_torch(module, index: int | None = None, verify: bool = True) -> PLNet:
                                         f"(supported: Linear, ReLU, Identity, Dropout, Flatten, and a final "
                                         f"Sigmoid or Softmax)")
     layers = ch.finish()
-    net = _make_net(layers, index, final, f"torch {type(module).__name__}", "output")
+    source = f"torch {type(module).__name__}"
     if verify:
+        full = PLNet(tuple(layers), 0, final if final != "softmax" or layers[-1].n_out > 1 else "none", source)
         rng = np.random.default_rng(0)
-        X = rng.normal(size=(64, net.n_inputs)) * 3.0
+        X = rng.normal(size=(64, full.n_inputs)) * 3.0
         was_training = module.training
         module.eval()
         try:
@@ -610,14 +671,19 @@ def from_torch(module, index: int | None = None, verify: bool = True) -> PLNet:
         out = np.asarray(out.detach().cpu().double().numpy())
         if out.ndim == 1:
             out = out[:, None]
-        mine = net.prob(X) if final != "none" else net.forward(X)
-        col = index if index is not None else (out.shape[1] - 1 if out.shape[1] == 2 else 0)
-        ref = out[:, col]
-        if not np.allclose(mine, ref, rtol=1e-4, atol=1e-4):
+        Z = full.forward_all(X)
+        if final == "sigmoid":
+            Z = sigmoid(Z)
+        elif final == "softmax":
+            Z = np.exp(Z - Z.max(axis=1, keepdims=True))
+            Z = Z / Z.sum(axis=1, keepdims=True)
+        if Z.shape != out.shape or not np.allclose(Z, out, rtol=1e-4, atol=1e-4):
             raise UnsupportedModel(type(module).__name__, "forward",
                                    "the module's forward() does not apply its children in order "
                                    "(converted network disagrees with the module)")
-    return net
+    if readout is not None:
+        return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
+    return _make_net(layers, index, final, source, "output")
 
 
 def _torch_type(m) -> str:
@@ -637,7 +703,7 @@ def _torch_dtype(module):
 # scikit-learn
 # ---------------------------------------------------------------------------------------------
 
-def from_sklearn(est, index: int | None = None) -> PLNet:
+def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
     """MLPClassifier (activation='relu' or 'identity') or LogisticRegression as a PLNet.
 
     index: the class (column of ``predict_proba``) whose probability is the output;
@@ -676,6 +742,11 @@ def from_sklearn(est, index: int | None = None) -> PLNet:
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"estimator {name} is not a ReLU MLP or logistic regression")
+    if readout is not None:
+        if final == "sigmoid" and n_classes == 2:
+            index = 1 if readout.index is None else readout.index   # decision_function: classes_[1]
+        else:
+            return apply_readout(PLNet(tuple(layers), 0, final, f"sklearn {name}"), readout)
     if final == "sigmoid" and n_classes == 2:
         idx = 1 if index is None else index
         if idx not in (0, 1, -1, -2):

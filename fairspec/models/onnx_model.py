@@ -6,7 +6,7 @@ import contextlib
 import io
 import pathlib
 
-from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
+from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, short_error
 from .peek import OnnxSignature, read_onnx_signature
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
@@ -54,34 +54,23 @@ class OnnxModel(LoadedModel):
         out = sig.outputs[pos]
         self.output_name = out.name
 
-        # The column: a 2-D output [N, K] takes column `index`; a 1-D output [N] is taken as is.
+        # The column and the decision rule: fairspec.models.readout decides, from the output's shape.
         oshape = out.shape
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
-            raise ModelLoadError(f"the index {index!r} chosen for ONNX model {path} is not an integer", path)
+        if oshape is not None and len(oshape) > 2:
+            raise ModelLoadError(
+                f"output {out.name!r} of ONNX model {path} has {len(oshape)} dimensions; fairspec reads outputs of shape [N] or [N, K]",
+                path,
+            )
+        columns = None
         if oshape is not None and len(oshape) == 1:
-            if index not in (None, 0):
-                raise ModelLoadError(
-                    f"output {out.name!r} of ONNX model {path} is one-dimensional, so it has no column {index}", path
-                )
-            self.index = None
-        else:
-            self.index = 0 if index is None else index
-            if index is not None and index < 0:
-                raise ModelLoadError(f"index {index} for output {out.name!r} of ONNX model {path} is negative", path)
-            if oshape is not None and len(oshape) == 2 and isinstance(oshape[1], int) and oshape[1] > 0:
-                if self.index >= oshape[1]:
-                    raise ModelLoadError(
-                        f"output {out.name!r} of ONNX model {path} has {oshape[1]} column(s), so index {self.index} is out of range",
-                        path,
-                    )
-            elif oshape is not None and len(oshape) > 2:
-                raise ModelLoadError(
-                    f"output {out.name!r} of ONNX model {path} has {len(oshape)} dimensions; fairspec reads outputs of shape [N] or [N, K]",
-                    path,
-                )
-
+            columns = 1
+        elif oshape is not None and len(oshape) == 2 and isinstance(oshape[1], int) and oshape[1] > 0:
+            columns = oshape[1]
         if kind is None:
             kind = "prob" if "prob" in out.name.lower() else "logit"
+        self._what = f"output {out.name!r} of ONNX model {path}"
+        readout = readout_for(path, columns, index, kind, self._what)
+        self.index = readout.index
 
         inp = sig.inputs[0]
         self.input_name = inp.name
@@ -132,31 +121,18 @@ class OnnxModel(LoadedModel):
         self._dtype_name = _ORT_INPUT_DTYPES.get(ort_inputs[0].type, self._dtype_name)
         self._session = session
         self._reference = None
-        self._init_common(path, "onnx", width, kind, session)
+        self._init_common(path, "onnx", width, kind, session, readout)
 
     # ---- evaluation --------------------------------------------------------------
     def output_description(self) -> str:
-        col = "" if self.index is None else f"[{self.index}]"
-        return f"{self.output_name!r}{col}"
+        if self.index is None:
+            return repr(self.output_name)
+        if self.readout.score == "logit" and (self.readout.columns or 2) > 1:
+            return f"{self.output_name!r}[{self.index}] - max of the other columns"
+        return f"{self.output_name!r}[{self.index}]"
 
     def _select(self, y):
-        import numpy as np
-
-        y = np.asarray(y)
-        if y.ndim == 2 and self.index is not None:
-            if self.index >= y.shape[1]:
-                raise ModelLoadError(
-                    f"output {self.output_name!r} of ONNX model {self.path} has {y.shape[1]} column(s), "
-                    f"so index {self.index} is out of range",
-                    self.path,
-                )
-            y = y[:, self.index]
-        elif y.ndim == 1 and self.index not in (None, 0):
-            raise ModelLoadError(
-                f"output {self.output_name!r} of ONNX model {self.path} is one-dimensional, so it has no column {self.index}",
-                self.path,
-            )
-        return y.astype(np.float64)
+        return self._read(y, self._what)
 
     def _run_batched(self, run, X):
         """Feed X in the model's input dtype, in chunks when the graph pins the batch size."""

@@ -568,6 +568,34 @@ def lightgbm_input_width(p: pathlib.Path) -> int | None:
     return None
 
 
+def peek_output_columns(format: str, path, output: str | int | None = None) -> int | None:
+    """The column count of the model's chosen output, read cheaply (ONNX: the graph output's
+    declared shape); None when the file does not say. For lint's readout check (FS413)."""
+    from . import normalize_format
+
+    try:
+        if normalize_format(format, path) != "onnx":
+            return None
+        sig = read_onnx_signature(pathlib.Path(path))
+    except ModelLoadError:
+        return None
+    outs = sig.outputs
+    if output is None:
+        chosen = outs[:1]
+    elif isinstance(output, int) and not isinstance(output, bool):
+        chosen = [outs[output]] if -len(outs) <= output < len(outs) else []
+    else:
+        chosen = [o for o in outs if o.name == output]
+    if not chosen or chosen[0].shape is None:
+        return None
+    shape = chosen[0].shape
+    if len(shape) == 1:
+        return 1
+    if len(shape) == 2 and isinstance(shape[1], int) and shape[1] > 0:
+        return shape[1]
+    return None
+
+
 # --------------------------------------------------------------------------------------
 # can the model become a piecewise-linear network? (for lint: the milp, smt and pba backends)
 # --------------------------------------------------------------------------------------

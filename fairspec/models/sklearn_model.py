@@ -7,7 +7,7 @@ import pathlib
 import sys
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, short_error
+from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, short_error
 from .peek import _require_file
 
 SKOPS_SUFFIXES = (".skops",)
@@ -228,28 +228,28 @@ class SklearnModel(LoadedModel):
         if method == "decision_function" and not has_dec:
             raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no decision_function", path)
         self.method = method
-        self.index = (1 if index is None else index) if method == "predict_proba" else index
         if kind is None:
             kind = "prob" if method == "predict_proba" else "logit"
-
         classes = getattr(est, "classes_", None)
-        if method == "predict_proba" and classes is not None:
-            try:
-                n_classes = len(classes)
-            except TypeError:
-                n_classes = None
-            if n_classes is not None and self.index >= n_classes:
-                raise ModelLoadError(
-                    f"{path} holds a classifier with {n_classes} class(es), so predict_proba column {self.index} is out of range",
-                    path,
-                )
+        try:
+            n_classes = None if classes is None else len(classes)
+        except TypeError:
+            n_classes = None
+        columns = None
+        if n_classes is not None:
+            columns = n_classes if method == "predict_proba" or n_classes > 2 else 1
+        if index is None and n_classes == 2 and method == "predict_proba":
+            index = 1                   # scikit-learn's own positive class, classes_[1] (as predict() decides)
+        self._what = f"{method} of scikit-learn model {path}"
+        readout = readout_for(path, columns, index, kind, self._what)
+        self.index = readout.index
         width = getattr(est, "n_features_in_", None)
         try:
             width = int(width) if width is not None else None
         except (TypeError, ValueError):
             width = None
         self.classes = None if classes is None else list(classes)
-        self._init_common(path, "sklearn", width, kind, est)
+        self._init_common(path, "sklearn", width, kind, est, readout)
 
     def tree_ensemble(self):
         from fairspec.models.trees import SKLEARN_TREES, from_sklearn
@@ -272,20 +272,7 @@ class SklearnModel(LoadedModel):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
             y = np.asarray(getattr(self.raw, self.method)(X))
-        if y.ndim == 2:
-            col = self.index if self.index is not None else (1 if y.shape[1] > 1 else 0)
-            if col >= y.shape[1]:
-                raise ModelLoadError(
-                    f"{self.method} of scikit-learn model {self.path} has {y.shape[1]} column(s), so index {col} is out of range",
-                    self.path,
-                )
-            y = y[:, col]
-        elif self.index not in (None, 0) and self.method == "decision_function":
-            raise ModelLoadError(
-                f"decision_function of scikit-learn model {self.path} is one-dimensional, so it has no column {self.index}",
-                self.path,
-            )
-        return y
+        return self._read(y, self._what)
 
 
 def _has(est, name: str) -> bool:

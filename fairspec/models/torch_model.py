@@ -6,7 +6,7 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, short_error
+from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, short_error
 from .peek import _require_file
 
 
@@ -109,7 +109,8 @@ class TorchModel(LoadedModel):
             if p.is_floating_point():
                 self._dtype = p.dtype
                 break
-        self._init_common(path, "torch", None, kind, module)
+        self._what = f"the output of torch model {path}"
+        self._init_common(path, "torch", None, kind, module, readout_for(path, None, index, kind, self._what))
 
         # Confirm the guessed width with one probe, which also checks output/index now, not later.
         width = _guess_width(module)
@@ -123,12 +124,18 @@ class TorchModel(LoadedModel):
             except Exception:  # noqa: BLE001 - the guess was wrong: leave the width unknown
                 width = None
             else:
-                self._finish(self._select(y), 2)
+                y = self._tensor(y)
+                columns = 1 if y.ndim == 1 else (y.shape[1] if y.ndim == 2 else None)
+                self.readout = readout_for(path, columns, index, kind, self._what)
+                self.index = self.readout.index
+                self._finish(self._read(y, self._what), 2)
         self.input_width = width
 
     def output_description(self) -> str:
         out = "" if self.output is None else f"[{self.output!r}]"
         col = f"[:, {self.index}]" if self.index is not None else ""
+        if self.index is not None and self.readout.score == "logit":
+            col += " - max of the other columns"
         return f"forward(){out}{col}" if out or col else "forward()"
 
     def _forward(self, X):
@@ -139,6 +146,10 @@ class TorchModel(LoadedModel):
             return self.raw(t)
 
     def _select(self, y):
+        return self._read(self._tensor(y), self._what)
+
+    def _tensor(self, y):
+        """The chosen output (``output = ...`` of a tuple or dict) as a float64 array."""
         import numpy as np
         import torch
 
@@ -165,20 +176,7 @@ class TorchModel(LoadedModel):
             )
         if not isinstance(y, torch.Tensor):
             raise ModelLoadError(f"torch model {self.path} returned a {type(y).__name__}, not a tensor", self.path)
-        y = y.detach().to(torch.float64).cpu().numpy()
-        if y.ndim == 2:
-            col = 0 if self.index is None else self.index
-            if col >= y.shape[1]:
-                raise ModelLoadError(
-                    f"the output of torch model {self.path} has {y.shape[1]} column(s), so index {col} is out of range",
-                    self.path,
-                )
-            y = y[:, col]
-        elif y.ndim == 1 and self.index not in (None, 0):
-            raise ModelLoadError(
-                f"the output of torch model {self.path} is one-dimensional, so it has no column {self.index}", self.path
-            )
-        return np.asarray(y, dtype=np.float64)
+        return np.asarray(y.detach().to(torch.float64).cpu().numpy(), dtype=np.float64)
 
     def _score(self, X):
         return self._select(self._forward(X))

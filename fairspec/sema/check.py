@@ -463,6 +463,20 @@ class Checker:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
                 self.fail("FS401", str(e), path_arg.span)
+            self._readout(node, fmt, path, output, index, score)
+
+    def _readout(self, node, fmt, path, output, index, score) -> None:
+        """FS413: the output column and decision rule must be fixed by the declaration
+        (fairspec.models.readout decides; the loaders and every backend read the same)."""
+        from fairspec.models.peek import peek_output_columns
+        from fairspec.models.readout import ReadoutError, resolve_readout
+
+        columns = peek_output_columns(fmt, path, output)
+        what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
+        try:
+            resolve_readout(columns, index, score, what)
+        except ReadoutError as e:
+            self.sink.add("FS413", e.message, node.span, hint=e.hint)
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):
