@@ -500,7 +500,7 @@ class Form:
             if clf.multiplier is not None:
                 out["multiplier"] = clf.multiplier
             if clf.agreement is not None:
-                out["agreement"] = round(float(clf.agreement), 6)
+                out["agreement"] = float(clf.agreement)
         return out
 
 

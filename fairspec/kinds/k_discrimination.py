@@ -111,7 +111,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                        seed=prop.options.seed, budget_seconds=budget, stop_at_k=stop)
     if progress:
         progress.remove_task(task)
-    details = {"K": res.K, "max_k": res.max_k, "ids": res.ids, "success_rate": round(res.success_rate, 6),
+    details = {"K": res.K, "max_k": res.max_k, "ids": res.ids, "success_rate": float(res.success_rate),
                "seconds_to_first_id": res.seconds_to_first_id, "seconds_to_max_k": res.seconds_to_max_k,
                "method": method, "budget_seconds": budget, "evaluations": res.evaluations}
     w = res.witness
@@ -130,7 +130,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                        seconds=time.perf_counter() - t0, details=details)
     lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
     details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                   "prob": round(float(p), 6)} for u, p in zip(U, probs)]
+                                   "prob": float(p)} for u, p in zip(U, probs)]
     if prop.options.explain == "tree":
         details.update(_explain(prop, space, evaluate, res, enc, fs, model))
     witness = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),

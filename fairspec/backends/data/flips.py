@@ -144,7 +144,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
                         decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
                         replayed_by=replayer_name(model))
             share = float(found_rows.mean())
-            return Verdict(prop.name, prop.kind, "violated", value=round(share, 6), witness=w, backend="data",
+            return Verdict(prop.name, prop.kind, "violated", value=float(share), witness=w, backend="data",
                            seconds=time.perf_counter() - t0, details=details,
                            reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
                                   f"change of {', '.join(prop.free)}")

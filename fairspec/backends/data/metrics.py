@@ -380,7 +380,8 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
 
 
 def _r(v) -> float:
-    return round(float(v), 6)
+    """A value for the report: full precision (JSON carries it as is; only the text report rounds)."""
+    return float(v)
 
 
 def run_empirical(prop, ctx, dist: ir.Distribution) -> Verdict:

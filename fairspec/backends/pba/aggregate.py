@@ -35,7 +35,7 @@ __all__ = ["Aggregate", "aggregate", "render_table", "write_chart"]
 
 
 def _share(num, den):
-    return None if den == 0 else round(float(num) / float(den), 6)
+    return None if den == 0 else float(num) / float(den)
 
 
 @dataclass
