@@ -110,8 +110,14 @@ def _lsp(args) -> int:
 
 @contextlib.contextmanager
 def _solver_chatter_to_stderr(on: bool):
-    """While checking for a machine format, file descriptor 1 points at stderr: what a solver library
-    prints from C (HiGHS's banner) cannot reach the JSON/SARIF document printed afterwards."""
+    """While checking for a machine format, nothing but the document may reach stdout.
+
+    Solvers are C/C++ libraries that write to file descriptor 1 themselves (HiGHS prints its
+    banner when a model is created, whatever its options; SCIP, z3 and others may log), so
+    redirecting ``sys.stdout`` is not enough: fd 1 (and ``sys.stdout``) point at stderr for the
+    whole check and a duplicate of the real stdout is restored for the document, after libc's
+    buffers are flushed (to stderr).
+    """
     if not on:
         yield
         return
@@ -122,12 +128,28 @@ def _solver_chatter_to_stderr(on: bool):
     except OSError:  # no real file descriptors (an embedding host): nothing to redirect
         yield
         return
+    py_stdout = sys.stdout
+    sys.stdout = sys.stderr
     try:
         yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        try:
+            sys.stderr.flush()
+            _flush_c_stdio()
+        finally:
+            sys.stdout = py_stdout
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): text a C library left in its stdio buffer goes out now, to stderr."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:  # noqa: BLE001 - no libc to flush (not a POSIX system): nothing buffered there
+        pass
 
 
 def _check(args) -> int:
