@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.diagnostics import Diagnostic, cap_per_file, sort_key
+from fairspec.diagnostics import Diagnostic, DiagnosticError, cap_per_file, sort_key
 from fairspec.planning import plan
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
@@ -125,6 +125,9 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
             break
         except Unsupported as e:  # a construct the backend cannot lower: unknown, with the reason
             v = unknown(prop, str(e), backend=backend, details=e.details)
+        except DiagnosticError as e:    # a spec error only the loaded model reveals (FS402)
+            report.diagnostics.extend(e.diagnostics)
+            break
         except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
             if os.environ.get("FAIRSPEC_DEBUG"):
                 raise

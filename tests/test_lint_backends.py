@@ -79,3 +79,113 @@ def test_the_loader_refuses_exactly_what_lint_refuses():
         with pytest.raises(UnsupportedModel) as e:
             from_onnx(m)
         assert op in str(e.value) and f"act_{op}" in str(e.value)
+
+
+# ---------------------------------------------------------------- issue 9, items 4 and 5
+
+PEOPLE = """\
+data people = csv("../data/people.csv", label = hired == "yes")
+features People from people {
+  age    : int in [18, 80]
+  sex    : {F, M}  protected
+  race   : {A, B, C}  protected
+  member : bool
+  score  : real in [0, 1]
+}
+MODEL
+encode People for m {
+  age : standard
+  sex : onehot
+  race : code
+  member, score : raw
+}
+"""
+
+
+def _people_model(tmp_path, est_name, est, text_tail, model_decl):
+    import pickle
+
+    p = _spec(tmp_path, PEOPLE.replace("MODEL", model_decl) + text_tail)
+    with open(tmp_path / "models" / est_name, "wb") as f:
+        pickle.dump(est, f)
+    return p
+
+
+def _people_xy():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 6))
+    return X, (X[:, 0] + X[:, 1] > 1).astype(int)
+
+
+PBA_PROP = """
+property bias {
+  pba(m, flip sex, around people, delta {age: 1})
+}
+"""
+IF_PROP = """
+property same {
+  forall x, x' : People
+  require x.* == x'.* except {sex}
+  ensure label(m(x)) == label(m(x'))
+}
+"""
+
+
+def test_pba_of_a_tree_or_forest_is_warned(tmp_path):
+    """PBA encodes a ReLU network: lint says so for a pickled tree or forest (check reports unknown)."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = _people_xy()
+    for i, est in enumerate((DecisionTreeClassifier(max_depth=5), RandomForestClassifier(n_estimators=10))):
+        d = tmp_path / str(i)
+        d.mkdir()
+        p = _people_model(d, "t.pkl", est.fit(X, y), PBA_PROP, 'model m = sklearn("../models/t.pkl", trust pickle)')
+        diags = [d for d in lint(p).diagnostics if d.code == "FS506"]
+        assert len(diags) == 1 and diags[0].severity == "warning", lint(p).diagnostics
+        assert type(est).__name__ in diags[0].message
+
+
+def test_individual_fairness_of_a_pickled_non_network_is_warned(tmp_path):
+    from sklearn.svm import SVC
+
+    X, y = _people_xy()
+    p = _people_model(tmp_path, "svc.pkl", SVC().fit(X, y), IF_PROP, 'model m = sklearn("../models/svc.pkl", trust pickle)')
+    diags = [d for d in lint(p).diagnostics if d.code == "FS506"]
+    assert len(diags) == 1 and "SVC" in diags[0].message
+
+
+def test_pickle_width_is_read_at_lint_without_running_it(tmp_path):
+    """A pickled estimator's n_features_in_ is read by the inert unpickler: FS402 at lint."""
+    from fairspec.models.peek import peek_input_width
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _people_xy()
+    import numpy as np
+
+    wide = LogisticRegression().fit(np.hstack([X, X]), y)
+    p = _people_model(tmp_path, "lr.pkl", wide, "", 'model m = sklearn("../models/lr.pkl", trust pickle)')
+    assert peek_input_width("sklearn", tmp_path / "models" / "lr.pkl") == 12
+    codes = [(d.code, d.span.line) for d in lint(p).diagnostics if d.severity == "error"]
+    assert codes == [("FS402", 10)]
+
+
+def test_a_width_lint_cannot_read_is_fs402_at_check(tmp_path):
+    """A joblib file does not say its width without running it: check gives the same FS402, located."""
+    import json
+
+    from conftest import run_cli
+
+    p = _spec(tmp_path, PEOPLE.replace("MODEL", 'model m = sklearn("../models/people6.joblib", trust pickle)')
+              .replace("  member, score : raw\n", "  member : raw\n")
+              + "property parity { statistical_parity(m, groups sex) <= 0.3 }\n")
+    (tmp_path / "models" / "people6.joblib").write_bytes((FIX / "models" / "people6.joblib").read_bytes())
+    assert [d.code for d in lint(p).diagnostics if d.severity == "error"] == []
+    out = run_cli("check", p, "--format", "json")
+    assert out.returncode == 2, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "FS402"]
+    assert d["line"] == 10 and "5 columns wide" in d["message"] and "takes 6 inputs" in d["message"]
+    assert "error" not in doc

@@ -502,6 +502,66 @@ def torch_input_width(path: str | os.PathLike) -> int | None:
     except RecursionError:
         return None
 
+def _estimator_width(obj, depth: int = 0) -> int | None:
+    """n_features_in_ of a stubbed estimator (or of the first step of a pipeline, or of a
+    search's best estimator)."""
+    if depth > 8 or not isinstance(obj, _Stub):
+        return None
+    st = _state(obj)
+    w = st.get("n_features_in_")
+    if isinstance(w, int) and not isinstance(w, bool) and w > 0:
+        return w
+    steps = st.get("steps")
+    if isinstance(steps, list) and steps:
+        first = steps[0]
+        if isinstance(first, tuple) and len(first) == 2:
+            return _estimator_width(first[1], depth + 1)
+    for key in ("best_estimator_", "estimator_", "estimator"):
+        if key in st:
+            w = _estimator_width(st[key], depth + 1)
+            if w is not None:
+                return w
+    return None
+
+
+def _load_inert_pickle(p: pathlib.Path):
+    """The pickle's object tree with every class a stub (nothing runs), or None."""
+    try:
+        if p.stat().st_size > _MAX_PICKLE_BYTES:
+            return None
+        with open(p, "rb") as fh:
+            if fh.read(1) != b"\x80":                   # not a protocol-2+ pickle (e.g. compressed joblib)
+                return None
+            fh.seek(0)
+            return _InertUnpickler(fh).load()
+    except Exception:  # noqa: BLE001 - an unusual pickle: no answer
+        return None
+
+
+def sklearn_pickle_estimator(path: str | os.PathLike) -> tuple[str, str | None] | None:
+    """(class name, MLP activation or None) of a pickled scikit-learn estimator, read inertly;
+    None when the file does not say."""
+    root = _load_inert_pickle(pathlib.Path(path))
+    if not isinstance(root, _Stub):
+        return None
+    act = _state(root).get("activation")
+    return root._qual[1], act if isinstance(act, str) else None
+
+
+def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
+    """``n_features_in_`` of a pickled scikit-learn estimator, read by the inert unpickler
+    (every class it names is a stub: nothing from the file is imported or run, so this is
+    safe without `trust pickle`). None when the file does not say (joblib's compressed or
+    array-interleaved formats, an unusual pickle)."""
+    p = pathlib.Path(path)
+    _require_file(p)
+    root = _load_inert_pickle(p)
+    try:
+        return _estimator_width(root)
+    except RecursionError:
+        return None
+
+
 # --------------------------------------------------------------------------------------
 
 def _require_file(p: pathlib.Path) -> None:
@@ -528,8 +588,7 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
         suffix = p.suffix.lower()
         if suffix == ".skops":
             return skops_input_width(p)
-        _require_file(p)
-        return None                                    # a pickle: nothing to read without running it
+        return sklearn_pickle_input_width(p)           # read inertly: nothing in the file runs
     if fmt == "xgboost":
         return xgboost_input_width(p)
     if fmt == "lightgbm":
@@ -626,6 +685,9 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
             with zipfile.ZipFile(p) as zf:
                 schema = json.loads(zf.read("schema.json"))
             return _skops_obstacle(schema)
+        if fmt == "sklearn":
+            est = sklearn_pickle_estimator(p)
+            return None if est is None else _estimator_obstacle(*est)
     except Exception:  # noqa: BLE001 - lint says nothing here; the loader gives the sentence at check time
         return None
     return None
@@ -680,6 +742,9 @@ def is_tree_file(format: str, path) -> bool:
                 return json.loads(zf.read("schema.json")).get("__class__") in TREE_SKLEARN
         except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
             return False
+    if fmt in ("sklearn", "scikit-learn", "skops"):
+        est = sklearn_pickle_estimator(p) if p.is_file() else None
+        return est is not None and est[0] in TREE_SKLEARN
     return False
 
 
@@ -687,13 +752,16 @@ def _skops_obstacle(schema: dict) -> str | None:
     cls = schema.get("__class__")
     if not isinstance(cls, str):
         return None
+    act = schema.get("content", {}).get("activation")
+    act = act.get("content") if isinstance(act, dict) else act
+    return _estimator_obstacle(cls, act if isinstance(act, str) else None)
+
+
+def _estimator_obstacle(cls: str, activation: str | None) -> str | None:
     if cls not in PL_SKLEARN:
         return f"estimator {cls} is not a ReLU MLP or a logistic regression"
-    if cls == "MLPClassifier":
-        act = schema.get("content", {}).get("activation")
-        act = act.get("content") if isinstance(act, dict) else act
-        if isinstance(act, str) and act not in ("relu", "identity"):
-            return f"MLPClassifier activation {act!r} is not piecewise-linear"
+    if cls == "MLPClassifier" and activation is not None and activation not in ("relu", "identity"):
+        return f"MLPClassifier activation {activation!r} is not piecewise-linear"
     return None
 
 

@@ -72,7 +72,22 @@ class Context:
                                                 score_kind=m.score_kind, trust_pickle=m.trust_pickle)
                 self.loads.append({"what": "model", "name": name, "file": m.path,
                                    "seconds": time.perf_counter() - t0})
+                self._check_width(name, self._models[name])
         return self._models[name]
+
+    def _check_width(self, name: str, loaded) -> None:
+        """FS402 at check time, for a model whose width lint could not read from the file
+        (a joblib pickle, a torch module without a first Linear): the same diagnostic, at the
+        encode block, instead of a failure deep inside a backend."""
+        width = getattr(loaded, "input_width", None)
+        enc = next((e for e in self.spec.encodings if e.model == name), None)
+        if width is None or enc is None or enc.width == width:
+            return
+        from fairspec.diagnostics import DiagnosticError, Sink
+
+        d = Sink().add("FS402", f"the encoding of {enc.features} for {name} is {enc.width} columns wide, "
+                                f"but the model takes {width} inputs", enc.span)
+        raise DiagnosticError(d)
 
     # ------------------------------------------------------------------ data
     def table(self, name: str) -> Table:

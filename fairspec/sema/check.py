@@ -137,7 +137,7 @@ class Checker:
         from fairspec.models.peek import is_tree_file, piecewise_linear_obstacle
         from fairspec.planning import plan
 
-        seen: dict[str, str | None] = {}
+        seen: dict[tuple[str, bool], str | None] = {}
         for prop in self.properties:
             p = plan(prop, spec)
             if "relu_network" not in p.needs:
@@ -146,13 +146,16 @@ class Checker:
             m = self.models.get(getattr(prop, "model", ""))
             if m is None:
                 continue
-            if m.name not in seen:
-                if m.format != "rule" and is_tree_file(m.format, m.path):
-                    seen[m.name] = None                  # tree ensembles have their own exact encoding
+            # tree ensembles have their own exact encoding, for individual fairness only (not PBA)
+            trees_ok = prop.kind == "individual_fairness"
+            key = (m.name, trees_ok)
+            if key not in seen:
+                if m.format != "rule" and trees_ok and is_tree_file(m.format, m.path):
+                    seen[key] = None
                 else:
-                    seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
-                                    piecewise_linear_obstacle(m.format, m.path, m.output))
-            why = seen[m.name]
+                    seen[key] = ("a rule model is not a network" if m.format == "rule" else
+                                 piecewise_linear_obstacle(m.format, m.path, m.output))
+            why = seen[key]
             if why is None:
                 continue
             chosen = prop.options.backend is not None
