@@ -2,13 +2,19 @@
 
 * Under ``--format json`` stdout holds the JSON document and nothing else, whatever a
   solver prints: HiGHS writes its banner to file descriptor 1 when a model is created.
+* Every spec fragment fairspec prints parses and means what it says: k-discrimination's
+  guardrail and explanation over one-hot encoded categories with dashes, categories that are
+  keywords or numbers, and the code in did-you-mean hints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
-from conftest import FIXTURES, run_cli
+import pytest
+
+from conftest import ERRORS, EXAMPLES, FIXTURES, error_fixtures, run_cli
 
 PROVE_SPEC = """\
 features Plain {
@@ -46,3 +52,116 @@ def test_json_stdout_is_only_the_document_when_highs_runs(tmp_path):
     assert p["name"] == "prove_flip" and p["backend"].startswith("milp")
     # what the solver printed went to stderr, not nowhere and not stdout
     assert "HiGHS" not in out.stdout
+
+
+# ---------------------------------------------------------------- item 6: printed fragments parse
+
+def _applicant_spec(tmp_path, body: str):
+    text = (EXAMPLES / "adult" / "adult.fair").read_text()
+    head = text[:text.index("encode Applicant for lr")]
+    head = head.replace('"data/', f'"{(EXAMPLES / "adult").as_posix()}/data/').replace(
+        '"models/', f'"{(EXAMPLES / "adult").as_posix()}/models/')
+    head = "\n".join(l for l in head.splitlines() if not l.startswith("import "))
+    spec = tmp_path / "s.fair"
+    spec.write_text(head + "\n" + body, encoding="utf-8")
+    return spec
+
+
+def _lint_errors(path):
+    from fairspec.pipeline import lint
+
+    return [(d.code, d.message) for d in lint(path).diagnostics if d.is_error]
+
+
+@pytest.fixture(scope="module")
+def kdisc_onehot(tmp_path_factory):
+    """k-discrimination with explain tree on the one-hot encoded Adult MLP (a bounded search)."""
+    from fairspec.pipeline import check
+
+    tmp = tmp_path_factory.mktemp("kd")
+    spec = _applicant_spec(tmp, """
+property clusters {
+  k_discrimination(mlp, over {sex, race}, eps = 0.05) < 2
+  search random for 3s
+  seed = 3
+  explain tree
+}
+""")
+    (v,) = check(spec, only="clusters").verdicts
+    assert v.status == "violated", v.reason
+    return tmp, v
+
+
+def test_guardrail_over_onehot_categories_parses(kdisc_onehot):
+    tmp, v = kdisc_onehot
+    guard = v.details["guardrail"]
+    assert guard.startswith("require not (")
+    assert not re.search(r"\.[a-z_]+=[A-Za-z]", guard), guard       # no 'x.marital_status=Never-married'
+    spec = _applicant_spec(tmp, f"""
+property guarded {{
+  forall x, x' : Applicant
+  require x.* == x'.* except {{sex, race}}
+  {guard}
+  ensure |prob(mlp(x)) - prob(mlp(x'))| <= 0.05
+}}
+""")
+    assert _lint_errors(spec) == []
+
+
+def test_explanation_paths_parse(kdisc_onehot):
+    tmp, v = kdisc_onehot
+    paths = [l.split(". ", 1)[1] for l in v.details["explanation"].splitlines() if re.match(r"^\d+\. ", l)]
+    assert paths
+    for i, cond in enumerate(paths):
+        spec = _applicant_spec(tmp, f"""
+property p{i} {{
+  forall x, x' : Applicant
+  require x.* == x'.* except {{sex}}
+  require {cond}
+  ensure label(mlp(x)) == label(mlp(x'))
+  using data
+}}
+""")
+        assert _lint_errors(spec) == [], cond
+
+
+@pytest.mark.parametrize("value", ["Never-married", "Self-emp-inc", "not", "in", "over", "x", "a b", 'say "hi"',
+                                   "3", "-2", "2.5", "Male", "_x1"])
+def test_category_literals_parse_back(value):
+    from fairspec.syntax import ast
+    from fairspec.syntax.literals import category
+    from fairspec.syntax.parser import parse_text
+
+    mod = parse_text(f"group g = sex == {category(value)}\n")
+    rhs = mod.decls[0].expr.right
+    if isinstance(rhs, ast.Str):
+        assert rhs.value == value
+    elif isinstance(rhs, ast.Name):
+        assert rhs.id == value
+    else:                                   # a number, possibly negated
+        assert re.fullmatch(r"-?[0-9.]+", value), (value, rhs)
+
+
+def test_did_you_mean_hints_are_code_that_fixes_the_error(tmp_path):
+    """Every 'did you mean X?' hint lint gives on the error fixtures: X, pasted at the caret, clears it."""
+    from fairspec.pipeline import lint
+
+    seen = 0
+    for fx in error_fixtures():
+        for d in lint(fx).diagnostics:
+            m = re.fullmatch(r"did you mean '([^']+)'\?", d.hint or "")
+            if not m or d.span is None or d.span.file != str(fx) and d.span.file != fx.as_posix():
+                continue
+            lines = fx.read_text().splitlines(keepends=True)
+            ln = lines[d.span.line - 1]
+            a, b = d.span.column - 1, (d.span.end_column - 1 if d.span.end_line == d.span.line else len(ln))
+            lines[d.span.line - 1] = ln[:a] + m.group(1) + ln[b:]
+            fixed = fx.parent / f"_fixed_{fx.name}"
+            fixed.write_text("".join(lines))
+            try:
+                after = [(x.code, x.span.line, x.span.column) for x in lint(fixed).diagnostics if x.span]
+            finally:
+                fixed.unlink()
+            assert (d.code, d.span.line, d.span.column) not in after, (fx.name, d.message, m.group(1))
+            seen += 1
+    assert seen >= 3

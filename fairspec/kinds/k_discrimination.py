@@ -35,21 +35,29 @@ def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
             if c.kind == "code":
                 cats[c.offset] = ("code", c.feature, c.categories)
 
-    def quote(v: str) -> str:
-        return v if v.replace("_", "a").isalnum() and not v[0].isdigit() else f'"{v}"'
+    from fairspec.syntax.literals import category, category_set
 
     def decoder(var, f, lo, hi):
         if f not in cats:
             return None
         kind, feat, what = cats[f]
         if kind == "onehot":
-            if lo is not None and lo >= 0.5:
-                return f"{var}.{feat} == {quote(what)}"
-            if hi is not None and hi < 0.5:
-                return f"{var}.{feat} != {quote(what)}"
-            return None
+            # a one-hot coordinate is 0 or 1: which of the two the interval (lo, hi] keeps
+            has1 = (lo is None or lo < 1) and (hi is None or hi >= 1)
+            has0 = (lo is None or lo < 0) and (hi is None or hi >= 0)
+            if has1 and not has0:
+                return f"{var}.{feat} == {category(what)}"
+            if has0 and not has1:
+                return f"{var}.{feat} != {category(what)}"
+            return "true" if has0 else "false"
         inside = [cat for i, cat in enumerate(what) if (lo is None or i > lo) and (hi is None or i <= hi)]
-        return f"{var}.{feat} in {{{', '.join(quote(v) for v in inside)}}}"
+        if len(inside) == len(what):
+            return "true"
+        if not inside:
+            return "false"
+        if len(inside) == 1:
+            return f"{var}.{feat} == {category(inside[0])}"
+        return f"{var}.{feat} in {category_set(inside)}"
 
     return names, decoder
 

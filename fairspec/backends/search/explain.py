@@ -26,7 +26,6 @@ guardrail pre-condition ``require not (...)``.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -302,12 +301,10 @@ def explain(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, witnesse
 
 
 # ---------------------------------------------------------------------------- rendering
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+def _quote(name) -> str:
+    from fairspec.syntax.literals import category
 
-
-def _quote(name: str) -> str:
-    name = str(name)
-    return name if _IDENT.match(name) and not name.endswith("-") else '"' + name.replace('"', '\\"') + '"'
+    return category(name)
 
 
 Decoder = Callable[[str, int, "float | None", "float | None"], "str | None"]
@@ -330,7 +327,7 @@ def category_decoder(names: Sequence[str], categories: Mapping[int, Sequence[str
                 return f"{var}.{attr} == {_quote(cat)}"
             if inside0 and not inside1:
                 return f"{var}.{attr} != {_quote(cat)}"
-            return None
+            return "true" if inside0 else "false"
         if f in categories:
             cats = list(categories[f])
             codes = [c for c in range(len(cats)) if (lo is None or c > lo) and (hi is None or c <= hi)]
@@ -360,6 +357,8 @@ def format_conditions(preds: Sequence[Predicate], names: Sequence[str] | None = 
     out = []
     for f, (lo, hi) in intervals(preds).items():
         text = decoder(var, f, lo, hi) if decoder is not None else None
+        if text == "true":                 # the coordinate is not constrained after all
+            continue
         if text is None:
             nm = names[f] if names is not None else f"f{f}"
             isint = bool(integer[f]) if integer is not None else False
