@@ -230,7 +230,7 @@ def test_bad_groups(tmp_path, groups, code):
 # ------------------------------------------------------------------ encodings
 
 def test_fitted_and_given_encodings(tmp_path):
-    spec = ok(check(tmp_path, f"""\
+    res = check(tmp_path, f"""\
 model lr = sklearn("{FIXTURES / 'models' / 'people6.pkl'}", trust pickle)
 encode People for lr {{
   age : standard(mean = 50, std = 10)
@@ -239,7 +239,11 @@ encode People for lr {{
   member : code
   score : minmax
 }}
-"""))
+""")
+    # lint reads the pickle's width inertly (nothing runs): 7 columns for a 6-input model is FS402
+    errors = [(d.code, d.span.line) for d in res.diagnostics if d.is_error]
+    assert [c for c, _ in errors] == ["FS402"]
+    spec = res.spec
     net = spec.encoding_for("net")
     assert net.width == 6 and net.features == "People"
     age, sex, race, member, score = net.columns
@@ -257,7 +261,6 @@ encode People for lr {{
     assert (score.kind, score.fitted, score.lo, score.hi) == ("minmax", True, None, None)
     m = spec.model("lr")
     assert (m.format, m.trust_pickle, m.features) == ("sklearn", True, "People")
-    # lint never opens the pickle, so its width is unknown and 7 columns raise no FS402
 
 
 @pytest.mark.parametrize("line,code", [
