@@ -344,3 +344,22 @@ property p {
         for key in ("sp", "tpr", "cfa", "rb_observed", "rb_flipped", "pba_observed", "pba_flipped",
                     "pba_observed_desirable", "pba_observed_undesirable"):
             assert key in r
+
+
+def test_max_rows_selects_a_seeded_subset(world):
+    """`max_rows = N` is honoured by PBA (issue 9, item 7): N of the rows, as `points = N`."""
+    v, _, _ = _run(world, """
+property p {
+  pba(net, flip sex, around people, delta {age: 1})
+  max_rows = 25
+  engine = lp
+}""")
+    assert v.details["selected"] == 25 and v.details["rows"] == 160
+    w, _, _ = _run(world, """
+property p {
+  pba(net, flip sex, around people, delta {age: 1})
+  points = 25
+  engine = lp
+}""")
+    assert w.details["selected"] == 25
+    assert v.details["table"]["rows"] == w.details["table"]["rows"]        # the same seeded subset

@@ -28,7 +28,7 @@ witness's point among DATA's rows as read for the feature set), ``charts``.
 
 Options: ``timeout`` (the whole run's budget, default 120 s), ``engine`` (``highs``
 default, ``scip``, or ``lp`` for the plain LP relaxation without search, branch and
-bound or MILP), ``points`` (a subset of N rows), ``workers`` (processes for the LP/MILP
+bound or MILP), ``points`` or ``max_rows`` (a seeded subset of N rows), ``workers`` (processes for the LP/MILP
 stage), ``seed``, ``chart = "file.png"`` (relative to the spec: the bar chart of the
 shares per group, written there and nowhere else).
 """
@@ -157,7 +157,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     sel = np.flatnonzero(keep)
     from fairspec.planning import setting
 
-    n_points = opts.get("points")
+    # `points = N` or `max_rows = N`: a seeded subset of N of the selected rows
+    limits = [int(x) for x in (opts.get("points"), opts.max_rows) if x is not None]
+    n_points = min(limits) if limits else None
     if n_points is not None and len(sel) > int(n_points):
         sel = np.sort(np.random.default_rng(opts.seed).choice(sel, int(n_points), replace=False))
     values = {k: v[sel] for k, v in values.items()}

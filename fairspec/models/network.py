@@ -354,7 +354,7 @@ def from_loaded(loaded) -> PLNet:
         return from_torch(loaded.raw, readout=loaded.readout)
     if fmt == "sklearn":
         return from_sklearn(loaded.raw, readout=loaded.readout)
-    raise UnsupportedModel("rule", str(fmt), "a rule model is not a network")
+    raise UnsupportedModel(str(fmt), "model", f"a {fmt} model is not a network")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -219,7 +219,7 @@ register(Backend(
     "milp", "mixed-integer linear programs over the ReLU network (HiGHS, SCIP)", ("relu_network",), (
         Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_milp", _opts(*_PAIR, _PAIR_ENGINE,
                    timeout=60.0), doc="the pair encoding: prove, find or maximize"),
-        Capability("pba", "fairspec.kinds.pba:run", _opts("seed", "workers", "points", "chart",
+        Capability("pba", "fairspec.kinds.pba:run", _opts("seed", "workers", "points", "max_rows", "chart",
                    _PBA_ENGINE, timeout=120.0, max_cells=4096), doc="PBA neighbourhoods: bounds, LP, exact MILP "
                    "(tree models: exact over leaf combinations)"),
     )))
