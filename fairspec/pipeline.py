@@ -101,6 +101,10 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
         names = ", ".join(p.name for p in res.spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"
         return report
+    if only is not None:        # --property NAME: the other properties' warnings are not this run's
+        others = [p.span for p in res.spec.properties if p.name != only and p.span is not None]
+        report.diagnostics = [d for d in report.diagnostics
+                              if d.is_error or d.span is None or not any(_within(d.span, s) for s in others)]
     for prop in props:
         p = plan(prop, res.spec)
         backend = p.backend or "/".join(p.candidates) or None
@@ -146,6 +150,12 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
     report.loads = ctx.loads
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _within(a, b) -> bool:
+    """Span a lies inside span b (same file, lines and columns)."""
+    return (a.file == b.file and (a.line, a.column) >= (b.line, b.column)
+            and (a.end_line, a.end_column) <= (b.end_line, b.end_column))
 
 
 def _with_seconds(v: Verdict, s: float) -> Verdict:

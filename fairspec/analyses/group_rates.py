@@ -106,9 +106,11 @@ _DEFS: list[MetricDef] = [
               "data set"),
     MetricDef("base_rate_ratio", ("base_rate",), "ratio", "lowest over highest base rate of the label (label "
               "disparate impact)", "", "disparate_impact on the data set"),
-    MetricDef("most_favoured", ("selection_rate",), "max_rate", "positive rate (PPV) of the most favoured group",
+    MetricDef("most_favoured", ("selection_rate",), "max_rate", "selection rate P(decision = 1 | group) of the "
+              "most favoured group (Justicia's 'PPV')",
               needs_label=False, distribution=True),
-    MetricDef("least_favoured", ("selection_rate",), "min_rate", "positive rate (PPV) of the least favoured group",
+    MetricDef("least_favoured", ("selection_rate",), "min_rate", "selection rate P(decision = 1 | group) of the "
+              "least favoured group (Justicia's 'PPV')",
               needs_label=False, distribution=True),
     MetricDef("generalized_entropy_index", (), "inequality", "GE(alpha) of the benefit b = decision - label + 1 over "
               "individuals: sum((b/mu)^alpha - 1) / (n alpha (alpha - 1))", "", "generalized_entropy_index",

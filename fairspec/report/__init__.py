@@ -45,7 +45,9 @@ def print_text(report, console) -> None:
     if not report.verdicts:
         return
     table = Table(title=f"fairspec check {report.spec}", title_justify="left")
-    for col, kw in (("property", {"overflow": "fold"}), ("kind", {}), ("verdict", {"no_wrap": True}),
+    # a property name is never broken across lines (the other columns wrap first)
+    longest = max(len(v.name) for v in report.verdicts)
+    for col, kw in (("property", {"no_wrap": True, "min_width": longest}), ("kind", {}), ("verdict", {"no_wrap": True}),
                     ("value", {"justify": "right", "no_wrap": True}), ("interval", {"justify": "right", "no_wrap": True}),
                     ("backend", {}), ("time", {"justify": "right", "no_wrap": True})):
         table.add_column(col, **kw)

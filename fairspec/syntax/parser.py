@@ -460,6 +460,17 @@ def _describe_token(tok: Token) -> str:
     return f"'{tok}'"
 
 
+def _keyword_hint(tok: Token, expected) -> str | None:
+    """'did you mean 'property'?' for a misspelt keyword where a keyword is expected."""
+    import difflib
+
+    if tok.type != "NAME":
+        return None
+    words = [e.lower() for e in expected if e.isupper() and e.isalpha() and e not in _TOKEN_WORDS]
+    close = difflib.get_close_matches(str(tok), words, n=1, cutoff=0.75)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
 def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
     line = getattr(e, "line", None) or 1
     col = getattr(e, "column", None) or 1
@@ -472,7 +483,8 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
         tok = e.token
         span = Span(file, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
         exp = _describe_expected(e.expected)
-        return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span)
+        return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span,
+                          hint=_keyword_hint(tok, e.expected))
     assert isinstance(e, UnexpectedCharacters)
     ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
     hint = None
