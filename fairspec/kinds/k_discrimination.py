@@ -205,7 +205,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         if k_rep >= violated_at:
             lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
             details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                           "prob": round(float(p), 6)} for u, p in zip(U, probs)]
+                                           "prob": float(p)} for u, p in zip(U, probs)]
             w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
                         decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
                         replayed_by=replayer_name(model))
