@@ -49,7 +49,7 @@ BACKEND = "milp"
 def _network(ctx, m: ir.Model):
     """The network of the model's decision, g = logit(class 1) - logit(class 0) (class 1 iff g > 0):
     the column and rule of the model's Readout, as every backend reads it."""
-    from fairspec.backends.pair_runner import network_of
+    from fairspec.kinds.individual_fairness import network_of
     from fairspec.backends.pba.twin import logit_difference_net
 
     return logit_difference_net(network_of(ctx, m.name))

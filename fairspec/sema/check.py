@@ -137,7 +137,7 @@ class Checker:
         from fairspec.models.peek import is_tree_file, piecewise_linear_obstacle
         from fairspec.planning import plan
 
-        seen: dict[tuple[str, bool], str | None] = {}
+        seen: dict[str, str | None] = {}
         for prop in self.properties:
             p = plan(prop, spec)
             if "relu_network" not in p.needs:
@@ -146,16 +146,13 @@ class Checker:
             m = self.models.get(getattr(prop, "model", ""))
             if m is None:
                 continue
-            # tree ensembles have their own exact encoding, for individual fairness only (not PBA)
-            trees_ok = prop.kind == "individual_fairness"
-            key = (m.name, trees_ok)
-            if key not in seen:
-                if m.format != "rule" and trees_ok and is_tree_file(m.format, m.path):
-                    seen[key] = None
+            if m.name not in seen:
+                if m.format != "rule" and is_tree_file(m.format, m.path):   # skops or pickle, read inertly
+                    seen[m.name] = None                  # tree ensembles have their own exact encodings
                 else:
-                    seen[key] = ("a rule model is not a network" if m.format == "rule" else
-                                 piecewise_linear_obstacle(m.format, m.path, m.output))
-            why = seen[key]
+                    seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
+                                    piecewise_linear_obstacle(m.format, m.path, m.output))
+            why = seen[m.name]
             if why is None:
                 continue
             chosen = prop.options.backend is not None
