@@ -9,30 +9,11 @@ import pytest
 
 from conftest import FIXTURES
 
-SPEC = """\
-features Plain {
-  age    : int in [18, 80]
-  sex    : {F, M} protected
-  race   : {1, 2, 3}
-  member : bool
-  score  : real in [-1, 1e0]
-}
-model plain = onnx("MODEL")
-encode Plain for plain {
-  age : minmax(lo = 18, hi = 80)
-  member : onehot
-  race : code { 1 = 0, 2 = 1, 3 = 2 }
-  sex : code
-  score : standard(mean = -0.5, std = 0.25)
-}
-property close {
-  forall x, x' : Plain
-  require x.* == x'.* except {sex}
-  ensure |prob(plain(x)) - prob(plain(x'))| <= 0.9
-  using milp
-  ENGINE
-}
-"""
+from test_machine_output import PROVE_SPEC
+
+SPEC = (PROVE_SPEC.replace("  ensure label(plain(x)) == label(plain(x'))\n",
+                           "  ensure |prob(plain(x)) - prob(plain(x'))| <= 0.9\n")
+        .replace("  mode = prove\n", "  ENGINE\n"))
 
 
 @pytest.mark.parametrize("engine", ["highs", "scip"])

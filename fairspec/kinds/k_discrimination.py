@@ -23,43 +23,21 @@ _METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
 
 
 def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
-    """Names per feature-space coordinate, and a decoder for explanation predicates."""
-    names, cats = [], {}
+    """Names per feature-space coordinate, and a decoder for explanation predicates (category
+    names, written so that the fragment parses)."""
+    from fairspec.backends.search.explain import category_decoder
+
+    names, codes, onehot = [], {}, {}
     for c in enc.columns:
         if c.kind == "onehot":
             for k, cat in enumerate(c.categories):
                 names.append(f"{c.feature}={cat}")
-                cats[c.offset + k] = ("onehot", c.feature, cat)
+                onehot[c.offset + k] = (c.feature, cat)
         else:
             names.append(c.feature)
             if c.kind == "code":
-                cats[c.offset] = ("code", c.feature, c.categories)
-
-    from fairspec.syntax.literals import category, category_set
-
-    def decoder(var, f, lo, hi):
-        if f not in cats:
-            return None
-        kind, feat, what = cats[f]
-        if kind == "onehot":
-            # a one-hot coordinate is 0 or 1: which of the two the interval (lo, hi] keeps
-            has1 = (lo is None or lo < 1) and (hi is None or hi >= 1)
-            has0 = (lo is None or lo < 0) and (hi is None or hi >= 0)
-            if has1 and not has0:
-                return f"{var}.{feat} == {category(what)}"
-            if has0 and not has1:
-                return f"{var}.{feat} != {category(what)}"
-            return "true" if has0 else "false"
-        inside = [cat for i, cat in enumerate(what) if (lo is None or i > lo) and (hi is None or i <= hi)]
-        if len(inside) == len(what):
-            return "true"
-        if not inside:
-            return "false"
-        if len(inside) == 1:
-            return f"{var}.{feat} == {category(inside[0])}"
-        return f"{var}.{feat} in {category_set(inside)}"
-
-    return names, decoder
+                codes[c.offset] = c.categories
+    return names, category_decoder(names, codes, onehot)
 
 
 def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:

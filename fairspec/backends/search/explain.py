@@ -332,6 +332,10 @@ def category_decoder(names: Sequence[str], categories: Mapping[int, Sequence[str
             cats = list(categories[f])
             codes = [c for c in range(len(cats)) if (lo is None or c > lo) and (hi is None or c <= hi)]
             nm = names[f]
+            if len(codes) == len(cats):
+                return "true"
+            if not codes:
+                return "false"
             if len(codes) == 1:
                 return f"{var}.{nm} == {_quote(cats[codes[0]])}"
             if len(codes) == len(cats) - 1:
