@@ -630,7 +630,7 @@ def lightgbm_input_width(p: pathlib.Path) -> int | None:
 def peek_output_columns(format: str, path, output: str | int | None = None) -> int | None:
     """The column count of the model's chosen output, read cheaply (ONNX: the graph output's
     declared shape); None when the file does not say. For lint's readout check (FS413)."""
-    from . import normalize_format
+    from .base import normalize_format
 
     try:
         if normalize_format(format, path) != "onnx":
