@@ -92,7 +92,9 @@ def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
     from fairspec.runtime.context import Context
     from fairspec.runtime.data import DataError
 
-    ctx = Context(res.spec)
+    from fairspec.files import Roots
+
+    ctx = Context(res.spec, roots=Roots.for_spec(Path(path), allow))
     props = [p for p in res.spec.properties if only is None or p.name == only]
     report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
     report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets] if x)

@@ -41,8 +41,10 @@ class Rows:
 
 
 class Context:
-    def __init__(self, spec: ir.Spec):
+    def __init__(self, spec: ir.Spec, roots=None):
         self.spec = spec
+        # where files may be written (fairspec.files.Roots): the spec's project root and --allow-path
+        self._roots = roots
         self._models: dict = {}
         self._tables: dict[str, Table] = {}
         self._rows: dict[tuple[str, str], Rows] = {}
@@ -51,6 +53,16 @@ class Context:
         # what was loaded and how long it took: model files and data tables are loaded on
         # first use; the report shows these apart from the properties' own time
         self.loads: list[dict] = []
+
+    @property
+    def roots(self):
+        if self._roots is None:
+            from pathlib import Path
+
+            from fairspec.files import Roots
+
+            self._roots = Roots.for_spec(Path(self.spec.file))
+        return self._roots
 
     @property
     def load_seconds(self) -> float:

@@ -7,7 +7,6 @@ difference against the original model -- before the verdict is `holds`.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import tempfile
 import time
@@ -59,37 +58,26 @@ def group_boxes(groups: ir.Groups, fs: ir.FeatureSet, enc: ir.Encoding) -> tuple
     return boxes, None
 
 
-def write_model(est, path: str, model_path: str | None) -> None:
-    """Write ``est`` with skops to ``path`` atomically (a temporary file in the same folder, then a
-    rename).  Never the model being repaired, never through a directory or a symlink; a place that
-    cannot be written is one sentence naming it, and no temporary file is left behind."""
+def write_model(est, path: str, model_path: str | None, roots) -> None:
+    """Write ``est`` with skops to ``path`` through fairspec.files.safe_write: confined to the
+    project roots, atomic (a temporary file, then a rename), never the model being repaired nor a
+    folder or device; here also never through a symbolic link.  A place that cannot be written is
+    one sentence naming it (ModelLoadError), and nothing half-written is left."""
+    from fairspec.files import PathError, safe_write
     from fairspec.models import ModelLoadError
     from fairspec.models.sklearn_model import import_skops_io
 
     p = pathlib.Path(path)
-    if model_path is not None and p.resolve() == pathlib.Path(model_path).resolve():
-        raise ModelLoadError(f"the repaired model would overwrite the model being repaired, {model_path}; "
-                             f"write it to another file", p)
-    if p.is_symlink() or p.is_dir():
-        raise ModelLoadError(f"cannot write the repaired model to {p}: it is a {'symlink' if p.is_symlink() else 'folder'}", p)
-    if not p.parent.is_dir():
-        raise ModelLoadError(f"cannot write the repaired model to {p}: the folder {p.parent} does not exist", p)
+    if p.is_symlink():
+        raise ModelLoadError(f"cannot write the repaired model to {p}: it is a symbolic link; name the file itself", p)
     if p.suffix.lower() != ".skops":
         raise ModelLoadError(f"cannot write the repaired model to {p}: repaired models are written as skops files "
                              f"(name it *.skops)", p)
     sio = import_skops_io()
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-        os.close(fd)
-        sio.dump(est, tmp)
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise ModelLoadError(f"cannot write the repaired model to {p}: {e.strerror or e}", p) from e
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        safe_write(p, lambda tmp: sio.dump(est, tmp), roots, protect=[model_path] if model_path else [])
+    except PathError as e:
+        raise ModelLoadError(f"cannot write the repaired model: {e}", p) from None
 
 
 def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
@@ -173,7 +161,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
                        details=details, seconds=time.perf_counter() - t0)
     # write, load back from disk, decide the goal again on the same rows
     if prop.write is not None:
-        write_model(out.estimator, prop.write, spec_model.path)
+        write_model(out.estimator, prop.write, spec_model.path, ctx.roots)
         back = load_model("sklearn", prop.write, index=model.index)
         where = prop.write
     else:
