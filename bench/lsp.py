@@ -70,17 +70,14 @@ async def serve(spec: Path, changes: int) -> dict:
     res = {}
     async with Session(wait=600) as s:
         t = time.perf_counter()
-        uri = s.open(ADULT)
-        await s.diagnostics(uri, after=0)
+        await s.opened(ADULT)
         res["open_adult_s"] = time.perf_counter() - t
         res["rss_adult_mb"], res["peak_adult_mb"] = rss_mb(s.pid)
 
         t = time.perf_counter()
-        uri = s.open(spec)
-        first = await s.diagnostics(uri, after=0)
+        uri, text, first = await s.opened(spec)
         res["open_200_s"] = time.perf_counter() - t
         assert not [d for d in first if d.severity == 1], first
-        text = s.texts[uri]
         lat = []
         for k in range(changes):
             if k % 2 == 0:

@@ -37,9 +37,8 @@ def errors(diags):
 def test_diagnostics_follow_edits_into_errors_and_back():
     async def scenario():
         async with Session() as s:
-            uri = s.open(ADULT)
-            assert errors(await s.diagnostics(uri, after=0)) == []
-            text = s.texts[uri]
+            uri, text, diags = await s.opened(ADULT)
+            assert errors(diags) == []
             # a misspelt group: FS205 at the name, the hint as related information, a quick fix
             bad = text.replace("groups sex x older", "groups sex x oldr")
             n = s.seen(uri)
@@ -74,9 +73,7 @@ def test_diagnostics_follow_edits_into_errors_and_back():
 def test_hover_definition_and_references_across_imports():
     async def scenario():
         async with Session() as s:
-            uri = s.open(ADULT)
-            await s.diagnostics(uri, after=0)
-            text = s.texts[uri]
+            uri, text, _ = await s.opened(ADULT)
 
             async def hover(needle, offset=0):
                 h = await s.hover(uri, s.pos(text, needle, offset))
@@ -125,9 +122,7 @@ def test_hover_definition_and_references_across_imports():
 def test_completion_in_place():
     async def scenario():
         async with Session() as s:
-            uri = s.open(ADULT)
-            await s.diagnostics(uri, after=0)
-            text = s.texts[uri]
+            uri, text, _ = await s.opened(ADULT)
 
             async def labels(t, pos):
                 n = s.seen(uri)
@@ -164,8 +159,7 @@ MESSY = 'model m=onnx( "m.onnx" ,output="logit" )   # the net\nfeatures F { age:
 def test_outline_and_formatting():
     async def scenario():
         async with Session() as s:
-            uri = s.open(ADULT)
-            await s.diagnostics(uri, after=0)
+            uri, text, _ = await s.opened(ADULT)
             syms = await s.symbols(uri)
             names = [x.name for x in syms]
             assert names[:3] == ["fairspec/policies/four_fifths.fair", "fairspec/policies/individual_fairness.fair",
@@ -173,7 +167,6 @@ def test_outline_and_formatting():
             assert {"Applicant", "mlp", "older", "dt_parity_by_age", "mlp_sex", "Applicant for mlp"} <= set(names)
             applicant = next(x for x in syms if x.name == "Applicant")
             assert applicant.kind == T.SymbolKind.Struct and "sex" in [c.name for c in applicant.children]
-            text = s.texts[uri]
             assert apply_edits(text, await s.formatting(uri)) == format_text(text)
 
             n = s.seen(uri)
@@ -200,8 +193,7 @@ def test_missing_encoding_line_quick_fix_and_files_re_read(tmp_path):
 
     async def scenario():
         async with Session() as s:
-            uri = s.open(spec)
-            diags = await s.diagnostics(uri, after=0)
+            uri, _, diags = await s.opened(spec)
             (fs211,) = [d for d in diags if d.code == "FS211"]
             assert "member" in fs211.message
             (action,) = await s.code_actions(uri, [fs211])

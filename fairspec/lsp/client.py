@@ -72,6 +72,12 @@ class Session:
             T.TextDocumentItem(uri=uri, language_id="fairspec", version=1, text=text)))
         return uri
 
+    async def opened(self, path, text: str | None = None) -> tuple[str, str, list[T.Diagnostic]]:
+        """Open a document and wait for its first diagnostics: (uri, text, diagnostics)."""
+        uri = self.open(path, text)
+        diags = await self.diagnostics(uri, after=0)
+        return uri, self.texts[uri], diags
+
     def change(self, uri: str, text: str) -> None:
         """Replace the whole text (a full-content change)."""
         self.versions[uri] += 1

@@ -101,9 +101,7 @@ def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = No
                                        for i, r in enumerate(d.related)]
         results.append(res)
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-           "runs": [{"tool": {"driver": {"name": "fairspec", "version": version,
-                                         "informationUri": "https://github.com/fairspec/fairspec",
-                                         "rules": rules}},
+           "runs": [{"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}},
                      "results": results}]}
     return json.dumps(log, indent=2)
 
