@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, repair
-from fairspec.backends.repair.hypercubes import contains, lex_points, make_cells, prefix_boxes
+from fairspec.backends.repair.hypercubes import contains, lex_points, make_cells, subset_boxes
 from fairspec.backends.repair.optimise import Options, choose, minimal_change, ratio_ok
 
 SEX_BOXES = [{1: (-np.inf, 0.5)}, {1: (0.5, np.inf)}]
@@ -32,17 +32,61 @@ def _tree(depth=2, **kw):
     return DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y), X, sex
 
 
-def test_prefix_boxes_hold_exactly_the_first_j_points():
+def test_subset_boxes_hold_exactly_the_chosen_points():
     rng = np.random.default_rng(1)
     X = np.column_stack([rng.integers(0, 3, 60), rng.integers(0, 2, 60), rng.normal(size=60).round(1)]).astype(float)
     P, counts, inv = lex_points(X)
-    for j in range(len(P) + 1):
+    for _ in range(200):
+        mask = rng.random(len(P)) < rng.random()
         inside = np.zeros(len(P), dtype=bool)
-        for b in prefix_boxes(P, j):
+        for b in subset_boxes(P, mask):
             hit = contains(b, P)
             assert not (inside & hit).any()   # disjoint
             inside |= hit
-        assert inside.tolist() == [i < j for i in range(len(P))]
+        assert inside.tolist() == mask.tolist()
+
+
+def test_full_refinement_agrees_with_brute_force_over_point_subsets():
+    """Cells whose duplicates make only some counts reachable: the fewest changed cells found by
+    the optimiser equals the brute-force minimum over every subset of every cell's distinct points."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(7)
+    for trial in range(6):
+        n = 40
+        sex = rng.integers(0, 2, n)
+        v = rng.integers(0, 3, n).astype(float)
+        X = np.column_stack([1 - sex, sex, v])
+        est = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, sex)   # one leaf per group
+        c, alpha = 0.6 + 0.1 * (trial % 3), 1.0 + 0.5 * (trial // 3)
+        out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=c, alpha=alpha))
+        dec = est.predict(X)
+        sizes = np.bincount(sex)
+        base = np.bincount(sex, weights=dec)
+        lp = minimal_change(base / sizes, sizes, c)
+        budget = int(np.floor(alpha * lp.minimal * n + 1e-9))
+        # brute force: each group's cell flips any subset of its distinct points
+        best = None
+        per = []
+        for g in (0, 1):
+            P, counts, _ = lex_points(X[sex == g])
+            per.append(counts)
+        for m0 in itertools.product((0, 1), repeat=len(per[0])):
+            for m1 in itertools.product((0, 1), repeat=len(per[1])):
+                k = [int(np.dot(m0, per[0])), int(np.dot(m1, per[1]))]
+                passing = base.copy()
+                for g in (0, 1):
+                    passing[g] += k[g] if dec[sex == g][0] == 0 else -k[g]
+                if sum(k) <= budget and ratio_ok(passing, sizes, c, False):
+                    cost = int(k[0] > 0) + int(k[1] > 0)
+                    best = cost if best is None else min(best, cost)
+        if best is None:
+            assert out.status in ("unreachable", "met")
+        elif best == 0:
+            assert out.status == "met"
+        else:
+            assert out.status == "repaired" and out.paths_flipped + out.paths_refined == best
+            assert np.array_equal(out.estimator.predict(X), out.decisions)
 
 
 def test_lp_minimal_is_a_lower_bound_and_meets_the_ratio():

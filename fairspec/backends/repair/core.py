@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, prefix_boxes
-from fairspec.backends.repair.optimise import Choice, Options, choose, choose_counts, minimal_change, ratio_ok
+from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, subset_boxes
+from fairspec.backends.repair.optimise import (Choice, Options, choose, choose_counts, choose_points, minimal_change,
+                                               ratio_ok)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
@@ -123,41 +124,37 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     out.solver_seconds += ch.seconds
     out.log.append(("flips", ch.status, len(flips.cell), ch.seconds))
     say(f"flips: {ch.status} over {len(flips.cell)} cells in {ch.seconds:.2f}s")
-    opts = flips
+    # changes: (cell, mask over its distinct points or None for the whole cell)
+    changes: list[tuple[int, np.ndarray | None]] = []
+    points: dict = {}
     if ch.status == "infeasible":
         # stage 2: refine.  First the relaxation where a cell may change any number of its rows
-        # (fewest cells changed), then the exact choice among the sub-hypercubes of the cells it
-        # picked; only if that cannot realise the counts, every cell's sub-hypercubes.
+        # (fewest cells changed: a lower bound), then the exact full refinement -- every distinct
+        # point of a cell may flip on its own -- over the cells it picked; when that cannot realise
+        # the counts, over every cell.  Infeasible there means no repair of the data within the bound.
         out.stage = "refinement"
-        points = {}
         left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
         t1 = time.perf_counter()
         st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, budget, left)
         out.solver_seconds += time.perf_counter() - t1
         out.log.append(("refinement-counts", st, len(cells), time.perf_counter() - t1))
         say(f"refinement (counts): {st} over {len(cells)} cells")
-        if st in ("infeasible", "timeout"):
-            ch = Choice(st, np.zeros(0, dtype=np.int64), 0.0, pb.solver)
-        else:
+        status = st
+        if st in ("optimal", "feasible"):
             picked = np.flatnonzero(k > 0)
-            refined, points = _refinement_options(cells, X, only=picked)
-            opts = _concat(_subset(flips, picked), refined)
-            ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
-            out.solver_seconds += ch.seconds
-            out.log.append(("refinement", ch.status, len(opts.cell), ch.seconds))
-            say(f"refinement: {ch.status} over {len(opts.cell)} sub-hypercubes of {len(picked)} cells")
-            if ch.status == "optimal" and len(ch.chosen) > len(picked):
-                ch.status = "feasible"     # fewer cells might realise other counts
-            if ch.status in ("infeasible", "timeout"):
-                refined, points = _refinement_options(cells, X)
-                opts = _concat(flips, refined)
-                ch = choose(opts, base, sizes, pb.c, pb.strict, budget, pb.solver, left)
-                out.solver_seconds += ch.seconds
-                out.log.append(("refinement-all", ch.status, len(opts.cell), ch.seconds))
-                say(f"refinement: {ch.status} over {len(opts.cell)} sub-hypercubes of every cell")
+            for scope in (picked, None):
+                t1 = time.perf_counter()
+                status, changes, points = _refine_points(cells, X, sign, base, sizes, pb, budget, left, scope)
+                out.solver_seconds += time.perf_counter() - t1
+                out.log.append(("refinement-points", status, len(cells) if scope is None else len(scope),
+                                time.perf_counter() - t1))
+                say(f"refinement: {status} over the points of {len(cells) if scope is None else len(scope)} cells")
+                if status in ("optimal", "feasible"):
+                    break   # over the picked cells, optimal = as few cells as the relaxation's lower bound
+        ch = Choice(status, np.zeros(0, dtype=np.int64), 0.0, pb.solver)
     else:
         out.stage = "flips"
-        points = None
+        changes = [(int(flips.cell[k]), None) for k in ch.chosen]
     if ch.status == "timeout":
         out.status, out.reason = "timeout", f"the {pb.solver} solver reached its time limit without a repair"
         return out
@@ -166,24 +163,19 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         _explain_unreachable(out, cells, X, base, sizes, pb, budget, N)
         return out
     out.optimal = ch.status == "optimal"
-    chosen = ch.chosen
     new_dec = dec.copy()
     patches: list[dict[int, list]] = [dict() for _ in trees]
-    if points is None:
-        points = {}
-    for k in chosen:
-        cell = int(opts.cell[k])
-        part = int(opts.part[k])
+    for cell, mask in changes:
         rows = cells.rows(cell)
         target = 1 - int(cells.decision[cell])
-        if part == 0:
+        if mask is None or mask.all():
             boxes = [{}]
             changed = rows
             out.paths_flipped += 1
         else:
-            P, _, inv = points[cell] if cell in points else lex_points(X[rows])
-            boxes = prefix_boxes(P, part)
-            changed = rows[inv < part]
+            P, _, inv = points[cell]
+            boxes = subset_boxes(P, mask)
+            changed = rows[mask[inv]]
             out.paths_refined += 1
         new_dec[changed] = target
         region = pb.group_boxes[int(cells.group[cell])]
@@ -211,37 +203,29 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     return out
 
 
-def _concat(a: Options, b: Options) -> Options:
-    return Options(*(np.concatenate([getattr(a, f), getattr(b, f)]) for f in ("cell", "group", "delta", "rows", "part")))
-
-
-def _subset(o: Options, keep: np.ndarray) -> Options:
-    return Options(*(getattr(o, f)[keep] for f in ("cell", "group", "delta", "rows", "part")))
-
-
-def _refinement_options(cells: Cells, X: np.ndarray, only=None):
-    """Options flipping the first j distinct points of a cell (0 < j < its number of distinct points)."""
-    cell, group, delta, rows, part = [], [], [], [], []
-    points = {}
+def _refine_points(cells: Cells, X: np.ndarray, sign, base, sizes, pb: Problem, budget: int, time_limit, scope):
+    """The exact full refinement over the cells in ``scope`` (None: every cell): which distinct
+    points of which cells flip.  Returns (status, [(cell, mask)], {cell: (points, counts, inv)})."""
     order = np.argsort(cells.of_row, kind="stable")
     bounds = np.searchsorted(cells.of_row[order], np.arange(len(cells) + 1))
-    for c in (range(len(cells)) if only is None else only):
+    ids = np.arange(len(cells)) if scope is None else np.asarray(scope)
+    points, cell_of, group_of, sign_of, weight = {}, [], [], [], []
+    for i, c in enumerate(ids):
         idx = order[bounds[c]:bounds[c + 1]]
-        if len(idx) < 2:
-            continue
         P, counts, inv = lex_points(X[idx])
-        if len(P) < 2:
-            continue
-        points[c] = (P, counts, inv)
-        pref = np.cumsum(counts)[:-1]
-        s = -1 if cells.decision[c] == 1 else 1
-        j = np.arange(1, len(P))
-        cell.append(np.full(len(j), c)); group.append(np.full(len(j), cells.group[c]))
-        delta.append(s * pref); rows.append(pref); part.append(j)
-    if not cell:
-        z = np.zeros(0, dtype=np.int64)
-        return Options(z, z, z, z, z), points
-    return Options(*(np.concatenate(v).astype(np.int64) for v in (cell, group, delta, rows, part))), points
+        points[int(c)] = (P, counts, inv)
+        cell_of.append(np.full(len(P), i)); group_of.append(np.full(len(P), cells.group[c]))
+        sign_of.append(np.full(len(P), sign[c])); weight.append(counts)
+    cat = [np.concatenate(v).astype(np.int64) for v in (cell_of, group_of, sign_of, weight)]
+    st, y = choose_points(*cat, len(ids), base, sizes, pb.c, pb.strict, budget, time_limit)
+    if y is None:
+        return st, [], points
+    changes = []
+    for i, c in enumerate(ids):
+        m = y[cat[0] == i]
+        if m.any():
+            changes.append((int(c), m))
+    return st, changes, points
 
 
 def _intersection_box(trees, key, region):

@@ -71,34 +71,40 @@ def _mid(a: float, b: float) -> float:
     return float(a) + (float(b) - float(a)) / 2.0
 
 
-def prefix_boxes(points: np.ndarray, j: int) -> list[Box]:
-    """Disjoint boxes holding exactly the first ``j`` of ``points`` (distinct rows in lexicographic
-    order) and none of the others: the refinement of a hypercube into sub-hypercubes by
-    thresholds on its columns (for one-hot columns a threshold is a subset of categories)."""
+def subset_boxes(points: np.ndarray, mask: np.ndarray) -> list[Box]:
+    """Disjoint boxes holding exactly the selected ``points`` (distinct rows in lexicographic
+    order) and none of the others: the refinement of a hypercube down to single points where
+    needed (thresholds on its columns; on one-hot columns, subsets of categories)."""
     out: list[Box] = []
 
-    def rec(P: np.ndarray, j: int, col: int, box: Box):
-        if j == 0:
-            return
-        if j == len(P):
+    def rec(P: np.ndarray, m: np.ndarray, col: int, box: Box):
+        if m.all():
             out.append(box)
             return
-        a, b = P[j - 1, col], P[j, col]
-        if a != b:
-            out.append({**box, col: _narrow(box, col, hi=_mid(a, b))})
+        if not m.any():
             return
         vals = P[:, col]
-        start = int(np.searchsorted(vals, a, side="left"))
-        stop = int(np.searchsorted(vals, a, side="right"))
-        if start > 0:
-            out.append({**box, col: _narrow(box, col, hi=_mid(vals[start - 1], a))})
-        sub = dict(box)
-        lo = _mid(vals[start - 1], a) if start > 0 else None
-        hi = _mid(a, vals[stop]) if stop < len(P) else None
-        sub[col] = _narrow(box, col, lo=lo, hi=hi)
-        rec(P[start:stop], j - start, col + 1, sub)
+        cuts = np.flatnonzero(np.diff(vals)) + 1
+        starts, stops = np.r_[0, cuts], np.r_[cuts, len(P)]
+        k, G = 0, len(starts)
+        while k < G:
+            a, b = starts[k], stops[k]
+            if m[a:b].all():          # a run of value groups wholly selected: one interval
+                k2 = k
+                while k2 + 1 < G and m[starts[k2 + 1]:stops[k2 + 1]].all():
+                    k2 += 1
+                lo = _mid(vals[a - 1], vals[a]) if a > 0 else None
+                hi = _mid(vals[stops[k2] - 1], vals[stops[k2]]) if stops[k2] < len(P) else None
+                out.append({**box, col: _narrow(box, col, lo=lo, hi=hi)})
+                k = k2 + 1
+                continue
+            if m[a:b].any():
+                lo = _mid(vals[a - 1], vals[a]) if a > 0 else None
+                hi = _mid(vals[b - 1], vals[b]) if b < len(P) else None
+                rec(P[a:b], m[a:b], col + 1, {**box, col: _narrow(box, col, lo=lo, hi=hi)})
+            k += 1
 
-    rec(points, j, 0, {})
+    rec(points, np.asarray(mask, dtype=bool), 0, {})
     return out
 
 

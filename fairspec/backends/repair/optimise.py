@@ -317,3 +317,46 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
     if res.x is None:
         return "timeout", None
     return ("optimal" if res.status == 0 else "feasible"), np.round(res.x[C:]).astype(np.int64)
+
+
+def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of_point: np.ndarray,
+                  weight: np.ndarray, n_cells: int, base: np.ndarray, sizes: np.ndarray, c: float, strict: bool,
+                  budget: int, time_limit: float | None = None) -> tuple[str, np.ndarray | None]:
+    """Full refinement, exactly: each distinct point (``weight`` rows) of the given cells may flip on
+    its own; fewest cells changed (z_c >= y_p), every pairwise ratio, changed rows <= budget.
+    Returns (status, y) with y the points flipped (HiGHS through scipy)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array
+
+    P, C, G = len(weight), n_cells, len(sizes)
+    data, ri, ci, lb, ub = [], [], [], [], []
+    r = 0
+    for i in range(G):
+        for j in range(G):
+            if i == j:
+                continue
+            ki, kj = np.flatnonzero(group_of_point == i), np.flatnonzero(group_of_point == j)
+            data += list(sign_of_point[ki] * weight[ki] * float(sizes[j])) + \
+                list(-c * sign_of_point[kj] * weight[kj] * float(sizes[i]))
+            ri += [r] * (len(ki) + len(kj)); ci += list(ki) + list(kj)
+            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i])); ub.append(np.inf)
+            r += 1
+    data += list(weight.astype(float)); ri += [r] * P; ci += list(range(P)); lb.append(-np.inf); ub.append(budget)
+    r += 1
+    # y_p - z_cell <= 0
+    data += [1.0] * P + [-1.0] * P
+    ri += list(range(r, r + P)) * 2
+    ci += list(range(P)) + list(P + cell_of_point)
+    lb += [-np.inf] * P; ub += [0.0] * P
+    r += P
+    A = coo_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(r, P + C)).tocsr()
+    o = {"disp": False}
+    if time_limit is not None:
+        o["time_limit"] = float(time_limit)
+    res = milp(np.concatenate([np.zeros(P), np.ones(C)]), constraints=LinearConstraint(A, np.array(lb), np.array(ub)),
+               integrality=np.ones(P + C), bounds=Bounds(0, 1), options=o)
+    if res.status == 2:
+        return "infeasible", None
+    if res.x is None:
+        return "timeout", None
+    return ("optimal" if res.status == 0 else "feasible"), res.x[:P] > 0.5
