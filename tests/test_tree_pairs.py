@@ -180,3 +180,32 @@ def test_partitions_agree_with_the_whole_problem_on_random_ensembles():
         res = solve_partitioned(prob, "prove", split_widest(prob, 4), backend="milp", time_per_part=None,
                                 executor=__import__("fairspec.backends.executor", fromlist=["x"]).SerialExecutor())
         assert res.status == want, (seed, res.status, want)
+
+
+def test_lint_says_what_tree_models_cannot_do(tmp_path):
+    """A logit bound on the Adult tree (it averages probabilities) is FS506 before any solving;
+    the same bound on prob(...) and every other property kind on the tree lint clean."""
+    from fairspec.pipeline import lint
+
+    p = _adult_spec(tmp_path, '''
+property dt_logit {
+  forall x, x' : Applicant
+  require x.* == x'.* except {sex}
+  ensure |logit(dt(x)) - logit(dt(x'))| <= 0.1
+}
+property dt_prob {
+  forall x, x' : Applicant
+  require x.* == x'.* except {sex}
+  ensure |prob(dt(x)) - prob(dt(x'))| <= 0.1
+  using smt
+}
+property dt_k {
+  k_discrimination(dt, over {sex}, eps = 0.05) < 2
+}
+property dt_pba {
+  pba(dt, flip sex, around adult, delta {age: 1})
+}
+''')
+    d = [(x.code, x.severity, x.message) for x in lint(p).diagnostics]
+    assert [(c, s) for c, s, _ in d] == [("FS506", "warning")], d
+    assert "DecisionTreeClassifier" in d[0][2] and "logit bound" in d[0][2]

@@ -729,23 +729,34 @@ TREE_SKLEARN = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "E
 TREE_FORMATS = ("xgboost", "lightgbm")
 
 
-def is_tree_file(format: str, path) -> bool:
-    """Does the file hold a tree model (XGBoost, LightGBM, a scikit-learn tree in a skops file)?
-    Cheap: no ML library; False when the file does not tell."""
+def tree_file_class(format: str, path) -> str | None:
+    """The tree model a file holds ("XGBoost", "LightGBM" or the scikit-learn estimator's class),
+    or None (not a tree model, or the file does not tell). Cheap: no ML library."""
     fmt = str(format).strip().lower()
     if fmt in TREE_FORMATS:
-        return True
+        return {"xgboost": "XGBoost", "lightgbm": "LightGBM"}[fmt]
     p = pathlib.Path(path)
     if fmt in ("sklearn", "scikit-learn", "skops") and p.suffix.lower() == ".skops":
         try:
             with zipfile.ZipFile(p) as zf:
-                return json.loads(zf.read("schema.json")).get("__class__") in TREE_SKLEARN
+                cls = json.loads(zf.read("schema.json")).get("__class__")
         except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
-            return False
+            return None
+        return cls if cls in TREE_SKLEARN else None
     if fmt in ("sklearn", "scikit-learn", "skops"):
         est = sklearn_pickle_estimator(p) if p.is_file() else None
-        return est is not None and est[0] in TREE_SKLEARN
-    return False
+        return est[0] if est is not None and est[0] in TREE_SKLEARN else None
+    return None
+
+
+# tree models whose output is a probability averaged over trees (not a logit)
+AVERAGING_TREES = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier"})
+
+
+def is_tree_file(format: str, path) -> bool:
+    """Does the file hold a tree model (XGBoost, LightGBM, a scikit-learn tree in a skops file
+    or a pickle)?"""
+    return tree_file_class(format, path) is not None
 
 
 def _skops_obstacle(schema: dict) -> str | None:

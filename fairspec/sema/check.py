@@ -117,6 +117,7 @@ class Checker:
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
             properties=tuple(self.properties))
         self._network_backends(spec)
+        self._tree_models(spec)
         self._unplanned(spec)
         return CheckResult(spec, self.sink.items, dict(self.model_widths), modules)
 
@@ -161,6 +162,34 @@ class Checker:
                           hint="pick a backend that runs the model as it is (using data), or export the model "
                                "as a ReLU network",
                           related=(Related(m.span, f"model '{m.name}' declared here"),) if m.span else ())
+
+    def _tree_models(self, spec: ir.Spec) -> None:
+        """FS506 for what a tree model cannot do, known from the file before any solving: a logit
+        bound on a tree or forest (its output averages probabilities: not linear in its leaves).
+        Every other property kind runs on tree models (individual fairness and PBA by the exact
+        tree encodings, k-discrimination by leaf combinations, group metrics over a distribution
+        through the compiled decision tree, unknown at run time when that is too large)."""
+        from fairspec.models.peek import AVERAGING_TREES, tree_file_class
+        from fairspec.planning import plan
+
+        for prop in self.properties:
+            m = self.models.get(getattr(prop, "model", ""))
+            if m is None:
+                continue
+            chosen = prop.options.backend is not None
+            related = (Related(m.span, f"model '{m.name}' declared here"),) if m.span else ()
+            if prop.kind != "individual_fairness" or getattr(prop, "post", None) != "logit" or m.format == "rule":
+                continue
+            backend = plan(prop, spec).backend
+            if backend not in ("milp", "smt"):
+                continue
+            cls = tree_file_class(m.format, m.path)
+            if cls in AVERAGING_TREES:
+                self.sink.add("FS506", f"the {backend} backend cannot decide a logit bound on model '{m.name}': a "
+                                       f"{cls}'s output averages probabilities over its leaves, and its logit is not "
+                                       "linear in them (check reports it unknown)",
+                              prop.span, severity="error" if chosen else "warning",
+                              hint="state the bound on prob(...) instead", related=related)
 
     def _guard(self, fn, *args):
         try:
