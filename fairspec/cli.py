@@ -35,6 +35,13 @@ def _build() -> argparse.ArgumentParser:
     c.add_argument("--property", help="run only this property")
     c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
     c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (plots inlined) to FILE")
+    c.add_argument("--workers", type=_positive, metavar="N",
+                   help="independent jobs at once (default: the machine's cores); N > 1 also runs the "
+                        "properties (and --models' files) in parallel")
+    c.add_argument("--cluster", metavar="ADDRESS",
+                   help="run the jobs on a running Dask scheduler, e.g. tcp://host:8786 (or set FAIRSPEC_CLUSTER)")
+    c.add_argument("--models", metavar="[NAME=]FOLDER",
+                   help="check the spec against each model file in FOLDER in place of model NAME")
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
@@ -152,11 +159,29 @@ def _flush_c_stdio() -> None:
         pass
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers >= 1, got {text!r}")
+    return n
+
+
+
+
 def _check(args) -> int:
     from rich.console import Console
 
     from fairspec import report as rep
+    from fairspec.backends import executor
     from fairspec.pipeline import check
+
+    executor.configure(workers=args.workers, cluster=args.cluster)
+    parallel = bool((args.workers or 1) > 1 or executor.cluster_address())
+    if args.models:
+        return _check_models(args, parallel)
 
     err = Console(stderr=True)
     progress = None
@@ -170,7 +195,8 @@ def _check(args) -> int:
     try:
         with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
             # Ctrl-C stops the solver; the verdicts decided so far are printed
-            result = check(args.spec, only=args.property, progress=progress, allow=args.allow_path)
+            result = check(args.spec, only=args.property, progress=None if parallel else progress,
+                           parallel=parallel, allow=args.allow_path)
     finally:
         if progress:
             progress.stop()
@@ -201,6 +227,38 @@ def _check(args) -> int:
                   f"pip install 'fairspec[report]'", file=sys.stderr)
             return 2
     return result.exit_code
+
+
+def _check_models(args, parallel: bool) -> int:
+    """``--models [NAME=]FOLDER``: one report per model file, in file order; the worst exit code."""
+    import json
+
+    from rich.console import Console
+
+    from fairspec import report as rep
+    from fairspec.pipeline import InputError, check_models
+
+    name, _, folder = args.models.rpartition("=")
+    from fairspec import interrupt
+
+    try:
+        with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
+            reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
+                                   allow=args.allow_path)
+    except InputError as e:
+        print(f"fairspec: {e}", file=sys.stderr)
+        return 2
+    codes = [r.exit_code for _, r in reports]
+    code = next((c for c in (130, 2, 4, 1, 3) if c in codes), 0)
+    if args.format == "json":
+        print(json.dumps({"models": [{"model_file": f, **json.loads(rep.to_json(r))} for f, r in reports],
+                          "exit_code": code}, indent=2))
+    else:
+        out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+        for f, r in reports:
+            out.print(f"model file {f}")
+            rep.print_text(r, out)
+    return code
 
 
 def main(argv=None) -> int:

@@ -81,75 +81,61 @@ def lint(path, *, sources: dict | None = None, allow=()) -> CheckResult:
     return res
 
 
-def check(path, *, only: str | None = None, progress=None, allow=()) -> Report:
+def check(path, *, only: str | None = None, progress=None, models: dict[str, str] | None = None,
+          parallel: bool = False, allow=()) -> Report:
+    """Lint, then decide every property (or ``only``) on its backend.
+
+    models:   {model name: file} replaces model files declared in the spec (``--models``).
+    parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
+              ``--cluster``); models and data are loaded once per worker; the verdicts come
+              back in the spec's order, the same as a serial run.
+    """
     t0 = time.perf_counter()
     res = lint(path, allow=allow)
     report = Report(str(path), res.diagnostics)
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0
         return report
-    from fairspec.models import ModelLoadError
-    from fairspec.runtime.context import Context
-    from fairspec.runtime.data import DataError
-
-    from fairspec.files import Roots
-
-    ctx = Context(res.spec, roots=Roots.for_spec(Path(path), allow))
-    props = [p for p in res.spec.properties if only is None or p.name == only]
-    report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
-    report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets] if x)
-    report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
+    spec = _with_models(res.spec, models)
+    props = [p for p in spec.properties if only is None or p.name == only]
+    report.property_spans = {p.name: p.span for p in spec.properties if p.span is not None}
+    report.inputs = tuple(x for x in [m.path for m in spec.models] + [d.path for d in spec.datasets] if x)
+    report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in spec.properties}
     if only is not None and not props:
-        names = ", ".join(p.name for p in res.spec.properties)
+        names = ", ".join(p.name for p in spec.properties)
         report.error = f"no property named {only!r} in {path} (properties: {names})"
         return report
     if only is not None:        # --property NAME: the other properties' warnings are not this run's
-        others = [p.span for p in res.spec.properties if p.name != only and p.span is not None]
+        others = [p.span for p in spec.properties if p.name != only and p.span is not None]
         report.diagnostics = [d for d in report.diagnostics
                               if d.is_error or d.span is None or not any(_within(d.span, s) for s in others)]
-    for prop in props:
-        p = plan(prop, res.spec)
-        backend = p.backend or "/".join(p.candidates) or None
-        if report.interrupted:  # Ctrl-C earlier: the rest are not run
-            report.verdicts.append(unknown(prop, "interrupted (Ctrl-C) before it ran", backend=backend))
-            continue
-        t1 = time.perf_counter()
-        loaded = ctx.load_seconds
-        from fairspec import interrupt
+    if parallel and len(props) > 1:
+        from fairspec.backends.executor import get_executor
 
+        key = tuple(sorted((models or {}).items()))
+        jobs = [(key, p.name, p.kind) for p in props]
+        ex = get_executor(len(props))
         try:
-            if not p.runs:
-                v = unknown(prop, p.why)
-            else:
-                module, _, fn = p.runner.partition(":")
-                v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
-        except KeyboardInterrupt:  # Ctrl-C: this property is unknown, the ones decided before stay
+            outs = ex.map(_property_job, jobs, init=(_job_state, (str(path), tuple(allow))), on_error=_failed_job)
+        except KeyboardInterrupt:  # Ctrl-C: the workers are ended; nothing was decided
             report.interrupted = True
-            v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
-        except (ModelLoadError, DataError) as e:
-            report.error = str(e)
-            break
-        except Unsupported as e:  # a construct the backend cannot lower: unknown, with the reason
-            v = unknown(prop, str(e), backend=backend, details=e.details)
-        except DiagnosticError as e:    # a spec error only the loaded model reveals (FS402)
-            report.diagnostics.extend(e.diagnostics)
-            break
-        except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
-            if os.environ.get("FAIRSPEC_DEBUG"):
-                raise
-            report.internal_errors.append(f"{prop.name}: {type(e).__name__}: {e}")
-            v = unknown(prop, f"internal error in the {backend} backend ({type(e).__name__}: {e}); "
-                              "this is a fairspec bug", backend=backend)
-        if interrupt.requested() and not report.interrupted:
-            # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict
-            report.interrupted = True
-            if v.status != "violated":
-                v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
-        # a property's seconds are its own work: the files it loaded first are reported under loads
-        v = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
-        report.verdicts.append(v)
-    report.warnings = ctx.warnings
-    report.loads = ctx.loads
+            outs = [{"verdict": unknown(p, "interrupted (Ctrl-C) before it was decided")} for p in props]
+        finally:
+            ex.close()
+        for prop, out in zip(props, outs):
+            if _merge_out(report, prop, out):
+                break
+    else:
+        from fairspec.files import Roots
+        from fairspec.runtime.context import Context
+
+        ctx = Context(spec, roots=Roots.for_spec(Path(path), allow))
+        for prop in props:
+            if report.interrupted:  # Ctrl-C earlier: the rest are not run
+                report.verdicts.append(unknown(prop, "interrupted (Ctrl-C) before it ran"))
+                continue
+            if _merge_out(report, prop, _run_property(prop, ctx, progress)):
+                break
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -158,6 +144,156 @@ def _within(a, b) -> bool:
     """Span a lies inside span b (same file, lines and columns)."""
     return (a.file == b.file and (a.line, a.column) >= (b.line, b.column)
             and (a.end_line, a.end_column) <= (b.end_line, b.end_column))
+
+
+def check_models(path, name: str | None, folder, *, only: str | None = None, parallel: bool = False, allow=()):
+    """The spec applied to each model file in ``folder`` in place of model ``name``: [(file, Report)].
+
+    Every (model file, property) pair is one job through the executor, so candidate models are
+    compared in parallel; the reports come back in file order.
+    """
+    from fairspec.backends.executor import SerialExecutor, get_executor
+
+    res = lint(path, allow=allow)
+    if res.spec is None or any(d.is_error for d in res.diagnostics):
+        return [(None, check(path, only=only, allow=allow))]
+    files = [m for m in res.spec.models if m.path is not None]
+    if name is None:
+        if len(files) != 1:
+            names = ", ".join(m.name for m in files)
+            raise InputError(f"{path} declares {len(files)} model files ({names}): say which one the folder "
+                             f"replaces, as --models NAME=FOLDER")
+        name = files[0].name
+    decl = next((m for m in files if m.name == name), None)
+    if decl is None:
+        raise InputError(f"{path} declares no model file named {name!r}")
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"model folder {folder} is not a folder")
+    exts = {"onnx": (".onnx",), "torch": (".pt", ".pth"), "sklearn": (".skops", ".pkl", ".joblib")}
+    cands = sorted(str(p) for p in folder.iterdir()
+                   if p.is_file() and p.suffix.lower() in exts.get(decl.format, (Path(decl.path).suffix,)))
+    if not cands:
+        raise InputError(f"model folder {folder} holds no {decl.format} model file "
+                         f"({', '.join(exts.get(decl.format, ()))})")
+    props = [p for p in res.spec.properties if only is None or p.name == only]
+    jobs = [(((name, f),), p.name, p.kind) for f in cands for p in props]
+    ex = get_executor(len(jobs)) if parallel else SerialExecutor()
+    try:
+        outs = ex.map(_property_job, jobs, init=(_job_state, (str(path), tuple(allow))), on_error=_failed_job)
+    finally:
+        ex.close()
+    reports = []
+    for k, f in enumerate(cands):
+        t0 = time.perf_counter()
+        report = Report(str(path), list(res.diagnostics))
+        report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
+        for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)]):
+            if _merge_out(report, prop, out):
+                break
+        report.seconds = time.perf_counter() - t0
+        reports.append((f, report))
+    return reports
+
+
+def _with_models(spec, models: dict[str, str] | None):
+    if not models:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, models=tuple(replace(m, path=models[m.name]) if m.name in models else m
+                                      for m in spec.models))
+
+
+def _run_property(prop, ctx, progress=None) -> dict:
+    """Decide one property: {"verdict"} or {"error"} (a bad model/data file), with what it loaded."""
+    from fairspec.models import ModelLoadError
+    from fairspec.runtime.data import DataError
+
+    p = plan(prop, ctx.spec)
+    backend = p.backend or "/".join(p.candidates) or None
+    t1 = time.perf_counter()
+    loaded, n_loads, n_warn = ctx.load_seconds, len(ctx.loads), len(ctx.warnings)
+    out: dict = {}
+    try:
+        if not p.runs:
+            v = unknown(prop, p.why)
+        else:
+            module, _, fn = p.runner.partition(":")
+            v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
+    except KeyboardInterrupt:  # Ctrl-C: this property is unknown, the ones decided before stay
+        out["interrupted"] = True
+        v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
+    except (ModelLoadError, DataError) as e:
+        v = None
+        out["error"] = str(e)
+    except Unsupported as e:  # a construct the backend cannot lower: unknown, with the reason
+        v = unknown(prop, str(e), backend=backend, details=e.details)
+    except DiagnosticError as e:    # a spec error only the loaded model reveals (FS402)
+        v = None
+        out["diagnostics"] = list(e.diagnostics)
+    except Exception as e:  # noqa: BLE001 - a bug in a backend: say so, keep the other verdicts
+        if os.environ.get("FAIRSPEC_DEBUG"):
+            raise
+        out["internal"] = f"{prop.name}: {type(e).__name__}: {e}"
+        v = unknown(prop, f"internal error in the {backend} backend ({type(e).__name__}: {e}); "
+                          "this is a fairspec bug", backend=backend)
+    from fairspec import interrupt
+
+    if v is not None and interrupt.requested() and not out.get("interrupted"):
+        # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict
+        out["interrupted"] = True
+        if v.status != "violated":
+            v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
+    if v is not None:
+        # a property's seconds are its own work: the files it loaded first are reported under loads
+        out["verdict"] = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
+    out["loads"] = ctx.loads[n_loads:]
+    out["warnings"] = ctx.warnings[n_warn:]
+    return out
+
+
+def _merge_out(report: Report, prop, out: dict) -> bool:
+    """Add one property's outcome to the report; True when a bad input file stops the run."""
+    report.loads.extend(out.get("loads", ()))
+    report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
+    if "internal" in out:
+        report.internal_errors.append(out["internal"])
+    if out.get("interrupted"):
+        report.interrupted = True
+    if "diagnostics" in out:
+        report.diagnostics.extend(out["diagnostics"])
+        return True
+    if "error" in out:
+        report.error = out["error"]
+        return True
+    report.verdicts.append(out["verdict"])
+    return False
+
+
+def _job_state(path: str, allow: tuple = ()) -> dict:
+    """Per worker: the linted spec and one Context per set of model files (loaded once per worker)."""
+    from fairspec.files import Roots
+
+    return {"spec": lint(path, allow=allow).spec, "ctx": {}, "roots": Roots.for_spec(Path(path), allow)}
+
+
+def _property_job(state: dict, job) -> dict:
+    from fairspec.runtime.context import Context
+
+    key, name = job[0], job[1]
+    if key not in state["ctx"]:
+        state["ctx"][key] = Context(_with_models(state["spec"], dict(key)), roots=state["roots"])
+    ctx = state["ctx"][key]
+    prop = next(p for p in ctx.spec.properties if p.name == name)
+    return _run_property(prop, ctx)
+
+
+def _failed_job(job, reason: str) -> dict:
+    """A property whose job failed for good (its worker lost more than the retries allow): unknown."""
+    from fairspec.verdict import Verdict
+
+    return {"verdict": Verdict(job[1], job[2], "unknown", reason=f"the job failed: {reason}")}
 
 
 def _with_seconds(v: Verdict, s: float) -> Verdict:

@@ -113,8 +113,8 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
             fif = compute_influence(prop, pb, backend, method, delta, time_limit, subsets)
             boot = None
             if prop.options.bootstrap and pb.data is not None and fif.status == "ok":
-                boot = _bootstrap(prop, pb, lambda q: _largest_influence(
-                    compute_influence(prop, q, backend, method, delta, time_limit, subsets)), time_limit, progress)
+                boot = _bootstrap(prop, pb, ("influence", backend, method, delta, time_limit, subsets),
+                                  time_limit, progress)
         except DistributionError as e:
             return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
         return _verdict_influence(prop, pb, fif, backend, method, t0, boot)
@@ -122,8 +122,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         res = _compute(prop, pb, backend, method, delta, time_limit)
         boot = None
         if prop.options.bootstrap and pb.data is not None and res.status == "ok":
-            boot = _bootstrap(prop, pb, lambda q: _ok_value(prop, _compute(prop, q, backend, method, delta,
-                                                                           time_limit)), time_limit, progress)
+            boot = _bootstrap(prop, pb, ("metric", backend, method, delta, time_limit, None), time_limit, progress)
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
     return _verdict(prop, pb, res, backend, t0, boot)
@@ -148,31 +147,71 @@ def _largest_influence(fif):
     return max(abs(float(x)) for _, x in fif.influence)
 
 
-def _bootstrap(prop, pb: Problem, value_of, time_limit, progress=None) -> dict:
-    """``value_of(problem)`` over networks re-estimated from bootstrap resamples of the rows (the
-    structure stays the one estimated from all rows): a percentile interval for ``bootstrap = N``."""
-    from fairspec.analyses.distribution import refit
+def _bootstrap(prop, pb: Problem, how: tuple, time_limit, progress=None) -> dict:
+    """The value over networks re-estimated from bootstrap resamples of the rows (the structure
+    stays the one estimated from all rows): a percentile interval for ``bootstrap = N``.
+
+    Resample r draws its rows from its own generator (``SeedSequence(seed).spawn``), so the
+    resamples are independent jobs: they go through the executor in batches and give the same
+    values whatever runs them (resamples not started within ``time_limit`` are left out)."""
+    from fairspec.backends.executor import configured_workers, get_executor
 
     n_boot = int(prop.options.bootstrap)
-    rng = np.random.default_rng(prop.options.seed)
-    n = pb.data.n_rows
-    values, failed = [], 0
+    seeds = np.random.SeedSequence(prop.options.seed).spawn(n_boot)
     t0 = time.perf_counter()
+    workers = configured_workers()
+    size = max(1, min(50, n_boot // (4 * workers) or 1))
+    batches = [seeds[a:a + size] for a in range(0, n_boot, size)]
+    shared = (prop, pb, how, time.time() + time_limit)
     task = progress.add_task(f"{prop.name}: bootstrap", total=n_boot) if progress else None
-    for _ in range(n_boot):
-        if time.perf_counter() - t0 > time_limit:
-            break
-        net = refit(pb.bn, pb.data.take(rng.integers(0, n, n)), pb.alpha)
-        v = value_of(dataclasses.replace(pb, bn=net))
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            failed += 1
-        else:
-            values.append(float(v))
-        if task is not None:
-            progress.advance(task)
+    ex = get_executor(len(batches)) if workers > 1 else None
+    values, failed = [], 0
+    try:
+        step = len(batches) if ex is not None else 1
+        for a in range(0, len(batches), step):
+            group = batches[a:a + step]
+            outs = ex.map(_bootstrap_batch, group, shared=shared, on_error=lambda b, why: [None] * len(b)) \
+                if ex is not None else [_bootstrap_batch(shared, b) for b in group]
+            for out in outs:
+                for v in out:
+                    if v is _SKIPPED:
+                        continue
+                    if v is None or (isinstance(v, float) and math.isnan(v)):
+                        failed += 1
+                    else:
+                        values.append(float(v))
+                if task is not None:
+                    progress.advance(task, len(out))
+    finally:
+        if ex is not None:
+            ex.close()
     if task is not None:
         progress.remove_task(task)
     return {"requested": n_boot, "values": values, "undefined": failed, "seconds": time.perf_counter() - t0}
+
+
+_SKIPPED = "skipped"
+
+
+def _bootstrap_batch(shared, seeds) -> list:
+    """One executor job: the value on each resample of a batch (``_SKIPPED`` after the deadline)."""
+    from fairspec.analyses.distribution import refit
+
+    prop, pb, how, deadline = shared
+    kind, backend, method, delta, time_limit, subsets = how
+    n = pb.data.n_rows
+    out = []
+    for seed in seeds:
+        if time.time() > deadline:
+            out.append(_SKIPPED)
+            continue
+        rng = np.random.default_rng(seed)
+        q = dataclasses.replace(pb, bn=refit(pb.bn, pb.data.take(rng.integers(0, n, n)), pb.alpha))
+        if kind == "influence":
+            out.append(_largest_influence(compute_influence(prop, q, backend, method, delta, time_limit, subsets)))
+        else:
+            out.append(_ok_value(prop, _compute(prop, q, backend, method, delta, time_limit)))
+    return out
 
 
 def _sentence(e: Exception) -> str:

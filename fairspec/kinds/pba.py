@@ -171,6 +171,8 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         net = trees if trees is not None else _network(ctx, m)
     except UnsupportedModel as e:
         raise Unsupported(f"the PBA backend cannot encode this model: {e}")
+    from fairspec.backends.executor import configured_workers
+
     score, replay, replayer = _real(ctx, m)
     engine = setting(prop, "engine", "milp")
     mode = "lp" if engine == "lp" else "exact"
@@ -178,7 +180,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         raise Unsupported(f"unknown engine {engine!r} for pba (highs, scip, or lp for the plain LP relaxation)")
     engine = "highs" if engine == "lp" else engine
     budget = float(setting(prop, "timeout", "milp"))
-    workers = int(setting(prop, "workers", "milp"))
+    workers = int(getattr(prop.options, "workers", None) or configured_workers())
     groups = prop.report_by
     try:
         cols, scale, lo_r, hi_r, integer, moving = _moving(prop, fs, enc, values, n)

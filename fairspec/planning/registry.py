@@ -116,7 +116,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("engine", "choice", "the solver: highs or scip (MILP); pba(...) also takes lp (the plain LP "
            "relaxation), repair also z3 (MaxSMT) and rc2 (MaxSAT)",
            choices=("highs", "scip", "lp", "z3", "rc2"), default="highs"),
-    Option("workers", "int", "worker processes", lo=1, hi=64, default=1),
+    Option("workers", "int", "worker processes (default: --workers, else the machine's cores)", lo=1, hi=64),
     Option("points", "int", "analyse a random sample of at most N selected points", lo=1, hi=100_000_000),
     Option("chart", "path", "write a chart of the table to this file (relative to the spec file)"),
     Option("method", "choice", "enumerate (a PPV per group) or learn (only the most and least favoured "

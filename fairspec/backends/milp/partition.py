@@ -201,7 +201,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         step = chunk if stop_on_violation else len(items)
         for s in range(0, len(items), step):
             batch = items[s:s + step]
-            for (k, _, _), r in zip(batch, ex.map(_solve_part, batch, shared=shared)):
+            for (k, _, _), r in zip(batch, ex.map(_solve_part, batch, shared=shared, on_error=_failed_part)):
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
@@ -209,6 +209,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         if own:
             ex.close()
     return _combine(problem, mode, parts, results, time.perf_counter() - t0)
+
+
+def _failed_part(item, reason: str) -> PairResult:
+    """A partition whose job failed for good (a lost worker, a solver crash): undecided, with the reason."""
+    return PairResult("unknown", reason=f"partition {item[0]} failed: {reason}")
 
 
 def _combine(problem, mode, parts, results, seconds) -> PairResult:

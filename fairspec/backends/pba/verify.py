@@ -130,31 +130,46 @@ def _case_task(i: int):
     return out
 
 
+def _case_batch(state, idx):
+    """One executor job: a batch of cases, with the shared problem installed in this process."""
+    if _STATE is not state:
+        _STATE.clear()
+        _STATE.update(state)
+    return [_case_task(int(i)) for i in idx]
+
+
 def _run_cases(idx, workers: int, progress=None, task=None):
-    """Run _case_task over idx, in a fork pool when worth it; yields results."""
-    if workers > 1 and len(idx) >= 2 * workers and hasattr(os, "fork"):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+    """Run _case_task over idx, in batches through the executor when worth it; yields results in order."""
+    if workers > 1 and len(idx) >= 2 * workers:
+        from fairspec.backends.executor import get_executor
 
-        from fairspec.interrupt import kill_pool, worker_init
-
-        ctx = mp.get_context("fork")
-        ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
+        size = max(1, len(idx) // (8 * workers))
+        batches = [[int(i) for i in idx[a:a + size]] for a in range(0, len(idx), size)]
+        ex = get_executor(len(batches))
+        state = dict(_STATE)
         try:
-            for r in ex.map(_case_task, [int(i) for i in idx], chunksize=max(1, len(idx) // (8 * workers))):
-                if progress is not None and task is not None:
-                    progress.advance(task)
-                yield r
-        except BaseException:  # Ctrl-C (or the consumer stopped): end the workers now, not after their items
-            kill_pool(ex)
-            raise
-        ex.shutdown(wait=True)
+            for a in range(0, len(batches), 2 * ex.workers):  # a few batches at a time: progress moves
+                group = batches[a:a + 2 * ex.workers]
+                done = ex.map(_case_batch, group, shared=state,
+                              on_error=lambda b, why: [_failed_case(i, why) for i in b])
+                for rs in done:
+                    for r in rs:
+                        if progress is not None and task is not None:
+                            progress.advance(task)
+                        yield r
+        finally:
+            ex.close()
         return
     for i in idx:
         r = _case_task(int(i))
         if progress is not None and task is not None:
             progress.advance(task)
         yield r
+
+
+def _failed_case(i: int, why: str) -> dict:
+    return {"i": i, "status": "unknown", "stage": "failed: " + why, "bound": np.nan, "D": None, "f": np.nan,
+            "t_lp": 0.0, "t_milp": 0.0}
 
 
 def _exact_stage(dec: Decisions, tc, bx, bp, idx, *, objective, engine, mode, time_limit, case_limit, workers,

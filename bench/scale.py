@@ -1,0 +1,207 @@
+"""Scale: group metrics on Adult repeated 1x..1000x (Parquet), and the parallel jobs on 1 / 2 workers.
+
+    nice python bench/scale.py groups   [--copies 1,10,100,1000] [--no-fairlearn]
+    nice python bench/scale.py parallel
+    nice python bench/scale.py all
+
+``groups``: the four group-metric properties of examples/adult/adult.fair (mlp_sex and
+lr_sex_race disparate impact, dt_parity_by_age statistical parity, mlp_equalized_odds), each
+with its bootstrap interval (500 or 1000 resamples), read from Adult's 32,561 rows repeated k
+times as Parquet (generated under bench/out/, not committed).  Each run is its own process,
+so wall time and peak memory (ru_maxrss) are that run's alone.  The same rows and models go
+through fairlearn (MetricFrame; point values only, no bootstrap: fairlearn's row bootstrap at
+millions of rows does not fit the budget) where they fit in memory (up to 100x).
+
+``parallel``: the independent jobs through fairspec's one executor with 1 worker, 2 workers and a
+2-worker dask ``LocalCluster``: BM-6's partitions in prove mode (the Fairify network of
+REFERENCE.md), PBA over the full Adult test set, and a 1000-resample bootstrap over a
+distribution estimated from data.  Ratios are against the 1-worker run of the same process.
+
+Results go to bench/results/scale.json (and a table on stdout) with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+ADULT = ROOT / "examples" / "adult"
+RESULTS = HERE / "results" / "scale.json"
+NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+         "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+         "income"]
+GROUP_PROPS = ["mlp_sex.disparate_impact", "lr_sex_race.disparate_impact", "dt_parity_by_age", "mlp_equalized_odds"]
+
+
+# ------------------------------------------------------------------ data and spec
+
+def make_parquet(k: int) -> Path:
+    """Adult's rows (as text, '?' kept) repeated k times, written batch by batch (bounded memory)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    path = OUT / f"adult_x{k}.parquet"
+    if path.exists():
+        return path
+    OUT.mkdir(exist_ok=True)
+    t = pcsv.read_csv(ADULT / "data" / "adult.data", read_options=pcsv.ReadOptions(column_names=NAMES),
+                      convert_options=pcsv.ConvertOptions(null_values=[], strings_can_be_null=False,
+                                                          column_types={c: pa.string() for c in NAMES}))
+    import pyarrow.compute as pc
+
+    cols = {}
+    for c in NAMES:
+        v = pc.utf8_trim_whitespace(t.column(c))
+        cols[c] = pc.cast(v, pa.int64()) if c in ("fnlwgt",) else v
+    t = pa.table(cols)
+    tmp = path.with_suffix(".tmp")
+    with pq.ParquetWriter(tmp, t.schema) as w:
+        for _ in range(k):
+            w.write_table(t, row_group_size=1 << 17)
+    tmp.rename(path)
+    return path
+
+
+def make_spec(k: int) -> Path:
+    text = (ADULT / "adult.fair").read_text()
+    text = text[:text.index("# Individual fairness")]
+    text = re.sub(r'data adult = csv\(.*?missing = \["\?"\],', f'data adult = parquet("{make_parquet(k)}",\n  missing = ["?"],',
+                  text, flags=re.S)
+    text = text.replace('("models/', f'("{ADULT}/models/')
+    path = OUT / f"adult_groups_x{k}.fair"
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------ one measured run per process
+
+def _child_fairspec(spec: str) -> dict:
+    from fairspec.pipeline import check
+
+    t0 = time.perf_counter()
+    r = check(spec)
+    wall = time.perf_counter() - t0
+    assert not r.has_errors, (r.error, [d.message for d in r.diagnostics])
+    return {"wall_s": wall, "verdicts": {v.name: [v.status, v.value, v.bound] for v in r.verdicts},
+            "rows": max(v.details.get("rows", 0) for v in r.verdicts if v.details),
+            "loads": r.loads}
+
+
+def _child_fairlearn(parquet: str) -> dict:
+    import numpy as np
+    import onnxruntime as ort
+    import pandas as pd
+    import skops.io as sio
+    from fairlearn.metrics import (MetricFrame, demographic_parity_difference, demographic_parity_ratio,
+                                   equalized_odds_difference, selection_rate)
+
+    t0 = time.perf_counter()
+    df = pd.read_parquet(parquet)
+    df = df[~(df == "?").any(axis=1)].reset_index(drop=True)
+    for c in ("age", "education-num", "hours-per-week", "capital-gain", "capital-loss"):
+        df[c] = df[c].astype(np.int64)
+    enc = json.loads((ADULT / "models" / "encoding.json").read_text())
+    X = np.zeros((len(df), enc["n_features"]), dtype=np.float32)
+    for col in enc["columns"]:
+        v = df[col["source"]]
+        if col["kind"] == "minmax":
+            X[:, col["index"]] = (v.to_numpy(np.float64) - col["min"]) / (col["max"] - col["min"])
+        else:
+            X[:, col["index"]] = (v == col["category"]).to_numpy(np.float32)
+    y = (df["income"] == ">50K").to_numpy(np.int64)
+    sess = ort.InferenceSession(str(ADULT / "models" / "mlp.onnx"), providers=["CPUExecutionProvider"])
+    pred = {"mlp": (sess.run(["logit"], {sess.get_inputs()[0].name: X})[0][:, 0] > 0).astype(np.int64)}
+    for name in ("lr", "dt"):
+        p = ADULT / "models" / f"{name}.skops"
+        pred[name] = sio.load(p, trusted=sio.get_untrusted_types(file=p)).predict(X).astype(np.int64)
+    older = np.where(df["age"] >= 40, "older", "not older")
+    values = {
+        "mlp_sex.disparate_impact": demographic_parity_ratio(y, pred["mlp"], sensitive_features=df["sex"]),
+        "lr_sex_race.disparate_impact": MetricFrame(metrics=selection_rate, y_true=y, y_pred=pred["lr"],
+                                                    sensitive_features=df[["sex", "race"]]).ratio(),
+        "dt_parity_by_age": demographic_parity_difference(y, pred["dt"], sensitive_features=pd.DataFrame(
+            {"sex": df["sex"], "older": older})),
+        "mlp_equalized_odds": equalized_odds_difference(y, pred["mlp"], sensitive_features=df["race"]),
+    }
+    return {"wall_s": time.perf_counter() - t0, "values": {k: float(v) for k, v in values.items()}, "rows": len(df)}
+
+
+def _run_child(kind: str, arg: str, env: dict | None = None) -> dict:
+    code = (f"import json, resource, sys; sys.path.insert(0, {str(HERE)!r}); import scale; "
+            f"r = scale._child_{kind}({arg!r}); "
+            f"r['peak_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
+            f"print('@@' + json.dumps(r, default=str))")
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, cwd=ROOT)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("@@")), None)
+    if line is None:
+        return {"error": (p.stderr or p.stdout)[-800:]}
+    return json.loads(line[2:])
+
+
+def bench_groups(copies: list[int], fairlearn: bool) -> list[dict]:
+    rows = []
+    for k in copies:
+        spec = make_spec(k)
+        row = {"copies": k, "load_before": os.getloadavg()[0]}
+        fs = _run_child("fairspec", str(spec))
+        row["fairspec"] = fs
+        print(f"  fairspec x{k}: " + json.dumps({x: fs.get(x) for x in ("wall_s", "peak_mib", "rows", "error")}),
+              flush=True)
+        if fairlearn and k <= 100:
+            fl = _run_child("fairlearn", str(OUT / f"adult_x{k}.parquet"))
+            row["fairlearn"] = fl
+            if "wall_s" in fl and "wall_s" in fs:
+                row["time_ratio_fairspec_over_fairlearn"] = round(fs["wall_s"] / fl["wall_s"], 3)
+                row["values_agree"] = all(abs(fs["verdicts"][n][1] - fl["values"][n]) < 1e-6 for n in GROUP_PROPS)
+        rows.append(row)
+        _print_group_row(row)
+    return rows
+
+
+def _print_group_row(row: dict) -> None:
+    fs, fl = row["fairspec"], row.get("fairlearn", {})
+    if "error" in fs:
+        print(f"{row['copies']:>5}x  fairspec error: {fs['error']}", flush=True)
+        return
+    status = " ".join(v[0][:4] for v in fs["verdicts"].values())
+    fl_txt = f"fairlearn {fl['wall_s']:7.2f} s {fl['peak_mib']:7.0f} MiB  ratio {row.get('time_ratio_fairspec_over_fairlearn')}" \
+        if "wall_s" in fl else ("fairlearn " + fl["error"][-200:] if fl else "")
+    print(f"{row['copies']:>5}x {fs['rows']:>10} rows  fairspec {fs['wall_s']:7.2f} s {fs['peak_mib']:7.0f} MiB  "
+          f"[{status}]  {fl_txt}  (load {row['load_before']:.1f})", flush=True)
+
+
+# ------------------------------------------------------------------ main
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("groups", "parallel", "all"))
+    ap.add_argument("--copies", default="1,10,100,1000")
+    ap.add_argument("--no-fairlearn", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args()
+    res = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    res["machine"] = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
+    if args.what in ("groups", "all"):
+        res["groups"] = bench_groups([int(x) for x in args.copies.split(",")], not args.no_fairlearn)
+    if args.what in ("parallel", "all"):
+        from parallel_jobs import bench_parallel  # noqa: E402 - bench/parallel_jobs.py
+
+        res["parallel"] = bench_parallel()
+    res["machine"]["load_average_end"] = os.getloadavg()
+    Path(args.out).write_text(json.dumps(res, indent=1, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

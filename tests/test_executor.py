@@ -1,0 +1,125 @@
+"""The one executor: serial, process pool and a real dask LocalCluster give the same results in order."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairspec.backends import executor as ex_mod
+from fairspec.backends.executor import JobError, ProcessExecutor, SerialExecutor
+
+ROOT = Path(__file__).resolve().parent.parent
+ADULT = ROOT / "examples" / "adult" / "adult.fair"
+
+
+def _square(shared, item):
+    return shared["k"] * item * item
+
+
+def _fails_on_3(shared, item):
+    if item == 3:
+        raise ValueError("three is not allowed")
+    return item
+
+
+def _die_once(marker, item):
+    """Kills its worker process the first time it sees item 3 (a lost worker mid-run)."""
+    if item == 3 and not os.path.exists(marker):
+        Path(marker).write_text("died")
+        os._exit(1)
+    return item * 10
+
+
+def test_serial_and_process_pool_agree_in_order():
+    items = list(range(12))
+    want = [2 * i * i for i in items]
+    assert SerialExecutor().map(_square, items, shared={"k": 2}) == want
+    with ProcessExecutor(2) as ex:
+        assert ex.map(_square, items, shared={"k": 2}) == want
+
+
+def test_failing_job_is_a_reason_not_a_lost_result():
+    for ex in (SerialExecutor(), ProcessExecutor(2)):
+        with ex:
+            got = ex.map(_fails_on_3, [1, 2, 3, 4], on_error=lambda item, why: f"failed {item}: {why}")
+            assert got[:2] == [1, 2] and got[3] == 4
+            assert got[2] == "failed 3: ValueError: three is not allowed"
+            with pytest.raises(JobError, match="three is not allowed"):
+                ex.map(_fails_on_3, [3, 4])
+
+
+def test_cli_workers_flag_is_validated(capsys):
+    from fairspec.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["check", str(ADULT), "--workers", "0"])
+    assert e.value.code == 2
+    assert "workers" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a real dask.distributed LocalCluster
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=40) as lc:
+        yield lc.scheduler_address
+    ex_mod.configure()
+    for e in list(ex_mod._DASK.values()):
+        e.shutdown()
+
+
+def test_dask_map_in_order_with_failures_and_a_lost_worker(cluster, tmp_path):
+    ex = ex_mod.DaskExecutor(cluster, retries=1)
+    assert ex.workers == 2
+    assert ex.map(_square, list(range(10)), shared={"k": 3}) == [3 * i * i for i in range(10)]
+    got = ex.map(_fails_on_3, [1, 3, 5], on_error=lambda item, why: ("unknown", why))
+    assert got[0] == 1 and got[2] == 5 and got[1][0] == "unknown" and "three is not allowed" in got[1][1]
+    marker = str(tmp_path / "died")
+    assert ex.map(_die_once, list(range(6)), shared=marker) == [i * 10 for i in range(6)]
+    assert os.path.exists(marker)  # a worker did die, and its job was run again elsewhere
+    ex.shutdown()
+
+
+def test_check_on_a_local_cluster_gives_the_serial_verdicts(cluster):
+    from fairspec.pipeline import check
+
+    ex_mod.configure()
+    serial = check(ADULT)
+    ex_mod.configure(cluster=cluster)
+    try:
+        dist = check(ADULT, parallel=True)
+    finally:
+        ex_mod.configure()
+
+    def key(r):
+        return [(v.name, v.status, v.how, v.value, v.bound, v.reason) for v in r.verdicts]
+
+    assert not dist.has_errors and key(dist) == key(serial)
+    # models and data are loaded once per worker, not once per property
+    model_loads = [x for x in dist.loads if x["what"] == "model"]
+    assert len(model_loads) <= 2 * 3
+
+
+def test_models_folder_one_report_per_file_same_as_each_alone(tmp_path):
+    from fairspec.pipeline import check, check_models
+
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    for name in ("a_lr.skops", "b_dt.skops"):
+        src = ROOT / "examples/adult/models" / ("lr.skops" if "lr" in name else "dt.skops")
+        (folder / name).write_bytes(src.read_bytes())
+    reports = check_models(ADULT, "dt", folder, only="dt_parity_by_age", parallel=False)
+    assert [Path(f).name for f, _ in reports] == ["a_lr.skops", "b_dt.skops"]
+    alone = check(ADULT, only="dt_parity_by_age")
+    assert [(v.status, v.value) for v in reports[1][1].verdicts] == [(v.status, v.value) for v in alone.verdicts]
+    assert reports[0][1].verdicts[0].value != alone.verdicts[0].value  # the lr file was really used
