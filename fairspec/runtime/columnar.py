@@ -31,7 +31,7 @@ from fairspec.runtime.data import DataError, Table, check_path, column_names
 # Rows per record batch when data is streamed, and the size below which a data set is read
 # into memory once (larger ones are streamed batch by batch for every property that can).
 BATCH_ROWS = int(os.environ.get("FAIRSPEC_BATCH_ROWS", 1 << 18))
-STREAM_ROWS = int(os.environ.get("FAIRSPEC_STREAM_ROWS", 4_000_000))
+STREAM_ROWS = int(os.environ.get("FAIRSPEC_STREAM_ROWS", 1_000_000))
 
 
 class Coded:
@@ -285,7 +285,12 @@ def _iter_parquet(d: ir.Data, names, stream: bool, batch_rows: int) -> Iterator[
     import pyarrow.parquet as pq
 
     try:
-        f = pq.ParquetFile(d.path)
+        import pyarrow as pa
+
+        schema = pq.read_schema(d.path)
+        # text columns come back dictionary-encoded as stored: codes without a per-batch re-encoding
+        text = [fld.name for fld in schema if pa.types.is_string(fld.type) or pa.types.is_large_string(fld.type)]
+        f = pq.ParquetFile(d.path, read_dictionary=text)
         file_names = f.schema_arrow.names
         if names is not None and len(names) != len(file_names):
             raise DataError(f"data file {d.path} has {len(file_names)} columns, but the spec names {len(names)}")

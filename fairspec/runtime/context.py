@@ -49,6 +49,7 @@ class Context:
         self._tables: dict[str, Table] = {}
         self._rows: dict[tuple[str, str], Rows] = {}
         self._encodings: dict[str, ir.Encoding] = {}
+        self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
         # what was loaded and how long it took: model files and data tables are loaded on
         # first use; the report shows these apart from the properties' own time
@@ -193,8 +194,13 @@ class Context:
                 fs = self.spec.feature_set(enc.features)
                 if self.in_memory(fs.data):
                     enc = enc_mod.fit(enc, self.rows(fs.name, fs.data).frame.values)
-                else:  # one streamed pass for the scaling statistics
-                    enc = enc_mod.fit_batches(enc, (r.frame.values for r in self.row_batches(fs.name, fs.data)))
+                else:  # one streamed pass for the scaling statistics of every numeric feature
+                    key = (fs.name, fs.data)
+                    if key not in self._fit_stats:
+                        feats = {f.name for f in fs.features if not isinstance(f.domain, (ir.Categorical, ir.Boolean))}
+                        self._fit_stats[key] = enc_mod.batch_stats(
+                            feats, (r.frame.values for r in self.row_batches(fs.name, fs.data)))
+                    enc = enc_mod.fit_batches(enc, stats=self._fit_stats[key])
             self._encodings[model] = enc
         return self._encodings[model]
 

@@ -23,30 +23,35 @@ def fit(enc: ir.Encoding, values: dict[str, np.ndarray]) -> ir.Encoding:
     return dataclasses.replace(enc, columns=tuple(cols))
 
 
-def fit_batches(enc: ir.Encoding, batches) -> ir.Encoding:
-    """``fit`` over batches of feature values (one streamed pass): min, max, mean and std."""
-    feats = {c.feature for c in enc.columns if c.fitted}
-    lo, hi, s1, s2, n = {}, {}, {}, {}, 0
+def fit_batches(enc: ir.Encoding, batches=None, stats: dict | None = None) -> ir.Encoding:
+    """``fit`` from streamed statistics (``batch_stats`` over batches of feature values)."""
+    if stats is None:
+        stats = batch_stats({c.feature for c in enc.columns if c.fitted}, batches)
+    cols = []
+    for c in enc.columns:
+        if c.fitted and c.feature in stats:
+            lo, hi, s1, s2, n = stats[c.feature]
+            if c.kind == "minmax":
+                c = dataclasses.replace(c, lo=lo, hi=hi)
+            elif c.kind == "standard":
+                mean = s1 / n
+                c = dataclasses.replace(c, mean=mean, std=float(np.sqrt(max(0.0, s2 / n - mean * mean))))
+        cols.append(c)
+    return dataclasses.replace(enc, columns=tuple(cols))
+
+
+def batch_stats(feats, batches) -> dict:
+    """{feature: (min, max, sum, sum of squares, count)} over batches of feature values: one pass."""
+    out: dict = {}
     for values in batches:
         for f in feats:
             v = np.asarray(values[f], dtype=np.float64)
             if not v.size:
                 continue
-            lo[f] = min(lo.get(f, np.inf), float(v.min()))
-            hi[f] = max(hi.get(f, -np.inf), float(v.max()))
-            s1[f] = s1.get(f, 0.0) + float(v.sum())
-            s2[f] = s2.get(f, 0.0) + float(np.square(v).sum())
-        n += len(next(iter(values.values()))) if values else 0
-    cols = []
-    for c in enc.columns:
-        if c.fitted and c.feature in lo:
-            if c.kind == "minmax":
-                c = dataclasses.replace(c, lo=lo[c.feature], hi=hi[c.feature])
-            elif c.kind == "standard":
-                mean = s1[c.feature] / n
-                c = dataclasses.replace(c, mean=mean, std=float(np.sqrt(max(0.0, s2[c.feature] / n - mean * mean))))
-        cols.append(c)
-    return dataclasses.replace(enc, columns=tuple(cols))
+            lo, hi, s1, s2, n = out.get(f, (np.inf, -np.inf, 0.0, 0.0, 0))
+            out[f] = (min(lo, float(v.min())), max(hi, float(v.max())), s1 + float(v.sum()),
+                      s2 + float(np.square(v).sum()), n + v.size)
+    return out
 
 
 def needs_fit(enc: ir.Encoding) -> bool:
