@@ -84,7 +84,7 @@ def _pba_spec() -> str:
     test = re.search(r'data adult = (csv\(.*?\))\n', text, re.S).group(1).replace("adult.data", "adult.test")
     test = test.replace('label = income == ">50K"', 'label = income == ">50K."')
     return text + f"\ndata adult_test = {test}\n\nproperty pba_test {{\n" \
-                  "  pba(mlp, flip sex, around adult_test, delta {age: 1, hours_per_week: 1})\n  timeout = 600\n}\n"
+                  "  pba(mlp, flip sex, around adult_test, delta {age: 1, hours_per_week: 1})\n  timeout = 300\n}\n"
 
 
 def _bootstrap_spec() -> str:

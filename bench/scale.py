@@ -193,16 +193,57 @@ def _print_group_row(row: dict) -> None:
           f"[{status}]  {fl_txt}  (load {row['load_before']:.1f})", flush=True)
 
 
+# ------------------------------------------------------------------ the committed table
+
+def table(res: dict) -> str:
+    """bench/results/scale.md from bench/results/scale.json."""
+    m = res.get("machine", {})
+    out = ["# bench/scale.py results", "",
+           f"{m.get('cpus')} cores shared with other jobs; load average at the start "
+           f"{', '.join(f'{x:.1f}' for x in m.get('load_average_start', []))}, at the end "
+           f"{', '.join(f'{x:.1f}' for x in m.get('load_average_end', []))}. Every wall time below was measured "
+           "niced on a machine running several times more jobs than it has cores: read the times as upper "
+           "bounds and the ratios within one row as the comparison.", "",
+           "## Group metrics: the four properties of examples/adult (bootstrap intervals), Adult repeated as Parquet",
+           "", "| copies | rows | fairspec s | fairspec peak MiB | fairlearn s (point values) | fairlearn peak MiB "
+               "| fairspec / fairlearn time | values agree | verdicts | load |",
+           "|---:|---:|---:|---:|---:|---:|---:|:---:|:---|---:|"]
+    for row in res.get("groups", []):
+        fs, fl = row["fairspec"], row.get("fairlearn", {})
+        verdicts = ", ".join(v[0] for v in fs.get("verdicts", {}).values())
+        out.append(f"| {row['copies']}x | {fs.get('rows', 0):,} | {fs.get('wall_s', float('nan')):.1f} | "
+                   f"{fs.get('peak_mib', float('nan')):.0f} | "
+                   + (f"{fl['wall_s']:.1f} | {fl['peak_mib']:.0f} | {row.get('time_ratio_fairspec_over_fairlearn')} | "
+                      f"{'yes' if row.get('values_agree') else 'no'}" if "wall_s" in fl else "- | - | - | -")
+                   + f" | {verdicts} | {row.get('load_before', 0):.1f} |")
+    if res.get("parallel"):
+        out += ["", "## Parallel jobs: one executor, 1 worker / 2 workers / a 2-worker dask LocalCluster", "",
+                "| job | 1 worker s | 2 workers s | LocalCluster 2 s | speedup 2 workers | speedup LocalCluster "
+                "| same result | load before / after |", "|:---|---:|---:|---:|---:|---:|:---:|---:|"]
+        for row in res["parallel"]:
+            def w(label):
+                return f"{row[label]['wall_s']:.1f}" if "wall_s" in row.get(label, {}) else "-"
+            out.append(f"| {row['job']} | {w('1 worker')} | {w('2 workers')} | {w('LocalCluster 2')} | "
+                       f"{row.get('speedup 2 workers')} | {row.get('speedup LocalCluster 2')} | "
+                       f"{'yes' if row.get('same_result') else 'no'} | {row.get('load_before', 0):.1f} / "
+                       f"{row.get('load_after', 0):.1f} |")
+    return "\n".join(out) + "\n"
+
+
 # ------------------------------------------------------------------ main
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("groups", "parallel", "all"))
+    ap.add_argument("what", choices=("groups", "parallel", "all", "table"))
     ap.add_argument("--copies", default="1,10,100,1000")
     ap.add_argument("--no-fairlearn", action="store_true")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args()
     res = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    if args.what == "table":
+        Path(args.out).with_suffix(".md").write_text(table(res))
+        print(table(res))
+        return
     res["machine"] = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
     if args.what in ("groups", "all"):
         res["groups"] = bench_groups([int(x) for x in args.copies.split(",")], not args.no_fairlearn)
