@@ -12,7 +12,8 @@ the best k found. A box is feasible when it holds a point meeting the one-hot gr
 
 When every box is decided, the best k is **exact** (max k proved). When the box budget
 (a count, never a time) or the deadline runs out, the largest bound over the open boxes is
-still a proved upper bound on max k. Imports numpy only.
+still a proved upper bound on max k, and the best k met at a point of any box examined (each
+undecided box also contributes its k at one of its points) is a witness. Imports numpy only.
 """
 
 from __future__ import annotations
@@ -138,6 +139,18 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
                 if stop_at is not None and best_k >= stop_at:
                     break
             continue
+        # a point of the undecided box is an individual too: its k is a lower bound found early
+        x = _feasible_point(blo, bhi, integer, groups)
+        if x is not None:
+            probs = _prob(np.array([e.aggregate(x[None])[0] for e in ensembles]), link)
+            k = int(k_of(probs[None, :], eps)[0])
+            if k > best_k:
+                best_k, best_pt, best_probs = k, x, probs
+                if stop_at is not None and best_k >= stop_at:
+                    heapq.heappush(heap, (neg_ub, next(counter), blo, bhi, split, outs))
+                    break
+                if ub <= best_k:
+                    continue
         boxes += 1
         if boxes > max_boxes or (deadline is not None and time.perf_counter() > deadline):
             heapq.heappush(heap, (neg_ub, next(counter), blo, bhi, split, outs))
