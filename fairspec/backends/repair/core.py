@@ -287,16 +287,16 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
                   f"{out.best_ratio:.4f}{need}")
 
 
-_PROBE_SECONDS = 20.0   # each explanation probe of an unreachable goal
+_PROBE_SECONDS = 10.0   # each explanation probe of an unreachable goal
 
 
 def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem, probe: float) -> float:
-    """The largest ratio (to 1e-4) that the counts relaxation reaches within the budget: an upper
+    """The largest ratio (to 1e-3) that the counts relaxation reaches within the budget: an upper
     bound on the ratio any repair within the bound reaches (a probe that times out counts as
     reached, so the bound stays an upper bound)."""
     rates = base / sizes
     lo, hi = (float(rates.min() / rates.max()) if rates.max() > 0 else 0.0), pb.c
-    while hi - lo > 1e-4:
+    while hi - lo > 1e-3:
         mid = (lo + hi) / 2
         st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, probe,
                               minimise_rows=True)
