@@ -107,25 +107,31 @@ def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c: float, strict:
 
 # ------------------------------------------------------------------ the linear rows
 
-def _linear_rows(opts: Options, base, sizes, c, strict, budget):
-    """(A, lb, ub) as sparse triplets: ratio rows, budget row, one-per-cell rows."""
+def _ratio_rows(group: np.ndarray, coef: np.ndarray, sizes, base, c: float, strict: bool, col0: int = 0):
+    """Sparse triplets of the rows (base_i + d_i) n_j - c (base_j + d_j) n_i >= eps, one per ordered pair of
+    groups, where d_g sums coef over the variables of group g (variable k is column col0 + k)."""
     G = len(sizes)
-    K = len(opts.cell)
-    data, ri, ci, lb, ub = [], [], [], [], []
+    data, ri, ci, lb = [], [], [], []
+    by_group = [np.flatnonzero(group == g) for g in range(G)]
     r = 0
-    by_group = [np.flatnonzero(opts.group == g) for g in range(G)]
     for i in range(G):
         for j in range(G):
             if i == j:
                 continue
-            # (base_i + d_i) n_j - c (base_j + d_j) n_i >= eps   (scaled by counts)
             ki, kj = by_group[i], by_group[j]
-            data += list(opts.delta[ki] * sizes[j]) + list(-c * opts.delta[kj] * sizes[i])
+            data += list(coef[ki] * float(sizes[j])) + list(-c * coef[kj] * float(sizes[i]))
             ri += [r] * (len(ki) + len(kj))
-            ci += list(ki) + list(kj)
-            lb.append((EPS if not strict else 1e-6) - (base[i] * sizes[j] - c * base[j] * sizes[i]))
-            ub.append(np.inf)
+            ci += list(col0 + ki) + list(col0 + kj)
+            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i]))
             r += 1
+    return data, ri, ci, lb, [np.inf] * r, r
+
+
+
+def _linear_rows(opts: Options, base, sizes, c, strict, budget):
+    """(A, lb, ub) as sparse triplets: ratio rows, budget row, one-per-cell rows."""
+    K = len(opts.cell)
+    data, ri, ci, lb, ub, r = _ratio_rows(opts.group, opts.delta.astype(float), sizes, base, c, strict)
     data += list(opts.rows); ri += [r] * K; ci += list(range(K)); lb.append(-np.inf); ub.append(budget); r += 1
     cells, counts = np.unique(opts.cell, return_counts=True)
     for cell in cells[counts > 1]:
@@ -290,17 +296,7 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
     C = len(group)
     G = len(sizes)
     # variables: z_0..z_{C-1} (cell changed), k_0..k_{C-1} (rows changed)
-    data, ri, ci, lb, ub = [], [], [], [], []
-    r = 0
-    for i in range(G):
-        for j in range(G):
-            if i == j:
-                continue
-            ki, kj = np.flatnonzero(group == i), np.flatnonzero(group == j)
-            data += list(sign[ki] * float(sizes[j])) + list(-c * sign[kj] * float(sizes[i]))
-            ri += [r] * (len(ki) + len(kj)); ci += list(C + ki) + list(C + kj)
-            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i])); ub.append(np.inf)
-            r += 1
+    data, ri, ci, lb, ub, r = _ratio_rows(group, sign.astype(float), sizes, base, c, strict, col0=C)
     data += [1.0] * C; ri += [r] * C; ci += list(range(C, 2 * C)); lb.append(-np.inf); ub.append(budget); r += 1
     for k in range(C):   # k_c - n_c z_c <= 0 ;  k_c - z_c >= 0
         data += [1.0, -float(size[k])]; ri += [r, r]; ci += [C + k, k]; lb.append(-np.inf); ub.append(0.0); r += 1
@@ -328,19 +324,9 @@ def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_array
 
-    P, C, G = len(weight), n_cells, len(sizes)
-    data, ri, ci, lb, ub = [], [], [], [], []
-    r = 0
-    for i in range(G):
-        for j in range(G):
-            if i == j:
-                continue
-            ki, kj = np.flatnonzero(group_of_point == i), np.flatnonzero(group_of_point == j)
-            data += list(sign_of_point[ki] * weight[ki] * float(sizes[j])) + \
-                list(-c * sign_of_point[kj] * weight[kj] * float(sizes[i]))
-            ri += [r] * (len(ki) + len(kj)); ci += list(ki) + list(kj)
-            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i])); ub.append(np.inf)
-            r += 1
+    P, C = len(weight), n_cells
+    data, ri, ci, lb, ub, r = _ratio_rows(group_of_point, (sign_of_point * weight).astype(float), sizes, base, c,
+                                          strict)
     data += list(weight.astype(float)); ri += [r] * P; ci += list(range(P)); lb.append(-np.inf); ub.append(budget)
     r += 1
     # y_p - z_cell <= 0
