@@ -206,3 +206,26 @@ def test_fmt_leaves_an_unparseable_file_untouched(tmp_path):
     assert "FS101" in r.stderr and "bad.fair" in r.stderr and "Traceback" not in r.stderr
     assert bad.read_bytes() == before
     assert good.read_text() == MESSY_FORMATTED  # the other files are still formatted
+
+
+def test_generated_and_mutated_specs_format_idempotently():
+    """Specs from the grammar-aware fuzzer (tests/spec_fuzz.py; deep nesting included) that parse:
+    formatting keeps the AST and is idempotent (a bounded, seeded run)."""
+    import random
+
+    from fairspec.syntax.parser import parse_text
+    from spec_fuzz import SpecFuzzer
+
+    fuzzer, rnd = SpecFuzzer(), random.Random(14)
+    formatted = 0
+    for i in range(120):
+        text = fuzzer.generate(rnd) if i % 2 == 0 else fuzzer.mutate(rnd)
+        try:
+            before = parse_text(text, "f.fair")
+        except (DiagnosticError, RecursionError):
+            continue
+        out = format_text(text, "f.fair")
+        assert format_text(out, "f.fair") == out
+        assert parse_text(out, "f.fair") == before
+        formatted += 1
+    assert formatted >= 30

@@ -78,30 +78,44 @@ class _Tok:
 
 
 def _tokens_of(tree) -> list[Token]:
-    return [t for t in (tree.scan_values(lambda v: isinstance(v, Token)) if isinstance(tree, Tree) else [tree])]
+    """The tokens of a concrete subtree, left to right (iteratively, like _walk)."""
+    out, stack = [], [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Token):
+            out.append(n)
+        elif isinstance(n, Tree):
+            stack.extend(reversed(n.children))
+    return out
 
 
 def _walk(tree: Tree, depth: int, out: list[_Tok]) -> None:
-    """Flatten the concrete tree into tokens annotated with their layout role."""
-
-    def item(node, d: int) -> None:
-        n0 = len(out)
-        visit(node, d)
-        if len(out) > n0:
-            out[n0].item_start = True
-
-    def visit(node, d: int) -> None:
+    """Flatten the concrete tree into tokens annotated with their layout role (iteratively: a
+    deeply nested expression that parses must not exhaust Python's stack here)."""
+    # entries: (node, depth, starts an item) for a subtree, or a _Tok ready to emit
+    stack: list = [(c, depth, True) for c in reversed(tree.children)]
+    pending = False  # the next token emitted starts a line item
+    while stack:
+        top = stack.pop()
+        if isinstance(top, _Tok):
+            top.item_start = top.item_start or pending
+            pending = False
+            out.append(top)
+            continue
+        node, d, is_item = top
+        pending = pending or is_item
         if isinstance(node, Token):
-            out.append(_Tok(node, depth=d))
-            return
+            stack.append(_Tok(node, depth=d))
+            continue
         is_block = node.data in BLOCKS
-        opened = False
         last_close = None
         if is_block:
             for i, c in enumerate(node.children):
                 if isinstance(c, Token) and c == "}" and c.type != "STRING":
                     last_close = i
         _align(node)
+        opened = False
+        entries = []
         for i, c in enumerate(node.children):
             if isinstance(c, Token):
                 t = _Tok(c, parent=node.data, first_in_parent=(i == 0), depth=d)
@@ -111,14 +125,12 @@ def _walk(tree: Tree, depth: int, out: list[_Tok]) -> None:
                     t.block_close = True
                 if c == ":" and c.type != "STRING" and node.data in ("feature", "enc_line"):
                     t.pad = getattr(node, "_pad", None)
-                out.append(t)
+                entries.append(t)
             elif is_block and opened:
-                item(c, d + 1)
+                entries.append((c, d + 1, True))
             else:
-                visit(c, d)
-
-    for c in tree.children:
-        item(c, depth)
+                entries.append((c, d, False))
+        stack.extend(reversed(entries))
 
 
 def _key_width(node: Tree) -> int | None:
