@@ -178,5 +178,8 @@ def test_weighted_and_calibration_stream_identically(monkeypatch):
     monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
     streamed = _verdicts(spec)
     assert any(x.get("streamed") for x in check(spec).loads)
-    for name, v in mem.items():
-        assert (v.status, v.value, v.bound) == (streamed[name].status, streamed[name].value, streamed[name].bound), name
+    for name, v in mem.items():  # sums of float weights in another batch order differ in the last bits only
+        s = streamed[name]
+        assert v.status == s.status, name
+        assert v.value == pytest.approx(s.value, rel=1e-12, abs=1e-15), name
+        assert v.bound == pytest.approx(s.bound, rel=1e-12, abs=1e-15), name
