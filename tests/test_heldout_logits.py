@@ -198,7 +198,6 @@ def test_group_metrics_with_index_1_equal_pandas(heldout):
 def test_every_backend_reads_the_same_column_and_rule(heldout):
     """The loaded model, the network the solvers encode, and the PBA table agree, for both indices."""
     from fairspec.models import load_model
-    from fairspec.models.network import from_loaded
 
     X, Z = heldout["X"][:2000], heldout["Z"][:2000]
     path = heldout["folder"] / "mlp2.onnx"
@@ -207,7 +206,7 @@ def test_every_backend_reads_the_same_column_and_rule(heldout):
         want = (Z[:, index] > Z[:, 1 - index]).astype(np.int64)
         np.testing.assert_array_equal(m.decide(X), want)
         np.testing.assert_allclose(m.score(X), Z[:, index] - Z[:, 1 - index], atol=1e-5)
-        net = from_loaded(m)
+        net = m.piecewise_linear()
         assert net.layers[-1].n_out == 1
         np.testing.assert_allclose(net.forward(X), m.score(X), atol=1e-4)
         agree = net.decide(X) == want

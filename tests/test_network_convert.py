@@ -206,3 +206,36 @@ def test_plnet_pickles_and_is_frozen():
         net.layers[0].W[0, 0] = 1.0                  # read-only weights
     with pytest.raises(Exception):
         net.final = "none"                           # frozen dataclass
+
+
+def test_one_path_from_a_loaded_model_to_its_network():
+    """LoadedModel.piecewise_linear is the one conversion: ONNX, torch and scikit-learn models give the
+    network the solvers encode, a tree model or a rule says it is none, and nothing outside
+    fairspec/models converts a model by hand (the search's evaluator included)."""
+    import re
+
+    from fairspec.models import load_model
+    from fairspec.models.base import UnsupportedModel as Base
+
+    root = Path(__file__).resolve().parents[1]
+    X = np.random.default_rng(0).random((50, 46))
+    for fmt, name in (("onnx", "mlp.onnx"), ("torch", "mlp.pt"), ("sklearn", "lr.skops")):
+        m = load_model(fmt, root / "examples/adult/models" / name, trust_pickle=fmt == "torch")
+        net = m.piecewise_linear()
+        assert isinstance(net, PLNet)
+        logits = net.forward(X)
+        want = m.score(X) if m.score_kind == "logit" else np.log(m.score(X) / (1 - m.score(X)))
+        assert np.allclose(logits, want, atol=1e-4), fmt
+    with pytest.raises(Base):
+        load_model("sklearn", root / "examples/adult/models/dt.skops").piecewise_linear()
+    assert UnsupportedModel is Base
+    for p in (root / "fairspec").rglob("*.py"):
+        if "models" in p.relative_to(root / "fairspec").parts[:1]:
+            continue
+        text = p.read_text(encoding="utf-8")
+        assert not re.search(r"network\.from_(onnx|torch|sklearn)\(|PLNet\.from_onnx", text), p
+    from fairspec.backends.search.evaluators import NumpyMLP, onnx_evaluator
+
+    assert not hasattr(NumpyMLP, "from_onnx")
+    ev = onnx_evaluator(root / "examples/fairify/models/AC-1.onnx")
+    assert ev(np.zeros((3, 13))).shape == (3,)

@@ -22,11 +22,7 @@ from fairspec.verdict import Verdict, Witness, unknown
 def network_of(ctx, model_name: str):
     """The loaded model as the piecewise-linear network of its decision (raises UnsupportedModel):
     the same output column and rule as the loaded model's ``decide`` (fairspec.models.readout)."""
-    from fairspec.models import network
-
-    if ctx.spec.model(model_name).format == "rule":
-        raise network.UnsupportedModel("rule", model_name, "a rule model is not a network")
-    return network.from_loaded(ctx.model(model_name))
+    return ctx.model(model_name).piecewise_linear()
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:

@@ -10,11 +10,29 @@ import abc
 import pathlib
 from typing import TYPE_CHECKING, Any
 
+from fairspec.verdict import Unsupported
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
 
 SCORE_KINDS = ("logit", "prob")
 FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm")
+
+
+class UnsupportedModel(Unsupported):
+    """The model contains something the piecewise-linear IR cannot represent.
+
+    Attributes:
+        op_type:   the operator or module type, e.g. ``"Tanh"``.
+        node_name: the node (ONNX) or child module path (torch) or attribute (sklearn).
+        message:   one sentence for a person.
+    """
+
+    def __init__(self, op_type: str, node_name: str, message: str):
+        super().__init__(f"{op_type} ({node_name}): {message}")
+        self.op_type = op_type
+        self.node_name = node_name
+        self.message = message
 
 
 class ModelLoadError(Exception):
@@ -126,7 +144,19 @@ class LoadedModel(abc.ABC):
     def output_description(self) -> str:
         """The chosen output, e.g. "'logit'[0]" or "predict_proba[:, 1]"."""
 
+    def _piecewise_linear(self):
+        """This format's conversion to a PLNet (formats that have one override it)."""
+        raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
+
     # ---- the interface ------------------------------------------------------------
+    def piecewise_linear(self):
+        """This model as the single-logit piecewise-linear network of its decision
+        (``fairspec.models.network.PLNet``; the same output, column and rule as ``decide``, see
+        fairspec.models.readout): the one path from a loaded model to the network the solvers
+        encode (individual fairness, PBA, the search's fast evaluator).  Raises
+        ``UnsupportedModel`` (an ``Unsupported``) when the model is not such a network."""
+        return self._piecewise_linear()
+
     def score(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
         import numpy as np

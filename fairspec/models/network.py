@@ -39,27 +39,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from fairspec.models.peek import PL_ONNX_OPS
-from fairspec.verdict import Unsupported
+from fairspec.models.base import UnsupportedModel  # noqa: F401 - raised here, imported from here by many
 
 __all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]
 
 FINALS = ("none", "sigmoid", "softmax")
-
-
-class UnsupportedModel(Unsupported):
-    """The model contains something the piecewise-linear IR cannot represent.
-
-    Attributes:
-        op_type:   the operator or module type, e.g. ``"Tanh"``.
-        node_name: the node (ONNX) or child module path (torch) or attribute (sklearn).
-        message:   one sentence for a person.
-    """
-
-    def __init__(self, op_type: str, node_name: str, message: str):
-        super().__init__(f"{op_type} ({node_name}): {message}")
-        self.op_type = op_type
-        self.node_name = node_name
-        self.message = message
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -339,22 +323,6 @@ def apply_readout(net: PLNet, readout) -> PLNet:
                                                 f"is the largest of {n_out}' (argmax over {n_out} classes) has none")
     raise UnsupportedModel("Output", where, f"reading {n_out} outputs after a final {net.final} as "
                                             f"{readout.score}s is not a piecewise-linear decision")
-
-
-def from_loaded(loaded) -> PLNet:
-    """The loaded model (fairspec.models.LoadedModel) as the single-logit network of its
-    decision: the same output, column and rule as ``loaded.decide`` (raises UnsupportedModel)."""
-    fmt = getattr(loaded, "format", None)
-    if fmt == "onnx":
-        return from_onnx(loaded.path, output=loaded.output_name, readout=loaded.readout)
-    if fmt == "torch":
-        if getattr(loaded, "output", None) not in (None, 0):
-            raise UnsupportedModel("Output", "forward", "a torch module that returns several outputs is not "
-                                                        "read as a network")
-        return from_torch(loaded.raw, readout=loaded.readout)
-    if fmt == "sklearn":
-        return from_sklearn(loaded.raw, readout=loaded.readout)
-    raise UnsupportedModel(str(fmt), "model", f"a {fmt} model is not a network")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -124,6 +124,11 @@ class OnnxModel(LoadedModel):
         self._init_common(path, "onnx", width, kind, session, readout)
 
     # ---- evaluation --------------------------------------------------------------
+    def _piecewise_linear(self):
+        from fairspec.models import network
+
+        return network.from_onnx(self.path, output=self.output_name, readout=self.readout)
+
     def output_description(self) -> str:
         if self.index is None:
             return repr(self.output_name)

@@ -260,6 +260,11 @@ class SklearnModel(LoadedModel):
             self._trees = from_sklearn(self.raw, self.method, self.index)
         return self._trees
 
+    def _piecewise_linear(self):
+        from fairspec.models import network
+
+        return network.from_sklearn(self.raw, readout=self.readout)
+
     def output_description(self) -> str:
         col = f"[:, {self.index}]" if self.index is not None else ""
         return f"{self.method}{col}"

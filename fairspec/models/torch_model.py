@@ -131,6 +131,14 @@ class TorchModel(LoadedModel):
                 self._finish(self._read(y, self._what), 2)
         self.input_width = width
 
+    def _piecewise_linear(self):
+        from fairspec.models import network
+
+        if self.output not in (None, 0):
+            raise network.UnsupportedModel("Output", "forward", "a torch module that returns several outputs is "
+                                                                "not read as a network")
+        return network.from_torch(self.raw, readout=self.readout)
+
     def output_description(self) -> str:
         out = "" if self.output is None else f"[{self.output!r}]"
         col = f"[:, {self.index}]" if self.index is not None else ""

@@ -16,6 +16,11 @@ class RuleModel:
     score_kind = "prob"
     threshold = 0.5
 
+    def piecewise_linear(self):
+        from fairspec.models.base import UnsupportedModel
+
+        raise UnsupportedModel("rule", self.model.name, "a rule model is not a network")
+
     def __init__(self, model: ir.Model, features: ir.FeatureSet):
         self.model = model
         self.features = features

@@ -5,9 +5,8 @@ the project has:
 
 * ``as_evaluator(obj)``: a callable, a ``LoadedModel`` (``.score``), or a PLNet
   (``.forward``; column 0 of its logits);
-* ``onnx_evaluator(path)``: the logits of a Gemm/ReLU ONNX network: the PLNet
-  of ``fairspec.models.network`` (float64, the same net the MILP encodes) by
-  default, else a small numpy forward over the ONNX initializers, else
+* ``onnx_evaluator(path)``: the logits of a Gemm/ReLU ONNX network: the loaded
+  model's piecewise-linear network (the same net the MILP encodes), else
   onnxruntime itself;
 * ``ort_evaluator(path, output)``: onnxruntime, the independent replay path.
 
@@ -66,41 +65,6 @@ class NumpyMLP:
         layers[-1] = (np.ascontiguousarray(W[:, i:i + 1]), b[i:i + 1], r)
         return NumpyMLP(layers, dtype)
 
-    @staticmethod
-    def from_onnx(path, dtype=np.float32) -> "NumpyMLP":
-        import onnx
-        from onnx import numpy_helper
-
-        m = onnx.load(str(path))
-        init = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
-        layers: list[list] = []  # [W (in,out), b (out,), relu]
-        for node in m.graph.node:
-            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            op = node.op_type
-            if op == "Gemm":
-                W = init[node.input[1]]
-                if attrs.get("transB", 0):
-                    W = W.T
-                if attrs.get("transA", 0):
-                    raise ValueError("Gemm with transA is not supported")
-                W = W * float(attrs.get("alpha", 1.0))
-                b = init[node.input[2]].reshape(-1) * float(attrs.get("beta", 1.0)) if len(node.input) > 2 else np.zeros(W.shape[1])
-                layers.append([W, np.broadcast_to(b, (W.shape[1],)).copy(), False])
-            elif op == "MatMul":
-                W = init[node.input[1]]
-                layers.append([W, np.zeros(W.shape[1]), False])
-            elif op == "Add":
-                name = node.input[1] if node.input[1] in init else node.input[0]
-                layers[-1][1] = layers[-1][1] + init[name].reshape(-1)
-            elif op == "Relu":
-                layers[-1][2] = True
-            elif op in ("Sigmoid", "Softmax", "Identity", "Flatten"):
-                if op in ("Sigmoid", "Softmax"):
-                    break  # the logits are the last affine output
-            else:
-                raise ValueError(f"operator {op} (node {node.name or '?'}) is not a Gemm/ReLU chain")
-        return NumpyMLP([(W, b, relu) for W, b, relu in layers], dtype)
-
     def forward(self, X: np.ndarray) -> np.ndarray:
         h = np.asarray(X, dtype=self.dtype)
         for W, b, relu in self.layers:
@@ -108,18 +72,6 @@ class NumpyMLP:
             if relu:
                 np.maximum(h, 0, out=h)
         return h.astype(np.float64)
-
-
-def _plnet_from_onnx(path):
-    try:
-        from fairspec.models import network  # helper 3a's module
-    except Exception:  # noqa: BLE001 - absent or not importable
-        return None
-    try:
-        conv = getattr(network, "from_onnx", None) or network.PLNet.from_onnx
-        return conv(path)
-    except Exception:  # noqa: BLE001 - e.g. an operator the PL IR does not take
-        return None
 
 
 def plnet_evaluator(net, dtype=np.float32) -> Evaluator:
@@ -133,20 +85,17 @@ def plnet_evaluator(net, dtype=np.float32) -> Evaluator:
 def onnx_evaluator(path, prefer: str = "auto", dtype=np.float32) -> Evaluator:
     """Logits of a Gemm/ReLU ONNX network as a fast batched evaluator.
 
-    prefer: "auto" (the PLNet of fairspec.models.network, then the local ONNX reader, then
-    onnxruntime), "plnet", "numpy", "ort". dtype: the arithmetic (None = PLNet.forward's
-    float64)."""
+    prefer: "auto" (the model's piecewise-linear network -- ``LoadedModel.piecewise_linear``,
+    the same network the MILP encodes -- else onnxruntime), "plnet", "ort".  dtype: the
+    arithmetic of the network (None = PLNet.forward's float64)."""
     if prefer in ("auto", "plnet"):
-        net = _plnet_from_onnx(path)
-        if net is not None:
-            return plnet_evaluator(net, dtype)
-        if prefer == "plnet":
-            raise RuntimeError("fairspec.models.network.PLNet is not available")
-    if prefer in ("auto", "numpy"):
+        from fairspec.models import ModelLoadError, load_model
+        from fairspec.verdict import Unsupported
+
         try:
-            return chunked(as_evaluator(NumpyMLP.from_onnx(path, dtype or np.float64)))
-        except ValueError:
-            if prefer == "numpy":
+            return plnet_evaluator(load_model("onnx", path).piecewise_linear(), dtype)
+        except (Unsupported, ModelLoadError):
+            if prefer == "plnet":
                 raise
     return chunked(ort_evaluator(path, "logit"))
 
