@@ -272,9 +272,20 @@ def iter_arrow(d: ir.Data, stream: bool = True, batch_rows: int | None = None) -
             yield table_from_arrow(d, tab, names)
             return
         reader = pcsv.open_csv(d.path, read_options=ro, parse_options=po, convert_options=co)
+        # re-cut pyarrow's blocks (sized in bytes) into batches of exactly `size` rows: the same
+        # batches as a file held in memory, so sums accumulate in the same order
+        size = batch_rows or BATCH_ROWS
+        pending, count = [], 0
         for batch in reader:
-            if batch.num_rows:
-                yield table_from_arrow(d, batch, names)
+            pending.append(batch)
+            count += batch.num_rows
+            while count >= size:
+                t = pa.Table.from_batches(pending, schema=reader.schema)
+                yield table_from_arrow(d, t.slice(0, size), names)
+                rest = t.slice(size)
+                pending, count = rest.to_batches(), rest.num_rows
+        if count:
+            yield table_from_arrow(d, pa.Table.from_batches(pending, schema=reader.schema), names)
     except DataError:
         raise
     except Exception as e:  # noqa: BLE001 - pyarrow's errors become one sentence naming the file
