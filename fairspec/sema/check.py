@@ -892,7 +892,8 @@ def _names_in(e) -> set[str]:
                     walk(a.value)
         elif isinstance(n, ast.Compare):
             walk(n.left)
-            if not isinstance(n.right, ast.Name):  # `sex == Male`: Male is a category
+            # `sex == Male`: Male is a category; `"F" == sex`: sex is the feature read
+            if not isinstance(n.right, ast.Name) or not isinstance(n.left, ast.Name):
                 walk(n.right)
         elif isinstance(n, ast.InSet):
             walk(n.item)
