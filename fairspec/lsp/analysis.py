@@ -82,8 +82,12 @@ def analyse(path, sources: dict | None = None) -> Index:
                 idx.texts[m.file] = Path(m.file).read_text(encoding="utf-8")
             except OSError:
                 idx.texts[m.file] = ""
-    _declare(idx)
-    _resolve(idx)
+    try:
+        _declare(idx)
+        _resolve(idx)
+    except RecursionError:  # the diagnostics still go out; navigation waits for simpler text
+        idx.symbols.clear()
+        idx.occurrences.clear()
     return idx
 
 
@@ -156,17 +160,13 @@ def _declare(idx: Index) -> None:
                     _add(idx, Symbol(p.name.id, "param", p.name.span, p, d.name.id))
 
 
-def _names(node, out: list, skip_field=None) -> None:
-    """Every ast.Name below node that may refer to a declaration, with its enclosing policy."""
-    if isinstance(node, ast.Name):
-        out.append(node)
-        return
+def _children(node) -> list:
+    """The sub-nodes of an AST node that may hold references (left to right)."""
     if isinstance(node, tuple):
-        for x in node:
-            _names(x, out)
-        return
-    if not isinstance(node, ast.Node):
-        return
+        return list(node)
+    if not isinstance(node, ast.Node) or isinstance(node, ast.Name):
+        return []
+    out = []
     for f in dataclasses.fields(node):
         if f.name == "span" or (type(node), f.name) in _NOT_REFERENCES:
             continue
@@ -177,9 +177,23 @@ def _names(node, out: list, skip_field=None) -> None:
             v = tuple(e for _, e in v)
         if isinstance(node, ast.EncLine) and f.name == "codes":
             continue
-        if isinstance(node, ast.MapItem) and f.name == "key":
-            pass  # delta {age: 1}: the key is a feature
-        _names(v, out)
+        out.append(v)  # a MapItem's key (delta {age: 1}) is a feature: kept
+    return out
+
+
+def _walk(node) -> list:
+    """Every node below `node`, in source order, without recursion (deeply nested text parses too)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(_children(n)))
+    return out
+
+
+def _names(node, out: list) -> None:
+    """Every ast.Name below node that may refer to a declaration."""
+    out.extend(n for n in _walk(node) if isinstance(n, ast.Name))
 
 
 def _declaring_names(d) -> set[int]:
@@ -314,7 +328,8 @@ def hover(idx: Index, file: str, line: int, col: int) -> str | None:
     if sym.kind == "model":
         return _hover_model(idx, sym, spec)
     if sym.kind == "group":
-        return f"**group** `{sym.name}` = `{_text_of(idx, sym.node.expr.span)}`"
+        text = _text_of(idx, sym.node.expr.span)
+        return f"**group** `{sym.name}` = `{text if len(text) <= 200 else text[:200] + ' ...'}`"
     if sym.kind == "property":
         return _hover_property(idx, sym, spec)
     if sym.kind == "data":
@@ -420,20 +435,7 @@ def _metric_at(idx: Index, file: str, line: int, col: int) -> str | None:
     root = next((m for m in idx.modules if _same(m.file, file)), None)
     if root is None:
         return None
-    calls: list = []
-
-    def walk(n):
-        if isinstance(n, ast.Call):
-            calls.append(n)
-        if isinstance(n, tuple):
-            for x in n:
-                walk(x)
-        elif isinstance(n, ast.Node):
-            for f in dataclasses.fields(n):
-                if f.name != "span":
-                    walk(getattr(n, f.name))
-
-    walk(root.decls)
+    calls = [n for n in _walk(root.decls) if isinstance(n, ast.Call)]
     for c in calls:
         if c.fn.id in METRICS and _contains(c.fn.span, file, line, col):
             return f"**{c.fn.id}**: {METRICS[c.fn.id]}"
