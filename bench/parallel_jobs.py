@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("FAIRSPEC_SHARED", ROOT.parent / "shared"))  # ../shared, or FAIRSPEC_SHARED
 ADULT = ROOT / "examples" / "adult"
 
 

@@ -227,6 +227,8 @@ def table(res: dict) -> str:
                        f"{row.get('speedup 2 workers')} | {row.get('speedup LocalCluster 2')} | "
                        f"{'yes' if row.get('same_result') else 'no'} | {row.get('load_before', 0):.1f} / "
                        f"{row.get('load_after', 0):.1f} |")
+        if res.get("parallel_note"):
+            out += ["", res["parallel_note"].capitalize() + "."]
     return "\n".join(out) + "\n"
 
 
