@@ -439,3 +439,45 @@ def test_fuzz_findings_are_diagnostics(tmp_path, text, code):
     spec = tmp_path / "f.fair"
     spec.write_text(text)
     assert code in _codes(lint(spec))
+
+
+# ---------------------------------------------------------------- 9. memory sized before it is used
+
+def _bool_spec(tmp_path: Path, k: int, prop_tail: str = "") -> Path:
+    import random
+
+    rnd = random.Random(0)
+    cols = [f"b{i}" for i in range(k)]
+    lines = [",".join(cols + ["s", "w", "y"])]
+    for _ in range(60):
+        lines.append(",".join([rnd.choice(["true", "false"]) for _ in cols] + [rnd.choice("FM"), "1", rnd.choice("01")]))
+    (tmp_path / "b.csv").write_text("\n".join(lines) + "\n")
+    feats = "\n".join(f"  {c} : bool" for c in cols)
+    spec = tmp_path / "b.fair"
+    spec.write_text(f"""data d = csv("b.csv", label = y == 1)
+features P from d {{
+  s : {{F, M}} protected
+{feats}
+}}
+model m = rule(b0 and b1)
+property c {{ statistical_parity(m, groups {' x '.join(cols)}) <= 1  min_group_size = 1 {prop_tail} }}
+""")
+    return spec
+
+
+def test_45_crossed_groups_are_refused_before_any_cell_exists(tmp_path):
+    spec = _bool_spec(tmp_path, 45)
+    res = lint(spec)
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS308" and "35,184,372,088,832 groups" in d.message
+    assert _check_json(spec)["exit_code"] == 2
+
+
+def test_a_bootstrap_that_would_not_fit_is_refused_naming_the_option(tmp_path):
+    spec = _bool_spec(tmp_path, 16, "bootstrap = 4000  weight = w")
+    out = _check_json(spec)
+    (p,) = out["properties"]
+    assert p["status"] == "unknown" and "bootstrap = 4000" in p["reason"] and "GiB" in p["reason"], p
+    spec = _bool_spec(tmp_path, 3, "bootstrap = 200  weight = w")  # small: runs
+    (p,) = _check_json(spec)["properties"]
+    assert p["status"] in ("holds", "violated", "unknown") and "GiB" not in (p["reason"] or "")

@@ -39,10 +39,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     from fairspec.models.network import UnsupportedModel
 
     fs = ctx.spec.feature_set(prop.features)
-    enc = ctx.encoding(prop.model)
     try:
         trees = ctx.model(prop.model).tree_ensemble()
-        net = trees if trees is not None else network_of(ctx, prop.model)
+        net = trees if trees is not None else network_of(ctx, prop.model)  # a rule model: UnsupportedModel
+        enc = ctx.encoding(prop.model)
         low = lower_pair(prop, fs, enc)
         if trees is not None:
             # a tree ensemble: the scaling folded into every split, pruned along its paths

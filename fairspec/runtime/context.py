@@ -190,6 +190,11 @@ class Context:
         """The model's encoding with any scaling fitted on the feature set's data."""
         if model not in self._encodings:
             enc = self.spec.encoding_for(model)
+            if enc is None:  # a rule (or a model without an encode block): no model-input vector exists
+                from fairspec.verdict import Unsupported
+
+                raise Unsupported(f"this backend evaluates a model on encoded inputs, and model '{model}' has none "
+                                  f"({'a rule reads feature values' if self.spec.model(model).format == 'rule' else 'no encode block'})")
             if enc_mod.needs_fit(enc):
                 fs = self.spec.feature_set(enc.features)
                 if self.in_memory(fs.data):

@@ -9,6 +9,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.runtime.evaluate import evaluate
+from fairspec.verdict import Unsupported
 
 
 class RuleModel:
@@ -35,3 +36,21 @@ class RuleModel:
 
     def describe(self) -> str:
         return f"rule model {self.model.name}"
+
+    def tree_ensemble(self):
+        return None
+
+    def __getattr__(self, name: str):
+        # Every other part of the model-file interface (score and decide on encoded inputs, the
+        # network, replay, ...) does not exist for a rule: a backend that needs it reports the
+        # property unknown with this reason (and hasattr() is False, as for any missing attribute).
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuleNotSupported(f"this backend evaluates model files on encoded inputs; '{self.model.name}' is a "
+                               f"rule over feature values (it has no {name.replace('_', ' ')})", name, self)
+
+
+class RuleNotSupported(Unsupported, AttributeError):
+    def __init__(self, reason: str, name: str, obj):
+        Unsupported.__init__(self, reason)
+        self.name, self.obj = name, obj

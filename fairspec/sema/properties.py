@@ -237,11 +237,20 @@ def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
             ck.fail("FS205", f"unknown feature or group '{n.id}'", n.span,
                     hint=did_you_mean(n.id, [f.name for f in fs.features] + list(ck.groups)))
     seen = set()
+    cells = 1
     for a in atoms:
         if a.name in seen:
             ck.fail("FS308", f"group '{a.name}' appears twice", e.span)
         seen.add(a.name)
+        cells *= max(1, len(a.values))
+    if cells > MAX_CROSSED_GROUPS:  # sized before anything is counted: every backend keeps a cell per group
+        ck.fail("FS308", f"{' x '.join(a.name for a in atoms)} cross into {cells:,} groups; at most "
+                         f"{MAX_CROSSED_GROUPS:,} crossed groups are counted", e.span,
+                hint="cross fewer groups, or merge categories with a group declaration (group g = x in {...})")
     return ir.Groups(tuple(atoms))
+
+
+MAX_CROSSED_GROUPS = 100_000  # crossed groups (cells) a property may name: 45 boolean groups are 2^45
 
 
 def _dataset(ck, e, env, fs: ir.FeatureSet | None = None) -> ir.Data:

@@ -117,6 +117,9 @@ def _add(acc, part):
     return part if acc is None else acc + part
 
 
+MAX_RESAMPLE_BYTES = 2 * 2**30  # the resampled counts a bootstrap may keep in memory
+
+
 def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
     """Accumulate the property's cells over record batches of the data (bounded memory: no row is
     kept after its batch; rate = scoring first reads the scores once for their median)."""
@@ -130,6 +133,16 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
                                                  for r in ctx.row_batches(fs.name, prop.data)])))
     c = Counts(None, None, None, weighted=wcol is not None)
     poisson = R > 0 and (wcol is not None or calib)
+    if poisson:  # sized before it starts: R resamples of every (group, decision, label) cell are kept
+        G = 1
+        for a in prop.groups.atoms:
+            G *= max(2, len(a.values))
+        need = R * G * (4 + (3 * B if calib else 0)) * 8
+        if need > MAX_RESAMPLE_BYTES:
+            from fairspec.verdict import Unsupported
+
+            raise Unsupported(f"bootstrap = {R} over {G} groups would keep about {need / 2**30:.1f} GiB of resampled "
+                              f"counts (at most {MAX_RESAMPLE_BYTES / 2**30:.0f} GiB); lower bootstrap or cross fewer groups")
     seen = 0  # rows before this batch: the position that keys each row's bootstrap multiplicities
     for rows in ctx.row_batches(fs.name, prop.data):
         values, n = rows.frame.values, rows.frame.n_rows
