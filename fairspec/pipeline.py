@@ -214,6 +214,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     backend = p.backend or "/".join(p.candidates) or None
     t1 = time.perf_counter()
     loaded, n_loads, n_warn = ctx.load_seconds, len(ctx.loads), len(ctx.warnings)
+    ctx.begin_property()  # the property's time budget runs from here (fairspec.runtime.context.remaining)
     out: dict = {}
     try:
         if not p.runs:

@@ -481,3 +481,53 @@ def test_a_bootstrap_that_would_not_fit_is_refused_naming_the_option(tmp_path):
     spec = _bool_spec(tmp_path, 3, "bootstrap = 200  weight = w")  # small: runs
     (p,) = _check_json(spec)["properties"]
     assert p["status"] in ("holds", "violated", "unknown") and "GiB" not in (p["reason"] or "")
+
+
+# ---------------------------------------------------------------- 11. the budget covers the whole property
+
+def test_the_time_budget_counts_the_preparation(tmp_path, monkeypatch):
+    """Runners ask the context what is left of the budget; the pipeline starts the clock before the
+    runner's preparation (lowering, bounds, falsification on data), so the solver gets the rest."""
+    import time as _time
+
+    from fairspec import pipeline
+    from fairspec.runtime.context import Context
+
+    seen = {}
+    real = Context.remaining
+
+    def spy(self, limit):
+        left = real(self, limit)
+        seen.setdefault("left", left)
+        return left
+
+    monkeypatch.setattr(Context, "remaining", spy)
+    original = Context.begin_property
+
+    def slow_start(self):  # a preparation of 0.5 s after the clock starts
+        original(self)
+        _time.sleep(0.5)
+
+    monkeypatch.setattr(Context, "begin_property", slow_start)
+    spec = tmp_path / "t.fair"
+    spec.write_text(PEOPLE_DECLS + """
+features G {
+  age : int in [18, 80]
+  sex : {F, M} protected
+  race : {A, B, C} protected
+  member : bool
+  score : real in [0, 1]
+}
+model g = onnx("%s", output = "logit")
+encode G for g { age : minmax(lo = 18, hi = 80)  sex : onehot  race : code  member, score : raw }
+property p {
+  forall x, x' : G
+  require x.* == x'.* except {sex}
+  ensure label(g(x)) == label(g(x'))
+  using milp
+  timeout = 2s
+}
+""" % ONNX)
+    rep = pipeline.check(spec)
+    assert not rep.internal_errors and rep.verdicts
+    assert seen["left"] is not None and seen["left"] <= 1.5, seen

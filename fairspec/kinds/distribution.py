@@ -106,7 +106,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     backend = p.backend
     method = setting(prop, "method", backend)
     delta = 1.0 - prop.options.confidence
-    time_limit = setting(prop, "timeout", backend)
+    time_limit = ctx.remaining(setting(prop, "timeout", backend))  # the budget covers the preparation too
     if prop.metric == "influence":
         try:
             subsets = influence_subsets(prop, pb, ctx.spec.feature_set(prop.features))

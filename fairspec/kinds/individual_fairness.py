@@ -59,7 +59,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     from fairspec.planning import setting
 
     mode = setting(prop, "mode", backend)
-    limit = setting(prop, "timeout", backend)
+    limit = ctx.remaining(setting(prop, "timeout", backend))  # the budget covers the preparation above too
     kw = {}
     if trees is not None:
         from fairspec.backends.trees import modes as tree_modes

@@ -89,7 +89,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         data = np.stack([low.to_features(u) for u in U[:20000]])
     from fairspec.planning import setting
 
-    budget = prop.options.search_budget or setting(prop, "timeout", "search")
+    budget = ctx.remaining(prop.options.search_budget or setting(prop, "timeout", "search"))  # preparation included
     method = _METHODS.get(prop.options.search, "sa")
     stop = prop.k if prop.op == "<" else prop.k + 1
     task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None

@@ -179,7 +179,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     if engine not in ("highs", "scip", "lp"):
         raise Unsupported(f"unknown engine {engine!r} for pba (highs, scip, or lp for the plain LP relaxation)")
     engine = "highs" if engine == "lp" else engine
-    budget = float(setting(prop, "timeout", "milp"))
+    budget = float(ctx.remaining(setting(prop, "timeout", "milp")))  # the budget covers the preparation too
     workers = int(getattr(prop.options, "workers", None) or configured_workers())
     groups = prop.report_by
     try:

@@ -69,6 +69,24 @@ class Context:
     def load_seconds(self) -> float:
         return sum(x["seconds"] for x in self.loads)
 
+    # ------------------------------------------------------------------ the property's time budget
+    def begin_property(self) -> None:
+        """The pipeline starts a property's clock: its time budget covers all its own work."""
+        self._started = (time.perf_counter(), self.load_seconds)
+
+    def spent(self) -> float:
+        """Seconds of the current property's own work so far (preparation included; loading the
+        model and data files it needs first is reported apart, under loads, and not counted)."""
+        started = getattr(self, "_started", None)
+        if started is None:
+            return 0.0
+        t, loaded = started
+        return max(0.0, time.perf_counter() - t - (self.load_seconds - loaded))
+
+    def remaining(self, limit):
+        """What is left of a time budget of ``limit`` seconds (None: no limit) for the current property."""
+        return None if limit is None else max(0.0, float(limit) - self.spent())
+
     # ------------------------------------------------------------------ models
     def model(self, name: str):
         if name not in self._models:
