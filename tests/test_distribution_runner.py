@@ -26,8 +26,11 @@ from conftest import EXAMPLES, FIXTURES, run_cli
 from fairspec import ir
 from fairspec.analyses import group_metrics_exact as gm
 from fairspec.analyses.distribution import BayesNet, Variable
-from fairspec.kinds import distribution as R
 from fairspec.backends.boolean import DecisionTree, Test
+from fairspec.backends.boolean_form import classifier_form, rule_form
+from fairspec.backends.elimination import tree_ppvs_elimination
+from fairspec.kinds import distribution as R
+from fairspec.kinds.distribution_problem import discretise_rows
 from fairspec.pipeline import check, lint
 from fairspec.runtime.evaluate import evaluate
 
@@ -146,7 +149,7 @@ def test_rules_over_a_declared_network_match_enumeration(tmp_path, rule):
 def test_linear_rules_get_integer_weights(tmp_path):
     path = spec(tmp_path, WORLD.format(rule="0.5 * Q + 0.25 * R + P <= 0.75", table="  p(Q) = 0.5  p(R) = 0.5"))
     m = lint(path).spec.model("m")
-    form = R.rule_form(m.rule, lint(path).spec.feature_set("W"))
+    form = rule_form(m.rule, lint(path).spec.feature_set("W"))
     assert form.kind == "linear"
     clf = form.build({n: Variable.boolean(n) for n in "PQR"}, None, None, None)
     # 0.5 Q + 0.25 R + P <= 0.75  <=>  -2 Q - R - 4 P >= -3
@@ -418,9 +421,9 @@ def test_a_tree_over_a_learned_network_by_elimination_and_by_ssat(tmp_path):
     sp = lint(path).spec
     ctx = Context(sp)
     fs = sp.feature_set("People")
-    form = R.classifier_form(sp.model("m"), ctx, fs)
+    form = classifier_form(sp.model("m"), ctx, fs)
     rows = ctx.rows("People", "people")
-    data, _ = R.discretise_rows(fs, rows, ["grp", "age", "score", "member"], {}, form.needs, None)
+    data, _ = discretise_rows(fs, rows, ["grp", "age", "score", "member"], {}, form.needs, None)
     tree = form.build(data.variables, ctx, rows, data.codes)
     want = ctx.model("m").decide(ctx.model_input("m", rows.frame.values, rows.frame.n_rows)).astype(bool)
     assert (tree.predict(data.codes) == want).mean() == 1.0
@@ -472,11 +475,11 @@ def test_elimination_agrees_with_ssat_and_enumeration_on_random_instances():
         bn, tree = random_instance(rng)
         if not tree.features:
             continue
-        got = R.tree_ppvs_elimination(bn, tree, ["A"])
+        got = tree_ppvs_elimination(bn, tree, ["A"])
         for backend in ("ssat", "brute"):
             ref = gm.group_ppvs(tree, bn, ["A"], backend=ENGINES[backend]).per_group
             assert [p for _, p in ref] == pytest.approx([got[(0,)], got[(1,)]], abs=1e-9)
-        ev = R.tree_ppvs_elimination(bn, tree, ["A"], evidence={"Y": [0]}) if "Y" in bn.variables else None
+        ev = tree_ppvs_elimination(bn, tree, ["A"], evidence={"Y": [0]}) if "Y" in bn.variables else None
         ref = gm.group_ppvs(tree, bn, ["A"], backend=ENGINES["brute"], evidence={"Y": [0]}).per_group
         assert [p for _, p in ref] == pytest.approx([ev[(0,)], ev[(1,)]], abs=1e-9, nan_ok=True)
 
