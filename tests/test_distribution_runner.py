@@ -516,7 +516,8 @@ def test_adult_tree_over_a_learned_network_is_fast_and_agrees_with_the_data(adul
 
 def test_adult_over_the_ssat_budget_is_unknown_with_the_reason(adult):
     v = adult["over_budget"]
-    assert v.status == "unknown" and "time limit of 1 s" in v.reason and v.backend == "ssat"
+    # the 1 s budget covers the whole property, so the solver gets what estimating the network left
+    assert v.status == "unknown" and "exceeded its time limit of" in v.reason and v.backend == "ssat"
 
 
 def test_adult_example_runs_from_the_command_line():

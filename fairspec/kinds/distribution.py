@@ -162,7 +162,7 @@ def _bootstrap(prop, pb: Problem, how: tuple, time_limit, progress=None) -> dict
                 if ex is not None else [_bootstrap_batch(shared, b) for b in group]
             for out in outs:
                 for v in out:
-                    if v is _SKIPPED:
+                    if isinstance(v, str) and v == _SKIPPED:  # by value: a worker process pickles it
                         continue
                     if v is None or (isinstance(v, float) and math.isnan(v)):
                         failed += 1
