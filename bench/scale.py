@@ -228,7 +228,8 @@ def table(res: dict) -> str:
                        f"{'yes' if row.get('same_result') else 'no'} | {row.get('load_before', 0):.1f} / "
                        f"{row.get('load_after', 0):.1f} |")
         if res.get("parallel_note"):
-            out += ["", res["parallel_note"].capitalize() + "."]
+            note = res["parallel_note"]
+            out += ["", note[0].upper() + note[1:] + "."]
     return "\n".join(out) + "\n"
 
 
