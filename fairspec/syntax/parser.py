@@ -60,7 +60,7 @@ class _ToAst(Transformer):
         if is_int:
             if len(text.lstrip("0")) > 16:  # before int(): Python refuses to convert > 4300 digits
                 self._too_large(tok)
-            value = int(text)
+            value = int(text.lstrip("0") or "0")  # leading zeros do not count against Python's digit limit
         else:
             value = float(text)
         if not abs(value) <= MAX_NUMBER:  # also catches inf and nan
