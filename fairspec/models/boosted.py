@@ -62,6 +62,15 @@ class _Boosted(LoadedModel):
     def _predict(self, X, margin: bool):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    _convert = ""                       # the converter in fairspec.models.trees for this library
+
+    def tree_ensemble(self):
+        if getattr(self, "_trees", None) is None:
+            from fairspec.models import trees
+
+            self._trees = getattr(trees, self._convert)(self.raw, index=self.index)
+        return self._trees
+
 
 class XGBoostModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
@@ -89,12 +98,7 @@ class XGBoostModel(_Boosted):
     def _predict(self, X, margin):
         return self.raw.predict(self._xgb.DMatrix(X), output_margin=margin)
 
-    def tree_ensemble(self):
-        from fairspec.models.trees import from_xgboost
-
-        if getattr(self, "_trees", None) is None:
-            self._trees = from_xgboost(self.raw, index=self.index)
-        return self._trees
+    _convert = "from_xgboost"
 
 
 class LightGBMModel(_Boosted):
@@ -121,12 +125,7 @@ class LightGBMModel(_Boosted):
     def _predict(self, X, margin):
         return self.raw.predict(X, raw_score=margin)
 
-    def tree_ensemble(self):
-        from fairspec.models.trees import from_lightgbm
-
-        if getattr(self, "_trees", None) is None:
-            self._trees = from_lightgbm(self.raw, index=self.index)
-        return self._trees
+    _convert = "from_lightgbm"
 
 
 def load_xgboost(path, **kw) -> XGBoostModel:

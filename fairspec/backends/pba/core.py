@@ -104,6 +104,19 @@ def _replay_check(cs: CaseSet, real: Callable, idx, D, side) -> np.ndarray:
     return dec_ok & (f <= REPLAY_TOL * (1.0 + np.maximum(np.abs(gx), np.abs(gp))))
 
 
+def keep_replayed(cs: CaseSet, real: Callable, side: float, idx, D, status, stage, wit: dict, notes: list) -> None:
+    """Replay the witnesses (offsets ``D``, one row per case of ``idx``) of one setting: those
+    that reproduce go into ``wit``, the others become unknown ("replay-failed")."""
+    ok = _replay_check(cs, real, idx, D, side)
+    for k, i in enumerate(idx):
+        if ok[k]:
+            wit[int(i)] = cs.inputs([i], D[k:k + 1])
+        else:
+            status[i], stage[i] = "unknown", "replay-failed"
+    if (~ok).any():
+        notes.append(f"{int((~ok).sum())} witnesses did not reproduce on the real model and were left unknown")
+
+
 def analyse(cs: CaseSet, *, score: Callable | None = None, replay: Callable | None = None, mode: str = "exact",
             engine: str = "highs", time_limit: float = 60.0, case_limit: float = 10.0, workers: int = 1,
             rb: bool = True, rb_rows=None, rb_time: float | None = None, seed: int = 0,
@@ -199,14 +212,7 @@ def _analyse(cs, score, replay, mode, engine, time_limit, case_limit, workers, r
             if stage[i] != "centre":
                 j = int(np.searchsorted(open_idx, i))
                 D[k] = dec.D[j]
-        ok = _replay_check(cs, replay, idx, D, side)
-        for k, i in enumerate(idx):
-            if ok[k]:
-                wit[int(i)] = cs.inputs([i], D[k:k + 1])
-            else:
-                status[i], stage[i] = "unknown", "replay-failed"
-        if (~ok).any():
-            notes.append(f"{int((~ok).sum())} witnesses did not reproduce on the real model and were left unknown")
+        keep_replayed(cs, replay, side, idx, D, status, stage, wit, notes)
     seconds["replay"] = round(time.perf_counter() - t1, 4)
 
     rb_x = rb_p = None

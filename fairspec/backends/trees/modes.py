@@ -93,10 +93,7 @@ class _Run:
             return None
         p = self.problem
         x, xp = clean_pair(p, *pair)
-        if check_witness(p, x, xp, p.net.forward):
-            w = make_witness(p, x, xp)
-            return w if w.z >= w.z_prime else make_witness(p, xp, x)
-        return None
+        return _oriented(p, (x, xp)) if check_witness(p, x, xp, p.net.forward) else None
 
     def result(self, status, mode, **kw) -> PairResult:
         stats = dict(self.stats)
@@ -131,6 +128,13 @@ def _tie_break(run: _Run, mode: str, why: str) -> PairResult:
         return run.result("unknown", mode, reason=why + "; z3 did not settle it: " + res.reason)
     return run.result(res.status, mode, how=res.how, witness=res.witness, value=res.value, bound=res.bound,
                       reason=(res.reason + " (settled exactly by z3)").strip())
+
+
+def _oriented(problem, pair):
+    """The pair rounded onto the domain, as a Witness in the violating direction z >= z'."""
+    x, xp = clean_pair(problem, *pair)
+    w = make_witness(problem, x, xp)
+    return w if w.z >= w.z_prime else make_witness(problem, xp, x)
 
 
 def _measure(problem, w) -> float:
@@ -287,10 +291,7 @@ def maximize(problem: PairProblem, engine: str = "highs", time_limit: float | No
         st, pair, obj, bound = run.q([], "diff")
     if pair is None:
         return res
-    x, xp = clean_pair(p, *pair)
-    best = make_witness(p, x, xp)
-    if best.z < best.z_prime:
-        best = make_witness(p, xp, x)
+    best = _oriented(p, pair)
     value = _measure(p, best)
     if kind == "label" and bound is not None:
         bound = float(logit_fn(p.net.threshold + bound)) if link == "identity" else bound
@@ -309,20 +310,14 @@ def _max_sigdiff(run: _Run, res: PairResult) -> PairResult:
     st, pair, obj, bound = run.q([], "diff")
     if pair is None:
         return res
-    x, xp = clean_pair(p, *pair)
-    best = make_witness(p, x, xp)
-    if best.z < best.z_prime:
-        best = make_witness(p, xp, x)
+    best = _oriented(p, pair)
     best_val = _measure(p, best)
     D = bound if bound is not None else obj
     hi = float(2.0 * sigmoid(np.array([D / 2.0]))[0] - 1.0) if st == "optimal" and D is not None else 1.0
     reason = ""
 
     def better(pair):
-        xx, yy = clean_pair(p, *pair)
-        w = make_witness(p, xx, yy)
-        if w.z < w.z_prime:
-            w = make_witness(p, yy, xx)
+        w = _oriented(p, pair)
         return w if _measure(p, w) > best_val else None
 
     while hi - best_val > 1.01 * IMPROVE:

@@ -123,7 +123,7 @@ def cells(ens: TreeEnsemble, U: np.ndarray, Up: np.ndarray, cols, scale, lo, hi,
 
 def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None):
     """The tree counterpart of :func:`fairspec.backends.pba.core.analyse` (same Analysis)."""
-    from fairspec.backends.pba.core import Analysis, _replay_check
+    from fairspec.backends.pba.core import Analysis, keep_replayed
 
     t0 = time.perf_counter()
     ens: TreeEnsemble = cs.net
@@ -191,14 +191,7 @@ def analyse_trees(cs, *, score, replay, max_cells: int = 4096, rb_rows=None):
     for side, status, stage, wit, D in ((1.0, observed, stage_obs, wit_obs, D_obs),
                                         (-1.0, flipped, stage_flip, wit_flip, D_flip)):
         idx = np.flatnonzero(status == "refuted")
-        ok = _replay_check(cs, replay, idx, D[idx], side)
-        for k, i in enumerate(idx):
-            if ok[k]:
-                wit[int(i)] = cs.inputs([i], D[i:i + 1])
-            else:
-                status[i], stage[i] = "unknown", "replay-failed"
-        if (~ok).any():
-            notes.append(f"{int((~ok).sum())} witnesses did not reproduce on the real model and were left unknown")
+        keep_replayed(cs, replay, side, idx, D[idx], status, stage, wit, notes)
     if too_many:
         notes.append(f"{too_many} points have more than {max_cells} leaf combinations in their neighbourhood "
                      "and were left unknown")
