@@ -22,18 +22,10 @@ from fairspec.analyses.distribution import BayesNet, DistributionError, GroupPPV
 from fairspec.backends.boolean import LinearRule
 from fairspec.backends.dp.s3p import S3P, S3PVar, fvgm_order, solve_recursive, solve_vector
 
-__all__ = ["CAPABILITIES", "build_s3p", "ppv_per_group", "ppv_extremes", "S3P", "S3PVar",
+__all__ = ["build_s3p", "ppv_per_group", "ppv_extremes", "S3P", "S3PVar",
            "solve_recursive", "solve_vector"]
 
-LINEAR_ONLY = True  # a PPV engine for linear classifiers only (analyses.group_metrics_exact)
-
-CAPABILITIES = {
-    "classifiers": ("linear",),
-    "methods": ("enumerate", "learn"),
-    "distributions": ("independent", "conditional", "bayes"),
-    "evidence": True,
-    "exact": True,
-}
+LINEAR_ONLY = True  # a PPV engine for linear classifiers only (analyses.group_metrics_exact; registry: forms)
 
 
 def build_s3p(bn: BayesNet, clf: LinearRule, protected: Sequence[str], quant: str = "E",

@@ -12,13 +12,5 @@ from .falsify import PairScores, SearchResult, Witness, falsify, pair_scores, re
 from .post import Post, sigmoid
 from .space import Box, Gene, Protected, Space
 
-CAPABILITIES = {
-    "name": "search",
-    "complete": False,          # never proves: status is "violated" or "unknown"
-    "posts": ("label", "prob", "logit"),
-    "relaxed": True,
-    "models": "any batched evaluator",
-}
-
 __all__ = ["Box", "Protected", "Space", "Gene", "Post", "sigmoid", "falsify", "replay",
-           "pair_scores", "PairScores", "SearchResult", "Witness", "CAPABILITIES"]
+           "pair_scores", "PairScores", "SearchResult", "Witness"]

@@ -27,16 +27,8 @@ from fairspec.backends.ssat.encode import FALSE, TRUE, Encoder
 from fairspec.backends.ssat.formula import SSATFormula
 from fairspec.backends.ssat.solver import SSATResult, SSATSolver, brute_force_ssat
 
-__all__ = ["CAPABILITIES", "ppv_per_group", "sliced", "ppv_extremes", "build_formula", "Encoder", "SSATFormula",
+__all__ = ["ppv_per_group", "sliced", "ppv_extremes", "build_formula", "Encoder", "SSATFormula",
            "SSATSolver", "SSATResult", "brute_force_ssat"]
-
-CAPABILITIES = {
-    "classifiers": ("tree", "cnf", "linear"),
-    "methods": ("enumerate", "learn"),
-    "distributions": ("independent", "conditional", "bayes"),
-    "evidence": True,
-    "exact": True,
-}
 
 
 def build_formula(bn: BayesNet, clf, protected: Sequence[str], positive: bool = True, choice_kind: str = "E",
