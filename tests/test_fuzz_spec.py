@@ -26,15 +26,7 @@ from fairspec.diagnostics import Diagnostic, render
 from fairspec.diagnostics.codes import CODES
 from fairspec.pipeline import lint
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-TOKEN = re.compile(
-    r'"(?:[^"\\\n]|\\.)*"'                       # strings
-    r"|#[^\n]*"                                   # comments
-    r"|[A-Za-z_][A-Za-z0-9_]*'?"                 # names, primed names
-    r"|[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?(?:ms|min|s|h)?"  # numbers, durations
-    r"|==|!=|<=|>="
-    r"|\s+"
-    r"|.", re.S)
+from spec_fuzz import _STRING, TOKEN  # one tokenizer for both fuzzers (tests/spec_fuzz.py)
 
 
 def _absolute_paths(path: Path) -> str:
