@@ -71,6 +71,7 @@ import numpy as np
 
 from fairspec.backends.milp.encoding import PairEncoding, encode_pair
 from fairspec.backends.milp.model import ENGINES, INF, SolveOutcome
+from fairspec.backends.pair_drivers import holds
 from fairspec.backends.pair import (PairProblem, PairResult, Witness, check_witness, clean_pair, precondition_holds,
                                     logit_fn, make_witness, pair_measure, prob_cut,
                                     prob_cut_points)
@@ -350,8 +351,7 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
             return ctx.result("violated", "maximize", how="proved" if proved else None, value=value,
                               bound=bound, witness=w, best=w,
                               reason="" if proved else "gap not closed within the time limit")
-        limit = 0.0 if p.post == "label" else p.eps
-        if proved and bound is not None and (bound < limit - 1e-9 or (p.post == "logit" and bound <= limit)):
+        if proved and holds(p.post, p.eps, bound):
             return ctx.result("holds", "maximize", how="proved", value=value, bound=bound, best=best,
                               reason="maximal violation proved within the tolerance")
         if proved:
@@ -413,10 +413,10 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     if w is not None:
         return ctx.result("violated", "maximize", how=how, value=best_val, bound=bound, witness=w, best=w,
                           reason=reason)
-    if proved and bound <= p.eps:
+    if proved and holds(p.post, p.eps, bound):
         return ctx.result("holds", "maximize", how="proved", value=best_val, bound=bound, best=best,
                           reason="maximal violation proved")
-    if hi <= p.eps:
+    if holds(p.post, p.eps, hi):
         return ctx.result("holds", "maximize", how="proved", value=best_val, bound=hi, best=best,
                           reason="no pair reaches the bound")
     return ctx.result("unknown", "maximize", value=best_val, bound=bound, best=best, reason=reason)

@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from fairspec.backends.pair_drivers import holds
 from fairspec.backends.pair import (PairProblem, PairResult, check_witness, clean_pair, logit_fn, make_witness,
                                     pair_measure, precondition_holds, prob_cut, prob_cut_points)
 from fairspec.models.network import sigmoid
@@ -281,8 +282,7 @@ def _maximize_body(ctx: _Ctx, mode: str) -> PairResult:
     w = ctx.checked(best.x, best.x_prime)
     if w is not None:
         return ctx.result("violated", mode, how=how, value=best_val, bound=hi, witness=w, best=w, reason=reason)
-    limit = 0.0 if p.post == "label" else p.eps
-    if hi <= limit:
+    if holds(p.post, p.eps, hi, strict=True):     # hi: no pair reaches it
         return ctx.result("holds", mode, how="proved", value=best_val, bound=hi, best=best,
                           reason="maximal violation proved below the threshold")
     return ctx.result("unknown", mode, value=best_val, bound=hi, best=best,
