@@ -38,14 +38,17 @@ def test_milp_smt_brute_force_agree_on_200_random_ensembles(block):
         ens, prob = _random_problem(seed)
         bf = brute_force(prob, ens.forward)
         want = "violated" if bf.status == "violated" else "holds"
-        # portfolio=False: the MILP engines alone, so that the three answers are independent
-        runs = {"highs": modes.prove(prob, "highs", portfolio=False), "z3": modes.prove(prob, "z3")}
+        # portfolio=False, falsify=False: the exact engines alone, so that the three answers are
+        # independent; the default (local search first, then the portfolio) on every fifth
+        runs = {"highs": modes.prove(prob, "highs", portfolio=False, falsify=False),
+                "z3": modes.prove(prob, "z3", falsify=False)}
         if seed % 5 == 0:
-            runs["scip"] = modes.prove(prob, "scip", portfolio=False)
-            runs["highs-find"] = modes.find(prob, "highs", portfolio=False)
-            runs["z3-find"] = modes.find(prob, "z3")
+            runs["scip"] = modes.prove(prob, "scip", portfolio=False, falsify=False)
+            runs["highs-find"] = modes.find(prob, "highs", portfolio=False, falsify=False)
+            runs["z3-find"] = modes.find(prob, "z3", falsify=False)
             runs["highs-max"] = modes.maximize(prob, "highs", portfolio=False)
             runs["portfolio"] = modes.prove(prob, "highs")
+            runs["default-find"] = modes.find(prob, "highs")
         for k, r in runs.items():
             if r.status != want:
                 disagree.append((seed, k, r.status, r.reason, want))
@@ -211,3 +214,46 @@ property dt_pba {
     d = [(x.code, x.severity, x.message) for x in lint(p).diagnostics]
     assert [(c, s) for c, s, _ in d] == [("FS506", "warning")], d
     assert "DecisionTreeClassifier" in d[0][2] and "logit bound" in d[0][2]
+
+
+def test_local_search_finds_only_real_violations_and_most_of_them():
+    """The falsifier's pairs are re-checked like a solver's: on 200 random ensembles every pair
+    it returns satisfies the pre-condition and violates the post-condition (brute force says
+    violated), and with no deadline it finds most of the violated ones."""
+    from fairspec.backends.pair import check_witness
+    from fairspec.backends.trees.search import falsify
+
+    found = violated = 0
+    for seed in range(200):
+        ens, prob = _random_problem(seed)
+        bf = brute_force(prob, ens.forward)
+        pair = falsify(prob, seed=seed)
+        if bf.status == "violated":
+            violated += 1
+        if pair is not None:
+            assert bf.status == "violated", seed
+            assert check_witness(prob, pair[0], pair[1], ens.forward), seed
+            found += 1
+    assert violated > 20 and found >= 0.8 * violated, (found, violated)
+
+
+def test_local_search_respects_one_hot_groups_and_relaxed_inputs():
+    """A protected one-hot group, a relaxed input and tied inputs: every returned pair keeps
+    the groups one-hot, the relaxed distance and the tied inputs equal."""
+    from fairspec.backends.pair import precondition_holds
+    from fairspec.backends.trees.search import falsify
+
+    hits = 0
+    for seed in range(40):
+        n = 6
+        lo, hi = np.zeros(n), np.array([1, 1, 1, 9, 9, 9], dtype=float)
+        ens = random_ensemble(seed, n, 4, 3, ["identity", "logistic"][seed % 2], lo, hi)
+        prob = PairProblem(fold(ens, lo, hi, np.ones(n, bool)), lo, hi, np.ones(n, bool), ((0, 1, 2),),
+                           (0, 1, 2), None, ((4, 2.0),), "label", 0.0)
+        pair = falsify(prob, seed=seed)
+        if pair is not None:
+            hits += 1
+            ok, why = precondition_holds(prob, *pair)
+            assert ok, (seed, why)
+            assert brute_force(prob, ens.forward).status == "violated"
+    assert hits > 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -153,7 +154,11 @@ def _solve_part(shared, item) -> PairResult:
 
     if isinstance(problem.net, TreeEnsemble):
         from fairspec.backends.trees.modes import solve as tree_solve
+        from fairspec.backends.trees.space import prune
 
+        # the ensemble pruned to the partition: splits the box decides are gone (often every
+        # split on the protected inputs, and then the partition is proved before any solver)
+        sub = replace(sub, net=prune(sub.net, sub.lo, sub.hi, sub.integer))
         engine = "z3" if backend == "smt" else kw.pop("engine", "highs")
         return tree_solve(sub, mode, engine=engine, **kw)
     if backend == "smt":

@@ -114,6 +114,28 @@ def _instant(run: _Run, mode: str) -> PairResult | None:
     return run.result("holds", mode, how="proved", bound=bound, reason=v[1])
 
 
+FALSIFY_SHARE = 0.25
+FALSIFY_MAX = 10.0
+
+
+def _falsified(run: _Run, mode: str) -> PairResult | None:
+    """A violation found by :func:`fairspec.backends.trees.search.falsify` (a quarter of the
+    budget, at most 10 s), re-checked on the ensemble; None when it finds none."""
+    from fairspec.backends.trees.search import falsify
+
+    left = run.remaining()
+    budget = FALSIFY_MAX if left is None else min(FALSIFY_MAX, FALSIFY_SHARE * left)
+    t0 = time.perf_counter()
+    pair = falsify(run.problem, deadline=t0 + budget)
+    run.stats["falsify_seconds"] = round(time.perf_counter() - t0, 4)
+    w = run.checked(pair)
+    if w is None:
+        return None
+    run.stats["falsified"] = True
+    return run.result("violated", mode, value=_measure(run.problem, w), witness=w, best=w,
+                      reason="found by local search over the split intervals before any solver")
+
+
 def _tie_break(run: _Run, mode: str, why: str) -> PairResult:
     """Settle a MILP answer within solver tolerance of the threshold with z3 (exact)."""
     if run.engine_name == "z3":
@@ -256,16 +278,19 @@ def _sigdiff(run: _Run, mode: str, thr: float, accept=None) -> PairResult:
 
 
 def prove(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, portfolio: bool = True,
-         **_) -> PairResult:
+          falsify: bool = True, **_) -> PairResult:
+    """The sound verdict. ``falsify``: a short local search for a violation first
+    (:mod:`fairspec.backends.trees.search`); off, the exact engine alone decides."""
     run = _Run(problem, engine, time_limit, portfolio)
-    return _instant(run, "prove") or _decide(run, "prove")
+    return _instant(run, "prove") or (falsify and _falsified(run, "prove")) or _decide(run, "prove")
 
 
 def find(problem: PairProblem, engine: str = "highs", time_limit: float | None = None, portfolio: bool = True,
-         **_) -> PairResult:
-    """The first violation found (a feasibility query, no optimisation), else the sound decision."""
+         falsify: bool = True, **_) -> PairResult:
+    """The first violation found (local search, then a feasibility query, no optimisation),
+    else the sound decision."""
     run = _Run(problem, engine, time_limit, portfolio)
-    inst = _instant(run, "find")
+    inst = _instant(run, "find") or (falsify and _falsified(run, "find")) or None
     if inst is not None:
         return inst
     # the sound decision already asks for a feasible violation first (no optimisation)
