@@ -247,3 +247,26 @@ repair hopeless for dt {
     assert r.returncode == 0 and "fixed.skops" in r.stdout
     for words in ("passing-rate ratio per pair", "minimal (LP)", "rows changed", "paths flipped", "accuracy"):
         assert words in r.stdout
+
+
+def test_solver_stopped_repair_is_kept_reverified_and_not_proven_minimal(tmp_path, monkeypatch):
+    """When the flip solver stops without proving the fewest paths (a time limit), the best repair
+    found -- here the greedy start -- is written, loaded back and re-verified like any repair; the
+    report says its number of paths is not proven minimal."""
+    import highspy
+
+    model, _, _ = _model(tmp_path, kind="forest")
+    spec = _spec(tmp_path, model, """
+repair fair for dt {
+  goal passing_rate_ratio(groups sex) >= 0.8
+  bound semantic_difference <= 1.2 * minimal
+  write "fixed.skops"
+}
+""")
+    monkeypatch.setattr(highspy.Highs, "run", lambda self: None)
+    v = _check(spec).verdicts[0]
+    assert v.status == "holds", v.reason
+    d = v.details
+    assert d["reverified"] and d["paths_optimal"] is False and d["paths_greedy"] is True
+    assert "not proven" in v.reason and (tmp_path / "fixed.skops").exists()
+    assert d["achieved"] <= 1.2 * d["minimal"] + 1e-9

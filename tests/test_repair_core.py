@@ -237,3 +237,81 @@ def test_unsupported_models_are_named():
     for est in (DecisionTreeRegressor().fit(X, y), GradientBoostingClassifier(n_estimators=2).fit(X, y)):
         with pytest.raises(RepairUnsupported, match="DecisionTreeClassifier and RandomForestClassifier"):
             model_kind(est)
+
+
+def test_forest_unreachable_within_the_bound_says_why():
+    # ten rows per group, 2 vs 10 passing: c = 0.85 needs 7 rows, alpha 1.05 x 6.5 allows 6
+    from sklearn.ensemble import RandomForestClassifier
+
+    sex = np.repeat([0, 1], 10)
+    X = np.column_stack([1 - sex, sex, np.arange(20) % 10]).astype(float)
+    y = np.r_[np.arange(10) < 2, np.ones(10)].astype(int)
+    est = RandomForestClassifier(n_estimators=5, bootstrap=False, random_state=0).fit(X, y)
+    assert (est.predict(X) == y).all()
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.85, alpha=1.05))
+    assert out.status == "unreachable" and out.estimator is None
+    assert out.needed == pytest.approx(0.35) and out.best_ratio < 0.85
+    assert "no repair changing at most alpha x minimal" in out.reason and "0.85" in out.reason
+
+
+def _many_options(seed):
+    """Forest-like flip options: many cells of one or two rows, a few large ones, three groups."""
+    rng = np.random.default_rng(seed)
+    C = 60
+    group = rng.integers(0, 3, C)
+    size = np.where(rng.random(C) < 0.8, rng.integers(1, 3, C), rng.integers(3, 9, C))
+    dec = rng.integers(0, 2, C)
+    sizes = np.bincount(group, weights=size, minlength=3).astype(np.int64) + 5
+    base = np.bincount(group, weights=size * dec, minlength=3).astype(np.int64) + np.array([0, 5, 2])
+    sign = np.where(dec == 1, -1, 1)
+    return Options(np.arange(C), group, sign * size, size.copy(), np.zeros(C, int)), base, sizes
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_option_classes_agree_with_the_milp_over_every_option(seed):
+    """The aggregated integer program (one count per class of interchangeable options) has the
+    optimum of the MILP with one binary per option (SCIP, not aggregated)."""
+    opts, base, sizes = _many_options(seed)
+    lp = minimal_change(base / sizes, sizes, 0.8)
+    budget = int(np.floor(1.3 * lp.minimal * sizes.sum() + 1e-9))
+    a = choose(opts, base, sizes, 0.8, False, budget, solver="highs")
+    b = choose(opts, base, sizes, 0.8, False, budget, solver="scip")
+    assert a.status == b.status
+    if a.status == "optimal":
+        assert len(a.chosen) == len(b.chosen)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_start_meets_the_hard_constraints(seed):
+    from fairspec.backends.repair.optimise import greedy_counts, option_classes
+
+    opts, base, sizes = _many_options(seed)
+    keys, cls, counts = option_classes(opts)
+    assert np.array_equal(keys[cls], np.column_stack([opts.group, opts.delta, opts.rows]))
+    lp = minimal_change(base / sizes, sizes, 0.8)
+    budget = int(np.floor(1.5 * lp.minimal * sizes.sum() + 1e-9))
+    k = greedy_counts(keys, counts, base, sizes, 0.8, False, budget)
+    if k is not None:
+        assert (0 <= k).all() and (k <= counts).all()
+        passing = base + np.bincount(keys[:, 0], weights=keys[:, 1] * k, minlength=3)
+        assert ratio_ok(passing, sizes, 0.8, False) and (keys[:, 2] * k).sum() <= budget
+
+
+def _no_search(monkeypatch):
+    """HiGHS stopped before it finds anything (what a time-out looks like, without timing)."""
+    import highspy
+
+    monkeypatch.setattr(highspy.Highs, "run", lambda self: None)
+
+
+def test_solver_stopped_keeps_the_greedy_repair_not_proven_minimal(monkeypatch):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, sex = _data(n=1500)
+    est = RandomForestClassifier(n_estimators=7, max_depth=5, random_state=0).fit(X, y)
+    _no_search(monkeypatch)
+    out = repair(est, Problem(X, sex, ["F", "M"], SEX_BOXES, c=0.9, alpha=1.2))
+    assert out.status == "repaired" and not out.optimal and out.greedy
+    assert np.array_equal(out.estimator.predict(X), out.decisions)
+    assert out.after.min() / out.after.max() >= 0.9
+    assert out.achieved <= 1.2 * out.minimal + 1e-12

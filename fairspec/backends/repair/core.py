@@ -13,6 +13,10 @@
    alpha, IV-G; a spec's bound is a hard requirement here);
 5. the chosen flips are written into the trees (``patch``); a forest cell is flipped by giving
    the fewest trees a pure leaf for it so that the averaged vote crosses 1/2 (V-B).
+   Choosing over intersections (V-A's I_d) rather than over each tree's paths is exact on the
+   data: the rows an intersection holds are decided together by every tree, and any joint flip of
+   tree paths changes the decision of whole intersections; the flip MILP over them is solved in
+   aggregated form (``optimise.option_classes``), which is what makes 30-tree forests quick.
 Everything here is independent of fairspec's IR: arrays in, an estimator and numbers out.
 """
 
@@ -63,6 +67,7 @@ class Outcome:
     leaves_patched: int = 0       # tree leaves that became subtrees (a forest counts each tree)
     stage: str = ""               # flips | refinement
     optimal: bool = True          # the fewest changed paths proved (False: a solver time limit kept an incumbent)
+    greedy: bool = False          # the incumbent kept is the greedy warm start
     solver_seconds: float = 0.0
     solver: str = ""
     estimator: object = None
@@ -163,8 +168,10 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         _explain_unreachable(out, cells, X, base, sizes, pb, budget, N)
         return out
     out.optimal = ch.status == "optimal"
+    out.greedy = bool(getattr(ch, "greedy", False))
     new_dec = dec.copy()
     patches: list[dict[int, list]] = [dict() for _ in trees]
+    box_cache: dict = {}
     for cell, mask in changes:
         rows = cells.rows(cell)
         target = 1 - int(cells.decision[cell])
@@ -180,7 +187,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         new_dec[changed] = target
         region = pb.group_boxes[int(cells.group[cell])]
         if kind == "forest":
-            region = _intersection_box(trees, cells.keys[cell], region)
+            region = _intersection_box(trees, cells.keys[cell], region, box_cache)
             which = _trees_to_patch(est, trees, X[rows[0]], target, pb.positive)
         else:
             which = [0]
@@ -228,27 +235,20 @@ def _refine_points(cells: Cells, X: np.ndarray, sign, base, sizes, pb: Problem, 
     return st, changes, points
 
 
-def _intersection_box(trees, key, region):
+def _intersection_box(trees, key, region, cache: dict):
+    """The box of an intersection of paths (one leaf per tree) within ``region``.  ``cache`` holds
+    each tree's leaf boxes for this repair only: nothing is stored on the estimator (a deep copy of
+    it is what gets written)."""
     from fairspec.models.sklearn_model import leaf_boxes
 
     box = dict(region)
-    for t, leaf in zip(trees, key):
-        lb = _boxes_cache(t, leaf_boxes)[int(leaf)]
-        box = intersect(box, lb)
+    for t, (tree, leaf) in enumerate(zip(trees, key)):
+        if t not in cache:
+            cache[t] = leaf_boxes(tree.tree_)
+        box = intersect(box, cache[t][int(leaf)])
         if box is None:  # pragma: no cover - the cell holds a data row, so it is not empty
             raise RuntimeError("an intersection of path hypercubes holding data is empty")
     return box
-
-
-def _boxes_cache(t, fn):
-    cache = getattr(t, "_fairspec_leaf_boxes", None)
-    if cache is None:
-        cache = fn(t.tree_)
-        try:
-            t._fairspec_leaf_boxes = cache
-        except AttributeError:  # pragma: no cover
-            pass
-    return cache
 
 
 def _trees_to_patch(est, trees, x, target: int, positive: int) -> list[int]:

@@ -9,6 +9,11 @@ at most one option per cell.  Hard constraints: every pairwise passing-rate rati
 rows <= alpha x minimal x N.  Objective: the fewest options (changed paths) -- the paper's soft
 constraints X = I.  Solved exactly by a MILP (HiGHS through scipy, or SCIP), or for comparison
 by z3's Optimize (the paper's MaxSMT) and python-sat's RC2 over pseudo-Boolean encodings.
+
+With HiGHS the whole-cell flips are solved in their aggregated, exact form: options with the same
+group, count change and rows are interchangeable, so one integer count per class replaces one
+binary per option (a 30-tree forest's ~24,000 intersections on Adult become a few hundred
+classes), started from a greedy incumbent that is kept if the time limit stops the search first.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class Choice:
     chosen: np.ndarray   # indices into the options
     seconds: float
     solver: str
+    greedy: bool = False  # the solution kept is the greedy warm start (the solver found none better in time)
 
 
 def ratio_ok(passing: np.ndarray, sizes: np.ndarray, c: float, strict: bool) -> bool:
@@ -88,8 +94,11 @@ def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c: float, strict:
         st = "optimal" if ratio_ok(base.astype(float), sizes, c, strict) else "infeasible"
         return Choice(st, np.zeros(0, dtype=np.int64), 0.0, solver)
     fn = {"highs": _milp_highs, "scip": _milp_scip, "z3": _z3, "rc2": _rc2}[solver]
+    greedy = False
     if weights is not None:
         status, chosen = _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights)
+    elif solver == "highs" and np.unique(opts.cell).size == len(opts.cell):
+        status, chosen, greedy = _classes_highs(opts, base, sizes, c, strict, budget, time_limit)
     else:
         status, chosen = fn(opts, base, sizes, c, strict, budget, time_limit)
     if chosen is not None:
@@ -102,7 +111,7 @@ def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c: float, strict:
             raise RuntimeError(f"the {solver} solution violates a hard constraint")
     else:
         chosen = np.zeros(0, dtype=np.int64)
-    return Choice(status, chosen, time.perf_counter() - t0, solver)
+    return Choice(status, chosen, time.perf_counter() - t0, solver, greedy)
 
 
 # ------------------------------------------------------------------ the linear rows
@@ -159,6 +168,117 @@ def _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights=None):
     if res.x is not None:
         return "feasible", res.x
     return "timeout", None
+
+
+def option_classes(opts: Options):
+    """Options that change the same group by the same count with the same rows are interchangeable
+    in the choice (constraints and objective see only these three numbers), so the MILP over one
+    binary per option has the same optimum as an integer program over one count per class
+    (0 <= k_j <= options in class j): the exact, aggregated form.  With 30 trees nearly every
+    intersection holds a row or two, so ~30,000 options fall into a few hundred classes.
+    Returns (keys (J, 3): group, delta, rows; class of each option; options per class)."""
+    keys = np.column_stack([opts.group, opts.delta, opts.rows]).astype(np.int64)
+    uniq, inv, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    return uniq, inv.reshape(-1), counts
+
+
+def greedy_counts(keys: np.ndarray, counts: np.ndarray, base, sizes, c: float, strict: bool, budget: int):
+    """A feasible choice of counts per class, or None: each group is moved towards the LP's desired
+    passing count (IV-D), rounded away from its current rate, by its largest options first, with
+    the smallest option that covers what is left last.  Checked exactly; used as HiGHS's starting
+    incumbent and kept when the solver finds nothing better within its time limit."""
+    lp = minimal_change(base / sizes, sizes, c)
+    take = np.zeros(len(keys), dtype=np.int64)
+    for g in range(len(sizes)):
+        want = lp.rates[g] * sizes[g] - base[g]
+        if abs(want) < 1e-9:
+            continue
+        need = int(np.ceil(abs(want) - 1e-9)) + (1 if strict else 0)
+        s = 1 if want > 0 else -1
+        idx = np.flatnonzero((keys[:, 0] == g) & (np.sign(keys[:, 1]) == s))
+        idx = idx[np.argsort(-keys[idx, 2], kind="stable")]
+        for j in idx:
+            if need <= 0:
+                break
+            k = min(int(counts[j]), need // int(keys[j, 2]))
+            take[j] += k
+            need -= k * int(keys[j, 2])
+        if need > 0:
+            spare = [j for j in idx[::-1] if take[j] < counts[j] and keys[j, 2] >= need]
+            if not spare:
+                return None
+            take[spare[0]] += 1
+    passing = base.astype(float) + np.bincount(keys[:, 0], weights=keys[:, 1] * take, minlength=len(sizes))
+    if (keys[:, 2] * take).sum() > budget or not ratio_ok(passing, sizes, c, strict):
+        return None
+    return take
+
+
+def _classes_highs(opts, base, sizes, c, strict, budget, time_limit):
+    """The flip choice as an integer program over option classes (``option_classes``), solved by
+    HiGHS from the greedy incumbent.  Returns (status, 0/1 per option or None, greedy kept)."""
+    import highspy
+
+    keys, cls, counts = option_classes(opts)
+    J = len(keys)
+    start = greedy_counts(keys, counts, base, sizes, c, strict, budget)
+    data, ri, ci, lb, ub, R = _ratio_rows(keys[:, 0], keys[:, 1].astype(float), sizes, base, c, strict)
+    data += list(keys[:, 2].astype(float)); ri += [R] * J; ci += list(range(J)); lb.append(-np.inf); ub.append(budget)
+    R += 1
+    from scipy.sparse import csr_array
+
+    A = csr_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(R, J))
+    inf = highspy.kHighsInf
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    lpm = highspy.HighsLp()
+    lpm.num_col_, lpm.num_row_ = J, R
+    lpm.col_cost_ = np.ones(J)
+    lpm.col_lower_ = np.zeros(J)
+    lpm.col_upper_ = counts.astype(float)
+    lpm.row_lower_ = np.array([-inf if np.isinf(v) else v for v in lb], dtype=float)
+    lpm.row_upper_ = np.array([inf if np.isinf(v) else v for v in ub], dtype=float)
+    lpm.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lpm.a_matrix_.num_col_, lpm.a_matrix_.num_row_ = J, R
+    lpm.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lpm.a_matrix_.index_ = A.indices.astype(np.int32)
+    lpm.a_matrix_.value_ = A.data.astype(float)
+    lpm.sense_ = highspy.ObjSense.kMinimize
+    lpm.integrality_ = [highspy.HighsVarType.kInteger] * J
+    h.passModel(lpm)
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(start.astype(float))
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    ms = h.getModelStatus()
+    k, greedy = None, False
+    if ms == highspy.HighsModelStatus.kOptimal:
+        status, k = "optimal", np.round(np.asarray(h.getSolution().col_value)).astype(np.int64)
+    elif ms == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", None, False
+    else:
+        if h.getInfo().primal_solution_status == 2:
+            status, k = "feasible", np.round(np.asarray(h.getSolution().col_value)).astype(np.int64)
+        elif start is not None:
+            status, k = "feasible", start
+        else:
+            return "timeout", None, False
+        greedy = start is not None and (k.sum() >= start.sum())
+        if greedy:
+            k = start
+    # back to options: the first k_j options of each class (any k_j of them are equivalent)
+    k = np.clip(k, 0, counts)
+    x = np.zeros(len(opts.cell))
+    order = np.argsort(cls, kind="stable")
+    first = np.searchsorted(cls[order], np.arange(J))
+    for j in np.flatnonzero(k):
+        x[order[first[j]:first[j] + k[j]]] = 1.0
+    return status, x, greedy
 
 
 def _milp_scip(opts, base, sizes, c, strict, budget, time_limit):

@@ -53,60 +53,83 @@ def _subtree(entries, default_value, region, out: list):
 
 
 def patched_tree(tree, patches: dict[int, list], n_features: int):
-    """A copy of the sklearn ``Tree`` with leaves replaced: patches maps leaf -> [(box, value vector)]."""
+    """A copy of the sklearn ``Tree`` with leaves replaced: patches maps leaf -> [(box, value vector)].
+    The old nodes keep their places; a patched leaf becomes the root of its subtree, whose other
+    nodes are appended (scikit-learn follows child indices, so any order of nodes is a valid tree)."""
     from sklearn.tree._tree import Tree
 
     st = tree.__getstate__()
     nodes, values = st["nodes"], st["values"]
-    new_nodes, new_values = [], []
+    n0 = len(nodes)
+    extra_nodes, extra_values = [], []
+    depth_of = _node_depths(nodes) if patches else None
+    max_depth = int(st["max_depth"])
+    new_nodes = nodes.copy()
+    new_values = values.copy()
+    template = nodes[0].copy()
 
-    def emit(old: int, depth: int) -> tuple[int, int]:
-        idx = len(new_nodes)
-        rec = nodes[old].copy()
-        new_nodes.append(rec)
-        new_values.append(values[old].copy())
-        if rec["left_child"] == -1:
-            if old not in patches:
-                return idx, depth
-            sub: list = []
-            _subtree(patches[old], values[old][0], {}, sub)
-            return _emit_sub(sub, 0, idx, rec, depth)
-        lidx, d1 = emit(int(rec["left_child"]), depth + 1)
-        ridx, d2 = emit(int(rec["right_child"]), depth + 1)
-        new_nodes[idx]["left_child"], new_nodes[idx]["right_child"] = lidx, ridx
-        return idx, max(d1, d2)
+    def put(i, rec, val):
+        if i < n0:
+            new_nodes[i] = rec
+            if val is not None:
+                new_values[i] = val
+        else:
+            extra_nodes[i - n0] = rec
+            if val is not None:
+                extra_values[i - n0] = val
 
-    def _emit_sub(sub, i, idx, template, depth) -> tuple[int, int]:
-        node = sub[i]
-        rec = new_nodes[idx]
-        if node[0] == "leaf":
-            rec["left_child"] = rec["right_child"] = -1
-            rec["feature"], rec["threshold"] = -2, -2.0
-            new_values[idx] = np.asarray(node[1], dtype=values.dtype).reshape(values[0].shape)
-            return idx, depth
-        _, col, thr, left, right = node
-        rec["feature"], rec["threshold"] = col, thr
-        if "missing_go_to_left" in rec.dtype.names:
-            rec["missing_go_to_left"] = 1
-        out = []
-        d = depth
-        for child in (left, right):
-            cidx = len(new_nodes)
-            new_nodes.append(template.copy())
-            new_values.append(values_template.copy())
-            _, dd = _emit_sub(sub, child, cidx, template, depth + 1)
-            out.append(cidx)
-            d = max(d, dd)
-        new_nodes[idx]["left_child"], new_nodes[idx]["right_child"] = out
-        return idx, d
-
-    values_template = values[0].copy()
-    _, depth = emit(0, 0)
-    arr = np.array(new_nodes, dtype=nodes.dtype)
-    vals = np.ascontiguousarray(np.array(new_values, dtype=values.dtype))
+    for leaf, entries in patches.items():
+        leaf = int(leaf)
+        sub: list = []
+        _subtree(entries, values[leaf][0], {}, sub)
+        # place sub[0] at the leaf, the others after every node so far
+        where = [leaf] + [n0 + len(extra_nodes) + k for k in range(len(sub) - 1)]
+        for _ in range(len(sub) - 1):
+            extra_nodes.append(template.copy())
+            extra_values.append(values[leaf].copy())
+        depth = {0: int(depth_of[leaf])}
+        for k, node in enumerate(sub):
+            rec = (nodes[leaf] if k == 0 else template).copy()
+            d = depth[k]
+            max_depth = max(max_depth, d)
+            if node[0] == "leaf":
+                rec["left_child"] = rec["right_child"] = -1
+                rec["feature"], rec["threshold"] = -2, -2.0
+                if "missing_go_to_left" in rec.dtype.names:
+                    rec["missing_go_to_left"] = 0
+                val = np.asarray(node[1], dtype=values.dtype).reshape(values[0].shape)
+            else:
+                _, col, thr, left, right = node
+                rec["feature"], rec["threshold"] = col, thr
+                rec["left_child"], rec["right_child"] = where[left], where[right]
+                if "missing_go_to_left" in rec.dtype.names:
+                    rec["missing_go_to_left"] = 1
+                depth[left] = depth[right] = d + 1
+                val = values[leaf]
+            put(where[k], rec, val)
+    if extra_nodes:
+        arr = np.concatenate([new_nodes, np.array(extra_nodes, dtype=nodes.dtype)])
+        vals = np.concatenate([new_values, np.array(extra_values, dtype=values.dtype)])
+    else:
+        arr, vals = new_nodes, new_values
     t = Tree(n_features, np.asarray(tree.n_classes, dtype=np.intp), int(tree.n_outputs))
-    t.__setstate__({"max_depth": int(depth), "node_count": len(arr), "nodes": arr, "values": vals})
+    t.__setstate__({"max_depth": int(max_depth), "node_count": len(arr), "nodes": arr,
+                    "values": np.ascontiguousarray(vals)})
     return t
+
+
+def _node_depths(nodes) -> np.ndarray:
+    """Depth of every node (the root at 0), walking the child indices level by level."""
+    depth = np.zeros(len(nodes), dtype=np.int64)
+    frontier = np.array([0])
+    d = 0
+    left, right = nodes["left_child"], nodes["right_child"]
+    while len(frontier):
+        depth[frontier] = d
+        kids = np.concatenate([left[frontier], right[frontier]])
+        frontier = kids[kids >= 0]
+        d += 1
+    return depth
 
 
 def leaf_value(decision: int, positive: int, n_classes: int = 2) -> np.ndarray:

@@ -152,7 +152,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
                               f"{fs.data}; nothing was repaired or written", details=details,
                        seconds=time.perf_counter() - t0)
     details.update(stage=out.stage, paths_flipped=out.paths_flipped, paths_refined=out.paths_refined,
-                   leaves_patched=out.leaves_patched, paths_optimal=out.optimal)
+                   leaves_patched=out.leaves_patched, paths_optimal=out.optimal, paths_greedy=out.greedy)
     if out.status == "timeout":
         return unknown(prop, out.reason, backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
     if out.status == "unreachable":
@@ -185,6 +185,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
                              f"{prop.alpha * out.minimal:.4f}); this is a fairspec bug", backend=BACKEND,
                        details=details, seconds=seconds)
     target = f"written to {where}" if where else "not written (the repair block has no write line)"
+    if not out.optimal:
+        target += ("; the fewest changed paths is not proven: the solver reached its time limit and the best repair "
+                   f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
                            f"ratio {ratio_before:.4f} -> {ratio_after:.4f} >= {prop.threshold:g}; semantic difference "
