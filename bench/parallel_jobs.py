@@ -8,10 +8,18 @@
   ``bootstrap = 1000`` (examples/worked/adult_distribution.fair's dt_sex_bootstrap, 1000 networks
   re-estimated from resamples of the rows).
 
-Each is run through fairspec's one executor: ``SerialExecutor`` (1 worker), ``ProcessExecutor(2)``
-and a ``DaskExecutor`` on a ``LocalCluster(n_workers=2, threads_per_worker=1)``; the results are
-compared (the same verdict, coverage and interval) and the ratio is 1-worker time / n-worker time.
-The pool and the cluster are started before the clock starts (their start-up is reported apart).
+Each is run through fairspec's one executor: ``SerialExecutor`` (1 worker), the process-wide
+2-worker pool (``fairspec check --workers 2``'s) and a ``DaskExecutor`` on a
+``LocalCluster(n_workers=2, threads_per_worker=1)``; the results are compared (the same verdict,
+coverage and interval) and the ratio is 1-worker time / n-worker time. The pool and the cluster
+are started before the clock starts (their start-up is reported apart), and every job runs once
+untimed on each executor first (a process's imports). Besides wall time, each run's CPU time is
+measured in the coordinator and in every worker (``/proc``, ``Client.run``), so the structural
+speedup can be read on a loaded machine.
+
+This is the parallel benchmark of issue 16 (``bench/scale.py parallel`` calls ``bench_parallel``)::
+
+    FAIRSPEC_SHARED=/work/shared nice python bench/parallel_jobs.py   # -> bench/results/parallel_jobs.{md,json}
 """
 
 from __future__ import annotations
@@ -95,8 +103,46 @@ def _bootstrap_spec() -> str:
     return text
 
 
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, from /proc (Linux)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _worker_cpu(ex) -> dict:
+    """CPU seconds so far of each worker process of ``ex`` (empty for the serial executor)."""
+    from fairspec.backends.executor import DaskExecutor, ProcessExecutor
+
+    if isinstance(ex, ProcessExecutor) and ex._pool is not None:
+        return {pid: _proc_cpu(pid) for pid in list(ex._pool._processes)}
+    if isinstance(ex, DaskExecutor):
+        return dict(ex.client.run(time.process_time))
+    return {}
+
+
+def _timed(run, ex) -> dict:
+    """One run: wall time, and CPU time of this process and of each worker (the CPU-time
+    breakdown holds on a loaded machine, where wall time measures the other jobs too)."""
+    c0, p0, t0 = _worker_cpu(ex), time.process_time(), time.perf_counter()
+    try:
+        out = run(ex)
+    except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
+        out = {"error": f"{type(e).__name__}: {e}"}
+    out["wall_s"] = round(time.perf_counter() - t0, 2)
+    parent = time.process_time() - p0
+    c1 = _worker_cpu(ex)
+    per = sorted((c1[k] - c0.get(k, 0.0) for k in c1), reverse=True)
+    out["cpu"] = {"coordinator_s": round(parent, 2), "workers_s": [round(x, 2) for x in per],
+                  "total_s": round(parent + sum(per), 2)}
+    return out
+
+
 def bench_parallel(jobs=("partitions", "pba", "bootstrap")) -> list[dict]:
-    from fairspec.backends.executor import DaskExecutor, ProcessExecutor, SerialExecutor
+    from fairspec.backends import executor as ex_mod
+    from fairspec.backends.executor import DaskExecutor, SerialExecutor
 
     runs = {}
     if "partitions" in jobs and (SHARED / "bench" / "fairify").exists():
@@ -109,7 +155,7 @@ def bench_parallel(jobs=("partitions", "pba", "bootstrap")) -> list[dict]:
     import distributed
 
     t0 = time.perf_counter()
-    pool = ProcessExecutor(2)
+    pool = ex_mod.process_pool(2).start()  # the process-wide pool `fairspec check --workers 2` uses
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address=None, silence_logs=40)
     dask_ex = DaskExecutor(cluster.scheduler_address)
@@ -117,31 +163,78 @@ def bench_parallel(jobs=("partitions", "pba", "bootstrap")) -> list[dict]:
     for name, run in runs.items():
         row = {"job": name, "load_before": os.getloadavg()[0], "cluster_startup_s": round(startup, 2)}
         for label, ex in (("1 worker", SerialExecutor()), ("2 workers", pool), ("LocalCluster 2", dask_ex)):
-            t1 = time.perf_counter()
-            try:
-                out = run(ex)
-            except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
-                out = {"error": f"{type(e).__name__}: {e}"}
-            out["wall_s"] = round(time.perf_counter() - t1, 2)
+            _timed(run, ex)  # untimed warm-up: a process's first run pays its imports (the state is sent anew)
+            out = _timed(run, ex)
             row[label] = out
-            print(f"{name:50s} {label:15s} {out['wall_s']:8.2f} s  {out.get('status', out.get('error'))}",
-                  flush=True)
+            print(f"{name:50s} {label:15s} {out['wall_s']:8.2f} s  cpu {out['cpu']}  "
+                  f"{out.get('status', out.get('error'))}", flush=True)
         base = row["1 worker"]["wall_s"]
+        base_cpu = row["1 worker"]["cpu"]["total_s"]
         for label in ("2 workers", "LocalCluster 2"):
             row[f"speedup {label}"] = round(base / row[label]["wall_s"], 2) if row[label]["wall_s"] else None
-        same = {k: v for k, v in row["1 worker"].items() if k not in ("wall_s", "seconds_in_property")}
-        row["same_result"] = all({k: v for k, v in row[lab].items() if k not in ("wall_s", "seconds_in_property")}
-                                 == same for lab in ("2 workers", "LocalCluster 2"))
+            c = row[label]["cpu"]
+            busiest = c["coordinator_s"] + (c["workers_s"][0] if c["workers_s"] else 0.0)
+            # the speedup if every process had a core of its own: 1-worker CPU / (coordinator + busiest worker)
+            row[f"cpu speedup {label}"] = round(base_cpu / busiest, 2) if busiest else None
+            row[f"cpu overhead {label}"] = round(c["total_s"] / base_cpu, 2) if base_cpu else None
+
+        def same(out):
+            return {k: v for k, v in out.items() if k not in ("wall_s", "seconds_in_property", "cpu")}
+
+        row["same_result"] = all(same(row[lab]) == same(row["1 worker"]) for lab in ("2 workers", "LocalCluster 2"))
         row["load_after"] = os.getloadavg()[0]
         rows.append(row)
-    pool.close()
+    ex_mod.shutdown_pools()
     dask_ex.shutdown()
     cluster.close()
     return rows
+
+
+def table(res: dict) -> str:
+    m = res["machine"]
+    out = ["# bench/parallel_jobs.py results", "",
+           "The parallel benchmark of issue 16 (bench/scale.py runs the group metrics; its `parallel` part calls "
+           "this file's `bench_parallel`). Re-run with `nice python bench/parallel_jobs.py` "
+           "(FAIRSPEC_SHARED=/work/shared for BM-6); it rewrites bench/results/parallel_jobs.{md,json}.", "",
+           f"{m['cpus']} cores; load average at the start {', '.join(f'{x:.1f}' for x in m['load_average_start'])}, "
+           f"at the end {', '.join(f'{x:.1f}' for x in m['load_average_end'])}. The pool and the cluster were "
+           f"started before the clocks ({res['rows'][0]['cluster_startup_s'] if res['rows'] else 0} s); every job "
+           "ran once untimed on each executor first (imports; the shared state is sent anew in the timed run).", "",
+           "| job | 1 worker s | 2 workers s | LocalCluster 2 s | speedup 2 workers | speedup LocalCluster "
+           "| same result | load before / after |", "|:---|---:|---:|---:|---:|---:|:---:|---:|"]
+    for row in res["rows"]:
+        def w(label):
+            return f"{row[label]['wall_s']:.1f}" if "wall_s" in row.get(label, {}) else "-"
+        out.append(f"| {row['job']} | {w('1 worker')} | {w('2 workers')} | {w('LocalCluster 2')} | "
+                   f"{row.get('speedup 2 workers')} | {row.get('speedup LocalCluster 2')} | "
+                   f"{'yes' if row.get('same_result') else 'no'} | {row.get('load_before', 0):.1f} / "
+                   f"{row.get('load_after', 0):.1f} |")
+    out += ["", "CPU-time breakdown (seconds of CPU, which a loaded machine does not inflate the way it inflates "
+                "wall time): the coordinator (this process) and each worker; *CPU speedup* is the 1-worker CPU "
+                "over (coordinator + busiest worker), the speedup if every process had a core of its own; "
+                "*overhead* is the total CPU over the 1-worker CPU (start-up, state loading, pickling).", "",
+            "| job | 1 worker CPU | 2 workers: coordinator / workers | CPU speedup | overhead "
+            "| LocalCluster: coordinator / workers | CPU speedup | overhead |",
+            "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in res["rows"]:
+        def c(label):
+            x = row[label]["cpu"]
+            return f"{x['coordinator_s']:.2f} / {' + '.join(f'{v:.2f}' for v in x['workers_s'])}"
+        out.append(f"| {row['job']} | {row['1 worker']['cpu']['total_s']:.2f} | {c('2 workers')} | "
+                   f"{row.get('cpu speedup 2 workers')} | {row.get('cpu overhead 2 workers')} | "
+                   f"{c('LocalCluster 2')} | {row.get('cpu speedup LocalCluster 2')} | "
+                   f"{row.get('cpu overhead LocalCluster 2')} |")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":
     import json
 
     sys.path.insert(0, str(HERE))
-    print(json.dumps(bench_parallel(sys.argv[1:] or ("partitions", "pba", "bootstrap")), indent=1, default=str))
+    res = {"machine": {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}}
+    res["rows"] = bench_parallel(sys.argv[1:] or ("partitions", "pba", "bootstrap"))
+    res["machine"]["load_average_end"] = os.getloadavg()
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "parallel_jobs.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    (HERE / "results" / "parallel_jobs.md").write_text(table(res))
+    print(table(res))

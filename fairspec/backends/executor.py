@@ -3,8 +3,8 @@
     ex.map(fn, items, shared=obj)   ->  [fn(obj, item) for item in items], in order
 
 ``fn`` must be a module-level function (picklable). ``shared`` is sent to each worker once
-(through the pool's initializer, or broadcast to a Dask cluster), not with every item: the
-network and the problem travel once per worker. Alternatively ``init=(factory, args)`` builds
+(pickled once to a file each worker of the pool reads once, or broadcast to a Dask cluster),
+not with every item: the network and the problem travel once per worker. Alternatively ``init=(factory, args)`` builds
 the shared state inside each worker, once per worker (e.g. loading the spec's models and data).
 Results are returned in item order, so whatever executor runs them, the report is the same.
 
@@ -14,8 +14,18 @@ without it the error is raised as :class:`JobError`.
 
 * :class:`SerialExecutor` — in-process, for tests, one worker and single-core machines.
 * :class:`ProcessExecutor` — a ``concurrent.futures`` process pool (``spawn`` by default:
-  solver libraries and thread pools do not survive ``fork`` reliably). The pool is kept
-  between ``map`` calls with the same shared state; use it as a context manager or ``close()``.
+  solver libraries and thread pools do not survive ``fork`` reliably). Its processes are kept
+  between ``map`` calls, also when the shared state changes (a new state is a new file the
+  workers read once), so the start-up of the workers (about a second each: Python, numpy, the
+  solver libraries) is paid once: ``get_executor`` hands out one pool per process, which
+  ``close()`` leaves running (``shutdown()`` or the end of the process ends it). Workers run
+  BLAS/OpenMP with one thread each (two workers on two cores must not each start a thread per
+  core).
+
+Many small items (more than ``CHUNKS_PER_WORKER`` per worker: 510 partitions of a few ms, PBA
+case batches) go out in that many chunks per worker, item ``i`` in chunk ``i % chunks``, so the
+per-job cost of a round trip through the pool is paid per chunk, not per item; results are put
+back in item order.
 * :class:`DaskExecutor` — a running ``dask.distributed`` scheduler (``--cluster tcp://host:8786``
   or ``FAIRSPEC_CLUSTER``): jobs are retried when their worker is lost (the scheduler
   reschedules them) or when they raise (``retries``); a job that fails for good comes back
@@ -27,16 +37,23 @@ without it the error is raised as :class:`JobError`.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 __all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "configure",
-           "get_executor", "default_executor", "configured_workers"]
+           "get_executor", "default_executor", "configured_workers", "process_pool", "shutdown_pools"]
 
-_SHARED: Any = None
+CHUNKS_PER_WORKER = 4
+SINGLE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                     "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+
+_SHARED: dict = {"token": None, "state": None}  # in a pool worker: the current shared state
 _CONFIG: dict = {"workers": None, "cluster": None}
 _DASK: dict = {}  # address -> DaskExecutor, kept for the process (a Client is costly to open)
+_POOLS: dict = {}  # workers -> ProcessExecutor, kept for the process (worker start-up is paid once)
 
 
 class JobError(RuntimeError):
@@ -85,7 +102,49 @@ def get_executor(n_items: int = 2) -> "Executor":
     workers = max(1, _CONFIG["workers"] or (os.cpu_count() or 1))
     if n_items <= 1 or workers <= 1:
         return SerialExecutor()
-    return ProcessExecutor(min(workers, n_items))
+    return process_pool(workers)
+
+
+def process_pool(workers: int) -> "ProcessExecutor":
+    """The process-wide pool of ``workers`` processes (started on first use, kept until exit)."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ProcessExecutor(workers, keep=True)
+    return pool
+
+
+def shutdown_pools() -> None:
+    """End the process-wide pools and Dask clients (also run at exit)."""
+    for pool in list(_POOLS.values()):
+        pool.shutdown()
+    _POOLS.clear()
+
+
+atexit.register(shutdown_pools)
+
+
+def _chunked(n_items: int, workers: int) -> list[list[int]]:
+    """Item indices per job: one item per job up to CHUNKS_PER_WORKER jobs per worker, else that
+    many chunks, item i in chunk i % chunks (neighbouring items, often of similar cost, are
+    spread over the chunks)."""
+    chunks = CHUNKS_PER_WORKER * max(1, workers)
+    if n_items <= chunks:
+        return [[i] for i in range(n_items)]
+    return [list(range(c, n_items, chunks)) for c in range(chunks)]
+
+
+def _run_chunk(fn, state, items) -> list:
+    return [_guarded(fn, state, it) for it in items]
+
+
+def _unchunk(n_items: int, chunks: list[list[int]], outs: list) -> list:
+    results: list = [None] * n_items
+    for idx, out in zip(chunks, outs):
+        if isinstance(out, _Failed):  # the whole chunk was lost (a worker died, a failing retry)
+            out = [out] * len(idx)
+        for i, r in zip(idx, out):
+            results[i] = r
+    return results
 
 
 def default_executor(n_items: int = 2) -> "Executor":
@@ -155,43 +214,132 @@ class SerialExecutor:
         self.close()
 
 
-def _worker_init(shared, init):
+def _worker_init():
+    os.environ.update(SINGLE_THREAD_ENV)  # before numpy and the solvers load their thread pools
     from fairspec.interrupt import worker_init
 
     worker_init()  # Ctrl-C is the parent's to handle: it ends the pool
-    global _SHARED
     configure(workers=1)  # a job inside a worker runs its own sub-jobs serially: no pools in pools
-    _SHARED = _resolve_shared(shared, init)
+
+
+@contextlib.contextmanager
+def _single_thread_env():
+    """Worker processes start (on submit) with one BLAS/OpenMP thread each: the environment is
+    read when the libraries load, which for a spawned worker can be while it imports the main
+    module, before its initializer runs."""
+    saved = {k: os.environ.get(k) for k in SINGLE_THREAD_ENV}
+    os.environ.update(SINGLE_THREAD_ENV)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _worker_noop(_):
+    return os.getpid()
+
+
+def _load_shared(token, payload):
+    """The shared state of ``token`` in this worker: read once (from the file the parent wrote,
+    or built by the ``init`` factory), kept until a job brings another token."""
+    if _SHARED["token"] != token:
+        _SHARED["token"], _SHARED["state"] = None, None  # the old state goes before the new one loads
+        how, what = payload
+        if how == "file":
+            import pickle
+
+            with open(what, "rb") as f:
+                state = pickle.load(f)
+        else:
+            state = _resolve_shared(None, what)
+        _SHARED["token"], _SHARED["state"] = token, state
+    return _SHARED["state"]
 
 
 def _worker_call(job):
-    fn, item = job
-    return _guarded(fn, _SHARED, item)
+    fn, items, token, payload = job
+    try:
+        state = _load_shared(token, payload)
+    except Exception as e:  # noqa: BLE001 - the shared state cannot be built: every item fails with the reason
+        if os.environ.get("FAIRSPEC_DEBUG"):
+            raise
+        return _Failed(_reason(e))
+    return _run_chunk(fn, state, items)
 
 
 class ProcessExecutor:
-    """A process pool; workers receive the shared state once via the pool initializer."""
+    """A process pool; workers read each shared state once (see the module docstring).
 
-    def __init__(self, workers: int | None = None, start_method: str = "spawn"):
+    ``keep=True`` (the pools of :func:`get_executor`): ``close()`` leaves the processes running
+    for the next ``map``; ``shutdown()`` ends them."""
+
+    def __init__(self, workers: int | None = None, start_method: str = "spawn", keep: bool = False):
         self.workers = max(1, workers or (os.cpu_count() or 1))
         self.start_method = start_method
+        self.keep = keep
         self._pool = None
         self._key = None
+        self._token = None
+        self._payload = None
+        self._shared_ref = None
+        self._file = None
 
-    def _ensure(self, shared, init):
+    def _ensure(self):
         import concurrent.futures as cf
         import multiprocessing as mp
 
-        key = (id(shared), init)
-        if self._pool is not None and self._key == key:
-            return self._pool
-        self.close()
-        ctx = mp.get_context(self.start_method)
-        self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                            initializer=_worker_init, initargs=(shared, init))
-        self._key = key
-        self._shared_ref = shared          # keep alive so id() stays unique
+        if self._pool is None:
+            ctx = mp.get_context(self.start_method)
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                                initializer=_worker_init)
         return self._pool
+
+    def start(self) -> "ProcessExecutor":
+        """Start every worker process now (a benchmark starts the pool before its clock)."""
+        pool = self._ensure()
+        with _single_thread_env():
+            futures = [pool.submit(_worker_noop, k) for k in range(self.workers)]
+        for f in futures:
+            f.result()
+        return self
+
+    def _publish(self, shared, init):
+        """The token and payload of this shared state: pickled once to a file (or the small
+        ``init`` factory itself), which each worker reads once."""
+        key = (id(shared), init)
+        if init is None and self._key == key:  # an init factory (a spec's files) is run anew per map
+            return self._token, self._payload
+        self._drop_file()
+        import uuid
+
+        token = uuid.uuid4().hex
+        if init is not None:
+            payload = ("init", init)
+        else:
+            import pickle
+            import tempfile
+
+            fd, path = tempfile.mkstemp(prefix="fairspec-shared-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(shared, f, protocol=pickle.HIGHEST_PROTOCOL)
+            self._file = path
+            payload = ("file", path)
+        self._key, self._token, self._payload = key, token, payload
+        self._shared_ref = shared          # keep alive so id() stays unique
+        return token, payload
+
+    def _drop_file(self):
+        if self._file is not None:
+            try:
+                os.unlink(self._file)
+            except OSError:
+                pass
+        self._file = None
+        self._key = self._token = self._payload = self._shared_ref = None
 
     def map(self, fn, items, shared=None, init=None, on_error=None) -> list:
         from concurrent.futures.process import BrokenProcessPool
@@ -199,31 +347,41 @@ class ProcessExecutor:
         items = list(items)
         if not items:
             return []
-        pool = self._ensure(shared, init)
-        futures = [pool.submit(_worker_call, (fn, it)) for it in items]
-        results = []
+        token, payload = self._publish(shared, init)
+        pool = self._ensure()
+        chunks = _chunked(len(items), self.workers)
+        with _single_thread_env():  # processes are spawned by the first submits
+            futures = [pool.submit(_worker_call, (fn, [items[i] for i in idx], token, payload)) for idx in chunks]
+        outs = []
         try:
             for f in futures:
                 try:
-                    results.append(f.result())
+                    outs.append(f.result())
                 except BrokenProcessPool:
-                    results.append(_Failed("a worker process died (out of memory, or killed)"))
+                    outs.append(_Failed("a worker process died (out of memory, or killed)"))
         except BaseException:  # Ctrl-C: end the workers now rather than wait for their items
-            self.close(wait=False)
+            self.shutdown(wait=False)
             raise
+        results = _unchunk(len(items), chunks, outs)
         if any(isinstance(r, _Failed) and r.reason.startswith("a worker process died") for r in results):
-            self.close(wait=False)
+            self.shutdown(wait=False)
         return _finish(items, results, on_error)
 
     def close(self, wait: bool = True) -> None:
+        """End the pool, unless it is a kept one (``keep=True``): then it stays for the next map."""
+        if not self.keep:
+            self.shutdown(wait)
+
+    def shutdown(self, wait: bool = True) -> None:
         if self._pool is not None:
-            pool, self._pool, self._key = self._pool, None, None
+            pool, self._pool = self._pool, None
             if wait:
                 pool.shutdown(wait=True, cancel_futures=True)
             else:  # interrupted or broken: do not wait for running solver calls
                 from fairspec.interrupt import kill_pool
 
                 kill_pool(pool)
+        self._drop_file()
 
     def __enter__(self):
         return self
@@ -233,7 +391,7 @@ class ProcessExecutor:
 
     def __del__(self):
         try:
-            self.close(wait=False)
+            self.shutdown(wait=False)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -243,12 +401,15 @@ class ProcessExecutor:
 _WORKER_STATE: dict = {}  # on a Dask worker: state key -> shared state, built once per worker process
 
 
-def _dask_call(fn, key, init, shared, item):
+def _dask_call(fn, key, init, shared, items):
     if key not in _WORKER_STATE:
         configure(workers=1)
         _WORKER_STATE.clear()  # one state per worker at a time (a new spec or problem replaces it)
         _WORKER_STATE[key] = _resolve_shared(shared, init)
-    return fn(_WORKER_STATE[key], item)
+    state = _WORKER_STATE[key]
+    if len(items) == 1:  # one job: an exception goes to the scheduler, which retries it
+        return [fn(state, items[0])]
+    return _run_chunk(fn, state, items)
 
 
 class DaskExecutor:
@@ -285,15 +446,16 @@ class DaskExecutor:
                                          uuid.uuid4().hex)}
             fut, _, token = self._scattered[sid]
             key, payload = ("shared", token), fut
-        futures = [self.client.submit(_dask_call, fn, key, init, payload, it, pure=False, retries=self.retries)
-                   for it in items]
-        results = []
+        chunks = _chunked(len(items), self.workers)
+        futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], pure=False,
+                                      retries=self.retries) for idx in chunks]
+        outs = []
         for f in futures:
             try:
-                results.append(f.result())
+                outs.append(f.result())
             except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
-                results.append(_Failed(_reason(e)))
-        return _finish(items, results, on_error)
+                outs.append(_Failed(_reason(e)))
+        return _finish(items, _unchunk(len(items), chunks, outs), on_error)
 
     def close(self) -> None:  # the client stays open for the process; see shutdown()
         pass
