@@ -10,13 +10,15 @@ random forest (depth 8), and XGBoost and LightGBM models of 100 trees of depth 5
 Per (data set, model):
 
 * individual fairness (label post-condition) for each protected attribute alone and for
-  ``sex`` (Bank: ``marital``) with age relaxed by 2 years, by the exact tree encoding:
-  ``find`` and ``prove`` with HiGHS (``--timeout``, default 60 s; the default portfolio: z3
-  first on a third of the budget, at most 10 s), and ``prove`` with z3 alone as the baseline in
-  the same process (the ratio column is z3 time / HiGHS time; the verdicts must never
-  contradict each other: violated against holds). For the tree and the forest (all models with ``--partitions``) a property
-  ``prove`` leaves undecided is re-run over 16 partitions (``split_widest``) and its coverage
-  reported;
+  ``sex`` (Bank: ``marital``) with age relaxed by 2 years: ``find`` and ``prove`` as shipped
+  (``--timeout``, default 60 s: the local-search falsifier on a quarter of the budget, at
+  most 10 s, then the exact encoding with HiGHS and the z3-first portfolio), then the exact
+  encoding alone (no falsifier) with HiGHS and with z3 on ``--baseline-timeout`` (default:
+  ``--timeout``; the ratio column is z3 time / HiGHS time; no two verdicts may contradict
+  each other: violated against holds). A property the exact HiGHS run leaves undecided is
+  re-run over 16 partitions as shipped (``split_widest``; each partition's ensemble pruned
+  to its box, the falsifier first; per-partition budget ``baseline-timeout * workers / 16``
+  so that all of them fit in the total budget) and its coverage reported;
 * k-discrimination: max k over the protected attributes (eps 0.05) by branch and bound
   over leaf combinations (exact, or a proved upper bound when the box budget runs out);
 * PBA: the shares of PBA-verified points (observed, flipped) on ``--points`` rows (seeded)
@@ -24,8 +26,11 @@ Per (data set, model):
 
 Every witness is replayed with the library's own predict (the verdict says so).
 
-    python bench/trees.py                          # everything (results in bench/results/trees.json)
+    python bench/trees.py                          # everything (results in bench/results/trees.{txt,json})
     python bench/trees.py --data adult --models dt,xgb --timeout 30
+    python bench/trees.py --target                 # the targets only: Adult, depth-5 tree, XGBoost and
+                                                   # LightGBM (100 trees, depth 5), 60 s, exact baselines
+                                                   # 10 s, no k-disc/PBA (bench/results/trees_target.*)
 """
 
 from __future__ import annotations
@@ -177,27 +182,29 @@ def replayed(problem, w, predict) -> bool:
     return check_witness(problem, w.x, w.x_prime, predict, "prob", tol=1e-6)
 
 
-def run_if(problem, predict, timeout, partitions=True):
+def run_if(problem, predict, timeout, baseline, partitions=True):
     from fairspec.backends.milp.partition import solve_partitioned, split_widest
     from fairspec.backends.trees import modes
 
     out = {}
     for mode in ("find", "prove"):
         r = modes.solve(problem, mode, engine="highs", time_limit=timeout)
-        out[mode] = {"status": r.status, "seconds": round(r.seconds, 3),
-                     "instant": bool(r.stats.get("instant")), "reason": r.reason[:160]}
+        out[mode] = {"status": r.status, "seconds": round(r.seconds, 3), "instant": bool(r.stats.get("instant")),
+                     "falsified": bool(r.stats.get("falsified")), "reason": r.reason[:160]}
         if r.status == "violated":
             out[mode]["replayed"] = replayed(problem, r.witness, predict)
-    z = modes.prove(problem, engine="z3", time_limit=timeout)
-    out["z3"] = {"status": z.status, "seconds": round(z.seconds, 3)}
-    if z.status == "violated":
-        out["z3"]["replayed"] = replayed(problem, z.witness, predict)
-    if out["prove"]["status"] == "unknown" and partitions:
+    for key, engine in (("exact", "highs"), ("z3", "z3")):
+        z = modes.prove(problem, engine=engine, time_limit=baseline, falsify=False)
+        out[key] = {"status": z.status, "seconds": round(z.seconds, 3)}
+        if z.status == "violated":
+            out[key]["replayed"] = replayed(problem, z.witness, predict)
+    if out["exact"]["status"] == "unknown" and partitions:
         parts = split_widest(problem, 16)
-        r = solve_partitioned(problem, "prove", parts, backend="milp", time_per_part=timeout / 4,
-                              time_limit=timeout, stop_on_violation=False)
+        workers = max(1, min(2, os.cpu_count() or 1))
+        r = solve_partitioned(problem, "prove", parts, backend="milp", time_per_part=baseline * workers / len(parts),
+                              time_limit=baseline, stop_on_violation=False)
         c = r.coverage
-        out["partitions"] = {"status": r.status, "seconds": round(r.seconds, 3),
+        out["partitions"] = {"status": r.status, "seconds": round(r.seconds, 3), "parts": len(parts),
                              "coverage": None if c is None else {"proved": c.proved, "refuted": c.refuted,
                                                                  "undecided": c.undecided,
                                                                  "volume_proved": round(c.volume_proved, 4)}}
@@ -268,19 +275,36 @@ def run_pba(ds, ens, predict, flip, n_points, seed):
 
 # ------------------------------------------------------------------------------- main
 
+HEADER = "data\tmodel\tproperty\tfind\ts\tprove\ts\texact\ts\tz3\ts\tz3/exact\tagree\tpartitions"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="adult,german,compas,bank")
     ap.add_argument("--models", default="dt,rf,xgb,lgbm")
     ap.add_argument("--depth", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--baseline-timeout", type=float, default=None,
+                    help="budget of the exact-encoding-alone runs (HiGHS, z3, partitions); default --timeout")
     ap.add_argument("--points", type=int, default=200)
     ap.add_argument("--partitions", action="store_true", help="also partition undecided boosted-model properties")
-    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "trees.json"))
+    ap.add_argument("--target", action="store_true",
+                    help="only the targets: Adult dt,xgb,lgbm (depth 5), --timeout 60, baselines 10 s, no k-disc/PBA")
+    ap.add_argument("--json", default=None, help="results file (default bench/results/trees.json, or "
+                                                 "trees_target.json with --target); the table goes beside it (.txt)")
     args = ap.parse_args(argv)
+    if args.target:
+        args.data, args.models, args.depth, args.timeout = "adult", "dt,xgb,lgbm", 5, 60.0
+        args.baseline_timeout = 10.0 if args.baseline_timeout is None else args.baseline_timeout
+        args.partitions = True
+    baseline = args.timeout if args.baseline_timeout is None else args.baseline_timeout
+    out_json = Path(args.json or ROOT / "bench" / "results" / ("trees_target.json" if args.target else "trees.json"))
     shared = shared_dir()
-    results = {"load_average": os.getloadavg()[0], "timeout": args.timeout, "depth": args.depth, "runs": []}
-    rows = []
+    load0 = os.getloadavg()[0]
+    results = {"load_average": load0, "timeout": args.timeout, "baseline_timeout": baseline, "depth": args.depth,
+               "command": "python bench/trees.py " + " ".join(sys.argv[1:] if argv is None else argv), "runs": []}
+    rows, extra = [], []
+    t_start = time.perf_counter()
     for name in args.data.split(","):
         ds = load(name, shared)
         for kind in args.models.split(","):
@@ -298,27 +322,40 @@ def main(argv=None):
                 if relaxed and relaxed[0][0] in free:
                     continue
                 prob = pair_problem(ds, ens, free, relaxed)
-                r = run_if(prob, predict, args.timeout, partitions=kind in ("dt", "rf") or args.partitions)
+                r = run_if(prob, predict, args.timeout, baseline, partitions=kind in ("dt", "rf") or args.partitions)
                 run["properties"][pname] = r
-                ratio = r["z3"]["seconds"] / max(r["prove"]["seconds"], 1e-3)
-                agree = {r["z3"]["status"], r["prove"]["status"]} != {"violated", "holds"}   # no contradiction
+                ratio = r["z3"]["seconds"] / max(r["exact"]["seconds"], 1e-3)
+                sts = {r[k]["status"] for k in ("find", "prove", "exact", "z3")}
+                agree = not {"violated", "holds"} <= sts and all(r[k].get("replayed", True) for k in r
+                                                                 if isinstance(r[k], dict))
                 cov = r.get("partitions", {}).get("coverage")
                 rows.append((name, kind, pname, r["find"]["status"], r["find"]["seconds"], r["prove"]["status"],
-                             r["prove"]["seconds"], r["z3"]["status"], f"{ratio:.1f}x", "yes" if agree else "NO",
+                             r["prove"]["seconds"], r["exact"]["status"], r["exact"]["seconds"], r["z3"]["status"],
+                             r["z3"]["seconds"], f"{ratio:.1f}x", "yes" if agree else "NO",
                              "" if cov is None else f"{cov['proved']}p/{cov['refuted']}r/{cov['undecided']}u"))
                 print(*rows[-1], sep="\t", flush=True)
-            kd_over = [p for p in ds["protected"] if p != "age"][:2]
-            run["kdisc"] = run_kdisc(ds, ens, predict, kd_over, 0.05, args.timeout)
-            print(name, kind, "kdisc", run["kdisc"], sep="\t", flush=True)
-            run["pba"] = run_pba(ds, ens, predict, ds["main"], args.points, 0)
-            print(name, kind, "pba", run["pba"], sep="\t", flush=True)
+            if not args.target:
+                kd_over = [p for p in ds["protected"] if p != "age"][:2]
+                run["kdisc"] = run_kdisc(ds, ens, predict, kd_over, 0.05, baseline)
+                extra.append((name, kind, "kdisc", run["kdisc"]))
+                print(*extra[-1], sep="\t", flush=True)
+                run["pba"] = run_pba(ds, ens, predict, ds["main"], args.points, 0)
+                extra.append((name, kind, "pba", run["pba"]))
+                print(*extra[-1], sep="\t", flush=True)
             results["runs"].append(run)
-            Path(args.json).write_text(json.dumps(results, indent=1))
+            out_json.write_text(json.dumps(results, indent=1))
     results["load_average_end"] = os.getloadavg()[0]
-    Path(args.json).write_text(json.dumps(results, indent=1))
-    print("\ndata\tmodel\tproperty\tfind\ts\tprove\ts\tz3\tz3/highs\tagree\tpartitions")
-    for r in rows:
-        print(*r, sep="\t")
+    results["seconds"] = round(time.perf_counter() - t_start, 1)
+    out_json.write_text(json.dumps(results, indent=1))
+    head = (f"# {results['command']}, {time.strftime('%Y-%m-%d')}, {results['seconds']} s in all; load average "
+            f"{load0:.1f} at start, {results['load_average_end']:.1f} at end ({os.cpu_count()} cores). find/prove: "
+            f"as shipped ({args.timeout:g} s: local search first, then HiGHS with the z3-first portfolio); exact/z3: "
+            f"the exact encoding alone ({baseline:g} s); partitions (where exact is unknown): 16, as shipped, "
+            f"proved/refuted/undecided; k-disc budget {baseline:g} s")
+    lines = [head, HEADER] + ["\t".join(map(str, r)) for r in rows] + [""] + \
+            ["\t".join(map(str, e)) for e in extra]
+    out_json.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines[1:]))
 
 
 if __name__ == "__main__":
