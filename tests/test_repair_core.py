@@ -315,3 +315,37 @@ def test_solver_stopped_keeps_the_greedy_repair_not_proven_minimal(monkeypatch):
     assert np.array_equal(out.estimator.predict(X), out.decisions)
     assert out.after.min() / out.after.max() >= 0.9
     assert out.achieved <= 1.2 * out.minimal + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("minimise_rows", [False, True])
+def test_counts_relaxation_agrees_with_brute_force_over_every_cell(seed, minimise_rows):
+    """The refinement relaxation, solved over classes of interchangeable cells, has the optimum of
+    enumerating every count k_c in [0, n_c] of every cell (cells repeat, as a forest's do)."""
+    from fairspec.backends.repair.optimise import choose_counts
+
+    rng = np.random.default_rng(seed)
+    group = np.array([0, 0, 1, 0, 0, 1])                       # cells 3..5 repeat cells 0..2
+    size = rng.integers(1, 4, 6)
+    size[3:] = size[:3]
+    dec = np.array([0, 0, 1, 0, 0, 1]) ^ (rng.random(6) < 0.2)
+    dec[3:] = dec[:3]
+    sign = np.where(dec == 1, -1, 1)
+    sizes = np.bincount(group, weights=size, minlength=2).astype(np.int64) + 3
+    base = np.bincount(group, weights=size * dec, minlength=2).astype(np.int64) + np.array([1, 2])
+    c, budget = 0.7, int(rng.integers(2, 9))
+    best = None
+    for ks in itertools.product(*[range(n + 1) for n in size]):
+        ks = np.array(ks)
+        passing = base + np.bincount(group, weights=sign * ks, minlength=2)
+        if ks.sum() <= budget and ratio_ok(passing, sizes, c, False):
+            val = int(ks.sum()) if minimise_rows else int((ks > 0).sum())
+            best = val if best is None else min(best, val)
+    st, k = choose_counts(group, sign, size, base, sizes, c, False, budget, minimise_rows=minimise_rows)
+    if best is None:
+        assert st == "infeasible"
+    else:
+        assert st == "optimal" and (0 <= k).all() and (k <= size).all()
+        passing = base + np.bincount(group, weights=sign * k, minlength=2)
+        assert k.sum() <= budget and ratio_ok(passing, sizes, c, False)
+        assert (int(k.sum()) if minimise_rows else int((k > 0).sum())) == best

@@ -413,26 +413,48 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_array
 
-    C = len(group)
-    G = len(sizes)
-    # variables: z_0..z_{C-1} (cell changed), k_0..k_{C-1} (rows changed)
-    data, ri, ci, lb, ub, r = _ratio_rows(group, sign.astype(float), sizes, base, c, strict, col0=C)
-    data += [1.0] * C; ri += [r] * C; ci += list(range(C, 2 * C)); lb.append(-np.inf); ub.append(budget); r += 1
-    for k in range(C):   # k_c - n_c z_c <= 0 ;  k_c - z_c >= 0
-        data += [1.0, -float(size[k])]; ri += [r, r]; ci += [C + k, k]; lb.append(-np.inf); ub.append(0.0); r += 1
-        data += [1.0, -1.0]; ri += [r, r]; ci += [C + k, k]; lb.append(0.0); ub.append(np.inf); r += 1
-    A = coo_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(r, 2 * C)).tocsr()
-    cost = np.concatenate([np.zeros(C), np.ones(C)]) if minimise_rows else np.concatenate([np.ones(C), np.zeros(C)])
+    # Cells with the same group, sign and size are interchangeable: per class j of m_j such cells,
+    # z_j of them change (0..m_j) and k_j rows in all, and z_j cells changing 1..s_j rows each reach
+    # exactly the totals z_j <= k_j <= s_j z_j -- the same optimum as one (z, k) pair per cell.
+    keys = np.column_stack([group, sign, size]).astype(np.int64)
+    uniq, cls, m = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    cls = cls.reshape(-1)
+    J = len(uniq)
+    s_j = uniq[:, 2].astype(float)
+    # variables: z_0..z_{J-1} (cells changed), k_0..k_{J-1} (rows changed)
+    data, ri, ci, lb, ub, r = _ratio_rows(uniq[:, 0], uniq[:, 1].astype(float), sizes, base, c, strict, col0=J)
+    data += [1.0] * J; ri += [r] * J; ci += list(range(J, 2 * J)); lb.append(-np.inf); ub.append(budget); r += 1
+    for j in range(J):   # k_j - s_j z_j <= 0 ;  k_j - z_j >= 0
+        data += [1.0, -s_j[j]]; ri += [r, r]; ci += [J + j, j]; lb.append(-np.inf); ub.append(0.0); r += 1
+        data += [1.0, -1.0]; ri += [r, r]; ci += [J + j, j]; lb.append(0.0); ub.append(np.inf); r += 1
+    A = coo_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(r, 2 * J)).tocsr()
+    cost = np.concatenate([np.zeros(J), np.ones(J)]) if minimise_rows else np.concatenate([np.ones(J), np.zeros(J)])
     o = {"disp": False}
     if time_limit is not None:
         o["time_limit"] = float(time_limit)
-    res = milp(cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)), integrality=np.ones(2 * C),
-               bounds=Bounds(np.zeros(2 * C), np.concatenate([np.ones(C), size.astype(float)])), options=o)
+    res = milp(cost, constraints=LinearConstraint(A, np.array(lb), np.array(ub)), integrality=np.ones(2 * J),
+               bounds=Bounds(np.zeros(2 * J), np.concatenate([m.astype(float), s_j * m])), options=o)
     if res.status == 2:
         return "infeasible", None
     if res.x is None:
         return "timeout", None
-    return ("optimal" if res.status == 0 else "feasible"), np.round(res.x[C:]).astype(np.int64)
+    z = np.round(res.x[:J]).astype(np.int64)
+    k = np.round(res.x[J:]).astype(np.int64)
+    # back to cells: the first z_j cells of class j, one row each, the rest filled up to s_j
+    per_cell = np.zeros(len(group), dtype=np.int64)
+    order = np.argsort(cls, kind="stable")
+    first = np.searchsorted(cls[order], np.arange(J))
+    for j in np.flatnonzero(k):
+        cells = order[first[j]:first[j] + z[j]]
+        left = int(k[j]) - len(cells)
+        per_cell[cells] = 1
+        for cell in cells:
+            add = min(left, int(uniq[j, 2]) - 1)
+            per_cell[cell] += add
+            left -= add
+        if left != 0:  # pragma: no cover - z_j <= k_j <= s_j z_j holds for the solver's point
+            raise RuntimeError("the counts relaxation returned rows its cells cannot hold")
+    return ("optimal" if res.status == 0 else "feasible"), per_cell
 
 
 def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of_point: np.ndarray,
