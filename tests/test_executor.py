@@ -123,3 +123,52 @@ def test_models_folder_one_report_per_file_same_as_each_alone(tmp_path):
     alone = check(ADULT, only="dt_parity_by_age")
     assert [(v.status, v.value) for v in reports[1][1].verdicts] == [(v.status, v.value) for v in alone.verdicts]
     assert reports[0][1].verdicts[0].value != alone.verdicts[0].value  # the lr file was really used
+
+
+# ------------------------------------------------------------------ k-discrimination restarts
+
+def _first_output(net, X):
+    return net.forward(X)[:, 0]
+
+
+def _kdisc_state():
+    import functools
+
+    from test_kdisc_search import known_k_net, kspace
+
+    return (functools.partial(_first_output, known_k_net()), kspace(),
+            {"eps": 0.05, "scores": "logit", "method": "sa", "data": None, "stop_at_k": None})
+
+
+def _restart_key(r):
+    w = r.witness
+    return (r.max_k, r.ids, r.candidates, r.evaluations, r.iterations, r.seed,
+            None if w is None else (w.x.tolist(), w.scores.tolist()),
+            [(t.k, t.x.tolist()) for t in r.top])
+
+
+def test_kdisc_restarts_identical_on_1_and_2_workers_and_a_local_cluster(cluster):
+    """The restarts are executor jobs with their own seeds (fixed per restart, not per process),
+    merged in restart order: with a budget in iterations, 1 worker, a 2-process pool and a
+    2-worker LocalCluster give the same max k, witness and best individuals."""
+    from fairspec.backends.search.kdisc import RESTARTS, kdisc_restarts, restart_seeds
+
+    state = _kdisc_state()
+    kw = dict(seed=5, chains=16, budget_seconds=None, max_iters=12)
+    serial = kdisc_restarts(state, executor=SerialExecutor(), **kw)
+    with ProcessExecutor(2) as pool:
+        pooled = kdisc_restarts(state, executor=pool, **kw)
+    dask = kdisc_restarts(state, executor=ex_mod.DaskExecutor(cluster), **kw)
+    assert _restart_key(serial) == _restart_key(pooled) == _restart_key(dask)
+    assert serial.max_k == 4 and serial.witness is not None and serial.witness.k == 4  # the known max k
+    assert len(set(restart_seeds(5))) == RESTARTS and restart_seeds(5) == restart_seeds(5)
+    assert kdisc_restarts(state, executor=SerialExecutor(), **dict(kw, seed=6)).seed == 6
+
+
+def test_kdisc_restart_reaching_the_claim_stops_the_others():
+    from fairspec.backends.search.kdisc import kdisc_restarts
+
+    evaluate, space, kwargs = _kdisc_state()
+    state = (evaluate, space, dict(kwargs, stop_at_k=1))  # every point reaches k = 1 at once
+    res = kdisc_restarts(state, executor=SerialExecutor(), seed=0, chains=8, budget_seconds=3600.0)
+    assert res.max_k >= 1 and res.iterations == 0  # no restart ran an iteration past the claim

@@ -40,13 +40,28 @@ def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
     return names, category_decoder(names, codes, onehot)
 
 
-def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
-    t0 = time.perf_counter()
-    from fairspec.backends.search.kdisc import k_of, kdisc_search
-    from fairspec.backends.data.flips import replayer_name
+class _Setup:
+    """What the search needs, built from the spec's context (in this process, or once per worker)."""
+
+    def __init__(self, model, low, space, banded, data):
+        self.model, self.low, self.space, self.banded, self.data = model, low, space, banded, data
+
+    def evaluate(self, V):
+        return self.model.score(self.low.to_input(V))
+
+    def search_state(self, prop) -> tuple:
+        """``(evaluate, space, kwargs)`` for :func:`fairspec.backends.search.kdisc.restart_job`."""
+        stop = prop.k if prop.op == "<" else prop.k + 1
+        kwargs = {"eps": prop.eps, "scores": self.model.score_kind, "method": _METHODS.get(prop.options.search, "sa"),
+                  "data": self.data, "stop_at_k": stop}
+        return self.evaluate, self.space, kwargs
+
+
+def _setup(prop: ir.KDiscrimination, ctx):
+    """The lowered property, the search space and the data rows; a Verdict (unknown) when the
+    property cannot be searched."""
     from fairspec.kinds.lowering import Unsupported, lower_pair
     from fairspec.backends.search.space import Box, Protected, Space
-    from fairspec.runtime.encoding import decode_row
 
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -71,35 +86,66 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         col = next(c for c in enc.columns if c.feature == n)
         protected.append(Protected.banded(col.offset, ir.numeric_bands(fs.get(n)), n))
     space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
-    violated_at = prop.k if prop.op == "<" else prop.k + 1
-    exact_note = ""
-    if not banded:
-        exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
-        if isinstance(exact, Verdict):
-            return exact
-        exact_note = exact or ""
-
-    def evaluate(V):
-        return model.score(low.to_input(V))
-
     data = None
     if fs.data is not None:
         rows = ctx.rows(fs.name, fs.data)
         U = ctx.model_input(prop.model, rows.frame.values, rows.frame.n_rows)
         data = np.stack([low.to_features(u) for u in U[:20000]])
+    return _Setup(model, low, space, banded, data)
+
+
+def _worker_search_state(spec, roots, prop) -> tuple:
+    """Per worker (the executor's ``init``): the model and the data loaded once, the same space."""
+    from fairspec.runtime.context import Context
+
+    s = _setup(prop, Context(spec, roots=roots))
+    if isinstance(s, Verdict):
+        raise RuntimeError(s.reason)
+    return s.search_state(prop)
+
+
+def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
+    t0 = time.perf_counter()
+    from fairspec.backends.executor import JobError, SerialExecutor, configured_workers, get_executor
+    from fairspec.backends.search.kdisc import RESTARTS, k_of, kdisc_restarts
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.runtime.encoding import decode_row
+
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    setup = _setup(prop, ctx)
+    if isinstance(setup, Verdict):
+        return setup
+    model, low, space = setup.model, setup.low, setup.space
+    violated_at = prop.k if prop.op == "<" else prop.k + 1
+    exact_note = ""
+    if not setup.banded:
+        exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
+        if isinstance(exact, Verdict):
+            return exact
+        exact_note = exact or ""
+    evaluate = setup.evaluate
     from fairspec.planning import setting
 
     budget = ctx.remaining(prop.options.search_budget or setting(prop, "timeout", "search"))  # preparation included
     method = _METHODS.get(prop.options.search, "sa")
-    stop = prop.k if prop.op == "<" else prop.k + 1
     task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None
-    res = kdisc_search(evaluate, space, eps=prop.eps, scores=model.score_kind, method=method, data=data,
-                       seed=prop.options.seed, budget_seconds=budget, stop_at_k=stop)
-    if progress:
-        progress.remove_task(task)
+    # the independent restarts go through the executor: the model and data are loaded once per worker
+    ex = get_executor(RESTARTS) if configured_workers() > 1 else SerialExecutor()
+    init = None if isinstance(ex, SerialExecutor) else (_worker_search_state, (ctx.spec, ctx.roots, prop))
+    try:
+        res = kdisc_restarts(setup.search_state(prop), executor=ex, init=init, seed=prop.options.seed or 0,
+                             budget_seconds=budget)
+    except JobError as e:
+        return unknown(prop, f"the search failed: {e}", backend="search", seconds=time.perf_counter() - t0)
+    finally:
+        ex.close()
+        if progress:
+            progress.remove_task(task)
     details = {"K": res.K, "max_k": res.max_k, "ids": res.ids, "success_rate": float(res.success_rate),
                "seconds_to_first_id": res.seconds_to_first_id, "seconds_to_max_k": res.seconds_to_max_k,
-               "method": method, "budget_seconds": budget, "evaluations": res.evaluations}
+               "method": method, "budget_seconds": budget, "evaluations": res.evaluations,
+               "restarts": RESTARTS}
     w = res.witness
     if w is None or res.max_k < violated_at:
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "

@@ -324,6 +324,7 @@ def kdisc_search(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, *,
                  keep_top: int = 16,
                  sweep_every: int = 10,
                  on_progress: Callable[[dict], None] | None = None,
+                 cancel: Callable[[], bool] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> KDiscResult:
     """Algorithm 1 of HyFair, batched. See the module docstring.
 
@@ -335,6 +336,7 @@ def kdisc_search(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, *,
     solver:   the Solver of line 8: (m, d) model inputs -> (m, d) model inputs (rows of
               NaN = no solution); default: a batched best-of-neighbours move.
     stop_at_k: stop once this k is reached (e.g. K, or a 30-minute run's max).
+    cancel:   polled once per iteration: stop when it returns True (another restart reached stop_at_k).
     """
     method = method.lower()
     if method not in METHODS:
@@ -440,6 +442,8 @@ def kdisc_search(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, *,
             return True
         if stop_at_k is not None and rec.max_k >= stop_at_k:
             return True
+        if cancel is not None and cancel():
+            return True
         return False
 
     while not stop():
@@ -501,6 +505,127 @@ def kdisc_search(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, *,
         avg_k=(rec.k_sum / rec.id_states) if rec.id_states else 0.0,
         seconds_to_first_id=rec.first_id, seconds_to_max_k=rec.t_max, seconds=seconds, iterations=it,
         evaluations=ev.evaluations, seed=seed, history=tuple(rec.history))
+
+
+# ---------------------------------------------------------------------------- restarts
+RESTARTS = 4  # a fixed number, not the number of workers: the merged result does not depend on who runs them
+
+
+def restart_seeds(seed: int, restarts: int = RESTARTS) -> list[int]:
+    """One seed per restart, fixed by the search's seed (``SeedSequence(seed).spawn``), never by a process."""
+    return [int(ss.generate_state(1)[0]) for ss in np.random.SeedSequence(int(seed)).spawn(restarts)]
+
+
+def restart_job(state, item: dict) -> KDiscResult:
+    """One executor job: one restart of the search. ``state`` is ``(evaluate, space, kwargs)`` (the
+    model, the space and the fixed options: built once per worker); ``item`` the restart's seed,
+    chains and budget. A restart that reaches ``stop_at_k`` touches ``item["found"]`` (a file), and
+    every restart on this machine stops when it exists: a violation found by one ends them all."""
+    import os
+
+    evaluate, space, kwargs = state
+    item = dict(item)
+    found = item.pop("found", None)
+    deadline = item.pop("deadline", None)
+    if deadline is not None:
+        left = max(0.0, deadline - time.time())
+        item["budget_seconds"] = left if item.get("budget_seconds") is None else min(item["budget_seconds"], left)
+
+    def cancel() -> bool:
+        return found is not None and os.path.exists(found)
+
+    res = kdisc_search(evaluate, space, **kwargs, **item, cancel=cancel if found else None)
+    stop = kwargs.get("stop_at_k", item.get("stop_at_k"))
+    if found is not None and stop is not None and res.max_k >= stop:
+        try:
+            open(found, "a").close()
+        except OSError:
+            pass
+    return res
+
+
+def kdisc_restarts(state, *, executor=None, init=None, seed: int = 0, restarts: int = RESTARTS,
+                   chains: int = 128, budget_seconds: float | None = 60.0, max_iters: int | None = None,
+                   early_stop: bool = True) -> KDiscResult:
+    """The search as ``restarts`` independent restarts (``chains // restarts`` chains each, seeds
+    from :func:`restart_seeds`) run through the executor and merged in restart order
+    (:func:`merge_restarts`), so with a budget in iterations the result is the same whatever
+    runs them. ``state`` is ``(evaluate, space, kwargs)``, or ``init=(factory, args)`` builds it
+    in each worker. A time budget is shared so that the wall time stays about ``budget_seconds``:
+    each restart gets ``budget * min(workers, restarts) / restarts``, and none runs past the
+    deadline. With ``early_stop`` (and ``stop_at_k`` in kwargs) the first restart to reach that k
+    stops the others (on this machine; that makes the witness depend on timing, never the verdict)."""
+    import os
+    import tempfile
+
+    from fairspec.backends.executor import SerialExecutor
+
+    ex = executor or SerialExecutor()
+    per = None
+    deadline = None
+    if budget_seconds is not None:
+        per = float(budget_seconds) * min(max(1, ex.workers), restarts) / restarts
+        deadline = time.time() + float(budget_seconds)
+    found = None
+    if early_stop:
+        fd, found = tempfile.mkstemp(prefix="fairspec-kdisc-", suffix=".found")
+        os.close(fd)
+        os.unlink(found)
+    items = [{"seed": s, "chains": max(1, chains // restarts), "budget_seconds": per, "max_iters": max_iters,
+              "deadline": deadline, "found": found} for s in restart_seeds(seed, restarts)]
+    try:
+        outs = ex.map(restart_job, items, shared=None if init is not None else state, init=init,
+                      on_error=lambda item, why: why)
+    finally:
+        if found is not None and os.path.exists(found):
+            os.unlink(found)
+    ok = [r for r in outs if isinstance(r, KDiscResult)]
+    if not ok:
+        from fairspec.backends.executor import JobError
+
+        raise JobError("; ".join(sorted({str(r) for r in outs})) or "no restart ran")
+    return merge_restarts(ok, seed)
+
+
+def merge_restarts(results: list[KDiscResult], seed: int = 0) -> KDiscResult:
+    """One result from restarts, in their order: max k over all; the witness of the first restart
+    that reached it; the best individuals of all (by k, score spread, restart order); counts summed
+    (``ids`` is the sum of each restart's distinct IDs: an individual found by two restarts counts twice)."""
+    if len(results) == 1:
+        return results[0]
+    max_k = max(r.max_k for r in results)
+    first = next(r for r in results if r.max_k == max_k)
+    ranked = sorted(((-w.k, -(float(np.max(w.scores)) - float(np.min(w.scores))), q, j, w)
+                     for q, r in enumerate(results) for j, w in enumerate(r.top)), key=lambda t: t[:4])
+    keep = max(len(r.top) for r in results)
+    top, seen = [], set()
+    for *_, w in ranked:
+        key = np.asarray(w.x, dtype=np.float64).round(9).tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        top.append(w)
+        if len(top) >= keep:
+            break
+    candidates = sum(r.candidates for r in results)
+    id_states = sum(r.success_rate * r.candidates for r in results)
+    k_sum = sum(r.avg_k * r.success_rate * r.candidates for r in results)
+    firsts = [r.seconds_to_first_id for r in results if r.seconds_to_first_id is not None]
+    at_max = [r.seconds_to_max_k for r in results if r.max_k == max_k and r.seconds_to_max_k is not None]
+    history, best = [], 0
+    for t, k in sorted(h for r in results for h in r.history):
+        if k > best:
+            history.append((t, k))
+            best = k
+    return KDiscResult(
+        max_k=max_k, K=first.K, eps=first.eps, method=first.method, cluster=first.cluster, witness=first.witness,
+        top=tuple(top), ids=sum(r.ids for r in results),
+        ids_at_max_k=sum(r.ids_at_max_k for r in results if r.max_k == max_k), candidates=candidates,
+        success_rate=(id_states / candidates) if candidates else 0.0,
+        avg_k=(k_sum / id_states) if id_states else 0.0,
+        seconds_to_first_id=min(firsts) if firsts else None, seconds_to_max_k=min(at_max) if at_max else None,
+        seconds=max(r.seconds for r in results), iterations=sum(r.iterations for r in results),
+        evaluations=sum(r.evaluations for r in results), seed=seed, history=tuple(history))
 
 
 def k_of_inputs(evaluate: Callable[[np.ndarray], np.ndarray], space: Space, X: np.ndarray, *,
