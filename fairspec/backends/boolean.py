@@ -22,6 +22,10 @@ Three forms:
   original model is reported).
 * ``CNFRule``: clauses of tests, e.g. Justicia's ``(not F or I) and (F or J)``.
 
+A rule on its way to a ``CNFRule`` is first a *formula* over frozen nodes
+(``Test``, ``Threshold``, ``Linear``, ``Constant``, ``Not``, ``And``, ``Or``),
+built by :mod:`fairspec.backends.boolean_form` from the spec's IR.
+
 No heavy import at module level; sklearn estimators are only read through
 their public attributes (``tree_``, ``coef_``, ``intercept_``).
 """
@@ -40,7 +44,57 @@ __all__ = [
     "Test", "DecisionTree", "LinearRule", "CNFRule", "Column",
     "split", "is_", "leaf", "tree_from_sklearn", "tree_split_points",
     "linear_from_sklearn", "linear_rule", "cnf_rule", "Classifier",
+    "Threshold", "Linear", "Constant", "Not", "And", "Or", "Formula",
 ]
+
+
+# --------------------------------------------------------------------------- formulas
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """``feature OP value`` on a numeric feature (OP in <, <=, >, >=); a union of bins
+    once the feature's bin edges are known."""
+
+    feature: str
+    op: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Linear:
+    """``sum_f weights_f[x_f] >= threshold`` with integer weights per value index;
+    ``weights`` is ((feature, (w_0, ..., w_k-1)), ...)."""
+
+    weights: tuple
+    threshold: int
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return tuple(f for f, _ in self.weights)
+
+    def weight_map(self) -> dict[str, tuple[int, ...]]:
+        return dict(self.weights)
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: bool
+
+
+@dataclass(frozen=True)
+class Not:
+    arg: "Formula"
+
+
+@dataclass(frozen=True)
+class And:
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Or:
+    args: tuple
 
 
 # --------------------------------------------------------------------------- tests
@@ -72,6 +126,9 @@ class Test:
 
 
 Literal = tuple  # (Test, polarity: bool)
+
+# a rule's formula: a Test on a bool / categorical feature is its own leaf
+Formula = Test | Threshold | Linear | Constant | Not | And | Or
 
 
 # --------------------------------------------------------------------------- decision trees

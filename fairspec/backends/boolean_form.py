@@ -23,6 +23,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.distribution import Bins, DistributionError, Variable
+from fairspec.backends.boolean import And, Constant, Formula, Linear, Not, Or, Test, Threshold
 from fairspec.verdict import Unsupported
 
 __all__ = ["Form", "classifier_form", "rule_form"]
@@ -179,8 +180,8 @@ def _linear(fs, e):
     raise _NotLinear(f"a {type(e).__name__}")
 
 
-def _threshold_atom(fs, e):
-    """('thr', feature, op, t) for ``numeric_feature OP constant`` (either order), else None."""
+def _threshold_atom(fs, e) -> Threshold | None:
+    """A :class:`Threshold` for ``numeric_feature OP constant`` (either order), else None."""
     if not (isinstance(e, ir.Cmp) and e.op in _OPS):
         return None
     a, b, op = e.left, e.right, e.op
@@ -189,34 +190,33 @@ def _threshold_atom(fs, e):
     f = _feature(fs, a)
     if f is None or not _is_numeric(f) or not isinstance(b, ir.Const) or isinstance(b.value, bool):
         return None
-    return ("thr", f.name, op, float(b.value))
+    return Threshold(f.name, op, float(b.value))
 
 
-def _formula(fs, e):
-    """A formula tree: ('lit', f, set) | ('thr', f, op, t) | ('lin', W, T) | ('const', b) |
-    ('not', x) | ('and' | 'or', [x, ...])."""
+def _formula(fs, e) -> Formula:
+    """The rule as a formula over the frozen nodes of :mod:`fairspec.backends.boolean`."""
     lit = _literal(fs, e)
     if lit is not None:
-        return ("lit",) + lit
+        return Test(*lit)
     if isinstance(e, ir.Const) and isinstance(e.value, bool):
-        return ("const", bool(e.value))
+        return Constant(bool(e.value))
     thr = _threshold_atom(fs, e)
     if thr is not None:
         return thr
     if isinstance(e, ir.Logic):
-        return (e.op, [_formula(fs, a) for a in e.args])
+        return (And if e.op == "and" else Or)(tuple(_formula(fs, a) for a in e.args))
     if isinstance(e, ir.NotE):
-        return ("not", _formula(fs, e.arg))
+        return Not(_formula(fs, e.arg))
     if isinstance(e, ir.Cmp) and e.op in _OPS:
         try:
             W, T = _linear_constraint(fs, e)
         except _NotLinear as x:
             raise Unsupported(f"the rule cannot be put in Boolean form: it uses {x}") from None
-        return ("lin", W, T)
+        return Linear(tuple((f, tuple(w)) for f, w in W.items()), T)
     if isinstance(e, ir.Cmp):
         t = _threshold_atom(fs, dataclasses.replace(e, op=">="))
         if t is not None:
-            raise Unsupported(f"the rule tests '{t[1]} {e.op} {t[3]:g}', which has probability 0 (or 1) under a "
+            raise Unsupported(f"the rule tests '{t.feature} {e.op} {t.value:g}', which has probability 0 (or 1) under a "
                               f"binned distribution; compare numeric features with <, <=, > or >=")
     raise Unsupported(f"the rule cannot be put in Boolean form: it uses a {type(e).__name__}")
 
@@ -248,30 +248,27 @@ def _linear_constraint(fs, e: ir.Cmp):
     return neg, -T + 1
 
 
-def _formula_features(node, out):
-    tag = node[0]
-    if tag in ("lit", "thr"):
-        out.setdefault(node[1], None)
-    elif tag == "lin":
-        for f in node[1]:
+def _formula_features(node: Formula, out):
+    if isinstance(node, (Test, Threshold)):
+        out.setdefault(node.feature, None)
+    elif isinstance(node, Linear):
+        for f in node.features:
             out.setdefault(f, None)
-    elif tag == "not":
-        _formula_features(node[1], out)
-    elif tag in ("and", "or"):
-        for a in node[1]:
+    elif isinstance(node, Not):
+        _formula_features(node.arg, out)
+    elif isinstance(node, (And, Or)):
+        for a in node.args:
             _formula_features(a, out)
     return out
 
 
-def _threshold_needs(fs, node, out):
-    tag = node[0]
-    if tag == "thr":
-        _, f, op, t = node
-        out.setdefault(f, []).append(_edge_need(fs.get(f), op, t))
-    elif tag == "not":
-        _threshold_needs(fs, node[1], out)
-    elif tag in ("and", "or"):
-        for a in node[1]:
+def _threshold_needs(fs, node: Formula, out):
+    if isinstance(node, Threshold):
+        out.setdefault(node.feature, []).append(_edge_need(fs.get(node.feature), node.op, node.value))
+    elif isinstance(node, Not):
+        _threshold_needs(fs, node.arg, out)
+    elif isinstance(node, (And, Or)):
+        for a in node.args:
             _threshold_needs(fs, a, out)
     return out
 
@@ -308,7 +305,7 @@ def rule_form(rule: ir.Expr, fs: ir.FeatureSet) -> Form:
     needs = _threshold_needs(fs, node, {})
 
     def build(variables, ctx, rows, codes):
-        from fairspec.backends.boolean import CNFRule, Test
+        from fairspec.backends.boolean import CNFRule
         ints = {f.name for f in fs.features if isinstance(f.domain, ir.IntRange)}
         clauses = _cnf(node, True, variables, ints)
         out = [[(Test(f, s), True) for f, s in sorted(c.items())] for c in clauses]
@@ -334,29 +331,30 @@ def _resolve_threshold(var: Variable, op: str, t: float, f_is_int: bool) -> froz
     return above if op in (">", ">=") else frozenset(range(var.k)) - above
 
 
-def _cnf(node, positive: bool, variables, ints=frozenset()) -> list[dict]:
-    tag = node[0]
-    if tag == "const":
-        val = node[1] if positive else not node[1]
+def _cnf(node: Formula, positive: bool, variables, ints=frozenset()) -> list[dict]:
+    if isinstance(node, Constant):
+        val = node.value if positive else not node.value
         return [] if val else [{}]
-    if tag in ("lit", "thr"):
-        f = node[1]
+    if isinstance(node, (Test, Threshold)):
+        f = node.feature
         if f not in variables:
             raise DistributionError(f"the distribution does not cover feature '{f}', which the classifier reads")
         var = variables[f]
-        if tag == "lit":
-            s = frozenset(node[2])
+        if isinstance(node, Test):
+            s = frozenset(node.values)
         else:
-            s = _resolve_threshold(var, node[2], node[3], f in ints)
+            s = _resolve_threshold(var, node.op, node.value, f in ints)
         if not positive:
             s = frozenset(range(var.k)) - s
         return _clauses([{f: s}], variables)
-    if tag == "not":
-        return _cnf(node[1], not positive, variables, ints)
-    if tag == "lin":
-        return _lin_cnf(node[1], node[2], positive, variables)
-    conj = (tag == "and") == positive
-    parts = [_cnf(a, positive, variables, ints) for a in node[1]]
+    if isinstance(node, Not):
+        return _cnf(node.arg, not positive, variables, ints)
+    if isinstance(node, Linear):
+        return _lin_cnf(node.weight_map(), node.threshold, positive, variables)
+    if not isinstance(node, (And, Or)):
+        raise TypeError(f"not a Boolean-form formula node: {node!r}")
+    conj = isinstance(node, And) == positive
+    parts = [_cnf(a, positive, variables, ints) for a in node.args]
     if conj:
         return _clauses([c for p in parts for c in p], variables)
     out = [{}]
