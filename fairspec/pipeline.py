@@ -130,6 +130,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         from fairspec.runtime.context import Context
 
         ctx = Context(spec, roots=Roots.for_spec(Path(path), allow))
+        ctx.pass_mates = tuple(props)  # the data backend counts these in one pass per data set
         for prop in props:
             if report.interrupted:  # Ctrl-C earlier: the rest are not run
                 report.verdicts.append(unknown(prop, "interrupted (Ctrl-C) before it ran"))

@@ -134,3 +134,40 @@ def test_check_json_under_streaming_is_clean(monkeypatch, capsys):
     code = main(["check", str(ADULT), "--property", "dt_parity_by_age", "--format", "json"])
     out = json.loads(capsys.readouterr().out)
     assert code in (0, 1, 3) and out["properties"][0]["name"] == "dt_parity_by_age"
+
+
+def test_one_streamed_pass_serves_every_group_metric(adult_in_memory, monkeypatch):
+    """The four group metrics of the Adult example over the same rows are counted in one pass of
+    the file (plus the one pass that fits the models' scaling: 2 passes, not 5), with the values,
+    intervals and verdicts each gets in a pass of its own and in memory."""
+    from fairspec.backends.data import metrics
+
+    monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    monkeypatch.setattr(columnar, "BATCH_ROWS", 4096)
+    passes = []
+    real_iter, real_count = columnar.iter_arrow, metrics.count
+
+    def spy(d, stream=True, batch_rows=None):
+        passes.append(d.name)
+        yield from real_iter(d, stream, batch_rows)
+
+    counted = []
+
+    def count(prop, ctx, R=0):
+        before = len(passes)
+        c = real_count(prop, ctx, R)
+        counted.append(len(passes) - before)
+        return c
+
+    monkeypatch.setattr(columnar, "iter_arrow", spy)
+    monkeypatch.setattr(metrics, "count", count)
+    only = [v.name for v in adult_in_memory.verdicts if v.kind == "group_metric"]
+    alone = {}
+    for name in only:
+        alone.update(_group_verdicts(check(ADULT, only=name)))
+    assert len(counted) == 4 and all(k >= 1 for k in counted)  # a pass each (and the fit pass)
+    counted.clear()
+    shared = check(ADULT)
+    assert not shared.has_errors, shared.error
+    assert len(counted) == 4 and sum(counted) == 2 and counted[1:] == [0, 0, 0], counted
+    assert _group_verdicts(shared) == alone == _group_verdicts(adult_in_memory)

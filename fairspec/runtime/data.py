@@ -51,8 +51,7 @@ class Table:
             if isinstance(c, np.ndarray):
                 self._numeric[col] = c
             else:
-                used = np.zeros(len(c.categories), dtype=bool)
-                used[np.unique(c.codes)] = True
+                used = np.bincount(c.codes, minlength=len(c.categories)) > 0
                 try:
                     lut = np.where(used, c.categories, "nan").astype(np.float64)
                 except (ValueError, TypeError):

@@ -61,6 +61,7 @@ def needs_fit(enc: ir.Encoding) -> bool:
 def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarray:
     """Model-input matrix (n, width) from feature values (categories as indices)."""
     X = np.zeros((n, enc.width), dtype=np.float64)
+    flat, row0 = X.reshape(-1), None  # one-hot blocks are set through the flat view: one index per row
     for c in enc.columns:
         v = np.asarray(values[c.feature], dtype=np.float64)
         if c.kind == "raw":
@@ -68,7 +69,9 @@ def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarra
         elif c.kind == "code":
             X[:, c.offset] = np.asarray(c.codes, dtype=np.float64)[v.astype(np.int64)]
         elif c.kind == "onehot":
-            X[np.arange(n), c.offset + v.astype(np.int64)] = 1.0
+            if row0 is None:
+                row0 = np.arange(n, dtype=np.int64) * enc.width
+            flat[row0 + (c.offset + v.astype(np.int64))] = 1.0
         elif c.kind == "minmax":
             span = (c.hi - c.lo) or 1.0
             X[:, c.offset] = (v - c.lo) / span

@@ -206,14 +206,17 @@ def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
+def resolve_groups(ck, e, env, fs: ir.FeatureSet, enumerated: bool = True) -> ir.Groups:
+    """The atoms of ``groups ...``.  ``enumerated``: the backend keeps a cell for every crossed
+    group (a distribution's products, repair's boxes, PBA), so more than MAX_CROSSED_GROUPS cells
+    are refused (FS308); on data only the cells some row falls in exist, so no cap applies."""
     e = _resolve(e, env)
     names = e.names if isinstance(e, ast.Compound) else (e,)
     atoms = []
     for n in names:
         n = _resolve(n, env)
         if isinstance(n, ast.Compound):
-            atoms.extend(resolve_groups(ck, n, env, fs).atoms)
+            atoms.extend(resolve_groups(ck, n, env, fs, enumerated).atoms)
             continue
         if not isinstance(n, ast.Name):
             ck.fail("FS308", "a group is a feature or group name, or several joined with x", n.span)
@@ -243,7 +246,7 @@ def resolve_groups(ck, e, env, fs: ir.FeatureSet) -> ir.Groups:
             ck.fail("FS308", f"group '{a.name}' appears twice", e.span)
         seen.add(a.name)
         cells *= max(1, len(a.values))
-    if cells > MAX_CROSSED_GROUPS:  # sized before anything is counted: every backend keeps a cell per group
+    if enumerated and cells > MAX_CROSSED_GROUPS:  # sized before anything is counted: a cell per group
         ck.fail("FS308", f"{' x '.join(a.name for a in atoms)} cross into {cells:,} groups; at most "
                          f"{MAX_CROSSED_GROUPS:,} crossed groups are counted", e.span,
                 hint="cross fewer groups, or merge categories with a group declaration (group g = x in {...})")
@@ -430,7 +433,9 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     g = call.keyword("groups")
     if g is None and not (mdef and mdef.groups_optional):
         ck.fail("FS501", f"{fn}(...) needs the groups it compares: groups sex x race", call.span)
-    groups = resolve_groups(ck, g.value, env, fs) if g is not None else ir.Groups(())
+    # measured on data (no distribution): the data backend materialises only the occupied cells
+    on_data = call.keyword("distribution") is None
+    groups = resolve_groups(ck, g.value, env, fs, enumerated=not on_data) if g is not None else ir.Groups(())
     threshold = _number(ck, rhs, env, "the threshold")
     data = dist = None
     d = call.keyword("distribution")

@@ -1,4 +1,11 @@
-"""Assigning rows to (compound) groups."""
+"""Assigning rows to (compound) groups.
+
+``assign`` numbers the cells of the crossed groups densely (every combination has an index, in
+the order of the group names), which the backends that enumerate the cells need (repair boxes,
+PBA).  ``GroupCells`` gives the data backend's streamed counts stable sparse ids instead: only the
+cells some row falls in exist, however many combinations the groups cross into (45 crossed
+booleans over 30,000 rows make at most 30,000 cells, not 2^45).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,10 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.runtime.evaluate import evaluate
+
+# Crossed groups up to this many cells are numbered densely (every cell, empty ones included,
+# in the order of their names); beyond it only the occupied cells get an id.
+DENSE_CELLS = 100_000
 
 
 def _atom_labels(atom: ir.GroupAtom, fs: ir.FeatureSet) -> list[str]:
@@ -17,18 +28,99 @@ def _atom_labels(atom: ir.GroupAtom, fs: ir.FeatureSet) -> list[str]:
     return list(atom.values)
 
 
+def _atom_codes(atom: ir.GroupAtom, values: dict, n: int) -> np.ndarray:
+    if atom.feature is not None:
+        return values[atom.feature].astype(np.int64)
+
+    def lookup(e):
+        return values[e.feature]
+    return evaluate(atom.predicate, lookup, n).astype(np.int64)
+
+
 def assign(groups: ir.Groups, fs: ir.FeatureSet, values: dict, n: int) -> tuple[np.ndarray, list[str]]:
     """Index of each row's compound group, and the group names in index order."""
     idx = np.zeros(n, dtype=np.int64)
     names = [""]
     for atom in groups.atoms:
         labels = _atom_labels(atom, fs)
-        if atom.feature is not None:
-            codes = values[atom.feature].astype(np.int64)
-        else:
-            def lookup(e):
-                return values[e.feature]
-            codes = evaluate(atom.predicate, lookup, n).astype(np.int64)
-        idx = idx * len(labels) + codes
+        idx = idx * len(labels) + _atom_codes(atom, values, n)
         names = [f"{a} x {b}" if a else b for a in names for b in labels]
     return idx, names
+
+
+class GroupCells:
+    """Ids of the compound groups' cells that hold rows, stable across streamed batches.
+
+    With at most ``DENSE_CELLS`` combinations the id is the dense index of ``assign`` (so empty
+    groups are reported as such).  Beyond it a row's cell is the tuple of its atoms' codes
+    (packed into one integer while the product fits in 63 bits); each batch's distinct keys are
+    merged into a growing table, so the counts hold one entry per occupied cell."""
+
+    def __init__(self, groups: ir.Groups, fs: ir.FeatureSet):
+        self.atoms = groups.atoms
+        self.labels = [_atom_labels(a, fs) for a in self.atoms]
+        self.radix = [len(x) for x in self.labels]
+        dense = 1
+        for r in self.radix:
+            dense *= r
+        self.combinations = dense  # a Python int: 2^45 is fine
+        self.dense = dense <= DENSE_CELLS
+        self.packed = dense < 2**62
+        self._ids: dict = {}
+        self.keys: list = []  # id -> key (an int when packed, else a tuple of codes)
+
+    def __len__(self) -> int:
+        return self.combinations if self.dense else len(self.keys)
+
+    def index(self, values: dict, n: int) -> np.ndarray:
+        """Each row's cell id (new cells get the next ids)."""
+        if not self.atoms:
+            return np.zeros(n, dtype=np.int64)
+        codes = [_atom_codes(a, values, n) for a in self.atoms]
+        if self.packed:
+            key = np.zeros(n, dtype=np.int64)
+            for c, r in zip(codes, self.radix):
+                key = key * r + c
+            if self.dense:
+                return key
+            uniq, inv = np.unique(key, return_inverse=True)
+            ukeys = uniq.tolist()
+        else:
+            uniq, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+            ukeys = [tuple(u) for u in uniq.tolist()]
+        ids = self._ids
+        for k in ukeys:
+            if k not in ids:
+                ids[k] = len(self.keys)
+                self.keys.append(k)
+        lut = np.fromiter((ids[k] for k in ukeys), dtype=np.int64, count=len(ukeys))
+        return lut[np.asarray(inv).reshape(-1)]
+
+    def _digits(self, key) -> list[int]:
+        if not self.packed:
+            return list(key)
+        out = []
+        for r in reversed(self.radix):
+            key, d = divmod(key, r)
+            out.append(d)
+        return out[::-1]
+
+    def order(self) -> np.ndarray:
+        """The ids in the order of ``assign``'s dense index (the names' order)."""
+        if self.dense:
+            return np.arange(self.combinations)
+        return np.array(sorted(range(len(self.keys)), key=self.keys.__getitem__), dtype=np.int64)
+
+    def names(self, order: np.ndarray | None = None) -> list[str]:
+        if not self.atoms:
+            return ["all"]
+        if self.dense:
+            return self._dense_names()
+        ids = self.order() if order is None else order
+        return [" x ".join(lab[d] for lab, d in zip(self.labels, self._digits(self.keys[i]))) for i in ids]
+
+    def _dense_names(self) -> list[str]:
+        names = [""]
+        for labels in self.labels:
+            names = [f"{a} x {b}" if a else b for a in names for b in labels]
+        return names

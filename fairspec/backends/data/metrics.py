@@ -21,26 +21,53 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
-from fairspec.backends.data.groups import assign
+from fairspec.backends.data.groups import GroupCells
 from fairspec.planning import setting
 from fairspec.verdict import Verdict, interval_status, unknown
 
 
 
-def decisions(ctx, model_name: str, values: dict, n: int) -> np.ndarray:
+def decisions(ctx, model_name: str, values: dict, n: int, memo: dict | None = None) -> np.ndarray:
+    """The model's decision per row; ``memo`` (one dict per batch) keeps it for every property of
+    a shared pass that asks for the same model on the same rows."""
+    if memo is not None and ("decide", model_name) in memo:
+        return memo[("decide", model_name)]
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
-        return model.decide_values(values, n)
-    X = ctx.model_input(model_name, values, n)
-    return model.decide(X)
+        d = model.decide_values(values, n)
+    else:
+        d = model.decide(model_input(ctx, model_name, values, n, memo))
+    if memo is not None:
+        memo[("decide", model_name)] = d
+    return d
+
+
+def model_input(ctx, model_name: str, values: dict, n: int, memo: dict | None = None) -> np.ndarray:
+    """The encoded rows; models with the same fitted encoding share one matrix per batch."""
+    if memo is None:
+        return ctx.model_input(model_name, values, n)
+    enc = ctx.encoding(model_name)
+    key = ("input", enc.width, enc.columns)
+    if key not in memo:
+        memo[key] = ctx.model_input(model_name, values, n)
+    return memo[key]
 
 
 class NoScore(Exception):
     """The subject has no score (a rule, a table of logged decisions): one sentence why."""
 
 
-def scores(ctx, model_name: str, rows, values: dict, n: int) -> np.ndarray:
+def scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None = None) -> np.ndarray:
     """The subject's score per row, as a probability in [0, 1] when it is a logit."""
+    if memo is not None and ("score", model_name) in memo:
+        return memo[("score", model_name)]
+    s = _scores(ctx, model_name, rows, values, n, memo)
+    if memo is not None:
+        memo[("score", model_name)] = s
+    return s
+
+
+def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None) -> np.ndarray:
     m = ctx.spec.model(model_name)
     if m.format == "predictions":
         if m.score_column is None:
@@ -49,24 +76,24 @@ def scores(ctx, model_name: str, rows, values: dict, n: int) -> np.ndarray:
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
-    s = model.score(ctx.model_input(model_name, values, n))
+    s = model.score(model_input(ctx, model_name, values, n, memo))
     return 1.0 / (1.0 + np.exp(-s)) if model.score_kind == "logit" else s
 
 
 def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: np.ndarray,
-                      median: float | None = None) -> np.ndarray:
+                      median: float | None = None, memo: dict | None = None) -> np.ndarray:
     """The decision per row: the model's, a logged column's, or the label (the data set itself);
     with rate = scoring (NYC LL 144's scoring rate) a score above the sample's median score."""
     if not prop.model:
         return y
     m = ctx.spec.model(prop.model)
     if prop.param("rate") == "scoring":
-        return (scores(ctx, prop.model, rows, values, n) > median).astype(np.int64)
+        return (scores(ctx, prop.model, rows, values, n, memo) > median).astype(np.int64)
     if m.format == "predictions":
         if m.decision_column is not None:
             return rows.truthy(m.decision_column)
         return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
-    return decisions(ctx, prop.model, values, n)
+    return decisions(ctx, prop.model, values, n, memo)
 
 
 @dataclass
@@ -87,6 +114,7 @@ class Counts:
     boot_cells: np.ndarray | None = None  # [R, G, 2, 2]
     boot_bins: np.ndarray | None = None  # [R, G, B, 2]
     boot_sums: np.ndarray | None = None  # [R, G, B]
+    combinations: int | None = None  # crossed groups too many to enumerate: only occupied cells are listed
 
 
 # Poisson(1) cumulative probabilities P[K <= k], k = 0..19 (the rest, < 1e-18, counts as 19)
@@ -120,58 +148,81 @@ def _add(acc, part):
 MAX_RESAMPLE_BYTES = 2 * 2**30  # the resampled counts a bootstrap may keep in memory
 
 
-def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
-    """Accumulate the property's cells over record batches of the data (bounded memory: no row is
-    kept after its batch; rate = scoring first reads the scores once for their median)."""
-    fs = ctx.spec.feature_set(prop.features)
-    calib = METRICS[prop.metric].needs_score
-    B = int(prop.param("bins", 10))
-    wcol = prop.options.get("weight")
-    median = None
-    if prop.param("rate") == "scoring":
-        median = float(np.median(np.concatenate([scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows)
-                                                 for r in ctx.row_batches(fs.name, prop.data)])))
-    c = Counts(None, None, None, weighted=wcol is not None)
-    poisson = R > 0 and (wcol is not None or calib)
-    if poisson:  # sized before it starts: R resamples of every (group, decision, label) cell are kept
-        G = 1
-        for a in prop.groups.atoms:
-            G *= max(2, len(a.values))
-        need = R * G * (4 + (3 * B if calib else 0)) * 8
-        if need > MAX_RESAMPLE_BYTES:
-            from fairspec.verdict import Unsupported
+def _grow(acc, part, axis: int):
+    """acc + part, the shorter one padded with zero groups along ``axis`` (sparse cells appear
+    as the batches stream past)."""
+    if acc is None:
+        return part
+    ga, gp = acc.shape[axis], part.shape[axis]
+    if ga != gp:
+        pad = [(0, 0)] * acc.ndim
+        if ga < gp:
+            pad[axis] = (0, gp - ga)
+            acc = np.pad(acc, pad)
+        else:
+            pad[axis] = (0, ga - gp)
+            part = np.pad(part, pad)
+    return acc + part
 
-            raise Unsupported(f"bootstrap = {R} over {G} groups would keep about {need / 2**30:.1f} GiB of resampled "
-                              f"counts (at most {MAX_RESAMPLE_BYTES / 2**30:.0f} GiB); lower bootstrap or cross fewer groups")
-    seen = 0  # rows before this batch: the position that keys each row's bootstrap multiplicities
-    for rows in ctx.row_batches(fs.name, prop.data):
+
+class _Counter:
+    """One property's counts, accumulated batch by batch; several properties over the same rows
+    share one pass (``count``), each with its own counter."""
+
+    def __init__(self, prop: ir.GroupMetric, ctx, R: int):
+        self.prop, self.ctx, self.R = prop, ctx, R
+        self.fs = ctx.spec.feature_set(prop.features)
+        self.calib = METRICS[prop.metric].needs_score
+        self.B = int(prop.param("bins", 10))
+        self.wcol = prop.options.get("weight")
+        self.median = None
+        self.cellids = GroupCells(prop.groups, self.fs)
+        self.c = Counts(None, None, None, weighted=self.wcol is not None)
+        self.poisson = R > 0 and (self.wcol is not None or self.calib)
+        if self.poisson:  # sized before it starts: R resamples of every occupied cell are kept
+            G = len(self.cellids)
+            if not self.cellids.dense:  # at most one occupied cell per row
+                from fairspec.runtime import columnar
+
+                G = min(G, max(1, columnar.estimated_rows(ctx.spec.data(prop.data))))
+            need = R * G * (4 + (3 * self.B if self.calib else 0)) * 8
+            if need > MAX_RESAMPLE_BYTES:
+                from fairspec.verdict import Unsupported
+
+                raise Unsupported(f"bootstrap = {R} over {G} groups would keep about {need / 2**30:.1f} GiB of "
+                                  f"resampled counts (at most {MAX_RESAMPLE_BYTES / 2**30:.0f} GiB); lower bootstrap "
+                                  f"or cross fewer groups")
+
+    def add(self, rows, seen: int, memo: dict | None = None) -> None:
+        """Count one batch; ``seen`` rows came before it (the position keying each row's multiplicities)."""
+        prop, ctx, c, B, R = self.prop, self.ctx, self.c, self.B, self.R
         values, n = rows.frame.values, rows.frame.n_rows
         c.labelled = rows.labels is not None
         y = rows.labels.astype(np.int64) if rows.labels is not None else np.zeros(n, dtype=np.int64)
-        d = subject_decisions(prop, ctx, rows, values, n, y, median)
-        if prop.groups.atoms:
-            idx, c.names = assign(prop.groups, fs, values, n)
-        else:
-            idx, c.names = np.zeros(n, dtype=np.int64), ["all"]
-        G = len(c.names)
-        w = rows.numeric(wcol) if wcol else None
-        if wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
+        d = subject_decisions(prop, ctx, rows, values, n, y, self.median, memo)
+        idx = self.cellids.index(values, n)
+        G = len(self.cellids)
+        w = rows.numeric(self.wcol) if self.wcol else None
+        if self.wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
             from fairspec.runtime.data import DataError
 
-            raise DataError(f"data file {ctx.spec.data(prop.data).path} column {wcol!r} (weight) must hold "
+            raise DataError(f"data file {ctx.spec.data(prop.data).path} column {self.wcol!r} (weight) must hold "
                             f"non-negative numbers")
         cell = idx * 4 + d * 2 + y
-        c.cells = _add(c.cells, np.bincount(cell, weights=w, minlength=G * 4).reshape(G, 2, 2).astype(np.float64))
-        c.sizes = _add(c.sizes, np.bincount(idx, minlength=G))
-        if calib:
-            s = np.clip(scores(ctx, prop.model, rows, values, n), 0.0, 1.0)
+        c.cells = _grow(c.cells, np.bincount(cell, weights=w, minlength=G * 4).reshape(G, 2, 2)
+                        .astype(np.float64), 0)
+        c.sizes = _grow(c.sizes, np.bincount(idx, minlength=G), 0)
+        if self.calib:
+            s = np.clip(scores(ctx, prop.model, rows, values, n, memo), 0.0, 1.0)
             b = np.minimum((s * B).astype(np.int64), B - 1)
             sb = idx * B + b
-            c.bins = _add(c.bins, np.bincount(sb * 2 + y, weights=w, minlength=G * B * 2).reshape(G, B, 2)
-                          .astype(np.float64))
-            c.score_sums = _add(c.score_sums, np.bincount(sb, weights=s if w is None else s * w,
-                                                          minlength=G * B).reshape(G, B))
-        if poisson:
+            c.bins = _grow(c.bins, np.bincount(sb * 2 + y, weights=w, minlength=G * B * 2).reshape(G, B, 2)
+                           .astype(np.float64), 0)
+            c.score_sums = _grow(c.score_sums, np.bincount(sb, weights=s if w is None else s * w,
+                                                           minlength=G * B).reshape(G, B), 0)
+        if self.poisson:
+            # per replicate, the counts are the multiplicities (x weights) summed per cell: one
+            # bincount over [k replicates x n rows] at a time, no Python loop over resamples
             ww = np.ones(n) if w is None else w
             chunk = max(1, 2_000_000 // max(n, 1))
             parts, bparts, sparts = [], [], []
@@ -181,17 +232,125 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
                 off = np.arange(k)[:, None]
                 parts.append(np.bincount((off * G * 4 + cell).ravel(), weights=m, minlength=k * G * 4)
                              .reshape(k, G, 2, 2))
-                if calib:
+                if self.calib:
                     bparts.append(np.bincount((off * G * B * 2 + sb * 2 + y).ravel(), weights=m,
                                               minlength=k * G * B * 2).reshape(k, G, B, 2))
                     sparts.append(np.bincount((off * G * B + sb).ravel(), weights=m * np.tile(s, k),
                                               minlength=k * G * B).reshape(k, G, B))
-            c.boot_cells = _add(c.boot_cells, np.concatenate(parts))
-            if calib:
-                c.boot_bins = _add(c.boot_bins, np.concatenate(bparts))
-                c.boot_sums = _add(c.boot_sums, np.concatenate(sparts))
-        seen += n
-    return c
+            c.boot_cells = _grow(c.boot_cells, np.concatenate(parts), 1)
+            if self.calib:
+                c.boot_bins = _grow(c.boot_bins, np.concatenate(bparts), 1)
+                c.boot_sums = _grow(c.boot_sums, np.concatenate(sparts), 1)
+
+    def result(self) -> Counts:
+        """The counts, their cells in the order of the group names (sparse cells sorted by key)."""
+        c, ids = self.c, self.cellids
+        if c.cells is None:  # no batch (row_batches raises first; kept for safety)
+            c.cells, c.sizes = np.zeros((len(ids), 2, 2)), np.zeros(len(ids), dtype=np.int64)
+        G = len(ids)
+        for f, axis in (("cells", 0), ("sizes", 0), ("bins", 0), ("score_sums", 0), ("boot_cells", 1),
+                        ("boot_bins", 1), ("boot_sums", 1)):  # cells no batch reached (dense ids)
+            v = getattr(c, f)
+            if v is not None and v.shape[axis] < G:
+                pad = [(0, 0)] * v.ndim
+                pad[axis] = (0, G - v.shape[axis])
+                setattr(c, f, np.pad(v, pad))
+        if ids.dense:
+            c.names = ids.names()
+        else:
+            order = ids.order()
+            c.names = ids.names(order)
+            for f, axis in (("cells", 0), ("sizes", 0), ("bins", 0), ("score_sums", 0), ("boot_cells", 1),
+                            ("boot_bins", 1), ("boot_sums", 1)):
+                v = getattr(c, f)
+                if v is not None:
+                    setattr(c, f, np.take(v, order, axis=axis))
+            c.combinations = ids.combinations
+        return c
+
+
+def _pass_mates(prop: ir.GroupMetric, ctx) -> list:
+    """The other properties of this run that count the same rows on the data backend (the pipeline
+    names the run's properties in ``ctx.pass_mates``): they are counted in the same pass."""
+    from fairspec.planning import plan
+
+    done = ctx.__dict__.setdefault("_group_counts", {})
+    out = []
+    for o in getattr(ctx, "pass_mates", ()):
+        if (o is prop or o.name == prop.name or o.name in done or o.kind != "group_metric" or o.data != prop.data
+                or o.features != prop.features or o.data is None or o.metric == "path_specific"
+                or o.param("rate") == "scoring"):
+            continue
+        if plan(o, ctx.spec).runner != "fairspec.backends.data:run":
+            continue
+        out.append(o)
+    return out
+
+
+def _forget_inputs(memo: dict, ctx, later: list) -> None:
+    """Drop the batch's encoded matrices no later property of the pass reads (they are the
+    largest arrays of a batch: rows x encoded width floats)."""
+    inputs = [k for k in memo if k[0] == "input"]
+    if not inputs:
+        return
+    keep = set()
+    for k in later:
+        m = k.prop.model
+        if not m or ctx.spec.encoding_for(m) is None:
+            continue
+        needs = [("decide", m)] + ([("score", m)] if k.calib else [])
+        if any(x not in memo for x in needs):
+            enc = ctx.encoding(m)
+            keep.add(("input", enc.width, enc.columns))
+    for k in inputs:
+        if k not in keep:
+            del memo[k]
+
+
+def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
+    """Accumulate the property's cells over record batches of the data (bounded memory: no row is
+    kept after its batch; rate = scoring first reads the scores once for their median).
+
+    One pass serves every property of the run over the same rows (``_pass_mates``): each batch is
+    read, encoded and run through each model once, and every property's counter takes its counts
+    from it; the others' counts wait in the context until their turn (the same counts, so the same
+    verdicts, as a pass of their own)."""
+    done = ctx.__dict__.setdefault("_group_counts", {})
+    if prop.name in done and done[prop.name][0] is prop:
+        out = done.pop(prop.name)[1]
+        if isinstance(out, BaseException):
+            raise out
+        return out
+    fs = ctx.spec.feature_set(prop.features)
+    counters = {prop.name: _Counter(prop, ctx, R)}
+    if prop.param("rate") == "scoring":
+        counters[prop.name].median = float(np.median(np.concatenate(
+            [scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows) for r in ctx.row_batches(fs.name, prop.data)])))
+    failed: dict = {}
+    mates = {}
+    for o in _pass_mates(prop, ctx):
+        mates[o.name] = o
+        try:
+            counters[o.name] = _Counter(o, ctx, setting(o, "bootstrap", "data"))
+        except Exception as e:  # noqa: BLE001 - that property's own error, raised when it runs
+            failed[o.name] = e
+    seen = 0
+    for rows in ctx.row_batches(fs.name, prop.data):
+        memo: dict = {}
+        order = list(counters.items())
+        for i, (name, k) in enumerate(order):
+            try:
+                k.add(rows, seen, memo)
+            except Exception as e:  # noqa: BLE001 - a mate's error is its own, raised when it runs
+                if name == prop.name:
+                    raise
+                failed[name] = e
+                del counters[name]
+            _forget_inputs(memo, ctx, [x for _, x in order[i + 1:]])
+        seen += rows.frame.n_rows
+    for name, o in mates.items():
+        done[name] = (o, failed[name] if name in failed else counters[name].result())
+    return counters[prop.name].result()
 
 
 def replicates(c: Counts, R: int, rng) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -254,6 +413,8 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
         details["weight"] = opts.get("weight")
     if empty:
         details["empty_groups"] = empty
+    if c.combinations is not None:  # sparse cells: the groups no row falls in are not listed one by one
+        details["empty_groups_count"] = c.combinations - G
     if share > 0:
         details["exclude_below"] = share
     if excluded.any():
