@@ -253,11 +253,30 @@ def _check_models(args, parallel: bool) -> int:
     if args.format == "json":
         print(json.dumps({"models": [{"model_file": f, **json.loads(rep.to_json(r))} for f, r in reports],
                           "exit_code": code}, indent=2))
+    elif args.format in ("sarif", "github"):  # SARIF: one run per model file; GitHub: the file in each annotation
+        from fairspec.report import ci
+
+        text = ci.to_sarif_models(reports, version=_version()) if args.format == "sarif" \
+            else ci.to_github_models(reports)
+        if text:
+            print(text)
     else:
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
         for f, r in reports:
             out.print(f"model file {f}")
             rep.print_text(r, out)
+    if args.html:
+        from fairspec.report.html import ReportWriteError, write_models
+
+        try:
+            write_models(reports, args.html, keep=tuple(x for _, r in reports for x in (r.inputs or ())))
+        except ReportWriteError as e:
+            print(f"fairspec: {e}", file=sys.stderr)
+            return 2
+        except ImportError as e:
+            print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
+                  f"pip install 'fairspec[report]'", file=sys.stderr)
+            return 2
     return code
 
 

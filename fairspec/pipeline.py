@@ -189,6 +189,9 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         t0 = time.perf_counter()
         report = Report(str(path), list(res.diagnostics))
         report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
+        report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
+                              if x) + (f,)
+        report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
         for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)]):
             if _merge_out(report, prop, out):
                 break

@@ -2,6 +2,10 @@
 
 Both take the same inputs for `lint` (diagnostics) and `check` (diagnostics,
 then the properties that are violated or unknown, at the property's span).
+`check --models NAME=FOLDER` (one report per model file): SARIF has one run per
+model file (``automationDetails.id`` and the run's ``properties.model_file`` name
+it); GitHub annotations name the model file in each verdict's title and message,
+and the spec's diagnostics, the same for every file, once.
 """
 
 from __future__ import annotations
@@ -73,9 +77,7 @@ def _verdict_results(verdicts, spans, error) -> list[tuple[str, str, str, object
     return out
 
 
-def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-             *, error: str | None = None, version: str = "0.1.0") -> str:
-    """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding."""
+def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None) -> dict:
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d)
                 for d in diagnostics]
     findings += [(r, lvl, msg, sp, None) for r, lvl, msg, sp in _verdict_results(verdicts, spans or {}, error)]
@@ -94,16 +96,34 @@ def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = No
     index = {r: i for i, r in enumerate(rule_ids)}
     results = []
     for rid, sev, msg, span, d in findings:
+        if model_file is not None and d is None:
+            msg = f"model file {model_file}: {msg}"
         res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
                "locations": _location(span)}
         if d is not None and d.related:
             res["relatedLocations"] = [{**_location(r.span)[0], "id": i, "message": {"text": r.message}}
                                        for i, r in enumerate(d.related)]
         results.append(res)
+    run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results}
+    if model_file is not None:
+        run["automationDetails"] = {"id": f"fairspec/models/{Path(model_file).name}",
+                                    "description": {"text": f"the spec checked with model file {model_file}"}}
+        run["properties"] = {"model_file": str(model_file)}
+    return run
+
+
+def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
+             *, error: str | None = None, version: str = "0.1.0") -> str:
+    """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding."""
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-           "runs": [{"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}},
-                     "results": results}]}
+           "runs": [_sarif_run(diagnostics, verdicts, spans, error, version)]}
     return json.dumps(log, indent=2)
+
+
+def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
+    """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order)."""
+    runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f) for f, r in reports]
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs}, indent=2)
 
 
 def _escape_data(s: str) -> str:
@@ -120,6 +140,28 @@ def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = N
     findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
                 for d in diagnostics]
     findings += _verdict_results(verdicts, spans or {}, error)
+    return "\n".join(_github_lines(findings))
+
+
+def to_github_models(reports) -> str:
+    """``check --models``: the spec's diagnostics once (they are the same for every model file), then
+    each model file's violated and unknown properties, the file named in the title and the message."""
+    lines, seen = [], set()
+    for f, r in reports:
+        for d in r.diagnostics:
+            key = (d.code, d.message, d.span)
+            if key not in seen:
+                seen.add(key)
+                lines += _github_lines([(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""),
+                                         d.span)])
+        name = Path(f).name if f else "?"
+        lines += _github_lines([(f"{rid} ({name})", sev, f"model file {f}: {msg}", span)
+                                for rid, sev, msg, span in _verdict_results(r.verdicts, r.property_spans or {},
+                                                                            r.error)])
+    return "\n".join(lines)
+
+
+def _github_lines(findings) -> list[str]:
     lines = []
     for rid, sev, msg, span in findings:
         cmd = {"error": "error", "warning": "warning"}.get(sev, "notice")
@@ -132,4 +174,4 @@ def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = N
                     props += [f"endColumn={span.end_column}"]
         props.append(f"title={_escape_prop(f'fairspec {rid}')}")
         lines.append(f"::{cmd} {','.join(props)}::{_escape_data(msg)}")
-    return "\n".join(lines)
+    return lines

@@ -56,14 +56,25 @@ class ReportWriteError(Exception):
 def write(report, path, *, keep: tuple = ()) -> Path:
     """Render the report and write it to ``path`` atomically (a temporary file in the same folder,
     then renamed).  Refuses to write over the spec or any file in ``keep`` (its models and data)."""
+    return _write(lambda: render(report), path, (report.spec, *keep))
+
+
+def write_models(reports, path, *, keep: tuple = ()) -> Path:
+    """``check --models``: one HTML file for all the model files (see :func:`render_models`)."""
+    files = tuple(f for f, _ in reports if f)
+    specs = tuple(r.spec for _, r in reports)
+    return _write(lambda: render_models(reports), path, (*specs, *files, *keep))
+
+
+def _write(render_text, path, keep: tuple) -> Path:
     out = Path(path)
     target = out.resolve()
-    for p in (report.spec, *keep):
+    for p in keep:
         if p and Path(p).resolve() == target:
             raise ReportWriteError(f"refusing to write the HTML report over {p}, which the spec reads")
     if not out.parent.is_dir():
         raise ReportWriteError(f"cannot write the HTML report {out}: folder {out.parent} does not exist")
-    text = render(report)
+    text = render_text()
     try:
         fd, tmp = tempfile.mkstemp(prefix=".fairspec-", suffix=".html", dir=out.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -85,28 +96,78 @@ def render(report) -> str:
                  f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT[report.exit_code])}) "
                  f"&middot; {report.seconds:.1f} s</p></header>")
     parts.append(_summary(report))
+    parts += _body(report)
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+def render_models(reports) -> str:
+    """``check --models``: one page for several model files: a table of every property's verdict
+    per model file (the comparison of candidate models), then each file's report in file order."""
+    e = html.escape
+    spec = reports[0][1].spec if reports else ""
+    parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    codes = [r.exit_code for _, r in reports]
+    code = next((c for c in (130, 2, 4, 1, 3) if c in codes), 0)
+    parts.append(f"<header><h1>fairspec check <code>{e(str(spec))}</code> over {len(reports)} model files</h1>"
+                 f"<p class=meta>{when} &middot; exit code {code} ({e(_EXIT.get(code, 'interrupted'))})</p></header>")
+    names = []
+    for _, r in reports:
+        for v in r.verdicts:
+            if v.name not in names:
+                names.append(v.name)
+    head = "".join(f"<th>{e(n)}</th>" for n in names)
+    rows = []
+    for k, (f, r) in enumerate(reports):
+        by = {v.name: (i, v) for i, v in enumerate(r.verdicts)}
+        cells = []
+        for n in names:
+            if n not in by:
+                cells.append("<td></td>")
+                continue
+            i, v = by[n]
+            value = "" if v.value is None else f" {_num(v.value)}"
+            cells.append(f"<td class='{v.status}'><a href='#m{k}p{i}'>{e(v.label)}</a>{value}</td>")
+        err = f"<td class=error>{e(r.error)}</td>" if r.error else ""
+        rows.append(f"<tr><td><a href='#m{k}'><code>{e(Path(f).name if f else str(spec))}</code></a></td>"
+                    + "".join(cells) + err + "</tr>")
+    parts.append("<main><section id=summary><h2>Model files</h2><table><thead><tr><th>model file</th>"
+                 f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
+    for k, (f, r) in enumerate(reports):
+        parts.append(f"<section class=model id='m{k}' data-model-file='{e(str(f))}'><h2>model file "
+                     f"<code>{e(str(f))}</code> &middot; exit code {r.exit_code}</h2>")
+        parts += _body(r, prefix=f"m{k}")
+        parts.append("</section>")
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+def _body(report, prefix: str = "") -> list[str]:
+    """The sections of one report after its summary: error, diagnostics, properties, warnings, loads."""
+    e = html.escape
+    parts = []
     if report.error:
-        parts.append(f"<section id=error><h2>Error</h2><p class=error>{e(report.error)}</p></section>")
+        parts.append(f"<section id={prefix}error><h2>Error</h2><p class=error>{e(report.error)}</p></section>")
     if report.diagnostics:
         items = "".join(f"<li><code>{e(d.code)}</code> {e(d.severity)}: {e(d.message)}"
                         f"{' (' + e(d.span.file) + ':' + str(d.span.line) + ')' if d.span else ''}</li>"
                         for d in report.diagnostics)
-        parts.append(f"<section id=diagnostics><h2>Diagnostics</h2><ul>{items}</ul></section>")
+        parts.append(f"<section id={prefix}diagnostics><h2>Diagnostics</h2><ul>{items}</ul></section>")
     claims = getattr(report, "claims", {})
     for i, v in enumerate(report.verdicts):
         op, t = claims.get(v.name, (None, None))
         if t is not None:  # the claim's threshold, for the pictures
             v = replace(v, details={**(v.details or {}), "threshold": t, "op": op})
-        parts.append(_property(v, i))
+        parts.append(_property(v, i, prefix))
     if report.warnings:
         items = "".join(f"<li>{e(w)}</li>" for w in report.warnings)
-        parts.append(f"<section id=warnings><h2>Warnings</h2><ul>{items}</ul></section>")
+        parts.append(f"<section id={prefix}warnings><h2>Warnings</h2><ul>{items}</ul></section>")
     if report.loads:
         items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s</li>" for x in report.loads)
-        parts.append(f"<section id=loads><h2>Loaded</h2><p>Model files and data tables, loaded once and not "
-                     f"counted in the properties' times:</p><ul>{items}</ul></section>")
-    parts.append("</main></body></html>\n")
-    return "".join(parts)
+        parts.append(f"<section id={prefix}loads><h2>Loaded</h2><p>Model files and data tables, loaded once and "
+                     f"not counted in the properties' times:</p><ul>{items}</ul></section>")
+    return parts
 
 
 _EXIT = {0: "everything holds", 1: "a property is violated", 2: "bad spec, model, data or usage",
@@ -130,9 +191,9 @@ def _summary(report) -> str:
     return f"<main><section id=summary><h2>Summary</h2><p>{head}</p>{table}</section>"
 
 
-def _property(v, i: int) -> str:
+def _property(v, i: int, prefix: str = "") -> str:
     e = html.escape
-    out = [f"<section class=property id='p{i}' data-property='{e(v.name)}'>",
+    out = [f"<section class=property id='{prefix}p{i}' data-property='{e(v.name)}'>",
            f"<h2>{e(v.name)} <span class='badge {v.status}'>{e(v.label)}</span></h2>",
            f"<p class=kind>{e(v.kind.replace('_', ' '))}"
            f"{' &middot; backend ' + e(v.backend) if v.backend else ''}"

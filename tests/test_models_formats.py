@@ -1,0 +1,94 @@
+"""`fairspec check --models NAME=FOLDER` in every output format: text, JSON, SARIF (one run per
+model file), GitHub annotations (the model file in each verdict) and one HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fairspec.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+ADULT = ROOT / "examples" / "adult" / "adult.fair"
+FILES = ("a_lr.skops", "b_dt.skops")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    d = tmp_path_factory.mktemp("candidates")
+    for name in FILES:
+        src = ROOT / "examples/adult/models" / ("lr.skops" if "lr" in name else "dt.skops")
+        (d / name).write_bytes(src.read_bytes())
+    return d
+
+
+def _run(capsys, folder, *extra) -> tuple[int, str]:
+    code = main(["check", str(ADULT), "--models", f"dt={folder}", "--property", "dt_parity_by_age", *extra])
+    cap = capsys.readouterr()
+    _run.err = cap.err
+    return code, cap.out
+
+
+@pytest.fixture(scope="module")
+def as_json(folder):
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main(["check", str(ADULT), "--models", f"dt={folder}", "--property", "dt_parity_by_age",
+                     "--format", "json"])
+    return code, json.loads(buf.getvalue())
+
+
+def _statuses(as_json) -> dict:
+    return {Path(m["model_file"]).name: m["properties"][0]["status"] for m in as_json[1]["models"]}
+
+
+def test_sarif_has_one_run_per_model_file(capsys, folder, as_json):
+    code, out = _run(capsys, folder, "--format", "sarif")
+    log = json.loads(out)
+    assert log["version"] == "2.1.0" and len(log["runs"]) == len(FILES)
+    assert [Path(r["properties"]["model_file"]).name for r in log["runs"]] == list(FILES)
+    ids = [r["automationDetails"]["id"] for r in log["runs"]]
+    assert len(set(ids)) == len(FILES) and all(i.startswith("fairspec/models/") for i in ids)
+    statuses = _statuses(as_json)
+    for name, run in zip(FILES, log["runs"]):
+        rules = [res["ruleId"] for res in run["results"]]
+        want = [] if statuses[name] == "holds" else [statuses[name]]
+        assert rules == want
+        assert all("model file " in res["message"]["text"] and name in res["message"]["text"]
+                   for res in run["results"])
+    assert code == as_json[0]
+
+
+def test_github_annotations_name_the_model_file(capsys, folder, as_json):
+    code, out = _run(capsys, folder, "--format", "github")
+    lines = [ln for ln in out.splitlines() if ln.startswith("::")]
+    statuses = _statuses(as_json)
+    assert len(lines) == sum(s != "holds" for s in statuses.values())
+    for name, status in statuses.items():
+        if status != "holds":
+            (line,) = [ln for ln in lines if f"({name})" in ln]
+            assert line.startswith("::error" if status == "violated" else "::warning")
+            assert "adult.fair" in line and "model file" in line
+    assert code == as_json[0]
+
+
+def test_html_is_one_page_for_all_model_files(capsys, folder, tmp_path, as_json):
+    page = tmp_path / "models.html"
+    code, out = _run(capsys, folder, "--html", str(page))
+    assert code == as_json[0]
+    assert all("model file" in out and name in out for name in FILES)  # the text report still printed
+    html = page.read_text()
+    assert html.count("<html") == 1 and "over 2 model files" in html
+    for k, name in enumerate(FILES):
+        assert name in html and f"id='m{k}'" in html and f"id='m{k}p0'" in html and f"href='#m{k}p0'" in html
+
+
+def test_html_refuses_to_overwrite_a_model_file(capsys, folder):
+    code, _ = _run(capsys, folder, "--html", str(folder / FILES[0]))
+    assert code == 2
+    assert "refusing to write the HTML report over" in _run.err
