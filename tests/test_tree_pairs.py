@@ -257,3 +257,21 @@ def test_local_search_respects_one_hot_groups_and_relaxed_inputs():
             assert ok, (seed, why)
             assert brute_force(prob, ens.forward).status == "violated"
     assert hits > 0
+
+
+def test_witnesses_are_centred_in_their_split_intervals():
+    """A continuous value on a threshold (float32 rounding could send the library's tree the
+    other way) is moved to the middle of its interval: same leaves, same outputs."""
+    from fairspec.backends.trees.modes import centred
+
+    t = _tree([1, -1, 0, -1, -1], [0.25, 0, 0.5, 0, 0], [1, -1, 3, -1, -1], [2, -1, 4, -1, -1],
+              [0, 0.1, 0, 0.2, 0.9])
+    ens = TreeEnsemble((t,), 2)
+    lo, hi = np.zeros(2), np.ones(2)
+    prob = PairProblem(ens, lo, hi, np.array([True, False]), (), (0,))
+    x, xp = np.array([0.0, 0.5]), np.array([1.0, 0.5])
+    cx, cxp = centred(prob, x, xp)
+    assert cx[1] == cxp[1] == pytest.approx(0.625)
+    assert cx[0] == 0.0 and cxp[0] == 1.0                  # integral inputs untouched
+    assert np.array_equal(ens.aggregate(np.vstack([x, xp])), ens.aggregate(np.vstack([cx, cxp])))
+    assert centred(prob, np.array([0.0, 0.0]), xp)[0][1] == pytest.approx(0.125)

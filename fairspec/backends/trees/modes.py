@@ -3,24 +3,28 @@
 The problem is a :class:`~fairspec.backends.pair.PairProblem` whose ``net`` is a folded,
 pruned :class:`~fairspec.models.trees.TreeEnsemble` (see :mod:`.space`); the results are the
 same :class:`~fairspec.backends.pair.PairResult` as for ReLU networks. First
-:func:`~fairspec.backends.trees.space.instant_verdict` may prove it with no solver. Then, with
+:func:`~fairspec.backends.trees.space.instant_verdict` may prove it with no solver; then (find
+and prove, unless ``falsify=False``) the local search of :mod:`.search` looks for a violating
+pair on a quarter of the budget (at most 10 s). Then, with
 ``S`` the aggregate of ``x`` and ``S'`` of ``x'`` and ``c`` the decision threshold on S
 (1/2 for probabilities, 0 for logits); by symmetry a violation exists iff one with S >= S':
 
 * ``label``: a violation is ``S > c >= S'``. MILP: first a feasible pair with
   ``S >= c + 1e-7``, ``S' <= c`` (a witness, no optimisation); when there is none, maximise
-  ``S`` subject to ``S' <= c`` (a bound ``<= c - 1e-7`` proves the property);
+  ``S`` subject to ``S' <= c`` (a dual bound ``< c - 1e-9`` proves the property: the shared
+  holds rule of :func:`fairspec.backends.pair_drivers.holds` on the measure ``S - c``);
 * ``prob`` on a forest (S is the probability) and ``logit`` on a boosted model (S is the
   logit): a violation is ``S - S' > eps``; MILP: first ``S - S' >= eps + 1e-7``, then
-  maximise ``S - S'``;
+  maximise ``S - S'`` (a dual bound ``<= eps`` proves it, the same rule);
 * ``prob`` on a boosted model: ``sigmoid(S) - sigmoid(S') > eps``, decided with the convex
   tangent cuts of :func:`~fairspec.backends.pair.prob_cut`, added at each spurious solution;
 * ``logit`` on a forest is not linear in the leaves and ends ``unknown``.
 
 With ``portfolio`` (the default for HiGHS/SCIP) z3 runs first on a third of the budget (at
 most 10 s): on forests and boosted models it finds violations several times faster
-(bench/trees.py), and its unsat is a proof; the MILP gets the rest. Leaves make the outputs exact sums, so only a MILP optimum within 1e-7 of the threshold is
-ambiguous (solver tolerance); z3 (exact rationals) then settles it with the remaining time.
+(bench/trees.py), and its unsat is a proof; the MILP gets the rest. Leaves make the outputs
+exact sums, so only a MILP optimum within solver tolerance of the threshold is ambiguous; z3
+(exact rationals) then settles it with the remaining time.
 Every witness is rounded onto the domain and re-checked with
 :func:`~fairspec.backends.pair.check_witness` on the ensemble before it is returned.
 """
@@ -32,6 +36,7 @@ import time
 
 import numpy as np
 
+from fairspec.backends.pair_drivers import holds
 from fairspec.backends.pair import (PairProblem, PairResult, check_witness, clean_pair, logit_fn, make_witness,
                                     pair_measure, prob_cut, prob_cut_points)
 from fairspec.models.network import sigmoid
@@ -93,7 +98,14 @@ class _Run:
             return None
         p = self.problem
         x, xp = clean_pair(p, *pair)
-        return _oriented(p, (x, xp)) if check_witness(p, x, xp, p.net.forward) else None
+        if not check_witness(p, x, xp, p.net.forward):
+            return None
+        # continuous values moved to the middle of their split interval: the same leaves, but
+        # clear of float32 rounding at the thresholds (the libraries compare in float32)
+        cx, cxp = centred(p, x, xp)
+        if check_witness(p, cx, cxp, p.net.forward):
+            x, xp = cx, cxp
+        return _oriented(p, (x, xp))
 
     def result(self, status, mode, **kw) -> PairResult:
         stats = dict(self.stats)
@@ -101,6 +113,32 @@ class _Run:
             stats.update(self._eng.stats)
         return PairResult(status, engine=self.engine_name, mode=mode, seconds=time.perf_counter() - self.t0,
                           stats=stats, **kw)
+
+
+def centred(problem: PairProblem, x, xp) -> tuple[np.ndarray, np.ndarray]:
+    """The pair with every continuous, non-relaxed input moved to the midpoint of the
+    interval between split values (of the folded ensemble) it lies in: each tree reaches the
+    same leaf, and the value is as far as it can be from a threshold."""
+    from fairspec.backends.trees.space import cuts_by_feature
+
+    cuts = cuts_by_feature(problem.net)
+    relaxed = {i for i, _ in problem.relaxed}
+    grouped = {i for g in problem.onehot_groups for i in g}
+    x, xp = np.array(x, dtype=np.float64), np.array(xp, dtype=np.float64)
+    for i, cs in cuts.items():
+        if problem.integer[i] or i in relaxed or i in grouped:
+            continue
+        lo, hi = float(problem.lo[i]), float(problem.hi[i])
+        edges = np.array([lo] + [c for c in cs if lo < c < hi] + [hi])
+        for v in (x, xp):
+            k = int(np.searchsorted(edges, v[i], side="left"))      # v in (edges[k-1], edges[k]]
+            if k == 0:                                               # v == lo: in [lo, edges[1]]
+                if any(c == lo for c in cs):                         # unless a split sits at lo
+                    continue
+                k = 1
+            if k < len(edges):
+                v[i] = 0.5 * (edges[k - 1] + edges[k])
+    return x, xp
 
 
 def _instant(run: _Run, mode: str) -> PairResult | None:
@@ -228,7 +266,10 @@ def _decide(run: _Run, mode: str) -> PairResult:
     if st in ("timeout", "error") and pair is None:
         return run.result("unknown", mode, reason="time limit reached before the MILP was decided"
                           if st == "timeout" else "solver error")
-    if st == "optimal" and bound is not None and bound <= limit - TOL:
+    # the shared holds rule (a non-strict dual bound on the violation measure: S - c given
+    # S' <= c for a decision, S - S' otherwise)
+    if st == "optimal" and bound is not None and holds(p.post if kind != "label" else "label", p.eps,
+                                                        bound - limit if kind == "label" else bound):
         return run.result("holds", mode, how="proved", bound=0.0 if kind == "label" else bound,
                           reason="the MILP's optimum stays on the fair side of the threshold")
     if st == "optimal":

@@ -136,9 +136,8 @@ class _Pairs:
         return np.clip(a + d, p.lo[i], p.hi[i])
 
     def neighbours(self, x, xp):
-        """(affected inputs, X, XP) per block move: every pair that changes one block of (x, x')."""
+        """Yields (affected inputs, X, XP) per block move: every pair that changes one block of (x, x')."""
         p = self.p
-        out = []
         for kind, idx, group in self.blocks:
             if group:
                 units = np.eye(len(idx))
@@ -150,7 +149,7 @@ class _Pairs:
                         X[:, list(idx)] = units
                     if kind == "tied" or copy == 1:
                         XP[:, list(idx)] = units
-                    out.append((idx, X, XP))
+                    yield idx, X, XP
                 continue
             i = idx[0]
             c = self.cand[i]
@@ -158,13 +157,13 @@ class _Pairs:
                 X = np.tile(x, (len(c), 1))
                 XP = np.tile(xp, (len(c), 1))
                 X[:, i] = XP[:, i] = c
-                out.append((idx, X, XP))
+                yield idx, X, XP
             elif kind == "free":
                 for copy in (0, 1):
                     X = np.tile(x, (len(c), 1))
                     XP = np.tile(xp, (len(c), 1))
                     (X if copy == 0 else XP)[:, i] = c
-                    out.append((idx, X, XP))
+                    yield idx, X, XP
             else:
                 t = self.relaxed[i]
                 a_vals = np.unique(np.concatenate([c, [x[i]]]))
@@ -180,8 +179,7 @@ class _Pairs:
                 XP = np.tile(xp, (len(pairs), 1))
                 X[:, i] = pairs[:, 0]
                 XP[:, i] = pairs[:, 1]
-                out.append((idx, X, XP))
-        return out
+                yield idx, X, XP
 
 
 def falsify(problem, deadline: float | None = None, seed: int = 0, max_rounds: int = 400,
@@ -228,6 +226,8 @@ def falsify(problem, deadline: float | None = None, seed: int = 0, max_rounds: i
                 trees = sorted({k for i in idx for k in ev.reads.get(i, ())})
                 if not trees:
                     continue
+                if expired():
+                    break
                 sx, sxp = cx.sum(), cxp.sum()
                 ox, oxp = cx[trees].sum(), cxp[trees].sum()
                 nx = np.zeros(len(NX))
