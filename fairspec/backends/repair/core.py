@@ -171,8 +171,13 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     out.greedy = bool(getattr(ch, "greedy", False))
     new_dec = dec.copy()
     patches: list[dict[int, list]] = [dict() for _ in trees]
-    box_cache: dict = {}
-    for cell, mask in changes:
+    box_cache: dict = {}   # tree -> its leaves' path hypercubes (this repair only)
+    from fairspec.models.sklearn_model import leaf_boxes
+    if kind == "forest" and changes:
+        # each tree's vote on one row of every changed cell (a cell's rows share every leaf)
+        reps = np.array([cells.rows(cell)[0] for cell, _ in changes])
+        votes = np.column_stack([_proba(t, X[reps].astype(np.float32))[:, pb.positive] for t in trees])
+    for n_change, (cell, mask) in enumerate(changes):
         rows = cells.rows(cell)
         target = 1 - int(cells.decision[cell])
         if mask is None or mask.all():
@@ -188,14 +193,16 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         region = pb.group_boxes[int(cells.group[cell])]
         if kind == "forest":
             region = _intersection_box(trees, cells.keys[cell], region, box_cache)
-            which = _trees_to_patch(est, trees, X[rows[0]], target, pb.positive)
+            which = _trees_to_patch(votes[n_change], target)
         else:
             which = [0]
         for t in which:
             leaf = int(cells.keys[cell][t])
             vec = leaf_value(target, pb.positive)
+            if t not in box_cache:
+                box_cache[t] = leaf_boxes(trees[t].tree_)
             for b in boxes:
-                bb = intersect(region, b)
+                bb = _drop_implied(intersect(region, b), box_cache[t][leaf])
                 patches[t].setdefault(leaf, []).append((bb, vec))
     out.leaves_patched = sum(len(p) for p in patches)
     new = repaired_estimator(est, patches)
@@ -235,6 +242,18 @@ def _refine_points(cells: Cells, X: np.ndarray, sign, base, sizes, pb: Problem, 
     return st, changes, points
 
 
+def _drop_implied(box: dict, path: dict) -> dict:
+    """``box`` without the bounds that the leaf's own path hypercube already implies: inside the
+    leaf they always hold, so the patch's subtree need not test them again."""
+    out = {}
+    for col, (lo, hi) in box.items():
+        plo, phi = path.get(col, (-np.inf, np.inf))
+        lo, hi = (lo if lo > plo else -np.inf), (hi if hi < phi else np.inf)
+        if lo != -np.inf or hi != np.inf:
+            out[col] = (lo, hi)
+    return out
+
+
 def _intersection_box(trees, key, region, cache: dict):
     """The box of an intersection of paths (one leaf per tree) within ``region``.  ``cache`` holds
     each tree's leaf boxes for this repair only: nothing is stored on the estimator (a deep copy of
@@ -251,12 +270,12 @@ def _intersection_box(trees, key, region, cache: dict):
     return box
 
 
-def _trees_to_patch(est, trees, x, target: int, positive: int) -> list[int]:
-    """The fewest trees whose leaf for x, made pure, moves the forest's averaged vote to ``target``
-    (section V-B, with scikit-learn's soft vote: the mean of the trees' class probabilities)."""
-    x = x.reshape(1, -1).astype(np.float32)
-    p = np.array([float(_proba(t, x)[0, positive]) for t in trees])
-    n = len(trees)
+def _trees_to_patch(p: np.ndarray, target: int) -> list[int]:
+    """The fewest trees whose leaf, made pure, moves the forest's averaged vote to ``target``
+    (section V-B, with scikit-learn's soft vote: the mean of the trees' class probabilities);
+    ``p``: each tree's probability of the positive decision on the cell."""
+    p = np.asarray(p, dtype=float)
+    n = len(p)
     order = np.argsort(p) if target == 1 else np.argsort(-p)
     cur = p.copy()
     chosen = []

@@ -15,39 +15,46 @@ import numpy as np
 from fairspec.backends.repair.hypercubes import INF, intersect
 
 
-def _split(entries, region):
-    """Pick a test (column, threshold) from the first entry's box not implied by the region."""
-    box = entries[0][0]
-    for col, (lo, hi) in box.items():
+def _split(entries, region, start: int = 0):
+    """Pick a test (column, threshold, position) from the first entry's box not implied by the
+    region, looking at its columns from ``start`` on (those before are implied already)."""
+    items = entries[0][2]
+    for i in range(start, len(items)):
+        col, (lo, hi) = items[i]
         rlo, rhi = region.get(col, (-INF, INF))
         if hi < rhi:
-            return col, hi
+            return col, hi, i
         if lo > rlo:
-            return col, lo
+            return col, lo, i
     return None
 
 
-def _subtree(entries, default_value, region, out: list):
+def _subtree(entries, default_value, region, out: list, live=None, start: int = 0):
     """Append nodes for a subtree to ``out``; returns the index of its root.
-    entries: [(box, value vector)], disjoint; default_value: the old leaf's value vector."""
-    live = []
-    for box, v in entries:
-        b = intersect(box, region)
-        if b is not None:
-            live.append((b, v))
+    entries: [(box, value vector)], disjoint; default_value: the old leaf's value vector.
+    ``live``: the entries meeting ``region`` (computed once at the root; a split on one column only
+    needs that column checked, so each child keeps the entries whose interval on it meets its side).
+    ``start``: the first live entry's columns before it are implied by the region."""
+    if live is None:
+        live = [(box, v, list(box.items())) for box, v in entries if intersect(box, region) is not None]
     k = len(out)
     if not live:
         out.append(("leaf", default_value))
         return k
-    s = _split(live, region)
+    s = _split(live, region, start)
     if s is None:  # the first box covers the whole region (boxes are disjoint: it is alone here)
         out.append(("leaf", live[0][1]))
         return k
-    col, thr = s
+    col, thr, pos = s
     out.append(None)
     lo, hi = region.get(col, (-INF, INF))
-    left = _subtree(live, default_value, {**region, col: (lo, min(hi, thr))}, out)
-    right = _subtree(live, default_value, {**region, col: (max(lo, thr), hi)}, out)
+    # left: lo < x <= min(hi, thr); right: max(lo, thr) < x <= hi (live boxes already meet region)
+    go_left = [e for e in live if e[0].get(col, (-INF, INF))[0] < thr]
+    go_right = [e for e in live if e[0].get(col, (-INF, INF))[1] > thr]
+    left = _subtree(entries, default_value, {**region, col: (lo, min(hi, thr))}, out, go_left,
+                    pos if go_left and go_left[0] is live[0] else 0)
+    right = _subtree(entries, default_value, {**region, col: (max(lo, thr), hi)}, out, go_right,
+                     pos if go_right and go_right[0] is live[0] else 0)
     out[k] = ("split", col, thr, left, right)
     return k
 
@@ -55,66 +62,53 @@ def _subtree(entries, default_value, region, out: list):
 def patched_tree(tree, patches: dict[int, list], n_features: int):
     """A copy of the sklearn ``Tree`` with leaves replaced: patches maps leaf -> [(box, value vector)].
     The old nodes keep their places; a patched leaf becomes the root of its subtree, whose other
-    nodes are appended (scikit-learn follows child indices, so any order of nodes is a valid tree)."""
+    nodes are appended (scikit-learn follows child indices, so any order of nodes is a valid tree;
+    the appended nodes carry the patched leaf's sample counts)."""
     from sklearn.tree._tree import Tree
 
     st = tree.__getstate__()
     nodes, values = st["nodes"], st["values"]
     n0 = len(nodes)
-    extra_nodes, extra_values = [], []
-    depth_of = _node_depths(nodes) if patches else None
     max_depth = int(st["max_depth"])
-    new_nodes = nodes.copy()
-    new_values = values.copy()
-    template = nodes[0].copy()
-
-    def put(i, rec, val):
-        if i < n0:
-            new_nodes[i] = rec
-            if val is not None:
-                new_values[i] = val
-        else:
-            extra_nodes[i - n0] = rec
-            if val is not None:
-                extra_values[i - n0] = val
-
+    depth_of = _node_depths(nodes) if patches else None
+    at, src, feat, thr, lch, rch, vals = [], [], [], [], [], [], []   # one entry per written node
+    n_extra = 0
     for leaf, entries in patches.items():
         leaf = int(leaf)
         sub: list = []
         _subtree(entries, values[leaf][0], {}, sub)
-        # place sub[0] at the leaf, the others after every node so far
-        where = [leaf] + [n0 + len(extra_nodes) + k for k in range(len(sub) - 1)]
-        for _ in range(len(sub) - 1):
-            extra_nodes.append(template.copy())
-            extra_values.append(values[leaf].copy())
+        where = [leaf] + list(range(n0 + n_extra, n0 + n_extra + len(sub) - 1))
+        n_extra += len(sub) - 1
         depth = {0: int(depth_of[leaf])}
         for k, node in enumerate(sub):
-            rec = (nodes[leaf] if k == 0 else template).copy()
-            d = depth[k]
-            max_depth = max(max_depth, d)
+            max_depth = max(max_depth, depth[k])
+            at.append(where[k]); src.append(leaf)
             if node[0] == "leaf":
-                rec["left_child"] = rec["right_child"] = -1
-                rec["feature"], rec["threshold"] = -2, -2.0
-                if "missing_go_to_left" in rec.dtype.names:
-                    rec["missing_go_to_left"] = 0
-                val = np.asarray(node[1], dtype=values.dtype).reshape(values[0].shape)
+                feat.append(-2); thr.append(-2.0); lch.append(-1); rch.append(-1)
+                vals.append(np.asarray(node[1], dtype=values.dtype).reshape(values[0].shape))
             else:
-                _, col, thr, left, right = node
-                rec["feature"], rec["threshold"] = col, thr
-                rec["left_child"], rec["right_child"] = where[left], where[right]
-                if "missing_go_to_left" in rec.dtype.names:
-                    rec["missing_go_to_left"] = 1
-                depth[left] = depth[right] = d + 1
-                val = values[leaf]
-            put(where[k], rec, val)
-    if extra_nodes:
-        arr = np.concatenate([new_nodes, np.array(extra_nodes, dtype=nodes.dtype)])
-        vals = np.concatenate([new_values, np.array(extra_values, dtype=values.dtype)])
+                _, col, t, left, right = node
+                feat.append(col); thr.append(t); lch.append(where[left]); rch.append(where[right])
+                vals.append(values[leaf])
+                depth[left] = depth[right] = depth[k] + 1
+    if not at:
+        arr, new_values = nodes.copy(), values.copy()
     else:
-        arr, vals = new_nodes, new_values
+        at_a, src_a = np.array(at), np.array(src)
+        arr = np.concatenate([nodes, np.zeros(n_extra, dtype=nodes.dtype)])
+        new_values = np.concatenate([values, np.zeros((n_extra,) + values.shape[1:], dtype=values.dtype)])
+        for name in nodes.dtype.names:          # statistics: those of the patched leaf
+            arr[name][n0:] = nodes[name][src_a[at_a >= n0]][np.argsort(at_a[at_a >= n0])]
+        arr["feature"][at_a] = feat
+        arr["threshold"][at_a] = thr
+        arr["left_child"][at_a] = lch
+        arr["right_child"][at_a] = rch
+        if "missing_go_to_left" in nodes.dtype.names:
+            arr["missing_go_to_left"][at_a] = np.where(np.array(lch) >= 0, 1, 0)
+        new_values[at_a] = np.array(vals, dtype=values.dtype)
     t = Tree(n_features, np.asarray(tree.n_classes, dtype=np.intp), int(tree.n_outputs))
     t.__setstate__({"max_depth": int(max_depth), "node_count": len(arr), "nodes": arr,
-                    "values": np.ascontiguousarray(vals)})
+                    "values": np.ascontiguousarray(new_values)})
     return t
 
 
