@@ -1,8 +1,13 @@
 """Scale: group metrics on Adult repeated 1x..1000x (Parquet), and the parallel jobs on 1 / 2 workers.
 
     nice python bench/scale.py groups   [--copies 1,10,100,1000] [--no-fairlearn]
-    nice python bench/scale.py parallel
-    nice python bench/scale.py all
+    nice python bench/scale.py parallel                  # = bench/parallel_jobs.py
+    nice python bench/scale.py all [--skip-parallel]
+
+The lead's re-run (1x, 10x, 100x with fairlearn; about 5 minutes on a quiet 2-core machine,
+most of it fairlearn at 100x) rewrites bench/results/scale.{md,json}:
+
+    nice python bench/scale.py groups --copies 1,10,100
 
 ``groups``: the four group-metric properties of examples/adult/adult.fair (mlp_sex and
 lr_sex_race disparate impact, dt_parity_by_age statistical parity, mlp_equalized_odds), each
@@ -18,7 +23,9 @@ millions of rows does not fit the budget) where they fit in memory (up to 100x).
 REFERENCE.md), PBA over the full Adult test set, and a 1000-resample bootstrap over a
 distribution estimated from data.  Ratios are against the 1-worker run of the same process.
 
-Results go to bench/results/scale.json (and a table on stdout) with the load average.
+The group metrics go to bench/results/scale.{json,md} with the load average; the parallel jobs
+are bench/parallel_jobs.py's, which writes bench/results/parallel_jobs.{json,md} (scale.md keeps
+the rows of the last parallel run made through this file, marked as such).
 """
 
 from __future__ import annotations
@@ -117,7 +124,11 @@ def _child_fairlearn(parquet: str) -> dict:
 
     _preimport()
     t0 = time.perf_counter()
-    df = pd.read_parquet(parquet)
+    import pyarrow.parquet as pq
+
+    # text columns as pandas categoricals (as pyarrow stores them): fairlearn's fastest input
+    text = [f.name for f in pq.read_schema(parquet) if str(f.type) in ("string", "large_string")]
+    df = pq.read_table(parquet, read_dictionary=text).to_pandas()
     df = df[~(df == "?").any(axis=1)].reset_index(drop=True)
     for c in ("age", "education-num", "hours-per-week", "capital-gain", "capital-loss"):
         df[c] = df[c].astype(np.int64)
@@ -216,8 +227,15 @@ def table(res: dict) -> str:
                    + (f"{fl['wall_s']:.1f} | {fl['peak_mib']:.0f} | {row.get('time_ratio_fairspec_over_fairlearn')} | "
                       f"{'yes' if row.get('values_agree') else 'no'}" if "wall_s" in fl else "- | - | - | -")
                    + f" | {verdicts} | {row.get('load_before', 0):.1f} |")
+    out += ["", "fairspec counts the four properties in one streamed pass of the Parquet file (plus one pass that "
+                "fits the models' min-max scaling); fairlearn reads the same rows with pandas (text as categoricals), "
+                "encodes them the same way and computes point values with MetricFrame. Re-run: "
+                "`nice python bench/scale.py groups --copies 1,10,100` (about 5 minutes on a quiet machine; "
+                "add 1000 for 30 M rows, fairspec only)."]
     if res.get("parallel"):
         out += ["", "## Parallel jobs: one executor, 1 worker / 2 workers / a 2-worker dask LocalCluster", "",
+                "These rows are from the last parallel run made through this file; the parallel benchmark is now "
+                "bench/parallel_jobs.py, whose results are bench/results/parallel_jobs.md.", "",
                 "| job | 1 worker s | 2 workers s | LocalCluster 2 s | speedup 2 workers | speedup LocalCluster "
                 "| same result | load before / after |", "|:---|---:|---:|---:|---:|---:|:---:|---:|"]
         for row in res["parallel"]:
@@ -240,6 +258,7 @@ def main() -> None:
     ap.add_argument("what", choices=("groups", "parallel", "all", "table"))
     ap.add_argument("--copies", default="1,10,100,1000")
     ap.add_argument("--no-fairlearn", action="store_true")
+    ap.add_argument("--skip-parallel", action="store_true", help="with all: the group metrics only")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args()
     res = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
@@ -247,15 +266,18 @@ def main() -> None:
         Path(args.out).with_suffix(".md").write_text(table(res))
         print(table(res))
         return
+    if args.what == "parallel":
+        subprocess.run([sys.executable, str(HERE / "parallel_jobs.py")], check=False)  # its own results files
+        return
     res["machine"] = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
     if args.what in ("groups", "all"):
         res["groups"] = bench_groups([int(x) for x in args.copies.split(",")], not args.no_fairlearn)
-    if args.what in ("parallel", "all"):
-        from parallel_jobs import bench_parallel  # noqa: E402 - bench/parallel_jobs.py
-
-        res["parallel"] = bench_parallel()
+    if args.what == "all" and not args.skip_parallel:
+        subprocess.run([sys.executable, str(HERE / "parallel_jobs.py")], check=False)  # its own results files
     res["machine"]["load_average_end"] = os.getloadavg()
     Path(args.out).write_text(json.dumps(res, indent=1, default=str) + "\n")
+    Path(args.out).with_suffix(".md").write_text(table(res))
+    print(table(res))
 
 
 if __name__ == "__main__":
