@@ -1,7 +1,12 @@
 """FairRepair benchmark: repair goals on Adult, German and COMPAS, decision trees and 30-tree forests.
 
     nice python bench/repair.py [--datasets adult,german,compas] [--models tree,forest]
+                                [--sensitive sex,race,"sex x race"] [--c 0.7,0.8,0.9] [--alpha 1.05,1.2]
                                 [--timeout 300] [--solvers] [--out bench/results/repair.json]
+
+A subset (e.g. `--models forest --data adult --sensitive sex`) replaces only its own rows of the
+results file (same data, model, groups, c, alpha); the other rows, and the findings written
+under "## Findings" in the .md, are kept.  `--fresh` starts the file anew.
 
 For each data set a spec is generated (data, features, one-hot / min-max encoding); a
 DecisionTreeClassifier and a 30-tree RandomForestClassifier are trained on an 80% split (the
@@ -11,7 +16,8 @@ whole data set (the paper repairs on the data it trains on), writing each repair
 it back and re-verifying the goal.  The table gives time, achieved / minimal semantic difference,
 the accuracy change, and the paper's figures beside.  `--solvers` also times the exact optimiser
 (HiGHS MILP, SCIP MILP, z3 Optimize as the paper's MaxSMT, python-sat RC2) on the same flip
-instances.  Data are read from ../shared/data (relative to the repository).
+instances (HiGHS in its aggregated form, one count per class of interchangeable cells, as fairspec
+runs it; the others with one binary per cell).  Data are read from ../shared/data (relative to the repository).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ if not SHARED.exists():
     SHARED = Path("/work/shared/data")
 sys.path.insert(0, str(REPO))
 
+RUN_STARTED = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 C_VALUES = (0.7, 0.8, 0.9)
 ALPHAS = (1.05, 1.2)
 PAPER = {  # FairRepair (the paper, section VIII): average repair times
@@ -139,11 +146,14 @@ def train(name, df, meta, work: Path, kind: str, seed: int = 0) -> tuple[Path, f
     return model, float((est.predict(X[~tr]) == y[~tr]).mean())
 
 
-def repair_blocks(meta, timeout: float, out_dir: Path, tag: str) -> tuple[str, list[dict]]:
+def repair_blocks(meta, timeout: float, out_dir: Path, tag: str, c_values=C_VALUES, alphas=ALPHAS,
+                  sensitive=None) -> tuple[str, list[dict]]:
     blocks, rows = [], []
     for gname, groups in meta["groups"].items():
-        for c in C_VALUES:
-            for a in ALPHAS:
+        if sensitive is not None and gname not in sensitive:
+            continue
+        for c in c_values:
+            for a in alphas:
                 pname = f"r_{gname.replace(' x ', '_x_')}_{int(c * 100)}_{int(a * 100)}"
                 out = out_dir / f"{tag}_{pname}.skops"
                 blocks.append(f"repair {pname} for m {{\n  goal passing_rate_ratio(groups {groups}) >= {c}\n"
@@ -154,7 +164,7 @@ def repair_blocks(meta, timeout: float, out_dir: Path, tag: str) -> tuple[str, l
 
 
 def run_dataset(name: str, kinds, timeout: float, work: Path, results: list, solvers: bool, sink,
-                compare_timeout: float = 30.0) -> None:
+                compare_timeout: float = 30.0, c_values=C_VALUES, alphas=ALPHAS, sensitive=None) -> None:
     from fairspec.pipeline import check
 
     df, meta = DATASETS[name]()
@@ -162,7 +172,9 @@ def run_dataset(name: str, kinds, timeout: float, work: Path, results: list, sol
         t0 = time.perf_counter()
         model, test_acc = train(name, df, meta, work, kind)
         train_s = time.perf_counter() - t0
-        blocks, rows = repair_blocks(meta, timeout, work, f"{name}_{kind}")
+        blocks, rows = repair_blocks(meta, timeout, work, f"{name}_{kind}", c_values, alphas, sensitive)
+        if not rows:
+            continue
         spec = write_spec(name, df, meta, work, model, blocks)
         for r in rows:
             t1 = time.perf_counter()
@@ -182,7 +194,8 @@ def run_dataset(name: str, kinds, timeout: float, work: Path, results: list, sol
                          ratio_before=min((p["ratio"] or 0) for p in d["pairs_before"]) if d.get("pairs_before") else None,
                          ratio_after=min((p["ratio"] or 0) for p in d["pairs_after"]) if d.get("pairs_after") else None,
                          reverified=d.get("reverified"), written=d.get("written"), reason=v.reason)
-            r.update(dataset=name, model=kind, test_accuracy=round(test_acc, 4), train_seconds=round(train_s, 2))
+            r.update(dataset=name, model=kind, test_accuracy=round(test_acc, 4), train_seconds=round(train_s, 2),
+                     load=[round(x, 2) for x in os.getloadavg()], run=RUN_STARTED)
             results.append(r)
             sink(r)
         if solvers:
@@ -273,8 +286,8 @@ def table(results: list[dict]) -> str:
     rep = [r for r in results if not r.get("comparison")]
     lines = ["| data | model | groups | c | alpha | verdict | time (s) | minimal | achieved | achieved/minimal | "
              "rows changed | paths flipped / refined | accuracy before -> after | ratio before -> after | "
-             "re-verified | paper |",
-             "|" + "---|" * 16]
+             "re-verified | load | paper |",
+             "|" + "---|" * 17]
     for r in rep:
         ach, mn = r.get("achieved"), r.get("minimal")
         ratio = f"{ach / mn:.3f}" if ach is not None and mn else ""
@@ -285,7 +298,8 @@ def table(results: list[dict]) -> str:
         lines.append(f"| {r['dataset']} | {r['model']} | {r['groups']} | {r['c']} | {r['alpha']} | {r['status']} | "
                      f"{r.get('seconds', '')} | {mn if mn is not None else ''} | {ach if ach is not None else ''} | "
                      f"{ratio} | {r.get('rows_changed', '')} | {r.get('paths_flipped', '')} / {r.get('paths_refined', '')} | "
-                     f"{acc} | {rat} | {r.get('reverified', '')} | {PAPER[(r['dataset'], r['model'])]} |")
+                     f"{acc} | {rat} | {r.get('reverified', '')} | {_fmt_load(r.get('load'))} | "
+                     f"{PAPER[(r['dataset'], r['model'])]} |")
     comp = [r for r in results if r.get("comparison")]
     if comp:
         lines += ["", "| data | model | groups | c | alpha | stage | options | solver | status | paths | seconds | "
@@ -299,37 +313,94 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _key(r: dict) -> tuple:
+    return (r.get("dataset"), r.get("model"), r.get("groups"), r.get("c"), r.get("alpha"), r.get("solver"),
+            bool(r.get("comparison")))
+
+
+def _merge(old: list[dict], new: list[dict]) -> list[dict]:
+    """The old rows with those re-run replaced in place, then the rows new to the file."""
+    fresh = {_key(r): r for r in new}
+    out = [fresh.pop(_key(r), r) for r in old]
+    return out + [r for r in new if _key(r) in fresh]
+
+
+def _order(results: list[dict]) -> list[dict]:
+    ds = {d: i for i, d in enumerate(DATASETS)}
+    mo = {"tree": 0, "forest": 1}
+    gr = {"sex": 0, "race": 1, "sex x race": 2}
+    return sorted(results, key=lambda r: (bool(r.get("comparison")), ds.get(r.get("dataset"), 9),
+                                          mo.get(r.get("model"), 9), gr.get(r.get("groups"), 9), r.get("c") or 0,
+                                          r.get("alpha") or 0))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", default="adult,german,compas")
+    ap.add_argument("--datasets", "--data", default="adult,german,compas")
     ap.add_argument("--models", default="tree,forest")
+    ap.add_argument("--sensitive", default=None, help='comma-separated among sex, race, "sex x race" (default: all)')
+    ap.add_argument("--c", default=",".join(map(str, C_VALUES)), help="comma-separated ratios c")
+    ap.add_argument("--alpha", default=",".join(map(str, ALPHAS)), help="comma-separated alphas")
     ap.add_argument("--timeout", type=float, default=300.0, help="per repair (the spec's timeout)")
     ap.add_argument("--solvers", action="store_true", help="also time HiGHS, SCIP, z3 and RC2 on the same instances")
     ap.add_argument("--compare-timeout", type=float, default=30.0, help="per solver in the comparison")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "repair.json"))
+    ap.add_argument("--fresh", action="store_true", help="do not keep the rows of the existing results file")
     args = ap.parse_args()
+    c_values = tuple(float(x) for x in args.c.split(","))
+    alphas = tuple(float(x) for x in args.alpha.split(","))
+    sensitive = None if args.sensitive is None else {x.strip() for x in args.sensitive.split(",")}
     results: list[dict] = []
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    md = out.with_suffix(".md")
+    old_rows, old_runs, findings = [], [], ""
+    if not args.fresh and out.exists():
+        prev = json.loads(out.read_text())
+        old_rows = prev.get("results", [])
+        old_runs = prev.get("runs") or [
+            dict(v, argv=[f"--datasets {k[:-4]} (earlier run, stopped at a deadline)"])
+            for k, v in (prev.get("meta") or {}).items() if k.endswith("_run")]
+    if not args.fresh and md.exists() and "## Findings" in md.read_text():
+        findings = md.read_text()[md.read_text().index("## Findings"):]
     meta = {"load_before": os.getloadavg(), "python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "timeout": args.timeout, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
-                                                                                      time.gmtime())}
+            "cpus": os.cpu_count(), "timeout": args.timeout, "argv": sys.argv[1:], "started": RUN_STARTED}
+
+    def save(rows):
+        merged = _order(_merge(old_rows, rows))
+        used = {r.get("run") for r in merged}
+        # a run stays listed while some row is from it (rows of the earliest runs carry no run field)
+        runs = [m for m in old_runs + [meta] if m.get("started") in used or
+                ("earlier run" in " ".join(m.get("argv") or []) and None in used)]
+        out.write_text(json.dumps({"runs": runs, "results": merged}, indent=1))
 
     def sink(r):
         print(json.dumps(r), flush=True)
-        out.write_text(json.dumps({"meta": meta, "results": results + ([r] if r not in results else [])}, indent=1))
+        save(results + ([r] if r not in results else []))
 
     with tempfile.TemporaryDirectory(prefix="fairspec-repair-bench-") as work:
         for name in args.datasets.split(","):
             run_dataset(name, args.models.split(","), args.timeout, Path(work), results, args.solvers, sink,
-                        args.compare_timeout)
+                        args.compare_timeout, c_values, alphas, sensitive)
     meta["load_after"] = os.getloadavg()
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-    md = out.with_suffix(".md")
-    md.write_text(f"# bench/repair.py\n\nload average before {meta['load_before']}, after {meta['load_after']} "
-                  f"({meta['cpus']} cpus); per-repair timeout {args.timeout:g} s; per solver in the comparison "
-                f"{args.compare_timeout:g} s\n\n" + table(results) + "\n")
+    meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    save(results)
+    write_md(out, findings)
     print(table(results))
+
+
+def write_md(out: Path, findings: str) -> None:
+    merged = json.loads(out.read_text())
+    runs = "\n".join(f"- {m.get('started', '?')}: `{' '.join(m.get('argv') or []) or '(all)'}`, load average "
+                     f"{_fmt_load(m.get('load_before'))} before, {_fmt_load(m.get('load_after'))} after "
+                     f"({m.get('cpus')} cpus), per-repair timeout {m.get('timeout')} s" for m in merged["runs"])
+    out.with_suffix(".md").write_text(
+        "# bench/repair.py\n\nRuns whose rows are in this file (each row's `load` is the load average when it "
+        "finished):\n\n" + runs + "\n\n" + table(merged["results"]) + "\n" + ("\n" + findings if findings else ""))
+
+
+def _fmt_load(v) -> str:
+    return "?" if not v else "/".join(f"{x:.1f}" for x in v)
 
 
 if __name__ == "__main__":
