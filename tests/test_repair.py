@@ -146,8 +146,9 @@ repair fair for dt {
     assert not (tmp_path / "fixed.skops").exists()
 
 
-def test_unreachable_goal_with_tight_alpha_is_violated(tmp_path):
-    model, _, _ = _model(tmp_path)
+@pytest.mark.parametrize("kind", ["tree", "forest"])
+def test_unreachable_goal_with_tight_alpha_is_violated(tmp_path, kind):
+    model, _, _ = _model(tmp_path, kind=kind)
     spec = _spec(tmp_path, model, """
 repair fair for dt {
   goal passing_rate_ratio(groups sex x race) >= 0.99
