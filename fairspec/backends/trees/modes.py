@@ -61,6 +61,27 @@ def _kind(problem: PairProblem) -> str | None:
     return None
 
 
+def _difference_only(problem: PairProblem) -> PairProblem:
+    """The problem the engine encodes. When every query reads only ``S - S'`` (``prob`` on a
+    probability-averaging forest, ``logit`` on a boosted model) the trees that read no
+    protected or relaxed input add the same leaf value to ``S`` and ``S'`` and cancel: the
+    engine encodes only the others (its ``S`` is then not the model's, only the difference is)."""
+    from dataclasses import replace
+
+    from fairspec.backends.trees.space import vary_trees
+    from fairspec.models.trees import TreeEnsemble
+
+    ens = problem.net
+    if not ((problem.post == "prob" and ens.link == "identity") or (problem.post == "logit"
+                                                                       and ens.link == "logistic")):
+        return problem
+    keep = vary_trees(ens, set(problem.free) | {i for i, _ in problem.relaxed})
+    if len(keep) == len(ens.trees) or not keep:
+        return problem
+    sub = TreeEnsemble(tuple(ens.trees[k] for k in keep), ens.n_inputs, ens.base, ens.link, ens.source, ens.divisor)
+    return replace(problem, net=sub)
+
+
 class _Run:
     def __init__(self, problem: PairProblem, engine: str, time_limit: float | None, portfolio: bool = False):
         if engine not in ENGINES:
@@ -77,14 +98,15 @@ class _Run:
     @property
     def eng(self):
         if self._eng is None:
+            enc = _difference_only(self.problem)
             if self.engine_name == "z3":
                 from fairspec.backends.trees.smt import SmtTreeEngine
 
-                self._eng = SmtTreeEngine(self.problem)
+                self._eng = SmtTreeEngine(enc)
             else:
                 from fairspec.backends.trees.milp import MilpTreeEngine
 
-                self._eng = MilpTreeEngine(self.problem, self.engine_name)
+                self._eng = MilpTreeEngine(enc, self.engine_name)
         return self._eng
 
     def remaining(self):
