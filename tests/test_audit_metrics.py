@@ -183,3 +183,22 @@ def test_weighted_and_calibration_stream_identically(monkeypatch):
         assert v.status == s.status, name
         assert v.value == pytest.approx(s.value, rel=1e-12, abs=1e-15), name
         assert v.bound == pytest.approx(s.bound, rel=1e-12, abs=1e-15), name
+
+
+def test_properties_sharing_a_pass_equal_their_own_runs(monkeypatch):
+    """Weighted (Poisson) bootstraps, calibration bins and plain counts of several properties are
+    taken from one pass of the data: each property's value, interval, verdict and group table are
+    exactly those of a run of that property alone, streamed or in memory."""
+    from fairspec.runtime import columnar
+
+    spec = EXAMPLES / "predictions" / "decisions.fair"
+    monkeypatch.setattr(columnar, "BATCH_ROWS", 1500)
+    for stream in (False, True):
+        if stream:
+            monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+        shared = _verdicts(spec)
+        assert len(shared) > 2
+        for name, v in shared.items():
+            (alone,) = check(spec, only=name).verdicts
+            assert (v.status, v.value, v.bound, v.reason) == (alone.status, alone.value, alone.bound, alone.reason)
+            assert v.details.get("groups") == alone.details.get("groups"), name

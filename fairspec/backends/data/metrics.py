@@ -353,14 +353,30 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
     return counters[prop.name].result()
 
 
-def replicates(c: Counts, R: int, rng) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """R bootstrap replicates of the counts: a multinomial redraw of the cells when every row weighs 1
-    (resampling rows only moves counts between cells), else the Poisson replicates drawn while counting."""
-    if c.boot_cells is not None:
-        return c.boot_cells, c.boot_bins, c.boot_sums
+BOOT_CHUNK_CELLS = 4_000_000  # resampled cells evaluated at a time (32 MB of float64)
+
+
+def bootstrap(prop: ir.GroupMetric, c: Counts, R: int, rng, eligible) -> tuple[np.ndarray, dict]:
+    """The metric over R bootstrap replicates [R], and each compared rate per group [R, G].
+
+    Multinomial replicates are drawn and evaluated a chunk of resamples at a time (the same
+    draws as all at once: the generator fills replicate after replicate), so memory is R x G
+    rates, not R x G x 4 counts, however many cells the groups occupy."""
+    rates = METRICS[prop.metric].rates
+    if c.boot_cells is not None:  # Poisson replicates, counted with the rows (sized before the pass)
+        boot, _ = evaluate_counts(prop, c.boot_cells, eligible, c.boot_bins, c.boot_sums)
+        return boot, {r: rate(c.boot_cells, r) for r in rates}
     flat = c.cells.reshape(-1)
     total = int(flat.sum())
-    return rng.multinomial(total, flat / total, size=R).reshape((R,) + c.cells.shape).astype(np.float64), None, None
+    k = max(1, min(R, BOOT_CHUNK_CELLS // max(1, flat.size)))
+    boots, per = [], {r: [] for r in rates}
+    for r0 in range(0, R, k):
+        cells = rng.multinomial(total, flat / total, size=min(k, R - r0)).reshape((-1,) + c.cells.shape) \
+            .astype(np.float64)
+        boots.append(evaluate_counts(prop, cells, eligible)[0])
+        for r in rates:
+            per[r].append(rate(cells, r))
+    return np.concatenate(boots), {r: np.concatenate(v) for r, v in per.items()}
 
 
 def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums=None):
@@ -439,9 +455,8 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
         a, b = int(np.nanargmin(rates)), int(np.nanargmax(rates))
         details["worst_pair"] = {"low": enames[a], "low_rate": _r(rates[a]), "high": enames[b],
                                  "high_rate": _r(rates[b])}
-    boot_cells, boot_bins, boot_sums = replicates(c, R, rng)
-    boot, _ = evaluate_counts(prop, boot_cells, eligible, boot_bins, boot_sums)
-    _rate_intervals(details, prop, boot_cells, opts.confidence)
+    boot, per_rate = bootstrap(prop, c, R, rng, eligible)
+    _rate_intervals(details, prop, per_rate, opts.confidence)
     boot = boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
@@ -477,12 +492,12 @@ def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
     return out
 
 
-def _rate_intervals(details: dict, prop: ir.GroupMetric, boot_cells, confidence: float) -> None:
+def _rate_intervals(details: dict, prop: ir.GroupMetric, per_rate: dict, confidence: float) -> None:
     """Each group's percentile interval of the rates its metric compares (``<rate>_interval``),
     from the same bootstrap replicates as the metric's own interval (for the report's bars)."""
     alpha = 1.0 - confidence
     for r in METRICS[prop.metric].rates:
-        per = rate(boot_cells, r)  # [R, G]
+        per = per_rate[r]  # [R, G]
         key = "positive_rate" if r == "selection_rate" else r
         for g, row in enumerate(details["groups"]):
             col = per[:, g][~np.isnan(per[:, g])]
