@@ -499,9 +499,17 @@ def _rate_intervals(details: dict, prop: ir.GroupMetric, per_rate: dict, confide
     for r in METRICS[prop.metric].rates:
         per = per_rate[r]  # [R, G]
         key = "positive_rate" if r == "selection_rate" else r
+        full = ~np.isnan(per).any(axis=0)  # groups with the rate in every replicate: one vectorised quantile
+        q = np.quantile(per[:, full], [alpha / 2, 1 - alpha / 2], axis=0) if full.any() else None
+        at = np.cumsum(full) - 1
         for g, row in enumerate(details["groups"]):
+            if row.get(key) is None:
+                continue
+            if full[g]:
+                row[f"{key}_interval"] = [_r(q[0, at[g]]), _r(q[1, at[g]])]
+                continue
             col = per[:, g][~np.isnan(per[:, g])]
-            if col.size and row.get(key) is not None:
+            if col.size:
                 row[f"{key}_interval"] = [_r(np.quantile(col, alpha / 2)), _r(np.quantile(col, 1 - alpha / 2))]
 
 
