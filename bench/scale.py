@@ -212,9 +212,9 @@ def table(res: dict) -> str:
     out = ["# bench/scale.py results", "",
            f"{m.get('cpus')} cores shared with other jobs; load average at the start "
            f"{', '.join(f'{x:.1f}' for x in m.get('load_average_start', []))}, at the end "
-           f"{', '.join(f'{x:.1f}' for x in m.get('load_average_end', []))}. Every wall time below was measured "
-           "niced on a machine running several times more jobs than it has cores: read the times as upper "
-           "bounds and the ratios within one row as the comparison.", "",
+           f"{', '.join(f'{x:.1f}' for x in m.get('load_average_end', []))} (of the last run). Each row's load "
+           "average when it started is in its last column; where it is above the number of cores, read the "
+           "times as upper bounds and the ratio within the row as the comparison.", "",
            "## Group metrics: the four properties of examples/adult (bootstrap intervals), Adult repeated as Parquet",
            "", "| copies | rows | fairspec s | fairspec peak MiB | fairlearn s (point values) | fairlearn peak MiB "
                "| fairspec / fairlearn time | values agree | verdicts | load |",
@@ -271,7 +271,9 @@ def main() -> None:
         return
     res["machine"] = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
     if args.what in ("groups", "all"):
-        res["groups"] = bench_groups([int(x) for x in args.copies.split(",")], not args.no_fairlearn)
+        copies = [int(x) for x in args.copies.split(",")]
+        kept = [r for r in res.get("groups", []) if r["copies"] not in copies]  # rows of sizes not re-run
+        res["groups"] = sorted(kept + bench_groups(copies, not args.no_fairlearn), key=lambda r: r["copies"])
     if args.what == "all" and not args.skip_parallel:
         subprocess.run([sys.executable, str(HERE / "parallel_jobs.py")], check=False)  # its own results files
     res["machine"]["load_average_end"] = os.getloadavg()
