@@ -4,7 +4,7 @@
     nice python bench/scale.py parallel                  # = bench/parallel_jobs.py
     nice python bench/scale.py all [--skip-parallel]
 
-The lead's re-run (1x, 10x, 100x with fairlearn; about 5 minutes on a quiet 2-core machine,
+The lead's re-run (1x, 10x, 100x with fairlearn; under 2 minutes at load 3 on 2 cores,
 most of it fairlearn at 100x) rewrites bench/results/scale.{md,json}:
 
     nice python bench/scale.py groups --copies 1,10,100
@@ -230,7 +230,7 @@ def table(res: dict) -> str:
     out += ["", "fairspec counts the four properties in one streamed pass of the Parquet file (plus one pass that "
                 "fits the models' min-max scaling); fairlearn reads the same rows with pandas (text as categoricals), "
                 "encodes them the same way and computes point values with MetricFrame. Re-run: "
-                "`nice python bench/scale.py groups --copies 1,10,100` (about 5 minutes on a quiet machine; "
+                "`nice python bench/scale.py groups --copies 1,10,100` (about 2 minutes on a quiet machine, most of it fairlearn at 100x; "
                 "add 1000 for 30 M rows, fairspec only)."]
     if res.get("parallel"):
         out += ["", "## Parallel jobs: one executor, 1 worker / 2 workers / a 2-worker dask LocalCluster", "",
