@@ -489,6 +489,7 @@ class DaskExecutor:
         pass
 
     def shutdown(self) -> None:
+        self._scattered = {}  # release the broadcast state first: a cluster closed after us loses nothing
         self.client.close()
         _DASK.pop(self.address, None)
 
