@@ -121,6 +121,28 @@ def test_decide_proofs_and_witnesses_match_a_fine_grid(seed):
     assert (dec.status == "unknown").sum() == 0
 
 
+def test_branch_and_bound_in_two_workers_gives_the_one_worker_answers():
+    """The branch and bound stage split over the executor's workers (interleaved chunks of
+    cases) decides every case as one process does: the same status, stage and witness."""
+    from fairspec.backends import executor
+
+    net, U, Up, cols, scale, lo, hi, ints, cls = _cases(5, P=40, m=3, box=2.0, integer=True, sc=0.2)
+    sigma = np.where(cls == 1, 1.0, -1.0)
+    tc = make_cases(net, U, Up, cols, scale, lo, hi, ints, sigma)
+    f0, _, _ = tc.pair(np.zeros((tc.P, tc.m)))
+    tc.tau = np.where(f0 > 0, 1.0, -1.0)
+    one = decide(tc, time_limit=3600, case_limit=3600, search=False, workers=1)
+    executor.configure(workers=2)
+    try:
+        two = decide(tc, time_limit=3600, case_limit=3600, search=False, workers=2)
+    finally:
+        executor.configure(workers=None)
+    assert list(one.status) == list(two.status)
+    assert list(one.stage) == list(two.stage)
+    assert np.array_equal(np.nan_to_num(one.D, nan=1e9), np.nan_to_num(two.D, nan=1e9))
+    assert "bab" in set(one.stage)
+
+
 def test_integral_boxes_are_decided_exactly_as_enumeration():
     net, U, Up, cols, scale, lo, hi, ints, cls = _cases(5, P=40, m=3, box=2.0, integer=True, sc=0.2)
     sigma = np.where(cls == 1, 1.0, -1.0)

@@ -139,17 +139,22 @@ def _case_batch(state, idx):
 
 
 def _run_cases(idx, workers: int, progress=None, task=None):
-    """Run _case_task over idx, in batches through the executor when worth it; yields results in order."""
-    if workers > 1 and len(idx) >= 2 * workers:
+    """Run _case_task over idx, in batches through the executor when worth it (two cases or more:
+    one LP/MILP case can take its whole case limit); yields results in order."""
+    if workers > 1 and len(idx) >= 2:
         from fairspec.backends.executor import get_executor
 
         size = max(1, len(idx) // (8 * workers))
         batches = [[int(i) for i in idx[a:a + size]] for a in range(0, len(idx), size)]
         ex = get_executor(len(batches))
         state = dict(_STATE)
+        # With a progress bar, a few batches at a time so that it moves; without one (every
+        # parallel run from the command line), all batches in one map: a group of batches
+        # waits for its slowest case, and one hard case would leave the other workers idle.
+        step = 2 * ex.workers if progress is not None else len(batches)
         try:
-            for a in range(0, len(batches), 2 * ex.workers):  # a few batches at a time: progress moves
-                group = batches[a:a + 2 * ex.workers]
+            for a in range(0, len(batches), step):
+                group = batches[a:a + step]
                 done = ex.map(_case_batch, group, shared=state,
                               on_error=lambda b, why: [_failed_case(i, why) for i in b])
                 for rs in done:
@@ -165,6 +170,46 @@ def _run_cases(idx, workers: int, progress=None, task=None):
         if progress is not None and task is not None:
             progress.advance(task)
         yield r
+
+
+def _bab_chunk(state, chunk):
+    """One executor job: branch and bound over a chunk of the cases."""
+    tc, kw = state
+    return bab.branch_and_bound(tc, np.asarray(chunk, dtype=np.int64), **kw)
+
+
+def _branch_and_bound(tc: TwinCases, idx, workers: int, **kw):
+    """:func:`bab.branch_and_bound` over ``idx``, split into interleaved chunks of cases run
+    through the executor when ``workers > 1`` (each case's sub-boxes are its own: the split
+    changes no case's answer, except which cases a time-out leaves undecided)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if workers <= 1 or len(idx) < 2 * workers:
+        return bab.branch_and_bound(tc, idx, **kw)
+    from fairspec.backends.executor import get_executor
+
+    ex = get_executor(len(idx))
+    n = 2 * max(1, ex.workers)
+    chunks = [idx[c::n].tolist() for c in range(n)]
+    chunks = [c for c in chunks if c]
+
+    def failed(chunk, why):
+        k = len(chunk)
+        return (np.full(k, "unknown", dtype=object), np.full((k, tc.m), np.nan), np.full(k, np.nan),
+                np.zeros(k, dtype=np.int64))
+
+    try:
+        outs = ex.map(_bab_chunk, chunks, shared=(tc, kw), on_error=failed)
+    finally:
+        ex.close()
+    k = len(idx)
+    status = np.full(k, "unknown", dtype=object)
+    D = np.full((k, tc.m), np.nan)
+    f = np.full(k, np.nan)
+    used = np.zeros(k, dtype=np.int64)
+    for c, (st, Dc, fc, uc) in enumerate(outs):
+        pos = np.arange(c, k, n)
+        status[pos], D[pos], f[pos], used[pos] = st, Dc, fc, uc
+    return status, D, f, used
 
 
 def _failed_case(i: int, why: str) -> dict:
@@ -231,8 +276,9 @@ def decide(tc: TwinCases, *, mode: str = "exact", engine: str = "highs", time_li
     if mode != "lp" and bab_boxes > 0:
         t0 = time.perf_counter()
         idx = dec.open()
-        st, D, f, used = bab.branch_and_bound(tc, idx, time_limit=bab_share * time_limit, max_boxes=bab_boxes,
-                                              deadline=time.perf_counter() + max(0.0, time_limit - (t0 - t_start)))
+        st, D, f, used = _branch_and_bound(tc, idx, workers, time_limit=min(bab_share * time_limit,
+                                                                          max(0.0, time_limit - (t0 - t_start))),
+                                           max_boxes=bab_boxes)
         for j, i in enumerate(idx):
             if st[j] == "refuted":
                 ok, fv = witness_ok(tc, i, D[j])
