@@ -24,8 +24,7 @@ REFERENCE.md), PBA over the full Adult test set, and a 1000-resample bootstrap o
 distribution estimated from data.  Ratios are against the 1-worker run of the same process.
 
 The group metrics go to bench/results/scale.{json,md} with the load average; the parallel jobs
-are bench/parallel_jobs.py's, which writes bench/results/parallel_jobs.{json,md} (scale.md keeps
-the rows of the last parallel run made through this file, marked as such).
+are bench/parallel_jobs.py's, which writes bench/results/parallel_jobs.{json,md}.
 """
 
 from __future__ import annotations
@@ -232,22 +231,8 @@ def table(res: dict) -> str:
                 "encodes them the same way and computes point values with MetricFrame. Re-run: "
                 "`nice python bench/scale.py groups --copies 1,10,100` (about 2 minutes on a quiet machine, most of it fairlearn at 100x; "
                 "add 1000 for 30 M rows, fairspec only)."]
-    if res.get("parallel"):
-        out += ["", "## Parallel jobs: one executor, 1 worker / 2 workers / a 2-worker dask LocalCluster", "",
-                "These rows are from the last parallel run made through this file; the parallel benchmark is now "
-                "bench/parallel_jobs.py, whose results are bench/results/parallel_jobs.md.", "",
-                "| job | 1 worker s | 2 workers s | LocalCluster 2 s | speedup 2 workers | speedup LocalCluster "
-                "| same result | load before / after |", "|:---|---:|---:|---:|---:|---:|:---:|---:|"]
-        for row in res["parallel"]:
-            def w(label):
-                return f"{row[label]['wall_s']:.1f}" if "wall_s" in row.get(label, {}) else "-"
-            out.append(f"| {row['job']} | {w('1 worker')} | {w('2 workers')} | {w('LocalCluster 2')} | "
-                       f"{row.get('speedup 2 workers')} | {row.get('speedup LocalCluster 2')} | "
-                       f"{'yes' if row.get('same_result') else 'no'} | {row.get('load_before', 0):.1f} / "
-                       f"{row.get('load_after', 0):.1f} |")
-        if res.get("parallel_note"):
-            note = res["parallel_note"]
-            out += ["", note[0].upper() + note[1:] + "."]
+    out += ["", "The parallel jobs (1 worker, 2 workers, a 2-worker LocalCluster) are bench/parallel_jobs.py's: "
+                "bench/results/parallel_jobs.md."]
     return "\n".join(out) + "\n"
 
 

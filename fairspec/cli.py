@@ -214,19 +214,26 @@ def _check(args) -> int:
             print(text)
     else:
         rep.print_text(result, Console(highlight=False, width=None if sys.stdout.isatty() else 120))
-    if args.html:
-        from fairspec.report.html import ReportWriteError, write
-
-        try:
-            write(result, args.html, keep=result.inputs)
-        except ReportWriteError as e:
-            print(f"fairspec: {e}", file=sys.stderr)
-            return 2
-        except ImportError as e:
-            print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
-                  f"pip install 'fairspec[report]'", file=sys.stderr)
-            return 2
+    if args.html and not _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
+        return 2
     return result.exit_code
+
+
+def _write_html(write) -> bool:
+    """Run ``write(fairspec.report.html)``; a file that cannot be written or a missing matplotlib
+    is one sentence on stderr and False."""
+    from fairspec.report import html
+
+    try:
+        write(html)
+    except html.ReportWriteError as e:
+        print(f"fairspec: {e}", file=sys.stderr)
+        return False
+    except ImportError as e:
+        print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
+              f"pip install 'fairspec[report]'", file=sys.stderr)
+        return False
+    return True
 
 
 def _check_models(args, parallel: bool) -> int:
@@ -265,18 +272,9 @@ def _check_models(args, parallel: bool) -> int:
         for f, r in reports:
             out.print(f"model file {f}")
             rep.print_text(r, out)
-    if args.html:
-        from fairspec.report.html import ReportWriteError, write_models
-
-        try:
-            write_models(reports, args.html, keep=tuple(x for _, r in reports for x in (r.inputs or ())))
-        except ReportWriteError as e:
-            print(f"fairspec: {e}", file=sys.stderr)
-            return 2
-        except ImportError as e:
-            print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
-                  f"pip install 'fairspec[report]'", file=sys.stderr)
-            return 2
+    keep = tuple(x for _, r in reports for x in (r.inputs or ()))
+    if args.html and not _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
+        return 2
     return code
 
 
