@@ -22,6 +22,19 @@ EXAMPLES = REPO / "examples"
 # The confinement tests (test_hostile.py) clear this to see the default.
 os.environ["FAIRSPEC_ALLOW_PATH"] = str(REPO)
 
+def people_decls(data="../data/people.csv", features: str = "People") -> str:
+    """Spec text declaring ``data people`` (tests/fixtures/data/people.csv, or the path given)
+    and its feature set ``features``: the declarations most tests build on."""
+    return (f'data people = csv("{data}", label = hired == "yes")\n'
+            f"features {features} from people {{\n"
+            "  age    : int in [18, 80]\n"
+            "  sex    : {F, M}  protected\n"
+            "  race   : {A, B, C}  protected\n"
+            "  member : bool\n"
+            "  score  : real in [0, 1]\n"
+            "}\n")
+
+
 _EXPECT = re.compile(r"^#\s*expect:\s*(FS\d{3})\s+(?:(\S+):)?(\d+):(\d+)\s*$")
 
 

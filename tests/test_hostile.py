@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO, run_cli
+from conftest import FIXTURES, REPO, people_decls, run_cli
 from fairspec.files import OutsideRoot, PathError, Roots, project_root, safe_write
 from fairspec.pipeline import check, lint
 
@@ -223,15 +223,7 @@ def _check_json(spec: Path, *extra) -> dict:
     return json.loads(r.stdout)
 
 
-PEOPLE_DECLS = f"""
-data people = csv("{PEOPLE}", label = hired == "yes")
-features People from people {{
-  age    : int in [18, 80]
-  sex    : {{F, M}}  protected
-  race   : {{A, B, C}}  protected
-  member : bool
-  score  : real in [0, 1]
-}}
+PEOPLE_DECLS = "\n" + people_decls(PEOPLE) + f"""\
 model net = onnx("{ONNX}", output = "logit")
 encode People for net {{ age : standard  sex : onehot  race : code  member, score : raw }}
 """

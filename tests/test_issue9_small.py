@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, people_decls, run_cli
 
 
 def test_misspelt_keyword_gets_did_you_mean(tmp_path):
@@ -44,15 +44,7 @@ def test_table_never_breaks_a_property_name():
         assert n in text, text
 
 
-SPEC = """\
-data people = csv("DATA", label = hired == "yes")
-features People from people {
-  age    : int in [18, 80]
-  sex    : {F, M}  protected
-  race   : {A, B, C}  protected
-  member : bool
-  score  : real in [0, 1]
-}
+SPEC = people_decls("DATA") + """\
 model m = sklearn("MODEL", trust pickle)
 encode People for m {
   age : standard

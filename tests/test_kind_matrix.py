@@ -12,20 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, people_decls
 from fairspec.pipeline import check
 
 PEOPLE = FIXTURES / "data" / "people.csv"
 
-BASE = f"""
-data people = csv("{PEOPLE}", label = hired == "yes")
-features P from people {{
-  age    : int in [18, 80]
-  sex    : {{F, M}}  protected
-  race   : {{A, B, C}}  protected
-  member : bool
-  score  : real in [0, 1]
-}}
+BASE = "\n" + people_decls(PEOPLE, "P") + """\
 distribution bn = bayes(people, max_parents = 1, bins = 2)
 """
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from fairspec.models.peek import PL_ONNX_OPS, piecewise_linear_obstacle
 from fairspec.pipeline import check, lint
+from conftest import people_decls
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -83,15 +84,7 @@ def test_the_loader_refuses_exactly_what_lint_refuses():
 
 # ---------------------------------------------------------------- issue 9, items 4 and 5 (pickles read inertly)
 
-PEOPLE = """\
-data people = csv("../data/people.csv", label = hired == "yes")
-features People from people {
-  age    : int in [18, 80]
-  sex    : {F, M}  protected
-  race   : {A, B, C}  protected
-  member : bool
-  score  : real in [0, 1]
-}
+PEOPLE = people_decls() + """\
 MODEL
 encode People for m {
   age : standard
