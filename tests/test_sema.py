@@ -132,6 +132,10 @@ property f {
     assert (f.var, f.var_prime, f.free, f.features, f.model) == ("u", "u'", ("sex",), "People", "net")
     assert f.relaxed == (("age", 3.0), ("score", 0.1))
     assert (f.post, f.eps) == ("logit", 0.25)
+    # the operators as written: `<` is not `<=` (issue 20, class 3)
+    assert f.relaxed_strict == ("score",)
+    assert (f.relaxed_op("age"), f.relaxed_op("score")) == ("<=", "<")
+    assert (f.eps_op, f.eps_strict) == ("<=", False)
     (pre,) = f.pre
     assert isinstance(pre, ir.Logic) and pre.op == "and"
     race = pre.args[0]
@@ -160,6 +164,35 @@ property f {
 def test_individual_fairness_errors(tmp_path, body, code):
     res = check(tmp_path, "property f {\n " + body + "\n}\n")
     assert codes(res) == [code], [(d.code, d.message) for d in res.diagnostics]
+
+
+@pytest.mark.parametrize("ensure,post,op", [
+    ("|prob(net(x)) - prob(net(x'))| < 0.05", "prob", "<"),
+    ("|prob(net(x)) - prob(net(x'))| <= 0.05", "prob", "<="),
+    ("|logit(net(x)) - logit(net(x'))| < 1", "logit", "<"),
+    ("label(net(x)) == label(net(x'))", "label", "<="),
+])
+def test_post_condition_keeps_its_operator(tmp_path, ensure, post, op):
+    spec = ok(check(tmp_path, f"""\
+property f {{
+  forall x, x' : People
+  require x.* == x'.* except {{sex}}
+  require |x.age - x'.age| < 2
+  ensure {ensure}
+}}
+"""))
+    f = prop(spec, "f")
+    assert (f.post, f.eps_op, f.eps_strict) == (post, op, op == "<" and post != "label")
+    assert f.relaxed == (("age", 2.0),) and f.relaxed_strict == ("age",)
+
+
+@pytest.mark.parametrize("line", ["require |x.age - x'.age| < 0", "require |x.age - x'.age| <= -1",
+                                  "ensure |prob(net(x)) - prob(net(x'))| < 0"])
+def test_empty_comparisons_are_diagnosed(tmp_path, line):
+    ensure = "" if line.startswith("ensure") else "  ensure label(net(x)) == label(net(x'))\n"
+    res = check(tmp_path, f"property f {{\n  forall x, x' : People\n  require x.* == x'.* except {{sex}}\n"
+                          f"  {line}\n{ensure}}}\n")
+    assert "FS307" in codes(res)
 
 
 # ------------------------------------------------------------------ categories lower to codes

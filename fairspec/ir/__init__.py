@@ -338,6 +338,15 @@ class IndividualFairness(Property):
     """Fairify/HyFair: for all x, x' equal except on ``free``, the post-condition holds.
 
     post: ``label`` (same decision), ``prob`` (|p - p'| <= eps), ``logit`` (|z - z'| <= eps).
+
+    Comparisons keep the operator the spec writes (``<`` is not ``<=``):
+
+    * ``eps_op``: the post-condition's comparison for ``prob`` / ``logit``, ``"<="``
+      (``|p - p'| <= eps``: a pair violates when the difference is ``> eps``) or ``"<"``
+      (``|p - p'| < eps``: a pair violates when it is ``>= eps``); ``"<="`` for ``label``.
+    * ``relaxed`` lists ``(feature, t)``; the features in ``relaxed_strict`` are written
+      ``|x.f - x'.f| < t`` (an admissible pair differs by less than t), the others
+      ``|x.f - x'.f| <= t``. :meth:`relaxed_op` gives the operator of one feature.
     """
 
     model: str = ""
@@ -345,10 +354,22 @@ class IndividualFairness(Property):
     var: str = "x"
     var_prime: str = "x'"
     free: tuple[str, ...] = ()  # features allowed to differ (the protected ones)
-    relaxed: tuple[tuple[str, float], ...] = ()  # |x.f - x'.f| <= t
+    relaxed: tuple[tuple[str, float], ...] = ()  # |x.f - x'.f| <= t  (or < t: relaxed_strict)
     pre: tuple[Expr, ...] = ()  # further pre-conditions
     post: str = "label"
     eps: float = 0.0
+    eps_op: str = "<="  # "<=" | "<": the post-condition |out(x) - out(x')| op eps
+    relaxed_strict: tuple[str, ...] = ()  # relaxed features written |x.f - x'.f| < t
+
+    @property
+    def eps_strict(self) -> bool:
+        """Is the post-condition written ``|out(x) - out(x')| < eps`` (a difference of exactly
+        eps violates it)?"""
+        return self.post != "label" and self.eps_op == "<"
+
+    def relaxed_op(self, feature: str) -> str:
+        """``"<"`` or ``"<="``: how the tolerance of a relaxed feature is written."""
+        return "<" if feature in self.relaxed_strict else "<="
 
 
 @dataclass(frozen=True)

@@ -722,7 +722,7 @@ def _individual_fairness(ck, node, name, env):
     fs = ck._lookup(fs_name, ast.FeaturesDecl, "a feature set", ck.feature_sets)
     scope = Scope("pair", features=fs, pair_vars=(var.id, var2.id), models=ck.models, env=env)
     free = None
-    relaxed, pre = [], []
+    relaxed, relaxed_strict, pre = [], [], []
     for st in stmts:
         if st.kind != "require":
             continue
@@ -740,7 +740,13 @@ def _individual_fairness(ck, node, name, env):
             fname, tol_expr = rel
             if fs.get(fname) is None:
                 ck.fail("FS205", f"unknown feature '{fname}' in {fs.name}", e.span)
-            relaxed.append((fname, _number(ck, tol_expr, env, "the tolerance")))
+            tol = _number(ck, tol_expr, env, "the tolerance")
+            if tol < 0 or (tol == 0 and e.op == "<"):
+                ck.fail("FS307", f"no pair differs by {e.op} {tol:g}, so no pair satisfies this pre-condition",
+                        e.span, hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)")
+            relaxed.append((fname, tol))
+            if e.op == "<":
+                relaxed_strict.append(fname)
             continue
         pre.append(ck.lower.expect_bool(e, scope))
     if free is None:
@@ -750,7 +756,7 @@ def _individual_fairness(ck, node, name, env):
     if len(ensures) != 1:
         ck.fail("FS501", "an individual-fairness property has exactly one 'ensure'", node.name.span,
                 hint="ensure label(m(x)) == label(m(x')), or ensure |prob(m(x)) - prob(m(x'))| <= 0.05")
-    post, eps, model_name = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id)
+    post, eps, eps_op, model_name = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id)
     model = ck.models[model_name]
     if model.format == "predictions":
         ck.fail("FS502", f"model '{model_name}' is a table of logged predictions: it cannot be evaluated at new "
@@ -763,7 +769,7 @@ def _individual_fairness(ck, node, name, env):
     options = parse_options(ck, stmts, env, "individual_fairness")
     return ir.IndividualFairness(name, "individual_fairness", options, node.span, model=model_name, features=fs.name,
                                  var=var.id, var_prime=var2.id, free=free, relaxed=tuple(relaxed), pre=tuple(pre),
-                                 post=post, eps=eps)
+                                 post=post, eps=eps, eps_op=eps_op, relaxed_strict=tuple(relaxed_strict))
 
 
 def _relaxation(e, v, v2):
@@ -786,7 +792,7 @@ def _post(ck, e, scope, env, v, v2):
     lowered = ck.lower.expect_bool(e, scope)
     if isinstance(lowered, ir.Cmp) and lowered.op == "==" and isinstance(lowered.left, ir.ModelOut) \
             and isinstance(lowered.right, ir.ModelOut) and lowered.left.fn == lowered.right.fn == "label":
-        return _same_model(ck, e, lowered.left, lowered.right, v, v2), 0.0, lowered.left.model
+        return _same_model(ck, e, lowered.left, lowered.right, v, v2), 0.0, "<=", lowered.left.model
     if isinstance(lowered, ir.Cmp) and lowered.op in ("<=", "<") and isinstance(lowered.left, ir.AbsE) \
             and isinstance(lowered.left.arg, ir.ArithE) and lowered.left.arg.op == "-" \
             and isinstance(lowered.right, ir.Const):
@@ -796,7 +802,10 @@ def _post(ck, e, scope, env, v, v2):
             eps = float(lowered.right.value)
             if eps < 0:
                 ck.fail("FS307", "the tolerance must be >= 0", e.span)
-            return a.fn, eps, a.model
+            if eps == 0 and lowered.op == "<":
+                ck.fail("FS307", "no difference is < 0, so every pair would violate this post-condition", e.span,
+                        hint="write <= 0 for equal outputs, or < eps with eps > 0")
+            return a.fn, eps, lowered.op, a.model
     ck.fail("FS501", "unsupported post-condition", e.span,
             hint=f"write ensure label(m({v})) == label(m({v2})), |prob(m({v})) - prob(m({v2}))| <= eps "
                  f"or |logit(m({v})) - logit(m({v2}))| <= d")
