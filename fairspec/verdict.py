@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fairspec.certify.proof import Proof
+
 
 class Unsupported(Exception):
     """A backend cannot lower this construct (a model that is no network, a pre-condition its
@@ -53,9 +55,13 @@ class Verdict:
     seconds: float = 0.0
     backend: str | None = None
     details: dict = field(default_factory=dict)
+    # what certify checked: the evidence of `holds (proved)` (or of a certified bound of maximize)
+    proof: Proof | None = field(default=None, compare=False)
 
     def __post_init__(self):
         assert self.status in ("holds", "violated", "unknown"), self.status
+        if self.proof is not None:
+            assert isinstance(self.proof, Proof), "proof must be a fairspec.certify.Proof"
         if self.status == "holds":
             assert self.how in ("proved", "estimated"), "a holds verdict says how it was established"
         if self.status == "unknown":
@@ -63,6 +69,8 @@ class Verdict:
 
     @property
     def label(self) -> str:
+        if self.proof is not None and self.how == "proved":
+            return f"{self.status} ({self.how}: {self.proof.summary})"
         return f"{self.status} ({self.how})" if self.how else self.status
 
     def to_json(self) -> dict:
@@ -72,6 +80,7 @@ class Verdict:
             "reason": self.reason,
             "witness": self.witness.to_json() if self.witness else None,
             "seconds": round(self.seconds, 4), "backend": self.backend, "details": self.details,
+            "proof": self.proof.to_json() if self.proof is not None else None,
         }
 
 

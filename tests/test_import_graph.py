@@ -135,3 +135,32 @@ def test_the_layers_point_down():
     for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.models", "fairspec.runtime", "fairspec.analyses"):
         assert reaches("fairspec.planning", dst) == [], dst
         assert reaches("fairspec.ir", dst) == [], dst
+
+
+def test_certify_trusts_nothing_it_checks():
+    """fairspec.certify (the certification spine) imports numpy, fractions and the standard library
+    only: no solver, no model library, no backend, kind, loader or runtime (see ARCHITECTURE.md,
+    "The certification spine")."""
+    allowed_fairspec = {"fairspec", "fairspec.ir", "fairspec.certify"}
+    forbidden_libs = {"highspy", "pyscipopt", "z3", "pysmt", "pysat", "scipy", "onnx", "onnxruntime",
+                      "torch", "sklearn", "xgboost", "lightgbm", "skops", "pandas", "dask"}
+    mods = _modules()
+    bad = []
+    for m, p in mods.items():
+        if not (m == "fairspec.certify" or m.startswith("fairspec.certify.")):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = ["fairspec.certify"] if node.level else [node.module or ""]
+            for name in names:
+                top = name.split(".")[0]
+                if top in forbidden_libs:
+                    bad.append((m, name))
+                elif top == "fairspec" and not any(name == a or name.startswith(a + ".") for a in allowed_fairspec - {"fairspec"}) \
+                        and name != "fairspec":
+                    bad.append((m, name))
+    assert bad == [], bad
+    assert any(m.startswith("fairspec.certify.") for m in mods)

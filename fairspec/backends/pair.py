@@ -40,6 +40,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from fairspec.certify.proof import Proof
 from fairspec.models.network import PLNet, sigmoid
 
 __all__ = [
@@ -233,6 +234,7 @@ class PairResult:
             ``"unknown"`` (``reason`` says why: time-out, iteration limit, boundary cases).
     value:  the best violation measure found (maximize: the incumbent's replayed value).
     bound:  a proved upper bound on the maximal violation (maximize), or None.
+    proof:  the :class:`fairspec.certify.Proof` certify made for ``holds`` (and for ``bound``).
     """
 
     status: str
@@ -247,8 +249,11 @@ class PairResult:
     mode: str = ""
     best: Witness | None = None
     stats: dict = field(default_factory=dict, compare=False)
+    proof: Proof | None = field(default=None, compare=False)
 
     def __post_init__(self):
+        if self.proof is not None and not isinstance(self.proof, Proof):
+            raise ValueError("proof must be a fairspec.certify.Proof")
         if self.status not in ("violated", "holds", "unknown"):
             raise ValueError(f"bad status {self.status!r}")
         if self.status == "holds" and self.how != "proved":

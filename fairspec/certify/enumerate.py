@@ -1,0 +1,181 @@
+"""Enumeration proofs: the caller evaluated the model's own runtime on every point / pair of a
+finite domain; certify makes every comparison itself, exactly as the spec writes it.
+
+The property at element ``i`` is a disjunction of :class:`Check` s (``lhs[i] - minus[i] op rhs``):
+it holds at ``i`` when at least one check does. Comparisons are exact: float outputs are read
+bit for bit, the threshold as written (``"0.41"`` is 41/100), a difference ``lhs - minus`` of two
+runtime outputs is the exact real difference (decided by floats where their rigorous error
+leaves no doubt, in exact rationals for the few elements near the threshold). A NaN output
+satisfies no check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from fairspec.certify.exact import OPS, _cmp, threshold_of
+from fairspec.certify.proof import Proof, _mint
+from fairspec.certify.rounding import down, float_down, float_up, up
+
+__all__ = ["Check", "Enumerated", "by_enumeration", "compare_exact", "pair_checks"]
+
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """``lhs - minus op rhs`` elementwise. ``lhs``/``minus``: runtime outputs (arrays, read
+    exactly); ``rhs``: a threshold as the spec writes it (str / Fraction / int / float literal,
+    see :func:`fairspec.certify.exact.threshold_of`) or an array of exact floats."""
+
+    lhs: object
+    op: str
+    rhs: object = 0
+    minus: object = None
+
+    def __post_init__(self):
+        if self.op not in OPS:
+            raise ValueError(f"unknown comparison {self.op!r}")
+
+
+class Enumerated(NamedTuple):
+    """The outcome of :func:`by_enumeration`: the Proof when every element satisfies the
+    property, else the index of the first violating element and how many violate."""
+
+    proof: Proof | None
+    index: int | None
+    violations: int
+
+
+def _as_array(v) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype == object or a.dtype.kind not in "fiub":
+        raise TypeError(f"runtime outputs must be a numeric array, got dtype {a.dtype}")
+    return a.reshape(-1)
+
+
+def _exact_elem(x) -> Fraction | float:
+    f = x.item() if hasattr(x, "item") else x
+    if isinstance(f, float) and not math.isfinite(f):
+        return f
+    return Fraction(f)
+
+
+def compare_exact(lhs, op: str, rhs, minus=None) -> np.ndarray:
+    """Boolean array: ``lhs[i] - minus[i] op rhs[i]`` decided exactly (see the module docstring)."""
+    a = _as_array(lhs)
+    n = a.shape[0]
+    m = None if minus is None else _as_array(minus)
+    if m is not None and m.shape[0] != n:
+        raise ValueError(f"minus has {m.shape[0]} entries, lhs {n}")
+    scalar_rhs = np.ndim(rhs) == 0 and not isinstance(rhs, np.ndarray)
+    if scalar_rhs:
+        t = threshold_of(rhs)
+        tf = float(t)
+        tlo, thi = float_down(t), float_up(t)
+        texact = tlo == thi
+        tlo_a, thi_a = np.full(n, tlo), np.full(n, thi)
+    else:
+        r = _as_array(rhs)
+        if r.shape[0] != n:
+            raise ValueError(f"rhs has {r.shape[0]} entries, lhs {n}")
+        if r.dtype.kind in "iu" and np.any(np.abs(r.astype(np.float64)) >= 2.0 ** 53):
+            raise ValueError("integer thresholds beyond 2**53 are not supported")
+        tlo_a = thi_a = r.astype(np.float64)
+        texact = True
+    big_int = lambda x: x.dtype.kind in "iu" and np.any(np.abs(x.astype(np.float64)) >= 2.0 ** 53)
+    if big_int(a) or (m is not None and big_int(m)):
+        raise ValueError("integer outputs beyond 2**53 are not supported")
+    with np.errstate(invalid="ignore", over="ignore"):
+        a64 = a.astype(np.float64)
+        if m is None:
+            dlo = dhi = a64
+            dexact = np.ones(n, dtype=bool)
+        else:
+            d = a64 - m.astype(np.float64)
+            dlo, dhi = down(d), up(d)     # the exact difference lies in [dlo, dhi]
+            # exact when the float difference loses nothing (TwoSum error term is zero)
+            bb = d - a64
+            err = (a64 - (d - bb)) + (-m.astype(np.float64) - bb)
+            dexact = np.isfinite(d) & (err == 0)
+            dlo = np.where(dexact, d, dlo)
+            dhi = np.where(dexact, d, dhi)
+        finite = np.isfinite(dlo) & np.isfinite(dhi) & np.isfinite(tlo_a) & np.isfinite(thi_a)
+        less = finite & (dhi < tlo_a)
+        greater = finite & (dlo > thi_a)
+        equal = finite & dexact & texact & (dlo == tlo_a)
+    sure = less | greater | equal
+    out = np.zeros(n, dtype=bool)
+    if op == "<":
+        out = less.copy()
+    elif op == "<=":
+        out = less | equal
+    elif op == ">":
+        out = greater.copy()
+    elif op == ">=":
+        out = greater | equal
+    elif op == "==":
+        out = equal.copy()
+    elif op == "!=":
+        out = less | greater
+    for i in np.flatnonzero(~sure):            # the few elements near the threshold: exactly
+        x = _exact_elem(a[i])
+        if m is not None:
+            y = _exact_elem(m[i])
+            if isinstance(x, float) or isinstance(y, float):
+                x = float(x) - float(y)     # an infinity or NaN is involved
+            else:
+                x = x - y
+        if isinstance(x, float) and math.isnan(x):
+            out[i] = False
+            continue
+        thr = t if scalar_rhs else _exact_elem(r[i])
+        if isinstance(thr, float) and math.isnan(thr):
+            out[i] = False
+            continue
+        out[i] = _cmp(x, op, thr)
+    return out
+
+
+def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str, unit: str = "pairs",
+                   **detail) -> Enumerated:
+    """An ``enumeration`` Proof that the property holds at each of the ``count`` elements of a finite
+    domain, or the first violating index.
+
+    ``fair_when``: one :class:`Check` or a list of them (a disjunction: element ``i`` is fine when
+    any check holds at ``i``); every array must have exactly ``count`` entries (the whole domain,
+    evaluated on the model's runtime by the caller)."""
+    checks = [fair_when] if isinstance(fair_when, Check) else list(fair_when)
+    if not checks:
+        raise ValueError("at least one check")
+    count = int(count)
+    if count < 0:
+        raise ValueError("count must be >= 0")
+    ok = np.zeros(count, dtype=bool)
+    for c in checks:
+        for part in (c.lhs, c.minus) + ((c.rhs,) if isinstance(c.rhs, np.ndarray) else ()):
+            if part is not None and _as_array(part).shape[0] != count:
+                raise ValueError(f"the outputs cover {_as_array(part).shape[0]} elements, the domain has {count}")
+        ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        return Enumerated(None, int(bad[0]), int(bad.size))
+    return Enumerated(_mint("enumeration", claim, count=count, unit=unit, **detail), None, 0)
+
+
+def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0) -> list[Check]:
+    """The fairness of ordered pairs as checks (see :mod:`fairspec.backends.pair`):
+
+    * ``label``: not (``z > t`` and ``z' <= t``), i.e. ``z <= t`` or ``z' > t`` (``t`` the decision
+      threshold of the runtime's score: 0 for a logit, ``"0.5"`` for a probability);
+    * ``logit`` / ``prob``: ``z - z' <= eps`` (``z`` the runtime's logit / probability).
+
+    Both orders of every pair must be in the enumeration (the measures are directional)."""
+    if post == "label":
+        return [Check(z, "<=", decision_threshold), Check(z_prime, ">", decision_threshold)]
+    if post in ("logit", "prob"):
+        return [Check(z, "<=", eps, minus=z_prime)]
+    raise ValueError(f"unknown post-condition {post!r}")

@@ -1,0 +1,107 @@
+"""What a proof is: a :class:`Proof` names the check certify made itself, the claim it supports
+and the numbers an auditor wants.
+
+A ``Proof`` cannot be built outside :mod:`fairspec.certify`: its constructor refuses unless one of
+certify's own checking functions (which mint through :func:`_mint`) is running. ``dataclasses.replace``
+goes through the constructor and is refused too; copying or pickling an existing proof keeps it.
+So ``holds (proved)`` with a ``Proof`` means certify saw the evidence and checked it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+__all__ = ["Proof", "METHODS", "ProofRefused"]
+
+#: the checks certify makes (extend only with a method that is itself a check)
+METHODS = {
+    "enumeration": "every point / pair of a finite domain evaluated on the model's own runtime; "
+                   "certify compared each output with the threshold exactly as the spec writes it",
+    "exact-arithmetic": "a value computed in exact rational arithmetic compared exactly with the threshold",
+    "interval": "rigorous outward-rounded interval bounds (with the runtime's float error) clear of the threshold",
+    "lp-certificate": "an LP dual / Farkas vector checked with rigorous rounding against an LP certify built",
+    "bab-certificate": "a branch-and-bound tree whose splits certify checked cover the domain and whose every "
+                       "leaf has an lp-certificate or an interval proof",
+    "exact-smt": "an exact decision procedure over rationals answered unsat on an encoding with exact constants",
+    "exhaustive-data": "a statement about finitely many data rows counted exactly",
+}
+
+
+class ProofRefused(TypeError):
+    """A Proof was constructed outside fairspec.certify's checking functions."""
+
+
+_minting = threading.local()
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Evidence that certify checked. ``method`` is one of :data:`METHODS`; ``claim`` one sentence
+    of what was proved; ``detail`` the auditor's numbers (points enumerated, leaves, margin,
+    error bound, ...)."""
+
+    method: str
+    claim: str
+    detail: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if not getattr(_minting, "depth", 0):
+            raise ProofRefused("a Proof is made only by fairspec.certify's checking functions")
+        if self.method not in METHODS:
+            raise ValueError(f"unknown proof method {self.method!r}; one of {sorted(METHODS)}")
+        object.__setattr__(self, "detail", dict(self.detail))
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "claim": self.claim, "detail": _jsonable(self.detail)}
+
+    @property
+    def summary(self) -> str:
+        """A few words for the text report: ``holds (proved: <summary>)``."""
+        d = self.detail
+        if self.method == "enumeration":
+            n = d.get("count")
+            unit = d.get("unit", "points")
+            return f"enumeration of {n:,} {unit}" if isinstance(n, int) else "enumeration"
+        if self.method == "exhaustive-data":
+            n = d.get("rows")
+            return f"exhaustive count of {n:,} rows" if isinstance(n, int) else "exhaustive count of the data"
+        if self.method == "bab-certificate":
+            n = d.get("leaves")
+            return f"branch and bound, {n:,} certified leaves" if isinstance(n, int) else "branch and bound certificate"
+        return {"exact-arithmetic": "exact arithmetic", "interval": "rigorous interval bounds",
+                "lp-certificate": "LP certificate", "exact-smt": "exact SMT"}[self.method]
+
+    def __hash__(self):
+        return hash((self.method, self.claim))
+
+
+def _mint(method: str, claim: str, **detail) -> Proof:
+    """Build a Proof. Called only by certify's checking functions, after they checked."""
+    _minting.depth = getattr(_minting, "depth", 0) + 1
+    try:
+        return Proof(method, claim, detail)
+    finally:
+        _minting.depth -= 1
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, Fraction):
+        return str(v)
+    if hasattr(v, "item") and getattr(v, "shape", None) == ():   # numpy scalar
+        return _jsonable(v.item())
+    if hasattr(v, "tolist"):
+        return _jsonable(v.tolist())
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    return str(v)

@@ -1,0 +1,171 @@
+"""Rigorous floating-point error bounds and outward rounding (the error model of certify).
+
+Every float is an exact rational (:func:`fraction` reads it without rounding). An arithmetic
+operation in round-to-nearest has relative error at most the unit roundoff ``u`` (``2**-53`` for
+float64, ``2**-24`` for float32), so the next float toward +inf (:func:`up`) of a computed result is
+a rigorous upper bound of the exact result (also in the subnormal range, where the absolute error
+is at most half the smallest subnormal).
+
+A sum of ``n`` terms computed in any order, with or without fused multiply-add, is within
+``gamma(n) * sum |terms|`` of the exact sum (Higham, *Accuracy and Stability of Numerical
+Algorithms*, 2nd ed., Sec. 3.1 and Lemma 3.1, ``gamma(n) = n u / (1 - n u)``); a dot product of
+length ``n`` within ``gamma(n) * sum |a_i b_i|`` plus ``n * eta`` for underflow of the products
+(``eta`` the smallest subnormal). These bounds hold for every summation order (pairwise, blocked,
+vectorised) and for FMA, which only removes roundings.
+
+Pure numpy and fractions: no solver, no model library.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "U64", "U32", "ETA64", "ETA32", "fraction", "gamma", "up", "down", "float_up", "float_down",
+    "sum_with_error", "dot_with_error", "matmul_with_error", "mul_up", "add_up", "sub_down",
+    "interval_matmul",
+]
+
+U64 = 2.0 ** -53          # unit roundoff of float64 (round to nearest)
+U32 = 2.0 ** -24          # unit roundoff of float32
+ETA64 = 2.0 ** -1074      # smallest positive float64 (subnormal)
+ETA32 = 2.0 ** -149       # smallest positive float32 (subnormal)
+
+
+def fraction(x) -> Fraction:
+    """The exact rational value of an int, float (float64 or float32), numpy scalar or Fraction.
+    A ``str`` is read as a decimal literal (``"0.41"`` is 41/100). NaN and infinities raise."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return Fraction(int(x))
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    if isinstance(x, str):
+        return Fraction(x.strip())
+    f = float(x)          # float32 -> float64 is exact
+    if not math.isfinite(f):
+        raise ValueError(f"{x!r} is not a finite number")
+    return Fraction(f)
+
+
+def float_up(q) -> float:
+    """The smallest float64 >= the exact rational ``q``."""
+    q = fraction(q)
+    f = float(q)          # correctly rounded
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def float_down(q) -> float:
+    """The largest float64 <= the exact rational ``q``."""
+    q = fraction(q)
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def gamma(n: int, u: float = U64) -> float:
+    """``n u / (1 - n u)`` rounded up (the relative error bound of an n-term sum / dot product)."""
+    n = int(n)
+    if n <= 0:
+        return 0.0
+    nu = Fraction(n) * Fraction(u)
+    if nu >= Fraction(1, 2):
+        raise ValueError(f"gamma({n}) is undefined for u = {u} (n u >= 1/2)")
+    return float_up(nu / (1 - nu))
+
+
+def up(x):
+    """The next float toward +inf (a rigorous upper bound of a round-to-nearest result)."""
+    return np.nextafter(x, np.inf)
+
+
+def down(x):
+    """The next float toward -inf."""
+    return np.nextafter(x, -np.inf)
+
+
+def add_up(a, b):
+    return up(np.add(a, b))
+
+
+def sub_down(a, b):
+    return down(np.subtract(a, b))
+
+
+def mul_up(a, b):
+    """An upper bound of the exact product (for non-negative factors, or any factors when the
+    rounded product is positive)."""
+    return up(np.multiply(a, b))
+
+
+def _factor(n: int, u: float = U64) -> float:
+    """c >= gamma(n) / (1 - gamma(n)): turns a float-computed sum of absolute values into a bound."""
+    g = Fraction(gamma(n, u))
+    if g >= Fraction(1, 2):
+        raise ValueError("too many terms for a rigorous bound")
+    return float_up(g / (1 - g))
+
+
+def sum_with_error(a, axis=-1):
+    """``(s, err)``: the float64 sum ``s`` of ``a`` along ``axis`` and a rigorous bound ``err`` on
+    ``|s - exact sum|`` (any summation order)."""
+    a = np.asarray(a, dtype=np.float64)
+    n = a.shape[axis] if a.ndim else 1
+    s = np.sum(a, axis=axis)
+    S = np.sum(np.abs(a), axis=axis)
+    # |s - sum| <= gamma(n-1) * sum|a| <= gamma(n) / (1 - gamma(n)) * fl(sum|a|)
+    err = up(_factor(max(n, 1)) * S)
+    return s, err
+
+
+def dot_with_error(a, b):
+    """``(d, err)``: the float64 dot product of 1-d ``a`` and ``b`` and a rigorous bound on its error."""
+    a = np.asarray(a, dtype=np.float64).reshape(1, -1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    d, err = matmul_with_error(a, b)
+    return d[0], err[0]
+
+
+def matmul_with_error(A, x):
+    """``(y, err)``: ``y = A @ x`` in float64 and a rigorous elementwise bound on ``|y - A x|``.
+
+    ``x`` is a vector or a matrix (columns). With ``n = A.shape[1]``:
+    ``|fl(A x) - A x| <= gamma(n) |A||x| + n eta`` and ``|A||x| <= (fl(|A||x|) + n eta) / (1 - gamma(n))``."""
+    A = np.asarray(A, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    n = A.shape[1]
+    y = A @ x
+    T = np.abs(A) @ np.abs(x)
+    neta = float_up(Fraction(n) * Fraction(ETA64))
+    err = up(up(_factor(n) * up(T + neta)) + neta)
+    return y, err
+
+
+def interval_matmul(W, b, lo, hi):
+    """Rigorous bounds ``[ylo, yhi]`` of ``W h + b`` over the box ``lo <= h <= hi`` (exact real
+    arithmetic on the exact floats of W, b, lo, hi; results rounded outward). ``lo, hi`` may be
+    vectors or matrices of columns (one box per column)."""
+    W = np.asarray(W, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    M = np.hstack([Wp, Wn, b.reshape(-1, 1)])
+    col = lo.ndim == 1
+    L2 = lo.reshape(lo.shape[0], -1)
+    H2 = hi.reshape(hi.shape[0], -1)
+    ones = np.ones((1, L2.shape[1]))
+    ylo, elo = matmul_with_error(M, np.vstack([L2, H2, ones]))
+    yhi, ehi = matmul_with_error(M, np.vstack([H2, L2, ones]))
+    ylo = down(ylo - elo)
+    yhi = up(yhi + ehi)
+    if col:
+        ylo, yhi = ylo[:, 0], yhi[:, 0]
+    return ylo, yhi
