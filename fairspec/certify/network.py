@@ -1,0 +1,419 @@
+"""Rigorous bounds for ReLU networks: interval bounds of every neuron (exact real arithmetic,
+rounded outward) and the runtime error bound E between the score a model's runtime computes
+and the score of the network a proof reasons about, over every input of a box.
+
+The error model (see ARCHITECTURE.md, "The certification spine"):
+
+* **encoding** as fairspec's runtime computes it (``fairspec/runtime/encoding.py``): ``minmax``
+  ``(v - lo) / (hi - lo)`` and ``standard`` ``(v - mean) / std`` in float64 (three / two
+  roundings), then cast to the runtime's precision; ``onehot`` and ``code`` exact (codes are the
+  small integers the solver backends require); ``raw`` exact when the value is an integer of at
+  most 2**24 in magnitude, else one rounding of the cast.
+* **affine layers** ``fl(W h + b)`` in the runtime's precision (float32 for ONNX/torch: ``u = 2**-24``;
+  float64 for scikit-learn), in any summation order, with or without FMA, blocked or not:
+  ``|fl(W h + b) - (W h + b)| <= gamma(n+1) (|W||h| + |b|) + (n+1) eta``. The weights must be the
+  runtime's own numbers (exactly representable in its precision; checked), each layer one
+  Gemm / MatMul+Add with alpha = beta = 1 (the caller passes the runtime's layers).
+* **ReLU** is exact in floating point and 1-Lipschitz (errors pass through unchanged).
+* **readout**: ``("logit", i)`` the column itself; ``("margin", i, j)`` ``y_i - y_j`` (computed by
+  fairspec in float64); ``("prob", i)`` a final sigmoid of column i; ``("softmax", i, j)`` the
+  2-class softmax probability of column i. For the probabilities the runtime's own logistic /
+  softmax evaluation is *assumed* within ``SIGMOID_ABS_ERROR`` (2**-20 absolute for float32
+  runtimes, ~16 float32 ulps at 1/2: onnxruntime's MLAS logistic is a polynomial approximation,
+  torch's is libm-accurate; 2**-48 for float64) of the exact function of its float inputs;
+  ``tests/test_certify_network.py`` measures the real runtimes against it. Then
+  ``|sigmoid(a) - sigmoid(b)| <= |a - b| / 4``.
+* **the proof's network** (``proof_net``, e.g. the feature-space network with the encoding folded
+  into the first layer by float64 products) may differ from the runtime's network in exact
+  arithmetic: the difference is bounded layer by layer in exact rationals,
+  ``|W' h' + b' - (W h + b)| <= |W'| |h' - h| + |W' - W| |h| + |b' - b|``.
+
+All of this is rounded upward; the result E bounds ``|runtime score - proof network score|`` for
+every input of the box (in the readout's units: logits, or probabilities for the prob readouts).
+Pure numpy and fractions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
+                                       matmul_with_error, sum_with_error, up, down)
+
+__all__ = ["rigorous_ibp", "runtime_error_bound", "as_layers", "InputEncoding", "encoding_from_ir",
+           "prob_error_to_logit", "SIGMOID_ABS_ERROR"]
+
+SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
+_U = {"float32": U32, "float64": U64}
+_ETA = {"float32": ETA32, "float64": ETA64}
+_NP = {"float32": np.float32, "float64": np.float64}
+
+
+def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """``[(W, b, relu), ...]`` of a network given as an object with ``.layers`` (each with ``W``,
+    ``b``, ``relu``: a :class:`fairspec.models.network.PLNet`) or as a sequence of such layers or
+    of ``(W, b, relu)`` tuples. W is [out, in], float64."""
+    layers = getattr(net, "layers", net)
+    out = []
+    for L in layers:
+        if isinstance(L, tuple):
+            W, b, relu = L
+        else:
+            W, b, relu = L.W, L.b, L.relu
+        W = np.asarray(W, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        if W.ndim != 2 or b.shape != (W.shape[0],):
+            raise ValueError(f"layer shapes do not fit: W {W.shape}, b {b.shape}")
+        if out and out[-1][0].shape[0] != W.shape[1]:
+            raise ValueError("layer widths do not chain")
+        out.append((W, b, bool(relu)))
+    if not out:
+        raise ValueError("a network needs at least one layer")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Interval bounds
+# ---------------------------------------------------------------------------------------------
+
+def _first_layer_bounds(W, b, lo, hi, onehot_groups):
+    """Rigorous bounds of W x + b over the box with each one-hot group exactly one (a group
+    contributes [min, max] of its allowed columns instead of the interval sum)."""
+    if not onehot_groups:
+        return interval_matmul(W, b, lo, hi)
+    grouped = sorted({i for g in onehot_groups for i in g})
+    rest = [i for i in range(W.shape[1]) if i not in set(grouped)]
+    ylo, yhi = interval_matmul(W[:, rest], b, lo[rest], hi[rest])
+    los, his = [ylo], [yhi]
+    for g in onehot_groups:
+        g = list(g)
+        glo, ghi = lo[g], hi[g]
+        fixed = [k for k, v in zip(g, glo) if v >= 1.0]
+        allowed = fixed if fixed else [k for k, v in zip(g, ghi) if v >= 1.0]
+        if not allowed or len(fixed) > 1:
+            return None                                    # no point of the box satisfies the group
+        Wa = W[:, allowed]
+        los.append(Wa.min(axis=1))
+        his.append(Wa.max(axis=1))
+    s_lo, e_lo = sum_with_error(np.stack(los, axis=1), axis=1)
+    s_hi, e_hi = sum_with_error(np.stack(his, axis=1), axis=1)
+    return down(s_lo - e_lo), up(s_hi + e_hi)
+
+
+def rigorous_ibp(net, lo, hi, onehot_groups: Sequence[Sequence[int]] = (), phases: dict | None = None):
+    """Outward-rounded interval bounds ``[(pre_lo, pre_hi), ...]`` of every layer's pre-activation
+    ``W h + b`` over the box (exact real arithmetic on the exact floats of the weights and the
+    box; one-hot groups exactly one). ``phases`` ``{(layer, neuron): 0 | 1}`` fixes ReLU phases
+    (0: inactive, pre <= 0; 1: active, pre >= 0); the bounds are clipped accordingly. Returns
+    None when the box (or a fixed phase) leaves no point."""
+    layers = as_layers(net)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    if lo.shape[0] != layers[0][0].shape[1] or np.any(lo > hi) or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        if np.any(lo > hi):
+            return None
+        raise ValueError("rigorous_ibp needs a finite box with one side per input")
+    out = []
+    hlo, hhi = lo, hi
+    for k, (W, b, relu) in enumerate(layers):
+        if k == 0:
+            r = _first_layer_bounds(W, b, lo, hi, onehot_groups)
+            if r is None:
+                return None
+            plo, phi = r
+        else:
+            plo, phi = interval_matmul(W, b, hlo, hhi)
+        if phases:
+            plo, phi = plo.copy(), phi.copy()
+            for (lk, j), ph in phases.items():
+                if lk != k:
+                    continue
+                if ph:
+                    plo[j] = max(plo[j], 0.0)
+                else:
+                    phi[j] = min(phi[j], 0.0)
+            if np.any(plo > phi):
+                return None
+        out.append((plo, phi))
+        if relu:
+            hlo, hhi = np.maximum(plo, 0.0), np.maximum(phi, 0.0)
+        else:
+            hlo, hhi = plo, phi
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The encoding
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InputEncoding:
+    """How one model input is computed from the proof's variable ``v`` (see the module docstring):
+    ``kind`` raw | onehot | code | minmax (a = lo, b = hi) | standard (a = mean, b = std)."""
+
+    kind: str = "raw"
+    a: float = 0.0
+    b: float = 1.0
+
+    def exact(self) -> tuple[Fraction, Fraction]:
+        """``(scale, shift)`` of the exact map ``x = scale * v + shift``."""
+        if self.kind in ("raw", "onehot", "code"):
+            return Fraction(1), Fraction(0)
+        if self.kind == "minmax":
+            lo, hi = Fraction(self.a), Fraction(self.b)
+            span = (hi - lo) if float(self.b) - float(self.a) != 0.0 else Fraction(1)
+            return 1 / span, -lo / span
+        if self.kind == "standard":
+            s = Fraction(self.b) if float(self.b) != 0.0 else Fraction(1)
+            return 1 / s, -Fraction(self.a) / s
+        raise ValueError(f"unknown encoding kind {self.kind!r}")
+
+
+def encoding_from_ir(enc) -> list[InputEncoding]:
+    """One :class:`InputEncoding` per model input from a :class:`fairspec.ir.Encoding` (the proof's
+    variable for a one-hot column is the column itself, for a code column the category index,
+    which the solver backends require to equal the code)."""
+    out = [InputEncoding("raw")] * enc.width
+    for c in enc.columns:
+        for k in range(c.width):
+            if c.kind == "minmax":
+                e = InputEncoding("minmax", float(c.lo), float(c.hi))
+            elif c.kind == "standard":
+                e = InputEncoding("standard", float(c.mean), float(c.std))
+            elif c.kind == "code":
+                codes = list(c.codes)
+                if [float(x) for x in codes] != [float(i) for i in range(len(codes))]:
+                    raise ValueError(f"the code table of {c.feature} is not 0..k-1 in order")
+                e = InputEncoding("code")
+            else:
+                e = InputEncoding(c.kind)
+            out[c.offset + k] = e
+    return out
+
+
+def _encoded_box_and_error(encoding, lo, hi, integer, precision):
+    """The exact encoded-input box (outward floats), |x| bounds and the input error bound of the
+    runtime's encoding (float64 arithmetic, then the cast to the runtime's precision)."""
+    n = lo.shape[0]
+    xlo, xhi = np.empty(n), np.empty(n)
+    err = np.zeros(n)
+    u = _U[precision]
+    eta = _ETA[precision]
+    for i in range(n):
+        e = encoding[i] if encoding is not None else InputEncoding("raw")
+        if e.kind in ("raw", "onehot", "code"):
+            xlo[i], xhi[i] = lo[i], hi[i]
+            m = max(abs(lo[i]), abs(hi[i]))
+            if e.kind in ("onehot", "code") or precision == "float64":
+                if e.kind == "code" and m > 2 ** 24:
+                    raise ValueError("category codes beyond 2**24")
+                continue
+            if integer is not None and integer[i] and m <= 2 ** 24:
+                continue
+            err[i] = float_up(Fraction(u) * Fraction(m) + Fraction(eta))
+            continue
+        s, t = e.exact()
+        a = s * Fraction(float(lo[i])) + t
+        c = s * Fraction(float(hi[i])) + t
+        a, c = min(a, c), max(a, c)
+        xlo[i], xhi[i] = float(_down_q(a)), float(float_up(c))
+        X = max(abs(a), abs(c))
+        rounds = 3 if e.kind == "minmax" else 2
+        g64 = Fraction(gamma(rounds, U64))
+        if precision == "float64":
+            err[i] = float_up(g64 * X)
+        else:
+            err[i] = float_up(g64 * X + Fraction(u) * (1 + g64) * X + Fraction(eta))
+    return xlo, xhi, err
+
+
+def _down_q(q: Fraction) -> float:
+    from fairspec.certify.rounding import float_down
+    return float_down(q)
+
+
+def _absmv_up(A_abs, v):
+    """An upper bound of the exact |A| v for v >= 0 (A_abs = |A| given)."""
+    y, e = matmul_with_error(A_abs, v)
+    return up(y + e)
+
+
+def _check_representable(layers, precision):
+    if precision == "float64":
+        return
+    dt = _NP[precision]
+    for k, (W, b, _) in enumerate(layers):
+        with np.errstate(over="ignore"):
+            if not (np.array_equal(W.astype(dt).astype(np.float64), W)
+                    and np.array_equal(b.astype(dt).astype(np.float64), b)):
+                raise ValueError(f"layer {k + 1}'s weights are not {precision} numbers: they are not the "
+                                 f"runtime's own (a network folded from several operators?)")
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime error bound
+# ---------------------------------------------------------------------------------------------
+
+def _mismatch(Wp, bp, W, b, H, rows=None):
+    """Upper bound of |W' h + b' - (W h + b)| over |h| <= H, elementwise, in exact rationals
+    where the float numbers differ (zero where W' == W and b' == b exactly)."""
+    out = np.zeros(Wp.shape[0])
+    for j in range(Wp.shape[0]):
+        wrow = W[j] if rows is None else rows[0](j)
+        brow = b[j] if rows is None else rows[1](j)
+        if isinstance(wrow, np.ndarray) and np.array_equal(Wp[j], wrow) and bp[j] == brow:
+            continue
+        tot = abs(Fraction(float(bp[j])) - _fr(brow))
+        for k in range(Wp.shape[1]):
+            dw = Fraction(float(Wp[j, k])) - _fr(wrow[k])
+            if dw:
+                tot += abs(dw) * Fraction(float(H[k]))
+        out[j] = float_up(tot)
+    return out
+
+
+def _fr(x):
+    return x if isinstance(x, Fraction) else Fraction(float(x))
+
+
+def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding] | None = None,
+                        readout=("logit", 0), proof_net=None, precision: str = "float32",
+                        integer=None, onehot_groups: Sequence[Sequence[int]] = ()) -> float:
+    """A rigorous bound E on ``|score as the runtime computes it - score of proof_net in exact real
+    arithmetic|`` for every input ``v`` of the box ``[lo, hi]`` (see the module docstring).
+
+    runtime_net: the runtime's layers (``as_layers``), last layer with every column the readout reads.
+    lo, hi:      the box of the proof's variables (feature space when ``encoding`` is given).
+    encoding:    one :class:`InputEncoding` per model input (None: the model's inputs themselves).
+    readout:     ``("logit", i)``, ``("margin", i, j)``, ``("prob", i)``, ``("softmax", i, j)``.
+    proof_net:   the single-logit network the proof reasons about over ``v`` (default: the runtime
+                 network on the exact encoding with the readout's logit).
+    precision:   "float32" (ONNX, torch) or "float64" (scikit-learn).
+    integer:     mask of integral variables (a raw integer of at most 2**24 is cast exactly).
+    Raises ValueError when a condition of the error model fails (weights that are not the runtime's
+    numbers, a box that is not finite); the caller then has no runtime bound (unknown)."""
+    if precision not in _U:
+        raise ValueError(f"precision must be float32 or float64, not {precision!r}")
+    layers = as_layers(runtime_net)
+    _check_representable(layers, precision)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    n_in = layers[0][0].shape[1]
+    if lo.shape != (n_in,) or hi.shape != (n_in,):
+        raise ValueError(f"the box must have {n_in} sides")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(lo > hi):
+        raise ValueError("a runtime error bound needs a finite, non-empty box")
+    if encoding is not None and len(encoding) != n_in:
+        raise ValueError(f"the encoding must describe {n_in} inputs")
+    u = _U[precision]
+    eta = _ETA[precision]
+    xlo, xhi, d = _encoded_box_and_error(encoding, lo, hi, integer, precision)
+    ibp = rigorous_ibp(layers, xlo, xhi, onehot_groups)
+    if ibp is None:
+        return 0.0                                      # an empty box: nothing to bound
+    # forward error of the runtime against exact arithmetic on the exact encoded input
+    H = np.maximum(np.abs(xlo), np.abs(xhi))
+    Hs = [H]
+    for k, (W, b, relu) in enumerate(layers):
+        n = W.shape[1]
+        A = np.abs(W)
+        g = gamma(n + 1, u)
+        # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta
+        prop = _absmv_up(A, d)
+        mag = up(_absmv_up(A, up(H + d)) + np.abs(b))
+        d = up(up(prop + up(g * mag)) + float_up(Fraction(n + 1) * Fraction(eta)))
+        plo, phi = ibp[k]
+        H = np.maximum(np.abs(plo), np.abs(phi))
+        if relu:
+            H = np.maximum(np.maximum(plo, 0.0), np.maximum(phi, 0.0))
+        Hs.append(H)
+    kind = readout[0]
+    cols = list(readout[1:])
+    y_mag = Hs[-1]
+    if kind in ("logit", "prob"):
+        (i,) = cols
+        e_logit = float(d[i])
+        row_w = [layers[-1][0][i]]
+        row_b = [layers[-1][1][i]]
+        signs = [1]
+    elif kind in ("margin", "softmax"):
+        i, j = cols
+        e_logit = float(up(d[i] + d[j]))
+        if kind == "margin":     # fairspec subtracts the two float columns in float64
+            e_logit = float(up(e_logit + float(up(2 * U64 * float(up(y_mag[i] + y_mag[j] + d[i] + d[j]))))))
+        row_w = [layers[-1][0][i], layers[-1][0][j]]
+        row_b = [layers[-1][1][i], layers[-1][1][j]]
+        signs = [1, -1]
+    else:
+        raise ValueError(f"unknown readout {readout!r}")
+    # the proof's network against the runtime's, in exact arithmetic
+    if proof_net is not None:
+        e_logit = float(up(e_logit + _proof_mismatch(as_layers(proof_net), layers, encoding, lo, hi, Hs,
+                                                     row_w, row_b, signs)))
+    if kind in ("logit", "margin"):
+        return e_logit
+    return float(up(up(e_logit / 4.0) + SIGMOID_ABS_ERROR[precision]))
+
+
+def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs) -> float:
+    """Bound of |proof logit(v) - runtime exact logit(x_exact(v))| over the box."""
+    if len(P) != len(R):
+        raise ValueError(f"the proof's network has {len(P)} layers, the runtime's {len(R)}")
+    n_in = R[0][0].shape[1]
+    V = np.maximum(np.abs(lo), np.abs(hi))
+    # layer 1: W' v + b'  against  W (S v + t) + b  =  (W S) v + (W t + b)
+    W1, b1, _ = R[0]
+    Wp, bp, _ = P[0]
+    if Wp.shape != W1.shape:
+        raise ValueError("the proof's first layer does not match the runtime's")
+    st = [(encoding[i].exact() if encoding is not None else (Fraction(1), Fraction(0))) for i in range(n_in)]
+    plain = [s == 1 and t == 0 for s, t in st]
+    delta = np.zeros(W1.shape[0])
+    for j in range(W1.shape[0]):
+        if all(plain) and np.array_equal(Wp[j], W1[j]) and bp[j] == b1[j]:
+            continue
+        const = Fraction(float(bp[j])) - Fraction(float(b1[j]))
+        tot = Fraction(0)
+        for i in range(n_in):
+            s, t = st[i]
+            w = Fraction(float(W1[j, i]))
+            if plain[i]:
+                dw = Fraction(float(Wp[j, i])) - w if Wp[j, i] != W1[j, i] else 0
+            else:
+                dw = Fraction(float(Wp[j, i])) - w * s
+                const -= w * t
+            if dw:
+                tot += abs(dw) * Fraction(float(V[i]))
+        delta[j] = float_up(tot + abs(const))
+    # hidden layers: delta' = |W'| delta + |W' - W| H + |b' - b|
+    for k in range(1, len(R)):
+        Wp, bp, _ = P[k]
+        W, b, _ = R[k]
+        H = Hs[k]
+        last = k == len(R) - 1
+        if last:
+            if Wp.shape[0] != 1:
+                raise ValueError("the proof's network must end in one logit")
+            wq = [sum((sg * Fraction(float(r[c])) for sg, r in zip(signs, row_w)), Fraction(0)) for c in range(W.shape[1])]
+            bq = sum((sg * Fraction(float(r)) for sg, r in zip(signs, row_b)), Fraction(0))
+            mis = _mismatch(Wp, bp, None, None, H, rows=(lambda j: wq, lambda j: bq))
+        else:
+            if Wp.shape != W.shape:
+                raise ValueError(f"the proof's layer {k + 1} does not match the runtime's")
+            mis = _mismatch(Wp, bp, W, b, H)
+        delta = up(_absmv_up(np.abs(Wp), delta) + mis)
+    return float(delta[0])
+
+
+def prob_error_to_logit(e_prob: float) -> float:
+    """A logit margin for a probability error: if ``|p~ - sigmoid(z)| <= e`` and ``p~ > 1/2`` then
+    ``z > -4e / (1 - 2e)`` (``ln((1/2 + e) / (1/2 - e)) <= 4e / (1 - 2e)``); inf for e >= 1/2."""
+    e = Fraction(float(e_prob))
+    if e >= Fraction(1, 2):
+        return math.inf
+    return float_up(4 * e / (1 - 2 * e))
