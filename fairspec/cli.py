@@ -110,7 +110,7 @@ def _lsp(args) -> int:
     try:
         from fairspec.lsp.server import main as serve
     except ImportError as e:
-        print(f"fairspec lsp needs pygls: pip install 'fairspec[lsp]' ({e})", file=sys.stderr)
+        print(f"fairspec lsp needs pygls: pip install 'specfair[lsp]' ({e})", file=sys.stderr)
         return 2
     return serve()
 
@@ -231,7 +231,7 @@ def _write_html(write) -> bool:
         return False
     except ImportError as e:
         print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
-              f"pip install 'fairspec[report]'", file=sys.stderr)
+              f"pip install 'specfair[report]'", file=sys.stderr)
         return False
     return True
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics import Diagnostic, DiagnosticError, cap_per_file, sort_key
+from fairspec.files import Roots
 from fairspec.planning import plan
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
@@ -109,14 +110,20 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         others = [p.span for p in spec.properties if p.name != only and p.span is not None]
         report.diagnostics = [d for d in report.diagnostics
                               if d.is_error or d.span is None or not any(_within(d.span, s) for s in others)]
+    cluster_error = _cluster_error() if parallel else None
+    if cluster_error:
+        report.error = cluster_error
+        report.seconds = time.perf_counter() - t0
+        return report
     if parallel and len(props) > 1:
         from fairspec.backends.executor import get_executor
 
-        key = tuple(sorted((models or {}).items()))
+        key = _models_key(models)
         jobs = [(key, p.name, p.kind) for p in props]
         ex = get_executor(len(props))
         try:
-            outs = ex.map(_property_job, jobs, init=(_job_state, (str(path), tuple(allow))), on_error=_failed_job)
+            outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
+                          on_error=_failed_job)
         except KeyboardInterrupt:  # Ctrl-C: the workers are ended; nothing was decided
             report.interrupted = True
             outs = [{"verdict": unknown(p, "interrupted (Ctrl-C) before it was decided")} for p in props]
@@ -126,7 +133,6 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
             if _merge_out(report, prop, out):
                 break
     else:
-        from fairspec.files import Roots
         from fairspec.runtime.context import Context
 
         ctx = Context(spec, roots=Roots.for_spec(Path(path), allow))
@@ -158,6 +164,9 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     res = lint(path, allow=allow)
     if res.spec is None or any(d.is_error for d in res.diagnostics):
         return [(None, check(path, only=only, allow=allow))]
+    cluster_error = _cluster_error() if parallel else None
+    if cluster_error:
+        raise InputError(cluster_error)
     files = [m for m in res.spec.models if m.path is not None]
     if name is None:
         if len(files) != 1:
@@ -178,10 +187,11 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         raise InputError(f"model folder {folder} holds no {decl.format} model file "
                          f"({', '.join(exts.get(decl.format, ()))})")
     props = [p for p in res.spec.properties if only is None or p.name == only]
-    jobs = [(((name, f),), p.name, p.kind) for f in cands for p in props]
+    jobs = [(_models_key({name: f}), p.name, p.kind) for f in cands for p in props]
     ex = get_executor(len(jobs)) if parallel else SerialExecutor()
     try:
-        outs = ex.map(_property_job, jobs, init=(_job_state, (str(path), tuple(allow))), on_error=_failed_job)
+        outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
+                      on_error=_failed_job)
     finally:
         ex.close()
     reports = []
@@ -276,11 +286,35 @@ def _merge_out(report: Report, prop, out: dict) -> bool:
     return False
 
 
-def _job_state(path: str, allow: tuple = ()) -> dict:
-    """Per worker: the linted spec and one Context per set of model files (loaded once per worker)."""
-    from fairspec.files import Roots
+def _cluster_error() -> str | None:
+    """With a Dask scheduler configured (--cluster, FAIRSPEC_CLUSTER): None when it answers, else the
+    one sentence saying why it cannot be used (a bad address, nothing listening): a usage error."""
+    from fairspec.backends import executor
 
-    return {"spec": lint(path, allow=allow).spec, "ctx": {}, "roots": Roots.for_spec(Path(path), allow)}
+    if not executor.cluster_address():
+        return None
+    try:
+        executor.get_executor(2)
+    except executor.JobError as e:
+        return str(e)
+    return None
+
+
+def _models_key(models: dict | None) -> tuple:
+    """--models' replacement files as absolute paths: a worker's working folder may be another one."""
+    return tuple(sorted((k, os.path.abspath(v)) for k, v in (models or {}).items()))
+
+
+def _job_state(spec, roots) -> dict:
+    """What every worker gets once: the linted spec with every path made absolute (a worker may run
+    in another folder, or on another machine; nothing is linted or resolved again there) and the
+    project roots; each worker then keeps one Context per set of model files (loaded once)."""
+    from dataclasses import replace
+
+    spec = replace(spec, file=os.path.abspath(spec.file),
+                   models=tuple(replace(m, path=os.path.abspath(m.path)) if m.path else m for m in spec.models),
+                   datasets=tuple(replace(d, path=os.path.abspath(d.path)) for d in spec.datasets))
+    return {"spec": spec, "ctx": {}, "roots": roots}
 
 
 def _property_job(state: dict, job) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -108,6 +109,39 @@ def test_check_on_a_local_cluster_gives_the_serial_verdicts(cluster):
     # models and data are loaded once per worker, not once per property
     model_loads = [x for x in dist.loads if x["what"] == "model"]
     assert len(model_loads) <= 2 * 3
+
+
+def test_cluster_with_a_relative_spec_path_from_another_folder(cluster, tmp_path, monkeypatch):
+    """The spec, its data and models are resolved before they are shipped: the workers (started in
+    another working folder) get absolute paths, so a relative spec path gives the serial verdicts."""
+    import shutil
+
+    from fairspec.pipeline import check
+
+    shutil.copytree(ROOT / "examples/predictions", tmp_path / "predictions")
+    monkeypatch.chdir(tmp_path / "predictions")
+    ex_mod.configure()
+    serial = check("decisions.fair")
+    ex_mod.configure(cluster=cluster)
+    try:
+        dist = check("decisions.fair", parallel=True)
+    finally:
+        ex_mod.configure()
+    assert not dist.has_errors and len(dist.verdicts) == len(serial.verdicts) >= 2
+    assert [(v.name, v.status, v.value) for v in dist.verdicts] == [(v.name, v.status, v.value)
+                                                                    for v in serial.verdicts]
+    assert not any("failed" in (v.reason or "") for v in dist.verdicts), [v.reason for v in dist.verdicts]
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "nonsense-scheme://nowhere"])
+def test_unreachable_scheduler_is_one_sentence_and_exit_2(address):
+    env = {**os.environ, "FAIRSPEC_CLUSTER_TIMEOUT": "2", "PYTHONPATH": str(ROOT)}
+    for extra in ([], ["--format", "json"], ["--models", f"lr={ROOT / 'examples/adult/models'}"]):
+        r = subprocess.run([sys.executable, "-m", "fairspec", "check", str(ROOT / "examples/predictions/decisions.fair"),
+                            "--cluster", address, *extra], capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 2, (extra, r.stdout, r.stderr)
+        assert "cannot reach the Dask scheduler at " + address in r.stdout + r.stderr
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
 
 
 def test_models_folder_one_report_per_file_same_as_each_alone(tmp_path):

@@ -12,7 +12,7 @@ def test_wheel_carries_grammar_and_policies(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
                         "-w", str(tmp_path), "-q"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    (wheel,) = tmp_path.glob("fairspec-*.whl")
+    (wheel,) = tmp_path.glob("specfair-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "fairspec/grammar/fairspec.lark" in names
     shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "specs").rglob("*.fair")}
@@ -32,7 +32,7 @@ def _declared_distributions() -> set[str]:
     names = set()
     for r in reqs:
         name = re.match(r"[A-Za-z0-9_.\-]+", r).group(0)
-        if name.lower() != "fairspec":
+        if name.lower() != "specfair":  # the extras that name other extras of this distribution
             names.add(re.sub(r"[-_.]+", "-", name).lower())
             # dask[distributed] declares the distributed distribution too
             extras = re.match(r"[A-Za-z0-9_.\-]+\[([^\]]*)\]", r)
@@ -85,3 +85,57 @@ def test_ci_runs_in_a_fresh_virtual_environment():
     assert "-m venv" in ci and "pip install -e '.[dev]'" in ci
     assert ci.index("-m venv") < ci.index("pip install")
     assert "/.venv-ci/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def _readme_block() -> list[str]:
+    """The commands of the README's "From a checkout" block."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("From a checkout"):]
+    block = block[block.index("```sh") + 5:]
+    return [ln.strip() for ln in block[:block.index("```")].splitlines() if ln.strip()]
+
+
+def test_ci_runs_exactly_the_readmes_commands_in_order():
+    """.ci/run runs the README's checkout commands, in the README's order (torch's CPU build first)."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    cmds = _readme_block()
+    assert cmds[0] == "pip install torch==2.13.0" and cmds[1] == "pip install -e '.[dev]'"
+    where = [ci.index(c) for c in cmds]
+    assert where == sorted(where), cmds
+
+
+def test_distribution_name_and_extras():
+    """The distribution is specfair (the index's "fairspec" is another project); the command and the
+    import name stay fairspec; extras have lower bounds only (never replace a user's torch)."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "specfair"
+    assert project["scripts"]["fairspec"] == "fairspec.cli:main"
+    from fairspec import DISTRIBUTION
+
+    assert DISTRIBUTION == project["name"]
+    for extra, reqs in project["optional-dependencies"].items():
+        for r in reqs:
+            assert "==" not in r and "<" not in r, (extra, r)
+            name = re.match(r"[A-Za-z0-9_.\-]+", r).group(0)
+            assert name.lower() != "fairspec", (extra, r)
+    assert project["optional-dependencies"]["torch"] == ["torch>=2.1"]
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install 'specfair[all]'" in readme
+
+
+def test_install_hints_name_the_distribution():
+    """Every "pip install '...[extra]'" a message or document shows installs this distribution."""
+    import re
+
+    for path in [*ROOT.joinpath("fairspec").rglob("*.py"), ROOT / "README.md", *ROOT.joinpath("editors").rglob("*.md")]:
+        for m in re.finditer(r"pip install '([A-Za-z0-9_.-]+)\[", path.read_text(encoding="utf-8")):
+            assert m.group(1) == "specfair", (path, m.group(0))
+
+
+def test_python_dash_m_fairspec_runs_the_command_line():
+    r = subprocess.run([sys.executable, "-m", "fairspec", "--help"], capture_output=True, text=True, timeout=60,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "usage: fairspec" in r.stdout, r.stderr

@@ -78,7 +78,7 @@ def test_a_missing_extra_is_one_sentence_naming_the_pip_command(boosted_files, m
     monkeypatch.setitem(__import__("sys").modules, "xgboost", None)      # import xgboost -> ImportError
     with pytest.raises(ModelLoadError) as e:
         load_model("xgboost", boosted_files / "m.json")
-    assert "pip install 'fairspec[xgboost]'" in str(e.value) and "m.json" in str(e.value)
+    assert "pip install 'specfair[xgboost]'" in str(e.value) and "m.json" in str(e.value)
 
 
 def test_a_file_that_is_not_a_model_is_one_sentence(tmp_path):

@@ -443,15 +443,21 @@ def _dask_call(fn, key, init, shared, items):
 class DaskExecutor:
     """Jobs on a running Dask scheduler; models and data are built once per worker (``init``)."""
 
-    def __init__(self, address: str, retries: int = 2, timeout: float = 20.0):
+    def __init__(self, address: str, retries: int = 2, timeout: float | None = None):
         try:
             from distributed import Client
         except ImportError:
-            raise JobError("--cluster needs dask.distributed: pip install 'fairspec[cluster]'") from None
+            raise JobError("--cluster needs dask.distributed: pip install 'specfair[cluster]'") from None
+        if timeout is None:  # how long to try to connect (FAIRSPEC_CLUSTER_TIMEOUT seconds, default 20)
+            try:
+                timeout = float(os.environ.get("FAIRSPEC_CLUSTER_TIMEOUT", 20.0))
+            except ValueError:
+                timeout = 20.0
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)
-        except OSError as e:
-            raise JobError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - refused, timed out, a malformed address: one sentence
+            text = (str(e).splitlines() or [type(e).__name__])[0].rstrip(".")
+            raise JobError(f"cannot reach the Dask scheduler at {address}: {text}") from None
         self.address = address
         self.retries = retries
         info = self.client.scheduler_info()

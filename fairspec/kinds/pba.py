@@ -242,7 +242,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
             ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
         except ImportError:
             ctx.warnings.append(f"{prop.name}: the chart {path} needs matplotlib, which is not installed "
-                                f"(pip install 'fairspec[report]')")
+                                f"(pip install 'specfair[report]')")
 
     # ---- the verdict over the observed setting
     obs = np.concatenate([r.observed for _, r, *_ in verdict_parts])

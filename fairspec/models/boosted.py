@@ -1,7 +1,7 @@
 """XGBoost (JSON / UBJSON model files) and LightGBM (text model files) binary classifiers.
 
-Both libraries are optional extras (``pip install 'fairspec[xgboost]'`` /
-``'fairspec[lightgbm]'``), imported only here, when such a model is loaded. The declared
+Both libraries are optional extras (``pip install 'specfair[xgboost]'`` /
+``'specfair[lightgbm]'``), imported only here, when such a model is loaded. The declared
 output is the probability of class 1 (``predict``; ``index = 0`` for class 0) or the raw
 margin (``output = "margin"`` / ``"logit"``); evaluation and the replay of witnesses go
 through the library's own ``predict``.
@@ -35,7 +35,7 @@ def _need(module: str, extra: str, path: pathlib.Path):
         return importlib.import_module(module)
     except ImportError as exc:
         raise ModelLoadError(f"loading {path} needs {module}, which is not installed "
-                             f"(pip install 'fairspec[{extra}]')", path) from exc
+                             f"(pip install 'specfair[{extra}]')", path) from exc
 
 
 class _Boosted(LoadedModel):

@@ -99,7 +99,7 @@ class OnnxModel(LoadedModel):
             import onnxruntime as ort
         except ImportError as exc:
             raise ModelLoadError(
-                f"loading ONNX model {path} needs onnxruntime, which is not installed (pip install 'fairspec[onnx]')",
+                f"loading ONNX model {path} needs onnxruntime, which is not installed (pip install 'specfair[onnx]')",
                 path,
             ) from exc
         try:

@@ -70,7 +70,7 @@ def _load_skops(path: pathlib.Path):
         sio = import_skops_io()
     except ImportError as exc:
         raise ModelLoadError(
-            f"loading {path} needs skops, which is not installed (pip install 'fairspec[sklearn]')", path
+            f"loading {path} needs skops, which is not installed (pip install 'specfair[sklearn]')", path
         ) from exc
     try:
         untrusted = sio.get_untrusted_types(file=str(path))

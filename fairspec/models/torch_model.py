@@ -73,7 +73,7 @@ class TorchModel(LoadedModel):
             import torch
         except ImportError as exc:
             raise ModelLoadError(
-                f"loading torch model {path} needs torch, which is not installed (pip install 'fairspec[torch]')", path
+                f"loading torch model {path} needs torch, which is not installed (pip install 'specfair[torch]')", path
             ) from exc
         try:
             with warnings.catch_warnings():
