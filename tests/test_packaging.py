@@ -46,7 +46,8 @@ def _third_party_imports(folders) -> dict[str, str]:
     fairspec itself, or a module of the test-suite."""
     import ast
 
-    local = {"fairspec", "setup"} | {p.stem for p in ROOT.rglob("*.py") if ".venv" not in p.as_posix()}
+    local = {"fairspec", "setup"} | {p.stem for p in ROOT.rglob("*.py") if ".venv" not in p.as_posix()} \
+        | {p.parent.name for p in (ROOT / "tests").rglob("__init__.py")}   # the suite's own packages
     out = {}
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*.py")):

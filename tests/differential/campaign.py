@@ -1,0 +1,308 @@
+"""A campaign: generate instances of every family, judge them (in worker processes, each
+instance with a deadline), tally per family, write the results and reproducers.
+
+Used by ``bench/soundness.py`` (the long run) and ``tests/test_soundness_slice.py`` (a
+fixed-seed slice).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter, defaultdict
+from pathlib import Path
+
+SMALL_DOMAIN = 1000          # the unknown target counts properties whose domain has at most this many points
+UNKNOWN_TARGET = 0.01
+
+
+def families() -> dict:
+    """family name -> generate(seed) -> Instance (imported lazily)."""
+    from . import networks
+
+    out = {"network": networks.generate}
+    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc"):
+        try:
+            m = __import__(f"{__package__}.{mod}", fromlist=["generate"])
+        except ImportError:
+            continue
+        out[m.FAMILY] = m.generate
+    return out
+
+
+def instance_seed(seed: int, i: int) -> int:
+    return seed * 1_000_000 + i
+
+
+# ------------------------------------------------------------------ one instance
+
+
+def run_one(family: str, iseed: int, workdir: str | None = None) -> dict:
+    """Generate and judge one instance in this process: {"outcomes": [...], "seconds", "error"}."""
+    from .judge import Outcome, run_instance
+
+    t0 = time.perf_counter()
+    try:
+        inst = families()[family](iseed)
+    except Exception as e:  # noqa: BLE001 - a generator bug is the harness's, reported as such
+        return {"outcomes": [], "seconds": time.perf_counter() - t0, "family": family, "seed": iseed,
+                "error": f"generator: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
+    gen = time.perf_counter() - t0
+    folder = Path(tempfile.mkdtemp(prefix=f"fs-{family}-{iseed}-", dir=workdir))
+    try:
+        outs = run_instance(inst, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"outcomes": [o.to_json() for o in outs], "seconds": time.perf_counter() - t0, "generate_seconds": gen,
+            "family": family, "seed": iseed, "error": None, "budget": sum(p.timeout for p in inst.props)}
+
+
+def _worker(conn, workdir):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from fairspec.backends import executor
+
+    executor.configure(workers=1)   # partitions in this process: the campaign's workers are the parallelism
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):      # the campaign ended (or was killed): stop
+            return
+        if task is None:
+            return
+        family, iseed = task
+        try:
+            res = run_one(family, iseed, workdir)
+        except BaseException as e:  # noqa: BLE001
+            res = {"outcomes": [], "family": family, "seed": iseed, "seconds": 0.0,
+                   "error": f"harness: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
+        conn.send(res)
+
+
+def run_tasks(tasks: list[tuple[str, int]], workers: int = 1, deadline=lambda fam: 600.0,
+              progress=None) -> list[dict]:
+    """Run (family, seed) tasks on ``workers`` processes; a task past its deadline is killed
+    (its worker replaced) and recorded as a hang."""
+    import signal
+
+    ctx = mp.get_context("spawn")
+    def _term(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _term)   # a killed campaign ends its workers (finally below)
+    workdir = tempfile.mkdtemp(prefix="fs-soundness-")
+    results: list[dict] = []
+    pending = list(reversed(tasks))
+    slots: list[dict] = []
+
+    def start():
+        a, b = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(b, workdir), daemon=False)
+        p.start()
+        return {"proc": p, "conn": a, "task": None, "t0": 0.0}
+
+    try:
+        for _ in range(max(1, min(workers, len(tasks)))):
+            slots.append(start())
+        while pending or any(s["task"] for s in slots):
+            for s in slots:
+                if s["task"] is None and pending:
+                    s["task"] = pending.pop()
+                    s["t0"] = time.monotonic()
+                    s["conn"].send(s["task"])
+            time.sleep(0.05)
+            for i, s in enumerate(slots):
+                if s["task"] is None:
+                    continue
+                if s["conn"].poll():
+                    try:
+                        res = s["conn"].recv()
+                    except EOFError:
+                        res = None
+                    if res is None:
+                        res = _dead(s["task"], "the worker process died")
+                        s["proc"].kill()
+                        slots[i] = start()
+                    else:
+                        s["task"] = None
+                    results.append(res)
+                    if progress:
+                        progress(res)
+                    continue
+                if not s["proc"].is_alive():
+                    results.append(_dead(s["task"], f"the worker process died (exit {s['proc'].exitcode})"))
+                    slots[i] = start()
+                    continue
+                if time.monotonic() - s["t0"] > deadline(s["task"][0]):
+                    s["proc"].kill()
+                    s["proc"].join(5)
+                    results.append(_dead(s["task"], f"no answer after {deadline(s['task'][0]):.0f} s", hang=True))
+                    if progress:
+                        progress(results[-1])
+                    slots[i] = start()
+    finally:
+        for s in slots:
+            try:
+                s["conn"].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for s in slots:
+            if s["task"] is not None:    # interrupted mid-task: do not wait for it
+                s["proc"].kill()
+            s["proc"].join(10)
+            if s["proc"].is_alive():
+                s["proc"].kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
+    return results
+
+
+def _dead(task, why: str, hang: bool = False) -> dict:
+    family, iseed = task
+    return {"outcomes": [], "family": family, "seed": iseed, "seconds": 0.0, "error": None,
+            "lost": {"why": why, "hang": hang}}
+
+
+# ------------------------------------------------------------------ tallies
+
+
+def tally(results: list[dict]) -> dict:
+    """Per family: instances, properties, wrong (by defect), unknown, unknown on small domains,
+    rejected, harness errors, seconds."""
+    fam: dict = defaultdict(lambda: {"instances": 0, "properties": 0, "correct": 0, "wrong": 0, "unknown": 0,
+                                     "small": 0, "unknown_small": 0, "rejected": 0, "harness_errors": 0,
+                                     "lost": 0, "seconds": 0.0, "defects": Counter()})
+    for r in results:
+        t = fam[r["family"]]
+        t["instances"] += 1
+        t["seconds"] += r.get("seconds", 0.0)
+        if r.get("error"):
+            t["harness_errors"] += 1
+        if r.get("lost"):
+            t["lost"] += 1
+            t["defects"]["hang" if r["lost"]["hang"] else "lost"] += 1
+            t["wrong"] += 1
+        for o in r["outcomes"]:
+            t["properties"] += 1
+            t[o["klass"]] += 1
+            small = o["domain"] <= SMALL_DOMAIN
+            t["small"] += small
+            if o["klass"] == "unknown" and small:
+                t["unknown_small"] += 1
+            if o["klass"] == "wrong":
+                t["defects"][_defect_key(o)] += 1
+    out = {}
+    for k, t in sorted(fam.items()):
+        t = dict(t)
+        t["defects"] = dict(sorted(t["defects"].items()))
+        t["seconds"] = round(t["seconds"], 1)
+        out[k] = t
+    return out
+
+
+def _defect_key(o: dict) -> str:
+    m = o.get("meta", {})
+    where = "/".join(str(m[k]) for k in ("backend", "mode", "post", "op", "model", "kind", "metric")
+                     if m.get(k) not in (None, "", False))
+    return f"{o['defect']} [{where}]" if where else o["defect"]
+
+
+def wrong_outcomes(results: list[dict]) -> list[dict]:
+    return [o for r in results for o in r["outcomes"] if o["klass"] == "wrong"]
+
+
+# ------------------------------------------------------------------ reproducers
+
+
+def write_reproducers(results: list[dict], root: Path, cap: int = 40) -> list[dict]:
+    """For wrong verdicts (the first of each defect class first, up to ``cap``): a folder with
+    the spec (that property alone), the model and data files, truth.json and verdict.json; the
+    property is re-checked there and ``reproduces`` says whether it is still wrong."""
+    from .judge import run_instance
+
+    wrong = wrong_outcomes(results)
+    seen, first, rest = set(), [], []
+    for o in wrong:
+        key = (o["family"], _defect_key(o))
+        (rest if key in seen else first).append(o)
+        seen.add(key)
+    chosen = (first + rest)[:cap]
+    if root.exists():
+        shutil.rmtree(root)
+    written = []
+    gens = families()
+    for o in chosen:
+        inst = gens[o["family"]](o["seed"])
+        folder = root / f"{o['family']}-{o['seed']}-{o['name']}"
+        outs = run_instance(inst, folder, only=[o["name"]])
+        again = outs[0] if outs else None
+        truth = inst.truth_json([o["name"]])
+        truth["reported"] = o
+        truth["reproduces"] = bool(again and again.klass == "wrong")
+        truth["rechecked"] = again.to_json() if again else None
+        (folder / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True, default=str) + "\n")
+        written.append({"path": str(folder), "family": o["family"], "defect": _defect_key(o),
+                        "reproduces": truth["reproduces"], "why": o["why"]})
+    return written
+
+
+# ------------------------------------------------------------------ the report
+
+
+def table(t: dict) -> str:
+    head = ("| family | instances | properties | wrong | unknown | unknown, domain <= 1,000 | rejected | "
+            "harness errors | seconds |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    tot = Counter()
+    for fam, x in t.items():
+        us = f"{x['unknown_small']} / {x['small']}"
+        lines.append(f"| {fam} | {x['instances']} | {x['properties']} | {x['wrong']} | {x['unknown']} | {us} | "
+                     f"{x['rejected']} | {x['harness_errors']} | {x['seconds']:.0f} |")
+        for k in ("instances", "properties", "wrong", "unknown", "unknown_small", "small", "rejected",
+                  "harness_errors"):
+            tot[k] += x[k]
+        tot["seconds"] += x["seconds"]
+    lines.append(f"| **all** | {tot['instances']} | {tot['properties']} | {tot['wrong']} | {tot['unknown']} | "
+                 f"{tot['unknown_small']} / {tot['small']} | {tot['rejected']} | {tot['harness_errors']} | "
+                 f"{tot['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def defects_table(t: dict) -> str:
+    lines = ["| family | defect [backend/mode/post/op] | wrong verdicts |", "|---|---|---:|"]
+    for fam, x in t.items():
+        for d, n in x["defects"].items():
+            lines.append(f"| {fam} | {d} | {n} |")
+    return "\n".join(lines)
+
+
+def targets(t: dict) -> dict:
+    props = sum(x["properties"] for x in t.values())
+    wrong = sum(x["wrong"] for x in t.values())
+    small = sum(x["small"] for x in t.values())
+    us = sum(x["unknown_small"] for x in t.values())
+    return {"properties": props, "wrong": wrong, "unknown_small": us, "small": small,
+            "zero_wrong_in_5000": wrong == 0 and props >= 5000,
+            "unknown_small_share": (us / small) if small else 0.0,
+            "unknown_small_ok": (us <= UNKNOWN_TARGET * small) if small else True}
+
+
+def progress_printer(total: int, stream=sys.stderr):
+    state = {"done": 0, "wrong": 0, "t0": time.monotonic()}
+
+    def cb(res):
+        state["done"] += 1
+        w = sum(o["klass"] == "wrong" for o in res["outcomes"]) + bool(res.get("lost"))
+        state["wrong"] += w
+        el = time.monotonic() - state["t0"]
+        flag = f"  WRONG {w}" if w else ""
+        err = "  HARNESS ERROR" if res.get("error") else ""
+        print(f"[{state['done']}/{total} {el:6.0f}s] {res['family']} {res['seed']}: "
+              f"{len(res['outcomes'])} properties{flag}{err}", file=stream, flush=True)
+
+    return cb

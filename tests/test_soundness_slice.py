@@ -1,0 +1,88 @@
+"""A fixed-seed slice of the soundness campaign (issue 20, deliverable 7; bench/soundness.py
+runs the long campaign): small random instances of every family, each property's truth by
+enumeration on the model's own runtime (tests/differential/), fairspec's verdict judged
+against it.
+
+Per family two tests: no wrong verdict (a false proof, a false violation, a witness that is
+no domain point or does not replay, a maximum or exact value that is not, a crash), and
+`unknown` on at most 1% of the properties whose domain has at most 1,000 points (rounded
+up: a time-out on a loaded machine is `unknown`, tolerated up to the target, never wrong).
+
+A family whose slice still has wrong verdicts (or too many unknowns) on main is marked
+``xfail(strict=True)`` with its issue-20 class: the fix turns it into an XPASS, and the fixer
+removes the marker.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from differential import campaign
+
+# family -> instance seeds of the slice (each instance has several properties)
+SLICE = {
+    "network": (1, 2, 4, 6, 7, 11),
+    "trees": (1, 3, 5, 6, 8, 9),
+}
+
+
+@pytest.fixture(scope="module")
+def slice_results():
+    from fairspec.backends import executor
+
+    saved = dict(executor._CONFIG)
+    executor.configure(workers=1)        # partitions in process: no pool started by the slice
+    cache: dict = {}
+    try:
+        yield lambda fam: cache.setdefault(fam, [campaign.run_one(fam, s) for s in SLICE[fam]])
+    finally:
+        executor._CONFIG.update(saved)
+
+
+def _wrong(results) -> list[str]:
+    return [f"{o['family']} seed {o['seed']} {o['name']}: {o['defect']} ({o['why'][:160]}) "
+            f"[{o['meta'].get('backend')}/{o['meta'].get('mode')}/{o['meta'].get('post')}]"
+            for r in results for o in r["outcomes"] if o["klass"] == "wrong"]
+
+
+def _check_no_wrong(results):
+    errors = [r["error"] for r in results if r.get("error")]
+    assert not errors, errors[0]
+    rejected = [f"{o['seed']} {o['name']}: {o['why']}" for r in results for o in r["outcomes"]
+                if o["klass"] == "rejected"]
+    assert not rejected, rejected
+    assert sum(len(r["outcomes"]) for r in results) > 0
+    wrong = _wrong(results)
+    assert not wrong, "\n".join(wrong)
+
+
+def _check_unknown(results):
+    small = [o for r in results for o in r["outcomes"] if o["domain"] <= campaign.SMALL_DOMAIN]
+    unknown = [f"{o['seed']} {o['name']}: {o['reason']}" for o in small if o["klass"] == "unknown"]
+    allowed = math.ceil(campaign.UNKNOWN_TARGET * len(small))
+    assert len(unknown) <= allowed, f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" + "\n".join(unknown)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 classes 1, 3, 4: false proofs at exact ties (a logit of exactly 0, "
+                                       "float32 sigmoid at 0.5), `<` read as `<=` in require tolerances and in "
+                                       "ensure, maximize values below the true maximum or the data-stage share")
+def test_network_no_wrong_verdict(slice_results):
+    _check_no_wrong(slice_results("network"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 class 1: tiny instances end unknown at the boundary "
+                                       "(within solver tolerance), and code tables in another order")
+def test_network_unknown_within_target(slice_results):
+    _check_unknown(slice_results("network"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 classes 3, 4: `<` read as `<=` (require tolerances, ensure); "
+                                       "thresholds not compared in the library's arithmetic")
+def test_trees_no_wrong_verdict(slice_results):
+    _check_no_wrong(slice_results("trees"))
+
+
+def test_trees_unknown_within_target(slice_results):
+    _check_unknown(slice_results("trees"))
