@@ -105,3 +105,18 @@ def test_infinite_box_sides_and_sparse_matrices():
     yu, ye = -res.ineqlin.marginals, -res.eqlin.marginals
     assert upper_bound(sp, yu, ye) == pytest.approx(upper_bound(lp, yu, ye), rel=1e-12)
     assert Fraction(upper_bound(sp, yu, ye)) >= exact_upper_bound(sp, yu, ye)
+
+
+def test_sparse_rows_give_the_same_bound():
+    from fairspec.certify.lp import SparseRows
+    rng = np.random.default_rng(4)
+    lp = _random_lp(rng)
+    res = _highs(lp)
+    yu, ye = -res.ineqlin.marginals, -res.eqlin.marginals
+    r, c = np.nonzero(lp.A_ub)
+    re_, ce = np.nonzero(lp.A_eq)
+    sp = LinearProgram(lp.c, SparseRows(lp.A_ub.shape, r, c, lp.A_ub[r, c]), lp.b_ub,
+                       SparseRows(lp.A_eq.shape, re_, ce, lp.A_eq[re_, ce]), lp.b_eq, lp.lo, lp.hi)
+    assert upper_bound(sp, yu, ye) == pytest.approx(upper_bound(lp, yu, ye), rel=1e-12)
+    assert Fraction(upper_bound(sp, yu, ye)) >= exact_upper_bound(sp, yu, ye)
+    assert np.allclose(sp.A_ub.todense(), lp.A_ub)

@@ -29,12 +29,67 @@ import numpy as np
 
 from fairspec.certify.rounding import ETA64, _factor, float_up, up
 
-__all__ = ["LinearProgram", "upper_bound", "infeasible", "exact_upper_bound"]
+__all__ = ["LinearProgram", "SparseRows", "upper_bound", "infeasible", "exact_upper_bound"]
+
+
+class SparseRows:
+    """A sparse matrix as coordinate triplets (no scipy here): ``shape``, ``row``, ``col``, ``val``.
+    Duplicate (row, col) entries add up. Supports what the bound needs: ``A.T @ y`` as
+    :meth:`rmatvec`, ``abs``, ``@ x`` and ``todense``."""
+
+    def __init__(self, shape, row, col, val):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.row = np.asarray(row, dtype=np.int64).reshape(-1)
+        self.col = np.asarray(col, dtype=np.int64).reshape(-1)
+        self.val = np.asarray(val, dtype=np.float64).reshape(-1)
+        if not (self.row.shape == self.col.shape == self.val.shape):
+            raise ValueError("row, col and val must have the same length")
+        if self.row.size and (self.row.min() < 0 or self.row.max() >= self.shape[0]
+                              or self.col.min() < 0 or self.col.max() >= self.shape[1]):
+            raise ValueError("an entry lies outside the matrix")
+
+    def rmatvec(self, y) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64)
+        return np.bincount(self.col, weights=self.val * y[self.row], minlength=self.shape[1])
+
+    def __matmul__(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        return np.bincount(self.row, weights=self.val * x[self.col], minlength=self.shape[0])
+
+    def __abs__(self):
+        return SparseRows(self.shape, self.row, self.col, np.abs(self.val))
+
+    def todense(self) -> np.ndarray:
+        D = np.zeros(self.shape)
+        np.add.at(D, (self.row, self.col), self.val)
+        return D
+
+    @property
+    def nnz(self) -> int:
+        return int(self.val.size)
+
+
+def _col_terms(A) -> int:
+    """The most terms a column's sum A.T y can have (duplicates of a SparseRows counted apart)."""
+    if isinstance(A, SparseRows):
+        return int(np.bincount(A.col, minlength=1).max()) if A.nnz else 0
+    return int(A.shape[0])
+
+
+def _rmatvec(A, y) -> np.ndarray:
+    """``A.T @ y`` for a dense array, a SparseRows or a scipy.sparse matrix."""
+    if isinstance(A, SparseRows):
+        return A.rmatvec(y)
+    return np.asarray(A.T @ y).reshape(-1)
 
 
 def _dense_or_sparse(A, m_cols: int):
     if A is None:
         return None
+    if isinstance(A, SparseRows):
+        if A.shape[1] != m_cols:
+            raise ValueError(f"a constraint matrix has {A.shape[1]} columns, the LP {m_cols} variables")
+        return A if A.shape[0] else None
     if hasattr(A, "tocsr") and not isinstance(A, np.ndarray):      # scipy.sparse: keep it
         A = A.tocsr()
         A.data = np.asarray(A.data, dtype=np.float64)
@@ -129,15 +184,17 @@ def upper_bound(lp: LinearProgram, y_ub=None, y_eq=None, c=None) -> float:
     Z = np.abs(c)           # zero exactly where every term of r_j is exactly 0 (no underflow doubt)
     terms = 1
     if lp.m_ub:
-        r = r - np.asarray(lp.A_ub.T @ yu).reshape(-1)
-        T = T + np.asarray(abs(lp.A_ub).T @ np.abs(yu)).reshape(-1)
-        Z = Z + np.asarray(abs(lp.A_ub).T @ (yu != 0).astype(np.float64)).reshape(-1)
-        terms += lp.m_ub
+        r = r - _rmatvec(lp.A_ub, yu)
+        aA = abs(lp.A_ub)
+        T = T + _rmatvec(aA, np.abs(yu))
+        Z = Z + _rmatvec(aA, (yu != 0).astype(np.float64))
+        terms += _col_terms(lp.A_ub)
     if lp.m_eq:
-        r = r - np.asarray(lp.A_eq.T @ ye).reshape(-1)
-        T = T + np.asarray(abs(lp.A_eq).T @ np.abs(ye)).reshape(-1)
-        Z = Z + np.asarray(abs(lp.A_eq).T @ (ye != 0).astype(np.float64)).reshape(-1)
-        terms += lp.m_eq
+        r = r - _rmatvec(lp.A_eq, ye)
+        aA = abs(lp.A_eq)
+        T = T + _rmatvec(aA, np.abs(ye))
+        Z = Z + _rmatvec(aA, (ye != 0).astype(np.float64))
+        terms += _col_terms(lp.A_eq)
     neta = float_up(Fraction(terms) * Fraction(ETA64))
     rerr = up(up(_factor(terms) * up(T + neta)) + neta)          # |fl(r) - r| <= rerr (elementwise)
     rlo, rhi = r - rerr, r + rerr                                  # rounded outward below
