@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fairspec.certify.rounding import ETA64, _factor, float_up, up
+from fairspec.certify.rounding import ETA64, _factor, _neta, float_up, up
 
 __all__ = ["LinearProgram", "SparseRows", "upper_bound", "infeasible", "exact_upper_bound"]
 
@@ -195,7 +195,7 @@ def upper_bound(lp: LinearProgram, y_ub=None, y_eq=None, c=None) -> float:
         T = T + _rmatvec(aA, np.abs(ye))
         Z = Z + _rmatvec(aA, (ye != 0).astype(np.float64))
         terms += _col_terms(lp.A_eq)
-    neta = float_up(Fraction(terms) * Fraction(ETA64))
+    neta = _neta(terms)
     rerr = up(up(_factor(terms) * up(T + neta)) + neta)          # |fl(r) - r| <= rerr (elementwise)
     rlo, rhi = r - rerr, r + rerr                                  # rounded outward below
     rlo = np.nextafter(rlo, -np.inf)
@@ -224,7 +224,7 @@ def upper_bound(lp: LinearProgram, y_ub=None, y_eq=None, c=None) -> float:
     # |fl(sum) - sum| <= gamma(k) (sum |parts|) ; each dual product is within u |p| + eta/2 of exact
     u = 2.0 ** -53
     err = float(up(_factor(max(k, 1)) * S))
-    err = float(up(err + float(up(u * 2 * float(np.sum(prod_err)))) + float_up(Fraction(k) * Fraction(ETA64))))
+    err = float(up(err + float(up(u * 2 * float(np.sum(prod_err)))) + _neta(k)))
     out = float(up(s + err))
     return out if math.isfinite(out) else math.inf
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -72,7 +73,11 @@ def float_down(q) -> float:
 
 def gamma(n: int, u: float = U64) -> float:
     """``n u / (1 - n u)`` rounded up (the relative error bound of an n-term sum / dot product)."""
-    n = int(n)
+    return _gamma(int(n), float(u))
+
+
+@lru_cache(maxsize=4096)
+def _gamma(n: int, u: float) -> float:
     if n <= 0:
         return 0.0
     nu = Fraction(n) * Fraction(u)
@@ -105,6 +110,13 @@ def mul_up(a, b):
     return up(np.multiply(a, b))
 
 
+@lru_cache(maxsize=4096)
+def _neta(n: int, eta: float = ETA64) -> float:
+    """``n * eta`` rounded up."""
+    return float_up(Fraction(n) * Fraction(eta))
+
+
+@lru_cache(maxsize=4096)
 def _factor(n: int, u: float = U64) -> float:
     """c >= gamma(n) / (1 - gamma(n)): turns a float-computed sum of absolute values into a bound."""
     g = Fraction(gamma(n, u))
@@ -143,7 +155,7 @@ def matmul_with_error(A, x):
     n = A.shape[1]
     y = A @ x
     T = np.abs(A) @ np.abs(x)
-    neta = float_up(Fraction(n) * Fraction(ETA64))
+    neta = _neta(n)
     err = up(up(_factor(n) * up(T + neta)) + neta)
     return y, err
 

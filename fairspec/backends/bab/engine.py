@@ -1,0 +1,393 @@
+"""The branch-and-bound engine (see the package docstring)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairspec.certify.lp import LinearProgram
+from fairspec.certify.pairlp import PairQuery, TreeBuilder
+from fairspec.certify.proof import Proof
+
+__all__ = ["BabResult", "prove_below", "upper_bound", "maximize"]
+
+
+@dataclass
+class BabResult:
+    status: str                       # proved | candidate | timeout | gave-up
+    proof: Proof | None = None
+    pair: tuple | None = None         # (x, x') in the problem's input space (a candidate to replay)
+    stats: dict = field(default_factory=dict)
+    reason: str = ""
+    value: float | None = None        # maximize: the best measure found on the network (float64)
+    bound: float | None = None        # maximize: the certified upper bound
+
+
+class _Highs:
+    """One HiGHS LP for every node of a query: the rows are the same, only the variable bounds,
+    the right-hand sides and the triangle slopes change from node to node."""
+
+    def __init__(self, q: PairQuery, lp: LinearProgram, threads: int = 1):
+        import highspy
+
+        self.hs = highspy
+        self.inf = highspy.kHighsInf
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", int(threads))
+        h.setOptionValue("random_seed", 0)
+        self.h = h
+        self.m_eq = lp.m_eq
+        self.m_ub = lp.m_ub
+        self.n = lp.n
+        # rows: equalities first, then the inequalities; column-wise matrix
+        rows = np.concatenate([lp.A_eq.row, lp.A_ub.row + self.m_eq])
+        cols = np.concatenate([lp.A_eq.col, lp.A_ub.col])
+        vals = np.concatenate([lp.A_eq.val, lp.A_ub.val])
+        # keep every slope entry in the matrix (value 0 allowed) so that changeCoeff only edits
+        L = q.layout
+        slope_idx = []
+        for c in (0, 1):
+            for rr in L.relu_rows[c]:
+                if rr is not None:
+                    slope_idx.append(rr[2])
+        self.slope_at = np.concatenate(slope_idx) if slope_idx else np.zeros(0, dtype=np.int64)
+        self.slope_row = (lp.A_ub.row[self.slope_at] + self.m_eq).astype(np.int32)
+        self.slope_col = lp.A_ub.col[self.slope_at].astype(np.int32)
+        order = np.lexsort((rows, cols))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        keep = (vals != 0) | np.isin(order, self.m_eq_offset_slopes(lp))
+        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        starts = np.searchsorted(cols, np.arange(self.n + 1)).astype(np.int32)
+        hl = highspy.HighsLp()
+        hl.num_col_ = self.n
+        hl.num_row_ = self.m_eq + self.m_ub
+        hl.col_cost_ = np.asarray(lp.c, dtype=np.float64)
+        hl.col_lower_ = lp.lo.copy()
+        hl.col_upper_ = lp.hi.copy()
+        hl.row_lower_ = np.concatenate([lp.b_eq, np.full(self.m_ub, -self.inf)])
+        hl.row_upper_ = np.concatenate([lp.b_eq, lp.b_ub])
+        hl.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        hl.a_matrix_.num_col_ = self.n
+        hl.a_matrix_.num_row_ = self.m_eq + self.m_ub
+        hl.a_matrix_.start_ = starts
+        hl.a_matrix_.index_ = rows.astype(np.int32)
+        hl.a_matrix_.value_ = vals
+        hl.sense_ = highspy.ObjSense.kMaximize
+        h.passModel(hl)
+        self.cur_slopes = lp.A_ub.val[self.slope_at].copy()
+        self.ub_rows = np.arange(self.m_eq, self.m_eq + self.m_ub, dtype=np.int32)
+        self.all_cols = np.arange(self.n, dtype=np.int32)
+        self.lower_ub = np.full(self.m_ub, -self.inf)
+
+    def m_eq_offset_slopes(self, lp):
+        # positions (in the concatenated eq+ub entry list) of the slope entries
+        return lp.A_eq.val.size + self.slope_at
+
+    def solve(self, lp: LinearProgram):
+        h = self.h
+        h.changeColsBounds(self.n, self.all_cols, lp.lo, lp.hi)
+        h.changeRowsBounds(self.m_ub, self.ub_rows, self.lower_ub, lp.b_ub)
+        new = lp.A_ub.val[self.slope_at]
+        for k in np.flatnonzero(new != self.cur_slopes):
+            h.changeCoeff(int(self.slope_row[k]), int(self.slope_col[k]), float(new[k]))
+        self.cur_slopes = new.copy()
+        h.run()
+        ms = h.getModelStatus()
+        M = self.hs.HighsModelStatus
+        if ms == M.kOptimal:
+            s = h.getSolution()
+            x = np.array(s.col_value)
+            y = np.array(s.row_dual)
+            return "optimal", x, h.getInfo().objective_function_value, y[self.m_eq:], y[:self.m_eq]
+        if ms == M.kInfeasible:
+            try:
+                r = h.getDualRay()
+                has, ray = (r[1], r[2]) if len(r) == 3 else (r[0], r[1])
+            except Exception:  # noqa: BLE001
+                has, ray = False, None
+            if has:
+                ray = np.asarray(ray, dtype=np.float64)
+                return "infeasible", None, None, ray[self.m_eq:], ray[:self.m_eq]
+            return "infeasible", None, None, None, None
+        # anything else: start the next solve from scratch
+        h.clearSolver()
+        return "error", None, None, None, None
+
+
+def _measure(post: str, z: float, zp: float) -> float:
+    if post == "label":
+        return min(z, -zp)
+    if post == "logit":
+        return z - zp
+    from fairspec.models.network import sigmoid
+    s = sigmoid(np.array([z, zp]))
+    return float(s[0] - s[1])
+
+
+def _clean(q: PairQuery, x, xp):
+    x = np.clip(x, q.lo, q.hi)
+    xp = np.clip(xp, q.lo, q.hi)
+    x = np.where(q.integer, np.round(x), x)
+    xp = np.where(q.integer, np.round(xp), xp)
+    for g in q.onehot_groups:
+        g = list(g)
+        for v in (x, xp):
+            k = int(np.argmax(v[g]))
+            v[g] = 0.0
+            v[g[k]] = 1.0
+    tied = list(q.tied)
+    xp[tied] = x[tied]
+    for i, t in q.relaxed:
+        xp[i] = min(max(xp[i], x[i] - t), x[i] + t)
+    return x, xp
+
+
+def _forward(q: PairQuery, X):
+    H = np.asarray(X, dtype=np.float64)
+    for W, b, relu in q.layers:
+        H = H @ W.T + b
+        if relu:
+            H = np.maximum(H, 0.0)
+    return H[:, 0]
+
+
+class _Search:
+    def __init__(self, q: PairQuery, builder: TreeBuilder, deadline: float):
+        self.q = q
+        self.b = builder
+        self.deadline = deadline
+        self.hs = None
+        self.stats = {"nodes": 0, "lp_solves": 0, "lp_seconds": 0.0, "refused": 0}
+
+    def solve(self, node):
+        lp = self.b.lp(node)
+        if self.hs is None:
+            self.hs = _Highs(self.q, lp)
+        t0 = time.perf_counter()
+        out = self.hs.solve(lp)
+        self.stats["lp_seconds"] += time.perf_counter() - t0
+        self.stats["lp_solves"] += 1
+        return out
+
+    def try_close(self, node, out):
+        status, x, obj, y_ub, y_eq = out
+        if y_ub is None and y_eq is None:
+            return False
+        if self.b.close(node, y_ub, y_eq):
+            return True
+        if status == "infeasible" and self.b.close(node, -y_ub, -y_eq):
+            return True
+        self.stats["refused"] += 1
+        return False
+
+    def candidate(self, node, x_lp):
+        """The LP point rounded onto the domain and evaluated on the network (float64)."""
+        L = self.q.layout
+        x, xp = _clean(self.q, x_lp[L.x], x_lp[L.xp])
+        z = _forward(self.q, np.vstack([x, xp]))
+        return x, xp, _measure(self.q.post, float(z[0]), float(z[1]))
+
+    def branch(self, node, x_lp):
+        """A split of an open node: the unstable ReLU with the largest relaxation gap, else a
+        fractional integral input, else (prob) the output of x', else the widest input."""
+        q, L = self.q, self.q.layout
+        st = self.b.state(node)
+        best, best_gap = None, 1e-9
+        for c in (0, 1):
+            for k, (W, b, relu) in enumerate(q.layers):
+                if not relu:
+                    continue
+                l, u = st.ibp[c][k]
+                uns = np.flatnonzero((l < 0) & (u > 0))
+                if not uns.size:
+                    continue
+                p = x_lp[L.p[c][k][uns]]
+                h = x_lp[L.h[c][k][uns]]
+                gap = h - np.maximum(p, 0.0)
+                # weight by the triangle's area (how much the relaxation can still give)
+                score = np.maximum(gap, 0.0) + 1e-6 * np.minimum(-l[uns], u[uns])
+                j = int(np.argmax(score))
+                if score[j] > best_gap:
+                    best_gap = float(score[j])
+                    best = (("relu", c, k, int(uns[j])), None, p[j] > 0)
+        if best is not None and best_gap > 1e-6:
+            return best
+        vlo, vhi = st.box
+        xs = [(("x", i), L.x[i]) for i in range(q.n)] + [(("xp", i), L.xp[i]) for i, _ in q.relaxed]
+        frac, fvar = 1e-7, None
+        for var, col in xs:
+            i = var[1]
+            if q.integer[i] and vhi[col] > vlo[col]:
+                f = abs(x_lp[col] - round(x_lp[col]))
+                if f > frac:
+                    frac, fvar = f, (var, math.floor(x_lp[col]), None)
+        if fvar is not None:
+            return fvar
+        if q.post == "prob":
+            z1l, z1h = float(st.ibp[1][-1][0][0]), float(st.ibp[1][-1][1][0])
+            if z1h - z1l > 1e-3:
+                return (("out", 1), 0.5 * (z1l + z1h), None)
+        if best is not None:
+            return best
+        wide, wvar = 0.0, None
+        for var, col in xs:
+            w = vhi[col] - vlo[col]
+            if w > wide:
+                wide = w
+                mid = 0.5 * (vlo[col] + vhi[col])
+                wvar = (var, math.floor(mid) if q.integer[var[1]] else mid, None)
+        return wvar
+
+
+def _query(problem, threshold, strict, start_bounds):
+    if start_bounds is not None:
+        problem = problem.restrict(*start_bounds)
+    return PairQuery.from_problem(problem, threshold, strict)
+
+
+def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=None,
+                max_nodes: int = 1_000_000) -> BabResult:
+    """Prove that the measure of every pair is ``< threshold`` (strict) or ``<= threshold`` (see the
+    package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain."""
+    t0 = time.perf_counter()
+    try:
+        q = _query(problem, threshold, strict, start_bounds)
+    except ValueError as e:
+        return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
+    builder = TreeBuilder(q)
+    S = _Search(q, builder, deadline)
+    thr = q.threshold
+    claim_fails = (lambda m: m >= thr) if q.strict else (lambda m: m > thr)
+    for root in builder.roots():
+        stack = [root]
+        while stack:
+            if time.monotonic() > deadline:
+                return _done(BabResult("timeout", reason="time-out in the certified branch and bound"), S, t0)
+            if S.stats["nodes"] >= max_nodes:
+                return _done(BabResult("gave-up", reason=f"more than {max_nodes} nodes"), S, t0)
+            node = stack.pop()
+            S.stats["nodes"] += 1
+            st = builder.state(node)
+            if st.empty or st.interval_ok:
+                builder.close(node)
+                continue
+            out = S.solve(node)
+            if S.try_close(node, out):
+                continue
+            status, x_lp = out[0], out[1]
+            if status == "optimal":
+                x, xp, m = S.candidate(node, x_lp)
+                if claim_fails(m):
+                    return _done(BabResult("candidate", pair=(x, xp), value=m), S, t0)
+            if x_lp is None:
+                x_lp = 0.5 * (st.box[0] + st.box[1])
+            br = S.branch(node, x_lp)
+            if br is None:
+                if status == "optimal":     # every input fixed and the LP exact: a pair at the threshold
+                    x, xp, m = S.candidate(node, x_lp)
+                    return _done(BabResult("candidate", pair=(x, xp), value=m,
+                                           reason="a pair within rounding of the threshold"), S, t0)
+                return _done(BabResult("gave-up", reason="a node that neither closes nor splits"), S, t0)
+            var, at, prefer_high = br
+            lo, hi = builder.split(node, var, at)
+            if prefer_high:
+                stack += [lo, hi]
+            else:
+                stack += [hi, lo]
+    proof = builder.proof()
+    if proof is None:        # pragma: no cover - every node was closed above
+        return _done(BabResult("gave-up", reason="open nodes remain"), S, t0)
+    S.stats["leaves"] = proof.detail["leaves"]
+    return _done(BabResult("proved", proof=proof), S, t0, builder)
+
+
+def _done(res: BabResult, S: _Search, t0: float, builder=None) -> BabResult:
+    res.stats = dict(S.stats, seconds=time.perf_counter() - t0)
+    if builder is not None:
+        res.stats["depth"] = builder.depth
+        res.stats["leaves"] = sum(builder.counts.values())
+    return res
+
+
+def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max_nodes: int = 1_000_000) -> BabResult:
+    """Best-first search for the maximal measure: ``value`` the best pair found (float64 network),
+    ``bound`` a certified upper bound (the proof a bab-certificate in bound mode). On a time-out
+    the bound still holds (every open node is closed with its own certificate)."""
+    t0 = time.perf_counter()
+    try:
+        q = _query(problem, 0, False, start_bounds)
+    except ValueError as e:
+        return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
+    builder = TreeBuilder(q, bound_mode=True)
+    S = _Search(q, builder, deadline)
+    best_val, best_pair = -math.inf, None
+    heap = []            # (-bound, tie, node, multipliers)
+    tie = 0
+
+    def evaluate(node):
+        nonlocal best_val, best_pair, tie
+        st = builder.state(node)
+        if st.empty:
+            builder.close(node)
+            return
+        out = S.solve(node)
+        status, x_lp, obj, y_ub, y_eq = out
+        mult = (y_ub, y_eq) if y_ub is not None else (None, None)
+        if status == "infeasible" and y_ub is not None:
+            # a Farkas ray may come with either sign
+            bound = math.inf
+            for sg in (1.0, -1.0):
+                if builder.leaf_bound(node, sg * y_ub, sg * y_eq, farkas=True) == -math.inf:
+                    mult, bound = (sg * y_ub, sg * y_eq), -math.inf
+                    break
+            if bound == math.inf:
+                mult, bound = (None, None), builder.leaf_bound(node)
+        else:
+            bound = builder.leaf_bound(node, *mult)
+        if status == "optimal":
+            x, xp, m = S.candidate(node, x_lp)
+            if m > best_val:
+                best_val, best_pair = m, (x, xp)
+        tie += 1
+        heapq.heappush(heap, (-bound, tie, node, mult, x_lp if x_lp is not None else 0.5 * (st.box[0] + st.box[1])))
+
+    for root in builder.roots():
+        evaluate(root)
+    timed_out = False
+    while heap:
+        top = -heap[0][0]
+        if top <= best_val + tol or top == -math.inf:
+            break
+        if time.monotonic() > deadline or S.stats["nodes"] >= max_nodes:
+            timed_out = True
+            break
+        _, _, node, mult, x_lp = heapq.heappop(heap)
+        S.stats["nodes"] += 1
+        br = S.branch(node, x_lp)
+        if br is None:
+            builder.close(node, *mult)
+            continue
+        var, at, _ = br
+        for child in builder.split(node, var, at):
+            evaluate(child)
+    while heap:                                   # close the frontier with its own certificates
+        _, _, node, mult, _ = heapq.heappop(heap)
+        builder.close(node, *mult)
+    proof = builder.proof()
+    bound = builder.bound
+    res = BabResult("timeout" if timed_out else "proved", proof=proof, value=best_val,
+                    bound=bound, pair=best_pair)
+    return _done(res, S, t0, builder)
+
+
+def upper_bound(problem, deadline: float, start_bounds=None) -> tuple[float, Proof | None]:
+    """A certified upper bound on the problem's maximal violation measure, and its proof."""
+    r = maximize(problem, deadline, start_bounds)
+    if r.proof is None:
+        return math.inf, None
+    return r.bound, r.proof

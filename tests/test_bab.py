@@ -1,0 +1,197 @@
+"""The certified branch and bound against brute force on small random networks biased towards ties
+(weights multiples of 1/4, zero biases, thresholds equal to the true optimum): `proved` only when
+the truth holds, maximize's certified bound never below the true maximum, and check_tree refuses
+tampered trees (a leaf removed, a split that does not cover, a wrong multiplier)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from fairspec.backends.bab import maximize, prove_below
+from fairspec.backends.pair import PairProblem, brute_force, precondition_holds
+from fairspec.certify.network import as_layers
+from fairspec.certify.pairlp import Leaf, PairQuery, Split, TreeBuilder, check_tree
+from fairspec.models.network import Layer, PLNet
+
+pytest.importorskip("highspy")
+
+
+def _dyadic_net(rng, sizes):
+    layers = []
+    for k in range(len(sizes) - 1):
+        W = rng.integers(-4, 5, size=(sizes[k + 1], sizes[k])) / 4.0
+        b = np.zeros(sizes[k + 1]) if rng.random() < 0.7 else rng.integers(-2, 3, sizes[k + 1]) / 2.0
+        layers.append(Layer(W, b, k < len(sizes) - 2))
+    return PLNet(tuple(layers), 0, "sigmoid")
+
+
+def _problem(rng, post, eps=0.0, onehot=False, relaxed=False):
+    if onehot:        # inputs: a protected one-hot block of 2, a tied one-hot block of 3, two integers
+        net = _dyadic_net(rng, [7, 4, 3, 1])
+        lo, hi = np.zeros(7), np.array([1, 1, 1, 1, 1, 3, 2.0])
+        return PairProblem(net, lo, hi, np.ones(7, bool), ((0, 1), (2, 3, 4)), (0, 1), None,
+                           ((5, 1.0),) if relaxed else (), post, eps)
+    net = _dyadic_net(rng, [3, 4, 3, 1])
+    return PairProblem(net, np.zeros(3), np.array([1, 3, 3.0]), np.ones(3, bool), (), (0,), None,
+                       ((2, 1.0),) if relaxed else (), post, eps)
+
+
+def _claim_fails(post, thr, strict, z, zp):
+    from fairspec.backends.pair import pair_measure
+    m = float(pair_measure(post, z, zp))
+    return m >= thr if strict else m > thr
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_never_a_wrong_proof_at_ties(seed):
+    rng = np.random.default_rng(seed)
+    post = ("label", "logit", "prob")[seed % 3]
+    p = _problem(rng, post, eps={"label": 0.0, "logit": 0.5, "prob": 0.125}[post],
+                 onehot=seed % 4 == 1, relaxed=seed % 5 == 2)
+    bf = brute_force(p)
+    truth_max = bf.value
+    deadline = lambda: time.monotonic() + 30
+    # thresholds at the true optimum: strict must never be proved, non-strict may be
+    for thr, strict in ((truth_max, True), (truth_max, False), (0.0, True), (p.eps, False)):
+        r = prove_below(p, thr, strict, deadline())
+        assert r.status in ("proved", "candidate", "timeout", "gave-up")
+        holds = (truth_max < thr) if strict else (truth_max <= thr)
+        if r.status == "proved":
+            assert holds, (seed, post, thr, strict, truth_max)
+            assert r.proof.method == "bab-certificate" and r.proof.detail["leaves"] >= 1
+        if r.status == "candidate":
+            x, xp = r.pair
+            assert precondition_holds(p, x, xp)[0]
+            z = p.net.forward(np.vstack([x, xp]))
+            if not _claim_fails(post, thr, strict, z[0], z[1]):
+                # only a probability (not a rational) can sit within rounding of the threshold
+                from fairspec.backends.pair import pair_measure
+                assert post == "prob" and "rounding" in r.reason
+                assert abs(float(pair_measure(post, z[0], z[1])) - thr) < 1e-9
+    # maximize: the certified bound is never below the truth; the value is a real pair's
+    m = maximize(p, deadline())
+    assert m.bound >= truth_max - 1e-12 and m.value <= truth_max + 1e-12
+    if m.status == "proved":
+        assert m.proof is not None and m.bound - truth_max < 1e-6
+
+
+def test_proof_when_it_holds_and_the_tree_rechecks():
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(12):
+        p = _problem(rng, "logit")
+        bf = brute_force(p)
+        thr = bf.value + 0.25
+        # a node budget, not a time budget: the outcome does not depend on the machine's speed
+        r = prove_below(p, thr, True, time.monotonic() + 3600, max_nodes=3000)
+        assert r.status in ("proved", "gave-up")
+        found += r.status == "proved"
+    assert found >= 10
+
+
+def _lp_tree(seed=3):
+    """A proved tree with at least one LP leaf (and its query)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        p = _problem(rng, "logit")
+        bf = brute_force(p)
+        q = PairQuery.from_problem(p, bf.value + 1e-3, False)
+        from fairspec.backends.bab.engine import _Search
+        b = TreeBuilder(q)
+        S = _Search(q, b, time.monotonic() + 30)
+        ok = True
+        for root in b.roots():
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                st = b.state(node)
+                if st.empty or st.interval_ok:
+                    b.close(node)
+                    continue
+                out = S.solve(node)
+                if S.try_close(node, out):
+                    continue
+                br = S.branch(node, out[1] if out[1] is not None else 0.5 * (st.box[0] + st.box[1]))
+                if br is None:
+                    ok = False
+                    break
+                stack += list(b.split(node, br[0], br[1]))
+            if not ok:
+                break
+        if ok and b.counts["lp"] >= 1 and b.proof() is not None:
+            return q, b.trees()
+    pytest.skip("no tree with an LP leaf found")
+
+
+def _leaves(t, path=()):
+    if isinstance(t, Leaf):
+        yield path, t
+    else:
+        yield from _leaves(t.low, path + ("low",))
+        yield from _leaves(t.high, path + ("high",))
+
+
+def _replace(t, path, new):
+    if not path:
+        return new
+    if path[0] == "low":
+        return Split(t.var, t.at, _replace(t.low, path[1:], new), t.high, t.high_at)
+    return Split(t.var, t.at, t.low, _replace(t.high, path[1:], new), t.high_at)
+
+
+def test_check_tree_accepts_the_tree_and_refuses_tampering():
+    q, trees = _lp_tree()
+    ok = check_tree(q, trees)
+    assert ok.proof is not None and ok.proof.method == "bab-certificate", ok.reason
+    # a wrong multiplier: the LP leaf's multipliers zeroed / negated
+    for case, t in enumerate(trees):
+        for path, leaf in _leaves(t):
+            if leaf.y_ub is None:
+                continue
+            for bad in (Leaf(np.zeros_like(leaf.y_ub), np.zeros_like(leaf.y_eq)), Leaf(-leaf.y_ub, leaf.y_eq),
+                        Leaf(leaf.y_ub * 0.5, leaf.y_eq * 0.5), Leaf()):
+                tampered = list(trees)
+                tampered[case] = _replace(t, path, bad)
+                r = check_tree(q, tampered)
+                # the tampered leaf may still be closable by chance (e.g. half the multipliers), never
+                # by a wrong bound: when refused, the reason names the leaf
+                if r.proof is None:
+                    assert "leaf" in r.reason
+            break
+    # a leaf removed
+    for case, t in enumerate(trees):
+        if isinstance(t, Split):
+            tampered = list(trees)
+            tampered[case] = Split(t.var, t.at, t.low, None, t.high_at)
+            assert check_tree(q, tampered).proof is None
+            # a split that does not cover its parent (the high side starts past the gap)
+            if t.var[0] in ("x", "xp"):
+                tampered[case] = Split(t.var, t.at, t.low, t.high, (t.at if t.at is not None else 0) + 3)
+                r = check_tree(q, tampered)
+                assert r.proof is None and "cover" in r.reason
+            break
+    # a case missing
+    assert check_tree(q, trees[:-1]).proof is None
+    # a claim that does not hold: the same tree for a lower threshold is refused
+    q2 = PairQuery(q.layers, q.lo, q.hi, q.integer, q.onehot_groups, q.free, q.must_differ, q.relaxed,
+                   q.post, q.threshold - 1, q.strict)
+    assert check_tree(q2, trees).proof is None
+
+
+def test_zero_minimum_neurons_and_a_label_tie():
+    """Neurons whose minimum over the domain is exactly 0 and a logit exactly 0 at a pair: the
+    label claim min(z, -z') < 0 is not proved (a pair has z == 0), nothing breaks."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0]])      # relu(x0), relu(x1): minimum exactly 0
+    W2 = np.array([[1.0, -1.0]])
+    net = PLNet((Layer(W1, np.zeros(2), True), Layer(W2, np.zeros(1), False)), 0, "none")
+    p = PairProblem(net, np.zeros(2), np.array([1.0, 2.0]), np.ones(2, bool), (), (0,), None, (), "label", 0.0)
+    bf = brute_force(p)
+    r = prove_below(p, 0.0, True, time.monotonic() + 30)
+    assert bf.status == "violated" and r.status == "candidate"
+    p2 = PairProblem(net, np.zeros(2), np.array([1.0, 0.0]), np.ones(2, bool), (), (0,), None, (), "logit", 1.0)
+    assert brute_force(p2).value == 1.0
+    assert prove_below(p2, 1.0, True, time.monotonic() + 30).status != "proved"      # |z - z'| == 1
+    assert prove_below(p2, 1.0, False, time.monotonic() + 30).status in ("proved", "timeout")
