@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     print()
     print(campaign.table(t))
     print()
-    print(campaign.defects_table(t))
+    print(campaign.classes_table(results))
     print()
     print(f"wall {wall:.0f} s on {a.workers} workers; load {load0:.1f} -> {load1:.1f}; "
           f"targets: 0 wrong in >= 5,000 properties: {tg['zero_wrong_in_5000']} ({tg['wrong']} wrong in "
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
            "tally": t, "targets": tg, "reproducers": repros,
            "wrong": campaign.wrong_outcomes(results),
            "unknown_small": [o for r in results for o in r["outcomes"]
-                             if o["klass"] == "unknown" and o["domain"] <= campaign.SMALL_DOMAIN][:200],
+                             if o["klass"] == "unknown" and campaign.is_small(o)][:200],
            "rejected": [o for r in results for o in r["outcomes"] if o["klass"] == "rejected"][:50],
            "harness_errors": errors[:20]}
     a.out.mkdir(parents=True, exist_ok=True)
@@ -95,7 +95,11 @@ def main(argv=None) -> int:
           f"Commit {commit}; wall {wall:.0f} s on {a.workers} workers; load {load0:.1f} -> {load1:.1f}. "
           "Every property's truth is computed by enumerating its domain on the model's own runtime; "
           "`seconds` is the sum of the instances' times (generation, truth and fairspec's check).", "",
-          campaign.table(t), "", "## Wrong verdicts by defect class", "", campaign.defects_table(t), "",
+          campaign.table(t), "", "## Wrong verdicts by family and issue-20 class", "",
+          "The class is a best guess from the verdict, its reason and the generator's hints (a tie that "
+          "the other strictness would decide otherwise, ...); each reproducer is the evidence.", "",
+          campaign.classes_table(results), "", "## Wrong verdicts by defect tag and setting", "",
+          campaign.defects_table(t), "",
           f"Targets: 0 wrong in >= 5,000 properties: **{tg['zero_wrong_in_5000']}** ({tg['wrong']} wrong in "
           f"{tg['properties']}); unknown on domains <= 1,000 points: {tg['unknown_small']} / {tg['small']} "
           f"({100 * tg['unknown_small_share']:.1f}%, target <= 1%).", "",
@@ -104,7 +108,7 @@ def main(argv=None) -> int:
           "(`fairspec check spec.fair --format json` shows the verdict).", ""]
     for r in repros:
         rel = os.path.relpath(r["path"], ROOT)
-        md.append(f"- `{rel}` -- {r['defect']}{'' if r['reproduces'] else ' (did not reproduce alone)'}: "
+        md.append(f"- `{rel}` -- {r['class']}; {r['defect']}{'' if r['reproduces'] else ' (did not reproduce alone)'}: "
                   f"{r['why'][:200]}")
     (a.out / "soundness.md").write_text("\n".join(md) + "\n")
     return 0

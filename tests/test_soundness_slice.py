@@ -23,8 +23,12 @@ from differential import campaign
 
 # family -> instance seeds of the slice (each instance has several properties)
 SLICE = {
-    "network": (1, 2, 4, 6, 7, 11),
-    "trees": (1, 3, 5, 6, 8, 9),
+    "network": (1, 4, 6, 7, 9, 10, 12),
+    "trees": (1, 2, 3, 4, 6, 7, 8, 9),
+    "distribution": (1, 3, 4, 5, 6, 7),
+    "pba": (1, 4, 5, 9),
+    "data": (1, 6, 8),
+    "kdisc": (1, 4, 5, 9, 10),
 }
 
 
@@ -35,8 +39,14 @@ def slice_results():
     saved = dict(executor._CONFIG)
     executor.configure(workers=1)        # partitions in process: no pool started by the slice
     cache: dict = {}
+
+    def results(fam):
+        if fam not in cache:       # each family's slice runs once, for both of its tests
+            cache[fam] = [campaign.run_one(fam, s) for s in SLICE[fam]]
+        return cache[fam]
+
     try:
-        yield lambda fam: cache.setdefault(fam, [campaign.run_one(fam, s) for s in SLICE[fam]])
+        yield results
     finally:
         executor._CONFIG.update(saved)
 
@@ -59,7 +69,7 @@ def _check_no_wrong(results):
 
 
 def _check_unknown(results):
-    small = [o for r in results for o in r["outcomes"] if o["domain"] <= campaign.SMALL_DOMAIN]
+    small = [o for r in results for o in r["outcomes"] if campaign.is_small(o)]
     unknown = [f"{o['seed']} {o['name']}: {o['reason']}" for o in small if o["klass"] == "unknown"]
     allowed = math.ceil(campaign.UNKNOWN_TARGET * len(small))
     assert len(unknown) <= allowed, f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" + "\n".join(unknown)
@@ -84,5 +94,39 @@ def test_trees_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("trees"))
 
 
+@pytest.mark.xfail(strict=True, reason="issue 20 classes 4, 7: a forest whose split thresholds sit on float32 "
+                                       "grid points 'does not reproduce its predictions' and ends unknown")
 def test_trees_unknown_within_target(slice_results):
     _check_unknown(slice_results("trees"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 classes 3, 6: distribution metrics compared in binary floating "
+                                       "point (a value of exactly 0.1 read as 0.09999999999999998), `<` as `<=`")
+def test_distribution_no_wrong_verdict(slice_results):
+    _check_no_wrong(slice_results("distribution"))
+
+
+def test_distribution_unknown_within_target(slice_results):
+    _check_unknown(slice_results("distribution"))
+
+
+def test_pba_no_wrong_verdict(slice_results):
+    _check_no_wrong(slice_results("pba"))
+
+
+def test_data_no_wrong_verdict(slice_results):
+    # group metrics on data are estimates: `unknown` (a threshold inside the interval) is a statistical
+    # answer there, so they have no unknown test (their properties have no finite domain)
+    _check_no_wrong(slice_results("data"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 class 5: k-discrimination witnesses with two categories of one "
+                                       "one-hot block switched on (no domain point)")
+def test_kdisc_no_wrong_verdict(slice_results):
+    _check_no_wrong(slice_results("kdisc"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 item 3: small domains are not decided exactly -- the search "
+                                       "cannot prove a k-discrimination bound on a network, so it ends unknown")
+def test_kdisc_unknown_within_target(slice_results):
+    _check_unknown(slice_results("kdisc"))

@@ -36,6 +36,12 @@ def families() -> dict:
     return out
 
 
+def is_small(o: dict) -> bool:
+    """A property the unknown target counts: a finite domain of at most SMALL_DOMAIN points
+    (estimates on data rows have domain -1 and are not counted)."""
+    return 0 <= o["domain"] <= SMALL_DOMAIN
+
+
 def instance_seed(seed: int, i: int) -> int:
     return seed * 1_000_000 + i
 
@@ -190,7 +196,7 @@ def tally(results: list[dict]) -> dict:
         for o in r["outcomes"]:
             t["properties"] += 1
             t[o["klass"]] += 1
-            small = o["domain"] <= SMALL_DOMAIN
+            small = is_small(o)
             t["small"] += small
             if o["klass"] == "unknown" and small:
                 t["unknown_small"] += 1
@@ -212,6 +218,43 @@ def _defect_key(o: dict) -> str:
     return f"{o['defect']} [{where}]" if where else o["defect"]
 
 
+def issue_class(o: dict) -> str:
+    """A best guess at the issue-20 defect class of a wrong verdict (from its tag, its reason and
+    the generator's hints); the reproducer is the evidence, this is only the index."""
+    m, d, why, reason = o.get("meta", {}), o["defect"], o.get("why", ""), o.get("reason") or ""
+    strict = m.get("op") in ("<", ">")
+    if d in ("crash", "hang", "lost", "missing"):
+        return d
+    if d == "bad-witness":
+        if "beyond the tolerance" in why:
+            return "3 strict require tolerance read as <="
+        if "not the encoding" in why or "not in the domain" in why or "lack feature" in why:
+            return "5 witness is no domain point"
+        if "counterfactuals of one individual" in why:
+            return "5 witness is no domain point"
+        return "4 witness does not replay on the runtime"
+    if d in ("max-below", "max-not-exact"):
+        if "data rows" in reason:
+            return "1 maximize reports the data stage's share"
+        if o.get("value") is not None and o.get("truth_value") is not None and \
+                abs(o["value"] - o["truth_value"]) <= 1e-5 * max(1.0, abs(o["truth_value"])):
+            return "4 maximum in real, not runtime, arithmetic"
+        return "1 maximize value is not the maximum"
+    if d in ("false-proof", "false-violation", "false-estimate", "value-wrong"):
+        if o["family"] in ("distribution", "data"):
+            if m.get("tie"):
+                return "3 strict claim read as non-strict" if strict else "6 exact value compared in floating point"
+            return "6 value not computed exactly"
+        if m.get("relaxed_tie"):
+            return "3 strict require tolerance read as <="
+        if m.get("tie"):
+            if m.get("post") == "label":
+                return "1 decision exactly at the threshold (a logit of 0)"
+            return "3 strict tolerance read as <=" if strict else "1 tie within the solver's tolerance"
+        return "1/2/4 other (solver tolerance, rounded constants or float32)"
+    return d
+
+
 def wrong_outcomes(results: list[dict]) -> list[dict]:
     return [o for r in results for o in r["outcomes"] if o["klass"] == "wrong"]
 
@@ -228,7 +271,7 @@ def write_reproducers(results: list[dict], root: Path, cap: int = 40) -> list[di
     wrong = wrong_outcomes(results)
     seen, first, rest = set(), [], []
     for o in wrong:
-        key = (o["family"], _defect_key(o))
+        key = (o["family"], issue_class(o), o["defect"])
         (rest if key in seen else first).append(o)
         seen.add(key)
     chosen = (first + rest)[:cap]
@@ -247,6 +290,7 @@ def write_reproducers(results: list[dict], root: Path, cap: int = 40) -> list[di
         truth["rechecked"] = again.to_json() if again else None
         (folder / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True, default=str) + "\n")
         written.append({"path": str(folder), "family": o["family"], "defect": _defect_key(o),
+                        "class": issue_class(o),
                         "reproduces": truth["reproduces"], "why": o["why"]})
     return written
 
@@ -270,6 +314,19 @@ def table(t: dict) -> str:
     lines.append(f"| **all** | {tot['instances']} | {tot['properties']} | {tot['wrong']} | {tot['unknown']} | "
                  f"{tot['unknown_small']} / {tot['small']} | {tot['rejected']} | {tot['harness_errors']} | "
                  f"{tot['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def classes_table(results: list[dict]) -> str:
+    """Wrong verdicts per family and issue-20 class, with one reproducer seed/property each."""
+    rows: dict = {}
+    for o in wrong_outcomes(results):
+        k = (o["family"], issue_class(o))
+        rows.setdefault(k, []).append(o)
+    lines = ["| family | issue-20 class (best guess) | wrong | e.g. |", "|---|---|---:|---|"]
+    for (fam, c), os_ in sorted(rows.items()):
+        e = os_[0]
+        lines.append(f"| {fam} | {c} | {len(os_)} | {fam}-{e['seed']}-{e['name']} |")
     return "\n".join(lines)
 
 

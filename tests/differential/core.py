@@ -244,6 +244,7 @@ class Truth:
     domain: int = 0
     pairs: int = 0
     note: str = ""
+    exact: object = None            # the exact value (a Fraction) where value is a rounding of it
 
 
 @dataclass

@@ -13,6 +13,9 @@ Classes of an outcome:
   that is not the truth), ``crash`` (an internal error / exit 4 / exception), ``hang`` (the
   run outlived every budget it was given), ``missing`` (no verdict for the property)
 * ``unknown`` -- tallied with the property's domain size
+* ``correct`` also for any verdict but a wrong violation on a ``vacuous`` truth (nothing to
+  decide) and for any verdict with a good witness on an ``ambiguous`` one (a real-arithmetic
+  tie the spec's arithmetic leaves open)
 * ``rejected`` -- lint refused a spec the generator believes valid (a harness or a fairspec
   bug: looked at by hand, never counted as correct)
 """
@@ -79,7 +82,7 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
     if o.status == "unknown":
         if "internal error" in reason or "fairspec bug" in reason:
             o.klass, o.defect, o.why = "wrong", "crash", reason
-        else:
+        elif t.status != "vacuous":      # vacuous: nothing to decide (PBA without an eligible point)
             o.klass = "unknown"
         return o
     if o.status == "violated":
@@ -88,8 +91,8 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
             if bad:
                 o.klass, o.defect, o.why = "wrong", "bad-witness", bad
                 return o
-        if t.status == "holds":
-            o.klass, o.defect, o.why = "wrong", "false-violation", "violated, but the truth holds"
+        if t.status in ("holds", "vacuous"):
+            o.klass, o.defect, o.why = "wrong", "false-violation", f"violated, but the truth is {t.status}"
             return o
     if o.status == "holds":
         if t.status == "violated":
@@ -131,13 +134,22 @@ def _check_value(prop: Prop, o: Outcome, v: dict):
             return "max-below", f"the reported maximum {o.value!r} is below the true maximum {truth!r}"
         return None
     if t.value_kind == "metric":
-        if o.how == "proved" and o.value is not None:
-            if abs(exact(o.value) - exact(truth)) > Fraction(1, 10 ** 9) * max(1, abs(exact(truth))):
+        want = t.exact if t.exact is not None else exact(truth)
+        if o.value is not None and (o.how == "proved" or prop.meta.get("point_value")):
+            if abs(exact(o.value) - want) > Fraction(1, 10 ** 9) * max(1, abs(want)):
                 return "value-wrong", f"the exact value {o.value!r} is not the true value {truth!r}"
         b = v.get("bound")
         if o.how == "estimated" and b is not None and None not in b:
             if not (float(b[0]) - 1e-12 <= truth <= float(b[1]) + 1e-12):
                 return "false-estimate", f"the interval {b} excludes the true value {truth!r}"
+        return None
+    if t.value_kind == "share":
+        # PBA: bound = [share proved, share proved or unknown] must contain the true share
+        b = v.get("bound")
+        want = float(t.exact if t.exact is not None else truth)
+        if b is not None and len(b) == 2 and None not in b:
+            if float(b[0]) > want + 1e-12 or float(b[1]) < want - 1e-12:
+                return "value-wrong", f"the share interval {b} excludes the true share {want!r}"
         return None
     if t.value_kind == "k":
         if o.value is not None and o.how == "proved" and int(round(o.value)) != int(truth):

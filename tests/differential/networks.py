@@ -387,13 +387,20 @@ def _ties(rng, net: Net, X32: np.ndarray) -> dict:
     return info
 
 
-def generate(seed: int, n_props: int = 8, big: bool = False) -> Instance:
+def generate(seed: int, n_props: int = 8, big: bool | None = None) -> Instance:
+    """One instance; ``big`` (by default one instance in eight) adds a wide integer feature so
+    that the domain has thousands of points: beyond enumeration's reach, the solvers decide."""
     rng = np.random.default_rng([20, seed])
     while True:
         fs = _features(rng)
         size = int(np.prod([f.size for f in fs]))
-        if size <= (20000 if big else 600):
+        if size <= 600:
             break
+    if big is None:
+        big = rng.random() < 0.125
+    if big:
+        fs.append(Feature("w", "int", lo=0, hi=int(rng.choice([49, 99, 199]))))
+        size *= fs[-1].size
     has_data = rng.random() < 0.5
     encs = [_encoding(rng, f, has_data) for f in fs]
     if rng.random() < 0.3:   # the encode block lists features in another order than declared
@@ -432,7 +439,7 @@ def generate(seed: int, n_props: int = 8, big: bool = False) -> Instance:
         head = "logit1" if rng.random() < 0.7 else "sigmoid1"
     else:
         head = "sklearn"
-    info = {"runtime": runtime, "head": head, "points": int(P.shape[0]),
+    info = {"runtime": runtime, "head": head, "points": int(P.shape[0]), "big": bool(big),
             "encodings": {e.feature.name: e.text() for e in encs}}
     if runtime == "sklearn":
         model_decl, out = _sklearn(rng, X, files, info)
@@ -546,6 +553,18 @@ def _property(rng, k, fs, P, X, out: Outputs, info, has_data, size, family: str 
         if op == "<" and float(eps) == 0:
             op = "<="                                     # `< 0` admits no pair: lint's FS307
         status, best, n_pairs = post_truth(out, P, ps, post, op, eps)
+    # hints for the report's defect classes: would the other strictness (of the tolerance, of a
+    # relaxed feature's bound, of the decision at the threshold) change the truth?
+    hints = {}
+    if post != "label":
+        hints["tie"] = post_truth(out, P, ps, post, "<" if op == "<=" else "<=", eps)[0] != status
+    else:
+        alt = Outputs(out.logit >= 0 if out.logit is not None else out.prob >= 0.5, out.logit, out.prob,
+                      out.prob_is_sigmoid)
+        hints["tie"] = post_truth(alt, P, ps, "label", None, None)[0] != status
+    if any(r[2] for r in relaxed):
+        ps2 = PairSpec(free, tuple((i, t, False) for i, t, _ in relaxed), tied)
+        hints["relaxed_tie"] = post_truth(out, P, ps2, post, op, eps)[0] != status
 
     backend = BACKENDS[int(rng.integers(0, len(BACKENDS)))]
     mode = MODES[int(rng.integers(0, len(MODES)))]
@@ -576,7 +595,7 @@ def _property(rng, k, fs, P, X, out: Outputs, info, has_data, size, family: str 
                   check_witness=_witness_checker(fs, P, ps, out, post, op, eps, X), domain=size, pairs=n_pairs)
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "partitions": parts,
             "head": info["head"], "runtime": info["runtime"], "data": has_data,
-            "relaxed": [(names[i], t, s) for i, t, s in relaxed]}
+            "relaxed": [(names[i], t, s) for i, t, s in relaxed], **hints}
     return Prop(name, family, text, truth, meta, timeout)
 
 

@@ -162,6 +162,9 @@ def _fit_lgbm(rng, X, y, names):
     parts = rest.split("\nTree=")
     parts = [tree_block(p) for p in parts]
     text = head + sep + "\nTree=".join(parts)
+    # the header's tree_sizes are byte offsets of the trees, which the edits moved: LightGBM
+    # reads the trees one after the other without them
+    text = re.sub(r"^tree_sizes=.*\n", "", text, count=1, flags=re.M)
     return text.encode(), ties[0]
 
 

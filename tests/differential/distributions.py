@@ -1,0 +1,285 @@
+"""Group metrics over a declared distribution: small Bayesian networks written in the spec
+(decimal probabilities such as 0.41), classifiers that are linear rules, Boolean rules (and /
+or / not over tests) or scikit-learn decision trees; most_favoured, least_favoured,
+statistical_parity and disparate_impact with `<`, `<=`, `>`, `>=`; every backend (dp, ssat,
+elimination, the default).
+
+The truth is exact: every assignment of the non-protected features enumerated with its
+probability as a product of the declared decimals read as Fractions, the classifier decided
+exactly (a rule in rational arithmetic; a tree by its library's predict), each group's
+positive rate (PPV) a Fraction. Thresholds are often the exact value (`<= 0.39` when the
+value is 39/100).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from .core import Enc, Feature, Instance, Prop, Truth, claim_holds, decimal_text, encode_points
+
+FAMILY = "distribution"
+
+METRICS = ("most_favoured", "least_favoured", "statistical_parity", "disparate_impact")
+
+
+def _prob(rng) -> str:
+    r = rng.random()
+    if r < 0.08:
+        return "0"
+    if r < 0.14:
+        return "1"
+    if r < 0.6:
+        return str(Fraction(int(rng.integers(1, 20)), 20).__float__())        # 0.05 .. 0.95
+    return f"0.{int(rng.integers(1, 100)):02d}".rstrip("0")                   # 0.41, 0.07, ...
+
+
+def _features(rng) -> list[Feature]:
+    fs = []
+    if rng.random() < 0.6:
+        fs.append(Feature("P", "bool", protected=True))
+    else:
+        fs.append(Feature("P", "cat", cats=tuple("abc"[:int(rng.integers(2, 4))]), protected=True))
+    if rng.random() < 0.15:
+        fs.append(Feature("G", "bool", protected=True))
+    for i in range(int(rng.integers(2, 6))):
+        if rng.random() < 0.65:
+            fs.append(Feature(f"B{i}", "bool"))
+        else:
+            fs.append(Feature(f"C{i}", "cat", cats=tuple(f"v{j}" for j in range(int(rng.integers(2, 4))))))
+    return fs
+
+
+def _event(f: Feature, v: int) -> str:
+    if f.kind == "bool":
+        return f.name if v else f"not {f.name}"
+    return f"{f.name} = {f.cats[v]}"
+
+
+def _network(rng, fs: list[Feature]):
+    """Parents (0-2 of the protected and earlier features) and a CPT per non-protected
+    feature: {feature index: (parents, {parent values: [Fraction per value]}, text lines)}."""
+    cpts = {}
+    lines = []
+    for i, f in enumerate(fs):
+        if f.protected:
+            continue
+        cands = list(range(i))
+        k = min(len(cands), int(rng.choice([0, 1, 1, 2])))
+        parents = tuple(sorted(rng.choice(cands, size=k, replace=False).tolist())) if k else ()
+        table = {}
+        for pv in itertools.product(*[range(fs[j].size) for j in parents]):
+            cond = ", ".join(_event(fs[j], v) for j, v in zip(parents, pv))
+            bar = f" | {cond}" if cond else ""
+            if f.kind == "bool":
+                p = _prob(rng)
+                table[pv] = [1 - Fraction(p), Fraction(p)]
+                lines.append(f"  p({f.name}{bar}) = {p}")
+            else:
+                left = Fraction(1)
+                probs = []
+                for c in range(f.size - 1):
+                    p = _prob(rng)
+                    while Fraction(p) > left:
+                        p = decimal_text(left * Fraction(int(rng.integers(0, 5)), 4)) or "0"
+                    probs.append(Fraction(p))
+                    left -= Fraction(p)
+                    lines.append(f"  p({f.name} = {f.cats[c]}{bar}) = {p}")
+                probs.append(left)
+                table[pv] = probs
+        cpts[i] = (parents, table)
+    return cpts, lines
+
+
+# ------------------------------------------------------------------ classifiers
+
+
+def _term(rng, fs, i) -> tuple[str, callable]:
+    f = fs[i]
+    if f.kind == "bool":
+        return f.name, (lambda x, i=i: x[i] == 1)
+    c = int(rng.integers(0, f.size))
+    if rng.random() < 0.8:
+        return f"({f.name} == {f.cats[c]})", (lambda x, i=i, c=c: x[i] == c)
+    return f"({f.name} != {f.cats[c]})", (lambda x, i=i, c=c: x[i] != c)
+
+
+def _linear_rule(rng, fs):
+    n = len(fs)
+    k = int(rng.integers(2, min(n, 5) + 1))
+    idx = rng.choice(n, size=k, replace=False)
+    parts, fns = [], []
+    for i in idx:
+        w = str(rng.choice(["1", "1", "2", "-1", "-2", "0.5", "-0.5", "1.5"]))
+        text, fn = _term(rng, fs, int(i))
+        parts.append((w, text))
+        fns.append((Fraction(w), fn))
+    t = str(rng.choice(["0", "0.5", "1", "1.5", "2", "-0.5", "2.5"]))
+    op = str(rng.choice([">=", ">", "<=", "<"]))
+    expr = ""
+    for j, (w, text) in enumerate(parts):
+        sign = "-" if w.startswith("-") else "+"
+        mag = w.lstrip("-")
+        term = text if mag == "1" else f"{mag}*{text}"
+        expr += (f"{'- ' if sign == '-' else ''}{term}" if j == 0 else f" {sign} {term}")
+    text = f"{expr} {op} {t}"
+
+    def decide(x):
+        s = sum((w for w, fn in fns if fn(x)), Fraction(0))
+        return {">=": s >= Fraction(t), ">": s > Fraction(t), "<=": s <= Fraction(t), "<": s < Fraction(t)}[op]
+
+    return text, decide
+
+
+def _bool_rule(rng, fs, depth=0):
+    """A random and/or/not formula over tests: (text, decide)."""
+    if depth >= 2 or rng.random() < 0.3:
+        i = int(rng.integers(0, len(fs)))
+        text, fn = _term(rng, fs, i)
+        if rng.random() < 0.3:
+            return f"not {text}", (lambda x, fn=fn: not fn(x))
+        return text, fn
+    k = int(rng.integers(2, 4))
+    subs = [_bool_rule(rng, fs, depth + 1) for _ in range(k)]
+    op = "and" if rng.random() < 0.5 else "or"
+    text = f" {op} ".join(f"({t})" for t, _ in subs)
+    if op == "and":
+        return text, (lambda x, subs=subs: all(fn(x) for _, fn in subs))
+    return text, (lambda x, subs=subs: any(fn(x) for _, fn in subs))
+
+
+def _tree(rng, fs, P, files, info):
+    import warnings
+
+    import skops.io as sio
+    from sklearn.tree import DecisionTreeClassifier
+
+    encs = []
+    for f in fs:
+        if f.kind == "bool":
+            encs.append(Enc(f, "raw" if rng.random() < 0.7 else "onehot"))
+        else:
+            encs.append(Enc(f, "onehot" if rng.random() < 0.6 else "code"))
+    names = [f.name for f in fs]
+    X = encode_points(encs, P, names)
+    w = rng.normal(0, 1, X.shape[1])
+    y = (X @ w + rng.normal(0, 0.5, X.shape[0]) > np.median(X @ w)).astype(int)
+    if y.min() == y.max():
+        y[0] = 1 - y[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DecisionTreeClassifier(max_depth=int(rng.integers(1, 4)), random_state=0).fit(X, y)
+    data = sio.dumps(est)
+    files["t.skops"] = data
+    est2 = sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+    pred = est2.predict(X) == est2.classes_[1]
+    info["tree_leaves"] = int(est.get_n_leaves())
+    enc_text = "encode W for clf {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+    return 'model clf = sklearn("t.skops")\n' + enc_text, pred
+
+
+# ------------------------------------------------------------------ truth
+
+
+def _ppvs(fs, cpts, P: np.ndarray, decided: np.ndarray, groups: list[int]) -> dict:
+    """{group values: PPV as a Fraction} -- Pr[decision | group] over the declared network."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    out = {}
+    for gv in itertools.product(*[range(fs[i].size) for i in prot]):
+        mask = np.all(P[:, prot] == np.array(gv), axis=1) if prot else np.ones(P.shape[0], bool)
+        num = Fraction(0)
+        for r in np.flatnonzero(mask):
+            x = P[r]
+            pr = Fraction(1)
+            for i, (parents, table) in cpts.items():
+                pr *= table[tuple(int(x[j]) for j in parents)][int(x[i])]
+                if pr == 0:
+                    break
+            if pr and decided[r]:
+                num += pr
+        out[gv] = num
+    # groups: the protected features grouped on (all of them, so every group is a chosen value)
+    return out
+
+
+def _metric(name: str, ppv: dict):
+    vals = list(ppv.values())
+    hi, lo = max(vals), min(vals)
+    if name == "most_favoured":
+        return hi
+    if name == "least_favoured":
+        return lo
+    if name == "statistical_parity":
+        return hi - lo
+    return None if hi == 0 else lo / hi
+
+
+def generate(seed: int, n_props: int = 8) -> Instance:
+    rng = np.random.default_rng([22, seed])
+    fs = _features(rng)
+    cpts, lines = _network(rng, fs)
+    from .core import grid
+
+    P = grid(fs)
+    files: dict = {}
+    info: dict = {"features": [f.decl().strip() for f in fs], "points": int(P.shape[0])}
+    r = rng.random()
+    if r < 0.4:
+        kind = "linear"
+        text, fn = _linear_rule(rng, fs)
+        decl = f"model clf = rule({text})\n"
+        decided = np.array([bool(fn(x)) for x in P])
+    elif r < 0.75:
+        kind = "boolean"
+        text, fn = _bool_rule(rng, fs)
+        decl = f"model clf = rule({text})\n"
+        decided = np.array([bool(fn(x)) for x in P])
+    else:
+        kind = "tree"
+        decl, decided = _tree(rng, fs, P, files, info)
+    info["classifier"] = kind
+    ppv = _ppvs(fs, cpts, P, decided, [])
+    info["ppv"] = {",".join(map(str, k)): str(v) for k, v in ppv.items()}
+    prot = [f for f in fs if f.protected]
+    groups = " x ".join(f.name for f in prot)
+    spec = ("features W {\n" + "\n".join(f.decl() for f in fs) + "\n}\n" + decl +
+            "distribution d {\n" + "\n".join(lines) + "\n}\n")
+    backends = {"linear": ["default", "dp"], "boolean": ["default", "ssat"],
+                "tree": ["default", "ssat", "elimination"]}[kind]
+    props = []
+    for k in range(n_props):
+        metric = METRICS[int(rng.integers(0, len(METRICS)))]
+        value = _metric(metric, ppv)
+        if value is None:
+            metric = "statistical_parity"
+            value = _metric(metric, ppv)
+        upper = metric == "statistical_parity" or (metric != "disparate_impact" and rng.random() < 0.3)
+        op = ("<=" if rng.random() < 0.5 else "<") if upper else (">=" if rng.random() < 0.5 else ">")
+        exact_text = decimal_text(value)
+        c = rng.random()
+        if exact_text is not None and c < 0.5:
+            thr = exact_text                                   # the threshold is the exact value
+        elif c < 0.8:
+            thr = f"{float(value) + float(rng.choice([-1, 1])) * float(rng.choice([1e-9, 1e-4, 0.01, 0.1])):.12g}"
+        else:
+            thr = str(rng.choice(["0.1", "0.2", "0.5", "0.8", "0.41", "0.25"]))
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        backend = backends[int(rng.integers(0, len(backends)))]
+        lines_p = [f"{metric}(clf, groups {groups}, distribution d) {op} {thr}"]
+        if backend != "default":
+            lines_p.append(f"using {backend}")
+        if metric in ("most_favoured", "least_favoured") and rng.random() < 0.3:
+            lines_p.append("method = learn")
+        lines_p.append("timeout = 20s")
+        name = f"q{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines_p) + "\n}"
+        status = "holds" if claim_holds(value, op, thr) else "violated"
+        truth = Truth(status, value=float(value), value_kind="metric", domain=int(P.shape[0]),
+                      note=f"exact value {value}", exact=value)
+        props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                      "backend": backend, "kind": kind,
+                                                      "tie": value == Fraction(thr)}, 20))
+    return Instance(FAMILY, seed, spec, files, props, info)

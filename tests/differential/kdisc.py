@@ -1,0 +1,193 @@
+"""k-discrimination (HyFair) over networks and tree models: `k_discrimination(m, over {...},
+eps = e) < c` (and `<=`), on float32 ONNX nets (logit or probability heads) and the tree
+libraries (scikit-learn, XGBoost, LightGBM).
+
+The truth enumerates every individual (a point of the features not in `over`) with its K
+counterfactuals (every combination of the `over` features' values) on the model's runtime:
+k = the number of distinct buckets floor(p / eps) (the last bucket closed) of the K
+probabilities, computed exactly (p read as the exact value of the runtime's number, eps as
+the decimal the spec writes); the claim is decided on the exact max k. Probabilities of a
+logit model are the real sigmoid of the runtime's logit (a bucket boundary within 1e-9 of
+such a value leaves the property ambiguous).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from . import networks, trees
+from .core import Feature, Instance, Prop, Truth, encode_points, grid, write_csv
+
+FAMILY = "kdisc"
+
+
+def _bucket(p: float, eps: Fraction) -> int:
+    """floor(p / eps) in exact arithmetic, clipped to the ceil(1 / eps) buckets (the last closed)."""
+    q = Fraction(float(p))
+    n = Fraction(1) / eps
+    nb = n.numerator // n.denominator + (n.denominator != 1)
+    b = (q / eps).__floor__() if q > 0 else 0
+    return min(max(int(b), 0), nb - 1)
+
+
+def _features(rng) -> list[Feature]:
+    fs = [Feature("g", "cat", cats=tuple("ABC"[:int(rng.integers(2, 4))]), protected=True)]
+    if rng.random() < 0.5:
+        fs.append(Feature("h", "bool", protected=True))
+    for k in range(int(rng.integers(1, 4))):
+        if rng.random() < 0.6:
+            lo = int(rng.choice([0, 1, 17]))
+            fs.append(Feature(f"n{k}", "int", lo=lo, hi=lo + int(rng.integers(1, 6))))
+        else:
+            fs.append(Feature(f"c{k}", "cat", cats=tuple(f"v{j}" for j in range(int(rng.integers(2, 4))))))
+    return fs
+
+
+def generate(seed: int, n_props: int = 4) -> Instance:
+    rng = np.random.default_rng([24, seed])
+    while True:
+        fs = _features(rng)
+        size = int(np.prod([f.size for f in fs]))
+        if size <= 800:
+            break
+    names = [f.name for f in fs]
+    has_data = rng.random() < 0.3
+    encs = [networks._encoding(rng, f, False) for f in fs]
+    P = grid(fs)
+    X = encode_points(encs, P, names)
+    files: dict = {}
+    info = {"points": int(P.shape[0]), "encodings": {e.feature.name: e.text() for e in encs}}
+    if rng.random() < 0.5:
+        head = str(rng.choice(["logit1", "sigmoid1", "logit2", "prob2"]))
+        net = networks._net(rng, X.shape[1], head)
+        info.update(networks._ties(rng, net, X.astype(np.float32)))
+        files["m.onnx"] = net.onnx_bytes()
+        Y = networks.run_onnx(files["m.onnx"], X.astype(np.float32))
+        out = networks.readout(head, Y, net.index)
+        score = "logit" if head in ("logit1", "logit2") else "prob"
+        idx = f", index = {net.index}" if head in ("logit2", "prob2") else ""
+        decl = f'model m = onnx("m.onnx", output = "out"{idx}, score = {score})'
+        info.update(model="onnx", head=head)
+    else:
+        decl, out = trees._model(rng, X, P, fs, encs, files, info)
+        if info.get("margin"):                     # k-discrimination reads probabilities: keep the prob output
+            decl = decl.replace(', output = "margin"', "").replace(', output = "decision_function"', "")
+            info["margin"] = False
+    if has_data:
+        rows = P[rng.integers(0, P.shape[0], size=int(rng.integers(5, 20)))]
+        files["d.csv"] = write_csv(fs, rows, {"y": rng.integers(0, 2, size=rows.shape[0])})
+    spec = ""
+    if has_data:
+        spec += 'data d = csv("d.csv", label = y == 1)\n'
+    spec += "features F" + (" from d" if has_data else "") + " {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
+    spec += decl + "\n"
+    spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+
+    if out.prob is not None:
+        probs, real_sigmoid = out.prob, False
+    else:
+        probs, real_sigmoid = 1.0 / (1.0 + np.exp(-out.logit)), True
+    protected = [i for i, f in enumerate(fs) if f.protected]
+    props = []
+    for k in range(n_props):
+        over = protected if rng.random() < 0.7 else protected[:1]
+        eps_text = str(rng.choice(["0.05", "0.1", "0.25", "0.2", "0.125", "0.3"]))
+        eps = Fraction(eps_text)
+        kmax, ambiguous, best = _max_k(fs, P, probs, over, eps, real_sigmoid)
+        K = int(np.prod([fs[i].size for i in over]))
+        op = "<" if rng.random() < 0.6 else "<="
+        c = max(1, kmax + int(rng.choice([-1, 0, 0, 1])))
+        violated = (kmax >= c) if op == "<" else (kmax > c)
+        status = "ambiguous" if ambiguous else ("violated" if violated else "holds")
+        over_text = ", ".join(fs[i].name for i in over)
+        search = str(rng.choice(["random", "annealing", "knn"]))
+        lines = [f"k_discrimination(m, over {{{over_text}}}, eps = {eps_text}) {op} {c}",
+                 f"search {search} for 3s", "timeout = 20s"]
+        name = f"k{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+        truth = Truth(status, value=float(kmax), value_kind="k",
+                      check_witness=_witness_checker(fs, P, probs, over, eps, real_sigmoid, X,
+                                                     c if op == "<" else c + 1),
+                      domain=int(P.shape[0]), note=f"max k = {kmax} of K = {K}")
+        props.append(Prop(name, FAMILY, body, truth, {"op": op, "k": c, "eps": eps_text, "K": K,
+                                                      "model": info.get("model"), "head": info.get("head")}, 20))
+    return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _individuals(fs, P, over):
+    rest = [i for i in range(len(fs)) if i not in over]
+    if rest:
+        _, inv = np.unique(P[:, rest], axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+    else:
+        inv = np.zeros(P.shape[0], dtype=int)
+    return inv
+
+
+def _k(ps, eps, real_sigmoid) -> tuple[int, bool]:
+    amb = False
+    bs = set()
+    for p in ps:
+        if real_sigmoid and p != 0.5:
+            r = float(p) / float(eps)
+            if abs(r - round(r)) < 1e-9:
+                amb = True
+        bs.add(_bucket(p, eps))
+    return len(bs), amb
+
+
+def _max_k(fs, P, probs, over, eps, real_sigmoid):
+    inv = _individuals(fs, P, over)
+    best, amb, arg = 0, False, None
+    for ind in np.unique(inv):
+        rows = np.flatnonzero(inv == ind)
+        k, a = _k(probs[rows], eps, real_sigmoid)
+        amb |= a
+        if k > best:
+            best, arg = k, ind
+    return best, amb, arg
+
+
+def _witness_checker(fs, P, probs, over, eps, real_sigmoid, X, violated_at):
+    radix = [f.size for f in fs]
+    offs = [f.lo if f.kind == "int" else 0 for f in fs]
+    inv = _individuals(fs, P, over)
+
+    def idx(v):
+        i = 0
+        for a, r, o in zip(v, radix, offs):
+            i = i * r + (int(a) - o)
+        return i
+
+    def check(w: dict):
+        if not w:
+            return "a violation without a witness"
+        pts = []
+        for side in ("features", "features_prime"):
+            feats = w.get(side) or {}
+            vals = []
+            for f in fs:
+                v = f.read(feats.get(f.name)) if f.name in feats else None
+                if v is None:
+                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
+                vals.append(v)
+            pts.append(vals)
+        for side, p in (("x", pts[0]), ("x_prime", pts[1])):
+            if w.get(side) is not None:
+                got = np.asarray(w[side], dtype=np.float64)
+                want = X[idx(p)]
+                if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
+                    return f"the witness's {side} {got.tolist()} is not the encoding of its features {want.tolist()}"
+        a, b = idx(pts[0]), idx(pts[1])
+        if inv[a] != inv[b]:
+            return "the witness's two inputs are not counterfactuals of one individual"
+        rows = np.flatnonzero(inv == inv[a])
+        k, amb = _k(probs[rows], eps, real_sigmoid)
+        if k < violated_at and not amb:
+            return f"the witness's individual has k = {k} on the model's runtime, not >= {violated_at}"
+        return None
+
+    return check

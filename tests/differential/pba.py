@@ -1,0 +1,226 @@
+"""PBA (ceteris-paribus neighbourhoods, paper 004) on small float32 ONNX ReLU networks with a
+logit readout (one logit, or two logits with `index`): `pba(m, flip g, around d, delta
+{...})`, with and without a share threshold, engines highs / scip / lp.
+
+The truth enumerates every case (a data row and its counterfactual, the flipped attribute
+set to each other value present among the rows) and every offset of its integral
+neighbourhood on onnxruntime: a case is eligible when both centres are classified as the
+row's true class; it is verified when every offset that keeps both classifications has
+``sigma * (g(x~) - g(x~')) > 0`` (g the runtime's logit of class 1 minus class 0,
+sigma = +1 for class 1, -1 for class 0), refuted otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from . import networks
+from .core import Enc, Feature, Instance, Prop, Truth, claim_holds, decimal_text, encode_points, write_csv
+
+FAMILY = "pba"
+
+
+def _features(rng) -> list[Feature]:
+    fs = []
+    if rng.random() < 0.6:
+        fs.append(Feature("g", "bool", protected=True))
+    else:
+        fs.append(Feature("g", "cat", cats=tuple("ABC"[:int(rng.integers(2, 4))]), protected=True))
+    for k in range(int(rng.integers(1, 3))):
+        lo = int(rng.choice([0, 0, 1, 17]))
+        fs.append(Feature(f"n{k}", "int", lo=lo, hi=lo + int(rng.integers(2, 9))))
+    if rng.random() < 0.5:
+        fs.append(Feature("c", "cat", cats=("u", "v", "w")[:int(rng.integers(2, 4))]))
+    if rng.random() < 0.4:
+        fs.append(Feature("b", "bool"))
+    return fs
+
+
+def _encoding(rng, f: Feature) -> Enc:
+    if f.kind == "int":
+        return networks._encoding(rng, f, False)
+    if f.protected and f.kind == "cat" and f.size > 2:
+        return Enc(f, "onehot")                      # a flipped attribute: binary or one-hot
+    return networks._encoding(rng, f, False)
+
+
+def _g(head: str, Y: np.ndarray, index: int) -> np.ndarray:
+    Y = np.asarray(Y, dtype=np.float64)
+    if head == "logit1":
+        return Y.reshape(-1)
+    return Y[:, index] - Y[:, 1 - index]
+
+
+def generate(seed: int, n_props: int = 4) -> Instance:
+    rng = np.random.default_rng([23, seed])
+    fs = _features(rng)
+    encs = [_encoding(rng, f) for f in fs]
+    names = [f.name for f in fs]
+    n_rows = int(rng.integers(6, 20))
+    from .core import grid
+
+    P = grid(fs)
+    rows = P[rng.integers(0, P.shape[0], size=n_rows)]
+    X = encode_points(encs, P, names)
+    head = "logit1" if rng.random() < 0.6 else "logit2"
+    net = networks._net(rng, X.shape[1], head)
+    info = {"head": head, "points": int(P.shape[0]), "encodings": {e.feature.name: e.text() for e in encs},
+            "rows": n_rows}
+    info.update(networks._ties(rng, net, X.astype(np.float32)))
+    files = {"m.onnx": net.onnx_bytes()}
+    g_all = _g(head, networks.run_onnx(files["m.onnx"], X.astype(np.float32)), net.index)
+    radix = [f.size for f in fs]
+    offs = [f.lo if f.kind == "int" else 0 for f in fs]
+
+    def idx(v):
+        i = 0
+        for a, r, o in zip(v, radix, offs):
+            i = i * r + (int(a) - o)
+        return i
+
+    pred_rows = g_all[[idx(r) for r in rows]] > 0
+    # true labels: mostly the model's own decision (so points are eligible), some flipped
+    labels = np.where(rng.random(n_rows) < 0.8, pred_rows, ~pred_rows).astype(int)
+    files["d.csv"] = write_csv(fs, rows, {"y": labels})
+    idx_str = f", index = {net.index}" if head == "logit2" else ""
+    spec = ('data d = csv("d.csv", label = y == 1)\n'
+            "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
+            f'model m = onnx("m.onnx", output = "out"{idx_str}, score = logit)\n'
+            "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n")
+    ints = [i for i, f in enumerate(fs) if f.kind == "int"]
+    props = []
+    for k in range(n_props):
+        moving = [i for i in ints if rng.random() < 0.7] or ints[:1]
+        deltas = {i: int(rng.integers(0, 3)) for i in moving}
+        cases = _case_truth(fs, rows, labels, deltas, g_all, idx)
+        elig = [c for c in cases if c["status"] != "excluded"]
+        proved = sum(c["status"] == "proved" for c in elig)
+        refuted = sum(c["status"] == "refuted" for c in elig)
+        n_points = sum(c["size"] for c in cases) * 2
+        op, thr = None, None
+        if rng.random() < 0.5:
+            op = str(rng.choice([">=", ">", "<=", "<"]))
+            share = Fraction(proved, len(elig)) if elig else Fraction(0)
+            t = decimal_text(share)
+            thr = t if (t is not None and rng.random() < 0.5) else str(rng.choice(["0", "0.5", "0.8", "1", "0.25"]))
+        if not elig:
+            status = "vacuous"                      # no eligible point: PBA has nothing to verify
+        elif op is None:
+            status = "violated" if refuted else "holds"
+        else:
+            status = "holds" if claim_holds(Fraction(proved, len(elig)), op, thr) else "violated"
+        delta_text = ", ".join(f"{fs[i].name}: {d}" for i, d in deltas.items())
+        lines = [f"pba(m, flip g, around d, delta {{{delta_text}}})" + (f" {op} {thr}" if op else "")]
+        engine = str(rng.choice(["highs", "highs", "scip", "lp"]))
+        if engine != "highs":
+            lines.append(f"engine = {engine}")
+        lines.append("timeout = 30s")
+        name = f"b{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+        share = Fraction(proved, len(elig)) if elig else None
+        truth = Truth(status, value=float(share) if share is not None else None,
+                      value_kind="share" if share is not None else None,
+                      check_witness=_witness_checker(fs, rows, labels, deltas, g_all, idx, cases, X),
+                      domain=n_points, note=f"{proved} proved, {refuted} refuted of {len(elig)} eligible",
+                      exact=share)
+        # an engine = lp run proves no more than the LP relaxation: `unknown` points are legitimate
+        props.append(Prop(name, FAMILY, body, truth, {"engine": engine, "op": op, "threshold": thr,
+                                                      "head": head, "deltas": {fs[i].name: d for i, d in deltas.items()}},
+                          30))
+    return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _flip_targets(fs, rows):
+    g = fs[0]
+    own = rows[:, 0]
+    present = np.unique(own)
+    pool = present if len(present) >= 2 else np.arange(g.size)
+    out = []
+    for r in range(rows.shape[0]):
+        for v in pool:
+            if v != own[r]:
+                out.append((r, int(v)))
+    return out
+
+
+def _offsets(fs, row, deltas):
+    axes = []
+    for i, d in deltas.items():
+        f = fs[i]
+        v = int(row[i])
+        axes.append(range(max(v - d, f.lo) - v, min(v + d, f.hi) - v + 1))
+    return list(itertools.product(*axes)) if axes else [()]
+
+
+def _case_truth(fs, rows, labels, deltas, g_all, idx):
+    cases = []
+    for r, t in _flip_targets(fs, rows):
+        c = int(labels[r])
+        sigma = 1 if c == 1 else -1
+        x0 = rows[r].copy()
+        xp0 = x0.copy()
+        xp0[0] = t
+        gx, gp = g_all[idx(x0)], g_all[idx(xp0)]
+        eligible = ((gx > 0) == bool(c)) and ((gp > 0) == bool(c))
+        offs = _offsets(fs, x0, deltas)
+        if not eligible:
+            cases.append({"row": r, "target": t, "status": "excluded", "size": len(offs)})
+            continue
+        status = "proved"
+        for d in offs:
+            x, xp = x0.copy(), xp0.copy()
+            for (i, _), o in zip(deltas.items(), d):
+                x[i] += o
+                xp[i] += o
+            a, b = g_all[idx(x)], g_all[idx(xp)]
+            if ((a > 0) == bool(c)) and ((b > 0) == bool(c)):
+                if sigma * (a - b) <= 0:         # float64 difference of float32 values: exact
+                    status = "refuted"
+                    break
+        cases.append({"row": r, "target": t, "status": status, "size": len(offs)})
+    return cases
+
+
+def _witness_checker(fs, rows, labels, deltas, g_all, idx, cases, X):
+    def check(w: dict):
+        if not w:
+            return None                     # a share-threshold violation need not carry a witness
+        pts = []
+        for side in ("features", "features_prime"):
+            feats = w.get(side) or {}
+            vals = []
+            for f in fs:
+                v = f.read(feats.get(f.name)) if f.name in feats else None
+                if v is None:
+                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
+                vals.append(v)
+            pts.append(np.array(vals))
+        x, xp = pts
+        for side, p in (("x", x), ("x_prime", xp)):
+            if w.get(side) is not None:
+                got = np.asarray(w[side], dtype=np.float64)
+                want = X[idx(p)]
+                if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
+                    return f"the witness's {side} {got.tolist()} is not the encoding of its features {want.tolist()}"
+        moving = set(deltas)
+        for case in cases:
+            if case["status"] == "excluded":
+                continue
+            r, t = case["row"], case["target"]
+            row = rows[r]
+            if xp[0] != t or x[0] != row[0]:
+                continue
+            if any(x[i] != row[i] or xp[i] != row[i] for i in range(1, len(fs)) if i not in moving):
+                continue
+            if any(x[i] != xp[i] or abs(int(x[i]) - int(row[i])) > deltas[i] for i in moving):
+                continue
+            c = int(labels[r])
+            a, b = g_all[idx(x)], g_all[idx(xp)]
+            if ((a > 0) == bool(c)) and ((b > 0) == bool(c)) and (1 if c else -1) * (a - b) <= 0:
+                return None
+        return "the witness pair is no refuting offset of any eligible case's neighbourhood on the runtime"
+
+    return check
