@@ -122,6 +122,7 @@ class PairQuery:
                         ("onehot_groups", groups), ("free", free), ("must_differ", must),
                         ("relaxed", relaxed), ("threshold", thr), ("strict", bool(self.strict))):
             object.__setattr__(self, name, v)
+        object.__setattr__(self, "_zeros", [np.zeros(W.shape[0]) for W, _, _ in layers])
         object.__setattr__(self, "cases", self._cases())
         object.__setattr__(self, "layout", _Layout(self))
 
@@ -459,7 +460,7 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     diffs = []
     hlo0 = hhi0 = None
     for k, (W, b, relu) in enumerate(q.layers):
-        Dlo, Dhi = interval_matmul(W, np.zeros(W.shape[0]), dlo, dhi)
+        Dlo, Dhi = interval_matmul(W, q._zeros[k], dlo, dhi)
         (l0, u0), (l1, u1) = ibps[0][k], ibps[1][k]
         Dlo = np.maximum(Dlo, down(l0 - u1))
         Dhi = np.minimum(Dhi, up(u0 - l1))

@@ -160,22 +160,45 @@ def matmul_with_error(A, x):
     return y, err
 
 
+_PREP: dict = {}
+
+
+def _prep(W, b):
+    """[W+, W-, b] and its absolute value for the interval product (cached per weight array; the
+    cache keeps the arrays alive, so an id is never reused while it is cached)."""
+    key = (id(W), id(b))
+    hit = _PREP.get(key)
+    if hit is not None and hit[0] is W and hit[1] is b:
+        return hit[2], hit[3]
+    Wf = np.asarray(W, dtype=np.float64)
+    bf = np.asarray(b, dtype=np.float64)
+    M = np.hstack([np.maximum(Wf, 0.0), np.minimum(Wf, 0.0), bf.reshape(-1, 1)])
+    A = np.abs(M)
+    if len(_PREP) > 256:
+        _PREP.clear()
+    _PREP[key] = (W, b, M, A)
+    return M, A
+
+
 def interval_matmul(W, b, lo, hi):
     """Rigorous bounds ``[ylo, yhi]`` of ``W h + b`` over the box ``lo <= h <= hi`` (exact real
     arithmetic on the exact floats of W, b, lo, hi; results rounded outward). ``lo, hi`` may be
     vectors or matrices of columns (one box per column)."""
-    W = np.asarray(W, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    M, A = _prep(W, b)
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
-    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
-    M = np.hstack([Wp, Wn, b.reshape(-1, 1)])
     col = lo.ndim == 1
     L2 = lo.reshape(lo.shape[0], -1)
     H2 = hi.reshape(hi.shape[0], -1)
     ones = np.ones((1, L2.shape[1]))
-    ylo, elo = matmul_with_error(M, np.vstack([L2, H2, ones]))
-    yhi, ehi = matmul_with_error(M, np.vstack([H2, L2, ones]))
+    XL = np.concatenate([L2, H2, ones])
+    XH = np.concatenate([H2, L2, ones])
+    n = M.shape[1]
+    f, neta = _factor(n), _neta(n)
+    ylo = M @ XL
+    yhi = M @ XH
+    elo = up(up(f * up(A @ np.abs(XL) + neta)) + neta)
+    ehi = up(up(f * up(A @ np.abs(XH) + neta)) + neta)
     ylo = down(ylo - elo)
     yhi = up(yhi + ehi)
     if col:
