@@ -205,3 +205,14 @@ def test_interval_matmul_encloses_every_corner():
             for i in range(4):
                 v = sum(Fraction(float(W[i, k])) * x[k] for k in range(3)) + Fraction(float(b[i]))
                 assert Fraction(float(ylo[i])) <= v <= Fraction(float(yhi[i]))
+
+
+def test_sigmoid_bounds_enclose_the_logistic():
+    from decimal import Decimal, getcontext
+    from fairspec.certify.rounding import sigmoid_down, sigmoid_up
+    getcontext().prec = 60
+    rng = np.random.default_rng(0)
+    for c in list(rng.uniform(-40, 40, 300)) + [0.0, 1e-300, -1e-300, 700.0, -700.0, 36.7]:
+        d = Decimal(float(c))
+        s = Decimal(1) / (Decimal(1) + (-d).exp())
+        assert Decimal(sigmoid_down(float(c))) <= s <= Decimal(sigmoid_up(float(c)))

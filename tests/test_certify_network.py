@@ -241,3 +241,26 @@ def test_the_runtimes_logistic_is_within_the_assumed_error():
     for out in (sig, soft, ts):
         assert np.max(np.abs(out.astype(np.float64) - exact)) <= SIGMOID_ABS_ERROR["float32"] / 2
     assert sig[-5] == 0.5                                     # a tie is exactly 1/2 in float32
+
+
+def test_interval_proofs_of_an_output_bound():
+    from fairspec.certify.network import prove_output_bound
+    layers = [(np.array([[1.0, -1.0]]), np.array([0.0]), False)]
+    # z = x0 - x1 over [0, 1]^2 lies in [-1, 1]; with E > 0 the bound "z <= 1" is not provable
+    # (the runtime's float error could push it over), "z < 1.5" is
+    assert prove_output_bound(layers, [0, 0], [1, 1], "<=", 1, claim="c") is None
+    p = prove_output_bound(layers, [0, 0], [1, 1], "<", "1.5", claim="z < 1.5")
+    assert p is not None and p.method == "interval" and p.detail["runtime_error"] >= 0
+    # probability readout: sigmoid(z) <= 0.75 since z <= 1 (sigmoid(1) = 0.731...)
+    assert prove_output_bound(layers, [0, 0], [1, 1], "<=", "0.75", claim="c", readout=("prob", 0)) is not None
+    assert prove_output_bound(layers, [0, 0], [1, 1], "<=", "0.7", claim="c", readout=("prob", 0)) is None
+
+
+def test_lp_proofs_of_a_bound():
+    from fairspec.certify.lp import LinearProgram, prove_bound
+    lp = LinearProgram([1.0, 1.0], [[1.0, 1.0]], [1.0], None, None, [0, 0], [1, 1])
+    assert prove_bound(lp, [1.0], None, "<", "1.0000001", claim="c").method == "lp-certificate"
+    assert prove_bound(lp, [1.0], None, "<", 1, claim="c") is None          # the optimum is exactly 1
+    assert prove_bound(lp, [0.5], None, "<=", 1.5, claim="c") is None        # a weak multiplier
+    bad = LinearProgram([0.0, 0.0], [[1.0, 1.0], [-1.0, -1.0]], [1.0, -1.5], None, None, [0, 0], [5, 5])
+    assert prove_bound(bad, [1.0, 1.0], None, "<", -100, claim="c").detail["infeasible"] is True

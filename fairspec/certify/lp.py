@@ -266,3 +266,23 @@ def exact_upper_bound(lp: LinearProgram, y_ub=None, y_eq=None) -> Fraction | flo
             return math.inf
         total += r * Fraction(float(side))
     return total
+
+
+def prove_bound(lp: LinearProgram, y_ub, y_eq, op: str, threshold, *, claim: str, **detail):
+    """An ``lp-certificate`` Proof that ``max c @ x op threshold`` over the LP (``op`` ``<`` or
+    ``<=``), or that the LP is infeasible (then any claim holds), from the multipliers; None when
+    they do not certify it. ``threshold`` is read exactly (a float bit for bit, a str as its
+    decimal). The LP must be one certify's own builders made from the problem (see pairlp)."""
+    from fairspec.certify.exact import decide
+    from fairspec.certify.proof import _mint
+
+    if op not in ("<", "<="):
+        raise ValueError("an LP bound proves '<' or '<='")
+    thr = threshold if isinstance(threshold, (str, Fraction)) else Fraction(float(threshold))
+    ub = upper_bound(lp, y_ub, y_eq)
+    if ub != math.inf and decide(ub, op, thr):
+        return _mint("lp-certificate", claim, bound=ub, op=op, threshold=thr, rows=lp.m_ub + lp.m_eq,
+                     variables=lp.n, **detail)
+    if infeasible(lp, y_ub, y_eq):
+        return _mint("lp-certificate", claim, infeasible=True, rows=lp.m_ub + lp.m_eq, variables=lp.n, **detail)
+    return None

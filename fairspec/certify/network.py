@@ -417,3 +417,41 @@ def prob_error_to_logit(e_prob: float) -> float:
     if e >= Fraction(1, 2):
         return math.inf
     return float_up(4 * e / (1 - 2 * e))
+
+
+def prove_output_bound(runtime_net, lo, hi, op: str, threshold, *, claim: str, readout=("logit", 0),
+                       encoding=None, precision: str = "float32", integer=None,
+                       onehot_groups: Sequence[Sequence[int]] = (), **detail):
+    """An ``interval`` Proof that the score **as the runtime computes it** satisfies ``score op
+    threshold`` for every input of the box, or None: certify bounds the exact network's score by
+    outward-rounded intervals (one-hot groups exact), widens them by the runtime error bound E it
+    computes itself (:func:`runtime_error_bound`), and decides with strictness as written
+    (:func:`fairspec.certify.exact.interval_decide`; ``threshold`` as the spec writes it)."""
+    from fairspec.certify.exact import interval_decide, threshold_of
+    from fairspec.certify.proof import _mint
+
+    layers = as_layers(runtime_net)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    E = runtime_error_bound(layers, lo, hi, encoding=encoding, readout=readout, precision=precision,
+                            integer=integer, onehot_groups=onehot_groups)
+    xlo, xhi, _ = _encoded_box_and_error(encoding, lo, hi, integer, precision)
+    ibp = rigorous_ibp(layers, xlo, xhi, onehot_groups)
+    if ibp is None:
+        return None
+    plo, phi = ibp[-1]
+    kind, cols = readout[0], list(readout[1:])
+    if kind in ("logit", "prob"):
+        s_lo, s_hi = float(plo[cols[0]]), float(phi[cols[0]])
+    else:
+        i, j = cols
+        s_lo, s_hi = float(down(plo[i] - phi[j])), float(up(phi[i] - plo[j]))
+    if kind in ("prob", "softmax"):
+        from fairspec.certify.rounding import sigmoid_down, sigmoid_up
+        s_lo, s_hi = sigmoid_down(s_lo), sigmoid_up(s_hi)
+    lo_r, hi_r = float(down(s_lo - E)), float(up(s_hi + E))
+    thr = threshold_of(threshold)
+    if interval_decide(lo_r, hi_r, op, thr) != "holds":
+        return None
+    return _mint("interval", claim, lower=lo_r, upper=hi_r, runtime_error=E, op=op, threshold=thr,
+                 readout=list(readout), precision=precision, **detail)

@@ -48,6 +48,7 @@ from fairspec.certify.lp import LinearProgram, SparseRows, upper_bound
 from fairspec.certify.network import as_layers, rigorous_ibp
 from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, interval_matmul, up
+from fairspec.certify.rounding import sigmoid_down as _sigmoid_low, sigmoid_up as _sigmoid_high
 
 __all__ = ["PairQuery", "Decisions", "NodeState", "Split", "Leaf", "Checked", "node_state", "node_lp",
            "check_tree", "POSTS", "prob_threshold_low"]
@@ -365,19 +366,6 @@ def _norm_var(q: PairQuery, var):
     if kind == "out":
         return ("out", int(var[1]))
     raise ValueError(f"unknown split variable {var!r}")
-
-
-def _sigmoid_low(c: float) -> float:
-    """A lower bound of the logistic function at the float c (libm exp within a few ulps; a
-    relative margin of 2**-40 covers it)."""
-    if c == -math.inf:
-        return 0.0
-    if c >= 0:
-        s = 1.0 / (1.0 + math.exp(-c))
-    else:
-        e = math.exp(c)
-        s = e / (1.0 + e)
-    return max(0.0, s * (1.0 - 2.0 ** -40) - 2.0 ** -1000)
 
 
 def prob_threshold_low(c_lo: float, eps: Fraction) -> float:
@@ -857,9 +845,11 @@ class TreeBuilder:
             b = min(b, _lp_measure(self.q, st, upper_bound(lp, y_ub, y_eq)))
         return b
 
-    def close(self, node: int, y_ub=None, y_eq=None) -> bool:
+    def close(self, node: int, y_ub=None, y_eq=None, farkas: bool | None = None) -> bool:
         """Close a node as a leaf: True when certify accepts it (empty, interval proof, or LP
-        certificate with the multipliers), False (and the node stays open) otherwise."""
+        certificate with the multipliers), False (and the node stays open) otherwise.
+        ``farkas``: try the multipliers as a bound (False), as a Farkas certificate (True) or
+        both (None)."""
         if node not in self._open:
             raise ValueError(f"node {node} is not open")
         case, dec, depth = self._nodes[node][:3]
@@ -881,10 +871,9 @@ class TreeBuilder:
                 return False
             else:
                 lp = self.lp(node)
-                ub = upper_bound(lp, leaf.y_ub, leaf.y_eq)
-                if _holds(ub, self.q.strict, st.target):
+                if farkas is not True and _holds(upper_bound(lp, leaf.y_ub, leaf.y_eq), self.q.strict, st.target):
                     kind = "lp"
-                elif upper_bound(lp, leaf.y_ub, leaf.y_eq, c=np.zeros(lp.n)) < 0:
+                elif farkas is not False and upper_bound(lp, leaf.y_ub, leaf.y_eq, c=np.zeros(lp.n)) < 0:
                     kind = "lp"
                 else:
                     return False
@@ -932,17 +921,6 @@ class TreeBuilder:
             return [build(r) for r in self._roots]
         finally:
             sys.setrecursionlimit(old)
-
-
-def _sigmoid_high(c: float) -> float:
-    if c == math.inf:
-        return 1.0
-    if c >= 0:
-        s = 1.0 / (1.0 + math.exp(-c))
-    else:
-        e = math.exp(c)
-        s = e / (1.0 + e)
-    return min(1.0, s * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
 
 
 def _interval_measure(q: PairQuery, st: NodeState) -> float:
