@@ -195,3 +195,11 @@ def test_zero_minimum_neurons_and_a_label_tie():
     assert brute_force(p2).value == 1.0
     assert prove_below(p2, 1.0, True, time.monotonic() + 30).status != "proved"      # |z - z'| == 1
     assert prove_below(p2, 1.0, False, time.monotonic() + 30).status in ("proved", "timeout")
+
+
+def test_moved_threshold():
+    from fractions import Fraction
+    from fairspec.certify.pairlp import moved_threshold
+    assert moved_threshold("label", 0, 0.25) == (Fraction(-1, 4), True)
+    assert moved_threshold("logit", "0.1", 0.0) == (Fraction(1, 10), False)
+    assert moved_threshold("prob", 0.05, 2.0 ** -20, eps_strict=True) == (Fraction(5, 100) - 2 * Fraction(2.0 ** -20), True)

@@ -51,7 +51,7 @@ from fairspec.certify.rounding import down, float_down, float_up, interval_matmu
 from fairspec.certify.rounding import sigmoid_down as _sigmoid_low, sigmoid_up as _sigmoid_high
 
 __all__ = ["PairQuery", "Decisions", "NodeState", "Split", "Leaf", "Checked", "node_state", "node_lp",
-           "check_tree", "POSTS", "prob_threshold_low"]
+           "check_tree", "POSTS", "prob_threshold_low", "TreeBuilder", "moved_threshold"]
 
 POSTS = ("label", "logit", "prob")
 
@@ -437,11 +437,9 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     dlo = np.zeros(n)
     dhi = np.zeros(n)
     if fpos:
-        d = np.asarray(a) - np.asarray(ap)
-        dlo[fpos], dhi[fpos] = down(d), up(d)
-        exact = (np.asarray(a) - d == np.asarray(ap))
-        dlo[fpos] = np.where(exact, d, dlo[fpos])
-        dhi[fpos] = np.where(exact, d, dhi[fpos])
+        for k, i in enumerate(fpos):
+            dq = Fraction(float(a[k])) - Fraction(float(ap[k]))
+            dlo[i], dhi[i] = float_down(dq), float_up(dq)
     for i, t in q.relaxed:
         dlo[i] = max(-t, float(down(xlo[i] - phi[i])))
         dhi[i] = min(t, float(up(xhi[i] - plo[i])))
@@ -472,7 +470,8 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     Dz_hi = float(diffs[-1][1][0])
     T = q.threshold
     if q.post == "label":
-        m = min(z0h, -z1l)
+        # min(z, -z') <= (z - z') / 2 <= Dz_hi / 2 as well
+        m = min(z0h, -z1l, float(up(Dz_hi / 2.0)))
         target = T
     elif q.post == "logit":
         m = min(float(up(z0h - z1l)), Dz_hi)
@@ -939,3 +938,23 @@ def _lp_measure(q: PairQuery, st: NodeState, ub: float) -> float:
         return ub
     z1l = float(st.ibp[1][-1][0][0])
     return float(up(_sigmoid_high(ub) - _sigmoid_low(z1l)))
+
+
+def moved_threshold(post: str, eps, E: float, eps_strict: bool = False) -> tuple[Fraction, bool]:
+    """The claim a proof about the real-arithmetic network must make so that the runtime (within
+    E of it, see :func:`fairspec.certify.network.runtime_error_bound`) is fair, as
+    ``(threshold, strict)`` for :class:`PairQuery` / ``prove_below``:
+
+    * label (runtime violation ``z > 0 >= z'``): ``min(z, -z') < -E``;
+    * logit / prob, fair when ``|out - out'| <= eps`` (``eps_strict``: ``< eps``): a violation has
+      ``out - out' > eps`` (``>= eps``), so the claim is ``measure <= eps - 2E`` (``< eps - 2E``).
+
+    ``eps`` is read as the spec writes it (:func:`fairspec.certify.exact.threshold_of`)."""
+    e = Fraction(float(E))
+    if e < 0:
+        raise ValueError("E must be >= 0")
+    if post == "label":
+        return -e, True
+    if post in ("logit", "prob"):
+        return threshold_of(eps) - 2 * e, bool(eps_strict)
+    raise ValueError(f"unknown post-condition {post!r}")
