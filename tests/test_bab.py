@@ -203,3 +203,19 @@ def test_moved_threshold():
     assert moved_threshold("label", 0, 0.25) == (Fraction(-1, 4), True)
     assert moved_threshold("logit", "0.1", 0.0) == (Fraction(1, 10), False)
     assert moved_threshold("prob", 0.05, 2.0 ** -20, eps_strict=True) == (Fraction(5, 100) - 2 * Fraction(2.0 ** -20), True)
+
+
+def test_certify_holds_on_a_float32_runtime():
+    """End to end: a network of float32 numbers, the runtime's E moved into the claim, the BaB
+    proof; and a threshold exactly at the true maximum is never proved (the runtime's rounding)."""
+    from fairspec.backends.bab import certify_holds
+    rng = np.random.default_rng(11)
+    net = _dyadic_net(rng, [3, 4, 1])
+    p = PairProblem(net, np.zeros(3), np.array([1, 3, 3.0]), np.ones(3, bool), (), (0,), None, (), "logit", 2.0)
+    truth = brute_force(p).value
+    p = PairProblem(net, p.lo, p.hi, p.integer, (), (0,), None, (), "logit", truth + 0.5)
+    r = certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000)
+    assert r.status == "proved" and r.stats["runtime_error"] > 0
+    # exactly at the threshold: the runtime's rounding could break it, so no proof
+    p = PairProblem(net, p.lo, p.hi, p.integer, (), (0,), None, (), "logit", truth)
+    assert certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000).status != "proved"

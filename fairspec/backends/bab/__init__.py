@@ -12,6 +12,8 @@ word is never the proof: a leaf whose multipliers do not certify it is split fur
         the model's runtime), "timeout" or "gave-up" (reason).
     upper_bound(problem, deadline) -> (bound, proof | None)
         a certified upper bound on the problem's maximal violation measure.
+    certify_holds(problem, runtime_net, deadline, encoding=, readout=, precision=, eps_strict=)
+        the runtime error bound E, the claim moved outward by E, then prove_below.
 
 The measure is :mod:`fairspec.backends.pair`'s directional one: ``min(z, -z')`` (label),
 ``z - z'`` (logit), ``sigmoid(z) - sigmoid(z')`` (prob), over the real-arithmetic network
@@ -19,6 +21,6 @@ The measure is :mod:`fairspec.backends.pair`'s directional one: ``min(z, -z')`` 
 caller's. ``deadline`` is a ``time.monotonic()`` instant.
 """
 
-from fairspec.backends.bab.engine import BabResult, maximize, prove_below, upper_bound
+from fairspec.backends.bab.engine import BabResult, certify_holds, maximize, prove_below, upper_bound
 
-__all__ = ["BabResult", "prove_below", "upper_bound", "maximize"]
+__all__ = ["BabResult", "prove_below", "upper_bound", "maximize", "certify_holds"]

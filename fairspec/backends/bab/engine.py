@@ -415,3 +415,37 @@ def upper_bound(problem, deadline: float, start_bounds=None) -> tuple[float, Pro
     if r.proof is None:
         return math.inf, None
     return r.bound, r.proof
+
+
+def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, readout=("logit", 0),
+                  precision: str = "float32", eps_strict: bool = False, start_bounds=None,
+                  max_nodes: int = 1_000_000) -> BabResult:
+    """The whole certified question for a pair problem about a model's runtime: the runtime error
+    bound E over the (sub-)box (:func:`fairspec.certify.network.runtime_error_bound`, with
+    ``problem.net`` as the proof's network), the claim moved outward by E
+    (:func:`fairspec.certify.pairlp.moved_threshold`; a label decision read from a probability
+    through :func:`fairspec.certify.network.prob_error_to_logit`), then :func:`prove_below`.
+    ``stats["runtime_error"]`` is E; a model outside the error model is ``gave-up`` with the reason."""
+    from fairspec.certify.network import prob_error_to_logit, runtime_error_bound
+    from fairspec.certify.pairlp import moved_threshold
+
+    sub = problem.restrict(*start_bounds) if start_bounds is not None else problem
+    try:
+        E = runtime_error_bound(runtime_net, sub.lo, sub.hi, encoding=encoding, readout=readout,
+                                proof_net=problem.net, precision=precision, integer=sub.integer,
+                                onehot_groups=sub.onehot_groups)
+    except (ValueError, TypeError, AttributeError) as e:
+        return BabResult("gave-up", reason=f"no runtime error bound for this model: {e}")
+    prob_readout = readout[0] in ("prob", "softmax")
+    if sub.post == "label" and prob_readout:
+        E_used = prob_error_to_logit(E)
+    elif sub.post == "prob" and not prob_readout:
+        E_used = E / 4.0 * (1 + 2.0 ** -40) + 2.0 ** -1000     # sigmoid is 1/4-Lipschitz
+    elif sub.post == "logit" and prob_readout:
+        return BabResult("gave-up", reason="a logit post-condition on a model read as probabilities")
+    else:
+        E_used = E
+    thr, strict = moved_threshold(sub.post, sub.eps, E_used, eps_strict)
+    r = prove_below(sub, thr, strict, deadline, max_nodes=max_nodes)
+    r.stats["runtime_error"] = E_used
+    return r
