@@ -219,3 +219,34 @@ def test_certify_holds_on_a_float32_runtime():
     # exactly at the threshold: the runtime's rounding could break it, so no proof
     p = PairProblem(net, p.lo, p.hi, p.integer, (), (0,), None, (), "logit", truth)
     assert certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000).status != "proved"
+
+
+def test_certified_tightening_in_the_tree():
+    """Trees with LP-tightened bounds (Tighten nodes) recheck; a bound tighter than its
+    certificate proves is refused."""
+    from fairspec.backends.bab import engine
+    from fairspec.certify.pairlp import Tighten
+    rng = np.random.default_rng(5)
+    seen = 0
+    for _ in range(40):
+        net = _dyadic_net(rng, [3, 5, 4, 1])
+        p = PairProblem(net, np.zeros(3), np.array([1, 4, 4.0]), np.ones(3, bool), (), (0,), None, (), "logit", 0.0)
+        truth = brute_force(p).value
+        r = prove_below(p, truth + 0.125, False, time.monotonic() + 3600, max_nodes=3000, keep_tree=True)
+        if r.status != "proved" or not r.proof.detail["splits"].get("tighten"):
+            continue
+        seen += 1
+        assert check_tree(r.query, r.trees).proof is not None
+        for case, t in enumerate(r.trees):
+            if isinstance(t, Tighten):
+                (key, (lo, hi)), = list(t.bounds.items())[:1]
+                bad = dict(t.bounds)
+                bad[key] = (lo, hi - 1.0) if hi != float("inf") else (lo + 1.0, hi)
+                tampered = list(r.trees)
+                tampered[case] = Tighten(bad, t.certs, t.child)
+                res = check_tree(r.query, tampered)
+                assert res.proof is None and "certificate" in res.reason
+                break
+        if seen >= 2:
+            break
+    assert seen >= 1

@@ -105,11 +105,13 @@ def _first_layer_bounds(W, b, lo, hi, onehot_groups):
     return down(s_lo - e_lo), up(s_hi + e_hi)
 
 
-def rigorous_ibp(net, lo, hi, onehot_groups: Sequence[Sequence[int]] = (), phases: dict | None = None):
+def rigorous_ibp(net, lo, hi, onehot_groups: Sequence[Sequence[int]] = (), phases: dict | None = None,
+                 clip: dict | None = None):
     """Outward-rounded interval bounds ``[(pre_lo, pre_hi), ...]`` of every layer's pre-activation
     ``W h + b`` over the box (exact real arithmetic on the exact floats of the weights and the
     box; one-hot groups exactly one). ``phases`` ``{(layer, neuron): 0 | 1}`` fixes ReLU phases
-    (0: inactive, pre <= 0; 1: active, pre >= 0); the bounds are clipped accordingly. Returns
+    (0: inactive, pre <= 0; 1: active, pre >= 0); the bounds are clipped accordingly, and so by
+    ``clip`` ``{(layer, neuron): (lo, hi)}`` (bounds proved otherwise, e.g. by LP certificates). Returns
     None when the box (or a fixed phase) leaves no point."""
     layers = as_layers(net)
     lo = np.asarray(lo, dtype=np.float64).reshape(-1)
@@ -128,6 +130,14 @@ def rigorous_ibp(net, lo, hi, onehot_groups: Sequence[Sequence[int]] = (), phase
             plo, phi = r
         else:
             plo, phi = interval_matmul(W, b, hlo, hhi)
+        if clip:
+            plo, phi = plo.copy(), phi.copy()
+            for (lk, j), (cl, ch) in clip.items():
+                if lk == k:
+                    plo[j] = max(plo[j], cl)
+                    phi[j] = min(phi[j], ch)
+            if np.any(plo > phi):
+                return None
         if phases:
             plo, phi = plo.copy(), phi.copy()
             for (lk, j), ph in phases.items():

@@ -50,7 +50,7 @@ from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, interval_matmul, up
 from fairspec.certify.rounding import sigmoid_down as _sigmoid_low, sigmoid_up as _sigmoid_high
 
-__all__ = ["PairQuery", "Decisions", "NodeState", "Split", "Leaf", "Checked", "node_state", "node_lp",
+__all__ = ["PairQuery", "Decisions", "NodeState", "Split", "Tighten", "Leaf", "Checked", "node_state", "node_lp",
            "check_tree", "POSTS", "prob_threshold_low", "TreeBuilder", "moved_threshold"]
 
 POSTS = ("label", "logit", "prob")
@@ -343,6 +343,7 @@ class Decisions:
     inputs: dict = field(default_factory=dict)
     phases: dict = field(default_factory=dict)
     out: dict = field(default_factory=dict)
+    pre: dict = field(default_factory=dict)      # (copy, layer, neuron) -> (lo, hi) proved by LP certificates
 
 
 class NodeState(NamedTuple):
@@ -422,8 +423,9 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     ibps = []
     for c, (blo, bhi) in enumerate(((xlo, xhi), (plo, phi))):
         ph = {(k, j): v for (cc, k, j), v in dec.phases.items() if cc == c}
+        cl = {(k, j): v for (cc, k, j), v in dec.pre.items() if cc == c}
         groups = q.onehot_groups
-        r = rigorous_ibp(q.layers, blo, bhi, groups, ph)
+        r = rigorous_ibp(q.layers, blo, bhi, groups, ph, cl)
         if r is None:
             return _empty()
         r = [(lo_.copy(), hi_.copy()) for lo_, hi_ in r]
@@ -619,6 +621,18 @@ class Split:
 
 
 @dataclass(frozen=True, eq=False)
+class Tighten:
+    """Bounds on pre-activations proved by LP certificates over the node's own LP: ``bounds``
+    ``{(copy, layer, neuron): (lo, hi)}`` and ``certs`` ``{(copy, layer, neuron, "lo" | "hi"):
+    (y_ub, y_eq)}`` (multipliers of the node LP with objective ``-p`` / ``p``); every point of the
+    node satisfies them, so the one ``child`` with the bounds added covers it."""
+
+    bounds: dict
+    certs: dict
+    child: object = None
+
+
+@dataclass(frozen=True, eq=False)
 class Leaf:
     """A leaf: multipliers of its node LP (``y_ub``, ``y_eq``), or none when the node is empty or
     its interval bound already proves it."""
@@ -645,8 +659,8 @@ def _children(q: PairQuery, dec: Decisions, s: Split):
             return None, f"split on a neuron that is no ReLU: {var}"
         if s.at is not None or s.high_at is not None:
             return None, "a ReLU split has no split point"
-        lo_d = Decisions(dec.inputs, {**dec.phases, (c, k, j): 0}, dec.out)
-        hi_d = Decisions(dec.inputs, {**dec.phases, (c, k, j): 1}, dec.out)
+        lo_d = Decisions(dec.inputs, {**dec.phases, (c, k, j): 0}, dec.out, dec.pre)
+        hi_d = Decisions(dec.inputs, {**dec.phases, (c, k, j): 1}, dec.out, dec.pre)
         return (lo_d, hi_d), ""
     if s.at is None:
         return None, "a split needs a split point"
@@ -667,8 +681,8 @@ def _children(q: PairQuery, dec: Decisions, s: Split):
             return None, (f"the split of {var} at {at} does not cover its parent: the high side starts at "
                           f"{high_at} > {allowed}")
         cur = dec.inputs.get(var, (-math.inf, math.inf))
-        lo_d = Decisions({**dec.inputs, var: (cur[0], min(cur[1], lo_end))}, dec.phases, dec.out)
-        hi_d = Decisions({**dec.inputs, var: (max(cur[0], high_at), cur[1])}, dec.phases, dec.out)
+        lo_d = Decisions({**dec.inputs, var: (cur[0], min(cur[1], lo_end))}, dec.phases, dec.out, dec.pre)
+        hi_d = Decisions({**dec.inputs, var: (max(cur[0], high_at), cur[1])}, dec.phases, dec.out, dec.pre)
         return (lo_d, hi_d), ""
     if kind == "out":
         c = var[1]
@@ -678,10 +692,41 @@ def _children(q: PairQuery, dec: Decisions, s: Split):
         if not high_at <= at:
             return None, f"the output split at {at} does not cover its parent (high side from {high_at})"
         cur = dec.out.get(c, (-math.inf, math.inf))
-        lo_d = Decisions(dec.inputs, dec.phases, {**dec.out, c: (cur[0], min(cur[1], at))})
-        hi_d = Decisions(dec.inputs, dec.phases, {**dec.out, c: (max(cur[0], high_at), cur[1])})
+        lo_d = Decisions(dec.inputs, dec.phases, {**dec.out, c: (cur[0], min(cur[1], at))}, dec.pre)
+        hi_d = Decisions(dec.inputs, dec.phases, {**dec.out, c: (max(cur[0], high_at), cur[1])}, dec.pre)
         return (lo_d, hi_d), ""
     return None, f"unknown split {var!r}"
+
+
+def _tightened(q: PairQuery, case: int, dec: Decisions, t: Tighten):
+    """The child decisions of a Tighten node, or a reason why its certificates fail."""
+    st = node_state(q, case, dec)
+    if st.empty:
+        return Decisions(dec.inputs, dec.phases, dec.out, {**dec.pre, **{k: v for k, v in t.bounds.items()}}), ""
+    lp, _ = node_lp(q, case, dec, st)
+    L = q.layout
+    new = dict(dec.pre)
+    for key, (blo, bhi) in t.bounds.items():
+        try:
+            c, k, j = (int(v) for v in key)
+            col = int(L.p[c][k][j])
+        except (ValueError, TypeError, IndexError):
+            return None, f"bad bound key {key!r}"
+        blo, bhi = float(blo), float(bhi)
+        cur = new.get((c, k, j), (-math.inf, math.inf))
+        for side, val, sign in (("hi", bhi, 1.0), ("lo", blo, -1.0)):
+            if (side == "hi" and val == math.inf) or (side == "lo" and val == -math.inf):
+                continue
+            cert = t.certs.get((c, k, j, side))
+            if cert is None:
+                return None, f"no certificate for the {side} bound of neuron {(c, k, j)}"
+            obj = np.zeros(lp.n)
+            obj[col] = sign
+            ub = upper_bound(lp, cert[0], cert[1], c=obj)
+            if not _holds(ub, False, Fraction(sign * val)):
+                return None, f"the certificate bounds neuron {(c, k, j)} by {sign * ub}, not {val}"
+        new[(c, k, j)] = (max(cur[0], blo), min(cur[1], bhi))
+    return Decisions(dec.inputs, dec.phases, dec.out, new), ""
 
 
 def check_leaf(q: PairQuery, case: int, dec: Decisions, leaf: Leaf) -> tuple[str | None, str]:
@@ -732,6 +777,14 @@ def check_tree(q: PairQuery, trees: Sequence, deadline: float | None = None) -> 
                 splits[_norm_var(q, node.var)[0]] += 1
                 stack.append((node.low, kids[0], d + 1))
                 stack.append((node.high, kids[1], d + 1))
+            elif isinstance(node, Tighten):
+                child, why = _tightened(q, case, dec, node)
+                if child is None:
+                    return Checked(None, f"case {case}: {why}")
+                if node.child is None:
+                    return Checked(None, f"case {case}: a tightening without a child")
+                splits["tighten"] = splits.get("tighten", 0) + 1
+                stack.append((node.child, child, d + 1))
             elif isinstance(node, Leaf):
                 kind, why = check_leaf(q, case, dec, node)
                 if kind is None:
@@ -828,6 +881,24 @@ class TreeBuilder:
         self._nodes[node].append(None)
         return lo, hi
 
+    def tighten(self, node: int, bounds: dict, certs: dict) -> int:
+        """Replace an open node by one child with pre-activation bounds its LP certificates prove
+        (see :class:`Tighten`); raises ValueError when a certificate fails."""
+        if node not in self._open:
+            raise ValueError(f"node {node} is not open")
+        case, dec, depth = self._nodes[node][:3]
+        t = Tighten(dict(bounds), dict(certs))
+        child_dec, why = _tightened(self.q, case, dec, t)
+        if child_dec is None:
+            raise ValueError(why)
+        self._open.discard(node)
+        self._trees[node] = t
+        kid = self._new(case, child_dec, depth + 1, (node, 0))
+        self._kids[node] = (kid,)
+        del self._nodes[node][3:]
+        self._nodes[node].append(None)
+        return kid
+
     def leaf_bound(self, node: int, y_ub=None, y_eq=None, farkas: bool = False) -> float:
         """Bound mode: the certified upper bound of the measure over a node (``-inf`` if empty or
         if ``farkas`` and the multipliers prove its LP infeasible)."""
@@ -891,10 +962,12 @@ class TreeBuilder:
         """The ``bab-certificate`` when every node is closed (None otherwise)."""
         if self._open:
             return None
-        splits = {"x": 0, "xp": 0, "relu": 0, "out": 0}
+        splits = {"x": 0, "xp": 0, "relu": 0, "out": 0, "tighten": 0}
         for t in self._trees.values():
             if isinstance(t, Split):
                 splits[_norm_var(self.q, t.var)[0]] += 1
+            elif isinstance(t, Tighten):
+                splits["tighten"] += 1
         leaves = sum(self.counts.values())
         detail = dict(leaves=leaves, depth=self.depth, cases=len(self.q.cases), lp_leaves=self.counts["lp"],
                       interval_leaves=self.counts["interval"], empty_leaves=self.counts["empty"], splits=splits,
@@ -912,6 +985,8 @@ class TreeBuilder:
             if isinstance(t, Split):
                 lo, hi = self._kids[i]
                 return Split(t.var, t.at, build(lo), build(hi), t.high_at)
+            if isinstance(t, Tighten):
+                return Tighten(t.bounds, t.certs, build(self._kids[i][0]))
             return t
         import sys
         old = sys.getrecursionlimit()

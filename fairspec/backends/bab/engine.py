@@ -20,6 +20,14 @@ __all__ = ["BabResult", "prove_below", "upper_bound", "maximize"]
 #: (the largest relaxation gap at the LP point) or "input"
 #: (the widest input, halved); see bench/certify.py
 STRATEGY = "dual"
+#: tighten the unstable hidden pre-activations by certified LP bounds when a node's LP fails, at
+#: the depths in TIGHTEN_DEPTHS (bench: BM-1's hardest partition, 642 -> 444 LPs at the root)
+TIGHTEN = True
+TIGHTEN_DEPTHS = (0,)
+
+
+def _tighten_here(builder, node) -> bool:
+    return builder._nodes[node][2] in TIGHTEN_DEPTHS
 
 
 @dataclass
@@ -31,6 +39,8 @@ class BabResult:
     reason: str = ""
     value: float | None = None        # maximize: the best measure found on the network (float64)
     bound: float | None = None        # maximize: the certified upper bound
+    trees: list | None = None         # keep_tree: the certified tree per case (for check_tree)
+    query: object = None              # keep_tree: the PairQuery it is about
 
 
 class _Highs:
@@ -89,13 +99,18 @@ class _Highs:
         self.ub_rows = np.arange(self.m_eq, self.m_eq + self.m_ub, dtype=np.int32)
         self.all_cols = np.arange(self.n, dtype=np.int32)
         self.lower_ub = np.full(self.m_ub, -self.inf)
+        self.cur_cost = lp.c
 
     def m_eq_offset_slopes(self, lp):
         # positions (in the concatenated eq+ub entry list) of the slope entries
         return lp.A_eq.val.size + self.slope_at
 
-    def solve(self, lp: LinearProgram):
+    def solve(self, lp: LinearProgram, cost=None):
         h = self.h
+        cost = lp.c if cost is None else cost
+        if self.cur_cost is not cost and not np.array_equal(self.cur_cost, cost):
+            h.changeColsCost(self.n, self.all_cols, np.asarray(cost, dtype=np.float64))
+        self.cur_cost = cost
         h.changeColsBounds(self.n, self.all_cols, lp.lo, lp.hi)
         h.changeRowsBounds(self.m_ub, self.ub_rows, self.lower_ub, lp.b_ub)
         new = lp.A_ub.val[self.slope_at]
@@ -193,6 +208,53 @@ class _Search:
         self.stats["refused"] += 1
         return False
 
+    def tighten(self, node) -> int | None:
+        """Certified LP bounds of the unstable pre-activations of the hidden layers after the first
+        (both copies): two LPs per neuron, multipliers checked by certify; the node is replaced by
+        its tightened child (None when nothing was gained)."""
+        q, L = self.q, self.q.layout
+        st = self.b.state(node)
+        lp = self.b.lp(node)
+        bounds, certs = {}, {}
+        for c in (0, 1):
+            for k in range(1, len(q.layers)):
+                if not q.layers[k][2]:
+                    continue
+                l, u = st.ibp[c][k]
+                for j in np.flatnonzero((l < 0) & (u > 0)):
+                    col = int(L.p[c][k][j])
+                    new = [float(l[j]), float(u[j])]
+                    for side, sign in (("hi", 1.0), ("lo", -1.0)):
+                        obj = np.zeros(lp.n)
+                        obj[col] = sign
+                        status, x, val, y_ub, y_eq = self.solve_obj(lp, obj)
+                        if status != "optimal":
+                            continue
+                        from fairspec.certify.lp import upper_bound as _ub
+                        b = _ub(lp, y_ub, y_eq, c=obj)
+                        if side == "hi" and b < new[1]:
+                            new[1] = float(b)
+                            certs[(c, k, int(j), "hi")] = (y_ub, y_eq)
+                        if side == "lo" and -b > new[0]:
+                            new[0] = float(-b)
+                            certs[(c, k, int(j), "lo")] = (y_ub, y_eq)
+                    if new[0] > l[j] or new[1] < u[j]:
+                        bounds[(c, k, int(j))] = (new[0] if (c, k, int(j), "lo") in certs else -math.inf,
+                                                  new[1] if (c, k, int(j), "hi") in certs else math.inf)
+        if not bounds:
+            return None
+        return self.b.tighten(node, bounds, certs)
+
+    def solve_obj(self, lp, obj):
+        if self.hs is None:
+            self.hs = _Highs(self.q, lp)
+        t0 = time.perf_counter()
+        out = self.hs.solve(lp, obj)
+        self.stats["lp_seconds"] += time.perf_counter() - t0
+        self.stats["lp_solves"] += 1
+        self.stats["tighten_lps"] = self.stats.get("tighten_lps", 0) + 1
+        return out
+
     def candidate(self, node, x_lp):
         """The LP point rounded onto the domain and evaluated on the network (float64)."""
         L = self.q.layout
@@ -275,7 +337,7 @@ def _query(problem, threshold, strict, start_bounds):
 
 
 def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=None,
-                max_nodes: int = 1_000_000) -> BabResult:
+                max_nodes: int = 1_000_000, keep_tree: bool = False) -> BabResult:
     """Prove that the measure of every pair is ``< threshold`` (strict) or ``<= threshold`` (see the
     package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain."""
     t0 = time.perf_counter()
@@ -308,6 +370,11 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
                 x, xp, m = S.candidate(node, x_lp)
                 if claim_fails(m):
                     return _done(BabResult("candidate", pair=(x, xp), value=m), S, t0)
+            if TIGHTEN and status == "optimal" and _tighten_here(builder, node):
+                kid = S.tighten(node)
+                if kid is not None:
+                    stack.append(kid)
+                    continue
             if x_lp is None:
                 x_lp = 0.5 * (st.box[0] + st.box[1])
             br = S.branch(node, x_lp, out[3] if status == "optimal" else None)
@@ -327,7 +394,10 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     if proof is None:        # pragma: no cover - every node was closed above
         return _done(BabResult("gave-up", reason="open nodes remain"), S, t0)
     S.stats["leaves"] = proof.detail["leaves"]
-    return _done(BabResult("proved", proof=proof), S, t0, builder)
+    res = BabResult("proved", proof=proof)
+    if keep_tree:
+        res.trees, res.query = builder.trees(), q
+    return _done(res, S, t0, builder)
 
 
 def _done(res: BabResult, S: _Search, t0: float, builder=None) -> BabResult:
