@@ -4,6 +4,7 @@ against it (tests/differential/).
 
     python bench/soundness.py --seed 1 --count 60 --workers 2
     python bench/soundness.py --families network,trees --count 20
+    python bench/soundness.py --case network-7000000-p5     # one property again, judged, folder kept
 
 Prints per family: instances, properties, wrong, unknown, unknown on small domains (at most
 1,000 points), rejected specs, harness errors, seconds; then the wrong verdicts by defect class.
@@ -46,7 +47,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--case", action="append", default=[], metavar="FAMILY-SEED-PROPERTY",
+                    help="re-run one property of one instance (as named in the results and FINDINGS), "
+                         "print its judgement and keep its folder under --case-dir; repeatable")
+    ap.add_argument("--findings", type=Path, default=None,
+                    help="append the wrong verdicts by family, owner, setting and class, each with a --case "
+                         "reproducer command, to this markdown file (e.g. /work/tools/FINDINGS.md)")
+    ap.add_argument("--case-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "fairspec-case")
     a = ap.parse_args(argv)
+    if a.case:
+        return run_cases(a.case, a.case_dir)
 
     gens = campaign.families()
     fams = list(gens) if a.families == "all" else [f.strip() for f in a.families.split(",") if f.strip()]
@@ -74,12 +84,18 @@ def main(argv=None) -> int:
     errors = [r for r in results if r.get("error")]
     for r in errors[:5]:
         print(f"harness error {r['family']} {r['seed']}: {r['error']}", file=sys.stderr)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    if a.findings is not None:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        title = (f"{stamp} -- main {commit}: --seed {a.seed} --count {a.count} --families {','.join(fams)} "
+                 f"({wall:.0f} s on {a.workers} workers, load {load0:.1f} -> {load1:.1f})")
+        with open(a.findings, "a") as fh:
+            fh.write("\n" + campaign.findings_md(results, title))
     if a.no_write:
         return 0
     repro_root = a.out / "soundness" / "repro"
     repros = campaign.write_reproducers(results, repro_root, cap=a.repro_cap)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
     doc = {"seed": a.seed, "families": fams, "count": a.count, "workers": a.workers, "wall_seconds": round(wall, 1),
            "load": [round(load0, 2), round(load1, 2)], "commit": commit, "python": platform.python_version(),
            "tally": t, "targets": tg, "reproducers": repros,
@@ -112,6 +128,38 @@ def main(argv=None) -> int:
                   f"{r['why'][:200]}")
     (a.out / "soundness.md").write_text("\n".join(md) + "\n")
     return 0
+
+
+def run_cases(cases: list[str], root: Path) -> int:
+    """Each FAMILY-SEED-PROPERTY alone: the folder (spec.fair with that property, model and data
+    files, truth.json), fairspec's verdict judged against the truth; exit 1 if any is wrong."""
+    from differential.judge import run_instance
+
+    gens = campaign.families()
+    wrong = 0
+    for c in cases:
+        fam, seed, prop = c.rsplit("-", 2)
+        if fam not in gens:
+            print(f"{c}: unknown family {fam!r}; known: {sorted(gens)}", file=sys.stderr)
+            return 2
+        inst = gens[fam](int(seed))
+        folder = root / c
+        outs = run_instance(inst, folder, only=[prop])
+        if not outs:
+            print(f"{c}: the instance has no property {prop!r}", file=sys.stderr)
+            return 2
+        o = outs[0]
+        truth = inst.truth_json([prop])
+        truth["judged"] = o.to_json()
+        (folder / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True, default=str) + "\n")
+        wrong += o.klass == "wrong"
+        verdict = f"{o.status}" + (f" ({o.how})" if o.how else "")
+        print(f"{c}: {o.klass.upper()}{' ' + o.defect if o.defect else ''} -- fairspec: {verdict}"
+              f"{'' if o.value is None else f', value {o.value!r}'}{'' if o.bound is None else f', bound {o.bound}'}"
+              f"; truth: {o.truth}{'' if o.truth_value is None else f', value {o.truth_value!r}'}"
+              f"{'; ' + o.why[:300] if o.why else ''}{'; reason: ' + o.reason[:200] if o.reason else ''}")
+        print(f"  folder {folder} (fairspec check {folder / 'spec.fair'} --format json)")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
+from fractions import Fraction
 from pathlib import Path
 
 SMALL_DOMAIN = 1000          # the unknown target counts properties whose domain has at most this many points
@@ -227,7 +228,14 @@ def issue_class(o: dict) -> str:
         return d
     if d == "bad-witness":
         if "beyond the tolerance" in why:
-            return "3 strict require tolerance read as <="
+            # strictness only when the pair sits exactly on a strict tolerance (|d| = t with `< t`)
+            import re
+
+            mm = re.search(r"pair's (\S+) differ by (\S+),", why)
+            for name, tol, strict in m.get("relaxed") or ():
+                if mm and name == mm.group(1) and strict and Fraction(mm.group(2)) == Fraction(tol):
+                    return "3 strict require tolerance read as <="
+            return "5 witness breaks the require tolerance"
         if "not the encoding" in why or "not in the domain" in why or "lack feature" in why:
             return "5 witness is no domain point"
         if "counterfactuals of one individual" in why:
@@ -293,6 +301,56 @@ def write_reproducers(results: list[dict], root: Path, cap: int = 40) -> list[di
                         "class": issue_class(o),
                         "reproduces": truth["reproduces"], "why": o["why"]})
     return written
+
+
+# ------------------------------------------------------------------ owners and findings
+
+
+def owner(o: dict) -> str:
+    """The engineer whose area a wrong verdict falls in (the team of issue 20's fixes)."""
+    fam, m, why = o["family"], o.get("meta", {}), o.get("why", "") + (o.get("reason") or "")
+    if "feature names" in why:
+        return "shipmodels"
+    if fam == "network":
+        return "smt" if m.get("backend") == "smt" else "pairs"
+    if fam == "trees":
+        return "trees"
+    if fam == "pba":
+        return "smt"
+    return "exact"
+
+
+def case_id(o: dict) -> str:
+    return f"{o['family']}-{o['seed']}-{o['name']}"
+
+
+def findings_md(results: list[dict], title: str, repro_prefix: str = "python bench/soundness.py") -> str:
+    """Wrong verdicts grouped by family, owner, setting and issue-20 class, each with one
+    reproducer command (``bench/soundness.py --case FAMILY-SEED-PROPERTY``)."""
+    rows: dict = {}
+    for o in wrong_outcomes(results):
+        m = o.get("meta", {})
+        where = "/".join(str(m[k]) for k in ("backend", "mode", "model", "kind", "engine")
+                         if m.get(k) not in (None, "", False))
+        rows.setdefault((o["family"], owner(o), issue_class(o), where), []).append(o)
+    lost = [r for r in results if r.get("lost")]
+    t = tally(results)
+    props = sum(x["properties"] for x in t.values())
+    wrong = sum(x["wrong"] for x in t.values())
+    lines = [f"## {title}", "",
+             f"{props} properties, {wrong} wrong; per family: " +
+             ", ".join(f"{k} {x['wrong']}/{x['properties']} wrong, unknown (domain <= 1,000) "
+                       f"{x['unknown_small']}/{x['small']}" for k, x in t.items()), ""]
+    if rows:
+        lines += ["| family | owner | issue-20 class (best guess) | setting | wrong | reproducer |",
+                  "|---|---|---|---|---:|---|"]
+        for (fam, own, c, where), os_ in sorted(rows.items()):
+            e = os_[0]
+            lines.append(f"| {fam} | {own} | {c} | {where} | {len(os_)} | `{repro_prefix} --case {case_id(e)}` "
+                         f"({e['defect']}: {e['why'][:110].replace('|', '/').replace(chr(10), ' ')}) |")
+    for r in lost[:10]:
+        lines.append(f"- lost: {r['family']}-{r['seed']}: {r['lost']['why']}")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------ the report

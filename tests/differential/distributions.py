@@ -123,7 +123,12 @@ def _linear_rule(rng, fs):
         sign = "-" if w.startswith("-") else "+"
         mag = w.lstrip("-")
         term = text if mag == "1" else f"{mag}*{text}"
-        expr += (f"{'- ' if sign == '-' else ''}{term}" if j == 0 else f" {sign} {term}")
+        if j == 0:
+            # a leading minus on a Boolean test is written -1*B (the language has no unary minus on a
+            # condition: `- B` is FS301, while `x - B` and `2*B` read B as 0/1)
+            expr += f"-{mag}*{text}" if sign == "-" else term
+        else:
+            expr += f" {sign} {term}"
     text = f"{expr} {op} {t}"
 
     def decide(x):
@@ -267,6 +272,8 @@ def generate(seed: int, n_props: int = 8) -> Instance:
             thr = str(rng.choice(["0.1", "0.2", "0.5", "0.8", "0.41", "0.25"]))
         if thr.startswith("-") or "e" in thr:
             thr = "0"
+        if Fraction(thr) > 1:                              # every metric here lies in [0, 1] (FS307)
+            thr = "1"
         backend = backends[int(rng.integers(0, len(backends)))]
         lines_p = [f"{metric}(clf, groups {groups}, distribution d) {op} {thr}"]
         if backend != "default":
