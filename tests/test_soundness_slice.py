@@ -100,8 +100,6 @@ def test_trees_unknown_within_target(slice_results):
     _check_unknown(slice_results("trees"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 classes 3, 6: distribution metrics compared in binary floating "
-                                       "point (a value of exactly 0.1 read as 0.09999999999999998), `<` as `<=`")
 def test_distribution_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("distribution"))
 

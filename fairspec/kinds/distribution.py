@@ -23,8 +23,10 @@ set.  It
    paths instead (backend "elimination"), since the SSAT search over
    order-encoded bins does not scale there (Adult: seconds to minutes vs
    0.04 s); ``using ssat`` still forces the SSAT solver;
-4. compares it with the threshold.  Over a declared table the value is exact:
-   ``holds (proved)`` / ``violated``.  Over a distribution estimated from data
+4. compares it with the threshold.  Over a declared table the value is recomputed in exact
+   rationals from the decimals as written (``analyses.distribution_exact``) and compared as the
+   spec writes ``<`` / ``<=`` (``certify.exact.prove_exact``): ``holds (proved)`` with an
+   exact-arithmetic proof, or ``violated``.  Over a distribution estimated from data
    the value carries the finite-sample error bound (Hoeffding, Justicia's
    epsilon_0 in ``details``): ``bound = value +- the bound``, ``holds
    (estimated)`` or ``violated`` when the whole interval is on one side of the
@@ -409,7 +411,8 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     claim = f"influence on {quantity} {prop.op} {prop.threshold:g}"
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: every FIF is exact
-        return _exact_verdict(prop, pb, value, common, largest, f"{claim} fails: {largest}")
+        return _exact_verdict(prop, pb, value, common, largest, f"{claim} fails: {largest}",
+                              subsets=[tuple(i["subset"]) for i in items])
     b = base.bound if base is not None else None
     add = None if b is None or b.value_additive is None else 2 * b.value_additive
     if b is not None:
@@ -432,16 +435,94 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
                        f"({bound_text}); more data (or fewer bins) would decide it")
 
 
-def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, violated_reason) -> Verdict:
-    """A value over a declared distribution is exact: proved for the model itself, estimated when the
-    model was approximated (a linear model on bin means)."""
-    how = "proved" if pb.exact_classifier else "estimated"
+#: the float computation's allowance when no exact value exists (a float64 sum-product over a
+#: declared network: its rounding is far below this; the verdict is then only `estimated`)
+FLOAT_ALLOWANCE = 1e-9
+
+
+def _exact_value(prop, pb: Problem, subsets=None):
+    """(the metric's value in exact rationals from the declared decimals, None) or (None, why not).
+
+    Recomputed independently of the backend that found the value (fairspec.analyses.distribution_exact)."""
+    from fairspec.analyses.distribution import all_groups
+    from fairspec.analyses.distribution_exact import ExactUnavailable, exact_metric, exact_ppvs
+    net = getattr(pb.bn, "exact_tables", None)
+    if net is None:
+        return None, getattr(pb.bn, "exact_why", None) or "the distribution has no exact tables"
+    groups = all_groups(pb.bn, pb.protected)
+    try:
+        if prop.metric == "influence":
+            quantity = prop.influence_metric or "statistical_parity"
+            base = exact_metric(quantity, exact_ppvs(net, pb.clf, pb.protected, groups))
+            if base is None:
+                return None, f"{quantity} is undefined"
+            best = None
+            for S in subsets or ():
+                d = net
+                for f in S:
+                    d = d.with_uniform(f)
+                q = exact_metric(quantity, exact_ppvs(d, pb.clf, pb.protected, groups))
+                if q is None:
+                    return None, f"{quantity} is undefined without {list(S)}"
+                best = abs(base - q) if best is None else max(best, abs(base - q))
+            return (best, None) if best is not None else (None, "no subset")
+        if prop.metric == "path_specific":
+            base = exact_ppvs(net, pb.clf, pb.protected, groups)
+            vals = {g: p for g, p in base.items() if p is not None}
+            if not vals:
+                return None, "no group has a PPV"
+            amax = max(vals.items(), key=lambda kv: (kv[1], [-x for x in kv[0]]))[0]
+            d2 = net
+            for z in prop.mediators:
+                for a, v in zip(pb.protected, amax):
+                    if a in d2.parents.get(z, ()):
+                        d2 = d2.with_parent_fixed(z, a, v)
+            return exact_metric("spread", exact_ppvs(d2, pb.clf, pb.protected, groups)), None
+        v = exact_metric(prop.metric, exact_ppvs(net, pb.clf, pb.protected, groups))
+        return v, (None if v is not None else f"{prop.metric} is undefined")
+    except ExactUnavailable as e:
+        return None, str(e)
+
+
+def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, violated_reason,
+                   subsets=None) -> Verdict:
+    """A value over a declared distribution: recomputed in exact rationals from the decimals as
+    written and compared with the threshold as written (``certify.exact.prove_exact``, the spec's
+    ``<`` / ``<=``): ``holds (proved: exact arithmetic)`` or ``violated``. Estimated when the model
+    was approximated (a linear model on bin means) or no exact value exists (the float value with
+    :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
+    from fairspec.certify import exact as cx
+    details = common["details"]
     if not pb.exact_classifier:
-        common["details"]["note"] = ("the value is exact for the linear approximation of the model, whose "
-                                     "agreement with the model is in classifier.agreement")
-    if interval_status(prop.op, prop.threshold, value, value) == "holds":
-        return Verdict(prop.name, prop.kind, "holds", how=how, reason=holds_reason, **common)
-    return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
+        details["note"] = ("the value is exact for the linear approximation of the model, whose "
+                           "agreement with the model is in classifier.agreement")
+    exact, why = _exact_value(prop, pb, subsets)
+    if exact is not None:
+        details["exact_value"] = str(exact)
+        common["value"] = float(exact)
+        claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
+        if pb.exact_classifier:
+            proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
+            if proof is not None:
+                return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof,
+                               **common)
+        elif cx.decide(exact, prop.op, prop.threshold):
+            return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=holds_reason, **common)
+        return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
+    details["exact_value"] = None
+    details["not_exact"] = why
+    lo, hi = value - FLOAT_ALLOWANCE, value + FLOAT_ALLOWANCE
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status == "holds":
+        common["bound"] = (lo, hi)
+        return Verdict(prop.name, prop.kind, "holds", how="estimated",
+                       reason=f"computed in floating point only ({why}); the value is {value:.12g} "
+                              f"+- {FLOAT_ALLOWANCE:g}", **common)
+    if status == "violated":
+        return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
+                          f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
 
 
 def _group_name(group, bn: BayesNet) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, DistributionError, Variable,
                                             conditional, independent, learn_bayes_net)
+from fairspec.analyses.distribution_exact import ExactNet, ExactUnavailable, exact_probability, table_rows_exact
 from fairspec.backends.boolean_form import _variable, classifier_form
 from fairspec.verdict import Unsupported, unknown
 
@@ -161,6 +163,8 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
     for r in dist.table:
         by_target.setdefault(r.feature, []).append(r)
     parents, cpts = {}, {}
+    exact_cpts: dict = {}
+    exact_why: list[str] = []
     for n, var in variables.items():
         rows = by_target.get(n, [])
         cond = [r for r in rows if r.given]
@@ -182,12 +186,14 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
         if not rows:
             if n in protected:
                 parents[n], cpts[n] = (), np.full(var.k, 1.0 / var.k)
+                exact_cpts[n] = table_rows_exact({(j,): Fraction(1, var.k) for j in range(var.k)}, (), var.k)
                 continue
             # named only as a condition: it needs its own probabilities
             raise DistributionError(f"distribution '{dist.name}' conditions on '{n}' but gives no probability of "
                                     f"'{n}' itself; add p({n}{' = ...' if var.k > 2 else ''}) = ...")
         shape = tuple(variables[p].k for p in pa)
         given_p = np.full(shape + (var.k,), np.nan)
+        given_x: dict = {}
         for r in rows:
             key = tuple(_value_index(variables[p], dict(r.given)[p], dist.name) for p in pa)
             j = _value_index(var, r.value, dist.name)
@@ -195,6 +201,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
                 raise DistributionError(f"p({ir.event_text(n, r.value)}{_given_text(r)}) is given twice in "
                                         f"distribution '{dist.name}'")
             given_p[key + (j,)] = r.prob
+            given_x[key + (j,)] = exact_probability(r.prob)
         table = np.empty_like(given_p)
         for key in itertools.product(*[range(k) for k in shape]):
             row = given_p[key]
@@ -222,7 +229,16 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
                                         f"distribution '{dist.name}' sum to {s:g}, not 1")
             table[key] = row
         parents[n], cpts[n] = pa, table
-    return BayesNet(list(variables.values()), parents, cpts, kind="declared"), notes
+        try:
+            exact_cpts[n] = table_rows_exact(given_x, shape, var.k)
+        except ExactUnavailable as e:
+            exact_why.append(f"the probabilities of '{n}' in distribution '{dist.name}' as written: {e}")
+    bn = BayesNet(list(variables.values()), parents, cpts, kind="declared")
+    # the same tables in exact rationals (the decimals as written): the exact re-check of the value
+    bn.exact_tables = (None if exact_why else
+                       ExactNet({n: v.k for n, v in variables.items()}, parents, exact_cpts, bn.order))
+    bn.exact_why = "; ".join(exact_why) or None
+    return bn, notes
 
 
 def _given_text(r: ir.CptRow) -> str:

@@ -1,0 +1,121 @@
+"""Group metrics over a declared distribution are exact (issue 20, class 6): the decimals as
+written are rationals, the value is recomputed in Fractions (fairspec.analyses.distribution_exact)
+and compared with the threshold as written, `<` / `<=` as the spec says; `holds (proved)` carries
+an exact-arithmetic Proof. Checked against brute-force enumeration in Fractions."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairspec.analyses.distribution_exact import ExactNet, ExactUnavailable, exact_metric, exact_ppvs, table_rows_exact
+from fairspec.backends.boolean import LinearRule
+from fairspec.pipeline import check
+
+FVGM = """
+features W {
+  P : bool protected
+  Q : bool
+  R : bool
+  S : bool
+}
+model clf = rule(P + Q + R - S >= 2)
+distribution d {
+  p(Q) = 0.4
+  p(R) = 0.5
+  p(S) = 0.3
+}
+"""
+
+
+def _verdicts(tmp_path: Path, text: str) -> dict:
+    p = tmp_path / "spec.fair"
+    p.write_text(text, encoding="utf-8")
+    rep = check(p)
+    assert not rep.has_errors, [d.message for d in rep.diagnostics] + [rep.error]
+    assert not rep.internal_errors, rep.internal_errors
+    return {v.name: v for v in rep.verdicts}
+
+
+@pytest.mark.parametrize("backend", ["", "using ssat", "using dp"])
+def test_readme_fvgm_tie_is_decided_exactly(tmp_path, backend):
+    # statistical parity is exactly 0.55 - 0.14 = 41/100 (0.41000000000000003 in float64)
+    props = "".join(
+        f"property {n} {{\n  {m}(clf, groups P, distribution d) {op} {t}\n  {backend}\n}}\n"
+        for n, m, op, t in [("le", "statistical_parity", "<=", "0.41"), ("lt", "statistical_parity", "<", "0.41"),
+                            ("ge", "most_favoured", ">=", "0.55"), ("gt", "most_favoured", ">", "0.55"),
+                            ("lo", "least_favoured", ">=", "0.14"), ("di", "disparate_impact", ">=", "0.2545454545")])
+    v = _verdicts(tmp_path, FVGM + props)
+    assert (v["le"].status, v["le"].how) == ("holds", "proved")
+    assert v["le"].proof is not None and v["le"].proof.method == "exact-arithmetic"
+    assert v["le"].proof.detail["value"] == Fraction(41, 100)
+    assert v["le"].details["exact_value"] == "41/100"
+    assert v["lt"].status == "violated"
+    assert (v["ge"].status, v["ge"].how) == ("holds", "proved")
+    assert v["gt"].status == "violated"
+    assert (v["lo"].status, v["lo"].how) == ("holds", "proved")
+    assert (v["di"].status, v["di"].how) == ("holds", "proved")     # 14/55 = 0.254545... > 0.2545454545
+
+
+def test_rows_not_summing_to_one_are_no_proof(tmp_path):
+    text = FVGM.replace("features W {\n  P : bool protected", "features W {\n  P : bool protected\n  C : {a, b, c}")
+    text = text.replace("p(S) = 0.3", "p(S) = 0.3\n  p(C = a) = 0.3333333\n  p(C = b) = 0.3333333\n  p(C = c) = 0.3333333")
+    text = text.replace("rule(P + Q + R - S >= 2)", "rule(P + Q + R - S + (C == a) >= 2)")
+    v = _verdicts(tmp_path, text + "property q {\n  statistical_parity(clf, groups P, distribution d) <= 0.9\n}\n")
+    assert v["q"].status == "holds" and v["q"].how == "estimated" and v["q"].proof is None
+    assert "not exactly 1" in v["q"].details["not_exact"]
+
+
+def _brute(sizes, parents, cpts, order, clf, protected, group):
+    free = [n for n in order if n not in protected]
+    num = Fraction(0)
+    for vals in itertools.product(*[range(sizes[n]) for n in free]):
+        x = dict(zip(free, vals))
+        x.update(dict(zip(protected, group)))
+        w = Fraction(1)
+        for n in free:
+            w *= cpts[n][tuple(x[p] for p in parents[n]) + (x[n],)]
+        if clf.predict({n: np.array([x[n]]) for n in clf.features})[0]:
+            num += w
+    return num
+
+
+def test_exact_ppvs_against_brute_force():
+    rng = np.random.default_rng(5)
+    for trial in range(15):
+        n = int(rng.integers(2, 5))
+        names = ["A"] + [f"X{i}" for i in range(n)]
+        sizes = {"A": 2, **{f"X{i}": int(rng.integers(2, 4)) for i in range(n)}}
+        parents, cpts = {"A": ()}, {"A": table_rows_exact({(0,): Fraction(1, 2)}, (), 2)}
+        for i in range(n):
+            nm = f"X{i}"
+            cand = names[:i + 1]
+            pa = tuple(c for c in cand if rng.random() < 0.4)
+            shape = tuple(sizes[p] for p in pa)
+            given = {}
+            for key in itertools.product(*[range(s) for s in shape]):
+                left = Fraction(1)
+                for j in range(sizes[nm] - 1):
+                    p = Fraction(int(rng.integers(0, 21)), 20) * left
+                    given[key + (j,)] = p
+                    left -= p
+            parents[nm], cpts[nm] = pa, table_rows_exact(given, shape, sizes[nm])
+        net = ExactNet(sizes, parents, cpts, names)
+        weights = {f: [int(w) for w in rng.integers(-2, 3, sizes[f])] for f in names}
+        clf = LinearRule(weights, int(rng.integers(-1, 3)))
+        groups = [(0,), (1,)]
+        got = exact_ppvs(net, clf, ("A",), groups)
+        for g in groups:
+            assert got[g] == _brute(sizes, parents, cpts, names, clf, ("A",), g)
+        sp = exact_metric("statistical_parity", got)
+        assert sp == max(got.values()) - min(got.values())
+
+
+def test_table_rows_exact_checks_sums():
+    assert list(table_rows_exact({(0,): Fraction(41, 100)}, (), 2)) == [Fraction(41, 100), Fraction(59, 100)]
+    with pytest.raises(ExactUnavailable):
+        table_rows_exact({(0,): Fraction(1, 2), (1,): Fraction(1, 3)}, (), 2)
