@@ -91,6 +91,22 @@ def test_dask_map_in_order_with_failures_and_a_lost_worker(cluster, tmp_path):
     ex.shutdown()
 
 
+def test_dask_a_new_shared_dict_with_the_same_keys_is_the_new_state(cluster):
+    """A dict given to ``client.scatter`` is scattered value by value under its own keys ("spec",
+    "ctx", ...): a second check's state then reused the first one's data still held under those
+    keys, and a worker looked the second spec's properties up in the first (StopIteration ->
+    unknown). The shared state is one object under a fresh key, whatever its type."""
+    ex = ex_mod.DaskExecutor(cluster)
+    first = {"k": 3}
+    assert ex.map(_square, [1, 2], shared=first) == [3, 12]
+    held = ex._scattered  # the first state is still referenced while the second is sent
+    second = {"k": 5}
+    assert ex.map(_square, [1, 2], shared=second) == [5, 20]
+    assert ex.map(_square, [1, 2], shared={"k": 7}) == [7, 28]
+    del held
+    ex.shutdown()
+
+
 def test_check_on_a_local_cluster_gives_the_serial_verdicts(cluster):
     from fairspec.pipeline import check
 

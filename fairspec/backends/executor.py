@@ -454,6 +454,12 @@ class DaskExecutor:
             except ValueError:
                 timeout = 20.0
         try:
+            # an unknown scheme is refused before a Client exists: a Client whose constructor failed
+            # still closes itself when collected, which at exit prints a traceback (a 4 s time-out)
+            from distributed.comm.addressing import parse_address
+            from distributed.comm.registry import get_backend
+
+            get_backend(parse_address(address)[0])
             self.client = Client(address, timeout=timeout, set_as_default=False)
         except Exception as e:  # noqa: BLE001 - refused, timed out, a malformed address: one sentence
             text = (str(e).splitlines() or [type(e).__name__])[0].rstrip(".")
@@ -475,9 +481,13 @@ class DaskExecutor:
         else:
             sid = id(shared)
             if sid not in self._scattered:
-                # sent once to every worker; each worker keeps it for all of its jobs
-                self._scattered = {sid: (self.client.scatter(shared, broadcast=True, hash=False), shared,
-                                         uuid.uuid4().hex)}
+                # sent once to every worker; each worker keeps it for all of its jobs. Wrapped in a
+                # list: scatter sends a dict value by value under the dict's own keys ("spec", ...),
+                # and a key the cluster still holds keeps its old data (a second check then ran on
+                # the first one's spec); a list's one element gets a fresh key.
+                self._scattered = {}  # the old state goes first
+                (fut,) = self.client.scatter([shared], broadcast=True, hash=False)
+                self._scattered = {sid: (fut, shared, uuid.uuid4().hex)}
             fut, _, token = self._scattered[sid]
             key, payload = ("shared", token), fut
         chunks = _chunked(len(items), self.workers)
