@@ -126,7 +126,11 @@ class LoadedModel(abc.ABC):
         threshold:   the decision threshold on the score (readout.threshold).
         raw:         the underlying object (onnxruntime session, torch module, estimator),
                      for analyses that need the model's structure.
+        input_names: the input names the file records, in input order (XGBoost, LightGBM,
+                     scikit-learn feature_names_in_, multi-input ONNX), or None.
     """
+
+    input_names: tuple[str, ...] | None = None
 
     path: pathlib.Path
     format: str

@@ -72,6 +72,16 @@ class _Boosted(LoadedModel):
         return self._trees
 
 
+def xgb_matrix(xgb, booster, X):
+    """A DMatrix of the columns X under the names and types the booster records: a model fit
+    on a data frame refuses unnamed data ("data did not contain feature names"). The encoding
+    has put the columns in the model's order already (fairspec.sema.names)."""
+    names = booster.feature_names
+    if names and len(names) == X.shape[1]:
+        return xgb.DMatrix(X, feature_names=list(names), feature_types=booster.feature_types)
+    return xgb.DMatrix(X)
+
+
 class XGBoostModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
         _require_file(path)
@@ -93,10 +103,11 @@ class XGBoostModel(_Boosted):
             raise ModelLoadError(f"{path} holds an XGBoost model with objective {obj!r}; fairspec reads binary "
                                  "classifiers (binary:logistic)", path)
         self._xgb = xgb
+        self.input_names = tuple(booster.feature_names or ()) or None
         self._setup(path, "xgboost", int(booster.num_features()) or None, margin, idx, score_kind, booster)
 
     def _predict(self, X, margin):
-        return self.raw.predict(self._xgb.DMatrix(X), output_margin=margin)
+        return self.raw.predict(xgb_matrix(self._xgb, self.raw, X), output_margin=margin)
 
     _convert = "from_xgboost"
 
@@ -120,6 +131,8 @@ class LightGBMModel(_Boosted):
         if obj.split()[:1] not in (["binary"], ["cross_entropy"], ["xentropy"]):
             raise ModelLoadError(f"{path} holds a LightGBM model with objective {obj!r}; fairspec reads binary "
                                  "classifiers (objective binary)", path)
+        names = tuple(booster.feature_name() or ())
+        self.input_names = names if names and not all(n.startswith("Column_") for n in names) else None
         self._setup(path, "lightgbm", int(booster.num_feature()) or None, margin, idx, score_kind, booster)
 
     def _predict(self, X, margin):

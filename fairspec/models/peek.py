@@ -808,3 +808,118 @@ def repair_obstacle(format: str, path) -> str | None:
             else "a gradient-boosted ensemble" if "Boosting" in cls
             else "a network" if cls.startswith("MLP") else "not a tree model")
     return f"{supported}; this is a {cls} ({what})"
+
+
+# --------------------------------------------------------------------------------------
+# input names (issue 20 item 6): the feature names a model file records, read cheaply
+# --------------------------------------------------------------------------------------
+
+def _names(seq) -> tuple[str, ...] | None:
+    if not isinstance(seq, (list, tuple)) or not seq or not all(isinstance(s, str) for s in seq):
+        return None
+    return tuple(seq)
+
+
+def xgboost_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    """``learner.feature_names`` of an XGBoost JSON model file (a model fit on a DataFrame keeps
+    its column names there); None for UBJSON or when the file records none."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1)
+            if head != b"{":
+                return None
+            doc = json.loads(head + fh.read())
+        return _names(doc["learner"].get("feature_names"))
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+
+
+def lightgbm_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    """The ``feature_names=`` line of a LightGBM text model file (``Column_0`` ... when the model
+    was fit on an array)."""
+    try:
+        with open(p, "rb") as fh:
+            for _ in range(64):
+                line = fh.readline()
+                if not line:
+                    break
+                if line.startswith(b"feature_names="):
+                    return _names(line.split(b"=", 1)[1].decode("utf-8", "replace").split())
+    except OSError:
+        return None
+    return None
+
+
+def _skops_names(node, depth: int = 0) -> tuple[str, ...] | None:
+    """``feature_names_in_`` of a skops schema node (a pipeline's first step, a search's estimator)."""
+    if depth > 12:
+        return None
+    attrs = _attrs(node)
+    if attrs is None:
+        return None
+    arr = attrs.get("feature_names_in_")
+    if isinstance(arr, dict):
+        out = []
+        for item in arr.get("content") or []:
+            if not (isinstance(item, dict) and item.get("__loader__") == "JsonNode"):
+                return None
+            try:
+                out.append(json.loads(item["content"]))
+            except (KeyError, TypeError, ValueError):
+                return None
+        return _names(out)
+    steps = attrs.get("steps")
+    if isinstance(steps, dict) and steps.get("__loader__") == "ListNode":
+        for step in steps.get("content") or []:
+            pair = step.get("content") if isinstance(step, dict) else None
+            if not isinstance(pair, list) or len(pair) != 2:
+                return None
+            est = pair[1]
+            if isinstance(est, dict) and est.get("__loader__") == "JsonNode":
+                continue
+            return _skops_names(est, depth + 1)
+    for key in ("best_estimator_", "estimator_", "estimator"):
+        if key in attrs:
+            names = _skops_names(attrs[key], depth + 1)
+            if names is not None:
+                return names
+    return None
+
+
+def skops_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    try:
+        with zipfile.ZipFile(p) as zf:
+            return _skops_names(json.loads(zf.read("schema.json")))
+    except Exception:  # noqa: BLE001 - the width peek and the loader report a damaged file
+        return None
+
+
+@filecache.by_file(lambda format, path, **kw: path)
+def peek_input_names(format: str, path) -> tuple[str, ...] | None:
+    """The input names the model file records, in the model's input order, or None when it
+    records none: XGBoost ``feature_names``, LightGBM ``feature_names``, scikit-learn
+    ``feature_names_in_`` (skops files; pickles are not read for this), the graph inputs of an
+    ONNX model with one input per column. torch files record none. Imports no
+    machine-learning library and never raises for a file the width peek accepts."""
+    from .base import normalize_format
+
+    try:
+        fmt = normalize_format(format, path)
+    except ModelLoadError:
+        return None
+    p = pathlib.Path(path)
+    if not p.is_file():
+        return None
+    if fmt == "xgboost":
+        return xgboost_input_names(p)
+    if fmt == "lightgbm":
+        return lightgbm_input_names(p)
+    if fmt == "sklearn" and p.suffix.lower() == ".skops":
+        return skops_input_names(p)
+    if fmt == "onnx":
+        try:
+            sig = read_onnx_signature(p)
+        except ModelLoadError:
+            return None
+        return _names([i.name for i in sig.inputs]) if len(sig.inputs) > 1 else None
+    return None

@@ -249,6 +249,8 @@ class SklearnModel(LoadedModel):
         except (TypeError, ValueError):
             width = None
         self.classes = None if classes is None else list(classes)
+        names = getattr(est, "feature_names_in_", None)
+        self.input_names = tuple(str(n) for n in names) if names is not None else None
         self._init_common(path, "sklearn", width, kind, est, readout)
 
     def tree_ensemble(self):

@@ -385,7 +385,9 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "xgboost")
 
     def margin(X):
-        return booster.predict(xgb.DMatrix(X), output_margin=True)
+        from fairspec.models.boosted import xgb_matrix
+
+        return booster.predict(xgb_matrix(xgb, booster, X), output_margin=True)
 
     return _finish_boosted(ens, margin, "predict_proba", index, "XGBoost")
 

@@ -58,6 +58,7 @@ class Checker:
         self.symbols: dict[str, Decl] = {}
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
+        self.model_names: dict[str, tuple[str, ...] | None] = {}  # the input names a model file records
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
@@ -492,6 +493,9 @@ class Checker:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
                 self.fail("FS401", str(e), path_arg.span)
+            from fairspec.models.peek import peek_input_names
+
+            self.model_names[node.name.id] = peek_input_names(fmt, path)
             self._readout(node, fmt, path, output, index, score)
 
     def _readout(self, node, fmt, path, output, index, score) -> None:
@@ -599,6 +603,11 @@ class Checker:
         if complete and width is not None and width != offset:
             self.sink.add("FS402", f"the encoding of {fs.name} for {model.name} is {offset} columns wide, "
                                    f"but the model takes {width} inputs", node.span)
+        names = self.model_names.get(model.name)
+        if complete and names:
+            from fairspec.sema.names import match
+
+            enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
         mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
         for f in fs.protected:
             if f.name not in mentioned:

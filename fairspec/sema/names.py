@@ -1,0 +1,95 @@
+"""The encode block against the input names a model file records (issue 20 item 6).
+
+A model fit on a data frame keeps its column names (XGBoost ``feature_names``, LightGBM
+``feature_name``, scikit-learn ``feature_names_in_``, the graph inputs of a multi-input ONNX
+model). Each encoded column is looked up there by name: a single-column feature by its name or
+its data column; a one-hot category as ``feature_category`` (also ``=``, ``.``, ``:`` or no
+separator, as pandas ``get_dummies`` and scikit-learn's ``get_feature_names_out`` write them).
+
+* every column found, in the block's order: nothing to say;
+* every column found, in another order (one-hot blocks kept whole): the columns are mapped by
+  the model's names (offsets follow the model) and FS421 warns that the block's order differs;
+* some found and some not, or a one-hot block whose categories the model orders differently or
+  splits: FS420, an error at the first such line -- never evaluated on swapped columns;
+* none found: generic names (``f0``, ``Column_0``, ``x3``, ...) say nothing; other names get
+  FS421 (the block's order is used, the names cannot confirm it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from fairspec import ir
+from fairspec.diagnostics import Related
+
+_SEPARATORS = ("_", "=", ".", ":", "")
+_GENERIC = re.compile(r"^(f|x|c|col|column|feature|feat|input|var|v)[_ ]?\d+$", re.IGNORECASE)
+
+
+def _show(names, limit: int = 8) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def slot_names(col: ir.ColumnEncoding, feature: ir.Feature | None) -> list[set[str]]:
+    """The names each model input of this encoded column may carry."""
+    bases = {col.feature} | ({feature.column} if feature is not None and feature.column else set())
+    if col.kind != "onehot":
+        return [bases]
+    return [{f"{b}{sep}{cat}" for b in bases for sep in _SEPARATORS} for cat in col.categories]
+
+
+def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...], sink, span):
+    """The encoding with offsets taken from the model's names (or unchanged), after adding any
+    FS420/FS421 to ``sink``. Returns None when FS420 was reported."""
+    if len(names) != enc.width:
+        return enc                                   # FS402 already says the widths differ
+    index: dict[str, int] = {}
+    for i, n in enumerate(names):
+        index.setdefault(n, i)
+    found: list[tuple[ir.ColumnEncoding, list[int | None]]] = []
+    for c in enc.columns:
+        slots = [min((index[n] for n in cands if n in index), default=None)
+                 for cands in slot_names(c, fs.get(c.feature))]
+        found.append((c, slots))
+    hits = sum(i is not None for _, s in found for i in s)
+    if hits == 0:
+        if not all(_GENERIC.match(n) for n in names):
+            sink.add("FS421", f"model '{model}' records the input names {_show(names)}, and the encode block "
+                              f"names none of them, so its columns are taken in the block's order", span,
+                     hint="name the features as the model's inputs (or give their data column), so that "
+                          "fairspec can check the order")
+        return enc
+    for c, slots in found:
+        if any(i is None for i in slots):
+            at = c.offset + next(k for k, i in enumerate(slots) if i is None)
+            what = (f"'{c.feature}'" if c.width == 1 else
+                    f"category '{c.categories[slots.index(None)]}' of '{c.feature}'")
+            sink.add("FS420", f"model '{model}' records no input named {what} (its inputs are {_show(names)}); "
+                              f"at position {at} it has '{names[at]}'", c.span,
+                     hint="encode the model's inputs by their recorded names, in the model's order: "
+                          + _show(names, 12))
+            return None
+    used = [i for _, s in found for i in s]
+    if len(set(used)) != len(used):
+        c = next(c for c, s in found if any(used.count(i) > 1 for i in s))
+        sink.add("FS420", f"two encoded columns match the same input of model '{model}' ('{c.feature}')", c.span)
+        return None
+    for c, slots in found:
+        if c.width > 1 and slots != list(range(slots[0], slots[0] + c.width)):
+            sink.add("FS420", f"model '{model}' orders the one-hot columns of '{c.feature}' as "
+                              f"{_show(names[i] for i in sorted(slots))}, not in the order the feature declares its "
+                              f"categories ({_show(c.categories)})", c.span,
+                     hint=f"declare the categories of '{c.feature}' in the model's order")
+            return None
+    if all(s[0] == c.offset for c, s in found):
+        return enc
+    first = next(c for c, s in found if s[0] != c.offset)
+    moved = tuple(sorted((dataclasses.replace(c, offset=s[0]) for c, s in found), key=lambda c: c.offset))
+    sink.add("FS421", f"the encode block lists the features of model '{model}' in another order than the model "
+                      f"records them ({_show(names)}); the columns are mapped by the model's names", first.span,
+             hint="list the features in the model's order to silence this",
+             related=(Related(span, "the encode block"),) if span is not None else ())
+    return dataclasses.replace(enc, columns=moved)

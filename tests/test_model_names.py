@@ -1,0 +1,171 @@
+"""Issue 20 item 6: the input names a model file records are read, the encode block is mapped
+by them, and a disagreement is a diagnostic -- never an evaluation on swapped columns."""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+
+import numpy as np
+import pytest
+
+from fairspec.models import load_model
+from fairspec.models.peek import peek_input_names
+
+pd = pytest.importorskip("pandas")
+
+
+def _frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.integers(0, 10, n), "s": rng.integers(0, 2, n), "b": rng.integers(0, 5, n)})
+    y = ((df.a + 4 * df.s + rng.normal(0, 2, n)) > 6).astype(int)
+    return df.astype(float), y
+
+
+@pytest.fixture(scope="module")
+def named_files(tmp_path_factory):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    from sklearn.linear_model import LogisticRegression
+
+    from fairspec.models.sklearn_model import import_skops_io
+
+    d = tmp_path_factory.mktemp("named")
+    df, y = _frame()
+    xgb.XGBClassifier(n_estimators=8, max_depth=3, random_state=0, n_jobs=1).fit(df, y).get_booster() \
+        .save_model(str(d / "m.json"))
+    lgb.LGBMClassifier(n_estimators=8, max_depth=3, random_state=0, n_jobs=1, verbose=-1,
+                       min_child_samples=5).fit(df, y).booster_.save_model(str(d / "m.txt"))
+    import_skops_io().dump(LogisticRegression().fit(df, y), str(d / "m.skops"))
+    return d
+
+
+FILES = [("xgboost", "m.json"), ("lightgbm", "m.txt"), ("sklearn", "m.skops")]
+
+
+@pytest.mark.parametrize("fmt,name", FILES)
+def test_recorded_names_are_read_cheaply_and_by_the_loader(named_files, fmt, name):
+    assert peek_input_names(fmt, named_files / name) == ("a", "s", "b")
+    assert load_model(fmt, named_files / name).input_names == ("a", "s", "b")
+
+
+def test_an_xgboost_model_fit_on_a_data_frame_evaluates(named_files):
+    """Before: "data did not contain feature names" (exit 2)."""
+    m = load_model("xgboost", named_files / "m.json")
+    X = np.array([[3.0, 1.0, 2.0], [7.0, 0.0, 4.0]])
+    assert m.score(X).shape == (2,)
+    assert np.allclose(m.tree_ensemble().prob(X), m.score(X), atol=1e-6)
+
+
+SPEC = '''
+features P {
+  a : int in [0, 9]
+  b : int in [0, 4]
+  s : {F, M} protected
+}
+model m = FORMAT("FILE")
+encode P for m {
+ENCODE
+}
+property same {
+  forall x, x' : P
+  require x.* == x'.* except {s}
+  ensure label(m(x)) == label(m(x'))
+}
+'''
+
+
+def _spec(tmp_path, named_files, fmt, name, encode):
+    (tmp_path / name).write_bytes((named_files / name).read_bytes())
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.replace("FORMAT", fmt).replace("FILE", name).replace("ENCODE", encode))
+    return p
+
+
+def _diags(spec):
+    from fairspec.sema.check import check_file
+
+    return [(d.code, d.span.line if d.span else None) for d in check_file(spec).diagnostics]
+
+
+@pytest.mark.parametrize("fmt,name", FILES)
+def test_the_models_order_is_silent(named_files, tmp_path, fmt, name):
+    spec = _spec(tmp_path, named_files, fmt, name, "  a : raw\n  s : code\n  b : raw")
+    assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
+
+
+@pytest.mark.parametrize("fmt,name", FILES)
+def test_another_order_is_mapped_by_name_with_a_warning_and_the_verdict_is_the_models(named_files, tmp_path,
+                                                                                       fmt, name):
+    """The block lists b before s (the model has a, s, b): FS421 at b's line, and the check
+    evaluates the model on its own columns -- the verdict agrees with brute force."""
+    from fairspec.pipeline import check
+
+    spec = _spec(tmp_path, named_files, fmt, name, "  a : raw\n  b : raw\n  s : code")
+    assert ("FS421", 10) in _diags(spec)
+    m = load_model(fmt, named_files / name)
+    pts = np.array(list(product(range(10), range(2), range(5))), dtype=float)   # a, s, b: the model's order
+    lab = m.decide(pts).reshape(10, 2, 5)
+    want = "violated" if np.any(lab[:, 0, :] != lab[:, 1, :]) else "holds"
+    (v,) = check(spec).verdicts
+    assert v.status == want, v.reason
+    if v.status == "violated":                     # the witness, read back in the model's order, is one
+        w = v.witness
+        def row(f):
+            return [float(f["a"]), float(f["s"] == "M"), float(f["b"])]
+        assert m.decide(np.array([row(w.features), row(w.features_prime)])).tolist() in ([0, 1], [1, 0])
+    from fairspec.sema.check import check_file
+
+    enc = check_file(spec).spec.encodings[0]
+    assert {c.feature: c.offset for c in enc.columns} == {"a": 0, "s": 1, "b": 2}
+
+
+@pytest.mark.parametrize("fmt,name", FILES)
+def test_a_name_the_model_does_not_record_is_an_error_at_its_line(named_files, tmp_path, fmt, name):
+    spec = _spec(tmp_path, named_files, fmt, name, "  a : raw\n  s : code\n  b : raw")
+    spec.write_text(spec.read_text().replace("b :", "c :").replace("  c : raw\n}", "  c : raw\n}", 1))
+    # the feature is renamed c in both the features and the encode block: the model records b
+    diags = _diags(spec)
+    assert ("FS420", 11) in diags, diags
+
+
+def test_generic_names_say_nothing(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    df, y = _frame()
+    xgb.XGBClassifier(n_estimators=3, max_depth=2, n_jobs=1).fit(df.values, y).get_booster() \
+        .save_model(str(tmp_path / "m.json"))
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert not doc["learner"].get("feature_names")
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("FORMAT", "xgboost").replace("FILE", "m.json")
+                    .replace("ENCODE", "  a : raw\n  b : raw\n  s : code"))
+    assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
+
+
+def test_onehot_blocks_match_get_dummies_names_and_a_reordered_block_is_an_error(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(1)
+    n = 300
+    df = pd.DataFrame({"a": rng.integers(0, 10, n).astype(float),
+                       "r": rng.choice(["x", "y", "z"], n), "s": rng.integers(0, 2, n).astype(float)})
+    X = pd.get_dummies(df, columns=["r"], dtype=float)[["a", "r_x", "r_y", "r_z", "s"]]
+    y = ((df.a + 3 * (df.r == "y") + 2 * df.s) > 6).astype(int)
+    xgb.XGBClassifier(n_estimators=4, max_depth=3, n_jobs=1).fit(X, y).get_booster().save_model(str(tmp_path / "m.json"))
+    base = '''
+features P {
+  a : int in [0, 9]
+  r : {CATS}
+  s : {F, M} protected
+}
+model m = xgboost("m.json")
+encode P for m {
+  a : raw
+  r : onehot
+  s : code
+}
+'''
+    spec = tmp_path / "s.fair"
+    spec.write_text(base.replace("CATS", "x, y, z"))
+    assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
+    spec.write_text(base.replace("CATS", "y, x, z"))
+    assert ("FS420", 10) in _diags(spec)
