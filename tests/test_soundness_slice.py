@@ -75,15 +75,10 @@ def _check_unknown(results):
     assert len(unknown) <= allowed, f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" + "\n".join(unknown)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 classes 1, 3, 4: false proofs at exact ties (a logit of exactly 0, "
-                                       "float32 sigmoid at 0.5), `<` read as `<=` in require tolerances and in "
-                                       "ensure, maximize values below the true maximum or the data-stage share")
 def test_network_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("network"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 class 1: tiny instances end unknown at the boundary "
-                                       "(within solver tolerance), and code tables in another order")
 def test_network_unknown_within_target(slice_results):
     _check_unknown(slice_results("network"))
 

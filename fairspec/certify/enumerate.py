@@ -22,7 +22,8 @@ from fairspec.certify.exact import OPS, _cmp, threshold_of
 from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, up
 
-__all__ = ["Check", "Enumerated", "by_enumeration", "compare_exact", "pair_checks"]
+__all__ = ["Check", "SigmoidCheck", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
+           "sigmoid_bounds"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,62 @@ class Check:
     def __post_init__(self):
         if self.op not in OPS:
             raise ValueError(f"unknown comparison {self.op!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class SigmoidCheck:
+    """``sigmoid(lhs) - sigmoid(minus) op rhs`` elementwise, ``sigmoid`` the real logistic function
+    of runtime logits (a ``prob`` post-condition on a model whose score is a logit). No rational
+    arithmetic decides it: certify bounds both logistics rigorously (:func:`sigmoid_bounds`) and an
+    element is decided only when the bounds leave no doubt (or ``lhs == minus``: a difference of
+    exactly 0). :meth:`decide` gives ``(fair, violated)``; an element in neither is undecided and
+    counts as not fair in :func:`by_enumeration`."""
+
+    lhs: object
+    op: str
+    rhs: object
+    minus: object
+
+    def __post_init__(self):
+        if self.op not in ("<", "<="):
+            raise ValueError(f"a sigmoid difference is compared by < or <=, not {self.op!r}")
+
+    def decide(self) -> tuple[np.ndarray, np.ndarray]:
+        a = _as_array(self.lhs).astype(np.float64)
+        b = _as_array(self.minus).astype(np.float64)
+        if a.shape != b.shape:
+            raise ValueError(f"lhs has {a.shape[0]} entries, minus {b.shape[0]}")
+        t = threshold_of(self.rhs)
+        tlo, thi = float_down(t), float_up(t)
+        alo, ahi = sigmoid_bounds(a)
+        blo, bhi = sigmoid_bounds(b)
+        with np.errstate(invalid="ignore"):
+            dhi = up(ahi - blo)
+            dlo = down(alo - bhi)
+            fair = dhi < tlo
+            bad = dlo > thi
+            if self.op == "<=":
+                fair |= dhi <= tlo if tlo == thi else np.zeros_like(fair)
+            else:
+                bad |= dlo >= thi if tlo == thi else np.zeros_like(bad)
+        same = (a == b) & np.isfinite(a)
+        zero_fair = _cmp(Fraction(0), self.op, t)
+        fair = np.where(same, zero_fair, fair & np.isfinite(dhi))
+        bad = np.where(same, not zero_fair, bad & np.isfinite(dlo))
+        return fair, bad
+
+
+def sigmoid_bounds(z) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous elementwise bounds ``lo <= 1 / (1 + exp(-z)) <= hi`` for float logits ``z`` (the
+    libm/numpy ``exp`` is within a few ulps; a relative margin of 2**-40 covers it, as
+    :func:`fairspec.certify.rounding.sigmoid_down`). NaN gives NaN bounds."""
+    z = np.asarray(z, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-np.abs(z))
+        s = np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    lo = np.maximum(0.0, s * (1.0 - 2.0 ** -40) - 2.0 ** -1000)
+    hi = np.minimum(1.0, s * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
+    return np.where(np.isnan(z), np.nan, lo), np.where(np.isnan(z), np.nan, hi)
 
 
 class Enumerated(NamedTuple):
@@ -148,7 +205,7 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
     ``fair_when``: one :class:`Check` or a list of them (a disjunction: element ``i`` is fine when
     any check holds at ``i``); every array must have exactly ``count`` entries (the whole domain,
     evaluated on the model's runtime by the caller)."""
-    checks = [fair_when] if isinstance(fair_when, Check) else list(fair_when)
+    checks = [fair_when] if isinstance(fair_when, (Check, SigmoidCheck)) else list(fair_when)
     if not checks:
         raise ValueError("at least one check")
     count = int(count)
@@ -159,23 +216,32 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
         for part in (c.lhs, c.minus) + ((c.rhs,) if isinstance(c.rhs, np.ndarray) else ()):
             if part is not None and _as_array(part).shape[0] != count:
                 raise ValueError(f"the outputs cover {_as_array(part).shape[0]} elements, the domain has {count}")
-        ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
+        if isinstance(c, SigmoidCheck):
+            ok |= c.decide()[0]
+        else:
+            ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
     bad = np.flatnonzero(~ok)
     if bad.size:
         return Enumerated(None, int(bad[0]), int(bad.size))
     return Enumerated(_mint("enumeration", claim, count=count, unit=unit, **detail), None, 0)
 
 
-def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0) -> list[Check]:
+def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: bool = False) -> list:
     """The fairness of ordered pairs as checks (see :mod:`fairspec.backends.pair`):
 
     * ``label``: not (``z > t`` and ``z' <= t``), i.e. ``z <= t`` or ``z' > t`` (``t`` the decision
       threshold of the runtime's score: 0 for a logit, ``"0.5"`` for a probability);
-    * ``logit`` / ``prob``: ``z - z' <= eps`` (``z`` the runtime's logit / probability).
+    * ``logit`` / ``prob``: ``z - z' <= eps`` (``z`` the runtime's logit / probability), or
+      ``< eps`` when ``eps_strict`` (the spec writes ``|...| < eps``);
+    * ``prob-of-logit``: ``sigmoid(z) - sigmoid(z') <= eps`` (``< eps``) for runtime logits
+      (a :class:`SigmoidCheck`).
 
     Both orders of every pair must be in the enumeration (the measures are directional)."""
+    op = "<" if eps_strict else "<="
     if post == "label":
         return [Check(z, "<=", decision_threshold), Check(z_prime, ">", decision_threshold)]
     if post in ("logit", "prob"):
-        return [Check(z, "<=", eps, minus=z_prime)]
+        return [Check(z, op, eps, minus=z_prime)]
+    if post == "prob-of-logit":
+        return [SigmoidCheck(z, op, eps, z_prime)]
     raise ValueError(f"unknown post-condition {post!r}")

@@ -25,11 +25,32 @@ def network_of(ctx, model_name: str):
     return ctx.model(model_name).piecewise_linear()
 
 
+def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> Verdict | None:
+    """Small discrete domains of a network: every pair on the model's runtime, decided by certify
+    (fairspec.kinds.pair_enumeration); None when the domain is not small (or the model is a tree
+    ensemble, which the tree backends decide)."""
+    from fairspec.kinds.pair_enumeration import decide_small
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.planning import setting
+
+    try:
+        if ctx.model(prop.model).tree_ensemble() is not None:
+            return None
+    except UnsupportedModel:
+        return None
+    return decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0)
+
+
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     from fairspec.backends.data.flips import replayer_name, run_flips
+    from fairspec.planning import setting
 
-    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre:
+    small = _small_domain(prop, ctx, backend, t0)
+    if small is not None:
+        return small
+    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
+            setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress)
         if first.status == "violated":
             return Verdict(**{**first.__dict__, "backend": f"{backend} (falsified on data first)",
@@ -56,7 +77,6 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
                           low.onehot_groups, low.free, None, low.relaxed, prop.post, prop.eps)
-    from fairspec.planning import setting
 
     mode = setting(prop, "mode", backend)
     limit = ctx.remaining(setting(prop, "timeout", backend))  # the budget covers the preparation above too

@@ -1,0 +1,56 @@
+"""Small domains decided exactly (issue 20 item 3): certify's sigmoid comparisons and the
+admissible pairs of the enumeration, strictness as written."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, pair_checks, sigmoid_bounds
+
+
+def test_sigmoid_bounds_contain_the_logistic():
+    import mpmath
+
+    z = np.array([-40.0, -3.5, -1e-9, 0.0, 0.25, 2.0, 37.0])
+    lo, hi = sigmoid_bounds(z)
+    for v, a, b in zip(z, lo, hi):
+        exact = 1 / (1 + mpmath.exp(-mpmath.mpf(v)))
+        assert a <= exact <= b
+
+
+def test_sigmoid_check_decides_only_what_it_can():
+    z = np.array([1.0, 0.0, 0.0, 2.0])
+    zp = np.array([-1.0, 0.0, 0.0, 2.0])
+    fair, bad = SigmoidCheck(z, "<=", "0.5", zp).decide()
+    assert fair.all() and not bad.any()                     # 0.4621... <= 0.5, and zeros
+    fair, bad = SigmoidCheck(z, "<=", "0.4", zp).decide()
+    assert list(fair) == [False, True, True, True] and list(bad) == [True, False, False, False]
+    # a difference of exactly 0 against `< 0` is a violation; `<= 0` is fair
+    fair, bad = SigmoidCheck(z[1:], "<", 0, zp[1:]).decide()
+    assert not fair.any() and bad.all()
+    assert by_enumeration(pair_checks("prob-of-logit", z, zp, eps="0.5"), count=4, claim="c").proof is not None
+    r = by_enumeration(pair_checks("prob-of-logit", z, zp, eps="0.4"), count=4, claim="c")
+    assert r.proof is None and r.index == 0 and r.violations == 1
+
+
+def test_strict_tolerance_in_pair_checks():
+    z = np.array([0.75, 0.5])
+    zp = np.array([0.5, 0.75])
+    assert by_enumeration(pair_checks("logit", z, zp, eps="0.25"), count=2, claim="c").proof is not None
+    assert by_enumeration(pair_checks("logit", z, zp, eps="0.25", eps_strict=True), count=2, claim="c").proof is None
+
+
+def test_admissible_pairs_honour_relaxed_strictness():
+    from fairspec import ir
+    from fairspec.kinds.pair_enumeration import _grid, admissible
+
+    g = ("g", np.array([0.0, 1.0]))
+    a = ("a", np.arange(0.0, 4.0))
+    grid, V = _grid([g, a])
+    for op, t, want in (("<=", 1.0, 1), ("<", 1.0, 0), ("<", 2.0, 1), ("<=", 0.5, 0), ("<", 1.5, 1)):
+        prop = ir.IndividualFairness("p", "individual_fairness", None, free=("g",), relaxed=(("a", t),),
+                                     relaxed_strict=("a",) if op == "<" else ())
+        M = admissible(prop, None, grid, V)
+        ia, ib = np.nonzero(M)
+        assert (grid["g"][ia] != grid["g"][ib]).all()
+        assert np.abs(grid["a"][ia] - grid["a"][ib]).max() == want, (op, t)
