@@ -132,3 +132,17 @@ def test_milp_solver_reseeds_the_search():
     res = kdisc_search(evaluator(net), kspace(), solver=solver, max_iters=2, budget_seconds=None, chains=2,
                        seed=0, data=np.array([[0.0, 0.0]]))
     assert res.max_k == KNOWN_K
+
+
+def test_mutations_are_domain_points():
+    # issue 20, class 5: a row that draws the same one-hot gene twice must still switch on one
+    # category of the block (two ones is no domain point)
+    box = Box.make([0] * 7, [1] * 7, integer=True, onehot_groups=[(2, 3), (4, 5, 6)])
+    space = Space(box, [Protected.label(0, [0, 1], "g")])
+    rng = np.random.default_rng(0)
+    S = space.sample(rng, 50)
+    assert box.contains(S[:, : space.d]).all()
+    for _ in range(20):
+        S = space.mutate(rng, S, 4, max_genes=3)
+        assert box.contains(S[:, : space.d]).all()
+        S = S[rng.integers(0, S.shape[0], 50)]

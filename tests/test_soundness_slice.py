@@ -113,8 +113,6 @@ def test_data_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("data"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 class 5: k-discrimination witnesses with two categories of one "
-                                       "one-hot block switched on (no domain point)")
 def test_kdisc_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("kdisc"))
 

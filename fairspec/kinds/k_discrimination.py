@@ -151,6 +151,11 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
                              f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",
                        seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)
+    # a witness is a domain point (bounds, integers, one-hot blocks exclusive) or it is not reported
+    if not bool(np.all(space.box.contains(np.asarray(w.inputs, dtype=np.float64)))):
+        return unknown(prop, f"the search's k = {res.max_k} witness is not a domain point (bounds, integers, "
+                             "one-hot blocks); not reported as a violation", backend="search",
+                       seconds=time.perf_counter() - t0, details=details)
     # replay the K counterfactuals on the model's independent evaluator
     U = np.stack([low.to_input(v) for v in w.inputs])
     replayed = model.replay(U)
@@ -215,7 +220,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
     details = {"K": len(combos), "max_k": r.best_k, "max_k_bound": r.upper, "exact": r.exact,
                "boxes": r.boxes, "method": "tree leaf combinations (branch and bound)"}
     seconds = time.perf_counter() - t0
-    if r.best_k >= violated_at and r.point is not None:
+    if r.best_k >= violated_at and r.point is not None and _in_domain(low, r.point):
         U = []
         for c in combos:
             v = r.point.copy()
@@ -246,6 +251,19 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(r.upper), backend="search",
                        seconds=seconds, details=details, reason=f"{what} (claim: k {prop.op} {prop.k})")
     return f"; the tree bound proves max k <= {r.upper}" if r.upper < len(combos) else None
+
+
+def _in_domain(low, v) -> bool:
+    """``v`` (feature space) is a domain point: within the bounds, integral where required, every
+    one-hot block exactly one 1 (the protected coordinates are set per counterfactual)."""
+    from fairspec.backends.search.space import Box
+
+    v = np.asarray(v, dtype=np.float64)
+    free = {i for cs in low.protected_columns for i in cs}
+    keep = [i for i in range(v.shape[0]) if i not in free]
+    groups = [tuple(keep.index(i) for i in g) for g in low.onehot_groups if not free.intersection(g)]
+    box = Box.make(low.lo[keep], low.hi[keep], low.integer[keep], groups)
+    return bool(box.contains(v[keep][None, :])[0])
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:

@@ -332,9 +332,12 @@ class Space:
             r = rows[which == gi]
             k = r.shape[0]
             if gene.kind == "group":
+                # a row may draw the same gene twice: one category per row, or two of one
+                # one-hot block would be switched on (a state that is no domain point)
+                r = np.unique(r)
                 cols = np.asarray(gene.cols)
                 S[np.ix_(r, cols)] = 0.0
-                S[r, cols[rng.integers(0, len(cols), k)]] = 1.0
+                S[r, cols[rng.integers(0, len(cols), r.shape[0])]] = 1.0
                 continue
             c = gene.cols[0]
             span = gene.hi - gene.lo
