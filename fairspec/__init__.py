@@ -14,3 +14,15 @@ def version() -> str:
         return _v(DISTRIBUTION)
     except Exception:  # noqa: BLE001
         return "0.1.0"
+
+
+# The Python API (fairspec/api.py), loaded on first use so that `import fairspec` stays light.
+__all__ = ["version", "check", "lint", "CheckReport", "FairspecError", "DISTRIBUTION"]
+
+
+def __getattr__(name: str):
+    if name in ("check", "lint", "CheckReport", "FairspecError"):
+        from fairspec import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'fairspec' has no attribute {name!r}")

@@ -74,16 +74,17 @@ class Report:
         return out
 
 
-def lint(path, *, sources: dict | None = None, allow=()) -> CheckResult:
-    """``allow``: folders outside the spec's project that its paths may name (--allow-path)."""
-    res = check_file(Path(path), sources=sources, allow=allow)
+def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | None = None) -> CheckResult:
+    """``allow``: folders outside the spec's project that its paths may name (--allow-path);
+    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (fairspec.api)."""
+    res = check_file(Path(path), sources=sources, allow=allow, substitutes=substitutes)
     res.diagnostics.sort(key=sort_key)
     res.diagnostics = cap_per_file(res.diagnostics)
     return res
 
 
 def check(path, *, only: str | None = None, progress=None, models: dict[str, str] | None = None,
-          parallel: bool = False, allow=()) -> Report:
+          parallel: bool = False, allow=(), substitutes: dict | None = None) -> Report:
     """Lint, then decide every property (or ``only``) on its backend.
 
     models:   {model name: file} replaces model files declared in the spec (``--models``).
@@ -92,7 +93,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
               back in the spec's order, the same as a serial run.
     """
     t0 = time.perf_counter()
-    res = lint(path, allow=allow)
+    res = lint(path, allow=allow, substitutes=substitutes)
     report = Report(str(path), res.diagnostics)
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0

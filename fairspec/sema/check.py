@@ -46,7 +46,8 @@ def _arg_value(arg: ast.Arg):
 
 
 class Checker:
-    def __init__(self, root: Path, *, peek_models: bool = True, sources: dict | None = None, allow=()):
+    def __init__(self, root: Path, *, peek_models: bool = True, sources: dict | None = None, allow=(),
+                 substitutes: dict | None = None):
         from fairspec.files import Roots
 
         self.root = Path(root)
@@ -55,6 +56,9 @@ class Checker:
         self.sink = Sink()
         self.lower = ExprLowerer(self.sink)
         self.peek_models = peek_models
+        # {("model" | "data", name): file}: files read instead of the ones the spec declares (the
+        # Python API's in-memory models and data frames, written to its private folder)
+        self.substitutes = dict(substitutes or {})
         self.symbols: dict[str, Decl] = {}
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
@@ -295,7 +299,7 @@ class Checker:
             if not isinstance(v, ast.Name) or v.id not in ("names", "codes"):
                 self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
             categories = v.id
-        path = self.user_path(path_arg, d.base, "data file")
+        path = self.substitutes.get(("data", node.name.id)) or self.user_path(path_arg, d.base, "data file")
         if fmt == "parquet":
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span)
@@ -470,7 +474,7 @@ class Checker:
             else:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
                           hint=did_you_mean(k, ["output", "index", "score"]) or "options are output, index, score and trust pickle")
-        path = self.user_path(path_arg, d.base, "model file")
+        path = self.substitutes.get(("model", node.name.id)) or self.user_path(path_arg, d.base, "model file")
         from fairspec.files import PathError, file_kind
 
         try:
@@ -920,7 +924,10 @@ def _names_in(e) -> set[str]:
     return out
 
 
-def check_file(path, *, peek_models: bool = True, sources: dict | None = None, allow=()) -> CheckResult:
+def check_file(path, *, peek_models: bool = True, sources: dict | None = None, allow=(),
+               substitutes: dict | None = None) -> CheckResult:
     """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers);
-    ``allow``: folders outside the spec's project that its paths may name (--allow-path)."""
-    return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow).run()
+    ``allow``: folders outside the spec's project that its paths may name (--allow-path);
+    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API)."""
+    return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow,
+                   substitutes=substitutes).run()

@@ -1,0 +1,316 @@
+"""The Python API: check a spec against the models and data frames a notebook or a training script
+holds in memory.
+
+    import fairspec
+    report = fairspec.check("fairness/credit.fair", models={"clf": pipeline}, data={"test": df})
+    report.ok                 # no property violated or unknown, no diagnostics that are errors
+    report["four_fifths"]     # one Verdict (status, how, value, bound, witness, proof, ...)
+    report.to_json()          # the document `fairspec check --format json` prints
+    report                    # in Jupyter: the HTML report (`fairspec check --html`)
+
+How in-memory objects are checked: each is written, in the format its declaration in the spec
+names, to a private temporary folder (scikit-learn estimators and pipelines with skops, XGBoost
+as JSON, LightGBM as its text format, torch modules as TorchScript, ONNX ModelProto as .onnx,
+data frames as CSV with the declaration's separator, header and missing marker, or Parquet); the
+spec then reads those files instead of the declared ones, through exactly the code `fairspec
+check` runs, so the verdicts are the CLI's on the same model and data. The folder is removed
+when the call returns. The spec file and everything it declares are only read.
+
+Paths (str or os.PathLike) are accepted wherever an object is, and replace the declared file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from fairspec.verdict import Verdict
+
+__all__ = ["check", "lint", "CheckReport", "FairspecError"]
+
+
+class FairspecError(Exception):
+    """The spec, a model or a data object could not be used (one sentence; diagnostics attached)."""
+
+    def __init__(self, message: str, diagnostics: list | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check` returns: the pipeline's report with a notebook-friendly face."""
+
+    report: Any  # fairspec.pipeline.Report
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return list(self.report.verdicts)
+
+    @property
+    def diagnostics(self) -> list:
+        return list(self.report.diagnostics)
+
+    @property
+    def exit_code(self) -> int:
+        """The code `fairspec check` would exit with (0 holds, 1 violated, 2 errors, 3 unknown)."""
+        return self.report.exit_code
+
+    @property
+    def ok(self) -> bool:
+        """Every property holds (proved or estimated) and the spec has no error."""
+        return self.exit_code == 0
+
+    def __iter__(self) -> Iterator[Verdict]:
+        return iter(self.report.verdicts)
+
+    def __len__(self) -> int:
+        return len(self.report.verdicts)
+
+    def __getitem__(self, name: str) -> Verdict:
+        for v in self.report.verdicts:
+            if v.name == name:
+                return v
+        raise KeyError(f"no property named {name!r} (properties: {', '.join(v.name for v in self)})")
+
+    def to_dict(self) -> dict:
+        return json.loads(self.to_json())
+
+    def to_json(self) -> str:
+        """The JSON document `fairspec check --format json` prints for the same inputs."""
+        from fairspec import report as rep
+
+        return rep.to_json(self.report)
+
+    def to_html(self) -> str:
+        """The page `fairspec check --html` writes (one self-contained document)."""
+        from fairspec.report import html
+
+        return html.render(self.report)
+
+    def _repr_html_(self) -> str:  # Jupyter's rich display
+        return self.to_html()
+
+    def __str__(self) -> str:
+        import io
+
+        from rich.console import Console
+
+        from fairspec import report as rep
+
+        buf = io.StringIO()
+        rep.print_text(self.report, Console(file=buf, highlight=False, width=120, color_system=None))
+        return buf.getvalue()
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for v in self:
+            key = v.status if v.how is None else f"{v.status} ({v.how})"
+            counts[key] = counts.get(key, 0) + 1
+        body = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no verdicts"
+        return f"<fairspec report {self.report.spec}: {body}; exit code {self.exit_code}>"
+
+
+def lint(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+         allow=()) -> list:
+    """The diagnostics `fairspec lint` gives for the spec, with in-memory models and data in place of
+    the declared files. Returns a list of fairspec Diagnostics (empty when the spec is clean)."""
+    from fairspec import pipeline
+
+    with _Substitutes(spec, models, data) as sub:
+        res = pipeline.lint(sub.spec, allow=tuple(allow) + sub.allow, substitutes=sub.files)
+    return list(res.diagnostics)
+
+
+def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+          property: str | None = None, allow=(), workers: int = 1) -> CheckReport:
+    """Lint the spec, then decide every property (or ``property``), as `fairspec check` does.
+
+    spec:     the path of a .fair file.
+    models:   {model name in the spec: an estimator, Pipeline, XGBoost/LightGBM model, torch
+              module, ONNX ModelProto, or a file path}.
+    data:     {data name in the spec: a pandas or polars DataFrame, or a file path}.
+    property: decide only this property.
+    allow:    folders outside the spec's project that its paths may name (--allow-path).
+    workers:  > 1 decides the properties in parallel worker processes (--workers).
+
+    A bad spec is not an exception: the report carries its diagnostics (``report.diagnostics``,
+    ``exit_code`` 2). An object that cannot be written in the declared format raises FairspecError.
+    """
+    from fairspec import pipeline
+
+    from fairspec.backends import executor
+
+    parallel = bool(workers and workers > 1)
+    with _Substitutes(spec, models, data) as sub:
+        before = dict(executor._CONFIG)
+        if parallel:
+            executor.configure(workers=workers, cluster=before.get("cluster"))
+        try:
+            rep = pipeline.check(sub.spec, only=property, allow=tuple(allow) + sub.allow,
+                                 substitutes=sub.files, parallel=parallel)
+        finally:
+            executor._CONFIG.update(before)
+    return CheckReport(rep)
+
+
+# --------------------------------------------------------------------------- writing objects
+
+
+class _Substitutes:
+    """A private folder holding the in-memory objects as files, removed on exit."""
+
+    def __init__(self, spec, models, data):
+        self.spec = Path(spec)
+        if not self.spec.is_file():
+            raise FairspecError(f"spec file {self.spec} does not exist")
+        self.models = dict(models or {})
+        self.data = dict(data or {})
+        self.files: dict = {}
+        self.allow: tuple = ()
+        self._tmp = None
+
+    def __enter__(self):
+        if not self.models and not self.data:
+            return self
+        declared = _declarations(self.spec)
+        if declared is None:  # the spec does not parse: check/lint report its diagnostic
+            return self
+        self._tmp = tempfile.TemporaryDirectory(prefix="fairspec-api-")
+        folder = Path(self._tmp.name)
+        self.allow = (str(folder),)
+        for name, obj in self.models.items():
+            decl = declared["model"].get(name)
+            if decl is None:
+                raise FairspecError(f"the spec {self.spec} declares no model named {name!r} "
+                                    f"(models: {', '.join(declared['model']) or 'none'})")
+            self.files[("model", name)] = _write_model(obj, decl, folder / f"model-{name}", name)
+        for name, obj in self.data.items():
+            decl = declared["data"].get(name)
+            if decl is None:
+                raise FairspecError(f"the spec {self.spec} declares no data set named {name!r} "
+                                    f"(data sets: {', '.join(declared['data']) or 'none'})")
+            self.files[("data", name)] = _write_data(obj, decl, folder / f"data-{name}", name)
+        return self
+
+    def __exit__(self, *exc):
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        return False
+
+
+def _declarations(spec: Path) -> dict | None:
+    """{"model": {name: format}, "data": {name: (format, sep, header, missing)}} as the spec writes
+    them (parsed only; the files they name are not read)."""
+    from fairspec.syntax import ast
+    from fairspec.syntax.parser import parse_text, read_source
+
+    out: dict = {"model": {}, "data": {}}
+    try:
+        tree = parse_text(read_source(spec), str(spec))
+    except Exception:  # noqa: BLE001 - a spec that does not parse: lint reports it, nothing is substituted
+        return None
+    for node in tree.decls:
+        if isinstance(node, ast.ModelDecl):
+            out["model"][node.name.id] = getattr(node.fmt, "id", None)
+        elif isinstance(node, ast.DataDecl):
+            kw = {a.name.id: a.value for a in node.args if a.kind not in ("pos", "trust")}
+            sep = kw["sep"].value if "sep" in kw and isinstance(kw["sep"], ast.Str) else ","
+            header = not (("header" in kw and getattr(kw["header"], "value", True) is False) or "columns" in kw)
+            missing = ""
+            m = kw.get("missing")
+            if isinstance(m, ast.Str):
+                missing = m.value
+            elif isinstance(m, ast.ListLit) and m.items and isinstance(m.items[0], ast.Str):
+                missing = m.items[0].value
+            out["data"][node.name.id] = (node.fmt.id, sep, header, missing)
+    return out
+
+
+def _is_path(obj) -> bool:
+    return isinstance(obj, (str, os.PathLike))
+
+
+def _write_model(obj, fmt, stem: Path, name: str) -> Path:
+    if _is_path(obj):
+        return Path(obj).resolve()
+    mod = type(obj).__module__.split(".")[0]
+    try:
+        if fmt == "sklearn":
+            if mod not in ("sklearn", "imblearn", "xgboost", "lightgbm") and not hasattr(obj, "predict"):
+                raise FairspecError(f"model {name!r} is declared sklearn(...) but the object is a {type(obj).__name__}")
+            import skops.io as sio
+
+            path = stem.with_suffix(".skops")
+            sio.dump(obj, path)
+            return path
+        if fmt == "xgboost":
+            booster = obj.get_booster() if hasattr(obj, "get_booster") else obj
+            path = stem.with_suffix(".json")
+            booster.save_model(str(path))
+            return path
+        if fmt == "lightgbm":
+            booster = getattr(obj, "booster_", obj)
+            path = stem.with_suffix(".txt")
+            booster.save_model(str(path))
+            return path
+        if fmt == "onnx":
+            if not hasattr(obj, "SerializeToString"):
+                raise FairspecError(f"model {name!r} is declared onnx(...): pass an onnx.ModelProto or a file path, "
+                                    f"not a {type(obj).__name__}")
+            path = stem.with_suffix(".onnx")
+            path.write_bytes(obj.SerializeToString())
+            return path
+        if fmt == "torch":
+            import torch
+
+            import warnings
+
+            module = obj
+            if not isinstance(obj, torch.jit.ScriptModule):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        module = torch.jit.script(obj.eval())
+                except Exception as exc:  # noqa: BLE001 - one sentence for the user
+                    raise FairspecError(f"model {name!r}: the torch module could not be compiled with "
+                                        f"torch.jit.script ({str(exc).splitlines()[0][:160]}); pass "
+                                        f"torch.jit.trace(module, example) instead") from None
+            path = stem.with_suffix(".pt")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                torch.jit.save(module, str(path))
+            return path
+    except FairspecError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise FairspecError(f"model {name!r} could not be written as {fmt}: "
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
+    raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
+                        f"pass a file path")
+
+
+def _write_data(obj, decl, stem: Path, name: str) -> Path:
+    if _is_path(obj):
+        return Path(obj).resolve()
+    fmt, sep, header, missing = decl
+    frame = obj
+    if type(obj).__module__.split(".")[0] == "polars":
+        frame = obj.to_pandas()
+    if not hasattr(frame, "to_csv"):
+        raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
+                            f"not a {type(obj).__name__}")
+    try:
+        if fmt == "parquet":
+            path = stem.with_suffix(".parquet")
+            frame.to_parquet(path, index=False)
+            return path
+        path = stem.with_suffix(".csv")
+        frame.to_csv(path, sep=sep, header=header, index=False, na_rep=missing)
+        return path
+    except Exception as exc:  # noqa: BLE001
+        raise FairspecError(f"data set {name!r} could not be written as {fmt}: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,170 @@
+"""pytest plugin: every property of a .fair file is a test item.
+
+Inert unless asked: run ``pytest --fairspec`` (or set ``fairspec = true`` in the ini file) and pytest
+collects the ``.fair`` files it walks past; each property becomes an item named after it
+(``spec.fair::four_fifths.disparate_impact``), selectable with ``-k`` and ``-m fairspec``.
+
+    holds (proved or estimated)  passes
+    violated                     fails, with the value, the claim and the replayed witness
+    unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it)
+    a spec with lint errors      one failing item, ``spec.fair::lint``, with the diagnostics
+
+ini options: ``fairspec_skip`` / ``fairspec_xfail``: lines ``PATTERN [reason]``, where PATTERN is an
+fnmatch pattern over the item's node id (``specs/*.fair::*.equalized_odds``): matching items are
+skipped / marked xfail. Items also carry the marker ``fairspec``.
+
+Inside ordinary tests, :func:`fairspec.testing.assert_fair` checks a spec (and in-memory models).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("fairspec", "fairness specifications (.fair files)")
+    group.addoption("--fairspec", action="store_true", default=None,
+                    help="collect .fair files: each property is a test item")
+    group.addoption("--fairspec-unknown", choices=("fail", "skip", "xfail"), default=None,
+                    help="what an `unknown` verdict is (default: fail)")
+    parser.addini("fairspec", type="bool", default=False, help="collect .fair files (as --fairspec)")
+    parser.addini("fairspec_unknown", default="fail", help="fail | skip | xfail for `unknown` verdicts")
+    parser.addini("fairspec_skip", type="linelist", default=[], help="PATTERN [reason]: skip matching items")
+    parser.addini("fairspec_xfail", type="linelist", default=[], help="PATTERN [reason]: xfail matching items")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fairspec: a property of a .fair specification")
+
+
+def _enabled(config) -> bool:
+    opt = config.getoption("--fairspec")
+    return bool(opt) if opt is not None else bool(config.getini("fairspec"))
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix == ".fair" and _enabled(parent.config):
+        return SpecFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _rules(config, name: str):
+    for line in config.getini(name):
+        pattern, _, reason = line.strip().partition(" ")
+        if pattern:
+            yield pattern, reason.strip() or f"{name} in the ini file"
+
+
+class SpecFile(pytest.File):
+    def collect(self):
+        from fairspec import pipeline
+
+        res = pipeline.lint(self.path)
+        if any(d.is_error for d in res.diagnostics) or res.spec is None:
+            yield LintItem.from_parent(self, name="lint", diagnostics=res.diagnostics)
+            return
+        for prop in res.spec.properties:
+            item = PropertyItem.from_parent(self, name=prop.name, line=getattr(prop.span, "line", 1))
+            item.add_marker(pytest.mark.fairspec)
+            for pattern, reason in _rules(self.config, "fairspec_skip"):
+                if fnmatch.fnmatch(item.nodeid, pattern):
+                    item.add_marker(pytest.mark.skip(reason=reason))
+            for pattern, reason in _rules(self.config, "fairspec_xfail"):
+                if fnmatch.fnmatch(item.nodeid, pattern):
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            yield item
+
+    def report_for(self, name: str, session):
+        """One check per file: all the file's selected properties at once (models loaded once)."""
+        from fairspec import pipeline
+
+        cache = self.__dict__.setdefault("_fairspec_reports", {})
+        if "all" in cache:
+            return cache["all"]
+        if name in cache:
+            return cache[name]
+        mine = [i for i in (getattr(session, "items", None) or []) if i.parent is self]
+        if len(mine) > 1:
+            cache["all"] = pipeline.check(self.path)
+            return cache["all"]
+        cache[name] = pipeline.check(self.path, only=name)
+        return cache[name]
+
+
+class FairspecFailure(Exception):
+    pass
+
+
+class LintItem(pytest.Item):
+    def __init__(self, *, diagnostics, **kw):
+        super().__init__(**kw)
+        self.diagnostics = diagnostics
+
+    def runtest(self):
+        from fairspec.diagnostics import render_full
+
+        raise FairspecFailure("\n".join(render_full(d) for d in self.diagnostics if d.is_error))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, FairspecFailure):
+            return f"{self.path.name} has lint errors:\n{excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, f"fairspec lint {self.path.name}"
+
+
+class PropertyItem(pytest.Item):
+    def __init__(self, *, line: int = 1, **kw):
+        super().__init__(**kw)
+        self.line = line
+
+    def runtest(self):
+        report = self.parent.report_for(self.name, self.session)
+        if report.error:
+            raise FairspecFailure(report.error)
+        verdict = next((v for v in report.verdicts if v.name == self.name), None)
+        if verdict is None:
+            errors = [d for d in report.diagnostics if d.is_error]
+            raise FairspecFailure("; ".join(d.message for d in errors) or f"no verdict for {self.name}")
+        if verdict.status == "holds":
+            return
+        if verdict.status == "unknown":
+            mode = self.config.getoption("--fairspec-unknown") or self.config.getini("fairspec_unknown")
+            if mode == "skip":
+                pytest.skip(f"unknown: {verdict.reason}")
+            if mode == "xfail":
+                pytest.xfail(f"unknown: {verdict.reason}")
+        raise FairspecFailure(describe(verdict))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, FairspecFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, max(0, self.line - 1), f"fairspec: {self.name}"
+
+
+def describe(verdict) -> str:
+    """A verdict as the few lines a test failure shows."""
+    from fairspec.report import cell_text
+
+    head = f"{verdict.name}: {verdict.status}" + (f" ({verdict.how})" if verdict.how else "")
+    lines = [head]
+    if verdict.value is not None:
+        lines.append(f"  value: {cell_text(verdict.value)}")
+    if verdict.bound is not None:
+        lines.append(f"  bound: [{cell_text(verdict.bound[0])}, {cell_text(verdict.bound[1])}]")
+    if verdict.reason:
+        lines.append(f"  reason: {cell_text(verdict.reason)}")
+    w = verdict.witness
+    if w is not None:
+        lines.append(f"  witness x : {cell_text(str(w.features or w.x))}")
+        lines.append(f"  witness x': {cell_text(str(w.features_prime or w.x_prime))}")
+        if w.outputs:
+            lines.append(f"  outputs   : {cell_text(str(list(w.outputs)))} (replayed by {cell_text(w.replayed_by)})")
+    return "\n".join(lines)

@@ -1,0 +1,35 @@
+"""Assertions for ordinary tests: check a spec (with in-memory models and data) inside a test.
+
+    from fairspec.testing import assert_fair
+
+    def test_model_is_fair(trained_pipeline, test_frame):
+        assert_fair("fairness/credit.fair", models={"clf": trained_pipeline}, data={"test": test_frame})
+
+The plugin (``pytest --fairspec``, fairspec/pytest_plugin.py) turns .fair files into test items instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["assert_fair"]
+
+
+def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+                property: str | None = None, allow_unknown: bool = False, allow=()):
+    """Check the spec; raise AssertionError naming every property that is violated (with its value
+    and witness) or unknown (unless ``allow_unknown``), and every lint error. Returns the report."""
+    import fairspec
+    from fairspec.diagnostics import render_full
+    from fairspec.pytest_plugin import describe
+
+    report = fairspec.check(spec, models=models, data=data, property=property, allow=allow)
+    problems = [render_full(d) for d in report.diagnostics if d.is_error]
+    if report.report.error:
+        problems.append(report.report.error)
+    for v in report:
+        if v.status == "violated" or (v.status == "unknown" and not allow_unknown):
+            problems.append(describe(v))
+    if problems:
+        raise AssertionError(f"{spec}: " + "\n".join(problems))
+    return report

@@ -1,0 +1,98 @@
+"""The pytest plugin (pytest --fairspec): each property of a .fair file is an item; holds passes,
+violated fails with the witness, unknown fails unless relaxed, lint errors are one failing item;
+-k selects, ini patterns skip / xfail; assert_fair inside ordinary tests. Run with pytester."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy  # noqa: F401 - loaded before pytester snapshots sys.modules (numpy cannot load twice)
+import pytest
+from test_python_api import _tiny_project
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _plugin_args() -> list[str]:
+    # when the distribution is installed with its entry point, pytest loads the plugin itself
+    installed = any(ep.value == "fairspec.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "fairspec.pytest_plugin"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    """The tiny XGBoost project of test_python_api, made once, before pytester snapshots sys.modules
+    (xgboost's and numpy's C modules cannot be loaded twice in one process)."""
+    folder = tmp_path_factory.mktemp("tiny")
+    spec = _tiny_project(folder)
+    text = spec.read_text() + '''
+property loose {
+  disparate_impact(m, groups s, data = d) >= 0.01
+}
+property tight {
+  disparate_impact(m, groups s, data = d) >= 0.95
+}
+'''
+    spec.write_text(text)
+    return folder
+
+
+def _project(pytester, tiny) -> Path:
+    for f in tiny.iterdir():
+        (Path(pytester.path) / f.name).write_bytes(f.read_bytes())
+    return Path(pytester.path) / "spec.fair"
+
+
+def test_properties_are_items(pytester, tiny):
+    _project(pytester, tiny)
+    res = pytester.runpytest_subprocess("--fairspec", "-rA", *_plugin_args())
+    res.assert_outcomes(passed=1, failed=2)  # parity is unknown (0.8 inside its interval): a failure
+    out = res.stdout.str()
+    assert "spec.fair::parity" in out and "spec.fair::loose" in out
+    assert "tight: violated" in out and "value:" in out and "parity: unknown" in out
+    res = pytester.runpytest_subprocess("--fairspec", "--fairspec-unknown=skip", *_plugin_args())
+    res.assert_outcomes(passed=1, failed=1, skipped=1)
+
+
+def test_inert_without_the_flag(pytester, tiny):
+    _project(pytester, tiny)
+    res = pytester.runpytest_subprocess(*_plugin_args())
+    assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_k_selects_and_ini_marks(pytester, tiny):
+    _project(pytester, tiny)
+    res = pytester.runpytest_subprocess("--fairspec", "-k", "loose", *_plugin_args())
+    res.assert_outcomes(passed=1, deselected=2)
+    pytester.makeini("[pytest]\nfairspec = true\nfairspec_skip =\n    *::parity\n"
+                      "fairspec_xfail =\n    *::tight known gap, ticket 12\n")
+    res = pytester.runpytest_subprocess("-rA", *_plugin_args())
+    res.assert_outcomes(passed=1, skipped=1, xfailed=1)
+    assert "known gap, ticket 12" in res.stdout.str()
+
+
+def test_lint_errors_are_one_item(pytester):
+    (Path(pytester.path) / "bad.fair").write_text("property p {\n  nonsense(\n}\n")
+    res = pytester.runpytest_subprocess("--fairspec", *_plugin_args())
+    res.assert_outcomes(failed=1)
+    assert "bad.fair::lint" in res.stdout.str() and "FS1" in res.stdout.str()
+
+
+def test_assert_fair_in_an_ordinary_test(pytester, tiny):
+    spec = _project(pytester, tiny)
+    pytester.makepyfile(test_model=f'''
+import pytest
+from fairspec.testing import assert_fair
+
+def test_loose_holds():
+    assert_fair({str(spec)!r}, property="loose")
+
+def test_tight_fails_with_its_value():
+    with pytest.raises(AssertionError, match="tight: violated"):
+        assert_fair({str(spec)!r}, property="tight")
+''')
+    res = pytester.runpytest_subprocess(*_plugin_args())
+    res.assert_outcomes(passed=2)

@@ -1,0 +1,156 @@
+"""The Python API (fairspec.check / fairspec.lint): in-memory models and data frames give the
+verdicts the CLI gives on the same files; the user's files are only read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairspec
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT / "examples" / "adult"
+COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+           "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+           "income"]
+
+
+def _digest(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _cli_json(spec: Path, prop: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(spec), "--format", "json",
+                          "--property", prop], capture_output=True, text=True, cwd=spec.parent, timeout=900)
+    assert out.returncode in (0, 1, 3), out.stderr
+    return json.loads(out.stdout)
+
+
+def _key(props) -> list:
+    return [(p["name"], p["status"], p["how"], p["value"], p["bound"]) for p in props]
+
+
+def test_in_memory_pipeline_and_frame_match_the_cli(tmp_path):
+    pd = pytest.importorskip("pandas")
+    sio = pytest.importorskip("skops.io")
+    project = tmp_path / "adult"
+    shutil.copytree(ADULT, project, ignore=shutil.ignore_patterns("train.py", "README.md"))
+    before = _digest(project)
+    model_file = project / "models" / "lr.skops"
+    est = sio.load(model_file, trusted=sio.get_untrusted_types(file=str(model_file)))
+    df = pd.read_csv(project / "data" / "adult.data", header=None, names=COLUMNS, dtype=str, keep_default_na=False)
+    prop = "lr_sex_race.disparate_impact"
+
+    rep = fairspec.check(project / "adult.fair", models={"lr": est}, data={"adult": df}, property=prop)
+    cli = _cli_json(project / "adult.fair", prop)
+
+    assert isinstance(rep, fairspec.CheckReport)
+    assert _key(rep.to_dict()["properties"]) == _key(cli["properties"])
+    assert rep.exit_code == cli["exit_code"]
+    assert rep[prop].status == cli["properties"][0]["status"]
+    assert _digest(project) == before  # the user's files are only read
+
+
+def test_report_faces(tmp_path):
+    spec = _tiny_project(tmp_path)
+    rep = fairspec.check(spec)
+    assert len(rep) == 1 and [v.name for v in rep] == ["parity"]
+    html = rep._repr_html_()
+    assert "parity" in html and html.lstrip().lower().startswith("<!doctype html")
+    assert "parity" in str(rep) and "exit code" in repr(rep)
+    assert json.loads(rep.to_json())["properties"][0]["name"] == "parity"
+    with pytest.raises(KeyError, match="no property named"):
+        rep["nope"]
+
+
+def _tiny_project(tmp_path, rows=None):
+    rng = np.random.default_rng(0)
+    n = 400
+    a = rng.integers(0, 10, n)
+    s = rng.integers(0, 2, n)
+    y = ((a + 3 * s + rng.normal(0, 2, n)) > 6).astype(int)
+    (tmp_path / "d.csv").write_text("a,s,y\n" + "".join(f"{x},{'MF'[z]},{w}\n" for x, z, w in zip(a, s, y)))
+    spec = tmp_path / "spec.fair"
+    spec.write_text('''data d = csv("d.csv", label = y == 1)
+features P from d {
+  a : int in [0, 9]
+  s : {M, F} protected
+}
+model m = xgboost("m.json")
+encode P for m {
+  a : raw
+  s : code
+}
+property parity {
+  disparate_impact(m, groups s, data = d) >= 0.8
+}
+''')
+    xgb = pytest.importorskip("xgboost")
+    X = np.column_stack([a, s]).astype(float)
+    clf = xgb.XGBClassifier(n_estimators=4, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
+    clf.get_booster().save_model(str(tmp_path / "m.json"))
+    return spec
+
+
+def test_in_memory_xgboost_and_lightgbm_and_data_frame(tmp_path):
+    pd = pytest.importorskip("pandas")
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    spec = _tiny_project(tmp_path)
+    df = pd.read_csv(tmp_path / "d.csv")
+    X = np.column_stack([df["a"], (df["s"] == "F").astype(int)]).astype(float)
+    file_rep = fairspec.check(spec)
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(tmp_path / "m.json"))
+    mem = fairspec.check(spec, models={"m": clf}, data={"d": df})
+    assert _key(mem.to_dict()["properties"]) == _key(file_rep.to_dict()["properties"])
+
+    # LightGBM: the same spec with the model declared lightgbm(...)
+    booster = lgb.LGBMClassifier(n_estimators=5, num_leaves=4, min_child_samples=5, verbose=-1).fit(X, df["y"])
+    booster.booster_.save_model(str(tmp_path / "m.txt"))
+    lspec = tmp_path / "lgb.fair"
+    lspec.write_text(spec.read_text().replace('xgboost("m.json")', 'lightgbm("m.txt")'))
+    assert _key(fairspec.check(lspec, models={"m": booster}).to_dict()["properties"]) == \
+        _key(fairspec.check(lspec).to_dict()["properties"])
+
+
+def test_in_memory_torch_module(tmp_path):
+    torch = pytest.importorskip("torch")
+    spec = _tiny_project(tmp_path)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    torch.jit.save(torch.jit.script(net), str(tmp_path / "net.pt"))
+    tspec = tmp_path / "torch.fair"
+    tspec.write_text(spec.read_text().replace('xgboost("m.json")', 'torch("net.pt", score = logit)'))
+    assert _key(fairspec.check(tspec, models={"m": net}).to_dict()["properties"]) == \
+        _key(fairspec.check(tspec).to_dict()["properties"])
+
+
+def test_errors_are_sentences_or_diagnostics(tmp_path):
+    spec = _tiny_project(tmp_path)
+    with pytest.raises(fairspec.FairspecError, match="declares no model named 'other'"):
+        fairspec.check(spec, models={"other": object()})
+    with pytest.raises(fairspec.FairspecError, match="declares no data set named"):
+        fairspec.check(spec, data={"nope": object()})
+    with pytest.raises(fairspec.FairspecError, match="pass a pandas or polars DataFrame"):
+        fairspec.check(spec, data={"d": [1, 2, 3]})
+    with pytest.raises(fairspec.FairspecError, match="spec file .* does not exist"):
+        fairspec.check(tmp_path / "missing.fair")
+    bad = tmp_path / "bad.fair"
+    bad.write_text("property {\n")
+    rep = fairspec.check(bad, models={"m": object()})
+    assert rep.exit_code == 2 and rep.diagnostics and not rep.ok
+    assert fairspec.lint(spec) == []
+
+
+def test_python_dash_m_fairspec_runs():
+    out = subprocess.run([sys.executable, "-m", "fairspec", "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip()
