@@ -83,14 +83,10 @@ def test_network_unknown_within_target(slice_results):
     _check_unknown(slice_results("network"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 classes 3, 4: `<` read as `<=` (require tolerances, ensure); "
-                                       "thresholds not compared in the library's arithmetic")
 def test_trees_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("trees"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 classes 4, 7: a forest whose split thresholds sit on float32 "
-                                       "grid points 'does not reproduce its predictions' and ends unknown")
 def test_trees_unknown_within_target(slice_results):
     _check_unknown(slice_results("trees"))
 

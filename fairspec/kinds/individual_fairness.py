@@ -16,7 +16,19 @@ import time
 import numpy as np
 
 from fairspec import ir
-from fairspec.verdict import Verdict, Witness, unknown
+from fairspec.verdict import Unsupported as NotLowered, Verdict, Witness, unknown
+
+
+def is_tree_model(ctx, model_name: str) -> bool:
+    """Is the loaded model a tree model the tree backends read (without converting it)?"""
+    from fairspec.models.trees import SKLEARN_TREES
+
+    try:
+        model = ctx.model(model_name)
+    except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
+        return False
+    fmt = getattr(model, "format", "")
+    return fmt in ("xgboost", "lightgbm") or (fmt == "sklearn" and type(model.raw).__name__ in SKLEARN_TREES)
 
 
 def network_of(ctx, model_name: str):
@@ -46,6 +58,16 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     from fairspec.backends.data.flips import replayer_name, run_flips
     from fairspec.planning import setting
 
+    if is_tree_model(ctx, prop.model):
+        # a tree model on a small domain: every pair on the library's own runtime (kinds/tree_pairs)
+        from fairspec.kinds.tree_pairs import decide_by_enumeration
+
+        try:
+            v = decide_by_enumeration(prop, ctx, setting(prop, "mode", backend), backend, t0)
+        except NotLowered as e:
+            return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+        if v is not None:
+            return v
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return small

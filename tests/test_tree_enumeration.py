@@ -1,0 +1,125 @@
+"""Tree models on small domains: individual fairness decided by enumeration on the library's own
+runtime (fairspec/kinds/tree_pairs.py), ties exactly as the library decides them, against brute
+force written out here."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skops")
+
+
+def _write(tmp_path, est, body: str, feats: str, enc: str) -> str:
+    import skops.io as sio
+
+    sio.dump(est, tmp_path / "m.skops")
+    p = tmp_path / "s.fair"
+    p.write_text(f'features F {{\n{feats}\n}}\nmodel m = sklearn("m.skops")\nencode F for m {{\n{enc}\n}}\n' + body)
+    return str(p)
+
+
+def _prop(name, ensure, extra="", mode=None):
+    m = f"  mode = {mode}\n" if mode else ""
+    return (f"property {name} {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n{extra}"
+            f"  ensure {ensure}\n{m}}}\n")
+
+
+def _verdicts(path):
+    from fairspec.pipeline import check
+
+    rep = check(path)
+    assert not rep.has_errors, rep.diagnostics
+    return {v.name: v for v in rep.verdicts}
+
+
+def _gb_with_raw_zero():
+    """GradientBoosting whose raw score is exactly 0 where g = 0 and -1 where g = 1."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X = np.array([[g, a] for g in (0, 1) for a in range(4)] * 2, dtype=float)
+    y = np.array([1, 0, 1, 0, 0, 1, 0, 1] * 2)      # balanced: the initial raw score is log(1) = 0
+    est = GradientBoostingClassifier(n_estimators=1, max_depth=1, random_state=0).fit(X, y)
+    t = est.estimators_[0, 0].tree_
+    t.feature[0] = 0
+    t.threshold[0] = 0.5
+    t.value[1, 0, 0] = 0.0
+    t.value[2, 0, 0] = -1.0 / est.learning_rate
+    assert est.decision_function(np.array([[0.0, 0.0]]))[0] == 0.0
+    return est
+
+
+def test_a_raw_score_of_exactly_zero_is_decided_as_the_library_predicts(tmp_path):
+    est = _gb_with_raw_zero()
+    # scikit-learn: GradientBoosting predicts the positive class at a raw score of exactly 0
+    assert list(est.predict(np.array([[0.0, 1.0], [1.0, 1.0]]))) == [1, 0]
+    body = _prop("lab", "label(m(x)) == label(m(x'))") + _prop("lab_max", "label(m(x)) == label(m(x'))",
+                                                               mode="maximize")
+    path = _write(tmp_path, est, body, "  g : bool protected\n  a : int in [0, 3]", "  g : raw\n  a : raw")
+    v = _verdicts(path)
+    assert v["lab"].status == "violated", v["lab"].reason
+    w = v["lab"].witness
+    assert {w.features["g"], w.features_prime["g"]} == {False, True}
+    assert v["lab_max"].status == "violated"
+    # the largest flip margin min(z, -z') over pairs: z = 0 (g = 0), z' = -1 (g = 1) -> 0
+    assert v["lab_max"].value == 0.0 and tuple(v["lab_max"].bound) == (0.0, 0.0)
+
+
+def test_a_forest_with_string_class_labels_is_decided(tmp_path):
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, size=(80, 2)).astype(float)
+    y = np.where(X[:, 1] + rng.normal(0, 0.5, 80) > 1.5, "yes", "no")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
+    body = (_prop("lab", "label(m(x)) == label(m(x'))")
+            + _prop("p", "|prob(m(x)) - prob(m(x'))| <= 0.1", mode="maximize"))
+    path = _write(tmp_path, est, body, "  g : int in [0, 3] protected\n  a : int in [0, 3]", "  g : raw\n  a : raw")
+    v = _verdicts(path)
+    pts = np.array(list(itertools.product(range(4), range(4))), dtype=float)
+    lab = est.predict(pts) == est.classes_[1]
+    p = est.predict_proba(pts)[:, 1]
+    # brute force: pairs differ in g, share a
+    viol = any(lab[i] != lab[j] for i in range(16) for j in range(16) if pts[i, 1] == pts[j, 1] and i != j)
+    best = max(p[i] - p[j] for i in range(16) for j in range(16) if pts[i, 1] == pts[j, 1] and pts[i, 0] != pts[j, 0])
+    assert v["lab"].status == ("violated" if viol else "holds")
+    assert v["lab"].status != "unknown" and v["p"].status != "unknown"
+    assert v["p"].value == pytest.approx(best, abs=0) or v["p"].bound[0] <= best <= v["p"].bound[1]
+    assert v["p"].status == ("violated" if best > 0.1 else "holds")
+    if v["lab"].status == "holds":
+        assert v["lab"].proof is not None and v["lab"].proof.method == "enumeration"
+
+
+@pytest.mark.parametrize("op,tol", [("<", "1"), ("<=", "1"), ("<", "2"), ("<=", "0.5")])
+def test_relaxed_tolerances_keep_their_strictness(tmp_path, op, tol):
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[g, a] for g in (0, 1) for a in range(5)], dtype=float)
+    y = np.array([0, 0, 0, 1, 1, 0, 0, 1, 1, 1])
+    est = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    body = _prop("lab", "label(m(x)) == label(m(x'))", extra=f"  require |x.a - x'.a| {op} {tol}\n")
+    path = _write(tmp_path, est, body, "  g : bool protected\n  a : int in [0, 4]", "  g : raw\n  a : raw")
+    v = _verdicts(path)["lab"]
+    lab = est.predict(X)
+    t = float(tol)
+    ok = (lambda d: d < t) if op == "<" else (lambda d: d <= t)
+    viol = any(lab[i] != lab[j] for i in range(10) for j in range(10)
+               if X[i, 0] != X[j, 0] and ok(abs(X[i, 1] - X[j, 1])))
+    assert v.status == ("violated" if viol else "holds"), v.reason
+    if viol:
+        d = abs(v.witness.features["a"] - v.witness.features_prime["a"])
+        assert ok(d)
+
+
+def test_enumeration_can_be_switched_off_for_the_harness(tmp_path, monkeypatch):
+    est = _gb_with_raw_zero()
+    path = _write(tmp_path, est, _prop("lab", "label(m(x)) == label(m(x'))"),
+                  "  g : bool protected\n  a : int in [0, 3]", "  g : raw\n  a : raw")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _verdicts(path)["lab"]
+    assert "enumeration" not in (v.reason or "")
