@@ -264,3 +264,67 @@ def metric_value(metric: str, cells, mode: str = BETWEEN, *, alpha: float = 2.0,
     pick = np.argmin(stacked, axis=0) if form == "ratio" else np.argmax(np.nan_to_num(stacked, nan=-1), axis=0)
     chosen = np.where(np.asarray(pick)[..., None] == 0, per[0], per[1])
     return value, chosen
+
+
+# ------------------------------------------------------------------ exact values (issue 20, class 6)
+
+def exact_metric_value(metric: str, cells, mode: str = BETWEEN, overall_cells=None):
+    """The metric of one table of counts in exact rationals: ``cells`` [G, 2, 2] of ints /
+    Fractions (the eligible groups), ``overall_cells`` [2, 2] (default: their sum). The same
+    definitions as :func:`metric_value` (rates, difference / ratio / average / max_rate /
+    min_rate, between groups or to the overall rate); None when the value is undefined (nan
+    there) or the form has no exact evaluation here (inequality indices, calibration)."""
+    from fractions import Fraction
+
+    m = METRICS[metric]
+    if m.form not in ("difference", "ratio", "average", "max_rate", "min_rate"):
+        return None
+    G = len(cells)
+    cell = [[[Fraction(cells[g][d][y]) for y in (0, 1)] for d in (0, 1)] for g in range(G)]
+    if overall_cells is None:
+        over = [[sum((cell[g][d][y] for g in range(G)), Fraction(0)) for y in (0, 1)] for d in (0, 1)]
+    else:
+        over = [[Fraction(overall_cells[d][y]) for y in (0, 1)] for d in (0, 1)]
+
+    def rate_of(c, name):
+        num_c, den_c, _ = RATES[name]
+        num = sum((c[d][y] for d, y in num_c), Fraction(0))
+        den = sum((c[d][y] for d, y in den_c), Fraction(0))
+        return num / den if den > 0 else None
+
+    per = [[rate_of(cell[g], r) for g in range(G)] for r in m.rates]
+    if m.form in ("max_rate", "min_rate"):
+        vals = [p for p in per[0] if p is not None]
+        if not vals:
+            return None
+        return max(vals) if m.form == "max_rate" else min(vals)
+    form = "ratio" if m.form == "ratio" else "difference"
+    out = []
+    for p, r in zip(per, m.rates):
+        vals = [x for x in p if x is not None]
+        if not vals:
+            out.append(None)
+            continue
+        if mode == BETWEEN:
+            hi, lo = max(vals), min(vals)
+            out.append((lo / hi if hi > 0 else None) if form == "ratio" else hi - lo)
+            continue
+        o = rate_of(over, r)
+        if o is None:
+            out.append(None)
+            continue
+        if form == "ratio":
+            # as the float path: 0/0 -> 1, one of them 0 -> min(0, inf) = 0
+            rs = [Fraction(1) if (x == 0 and o == 0) else
+                  (Fraction(0) if (x == 0 or o == 0) else min(x / o, o / x)) for x in vals]
+            out.append(min(rs))
+        else:
+            out.append(max(abs(x - o) for x in vals))
+    if len(out) == 1:
+        return out[0]
+    if m.form == "average":
+        return None if any(x is None for x in out) else sum(out, Fraction(0)) / len(out)
+    vals = [x for x in out if x is not None]
+    if not vals:
+        return None
+    return min(vals) if form == "ratio" else max(vals)

@@ -464,7 +464,9 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     seconds = time.perf_counter() - t0
     common = dict(value=_r(value), bound=(_r(lo), _r(hi)), backend="data", seconds=seconds, details=details)
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
-    status = interval_status(prop.op, prop.threshold, lo, hi)
+    status, why_unknown = _decide(prop, c, eligible, mdef, value, lo, hi, n, details)
+    if why_unknown:
+        return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds":
         if small:
             listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
@@ -479,6 +481,41 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def _decide(prop: ir.GroupMetric, c: Counts, eligible, mdef, value: float, lo: float, hi: float, n: int,
+            details: dict) -> tuple[str, str | None]:
+    """The status of ``[lo, hi]`` (``value`` inside) against the threshold as written, ``<`` vs ``<=``.
+
+    Unweighted rows: the value is recomputed from the exact counts in rationals
+    (``group_rates.exact_metric_value``) and stands for every end point equal to it, so a value
+    exactly on the threshold is decided as the spec writes the comparison. Weighted rows (sums of
+    float weights): an end point within the sums' rounding bound of the threshold gives unknown."""
+    from fairspec.analyses.group_rates import exact_metric_value
+    from fairspec.certify import exact as cx
+
+    cells = c.cells
+    exact = None
+    if not c.weighted and np.all(cells == np.round(cells)) and np.all(np.abs(cells) < 2.0 ** 53):
+        ints = cells.astype(np.int64)
+        over = ints.sum(axis=-3)
+        exact = exact_metric_value(prop.metric, ints[eligible].tolist(), prop.options.get("compare", BETWEEN),
+                                   over.tolist())
+    if exact is not None:
+        details["exact_value"] = str(exact)
+        lo_x = exact if lo == value else cx.exact_value(lo)
+        hi_x = exact if hi == value else cx.exact_value(hi)
+        return cx.interval_decide(min(lo_x, exact), max(hi_x, exact), prop.op, prop.threshold), None
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status != "unknown" and c.weighted:
+        # each cell a float sum of <= n + 1 non-negative terms: relative error <= gamma(n + 1) each;
+        # a rate or a difference / ratio of two rates then moves by at most 8 (n + 2) u
+        tol = 8.0 * (n + 2) * 2.0 ** -53
+        t = float(prop.threshold)
+        if min(abs(lo - t), abs(hi - t)) <= tol * max(1.0, abs(t)):
+            return "unknown", (f"{prop.metric} = {value:.12g} lies within the rounding of the weighted sums "
+                               f"({tol:.2g}) of the threshold {t:g}; the comparison cannot be decided")
+    return status, None
 
 
 def table_rates(prop: ir.GroupMetric, labelled: bool) -> list[str]:
