@@ -119,3 +119,13 @@ def test_table_rows_exact_checks_sums():
     assert list(table_rows_exact({(0,): Fraction(41, 100)}, (), 2)) == [Fraction(41, 100), Fraction(59, 100)]
     with pytest.raises(ExactUnavailable):
         table_rows_exact({(0,): Fraction(1, 2), (1,): Fraction(1, 3)}, (), 2)
+
+
+def test_influence_below_zero_strict_is_never_met(tmp_path):
+    from fairspec.pipeline import lint
+
+    p = tmp_path / "s.fair"
+    for op, bad in (("<", True), ("<=", False)):
+        p.write_text(FVGM + f"property q {{\n  influence(clf, groups P, distribution d) {op} 0\n}}\n", encoding="utf-8")
+        codes = [d.code for d in lint(p).diagnostics if d.is_error]
+        assert ("FS307" in codes) == bad, (op, codes)

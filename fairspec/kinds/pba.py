@@ -292,8 +292,14 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                            **common)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, **common)
     op, thr = prop.op, prop.threshold
-    ok = {">=": lambda v: v >= thr, ">": lambda v: v > thr, "<=": lambda v: v <= thr, "<": lambda v: v < thr}[op]
-    low_side, high_side = (share, hi_share) if op in (">=", ">") else (hi_share, share)
+    from fractions import Fraction
+
+    from fairspec.certify.exact import decide
+
+    # the shares are exact ratios of counts, compared with the threshold as written (< is not <=)
+    ok = lambda v: decide(v, op, thr)  # noqa: E731
+    share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
+    low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
     if ok(low_side):
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
                        reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", **common)

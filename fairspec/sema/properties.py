@@ -573,6 +573,9 @@ def _influence(ck, node, name, env, call, op, rhs, stmts):
     if threshold < 0:
         ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
                          f"({threshold:g}) can never be met", rhs.span)
+    if threshold == 0 and op == "<":
+        ck.fail("FS307", f"an influence is an absolute change of {quantity}, never < 0, so this claim can never "
+                         f"be met", rhs.span, hint="write <= 0 for no influence at all")
     options = parse_options(ck, stmts, env, "group_metric")
     return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
                           features=fs.name, groups=groups, data=None, distribution=dist, op=op,
