@@ -13,6 +13,7 @@ import os
 import sys
 
 from fairspec import version
+from fairspec.diagnostics.visible import visible, visible_value
 
 EXIT_INTERNAL = 4
 _ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by default it may use only its "
@@ -81,7 +82,7 @@ def _lint(args) -> int:
     errors = sum(d.is_error for d in res.diagnostics)
     if args.format == "text":
         warnings = len(res.diagnostics) - errors
-        print(f"{args.spec}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}",
+        print(f"{visible_value(args.spec)}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}",
               file=sys.stderr)
     return 2 if errors else 0
 
@@ -96,7 +97,7 @@ def _fmt(args) -> int:
         try:
             if format_file(name, write=not args.check):
                 changed += 1
-                print(name if args.check else f"reformatted {name}", file=sys.stdout if args.check else sys.stderr)
+                print(visible_value(name) if args.check else f"reformatted {visible_value(name)}", file=sys.stdout if args.check else sys.stderr)
         except DiagnosticError as e:  # the file is left as it is
             bad += 1
             for d in e.diagnostics:
@@ -172,8 +173,6 @@ def _positive(text: str) -> int:
 
 
 def _check(args) -> int:
-    from rich.console import Console
-
     from fairspec import report as rep
     from fairspec.backends import executor
     from fairspec.pipeline import check
@@ -183,7 +182,7 @@ def _check(args) -> int:
     if args.models:
         return _check_models(args, parallel)
 
-    err = Console(stderr=True)
+    err = rep.console(stderr=True)
     progress = None
     if args.format == "text" and err.is_terminal:
         from rich.progress import Progress
@@ -213,7 +212,7 @@ def _check(args) -> int:
         if text:
             print(text)
     else:
-        rep.print_text(result, Console(highlight=False, width=None if sys.stdout.isatty() else 120))
+        rep.print_text(result, rep.console(width=None if sys.stdout.isatty() else 120))
     if args.html and not _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
         return 2
     return result.exit_code
@@ -227,7 +226,7 @@ def _write_html(write) -> bool:
     try:
         write(html)
     except html.ReportWriteError as e:
-        print(f"fairspec: {e}", file=sys.stderr)
+        print(f"fairspec: {visible(e)}", file=sys.stderr)
         return False
     except ImportError as e:
         print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
@@ -240,8 +239,6 @@ def _check_models(args, parallel: bool) -> int:
     """``--models [NAME=]FOLDER``: one report per model file, in file order; the worst exit code."""
     import json
 
-    from rich.console import Console
-
     from fairspec import report as rep
     from fairspec.pipeline import InputError, check_models
 
@@ -253,7 +250,7 @@ def _check_models(args, parallel: bool) -> int:
             reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
                                    allow=args.allow_path)
     except InputError as e:
-        print(f"fairspec: {e}", file=sys.stderr)
+        print(f"fairspec: {visible(e)}", file=sys.stderr)
         return 2
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 2, 4, 1, 3) if c in codes), 0)
@@ -268,9 +265,9 @@ def _check_models(args, parallel: bool) -> int:
         if text:
             print(text)
     else:
-        out = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+        out = rep.console(width=None if sys.stdout.isatty() else 120)
         for f, r in reports:
-            out.print(f"model file {f}")
+            out.print(rep.value(f"model file {f}"))
             rep.print_text(r, out)
     keep = tuple(x for _, r in reports for x in (r.inputs or ()))
     if args.html and not _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
@@ -290,7 +287,7 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - a bug in fairspec, not bad input
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
-        print(f"fairspec: internal error: {type(e).__name__}: {e}\n"
+        print(f"fairspec: internal error: {type(e).__name__}: {visible(e)}\n"
               f"this is a bug in fairspec; rerun with FAIRSPEC_DEBUG=1 for the traceback", file=sys.stderr)
         return EXIT_INTERNAL
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics.codes import CODES
+from fairspec.diagnostics.visible import visible, visible_value
 
 
 MAX_MESSAGE = 400  # characters of a message; longer ones are cut in the middle
@@ -156,6 +157,10 @@ def _snippet(span: Span) -> list[str]:
         text = head + text[lo:hi] + tail
         carets = max(1, min(carets, hi - (col - 1)))
         col = col - lo + len(head)
+    # control characters shown as escapes (fairspec.diagnostics.visible), the caret moved with them
+    pre, mark, post = text[:col - 1], text[col - 1:col - 1 + carets], text[col - 1 + carets:]
+    pre, mark, post = visible_value(pre), visible_value(mark), visible_value(post)
+    text, col, carets = pre + mark + post, len(pre) + 1, max(1, len(mark)) if mark else carets
     gutter = " " * width
     return [
         f" {gutter} |",
@@ -165,22 +170,25 @@ def _snippet(span: Span) -> list[str]:
 
 
 def render_full(d: Diagnostic) -> str:
-    out = [f"{d.severity}[{d.code}]: {d.message}"]
+    """The diagnostic for a terminal: every text from the spec or its files through
+    :func:`~fairspec.diagnostics.visible.visible` (no raw control character reaches the terminal)."""
+    out = [f"{d.severity}[{d.code}]: {visible(d.message)}"]
     if d.span:
-        out.append(f"  --> {d.span.file}:{d.span.line}:{d.span.column}")
+        out.append(f"  --> {visible_value(d.span.file)}:{d.span.line}:{d.span.column}")
         out.extend(_snippet(d.span))
     for r in d.related:
-        out.append(f"  note: {r.message} ({r.span.file}:{r.span.line}:{r.span.column})")
+        out.append(f"  note: {visible(r.message)} ({visible_value(r.span.file)}:{r.span.line}:{r.span.column})")
         out.extend(_snippet(r.span))
     if d.hint:
-        out.append(f"  = hint: {d.hint}")
+        out.append(f"  = hint: {visible(d.hint)}")
     return "\n".join(out)
 
 
 def render_concise(d: Diagnostic) -> str:
     if d.span:
-        return f"{d.span.file}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}"
-    return f"<no location>: {d.code} {d.severity}: {d.message}"
+        return (f"{visible_value(d.span.file)}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: "
+                f"{visible_value(d.message)}")
+    return f"<no location>: {d.code} {d.severity}: {visible_value(d.message)}"
 
 
 def render(diagnostics: list[Diagnostic], fmt: str) -> str:

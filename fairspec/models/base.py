@@ -59,12 +59,13 @@ def announce_pickle(path) -> None:
     """Say once per file, on stderr, that loading this trusted pickle runs the code inside it."""
     import os
     import sys
+    from fairspec.diagnostics.visible import visible_value
 
     key = os.path.realpath(str(path))
     if key in _ANNOUNCED:
         return
     _ANNOUNCED.add(key)
-    print(f"fairspec: loading {path} runs the code inside the pickle (the spec says `trust pickle`)",
+    print(f"fairspec: loading {visible_value(path)} runs the code inside the pickle (the spec says `trust pickle`)",
           file=sys.stderr, flush=True)
 
 

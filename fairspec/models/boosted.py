@@ -87,6 +87,9 @@ class XGBoostModel(_Boosted):
         _require_file(path)
         margin, idx = _output(output, index, path, "XGBoost")
         xgb = _need("xgboost", "xgboost", path)
+        from .treefile import check_xgboost
+
+        check_xgboost(path)  # the library crashes on a malformed tree: checked here first
         try:
             booster = xgb.Booster()
             booster.load_model(str(path))
@@ -117,6 +120,9 @@ class LightGBMModel(_Boosted):
         _require_file(path)
         margin, idx = _output(output, index, path, "LightGBM")
         lgb = _need("lightgbm", "lightgbm", path)
+        from .treefile import check_lightgbm
+
+        check_lightgbm(path)  # the library crashes on a malformed tree: checked here first
         try:
             booster = lgb.Booster(model_file=str(path))
         except Exception as exc:  # noqa: BLE001

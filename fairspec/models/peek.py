@@ -597,34 +597,20 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
 
 
 def xgboost_input_width(p: pathlib.Path) -> int | None:
-    """num_feature from an XGBoost JSON model file (None for UBJSON or when it does not say)."""
+    """num_feature of an XGBoost model file (JSON or UBJSON), after checking every tree
+    (fairspec.models.treefile: a file the library would crash on is a ModelLoadError here)."""
+    from .treefile import check_xgboost
+
     _require_file(p)
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(1)
-            if head != b"{":
-                return None
-            doc = json.loads(head + fh.read())
-        n = int(doc["learner"]["learner_model_param"]["num_feature"])
-        return n if n > 0 else None
-    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
-        return None
+    return check_xgboost(p)
 
 
 def lightgbm_input_width(p: pathlib.Path) -> int | None:
-    """max_feature_idx + 1 from the header of a LightGBM text model file."""
+    """max_feature_idx + 1 of a LightGBM text model file, after checking every tree (fairspec.models.treefile)."""
+    from .treefile import check_lightgbm
+
     _require_file(p)
-    try:
-        with open(p, "rb") as fh:
-            for _ in range(64):
-                line = fh.readline()
-                if not line:
-                    break
-                if line.startswith(b"max_feature_idx="):
-                    return int(line.split(b"=", 1)[1]) + 1
-    except (OSError, ValueError):
-        return None
-    return None
+    return check_lightgbm(p)
 
 
 def peek_output_columns(format: str, path, output: str | int | None = None) -> int | None:

@@ -1,10 +1,47 @@
-"""Rendering check reports: a terminal table (rich) or one JSON object."""
+"""Rendering check reports: a terminal table (rich) or one JSON object.
+
+The text report prints every value from data, models or specs as text, never as markup: each
+one is a rich ``Text`` made by :func:`value` (one line) or :func:`prose` (a reason), through
+the one sanitiser :func:`fairspec.diagnostics.visible.visible`, so a category
+``[bold green]holds (proved)[/]`` prints as written and an ESC sequence shows as ``\\x1b``.
+:func:`console` is the Console every command prints with: markup off, and every string it is
+given made visible too (a writer that forgets still cannot pass a control character through).
+"""
 
 from __future__ import annotations
 
 import json
 
 from fairspec.diagnostics import render_full
+from fairspec.diagnostics.visible import visible, visible_value
+
+
+def value(x, style: str = ""):
+    """A value (a name, a category, a number) as rich Text on one line: no markup, no control character."""
+    from rich.text import Text
+
+    return Text(visible_value("" if x is None else x), style=style)
+
+
+def prose(x, style: str = ""):
+    """A reason, a warning, an explanation as rich Text: no markup, control characters visible, lines kept."""
+    from rich.text import Text
+
+    return Text(visible("" if x is None else x), style=style)
+
+
+def console(stderr: bool = False, **kw):
+    """The Console fairspec prints with: markup and highlighting off, every string made visible."""
+    from rich.console import Console
+
+    class _VisibleConsole(Console):
+        def render_str(self, text, **kwargs):  # every str printed or put in a table passes here
+            kwargs["markup"] = False
+            return super().render_str(visible(text), **kwargs)
+
+    kw.setdefault("markup", False)
+    kw.setdefault("highlight", False)
+    return _VisibleConsole(stderr=stderr, **kw)
 
 
 def to_json(report) -> str:
@@ -37,24 +74,26 @@ def _fmt(v) -> str:
 def print_text(report, console) -> None:
     from rich.table import Table
 
+    from rich.text import Text
+
     for d in report.diagnostics:
         console.print(render_full(d), markup=False, highlight=False)
     if report.error:
-        console.print(f"error: {report.error}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        console.print(prose(f"error: {report.error}", "bold red"), soft_wrap=True)
         return
     if not report.verdicts:
         return
-    table = Table(title=f"fairspec check {report.spec}", title_justify="left")
+    table = Table(title=value(f"fairspec check {report.spec}"), title_justify="left")
     # a property name is never broken across lines (the other columns wrap first)
-    longest = max(len(v.name) for v in report.verdicts)
+    longest = max(len(visible_value(v.name)) for v in report.verdicts)
     for col, kw in (("property", {"no_wrap": True, "min_width": longest}), ("kind", {}), ("verdict", {"no_wrap": True}),
                     ("value", {"justify": "right", "no_wrap": True}), ("interval", {"justify": "right", "no_wrap": True}),
                     ("backend", {}), ("time", {"justify": "right", "no_wrap": True})):
         table.add_column(col, **kw)
     for v in report.verdicts:
         bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
-        table.add_row(v.name, _KIND.get(v.kind, v.kind), f"[{_STYLE[v.status]}]{v.label}[/]", _fmt(v.value), bound,
-                      v.backend or "", f"{v.seconds:.2f}s")
+        table.add_row(value(v.name), value(_KIND.get(v.kind, v.kind)), value(v.label, _STYLE[v.status]),
+                      value(_fmt(v.value)), value(bound), value(v.backend or ""), value(f"{v.seconds:.2f}s"))
     console.print(table)
     for v in report.verdicts:
         lines = []
@@ -64,7 +103,7 @@ def print_text(report, console) -> None:
         if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
             lines.append(f"(lowest {wp['low']} {wp['low_rate']:.4f}; highest {wp['high']} {wp['high_rate']:.4f})")
         if lines or v.witness:
-            console.print(f"[bold]{v.name}[/]: " + " ".join(lines), highlight=False)
+            console.print(Text.assemble(value(v.name, "bold"), ": ", prose(" ".join(lines))))
         if v.witness:
             _print_witness(v.witness, console)
         if v.kind == "group_metric" and v.details and v.details.get("groups"):
@@ -77,17 +116,16 @@ def print_text(report, console) -> None:
 
                 render_table(v.details["table"], console)
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
-                console.print(f"(pba table not shown: {e})", markup=False)
+                console.print(prose(f"(pba table not shown: {e})"))
         if v.details and v.details.get("explanation"):
-            console.print(v.details["explanation"], markup=False, highlight=False)
+            console.print(prose(v.details["explanation"]))
             if v.details.get("guardrail"):
-                console.print("guardrail pre-condition:\n" + v.details["guardrail"], markup=False, highlight=False)
+                console.print(prose("guardrail pre-condition:\n" + v.details["guardrail"]))
     for w in report.warnings:
-        console.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
+        console.print(prose(f"warning: {w}", "yellow"))
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
-        console.print(f"loaded (not counted in the properties' times): {parts}", style="dim", markup=False,
-                      highlight=False)
+        console.print(prose(f"loaded (not counted in the properties' times): {parts}", "dim"))
 
 
 # the per-group table's columns, in order: key -> title
@@ -132,12 +170,13 @@ def _print_repair(v, console) -> None:
 
     d = v.details
     after = {tuple(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
-    t = Table(title=f"{v.name}: passing-rate ratio per pair ({d.get('groups_label', 'groups')}, c = {d['c']:g})",
+    t = Table(title=value(f"{v.name}: passing-rate ratio per pair ({d.get('groups_label', 'groups')}, c = {d['c']:g})"),
               title_justify="left")
     for col in ("pair", "before", "after"):
         t.add_column(col, justify="left" if col == "pair" else "right", overflow="fold")
     for p in d["pairs_before"]:
-        t.add_row(" / ".join(p["groups"]), cell_text(p["ratio"]), cell_text(after.get(tuple(p["groups"]))))
+        t.add_row(value(" / ".join(map(str, p["groups"]))), value(cell_text(p["ratio"])),
+                  value(cell_text(after.get(tuple(p["groups"])))))
     console.print(t)
     facts = [f"minimal (LP) {cell_text(d.get('minimal'))}"]
     if d.get("repaired"):
@@ -147,7 +186,7 @@ def _print_repair(v, console) -> None:
                   f"accuracy {cell_text(d.get('accuracy_before'))} -> {cell_text(d.get('accuracy_after'))}",
                   f"written {d.get('written') or '(not written)'}"]
     facts.append(f"solver {d.get('solver')} {cell_text(d.get('solver_seconds'))}s")
-    console.print("  " + "; ".join(facts), markup=False, highlight=False)
+    console.print(prose("  " + "; ".join(facts)))
 
 
 def _print_groups(v, console) -> None:
@@ -158,37 +197,36 @@ def _print_groups(v, console) -> None:
     title = f"{v.name}: per group ({d.get('groups_label', 'groups')}"
     if d.get("weight"):
         title += f", weighted by {d['weight']}"
-    t = Table(title=title + ")", title_justify="left")
+    t = Table(title=value(title + ")"), title_justify="left")
     t.add_column("group", overflow="fold")
     for _, title in cols:
-        t.add_column(title, justify="right")
+        t.add_column(value(title), justify="right")
     counted = any("counted" in r for r in d["groups"])
     if counted:
         t.add_column("counted")
     for r in d["groups"]:
         extra = [("excluded" if r.get("excluded") else cell_text(r["counted"]))] if counted else []
-        t.add_row(str(r["group"]), *(cell_text(r.get(k)) for k, _ in cols), *extra)
+        t.add_row(value(r["group"]), *(value(cell_text(r.get(k))) for k, _ in cols), *map(value, extra))
     if d.get("overall"):
-        t.add_row("all rows", *(cell_text(d["overall"].get(k)) for k, _ in cols), *([""] if counted else []),
-                  style="dim")
+        t.add_row(value("all rows"), *(value(cell_text(d["overall"].get(k))) for k, _ in cols),
+                  *([value("")] if counted else []), style="dim")
     console.print(t)
     if d.get("excluded_groups"):
         listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        console.print(f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}",
-                      markup=False, highlight=False)
+        console.print(prose(f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}"))
 
 
 def _print_witness(w, console) -> None:
     from rich.table import Table
 
-    t = Table(title="witness (replayed by " + (w.replayed_by or "the model") + ")", title_justify="left")
+    t = Table(title=value("witness (replayed by " + (w.replayed_by or "the model") + ")"), title_justify="left")
     t.add_column("feature")
     t.add_column("x")
     t.add_column("x'")
     for k in w.features:
         a, b = w.features[k], w.features_prime.get(k)
         style = "bold" if a != b else ""
-        t.add_row(k, str(a), str(b), style=style)
+        t.add_row(value(k), value(a), value(b), style=style)
     if w.outputs:
-        t.add_row("model output", f"{w.outputs[0]:.6g}", f"{w.outputs[1]:.6g}", style="cyan")
+        t.add_row(value("model output"), value(f"{w.outputs[0]:.6g}"), value(f"{w.outputs[1]:.6g}"), style="cyan")
     console.print(t)

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from fairspec.diagnostics import Diagnostic
 from fairspec.diagnostics.codes import CODES
+from fairspec.diagnostics.visible import visible
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -127,6 +128,7 @@ def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
 
 
 def _escape_data(s: str) -> str:
+    s = visible(s)  # a terminal renders the CI log: no raw control character from a value
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

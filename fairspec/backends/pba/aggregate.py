@@ -107,6 +107,9 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
     One table on a wide terminal; below 130 columns the group metrics and the PBA shares are
     two tables, each fitting 80 columns."""
     from rich.table import Table
+    from rich.text import Text
+
+    from fairspec.diagnostics.visible import visible_value
 
     d = agg.to_json() if isinstance(agg, Aggregate) else agg
     metrics = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
@@ -116,7 +119,7 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
         else [(title, metrics + shares)]
     tables = []
     for name, cols in layouts:
-        t = Table(title=name, title_justify="left")
+        t = Table(title=Text(visible_value(name)), title_justify="left")
         t.add_column("group", overflow="fold")
         for col in cols:
             t.add_column(col, justify="right", no_wrap=True)
@@ -134,7 +137,7 @@ def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness
                     row.append(f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
                 else:
                     row.append(cells[col])
-            t.add_row(r["group"], *row)
+            t.add_row(Text(visible_value(r["group"])), *row)
         tables.append(t)
         if console is not None:
             console.print(t)

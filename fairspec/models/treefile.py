@@ -1,0 +1,415 @@
+"""Tree model files checked before a library reads them: XGBoost (JSON, UBJSON) and LightGBM (text).
+
+XGBoost and LightGBM trust their model files: a tree whose child points back at its parent, at
+itself or past the end, a split on a feature beyond the input width, a ``num_leaves`` of 10^8 or
+a ``tree_sizes`` header that runs past the end of the file crash the process inside the library
+(SIGSEGV, abort) with nothing printed.  :func:`check_xgboost` and :func:`check_lightgbm` read the
+file here, in Python and without the library, and raise :class:`~fairspec.models.base.ModelLoadError`
+(one sentence naming the file and what is wrong) unless every tree is a tree: each child index in
+range, every node reached once from the root (no cycle, no shared node), every split on a feature
+below the declared width, every threshold a number, every leaf value finite, the arrays as long
+as the tree says.  They return the model's input width.  Lint (through
+:func:`fairspec.models.peek.peek_input_width`) and the loaders (:mod:`fairspec.models.boosted`) both
+call them, so a file lint passes is one the library can read, and one it refuses never reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import struct
+
+import numpy as np
+
+from .base import ModelLoadError
+
+MAX_FEATURES = 1 << 24       # a wider input is no model fairspec can encode; also bounds every allocation
+_MAX_DEPTH = 64              # UBJSON nesting (XGBoost's documents are 6 deep)
+
+
+def _bad(path, what: str) -> ModelLoadError:
+    return ModelLoadError(f"{path} is not a valid {what}", path)
+
+
+# ------------------------------------------------------------------ UBJSON (XGBoost's binary format)
+
+_UBJ_NUM = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+
+
+class _Ubj:
+    """A bounded UBJSON reader (the subset XGBoost writes: objects, arrays, typed arrays, numbers, strings)."""
+
+    def __init__(self, buf: bytes):
+        self.buf, self.pos = buf, 0
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ValueError("truncated")
+        b = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def _count(self) -> int:
+        t = self._take(1)
+        if t not in _UBJ_NUM or t in (b"d", b"D"):
+            raise ValueError("bad length")
+        n = int(np.frombuffer(self._take(np.dtype(_UBJ_NUM[t]).itemsize), _UBJ_NUM[t])[0])
+        if n < 0 or n > len(self.buf):
+            raise ValueError("bad length")
+        return n
+
+    def value(self, t: bytes | None = None, depth: int = 0):
+        if depth > _MAX_DEPTH:
+            raise ValueError("nested too deeply")
+        t = t or self._take(1)
+        while t == b"N":  # no-op
+            t = self._take(1)
+        if t in _UBJ_NUM:
+            dt = np.dtype(_UBJ_NUM[t])
+            return np.frombuffer(self._take(dt.itemsize), dt)[0].item()
+        if t == b"S":
+            return self._take(self._count()).decode("utf-8")
+        if t == b"C":
+            return self._take(1).decode("latin-1")
+        if t in (b"T", b"F"):
+            return t == b"T"
+        if t == b"Z":
+            return None
+        if t == b"H":
+            return float(self._take(self._count()).decode("ascii"))
+        if t in (b"[", b"{"):
+            return self._container(t == b"{", depth)
+        raise ValueError(f"unknown marker {t!r}")
+
+    def _container(self, is_obj: bool, depth: int):
+        typ = count = None
+        if self.buf[self.pos:self.pos + 1] == b"$":
+            self.pos += 1
+            typ = self._take(1)
+            if self._take(1) != b"#":
+                raise ValueError("typed container without a count")
+            count = self._count()
+        elif self.buf[self.pos:self.pos + 1] == b"#":
+            self.pos += 1
+            count = self._count()
+        if not is_obj and typ in _UBJ_NUM:  # a typed numeric array: one read
+            dt = np.dtype(_UBJ_NUM[typ])
+            return np.frombuffer(self._take(count * dt.itemsize), dt).astype(dt.newbyteorder("="))
+        out: dict | list = {} if is_obj else []
+        i = 0
+        while True:
+            if count is None:
+                if self.buf[self.pos:self.pos + 1] == (b"}" if is_obj else b"]"):
+                    self.pos += 1
+                    return out
+            elif i == count:
+                return out
+            if is_obj:
+                key = self._take(self._count()).decode("utf-8")
+                out[key] = self.value(typ, depth + 1)
+            else:
+                out.append(self.value(typ, depth + 1))
+            i += 1
+
+
+def read_xgboost(path) -> dict:
+    """The XGBoost model document (JSON or UBJSON), or ModelLoadError."""
+    p = pathlib.Path(path)
+    try:
+        buf = p.read_bytes()
+    except OSError as e:
+        from fairspec.files import os_error
+
+        raise ModelLoadError(os_error(p, e), p) from None
+    try:
+        if buf[:1] == b"{" and buf[1:2] not in (b"L", b"l", b"i", b"U", b"I", b"$", b"#", b"}"):
+            doc = json.loads(buf.decode("utf-8"))
+        else:
+            r = _Ubj(buf)
+            doc = r.value()
+    except (ValueError, UnicodeDecodeError, RecursionError, struct.error, OverflowError) as e:
+        raise _bad(p, f"XGBoost model file (JSON or UBJSON): {str(e)[:120]}") from None
+    if not isinstance(doc, dict):
+        raise _bad(p, "XGBoost model file (the document is not an object)")
+    return doc
+
+
+# ------------------------------------------------------------------ XGBoost
+
+def _get(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def _int(v, default=None):
+    try:
+        if isinstance(v, str):
+            v = v.strip()
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return int(f) if math.isfinite(f) and f == int(f) else default
+
+
+def _array(v, n: int | None, dtype, where: str, path):
+    if isinstance(v, np.ndarray):
+        a = v
+    elif isinstance(v, list):
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise _bad(path, f"XGBoost model file: {where} holds something other than numbers") from None
+    else:
+        raise _bad(path, f"XGBoost model file: {where} is missing")
+    if a.ndim != 1 or (n is not None and len(a) != n):
+        raise _bad(path, f"XGBoost model file: {where} has {a.size} entries, the tree has {n} nodes")
+    return a.astype(dtype) if dtype is not None else a
+
+
+def _check_tree_shape(left, right, n: int, path, what: str) -> list[int]:
+    """The nodes reached from the root (node 0), each exactly once; raises on a child out of range,
+    a node that is its own child, a cycle or a node with two parents."""
+    seen = np.zeros(n, dtype=bool)
+    order, stack = [], [0]
+    while stack:
+        i = stack.pop()
+        if seen[i]:
+            raise _bad(path, f"{what}: node {i} is reached twice (a cycle or a shared node)")
+        seen[i] = True
+        order.append(i)
+        a, b = int(left[i]), int(right[i])
+        if a < 0 and b < 0:
+            continue
+        for c in (a, b):
+            if c < 0 or c >= n:
+                raise _bad(path, f"{what}: node {i} has child {c}, outside the tree's {n} nodes")
+            if c == i:
+                raise _bad(path, f"{what}: node {i} is its own child")
+        if a == b:
+            raise _bad(path, f"{what}: node {i} has the same node {a} as both children")
+        stack += [b, a]
+    return order
+
+
+def check_xgboost(path) -> int | None:
+    """Validate an XGBoost model file's trees (module docstring); its input width (None when it does not say)."""
+    p = pathlib.Path(path)
+    doc = read_xgboost(p)
+    learner = doc.get("learner")
+    if not isinstance(learner, dict):
+        raise _bad(p, "XGBoost model file (no 'learner')")
+    width = _int(_get(learner, "learner_model_param", "num_feature"), -1)
+    if width < 0 or width > MAX_FEATURES:
+        raise _bad(p, f"XGBoost model file: num_feature must be a whole number in [0, {MAX_FEATURES}]")
+    base = _get(learner, "learner_model_param", "base_score")
+    if base is not None:
+        try:
+            vals = [float(x) for x in str(base).strip("[] ").replace(",", " ").split()]
+        except ValueError:
+            vals = [math.nan]
+        if not vals or not all(math.isfinite(v) for v in vals):
+            raise ModelLoadError(f"{p} is not a usable XGBoost model: its base_score {base!r} is not a finite number", p)
+    gb = learner.get("gradient_booster")
+    name = _get(gb, "name")
+    if name == "dart":
+        gb = _get(gb, "gbtree")
+    elif name == "gblinear":
+        w = _get(gb, "model", "weights")
+        if w is not None and not np.all(np.isfinite(_array(w, None, np.float64, "the linear weights", p))):
+            raise ModelLoadError(f"{p} is not a usable XGBoost model: its weights are not all finite (NaN or inf)", p)
+        return width or None
+    elif name != "gbtree":
+        raise _bad(p, f"XGBoost model file: unknown booster {name!r}")
+    model = _get(gb, "model")
+    trees = _get(model, "trees")
+    if not isinstance(trees, list):
+        raise _bad(p, "XGBoost model file: the booster has no list of trees")
+    declared = _int(_get(model, "gbtree_model_param", "num_trees"))
+    if declared is not None and declared != len(trees):
+        raise _bad(p, f"XGBoost model file: it declares {declared} trees and holds {len(trees)}")
+    info = _get(model, "tree_info")
+    if info is not None and len(info) != len(trees):
+        raise _bad(p, f"XGBoost model file: tree_info has {len(info)} entries for {len(trees)} trees")
+    indptr = _get(model, "iteration_indptr")
+    if indptr is not None:
+        ip = _array(indptr, None, None, "iteration_indptr", p)
+        if len(ip) and (ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[-1] != len(trees)):
+            raise _bad(p, "XGBoost model file: iteration_indptr does not count its trees")
+    for t, tree in enumerate(trees):
+        what = f"XGBoost model file: tree {t}"
+        if not isinstance(tree, dict):
+            raise _bad(p, f"{what} is not an object")
+        n = _int(_get(tree, "tree_param", "num_nodes"), -1)
+        if n < 1:
+            raise _bad(p, f"{what} has no nodes")
+        leaf_vec = _int(_get(tree, "tree_param", "size_leaf_vector"), 1)
+        if leaf_vec not in (0, 1):
+            raise ModelLoadError(f"{p} holds a multi-target XGBoost tree (tree {t}); fairspec reads binary "
+                                 "classifiers", p)
+        left = _array(tree.get("left_children"), n, np.int64, f"tree {t}'s left_children", p)
+        right = _array(tree.get("right_children"), n, np.int64, f"tree {t}'s right_children", p)
+        feat = _array(tree.get("split_indices"), n, np.int64, f"tree {t}'s split_indices", p)
+        cond = _array(tree.get("split_conditions"), n, np.float64, f"tree {t}'s split_conditions", p)
+        _array(tree.get("default_left"), n, None, f"tree {t}'s default_left", p)
+        stype = tree.get("split_type")
+        stype = np.zeros(n, np.int64) if stype is None else _array(stype, n, np.int64, f"tree {t}'s split_type", p)
+        if "base_weights" in tree:
+            _array(tree["base_weights"], None, np.float64, f"tree {t}'s base_weights", p)
+        order = _check_tree_shape(left, right, n, p, what)
+        idx = np.asarray(order)
+        inner = idx[left[idx] >= 0]
+        leaves = idx[left[idx] < 0]
+        if np.any(feat[inner] < 0) or (width and np.any(feat[inner] >= width)):
+            bad = int(feat[inner][(feat[inner] < 0) | (feat[inner] >= (width or MAX_FEATURES))][0])
+            raise _bad(p, f"{what} splits on feature {bad}, beyond the model's {width} inputs")
+        if np.any(np.isnan(cond[inner[stype[inner] == 0]])):
+            raise _bad(p, f"{what} has a split threshold that is not a number (NaN)")
+        if not np.all(np.isfinite(cond[leaves])):
+            raise ModelLoadError(f"{p} is not a usable XGBoost model: a leaf of tree {t} holds a value that is not "
+                                 "finite (NaN or inf)", p)
+        if np.any(stype[inner] != 0):
+            _check_categories(tree, inner[stype[inner] != 0], p, what)
+    return width or None
+
+
+def _check_categories(tree, nodes, path, what) -> None:
+    cats = _array(tree.get("categories", []), None, np.float64, "categories", path)
+    cnodes = _array(tree.get("categories_nodes", []), None, np.int64, "categories_nodes", path)
+    seg = _array(tree.get("categories_segments", []), len(cnodes), np.int64, "categories_segments", path)
+    size = _array(tree.get("categories_sizes", []), len(cnodes), np.int64, "categories_sizes", path)
+    if np.any(seg < 0) or np.any(size < 0) or np.any(seg + size > len(cats)):
+        raise _bad(path, f"{what}: a categorical split's categories lie outside the list")
+    if not np.all(np.isfinite(cats)) or np.any(cats < 0) or np.any(cats >= MAX_FEATURES):
+        raise _bad(path, f"{what}: a category is not a small whole number")
+    if not set(map(int, nodes)) <= set(map(int, cnodes)):
+        raise _bad(path, f"{what}: a categorical split has no categories")
+
+
+# ------------------------------------------------------------------ LightGBM
+
+def _floats(text: str, n: int, key: str, path, what: str) -> np.ndarray:
+    parts = text.split()
+    if len(parts) != n:
+        raise _bad(path, f"LightGBM model file: {what}'s {key} has {len(parts)} entries, expected {n}")
+    try:
+        return np.array([float(x) for x in parts], dtype=np.float64)
+    except ValueError:
+        raise _bad(path, f"LightGBM model file: {what}'s {key} holds something other than numbers") from None
+
+
+def _ints(text: str, n: int, key: str, path, what: str) -> np.ndarray:
+    a = _floats(text, n, key, path, what)
+    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)) or np.any(np.abs(a) > 2 ** 53):
+        raise _bad(path, f"LightGBM model file: {what}'s {key} holds something other than whole numbers")
+    return a.astype(np.int64)
+
+
+def check_lightgbm(path) -> int | None:
+    """Validate a LightGBM text model file's trees (module docstring); its input width."""
+    p = pathlib.Path(path)
+    try:
+        buf = p.read_bytes()
+    except OSError as e:
+        from fairspec.files import os_error
+
+        raise ModelLoadError(os_error(p, e), p) from None
+    if buf[:5] != b"tree\n" and buf[:6] != b"tree\r\n":
+        raise _bad(p, "LightGBM text model file (it does not start with 'tree')")
+    try:
+        text = buf.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _bad(p, "LightGBM text model file (not UTF-8 text)") from None
+    first = text.find("\nTree=")
+    head = text[:first if first >= 0 else len(text)]
+    hdr = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
+    mfi = _int(hdr.get("max_feature_idx"), None)
+    if mfi is None or mfi < 0 or mfi >= MAX_FEATURES:
+        raise _bad(p, f"LightGBM model file: max_feature_idx must be a whole number in [0, {MAX_FEATURES})")
+    width = mfi + 1
+    for key in ("num_class", "num_tree_per_iteration"):
+        v = _int(hdr.get(key, "1"), -1)
+        if v < 1 or v > 1 << 16:
+            raise _bad(p, f"LightGBM model file: {key} must be a positive whole number")
+    if "end of trees" not in text:
+        raise _bad(p, "LightGBM model file: it is truncated (no 'end of trees')")
+    body = text[first + 1:text.index("end of trees")] if first >= 0 else ""
+    blocks = [b for b in body.split("\nTree=")]
+    if blocks and blocks[0].startswith("Tree="):
+        blocks[0] = blocks[0][len("Tree="):]
+    blocks = [b for b in blocks if b.strip()]
+    if "tree_sizes" in hdr:
+        sizes = hdr["tree_sizes"].split()
+        if len(sizes) != len(blocks) or not all(s.isdigit() for s in sizes):
+            raise _bad(p, f"LightGBM model file: tree_sizes lists {len(sizes)} trees and the file holds {len(blocks)}")
+        start, raw = first + 1, buf
+        pos = len(text[:start].encode("utf-8"))
+        for i, s in enumerate(sizes):
+            if raw[pos:pos + 5] != b"Tree=":
+                raise _bad(p, f"LightGBM model file: tree_sizes does not match tree {i}'s place in the file")
+            pos += int(s)
+            if pos > len(raw):
+                raise _bad(p, "LightGBM model file: tree_sizes runs past the end of the file")
+    for t, block in enumerate(blocks):
+        what = f"tree {t}"
+        kv = {}
+        for line in block.splitlines()[1:]:
+            if "=" in line:
+                k, v = line.split("=", 1)
+                kv[k.strip()] = v.strip()
+        n_leaves = _int(kv.get("num_leaves"), -1)
+        if n_leaves < 1:
+            raise _bad(p, f"LightGBM model file: {what} has no num_leaves")
+        leaf = _floats(kv.get("leaf_value", ""), n_leaves, "leaf_value", p, what)
+        if not np.all(np.isfinite(leaf)):
+            raise ModelLoadError(f"{p} is not a usable LightGBM model: a leaf of {what} holds a value that is not "
+                                 "finite (NaN or inf)", p)
+        if _int(kv.get("is_linear", "0"), 0):
+            raise ModelLoadError(f"{p} holds a linear-leaf LightGBM tree ({what}); fairspec reads constant leaves", p)
+        if n_leaves == 1:
+            continue
+        m = n_leaves - 1
+        feat = _ints(kv.get("split_feature", ""), m, "split_feature", p, what)
+        thr = _floats(kv.get("threshold", ""), m, "threshold", p, what)
+        dec = _ints(kv.get("decision_type", ""), m, "decision_type", p, what)
+        left = _ints(kv.get("left_child", ""), m, "left_child", p, what)
+        right = _ints(kv.get("right_child", ""), m, "right_child", p, what)
+        if np.any(feat < 0) or np.any(feat >= width):
+            bad = int(feat[(feat < 0) | (feat >= width)][0])
+            raise _bad(p, f"LightGBM model file: {what} splits on feature {bad}, beyond the model's {width} inputs")
+        if np.any(np.isnan(thr)):
+            raise _bad(p, f"LightGBM model file: {what} has a split threshold that is not a number (NaN)")
+        # internal nodes 0..m-1 are >= 0; leaf j is written ~j = -(j + 1)
+        for c in (left, right):
+            if np.any(c >= m) or np.any(c == 0) or np.any(c < -n_leaves):
+                raise _bad(p, f"LightGBM model file: {what} has a child outside its {m} nodes and {n_leaves} leaves")
+        seen_in, seen_leaf, stack = np.zeros(m, bool), np.zeros(n_leaves, bool), [0]
+        while stack:
+            i = stack.pop()
+            if seen_in[i]:
+                raise _bad(p, f"LightGBM model file: {what}'s node {i} is reached twice (a cycle or a shared node)")
+            seen_in[i] = True
+            for c in (int(left[i]), int(right[i])):
+                if c >= 0:
+                    stack.append(c)
+                elif seen_leaf[~c]:
+                    raise _bad(p, f"LightGBM model file: {what}'s leaf {~c} is reached twice")
+                else:
+                    seen_leaf[~c] = True
+        if not (seen_in.all() and seen_leaf.all()):
+            raise _bad(p, f"LightGBM model file: {what} has nodes or leaves its root never reaches")
+        cat = (dec & 1) == 1
+        if np.any(cat):
+            n_cat = _int(kv.get("num_cat"), -1)
+            if n_cat < 1:
+                raise _bad(p, f"LightGBM model file: {what} has categorical splits and no num_cat")
+            bounds = _ints(kv.get("cat_boundaries", ""), n_cat + 1, "cat_boundaries", p, what)
+            words = kv.get("cat_threshold", "").split()
+            ci = thr[cat]
+            if (np.any(ci < 0) or np.any(ci >= n_cat) or np.any(ci != np.round(ci)) or bounds[0] != 0
+                    or np.any(np.diff(bounds) < 0) or bounds[-1] != len(words)):
+                raise _bad(p, f"LightGBM model file: {what}'s categorical splits point outside their lists")
+    return width

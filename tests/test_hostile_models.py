@@ -1,0 +1,129 @@
+"""Hostile model files (issue 21, classes 3 and 4): no native crash, no verdict from a model that
+is not finite.
+
+Class 3: every malformed XGBoost / LightGBM file of tests/hostile_trees.py (cycles, self-loops,
+children out of range, splits beyond the width, NaN leaves, a huge num_leaves, truncated files,
+tree_sizes past the end; most of them crash or hang the library) is refused by
+fairspec.models.treefile before the library reads it: one sentence naming the file, lint FS401,
+check exit 2, never a signal.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from fairspec.models import ModelLoadError, load_model
+from fairspec.pipeline import lint
+from hostile_trees import lightgbm_mutations, write_xgboost, xgboost_mutations
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, 10, n), rng.integers(0, 2, n), rng.integers(0, 5, n)]).astype(float)
+    y = ((X[:, 0] + 3 * X[:, 1] + rng.normal(0, 2, n)) > 6).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    d = tmp_path_factory.mktemp("valid_trees")
+    X, y = _data()
+    b = xgb.XGBClassifier(n_estimators=3, max_depth=2, random_state=0, n_jobs=1).fit(X, y).get_booster()
+    b.save_model(str(d / "m.json"))
+    b.save_model(str(d / "m.ubj"))
+    m = lgb.LGBMClassifier(n_estimators=3, max_depth=2, random_state=0, n_jobs=1, verbose=-1,
+                           min_child_samples=5).fit(X, y)
+    m.booster_.save_model(str(d / "m.txt"))
+    return d
+
+
+SPEC = '''
+features P {
+  a : int in [0, 9]
+  b : int in [0, 4]
+  s : {F, M} protected
+}
+model m = FORMAT("FILE")
+encode P for m {
+  a : raw
+  s : code
+  b : raw
+}
+property same {
+  forall x, x' : P
+  require x.* == x'.* except {s}
+  ensure label(m(x)) == label(m(x'))
+}
+'''
+
+
+def _spec(tmp_path, fmt, name):
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("FORMAT", fmt).replace("FILE", name))
+    return spec
+
+
+def _bad_files(valid, tmp_path):
+    out = []
+    for name, mutate in xgboost_mutations().items():
+        out.append(("xgboost", write_xgboost(valid / "m.json", tmp_path / f"x_{name}.json", mutate)))
+    for name, mutate in lightgbm_mutations().items():
+        p = tmp_path / f"l_{name}.txt"
+        p.write_text(mutate((valid / "m.txt").read_text()))
+        out.append(("lightgbm", p))
+    return out
+
+
+def test_the_valid_files_pass_and_ubjson_reads_as_json(valid):
+    from fairspec.models.treefile import check_lightgbm, check_xgboost, read_xgboost
+
+    assert check_xgboost(valid / "m.json") == check_xgboost(valid / "m.ubj") == check_lightgbm(valid / "m.txt") == 3
+    a, b = read_xgboost(valid / "m.json"), read_xgboost(valid / "m.ubj")
+    ta, tb = (d["learner"]["gradient_booster"]["model"]["trees"] for d in (a, b))
+    assert len(ta) == len(tb) == 3
+    for x, y in zip(ta, tb):
+        for k in ("left_children", "right_children", "split_indices"):
+            assert list(x[k]) == list(y[k])
+        assert np.allclose(x["split_conditions"], y["split_conditions"])
+
+
+def test_every_malformed_tree_file_is_one_sentence_before_the_library(valid, tmp_path, monkeypatch):
+    import lightgbm
+    import xgboost
+
+    def never(*a, **k):
+        raise AssertionError("the library saw a malformed file")
+
+    monkeypatch.setattr(xgboost.Booster, "load_model", never)
+    monkeypatch.setattr(lightgbm, "Booster", never)
+    for fmt, p in _bad_files(valid, tmp_path):
+        with pytest.raises(ModelLoadError) as e:
+            load_model(fmt, p)
+        assert p.name in str(e.value) and "\n" not in str(e.value), (p.name, str(e.value))
+        spec = _spec(tmp_path, fmt, p.name)
+        res = lint(spec)
+        errs = [d for d in res.diagnostics if d.is_error]
+        assert [d.code for d in errs] == ["FS401"], (p.name, [(d.code, d.message) for d in res.diagnostics])
+        assert p.name in errs[0].message and errs[0].span.line == 7
+
+
+@pytest.mark.parametrize("which", [("xgboost", "x_cycle.json"), ("xgboost", "x_child_out_of_range.json"),
+                                   ("lightgbm", "l_tree_sizes_past_the_end.txt"), ("lightgbm", "l_truncated.txt"),
+                                   ("lightgbm", "l_cycle.txt")])
+def test_check_on_a_crashing_file_exits_2_naming_it(valid, tmp_path, which):
+    fmt, name = which
+    _bad_files(valid, tmp_path)
+    spec = _spec(tmp_path, fmt, name)
+    for cmd in ("lint", "check"):
+        r = run_cli(cmd, spec, "--format", "json", cwd=tmp_path)
+        assert r.returncode == 2, (cmd, r.returncode, r.stderr)
+        doc = json.loads(r.stdout)
+        assert name in json.dumps(doc), doc
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr

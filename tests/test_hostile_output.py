@@ -1,0 +1,156 @@
+"""Hostile input, round two (issue 21, classes 1 and 2): no verdict text a data value can forge.
+
+Categories in a CSV and strings in a spec carrying ESC sequences (a cleared screen, an OSC title,
+a carriage return, a bidi override) and rich markup (``[bold green]holds (proved)[/]``, ``[/]``,
+a ``[link=...]``) go through every text writer: the report table, reasons, the per-group table,
+lint's messages and snippets, ``--format github``.  None reaches the terminal raw; every one is
+printed as written (markup) or as a visible escape (control characters); nothing crashes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+
+from conftest import run_cli
+from fairspec.diagnostics import render_full
+from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.pipeline import check, lint
+
+ESC = "\x1b"
+HOSTILE = [f"{ESC}]0;pwned{ESC}\\x", "[bold green]holds (proved)[/]", "[/]", "[link=https://evil.example]holds[/link]",
+           f"a{ESC}[2Jb", "c\rholds", "d\u202eolleh", "[x]"]
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours rich itself writes on a terminal
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\") + '"'
+
+
+def _project(tmp_path, *, extra_value: str | None = None):
+    (tmp_path / "fairspec.toml").write_text("")
+    rows = ["g,approved,outcome"]
+    for i in range(40 * len(HOSTILE)):
+        rows.append(f"{_quote(HOSTILE[i % len(HOSTILE)])},{'yes' if i % 3 else 'no'},{i % 2}")
+    if extra_value:
+        rows.append(f"{_quote(extra_value)},yes,1")
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n", newline="")
+    spec = tmp_path / "s.fair"
+    spec.write_text(f"""data log = csv("d.csv", label = outcome == 1)
+features A from log {{
+  g : {{{", ".join(_quote(c) for c in HOSTILE)}}} protected
+}}
+model service = predictions(log, decision = "approved")
+property strict {{
+  statistical_parity(service, groups g) <= 0.01
+}}
+property loose {{
+  statistical_parity(service, groups g) <= 0.99
+}}
+""", newline="")
+    return spec
+
+
+def _no_raw_controls(text: str) -> None:
+    stripped = SGR.sub("", text)
+    bad = {c for c in stripped if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
+           or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"}
+    assert not bad, sorted(map(hex, map(ord, bad)))
+
+
+def test_visible_shows_every_control_character():
+    assert visible(f"a{ESC}[2Jb") == "a\\x1b[2Jb"
+    assert visible("x\ry\u202ez\x9b\x7f") == "x\\ry\\u202ez\\x9b\\x7f"
+    assert visible("two\nlines\tok") == "two\nlines\tok"
+    assert visible_value("two\nlines") == "two\\nlines"
+    assert visible(3.5) == "3.5"
+
+
+def test_the_text_report_prints_values_as_text_on_a_colour_terminal(tmp_path):
+    from fairspec import report as rep
+
+    res = check(_project(tmp_path))
+    assert [v.status for v in res.verdicts] == ["violated", "holds"]
+    buf = io.StringIO()
+    rep.print_text(res, rep.console(file=buf, force_terminal=True, width=200, color_system="truecolor"))
+    out = buf.getvalue()
+    _no_raw_controls(out)
+    plain = SGR.sub("", out)
+    for s in HOSTILE:  # every category printed as written, control characters as escapes
+        assert visible_value(s) in plain, s
+    assert "\\x1b]0;pwned" in plain and "\\u202e" in plain
+    assert "]8;" not in plain  # no OSC 8 hyperlink from [link=...]
+    # the verdict column says what was decided, whatever the categories say
+    assert plain.count("holds (proved)") == plain.count("[bold green]holds (proved)[/]")
+
+
+def test_any_console_is_safe_with_print_text(tmp_path):
+    """A plain rich Console (markup on, as a library user would pass) prints the same: every value is Text."""
+    from rich.console import Console
+
+    from fairspec import report as rep
+
+    res = check(_project(tmp_path))
+    buf = io.StringIO()
+    rep.print_text(res, Console(file=buf, force_terminal=True, width=200))
+    _no_raw_controls(buf.getvalue())
+    assert "[bold green]holds (proved)[/]" in SGR.sub("", buf.getvalue())
+
+
+def test_the_fairspec_console_makes_any_string_visible():
+    from fairspec import report as rep
+
+    buf = io.StringIO()
+    c = rep.console(file=buf, force_terminal=True, width=100)
+    c.print(f"[bold]x[/] {ESC}]0;t{ESC}\\ [/]")
+    out = buf.getvalue()
+    _no_raw_controls(out)
+    assert "[bold]x[/]" in out and "\\x1b]0;t" in out
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "json", "sarif"])
+def test_check_in_every_format_never_passes_a_control_character(tmp_path, fmt):
+    spec = _project(tmp_path)
+    r = run_cli("check", spec, "--format", fmt, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    _no_raw_controls(r.stdout)
+    _no_raw_controls(r.stderr)
+    if fmt in ("json", "sarif"):
+        doc = json.loads(r.stdout)  # the document's strings keep the values exactly (JSON escapes them)
+        assert "[bold green]holds (proved)[/]" in json.dumps(doc, ensure_ascii=False)
+    if fmt == "github":
+        lines = r.stdout.splitlines()
+        assert all(line.startswith("::") for line in lines), lines  # no value starts a command line
+        assert "\\x1b" in r.stdout
+
+
+def test_lint_messages_and_snippets_show_escapes(tmp_path):
+    spec = _project(tmp_path)
+    text = spec.read_bytes().decode()
+    spec.write_text(text + f'group bad = g == "zz{ESC}[2J\u202e[/]"\n', newline="")
+    res = lint(spec)
+    errs = [d for d in res.diagnostics if d.is_error]
+    assert errs, res.diagnostics
+    for d in errs:
+        _no_raw_controls(render_full(d))
+    for fmt in ("text", "concise", "github"):
+        r = run_cli("lint", spec, "--format", fmt, cwd=tmp_path)
+        assert r.returncode == 2, r.stdout + r.stderr
+        _no_raw_controls(r.stdout)
+        _no_raw_controls(r.stderr)
+        assert "\\x1b[2J" in r.stdout
+
+
+def test_a_snippet_keeps_its_caret_under_the_escaped_text(tmp_path):
+    from fairspec.diagnostics import Diagnostic, Span, register_source
+
+    f = str(tmp_path / "x.fair")
+    register_source(f, f'a = "{ESC}{ESC}" zzz\n')
+    out = render_full(Diagnostic("FS101", "bad", Span(f, 1, 10, 1, 13), "error", None))
+    line, carets = out.splitlines()[3], out.splitlines()[4]
+    assert "\\x1b\\x1b" in line
+    assert line[carets.index("^"):].startswith("zzz")
