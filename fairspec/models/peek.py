@@ -725,7 +725,7 @@ def tree_file_class(format: str, path) -> str | None:
     if fmt in ("sklearn", "scikit-learn", "skops") and p.suffix.lower() == ".skops":
         try:
             with zipfile.ZipFile(p) as zf:
-                cls = json.loads(zf.read("schema.json")).get("__class__")
+                cls = skops_final_node(json.loads(zf.read("schema.json"))).get("__class__")
         except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
             return None
         return cls if cls in TREE_SKLEARN else None
@@ -745,7 +745,36 @@ def is_tree_file(format: str, path) -> bool:
     return tree_file_class(format, path) is not None
 
 
+def skops_final_node(schema):
+    """The schema node of a skops Pipeline's last step (the estimator after the preprocessing);
+    the node itself when it is not a Pipeline."""
+    for _ in range(4):
+        if not (isinstance(schema, dict) and schema.get("__class__") == "Pipeline"):
+            return schema
+        attrs = _attrs(schema) or {}
+        steps = attrs.get("steps")
+        content = steps.get("content") if isinstance(steps, dict) else None
+        if not content:
+            return schema
+        pair = content[-1].get("content") if isinstance(content[-1], dict) else None
+        if not isinstance(pair, list) or len(pair) != 2:
+            return schema
+        schema = pair[1]
+    return schema
+
+
+def skops_top_class(path) -> str | None:
+    """The class name of the object a skops file holds (e.g. "Pipeline"), or None."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            cls = json.loads(zf.read("schema.json")).get("__class__")
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+    return cls if isinstance(cls, str) else None
+
+
 def _skops_obstacle(schema: dict) -> str | None:
+    schema = skops_final_node(schema)
     cls = schema.get("__class__")
     if not isinstance(cls, str):
         return None

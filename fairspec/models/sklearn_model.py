@@ -201,6 +201,21 @@ class SklearnModel(LoadedModel):
             )
 
         check_tree_structure(est, path)
+        self.pipeline = None            # a scikit-learn Pipeline whose preprocessing is folded (sklearn_pipeline)
+        self.folded = None
+        from .sklearn_pipeline import fold, is_pipeline
+
+        if is_pipeline(est):
+            try:
+                folded = fold(est)
+            except Exception as exc:  # noqa: BLE001 - an unusual pipeline: one sentence
+                raise ModelLoadError(f"the pipeline in {path} could not be read: {short_error(exc)}", path) from exc
+            if folded.unfoldable:
+                raise ModelLoadError(
+                    f"the pipeline in {path} has preprocessing fairspec cannot fold into an encoding: "
+                    f"{'; '.join(folded.unfoldable)}", path)
+            self.pipeline, self.folded = est, folded
+            est = folded.final
         has_proba = _has(est, "predict_proba")
         has_dec = _has(est, "decision_function")
         if not (has_proba or has_dec):

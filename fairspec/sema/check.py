@@ -63,6 +63,8 @@ class Checker:
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
         self.model_names: dict[str, tuple[str, ...] | None] = {}  # the input names a model file records
+        self.pipelines: dict = {}  # model -> its scikit-learn Pipeline's folded preprocessing (sklearn_pipeline.Folded)
+        self.model_spans: dict = {}
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
@@ -103,6 +105,7 @@ class Checker:
             self._guard(self._model, d)
         for d in by_kind(ast.EncodeDecl):
             self._guard(self._encoding, d)
+        self._pipeline_encodings()
         self._attach_model_features()
         for d in by_kind(ast.GroupDecl):
             self._guard(self._group, d)
@@ -500,7 +503,50 @@ class Checker:
             from fairspec.models.peek import peek_input_names
 
             self.model_names[node.name.id] = peek_input_names(fmt, path)
+            self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
             self._readout(node, fmt, path, output, index, score)
+
+    def _pipeline(self, node, fmt, path, output, index, score, trust, path_arg) -> None:
+        """A scikit-learn Pipeline file: loaded now (its fitted preprocessing is the encoding,
+        fairspec.sema.pipelines), its width the final estimator's."""
+        from fairspec.models.base import normalize_format
+        from fairspec.models.peek import sklearn_pickle_estimator, skops_top_class
+
+        if normalize_format(fmt, path) != "sklearn":
+            return
+        if path.suffix.lower() == ".skops":
+            cls = skops_top_class(path)
+        else:
+            est = sklearn_pickle_estimator(path) if trust else None
+            cls = est[0] if est else None
+        if cls != "Pipeline":
+            return
+        from fairspec.models import ModelLoadError, load_model
+
+        try:
+            m = load_model(fmt, path, output=output, index=index, score_kind=score, trust_pickle=trust)
+        except ModelLoadError as e:
+            self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
+            self.fail("FS401", str(e), path_arg.span)
+        if m.folded is None:                            # no ColumnTransformer: an encode block writes its inputs
+            return
+        self.pipelines[node.name.id] = m.folded
+        self.model_widths[node.name.id] = m.folded.width
+        self.model_names[node.name.id] = None
+        self.model_spans[node.name.id] = node.span
+
+    def _pipeline_encodings(self) -> None:
+        """The encoding of each pipeline model that has no encode block, read from the pipeline."""
+        from fairspec.sema.pipelines import derive
+
+        for name, folded in self.pipelines.items():
+            if name in self.encodings or name in self.encoded_models:
+                continue
+            enc = derive(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            if enc is None:
+                self.encoded_models.add(name)       # reported: no second "has no encode block"
+            else:
+                self.encodings[name] = enc
 
     def _readout(self, node, fmt, path, output, index, score) -> None:
         """FS413: the output column and decision rule must be fixed by the declaration
@@ -604,6 +650,11 @@ class Checker:
                 offset += col.width
         enc = ir.Encoding(fs.name, model.name, tuple(cols), offset, span=node.span)
         width = self.model_widths.get(model.name)
+        if complete and model.name in self.pipelines:
+            from fairspec.sema.pipelines import check_block
+
+            enc = check_block(enc, fs, self.pipelines[model.name], model.name, self.sink) or enc
+            width = None                                 # check_block compared the block with the pipeline
         if complete and width is not None and width != offset:
             self.sink.add("FS402", f"the encoding of {fs.name} for {model.name} is {offset} columns wide, "
                                    f"but the model takes {width} inputs", node.span)

@@ -1,0 +1,210 @@
+"""scikit-learn ``Pipeline`` / ``ColumnTransformer`` preprocessing read as an encoding (issue 23 item 1).
+
+A pipeline such as ``Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["sex", "race"]),
+("sc", StandardScaler(), ["age"])])), ("clf", LogisticRegression())])`` is a fitted encoding followed
+by an estimator. ``fold`` reads the fitted transformers (categories, means, scales) and returns the
+encoding they compute, column by column, in the same terms as a hand-written ``encode`` block
+(``raw``, ``code``, ``onehot``, ``minmax``, ``standard``), with the final estimator: every backend then
+sees the estimator on the encoded columns, exactly as with a hand-written block.
+
+Folded: ``OneHotEncoder`` (no ``drop``, no infrequent categories), ``OrdinalEncoder``,
+``StandardScaler``, ``MinMaxScaler`` (``feature_range=(0, 1)``, no ``clip``), ``"passthrough"`` and
+``"drop"``, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
+is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
+phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
+
+Imports scikit-learn only through the estimator objects it is handed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
+SCALERS = ("StandardScaler", "MinMaxScaler")
+
+
+@dataclass(frozen=True)
+class FoldedColumn:
+    """One input column of the pipeline and the encoded columns [offset, offset + width) it becomes."""
+
+    column: str                       # the pipeline's input column (a data frame column name)
+    kind: str                         # raw | code | onehot | minmax | standard
+    offset: int
+    width: int
+    transformer: str = ""             # the ColumnTransformer entry that encodes it, for messages
+    categories: tuple[str, ...] = ()  # onehot: one column per category in this order; code: code i = categories[i]
+    lo: float | None = None
+    hi: float | None = None
+    mean: float | None = None
+    std: float | None = None
+
+
+@dataclass(frozen=True)
+class Folded:
+    columns: tuple[FoldedColumn, ...]   # by offset
+    width: int                          # the final estimator's input width
+    final: Any                          # the final estimator
+    inputs: tuple[str, ...]             # the pipeline's input columns, in its order
+    unfoldable: tuple[str, ...] = field(default=())   # transformers fairspec cannot fold, one phrase each
+    dropped: tuple[str, ...] = field(default=())      # input columns the pipeline drops
+
+    def column(self, name: str) -> FoldedColumn | None:
+        return next((c for c in self.columns if c.column == name), None)
+
+
+def is_pipeline(est) -> bool:
+    """A Pipeline whose first step is a ColumnTransformer: its input is a data frame's columns,
+    and fairspec folds it. (A pipeline of array transformers, e.g. StandardScaler then
+    LogisticRegression, stays one model on the columns an encode block writes.)"""
+    if not (type(est).__name__ == "Pipeline" and hasattr(est, "steps")):
+        return False
+    steps = [s for _, s in est.steps if s is not None and not (isinstance(s, str) and s == "passthrough")]
+    return len(steps) >= 2 and type(steps[0]).__name__ == "ColumnTransformer"
+
+
+def _label(v) -> str:
+    """A category as the spec writes it: numpy strings and numbers as text, booleans as true/false."""
+    if isinstance(v, (bool,)) or type(v).__name__ == "bool_":
+        return "true" if bool(v) else "false"
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _names(columns, inputs: tuple[str, ...]) -> list[str] | None:
+    """A ColumnTransformer entry's columns as input names (strings, integer positions, masks)."""
+    import numpy as np
+
+    if isinstance(columns, str):
+        return [columns]
+    if isinstance(columns, slice):
+        return list(inputs[columns])
+    try:
+        cols = list(columns)
+    except TypeError:
+        return None
+    if cols and all(isinstance(c, (bool, np.bool_)) for c in cols):
+        return [n for n, keep in zip(inputs, cols) if keep]
+    out = []
+    for c in cols:
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, (int, np.integer)) and 0 <= int(c) < len(inputs):
+            out.append(inputs[int(c)])
+        else:
+            return None
+    return out
+
+
+def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> list[FoldedColumn] | str:
+    """The columns one fitted transformer computes, or a phrase saying why it cannot be folded."""
+    import numpy as np
+
+    kind = type(trans).__name__ if not isinstance(trans, str) else trans
+    what = f"{kind} '{name}'"
+    if kind == "FunctionTransformer" and getattr(trans, "func", None) is None:
+        trans = "passthrough"                      # how a fitted ColumnTransformer keeps "passthrough"
+    if isinstance(trans, str) and trans == "passthrough":
+        if width != len(cols):
+            return f"passthrough '{name}' (its width {width} is not one column per input)"
+        return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
+    if kind == "OneHotEncoder":
+        if getattr(trans, "drop_idx_", None) is not None:
+            return f"{what} (drop={trans.drop!r} removes a column of each category block)"
+        if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
+            return f"{what} (it groups infrequent categories)"
+        out, at = [], offset
+        for c, cats in zip(cols, trans.categories_):
+            labels = tuple(_label(v) for v in cats)
+            out.append(FoldedColumn(c, "onehot", at, len(labels), name, categories=labels))
+            at += len(labels)
+        return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
+    if kind == "OrdinalEncoder":
+        if width != len(cols):
+            return f"{what} (its width {width} is not one column per input)"
+        return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats))
+                for i, (c, cats) in enumerate(zip(cols, trans.categories_))]
+    if kind == "StandardScaler":
+        if width != len(cols):
+            return f"{what} (its width {width} is not one column per input)"
+        mean = np.zeros(len(cols)) if trans.mean_ is None else np.asarray(trans.mean_, dtype=np.float64)
+        scale = np.ones(len(cols)) if trans.scale_ is None else np.asarray(trans.scale_, dtype=np.float64)
+        return [FoldedColumn(c, "standard", offset + i, 1, name, mean=float(mean[i]), std=float(scale[i]))
+                for i, c in enumerate(cols)]
+    if kind == "MinMaxScaler":
+        if tuple(trans.feature_range) != (0, 1):
+            return f"{what} (feature_range={tuple(trans.feature_range)!r}; fairspec folds (0, 1))"
+        if getattr(trans, "clip", False):
+            return f"{what} (clip=True)"
+        if width != len(cols):
+            return f"{what} (its width {width} is not one column per input)"
+        lo = np.asarray(trans.data_min_, dtype=np.float64)
+        hi = np.asarray(trans.data_max_, dtype=np.float64)
+        if np.any(hi <= lo):
+            return f"{what} (a column that was constant in training)"
+        return [FoldedColumn(c, "minmax", offset + i, 1, name, lo=float(lo[i]), hi=float(hi[i]))
+                for i, c in enumerate(cols)]
+    return what
+
+
+def fold(pipe) -> Folded:
+    """The preprocessing of a fitted Pipeline as encoded columns, and its final estimator."""
+    steps = [(n, s) for n, s in pipe.steps if s is not None and not (isinstance(s, str) and s == "passthrough")]
+    final = steps[-1][1]
+    pre = steps[:-1]
+    inputs = tuple(str(n) for n in getattr(pipe, "feature_names_in_", ())) or tuple(
+        f"x{i}" for i in range(int(getattr(pipe, "n_features_in_", 0) or 0)))
+    width = getattr(final, "n_features_in_", None)
+    if not pre:
+        return Folded(tuple(FoldedColumn(c, "raw", i, 1) for i, c in enumerate(inputs)), len(inputs), final,
+                      inputs)
+    bad = [f"{type(s).__name__} '{n}' (only the first step is folded)" for n, s in pre[1:]]
+    name, first = pre[0]
+    columns: list[FoldedColumn] = []
+    dropped: list[str] = []
+    if type(first).__name__ == "ColumnTransformer":
+        ct = first
+        slices = getattr(ct, "output_indices_", {}) or {}
+        for tname, trans, cols in ct.transformers_:
+            names = _names(cols, inputs)
+            if names is None:
+                bad.append(f"the columns of '{tname}' ({cols!r})")
+                continue
+            if (isinstance(trans, str) and trans == "drop") or not names:
+                dropped.extend(names)
+                continue
+            sl = slices.get(tname)
+            if sl is None:
+                bad.append(f"'{tname}' (its output columns are not recorded)")
+                continue
+            got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
+            if isinstance(got, str):
+                bad.append(got)
+            else:
+                columns.extend(got)
+    else:
+        w = width if width is not None else len(inputs)
+        got = _fold_one(name, first, list(inputs), 0, int(w))
+        if isinstance(got, str):
+            bad.append(got)
+        else:
+            columns.extend(got)
+    seen: dict[str, int] = {}
+    for c in columns:
+        seen[c.column] = seen.get(c.column, 0) + 1
+    bad.extend(f"column '{c}' read by two transformers" for c, k in seen.items() if k > 1)
+    columns.sort(key=lambda c: c.offset)
+    total = sum(c.width for c in columns)
+    if not bad and (width is None or total != int(width)
+                    or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
+                    or (columns and columns[0].offset != 0)):
+        bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
+    return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+
+
+def describe_unfoldable(folded: Folded) -> str:
+    return "; ".join(folded.unfoldable)

@@ -1,0 +1,151 @@
+"""The encoding of a scikit-learn Pipeline, read from its fitted preprocessing (issue 23 item 1).
+
+``fairspec.models.sklearn_pipeline.fold`` turns the pipeline's ColumnTransformer into encoded
+columns; here they become the ``ir.Encoding`` of a feature set, exactly as a hand-written
+``encode`` block would (so every backend sees the final estimator on the encoded columns):
+
+* no ``encode`` block: the feature set whose features name every column the pipeline reads
+  (by feature name or data ``column``) gets the derived encoding;
+* an ``encode`` block: it is checked against the pipeline, line by line: the same features, in
+  the pipeline's output order, with the same kind (``passthrough`` = ``raw``,
+  ``OrdinalEncoder`` = ``code``, ``OneHotEncoder`` = ``onehot``, ``StandardScaler`` =
+  ``standard``, ``MinMaxScaler`` = ``minmax``) and, where the block gives them, the same
+  parameters; a disagreement is FS422 at the line. Scaling the block leaves to be fitted takes
+  the pipeline's own parameters (the model applies them, whatever the data).
+
+A category the feature declares must be one the pipeline knows; a one-hot block needs the
+pipeline's categories in the declared order (scikit-learn sorts them).
+"""
+
+from __future__ import annotations
+
+import math
+
+from fairspec import ir
+
+
+def _feature_for(fs: ir.FeatureSet, column: str) -> ir.Feature | None:
+    return next((f for f in fs.features if f.column == column), None) or fs.get(column)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _norm(f: ir.Feature, cat: str) -> str:
+    return cat.lower() if isinstance(f.domain, ir.Boolean) else cat
+
+
+def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncoding | None, str | None, str | None]:
+    """(the ColumnEncoding of feature f that the pipeline's column computes, or None with a
+    message and a hint)."""
+    dom = f.domain
+    where = f"the pipeline of model '{model}'"
+    numeric = isinstance(dom, (ir.IntRange, ir.RealRange))
+    if fc.kind in ("raw", "standard", "minmax"):
+        if not (numeric or (fc.kind == "raw" and isinstance(dom, ir.Boolean))):
+            how = "passes it through as a number" if fc.kind == "raw" else f"scales it ({fc.transformer})"
+            return None, (f"'{f.name}' is categorical, but {where} {how}"), \
+                "declare the feature as a number, or encode the column with OneHotEncoder/OrdinalEncoder"
+        return ir.ColumnEncoding(f.name, fc.kind, fc.offset, 1, lo=fc.lo, hi=fc.hi, mean=fc.mean, std=fc.std,
+                                 span=span), None, None
+    if not isinstance(dom, (ir.Categorical, ir.Boolean)):
+        return None, (f"'{f.name}' is numeric, but {where} encodes its column with {fc.transformer!r} as categories "
+                      f"({', '.join(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"
+    known = [_norm(f, c) for c in fc.categories]
+    cats = dom.categories
+    unknown = [c for c in cats if _norm(f, c) not in known]
+    if unknown:
+        return None, (f"the categories {', '.join(unknown)} of '{f.name}' are unknown to {where} "
+                      f"(it knows {', '.join(fc.categories)})"), \
+            "declare only the categories the pipeline was fitted on"
+    if fc.kind == "code":
+        codes = tuple(float(known.index(_norm(f, c))) for c in cats)
+        return ir.ColumnEncoding(f.name, "code", fc.offset, 1, categories=cats, codes=codes, span=span), None, None
+    if [_norm(f, c) for c in cats] != known:
+        return None, (f"{where} one-hot encodes '{f.name}' as {', '.join(fc.categories)}, and the feature declares "
+                      f"{', '.join(cats)}"), \
+            f"declare the categories of '{f.name}' in the pipeline's order: {{{', '.join(fc.categories)}}}"
+    return ir.ColumnEncoding(f.name, "onehot", fc.offset, fc.width, categories=cats, span=span), None, None
+
+
+def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
+    """The derived encoding for a pipeline model that has no encode block, or None after FS422."""
+    cols = [c.column for c in folded.columns]
+    candidates = [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in cols)]
+    if len(candidates) != 1:
+        if candidates:
+            sink.add("FS422", f"the feature sets {', '.join(fs.name for fs in candidates)} all declare the columns the "
+                              f"pipeline of model '{model}' reads, so which one it takes is ambiguous", span,
+                     hint=f"write an encode block: encode {candidates[0].name} for {model} {{ ... }}")
+            return None
+        best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
+        missing = [c for c in cols if best is None or _feature_for(best, c) is None]
+        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and no feature set "
+                          f"declares " + ("them" if best is None else f"{', '.join(missing)} (closest: {best.name})"),
+                 span, hint="declare a feature for each column the pipeline reads (name it as the column, or give "
+                            "column \"NAME\")")
+        return None
+    fs = candidates[0]
+    out = []
+    ok = True
+    for fc in folded.columns:
+        f = _feature_for(fs, fc.column)
+        ce, msg, hint = column_encoding(fc, f, model, span)
+        if ce is None:
+            sink.add("FS422", msg, f.span or span, hint=hint)
+            ok = False
+        else:
+            out.append(ce)
+    if not ok:
+        return None
+    return ir.Encoding(fs.name, model, tuple(out), folded.width, span=span)
+
+
+def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -> ir.Encoding | None:
+    """The hand-written block against the pipeline: the pipeline's encoding (with its parameters)
+    when they agree, else None after FS422 at the first line that disagrees."""
+    by_feature = {c.feature: c for c in enc.columns}
+    derived = []
+    for fc in folded.columns:
+        f = _feature_for(fs, fc.column)
+        mine = by_feature.get(f.name) if f is not None else None
+        if mine is None:
+            sink.add("FS422", f"the pipeline of model '{model}' reads the column '{fc.column}' ({fc.transformer}), "
+                              f"and the encode block does not encode it", enc.span,
+                     hint="drop the encode block (fairspec reads the pipeline's own), or encode every column it reads")
+            return None
+        ce, msg, hint = column_encoding(fc, f, model, mine.span)
+        if ce is None:
+            sink.add("FS422", msg, mine.span, hint=hint)
+            return None
+        problem = None
+        if mine.kind != ce.kind:
+            problem = f"the pipeline encodes '{f.name}' as {ce.kind} ({fc.transformer}), not {mine.kind}"
+        elif mine.offset != ce.offset:
+            problem = (f"the pipeline puts '{f.name}' at input {ce.offset}, and the encode block at {mine.offset}: list "
+                       f"the features in the pipeline's output order")
+        elif mine.kind == "code" and mine.codes != ce.codes:
+            problem = (f"the pipeline codes the categories of '{f.name}' as "
+                       f"{', '.join(f'{c} = {int(k)}' for c, k in zip(ce.categories, ce.codes))}")
+        elif mine.kind == "minmax" and not mine.fitted and not (_same(mine.lo, ce.lo) and _same(mine.hi, ce.hi)):
+            problem = f"the pipeline scales '{f.name}' with lo = {ce.lo!r}, hi = {ce.hi!r}"
+        elif mine.kind == "standard" and not mine.fitted and not (_same(mine.mean, ce.mean) and _same(mine.std, ce.std)):
+            problem = f"the pipeline scales '{f.name}' with mean = {ce.mean!r}, std = {ce.std!r}"
+        if problem:
+            sink.add("FS422", f"the encode block disagrees with the pipeline of model '{model}': {problem}", mine.span,
+                     hint="drop the encode block: fairspec reads the pipeline's own encoding")
+            return None
+        derived.append(ce)
+    extra = [c for c in enc.columns if c.feature not in {d.feature for d in derived}]
+    if extra:
+        sink.add("FS422", f"the pipeline of model '{model}' does not read '{extra[0].feature}'"
+                          + (f" (it drops the column)" if _column(fs, extra[0].feature) in folded.dropped else ""),
+                 extra[0].span, hint="remove the feature from the encode block")
+        return None
+    return ir.Encoding(enc.features, enc.model, tuple(derived), folded.width, span=enc.span)
+
+
+def _column(fs: ir.FeatureSet, feature: str) -> str:
+    f = fs.get(feature)
+    return f.column if f is not None else feature

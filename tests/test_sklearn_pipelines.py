@@ -1,0 +1,234 @@
+"""Issue 23 item 1: scikit-learn Pipeline + ColumnTransformer saved with skops load directly; the
+fitted preprocessing is folded into the encoding (no encode block needed), a hand-written block is
+checked against it, and every backend sees the final estimator on the encoded columns."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.neural_network import MLPClassifier  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+
+from fairspec.models import load_model  # noqa: E402
+from fairspec.models.sklearn_model import import_skops_io  # noqa: E402
+
+AGES, HOURS = range(18, 24), range(1, 5)
+
+
+def _frame(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"age": rng.integers(AGES.start, AGES.stop, n), "sex": rng.choice(["F", "M"], n),
+                       "race": rng.choice(["A", "B", "C"], n), "edu": rng.choice(["hs", "ba", "ms"], n),
+                       "h": rng.integers(HOURS.start, HOURS.stop, n), "junk": rng.normal(size=n)})
+    y = (((df.age > 20) & (df.sex == "M")) | (df.h > 3) | ((df.race == "B") & (df.edu == "ms"))).astype(int)
+    return df, y
+
+
+def _pre():
+    return ColumnTransformer([("oh", OneHotEncoder(), ["sex", "race"]), ("ord", OrdinalEncoder(), ["edu"]),
+                              ("sc", StandardScaler(), ["age"]), ("mm", MinMaxScaler(), ["h"]),
+                              ("d", "drop", ["junk"])])
+
+
+FINALS = {
+    "lr": lambda: LogisticRegression(),
+    "hgb": lambda: HistGradientBoostingClassifier(max_iter=6, max_depth=3, random_state=0),
+    "rf": lambda: RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0),
+    "mlp": lambda: MLPClassifier(hidden_layer_sizes=(4,), max_iter=300, random_state=0),
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    import warnings
+
+    d = tmp_path_factory.mktemp("pipes")
+    df, y = _frame()
+    out = df.assign(y=y)
+    out.to_csv(d / "people.csv", index=False)
+    sio = import_skops_io()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, make in FINALS.items():
+            pipe = Pipeline([("pre", _pre()), ("clf", make())]).fit(df, y)
+            sio.dump(pipe, str(d / f"{name}.skops"))
+            sio.dump(pipe.steps[-1][1], str(d / f"{name}_final.skops"))     # the final estimator alone
+    return d
+
+
+FEATURES = f'''data people = csv("people.csv", label = y == 1)
+features P from people {{
+  age : int in [{AGES.start}, {AGES.stop - 1}]
+  sex : {{F, M}} protected
+  race : {{A, B, C}}
+  edu : {{ba, hs, ms}}
+  h : int in [{HOURS.start}, {HOURS.stop - 1}]
+}}
+'''
+
+PROPS = '''
+property parity {
+  statistical_parity(m, groups sex) <= 0.1
+}
+property same {
+  forall x, x' : P
+  require x.* == x'.* except {sex}
+  ensure label(m(x)) == label(m(x'))
+  using BACKEND
+}
+'''
+
+
+def _block(pipe_path):
+    """The hand-written encode block a user would restate for the final estimator."""
+    import skops.io as sio
+
+    pipe = sio.load(str(pipe_path), trusted=sio.get_untrusted_types(file=str(pipe_path)))
+    ct = pipe.steps[0][1]
+    sc, mm = ct.named_transformers_["sc"], ct.named_transformers_["mm"]
+    return (f"encode P for m {{\n  sex, race : onehot\n  edu : code\n"
+            f"  age : standard(mean = {float(sc.mean_[0])!r}, std = {float(sc.scale_[0])!r})\n"
+            f"  h : minmax(lo = {float(mm.data_min_[0])!r}, hi = {float(mm.data_max_[0])!r})\n}}\n")
+
+
+def test_the_folded_encoding_reproduces_the_pipelines_transform(project):
+    from fairspec.models.sklearn_pipeline import fold
+
+    m = load_model("sklearn", project / "lr.skops")
+    f = m.folded
+    assert [(c.column, c.kind) for c in f.columns] == [("sex", "onehot"), ("race", "onehot"), ("edu", "code"),
+                                                       ("age", "standard"), ("h", "minmax")]
+    assert f.dropped == ("junk",) and f.width == 8 and m.input_width == 8
+    df, _ = _frame(50, seed=4)
+    X = np.zeros((len(df), f.width))
+    for c in f.columns:
+        v = df[c.column].to_numpy()
+        if c.kind == "onehot":
+            for j, cat in enumerate(c.categories):
+                X[:, c.offset + j] = v == cat
+        elif c.kind == "code":
+            X[:, c.offset] = [c.categories.index(x) for x in v]
+        elif c.kind == "standard":
+            X[:, c.offset] = (v - c.mean) / c.std
+        else:
+            X[:, c.offset] = (v - c.lo) / (c.hi - c.lo)
+    T = m.pipeline.steps[0][1].transform(df)
+    assert np.array_equal(X[:, :7], T[:, :7])          # one-hot, ordinal codes, StandardScaler: bit for bit
+    assert np.allclose(X[:, 7], T[:, 7], rtol=0, atol=2.3e-16)   # MinMaxScaler computes v * scale_ + min_:
+    assert np.allclose(m.score(X), m.pipeline.predict_proba(df)[:, 1], rtol=0, atol=1e-15)   # within 1 ulp
+    assert fold(m.pipeline).columns == f.columns
+
+
+@pytest.mark.parametrize("name", list(FINALS))
+def test_without_an_encode_block_the_verdicts_and_values_are_the_final_estimators_with_a_hand_block(
+        project, name):
+    from fairspec.pipeline import check
+
+    backend = "milp"
+    a = project / f"{name}_auto.fair"
+    a.write_text(FEATURES + f'model m = sklearn("{name}.skops")\n' + PROPS.replace("BACKEND", backend))
+    b = project / f"{name}_hand.fair"
+    b.write_text(FEATURES + f'model m = sklearn("{name}_final.skops")\n' + _block(project / f"{name}.skops")
+                 + PROPS.replace("BACKEND", backend))
+    auto, hand = check(a).verdicts, check(b).verdicts
+    assert [(v.name, v.status, v.how, v.value) for v in auto] == [(v.name, v.status, v.how, v.value) for v in hand]
+
+
+@pytest.mark.parametrize("name", ["lr", "hgb", "rf"])
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+def test_exact_backends_on_a_pipeline_agree_with_brute_force_on_its_own_predict(project, name, backend):
+    """No data: the solver decides over the whole domain; the truth enumerates every pair
+    through the pipeline's own predict (a data frame of raw values)."""
+    import skops.io as sio
+
+    from fairspec.pipeline import check
+
+    pipe = sio.load(str(project / f"{name}.skops"), trusted=sio.get_untrusted_types(file=str(project / f"{name}.skops")))
+    rows = list(product(AGES, ["A", "B", "C"], ["ba", "hs", "ms"], HOURS))
+    frame = lambda sex: pd.DataFrame([{"age": a, "sex": sex, "race": r, "edu": e, "h": h, "junk": 0.0}  # noqa: E731
+                                      for a, r, e, h in rows])
+    lf, lm = pipe.predict(frame("F")), pipe.predict(frame("M"))
+    pf, pm = pipe.predict_proba(frame("F"))[:, 1], pipe.predict_proba(frame("M"))[:, 1]
+    eps = float(np.round(np.max(np.abs(pf - pm)) + 0.005, 2))           # a tolerance that holds, not at a tie
+    want = {"same": "violated" if np.any(lf != lm) else "holds", "close": "holds"}
+    spec = project / f"{name}_{backend}_exact.fair"
+    spec.write_text(FEATURES.replace("from people ", "").split("\n", 1)[1] + f'model m = sklearn("{name}.skops")\n'
+                    + PROPS.split("property same")[1].join(["property same", ""]).replace("BACKEND", backend)
+                    + f"property close {{\n  forall x, x' : P\n  require x.* == x'.* except {{sex}}\n"
+                      f"  ensure |prob(m(x)) - prob(m(x'))| <= {eps}\n  using {backend}\n}}\n")
+    verdicts = {v.name: v for v in check(spec).verdicts}
+    assert verdicts["close"].status == "holds" and verdicts["close"].how == "proved", verdicts["close"].reason
+    v = verdicts["same"]
+    assert v.status == want["same"], v.reason
+    if v.status == "holds":
+        assert v.how == "proved"
+    else:
+        w = v.witness
+        one = lambda f: pd.DataFrame([{**{k: f[k] for k in ("age", "sex", "race", "edu", "h")}, "junk": 0.0}])  # noqa: E731
+        assert pipe.predict(one(w.features))[0] != pipe.predict(one(w.features_prime))[0]
+
+
+def _diag_codes(spec):
+    from fairspec.sema.check import check_file
+
+    return [(d.code, d.span.line if d.span else None) for d in check_file(spec).diagnostics if d.is_error]
+
+
+def test_a_hand_block_that_disagrees_with_the_pipeline_is_fs422_at_its_line(project):
+    good = _block(project / "lr.skops")
+    base = FEATURES + 'model m = sklearn("lr.skops")\n'
+    spec = project / "disagree.fair"
+    spec.write_text(base + good)
+    assert _diag_codes(spec) == []
+    spec.write_text(base + good.replace("edu : code", "edu : onehot"))
+    assert _diag_codes(spec) == [("FS422", 12)]
+    spec.write_text(base + good.replace("h : minmax(lo = 1.0", "h : minmax(lo = 0.0"))
+    assert _diag_codes(spec) == [("FS422", 14)]          # another scaling than the pipeline's
+    spec.write_text(base + "encode P for m {\n  age : standard\n  sex, race : onehot\n  edu : code\n  h : minmax\n}\n")
+    assert _diag_codes(spec) == [("FS422", 12)]          # another order: the pipeline puts sex first
+    spec.write_text(base + "encode P for m {\n  sex, race : onehot\n  edu : code\n  age : standard\n  h : minmax\n}\n")
+    assert _diag_codes(spec) == []                       # fitted scaling takes the pipeline's parameters
+
+
+def test_categories_the_pipeline_does_not_know_or_orders_differently_are_fs422(project):
+    spec = project / "cats.fair"
+    spec.write_text(FEATURES.replace("race : {A, B, C}", "race : {A, B, C, D}") + 'model m = sklearn("lr.skops")\n')
+    assert [c for c, _ in _diag_codes(spec)] == ["FS422"]
+    spec.write_text(FEATURES.replace("race : {A, B, C}", "race : {C, B, A}") + 'model m = sklearn("lr.skops")\n')
+    assert [c for c, _ in _diag_codes(spec)] == ["FS422"]
+    spec.write_text(FEATURES.replace("edu : {ba, hs, ms}", "edu : {ms, hs, ba}") + 'model m = sklearn("lr.skops")\n')
+    assert _diag_codes(spec) == []                       # an ordinal code table may follow any order
+
+
+def test_a_pipeline_it_cannot_fold_is_one_sentence_naming_the_transformer(tmp_path):
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from fairspec.models import ModelLoadError
+
+    df, y = _frame()
+    pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(drop="first"), ["sex"]),
+                                                ("poly", PolynomialFeatures(), ["age", "h"])])),
+                     ("clf", LogisticRegression())]).fit(df, y)
+    import_skops_io().dump(pipe, str(tmp_path / "p.skops"))
+    with pytest.raises(ModelLoadError) as e:
+        load_model("sklearn", tmp_path / "p.skops")
+    msg = str(e.value)
+    assert "p.skops" in msg and "PolynomialFeatures 'poly'" in msg and "OneHotEncoder 'oh'" in msg
+
+
+def test_passthrough_is_folded_as_raw():
+    from pathlib import Path
+
+    m = load_model("sklearn", Path(__file__).parent / "fixtures" / "models" / "people_pipeline.skops")
+    assert [(c.column, c.kind, c.offset) for c in m.folded.columns] == [
+        ("sex", "onehot", 0), ("race", "onehot", 2), ("age", "standard", 5), ("score", "raw", 6)]
