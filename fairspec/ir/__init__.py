@@ -190,6 +190,16 @@ class Data:
     where: "Expr | None" = None
     label: "Expr | None" = None
     span: Span | None = field(default=None, compare=False, repr=False)
+    # ((column, markers), ...): missing-value markers of one column, besides ``missing`` (all columns)
+    missing_by_column: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the columns the spec reads from this data set (features, label, where, weights, logged
+    # decisions); a row is dropped only when one of these is missing. None: every column.
+    used: tuple[str, ...] | None = None
+
+    def markers(self, column: str) -> tuple[str, ...]:
+        """The missing-value markers of one column (the data set's and the column's own)."""
+        own = next((m for c, m in self.missing_by_column if c == column), ())
+        return tuple(dict.fromkeys(self.missing + own))
 
 
 # ------------------------------------------------------------------ expressions

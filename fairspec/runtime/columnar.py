@@ -113,25 +113,37 @@ def _column(arr):
 def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) -> Table:
     """A Table of the rows of an arrow table/batch that have no missing value."""
     cols, missing = {}, np.zeros(tab.num_rows, dtype=bool)
-    marks = set(d.missing)
-    num_marks = [float(m) for m in marks if _is_number(m)]
+    used = None if d.used is None else set(d.used)
     for j, name in enumerate(names):
         c, null = _column(tab.column(j))
+        cols[name] = c
+        if used is not None and name not in used:
+            continue  # a column the spec never reads: its missing values keep the row
         if null is not None:
             missing |= null
-        if marks:
-            if isinstance(c, Coded):
-                bad = np.fromiter((v in marks for v in c.categories), dtype=bool, count=len(c.categories))
-                if bad.any():
-                    missing |= bad[c.codes]
-            elif num_marks:
+        marks = set(d.markers(name))
+        if isinstance(c, Coded):
+            bad = np.fromiter((v in marks for v in c.categories), dtype=bool, count=len(c.categories))
+            if "" in c.categories and not bad[list(c.categories).index("")] and _numbers_but_empty(c, bad):
+                bad[list(c.categories).index("")] = True  # an empty cell of a number column is missing
+            if bad.any():
+                missing |= bad[c.codes]
+        elif marks:
+            num_marks = [float(m) for m in marks if _is_number(m)]
+            if num_marks:
                 missing |= np.isin(c, num_marks)
-        cols[name] = c
     n = tab.num_rows
     if missing.any():
         keep = ~missing
         cols = {k: (v.take(keep) if isinstance(v, Coded) else v[keep]) for k, v in cols.items()}
     return Table(d.name, d.path, cols, int(n - missing.sum()), n, int(missing.sum()), 0)
+
+
+def _numbers_but_empty(c: Coded, marked: np.ndarray) -> bool:
+    """Whether every value of a text column that is not empty and not a missing marker is a number
+    (the column is a number column with empty cells, as sema types it)."""
+    rest = [v for v, m in zip(c.categories, marked) if v != "" and not m]
+    return bool(rest) and all(_is_number(v) for v in rest)
 
 
 def _is_number(v: str) -> bool:

@@ -99,6 +99,29 @@ def check_path(d: ir.Data) -> None:
         raise DataError(str(e)) from None
 
 
+def dedupe_names(names: list[str]) -> tuple[list[str], list[tuple[str, str, int]]]:
+    """A header's names with the later duplicates renamed by position, as pandas does: the second
+    'x' becomes 'x.1', the third 'x.2' (skipping names the header already has).
+    Returns (names, [(name, new name, 1-based column), ...])."""
+    seen: set[str] = set(names)
+    count: dict[str, int] = {}
+    out, renames = [], []
+    for i, n in enumerate(names):
+        if n not in count:
+            count[n] = 0
+            out.append(n)
+            continue
+        k = count[n] + 1
+        while f"{n}.{k}" in seen:
+            k += 1
+        count[n] = k
+        new = f"{n}.{k}"
+        seen.add(new)
+        out.append(new)
+        renames.append((n, new, i + 1))
+    return out, renames
+
+
 def check_names(d: ir.Data, names) -> None:
     """A column named twice in the file's header: an error naming it."""
     seen = set()
@@ -138,9 +161,18 @@ def _open_rows(d: ir.Data, limit: int | None = None):
     return rows
 
 
+def header_renames(d: ir.Data) -> list[tuple[str, str, int]]:
+    """The header names a CSV file repeats, as dedupe_names renames them (empty when none)."""
+    if d.format != "csv" or not d.header or d.columns is not None:
+        return []
+    rows = _open_rows(d, limit=1)
+    return dedupe_names([c.strip() for c in rows[0]])[1] if rows else []
+
+
 @filecache.by_file(lambda d, *a, **kw: d.path)
 def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[str]]]:
-    """The column names and the first rows, read cheaply (for lint)."""
+    """The column names (a repeated header name renamed by position, see dedupe_names) and the
+    first rows, read cheaply (for lint)."""
     if d.format == "parquet":
         return _parquet_head(d, sample)
     rows = _open_rows(d, limit=sample + 1)
@@ -148,7 +180,8 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
         if not rows:
             raise DataError(f"data file {d.path} is empty")
         names = [c.strip() for c in rows[0]]
-        check_names(d, names)
+        if d.columns is None:  # a name the header repeats: the later ones renamed by position (FS430)
+            names = dedupe_names(names)[0]
         body = rows[1:]
     else:
         body = rows

@@ -59,6 +59,7 @@ class Checker:
         # {("model" | "data", name): file}: files read instead of the ones the spec declares (the
         # Python API's in-memory models and data frames, written to its private folder)
         self.substitutes = dict(substitutes or {})
+        self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
         self.symbols: dict[str, Decl] = {}
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
@@ -124,10 +125,24 @@ class Checker:
             feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
             properties=tuple(self.properties))
+        spec = dataclasses.replace(spec, datasets=used_columns(spec))
+        self._header_renames(spec)
         self._network_backends(spec)
         self._tree_models(spec)
         self._unplanned(spec)
         return CheckResult(spec, self.sink.items, dict(self.model_widths), modules)
+
+    def _header_renames(self, spec: ir.Spec) -> None:
+        """FS430: the spec reads a column name the file's header repeats (it reads the first)."""
+        for d in spec.datasets:
+            renames, arg = self.header_renames.get(d.name, ((), None))
+            for name in dict.fromkeys(old for old, _, _ in renames):
+                if d.used is not None and name not in d.used:
+                    continue
+                later = ", ".join(f"column {pos} as {new!r}" for old, new, pos in renames if old == name)
+                self.sink.add("FS430", f"data file {arg.value} names the column {name!r} more than once; the spec "
+                                       f"reads the first, and the later ones are read by position ({later})",
+                              arg.span)
 
     def _unplanned(self, spec: ir.Spec) -> None:
         """FS504: a property no registered backend decides (check reports it unknown)."""
@@ -289,13 +304,17 @@ class Checker:
                 self.fail("FS202", f"column {sorted(dup)[0]!r} is listed twice", v.span)
         if header is None:
             header = columns is None
-        missing = ()
+        missing, by_column = (), ()
         if "missing" in kw:
             v = kw["missing"].value
-            items = v.items if isinstance(v, ast.ListLit) else (v,)
-            if not all(isinstance(x, ast.Str) for x in items):
-                self.fail("FS301", "missing = [\"?\", ...] lists strings that mark a missing value", v.span)
-            missing = tuple(x.value for x in items)
+            if isinstance(v, ast.SetLit) and v.items and all(isinstance(x, ast.MapItem) for x in v.items):
+                by_column = tuple(self._missing_markers(x) for x in v.items)  # {column: ["?", ""], ...}
+            else:
+                items = v.items if isinstance(v, ast.ListLit) else (v,)
+                if not all(isinstance(x, ast.Str) for x in items):
+                    self.fail("FS301", "missing = [\"?\", ...] lists strings that mark a missing value, or "
+                                       "missing = {column: [\"?\"], ...} per column", v.span)
+                missing = tuple(x.value for x in items)
         categories = "names"
         if "categories" in kw:
             v = kw["categories"].value
@@ -305,19 +324,33 @@ class Checker:
         path = self.substitutes.get(("data", node.name.id)) or self.user_path(path_arg, d.base, "data file")
         if fmt == "parquet":
             header = True
-        data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span)
-        from fairspec.runtime.data import DataError, column_names
+        data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
+                       missing_by_column=by_column)
+        from fairspec.runtime.data import DataError, column_names, header_renames
 
         try:
             names, sample = column_names(data)
+            renames = header_renames(data)
         except DataError as e:
             self.fail("FS404", str(e), path_arg.span)
+        if renames:  # FS430 once the columns the spec reads are known (_header_renames)
+            self.header_renames[node.name.id] = (renames, path_arg)
+        for col, _ in by_column:
+            if col not in names:
+                self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
+                          kw["missing"].value.span, hint=did_you_mean(col, names))
         types = {}
         for j, n in enumerate(names):
-            vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in missing]
-            types[n] = "num" if vals and all(_is_number(v) for v in vals) else "str"
+            marks = data.markers(n)
+            # an empty cell is a missing value in a number column (it is no category of a text column
+            # either, but there it is kept as written)
+            vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in marks]
+            filled = [v for v in vals if v != ""]
+            types[n] = "num" if filled and all(_is_number(v) for v in filled) else "str"
         self.data_columns[node.name.id] = types
-        complete = [r for r in sample if len(r) >= len(names) and not any(c.strip() in missing for c in r)]
+        complete = [r for r in sample if len(r) >= len(names)
+                    and not any(c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
+                                for c, n in zip(r, names))]
         self.data_samples[node.name.id] = None if "where" in kw else (
             path_arg.value, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
         scope = Scope("data", columns=types)
@@ -331,6 +364,16 @@ class Checker:
                           kw["label"].value.span)
             label = x
         self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label)
+
+    def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
+        """One ``column: ["?", ...]`` of ``missing = {...}``."""
+        k, v = item.key, item.value
+        if not isinstance(k, (ast.Name, ast.Str)):
+            self.fail("FS301", "missing = {column: [\"?\"], ...}: the keys are column names", item.span)
+        vals = v.items if isinstance(v, ast.ListLit) else (v,)
+        if not all(isinstance(x, ast.Str) for x in vals):
+            self.fail("FS301", "each column's markers are strings, as in missing = {age: [\"?\", \"\"]}", v.span)
+        return (k.id if isinstance(k, ast.Name) else k.value, tuple(x.value for x in vals))
 
     def _const(self, arg, typ, default):
         if arg is None:
@@ -973,6 +1016,49 @@ def _names_in(e) -> set[str]:
 
     walk(e)
     return out
+
+
+def used_columns(spec: ir.Spec) -> tuple:
+    """The data sets with ``used`` set: the columns the spec reads from each (the features' columns,
+    and every column a label, where, weight, logged-decision or other expression names). A row is
+    dropped for a missing value only in these (issue 23: an empty cell in a column no property
+    reads keeps the row). Over-approximated: a column name read anywhere counts for every data set
+    that has it."""
+    named: set[str] = set()
+
+    def walk(n, depth=0):
+        if depth > 200:
+            return
+        if isinstance(n, (tuple, list)):
+            for x in n:
+                walk(x, depth + 1)
+            return
+        if not dataclasses.is_dataclass(n) or isinstance(n, type):
+            return
+        if isinstance(n, ir.ColumnRef):
+            named.add(n.column)
+        for f in dataclasses.fields(n):
+            v = getattr(n, f.name)
+            if isinstance(v, str) and (f.name == "column" or f.name.endswith("_column") or f.name == "weight"):
+                named.add(v)
+            elif isinstance(v, (tuple, list)) or dataclasses.is_dataclass(v):
+                walk(v, depth + 1)
+
+    walk((spec.models, spec.feature_sets, spec.groups, spec.distributions, spec.properties,
+          tuple((d.where, d.label) for d in spec.datasets)))
+    out = []
+    for d in spec.datasets:
+        cols = {f.column for fs in spec.feature_sets if fs.data == d.name for f in fs.features}
+        from fairspec.runtime.data import DataError, column_names
+
+        try:
+            names = column_names(d)[0]
+        except DataError:
+            out.append(d)
+            continue
+        cols |= named & set(names)
+        out.append(dataclasses.replace(d, used=tuple(n for n in names if n in cols)))
+    return tuple(out)
 
 
 def check_file(path, *, peek_models: bool = True, sources: dict | None = None, allow=(),

@@ -1,0 +1,119 @@
+"""Data files as they are published (issue 23): a header that names a column twice, empty cells
+in number columns, missing-value markers per column, and the ProPublica COMPAS file with its usual
+filter (examples/compas), cross-checked against pandas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairspec.pipeline import check, lint
+from fairspec.runtime.data import dedupe_names
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPAS = ROOT / "examples" / "compas"
+
+
+def test_dedupe_names_by_position():
+    assert dedupe_names(["a", "b", "a", "a"]) == (["a", "b", "a.1", "a.2"], [("a", "a.1", 3), ("a", "a.2", 4)])
+    # a name the header already has is skipped
+    assert dedupe_names(["a", "a.1", "a"])[0] == ["a", "a.1", "a.2"]
+    assert dedupe_names(["x", "y"]) == (["x", "y"], [])
+
+
+def _project(tmp_path, body: str, data: str) -> Path:
+    (tmp_path / "d.csv").write_text(data)
+    spec = tmp_path / "s.fair"
+    spec.write_text(body)
+    return spec
+
+
+ROWS = ("score,sex,score,age,note,y\n"
+        "0.9,F,1,30,,1\n"      # note empty: not read by the spec -> the row is kept
+        "0.2,M,2,,x,0\n"       # age empty: a number column the spec reads -> the row is dropped
+        "0.7,M,3,41,,1\n"
+        "0.6,F,4,?,,0\n"       # '?' is a missing marker of age only
+        "0.1,F,?,50,,0\n")     # '?' in the second score column, which the spec does not read
+
+
+def _spec(missing: str = 'missing = {age: ["?"]},') -> str:
+    return f'''data d = csv("d.csv", {missing} label = y == 1)
+features P from d {{
+  sex : {{F, M}} protected
+  age : int in [18, 90]
+}}
+model m = predictions(d, score = "score", threshold = 0.5)
+property rates {{
+  statistical_parity(m, groups sex) <= 1
+}}
+'''
+
+
+def test_duplicate_header_empty_cells_and_markers_per_column(tmp_path):
+    spec = _project(tmp_path, _spec(), ROWS)
+    res = lint(spec)
+    codes = [d.code for d in res.diagnostics]
+    assert codes == ["FS430"], [(d.code, d.message) for d in res.diagnostics]
+    assert "'score' more than once" in res.diagnostics[0].message and "'score.1'" in res.diagnostics[0].message
+    d = res.spec.data("d")
+    assert d.used is not None and "note" not in d.used and "score.1" not in d.used and {"sex", "age", "score", "y"} <= set(d.used)
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 3  # rows 1, 3 and 5: empty age and age '?' dropped; note and score.1 ignored
+
+
+def test_a_repeated_name_the_spec_does_not_read_is_quiet(tmp_path):
+    spec = _project(tmp_path, _spec().replace('score = "score", threshold = 0.5', 'decision = "y"'), ROWS)
+    assert [d.code for d in lint(spec).diagnostics] == []
+
+
+def test_missing_per_column_names_a_column(tmp_path):
+    spec = _project(tmp_path, _spec('missing = {agee: ["?"]},'), ROWS)
+    (d,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert d.code == "FS207" and "agee" in d.message and d.hint and "age" in d.hint
+
+
+def test_columns_choose_the_names(tmp_path):
+    body = _spec().replace('csv("d.csv",', 'csv("d.csv", header = true, columns = [score, sex, score2, age, note, y],')
+    spec = _project(tmp_path, body, ROWS)
+    assert [d.code for d in lint(spec).diagnostics] == []
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 3
+
+
+def test_parquet_nulls_only_in_read_columns(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    tab = pa.table({"score": [0.9, 0.2, 0.7, 0.6], "sex": ["F", "M", "M", "F"], "age": [30, None, 41, 50],
+                    "note": [None, None, "x", None], "y": [1, 0, 1, 0]})
+    pq.write_table(tab, tmp_path / "d.parquet")
+    spec = tmp_path / "s.fair"
+    spec.write_text(_spec("").replace('csv("d.csv",', 'parquet("d.parquet",'))
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 3
+
+
+def test_compas_as_published_matches_pandas():
+    pd = pytest.importorskip("pandas")
+    res = lint(COMPAS / "compas.fair")
+    assert [d.code for d in res.diagnostics] == ["FS430", "FS430"]  # decile_score, read by both data sets
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(COMPAS / "compas.fair"), "--format", "json"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1, out.stderr
+    props = {p["name"]: p for p in json.loads(out.stdout)["properties"]}
+    assert props["high_risk_by_sex"]["details"]["rows"] == 6172  # ProPublica's filter (REFERENCE.md)
+
+    df = pd.read_csv(COMPAS / "data" / "compas-scores-two-years.csv")  # pandas names the repeats .1 too
+    df = df[(df.days_b_screening_arrest <= 30) & (df.days_b_screening_arrest >= -30) & (df.is_recid != -1)
+            & (df.c_charge_degree != "O") & (df.score_text != "N/A")]
+    assert len(df) == 6172
+    bw = df[df.race.isin(["African-American", "Caucasian"])]
+    high = bw.decile_score > 4.5
+    fpr = {r: float(high[(bw.race == r) & (bw.two_year_recid == 0)].mean()) for r in ("African-American", "Caucasian")}
+    fnr = {r: float((~high)[(bw.race == r) & (bw.two_year_recid == 1)].mean()) for r in ("African-American", "Caucasian")}
+    assert props["false_positive_balance"]["status"] == "violated"
+    assert props["false_positive_balance"]["value"] == pytest.approx(min(fpr.values()) / max(fpr.values()), abs=1e-12)
+    assert props["false_negative_balance"]["value"] == pytest.approx(min(fnr.values()) / max(fnr.values()), abs=1e-12)
