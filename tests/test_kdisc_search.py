@@ -146,3 +146,44 @@ def test_mutations_are_domain_points():
         S = space.mutate(rng, S, 4, max_genes=3)
         assert box.contains(S[:, : space.d]).all()
         S = S[rng.integers(0, S.shape[0], 50)]
+
+
+def _brute_k(p, eps):
+    from fractions import Fraction
+    e = Fraction(eps)
+    inv = 1 / e
+    nb = inv.numerator // inv.denominator + (inv.denominator != 1)
+    bs = set()
+    for x in p:
+        q = Fraction(float(x))
+        b = (q / e).__floor__() if q > 0 else 0
+        bs.add(min(max(int(b), 0), nb - 1))
+    return len(bs)
+
+
+@pytest.mark.parametrize("eps", ["0.1", "0.25", "0.3", "0.05"])
+def test_kdisc_enumeration_counts_buckets_exactly(eps):
+    # issue 20: probabilities on bucket boundaries (0.1, 0.3, 0.25, 0.5, 1.0 as floats) decided exactly
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    rng = np.random.default_rng(7)
+    grid = np.array([0.0, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 1.0, 0.30000000000000004])
+    K = 3
+    P = np.where(rng.random((400, K)) < 0.7, rng.choice(grid, (400, K)), rng.random((400, K)))
+    want = np.array([_brute_k(row, eps) for row in P])
+    for k in (1, 2, 3, 4):
+        for op in ("<", "<="):
+            r = kdisc_by_enumeration(P.reshape(-1), K=K, eps=eps, op=op, k=k, logit=False, claim="c")
+            assert (r.k_lo == want).all() and (r.k_hi == want).all()
+            holds = (want < k).all() if op == "<" else (want <= k).all()
+            assert (r.proof is not None) == holds
+
+
+def test_kdisc_enumeration_logit_at_zero_is_one_half():
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    # sigmoid(0) = 1/2 exactly: bucket 5 of eps = 0.1 (not 4); sigmoid(-1e-300) is undecided there
+    r = kdisc_by_enumeration(np.array([0.0, 0.0]), K=2, eps="0.1", op="<", k=2, logit=True, claim="c")
+    assert r.proof is not None and r.k_hi[0] == 1
+    r = kdisc_by_enumeration(np.array([0.0, -1e-300]), K=2, eps="0.1", op="<", k=2, logit=True, claim="c")
+    assert r.proof is None and r.k_lo[0] == 1 and r.k_hi[0] == 2

@@ -113,7 +113,5 @@ def test_kdisc_no_wrong_verdict(slice_results):
     _check_no_wrong(slice_results("kdisc"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 item 3: small domains are not decided exactly -- the search "
-                                       "cannot prove a k-discrimination bound on a network, so it ends unknown")
 def test_kdisc_unknown_within_target(slice_results):
     _check_unknown(slice_results("kdisc"))

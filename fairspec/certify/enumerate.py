@@ -23,7 +23,7 @@ from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, up
 
 __all__ = ["Check", "SigmoidCheck", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
-           "sigmoid_bounds"]
+           "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,3 +245,92 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     if post == "prob-of-logit":
         return [SigmoidCheck(z, op, eps, z_prime)]
     raise ValueError(f"unknown post-condition {post!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# k-discrimination over a finite domain
+# ---------------------------------------------------------------------------------------------
+
+
+class KEnumerated(NamedTuple):
+    """The outcome of :func:`kdisc_by_enumeration`: the Proof when every individual's k satisfies
+    the claim; per individual a lower and an upper bound of its k (equal where every
+    counterfactual's bucket is decided)."""
+
+    proof: Proof | None
+    k_lo: np.ndarray
+    k_hi: np.ndarray
+
+
+def _buckets_exact(p: np.ndarray, eps: Fraction, nb: int) -> np.ndarray:
+    """floor(p / eps) clipped to [0, nb - 1] for exact float values p (read bit for bit)."""
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        q = p / float(eps)
+        b = np.floor(q)
+        near = ~np.isfinite(q) | (np.abs(q - np.round(q)) <= 1e-7 * np.maximum(1.0, np.abs(q)))
+    b = np.where(np.isfinite(b), b, 0.0)
+    out = b.astype(np.int64)
+    for i in np.flatnonzero(near):
+        x = p[i]
+        if not math.isfinite(x):
+            out[i] = 0 if x < 0 else nb - 1
+            continue
+        out[i] = math.floor(Fraction(x) / eps)
+    out = np.where(p <= 0, 0, out)
+    return np.clip(out, 0, nb - 1)
+
+
+def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str,
+                         **detail) -> KEnumerated:
+    """k-discrimination (HyFair's C_eps with buckets) decided over a finite domain.
+
+    ``scores``: the runtime's outputs on every point, individual-major (individual i's K
+    counterfactuals are ``scores[i K : (i + 1) K]``), evaluated by the caller on the model's own
+    runtime. A counterfactual's probability is the score itself, or (``logit``) the real logistic
+    of the runtime's logit (bounded rigorously; a logit of exactly 0 is 1/2). Its bucket is
+    ``floor(p / eps)`` in exact arithmetic (``eps`` as written), the last of the ``ceil(1 / eps)``
+    buckets closed; k is the number of distinct buckets of an individual's K counterfactuals.
+    The claim is ``k op k_claim`` for every individual (``<`` or ``<=``). A bucket certify cannot
+    decide (a logistic within rounding of a bucket boundary) widens that individual's bounds; the
+    Proof is made only when every upper bound satisfies the claim. A NaN score takes any bucket."""
+    if op not in ("<", "<="):
+        raise ValueError(f"k-discrimination claims are k < c or k <= c, not {op!r}")
+    s = _as_array(scores).astype(np.float64)
+    K = int(K)
+    if K < 1 or s.shape[0] % K:
+        raise ValueError(f"{s.shape[0]} scores are not whole individuals of K = {K} counterfactuals")
+    e = threshold_of(eps)
+    if e <= 0:
+        raise ValueError("eps must be > 0")
+    inv = 1 / e
+    nb = inv.numerator // inv.denominator + (inv.denominator != 1)
+    n = s.shape[0] // K
+    if logit:
+        lo, hi = sigmoid_bounds(s)
+        half = s == 0.0
+        blo = _buckets_exact(np.where(half, 0.5, lo), e, nb)
+        bhi = _buckets_exact(np.where(half, 0.5, hi), e, nb)
+    else:
+        blo = bhi = _buckets_exact(s, e, nb)
+    nan = np.isnan(s)
+    blo = np.where(nan, 0, blo).reshape(n, K)
+    bhi = np.where(nan, nb - 1, bhi).reshape(n, K)
+    sure = blo == bhi
+    srt = np.sort(np.where(sure, blo, -1), axis=1)
+    distinct = np.count_nonzero(np.diff(srt, axis=1), axis=1) + 1
+    # distinct decided buckets (the -1 placeholder of undecided entries not counted); at least 1
+    has_unsure = ~sure.all(axis=1)
+    k_lo = np.where(has_unsure, np.maximum(1, distinct - (srt[:, 0] == -1)), distinct).astype(np.int64)
+    k_hi = k_lo.copy()
+    for i in np.flatnonzero(has_unsure):
+        cover = set()
+        for a, b in zip(blo[i], bhi[i]):
+            cover.update(range(int(a), int(b) + 1))
+        k_hi[i] = min(K, len(cover))
+    ok = k_hi < k if op == "<" else k_hi <= k
+    if n and not ok.all():
+        return KEnumerated(None, k_lo, k_hi)
+    proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=K, eps=e, op=op, k=int(k),
+                  max_k=int(k_hi.max()) if n else 0, **detail)
+    return KEnumerated(proof, k_lo, k_hi)

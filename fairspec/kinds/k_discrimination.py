@@ -115,10 +115,17 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     enc = ctx.encoding(prop.model)
     setup = _setup(prop, ctx)
     if isinstance(setup, Verdict):
+        if getattr(ctx.model(prop.model), "format", None) != "rule":
+            small = _decide_small(prop, ctx, ctx.model(prop.model), enc, fs, t0)   # no lowering needed
+            if isinstance(small, Verdict):
+                return small
         return setup
     model, low, space = setup.model, setup.low, setup.space
     violated_at = prop.k if prop.op == "<" else prop.k + 1
-    exact_note = ""
+    small = _decide_small(prop, ctx, model, enc, fs, t0)
+    if isinstance(small, Verdict):
+        return small
+    exact_note = small or ""
     if not setup.banded:
         exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
         if isinstance(exact, Verdict):
@@ -251,6 +258,85 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(r.upper), backend="search",
                        seconds=seconds, details=details, reason=f"{what} (claim: k {prop.op} {prop.k})")
     return f"; the tree bound proves max k <= {r.upper}" if r.upper < len(combos) else None
+
+
+#: the largest domain (individuals x counterfactuals) decided by enumeration on the runtime
+MAX_POINTS = 1_000_000
+
+
+def _decide_small(prop, ctx, model, enc, fs, t0: float):
+    """Every individual of a small discrete domain and its K counterfactuals scored on the model's
+    runtime; certify counts every individual's buckets exactly
+    (``certify.enumerate.kdisc_by_enumeration``): ``holds (proved: enumeration)``, ``violated``
+    with a replayed individual (a domain point by construction), or a note (None when the domain
+    is not small and discrete)."""
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+    from fairspec.kinds.pair_enumeration import _grid, _values
+    from fairspec.runtime.encoding import decode_row, encode
+
+    if getattr(model, "format", None) == "rule" or getattr(model, "score_kind", None) not in ("prob", "logit"):
+        return None
+    names = []
+    for c in enc.columns:
+        if c.feature not in names:
+            names.append(c.feature)
+    for n in prop.over:
+        if n not in names:
+            names.append(n)
+    others, overs = [], []
+    for n in names:
+        f = fs.get(n)
+        vals = None if f is None else _values(f)
+        if vals is None:
+            return None
+        (overs if n in prop.over else others).append((n, vals))
+    T = math.prod(len(v) for _, v in others)
+    K = math.prod(len(v) for _, v in overs)
+    if T * K > MAX_POINTS or K < 1:
+        return None
+    tgrid, _ = _grid(others)
+    kgrid, _ = _grid(overs)
+    N = T * K
+    values = {n: np.repeat(v, K) for n, v in tgrid.items()}
+    for n, v in kgrid.items():
+        values[n] = np.tile(v, T)
+    X = encode(enc, values, N)
+    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+    logit = model.score_kind == "logit"
+    claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
+             f"for all {T:,} individuals")
+    res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N)
+    seconds = time.perf_counter() - t0
+    details = {"engine": "enumeration", "individuals": T, "K": K, "points": N,
+               "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
+    if res.proof is not None:
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(details["max_k"]), backend="search",
+                       seconds=seconds, details=details, proof=res.proof,
+                       reason=f"every one of the {T:,} individuals and its {K} counterfactuals was evaluated on the "
+                              f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
+    bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
+    for i in np.flatnonzero(bad)[:5]:
+        U = X[i * K:(i + 1) * K]
+        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
+        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
+        if again.proof is not None:
+            continue                 # the independent evaluator does not reproduce it: try another
+        kr = int(again.k_lo[0])
+        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                       "prob": float(p)} for u, p in zip(U, probs)]
+        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    replayed_by=replayer_name(model))
+        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
+                       seconds=time.perf_counter() - t0, details=details,
+                       reason=f"enumerating all {T:,} individuals on the model's runtime: an individual whose {K} "
+                              f"counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of width "
+                              f"{prop.eps:g} (claim: k {prop.op} {prop.k})")
+    return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
+            f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
 
 
 def _in_domain(low, v) -> bool:
