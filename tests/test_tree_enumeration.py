@@ -123,3 +123,68 @@ def test_enumeration_can_be_switched_off_for_the_harness(tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     v = _verdicts(path)["lab"]
     assert "enumeration" not in (v.reason or "")
+
+
+def _wide_tree():
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.integers(0, 2, 400), rng.integers(0, 20001, 400), rng.integers(0, 31, 400)]).astype(float)
+    y = ((X[:, 1] > 7000) ^ (X[:, 2] > 12) ^ ((X[:, 0] == 1) & (X[:, 2] == 30))).astype(int)
+    return DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, y)
+
+
+def test_a_wide_domain_is_enumerated_in_cells_of_the_split_tests(tmp_path):
+    est = _wide_tree()
+    feats = "  g : bool protected\n  a : int in [0, 20000]\n  b : int in [0, 30]"
+    body = (_prop("lab", "label(m(x)) == label(m(x'))")
+            + _prop("p", "|prob(m(x)) - prob(m(x'))| <= 0.5", extra="  require |x.b - x'.b| < 2\n", mode="maximize"))
+    path = _write(tmp_path, est, body, feats, "  g : raw\n  a : raw\n  b : raw")
+    v = _verdicts(path)
+    # brute force over all 2 x 20001 x 31 points on the library
+    a, b = np.meshgrid(np.arange(20001.0), np.arange(31.0), indexing="ij")
+    P0 = np.column_stack([np.zeros(a.size), a.ravel(), b.ravel()])
+    P1 = P0.copy()
+    P1[:, 0] = 1
+    lab0, lab1 = est.predict(P0), est.predict(P1)
+    assert v["lab"].status == ("violated" if np.any(lab0 != lab1) else "holds")
+    assert v["lab"].details["cells"] < 1000 and v["lab"].details["points"] == 2 * 20001 * 31
+    p0 = est.predict_proba(P0)[:, 1].reshape(20001, 31)
+    p1 = est.predict_proba(P1)[:, 1].reshape(20001, 31)
+    best = 0.0
+    for d in (-1, 0, 1):                     # |b - b'| < 2
+        s0 = p0[:, max(0, d):31 + min(0, d)]
+        s1 = p1[:, max(0, -d):31 + min(0, -d)]
+        best = max(best, float(np.max(s0 - s1)), float(np.max(s1 - s0)))
+    assert v["p"].bound[0] <= best <= v["p"].bound[1]
+    assert v["p"].status == ("violated" if best > 0.5 else "holds")
+
+
+def test_unsound_cells_are_refused():
+    from fairspec.certify import Check
+    from fairspec.certify.trees import Factor, SplitTest, by_cell_enumeration, check_cells
+
+    U = np.array([[0.0], [1.0], [2.0]])
+    tests = [SplitTest(0, 0.5)]
+    assert check_cells(tests, [Factor("a", (0,), U, np.array([0, 1, 1]))]) is None
+    assert "does not agree" in check_cells(tests, [Factor("a", (0,), U, np.array([0, 0, 1]))])
+    # float32 comparisons as the library makes them: 0.1 (float64) cast to float32 is above 0.1
+    t32 = SplitTest(0, 0.1, f32=True)
+    assert not bool(t32.left(np.array([0.1]))[0]) and bool(SplitTest(0, 0.1).left(np.array([0.1]))[0])
+    with pytest.raises(ValueError):
+        by_cell_enumeration(tests, [Factor("a", (0,), U, np.array([0, 0, 1]))], Check(np.zeros(1), "<=", 0),
+                            count=1, claim="x")
+
+
+def test_the_solver_path_never_reports_an_uncertified_proof(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    est = _wide_tree()
+    feats = "  g : bool protected\n  a : int in [0, 20000]\n  b : int in [0, 30]"
+    body = _prop("lab", "label(m(x)) == label(m(x'))") + _prop("p", "|prob(m(x)) - prob(m(x'))| <= 1")
+    path = _write(tmp_path, est, body, feats, "  g : raw\n  a : raw\n  b : raw")
+    v = _verdicts(path)
+    for name in ("lab", "p"):
+        assert not (v[name].status == "holds" and v[name].proof is None), (name, v[name].reason)
+    if v["lab"].status == "violated":
+        w = v["lab"].witness
+        assert est.predict(np.array([w.x]))[0] != est.predict(np.array([w.x_prime]))[0]

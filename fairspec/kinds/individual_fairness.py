@@ -97,8 +97,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=time.perf_counter() - t0)
     except Unsupported as e:
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    relaxed = low.relaxed
+    if trees is not None:
+        from fairspec.kinds.tree_pairs import tree_relaxed
+
+        relaxed = tree_relaxed(prop, enc, low)     # `<` on integral inputs as the spec writes it
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
-                          low.onehot_groups, low.free, None, low.relaxed, prop.post, prop.eps)
+                          low.onehot_groups, low.free, None, relaxed, prop.post, prop.eps)
 
     mode = setting(prop, "mode", backend)
     limit = ctx.remaining(setting(prop, "timeout", backend))  # the budget covers the preparation above too
@@ -139,6 +144,11 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided, "volume_proved": float(cov.volume_proved),
                                "volume_refuted": float(cov.volume_refuted),
                                "volume_undecided": float(cov.volume_undecided)}
+    if trees is not None:
+        # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified
+        from fairspec.kinds.tree_pairs import solver_verdict
+
+        return solver_verdict(prop, ctx, res, backend, seconds, details)
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
         x = low.to_input(res.witness.x)

@@ -109,21 +109,49 @@ def runtime_outputs(model, X: np.ndarray, what: str) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the finite pair domain
+# the finite pair domain, in cells
 # ---------------------------------------------------------------------------------------------
 
-class PairDomain:
-    """Every domain point of the encoded features (tied features outermost, so that the points
-    sharing the tied values form consecutive blocks of ``m``), and the admissible ordered pairs
-    (``I``, ``J``) as indices into it."""
+MAX_VALUES = 1 << 21          # values of one integer feature split into cells
 
-    def __init__(self, names, values, n, m, I, J):
-        self.names = names            # encoded feature names, in grid order
-        self.values = values          # feature -> (n,) values as the runtime encoding reads them
-        self.n = n
-        self.m = m
-        self.I = I
-        self.J = J
+
+class Factor:
+    """One encoded feature: its domain values (as the runtime encoding reads them), their
+    encoded columns, their cells, the representative value of each cell and its role."""
+
+    def __init__(self, name, role, values, columns, U, cell):
+        self.name, self.role = name, role
+        self.values = values          # (k,)
+        self.columns = columns
+        self.U = U                    # (k, width)
+        self.cell = cell              # (k,) ints 0..nc-1
+        self.nc = int(cell.max()) + 1 if len(cell) else 0
+        self.rep = np.array([int(np.flatnonzero(cell == c)[0]) for c in range(self.nc)], dtype=np.int64)
+        self.size = np.bincount(cell, minlength=self.nc)
+
+    def members(self, c: int) -> np.ndarray:
+        return self.values[self.cell == c]
+
+
+class PairDomain:
+    """The product of the factors' cells (tied factors outermost: the points sharing the tied cells
+    form consecutive blocks of ``m``) and the admissible ordered pairs (``I``, ``J``) of cell points."""
+
+    def __init__(self, factors, n, m, I, J, tests, free_elsewhere):
+        self.factors = factors
+        self.n, self.m = n, m
+        self.I, self.J = I, J
+        self.tests = tests            # the model's split tests (None: cells are single values)
+        self.free_elsewhere = free_elsewhere
+        self.points = int(np.prod([len(f.values) for f in factors], dtype=np.float64)) if factors else 1
+
+    def grid(self) -> list[np.ndarray]:
+        """The cell index of every factor at every point (row-major, the last factor fastest)."""
+        sizes = [f.nc for f in self.factors]
+        if not sizes:
+            return []
+        g = np.meshgrid(*[np.arange(k) for k in sizes], indexing="ij")
+        return [a.reshape(-1) for a in g]
 
 
 def _feature_values(f: ir.Feature) -> np.ndarray | None:
@@ -133,13 +161,13 @@ def _feature_values(f: ir.Feature) -> np.ndarray | None:
     if isinstance(d, ir.Boolean):
         return np.array([0.0, 1.0])
     if isinstance(d, ir.IntRange):
-        if d.hi - d.lo + 1 > MAX_POINTS:
+        if d.hi - d.lo + 1 > MAX_VALUES:
             return None
         return np.arange(d.lo, d.hi + 1, dtype=np.float64)
     return None
 
 
-def _exact_leq(d: np.ndarray, op: str, tol) -> np.ndarray:
+def _exact_ok(d: np.ndarray, op: str, tol) -> np.ndarray:
     """``d op tol`` for the few distinct values of d, exactly (tol read as the spec wrote it)."""
     from fairspec.certify.exact import decide
 
@@ -149,55 +177,156 @@ def _exact_leq(d: np.ndarray, op: str, tol) -> np.ndarray:
     return out
 
 
-def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> tuple[PairDomain | None, str]:
-    """The finite pair domain of ``prop`` (None with the reason when it is not small)."""
+def _split_tests(ens):
+    from fairspec.certify.trees import SplitTest
+
+    seen = {}
+    for t in ens.trees:
+        for k in np.flatnonzero(t.left >= 0):
+            key = (int(t.feature[k]), float(t.threshold[k]), bool(t.strict), bool(t.f32))
+            seen.setdefault(key, SplitTest(*key))
+    return list(seen.values())
+
+
+def _encode_one(enc, fs, name, vals):
+    """The encoded columns of feature ``name`` at values ``vals`` (the runtime encoding)."""
+    from fairspec.runtime.encoding import encode
+
+    k = len(vals)
+    values = {c.feature: np.zeros(k) for c in enc.columns}
+    values[name] = vals
+    X = encode(enc, values, k)
+    c = enc.column(name)
+    return tuple(range(c.offset, c.offset + c.width)), X[:, c.offset:c.offset + c.width]
+
+
+def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, ens=None
+                ) -> tuple[PairDomain | None, str]:
+    """The finite pair domain of ``prop`` in cells of the split tests of ``ens`` (a
+    :class:`~fairspec.models.trees.TreeEnsemble` in model-input space; None: every value its own
+    cell), or None with the reason when it is not small."""
     if prop.pre:
         return None, "a further pre-condition"
-    encoded = [c.feature for c in enc.columns]
-    feats = [fs.get(n) for n in encoded]
-    if any(f is None for f in feats):
-        return None, "an encoded feature outside the feature set"
-    axes = {}
-    for f in feats:
-        v = _feature_values(f)
-        if v is None:
-            return None, f"feature {f.name} is continuous or too wide to enumerate"
-        axes[f.name] = v
-    free = [n for n in encoded if n in prop.free]
     tol = dict(prop.relaxed)
-    varying = [n for n in encoded if n in prop.free or n in tol]
-    tied = [n for n in encoded if n not in varying]
-    # a protected feature the model does not read lets any pair differ there
-    any_free_elsewhere = any(n not in encoded for n in prop.free)
-    sizes = [len(axes[n]) for n in tied + varying]
-    n = int(np.prod(sizes, dtype=np.float64)) if sizes else 1
-    m = int(np.prod([len(axes[k]) for k in varying], dtype=np.float64)) if varying else 1
+    tests = _split_tests(ens) if ens is not None else None
+    read = {t.column for t in tests} if tests is not None else None
+    factors = []
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        if f is None:
+            return None, "an encoded feature outside the feature set"
+        if f.name in prop.free and f.name in tol:
+            return None, f"feature {f.name} is both protected and relaxed"
+        role = "free" if f.name in prop.free else ("relaxed" if f.name in tol else "tied")
+        cols = set(range(c.offset, c.offset + c.width))
+        vals = _feature_values(f)
+        wide = vals is None
+        if wide:
+            if read is None or cols & read or role == "relaxed" or not isinstance(f.domain, (ir.RealRange, ir.IntRange)):
+                return None, f"feature {f.name} is continuous or too wide to enumerate"
+            # never read: its bounds stand for every value (one cell)
+            vals = np.array([float(f.domain.lo), float(f.domain.hi)])
+        columns, U = _encode_one(enc, fs, f.name, vals)
+        if tests is None:
+            cell = np.arange(len(vals), dtype=np.int64)
+        else:
+            mine = [t for t in tests if t.column in cols]
+            if mine:
+                sig = np.stack([t.left(U[:, t.column - c.offset]) for t in mine], axis=1)
+                _, cell = np.unique(sig, axis=0, return_inverse=True)
+                cell = np.asarray(cell, dtype=np.int64).reshape(-1)
+                # cells numbered in order of their first value
+                first = {}
+                for v in cell:
+                    first.setdefault(int(v), len(first))
+                cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
+            else:
+                cell = np.zeros(len(vals), dtype=np.int64)
+        factors.append(Factor(f.name, role, vals, columns, U, cell))
+    order = [f for f in factors if f.role == "tied"] + [f for f in factors if f.role != "tied"]
+    varying = [f for f in order if f.role != "tied"]
+    free_elsewhere = any(n not in [c.feature for c in enc.columns] for n in prop.free)
+    n = int(np.prod([f.nc for f in order], dtype=np.float64)) if order else 1
+    m = int(np.prod([f.nc for f in varying], dtype=np.float64)) if varying else 1
     if n > MAX_POINTS or float(n) * m > _max_pairs():
-        return None, f"{n:,} points and up to {n * m:,} pairs"
-    order = tied + varying
-    grids = np.meshgrid(*[axes[k] for k in order], indexing="ij") if order else []
-    values = {k: g.reshape(-1) for k, g in zip(order, grids)}
-    # admissible pairs inside one block (the varying sub-grid, the same in every block)
+        if tests is not None and m == 1:
+            return Unread(varying, tests), ""
+        return None, f"{n:,} cells and up to {n * m:,} cell pairs"
     if varying:
-        sub = np.meshgrid(*[axes[k] for k in varying], indexing="ij")
-        V = {k: g.reshape(-1) for k, g in zip(varying, sub)}
+        sub = np.meshgrid(*[np.arange(f.nc) for f in varying], indexing="ij")
+        V = [g.reshape(-1) for g in sub]
     else:
-        V = {}
+        V = []
     ok = np.ones((m, m), dtype=bool)
-    if not any_free_elsewhere:
+    if not free_elsewhere:
         differs = np.zeros((m, m), dtype=bool)
-        for k in free:
-            differs |= V[k][:, None] != V[k][None, :]
+        for f, a in zip(varying, V):
+            if f.role == "free":
+                same = a[:, None] == a[None, :]
+                differs |= ~same | (same & (f.size[a] >= 2)[:, None])
         ok &= differs
-    for k in varying:
-        if k in tol:
-            d = np.abs(V[k][:, None] - V[k][None, :])
-            ok &= _exact_leq(d, prop.relaxed_op(k), tol[k])
+    for f, a in zip(varying, V):
+        if f.role == "relaxed":
+            D = _min_distance(f)
+            ok &= _exact_ok(D, prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
     A, C = np.nonzero(ok)
     blocks = np.arange(n // m, dtype=np.int64) * m
     I = (blocks[:, None] + A[None, :]).reshape(-1)
     J = (blocks[:, None] + C[None, :]).reshape(-1)
-    return PairDomain(order, values, n, m, I, J), ""
+    return PairDomain(order, n, m, I, J, tests, free_elsewhere), ""
+
+
+class Unread:
+    """The domain is large but no split test tells two values of a varying feature apart."""
+
+    def __init__(self, varying, tests):
+        self.varying, self.tests = varying, tests
+
+
+def _min_distance(f: Factor) -> np.ndarray:
+    """(nc, nc): the smallest |a - b| over values a of one cell and b of another."""
+    D = np.zeros((f.nc, f.nc))
+    sorted_members = [np.sort(f.members(c)) for c in range(f.nc)]
+    for a in range(f.nc):
+        for b in range(f.nc):
+            if a == b:
+                D[a, b] = 0.0
+                continue
+            x, y = sorted_members[a], sorted_members[b]
+            k = np.clip(np.searchsorted(y, x), 0, len(y) - 1)
+            k0 = np.clip(k - 1, 0, len(y) - 1)
+            D[a, b] = float(min(np.abs(x - y[k]).min(), np.abs(x - y[k0]).min()))
+    return D
+
+
+def _closest(f: Factor, a: int, b: int) -> tuple[float, float]:
+    """Values of cells a and b at the smallest distance."""
+    x, y = np.sort(f.members(a)), np.sort(f.members(b))
+    if a == b:
+        return float(x[0]), float(x[0])
+    k = np.clip(np.searchsorted(y, x), 0, len(y) - 1)
+    k0 = np.clip(k - 1, 0, len(y) - 1)
+    d1, d0 = np.abs(x - y[k]), np.abs(x - y[k0])
+    i1, i0 = int(np.argmin(d1)), int(np.argmin(d0))
+    return (float(x[i1]), float(y[k[i1]])) if d1[i1] <= d0[i0] else (float(x[i0]), float(y[k0[i0]]))
+
+
+def _witness_values(dom: PairDomain, gi: list, gj: list) -> tuple[dict, dict]:
+    """Concrete domain values of the cell pair (gi, gj): the pre-condition satisfied."""
+    vx, vy = {}, {}
+    need_diff = not dom.free_elsewhere and not any(
+        f.role == "free" and a != b for f, a, b in zip(dom.factors, gi, gj))
+    for f, a, b in zip(dom.factors, gi, gj):
+        if f.role == "relaxed":
+            vx[f.name], vy[f.name] = _closest(f, a, b)
+        elif f.role == "free" and a == b and need_diff and f.size[a] >= 2:
+            mem = f.members(a)
+            vx[f.name], vy[f.name] = float(mem[0]), float(mem[1])
+            need_diff = False
+        else:
+            vx[f.name] = float(f.values[f.rep[a]])
+            vy[f.name] = float(f.values[f.rep[b]])
+    return vx, vy
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,33 +353,75 @@ def _interval(v: Fraction) -> tuple[float, float, float]:
     return float(v), float_down(v), float_up(v)
 
 
+def _ensemble(model):
+    """The model's trees in model-input space (None when they cannot be read exactly)."""
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        return model.tree_ensemble()
+    except (UnsupportedModel, ValueError):
+        return None
+
+
 def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):
     """The Verdict of ``prop`` by enumeration on the library's runtime, or None when the domain is
     not small (see the module docstring)."""
     from fairspec.certify import Check, by_enumeration
+    from fairspec.certify.enumerate import compare_exact
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness, unknown
 
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
-    dom, why = pair_domain(prop, fs, enc)
+    model = ctx.model(prop.model)
+    ens = _ensemble(model)
+    dom, why = pair_domain(prop, fs, enc, ens)
+    if dom is None and ens is not None:
+        dom, why = pair_domain(prop, fs, enc, None)
     if dom is None:
         return None
-    model = ctx.model(prop.model)
-    details = {"mode": mode, "points": dom.n, "pairs": int(dom.I.size), "runtime": _runtime_name(model)}
-    X = encode(enc, dom.values, dom.n)
+    if isinstance(dom, Unread):
+        from fairspec.certify.trees import Factor as CFactor, prove_unread
+
+        proof = prove_unread(dom.tests, [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.varying],
+                             post=prop.post, op=prop.eps_op, eps=prop.eps)
+        if proof is None:
+            return None
+        value = bound = None
+        if mode == "maximize" and prop.post != "label":
+            value, bound = 0.0, (0.0, 0.0)        # every pair's difference is exactly 0
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
+                       seconds=time.perf_counter() - t0, proof=proof, details={"mode": mode},
+                       reason="the model never reads the protected or relaxed features where its output can "
+                              "change, so x and x' always reach the same leaves")
+    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
+               "runtime": _runtime_name(model)}
+    grid = dom.grid()
+    rep_values = {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}
+    X = encode(enc, rep_values, dom.n)
     post = prop.post
-    if dom.I.size == 0:
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=None, backend=backend,
-                       seconds=time.perf_counter() - t0, details=details,
-                       proof=by_enumeration(Check(np.zeros(0), "<=", 0), count=0,
-                                            claim="no pair of the domain satisfies the pre-condition").proof,
-                       reason="no pair of the domain satisfies the pre-condition")
     I, J = dom.I, dom.J
+    unit = "cell pairs" if dom.tests is not None else "pairs"
+
+    def certified(checks, claim):
+        if dom.tests is None:
+            return by_enumeration(checks, count=int(I.size), claim=claim, unit="pairs", points=dom.points,
+                                  runtime=details["runtime"])
+        from fairspec.certify.trees import Factor as CFactor, by_cell_enumeration
+
+        cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors]
+        return by_cell_enumeration(dom.tests, cf, checks, count=int(I.size), claim=claim, points=dom.points,
+                                   runtime=details["runtime"])
+
+    if dom.I.size == 0:
+        res = certified(Check(np.zeros(0), "<=", 0), "no pair of the domain satisfies the pre-condition")
+        return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
+                       seconds=time.perf_counter() - t0, details=details, proof=res.proof,
+                       reason="no pair of the domain satisfies the pre-condition")
     if post == "label":
         L = runtime_outputs(model, X, "label")
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
-        claim = (f"no two of the {dom.n:,} domain points that the pre-condition pairs get different labels "
+        claim = (f"no two of the {dom.points:,} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
         measure = runtime_outputs(model, X, "logit") if mode == "maximize" else None
         if mode == "maximize" and measure is None:
@@ -263,11 +434,14 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             return unknown(prop, f"the library of model '{prop.model}' has no {post} output", backend=backend,
                            seconds=time.perf_counter() - t0)
         checks = [Check(s[I], prop.eps_op, prop.eps, minus=s[J])]
-        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {prop.eps:g} for every pair of the {dom.n:,} domain "
+        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {prop.eps:g} for every pair of the {dom.points:,} domain "
                  "points that the pre-condition pairs, on the library's runtime")
         measure = s
-    res = by_enumeration(checks, count=int(I.size), claim=claim, unit="pairs", points=dom.n,
-                         runtime=details["runtime"])
+    try:
+        res = certified(checks, claim)
+    except ValueError as e:           # cells that are not sound: the converter disagrees with itself
+        return unknown(prop, f"the enumeration was not certified: {e}", backend=backend,
+                       seconds=time.perf_counter() - t0)
     value = bound = None
     best = None
     if mode == "maximize" and measure is not None:
@@ -280,23 +454,34 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             k, ex = _exact_max_diff(measure[I], measure[J])
             v, lo, hi = _interval(ex)
             value, bound, best = v, (lo, hi), k
-        details["maximum"] = "exact over every admissible pair (enumeration)"
+        details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
                        seconds=seconds, details=details, proof=res.proof,
-                       reason=f"enumeration of {int(I.size):,} pairs on the library's runtime")
+                       reason=f"enumeration of {int(I.size):,} {unit} on the library's runtime")
     k = res.index
     if mode == "maximize" and post != "label" and best is not None:
         k = best                          # the largest violation is a violation too
     elif mode == "maximize" and post == "label":
-        # the violating pair with the largest margin
         bad = (L[I] == 1) & (L[J] == 0)
         mm = np.where(bad, np.minimum(measure[I], -measure[J]), -np.inf)
         k = int(np.argmax(mm))
     i, j = int(I[k]), int(J[k])
-    x, xp = X[i], X[j]
-    out = model.replay(np.stack([x, xp]))
+    vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
+    XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
+    x, xp = XW[0], XW[1]
+    out = model.replay(XW)
+    # the concrete pair replayed: it must violate on the library too
+    if post == "label":
+        lw = runtime_outputs(model, XW, "label")
+        again = bool(lw[0] == 1 and lw[1] == 0)
+    else:
+        sw = runtime_outputs(model, XW, post)
+        again = not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
+    if not again:
+        return unknown(prop, "the violating cell pair did not reproduce on a concrete pair of the library's runtime",
+                       backend=backend, seconds=seconds, details=details)
     w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                 (float(out[0]), float(out[1])), replayed_by=details["runtime"])
     if value is None and post != "label":
@@ -304,7 +489,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     details["violating_pairs"] = res.violations
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{res.violations:,} of {int(I.size):,} pairs violate it on the library's runtime "
+                   reason=f"{res.violations:,} of {int(I.size):,} {unit} violate it on the library's runtime "
                           "(enumeration)")
 
 
@@ -315,3 +500,115 @@ def _runtime_name(model) -> str:
 
 
 _ = math
+
+
+# ---------------------------------------------------------------------------------------------
+# the exact encodings' answers on large domains
+# ---------------------------------------------------------------------------------------------
+
+def tree_relaxed(prop: ir.IndividualFairness, enc: ir.Encoding, low) -> tuple:
+    """The lowering's relaxed tolerances with the spec's strictness on integral inputs: ``|v - v'| < t``
+    is ``|v - v'| <= ceil(t) - 1`` and ``<= t`` is ``<= floor(t)`` (continuous inputs keep t; their
+    witnesses are re-checked exactly)."""
+    from fairspec.certify.exact import threshold_of
+
+    tol = dict(prop.relaxed)
+    names = [c.feature for c in enc.columns if c.feature in tol]      # the lowering's order
+    out = []
+    for (col, tf), name in zip(low.relaxed, names):
+        if bool(low.integer[col]):
+            t = threshold_of(tol[name])
+            lim = (math.ceil(t) - 1) if prop.relaxed_op(name) == "<" else math.floor(t)
+            out.append((col, float(lim)))
+        else:
+            out.append((col, tf))
+    return tuple(out)
+
+
+def _feature_point(enc: ir.Encoding, v: np.ndarray) -> dict:
+    """Feature values (as the runtime encoding reads them) of a feature-space vector of the lowering."""
+    out = {}
+    for c in enc.columns:
+        seg = np.asarray(v[c.offset:c.offset + c.width], dtype=np.float64)
+        out[c.feature] = float(np.argmax(seg)) if c.kind == "onehot" else float(seg[0])
+    return out
+
+
+def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
+    """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
+    with a concrete domain pair that breaks the property on the library's runtime (pre-condition
+    and post-condition checked exactly, strictness as written); a `holds` the engines cannot
+    certify is `unknown` (a floating-point solver's word is no proof)."""
+    from fairspec.certify.enumerate import compare_exact
+    from fairspec.certify.exact import decide
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.verdict import Verdict, Witness, unknown
+
+    mode = details.get("mode")
+    if res.status == "holds":
+        return unknown(prop, f"the {backend} tree encoding found no violating pair, but its answer is not certified "
+                             "(the domain is too large to enumerate on the library's runtime, and a floating-point "
+                             "solver's word is no proof)", backend=backend, seconds=seconds, details=details)
+    if res.status != "violated" or res.witness is None:
+        return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
+                       seconds=seconds, details=details)
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    model = ctx.model(prop.model)
+    px, py = _feature_point(enc, res.witness.x), _feature_point(enc, res.witness.x_prime)
+    why = None
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        a, b = px[c.feature], py[c.feature]
+        d = f.domain
+        if isinstance(d, (ir.IntRange, ir.Boolean, ir.Categorical)):
+            hi = d.hi if isinstance(d, ir.IntRange) else (1 if isinstance(d, ir.Boolean) else len(d.categories) - 1)
+            lo = d.lo if isinstance(d, ir.IntRange) else 0
+            if any(v != round(v) or not lo <= v <= hi for v in (a, b)):
+                why = f"feature {f.name} is outside its domain"
+        elif not (d.lo <= a <= d.hi and d.lo <= b <= d.hi):
+            why = f"feature {f.name} is outside its domain"
+        tol = dict(prop.relaxed)
+        if f.name in tol and not decide(Fraction(a) - Fraction(b) if a >= b else Fraction(b) - Fraction(a),
+                                        prop.relaxed_op(f.name), tol[f.name]):
+            why = f"feature {f.name} differs beyond its tolerance"
+        if f.name not in prop.free and f.name not in tol and a != b:
+            why = f"feature {f.name} differs, which the pre-condition ties"
+    if why is None and not any(px[n] != py[n] for n in prop.free if n in px) and \
+            all(n in px for n in prop.free):
+        why = "the pair does not differ in a protected feature"
+    if why is None:
+        XW = encode(enc, {n: np.array([px[n], py[n]]) for n in px}, 2)
+        if prop.post == "label":
+            lw = runtime_outputs(model, XW, "label")
+            ok = bool(lw[0] != lw[1])
+            if ok and lw[0] == 0:
+                XW = XW[::-1].copy()
+        else:
+            sw = runtime_outputs(model, XW, prop.post)
+            ok = sw is not None and not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
+            if sw is not None and not ok:
+                ok = not bool(compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0])
+                XW = XW[::-1].copy()
+        if not ok:
+            why = "it does not break the property on the library's runtime"
+    if why is not None:
+        return unknown(prop, f"the {backend} solver's candidate pair was dropped ({why}); not reported as a violation",
+                       backend=backend, seconds=seconds, details=details)
+    out = model.replay(XW)
+    x, xp = XW[0], XW[1]
+    w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
+                (float(out[0]), float(out[1])), replayed_by=_runtime_name(model))
+    value = bound = None
+    if prop.post != "label":
+        sw = runtime_outputs(model, XW, prop.post)
+        v = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        if mode != "maximize":
+            value = v
+        elif prop.post == "prob":
+            value, bound = v, (v, 1.0)          # no certified bound but 1 on a difference of probabilities
+        else:
+            details = {**details, "best_value": v, "maximum": "no certified upper bound"}
+    return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
+                   seconds=seconds, details=details,
+                   reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
