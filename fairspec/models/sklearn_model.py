@@ -210,12 +210,9 @@ class SklearnModel(LoadedModel):
                 folded = fold(est)
             except Exception as exc:  # noqa: BLE001 - an unusual pipeline: one sentence
                 raise ModelLoadError(f"the pipeline in {path} could not be read: {short_error(exc)}", path) from exc
-            if folded.unfoldable:
-                raise ModelLoadError(
-                    f"the pipeline in {path} has preprocessing fairspec cannot fold into an encoding: "
-                    f"{'; '.join(folded.unfoldable)}", path)
             self.pipeline, self.folded = est, folded
-            est = folded.final
+            if not folded.unfoldable:
+                est = folded.final
         has_proba = _has(est, "predict_proba")
         has_dec = _has(est, "decision_function")
         if not (has_proba or has_dec):
@@ -263,14 +260,64 @@ class SklearnModel(LoadedModel):
             width = int(width) if width is not None else None
         except (TypeError, ValueError):
             width = None
+        self._frame = None
+        if self.folded is not None and self.folded.unfoldable:
+            width = None                # the encoding's width, once bound (bind_encoding)
         self.classes = None if classes is None else list(classes)
         names = getattr(est, "feature_names_in_", None)
         self.input_names = tuple(str(n) for n in names) if names is not None else None
         self._init_common(path, "sklearn", width, kind, est, readout)
 
+    @property
+    def unfolded(self) -> bool:
+        """A pipeline evaluated whole on a data frame: its preprocessing could not be folded."""
+        return self.folded is not None and bool(self.folded.unfoldable)
+
+    def bind_encoding(self, enc, fs) -> None:
+        """For a pipeline evaluated whole: how the encoded columns (raw numbers and category codes,
+        fairspec.sema.pipelines.frame_encoding) become the data frame its predict_proba reads."""
+        if not self.unfolded or enc is None:
+            return
+        binding = []
+        for c in enc.columns:
+            f = fs.get(c.feature) if fs is not None else None
+            cats = None
+            if c.kind == "code":
+                order = sorted(range(len(c.categories)), key=lambda i: c.codes[i])
+                cats = [c.categories[i] for i in order]
+                if f is not None and f.domain.kind == "bool":
+                    cats = [x == "true" for x in cats]
+            binding.append((f.column if f is not None else c.feature, c.offset, cats))
+        self._frame = binding
+        self.input_width = enc.width
+
+    def _as_frame(self, X):
+        import numpy as np
+
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ModelLoadError(f"evaluating the pipeline in {self.path} needs pandas, which is not installed",
+                                 self.path) from exc
+        if self._frame is None:
+            raise ModelLoadError(f"the pipeline in {self.path} is evaluated on a data frame, and no encoding "
+                                 f"says which feature is which column", self.path)
+        n = X.shape[0]
+        cols = {name: np.full(n, np.nan) for name in self.folded.inputs}
+        for name, offset, cats in self._frame:
+            v = X[:, offset]
+            cols[name] = v if cats is None else np.asarray(cats, dtype=object)[v.astype(np.int64)]
+        return pd.DataFrame(cols, columns=list(self.folded.inputs))
+
     def tree_ensemble(self):
         from fairspec.models.trees import SKLEARN_TREES, from_sklearn
 
+        if self.unfolded and type(self.folded.final).__name__ in SKLEARN_TREES:
+            from .base import UnsupportedModel
+
+            raise UnsupportedModel("Pipeline", "preprocessing",
+                                   f"its preprocessing cannot be folded into an encoding "
+                                   f"({'; '.join(self.folded.unfoldable)}), so the solvers cannot read its trees")
         if type(self.raw).__name__ not in SKLEARN_TREES:
             return None
         if getattr(self, "_trees", None) is None:
@@ -279,6 +326,13 @@ class SklearnModel(LoadedModel):
 
     def _piecewise_linear(self):
         from fairspec.models import network
+
+        if self.unfolded:
+            from .base import UnsupportedModel
+
+            raise UnsupportedModel("Pipeline", "preprocessing",
+                                   f"its preprocessing cannot be folded into an encoding "
+                                   f"({'; '.join(self.folded.unfoldable)}), so the solvers cannot read it")
 
         return network.from_sklearn(self.raw, readout=self.readout)
 
@@ -293,7 +347,7 @@ class SklearnModel(LoadedModel):
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
-            y = np.asarray(getattr(self.raw, self.method)(X))
+            y = np.asarray(getattr(self.raw, self.method)(self._as_frame(X) if self.unfolded else X))
         return self._read(y, self._what)
 
 

@@ -104,6 +104,10 @@ class Context:
 
                 self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
                                                 score_kind=m.score_kind, trust_pickle=m.trust_pickle)
+                bind = getattr(self._models[name], "bind_encoding", None)
+                if bind is not None:            # a scikit-learn pipeline evaluated whole on a data frame
+                    enc = self.spec.encoding_for(name)
+                    bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
                 self.loads.append({"what": "model", "name": name, "file": m.path,
                                    "seconds": time.perf_counter() - t0})
                 self._check_width(name, self._models[name])

@@ -574,18 +574,23 @@ class Checker:
         if m.folded is None:                            # no ColumnTransformer: an encode block writes its inputs
             return
         self.pipelines[node.name.id] = m.folded
-        self.model_widths[node.name.id] = m.folded.width
+        self.model_widths[node.name.id] = None if m.folded.unfoldable else m.folded.width
+        if m.folded.unfoldable:
+            self.sink.add("FS423", f"the pipeline of model '{node.name.id}' has preprocessing fairspec cannot fold "
+                                   f"into an encoding: {'; '.join(m.folded.unfoldable)}; properties on data run "
+                                   f"through its own predict_proba, and the solvers cannot read it", path_arg.span)
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
 
     def _pipeline_encodings(self) -> None:
         """The encoding of each pipeline model that has no encode block, read from the pipeline."""
-        from fairspec.sema.pipelines import derive
+        from fairspec.sema.pipelines import derive, frame_encoding
 
         for name, folded in self.pipelines.items():
             if name in self.encodings or name in self.encoded_models:
                 continue
-            enc = derive(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            make = frame_encoding if folded.unfoldable else derive
+            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
             if enc is None:
                 self.encoded_models.add(name)       # reported: no second "has no encode block"
             else:
@@ -696,7 +701,12 @@ class Checker:
         if complete and model.name in self.pipelines:
             from fairspec.sema.pipelines import check_block
 
-            enc = check_block(enc, fs, self.pipelines[model.name], model.name, self.sink) or enc
+            if self.pipelines[model.name].unfoldable:
+                self.sink.add("FS422", f"the pipeline of model '{model.name}' is evaluated whole (fairspec cannot fold "
+                                       f"its preprocessing), so an encode block cannot describe its inputs",
+                              node.span, hint="drop the encode block")
+            else:
+                enc = check_block(enc, fs, self.pipelines[model.name], model.name, self.sink) or enc
             width = None                                 # check_block compared the block with the pipeline
         if complete and width is not None and width != offset:
             self.sink.add("FS402", f"the encoding of {fs.name} for {model.name} is {offset} columns wide, "

@@ -102,6 +102,37 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
     return ir.Encoding(fs.name, model, tuple(out), folded.width, span=span)
 
 
+def frame_encoding(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
+    """For a pipeline fairspec cannot fold (evaluated whole on a data frame): one column per
+    input column the pipeline reads, a number as ``raw`` and a category as its ``code``
+    (0, 1, ... in declared order); the loader turns them back into the data frame
+    (SklearnModel.bind_encoding). Columns the pipeline drops may go undeclared."""
+    need = [c for c in folded.inputs if c not in folded.dropped]
+    candidates = [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in need)]
+    if len(candidates) != 1:
+        what = ("several feature sets declare them: " + ", ".join(fs.name for fs in candidates)) if candidates \
+            else "no feature set declares them all"
+        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(need)}, and {what}", span,
+                 hint="declare one feature set with a feature for each column the pipeline reads")
+        return None
+    fs = candidates[0]
+    cols, offset = [], 0
+    for c in folded.inputs:
+        f = _feature_for(fs, c)
+        if f is None:
+            continue
+        if isinstance(f.domain, ir.Categorical):
+            cols.append(ir.ColumnEncoding(f.name, "code", offset, 1, categories=f.domain.categories,
+                                          codes=tuple(float(i) for i in range(len(f.domain.categories))), span=span))
+        elif isinstance(f.domain, ir.Boolean):
+            cols.append(ir.ColumnEncoding(f.name, "code", offset, 1, categories=("false", "true"), codes=(0.0, 1.0),
+                                          span=span))
+        else:
+            cols.append(ir.ColumnEncoding(f.name, "raw", offset, 1, span=span))
+        offset += 1
+    return ir.Encoding(fs.name, model, tuple(cols), offset, span=span)
+
+
 def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -> ir.Encoding | None:
     """The hand-written block against the pipeline: the pipeline's encoding (with its parameters)
     when they agree, else None after FS422 at the first line that disagrees."""
