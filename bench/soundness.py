@@ -53,6 +53,8 @@ def main(argv=None) -> int:
     ap.add_argument("--findings", type=Path, default=None,
                     help="append the wrong verdicts by family, owner, setting and class, each with a --case "
                          "reproducer command, to this markdown file (e.g. /work/tools/FINDINGS.md)")
+    ap.add_argument("--dump", type=Path, default=None,
+                    help="write every instance's results (all outcomes, seconds) to this JSON file")
     ap.add_argument("--case-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "fairspec-case")
     a = ap.parse_args(argv)
     if a.case:
@@ -86,6 +88,8 @@ def main(argv=None) -> int:
         print(f"harness error {r['family']} {r['seed']}: {r['error']}", file=sys.stderr)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
+    if a.dump is not None:
+        a.dump.write_text(json.dumps(results, default=str) + "\n")
     if a.findings is not None:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         title = (f"{stamp} -- main {commit}: --seed {a.seed} --count {a.count} --families {','.join(fams)} "

@@ -3,14 +3,24 @@ runs the long campaign): small random instances of every family, each property's
 enumeration on the model's own runtime (tests/differential/), fairspec's verdict judged
 against it.
 
-Per family two tests: no wrong verdict (a false proof, a false violation, a witness that is
-no domain point or does not replay, a maximum or exact value that is not, a crash), and
-`unknown` on at most 1% of the properties whose domain has at most 1,000 points (rounded
-up: a time-out on a loaded machine is `unknown`, tolerated up to the target, never wrong).
+The slice is cut into *cells* -- a family and a setting (network and trees: backend x
+decide/maximize; distributions: backend; k-discrimination: network or tree model; PBA:
+engine; data: how the decisions are given) -- and each cell is one test: no wrong verdict (a
+false proof, a false violation, a witness that is no domain point or does not replay, a
+maximum or exact value that is not, a crash). A cell whose slice still has wrong verdicts on
+main is marked ``xfail(strict=True)`` naming its issue-20 classes and the engineer who owns the
+fix: the fix turns it into an XPASS, i.e. a failure, and the fixer removes the marker. The
+seeds were chosen so that every marked cell holds at least two wrong verdicts where the
+campaign found them (bench/soundness.py --seed 0 --count 40 on main 8684d13), on instances that
+take seconds.
 
-A family whose slice still has wrong verdicts (or too many unknowns) on main is marked
-``xfail(strict=True)`` with its issue-20 class: the fix turns it into an XPASS, and the fixer
-removes the marker.
+Per family, `unknown` on small domains (at most 1,000 points) is at most 1% of the properties
+(rounded up); an `unknown` whose reason is a time limit is not counted there (a loaded machine
+may time out; the campaign measures those), so no test here depends on the machine's speed.
+A generator error or a spec that lint rejects fails the family's `runs` test (a harness bug).
+
+Re-run one property alone: ``python bench/soundness.py --case network-16-p5`` (the instance
+seed is the slice's seed).
 """
 
 from __future__ import annotations
@@ -21,15 +31,76 @@ import pytest
 
 from differential import campaign
 
-# family -> instance seeds of the slice (each instance has several properties)
+# family -> instance seeds of the slice (each instance has 4-8 properties)
 SLICE = {
-    "network": (1, 4, 6, 7, 9, 10, 12),
-    "trees": (1, 2, 3, 4, 6, 7, 8, 9),
-    "distribution": (1, 3, 4, 5, 6, 7),
-    "pba": (1, 4, 5, 9),
-    "data": (1, 6, 8),
-    "kdisc": (1, 4, 5, 9, 10),
+    "network": (4, 10, 12, 16, 20, 21, 22, 26, 30, 35, 39),
+    "trees": (4, 5, 6, 7, 9, 11, 12, 14, 20, 28, 29, 31),
+    "distribution": (3, 5, 6, 8, 15, 16, 20, 32, 33, 35, 38),
+    "pba": (1, 3, 4, 5, 7),
+    "data": (0, 1, 2, 6, 8),
+    "kdisc": (1, 4, 5, 6, 8, 10, 39),
 }
+
+
+def _pair_cell(m: dict) -> str:
+    return f"{m.get('backend')}-{'maximize' if m.get('mode') == 'maximize' else 'decide'}"
+
+
+CELL_OF = {
+    "network": _pair_cell,
+    "trees": _pair_cell,
+    "distribution": lambda m: m.get("backend"),
+    "kdisc": lambda m: "network" if m.get("model") == "onnx" else "trees",
+    "pba": lambda m: m.get("engine"),
+    "data": lambda m: m.get("mode"),
+}
+
+PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
+CELLS = {
+    "network": PAIR_CELLS,
+    "trees": PAIR_CELLS,
+    "distribution": ["default", "dp", "ssat", "elimination"],
+    "kdisc": ["network", "trees"],
+    "pba": ["highs", "scip", "lp"],
+    "data": ["decision", "score", "rule"],
+}
+
+# (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.
+_MAX = "class 1: maximize reports a value below / above the true maximum (the data stage's share, a float solver's optimum)"
+XFAIL = {
+    ("network", "default-decide"): ("pairs", "classes 3, 5: witnesses outside a strict require tolerance"),
+    ("network", "default-maximize"): ("pairs", _MAX + "; class 4: a maximum in real, not float32, arithmetic"),
+    ("network", "milp-decide"): ("pairs", "class 1: holds (proved) at a tie (a logit of exactly 0); class 3/5 witnesses"),
+    ("network", "milp-maximize"): ("pairs", _MAX),
+    ("network", "milp-scip-maximize"): ("pairs", _MAX),
+    ("network", "smt-decide"): ("smt", "classes 1, 2: holds (proved) that is false at a tie"),
+    ("network", "smt-maximize"): ("smt", _MAX),
+    ("trees", "default-maximize"): ("trees", _MAX),
+    ("trees", "milp-decide"): ("trees", "classes 3, 4: holds (proved) under `<` at a tie; witnesses outside a strict "
+                                        "require tolerance"),
+    ("trees", "milp-maximize"): ("trees", _MAX + "; class 5 witnesses"),
+    ("trees", "milp-scip-decide"): ("trees", "class 3: holds (proved) under `<` at a tie"),
+    ("trees", "milp-scip-maximize"): ("trees", _MAX),
+    ("trees", "smt-decide"): ("trees", "classes 3, 5: witnesses outside a strict require tolerance"),
+    ("trees", "smt-maximize"): ("trees", _MAX),
+    ("distribution", "default"): ("exact", "classes 3, 6: `<` read as `<=` and values compared in binary floating "
+                                           "point (a value of exactly 0.058 read as 0.05800000000000005)"),
+    ("distribution", "dp"): ("exact", "class 6: exact values compared in floating point (false violations)"),
+    ("distribution", "ssat"): ("exact", "classes 3, 6: strict claims and exact values"),
+    ("distribution", "elimination"): ("exact", "classes 3, 6: strict claims and exact values"),
+    ("kdisc", "network"): ("exact", "class 5: witnesses with two categories of one one-hot block switched on"),
+    ("kdisc", "trees"): ("exact", "class 5: witnesses that are no domain point"),
+}
+
+# family -> (owner, why) while its small-domain unknowns (time limits aside) are over the target
+XFAIL_UNKNOWN = {
+    "network": ("pairs", "issue 20 item 3: small domains not decided exactly (code tables in another order, "
+                         "violations within solver tolerance of the threshold end unknown)"),
+    "trees": ("trees", "issue 20 item 3: forests and code tables the solver backends cannot encode end unknown"),
+    "kdisc": ("exact", "issue 20 item 3: the search cannot prove a k-discrimination bound on a small domain"),
+}
+
+TIME_LIMIT = ("time limit", "time budget", "timed out", "time-out", "timeout", "ran out of time")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +112,7 @@ def slice_results():
     cache: dict = {}
 
     def results(fam):
-        if fam not in cache:       # each family's slice runs once, for both of its tests
+        if fam not in cache:       # each family's slice runs once, for all of its tests
             cache[fam] = [campaign.run_one(fam, s) for s in SLICE[fam]]
         return cache[fam]
 
@@ -51,67 +122,65 @@ def slice_results():
         executor._CONFIG.update(saved)
 
 
-def _wrong(results) -> list[str]:
-    return [f"{o['family']} seed {o['seed']} {o['name']}: {o['defect']} ({o['why'][:160]}) "
-            f"[{o['meta'].get('backend')}/{o['meta'].get('mode')}/{o['meta'].get('post')}]"
-            for r in results for o in r["outcomes"] if o["klass"] == "wrong"]
+def _describe(o: dict) -> str:
+    m = o["meta"]
+    where = "/".join(str(m[k]) for k in ("backend", "mode", "post", "op", "model", "engine", "kind", "metric")
+                     if m.get(k) not in (None, "", False))
+    return (f"{campaign.case_id(o)}: {o['defect']} [{where}] ({o['why'][:160]}); "
+            f"re-run: python bench/soundness.py --case {campaign.case_id(o)}")
 
 
-def _check_no_wrong(results):
-    errors = [r["error"] for r in results if r.get("error")]
+def _params():
+    out = []
+    for fam, cells in CELLS.items():
+        for cell in cells:
+            marks = []
+            if (fam, cell) in XFAIL:
+                who, why = XFAIL[(fam, cell)]
+                marks.append(pytest.mark.xfail(strict=True, reason=f"issue 20, owner {who}: {why}"))
+            out.append(pytest.param(fam, cell, marks=marks, id=f"{fam}-{cell}"))
+    return out
+
+
+@pytest.mark.parametrize("family", list(SLICE))
+def test_slice_runs(slice_results, family):
+    """Every instance generated and checked; no spec rejected by lint (a harness or lint bug)."""
+    results = slice_results(family)
+    errors = [f"{r['family']} {r['seed']}: {r['error']}" for r in results if r.get("error")]
     assert not errors, errors[0]
-    rejected = [f"{o['seed']} {o['name']}: {o['why']}" for r in results for o in r["outcomes"]
+    rejected = [f"{campaign.case_id(o)}: {o['why']}" for r in results for o in r["outcomes"]
                 if o["klass"] == "rejected"]
     assert not rejected, rejected
-    assert sum(len(r["outcomes"]) for r in results) > 0
-    wrong = _wrong(results)
-    assert not wrong, "\n".join(wrong)
+    seen = {CELL_OF[family](o["meta"]) for r in results for o in r["outcomes"]}
+    assert set(CELLS[family]) <= seen, f"cells without a property in the slice: {set(CELLS[family]) - seen}"
 
 
-def _check_unknown(results):
-    small = [o for r in results for o in r["outcomes"] if campaign.is_small(o)]
-    unknown = [f"{o['seed']} {o['name']}: {o['reason']}" for o in small if o["klass"] == "unknown"]
+@pytest.mark.parametrize("family, cell", _params())
+def test_no_wrong_verdict(slice_results, family, cell):
+    outs = [o for r in slice_results(family) for o in r["outcomes"] if CELL_OF[family](o["meta"]) == cell]
+    assert outs, f"no property of the slice falls in {family}/{cell}"
+    wrong = [_describe(o) for o in outs if o["klass"] == "wrong"]
+    assert not wrong, f"{len(wrong)} wrong of {len(outs)}:\n" + "\n".join(wrong)
+
+
+def _unknown_params():
+    out = []
+    for fam in SLICE:
+        marks = []
+        if fam in XFAIL_UNKNOWN:
+            who, why = XFAIL_UNKNOWN[fam]
+            marks.append(pytest.mark.xfail(strict=True, reason=f"owner {who}: {why}"))
+        out.append(pytest.param(fam, marks=marks, id=fam))
+    return out
+
+
+@pytest.mark.parametrize("family", _unknown_params())
+def test_unknown_within_target(slice_results, family):
+    # group metrics on data are estimates (domain -1): their `unknown` is a statistical answer,
+    # outside the target, so that family passes trivially
+    small = [o for r in slice_results(family) for o in r["outcomes"] if campaign.is_small(o)]
+    unknown = [o for o in small if o["klass"] == "unknown"
+               and not any(w in (o.get("reason") or "").lower() for w in TIME_LIMIT)]
     allowed = math.ceil(campaign.UNKNOWN_TARGET * len(small))
-    assert len(unknown) <= allowed, f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" + "\n".join(unknown)
-
-
-def test_network_no_wrong_verdict(slice_results):
-    _check_no_wrong(slice_results("network"))
-
-
-def test_network_unknown_within_target(slice_results):
-    _check_unknown(slice_results("network"))
-
-
-def test_trees_no_wrong_verdict(slice_results):
-    _check_no_wrong(slice_results("trees"))
-
-
-def test_trees_unknown_within_target(slice_results):
-    _check_unknown(slice_results("trees"))
-
-
-def test_distribution_no_wrong_verdict(slice_results):
-    _check_no_wrong(slice_results("distribution"))
-
-
-def test_distribution_unknown_within_target(slice_results):
-    _check_unknown(slice_results("distribution"))
-
-
-def test_pba_no_wrong_verdict(slice_results):
-    _check_no_wrong(slice_results("pba"))
-
-
-def test_data_no_wrong_verdict(slice_results):
-    # group metrics on data are estimates: `unknown` (a threshold inside the interval) is a statistical
-    # answer there, so they have no unknown test (their properties have no finite domain)
-    _check_no_wrong(slice_results("data"))
-
-
-def test_kdisc_no_wrong_verdict(slice_results):
-    _check_no_wrong(slice_results("kdisc"))
-
-
-def test_kdisc_unknown_within_target(slice_results):
-    _check_unknown(slice_results("kdisc"))
+    assert len(unknown) <= allowed, (f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" +
+                                     "\n".join(f"{campaign.case_id(o)}: {o['reason']}" for o in unknown))

@@ -39,7 +39,10 @@ def families() -> dict:
 
 def is_small(o: dict) -> bool:
     """A property the unknown target counts: a finite domain of at most SMALL_DOMAIN points
-    (estimates on data rows have domain -1 and are not counted)."""
+    (estimates on data rows have domain -1 and are not counted, nor PBA under `engine = lp`, which
+    proves no more than the LP relaxation by design)."""
+    if o.get("meta", {}).get("incomplete"):      # an engine the spec chose knowing it is incomplete (PBA's lp)
+        return False
     return 0 <= o["domain"] <= SMALL_DOMAIN
 
 

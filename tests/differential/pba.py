@@ -128,6 +128,7 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                       exact=share)
         # an engine = lp run proves no more than the LP relaxation: `unknown` points are legitimate
         props.append(Prop(name, FAMILY, body, truth, {"engine": engine, "op": op, "threshold": thr,
+                                                      "incomplete": engine == "lp",
                                                       "head": head, "deltas": {fs[i].name: d for i, d in deltas.items()}},
                           30))
     return Instance(FAMILY, seed, spec, files, props, info)
