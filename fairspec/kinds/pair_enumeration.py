@@ -33,6 +33,19 @@ MAX_PAIRS = 4_000_000
 MAX_POINTS = 1_000_000
 
 
+def _max_pairs() -> int:
+    """:data:`MAX_PAIRS`, or ``FAIRSPEC_ENUMERATE_PAIRS`` (0 sends every domain to the solvers:
+    the differential harness's ``network-solver`` family tests them against enumeration that
+    way; the same variable as for tree models, kinds/tree_pairs.py)."""
+    import os
+
+    v = os.environ.get("FAIRSPEC_ENUMERATE_PAIRS", "").strip()
+    try:
+        return int(float(v)) if v else MAX_PAIRS
+    except ValueError:
+        return MAX_PAIRS
+
+
 def _values(f: ir.Feature):
     d = f.domain
     if isinstance(d, ir.IntRange):
@@ -129,7 +142,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     if space is None:
         return None
     tied, varying, T, V = space
-    if T * V * V > MAX_PAIRS or T * V > MAX_POINTS:
+    if T * V * V > _max_pairs() or T * V > MAX_POINTS:
         return None
     from fairspec.runtime.encoding import decode_row, encode
 

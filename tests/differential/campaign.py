@@ -34,14 +34,38 @@ def families() -> dict:
         except ImportError:
             continue
         out[m.FAMILY] = m.generate
+    # the same instances with enumeration of small pair domains switched off: fairspec's solver
+    # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
+    for fam in ("network", "trees"):
+        if fam in out:
+            out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out
+
+
+class _solver_variant:
+    """generate(seed) of a family, renamed, with FAIRSPEC_ENUMERATE_PAIRS=0 for its check."""
+
+    def __init__(self, gen, name):
+        self.gen, self.name = gen, name
+
+    def __call__(self, seed):
+        inst = self.gen(seed)
+        inst.family = self.name
+        for p in inst.props:
+            p.family = self.name
+        inst.info["env"] = {"FAIRSPEC_ENUMERATE_PAIRS": "0"}
+        for p in inst.props:
+            p.meta["solver_forced"] = True      # a user gets enumeration here: outside the unknown target
+        return inst
 
 
 def is_small(o: dict) -> bool:
     """A property the unknown target counts: a finite domain of at most SMALL_DOMAIN points
     (estimates on data rows have domain -1 and are not counted, nor PBA under `engine = lp`, which
-    proves no more than the LP relaxation by design)."""
-    if o.get("meta", {}).get("incomplete"):      # an engine the spec chose knowing it is incomplete (PBA's lp)
+    proves no more than the LP relaxation by design, nor the *-solver families, whose small domains a
+    user would see enumerated)."""
+    m = o.get("meta", {})
+    if m.get("incomplete") or m.get("solver_forced"):
         return False
     return 0 <= o["domain"] <= SMALL_DOMAIN
 
@@ -314,9 +338,9 @@ def owner(o: dict) -> str:
     fam, m, why = o["family"], o.get("meta", {}), o.get("why", "") + (o.get("reason") or "")
     if "feature names" in why:
         return "shipmodels"
-    if fam == "network":
+    if fam in ("network", "network-solver"):
         return "smt" if m.get("backend") == "smt" else "pairs"
-    if fam == "trees":
+    if fam in ("trees", "trees-solver"):
         return "trees"
     if fam == "pba":
         return "smt"

@@ -23,6 +23,7 @@ Classes of an outcome:
 from __future__ import annotations
 
 import math
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -168,6 +169,9 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
     props = [p for p in inst.props if only is None or p.name in only]
     base = {"family": inst.family, "seed": inst.seed}
     t0 = time.perf_counter()
+    env = inst.info.get("env") or {}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)         # e.g. FAIRSPEC_ENUMERATE_PAIRS=0: the solver path on a small domain
     try:
         rep = check(spec)
     except BaseException as e:  # noqa: BLE001 - the judge records every failure as a crash
@@ -177,6 +181,12 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
         return [Outcome(**base, name=p.name, klass="wrong", defect="crash",
                         why=f"check raised {type(e).__name__}: {e}\n{tb}", truth=p.truth.status,
                         domain=p.truth.domain, pairs=p.truth.pairs, meta=p.meta) for p in props]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     elapsed = time.perf_counter() - t0
     if rep.has_errors:
         msg = rep.error or "; ".join(f"{d.code} {d.message} ({d.span.line if d.span else '?'})"
