@@ -206,9 +206,11 @@ def _check(args) -> int:
     elif args.format in ("sarif", "github"):
         from fairspec.report import ci
 
+        policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                            version=_version()) if args.format == "sarif"
-                else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error))
+                            version=_version(), policies=policies) if args.format == "sarif"
+                else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
+                                  policies=policies))
         if text:
             print(text)
     else:

@@ -34,10 +34,28 @@ class Report:
     seconds: float = 0.0
     loads: list[dict] = field(default_factory=list)  # model files and data tables, with their load times
     property_spans: dict = field(default_factory=dict)  # property name -> its span (for SARIF and annotations)
+    # applied property name -> (the policy property's span, policy name, property name)
+    policy_sites: dict = field(default_factory=dict)
     inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
     interrupted: bool = False  # Ctrl-C: the verdicts decided before it are kept, the rest are unknown
 
+
+    def _located(self, j: dict) -> dict:
+        """A verdict's JSON with where it is written: ``location`` (the user's file; an applied
+        policy's property at its `apply`) and, for those, ``policy`` (its name and property)."""
+        from fairspec.report.ci import _relpath
+
+        span = self.property_spans.get(j["name"])
+        if span is not None:
+            j["location"] = {"file": _relpath(span.file) or span.file, "line": span.line, "column": span.column}
+        site = self.policy_sites.get(j["name"])
+        if site is not None:
+            pspan, policy, prop = site
+            j["policy"] = {"name": policy, "property": prop}
+            if pspan is not None and _relpath(pspan.file) is not None:
+                j["policy"].update(file=_relpath(pspan.file), line=pspan.line)
+        return j
 
     @property
     def has_errors(self) -> bool:
@@ -58,7 +76,7 @@ class Report:
         return 0
 
     def to_json(self) -> dict:
-        out = {"spec": self.spec, "properties": [v.to_json() for v in self.verdicts],
+        out = {"spec": self.spec, "properties": [self._located(v.to_json()) for v in self.verdicts],
                "diagnostics": [d.to_json() for d in self.diagnostics], "exit_code": self.exit_code,
                "seconds": round(self.seconds, 4)}
         if self.warnings:
@@ -100,7 +118,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         return report
     spec = _with_models(res.spec, models)
     props = [p for p in spec.properties if only is None or p.name == only]
-    report.property_spans = {p.name: p.span for p in spec.properties if p.span is not None}
+    report.property_spans, report.policy_sites = _sites(res)
     report.inputs = tuple(x for x in [m.path for m in spec.models] + [d.path for d in spec.datasets] if x)
     report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in spec.properties}
     if only is not None and not props:
@@ -108,7 +126,8 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         report.error = f"no property named {only!r} in {path} (properties: {names})"
         return report
     if only is not None:        # --property NAME: the other properties' warnings are not this run's
-        others = [p.span for p in spec.properties if p.name != only and p.span is not None]
+        mine = report.property_spans.get(only)
+        others = [s for name, s in report.property_spans.items() if name != only and s != mine]
         report.diagnostics = [d for d in report.diagnostics
                               if d.is_error or d.span is None or not any(_within(d.span, s) for s in others)]
     cluster_error = _cluster_error() if parallel else None
@@ -146,6 +165,19 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                 break
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _sites(res) -> tuple[dict, dict]:
+    """(property name -> the span its findings are located at, applied property name -> (the policy
+    property's span, policy name, property name)): an applied policy's property is located at the
+    user's `apply` line, never in the policy file (which may be inside the installed package)."""
+    sites = getattr(res, "apply_sites", {}) or {}
+    spans = {}
+    for p in res.spec.properties:
+        span = sites[p.name][0] if p.name in sites else p.span
+        if span is not None:
+            spans[p.name] = span
+    return spans, {name: (pspan, pol, prop) for name, (_, pspan, pol, prop) in sites.items()}
 
 
 def _within(a, b) -> bool:
@@ -199,7 +231,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     for k, f in enumerate(cands):
         t0 = time.perf_counter()
         report = Report(str(path), list(res.diagnostics))
-        report.property_spans = {p.name: p.span for p in res.spec.properties if p.span is not None}
+        report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
                               if x) + (f,)
         report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}

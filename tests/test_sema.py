@@ -91,7 +91,23 @@ apply p(net, age) as bad
 """)
     (d,) = res.diagnostics
     assert d.code == "FS308"
-    assert any(r.message == "applied here" and r.span.line == 23 for r in d.related)
+    assert d.span.line == 23  # the argument, on the apply line
+
+
+def test_policy_body_findings_are_located_at_the_apply(tmp_path):
+    res = check(tmp_path, """\
+policy p(m: model) {
+  property q {
+    statistical_parity(m, groups sex) <= 0.2
+    using nosuch
+  }
+}
+apply p(net) as mine
+""")
+    (d,) = [x for x in res.diagnostics if x.is_error]
+    # located at the apply (the user's line), the policy's body a related location (issue 26)
+    assert d.span.line == 26 and "(in policy 'p', property 'q', applied here)" in d.message
+    assert any(r.message == "in policy 'p', property 'q'" and r.span.line == 23 for r in d.related)
 
 
 def test_policy_argument_errors(tmp_path):

@@ -69,19 +69,36 @@ def _verdict_message(v) -> str:
     return f"property '{v.name}' is unknown: {v.reason}"
 
 
-def _verdict_results(verdicts, spans, error) -> list[tuple[str, str, str, object]]:
-    """(rule, level, message, span) for each violated or unknown property, and the input error if any."""
-    out = [("input", "error", error, None)] if error else []
+def _verdict_results(verdicts, spans, error, policies=None, related: bool = False) -> list[tuple]:
+    """(rule, level, message, span) for each violated or unknown property, and the input error if any.
+    An applied policy's property is located at the user's `apply` (``spans`` says so) and its message
+    names the policy and the property; with ``related``, a fifth item is the policy property's span."""
+    policies = policies or {}
+    out = [("input", "error", error, None) + ((None,) if related else ())] if error else []
     for v in verdicts:
         if v.status in _VERDICT_RULES:
-            out.append((v.status, _VERDICT_RULES[v.status][0], _verdict_message(v), spans.get(v.name)))
+            msg = _verdict_message(v)
+            site = policies.get(v.name)
+            if site is not None:
+                msg += f" (policy '{site[1]}', property '{site[2]}', applied here)"
+            item = (v.status, _VERDICT_RULES[v.status][0], msg, spans.get(v.name))
+            out.append(item + ((site[0] if site else None,) if related else ()))
     return out
 
 
-def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None) -> dict:
-    findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d)
+def _related(span, message: str, i: int) -> list[dict]:
+    """A related location, only when it lies below the working directory (never a path into the
+    installed package): code scanning shows it next to the finding."""
+    if span is None or _relpath(span.file) is None:
+        return []
+    return [{**_location(span)[0], "id": i, "message": {"text": message}}]
+
+
+def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None) -> dict:
+    findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
                 for d in diagnostics]
-    findings += [(r, lvl, msg, sp, None) for r, lvl, msg, sp in _verdict_results(verdicts, spans or {}, error)]
+    findings += [(r, lvl, msg, sp, None, rel)
+                 for r, lvl, msg, sp, rel in _verdict_results(verdicts, spans or {}, error, policies, related=True)]
     rule_ids = sorted({f[0] for f in findings})
     rules = []
     for rid in rule_ids:
@@ -96,14 +113,15 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None) ->
                           "help": {"text": help_}, "defaultConfiguration": {"level": lvl}})
     index = {r: i for i, r in enumerate(rule_ids)}
     results = []
-    for rid, sev, msg, span, d in findings:
+    for rid, sev, msg, span, d, policy_span in findings:
         if model_file is not None and d is None:
             msg = f"model file {model_file}: {msg}"
         res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
                "locations": _location(span)}
-        if d is not None and d.related:
-            res["relatedLocations"] = [{**_location(r.span)[0], "id": i, "message": {"text": r.message}}
-                                       for i, r in enumerate(d.related)]
+        related = [x for i, r in enumerate(d.related) for x in _related(r.span, r.message, i)] \
+            if d is not None and d.related else _related(policy_span, "the policy's property", 0)
+        if related:
+            res["relatedLocations"] = related
         results.append(res)
     run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results}
     if model_file is not None:
@@ -114,16 +132,17 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None) ->
 
 
 def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-             *, error: str | None = None, version: str = "0.1.0") -> str:
+             *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None) -> str:
     """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding."""
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-           "runs": [_sarif_run(diagnostics, verdicts, spans, error, version)]}
+           "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies)]}
     return json.dumps(log, indent=2)
 
 
 def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order)."""
-    runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f) for f, r in reports]
+    runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites)
+            for f, r in reports]
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs}, indent=2)
 
 
@@ -137,11 +156,11 @@ def _escape_prop(s: str) -> str:
 
 
 def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-              *, error: str | None = None) -> str:
+              *, error: str | None = None, policies: dict | None = None) -> str:
     """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding."""
     findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
                 for d in diagnostics]
-    findings += _verdict_results(verdicts, spans or {}, error)
+    findings += _verdict_results(verdicts, spans or {}, error, policies)
     return "\n".join(_github_lines(findings))
 
 
@@ -159,7 +178,7 @@ def to_github_models(reports) -> str:
         name = Path(f).name if f else "?"
         lines += _github_lines([(f"{rid} ({name})", sev, f"model file {f}: {msg}", span)
                                 for rid, sev, msg, span in _verdict_results(r.verdicts, r.property_spans or {},
-                                                                            r.error)])
+                                                                            r.error, r.policy_sites)])
     return "\n".join(lines)
 
 

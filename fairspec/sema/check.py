@@ -39,6 +39,8 @@ class CheckResult:
     diagnostics: list
     model_widths: dict
     modules: list = dataclasses.field(default_factory=list)  # the parsed files, imports first (for the editor server)
+    # applied property name -> (apply span, policy property span, policy name, property name)
+    apply_sites: dict = dataclasses.field(default_factory=dict)
 
 
 def _arg_value(arg: ast.Arg):
@@ -60,6 +62,8 @@ class Checker:
         # Python API's in-memory models and data frames, written to its private folder)
         self.substitutes = dict(substitutes or {})
         self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
+        # applied property name -> (apply span, the policy property's span, policy, property)
+        self.apply_sites: dict = {}
         self.symbols: dict[str, Decl] = {}
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
@@ -130,7 +134,7 @@ class Checker:
         self._network_backends(spec)
         self._tree_models(spec)
         self._unplanned(spec)
-        return CheckResult(spec, self.sink.items, dict(self.model_widths), modules)
+        return CheckResult(spec, self.sink.items, dict(self.model_widths), modules, dict(self.apply_sites))
 
     def _header_renames(self, spec: ir.Spec) -> None:
         """FS430: the spec reads a column name the file's header repeats (it reads the first)."""
@@ -945,10 +949,18 @@ class Checker:
         for p in pol.node.properties:
             before = len(self.sink.items)
             self._property(pol, p, env, prefix)
-            # diagnostics raised inside the policy body also point at the apply site
+            self.apply_sites[f"{prefix}.{p.name.id}"] = (node.span, p.span, node.policy.id, p.name.id)
+            # a finding inside the policy's body is located where the user applied it (the policy
+            # file may be the one shipped inside the package); the body is a related location
             for i in range(before, len(self.sink.items)):
                 dg = self.sink.items[i]
-                self.sink.items[i] = dataclasses.replace(dg, related=dg.related + (Related(node.span, "applied here"),))
+                where = f"policy '{node.policy.id}', property '{p.name.id}'"
+                if dg.span is None or node.span is None or dg.span.file == node.span.file and \
+                        node.span.line <= dg.span.line <= node.span.end_line:
+                    continue
+                self.sink.items[i] = dataclasses.replace(
+                    dg, span=node.span, message=f"{dg.message} (in {where}, applied here)",
+                    related=(Related(dg.span, f"in {where}"),) + dg.related)
 
 
 def _whole(lo):
