@@ -177,6 +177,8 @@ def _check(args) -> int:
     from fairspec.backends import executor
     from fairspec.pipeline import check
 
+    if args.html is not None and not _html_target_ok(args.html, args.spec):
+        return 2  # checked before any work: a report that cannot be written is known now
     executor.configure(workers=args.workers, cluster=args.cluster)
     parallel = bool((args.workers or 1) > 1 or executor.cluster_address())
     if args.models:
@@ -215,9 +217,22 @@ def _check(args) -> int:
             print(text)
     else:
         rep.print_text(result, rep.console(width=None if sys.stdout.isatty() else 120))
-    if args.html and not _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
+    if args.html is not None and not _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
         return 2
     return result.exit_code
+
+
+def _html_target_ok(path: str, spec: str) -> bool:
+    """``--html FILE`` checked before any work (fairspec.files.check_target): empty, a folder, a
+    device or pipe, a missing folder, the spec itself is one sentence on stderr and False."""
+    from fairspec.report import html
+
+    try:
+        html.check_path(path, keep=(spec,))
+    except html.ReportWriteError as e:
+        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        return False
+    return True
 
 
 def _write_html(write) -> bool:
@@ -272,7 +287,7 @@ def _check_models(args, parallel: bool) -> int:
             out.print(rep.value(f"model file {f}"))
             rep.print_text(r, out)
     keep = tuple(x for _, r in reports for x in (r.inputs or ()))
-    if args.html and not _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
+    if args.html is not None and not _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
         return 2
     return code
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 PROJECT_MARKERS = ("fairspec.toml", ".git")
+CHART_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps")  # what a chart option may name
 ALLOW_ENV = "FAIRSPEC_ALLOW_PATH"  # more allowed folders, separated by os.pathsep (as --allow-path; CI, tests)
 
 
@@ -161,31 +162,70 @@ def require_file(path, what: str = "file") -> None:
 
 # ---------------------------------------------------------------------------- writing
 
-def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
-               protect: Iterable[str | Path] = ()) -> Path:
-    """Write ``data`` (bytes, or a function that writes a file at the path it is given) to ``path``.
-
-    Refuses (PathError) a path outside ``roots``, a folder, a device, a path that is one of
-    ``protect`` (the model being read), and a symbolic link whose target leaves the roots.
-    The content goes to a temporary file in the target's folder, is flushed to disk and then
-    renamed over the target, so a reader sees the old file or the new one, never a part.
-    Returns the real path written.
-    """
+def check_target(path, roots: Roots, *, protect: Iterable[str | Path] = (), what: str = "output file",
+                 suffixes: Iterable[str] | None = None) -> Path:
+    """The real path :func:`safe_write` would write for ``path``, or PathError (one sentence naming
+    it): empty, outside ``roots``, a folder, a device, pipe or socket (never opened: a FIFO would
+    block), one of ``protect``, a suffix not in ``suffixes``, or a folder that does not exist.
+    Lint and the command line call it before any work; safe_write calls it again at the end."""
+    if path is None or str(path) == "":
+        raise PathError(f"the {what} is empty; name a file")
+    if "\x00" in str(path):
+        raise PathError(f"the {what} {str(path)!r} is not a valid path (it holds a NUL character)")
     target = Path(path)
     if not roots.contains(target):
-        raise OutsideRoot(roots.outside_message(str(path), "output file"))
+        raise OutsideRoot(roots.outside_message(str(path), what))
     real = _real(target)  # a symbolic link inside the roots is written through to its target
     kind = file_kind(real)
     if kind == "folder":
-        raise PathError(f"the output file {path} is a folder; name a file inside it")
+        raise PathError(f"the {what} {path} is a folder; name a file inside it")
     if kind == "special":
-        raise PathError(f"the output file {path} is not a regular file (a device, pipe or socket)")
+        raise PathError(f"the {what} {path} is not a regular file (a device, pipe or socket); name a regular file")
+    if suffixes is not None:
+        allowed = tuple(s.lower() for s in suffixes)
+        if real.suffix.lower() not in allowed or target.suffix.lower() not in allowed:
+            raise PathError(f"the {what} {path} must end in {', '.join(allowed)}")
     for p in protect:
-        if _real(Path(p)) == real:
-            raise PathError(f"the output file {path} is the model being read; write the result to another file")
+        if p and _real(Path(p)) == real:
+            raise PathError(f"the {what} {path} is a file the spec reads (the model being read, its data or the "
+                            "spec); write to another file")
+    if file_kind(real.parent) != "folder":
+        raise PathError(f"the folder of the {what} {path} does not exist")
+    if not os.access(real.parent, os.W_OK | os.X_OK):
+        raise PathError(f"the folder of the {what} {path} cannot be written (Permission denied)")
+    return real
+
+
+def check_spec_output(text: str, base: Path, roots: Roots, what: str, *,
+                      suffixes: Iterable[str] | None = None, protect: Iterable[str | Path] = ()) -> Path:
+    """An output path a spec names (a chart): relative to ``base``, no absolute path, no ``..``,
+    inside the roots (symbolic links followed), a writable regular-file target (check_target).
+    OutsideRoot for the first three, PathError for the rest."""
+    if not text:
+        raise PathError(f"the {what} is empty; name a file")
+    p = Path(text)
+    if p.is_absolute():
+        raise OutsideRoot(f"the {what} {text!r} is an absolute path; name a file relative to the spec's folder")
+    if ".." in p.parts:
+        raise OutsideRoot(f"the {what} {text!r} climbs out of the spec's folder ('..'); name a file below it")
+    return check_target(Path(base) / p, roots, protect=protect, what=what, suffixes=suffixes)
+
+
+def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
+               protect: Iterable[str | Path] = (), what: str = "output file",
+               suffixes: Iterable[str] | None = None) -> Path:
+    """Write ``data`` (bytes, or a function that writes a file at the path it is given) to ``path``.
+
+    Refuses (PathError) what :func:`check_target` refuses: a path outside ``roots``, a folder, a
+    device or pipe, a path that is one of ``protect`` (the model being read), a symbolic link
+    whose target leaves the roots.
+    The content goes to a temporary file in the target's folder, is flushed to disk and then
+    renamed over the target, so a reader sees the old file or the new one, never a part; on any
+    failure the temporary file is removed.  Returns the real path written.
+    """
+    real = check_target(path, roots, protect=protect, what=what, suffixes=suffixes)
+    kind = file_kind(real)
     folder = real.parent
-    if file_kind(folder) != "folder":
-        raise PathError(f"the folder of the output file {path} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{real.name}.", suffix=".tmp")
     except OSError as e:

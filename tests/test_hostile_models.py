@@ -127,3 +127,95 @@ def test_check_on_a_crashing_file_exits_2_naming_it(valid, tmp_path, which):
         doc = json.loads(r.stdout)
         assert name in json.dumps(doc), doc
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- class 4: NaN and infinite weights
+
+PEOPLE_SPEC = '''
+data people = csv("people.csv", label = hired == "yes")
+features P from people {
+  age : int in [18, 80]
+  sex : {F, M} protected
+  race : {A, B, C} protected
+  member : bool
+  score : real in [0, 1]
+}
+model net = MODEL
+encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
+property parity {
+  statistical_parity(net, groups sex) <= 0.99
+}
+property same {
+  forall x, x' : P
+  require x.* == x'.* except {sex}
+  ensure label(net(x)) == label(net(x'))
+}
+'''
+
+
+def _poisoned_onnx(tmp_path, value) -> str:
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    from conftest import FIXTURES
+
+    m = onnx.load(str(FIXTURES / "models" / "people6.onnx"))
+    init = m.graph.initializer[0]
+    a = numpy_helper.to_array(init).copy()
+    a.flat[0] = value
+    init.CopyFrom(numpy_helper.from_array(a, init.name))
+    name = f"poisoned_{'nan' if value != value else 'inf' if value > 0 else 'ninf'}.onnx"
+    onnx.save(m, str(tmp_path / name))
+    return name
+
+
+def _people_project(tmp_path, model_decl: str):
+    from conftest import FIXTURES
+
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(PEOPLE_SPEC.replace("MODEL", model_decl))
+    return spec
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_an_onnx_model_with_non_finite_weights_is_an_error_never_a_verdict(tmp_path, value):
+    name = _poisoned_onnx(tmp_path, value)
+    with pytest.raises(ModelLoadError) as e:
+        load_model("onnx", tmp_path / name, output="logit")
+    assert name in str(e.value) and ("NaN" in str(e.value) or "infinite" in str(e.value))
+    spec = _people_project(tmp_path, f'onnx("{name}", output = "logit")')
+    r = run_cli("check", spec, "--format", "json", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert name in doc["error"] and not doc.get("verdicts"), doc
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_torch_model_with_a_nan_weight_is_an_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        net[2].bias[0] = float("nan")
+    torch.jit.save(torch.jit.script(net), str(tmp_path / "nan.pt"))
+    with pytest.raises(ModelLoadError) as e:
+        load_model("torch", tmp_path / "nan.pt")
+    assert "nan.pt" in str(e.value) and "NaN" in str(e.value)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_model_whose_output_is_not_finite_is_an_error_naming_it(tmp_path):
+    """Finite weights, an output that overflows on some inputs: the evaluation says so, naming the file."""
+    torch = pytest.importorskip("torch")
+
+    class Exp(torch.nn.Module):
+        def forward(self, x):
+            return torch.exp(1000.0 * x.sum(dim=1, keepdim=True))
+
+    torch.jit.save(torch.jit.script(Exp()), str(tmp_path / "exp.pt"))
+    m = load_model("torch", tmp_path / "exp.pt")
+    assert np.isfinite(m.score(np.zeros((2, 3)))).all()
+    with pytest.raises(ModelLoadError) as e:
+        m.score(np.ones((4, 3)))
+    assert "exp.pt" in str(e.value) and "4 of 4" in str(e.value)

@@ -199,7 +199,7 @@ def test_pba_repair_and_distribution_pictures_end_to_end(tmp_path):
 
     shutil.copytree(FIXTURES, tmp_path / "fx")
     spec = tmp_path / "fx" / "ok" / "pba_repair_dist.fair"
-    text = spec.read_text().replace('  write "repaired/dt_fair.skops"\n', "").replace("points = 400", "points = 60")
+    text = spec.read_text().replace('  write "dt_fair.skops"\n', "").replace("points = 400", "points = 60")
     spec.write_text(text)
     (tmp_path / "fx" / "fairspec.toml").write_text("")
     out = tmp_path / "r.html"

@@ -231,14 +231,21 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
             details.setdefault("notes", []).extend(res.notes)
     details["table"] = tables if len(tables) > 1 else next(iter(tables.values()))
     chart = opts.get("chart")
-    if chart:
+    if chart:  # through the one confined, atomic writer (fairspec.files.safe_write); lint checked the path
+        from fairspec.files import CHART_SUFFIXES, PathError, check_spec_output, safe_write
+
         path = Path(spec.file).resolve().parent / str(chart)
         try:
             for flip, t in tables.items():
-                out = path if len(tables) == 1 else path.with_name(f"{path.stem}_{flip}{path.suffix}")
-                write_chart(t, out, title=f"{prop.name}: PBA by {t['groups'] and (groups.label if groups else flip)}")
+                name = str(chart) if len(tables) == 1 else str(Path(str(chart)).with_name(
+                    f"{Path(str(chart)).stem}_{flip}{Path(str(chart)).suffix}"))
+                out = check_spec_output(name, Path(spec.file).resolve().parent, ctx.roots, "chart file",
+                                        suffixes=CHART_SUFFIXES)
+                title = f"{prop.name}: PBA by {t['groups'] and (groups.label if groups else flip)}"
+                safe_write(out, lambda tmp, t=t, title=title: write_chart(t, tmp, title=title, fmt=out.suffix[1:].lower()),
+                           ctx.roots, what="chart file", suffixes=CHART_SUFFIXES)
                 details.setdefault("charts", []).append(str(out))
-        except OSError as e:
+        except (PathError, OSError, ValueError) as e:
             ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
         except ImportError:
             ctx.warnings.append(f"{prop.name}: the chart {path} needs matplotlib, which is not installed "

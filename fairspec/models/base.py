@@ -160,7 +160,9 @@ class LoadedModel(abc.ABC):
         fairspec.models.readout): the one path from a loaded model to the network the solvers
         encode (individual fairness, PBA, the search's fast evaluator).  Raises
         ``UnsupportedModel`` (an ``Unsupported``) when the model is not such a network."""
-        return self._piecewise_linear()
+        net = self._piecewise_linear()
+        require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)), self.path)
+        return net
 
     def score(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
@@ -263,7 +265,28 @@ class LoadedModel(abc.ABC):
                 f"for a batch of {n} rows, not one number per row",
                 self.path,
             )
+        bad = ~np.isfinite(out)
+        if bad.any():  # NaN or infinite weights read as "every decision negative": never a verdict
+            what = "NaN" if np.isnan(out).any() else "infinite"
+            raise ModelLoadError(
+                f"model {self.path} output {self.output_description()} is {what} on {int(bad.sum())} of {n} "
+                f"inputs; a model whose outputs are not finite numbers cannot be checked (are its weights NaN or "
+                f"infinite?)",
+                self.path,
+            )
         return out
+
+
+def require_finite(named_arrays, path) -> None:
+    """ModelLoadError naming the file when any of the (name, array) weights is NaN or infinite."""
+    import numpy as np
+
+    for name, a in named_arrays:
+        a = np.asarray(a)
+        if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            what = "NaN" if np.isnan(a).any() else "infinite"
+            raise ModelLoadError(f"model {path} has {what} weights ({name}); a model with weights that are not "
+                                 "finite numbers cannot be checked", path)
 
 
 _ALIASES = {

@@ -6,7 +6,7 @@ import contextlib
 import io
 import pathlib
 
-from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, short_error
+from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
 from .peek import OnnxSignature, read_onnx_signature
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
@@ -110,6 +110,7 @@ class OnnxModel(LoadedModel):
                 session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {_ort_reason(exc)}", path) from exc
+        _require_finite_onnx(path)
         ort_inputs = session.get_inputs()
         if len(ort_inputs) != 1:
             names = ", ".join(repr(i.name) for i in ort_inputs)
@@ -196,6 +197,37 @@ class OnnxModel(LoadedModel):
     @property
     def signature(self) -> OnnxSignature:
         return self._sig
+
+
+def _require_finite_onnx(path) -> None:
+    """ModelLoadError naming the file when an initializer or a Constant of the graph is NaN or infinite
+    (without the onnx package, the outputs are still checked on every evaluation)."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        return
+    try:
+        m = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - onnxruntime read it; the outputs are checked on every evaluation
+        return
+
+    def arrays():
+        for init in m.graph.initializer:
+            try:
+                yield f"initializer {init.name!r}", numpy_helper.to_array(init)
+            except Exception:  # noqa: BLE001 - external data: checked through the outputs
+                continue
+        for node in m.graph.node:
+            if node.op_type == "Constant":
+                for att in node.attribute:
+                    if att.name == "value" and att.HasField("t"):
+                        try:
+                            yield f"constant {node.output[0]!r}", numpy_helper.to_array(att.t)
+                        except Exception:  # noqa: BLE001
+                            continue
+
+    require_finite(arrays(), path)
 
 
 def _fmt_shape(shape) -> str:

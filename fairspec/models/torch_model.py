@@ -6,7 +6,8 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, short_error
+from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_finite,
+                   short_error)
 from .peek import _require_file
 
 
@@ -104,6 +105,12 @@ class TorchModel(LoadedModel):
             raise ModelLoadError(f"the index {index!r} chosen for torch model {path} is not a non-negative integer", path)
         self.output = output
         self.index = index
+        try:
+            weights = [(n, t.detach().to(torch.float64).cpu().numpy()) for n, t in module.state_dict().items()
+                       if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        except Exception:  # noqa: BLE001 - a module without a readable state: its outputs are still checked
+            weights = []
+        require_finite(weights, path)
         self._dtype = torch.float32
         for p in module.parameters():
             if p.is_floating_point():

@@ -30,8 +30,6 @@ import datetime as _dt
 import html
 import io
 import itertools
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,25 +65,51 @@ def write_models(reports, path, *, keep: tuple = ()) -> Path:
 
 
 def _write(render_text, path, keep: tuple) -> Path:
-    out = Path(path)
-    target = out.resolve()
-    for p in keep:
-        if p and Path(p).resolve() == target:
-            raise ReportWriteError(f"refusing to write the HTML report over {p}, which the spec reads")
-    if not out.parent.is_dir():
-        raise ReportWriteError(f"cannot write the HTML report {out}: folder {out.parent} does not exist")
-    text = render_text()
+    """Through the one writer (fairspec.files.safe_write): atomic, never onto a folder, a device or a
+    pipe (``--html /dev/null`` is refused, not replaced), never over a file the spec reads, no
+    temporary file left behind.  ``--html FILE`` is the user's own choice on the command line, so
+    the roots are the file's own folder (the spec's confinement is for paths a spec names)."""
+    from fairspec.files import PathError, check_target, safe_write
+
+    roots = html_roots(path)
+    _refuse_inputs(path, keep)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".fairspec-", suffix=".html", dir=out.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from its readers
-        os.replace(tmp, out)
-    except OSError as e:
-        raise ReportWriteError(f"cannot write the HTML report {out}: {e.strerror or e}") from None
-    return out
+        check_target(path, roots, protect=keep, what="HTML report")
+        text = render_text()
+        return safe_write(path, text.encode("utf-8"), roots, protect=keep, what="HTML report")
+    except PathError as e:
+        raise ReportWriteError(f"cannot write the HTML report: {e}") from None
+
+
+def _refuse_inputs(path, keep) -> None:
+    from fairspec.files import _real
+
+    if str(path):
+        target = _real(Path(path))
+        for p in keep:
+            if p and _real(Path(p)) == target:
+                raise ReportWriteError(f"refusing to write the HTML report over {p}, which the spec reads")
+
+
+def html_roots(path):
+    """The roots an ``--html`` path is checked against: its own (real) folder."""
+    from fairspec.files import Roots, _real
+
+    try:
+        return Roots(_real(Path(path)).parent if str(path) else Path.cwd())
+    except (OSError, ValueError):
+        return Roots(Path.cwd())
+
+
+def check_path(path, keep: tuple = ()) -> None:
+    """ReportWriteError (one sentence) unless ``path`` can take the HTML report: called before any work."""
+    from fairspec.files import PathError, check_target
+
+    _refuse_inputs(path, keep)
+    try:
+        check_target(path, html_roots(path), protect=keep, what="HTML report")
+    except PathError as e:
+        raise ReportWriteError(f"cannot write the HTML report: {e}") from None
 
 
 def render(report) -> str:

@@ -65,6 +65,7 @@ class Checker:
         # applied property name -> (apply span, the policy property's span, policy, property)
         self.apply_sites: dict = {}
         self.symbols: dict[str, Decl] = {}
+        self.lower.declared = self.symbols  # a name declared but failed its checks: no cascade error
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
         self.model_names: dict[str, tuple[str, ...] | None] = {}  # the input names a model file records

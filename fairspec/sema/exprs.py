@@ -42,8 +42,9 @@ _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 class ExprLowerer:
-    def __init__(self, sink: Sink):
+    def __init__(self, sink: Sink, declared: dict | None = None):
         self.sink = sink
+        self.declared = {} if declared is None else declared  # every declared name (the checker's symbols)
 
     def fail(self, code, msg, span, hint=None):
         self.sink.add(code, msg, span, hint=hint)
@@ -152,6 +153,8 @@ class ExprLowerer:
             mname = inner.fn.id
             if mname in s.env and isinstance(s.env[mname], ast.Name):
                 mname = s.env[mname].id
+            if mname not in s.models and isinstance(getattr(self.declared.get(mname), "node", None), ast.ModelDecl):
+                raise LowerError()  # declared, but its own declaration failed (FS212, FS401...): already reported
             if mname not in s.models:
                 self.fail("FS201", f"unknown model '{mname}'", inner.fn.span, hint=did_you_mean(mname, s.models))
             iargs = inner.positional()

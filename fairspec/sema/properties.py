@@ -100,11 +100,27 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
                     ck.fail("FS307", f"{key} is {opt.range_text}", v.span)
                 value = v.value
             value = _checked(ck, opt, value, v)
+            if opt.type == "path":
+                _output_path(ck, key, value, v)
             o[key] = int(value) if opt.type == "int" else value
     return ir.Options(**o)
 
 
 _VALUE_OPTIONS = [n for n, o in OPTIONS.items() if o.type != "statement"]
+
+
+def _output_path(ck, key: str, text: str, node) -> None:
+    """A path option (``chart = "FILE"``) is a file fairspec writes: relative to the spec's folder,
+    no '..', inside the project, an image suffix, a regular file (or none yet) in a folder that
+    exists -- checked now, before any work (fairspec.files.check_spec_output)."""
+    from fairspec.files import CHART_SUFFIXES, OutsideRoot, PathError, check_spec_output
+
+    try:
+        check_spec_output(text, ck.root.parent, ck.roots, f"{key} file", suffixes=CHART_SUFFIXES)
+    except OutsideRoot as e:
+        ck.fail("FS212", str(e), node.span)
+    except PathError as e:
+        ck.fail("FS307", str(e), node.span, hint=f"{key} names an image file: {', '.join(CHART_SUFFIXES)}")
 
 
 def _checked(ck, opt, value, node):
@@ -861,17 +877,19 @@ def build_repair(ck, node: ast.RepairDecl):
         write = None
         for w in (s for s in node.stmts if s.kind == "write"):
             out = ck.user_path(w.args[0], ck.root.parent, "output file")  # confined (fairspec.files)
-            from fairspec.files import PathError, file_kind
+            from fairspec.files import OutsideRoot, PathError, check_target
 
-            try:
-                kind = file_kind(out)
-            except PathError as e:
-                ck.fail("FS505", str(e), w.args[0].span)
-            if kind in ("folder", "special"):
-                ck.fail("FS505", f"the output file {w.args[0].value!r} is "
-                                 f"{'a folder' if kind == 'folder' else 'not a regular file'}; name a file", w.args[0].span)
             if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
+            if out.is_symlink():
+                ck.fail("FS505", f"the output file {w.args[0].value!r} is a symbolic link; name the file itself",
+                        w.args[0].span)
+            try:  # everything the writer checks at the end (fairspec.files.safe_write), checked now
+                check_target(out, ck.roots, what="output file", suffixes=(".skops",))
+            except OutsideRoot as e:
+                ck.fail("FS212", str(e), w.args[0].span)
+            except PathError as e:
+                ck.fail("FS505", str(e), w.args[0].span)
             write = str(out)
         options = parse_options(ck, node.stmts, {}, "repair")
         if fs.data is None:

@@ -83,7 +83,7 @@ def write_model(est, path: str, model_path: str | None, roots) -> None:
 def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
     from fairspec.backends.data.groups import assign
     from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, pair_ratios, passing_rates, repair
-    from fairspec.models import load_model
+    from fairspec.models import ModelLoadError, load_model
     from fairspec.planning import setting
 
     t0 = time.perf_counter()
@@ -161,7 +161,11 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
                        details=details, seconds=time.perf_counter() - t0)
     # write, load back from disk, decide the goal again on the same rows
     if prop.write is not None:
-        write_model(out.estimator, prop.write, spec_model.path, ctx.roots)
+        try:
+            write_model(out.estimator, prop.write, spec_model.path, ctx.roots)
+        except ModelLoadError as e:  # only this property is lost: the other verdicts stand
+            return unknown(prop, f"the repair was found but the repaired model could not be written: {e}",
+                           backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         back = load_model("sklearn", prop.write, index=model.index)
         where = prop.write
     else:

@@ -1,0 +1,249 @@
+"""Hostile output paths (issue 21, classes 5, 6, 7 and 11): every file fairspec writes goes through
+fairspec.files (check_target before any work, safe_write at the end): confined, atomic, never onto
+a folder, a device or a pipe, never blocking on a FIFO, no temporary file left behind; a write
+that fails at the end costs only its own property."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, people_decls, run_cli
+from fairspec.files import CHART_SUFFIXES, OutsideRoot, PathError, Roots, check_spec_output, check_target, safe_write
+from fairspec.pipeline import check, lint
+
+PEOPLE = FIXTURES / "data" / "people.csv"
+ONNX = FIXTURES / "models" / "people6.onnx"
+
+
+@pytest.fixture
+def confined(monkeypatch):
+    monkeypatch.delenv("FAIRSPEC_ALLOW_PATH", raising=False)
+
+
+def _project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "fairspec.toml").write_text("")
+    (proj / "people.csv").write_bytes(PEOPLE.read_bytes())
+    (proj / "net.onnx").write_bytes(ONNX.read_bytes())
+    return proj
+
+
+def _pba_spec(proj: Path, chart: str) -> Path:
+    spec = proj / "spec.fair"
+    spec.write_text(people_decls("people.csv", "P") + f'''
+model net = onnx("net.onnx", output = "logit")
+encode P for net {{ age : standard  sex : onehot  race : code  member, score : raw }}
+property shares {{
+  pba(net, flip {{sex}}, delta {{age: 0}})
+  points = 20
+  chart = "{chart}"
+}}
+property parity {{
+  statistical_parity(net, groups sex) <= 0.99
+}}
+''')
+    return spec
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+# ---------------------------------------------------------------- class 5: chart = is confined
+
+@pytest.mark.parametrize("chart,code", [("../x.png", "FS212"), ("{outside}/x.png", "FS212"), ("sub/../x.png", "FS212"),
+                                        ("link/x.png", "FS212"), ("chart.txt", "FS307"), ("chart.csv", "FS307"),
+                                        ("chart.fair", "FS307"), ("chart.onnx", "FS307"), ("chart.skops", "FS307"),
+                                        ("fifo.svg", "FS307"), ("missing/x.png", "FS307"), ("", "FS307"),
+                                        ("adir.png", "FS307")])
+def test_a_chart_path_is_checked_in_lint(tmp_path, confined, chart, code):
+    proj = _project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (proj / "link").symlink_to(outside)
+    (proj / "adir.png").mkdir()
+    os.mkfifo(proj / "fifo.svg")
+    spec = _pba_spec(proj, chart.format(outside=outside))
+    res = lint(spec)
+    errs = [(d.code, d.span.line) for d in res.diagnostics if d.is_error]
+    assert errs == [(code, 15)], [(d.code, d.message) for d in res.diagnostics]
+    r = run_cli("check", spec, "--format", "json", cwd=proj)
+    assert r.returncode == 2, r.stderr
+    assert "internal error" not in r.stderr
+    assert not list(outside.iterdir()) and not (tmp_path / "x.png").exists()
+    assert (proj / "fifo.svg").is_fifo()
+
+
+def test_check_spec_output_refuses_what_lint_refuses(tmp_path, confined):
+    proj = _project(tmp_path)
+    roots = Roots.for_spec(proj / "spec.fair")
+    for bad in ("../x.png", "/tmp/x.png", "a/../../x.png"):
+        with pytest.raises(OutsideRoot):
+            check_spec_output(bad, proj, roots, "chart file", suffixes=CHART_SUFFIXES)
+    with pytest.raises(PathError, match="must end in"):
+        check_spec_output("x.txt", proj, roots, "chart file", suffixes=CHART_SUFFIXES)
+    assert check_spec_output("x.svg", proj, roots, "chart file", suffixes=CHART_SUFFIXES) == (proj / "x.svg").resolve()
+
+
+def test_a_valid_chart_is_written_atomically_inside_the_project(tmp_path, confined):
+    pytest.importorskip("matplotlib")
+    proj = _project(tmp_path)
+    (proj / "charts").mkdir()
+    spec = _pba_spec(proj, "charts/shares.svg")
+    assert not [d for d in lint(spec).diagnostics if d.is_error]
+    res = check(spec)
+    assert res.error is None, res.error
+    assert [v.status for v in res.verdicts][1] in ("holds", "violated", "unknown")
+    assert (proj / "charts" / "shares.svg").read_text().lstrip().startswith("<?xml")
+    assert _files(proj / "charts") == {"shares.svg"}
+
+
+def test_a_fifo_appearing_after_lint_never_blocks_the_chart(tmp_path, confined):
+    """The runtime writer refuses a FIFO too (it never opens the target): a warning, every verdict kept."""
+    pytest.importorskip("matplotlib")
+    proj = _project(tmp_path)
+    spec = _pba_spec(proj, "late.svg")
+    from fairspec import pipeline
+
+    real_check = pipeline.lint
+
+    def lint_then_fifo(*a, **k):
+        out = real_check(*a, **k)
+        if not (proj / "late.svg").exists():
+            os.mkfifo(proj / "late.svg")
+        return out
+
+    pipeline.lint = lint_then_fifo
+    try:
+        res = check(spec)
+    finally:
+        pipeline.lint = real_check
+    assert len(res.verdicts) == 2 and res.error is None
+    assert (proj / "late.svg").is_fifo()
+    assert any("late.svg" in w and "not a regular file" in w for w in res.warnings), res.warnings
+
+
+# ---------------------------------------------------------------- class 6: --html
+
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/full", "fifo", "", "dir", "missing/r.html", "spec"])
+def test_html_onto_a_node_that_is_not_a_regular_file_is_refused_before_any_work(tmp_path, target):
+    proj = _project(tmp_path)
+    spec = _pba_spec(proj, "c.png")
+    os.mkfifo(proj / "fifo")
+    (proj / "dir").mkdir()
+    path = {"fifo": proj / "fifo", "dir": proj / "dir", "spec": spec,
+            "missing/r.html": proj / "missing" / "r.html"}.get(target, target)
+    if str(path).startswith("/dev/") and not os.path.exists(path):
+        pytest.skip(f"{path} does not exist here")
+    before = os.stat(path) if os.path.exists(path) else None
+    spec_text = spec.read_text()
+    r = run_cli("check", spec, "--html", path, cwd=proj)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("fairspec: cannot write the HTML report") or \
+        "refusing" in r.stderr, r.stderr
+    assert r.stdout == ""  # refused before any work: no report
+    if before is not None:
+        after = os.stat(path)
+        assert (after.st_ino, after.st_mode, after.st_rdev) == (before.st_ino, before.st_mode, before.st_rdev)
+    assert spec.read_text() == spec_text
+    assert not [f for f in _files(proj) if "fairspec-" in f or f.endswith(".tmp")]
+
+
+def test_check_target_and_safe_write_refuse_devices_and_leave_nothing(tmp_path):
+    roots = Roots(tmp_path)
+    os.mkfifo(tmp_path / "p")
+    for bad in (tmp_path / "p", tmp_path):
+        with pytest.raises(PathError):
+            check_target(bad, roots)
+        with pytest.raises(PathError):
+            safe_write(bad, b"x", roots)
+    with pytest.raises(PathError, match="empty"):
+        check_target("", roots)
+    if os.path.exists("/dev/null"):
+        with pytest.raises(PathError, match="not a regular file"):
+            safe_write("/dev/null", b"x", Roots(Path("/dev")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
+
+
+# ---------------------------------------------------------------- class 7: repair write
+
+def _repair_spec(proj: Path, write: str) -> Path:
+    pytest.importorskip("skops")
+    (proj / "dt.skops").write_bytes((FIXTURES / "models" / "people_dt.skops").read_bytes())
+    spec = proj / "spec.fair"
+    spec.write_text(people_decls("people.csv", "P") + f'''
+model dt = sklearn("dt.skops")
+encode P for dt {{ sex, race : onehot  age, member, score : raw }}
+property parity {{
+  statistical_parity(dt, groups sex) <= 0.99
+}}
+repair fix for dt {{
+  goal passing_rate_ratio(groups sex) >= 0.8
+  write "{write}"
+}}
+''')
+    return spec
+
+
+@pytest.mark.parametrize("write,code", [("missing/fixed.skops", "FS505"), ("fixed.onnx", "FS505"),
+                                        ("fifo.skops", "FS505"), ("../fixed.skops", "FS212")])
+def test_a_repair_write_that_cannot_happen_is_a_lint_error(tmp_path, confined, write, code):
+    proj = _project(tmp_path)
+    os.mkfifo(proj / "fifo.skops")
+    spec = _repair_spec(proj, write)
+    res = lint(spec)
+    assert [d.code for d in res.diagnostics if d.is_error] == [code], [(d.code, d.message) for d in res.diagnostics]
+
+
+def test_a_write_failing_at_the_end_makes_only_that_property_unknown(tmp_path, confined, monkeypatch):
+    proj = _project(tmp_path)
+    spec = _repair_spec(proj, "out/fixed.skops")
+    (proj / "out").mkdir()
+    assert not [d for d in lint(spec).diagnostics if d.is_error]
+    import fairspec.files as files
+
+    real = files.safe_write
+
+    def failing(path, *a, **k):
+        if str(path).endswith("fixed.skops"):
+            raise PathError(f"the folder of the output file {path} does not exist")
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(files, "safe_write", failing)
+    res = check(spec)
+    assert res.error is None
+    got = {v.name: v for v in res.verdicts}
+    assert set(got) == {"parity", "fix"}
+    assert got["parity"].status in ("holds", "violated")
+    assert got["fix"].status == "unknown" and "could not be written" in got["fix"].reason
+    assert not (proj / "out" / "fixed.skops").exists()
+
+
+# ---------------------------------------------------------------- class 11: one error per cause
+
+def test_fs212_on_a_model_path_is_the_only_error_for_it(tmp_path, confined):
+    proj = _project(tmp_path)
+    spec = proj / "spec.fair"
+    spec.write_text(people_decls("people.csv", "P") + f'''
+model net = onnx("{ONNX}", output = "logit")
+encode P for net {{ age : standard  sex : onehot  race : code  member, score : raw }}
+property a {{
+  statistical_parity(net, groups sex) <= 0.99
+}}
+property b {{
+  forall x, x' : P
+  require x.* == x'.* except {{sex}}
+  ensure label(net(x)) == label(net(x'))
+}}
+''')
+    res = lint(spec)
+    errs = [(d.code, d.span.line) for d in res.diagnostics if d.is_error]
+    assert errs == [("FS212", 10)], [(d.code, d.message) for d in res.diagnostics]
+    r = run_cli("lint", spec, "--format", "json", cwd=proj)
+    assert r.returncode == 2
+    assert [d["code"] for d in json.loads(r.stdout)["diagnostics"] if d["severity"] == "error"] == ["FS212"]
