@@ -104,7 +104,8 @@ def test_a_valid_chart_is_written_atomically_inside_the_project(tmp_path, confin
 
 
 def test_a_fifo_appearing_after_lint_never_blocks_the_chart(tmp_path, confined):
-    """The runtime writer refuses a FIFO too (it never opens the target): a warning, every verdict kept."""
+    """The runtime writer refuses a FIFO too (it never opens the target): a warning, the other verdicts
+    kept, and the PBA property is not `holds` (unknown with the reason, or violated with its witness)."""
     pytest.importorskip("matplotlib")
     proj = _project(tmp_path)
     spec = _pba_spec(proj, "late.svg")
@@ -126,6 +127,10 @@ def test_a_fifo_appearing_after_lint_never_blocks_the_chart(tmp_path, confined):
     assert len(res.verdicts) == 2 and res.error is None
     assert (proj / "late.svg").is_fifo()
     assert any("late.svg" in w and "not a regular file" in w for w in res.warnings), res.warnings
+    shares = res.verdicts[0]
+    assert shares.status != "holds"  # the chart asked for is missing: never a clean holds
+    if shares.status == "unknown":
+        assert "late.svg could not be written" in shares.reason, shares.reason
 
 
 # ---------------------------------------------------------------- class 6: --html

@@ -123,9 +123,14 @@ def _cases(values: dict, n: int, fs: ir.FeatureSet, flip: str):
 def run(prop: ir.PBA, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
     try:
-        return _run(prop, ctx, progress, t0)
+        v = _run(prop, ctx, progress, t0)
     except Unsupported as e:
         return unknown(prop, str(e), backend=BACKEND, seconds=time.perf_counter() - t0, details=e.details)
+    failed = (v.details or {}).get("chart_error")
+    if failed and v.status == "holds":  # the chart asked for was not written: not a clean "holds"
+        return unknown(prop, f"{v.label} was decided, but {failed}", value=v.value, bound=v.bound, backend=v.backend,
+                       details=v.details, seconds=v.seconds)
+    return v  # a violation stays one (its witness was replayed); the warning says the chart is missing
 
 
 
@@ -246,6 +251,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                            ctx.roots, what="chart file", suffixes=CHART_SUFFIXES)
                 details.setdefault("charts", []).append(str(out))
         except (PathError, OSError, ValueError) as e:
+            details["chart_error"] = f"the chart {chart} could not be written: {e}"
             ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
         except ImportError:
             ctx.warnings.append(f"{prop.name}: the chart {path} needs matplotlib, which is not installed "
