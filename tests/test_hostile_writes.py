@@ -252,3 +252,18 @@ property b {{
     r = run_cli("lint", spec, "--format", "json", cwd=proj)
     assert r.returncode == 2
     assert [d["code"] for d in json.loads(r.stdout)["diagnostics"] if d["severity"] == "error"] == ["FS212"]
+
+
+# ---------------------------------------------------------------- fmt: the same writer
+
+def test_fmt_never_opens_a_fifo_and_rewrites_through_the_one_writer(tmp_path):
+    os.mkfifo(tmp_path / "pipe.fair")
+    r = run_cli("fmt", tmp_path / "pipe.fair", timeout=60)  # a blocking open would time out here
+    assert r.returncode == 2 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
+    f = tmp_path / "s.fair"
+    f.write_text("group   older=age>=40\n")
+    os.chmod(f, 0o640)
+    r = run_cli("fmt", f)
+    assert r.returncode == 0, r.stderr
+    assert f.read_text() == "group older = age >= 40\n" and (f.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.fair", "s.fair"]

@@ -288,30 +288,29 @@ def _layout(text: str, stream: list[_Tok]) -> str:
 def format_file(path, *, write: bool = True) -> bool:
     """Format one file in place; True when its layout changed (and, with write, was rewritten).
 
-    The file is replaced atomically (a temporary file in the same folder, then
-    os.replace), keeping its permissions.  A file that does not parse raises
-    DiagnosticError and is not touched.
+    The file is replaced atomically through fairspec.files.safe_write (the one writer: a temporary
+    file in the same folder, then os.replace), keeping its permissions.  A path that is not a
+    regular file (a folder, a FIFO: never opened, it would block) or a file that does not parse
+    raises DiagnosticError and is not touched.
     """
-    import os
-    import tempfile
     from pathlib import Path
 
+    from fairspec.diagnostics import Diagnostic, DiagnosticError
+    from fairspec.files import PathError, Roots, _real, require_file, safe_write
     from fairspec.syntax.parser import read_source
 
     p = Path(path)
+    try:
+        require_file(p, "the spec")
+    except PathError as e:
+        raise DiagnosticError(Diagnostic("FS203", str(e), None, "error", "give the path of a .fair file")) from None
     text = read_source(p)
     out = format_text(text, str(p))
     if out == text:
         return False
     if write:
-        mode = p.stat().st_mode & 0o7777
-        fd, tmp = tempfile.mkstemp(dir=p.resolve().parent, prefix=f".{p.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(out)
-            os.chmod(tmp, mode)
-            os.replace(tmp, p.resolve())
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        try:  # the user named this file: its own folder is the root
+            safe_write(p, out.encode("utf-8"), Roots(_real(p).parent), what="spec file")
+        except PathError as e:
+            raise DiagnosticError(Diagnostic("FS203", f"cannot rewrite the spec: {e}", None, "error", None)) from None
     return True
