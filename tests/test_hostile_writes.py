@@ -267,3 +267,16 @@ def test_fmt_never_opens_a_fifo_and_rewrites_through_the_one_writer(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f.read_text() == "group older = age >= 40\n" and (f.stat().st_mode & 0o777) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.fair", "s.fair"]
+
+
+def test_a_data_set_that_failed_is_not_reported_again_at_its_uses(tmp_path, confined):
+    proj = _project(tmp_path)
+    spec = proj / "spec.fair"
+    spec.write_text(people_decls("/etc/passwd", "P") + '''
+property c {
+  base_rate_ratio(people, groups sex) >= 0.8
+}
+''')
+    res = lint(spec)
+    assert [(d.code, d.span.line) for d in res.diagnostics if d.is_error] == [("FS212", 1)], \
+        [(d.code, d.message) for d in res.diagnostics]

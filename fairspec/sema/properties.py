@@ -189,6 +189,8 @@ def _model_of(ck, e, env, table_ok: bool = False) -> ir.Model:
         ck.fail("FS301", "expected a model name", e.span)
     if e.id not in ck.models:
         d = ck.symbols.get(e.id)
+        if d is not None and isinstance(d.node, ast.DataDecl) and e.id not in ck.datasets:
+            raise LowerError()  # a data set whose own declaration failed (FS212, FS404): reported once there
         if d is not None and not isinstance(d.node, ast.ModelDecl):
             ck.fail("FS301", f"'{e.id}' is not a model", e.span)
         if d is not None:
