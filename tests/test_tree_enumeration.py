@@ -188,3 +188,20 @@ def test_the_solver_path_never_reports_an_uncertified_proof(tmp_path, monkeypatc
     if v["lab"].status == "violated":
         w = v["lab"].witness
         assert est.predict(np.array([w.x]))[0] != est.predict(np.array([w.x_prime]))[0]
+
+
+def test_leaf_boxes_cover_the_domain_and_fix_every_leaf():
+    from fairspec.certify.trees import Factor, SplitTest, TreeNodes, leaf_boxes
+
+    # one tree: x0 <= 1.5 ? (x1 <= 0.5 ? A : B) : C over x0 in 0..3, x1 in 0..2 (x2 fixed per counterfactual)
+    t = TreeNodes((SplitTest(0, 1.5), SplitTest(1, 0.5), None, None, SplitTest(2, 0.5), None, None),
+                  np.array([1, 2, -1, -1, 5, -1, -1]), np.array([4, 3, -1, -1, 6, -1, -1]))
+    f0 = Factor("a", (0,), np.arange(4.0)[:, None], np.array([0, 0, 1, 1]))
+    f1 = Factor("b", (1,), np.arange(3.0)[:, None], np.array([0, 1, 1]))
+    boxes = leaf_boxes([t], [f0, f1], [{2: 0.0}, {2: 1.0}])
+    # x0 in cell 1 needs no split on x1; x0 in cell 0 splits x1: 3 boxes covering 2 x 2 cells
+    assert len(boxes) == 3
+    covered = sum(int(m[0].sum() * m[1].sum()) for m in boxes.masks)
+    assert covered == 4
+    with pytest.raises(ValueError):          # cells a test does not respect are refused
+        leaf_boxes([t], [Factor("a", (0,), np.arange(4.0)[:, None], np.array([0, 1, 1, 1])), f1], [{2: 0.0}])

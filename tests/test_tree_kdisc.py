@@ -76,4 +76,6 @@ property dt_k {
 ''')
     (v,) = check(p).verdicts
     assert v.status == "holds" and v.how == "proved" and v.value == 1
-    assert "exactly" in v.reason and v.details["exact"]
+    # certified: every individual's leaf box (derived by certify) evaluated on scikit-learn
+    assert v.proof is not None and v.proof.method == "enumeration"
+    assert v.details["boxes"] < 1000 and v.details["max_k"] == 1

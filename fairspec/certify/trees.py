@@ -27,7 +27,7 @@ import numpy as np
 
 from fairspec.certify.enumerate import Check, Enumerated, by_enumeration
 
-__all__ = ["SplitTest", "Factor", "check_cells", "by_cell_enumeration"]
+__all__ = ["SplitTest", "Factor", "check_cells", "by_cell_enumeration", "kdisc_by_cell_enumeration", "prove_unread"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +124,138 @@ def prove_unread(tests: Sequence[SplitTest], varying: Sequence[Factor], *, post:
     return _mint("exact-arithmetic", claim or f"no split test of the model tells the protected or relaxed values "
                  f"apart: every admissible pair reaches the same leaves ({what})", value=0, op=op, threshold=eps,
                  split_tests=len(tests), varying=[f.name for f in varying], **detail)
+
+
+def kdisc_by_cell_enumeration(tests: Sequence[SplitTest], factors: Sequence[Factor], scores, *, K: int, eps, op: str,
+                              k: int, logit: bool, claim: str, **detail):
+    """:func:`fairspec.certify.enumerate.kdisc_by_enumeration` over one representative individual per
+    cell (the cells checked first, as in :func:`by_cell_enumeration`). Raises ValueError when the
+    cells are not sound."""
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    why = check_cells(tests, factors)
+    if why is not None:
+        raise ValueError(f"the cells are not sound: {why}")
+    cells = {f.name: int(len(np.unique(np.asarray(f.cell)))) for f in factors}
+    return kdisc_by_enumeration(scores, K=K, eps=eps, op=op, k=k, logit=logit, claim=claim, cells=cells,
+                                split_tests=len(tests), **detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaf boxes: products of cells on which every tree reaches one leaf
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class TreeNodes:
+    """One tree's nodes: ``tests[k]`` the split test of node k (None at a leaf), its children."""
+
+    tests: tuple
+    left: np.ndarray
+    right: np.ndarray
+
+
+class Boxes:
+    """Products of cells (one mask over each factor's cells per box) that cover the factors'
+    domain and on which every tree of every counterfactual reaches one leaf. Made only by
+    :func:`leaf_boxes`, which derived them itself."""
+
+    def __init__(self, masks, reps, n_cells, token):
+        if token is not _TOKEN:
+            raise TypeError("Boxes are made by certify.trees.leaf_boxes only")
+        self.masks = masks          # list of boxes: list (per factor) of bool (nc,)
+        self.reps = reps            # (n_boxes, n_factors) the representative cell of each factor
+        self.n_cells = n_cells
+
+    def __len__(self):
+        return len(self.masks)
+
+
+_TOKEN = object()
+
+
+def leaf_boxes(trees: Sequence[TreeNodes], factors: Sequence[Factor], fixed: Sequence[dict], *,
+               max_boxes: int = 100_000) -> Boxes | None:
+    """Split the product of the factors' cells until, in every box and for every counterfactual
+    (``fixed``: K dicts {column: encoded value} of the columns the counterfactuals set), every tree
+    reaches a single leaf; each split partitions one factor's cells by a split test's outcome.
+    None when more than ``max_boxes`` boxes would be needed. Raises ValueError when the cells are
+    not sound or a test reads a column neither a factor nor a counterfactual sets."""
+    all_tests = {t for tr in trees for t in tr.tests if t is not None}
+    fixed_cols = set().union(*[set(d) for d in fixed]) if fixed else set()
+    owner = {}
+    for fi, f in enumerate(factors):
+        for j, c in enumerate(f.columns):
+            owner[c] = (fi, j)
+    why = check_cells([t for t in all_tests if t.column in owner], factors)
+    if why is not None:
+        raise ValueError(f"the cells are not sound: {why}")
+    if any(t.column not in owner and t.column not in fixed_cols for t in all_tests):
+        raise ValueError("a split test reads a column that neither a factor nor a counterfactual sets")
+    ncs = [int(np.asarray(f.cell).max()) + 1 for f in factors]
+    first = [np.array([int(np.flatnonzero(np.asarray(f.cell) == c)[0]) for c in range(n)]) for f, n in zip(factors, ncs)]
+    outcome = {}
+
+    def cell_out(t: SplitTest):
+        o = outcome.get(t)
+        if o is None:
+            fi, j = owner[t.column]
+            o = t.left(np.asarray(factors[fi].U, dtype=np.float64)[first[fi], j])
+            outcome[t] = o
+        return o
+
+    def straddle(masks):
+        """(factor index, test) of the first split that a box still straddles, or None."""
+        for d in fixed:
+            for tr in trees:
+                stack = [0]
+                while stack:
+                    k = stack.pop()
+                    t = tr.tests[k]
+                    if t is None:
+                        continue
+                    if t.column in d:
+                        go = bool(t.left(np.array([d[t.column]]))[0])
+                        stack.append(int(tr.left[k] if go else tr.right[k]))
+                        continue
+                    fi, _ = owner[t.column]
+                    o = cell_out(t)[masks[fi]]
+                    if o.all():
+                        stack.append(int(tr.left[k]))
+                    elif not o.any():
+                        stack.append(int(tr.right[k]))
+                    else:
+                        return fi, t
+        return None
+
+    done = []
+    todo = [[np.ones(n, dtype=bool) for n in ncs]]
+    while todo:
+        masks = todo.pop()
+        s = straddle(masks)
+        if s is None:
+            done.append(masks)
+            if len(done) > max_boxes:
+                return None
+            continue
+        fi, t = s
+        o = cell_out(t)
+        for part in (masks[fi] & o, masks[fi] & ~o):
+            m2 = list(masks)
+            m2[fi] = part
+            todo.append(m2)
+        if len(todo) + len(done) > 4 * max_boxes:
+            return None
+    reps = np.array([[int(np.flatnonzero(m)[0]) for m in masks] for masks in done], dtype=np.int64).reshape(
+        len(done), len(factors))
+    return Boxes(done, reps, int(np.prod(ncs, dtype=np.float64)), _TOKEN)
+
+
+def kdisc_by_boxes(boxes: Boxes, scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str, **detail):
+    """:func:`fairspec.certify.enumerate.kdisc_by_enumeration` over one representative individual per
+    leaf box (``scores``: box-major, K counterfactuals each, evaluated on the runtime)."""
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    if not isinstance(boxes, Boxes):
+        raise TypeError("boxes must come from certify.trees.leaf_boxes")
+    return kdisc_by_enumeration(scores, K=K, eps=eps, op=op, k=k, logit=logit, claim=claim, boxes=len(boxes),
+                                cells=boxes.n_cells, **detail)

@@ -127,6 +127,11 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         return small
     exact_note = small or ""
     if not setup.banded:
+        from fairspec.kinds.tree_pairs import decide_kdisc
+
+        cells = decide_kdisc(prop, ctx, model, enc, fs, t0)   # a tree model: in cells of its split tests
+        if cells is not None:
+            return cells
         exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
         if isinstance(exact, Verdict):
             return exact
@@ -237,8 +242,13 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         U = np.stack(U)
         replayed = model.replay(U)
         probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
-        k_rep = int(k_of(probs[None, :], prop.eps)[0])
-        if k_rep >= violated_at:
+        from fairspec.certify.enumerate import kdisc_by_enumeration
+
+        # the replayed buckets counted exactly (eps as written, the real logistic of a logit)
+        again = kdisc_by_enumeration(np.asarray(replayed, dtype=np.float64).reshape(-1), K=len(combos), eps=prop.eps,
+                                     op=prop.op, k=prop.k, logit=model.score_kind == "logit", claim="replay")
+        k_rep = int(again.k_lo[0])
+        if again.proof is None and k_rep >= violated_at:
             lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
             details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
                                            "prob": float(p)} for u, p in zip(U, probs)]
@@ -252,12 +262,12 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
                                   f"{len(combos)} counterfactuals over {' x '.join(prop.over)} fall into "
                                   f"k = {k_rep} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
         return None
-    if r.upper < violated_at:
-        what = (f"max k = {r.best_k}, computed exactly over the tree model's leaf combinations ({r.boxes} boxes)"
-                if r.exact else f"max k <= {r.upper}, bounded over the tree model's leaf combinations")
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(r.upper), backend="search",
-                       seconds=seconds, details=details, reason=f"{what} (claim: k {prop.op} {prop.k})")
-    return f"; the tree bound proves max k <= {r.upper}" if r.upper < len(combos) else None
+    # the leaf-combination bound is computed in float64 on the converted trees, not on the library's
+    # runtime: evidence, not a certified proof (the cells of fairspec.kinds.tree_pairs.decide_kdisc are)
+    if r.upper < len(combos):
+        return (f"; the tree model's leaf combinations bound max k <= {r.upper} in float64 "
+                f"({'exact' if r.exact else 'bounded'} over {r.boxes} boxes), not certified on the library's runtime")
+    return None
 
 
 #: the largest domain (individuals x counterfactuals) decided by enumeration on the runtime

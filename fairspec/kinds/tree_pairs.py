@@ -200,6 +200,37 @@ def _encode_one(enc, fs, name, vals):
     return tuple(range(c.offset, c.offset + c.width)), X[:, c.offset:c.offset + c.width]
 
 
+def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: str, tests, read,
+                 merge: bool = True) -> "Factor | str":
+    """The factor of encoded feature ``f`` (column encoding ``c``): its values in cells of the
+    split tests that read its columns (every value its own cell without ``tests`` or ``merge``);
+    a sentence when it cannot be enumerated."""
+    cols = set(range(c.offset, c.offset + c.width))
+    vals = _feature_values(f)
+    if vals is None:
+        if read is None or cols & read or role in ("relaxed", "over") or \
+                not isinstance(f.domain, (ir.RealRange, ir.IntRange)):
+            return f"feature {f.name} is continuous or too wide to enumerate"
+        # never read: its bounds stand for every value (one cell)
+        vals = np.array([float(f.domain.lo), float(f.domain.hi)])
+    columns, U = _encode_one(enc, fs, f.name, vals)
+    if tests is None or not merge:
+        cell = np.arange(len(vals), dtype=np.int64)
+    else:
+        mine = [t for t in tests if t.column in cols]
+        if mine:
+            sig = np.stack([t.left(U[:, t.column - c.offset]) for t in mine], axis=1)
+            _, cell = np.unique(sig, axis=0, return_inverse=True)
+            cell = np.asarray(cell, dtype=np.int64).reshape(-1)
+            first = {}                        # cells numbered in order of their first value
+            for v in cell:
+                first.setdefault(int(v), len(first))
+            cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
+        else:
+            cell = np.zeros(len(vals), dtype=np.int64)
+    return Factor(f.name, role, vals, columns, U, cell)
+
+
 def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, ens=None
                 ) -> tuple[PairDomain | None, str]:
     """The finite pair domain of ``prop`` in cells of the split tests of ``ens`` (a
@@ -218,31 +249,10 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
         if f.name in prop.free and f.name in tol:
             return None, f"feature {f.name} is both protected and relaxed"
         role = "free" if f.name in prop.free else ("relaxed" if f.name in tol else "tied")
-        cols = set(range(c.offset, c.offset + c.width))
-        vals = _feature_values(f)
-        wide = vals is None
-        if wide:
-            if read is None or cols & read or role == "relaxed" or not isinstance(f.domain, (ir.RealRange, ir.IntRange)):
-                return None, f"feature {f.name} is continuous or too wide to enumerate"
-            # never read: its bounds stand for every value (one cell)
-            vals = np.array([float(f.domain.lo), float(f.domain.hi)])
-        columns, U = _encode_one(enc, fs, f.name, vals)
-        if tests is None:
-            cell = np.arange(len(vals), dtype=np.int64)
-        else:
-            mine = [t for t in tests if t.column in cols]
-            if mine:
-                sig = np.stack([t.left(U[:, t.column - c.offset]) for t in mine], axis=1)
-                _, cell = np.unique(sig, axis=0, return_inverse=True)
-                cell = np.asarray(cell, dtype=np.int64).reshape(-1)
-                # cells numbered in order of their first value
-                first = {}
-                for v in cell:
-                    first.setdefault(int(v), len(first))
-                cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
-            else:
-                cell = np.zeros(len(vals), dtype=np.int64)
-        factors.append(Factor(f.name, role, vals, columns, U, cell))
+        fac = build_factor(enc, fs, c, f, role, tests, read)
+        if isinstance(fac, str):
+            return None, fac
+        factors.append(fac)
     order = [f for f in factors if f.role == "tied"] + [f for f in factors if f.role != "tied"]
     varying = [f for f in order if f.role != "tied"]
     free_elsewhere = any(n not in [c.feature for c in enc.columns] for n in prop.free)
@@ -612,3 +622,131 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
+
+
+# ---------------------------------------------------------------------------------------------
+# k-discrimination in cells
+# ---------------------------------------------------------------------------------------------
+
+def _tree_nodes(t):
+    from fairspec.certify.trees import SplitTest, TreeNodes
+
+    tests = tuple(SplitTest(int(t.feature[k]), float(t.threshold[k]), bool(t.strict), bool(t.f32))
+                  if t.left[k] >= 0 else None for k in range(t.n_nodes))
+    return TreeNodes(tests, np.asarray(t.left), np.asarray(t.right))
+
+
+def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.FeatureSet, t0: float):
+    """k-discrimination of a tree model by enumeration: every individual's cell (the features not in
+    ``over`` grouped by the split tests that read them) with its K counterfactuals, scored by the
+    library in one batch, every bucket counted exactly by certify
+    (:func:`fairspec.certify.trees.kdisc_by_cell_enumeration`). A Verdict (holds with its proof and
+    the exact max k, or violated with a replayed individual), or None when the cells are too many."""
+    from fairspec.certify.trees import Factor as CFactor, kdisc_by_cell_enumeration
+    from fairspec.verdict import Verdict, Witness
+
+    if getattr(model, "score_kind", None) not in ("prob", "logit"):
+        return None
+    ens = _ensemble(model)
+    if ens is None:
+        return None
+    tests = _split_tests(ens)
+    read = {t.column for t in tests}
+    others, overs = [], []
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        if f is None:
+            return None
+        role = "over" if f.name in prop.over else "tied"
+        fac = build_factor(enc, fs, c, f, role, tests, read, merge=role != "over")
+        if isinstance(fac, str):
+            return None
+        (overs if role == "over" else others).append(fac)
+    T = int(np.prod([f.nc for f in others], dtype=np.float64)) if others else 1
+    K = int(np.prod([f.nc for f in overs], dtype=np.float64)) if overs else 1
+    if K < 1:
+        return None
+    kg = np.meshgrid(*[np.arange(f.nc) for f in overs], indexing="ij") if overs else []
+    kg = [g.reshape(-1) for g in kg]
+    boxes = None
+    if T * K > MAX_POINTS:
+        # too many cells: products of cells on which every tree reaches one leaf (certify derives them)
+        from fairspec.certify.trees import leaf_boxes
+
+        nodes = [_tree_nodes(t) for t in ens.trees]
+        fixed = []
+        for r in range(K):
+            d = {}
+            for f, g in zip(overs, kg):
+                for j, col in enumerate(f.columns):
+                    d[col] = float(f.U[f.rep[g[r]], j])
+            fixed.append(d)
+        try:
+            boxes = leaf_boxes(nodes, [CFactor(f.name, f.columns, f.U, f.cell) for f in others], fixed,
+                               max_boxes=max(1, MAX_POINTS // K))
+        except ValueError:
+            return None
+        if boxes is None:
+            return None
+        T = len(boxes)
+        tg = [boxes.reps[:, i] for i in range(len(others))]
+    else:
+        tg = np.meshgrid(*[np.arange(f.nc) for f in others], indexing="ij") if others else []
+        tg = [g.reshape(-1) for g in tg]
+    values = {f.name: np.repeat(f.values[f.rep[g]], K) for f, g in zip(others, tg)}
+    for f, g in zip(overs, kg):
+        values[f.name] = np.tile(f.values[f.rep[g]], T)
+    from fairspec.runtime.encoding import decode_row, encode
+
+    X = encode(enc, values, T * K)
+    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+    logit = model.score_kind == "logit"
+    points = int(np.prod([len(f.values) for f in others], dtype=np.float64)) if others else 1
+    claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
+             f"for all {points:,} individuals ({T:,} cells of the model's split tests)")
+    cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in others + overs]
+    try:
+        if boxes is not None:
+            from fairspec.certify.trees import kdisc_by_boxes
+
+            res = kdisc_by_boxes(boxes, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
+                                 points=points * K)
+        else:
+            res = kdisc_by_cell_enumeration(tests, cf, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit,
+                                            claim=claim, points=points * K)
+    except ValueError:
+        return None
+    seconds = time.perf_counter() - t0
+    details = {"engine": "enumeration in cells" if boxes is None else "enumeration in leaf boxes",
+               "individuals": points, "cells" if boxes is None else "boxes": T, "K": K,
+               "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
+    if res.proof is not None:
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(details["max_k"]), backend="search",
+                       seconds=seconds, details=details, proof=res.proof,
+                       reason=f"every individual (in {T:,} {'cells' if boxes is None else 'leaf boxes'} of the tree "
+                              f"model's split tests) and its {K} "
+                              f"counterfactuals evaluated on the library: max k = {details['max_k']} "
+                              f"(claim: k {prop.op} {prop.k})")
+    bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    for i in np.flatnonzero(bad)[:5]:
+        U = X[i * K:(i + 1) * K]
+        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
+        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
+        if again.proof is not None:
+            continue
+        kr = int(again.k_lo[0])
+        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                       "prob": float(p)} for u, p in zip(U, probs)]
+        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    replayed_by=_runtime_name(model))
+        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
+                       seconds=time.perf_counter() - t0, details=details,
+                       reason=f"enumerating every individual in cells of the tree model's split tests: one whose "
+                              f"{K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of "
+                              f"width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+    return None
