@@ -10,6 +10,7 @@ and the spec's diagnostics, the same for every file, once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -94,30 +95,75 @@ def _related(span, message: str, i: int) -> list[dict]:
     return [{**_location(span)[0], "id": i, "message": {"text": message}}]
 
 
+# Where a rule's documentation lives: the README (the package index's project page shows it), under
+# "Diagnostics" for the codes and "What a verdict means" for check's outcomes. FAIRSPEC_HELP_URL
+# points the links at a copy of the README elsewhere (a fork, an internal mirror).
+HELP_URL = "https://pypi.org/project/specfair/"
+_CATEGORY = {"1": "syntax", "2": "names", "3": "types-and-values", "4": "models-and-data", "5": "properties-and-backends"}
+
+
+def _help_url() -> str:
+    import os
+
+    return os.environ.get("FAIRSPEC_HELP_URL") or HELP_URL
+
+
+def _rule(rid: str) -> dict:
+    """A SARIF reportingDescriptor code scanning renders fully: short and full description, help as
+    text and Markdown, a help link, tags, the default level."""
+    if rid in CODES:
+        c = CODES[rid]
+        level, title = _LEVEL[c.severity], c.title
+        full = f"{title[0].upper()}{title[1:]} ({c.severity} {rid}). {c.hint + '.' if c.hint else ''}".strip()
+        text = c.hint or title
+        md = (f"**{rid}: {title}** ({c.severity})\n\n{c.hint or ''}\n\nStable fairspec diagnostic code; "
+              f"`fairspec lint` reports it with the file, line, column and a caret snippet. See the README's "
+              f"Diagnostics section.")
+        tags = ["fairspec", "diagnostic", _CATEGORY.get(rid[2], "other")]
+        anchor = "#diagnostics"
+    else:
+        level, title, text = _VERDICT_RULES[rid]
+        full = f"{title[0].upper()}{title[1:]}: {text}."
+        md = (f"**{title}**\n\n{text}.\n\nA `violated` verdict carries a witness replayed on the real model; "
+              f"an `unknown` one its reason. See the README's section *What a verdict means*.")
+        tags = ["fairspec", "fairness", "verdict"]
+        anchor = "#what-a-verdict-means"
+    return {"id": rid, "name": title.replace(" ", "_"), "shortDescription": {"text": title},
+            "fullDescription": {"text": full}, "help": {"text": text, "markdown": md},
+            "helpUri": _help_url() + anchor, "defaultConfiguration": {"level": level},
+            "properties": {"tags": tags}}
+
+
+def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
+    """A fingerprint that stays the same across runs while the finding does: the rule, the file (as
+    code scanning names it) and the message without its numbers (lines move, values change), so an
+    alert is tracked, not re-opened, when the spec is edited above it."""
+    import re
+
+    where = (_relpath(span.file) or Path(span.file).name) if span is not None else ""
+    stable = re.sub(r"[-+]?\d[\d.,e+-]*", "#", msg.split(";")[0])
+    key = "\x1f".join([rid, where, stable, Path(model_file).name if model_file else ""])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None) -> dict:
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
                 for d in diagnostics]
     findings += [(r, lvl, msg, sp, None, rel)
                  for r, lvl, msg, sp, rel in _verdict_results(verdicts, spans or {}, error, policies, related=True)]
     rule_ids = sorted({f[0] for f in findings})
-    rules = []
-    for rid in rule_ids:
-        if rid in CODES:
-            c = CODES[rid]
-            rules.append({"id": rid, "name": c.title.replace(" ", "_"), "shortDescription": {"text": c.title},
-                          "help": {"text": c.hint or c.title},
-                          "defaultConfiguration": {"level": _LEVEL[c.severity]}})
-        else:
-            lvl, title, help_ = _VERDICT_RULES[rid]
-            rules.append({"id": rid, "name": title.replace(" ", "_"), "shortDescription": {"text": title},
-                          "help": {"text": help_}, "defaultConfiguration": {"level": lvl}})
+    rules = [_rule(rid) for rid in rule_ids]
     index = {r: i for i, r in enumerate(rule_ids)}
-    results = []
+    results, seen = [], {}
     for rid, sev, msg, span, d, policy_span in findings:
         if model_file is not None and d is None:
             msg = f"model file {model_file}: {msg}"
         res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
                "locations": _location(span)}
+        key = _fingerprint(rid, span, msg, model_file)
+        seen[key] = seen.get(key, 0) + 1  # the same finding twice in a file: told apart by its order
+        res["partialFingerprints"] = {
+            "fairspecFinding/v1": hashlib.sha256(f"{key}:{seen[key]}".encode()).hexdigest()[:32]}
         related = [x for i, r in enumerate(d.related) for x in _related(r.span, r.message, i)] \
             if d is not None and d.related else _related(policy_span, "the policy's property", 0)
         if related:
