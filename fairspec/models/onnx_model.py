@@ -11,6 +11,8 @@ from .peek import OnnxSignature, read_onnx_signature
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
 _INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
+# the element types of the one-column inputs of a multi-input model (skl2onnx: one per column)
+_COLUMN_DTYPES = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool", 8: "object"}
 _ORT_INPUT_DTYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 
 
@@ -20,13 +22,22 @@ class OnnxModel(LoadedModel):
         kind = check_score_kind(score_kind, path)
         sig = read_onnx_signature(path)                # missing file / not ONNX, cheaply and clearly
         self._sig = sig
-        if len(sig.inputs) != 1:
-            names = ", ".join(repr(i.name) for i in sig.inputs) or "none"
-            raise ModelLoadError(
-                f"ONNX model {path} has {len(sig.inputs)} graph inputs ({names}); "
-                f"fairspec needs a model with exactly one input of shape [N, width]",
-                path,
-            )
+        self.multi = len(sig.inputs) > 1               # one graph input per column (skl2onnx), fed by name
+        self._binding = None
+        if not sig.inputs:
+            raise ModelLoadError(f"ONNX model {path} has no graph inputs; fairspec needs one input of shape "
+                                 f"[N, width], or one input of shape [N, 1] per column", path)
+        if self.multi:
+            for i in sig.inputs:
+                if i.shape is not None and (len(i.shape) not in (1, 2) or (len(i.shape) == 2 and i.shape[1] not in (1, None))):
+                    raise ModelLoadError(
+                        f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has shape "
+                        f"{_fmt_shape(i.shape)}; a model with several inputs needs one column per input, of shape "
+                        f"[N, 1]", path)
+                if i.elem_type is not None and i.elem_type not in _COLUMN_DTYPES:
+                    raise ModelLoadError(
+                        f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has element "
+                        f"type {i.elem_type}; fairspec feeds numbers, booleans and strings", path)
         if not sig.outputs:
             raise ModelLoadError(f"ONNX model {path} declares no graph outputs", path)
 
@@ -76,7 +87,12 @@ class OnnxModel(LoadedModel):
         self.input_name = inp.name
         width = None
         self._batch: int | None = None             # a fixed batch size, when the graph pins one
-        if inp.shape is not None:
+        if self.multi:
+            width = len(sig.inputs)
+            self.input_names = tuple(i.name for i in sig.inputs)
+            self._column_types = [_COLUMN_DTYPES.get(i.elem_type, "float32") for i in sig.inputs]
+            self._input_shapes = [i.shape for i in sig.inputs]
+        elif inp.shape is not None:
             if len(inp.shape) != 2:
                 raise ModelLoadError(
                     f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; "
@@ -87,7 +103,7 @@ class OnnxModel(LoadedModel):
                 width = inp.shape[1]
             if isinstance(inp.shape[0], int) and inp.shape[0] > 0:
                 self._batch = inp.shape[0]
-        if inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
+        if not self.multi and inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
             raise ModelLoadError(
                 f"the input {inp.name!r} of ONNX model {path} has element type {inp.elem_type}; "
                 f"fairspec feeds float32 or float64 tensors",
@@ -112,21 +128,73 @@ class OnnxModel(LoadedModel):
             raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {_ort_reason(exc)}", path) from exc
         _require_finite_onnx(path)
         ort_inputs = session.get_inputs()
-        if len(ort_inputs) != 1:
+        if len(ort_inputs) != len(sig.inputs):
             names = ", ".join(repr(i.name) for i in ort_inputs)
             raise ModelLoadError(
-                f"ONNX model {path} has {len(ort_inputs)} graph inputs ({names}); "
-                f"fairspec needs a model with exactly one input of shape [N, width]",
+                f"ONNX model {path} has {len(ort_inputs)} graph inputs ({names}) for onnxruntime; "
+                f"fairspec needs one input of shape [N, width], or one input of shape [N, 1] per column",
                 path,
             )
-        self._dtype_name = _ORT_INPUT_DTYPES.get(ort_inputs[0].type, self._dtype_name)
+        if not self.multi:
+            self._dtype_name = _ORT_INPUT_DTYPES.get(ort_inputs[0].type, self._dtype_name)
         self._session = session
         self._reference = None
         self._init_common(path, "onnx", width, kind, session, readout)
 
+    # ---- several inputs, one per column ------------------------------------------
+    def bind_encoding(self, enc, fs) -> None:
+        """For a model with one graph input per column: which encoded column feeds which input
+        (by the feature's name or data column), and how a category's code becomes the string or
+        number the input takes."""
+        if not self.multi or enc is None:
+            return
+        by_name = {n: j for j, n in enumerate(self.input_names)}
+        binding = []
+        for c in enc.columns:
+            f = fs.get(c.feature) if fs is not None else None
+            j = by_name.get(c.feature, by_name.get(getattr(f, "column", None)))
+            if j is None or c.width != 1:
+                raise ModelLoadError(
+                    f"ONNX model {self.path} takes the inputs {', '.join(self.input_names)}, and the encoding feeds "
+                    f"'{c.feature}', which is none of them", self.path)
+            cats = None
+            if c.kind == "code":
+                order = sorted(range(len(c.categories)), key=lambda i: c.codes[i])
+                cats = [c.categories[i] for i in order]
+            binding.append((j, c.offset, cats))
+        self._binding = binding
+
+    def _feeds(self, X):
+        import numpy as np
+
+        n = X.shape[0]
+        order = self._binding or [(j, j, None) for j in range(len(self.input_names))]
+        feeds = {}
+        for j, offset, cats in order:
+            v = X[:, offset]
+            dt = self._column_types[j]
+            if cats is not None:
+                v = np.asarray(cats, dtype=object)[v.astype(np.int64)]
+                if dt == "bool":
+                    v = np.asarray([str(x).lower() == "true" for x in v])
+                elif dt != "object":
+                    v = v.astype(np.float64)
+            elif dt == "object":
+                v = np.asarray([repr(float(x)) if not float(x).is_integer() else str(int(x)) for x in v], dtype=object)
+            arr = np.asarray(v).astype(dt)
+            shape = self._input_shapes[j]
+            feeds[self.input_names[j]] = arr.reshape(n) if shape is not None and len(shape) == 1 else arr.reshape(n, 1)
+        return feeds
+
     # ---- evaluation --------------------------------------------------------------
     def _piecewise_linear(self):
         from fairspec.models import network
+
+        if self.multi:
+            from .base import UnsupportedModel
+
+            raise UnsupportedModel("ONNX", "inputs", "a model with one graph input per column (a converted pipeline) "
+                                                     "is evaluated by onnxruntime, not read as a network")
 
         return network.from_onnx(self.path, output=self.output_name, readout=self.readout)
 
@@ -158,6 +226,9 @@ class OnnxModel(LoadedModel):
         return np.concatenate(parts)
 
     def _score(self, X):
+        if self.multi:
+            return self._select(self._session.run([self.output_name], self._feeds(X))[0])
+
         def run(xc):
             return self._session.run([self.output_name], {self.input_name: xc})[0]
 
@@ -192,6 +263,8 @@ class OnnxModel(LoadedModel):
         return self._finish(self._guard(lambda x: self._run_batched(run, x), X), X.shape[0])
 
     def replay(self, X):
+        if self.multi:                                 # onnx's reference evaluator lacks the ai.onnx.ml encoders
+            return self.score(X)
         return self.replay_reference(X)
 
     @property

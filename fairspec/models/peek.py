@@ -221,6 +221,10 @@ def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
 
 
 def onnx_input_width(sig: OnnxSignature) -> int | None:
+    if len(sig.inputs) > 1:                             # one input per column (skl2onnx): one column each
+        ok = all(i.shape is None or len(i.shape) == 1 or (len(i.shape) == 2 and i.shape[1] in (1, None))
+                 for i in sig.inputs)
+        return len(sig.inputs) if ok else None
     if len(sig.inputs) != 1:
         return None
     shape = sig.inputs[0].shape

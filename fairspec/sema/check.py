@@ -71,6 +71,7 @@ class Checker:
         self.model_names: dict[str, tuple[str, ...] | None] = {}  # the input names a model file records
         self.pipelines: dict = {}  # model -> its scikit-learn Pipeline's folded preprocessing (sklearn_pipeline.Folded)
         self.model_spans: dict = {}
+        self.frame_inputs: dict = {}  # model -> its inputs, one per column (a multi-input ONNX model)
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
@@ -560,6 +561,13 @@ class Checker:
         from fairspec.models.base import normalize_format
         from fairspec.models.peek import sklearn_pickle_estimator, skops_top_class
 
+        if normalize_format(fmt, path) == "onnx" and self.model_names.get(node.name.id):
+            from types import SimpleNamespace
+
+            # one graph input per column (skl2onnx): without an encode block, one column per input by name
+            self.frame_inputs[node.name.id] = SimpleNamespace(inputs=self.model_names[node.name.id], dropped=())
+            self.model_spans[node.name.id] = node.span
+            return
         if normalize_format(fmt, path) != "sklearn":
             return
         if path.suffix.lower() == ".skops":
@@ -598,6 +606,14 @@ class Checker:
             enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
             if enc is None:
                 self.encoded_models.add(name)       # reported: no second "has no encode block"
+            else:
+                self.encodings[name] = enc
+        for name, inputs in self.frame_inputs.items():
+            if name in self.encodings or name in self.encoded_models:
+                continue
+            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            if enc is None:
+                self.encoded_models.add(name)
             else:
                 self.encodings[name] = enc
 

@@ -112,7 +112,7 @@ def frame_encoding(folded, feature_sets, model: str, sink, span) -> ir.Encoding 
     if len(candidates) != 1:
         what = ("several feature sets declare them: " + ", ".join(fs.name for fs in candidates)) if candidates \
             else "no feature set declares them all"
-        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(need)}, and {what}", span,
+        sink.add("FS422", f"model '{model}' reads the columns {', '.join(need)}, and {what}", span,
                  hint="declare one feature set with a feature for each column the pipeline reads")
         return None
     fs = candidates[0]
