@@ -205,3 +205,41 @@ def test_leaf_boxes_cover_the_domain_and_fix_every_leaf():
     assert covered == 4
     with pytest.raises(ValueError):          # cells a test does not respect are refused
         leaf_boxes([t], [Factor("a", (0,), np.arange(4.0)[:, None], np.array([0, 1, 1, 1])), f1], [{2: 0.0}])
+
+
+@pytest.mark.parametrize("cut", [40, 200])
+def test_leaf_boxes_decide_pairs_as_brute_force_does(tmp_path, monkeypatch, cut):
+    import fairspec.kinds.tree_pairs as tp
+
+    monkeypatch.setattr(tp, "MAX_POINTS", cut)          # too many cells: leaf boxes
+    est = _wide_tree()
+    feats = "  g : bool protected\n  a : int in [0, 20000]\n  b : int in [0, 30]"
+    body = (_prop("lab", "label(m(x)) == label(m(x'))", extra="  require |x.b - x'.b| <= 1\n")
+            + _prop("p", "|prob(m(x)) - prob(m(x'))| < 0.25", mode="maximize")
+            + _prop("p_all", "|prob(m(x)) - prob(m(x'))| <= 1"))
+    path = _write(tmp_path, est, body, feats, "  g : raw\n  a : raw\n  b : raw")
+    v = _verdicts(path)
+    assert v["p_all"].status == "holds" and v["p_all"].proof.method == "enumeration"
+    if cut == 40:
+        assert v["p_all"].details["leaf_boxes"] > 1 and v["p"].details["leaf_boxes"] > 1
+    a, b = np.meshgrid(np.arange(20001.0), np.arange(31.0), indexing="ij")
+    P0 = np.column_stack([np.zeros(a.size), a.ravel(), b.ravel()])
+    P1 = P0.copy()
+    P1[:, 0] = 1
+    lab0, lab1 = est.predict(P0).reshape(20001, 31), est.predict(P1).reshape(20001, 31)
+    viol = False
+    for d in (-1, 0, 1):
+        s0 = lab0[:, max(0, d):31 + min(0, d)]
+        s1 = lab1[:, max(0, -d):31 + min(0, -d)]
+        viol |= bool(np.any(s0 != s1))
+    p0, p1 = est.predict_proba(P0)[:, 1], est.predict_proba(P1)[:, 1]
+    best = float(np.max(np.abs(p0 - p1)))
+    for name, want in (("lab", viol), ("p", best >= 0.25)):
+        assert v[name].status == ("violated" if want else "holds"), (name, v[name].reason)
+        if v[name].status == "holds":
+            assert v[name].proof is not None
+    assert v["p"].bound[0] <= best <= v["p"].bound[1]
+    if v["lab"].status == "violated":
+        w = v["lab"].witness
+        assert est.predict(np.array([w.x]))[0] != est.predict(np.array([w.x_prime]))[0]
+        assert abs(w.features["b"] - w.features_prime["b"]) <= 1

@@ -259,3 +259,18 @@ def kdisc_by_boxes(boxes: Boxes, scores, *, K: int, eps, op: str, k: int, logit:
         raise TypeError("boxes must come from certify.trees.leaf_boxes")
     return kdisc_by_enumeration(scores, K=K, eps=eps, op=op, k=k, logit=logit, claim=claim, boxes=len(boxes),
                                 cells=boxes.n_cells, **detail)
+
+
+def by_box_enumeration(boxes: Boxes, fair_when, *, tests: Sequence[SplitTest], varying: Sequence[Factor], count: int,
+                       claim: str, **detail):
+    """:func:`fairspec.certify.enumerate.by_enumeration` over pairs of representatives of leaf boxes
+    (each box with every combination of the ``varying`` features' cells -- checked here -- evaluated
+    on the runtime)."""
+    if not isinstance(boxes, Boxes):
+        raise TypeError("boxes must come from certify.trees.leaf_boxes")
+    cols = {c for f in varying for c in f.columns}
+    why = check_cells([t for t in tests if t.column in cols], varying)
+    if why is not None:
+        raise ValueError(f"the cells are not sound: {why}")
+    return by_enumeration(fair_when, count=count, claim=claim, unit="cell pairs", boxes=len(boxes),
+                          cells=boxes.n_cells, **detail)

@@ -137,16 +137,20 @@ class PairDomain:
     """The product of the factors' cells (tied factors outermost: the points sharing the tied cells
     form consecutive blocks of ``m``) and the admissible ordered pairs (``I``, ``J``) of cell points."""
 
-    def __init__(self, factors, n, m, I, J, tests, free_elsewhere):
+    def __init__(self, factors, n, m, I, J, tests, free_elsewhere, boxes=None, box_grid=None):
         self.factors = factors
         self.n, self.m = n, m
         self.I, self.J = I, J
         self.tests = tests            # the model's split tests (None: cells are single values)
         self.free_elsewhere = free_elsewhere
         self.points = int(np.prod([len(f.values) for f in factors], dtype=np.float64)) if factors else 1
+        self.boxes = boxes            # certify.trees.Boxes of the tied cells (None: their whole product)
+        self.box_grid = box_grid
 
     def grid(self) -> list[np.ndarray]:
         """The cell index of every factor at every point (row-major, the last factor fastest)."""
+        if self.box_grid is not None:
+            return self.box_grid
         sizes = [f.nc for f in self.factors]
         if not sizes:
             return []
@@ -258,15 +262,40 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     free_elsewhere = any(n not in [c.feature for c in enc.columns] for n in prop.free)
     n = int(np.prod([f.nc for f in order], dtype=np.float64)) if order else 1
     m = int(np.prod([f.nc for f in varying], dtype=np.float64)) if varying else 1
-    if n > MAX_POINTS or float(n) * m > _max_pairs():
-        if tests is not None and m == 1:
-            return Unread(varying, tests), ""
-        return None, f"{n:,} cells and up to {n * m:,} cell pairs"
     if varying:
         sub = np.meshgrid(*[np.arange(f.nc) for f in varying], indexing="ij")
         V = [g.reshape(-1) for g in sub]
     else:
         V = []
+    boxes = box_grid = None
+    if n > MAX_POINTS or float(n) * m > _max_pairs():
+        if tests is not None and m == 1:
+            return Unread(varying, tests), ""
+        if tests is None or ens is None or float(m) * m > _max_pairs() or m > MAX_POINTS:
+            return None, f"{n:,} cells and up to {n * m:,} cell pairs"
+        # the tied cells in leaf boxes (certify derives them): every varying combination is a
+        # counterfactual whose trees each reach one leaf in a box
+        from fairspec.certify.trees import Factor as CFactor, leaf_boxes
+
+        tied = [f for f in order if f.role == "tied"]
+        fixed = []
+        for r in range(m):
+            d = {}
+            for f, a in zip(varying, V):
+                for j, col in enumerate(f.columns):
+                    d[col] = float(f.U[f.rep[a[r]], j])
+            fixed.append(d)
+        cap = max(1, min(MAX_POINTS // max(m, 1), int(_max_pairs() // max(float(m) * m, 1.0))))
+        try:
+            boxes = leaf_boxes([_tree_nodes(t) for t in ens.trees],
+                               [CFactor(f.name, f.columns, f.U, f.cell) for f in tied], fixed, max_boxes=cap)
+        except ValueError:
+            boxes = None
+        if boxes is None:
+            return None, f"{n:,} cells and up to {n * m:,} cell pairs (more than {cap:,} leaf boxes)"
+        nb = len(boxes)
+        n = nb * m
+        box_grid = [np.repeat(boxes.reps[:, i], m) for i in range(len(tied))] + [np.tile(a, nb) for a in V]
     ok = np.ones((m, m), dtype=bool)
     if not free_elsewhere:
         differs = np.zeros((m, m), dtype=bool)
@@ -283,7 +312,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     blocks = np.arange(n // m, dtype=np.int64) * m
     I = (blocks[:, None] + A[None, :]).reshape(-1)
     J = (blocks[:, None] + C[None, :]).reshape(-1)
-    return PairDomain(order, n, m, I, J, tests, free_elsewhere), ""
+    return PairDomain(order, n, m, I, J, tests, free_elsewhere, boxes, box_grid), ""
 
 
 class Unread:
@@ -405,6 +434,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                        reason="the model never reads the protected or relaxed features where its output can "
                               "change, so x and x' always reach the same leaves")
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
+               **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": _runtime_name(model)}
     grid = dom.grid()
     rep_values = {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}
@@ -417,8 +447,13 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         if dom.tests is None:
             return by_enumeration(checks, count=int(I.size), claim=claim, unit="pairs", points=dom.points,
                                   runtime=details["runtime"])
-        from fairspec.certify.trees import Factor as CFactor, by_cell_enumeration
+        from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
 
+        if dom.boxes is not None:
+            return by_box_enumeration(dom.boxes, checks, tests=dom.tests,
+                                      varying=[CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors
+                                               if f.role != "tied"], count=int(I.size), claim=claim, points=dom.points,
+                                      runtime=details["runtime"])
         cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors]
         return by_cell_enumeration(dom.tests, cf, checks, count=int(I.size), claim=claim, points=dom.points,
                                    runtime=details["runtime"])
