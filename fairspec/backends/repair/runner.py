@@ -145,9 +145,16 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
         "model_kind": type(model.raw).__name__,
     }
     ratio_before = _ratio(before)
+    op = ">" if strict else ">="
     if out.status == "met":
         details.update(written=None, repaired=False)
+        proof = _goal_proof(d0, group, G, op, prop, n, "the model as loaded")
+        if proof is None:
+            return unknown(prop, f"the passing-rate ratio on {n} rows is {_exact_ratio(d0, group, G)} exactly, not "
+                                 f"{op} {prop.threshold:g}; the repair core's float comparison disagreed (a fairspec "
+                                 f"bug)", backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
+                       proof=proof,
                        reason=f"the model already meets passing-rate ratio >= {prop.threshold:g} on {n} rows of "
                               f"{fs.data}; nothing was repaired or written", details=details,
                        seconds=time.perf_counter() - t0)
@@ -176,7 +183,8 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
     changed = int((d1 != d0).sum())
     sd = changed / n
     ratio_after = _ratio(after)
-    ok_ratio = ratio_after is not None and (ratio_after > prop.threshold if strict else ratio_after >= prop.threshold)
+    proof = _goal_proof(d1, group, G, op, prop, n, "the repaired model loaded back")
+    ok_ratio = proof is not None          # the ratio of exact counts against c as written, > or >= as written
     ok_sd = sd <= prop.alpha * out.minimal + 1e-12
     for g in range(G):
         details["groups"][g]["passing_rate_after"] = _r(after[g])
@@ -192,7 +200,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
     if not out.optimal:
         target += ("; the fewest changed paths is not proven: the solver reached its time limit and the best repair "
                    f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
-    return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND,
+    return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
                            f"ratio {ratio_before:.4f} -> {ratio_after:.4f} >= {prop.threshold:g}; semantic difference "
                            f"{sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; re-verified on "
@@ -209,6 +217,30 @@ def _round_trip(est, index):
         p = pathlib.Path(d) / "repaired.skops"
         sio.dump(est, p)
         return SklearnModel(p, index=index)
+
+
+def _exact_ratio(decisions, group, G):
+    """The lowest over the highest passing rate as a ratio of exact counts (None when every rate is 0)."""
+    from fractions import Fraction
+
+    sizes = np.bincount(group, minlength=G)
+    pos = np.bincount(group, weights=(np.asarray(decisions) == 1).astype(np.int64), minlength=G)
+    rates = [Fraction(int(round(p)), int(s)) for p, s in zip(pos, sizes)]
+    hi = max(rates)
+    return min(rates) / hi if hi > 0 else None
+
+
+def _goal_proof(decisions, group, G, op, prop, n, what):
+    """The goal ``passing_rate_ratio op c`` over every data row, counted exactly (an
+    exhaustive-data Proof), or None when it fails."""
+    from fairspec.certify.exact import prove_exhaustive
+
+    r = _exact_ratio(decisions, group, G)
+    if r is None:
+        return None
+    return prove_exhaustive(r, op, prop.threshold, rows=int(n),
+                            claim=f"passing_rate_ratio({prop.groups.label or 'groups'}) {op} {prop.threshold:g} on all {n} rows, "
+                                  f"decided by {what}")
 
 
 def _ratio(rates) -> float | None:
