@@ -253,6 +253,8 @@ def issue_class(o: dict) -> str:
     strict = m.get("op") in ("<", ">")
     if d in ("crash", "hang", "lost", "missing"):
         return d
+    if d == "no-proof":
+        return "2 holds (proved) without a certify proof"
     if d == "bad-witness":
         if "beyond the tolerance" in why:
             # strictness only when the pair sits exactly on a strict tolerance (|d| = t with `< t`)

@@ -10,7 +10,8 @@ Classes of an outcome:
   reproduce on the runtime), ``false-estimate`` (holds (estimated) whose interval excludes
   the truth), ``max-below`` (a maximize bound / proved maximum below the true maximum),
   ``max-not-exact`` (a value called the maximum that is not), ``value-wrong`` (an exact value
-  that is not the truth), ``crash`` (an internal error / exit 4 / exception), ``hang`` (the
+  that is not the truth), ``no-proof`` (``holds (proved)`` without a certify Proof, true or
+  not: the charter's contract), ``crash`` (an internal error / exit 4 / exception), ``hang`` (the
   run outlived every budget it was given), ``missing`` (no verdict for the property)
 * ``unknown`` -- tallied with the property's domain size
 * ``correct`` also for any verdict but a wrong violation on a ``vacuous`` truth (nothing to
@@ -48,6 +49,7 @@ class Outcome:
     value: float | None = None
     bound: list | None = None
     reason: str | None = None
+    proof: str | None = None   # the certify method of a holds (proved)
     truth: str = ""
     truth_value: float | None = None
     domain: int = 0
@@ -78,6 +80,8 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
         return o
     o.status, o.how, o.value, o.reason = v["status"], v.get("how"), _num(v.get("value")), v.get("reason")
     o.bound = v.get("bound")
+    proof = v.get("proof")
+    o.proof = proof.get("method") if isinstance(proof, dict) else None
     o.seconds = float(v.get("seconds") or 0.0)
     reason = v.get("reason") or ""
     if o.status == "unknown":
@@ -100,6 +104,11 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
             o.klass = "wrong"
             o.defect = "false-proof" if o.how == "proved" else "false-estimate"
             o.why = f"holds ({o.how}), but the truth is violated"
+            return o
+        if o.how == "proved" and o.proof is None:
+            # the charter: `holds (proved)` only with a certify.Proof (JSON "proof": {method, ...})
+            o.klass, o.defect = "wrong", "no-proof"
+            o.why = "holds (proved) without a certify proof (JSON 'proof' is null)"
             return o
     bad = _check_value(prop, o, v)
     if bad:
