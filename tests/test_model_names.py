@@ -169,3 +169,56 @@ encode P for m {
     assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
     spec.write_text(base.replace("CATS", "y, x, z"))
     assert ("FS420", 10) in _diags(spec)
+
+
+@pytest.mark.parametrize("labels", [("no", "yes"), (1, 2), (False, True)])
+@pytest.mark.parametrize("name", ["DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
+                                  "GradientBoostingClassifier", "HistGradientBoostingClassifier"])
+def test_any_class_label_type_reads_the_trees_exactly(tmp_path, name, labels):
+    """Issue 20 item 6: a forest whose classes are strings (or integers other than 0/1) fits its
+    members on class indices; its trees are read by index and reproduce predict_proba, so the
+    solvers decide (before: 'does not reproduce its predictions', unknown on every property)."""
+    import sklearn.ensemble as E
+    import sklearn.tree as T
+
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 10, 300), rng.integers(0, 2, 300), rng.integers(0, 5, 300)]).astype(float)
+    y = np.where(X[:, 0] + 3 * X[:, 1] + rng.normal(0, 2, 300) > 6, labels[1], labels[0])
+    cls = getattr(T, name, None) or getattr(E, name)
+    kw = {"random_state": 0, "max_depth": 3}
+    kw.update({"n_estimators": 5} if name in ("RandomForestClassifier", "ExtraTreesClassifier",
+                                              "GradientBoostingClassifier") else {})
+    kw.update({"max_iter": 5} if name == "HistGradientBoostingClassifier" else {})
+    est = cls(**kw).fit(X, y)
+    import_skops_io().dump(est, str(tmp_path / "m.skops"))
+    m = load_model("sklearn", tmp_path / "m.skops")
+    grid = np.array(list(product(range(10), range(2), range(5))), dtype=float)
+    assert np.allclose(m.tree_ensemble().prob(grid), est.predict_proba(grid)[:, 1], atol=1e-12)
+    spec = tmp_path / "s.fair"
+    spec.write_text('''
+features P {
+  a : int in [0, 99999]
+  s : {F, M} protected
+  b : int in [0, 9999]
+}
+model m = sklearn("m.skops")
+encode P for m {
+  a : raw
+  s : code
+  b : raw
+}
+property same {
+  forall x, x' : P
+  require x.* == x'.* except {s}
+  ensure label(m(x)) == label(m(x'))
+  using milp
+}
+''')
+    (v,) = check(spec).verdicts
+    assert v.status != "unknown", v.reason
+    if v.status == "violated":                         # the witness flips the library's own decision
+        w = v.witness
+        assert m.decide(np.array([w.x, w.x_prime])).tolist() in ([0, 1], [1, 0])

@@ -304,10 +304,13 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
         k = len(members)
         trees = []
         for m in members:
-            # a forest member may have seen fewer classes than the forest: map by class label
+            # a forest member may have seen fewer classes than the forest: map by class. A forest fits
+            # its members on the class *indices* (0.0, 1.0, ...), whatever the labels' type (strings,
+            # integers 1/2): a member's classes_ are indices into the forest's classes_.
             mcls = list(getattr(m, "classes_", classes))
-            if classes and col < len(classes) and classes[col] in mcls:
-                share = _class_share(m.tree_, mcls.index(classes[col]))
+            key = (classes[col] if m is est else float(col)) if classes and col < len(classes) else None
+            if key is not None and key in mcls:
+                share = _class_share(m.tree_, mcls.index(key))
             else:
                 share = np.zeros(m.tree_.node_count)
             trees.append(_sk_tree(m.tree_, share))
