@@ -107,6 +107,7 @@ class OnnxSignature:
     inputs: list[OnnxValueInfo] = field(default_factory=list)       # graph inputs that are not initializers
     outputs: list[OnnxValueInfo] = field(default_factory=list)
     nodes: list["OnnxNode"] = field(default_factory=list)
+    nonfinite: str | None = None        # the first float initializer holding NaN or inf, by name
 
 
 @dataclass
@@ -166,6 +167,48 @@ def _initializer_name(buf, span) -> str | None:
     return None
 
 
+_FLOAT_TYPES = {1: "f", 11: "d", 10: "e"}   # TensorProto FLOAT, DOUBLE, FLOAT16 (little-endian in the file)
+
+
+def _all_finite(buf, a: int, b: int, code: str) -> bool:
+    """Every little-endian float of type ``code`` in buf[a:b] is finite (no numpy: lint stays light)."""
+    import math
+    import struct
+    import sys
+    from array import array
+
+    size = struct.calcsize(code)
+    n = (b - a) // size
+    if n == 0:
+        return True
+    raw = bytes(buf[a:a + n * size])
+    if code == "e":
+        vals = [v for (v,) in struct.iter_unpack("<e", raw)]
+    else:
+        vals = array(code)
+        vals.frombytes(raw)
+        if sys.byteorder == "big":
+            vals.byteswap()
+    if math.isfinite(sum(vals)):  # one pass in C; a NaN or an inf makes the sum NaN or inf
+        return True
+    return all(math.isfinite(v) for v in vals)  # or the finite values overflowed the sum
+
+
+def _initializer_finite(buf, span) -> bool:
+    """False when a float initializer (raw_data, float_data or double_data) holds NaN or inf."""
+    dtype, chunks = None, []
+    for f, wt, v in _fields(buf, *span):
+        if f == 2 and wt == 0:
+            dtype = _FLOAT_TYPES.get(v)
+        elif wt == 2 and f in (4, 9, 10):
+            chunks.append((f, v))
+    for f, (a, b) in chunks:
+        code = {4: "f", 10: "d"}.get(f, dtype)
+        if code is not None and not _all_finite(buf, a, b, code):
+            return False
+    return True
+
+
 def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     ir_version = None
     graph = None
@@ -195,7 +238,9 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     if init_spans and len(inputs) > 1:                 # old-style models list initializers as inputs
         names = {_initializer_name(buf, s) for s in init_spans}
         inputs = [i for i in inputs if i.name not in names]
-    return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes)
+    bad = next((sp for sp in init_spans if not _initializer_finite(buf, sp)), None)
+    return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes,
+                         nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"))
 
 
 def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
@@ -587,7 +632,11 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
     fmt = normalize_format(format, path)
     p = pathlib.Path(path)
     if fmt == "onnx":
-        return onnx_input_width(read_onnx_signature(p))
+        sig = read_onnx_signature(p)
+        if sig.nonfinite is not None:  # NaN weights read as "every decision negative": refused in lint too
+            raise ModelLoadError(f"model {p} has NaN or infinite weights (initializer {sig.nonfinite!r}); a model "
+                                 "with weights that are not finite numbers cannot be checked", p)
+        return onnx_input_width(sig)
     if fmt == "sklearn":
         suffix = p.suffix.lower()
         if suffix == ".skops":

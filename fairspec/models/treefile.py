@@ -11,6 +11,7 @@ below the declared width, every threshold a number, every leaf value finite, the
 as the tree says.  They return the model's input width.  Lint (through
 :func:`fairspec.models.peek.peek_input_width`) and the loaders (:mod:`fairspec.models.boosted`) both
 call them, so a file lint passes is one the library can read, and one it refuses never reaches it.
+Plain Python (no numpy), as the rest of what lint reads.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import json
 import math
 import pathlib
 import struct
-
-import numpy as np
 
 from .base import ModelLoadError
 
@@ -34,7 +33,7 @@ def _bad(path, what: str) -> ModelLoadError:
 
 # ------------------------------------------------------------------ UBJSON (XGBoost's binary format)
 
-_UBJ_NUM = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+_UBJ_NUM = {b"i": "b", b"U": "B", b"I": "h", b"l": "i", b"L": "q", b"d": "f", b"D": "d"}  # big-endian in the file
 
 
 class _Ubj:
@@ -54,7 +53,8 @@ class _Ubj:
         t = self._take(1)
         if t not in _UBJ_NUM or t in (b"d", b"D"):
             raise ValueError("bad length")
-        n = int(np.frombuffer(self._take(np.dtype(_UBJ_NUM[t]).itemsize), _UBJ_NUM[t])[0])
+        code = ">" + _UBJ_NUM[t]
+        (n,) = struct.unpack(code, self._take(struct.calcsize(code)))
         if n < 0 or n > len(self.buf):
             raise ValueError("bad length")
         return n
@@ -66,8 +66,8 @@ class _Ubj:
         while t == b"N":  # no-op
             t = self._take(1)
         if t in _UBJ_NUM:
-            dt = np.dtype(_UBJ_NUM[t])
-            return np.frombuffer(self._take(dt.itemsize), dt)[0].item()
+            code = ">" + _UBJ_NUM[t]
+            return struct.unpack(code, self._take(struct.calcsize(code)))[0]
         if t == b"S":
             return self._take(self._count()).decode("utf-8")
         if t == b"C":
@@ -94,8 +94,8 @@ class _Ubj:
             self.pos += 1
             count = self._count()
         if not is_obj and typ in _UBJ_NUM:  # a typed numeric array: one read
-            dt = np.dtype(_UBJ_NUM[typ])
-            return np.frombuffer(self._take(count * dt.itemsize), dt).astype(dt.newbyteorder("="))
+            code = f">{count}{_UBJ_NUM[typ]}"
+            return list(struct.unpack(code, self._take(struct.calcsize(code))))
         out: dict | list = {} if is_obj else []
         i = 0
         while True:
@@ -155,25 +155,27 @@ def _int(v, default=None):
     return int(f) if math.isfinite(f) and f == int(f) else default
 
 
-def _array(v, n: int | None, dtype, where: str, path):
-    if isinstance(v, np.ndarray):
-        a = v
-    elif isinstance(v, list):
-        try:
-            a = np.asarray(v, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise _bad(path, f"XGBoost model file: {where} holds something other than numbers") from None
-    else:
+def _array(v, n: int | None, kind, where: str, path) -> list:
+    """A list of numbers (``kind`` int: whole numbers; float; None: anything) of length ``n``."""
+    if not isinstance(v, list):
         raise _bad(path, f"XGBoost model file: {where} is missing")
-    if a.ndim != 1 or (n is not None and len(a) != n):
-        raise _bad(path, f"XGBoost model file: {where} has {a.size} entries, the tree has {n} nodes")
-    return a.astype(dtype) if dtype is not None else a
+    if n is not None and len(v) != n:
+        raise _bad(path, f"XGBoost model file: {where} has {len(v)} entries, the tree has {n} nodes")
+    if kind is None:
+        return v
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise _bad(path, f"XGBoost model file: {where} holds something other than numbers")
+    if kind is int:
+        if not all(isinstance(x, int) or (math.isfinite(x) and x == int(x)) for x in v):
+            raise _bad(path, f"XGBoost model file: {where} holds something other than whole numbers")
+        return [int(x) for x in v]
+    return [float(x) for x in v]
 
 
 def _check_tree_shape(left, right, n: int, path, what: str) -> list[int]:
     """The nodes reached from the root (node 0), each exactly once; raises on a child out of range,
     a node that is its own child, a cycle or a node with two parents."""
-    seen = np.zeros(n, dtype=bool)
+    seen = [False] * n
     order, stack = [], [0]
     while stack:
         i = stack.pop()
@@ -219,7 +221,7 @@ def check_xgboost(path) -> int | None:
         gb = _get(gb, "gbtree")
     elif name == "gblinear":
         w = _get(gb, "model", "weights")
-        if w is not None and not np.all(np.isfinite(_array(w, None, np.float64, "the linear weights", p))):
+        if w is not None and not all(map(math.isfinite, _array(w, None, float, "the linear weights", p))):
             raise ModelLoadError(f"{p} is not a usable XGBoost model: its weights are not all finite (NaN or inf)", p)
         return width or None
     elif name != "gbtree":
@@ -236,8 +238,8 @@ def check_xgboost(path) -> int | None:
         raise _bad(p, f"XGBoost model file: tree_info has {len(info)} entries for {len(trees)} trees")
     indptr = _get(model, "iteration_indptr")
     if indptr is not None:
-        ip = _array(indptr, None, None, "iteration_indptr", p)
-        if len(ip) and (ip[0] != 0 or np.any(np.diff(ip) < 0) or ip[-1] != len(trees)):
+        ip = _array(indptr, None, int, "iteration_indptr", p)
+        if ip and (ip[0] != 0 or any(b < a for a, b in zip(ip, ip[1:])) or ip[-1] != len(trees)):
             raise _bad(p, "XGBoost model file: iteration_indptr does not count its trees")
     for t, tree in enumerate(trees):
         what = f"XGBoost model file: tree {t}"
@@ -250,62 +252,62 @@ def check_xgboost(path) -> int | None:
         if leaf_vec not in (0, 1):
             raise ModelLoadError(f"{p} holds a multi-target XGBoost tree (tree {t}); fairspec reads binary "
                                  "classifiers", p)
-        left = _array(tree.get("left_children"), n, np.int64, f"tree {t}'s left_children", p)
-        right = _array(tree.get("right_children"), n, np.int64, f"tree {t}'s right_children", p)
-        feat = _array(tree.get("split_indices"), n, np.int64, f"tree {t}'s split_indices", p)
-        cond = _array(tree.get("split_conditions"), n, np.float64, f"tree {t}'s split_conditions", p)
+        left = _array(tree.get("left_children"), n, int, f"tree {t}'s left_children", p)
+        right = _array(tree.get("right_children"), n, int, f"tree {t}'s right_children", p)
+        feat = _array(tree.get("split_indices"), n, int, f"tree {t}'s split_indices", p)
+        cond = _array(tree.get("split_conditions"), n, float, f"tree {t}'s split_conditions", p)
         _array(tree.get("default_left"), n, None, f"tree {t}'s default_left", p)
         stype = tree.get("split_type")
-        stype = np.zeros(n, np.int64) if stype is None else _array(stype, n, np.int64, f"tree {t}'s split_type", p)
+        stype = [0] * n if stype is None else _array(stype, n, int, f"tree {t}'s split_type", p)
         if "base_weights" in tree:
-            _array(tree["base_weights"], None, np.float64, f"tree {t}'s base_weights", p)
+            _array(tree["base_weights"], None, float, f"tree {t}'s base_weights", p)
         order = _check_tree_shape(left, right, n, p, what)
-        idx = np.asarray(order)
-        inner = idx[left[idx] >= 0]
-        leaves = idx[left[idx] < 0]
-        if np.any(feat[inner] < 0) or (width and np.any(feat[inner] >= width)):
-            bad = int(feat[inner][(feat[inner] < 0) | (feat[inner] >= (width or MAX_FEATURES))][0])
-            raise _bad(p, f"{what} splits on feature {bad}, beyond the model's {width} inputs")
-        if np.any(np.isnan(cond[inner[stype[inner] == 0]])):
-            raise _bad(p, f"{what} has a split threshold that is not a number (NaN)")
-        if not np.all(np.isfinite(cond[leaves])):
+        inner = [i for i in order if left[i] >= 0]
+        leaves = [i for i in order if left[i] < 0]
+        for i in inner:
+            if feat[i] < 0 or (width and feat[i] >= width) or feat[i] >= MAX_FEATURES:
+                raise _bad(p, f"{what} splits on feature {feat[i]}, beyond the model's {width} inputs")
+            if stype[i] == 0 and math.isnan(cond[i]):
+                raise _bad(p, f"{what} has a split threshold that is not a number (NaN)")
+        if not all(math.isfinite(cond[i]) for i in leaves):
             raise ModelLoadError(f"{p} is not a usable XGBoost model: a leaf of tree {t} holds a value that is not "
                                  "finite (NaN or inf)", p)
-        if np.any(stype[inner] != 0):
-            _check_categories(tree, inner[stype[inner] != 0], p, what)
+        categorical = [i for i in inner if stype[i] != 0]
+        if categorical:
+            _check_categories(tree, categorical, p, what)
     return width or None
 
 
 def _check_categories(tree, nodes, path, what) -> None:
-    cats = _array(tree.get("categories", []), None, np.float64, "categories", path)
-    cnodes = _array(tree.get("categories_nodes", []), None, np.int64, "categories_nodes", path)
-    seg = _array(tree.get("categories_segments", []), len(cnodes), np.int64, "categories_segments", path)
-    size = _array(tree.get("categories_sizes", []), len(cnodes), np.int64, "categories_sizes", path)
-    if np.any(seg < 0) or np.any(size < 0) or np.any(seg + size > len(cats)):
+    cats = _array(tree.get("categories", []), None, float, "categories", path)
+    cnodes = _array(tree.get("categories_nodes", []), None, int, "categories_nodes", path)
+    seg = _array(tree.get("categories_segments", []), len(cnodes), int, "categories_segments", path)
+    size = _array(tree.get("categories_sizes", []), len(cnodes), int, "categories_sizes", path)
+    if any(a < 0 or b < 0 or a + b > len(cats) for a, b in zip(seg, size)):
         raise _bad(path, f"{what}: a categorical split's categories lie outside the list")
-    if not np.all(np.isfinite(cats)) or np.any(cats < 0) or np.any(cats >= MAX_FEATURES):
+    if not all(math.isfinite(c) and 0 <= c < MAX_FEATURES for c in cats):
         raise _bad(path, f"{what}: a category is not a small whole number")
-    if not set(map(int, nodes)) <= set(map(int, cnodes)):
+    if not set(nodes) <= set(cnodes):
         raise _bad(path, f"{what}: a categorical split has no categories")
 
 
 # ------------------------------------------------------------------ LightGBM
 
-def _floats(text: str, n: int, key: str, path, what: str) -> np.ndarray:
+def _floats(text: str, n: int, key: str, path, what: str) -> list[float]:
     parts = text.split()
     if len(parts) != n:
         raise _bad(path, f"LightGBM model file: {what}'s {key} has {len(parts)} entries, expected {n}")
     try:
-        return np.array([float(x) for x in parts], dtype=np.float64)
+        return [float(x) for x in parts]
     except ValueError:
         raise _bad(path, f"LightGBM model file: {what}'s {key} holds something other than numbers") from None
 
 
-def _ints(text: str, n: int, key: str, path, what: str) -> np.ndarray:
+def _ints(text: str, n: int, key: str, path, what: str) -> list[int]:
     a = _floats(text, n, key, path, what)
-    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)) or np.any(np.abs(a) > 2 ** 53):
+    if not all(math.isfinite(x) and x == int(x) and abs(x) <= 2 ** 53 for x in a):
         raise _bad(path, f"LightGBM model file: {what}'s {key} holds something other than whole numbers")
-    return a.astype(np.int64)
+    return [int(x) for x in a]
 
 
 def check_lightgbm(path) -> int | None:
@@ -364,7 +366,7 @@ def check_lightgbm(path) -> int | None:
         if n_leaves < 1:
             raise _bad(p, f"LightGBM model file: {what} has no num_leaves")
         leaf = _floats(kv.get("leaf_value", ""), n_leaves, "leaf_value", p, what)
-        if not np.all(np.isfinite(leaf)):
+        if not all(map(math.isfinite, leaf)):
             raise ModelLoadError(f"{p} is not a usable LightGBM model: a leaf of {what} holds a value that is not "
                                  "finite (NaN or inf)", p)
         if _int(kv.get("is_linear", "0"), 0):
@@ -377,39 +379,37 @@ def check_lightgbm(path) -> int | None:
         dec = _ints(kv.get("decision_type", ""), m, "decision_type", p, what)
         left = _ints(kv.get("left_child", ""), m, "left_child", p, what)
         right = _ints(kv.get("right_child", ""), m, "right_child", p, what)
-        if np.any(feat < 0) or np.any(feat >= width):
-            bad = int(feat[(feat < 0) | (feat >= width)][0])
+        bad = next((f for f in feat if f < 0 or f >= width), None)
+        if bad is not None:
             raise _bad(p, f"LightGBM model file: {what} splits on feature {bad}, beyond the model's {width} inputs")
-        if np.any(np.isnan(thr)):
+        if any(map(math.isnan, thr)):
             raise _bad(p, f"LightGBM model file: {what} has a split threshold that is not a number (NaN)")
         # internal nodes 0..m-1 are >= 0; leaf j is written ~j = -(j + 1)
-        for c in (left, right):
-            if np.any(c >= m) or np.any(c == 0) or np.any(c < -n_leaves):
-                raise _bad(p, f"LightGBM model file: {what} has a child outside its {m} nodes and {n_leaves} leaves")
-        seen_in, seen_leaf, stack = np.zeros(m, bool), np.zeros(n_leaves, bool), [0]
+        if any(c >= m or c == 0 or c < -n_leaves for c in left + right):
+            raise _bad(p, f"LightGBM model file: {what} has a child outside its {m} nodes and {n_leaves} leaves")
+        seen_in, seen_leaf, stack = [False] * m, [False] * n_leaves, [0]
         while stack:
             i = stack.pop()
             if seen_in[i]:
                 raise _bad(p, f"LightGBM model file: {what}'s node {i} is reached twice (a cycle or a shared node)")
             seen_in[i] = True
-            for c in (int(left[i]), int(right[i])):
+            for c in (left[i], right[i]):
                 if c >= 0:
                     stack.append(c)
                 elif seen_leaf[~c]:
                     raise _bad(p, f"LightGBM model file: {what}'s leaf {~c} is reached twice")
                 else:
                     seen_leaf[~c] = True
-        if not (seen_in.all() and seen_leaf.all()):
+        if not (all(seen_in) and all(seen_leaf)):
             raise _bad(p, f"LightGBM model file: {what} has nodes or leaves its root never reaches")
-        cat = (dec & 1) == 1
-        if np.any(cat):
+        cat = [i for i in range(m) if dec[i] & 1]
+        if cat:
             n_cat = _int(kv.get("num_cat"), -1)
             if n_cat < 1:
                 raise _bad(p, f"LightGBM model file: {what} has categorical splits and no num_cat")
             bounds = _ints(kv.get("cat_boundaries", ""), n_cat + 1, "cat_boundaries", p, what)
             words = kv.get("cat_threshold", "").split()
-            ci = thr[cat]
-            if (np.any(ci < 0) or np.any(ci >= n_cat) or np.any(ci != np.round(ci)) or bounds[0] != 0
-                    or np.any(np.diff(bounds) < 0) or bounds[-1] != len(words)):
+            if (any(not (0 <= thr[i] < n_cat and thr[i] == int(thr[i])) for i in cat) or bounds[0] != 0
+                    or any(b < a for a, b in zip(bounds, bounds[1:])) or bounds[-1] != len(words)):
                 raise _bad(p, f"LightGBM model file: {what}'s categorical splits point outside their lists")
     return width
