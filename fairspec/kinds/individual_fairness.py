@@ -119,6 +119,18 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             maximize = staticmethod(lambda pr, **kw: tree_modes.maximize(pr, engine=engine, **kw))
     elif backend == "smt":
         from fairspec.backends import smt as engine_mod
+        from fairspec.backends.smt.runtime import runtime_of
+
+        # the certified SMT modes prove claims about the model's runtime (its float32 / float64
+        # arithmetic): they need its own layers, readout and encoding
+        rt = runtime_of(ctx.model(prop.model), enc)
+        if rt is None:
+            return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic (not a plain "
+                                 "Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax "
+                                 "readout), so it cannot prove anything about it", backend=backend,
+                           seconds=time.perf_counter() - t0)
+        kw.update(runtime=rt, eps_strict=prop.eps_strict,
+                  relaxed_strict=tuple(c.offset for c in enc.columns if c.feature in prop.relaxed_strict))
     else:
         from fairspec.backends import milp as engine_mod
 
@@ -131,7 +143,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         parts = split_widest(problem, prop.options.partitions)
         res = solve_partitioned(problem, mode, parts, backend=backend,
                                 time_per_part=setting(prop, "part_timeout", backend) or limit, time_limit=limit,
-                                stop_on_violation=(mode == "find"), **kw)
+                                stop_on_violation=(mode == "find"), **kw,
+                                # smt: in this process, where the loaded model replays pairs exactly
+                                **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
     if progress:
@@ -157,7 +171,15 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         def replay(V):
             return model.replay(np.stack([low.to_input(v) for v in V]))
 
-        if not check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6):
+        # the smt backend: replayed on the runtime exactly, with the spec's strictness (a partition's
+        # worker only emulated the runtime)
+        if backend == "smt":
+            from fairspec.backends.smt.exact import replays
+
+            good = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
+        else:
+            good = check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6)
+        if not good:
             return unknown(prop, f"the {backend} witness did not reproduce on the real model (numerical tolerance); "
                                  "not reported as a violation", backend=backend, seconds=seconds, details=details)
         from fairspec.runtime.encoding import decode_row
@@ -165,13 +187,41 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         out = model.replay(np.stack([x, xp]))
         w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                     (float(out[0]), float(out[1])), replayed_by=replayer_name(model))
-        return Verdict(prop.name, prop.kind, "violated", value=res.value, witness=w, backend=backend,
-                       seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair")
+        return Verdict(prop.name, prop.kind, "violated", value=_value(backend, mode, res), witness=w, backend=backend,
+                       seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair",
+                       **_interval(backend, mode, res))
     if res.status == "holds" and res.how == "proved":
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=res.value, backend=backend,
-                       seconds=seconds, details=details, reason=res.reason or None)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=_value(backend, mode, res), backend=backend,
+                       seconds=seconds, details=details, reason=res.reason or None, **_interval(backend, mode, res))
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
-                   seconds=seconds, value=res.value, details=details)
+                   seconds=seconds, value=_value(backend, mode, res), details=details, **_interval(backend, mode, res))
+
+
+def _value(backend, mode, res):
+    """maximize under smt reports a value only with its certified interval (``bound``): a value
+    alone would claim to be the maximum."""
+    if backend == "smt" and mode == "maximize" and res.bound is None:
+        return None
+    return res.value
+
+
+def _serial():
+    from fairspec.backends.executor import SerialExecutor
+
+    return SerialExecutor()
+
+
+def _interval(backend, mode, res) -> dict:
+    """The smt backend's certificate and maximize interval: ``proof`` (certify's, for holds) and
+    ``bound`` = [best value replayed on the runtime, certified upper bound]."""
+    if backend != "smt":
+        return {}
+    out = {}
+    if res.status == "holds" and getattr(res, "proof", None) is not None:
+        out["proof"] = res.proof
+    if mode == "maximize" and res.bound is not None:
+        out["bound"] = (res.value if res.value is not None else float("-inf"), res.bound)
+    return out
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

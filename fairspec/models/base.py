@@ -164,6 +164,15 @@ class LoadedModel(abc.ABC):
         require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)), self.path)
         return net
 
+    def runtime_network(self):
+        """The runtime's own layers as a ``PLNet`` with every output column and no readout applied
+        (the numbers in the model file: what ``fairspec.certify.network.runtime_error_bound``
+        bounds). Raises ``UnsupportedModel`` when the model is not such a network."""
+        return self._runtime_network()
+
+    def _runtime_network(self):
+        raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
+
     def score(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
         import numpy as np

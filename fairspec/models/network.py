@@ -338,6 +338,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
             softmax the column of the class whose probability is wanted, default 1).
     readout: a loaded model's Readout (fairspec.models.readout), which then decides the
             output instead of ``index`` (see :func:`apply_readout`).
+            ``readout="raw"``: the runtime's own layers with every output column (no readout applied;
+            the runtime error bound of fairspec.certify.network reads them).
     """
     import onnx
     from onnx import numpy_helper
@@ -518,6 +520,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         # the output is [d, N]: the column layout only changes the index meaning, not the math
         pass
     layers = ch.finish()
+    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        return PLNet(tuple(layers), 0, final, source)
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, out_name)
@@ -649,6 +653,8 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             raise UnsupportedModel(type(module).__name__, "forward",
                                    "the module's forward() does not apply its children in order "
                                    "(converted network disagrees with the module)")
+    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        return PLNet(tuple(layers), 0, final, source)
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
     return _make_net(layers, index, final, source, "output")
@@ -710,6 +716,8 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"estimator {name} is not a ReLU MLP or logistic regression")
+    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        return PLNet(tuple(layers), 0, final, f"sklearn {name}")
     if readout is not None:
         if final == "sigmoid" and n_classes == 2:
             index = 1 if readout.index is None else readout.index   # decision_function: classes_[1]

@@ -187,6 +187,11 @@ class OnnxModel(LoadedModel):
         return feeds
 
     # ---- evaluation --------------------------------------------------------------
+    def _runtime_network(self):
+        from fairspec.models import network
+
+        return network.from_onnx(self.path, output=self.output_name, readout="raw")
+
     def _piecewise_linear(self):
         from fairspec.models import network
 

@@ -324,6 +324,11 @@ class SklearnModel(LoadedModel):
             self._trees = from_sklearn(self.raw, self.method, self.index)
         return self._trees
 
+    def _runtime_network(self):
+        from fairspec.models import network
+
+        return network.from_sklearn(self.raw, readout="raw")
+
     def _piecewise_linear(self):
         from fairspec.models import network
 

@@ -138,6 +138,11 @@ class TorchModel(LoadedModel):
                 self._finish(self._read(y, self._what), 2)
         self.input_width = width
 
+    def _runtime_network(self):
+        from fairspec.models import network
+
+        return network.from_torch(self.raw, readout="raw")
+
     def _piecewise_linear(self):
         from fairspec.models import network
 

@@ -1,6 +1,12 @@
-"""SMT backend for pair (2-fairness) problems: pysmt with z3, Fairify's formulation.
+"""SMT backend for pair (2-fairness) problems: z3 over exact rationals, Fairify's formulation.
 
-    from fairspec.backends.smt import find, prove, maximize, solve
+    from fairspec.backends.smt import find, prove, maximize, solve, Runtime
+
+``find`` / ``prove`` / ``maximize`` are the certified modes of :mod:`fairspec.backends.smt.exact`:
+certify writes the exact query (:mod:`fairspec.certify.smt`), z3 answers it, certify mints the
+``exact-smt`` proof; witnesses are replayed on the model's runtime (``runtime=``). What follows
+describes :class:`Z3Engine`, the pysmt engine of the shared pair drivers (kept for the
+:class:`~fairspec.backends.pair_drivers.Engine` interface; its answers are never a proof):
 
 Same :class:`~fairspec.backends.pair.PairProblem`, same results as the MILP backend
 (:mod:`fairspec.backends.milp`), and the same drivers: the modes are those of
@@ -25,7 +31,7 @@ from fairspec.backends import pair_drivers as drivers
 from fairspec.backends.pair import PairProblem, PairResult, logit_fn, prob_cut
 from fairspec.backends.pair_drivers import LABEL_MARGIN, PROB_MARGIN, Check
 
-__all__ = ["find", "prove", "maximize", "solve", "Z3Engine", "LABEL_MARGIN", "PROB_MARGIN"]
+__all__ = ["find", "prove", "maximize", "solve", "Runtime", "Z3Engine", "LABEL_MARGIN", "PROB_MARGIN"]
 
 
 class Z3Engine:
@@ -137,25 +143,4 @@ def _run(problem, time_limit, body):
         pop_env()
 
 
-def prove(problem: PairProblem, time_limit: float | None = None, **_ignored) -> PairResult:
-    """``holds`` (unsat: proved), ``violated`` (replayed witness) or ``unknown``."""
-    return _run(problem, time_limit, drivers.prove)
-
-
-def find(problem: PairProblem, time_limit: float | None = None, margin: float | None = None,
-         **_ignored) -> PairResult:
-    """First a violation with a margin, then the exact query (whose unsat proves the property)."""
-    return _run(problem, time_limit, lambda eng: drivers.find(eng, margin))
-
-
-def maximize(problem: PairProblem, time_limit: float | None = None, start: tuple | None = None,
-             **_ignored) -> PairResult:
-    """The maximal violation measure, by strictly improving rounds (see module docs)."""
-    return _run(problem, time_limit, lambda eng: drivers.maximize(eng, start))
-
-
-def solve(problem: PairProblem, mode: str = "find", **kw) -> PairResult:
-    fn = {"find": find, "prove": prove, "maximize": maximize}.get(mode)
-    if fn is None:
-        raise ValueError(f"mode must be find, prove or maximize, not {mode!r}")
-    return fn(problem, **kw)
+from fairspec.backends.smt.exact import Runtime, find, maximize, prove, solve  # noqa: E402,F401 - the certified modes

@@ -105,7 +105,9 @@ class SmtPairEncoding:
                         # h >= 0, h >= z, h (u - l) <= u (z - l)
                         self.assertions.append(m.GE(hv, zero))
                         self.assertions.append(m.GE(hv, z))
-                        self.assertions.append(m.LE(m.Times(hv, R(u - l)), m.Times(R(u), m.Minus(z, R(l)))))
+                        # u - l as the exact rational difference of the two floats (not a float64 subtraction)
+                        self.assertions.append(m.LE(m.Times(hv, m.Real(Fraction(u) - Fraction(l))),
+                                                    m.Times(R(u), m.Minus(z, R(l)))))
                     outs[c].append(hv)
                 if not shared and zexpr[0] is not None and zexpr[1] is not None:
                     dz = m.Minus(zexpr[1], zexpr[0])

@@ -1,0 +1,90 @@
+"""The loaded model's runtime as a :class:`fairspec.backends.smt.exact.Runtime`: its own layers
+(the numbers in the file, every output column), how fairspec reads its score (the readout), its
+precision, and a replay of problem-space pairs through fairspec's runtime encoding
+(``(v - lo) / span``, as ``fairspec/runtime/encoding.py`` computes it) and the loaded model.
+
+``runtime_of`` returns None when the model is not one the runtime error bound describes (the
+caller then cannot certify a proof about it and says so)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["runtime_of", "encode_like_runtime"]
+
+
+def encode_like_runtime(enc, V) -> np.ndarray:
+    """Model inputs of problem-space rows ``V`` (k, width) exactly as fairspec's runtime encodes the
+    feature values: minmax ``(v - lo) / span``, standard ``(v - mean) / std`` in float64; one-hot
+    columns, codes (category index == code: the lowering requires it) and raw values unchanged."""
+    V = np.asarray(V, dtype=np.float64)
+    X = V.copy()
+    for c in enc.columns:
+        if c.kind == "minmax":
+            span = (c.hi - c.lo) or 1.0
+            X[:, c.offset] = (V[:, c.offset] - c.lo) / span
+        elif c.kind == "standard":
+            X[:, c.offset] = (V[:, c.offset] - c.mean) / (c.std or 1.0)
+    return X
+
+
+def _readout(raw, readout):
+    """The certify readout tuple of a raw network read through a model's Readout, or None."""
+    n_out = raw.layers[-1].n_out
+    i = readout.index
+    if n_out == 1:
+        if i not in (None, 0):
+            return None
+        if raw.final == "none" and readout.score == "logit":
+            return ("logit", 0)
+        if raw.final == "sigmoid" and readout.score == "prob":
+            return ("prob", 0)
+        return None
+    if n_out == 2 and i in (0, 1):
+        if raw.final == "softmax" and readout.score == "prob":
+            return ("softmax", i, 1 - i)
+        if raw.final == "none" and readout.score == "logit":
+            return ("margin", i, 1 - i)
+        if raw.final == "sigmoid" and readout.score == "prob":
+            return ("prob", i)
+    return None
+
+
+def runtime_of(model, enc):
+    """The Runtime of a loaded network model (ONNX, TorchScript / torch, scikit-learn MLP or
+    logistic regression) under encoding ``enc``, or None when it is not one certify can bound."""
+    from fairspec.backends.smt.exact import Runtime
+    from fairspec.certify.network import encoding_from_ir
+    from fairspec.models import network
+
+    fmt = str(getattr(model, "format", ""))
+    try:
+        if fmt == "onnx":
+            raw = model.runtime_network()
+            precision = "float64" if getattr(model, "_dtype_name", "float32") == "float64" else "float32"
+        elif fmt == "torch":
+            import torch
+
+            raw = model.runtime_network()
+            precision = "float64" if network._torch_dtype(model.raw) == torch.float64 else "float32"
+        elif fmt == "sklearn":
+            raw = model.runtime_network()
+            precision = "float64"
+            if type(model.raw).__name__ == "LogisticRegression" or raw.final == "sigmoid":
+                # predict_proba's class-1 column of a binary model: the sigmoid of the one logit
+                if getattr(model.readout, "index", None) not in (None, 1):
+                    return None
+                ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
+                return Runtime(raw, tuple(encoding_from_ir(enc)), ro, precision,
+                               lambda V: model.replay(encode_like_runtime(enc, V)), model.score_kind,
+                               f"sklearn {type(model.raw).__name__} (float64)")
+        else:
+            return None
+        ro = _readout(raw, model.readout)
+        if ro is None:
+            return None
+        encoding = tuple(encoding_from_ir(enc))
+    except Exception:   # noqa: BLE001 - any model certify's error model does not cover: no runtime
+        return None
+    return Runtime(raw, encoding, ro, precision, lambda V: model.replay(encode_like_runtime(enc, V)),
+                   model.score_kind, f"{fmt} runtime ({precision})")
