@@ -269,3 +269,28 @@ property proof {
     # a small domain is decided by enumerating it through the pipeline's own predict_proba
     assert (got["proof"].status, got["proof"].how, got["proof"].details.get("engine")) == ("holds", "proved",
                                                                                            "enumeration")
+
+
+def test_witnesses_replay_through_the_pipelines_own_predict_proba(project):
+    """replay() of a folded pipeline turns the encoded columns back into a data frame and runs
+    the whole pipeline: the same values as the final estimator on the encoded columns."""
+    from fairspec.pipeline import check
+    from fairspec.sema.check import check_file
+
+    spec = project / "lr_auto.fair"
+    spec.write_text(FEATURES + 'model m = sklearn("lr.skops")\n' + PROPS.replace("BACKEND", "milp"))
+    res = check_file(spec)
+    enc = res.spec.encodings[0]
+    m = load_model("sklearn", project / "lr.skops")
+    m.bind_encoding(enc, res.spec.feature_set(enc.features))
+    df, _ = _frame(40, seed=7)
+    from fairspec.runtime.encoding import encode
+
+    fs = res.spec.feature_set(enc.features)
+    values = {f.name: (np.array([f.domain.categories.index(v) for v in df[f.column]]) if f.domain.kind == "cat"
+                       else df[f.column].to_numpy(np.float64)) for f in fs.features}
+    X = encode(enc, values, len(df))
+    assert np.allclose(m.replay(X), m.pipeline.predict_proba(df)[:, 1], rtol=0, atol=1e-15)
+    assert np.allclose(m.replay(X), m.score(X), rtol=0, atol=1e-15)
+    same = next(v for v in check(spec).verdicts if v.name == "same")
+    assert same.status == "violated" and same.witness.replayed_by == "scikit-learn"

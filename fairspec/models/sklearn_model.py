@@ -276,7 +276,12 @@ class SklearnModel(LoadedModel):
     def bind_encoding(self, enc, fs) -> None:
         """For a pipeline evaluated whole: how the encoded columns (raw numbers and category codes,
         fairspec.sema.pipelines.frame_encoding) become the data frame its predict_proba reads."""
-        if not self.unfolded or enc is None:
+        if self.folded is None or enc is None:
+            return
+        if not self.unfolded:               # folded: the integer features, for replaying through the pipeline
+            self._integral = frozenset(
+                fs.get(c.feature).column for c in enc.columns
+                if fs is not None and fs.get(c.feature) is not None and fs.get(c.feature).domain.kind == "int")
             return
         binding = []
         for c in enc.columns:
@@ -290,6 +295,30 @@ class SklearnModel(LoadedModel):
             binding.append((f.column if f is not None else c.feature, c.offset, cats))
         self._frame = binding
         self.input_width = enc.width
+
+    def replay(self, X):
+        """A folded pipeline: the witness's columns turned back into a data frame and run through
+        the pipeline's own predict_proba / decision_function (an independent path: it checks the
+        folding too); otherwise the same evaluation as score."""
+        if self.folded is None or self.unfolded or getattr(self, "_integral", None) is None:
+            return self.score(X)
+        import warnings
+
+        import numpy as np
+
+        from .sklearn_pipeline import unfold
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+
+        def run(X):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                y = np.asarray(getattr(self.pipeline, self.method)(unfold(self.folded, X, self._integral)))
+            return self._read(y, self._what)
+
+        return self._finish(self._guard(run, X), X.shape[0])
 
     def _as_frame(self, X):
         import numpy as np

@@ -39,6 +39,7 @@ class FoldedColumn:
     hi: float | None = None
     mean: float | None = None
     std: float | None = None
+    values: tuple = field(default=(), compare=False, repr=False)   # the fitted categories as the pipeline holds them
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,14 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         out, at = [], offset
         for c, cats in zip(cols, trans.categories_):
             labels = tuple(_label(v) for v in cats)
-            out.append(FoldedColumn(c, "onehot", at, len(labels), name, categories=labels))
+            out.append(FoldedColumn(c, "onehot", at, len(labels), name, categories=labels, values=tuple(cats)))
             at += len(labels)
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
-        return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats))
+        return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats),
+                             values=tuple(cats))
                 for i, (c, cats) in enumerate(zip(cols, trans.categories_))]
     if kind == "StandardScaler":
         if width != len(cols):
@@ -204,6 +206,35 @@ def fold(pipe) -> Folded:
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
     return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+
+
+def unfold(folded: Folded, X, integral=frozenset()):
+    """The data frame whose transform is X (the encoded columns of folded): categories from
+    their one-hot block or code, scaled numbers scaled back (rounded to an integer for the
+    columns in ``integral``: integer features); columns the pipeline drops are NaN. For replaying
+    a witness through the pipeline's own predict_proba."""
+    import numpy as np
+    import pandas as pd
+
+    n = X.shape[0]
+    cols = {name: np.full(n, np.nan) for name in folded.inputs}
+    for c in folded.columns:
+        seg = X[:, c.offset:c.offset + c.width]
+        if c.kind == "onehot":
+            v = np.asarray(c.values, dtype=object)[np.argmax(seg, axis=1)]
+        elif c.kind == "code":
+            idx = np.clip(np.rint(seg[:, 0]).astype(np.int64), 0, len(c.values) - 1)
+            v = np.asarray(c.values, dtype=object)[idx]
+        else:
+            v = seg[:, 0].astype(np.float64)
+            if c.kind == "standard":
+                v = v * c.std + c.mean
+            elif c.kind == "minmax":
+                v = v * (c.hi - c.lo) + c.lo
+            if c.column in integral:
+                v = np.rint(v)
+        cols[c.column] = v
+    return pd.DataFrame(cols, columns=list(folded.inputs))
 
 
 def describe_unfoldable(folded: Folded) -> str:
