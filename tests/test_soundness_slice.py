@@ -12,9 +12,9 @@ main is marked ``xfail(strict=True)`` naming its issue-20 classes and the engine
 fix: the fix turns it into an XPASS, i.e. a failure, and the fixer removes the marker. The
 seeds were chosen so that every marked cell holds at least two wrong verdicts where the
 campaign found them (bench/soundness.py --seed 0 --count 40 on main 33ecb05), on instances that
-take seconds. The *-solver families run the network and tree instances with enumeration of small
-pair domains switched off, so the solver path stays under test while enumeration decides what a
-user's small domains get.
+take seconds. The *-solver families run the network, tree and k-discrimination instances with
+enumeration of small domains switched off, so the solver path stays under test while
+enumeration decides what a user's small domains get.
 
 Per family, `unknown` on small domains (at most 1,000 points) is at most 1% of the properties
 (rounded up); an `unknown` whose reason is a time limit is not counted there (a loaded machine
@@ -46,6 +46,7 @@ SLICE = {
     "pba": (1, 3, 4, 5, 7),
     "data": (0, 1, 2, 6, 8),
     "kdisc": (1, 4, 5, 6, 8, 10, 39),
+    "kdisc-solver": (10, 39),
 }
 
 
@@ -60,6 +61,7 @@ CELL_OF = {
     "trees-solver": _pair_cell,
     "distribution": lambda m: m.get("backend"),
     "kdisc": lambda m: "network" if m.get("model") == "onnx" else "trees",
+    "kdisc-solver": lambda m: "network" if m.get("model") == "onnx" else "trees",
     "pba": lambda m: m.get("engine"),
     "data": lambda m: m.get("mode"),
 }
@@ -72,6 +74,7 @@ CELLS = {
     "trees-solver": PAIR_CELLS,
     "distribution": ["default", "dp", "ssat", "elimination"],
     "kdisc": ["network", "trees"],
+    "kdisc-solver": ["network", "trees"],
     "pba": ["highs", "scip", "lp"],
     "data": ["decision", "score", "rule"],
 }
@@ -106,7 +109,6 @@ XFAIL = {
 # (the *-solver families are outside the target: a user gets enumeration on their domains)
 XFAIL_UNKNOWN: dict = {}
 
-TIME_LIMIT = ("time limit", "time budget", "timed out", "time-out", "timeout", "ran out of time")
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +187,7 @@ def test_unknown_within_target(slice_results, family):
     # group metrics on data are estimates (domain -1): their `unknown` is a statistical answer,
     # outside the target, so that family passes trivially
     small = [o for r in slice_results(family) for o in r["outcomes"] if campaign.is_small(o)]
-    unknown = [o for o in small if o["klass"] == "unknown"
-               and not any(w in (o.get("reason") or "").lower() for w in TIME_LIMIT)]
+    unknown = [o for o in small if o["klass"] == "unknown" and not campaign.is_time_limit(o)]
     allowed = math.ceil(campaign.UNKNOWN_TARGET * len(small))
     assert len(unknown) <= allowed, (f"{len(unknown)} unknown of {len(small)} (allowed {allowed}):\n" +
                                      "\n".join(f"{campaign.case_id(o)}: {o['reason']}" for o in unknown))

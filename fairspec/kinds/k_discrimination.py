@@ -274,6 +274,15 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
 MAX_POINTS = 1_000_000
 
 
+def _enumeration_off() -> bool:
+    """``FAIRSPEC_ENUMERATE_PAIRS=0`` (as for individual fairness, kinds/pair_enumeration.py): no
+    domain is enumerated, the search and the tree bound decide -- the differential harness's
+    ``kdisc-solver`` family judges them that way."""
+    import os
+
+    return os.environ.get("FAIRSPEC_ENUMERATE_PAIRS", "").strip() in ("0", "0.0")
+
+
 def _decide_small(prop, ctx, model, enc, fs, t0: float):
     """Every individual of a small discrete domain and its K counterfactuals scored on the model's
     runtime; certify counts every individual's buckets exactly
@@ -303,7 +312,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
         (overs if n in prop.over else others).append((n, vals))
     T = math.prod(len(v) for _, v in others)
     K = math.prod(len(v) for _, v in overs)
-    if T * K > MAX_POINTS or K < 1:
+    if T * K > MAX_POINTS or K < 1 or _enumeration_off():
         return None
     tgrid, _ = _grid(others)
     kgrid, _ = _grid(overs)

@@ -19,6 +19,14 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from pathlib import Path
 
+TIME_LIMIT = ("time limit", "time budget", "timed out", "time-out", "timeout", "ran out of time")
+
+
+def is_time_limit(o: dict) -> bool:
+    """An `unknown` whose reason is a time limit (a loaded machine may give it)."""
+    return o["klass"] == "unknown" and any(w in (o.get("reason") or "").lower() for w in TIME_LIMIT)
+
+
 SMALL_DOMAIN = 1000          # the unknown target counts properties whose domain has at most this many points
 UNKNOWN_TARGET = 0.01
 
@@ -36,7 +44,7 @@ def families() -> dict:
         out[m.FAMILY] = m.generate
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
-    for fam in ("network", "trees"):
+    for fam in ("network", "trees", "kdisc"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out
@@ -209,7 +217,7 @@ def tally(results: list[dict]) -> dict:
     """Per family: instances, properties, wrong (by defect), unknown, unknown on small domains,
     rejected, harness errors, seconds."""
     fam: dict = defaultdict(lambda: {"instances": 0, "properties": 0, "correct": 0, "wrong": 0, "unknown": 0,
-                                     "small": 0, "unknown_small": 0, "rejected": 0, "harness_errors": 0,
+                                     "small": 0, "unknown_small": 0, "unknown_small_time": 0, "rejected": 0, "harness_errors": 0,
                                      "lost": 0, "seconds": 0.0, "defects": Counter()})
     for r in results:
         t = fam[r["family"]]
@@ -228,6 +236,7 @@ def tally(results: list[dict]) -> dict:
             t["small"] += small
             if o["klass"] == "unknown" and small:
                 t["unknown_small"] += 1
+                t["unknown_small_time"] += is_time_limit(o)
             if o["klass"] == "wrong":
                 t["defects"][_defect_key(o)] += 1
     out = {}
@@ -346,6 +355,8 @@ def owner(o: dict) -> str:
         return "trees"
     if fam == "pba":
         return "smt"
+    if fam == "kdisc-solver" and m.get("model") not in (None, "onnx"):
+        return "trees"
     return "exact"
 
 
@@ -386,20 +397,20 @@ def findings_md(results: list[dict], title: str, repro_prefix: str = "python ben
 
 
 def table(t: dict) -> str:
-    head = ("| family | instances | properties | wrong | unknown | unknown, domain <= 1,000 | rejected | "
-            "harness errors | seconds |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ("| family | instances | properties | wrong | unknown | unknown, domain <= 1,000 | of which time limits "
+            "| rejected | harness errors | seconds |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     tot = Counter()
     for fam, x in t.items():
         us = f"{x['unknown_small']} / {x['small']}"
         lines.append(f"| {fam} | {x['instances']} | {x['properties']} | {x['wrong']} | {x['unknown']} | {us} | "
-                     f"{x['rejected']} | {x['harness_errors']} | {x['seconds']:.0f} |")
-        for k in ("instances", "properties", "wrong", "unknown", "unknown_small", "small", "rejected",
-                  "harness_errors"):
+                     f"{x.get('unknown_small_time', 0)} | {x['rejected']} | {x['harness_errors']} | {x['seconds']:.0f} |")
+        for k in ("instances", "properties", "wrong", "unknown", "unknown_small", "small", "unknown_small_time",
+                  "rejected", "harness_errors"):
             tot[k] += x[k]
         tot["seconds"] += x["seconds"]
     lines.append(f"| **all** | {tot['instances']} | {tot['properties']} | {tot['wrong']} | {tot['unknown']} | "
-                 f"{tot['unknown_small']} / {tot['small']} | {tot['rejected']} | {tot['harness_errors']} | "
+                 f"{tot['unknown_small']} / {tot['small']} | {tot['unknown_small_time']} | {tot['rejected']} | {tot['harness_errors']} | "
                  f"{tot['seconds']:.0f} |")
     return "\n".join(lines)
 
