@@ -243,3 +243,46 @@ def test_leaf_boxes_decide_pairs_as_brute_force_does(tmp_path, monkeypatch, cut)
         w = v["lab"].witness
         assert est.predict(np.array([w.x]))[0] != est.predict(np.array([w.x_prime]))[0]
         assert abs(w.features["b"] - w.features_prime["b"]) <= 1
+
+
+def _walk(compiled, X):
+    t = compiled.tree_
+    out = []
+    for x in X:
+        k = 0
+        while t.children_left[k] != -1:
+            k = t.children_left[k] if x[t.feature[k]] <= t.threshold[k] else t.children_right[k]
+        out.append(int(np.argmax(t.value[k, 0])))
+    return np.array(out)
+
+
+def test_the_compiled_decision_is_the_library_predict_at_ties():
+    """compile_decision: cuts where the library sends inputs (float32(x) <= 0.1 sends x = 0.1 right),
+    boxes at the threshold decided by the library's predict (GradientBoosting: raw 0 -> class 1)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fairspec.backends.trees.compile import compile_decision
+    from fairspec.models.trees import from_sklearn
+
+    est = _gb_with_raw_zero()
+    ens = from_sklearn(est, "predict_proba", 1)
+    X = np.array([[g, a] for g in (0.0, 1.0) for a in range(4)])
+    lib = est.predict(X)
+    c = compile_decision(ens, [-0.5, -0.5], [1.0, 3.0], decide=lambda Z: est.predict(Z))
+    assert list(_walk(c, X)) == list(lib)
+    assert lib[0] == 1                                 # raw score 0: the positive class
+
+    rng = np.random.default_rng(1)
+    Xf = rng.random((60, 2))
+    yf = (Xf[:, 0] > 0.5).astype(int)
+    rf = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(Xf, yf)
+    for m in rf.estimators_:
+        t = m.tree_
+        for k in range(t.node_count):
+            if t.children_left[k] != -1:
+                t.threshold[k] = 0.1 if t.feature[k] == 0 else 0.3
+    ens = from_sklearn(rf, "predict_proba", 1)
+    pts = np.array([[v, w] for v in (0.1, float(np.nextafter(0.1, 0)), 0.09999999776482582, 0.0999999977648259, 0.5)
+                    for w in (0.3, 0.30000001192092896, 0.2)])
+    c = compile_decision(ens, [-1.0, -1.0], [1.0, 1.0], decide=lambda Z: (rf.predict(Z) == 1).astype(int))
+    assert list(_walk(c, pts)) == list((rf.predict(pts) == 1).astype(int))

@@ -446,7 +446,7 @@ def _model_variables(variables, code_vars, fs):
 MAX_COMPILED_LEAVES = 4096
 
 
-def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet):
+def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet, decide=None):
     """A forest's or boosted model's decision as one decision tree over the model's inputs
     (:mod:`fairspec.backends.trees.compile`), within the encoded domain; Unsupported when its
     Boolean form would have more than MAX_COMPILED_LEAVES leaves."""
@@ -465,7 +465,7 @@ def _compiled(model: ir.Model, trees, cols, fs: ir.FeatureSet):
         elif f is not None and f.is_discrete:
             lo[i], hi[i] = -0.5, float(len(f.values()) - 1)
     try:
-        return compile_decision(trees, lo, hi, MAX_COMPILED_LEAVES)
+        return compile_decision(trees, lo, hi, MAX_COMPILED_LEAVES, decide=decide)
     except TooLarge:
         raise Unsupported(f"model '{model.name}' ({len(trees.trees)} trees) has no small Boolean form: its decision "
                           f"as one decision tree needs more than {MAX_COMPILED_LEAVES} leaves; measure it on data "
@@ -490,7 +490,11 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
         except UnsupportedModel as e:
             raise Unsupported(f"model '{model.name}': {e.message}") from e
         if trees is not None:
-            est, positive = _compiled(model, trees, cols, fs), 1
+            from fairspec.backends.trees.runtime import runtime_outputs
+
+            # boxes at the decision threshold are decided by the library's own predict
+            est, positive = _compiled(model, trees, cols, fs,
+                                      decide=lambda X: runtime_outputs(loaded, X, "label")), 1
             name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
         from fairspec.backends.boolean import tree_from_sklearn, tree_split_points

@@ -6,9 +6,12 @@ compiled into an equivalent decision tree by splitting the input box: in a box w
 smallest and largest reachable outputs (each tree's smallest / largest reachable leaf) are
 on one side of ``c`` the box is a leaf; otherwise it is split at the topmost straddling
 split of the first undecided tree (at most ``max_walks`` tree walks in all: a count, so a
-large ensemble gives up in a bounded time). Boxes are half-open, ``(lo, hi]``, matching ``x <= t``
-(an XGBoost ``x < t`` is ``x <= t'`` with ``t'`` the float below ``t``). Two sibling leaves
-of the same class merge. More than ``max_leaves`` leaves: :class:`TooLarge`.
+large ensemble gives up in a bounded time). Boxes are half-open, ``(lo, hi]``, matching ``x <= t``; each
+cut is the largest float64 input the library sends left (its ``<`` or ``<=``, after its cast to
+float32: scikit-learn's ``float32(x) <= t`` sends some x above t left, XGBoost's ``x < t`` is
+``x <= t'`` with ``t'`` below ``t``). A box whose output bounds lie within :data:`MARGIN` of the
+threshold is split until every tree reaches one leaf; ``decide`` (the library's own decision at a
+point of the box) then classes it. Two sibling leaves of the same class merge. More than ``max_leaves`` leaves: :class:`TooLarge`.
 
 The result looks like a fitted scikit-learn ``DecisionTreeClassifier`` (``tree_`` arrays,
 ``classes_ = [0, 1]``, class 1 = the declared output above its threshold), so the
@@ -30,16 +33,55 @@ class TooLarge(Exception):
     pass
 
 
+def _key(x: float) -> int:
+    """An integer that orders float64 values as the reals they are (-0.0 and 0.0 alike)."""
+    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
+    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
+
+
+def _from_key(k: int) -> float:
+    i = k if k >= 0 else (-k) | (-0x8000000000000000)
+    return float(np.array([i], dtype=np.int64).view(np.float64)[0])
+
+
 def _cut(t, k) -> float:
+    """The largest float64 input that goes left at node k, as the library compares it (``<`` or
+    ``<=``, after a cast to float32 where the library casts): the box boundary that sends every
+    input exactly where the library sends it."""
     c = float(t.threshold[k])
-    return float(np.nextafter(c, -np.inf)) if t.strict else c
+
+    def left(x):
+        return bool(t.go_left(k, np.array([x]))[0])
+
+    span = max(abs(c), 1e-300) * 2.0 ** -20 + 1e-300
+    a, b = c - span, c + span                      # float32 rounding moves the boundary far less
+    if not left(a) or left(b):                     # never: the boundary lies within a float32 ulp
+        return float(np.nextafter(c, -np.inf)) if t.strict else c
+    ka, kb = _key(a), _key(b)
+    while kb - ka > 1:                             # left(a), not left(b): bisect the float64 values
+        mid = (ka + kb) // 2
+        if left(_from_key(mid)):
+            ka = mid
+        else:
+            kb = mid
+    return _from_key(ka)
 
 
-def compile_decision(ens: TreeEnsemble, lo, hi, max_leaves: int = 4096, max_walks: int = 400_000):
-    """The decision of ``ens`` on the box ``(lo, hi]`` as a tree-like estimator (see module)."""
+#: a bound decides a box only this far from the decision threshold (relative to the largest
+#: possible |output|): closer boxes are split until every tree has one leaf and, with ``decide``,
+#: the library itself decides them (its float32 logistic, summation order and tie rule)
+MARGIN = 1e-6
+
+
+def compile_decision(ens: TreeEnsemble, lo, hi, max_leaves: int = 4096, max_walks: int = 400_000, decide=None):
+    """The decision of ``ens`` on the box ``(lo, hi]`` as a tree-like estimator (see module).
+    ``decide``: the library's own decision (model-input rows -> 0/1) for boxes in which every tree
+    reaches one leaf and the summed output lies within :data:`MARGIN` of the threshold."""
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     c0 = ens.threshold
+    scale = 1.0 + sum(float(np.abs(t.value[t.left < 0]).max()) for t in ens.trees) / ens.divisor + abs(ens.base)
+    tol = MARGIN * scale if decide is not None else 0.0
     cuts = [np.array([_cut(t, k) if t.left[k] >= 0 else 0.0 for k in range(t.n_nodes)]) for t in ens.trees]
     F, T, L, R, V = [], [], [], [], []
     leaves = 0
@@ -82,8 +124,13 @@ def compile_decision(ens: TreeEnsemble, lo, hi, max_leaves: int = 4096, max_walk
         smin, smax = ens.combine(mins), ens.combine(maxs)
         k = len(F)
         F.append(-2), T.append(-2.0), L.append(-1), R.append(-1), V.append(None)
-        if smax <= c0 or smin > c0 or split is None:
-            cls = int(smin > c0)
+        if smax <= c0 - tol or smin > c0 + tol or split is None:
+            if split is None and decide is not None and abs(smin - c0) <= tol:
+                # one leaf per tree, at the threshold: a point of the box, decided by the library
+                pt = np.where(np.isfinite(bhi), bhi, np.where(np.isfinite(blo), blo + 1.0, 0.0))
+                cls = int(np.asarray(decide(pt[None, :])).reshape(-1)[0])
+            else:
+                cls = int(smin > c0)
             V[k] = cls
             leaves += 1
             if leaves > max_leaves:
