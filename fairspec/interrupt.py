@@ -1,17 +1,23 @@
-"""Ctrl-C (SIGINT) during `fairspec check`: stop the solver, keep the verdicts decided so far.
+"""Ctrl-C (SIGINT) and SIGTERM during `fairspec check`: stop the solver, keep the verdicts decided so far.
 
-While :func:`installed` is active (the CLI's check), SIGINT:
+While :func:`installed` is active (the CLI's check), SIGINT and SIGTERM (a CI cancel, ``timeout``,
+``kill``) are handled alike:
 
-* sets a flag that solver callbacks poll (HiGHS's interrupt callbacks, a SCIP event handler)
-  and calls every registered cancel hook (z3's ``Context.interrupt``);
-* outside a solver (Python loops: searches, bounds, data metrics) raises KeyboardInterrupt as usual;
-* inside :func:`solver_section` it raises nothing (an exception inside a solver's C callback
+* a flag is set that solver callbacks poll (HiGHS's interrupt callbacks, a SCIP event handler)
+  and every registered cancel hook is called (z3's ``Context.interrupt``);
+* outside a solver (Python loops: searches, bounds, data metrics) KeyboardInterrupt is raised;
+* inside :func:`solver_section` nothing is raised (an exception inside a solver's C callback
   would not stop it cleanly); the section raises KeyboardInterrupt when the solver returns.
 
 A watcher thread reads the signal from a wake-up pipe, so a solver that runs with the GIL released
 (HiGHS, z3) is cancelled at once even though Python's own handler only runs between bytecodes. A
-second Ctrl-C ends the process at once (exit 130). The pipeline turns KeyboardInterrupt into
-``unknown (interrupted)`` for the property it stopped and every property after it.
+second signal ends the process at once (the worker pools are killed first: no orphans). The
+pipeline turns KeyboardInterrupt into ``unknown (interrupted)`` for the property it stopped and
+every property after it; the exit code is 128 + the signal's number, as a shell reports a process
+the signal ended: 130 for SIGINT, 143 for SIGTERM (:func:`exit_code`).
+
+Worker processes ignore both signals (:func:`worker_init`: a Ctrl-C in a terminal or a SIGTERM to
+the process group reaches them too); the parent ends them (:func:`kill_pool`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ _hooks: list = []
 _depth = 0
 _lock = threading.Lock()
 _signals = 0
+_signum = 0  # the first signal received (SIGINT or SIGTERM); 0: none
+_exit_hooks: list = []  # called before a second signal ends the process (kill the worker pools)
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
 def requested() -> bool:
@@ -34,9 +44,31 @@ def requested() -> bool:
 
 
 def reset() -> None:
-    global _signals
+    global _signals, _signum
     _requested.clear()
     _signals = 0
+    _signum = 0
+
+
+def signal_number() -> int:
+    """The signal that interrupted the run (SIGINT when none was recorded: a KeyboardInterrupt)."""
+    return _signum or int(signal.SIGINT)
+
+
+def exit_code() -> int:
+    """128 + the signal's number: 130 for SIGINT (Ctrl-C), 143 for SIGTERM."""
+    return 128 + signal_number()
+
+
+def what() -> str:
+    """How the run was interrupted, for a reason text: ``Ctrl-C`` or ``SIGTERM``."""
+    return _NAMES.get(signal_number(), f"signal {signal_number()}")
+
+
+def on_hard_exit(fn) -> None:
+    """``fn()`` runs (in the watcher thread) before a second signal ends the process."""
+    if fn not in _exit_hooks:
+        _exit_hooks.append(fn)
 
 
 def check() -> None:
@@ -47,10 +79,13 @@ def check() -> None:
 
 def request() -> None:
     """A solver caught the Ctrl-C itself (SCIP does): treat it as ours."""
-    _cancel()
+    _cancel(signal.SIGINT)
 
 
-def _cancel() -> None:
+def _cancel(signum=signal.SIGINT) -> None:
+    global _signum
+    if not _signum:
+        _signum = int(signum)
     _requested.set()
     with _lock:
         hooks = list(_hooks)
@@ -86,7 +121,7 @@ def solver_section(cancel=None):
 
 
 def _handler(signum, frame):  # noqa: ARG001
-    _cancel()
+    _cancel(signum)
     if _depth == 0:
         raise KeyboardInterrupt
 
@@ -100,29 +135,35 @@ def _watch(fd: int) -> None:
             return
         if not data:
             return
-        n = data.count(bytes([signal.SIGINT]))
-        if not n:
+        got = [b for b in data if b in HANDLED]
+        if not got:
             continue
-        _signals += n
-        if _signals >= 2:  # a second Ctrl-C: the user wants out now
+        _signals += len(got)
+        if _signals >= 2:  # a second signal: the user (or the CI) wants out now
+            code = 128 + (_signum or got[-1])
             try:
+                for h in list(_exit_hooks):
+                    try:
+                        h()
+                    except Exception:  # noqa: BLE001 - exiting regardless
+                        pass
                 sys.stderr.write("fairspec: interrupted twice; exiting\n")
                 sys.stderr.flush()
             finally:
-                os._exit(130)
-        _cancel()
+                os._exit(code)
+        _cancel(got[0])
 
 
 @contextlib.contextmanager
 def installed():
-    """Handle SIGINT as described above (main thread only; otherwise a no-op)."""
+    """Handle SIGINT and SIGTERM as described above (main thread only; otherwise a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     reset()
     r, w = os.pipe()
     os.set_blocking(w, False)
-    old_handler = signal.signal(signal.SIGINT, _handler)
+    old_handlers = {sig: signal.signal(sig, _handler) for sig in HANDLED}
     old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     t = threading.Thread(target=_watch, args=(r,), daemon=True, name="fairspec-interrupt")
     t.start()
@@ -130,7 +171,8 @@ def installed():
         yield
     finally:
         signal.set_wakeup_fd(old_fd)
-        signal.signal(signal.SIGINT, old_handler)
+        for sig, old in old_handlers.items():
+            signal.signal(sig, old)
         os.close(w)
         t.join(timeout=1)
         try:
@@ -140,12 +182,15 @@ def installed():
 
 
 def worker_init() -> None:
-    """In a pool's worker: ignore SIGINT (the parent decides, and ends the pool)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a pool's worker: ignore SIGINT and SIGTERM (a terminal's Ctrl-C and a CI's SIGTERM reach the
+    whole process group; the parent decides, and ends the pool with :func:`kill_pool`)."""
+    for sig in HANDLED:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def kill_pool(pool) -> None:
-    """End a concurrent.futures process pool now: cancel what is queued, terminate the workers."""
+    """End a concurrent.futures process pool now: cancel what is queued, kill the workers (they
+    ignore SIGTERM, see :func:`worker_init`) and wait for them, so none outlives the parent."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     try:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -153,11 +198,25 @@ def kill_pool(pool) -> None:
         pass
     for p in procs:
         try:
-            p.terminate()
+            p.kill()
         except Exception:  # noqa: BLE001
             pass
     for p in procs:
         try:
-            p.join(timeout=1)
+            p.join(timeout=5)
         except Exception:  # noqa: BLE001
             pass
+
+
+def stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker if this process started one (a spawned pool does).
+    It ignores SIGINT and SIGTERM and only ends when every process holding its pipe has exited;
+    stopped here, after the workers, it cannot outlive the run."""
+    try:
+        from multiprocessing import resource_tracker
+
+        rt = resource_tracker._resource_tracker
+        if getattr(rt, "_pid", None) is not None and hasattr(rt, "_stop"):
+            rt._stop()
+    except Exception:  # noqa: BLE001 - a Python without it: the tracker ends on its own with the last worker
+        pass

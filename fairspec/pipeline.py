@@ -38,7 +38,8 @@ class Report:
     policy_sites: dict = field(default_factory=dict)
     inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
-    interrupted: bool = False  # Ctrl-C: the verdicts decided before it are kept, the rest are unknown
+    interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
+    signal: int = 2  # the signal that interrupted the run (SIGINT 2, SIGTERM 15): exit code 128 + it
 
 
     def _located(self, j: dict) -> dict:
@@ -64,7 +65,7 @@ class Report:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130  # as a shell reports a process ended by SIGINT
+            return 128 + self.signal  # as a shell reports a process the signal ended: 130 SIGINT, 143 SIGTERM
         if self.has_errors:
             return 2
         if self.internal_errors:
@@ -144,9 +145,9 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         try:
             outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
                           on_error=_failed_job)
-        except KeyboardInterrupt:  # Ctrl-C: the workers are ended; nothing was decided
-            report.interrupted = True
-            outs = [{"verdict": unknown(p, "interrupted (Ctrl-C) before it was decided")} for p in props]
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the workers are ended; nothing was decided
+            _mark_interrupted(report)
+            outs = [{"verdict": unknown(p, _interrupted("before it was decided"))} for p in props]
         finally:
             ex.close()
         for prop, out in zip(props, outs):
@@ -159,7 +160,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         ctx.pass_mates = tuple(props)  # the data backend counts these in one pass per data set
         for prop in props:
             if report.interrupted:  # Ctrl-C earlier: the rest are not run
-                report.verdicts.append(unknown(prop, "interrupted (Ctrl-C) before it ran"))
+                report.verdicts.append(unknown(prop, _interrupted("before it ran")))
                 continue
             if _merge_out(report, prop, _run_property(prop, ctx, progress)):
                 break
@@ -225,6 +226,9 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     try:
         outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
                       on_error=_failed_job)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the workers are ended; every report says so
+        outs = [{"verdict": unknown(p, _interrupted("before it was decided")), "interrupted": True}
+                for _ in cands for p in props]
     finally:
         ex.close()
     reports = []
@@ -269,9 +273,9 @@ def _run_property(prop, ctx, progress=None) -> dict:
         else:
             module, _, fn = p.runner.partition(":")
             v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
-    except KeyboardInterrupt:  # Ctrl-C: this property is unknown, the ones decided before stay
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: this property is unknown, the ones decided before stay
         out["interrupted"] = True
-        v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
+        v = unknown(prop, _interrupted("before it was decided"), backend=backend)
     except (ModelLoadError, DataError) as e:
         v = None
         out["error"] = str(e)
@@ -292,7 +296,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
         # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict
         out["interrupted"] = True
         if v.status != "violated":
-            v = unknown(prop, "interrupted (Ctrl-C) before it was decided", backend=backend)
+            v = unknown(prop, _interrupted("before it was decided"), backend=backend)
     if v is not None:
         # a property's seconds are its own work: the files it loaded first are reported under loads
         out["verdict"] = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
@@ -308,7 +312,7 @@ def _merge_out(report: Report, prop, out: dict) -> bool:
     if "internal" in out:
         report.internal_errors.append(out["internal"])
     if out.get("interrupted"):
-        report.interrupted = True
+        _mark_interrupted(report)
     if "diagnostics" in out:
         report.diagnostics.extend(out["diagnostics"])
         return True
@@ -350,10 +354,27 @@ def _job_state(spec, roots) -> dict:
     return {"spec": spec, "ctx": {}, "roots": roots}
 
 
+def _interrupted(when: str) -> str:
+    from fairspec import interrupt
+
+    return f"interrupted ({interrupt.what()}) {when}"
+
+
+def _mark_interrupted(report: Report) -> None:
+    from fairspec import interrupt
+
+    report.interrupted = True
+    report.signal = interrupt.signal_number()
+
+
 def _property_job(state: dict, job) -> dict:
+    from fairspec import interrupt
     from fairspec.runtime.context import Context
 
     key, name = job[0], job[1]
+    if interrupt.requested():  # serial --models: after Ctrl-C / SIGTERM the remaining jobs do not run
+        prop = next(p for p in state["spec"].properties if p.name == name)
+        return {"verdict": unknown(prop, _interrupted("before it ran")), "interrupted": True}
     if key not in state["ctx"]:
         state["ctx"][key] = Context(_with_models(state["spec"], dict(key)), roots=state["roots"])
     ctx = state["ctx"][key]

@@ -122,14 +122,37 @@ def process_pool(workers: int) -> "ProcessExecutor":
     return pool
 
 
-def shutdown_pools() -> None:
-    """End the process-wide pools and Dask clients (also run at exit)."""
+def shutdown_pools(wait: bool = True) -> None:
+    """End the process-wide pools (also run at exit); ``wait=False`` kills their workers now (an
+    interrupt). Then multiprocessing's resource tracker is stopped once no worker is left, so no
+    process of the run outlives it."""
     for pool in list(_POOLS.values()):
-        pool.shutdown()
+        pool.shutdown(wait)
     _POOLS.clear()
+    import multiprocessing as mp
+
+    if not mp.active_children():
+        from fairspec.interrupt import stop_resource_tracker
+
+        stop_resource_tracker()
+
+
+def _kill_pools() -> None:
+    for pool in list(_POOLS.values()):
+        if pool._pool is not None:
+            from fairspec.interrupt import kill_pool
+
+            kill_pool(pool._pool)
+
+
+def _register_hard_exit() -> None:
+    from fairspec.interrupt import on_hard_exit
+
+    on_hard_exit(_kill_pools)  # a second Ctrl-C / SIGTERM ends the process at once: the workers first
 
 
 atexit.register(shutdown_pools)
+_register_hard_exit()
 
 
 def _chunked(n_items: int, workers: int) -> list[list[int]]:
@@ -494,11 +517,18 @@ class DaskExecutor:
         futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], pure=False,
                                       retries=self.retries) for idx in chunks]
         outs = []
-        for f in futures:
+        try:
+            for f in futures:
+                try:
+                    outs.append(f.result())
+                except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
+                    outs.append(_Failed(_reason(e)))
+        except BaseException:  # Ctrl-C / SIGTERM: the cluster drops the jobs not yet run
             try:
-                outs.append(f.result())
-            except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
-                outs.append(_Failed(_reason(e)))
+                self.client.cancel(futures)
+            except Exception:  # noqa: BLE001
+                pass
+            raise
         return _finish(items, _unchunk(len(items), chunks, outs), on_error)
 
     def close(self) -> None:  # the client stays open for the process; see shutdown()

@@ -117,7 +117,7 @@ def render(report) -> str:
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
-                 f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT[report.exit_code])}) "
+                 f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT.get(report.exit_code, 'interrupted'))}) "
                  f"&middot; {report.seconds:.1f} s</p></header>")
     parts.append(_summary(report))
     parts += _body(report)
@@ -133,7 +133,7 @@ def render_models(reports) -> str:
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     codes = [r.exit_code for _, r in reports]
-    code = next((c for c in (130, 2, 4, 1, 3) if c in codes), 0)
+    code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     parts.append(f"<header><h1>fairspec check <code>{e(str(spec))}</code> over {len(reports)} model files</h1>"
                  f"<p class=meta>{when} &middot; exit code {code} ({e(_EXIT.get(code, 'interrupted'))})</p></header>")
     names = []
@@ -195,7 +195,9 @@ def _body(report, prefix: str = "") -> list[str]:
 
 
 _EXIT = {0: "everything holds", 1: "a property is violated", 2: "bad spec, model, data or usage",
-         3: "nothing violated, something unknown", 4: "internal error"}
+         3: "nothing violated, something unknown", 4: "internal error",
+         130: "interrupted by Ctrl-C (SIGINT); the verdicts decided before it",
+         143: "interrupted by SIGTERM; the verdicts decided before it"}
 
 
 def _summary(report) -> str:

@@ -1,0 +1,177 @@
+"""Hostile input, signals (issue 21, classes 8 and 9): Ctrl-C and SIGTERM during `fairspec check`.
+
+A real subprocess in its own session (its own process group) gets SIGINT or SIGTERM while a long
+proof runs: it exits 130 / 143 with the verdicts decided before the signal, in every output format,
+the HTML report written; no "internal error", no traceback; and after it exits no process of its
+group is left (pool workers, multiprocessing's resource tracker).
+
+The signal is sent once the process handles SIGTERM itself (its caught-signals mask in
+/proc/PID/status), i.e. once the check runs: before that a signal ends Python's start-up, which is
+not fairspec's to report. Asserts behaviour, never speed: the waits are guards against a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import fairspec_command
+
+pytest.importorskip("onnx")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc")
+
+from test_interrupt import SPEC, _net  # noqa: E402
+
+GUARD = 240.0  # seconds: a hung process fails the test instead of hanging the suite
+
+
+def _project(tmp_path: Path) -> Path:
+    _net(tmp_path / "net.onnx")
+    rng = np.random.default_rng(1)
+    rows = ["a,b,c,d,e,s,y"] + [",".join(f"{v:.3f}" for v in rng.random(5)) + f",{'FM'[i % 2]},{i % 3 == 0:d}"
+                                for i in range(40)]
+    (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "spec.fair").write_text(SPEC.format(backend="milp", engine=""))
+    (tmp_path / "fairspec.toml").write_text("")
+    return tmp_path
+
+
+def _caught(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:  # ppid
+                out.append(int(d.name))
+    return out
+
+
+def _group(pgid: int) -> list[str]:
+    """The processes still in process group ``pgid`` (not zombies), as 'pid command'."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            head, tail = stat.rsplit(")", 1)
+            fields = tail.split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(f"{d.name} {head.split('(', 1)[1]}")
+    return out
+
+
+def _run(cwd: Path, sig: int, *args: str, workers: int = 0):
+    env = dict(os.environ)
+    env.pop("FAIRSPEC_DEBUG", None)
+    cmd = [*fairspec_command(), "check", "spec.fair", *args]
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    t0 = time.monotonic()
+    try:
+        # the check runs (its SIGTERM handler is installed) ...
+        while not _caught(p.pid) & (1 << (signal.SIGTERM - 1)):
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() - t0 < GUARD, "the check never started"
+            time.sleep(0.05)
+        # ... and, with workers, they exist (they must not outlive the run)
+        while workers and len(_children(p.pid)) < workers:
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() - t0 < GUARD, "the workers never started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # usually into the long proof; any moment must give the same guarantees
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=GUARD)
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    # nothing of the run is left in its process group
+    left = _group(p.pid)
+    for _ in range(100):  # a process reparented at the parent's exit may take a moment to be reaped
+        if not left:
+            break
+        time.sleep(0.1)
+        left = _group(p.pid)
+    if left:
+        os.killpg(p.pid, signal.SIGKILL)
+    assert not left, f"processes outlived the run: {left}"
+    return p.returncode, out, err
+
+
+def _no_crash(err: str) -> None:
+    assert "Traceback" not in err and "internal error" not in err, err[-3000:]
+    assert "interrupted" in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_ctrl_c_with_html_in_every_format_exits_130_and_writes_the_report(tmp_path, fmt):
+    cwd = _project(tmp_path)
+    code, out, err = _run(cwd, signal.SIGINT, "--format", fmt, "--html", "report.html")
+    _no_crash(err)
+    assert code == 130, (code, out[-2000:], err[-2000:])
+    page = (cwd / "report.html").read_text()
+    assert "exit code 130" in page and "interrupted by Ctrl-C" in page
+    if fmt == "json":
+        res = json.loads(out)
+        assert res["exit_code"] == 130 and res["interrupted"] is True
+        if res["properties"]:
+            by = {p["name"]: p for p in res["properties"]}
+            assert by["long_proof"]["status"] == "unknown" and "interrupted (Ctrl-C)" in by["long_proof"]["reason"]
+    elif fmt == "sarif":
+        assert json.loads(out)["version"] == "2.1.0"
+
+
+def test_sigterm_with_two_workers_exits_143_partial_report_and_no_orphans(tmp_path):
+    cwd = _project(tmp_path)
+    code, out, err = _run(cwd, signal.SIGTERM, "--format", "json", "--workers", "2", "--html", "report.html",
+                          workers=2)
+    _no_crash(err)
+    assert code == 143, (code, out[-2000:], err[-2000:])
+    res = json.loads(out)
+    assert res["exit_code"] == 143 and res["interrupted"] is True
+    assert [p["name"] for p in res["properties"]] == ["decided_first", "long_proof", "never_started"]
+    by = {p["name"]: p for p in res["properties"]}
+    assert by["long_proof"]["status"] == "unknown" and "interrupted (SIGTERM)" in by["long_proof"]["reason"]
+    page = (cwd / "report.html").read_text()
+    assert "exit code 143" in page and "interrupted by SIGTERM" in page
+
+
+def test_sigterm_serial_text_exits_143(tmp_path):
+    cwd = _project(tmp_path)
+    code, out, err = _run(cwd, signal.SIGTERM)
+    _no_crash(err)
+    assert code == 143, (code, out[-2000:], err[-2000:])
+    assert "long_proof" in out and "interrupted (SIGTERM)" in out
+
+
+def test_the_exit_code_table_knows_the_signals():
+    from fairspec.pipeline import Report
+    from fairspec.report import html
+
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        r = Report("spec.fair", [], interrupted=True, signal=int(sig))
+        assert r.exit_code == code and r.to_json()["exit_code"] == code
+        assert f"exit code {code} (interrupted by" in html.render(r)
