@@ -114,7 +114,12 @@ def main(argv=None) -> int:
           f"--families {','.join(fams)})", "",
           f"Commit {commit}; wall {wall:.0f} s on {a.workers} workers; load {load0:.1f} -> {load1:.1f}. "
           "Every property's truth is computed by enumerating its domain on the model's own runtime; "
-          "`seconds` is the sum of the instances' times (generation, truth and fairspec's check).", "",
+          "`seconds` is the sum of the instances' times (generation, truth and fairspec's check). "
+          "The `*-solver` families are the same instances (same seeds) checked with FAIRSPEC_ENUMERATE_PAIRS=0: "
+          "no domain enumerated, so fairspec's MILP / SMT / certified branch-and-bound / search / tree-bound "
+          "paths are judged (what a user meets on domains too large to enumerate); their unknowns are outside "
+          "the unknown target. A `holds (proved)` without a certify proof counts as wrong (`no-proof`). "
+          "Re-run one property: `python bench/soundness.py --case FAMILY-SEED-PROPERTY`.", "",
           campaign.table(t), "", "## Wrong verdicts by family and issue-20 class", "",
           "The class is a best guess from the verdict, its reason and the generator's hints (a tie that "
           "the other strictness would decide otherwise, ...); each reproducer is the evidence.", "",

@@ -1,0 +1,109 @@
+"""The differential harness's judge on hand-made verdicts: a slice that passes must mean that
+fairspec was right, not that the judge accepted everything (tests/differential/judge.py).
+
+Each case is one verdict JSON, as `fairspec check --format json` writes it, against a known
+truth; and one real instance checks that the witness checker refuses a pair that is no domain
+point, breaks the pre-condition or does not replay.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from differential import networks
+from differential.core import Prop, Truth
+from differential.judge import judge_verdict
+
+PROOF = {"method": "enumeration", "claim": "...", "detail": {}}
+BASE = {"family": "t", "seed": 0}
+
+
+def _prop(status, value=None, kind=None, witness=None, exact=None):
+    return Prop("p", "t", "", Truth(status, value=value, value_kind=kind, check_witness=witness, domain=10,
+                                    exact=exact), {})
+
+
+@pytest.mark.parametrize("truth, verdict, klass, defect", [
+    ("holds", {"status": "holds", "how": "proved", "proof": PROOF}, "correct", ""),
+    ("violated", {"status": "holds", "how": "proved", "proof": PROOF}, "wrong", "false-proof"),
+    ("violated", {"status": "holds", "how": "estimated"}, "wrong", "false-estimate"),
+    ("holds", {"status": "holds", "how": "proved", "proof": None}, "wrong", "no-proof"),
+    ("holds", {"status": "violated", "witness": {}}, "wrong", "false-violation"),
+    ("holds", {"status": "unknown", "reason": "time limit reached"}, "unknown", ""),
+    ("holds", {"status": "unknown", "reason": "internal error in the milp backend (KeyError)"}, "wrong", "crash"),
+    ("vacuous", {"status": "unknown", "reason": "no eligible point"}, "correct", ""),
+])
+def test_statuses(truth, verdict, klass, defect):
+    o = judge_verdict(_prop(truth), verdict, BASE)
+    assert (o.klass, o.defect) == (klass, defect), o.why
+
+
+def test_a_missing_verdict_is_wrong():
+    assert judge_verdict(_prop("holds"), None, BASE).defect == "missing"
+
+
+@pytest.mark.parametrize("bound, value, defect", [
+    ([1.5, 2.0], 1.5, ""),                    # [best replayed, certified upper bound] around the truth 2
+    ([2.0, 2.0], 2.0, ""),
+    ([1.0, 1.75], 1.0, "max-below"),           # the "certified" bound is below a real pair
+    ([2.5, 3.0], 2.5, "max-not-exact"),        # a replayed value above the true maximum
+    (None, 1.75, "max-below"),                 # a value alone claims to be the maximum
+    (None, 2.0, ""),
+])
+def test_maximize(bound, value, defect):
+    o = judge_verdict(_prop("violated", value=2.0, kind="max", witness=lambda w: None),
+                      {"status": "violated", "value": value, "bound": bound, "witness": {"x": 1}}, BASE)
+    assert o.defect == defect, o.why
+
+
+def test_exact_values_are_compared_exactly():
+    p = _prop("holds", value=0.41, kind="metric", exact=Fraction(41, 100))
+    ok = judge_verdict(p, {"status": "holds", "how": "proved", "proof": PROOF, "value": 0.41}, BASE)
+    assert ok.klass == "correct"
+    off = judge_verdict(p, {"status": "holds", "how": "proved", "proof": PROOF, "value": 0.4100001}, BASE)
+    assert off.defect == "value-wrong"
+
+
+def _domain(spec: str) -> dict:
+    """{feature: [its spec-level values]} from an instance's features block."""
+    import re
+
+    out = {}
+    block = spec[spec.index("features F"):]
+    block = block[block.index("{") + 1:block.index("\n}")]
+    for line in block.strip().splitlines():
+        name, t = (x.strip() for x in line.replace("protected", "").split(":", 1))
+        m = re.match(r"int in \[(-?\d+), (-?\d+)\]", t)
+        if m:
+            out[name] = list(range(int(m.group(1)), int(m.group(2)) + 1))
+        elif t == "bool":
+            out[name] = [False, True]
+        else:
+            out[name] = [c.strip() for c in t.strip("{}").split(",")]
+    return out
+
+
+def test_the_witness_checker_refuses_what_is_no_real_violation():
+    import itertools
+
+    inst = networks.generate(10)          # 16 points, an int feature, a violated label property
+    dom = _domain(inst.spec)
+    points = [dict(zip(dom, vals)) for vals in itertools.product(*dom.values())]
+    props = [p for p in inst.props if p.meta["post"] == "label" and p.truth.status == "violated"]
+    assert props, "seed 10 has a violated label property"
+    check = props[0].truth.check_witness
+    good = next(({"features": a, "features_prime": b} for a in points for b in points
+                 if check({"features": a, "features_prime": b}) is None), None)
+    assert good is not None, "enumeration finds a real witness pair"
+    a, b = good["features"], good["features_prime"]
+    assert check(None) == "a violation without a witness"
+    assert "does not differ in any protected feature" in check({"features": a, "features_prime": a})
+    same = next(c for c in points if c != b and check({"features": a, "features_prime": c}) is not None)
+    assert check({"features": a, "features_prime": same})
+    name, vals = next((n, v) for n, v in dom.items() if isinstance(v[0], int) and not isinstance(v[0], bool))
+    outside = dict(a, **{name: vals[-1] + 1})
+    assert "not in the domain" in check({"features": outside, "features_prime": b})
+    missing = {k: v for k, v in a.items() if k != name}
+    assert "lack feature" in check({"features": missing, "features_prime": b})
