@@ -229,3 +229,32 @@ def test_lint_reads_non_finite_onnx_weights_from_the_file(tmp_path, value):
     res = lint(spec)
     errs = [d for d in res.diagnostics if d.is_error]
     assert [d.code for d in errs] == ["FS401"] and name in errs[0].message and "weights" in errs[0].message
+
+
+@pytest.mark.parametrize("mode", ["cycle", "self_loop", "child_out_of_range", "feature_beyond_width"])
+def test_a_tampered_skops_tree_is_refused_before_scikit_learn_walks_it(tmp_path, mode):
+    """scikit-learn walks a tree's node arrays unchecked: a cycle hangs predict, a child out of range
+    crashes it, a feature beyond the width reads past the row. Such a .skops file is one sentence."""
+    sio = pytest.importorskip("skops.io")
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = _data()
+    est = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    st = est.tree_.__getstate__()
+    nodes = st["nodes"].copy()
+    inner = [i for i in range(len(nodes)) if nodes["left_child"][i] != -1]
+    a, b = inner[1], inner[2] if len(inner) > 2 else inner[1]
+    if mode == "cycle":      # an inner node's child is an earlier inner node
+        nodes["left_child"][b] = a
+    elif mode == "self_loop":
+        nodes["right_child"][a] = a
+    elif mode == "child_out_of_range":
+        nodes["left_child"][a] = 10_000
+    else:
+        nodes["feature"][a] = 40
+    st["nodes"] = nodes
+    est.tree_.__setstate__(st)
+    sio.dump(est, tmp_path / "dt.skops")
+    with pytest.raises(ModelLoadError) as e:
+        load_model("sklearn", tmp_path / "dt.skops")
+    assert "dt.skops" in str(e.value)

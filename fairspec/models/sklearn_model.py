@@ -165,9 +165,13 @@ def check_tree_structure(est, path) -> None:
         left, right, feat = (np.asarray(a) for a in (t.children_left, t.children_right, t.feature))
         width = getattr(owner, "n_features_in_", None) or getattr(est, "n_features_in_", None)
         leaf = left == -1
+        idx = np.arange(len(left))
         bad = (len(left) != n or len(right) != n or len(feat) != n
                or np.any(leaf != (right == -1))
                or np.any((left[~leaf] <= 0) | (left[~leaf] >= n) | (right[~leaf] <= 0) | (right[~leaf] >= n))
+               # scikit-learn numbers a node's children after it: a child at or before its parent is a
+               # self-loop or a cycle, which would make prediction loop forever
+               or np.any((left[~leaf] <= idx[~leaf]) | (right[~leaf] <= idx[~leaf]))
                or np.any(feat[~leaf] < 0)
                or (width is not None and np.any(feat[~leaf] >= int(width))))
         if bad:
