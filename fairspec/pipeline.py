@@ -36,6 +36,9 @@ class Report:
     property_spans: dict = field(default_factory=dict)  # property name -> its span (for SARIF and annotations)
     # applied property name -> (the policy property's span, policy name, property name)
     policy_sites: dict = field(default_factory=dict)
+    input_kinds: dict = field(default_factory=dict)  # input file -> "model" | "data" (provenance)
+    imports: tuple = ()  # the imported spec files (provenance)
+    started: object = None  # when the check began (UTC datetime; provenance)
     inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
@@ -90,7 +93,18 @@ class Report:
             out["interrupted"] = True
         if self.loads:
             out["loads"] = [{**x, "seconds": round(x["seconds"], 4)} for x in self.loads]
+        if self.started is not None:
+            out["provenance"] = self.provenance()
         return out
+
+    def provenance(self) -> dict:
+        """What was checked (SHA-256 of the spec, its imports, models and data), with what versions,
+        and when (fairspec.report.provenance); computed once per report."""
+        if getattr(self, "_provenance", None) is None:
+            from fairspec.report.provenance import collect
+
+            self._provenance = collect(self, self.started)
+        return self._provenance
 
 
 def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | None = None) -> CheckResult:
@@ -114,6 +128,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
     t0 = time.perf_counter()
     res = lint(path, allow=allow, substitutes=substitutes)
     report = Report(str(path), res.diagnostics)
+    report.started = _now()
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0
         return report
@@ -121,6 +136,9 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
     props = [p for p in spec.properties if only is None or p.name == only]
     report.property_spans, report.policy_sites = _sites(res)
     report.inputs = tuple(x for x in [m.path for m in spec.models] + [d.path for d in spec.datasets] if x)
+    report.input_kinds = {**{m.path: "model" for m in spec.models if m.path},
+                          **{d.path: "data" for d in spec.datasets if d.path}}
+    report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
     report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in spec.properties}
     if only is not None and not props:
         names = ", ".join(p.name for p in spec.properties)
@@ -166,6 +184,12 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                 break
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _now():
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def _sites(res) -> tuple[dict, dict]:
@@ -235,9 +259,13 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     for k, f in enumerate(cands):
         t0 = time.perf_counter()
         report = Report(str(path), list(res.diagnostics))
+        report.started = _now()
         report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
                               if x) + (f,)
+        report.input_kinds = {**{m.path: "model" for m in res.spec.models if m.path},
+                              **{d.path: "data" for d in res.spec.datasets if d.path}, f: "model"}
+        report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
         report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
         for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)]):
             if _merge_out(report, prop, out):

@@ -191,6 +191,7 @@ def _body(report, prefix: str = "") -> list[str]:
         items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s</li>" for x in report.loads)
         parts.append(f"<section id={prefix}loads><h2>Loaded</h2><p>Model files and data tables, loaded once and "
                      f"not counted in the properties' times:</p><ul>{items}</ul></section>")
+    parts.append(_provenance(report, prefix))
     return parts
 
 
@@ -209,9 +210,10 @@ def _summary(report) -> str:
         bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
         value = "" if v.value is None else f"{v.value:.4g}" if isinstance(v.value, float) else e(str(v.value))
         rows.append(f"<tr><td><a href='#p{i}'>{e(v.name)}</a></td><td>{e(v.kind.replace('_', ' '))}</td>"
-                    f"<td class='{v.status}'>{e(v.label)}</td><td class=num>{value}</td><td class=num>{bound}</td>"
+                    f"<td class='{v.status}'>{e(v.label)}</td><td class=num>{value}</td>"
+                    f"<td class=claim>{_claim(report, v.name)}</td><td class=num>{bound}</td>"
                     f"<td>{e(v.backend or '')}</td><td class=num>{v.seconds:.2f} s</td></tr>")
-    table = ("<table><thead><tr><th>property</th><th>kind</th><th>verdict</th><th>value</th>"
+    table = ("<table><thead><tr><th>property</th><th>kind</th><th>verdict</th><th>value</th><th>claim</th>"
              "<th>interval</th><th>backend</th><th>time</th></tr></thead><tbody>" + "".join(rows) +
              "</tbody></table>") if rows else "<p>No property was checked.</p>"
     return f"<main><section id=summary><h2>Summary</h2><p>{head}</p>{table}</section>"
@@ -224,6 +226,7 @@ def _property(v, i: int, prefix: str = "") -> str:
            f"<p class=kind>{e(v.kind.replace('_', ' '))}"
            f"{' &middot; backend ' + e(v.backend) if v.backend else ''}"
            f"{' &middot; value ' + _num(v.value) if v.value is not None else ''}"
+           f"{_claim_of(v)}"
            f"{' &middot; interval [' + _num(v.bound[0]) + ', ' + _num(v.bound[1]) + ']' if v.bound else ''}</p>"]
     if v.reason:
         out.append(f"<p class=reason>{e(v.reason)}</p>")
@@ -233,6 +236,50 @@ def _property(v, i: int, prefix: str = "") -> str:
         out.append(f"<p class=note>(no picture: {e(type(ex).__name__)}: {e(str(ex))})</p>")
     out.append("</section>")
     return "".join(out)
+
+
+def _with_interval(row: dict, key: str) -> str:
+    """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]."""
+    e = html.escape
+    text = e(cell_text(row.get(key)))
+    iv = row.get(f"{key}_interval")
+    if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
+        text += f" <span class=interval>[{iv[0]:.4g}, {iv[1]:.4g}]</span>"
+    return text
+
+
+def _claim_of(v) -> str:
+    """' · claim ≥ 0.8' beside the value (the claim's operator and threshold, as the spec writes them)."""
+    d = v.details or {}
+    if d.get("op") is None or d.get("threshold") is None:
+        return ""
+    return f" &middot; claim {html.escape({'<=': '≤', '>=': '≥'}.get(d['op'], d['op']))} {_num(d['threshold'])}"
+
+
+def _claim(report, name: str) -> str:
+    op, t = (getattr(report, "claims", {}) or {}).get(name, (None, None))
+    if op is None or t is None:
+        return ""
+    return f"{html.escape({'<=': '≤', '>=': '≥'}.get(op, op))} {_num(t)}"
+
+
+def _provenance(report, prefix: str = "") -> str:
+    """What was checked, with what, and when: SHA-256 of every file, versions, time."""
+    prov = report.provenance() if hasattr(report, "provenance") and getattr(report, "started", None) else None
+    if not prov:
+        return ""
+    e = html.escape
+    rows = []
+    for f in prov["files"]:
+        size = "" if f["bytes"] is None else f"{f['bytes']:,}"
+        rows.append(f"<tr><td>{e(f['role'])}</td><td><code>{e(f['file'])}</code></td><td class=num>{size}</td>"
+                    f"<td><code class=hash>{e(f['sha256'] or 'unreadable')}</code></td></tr>")
+    files = "".join(rows)
+    libs = ", ".join(f"{e(k)} {e(v)}" for k, v in prov["libraries"].items())
+    return (f"<section id={prefix}provenance class=provenance><h2>Provenance</h2><p>Checked at <time>{e(prov['checked_at'])}</time> by "
+            f"fairspec {e(prov['fairspec'])} on Python {e(prov['python'])} ({e(prov['platform'])}).</p>"
+            f"<table><thead><tr><th>role</th><th>file</th><th>bytes</th><th>SHA-256</th></tr></thead>"
+            f"<tbody>{files}</tbody></table><p class=note>Libraries: {libs}.</p></section>")
 
 
 def _num(x) -> str:
@@ -311,11 +358,16 @@ def _group_metric(v) -> str:
     cols = group_columns(v)
     head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
     counted = any("counted" in r for r in d["groups"])
+    worst = d.get("worst_pair") or {}
+    failing = {worst.get("low"): "lowest", worst.get("high"): "highest"} if v.status == "violated" else {}
     rows = []
     for r in d["groups"]:
         flag = ("excluded" if r.get("excluded") else cell_text(r["counted"])) if counted else None
-        rows.append(f"<tr><td>{e(str(r['group']))}</td>" + "".join(f"<td class=num>{e(cell_text(r.get(k)))}</td>"
-                                                               for k, _ in cols)
+        mark = failing.get(str(r["group"]))
+        cls = " class=failing" if mark else ""
+        name = e(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
+        rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k)}</td>"
+                                                         for k, _ in cols)
                     + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
     if d.get("overall"):
         rows.append("<tr class=overall><td>all rows</td>" + "".join(
@@ -575,6 +627,8 @@ section { border-top: 1px solid #ccc; padding: 1em 0; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
 th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.failing td { background: #fbe9e7; } .fails { color: #b3261e; font-weight: bold; }
+.interval { color: #555; font-size: 0.9em; } code.hash { font-size: 0.8em; word-break: break-all; }
 tr.overall td { font-style: italic; } tr.differs td { font-weight: bold; } tr.output td { color: #0b4f8a; }
 .badge { border: 1px solid currentColor; border-radius: 0.3em; padding: 0 0.4em; font-size: 0.85em; }
 .holds { color: #1b7f3b; } .violated { color: #b3261e; font-weight: bold; } .unknown { color: #8a6d00; }

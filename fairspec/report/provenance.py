@@ -1,0 +1,76 @@
+"""Provenance of a check, for a report an auditor can file: what was checked (the spec and every
+model and data file, by SHA-256), by what (fairspec, Python and the installed versions of the
+libraries that compute the model's outputs and decide the properties), and when.
+
+Versions are read from the installed distributions' metadata: nothing is imported for them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import platform
+from pathlib import Path
+
+# the libraries whose versions a verdict may depend on (model runtimes, solvers, data readers)
+LIBRARIES = ("numpy", "pyarrow", "onnx", "onnxruntime", "torch", "scikit-learn", "skops", "xgboost", "xgboost-cpu",
+             "lightgbm", "highspy", "pyscipopt", "z3-solver", "pysmt", "python-sat", "scipy", "dask", "distributed")
+
+
+def sha256(path) -> str | None:
+    """The file's SHA-256 (hex), or None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def _entry(path: str, role: str, cwd: Path) -> dict:
+    p = Path(path)
+    try:
+        shown = p.resolve().relative_to(cwd).as_posix()
+    except (ValueError, OSError):
+        shown = str(p)
+    try:
+        size = p.stat().st_size
+    except OSError:
+        size = None
+    return {"role": role, "file": shown, "sha256": sha256(p), "bytes": size}
+
+
+def collect(report, started: _dt.datetime | None = None) -> dict:
+    """The provenance of one report (JSON-ready)."""
+    from fairspec import version
+
+    cwd = Path.cwd().resolve()
+    files = [_entry(report.spec, "spec", cwd)]
+    seen = {Path(report.spec).resolve()}
+    for f in getattr(report, "imports", ()) or ():
+        if Path(f).resolve() not in seen:
+            seen.add(Path(f).resolve())
+            files.append(_entry(f, "imported spec", cwd))
+    kinds = getattr(report, "input_kinds", {}) or {}
+    for f in report.inputs or ():
+        if Path(f).resolve() not in seen:
+            seen.add(Path(f).resolve())
+            files.append(_entry(f, kinds.get(f, "input"), cwd))
+    now = started or _dt.datetime.now(_dt.timezone.utc)
+    return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),
+            "libraries": _versions(), "files": files,
+            "checked_at": now.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")}

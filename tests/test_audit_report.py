@@ -1,0 +1,70 @@
+"""A report an auditor can file (issue 26 item 3): provenance (SHA-256 of the spec, its imports,
+models and data; fairspec, Python and library versions; the time) in JSON and HTML, the claim
+beside each value, group tables with intervals and the failing groups marked; the page opens in
+a real browser."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_html_report import CHROMIUM, _browser, _console_errors
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPAS = ROOT / "examples" / "compas"
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def compas_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("audit")
+    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/compas/compas.fair", "--format", "json",
+                        "--html", str(out / "report.html")], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 1, r.stderr
+    return json.loads(r.stdout), (out / "report.html").read_text(encoding="utf-8"), out / "report.html"
+
+
+def test_json_provenance(compas_run):
+    doc, _, _ = compas_run
+    prov = doc["provenance"]
+    files = {f["file"]: f for f in prov["files"]}
+    spec, data = "examples/compas/compas.fair", "examples/compas/data/compas-scores-two-years.csv"
+    assert files[spec]["role"] == "spec" and files[spec]["sha256"] == _sha(ROOT / spec)
+    assert files[data]["role"] == "data" and files[data]["sha256"] == _sha(ROOT / data)
+    assert files[data]["bytes"] == (ROOT / data).stat().st_size
+    assert prov["fairspec"] and prov["python"] and "numpy" in prov["libraries"]
+    assert prov["checked_at"].endswith("+00:00")
+
+
+def test_html_shows_provenance_claims_intervals_and_failing_groups(compas_run):
+    doc, page, _ = compas_run
+    assert "id=provenance" in page and _sha(COMPAS / "data" / "compas-scores-two-years.csv") in page
+    assert "<th>claim</th>" in page and "≥ 0.8" in page
+    assert "claim ≥ 0.8" in page  # beside the value in the property's section
+    assert page.count("class=failing") >= 2 and "fails the claim" in page
+    assert "<span class=interval>[" in page
+
+
+def test_imported_policies_are_in_the_provenance():
+    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/predictions/decisions.fair",
+                        "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    prov = json.loads(r.stdout)["provenance"]
+    roles = {f["role"] for f in prov["files"]}
+    assert {"spec", "imported spec", "data"} <= roles
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_audit_report_in_chromium(compas_run):
+    _, _, page = compas_run
+    r = _browser(page, "--dump-dom")
+    assert not _console_errors(r.stderr)
+    assert "Provenance" in r.stdout and "SHA-256" in r.stdout and "fails the claim" in r.stdout
