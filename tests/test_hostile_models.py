@@ -231,7 +231,7 @@ def test_lint_reads_non_finite_onnx_weights_from_the_file(tmp_path, value):
     assert [d.code for d in errs] == ["FS401"] and name in errs[0].message and "weights" in errs[0].message
 
 
-@pytest.mark.parametrize("mode", ["cycle", "self_loop", "child_out_of_range", "feature_beyond_width"])
+@pytest.mark.parametrize("mode", ["cycle", "self_loop", "child_out_of_range", "feature_beyond_width", "nan_leaf"])
 def test_a_tampered_skops_tree_is_refused_before_scikit_learn_walks_it(tmp_path, mode):
     """scikit-learn walks a tree's node arrays unchecked: a cycle hangs predict, a child out of range
     crashes it, a feature beyond the width reads past the row. Such a .skops file is one sentence."""
@@ -250,8 +250,11 @@ def test_a_tampered_skops_tree_is_refused_before_scikit_learn_walks_it(tmp_path,
         nodes["right_child"][a] = a
     elif mode == "child_out_of_range":
         nodes["left_child"][a] = 10_000
-    else:
+    elif mode == "feature_beyond_width":
         nodes["feature"][a] = 40
+    else:
+        st["values"] = st["values"].copy()
+        st["values"][-1] = np.nan
     st["nodes"] = nodes
     est.tree_.__setstate__(st)
     sio.dump(est, tmp_path / "dt.skops")

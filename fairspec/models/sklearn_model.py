@@ -178,6 +178,11 @@ def check_tree_structure(est, path) -> None:
             raise ModelLoadError(
                 f"{path} holds a decision tree whose nodes point outside the tree (a damaged or tampered file); "
                 f"scikit-learn would crash on it, so it is not loaded", path)
+        value, thr = np.asarray(t.value, dtype=np.float64), np.asarray(t.threshold, dtype=np.float64)
+        if not np.all(np.isfinite(value)) or np.any(np.isnan(thr[~leaf])):
+            raise ModelLoadError(
+                f"{path} holds a decision tree with leaf values or thresholds that are not finite numbers (NaN or "
+                f"inf); a model like that cannot be checked", path)
 
 
 class SklearnModel(LoadedModel):
