@@ -74,6 +74,11 @@ class PairProblem:
         relaxed:       ``(i, t)``: ``|x_i - x'_i| <= t`` instead of equality.
         post:          ``"label"`` | ``"prob"`` | ``"logit"``.
         eps:           the tolerance of ``prob``/``logit`` (ignored by ``label``).
+        eps_strict:    the spec writes ``|...| < eps``: a measure of exactly ``eps`` violates
+                       (a violation is ``>= eps``; default ``> eps``).
+        runtime:       what certification needs about the model's runtime
+                       (:class:`fairspec.backends.pair_certify.Runtime`), or None: the network's
+                       own float64 ``forward`` is the runtime.
     """
 
     net: PLNet
@@ -86,6 +91,8 @@ class PairProblem:
     relaxed: tuple[tuple[int, float], ...] = ()
     post: str = "label"
     eps: float = 0.0
+    eps_strict: bool = False
+    runtime: object = field(default=None, compare=False)
 
     def __post_init__(self):
         n = self.net.n_inputs
@@ -279,13 +286,15 @@ def pair_measure(post: str, z, z_prime):
     raise ValueError(post)
 
 
-def is_violation(post: str, eps: float, z, z_prime):
-    """Does the directional pair (z, z') violate the post-condition? (vectorised)"""
+def is_violation(post: str, eps: float, z, z_prime, strict: bool = False):
+    """Does the directional pair (z, z') violate the post-condition? (vectorised; ``strict``:
+    the tolerance is written ``< eps``, so a measure of exactly eps violates)"""
     z = np.asarray(z, dtype=np.float64)
     zp = np.asarray(z_prime, dtype=np.float64)
     if post == "label":
         return (z > 0) & (zp <= 0)
-    return pair_measure(post, z, zp) > eps
+    m = pair_measure(post, z, zp)
+    return m >= eps if strict else m > eps
 
 
 def _to_logit(scores: np.ndarray, score_kind: str) -> np.ndarray:
@@ -347,11 +356,12 @@ def check_witness(problem: PairProblem, x, x_prime, evaluate: Callable[[np.ndarr
     s = np.asarray(evaluate(X), dtype=np.float64).reshape(-1)
     if s.shape != (2,) or not np.all(np.isfinite(s)):
         return False
+    st = problem.eps_strict
     if problem.post == "prob" and score_kind == "prob":
-        return bool(abs(s[0] - s[1]) > problem.eps)
+        return bool(abs(s[0] - s[1]) >= problem.eps if st else abs(s[0] - s[1]) > problem.eps)
     z = _to_logit(s, score_kind)
-    return bool(is_violation(problem.post, problem.eps, z[0], z[1])
-                or is_violation(problem.post, problem.eps, z[1], z[0]))
+    return bool(is_violation(problem.post, problem.eps, z[0], z[1], st)
+                or is_violation(problem.post, problem.eps, z[1], z[0], st))
 
 
 def make_witness(problem: PairProblem, x, x_prime) -> Witness:
@@ -491,7 +501,7 @@ def brute_force(problem: PairProblem, evaluate: Callable[[np.ndarray], np.ndarra
         X = (tg[:, None, :] + vgrid[None, :, :]).reshape(-1, p.n)
         z = np.asarray(ev(X), dtype=np.float64).reshape(tg.shape[0], V)
         M = pair_measure(p.post, z[:, :, None], z[:, None, :])
-        viol = is_violation(p.post, p.eps, z[:, :, None], z[:, None, :]) & valid[None]
+        viol = is_violation(p.post, p.eps, z[:, :, None], z[:, None, :], p.eps_strict) & valid[None]
         count += int(viol.sum())
         M = np.where(valid[None], M, -np.inf)
         k = int(np.argmax(M))
@@ -500,7 +510,7 @@ def brute_force(problem: PairProblem, evaluate: Callable[[np.ndarray], np.ndarra
             t_i, a, b = np.unravel_index(k, M.shape)
             best_pair = (X.reshape(tg.shape[0], V, p.n)[t_i, a], X.reshape(tg.shape[0], V, p.n)[t_i, b])
         if count and p.post == "label" and best_pair is not None and \
-                not is_violation(p.post, p.eps, *ev(np.vstack(best_pair))):
+                not is_violation(p.post, p.eps, *ev(np.vstack(best_pair)), p.eps_strict):
             # the maximum flip margin may be 0 (z' == 0) while a violation exists: keep one
             vk = int(np.argmax(viol.reshape(-1)))
             t_i, a, b = np.unravel_index(vk, viol.shape)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress)
-        if first.status == "violated":
+        if first.status == "violated" and _flip_replays(prop, ctx, first):
             return Verdict(**{**first.__dict__, "backend": f"{backend} (falsified on data first)",
                               "seconds": time.perf_counter() - t0})
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
@@ -97,13 +98,19 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=time.perf_counter() - t0)
     except Unsupported as e:
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
-    relaxed = low.relaxed
     if trees is not None:
         from fairspec.kinds.tree_pairs import tree_relaxed
 
         relaxed = tree_relaxed(prop, enc, low)     # `<` on integral inputs as the spec writes it
+    else:
+        relaxed = _relaxed(prop, fs, enc, low)
+    runtime = None if trees is not None else _runtime(prop, ctx, enc, low)
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
-                          low.onehot_groups, low.free, None, relaxed, prop.post, prop.eps)
+                          low.onehot_groups, low.free, None, relaxed, prop.post, prop.eps,
+                          eps_strict=prop.eps_strict, runtime=runtime)
+    if runtime is not None:
+        runtime = _with_replay(runtime, prop, ctx, enc, low, problem)
+        problem = replace(problem, runtime=runtime)
 
     mode = setting(prop, "mode", backend)
     limit = ctx.remaining(setting(prop, "timeout", backend))  # the budget covers the preparation above too
@@ -163,38 +170,55 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.kinds.tree_pairs import solver_verdict
 
         return solver_verdict(prop, ctx, res, backend, seconds, details)
+    if backend == "smt":
+        extra = _interval(backend, mode, res)
+    else:
+        extra = {}
+        if mode == "maximize" and res.bound is not None and res.value is not None:
+            extra["bound"] = (float(res.value), float(res.bound))
+            details["maximum"] = "proved" if res.how == "proved" else "not proved: [best pair found, certified upper bound]"
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
-        x = low.to_input(res.witness.x)
-        xp = low.to_input(res.witness.x_prime)
-
-        def replay(V):
-            return model.replay(np.stack([low.to_input(v) for v in V]))
-
-        # the smt backend: replayed on the runtime exactly, with the spec's strictness (a partition's
-        # worker only emulated the runtime)
         if backend == "smt":
+            # the smt backend: replayed on the runtime exactly, with the spec's strictness (a partition's
+            # worker only emulated the runtime)
             from fairspec.backends.smt.exact import replays
 
-            good = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
+            X2 = np.stack([low.to_input(res.witness.x), low.to_input(res.witness.x_prime)])
+            ok = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
+            out = model.replay(X2) if ok else None
+            replayed_by = replayer_name(model)
+        elif runtime is not None:
+            ok, X2, out = runtime.replay.full(res.witness.x, res.witness.x_prime)
+            replayed_by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         else:
-            good = check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6)
-        if not good:
-            return unknown(prop, f"the {backend} witness did not reproduce on the real model (numerical tolerance); "
-                                 "not reported as a violation", backend=backend, seconds=seconds, details=details)
+            X2 = np.stack([low.to_input(res.witness.x), low.to_input(res.witness.x_prime)])
+
+            def replay(V):
+                return model.replay(np.stack([low.to_input(v) for v in V]))
+
+            ok = check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6)
+            out = model.replay(X2) if ok else None
+            replayed_by = replayer_name(model)
+        if not ok:
+            return unknown(prop, f"the {backend} witness did not reproduce on the model's runtime (it lies within "
+                                 "rounding of the threshold); not reported as a violation", backend=backend,
+                           seconds=seconds, details=details, value=_value(backend, mode, res), **extra)
         from fairspec.runtime.encoding import decode_row
 
-        out = model.replay(np.stack([x, xp]))
+        x, xp = X2[0], X2[1]
         w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
-                    (float(out[0]), float(out[1])), replayed_by=replayer_name(model))
+                    (float(out[0]), float(out[1])), replayed_by=replayed_by)
         return Verdict(prop.name, prop.kind, "violated", value=_value(backend, mode, res), witness=w, backend=backend,
                        seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair",
-                       **_interval(backend, mode, res))
+                       **extra)
     if res.status == "holds" and res.how == "proved":
+        if backend != "smt":
+            extra["proof"] = res.proof
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_value(backend, mode, res), backend=backend,
-                       seconds=seconds, details=details, reason=res.reason or None, **_interval(backend, mode, res))
+                       seconds=seconds, details=details, reason=res.reason or None, **extra)
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
-                   seconds=seconds, value=_value(backend, mode, res), details=details, **_interval(backend, mode, res))
+                   seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
 
 
 def _value(backend, mode, res):
@@ -222,6 +246,80 @@ def _interval(backend, mode, res) -> dict:
     if mode == "maximize" and res.bound is not None:
         out["bound"] = (res.value if res.value is not None else float("-inf"), res.bound)
     return out
+
+
+def _flip_replays(prop, ctx, verdict) -> bool:
+    """A data flip's witness breaks the property on the model's runtime, decided exactly (the flips
+    compare in floats and read `<` as `<=`)."""
+    from fairspec.kinds.pair_runtime import runtime_violates
+
+    model = ctx.model(prop.model)
+    w = verdict.witness
+    if w is None:
+        return False
+    s = np.asarray(model.score(np.array([w.x, w.x_prime], dtype=np.float64)), dtype=np.float64).reshape(-1)
+    return bool(runtime_violates(prop, model, s[:1], s[1:])[0])
+
+
+def _relaxed(prop, fs, enc, low):
+    """The relaxed tolerances of the pair problem: ``|d| < t`` on an integral input is ``|d| <= ceil(t) - 1``;
+    on a continuous one the closure ``<= t`` (its witnesses are checked against ``< t`` on replay)."""
+    import math
+
+    from fairspec.certify.exact import threshold_of
+
+    names = {c.offset: c.feature for c in enc.columns}
+    out = []
+    for i, t in low.relaxed:
+        f = names.get(i)
+        if f is not None and prop.relaxed_op(f) == "<" and low.integer[i]:
+            out.append((i, float(math.ceil(threshold_of(t)) - 1)))
+        else:
+            out.append((i, t))
+    return tuple(out)
+
+
+def _runtime(prop, ctx, enc, low):
+    """What certification needs about the model's runtime (fairspec.backends.pair_certify.Runtime)."""
+    from fairspec.backends.pair_certify import Runtime
+    from fairspec.certify.network import encoding_from_ir
+    from fairspec.kinds.pair_runtime import runtime_layers
+
+    model = ctx.model(prop.model)
+    try:
+        layers, readout, precision = runtime_layers(model)
+        encoding = encoding_from_ir(enc)
+    except (ValueError, TypeError) as e:
+        return Runtime(None, why_not=f"no runtime error bound for this model ({e})")
+    return Runtime(layers, encoding, readout, precision)
+
+
+class _Replay:
+    """``(x, x') -> bool`` on the runtime (fairspec.kinds.pair_runtime.replayer); ``full`` also gives the
+    encoded pair and its scores."""
+
+    def __init__(self, fn):
+        self.full = fn
+
+    def __call__(self, x, xp) -> bool:
+        return self.full(x, xp)[0]
+
+
+def _with_replay(runtime, prop, ctx, enc, low, problem):
+    from dataclasses import replace as dc_replace
+
+    from fairspec.backends.pair import precondition_holds
+    from fairspec.kinds.pair_runtime import replayer
+
+    names = {c.offset: c.feature for c in enc.columns}
+    strict_cont = [(i, t) for i, t in low.relaxed
+                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
+
+    def pre(x, xp):
+        ok, _ = precondition_holds(problem, x, xp, tol=0.0)
+        return ok and all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont)
+
+    return dc_replace(runtime, replay=_Replay(replayer(prop, ctx.model(prop.model), enc, low, pre)))
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

@@ -17,7 +17,7 @@ ordered pairs considered ``T V^2``; enumeration runs when ``T V^2 <= 4,000,000``
 ``T V <= 1,000,000``. Measured on this project's 2-core machine: a 13-50-50-1 ONNX net scores
 10^6 points in about a second, and certify's comparisons of 4 * 10^6 pairs take about a second
 (exact rationals only for the few pairs whose float difference lies within rounding of the
-threshold). Larger domains go to the solvers.
+threshold). Larger domains go to the solvers. 
 """
 
 from __future__ import annotations

@@ -189,29 +189,73 @@ class MilpEngine:
         return Optimum(out.status, x, xp, out.bound, out.objective, out.raw_status)
 
 
+def _budget(eng: MilpEngine, time_limit: float | None) -> float | None:
+    """The certification's budget: what is left of the time limit, at least a quarter of it."""
+    if time_limit is None:
+        return None
+    return max(eng.t0 + float(time_limit) - time.perf_counter(), 0.25 * float(time_limit))
+
+
 def prove(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
           lp_bounds: bool = False, diff_rows: bool = True, threads: int = 1) -> PairResult:
-    """Decide the property soundly: ``holds`` (proved: no pair violates it), ``violated``
-    (a replayed witness) or ``unknown`` (time-out, or only boundary pairs within solver
-    tolerance). See :func:`fairspec.backends.pair_drivers.prove`."""
-    return drivers.prove(MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads))
+    """Decide the property soundly: ``holds`` (proved: no pair violates it, certified by
+    :func:`fairspec.backends.pair_certify.certify_result`), ``violated`` (a replayed witness) or
+    ``unknown`` (time-out, boundary pairs, or a solver answer that could not be certified). See
+    :func:`fairspec.backends.pair_drivers.prove`."""
+    from fairspec.backends.pair_certify import certify_result
+
+    eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
+    return certify_result(problem, drivers.prove(eng), _budget(eng, time_limit), f"the {engine} MILP")
 
 
 def find(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
          margin: float | None = None, lp_bounds: bool = False, diff_rows: bool = True,
          threads: int = 1) -> PairResult:
-    """Stop at the first violation, first with a margin, then soundly; see
-    :func:`fairspec.backends.pair_drivers.find`."""
-    return drivers.find(MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads), margin)
+    """Stop at the first violation, first with a margin, then soundly (a ``holds`` certified);
+    see :func:`fairspec.backends.pair_drivers.find`."""
+    from fairspec.backends.pair_certify import certify_result
+
+    eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
+    return certify_result(problem, drivers.find(eng, margin), _budget(eng, time_limit), f"the {engine} MILP")
 
 
 def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
              lp_bounds: bool = False, diff_rows: bool = True, threads: int = 1,
              start: tuple | None = None) -> PairResult:
     """The maximal violation measure (``label``: flip margin ``min(z, -z')``; ``logit``:
-    ``z - z'``; ``prob``: ``sigmoid(z) - sigmoid(z')``) with a certificate (see module docs).
+    ``z - z'``; ``prob``: ``sigmoid(z) - sigmoid(z')``) as an interval: ``value`` the best pair
+    found (float64 network), ``bound`` a *certified* upper bound on the runtime's maximum
+    (:func:`fairspec.backends.pair_certify.certified_bound`; ``inf`` when none could be
+    certified), ``how="proved"`` only when the two meet (within :data:`IMPROVE` = 1e-7, relative
+    beyond 1: the bisection's own resolution). ``holds`` only
+    when certified (``certify_result``); ``violated`` with a witness that replays.
     ``start`` = (x, x') warm-starts the solver with a known pair (e.g. from a search)."""
-    return drivers.maximize(MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads), start)
+    import math
+    from dataclasses import replace
+
+    from fairspec.backends.pair_certify import certified_bound, certify_result, replays
+
+    eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
+    res = drivers.maximize(eng, start)
+    ub, proof, _ = certified_bound(problem, None if time_limit is None else
+                                   max(_budget(eng, time_limit), 0.5 * float(time_limit)))
+    value = res.value
+    meet = value is not None and math.isfinite(ub) and ub - value <= IMPROVE * max(1.0, abs(value))
+    how = "proved" if meet else None
+    stats = dict(res.stats, certified_bound=ub)
+    if res.status == "violated":
+        w = res.witness
+        if w is not None and replays(problem, w.x, w.x_prime):
+            return replace(res, how=how, bound=ub, stats=stats, proof=proof if meet else None,
+                           reason=res.reason if meet else (res.reason or "the maximum is not certified"))
+        return PairResult("unknown", None, value, ub, None, "the best pair does not violate the property on the "
+                          "model's runtime (within its rounding of the threshold)", res.seconds, None, res.engine,
+                          res.mode, res.best, stats)
+    if res.status == "holds":
+        out = certify_result(problem, replace(res, bound=ub, stats=stats, how="proved"), _budget(eng, time_limit),
+                             f"the {engine} MILP")
+        return replace(out, value=value, bound=ub) if out.status != "violated" else out
+    return replace(res, bound=ub if math.isfinite(ub) else res.bound, stats=stats)
 
 
 def solve(problem: PairProblem, mode: str = "find", **kw) -> PairResult:

@@ -1,0 +1,153 @@
+"""Certification of a pair solver's answers about a network (issue 20 item 2): no ``holds``
+from a floating-point solver alone, and ``maximize`` as [best replayed value, certified bound].
+
+* :func:`certify_result`: a ``holds`` the MILP (HiGHS / SCIP) reached is re-decided by the
+  certified branch and bound (:func:`fairspec.backends.bab.certify_holds`: the runtime's error
+  bound E moved outward into the claim, then ``prove_below``). ``proved`` -> the result keeps
+  ``holds`` with the bab-certificate as its :class:`~fairspec.certify.Proof`; a candidate pair
+  that breaks the moved claim is replayed on the runtime (``violated`` when it does, else
+  ``unknown``: a pair within the runtime's rounding of the threshold); a time-out or a model
+  outside the error model -> ``unknown`` with the reason ("the MILP says no pair violates it,
+  but the answer could not be certified in T s").
+* :func:`certified_bound`: a certified upper bound on the maximal violation measure of the
+  runtime (the bab's bound over the real-arithmetic network, plus E in the measure's units).
+
+The runtime (:class:`Runtime`) comes with the problem (``PairProblem.runtime``); without one,
+the network's own float64 ``forward`` is the runtime (precision float64, no encoding).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from fairspec.backends.pair import PairProblem, PairResult, Witness, check_witness, make_witness
+
+__all__ = ["Runtime", "certify_result", "certified_bound", "runtime_of"]
+
+
+@dataclass(frozen=True, eq=False)
+class Runtime:
+    """The model's runtime for certification.
+
+    layers:    the runtime's layers (``certify.network.as_layers``), or None when the model is
+               outside the error model (``why_not`` says why).
+    encoding:  one ``certify.network.InputEncoding`` per model input (None: raw inputs).
+    readout:   ``("logit", i)`` | ``("margin", i, j)`` | ``("prob", i)`` | ``("softmax", i, j)``.
+    precision: "float32" (ONNX, torch) | "float64".
+    replay:    ``(x, x') -> bool``: the feature-space pair meets the pre-condition and breaks the
+               post-condition on the runtime, decided exactly (None: ``check_witness`` on
+               ``net.forward``).
+    """
+
+    layers: object = None
+    encoding: object = None
+    readout: tuple = ("logit", 0)
+    precision: str = "float32"
+    why_not: str = ""
+    replay: Callable | None = None
+
+    def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
+        return {**self.__dict__, "replay": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+def runtime_of(problem: PairProblem) -> Runtime:
+    rt = problem.runtime
+    if rt is None:
+        return Runtime(problem.net, None, ("logit", 0), "float64")
+    return rt
+
+
+def replays(problem: PairProblem, x, xp) -> bool:
+    """Does the feature-space pair violate the property on the runtime?"""
+    rt = runtime_of(problem)
+    if rt.replay is not None:
+        return bool(rt.replay(x, xp))
+    return check_witness(problem, x, xp, problem.net.forward)
+
+
+def _is_network(problem: PairProblem) -> bool:
+    from fairspec.models.network import PLNet
+
+    return isinstance(problem.net, PLNet)
+
+
+def certify_result(problem: PairProblem, res: PairResult, seconds: float | None, solver: str = "the MILP") -> PairResult:
+    """``res`` with its ``holds`` certified (see the module docstring); other results unchanged.
+    ``seconds``: the budget of the certification (None: one hour)."""
+    if res.status != "holds" or res.proof is not None or not _is_network(problem):
+        return res
+    from fairspec.backends.bab import certify_holds
+
+    rt = runtime_of(problem)
+    t0 = time.perf_counter()
+
+    def unknown(why: str, **kw) -> PairResult:
+        st = dict(res.stats, certify_seconds=round(time.perf_counter() - t0, 4))
+        return PairResult("unknown", None, res.value, res.bound, None, why, res.seconds + time.perf_counter() - t0,
+                          res.coverage, res.engine, res.mode, res.best, st, **kw)
+
+    if rt.layers is None:
+        return unknown(f"{solver} says no pair violates it, but the answer could not be certified: {rt.why_not}")
+    budget = 3600.0 if seconds is None else max(0.0, float(seconds))
+    r = certify_holds(problem, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
+                      precision=rt.precision, eps_strict=problem.eps_strict)
+    took = time.perf_counter() - t0
+    st = dict(res.stats, certify_seconds=round(took, 4), certify_nodes=r.stats.get("nodes"),
+              runtime_error=r.stats.get("runtime_error"))
+    if r.status == "proved":
+        return replace(res, proof=r.proof, seconds=res.seconds + took, stats=st,
+                       reason=(res.reason + "; " if res.reason else "") + "certified: " + r.proof.summary)
+    if r.status == "candidate" and r.pair is not None:
+        x, xp = r.pair
+        if replays(problem, x, xp):
+            w = make_witness(problem, x, xp)
+            if w.z < w.z_prime and problem.post != "label":
+                w = make_witness(problem, xp, x)
+            return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair "
+                              "the solver missed", res.seconds + took, res.coverage, res.engine, res.mode, w, st)
+        return unknown(f"{solver} says no pair violates it, but a pair lies within the runtime's rounding of the "
+                       f"threshold (runtime error bound {r.stats.get('runtime_error', float('nan')):.3g}); not certified")
+    return unknown(f"{solver} says no pair violates it, but the answer could not be certified in {took:.1f} s "
+                   f"({r.reason or r.status})")
+
+
+def certified_bound(problem: PairProblem, seconds: float | None):
+    """``(bound, proof, best)``: a certified upper bound on the maximal violation measure of the
+    runtime (``math.inf`` and None when there is none), and the best float64 pair the search saw."""
+    if not _is_network(problem):
+        return math.inf, None, None
+    from fairspec.backends.bab import maximize as bab_max
+    from fairspec.certify.network import prob_error_to_logit, runtime_error_bound
+
+    rt = runtime_of(problem)
+    if rt.layers is None:
+        return math.inf, None, None
+    try:
+        E = runtime_error_bound(rt.layers, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
+                                proof_net=problem.net, precision=rt.precision, integer=problem.integer,
+                                onehot_groups=problem.onehot_groups)
+    except (ValueError, TypeError, AttributeError):
+        return math.inf, None, None
+    prob_readout = rt.readout[0] in ("prob", "softmax")
+    if problem.post == "label":
+        Eu = prob_error_to_logit(E) if prob_readout else E
+    elif problem.post == "prob":
+        Eu = E if prob_readout else E / 4.0 * (1 + 2.0 ** -40) + 2.0 ** -1000
+        Eu = 2 * Eu
+    else:
+        if prob_readout:
+            return math.inf, None, None
+        Eu = 2 * E
+    budget = 3600.0 if seconds is None else max(0.0, float(seconds))
+    r = bab_max(problem, time.monotonic() + budget)
+    if r.proof is None or r.bound is None:
+        return math.inf, None, r.pair
+    # the runtime's measure is within Eu of the real one (label: min(z, -z') moves by E)
+    b = math.nextafter(float(r.bound) + Eu, math.inf)
+    return b + abs(b) * 2.0 ** -50, r.proof, r.pair

@@ -1,0 +1,104 @@
+"""The loaded model's runtime for the pair solvers: what certification needs to bound the
+runtime's error (its layers, the readout, the precision, the input encoding) and the exact
+replay of a candidate pair on the runtime (``LoadedModel.score``, every comparison by certify).
+
+A pair found by a solver lives in feature space (one variable per raw value, one-hot columns,
+category indices); it is mapped back to feature values and encoded exactly as the runtime
+encodes data (``fairspec.runtime.encoding.encode``), then scored by the loaded model. A pair
+violates when certify's exact comparisons say so, with the spec's strictness (``<`` / ``<=``
+of the tolerance; ``prob`` of a logit model: the real logistic of the runtime's logits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairspec import ir
+
+
+def runtime_layers(model):
+    """``(layers, readout, precision)`` of the model's runtime for
+    :func:`fairspec.certify.network.runtime_error_bound`, or raises ValueError with the reason."""
+    from fairspec.models import network
+
+    fmt = getattr(model, "format", "")
+    precision = "float32" if fmt in ("onnx", "torch") else "float64"
+    r = model.readout
+    cols = r.columns or 1
+    try:
+        if fmt == "onnx" and cols == 2:
+            net = model.runtime_network()
+            if net.layers[-1].n_out != 2:
+                raise ValueError("the output does not have two columns")
+            if net.final == "none" and r.score == "logit":
+                return net.layers, ("margin", r.index, 1 - r.index), precision
+            if net.final == "sigmoid" and r.score == "prob":
+                return net.layers, ("prob", r.index), precision
+            if net.final == "softmax" and r.score == "prob":
+                return net.layers, ("softmax", r.index, 1 - r.index), precision
+            raise ValueError(f"a {net.final} head read as {r.score} is outside the runtime error model")
+        pl = model.piecewise_linear()
+    except network.UnsupportedModel as e:
+        raise ValueError(str(e)) from None
+    if pl.layers[-1].n_out != 1 or cols != 1 and fmt in ("onnx", "torch"):
+        raise ValueError("a multi-column output is outside the runtime error model")
+    if pl.final == "sigmoid" and model.score_kind == "prob":
+        return pl.layers, ("prob", 0), precision
+    if pl.final == "none" and model.score_kind == "logit":
+        return pl.layers, ("logit", 0), precision
+    raise ValueError(f"a {pl.final} head read as {model.score_kind} is outside the runtime error model")
+
+
+def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
+    """Feature values (categories as indices) of feature-space points V (k, n)."""
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    out = {}
+    for c in enc.columns:
+        seg = V[:, c.offset:c.offset + c.width]
+        if c.kind == "onehot":
+            out[c.feature] = np.argmax(seg, axis=1).astype(np.float64)
+        elif c.kind == "code":
+            out[c.feature] = np.round(seg[:, 0])
+        else:
+            v = seg[:, 0]
+            out[c.feature] = np.where(low.integer[c.offset], np.round(v), v)
+    return out
+
+
+def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
+    """Per pair (either order): does the runtime's scores pair break the post-condition, decided
+    exactly by certify? (prob of a logit model: only a certain violation counts)."""
+    from fairspec.certify.enumerate import SigmoidCheck, compare_exact, pair_checks
+
+    sa = np.asarray(sa, dtype=np.float64).reshape(-1)
+    sb = np.asarray(sb, dtype=np.float64).reshape(-1)
+    if prop.post == "prob" and model.score_kind == "logit":
+        op = "<" if prop.eps_strict else "<="
+        return SigmoidCheck(sa, op, prop.eps, sb).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa).decide()[1]
+    out = np.zeros(sa.shape[0], dtype=bool)
+    for x, y in ((sa, sb), (sb, sa)):
+        ok = np.zeros(sa.shape[0], dtype=bool)
+        for c in pair_checks(prop.post, x, y, eps=prop.eps, decision_threshold=model.threshold,
+                             eps_strict=prop.eps_strict):
+            ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
+        out |= ~ok
+    return out
+
+
+def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_check):
+    """``violates(x, x') -> (ok, X2, scores)``: the feature-space pair meets the pre-condition
+    (``problem_check``, relaxed strictness included) and breaks the post-condition on the runtime;
+    X2 the encoded pair (2, width) and its runtime scores."""
+    from fairspec.runtime.encoding import encode
+
+    def violates(x, xp):
+        if not problem_check(x, xp):
+            return False, None, None
+        vals = feature_values(low, enc, np.vstack([x, xp]))
+        X = encode(enc, vals, 2)
+        s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+        if s.shape != (2,) or not np.all(np.isfinite(s)):
+            return False, X, s
+        return bool(runtime_violates(prop, model, s[:1], s[1:])[0]), X, s
+
+    return violates
