@@ -96,11 +96,6 @@ XFAIL = {
     ("network-solver", "milp-scip-decide"): ("pairs", "class 3: holds (proved) under `<` that is false; " + _NOPROOF),
     ("pba", "highs"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
     ("pba", "lp"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
-    ("network-solver", "default-decide"): ("pairs", _WIT + "; " + _NOPROOF),
-    ("network-solver", "default-maximize"): ("pairs", _MAX + "; class 4: a maximum in real, not float32, arithmetic"),
-    ("network-solver", "milp-decide"): ("pairs", "class 1: holds (proved) at a tie (a logit of exactly 0); " + _WIT),
-    ("network-solver", "milp-maximize"): ("pairs", _MAX + "; holds (proved) that is false; " + _WIT),
-    ("network-solver", "milp-scip-maximize"): ("pairs", _MAX),
     ("network-solver", "smt-decide"): ("smt", "classes 1, 2: holds (proved) that is false at a tie; " + _NOPROOF),
     ("network-solver", "smt-maximize"): ("smt", _MAX + "; " + _WIT),
 }
