@@ -84,16 +84,13 @@ CELLS = {
 # enumeration decides the small domains of every family without a wrong verdict; the network
 # solver path still has wrong verdicts in every cell (trees-solver: 0 wrong since 1da3c92, the tree
 # engines' holds is unknown unless certified); a `holds (proved)` without a certify Proof is wrong
-# (the charter), which PBA and the network solver path still give.
+# (the charter), which PBA and the network solver path still give. The network solver path's
+# default / milp / milp-scip cells: 0 wrong since the pairs certification (a MILP holds certified
+# by the BaB on the runtime, maximize as [best pair, certified bound], witnesses replayed exactly).
 _MAX = "class 1: maximize reports a value below / above the true maximum (a float solver's optimum)"
 _WIT = "classes 3, 5: witnesses outside a (strict) require tolerance"
 _NOPROOF = "holds (proved) without a certify Proof (JSON proof null)"
 XFAIL = {
-    ("network", "milp-decide"): ("pairs", "a scikit-learn logistic model's small domain is not enumerated; the MILP "
-                                          "witness breaks a strict require tolerance (network-3000028-p2)"),
-    ("network", "milp-scip-decide"): ("pairs", "a scikit-learn logistic model's small domain is not enumerated; "
-                                               "holds (proved) under `<` that is false (network-3000028-p5)"),
-    ("network-solver", "milp-scip-decide"): ("pairs", "class 3: holds (proved) under `<` that is false; " + _NOPROOF),
     ("pba", "highs"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
     ("pba", "lp"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
     ("network-solver", "smt-decide"): ("smt", "classes 1, 2: holds (proved) that is false at a tie; " + _NOPROOF),

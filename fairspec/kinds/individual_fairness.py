@@ -155,6 +155,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
+    if trees is None and backend != "smt" and res.status == "holds" and res.proof is None:
+        # one place: a network's holds without a certify Proof (the partitions' verdict, assembled
+        # from certified parts) is certified as a whole, or it is not holds
+        from fairspec.backends.pair_certify import certify_result
+
+        left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", backend)), 0.25 * limit)
+        res = certify_result(problem, res, left, f"the {kw.get('engine', backend)} MILP")
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
@@ -257,8 +264,10 @@ def _flip_replays(prop, ctx, verdict) -> bool:
     w = verdict.witness
     if w is None:
         return False
-    s = np.asarray(model.score(np.array([w.x, w.x_prime], dtype=np.float64)), dtype=np.float64).reshape(-1)
-    return bool(runtime_violates(prop, model, s[:1], s[1:])[0])
+    from fairspec.kinds.pair_runtime import post_scores
+
+    s, _ = post_scores(prop, model, np.array([w.x, w.x_prime], dtype=np.float64))
+    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:])[0])
 
 
 def _relaxed(prop, fs, enc, low):
@@ -287,7 +296,7 @@ def _runtime(prop, ctx, enc, low):
 
     model = ctx.model(prop.model)
     try:
-        layers, readout, precision = runtime_layers(model)
+        layers, readout, precision = runtime_layers(model, prop.post)
         encoding = encoding_from_ir(enc)
     except (ValueError, TypeError) as e:
         return Runtime(None, why_not=f"no runtime error bound for this model ({e})")

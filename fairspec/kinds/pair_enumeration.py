@@ -134,8 +134,6 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     model = ctx.model(prop.model)
     if getattr(model, "format", None) == "rule":
         return None
-    if prop.post == "logit" and model.score_kind != "logit":
-        return None
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     space = pair_space(prop, fs, enc)
@@ -153,7 +151,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+    from fairspec.kinds.pair_runtime import post_scores
+
+    s, score_kind = post_scores(prop, model, X)
+    if s is None:                   # a logit post on a runtime that computes no logit
+        return None
     M = admissible(prop, varying, vgrid, V)
     ia, ib = np.nonzero(M)
     base = (np.arange(T, dtype=np.int64) * V)[:, None]
@@ -162,7 +164,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     count = int(a.size)
     post = prop.post
     kind = post
-    if post == "prob" and model.score_kind == "logit":
+    if post == "prob" and score_kind == "logit":
         kind = "prob-of-logit"
     checks = pair_checks(kind, s[a], s[b], eps=prop.eps, decision_threshold=model.threshold,
                          eps_strict=prop.eps_strict)
@@ -176,8 +178,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
-    if count and (post != "label" or model.score_kind == "logit"):
-        m = _measure(post, model.score_kind, s[a], s[b])
+    if count and (post != "label" or score_kind == "logit"):
+        m = _measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))
         value = float(m[k])
         if post == "label":
@@ -215,8 +217,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "
                              f"threshold {prop.eps!r}; enumeration cannot decide them", backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
-    if post != "label" or model.score_kind == "logit":
-        m = _measure(post, model.score_kind, s[a[idx]], s[b[idx]])
+    if post != "label" or score_kind == "logit":
+        m = _measure(post, score_kind, s[a[idx]], s[b[idx]])
         j = int(idx[int(np.argmax(m))])
     else:
         j = int(idx[0])

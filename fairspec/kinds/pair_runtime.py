@@ -16,7 +16,7 @@ import numpy as np
 from fairspec import ir
 
 
-def runtime_layers(model):
+def runtime_layers(model, post: str = "label"):
     """``(layers, readout, precision)`` of the model's runtime for
     :func:`fairspec.certify.network.runtime_error_bound`, or raises ValueError with the reason."""
     from fairspec.models import network
@@ -42,6 +42,8 @@ def runtime_layers(model):
         raise ValueError(str(e)) from None
     if pl.layers[-1].n_out != 1 or cols != 1 and fmt in ("onnx", "torch"):
         raise ValueError("a multi-column output is outside the runtime error model")
+    if post == "logit" and fmt == "sklearn" and logit_scores(model, np.zeros((1, pl.n_inputs))) is not None:
+        return pl.layers, ("logit", 0), precision           # the library's decision_function
     if pl.final == "sigmoid" and model.score_kind == "prob":
         return pl.layers, ("prob", 0), precision
     if pl.final == "none" and model.score_kind == "logit":
@@ -63,6 +65,32 @@ def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
             v = seg[:, 0]
             out[c.feature] = np.where(low.integer[c.offset], np.round(v), v)
     return out
+
+
+def logit_scores(model, X):
+    """The runtime's logits of a batch, or None when the runtime does not compute one: the score
+    itself for a logit model; a binary scikit-learn model read as probabilities through its own
+    ``decision_function`` (the logit of class 1; negated for index 0)."""
+    if model.score_kind == "logit":
+        return np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+    raw = getattr(model, "raw", None)
+    if getattr(model, "format", "") != "sklearn" or not hasattr(raw, "decision_function") or \
+            len(getattr(raw, "classes_", ())) != 2:
+        return None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = np.asarray(raw.decision_function(np.asarray(X, dtype=np.float64)), dtype=np.float64).reshape(-1)
+    return -z if model.readout.index == 0 else z
+
+
+def post_scores(prop: ir.IndividualFairness, model, X):
+    """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
+    none), else the model's score (``kind`` its score kind)."""
+    if prop.post == "logit":
+        return logit_scores(model, X), "logit"
+    return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
 def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
@@ -96,8 +124,8 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
             return False, None, None
         vals = feature_values(low, enc, np.vstack([x, xp]))
         X = encode(enc, vals, 2)
-        s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
-        if s.shape != (2,) or not np.all(np.isfinite(s)):
+        s, _ = post_scores(prop, model, X)
+        if s is None or s.shape != (2,) or not np.all(np.isfinite(s)):
             return False, X, s
         return bool(runtime_violates(prop, model, s[:1], s[1:])[0]), X, s
 
