@@ -238,8 +238,10 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
             v = r.point.copy()
             for cs, vals in zip(cols, c):
                 v[list(cs)] = vals
-            U.append(low.to_input(v))
-        U = np.stack(U)
+            U.append(v)
+        from fairspec.kinds.tree_pairs import encode_features
+
+        U = encode_features(enc, np.stack(U))        # as the runtime encodes the individual's values
         replayed = model.replay(U)
         probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
         from fairspec.certify.enumerate import kdisc_by_enumeration

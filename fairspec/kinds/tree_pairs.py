@@ -532,6 +532,15 @@ def _feature_point(enc: ir.Encoding, v: np.ndarray) -> dict:
     return out
 
 
+def encode_features(enc: ir.Encoding, V: np.ndarray) -> np.ndarray:
+    """Model-input rows of feature-space rows of the lowering, encoded as the runtime encodes them."""
+    from fairspec.runtime.encoding import encode
+
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    pts = [_feature_point(enc, v) for v in V]
+    return encode(enc, {c.feature: np.array([p[c.feature] for p in pts]) for c in enc.columns}, V.shape[0])
+
+
 def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
     """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
     with a concrete domain pair that breaks the property on the library's runtime (pre-condition
