@@ -141,6 +141,60 @@ def test_vscode_manifest_language_configuration_and_client():
     assert (VSCODE / gram["path"]).resolve() == (VSCODE / "syntaxes" / "fairspec.tmLanguage.json").resolve()
     assert gram["scopeName"] == GRAMMAR["scopeName"] == "source.fairspec"
     assert "vscode-languageclient" in pkg["dependencies"]
-    client = (VSCODE / pkg["main"]).read_text(encoding="utf-8")
+    # main is the bundle `npm run build` makes from extension.js (vsce runs it before packaging)
+    assert pkg["main"] == "./dist/extension.js" and "extension.js --bundle" in pkg["scripts"]["build"]
+    client = (VSCODE / "extension.js").read_text(encoding="utf-8")
     assert '["fairspec", "lsp"]' in client and "TransportKind.stdio" in client
     assert pkg["contributes"]["configuration"]["properties"]["fairspec.server.command"]["default"] == ["fairspec", "lsp"]
+
+
+def test_every_metric_and_property_function_is_scoped():
+    """Every metric the language knows (fairspec.sema.properties) is coloured as a metric (issue 26)."""
+    from fairspec.sema.properties import PROPERTY_FUNCTIONS
+
+    for name in sorted(PROPERTY_FUNCTIONS | {"label", "prob", "logit", "col"}):
+        toks = tokenize(f"  {name}(m, groups sex) <= 0.1")
+        assert toks[(1, 3)] == (3 + len(name), "support.function.metric.fairspec"), name
+
+
+def test_vscode_package_is_complete():
+    """What `vsce package` warns about when missing: a repository, a LICENSE, a .vscodeignore, a README."""
+    pkg = json.loads((VSCODE / "package.json").read_text(encoding="utf-8"))
+    assert pkg["repository"]["url"] and pkg["license"] == "MIT"
+    assert (VSCODE / "LICENSE").is_file() and (VSCODE / ".vscodeignore").is_file()
+    ignore = (VSCODE / ".vscodeignore").read_text(encoding="utf-8")
+    assert "node_modules/**" in ignore.splitlines()  # the client library ships bundled in dist/extension.js
+    readme = (VSCODE / "README.md").read_text(encoding="utf-8")
+    assert "fairspec.server.command" in readme and "screenshot.png" in readme
+    assert (VSCODE / "images" / "screenshot.png").is_file()
+
+
+NPM = __import__("shutil").which("npm")
+
+
+@pytest.mark.skipif(NPM is None, reason="npm is not installed")
+def test_vscode_extension_packages_without_warnings(tmp_path):
+    """`vsce package` on a copy of editors/vscode (dependencies from the npm registry): no warning,
+    the client bundled into dist/extension.js, no node_modules in the .vsix."""
+    import shutil
+    import subprocess
+
+    work = tmp_path / "ext"
+    shutil.copytree(VSCODE, work, ignore=shutil.ignore_patterns("node_modules", "dist", "*.vsix"))
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    for cmd, cwd in ((["npm", "install", "--no-audit", "--no-fund"], work),
+                     (["npm", "install", "--no-audit", "--no-fund", "@vscode/vsce@3"], tool)):
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            pytest.skip(f"npm could not install the packaging tools: {r.stderr[-300:]}")
+    r = subprocess.run([str(tool / "node_modules" / ".bin" / "vsce"), "package", "--no-rewrite-relative-links"],
+                       cwd=work, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "WARNING" not in out and "ERROR" not in out, out
+    (vsix,) = work.glob("*.vsix")
+    import zipfile
+
+    names = zipfile.ZipFile(vsix).namelist()
+    assert "extension/dist/extension.js" in names and not any("node_modules" in n for n in names)
