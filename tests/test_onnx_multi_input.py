@@ -26,13 +26,16 @@ def converted(tmp_path_factory):
     rng = np.random.default_rng(0)
     n = 300
     df = pd.DataFrame({"race": rng.choice(["A", "B", "C"], n), "age": rng.integers(18, 24, n).astype(np.float32),
-                       "sex": rng.choice(["F", "M"], n), "h": rng.integers(1, 5, n).astype(np.int64)})
+                       "sex": rng.choice(["F", "M"], n), "h": rng.integers(1, 5, n).astype(np.int64),
+                       "junk": rng.normal(size=n).astype(np.float32)})
     y = (((df.age > 20) & (df.sex == "M")) | (df.h > 3) | (df.race == "B")).astype(int)
     pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["sex", "race"]),
-                                                ("sc", StandardScaler(), ["age", "h"])])),
+                                                ("sc", StandardScaler(), ["age", "h"]),
+                                                ("d", "drop", ["junk"])])),
                      ("clf", LogisticRegression())]).fit(df, y)
     types = [("race", StringTensorType([None, 1])), ("age", FloatTensorType([None, 1])),
-             ("sex", StringTensorType([None, 1])), ("h", Int64TensorType([None, 1]))]
+             ("sex", StringTensorType([None, 1])), ("h", Int64TensorType([None, 1])),
+             ("junk", FloatTensorType([None, 1]))]             # dropped: no node reads it, no feature feeds it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         onx = convert_sklearn(pipe, initial_types=types, options={id(pipe.steps[-1][1]): {"zipmap": False}})
@@ -57,10 +60,10 @@ def test_the_inputs_and_width_are_read_from_the_file(converted):
     from fairspec.models.peek import peek_input_names
 
     d, _, _ = converted
-    assert peek_input_names("onnx", d / "m.onnx") == ("race", "age", "sex", "h")
-    assert peek_input_width("onnx", d / "m.onnx") == 4
+    assert peek_input_names("onnx", d / "m.onnx") == ("race", "age", "sex", "h", "junk")
+    assert peek_input_width("onnx", d / "m.onnx") == 5
     m = load_model("onnx", d / "m.onnx", output="probabilities", index=1, score_kind="prob")
-    assert m.multi and m.input_width == 4 and m.input_names == ("race", "age", "sex", "h")
+    assert m.multi and m.input_width == 5 and m.input_names == ("race", "age", "sex", "h", "junk")
 
 
 def test_without_an_encode_block_the_values_are_the_pipelines(converted):
@@ -92,7 +95,7 @@ property same {
     flips = pipe.predict(df.assign(sex="F")) != pipe.predict(df.assign(sex="M"))
     assert flips.any() and got["same"].status == "violated"
     w = got["same"].witness
-    row = lambda f: pd.DataFrame([{k: f[k] for k in ("race", "age", "sex", "h")}])  # noqa: E731
+    row = lambda f: pd.DataFrame([{**{k: f[k] for k in ("race", "age", "sex", "h")}, "junk": 0.0}])  # noqa: E731
     assert pipe.predict(row(w.features))[0] != pipe.predict(row(w.features_prime))[0]
 
 

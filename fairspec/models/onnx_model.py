@@ -163,6 +163,7 @@ class OnnxModel(LoadedModel):
                 cats = [c.categories[i] for i in order]
             binding.append((j, c.offset, cats))
         self._binding = binding
+        self.input_width = enc.width            # inputs the graph never reads may go unfed (a filler value)
 
     def _feeds(self, X):
         import numpy as np
@@ -170,6 +171,12 @@ class OnnxModel(LoadedModel):
         n = X.shape[0]
         order = self._binding or [(j, j, None) for j in range(len(self.input_names))]
         feeds = {}
+        for j in set(range(len(self.input_names))) - {j for j, _, _ in order}:
+            # an input no feature feeds (sema allows it only when no node of the graph reads it)
+            dt = self._column_types[j]
+            arr = np.full(n, "", dtype=object) if dt == "object" else np.zeros(n, dtype=dt)
+            shape = self._input_shapes[j]
+            feeds[self.input_names[j]] = arr.reshape(n) if shape is not None and len(shape) == 1 else arr.reshape(n, 1)
         for j, offset, cats in order:
             v = X[:, offset]
             dt = self._column_types[j]

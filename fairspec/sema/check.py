@@ -565,7 +565,18 @@ class Checker:
             from types import SimpleNamespace
 
             # one graph input per column (skl2onnx): without an encode block, one column per input by name
-            self.frame_inputs[node.name.id] = SimpleNamespace(inputs=self.model_names[node.name.id], dropped=())
+            from fairspec.models.peek import read_onnx_signature
+
+            try:
+                sig = read_onnx_signature(path)
+                used = {i for n in sig.nodes for i in n.inputs} | {o.name for o in sig.outputs}
+            except ModelLoadError:
+                used = set(self.model_names[node.name.id])
+            unused = tuple(n for n in self.model_names[node.name.id] if n not in used)   # fed a filler value
+            self.frame_inputs[node.name.id] = SimpleNamespace(inputs=self.model_names[node.name.id], dropped=unused)
+            if unused:                                  # an encode block lists the inputs the graph reads
+                self.model_names[node.name.id] = tuple(n for n in self.model_names[node.name.id] if n not in unused)
+                self.model_widths[node.name.id] = len(self.model_names[node.name.id])
             self.model_spans[node.name.id] = node.span
             return
         if normalize_format(fmt, path) != "sklearn":
