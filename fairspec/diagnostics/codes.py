@@ -28,6 +28,8 @@ _ALL = [
     Code("FS105", "error", "expression nested too deeply", "split the expression into named groups or shorter conditions"),
     Code("FS106", "warning", "document too large to analyse as you type",
          "the language server skips it (FAIRSPEC_LSP_MAX_DOCUMENT bytes raises the limit); run `fairspec lint` on it"),
+    Code("FS107", "error", "spec file too large",
+         "split it into files joined with import (the limit is per file)"),
     # -- names and imports
     Code("FS201", "error", "unknown name", "declare the name first (names are case-sensitive), or import the file that declares it"),
     Code("FS202", "error", "duplicate declaration", "rename one of the two declarations"),

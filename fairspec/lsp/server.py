@@ -49,7 +49,8 @@ log = logging.getLogger("fairspec.lsp")
 
 MAX_MESSAGE = 64 << 20   # bytes of one message (a 5 MB document's didOpen is about 5 MB)
 MAX_HEADER_LINE = 8192   # bytes of one header line
-MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", 2 << 20))  # bytes analysed live
+# characters analysed as you type: at most what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
+MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", 512 << 10))
 DEBOUNCE = 0.15          # seconds without a change before a document is linted
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,

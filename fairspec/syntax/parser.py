@@ -24,6 +24,11 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
+# The largest spec file parsed: 512 KiB (bytes of UTF-8; characters for a text given directly).
+# Parsing is lark's LALR parser in pure Python, about 4 s of CPU per MB, and lint about 6.5 s per
+# MB (bench/lint_size.py): a larger file (a generated or hostile one; real specs are a few KB) is
+# FS107 at once instead of minutes of work (a 5 MB file took 132 s).
+MAX_SPEC_BYTES = 512 << 10
 MAX_NUMBER = 1e15  # the largest magnitude of a number literal (floats hold every whole number up to ~9e15)
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|min|h)$")
 _UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
@@ -582,8 +587,18 @@ def _too_deep(tree):
     return None
 
 
+def _too_large(file: str, size: int) -> DiagnosticError:
+    return DiagnosticError(Diagnostic(
+        "FS107", f"{file} is {size / (1 << 20):.1f} MiB; fairspec reads spec files up to "
+                 f"{MAX_SPEC_BYTES / (1 << 20):g} MiB", Span(str(file), 1, 1, 1, 1),
+        hint="split it into files joined with import (the limit is per file)"))
+
+
 def parse_text(text: str, file: str = "<string>") -> ast.Module:
-    """Parse text; raise DiagnosticError with one FS1xx diagnostic on a syntax error."""
+    """Parse text; raise DiagnosticError with one FS1xx diagnostic on a syntax error (FS107 for a
+    text over MAX_SPEC_BYTES characters, before any work)."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise _too_large(file, len(text.encode("utf-8", "surrogatepass")))
     register_source(file, text)
     try:
         tree = _parser().parse(text)
@@ -612,11 +627,18 @@ def read_source(path) -> str:
 
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as f:  # a size bound before reading: a huge file is FS107, not memory
+            data = f.read(MAX_SPEC_BYTES + 4)
     except OSError as e:
         from fairspec.files import os_error
 
         raise DiagnosticError(Diagnostic("FS203", f"cannot read the spec: {os_error(p, e)}", None)) from None
+    if len(data) > MAX_SPEC_BYTES + 3:  # + 3: a UTF-8 byte-order mark is not counted
+        try:
+            size = p.stat().st_size
+        except OSError:
+            size = len(data)
+        raise _too_large(str(p), max(size, len(data)))
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise DiagnosticError(Diagnostic("FS104", f"{p} is UTF-16 text, not UTF-8", Span(str(p), 1, 1, 1, 2),
                                          hint="save the spec as UTF-8 (without a byte-order mark)"))
