@@ -39,7 +39,10 @@ TOL = 1e-9
 def _frame():
     df = pd.read_csv(ADULT, header=None, names=COLUMNS, skipinitialspace=True, dtype=str, na_values=["?"],
                      keep_default_na=False)
-    df = df.dropna(how="all").dropna().reset_index(drop=True)
+    # a row is dropped only for a missing value in a column the spec reads (issue 23): workclass,
+    # occupation and native-country hold Adult's '?' but no property reads them
+    used = [*NUMERIC.values(), *CATEGORICAL.values(), "income"]
+    df = df.dropna(how="all").dropna(subset=used).reset_index(drop=True)
     for c in NUMERIC.values():
         df[c] = df[c].astype(np.int64)
     df["y"] = (df["income"] == ">50K").astype(np.int64)
