@@ -124,6 +124,17 @@ def _feature_values(f: ir.Feature) -> np.ndarray | None:
     return None
 
 
+def _has_two_values(f) -> bool:
+    if f is None:
+        return False
+    d = f.domain
+    if isinstance(d, (ir.IntRange, ir.RealRange)):
+        return d.hi > d.lo
+    if isinstance(d, ir.Categorical):
+        return len(d.categories) >= 2
+    return True
+
+
 def _exact_ok(d: np.ndarray, op: str, tol) -> np.ndarray:
     """``d op tol`` for the few distinct values of d, exactly (tol read as the spec wrote it)."""
     from fairspec.certify.exact import decide
@@ -212,7 +223,8 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
         factors.append(fac)
     order = [f for f in factors if f.role == "tied"] + [f for f in factors if f.role != "tied"]
     varying = [f for f in order if f.role != "tied"]
-    free_elsewhere = any(n not in [c.feature for c in enc.columns] for n in prop.free)
+    # a protected feature the model does not read, with two values or more, lets any pair differ there
+    free_elsewhere = any(n not in [c.feature for c in enc.columns] and _has_two_values(fs.get(n)) for n in prop.free)
     n = int(np.prod([f.nc for f in order], dtype=np.float64)) if order else 1
     m = int(np.prod([f.nc for f in varying], dtype=np.float64)) if varying else 1
     if varying:
