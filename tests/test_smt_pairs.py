@@ -184,3 +184,28 @@ def test_exact_constants_in_the_query():
     import re
 
     assert not re.search(r"\d[eE][-+]?\d", text) and "0.1 " not in text
+
+
+def test_partition_proofs_combine_only_over_a_cover():
+    """certify combines per-box exact-smt proofs only when the boxes cover the domain exactly once."""
+    from fractions import Fraction
+
+    from fairspec.certify.pairlp import PairQuery
+    from fairspec.certify.smt import prove_partitioned, prove_unsat, smtlib
+
+    rng = np.random.default_rng(4)
+    net = _dyadic_net(rng, [3, 4, 1])
+    p = PairProblem(net, np.zeros(3), np.array([1, 3, 2.0]), np.ones(3, bool), (), (0,), None, (), "logit", 50.0)
+
+    def proof(lo, hi):
+        q = PairQuery.from_problem(p.restrict(lo, hi), Fraction(50), False)
+        return prove_unsat(q, smtlib(q), "unsat", solver="z3")
+
+    a = (np.zeros(3), np.array([1, 1, 2.0]))
+    b = (np.array([0, 2, 0.0]), np.array([1, 3, 2.0]))
+    c = (np.array([0, 1, 0.0]), np.array([1, 3, 2.0]))           # overlaps a at x1 = 1
+    full = [proof(*a), proof(*b)]
+    assert prove_partitioned(full, [a, b], p.lo, p.hi, p.integer, claim="c").method == "exact-smt"
+    assert prove_partitioned(full[:1], [a], p.lo, p.hi, p.integer, claim="c") is None          # a gap
+    assert prove_partitioned([proof(*a), proof(*c)], [a, c], p.lo, p.hi, p.integer, claim="c") is None
+    assert prove_partitioned([full[1], full[0]], [a, b], p.lo, p.hi, p.integer, claim="c") is None   # boxes swapped

@@ -91,10 +91,6 @@ _MAX = "class 1: maximize reports a value below / above the true maximum (a floa
 _WIT = "classes 3, 5: witnesses outside a (strict) require tolerance"
 _NOPROOF = "holds (proved) without a certify Proof (JSON proof null)"
 XFAIL = {
-    ("pba", "highs"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
-    ("pba", "lp"): ("smt", _NOPROOF + ": a PBA holds must rest on certify"),
-    ("network-solver", "smt-decide"): ("smt", "classes 1, 2: holds (proved) that is false at a tie; " + _NOPROOF),
-    ("network-solver", "smt-maximize"): ("smt", _MAX + "; " + _WIT),
 }
 
 # family -> (owner, why) while its small-domain unknowns (time limits aside) are over the target

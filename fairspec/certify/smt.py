@@ -47,7 +47,7 @@ from fairspec.certify.network import rigorous_ibp
 from fairspec.certify.pairlp import PairQuery, prob_threshold_low
 from fairspec.certify.proof import Proof, _mint
 
-__all__ = ["smtlib", "prove_unsat", "lit", "input_names"]
+__all__ = ["smtlib", "prove_unsat", "prove_partitioned", "lit", "input_names"]
 
 
 def lit(q) -> str:
@@ -286,4 +286,50 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
             claim += f", except {len(pairs)} pairs each evaluated on the runtime and fair"
     return _mint("exact-smt", claim, solver=solver, query_sha256=sha, assertions=mine.count("(assert "),
                  threshold=q.threshold, strict=q.strict, post=q.post, excluded=len(pairs), cut_points=len(cuts),
-                 **detail)
+                 box=[[float(v) for v in q.lo], [float(v) for v in q.hi]], **detail)
+
+
+def prove_partitioned(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, claim: str) -> Proof | None:
+    """One ``exact-smt`` Proof from one per box of a partition of ``[lo, hi]``: each must be an
+    exact-smt Proof of certify whose ``box`` is that box; the boxes must lie inside ``[lo, hi]``,
+    be pairwise disjoint (integral inputs: no common lattice point; continuous ones: no common
+    interior) and together hold every point (integral inputs: their lattice points add up to the
+    box's; continuous: volumes add up, so the closed boxes cover it). None otherwise."""
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    integer = np.asarray(integer, dtype=bool)
+    if len(proofs) != len(boxes) or not boxes:
+        return None
+    B = []
+    for pr, (blo, bhi) in zip(proofs, boxes):
+        if not isinstance(pr, Proof) or pr.method != "exact-smt":
+            return None
+        blo, bhi = np.asarray(blo, dtype=np.float64), np.asarray(bhi, dtype=np.float64)
+        if pr.detail.get("box") != [[float(v) for v in blo], [float(v) for v in bhi]]:
+            return None
+        if np.any(blo < lo) or np.any(bhi > hi):
+            return None
+        B.append((blo, bhi))
+
+    def measure(a, b):
+        out = Fraction(1)
+        for i in range(len(lo)):
+            if integer[i]:
+                out *= max(0, math.floor(b[i]) - math.ceil(a[i]) + 1)
+            else:
+                out *= max(Fraction(0), Fraction(float(b[i])) - Fraction(float(a[i])))
+        return out
+
+    for k in range(len(B)):
+        for m in range(k + 1, len(B)):
+            a = np.maximum(B[k][0], B[m][0])
+            b = np.minimum(B[k][1], B[m][1])
+            disjoint = any((math.floor(b[i]) < math.ceil(a[i])) if integer[i] else (b[i] <= a[i])
+                           for i in range(len(lo)))
+            if not disjoint:
+                return None
+    if sum(measure(a, b) for a, b in B) != measure(lo, hi):
+        return None
+    return _mint("exact-smt", claim, parts=len(B), solver=proofs[0].detail.get("solver"),
+                 excluded=sum(int(p.detail.get("excluded", 0)) for p in proofs),
+                 runtime_error=max(float(p.detail.get("runtime_error", 0.0)) for p in proofs))

@@ -177,6 +177,17 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.kinds.tree_pairs import solver_verdict
 
         return solver_verdict(prop, ctx, res, backend, seconds, details)
+    if backend == "smt" and res.status == "holds" and res.coverage is not None:
+        # every partition's exact-smt proof, and certify's check that the boxes cover the domain
+        from fairspec.certify.smt import prove_partitioned
+
+        proof = prove_partitioned(res.stats.get("part_proofs") or [], parts, problem.lo, problem.hi, problem.integer,
+                                  claim=f"no pair violates {prop.name} on the model's runtime: "
+                                        f"{len(parts)} partitions, each by exact SMT")
+        if proof is None:
+            return unknown(prop, "every partition was proved, but certify could not combine their proofs",
+                           backend=backend, seconds=seconds, details=details)
+        res = replace(res, proof=proof)
     if backend == "smt":
         extra = _interval(backend, mode, res)
     else:

@@ -196,6 +196,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
                                                "moving": moving, "engine": engine if mode == "exact" else "lp"}
     per_flip = budget / max(1, len(prop.flip))
+    from fairspec.backends.pba.certified import Evidence, certify_cases, verdict_proof
+
+    evidence = Evidence()
     for flip in prop.flip:
         R, T = _cases(values, n, fs, flip)
         if len(R) == 0:
@@ -218,6 +221,9 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                           time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),
                           workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
                           progress=progress)
+        # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
+        certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
+                      cls=labels[R].astype(int), enc=enc, score=score, evidence=evidence)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)
@@ -303,7 +309,12 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         if unk:
             return unknown(prop, f"{what} (time budget or solver limits)", value=float(share), bound=bound,
                            **common)
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, **common)
+        proof = verdict_proof(evidence)
+        if proof is None:
+            return unknown(prop, f"{what}, but certify did not confirm the proved points", value=float(share),
+                           bound=bound, **common)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=1.0, bound=bound, reason=what, proof=proof,
+                       **common)
     op, thr = prop.op, prop.threshold
     from fractions import Fraction
 
@@ -314,8 +325,14 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
     if ok(low_side):
+        claim = f"the share of PBA-verified points {op} {thr:g} for every outcome of the unknown points"
+        proof = verdict_proof(evidence, share=low_side, op=op, threshold=thr, claim=claim)
+        if proof is None:
+            return unknown(prop, f"{what}, but certify did not confirm the share", value=float(share), bound=bound,
+                           **common)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
-                       reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", **common)
+                       reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", proof=proof,
+                       **common)
     if not ok(high_side):
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,

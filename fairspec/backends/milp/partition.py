@@ -248,6 +248,9 @@ def _combine(problem, mode, parts, results, seconds) -> PairResult:
     bounds = [r.bound for r in done]
     bound = max(bounds) if bounds and all(b is not None for b in bounds) and len(done) == len(parts) else None
     stats = {"partitions": len(parts), "solved": len(done)}
+    # each partition's certify Proof (None where it has none), aligned with ``parts``: a caller may
+    # combine them (fairspec.certify.smt.prove_partitioned checks that the boxes cover the domain)
+    stats["part_proofs"] = [None if r is None else r.proof for r in results]
     if viol:
         if mode == "maximize":
             first = max(viol, key=lambda r: r.value if r.value is not None else -math.inf)

@@ -91,7 +91,7 @@ class Analysis:
 
 def _replay_check(cs: CaseSet, real: Callable, idx, D, side) -> np.ndarray:
     """Which witnesses reproduce on the real model: both decisions equal the true class and
-    the side's objective is <= 0 (within REPLAY_TOL)."""
+    the side's objective is <= 0, exactly (a witness within rounding of 0 is not one)."""
     if len(idx) == 0:
         return np.zeros(0, dtype=bool)
     X, Xp = cs.inputs(idx, D)
@@ -100,8 +100,8 @@ def _replay_check(cs: CaseSet, real: Callable, idx, D, side) -> np.ndarray:
     c = cs.cls[idx]
     sigma = np.where(c == 1, 1.0, -1.0)
     dec_ok = ((gx > 0).astype(int) == c) & ((gp > 0).astype(int) == c)
-    f = side * sigma * (gx - gp)
-    return dec_ok & (f <= REPLAY_TOL * (1.0 + np.maximum(np.abs(gx), np.abs(gp))))
+    # side * sigma * (gx - gp) <= 0, decided exactly (floats compare exactly; no tolerance)
+    return dec_ok & np.where(side * sigma > 0, gx <= gp, gp <= gx)
 
 
 def keep_replayed(cs: CaseSet, real: Callable, side: float, idx, D, status, stage, wit: dict, notes: list) -> None:

@@ -1,7 +1,9 @@
 """The loaded model's runtime as a :class:`fairspec.backends.smt.exact.Runtime`: its own layers
 (the numbers in the file, every output column), how fairspec reads its score (the readout), its
 precision, and a replay of problem-space pairs through fairspec's runtime encoding
-(``(v - lo) / span``, as ``fairspec/runtime/encoding.py`` computes it) and the loaded model.
+(``(v - lo) / span``, as ``fairspec/runtime/encoding.py`` computes it) and the loaded model's own
+runtime (``score``: onnxruntime, torch, scikit-learn -- not the independent reference evaluator of
+``replay``, whose float32 rounding differs at ties).
 
 ``runtime_of`` returns None when the model is not one the runtime error bound describes (the
 caller then cannot certify a proof about it and says so)."""
@@ -76,7 +78,7 @@ def runtime_of(model, enc):
                     return None
                 ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
                 return Runtime(raw, tuple(encoding_from_ir(enc)), ro, precision,
-                               lambda V: model.replay(encode_like_runtime(enc, V)), model.score_kind,
+                               lambda V: model.score(encode_like_runtime(enc, V)), model.score_kind,
                                f"sklearn {type(model.raw).__name__} (float64)")
         else:
             return None
@@ -86,5 +88,5 @@ def runtime_of(model, enc):
         encoding = tuple(encoding_from_ir(enc))
     except Exception:   # noqa: BLE001 - any model certify's error model does not cover: no runtime
         return None
-    return Runtime(raw, encoding, ro, precision, lambda V: model.replay(encode_like_runtime(enc, V)),
+    return Runtime(raw, encoding, ro, precision, lambda V: model.score(encode_like_runtime(enc, V)),
                    model.score_kind, f"{fmt} runtime ({precision})")

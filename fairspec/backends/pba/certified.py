@@ -1,0 +1,144 @@
+"""PBA verdicts that rest on certify: every case's integral neighbourhood evaluated on the model's
+own runtime, every comparison made by :mod:`fairspec.certify.enumerate`, exactly.
+
+A case (a point ``x``, its counterfactual ``x'``, true class ``c``, ``sigma = +1`` for class 1,
+``-1`` for class 0) is *verified* when every offset ``d`` of its neighbourhood that keeps both
+decisions at ``c`` has ``sigma * (g(x + d) - g(x' + d)) > 0`` (paper 004, Eq. 1; ``g`` the runtime's
+score minus its decision threshold, class 1 iff ``g > 0``). :func:`certify_cases` evaluates every
+offset of each eligible case -- the feature values moved, then encoded by fairspec's runtime
+encoder (``(v - lo) / span``, not the solver's ``u0 + scale * d``) and scored by the loaded model --
+so each case is ``proved`` (certify compared every element) or ``refuted`` (the first offset that
+breaks it, an exact runtime witness), overriding the solvers' float answers. Cases beyond the
+evaluation budget (:data:`MAX_EVALUATIONS`) keep a solver's replayed refutation; a solver's
+``proved`` there is ``unknown`` ("not certified"). :func:`verdict_proof` then mints the verdict's
+Proof: ``enumeration`` of every proved case's offsets (and, for a share claim, the exact
+comparison of the share, ``exact-arithmetic``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["certify_cases", "Evidence", "verdict_proof", "MAX_EVALUATIONS"]
+
+MAX_EVALUATIONS = 2_000_000       # model evaluations (two per offset) per property
+
+
+class Evidence:
+    """The runtime outputs of every offset of every proved case (for the verdict's proof)."""
+
+    def __init__(self):
+        self.a, self.b, self.c = [], [], []
+        self.budget = MAX_EVALUATIONS
+
+    def add(self, a, b, c):
+        self.a.append(np.asarray(a, dtype=np.float64))
+        self.b.append(np.asarray(b, dtype=np.float64))
+        self.c.append(np.asarray(c, dtype=np.int64))
+
+    def checks(self):
+        from fairspec.certify.enumerate import Check
+
+        a = np.concatenate(self.a) if self.a else np.zeros(0)
+        b = np.concatenate(self.b) if self.b else np.zeros(0)
+        c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
+        nan = np.full(a.shape, np.nan)
+        one, zero = c == 1, c == 0
+        return len(a), [
+            Check(np.where(one, a, nan), "<=", 0), Check(np.where(one, b, nan), "<=", 0),   # class 1 lost
+            Check(np.where(zero, a, nan), ">", 0), Check(np.where(zero, b, nan), ">", 0),   # class 0 lost
+            Check(np.where(one, a, b), ">", 0, minus=np.where(one, b, a)),                    # sigma (a - b) > 0
+        ]
+
+
+def _fine(a, b, c) -> np.ndarray:
+    """Per element: not both classified c, or sigma (a - b) > 0 -- decided exactly."""
+    from fairspec.certify.enumerate import compare_exact
+
+    one = c == 1
+    lost = np.where(one, compare_exact(a, "<=", 0) | compare_exact(b, "<=", 0),
+                    compare_exact(a, ">", 0) | compare_exact(b, ">", 0))
+    keeps = np.where(one, compare_exact(a, ">", 0, minus=b), compare_exact(b, ">", 0, minus=a))
+    return lost | keeps
+
+
+def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, integer, cls, enc, score,
+                  evidence: Evidence) -> None:
+    """Decide the eligible cases of ``res`` (an :class:`~fairspec.backends.pba.core.Analysis`) by
+    enumeration on the runtime (module docstring); updates ``res.observed`` / ``stage_obs`` /
+    ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``."""
+    from fairspec.runtime.encoding import encode
+
+    P = len(res.observed)
+    integer = np.asarray(integer, dtype=bool)
+    uncertified = 0
+    for i in range(P):
+        st = res.observed[i]
+        if st == "excluded":
+            continue
+        if st == "unknown" and res.stage_obs[i] == "ir-mismatch":
+            pass                                   # the runtime decides it below all the same
+        axes = []
+        ok = True
+        for k, name in enumerate(moving):
+            if not integer[k]:
+                ok = False
+                break
+            axes.append(np.arange(int(round(lo[i, k])), int(round(hi[i, k])) + 1))
+        size = int(np.prod([len(a) for a in axes])) if axes else 1
+        if not ok or 2 * size > evidence.budget:
+            if st == "proved":
+                res.observed[i], res.stage_obs[i] = "unknown", "not certified"
+                uncertified += 1
+            continue
+        evidence.budget -= 2 * size
+        D = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(size, len(moving))
+        vx = {f: np.repeat(np.asarray(v[i:i + 1]), size) for f, v in values_x.items()}
+        vp = {f: np.repeat(np.asarray(v[i:i + 1]), size) for f, v in values_p.items()}
+        for k, name in enumerate(moving):
+            vx[name] = vx[name].astype(np.float64) + D[:, k]
+            vp[name] = vp[name].astype(np.float64) + D[:, k]
+        X, Xp = encode(enc, vx, size), encode(enc, vp, size)
+        g = np.asarray(score(np.concatenate([X, Xp])), dtype=np.float64).reshape(-1)
+        a, b = g[:size], g[size:]
+        c = np.full(size, int(cls[i]))
+        fine = _fine(a, b, c)
+        if fine.all():
+            res.observed[i], res.stage_obs[i] = "proved", "enumeration"
+            evidence.add(a, b, c)
+            res.witness_obs.pop(i, None)
+            continue
+        j = int(np.flatnonzero(~fine)[0])
+        sigma = 1.0 if cls[i] == 1 else -1.0
+        res.observed[i], res.stage_obs[i] = "refuted", "enumeration"
+        res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
+        res.f_obs[i] = sigma * (a[j] - b[j])
+    if uncertified:
+        res.notes.append(f"{uncertified} points proved by the solver could not be certified (neighbourhood beyond "
+                         f"{MAX_EVALUATIONS:,} runtime evaluations, or a continuous feature moves) and are unknown")
+
+
+def verdict_proof(evidence: Evidence, *, share: Fraction | None = None, op: str | None = None, threshold=None,
+                  claim: str = ""):
+    """The Proof of a PBA ``holds``: every proved case's offsets by enumeration (certify compares
+    them), and for a share claim the exact comparison of ``share`` -- proved / eligible for ``>=`` /
+    ``>``, (proved + unknown) / eligible for ``<=`` / ``<`` -- with the threshold as written.
+    None when certify does not confirm it."""
+    from fairspec.certify.enumerate import by_enumeration
+    from fairspec.certify.exact import prove_exact
+
+    count, checks = evidence.checks()
+    enum = None
+    if count:
+        enum = by_enumeration(checks, count=count, claim=f"{len(evidence.a)} PBA points verified on every offset "
+                                                           "of their neighbourhood on the model's runtime",
+                              unit="offset pairs").proof
+        if enum is None:
+            return None
+    if op is None:
+        return enum
+    return prove_exact(share, op, threshold, claim=claim,
+                       points=enum.to_json() if enum is not None else None)
