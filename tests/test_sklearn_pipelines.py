@@ -233,17 +233,17 @@ def test_passthrough_is_folded_as_raw():
 
 
 def test_a_pipeline_it_cannot_fold_runs_data_properties_through_its_own_predict_proba(tmp_path):
-    """SimpleImputer and OneHotEncoder(drop="first") cannot be folded: FS423 names them; group
+    """PolynomialFeatures and OneHotEncoder(drop="first") cannot be folded: FS423 names them; group
     metrics and data falsification use the pipeline's own predict_proba on a data frame; the
     solvers end unknown with the reason."""
-    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import PolynomialFeatures
 
     from fairspec.pipeline import check
     from fairspec.sema.check import check_file
 
     df, y = _frame()
     pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(drop="first"), ["sex", "race"]),
-                                                ("imp", SimpleImputer(), ["age", "h"]),
+                                                ("poly", PolynomialFeatures(), ["age", "h"]),
                                                 ("d", "drop", ["junk"])])),
                      ("clf", LogisticRegression(max_iter=1000))]).fit(df, y)
     import_skops_io().dump(pipe, str(tmp_path / "p.skops"))
@@ -260,7 +260,7 @@ property proof {
 ''')
     diags = check_file(spec).diagnostics
     assert [d.code for d in diags] == ["FS423"], [d.message for d in diags]
-    assert "OneHotEncoder 'oh'" in diags[0].message and "SimpleImputer 'imp'" in diags[0].message
+    assert "OneHotEncoder 'oh'" in diags[0].message and "PolynomialFeatures 'poly'" in diags[0].message
     got = {v.name: v for v in check(spec).verdicts}
     rates = {s: pipe.predict(df[df.sex == s]).mean() for s in ("F", "M")}
     assert got["parity"].value == pytest.approx(abs(rates["F"] - rates["M"]), abs=1e-12)
@@ -294,3 +294,28 @@ def test_witnesses_replay_through_the_pipelines_own_predict_proba(project):
     assert np.allclose(m.replay(X), m.score(X), rtol=0, atol=1e-15)
     same = next(v for v in check(spec).verdicts if v.name == "same")
     assert same.status == "violated" and same.witness.replayed_by == "scikit-learn"
+
+
+def test_nested_pipelines_with_imputers_fold(tmp_path):
+    """Pipeline([SimpleImputer, OneHotEncoder]) inside the ColumnTransformer -- the usual way to
+    handle missing values -- folds: the imputer is the identity on every domain point."""
+    from sklearn.impute import SimpleImputer
+
+    df, y = _frame()
+    cat = Pipeline([("imp", SimpleImputer(strategy="most_frequent")), ("oh", OneHotEncoder())])
+    num = Pipeline([("imp", SimpleImputer()), ("sc", StandardScaler())])
+    pipe = Pipeline([("pre", ColumnTransformer([("cat", cat, ["sex", "race"]), ("num", num, ["age"]),
+                                                ("h", SimpleImputer(), ["h"]), ("d", "drop", ["junk", "edu"])])),
+                     ("clf", LogisticRegression(max_iter=1000))]).fit(df, y)
+    import_skops_io().dump(pipe, str(tmp_path / "p.skops"))
+    m = load_model("sklearn", tmp_path / "p.skops")
+    assert not m.unfolded
+    assert [(c.column, c.kind, c.offset) for c in m.folded.columns] == [
+        ("sex", "onehot", 0), ("race", "onehot", 2), ("age", "standard", 5), ("h", "raw", 6)]
+    T = pipe.steps[0][1].transform(df)
+    assert np.allclose(m.score(T), pipe.predict_proba(df)[:, 1], rtol=0, atol=0)
+    ind = Pipeline([("pre", ColumnTransformer([("imp", SimpleImputer(add_indicator=True), ["age"])])),
+                    ("clf", LogisticRegression())]).fit(df.assign(age=df.age.where(df.index % 7 > 0)), y)
+    import_skops_io().dump(ind, str(tmp_path / "ind.skops"))
+    assert load_model("sklearn", tmp_path / "ind.skops").folded.unfoldable == (
+        "SimpleImputer 'imp' (add_indicator=True adds columns)",)

@@ -9,7 +9,8 @@ sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no ``drop``, no infrequent categories), ``OrdinalEncoder``,
 ``StandardScaler``, ``MinMaxScaler`` (``feature_range=(0, 1)``, no ``clip``), ``"passthrough"`` and
-``"drop"``, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
+``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
+declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
@@ -107,6 +108,33 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
 
     kind = type(trans).__name__ if not isinstance(trans, str) else trans
     what = f"{kind} '{name}'"
+    if kind == "SimpleImputer":
+        # Only missing values change under an imputer, and no point of a declared domain is missing
+        # (rows with a missing value in a column the spec reads are dropped before any model runs):
+        # on every input fairspec evaluates it is the identity.
+        if getattr(trans, "add_indicator", False) or getattr(trans, "indicator_", None) is not None:
+            return f"{what} (add_indicator=True adds columns)"
+        stats = getattr(trans, "statistics_", None)
+        if stats is not None and len(stats) != len(cols):
+            return f"{what} (it drops columns that were empty in training)"
+        if width != len(cols):
+            return f"{what} (its width {width} is not one column per input)"
+        return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
+    if kind == "Pipeline":
+        # a nested pipeline: imputers (the identity on domain points, above) then one foldable step
+        steps = [(n, s) for n, s in trans.steps if s is not None and not (isinstance(s, str) and s == "passthrough")]
+        imputers = [(n, s) for n, s in steps if type(s).__name__ == "SimpleImputer"]
+        rest = [(n, s) for n, s in steps if type(s).__name__ != "SimpleImputer"]
+        if len(rest) > 1 or (rest and steps.index(rest[0]) != len(steps) - 1):
+            return f"{what} (a nested pipeline folds imputers followed by one encoder or scaler)"
+        for n, s in imputers:
+            got = _fold_one(f"{name}/{n}", s, cols, offset, len(cols))
+            if isinstance(got, str):
+                return got
+        if not rest:
+            return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)] \
+                if width == len(cols) else f"{what} (its width {width} is not one column per input)"
+        return _fold_one(f"{name}/{rest[0][0]}", rest[0][1], cols, offset, width)
     if kind == "FunctionTransformer" and getattr(trans, "func", None) is None:
         trans = "passthrough"                      # how a fitted ColumnTransformer keeps "passthrough"
     if isinstance(trans, str) and trans == "passthrough":
