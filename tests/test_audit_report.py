@@ -68,3 +68,36 @@ def test_audit_report_in_chromium(compas_run):
     r = _browser(page, "--dump-dom")
     assert not _console_errors(r.stderr)
     assert "Provenance" in r.stdout and "SHA-256" in r.stdout and "fails the claim" in r.stdout
+
+
+def test_nyc_ll144_table(tmp_path):
+    """An applied nyc_ll144 policy gets the table a bias audit publishes: sex, race/ethnicity and
+    their intersection, applicants, selected, rate and impact ratio, excluded categories counted."""
+    import numpy as np
+
+    cells = {("F", "A"): (400, 120), ("F", "B"): (300, 60), ("F", "C"): (10, 1),
+             ("M", "A"): (500, 250), ("M", "B"): (280, 112), ("M", "C"): (10, 9)}
+    lines = ["sex,race,selected,outcome"]
+    for (sex, race), (n, k) in cells.items():
+        lines += [f"{sex},{race},{int(i < k)},{i % 2}" for i in range(n)]
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "audit.fair").write_text('''import "fairspec/policies/nyc_ll144.fair"
+data log = csv("log.csv", label = outcome == 1)
+features P from log {
+  sex  : {F, M}  protected
+  race : {A, B, C}  protected
+}
+model tool = predictions(log, decision = "selected")
+apply nyc_ll144(tool, sex = sex, race = race)
+''')
+    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "audit.fair", "--html", "audit.html"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode in (0, 1, 3), r.stderr
+    page = (tmp_path / "audit.html").read_text(encoding="utf-8")
+    assert "Bias audit: NYC Local Law 144" in page
+    section = page[page.index("class=ll144"):]
+    section = section[:section.index("</section>")]
+    for title in ("Sex", "Race/ethnicity", "Intersectional"):
+        assert f"<td>{title}</td>" in section
+    assert "<td>sex=M</td><td class=num>790</td><td class=num>371</td>" in section  # 500 + 280 + 10, 250 + 112 + 9
+    assert "excluded" in section and "race=C (20 applicants" in section  # 20 of 1,500 rows: under 2%

@@ -120,6 +120,7 @@ def render(report) -> str:
                  f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT.get(report.exit_code, 'interrupted'))}) "
                  f"&middot; {report.seconds:.1f} s</p></header>")
     parts.append(_summary(report))
+    parts.append(_ll144(report))
     parts += _body(report)
     parts.append("</main></body></html>\n")
     return "".join(parts)
@@ -246,6 +247,54 @@ def _with_interval(row: dict, key: str) -> str:
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
         text += f" <span class=interval>[{iv[0]:.4g}, {iv[1]:.4g}]</span>"
     return text
+
+
+_LL144 = {"nyc_ll144": "selection", "nyc_ll144_scoring": "scoring"}
+_LL144_PARTS = (("sex", "Sex"), ("race_ethnicity", "Race/ethnicity"), ("intersectional", "Intersectional"))
+
+
+def _ll144(report) -> str:
+    """The table a NYC Local Law 144 bias audit publishes, for every application of the shipped
+    nyc_ll144 / nyc_ll144_scoring policy: per category of sex, race/ethnicity and their
+    intersection, the number of applicants, the number selected (or scoring above the sample's
+    median), the rate and the impact ratio; the excluded categories with their counts."""
+    e = html.escape
+    sites = getattr(report, "policy_sites", {}) or {}
+    by_name = {v.name: v for v in report.verdicts}
+    applications: dict = {}
+    for name, (_, policy, prop) in sites.items():
+        if policy in _LL144 and name in by_name:
+            applications.setdefault(name.rsplit(".", 1)[0], (policy, {}))[1][prop] = by_name[name]
+    out = []
+    for prefix, (policy, props) in applications.items():
+        kind = _LL144[policy]
+        verb = "selected" if kind == "selection" else "scoring above the median"
+        rows, excluded = [], []
+        for key, title in _LL144_PARTS:
+            v = props.get(key)
+            if v is None or not (v.details or {}).get("groups"):
+                continue
+            for g in v.details["groups"]:
+                ratio = g.get("impact_ratio")
+                low = v.status == "violated" and ratio is not None and ratio == v.value
+                rows.append(f"<tr{' class=failing' if low else ''}><td>{e(title)}</td><td>{e(str(g['group']))}</td>"
+                            f"<td class=num>{e(cell_text(g.get('rows')))}</td>"
+                            f"<td class=num>{e(cell_text(g.get('positives')))}</td>"
+                            f"<td class=num>{e(cell_text(g.get('positive_rate')))}</td>"
+                            f"<td class=num>{'excluded' if g.get('excluded') else e(cell_text(ratio))}</td></tr>")
+            for g in v.details.get("excluded_groups") or ():
+                excluded.append(f"{title}: {g['group']} ({g['rows']:,} applicants, {g['share']:.2%})")
+        if not rows:
+            continue
+        note = ("<p class=note>Excluded from the impact ratios (under "
+                f"{e(cell_text(next(iter(props.values())).details.get('exclude_below', 0)))} of the data): "
+                f"{e('; '.join(excluded))}.</p>") if excluded else ""
+        out.append(f"<section class=ll144 id='ll144-{e(prefix)}'><h2>Bias audit: NYC Local Law 144 "
+                   f"(<code>{e(prefix)}</code>, {kind} rates)</h2><table><thead><tr><th>grouping</th><th>category"
+                   f"</th><th>applicants</th><th>{e(verb)}</th><th>{kind} rate</th><th>impact ratio</th></tr>"
+                   f"</thead><tbody>{''.join(rows)}</tbody></table>{note}<p class=note>The law sets no pass mark; "
+                   f"the policy's threshold decides which lowest impact ratio is reported as violated.</p></section>")
+    return "".join(out)
 
 
 def _claim_of(v) -> str:
