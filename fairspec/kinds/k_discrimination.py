@@ -298,6 +298,8 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
 
     if getattr(model, "format", None) == "rule" or getattr(model, "score_kind", None) not in ("prob", "logit"):
         return None
+    if any(fs.get(n) is None or not fs.get(n).is_discrete for n in prop.over):
+        return None         # a numeric attribute's bands: the search picks a value inside each band
     names = []
     for c in enc.columns:
         if c.feature not in names:
