@@ -154,3 +154,22 @@ def test_a_snippet_keeps_its_caret_under_the_escaped_text(tmp_path):
     line, carets = out.splitlines()[3], out.splitlines()[4]
     assert "\\x1b\\x1b" in line
     assert line[carets.index("^"):].startswith("zzz")
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github"])
+def test_an_undecodable_file_name_never_breaks_a_strict_utf8_stream(tmp_path, monkeypatch, fmt):
+    """A spec path with a byte that is not UTF-8 (a lone surrogate in Python) is shown as \\udcff:
+    printing it raw to a strict UTF-8 stdout (a UTF-8 locale) would be an internal error."""
+    monkeypatch.setenv("PYTHONIOENCODING", "utf-8:strict")
+    folder = tmp_path / "b\udcffd"
+    try:
+        folder.mkdir()
+    except (UnicodeEncodeError, OSError):
+        pytest.skip("the file system does not take undecodable names")
+    spec = _project(folder)
+    spec.write_text(spec.read_text() + 'group bad = g == "nope"\n')
+    r = run_cli("lint", spec, "--format", fmt, cwd=folder)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "internal error" not in r.stderr
+    r = run_cli("lint", folder / "missing\udcff.fair", "--format", fmt, cwd=folder)
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr

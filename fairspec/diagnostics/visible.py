@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 
 # C0 controls but tab and line feed, DEL, the C1 controls (0x9b is a one-byte CSI), the
-# bidirectional embeddings, overrides and isolates, and the line and paragraph separators
-_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# bidirectional embeddings, overrides and isolates, the line and paragraph separators, and lone
+# surrogates (a file name's undecodable bytes: printing one to a strict UTF-8 stream would fail)
+_CONTROL = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+            "\ud800-\udfff")
 _KEEP_LINES = re.compile(f"[{_CONTROL}]")
 _ONE_LINE = re.compile(f"[{_CONTROL}\n]")
 

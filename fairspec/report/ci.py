@@ -43,7 +43,7 @@ def _relpath(file: str) -> str | None:
 
 def _uri(file: str) -> str:
     rel = _relpath(file)
-    return quote(rel) if rel is not None else Path(file).resolve().as_uri()
+    return quote(rel, errors="surrogateescape") if rel is not None else Path(file).resolve().as_uri()
 
 
 def _location(span) -> list[dict]:
@@ -143,7 +143,7 @@ def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
     where = (_relpath(span.file) or Path(span.file).name) if span is not None else ""
     stable = re.sub(r"[-+]?\d[\d.,e+-]*", "#", msg.split(";")[0])
     key = "\x1f".join([rid, where, stable, Path(model_file).name if model_file else ""])
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None) -> dict:
@@ -163,7 +163,7 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
         key = _fingerprint(rid, span, msg, model_file)
         seen[key] = seen.get(key, 0) + 1  # the same finding twice in a file: told apart by its order
         res["partialFingerprints"] = {
-            "fairspecFinding/v1": hashlib.sha256(f"{key}:{seen[key]}".encode()).hexdigest()[:32]}
+            "fairspecFinding/v1": hashlib.sha256(f"{key}:{seen[key]}".encode("utf-8", "surrogatepass")).hexdigest()[:32]}
         related = [x for i, r in enumerate(d.related) for x in _related(r.span, r.message, i)] \
             if d is not None and d.related else _related(policy_span, "the policy's property", 0)
         if related:

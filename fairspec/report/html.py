@@ -76,7 +76,7 @@ def _write(render_text, path, keep: tuple) -> Path:
     try:
         check_target(path, roots, protect=keep, what="HTML report")
         text = render_text()
-        return safe_write(path, text.encode("utf-8"), roots, protect=keep, what="HTML report")
+        return safe_write(path, text.encode("utf-8", "backslashreplace"), roots, protect=keep, what="HTML report")
     except PathError as e:
         raise ReportWriteError(f"cannot write the HTML report: {e}") from None
 
