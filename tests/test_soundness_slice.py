@@ -38,12 +38,12 @@ from differential import campaign
 # (FAIRSPEC_ENUMERATE_PAIRS=0): fairspec's MILP / SMT / certified branch-and-bound path, which a
 # user meets on domains too large to enumerate, judged where the truth is still known.
 SLICE = {
-    "network": (4, 12, 16, 21, 3000028),
-    "network-solver": (4, 7, 10, 12, 20, 21, 22, 30, 32, 39, 3000028),
+    "network": (4, 12, 16, 21, 3000028, 4000038),
+    "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 39, 3000028),
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),
     "distribution": (3, 5, 15, 16, 20, 32, 33, 38),
-    "pba": (1, 3, 4, 5, 7),
+    "pba": (1, 3, 4, 5, 7, 4000001, 4000003),
     "data": (0, 1, 2, 6, 8),
     "kdisc": (1, 4, 5, 6, 8, 10, 39),
     "kdisc-solver": (10, 39),
@@ -95,7 +95,11 @@ XFAIL = {
 
 # family -> (owner, why) while its small-domain unknowns (time limits aside) are over the target
 # (the *-solver families are outside the target: a user gets enumeration on their domains)
-XFAIL_UNKNOWN: dict = {}
+XFAIL_UNKNOWN = {
+    "network": ("pairs", "issue 20 item 3: `|prob - prob'| <= 0` on a two-logit model ends unknown on 600 points "
+                         "('pairs lie within the rounding of the logistic'), though z != z' decides it exactly "
+                         "(network-4000038-p2, -p4)"),
+}
 
 
 
