@@ -101,3 +101,21 @@ apply nyc_ll144(tool, sex = sex, race = race)
         assert f"<td>{title}</td>" in section
     assert "<td>sex=M</td><td class=num>790</td><td class=num>371</td>" in section  # 500 + 280 + 10, 250 + 112 + 9
     assert "excluded" in section and "race=C (20 applicants" in section  # 20 of 1,500 rows: under 2%
+
+
+def test_kdisc_explanation_drawn_as_a_tree(tmp_path):
+    from fairspec.pipeline import Report
+    from fairspec.report.html import render
+    from fairspec.verdict import Verdict
+
+    paths = [{"conditions": ["x.age <= 30", "x.sex == F"], "mean_k": 3.1, "mean_k_negated": 1.2, "support": 210,
+              "volume": 0.12},
+             {"conditions": ["x.age <= 30", "x.hours > 40"], "mean_k": 2.7, "mean_k_negated": 1.3, "support": 90,
+              "volume": 0.05}]
+    v = Verdict("kd", "k_discrimination", "violated", value=3, backend="search", reason="k = 3 found",
+                details={"explanation": "text", "guardrail": "require not (x.age <= 30)", "explanation_tree": paths})
+    page = render(Report(str(tmp_path / "s.fair"), [], verdicts=[v]))
+    tree = page[page.index("<div class=explanation>"):page.index("</div>", page.index("<div class=explanation>"))]
+    assert tree.count("<code>x.age &lt;= 30</code>") == 1  # the shared first condition is one branch
+    assert "<code>x.sex == F</code>" in tree and "<code>x.hours &gt; 40</code>" in tree
+    assert tree.count("class=leaf") == 2 and "mean k 3.10 (vs 1.20 elsewhere)" in tree

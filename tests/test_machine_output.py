@@ -112,6 +112,8 @@ def test_explanation_paths_parse(kdisc_onehot):
     tmp, v = kdisc_onehot
     paths = [l.split(". ", 1)[1] for l in v.details["explanation"].splitlines() if re.match(r"^\d+\. ", l)]
     assert paths
+    # the HTML report's tree draws the same conditions, one per branch
+    assert [" and ".join(p["conditions"]) for p in v.details["explanation_tree"]] == paths
     for i, cond in enumerate(paths):
         spec = _applicant_spec(tmp, f"""
 property p{i} {{

@@ -376,7 +376,7 @@ def _in_domain(low, v) -> bool:
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:
-    from fairspec.backends.search.explain import describe, explain, to_spec
+    from fairspec.backends.search.explain import describe, explain, format_conditions, to_spec
 
     names, decoder = _coordinate_names(enc, fs)
     expl = explain(evaluate, space, list(res.top) or [res.witness], eps=prop.eps, scores=model.score_kind,
@@ -384,4 +384,8 @@ def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:
     integer = space.box.integer
     return {"explanation": describe(expl, names, decoder, integer),
             "guardrail": to_spec(expl, names, decoder, "x", integer),
-            "explanation_paths": len(expl.paths)}
+            "explanation_paths": len(expl.paths),
+            # the kept paths of the explanation tree, for the HTML report's drawing of the tree
+            "explanation_tree": [{"conditions": list(format_conditions(p.predicates, names, decoder, "x", integer)),
+                                  "mean_k": round(float(p.mean_k), 4), "mean_k_negated": round(float(p.mean_k_negated), 4),
+                                  "support": int(p.support), "volume": float(p.volume)} for p in expl.paths]}

@@ -297,6 +297,34 @@ def _ll144(report) -> str:
     return "".join(out)
 
 
+def _explanation_tree(paths) -> str:
+    """HyFair's explanation paths drawn as the tree they come from: paths sharing their first
+    conditions share the branch; each leaf says the mean k on it and off it, and its share of the
+    domain. Nested lists with CSS branch lines (no script)."""
+    if not paths:
+        return ""
+    e = html.escape
+    root: dict = {}
+    for p in paths:
+        node = root
+        for c in p["conditions"] or ["true"]:
+            node = node.setdefault(c, {})
+        node.setdefault(None, []).append(p)
+
+    def draw(node) -> str:
+        items = []
+        for cond, child in node.items():
+            if cond is None:
+                for p in child:
+                    items.append(f"<li class=leaf>high k here: mean k {p['mean_k']:.2f} (vs {p['mean_k_negated']:.2f} "
+                                 f"elsewhere), {p['support']:,} samples, {p['volume']:.3g} of the domain</li>")
+                continue
+            items.append(f"<li><code>{e(cond)}</code>{draw(child)}</li>")
+        return f"<ul class=tree>{''.join(items)}</ul>"
+
+    return f"<div class=explanation>{draw(root)}</div>"
+
+
 def _claim_of(v) -> str:
     """' · claim ≥ 0.8' beside the value (the claim's operator and threshold, as the spec writes them)."""
     d = v.details or {}
@@ -352,7 +380,8 @@ def _kind_picture(v) -> str | None:
     if v.kind == "pba" and d.get("table"):
         return _pba(v)
     if v.kind == "k_discrimination" and d.get("explanation"):
-        body = f"<h3>Explanation tree</h3><pre>{html.escape(d['explanation'])}</pre>"
+        body = f"<h3>Explanation tree</h3>{_explanation_tree(d.get('explanation_tree'))}" \
+               f"<pre>{html.escape(d['explanation'])}</pre>"
         if d.get("guardrail"):
             body += f"<h3>Guardrail pre-condition</h3><pre>{html.escape(d['guardrail'])}</pre>"
         return body
@@ -676,6 +705,9 @@ section { border-top: 1px solid #ccc; padding: 1em 0; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
 th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+ul.tree { list-style: none; margin: 0; padding-left: 1.2em; border-left: 1px solid #999; }
+ul.tree li { margin: 0.2em 0; position: relative; } ul.tree li::before { content: "\2500 "; color: #999; }
+ul.tree li.leaf { color: #b3261e; }
 tr.failing td { background: #fbe9e7; } .fails { color: #b3261e; font-weight: bold; }
 .interval { color: #555; font-size: 0.9em; } code.hash { font-size: 0.8em; word-break: break-all; }
 tr.overall td { font-style: italic; } tr.differs td { font-weight: bold; } tr.output td { color: #0b4f8a; }
