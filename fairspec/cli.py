@@ -335,6 +335,10 @@ def _exit_now(code: int) -> None:
     leave without the interpreter's teardown (finalising torch, onnxruntime and the solvers' native
     state took 0.7-0.9 s of the 1.2 s from Ctrl-C to exit, measured in bench/interrupt_latency.py)."""
     try:
+        _end_workers()  # a signal after the check (while printing): the kept pool goes too
+    except Exception:  # noqa: BLE001 - exiting regardless
+        pass
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):

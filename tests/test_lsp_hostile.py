@@ -254,3 +254,11 @@ def test_definition_never_answers_a_location_outside_the_project(raw, project, t
     r = raw.reply(raw.request("textDocument/definition", {"textDocument": {"uri": uri},
                                                          "position": {"line": 3, "character": 10}}))
     assert r["result"]["uri"] == (project / "inside.fair").resolve().as_uri()
+
+
+def test_exit_ends_the_server_while_its_stdin_stays_open(raw, project):
+    raw.initialize(project)
+    raw.reply(raw.request("shutdown", None))
+    raw.notify("exit", None)
+    raw.p.wait(timeout=GUARD)  # stdin is still open: the reader thread must not hold the exit
+    assert raw.p.returncode == 0

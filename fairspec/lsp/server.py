@@ -52,6 +52,7 @@ MAX_HEADER_LINE = 8192   # bytes of one header line
 # characters analysed as you type: at most what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", 512 << 10))
 DEBOUNCE = 0.15          # seconds without a change before a document is linted
+IN_FLIGHT = 16           # messages read ahead of the one being handled
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
              "note": T.DiagnosticSeverity.Information}
@@ -508,19 +509,41 @@ def _dispatch(ls: FairspecServer, body: bytes) -> None:
 
 
 async def _serve(ls: FairspecServer, stdin, stop: threading.Event) -> None:
-    ls._loop = asyncio.get_running_loop()
-    reader = FrameReader(stdin)
-    loop = ls._loop
+    """Frames are read by a daemon thread (a blocked read of stdin never delays the exit) and
+    handled here, in the event loop's thread, one at a time; at most IN_FLIGHT read ahead."""
+    loop = asyncio.get_running_loop()
+    ls._loop = loop
+    frames: asyncio.Queue = asyncio.Queue()
+    room = threading.Semaphore(IN_FLIGHT)
+
+    def pump() -> None:
+        reader = FrameReader(stdin)
+        while True:
+            room.acquire()
+            try:
+                item = reader.read()
+            except FrameError as e:
+                item = e
+            except (OSError, ValueError):  # stdin closed under us
+                item = None
+            try:
+                loop.call_soon_threadsafe(frames.put_nowait, item)
+            except RuntimeError:  # the loop is closed: the server is exiting
+                return
+            if item is None:
+                return
+
+    threading.Thread(target=pump, daemon=True, name="fairspec-lsp-reader").start()
     while not stop.is_set():
-        try:
-            body = await loop.run_in_executor(None, reader.read)
-        except FrameError as e:
-            _error(ls.protocol, None, e.code, str(e))
-            continue
-        if body is None:
+        item = await frames.get()
+        room.release()
+        if item is None:
             break
+        if isinstance(item, FrameError):
+            _error(ls.protocol, None, item.code, str(item))
+            continue
         try:
-            _dispatch(ls, body)
+            _dispatch(ls, item)
         except Exception:  # noqa: BLE001 - one bad message never ends the server
             log.exception("could not handle a message")
 
@@ -539,7 +562,13 @@ def main() -> int:
     server._stop_event = stop = threading.Event()
     server.protocol.set_writer(StdoutWriter(protocol_out))
     try:
-        asyncio.run(_serve(server, sys.stdin.buffer, stop))
+        # the reader thread gets its own buffered stream on a duplicate of fd 0: a daemon thread
+        # blocked in sys.stdin's reader would abort the interpreter's shutdown (its lock is held)
+        try:
+            stdin = os.fdopen(os.dup(0), "rb")
+        except OSError:
+            stdin = sys.stdin.buffer
+        asyncio.run(_serve(server, stdin, stop))
     except BrokenPipeError:
         log.error("the client closed the connection")
     except (KeyboardInterrupt, SystemExit):
