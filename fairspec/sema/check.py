@@ -588,20 +588,21 @@ class Checker:
             cls = est[0] if est else None
         if cls != "Pipeline":
             return
-        from fairspec.models import ModelLoadError, load_model
+        from fairspec.models import ModelLoadError
+        from fairspec.sema.pipelines import load_folded
 
         try:
-            m = load_model(fmt, path, output=output, index=index, score_kind=score, trust_pickle=trust)
+            folded = load_folded(fmt, path, output, index, score, trust)
         except ModelLoadError as e:
             self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
             self.fail("FS401", str(e), path_arg.span)
-        if m.folded is None:                            # no ColumnTransformer: an encode block writes its inputs
+        if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
             return
-        self.pipelines[node.name.id] = m.folded
-        self.model_widths[node.name.id] = None if m.folded.unfoldable else m.folded.width
-        if m.folded.unfoldable:
+        self.pipelines[node.name.id] = folded
+        self.model_widths[node.name.id] = None if folded.unfoldable else folded.width
+        if folded.unfoldable:
             self.sink.add("FS423", f"the pipeline of model '{node.name.id}' has preprocessing fairspec cannot fold "
-                                   f"into an encoding: {'; '.join(m.folded.unfoldable)}; properties on data run "
+                                   f"into an encoding: {'; '.join(folded.unfoldable)}; properties on data run "
                                    f"through its own predict_proba, and the solvers cannot read it", path_arg.span)
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span

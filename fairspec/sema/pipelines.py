@@ -21,7 +21,16 @@ from __future__ import annotations
 
 import math
 
-from fairspec import ir
+from fairspec import filecache, ir
+
+
+@filecache.by_file(lambda fmt, path, *args, **kw: path)
+def load_folded(fmt, path, output, index, score, trust):
+    """The folded preprocessing of a pipeline file (None without a ColumnTransformer); loaded once
+    per state of the file in the editor server, which lints on every keystroke."""
+    from fairspec.models import load_model
+
+    return load_model(fmt, path, output=output, index=index, score_kind=score, trust_pickle=trust).folded
 
 
 def _feature_for(fs: ir.FeatureSet, column: str) -> ir.Feature | None:
