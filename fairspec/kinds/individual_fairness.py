@@ -202,10 +202,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             # worker only emulated the runtime)
             from fairspec.backends.smt.exact import replays
 
-            X2 = np.stack([low.to_input(res.witness.x), low.to_input(res.witness.x_prime)])
+            from fairspec.backends.smt.runtime import encode_like_runtime
+
+            X2 = encode_like_runtime(enc, np.stack([res.witness.x, res.witness.x_prime]))
             ok = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
-            out = model.replay(X2) if ok else None
-            replayed_by = replayer_name(model)
+            out = model.score(X2) if ok else None
+            replayed_by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         elif runtime is not None:
             ok, X2, out = runtime.replay.full(res.witness.x, res.witness.x_prime)
             replayed_by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
