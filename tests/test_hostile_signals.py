@@ -175,3 +175,19 @@ def test_the_exit_code_table_knows_the_signals():
         r = Report("spec.fair", [], interrupted=True, signal=int(sig))
         assert r.exit_code == code and r.to_json()["exit_code"] == code
         assert f"exit code {code} (interrupted by" in html.render(r)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["sigint", "sigterm"])
+def test_models_folder_interrupted_reports_every_file(tmp_path, sig, code):
+    cwd = _project(tmp_path)
+    folder = cwd / "candidates"
+    folder.mkdir()
+    for name in ("a.onnx", "b.onnx"):
+        (folder / name).write_bytes((cwd / "net.onnx").read_bytes())
+    rc, out, err = _run(cwd, sig, "--format", "json", "--models", "net=candidates", "--html", "report.html")
+    _no_crash(err)
+    assert rc == code, (rc, out[-2000:], err[-2000:])
+    res = json.loads(out)
+    assert res["exit_code"] == code
+    assert all(m["exit_code"] == code for m in res["models"]), res
+    assert f"exit code {code}" in (cwd / "report.html").read_text()
