@@ -86,7 +86,8 @@ CELLS = {
 # engines' holds is unknown unless certified); a `holds (proved)` without a certify Proof is wrong
 # (the charter), which PBA and the network solver path still give. The network solver path's
 # default / milp / milp-scip cells: 0 wrong since the pairs certification (a MILP holds certified
-# by the BaB on the runtime, maximize as [best pair, certified bound], witnesses replayed exactly).
+# by the BaB on the runtime, maximize as [best pair, certified bound], witnesses replayed exactly);
+# smt's cells too once a partitions' holds without a Proof is certified as a whole in run_pair.
 _MAX = "class 1: maximize reports a value below / above the true maximum (a float solver's optimum)"
 _WIT = "classes 3, 5: witnesses outside a (strict) require tolerance"
 _NOPROOF = "holds (proved) without a certify Proof (JSON proof null)"

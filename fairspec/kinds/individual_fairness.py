@@ -155,13 +155,14 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
-    if trees is None and backend != "smt" and res.status == "holds" and res.proof is None:
-        # one place: a network's holds without a certify Proof (the partitions' verdict, assembled
-        # from certified parts) is certified as a whole, or it is not holds
+    if trees is None and res.status == "holds" and res.proof is None:
+        # one place: a network's holds without a certify Proof (a partitions' verdict assembled from
+        # certified parts; any backend) is certified as a whole by the BaB, or it is not holds
         from fairspec.backends.pair_certify import certify_result
 
         left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", backend)), 0.25 * limit)
-        res = certify_result(problem, res, left, f"the {kw.get('engine', backend)} MILP")
+        res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
+                             else f"the {kw.get('engine', backend)} MILP")
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
@@ -233,8 +234,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair",
                        **extra)
     if res.status == "holds" and res.how == "proved":
-        if backend != "smt":
-            extra["proof"] = res.proof
+        extra["proof"] = res.proof
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_value(backend, mode, res), backend=backend,
                        seconds=seconds, details=details, reason=res.reason or None, **extra)
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
