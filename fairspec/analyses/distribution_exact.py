@@ -30,7 +30,8 @@ from fairspec.certify.exact import threshold_of
 __all__ = ["ExactNet", "ExactUnavailable", "exact_ppvs", "exact_metric", "exact_probability",
            "MAX_CELLS"]
 
-MAX_CELLS = 2_000_000     # the largest table (classifier indicator or intermediate factor) built
+MAX_CELLS = 500_000       # the largest table (classifier indicator or intermediate factor) built
+TIME_LIMIT = 60.0         # seconds of Fraction arithmetic before the exact re-check gives up
 
 
 class ExactUnavailable(Exception):
@@ -126,11 +127,15 @@ def _topological(order, parents) -> list:
 # --------------------------------------------------------------------------- elimination
 
 
-def _eliminate(factors, sizes, keep=()) -> np.ndarray:
+def _eliminate(factors, sizes, keep=(), deadline=None) -> np.ndarray:
     """Sum out every axis not in ``keep`` (smallest table first) over object (Fraction) arrays."""
+    import time
+
     fs = [(tuple(ax), t) for ax, t in factors]
     todo = {a for ax, _ in fs for a in ax} - set(keep)
     while todo:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise ExactUnavailable(f"the exact computation ran over {TIME_LIMIT:g} s")
         def cost(v):
             axes = set()
             for ax, _ in fs:
@@ -180,9 +185,12 @@ def _indicator(clf, sizes) -> tuple[tuple, np.ndarray]:
 
 
 def exact_ppvs(net: ExactNet, clf, protected: Sequence[str], groups: Sequence[tuple],
-               evidence: Mapping[str, Sequence[int]] | None = None) -> dict:
+               evidence: Mapping[str, Sequence[int]] | None = None, time_limit: float = TIME_LIMIT) -> dict:
     """{group (value indices): Pr[clf = 1 (, evidence) | group] / Pr[evidence | group]} as Fractions
     (None where Pr[evidence | group] = 0). Protected attributes are roots, fixed by the group."""
+    import time
+
+    deadline = time.perf_counter() + time_limit
     protected = tuple(protected)
     evidence = {k: sorted(int(x) for x in v) for k, v in (evidence or {}).items()}
     feats, ind = _indicator(clf, net.sizes)
@@ -220,10 +228,10 @@ def exact_ppvs(net: ExactNet, clf, protected: Sequence[str], groups: Sequence[tu
             idx = tuple(fixed[f] if f in fixed else slice(None) for f in feats)
             clf_t = ind[idx]
             clf_axes = tuple(f for f in feats if f not in fixed)
-        num = _eliminate(factors + ev + [(clf_axes, clf_t)], net.sizes)
+        num = _eliminate(factors + ev + [(clf_axes, clf_t)], net.sizes, deadline=deadline)
         num = Fraction(num[()] if isinstance(num, np.ndarray) else num)
         if evidence:
-            den = _eliminate(factors + ev, net.sizes)
+            den = _eliminate(factors + ev, net.sizes, deadline=deadline)
             den = Fraction(den[()] if isinstance(den, np.ndarray) else den)
             out[g] = None if den == 0 else num / den
         else:
