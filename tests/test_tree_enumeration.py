@@ -286,3 +286,59 @@ def test_the_compiled_decision_is_the_library_predict_at_ties():
                     for w in (0.3, 0.30000001192092896, 0.2)])
     c = compile_decision(ens, [-1.0, -1.0], [1.0, 1.0], decide=lambda Z: (rf.predict(Z) == 1).astype(int))
     assert list(_walk(c, pts)) == list((rf.predict(pts) == 1).astype(int))
+
+
+def test_continuous_features_are_enumerated_in_intervals_of_the_split_tests(tmp_path):
+    """A real feature read by the trees: cells are the intervals between the values where a split
+    test changes (bisection on the runtime encoding and the library's float32 comparison)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.integers(0, 2, 300), rng.uniform(0, 10, 300), rng.integers(0, 4, 300)]).astype(float)
+    y = ((X[:, 1] > 4.2) ^ ((X[:, 0] == 1) & (X[:, 1] > 7.7)) ^ (X[:, 2] == 3)).astype(int)
+    X[:, 1] /= 10                                     # the model reads minmax(0, 10) of r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(X, y)
+    feats = "  g : bool protected\n  r : real in [0, 10]\n  b : int in [0, 3]"
+    body = (_prop("lab", "label(m(x)) == label(m(x'))")
+            + _prop("lab_r", "label(m(x)) == label(m(x'))", extra="  require |x.r - x'.r| <= 0.5\n")
+            + _prop("p", "|prob(m(x)) - prob(m(x'))| <= 0.3", mode="maximize"))
+    path = _write(tmp_path, rf, body, feats, "  g : raw\n  r : minmax(lo = 0, hi = 10)\n  b : raw")
+    v = _verdicts(path)
+    for name in v:
+        assert v[name].status != "unknown", (name, v[name].reason)
+        assert "cells" in v[name].details or v[name].proof is not None
+    # brute force on a fine grid of r (plus the split thresholds themselves and their neighbours)
+    ths = [float(t) * 10 for e in rf.estimators_ for t, f in zip(e.tree_.threshold, e.tree_.feature) if f == 1]
+    r = np.unique(np.concatenate([np.linspace(0, 10, 2001)] + [[t, np.nextafter(t, 0), np.nextafter(t, 20)]
+                                                                   for t in ths]))
+    r = r[(r >= 0) & (r <= 10)]
+    for name, rel in (("lab", None),):
+        viol = False
+        for b in range(4):
+            P0 = np.column_stack([np.zeros(r.size), r / 10, np.full(r.size, b)])
+            P1 = P0.copy()
+            P1[:, 0] = 1
+            viol |= bool(np.any(rf.predict(P0) != rf.predict(P1)))
+        if viol:
+            assert v[name].status == "violated"
+    if v["lab"].status == "violated":
+        w = v["lab"].witness
+        assert rf.predict(np.array([w.x]))[0] != rf.predict(np.array([w.x_prime]))[0]
+    if v["lab_r"].status == "violated":
+        w = v["lab_r"].witness
+        assert abs(w.features["r"] - w.features_prime["r"]) <= 0.5 + 1e-12
+        assert rf.predict(np.array([w.x]))[0] != rf.predict(np.array([w.x_prime]))[0]
+    assert v["p"].bound is not None
+    best = 0.0
+    for b in range(4):
+        P0 = np.column_stack([np.zeros(r.size), r / 10, np.full(r.size, b)])
+        P1 = P0.copy()
+        P1[:, 0] = 1
+        best = max(best, float(np.max(np.abs(rf.predict_proba(P0)[:, 1] - rf.predict_proba(P1)[:, 1]))))
+    assert best <= v["p"].bound[1]                    # the grid never beats the exact maximum
+    if v["p"].status == "violated":
+        w = v["p"].witness
+        d = abs(rf.predict_proba(np.array([w.x]))[0, 1] - rf.predict_proba(np.array([w.x_prime]))[0, 1])
+        assert d == pytest.approx(v["p"].value, abs=1e-15) and d > 0.3

@@ -13,6 +13,10 @@ cells is then decided by enumerating cell representatives on the library's own r
 mints the ``enumeration`` proof only when the cells are sound and every enumerated pair of
 representatives satisfies the property (:func:`fairspec.certify.enumerate.by_enumeration`).
 
+A cell of a continuous (or wide integer) feature may be given by its two end values: the runtime
+encoding (``(v - lo) / span``, ``(v - mean) / std`` in float64) and the library's comparison are
+monotone in the value, so a test that agrees on both ends agrees on every value between them.
+
 What certify trusts: the split tests it is given are the model's (the tree converters check
 themselves against the library's predictions, ``fairspec.models.trees``) and the encoded values
 are the runtime encoding's of the domain values (``fairspec.runtime.encoding.encode``).

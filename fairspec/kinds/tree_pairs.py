@@ -81,6 +81,7 @@ class Factor:
         self.nc = int(cell.max()) + 1 if len(cell) else 0
         self.rep = np.array([int(np.flatnonzero(cell == c)[0]) for c in range(self.nc)], dtype=np.int64)
         self.size = np.bincount(cell, minlength=self.nc)
+        self.intervals = False        # cells given by their two end values (a continuous or wide feature)
 
     def members(self, c: int) -> np.ndarray:
         return self.values[self.cell == c]
@@ -96,7 +97,8 @@ class PairDomain:
         self.I, self.J = I, J
         self.tests = tests            # the model's split tests (None: cells are single values)
         self.free_elsewhere = free_elsewhere
-        self.points = int(np.prod([len(f.values) for f in factors], dtype=np.float64)) if factors else 1
+        self.points = (None if any(f.intervals for f in factors) else
+                       int(np.prod([len(f.values) for f in factors], dtype=np.float64)) if factors else 1)
         self.boxes = boxes            # certify.trees.Boxes of the tied cells (None: their whole product)
         self.box_grid = box_grid
 
@@ -168,6 +170,54 @@ def _encode_one(enc, fs, name, vals):
     return tuple(range(c.offset, c.offset + c.width)), X[:, c.offset:c.offset + c.width]
 
 
+def _interval_cells(enc, fs, f, c, tests) -> tuple[np.ndarray, np.ndarray]:
+    """Cells of a continuous (or wide integer) feature read by ``tests``: the intervals between the
+    values where a test's outcome changes, found by bisection on the runtime encoding and the
+    library's comparison (both monotone in the value), each cell given by its two end values."""
+    from fairspec.backends.trees.compile import _from_key, _key
+
+    lo, hi = float(f.domain.lo), float(f.domain.hi)
+    integer = isinstance(f.domain, ir.IntRange)
+
+    def out(t, v):
+        _, U = _encode_one(enc, fs, f.name, np.array([v]))
+        return bool(t.left(U[:, 0])[0])
+
+    cuts = set()
+    for t in tests:
+        a_out, b_out = out(t, lo), out(t, hi)
+        if a_out == b_out:
+            continue                                   # monotone: one outcome over [lo, hi]
+        if integer:
+            a, b = int(lo), int(hi)                    # out(a) != out(b): the last value like a
+            while b - a > 1:
+                m = (a + b) // 2
+                if out(t, float(m)) == a_out:
+                    a = m
+                else:
+                    b = m
+            cuts.add(float(a))
+        else:
+            ka, kb = _key(lo), _key(hi)
+            while kb - ka > 1:
+                m = (ka + kb) // 2
+                if out(t, _from_key(m)) == a_out:
+                    ka = m
+                else:
+                    kb = m
+            cuts.add(_from_key(ka))
+    vals, cell = [], []
+    start = lo
+    for k, b in enumerate(sorted(cuts) + [hi]):
+        vals.append(start)
+        cell.append(k)
+        if b != start:
+            vals.append(b)
+            cell.append(k)
+        start = b + 1.0 if integer else float(np.nextafter(b, np.inf))
+    return np.array(vals, dtype=np.float64), np.array(cell, dtype=np.int64)
+
+
 def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: str, tests, read,
                  merge: bool = True) -> "Factor | str":
     """The factor of encoded feature ``f`` (column encoding ``c``): its values in cells of the
@@ -176,11 +226,23 @@ def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: st
     cols = set(range(c.offset, c.offset + c.width))
     vals = _feature_values(f)
     if vals is None:
-        if read is None or cols & read or role in ("relaxed", "over") or \
-                not isinstance(f.domain, (ir.RealRange, ir.IntRange)):
+        if not isinstance(f.domain, (ir.RealRange, ir.IntRange)) or role == "over" or read is None:
             return f"feature {f.name} is continuous or too wide to enumerate"
+        if cols & read:
+            if c.width != 1 or c.kind not in ("raw", "minmax", "standard") or not merge:
+                return f"feature {f.name} is continuous or too wide to enumerate"
+            mine = [t for t in tests if t.column in cols]
+            vals, cell = _interval_cells(enc, fs, f, c, mine)
+            columns, U = _encode_one(enc, fs, f.name, vals)
+            fac = Factor(f.name, role, vals, columns, U, cell)
+            fac.intervals = True
+            return fac
         # never read: its bounds stand for every value (one cell)
         vals = np.array([float(f.domain.lo), float(f.domain.hi)])
+        columns, U = _encode_one(enc, fs, f.name, vals)
+        fac = Factor(f.name, role, vals, columns, U, np.zeros(2, dtype=np.int64))
+        fac.intervals = True
+        return fac
     columns, U = _encode_one(enc, fs, f.name, vals)
     if tests is None or not merge:
         cell = np.arange(len(vals), dtype=np.int64)
@@ -431,7 +493,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     if post == "label":
         L = runtime_outputs(model, X, "label")
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
-        claim = (f"no two of the {dom.points:,} domain points that the pre-condition pairs get different labels "
+        claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
         measure = runtime_outputs(model, X, "logit") if mode == "maximize" else None
         if mode == "maximize" and measure is None:
@@ -444,7 +506,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             return unknown(prop, f"the library of model '{prop.model}' has no {post} output", backend=backend,
                            seconds=time.perf_counter() - t0)
         checks = [Check(s[I], prop.eps_op, prop.eps, minus=s[J])]
-        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {prop.eps:g} for every pair of the {dom.points:,} domain "
+        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {prop.eps:g} for every pair of the {_pts(dom)} domain "
                  "points that the pre-condition pairs, on the library's runtime")
         measure = s
     try:
@@ -501,6 +563,10 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                    seconds=seconds, details=details,
                    reason=f"{res.violations:,} of {int(I.size):,} {unit} violate it on the library's runtime "
                           "(enumeration)")
+
+
+def _pts(dom) -> str:
+    return "(infinitely many)" if dom.points is None else f"{dom.points:,}"
 
 
 def _runtime_name(model) -> str:
@@ -710,9 +776,11 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
     X = encode(enc, values, T * K)
     s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
     logit = model.score_kind == "logit"
-    points = int(np.prod([len(f.values) for f in others], dtype=np.float64)) if others else 1
+    points = (None if any(f.intervals for f in others) else
+              int(np.prod([len(f.values) for f in others], dtype=np.float64)) if others else 1)
     claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
-             f"for all {points:,} individuals ({T:,} cells of the model's split tests)")
+             f"for all {'(infinitely many)' if points is None else f'{points:,}'} individuals ({T:,} cells of the model's "
+             "split tests)")
     cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in others + overs]
     try:
         if boxes is not None:
@@ -722,7 +790,7 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
                                  points=points * K)
         else:
             res = kdisc_by_cell_enumeration(tests, cf, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit,
-                                            claim=claim, points=points * K)
+                                            claim=claim, points=None if points is None else points * K)
     except ValueError:
         return None
     seconds = time.perf_counter() - t0
