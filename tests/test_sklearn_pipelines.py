@@ -319,3 +319,33 @@ def test_nested_pipelines_with_imputers_fold(tmp_path):
     import_skops_io().dump(ind, str(tmp_path / "ind.skops"))
     assert load_model("sklearn", tmp_path / "ind.skops").folded.unfoldable == (
         "SimpleImputer 'imp' (add_indicator=True adds columns)",)
+
+
+KINDS = '''
+distribution d = bayes(people, bins = 3)
+property kd {
+  k_discrimination(m, over {sex, race}, eps = 0.05) < 3
+}
+property pb {
+  pba(m, flip sex, around people, delta {age: 1, h: 1})
+}
+property dist {
+  statistical_parity(m, groups sex, distribution d) <= 0.1
+}
+'''
+
+
+@pytest.mark.parametrize("name", ["lr", "rf"])
+def test_every_property_kind_agrees_with_the_hand_written_block(project, name):
+    """k-discrimination (search), PBA (milp) and a metric over a learned distribution (dp for the
+    linear model, ssat for the forest) give the same verdicts and values on the pipeline without
+    an encode block as on its final estimator with the hand-written block."""
+    from fairspec.pipeline import check
+
+    a = project / f"{name}_kinds_auto.fair"
+    a.write_text(FEATURES + f'model m = sklearn("{name}.skops")\n' + KINDS)
+    b = project / f"{name}_kinds_hand.fair"
+    b.write_text(FEATURES + f'model m = sklearn("{name}_final.skops")\n' + _block(project / f"{name}.skops") + KINDS)
+    auto, hand = check(a).verdicts, check(b).verdicts
+    assert len(auto) == 3
+    assert [(v.name, v.status, v.value) for v in auto] == [(v.name, v.status, v.value) for v in hand]
