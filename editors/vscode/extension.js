@@ -21,6 +21,17 @@ function activate(context) {
     },
   };
   client = new LanguageClient("fairspec", "fairspec", serverOptions, clientOptions);
+  // the server's code lens "check NAME" above each property runs `fairspec check FILE --property NAME`
+  // (the server command with `lsp` replaced by `check`) in a terminal
+  context.subscriptions.push(vscode.commands.registerCommand("fairspec.checkProperty", (uri, name) => {
+    const file = vscode.Uri.parse(uri).fsPath;
+    const base = [command, ...args];
+    const check = base[base.length - 1] === "lsp" ? base.slice(0, -1) : base;
+    const quote = (s) => `'${String(s).replace(/'/g, "'\\''")}'`;
+    const terminal = vscode.window.createTerminal("fairspec check");
+    terminal.show();
+    terminal.sendText([...check, "check", file, "--property", name].map(quote).join(" "));
+  }));
   context.subscriptions.push({ dispose: () => client && client.stop() });
   return client.start();
 }

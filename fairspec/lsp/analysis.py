@@ -20,7 +20,9 @@ from fairspec.diagnostics import Diagnostic, Span
 from fairspec.syntax import ast
 
 # name fields that never refer to a declaration: formats, option and keyword names, encodings
-_NOT_REFERENCES = {(ast.ModelDecl, "fmt"), (ast.DataDecl, "fmt"), (ast.DistributionDecl, "fn"),
+# (a data declaration's arguments name the file's raw columns -- columns = [age, ...], where, label --
+# never a feature of the same name: renaming a feature must not rename the column it reads)
+_NOT_REFERENCES = {(ast.ModelDecl, "fmt"), (ast.DataDecl, "fmt"), (ast.DataDecl, "args"), (ast.DistributionDecl, "fn"),
                    (ast.EncLine, "kind"), (ast.Param, "type"), (ast.Arg, "name")}
 
 
@@ -650,3 +652,212 @@ def _option_names(idx: Index | None, line: int) -> list[str]:
             cap = plan(p, spec).capability()
             return [o.name for o in cap.options if o.type != "statement"] if cap else []
     return []
+
+
+# ------------------------------------------------------------------ rename
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RenameError(Exception):
+    """Why a rename is refused (one sentence for the editor)."""
+
+
+def rename_target(idx: Index, file: str, line: int, col: int) -> tuple[Symbol, Span] | None:
+    """The symbol under the cursor and the span of the name there, if it can be renamed."""
+    hits = [o for o in idx.occurrences if _contains(o.span, file, line, col)]
+    if not hits:
+        return None
+    occ = min(hits, key=lambda o: (o.span.end_line - o.span.line, o.span.end_column - o.span.column))
+    return occ.symbol, occ.span
+
+
+def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> list[tuple[Span, str]]:
+    """The edits that rename the symbol under the cursor everywhere it is used (across imports):
+    [(span, new text)]. A feature read from the data column of its own name keeps reading it
+    (`column "old"` is added to its declaration). Refused (RenameError) for a name that is not an
+    identifier or a keyword, one already declared, or a use in a file outside the project (a
+    shipped policy): those files are not the user's to edit."""
+    got = rename_target(idx, file, line, col)
+    if got is None:
+        raise RenameError("nothing to rename here: put the cursor on a declared name")
+    sym, _ = got
+    if not _IDENT.match(new) or new in _KEYWORDS:
+        raise RenameError(f"{new!r} is not a name (letters, digits and _, not a keyword)")
+    if new == sym.name:
+        return []
+    # features, groups, models, ... share one namespace in expressions; a policy's parameters only
+    # its own body
+    clash = [s for s in idx.symbols.get(new, []) if s.kind != "param" or s.container == sym.container]
+    if clash:
+        raise RenameError(f"{new!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
+    spans = [o.span for o in idx.occurrences if o.symbol == sym]
+    outside = [s for s in spans if not _under(s.file, root)]
+    if outside:
+        raise RenameError(f"{sym.name!r} is also used in {outside[0].file}, outside the project; rename it there first")
+    edits = [(s, new) for s in spans]
+    node = sym.node
+    if sym.kind == "feature" and isinstance(node, ast.FeatureDecl) and node.column is None:
+        end = node.span
+        edits.append((Span(end.file, end.end_line, end.end_column, end.end_line, end.end_column),
+                      f' column "{sym.name}"'))
+    return edits
+
+
+def _under(file: str, root: str) -> bool:
+    try:
+        Path(file).resolve().relative_to(Path(root).resolve().parent)
+        return True
+    except ValueError:
+        return False
+
+
+_KEYWORDS = {"import", "model", "data", "features", "encode", "group", "distribution", "property", "repair",
+             "policy", "apply", "forall", "require", "ensure", "using", "search", "explain", "report", "by",
+             "goal", "bound", "write", "for", "from", "as", "except", "in", "column", "bins", "protected", "trust",
+             "int", "real", "bool", "groups", "over", "flip", "around", "mediators", "delta", "given", "and", "or",
+             "not", "true", "false", "none", "x"}
+
+
+# ------------------------------------------------------------------ folding
+
+def folding_ranges(idx: Index, file: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, kind) of every declaration spanning lines and of each run of comment
+    lines (1-based, inclusive)."""
+    out = []
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    if root is not None:
+        for d in root.decls:
+            if d.span is not None and d.span.end_line > d.span.line:
+                out.append((d.span.line, d.span.end_line, "region"))
+            if isinstance(d, ast.PolicyDecl):
+                out += [(p.span.line, p.span.end_line, "region") for p in d.properties
+                        if p.span is not None and p.span.end_line > p.span.line]
+    lines = idx.texts.get(root.file if root else file, "").split("\n")
+    start = None
+    for i, text in enumerate(lines + [""], 1):
+        if text.lstrip().startswith("#"):
+            start = start or i
+        else:
+            if start is not None and i - 1 > start:
+                out.append((start, i - 1, "comment"))
+            start = None
+    return sorted(out)
+
+
+# ------------------------------------------------------------------ semantic tokens
+
+TOKEN_TYPES = ["keyword", "string", "number", "comment", "operator", "function", "class", "namespace", "type",
+               "property", "variable", "parameter", "enumMember"]
+TOKEN_MODIFIERS = ["declaration", "defaultLibrary"]
+_KIND_TOKEN = {"model": "class", "data": "namespace", "features": "type", "feature": "property",
+               "group": "variable", "distribution": "namespace", "property": "function", "policy": "function",
+               "param": "parameter", "apply": "function", "repair": "function"}
+
+
+def semantic_tokens(idx: Index | None, text: str, file: str) -> list[tuple[int, int, int, str, tuple[str, ...]]]:
+    """(line, column, length, type, modifiers) of every token, 1-based, in order: the lexer's
+    keywords, strings, numbers, comments and operators; names by what they name (the index);
+    metrics as library functions."""
+    from fairspec.sema.properties import PROPERTY_FUNCTIONS
+
+    out = []
+    by_pos = {}
+    if idx is not None:
+        for o in idx.occurrences:
+            if _same(o.span.file, file) and o.span.line == o.span.end_line:
+                by_pos[(o.span.line, o.span.column)] = o
+    for ln, line in enumerate(text.split("\n"), 1):
+        for m in _LEX.finditer(line):
+            kind, word = m.lastgroup, m.group()
+            col = m.start() + 1
+            if kind == "comment":
+                out.append((ln, col, len(word), "comment", ()))
+            elif kind == "string":
+                out.append((ln, col, len(word), "string", ()))
+            elif kind == "number":
+                out.append((ln, col, len(word), "number", ()))
+            elif kind == "op":
+                out.append((ln, col, len(word), "operator", ()))
+            elif kind == "name":
+                occ = by_pos.get((ln, col))
+                if occ is not None:
+                    mods = ("declaration",) if occ.is_declaration else ()
+                    out.append((ln, col, len(word), _KIND_TOKEN.get(occ.symbol.kind, "variable"), mods))
+                elif word in _KEYWORDS:
+                    out.append((ln, col, len(word), "keyword", ()))
+                elif word in PROPERTY_FUNCTIONS or word in ("label", "prob", "logit", "col"):
+                    out.append((ln, col, len(word), "function", ("defaultLibrary",)))
+    return out
+
+
+_LEX = re.compile(r'(?P<comment>#.*$)|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'
+                  r'(?:ms|s|min|h)?\b)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>==|!=|<=|>=|[<>=+\-*/|])')
+
+
+# ------------------------------------------------------------------ signature help
+
+def signature_at(idx: Index | None, text: str, line: int, col: int) -> tuple[str, str, list[str], int] | None:
+    """Inside `metric(` or `apply policy(`: (label, documentation, parameter labels, active index)."""
+    from fairspec.sema.properties import METRICS
+
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1]])
+    depth, i = 0, len(before) - 1
+    commas = 0
+    while i >= 0:
+        ch = before[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+        elif ch in "{}" and depth == 0:
+            return None
+        i -= 1
+    if i < 0:
+        return None
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before[:i])
+    if not m:
+        return None
+    fn = m.group(1)
+    if fn in METRICS:
+        params = ["MODEL", "groups G [x G2 ...]", "data = DATA | distribution = NAME"]
+        return (f"{fn}(MODEL, groups G, data = DATA | distribution = NAME)", METRICS[fn], params,
+                min(commas, len(params) - 1))
+    if idx is not None:
+        pol = next((s for s in idx.symbols.get(fn, []) if s.kind == "policy"), None)
+        if pol is not None:
+            params = [f"{p.name.id}: {p.type.id}" + (" = ..." if p.default is not None else "") for p in pol.node.params]
+            doc = f"policy {fn}: properties " + ", ".join(p.name.id for p in pol.node.properties)
+            return (f"{fn}({', '.join(params)})", doc, params, min(commas, max(len(params) - 1, 0)))
+    return None
+
+
+# ------------------------------------------------------------------ code lens
+
+def lenses(idx: Index, file: str) -> list[tuple[Span, str]]:
+    """(span, property name) for each property and applied policy declared in the file: the editor
+    shows 'check this property' above it."""
+    out = []
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    if root is None:
+        return out
+    spec = idx.result.spec if idx.result is not None else None
+    applied = {}
+    if spec is not None:
+        for p in spec.properties:
+            applied.setdefault(p.name.rsplit(".", 1)[0], []).append(p.name)
+    for d in root.decls:
+        if isinstance(d, ast.PropertyDecl):
+            out.append((d.span, d.name.id))
+        elif isinstance(d, ast.ApplyDecl):
+            prefix = d.alias.id if d.alias else d.policy.id
+            for name in applied.get(prefix, []):
+                out.append((d.span, name))
+    return out

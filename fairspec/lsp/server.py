@@ -385,6 +385,88 @@ def formatting(ls: FairspecServer, params: T.DocumentFormattingParams):
     return [T.TextEdit(range=T.Range(T.Position(0, 0), end), new_text=new)]
 
 
+@server.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
+def prepare_rename(ls: FairspecServer, params: T.PrepareRenameParams):
+    file, line, col = _where(params)
+    idx = ls.index_for(params.text_document.uri)
+    got = A.rename_target(idx, file, line, col) if idx else None
+    if got is None:
+        return None
+    sym, span = got
+    return T.PrepareRenamePlaceholder(range=_range(span), placeholder=sym.name)
+
+
+@server.feature(T.TEXT_DOCUMENT_RENAME)
+def rename(ls: FairspecServer, params: T.RenameParams):
+    file, line, col = _where(params)
+    idx = ls.index_for(params.text_document.uri)
+    if idx is None:
+        return None
+    try:
+        edits = A.rename(idx, file, line, col, params.new_name, idx.path)
+    except A.RenameError as e:
+        raise JsonRpcInvalidParams(str(e)) from None
+    changes: dict = {}
+    for span, text in edits:
+        changes.setdefault(_location(span).uri, []).append(T.TextEdit(range=_range(span), new_text=text))
+    return T.WorkspaceEdit(changes=changes)
+
+
+@server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
+def folding_range(ls: FairspecServer, params: T.FoldingRangeParams):
+    idx = ls.index_for(params.text_document.uri)
+    path = to_fs_path(params.text_document.uri)
+    if idx is None or not path:
+        return []
+    kinds = {"comment": T.FoldingRangeKind.Comment, "region": T.FoldingRangeKind.Region}
+    return [T.FoldingRange(start_line=a - 1, end_line=b - 1, kind=kinds[k])
+            for a, b, k in A.folding_ranges(idx, str(Path(path).resolve()))]
+
+
+SEMANTIC_LEGEND = T.SemanticTokensLegend(token_types=A.TOKEN_TYPES, token_modifiers=A.TOKEN_MODIFIERS)
+
+
+@server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, SEMANTIC_LEGEND)
+def semantic_tokens(ls: FairspecServer, params: T.SemanticTokensParams):
+    path = to_fs_path(params.text_document.uri)
+    if not path or ls.too_large(params.text_document.uri):
+        return T.SemanticTokens(data=[])
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    idx = ls.index_for(params.text_document.uri)
+    data, prev_line, prev_col = [], 0, 0
+    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, str(Path(path).resolve())):
+        line0, col0 = line - 1, col - 1
+        delta_col = col0 - prev_col if line0 == prev_line else col0
+        bits = sum(1 << A.TOKEN_MODIFIERS.index(m) for m in mods)
+        data += [line0 - prev_line, delta_col, length, A.TOKEN_TYPES.index(kind), bits]
+        prev_line, prev_col = line0, col0
+    return T.SemanticTokens(data=data)
+
+
+@server.feature(T.TEXT_DOCUMENT_SIGNATURE_HELP, T.SignatureHelpOptions(trigger_characters=["(", ","]))
+def signature_help(ls: FairspecServer, params: T.SignatureHelpParams):
+    _, line, col = _where(params)
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    got = A.signature_at(ls.index_for(params.text_document.uri), doc.source, line, col)
+    if got is None:
+        return None
+    label, documentation, params_, active = got
+    sig = T.SignatureInformation(label=label, documentation=documentation,
+                                 parameters=[T.ParameterInformation(label=p) for p in params_])
+    return T.SignatureHelp(signatures=[sig], active_signature=0, active_parameter=active)
+
+
+@server.feature(T.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: FairspecServer, params: T.CodeLensParams):
+    idx = ls.index_for(params.text_document.uri)
+    path = to_fs_path(params.text_document.uri)
+    if idx is None or not path:
+        return []
+    return [T.CodeLens(range=_range(span), command=T.Command(
+        title=f"check {name}", command="fairspec.checkProperty", arguments=[params.text_document.uri, name]))
+        for span, name in A.lenses(idx, str(Path(path).resolve()))]
+
+
 # ------------------------------------------------------------------ the stdio transport
 
 _CONTENT_LENGTH = re.compile(rb"content-length\s*:", re.I)
