@@ -342,3 +342,17 @@ def test_continuous_features_are_enumerated_in_intervals_of_the_split_tests(tmp_
         w = v["p"].witness
         d = abs(rf.predict_proba(np.array([w.x]))[0, 1] - rf.predict_proba(np.array([w.x_prime]))[0, 1])
         assert d == pytest.approx(v["p"].value, abs=1e-15) and d > 0.3
+
+
+def test_the_difference_bound_covers_every_pair_of_a_random_forest():
+    from fairspec.certify.trees import difference_bound
+    from fairspec.models.trees import random_ensemble
+
+    for seed in range(20):
+        ens = random_ensemble(seed, 3, 4, 2, "identity", np.zeros(3), np.full(3, 3.0))
+        pts = np.array(list(itertools.product(range(4), repeat=3)), dtype=float)
+        s = ens.aggregate(pts)
+        best = max(s[i] - s[j] for i in range(64) for j in range(64) if pts[i, 1] == pts[j, 1] and pts[i, 2] == pts[j, 2])
+        ub, proof = difference_bound([t.value[t.left < 0] for t in ens.trees], [0 in t.features() for t in ens.trees],
+                                     divisor=ens.divisor)
+        assert best <= ub and proof.method == "interval"

@@ -278,3 +278,37 @@ def by_box_enumeration(boxes: Boxes, fair_when, *, tests: Sequence[SplitTest], v
         raise ValueError(f"the cells are not sound: {why}")
     return by_enumeration(fair_when, count=count, claim=claim, unit="cell pairs", boxes=len(boxes),
                           cells=boxes.n_cells, **detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# a certified upper bound on a pair's output difference (maximize beyond enumeration)
+# ---------------------------------------------------------------------------------------------
+
+def difference_bound(leaf_values: Sequence[np.ndarray], varying: Sequence[bool], *, divisor: float = 1.0,
+                     base: float = 0.0, precision: str = "float64"):
+    """An upper bound (a float, rounded up) on ``S(x) - S(x')`` as the runtime computes S: the
+    trees that read a varying input contribute at most their largest minus their smallest leaf
+    (exactly, in rationals), the others the same leaf to both; each runtime sum of n leaf values and
+    the base, in any order, then divided by ``divisor``, is within ``2 gamma(n + 2) (|base| +
+    sum max |leaf|) / divisor`` of the exact one (``precision``: the runtime's float32 / float64)."""
+    from fractions import Fraction
+
+    from fairspec.certify.proof import _mint
+    from fairspec.certify.rounding import U32, U64, float_up, fraction, gamma
+
+    u = U32 if precision == "float32" else U64
+    n = len(leaf_values)
+    d = Fraction(0)
+    mag = abs(fraction(base))
+    for v, vary in zip(leaf_values, varying):
+        v = np.asarray(v, dtype=np.float64)
+        if v.size == 0:
+            continue
+        mag += max(abs(fraction(float(v.max()))), abs(fraction(float(v.min()))))
+        if vary:
+            d += fraction(float(v.max())) - fraction(float(v.min()))
+    div = fraction(divisor)
+    E = fraction(gamma(n + 2, u)) * mag / div
+    bound = d / div + 2 * E
+    return float_up(bound), _mint("interval", "S(x) - S(x') <= the bound for every pair, on the runtime",
+                                  upper=bound, runtime_error=E, trees=n, varying=int(sum(bool(x) for x in varying)))

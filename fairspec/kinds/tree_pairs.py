@@ -619,6 +619,26 @@ def encode_features(enc: ir.Encoding, V: np.ndarray) -> np.ndarray:
     return encode(enc, {c.feature: np.array([p[c.feature] for p in pts]) for c in enc.columns}, V.shape[0])
 
 
+def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
+    """certify.trees.difference_bound of the pair's output difference, for a ``logit`` of a boosted
+    model or a ``prob`` of a probability-averaging forest (None otherwise)."""
+    from fairspec.certify.trees import difference_bound
+
+    ens = _ensemble(model)
+    if ens is None or not ((prop.post == "logit" and ens.link == "logistic")
+                           or (prop.post == "prob" and ens.link == "identity")):
+        return None
+    vary = set()
+    for c in enc.columns:
+        if c.feature in prop.free or c.feature in dict(prop.relaxed):
+            vary |= set(range(c.offset, c.offset + c.width))
+    leaves = [t.value[t.left < 0] for t in ens.trees]
+    varying = [bool(t.features() & vary) for t in ens.trees]
+    ub, _ = difference_bound(leaves, varying, divisor=ens.divisor, base=ens.base,
+                             precision="float32" if ens.source == "xgboost" else "float64")
+    return ub
+
+
 def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
     """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
     with a concrete domain pair that breaks the property on the library's runtime (pre-condition
@@ -690,10 +710,15 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
         v = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
         if mode != "maximize":
             value = v
-        elif prop.post == "prob":
-            value, bound = v, (v, 1.0)          # no certified bound but 1 on a difference of probabilities
         else:
-            details = {**details, "best_value": v, "maximum": "no certified upper bound"}
+            ub = _certified_difference_bound(prop, ctx, model, enc)
+            if ub is None and prop.post == "prob":
+                ub = 1.0                         # a difference of probabilities is at most 1
+            if ub is not None:
+                value, bound = v, (v, max(v, ub))
+                details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
+            else:
+                details = {**details, "best_value": v, "maximum": "no certified upper bound"}
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
