@@ -222,3 +222,27 @@ property same {
     if v.status == "violated":                         # the witness flips the library's own decision
         w = v.witness
         assert m.decide(np.array([w.x, w.x_prime])).tolist() in ([0, 1], [1, 0])
+
+
+def test_a_boolean_one_hot_block_matches_pandas_spellings(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(2)
+    n = 200
+    X = pd.DataFrame({"a": rng.integers(0, 10, n).astype(float)})
+    m = rng.integers(0, 2, n).astype(bool)
+    X["member_False"], X["member_True"] = (~m).astype(float), m.astype(float)
+    y = ((X.a > 4) & m).astype(int)
+    xgb.XGBClassifier(n_estimators=3, max_depth=2, n_jobs=1).fit(X, y).get_booster().save_model(str(tmp_path / "m.json"))
+    spec = tmp_path / "s.fair"
+    spec.write_text('''
+features P {
+  a : int in [0, 9]
+  member : bool protected
+}
+model m = xgboost("m.json")
+encode P for m {
+  a : raw
+  member : onehot
+}
+''')
+    assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]

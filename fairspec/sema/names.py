@@ -38,7 +38,15 @@ def slot_names(col: ir.ColumnEncoding, feature: ir.Feature | None) -> list[set[s
     bases = {col.feature} | ({feature.column} if feature is not None and feature.column else set())
     if col.kind != "onehot":
         return [bases]
-    return [{f"{b}{sep}{cat}" for b in bases for sep in _SEPARATORS} for cat in col.categories]
+    boolean = feature is not None and feature.domain.kind == "bool"
+
+    def spellings(i: int, cat: str) -> set[str]:
+        if not boolean:
+            return {cat}
+        return {cat, cat.capitalize(), cat.upper(), str(i), f"{i}.0"}     # pandas writes True/False, 1/0
+
+    return [{f"{b}{sep}{c}" for b in bases for sep in _SEPARATORS for c in spellings(i, cat)}
+            for i, cat in enumerate(col.categories)]
 
 
 def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...], sink, span):
