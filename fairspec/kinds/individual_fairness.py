@@ -310,10 +310,23 @@ def _runtime(prop, ctx, enc, low):
     model = ctx.model(prop.model)
     try:
         layers, readout, precision = runtime_layers(model, prop.post)
-        encoding = encoding_from_ir(enc)
+        encoding = encoding_from_ir(_codes_as_variables(enc))
     except (ValueError, TypeError) as e:
         return Runtime(None, why_not=f"no runtime error bound for this model ({e})")
     return Runtime(layers, encoding, readout, precision)
+
+
+def _codes_as_variables(enc):
+    """The encoding with every code table written 0..k-1 in order: the pair problem's variable of a
+    code column is the code itself (kinds/lowering.py), an exact identity whatever the table's order."""
+    from dataclasses import replace as dc_replace
+
+    cols = []
+    for c in enc.columns:
+        if c.kind == "code" and sorted(float(x) for x in c.codes) == [float(i) for i in range(len(c.codes))]:
+            c = dc_replace(c, codes=tuple(type(x)(i) for i, x in enumerate(c.codes)))
+        cols.append(c)
+    return dc_replace(enc, columns=tuple(cols))
 
 
 class _Replay:

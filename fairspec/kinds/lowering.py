@@ -69,11 +69,9 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             k = len(codes)
             if not np.array_equal(np.sort(codes), np.arange(k)):
                 raise Unsupported(f"the code table of {f.name} is not 0..{k - 1}; solver backends need consecutive codes")
-            # v is the category index; the code table maps index -> code
-            order = codes.astype(int)
-            if not np.array_equal(order, np.arange(k)):
-                raise Unsupported(f"the code table of {f.name} reorders categories; solver backends need codes in "
-                                  "declared order")
+            # v is the code itself (the model's input): codes 0..k-1 in any order are the same k
+            # integers, and x.f == x'.f iff their codes are equal; decode_row maps a code back to its
+            # category through the table
             lo[c.offset], hi[c.offset], integer[c.offset] = 0.0, k - 1.0, True
             values = [(float(i),) for i in range(k)]
         else:

@@ -60,7 +60,11 @@ def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
         if c.kind == "onehot":
             out[c.feature] = np.argmax(seg, axis=1).astype(np.float64)
         elif c.kind == "code":
-            out[c.feature] = np.round(seg[:, 0])
+            # the variable is the code (lowering); the runtime's encode takes the category index
+            codes = np.asarray(c.codes, dtype=np.float64)
+            code = np.round(seg[:, 0])
+            out[c.feature] = np.array([float(np.flatnonzero(codes == v)[0]) if np.any(codes == v) else np.nan
+                                       for v in code])
         else:
             v = seg[:, 0]
             out[c.feature] = np.where(low.integer[c.offset], np.round(v), v)
