@@ -349,3 +349,32 @@ def test_every_property_kind_agrees_with_the_hand_written_block(project, name):
     auto, hand = check(a).verdicts, check(b).verdicts
     assert len(auto) == 3
     assert [(v.name, v.status, v.value) for v in auto] == [(v.name, v.status, v.value) for v in hand]
+
+
+def test_repair_of_a_pipeline_writes_the_pipeline_with_its_tree_repaired(tmp_path):
+    """FairRepair patches the final tree; the file written is the whole pipeline (its fitted
+    preprocessing unchanged), and its own predict on the data frame meets the goal."""
+    import skops.io as sio
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.pipeline import check
+
+    df, y = _frame()
+    pipe = Pipeline([("pre", _pre()), ("clf", DecisionTreeClassifier(max_depth=4, random_state=0))]).fit(df, y)
+    import_skops_io().dump(pipe, str(tmp_path / "dt.skops"))
+    df.assign(y=y).to_csv(tmp_path / "people.csv", index=False)
+    spec = tmp_path / "r.fair"
+    spec.write_text(FEATURES + '''model m = sklearn("dt.skops")
+repair fair_dt for m {
+  goal  passing_rate_ratio(groups sex) >= 0.8
+  bound semantic_difference <= 1.2 * minimal
+  write "dt_fair.skops"
+}
+''')
+    (v,) = check(spec).verdicts
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    out = tmp_path / "dt_fair.skops"
+    fixed = sio.load(str(out), trusted=sio.get_untrusted_types(file=str(out)))
+    assert type(fixed).__name__ == "Pipeline"
+    rates = {s: fixed.predict(df[df.sex == s]).mean() for s in ("F", "M")}
+    assert min(rates.values()) / max(rates.values()) >= 0.8

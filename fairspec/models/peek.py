@@ -867,7 +867,7 @@ def repair_obstacle(format: str, path) -> str | None:
         return None
     try:
         with zipfile.ZipFile(path) as zf:
-            cls = json.loads(zf.read("schema.json")).get("__class__")
+            cls = skops_final_node(json.loads(zf.read("schema.json"))).get("__class__")   # a Pipeline's estimator
     except Exception:  # noqa: BLE001
         return None
     if not isinstance(cls, str) or cls in REPAIRABLE_SKLEARN:

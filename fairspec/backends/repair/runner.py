@@ -167,16 +167,19 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
         return Verdict(prop.name, prop.kind, "violated", value=_r(ratio_before), backend=BACKEND, reason=out.reason,
                        details=details, seconds=time.perf_counter() - t0)
     # write, load back from disk, decide the goal again on the same rows
+    repaired = out.estimator
+    if getattr(model, "pipeline", None) is not None and not model.unfolded:
+        repaired = _with_final(model.pipeline, out.estimator)    # the pipeline as saved, its estimator repaired
     if prop.write is not None:
         try:
-            write_model(out.estimator, prop.write, spec_model.path, ctx.roots)
+            write_model(repaired, prop.write, spec_model.path, ctx.roots)
         except ModelLoadError as e:  # only this property is lost: the other verdicts stand
             return unknown(prop, f"the repair was found but the repaired model could not be written: {e}",
                            backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         back = load_model("sklearn", prop.write, index=model.index)
         where = prop.write
     else:
-        back = _round_trip(out.estimator, model.index)
+        back = _round_trip(repaired, model.index)
         where = None
     d1 = back.decide(X)
     after = passing_rates(d1, group, G)
@@ -206,6 +209,17 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
                            f"{sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; re-verified on "
                            f"the model loaded back, {target}"),
                    details=details, seconds=seconds)
+
+
+def _with_final(pipeline, est):
+    """A copy of a scikit-learn Pipeline whose final estimator is ``est`` (its fitted
+    preprocessing unchanged): what a repaired pipeline model is written as."""
+    import copy
+
+    out = copy.deepcopy(pipeline)
+    name, _ = out.steps[-1]
+    out.steps[-1] = (name, est)
+    return out
 
 
 def _round_trip(est, index):
