@@ -183,18 +183,14 @@ class _Substitutes:
         self._tmp = tempfile.TemporaryDirectory(prefix="fairspec-api-")
         folder = Path(self._tmp.name)
         self.allow = (str(folder),)
-        for name, obj in self.models.items():
-            decl = declared["model"].get(name)
-            if decl is None:
-                raise FairspecError(f"the spec {self.spec} declares no model named {name!r} "
-                                    f"(models: {', '.join(declared['model']) or 'none'})")
-            self.files[("model", name)] = _write_model(obj, decl, folder / f"model-{name}", name)
-        for name, obj in self.data.items():
-            decl = declared["data"].get(name)
-            if decl is None:
-                raise FairspecError(f"the spec {self.spec} declares no data set named {name!r} "
-                                    f"(data sets: {', '.join(declared['data']) or 'none'})")
-            self.files[("data", name)] = _write_data(obj, decl, folder / f"data-{name}", name)
+        for kind, objects, write, words in (("model", self.models, _write_model, ("model", "models")),
+                                            ("data", self.data, _write_data, ("data set", "data sets"))):
+            for name, obj in objects.items():
+                decl = declared[kind].get(name)
+                if decl is None:
+                    raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
+                                        f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
+                self.files[(kind, name)] = write(obj, decl, folder / f"{kind}-{name}", name)
         return self
 
     def __exit__(self, *exc):
