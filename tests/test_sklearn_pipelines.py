@@ -378,3 +378,28 @@ repair fair_dt for m {
     assert type(fixed).__name__ == "Pipeline"
     rates = {s: fixed.predict(df[df.sex == s]).mean() for s in ("F", "M")}
     assert min(rates.values()) / max(rates.values()) >= 0.8
+
+
+@pytest.mark.parametrize("suffix", [".joblib", ".pkl"])
+def test_a_trusted_pickled_pipeline_needs_no_encode_block(project, suffix):
+    """joblib's own format cannot be read inertly; with `trust pickle` and no encode block the file
+    is loaded in lint and folded like the skops one: the same verdicts and values."""
+    import pickle
+
+    import joblib
+    import skops.io as sio
+
+    from fairspec.pipeline import check
+
+    pipe = sio.load(str(project / "lr.skops"), trusted=sio.get_untrusted_types(file=str(project / "lr.skops")))
+    target = project / f"lr{suffix}"
+    if suffix == ".joblib":
+        joblib.dump(pipe, target)
+    else:
+        target.write_bytes(pickle.dumps(pipe))
+    a = project / f"pickled{suffix}.fair"
+    a.write_text(FEATURES + f'model m = sklearn("lr{suffix}", trust pickle)\n' + PROPS.replace("BACKEND", "milp"))
+    b = project / "skops_again.fair"
+    b.write_text(FEATURES + 'model m = sklearn("lr.skops")\n' + PROPS.replace("BACKEND", "milp"))
+    got, want = check(a).verdicts, check(b).verdicts
+    assert [(v.name, v.status, v.value) for v in got] == [(v.name, v.status, v.value) for v in want]

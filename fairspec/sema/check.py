@@ -72,6 +72,7 @@ class Checker:
         self.pipelines: dict = {}  # model -> its scikit-learn Pipeline's folded preprocessing (sklearn_pipeline.Folded)
         self.model_spans: dict = {}
         self.frame_inputs: dict = {}  # model -> its inputs, one per column (a multi-input ONNX model)
+        self.deferred_pickles: dict = {}  # trusted pickles whose class the inert peek cannot read
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
@@ -555,9 +556,10 @@ class Checker:
             self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
             self._readout(node, fmt, path, output, index, score)
 
-    def _pipeline(self, node, fmt, path, output, index, score, trust, path_arg) -> None:
+    def _pipeline(self, node, fmt, path, output, index, score, trust, path_arg, force: bool = False) -> None:
         """A scikit-learn Pipeline file: loaded now (its fitted preprocessing is the encoding,
         fairspec.sema.pipelines), its width the final estimator's."""
+        from fairspec.models import ModelLoadError
         from fairspec.models.base import normalize_format
         from fairspec.models.peek import sklearn_pickle_estimator, skops_top_class
 
@@ -585,7 +587,10 @@ class Checker:
             cls = skops_top_class(path)
         else:
             est = sklearn_pickle_estimator(path) if trust else None
-            cls = est[0] if est else None
+            cls = "Pipeline" if force else (est[0] if est else None)
+            if trust and est is None and not force:                   # e.g. joblib's own format: the inert peek cannot tell;
+                self.deferred_pickles[node.name.id] = (node, fmt, path, output, index, score, trust, path_arg)
+                return                                  # loaded only if no encode block writes its inputs
         if cls != "Pipeline":
             return
         from fairspec.models import ModelLoadError
@@ -607,10 +612,21 @@ class Checker:
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
 
+    def _guard_pipeline(self, args) -> None:
+        from fairspec.diagnostics import DiagnosticError
+
+        try:
+            self._pipeline(*args[:-1], args[-1], force=True)
+        except (LowerError, DiagnosticError):
+            pass                                         # reported in the sink
+
     def _pipeline_encodings(self) -> None:
         """The encoding of each pipeline model that has no encode block, read from the pipeline."""
         from fairspec.sema.pipelines import derive, frame_encoding
 
+        for name, args in self.deferred_pickles.items():
+            if name not in self.encodings and name not in self.encoded_models:
+                self._guard_pipeline(args)
         for name, folded in self.pipelines.items():
             if name in self.encodings or name in self.encoded_models:
                 continue
