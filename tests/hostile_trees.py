@@ -35,6 +35,10 @@ def xgboost_mutations() -> dict:
         "short_array": lambda doc: _xgb_tree0(doc)["left_children"].pop(),
         "nodes_overstated": lambda doc: _xgb_tree0(doc)["tree_param"].__setitem__("num_nodes", "100000000"),
         "nan_base_score": lambda doc: doc["learner"]["learner_model_param"].__setitem__("base_score", "[NaN]"),
+        # found by a mutation fuzzer: the library follows parents and tests a leaf by == -1
+        "negative_parent": setn("parents", 5, -2),
+        "leaf_child_minus_two": setn("left_children", 4, -2),
+        "default_left_not_boolean": setn("default_left", 2, 7),
     }
 
 
@@ -70,4 +74,6 @@ def lightgbm_mutations() -> dict:
         "tree_sizes_past_the_end": lambda text: re.sub(r"^tree_sizes=(\d+)", lambda m: "tree_sizes=999999",
                                                         text, count=1, flags=re.M),
         "short_array": tree0("threshold", lambda parts: " ".join(parts[:-1])),
+        # found by a mutation fuzzer: num_cat > 0 makes the library read category lists that are not there
+        "num_cat_without_lists": tree0("num_cat", lambda parts: "7"),
     }

@@ -184,7 +184,7 @@ def _check_tree_shape(left, right, n: int, path, what: str) -> list[int]:
         seen[i] = True
         order.append(i)
         a, b = int(left[i]), int(right[i])
-        if a < 0 and b < 0:
+        if a == -1 and b == -1:  # a leaf is exactly -1, -1 (the library tests == -1)
             continue
         for c in (a, b):
             if c < 0 or c >= n:
@@ -256,14 +256,21 @@ def check_xgboost(path) -> int | None:
         right = _array(tree.get("right_children"), n, int, f"tree {t}'s right_children", p)
         feat = _array(tree.get("split_indices"), n, int, f"tree {t}'s split_indices", p)
         cond = _array(tree.get("split_conditions"), n, float, f"tree {t}'s split_conditions", p)
-        _array(tree.get("default_left"), n, None, f"tree {t}'s default_left", p)
+        dleft = _array(tree.get("default_left"), n, int, f"tree {t}'s default_left", p)
         stype = tree.get("split_type")
         stype = [0] * n if stype is None else _array(stype, n, int, f"tree {t}'s split_type", p)
+        if any(x not in (0, 1) for x in dleft) or any(x not in (0, 1) for x in stype):
+            raise _bad(p, f"{what}: default_left and split_type hold 0 or 1")
         if "base_weights" in tree:
             _array(tree["base_weights"], None, float, f"tree {t}'s base_weights", p)
         order = _check_tree_shape(left, right, n, p, what)
         inner = [i for i in order if left[i] >= 0]
         leaves = [i for i in order if left[i] < 0]
+        if "parents" in tree:  # the library follows parents too: each must be the node's real parent
+            parents = _array(tree["parents"], n, int, f"tree {t}'s parents", p)
+            if parents[0] not in (-1, 2147483647) or any(parents[c] != i for i in inner for c in (left[i], right[i])) \
+                    or any(not (-1 <= x < n or x == 2147483647) for x in parents):
+                raise _bad(p, f"{what}: its parents array does not match its children")
         for i in inner:
             if feat[i] < 0 or (width and feat[i] >= width) or feat[i] >= MAX_FEATURES:
                 raise _bad(p, f"{what} splits on feature {feat[i]}, beyond the model's {width} inputs")
@@ -372,6 +379,8 @@ def check_lightgbm(path) -> int | None:
         if _int(kv.get("is_linear", "0"), 0):
             raise ModelLoadError(f"{p} holds a linear-leaf LightGBM tree ({what}); fairspec reads constant leaves", p)
         if n_leaves == 1:
+            if _int(kv.get("num_cat", "0"), -1) != 0:
+                raise _bad(p, f"LightGBM model file: {what} is one leaf and declares categorical splits")
             continue
         m = n_leaves - 1
         feat = _ints(kv.get("split_feature", ""), m, "split_feature", p, what)
@@ -402,14 +411,17 @@ def check_lightgbm(path) -> int | None:
                     seen_leaf[~c] = True
         if not (all(seen_in) and all(seen_leaf)):
             raise _bad(p, f"LightGBM model file: {what} has nodes or leaves its root never reaches")
+        if any(x < 0 or x > 15 for x in dec):
+            raise _bad(p, f"LightGBM model file: {what}'s decision_type holds a value other than 0 to 15")
         cat = [i for i in range(m) if dec[i] & 1]
-        if cat:
-            n_cat = _int(kv.get("num_cat"), -1)
-            if n_cat < 1:
-                raise _bad(p, f"LightGBM model file: {what} has categorical splits and no num_cat")
+        n_cat = _int(kv.get("num_cat", "0"), -1)
+        if n_cat < 0 or n_cat > m or (cat and n_cat < 1):
+            raise _bad(p, f"LightGBM model file: {what}'s num_cat does not count its categorical splits")
+        if n_cat:
             bounds = _ints(kv.get("cat_boundaries", ""), n_cat + 1, "cat_boundaries", p, what)
             words = kv.get("cat_threshold", "").split()
             if (any(not (0 <= thr[i] < n_cat and thr[i] == int(thr[i])) for i in cat) or bounds[0] != 0
-                    or any(b < a for a, b in zip(bounds, bounds[1:])) or bounds[-1] != len(words)):
+                    or any(b < a for a, b in zip(bounds, bounds[1:])) or bounds[-1] != len(words)
+                    or not all(w.isdigit() for w in words)):
                 raise _bad(p, f"LightGBM model file: {what}'s categorical splits point outside their lists")
     return width
