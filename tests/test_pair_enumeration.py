@@ -54,3 +54,11 @@ def test_admissible_pairs_honour_relaxed_strictness():
         ia, ib = np.nonzero(M)
         assert (grid["g"][ia] != grid["g"][ib]).all()
         assert np.abs(grid["a"][ia] - grid["a"][ib]).max() == want, (op, t)
+
+
+def test_interval_matmul_without_inputs():
+    """Every input in a one-hot group: the first layer's remaining matrix has no columns."""
+    from fairspec.certify.rounding import interval_matmul
+
+    lo, hi = interval_matmul(np.zeros((3, 0)), np.array([0.5, -1.0, 0.0]), np.zeros(0), np.zeros(0))
+    assert np.all(lo <= [0.5, -1.0, 0.0]) and np.all(hi >= [0.5, -1.0, 0.0]) and lo.shape == (3,)

@@ -188,8 +188,9 @@ def interval_matmul(W, b, lo, hi):
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     col = lo.ndim == 1
-    L2 = lo.reshape(lo.shape[0], -1)
-    H2 = hi.reshape(hi.shape[0], -1)
+    k = 1 if col else lo.shape[1]          # boxes (columns); an empty W (no inputs) has width 0
+    L2 = lo.reshape(lo.shape[0], k)
+    H2 = hi.reshape(hi.shape[0], k)
     ones = np.ones((1, L2.shape[1]))
     XL = np.concatenate([L2, H2, ones])
     XH = np.concatenate([H2, L2, ones])
