@@ -67,6 +67,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             v = decide_by_enumeration(prop, ctx, setting(prop, "mode", backend), backend, t0)
         except NotLowered as e:
             return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+        except MemoryError:
+            v = None                  # the domain's cells do not fit: the exact encodings decide
         if v is not None:
             return v
     small = _small_domain(prop, ctx, backend, t0)

@@ -129,7 +129,10 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     if not setup.banded:
         from fairspec.kinds.tree_pairs import decide_kdisc
 
-        cells = decide_kdisc(prop, ctx, model, enc, fs, t0)   # a tree model: in cells of its split tests
+        try:
+            cells = decide_kdisc(prop, ctx, model, enc, fs, t0)   # a tree model: in cells of its split tests
+        except MemoryError:
+            cells = None
         if cells is not None:
             return cells
         exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)

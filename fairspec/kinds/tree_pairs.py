@@ -172,43 +172,44 @@ def _encode_one(enc, fs, name, vals):
 
 def _interval_cells(enc, fs, f, c, tests) -> tuple[np.ndarray, np.ndarray]:
     """Cells of a continuous (or wide integer) feature read by ``tests``: the intervals between the
-    values where a test's outcome changes, found by bisection on the runtime encoding and the
-    library's comparison (both monotone in the value), each cell given by its two end values."""
-    from fairspec.backends.trees.compile import _from_key, _key
-
+    values where a test's outcome changes, found by bisection (all tests at once) on the runtime
+    encoding and the library's comparison (both monotone in the value), each cell given by its two
+    end values."""
     lo, hi = float(f.domain.lo), float(f.domain.hi)
     integer = isinstance(f.domain, ir.IntRange)
+    thr = np.array([t.threshold for t in tests], dtype=np.float64)
+    strict = np.array([t.strict for t in tests], dtype=bool)
+    f32 = np.array([t.f32 for t in tests], dtype=bool)
 
-    def out(t, v):
-        _, U = _encode_one(enc, fs, f.name, np.array([v]))
-        return bool(t.left(U[:, 0])[0])
+    def out(v):
+        """Outcome of test i at value v[i] (vectors over the tests)."""
+        _, U = _encode_one(enc, fs, f.name, np.asarray(v, dtype=np.float64))
+        u = U[:, 0]
+        u = np.where(f32, u.astype(np.float32).astype(np.float64), u)
+        return np.where(strict, u < thr, u <= thr)
 
-    cuts = set()
-    for t in tests:
-        a_out, b_out = out(t, lo), out(t, hi)
-        if a_out == b_out:
-            continue                                   # monotone: one outcome over [lo, hi]
-        if integer:
-            a, b = int(lo), int(hi)                    # out(a) != out(b): the last value like a
-            while b - a > 1:
-                m = (a + b) // 2
-                if out(t, float(m)) == a_out:
-                    a = m
-                else:
-                    b = m
-            cuts.add(float(a))
-        else:
-            ka, kb = _key(lo), _key(hi)
-            while kb - ka > 1:
-                m = (ka + kb) // 2
-                if out(t, _from_key(m)) == a_out:
-                    ka = m
-                else:
-                    kb = m
-            cuts.add(_from_key(ka))
+    n = len(tests)
+    a_out, b_out = out(np.full(n, lo)), out(np.full(n, hi))
+    change = a_out != b_out                            # monotone: otherwise one outcome over [lo, hi]
+    if integer:
+        ka, kb = np.full(n, int(lo), dtype=np.int64), np.full(n, int(hi), dtype=np.int64)
+        to_val = lambda k: k.astype(np.float64)       # noqa: E731
+    else:
+        ka = np.full(n, _key64(lo), dtype=np.int64)
+        kb = np.full(n, _key64(hi), dtype=np.int64)
+        to_val = _from_key64
+    for _ in range(130):
+        open_ = change & (kb - ka > 1)
+        if not open_.any():
+            break
+        mid = ka + (kb - ka) // 2
+        same = out(to_val(np.where(open_, mid, ka))) == a_out
+        ka = np.where(open_ & same, mid, ka)
+        kb = np.where(open_ & ~same, mid, kb)
+    cuts = sorted({float(x) for x in to_val(ka[change])})
     vals, cell = [], []
     start = lo
-    for k, b in enumerate(sorted(cuts) + [hi]):
+    for k, b in enumerate(cuts + [hi]):
         vals.append(start)
         cell.append(k)
         if b != start:
@@ -216,6 +217,18 @@ def _interval_cells(enc, fs, f, c, tests) -> tuple[np.ndarray, np.ndarray]:
             cell.append(k)
         start = b + 1.0 if integer else float(np.nextafter(b, np.inf))
     return np.array(vals, dtype=np.float64), np.array(cell, dtype=np.int64)
+
+
+def _key64(x: float) -> int:
+    """An int64 that orders float64 values as the reals they are (-0.0 and 0.0 alike)."""
+    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
+    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
+
+
+def _from_key64(k: np.ndarray) -> np.ndarray:
+    k = np.asarray(k, dtype=np.int64)
+    bits = np.where(k >= 0, k, (-k) | np.int64(-0x8000000000000000))
+    return bits.astype(np.int64).view(np.float64)
 
 
 def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: str, tests, read,
