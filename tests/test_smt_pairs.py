@@ -164,6 +164,16 @@ def test_certify_refuses_a_tampered_query():
     assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1) is not None
     assert prove_unsat(q, t2, "unsat", solver="z3", excluded=[(*pair, (2.0, 1.0))], post="logit", eps=1,
                        eps_strict=True) is None
+    # label: a point excluded as x must not be positive on the runtime, one excluded as x' must be
+    ql = PairQuery.from_problem(p.with_post("label"), Fraction(0), True)
+    t3 = smtlib(ql, excluded=[([0, 0, 0], None)])
+    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (0.0, float("nan")))],
+                       post="label") is not None
+    assert prove_unsat(ql, t3, "unsat", solver="z3", excluded=[([0, 0, 0], None, (1e-30, float("nan")))],
+                       post="label") is None
+    t4 = smtlib(ql, excluded=[(None, [0, 0, 0])])
+    assert prove_unsat(ql, t4, "unsat", solver="z3", excluded=[(None, [0, 0, 0], (float("nan"), 0.0))],
+                       post="label") is None
 
 
 def test_exact_constants_in_the_query():

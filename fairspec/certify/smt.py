@@ -187,11 +187,13 @@ def smtlib(q: PairQuery, cuts: Sequence[float] = (), prob_pieces: int = 16, excl
 
 
 def _block(q: PairQuery, xs, xps, fx, fxp) -> str:
-    """``not (x == fx and x' == fxp)``."""
+    """``not (x == fx and x' == fxp)``; ``fx`` None: ``not (x' == fxp)``, ``fxp`` None: ``not (x == fx)``."""
     eqs = []
     for c, names, vals in ((0, xs, fx), (1, xps, fxp)):
+        if vals is None:
+            continue
         for i, nm in enumerate(names):
-            if c == 1 and nm == xs[i]:
+            if c == 1 and nm == xs[i] and fx is not None:
                 continue
             v = Fraction(vals[i])
             if q.integer[i]:
@@ -259,21 +261,36 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
     it; None otherwise.
 
     ``excluded``: ``(x, x', scores)`` -- ordered pairs the query leaves out, each with the two
-    scores the model's runtime gave it (``x``, ``x'`` exact floats, as replayed); certify checks
-    that each is fair on the runtime (``post``, ``eps`` as the spec writes it, ``eps_strict``,
+    scores the model's runtime gave it (``x``, ``x'`` exact floats, as replayed), or for a label
+    a single point: ``(x, None, scores)`` (x is not positive on the runtime: no ordered pair
+    starting at x flips) / ``(None, x', scores)`` (x' is positive); certify checks that each is
+    fair on the runtime (``post``, ``eps`` as the spec writes it, ``eps_strict``,
     ``decision_threshold`` of a label) before it accepts the text. The proof is then about the
     runtime: every other pair is covered by the SMT answer (with the caller's threshold moved
     outward by the runtime error, ``detail["runtime_error"]``)."""
     if answer != "unsat":
         return None
+    from fairspec.certify.enumerate import compare_exact
+
     pairs = []
     for fx, fxp, scores in excluded:
-        fx = [Fraction(v) for v in fx]
-        fxp = [Fraction(v) for v in fxp]
-        if any(Fraction(float(v)) != v for v in fx + fxp):
+        fx = None if fx is None else [Fraction(v) for v in fx]
+        fxp = None if fxp is None else [Fraction(v) for v in fxp]
+        if fx is None and fxp is None:
+            return None
+        if any(Fraction(float(v)) != v for v in (fx or []) + (fxp or [])):
             return None                             # not the float point the runtime evaluated
-        if post is None or not _fair_on_runtime(post, scores, 0 if eps is None else eps, eps_strict,
-                                                decision_threshold, sigmoid_of_logits):
+        if fx is None or fxp is None:
+            # a label point: as x it is not positive (no ordered pair starting there flips), as x'
+            # it is positive (no ordered pair ending there flips) -- on the runtime, exactly
+            if post != "label":
+                return None
+            v = np.asarray([scores[0] if fxp is None else scores[1]], dtype=np.float64)
+            if not np.all(np.isfinite(v)) or not compare_exact(v, "<=" if fxp is None else ">",
+                                                               decision_threshold)[0]:
+                return None
+        elif post is None or not _fair_on_runtime(post, scores, 0 if eps is None else eps, eps_strict,
+                                                  decision_threshold, sigmoid_of_logits):
             return None
         pairs.append((fx, fxp))
     mine = smtlib(q, cuts, prob_pieces, pairs)

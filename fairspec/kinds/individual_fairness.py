@@ -139,7 +139,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                  "readout), so it cannot prove anything about it", backend=backend,
                            seconds=time.perf_counter() - t0)
         kw.update(runtime=rt, eps_strict=prop.eps_strict,
-                  relaxed_strict=tuple(c.offset for c in enc.columns if c.feature in prop.relaxed_strict))
+                  # the problem's integral strict tolerances are already exact (_relaxed: <= ceil(t) - 1);
+                  # a continuous one stays <= t in the query and < t on every witness
+                  relaxed_strict=tuple(c.offset for c in enc.columns
+                                       if c.feature in prop.relaxed_strict and not low.integer[c.offset]))
     else:
         from fairspec.backends import milp as engine_mod
 
@@ -193,6 +196,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         res = replace(res, proof=proof)
     if backend == "smt":
         extra = _interval(backend, mode, res)
+        if mode == "maximize" and "bound" in extra:
+            details["maximum"] = ("proved (best replayed and certified bound meet)" if res.how == "proved" and
+                                  res.status == "violated" else "[best pair replayed on the runtime, certified upper bound]")
     else:
         extra = {}
         if mode == "maximize" and res.bound is not None and res.value is not None:

@@ -394,7 +394,17 @@ def _decide(S: _Session, mode: str) -> PairResult:
                    "pairs on the runtime)" if S.emulated else
                    f"{len(excluded)} pairs within the runtime's rounding error ({S.E:.3g}) of the threshold")
             return S.result("unknown", mode, reason=f"not decided: {why}; no pair replays as a violation")
-        excluded.append((x, xp, s, (fx, fxp)))
+        if S.p.post == "label":
+            # exclude the point that makes the pair fair (all of its pairs at once): x not positive
+            # on the runtime, or x' positive
+            from fairspec.certify.enumerate import compare_exact
+
+            if compare_exact(s[:1], "<=", S.judge.t)[0]:
+                excluded.append((x, xp, s, (fx, None)))
+            else:
+                excluded.append((x, xp, s, (None, fxp)))
+        else:
+            excluded.append((x, xp, s, (fx, fxp)))
         S.z3.stats["excluded"] = len(excluded)
 
 
