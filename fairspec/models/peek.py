@@ -587,12 +587,18 @@ def _load_inert_pickle(p: pathlib.Path):
         return None
 
 
-def sklearn_pickle_estimator(path: str | os.PathLike) -> tuple[str, str | None] | None:
+def sklearn_pickle_estimator(path: str | os.PathLike, final: bool = False) -> tuple[str, str | None] | None:
     """(class name, MLP activation or None) of a pickled scikit-learn estimator, read inertly;
-    None when the file does not say."""
+    None when the file does not say. ``final``: of a Pipeline's last step (its estimator)."""
     root = _load_inert_pickle(pathlib.Path(path))
     if not isinstance(root, _Stub):
         return None
+    for _ in range(4):
+        steps = _state(root).get("steps") if final and root._qual[1] == "Pipeline" else None
+        last = steps[-1] if isinstance(steps, list) and steps else None
+        if not (isinstance(last, tuple) and len(last) == 2 and isinstance(last[1], _Stub)):
+            break
+        root = last[1]
     act = _state(root).get("activation")
     return root._qual[1], act if isinstance(act, str) else None
 
@@ -725,7 +731,7 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
                 schema = json.loads(zf.read("schema.json"))
             return _skops_obstacle(schema)
         if fmt == "sklearn":
-            est = sklearn_pickle_estimator(p)
+            est = sklearn_pickle_estimator(p, final=True)
             return None if est is None else _estimator_obstacle(*est)
     except Exception:  # noqa: BLE001 - lint says nothing here; the loader gives the sentence at check time
         return None
@@ -783,7 +789,7 @@ def tree_file_class(format: str, path) -> str | None:
             return None
         return cls if cls in TREE_SKLEARN else None
     if fmt in ("sklearn", "scikit-learn", "skops"):
-        est = sklearn_pickle_estimator(p) if p.is_file() else None
+        est = sklearn_pickle_estimator(p, final=True) if p.is_file() else None
         return est[0] if est is not None and est[0] in TREE_SKLEARN else None
     return None
 
