@@ -208,6 +208,21 @@ def _check(args) -> int:
     finally:
         if progress:
             progress.stop()
+    # a signal while the report is printed and written is recorded, not raised: the report is
+    # finished, then the exit code says the run was interrupted (a second signal exits at once)
+    with interrupt.installed(defer=True, fresh=False):
+        code = _emit_check(args, result)
+    if code == result.exit_code and interrupt.requested() and not result.interrupted:
+        print(f"fairspec: interrupted ({interrupt.what()}) after every verdict was decided; the report is "
+              f"complete", file=sys.stderr)
+        return interrupt.exit_code()
+    return code
+
+
+def _emit_check(args, result) -> int:
+    """Print ``result`` in ``args.format`` and write ``--html``; the exit code."""
+    from fairspec import report as rep
+
     if result.interrupted:
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
     if args.format == "json":
@@ -281,6 +296,20 @@ def _check_models(args, parallel: bool) -> int:
     except InputError as e:
         print(f"fairspec: {visible(e)}", file=sys.stderr)
         return 2
+    with interrupt.installed(defer=True, fresh=False):  # as in _check: the reports are finished
+        code = _emit_models(args, reports)
+    if code not in (2, 130, 143) and interrupt.requested():
+        print(f"fairspec: interrupted ({interrupt.what()}) after every verdict was decided; the report is "
+              f"complete", file=sys.stderr)
+        return interrupt.exit_code()
+    return code
+
+
+def _emit_models(args, reports) -> int:
+    import json
+
+    from fairspec import report as rep
+
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     if code in (130, 143):

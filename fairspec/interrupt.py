@@ -34,6 +34,7 @@ _depth = 0
 _lock = threading.Lock()
 _signals = 0
 _signum = 0  # the first signal received (SIGINT or SIGTERM); 0: none
+_defer = False  # installed(defer=True): a signal is recorded, never raised (the report is being written)
 _exit_hooks: list = []  # called before a second signal ends the process (kill the worker pools)
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
@@ -122,7 +123,7 @@ def solver_section(cancel=None):
 
 def _handler(signum, frame):  # noqa: ARG001
     _cancel(signum)
-    if _depth == 0:
+    if _depth == 0 and not _defer:
         raise KeyboardInterrupt
 
 
@@ -155,12 +156,19 @@ def _watch(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def installed():
-    """Handle SIGINT and SIGTERM as described above (main thread only; otherwise a no-op)."""
+def installed(*, defer: bool = False, fresh: bool = True):
+    """Handle SIGINT and SIGTERM as described above (main thread only; otherwise a no-op).
+
+    ``defer=True`` (while the report is printed and written): a signal is only recorded
+    (:func:`requested`, :func:`exit_code`), so the report is finished; a second one still exits
+    at once. ``fresh=False`` keeps a signal recorded before."""
+    global _defer
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    reset()
+    if fresh:
+        reset()
+    _defer = defer
     r, w = os.pipe()
     os.set_blocking(w, False)
     old_handlers = {sig: signal.signal(sig, _handler) for sig in HANDLED}
@@ -173,6 +181,7 @@ def installed():
         signal.set_wakeup_fd(old_fd)
         for sig, old in old_handlers.items():
             signal.signal(sig, old)
+        _defer = False
         os.close(w)
         t.join(timeout=1)
         try:

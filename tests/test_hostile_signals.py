@@ -191,3 +191,27 @@ def test_models_folder_interrupted_reports_every_file(tmp_path, sig, code):
     assert res["exit_code"] == code
     assert all(m["exit_code"] == code for m in res["models"]), res
     assert f"exit code {code}" in (cwd / "report.html").read_text()
+
+
+def test_a_signal_while_the_report_is_written_finishes_it_then_exits_130(tmp_path, monkeypatch, capsys):
+    """In-process: the check is done, Ctrl-C comes while the report is printed and written: the
+    report is finished (the signal is recorded, not raised) and the exit code is 130."""
+    import fairspec.pipeline
+    from fairspec import cli
+    from fairspec.pipeline import Report
+
+    monkeypatch.setattr(fairspec.pipeline, "check", lambda *a, **k: Report("spec.fair", []))
+    finished = []
+
+    def emit(args, result):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs here: it must not raise
+        for _ in range(100):
+            time.sleep(0.01)
+        finished.append(True)
+        return result.exit_code
+
+    monkeypatch.setattr(cli, "_emit_check", emit)
+    assert cli.main(["check", str(tmp_path / "spec.fair")]) == 130
+    assert finished == [True]
+    assert "after every verdict was decided" in capsys.readouterr().err

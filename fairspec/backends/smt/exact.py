@@ -222,6 +222,10 @@ class _Z3:
             return "timeout", None
         ctx = z3.Context()
         s = z3.Solver(ctx=ctx)
+        # z3 would take SIGINT over during the check (its own Ctrl-C handler cancels that one check,
+        # which reads as a time-out, and Python never sees the signal: the next check ran on);
+        # fairspec.interrupt cancels it through ctx.interrupt instead
+        s.set("ctrl_c", False)
         if r is not None:
             s.set("timeout", max(1, int(r * 1000)))
         t = time.perf_counter()
