@@ -482,20 +482,21 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
     if getattr(loaded, "method", None) == "predict_proba" and loaded.index is not None and len(classes) == 2:
         positive = classes[loaded.index]
     name = type(est).__name__
-    if name != "DecisionTreeClassifier":
-        from fairspec.models.network import UnsupportedModel
+    # every tree model (a decision tree too) compiled: cuts where the library sends inputs (its
+    # float32 casts), boxes at the threshold decided by its predict
+    from fairspec.models.network import UnsupportedModel
 
-        try:
-            trees = loaded.tree_ensemble()
-        except UnsupportedModel as e:
-            raise Unsupported(f"model '{model.name}': {e.message}") from e
-        if trees is not None:
-            from fairspec.backends.trees.runtime import runtime_outputs
+    try:
+        trees = loaded.tree_ensemble()
+    except UnsupportedModel as e:
+        raise Unsupported(f"model '{model.name}': {e.message}") from e
+    if trees is not None:
+        from fairspec.backends.trees.runtime import runtime_outputs
 
-            # boxes at the decision threshold are decided by the library's own predict
-            est, positive = _compiled(model, trees, cols, fs,
-                                      decide=lambda X: runtime_outputs(loaded, X, "label")), 1
-            name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
+        # boxes at the decision threshold are decided by the library's own predict
+        est, positive = _compiled(model, trees, cols, fs,
+                                  decide=lambda X: runtime_outputs(loaded, X, "label")), 1
+        name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
         from fairspec.backends.boolean import tree_from_sklearn, tree_split_points
         t = est.tree_
