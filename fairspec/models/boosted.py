@@ -78,7 +78,9 @@ def xgb_matrix(xgb, booster, X):
     has put the columns in the model's order already (fairspec.sema.names)."""
     names = booster.feature_names
     if names and len(names) == X.shape[1]:
-        return xgb.DMatrix(X, feature_names=list(names), feature_types=booster.feature_types)
+        types = booster.feature_types
+        return xgb.DMatrix(X, feature_names=list(names), feature_types=types,
+                           enable_categorical=bool(types) and "c" in types)
     return xgb.DMatrix(X)
 
 
