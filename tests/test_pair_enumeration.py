@@ -62,3 +62,14 @@ def test_interval_matmul_without_inputs():
 
     lo, hi = interval_matmul(np.zeros((3, 0)), np.array([0.5, -1.0, 0.0]), np.zeros(0), np.zeros(0))
     assert np.all(lo <= [0.5, -1.0, 0.0]) and np.all(hi >= [0.5, -1.0, 0.0]) and lo.shape == (3,)
+
+
+def test_sigmoid_check_at_eps_zero_uses_monotonicity():
+    """|sigmoid(z) - sigmoid(z')| <= 0 is broken by any z != z', however close (the logistic is
+    strictly increasing), and `<` 0 by every pair."""
+    z = np.array([1.0, 1.0, np.nextafter(1.0, 2.0)])
+    zp = np.array([np.nextafter(1.0, 2.0), 1.0, 1.0])
+    fair, bad = SigmoidCheck(z, "<=", 0, zp).decide()
+    assert list(fair) == [True, True, False] and list(bad) == [False, False, True]
+    fair, bad = SigmoidCheck(z, "<=", "0.25", zp).decide()
+    assert fair.all()

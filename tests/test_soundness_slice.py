@@ -96,10 +96,7 @@ XFAIL: dict = {
 
 # family -> (owner, why) while its small-domain unknowns (time limits aside) are over the target
 # (the *-solver families are outside the target: a user gets enumeration on their domains)
-XFAIL_UNKNOWN = {
-    "network": ("pairs", "issue 20 item 3: `|prob - prob'| <= 0` on a two-logit model ends unknown on 600 points "
-                         "('pairs lie within the rounding of the logistic'), though z != z' decides it exactly "
-                         "(network-4000038-p2, -p4)"),
+XFAIL_UNKNOWN: dict = {
 }
 
 

@@ -82,6 +82,14 @@ class SigmoidCheck:
         zero_fair = _cmp(Fraction(0), self.op, t)
         fair = np.where(same, zero_fair, fair & np.isfinite(dhi))
         bad = np.where(same, not zero_fair, bad & np.isfinite(dlo))
+        # the logistic is strictly increasing: the sign of the difference is the sign of a - b, exactly
+        below = (a < b) & np.isfinite(a) & np.isfinite(b)          # difference < 0
+        above = (a > b) & np.isfinite(a) & np.isfinite(b)          # difference > 0
+        if t > 0:
+            fair |= below
+        elif t == 0:
+            fair = np.where(below, True, np.where(above, False, fair))
+            bad = np.where(above, True, np.where(below, False, bad))
         return fair, bad
 
 

@@ -229,6 +229,17 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             ok = check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6)
             out = model.replay(X2) if ok else None
             replayed_by = replayer_name(model)
+        if not ok and runtime is not None and runtime.layers is not None and mode != "maximize":
+            # a fragile witness (within rounding of the threshold): retried by the certified branch and
+            # bound on the runtime -- a proof, or a pair of its own that replays, or unknown
+            retry = _retry_fragile(prop, ctx, problem, res, limit)
+            if retry is not None:
+                if retry.status == "holds":
+                    return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
+                                   seconds=time.perf_counter() - t0, details=details, reason=retry.reason,
+                                   proof=retry.proof)
+                ok, X2, out = runtime.replay.full(retry.witness.x, retry.witness.x_prime)
+                details["witness"] = "the solver's pair did not replay; the certified branch and bound's did"
         if not ok:
             return unknown(prop, f"the {backend} witness did not reproduce on the model's runtime (it lies within "
                                  "rounding of the threshold); not reported as a violation", backend=backend,
@@ -247,6 +258,26 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=seconds, details=details, reason=res.reason or None, **extra)
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
+
+
+def _retry_fragile(prop, ctx, problem, res, limit):
+    """The certified BaB on the whole problem after a witness that did not replay: a ``holds`` with its
+    Proof, a ``violated`` whose pair replays on the runtime, or None."""
+    from fairspec.backends.pair import PairResult
+    from fairspec.backends.pair_certify import certify_result
+    from fairspec.planning import setting
+
+    left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", "milp")), 0.25 * limit)
+    probe = PairResult("holds", "proved", reason="the solver's witness did not replay", engine=res.engine,
+                       mode=res.mode)
+    out = certify_result(problem, probe, left, "the solver")
+    if out.status == "holds" and out.proof is not None:
+        return replace(out, reason="the solver's witness lies within rounding of the threshold and does not "
+                                   "replay; the certified branch and bound proves the property on the runtime: "
+                                   + out.proof.summary)
+    if out.status == "violated" and out.witness is not None:
+        return out
+    return None
 
 
 def _value(backend, mode, res):
