@@ -211,7 +211,11 @@ class FairspecServer(LanguageServer):
             idx = self.analyse(uri)
         except Exception as e:  # noqa: BLE001 - a fairspec bug must not take the editor's server down
             log.exception("lint failed")
-            self.window_log_message(T.LogMessageParams(T.MessageType.Error, f"fairspec: internal error: {e}"))
+            msg = T.LogMessageParams(T.MessageType.Error, f"fairspec: internal error: {e}")
+            if self._loop is not None and threading.current_thread() is not threading.main_thread():
+                self._loop.call_soon_threadsafe(self.window_log_message, msg)
+            else:
+                self.window_log_message(msg)
             return
         if idx is None or self._stale(uri, version):
             return
