@@ -262,3 +262,10 @@ def test_exit_ends_the_server_while_its_stdin_stays_open(raw, project):
     raw.notify("exit", None)
     raw.p.wait(timeout=GUARD)  # stdin is still open: the reader thread must not hold the exit
     assert raw.p.returncode == 0
+
+
+def test_the_servers_limit_is_lints():
+    from fairspec.lsp import server
+    from fairspec.syntax import parser
+
+    assert server.MAX_SPEC_BYTES == parser.MAX_SPEC_BYTES

@@ -49,8 +49,9 @@ log = logging.getLogger("fairspec.lsp")
 
 MAX_MESSAGE = 64 << 20   # bytes of one message (a 5 MB document's didOpen is about 5 MB)
 MAX_HEADER_LINE = 8192   # bytes of one header line
-# characters analysed as you type: at most what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
-MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", 512 << 10))
+# characters analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
+MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
+MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
 DEBOUNCE = 0.15          # seconds without a change before a document is linted
 IN_FLIGHT = 16           # messages read ahead of the one being handled
 
@@ -197,9 +198,10 @@ class FairspecServer(LanguageServer):
             d = T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 0)), severity=T.DiagnosticSeverity.Warning,
                              code="FS106", source="fairspec",
                              message=f"this document is {size / 1e6:.1f} MB, over the language server's "
-                                     f"{MAX_DOCUMENT / 1e6:.1f} MB limit for analysing as you type "
-                                     f"(FAIRSPEC_LSP_MAX_DOCUMENT): it is not analysed here; run "
-                                     f"`fairspec lint` on it")
+                                     f"limit of {MAX_DOCUMENT >> 10} KiB for analysing as you type "
+                                     f"(FAIRSPEC_LSP_MAX_DOCUMENT): it is not analysed here; `fairspec lint` "
+                                     f"reads spec files up to {MAX_SPEC_BYTES >> 10} KiB (FS107 above): split "
+                                     f"it into files joined with import")
             self.indexes.pop(uri, None)
             self.good.pop(uri, None)
             for old in self.published.get(uri, set()) - {uri}:
