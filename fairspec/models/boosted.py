@@ -73,15 +73,11 @@ class _Boosted(LoadedModel):
 
 
 def xgb_matrix(xgb, booster, X):
-    """A DMatrix of the columns X under the names and types the booster records: a model fit
-    on a data frame refuses unnamed data ("data did not contain feature names"). The encoding
-    has put the columns in the model's order already (fairspec.sema.names)."""
-    names = booster.feature_names
-    if names and len(names) == X.shape[1]:
-        types = booster.feature_types
-        return xgb.DMatrix(X, feature_names=list(names), feature_types=types,
-                           enable_categorical=bool(types) and "c" in types)
-    return xgb.DMatrix(X)
+    """:func:`fairspec.models.trees.xgb_matrix` (defined there, so that the tree converter does not
+    import this module: no import cycle)."""
+    from fairspec.models.trees import xgb_matrix as matrix
+
+    return matrix(xgb, booster, X)
 
 
 class XGBoostModel(_Boosted):

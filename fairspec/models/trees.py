@@ -358,6 +358,18 @@ def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, n
 # XGBoost and LightGBM
 # ---------------------------------------------------------------------------------------------
 
+def xgb_matrix(xgb, booster, X):
+    """A DMatrix of the columns X under the names and types the booster records: a model fit
+    on a data frame refuses unnamed data ("data did not contain feature names"). The encoding
+    has put the columns in the model's order already (fairspec.sema.names)."""
+    names = booster.feature_names
+    if names and len(names) == X.shape[1]:
+        types = booster.feature_types
+        return xgb.DMatrix(X, feature_names=list(names), feature_types=types,
+                           enable_categorical=bool(types) and "c" in types)
+    return xgb.DMatrix(X)
+
+
 def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     """A binary XGBoost ``gbtree`` booster (``binary:logistic`` and friends) as the ensemble of
     its margin (``output_margin=True``); ``index = 0`` gives class 0."""
@@ -388,7 +400,6 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "xgboost")
 
     def margin(X):
-        from fairspec.models.boosted import xgb_matrix
 
         return booster.predict(xgb_matrix(xgb, booster, X), output_margin=True)
 
