@@ -30,6 +30,28 @@ def encode_like_runtime(enc, V) -> np.ndarray:
     return X
 
 
+def _encoding(enc) -> tuple:
+    """One certify InputEncoding per model input. A code column's problem variable is the code
+    itself (the lowering: codes 0..k-1 in any order), so it enters the model unchanged."""
+    from fairspec.certify.network import InputEncoding
+
+    out = [InputEncoding("raw")] * enc.width
+    for c in enc.columns:
+        for k in range(c.width):
+            if c.kind == "minmax":
+                e = InputEncoding("minmax", float(c.lo), float(c.hi))
+            elif c.kind == "standard":
+                e = InputEncoding("standard", float(c.mean), float(c.std))
+            elif c.kind == "code":
+                if sorted(float(x) for x in c.codes) != [float(i) for i in range(len(c.codes))]:
+                    raise ValueError(f"the code table of {c.feature} is not 0..k-1")
+                e = InputEncoding("code")
+            else:
+                e = InputEncoding(c.kind)
+            out[c.offset + k] = e
+    return tuple(out)
+
+
 def _readout(raw, readout):
     """The certify readout tuple of a raw network read through a model's Readout, or None."""
     n_out = raw.layers[-1].n_out
@@ -56,7 +78,6 @@ def runtime_of(model, enc):
     """The Runtime of a loaded network model (ONNX, TorchScript / torch, scikit-learn MLP or
     logistic regression) under encoding ``enc``, or None when it is not one certify can bound."""
     from fairspec.backends.smt.exact import Runtime
-    from fairspec.certify.network import encoding_from_ir
     from fairspec.models import network
 
     fmt = str(getattr(model, "format", ""))
@@ -77,7 +98,7 @@ def runtime_of(model, enc):
                 if getattr(model.readout, "index", None) not in (None, 1):
                     return None
                 ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
-                return Runtime(raw, tuple(encoding_from_ir(enc)), ro, precision,
+                return Runtime(raw, _encoding(enc), ro, precision,
                                lambda V: model.score(encode_like_runtime(enc, V)), model.score_kind,
                                f"sklearn {type(model.raw).__name__} (float64)")
         else:
@@ -85,7 +106,7 @@ def runtime_of(model, enc):
         ro = _readout(raw, model.readout)
         if ro is None:
             return None
-        encoding = tuple(encoding_from_ir(enc))
+        encoding = _encoding(enc)
     except Exception:   # noqa: BLE001 - any model certify's error model does not cover: no runtime
         return None
     return Runtime(raw, encoding, ro, precision, lambda V: model.score(encode_like_runtime(enc, V)),
