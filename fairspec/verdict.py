@@ -11,8 +11,10 @@ A time-out is never `holds`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from fairspec.certify.proof import Proof
+if TYPE_CHECKING:  # imported where it is checked: `fairspec lint` loads this module (models.base) but no proof
+    from fairspec.certify.proof import Proof
 
 
 class Unsupported(Exception):
@@ -61,6 +63,8 @@ class Verdict:
     def __post_init__(self):
         assert self.status in ("holds", "violated", "unknown"), self.status
         if self.proof is not None:
+            from fairspec.certify.proof import Proof
+
             assert isinstance(self.proof, Proof), "proof must be a fairspec.certify.Proof"
         if self.status == "holds":
             assert self.how in ("proved", "estimated"), "a holds verdict says how it was established"

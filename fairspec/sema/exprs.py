@@ -9,7 +9,6 @@ declared list, so run-time evaluation is purely numeric.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from fairspec import ir
@@ -18,6 +17,8 @@ from fairspec.syntax import ast
 
 
 def did_you_mean(name: str, options) -> str | None:
+    import difflib  # only when a name is unknown: lint of a correct spec never loads it
+
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 
