@@ -1,19 +1,7 @@
 """fairspec: a specification language for ML fairness requirements and its checker (see ARCHITECTURE.md)."""
 
 
-# The distribution's name on the package index (the import name and the command are `fairspec`;
-# "fairspec" on the index is an unrelated project).
-DISTRIBUTION = "specfair"
-
-
-def version() -> str:
-    """The installed version of fairspec."""
-    try:
-        from importlib.metadata import version as _v
-
-        return _v(DISTRIBUTION)
-    except Exception:  # noqa: BLE001
-        return "0.1.0"
+from fairspec.meta import DISTRIBUTION, version
 
 
 # The Python API (fairspec/api.py), loaded on first use so that `import fairspec` stays light.

@@ -56,7 +56,7 @@ def _entry(path: str, role: str, cwd: Path) -> dict:
 
 def collect(report, started: _dt.datetime | None = None) -> dict:
     """The provenance of one report (JSON-ready)."""
-    from fairspec import version
+    from fairspec.meta import version
 
     cwd = Path.cwd().resolve()
     files = [_entry(report.spec, "spec", cwd)]
