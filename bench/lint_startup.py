@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,13 +39,46 @@ def largest_spec() -> Path:
 
 
 def run(cmd: list[str], env: dict) -> tuple[float, float, int]:
-    """Wall seconds, CPU seconds (user + system) and exit status of one fresh process."""
+    """Wall seconds, CPU seconds (user + system) and exit status of one fresh process, run in the folder
+    its PYTHONPATH names (``-m`` puts the working folder first on sys.path)."""
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=env["PYTHONPATH"],
+                         env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
     return wall, ru.ru_utime + ru.ru_stime, p.returncode
+
+
+# One fresh process: the CPU time of each phase of `fairspec lint` (the same imports, in the order lint
+# makes them), printed as JSON.  The AST and IR modules are dataclasses lint builds (parse and sema).
+_PHASES = r"""
+import json, sys, time
+c = time.process_time
+out = {}
+t = c(); import fairspec.cli; out["fairspec.cli (argparse, diagnostics, dataclasses)"] = c() - t
+t = c(); import fairspec.syntax.ast; out["fairspec.syntax.ast (45 dataclasses)"] = c() - t
+t = c(); import fairspec.ir; out["fairspec.ir (33 dataclasses)"] = c() - t
+t = c(); import lark; out["import lark"] = c() - t
+t = c(); import fairspec.pipeline; out["fairspec.pipeline: the rest (sema, planning, files, verdict)"] = c() - t
+t = c(); from fairspec.syntax import parser; parser._parser(); out["the LALR parser from Lark's cache"] = c() - t
+t = c(); from fairspec.pipeline import lint; lint(sys.argv[1]); out["lint: parse (lexers built), sema, models peeked, data sampled"] = c() - t
+t = c(); lint(sys.argv[1]); out["(lint again in the same process)"] = c() - t
+print(json.dumps(out))
+"""
+
+
+def phases(spec: Path, env: dict, runs: int) -> dict[str, float]:
+    """Median CPU seconds of each phase over ``runs`` fresh processes."""
+    import json
+
+    got: dict[str, list[float]] = {}
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", _PHASES, str(spec)], capture_output=True, text=True,
+                             cwd=ROOT, env=env, check=True).stdout
+        for k, v in json.loads(out.strip().splitlines()[-1]).items():
+            got.setdefault(k, []).append(v)
+    return {k: statistics.median(v) for k, v in got.items()}
 
 
 def main() -> None:
@@ -55,24 +90,33 @@ def main() -> None:
     spec = largest_spec()
     rel = spec.relative_to(ROOT)
     env = dict(os.environ, PYTHONPATH=str(ROOT))  # this checkout's fairspec, whatever is installed
+    # fairspec's sources without bytecode, never written (an editable install under PYTHONDONTWRITEBYTECODE,
+    # as on the team's machines): every run compiles every module it imports.
+    raw = Path(tempfile.mkdtemp(prefix="lint_startup_"))
+    for d in ("fairspec", "grammar", "specs"):
+        shutil.copytree(ROOT / d, raw / d, ignore=shutil.ignore_patterns("__pycache__"))
+    env_raw = dict(env, PYTHONPATH=str(raw), PYTHONDONTWRITEBYTECODE="1")
+    lint_cmd = [sys.executable, "-m", "fairspec", "lint", str(spec)]
     cmds = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        'python -c "import fairspec"': [sys.executable, "-c", "import fairspec"],
-        f"fairspec lint {rel}": [sys.executable, "-m", "fairspec", "lint", str(rel)],
+        "python -c pass": ([sys.executable, "-c", "pass"], env),
+        'python -c "import fairspec"': ([sys.executable, "-c", "import fairspec"], env),
+        f"fairspec lint {rel}, not byte-compiled": (lint_cmd, env_raw),
+        f"fairspec lint {rel}": (lint_cmd, env),
     }
-    for c in cmds.values():  # warm the file cache and Lark's grammar cache
-        run(c, env)
+    for c, e in cmds.values():  # warm the file cache and Lark's grammar cache
+        run(c, e)
     load_before = os.getloadavg()
     walls = {k: [] for k in cmds}
     cpus = {k: [] for k in cmds}
     codes = set()
     for _ in range(args.runs):
-        for k, c in cmds.items():
-            w, u, rc = run(c, env)
+        for k, (c, e) in cmds.items():
+            w, u, rc = run(c, e)
             walls[k].append(w)
             cpus[k].append(u)
             codes.add(rc)
     load_after = os.getloadavg()
+    shutil.rmtree(raw, ignore_errors=True)
     base_w = statistics.median(walls["python -c pass"])
     base_c = statistics.median(cpus["python -c pass"])
     lines = [
@@ -86,6 +130,9 @@ def main() -> None:
     for k in cmds:
         w, c = statistics.median(walls[k]), statistics.median(cpus[k])
         lines.append(f"| `{k}` | {w:.3f} | {w / base_w:.2f} | {c:.3f} | {c / base_c:.2f} | {lint_c - c:.3f} |")
+    lines += ["", "Where lint's CPU time goes (medians, each phase in a fresh process, in lint's import order):", "",
+              "| phase | CPU s |", "|---|---|"]
+    lines += [f"| {k} | {v:.3f} |" for k, v in phases(rel, env, args.runs).items()]
     lines += [
         "",
         f"load average {load_before[0]:.1f} / {load_before[1]:.1f} (1 / 5 min) before, "
