@@ -33,13 +33,13 @@ from test_interrupt import SPEC, _net  # noqa: E402
 GUARD = 240.0  # seconds: a hung process fails the test instead of hanging the suite
 
 
-def _project(tmp_path: Path) -> Path:
+def _project(tmp_path: Path, backend: str = "milp", engine: str = "") -> Path:
     _net(tmp_path / "net.onnx")
     rng = np.random.default_rng(1)
     rows = ["a,b,c,d,e,s,y"] + [",".join(f"{v:.3f}" for v in rng.random(5)) + f",{'FM'[i % 2]},{i % 3 == 0:d}"
                                 for i in range(40)]
     (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
-    (tmp_path / "spec.fair").write_text(SPEC.format(backend="milp", engine=""))
+    (tmp_path / "spec.fair").write_text(SPEC.format(backend=backend, engine=engine))
     (tmp_path / "fairspec.toml").write_text("")
     return tmp_path
 
@@ -159,8 +159,12 @@ def test_sigterm_with_two_workers_exits_143_partial_report_and_no_orphans(tmp_pa
     assert "exit code 143" in page and "interrupted by SIGTERM" in page
 
 
-def test_sigterm_serial_text_exits_143(tmp_path):
-    cwd = _project(tmp_path)
+@pytest.mark.parametrize("backend,engine", [("milp", ""), ("milp", "engine = scip"), ("smt", "")],
+                         ids=["highs", "scip", "z3"])
+def test_sigterm_serial_text_exits_143(tmp_path, backend, engine):
+    """Each solver is stopped by SIGTERM (SCIP's own handler knows only SIGINT: its solve runs
+    without the GIL so that fairspec's watcher thread interrupts it)."""
+    cwd = _project(tmp_path, backend, engine)
     code, out, err = _run(cwd, signal.SIGTERM)
     _no_crash(err)
     assert code == 143, (code, out[-2000:], err[-2000:])

@@ -211,8 +211,11 @@ def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bo
     try:
         from fairspec import interrupt
 
-        with interrupt.solver_section():  # Ctrl-C: the event handler stops SCIP at its next node
-            m.optimize()
+        # the solve runs without the GIL, so fairspec.interrupt's watcher thread interrupts it at
+        # once (SIGTERM too: SCIP's own handler catches only SIGINT); the event handler remains
+        nogil = getattr(m, "optimizeNogil", None)
+        with interrupt.solver_section(m.interruptSolve if nogil else None):
+            (nogil or m.optimize)()
             if m.getStatus() == "userinterrupt":  # SCIP caught the Ctrl-C itself (misc/catchctrlc)
                 interrupt.request()
     except Exception as exc:  # noqa: BLE001 - solver error becomes "error"
