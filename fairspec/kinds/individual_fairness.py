@@ -194,6 +194,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             return unknown(prop, "every partition was proved, but certify could not combine their proofs",
                            backend=backend, seconds=seconds, details=details)
         res = replace(res, proof=proof)
+    if mode == "maximize" and res.bound is None and res.value is not None:
+        details["best_value"] = res.value      # no certified upper bound: not a maximum
     if backend == "smt":
         extra = _interval(backend, mode, res)
         if mode == "maximize" and "bound" in extra:
@@ -281,9 +283,9 @@ def _retry_fragile(prop, ctx, problem, res, limit):
 
 
 def _value(backend, mode, res):
-    """maximize under smt reports a value only with its certified interval (``bound``): a value
-    alone would claim to be the maximum."""
-    if backend == "smt" and mode == "maximize" and res.bound is None:
+    """maximize reports a value only with its certified interval (``bound``): a value alone would
+    claim to be the maximum (e.g. partitions whose budget ran out before some part was bounded)."""
+    if mode == "maximize" and res.bound is None:
         return None
     return res.value
 
