@@ -356,6 +356,8 @@ def main(argv=None) -> int:
     code = _main(argv)
     if argv is None and code in (130, 143):
         _exit_now(code)
+    if "fairspec.interrupt" in sys.modules:  # called in-process: a later check starts uninterrupted
+        sys.modules["fairspec.interrupt"].reset()
     return code
 
 

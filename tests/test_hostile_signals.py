@@ -123,6 +123,7 @@ def _run(cwd: Path, sig: int, *args: str, workers: int = 0):
 
 def _no_crash(err: str) -> None:
     assert "Traceback" not in err and "internal error" not in err, err[-3000:]
+    assert "resource_tracker" not in err, err[-3000:]  # no leaked semaphores reported after the workers
     assert "interrupted" in err
 
 
@@ -216,6 +217,14 @@ def test_a_signal_while_the_report_is_written_finishes_it_then_exits_130(tmp_pat
         return result.exit_code
 
     monkeypatch.setattr(cli, "_emit_check", emit)
-    assert cli.main(["check", str(tmp_path / "spec.fair")]) == 130
+    try:
+        assert cli.main(["check", str(tmp_path / "spec.fair")]) == 130
+    finally:
+        from fairspec.backends import executor
+
+        executor.configure()
     assert finished == [True]
     assert "after every verdict was decided" in capsys.readouterr().err
+    from fairspec import interrupt
+
+    assert not interrupt.requested()  # the next in-process check is not interrupted

@@ -124,16 +124,25 @@ def process_pool(workers: int) -> "ProcessExecutor":
 
 def shutdown_pools(wait: bool = True) -> None:
     """End the process-wide pools (also run at exit); ``wait=False`` kills their workers now (an
-    interrupt). Then multiprocessing's resource tracker is stopped once no worker is left, so no
+    interrupt), and then, once no worker is left, stops multiprocessing's resource tracker, so no
     process of the run outlives it."""
     for pool in list(_POOLS.values()):
         pool.shutdown(wait)
     _POOLS.clear()
     import multiprocessing as mp
 
-    if not mp.active_children():
+    if not wait and not mp.active_children():  # an interrupt: the process exits next, without teardown
+        from multiprocessing import util
+
         from fairspec.interrupt import stop_resource_tracker
 
+        # the pools' named semaphores are unlinked and unregistered now, as the interpreter's exit
+        # would (the tracker would otherwise report them leaked, and a later finalizer would fail
+        # to unlink what the tracker removed); then the tracker has nothing left and is stopped
+        try:
+            util._run_finalizers(0)
+        except Exception:  # noqa: BLE001 - exiting regardless
+            pass
         stop_resource_tracker()
 
 
