@@ -362,10 +362,7 @@ CERTIFY_GATE = "enforce"
 #: Property kinds some of whose ``holds (proved)`` paths carry no certify proof yet: for these the
 #: gate only warns (``details["uncertified"]`` and a warning in the JSON report) until their
 #: owners supply the proofs; remove a kind here once every one of its paths is certified.
-PENDING = {
-    "pba": "PBA points decided by the LP / MILP / branch-and-bound stages (floating-point solvers)",
-    "individual_fairness": "the milp, milp-scip and smt pair backends' holds (a float solver's answer)",
-}
+PENDING: dict = {}
 
 UNCERTIFIED = "the backend's answer was not certified"
 

@@ -43,9 +43,14 @@ def test_proved_with_proof_and_other_verdicts_pass():
         assert pipeline.certified(w) == (w, None)
 
 
-def test_pending_kind_is_kept_with_a_warning():
-    v = Verdict("p", "pba", "holds", how="proved", backend="pba")
-    out, warning = pipeline.certified(v)
+def test_every_kind_is_gated_and_a_pending_kind_would_only_warn(monkeypatch):
+    # every kind's proved paths are certified now: none is pending, an uncertified PBA holds is refused
+    assert pipeline.PENDING == {}
+    out, warning = pipeline.certified(Verdict("p", "pba", "holds", how="proved", backend="pba"))
+    assert out.status == "unknown" and pipeline.UNCERTIFIED in out.reason and warning is None
+    # the mechanism that kept a kind with a warning while its owners certified it
+    monkeypatch.setitem(pipeline.PENDING, "pba", "test")
+    out, warning = pipeline.certified(Verdict("p", "pba", "holds", how="proved", backend="pba"))
     assert out.status == "holds" and out.details["uncertified"]["how"] == "proved"
     assert warning and pipeline.UNCERTIFIED in warning
 
