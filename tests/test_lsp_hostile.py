@@ -73,7 +73,12 @@ class Raw:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def wait(self, pred) -> dict:
-        """The first message (reply or notification) for which pred holds; others are skipped."""
+        """The first message (reply or notification) for which pred holds; the others are kept for a
+        later wait (a notification may come before or after a reply: the server lints in a thread)."""
+        backlog = self.__dict__.setdefault("backlog", [])
+        for i, m in enumerate(backlog):
+            if pred(m):
+                return backlog.pop(i)
         while True:
             try:
                 m = self.replies.get(timeout=GUARD)
@@ -82,6 +87,7 @@ class Raw:
             assert m is not None, f"the server exited; stderr:\n{b''.join(self.err)[-3000:].decode()}"
             if pred(m):
                 return m
+            backlog.append(m)
 
     def reply(self, msg_id) -> dict:
         return self.wait(lambda m: m.get("id") == msg_id and "method" not in m)

@@ -16,8 +16,8 @@ Hardened against a hostile or broken client (issue 21, class 10):
   header; nothing is allocated from a length the client claims before it is checked;
 * a request before ``initialize`` is answered -32002; wrongly typed params (a position at line
   -1, a uri that is a number) -32602; an error response never carries a traceback;
-* linting runs in one background thread, debounced (:data:`DEBOUNCE` seconds after the last
-  change) and superseded by a newer version of the document (its stale result is dropped), so
+* linting runs in one background thread: a change after a quiet spell at once, a burst of
+  changes debounced (:data:`DEBOUNCE` seconds after the last one), and superseded by a newer version of the document (its stale result is dropped), so
   requests are answered meanwhile; a document over :data:`MAX_DOCUMENT` bytes is not analysed
   live: it gets one diagnostic saying so (``fairspec lint`` still checks it);
 * go-to-definition, references and diagnostics never name a file outside the document's
@@ -52,7 +52,7 @@ MAX_HEADER_LINE = 8192   # bytes of one header line
 # characters analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
 MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
-DEBOUNCE = 0.15          # seconds without a change before a document is linted
+DEBOUNCE = 0.05          # seconds without a change before a burst of changes is linted
 IN_FLIGHT = 16           # messages read ahead of the one being handled
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
@@ -119,6 +119,7 @@ class FairspecServer(LanguageServer):
         self.initialized = False                   # set once `initialize` was answered
         self._lock = threading.RLock()             # one analysis at a time (filecache, the chunk cache)
         self._pending: dict[str, float] = {}       # uri -> when it last changed (waiting to be linted)
+        self._linted: dict[str, float] = {}        # uri -> when its last lint ended
         self._wake = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
@@ -165,7 +166,10 @@ class FairspecServer(LanguageServer):
             with self._wake:
                 while True:
                     now = time.monotonic()
-                    due = [u for u, t in self._pending.items() if now - t >= DEBOUNCE]
+                    # a change after a quiet spell (the last lint of the document ended DEBOUNCE or
+                    # more before it) is linted at once; changes in a burst wait for DEBOUNCE of quiet
+                    due = [u for u, t in self._pending.items()
+                           if now - t >= DEBOUNCE or t - self._linted.get(u, float("-inf")) >= DEBOUNCE]
                     if due:
                         uri = due[0]
                         del self._pending[uri]
@@ -176,6 +180,8 @@ class FairspecServer(LanguageServer):
                 self.lint_and_publish(uri)
             except Exception:  # noqa: BLE001 - the worker must survive whatever a document holds
                 log.exception("lint failed")
+            finally:
+                self._linted[uri] = time.monotonic()
 
     def _publish(self, uri: str, diags: list) -> None:
         """Send from the event loop's thread (the protocol's writer is not shared between threads)."""
