@@ -301,7 +301,14 @@ def _milp_scip(opts, base, sizes, c, strict, budget, time_limit):
         if np.isfinite(ub[r]):
             m.addCons(expr <= float(ub[r]))
     m.setObjective(quicksum(x), "minimize")
-    m.optimize()
+    from fairspec import interrupt
+
+    # as the MILP backend: the solve runs without the GIL and Ctrl-C / SIGTERM interrupt it at once
+    nogil = getattr(m, "optimizeNogil", None)
+    with interrupt.solver_section(m.interruptSolve if nogil else None):
+        (nogil or m.optimize)()
+        if m.getStatus() == "userinterrupt":  # SCIP caught the Ctrl-C itself
+            interrupt.request()
     st = m.getStatus()
     if st == "optimal":
         return "optimal", [m.getVal(v) for v in x]
