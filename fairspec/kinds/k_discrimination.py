@@ -349,10 +349,25 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
                        reason=f"every one of the {T:,} individuals and its {K} counterfactuals was evaluated on the "
                               f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
-    v = replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, replayer_name(model),
-                           f"enumerating all {T:,} individuals on the model's runtime: an individual whose")
-    if v is not None:
-        return v
+    for i in np.flatnonzero(bad)[:5]:
+        U = X[i * K:(i + 1) * K]
+        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
+        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
+        if again.proof is not None:
+            continue                 # the independent evaluator does not reproduce it: try another
+        kr = int(again.k_lo[0])
+        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                       "prob": float(p)} for u, p in zip(U, probs)]
+        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    replayed_by=replayer_name(model))
+        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
+                       seconds=time.perf_counter() - t0, details=details,
+                       reason=f"enumerating all {T:,} individuals on the model's runtime: an individual whose {K} "
+                              f"counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of width "
+                              f"{prop.eps:g} (claim: k {prop.op} {prop.k})")
     return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
             f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
 
@@ -384,32 +399,3 @@ def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:
             "explanation_tree": [{"conditions": list(format_conditions(p.predicates, names, decoder, "x", integer)),
                                   "mean_k": round(float(p.mean_k), 4), "mean_k_negated": round(float(p.mean_k_negated), 4),
                                   "support": int(p.support), "volume": float(p.volume)} for p in expl.paths]}
-
-
-def replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, replayed_by, how):
-    """The first of (up to five) individuals enumeration found with too many clusters whose K
-    counterfactuals, replayed on the model's independent evaluator, still fall into more than the
-    claim allows: the violated verdict with its witness (lowest and highest counterfactual), or None
-    when none reproduces. Shared by the network and the tree-cell enumerations."""
-    from fairspec.certify.enumerate import kdisc_by_enumeration
-    from fairspec.runtime.encoding import decode_row
-
-    for i in np.flatnonzero(bad)[:5]:
-        U = X[i * K:(i + 1) * K]
-        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
-        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
-        if again.proof is not None:
-            continue                 # the independent evaluator does not reproduce it: try another
-        kr = int(again.k_lo[0])
-        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
-        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
-        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                       "prob": float(p)} for u, p in zip(U, probs)]
-        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
-                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
-                    replayed_by=replayed_by)
-        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
-                       seconds=time.perf_counter() - t0, details=details,
-                       reason=f"{how} {K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters "
-                              f"of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
-    return None

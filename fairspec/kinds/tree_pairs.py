@@ -843,7 +843,25 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
                               f"counterfactuals evaluated on the library: max k = {details['max_k']} "
                               f"(claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
-    from fairspec.kinds.k_discrimination import replayed_violation
+    from fairspec.certify.enumerate import kdisc_by_enumeration
 
-    return replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, _runtime_name(model),
-                              "enumerating every individual in cells of the tree model's split tests: one whose")
+    for i in np.flatnonzero(bad)[:5]:
+        U = X[i * K:(i + 1) * K]
+        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
+        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
+        if again.proof is not None:
+            continue
+        kr = int(again.k_lo[0])
+        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
+        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
+        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
+                                       "prob": float(p)} for u, p in zip(U, probs)]
+        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
+                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
+                    replayed_by=_runtime_name(model))
+        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
+                       seconds=time.perf_counter() - t0, details=details,
+                       reason=f"enumerating every individual in cells of the tree model's split tests: one whose "
+                              f"{K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of "
+                              f"width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+    return None
