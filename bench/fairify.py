@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import sys
 import time
@@ -307,6 +308,48 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
 
 
+def certify_cost(row, model, ds, name, bench, args):
+    """``--certify-cost``: the row's partitioned proof twice in this process, first with every
+    solver "holds" taken as it is (``FAIRSPEC_BENCH_UNCERTIFIED=1``, which the pipeline's gate would
+    turn into unknown), then as fairspec ships it (every "holds" certified on the float32 runtime);
+    the process pool is restarted between the two so its workers see the switch."""
+    from fairspec.backends.executor import shutdown_pools
+
+    os.environ["FAIRSPEC_BENCH_UNCERTIFIED"] = "1"
+    shutdown_pools()
+    try:
+        try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
+    finally:
+        os.environ.pop("FAIRSPEC_BENCH_UNCERTIFIED", None)
+        shutdown_pools()
+    bare = {"prove_seconds": row.pop("prove_seconds", None), "coverage": row.pop("coverage", None)}
+    if row.get("how") == "proved":          # the uncertified run's verdict is not kept
+        row.update(status="unknown", how=None, reason=None)
+    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
+    row["uncertified"] = bare
+    a, b = bare["prove_seconds"], row.get("prove_seconds")
+    row["certify_cost"] = None if not a or b is None else _r(b / a - 1.0, 3)
+
+
+def render_certify_cost(rows, console):
+    from rich.table import Table
+
+    def cov(c):
+        return f"{c['proved']}/{c['refuted']}/{c['undecided']} of {c['partitions']}" if isinstance(c, dict) else str(c)
+
+    t = Table(title="certification cost (same process; proved/refuted/undecided partitions)")
+    for c in ("model", "protected", "property", "uncertified s", "uncertified", "certified s", "certified", "cost"):
+        t.add_column(c)
+    for r in rows:
+        if "uncertified" not in r:
+            continue
+        u = r["uncertified"]
+        cost = r.get("certify_cost")
+        t.add_row(r["model"], r["protected"], r["property"], str(u["prove_seconds"]), cov(u["coverage"]),
+                  str(r.get("prove_seconds")), cov(r.get("coverage")), "-" if cost is None else f"{cost:+.1%}")
+    console.print(t)
+
+
 def _r(v, nd=4):
     return None if v is None else round(float(v), nd)
 
@@ -383,7 +426,9 @@ def run_all(args, bench, console):
     for model in models:
         ds = model.split("-")[0]
         for name, _ in bench.protected(ds):
-            for prop in ("sign", "eps"):
+            if args.protected and name not in args.protected:
+                continue
+            for prop in args.props:
                 jobs.append(("pair", model, ds, name, prop))
         if not args.no_kdisc:
             for label, _ in kdisc_spaces(bench, ds, bench.box(ds), pairs_done=True):
@@ -403,7 +448,9 @@ def run_all(args, bench, console):
             if kind == "pair":
                 row = run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, args.budget, args.seed,
                                    args.kdisc_budget if args.kdisc_budget is not None else args.budget)
-                if args.prove:
+                if args.prove and args.certify_cost:
+                    certify_cost(row, model, ds, name, bench, args)
+                elif args.prove:
                     try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
             else:
                 space = dict(kdisc_spaces(bench, ds, box))[name]
@@ -474,6 +521,12 @@ def main(argv=None):
     ap.add_argument("--partitions", choices=("default", "fairify"), default="default",
                     help="with --prove: partitions of the domain (fairify: Fairify's own, from domains.json)")
     ap.add_argument("--part-seconds", type=float, default=10.0, help="with --prove: seconds per partition")
+    ap.add_argument("--props", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=["sign", "eps"],
+                    help="pair properties (default sign,eps)")
+    ap.add_argument("--protected", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=None,
+                    help="only these protected attributes (e.g. sex)")
+    ap.add_argument("--certify-cost", action="store_true",
+                    help="with --prove: prove each row twice in this process, without and with certification")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
@@ -498,6 +551,8 @@ def main(argv=None):
         render(rows, bench, console)
         out = {"rows": rows, "summary": summary(rows, bench)}
         console.print(out["summary"])
+        if args.certify_cost:
+            render_certify_cost(rows, console)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["budget"] = args.budget
     if args.json:

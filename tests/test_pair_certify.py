@@ -38,3 +38,25 @@ def test_milp_answers_are_certified_at_ties(post):
                 if m.how == "proved":
                     assert abs(m.value - want.value) <= 1e-6
     assert seen_holds
+
+
+def test_bench_switch_leaves_holds_uncertified_and_the_gate_refuses_it(monkeypatch):
+    # bench/fairify.py --certify-cost times the MILP without certification (FAIRSPEC_BENCH_UNCERTIFIED=1):
+    # its "holds" then carries no Proof, and the pipeline's gate makes such a verdict unknown
+    from fairspec import pipeline
+    from fairspec.verdict import Verdict
+
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        p = _problem(rng, "label")
+        shipped = milp.prove(p, time_limit=60)
+        if shipped.status == "holds":
+            break
+    else:
+        pytest.skip("no instance the MILP proves was drawn")
+    assert shipped.proof is not None
+    monkeypatch.setenv("FAIRSPEC_BENCH_UNCERTIFIED", "1")
+    bare = milp.prove(p, time_limit=60)
+    assert bare.status == "holds" and bare.proof is None
+    v = Verdict("p", "individual_fairness", "holds", how="proved", backend="milp", proof=bare.proof)
+    assert pipeline.certified(v)[0].status == "unknown"

@@ -19,6 +19,7 @@ the network's own float64 ``forward`` is the runtime (precision float64, no enco
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -81,6 +82,11 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
     """``res`` with its ``holds`` certified (see the module docstring); other results unchanged.
     ``seconds``: the budget of the certification (None: one hour)."""
     if res.status != "holds" or res.proof is not None or not _is_network(problem):
+        return res
+    if os.environ.get("FAIRSPEC_BENCH_UNCERTIFIED") == "1":
+        # bench/fairify.py --certify-cost only: the solver's "holds" is returned without a Proof, to
+        # time the run without certification; the gate (pipeline.certified) still turns any such
+        # "holds" into unknown, so this can never make a verdict "proved"
         return res
     from fairspec.backends.bab import certify_holds
 
