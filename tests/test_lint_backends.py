@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from fairspec.models.peek import PL_ONNX_OPS, piecewise_linear_obstacle
+from fairspec.models.peek import piecewise_linear_obstacle
+from fairspec.models.peek_onnx import PL_ONNX_OPS
 from fairspec.pipeline import check, lint
 from conftest import people_decls
 

@@ -316,3 +316,18 @@ def normalize_format(format: str, path=None) -> str:
             path,
         )
     return fmt
+
+
+def require_file(p: pathlib.Path) -> None:
+    """A ModelLoadError naming the path when it is missing or not a file."""
+    if not p.exists():
+        raise ModelLoadError(f"model file {p} does not exist", p)
+    if not p.is_file():
+        raise ModelLoadError(f"model path {p} is not a file", p)
+
+
+def recorded_names(seq) -> tuple[str, ...] | None:
+    """The names as a tuple of strings, or None (not a non-empty sequence of strings)."""
+    if not isinstance(seq, (list, tuple)) or not seq or not all(isinstance(s, str) for s in seq):
+        return None
+    return tuple(seq)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pathlib
 
-from .base import LoadedModel, ModelLoadError, check_score_kind, short_error
-from .peek import _require_file
+from .base import LoadedModel, ModelLoadError, check_score_kind, require_file, short_error
 
 _MARGIN = ("margin", "logit", "raw", "raw_score", "decision_function")
 _PROB = ("prob", "probability", "predict", "predict_proba", "proba")
@@ -82,7 +81,7 @@ def xgb_matrix(xgb, booster, X):
 
 class XGBoostModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
-        _require_file(path)
+        require_file(path)
         margin, idx = _output(output, index, path, "XGBoost")
         xgb = _need("xgboost", "xgboost", path)
         from .treefile import check_xgboost
@@ -115,7 +114,7 @@ class XGBoostModel(_Boosted):
 
 class LightGBMModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
-        _require_file(path)
+        require_file(path)
         margin, idx = _output(output, index, path, "LightGBM")
         lgb = _need("lightgbm", "lightgbm", path)
         from .treefile import check_lightgbm

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fairspec.models.peek import PL_ONNX_OPS
+from fairspec.models.peek_onnx import PL_ONNX_OPS
 from fairspec.models.base import UnsupportedModel  # noqa: F401 - raised here, imported from here by many
 
 __all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]

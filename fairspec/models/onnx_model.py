@@ -7,7 +7,7 @@ import io
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
-from .peek import OnnxSignature, read_onnx_signature
+from .peek_onnx import OnnxSignature, read_onnx_signature
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
 _INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}

@@ -7,8 +7,8 @@ import pathlib
 import sys
 import zipfile
 
-from .base import LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, short_error
-from .peek import _require_file
+from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
+                   short_error)
 
 SKOPS_SUFFIXES = (".skops",)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
@@ -189,7 +189,7 @@ class SklearnModel(LoadedModel):
     def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
                  index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
         kind = check_score_kind(score_kind, path)
-        _require_file(path)
+        require_file(path)
         suffix = path.suffix.lower()
         if suffix in SKOPS_SUFFIXES:
             est = _load_skops(path)

@@ -6,9 +6,8 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_finite,
-                   short_error)
-from .peek import _require_file
+from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
+                   require_finite, short_error)
 
 
 def _torch_file_kind(path: pathlib.Path) -> str:
@@ -62,7 +61,7 @@ class TorchModel(LoadedModel):
     def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
                  index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
         kind = check_score_kind(score_kind, path) or "logit"
-        _require_file(path)
+        require_file(path)
         file_kind = _torch_file_kind(path)
         if file_kind == "pickle" and not trust_pickle:
             raise ModelLoadError(

@@ -561,13 +561,13 @@ class Checker:
         fairspec.sema.pipelines), its width the final estimator's."""
         from fairspec.models import ModelLoadError
         from fairspec.models.base import normalize_format
-        from fairspec.models.peek import sklearn_pickle_estimator, skops_top_class
+        from fairspec.models.peek_sklearn import sklearn_pickle_estimator, skops_top_class
 
         if normalize_format(fmt, path) == "onnx" and self.model_names.get(node.name.id):
             from types import SimpleNamespace
 
             # one graph input per column (skl2onnx): without an encode block, one column per input by name
-            from fairspec.models.peek import read_onnx_signature
+            from fairspec.models.peek_onnx import read_onnx_signature
 
             try:
                 sig = read_onnx_signature(path)

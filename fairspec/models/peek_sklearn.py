@@ -1,0 +1,261 @@
+"""The scikit-learn family of the cheap model-file look-ups (fairspec.models.peek), without importing
+scikit-learn, skops or numpy: a skops file is a zip whose `schema.json` holds the estimator's attributes
+(`n_features_in_`, `feature_names_in_`, a Pipeline's steps); a pickle is read by the inert unpickler
+(fairspec.models.inert_pickle)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import struct
+import zipfile
+
+from .base import ModelLoadError, recorded_names, require_file
+from .inert_pickle import _load_inert_pickle, _state, _Stub
+
+
+def _attrs(node) -> dict | None:
+    """The attribute dict of an ObjectNode-like schema node."""
+    if not isinstance(node, dict):
+        return None
+    content = node.get("content")
+    if isinstance(content, dict) and content.get("__loader__") == "DictNode":
+        inner = content.get("content")
+        return inner if isinstance(inner, dict) else None
+    return None
+
+
+def _npy_int_scalar(zf: zipfile.ZipFile, name: str) -> int | None:
+    """An integer scalar saved with np.save, read without numpy."""
+    try:
+        data = zf.read(name)
+    except KeyError:
+        return None
+    if not data.startswith(b"\x93NUMPY"):
+        return None
+    major = data[6]
+    if major == 1:
+        hlen = struct.unpack_from("<H", data, 8)[0]
+        hstart = 10
+    else:
+        hlen = struct.unpack_from("<I", data, 8)[0]
+        hstart = 12
+    header = data[hstart:hstart + hlen].decode("latin1")
+    body = data[hstart + hlen:]
+    fmts = {"<i8": "<q", "<i4": "<i", "<u8": "<Q", "<u4": "<I", "|i1": "<b", "|u1": "<B",
+            "<i2": "<h", "<u2": "<H", ">i8": ">q", ">i4": ">i"}
+    for descr, fmt in fmts.items():
+        if f"'descr': '{descr}'" in header and "'shape': ()" in header:
+            if len(body) >= struct.calcsize(fmt):
+                return int(struct.unpack_from(fmt, body, 0)[0])
+    return None
+
+
+def _schema_int(zf: zipfile.ZipFile, node) -> int | None:
+    if not isinstance(node, dict):
+        return None
+    if node.get("__loader__") == "JsonNode" or node.get("is_json"):
+        try:
+            val = json.loads(node.get("content"))
+        except (TypeError, ValueError):
+            return None
+        return val if isinstance(val, int) and not isinstance(val, bool) else None
+    if node.get("__loader__") == "NdArrayNode" and isinstance(node.get("file"), str):
+        return _npy_int_scalar(zf, node["file"])
+    return None
+
+
+_UNANSWERED = object()
+
+
+def _skops_first_answer(node, own, depth: int = 0):
+    """What ``own(attrs)`` answers for a skops schema node (``_UNANSWERED`` when the node does not hold the
+    attribute), else for a Pipeline's first step that is not a passthrough (pipelines keep the input's
+    width and names on their first step), else the first answer of a search's or wrapper's estimator."""
+    if depth > 12:
+        return None
+    attrs = _attrs(node)
+    if attrs is None:
+        return None
+    answer = own(attrs)
+    if answer is not _UNANSWERED:
+        return answer
+    steps = attrs.get("steps")
+    if isinstance(steps, dict) and steps.get("__loader__") == "ListNode":
+        for step in steps.get("content") or []:
+            pair = step.get("content") if isinstance(step, dict) else None
+            if not isinstance(pair, list) or len(pair) != 2:
+                return None
+            est = pair[1]
+            if isinstance(est, dict) and est.get("__loader__") == "JsonNode":
+                continue                               # "passthrough" / None
+            return _skops_first_answer(est, own, depth + 1)
+    for key in ("best_estimator_", "estimator_", "estimator"):
+        if key in attrs:
+            answer = _skops_first_answer(attrs[key], own, depth + 1)
+            if answer is not None:
+                return answer
+    return None
+
+
+def _skops_width(zf: zipfile.ZipFile, node) -> int | None:
+    """``n_features_in_`` of a skops schema node (a pipeline's first step, a search's estimator)."""
+    return _skops_first_answer(
+        node, lambda attrs: _schema_int(zf, attrs["n_features_in_"]) if "n_features_in_" in attrs else _UNANSWERED)
+
+
+def skops_input_width(path: str | os.PathLike) -> int | None:
+    p = pathlib.Path(path)
+    require_file(p)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            try:
+                raw = zf.read("schema.json")
+            except KeyError:
+                raise ModelLoadError(
+                    f"{p} is not a skops file (the zip archive has no schema.json)", p
+                ) from None
+            try:
+                schema = json.loads(raw)
+            except ValueError as exc:
+                raise ModelLoadError(f"{p} is not a skops file (its schema.json is not valid JSON)", p) from exc
+            return _skops_width(zf, schema)
+    except zipfile.BadZipFile as exc:
+        raise ModelLoadError(f"{p} is not a skops file (a skops file is a zip archive and this is not one)", p) from exc
+    except OSError as exc:
+        raise ModelLoadError(f"model file {p} could not be read ({exc.strerror or exc})", p) from exc
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zlib.error, NotImplementedError, EOFError from a damaged zip
+        raise ModelLoadError(f"{p} is not a readable skops file (its zip archive is damaged)", p) from exc
+
+
+def _estimator_width(obj, depth: int = 0) -> int | None:
+    """n_features_in_ of a stubbed estimator (or of the first step of a pipeline, or of a
+    search's best estimator)."""
+    if depth > 8 or not isinstance(obj, _Stub):
+        return None
+    st = _state(obj)
+    w = st.get("n_features_in_")
+    if isinstance(w, int) and not isinstance(w, bool) and w > 0:
+        return w
+    steps = st.get("steps")
+    if isinstance(steps, list) and steps:
+        first = steps[0]
+        if isinstance(first, tuple) and len(first) == 2:
+            return _estimator_width(first[1], depth + 1)
+    for key in ("best_estimator_", "estimator_", "estimator"):
+        if key in st:
+            w = _estimator_width(st[key], depth + 1)
+            if w is not None:
+                return w
+    return None
+
+
+def sklearn_pickle_estimator(path: str | os.PathLike, final: bool = False) -> tuple[str, str | None] | None:
+    """(class name, MLP activation or None) of a pickled scikit-learn estimator, read inertly;
+    None when the file does not say. ``final``: of a Pipeline's last step (its estimator)."""
+    root = _load_inert_pickle(pathlib.Path(path))
+    if not isinstance(root, _Stub):
+        return None
+    for _ in range(4):
+        steps = _state(root).get("steps") if final and root._qual[1] == "Pipeline" else None
+        last = steps[-1] if isinstance(steps, list) and steps else None
+        if not (isinstance(last, tuple) and len(last) == 2 and isinstance(last[1], _Stub)):
+            break
+        root = last[1]
+    act = _state(root).get("activation")
+    return root._qual[1], act if isinstance(act, str) else None
+
+
+def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
+    """``n_features_in_`` of a pickled scikit-learn estimator, read by the inert unpickler
+    (every class it names is a stub: nothing from the file is imported or run, so this is
+    safe without `trust pickle`). None when the file does not say (joblib's compressed or
+    array-interleaved formats, an unusual pickle)."""
+    p = pathlib.Path(path)
+    require_file(p)
+    root = _load_inert_pickle(p)
+    try:
+        return _estimator_width(root)
+    except RecursionError:
+        return None
+
+
+# scikit-learn estimators fairspec.models.network.from_sklearn reads
+PL_SKLEARN = frozenset({"MLPClassifier", "LogisticRegression"})
+
+
+def skops_final_node(schema):
+    """The schema node of a skops Pipeline's last step (the estimator after the preprocessing);
+    the node itself when it is not a Pipeline."""
+    for _ in range(4):
+        if not (isinstance(schema, dict) and schema.get("__class__") == "Pipeline"):
+            return schema
+        attrs = _attrs(schema) or {}
+        steps = attrs.get("steps")
+        content = steps.get("content") if isinstance(steps, dict) else None
+        if not content:
+            return schema
+        pair = content[-1].get("content") if isinstance(content[-1], dict) else None
+        if not isinstance(pair, list) or len(pair) != 2:
+            return schema
+        schema = pair[1]
+    return schema
+
+
+def skops_top_class(path) -> str | None:
+    """The class name of the object a skops file holds (e.g. "Pipeline"), or None."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            cls = json.loads(zf.read("schema.json")).get("__class__")
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+    return cls if isinstance(cls, str) else None
+
+
+def skops_obstacle(schema: dict) -> str | None:
+    schema = skops_final_node(schema)
+    cls = schema.get("__class__")
+    if not isinstance(cls, str):
+        return None
+    act = schema.get("content", {}).get("activation")
+    act = act.get("content") if isinstance(act, dict) else act
+    return estimator_obstacle(cls, act if isinstance(act, str) else None)
+
+
+def estimator_obstacle(cls: str, activation: str | None) -> str | None:
+    if cls not in PL_SKLEARN:
+        return f"estimator {cls} is not a ReLU MLP or a logistic regression"
+    if cls == "MLPClassifier" and activation is not None and activation not in ("relu", "identity"):
+        return f"MLPClassifier activation {activation!r} is not piecewise-linear"
+    return None
+
+
+def _feature_names_in(attrs: dict):
+    arr = attrs.get("feature_names_in_")
+    if not isinstance(arr, dict):
+        return _UNANSWERED
+    out = []
+    for item in arr.get("content") or []:
+        if not (isinstance(item, dict) and item.get("__loader__") == "JsonNode"):
+            return None
+        try:
+            out.append(json.loads(item["content"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+    return recorded_names(out)
+
+
+def _skops_names(node) -> tuple[str, ...] | None:
+    """``feature_names_in_`` of a skops schema node (a pipeline's first step, a search's estimator)."""
+    return _skops_first_answer(node, _feature_names_in)
+
+
+def skops_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    try:
+        with zipfile.ZipFile(p) as zf:
+            return _skops_names(json.loads(zf.read("schema.json")))
+    except Exception:  # noqa: BLE001 - the width peek and the loader report a damaged file
+        return None

@@ -1,0 +1,56 @@
+"""The tree-library family of the cheap model-file look-ups (fairspec.models.peek): XGBoost (JSON or
+UBJSON) and LightGBM (text) model files, read without importing either library."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from .base import recorded_names, require_file
+
+
+def xgboost_input_width(p: pathlib.Path) -> int | None:
+    """num_feature of an XGBoost model file (JSON or UBJSON), after checking every tree
+    (fairspec.models.treefile: a file the library would crash on is a ModelLoadError here)."""
+    from .treefile import check_xgboost
+
+    require_file(p)
+    return check_xgboost(p)
+
+
+def lightgbm_input_width(p: pathlib.Path) -> int | None:
+    """max_feature_idx + 1 of a LightGBM text model file, after checking every tree (fairspec.models.treefile)."""
+    from .treefile import check_lightgbm
+
+    require_file(p)
+    return check_lightgbm(p)
+
+
+def xgboost_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    """``learner.feature_names`` of an XGBoost JSON model file (a model fit on a DataFrame keeps
+    its column names there); None for UBJSON or when the file records none."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1)
+            if head != b"{":
+                return None
+            doc = json.loads(head + fh.read())
+        return recorded_names(doc["learner"].get("feature_names"))
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+
+
+def lightgbm_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
+    """The ``feature_names=`` line of a LightGBM text model file (``Column_0`` ... when the model
+    was fit on an array)."""
+    try:
+        with open(p, "rb") as fh:
+            for _ in range(64):
+                line = fh.readline()
+                if not line:
+                    break
+                if line.startswith(b"feature_names="):
+                    return recorded_names(line.split(b"=", 1)[1].decode("utf-8", "replace").split())
+    except OSError:
+        return None
+    return None
