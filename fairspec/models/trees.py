@@ -452,6 +452,165 @@ def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
 
 
 # ---------------------------------------------------------------------------------------------
+# every output column: multiclass classifiers and regressions (issue 25)
+# ---------------------------------------------------------------------------------------------
+
+SKLEARN_REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
+                      "GradientBoostingRegressor", "HistGradientBoostingRegressor")
+
+
+def _check_column(ens: TreeEnsemble, reference, what: str) -> TreeEnsemble:
+    return _self_check(_with_base(ens, reference) if ens.link == "logistic" else ens, reference, what)
+
+
+def sklearn_columns(est) -> list[TreeEnsemble]:
+    """One :class:`TreeEnsemble` per output column of a fitted scikit-learn tree model: each class's
+    ``predict_proba`` column (trees and forests: the same trees, each class's shares) or
+    ``decision_function`` column (gradient boosting: one tree per class and stage; a binary model's
+    one column), or a regressor's ``predict``. Each is checked against the library's own column
+    (:func:`_self_check`). Their aggregates are the columns; only their split tests (and, for a
+    binary model, :func:`from_sklearn`) mean anything beyond that: they are not binary scores."""
+    name = type(est).__name__
+    width = int(getattr(est, "n_features_in_", 0) or 0)
+    classes = list(getattr(est, "classes_", []))
+    if getattr(est, "n_outputs_", 1) != 1:
+        raise UnsupportedModel(name, "n_outputs_", "multi-output trees are not supported")
+    if name in ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier"):
+        return [from_sklearn(est, "predict_proba", c) for c in range(len(classes))]
+    if name in ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor"):
+        members = [est] if name == "DecisionTreeRegressor" else list(est.estimators_)
+        trees = [_sk_tree(m.tree_, np.asarray(m.tree_.value, dtype=np.float64)[:, 0, 0]) for m in members]
+        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(len(members)))
+        return [_self_check(ens, lambda X: est.predict(X), name)]
+    if name in ("GradientBoostingClassifier", "GradientBoostingRegressor"):
+        lr = float(est.learning_rate)
+        k = est.estimators_.shape[1]
+        raw = (lambda X: est.decision_function(X)) if name.endswith("Classifier") else (lambda X: est.predict(X))
+        out = []
+        for c in range(k):
+            trees = [_sk_tree(s[c].tree_, lr * np.asarray(s[c].tree_.value, dtype=np.float64)[:, 0, 0])
+                     for s in est.estimators_]
+            col = (lambda X, c=c: np.asarray(raw(X)).reshape(len(X), -1)[:, c])
+            out.append(_check_column(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name), col, name))
+        return out
+    if name in ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor"):
+        k = len(est._predictors[0]) if est._predictors else 1
+        raw = (lambda X: est.decision_function(X)) if name.endswith("Classifier") else (lambda X: est.predict(X))
+        out = []
+        for c in range(k):
+            trees = []
+            for it in est._predictors:
+                nodes = it[c].nodes
+                leaf = nodes["is_leaf"].astype(bool)
+                if np.any(nodes["is_categorical"][~leaf]):
+                    raise UnsupportedModel(name, "is_categorical", "categorical splits are not supported")
+                trees.append(Tree(np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)),
+                                  np.where(leaf, 0.0, nodes["num_threshold"]),
+                                  np.where(leaf, -1, nodes["left"].astype(np.int64)),
+                                  np.where(leaf, -1, nodes["right"].astype(np.int64)),
+                                  np.where(leaf, nodes["value"], 0.0)))
+            col = (lambda X, c=c: np.asarray(raw(X)).reshape(len(X), -1)[:, c])
+            out.append(_check_column(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name), col, name))
+        return out
+    raise UnsupportedModel(name, "estimator", f"estimator {name} is not a tree model "
+                           f"(supported: {', '.join(SKLEARN_TREES + SKLEARN_REGRESSORS)})")
+
+
+def xgboost_columns(booster) -> list[TreeEnsemble]:
+    """One ensemble per output column of an XGBoost ``gbtree`` booster of any objective (each
+    class's margin for ``multi:softprob`` / ``multi:softmax``, the one margin of ``binary:`` and
+    ``reg:`` objectives), each checked against ``predict(output_margin=True)``."""
+    import xgboost as xgb
+
+    cfg = json.loads(booster.save_config())
+    learner = cfg.get("learner", {})
+    gb = learner.get("gradient_booster", {}).get("name", "gbtree")
+    if gb != "gbtree":
+        raise UnsupportedModel("XGBoost", gb, f"booster {gb!r} is not supported (only gbtree)")
+    model = json.loads(booster.save_raw("json"))
+    gbm = model["learner"]["gradient_booster"]["model"]
+    trees_json = gbm["trees"]
+    info = [int(v) for v in gbm.get("tree_info", [0] * len(trees_json))]
+    k = max(info, default=0) + 1
+    width = int(booster.num_features())
+    groups: list[list[Tree]] = [[] for _ in range(k)]
+    for tj, g in zip(trees_json, info):
+        left = np.asarray(tj["left_children"], dtype=np.int64)
+        right = np.asarray(tj["right_children"], dtype=np.int64)
+        if any(int(s) != 0 for s in tj.get("split_type", [])):
+            raise UnsupportedModel("XGBoost", "split_type", "categorical splits are not supported")
+        if int(tj.get("tree_param", {}).get("size_leaf_vector", 1) or 1) > 1:
+            raise UnsupportedModel("XGBoost", "size_leaf_vector", "multi-target trees are not supported")
+        leaf = left < 0
+        cond = np.asarray(tj["split_conditions"], dtype=np.float64)
+        groups[g].append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
+                              np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
+                              np.where(leaf, cond, 0.0), strict=True, f32=True))
+
+    def margin(X, c):
+        y = np.asarray(booster.predict(xgb_matrix(xgb, booster, X), output_margin=True), dtype=np.float64)
+        return y.reshape(len(X), -1)[:, c]
+
+    return [_check_column(TreeEnsemble(tuple(groups[c]), width, 0.0, "logistic", "xgboost"),
+                          lambda X, c=c: margin(X, c), "XGBoost") for c in range(k)]
+
+
+def lightgbm_columns(booster) -> list[TreeEnsemble]:
+    """One ensemble per output column of a LightGBM booster (``num_tree_per_iteration`` classes of a
+    ``multiclass`` model, tree i in class i mod K; one column otherwise), each checked against
+    ``predict(raw_score=True)``."""
+    dump = booster.dump_model()
+    k = int(dump.get("num_tree_per_iteration", 1) or 1)
+    width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
+    groups: list[list[Tree]] = [[] for _ in range(k)]
+    for i, info in enumerate(dump.get("tree_info", [])):
+        feat, thr, left, right, val = [], [], [], [], []
+
+        def walk(node) -> int:
+            j = len(feat)
+            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
+            if "leaf_value" in node and "split_feature" not in node:
+                val[j] = float(node["leaf_value"])
+                return j
+            if node.get("decision_type", "<=") != "<=":
+                raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
+            t = float(node["threshold"])
+            if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
+                raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
+                                       "(zero_as_missing) is not supported")
+            feat[j], thr[j] = int(node["split_feature"]), t
+            left[j] = walk(node["left_child"])
+            right[j] = walk(node["right_child"])
+            return j
+
+        walk(info["tree_structure"])
+        groups[i % k].append(Tree(feat, thr, left, right, val))
+
+    def raw(X, c):
+        y = np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)
+        return y.reshape(len(X), -1)[:, c]
+
+    return [_check_column(TreeEnsemble(tuple(groups[c]), width, 0.0, "logistic", "lightgbm"),
+                          lambda X, c=c: raw(X, c), "LightGBM") for c in range(k)]
+
+
+def split_union(columns: Sequence[TreeEnsemble]) -> TreeEnsemble:
+    """Every tree of every column, once (the same tree object shared by columns counts once), in
+    one ensemble whose leaf values are 0: what the cells of a pair domain are cut by (its split
+    tests and leaf boxes). Its aggregate means nothing: it is never a score."""
+    seen, trees = set(), []
+    for ens in columns:
+        for t in ens.trees:
+            key = (t.feature.tobytes(), t.threshold.tobytes(), t.left.tobytes(), t.right.tobytes(), t.strict, t.f32)
+            if key in seen:
+                continue
+            seen.add(key)
+            trees.append(replace(t, value=np.zeros(t.n_nodes)))
+    width = max((e.n_inputs for e in columns), default=0)
+    return TreeEnsemble(tuple(trees), width, 0.0, "identity", "split tests of every output column")
+
+
+# ---------------------------------------------------------------------------------------------
 # random ensembles for the tests
 # ---------------------------------------------------------------------------------------------
 

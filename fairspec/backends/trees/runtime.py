@@ -1,5 +1,8 @@
 """A tree model's outputs as its library computes them: ``label`` (its ``predict``), ``prob``,
-``logit`` (its raw margin / decision function). Imports numpy only; the model is a loaded
+``logit`` (its raw margin / decision function) of a binary model; ``class`` (the column of the
+class its ``predict`` returns), ``class_prob`` (one class's probability, ``predict_proba`` or the
+booster's ``multi:softprob`` / ``multiclass`` output) and ``value`` (a regression's ``predict``)
+of any model (issue 25). Imports numpy only; the model is a loaded
 :class:`fairspec.models.base.LoadedModel`."""
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["runtime_outputs"]
+__all__ = ["runtime_outputs", "library_task"]
 
 
 def _sk_positive(model):
@@ -21,12 +24,118 @@ def _sk_positive(model):
     return est, classes, idx
 
 
-def runtime_outputs(model, X: np.ndarray, what: str) -> np.ndarray | None:
+def library_task(model) -> tuple[str, int | None]:
+    """What the library says the model is: ("binary" | "multiclass" | "regression", K classes or
+    None), from scikit-learn's ``classes_`` (none: a regressor) and the boosters' objectives."""
+    fmt = getattr(model, "format", "")
+    raw = getattr(model, "raw", None)
+    if fmt == "sklearn":
+        classes = getattr(raw, "classes_", None)
+        if classes is None:
+            return "regression", None
+        k = len(classes)
+        return ("binary" if k == 2 else "multiclass"), k
+    if fmt == "xgboost":
+        import json
+
+        try:
+            learner = json.loads(raw.save_config())["learner"]
+            obj = learner["objective"]["name"]
+            k = int(learner.get("learner_model_param", {}).get("num_class", 0) or 0)
+        except Exception:  # noqa: BLE001
+            return "binary", 2
+        if obj.startswith("multi:"):
+            return "multiclass", k
+        if obj.startswith("binary:") or obj == "reg:logistic":
+            return "binary", 2
+        return "regression", None
+    if fmt == "lightgbm":
+        try:
+            obj = str(raw.dump_model(num_iteration=0).get("objective", "")).split()[:1]
+        except Exception:  # noqa: BLE001
+            return "binary", 2
+        name = obj[0] if obj else ""
+        if name in ("multiclass", "multiclassova", "softmax", "multiclass_ova", "ova", "ovr"):
+            return "multiclass", int(raw.dump_model(num_iteration=0).get("num_class", 0) or 0)
+        if name in ("binary", "cross_entropy", "xentropy"):
+            return "binary", 2
+        return "regression", None
+    return "binary", 2
+
+
+def _xgb_objective(model) -> str:
+    import json
+
+    try:
+        return json.loads(model.raw.save_config())["learner"]["objective"]["name"]
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _booster_predict(model, X):
+    if model.format == "xgboost":
+        from fairspec.models.trees import xgb_matrix
+
+        return np.asarray(model.raw.predict(xgb_matrix(model._xgb, model.raw, X)))
+    return np.asarray(model.raw.predict(X))
+
+
+def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
+    """``class`` (int64 column indices), ``class_prob`` (float64, column ``klass``) or ``value``
+    (float64) as the library computes them; None when the library has no such output."""
+    fmt = getattr(model, "format", "")
+    task, _ = library_task(model)
+    if fmt == "sklearn":
+        est = model.raw
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if what == "value":
+                return np.asarray(est.predict(X), dtype=np.float64).reshape(-1) if task == "regression" else None
+            if task == "regression":
+                return None
+            if what == "class":
+                pred = np.asarray(est.predict(X))
+                col = {v: i for i, v in enumerate(est.classes_.tolist())}
+                return np.array([col[v] for v in pred.tolist()], dtype=np.int64)
+            if what == "class_prob" and callable(getattr(est, "predict_proba", None)):
+                return np.asarray(est.predict_proba(X), dtype=np.float64)[:, int(klass)].copy()
+            return None
+    if fmt in ("xgboost", "lightgbm"):
+        if what == "value":
+            return _booster_predict(model, X).astype(np.float64).reshape(-1) if task == "regression" else None
+        if task != "multiclass":
+            return None
+        y = _booster_predict(model, X)
+        if fmt == "xgboost" and _xgb_objective(model) == "multi:softmax":
+            # the library's own class (its argmax of the margins, the first on a tie); no probabilities
+            return y.astype(np.int64).reshape(-1) if what == "class" else None
+        y = np.asarray(y, dtype=np.float64).reshape(len(X), -1)
+        if what == "class":
+            return np.argmax(y, axis=1).astype(np.int64)     # XGBClassifier / LGBMClassifier.predict: the first maximal
+        if what == "class_prob":
+            return y[:, int(klass)].copy()
+        return None
+    try:
+        if what == "class":
+            return model.predict_class(X)
+        if what == "class_prob":
+            return model.class_probabilities(X)[:, int(klass)]
+        if what == "value":
+            return model.value(X)
+    except Exception:  # noqa: BLE001 - no such output
+        return None
+    return None
+
+
+def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -> np.ndarray | None:
     """The library's own ``label`` (0/1 int64, its ``predict``), ``prob`` (the positive class's
     probability) or ``logit`` (its raw margin / decision function) of a tree model on the
-    model-input rows X; None when the library has no such output (a forest's logit)."""
+    model-input rows X; ``class`` / ``class_prob`` (of column ``klass``) / ``value`` of any task
+    (:func:`_class_outputs`); None when the library has no such output (a forest's logit)."""
     fmt = getattr(model, "format", "")
     X = np.asarray(X, dtype=np.float64)
+    if what in ("class", "class_prob", "value"):
+        return _class_outputs(model, X, what, klass)
     if fmt == "sklearn":
         est, classes, idx = _sk_positive(model)
         with warnings.catch_warnings():
@@ -61,3 +170,34 @@ def runtime_outputs(model, X: np.ndarray, what: str) -> np.ndarray | None:
     return None
 
 
+
+
+def cell_ensemble(model):
+    """Every tree of every output column of a tree model (:func:`fairspec.models.trees.split_union`
+    of the per-column ensembles, each checked against the library): what cuts the pair domain into
+    cells for the ``class`` / ``class_prob`` / ``value`` posts. None when the model is not a tree
+    model fairspec reads (or its trees do not reproduce the library's outputs)."""
+    cached = getattr(model, "_cell_ensemble", False)
+    if cached is not False:
+        return cached
+    from fairspec.models import trees as T
+    from fairspec.models.network import UnsupportedModel
+
+    fmt = getattr(model, "format", "")
+    ens = None
+    try:
+        if fmt == "sklearn" and not getattr(model, "unfolded", False):
+            name = type(model.raw).__name__
+            if name in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
+                ens = T.split_union(T.sklearn_columns(model.raw))
+        elif fmt == "xgboost":
+            ens = T.split_union(T.xgboost_columns(model.raw))
+        elif fmt == "lightgbm":
+            ens = T.split_union(T.lightgbm_columns(model.raw))
+    except (UnsupportedModel, ValueError, KeyError):
+        ens = None
+    try:
+        model._cell_ensemble = ens
+    except AttributeError:
+        pass
+    return ens
