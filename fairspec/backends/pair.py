@@ -225,6 +225,9 @@ class Coverage:
     volume_undecided: float
     features: tuple[int, ...] = ()
     parts: tuple[tuple[str, float], ...] = ()     # per partition: (status, seconds)
+    # FairQuant's exact certified / falsified / undecided shares of the domain of individuals
+    # (fairspec.backends.quantify.Shares; volume_refuted above counts whole refuted boxes, this does not)
+    shares: object = None
 
     @property
     def fractions(self) -> dict[str, float]:

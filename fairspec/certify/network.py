@@ -45,7 +45,7 @@ import numpy as np
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
                                        matmul_with_error, sum_with_error, up, down)
 
-__all__ = ["rigorous_ibp", "runtime_error_bound", "as_layers", "InputEncoding", "encoding_from_ir",
+__all__ = ["rigorous_ibp", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding", "encoding_from_ir",
            "prob_error_to_logit", "SIGMOID_ABS_ERROR"]
 
 SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
@@ -429,17 +429,11 @@ def prob_error_to_logit(e_prob: float) -> float:
     return float_up(4 * e / (1 - 2 * e))
 
 
-def prove_output_bound(runtime_net, lo, hi, op: str, threshold, *, claim: str, readout=("logit", 0),
-                       encoding=None, precision: str = "float32", integer=None,
-                       onehot_groups: Sequence[Sequence[int]] = (), **detail):
-    """An ``interval`` Proof that the score **as the runtime computes it** satisfies ``score op
-    threshold`` for every input of the box, or None: certify bounds the exact network's score by
-    outward-rounded intervals (one-hot groups exact), widens them by the runtime error bound E it
-    computes itself (:func:`runtime_error_bound`), and decides with strictness as written
-    (:func:`fairspec.certify.exact.interval_decide`; ``threshold`` as the spec writes it)."""
-    from fairspec.certify.exact import interval_decide, threshold_of
-    from fairspec.certify.proof import _mint
-
+def score_interval(runtime_net, lo, hi, *, readout=("logit", 0), encoding=None, precision: str = "float32",
+                   integer=None, onehot_groups: Sequence[Sequence[int]] = ()):
+    """``(lower, upper, E)``: rigorous bounds of the score **as the runtime computes it** over every
+    input of the box (outward-rounded intervals of the exact network, widened by the runtime error
+    bound E of :func:`runtime_error_bound`; in the readout's units), or None for an empty box."""
     layers = as_layers(runtime_net)
     lo = np.asarray(lo, dtype=np.float64).reshape(-1)
     hi = np.asarray(hi, dtype=np.float64).reshape(-1)
@@ -459,7 +453,25 @@ def prove_output_bound(runtime_net, lo, hi, op: str, threshold, *, claim: str, r
     if kind in ("prob", "softmax"):
         from fairspec.certify.rounding import sigmoid_down, sigmoid_up
         s_lo, s_hi = sigmoid_down(s_lo), sigmoid_up(s_hi)
-    lo_r, hi_r = float(down(s_lo - E)), float(up(s_hi + E))
+    return float(down(s_lo - E)), float(up(s_hi + E)), E
+
+
+def prove_output_bound(runtime_net, lo, hi, op: str, threshold, *, claim: str, readout=("logit", 0),
+                       encoding=None, precision: str = "float32", integer=None,
+                       onehot_groups: Sequence[Sequence[int]] = (), **detail):
+    """An ``interval`` Proof that the score **as the runtime computes it** satisfies ``score op
+    threshold`` for every input of the box, or None: certify bounds the exact network's score by
+    outward-rounded intervals (one-hot groups exact), widens them by the runtime error bound E it
+    computes itself (:func:`runtime_error_bound`), and decides with strictness as written
+    (:func:`fairspec.certify.exact.interval_decide`; ``threshold`` as the spec writes it)."""
+    from fairspec.certify.exact import interval_decide, threshold_of
+    from fairspec.certify.proof import _mint
+
+    r = score_interval(runtime_net, lo, hi, readout=readout, encoding=encoding, precision=precision,
+                       integer=integer, onehot_groups=onehot_groups)
+    if r is None:
+        return None
+    lo_r, hi_r, E = r
     thr = threshold_of(threshold)
     if interval_decide(lo_r, hi_r, op, thr) != "holds":
         return None

@@ -178,6 +178,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided, "volume_proved": float(cov.volume_proved),
                                "volume_refuted": float(cov.volume_refuted),
                                "volume_undecided": float(cov.volume_undecided)}
+        if getattr(cov, "shares", None) is not None:
+            # FairQuant's exact shares of the domain of individuals (fairspec.backends.quantify.Shares)
+            details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
     if trees is not None:
         # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified
         from fairspec.kinds.tree_pairs import solver_verdict

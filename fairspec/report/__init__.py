@@ -102,6 +102,9 @@ def print_text(report, console) -> None:
         wp = v.details.get("worst_pair") if v.details else None
         if wp and v.status == "unknown" and "lowest" not in (v.reason or ""):
             lines.append(f"(lowest {wp['low']} {wp['low_rate']:.4f}; highest {wp['high']} {wp['high_rate']:.4f})")
+        shares = ((v.details or {}).get("coverage") or {}).get("shares")
+        if shares and shares.get("summary"):
+            lines.append(f"Shares: {shares['summary']}.")
         if lines or v.witness:
             console.print(Text.assemble(value(v.name, "bold"), ": ", prose(" ".join(lines))))
         if v.witness:

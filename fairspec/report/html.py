@@ -17,7 +17,9 @@ data-property=NAME>`` per property with the picture that fits its kind:
   |FIF| per feature subset as sorted bars with the threshold;
 * PBA: the verified shares, observed and flipped (the PBA backend's own chart);
 * k-discrimination: the explanation tree and the guardrail pre-condition;
-* individual fairness: the witness pair as a table, the features that differ first;
+* individual fairness: the witness pair as a table, the features that differ first; with
+  partitions, the certified / falsified / undecided shares of the domain (a stacked bar and
+  the exact fractions);
 * repair: the passing-rate ratio of every pair of groups before and after, with the goal.
 
 No script, no external resource (fonts, styles and images are all inline), a print
@@ -389,10 +391,43 @@ def _kind_picture(v) -> str | None:
         return _figure(_repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over higher) before "
                                        "and after the repair, with the goal")
     if v.kind == "individual_fairness" and d.get("coverage"):
-        c = d["coverage"]
-        return "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
+        c = {k: x for k, x in d["coverage"].items() if k != "shares"}
+        out = "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
             "".join(f"<td class=num>{html.escape(str(x))}</td>" for x in c.values()) + "</tr></table>"
+        if d["coverage"].get("shares"):
+            out = _shares(d["coverage"]["shares"]) + out
+        return out
     return None
+
+
+_SHARE_WORDS = (("certified", "certified (boxes proved fair)", _GREEN, ""),
+                ("falsified", "falsified (boxes proved unfair, counterexample points)", _RED, "//"),
+                ("undecided", "undecided", _GREY, ".."))
+
+
+def _shares(sh: dict) -> str:
+    """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions."""
+    e = html.escape
+    fig = _new_figure(6.5, 1.5)
+    ax = fig.add_subplot()
+    left = 0.0
+    for key, word, colour, hatch in _SHARE_WORDS:
+        w = float(sh.get(f"{key}_percent", 0.0))
+        ax.barh([0], [w], left=left, color=colour, hatch=hatch, edgecolor="black", label=key)
+        left += w
+    ax.set_xlim(0, 100)
+    ax.set_yticks([])
+    ax.set_xlabel(f"% of the domain ({sh.get('measure')})")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, fontsize=8)
+    rows = "".join(f"<tr><td>{e(word)}</td><td class=num>{e(str(sh.get(key)))}</td>"
+                   f"<td class=num>{float(sh.get(f'{key}_percent', 0.0)):.6g}%</td></tr>"
+                   for key, word, _, _ in _SHARE_WORDS)
+    what = "integer points" if sh.get("measure") == "integer points" else "volume"
+    note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
+            f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
+    return (_figure(fig, "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided")
+            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
+            + f"<p class=note>{note}</p>")
 
 
 # ------------------------------------------------------------------ figures

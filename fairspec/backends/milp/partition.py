@@ -8,7 +8,9 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
 * ``holds`` (proved) only if every partition is proved;
 * ``unknown`` otherwise, with a :class:`~fairspec.backends.pair.Coverage` that gives the
   share of partitions and of input-space volume (integer points over the partitioned
-  inputs) proved / refuted / undecided.
+  inputs) proved / refuted / undecided, and FairQuant's exact certified / falsified /
+  undecided shares of the domain (:mod:`fairspec.backends.quantify`: a refuted box counts
+  only its replayed counterexample points as falsified).
 
 Partitions run through :mod:`fairspec.backends.executor`; results come back in partition
 order, so the report does not depend on the executor (up to time-outs, which depend on the
@@ -140,7 +142,23 @@ def split_widest(problem: PairProblem, n_parts: int,
 
 
 def _solve_part(shared, item) -> PairResult:
-    problem, mode, backend, kw, deadline = shared
+    res = _decide_part(shared, item)
+    problem, mode, backend, kw, deadline = shared[:5]
+    nodes = shared[5] if len(shared) > 5 else 0
+    if nodes and res.status == "violated" and res.witness is not None:
+        # FairQuant's falsified share: sub-boxes of a refuted partition proved unfair (certify), searched
+        # around the counterexample by a bisection of at most ``nodes`` boxes
+        from fairspec.backends.quantify import unfair_boxes
+
+        _, lo, hi = item
+        found = unfair_boxes(problem.restrict(lo, hi), max_nodes=nodes, deadline=deadline, witness=res.witness.x)
+        if found:
+            res = replace(res, stats={**(res.stats or {}), "unfair_boxes": found})
+    return res
+
+
+def _decide_part(shared, item) -> PairResult:
+    problem, mode, backend, kw, deadline = shared[:5]
     index, lo, hi = item
     sub = problem.restrict(lo, hi)
     kw = dict(kw)
@@ -173,7 +191,7 @@ def _solve_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, **solver_kw) -> PairResult:
+                      chunk: int = 8, unfair_nodes: int = 15, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -185,6 +203,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     time_limit:    total wall-clock budget; partitions reached after it are undecided.
     executor:      an :class:`~fairspec.backends.executor.Executor` (default: a process pool
                    over the cores when there is more than one partition).
+    unfair_nodes:  boxes a refuted partition's bisection may try to prove unfair (FairQuant's
+                   falsified share, :func:`fairspec.backends.quantify.unfair_boxes`; 0: none).
     """
     from fairspec.backends.executor import SerialExecutor, default_executor
 
@@ -199,7 +219,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     kw = dict(solver_kw)
     kw["time_limit"] = time_per_part
     deadline = None if time_limit is None else time.time() + float(time_limit)
-    shared = (problem, mode, backend, kw, deadline)
+    shared = (problem, mode, backend, kw, deadline, int(unfair_nodes))
     items = [(k, lo, hi) for k, (lo, hi) in enumerate(parts)]
     results: list[PairResult | None] = [None] * len(items)
     try:
@@ -238,8 +258,13 @@ def _combine(problem, mode, parts, results, seconds) -> PairResult:
             refuted += 1; vr += v
         else:
             undecided += 1; vu += v
+    from fairspec.backends.quantify import count_shares
+
+    # sub-boxes of refuted partitions proved unfair, with their certify Proofs: (partition, lo, hi, proof)
+    unfair = [(k, lo, hi, proof) for k, r in enumerate(results) if r is not None
+              for lo, hi, proof in (r.stats or {}).get("unfair_boxes", ())]
     cov = Coverage(len(parts), proved, refuted, undecided, float(vp / total), float(vr / total), float(vu / total),
-                   feats, tuple(per))
+                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair]))
     done = [r for r in results if r is not None]
     viol = [r for r in done if r.status == "violated"]
     engine = done[0].engine if done else ""
@@ -251,6 +276,7 @@ def _combine(problem, mode, parts, results, seconds) -> PairResult:
     # each partition's certify Proof (None where it has none), aligned with ``parts``: a caller may
     # combine them (fairspec.certify.smt.prove_partitioned checks that the boxes cover the domain)
     stats["part_proofs"] = [None if r is None else r.proof for r in results]
+    stats["unfair_boxes"] = unfair
     if viol:
         if mode == "maximize":
             first = max(viol, key=lambda r: r.value if r.value is not None else -math.inf)

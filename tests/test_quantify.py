@@ -1,0 +1,160 @@
+"""FairQuant's certified / falsified / undecided shares of a partitioned individual-fairness decision
+(fairspec.backends.quantify), against brute force over small integral domains biased toward ties."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fairspec.backends.pair import PairProblem, PairResult, Witness, check_witness
+from fairspec.backends.quantify import Shares, count_shares, measure, unfair_boxes
+from fairspec.models.network import Layer, PLNet, random_net
+
+pytest.importorskip("highspy")
+
+from fairspec.backends import milp  # noqa: E402
+from fairspec.backends.executor import SerialExecutor  # noqa: E402
+
+LO, HI = [0, 0, 0, 0], [6, 5, 6, 1]      # three individual inputs, the protected one last
+
+
+def _net(seed: int, weight: float, ties: bool) -> PLNet:
+    """A small ReLU net; the protected input's first-layer weights scaled by ``weight``; with ``ties``
+    every weight and bias a multiple of 1/2, so that many logits are exactly 0 on the integer grid."""
+    net = random_net(seed, 4, (6, 4))
+    layers = []
+    for k, lay in enumerate(net.layers):
+        W, b = lay.W.copy(), lay.b.copy()
+        if k == 0:
+            W[:, 3] *= weight
+        if ties:
+            W, b = np.round(2 * W) / 2, np.round(2 * b) / 2
+        layers.append(Layer(W, b, lay.relu))
+    return PLNet(tuple(layers), 0, net.final, f"quantify-test-{seed}")
+
+
+def _truth(p: PairProblem) -> dict[tuple, bool]:
+    """Every individual (the three tied inputs) -> is it unfair (some counterfactual flips)?"""
+    out = {}
+    for t in itertools.product(*(range(int(LO[i]), int(HI[i]) + 1) for i in range(3))):
+        x, xp = np.array([*t, 0.0]), np.array([*t, 1.0])
+        out[t] = bool(check_witness(p, x, xp, p.net.forward))
+    return out
+
+
+def _points(lo, hi):
+    return itertools.product(*(range(int(lo[i]), int(hi[i]) + 1) for i in range(3)))
+
+
+CASES = [(seed, w, ties) for seed in (1, 3, 5, 7) for w, ties in ((1.0, False), (4.0, False), (4.0, True))]
+
+
+@pytest.mark.parametrize("seed,weight,ties", CASES)
+def test_shares_against_brute_force(seed, weight, ties):
+    p = PairProblem(_net(seed, weight, ties), lo=LO, hi=HI, integer=[True] * 4, free=(3,), post="label")
+    truth = _truth(p)
+    total = len(truth)
+    unfair = sum(truth.values())
+    parts = milp.split_widest(p, 4)
+    res = milp.solve_partitioned(p, "prove", parts, time_per_part=60, executor=SerialExecutor(), unfair_nodes=31)
+    sh = res.coverage.shares
+    assert isinstance(sh, Shares) and sh.measure == "integer points" and sh.domain == total == measure(p)
+    assert sh.certified + sh.falsified + sh.undecided == 1
+    assert all(isinstance(q, Fraction) for q in (sh.certified, sh.falsified, sh.undecided))
+    assert sh.certified <= Fraction(total - unfair, total)
+    assert sh.falsified <= Fraction(unfair, total)
+    for (lo, hi), r in zip(parts, res.stats["part_proofs"]):
+        if r is not None:                      # a proved-fair box holds no unfair individual
+            assert not any(truth[t] for t in _points(lo, hi))
+    found = 0
+    for k, lo, hi, proof in res.stats["unfair_boxes"]:
+        assert proof is not None and proof.method == "interval"
+        assert all(truth[t] for t in _points(lo, hi)), "a box proved unfair holds a fair individual"
+        found += sum(1 for _ in _points(lo, hi))
+    # the falsified share is exactly the proved-unfair boxes plus the distinct counterexample points
+    assert sh.falsified * total == found + sh.counterexample_points
+    if res.status == "holds":
+        assert sh.certified == 1 and unfair == 0
+
+
+def test_a_box_proved_unfair_holds_only_unfair_individuals_and_is_found():
+    """A net the protected input dominates: bisection proves boxes unfair, each checked point by point."""
+    found_any = False
+    for seed in range(6):
+        p = PairProblem(_net(seed, 8.0, False), lo=LO, hi=HI, integer=[True] * 4, free=(3,), post="label")
+        truth = _truth(p)
+        for lo, hi, proof in unfair_boxes(p, max_nodes=63):
+            found_any = True
+            assert proof.method == "interval"
+            assert all(truth[t] for t in _points(lo, hi))
+    assert found_any
+
+
+def test_a_refuted_box_is_not_falsified_as_a_whole():
+    """One counterexample in a box of 10 points: 1 point falsified, 9 undecided (was: the whole box)."""
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[9, 0, 0, 1], integer=[True] * 4, free=(3,))
+    x = [3.0, 0.0, 0.0, 0.0]
+    r = PairResult("violated", witness=Witness(x, [3.0, 0.0, 0.0, 1.0]))
+    sh = count_shares(p, [(p.lo, p.hi)], [r], replay=lambda a, b: True)
+    assert (sh.certified, sh.falsified, sh.undecided) == (0, Fraction(1, 10), Fraction(9, 10))
+    # a witness that does not replay on the runtime counts for nothing
+    sh = count_shares(p, [(p.lo, p.hi)], [r], replay=lambda a, b: False)
+    assert sh.falsified == 0 and sh.undecided == 1
+
+
+def test_a_holds_without_a_proof_is_not_certified():
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[9, 0, 0, 1], integer=[True] * 4, free=(3,))
+    sh = count_shares(p, [(p.lo, p.hi)], [PairResult("holds", "proved")])
+    assert sh.certified == 0 and sh.undecided == 1
+
+
+def test_real_valued_inputs_are_counted_in_volume_where_points_weigh_nothing():
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[2, 3, 1, 1], integer=[False, True, True, True],
+                    free=(3,))
+    assert measure(p) == Fraction(2) * 4 * 2
+    lo1, hi1 = p.lo.copy(), p.hi.copy()
+    hi1[0] = 0.5
+    lo2 = p.lo.copy()
+    lo2[0] = 0.5
+    w = PairResult("violated", witness=Witness([1.0, 0, 0, 0], [1.0, 0, 0, 1]))
+    sh = count_shares(p, [(lo1, hi1), (lo2, p.hi)], [None, w], replay=lambda a, b: True)
+    assert sh.measure == "volume" and sh.falsified == 0 and sh.undecided == 1
+    assert "volume" in sh.line()
+
+
+def test_boxes_that_do_not_partition_the_domain_give_no_shares():
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[9, 0, 0, 1], integer=[True] * 4, free=(3,))
+    half = p.hi.copy()
+    half[0] = 4
+    assert count_shares(p, [(p.lo, half)], [None]) is None
+
+
+def test_shares_in_json_text_and_html(tmp_path):
+    """The verdict's details carry the exact shares; the text report prints them, the HTML draws them."""
+    pytest.importorskip("matplotlib")
+    from fairspec.pipeline import Report
+    from fairspec.report import console, print_text, to_json
+    from fairspec.report.html import render
+    from fairspec.verdict import Verdict
+
+    sh = Shares("integer points", 12_000, Fraction(3, 4), Fraction(1, 12_000), Fraction(2_999, 12_000),
+                certified_boxes=3, counterexample_points=1)
+    details = {"coverage": {"partitions": 4, "proved": 3, "refuted": 1, "undecided": 0,
+                            "shares": {**sh.to_json(), "summary": sh.line()}}}
+    v = Verdict("ind", "individual_fairness", "violated", backend="milp", reason="a pair", details=details)
+    rep = Report(str(tmp_path / "spec.fair"), [], verdicts=[v])
+    j = json.loads(to_json(rep))
+    got = j["properties"][0]["details"]["coverage"]["shares"]
+    assert got["certified"] == "3/4" and got["falsified"] == "1/12000" and got["undecided"] == "2999/12000"
+    assert got["measure"] == "integer points" and got["domain"] == "12000"
+    assert sum(Fraction(got[k]) for k in ("certified", "falsified", "undecided")) == 1
+    c = console(record=True, width=200)
+    print_text(rep, c)
+    text = c.export_text()
+    assert "Shares: certified 75.00%, falsified 0.01% (1 counterexample point), undecided 24.99% of the domain" in text
+    page = render(rep)
+    assert "Shares of the domain" in page and "2999/12000" in page and "<svg" in page
