@@ -274,12 +274,16 @@ def _split(problem, lo, hi):
 
 def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: float | None = None,
                  witness=None) -> list[tuple[np.ndarray, np.ndarray, object]]:
-    """Disjoint sub-boxes of ``[lo, hi]`` (the problem's box by default) proved unfair on the
-    runtime, each with its certify Proof: a bisection of at most ``max_nodes`` boxes (a count, not
-    a time, so the answer does not depend on the machine), boxes whose centre pair breaks the
-    post-condition on the float64 network tried by :func:`fairspec.certify.unfair.prove_box_unfair`,
-    the others split; the half holding ``witness`` (a counterexample's x) first. Empty for a
-    tree ensemble or when the protected inputs take too many values."""
+    """Sub-boxes of ``[lo, hi]`` (the problem's box by default) proved unfair on the runtime, each
+    with its certify Proof (:func:`fairspec.certify.unfair.prove_box_unfair`); at most
+    ``max_nodes`` proof attempts (a count, not a time, so the answer does not depend on the machine).
+
+    With a ``witness`` (a counterexample's x): one box grown around it, FairQuant-like -- the
+    witness's own point first, then each individual input widened in turn towards the box's
+    bounds (the whole way, else half of it, ...), keeping every widening the proof still covers.
+    Without one: a bisection of the box (boxes whose centre pair breaks the post-condition on the
+    float64 network tried, the others split). Empty for a tree ensemble or when the protected
+    inputs take too many values."""
     import time
 
     from fairspec.backends.pair_certify import _is_network, runtime_of
@@ -298,36 +302,72 @@ def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: fl
              if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
     lo = problem.lo.copy() if lo is None else np.asarray(lo, dtype=np.float64).copy()
     hi = problem.hi.copy() if hi is None else np.asarray(hi, dtype=np.float64).copy()
-    target = None if witness is None else np.asarray(witness, dtype=np.float64)
+    nodes = 0
+
+    def prove(blo, bhi):
+        nonlocal nodes
+        nodes += 1
+        boxes = [_case_box(blo, bhi, c) for c in cases]
+        try:
+            return prove_box_unfair(rt.layers, boxes, pairs, post=problem.post, eps=problem.eps,
+                                    eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
+                                    precision=rt.precision, integer=problem.integer,
+                                    onehot_groups=problem.onehot_groups,
+                                    claim="every individual of the box has a counterfactual that breaks "
+                                          "the post-condition on the model's runtime",
+                                    lo=[float(v) for v in blo], hi=[float(v) for v in bhi])
+        except (ValueError, TypeError, AttributeError, ArithmeticError):   # outside the error model
+            return None
+
+    def out_of_budget():
+        return nodes >= max_nodes or (deadline is not None and time.time() > deadline)
+
+    if witness is not None:
+        w = np.asarray(witness, dtype=np.float64)
+        free = set(problem.free)
+        if not _inside(np.where([i in free for i in range(len(w))], -np.inf, lo),
+                       np.where([i in free for i in range(len(w))], np.inf, hi), w):
+            return []
+        blo, bhi = lo.copy(), hi.copy()
+        for i in individual_inputs(problem):
+            blo[i] = bhi[i] = w[i]
+        proof = prove(blo, bhi)
+        if proof is None:
+            return []
+        grouped = {i for g in problem.onehot_groups for i in g}
+        dims = [i for i in individual_inputs(problem) if i not in grouped]
+        for i in dims:
+            for side in (1, 0):                       # widen hi[i], then lo[i]
+                bound = hi[i] if side else lo[i]
+                step = bound - (bhi[i] if side else blo[i])
+                while step != 0 and not out_of_budget():
+                    tlo, thi = blo.copy(), bhi.copy()
+                    if side:
+                        thi[i] = bhi[i] + step
+                    else:
+                        tlo[i] = blo[i] + step
+                    p2 = prove(tlo, thi)
+                    if p2 is not None:
+                        blo, bhi, proof = tlo, thi, p2
+                        break
+                    step = (np.trunc(step / 2) if problem.integer[i] else step / 2)
+                    if not problem.integer[i] and abs(step) < 1e-9 * max(1.0, abs(hi[i] - lo[i])):
+                        break
+        return [(blo, bhi, proof)]
     found = []
     queue = [(lo, hi)]
-    nodes = 0
-    while queue and nodes < max_nodes:
-        if deadline is not None and time.time() > deadline:
-            break
+    while queue and not out_of_budget():
         blo, bhi = queue.pop(0)
-        nodes += 1
         if _centre_breaks(problem, blo, bhi, cases, pairs):
-            boxes = [_case_box(blo, bhi, c) for c in cases]
-            try:
-                proof = prove_box_unfair(rt.layers, boxes, pairs, post=problem.post, eps=problem.eps,
-                                         eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
-                                         precision=rt.precision, integer=problem.integer,
-                                         onehot_groups=problem.onehot_groups,
-                                         claim="every individual of the box has a counterfactual that breaks "
-                                               "the post-condition on the model's runtime",
-                                         lo=[float(v) for v in blo], hi=[float(v) for v in bhi])
-            except (ValueError, TypeError, AttributeError, ArithmeticError):   # outside the error model
-                proof = None
+            proof = prove(blo, bhi)
             if proof is not None:
                 found.append((blo, bhi, proof))
                 continue
+        else:
+            nodes += 1
         halves = _split(problem, blo, bhi)
-        if halves is None:
-            continue
-        if target is not None and _inside(*halves[1], target):
-            halves = (halves[1], halves[0])
-        queue.extend(halves)
+        if halves is not None:
+            queue.extend(halves)
     return found
 
 

@@ -146,8 +146,8 @@ def _solve_part(shared, item) -> PairResult:
     problem, mode, backend, kw, deadline = shared[:5]
     nodes = shared[5] if len(shared) > 5 else 0
     if nodes and res.status == "violated" and res.witness is not None:
-        # FairQuant's falsified share: sub-boxes of a refuted partition proved unfair (certify), searched
-        # around the counterexample by a bisection of at most ``nodes`` boxes
+        # FairQuant's falsified share: a box of the refuted partition proved unfair (certify), grown
+        # around the counterexample in at most ``nodes`` proof attempts
         from fairspec.backends.quantify import unfair_boxes
 
         _, lo, hi = item
@@ -191,7 +191,7 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 15, **solver_kw) -> PairResult:
+                      chunk: int = 8, unfair_nodes: int = 24, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -203,8 +203,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     time_limit:    total wall-clock budget; partitions reached after it are undecided.
     executor:      an :class:`~fairspec.backends.executor.Executor` (default: a process pool
                    over the cores when there is more than one partition).
-    unfair_nodes:  boxes a refuted partition's bisection may try to prove unfair (FairQuant's
-                   falsified share, :func:`fairspec.backends.quantify.unfair_boxes`; 0: none).
+    unfair_nodes:  proof attempts to grow a box proved unfair around a refuted partition's
+                   witness (FairQuant's falsified share, :func:`fairspec.backends.quantify.unfair_boxes`;
+                   0: none, the falsified share is then the counterexample points alone).
     """
     from fairspec.backends.executor import SerialExecutor, default_executor
 
