@@ -7,7 +7,7 @@ both in the verification domain; violated by logits of opposite sign), in the sa
 * ``milp``: HiGHS's MILP alone (the drivers' ``prove`` on a ``MilpEngine``: its "infeasible" is
   evidence only);
 * ``shipped``: ``fairspec.backends.milp.prove`` as fairspec runs it -- the MILP, then every "holds"
-  certified by ``bab.certify_holds`` on the float32 runtime (``backends/pair_certify.py``), so a
+  certified by ``bab.certify_holds`` on the float32 runtime (``backends/pair/certify.py``), so a
   "holds" the BaB cannot certify in the budget is ``unknown``;
 * ``bab``:  the certified branch and bound (``fairspec.backends.bab.prove_below``) of the claim
   ``min(z, -z') < -E`` over the real-arithmetic network, E the rigorous float32 runtime error bound
@@ -55,10 +55,11 @@ def load(shared: Path, model: str):
 def run_model(model: str, shared: Path, sample: int, seconds: float) -> dict:
     import onnxruntime as ort
 
-    from fairspec.backends import milp, pair_drivers
+    from fairspec.backends import milp
+    from fairspec.backends.pair import drivers as pair_drivers
     from fairspec.backends.bab import prove_below
     from fairspec.backends.milp.modes import MilpEngine
-    from fairspec.backends.pair_certify import Runtime
+    from fairspec.backends.pair.certify import Runtime
     from fairspec.backends.milp.partition import fairify_partitions
     from fairspec.backends.pair import PairProblem, check_witness
     from fairspec.certify.network import as_layers, runtime_error_bound

@@ -313,7 +313,7 @@ def certify_cost(row, model, ds, name, bench, args):
     solver "holds" taken as it is (``FAIRSPEC_BENCH_UNCERTIFIED=1``, which the pipeline's gate would
     turn into unknown), then as fairspec ships it (every "holds" certified on the float32 runtime);
     the process pool is restarted between the two so its workers see the switch."""
-    from fairspec.backends.executor import shutdown_pools
+    from fairspec.runtime.executor import shutdown_pools
 
     os.environ["FAIRSPEC_BENCH_UNCERTIFIED"] = "1"
     shutdown_pools()

@@ -64,7 +64,7 @@ def _partitions_job():
 
 
 def _spec_job(spec_text: str, prop: str, tag: str | None = None):
-    from fairspec.backends import executor as ex_mod
+    from fairspec.runtime import executor as ex_mod
     from fairspec.pipeline import check
 
     path = HERE / "out" / f"parallel_{tag or prop}.fair"
@@ -121,7 +121,7 @@ def _proc_cpu(pid: int) -> float:
 
 def _worker_cpu(ex) -> dict:
     """CPU seconds so far of each worker process of ``ex`` (empty for the serial executor)."""
-    from fairspec.backends.executor import DaskExecutor, ProcessExecutor
+    from fairspec.runtime.executor import DaskExecutor, ProcessExecutor
 
     if isinstance(ex, ProcessExecutor) and ex._pool is not None:
         return {pid: _proc_cpu(pid) for pid in list(ex._pool._processes)}
@@ -148,8 +148,8 @@ def _timed(run, ex) -> dict:
 
 
 def bench_parallel(jobs=("partitions", "pba", "pba_wide", "bootstrap")) -> list[dict]:
-    from fairspec.backends import executor as ex_mod
-    from fairspec.backends.executor import DaskExecutor, SerialExecutor
+    from fairspec.runtime import executor as ex_mod
+    from fairspec.runtime.executor import DaskExecutor, SerialExecutor
 
     runs = {}
     if "partitions" in jobs and (SHARED / "bench" / "fairify").exists():
@@ -209,7 +209,7 @@ def bench_parallel(jobs=("partitions", "pba", "pba_wide", "bootstrap")) -> list[
 
 
 FINDINGS = [
-    "Structural causes found and fixed in fairspec/backends/executor.py (issue 16): (1) every property's "
+    "Structural causes found and fixed in fairspec/runtime/executor.py (issue 16): (1) every property's "
     "bootstrap or PBA stage started a new spawn pool (about a second of CPU per worker for Python, numpy and "
     "the solver imports) and a new shared state started a new pool again; now one pool per process, and each "
     "shared state is pickled once to a file that each worker reads once; (2) the 510 BM-6 partitions (a few "

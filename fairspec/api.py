@@ -143,7 +143,7 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
     """
     from fairspec import pipeline
 
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
 
     parallel = bool(workers and workers > 1)
     with _Substitutes(spec, models, data) as sub:

@@ -176,7 +176,7 @@ def _positive(text: str) -> int:
 
 def _check(args) -> int:
     from fairspec import report as rep
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
     from fairspec.pipeline import check
 
     if args.html is not None and not _html_target_ok(args.html, args.spec):
@@ -348,8 +348,8 @@ def _end_workers() -> None:
     before the report is printed, so none outlives the run (a CI cancel kills the rest)."""
     import sys as _sys
 
-    if "fairspec.backends.executor" in _sys.modules:
-        _sys.modules["fairspec.backends.executor"].shutdown_pools(wait=False)
+    if "fairspec.runtime.executor" in _sys.modules:
+        _sys.modules["fairspec.runtime.executor"].shutdown_pools(wait=False)
 
 
 def main(argv=None) -> int:

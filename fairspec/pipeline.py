@@ -155,7 +155,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         report.seconds = time.perf_counter() - t0
         return report
     if parallel and len(props) > 1:
-        from fairspec.backends.executor import get_executor
+        from fairspec.runtime.executor import get_executor
 
         key = _models_key(models)
         jobs = [(key, p.name, p.kind) for p in props]
@@ -217,7 +217,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     Every (model file, property) pair is one job through the executor, so candidate models are
     compared in parallel; the reports come back in file order.
     """
-    from fairspec.backends.executor import SerialExecutor, get_executor
+    from fairspec.runtime.executor import SerialExecutor, get_executor
 
     res = lint(path, allow=allow)
     if res.spec is None or any(d.is_error for d in res.diagnostics):
@@ -391,7 +391,7 @@ def certified(v: Verdict, gate: str | None = None) -> tuple[Verdict, str | None]
 def _cluster_error() -> str | None:
     """With a Dask scheduler configured (--cluster, FAIRSPEC_CLUSTER): None when it answers, else the
     one sentence saying why it cannot be used (a bad address, nothing listening): a usage error."""
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
 
     if not executor.cluster_address():
         return None

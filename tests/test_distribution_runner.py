@@ -27,8 +27,8 @@ from fairspec import ir
 from fairspec.analyses import group_metrics_exact as gm
 from fairspec.analyses.distribution import BayesNet, Variable
 from fairspec.backends.boolean import DecisionTree, Test
-from fairspec.backends.boolean_form import classifier_form, rule_form
-from fairspec.backends.elimination import tree_ppvs_elimination
+from fairspec.backends.boolean.compile import classifier_form, rule_form
+from fairspec.backends.boolean.elimination import tree_ppvs_elimination
 from fairspec.kinds import distribution as R
 from fairspec.kinds.distribution_problem import discretise_rows
 from fairspec.pipeline import check, lint

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fairspec.backends import executor as ex_mod
-from fairspec.backends.executor import JobError, ProcessExecutor, SerialExecutor
+from fairspec.runtime import executor as ex_mod
+from fairspec.runtime.executor import JobError, ProcessExecutor, SerialExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT = ROOT / "examples" / "adult" / "adult.fair"

@@ -220,7 +220,7 @@ def test_a_signal_while_the_report_is_written_finishes_it_then_exits_130(tmp_pat
     try:
         assert cli.main(["check", str(tmp_path / "spec.fair")]) == 130
     finally:
-        from fairspec.backends import executor
+        from fairspec.runtime import executor
 
         executor.configure()
     assert finished == [True]

@@ -121,7 +121,9 @@ def test_no_cycle_between_the_pipeline_folders():
 
 
 def test_the_layers_point_down():
-    """analyses/ holds analyses: it calls no backend, runner or planner; backends call no runner;
+    """analyses/ holds analyses: it calls no backend, runner or planner; backends call no runner and
+    nothing above the runners (pipeline, sema, cli, lsp, report, api); runtime/ (the executor, the
+    run-time context) imports no backend, runner or planner;
     planning imports no backend (it names runners as strings); ir imports nothing of the pipeline."""
     graph = _graph()
 
@@ -131,7 +133,12 @@ def test_the_layers_point_down():
 
     for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.planning", "fairspec.pipeline"):
         assert reaches("fairspec.analyses", dst) == [], dst
-    assert reaches("fairspec.backends", "fairspec.kinds") == []
+    for dst in ("fairspec.kinds", "fairspec.pipeline", "fairspec.sema", "fairspec.cli", "fairspec.lsp",
+                "fairspec.report", "fairspec.api"):
+        assert reaches("fairspec.backends", dst) == [], dst
+    for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.planning", "fairspec.pipeline", "fairspec.sema",
+                "fairspec.cli"):
+        assert reaches("fairspec.runtime", dst) == [], dst  # the executor and the run-time context run any job
     for dst in ("fairspec.backends", "fairspec.kinds", "fairspec.models", "fairspec.runtime", "fairspec.analyses"):
         assert reaches("fairspec.planning", dst) == [], dst
         assert reaches("fairspec.ir", dst) == [], dst

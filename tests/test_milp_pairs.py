@@ -16,7 +16,7 @@ pytest.importorskip("highspy")
 pytest.importorskip("pyscipopt")
 
 from fairspec.backends import milp  # noqa: E402
-from fairspec.backends.bounds import interval_bounds, lp_tighten, pair_bounds  # noqa: E402
+from fairspec.backends.pair.bounds import interval_bounds, lp_tighten, pair_bounds  # noqa: E402
 
 ENGINES = ("highs", "scip")
 POSTS = (("label", 0.0), ("logit", 1.0), ("prob", 0.05))
@@ -40,8 +40,8 @@ def _assert_agrees(res, truth, problem, value=True):
 def test_import_does_not_load_solvers():
     import subprocess
 
-    code = ("import sys, fairspec.backends.pair, fairspec.backends.bounds, fairspec.backends.milp, "
-            "fairspec.backends.smt, fairspec.backends.executor; "
+    code = ("import sys, fairspec.backends.pair, fairspec.backends.pair.bounds, fairspec.backends.milp, "
+            "fairspec.backends.smt, fairspec.runtime.executor; "
             "bad = [m for m in ('pyscipopt', 'highspy', 'pysmt', 'z3', 'torch', 'onnx') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -118,7 +118,7 @@ def test_forged_witnesses_are_rejected():
 
 
 def test_partitioned_prove_matches_and_coverage_sums_to_one():
-    from fairspec.backends.executor import ProcessExecutor, SerialExecutor
+    from fairspec.runtime.executor import ProcessExecutor, SerialExecutor
 
     for seed, post, eps in ((0, "label", 0.0), (1, "label", 0.0)):
         p = _problem(seed, post, eps)

@@ -1,4 +1,4 @@
-"""The one "holds" rule and the Engine interface of fairspec.backends.pair_drivers."""
+"""The one "holds" rule and the Engine interface of fairspec.backends.pair.drivers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fairspec.backends.pair import PairProblem
-from fairspec.backends.pair_drivers import HOLDS_TOL, Engine, holds
+from fairspec.backends.pair.drivers import HOLDS_TOL, Engine, holds
 from fairspec.models.network import random_net
 
 

@@ -124,7 +124,7 @@ def test_decide_proofs_and_witnesses_match_a_fine_grid(seed):
 def test_branch_and_bound_in_two_workers_gives_the_one_worker_answers():
     """The branch and bound stage split over the executor's workers (interleaved chunks of
     cases) decides every case as one process does: the same status, stage and witness."""
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
 
     net, U, Up, cols, scale, lo, hi, ints, cls = _cases(5, P=40, m=3, box=2.0, integer=True, sc=0.2)
     sigma = np.where(cls == 1, 1.0, -1.0)

@@ -103,7 +103,7 @@ XFAIL_UNKNOWN: dict = {
 
 @pytest.fixture(scope="module")
 def slice_results():
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
 
     saved = dict(executor._CONFIG)
     executor.configure(workers=1)        # partitions in process: no pool started by the slice

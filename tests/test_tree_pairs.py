@@ -183,7 +183,7 @@ def test_partitions_agree_with_the_whole_problem_on_random_ensembles():
         want = brute_force(prob, ens.forward).status
         want = "violated" if want == "violated" else "holds"
         res = solve_partitioned(prob, "prove", split_widest(prob, 4), backend="milp", time_per_part=None,
-                                executor=__import__("fairspec.backends.executor", fromlist=["x"]).SerialExecutor())
+                                executor=__import__("fairspec.runtime.executor", fromlist=["x"]).SerialExecutor())
         assert res.status == want, (seed, res.status, want)
 
 

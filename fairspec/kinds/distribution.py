@@ -57,7 +57,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.distribution import BayesNet, DistributionError
-from fairspec.backends.elimination import network_has_feature_edges, tree_ppvs_elimination
+from fairspec.backends.boolean.elimination import network_has_feature_edges, tree_ppvs_elimination
 from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network  # noqa: F401
 from fairspec.planning import plan, setting
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
@@ -144,7 +144,7 @@ def _bootstrap(prop, pb: Problem, how: tuple, time_limit, progress=None) -> dict
     Resample r draws its rows from its own generator (``SeedSequence(seed).spawn``), so the
     resamples are independent jobs: they go through the executor in batches and give the same
     values whatever runs them (resamples not started within ``time_limit`` are left out)."""
-    from fairspec.backends.executor import configured_workers, get_executor
+    from fairspec.runtime.executor import configured_workers, get_executor
 
     n_boot = int(prop.options.bootstrap)
     seeds = np.random.SeedSequence(prop.options.seed).spawn(n_boot)

@@ -5,7 +5,7 @@
 estimated from a data set's rows (``independent``, ``conditional`` on the compound protected
 group, ``bayes`` learned by hill climbing) after discretising numeric features into their
 declared ``bins [...]`` or ``bins = N`` quantile bins, refined with the thresholds the
-classifier tests -- and the classifier in Boolean form (fairspec.backends.boolean_form).
+classifier tests -- and the classifier in Boolean form (fairspec.backends.boolean.compile).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from fairspec import ir
 from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, DistributionError, Variable,
                                             conditional, independent, learn_bayes_net)
 from fairspec.analyses.distribution_exact import ExactNet, ExactUnavailable, exact_probability, table_rows_exact
-from fairspec.backends.boolean_form import _variable, classifier_form
+from fairspec.backends.boolean.compile import _variable, classifier_form
 from fairspec.verdict import Unsupported, unknown
 
 __all__ = ["Problem", "build_problem", "table_network", "discretise_rows", "LABEL"]

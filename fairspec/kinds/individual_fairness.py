@@ -163,7 +163,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if trees is None and res.status == "holds" and res.proof is None:
         # one place: a network's holds without a certify Proof (a partitions' verdict assembled from
         # certified parts; any backend) is certified as a whole by the BaB, or it is not holds
-        from fairspec.backends.pair_certify import certify_result
+        from fairspec.backends.pair.certify import certify_result
 
         left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", backend)), 0.25 * limit)
         res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
@@ -269,7 +269,7 @@ def _retry_fragile(prop, ctx, problem, res, limit):
     """The certified BaB on the whole problem after a witness that did not replay: a ``holds`` with its
     Proof, a ``violated`` whose pair replays on the runtime, or None."""
     from fairspec.backends.pair import PairResult
-    from fairspec.backends.pair_certify import certify_result
+    from fairspec.backends.pair.certify import certify_result
     from fairspec.planning import setting
 
     left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", "milp")), 0.25 * limit)
@@ -294,7 +294,7 @@ def _value(backend, mode, res):
 
 
 def _serial():
-    from fairspec.backends.executor import SerialExecutor
+    from fairspec.runtime.executor import SerialExecutor
 
     return SerialExecutor()
 
@@ -346,8 +346,8 @@ def _relaxed(prop, fs, enc, low):
 
 
 def _runtime(prop, ctx, enc, low):
-    """What certification needs about the model's runtime (fairspec.backends.pair_certify.Runtime)."""
-    from fairspec.backends.pair_certify import Runtime
+    """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
+    from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.pair_runtime import runtime_layers
 

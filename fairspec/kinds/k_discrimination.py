@@ -106,7 +106,7 @@ def _worker_search_state(spec, roots, prop) -> tuple:
 
 def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
-    from fairspec.backends.executor import JobError, SerialExecutor, configured_workers, get_executor
+    from fairspec.runtime.executor import JobError, SerialExecutor, configured_workers, get_executor
     from fairspec.backends.search.kdisc import RESTARTS, kdisc_restarts
     from fairspec.backends.data.flips import replayer_name
     from fairspec.runtime.encoding import decode_row

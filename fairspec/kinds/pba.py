@@ -176,7 +176,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         net = trees if trees is not None else _network(ctx, m)
     except UnsupportedModel as e:
         raise Unsupported(f"the PBA backend cannot encode this model: {e}")
-    from fairspec.backends.executor import configured_workers
+    from fairspec.runtime.executor import configured_workers
 
     score, replay, replayer = _real(ctx, m)
     engine = setting(prop, "engine", "milp")

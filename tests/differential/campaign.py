@@ -107,7 +107,7 @@ def run_one(family: str, iseed: int, workdir: str | None = None) -> dict:
 
 def _worker(conn, workdir):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from fairspec.backends import executor
+    from fairspec.runtime import executor
 
     executor.configure(workers=1)   # partitions in this process: the campaign's workers are the parallelism
     while True:

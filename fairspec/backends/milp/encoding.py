@@ -12,7 +12,7 @@ Each ReLU ``h = max(z, 0)`` with pre-activation bounds ``l < 0 < u`` gets a bina
 
 (the negative part ``s(v)`` of the paper is ``h - z``, left implicit). Stably inactive
 neurons (``u <= 0``) vanish, stably active ones are ``h = z``; the bounds come from
-:mod:`fairspec.backends.bounds`. For the second copy the **difference rows**
+:mod:`fairspec.backends.pair.bounds`. For the second copy the **difference rows**
 ``dlo <= z' - z <= dhi`` and ``dlo_h <= h' - h <= dhi_h`` are added, and a neuron whose
 difference is bounded to exactly 0 is shared between the copies (no second binary).
 

@@ -1,8 +1,8 @@
 """MILP modes on a :class:`~fairspec.backends.pair.PairProblem`: find, prove, maximize.
 
-The modes are the shared drivers of :mod:`fairspec.backends.pair_drivers` (one copy for
+The modes are the shared drivers of :mod:`fairspec.backends.pair.drivers` (one copy for
 MILP and SMT, one "holds" rule) over :class:`MilpEngine`, this backend's
-:class:`~fairspec.backends.pair_drivers.Engine`: the pair encoding built once, a copy of
+:class:`~fairspec.backends.pair.drivers.Engine`: the pair encoding built once, a copy of
 it per query with the violated post-condition's rows at a threshold.
 
 By the symmetry of the pre-condition every encoding looks for a violation with ``z >= z'``
@@ -72,11 +72,11 @@ from __future__ import annotations
 import time
 
 
-from fairspec.backends import pair_drivers as drivers
+from fairspec.backends.pair import drivers
 from fairspec.backends.milp.encoding import PairEncoding, encode_pair
 from fairspec.backends.milp.model import ENGINES, INF, SolveOutcome
 from fairspec.backends.pair import PairProblem, PairResult, logit_fn, prob_cut
-from fairspec.backends.pair_drivers import (IMPROVE, LABEL_MARGIN, MAX_CUT_ROUNDS, PROB_MARGIN, Check,  # noqa: F401
+from fairspec.backends.pair.drivers import (IMPROVE, LABEL_MARGIN, MAX_CUT_ROUNDS, PROB_MARGIN, Check,  # noqa: F401
                                             Optimum, is_robust)
 
 __all__ = ["find", "prove", "maximize", "solve", "is_robust", "MilpEngine", "LABEL_MARGIN", "PROB_MARGIN",
@@ -86,7 +86,7 @@ DEFAULT_ENGINE = "highs"
 
 
 class MilpEngine:
-    """The :class:`~fairspec.backends.pair_drivers.Engine` of HiGHS / SCIP: problem, bounds,
+    """The :class:`~fairspec.backends.pair.drivers.Engine` of HiGHS / SCIP: problem, bounds,
     base encoding, deadline, statistics."""
 
     query = "the MILP"
@@ -96,7 +96,7 @@ class MilpEngine:
 
     def __init__(self, problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
                  lp_bounds: bool = False, diff_rows: bool = True, threads: int = 1):
-        from fairspec.backends.bounds import pair_bounds
+        from fairspec.backends.pair.bounds import pair_bounds
 
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {sorted(ENGINES)}, not {engine!r}")
@@ -199,10 +199,10 @@ def _budget(eng: MilpEngine, time_limit: float | None) -> float | None:
 def prove(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
           lp_bounds: bool = False, diff_rows: bool = True, threads: int = 1) -> PairResult:
     """Decide the property soundly: ``holds`` (proved: no pair violates it, certified by
-    :func:`fairspec.backends.pair_certify.certify_result`), ``violated`` (a replayed witness) or
+    :func:`fairspec.backends.pair.certify.certify_result`), ``violated`` (a replayed witness) or
     ``unknown`` (time-out, boundary pairs, or a solver answer that could not be certified). See
-    :func:`fairspec.backends.pair_drivers.prove`."""
-    from fairspec.backends.pair_certify import certify_result
+    :func:`fairspec.backends.pair.drivers.prove`."""
+    from fairspec.backends.pair.certify import certify_result
 
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
     return certify_result(problem, drivers.prove(eng), _budget(eng, time_limit), f"the {engine} MILP")
@@ -212,8 +212,8 @@ def find(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float |
          margin: float | None = None, lp_bounds: bool = False, diff_rows: bool = True,
          threads: int = 1) -> PairResult:
     """Stop at the first violation, first with a margin, then soundly (a ``holds`` certified);
-    see :func:`fairspec.backends.pair_drivers.find`."""
-    from fairspec.backends.pair_certify import certify_result
+    see :func:`fairspec.backends.pair.drivers.find`."""
+    from fairspec.backends.pair.certify import certify_result
 
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
     return certify_result(problem, drivers.find(eng, margin), _budget(eng, time_limit), f"the {engine} MILP")
@@ -225,7 +225,7 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     """The maximal violation measure (``label``: flip margin ``min(z, -z')``; ``logit``:
     ``z - z'``; ``prob``: ``sigmoid(z) - sigmoid(z')``) as an interval: ``value`` the best pair
     found (float64 network), ``bound`` a *certified* upper bound on the runtime's maximum
-    (:func:`fairspec.backends.pair_certify.certified_bound`; ``inf`` when none could be
+    (:func:`fairspec.backends.pair.certify.certified_bound`; ``inf`` when none could be
     certified), ``how="proved"`` only when the two meet (within :data:`IMPROVE` = 1e-7, relative
     beyond 1: the bisection's own resolution). ``holds`` only
     when certified (``certify_result``); ``violated`` with a witness that replays.
@@ -233,7 +233,7 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     import math
     from dataclasses import replace
 
-    from fairspec.backends.pair_certify import certified_bound, certify_result, replays
+    from fairspec.backends.pair.certify import certified_bound, certify_result, replays
 
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
     res = drivers.maximize(eng, start)

@@ -12,7 +12,7 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
   undecided shares of the domain (:mod:`fairspec.backends.quantify`: a refuted box counts
   only its replayed counterexample points as falsified).
 
-Partitions run through :mod:`fairspec.backends.executor`; results come back in partition
+Partitions run through :mod:`fairspec.runtime.executor`; results come back in partition
 order, so the report does not depend on the executor (up to time-outs, which depend on the
 machine's load). With ``stop_on_violation`` partitions run in fixed-size chunks and stop
 after the first chunk with a violation: the set of partitions decided is the same under any
@@ -201,13 +201,13 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     backend:       "milp" (``solver_kw``: engine, lp_bounds, diff_rows, ...) or "smt".
     time_per_part: each partition's budget (seconds; a time-out leaves it undecided).
     time_limit:    total wall-clock budget; partitions reached after it are undecided.
-    executor:      an :class:`~fairspec.backends.executor.Executor` (default: a process pool
+    executor:      an :class:`~fairspec.runtime.executor.Executor` (default: a process pool
                    over the cores when there is more than one partition).
     unfair_nodes:  proof attempts to grow a box proved unfair around a refuted partition's
                    witness (FairQuant's falsified share, :func:`fairspec.backends.quantify.unfair_boxes`;
                    0: none, the falsified share is then the counterexample points alone).
     """
-    from fairspec.backends.executor import SerialExecutor, default_executor
+    from fairspec.runtime.executor import SerialExecutor, default_executor
 
     t0 = time.perf_counter()
     if parts is None:

@@ -142,7 +142,7 @@ def _run_cases(idx, workers: int, progress=None, task=None):
     """Run _case_task over idx, in batches through the executor when worth it (two cases or more:
     one LP/MILP case can take its whole case limit); yields results in order."""
     if workers > 1 and len(idx) >= 2:
-        from fairspec.backends.executor import get_executor
+        from fairspec.runtime.executor import get_executor
 
         size = max(1, len(idx) // (8 * workers))
         batches = [[int(i) for i in idx[a:a + size]] for a in range(0, len(idx), size)]
@@ -185,7 +185,7 @@ def _branch_and_bound(tc: TwinCases, idx, workers: int, **kw):
     idx = np.asarray(idx, dtype=np.int64)
     if workers <= 1 or len(idx) < 2 * workers:
         return bab.branch_and_bound(tc, idx, **kw)
-    from fairspec.backends.executor import get_executor
+    from fairspec.runtime.executor import get_executor
 
     ex = get_executor(len(idx))
     n = 2 * max(1, ex.workers)

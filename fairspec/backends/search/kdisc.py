@@ -558,7 +558,7 @@ def kdisc_restarts(state, *, executor=None, init=None, seed: int = 0, restarts: 
     import os
     import tempfile
 
-    from fairspec.backends.executor import SerialExecutor
+    from fairspec.runtime.executor import SerialExecutor
 
     ex = executor or SerialExecutor()
     per = None
@@ -581,7 +581,7 @@ def kdisc_restarts(state, *, executor=None, init=None, seed: int = 0, restarts: 
             os.unlink(found)
     ok = [r for r in outs if isinstance(r, KDiscResult)]
     if not ok:
-        from fairspec.backends.executor import JobError
+        from fairspec.runtime.executor import JobError
 
         raise JobError("; ".join(sorted({str(r) for r in outs})) or "no restart ran")
     return merge_restarts(ok, seed)

@@ -6,11 +6,11 @@
 certify writes the exact query (:mod:`fairspec.certify.smt`), z3 answers it, certify mints the
 ``exact-smt`` proof; witnesses are replayed on the model's runtime (``runtime=``). What follows
 describes :class:`Z3Engine`, the pysmt engine of the shared pair drivers (kept for the
-:class:`~fairspec.backends.pair_drivers.Engine` interface; its answers are never a proof):
+:class:`~fairspec.backends.pair.drivers.Engine` interface; its answers are never a proof):
 
 Same :class:`~fairspec.backends.pair.PairProblem`, same results as the MILP backend
 (:mod:`fairspec.backends.milp`), and the same drivers: the modes are those of
-:mod:`fairspec.backends.pair_drivers` over :class:`Z3Engine`. The network is asserted once
+:mod:`fairspec.backends.pair.drivers` over :class:`Z3Engine`. The network is asserted once
 (see :mod:`fairspec.backends.smt.encoding`); each query pushes the violated post-condition
 at a threshold (strict ``z > 0 >= z'``, ``z - z' > eps`` for the exact query), checks, and
 pops. z3 does not optimise here: ``maximize`` starts from any pair and the interval bound
@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import time
 
-from fairspec.backends import pair_drivers as drivers
+from fairspec.backends.pair import drivers
 from fairspec.backends.pair import PairProblem, PairResult, logit_fn, prob_cut
-from fairspec.backends.pair_drivers import LABEL_MARGIN, PROB_MARGIN, Check
+from fairspec.backends.pair.drivers import LABEL_MARGIN, PROB_MARGIN, Check
 
 __all__ = ["find", "prove", "maximize", "solve", "Runtime", "Z3Engine", "LABEL_MARGIN", "PROB_MARGIN"]
 
 
 class Z3Engine:
-    """The :class:`~fairspec.backends.pair_drivers.Engine` of z3 (through pysmt): the
+    """The :class:`~fairspec.backends.pair.drivers.Engine` of z3 (through pysmt): the
     network's assertions added once, each query pushed and popped."""
 
     name = "z3"
@@ -45,7 +45,7 @@ class Z3Engine:
     can_optimize = False
 
     def __init__(self, problem: PairProblem, time_limit, env):
-        from fairspec.backends.bounds import pair_bounds
+        from fairspec.backends.pair.bounds import pair_bounds
         from fairspec.backends.smt.encoding import SmtPairEncoding
 
         self.t0 = time.perf_counter()

@@ -4,7 +4,7 @@ Inputs are ``Int`` symbols (integral inputs) or ``Real`` symbols; tied inputs ar
 shared by both copies. Every neuron is a fresh ``Real`` ``h`` with
 ``h = Ite(z > 0, z, 0)`` (``z`` the affine pre-activation with the weights as *exact*
 rationals of the float64 weights), or ``h = z`` / nothing when the interval bounds decide
-the ReLU. The bounds of :mod:`fairspec.backends.bounds` are asserted too (single-copy
+the ReLU. The bounds of :mod:`fairspec.backends.pair.bounds` are asserted too (single-copy
 ``l <= z <= u`` and the difference rows ``dlo <= z' - z <= dhi``): they are implied, and
 help z3 prune, as does the triangle relaxation of each undecided ReLU
 (``h >= 0``, ``h >= z``, ``h (u - l) <= u (z - l)``).

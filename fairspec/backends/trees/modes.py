@@ -12,7 +12,7 @@ pair on a quarter of the budget (at most 10 s). Then, with
 * ``label``: a violation is ``S > c >= S'``. MILP: first a feasible pair with
   ``S >= c + 1e-7``, ``S' <= c`` (a witness, no optimisation); when there is none, maximise
   ``S`` subject to ``S' <= c`` (a dual bound ``< c - 1e-9`` proves the property: the shared
-  holds rule of :func:`fairspec.backends.pair_drivers.holds` on the measure ``S - c``);
+  holds rule of :func:`fairspec.backends.pair.drivers.holds` on the measure ``S - c``);
 * ``prob`` on a forest (S is the probability) and ``logit`` on a boosted model (S is the
   logit): a violation is ``S - S' > eps``; MILP: first ``S - S' >= eps + 1e-7``, then
   maximise ``S - S'`` (a dual bound ``<= eps`` proves it, the same rule);
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from fairspec.backends.pair_drivers import holds
+from fairspec.backends.pair.drivers import holds
 from fairspec.backends.pair import (PairProblem, PairResult, check_witness, clean_pair, logit_fn, make_witness,
                                     pair_measure, prob_cut, prob_cut_points)
 from fairspec.models.network import sigmoid

@@ -6,7 +6,7 @@ known -- for a rule ``P + Q + R - S >= 2`` (a linear rule), a rule in and/or/not
 tests (a CNF rule), a scikit-learn decision tree (``DecisionTree``; the spec's encoding
 maps its input columns back to features) or a linear scikit-learn model (a linear rule on
 bin means whose agreement with the model on the data is reported).  The forms themselves
-are the frozen classes of :mod:`fairspec.backends.boolean`.  Anything that has no Boolean
+are the frozen classes of :mod:`fairspec.backends.boolean.forms`.  Anything that has no Boolean
 form raises :class:`fairspec.verdict.Unsupported`.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.distribution import Bins, DistributionError, Variable
-from fairspec.backends.boolean import And, Constant, Formula, Linear, Not, Or, Test, Threshold
+from fairspec.backends.boolean.forms import And, Constant, Formula, Linear, Not, Or, Test, Threshold
 from fairspec.verdict import Unsupported
 
 __all__ = ["Form", "classifier_form", "rule_form"]
@@ -296,7 +296,7 @@ def rule_form(rule: ir.Expr, fs: ir.FeatureSet) -> Form:
         reads = tuple(f for f, w in W.items() if len(set(w)) > 1)
 
         def build(variables, ctx, rows, codes):
-            from fairspec.backends.boolean import linear_rule
+            from fairspec.backends.boolean.forms import linear_rule
             return linear_rule({f: w for f, w in W.items()}, T, variables)
 
         return Form("linear", reads, {}, build, info={"from": "rule"})
@@ -305,7 +305,7 @@ def rule_form(rule: ir.Expr, fs: ir.FeatureSet) -> Form:
     needs = _threshold_needs(fs, node, {})
 
     def build(variables, ctx, rows, codes):
-        from fairspec.backends.boolean import CNFRule
+        from fairspec.backends.boolean.forms import CNFRule
         ints = {f.name for f in fs.features if isinstance(f.domain, ir.IntRange)}
         clauses = _cnf(node, True, variables, ints)
         out = [[(Test(f, s), True) for f, s in sorted(c.items())] for c in clauses]
@@ -413,7 +413,7 @@ def _lin_cnf(W, T, positive, variables):
 
 def _columns(enc: ir.Encoding, fs: ir.FeatureSet):
     """(Column per model input, feature -> substitute Variable for code-encoded features)."""
-    from fairspec.backends.boolean import Column
+    from fairspec.backends.boolean.forms import Column
     cols = []
     code_vars = {}
     for c in sorted(enc.columns, key=lambda c: c.offset):
@@ -498,7 +498,7 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
                                   decide=lambda X: runtime_outputs(loaded, X, "label")), 1
         name = f"{name} compiled into one decision tree ({est.tree_.n_leaves} leaves)"
     if hasattr(est, "tree_") and hasattr(est, "classes_"):
-        from fairspec.backends.boolean import tree_from_sklearn, tree_split_points
+        from fairspec.backends.boolean.forms import tree_from_sklearn, tree_split_points
         t = est.tree_
         if t.n_features != len(cols):
             raise Unsupported(f"tree '{model.name}' reads {t.n_features} columns, its encoding gives {len(cols)}")
@@ -530,7 +530,7 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
         return Form("tree", reads, needs, build, source="sklearn", info={"model": name})
     coef = getattr(est, "coef_", None)
     if coef is not None and np.ndim(coef) >= 1 and (np.ndim(coef) == 1 or np.shape(coef)[0] == 1):
-        from fairspec.backends.boolean import linear_from_sklearn
+        from fairspec.backends.boolean.forms import linear_from_sklearn
         w = np.asarray(coef, dtype=float).reshape(-1)
         if len(w) != len(cols):
             raise Unsupported(f"model '{model.name}' reads {len(w)} columns, its encoding gives {len(cols)}")

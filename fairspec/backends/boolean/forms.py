@@ -24,7 +24,7 @@ Three forms:
 
 A rule on its way to a ``CNFRule`` is first a *formula* over frozen nodes
 (``Test``, ``Threshold``, ``Linear``, ``Constant``, ``Not``, ``And``, ``Or``),
-built by :mod:`fairspec.backends.boolean_form` from the spec's IR.
+built by :mod:`fairspec.backends.boolean.compile` from the spec's IR.
 
 No heavy import at module level; sklearn estimators are only read through
 their public attributes (``tree_``, ``coef_``, ``intercept_``).

@@ -77,7 +77,7 @@ class PairProblem:
         eps_strict:    the spec writes ``|...| < eps``: a measure of exactly ``eps`` violates
                        (a violation is ``>= eps``; default ``> eps``).
         runtime:       what certification needs about the model's runtime
-                       (:class:`fairspec.backends.pair_certify.Runtime`), or None: the network's
+                       (:class:`fairspec.backends.pair.certify.Runtime`), or None: the network's
                        own float64 ``forward`` is the runtime.
     """
 

@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from fairspec.backends.pair import (PairProblem, PairResult, Witness, check_witness, clean_pair, make_witness,
+from fairspec.backends.pair.problem import (PairProblem, PairResult, Witness, check_witness, clean_pair, make_witness,
                                     pair_measure, precondition_holds, prob_cut, prob_cut_points)
 from fairspec.models.network import sigmoid
 
@@ -93,7 +93,7 @@ class Engine(Protocol):
     """A pair solver with the pair encoding built once.
 
     Attributes: ``name`` (``highs``, ``scip``, ``z3``: the result's ``engine``), ``problem``,
-    ``bounds`` (:func:`~fairspec.backends.bounds.pair_bounds`), ``z_bounds`` (interval
+    ``bounds`` (:func:`~fairspec.backends.pair.bounds.pair_bounds`), ``z_bounds`` (interval
     bounds of the logit), ``deadline`` (``time.perf_counter()`` value or None; the drivers
     may lower it for a sub-search), ``stats`` (a dict the result carries),
     ``bisect`` (maximize's rounds bisect between incumbent and bound, or step by

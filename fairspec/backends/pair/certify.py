@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from fairspec.backends.pair import PairProblem, PairResult, Witness, check_witness, make_witness
+from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
 __all__ = ["Runtime", "certify_result", "certified_bound", "runtime_of"]
 
