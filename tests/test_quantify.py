@@ -17,7 +17,7 @@ from fairspec.models.network import Layer, PLNet, random_net
 pytest.importorskip("highspy")
 
 from fairspec.backends import milp  # noqa: E402
-from fairspec.backends.executor import SerialExecutor  # noqa: E402
+from fairspec.runtime.executor import SerialExecutor  # noqa: E402
 
 LO, HI = [0, 0, 0, 0], [6, 5, 6, 1]      # three individual inputs, the protected one last
 

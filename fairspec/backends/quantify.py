@@ -153,7 +153,7 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
     results: one PairResult (or None: not reached) per box.
     unfair:  ``(k, lo, hi)``: sub-boxes of box ``k`` proved unfair (disjoint; none in a certified box).
     replay:  ``(x, x') -> bool``, the runtime's re-check of a witness (default
-             :func:`fairspec.backends.pair_certify.replays`); only witnesses that replay count.
+             :func:`fairspec.backends.pair.certify.replays`); only witnesses that replay count.
     """
     total = measure(problem)
     if total == 0:
@@ -163,7 +163,7 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
     if sum(vols) != total:
         return None
     if replay is None:
-        from fairspec.backends.pair_certify import replays
+        from fairspec.backends.pair.certify import replays
 
         def replay(x, xp):
             return replays(problem, x, xp)
@@ -286,7 +286,7 @@ def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: fl
     inputs take too many values."""
     import time
 
-    from fairspec.backends.pair_certify import _is_network, runtime_of
+    from fairspec.backends.pair.certify import _is_network, runtime_of
     from fairspec.certify.unfair import prove_box_unfair
 
     if not _is_network(problem) or problem.post not in ("label", "prob", "logit"):
