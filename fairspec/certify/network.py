@@ -46,7 +46,7 @@ from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up
                                        matmul_with_error, sum_with_error, up, down)
 
 __all__ = ["rigorous_ibp", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding", "encoding_from_ir",
-           "prob_error_to_logit", "SIGMOID_ABS_ERROR"]
+           "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers", "argmax_class_score", "prove_class_stable"]
 
 SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
 _U = {"float32": U32, "float64": U64}
@@ -293,7 +293,7 @@ def _fr(x):
 
 def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding] | None = None,
                         readout=("logit", 0), proof_net=None, precision: str = "float32",
-                        integer=None, onehot_groups: Sequence[Sequence[int]] = ()) -> float:
+                        integer=None, onehot_groups: Sequence[Sequence[int]] = (), base_net=None) -> float:
     """A rigorous bound E on ``|score as the runtime computes it - score of proof_net in exact real
     arithmetic|`` for every input ``v`` of the box ``[lo, hi]`` (see the module docstring).
 
@@ -305,10 +305,18 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
                  network on the exact encoding with the readout's logit).
     precision:   "float32" (ONNX, torch) or "float64" (scikit-learn).
     integer:     mask of integral variables (a raw integer of at most 2**24 is cast exactly).
+    base_net:    readout ``("argmax", c)`` only: the K-output network (feature space) of which
+                 ``proof_net`` must be :func:`argmax_layers` (checked here, exactly); E is then the
+                 largest of the margin readouts' bounds ``("margin", c, j)``, ``j != c`` (the min of
+                 the margins is 1-Lipschitz in the largest coordinate).
     Raises ValueError when a condition of the error model fails (weights that are not the runtime's
     numbers, a box that is not finite); the caller then has no runtime bound (unknown)."""
     if precision not in _U:
         raise ValueError(f"precision must be float32 or float64, not {precision!r}")
+    if readout[0] == "argmax":
+        return _argmax_error_bound(runtime_net, lo, hi, encoding=encoding, readout=readout, proof_net=proof_net,
+                                   precision=precision, integer=integer, onehot_groups=onehot_groups,
+                                   base_net=base_net)
     layers = as_layers(runtime_net)
     _check_representable(layers, precision)
     lo = np.asarray(lo, dtype=np.float64).reshape(-1)
@@ -368,6 +376,120 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     if kind in ("logit", "margin"):
         return e_logit
     return float(up(up(e_logit / 4.0) + SIGMOID_ABS_ERROR[precision]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiclass: the class score min_j (y_c - y_j) as a ReLU network
+# ---------------------------------------------------------------------------------------------
+
+def _exact_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` in float64, or ValueError when a difference is not exact."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    for x, y, z in zip(np.ravel(a), np.ravel(b), np.ravel(d)):
+        if Fraction(float(x)) - Fraction(float(y)) != Fraction(float(z)):
+            raise ValueError("a margin between two output rows is not exact in float64")
+    return d
+
+
+def argmax_layers(base_net, c: int) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """The layers of ``g_c(x) = min_{j != c} (y_c(x) - y_j(x))`` for the K-output network
+    ``base_net`` (``y``), exactly: ``g_c > 0`` iff class ``c`` is the unique largest output, and
+    ``g_c`` is an ordinary ReLU network (the pair solvers, the certified branch and bound and the
+    exact SMT encode it unchanged).
+
+    The margins ``y_c - y_j`` are folded into the last layer (rows ``W_c - W_j``, checked exact in
+    float64; ValueError otherwise; a last layer with a ReLU is kept and the margins read from it
+    with coefficients +-1); a tree of ``min(a, b) = relu(a) - relu(-a) - relu(a - b)`` layers
+    (coefficients small integers, exact) takes the minimum. K = 2: the margin itself."""
+    layers = as_layers(base_net)
+    W, b, relu = layers[-1]
+    K = W.shape[0]
+    if K < 2 or not 0 <= c < K:
+        raise ValueError(f"class {c} of a {K}-output network")
+    if relu:
+        hidden = list(layers)
+        Wl, bl = np.eye(K), np.zeros(K)
+    else:
+        hidden = list(layers[:-1])
+        Wl, bl = W, b
+    # expressions over the current layer's inputs: (row, bias)
+    vals = [(_exact_diff(Wl[c], Wl[j]), float(_exact_diff(np.array([bl[c]]), np.array([bl[j]]))[0]))
+            for j in range(K) if j != c]
+    first = True
+    while len(vals) > 1:
+        rows, bias, nxt = [], [], []
+        for k in range(0, len(vals), 2):
+            a = vals[k]
+            base = len(rows)
+            rows += [a[0], -a[0]]
+            bias += [a[1], -a[1]]
+            if k + 1 < len(vals):
+                bb = vals[k + 1]
+                if first:
+                    rows.append(_exact_diff(a[0], bb[0]))
+                    bias.append(float(_exact_diff(np.array([a[1]]), np.array([bb[1]]))[0]))
+                else:
+                    rows.append(a[0] - bb[0])                 # small integers: exact
+                    bias.append(a[1] - bb[1])
+                coef = {base: 1.0, base + 1: -1.0, base + 2: -1.0}
+            else:
+                coef = {base: 1.0, base + 1: -1.0}
+            nxt.append(coef)
+        Wn = np.array(rows, dtype=np.float64)
+        hidden.append((Wn, np.array(bias, dtype=np.float64), True))
+        m = Wn.shape[0]
+        vals = []
+        for coef in nxt:
+            r = np.zeros(m)
+            for i, v in coef.items():
+                r[i] = v
+            vals.append((r, 0.0))
+        first = False
+    row, bias = vals[0]
+    return hidden + [(row.reshape(1, -1), np.array([bias], dtype=np.float64), False)]
+
+
+def argmax_class_score(Y, c: int) -> np.ndarray:
+    """The runtime's class-``c`` score of output rows ``Y`` (k, K) as the argmax rule reads them:
+    positive iff ``c`` is the *first* largest column (numpy's / onnxruntime's ArgMax), else
+    ``<= 0``; its magnitude is ``min_j (y_c - y_j)`` in float64 except that a tie the rule breaks
+    in favour of ``c`` scores the smallest positive float (so ``score > 0`` is exactly the
+    decision)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    others = np.delete(Y, c, axis=1)
+    g = (Y[:, c][:, None] - others).min(axis=1) if others.shape[1] else np.full(Y.shape[0], np.inf)
+    wins = np.argmax(Y, axis=1) == c
+    return np.where(wins & (g <= 0), 5e-324, np.where(~wins & (g > 0), 0.0, g))
+
+
+def _argmax_error_bound(runtime_net, lo, hi, *, encoding, readout, proof_net, precision, integer, onehot_groups,
+                        base_net) -> float:
+    (c,) = list(readout[1:])
+    R = as_layers(runtime_net)
+    K = R[-1][0].shape[0]
+    base = R if base_net is None else as_layers(base_net)
+    if base[-1][0].shape[0] != K:
+        raise ValueError(f"the base network has {base[-1][0].shape[0]} outputs, the runtime's {K}")
+    if proof_net is not None:
+        want = argmax_layers(base, c)
+        got = as_layers(proof_net)
+        if len(want) != len(got) or any(not (np.array_equal(w[0], g[0]) and np.array_equal(w[1], g[1])
+                                             and w[2] == g[2]) for w, g in zip(want, got)):
+            raise ValueError("the proof's network is not the class score of the base network")
+    if base[-1][2]:
+        raise ValueError("a ReLU on the output layer is outside the runtime error model of a class score")
+    E = 0.0
+    for j in range(K):
+        if j == c:
+            continue
+        W, b, _ = base[-1]
+        margin = base[:-1] + [(_exact_diff(W[c], W[j]).reshape(1, -1),
+                               _exact_diff(np.array([b[c]]), np.array([b[j]])), False)]
+        pn = margin if (base_net is not None or proof_net is not None) else None
+        e = runtime_error_bound(R, lo, hi, encoding=encoding, readout=("margin", c, j), proof_net=pn,
+                                precision=precision, integer=integer, onehot_groups=onehot_groups)
+        E = max(E, float(e))
+    return E
 
 
 def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs) -> float:
@@ -477,3 +599,27 @@ def prove_output_bound(runtime_net, lo, hi, op: str, threshold, *, claim: str, r
         return None
     return _mint("interval", claim, lower=lo_r, upper=hi_r, runtime_error=E, op=op, threshold=thr,
                  readout=list(readout), precision=precision, **detail)
+
+
+def prove_class_stable(parts: dict, K: int):
+    """One Proof that the predicted class (argmax of K outputs) never changes between the two
+    sides of an admissible pair, from one Proof per class ``c`` that no pair has class ``c`` on
+    one side only (``g_c(x) > 0 >= g_c(x')`` refuted on the runtime, readout ``("argmax", c)``):
+    a pair whose class changes has class ``c`` on one side and another on the other, so the K
+    cases cover every violation. certify checks that every class has its Proof; None otherwise."""
+    from fairspec.certify.proof import Proof, _mint
+
+    if set(parts) != set(range(K)) or K < 2:
+        return None
+    if not all(isinstance(parts[c], Proof) for c in range(K)):
+        return None
+    methods = sorted({parts[c].method for c in range(K)})
+    method = methods[0] if len(methods) == 1 else "bab-certificate"
+    if method not in ("bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate"):
+        return None
+    leaves = [parts[c].detail.get("leaves") for c in range(K)]
+    detail = {"classes": K, "cases": [parts[c].to_json() for c in range(K)]}
+    if all(isinstance(n, int) for n in leaves):
+        detail["leaves"] = sum(leaves)
+    return _mint(method, f"the predicted class (argmax of {K} outputs, first largest on ties) is the same for "
+                         f"both sides of every admissible pair", **detail)

@@ -489,13 +489,15 @@ def upper_bound(problem, deadline: float, start_bounds=None) -> tuple[float, Pro
 
 def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, readout=("logit", 0),
                   precision: str = "float32", eps_strict: bool = False, start_bounds=None,
-                  max_nodes: int = 1_000_000) -> BabResult:
+                  max_nodes: int = 1_000_000, base_net=None) -> BabResult:
     """The whole certified question for a pair problem about a model's runtime: the runtime error
     bound E over the (sub-)box (:func:`fairspec.certify.network.runtime_error_bound`, with
     ``problem.net`` as the proof's network), the claim moved outward by E
     (:func:`fairspec.certify.pairlp.moved_threshold`; a label decision read from a probability
     through :func:`fairspec.certify.network.prob_error_to_logit`), then :func:`prove_below`.
-    ``stats["runtime_error"]`` is E; a model outside the error model is ``gave-up`` with the reason."""
+    ``stats["runtime_error"]`` is E; a model outside the error model is ``gave-up`` with the reason.
+    ``base_net``: the K-output network under a class readout ``("argmax", c)`` (``problem.net`` is
+    then its class score, :func:`fairspec.certify.network.argmax_layers`, checked by certify)."""
     from fairspec.certify.network import prob_error_to_logit, runtime_error_bound
     from fairspec.certify.pairlp import moved_threshold
 
@@ -503,7 +505,7 @@ def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, reado
     try:
         E = runtime_error_bound(runtime_net, sub.lo, sub.hi, encoding=encoding, readout=readout,
                                 proof_net=problem.net, precision=precision, integer=sub.integer,
-                                onehot_groups=sub.onehot_groups)
+                                onehot_groups=sub.onehot_groups, base_net=base_net)
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no runtime error bound for this model: {e}")
     prob_readout = readout[0] in ("prob", "softmax")

@@ -9,6 +9,8 @@
 * :mod:`.certify` -- the bridge from a floating-point solver's answer to
   :mod:`fairspec.certify`: a ``holds`` without a Proof is certified on the model's runtime or
   becomes ``unknown``; a ``maximize`` bound is certified.
+* :mod:`.multiclass` -- the ``class`` post of a K-output network (issue 25): K label
+  sub-problems on the class scores ``min_j (y_c - y_j)``, certified per class and joined.
 
 Importing the package imports :mod:`.problem` only (no solver).
 """

@@ -36,7 +36,8 @@ class Runtime:
     layers:    the runtime's layers (``certify.network.as_layers``), or None when the model is
                outside the error model (``why_not`` says why).
     encoding:  one ``certify.network.InputEncoding`` per model input (None: raw inputs).
-    readout:   ``("logit", i)`` | ``("margin", i, j)`` | ``("prob", i)`` | ``("softmax", i, j)``.
+    readout:   ``("logit", i)`` | ``("margin", i, j)`` | ``("prob", i)`` | ``("softmax", i, j)`` |
+               ``("argmax", c)`` (the class score of a K-output network, :mod:`.multiclass`).
     precision: "float32" (ONNX, torch) | "float64".
     replay:    ``(x, x') -> bool``: the feature-space pair meets the pre-condition and breaks the
                post-condition on the runtime, decided exactly (None: ``check_witness`` on
@@ -49,6 +50,7 @@ class Runtime:
     precision: str = "float32"
     why_not: str = ""
     replay: Callable | None = None
+    base_net: object = None          # readout ("argmax", c): the K-output network (feature space)
 
     def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
         return {**self.__dict__, "replay": None}
@@ -102,7 +104,7 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
         return unknown(f"{solver} says no pair violates it, but the answer could not be certified: {rt.why_not}")
     budget = 3600.0 if seconds is None else max(0.0, float(seconds))
     r = certify_holds(problem, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=problem.eps_strict)
+                      precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net)
     took = time.perf_counter() - t0
     st = dict(res.stats, certify_seconds=round(took, 4), certify_nodes=r.stats.get("nodes"),
               runtime_error=r.stats.get("runtime_error"))
@@ -137,7 +139,7 @@ def certified_bound(problem: PairProblem, seconds: float | None):
     try:
         E = runtime_error_bound(rt.layers, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
                                 proof_net=problem.net, precision=rt.precision, integer=problem.integer,
-                                onehot_groups=problem.onehot_groups)
+                                onehot_groups=problem.onehot_groups, base_net=rt.base_net)
     except (ValueError, TypeError, AttributeError):
         return math.inf, None, None
     prob_readout = rt.readout[0] in ("prob", "softmax")

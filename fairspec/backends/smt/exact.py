@@ -65,6 +65,7 @@ class Runtime:
     replay: Callable | None = None
     score_kind: str = "logit"
     name: str = ""
+    base_net: object = None      # readout ("argmax", c): the K-output network (feature space)
 
     def __getstate__(self):
         # a process pool's worker gets no replay (the loaded model stays in the parent): it
@@ -105,6 +106,9 @@ def emulated_replay(rt: Runtime):
             return Y[:, cols[0]]
         if kind == "margin":
             return Y[:, cols[0]] - Y[:, cols[1]]
+        if kind == "argmax":
+            from fairspec.certify.network import argmax_class_score
+            return argmax_class_score(H, cols[0])
         if kind == "prob":
             return sigmoid(Y[:, cols[0]])
         return sigmoid(Y[:, cols[0]] - Y[:, cols[1]])
@@ -128,7 +132,7 @@ def _moved(problem: PairProblem, rt: Runtime, eps_strict: bool):
 
     E = runtime_error_bound(rt.net, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
                             proof_net=problem.net, precision=rt.precision, integer=problem.integer,
-                            onehot_groups=problem.onehot_groups)
+                            onehot_groups=problem.onehot_groups, base_net=rt.base_net)
     prob_readout = rt.readout[0] in ("prob", "softmax")
     if problem.post == "label" and prob_readout:
         Eu = prob_error_to_logit(E)
