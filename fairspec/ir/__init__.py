@@ -164,7 +164,7 @@ class Model:
     path: str | None
     output: str | int | None = None
     index: int | None = None
-    score_kind: str | None = None  # logit | prob
+    score_kind: str | None = None  # logit | prob | value (value: a regression, ``score = value``)
     trust_pickle: bool = False
     rule: "Expr | None" = None  # for format == "rule": a boolean formula over features
     # format == "predictions": a table of logged decisions, no model file: the data set and
@@ -175,6 +175,17 @@ class Model:
     threshold: float | None = None
     features: str | None = None  # the feature set its encoding reads
     span: Span | None = field(default=None, compare=False, repr=False)
+    # The output kind (issue 25; fairspec.models.readout decides it): "binary" | "multiclass" |
+    # "regression", as known at lint time from the file (scikit-learn classes_ / a regressor, an
+    # ONNX output of K >= 3 columns) or the declaration (score = value); None when lint cannot tell
+    # (a torch file, an ONNX output of unknown shape): the loaded model's readout says it at check.
+    task: str | None = None
+    n_classes: int | None = None  # K of a classifier when known at lint time
+    classes: tuple | None = None  # class labels in column order when the file records them
+
+    @property
+    def is_regression(self) -> bool:
+        return self.task == "regression" or self.score_kind == "value"
 
 
 @dataclass(frozen=True)
@@ -264,9 +275,25 @@ class AbsE(Expr):
 
 @dataclass(frozen=True)
 class ModelOut(Expr):
-    fn: str  # label | prob | logit
+    """One output of a model applied to a pair variable (issue 25 added class/value and ``cls``).
+
+    fn:  ``label`` -- the binary decision (0/1: the readout's score above its threshold);
+         ``prob`` / ``logit`` with ``cls`` None -- the binary score (the readout's one column);
+         ``prob`` with ``cls`` -- class cls's probability (the probability column, or the softmax
+         of the logit columns); ``logit`` with ``cls`` -- logit column cls;
+         ``class`` -- the predicted class, the argmax column (the first maximal one on a tie; for a
+         one-column binary model, the decision); ``value`` -- a regression's output.
+    cls: a class's column (int; a label literal is resolved to its column by sema), or
+         :data:`EVERY_CLASS` inside ``ensure forall c: ...`` (each class in turn); None otherwise.
+    """
+
+    fn: str  # label | prob | logit | class | value
     model: str
     var: str
+    cls: int | str | None = None
+
+
+EVERY_CLASS = "*"  # ModelOut.cls / IndividualFairness.cls: every class (ensure forall c: ...)
 
 
 # ------------------------------------------------------------------ groups
@@ -347,7 +374,23 @@ class Property:
 class IndividualFairness(Property):
     """Fairify/HyFair: for all x, x' equal except on ``free``, the post-condition holds.
 
-    post: ``label`` (same decision), ``prob`` (|p - p'| <= eps), ``logit`` (|z - z'| <= eps).
+    post (binary models, or a multiclass model's ``index`` class against the rest):
+      ``label`` (same decision), ``prob`` (|p - p'| <= eps), ``logit`` (|z - z'| <= eps) on the
+      readout's one binary score.
+    post (issue 25; every model output read by fairspec.models.readout, never the binary score):
+      ``class``       ``class(m(x)) == class(m(x'))``: the same predicted class, the argmax of the
+                      output columns with ties to the first maximal column (numpy/onnx/torch argmax,
+                      scikit-learn predict); for a one-column binary model, the same decision.
+      ``class_prob``  ``|prob(m(x), c) - prob(m(x'), c)| <= eps`` for the class ``cls`` (a column
+                      index, int), or for EVERY class when ``cls == EVERY_CLASS`` (written
+                      ``ensure forall c: |prob(m(x), c) - prob(m(x'), c)| <= eps``: no class's
+                      probability moves by more than eps, i.e. the L-infinity distance of the two
+                      probability vectors). A class's probability is its column when the output
+                      holds probabilities and the softmax of the logit columns when it holds logits.
+      ``class_logit`` ``|logit(m(x), c) - logit(m(x'), c)| <= eps``: logit column ``cls`` (or every
+                      column, EVERY_CLASS); an output of logits only.
+      ``value``       ``|value(m(x)) - value(m(x'))| <= eps`` for a regression model.
+    ``eps``/``eps_op`` as below for every post but ``label`` and ``class``.
 
     Comparisons keep the operator the spec writes (``<`` is not ``<=``):
 
@@ -370,16 +413,26 @@ class IndividualFairness(Property):
     eps: float = 0.0
     eps_op: str = "<="  # "<=" | "<": the post-condition |out(x) - out(x')| op eps
     relaxed_strict: tuple[str, ...] = ()  # relaxed features written |x.f - x'.f| < t
+    cls: int | str | None = None  # class_prob / class_logit: the class's column, or EVERY_CLASS
 
     @property
     def eps_strict(self) -> bool:
         """Is the post-condition written ``|out(x) - out(x')| < eps`` (a difference of exactly
         eps violates it)?"""
-        return self.post != "label" and self.eps_op == "<"
+        return self.post not in ("label", "class") and self.eps_op == "<"
+
+    @property
+    def reads_output_kind(self) -> bool:
+        """Does the post read class/prob(c)/logit(c)/value (issue 25), not the binary score?"""
+        return self.post in MULTI_POSTS
 
     def relaxed_op(self, feature: str) -> str:
         """``"<"`` or ``"<="``: how the tolerance of a relaxed feature is written."""
         return "<" if feature in self.relaxed_strict else "<="
+
+
+BINARY_POSTS = ("label", "prob", "logit")
+MULTI_POSTS = ("class", "class_prob", "class_logit", "value")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from fairspec.verdict import Unsupported
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
 
-SCORE_KINDS = ("logit", "prob")
+SCORE_KINDS = ("logit", "prob", "value")
 FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm")
 
 
@@ -84,7 +84,7 @@ def check_score_kind(score_kind: str | None, path: pathlib.Path) -> str | None:
         kind = "logit"
     if kind not in SCORE_KINDS:
         raise ModelLoadError(
-            f"the score kind {score_kind!r} given for model {path} is not one of 'logit' or 'prob'",
+            f"the score kind {score_kind!r} given for model {path} is not one of 'logit', 'prob' or 'value'",
             path,
         )
     return kind
@@ -103,13 +103,15 @@ def short_error(exc: BaseException, limit: int = 200) -> str:
     return text.rstrip(".")
 
 
-def readout_for(path: pathlib.Path, columns: int | None, index, score_kind: str, what: str):
+def readout_for(path: pathlib.Path, columns: int | None, index, score_kind: str, what: str,
+                task: str | None = None, classes=None):
     """The Readout of a loaded model's output of ``columns`` columns (fairspec.models.readout
-    decides); an ambiguous or impossible choice is a ModelLoadError naming the file."""
+    decides; ``task``/``classes`` when the file says them); an ambiguous or impossible choice is a
+    ModelLoadError naming the file."""
     from .readout import ReadoutError, resolve_readout
 
     try:
-        return resolve_readout(columns, index, score_kind, what)
+        return resolve_readout(columns, index, score_kind, what, task=task, classes=classes)
     except ReadoutError as e:
         raise ModelLoadError(f"{e.message}" + (f" ({e.hint})" if e.hint else ""), path) from None
 
@@ -183,10 +185,71 @@ class LoadedModel(abc.ABC):
         return self._finish(self._guard(self._score, X), X.shape[0])
 
     def decide(self, X: "np.ndarray") -> "np.ndarray":
-        """The binary decision: 1 where score > threshold, else 0 (int64, shape (n,))."""
+        """The binary decision: 1 where score > threshold, else 0 (int64, shape (n,)). A regression
+        has none (UnsupportedModel: the spec thresholds value(m(x)) itself)."""
         import numpy as np
 
+        if self.readout.threshold is None:
+            raise Unsupported(f"model {self.path} is a regression: it has no binary decision "
+                              f"(threshold its value: value(m(x)) >= t)")
         return (self.score(X) > self.threshold).astype(np.int64)
+
+    # ---- the full output (issue 25: class, prob(c), logit(c), value) -------------------
+    @property
+    def task(self) -> str:
+        """"binary" | "multiclass" | "regression" (fairspec.models.readout)."""
+        return self.readout.task
+
+    def outputs(self, X: "np.ndarray") -> "np.ndarray":
+        """Every column of the declared output: float64 (n, K), (n, 1) for one column; what
+        ``readout.predicted_class`` / ``class_probabilities`` / ``class_logit`` / ``value`` read.
+        Boosted trees give their library's own output (probabilities or margins of every class)."""
+        import numpy as np
+
+        X = self._check_input(X)
+        n = X.shape[0]
+        if n == 0:
+            return np.zeros((0, self.readout.columns or 1), dtype=np.float64)
+        self._all_columns = True
+        try:
+            y = self._guard(self._outputs, X)
+        finally:
+            self._all_columns = False
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 1:
+            y = y.reshape(-1, 1)
+        if y.ndim != 2 or y.shape[0] != n:
+            raise ModelLoadError(f"model {self.path} output {self.output_description()} has shape {y.shape} "
+                                 f"for a batch of {n} rows, not one row of numbers per input", self.path)
+        if not np.all(np.isfinite(y)):
+            raise ModelLoadError(f"model {self.path} output {self.output_description()} is not finite on some "
+                                 f"inputs; a model whose outputs are not finite numbers cannot be checked", self.path)
+        return y
+
+    def _outputs(self, X):
+        """Every output column of a checked batch; by default the loader's own evaluation with the
+        readout's column selection switched off (``_read`` returns the whole output)."""
+        return self._score(X)
+
+    def predict_class(self, X) -> "np.ndarray":
+        """``class(m(x))``: int64 (n,) column indices (the first maximal column on a tie)."""
+        return self._readout_call(lambda: self.readout.predicted_class(self.outputs(X)))
+
+    def class_probabilities(self, X) -> "np.ndarray":
+        """``prob(m(x), c)`` for every class c: float64 (n, K)."""
+        return self._readout_call(lambda: self.readout.class_probabilities(self.outputs(X)))
+
+    def value(self, X) -> "np.ndarray":
+        """``value(m(x))`` of a regression: float64 (n,)."""
+        return self._readout_call(lambda: self.readout.value(self.outputs(X)))
+
+    def _readout_call(self, fn):
+        from .readout import ReadoutError
+
+        try:
+            return fn()
+        except ReadoutError as e:
+            raise Unsupported(f"model {self.path}: " + e.message + (f" ({e.hint})" if e.hint else "")) from None
 
     def replay(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output on an independent path where one exists (used to
@@ -221,8 +284,10 @@ class LoadedModel(abc.ABC):
 
     def _read(self, y, what: str):
         """The score column(s) of one output batch, by the model's Readout."""
-        from .readout import ReadoutError
+        from .readout import Readout, ReadoutError
 
+        if getattr(self, "_all_columns", False):
+            return Readout._matrix(y)
         try:
             return self.readout.select(y, what)
         except ReadoutError as e:

@@ -58,6 +58,13 @@ class _Boosted(LoadedModel):
             y = -y if self.margin else 1.0 - y
         return y
 
+    def _outputs(self, X):
+        """The library's own output: class 1's probability (or margin) as one column, never flipped
+        by ``index`` (fairspec.models.readout reads classes from it)."""
+        import numpy as np
+
+        return np.asarray(self._predict(X, self.margin), dtype=np.float64)
+
     def _predict(self, X, margin: bool):  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -213,3 +213,55 @@ def peek_input_names(format: str, path) -> tuple[str, ...] | None:
             return None
         return recorded_names([i.name for i in sig.inputs]) if len(sig.inputs) > 1 else None
     return None
+
+
+# scikit-learn regressors whose class name does not end in "Regressor"
+_SKLEARN_REGRESSORS = frozenset({"LinearRegression", "Ridge", "RidgeCV", "Lasso", "LassoCV", "ElasticNet",
+                                 "ElasticNetCV", "Lars", "LassoLars", "BayesianRidge", "ARDRegression", "SVR",
+                                 "LinearSVR", "NuSVR", "KernelRidge", "TheilSenRegressor", "QuantileRegressor",
+                                 "TransformedTargetRegressor"})
+
+
+def sklearn_is_regressor_class(cls: str | None) -> bool:
+    return bool(cls) and (cls.endswith("Regressor") or cls in _SKLEARN_REGRESSORS)
+
+
+@filecache.by_file(lambda format, path, *a, **kw: path)
+def peek_output_kind(format: str, path, output: str | int | None = None,
+                     score: str | None = None) -> tuple[str | None, int | None, tuple | None]:
+    """(task, n_classes, classes) of the model's chosen output, read cheaply for lint
+    (fairspec.models.readout decides the same at load time): task "binary" | "multiclass" |
+    "regression" or None when the file does not say (torch, an ONNX output of unknown shape, a
+    pickle); n_classes K of a classifier when known; classes the class labels when the file
+    records them (None: not read here). ``score = value`` makes a one-column output a regression."""
+    from .base import normalize_format
+
+    if score == "value":
+        return "regression", None, None
+    try:
+        fmt = normalize_format(format, path)
+        p = pathlib.Path(path)
+        if fmt == "onnx":
+            k = peek_output_columns(format, path, output)
+            if k is None:
+                return None, None, None
+            return ("multiclass", k, None) if k >= 3 else ("binary", 2, None)
+        if fmt == "sklearn" and p.suffix.lower() == ".skops":
+            with zipfile.ZipFile(p) as zf:
+                schema = json.loads(zf.read("schema.json"))
+            cls = skops_final_node(schema).get("__class__")
+            if sklearn_is_regressor_class(cls):
+                return "regression", None, None
+            from .peek_sklearn import skops_n_classes
+
+            k = skops_n_classes(p)
+            if k is None or k < 2:
+                return None, None, None
+            return ("multiclass", k, None) if k >= 3 else ("binary", 2, None)
+        if fmt == "sklearn":
+            est = sklearn_pickle_estimator(p, final=True)
+            if est is not None and sklearn_is_regressor_class(est[0]):
+                return "regression", None, None
+    except Exception:  # noqa: BLE001 - lint says nothing here; the loader decides at check time
+        return None, None, None
+    return None, None, None

@@ -259,3 +259,41 @@ def skops_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
             return _skops_names(json.loads(zf.read("schema.json")))
     except Exception:  # noqa: BLE001 - the width peek and the loader report a damaged file
         return None
+
+
+def _npy_shape(zf: zipfile.ZipFile, name: str) -> tuple | None:
+    """The shape in the header of an array saved with np.save, read without numpy."""
+    import ast as _ast
+
+    try:
+        with zf.open(name) as f:
+            data = f.read(4096)
+    except KeyError:
+        return None
+    if not data.startswith(b"\x93NUMPY") or len(data) < 12:
+        return None
+    if data[6] == 1:
+        hlen, hstart = struct.unpack_from("<H", data, 8)[0], 10
+    else:
+        hlen, hstart = struct.unpack_from("<I", data, 8)[0], 12
+    try:
+        header = _ast.literal_eval(data[hstart:hstart + hlen].decode("latin1"))
+        shape = header["shape"]
+    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return tuple(shape) if isinstance(shape, tuple) and all(isinstance(s, int) for s in shape) else None
+
+
+def skops_n_classes(path) -> int | None:
+    """K of the classifier a skops file holds (its final estimator's ``classes_``), or None when the
+    file does not say (a regressor, a multi-output classifier, an unusual layout). Without numpy."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            attrs = _attrs(skops_final_node(json.loads(zf.read("schema.json")))) or {}
+            node = attrs.get("classes_")
+            if isinstance(node, dict) and node.get("__loader__") == "NdArrayNode" and isinstance(node.get("file"), str):
+                shape = _npy_shape(zf, node["file"])
+                return shape[0] if shape is not None and len(shape) == 1 else None
+    except Exception:  # noqa: BLE001 - the loader reads classes_ at check time
+        return None
+    return None

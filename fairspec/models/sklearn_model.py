@@ -224,6 +224,9 @@ class SklearnModel(LoadedModel):
                 est = folded.final
         has_proba = _has(est, "predict_proba")
         has_dec = _has(est, "decision_function")
+        if _is_regressor(est) and not (has_proba or has_dec):
+            self._regressor(path, est, output, index, kind)
+            return
         if not (has_proba or has_dec):
             raise ModelLoadError(
                 f"{path} holds a {type(est).__name__}, which has neither predict_proba nor decision_function", path
@@ -262,7 +265,12 @@ class SklearnModel(LoadedModel):
         if index is None and n_classes == 2 and method == "predict_proba":
             index = 1                   # scikit-learn's own positive class, classes_[1] (as predict() decides)
         self._what = f"{method} of scikit-learn model {path}"
-        readout = readout_for(path, columns, index, kind, self._what)
+        if n_classes is not None and n_classes > 2 and index is None:
+            readout = readout_for(path, columns, index, kind, self._what, task="multiclass",
+                                  classes=_labels(classes))
+        else:
+            readout = readout_for(path, columns, index, kind, self._what,
+                                  classes=_labels(classes) if n_classes == 2 else None)
         self.index = readout.index
         width = getattr(est, "n_features_in_", None)
         try:
@@ -276,6 +284,31 @@ class SklearnModel(LoadedModel):
         names = getattr(est, "feature_names_in_", None)
         self.input_names = tuple(str(n) for n in names) if names is not None else None
         self._init_common(path, "sklearn", width, kind, est, readout)
+
+    def _regressor(self, path, est, output, index, kind) -> None:
+        """A scikit-learn regressor (``is_regressor``): its ``predict`` is ``value(m(x))``."""
+        if output is not None and str(output).strip().lower() not in ("predict", "value"):
+            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}); its one output is "
+                                 f"'predict', not {output!r}", path)
+        if kind not in (None, "value"):
+            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}), whose output is a value, "
+                                 f"not a {kind}", path)
+        self.method = "predict"
+        self._what = f"predict of scikit-learn regressor {path}"
+        readout = readout_for(path, None, index, "value", self._what, task="regression")
+        self.index = readout.index
+        width = getattr(est, "n_features_in_", None)
+        try:
+            width = int(width) if width is not None else None
+        except (TypeError, ValueError):
+            width = None
+        self._frame = None
+        if self.folded is not None and self.folded.unfoldable:
+            width = None
+        self.classes = None
+        names = getattr(est, "feature_names_in_", None)
+        self.input_names = tuple(str(n) for n in names) if names is not None else None
+        self._init_common(path, "sklearn", width, "value", est, readout)
 
     @property
     def unfolded(self) -> bool:
@@ -392,6 +425,25 @@ class SklearnModel(LoadedModel):
             warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
             y = np.asarray(getattr(self.raw, self.method)(self._as_frame(X) if self.unfolded else X))
         return self._read(y, self._what)
+
+
+def _is_regressor(est) -> bool:
+    try:
+        from sklearn.base import is_regressor
+
+        return bool(is_regressor(est))
+    except Exception:  # noqa: BLE001 - an estimator scikit-learn cannot tag
+        return getattr(est, "_estimator_type", None) == "regressor"
+
+
+def _labels(classes):
+    """scikit-learn classes_ as plain Python values (numpy scalars made int/float/str/bool)."""
+    if classes is None:
+        return None
+    out = []
+    for c in classes:
+        out.append(c.item() if hasattr(c, "item") else c)
+    return tuple(out)
 
 
 def _has(est, name: str) -> bool:

@@ -134,7 +134,8 @@ class TorchModel(LoadedModel):
                 columns = 1 if y.ndim == 1 else (y.shape[1] if y.ndim == 2 else None)
                 self.readout = readout_for(path, columns, index, kind, self._what)
                 self.index = self.readout.index
-                self._finish(self._read(y, self._what), 2)
+                if self.readout.has_decision or self.readout.task == "regression":
+                    self._finish(self._read(y, self._what), 2)
         self.input_width = width
 
     def _runtime_network(self):

@@ -521,8 +521,9 @@ class Checker:
                     self.fail("FS301", "index = a whole number (the column of a 2-D output)", v.span)
                 index = int(v.value)
             elif k == "score":
-                if not (isinstance(v, ast.Name) and v.id in ("logit", "prob")):
-                    self.fail("FS307", "score = logit | prob (what the chosen output is)", v.span)
+                if not (isinstance(v, ast.Name) and v.id in ("logit", "prob", "value")):
+                    self.fail("FS307", "score = logit | prob | value (what the chosen output is; value: a "
+                                       "regression's output)", v.span)
                 score = v.id
             else:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
@@ -651,12 +652,23 @@ class Checker:
         from fairspec.models.peek import peek_output_columns
         from fairspec.models.readout import ReadoutError, resolve_readout
 
+        from fairspec.models.peek import peek_output_kind
+
         columns = peek_output_columns(fmt, path, output)
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
+        task, n_classes, classes = peek_output_kind(fmt, path, output, score)
         try:
-            resolve_readout(columns, index, score, what)
+            r = resolve_readout(columns, index, score, what, task=task if task == "regression" else None)
         except ReadoutError as e:
             self.sink.add("FS413", e.message, node.span, hint=e.hint)
+            return
+        # the output kind (issue 25), as far as the file tells before loading: sema.outputs checks it
+        import dataclasses
+
+        m = self.models[node.name.id]
+        self.models[node.name.id] = dataclasses.replace(
+            m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
+            classes=classes)
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):

@@ -23,6 +23,10 @@ def did_you_mean(name: str, options) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
+# model outputs in a pair expression (issue 25 added class and value; prob/logit take a class)
+MODEL_OUTPUT_FNS = ("label", "prob", "logit", "class", "value")
+
+
 class LowerError(Exception):
     """Raised after a diagnostic was reported, to abandon the current expression."""
 
@@ -37,6 +41,7 @@ class Scope:
     pair_vars: tuple[str, ...] = ()
     models: dict[str, ir.Model] = field(default_factory=dict)
     env: dict[str, ast.Expr] = field(default_factory=dict)  # policy parameters
+    class_var: str | None = None  # pair scope: the class variable of ``ensure forall c: ...``
 
 
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
@@ -54,7 +59,7 @@ class ExprLowerer:
     # The result of lowering: (ir expr, type) with type in num | str | bool | cat:<feature>
     def lower(self, e: ast.Expr, s: Scope):
         if isinstance(e, ast.Name) and e.id in s.env:
-            return self.lower(s.env[e.id], Scope(s.kind, s.columns, s.features, s.pair_vars, s.models, {}))
+            return self.lower(s.env[e.id], Scope(s.kind, s.columns, s.features, s.pair_vars, s.models, {}, s.class_var))
         if isinstance(e, ast.Num):
             return ir.Const(e.value), "num"
         if isinstance(e, ast.Str):
@@ -146,10 +151,14 @@ class ExprLowerer:
             if name not in s.columns:
                 self.fail("FS207", f"unknown data column {name!r}", args[0].span, hint=did_you_mean(name, s.columns))
             return ir.ColumnRef(name), s.columns[name]
-        if fn in ("label", "prob", "logit") and s.kind == "pair":
+        if fn in MODEL_OUTPUT_FNS and s.kind == "pair":
             args = e.positional()
-            if len(args) != 1 or not isinstance(args[0], ast.Call):
-                self.fail("FS305", f"{fn}(...) takes one model application, e.g. {fn}(m(x))", e.span)
+            takes_class = fn in ("prob", "logit")
+            if not args or not isinstance(args[0], ast.Call) or len(args) > (2 if takes_class else 1) \
+                    or len(args) != len(e.args):
+                form = f"{fn}(m(x)) or {fn}(m(x), c)" if takes_class else f"{fn}(m(x))"
+                self.fail("FS305", f"{fn}(...) takes one model application{', and a class' if takes_class else ''}: "
+                                   f"{form}", e.span)
             inner = args[0]
             mname = inner.fn.id
             if mname in s.env and isinstance(s.env[mname], ast.Name):
@@ -161,14 +170,36 @@ class ExprLowerer:
             iargs = inner.positional()
             if len(iargs) != 1 or not isinstance(iargs[0], ast.Name) or iargs[0].id not in s.pair_vars:
                 self.fail("FS305", f"a model is applied to one pair variable: {mname}({s.pair_vars[0]})", inner.span)
+            cls = self._class_arg(args[1], s) if len(args) == 2 else None
+            from fairspec.sema.outputs import check_model_out
+
+            mo = check_model_out(self, ir.ModelOut(fn, mname, iargs[0].id, cls), s.models[mname], e.span,
+                                 args[1].span if len(args) == 2 else e.span)
             t = "bool" if fn == "label" else "num"
-            return ir.ModelOut(fn, mname, iargs[0].id), t
+            return mo, t
         if fn == "abs":
             args = e.positional()
             if len(args) != 1:
                 self.fail("FS305", "abs(...) takes one argument", e.span)
             return ir.AbsE(self.expect_num(args[0], s)), "num"
         self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span)
+
+    def _class_arg(self, e: ast.Expr, s: Scope):
+        """The class argument of prob/logit(m(x), c): a column (a whole number), a label (a string),
+        or the class variable of ``ensure forall c: ...`` (every class)."""
+        if isinstance(e, ast.Name) and e.id in s.env:
+            return self._class_arg(s.env[e.id], s)
+        if isinstance(e, ast.Num) and e.is_int:
+            return int(e.value)
+        if isinstance(e, ast.Str):
+            return e.value
+        if isinstance(e, ast.Name) and s.class_var is not None and e.id == s.class_var:
+            return ir.EVERY_CLASS
+        if isinstance(e, ast.Name):
+            self.fail("FS201", f"unknown class name '{e.id}'", e.span,
+                      hint=f"a class is a column (a whole number) or a label in quotes, e.g. \"{e.id}\""
+                           + ("" if s.class_var is None else f", or the class variable {s.class_var}"))
+        self.fail("FS301", "a class is a column (a whole number) or a label in quotes", e.span)
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, e: ast.Compare, s: Scope):

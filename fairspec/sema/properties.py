@@ -488,6 +488,8 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     elif med is not None:
         ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
     params = _metric_params(ck, call, env, fn, model)
+    if model is not None:
+        _require_binary(ck, model, f"{fn}(...)", call.span)
     if dist is not None:
         _check_distribution_use(ck, d.value, model, fs, ck.distributions[dist], groups)
     if mdef is not None and data is not None and uses_label(fn) and ck.datasets[data].label is None:
@@ -514,6 +516,16 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
                           op=op, threshold=threshold, params=params)
+
+
+def _require_binary(ck, model: ir.Model, what: str, span) -> None:
+    """FS414 / FS418: ``what`` reads one binary decision, which a multiclass model without index and
+    a regression do not have (fairspec.sema.outputs)."""
+    from fairspec.sema.outputs import binary_decision_problem
+
+    problem = binary_decision_problem(model, what)
+    if problem is not None:
+        ck.fail(problem[0], problem[1], span, hint=problem[2])
 
 
 def _metric_params(ck, call, env, fn, model):
@@ -646,6 +658,7 @@ def _influence_subsets(ck, arg, env, model: ir.Model, fs: ir.FeatureSet, groups:
 def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     _check_args(ck, call, {"over", "eps"}, 1)
     model = _model_of(ck, call.positional()[0], env)
+    _require_binary(ck, model, "k_discrimination(...)", call.span)
     fs = ck.feature_sets[model.features]
     over = call.keyword("over")
     if over is None:
@@ -680,6 +693,7 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
 def _pba(ck, node, name, env, call, op, rhs, stmts):
     _check_args(ck, call, {"flip", "around", "delta", "given"}, 1)
     model = _model_of(ck, call.positional()[0], env)
+    _require_binary(ck, model, "pba(...)", call.span)
     fs = ck.feature_sets[model.features]
     enc = ck.encodings.get(model.name)
     flip = call.keyword("flip")
@@ -777,7 +791,11 @@ def _individual_fairness(ck, node, name, env):
     if len(ensures) != 1:
         ck.fail("FS501", "an individual-fairness property has exactly one 'ensure'", node.name.span,
                 hint="ensure label(m(x)) == label(m(x')), or ensure |prob(m(x)) - prob(m(x'))| <= 0.05")
-    post, eps, eps_op, model_name = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id)
+    class_var = ensures[0].args[1] if len(ensures[0].args) > 1 else None
+    if class_var is not None:
+        scope = Scope("pair", features=fs, pair_vars=(var.id, var2.id), models=ck.models, env=env,
+                      class_var=class_var.id)
+    post, eps, eps_op, model_name, cls = _post(ck, ensures[0].args[0], scope, env, var.id, var2.id, class_var)
     model = ck.models[model_name]
     if model.format == "predictions":
         ck.fail("FS502", f"model '{model_name}' is a table of logged predictions: it cannot be evaluated at new "
@@ -790,7 +808,8 @@ def _individual_fairness(ck, node, name, env):
     options = parse_options(ck, stmts, env, "individual_fairness")
     return ir.IndividualFairness(name, "individual_fairness", options, node.span, model=model_name, features=fs.name,
                                  var=var.id, var_prime=var2.id, free=free, relaxed=tuple(relaxed), pre=tuple(pre),
-                                 post=post, eps=eps, eps_op=eps_op, relaxed_strict=tuple(relaxed_strict))
+                                 post=post, eps=eps, eps_op=eps_op, relaxed_strict=tuple(relaxed_strict),
+                                 cls=cls)
 
 
 def _relaxation(e, v, v2):
@@ -809,27 +828,45 @@ def _relaxation(e, v, v2):
     return a.left.name.id, e.right
 
 
-def _post(ck, e, scope, env, v, v2):
+def _post(ck, e, scope, env, v, v2, class_var=None):
+    """The post-condition of an individual-fairness property: (post, eps, eps_op, model, cls),
+    post one of ir.BINARY_POSTS + ir.MULTI_POSTS (their meaning: ir.IndividualFairness)."""
     lowered = ck.lower.expect_bool(e, scope)
+    found = None
     if isinstance(lowered, ir.Cmp) and lowered.op == "==" and isinstance(lowered.left, ir.ModelOut) \
-            and isinstance(lowered.right, ir.ModelOut) and lowered.left.fn == lowered.right.fn == "label":
-        return _same_model(ck, e, lowered.left, lowered.right, v, v2), 0.0, "<=", lowered.left.model
-    if isinstance(lowered, ir.Cmp) and lowered.op in ("<=", "<") and isinstance(lowered.left, ir.AbsE) \
+            and isinstance(lowered.right, ir.ModelOut) and lowered.left.fn == lowered.right.fn \
+            and lowered.left.fn in ("label", "class"):
+        _same_model(ck, e, lowered.left, lowered.right, v, v2)
+        found = (lowered.left.fn, 0.0, "<=", lowered.left.model, None)
+    elif isinstance(lowered, ir.Cmp) and lowered.op in ("<=", "<") and isinstance(lowered.left, ir.AbsE) \
             and isinstance(lowered.left.arg, ir.ArithE) and lowered.left.arg.op == "-" \
             and isinstance(lowered.right, ir.Const):
         a, b = lowered.left.arg.left, lowered.left.arg.right
-        if isinstance(a, ir.ModelOut) and isinstance(b, ir.ModelOut) and a.fn == b.fn and a.fn in ("prob", "logit"):
+        if isinstance(a, ir.ModelOut) and isinstance(b, ir.ModelOut) and a.fn == b.fn \
+                and a.fn in ("prob", "logit", "value"):
             _same_model(ck, e, a, b, v, v2)
+            if a.cls != b.cls:
+                ck.fail("FS501", "both sides of the post-condition must name the same class", e.span)
             eps = float(lowered.right.value)
             if eps < 0:
                 ck.fail("FS307", "the tolerance must be >= 0", e.span)
             if eps == 0 and lowered.op == "<":
                 ck.fail("FS307", "no difference is < 0, so every pair would violate this post-condition", e.span,
                         hint="write <= 0 for equal outputs, or < eps with eps > 0")
-            return a.fn, eps, lowered.op, a.model
-    ck.fail("FS501", "unsupported post-condition", e.span,
-            hint=f"write ensure label(m({v})) == label(m({v2})), |prob(m({v})) - prob(m({v2}))| <= eps "
-                 f"or |logit(m({v})) - logit(m({v2}))| <= d")
+            post = a.fn if a.fn == "value" or a.cls is None else f"class_{a.fn}"
+            found = (post, eps, lowered.op, a.model, a.cls)
+    if found is None:
+        ck.fail("FS501", "unsupported post-condition", e.span,
+                hint=f"write ensure label(m({v})) == label(m({v2})), |prob(m({v})) - prob(m({v2}))| <= eps "
+                     f"or |logit(m({v})) - logit(m({v2}))| <= d; for a multiclass model class(m({v})) == "
+                     f"class(m({v2})) or |prob(m({v}), c) - prob(m({v2}), c)| <= eps; for a regression "
+                     f"|value(m({v})) - value(m({v2}))| <= eps")
+    if class_var is not None and found[4] != ir.EVERY_CLASS:
+        ck.fail("FS501", f"'forall {class_var.id}:' ranges over the classes, but the post-condition does not "
+                         f"read prob(m({v}), {class_var.id}) or logit(m({v}), {class_var.id})", class_var.span,
+                hint=f"ensure forall {class_var.id}: |prob(m({v}), {class_var.id}) - prob(m({v2}), {class_var.id})| "
+                     f"<= eps")
+    return found
 
 
 def _same_model(ck, e, a: ir.ModelOut, b: ir.ModelOut, v, v2):
@@ -846,6 +883,12 @@ def build_repair(ck, node: ast.RepairDecl):
     name = node.name.id
     try:
         model = _model_of(ck, node.model, {})
+        if model.is_regression or model.task == "multiclass":
+            from fairspec.sema.outputs import describe_kind
+
+            ck.fail("FS506", f"cannot repair model '{model.name}': repair is for binary classifiers, and "
+                             f"'{model.name}' is {describe_kind(model)}", node.model.span,
+                    hint="repair a binary DecisionTreeClassifier or RandomForestClassifier saved with skops")
         fs = ck.feature_sets[model.features]
         goals = [s for s in node.stmts if s.kind == "goal"]
         if len(goals) != 1:

@@ -246,6 +246,11 @@ class _ToAst(Transformer):
         return self._stmt("ensure", meta, c, c)
 
     @v_args(meta=True)
+    def ensure_forall_stmt(self, meta, c):
+        # args[0] is the condition, as in every ensure; args[1] the class variable it binds
+        return self._stmt("ensure", meta, c, [c[1], self._name(c[0])])
+
+    @v_args(meta=True)
     def using_stmt(self, meta, c):
         return self._stmt("using", meta, c, [self._name(c[0])])
 

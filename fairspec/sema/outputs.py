@@ -1,0 +1,108 @@
+"""Output kinds in the spec (issue 25): which model outputs and metrics apply to which model.
+
+A model is binary, multiclass with K classes, or a regression (``ir.Model.task``, decided by
+fairspec.models.readout from the file and the declaration; None when lint cannot tell, e.g. a
+torch file: then the loaded model decides at check time). This module checks, before any
+solving, that what a spec reads fits the model:
+
+=======  ==============================================================================
+FS414    a binary decision (``label(m(x))``, a binary group metric, k-discrimination, PBA)
+         read from a multiclass model without ``index``
+FS415    an output the model does not have: ``value(...)`` of a classifier; ``class``,
+         ``prob``, ``logit``, ``label`` of a regression; ``logit(m(x), c)`` of probabilities
+FS416    ``prob(m(x))`` / ``logit(m(x))`` of a multiclass model without a class
+FS417    an unknown class: a column out of range, a label the file does not record
+FS418    a binary group metric of a regression without a threshold (``threshold = t``)
+=======  ==============================================================================
+
+Nothing here imports numpy or a model library.
+"""
+
+from __future__ import annotations
+
+from fairspec import ir
+
+MULTI_HINT = ("compare classes with class(m(x)) == class(m(x')), name a class with prob(m(x), c), "
+              "or add index = i to the model declaration to read 'class i against the rest'")
+
+
+def describe_kind(model: ir.Model) -> str:
+    """'a multiclass model (4 classes)', 'a regression model', 'a binary classifier'."""
+    if model.is_regression:
+        return "a regression model"
+    if model.task == "multiclass":
+        k = f" ({model.n_classes} classes)" if model.n_classes else ""
+        return f"a multiclass model{k}"
+    return "a binary classifier"
+
+
+def needs_index(model: ir.Model) -> bool:
+    """A multiclass model without ``index``: it has no one binary decision."""
+    return model.task == "multiclass" and model.index is None
+
+
+def class_column(model: ir.Model, c):
+    """The column of class ``c`` (int column or str label) on ``model``, or raise ReadoutError."""
+    from fairspec.models.readout import Readout, ReadoutError
+
+    if model.task is None and isinstance(c, int):
+        if c < 0:
+            raise ReadoutError(f"class {c} is negative", "classes are columns counted from 0")
+        return c
+    r = Readout(model.score_kind or "logit", model.index, model.n_classes,
+                model.task or "binary", model.classes)
+    if model.task is None and isinstance(c, str) and model.classes is None:
+        raise ReadoutError(f"fairspec cannot read class labels from the file of model '{model.name}' before "
+                           f"it is loaded, so the label {c!r} names no column", "name the class by its column (0 .. K-1)")
+    return r.class_index(c)
+
+
+def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.ModelOut:
+    """Check one model output against the model's kind; resolve a class label to its column.
+    Reports FS414-FS417 through the lowerer (``lw.fail`` raises LowerError after reporting)."""
+    fn, name = mo.fn, model.name
+    reg = model.is_regression
+    if fn == "value" and not reg and model.task is not None:
+        lw.fail("FS415", f"value({name}(...)) reads a regression's output, but '{name}' is {describe_kind(model)}",
+                span, hint=f"read a classifier with class({name}(x)) or prob({name}(x), c); a one-column ONNX or "
+                           f"torch regression says score = value in its declaration")
+    if fn == "value" and model.task is None and model.score_kind not in (None, "value"):
+        lw.fail("FS415", f"value({name}(...)) reads a regression's output, but '{name}' declares score = "
+                         f"{model.score_kind}", span, hint="declare the regression with score = value")
+    if fn != "value" and reg:
+        lw.fail("FS415", f"{fn}({name}(...)) reads a classifier's output, but '{name}' is a regression model",
+                span, hint=f"read it with value({name}(x)); compare |value({name}(x)) - value({name}(x'))| <= eps")
+    if fn == "label" and needs_index(model):
+        lw.fail("FS414", f"label({name}(...)) reads a binary decision, but '{name}' is {describe_kind(model)} "
+                         f"and its declaration has no index", span, hint=MULTI_HINT)
+    if fn in ("prob", "logit") and mo.cls is None and needs_index(model):
+        lw.fail("FS416", f"{fn}({name}(...)) names no class, and '{name}' is {describe_kind(model)}", span,
+                hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
+                     f"or a label in quotes; or add index = i to the declaration")
+    if fn == "logit" and mo.cls is not None and model.score_kind == "prob":
+        lw.fail("FS415", f"logit({name}(...), c) reads an output of logits, but '{name}' declares score = prob",
+                span, hint=f"use prob({name}(x), c)")
+    if mo.cls is None or mo.cls == ir.EVERY_CLASS:
+        return mo
+    from fairspec.models.readout import ReadoutError
+
+    try:
+        col = class_column(model, mo.cls)
+    except ReadoutError as e:
+        lw.fail("FS417", e.message, cls_span, hint=e.hint)
+    return ir.ModelOut(mo.fn, mo.model, mo.var, col)
+
+
+def binary_decision_problem(model: ir.Model, what: str) -> tuple[str, str, str] | None:
+    """(code, message, hint) when ``what`` (a kind of property or metric that reads one binary
+    decision) cannot read ``model``; None when it can (or lint cannot tell)."""
+    if model.is_regression:
+        return ("FS418", f"{what} reads a binary decision, but '{model.name}' is a regression model",
+                f"threshold its value: add threshold = t to the metric (positive where value({model.name}(x)) "
+                f">= t), or use a regression metric (mean_prediction_difference, bounded_group_loss, ...)")
+    if needs_index(model):
+        return ("FS414", f"{what} reads a binary decision, but '{model.name}' is {describe_kind(model)} and its "
+                         f"declaration has no index",
+                "name a class: add class = c to the metric (that class against the rest), or index = i to the "
+                "model declaration")
+    return None

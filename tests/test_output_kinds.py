@@ -1,0 +1,209 @@
+"""Output kinds (issue 25): the readout of binary, multiclass and regression models, the language
+that reads them (class, prob(m(x), c), logit(m(x), c), value, ensure forall c: ...), and lint's
+FS414-FS418 with carets. Tiny models are built here (onnx.helper, scikit-learn with skops)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairspec import ir, pipeline
+from fairspec.models.readout import Readout, ReadoutError, resolve_readout
+
+onnx = pytest.importorskip("onnx")
+
+
+# ------------------------------------------------------------------ readout
+
+def test_resolve_kinds():
+    assert resolve_readout(1, None, "logit").task == "binary"
+    assert resolve_readout(3, None, "logit") == Readout("logit", None, 3, "multiclass")
+    assert resolve_readout(4, 2, "logit").task == "multiclass"            # 'class 2 against the rest'
+    assert resolve_readout(1, None, "value").task == "regression"
+    assert resolve_readout(None, None, None, task="regression").score == "value"
+    with pytest.raises(ReadoutError, match="2 columns"):
+        resolve_readout(2, None, "logit")                                  # still FS413
+    with pytest.raises(ReadoutError, match="regression reads one"):
+        resolve_readout(3, None, "value")
+    with pytest.raises(ReadoutError, match="no one binary score"):
+        Readout("logit", None, 3, "multiclass").select(np.zeros((2, 3)))
+
+
+def test_argmax_ties_go_to_the_first_maximal_column():
+    r = Readout("logit", None, 3, "multiclass")
+    y = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 2.0], [3.0, 3.0, 3.0], [0.0, 0.0, 1.0]])
+    assert r.predicted_class(y).tolist() == [0, 1, 0, 2]
+    torch = pytest.importorskip("torch")
+    assert torch.argmax(torch.tensor(y), dim=1).tolist() == [0, 1, 0, 2]   # the runtime's own rule
+    # one column: the binary decision (score > threshold)
+    assert Readout("logit", None, 1).predicted_class(np.array([0.0, 0.1, -1.0])).tolist() == [0, 1, 0]
+
+
+def test_class_probabilities_and_labels():
+    r = Readout("logit", None, 3, "multiclass", ("lo", "mid", "hi"))
+    y = np.array([[0.0, np.log(2.0), np.log(5.0)]])
+    p = r.class_probabilities(y)
+    assert np.allclose(p, [[1 / 8, 2 / 8, 5 / 8]])
+    assert np.allclose(r.class_probability(y, "hi"), [5 / 8]) and np.allclose(r.class_probability(y, 1), [2 / 8])
+    assert r.class_logit(y, 2)[0] == np.log(5.0)
+    with pytest.raises(ReadoutError, match="no class labelled 'x'"):
+        r.class_index("x")
+    with pytest.raises(ReadoutError, match="out of range"):
+        r.class_index(3)
+    with pytest.raises(ReadoutError, match="records no class labels"):
+        Readout("logit", None, 3, "multiclass").class_index("hi")
+    # integer labels: a whole number is a column, a string a label, never one read as the other
+    ri = Readout("prob", None, 3, "multiclass", (1, 2, 3))
+    assert ri.class_index(1) == 1 and ri.class_index("1") == 0
+    b = Readout("prob", None, 1)
+    assert np.allclose(b.class_probabilities(np.array([0.25])), [[0.75, 0.25]])
+    assert Readout("value", None, 1, "regression").value(np.array([[1.5], [2.0]])).tolist() == [1.5, 2.0]
+    with pytest.raises(ReadoutError):
+        Readout("value", None, 1, "regression").predicted_class(np.zeros(2))
+
+
+# ------------------------------------------------------------------ tiny models and a spec
+
+def _onnx(path, k, name="logits", seed=0):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(k, 3)).astype(np.float32)
+    b = rng.normal(size=k).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], [name], transB=1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", k])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+HEAD = """\
+data d = csv("d.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  sex : {F, M} protected
+}
+model grade = onnx("grade.onnx")
+encode F for grade { a : raw  sex : onehot }
+model salary = onnx("salary.onnx", score = value)
+encode F for salary { a : raw  sex : onehot }
+"""
+
+
+def _pair(name, ensure):
+    return f"property {name} {{\n  forall x, x' : F\n  require x.* == x'.* except {{sex}}\n  ensure {ensure}\n}}\n"
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    _onnx(tmp_path / "grade.onnx", 3)
+    _onnx(tmp_path / "salary.onnx", 1, "y", seed=1)
+    rng = np.random.default_rng(0)
+    rows = [f"{rng.integers(0, 4)},{'FM'[rng.integers(0, 2)]},{rng.integers(0, 3)}" for _ in range(60)]
+    (tmp_path / "d.csv").write_text("a,sex,y\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def _lint(folder, text):
+    p = folder / "s.fair"
+    p.write_text(HEAD + text)
+    return pipeline.lint(p)
+
+
+def test_posts_in_the_ir(folder):
+    res = _lint(folder, _pair("c", "class(grade(x)) == class(grade(x'))")
+                + _pair("p", "|prob(grade(x), 2) - prob(grade(x'), 2)| <= 0.05")
+                + _pair("every", "forall c: |prob(grade(x), c) - prob(grade(x'), c)| < 0.1")
+                + _pair("lg", "|logit(grade(x), 0) - logit(grade(x'), 0)| <= 1")
+                + _pair("v", "|value(salary(x)) - value(salary(x'))| <= 0.5"))
+    assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
+    props = {p.name: p for p in res.spec.properties}
+    assert (props["c"].post, props["c"].cls) == ("class", None)
+    assert (props["p"].post, props["p"].cls, props["p"].eps) == ("class_prob", 2, 0.05)
+    assert (props["every"].post, props["every"].cls, props["every"].eps_strict) == ("class_prob", ir.EVERY_CLASS, True)
+    assert (props["lg"].post, props["lg"].cls) == ("class_logit", 0)
+    assert (props["v"].post, props["v"].eps) == ("value", 0.5)
+    m = res.spec.model("grade")
+    assert (m.task, m.n_classes) == ("multiclass", 3)
+    assert res.spec.model("salary").is_regression
+
+
+@pytest.mark.parametrize("ensure, code, col", [
+    ("label(grade(x)) == label(grade(x'))", "FS414", 10),
+    ("|prob(grade(x)) - prob(grade(x'))| <= 0.1", "FS416", 11),
+    ("|value(grade(x)) - value(grade(x'))| <= 0.1", "FS415", 11),
+    ("class(salary(x)) == class(salary(x'))", "FS415", 10),
+    ("|prob(grade(x), 3) - prob(grade(x'), 3)| <= 0.1", "FS417", 26),
+    ("|prob(grade(x), \"A\") - prob(grade(x'), \"A\")| <= 0.1", "FS417", 26),
+    ("forall c: |prob(grade(x), 1) - prob(grade(x'), 1)| <= 0.1", "FS501", 17),
+])
+def test_output_kind_diagnostics(folder, ensure, code, col):
+    res = _lint(folder, _pair("p", ensure))
+    errs = [d for d in res.diagnostics if d.severity == "error"]
+    assert [d.code for d in errs] == [code], errs
+    assert (errs[0].span.line, errs[0].span.column) == (HEAD.count("\n") + 4, col)
+    assert errs[0].hint
+
+
+@pytest.mark.parametrize("prop, code", [
+    ("statistical_parity(grade, groups sex) <= 0.1", "FS414"),
+    ("disparate_impact(salary, groups sex) >= 0.8", "FS418"),
+    ("k_discrimination(grade, over {sex}) < 2", "FS414"),
+])
+def test_binary_metrics_need_a_decision(folder, prop, code):
+    res = _lint(folder, f"property g {{ {prop} }}\n")
+    assert [d.code for d in res.diagnostics if d.severity == "error"] == [code]
+
+
+def test_check_reports_unknown_until_a_backend_decides(folder):
+    p = folder / "s.fair"
+    p.write_text(HEAD + _pair("c", "class(grade(x)) == class(grade(x'))")
+                 + _pair("v", "|value(salary(x)) - value(salary(x'))| <= 0.5"))
+    rep = pipeline.check(p)
+    for v in rep.verdicts:
+        assert v.status in ("unknown", "violated", "holds"), v
+        if v.status == "unknown":
+            assert v.reason
+
+
+def test_format_round_trip():
+    from fairspec.syntax.format import format_text
+    from fairspec.syntax.parser import parse_text
+
+    text = HEAD + _pair("every", "forall c : |prob(grade(x), c) - prob(grade(x'), c)| <= 0.05")
+    once = format_text(text)
+    assert format_text(once) == once
+    assert "  ensure forall c : |prob(grade(x), c) - prob(grade(x'), c)| <= 0.05\n" in once
+    assert format_text(text.replace("forall c :", "forall   c:")) == once
+    st = parse_text(once).decls[-1].stmts[-1]
+    assert st.kind == "ensure" and st.args[1].id == "c"
+
+
+def test_loaded_models_read_every_output(folder, tmp_path):
+    from fairspec.models import load_model
+
+    X = np.array([[0, 1, 0], [3, 0, 1], [1, 1, 0]], dtype=np.float64)
+    g = load_model("onnx", folder / "grade.onnx")
+    assert g.task == "multiclass" and g.outputs(X).shape == (3, 3)
+    assert g.predict_class(X).tolist() == np.argmax(g.outputs(X), axis=1).tolist()
+    s = load_model("onnx", folder / "salary.onnx", score_kind="value")
+    assert s.task == "regression" and np.allclose(s.value(X), s.score(X))
+    from fairspec.verdict import Unsupported
+
+    with pytest.raises(Unsupported, match="regression"):
+        s.decide(X)
+    sk = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    rng = np.random.default_rng(1)
+    Xs = rng.integers(0, 2, (90, 3)).astype(float)
+    lr = sk.LogisticRegression().fit(Xs, np.array(["lo", "mid", "hi"])[rng.integers(0, 3, 90)])
+    sio.dump(lr, tmp_path / "lr3.skops")
+    m = load_model("sklearn", tmp_path / "lr3.skops")
+    assert m.readout.classes == ("hi", "lo", "mid") and m.task == "multiclass"
+    assert [m.readout.classes[i] for i in m.predict_class(Xs)] == lr.predict(Xs).tolist()
+    reg = sk.Ridge().fit(Xs, rng.normal(size=90))
+    sio.dump(reg, tmp_path / "ridge.skops")
+    m = load_model("sklearn", tmp_path / "ridge.skops")
+    assert m.task == "regression" and np.array_equal(m.value(Xs), reg.predict(Xs))
