@@ -22,6 +22,12 @@ Every witness is replayed with onnxruntime on the ONNX file (the ``logit`` outpu
 a row is ``violated`` only with a replayed witness, otherwise ``unknown`` (a search
 proves nothing) unless the MILP proves it (``--prove SECONDS``, helper 3a's backend).
 
+With ``--prove``, every partitioned row also gets FairQuant's shares of the domain of
+individuals (``fairspec.backends.quantify``): certified (partitions proved fair, with a
+certify Proof), falsified (boxes proved unfair around each refuted partition's witness,
+``--unfair-nodes``, plus the counterexample points) and undecided, exact fractions of the
+domain's integer points in the JSON (``shares``) and percentages in the table.
+
 Beside our numbers: Fairify's published verdict counts over its input partitions
 (``published_results.csv``, experiment ``src``: SAT / UNSAT / UNK) and HyFair's
 Table I (MILP: #ID, time to first ID, max #K) and Table II (simulated annealing,
@@ -31,6 +37,8 @@ stated, so its max k is printed beside ours, not compared.
     python bench/fairify.py [--models AC-1,BM-6] [--budget 10] [--json FILE]
     python bench/fairify.py --compare-kdisc 120,600 --models AC-1,AC-2   # max k: short vs long run
     python bench/fairify.py --models BM-6,GC-4 --prove 1800 --partitions fairify   # Fairify's partitions
+    python bench/fairify.py --models BM-1 --props sign --no-kdisc --prove 1800 --partitions fairify \
+        --json bench/results/fairify_shares_BM-1.json                             # with the shares
 """
 
 from __future__ import annotations
@@ -256,7 +264,7 @@ def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, se
     return row
 
 
-def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0):
+def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0, unfair_nodes=24):
     """Helper 3a's MILP: partitioned proof when available, else one proof over the domain
     for rows the search left unknown."""
     try:
@@ -283,9 +291,10 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
             from fairspec.backends.milp.partition import fairify_partitions
 
             parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
-            res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds)
+            res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds,
+                       unfair_nodes=unfair_nodes)
         elif part is not None:
-            res = part(problem, mode="prove", time_limit=prove_seconds)
+            res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes)
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
         else:
@@ -299,6 +308,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
     if cov is not None:
         row["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
                            "undecided": cov.undecided}
+        if getattr(cov, "shares", None) is not None:
+            # FairQuant's shares of the domain of individuals, exact ("p/q") and in percent
+            row["shares"] = cov.shares.to_json()
     else:
         row["coverage"] = {"partitions": 1, "proved": int(res.status == "holds"),
                            "refuted": int(res.status == "violated"), "undecided": int(res.status == "unknown")}
@@ -318,14 +330,15 @@ def certify_cost(row, model, ds, name, bench, args):
     os.environ["FAIRSPEC_BENCH_UNCERTIFIED"] = "1"
     shutdown_pools()
     try:
-        try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
+        try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds, args.unfair_nodes)
     finally:
         os.environ.pop("FAIRSPEC_BENCH_UNCERTIFIED", None)
         shutdown_pools()
-    bare = {"prove_seconds": row.pop("prove_seconds", None), "coverage": row.pop("coverage", None)}
+    bare = {"prove_seconds": row.pop("prove_seconds", None), "coverage": row.pop("coverage", None),
+            "shares": row.pop("shares", None)}
     if row.get("how") == "proved":          # the uncertified run's verdict is not kept
         row.update(status="unknown", how=None, reason=None)
-    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
+    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds, args.unfair_nodes)
     row["uncertified"] = bare
     a, b = bare["prove_seconds"], row.get("prove_seconds")
     row["certify_cost"] = None if not a or b is None else _r(b / a - 1.0, 3)
@@ -363,12 +376,26 @@ def published_cols(bench, row):
     return pub, t1, t2
 
 
+def share_cells(row) -> list[str]:
+    """The certified / falsified / undecided shares of the domain (FairQuant), in percent: exact
+    fractions in the JSON; here a non-zero share never prints as 0 and a share below 1 never as 100."""
+    from fractions import Fraction
+
+    from fairspec.backends.quantify import fmt_percent
+
+    sh = row.get("shares")
+    if not sh:
+        return ["-", "-", "-"]
+    return [fmt_percent(Fraction(sh[k])) for k in ("certified", "falsified", "undecided")]
+
+
 def render(rows, bench, console):
     from rich.table import Table
 
     t = Table(title="Fairify networks: falsification and k-discrimination", show_lines=False)
     for c in ("model", "protected", "prop", "K", "status", "t first (s)", "#ID", "max k", "t max k (s)",
-              "coverage (proved/refuted/undecided)", "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
+              "coverage (proved/refuted/undecided)", "certified %", "falsified %", "undecided %",
+              "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
         t.add_column(c, overflow="fold")
     for row in rows:
         pub, t1, t2 = published_cols(bench, row)
@@ -383,7 +410,7 @@ def render(rows, bench, console):
                   "-" if row["seconds_to_first"] is None else f"{row['seconds_to_first']:.3f}",
                   str(row["ids"]), "-" if row["max_k"] is None else str(row["max_k"]),
                   "-" if row["seconds_to_max_k"] is None else f"{row['seconds_to_max_k']:.2f}",
-                  str(cov),
+                  str(cov), *share_cells(row),
                   "-" if pub is None else "/".join(map(str, pub)),
                   "-" if t1 is None or row["property"] != "eps" else
                   f"{t1[0]} / {t1[1] if t1[1] is not None else 'N/A'} / {t1[3] if t1[3] is not None else 'N/A'}",
@@ -451,7 +478,8 @@ def run_all(args, bench, console):
                 if args.prove and args.certify_cost:
                     certify_cost(row, model, ds, name, bench, args)
                 elif args.prove:
-                    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds)
+                    try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds,
+                              args.unfair_nodes)
             else:
                 space = dict(kdisc_spaces(bench, ds, box))[name]
                 row = run_kdisc_row(model, ds, name, space, bench, evaluate, replayer,
@@ -521,6 +549,9 @@ def main(argv=None):
     ap.add_argument("--partitions", choices=("default", "fairify"), default="default",
                     help="with --prove: partitions of the domain (fairify: Fairify's own, from domains.json)")
     ap.add_argument("--part-seconds", type=float, default=10.0, help="with --prove: seconds per partition")
+    ap.add_argument("--unfair-nodes", type=int, default=24,
+                    help="with --prove: proof attempts to grow a box proved unfair around each refuted partition's "
+                         "witness (FairQuant's falsified share; 0: counterexample points only)")
     ap.add_argument("--props", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=["sign", "eps"],
                     help="pair properties (default sign,eps)")
     ap.add_argument("--protected", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=None,

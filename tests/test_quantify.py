@@ -158,3 +158,26 @@ def test_shares_in_json_text_and_html(tmp_path):
     assert "Shares: certified 75.00%, falsified 0.01% (1 counterexample point), undecided 24.99% of the domain" in text
     page = render(rep)
     assert "Shares of the domain" in page and "2999/12000" in page and "<svg" in page
+
+
+def test_symbolic_bounds_contain_the_network_and_are_no_wider_than_intervals_in_score_interval():
+    """certify.network.symbolic_bounds bounds the exact network on every sampled point and corner;
+    score_interval with symbolic=True is inside the interval-only one and still holds every output."""
+    from fairspec.certify.network import score_interval, symbolic_bounds
+
+    rng = np.random.default_rng(0)
+    for seed in range(60):
+        net = _net(seed % 8, 1.0 + seed % 3, ties=seed % 2 == 0)
+        lo = rng.integers(-4, 3, size=4).astype(float)
+        hi = lo + rng.integers(0, 5, size=4)
+        X = np.vstack([rng.uniform(lo, hi, size=(400, 4)), np.array(list(itertools.product(*zip(lo, hi))))])
+        h = X
+        for lay in net.layers:
+            h = h @ lay.W.T + lay.b
+            if lay.relu:
+                h = np.maximum(h, 0)
+        s_lo, s_hi = symbolic_bounds(net, lo, hi)
+        assert np.all(h[:, 0] >= s_lo[0]) and np.all(h[:, 0] <= s_hi[0]), seed
+        a = score_interval(net, lo, hi, precision="float64")
+        b = score_interval(net, lo, hi, precision="float64", symbolic=True)
+        assert a[0] <= b[0] <= h[:, 0].min() and h[:, 0].max() <= b[1] <= a[1]

@@ -278,9 +278,9 @@ def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: fl
     with its certify Proof (:func:`fairspec.certify.unfair.prove_box_unfair`); at most
     ``max_nodes`` proof attempts (a count, not a time, so the answer does not depend on the machine).
 
-    With a ``witness`` (a counterexample's x): one box grown around it, FairQuant-like -- the
-    witness's own point first, then each individual input widened in turn towards the box's
-    bounds (the whole way, else half of it, ...), keeping every widening the proof still covers.
+    With a ``witness`` (a counterexample's x): one box grown around it -- the witness's own point
+    first, then rounds in which each side of each individual input in turn doubles the box's
+    extent along it (clipped to the box's bounds), a side that the proof no longer covers dropped.
     Without one: a bisection of the box (boxes whose centre pair breaks the post-condition on the
     float64 network tried, the others split). Empty for a tree ensemble or when the protected
     inputs take too many values."""
@@ -336,23 +336,32 @@ def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: fl
             return []
         grouped = {i for g in problem.onehot_groups for i in g}
         dims = [i for i in individual_inputs(problem) if i not in grouped]
-        for i in dims:
-            for side in (1, 0):                       # widen hi[i], then lo[i]
-                bound = hi[i] if side else lo[i]
-                step = bound - (bhi[i] if side else blo[i])
-                while step != 0 and not out_of_budget():
-                    tlo, thi = blo.copy(), bhi.copy()
-                    if side:
-                        thi[i] = bhi[i] + step
-                    else:
-                        tlo[i] = blo[i] + step
-                    p2 = prove(tlo, thi)
-                    if p2 is not None:
-                        blo, bhi, proof = tlo, thi, p2
-                        break
-                    step = (np.trunc(step / 2) if problem.integer[i] else step / 2)
-                    if not problem.integer[i] and abs(step) < 1e-9 * max(1.0, abs(hi[i] - lo[i])):
-                        break
+        # rounds of doubling: each direction of each input in turn grows by the box's current extent
+        # along it (at least one value, or 1/64 of a real-valued range), until the proof fails there
+        active = [(i, side) for i in dims for side in (1, 0)]
+        while active and not out_of_budget():
+            keep = []
+            for i, side in active:
+                if out_of_budget():
+                    keep.append((i, side))
+                    continue
+                room = (hi[i] - bhi[i]) if side else (blo[i] - lo[i])
+                if room <= 0:
+                    continue
+                if problem.integer[i]:
+                    step = min(room, bhi[i] - blo[i] + 1)
+                else:
+                    step = min(room, max(bhi[i] - blo[i], (hi[i] - lo[i]) / 64))
+                tlo, thi = blo.copy(), bhi.copy()
+                if side:
+                    thi[i] = bhi[i] + step
+                else:
+                    tlo[i] = blo[i] - step
+                p2 = prove(tlo, thi)
+                if p2 is not None:
+                    blo, bhi, proof = tlo, thi, p2
+                    keep.append((i, side))
+            active = keep
         return [(blo, bhi, proof)]
     found = []
     queue = [(lo, hi)]

@@ -45,8 +45,9 @@ import numpy as np
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
                                        matmul_with_error, sum_with_error, up, down)
 
-__all__ = ["rigorous_ibp", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding", "encoding_from_ir",
-           "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers", "argmax_class_score", "prove_class_stable"]
+__all__ = ["rigorous_ibp", "symbolic_bounds", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding",
+           "encoding_from_ir", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers", "argmax_class_score",
+           "prove_class_stable"]
 
 SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
 _U = {"float32": U32, "float64": U64}
@@ -155,6 +156,69 @@ def rigorous_ibp(net, lo, hi, onehot_groups: Sequence[Sequence[int]] = (), phase
         else:
             hlo, hhi = plo, phi
     return out
+
+
+def _eq_bounds(A, c, lo, hi):
+    """Rigorous ``[min, max]`` of ``A x + c`` over the box (exact arithmetic on the floats, outward)."""
+    Ap, An = np.maximum(A, 0.0), np.minimum(A, 0.0)
+    M = np.concatenate([Ap, An], axis=1)
+    ylo, elo = matmul_with_error(M, np.concatenate([lo, hi]))
+    yhi, ehi = matmul_with_error(M, np.concatenate([hi, lo]))
+    return down(down(ylo - elo) + c), up(up(yhi + ehi) + c)
+
+
+def _compose(W, b, Al, cl, Au, cu, mag, lower: bool):
+    """A rigorous lower (upper) linear function of ``W h + b`` given ``Al x + cl <= h <= Au x + cu``:
+    the coefficients in float64, their rounding errors (times the box's ``|x|`` bound ``mag``) and
+    the constant's moved into the constant, downward (upward)."""
+    M = np.concatenate([np.maximum(W, 0.0), np.minimum(W, 0.0)], axis=1)
+    first, second = ((Al, cl), (Au, cu)) if lower else ((Au, cu), (Al, cl))
+    A, eA = matmul_with_error(M, np.concatenate([first[0], second[0]]))
+    c, ec = matmul_with_error(M, np.concatenate([first[1], second[1]]))
+    f, ef = matmul_with_error(eA, mag)              # sum_j |error of A_ij| |x_j|
+    slack = up(up(up(f + ef) + ec))
+    if lower:
+        return A, down(down(c + b) - slack)
+    return A, up(up(c + b) + slack)
+
+
+def symbolic_bounds(net, lo, hi):
+    """Outward-rounded ``(lo, hi)`` of the last layer's output over the box by symbolic intervals
+    (ReluVal / FairQuant): every neuron between a lower and an upper linear function of the inputs,
+    a stable ReLU passing them on, an unstable one's lower side 0 and its upper side kept when its
+    own lower bound is >= 0, else its constant upper bound. Every product and sum is carried with a
+    rigorous error bound (:func:`~fairspec.certify.rounding.matmul_with_error`), so the result
+    bounds the exact network; one-hot groups are relaxed to [0, 1] each (sound, looser). Tighter
+    than :func:`rigorous_ibp` on boxes where inputs cancel; None for an empty box."""
+    layers = as_layers(net)
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    if np.any(lo > hi):
+        return None
+    n = lo.shape[0]
+    mag = np.maximum(np.abs(lo), np.abs(hi))
+    Al = Au = np.eye(n)
+    cl = cu = np.zeros(n)
+    for k, (W, b, relu) in enumerate(layers):
+        nAl, ncl = _compose(W, b, Al, cl, Au, cu, mag, True)
+        nAu, ncu = _compose(W, b, Al, cl, Au, cu, mag, False)
+        Al, cl, Au, cu = nAl, ncl, nAu, ncu
+        l_lo, _ = _eq_bounds(Al, cl, lo, hi)
+        u_lo, u_hi = _eq_bounds(Au, cu, lo, hi)
+        if not relu:
+            return l_lo, u_hi
+        active = l_lo >= 0
+        dead = (u_hi <= 0) & ~active
+        unstable = ~active & ~dead
+        Al, cl, Au, cu = Al.copy(), cl.copy(), Au.copy(), cu.copy()
+        Al[dead | unstable] = 0.0
+        cl[dead | unstable] = 0.0
+        Au[dead] = 0.0
+        cu[dead] = 0.0
+        concrete = unstable & (u_lo < 0)
+        Au[concrete] = 0.0
+        cu[concrete] = u_hi[concrete]
+    return None                                   # unreachable: the last layer has no ReLU
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,10 +616,11 @@ def prob_error_to_logit(e_prob: float) -> float:
 
 
 def score_interval(runtime_net, lo, hi, *, readout=("logit", 0), encoding=None, precision: str = "float32",
-                   integer=None, onehot_groups: Sequence[Sequence[int]] = ()):
+                   integer=None, onehot_groups: Sequence[Sequence[int]] = (), symbolic: bool = False):
     """``(lower, upper, E)``: rigorous bounds of the score **as the runtime computes it** over every
-    input of the box (outward-rounded intervals of the exact network, widened by the runtime error
-    bound E of :func:`runtime_error_bound`; in the readout's units), or None for an empty box."""
+    input of the box (outward-rounded intervals of the exact network, with ``symbolic`` intersected
+    with :func:`symbolic_bounds`, widened by the runtime error bound E of
+    :func:`runtime_error_bound`; in the readout's units), or None for an empty box."""
     layers = as_layers(runtime_net)
     lo = np.asarray(lo, dtype=np.float64).reshape(-1)
     hi = np.asarray(hi, dtype=np.float64).reshape(-1)
@@ -566,6 +631,10 @@ def score_interval(runtime_net, lo, hi, *, readout=("logit", 0), encoding=None, 
     if ibp is None:
         return None
     plo, phi = ibp[-1]
+    if symbolic:
+        sym = symbolic_bounds(layers, xlo, xhi)
+        if sym is not None:
+            plo, phi = np.maximum(plo, sym[0]), np.minimum(phi, sym[1])
     kind, cols = readout[0], list(readout[1:])
     if kind in ("logit", "prob"):
         s_lo, s_hi = float(plo[cols[0]]), float(phi[cols[0]])

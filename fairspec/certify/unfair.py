@@ -5,7 +5,7 @@ The counterfactuals are fixed: ``cases`` are assignments of the protected inputs
 (lo, hi) box of model inputs: the individual's box with the protected inputs set to one value),
 and ``pairs`` the (a, b) cases a pair may take (they differ where the pre-condition demands).
 For each case certify bounds the runtime's score over the whole box (:func:`score_interval`:
-outward-rounded intervals plus the runtime error bound E). The box is unfair when, for some
+outward-rounded intervals intersected with symbolic intervals, plus the runtime error bound E). The box is unfair when, for some
 allowed (a, b), the bounds alone separate the two scores for every individual:
 
 * ``label``: ``lower_a > t`` and ``upper_b < t`` (t = 0 on logits / margins, 1/2 on
@@ -52,7 +52,8 @@ def prove_box_unfair(runtime_net, cases: Sequence[tuple], pairs: Sequence[tuple[
         if k not in bounds:
             lo, hi = cases[k]
             bounds[k] = score_interval(runtime_net, lo, hi, readout=readout, encoding=encoding,
-                                       precision=precision, integer=integer, onehot_groups=onehot_groups)
+                                       precision=precision, integer=integer, onehot_groups=onehot_groups,
+                                       symbolic=True)
         return bounds[k]
 
     for a, b in pairs:
