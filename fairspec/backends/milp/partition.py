@@ -150,7 +150,7 @@ def _solve_part(shared, item) -> PairResult:
         # around the counterexample in at most ``nodes`` proof attempts
         from fairspec.backends.quantify import unfair_boxes
 
-        _, lo, hi = item
+        lo, hi = item[1], item[2]
         found = unfair_boxes(problem.restrict(lo, hi), max_nodes=nodes, deadline=deadline, witness=res.witness.x)
         if found:
             res = replace(res, stats={**(res.stats or {}), "unfair_boxes": found})
@@ -159,7 +159,9 @@ def _solve_part(shared, item) -> PairResult:
 
 def _decide_part(shared, item) -> PairResult:
     problem, mode, backend, kw, deadline = shared[:5]
-    index, lo, hi = item
+    index, lo, hi = item[:3]
+    if len(item) > 3 and item[3] is not None:
+        return item[3]                  # refuted by the early falsification (a replayed witness)
     sub = problem.restrict(lo, hi)
     kw = dict(kw)
     if deadline is not None:
@@ -191,7 +193,7 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 24, **solver_kw) -> PairResult:
+                      chunk: int = 8, unfair_nodes: int = 24, falsify: bool = True, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -206,6 +208,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     unfair_nodes:  proof attempts to grow a box proved unfair around a refuted partition's
                    witness (FairQuant's falsified share, :func:`fairspec.backends.quantify.unfair_boxes`;
                    0: none, the falsified share is then the counterexample points alone).
+    falsify:       find / prove on a network: first one batched attack over every box
+                   (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
+                   replayed witness is decided without a solver (``stats["attack_refuted"]``; its
+                   unfair boxes are still grown in the workers).
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -221,20 +227,44 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     kw["time_limit"] = time_per_part
     deadline = None if time_limit is None else time.time() + float(time_limit)
     shared = (problem, mode, backend, kw, deadline, int(unfair_nodes))
-    items = [(k, lo, hi) for k, (lo, hi) in enumerate(parts)]
+    attacked = _attack(problem, mode, parts, deadline) if falsify and mode in ("find", "prove") else {}
+    items = [(k, lo, hi, attacked.get(k)) for k, (lo, hi) in enumerate(parts)]
     results: list[PairResult | None] = [None] * len(items)
+    if stop_on_violation and attacked:
+        items = [it for it in items if it[3] is not None]
     try:
-        step = chunk if stop_on_violation else len(items)
+        step = max(1, chunk if stop_on_violation else len(items))
         for s in range(0, len(items), step):
             batch = items[s:s + step]
-            for (k, _, _), r in zip(batch, ex.map(_solve_part, batch, shared=shared, on_error=_failed_part)):
+            for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=shared, on_error=_failed_part)):
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
     finally:
         if own:
             ex.close()
-    return _combine(problem, mode, parts, results, time.perf_counter() - t0)
+    out = _combine(problem, mode, parts, results, time.perf_counter() - t0)
+    out.stats["attack_refuted"] = len(attacked)
+    return out
+
+
+def _attack(problem: PairProblem, mode: str, parts, deadline) -> dict[int, PairResult]:
+    """The partitions the batched attack refutes, as ``violated`` results (see
+    :mod:`fairspec.backends.milp.falsify`); {} for tree ensembles."""
+    from fairspec.backends.milp.falsify import falsify_boxes
+    from fairspec.backends.pair import pair_measure
+    from fairspec.models.network import PLNet
+
+    if not isinstance(problem.net, PLNet):
+        return {}
+    t0 = time.perf_counter()
+    wits = falsify_boxes(problem, parts, deadline=deadline)
+    took = time.perf_counter() - t0
+    each = took / max(len(parts), 1)
+    return {k: PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,
+                          "early falsification: a sampled pair, replayed", each, engine="attack", mode=mode, best=w,
+                          stats={"attack_seconds": round(took, 4)})
+            for k, w in enumerate(wits) if w is not None}
 
 
 def _failed_part(item, reason: str) -> PairResult:
@@ -268,7 +298,7 @@ def _combine(problem, mode, parts, results, seconds) -> PairResult:
                    feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair]))
     done = [r for r in results if r is not None]
     viol = [r for r in done if r.status == "violated"]
-    engine = done[0].engine if done else ""
+    engine = next((r.engine for r in done if r.engine != "attack"), done[0].engine if done else "")
     values = [r.value for r in done if r.value is not None]
     value = max(values) if values else None
     bounds = [r.bound for r in done]

@@ -1,0 +1,314 @@
+"""Early falsification of input partitions: one batched attack over every box before any solver.
+
+Most partitions of a network that is not fair hold a violating pair that a few evaluations find
+(Fairify's AC-4: 64 random points per box refute 10,302 of its 16,000 partitions); a MILP per box
+spends 0.02-5 s on each. :func:`falsify_boxes` runs, for all boxes at once (numpy, float32, in
+chunks):
+
+1. **samples**: the box's centre and uniform points of the box (integral where the input is, a
+   one-hot group as one of its vectors), the tied inputs shared by both copies;
+2. **the protected values**: every assignment of the free inputs (all of them when there are at
+   most :data:`MAX_ASSIGNMENTS`, else a fixed random sample of them); for each point the pair of
+   assignments with the largest and the smallest logit is the point's most violating pair (the
+   measure ``min(z, -z')`` / ``z - z'`` / ``sigmoid(z) - sigmoid(z')`` grows with ``z`` and
+   falls with ``z'``);
+3. **signed-gradient ascent** (FGSM/PGD steps, Goodfellow et al. 2015, Madry et al. 2018) on that
+   measure from the best few points of every box not yet refuted, over the tied inputs that are
+   not in a one-hot group, projected onto the box and rounded onto the domain.
+
+The attack proves nothing and decides nothing by itself: a box is *refuted* only by a pair that
+:func:`fairspec.backends.pair.drivers.checked` accepts on the restricted problem (the pre-condition
+inside the box and the property broken by ``net.forward`` in float64), that still breaks it in
+float32 (:func:`~fairspec.backends.pair.drivers.is_robust`: the model files' precision) and that
+:func:`fairspec.backends.pair.certify.replays` on the model's runtime. Every other box goes to the
+solvers as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from fairspec.backends.pair import PairProblem, Witness
+
+__all__ = ["falsify_boxes", "MAX_ASSIGNMENTS", "SAMPLES", "STEPS"]
+
+#: assignments of the protected (free) inputs tried per point
+MAX_ASSIGNMENTS = 32
+#: random points per box (plus its centre)
+SAMPLES = 48
+#: signed-gradient steps from the best points of each unrefuted box
+STEPS = 12
+#: points per unrefuted box the ascent starts from
+STARTS = 4
+#: rows evaluated at once (memory: rows x widest layer x 4 bytes)
+CHUNK = 1 << 15
+
+
+def _layers(net):
+    return [(np.asarray(l.W, dtype=np.float32), np.asarray(l.b, dtype=np.float32), bool(l.relu))
+            for l in net.layers]
+
+
+def _forward(layers, X, grad: bool = False):
+    """Logits (N,) in float32, and with ``grad`` their gradient w.r.t. the inputs (N, n)."""
+    H = X.astype(np.float32, copy=False)
+    masks = []
+    for W, b, relu in layers:
+        H = H @ W.T + b
+        if relu:
+            m = H > 0
+            H = H * m
+            masks.append(m)
+        else:
+            masks.append(None)
+    z = H[:, 0]
+    if not grad:
+        return z, None
+    G = np.zeros((X.shape[0], layers[-1][0].shape[0]), dtype=np.float32)
+    G[:, 0] = 1.0
+    for (W, _, _), m in zip(reversed(layers), reversed(masks)):
+        if m is not None:
+            G = G * m
+        G = G @ W
+    return z, G
+
+
+def _assignments(p: PairProblem, rng) -> np.ndarray:
+    """(K, len(free)) values of the free inputs, one row per assignment."""
+    free = list(p.free)
+    if not free:
+        return np.zeros((0, 0))
+    pos = {i: k for k, i in enumerate(free)}
+    factors = []                      # (columns, options[m, len(columns)])
+    seen = set()
+    for g in p.onehot_groups:
+        if set(g) <= set(free):
+            opts = [np.eye(len(g))[j] for j, i in enumerate(g) if p.hi[i] >= 1]
+            factors.append(([pos[i] for i in g], np.array(opts)))
+            seen.update(g)
+    for i in free:
+        if i in seen:
+            continue
+        if p.integer[i]:
+            vals = np.arange(p.lo[i], p.hi[i] + 0.5)
+            if len(vals) > 64:
+                vals = np.unique(np.round(np.linspace(p.lo[i], p.hi[i], 64)))
+        else:
+            vals = np.linspace(p.lo[i], p.hi[i], 5)
+        factors.append(([pos[i]], vals[:, None]))
+    total = math.prod(len(o) for _, o in factors)
+    if total <= MAX_ASSIGNMENTS:
+        combos = itertools.product(*[range(len(o)) for _, o in factors])
+    else:
+        combos = {tuple(int(rng.integers(len(o))) for _, o in factors) for _ in range(4 * MAX_ASSIGNMENTS)}
+        combos = sorted(combos)[:MAX_ASSIGNMENTS]
+    rows = []
+    for c in combos:
+        r = np.zeros(len(free))
+        for (cols, opts), j in zip(factors, c):
+            r[cols] = opts[j]
+        rows.append(r)
+    return np.array(rows)
+
+
+def _sample(p: PairProblem, L: np.ndarray, H: np.ndarray, S: int, rng) -> np.ndarray:
+    """(B, S + 1, n) points: each box's centre, then S uniform points (integral inputs integral,
+    one-hot groups one-hot)."""
+    B, n = L.shape
+    U = rng.random((B, S, n))
+    span = np.where(p.integer, H - L + 1.0, H - L)
+    X = L[:, None, :] + U * span[:, None, :]
+    X = np.where(p.integer, np.floor(X), X)
+    C = np.where(p.integer, np.floor(0.5 * (L + H)), 0.5 * (L + H))[:, None, :]
+    X = np.minimum(np.concatenate([C, X], axis=1), H[:, None, :])
+    for g in p.onehot_groups:
+        g = list(g)
+        allowed = H[:, g] >= 1                                     # (B, |g|)
+        forced = L[:, g] >= 1
+        score = rng.random((B, S + 1, len(g))) + np.where(forced, 2.0, 0.0)[:, None, :]
+        score = np.where(allowed[:, None, :], score, -1.0)
+        pick = np.argmax(score, axis=2)
+        X[:, :, g] = np.eye(len(g))[pick]
+    return X
+
+
+def _best_pairs(layers, p, X, A):
+    """For points X (N, n): the logits under every assignment A (K, f); per point the indices of
+    the largest / smallest logit and the measure of that pair."""
+    N = X.shape[0]
+    K = max(len(A), 1)
+    Z = np.empty((N, K), dtype=np.float32)
+    free = list(p.free)
+    for k in range(K):
+        Xk = X.copy()
+        if free:
+            Xk[:, free] = A[k]
+        Z[:, k] = _forward(layers, Xk)[0]
+    ia, ib = Z.argmax(1), Z.argmin(1)
+    za, zb = Z[np.arange(N), ia], Z[np.arange(N), ib]
+    return ia, ib, _measure(p.post, za, zb)
+
+
+def _measure(post, za, zb):
+    if post == "label":
+        return np.minimum(za, -zb)
+    if post == "logit":
+        return za - zb
+    return 1.0 / (1.0 + np.exp(-za.astype(np.float64))) - 1.0 / (1.0 + np.exp(-zb.astype(np.float64)))
+
+
+def _threshold(p: PairProblem) -> float:
+    return 0.0 if p.post == "label" else p.eps
+
+
+def _ascend(layers, p, X, A, ia, ib, L, H, steps):
+    """Signed-gradient ascent of the pair measure from points X (N, n) with their assignment pairs;
+    returns the best point seen per start (rounded onto the domain) and its measure."""
+    free = list(p.free)
+    in_group = {i for g in p.onehot_groups for i in g}
+    movable = np.array([i in set(p.tied) and i not in in_group for i in range(p.n)])
+    span = np.where(p.integer, H - L + 1.0, H - L)
+    cur = X.astype(np.float64).copy()
+    best = X.copy()
+    best_m = np.full(X.shape[0], -np.inf)
+    thr = _threshold(p)
+    for s in range(steps + 1):
+        Xr = np.where(p.integer, np.round(cur), cur)
+        Xr = np.clip(Xr, L, H)
+        Xa, Xb = Xr.copy(), Xr.copy()
+        if free:
+            Xa[:, free] = A[ia]
+            Xb[:, free] = A[ib]
+        za, ga = _forward(layers, Xa, grad=True)
+        zb, gb = _forward(layers, Xb, grad=True)
+        m = _measure(p.post, za, zb)
+        up = m > best_m
+        best[up], best_m[up] = Xr[up], m[up]
+        if s == steps:
+            break
+        if p.post == "label":
+            g = np.where((za < -zb)[:, None], ga, -gb)
+        else:
+            g = ga - gb
+        step = 0.5 ** (1 + s // 3) * span
+        cur = np.clip(cur + np.where(movable, np.sign(g) * step, 0.0), L, H)
+        if np.all(best_m > thr + 1.0):
+            break
+    return best, best_m
+
+
+def _replayed(p: PairProblem, L, H, xa, xb):
+    """Vectorised :func:`~fairspec.backends.pair.check_witness` of pairs (xa[i], xb[i]) in the boxes
+    [L[i], H[i]] (the pre-condition of the restricted problem) on ``net.forward`` in float64 *and*
+    in float32 (:func:`~fairspec.backends.pair.drivers.is_robust`); returns (ok, z(xa), z(xb))."""
+    from fairspec.backends.pair import is_violation
+
+    tol = 1e-9
+    ok = np.ones(len(xa), dtype=bool)
+    for v in (xa, xb):
+        ok &= np.all(np.isfinite(v), axis=1)
+        ok &= np.all((v >= L - tol) & (v <= H + tol), axis=1)
+        ok &= np.all(np.abs(v[:, p.integer] - np.round(v[:, p.integer])) <= tol, axis=1)
+        for g in p.onehot_groups:
+            ok &= np.abs(v[:, list(g)].sum(axis=1) - 1.0) <= tol
+    tied = list(p.tied)
+    ok &= np.all(np.abs(xa[:, tied] - xb[:, tied]) <= tol, axis=1)
+    for i, t in p.relaxed:
+        ok &= np.abs(xa[:, i] - xb[:, i]) <= t + tol
+    if p.must_differ:
+        md = list(p.must_differ)
+        need = np.where(p.integer[md], 0.5, tol)
+        ok &= np.any(np.abs(xa[:, md] - xb[:, md]) > need, axis=1)
+    st = p.eps_strict
+    res = []
+    for dt in (np.float64, np.float32):
+        z = p.net.forward(np.vstack([xa, xb]), dtype=dt)
+        za, zb = z[:len(xa)], z[len(xa):]
+        ok &= np.isfinite(za) & np.isfinite(zb)
+        ok &= (is_violation(p.post, p.eps, za, zb, st) | is_violation(p.post, p.eps, zb, za, st))
+        res.append((za, zb))
+    return ok, res[0][0], res[0][1]
+
+
+def falsify_boxes(problem: PairProblem, parts, *, samples: int = SAMPLES, steps: int = STEPS, seed: int = 0,
+                  deadline: float | None = None) -> list[Witness | None]:
+    """For each box ``(lo, hi)`` of ``parts`` a witness that refutes it (see the module docstring:
+    replayed on the restricted problem, in float32 and on the runtime), or None."""
+    from threadpoolctl import threadpool_limits
+
+    from fairspec.models.network import PLNet
+
+    out: list[Witness | None] = [None] * len(parts)
+    if not isinstance(problem.net, PLNet) or not parts:
+        return out
+    with threadpool_limits(1):          # small matrices: BLAS threads only contend (30x on a loaded box)
+        _falsify(problem, parts, samples, steps, seed, deadline, out)
+    return out
+
+
+def _falsify(p, parts, samples, steps, seed, deadline, out):
+    from fairspec.backends.pair.certify import replays
+    rng = np.random.default_rng(seed)
+    layers = _layers(p.net)
+    A = _assignments(p, rng)
+    if len(p.free) and len(A) < 2:
+        return
+    free = list(p.free)
+    width = max(max(W.shape[0] for W, _, _ in layers), p.n)
+    per_box = (samples + 1) * max(len(A), 1)
+    boxes = max(1, CHUNK * 64 // (per_box * width) if width > 64 else CHUNK // per_box)
+    thr = _threshold(p)
+    for s0 in range(0, len(parts), boxes):
+        if deadline is not None and time.time() > deadline:
+            break
+        idx = list(range(s0, min(len(parts), s0 + boxes)))
+        L = np.array([parts[k][0] for k in idx], dtype=np.float64)
+        H = np.array([parts[k][1] for k in idx], dtype=np.float64)
+        X = _sample(p, L, H, samples, rng)                     # (B, S+1, n)
+        B, S1, n = X.shape
+        ia, ib, m = _best_pairs(layers, p, X.reshape(-1, n), A)
+        ia, ib, m = ia.reshape(B, S1), ib.reshape(B, S1), m.reshape(B, S1)
+        top = np.argsort(-m, axis=1)[:, :STARTS]               # best starts per box
+        rows = np.arange(B)[:, None]
+        cand_x = X[rows, top].reshape(-1, n)
+        cand_a, cand_b = ia[rows, top].reshape(-1), ib[rows, top].reshape(-1)
+        cand_m = m[rows, top].reshape(-1)
+        LL, HH = np.repeat(L, top.shape[1], axis=0), np.repeat(H, top.shape[1], axis=0)
+        # the ascent only where the sampled points do not already violate clearly
+        need = np.repeat(m[rows, top[:, :1]].reshape(-1) <= thr + 1e-3, top.shape[1])
+        if steps > 0 and need.any():
+            bx, bm = _ascend(layers, p, cand_x[need], A, cand_a[need], cand_b[need], LL[need], HH[need], steps)
+            better = bm > cand_m[need]
+            sel = np.flatnonzero(need)[better]
+            cand_x[sel], cand_m[sel] = bx[better], bm[better]
+        # every box's best candidate that breaks the property, replayed in float64 and float32
+        cand_m = cand_m.reshape(B, -1)
+        T = top.shape[1]
+        order = np.argsort(-cand_m, axis=1)
+        done = np.zeros(B, dtype=bool)
+        for j in range(T):
+            r = np.arange(B) * T + order[:, j]
+            live = ~done & (cand_m[np.arange(B), order[:, j]] > thr)
+            if not live.any():
+                break
+            r = r[live]
+            xa, xb = cand_x[r].astype(np.float64), cand_x[r].astype(np.float64)
+            if free:
+                xa[:, free] = A[cand_a[r]]
+                xb[:, free] = A[cand_b[r]]
+            ok, za, zb = _replayed(p, L[live], H[live], xa, xb)
+            for bb, good, x1, x2, z1, z2 in zip(np.flatnonzero(live), ok, xa, xb, za, zb):
+                if not good:
+                    continue
+                if z1 < z2:
+                    x1, x2, z1, z2 = x2, x1, z2, z1
+                k = idx[bb]
+                if p.runtime is not None and getattr(p.runtime, "replay", None) is not None and \
+                        not replays(p.restrict(*parts[k]), x1, x2):
+                    continue
+                out[k] = Witness([float(v) for v in x1], [float(v) for v in x2], float(z1), float(z2))
+                done[bb] = True

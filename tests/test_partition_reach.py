@@ -1,0 +1,119 @@
+"""Reach on partitions (issue 24): the batched early falsification, against brute force per box on
+tiny networks biased toward ties (integer weights: logits exactly 0 at many points)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairspec.backends.pair import PairProblem, brute_force, check_witness
+from fairspec.models.network import PLNet, Layer, random_net
+
+pytest.importorskip("highspy")
+
+from fairspec.backends import milp  # noqa: E402
+from fairspec.backends.milp.falsify import falsify_boxes  # noqa: E402
+
+
+def _tie_net(seed, n, hidden):
+    """Integer weights and biases in [-2, 2]: many inputs land exactly on z == 0."""
+    rng = np.random.default_rng(seed)
+    layers, d = [], n
+    for h in hidden:
+        layers.append(Layer(rng.integers(-2, 3, size=(h, d)).astype(float), rng.integers(-2, 3, size=h).astype(float),
+                            True))
+        d = h
+    layers.append(Layer(rng.integers(-2, 3, size=(1, d)).astype(float), rng.integers(-1, 2, size=1).astype(float),
+                        False))
+    return PLNet(tuple(layers), 0, "sigmoid", f"tie_net({seed})")
+
+
+def _problems():
+    for seed in range(6):
+        for post, eps in (("label", 0.0), ("logit", 1.0), ("prob", 0.05)):
+            net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+            yield PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 2], integer=[True] * 4, free=(3,), post=post,
+                              eps=eps)
+    # a one-hot protected group and a relaxed input
+    net = _tie_net(7, 5, (4,))
+    yield PairProblem(net, lo=[0] * 5, hi=[4, 3, 1, 1, 1], integer=[True] * 5, onehot_groups=((2, 3, 4),),
+                      free=(2, 3, 4))
+    yield PairProblem(random_net(8, 4, (5,)), lo=[0] * 4, hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,),
+                      relaxed=((2, 1.0),), post="logit", eps=0.5)
+
+
+@pytest.mark.parametrize("k", range(20))
+def test_every_attack_witness_is_a_true_violation_inside_its_box(k):
+    problems = list(_problems())
+    if k >= len(problems):
+        pytest.skip("no such problem")
+    p = problems[k]
+    parts = milp.split_widest(p, 6)
+    wits = falsify_boxes(p, parts)
+    for (lo, hi), w in zip(parts, wits):
+        sub = p.restrict(lo, hi)
+        truth = brute_force(sub)
+        if w is None:
+            continue
+        assert truth.status == "violated", (k, lo, hi, w)
+        assert check_witness(sub, w.x, w.x_prime, p.net.forward)
+        assert check_witness(sub, w.x, w.x_prime, lambda X: p.net.forward(X, dtype=np.float32))
+        assert w.z >= w.z_prime
+
+
+def test_the_attack_finds_most_violations_on_small_boxes():
+    found = violated = 0
+    for p in _problems():
+        parts = milp.split_widest(p, 6)
+        wits = falsify_boxes(p, parts)
+        for (lo, hi), w in zip(parts, wits):
+            if brute_force(p.restrict(lo, hi)).status == "violated":
+                violated += 1
+                found += w is not None
+    assert violated > 10
+    assert found >= 0.5 * violated, (found, violated)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_partitioned_verdict_per_box_matches_brute_force_with_the_attack(seed):
+    from fairspec.runtime.executor import SerialExecutor
+
+    net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+    p = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
+    parts = milp.split_widest(p, 6)
+    truth = [brute_force(p.restrict(lo, hi)).status for lo, hi in parts]
+    on = milp.solve_partitioned(p, "prove", parts, time_per_part=30, executor=SerialExecutor())
+    off = milp.solve_partitioned(p, "prove", parts, time_per_part=30, executor=SerialExecutor(), falsify=False)
+    got_on = [s for s, _ in on.coverage.parts]
+    got_off = [s for s, _ in off.coverage.parts]
+    assert got_on == got_off == [{"violated": "violated", "holds": "holds"}[t] for t in truth]
+    assert on.status == off.status
+    if on.status == "violated":
+        assert check_witness(p, on.witness.x, on.witness.x_prime, p.net.forward)
+
+
+def test_find_stops_at_the_attack_and_maximize_never_uses_it():
+    from fairspec.runtime.executor import SerialExecutor
+
+    p = PairProblem(random_net(1, 4, (6, 4)), lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
+    parts = milp.split_widest(p, 6)
+    truth = brute_force(p)
+    assert truth.status == "violated"
+    f = milp.solve_partitioned(p, "find", parts, time_per_part=30, executor=SerialExecutor(), stop_on_violation=True)
+    assert f.status == "violated" and check_witness(p, f.witness.x, f.witness.x_prime, p.net.forward)
+    m = milp.solve_partitioned(p, "maximize", parts, time_per_part=30, executor=SerialExecutor())
+    assert m.stats["attack_refuted"] == 0
+    assert abs(m.value - truth.value) <= 1e-6
+
+
+def test_every_partition_refuted_by_the_attack_runs_no_solver():
+    from fairspec.runtime.executor import SerialExecutor
+
+    # z = x_3 - 0.5: every pair with x_3 = 1, x'_3 = 0 flips, in every box
+    net = PLNet((Layer(np.array([[0.0, 0.0, 0.0, 1.0]]), np.array([-0.5]), False),), 0, "sigmoid")
+    p = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
+    parts = milp.split_widest(p, 6)
+    res = milp.solve_partitioned(p, "prove", parts, time_per_part=30, executor=SerialExecutor())
+    assert res.status == "violated" and res.stats["attack_refuted"] == len(parts)
+    assert res.coverage.refuted == len(parts)
+    assert check_witness(p, res.witness.x, res.witness.x_prime, p.net.forward)
