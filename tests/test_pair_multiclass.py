@@ -100,3 +100,117 @@ def test_class_prob_many_classes_is_unknown():
     cp = ClassProblem(_net(rng, 3, 4, 3), _problem(_net(rng, 3, 4, 3)).pre, post="class_prob", cls=0)
     r = solve_class(cp, "prove")
     assert r.status == "unknown" and "not piecewise linear" in r.reason
+
+
+# ------------------------------------------------------------------ end to end (fairspec check)
+
+def _mlp_onnx(path, layers, name="logits"):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, cur = [], [], "x"
+    for k, (W, b, relu) in enumerate(layers):
+        inits += [numpy_helper.from_array(W.T.astype(np.float32), f"W{k}"),
+                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
+        nodes.append(helper.make_node("Gemm", [cur, f"W{k}", f"b{k}"], [f"g{k}"]))
+        cur = f"g{k}"
+        if relu:
+            nodes.append(helper.make_node("Relu", [cur], [f"r{k}"]))
+            cur = f"r{k}"
+    nodes.append(helper.make_node("Identity", [cur], [name]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", layers[0][0].shape[1]])],
+                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", layers[-1][0].shape[0]])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+_SPEC = """\
+data d = csv("d.csv", label = y == 1)
+features F from d {
+  a : int in [0, 3]
+  b : int in [0, 49]
+  sex : {F, M} protected
+}
+features G from d {
+  a : int in [0, 3000]
+  b : int in [0, 4000]
+  sex : {F, M} protected
+}
+model gs = onnx("MODEL.onnx"SCORE)
+encode F for gs { a : raw  b : raw  sex : onehot }
+model gb = onnx("MODEL.onnx"SCORE)
+encode G for gb { a : raw  b : raw  sex : onehot }
+property small {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure ENSURE_S
+}
+property big {
+  forall x, x' : G
+  require x.* == x'.* except {sex}
+  ENSURE_B
+  using BACKEND
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mc")
+    rng = np.random.default_rng(0)
+    W1 = rng.integers(-4, 5, (6, 4)) / 4.0
+    b1 = rng.integers(-2, 3, 6) / 4.0
+    fair = W1.copy()
+    fair[:, 2:] = 0.0                         # the one-hot sex columns read by no neuron
+    W2 = rng.integers(-4, 5, (3, 6)) / 4.0
+    _mlp_onnx(d / "grade.onnx", [(W1, b1, True), (W2, rng.integers(-1, 2, 3) / 4.0, False)])
+    _mlp_onnx(d / "fairgrade.onnx", [(fair, b1, True), (W2, np.zeros(3), False)])
+    _mlp_onnx(d / "salary.onnx", [(W1, b1, True), (rng.integers(-4, 5, (1, 6)) / 4.0, np.zeros(1), False)], "y")
+    _mlp_onnx(d / "fairsalary.onnx", [(fair, b1, True), (rng.integers(-4, 5, (1, 6)) / 4.0, np.zeros(1), False)], "y")
+    rows = [f"{rng.integers(0, 4)},{rng.integers(0, 50)},{'FM'[rng.integers(0, 2)]},{rng.integers(0, 3)}"
+            for _ in range(60)]
+    (d / "d.csv").write_text("a,b,sex,y\n" + "\n".join(rows) + "\n")
+    return d
+
+
+def _check(folder, model, ensure, backend="milp", mode="prove", score=""):
+    from fairspec import pipeline
+
+    body = ensure.replace("M(", "gs(")
+    text = (_SPEC.replace("MODEL", model).replace("SCORE", score).replace("ENSURE_S", body)
+            .replace("ENSURE_B", f"mode = {mode}\n  ensure " + ensure.replace("M(", "gb("))
+            .replace("BACKEND", backend))
+    p = folder / f"s_{model}_{backend}_{mode}.fair"
+    p.write_text(text)
+    rep = pipeline.check(p)
+    return {v.name: v for v in rep.verdicts}
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+def test_class_end_to_end(e2e, backend):
+    v = _check(e2e, "grade", "class(M(x)) == class(M(x'))", backend)
+    assert v["small"].status == "violated" and v["small"].proof is None
+    assert v["big"].status == "violated", v["big"].reason
+    w = v["big"].witness
+    assert w.outputs[0] != w.outputs[1]                # the predicted classes, replayed on onnxruntime
+    v = _check(e2e, "fairgrade", "class(M(x)) == class(M(x'))", backend)
+    assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
+    assert v["big"].status == "holds", v["big"].reason
+    assert v["big"].proof is not None and v["big"].proof.detail["classes"] == 3
+
+
+def test_value_end_to_end(e2e):
+    v = _check(e2e, "salary", "|value(M(x)) - value(M(x'))| <= 0.5", score=", score = value")
+    assert v["small"].status == "violated" and v["big"].status == "violated"
+    v = _check(e2e, "fairsalary", "|value(M(x)) - value(M(x'))| <= 0.5", mode="maximize", score=", score = value")
+    assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
+    assert v["big"].status == "holds" and v["big"].proof is not None
+    lo, hi = v["big"].bound
+    assert lo == 0.0 and 0.0 <= hi < 0.05          # 2E: the runtime error bound over inputs up to 4000
+
+
+def test_class_prob_small_domain(e2e):
+    v = _check(e2e, "fairgrade", "|prob(M(x), 1) - prob(M(x'), 1)| <= 0.05")
+    assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
+    assert v["big"].status == "unknown" and "softmax" in v["big"].reason

@@ -242,7 +242,9 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     * ``logit`` / ``prob``: ``z - z' <= eps`` (``z`` the runtime's logit / probability), or
       ``< eps`` when ``eps_strict`` (the spec writes ``|...| < eps``);
     * ``prob-of-logit``: ``sigmoid(z) - sigmoid(z') <= eps`` (``< eps``) for runtime logits
-      (a :class:`SigmoidCheck`).
+      (a :class:`SigmoidCheck`);
+    * ``class``: ``z - z' <= 0`` for the predicted classes (column indices, small integers: exact),
+      so both orders together say ``class(x) == class(x')``.
 
     Both orders of every pair must be in the enumeration (the measures are directional)."""
     op = "<" if eps_strict else "<="
@@ -252,6 +254,8 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
         return [Check(z, op, eps, minus=z_prime)]
     if post == "prob-of-logit":
         return [SigmoidCheck(z, op, eps, z_prime)]
+    if post == "class":
+        return [Check(z, "<=", 0, minus=z_prime)]
     raise ValueError(f"unknown post-condition {post!r}")
 
 

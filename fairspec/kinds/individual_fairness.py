@@ -66,6 +66,13 @@ def not_yet_decided(prop: ir.IndividualFairness, backend: str) -> Verdict | None
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
+    if prop.post in ir.MULTI_POSTS:
+        # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
+        from fairspec.kinds.multi_pairs import run_multi
+
+        done = run_multi(prop, ctx, progress, backend)
+        if done is not None:
+            return done
     later = not_yet_decided(prop, backend)
     if later is not None:
         return later

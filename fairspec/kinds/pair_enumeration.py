@@ -163,6 +163,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     b = (base + ib[None, :]).reshape(-1)
     count = int(a.size)
     post = prop.post
+    if post == "class_prob":            # class cls's probability: the prob post on that column
+        post = "prob"
     kind = post
     if post == "prob" and score_kind == "logit":
         kind = "prob-of-logit"
@@ -171,6 +173,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     op = "<" if prop.eps_strict else "<="
     if post == "label":
         claim = f"label(m(x)) == label(m(x')) for all {count:,} admissible ordered pairs"
+    elif post == "class":
+        claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {count:,} admissible "
+                 f"ordered pairs")
+    elif prop.post == "class_prob":
+        claim = (f"|prob(m(x), {prop.cls}) - prob(m(x'), {prop.cls})| {op} {prop.eps!r} for all {count:,} "
+                 f"admissible ordered pairs")
     else:
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {count:,} admissible ordered pairs"
     res = by_enumeration(checks, count=count, claim=claim, unit="pairs", points=N)
@@ -178,7 +186,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
-    if count and (post != "label" or score_kind == "logit"):
+    if count and post != "class" and (post != "label" or score_kind == "logit"):
         m = _measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))
         value = float(m[k])
@@ -217,7 +225,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "
                              f"threshold {prop.eps!r}; enumeration cannot decide them", backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
-    if post != "label" or score_kind == "logit":
+    if post != "class" and (post != "label" or score_kind == "logit"):
         m = _measure(post, score_kind, s[a[idx]], s[b[idx]])
         j = int(idx[int(np.argmax(m))])
     else:

@@ -46,7 +46,7 @@ def runtime_layers(model, post: str = "label"):
         return pl.layers, ("logit", 0), precision           # the library's decision_function
     if pl.final == "sigmoid" and model.score_kind == "prob":
         return pl.layers, ("prob", 0), precision
-    if pl.final == "none" and model.score_kind == "logit":
+    if pl.final == "none" and model.score_kind in ("logit", "value"):     # value: a regression's one output
         return pl.layers, ("logit", 0), precision
     raise ValueError(f"a {pl.final} head read as {model.score_kind} is outside the runtime error model")
 
@@ -75,7 +75,7 @@ def logit_scores(model, X):
     """The runtime's logits of a batch, or None when the runtime does not compute one: the score
     itself for a logit model; a binary scikit-learn model read as probabilities through its own
     ``decision_function`` (the logit of class 1; negated for index 0)."""
-    if model.score_kind == "logit":
+    if model.score_kind in ("logit", "value"):         # value: a regression's output (post value = logit)
         return np.asarray(model.score(X), dtype=np.float64).reshape(-1)
     raw = getattr(model, "raw", None)
     if getattr(model, "format", "") != "sklearn" or not hasattr(raw, "decision_function") or \
@@ -94,6 +94,12 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     none), else the model's score (``kind`` its score kind)."""
     if prop.post == "logit":
         return logit_scores(model, X), "logit"
+    if prop.post == "class":            # the predicted class (first largest column), as a number
+        return np.asarray(model.predict_class(X), dtype=np.float64).reshape(-1), "class"
+    if prop.post == "class_prob":
+        if not isinstance(prop.cls, int):
+            return None, "prob"
+        return np.asarray(model.class_probabilities(X), dtype=np.float64)[:, prop.cls].copy(), "prob"
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
@@ -108,9 +114,10 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
         op = "<" if prop.eps_strict else "<="
         return SigmoidCheck(sa, op, prop.eps, sb).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa).decide()[1]
     out = np.zeros(sa.shape[0], dtype=bool)
+    post = {"class_prob": "prob"}.get(prop.post, prop.post)
     for x, y in ((sa, sb), (sb, sa)):
         ok = np.zeros(sa.shape[0], dtype=bool)
-        for c in pair_checks(prop.post, x, y, eps=prop.eps, decision_threshold=model.threshold,
+        for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=model.threshold,
                              eps_strict=prop.eps_strict):
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         out |= ~ok

@@ -59,7 +59,7 @@ def _readout(raw, readout):
     if n_out == 1:
         if i not in (None, 0):
             return None
-        if raw.final == "none" and readout.score == "logit":
+        if raw.final == "none" and readout.score in ("logit", "value"):     # value: a regression
             return ("logit", 0)
         if raw.final == "sigmoid" and readout.score == "prob":
             return ("prob", 0)

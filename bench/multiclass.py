@@ -1,0 +1,217 @@
+"""Issue 25 targets: individual fairness of a multiclass network and the largest counterfactual change
+of a regression network, both ReLU networks with two hidden layers of 32 on German credit.
+
+* ``class``: a K = 3 network ("credit grade": 0 good risk with a loan of at most 12 months, 1 good risk
+  with a longer loan, 2 bad risk) -- decided (proved with a certify Proof, or refuted with a witness
+  replayed on onnxruntime by the exact argmax rule) in under 60 s (HiGHS and z3).
+* ``value``: a regression network (credit amount in thousands) -- maximize ``|v(x) - v(x')|`` as
+  [best replayed, certified bound] with ``bound - best <= 1%`` of the output range (the range of the
+  network's predictions on the data) in under 60 s.
+
+The pair: sex (female / male, code 0 / 1) differs, every other input equal, the domain every
+integral value between the data's minimum and maximum of each input (20 inputs: 7 numbers, 13
+categories as codes). Both networks are trained here with torch (fixed seed, 200 epochs, Adam),
+the min-max scaling folded into the first layer, the weights cast to float32, and exported to ONNX
+(onnx.helper, Gemm/Relu) under a temporary folder; the ONNX file is the runtime (onnxruntime, one
+thread). Data: ../shared/data/german/german.data (read with bench/trees.py's loader).
+
+    python bench/multiclass.py [--seconds 60] [--engines highs,z3] [--out bench/results/multiclass.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+
+def _train(X, y, out_dim: int, regression: bool, seed: int = 0, epochs: int = 200):
+    import torch
+
+    torch.manual_seed(seed)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    Xs = torch.tensor((X - lo) / span, dtype=torch.float32)
+    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 32), torch.nn.ReLU(), torch.nn.Linear(32, 32),
+                              torch.nn.ReLU(), torch.nn.Linear(32, out_dim))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    if regression:
+        Y = torch.tensor(y, dtype=torch.float32).reshape(-1, 1)
+        loss_fn = torch.nn.MSELoss()
+    else:
+        Y = torch.tensor(y, dtype=torch.long)
+        loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        opt.zero_grad()
+        loss = loss_fn(net(Xs), Y)
+        loss.backward()
+        opt.step()
+    lin = [m for m in net if isinstance(m, torch.nn.Linear)]
+    layers = []
+    for k, m in enumerate(lin):
+        W = m.weight.detach().numpy().astype(np.float64)
+        b = m.bias.detach().numpy().astype(np.float64)
+        if k == 0:                                     # fold (x - lo) / span into the first layer
+            b = b - (W * (lo / span)).sum(axis=1)
+            W = W / span
+        layers.append((W.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64),
+                       k < len(lin) - 1))
+    return layers, float(loss.item())
+
+
+def _onnx(layers, path: Path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, cur = [], [], "x"
+    for k, (W, b, relu) in enumerate(layers):
+        inits += [numpy_helper.from_array(W.T.astype(np.float32), f"W{k}"),
+                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
+        nodes.append(helper.make_node("Gemm", [cur, f"W{k}", f"b{k}"], [f"g{k}"]))
+        cur = f"g{k}"
+        if relu:
+            nodes.append(helper.make_node("Relu", [cur], [f"r{k}"]))
+            cur = f"r{k}"
+    nodes.append(helper.make_node("Identity", [cur], ["y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, layers[0][0].shape[1]])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, layers[-1][0].shape[0]])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def _session(path: Path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return lambda X: s.run(None, {"x": np.asarray(X, dtype=np.float32)})[0].astype(np.float64)
+
+
+def _problem(net, X, names, sex):
+    from fairspec.backends.pair import PairProblem
+
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    return PairProblem(net, lo, hi, np.ones(X.shape[1], bool), free=(sex,))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--engines", default="highs,z3")
+    ap.add_argument("--shared", default="/work/shared" if Path("/work/shared").is_dir() else str(HERE.parent.parent / "shared"))
+    ap.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    from trees import load
+
+    from fairspec.backends import milp
+    from fairspec.backends.pair.certify import Runtime
+    from fairspec.backends.pair.multiclass import ClassProblem, class_net, class_of, solve_class
+    from fairspec.models.network import Layer, PLNet
+
+    d = load("german", Path(a.shared))
+    X, names = d["X"], d["names"]
+    sex = names.index("sex")
+    dur = X[:, names.index("duration")]
+    grade = np.where(d["y"] == 0, 2, np.where(dur <= 12, 0, 1))
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="fairspec-multiclass-"))
+    # ---- multiclass -------------------------------------------------------------------------
+    layers, loss = _train(X, grade, 3, False)
+    path = tmp / "grades3.onnx"
+    _onnx(layers, path)
+    run = _session(path)
+    net = PLNet(tuple(Layer(W, b, r) for W, b, r in layers))
+    acc = float(np.mean(class_of(run(X)) == grade))
+    print(f"K=3 network {X.shape[1]}-32-32-3, train loss {loss:.3f}, accuracy {acc:.3f}, classes "
+          f"{np.bincount(grade).tolist()}  ({path})")
+    pre = _problem(class_net(net, 0), X, names, sex)
+
+    def replay(x, xp):
+        from fairspec.backends.pair import precondition_holds
+
+        ok, _ = precondition_holds(pre, x, xp, tol=0.0)
+        k = class_of(run(np.vstack([x, xp])))
+        return bool(ok and k[0] != k[1])
+
+    rt = Runtime(layers, None, ("argmax", 0), "float32", replay=replay)
+    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=run)
+    for eng in a.engines.split(","):
+        for mode in ("find", "prove"):
+            t0 = time.perf_counter()
+            r = solve_class(cp, mode, eng, time_limit=a.seconds)
+            secs = time.perf_counter() - t0
+            replayed = r.witness is not None and replay(np.array(r.witness.x), np.array(r.witness.x_prime))
+            row = {"target": "class K=3", "engine": eng, "mode": mode, "status": r.status,
+                   "proof": r.proof.summary if r.proof is not None else None, "witness_replayed": replayed,
+                   "seconds": round(secs, 2), "reason": r.reason[:200], "decided": r.status != "unknown"}
+            if r.witness is not None:
+                k = class_of(run(np.array([r.witness.x, r.witness.x_prime])))
+                row["classes"] = [int(k[0]), int(k[1])]
+            rows.append(row)
+            print(json.dumps(row))
+    # ---- regression -------------------------------------------------------------------------
+    amount = X[:, names.index("amount")] / 1000.0
+    keep = [i for i in range(X.shape[1]) if names[i] != "amount"]
+    Xr = X[:, keep]
+    rnames = [names[i] for i in keep]
+    layers_r, loss_r = _train(Xr, amount, 1, True)
+    path_r = tmp / "amount.onnx"
+    _onnx(layers_r, path_r)
+    run_r = _session(path_r)
+    net_r = PLNet(tuple(Layer(W, b, r) for W, b, r in layers_r))
+    pred = run_r(Xr).reshape(-1)
+    out_range = float(pred.max() - pred.min())
+    print(f"regression network {Xr.shape[1]}-32-32-1 (credit amount, thousands), train MSE {loss_r:.3f}, "
+          f"prediction range {out_range:.4f} ({path_r})")
+    from fairspec.backends.pair.multiclass import value_problem
+
+    pr = value_problem(_problem(net_r, Xr, rnames, rnames.index("sex")), 0.0)
+    pr = pr.__class__(**{**{f: getattr(pr, f) for f in pr.__dataclass_fields__},
+                         "runtime": Runtime(layers_r, None, ("logit", 0), "float32")})
+    for eng in [e for e in a.engines.split(",") if e != "z3"] + (["z3"] if "z3" in a.engines else []):
+        t0 = time.perf_counter()
+        if eng == "z3":
+            from fairspec.backends.smt import exact as smt_exact
+            from fairspec.backends.smt.exact import Runtime as SmtRuntime
+
+            srt = SmtRuntime(layers_r, None, ("logit", 0), "float32", lambda V: run_r(V).reshape(-1), "logit", "onnx")
+            r = smt_exact.maximize(pr, time_limit=a.seconds, runtime=srt)
+        else:
+            r = milp.maximize(pr, engine=eng, time_limit=a.seconds)
+        secs = time.perf_counter() - t0
+        best = None
+        if r.best is not None or r.witness is not None:
+            w = r.witness or r.best
+            v = run_r(np.array([w.x, w.x_prime])).reshape(-1)
+            best = float(abs(v[0] - v[1]))
+        gap = (r.bound - best) if (best is not None and r.bound is not None and math.isfinite(r.bound)) else None
+        row = {"target": "value maximize", "engine": eng, "status": r.status, "value": r.value,
+               "best_replayed": best, "bound": r.bound, "gap": gap, "range": out_range,
+               "gap_share": (gap / out_range) if gap is not None else None, "seconds": round(secs, 2),
+               "met": gap is not None and gap <= 0.01 * out_range and secs < 60, "reason": r.reason[:200]}
+        rows.append(row)
+        print(json.dumps(row))
+    print()
+    print(f"{'target':18} {'engine':6} {'mode':9} {'status':9} {'seconds':>8}  detail")
+    for r in rows:
+        det = r.get("proof") or (f"classes {r['classes']} replayed={r['witness_replayed']}" if "classes" in r else "")
+        if r["target"].startswith("value"):
+            det = f"[{r['best_replayed']}, {r['bound']}] gap/range {r['gap_share']}"
+        print(f"{r['target']:18} {r['engine']:6} {r.get('mode', 'maximize'):9} {r['status']:9} {r['seconds']:8.2f}  {det}")
+    if a.out:
+        Path(a.out).write_text(json.dumps({"rows": rows, "load": os.getloadavg()[0]}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Individual fairness of a multiclass or regression *network* (issue 25): the posts ``class``,
+``class_prob`` and ``value`` of :class:`fairspec.ir.IndividualFairness` on the pair backends.
+
+* ``value`` (a regression, one output, identity readout) is the ``logit`` post's arithmetic on that
+  output: the ordinary pair path (:func:`fairspec.kinds.individual_fairness.run_pair`) with the
+  post read as ``logit`` -- small domains by enumeration on the runtime, MILP / SMT find / prove /
+  maximize ([best replayed, certified bound]), certification unchanged.
+* ``class`` of a one-column binary model is its decision (the ``label`` post). Of a K-output network:
+  small domains by enumeration (the runtime's predicted classes compared exactly); otherwise the K
+  class-score sub-problems of :mod:`fairspec.backends.pair.multiclass` on HiGHS / SCIP or z3, every
+  witness replayed on the loaded model (``predict_class``: the first largest column), ``holds`` only
+  with certify's joined Proof. A softmax output's class is read from the runtime's float
+  probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
+* ``class_prob`` for one class: small domains by enumeration; K > 2 has no solver path (``unknown``).
+
+Tree models are decided elsewhere (fairspec.kinds.tree_pairs); this module returns None for them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, Witness, unknown
+
+
+def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict | None:
+    """The verdict of an issue-25 post on a network model, or None (trees; posts not handled here)."""
+    from fairspec.kinds.individual_fairness import _small_domain, is_tree_model, run_pair
+
+    if is_tree_model(ctx, prop.model):
+        return None
+    t0 = time.perf_counter()
+    model = ctx.model(prop.model)
+    task = getattr(model, "task", None)
+    if prop.post == "value":
+        return run_pair(replace(prop, post="logit"), ctx, progress, backend)
+    if prop.post == "class" and task == "binary" and (model.readout.columns or 1) == 1:
+        return run_pair(replace(prop, post="label"), ctx, progress, backend)
+    if prop.post not in ("class", "class_prob"):
+        return None
+    if prop.post == "class_prob" and not isinstance(prop.cls, int):
+        return None
+    small = _small_domain(prop, ctx, backend, t0)
+    if small is not None:
+        return small
+    if prop.post == "class_prob":
+        return unknown(prop, "the probability of one of several classes is a softmax, which is not piecewise "
+                             f"linear: the {backend} backend cannot encode it (small discrete domains are decided "
+                             "by enumeration)", backend=backend, seconds=time.perf_counter() - t0)
+    return _run_class(prop, ctx, progress, backend, t0)
+
+
+def _run_class(prop, ctx, progress, backend, t0) -> Verdict:
+    from fairspec.backends.pair import PairProblem, precondition_holds
+    from fairspec.backends.pair.certify import Runtime
+    from fairspec.backends.pair.multiclass import ClassProblem, class_net, solve_class
+    from fairspec.certify.network import encoding_from_ir
+    from fairspec.kinds.individual_fairness import _codes_as_variables, _relaxed
+    from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
+    from fairspec.kinds.pair_runtime import feature_values
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.planning import setting
+    from fairspec.runtime.encoding import decode_row, encode
+
+    model = ctx.model(prop.model)
+    fs = ctx.spec.feature_set(prop.features)
+    mode = setting(prop, "mode", backend)
+    limit = ctx.remaining(setting(prop, "timeout", backend))
+
+    def no(why):
+        return unknown(prop, why, backend=backend, seconds=time.perf_counter() - t0)
+
+    try:
+        raw = model.runtime_network()
+        enc = ctx.encoding(prop.model)
+        low = lower_pair(prop, fs, enc)
+    except UnsupportedModel as e:
+        return no(f"the {backend} backend cannot encode this model: {e}")
+    except Unsupported as e:
+        return no(str(e))
+    K = raw.layers[-1].n_out
+    if K < 2:
+        return no("the model has one output column: it has no class to compare")
+    if raw.final not in ("none", "softmax"):
+        return no(f"a {raw.final} over {K} outputs has no argmax the {backend} backend encodes")
+    net = fold_scaling(replace(raw, final="none"), low)
+    relaxed = _relaxed(prop, fs, enc, low)
+    try:
+        pre = PairProblem(class_net(net, 0), low.lo, low.hi, low.integer, low.onehot_groups, low.free, None,
+                          relaxed, "label")
+    except ValueError as e:
+        return no(f"no class score for this network: {e}")
+    names = {c.offset: c.feature for c in enc.columns}
+    strict_cont = [(i, t) for i, t in low.relaxed
+                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
+
+    def encoded(V):
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        return encode(enc, feature_values(low, enc, V), V.shape[0])
+
+    def outputs(V):
+        return np.asarray(model.outputs(encoded(V)), dtype=np.float64)
+
+    def replay(x, xp):
+        ok, _ = precondition_holds(pre, x, xp, tol=0.0)
+        if not ok or not all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont):
+            return False
+        k = model.predict_class(encoded(np.vstack([x, xp])))
+        return bool(k[0] != k[1])
+
+    fmt = getattr(model, "format", "")
+    precision = "float64" if fmt == "sklearn" or getattr(model, "_dtype_name", "float32") == "float64" else "float32"
+    if raw.final != "none":
+        rt = Runtime(None, why_not="the class of a softmax output is the argmax of the runtime's float "
+                                   "probabilities, outside the runtime error model (its logits are not what it "
+                                   "compares)", replay=replay)
+    else:
+        try:
+            rt = Runtime([(L.W, L.b, L.relu) for L in raw.layers], encoding_from_ir(_codes_as_variables(enc)),
+                         ("argmax", 0), precision, replay=replay)
+        except (ValueError, TypeError) as e:
+            rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)
+    if backend == "smt" and rt.layers is None:
+        return no(f"the smt backend cannot bound this model's runtime arithmetic: {rt.why_not}")
+    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs)
+    engine = "z3" if backend == "smt" else setting(prop, "engine", backend)
+    task = progress.add_task(f"{prop.name}: {backend} {mode} (class)", total=None) if progress else None
+    try:
+        res = solve_class(cp, mode, engine, limit)
+    finally:
+        if progress:
+            progress.remove_task(task)
+    seconds = time.perf_counter() - t0
+    details = {"engine": engine, "mode": mode, "classes": K, "solver_seconds": round(res.seconds, 4),
+               "per_class": res.stats.get("per_class")}
+    extra = {}
+    value = res.value
+    if mode == "maximize":
+        if res.bound is not None and res.value is not None:
+            extra["bound"] = (float(res.value), float(res.bound))
+            details["maximum"] = ("proved" if res.how == "proved" else
+                                  "not proved: [best pair found, certified upper bound]")
+            details["measure"] = "max over classes c of min(g_c(x), -g_c(x')), g_c = y_c - max_{j != c} y_j"
+        else:
+            value = None
+    if res.status == "violated" and res.witness is not None:
+        w = res.witness
+        if not replay(np.asarray(w.x), np.asarray(w.x_prime)):
+            return unknown(prop, f"the {backend} witness did not change the class on the model's runtime",
+                           backend=backend, seconds=seconds, details=details)
+        X2 = encoded(np.vstack([w.x, w.x_prime]))
+        k = model.predict_class(X2)
+        from fairspec.backends.data.flips import replayer_name
+
+        by = "onnxruntime" if fmt == "onnx" else replayer_name(model)
+        wit = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
+                      decode_row(enc, fs, X2[1]), (float(k[0]), float(k[1])), replayed_by=by)
+        return Verdict(prop.name, prop.kind, "violated", value=value, witness=wit, backend=backend, seconds=seconds,
+                       details=details, reason=f"the {backend} solver found a pair whose predicted class changes "
+                                               f"(class {int(k[0])} vs {int(k[1])})", **extra)
+    if res.status == "holds" and res.proof is not None:
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, backend=backend, seconds=seconds,
+                       details=details, reason=res.reason or None, proof=res.proof, **extra)
+    return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
+                   seconds=seconds, details=details, value=value, **extra)
