@@ -181,3 +181,80 @@ def test_symbolic_bounds_contain_the_network_and_are_no_wider_than_intervals_in_
         a = score_interval(net, lo, hi, precision="float64")
         b = score_interval(net, lo, hi, precision="float64", symbolic=True)
         assert a[0] <= b[0] <= h[:, 0].min() and h[:, 0].max() <= b[1] <= a[1]
+
+
+E2E_SPEC = """
+features F {
+  a : int in [0, 4]
+  b : int in [0, 3]
+  s : {F, M} protected
+  c : {X, Y, Z}
+}
+model net = onnx("net.onnx", output = "logit")
+encode F for net {
+  a : minmax(lo = 0, hi = 4)
+  b : raw
+  s : onehot
+  c : code
+}
+property same_label {
+  forall x, x' : F
+  require x.* == x'.* except {s}
+  ensure label(net(x)) == label(net(x'))
+  partitions = 4
+  timeout = 1h
+}
+"""
+
+
+def _onnx_net(path, seed):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    W1 = rng.normal(size=(6, 5)).astype(np.float32)
+    W1[:, 2:4] *= 3                                   # the protected one-hot columns weigh more
+    b1 = rng.normal(size=6).astype(np.float32) * 0.5
+    W2 = rng.normal(size=(1, 6)).astype(np.float32)
+    b2 = np.array([rng.normal() * 0.5], dtype=np.float32)
+    inits = [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
+             numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")]
+    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["logit"], transB=1)]
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                          [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return W1, b1, W2, b2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_spec_with_partitions_reports_shares_bounded_by_brute_force(tmp_path, monkeypatch, seed):
+    """End to end (the solvers, not enumeration, decide each partition): the verdict's shares are
+    exact, sum to 1, and stay within the true fair / unfair shares of the 60 individuals."""
+    pytest.importorskip("onnxruntime")
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    W1, b1, W2, b2 = (w.astype(np.float64) for w in _onnx_net(tmp_path / "net.onnx", seed))
+    (tmp_path / "spec.fair").write_text(E2E_SPEC)
+    v = check(tmp_path / "spec.fair").verdicts[0]
+    sh = v.details["coverage"]["shares"]
+
+    def f(X):
+        return (np.maximum(np.array(X, dtype=np.float32) @ W1.T.astype(np.float32) + b1.astype(np.float32), 0)
+                @ W2.T.astype(np.float32) + b2.astype(np.float32))[:, 0]
+
+    unfair = 0
+    for a, b, c in itertools.product(range(5), range(4), range(3)):
+        z, zp = f([[a / 4, b, 1, 0, c]]), f([[a / 4, b, 0, 1, c]])
+        unfair += bool((z[0] > 0) != (zp[0] > 0))
+    assert sh["measure"] == "integer points" and sh["domain"] == "60"
+    cert, fals, und = (Fraction(sh[k]) for k in ("certified", "falsified", "undecided"))
+    assert cert + fals + und == 1
+    assert cert <= Fraction(60 - unfair, 60) and fals <= Fraction(unfair, 60)
+    assert (v.status == "violated") == (unfair > 0)
+    if unfair:
+        assert fals > 0                       # at least the replayed counterexample points
+    assert "summary" in sh

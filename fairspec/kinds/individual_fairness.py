@@ -194,12 +194,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     details = {"engine": getattr(res, "engine", backend), "mode": mode, "solver_seconds": round(res.seconds, 4)}
     if getattr(res, "coverage", None) is not None:
         cov = res.coverage
+        # partition counts, and FairQuant's exact shares of the domain of individuals
+        # (fairspec.backends.quantify.Shares): they replace the float volumes of the proved / refuted /
+        # undecided partitions, whose "refuted" counted a whole box as unfair for one counterexample
         details["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
-                               "undecided": cov.undecided, "volume_proved": float(cov.volume_proved),
-                               "volume_refuted": float(cov.volume_refuted),
-                               "volume_undecided": float(cov.volume_undecided)}
+                               "undecided": cov.undecided}
         if getattr(cov, "shares", None) is not None:
-            # FairQuant's exact shares of the domain of individuals (fairspec.backends.quantify.Shares)
             details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
     if trees is not None:
         # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified

@@ -214,7 +214,9 @@ class Witness:
 @dataclass(frozen=True)
 class Coverage:
     """Share of the input space (partitions, and volume over the partitioned inputs)
-    proved fair / refuted (a replayed witness) / undecided (time-out)."""
+    proved fair / refuted (a replayed witness) / undecided (time-out). ``volume_refuted`` is
+    the volume of the partitions with a counterexample, not the unfair share of the domain:
+    ``shares`` (FairQuant's certified / falsified / undecided) is that."""
 
     partitions: int
     proved: int
