@@ -161,7 +161,8 @@ def test_certify_trusts_nothing_it_checks():
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                names = ["fairspec.certify"] if node.level else [node.module or ""]
+                names = (["fairspec.certify"] if node.level else
+                         [f"fairspec.{a.name}" for a in node.names] if node.module == "fairspec" else [node.module or ""])
             for name in names:
                 top = name.split(".")[0]
                 if top in forbidden_libs:
@@ -171,3 +172,33 @@ def test_certify_trusts_nothing_it_checks():
                     bad.append((m, name))
     assert bad == [], bad
     assert any(m.startswith("fairspec.certify.") for m in mods)
+
+
+def _imported_names(p: Path) -> set[str]:
+    """Every name a module imports from fairspec (``from X import name`` and ``import X``) and every
+    attribute it reads, as written."""
+    out = set()
+    for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name):
+            out.add(node.id)
+    return out
+
+
+def test_only_certify_mints_a_proof_and_pair_certify_is_the_one_bridge():
+    """A Proof is minted (``proof._mint``) only inside fairspec/certify; the certified branch and
+    bound that turns a pair solver's ``holds`` into a proof (``bab.certify_holds``) is called from
+    one place, backends/pair/certify.py (``certify_result``, ``certified_bound``), which the pair
+    runners and the MILP modes call (ARCHITECTURE.md, "The certification spine")."""
+    mods = _modules()
+    minting = sorted(m for m, p in mods.items() if "_mint" in _imported_names(p)
+                     and not (m == "fairspec.certify" or m.startswith("fairspec.certify.")))
+    assert minting == []
+    bridges = sorted(m for m, p in mods.items() if "certify_holds" in _imported_names(p)
+                     and not m.startswith("fairspec.backends.bab"))
+    assert bridges == ["fairspec.backends.pair.certify"]
+    assert "certify_result" in _imported_names(mods["fairspec.kinds.individual_fairness"])
+    assert "certify_result" in _imported_names(mods["fairspec.backends.milp.modes"])

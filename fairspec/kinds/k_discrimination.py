@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from fairspec import ir
+from fairspec.kinds.kdisc_witness import replayed_violation
 from fairspec.verdict import Verdict, Witness, unknown
 
 _METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
@@ -127,7 +128,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         return small
     exact_note = small or ""
     if not setup.banded:
-        from fairspec.kinds.tree_pairs import decide_kdisc
+        from fairspec.kinds.tree_kdisc import decide_kdisc
 
         try:
             cells = decide_kdisc(prop, ctx, model, enc, fs, t0)   # a tree model: in cells of its split tests
@@ -275,7 +276,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
                                   f"k = {k_rep} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
         return None
     # the leaf-combination bound is computed in float64 on the converted trees, not on the library's
-    # runtime: evidence, not a certified proof (the cells of fairspec.kinds.tree_pairs.decide_kdisc are)
+    # runtime: evidence, not a certified proof (the cells of fairspec.kinds.tree_kdisc.decide_kdisc are)
     if r.upper < len(combos):
         return (f"; the tree model's leaf combinations bound max k <= {r.upper} in float64 "
                 f"({'exact' if r.exact else 'bounded'} over {r.boxes} boxes), not certified on the library's runtime")
@@ -304,7 +305,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
     from fairspec.backends.data.flips import replayer_name
     from fairspec.certify.enumerate import kdisc_by_enumeration
     from fairspec.kinds.pair_enumeration import _grid, _values
-    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.runtime.encoding import encode
 
     if getattr(model, "format", None) == "rule" or getattr(model, "score_kind", None) not in ("prob", "logit"):
         return None
@@ -349,25 +350,10 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
                        reason=f"every one of the {T:,} individuals and its {K} counterfactuals was evaluated on the "
                               f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
-    for i in np.flatnonzero(bad)[:5]:
-        U = X[i * K:(i + 1) * K]
-        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
-        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
-        if again.proof is not None:
-            continue                 # the independent evaluator does not reproduce it: try another
-        kr = int(again.k_lo[0])
-        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
-        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
-        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                       "prob": float(p)} for u, p in zip(U, probs)]
-        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
-                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
-                    replayed_by=replayer_name(model))
-        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
-                       seconds=time.perf_counter() - t0, details=details,
-                       reason=f"enumerating all {T:,} individuals on the model's runtime: an individual whose {K} "
-                              f"counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of width "
-                              f"{prop.eps:g} (claim: k {prop.op} {prop.k})")
+    v = replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, replayer_name(model),
+                           f"enumerating all {T:,} individuals on the model's runtime: an individual whose")
+    if v is not None:
+        return v
     return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
             f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
 

@@ -35,10 +35,11 @@ from fractions import Fraction
 import numpy as np
 
 from fairspec import ir
+from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_ok, fixed_columns, has_two_values,
+                                       runtime_name, split_tests, tree_ensemble, tree_nodes)
 
 __all__ = ["MAX_POINTS", "MAX_PAIRS", "runtime_outputs", "pair_domain", "decide_by_enumeration"]
 
-MAX_POINTS = 400_000
 MAX_PAIRS = 4_000_000
 
 
@@ -64,27 +65,6 @@ from fairspec.backends.trees.runtime import runtime_outputs  # noqa: E402  (the 
 # ---------------------------------------------------------------------------------------------
 # the finite pair domain, in cells
 # ---------------------------------------------------------------------------------------------
-
-MAX_VALUES = 1 << 21          # values of one integer feature split into cells
-
-
-class Factor:
-    """One encoded feature: its domain values (as the runtime encoding reads them), their
-    encoded columns, their cells, the representative value of each cell and its role."""
-
-    def __init__(self, name, role, values, columns, U, cell):
-        self.name, self.role = name, role
-        self.values = values          # (k,)
-        self.columns = columns
-        self.U = U                    # (k, width)
-        self.cell = cell              # (k,) ints 0..nc-1
-        self.nc = int(cell.max()) + 1 if len(cell) else 0
-        self.rep = np.array([int(np.flatnonzero(cell == c)[0]) for c in range(self.nc)], dtype=np.int64)
-        self.size = np.bincount(cell, minlength=self.nc)
-        self.intervals = False        # cells given by their two end values (a continuous or wide feature)
-
-    def members(self, c: int) -> np.ndarray:
-        return self.values[self.cell == c]
 
 
 class PairDomain:
@@ -113,167 +93,6 @@ class PairDomain:
         return [a.reshape(-1) for a in g]
 
 
-def _feature_values(f: ir.Feature) -> np.ndarray | None:
-    d = f.domain
-    if isinstance(d, ir.Categorical):
-        return np.arange(len(d.categories), dtype=np.float64)
-    if isinstance(d, ir.Boolean):
-        return np.array([0.0, 1.0])
-    if isinstance(d, ir.IntRange):
-        if d.hi - d.lo + 1 > MAX_VALUES:
-            return None
-        return np.arange(d.lo, d.hi + 1, dtype=np.float64)
-    return None
-
-
-def _has_two_values(f) -> bool:
-    if f is None:
-        return False
-    d = f.domain
-    if isinstance(d, (ir.IntRange, ir.RealRange)):
-        return d.hi > d.lo
-    if isinstance(d, ir.Categorical):
-        return len(d.categories) >= 2
-    return True
-
-
-def _exact_ok(d: np.ndarray, op: str, tol) -> np.ndarray:
-    """``d op tol`` for the few distinct values of d, exactly (tol read as the spec wrote it)."""
-    from fairspec.certify.exact import decide
-
-    out = np.zeros(d.shape, dtype=bool)
-    for v in np.unique(d):
-        out[d == v] = decide(float(v), op, tol)
-    return out
-
-
-def _split_tests(ens):
-    from fairspec.certify.trees import SplitTest
-
-    seen = {}
-    for t in ens.trees:
-        for k in np.flatnonzero(t.left >= 0):
-            key = (int(t.feature[k]), float(t.threshold[k]), bool(t.strict), bool(t.f32))
-            seen.setdefault(key, SplitTest(*key))
-    return list(seen.values())
-
-
-def _encode_one(enc, fs, name, vals):
-    """The encoded columns of feature ``name`` at values ``vals`` (the runtime encoding)."""
-    from fairspec.runtime.encoding import encode
-
-    k = len(vals)
-    values = {c.feature: np.zeros(k) for c in enc.columns}
-    values[name] = vals
-    X = encode(enc, values, k)
-    c = enc.column(name)
-    return tuple(range(c.offset, c.offset + c.width)), X[:, c.offset:c.offset + c.width]
-
-
-def _interval_cells(enc, fs, f, c, tests) -> tuple[np.ndarray, np.ndarray]:
-    """Cells of a continuous (or wide integer) feature read by ``tests``: the intervals between the
-    values where a test's outcome changes, found by bisection (all tests at once) on the runtime
-    encoding and the library's comparison (both monotone in the value), each cell given by its two
-    end values."""
-    lo, hi = float(f.domain.lo), float(f.domain.hi)
-    integer = isinstance(f.domain, ir.IntRange)
-    thr = np.array([t.threshold for t in tests], dtype=np.float64)
-    strict = np.array([t.strict for t in tests], dtype=bool)
-    f32 = np.array([t.f32 for t in tests], dtype=bool)
-
-    def out(v):
-        """Outcome of test i at value v[i] (vectors over the tests)."""
-        _, U = _encode_one(enc, fs, f.name, np.asarray(v, dtype=np.float64))
-        u = U[:, 0]
-        u = np.where(f32, u.astype(np.float32).astype(np.float64), u)
-        return np.where(strict, u < thr, u <= thr)
-
-    n = len(tests)
-    a_out, b_out = out(np.full(n, lo)), out(np.full(n, hi))
-    change = a_out != b_out                            # monotone: otherwise one outcome over [lo, hi]
-    if integer:
-        ka, kb = np.full(n, int(lo), dtype=np.int64), np.full(n, int(hi), dtype=np.int64)
-        to_val = lambda k: k.astype(np.float64)       # noqa: E731
-    else:
-        ka = np.full(n, _key64(lo), dtype=np.int64)
-        kb = np.full(n, _key64(hi), dtype=np.int64)
-        to_val = _from_key64
-    for _ in range(130):
-        open_ = change & (kb - ka > 1)
-        if not open_.any():
-            break
-        mid = ka + (kb - ka) // 2
-        same = out(to_val(np.where(open_, mid, ka))) == a_out
-        ka = np.where(open_ & same, mid, ka)
-        kb = np.where(open_ & ~same, mid, kb)
-    cuts = sorted({float(x) for x in to_val(ka[change])})
-    vals, cell = [], []
-    start = lo
-    for k, b in enumerate(cuts + [hi]):
-        vals.append(start)
-        cell.append(k)
-        if b != start:
-            vals.append(b)
-            cell.append(k)
-        start = b + 1.0 if integer else float(np.nextafter(b, np.inf))
-    return np.array(vals, dtype=np.float64), np.array(cell, dtype=np.int64)
-
-
-def _key64(x: float) -> int:
-    """An int64 that orders float64 values as the reals they are (-0.0 and 0.0 alike)."""
-    i = int(np.array([x], dtype=np.float64).view(np.int64)[0])
-    return i if i >= 0 else -(i & 0x7FFFFFFFFFFFFFFF)
-
-
-def _from_key64(k: np.ndarray) -> np.ndarray:
-    k = np.asarray(k, dtype=np.int64)
-    bits = np.where(k >= 0, k, (-k) | np.int64(-0x8000000000000000))
-    return bits.astype(np.int64).view(np.float64)
-
-
-def build_factor(enc: ir.Encoding, fs: ir.FeatureSet, c, f: ir.Feature, role: str, tests, read,
-                 merge: bool = True) -> "Factor | str":
-    """The factor of encoded feature ``f`` (column encoding ``c``): its values in cells of the
-    split tests that read its columns (every value its own cell without ``tests`` or ``merge``);
-    a sentence when it cannot be enumerated."""
-    cols = set(range(c.offset, c.offset + c.width))
-    vals = _feature_values(f)
-    if vals is None:
-        if not isinstance(f.domain, (ir.RealRange, ir.IntRange)) or role == "over" or read is None:
-            return f"feature {f.name} is continuous or too wide to enumerate"
-        if cols & read:
-            if c.width != 1 or c.kind not in ("raw", "minmax", "standard") or not merge:
-                return f"feature {f.name} is continuous or too wide to enumerate"
-            mine = [t for t in tests if t.column in cols]
-            vals, cell = _interval_cells(enc, fs, f, c, mine)
-            columns, U = _encode_one(enc, fs, f.name, vals)
-            fac = Factor(f.name, role, vals, columns, U, cell)
-            fac.intervals = True
-            return fac
-        # never read: its bounds stand for every value (one cell)
-        vals = np.array([float(f.domain.lo), float(f.domain.hi)])
-        columns, U = _encode_one(enc, fs, f.name, vals)
-        fac = Factor(f.name, role, vals, columns, U, np.zeros(2, dtype=np.int64))
-        fac.intervals = True
-        return fac
-    columns, U = _encode_one(enc, fs, f.name, vals)
-    if tests is None or not merge:
-        cell = np.arange(len(vals), dtype=np.int64)
-    else:
-        mine = [t for t in tests if t.column in cols]
-        if mine:
-            sig = np.stack([t.left(U[:, t.column - c.offset]) for t in mine], axis=1)
-            _, cell = np.unique(sig, axis=0, return_inverse=True)
-            cell = np.asarray(cell, dtype=np.int64).reshape(-1)
-            first = {}                        # cells numbered in order of their first value
-            for v in cell:
-                first.setdefault(int(v), len(first))
-            cell = np.array([first[int(v)] for v in cell], dtype=np.int64)
-        else:
-            cell = np.zeros(len(vals), dtype=np.int64)
-    return Factor(f.name, role, vals, columns, U, cell)
-
-
 def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, ens=None
                 ) -> tuple[PairDomain | None, str]:
     """The finite pair domain of ``prop`` in cells of the split tests of ``ens`` (a
@@ -282,7 +101,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     if prop.pre:
         return None, "a further pre-condition"
     tol = dict(prop.relaxed)
-    tests = _split_tests(ens) if ens is not None else None
+    tests = split_tests(ens) if ens is not None else None
     read = {t.column for t in tests} if tests is not None else None
     factors = []
     for c in enc.columns:
@@ -299,7 +118,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     order = [f for f in factors if f.role == "tied"] + [f for f in factors if f.role != "tied"]
     varying = [f for f in order if f.role != "tied"]
     # a protected feature the model does not read, with two values or more, lets any pair differ there
-    free_elsewhere = any(n not in [c.feature for c in enc.columns] and _has_two_values(fs.get(n)) for n in prop.free)
+    free_elsewhere = any(n not in [c.feature for c in enc.columns] and has_two_values(fs.get(n)) for n in prop.free)
     n = int(np.prod([f.nc for f in order], dtype=np.float64)) if order else 1
     m = int(np.prod([f.nc for f in varying], dtype=np.float64)) if varying else 1
     if varying:
@@ -318,16 +137,10 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
         from fairspec.certify.trees import Factor as CFactor, leaf_boxes
 
         tied = [f for f in order if f.role == "tied"]
-        fixed = []
-        for r in range(m):
-            d = {}
-            for f, a in zip(varying, V):
-                for j, col in enumerate(f.columns):
-                    d[col] = float(f.U[f.rep[a[r]], j])
-            fixed.append(d)
+        fixed = fixed_columns(varying, V, m)
         cap = max(1, min(MAX_POINTS // max(m, 1), int(_max_pairs() // max(float(m) * m, 1.0))))
         try:
-            boxes = leaf_boxes([_tree_nodes(t) for t in ens.trees],
+            boxes = leaf_boxes([tree_nodes(t) for t in ens.trees],
                                [CFactor(f.name, f.columns, f.U, f.cell) for f in tied], fixed, max_boxes=cap)
         except ValueError:
             boxes = None
@@ -347,7 +160,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     for f, a in zip(varying, V):
         if f.role == "relaxed":
             D = _min_distance(f)
-            ok &= _exact_ok(D, prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
+            ok &= exact_ok(D, prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
     A, C = np.nonzero(ok)
     blocks = np.arange(n // m, dtype=np.int64) * m
     I = (blocks[:, None] + A[None, :]).reshape(-1)
@@ -432,16 +245,6 @@ def _interval(v: Fraction) -> tuple[float, float, float]:
     return float(v), float_down(v), float_up(v)
 
 
-def _ensemble(model):
-    """The model's trees in model-input space (None when they cannot be read exactly)."""
-    from fairspec.models.network import UnsupportedModel
-
-    try:
-        return model.tree_ensemble()
-    except (UnsupportedModel, ValueError):
-        return None
-
-
 def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):
     """The Verdict of ``prop`` by enumeration on the library's runtime, or None when the domain is
     not small (see the module docstring)."""
@@ -453,7 +256,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     model = ctx.model(prop.model)
-    ens = _ensemble(model)
+    ens = tree_ensemble(model)
     dom, why = pair_domain(prop, fs, enc, ens)
     if dom is None and ens is not None:
         dom, why = pair_domain(prop, fs, enc, None)
@@ -475,7 +278,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                               "change, so x and x' always reach the same leaves")
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
-               "runtime": _runtime_name(model)}
+               "runtime": runtime_name(model)}
     grid = dom.grid()
     rep_values = {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}
     X = encode(enc, rep_values, dom.n)
@@ -582,12 +385,6 @@ def _pts(dom) -> str:
     return "(infinitely many)" if dom.points is None else f"{dom.points:,}"
 
 
-def _runtime_name(model) -> str:
-    from fairspec.backends.data.flips import replayer_name
-
-    return replayer_name(model)
-
-
 _ = math
 
 
@@ -637,7 +434,7 @@ def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
     model or a ``prob`` of a probability-averaging forest (None otherwise)."""
     from fairspec.certify.trees import difference_bound
 
-    ens = _ensemble(model)
+    ens = tree_ensemble(model)
     if ens is None or not ((prop.post == "logit" and ens.link == "logistic")
                            or (prop.post == "prob" and ens.link == "identity")):
         return None
@@ -716,7 +513,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     out = model.replay(XW)
     x, xp = XW[0], XW[1]
     w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
-                (float(out[0]), float(out[1])), replayed_by=_runtime_name(model))
+                (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     value = bound = None
     if prop.post != "label":
         sw = runtime_outputs(model, XW, prop.post)
@@ -737,131 +534,3 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                    reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
 
 
-# ---------------------------------------------------------------------------------------------
-# k-discrimination in cells
-# ---------------------------------------------------------------------------------------------
-
-def _tree_nodes(t):
-    from fairspec.certify.trees import SplitTest, TreeNodes
-
-    tests = tuple(SplitTest(int(t.feature[k]), float(t.threshold[k]), bool(t.strict), bool(t.f32))
-                  if t.left[k] >= 0 else None for k in range(t.n_nodes))
-    return TreeNodes(tests, np.asarray(t.left), np.asarray(t.right))
-
-
-def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.FeatureSet, t0: float):
-    """k-discrimination of a tree model by enumeration: every individual's cell (the features not in
-    ``over`` grouped by the split tests that read them) with its K counterfactuals, scored by the
-    library in one batch, every bucket counted exactly by certify
-    (:func:`fairspec.certify.trees.kdisc_by_cell_enumeration`). A Verdict (holds with its proof and
-    the exact max k, or violated with a replayed individual), or None when the cells are too many."""
-    from fairspec.certify.trees import Factor as CFactor, kdisc_by_cell_enumeration
-    from fairspec.verdict import Verdict, Witness
-
-    if getattr(model, "score_kind", None) not in ("prob", "logit"):
-        return None
-    ens = _ensemble(model)
-    if ens is None:
-        return None
-    tests = _split_tests(ens)
-    read = {t.column for t in tests}
-    others, overs = [], []
-    for c in enc.columns:
-        f = fs.get(c.feature)
-        if f is None:
-            return None
-        role = "over" if f.name in prop.over else "tied"
-        fac = build_factor(enc, fs, c, f, role, tests, read, merge=role != "over")
-        if isinstance(fac, str):
-            return None
-        (overs if role == "over" else others).append(fac)
-    T = int(np.prod([f.nc for f in others], dtype=np.float64)) if others else 1
-    K = int(np.prod([f.nc for f in overs], dtype=np.float64)) if overs else 1
-    if K < 1:
-        return None
-    kg = np.meshgrid(*[np.arange(f.nc) for f in overs], indexing="ij") if overs else []
-    kg = [g.reshape(-1) for g in kg]
-    boxes = None
-    if T * K > MAX_POINTS:
-        # too many cells: products of cells on which every tree reaches one leaf (certify derives them)
-        from fairspec.certify.trees import leaf_boxes
-
-        nodes = [_tree_nodes(t) for t in ens.trees]
-        fixed = []
-        for r in range(K):
-            d = {}
-            for f, g in zip(overs, kg):
-                for j, col in enumerate(f.columns):
-                    d[col] = float(f.U[f.rep[g[r]], j])
-            fixed.append(d)
-        try:
-            boxes = leaf_boxes(nodes, [CFactor(f.name, f.columns, f.U, f.cell) for f in others], fixed,
-                               max_boxes=max(1, MAX_POINTS // K))
-        except ValueError:
-            return None
-        if boxes is None:
-            return None
-        T = len(boxes)
-        tg = [boxes.reps[:, i] for i in range(len(others))]
-    else:
-        tg = np.meshgrid(*[np.arange(f.nc) for f in others], indexing="ij") if others else []
-        tg = [g.reshape(-1) for g in tg]
-    values = {f.name: np.repeat(f.values[f.rep[g]], K) for f, g in zip(others, tg)}
-    for f, g in zip(overs, kg):
-        values[f.name] = np.tile(f.values[f.rep[g]], T)
-    from fairspec.runtime.encoding import decode_row, encode
-
-    X = encode(enc, values, T * K)
-    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
-    logit = model.score_kind == "logit"
-    points = (None if any(f.intervals for f in others) else
-              int(np.prod([len(f.values) for f in others], dtype=np.float64)) if others else 1)
-    claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
-             f"for all {'(infinitely many)' if points is None else f'{points:,}'} individuals ({T:,} cells of the model's "
-             "split tests)")
-    cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in others + overs]
-    try:
-        if boxes is not None:
-            from fairspec.certify.trees import kdisc_by_boxes
-
-            res = kdisc_by_boxes(boxes, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
-                                 points=points * K)
-        else:
-            res = kdisc_by_cell_enumeration(tests, cf, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit,
-                                            claim=claim, points=None if points is None else points * K)
-    except ValueError:
-        return None
-    seconds = time.perf_counter() - t0
-    details = {"engine": "enumeration in cells" if boxes is None else "enumeration in leaf boxes",
-               "individuals": points, "cells" if boxes is None else "boxes": T, "K": K,
-               "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
-    if res.proof is not None:
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(details["max_k"]), backend="search",
-                       seconds=seconds, details=details, proof=res.proof,
-                       reason=f"every individual (in {T:,} {'cells' if boxes is None else 'leaf boxes'} of the tree "
-                              f"model's split tests) and its {K} "
-                              f"counterfactuals evaluated on the library: max k = {details['max_k']} "
-                              f"(claim: k {prop.op} {prop.k})")
-    bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
-    from fairspec.certify.enumerate import kdisc_by_enumeration
-
-    for i in np.flatnonzero(bad)[:5]:
-        U = X[i * K:(i + 1) * K]
-        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
-        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
-        if again.proof is not None:
-            continue
-        kr = int(again.k_lo[0])
-        probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
-        lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
-        details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                       "prob": float(p)} for u, p in zip(U, probs)]
-        w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
-                    decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
-                    replayed_by=_runtime_name(model))
-        return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
-                       seconds=time.perf_counter() - t0, details=details,
-                       reason=f"enumerating every individual in cells of the tree model's split tests: one whose "
-                              f"{K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters of "
-                              f"width {prop.eps:g} (claim: k {prop.op} {prop.k})")
-    return None

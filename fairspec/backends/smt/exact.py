@@ -427,7 +427,7 @@ def _certify(q, text, excluded, S: _Session, cuts):
 
 
 def _z_prime(q, fx, fxp):
-    from fairspec.certify.pairlp import _exact_logit
+    from fairspec.certify.pairlp.nodes import _exact_logit
 
     try:
         return _exact_logit(q.layers, fxp)
@@ -436,7 +436,7 @@ def _z_prime(q, fx, fxp):
 
 
 def _real_prob_measure(q, fx, fxp) -> float:
-    from fairspec.certify.pairlp import _exact_logit
+    from fairspec.certify.pairlp.nodes import _exact_logit
     from fairspec.models.network import sigmoid
 
     za, zb = float(_exact_logit(q.layers, fx)), float(_exact_logit(q.layers, fxp))
@@ -444,7 +444,7 @@ def _real_prob_measure(q, fx, fxp) -> float:
 
 
 def _real_measure(q, post, fx, fxp) -> Fraction | float:
-    from fairspec.certify.pairlp import _exact_logit
+    from fairspec.certify.pairlp.nodes import _exact_logit
 
     za, zb = _exact_logit(q.layers, fx), _exact_logit(q.layers, fxp)
     if post == "label":
