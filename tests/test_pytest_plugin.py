@@ -1,6 +1,14 @@
 """The pytest plugin (pytest --fairspec): each property of a .fair file is an item; holds passes,
 violated fails with the witness, unknown fails unless relaxed, lint errors are one failing item;
--k selects, ini patterns skip / xfail; assert_fair inside ordinary tests. Run with pytester."""
+-k selects, ini patterns skip / xfail; assert_fair inside ordinary tests. Run with pytester, in this
+process (`runpytest_inprocess`): what is tested is the plugin's collection and reports, not a process
+boundary, and each inner pytest in a subprocess cost a fresh interpreter with every plugin and
+library imported again (the file took 1-2 min of a loaded CI run).
+
+In-process runs share this interpreter's modules: pytester drops the modules an inner run imports
+when it ends, and numpy's and xgboost's C modules cannot be loaded twice. So `_warm` (autouse, module
+scope: set up before any test's pytester snapshot) imports everything the inner runs use by running
+the same check and lint in this process first."""
 
 from __future__ import annotations
 
@@ -20,6 +28,25 @@ def _plugin_args() -> list[str]:
     # when the distribution is installed with its entry point, pytest loads the plugin itself
     installed = any(ep.value == "fairspec.pytest_plugin" for ep in entry_points(group="pytest11"))
     return [] if installed else ["-p", "fairspec.pytest_plugin"]
+
+
+BAD = "property p {\n  nonsense(\n}\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm(tiny, tmp_path_factory):
+    """What the inner runs import, imported before pytester's snapshot (see the module docstring)."""
+    import fairspec.pytest_plugin  # noqa: F401
+    import fairspec.testing  # noqa: F401
+    from fairspec import pipeline
+    from fairspec.diagnostics import render_full
+    from fairspec.pytest_plugin import describe
+
+    for v in pipeline.check(tiny / "spec.fair").verdicts:
+        describe(v)
+    bad = tmp_path_factory.mktemp("bad") / "bad.fair"
+    bad.write_text(BAD)
+    [render_full(d) for d in pipeline.lint(bad).diagnostics]
 
 
 @pytest.fixture(scope="module")
@@ -48,35 +75,35 @@ def _project(pytester, tiny) -> Path:
 
 def test_properties_are_items(pytester, tiny):
     _project(pytester, tiny)
-    res = pytester.runpytest_subprocess("--fairspec", "-rA", *_plugin_args())
+    res = pytester.runpytest_inprocess("--fairspec", "-rA", *_plugin_args())
     res.assert_outcomes(passed=1, failed=2)  # parity is unknown (0.8 inside its interval): a failure
     out = res.stdout.str()
     assert "spec.fair::parity" in out and "spec.fair::loose" in out
     assert "tight: violated" in out and "value:" in out and "parity: unknown" in out
-    res = pytester.runpytest_subprocess("--fairspec", "--fairspec-unknown=skip", *_plugin_args())
+    res = pytester.runpytest_inprocess("--fairspec", "--fairspec-unknown=skip", *_plugin_args())
     res.assert_outcomes(passed=1, failed=1, skipped=1)
 
 
 def test_inert_without_the_flag(pytester, tiny):
     _project(pytester, tiny)
-    res = pytester.runpytest_subprocess(*_plugin_args())
+    res = pytester.runpytest_inprocess(*_plugin_args())
     assert res.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_k_selects_and_ini_marks(pytester, tiny):
     _project(pytester, tiny)
-    res = pytester.runpytest_subprocess("--fairspec", "-k", "loose", *_plugin_args())
+    res = pytester.runpytest_inprocess("--fairspec", "-k", "loose", *_plugin_args())
     res.assert_outcomes(passed=1, deselected=2)
     pytester.makeini("[pytest]\nfairspec = true\nfairspec_skip =\n    *::parity\n"
                       "fairspec_xfail =\n    *::tight known gap, ticket 12\n")
-    res = pytester.runpytest_subprocess("-rA", *_plugin_args())
+    res = pytester.runpytest_inprocess("-rA", *_plugin_args())
     res.assert_outcomes(passed=1, skipped=1, xfailed=1)
     assert "known gap, ticket 12" in res.stdout.str()
 
 
 def test_lint_errors_are_one_item(pytester):
-    (Path(pytester.path) / "bad.fair").write_text("property p {\n  nonsense(\n}\n")
-    res = pytester.runpytest_subprocess("--fairspec", *_plugin_args())
+    (Path(pytester.path) / "bad.fair").write_text(BAD)
+    res = pytester.runpytest_inprocess("--fairspec", *_plugin_args())
     res.assert_outcomes(failed=1)
     assert "bad.fair::lint" in res.stdout.str() and "FS1" in res.stdout.str()
 
@@ -94,5 +121,5 @@ def test_tight_fails_with_its_value():
     with pytest.raises(AssertionError, match="tight: violated"):
         assert_fair({str(spec)!r}, property="tight")
 ''')
-    res = pytester.runpytest_subprocess(*_plugin_args())
+    res = pytester.runpytest_inprocess(*_plugin_args())
     res.assert_outcomes(passed=2)
