@@ -170,25 +170,61 @@ def test_vscode_package_is_complete():
 
 
 NPM = __import__("shutil").which("npm")
+VSCE_MAJOR = 3
+VSCE_FRESH_DAYS = 30
+
+
+def _vsce_tool(scratch: Path) -> Path:
+    """`vsce` (@vscode/vsce@3), installed from the npm registry once per machine into the user's cache
+    (FAIRSPEC_TEST_CACHE, else $XDG_CACHE_HOME or ~/.cache, /fairspec-tests/vsce3) and reinstalled
+    when older than VSCE_FRESH_DAYS: unpacking its ~200 packages was most of this test's time
+    (about 100 s of disk writes even from npm's own cache). The extension's dependencies are still
+    installed from the registry on every run: that they resolve is part of what is tested."""
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    root = os.environ.get("FAIRSPEC_TEST_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairspec-tests")
+    cached = Path(root) / f"vsce{VSCE_MAJOR}"
+    exe = cached / "node_modules" / ".bin" / "vsce"
+    if exe.exists() and time.time() - cached.stat().st_mtime < VSCE_FRESH_DAYS * 86400:
+        return exe
+    tool = scratch / "tool"
+    tool.mkdir()
+    r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"@vscode/vsce@{VSCE_MAJOR}"], cwd=tool,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"npm could not install the packaging tools: {r.stderr[-300:]}")
+    try:  # into the cache by one rename (another run may be doing the same: either copy is whole)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        stale = cached.with_name(f"{cached.name}.old.{os.getpid()}")
+        if cached.exists():
+            cached.rename(stale)
+        tool.rename(cached)
+        shutil.rmtree(stale, ignore_errors=True)
+    except OSError:  # a read-only or foreign cache (or another filesystem): use this run's copy
+        return (tool if tool.exists() else cached) / "node_modules" / ".bin" / "vsce"
+    return exe
 
 
 @pytest.mark.skipif(NPM is None, reason="npm is not installed")
 def test_vscode_extension_packages_without_warnings(tmp_path):
     """`vsce package` on a copy of editors/vscode (dependencies from the npm registry): no warning,
-    the client bundled into dist/extension.js, no node_modules in the .vsix."""
+    the client bundled into dist/extension.js, no node_modules in the .vsix. Skipped when npm is
+    absent or cannot reach the registry; the packaging tool is cached per machine (_vsce_tool)."""
     import shutil
     import subprocess
 
     work = tmp_path / "ext"
     shutil.copytree(VSCODE, work, ignore=shutil.ignore_patterns("node_modules", "dist", "*.vsix"))
-    tool = tmp_path / "tool"
-    tool.mkdir()
-    for cmd, cwd in ((["npm", "install", "--no-audit", "--no-fund"], work),
-                     (["npm", "install", "--no-audit", "--no-fund", "@vscode/vsce@3"], tool)):
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            pytest.skip(f"npm could not install the packaging tools: {r.stderr[-300:]}")
-    r = subprocess.run([str(tool / "node_modules" / ".bin" / "vsce"), "package", "--no-rewrite-relative-links"],
+    r = subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=work, capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"npm could not install the extension's dependencies: {r.stderr[-300:]}")
+    vsce = _vsce_tool(tmp_path)
+    r = subprocess.run([str(vsce), "package", "--no-rewrite-relative-links"],
                        cwd=work, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
