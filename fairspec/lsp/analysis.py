@@ -567,7 +567,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
     from fairspec.planning import OPTIONS
     from fairspec.sema.properties import METRICS
 
-    from fairspec.sema.check import ENCODING_KINDS
+    from fairspec.sema.check_features import ENCODING_KINDS
 
     block, current = context_at(text, line, col)
     stmt = current.lstrip()

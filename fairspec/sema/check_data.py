@@ -1,0 +1,195 @@
+"""Semantic analysis, the data declarations (part of fairspec.sema.check's Checker): a data file's
+format and options, its header and sampled rows (lint only samples), and which columns a spec reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from fairspec import ir
+from fairspec.sema.exprs import Scope, did_you_mean
+from fairspec.syntax import ast
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from fairspec.sema.check import Decl
+
+
+class DataChecks:
+    """The Checker's data part: `data NAME = csv(...) | parquet(...)` declarations."""
+
+    def _data(self, d: Decl) -> None:
+        node: ast.DataDecl = d.node
+        fmt = node.fmt.id
+        if fmt not in ("csv", "parquet"):
+            self.fail("FS412", f"unknown data format '{fmt}'", node.fmt.span, hint="data formats are csv and parquet")
+        pos = [a for a in node.args if a.kind == "pos"]
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
+            self.fail("FS305", f"{fmt}(...) takes the file path as its one positional argument", node.span)
+        path_arg = pos[0].value
+        kw = {}
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust":
+                self.fail("FS208", "'trust' applies to model files, not data", a.span)
+            kw[a.name.id] = a
+        allowed = {"sep", "header", "columns", "missing", "where", "label", "categories"}
+        if fmt == "parquet":  # the file has typed columns and their names
+            allowed -= {"sep", "header"}
+        for k, a in kw.items():
+            if k not in allowed:
+                self.fail("FS208", f"unknown {fmt} option '{k}'", a.name.span,
+                          hint=did_you_mean(k, allowed) or f"options are {', '.join(sorted(allowed))}")
+        sep = self._const(kw.get("sep"), str, ",")
+        if len(sep) != 1 or sep in '"\r\n':
+            self.fail("FS307", f"sep must be one character other than a quote or a line break, got {sep!r}",
+                      kw["sep"].value.span)
+        header = self._const(kw.get("header"), bool, None)
+        columns = None
+        if "columns" in kw:
+            v = kw["columns"].value
+            if not isinstance(v, ast.ListLit):
+                self.fail("FS301", "columns = [...] lists the column names", v.span)
+            columns = tuple(x.id if isinstance(x, ast.Name) else x.value for x in v.items
+                            if isinstance(x, (ast.Name, ast.Str)))
+            if len(columns) != len(v.items):
+                self.fail("FS301", "column names are names or strings", v.span)
+            dup = {c for c in columns if columns.count(c) > 1}
+            if dup:
+                self.fail("FS202", f"column {sorted(dup)[0]!r} is listed twice", v.span)
+        if header is None:
+            header = columns is None
+        missing, by_column = (), ()
+        if "missing" in kw:
+            v = kw["missing"].value
+            if isinstance(v, ast.SetLit) and v.items and all(isinstance(x, ast.MapItem) for x in v.items):
+                by_column = tuple(self._missing_markers(x) for x in v.items)  # {column: ["?", ""], ...}
+            else:
+                items = v.items if isinstance(v, ast.ListLit) else (v,)
+                if not all(isinstance(x, ast.Str) for x in items):
+                    self.fail("FS301", "missing = [\"?\", ...] lists strings that mark a missing value, or "
+                                       "missing = {column: [\"?\"], ...} per column", v.span)
+                missing = tuple(x.value for x in items)
+        categories = "names"
+        if "categories" in kw:
+            v = kw["categories"].value
+            if not isinstance(v, ast.Name) or v.id not in ("names", "codes"):
+                self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
+            categories = v.id
+        path = self.substitutes.get(("data", node.name.id)) or self.user_path(path_arg, d.base, "data file")
+        if fmt == "parquet":
+            header = True
+        data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
+                       missing_by_column=by_column)
+        from fairspec.runtime.data import DataError, column_names, header_renames
+
+        try:
+            names, sample = column_names(data)
+            renames = header_renames(data)
+        except DataError as e:
+            self.fail("FS404", str(e), path_arg.span)
+        if renames:  # FS430 once the columns the spec reads are known (_header_renames)
+            self.header_renames[node.name.id] = (renames, path_arg)
+        for col, _ in by_column:
+            if col not in names:
+                self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
+                          kw["missing"].value.span, hint=did_you_mean(col, names))
+        types = {}
+        for j, n in enumerate(names):
+            marks = data.markers(n)
+            # an empty cell is a missing value in a number column (it is no category of a text column
+            # either, but there it is kept as written)
+            vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in marks]
+            filled = [v for v in vals if v != ""]
+            types[n] = "num" if filled and all(_is_number(v) for v in filled) else "str"
+        self.data_columns[node.name.id] = types
+        complete = [r for r in sample if len(r) >= len(names)
+                    and not any(c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
+                                for c, n in zip(r, names))]
+        self.data_samples[node.name.id] = None if "where" in kw else (
+            path_arg.value, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
+        scope = Scope("data", columns=types)
+        where = label = None
+        if "where" in kw:
+            where = self.lower.expect_bool(kw["where"].value, scope)
+        if "label" in kw:
+            x, t = self.lower.lower(kw["label"].value, scope)
+            if t != "bool":
+                self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
+                          kw["label"].value.span)
+            label = x
+        self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label)
+
+    def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
+        """One ``column: ["?", ...]`` of ``missing = {...}``."""
+        k, v = item.key, item.value
+        if not isinstance(k, (ast.Name, ast.Str)):
+            self.fail("FS301", "missing = {column: [\"?\"], ...}: the keys are column names", item.span)
+        vals = v.items if isinstance(v, ast.ListLit) else (v,)
+        if not all(isinstance(x, ast.Str) for x in vals):
+            self.fail("FS301", "each column's markers are strings, as in missing = {age: [\"?\", \"\"]}", v.span)
+        return (k.id if isinstance(k, ast.Name) else k.value, tuple(x.value for x in vals))
+
+    def _const(self, arg, typ, default):
+        if arg is None:
+            return default
+        v = arg.value
+        if typ is str and isinstance(v, ast.Str):
+            return v.value
+        if typ is bool and isinstance(v, ast.BoolLit):
+            return v.value
+        if typ in (int, float) and isinstance(v, ast.Num) and (typ is float or v.is_int):
+            return typ(v.value)
+        word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
+        self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def used_columns(spec: ir.Spec) -> tuple:
+    """The data sets with ``used`` set: the columns the spec reads from each (the features' columns,
+    and every column a label, where, weight, logged-decision or other expression names). A row is
+    dropped for a missing value only in these (issue 23: an empty cell in a column no property
+    reads keeps the row). Over-approximated: a column name read anywhere counts for every data set
+    that has it."""
+    named: set[str] = set()
+
+    def walk(n, depth=0):
+        if depth > 200:
+            return
+        if isinstance(n, (tuple, list)):
+            for x in n:
+                walk(x, depth + 1)
+            return
+        if not dataclasses.is_dataclass(n) or isinstance(n, type):
+            return
+        if isinstance(n, ir.ColumnRef):
+            named.add(n.column)
+        for f in dataclasses.fields(n):
+            v = getattr(n, f.name)
+            if isinstance(v, str) and (f.name == "column" or f.name.endswith("_column") or f.name == "weight"):
+                named.add(v)
+            elif isinstance(v, (tuple, list)) or dataclasses.is_dataclass(v):
+                walk(v, depth + 1)
+
+    walk((spec.models, spec.feature_sets, spec.groups, spec.distributions, spec.properties,
+          tuple((d.where, d.label) for d in spec.datasets)))
+    out = []
+    for d in spec.datasets:
+        cols = {f.column for fs in spec.feature_sets if fs.data == d.name for f in fs.features}
+        from fairspec.runtime.data import DataError, column_names
+
+        try:
+            names = column_names(d)[0]
+        except DataError:
+            out.append(d)
+            continue
+        cols |= named & set(names)
+        out.append(dataclasses.replace(d, used=tuple(n for n in names if n in cols)))
+    return tuple(out)

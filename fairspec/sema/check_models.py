@@ -1,0 +1,325 @@
+"""Semantic analysis, the model declarations (part of fairspec.sema.check's Checker): a model file's
+format, options and input width (peeked, fairspec.models.peek: no machine-learning library is
+imported), scikit-learn pipelines, logged predictions, the readout, and what the chosen backend
+cannot encode of the file (FS506)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fairspec import ir
+from fairspec.diagnostics import Related
+from fairspec.sema.exprs import LowerError, did_you_mean
+from fairspec.syntax import ast
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from fairspec.sema.check import Decl
+
+MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+
+
+class ModelChecks:
+    """The Checker's models part: `model` declarations and the backend checks on their files."""
+
+    def _model(self, d: Decl) -> None:
+        node: ast.ModelDecl = d.node
+        fmt = node.fmt.id
+        if fmt not in MODEL_FORMATS:
+            self.fail("FS409", f"unknown model format '{fmt}'", node.fmt.span, hint=did_you_mean(fmt, MODEL_FORMATS))
+        pos = [a for a in node.args if a.kind == "pos"]
+        if fmt == "rule":
+            if len(pos) != 1:
+                self.fail("FS305", "rule(...) takes one condition over features", node.span)
+            # the rule's features are bound once encodings are known (_attach_model_features)
+            self.models[node.name.id] = ir.Model(node.name.id, "rule", None, span=node.span)
+            self._rule_exprs = getattr(self, "_rule_exprs", {})
+            self._rule_exprs[node.name.id] = pos[0].value
+            return
+        if fmt == "predictions":
+            self._predictions(node, pos)
+            return
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
+            self.fail("FS305", f"{fmt}(...) takes the model file path as its one positional argument", node.span)
+        path_arg = pos[0].value
+        output = index = score = None
+        trust = False
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust":
+                if a.name.id != "pickle":
+                    self.fail("FS208", f"only 'trust pickle' is known, not 'trust {a.name.id}'", a.span)
+                trust = True
+                continue
+            k, v = a.name.id, a.value
+            if k == "output":
+                if isinstance(v, ast.Str):
+                    output = v.value
+                elif isinstance(v, ast.Num) and v.is_int:
+                    output = int(v.value)
+                else:
+                    self.fail("FS301", "output = \"name\" or a position", v.span)
+            elif k == "index":
+                if not (isinstance(v, ast.Num) and v.is_int):
+                    self.fail("FS301", "index = a whole number (the column of a 2-D output)", v.span)
+                index = int(v.value)
+            elif k == "score":
+                if not (isinstance(v, ast.Name) and v.id in ("logit", "prob", "value")):
+                    self.fail("FS307", "score = logit | prob | value (what the chosen output is; value: a "
+                                       "regression's output)", v.span)
+                score = v.id
+            else:
+                self.fail("FS208", f"unknown model option '{k}'", a.name.span,
+                          hint=did_you_mean(k, ["output", "index", "score"]) or "options are output, index, score and trust pickle")
+        path = self.substitutes.get(("model", node.name.id)) or self.user_path(path_arg, d.base, "model file")
+        from fairspec.files import PathError, file_kind
+
+        try:
+            kind = file_kind(path)
+        except PathError as e:
+            self.fail("FS401", str(e), path_arg.span)
+        if kind == "missing":
+            self.fail("FS401", f"model file {path_arg.value} does not exist (looked for {path})", path_arg.span)
+        if kind != "file":
+            what = "a folder" if kind == "folder" else "not a regular file (a device, pipe or socket)"
+            self.fail("FS401", f"model file {path_arg.value} is {what}", path_arg.span)
+        if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
+            self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
+        model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span)
+        self.models[node.name.id] = model
+        if self.peek_models:
+            from fairspec.models import ModelLoadError, peek_input_width
+
+            try:
+                self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
+            except ModelLoadError as e:
+                self.fail("FS401", str(e), path_arg.span)
+            from fairspec.models.peek import peek_input_names
+
+            self.model_names[node.name.id] = peek_input_names(fmt, path)
+            self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
+            self._readout(node, fmt, path, output, index, score)
+
+    def _pipeline(self, node, fmt, path, output, index, score, trust, path_arg, force: bool = False) -> None:
+        """A scikit-learn Pipeline file: loaded now (its fitted preprocessing is the encoding,
+        fairspec.sema.pipelines), its width the final estimator's."""
+        from fairspec.models import ModelLoadError
+        from fairspec.models.base import normalize_format
+        from fairspec.models.peek_sklearn import sklearn_pickle_estimator, skops_top_class
+
+        if normalize_format(fmt, path) == "onnx" and self.model_names.get(node.name.id):
+            from types import SimpleNamespace
+
+            # one graph input per column (skl2onnx): without an encode block, one column per input by name
+            from fairspec.models.peek_onnx import read_onnx_signature
+
+            try:
+                sig = read_onnx_signature(path)
+                used = {i for n in sig.nodes for i in n.inputs} | {o.name for o in sig.outputs}
+            except ModelLoadError:
+                used = set(self.model_names[node.name.id])
+            unused = tuple(n for n in self.model_names[node.name.id] if n not in used)   # fed a filler value
+            self.frame_inputs[node.name.id] = SimpleNamespace(inputs=self.model_names[node.name.id], dropped=unused)
+            if unused:                                  # an encode block lists the inputs the graph reads
+                self.model_names[node.name.id] = tuple(n for n in self.model_names[node.name.id] if n not in unused)
+                self.model_widths[node.name.id] = len(self.model_names[node.name.id])
+            self.model_spans[node.name.id] = node.span
+            return
+        if normalize_format(fmt, path) != "sklearn":
+            return
+        if path.suffix.lower() == ".skops":
+            cls = skops_top_class(path)
+        else:
+            est = sklearn_pickle_estimator(path) if trust else None
+            cls = "Pipeline" if force else (est[0] if est else None)
+            if trust and est is None and not force:                   # e.g. joblib's own format: the inert peek cannot tell;
+                self.deferred_pickles[node.name.id] = (node, fmt, path, output, index, score, trust, path_arg)
+                return                                  # loaded only if no encode block writes its inputs
+        if cls != "Pipeline":
+            return
+        from fairspec.models import ModelLoadError
+        from fairspec.sema.pipelines import load_folded
+
+        try:
+            folded = load_folded(fmt, path, output, index, score, trust)
+        except ModelLoadError as e:
+            self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
+            self.fail("FS401", str(e), path_arg.span)
+        if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
+            return
+        self.pipelines[node.name.id] = folded
+        self.model_widths[node.name.id] = None if folded.unfoldable else folded.width
+        if folded.unfoldable:
+            self.sink.add("FS423", f"the pipeline of model '{node.name.id}' has preprocessing fairspec cannot fold "
+                                   f"into an encoding: {'; '.join(folded.unfoldable)}; properties on data run "
+                                   f"through its own predict_proba, and the solvers cannot read it", path_arg.span)
+        self.model_names[node.name.id] = None
+        self.model_spans[node.name.id] = node.span
+
+    def _guard_pipeline(self, args) -> None:
+        from fairspec.diagnostics import DiagnosticError
+
+        try:
+            self._pipeline(*args[:-1], args[-1], force=True)
+        except (LowerError, DiagnosticError):
+            pass                                         # reported in the sink
+
+    def _pipeline_encodings(self) -> None:
+        """The encoding of each pipeline model that has no encode block, read from the pipeline."""
+        from fairspec.sema.pipelines import derive, frame_encoding
+
+        for name, args in self.deferred_pickles.items():
+            if name not in self.encodings and name not in self.encoded_models:
+                self._guard_pipeline(args)
+        for name, folded in self.pipelines.items():
+            if name in self.encodings or name in self.encoded_models:
+                continue
+            make = frame_encoding if folded.unfoldable else derive
+            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            if enc is None:
+                self.encoded_models.add(name)       # reported: no second "has no encode block"
+            else:
+                self.encodings[name] = enc
+        for name, inputs in self.frame_inputs.items():
+            if name in self.encodings or name in self.encoded_models:
+                continue
+            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            if enc is None:
+                self.encoded_models.add(name)
+            else:
+                self.encodings[name] = enc
+
+    def _readout(self, node, fmt, path, output, index, score) -> None:
+        """FS413: the output column and decision rule must be fixed by the declaration
+        (fairspec.models.readout decides; the loaders and every backend read the same)."""
+        from fairspec.models.peek import peek_output_columns
+        from fairspec.models.readout import ReadoutError, resolve_readout
+
+        from fairspec.models.peek import peek_output_kind
+
+        columns = peek_output_columns(fmt, path, output)
+        what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
+        task, n_classes, classes = peek_output_kind(fmt, path, output, score)
+        try:
+            r = resolve_readout(columns, index, score, what, task=task if task == "regression" else None)
+        except ReadoutError as e:
+            self.sink.add("FS413", e.message, node.span, hint=e.hint)
+            return
+        # the output kind (issue 25), as far as the file tells before loading: sema.outputs checks it
+        import dataclasses
+
+        m = self.models[node.name.id]
+        self.models[node.name.id] = dataclasses.replace(
+            m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
+            classes=classes)
+
+    def _predictions(self, node: ast.ModelDecl, pos) -> None:
+        """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):
+        the logged decisions of a data set, audited with no model file."""
+        hint = 'predictions(DATA, score = "column", threshold = 0.5) or predictions(DATA, decision = "column")'
+        if len(pos) != 1 or not isinstance(pos[0].value, ast.Name):
+            self.fail("FS305", "predictions(...) takes the data set that holds the decisions", node.span, hint=hint)
+        data = self._lookup(pos[0].value, ast.DataDecl, "a data set", self.datasets)
+        cols = self.data_columns.get(data.name, {})
+        kw = {}
+        for a in node.args:
+            if a.kind == "pos":
+                continue
+            if a.kind == "trust" or a.name.id not in ("score", "decision", "threshold"):
+                self.fail("FS208", f"predictions(...) has no option '{a.name.id}'", a.name.span,
+                          hint="options are score, decision and threshold")
+            kw[a.name.id] = a
+        if ("score" in kw) == ("decision" in kw):
+            self.fail("FS305", "predictions(...) reads exactly one column: score = \"col\" or decision = \"col\"",
+                      node.span, hint=hint)
+        which = "score" if "score" in kw else "decision"
+        v = kw[which].value
+        if not isinstance(v, (ast.Str, ast.Name)):
+            self.fail("FS301", f"{which} names a column of '{data.name}'", v.span)
+        col = v.value if isinstance(v, ast.Str) else v.id
+        if col not in cols:
+            self.fail("FS207", f"data set '{data.name}' has no column '{col}'", kw[which].value.span,
+                      hint=did_you_mean(col, cols))
+        threshold = None
+        if which == "score":
+            if cols[col] != "num":
+                self.fail("FS306", f"the score column '{col}' of '{data.name}' does not hold numbers",
+                          kw[which].value.span)
+            if "threshold" not in kw:
+                self.fail("FS305", "a score column needs the decision threshold: threshold = 0.5 (positive where "
+                                   "score > threshold)", node.span)
+            threshold = self._const(kw["threshold"], float, None)
+        elif "threshold" in kw:
+            self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
+        fss = [f for f in self.feature_sets.values() if f.data == data.name]
+        if len(fss) != 1:
+            names = ", ".join(f.name for f in fss)
+            self.fail("FS501", f"the groups of predictions over '{data.name}' come from the feature set declared "
+                               f"'from {data.name}', and " + (f"there are {len(fss)}: {names}" if fss else "there is none"),
+                      node.span, hint=f"declare exactly one: features F from {data.name} {{ ... }}")
+        self.models[node.name.id] = ir.Model(
+            node.name.id, "predictions", None, span=node.span, data=data.name, features=fss[0].name,
+            score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
+            threshold=threshold)
+
+    def _network_backends(self, spec: ir.Spec) -> None:
+        """FS506: a property whose backend encodes the model as a ReLU network, over a model file that
+        certainly is not one (read cheaply from the file: ONNX operators, the skops estimator).
+        An error when the spec chose the backend with `using`; a warning when it is the default (the
+        property is then falsified on data where it can be, and otherwise reported unknown)."""
+        from fairspec.models.peek import is_tree_file, piecewise_linear_obstacle
+        from fairspec.planning import plan
+
+        seen: dict[str, str | None] = {}
+        for prop in self.properties:
+            p = plan(prop, spec)
+            if "relu_network" not in p.needs:
+                continue
+            backend = p.backend
+            m = self.models.get(getattr(prop, "model", ""))
+            if m is None:
+                continue
+            if m.name not in seen:
+                if m.format != "rule" and is_tree_file(m.format, m.path):   # skops or pickle, read inertly
+                    seen[m.name] = None                  # tree ensembles have their own exact encodings
+                else:
+                    seen[m.name] = ("a rule model is not a network" if m.format == "rule" else
+                                    piecewise_linear_obstacle(m.format, m.path, m.output))
+            why = seen[m.name]
+            if why is None:
+                continue
+            chosen = prop.options.backend is not None
+            self.sink.add("FS506", f"the {backend} backend encodes model '{m.name}' as a ReLU network, but {why}",
+                          prop.span, severity="error" if chosen else "warning",
+                          hint="pick a backend that runs the model as it is (using data), or export the model "
+                               "as a ReLU network",
+                          related=(Related(m.span, f"model '{m.name}' declared here"),) if m.span else ())
+
+    def _tree_models(self, spec: ir.Spec) -> None:
+        """FS506 for what a tree model cannot do, known from the file before any solving: a logit
+        bound on a tree or forest (its output averages probabilities: not linear in its leaves).
+        Every other property kind runs on tree models (individual fairness and PBA by the exact
+        tree encodings, k-discrimination by leaf combinations, group metrics over a distribution
+        through the compiled decision tree, unknown at run time when that is too large)."""
+        from fairspec.models.peek import AVERAGING_TREES, tree_file_class
+        from fairspec.planning import plan
+
+        for prop in self.properties:
+            m = self.models.get(getattr(prop, "model", ""))
+            if m is None:
+                continue
+            chosen = prop.options.backend is not None
+            related = (Related(m.span, f"model '{m.name}' declared here"),) if m.span else ()
+            if prop.kind != "individual_fairness" or getattr(prop, "post", None) != "logit" or m.format == "rule":
+                continue
+            backend = plan(prop, spec).backend
+            if backend not in ("milp", "smt"):
+                continue
+            cls = tree_file_class(m.format, m.path)
+            if cls in AVERAGING_TREES:
+                self.sink.add("FS506", f"the {backend} backend cannot decide a logit bound on model '{m.name}': a "
+                                       f"{cls}'s output averages probabilities over its leaves, and its logit is not "
+                                       "linear in them (check reports it unknown)",
+                              prop.span, severity="error" if chosen else "warning",
+                              hint="state the bound on prob(...) instead", related=related)
