@@ -303,13 +303,14 @@ def unfair_boxes(problem, lo=None, hi=None, *, max_nodes: int = 31, deadline: fl
     lo = problem.lo.copy() if lo is None else np.asarray(lo, dtype=np.float64).copy()
     hi = problem.hi.copy() if hi is None else np.asarray(hi, dtype=np.float64).copy()
     nodes = 0
+    outer = [_case_box(lo, hi, c) for c in cases]      # the runtime error bound over the whole box, once
 
     def prove(blo, bhi):
         nonlocal nodes
         nodes += 1
         boxes = [_case_box(blo, bhi, c) for c in cases]
         try:
-            return prove_box_unfair(rt.layers, boxes, pairs, post=problem.post, eps=problem.eps,
+            return prove_box_unfair(rt.layers, boxes, pairs, error_boxes=outer, post=problem.post, eps=problem.eps,
                                     eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
                                     precision=rt.precision, integer=problem.integer,
                                     onehot_groups=problem.onehot_groups,

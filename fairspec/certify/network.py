@@ -615,17 +615,50 @@ def prob_error_to_logit(e_prob: float) -> float:
     return float_up(4 * e / (1 - 2 * e))
 
 
+_E_MEMO: dict = {}
+
+
+def _error_over(runtime_net, layers, elo, ehi, encoding, readout, precision, integer, onehot_groups) -> float:
+    """:func:`runtime_error_bound` over the box [elo, ehi], remembered for the same network, encoding
+    and box (the memo keeps the objects it keys by id alive and compares them, so an id is never
+    mistaken for another object's)."""
+    key = (id(runtime_net), id(encoding), elo.tobytes(), ehi.tobytes(), tuple(readout), precision,
+           None if integer is None else np.asarray(integer, dtype=bool).tobytes(),
+           tuple(tuple(g) for g in onehot_groups))
+    hit = _E_MEMO.get(key)
+    if hit is not None and hit[0] is runtime_net and hit[1] is encoding:
+        return hit[2]
+    E = runtime_error_bound(layers, elo, ehi, encoding=encoding, readout=readout, precision=precision,
+                            integer=integer, onehot_groups=onehot_groups)
+    if len(_E_MEMO) >= 256:
+        _E_MEMO.clear()
+    _E_MEMO[key] = (runtime_net, encoding, E)
+    return E
+
+
 def score_interval(runtime_net, lo, hi, *, readout=("logit", 0), encoding=None, precision: str = "float32",
-                   integer=None, onehot_groups: Sequence[Sequence[int]] = (), symbolic: bool = False):
+                   integer=None, onehot_groups: Sequence[Sequence[int]] = (), symbolic: bool = False,
+                   error_box=None):
     """``(lower, upper, E)``: rigorous bounds of the score **as the runtime computes it** over every
     input of the box (outward-rounded intervals of the exact network, with ``symbolic`` intersected
     with :func:`symbolic_bounds`, widened by the runtime error bound E of
-    :func:`runtime_error_bound`; in the readout's units), or None for an empty box."""
+    :func:`runtime_error_bound`; in the readout's units), or None for an empty box.
+
+    ``error_box``: a box containing ``[lo, hi]`` (checked here) over which E is computed and
+    remembered, so that the sub-boxes of one box share one E (a bound over a box holds on each
+    of its sub-boxes)."""
     layers = as_layers(runtime_net)
     lo = np.asarray(lo, dtype=np.float64).reshape(-1)
     hi = np.asarray(hi, dtype=np.float64).reshape(-1)
-    E = runtime_error_bound(layers, lo, hi, encoding=encoding, readout=readout, precision=precision,
-                            integer=integer, onehot_groups=onehot_groups)
+    if error_box is not None:
+        elo = np.asarray(error_box[0], dtype=np.float64).reshape(-1)
+        ehi = np.asarray(error_box[1], dtype=np.float64).reshape(-1)
+        if elo.shape != lo.shape or ehi.shape != hi.shape or np.any(elo > lo) or np.any(ehi < hi):
+            raise ValueError("error_box must contain the box")
+        E = _error_over(runtime_net, layers, elo, ehi, encoding, readout, precision, integer, onehot_groups)
+    else:
+        E = runtime_error_bound(layers, lo, hi, encoding=encoding, readout=readout, precision=precision,
+                                integer=integer, onehot_groups=onehot_groups)
     xlo, xhi, _ = _encoded_box_and_error(encoding, lo, hi, integer, precision)
     ibp = rigorous_ibp(layers, xlo, xhi, onehot_groups)
     if ibp is None:

@@ -37,9 +37,11 @@ def _prob(kind: str, lo: float, hi: float) -> tuple[float, float]:
 def prove_box_unfair(runtime_net, cases: Sequence[tuple], pairs: Sequence[tuple[int, int]], *, post: str,
                      eps=0.0, eps_strict: bool = False, readout=("logit", 0), encoding=None,
                      precision: str = "float32", integer=None, onehot_groups: Sequence[Sequence[int]] = (),
-                     claim: str, **detail):
+                     error_boxes: Sequence[tuple] | None = None, claim: str, **detail):
     """An ``interval`` Proof that every individual of the box has a counterfactual violating the
-    post-condition (see the module docstring), or None when the bounds do not show it."""
+    post-condition (see the module docstring), or None when the bounds do not show it.
+    ``error_boxes``: one box per case containing it, over which the runtime error bound is computed
+    (and remembered: the sub-boxes of one partition share it; see ``score_interval``)."""
     from fairspec.certify.network import score_interval
     from fairspec.certify.proof import _mint
 
@@ -53,7 +55,7 @@ def prove_box_unfair(runtime_net, cases: Sequence[tuple], pairs: Sequence[tuple[
             lo, hi = cases[k]
             bounds[k] = score_interval(runtime_net, lo, hi, readout=readout, encoding=encoding,
                                        precision=precision, integer=integer, onehot_groups=onehot_groups,
-                                       symbolic=True)
+                                       symbolic=True, error_box=None if error_boxes is None else error_boxes[k])
         return bounds[k]
 
     for a, b in pairs:

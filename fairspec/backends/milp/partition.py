@@ -142,19 +142,21 @@ def split_widest(problem: PairProblem, n_parts: int,
 
 
 def _solve_part(shared, item) -> PairResult:
-    res = _decide_part(shared, item)
-    problem, mode, backend, kw, deadline = shared[:5]
-    nodes = shared[5] if len(shared) > 5 else 0
-    if nodes and res.status == "violated" and res.witness is not None:
-        # FairQuant's falsified share: a box of the refuted partition proved unfair (certify), grown
-        # around the counterexample in at most ``nodes`` proof attempts
-        from fairspec.backends.quantify import unfair_boxes
+    return _decide_part(shared, item)
 
-        lo, hi = item[1], item[2]
-        found = unfair_boxes(problem.restrict(lo, hi), max_nodes=nodes, deadline=deadline, witness=res.witness.x)
-        if found:
-            res = replace(res, stats={**(res.stats or {}), "unfair_boxes": found})
-    return res
+
+def _grow_part(shared, item) -> list:
+    """FairQuant's falsified share: a box of a refuted partition proved unfair (certify), grown around
+    its counterexample in at most ``nodes`` proof attempts (``[(lo, hi, proof)]``, maybe empty)."""
+    from fairspec.backends.quantify import unfair_boxes
+
+    problem, deadline, nodes = shared[0], shared[4], shared[5]
+    _, lo, hi, witness = item
+    return unfair_boxes(problem.restrict(lo, hi), max_nodes=nodes, deadline=deadline, witness=witness)
+
+
+def _no_boxes(item, reason: str) -> list:
+    return []
 
 
 def _decide_part(shared, item) -> PairResult:
@@ -193,7 +195,7 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 24, falsify: bool = True, **solver_kw) -> PairResult:
+                      chunk: int = 8, unfair_nodes: int = 12, falsify: bool = True, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -207,11 +209,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    over the cores when there is more than one partition).
     unfair_nodes:  proof attempts to grow a box proved unfair around a refuted partition's
                    witness (FairQuant's falsified share, :func:`fairspec.backends.quantify.unfair_boxes`;
-                   0: none, the falsified share is then the counterexample points alone).
+                   0: none, the falsified share is then the counterexample points alone), after
+                   every partition is decided and within ``time_limit`` (``stats["quantify_seconds"]``).
     falsify:       find / prove on a network: first one batched attack over every box
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
-                   unfair boxes are still grown in the workers).
+                   unfair boxes are still grown).
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -240,11 +243,23 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
+        # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
+        # witness (the decisions come first: quantifying never costs a partition its verdict)
+        t_q = time.perf_counter()
+        grow = [(k, parts[k][0], parts[k][1], np.asarray(r.witness.x, dtype=np.float64))
+                for k, r in enumerate(results) if unfair_nodes and r is not None and r.status == "violated"
+                and r.witness is not None]
+        if grow and (deadline is None or time.time() < deadline):
+            for (k, *_), found in zip(grow, ex.map(_grow_part, grow, shared=shared, on_error=_no_boxes)):
+                if found:
+                    results[k] = replace(results[k], stats={**(results[k].stats or {}), "unfair_boxes": found})
+        quantify_seconds = time.perf_counter() - t_q
     finally:
         if own:
             ex.close()
     out = _combine(problem, mode, parts, results, time.perf_counter() - t0)
     out.stats["attack_refuted"] = len(attacked)
+    out.stats["quantify_seconds"] = round(quantify_seconds, 4)
     return out
 
 
