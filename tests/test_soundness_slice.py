@@ -47,6 +47,10 @@ SLICE = {
     "data": (0, 1, 2, 6, 8),
     "kdisc": (1, 4, 5, 6, 8, 10, 39),
     "kdisc-solver": (10, 39),
+    "multiclass": (2, 4),
+    "multiclass-solver": (4, 6),
+    "regression": (6, 10),
+    "regression-solver": (6, 10),
 }
 
 
@@ -64,6 +68,10 @@ CELL_OF = {
     "kdisc-solver": lambda m: "network" if m.get("model") == "onnx" else "trees",
     "pba": lambda m: m.get("engine"),
     "data": lambda m: m.get("mode"),
+    "multiclass": lambda m: m.get("backend"),
+    "multiclass-solver": lambda m: m.get("backend"),
+    "regression": lambda m: m.get("backend"),
+    "regression-solver": lambda m: m.get("backend"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -77,6 +85,10 @@ CELLS = {
     "kdisc-solver": ["network", "trees"],
     "pba": ["highs", "scip", "lp"],
     "data": ["decision", "score", "rule"],
+    "multiclass": ["default", "milp", "milp-scip", "smt"],
+    "multiclass-solver": ["default", "milp", "milp-scip", "smt"],
+    "regression": ["default", "milp", "milp-scip", "smt"],
+    "regression-solver": ["default", "milp", "milp-scip", "smt"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.

@@ -36,7 +36,7 @@ def families() -> dict:
     from . import networks
 
     out = {"network": networks.generate}
-    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc"):
+    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc", "multiclass", "regression"):
         try:
             m = __import__(f"{__package__}.{mod}", fromlist=["generate"])
         except ImportError:
@@ -44,7 +44,7 @@ def families() -> dict:
         out[m.FAMILY] = m.generate
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
-    for fam in ("network", "trees", "kdisc"):
+    for fam in ("network", "trees", "kdisc", "multiclass", "regression"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out

@@ -1,0 +1,225 @@
+"""Multiclass ReLU networks, individual fairness (issue 25): random small float32 ONNX nets with
+K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature domains; the posts
+``class(m(x)) == class(m(x'))`` (argmax, ties to the first largest column) and, for softmax heads,
+``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly).
+
+The truth enumerates every domain point on onnxruntime and every admissible pair. Ties on
+purpose: dyadic weights, zero biases, two outputs exactly equal at a domain point (the argmax's
+tie rule decides), tolerances equal to the exact maximal difference. The regression family
+(:mod:`.regression`) shares the generator.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .core import Instance, Prop, Truth, decimal_text, encode_points, exact, grid, write_csv
+from .networks import Net, PairSpec, _encoding, _features, _witness_checker, admissible, pair_groups, run_onnx
+
+FAMILY = "multiclass"
+
+BACKENDS = ("default", "milp", "milp-scip", "smt")
+MODES = ("prove", "prove", "find", "maximize")
+
+
+def _dyadic(rng, shape):
+    return rng.integers(-8, 9, size=shape).astype(np.float64) / 4
+
+
+def _net(rng, d_in: int, k_out: int, head: str) -> Net:
+    sizes = [d_in] + [int(rng.integers(2, 6)) for _ in range(int(rng.integers(1, 3)))] + [k_out]
+    Ws, bs = [], []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        W = _dyadic(rng, (b, a))
+        W[rng.random(W.shape) < 0.2] = 0.0
+        Ws.append(W)
+        bs.append(np.zeros(b) if rng.random() < 0.5 else _dyadic(rng, (b,)))
+    return Net(Ws, bs, head)
+
+
+def _hidden(net: Net, X: np.ndarray) -> np.ndarray:
+    H = X.astype(np.float64)
+    for W, b in zip(net.Ws[:-1], net.bs[:-1]):
+        H = np.maximum(H @ W.T + b, 0)
+    return H
+
+
+def _tie(rng, net: Net, X32: np.ndarray, info: dict):
+    """Two outputs exactly equal at one domain point (exact: dyadic weights and grid)."""
+    if net.Ws[-1].shape[0] < 2 or rng.random() < 0.4:
+        return
+    i0 = int(rng.integers(0, X32.shape[0]))
+    z = _hidden(net, X32[i0:i0 + 1]) @ net.Ws[-1].T + net.bs[-1]
+    K = z.shape[1]
+    a, b = (int(v) for v in rng.choice(K, size=2, replace=False))
+    net.bs[-1][a] = np.float32(net.bs[-1][a] - (z[0, a] - z[0, b]))
+    info["tie_point"] = i0
+
+
+def _base(rng, k_out: int, head: str, family: str):
+    """(features, encodings, points P, encoded X, spec head text, files, info, has_data, outputs Y)."""
+    while True:
+        fs = _features(rng)
+        size = int(np.prod([f.size for f in fs]))
+        if size <= 400:
+            break
+    has_data = rng.random() < 0.3
+    encs = [_encoding(rng, f, False) for f in fs]
+    names = [f.name for f in fs]
+    P = grid(fs)
+    files: dict = {}
+    if has_data:
+        rows = P[rng.integers(0, P.shape[0], size=int(rng.integers(8, 20)))].copy()
+        files["d.csv"] = write_csv(fs, rows, {"y": rng.integers(0, 2, size=rows.shape[0])})
+    X = encode_points(encs, P, names)
+    X32 = X.astype(np.float32)
+    net = _net(rng, X.shape[1], k_out, head)
+    info = {"runtime": "onnx", "head": head, "outputs": k_out, "points": int(P.shape[0]),
+            "encodings": {e.feature.name: e.text() for e in encs}}
+    _tie(rng, net, X32, info)
+    files["m.onnx"] = net.onnx_bytes()
+    Y = np.asarray(run_onnx(files["m.onnx"], X32), dtype=np.float64)
+    spec = 'data d = csv("d.csv", label = y == 1)\n' if has_data else ""
+    spec += "features F" + (" from d" if has_data else "") + " {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
+    return fs, encs, P, X, spec, files, info, Y, size
+
+
+def _pair_spec(rng, fs) -> PairSpec:
+    protected = [i for i, f in enumerate(fs) if f.protected]
+    free = tuple(protected if rng.random() < 0.8 else protected[:1])
+    others = [i for i in range(len(fs)) if i not in free]
+    relaxed = []
+    ints = [i for i in others if fs[i].kind == "int"]
+    if ints and rng.random() < 0.3:
+        i = ints[int(rng.integers(0, len(ints)))]
+        tol, strict = [("1", False), ("1", True), ("2", True)][int(rng.integers(0, 3))]
+        relaxed.append((i, tol, strict))
+    tied = tuple(i for i in others if i not in [r[0] for r in relaxed])
+    return PairSpec(free, tuple(relaxed), tied)
+
+
+def _settings(rng):
+    backend = BACKENDS[int(rng.integers(0, len(BACKENDS)))]
+    mode = MODES[int(rng.integers(0, len(MODES)))]
+    out = {"default": [], "milp": ["using milp"], "milp-scip": ["using milp", "engine = scip"],
+           "smt": ["using smt"]}[backend]
+    if mode != "prove":
+        out.append(f"mode = {mode}")
+    return backend, mode, out
+
+
+def _text(name, fs, ps: PairSpec, ensure: str, extra: list[str]) -> str:
+    names = [f.name for f in fs]
+    lines = ["forall x, x' : F", "require x.* == x'.* except {" + ", ".join(names[i] for i in ps.free) + "}"]
+    for i, tol, strict in ps.relaxed:
+        lines.append(f"require |x.{names[i]} - x'.{names[i]}| {'<' if strict else '<='} {tol}")
+    lines.append(f"ensure {ensure}")
+    lines += extra + ["timeout = 20s"]
+    return f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+
+
+def _eps(rng, Dx: Fraction, D: float):
+    op = "<=" if rng.random() < 0.6 else "<"
+    c = rng.random()
+    text = decimal_text(Dx)
+    if c < 0.4 and text is not None:
+        eps = text
+    elif c < 0.75:
+        eps = str(float(Fraction(int(rng.integers(0, 9)), 8)))
+    else:
+        eps = f"{D * float(rng.choice([0.5, 0.9, 1.1, 2])):.6g}"
+    if "e" in eps:
+        eps = "0"
+    if op == "<" and float(eps) == 0:
+        op = "<="
+    return op, eps
+
+
+def _diff_truth(v: np.ndarray, P, ps: PairSpec, op: str, eps: str):
+    """(status, max |v_a - v_b| exactly (Fraction) and its pair, pairs) over admissible pairs."""
+    e = exact(eps)
+    viol, best, n = False, None, 0
+    for idx in pair_groups(P, ps):
+        M = admissible(P, idx, ps)
+        n += int(M.sum())
+        vv = v[idx]
+        D = np.where(M, np.abs(vv[:, None] - vv[None, :]), -np.inf)
+        a, b = np.unravel_index(int(np.argmax(D)), D.shape)
+        if M[a, b]:
+            d = abs(exact(vv[a]) - exact(vv[b]))
+            if best is None or d > best[0]:
+                best = (d, int(idx[a]), int(idx[b]))
+            viol |= (d > e) if op == "<=" else (d >= e)
+    return ("violated" if viol else "holds"), best, n
+
+
+def _class_checker(fs, P, ps, k):
+    """The witness check of the class post: networks' checker with the class as a 0/1 'label'."""
+    from .networks import Outputs
+
+    def check(w):
+        base = _witness_checker(fs, P, ps, Outputs(np.zeros(P.shape[0], bool)), "label", None, None,
+                                np.zeros((P.shape[0], 1)))
+        # the structural checks (domain point, pre-condition), then the class change itself
+        msg = base({**w, "x": None, "x_prime": None})
+        if msg is not None and "same decision" not in msg:
+            return msg
+        radix = [f.size for f in fs]
+        offs = [f.lo if f.kind == "int" else 0 for f in fs]
+        idx = []
+        for side in ("features", "features_prime"):
+            i = 0
+            for f, r, o in zip(fs, radix, offs):
+                i = i * r + (f.read(w[side][f.name]) - o)
+            idx.append(i)
+        if k[idx[0]] == k[idx[1]]:
+            return "the witness pair gets the same predicted class on the model's runtime"
+        return None
+
+    return check
+
+
+def generate(seed: int, n_props: int = 6) -> Instance:
+    rng = np.random.default_rng([25, seed])
+    k_out = int(rng.choice([3, 3, 4]))
+    head = "logit2" if rng.random() < 0.75 else "prob2"       # Identity | Softmax over the K outputs
+    fs, encs, P, X, spec, files, info, Y, size = _base(rng, k_out, head, FAMILY)
+    score = "logit" if head == "logit2" else "prob"
+    spec += f'model m = onnx("m.onnx", output = "out", score = {score})\n'
+    spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+    k = np.argmax(Y, axis=1)                                   # the first largest column
+    props = []
+    for j in range(n_props):
+        ps = _pair_spec(rng, fs)
+        backend, mode, extra = _settings(rng)
+        if head == "prob2" and rng.random() < 0.4:
+            c = int(rng.integers(0, k_out))
+            _, best, _ = _diff_truth(Y[:, c], P, ps, "<=", "0")
+            Dx = best[0] if best is not None else Fraction(0)
+            op, eps = _eps(rng, Dx, float(Dx))
+            status, best, n = _diff_truth(Y[:, c], P, ps, op, eps)
+            ensure = f"|prob(m(x), {c}) - prob(m(x'), {c})| {op} {eps}"
+            from .networks import Outputs
+
+            out = Outputs(Y[:, c] > 0.5, None, Y[:, c])
+            check = _witness_checker(fs, P, ps, out, "prob", op, eps, X)
+            value = float(best[0]) if (mode == "maximize" and best is not None) else None
+            post = "class_prob"
+        else:
+            n, viol = 0, False
+            for idx in pair_groups(P, ps):
+                M = admissible(P, idx, ps)
+                n += int(M.sum())
+                viol |= bool(np.any(M & (k[idx][:, None] != k[idx][None, :])))
+            status = "violated" if viol else "holds"
+            ensure = "class(m(x)) == class(m(x'))"
+            check = _class_checker(fs, P, ps, k)
+            value, op, eps, post = None, None, None, "class"
+        truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                      domain=size, pairs=n)
+        meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
+                "outputs": k_out, "runtime": "onnx"}
+        props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    return Instance(FAMILY, seed, spec, files, props, info)

@@ -1,0 +1,42 @@
+"""Regression ReLU networks, individual fairness (issue 25): random small float32 ONNX nets with one
+output read as a value (``score = value``) over finite feature domains; the post
+``|value(m(x)) - value(m(x'))| op eps`` with ``<=`` and ``<``, every backend and mode (maximize: the
+exact largest difference). Ties on purpose as in :mod:`.multiclass` (dyadic weights, thresholds
+equal to the exact optimum)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .core import Instance, Prop, Truth
+from .multiclass import _base, _diff_truth, _eps, _pair_spec, _settings, _text
+from .networks import Outputs, _witness_checker
+
+FAMILY = "regression"
+
+
+def generate(seed: int, n_props: int = 6) -> Instance:
+    rng = np.random.default_rng([26, seed])
+    fs, encs, P, X, spec, files, info, Y, size = _base(rng, 1, "logit1", FAMILY)
+    spec += 'model m = onnx("m.onnx", output = "out", score = value)\n'
+    spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+    v = Y.reshape(-1)
+    props = []
+    for j in range(n_props):
+        ps = _pair_spec(rng, fs)
+        backend, mode, extra = _settings(rng)
+        _, best, _ = _diff_truth(v, P, ps, "<=", "0")
+        Dx = best[0] if best is not None else Fraction(0)
+        op, eps = _eps(rng, Dx, float(Dx))
+        status, best, n = _diff_truth(v, P, ps, op, eps)
+        value = float(best[0]) if (mode == "maximize" and best is not None) else None
+        check = _witness_checker(fs, P, ps, Outputs(v > 0, v, None, True), "logit", op, eps, X)
+        truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                      domain=size, pairs=n)
+        meta = {"post": "value", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": "value",
+                "runtime": "onnx"}
+        ensure = f"|value(m(x)) - value(m(x'))| {op} {eps}"
+        props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    return Instance(FAMILY, seed, spec, files, props, info)
