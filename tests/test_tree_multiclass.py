@@ -127,3 +127,69 @@ def test_lightgbm_columns(objective, target):
     for j, c in enumerate(cols):
         assert np.allclose(c.aggregate(X), raw[:, j], atol=1e-9)
     _cells_agree(T.split_union(cols), X, [tuple(r) for r in raw])
+
+
+@pytest.mark.parametrize("objective,target", BOOSTERS + [("rank:pairwise", "yr")])
+def test_xgboost_loader_reads_the_task(tmp_path, objective, target):
+    xgb = pytest.importorskip("xgboost")
+    from fairspec.models.base import ModelLoadError
+    from fairspec.models.boosted import load_xgboost
+
+    X0, y3, yr = _data(1)
+    extra = {"num_class": 3} if objective.startswith("multi") else {}
+    b = xgb.train({"objective": objective, "max_depth": 2, "nthread": 1, **extra},
+                  xgb.DMatrix(X0, label=y3 if target == "y3" else yr), 3)
+    b.save_model(str(tmp_path / "m.json"))
+    if objective.startswith("rank:"):
+        with pytest.raises(ModelLoadError, match="objective 'rank:pairwise'"):
+            load_xgboost(tmp_path / "m.json")
+        return
+    m = load_xgboost(tmp_path / "m.json")
+    X = _grid()
+    if target == "y3":
+        assert m.task == "multiclass" and m.readout.columns == 3
+        margins = np.asarray(b.predict(xgb.DMatrix(X), output_margin=True), dtype=np.float64)
+        want = np.argmax(margins, axis=1)
+        assert np.array_equal(m.predict_class(X), want)
+        assert np.array_equal(runtime_outputs(m, X, "class"), want)
+        if objective == "multi:softprob":
+            assert np.array_equal(m.outputs(X), np.asarray(b.predict(xgb.DMatrix(X)), dtype=np.float64))
+            assert np.array_equal(runtime_outputs(m, X, "class_prob", 1), m.outputs(X)[:, 1])
+        else:   # softmax: the library predicts the class; fairspec reads its margins
+            assert np.array_equal(np.asarray(b.predict(xgb.DMatrix(X))).astype(int), want)
+            assert runtime_outputs(m, X, "class_prob", 1) is None
+        with pytest.raises(Exception, match="no one binary score|has no"):
+            m.score(X)
+        with pytest.raises(Exception):
+            m.tree_ensemble()
+    else:
+        assert m.task == "regression"
+        v = np.asarray(b.predict(xgb.DMatrix(X)), dtype=np.float64)
+        assert np.array_equal(m.value(X), v) and np.array_equal(runtime_outputs(m, X, "value"), v)
+
+
+@pytest.mark.parametrize("objective,target", [("multiclass", "y3"), ("regression", "yr"), ("lambdarank", "y3")])
+def test_lightgbm_loader_reads_the_task(tmp_path, objective, target):
+    lgb = pytest.importorskip("lightgbm")
+    from fairspec.models.base import ModelLoadError
+    from fairspec.models.boosted import load_lightgbm
+
+    X0, y3, yr = _data(2)
+    extra = {"num_class": 3} if objective == "multiclass" else {}
+    ds = lgb.Dataset(X0, label=y3 if target == "y3" else yr, group=[len(X0)] if objective == "lambdarank" else None)
+    b = lgb.train({"objective": objective, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5, "num_threads": 1,
+                   **extra}, ds, 3)
+    b.save_model(str(tmp_path / "m.txt"))
+    if objective == "lambdarank":
+        with pytest.raises(ModelLoadError, match="objective"):
+            load_lightgbm(tmp_path / "m.txt")
+        return
+    m = load_lightgbm(tmp_path / "m.txt")
+    X = _grid()
+    if target == "y3":
+        P = np.asarray(b.predict(X), dtype=np.float64)
+        assert m.task == "multiclass" and np.array_equal(m.outputs(X), P)
+        assert np.array_equal(m.predict_class(X), np.argmax(P, axis=1))
+        assert np.array_equal(runtime_outputs(m, X, "class"), np.argmax(P, axis=1))
+    else:
+        assert m.task == "regression" and np.array_equal(m.value(X), np.asarray(b.predict(X), dtype=np.float64))

@@ -67,6 +67,23 @@ def not_yet_decided(prop: ir.IndividualFairness, backend: str) -> Verdict | None
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ir.MULTI_POSTS:
+        from fairspec.kinds.tree_outputs import decide_outputs, reads_trees
+
+        try:
+            trees = reads_trees(ctx.model(prop.model))
+        except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
+            trees = False
+        if trees:
+            # a tree model's class / prob(c) / logit(c) / value: cells on the library's runtime
+            from fairspec.planning import setting
+
+            try:
+                return decide_outputs(prop, ctx, setting(prop, "mode", backend), backend, t0)
+            except NotLowered as e:
+                return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+            except MemoryError:
+                return unknown(prop, "the domain's cells do not fit in memory", backend=backend,
+                               seconds=time.perf_counter() - t0)
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         from fairspec.kinds.multi_pairs import run_multi
 

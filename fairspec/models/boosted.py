@@ -1,10 +1,15 @@
-"""XGBoost (JSON / UBJSON model files) and LightGBM (text model files) binary classifiers.
+"""XGBoost (JSON / UBJSON model files) and LightGBM (text model files): binary and multiclass
+classifiers and regressions.
 
 Both libraries are optional extras (``pip install 'specfair[xgboost]'`` /
-``'specfair[lightgbm]'``), imported only here, when such a model is loaded. The declared
-output is the probability of class 1 (``predict``; ``index = 0`` for class 0) or the raw
-margin (``output = "margin"`` / ``"logit"``); evaluation and the replay of witnesses go
-through the library's own ``predict``.
+``'specfair[lightgbm]'``), imported only here, when such a model is loaded. The model's task
+comes from its objective (:func:`task_of`). For a binary classifier the declared output is the
+probability of class 1 (``predict``; ``index = 0`` for class 0) or the raw margin
+(``output = "margin"`` / ``"logit"``). A multiclass model's output is every class's probability
+as the library computes it (``multi:softprob``, LightGBM ``multiclass``: float32 for XGBoost) or
+every class's margin (``output = "margin"``, and XGBoost's ``multi:softmax``, whose ``predict``
+returns the class: its argmax of the margins); a regression's is its ``predict``. Evaluation and
+the replay of witnesses go through the library's own ``predict``.
 """
 
 from __future__ import annotations
@@ -15,12 +20,61 @@ from .base import LoadedModel, ModelLoadError, check_score_kind, require_file, s
 
 _MARGIN = ("margin", "logit", "raw", "raw_score", "decision_function")
 _PROB = ("prob", "probability", "predict", "predict_proba", "proba")
+_VALUE = ("value", "predict")
+
+# objectives by task (issue 25); any other (ranking, survival, ...) is refused
+_XGB_REGRESSION = ("reg:squarederror", "reg:squaredlogerror", "reg:pseudohubererror", "reg:absoluteerror",
+                   "reg:quantileerror", "reg:gamma", "reg:tweedie", "count:poisson", "reg:linear")
+_LGB_BINARY = ("binary", "cross_entropy", "xentropy")
+_LGB_MULTICLASS = ("multiclass", "multiclassova", "softmax", "multiclass_ova", "ova", "ovr")
+_LGB_REGRESSION = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
+                   "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "poisson",
+                   "quantile", "mape", "mean_absolute_percentage_error", "gamma", "tweedie")
 
 
-def _output(output, index, path, fmt) -> tuple[bool, int]:
+def task_of(fmt: str, objective: str, num_class: int | None, path) -> tuple[str, int | None]:
+    """("binary" | "multiclass" | "regression", K classes or None) of a booster's objective;
+    a ModelLoadError for an objective fairspec does not read."""
+    name = (objective or "").split()[0] if objective else ""
+    if fmt == "XGBoost":
+        if name.startswith("binary:") or name == "reg:logistic":
+            return "binary", 2
+        if name in ("multi:softprob", "multi:softmax"):
+            if not num_class or num_class < 2:
+                raise ModelLoadError(f"{path} holds an XGBoost {name} model without a number of classes", path)
+            return "multiclass", num_class
+        if name in _XGB_REGRESSION:
+            return "regression", None
+    else:
+        if name in _LGB_BINARY:
+            return "binary", 2
+        if name in _LGB_MULTICLASS:
+            if not num_class or num_class < 2:
+                raise ModelLoadError(f"{path} holds a LightGBM {name} model without a number of classes", path)
+            return "multiclass", num_class
+        if name in _LGB_REGRESSION:
+            return "regression", None
+    raise ModelLoadError(f"{path} holds a {fmt} model with objective {objective!r}; fairspec reads binary and "
+                         "multiclass classifiers and regressions", path)
+
+
+def _output(output, index, path, fmt, task: str = "binary", k: int | None = 2) -> tuple[bool, int | None]:
     out = None if output is None else str(output).strip().lower()
+    if task == "regression":
+        if out is not None and out not in _VALUE:
+            raise ModelLoadError(f"the output {output!r} chosen for {fmt} model {path} is not 'value': a regression's "
+                                 "output is its predict", path)
+        if index not in (None, 0) or isinstance(index, bool):
+            raise ModelLoadError(f"the index {index!r} chosen for {fmt} model {path} does not fit a regression (one "
+                                 "output)", path)
+        return False, None
     if out is not None and out not in _MARGIN + _PROB:
         raise ModelLoadError(f"the output {output!r} chosen for {fmt} model {path} is not 'prob' or 'margin'", path)
+    if task == "multiclass":
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < k):
+            raise ModelLoadError(f"the index {index!r} chosen for {fmt} model {path} is not a class of its {k} "
+                                 f"(0 .. {k - 1})", path)
+        return out in _MARGIN, index
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index not in (0, 1)):
         raise ModelLoadError(f"the index {index!r} chosen for {fmt} model {path} is not 0 or 1 (a binary classifier)",
                              path)
@@ -38,32 +92,62 @@ def _need(module: str, extra: str, path: pathlib.Path):
 
 
 class _Boosted(LoadedModel):
-    """Shared by both: class-1 probability or margin, flipped for ``index = 0``."""
+    """Shared by both. A binary classifier: class-1 probability or margin, flipped for
+    ``index = 0``. Multiclass and regression: the library's whole output, read by the readout."""
 
-    def _setup(self, path, fmt, width, margin: bool, index: int, score_kind, raw):
-        kind = check_score_kind(score_kind, path) or ("logit" if margin else "prob")
+    task_kind = "binary"
+    n_classes = 2
+
+    def _setup(self, path, fmt, width, margin: bool, index, score_kind, raw, task: str = "binary", k=2):
+        self.task_kind, self.n_classes = task, k
         self.margin = margin
         self.index = index
-        self._init_common(path, fmt, width, kind, raw)
+        if task == "binary":
+            kind = check_score_kind(score_kind, path) or ("logit" if margin else "prob")
+            self._init_common(path, fmt, width, kind, raw)
+            return
+        from .base import readout_for
+
+        given = check_score_kind(score_kind, path)
+        kind = "value" if task == "regression" else ("logit" if margin else "prob")
+        if given is not None and given != kind:
+            raise ModelLoadError(f"{path} holds a {task} {fmt} model whose declared output is a {kind}, not a "
+                                 f"{given}", path)
+        self._what = f"{self.output_description()} of {fmt} model {path}"
+        readout = readout_for(path, None if task == "regression" else k, index, kind, self._what, task=task)
+        self.index = readout.index
+        self._init_common(path, fmt, width, kind, raw, readout)
 
     def output_description(self) -> str:
+        if self.task_kind == "regression":
+            return "predict (the value)"
         what = "margin" if self.margin else "probability"
+        if self.task_kind == "multiclass":
+            return f"{what} of every class" if self.index is None else f"{what} of class {self.index} against the rest"
         return f"{what} of class {self.index}"
 
-    def _score(self, X):
+    def _full(self, X):
+        """The library's whole output: (n, K) for a multiclass model, (n,) otherwise."""
         import numpy as np
 
-        y = np.asarray(self._predict(X, self.margin), dtype=np.float64).reshape(-1)
+        y = np.asarray(self._predict(X, self.margin), dtype=np.float64)
+        if self.task_kind == "multiclass":
+            y = y.reshape(len(X), -1)
+        return y
+
+    def _score(self, X):
+        if self.task_kind != "binary":
+            return self._read(self._full(X), self._what)
+        y = self._full(X).reshape(-1)
         if self.index == 0:
             y = -y if self.margin else 1.0 - y
         return y
 
     def _outputs(self, X):
         """The library's own output: class 1's probability (or margin) as one column, never flipped
-        by ``index`` (fairspec.models.readout reads classes from it)."""
-        import numpy as np
-
-        return np.asarray(self._predict(X, self.margin), dtype=np.float64)
+        by ``index`` (fairspec.models.readout reads classes from it); every class's probability
+        (or margin) of a multiclass model; a regression's value."""
+        return self._full(X)
 
     def _predict(self, X, margin: bool):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -71,6 +155,12 @@ class _Boosted(LoadedModel):
     _convert = ""                       # the converter in fairspec.models.trees for this library
 
     def tree_ensemble(self):
+        if self.task_kind != "binary":
+            from .base import UnsupportedModel
+
+            raise UnsupportedModel(self.task_kind, "objective", f"the exact tree encodings read binary classifiers; "
+                                   f"a {self.task_kind} model is decided on the library's runtime (by enumeration "
+                                   f"of the cells of its split tests) where the domain is small")
         if getattr(self, "_trees", None) is None:
             from fairspec.models import trees
 
@@ -89,7 +179,6 @@ def xgb_matrix(xgb, booster, X):
 class XGBoostModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
         require_file(path)
-        margin, idx = _output(output, index, path, "XGBoost")
         xgb = _need("xgboost", "xgboost", path)
         from .treefile import check_xgboost
 
@@ -103,15 +192,22 @@ class XGBoostModel(_Boosted):
         import json
 
         try:
-            obj = json.loads(booster.save_config())["learner"]["objective"]["name"]
+            learner = json.loads(booster.save_config())["learner"]
+            obj = learner["objective"]["name"]
         except Exception:  # noqa: BLE001
-            obj = ""
-        if not (obj.startswith("binary:") or obj == "reg:logistic"):
-            raise ModelLoadError(f"{path} holds an XGBoost model with objective {obj!r}; fairspec reads binary "
-                                 "classifiers (binary:logistic)", path)
+            learner, obj = {}, ""
+        try:
+            ncls = int(learner.get("learner_model_param", {}).get("num_class", 0) or 0)
+        except (TypeError, ValueError):
+            ncls = 0
+        task, k = task_of("XGBoost", obj, ncls, path)
+        margin, idx = _output(output, index, path, "XGBoost", task, k)
+        if obj == "multi:softmax":
+            margin = True               # its predict is the class (the argmax of the margins): read the margins
+        self.objective = obj
         self._xgb = xgb
         self.input_names = tuple(booster.feature_names or ()) or None
-        self._setup(path, "xgboost", int(booster.num_features()) or None, margin, idx, score_kind, booster)
+        self._setup(path, "xgboost", int(booster.num_features()) or None, margin, idx, score_kind, booster, task, k)
 
     def _predict(self, X, margin):
         return self.raw.predict(xgb_matrix(self._xgb, self.raw, X), output_margin=margin)
@@ -122,7 +218,6 @@ class XGBoostModel(_Boosted):
 class LightGBMModel(_Boosted):
     def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
         require_file(path)
-        margin, idx = _output(output, index, path, "LightGBM")
         lgb = _need("lightgbm", "lightgbm", path)
         from .treefile import check_lightgbm
 
@@ -138,12 +233,25 @@ class LightGBMModel(_Boosted):
                 obj = str(booster.dump_model(num_iteration=0).get("objective", ""))
             except Exception:  # noqa: BLE001
                 obj = ""
-        if obj.split()[:1] not in (["binary"], ["cross_entropy"], ["xentropy"]):
-            raise ModelLoadError(f"{path} holds a LightGBM model with objective {obj!r}; fairspec reads binary "
-                                 "classifiers (objective binary)", path)
+        ncls = 0
+        if obj.split()[:1] and obj.split()[0] in _LGB_MULTICLASS:
+            for part in obj.split()[1:]:
+                if part.startswith("num_class:"):
+                    try:
+                        ncls = int(part.split(":", 1)[1])
+                    except ValueError:
+                        ncls = 0
+            if not ncls:
+                try:
+                    ncls = int(booster.dump_model(num_iteration=0).get("num_class", 0) or 0)
+                except Exception:  # noqa: BLE001
+                    ncls = 0
+        task, k = task_of("LightGBM", obj, ncls, path)
+        margin, idx = _output(output, index, path, "LightGBM", task, k)
+        self.objective = obj
         names = tuple(booster.feature_name() or ())
         self.input_names = names if names and not all(n.startswith("Column_") for n in names) else None
-        self._setup(path, "lightgbm", int(booster.num_feature()) or None, margin, idx, score_kind, booster)
+        self._setup(path, "lightgbm", int(booster.num_feature()) or None, margin, idx, score_kind, booster, task, k)
 
     def _predict(self, X, margin):
         return self.raw.predict(X, raw_score=margin)

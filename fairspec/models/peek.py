@@ -116,7 +116,10 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
 
 # scikit-learn tree models fairspec.models.trees.from_sklearn reads (the tree encodings)
 TREE_SKLEARN = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
-                          "GradientBoostingClassifier", "HistGradientBoostingClassifier"})
+                          "GradientBoostingClassifier", "HistGradientBoostingClassifier",
+                          # regressors: fairspec.models.trees.sklearn_columns (cells of their split tests)
+                          "DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
+                          "GradientBoostingRegressor", "HistGradientBoostingRegressor"})
 TREE_FORMATS = ("xgboost", "lightgbm")
 
 
@@ -262,6 +265,11 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
             est = sklearn_pickle_estimator(p, final=True)
             if est is not None and sklearn_is_regressor_class(est[0]):
                 return "regression", None, None
+        if fmt in ("xgboost", "lightgbm"):
+            from .peek_trees import booster_output_kind
+
+            task, k = booster_output_kind(fmt, p)
+            return (task, k, None) if task is not None else (None, None, None)
     except Exception:  # noqa: BLE001 - lint says nothing here; the loader decides at check time
         return None, None, None
     return None, None, None

@@ -54,3 +54,36 @@ def lightgbm_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
     except OSError:
         return None
     return None
+
+
+def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | None]:
+    """(task, K) of an XGBoost or LightGBM model file from its objective (issue 25: binary,
+    multiclass with K classes, regression; fairspec.models.boosted.task_of decides the same at load
+    time), read without the library; (None, None) when the file does not say or fairspec does not
+    read its objective (the loader gives the sentence)."""
+    from .boosted import task_of
+
+    obj, ncls = "", 0
+    try:
+        if fmt == "xgboost":
+            from .treefile import read_xgboost
+
+            learner = read_xgboost(p).get("learner", {})
+            obj = str(learner.get("objective", {}).get("name", ""))
+            ncls = int(learner.get("learner_model_param", {}).get("num_class", 0) or 0)
+            what = "XGBoost"
+        else:
+            with open(p, "rb") as fh:
+                for _ in range(64):
+                    line = fh.readline()
+                    if not line:
+                        break
+                    if line.startswith(b"objective="):
+                        obj = line.split(b"=", 1)[1].decode("utf-8", "replace").strip()
+                    elif line.startswith(b"num_class="):
+                        ncls = int(line.split(b"=", 1)[1])
+            what = "LightGBM"
+        task, k = task_of(what, obj, ncls, p)
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None, None
+    return task, k

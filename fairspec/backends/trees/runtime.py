@@ -99,12 +99,35 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
                 return np.array([col[v] for v in pred.tolist()], dtype=np.int64)
             if what == "class_prob" and callable(getattr(est, "predict_proba", None)):
                 return np.asarray(est.predict_proba(X), dtype=np.float64)[:, int(klass)].copy()
+            if what == "class_logit" and callable(getattr(est, "decision_function", None)):
+                z = np.asarray(est.decision_function(X), dtype=np.float64)
+                if z.ndim == 1:
+                    return z.copy() if int(klass) == 1 else -z
+                return z[:, int(klass)].copy()
             return None
     if fmt in ("xgboost", "lightgbm"):
         if what == "value":
             return _booster_predict(model, X).astype(np.float64).reshape(-1) if task == "regression" else None
-        if task != "multiclass":
+        if task == "regression":
             return None
+        if what == "class_logit":
+            if fmt == "xgboost":
+                from fairspec.models.trees import xgb_matrix
+
+                z = np.asarray(model.raw.predict(xgb_matrix(model._xgb, model.raw, X), output_margin=True),
+                               dtype=np.float64)
+            else:
+                z = np.asarray(model.raw.predict(X, raw_score=True), dtype=np.float64)
+            if task == "binary":
+                z = z.reshape(-1)
+                return z.copy() if int(klass) == 1 else -z
+            return z.reshape(len(X), -1)[:, int(klass)].copy()
+        if task == "binary":
+            if what == "class":
+                y = np.asarray(model._predict(X, model.margin), dtype=np.float64).reshape(-1)
+                return (y > (0.0 if model.margin else 0.5)).astype(np.int64)     # class 1 iff its score is
+            p = np.asarray(model._predict(X, False), dtype=np.float64).reshape(-1)
+            return p if int(klass) == 1 else 1.0 - p
         y = _booster_predict(model, X)
         if fmt == "xgboost" and _xgb_objective(model) == "multi:softmax":
             # the library's own class (its argmax of the margins, the first on a tie); no probabilities
@@ -120,6 +143,8 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
             return model.predict_class(X)
         if what == "class_prob":
             return model.class_probabilities(X)[:, int(klass)]
+        if what == "class_logit":
+            return model.readout.class_logit(model.outputs(X), int(klass))
         if what == "value":
             return model.value(X)
     except Exception:  # noqa: BLE001 - no such output
@@ -134,7 +159,7 @@ def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -
     (:func:`_class_outputs`); None when the library has no such output (a forest's logit)."""
     fmt = getattr(model, "format", "")
     X = np.asarray(X, dtype=np.float64)
-    if what in ("class", "class_prob", "value"):
+    if what in ("class", "class_prob", "class_logit", "value"):
         return _class_outputs(model, X, what, klass)
     if fmt == "sklearn":
         est, classes, idx = _sk_positive(model)

@@ -1,0 +1,207 @@
+"""Individual fairness of a tree model with K classes or a regression objective (issue 25).
+
+The posts ``class`` (``class(m(x)) == class(m(x'))``), ``class_prob`` (``|prob(m(x), c) -
+prob(m(x'), c)| <= eps``, one class or every class), ``class_logit`` (a class's margin) and
+``value`` (``|value(m(x)) - value(m(x'))| <= eps``) are decided as :mod:`fairspec.kinds.tree_pairs`
+decides the binary ones on small domains: the domain is cut into **cells** on which every split
+test of every tree agrees -- here the trees of *every* output column
+(:func:`fairspec.backends.trees.runtime.cell_ensemble`: each class's ensemble checked against the
+library), so that every output column is constant on a cell -- one representative per cell is
+evaluated by the library itself (scikit-learn's ``predict`` / ``predict_proba``, the booster's
+``predict``: its float32 arithmetic, its tie rule between classes), and certify compares every
+admissible ordered pair exactly, with the spec's ``<`` / ``<=``
+(:func:`fairspec.certify.trees.by_cell_enumeration`):
+
+* ``holds (proved: enumeration of N cell pairs)``, or ``violated`` with a concrete domain pair
+  replayed on the library;
+* ``maximize`` (``class_prob`` / ``class_logit`` / ``value``): the exact largest difference over
+  every admissible pair, as the interval ``[value, value]`` (its float neighbours when the exact
+  difference is not a float).
+
+"Every class" (``ensure forall c: ...``) is one enumeration over (class, pair) elements: the pair
+is fair when every class's difference is.
+
+Where the domain is not small, no exact tree encoding reads these outputs yet (the MILP and SMT
+tree encodings are binary): ``unknown`` with that reason. Only numpy at module level.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from fairspec import ir
+
+__all__ = ["decide_outputs", "reads_trees"]
+
+
+def reads_trees(model) -> bool:
+    """Is the loaded model a tree model whose every output column fairspec reads as trees?"""
+    from fairspec.backends.trees.runtime import cell_ensemble
+
+    return cell_ensemble(model) is not None
+
+
+def _outputs(model, X, post: str, cls):
+    """The library's outputs for the post: (n,) or, for every class, (K, n); None when it has none."""
+    from fairspec.backends.trees.runtime import library_task, runtime_outputs
+
+    if post == "class":
+        return runtime_outputs(model, X, "class")
+    if post == "value":
+        return runtime_outputs(model, X, "value")
+    what = "class_prob" if post == "class_prob" else "class_logit"
+    if cls == ir.EVERY_CLASS:
+        _, k = library_task(model)
+        cols = [runtime_outputs(model, X, what, c) for c in range(int(k or 0))]
+        if not cols or any(c is None for c in cols):
+            return None
+        return np.stack(cols)
+    return runtime_outputs(model, X, what, int(cls))
+
+
+def _post_text(prop) -> str:
+    if prop.post == "class":
+        return "class(m(x)) == class(m(x'))"
+    if prop.post == "value":
+        return f"|value(m(x)) - value(m(x'))| {prop.eps_op} {prop.eps:g}"
+    fn = "prob" if prop.post == "class_prob" else "logit"
+    c = "c, for every class c" if prop.cls == ir.EVERY_CLASS else str(prop.cls)
+    return f"|{fn}(m(x), {c}) - {fn}(m(x'), {c})| {prop.eps_op} {prop.eps:g}"
+
+
+def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):
+    """The Verdict of ``prop`` (a post of :data:`fairspec.ir.MULTI_POSTS`) on a tree model, by
+    enumeration of cells on the library's runtime; ``unknown`` with the reason when the domain is
+    not small or the library has no such output."""
+    from fairspec.backends.trees.runtime import cell_ensemble
+    from fairspec.certify import Check
+    from fairspec.certify.enumerate import compare_exact
+    from fairspec.kinds.tree_pairs import (Unread, _exact_max_diff, _interval, _pts, _witness_values, pair_domain,
+                                           runtime_name)
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.verdict import Verdict, Witness, unknown
+
+    def gone(why: str):
+        return unknown(prop, why, backend=backend, seconds=time.perf_counter() - t0)
+
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    model = ctx.model(prop.model)
+    ens = cell_ensemble(model)
+    if ens is None:
+        return gone(f"the trees of model '{prop.model}' could not be read for every output column, so its "
+                    f"{prop.post} output is not decided by enumeration of cells")
+    dom, why = pair_domain(prop, fs, enc, ens)
+    if dom is None:
+        return gone(f"the domain is not small ({why}): only enumeration on the library's runtime decides the "
+                    f"{prop.post} output of a tree model (the exact MILP / SMT tree encodings read binary "
+                    f"classifiers)")
+    post, cls = prop.post, prop.cls
+    if isinstance(dom, Unread):
+        from fairspec.certify.trees import Factor as CFactor, prove_unread
+
+        proof = prove_unread(dom.tests, [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.varying],
+                             post="label" if post == "class" else post, op=prop.eps_op, eps=prop.eps,
+                             claim=f"no split test of any output column tells the protected or relaxed values "
+                                   f"apart: every admissible pair reaches the same leaves, so {_post_text(prop)}")
+        if proof is None:
+            return gone("the domain is not small, and a difference of 0 does not satisfy the post-condition")
+        value = bound = None
+        if mode == "maximize" and post != "class":
+            value, bound = 0.0, (0.0, 0.0)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
+                       seconds=time.perf_counter() - t0, proof=proof, details={"mode": mode},
+                       reason="the model never reads the protected or relaxed features where an output can "
+                              "change, so x and x' always reach the same leaves")
+    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
+               **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
+               "runtime": runtime_name(model), "post": post}
+    grid = dom.grid()
+    X = encode(enc, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}, dom.n)
+    I, J = dom.I, dom.J
+    unit = "cell pairs" if dom.tests is not None else "pairs"
+    claim = (f"{_post_text(prop)} for every pair of the {_pts(dom)} domain points that the pre-condition pairs, "
+             "on the library's runtime")
+
+    def certified(checks, count):
+        from fairspec.certify import by_enumeration
+        from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
+
+        if dom.tests is None:
+            return by_enumeration(checks, count=count, claim=claim, unit="pairs", points=dom.points,
+                                  runtime=details["runtime"])
+        if dom.boxes is not None:
+            return by_box_enumeration(dom.boxes, checks, tests=dom.tests,
+                                      varying=[CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors
+                                               if f.role != "tied"], count=count, claim=claim, points=dom.points,
+                                      runtime=details["runtime"])
+        return by_cell_enumeration(dom.tests, [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors], checks,
+                                   count=count, claim=claim, points=dom.points, runtime=details["runtime"])
+
+    if I.size == 0:
+        claim = "no pair of the domain satisfies the pre-condition"
+        res = certified(Check(np.zeros(0), "<=", 0), 0)
+        return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
+                       seconds=time.perf_counter() - t0, details=details, proof=res.proof, reason=claim)
+    s = _outputs(model, X, post, cls)
+    if s is None:
+        return gone(f"the library of model '{prop.model}' has no {post} output"
+                    + (" (XGBoost's multi:softmax predicts the class only)" if post == "class_prob" else ""))
+    every = s.ndim == 2
+    if post == "class":
+        checks = Check(s[I], "==", 0, minus=s[J])
+        count = int(I.size)
+    elif every:
+        # (class, pair) elements, class outermost: the pair is fair when every class's difference is
+        checks = Check(s[:, I].reshape(-1), prop.eps_op, prop.eps, minus=s[:, J].reshape(-1))
+        count = int(I.size) * s.shape[0]
+    else:
+        checks = Check(s[I], prop.eps_op, prop.eps, minus=s[J])
+        count = int(I.size)
+    try:
+        res = certified(checks, count)
+    except ValueError as e:
+        return gone(f"the enumeration was not certified: {e}")
+    value = bound = None
+    best = None
+    if mode == "maximize" and post != "class":
+        a = s[:, I].reshape(-1) if every else s[I]
+        b = s[:, J].reshape(-1) if every else s[J]
+        k, ex = _exact_max_diff(a, b)
+        v, lo, hi = _interval(ex)
+        value, bound, best = v, (lo, hi), k
+        details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
+    seconds = time.perf_counter() - t0
+    if res.proof is not None:
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
+                       seconds=seconds, details=details, proof=res.proof,
+                       reason=f"enumeration of {int(I.size):,} {unit} on the library's runtime")
+    k = best if best is not None else res.index
+    col = None
+    if every:
+        col, k = divmod(int(k), int(I.size))
+        details["class"] = col
+    i, j = int(I[k]), int(J[k])
+    vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
+    XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
+    sw = _outputs(model, XW, post, cls)
+    if every:
+        sw = sw[col]
+    if post == "class":
+        again = bool(sw[0] != sw[1])
+    else:
+        again = not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
+    if not again:
+        return gone("the violating cell pair did not reproduce on a concrete pair of the library's runtime")
+    w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
+                decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
+    if value is None and post != "class":
+        value = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+    details["violating_pairs"] = res.violations
+    return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
+                   seconds=seconds, details=details,
+                   reason=f"{res.violations:,} of {count:,} {'(class, cell pair) elements' if every else unit} "
+                          "violate it on the library's runtime (enumeration)")
