@@ -17,15 +17,10 @@ from fairspec.sema.check_data import DataChecks, used_columns
 from fairspec.sema.check_distributions import DistributionChecks
 from fairspec.sema.check_features import FeatureChecks
 from fairspec.sema.check_models import ModelChecks
+from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import ExprLowerer, LowerError, did_you_mean
 from fairspec.sema.imports import load_modules
 from fairspec.syntax import ast
-
-
-@dataclass
-class Decl:
-    node: ast.Decl
-    base: Path  # folder that relative paths in this declaration resolve against
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,11 @@ format and options, its header and sampled rows (lint only samples), and which c
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from fairspec import ir
+from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.syntax import ast
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fairspec.sema.check import Decl
 
 
 class DataChecks:

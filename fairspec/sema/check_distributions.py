@@ -3,14 +3,10 @@ distribution's kind and parameters, its data or its table (whose probabilities m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fairspec import ir
+from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import did_you_mean
 from fairspec.syntax import ast
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fairspec.sema.check import Decl
 
 
 class DistributionChecks:
@@ -61,8 +57,6 @@ class DistributionChecks:
 
     def inline_distribution(self, node: ast.DistributionDecl) -> None:
         """A distribution written inside a property (``distribution = bayes(DATA)``)."""
-        from fairspec.sema.check import Decl   # the Checker's module, loaded by now (no import cycle)
-
         self._distribution(Decl(node, self.root.parent))
 
     def _table_sums(self, node: ast.DistributionDecl, rows: list) -> None:

@@ -5,16 +5,13 @@ encodings), which features a model reads, and `group` declarations."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from fairspec import ir
 from fairspec.diagnostics import Related
 from fairspec.sema.check_data import _is_number
+from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import LowerError, Scope, did_you_mean
 from fairspec.syntax import ast
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fairspec.sema.check import Decl
 
 ENCODING_KINDS = ("raw", "code", "onehot", "minmax", "standard")
 

@@ -5,15 +5,11 @@ cannot encode of the file (FS506)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fairspec import ir
 from fairspec.diagnostics import Related
+from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import LowerError, did_you_mean
 from fairspec.syntax import ast
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fairspec.sema.check import Decl
 
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
