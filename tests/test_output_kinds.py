@@ -207,3 +207,27 @@ def test_loaded_models_read_every_output(folder, tmp_path):
     sio.dump(reg, tmp_path / "ridge.skops")
     m = load_model("sklearn", tmp_path / "ridge.skops")
     assert m.task == "regression" and np.array_equal(m.value(Xs), reg.predict(Xs))
+
+
+@pytest.mark.parametrize("prop, code", [
+    ("statistical_parity(salary, groups sex, class = 1) <= 0.1", "FS415"),
+    ("statistical_parity(grade, groups sex, threshold = 0.5) <= 0.1", "FS415"),
+    ("statistical_parity(grade, groups sex, class = 3) <= 0.1", "FS417"),
+    ("class_distribution_distance(salary, groups sex) <= 0.1", "FS415"),
+    ("mean_prediction_difference(grade, groups sex) <= 0.1", "FS415"),
+    ("mean_absolute_error_difference(salary, groups sex) <= 0.1", "FS501"),    # no target = COLUMN
+    ("mean_prediction_difference(salary, groups sex, loss = square) <= 0.1", "FS208"),
+    ("statistical_parity(grade, groups sex, class = 1, threshold = 2) <= 0.1", "FS415"),
+])
+def test_metric_readings_fit_the_model(folder, prop, code):
+    res = _lint(folder, f"property g {{ {prop} }}\n")
+    assert [d.code for d in res.diagnostics if d.severity == "error"][:1] == [code], res.diagnostics
+
+
+def test_metric_readings_in_the_ir(folder):
+    res = _lint(folder, "property g { statistical_parity(grade, groups sex, class = 2) <= 0.1 }\n"
+                        "property h { disparate_impact(salary, groups sex, threshold = 0.5) >= 0.8 }\n"
+                        "property k { ks_distance(salary, groups sex) <= 0.2 }\n")
+    assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
+    props = {p.name: p for p in res.spec.properties}
+    assert props["g"].param("class") == 2 and props["h"].param("threshold") == 0.5

@@ -60,6 +60,10 @@ class MetricDef:
     needs_score: bool = False
     distribution: bool = False  # the distribution backends evaluate it too
     groups_optional: bool = False  # an individual-level index: groups only split the table
+    # issue 25: a metric of a multiclass model's predicted class or a regression's value
+    # (fairspec.analyses.output_metrics); "" for the binary metrics (which read class = c / threshold = t)
+    output: str = ""  # "" | "multiclass" | "regression"
+    quantity: str = ""  # output metrics: what is compared per group (output_metrics.QUANTITIES)
 
 
 def _pair(rate: str, stem: str, words: str, fl="", aif="") -> list[MetricDef]:
@@ -121,6 +125,32 @@ _DEFS: list[MetricDef] = [
               "replaced by its group's mean", "", "between_group_generalized_entropy_index"),
     MetricDef("between_group_theil_index", (), "between_inequality", "GE(1) with each benefit replaced by its "
               "group's mean", "", "between_group_theil_index"),
+    # ---- issue 25: multiclass and regression models (fairspec.analyses.output_metrics)
+    MetricDef("class_distribution_distance", (), "class_distance", "total variation distance between the groups' "
+              "distributions of the predicted class (largest over pairs of groups): demographic parity of the "
+              "predicted class", "MetricFrame(selection_rate of each class): half the summed absolute differences",
+              needs_label=False, output="multiclass", quantity="class_share"),
+    MetricDef("mean_prediction_difference", (), "output_difference", "largest difference of the mean prediction "
+              "between groups", "MetricFrame(mean_prediction).difference()", needs_label=False, output="regression",
+              quantity="mean_prediction"),
+    MetricDef("mean_prediction_ratio", (), "output_ratio", "lowest over highest mean prediction (predictions >= 0)",
+              "MetricFrame(mean_prediction).ratio()", needs_label=False, output="regression",
+              quantity="mean_prediction"),
+    MetricDef("mean_error_difference", (), "output_difference", "largest difference of the mean error (prediction "
+              "- target) between groups", "MetricFrame(mean of y_pred - y_true).difference()", output="regression",
+              quantity="mean_error"),
+    MetricDef("mean_absolute_error_difference", (), "output_difference", "largest difference of the mean absolute "
+              "error between groups", "MetricFrame(mean_absolute_error).difference()", output="regression",
+              quantity="mae"),
+    MetricDef("root_mean_squared_error_difference", (), "output_difference", "largest difference of the root mean "
+              "squared error between groups", "MetricFrame(root_mean_squared_error).difference()",
+              output="regression", quantity="rmse"),
+    MetricDef("bounded_group_loss", (), "output_max", "the largest mean loss of a group (loss = square, the default, "
+              "or absolute): fairlearn's bounded group loss", "BoundedGroupLoss / MetricFrame(loss).group_max()",
+              output="regression", quantity="loss"),
+    MetricDef("ks_distance", (), "ks_distance", "Kolmogorov-Smirnov distance between the groups' distributions of "
+              "the prediction (largest over pairs of groups)", "scipy.stats.ks_2samp statistic", needs_label=False,
+              output="regression", quantity="prediction"),
     MetricDef("calibration_gap", (), "calibration", "gap in expected calibration error (ECE, equal-width score "
               "bins) between groups; each group's reliability table is reported", needs_score=True),
 ]

@@ -206,6 +206,9 @@ class Data:
     # the columns the spec reads from this data set (features, label, where, weights, logged
     # decisions); a row is dropped only when one of these is missing. None: every column.
     used: tuple[str, ...] | None = None
+    # issue 25: the column of the true class (multiclass metrics: one-vs-rest truth, confusion matrices)
+    # or the true value (regression: error metrics); ``label`` stays the binary truth condition
+    target: str | None = None
 
     def markers(self, column: str) -> tuple[str, ...]:
         """The missing-value markers of one column (the data set's and the column's own)."""

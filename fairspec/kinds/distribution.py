@@ -79,6 +79,11 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
                              "the dp or ssat backend); data rows alone cannot make a feature uniform and "
                              "independent: pass distribution = bayes(DATA), independent(DATA), conditional(DATA) "
                              "or a declared distribution", backend=prop.options.backend or "data")
+    if dist.kind != "empirical" and (prop.param("class") is not None or prop.param("threshold") is not None):
+        return unknown(prop, "a multiclass model's class against the rest (class = c) and a regression's value above a "
+                             "threshold (threshold = t) are measured on data rows; over a distribution the dp, ssat "
+                             "and elimination backends read a binary classifier's Boolean form only (issue 25)",
+                       backend=prop.options.backend or "dp")
     if dist.kind == "empirical":
         from fairspec.backends.data.metrics import run_empirical
 

@@ -136,7 +136,12 @@ GROUP_COLUMNS = {"rows": "rows", "weight": "weight", "positives": "positives", "
                  "positive_rate": "positive rate", "base_rate": "base rate", "tpr": "TPR", "fpr": "FPR",
                  "fnr": "FNR", "tnr": "TNR", "ppv": "PPV", "fdr": "FDR", "npv": "NPV", "for": "FOR",
                  "error_rate": "error rate", "accuracy": "accuracy", "benefit": "mean benefit", "ece": "ECE",
-                 "impact_ratio": "impact ratio"}
+                 "impact_ratio": "impact ratio",
+                 # issue 25: multiclass (predicted class shares, confusion matrix true x predicted) and
+                 # regression (per-group means of the prediction and of its errors) metrics
+                 "class_shares": "predicted class shares", "confusion_matrix": "confusion (true x predicted)",
+                 "mean_prediction": "mean prediction", "mean_error": "mean error", "mae": "MAE", "rmse": "RMSE",
+                 "loss": "mean loss"}
 
 
 def group_columns(v) -> list[tuple[str, str]]:

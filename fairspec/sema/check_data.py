@@ -30,7 +30,7 @@ class DataChecks:
             if a.kind == "trust":
                 self.fail("FS208", "'trust' applies to model files, not data", a.span)
             kw[a.name.id] = a
-        allowed = {"sep", "header", "columns", "missing", "where", "label", "categories"}
+        allowed = {"sep", "header", "columns", "missing", "where", "label", "categories", "target"}
         if fmt == "parquet":  # the file has typed columns and their names
             allowed -= {"sep", "header"}
         for k, a in kw.items():
@@ -115,7 +115,16 @@ class DataChecks:
                 self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
                           kw["label"].value.span)
             label = x
-        self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label)
+        target = None
+        if "target" in kw:      # issue 25: the true class (multiclass) or true value (regression)
+            v = kw["target"].value
+            if not isinstance(v, (ast.Name, ast.Str)):
+                self.fail("FS301", "target = COLUMN: the column holding the true class or the true value", v.span)
+            target = v.id if isinstance(v, ast.Name) else v.value
+            if target not in types:
+                self.fail("FS207", f"data set '{node.name.id}' has no column '{target}'", v.span,
+                          hint=did_you_mean(target, types))
+        self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label, target=target)
 
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
@@ -176,7 +185,7 @@ def used_columns(spec: ir.Spec) -> tuple:
                 walk(v, depth + 1)
 
     walk((spec.models, spec.feature_sets, spec.groups, spec.distributions, spec.properties,
-          tuple((d.where, d.label) for d in spec.datasets)))
+          tuple((d.where, d.label, ir.ColumnRef(d.target) if d.target else None) for d in spec.datasets)))
     out = []
     for d in spec.datasets:
         cols = {f.column for fs in spec.feature_sets if fs.data == d.name for f in fs.features}

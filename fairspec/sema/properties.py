@@ -446,7 +446,8 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
         ck.fail("FS501", f"{call.fn.id}(...) must be compared with a threshold, e.g. >= 0.8", call.span)
     fn = call.fn.id
     mdef = DATA_METRICS.get(fn)
-    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators", "alpha", "bins", "rate"}, 1)
+    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators", "alpha", "bins", "rate",
+                           "class", "threshold", "loss"}, 1)
     model, fs = _subject(ck, call.positional()[0], env)
     g = call.keyword("groups")
     if g is None and not (mdef and mdef.groups_optional):
@@ -488,11 +489,22 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     elif med is not None:
         ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
     params = _metric_params(ck, call, env, fn, model)
-    if model is not None:
+    params += _output_params(ck, call, env, fn, model, mdef)
+    pd = dict(params)
+    if model is not None and mdef is not None and not mdef.output and "class" not in pd and "threshold" not in pd:
         _require_binary(ck, model, f"{fn}(...)", call.span)
+    if dist is not None and ("class" in pd or "threshold" in pd):
+        ck.sink.add("FS504", f"{fn}(..., {'class' if 'class' in pd else 'threshold'} = ...) is measured on data rows; "
+                             f"over a distribution check reports it unknown (the distribution backends read a "
+                             f"binary classifier only)", d.span)
     if dist is not None:
         _check_distribution_use(ck, d.value, model, fs, ck.distributions[dist], groups)
-    if mdef is not None and data is not None and uses_label(fn) and ck.datasets[data].label is None:
+    target_ok = ck.datasets[data].target is not None if data is not None else False
+    if mdef is not None and mdef.output and data is not None and mdef.needs_label and not target_ok:
+        ck.fail("FS501", f"{fn} compares predictions with the true value, so data set '{data}' needs "
+                         f"target = COLUMN (the column of the true value)", call.span)
+    if mdef is not None and not mdef.output and data is not None and uses_label(fn) \
+            and ck.datasets[data].label is None and not (target_ok and ("class" in pd or "threshold" in pd)):
         ck.fail("FS501", f"{fn} compares decisions with the true label, so data set '{data}' needs a label = ... "
                          f"expression", call.span)
     if mdef is not None and model is None and (mdef.rates != ("selection_rate",) and mdef.rates != ("base_rate",)):
@@ -516,6 +528,68 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
                           op=op, threshold=threshold, params=params)
+
+
+def _output_params(ck, call, env, fn, model, mdef):
+    """issue 25: class = c (a binary metric of a multiclass model, class c against the rest),
+    threshold = t (a binary metric of a regression, positive where value >= t), loss = square |
+    absolute (bounded_group_loss); and the output metrics' model kinds (FS415)."""
+    from fairspec.sema.outputs import class_column, describe_kind
+
+    out = []
+    binary = mdef is not None and not mdef.output
+    for key in ("class", "threshold", "loss"):
+        a = call.keyword(key)
+        if a is None:
+            continue
+        if key in ("class", "threshold") and (not binary or model is None or model.format in ("rule", "predictions")):
+            ck.fail("FS208", f"{key} = ... applies to a binary group metric of a model file, not to {fn}(...)"
+                             + ("" if model is not None else " of a data set"), a.name.span)
+        if key == "loss" and fn != "bounded_group_loss":
+            ck.fail("FS208", f"loss = ... applies to bounded_group_loss(...), not to {fn}(...)", a.name.span)
+        v = _resolve(a.value, env)
+        if key == "class":
+            if model.is_regression:
+                ck.fail("FS415", f"class = ... names a class, but '{model.name}' is a regression model", a.span,
+                        hint="threshold its value instead: threshold = t (positive where value >= t)")
+            if isinstance(v, ast.Num) and v.is_int:
+                c = int(v.value)
+            elif isinstance(v, ast.Str):
+                c = v.value
+            else:
+                ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
+            from fairspec.models.readout import ReadoutError
+
+            try:
+                out.append(("class", class_column(model, c)))
+            except ReadoutError as e:
+                ck.fail("FS417", e.message, v.span, hint=e.hint)
+        elif key == "threshold":
+            if model.task is not None and not model.is_regression:
+                ck.fail("FS415", f"threshold = ... reads a regression's value, but '{model.name}' is "
+                                 f"{describe_kind(model)}", a.span,
+                        hint="a multiclass model: class = c (that class against the rest)")
+            out.append(("threshold", _number(ck, v, env, "the threshold")))
+        else:
+            if not (isinstance(v, ast.Name) and v.id in ("square", "absolute")):
+                ck.fail("FS307", "loss = square | absolute", v.span)
+            out.append(("loss", v.id))
+    if "class" in dict(out) and "threshold" in dict(out):
+        ck.fail("FS501", "class = ... and threshold = ... are two readings of one model: give one", call.span)
+    if mdef is not None and mdef.output and model is not None:
+        if model.format in ("rule", "predictions"):
+            ck.fail("FS501", f"{fn} reads a model file's {'class' if mdef.output == 'multiclass' else 'value'}",
+                    call.span)
+        if mdef.output == "regression" and model.task is not None and not model.is_regression:
+            ck.fail("FS415", f"{fn} reads a regression's value, but '{model.name}' is {describe_kind(model)}",
+                    call.span, hint="a classifier's metrics: the binary metrics, with class = c for a multiclass model")
+        if mdef.output == "multiclass" and model.is_regression:
+            ck.fail("FS415", f"{fn} reads a classifier's predicted class, but '{model.name}' is a regression model",
+                    call.span, hint="a regression's metrics: mean_prediction_difference, ks_distance, ...")
+    if mdef is not None and mdef.output and model is None:
+        ck.fail("FS501", f"{fn} reads a model's {'class' if mdef.output == 'multiclass' else 'value'}; a data set "
+                         f"alone has only its labels", call.span)
+    return tuple(out)
 
 
 def _require_binary(ck, model: ir.Model, what: str, span) -> None:

@@ -93,6 +93,10 @@ def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: 
         if m.decision_column is not None:
             return rows.truthy(m.decision_column)
         return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
+    if prop.param("class") is not None or prop.param("threshold") is not None:   # issue 25
+        from fairspec.backends.data.outputs import output_decisions
+
+        return output_decisions(prop, ctx, model_input(ctx, prop.model, values, n, memo), memo)
     return decisions(ctx, prop.model, values, n, memo)
 
 
@@ -199,6 +203,12 @@ class _Counter:
         values, n = rows.frame.values, rows.frame.n_rows
         c.labelled = rows.labels is not None
         y = rows.labels.astype(np.int64) if rows.labels is not None else np.zeros(n, dtype=np.int64)
+        if prop.model and (prop.param("class") is not None or prop.param("threshold") is not None):
+            from fairspec.backends.data.outputs import output_truth
+
+            truth = output_truth(prop, ctx, rows)      # issue 25: the target read one class / above t
+            if truth is not None:
+                y, c.labelled = truth, True
         d = subject_decisions(prop, ctx, rows, values, n, y, self.median, memo)
         idx = self.cellids.index(values, n)
         G = len(self.cellids)
@@ -403,6 +413,10 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA), conditional(DATA) or a declared table", backend="data")
+    if METRICS[prop.metric].output:              # issue 25: multiclass and regression metrics
+        from fairspec.backends.data.outputs import run_output_metric
+
+        return run_output_metric(prop, ctx)
     R = setting(prop, "bootstrap", "data")  # resamples (the schema's default when not set)
     rng = np.random.default_rng(prop.options.seed)
     try:

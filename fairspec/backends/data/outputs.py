@@ -1,0 +1,249 @@
+"""Multiclass and regression models on data rows (issue 25).
+
+* ``class = c`` / ``threshold = t`` on a binary group metric: the decision of a row is "the
+  predicted class is c" (one class against the rest) / "the value is >= t"; the truth is the
+  data's ``target`` column read the same way (the true class is c / the true value is >= t), or,
+  without a target, the data's ``label`` condition. Every binary metric, its intervals and its
+  exact decision then apply unchanged (``metrics.count``).
+* the output metrics of ``group_rates`` (``output`` set: class distribution distance, mean
+  prediction, errors, bounded group loss, KS distance) are computed from per-row arrays by
+  ``fairspec.analyses.output_metrics`` with a bootstrap over rows for the interval; a multiclass
+  report carries each group's confusion matrix when the data has a target.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.analyses.group_rates import BETWEEN, METRICS
+from fairspec.backends.data.groups import GroupCells
+from fairspec.planning import setting
+from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
+
+
+def _readout_call(fn):
+    from fairspec.models.readout import ReadoutError
+
+    try:
+        return fn()
+    except ReadoutError as e:
+        raise Unsupported(e.message + (f" ({e.hint})" if e.hint else "")) from None
+
+
+def predicted_classes(ctx, model_name: str, X) -> np.ndarray:
+    model = ctx.model(model_name)
+    return _readout_call(lambda: model.readout.predicted_class(model.outputs(X)))
+
+
+def values(ctx, model_name: str, X) -> np.ndarray:
+    model = ctx.model(model_name)
+    return _readout_call(lambda: model.readout.value(model.outputs(X)))
+
+
+def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> np.ndarray | None:
+    """The one-against-the-rest (``class = c``) or thresholded (``threshold = t``) decision per row;
+    None when the metric has neither."""
+    c, t = prop.param("class"), prop.param("threshold")
+    if c is None and t is None:
+        return None
+    key = ("class" if c is not None else "value", prop.model)
+    if memo is not None and key in memo:
+        out = memo[key]
+    else:
+        out = predicted_classes(ctx, prop.model, X) if c is not None else values(ctx, prop.model, X)
+        if memo is not None:
+            memo[key] = out
+    return (out == c).astype(np.int64) if c is not None else (out >= t).astype(np.int64)
+
+
+def true_classes(rows, target: str, model) -> np.ndarray:
+    """The target column as class columns of ``model`` (int64, -1 where the value is no class):
+    the model's recorded labels matched as text, else whole numbers 0 .. K-1 as columns."""
+    classes = model.readout.classes
+    K = model.readout.n_classes or 0
+    if classes is not None:
+        codes, cats = rows.table.coded(target)
+        lut = np.array([next((i for i, lab in enumerate(classes) if str(lab) == str(cv)), -1) for cv in cats]
+                       + [-1], dtype=np.int64)
+        num = rows.numeric(target)
+        if num is not None:          # numbers written as 1.0 for a label 1
+            text = [str(int(v)) if float(v).is_integer() else str(v) for v in num]
+            return np.array([next((i for i, lab in enumerate(classes) if str(lab) == x), -1) for x in text],
+                            dtype=np.int64)
+        return lut[codes[rows.index]]
+    num = rows.numeric(target)
+    if num is None:
+        raise Unsupported(f"the target column '{target}' holds text, and the model file records no class labels: "
+                          f"its classes are columns 0 .. {max(K - 1, 0)}, so the target must hold those numbers")
+    ok = (num == np.round(num)) & (num >= 0) & ((num < K) if K else True)
+    return np.where(ok, num, -1).astype(np.int64)
+
+
+def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
+    """The truth a one-against-the-rest / thresholded metric compares with (0/1 per row), from the
+    target column; None when the data has no target (the label condition is the truth)."""
+    c, t = prop.param("class"), prop.param("threshold")
+    data = ctx.spec.data(prop.data)
+    if (c is None and t is None) or data.target is None:
+        return None
+    if c is not None:
+        return (true_classes(rows, data.target, ctx.model(prop.model)) == c).astype(np.int64)
+    v = rows.numeric(data.target)
+    if v is None:
+        raise Unsupported(f"the target column '{data.target}' of '{data.name}' does not hold numbers")
+    return (v >= t).astype(np.int64)
+
+
+# ------------------------------------------------------------------ output metrics
+
+def run_output_metric(prop: ir.GroupMetric, ctx) -> Verdict:
+    t0 = time.perf_counter()
+    mdef = METRICS[prop.metric]
+    opts = prop.options
+    if opts.get("weight"):
+        return unknown(prop, f"{prop.metric} does not read sample weights yet", backend="data")
+    fs = ctx.spec.feature_set(prop.features)
+    data = ctx.spec.data(prop.data)
+    model = ctx.model(prop.model)
+    ids = GroupCells(prop.groups, fs)
+    gs, preds, targets, truths = [], [], [], []
+    multiclass = mdef.output == "multiclass"
+    for rows in ctx.row_batches(fs.name, prop.data):
+        vals, n = rows.frame.values, rows.frame.n_rows
+        X = ctx.model_input(prop.model, vals, n)
+        gs.append(ids.index(vals, n))
+        preds.append(predicted_classes(ctx, prop.model, X) if multiclass else values(ctx, prop.model, X))
+        if data.target is not None:
+            if multiclass:
+                truths.append(true_classes(rows, data.target, model))
+            else:
+                v = rows.numeric(data.target)
+                if v is None:
+                    return unknown(prop, f"the target column '{data.target}' of '{data.name}' does not hold numbers",
+                                   backend="data")
+                targets.append(v)
+    g = np.concatenate(gs) if gs else np.zeros(0, dtype=np.int64)
+    pred = np.concatenate(preds) if preds else np.zeros(0)
+    target = np.concatenate(targets) if targets else None
+    truth = np.concatenate(truths) if truths else None
+    if ids.dense:
+        names, order = ids.names(), None
+    else:
+        order = ids.order()
+        names = ids.names(order)
+        remap = np.empty(len(order), dtype=np.int64)
+        remap[order] = np.arange(len(order))
+        g = remap[g]
+    G, n = len(names), int(g.size)
+    if mdef.quantity in ("mean_error", "mae", "rmse", "loss") and target is None:
+        return unknown(prop, f"{prop.metric} compares predictions with the true value: data set '{data.name}' needs "
+                             f"target = COLUMN", backend="data")
+    K = (model.readout.n_classes or (int(pred.max()) + 1 if n else 1)) if multiclass else None
+    sizes = np.bincount(g, minlength=G)
+    share = float(opts.get("exclude_below", 0.0))
+    excluded = (sizes < share * n) & (sizes > 0) if share > 0 else np.zeros(G, dtype=bool)
+    eligible = (sizes >= opts.min_group_size) & ~excluded
+    mode = opts.get("compare", BETWEEN)
+    loss = prop.param("loss", "square")
+    details = {"rows": n, "metric": prop.metric, "groups_label": prop.groups.label or "all rows", "compare": mode,
+               "min_group_size": opts.min_group_size, "confidence": opts.confidence, "output": mdef.output}
+    if mdef.quantity == "loss":
+        details["loss"] = loss
+    w1 = np.ones(n)
+    value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
+    details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss)
+    details["rates"] = (["class_shares", "confusion_matrix"] if multiclass else
+                        ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
+    small = [(names[k], int(sizes[k])) for k in range(G) if 0 < sizes[k] < opts.min_group_size and not excluded[k]]
+    need = 1 if mdef.form == "output_max" else 2
+    if eligible.sum() < need:
+        return unknown(prop, f"fewer than {need} group{'s' if need > 1 else ''} of {prop.groups.label or 'all rows'} "
+                             f"have at least {opts.min_group_size} rows (min_group_size)", backend="data",
+                       seconds=time.perf_counter() - t0, details=details)
+    if np.isnan(value):
+        return unknown(prop, f"{prop.metric} is undefined here", backend="data", seconds=time.perf_counter() - t0,
+                       details=details)
+    R = setting(prop, "bootstrap", "data")
+    rng = np.random.default_rng(opts.seed)
+    boot = []
+    for _ in range(R):
+        m = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)
+        sizes_r = np.bincount(g, weights=m, minlength=G)
+        boot.append(_metric(mdef, g, pred, target, m, eligible & (sizes_r > 0), G, mode, loss, K)[0])
+    boot = np.asarray(boot)
+    boot = boot[~np.isnan(boot)]
+    alpha = 1.0 - opts.confidence
+    lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size \
+        else (value, value)
+    lo, hi = min(lo, value), max(hi, value)
+    details["bootstrap"] = R
+    common = dict(value=float(value), bound=(lo, hi), backend="data", seconds=time.perf_counter() - t0,
+                  details=details)
+    claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
+    status = interval_status(prop.op, prop.threshold, lo, hi)
+    if status == "holds":
+        if small:
+            listed = ", ".join(f"{k} ({s} rows)" for k, s in small[:5])
+            return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
+                           f"{opts.min_group_size} rows, but these are too small to judge: {listed}", **common)
+        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+    if status == "violated":
+        return Verdict(prop.name, prop.kind, "violated",
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval", **common)
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
+                          f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def _metric(mdef, g, pred, target, w, eligible, G, mode, loss, K):
+    from fairspec.analyses.output_metrics import metric_from_rows
+
+    return metric_from_rows(mdef, g, pred, target, w, eligible, G, mode, loss, K)
+
+
+def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss) -> list[dict]:
+    """Per group: rows, and what the metric compares (class shares; mean prediction, mean error,
+    MAE, RMSE); a multiclass model's confusion matrix (rows: true class, columns: predicted) when
+    the data has a target."""
+    from fairspec.analyses.output_metrics import class_shares, group_means
+
+    w = np.ones(g.size)
+    out = []
+    if mdef.output == "multiclass":
+        shares, _ = class_shares(g, pred, w, G, K)
+        labels = [str(x) for x in model.readout.classes] if model.readout.classes else [str(k) for k in range(K)]
+        for k, name in enumerate(names):
+            r = {"group": name, "rows": int(sizes[k]), "counted": bool(eligible[k]),
+                 "class_share": {labels[j]: (None if np.isnan(shares[k, j]) else float(shares[k, j]))
+                                 for j in range(K)}}
+            r["class_shares"] = ", ".join(f"{labels[j]} {shares[k, j]:.3f}" for j in range(K)) \
+                if sizes[k] else None
+            if truth is not None:
+                sel = (g == k) & (truth >= 0)
+                cm = np.bincount(truth[sel] * K + pred[sel], minlength=K * K).reshape(K, K)
+                r["confusion"] = {"classes": labels, "matrix": cm.tolist()}
+                r["confusion_matrix"] = str(cm.tolist())
+            if excluded[k]:
+                r["excluded"] = True
+            out.append(r)
+        return out
+    means, _ = group_means(g, pred, w, G)
+    stats = {"mean_prediction": means}
+    if target is not None:
+        err = pred - target
+        stats["mean_error"] = group_means(g, err, w, G)[0]
+        stats["mae"] = group_means(g, np.abs(err), w, G)[0]
+        stats["rmse"] = np.sqrt(group_means(g, err * err, w, G)[0])
+        if mdef.quantity == "loss":
+            stats["loss"] = group_means(g, np.abs(err) if loss == "absolute" else err * err, w, G)[0]
+    for k, name in enumerate(names):
+        r = {"group": name, "rows": int(sizes[k]), "counted": bool(eligible[k])}
+        for key, v in stats.items():
+            r[key] = None if np.isnan(v[k]) else float(v[k])
+        if excluded[k]:
+            r["excluded"] = True
+        out.append(r)
+    return out

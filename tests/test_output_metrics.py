@@ -1,0 +1,168 @@
+"""Group metrics of multiclass and regression models (issue 25) agree with fairlearn's MetricFrame
+(and scipy's ks_2samp) on the same predictions, to 1e-9: one class against the rest
+(class = c), a regression above a threshold (threshold = t), the class distribution distance,
+mean prediction, errors, bounded group loss and the KS distance. The models are tiny ONNX graphs
+built here; the predictions fairlearn sees are onnxruntime's on the same encoded rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairspec import pipeline
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+fm = pytest.importorskip("fairlearn.metrics")
+skm = pytest.importorskip("sklearn.metrics")
+
+TOL = 1e-9
+N = 400
+
+
+def _onnx(path, k, name, seed):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(k, 6)).astype(np.float32)
+    b = rng.normal(size=k).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], [name], transB=1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", k])],
+                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+HEAD = """\
+data d = csv("d.csv", label = y == 1, target = y)
+data r = csv("d.csv", target = v)
+features F from d {
+  a : int in [0, 3]
+  sex : {F, M} protected
+  race : {A, B, C} protected
+}
+features FR from r {
+  a : int in [0, 3]
+  sex : {F, M} protected
+  race : {A, B, C} protected
+}
+model grade = onnx("grade.onnx")
+encode F for grade { a : raw  sex, race : onehot }
+model salary = onnx("salary.onnx", score = value)
+encode FR for salary { a : raw  sex, race : onehot }
+"""
+
+PROPS = {
+    # name: (claim, fairlearn's value)
+    "sp_class": "statistical_parity(grade, groups race, class = 2) <= 1",
+    "eo_class": "equalized_odds(grade, groups sex, class = 1) <= 1",
+    "tpr_class": "equal_opportunity(grade, groups race, class = 0) <= 1",
+    "di_threshold": "disparate_impact(salary, groups race, threshold = 0.5) >= 0",
+    "tv": "class_distribution_distance(grade, groups race) <= 1",
+    "tv_overall": "class_distribution_distance(grade, groups race) <= 1   compare = to_overall",
+    "mean_diff": "mean_prediction_difference(salary, groups race) <= 100",
+    "mean_overall": "mean_prediction_difference(salary, groups race) <= 100   compare = to_overall",
+    "mean_error": "mean_error_difference(salary, groups sex) <= 100",
+    "mae": "mean_absolute_error_difference(salary, groups race) <= 100",
+    "rmse": "root_mean_squared_error_difference(salary, groups race) <= 100",
+    "bgl_square": "bounded_group_loss(salary, groups race) <= 1000",
+    "bgl_abs": "bounded_group_loss(salary, groups sex, loss = absolute) <= 1000",
+    "ks": "ks_distance(salary, groups sex) <= 1",
+    "ks_race": "ks_distance(salary, groups race) <= 1",
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("outputs")
+    _onnx(folder / "grade.onnx", 3, "logits", 3)
+    _onnx(folder / "salary.onnx", 1, "y", 4)
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 4, N)
+    sex = np.array(["F", "M"])[rng.integers(0, 2, N)]
+    race = np.array(["A", "B", "C"])[rng.integers(0, 3, N)]
+    y = rng.integers(0, 3, N)
+    v = np.round(rng.normal(size=N), 3)
+    lines = ["a,sex,race,y,v"] + [f"{a[i]},{sex[i]},{race[i]},{y[i]},{v[i]}" for i in range(N)]
+    (folder / "d.csv").write_text("\n".join(lines) + "\n")
+    text = HEAD + "".join(f"property {k} {{ {c}   bootstrap = 20   min_group_size = 1 }}\n" for k, c in PROPS.items())
+    (folder / "s.fair").write_text(text)
+    rep = pipeline.check(folder / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    X = np.stack([a, sex == "F", sex == "M", race == "A", race == "B", race == "C"], axis=1).astype(np.float32)
+    logits = ort.InferenceSession(str(folder / "grade.onnx"), providers=["CPUExecutionProvider"]).run(
+        ["logits"], {"x": X})[0]
+    value = ort.InferenceSession(str(folder / "salary.onnx"), providers=["CPUExecutionProvider"]).run(
+        ["y"], {"x": X})[0][:, 0].astype(np.float64)
+    return {"verdicts": {x.name: x for x in rep.verdicts}, "sex": sex, "race": race, "y": y, "v": v,
+            "cls": np.argmax(logits, axis=1), "value": value}
+
+
+def _frame(metric, run, y_true, y_pred, by):
+    return fm.MetricFrame(metrics=metric, y_true=y_true, y_pred=y_pred, sensitive_features=run[by])
+
+
+def _tv(run, by, overall=False):
+    shares = {k: (lambda k: lambda yt, yp: float(np.mean(yp == k)))(k) for k in range(3)}
+    mf = _frame(shares, run, run["y"], run["cls"], by)
+    P = mf.by_group.to_numpy()
+    if overall:
+        return float(np.max(np.abs(P - mf.overall.to_numpy()[None, :]).sum(axis=1) / 2))
+    return float(max(np.abs(P[i] - P[j]).sum() / 2 for i in range(len(P)) for j in range(len(P))))
+
+
+def expected(name, run):
+    y, cls, val, v = run["y"], run["cls"], run["value"], run["v"]
+    if name == "sp_class":
+        return fm.demographic_parity_difference(y == 2, cls == 2, sensitive_features=run["race"])
+    if name == "eo_class":
+        return fm.equalized_odds_difference(y == 1, cls == 1, sensitive_features=run["sex"])
+    if name == "tpr_class":
+        return _frame(fm.true_positive_rate, run, y == 0, cls == 0, "race").difference()
+    if name == "di_threshold":
+        return fm.demographic_parity_ratio(v >= 0.5, val >= 0.5, sensitive_features=run["race"])
+    if name == "tv":
+        return _tv(run, "race")
+    if name == "tv_overall":
+        return _tv(run, "race", overall=True)
+    if name == "mean_diff":
+        return _frame(fm.mean_prediction, run, v, val, "race").difference()
+    if name == "mean_overall":
+        return _frame(fm.mean_prediction, run, v, val, "race").difference(method="to_overall")
+    if name == "mean_error":
+        return _frame(lambda yt, yp: float(np.mean(yp - yt)), run, v, val, "sex").difference()
+    if name == "mae":
+        return _frame(skm.mean_absolute_error, run, v, val, "race").difference()
+    if name == "rmse":
+        return _frame(lambda yt, yp: float(np.sqrt(skm.mean_squared_error(yt, yp))), run, v, val, "race").difference()
+    if name == "bgl_square":
+        return _frame(skm.mean_squared_error, run, v, val, "race").group_max()
+    if name == "bgl_abs":
+        return _frame(skm.mean_absolute_error, run, v, val, "sex").group_max()
+    stats = pytest.importorskip("scipy.stats")
+    by = "sex" if name == "ks" else "race"
+    groups = sorted(set(run[by]))
+    return max(stats.ks_2samp(val[run[by] == a], val[run[by] == b]).statistic for a in groups for b in groups if a < b)
+
+
+@pytest.mark.parametrize("name", list(PROPS))
+def test_agrees_with_fairlearn(run, name):
+    v = run["verdicts"][name]
+    assert v.status in ("holds", "violated", "unknown") and v.value is not None, v
+    assert abs(v.value - float(expected(name, run))) <= TOL, (name, v.value, expected(name, run))
+    lo, hi = v.bound
+    assert lo <= v.value <= hi
+
+
+def test_report_tables(run):
+    tv = run["verdicts"]["tv"]
+    rows = tv.details["groups"]
+    assert {r["group"] for r in rows} == {"race=A", "race=B", "race=C"}
+    for r in rows:                                  # a confusion matrix per group (true x predicted)
+        m = np.array(r["confusion"]["matrix"])
+        assert m.shape == (3, 3) and m.sum() == r["rows"]
+        assert abs(sum(r["class_share"].values()) - 1) < 1e-12
+    mae = run["verdicts"]["mae"]
+    assert {"mean_prediction", "mean_error", "mae", "rmse"} <= set(mae.details["groups"][0])
