@@ -230,7 +230,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     kw["time_limit"] = time_per_part
     deadline = None if time_limit is None else time.time() + float(time_limit)
     shared = (problem, mode, backend, kw, deadline, int(unfair_nodes))
-    attacked = _attack(problem, mode, parts, deadline) if falsify and mode in ("find", "prove") else {}
+    # the attack takes at most a quarter of the total budget
+    stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
+    attacked = _attack(problem, mode, parts, stop) if falsify and mode in ("find", "prove") else {}
     items = [(k, lo, hi, attacked.get(k)) for k, (lo, hi) in enumerate(parts)]
     results: list[PairResult | None] = [None] * len(items)
     if stop_on_violation and attacked:
