@@ -183,6 +183,8 @@ def _decide_part(shared, item) -> PairResult:
         sub = replace(sub, net=prune(sub.net, sub.lo, sub.hi, sub.integer))
         engine = "z3" if backend == "smt" else kw.pop("engine", "highs")
         return tree_solve(sub, mode, engine=engine, **kw)
+    if kw.get("engine") == "bab" and mode in ("find", "prove"):
+        return _bab_part(sub, mode, kw.get("time_limit"))
     if backend == "smt":
         from fairspec.backends.smt import solve as smt_solve
 
@@ -195,7 +197,8 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 12, falsify: bool = True, **solver_kw) -> PairResult:
+                      chunk: int = 8, unfair_nodes: int = 12, falsify: bool = True, retries=None,
+                      **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -215,6 +218,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
                    unfair boxes are still grown).
+    retries:       find / prove with the MILP on a network: the passes after the first, as
+                   (engine, budget factor); the partitions a pass leaves undecided go to the next
+                   with ``factor * time_per_part`` each, while the total budget lasts. Default
+                   :data:`RETRIES`: SCIP, then the certified branch and bound over the partition
+                   (``"bab"``: splits inputs and ReLU phases inside the box, its proof a
+                   bab-certificate, its candidate pairs replayed); ``()``: one pass.
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -233,10 +242,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     # the attack takes at most a quarter of the total budget
     stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
     attacked = _attack(problem, mode, parts, stop) if falsify and mode in ("find", "prove") else {}
-    items = [(k, lo, hi, attacked.get(k)) for k, (lo, hi) in enumerate(parts)]
-    results: list[PairResult | None] = [None] * len(items)
-    if stop_on_violation and attacked:
-        items = [it for it in items if it[3] is not None]
+    results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
+    items = [] if stop_on_violation and attacked else \
+        [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
     try:
         step = max(1, chunk if stop_on_violation else len(items))
         for s in range(0, len(items), step):
@@ -245,6 +253,23 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
+        if retries is None:
+            retries = RETRIES if backend == "milp" and mode in ("find", "prove") and _is_network(problem) else ()
+        for engine, factor in retries:
+            if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
+                break
+            if deadline is not None and time.time() >= deadline:
+                break
+            left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"]
+            if not left:
+                break
+            kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
+            shared2 = (problem, mode, backend, kw2, deadline, int(unfair_nodes))
+            batch = [(k, parts[k][0], parts[k][1], None) for k in left]
+            for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=shared2, on_error=_failed_part)):
+                before = results[k]
+                results[k] = replace(r, seconds=before.seconds + r.seconds,
+                                     stats={**(r.stats or {}), "pass": engine})
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -282,6 +307,49 @@ def _attack(problem: PairProblem, mode: str, parts, deadline) -> dict[int, PairR
                           "early falsification: a sampled pair, replayed", each, engine="attack", mode=mode, best=w,
                           stats={"attack_seconds": round(took, 4)})
             for k, w in enumerate(wits) if w is not None}
+
+
+#: the passes after the first (engine, budget factor) for the partitions left undecided
+RETRIES = (("scip", 3.0), ("bab", 3.0))
+
+
+def _is_network(problem) -> bool:
+    from fairspec.models.network import PLNet
+
+    return isinstance(problem.net, PLNet)
+
+
+def _bab_part(sub: PairProblem, mode: str, time_limit: float | None) -> PairResult:
+    """The certified branch and bound over one partition (:func:`fairspec.backends.bab.certify_holds`:
+    the runtime's error moved into the claim; it splits inputs and ReLU phases inside the box):
+    ``holds`` with its bab-certificate, ``violated`` with a candidate pair that replays on the
+    runtime, else ``unknown``."""
+    from fairspec.backends.bab import certify_holds
+    from fairspec.backends.pair import make_witness
+    from fairspec.backends.pair.certify import replays, runtime_of
+
+    t0 = time.perf_counter()
+    rt = runtime_of(sub)
+    if rt.layers is None:
+        return PairResult("unknown", reason=f"no certified branch and bound for this model: {rt.why_not}",
+                          engine="bab", mode=mode)
+    budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
+    r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
+                      precision=rt.precision, eps_strict=sub.eps_strict)
+    took = time.perf_counter() - t0
+    st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
+          "runtime_error": r.stats.get("runtime_error")}
+    if r.status == "proved":
+        return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
+                          mode=mode, stats=st, proof=r.proof)
+    if r.status == "candidate" and r.pair is not None and replays(sub, *r.pair):
+        w = make_witness(sub, *r.pair)
+        if w.z < w.z_prime:
+            w = make_witness(sub, r.pair[1], r.pair[0])
+        return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair that "
+                          "replays", took, engine="bab", mode=mode, best=w, stats=st)
+    return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
+                                        f"({r.reason or r.status})", seconds=took, engine="bab", mode=mode, stats=st)
 
 
 def _failed_part(item, reason: str) -> PairResult:
