@@ -175,7 +175,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         from fairspec.runtime.context import Context
 
         ctx = Context(spec, roots=Roots.for_spec(Path(path), allow))
-        ctx.pass_mates = tuple(props)  # the data backend counts these in one pass per data set
+        ctx.pass_mates = _pass_mates(props, spec)  # the data backend counts these in one pass per data set
         for prop in props:
             if report.interrupted:  # Ctrl-C earlier: the rest are not run
                 report.verdicts.append(unknown(prop, _interrupted("before it ran")))
@@ -184,6 +184,18 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                 break
     report.seconds = time.perf_counter() - t0
     return report
+
+
+
+def _pass_mates(props, spec) -> tuple:
+    """The group metrics of this run the planner gives the data backend, each with its resamples (the
+    ``bootstrap`` option, else the data backend's default): the data backend counts those over the
+    same rows in one pass (``fairspec.backends.data.metrics.count``), and asks no planner itself."""
+    from fairspec.kinds.on_data import RUNNER
+    from fairspec.planning import plan, setting
+
+    return tuple((p, setting(p, "bootstrap", "data")) for p in props
+                 if p.kind == "group_metric" and plan(p, spec).runner == RUNNER)
 
 
 def _now():

@@ -355,7 +355,7 @@ def test_an_estimated_distribution_widens_by_twice_the_metric_bound(tmp_path):
 
 
 def test_the_data_backend_and_an_empirical_distribution_give_unknown(tmp_path):
-    from fairspec.backends.data import run as data_run
+    from fairspec.kinds.on_data import run as data_run
     from fairspec.runtime.context import Context
     path = spec(tmp_path, SYNTH_SPEC.format(synth=SYNTH, t=0.5))
     sp = lint(path).spec

@@ -113,7 +113,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         return small
     if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
-        first = run_flips(prop, ctx, progress)
+        first = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
         if first.status == "violated" and _flip_replays(prop, ctx, first):
             return Verdict(**{**first.__dict__, "backend": f"{backend} (falsified on data first)",
                               "seconds": time.perf_counter() - t0})

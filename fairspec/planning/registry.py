@@ -206,10 +206,10 @@ _OVER_DISTRIBUTION = ("seed", "confidence", "bootstrap", "method")
 
 register(Backend(
     "data", "fairness measured on the declared data rows with the real model", ("data", "model"), (
-        Capability("group_metric", "fairspec.backends.data:run", _opts("seed", "confidence", "min_group_size",
+        Capability("group_metric", "fairspec.kinds.on_data:run", _opts("seed", "confidence", "min_group_size",
                    "timeout", "compare", "weight", "exclude_below", bootstrap=1000), over="data",
                    doc="group metrics with bootstrap confidence intervals"),
-        Capability("individual_fairness", "fairspec.backends.data:run", _opts("seed", "max_rows", "timeout"),
+        Capability("individual_fairness", "fairspec.kinds.on_data:run", _opts("seed", "max_rows", "timeout"),
                    doc="counterfactual flips of every data row (finds violations, never proves)"),
     )))
 _PBA_ENGINE = Option("engine", "choice", "the MILP solver, or lp for the plain LP relaxation",
@@ -256,7 +256,7 @@ _REPAIR_ENGINE = Option("engine", "choice", "the exact optimiser choosing the fl
                         choices=("highs", "scip", "z3", "rc2"), default="highs")
 register(Backend(
     "repair", "FairRepair: patch a scikit-learn decision tree or random forest on the data rows", ("data", "model"), (
-        Capability("repair", "fairspec.backends.repair:run", _opts("timeout", _REPAIR_ENGINE),
+        Capability("repair", "fairspec.kinds.repair:run", _opts("timeout", _REPAIR_ENGINE),
                    doc="fewest flipped or refined path hypercubes reaching every pairwise passing-rate ratio "
                        "within alpha x the LP's minimal semantic difference; written, loaded back, re-verified"),
     )))

@@ -51,8 +51,9 @@ class Context:
         self._encodings: dict[str, ir.Encoding] = {}
         self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
-        # the properties of this run (set by the serial pipeline): the data backend counts the group
-        # metrics among them that read the same rows in one pass (fairspec.backends.data.metrics.count)
+        # the group metrics of this run the planner gives the data backend, as (property, resamples)
+        # pairs (set by the serial pipeline): the data backend counts those that read the same rows
+        # in one pass (fairspec.backends.data.metrics.count)
         self.pass_mates: tuple = ()
         # what was loaded and how long it took: model files and data tables are loaded on
         # first use; the report shows these apart from the properties' own time

@@ -16,7 +16,6 @@ import time
 import numpy as np
 
 from fairspec import ir
-from fairspec.planning import setting
 from fairspec.runtime.encoding import decode_row, encode
 from fairspec.runtime.evaluate import evaluate
 from fairspec.verdict import Verdict, Witness, unknown
@@ -56,7 +55,9 @@ def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
     return out
 
 
-def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
+def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float | None) -> Verdict:
+    """Counterfactual flips of every data row; ``timeout`` (seconds, None: no limit) is the option its
+    runner resolved (the data backend's ``timeout``)."""
     t0 = time.perf_counter()
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -95,7 +96,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None) -> Verdict:
     best_combo = np.full(n, -1)
     pairs = 0
     task = progress.add_task(f"{prop.name}: flips", total=len(combos)) if progress else None
-    limit = setting(prop, "timeout", "data")
+    limit = timeout
     cut = None  # combinations tried when the time budget ran out
     for ci, combo in enumerate(combos):
         if limit is not None and ci and time.perf_counter() - t0 > limit:

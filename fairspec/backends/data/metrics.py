@@ -22,7 +22,6 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
 from fairspec.backends.data.groups import GroupCells
-from fairspec.planning import setting
 from fairspec.verdict import Verdict, interval_status, unknown
 
 
@@ -280,20 +279,17 @@ class _Counter:
 
 
 def _pass_mates(prop: ir.GroupMetric, ctx) -> list:
-    """The other properties of this run that count the same rows on the data backend (the pipeline
-    names the run's properties in ``ctx.pass_mates``): they are counted in the same pass."""
-    from fairspec.planning import plan
-
+    """The other properties of this run that count the same rows on the data backend, each with its
+    resamples (the pipeline names the run's group metrics the planner gives the data backend in
+    ``ctx.pass_mates``, as (property, bootstrap) pairs): they are counted in the same pass."""
     done = ctx.__dict__.setdefault("_group_counts", {})
     out = []
-    for o in getattr(ctx, "pass_mates", ()):
+    for o, resamples in getattr(ctx, "pass_mates", ()):
         if (o is prop or o.name == prop.name or o.name in done or o.kind != "group_metric" or o.data != prop.data
                 or o.features != prop.features or o.data is None or o.metric == "path_specific"
                 or o.param("rate") == "scoring"):
             continue
-        if plan(o, ctx.spec).runner != "fairspec.backends.data:run":
-            continue
-        out.append(o)
+        out.append((o, resamples))
     return out
 
 
@@ -338,10 +334,10 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
             [scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows) for r in ctx.row_batches(fs.name, prop.data)])))
     failed: dict = {}
     mates = {}
-    for o in _pass_mates(prop, ctx):
+    for o, resamples in _pass_mates(prop, ctx):
         mates[o.name] = o
         try:
-            counters[o.name] = _Counter(o, ctx, setting(o, "bootstrap", "data"))
+            counters[o.name] = _Counter(o, ctx, resamples)
         except Exception as e:  # noqa: BLE001 - that property's own error, raised when it runs
             failed[o.name] = e
     seen = 0
@@ -399,16 +395,17 @@ def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums
     return metric_value(prop.metric, cells[..., eligible, :, :], mode, **kw)
 
 
-def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
+def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | None = None) -> Verdict:
+    """A group metric measured on data rows. Its runner (:mod:`fairspec.kinds.on_data`) passes in what
+    it asked the planner: ``resamples``, the option ``bootstrap`` (the spec's, else the schema's default),
+    and ``why``, the planner's reason for a property over a distribution that is not the data's."""
     t0 = time.perf_counter()
     if prop.data is None:
         dist = next((d for d in ctx.spec.distributions if d.name == prop.distribution), None)
         if dist is not None and dist.kind == "empirical" and prop.metric != "influence":
-            return run_empirical(prop, ctx, dist)
-        from fairspec.planning import plan
-
-        why = plan(prop, ctx.spec).why or (f"the data backend measures group metrics on data rows, and this one is "
-                                           f"over distribution '{prop.distribution}' (dp, ssat or elimination)")
+            return run_empirical(prop, ctx, dist, resamples=resamples)
+        why = why or (f"the data backend measures group metrics on data rows, and this one is "
+                      f"over distribution '{prop.distribution}' (dp, ssat or elimination)")
         return unknown(prop, why, backend="data")
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
@@ -416,8 +413,8 @@ def run_group_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     if METRICS[prop.metric].output:              # issue 25: multiclass and regression metrics
         from fairspec.backends.data.outputs import run_output_metric
 
-        return run_output_metric(prop, ctx)
-    R = setting(prop, "bootstrap", "data")  # resamples (the schema's default when not set)
+        return run_output_metric(prop, ctx, resamples=resamples)
+    R = resamples  # the option bootstrap (the schema's default when not set)
     rng = np.random.default_rng(prop.options.seed)
     try:
         c = count(prop, ctx, R)
@@ -632,12 +629,13 @@ def _r(v) -> float:
     return float(v)
 
 
-def run_empirical(prop, ctx, dist: ir.Distribution) -> Verdict:
-    """The empirical distribution of a data set is the data: measure it there."""
+def run_empirical(prop, ctx, dist: ir.Distribution, *, resamples: int) -> Verdict:
+    """The empirical distribution of a data set is the data: measure it there (``resamples``: the data
+    backend's resamples for ``prop``)."""
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA) or conditional(DATA), or a declared table",
                        backend="data")
-    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx)
+    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx, resamples=resamples)
     return dataclasses.replace(v, details={**v.details, "distribution": {"name": dist.name, "kind": "empirical",
                                                                        "data": dist.data}})

@@ -20,7 +20,6 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data.groups import GroupCells
-from fairspec.planning import setting
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 
 
@@ -99,7 +98,8 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
 
 # ------------------------------------------------------------------ output metrics
 
-def run_output_metric(prop: ir.GroupMetric, ctx) -> Verdict:
+def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
+    """``resamples``: the option ``bootstrap``, which the runner (:mod:`fairspec.kinds.on_data`) resolved."""
     t0 = time.perf_counter()
     mdef = METRICS[prop.metric]
     opts = prop.options
@@ -166,7 +166,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx) -> Verdict:
     if np.isnan(value):
         return unknown(prop, f"{prop.metric} is undefined here", backend="data", seconds=time.perf_counter() - t0,
                        details=details)
-    R = setting(prop, "bootstrap", "data")
+    R = resamples
     rng = np.random.default_rng(opts.seed)
     boot = []
     for _ in range(R):

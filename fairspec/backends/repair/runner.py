@@ -80,11 +80,12 @@ def write_model(est, path: str, model_path: str | None, roots) -> None:
         raise ModelLoadError(f"cannot write the repaired model: {e}", p) from None
 
 
-def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
+def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: float | None) -> Verdict:
+    """FairRepair on the spec's model and data; ``engine`` and ``timeout`` are the options its runner
+    (:mod:`fairspec.kinds.repair`) resolved with the planner."""
     from fairspec.backends.data.groups import assign
     from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, pair_ratios, passing_rates, repair
     from fairspec.models import ModelLoadError, load_model
-    from fairspec.planning import setting
 
     t0 = time.perf_counter()
     spec_model = ctx.spec.model(prop.model)
@@ -117,10 +118,10 @@ def run_repair(prop: ir.Repair, ctx, progress=None) -> Verdict:
     if why:
         return unknown(prop, why, backend=BACKEND)
     strict = prop.strict
-    solver = setting(prop, "engine", BACKEND)
+    solver = engine
     pb = Problem(X, group, names, boxes, prop.threshold, prop.alpha, strict=bool(strict),
                  positive=int(model.index if model.index is not None else 1), solver=str(solver),
-                 time_limit=setting(prop, "timeout", BACKEND))
+                 time_limit=timeout)
     task = progress.add_task(f"{prop.name}: repair", total=None) if progress else None
 
     def say(msg):

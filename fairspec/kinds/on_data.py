@@ -1,0 +1,26 @@
+"""The runner of the data backend: fairness measured on the declared data rows with the real model --
+group metrics (:func:`fairspec.backends.data.metrics.run_group_metric`) and counterfactual flips
+(:func:`fairspec.backends.data.flips.run_flips`). It asks the planner for their options and passes
+them in: no backend imports the planner."""
+
+from __future__ import annotations
+
+RUNNER = "fairspec.kinds.on_data:run"
+
+
+def run(prop, ctx, progress=None):
+    from fairspec.planning import plan, setting
+
+    if prop.kind == "group_metric":
+        from fairspec.backends.data.metrics import run_group_metric
+
+        return run_group_metric(prop, ctx, resamples=setting(prop, "bootstrap", "data"),
+                                why=plan(prop, ctx.spec).why if prop.data is None else None)
+    from fairspec import ir
+    from fairspec.backends.data.flips import run_flips
+    from fairspec.verdict import unknown
+
+    if prop.kind == "individual_fairness" and prop.post in ir.MULTI_POSTS:  # issue 25: flips compare the binary decision only, for now
+        return unknown(prop, f"the post-condition '{prop.post}' (issue 25: multiclass and regression "
+                             f"outputs) is not yet decided by the data backend", backend="data", seconds=0.0)
+    return run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
