@@ -305,6 +305,11 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["coverage"] = f"error: {type(e).__name__}: {e}"
         return
     row["prove_seconds"] = _r(time.perf_counter() - t_prove, 2)
+    st = getattr(res, "stats", None) or {}
+    if "attack_refuted" in st:
+        # partitions refuted by the batched attack before any solver, and decided by each retry pass
+        row["attack_refuted"] = st["attack_refuted"]
+        row["retry_decided"] = st.get("retry_decided", {})
     q = (getattr(res, "stats", None) or {}).get("quantify_seconds")
     if q is not None:
         # the boxes proved unfair are grown after every partition is decided: the decisions' own time

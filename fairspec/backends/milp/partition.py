@@ -245,6 +245,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
     items = [] if stop_on_violation and attacked else \
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
+    retried: dict[str, int] = {}
     try:
         step = max(1, chunk if stop_on_violation else len(items))
         for s in range(0, len(items), step):
@@ -270,6 +271,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 before = results[k]
                 results[k] = replace(r, seconds=before.seconds + r.seconds,
                                      stats={**(r.stats or {}), "pass": engine})
+                if r.status != "unknown":
+                    retried[engine] = retried.get(engine, 0) + 1
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -286,6 +289,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             ex.close()
     out = _combine(problem, mode, parts, results, time.perf_counter() - t0)
     out.stats["attack_refuted"] = len(attacked)
+    out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
     return out
 
