@@ -27,7 +27,8 @@ individuals (``fairspec.backends.quantify``): certified (partitions proved fair,
 certify Proof), falsified (boxes proved unfair around each refuted partition's witness,
 ``--unfair-nodes``, grown after every partition is decided: ``quantify_seconds`` apart from
 ``decide_seconds``), plus the counterexample points) and undecided, exact fractions of the
-domain's integer points in the JSON (``shares``) and percentages in the table.
+domain's integer points in the JSON (``shares``) and percentages in the table; beside them an
+estimate of the unfair share from ``--sample-unfair`` uniform individuals (Clopper-Pearson 95%).
 
 Beside our numbers: Fairify's published verdict counts over its input partitions
 (``published_results.csv``, experiment ``src``: SAT / UNSAT / UNK) and HyFair's
@@ -332,6 +333,37 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
 
 
+def sample_unfair(bench, ds, name, prop, replayer, n: int, seed: int) -> dict:
+    """An *estimate* beside the proved shares: the share of individuals with a counterfactual that
+    breaks the property, from ``n`` individuals drawn uniformly from the domain's integer points
+    (onnxruntime, every value of the protected attribute), with its exact 95% interval."""
+    d = bench.domains[ds]
+    names = d["feature_order"]
+    lo = np.array([d["verification_domain"][f][0] for f in names], dtype=np.int64)
+    hi = np.array([d["verification_domain"][f][1] for f in names], dtype=np.int64)
+    idx = names.index(name)
+    rng = np.random.default_rng(seed)
+    X = rng.integers(lo, hi + 1, size=(n, len(names))).astype(np.float64)
+    outs = []
+    for v in range(int(lo[idx]), int(hi[idx]) + 1):
+        Xv = X.copy()
+        Xv[:, idx] = v
+        outs.append(replayer.logit(Xv) if prop == "sign" else replayer.prob(Xv))
+    O = np.stack(outs)
+    if prop == "sign":
+        pos = O > 0
+        bad = pos.any(axis=0) & ~pos.all(axis=0)
+    else:
+        bad = (O.max(axis=0) - O.min(axis=0)) > EPS
+    from scipy.stats import binomtest
+
+    k = int(bad.sum())
+    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+    return {"n": int(n), "unfair": k, "unfair_percent": 100 * k / n,
+            "ci95_percent": [100 * float(ci.low), 100 * float(ci.high)],
+            "note": "an estimate from uniform samples (Clopper-Pearson 95%), not a proof"}
+
+
 def certify_cost(row, model, ds, name, bench, args):
     """``--certify-cost``: the row's partitioned proof twice in this process, first with every
     solver "holds" taken as it is (``FAIRSPEC_BENCH_UNCERTIFIED=1``, which the pipeline's gate would
@@ -407,6 +439,7 @@ def render(rows, bench, console):
     t = Table(title="Fairify networks: falsification and k-discrimination", show_lines=False)
     for c in ("model", "protected", "prop", "K", "status", "t first (s)", "#ID", "max k", "t max k (s)",
               "coverage (proved/refuted/undecided)", "certified %", "falsified %", "undecided %",
+              "unfair % (sampled)",
               "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
         t.add_column(c, overflow="fold")
     for row in rows:
@@ -423,6 +456,9 @@ def render(rows, bench, console):
                   str(row["ids"]), "-" if row["max_k"] is None else str(row["max_k"]),
                   "-" if row["seconds_to_max_k"] is None else f"{row['seconds_to_max_k']:.2f}",
                   str(cov), *share_cells(row),
+                  "-" if not row.get("sampled_unfair") else
+                  "{:.2f} [{:.2f}, {:.2f}]".format(row["sampled_unfair"]["unfair_percent"],
+                                                   *row["sampled_unfair"]["ci95_percent"]),
                   "-" if pub is None else "/".join(map(str, pub)),
                   "-" if t1 is None or row["property"] != "eps" else
                   f"{t1[0]} / {t1[1] if t1[1] is not None else 'N/A'} / {t1[3] if t1[3] is not None else 'N/A'}",
@@ -492,6 +528,9 @@ def run_all(args, bench, console):
                 elif args.prove:
                     try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds,
                               args.unfair_nodes)
+                if args.prove and args.sample_unfair and row.get("shares"):
+                    row["sampled_unfair"] = sample_unfair(bench, ds, name, prop, replayer, args.sample_unfair,
+                                                          args.seed)
             else:
                 space = dict(kdisc_spaces(bench, ds, box))[name]
                 row = run_kdisc_row(model, ds, name, space, bench, evaluate, replayer,
@@ -564,6 +603,9 @@ def main(argv=None):
     ap.add_argument("--unfair-nodes", type=int, default=12,
                     help="with --prove: proof attempts to grow a box proved unfair around each refuted partition's "
                          "witness (FairQuant's falsified share; 0: counterexample points only)")
+    ap.add_argument("--sample-unfair", type=int, default=20000,
+                    help="with --prove: individuals drawn uniformly to estimate the unfair share beside the "
+                         "proved shares (0: none)")
     ap.add_argument("--props", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=["sign", "eps"],
                     help="pair properties (default sign,eps)")
     ap.add_argument("--protected", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=None,
