@@ -231,3 +231,47 @@ def test_metric_readings_in_the_ir(folder):
     assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
     props = {p.name: p for p in res.spec.properties}
     assert props["g"].param("class") == 2 and props["h"].param("threshold") == 0.5
+
+
+def test_editor_knows_the_output_functions(folder):
+    from fairspec.lsp import analysis
+
+    text = HEAD + _pair("c", "class(grade(x)) == class(grade(x'))")
+    p = folder / "s.fair"
+    p.write_text(text)
+    idx = analysis.analyse(p)
+    line = text.count("\n") - 1                  # the ensure line
+    toks = analysis.semantic_tokens(idx, text, str(p))
+    assert any(t[0] == line and t[3] == "function" and t[2] == len("class") for t in toks)
+    labels = {c[0] for c in analysis.completions(idx, text, line, 10)}
+    assert {"class", "value", "prob", "logit", "label"} <= labels
+    model_line = next(i for i, l in enumerate(text.splitlines(), 1) if l.startswith("model grade"))
+    assert "multiclass model (3 classes)" in analysis.hover(idx, str(p), model_line, 8)
+
+
+def test_onnx_classifier_labels(tmp_path):
+    """skl2onnx records the class labels on the classifier node: lint and the loader read them, so
+    prob(m(x), "mid") names the column scikit-learn's classes_ gives "mid"."""
+    skl2onnx = pytest.importorskip("skl2onnx")
+    lm = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, (120, 3)).astype(np.float32)
+    y = np.array(["lo", "mid", "hi"])[rng.integers(0, 3, 120)]
+    lr = lm.LogisticRegression().fit(X, y)
+    onx = skl2onnx.to_onnx(lr, X[:1], options={id(lr): {"zipmap": False}}, target_opset=17)
+    (tmp_path / "lr3.onnx").write_bytes(onx.SerializeToString())
+    (tmp_path / "d.csv").write_text("a,b,c\n" + "\n".join(f"{r[0]:g},{r[1]:g},{r[2]:g}" for r in X) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv")\nfeatures F from d {\n  a : int in [0, 3]  protected\n'
+                    '  b : int in [0, 3]\n  c : int in [0, 3]\n}\n'
+                    'model lr = onnx("lr3.onnx", output = "probabilities")\nencode F for lr { a, b, c : raw }\n'
+                    + _pair("p", "|prob(lr(x), \"mid\") - prob(lr(x'), \"mid\")| <= 0.1").replace("{sex}", "{a}"))
+    res = pipeline.lint(spec)
+    assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
+    assert res.spec.model("lr").classes == ("hi", "lo", "mid")
+    assert res.spec.properties[0].cls == list(lr.classes_).index("mid")
+    from fairspec.models import load_model
+
+    m = load_model("onnx", tmp_path / "lr3.onnx", output="probabilities")
+    assert m.readout.classes == tuple(lr.classes_)
+    assert [m.readout.classes[i] for i in m.predict_class(X.astype(np.float64))] == lr.predict(X).tolist()

@@ -397,6 +397,13 @@ def _hover_model(idx: Index, sym: Symbol, spec) -> str:
     out = m.output if m.output is not None else "the first output"
     lines.append(f"- output: {out}" + (f" (index {m.index})" if m.index is not None else "")
                  + (f", a {m.score_kind}" if m.score_kind else ""))
+    if m.task is not None or m.score_kind == "value":
+        from fairspec.sema.outputs import describe_kind
+
+        kind = describe_kind(m)
+        if m.classes:
+            kind += ": " + ", ".join(str(c) for c in m.classes)
+        lines.append(f"- {kind}")
     return "\n".join(lines)
 
 
@@ -531,6 +538,12 @@ KEYWORDS_REPAIR = ("goal", "bound", "write", "using")
 FEATURE_TYPES = ("int in [", "real in [", "bool", "{")
 FEATURE_MODIFIERS = ("protected", "column", "bins")
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
+# what a pair property reads from a model (fairspec.models.readout; issue 25 added class, value and the class argument)
+MODEL_OUTPUTS = {"label": "the binary decision: label(m(x))",
+                 "prob": "a probability: prob(m(x)) (binary) or prob(m(x), c), class c's (a column or a label)",
+                 "logit": "a logit: logit(m(x)) (binary) or logit(m(x), c), logit column c",
+                 "class": "the predicted class: class(m(x)), the argmax column (the first on a tie)",
+                 "value": "a regression's output: value(m(x))"}
 
 
 
@@ -617,6 +630,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
 def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
     out = [(m, "function", d) for m, d in metrics.items()]
     out += [("k_discrimination", "function", "HyFair k-discrimination"), ("pba", "function", "PBA neighbourhoods")]
+    out += [(f, "function", d) for f, d in MODEL_OUTPUTS.items()]
     for kind, label in (("feature", "field"), ("group", "variable"), ("model", "class"), ("data", "file"),
                         ("distribution", "value"), ("param", "variable")):
         out += [(n, label, kind) for n in names[kind]]
@@ -786,7 +800,7 @@ def semantic_tokens(idx: Index | None, text: str, file: str) -> list[tuple[int, 
                     out.append((ln, col, len(word), _KIND_TOKEN.get(occ.symbol.kind, "variable"), mods))
                 elif word in _KEYWORDS:
                     out.append((ln, col, len(word), "keyword", ()))
-                elif word in PROPERTY_FUNCTIONS or word in ("label", "prob", "logit", "col"):
+                elif word in PROPERTY_FUNCTIONS or word in ("col",) + tuple(MODEL_OUTPUTS):
                     out.append((ln, col, len(word), "function", ("defaultLibrary",)))
     return out
 

@@ -80,7 +80,9 @@ class OnnxModel(LoadedModel):
         if kind is None:
             kind = "prob" if "prob" in out.name.lower() else "logit"
         self._what = f"output {out.name!r} of ONNX model {path}"
-        readout = readout_for(path, columns, index, kind, self._what)
+        from .peek_onnx import onnx_class_labels
+
+        readout = readout_for(path, columns, index, kind, self._what, classes=onnx_class_labels(sig, columns))
         self.index = readout.index
 
         inp = sig.inputs[0]

@@ -245,10 +245,13 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
         fmt = normalize_format(format, path)
         p = pathlib.Path(path)
         if fmt == "onnx":
+            from .peek_onnx import onnx_class_labels
+
             k = peek_output_columns(format, path, output)
             if k is None:
                 return None, None, None
-            return ("multiclass", k, None) if k >= 3 else ("binary", 2, None)
+            labels = onnx_class_labels(read_onnx_signature(p), k)
+            return ("multiclass", k, labels) if k >= 3 else ("binary", 2, labels)
         if fmt == "sklearn" and p.suffix.lower() == ".skops":
             with zipfile.ZipFile(p) as zf:
                 schema = json.loads(zf.read("schema.json"))

@@ -100,12 +100,43 @@ class OnnxNode:
     name: str
     inputs: list[str]
     outputs: list[str]
+    # an ai.onnx.ml classifier's class labels (classlabels_strings / classlabels_int64s), in the
+    # order of its probability columns (issue 25: prob(m(x), "label")); None for other nodes
+    class_labels: tuple | None = None
+
+
+_LABEL_ATTRS = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
+
+
+def _class_labels(buf, span) -> tuple | None:
+    """The labels of an AttributeProto named classlabels_* (name = 1, ints = 8, strings = 9)."""
+    name, ints, strings = None, [], []
+    for f, wt, v in _fields(buf, *span):
+        if f == 1 and wt == 2:
+            name = _string(buf, v)
+        elif f == 8 and wt == 0:
+            ints.append(v - (1 << 64) if v >= 1 << 63 else v)
+        elif f == 8 and wt == 2:                     # packed
+            pos, end = v
+            while pos < end:
+                x, pos = _varint(buf, pos, end)
+                ints.append(x - (1 << 64) if x >= 1 << 63 else x)
+        elif f == 9 and wt == 2:
+            strings.append(_string(buf, v))
+    if name not in _LABEL_ATTRS:
+        return None
+    return tuple(strings) if name == "classlabels_strings" else tuple(ints)
 
 
 def _node(buf, span) -> OnnxNode:
     n = OnnxNode("", "", [], [])
     for f, wt, v in _fields(buf, *span):
         if wt != 2:
+            continue
+        if f == 5:
+            labels = _class_labels(buf, v)
+            if labels:
+                n.class_labels = labels
             continue
         if f == 1:
             n.inputs.append(_string(buf, v))
@@ -296,3 +327,13 @@ def onnx_obstacle(sig: OnnxSignature, output) -> str | None:
     n = bad[-1]                                        # the one nearest the input
     return (f"operator {n.op_type} (node {n.name or n.outputs[0]}) is not piecewise-linear or not supported "
             f"(supported: ReLU networks of Gemm/MatMul/Add layers with a final Sigmoid or Softmax)")
+
+
+def onnx_class_labels(sig: OnnxSignature, columns: int | None) -> tuple | None:
+    """The class labels an ai.onnx.ml classifier node records (skl2onnx writes them), when exactly
+    one node does and it has ``columns`` of them (None: not known); else None."""
+    found = [n.class_labels for n in sig.nodes if n.class_labels]
+    if len(found) != 1 or (columns is not None and len(found[0]) != columns):
+        return None
+    return found[0]
+
