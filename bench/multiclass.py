@@ -110,7 +110,8 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--engines", default="highs,z3")
     ap.add_argument("--shared", default="/work/shared" if Path("/work/shared").is_dir() else str(HERE.parent.parent / "shared"))
-    ap.add_argument("--out", default="")
+    ap.add_argument("--out", default="", help="write the rows as JSON here (and a table next to it, .md)")
+    ap.add_argument("--only", default="class,value", help="class | value | class,value")
     a = ap.parse_args(argv)
     from trees import load
 
@@ -146,7 +147,7 @@ def main(argv=None):
 
     rt = Runtime(layers, None, ("argmax", 0), "float32", replay=replay)
     cp = ClassProblem(net, pre, "class", runtime=rt, outputs=run)
-    for eng in a.engines.split(","):
+    for eng in (a.engines.split(",") if "class" in a.only else []):
         for mode in ("find", "prove"):
             t0 = time.perf_counter()
             r = solve_class(cp, mode, eng, time_limit=a.seconds)
@@ -179,7 +180,7 @@ def main(argv=None):
     pr = value_problem(_problem(net_r, Xr, rnames, rnames.index("sex")), 0.0)
     pr = pr.__class__(**{**{f: getattr(pr, f) for f in pr.__dataclass_fields__},
                          "runtime": Runtime(layers_r, None, ("logit", 0), "float32")})
-    for eng in [e for e in a.engines.split(",") if e != "z3"] + (["z3"] if "z3" in a.engines else []):
+    for eng in (a.engines.split(",") if "value" in a.only else []):
         t0 = time.perf_counter()
         if eng == "z3":
             from fairspec.backends.smt import exact as smt_exact
@@ -202,15 +203,25 @@ def main(argv=None):
                "met": gap is not None and gap <= 0.01 * out_range and secs < 60, "reason": r.reason[:200]}
         rows.append(row)
         print(json.dumps(row))
-    print()
-    print(f"{'target':18} {'engine':6} {'mode':9} {'status':9} {'seconds':>8}  detail")
+    lines = [f"| target | engine | mode | status | seconds | detail |", "|---|---|---|---|---:|---|"]
     for r in rows:
-        det = r.get("proof") or (f"classes {r['classes']} replayed={r['witness_replayed']}" if "classes" in r else "")
+        det = r.get("proof") or (f"classes {r['classes']}, replayed on onnxruntime: {r['witness_replayed']}"
+                                 if "classes" in r else r.get("reason", ""))
         if r["target"].startswith("value"):
-            det = f"[{r['best_replayed']}, {r['bound']}] gap/range {r['gap_share']}"
-        print(f"{r['target']:18} {r['engine']:6} {r.get('mode', 'maximize'):9} {r['status']:9} {r['seconds']:8.2f}  {det}")
+            g = r["gap_share"]
+            det = (f"[{r['best_replayed']:.4g}, {r['bound']:.4g}], bound - best = "
+                   f"{'-' if g is None else f'{100 * g:.1f}%'} of the range {r['range']:.4g}")
+        lines.append(f"| {r['target']} | {r['engine']} | {r.get('mode', 'maximize')} | {r['status']} | "
+                     f"{r['seconds']:.2f} | {det} |")
+    load = os.getloadavg()[0]
+    print()
+    print("\n".join(lines))
+    print(f"load average {load:.1f} on {os.cpu_count()} cores")
     if a.out:
-        Path(a.out).write_text(json.dumps({"rows": rows, "load": os.getloadavg()[0]}, indent=1) + "\n")
+        Path(a.out).write_text(json.dumps({"rows": rows, "load": load}, indent=1) + "\n")
+        Path(a.out).with_suffix(".md").write_text(
+            "# bench/multiclass.py (issue 25 targets)\n\n" + "\n".join(lines) + f"\n\nload average {load:.1f} on "
+            f"{os.cpu_count()} cores (shared with other jobs); time limit {a.seconds:g} s per run\n")
 
 
 if __name__ == "__main__":

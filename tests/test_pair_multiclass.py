@@ -214,3 +214,13 @@ def test_class_prob_small_domain(e2e):
     v = _check(e2e, "fairgrade", "|prob(M(x), 1) - prob(M(x'), 1)| <= 0.05")
     assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
     assert v["big"].status == "unknown" and "softmax" in v["big"].reason
+
+
+def test_class_prob_every_class_small_domain(e2e):
+    v = _check(e2e, "fairgrade", "forall c: |prob(M(x), c) - prob(M(x'), c)| <= 0.05")
+    assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
+    assert "each of the 3 classes" in v["small"].proof.claim
+    v = _check(e2e, "grade", "forall c: |prob(M(x), c) - prob(M(x'), c)| < 0.01")
+    assert v["small"].status == "violated"
+    w = v["small"].witness
+    assert w.features["sex"] != w.features_prime["sex"]

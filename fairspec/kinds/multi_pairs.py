@@ -11,7 +11,8 @@
   witness replayed on the loaded model (``predict_class``: the first largest column), ``holds`` only
   with certify's joined Proof. A softmax output's class is read from the runtime's float
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
-* ``class_prob`` for one class: small domains by enumeration; K > 2 has no solver path (``unknown``).
+* ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
+  small domains by enumeration; K > 2 has no solver path (``unknown``).
 
 Tree models are decided elsewhere (fairspec.kinds.tree_pairs); this module returns None for them.
 """
@@ -41,8 +42,6 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
     if prop.post == "class" and task == "binary" and (model.readout.columns or 1) == 1:
         return run_pair(replace(prop, post="label"), ctx, progress, backend)
     if prop.post not in ("class", "class_prob"):
-        return None
-    if prop.post == "class_prob" and not isinstance(prop.cls, int):
         return None
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:

@@ -161,6 +161,13 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     base = (np.arange(T, dtype=np.int64) * V)[:, None]
     a = (base + ia[None, :]).reshape(-1)
     b = (base + ib[None, :]).reshape(-1)
+    pairs = int(a.size)
+    K = 1
+    if s.ndim == 2:                 # forall c: one comparison per pair and class (point i of class c at c N + i)
+        K = s.shape[1]
+        s = s.T.reshape(-1)
+        a = np.concatenate([a + c * N for c in range(K)])
+        b = np.concatenate([b + c * N for c in range(K)])
     count = int(a.size)
     post = prop.post
     if post == "class_prob":            # class cls's probability: the prob post on that column
@@ -176,6 +183,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif post == "class":
         claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {count:,} admissible "
                  f"ordered pairs")
+    elif prop.post == "class_prob" and K > 1:
+        claim = (f"|prob(m(x), c) - prob(m(x'), c)| {op} {prop.eps!r} for each of the {K} classes c and all "
+                 f"{pairs:,} admissible ordered pairs")
     elif prop.post == "class_prob":
         claim = (f"|prob(m(x), {prop.cls}) - prob(m(x'), {prop.cls})| {op} {prop.eps!r} for all {count:,} "
                  f"admissible ordered pairs")
@@ -230,7 +240,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         j = int(idx[int(np.argmax(m))])
     else:
         j = int(idx[0])
-    xa, xb = X[a[j]], X[b[j]]
+    xa, xb = X[a[j] % N], X[b[j] % N]
     from fairspec.backends.data.flips import replayer_name
 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)

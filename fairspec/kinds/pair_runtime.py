@@ -96,10 +96,9 @@ def post_scores(prop: ir.IndividualFairness, model, X):
         return logit_scores(model, X), "logit"
     if prop.post == "class":            # the predicted class (first largest column), as a number
         return np.asarray(model.predict_class(X), dtype=np.float64).reshape(-1), "class"
-    if prop.post == "class_prob":
-        if not isinstance(prop.cls, int):
-            return None, "prob"
-        return np.asarray(model.class_probabilities(X), dtype=np.float64)[:, prop.cls].copy(), "prob"
+    if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
+        P = np.asarray(model.class_probabilities(X), dtype=np.float64)
+        return (P[:, prop.cls].copy() if isinstance(prop.cls, int) else P), "prob"
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
