@@ -71,6 +71,10 @@ PROPS = {
     "bgl_abs": "bounded_group_loss(salary, groups sex, loss = absolute) <= 1000",
     "ks": "ks_distance(salary, groups sex) <= 1",
     "ks_race": "ks_distance(salary, groups race) <= 1",
+    # sample weights (weight = COLUMN) as fairlearn's sample_params
+    "w_mean": "mean_prediction_difference(salary, groups race) <= 100   weight = w",
+    "w_mae": "mean_absolute_error_difference(salary, groups sex) <= 100   weight = w",
+    "w_tv": "class_distribution_distance(grade, groups sex) <= 1   weight = w",
 }
 
 
@@ -85,7 +89,8 @@ def run(tmp_path_factory):
     race = np.array(["A", "B", "C"])[rng.integers(0, 3, N)]
     y = rng.integers(0, 3, N)
     v = np.round(rng.normal(size=N), 3)
-    lines = ["a,sex,race,y,v"] + [f"{a[i]},{sex[i]},{race[i]},{y[i]},{v[i]}" for i in range(N)]
+    wt = rng.integers(1, 5, N)
+    lines = ["a,sex,race,y,v,w"] + [f"{a[i]},{sex[i]},{race[i]},{y[i]},{v[i]},{wt[i]}" for i in range(N)]
     (folder / "d.csv").write_text("\n".join(lines) + "\n")
     text = HEAD + "".join(f"property {k} {{ {c}   bootstrap = 20   min_group_size = 1 }}\n" for k, c in PROPS.items())
     (folder / "s.fair").write_text(text)
@@ -96,7 +101,7 @@ def run(tmp_path_factory):
         ["logits"], {"x": X})[0]
     value = ort.InferenceSession(str(folder / "salary.onnx"), providers=["CPUExecutionProvider"]).run(
         ["y"], {"x": X})[0][:, 0].astype(np.float64)
-    return {"verdicts": {x.name: x for x in rep.verdicts}, "sex": sex, "race": race, "y": y, "v": v,
+    return {"verdicts": {x.name: x for x in rep.verdicts}, "sex": sex, "race": race, "y": y, "v": v, "w": wt,
             "cls": np.argmax(logits, axis=1), "value": value}
 
 
@@ -141,6 +146,19 @@ def expected(name, run):
         return _frame(skm.mean_squared_error, run, v, val, "race").group_max()
     if name == "bgl_abs":
         return _frame(skm.mean_absolute_error, run, v, val, "sex").group_max()
+    sw = {"sample_weight": run["w"]}
+    if name == "w_mean":
+        return fm.MetricFrame(metrics=fm.mean_prediction, y_true=v, y_pred=val, sensitive_features=run["race"],
+                              sample_params=sw).difference()
+    if name == "w_mae":
+        return fm.MetricFrame(metrics=skm.mean_absolute_error, y_true=v, y_pred=val, sensitive_features=run["sex"],
+                              sample_params=sw).difference()
+    if name == "w_tv":
+        shares = {k: (lambda k: lambda yt, yp, sample_weight: float(np.average(yp == k, weights=sample_weight)))(k)
+                  for k in range(3)}
+        P = fm.MetricFrame(metrics=shares, y_true=y, y_pred=cls, sensitive_features=run["sex"],
+                           sample_params={k: sw for k in shares}).by_group.to_numpy()
+        return float(np.abs(P[0] - P[1]).sum() / 2)
     stats = pytest.importorskip("scipy.stats")
     by = "sex" if name == "ks" else "race"
     groups = sorted(set(run[by]))
@@ -166,3 +184,30 @@ def test_report_tables(run):
         assert abs(sum(r["class_share"].values()) - 1) < 1e-12
     mae = run["verdicts"]["mae"]
     assert {"mean_prediction", "mean_error", "mae", "rmse"} <= set(mae.details["groups"][0])
+
+
+def test_over_a_distribution_and_in_json(tmp_path):
+    """class = c over a distribution: lint warns FS504 and check says unknown with the reason; the
+    JSON report on stdout is only the JSON document, confusion matrices included."""
+    import json
+    import subprocess
+    import sys
+
+    _onnx(tmp_path / "grade.onnx", 3, "logits", 3)
+    _onnx(tmp_path / "salary.onnx", 1, "y", 4)
+    rng = np.random.default_rng(1)
+    lines = ["a,sex,race,y,v,w"] + [f"{rng.integers(0, 4)},{'FM'[rng.integers(0, 2)]},{'ABC'[rng.integers(0, 3)]},"
+                                    f"{rng.integers(0, 3)},0.5,1" for _ in range(120)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text(HEAD + "distribution u = independent(d)\n"
+                    "property over { statistical_parity(grade, groups sex, class = 1, distribution u) <= 0.5 }\n"
+                    "property tv { class_distribution_distance(grade, groups sex) <= 1   bootstrap = 10 }\n")
+    res = pipeline.lint(spec)
+    assert [d.code for d in res.diagnostics if d.severity != "note"] == ["FS504"], res.diagnostics
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(spec), "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    doc = json.loads(out.stdout)
+    props = {p["name"]: p for p in doc["properties"]}
+    assert props["over"]["status"] == "unknown" and "data rows" in props["over"]["reason"]
+    assert props["tv"]["details"]["groups"][0]["confusion"]["matrix"]

@@ -103,18 +103,24 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     t0 = time.perf_counter()
     mdef = METRICS[prop.metric]
     opts = prop.options
-    if opts.get("weight"):
-        return unknown(prop, f"{prop.metric} does not read sample weights yet", backend="data")
+    wcol = opts.get("weight")
     fs = ctx.spec.feature_set(prop.features)
     data = ctx.spec.data(prop.data)
     model = ctx.model(prop.model)
     ids = GroupCells(prop.groups, fs)
-    gs, preds, targets, truths = [], [], [], []
+    gs, preds, targets, truths, weights = [], [], [], [], []
     multiclass = mdef.output == "multiclass"
     for rows in ctx.row_batches(fs.name, prop.data):
         vals, n = rows.frame.values, rows.frame.n_rows
         X = ctx.model_input(prop.model, vals, n)
         gs.append(ids.index(vals, n))
+        if wcol:
+            w = rows.numeric(wcol)
+            if w is None or not np.isfinite(w).all() or (w < 0).any():
+                from fairspec.runtime.data import DataError
+
+                raise DataError(f"data file {data.path} column {wcol!r} (weight) must hold non-negative numbers")
+            weights.append(w)
         preds.append(predicted_classes(ctx, prop.model, X) if multiclass else values(ctx, prop.model, X))
         if data.target is not None:
             if multiclass:
@@ -152,9 +158,12 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
                "min_group_size": opts.min_group_size, "confidence": opts.confidence, "output": mdef.output}
     if mdef.quantity == "loss":
         details["loss"] = loss
-    w1 = np.ones(n)
+    w1 = np.concatenate(weights) if weights else np.ones(n)
+    if wcol:
+        details["weight"] = wcol
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
-    details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss)
+    details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
+                               w1)
     details["rates"] = (["class_shares", "confusion_matrix"] if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
     small = [(names[k], int(sizes[k])) for k in range(G) if 0 < sizes[k] < opts.min_group_size and not excluded[k]]
@@ -170,7 +179,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     rng = np.random.default_rng(opts.seed)
     boot = []
     for _ in range(R):
-        m = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)
+        m = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64) * w1
         sizes_r = np.bincount(g, weights=m, minlength=G)
         boot.append(_metric(mdef, g, pred, target, m, eligible & (sizes_r > 0), G, mode, loss, K)[0])
     boot = np.asarray(boot)
@@ -204,13 +213,12 @@ def _metric(mdef, g, pred, target, w, eligible, G, mode, loss, K):
     return metric_from_rows(mdef, g, pred, target, w, eligible, G, mode, loss, K)
 
 
-def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss) -> list[dict]:
+def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss, w) -> list[dict]:
     """Per group: rows, and what the metric compares (class shares; mean prediction, mean error,
     MAE, RMSE); a multiclass model's confusion matrix (rows: true class, columns: predicted) when
     the data has a target."""
     from fairspec.analyses.output_metrics import class_shares, group_means
 
-    w = np.ones(g.size)
     out = []
     if mdef.output == "multiclass":
         shares, _ = class_shares(g, pred, w, G, K)
@@ -223,7 +231,7 @@ def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, mo
                 if sizes[k] else None
             if truth is not None:
                 sel = (g == k) & (truth >= 0)
-                cm = np.bincount(truth[sel] * K + pred[sel], minlength=K * K).reshape(K, K)
+                cm = np.bincount(truth[sel] * K + pred[sel], minlength=K * K).reshape(K, K)   # rows, unweighted
                 r["confusion"] = {"classes": labels, "matrix": cm.tolist()}
                 r["confusion_matrix"] = str(cm.tolist())
             if excluded[k]:
