@@ -51,6 +51,8 @@ SLICE = {
     "multiclass-solver": (4, 6),
     "regression": (6, 10),
     "regression-solver": (6, 10),
+    "trees-multiclass": (0, 11),
+    "trees-regression": (1, 7),
 }
 
 
@@ -72,6 +74,8 @@ CELL_OF = {
     "multiclass-solver": lambda m: m.get("backend"),
     "regression": lambda m: m.get("backend"),
     "regression-solver": lambda m: m.get("backend"),
+    "trees-multiclass": lambda m: m.get("backend"),
+    "trees-regression": lambda m: m.get("backend"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -89,6 +93,8 @@ CELLS = {
     "multiclass-solver": ["default", "milp", "milp-scip", "smt"],
     "regression": ["default", "milp", "milp-scip", "smt"],
     "regression-solver": ["default", "milp", "milp-scip", "smt"],
+    "trees-multiclass": ["default", "milp", "smt"],
+    "trees-regression": ["default", "milp", "smt"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.

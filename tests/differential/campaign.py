@@ -36,7 +36,8 @@ def families() -> dict:
     from . import networks
 
     out = {"network": networks.generate}
-    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc", "multiclass", "regression"):
+    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc", "multiclass", "regression",
+                "tree_multiclass", "tree_regression"):
         try:
             m = __import__(f"{__package__}.{mod}", fromlist=["generate"])
         except ImportError:
