@@ -293,7 +293,7 @@ def _buckets_exact(p: np.ndarray, eps: Fraction, nb: int) -> np.ndarray:
     return np.clip(out, 0, nb - 1)
 
 
-def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str,
+def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str, classes: bool = False,
                          **detail) -> KEnumerated:
     """k-discrimination (HyFair's C_eps with buckets) decided over a finite domain.
 
@@ -305,9 +305,32 @@ def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, c
     buckets closed; k is the number of distinct buckets of an individual's K counterfactuals.
     The claim is ``k op k_claim`` for every individual (``<`` or ``<=``). A bucket certify cannot
     decide (a logistic within rounding of a bucket boundary) widens that individual's bounds; the
-    Proof is made only when every upper bound satisfies the claim. A NaN score takes any bucket."""
+    Proof is made only when every upper bound satisfies the claim. A NaN score takes any bucket.
+
+    ``classes`` (issue 25): the scores are a multiclass model's predicted classes (whole numbers,
+    the runtime's own argmax); k is the number of distinct classes among an individual's K
+    counterfactuals (``eps`` and ``logit`` unused): integer comparisons, nothing to round."""
     if op not in ("<", "<="):
         raise ValueError(f"k-discrimination claims are k < c or k <= c, not {op!r}")
+    if classes:
+        c = _as_array(scores)
+        K = int(K)
+        if K < 1 or c.shape[0] % K:
+            raise ValueError(f"{c.shape[0]} classes are not whole individuals of K = {K} counterfactuals")
+        if c.dtype.kind not in "iu":
+            cf = c.astype(np.float64)
+            if not np.all(np.isfinite(cf)) or np.any(cf != np.round(cf)):
+                raise ValueError("predicted classes must be whole numbers")
+            c = cf.astype(np.int64)
+        n = c.shape[0] // K
+        srt = np.sort(c.reshape(n, K), axis=1)
+        kk = (np.count_nonzero(np.diff(srt, axis=1), axis=1) + 1).astype(np.int64) if n else np.zeros(0, np.int64)
+        ok = kk < k if op == "<" else kk <= k
+        if n and not ok.all():
+            return KEnumerated(None, kk, kk.copy())
+        proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=K, over="predicted classes",
+                      op=op, k=int(k), max_k=int(kk.max()) if n else 0, **detail)
+        return KEnumerated(proof, kk, kk.copy())
     s = _as_array(scores).astype(np.float64)
     K = int(K)
     if K < 1 or s.shape[0] % K:

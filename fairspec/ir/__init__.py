@@ -440,7 +440,12 @@ MULTI_POSTS = ("class", "class_prob", "class_logit", "value")
 
 @dataclass(frozen=True)
 class KDiscrimination(Property):
-    """HyFair: the K counterfactual outputs of one input fall into k clusters of width eps."""
+    """HyFair: the K counterfactual outputs of one input fall into k clusters of width eps.
+
+    ``output`` (issue 25): ``"score"`` -- the binary score (logit or probability) in buckets of
+    width eps (HyFair); ``"class"`` -- a multiclass model's predicted class: k is the number of
+    distinct classes among the K counterfactuals (eps unused); ``"class_prob"`` -- class ``cls``'s
+    probability (a column) in buckets of width eps."""
 
     model: str = ""
     features: str = ""
@@ -448,6 +453,8 @@ class KDiscrimination(Property):
     eps: float = 0.05
     op: str = "<"
     k: int = 2
+    output: str = "score"
+    cls: int | None = None
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,10 @@ def _worker_search_state(spec, roots, prop) -> tuple:
 
 def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
+    if getattr(prop, "output", "score") != "score":
+        from fairspec.kinds.kdisc_outputs import run_outputs
+
+        return run_outputs(prop, ctx, t0)
     from fairspec.runtime.executor import JobError, SerialExecutor, configured_workers, get_executor
     from fairspec.backends.search.kdisc import RESTARTS, kdisc_restarts
     from fairspec.backends.data.flips import replayer_name
@@ -296,7 +300,7 @@ def _enumeration_off() -> bool:
     return os.environ.get("FAIRSPEC_ENUMERATE_PAIRS", "").strip() in ("0", "0.0")
 
 
-def _decide_small(prop, ctx, model, enc, fs, t0: float):
+def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     """Every individual of a small discrete domain and its K counterfactuals scored on the model's
     runtime; certify counts every individual's buckets exactly
     (``certify.enumerate.kdisc_by_enumeration``): ``holds (proved: enumeration)``, ``violated``
@@ -307,8 +311,10 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
     from fairspec.kinds.pair_enumeration import _grid, _values
     from fairspec.runtime.encoding import encode
 
-    if getattr(model, "format", None) == "rule" or getattr(model, "score_kind", None) not in ("prob", "logit"):
+    if outputs is None and (getattr(model, "format", None) == "rule"
+                            or getattr(model, "score_kind", None) not in ("prob", "logit")):
         return None
+    evaluate, classes = outputs if outputs is not None else (model.score, False)
     if any(fs.get(n) is None or not fs.get(n).is_discrete for n in prop.over):
         return None         # a numeric attribute's bands: the search picks a value inside each band
     names = []
@@ -336,11 +342,13 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
     for n, v in kgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
-    logit = model.score_kind == "logit"
-    claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
-             f"for all {T:,} individuals")
-    res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N)
+    s = np.asarray(evaluate(X), dtype=np.float64).reshape(-1)
+    logit = outputs is None and model.score_kind == "logit"
+    claim = (f"k_discrimination over {{{', '.join(prop.over)}}} "
+             + ("of the predicted class" if classes else f"with eps = {prop.eps!r}")
+             + f" is {prop.op} {prop.k} for all {T:,} individuals")
+    res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N,
+                               classes=classes)
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "individuals": T, "K": K, "points": N,
                "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
@@ -351,7 +359,8 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float):
                               f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
     v = replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, replayer_name(model),
-                           f"enumerating all {T:,} individuals on the model's runtime: an individual whose")
+                           f"enumerating all {T:,} individuals on the model's runtime: an individual whose",
+                           replay=evaluate if outputs is not None else None, classes=classes)
     if v is not None:
         return v
     return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "

@@ -14,7 +14,7 @@ from fairspec.verdict import Verdict, Witness
 
 
 def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc, fs, details: dict, t0: float,
-                       replayed_by: str, how: str):
+                       replayed_by: str, how: str, replay=None, classes: bool = False):
     """The first of (up to five) individuals flagged in ``bad`` whose K counterfactuals (rows
     ``X[i K:(i + 1) K]``), replayed on the model's independent evaluator, still fall into more
     clusters than the claim allows: the violated Verdict (``details`` gains the counterfactuals;
@@ -24,20 +24,24 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
 
     for i in np.flatnonzero(bad)[:5]:
         U = X[i * K:(i + 1) * K]
-        replayed = np.asarray(model.replay(U), dtype=np.float64).reshape(-1)
-        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim)
+        # ``replay``: the issue-25 outputs (a class, one class's probability) on the library's runtime
+        replayed = np.asarray((replay or model.replay)(U), dtype=np.float64).reshape(-1)
+        again = kdisc_by_enumeration(replayed, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
+                                     classes=classes)
         if again.proof is not None:
             continue                 # the independent evaluator does not reproduce it: try another
         kr = int(again.k_lo[0])
         probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
         lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
         details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
-                                       "prob": float(p)} for u, p in zip(U, probs)]
+                                       ("class" if classes else "prob"): (int(p) if classes else float(p))}
+                                      for u, p in zip(U, probs)]
         w = Witness(tuple(map(float, U[lo_i])), tuple(map(float, U[hi_i])), decode_row(enc, fs, U[lo_i]),
                     decode_row(enc, fs, U[hi_i]), (float(replayed[lo_i]), float(replayed[hi_i])),
                     replayed_by=replayed_by)
         return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
                        seconds=time.perf_counter() - t0, details=details,
-                       reason=f"{how} {K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} clusters "
-                              f"of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+                       reason=f"{how} {K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} "
+                              + ("distinct predicted classes" if classes else f"clusters of width {prop.eps:g}")
+                              + f" (claim: k {prop.op} {prop.k})")
     return None

@@ -15,7 +15,8 @@ from fairspec.kinds.tree_cells import (MAX_POINTS, build_factor, fixed_columns, 
                                        tree_nodes)
 
 
-def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.FeatureSet, t0: float):
+def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.FeatureSet, t0: float,
+                 outputs=None):
     """k-discrimination of a tree model by enumeration: every individual's cell (the features not in
     ``over`` grouped by the split tests that read them) with its K counterfactuals, scored by the
     library in one batch, every bucket counted exactly by certify
@@ -24,9 +25,16 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
     from fairspec.certify.trees import Factor as CFactor, kdisc_by_cell_enumeration
     from fairspec.verdict import Verdict
 
-    if getattr(model, "score_kind", None) not in ("prob", "logit"):
+    classes = False
+    if outputs is not None:
+        # issue 25: (the trees of every output column, X -> the library's classes or one class's
+        # probabilities, classes?) -- fairspec.kinds.kdisc_outputs
+        ens, evaluate, classes = outputs
+    elif getattr(model, "score_kind", None) not in ("prob", "logit"):
         return None
-    ens = tree_ensemble(model)
+    else:
+        ens = tree_ensemble(model)
+        evaluate = model.score
     if ens is None:
         return None
     tests = split_tests(ens)
@@ -72,8 +80,8 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
     from fairspec.runtime.encoding import encode
 
     X = encode(enc, values, T * K)
-    s = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
-    logit = model.score_kind == "logit"
+    s = np.asarray(evaluate(X), dtype=np.float64).reshape(-1)
+    logit = outputs is None and model.score_kind == "logit"
     points = (None if any(f.intervals for f in others) else
               int(np.prod([len(f.values) for f in others], dtype=np.float64)) if others else 1)
     claim = (f"k_discrimination over {{{', '.join(prop.over)}}} with eps = {prop.eps!r} is {prop.op} {prop.k} "
@@ -85,10 +93,11 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
             from fairspec.certify.trees import kdisc_by_boxes
 
             res = kdisc_by_boxes(boxes, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
-                                 points=points * K)
+                                 points=None if points is None else points * K, classes=classes)
         else:
             res = kdisc_by_cell_enumeration(tests, cf, s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit,
-                                            claim=claim, points=None if points is None else points * K)
+                                            claim=claim, points=None if points is None else points * K,
+                                            classes=classes)
     except ValueError:
         return None
     seconds = time.perf_counter() - t0
@@ -104,4 +113,5 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
                               f"(claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
     return replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, runtime_name(model),
-                              "enumerating every individual in cells of the tree model's split tests: one whose")
+                              "enumerating every individual in cells of the tree model's split tests: one whose",
+                              replay=evaluate if outputs is not None else None, classes=classes)

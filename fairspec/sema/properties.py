@@ -730,9 +730,11 @@ def _influence_subsets(ck, arg, env, model: ir.Model, fs: ir.FeatureSet, groups:
 
 
 def _kdisc(ck, node, name, env, call, op, rhs, stmts):
-    _check_args(ck, call, {"over", "eps"}, 1)
+    _check_args(ck, call, {"over", "eps", "class"}, 1)
     model = _model_of(ck, call.positional()[0], env)
-    _require_binary(ck, model, "k_discrimination(...)", call.span)
+    output, cls = _kdisc_output(ck, model, call, env)
+    if output == "score":
+        _require_binary(ck, model, "k_discrimination(...)", call.span)
     fs = ck.feature_sets[model.features]
     over = call.keyword("over")
     if over is None:
@@ -761,7 +763,39 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
         ck.fail("FS307", "k must be a whole number >= 1", rhs.span)
     options = parse_options(ck, stmts, env, "k_discrimination")
     return ir.KDiscrimination(name, "k_discrimination", options, node.span, model=model.name, features=fs.name,
-                              over=names, eps=eps, op=op, k=int(k))
+                              over=names, eps=eps, op=op, k=int(k), output=output, cls=cls)
+
+
+def _kdisc_output(ck, model: ir.Model, call, env) -> tuple[str, int | None]:
+    """What k-discrimination counts (issue 25): the binary score in eps-buckets ("score"); a
+    multiclass model's predicted class ("class": k distinct classes among the counterfactuals); or,
+    with ``class = c``, class c's probability in eps-buckets ("class_prob")."""
+    from fairspec.models.readout import ReadoutError
+    from fairspec.sema.outputs import class_column, needs_index
+
+    a = call.keyword("class")
+    if a is None:
+        if needs_index(model):
+            if call.keyword("eps") is not None:
+                ck.fail("FS208", f"k_discrimination of the multiclass model '{model.name}' counts its predicted "
+                                 f"classes, so eps does not apply", call.keyword("eps").name.span,
+                        hint="drop eps, or add class = c to bucket class c's probability by eps")
+            return "class", None
+        return "score", None
+    if model.is_regression or (model.task is not None and model.task != "multiclass") or model.format in (
+            "rule", "predictions"):
+        ck.fail("FS208", "class = ... applies to k_discrimination of a multiclass model", a.name.span)
+    v = _resolve(a.value, env)
+    if isinstance(v, ast.Num) and v.is_int:
+        c = int(v.value)
+    elif isinstance(v, ast.Str):
+        c = v.value
+    else:
+        ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
+    try:
+        return "class_prob", class_column(model, c)
+    except ReadoutError as e:
+        ck.fail("FS417", e.message, v.span, hint=e.hint)
 
 
 def _pba(ck, node, name, env, call, op, rhs, stmts):

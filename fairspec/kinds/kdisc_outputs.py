@@ -1,0 +1,76 @@
+"""k-discrimination over a multiclass model's outputs (issue 25).
+
+``k_discrimination(m, over {...}) < k`` on a multiclass model counts, for every individual, the
+**distinct predicted classes** among its K counterfactuals (the runtime's own class: the library's
+``predict`` for tree models, the first largest column otherwise); with ``class = c`` it buckets
+class c's probability by eps as HyFair buckets a binary model's probability. Both are decided by
+enumeration on the model's runtime, counted exactly by certify
+(:func:`fairspec.certify.enumerate.kdisc_by_enumeration`, ``classes=True`` for the class):
+
+* a small discrete domain (any model): every individual and its counterfactuals
+  (:func:`fairspec.kinds.k_discrimination._decide_small`);
+* a tree model: one individual per cell of the split tests of every class's trees
+  (:func:`fairspec.kinds.tree_kdisc.decide_kdisc`).
+
+``holds (proved: enumeration)`` with the exact max k, or ``violated`` with an individual whose
+counterfactuals, replayed on the runtime, reach k; otherwise ``unknown`` with the reason (the
+search, which reads one binary score, does not run on these outputs).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Verdict, unknown
+
+
+def evaluator(prop: ir.KDiscrimination, model):
+    """(X -> the runtime's classes or class ``prop.cls``'s probabilities, classes?, the tree
+    ensemble of every output column or None)."""
+    from fairspec.backends.trees.runtime import cell_ensemble, runtime_outputs
+
+    classes = prop.output == "class"
+    ens = cell_ensemble(model)
+    if ens is not None:
+        if classes:
+            return (lambda X: runtime_outputs(model, X, "class")), True, ens
+        return (lambda X: runtime_outputs(model, X, "class_prob", int(prop.cls))), False, ens
+    if classes:
+        return model.predict_class, True, None
+    return (lambda X: np.asarray(model.class_probabilities(X), dtype=np.float64)[:, int(prop.cls)]), False, None
+
+
+def run_outputs(prop: ir.KDiscrimination, ctx, t0: float) -> Verdict:
+    from fairspec.kinds.k_discrimination import _decide_small
+
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    model = ctx.model(prop.model)
+    evaluate, classes, ens = evaluator(prop, model)
+    if not classes and ens is not None:
+        probe = evaluate(np.zeros((1, enc.width)))
+        if probe is None:
+            return unknown(prop, f"the library of model '{prop.model}' has no class probabilities (XGBoost's "
+                                 "multi:softmax predicts the class only)", backend="search",
+                           seconds=time.perf_counter() - t0)
+    what = "predicted classes" if classes else f"class {prop.cls}'s probability"
+    small = _decide_small(prop, ctx, model, enc, fs, t0, outputs=(evaluate, classes))
+    if isinstance(small, Verdict):
+        return small
+    note = small or ""
+    if ens is not None and all(fs.get(n) is not None and fs.get(n).is_discrete for n in prop.over):
+        from fairspec.kinds.tree_kdisc import decide_kdisc
+
+        try:
+            cells = decide_kdisc(prop, ctx, model, enc, fs, t0, outputs=(ens, evaluate, classes))
+        except MemoryError:
+            cells = None
+        if isinstance(cells, Verdict):
+            return cells
+    return unknown(prop, f"k-discrimination over the {what} is decided by enumeration of the domain (or of the "
+                         f"cells of a tree model's split tests), and this one has too many individuals (or a banded "
+                         f"numeric attribute in over){note}; the search reads one binary score", backend="search",
+                   seconds=time.perf_counter() - t0)
