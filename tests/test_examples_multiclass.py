@@ -77,6 +77,10 @@ def test_german_grades_example():
     tv = 0.5 * sum(abs(share["female"][g] - share["male"][g]) for g in "ABC")
     assert v["grade_distribution"].status == "violated" and v["grade_distribution"].value == pytest.approx(tv, abs=1e-12)
     assert v["grade_c_odds"].status == "holds"
+    # k-discrimination over the grade: brute force over every individual of the domain (amount, duration
+    # and age on the forest's own thresholds) would be 10^9 points; the cells give the exact max k
+    kd = v["grade_clusters"]
+    assert kd.status == "holds" and kd.proof is not None and kd.value == 2.0
 
 
 def test_compas_score_example():
