@@ -20,6 +20,7 @@ from fairspec.sema.check_models import ModelChecks
 from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import ExprLowerer, LowerError, did_you_mean
 from fairspec.sema.imports import load_modules
+from fairspec.sema.options import check_plan
 from fairspec.syntax import ast
 
 
@@ -213,12 +214,12 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             prop = props.build_property(self, node, name, env)
         except LowerError:
             return
-        if prop is not None and props.check_plan(self, prop, node.stmts, self._spec_view()):
+        if prop is not None and check_plan(self, prop, node.stmts, self._spec_view()):
             self.properties.append(prop)
 
     def _repair(self, d: Decl) -> None:
         prop = props.build_repair(self, d.node)
-        if prop is not None and props.check_plan(self, prop, d.node.stmts, self._spec_view()):
+        if prop is not None and check_plan(self, prop, d.node.stmts, self._spec_view()):
             self.properties.append(prop)
 
     def _spec_view(self):

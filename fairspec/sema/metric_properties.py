@@ -1,0 +1,302 @@
+"""Property blocks, the group metrics (Justicia, FVGM): ``disparate_impact(m, groups sex x race) >= 0.8``
+and the other data metrics of fairspec.analyses.group_rates, with their parameters, data or distribution;
+FVGM's fairness influence functions ``influence(m, groups sex, distribution d, metric = ..., subsets = [...])``."""
+
+from __future__ import annotations
+
+from fairspec import ir
+from fairspec.analyses.group_rates import METRICS as DATA_METRICS, uses_label
+from fairspec.sema.exprs import did_you_mean
+from fairspec.sema.options import parse_options
+from fairspec.sema.property_args import (_check_args, _check_distribution_use, _classifier_reads, _dataset,
+                                         _distribution, _feature_names, _model_of, _number, _require_binary, _resolve,
+                                         _subject, resolve_groups)
+from fairspec.syntax import ast
+
+
+METRICS = {
+    **{m.name: m.text for m in DATA_METRICS.values()},
+    "path_specific": "path-specific causal effect of the group through the mediators",
+    "influence": "fairness influence (FVGM): the largest |FIF(S)| = |Q(D) - Q(D_-S)| over feature subsets S, "
+                 "where D_-S makes S uniform and independent and Q is statistical parity or disparate impact",
+}
+# the metrics whose influence ``influence(..., metric = ...)`` measures (the first is the default)
+INFLUENCE_METRICS = ("statistical_parity", "disparate_impact")
+
+
+def _metric(ck, node, name, env, call, op, rhs, stmts):
+    if op is None:
+        ck.fail("FS501", f"{call.fn.id}(...) must be compared with a threshold, e.g. >= 0.8", call.span)
+    fn = call.fn.id
+    mdef = DATA_METRICS.get(fn)
+    _check_args(ck, call, {"groups", "data", "around", "distribution", "mediators", "alpha", "bins", "rate",
+                           "class", "threshold", "loss"}, 1)
+    model, fs = _subject(ck, call.positional()[0], env)
+    g = call.keyword("groups")
+    if g is None and not (mdef and mdef.groups_optional):
+        ck.fail("FS501", f"{fn}(...) needs the groups it compares: groups sex x race", call.span)
+    # measured on data (no distribution): the data backend materialises only the occupied cells
+    on_data = call.keyword("distribution") is None
+    groups = resolve_groups(ck, g.value, env, fs, enumerated=not on_data) if g is not None else ir.Groups(())
+    threshold = _number(ck, rhs, env, "the threshold")
+    data = dist = None
+    d = call.keyword("distribution")
+    if d is not None:
+        if model is None or model.format == "predictions":
+            ck.fail("FS501", "a distribution is evaluated through a model; logged decisions and labels are measured "
+                             "on their data set", d.span)
+        if mdef is not None and not mdef.distribution:
+            ck.fail("FS502", f"{fn} is measured on data rows; over a distribution the metrics are "
+                             f"{', '.join(m for m, x in DATA_METRICS.items() if x.distribution)} and path_specific",
+                    d.span, hint="drop distribution = ... to measure it on the data set")
+        dist = _distribution(ck, d.value, env, name)
+    dd = call.keyword("data") or call.keyword("around")
+    if dd is not None:
+        data = _dataset(ck, dd.value, env, fs).name
+    if data is None and dist is None:
+        if fs.data is None:
+            ck.fail("FS501", f"{fn}(...) needs data: declare 'features {fs.name} from DATA' or pass data = DATA",
+                    call.span)
+        data = fs.data
+    if model is not None and model.format == "predictions" and data != model.data:
+        ck.fail("FS501", f"model '{model.name}' is the logged predictions of data set '{model.data}', so it is "
+                         f"measured on '{model.data}', not '{data}'", (dd or call).span)
+    if model is None and data != fs.data:
+        ck.fail("FS501", "a data set measured itself is its own data: drop data = ...", (dd or call).span)
+    mediators = ()
+    med = call.keyword("mediators")
+    if fn == "path_specific":
+        if med is None:
+            ck.fail("FS501", "path_specific(...) needs its mediators: mediators {feature, ...}", call.span)
+        mediators = _feature_names(ck, med.value, env, fs, "mediators")
+    elif med is not None:
+        ck.fail("FS208", "mediators apply to path_specific(...) only", med.span)
+    params = _metric_params(ck, call, env, fn, model)
+    params += _output_params(ck, call, env, fn, model, mdef)
+    pd = dict(params)
+    if model is not None and mdef is not None and not mdef.output and "class" not in pd and "threshold" not in pd:
+        _require_binary(ck, model, f"{fn}(...)", call.span)
+    if dist is not None and ("class" in pd or "threshold" in pd):
+        ck.sink.add("FS504", f"{fn}(..., {'class' if 'class' in pd else 'threshold'} = ...) is measured on data rows; "
+                             f"over a distribution check reports it unknown (the distribution backends read a "
+                             f"binary classifier only)", d.span)
+    if dist is not None:
+        _check_distribution_use(ck, d.value, model, fs, ck.distributions[dist], groups)
+    target_ok = ck.datasets[data].target is not None if data is not None else False
+    if mdef is not None and mdef.output and data is not None and mdef.needs_label and not target_ok:
+        ck.fail("FS501", f"{fn} compares predictions with the true value, so data set '{data}' needs "
+                         f"target = COLUMN (the column of the true value)", call.span)
+    if mdef is not None and not mdef.output and data is not None and uses_label(fn) \
+            and ck.datasets[data].label is None and not (target_ok and ("class" in pd or "threshold" in pd)):
+        ck.fail("FS501", f"{fn} compares decisions with the true label, so data set '{data}' needs a label = ... "
+                         f"expression", call.span)
+    if mdef is not None and model is None and (mdef.rates != ("selection_rate",) and mdef.rates != ("base_rate",)):
+        ck.fail("FS501", f"{fn} compares a model's decisions with the labels; a data set alone has only its "
+                         f"labels", call.span,
+                hint="on a data set: disparate_impact, statistical_parity, base_rate_ratio, base_rate_difference")
+    if mdef is not None and mdef.form == "ratio" and not 0.0 <= threshold <= 1.0:
+        ck.fail("FS307", f"{fn} is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
+    options = parse_options(ck, stmts, env, "group_metric")
+    if dist is not None and any(options.get(k) is not None for k in ("compare", "weight", "exclude_below")):
+        ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
+                         "distribution", d.span)
+    w = options.get("weight")
+    if w is not None:
+        cols = ck.data_columns.get(data, {})
+        if w not in cols:
+            ck.fail("FS207", f"data set '{data}' has no weight column '{w}'", node.name.span,
+                    hint=did_you_mean(w, cols))
+        if cols[w] != "num":
+            ck.fail("FS306", f"the weight column '{w}' of '{data}' does not hold numbers", node.name.span)
+    return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
+                          features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
+                          op=op, threshold=threshold, params=params)
+
+
+def _output_params(ck, call, env, fn, model, mdef):
+    """issue 25: class = c (a binary metric of a multiclass model, class c against the rest),
+    threshold = t (a binary metric of a regression, positive where value >= t), loss = square |
+    absolute (bounded_group_loss); and the output metrics' model kinds (FS415)."""
+    from fairspec.sema.outputs import class_column, describe_kind
+
+    out = []
+    binary = mdef is not None and not mdef.output
+    for key in ("class", "threshold", "loss"):
+        a = call.keyword(key)
+        if a is None:
+            continue
+        if key in ("class", "threshold") and (not binary or model is None or model.format in ("rule", "predictions")):
+            ck.fail("FS208", f"{key} = ... applies to a binary group metric of a model file, not to {fn}(...)"
+                             + ("" if model is not None else " of a data set"), a.name.span)
+        if key == "loss" and fn != "bounded_group_loss":
+            ck.fail("FS208", f"loss = ... applies to bounded_group_loss(...), not to {fn}(...)", a.name.span)
+        v = _resolve(a.value, env)
+        if key == "class":
+            if model.is_regression:
+                ck.fail("FS415", f"class = ... names a class, but '{model.name}' is a regression model", a.span,
+                        hint="threshold its value instead: threshold = t (positive where value >= t)")
+            if isinstance(v, ast.Num) and v.is_int:
+                c = int(v.value)
+            elif isinstance(v, ast.Str):
+                c = v.value
+            else:
+                ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
+            from fairspec.models.readout import ReadoutError
+
+            try:
+                out.append(("class", class_column(model, c)))
+            except ReadoutError as e:
+                ck.fail("FS417", e.message, v.span, hint=e.hint)
+        elif key == "threshold":
+            if model.task is not None and not model.is_regression:
+                ck.fail("FS415", f"threshold = ... reads a regression's value, but '{model.name}' is "
+                                 f"{describe_kind(model)}", a.span,
+                        hint="a multiclass model: class = c (that class against the rest)")
+            out.append(("threshold", _number(ck, v, env, "the threshold")))
+        else:
+            if not (isinstance(v, ast.Name) and v.id in ("square", "absolute")):
+                ck.fail("FS307", "loss = square | absolute", v.span)
+            out.append(("loss", v.id))
+    if "class" in dict(out) and "threshold" in dict(out):
+        ck.fail("FS501", "class = ... and threshold = ... are two readings of one model: give one", call.span)
+    if mdef is not None and mdef.output and model is not None:
+        if model.format in ("rule", "predictions"):
+            ck.fail("FS501", f"{fn} reads a model file's {'class' if mdef.output == 'multiclass' else 'value'}",
+                    call.span)
+        if mdef.output == "regression" and model.task is not None and not model.is_regression:
+            ck.fail("FS415", f"{fn} reads a regression's value, but '{model.name}' is {describe_kind(model)}",
+                    call.span, hint="a classifier's metrics: the binary metrics, with class = c for a multiclass model")
+        if mdef.output == "multiclass" and model.is_regression:
+            ck.fail("FS415", f"{fn} reads a classifier's predicted class, but '{model.name}' is a regression model",
+                    call.span, hint="a regression's metrics: mean_prediction_difference, ks_distance, ...")
+    if mdef is not None and mdef.output and model is None:
+        ck.fail("FS501", f"{fn} reads a model's {'class' if mdef.output == 'multiclass' else 'value'}; a data set "
+                         f"alone has only its labels", call.span)
+    return tuple(out)
+
+
+def _metric_params(ck, call, env, fn, model):
+    """alpha (generalised entropy), bins (calibration), rate = selection | scoring (impact ratio)."""
+    out = []
+    for key, ok in (("alpha", fn == "generalized_entropy_index" or fn == "between_group_generalized_entropy_index"),
+                    ("bins", fn == "calibration_gap"), ("rate", fn == "impact_ratio")):
+        a = call.keyword(key)
+        if a is None:
+            continue
+        if not ok:
+            ck.fail("FS208", f"{key} does not apply to {fn}(...)", a.name.span)
+        if key == "rate":
+            v = _resolve(a.value, env)
+            if not (isinstance(v, ast.Name) and v.id in ("selection", "scoring")):
+                ck.fail("FS307", "rate = selection (the decisions) | scoring (a score above the median score)",
+                        a.value.span)
+            out.append((key, v.id))
+            continue
+        x = _number(ck, a.value, env, key)
+        if key == "alpha" and x <= 0:
+            ck.fail("FS307", "alpha must be > 0 (alpha = 1 is the Theil index)", a.value.span)
+        if key == "bins" and (x != int(x) or x < 2):
+            ck.fail("FS307", "bins must be a whole number >= 2", a.value.span)
+        out.append((key, int(x) if key == "bins" else x))
+    if DATA_METRICS.get(fn) is not None and (DATA_METRICS[fn].needs_score or dict(out).get("rate") == "scoring"):
+        if model is None or model.format == "rule" or (model.format == "predictions" and model.score_column is None):
+            what = ("a data set" if model is None else "a rule" if model.format == "rule" else
+                    "a column of logged decisions")
+            ck.fail("FS501", f"{fn} needs a score, and its subject is {what}", call.span,
+                    hint='give a model file, or predictions(DATA, score = "column", threshold = ...)')
+    return tuple(out)
+
+
+def _influence(ck, node, name, env, call, op, rhs, stmts):
+    """FVGM's fairness influence functions: FIF(S) = Q(D) - Q(D_-S), where D_-S gives the
+    classifier independent uniform values for the features S; the claim bounds max_S |FIF(S)|."""
+    if op is None:
+        ck.fail("FS501", "influence(...) must be compared with a threshold, e.g. <= 0.05", call.span)
+    d = call.keyword("distribution")
+    if d is None:
+        ck.fail("FS501", "influence(...) needs a distribution: the influence of features S compares the metric "
+                         "over D with the metric over D_-S, where S is redrawn uniformly, and data rows alone "
+                         "cannot be redrawn", call.span,
+                hint="pass distribution = bayes(DATA) (or independent(DATA), conditional(DATA), or a declared "
+                     "distribution d { p(...) = ... })")
+    _check_args(ck, call, {"groups", "distribution", "metric", "subsets"}, 1)
+    model = _model_of(ck, call.positional()[0], env)
+    fs = ck.feature_sets[model.features]
+    g = call.keyword("groups")
+    if g is None:
+        ck.fail("FS501", "influence(...) needs the groups its metric compares: groups sex x race", call.span)
+    groups = resolve_groups(ck, g.value, env, fs)
+    quantity = INFLUENCE_METRICS[0]
+    m = call.keyword("metric")
+    if m is not None:
+        v = _resolve(m.value, env)
+        if not isinstance(v, ast.Name) or v.id not in INFLUENCE_METRICS:
+            shown = f"'{v.id}'" if isinstance(v, ast.Name) else "this value"
+            close = did_you_mean(v.id, INFLUENCE_METRICS) if isinstance(v, ast.Name) else None
+            hint = f"metrics: {', '.join(INFLUENCE_METRICS)} (the default is {INFLUENCE_METRICS[0]})"
+            ck.fail("FS307", f"influence(...) cannot measure the metric {shown}", v.span,
+                    hint=f"{close} {hint}" if close else hint)
+        quantity = v.id
+    dist = _distribution(ck, d.value, env, name)
+    ir_dist = ck.distributions[dist]
+    if ir_dist.kind == "empirical":
+        ck.fail("FS501", f"influence(...) redraws features, so it needs a distribution with probabilities; the "
+                         f"empirical distribution of '{ir_dist.data}' is the data rows themselves", d.value.span,
+                hint=f"estimate one: distribution = bayes({ir_dist.data}) (or independent({ir_dist.data}), "
+                     f"conditional({ir_dist.data}))")
+    _check_distribution_use(ck, d.value, model, fs, ir_dist, groups)
+    subsets = _influence_subsets(ck, call.keyword("subsets"), env, model, fs, groups)
+    threshold = _number(ck, rhs, env, "the threshold")
+    if threshold < 0:
+        ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
+                         f"({threshold:g}) can never be met", rhs.span)
+    if threshold == 0 and op == "<":
+        ck.fail("FS307", f"an influence is an absolute change of {quantity}, never < 0, so this claim can never "
+                         f"be met", rhs.span, hint="write <= 0 for no influence at all")
+    options = parse_options(ck, stmts, env, "group_metric")
+    return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
+                          features=fs.name, groups=groups, data=None, distribution=dist, op=op,
+                          threshold=threshold, influence_metric=quantity, subsets=subsets)
+
+
+def _influence_subsets(ck, arg, env, model: ir.Model, fs: ir.FeatureSet, groups: ir.Groups):
+    """``subsets = [{age}, {occupation, education_num}]``: non-empty sets of non-protected
+    features the classifier reads; () when not given (each feature it reads, alone)."""
+    if arg is None:
+        return ()
+    v = _resolve(arg.value, env)
+    if not isinstance(v, ast.ListLit):
+        ck.fail("FS301", "subsets is a list of feature sets: subsets = [{age}, {occupation, education_num}]", v.span)
+    if not v.items:
+        ck.fail("FS501", "subsets = [] names no feature subset", v.span,
+                hint="list at least one subset, or drop subsets = ... to measure each feature the classifier "
+                     "reads, alone")
+    reads = _classifier_reads(ck, model, fs)
+    protected = {f.name for f in fs.features if f.protected} | {a.feature for a in groups.atoms if a.feature}
+    out = []
+    for item in v.items:
+        item = _resolve(item, env)
+        if isinstance(item, ast.SetLit) and not item.items:
+            ck.fail("FS501", "an empty subset makes no feature uniform, so its influence is 0 by definition",
+                    item.span, hint="name at least one feature in each subset: {age}")
+        if not isinstance(item, (ast.SetLit, ast.Name)):
+            ck.fail("FS301", "each subset is a set of feature names: {age} or {occupation, education_num}", item.span)
+        names = _feature_names(ck, item, env, fs, "a subset")
+        elems = item.items if isinstance(item, ast.SetLit) else (item,)
+        for n, e in zip(names, elems):
+            if n in protected:
+                ck.fail("FS501", f"'{n}' is a protected feature; the influence subsets name the other features",
+                        _resolve(e, env).span,
+                        hint="the groups are chosen, not drawn, so a protected feature cannot be made uniform; "
+                             "drop it from the subset")
+            if reads is not None and n not in reads:
+                ck.fail("FS501", f"{model.name} does not read '{n}', so making it uniform cannot change the metric",
+                        _resolve(e, env).span,
+                        hint=f"features {model.name} reads: {', '.join(r for r in reads if r not in protected)}")
+        if len(set(names)) != len(names):
+            ck.fail("FS501", "a feature appears twice in this subset", item.span)
+        key = tuple(names)
+        if any(set(key) == set(o) for o in out):
+            ck.fail("FS501", "this subset is listed twice", item.span)
+        out.append(key)
+    return tuple(out)

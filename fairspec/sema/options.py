@@ -1,0 +1,142 @@
+"""Property blocks, the options and the plan check (fairspec.sema.properties recognises the kinds): the
+statements after a property's claim (``using milp``, ``timeout 10s``, ``samples 1000``, output paths, ...)
+against the planning registry's declared options (fairspec.planning.OPTIONS), and whether the chosen
+or default backend can decide the property (check_plan)."""
+
+from __future__ import annotations
+
+from fairspec import ir
+from fairspec.planning import BACKENDS, OPTIONS, plan
+from fairspec.sema.exprs import did_you_mean
+from fairspec.sema.property_args import _number, _resolve
+from fairspec.syntax import ast
+
+
+def parse_options(ck, stmts, env, kind: str) -> ir.Options:
+    """The property's options, each value checked against its type and range (FS307) and each
+    name against the options the language knows (FS208).  Whether the chosen backend takes
+    them is checked once the property is planned (:func:`check_plan`)."""
+    o: dict = {}
+    for st in stmts:
+        if st.kind == "using":
+            b = st.args[0]
+            if b.id not in BACKENDS:
+                ck.fail("FS503", f"unknown backend '{b.id}'", b.span, hint=did_you_mean(b.id, BACKENDS)
+                        or f"backends: {', '.join(BACKENDS)}")
+            o["backend"] = b.id
+        elif st.kind in ("search", "explain"):
+            name = st.args[0]
+            err = OPTIONS[st.kind].check(name.id)
+            if err:
+                what = "search strategy" if st.kind == "search" else "explanation"
+                ck.fail("FS307", f"unknown {what} '{name.id}'", name.span,
+                        hint=f"{st.kind} {OPTIONS[st.kind].range_text}: {OPTIONS[st.kind].doc}")
+            o[st.kind] = name.id
+            if st.kind == "search" and len(st.args) > 1:
+                o["search_budget"] = _checked(ck, OPTIONS["timeout"], _seconds(ck, st.args[1], env), st.args[1])
+        elif st.kind == "option":
+            key, v = st.args[0].id, _resolve(st.args[1], env)
+            opt = OPTIONS.get(key)
+            if opt is None or opt.type == "statement":
+                hint = did_you_mean(key, OPTIONS) or f"options are {', '.join(sorted(_VALUE_OPTIONS))}"
+                if opt is not None:
+                    hint = f"write it as a statement: {key} {opt.choices[0]}"
+                ck.fail("FS208", f"unknown option '{key}'", st.args[0].span, hint=hint)
+            if opt.type == "duration":
+                value = _seconds(ck, v, env)
+            elif opt.type in ("int", "real"):
+                value = _number(ck, v, env, key)
+                if opt.type == "int" and not float(value).is_integer():
+                    ck.fail("FS307", f"{key} must be a whole number ({opt.range_text})", v.span)
+            elif opt.type == "choice":
+                if not isinstance(v, ast.Name):
+                    ck.fail("FS307", f"{key} = {opt.range_text}", v.span)
+                value = v.id
+            elif opt.type == "column":
+                if not isinstance(v, (ast.Name, ast.Str)):
+                    ck.fail("FS307", f"{key} = COLUMN: {opt.doc}", v.span)
+                value = v.id if isinstance(v, ast.Name) else v.value
+            else:
+                if not isinstance(v, ast.Str):
+                    ck.fail("FS307", f"{key} is {opt.range_text}", v.span)
+                value = v.value
+            value = _checked(ck, opt, value, v)
+            if opt.type == "path":
+                _output_path(ck, key, value, v)
+            o[key] = int(value) if opt.type == "int" else value
+    return ir.Options(**o)
+
+
+_VALUE_OPTIONS = [n for n, o in OPTIONS.items() if o.type != "statement"]
+
+
+def _output_path(ck, key: str, text: str, node) -> None:
+    """A path option (``chart = "FILE"``) is a file fairspec writes: relative to the spec's folder,
+    no '..', inside the project, an image suffix, a regular file (or none yet) in a folder that
+    exists -- checked now, before any work (fairspec.files.check_spec_output)."""
+    from fairspec.files import CHART_SUFFIXES, OutsideRoot, PathError, check_spec_output
+
+    try:
+        check_spec_output(text, ck.root.parent, ck.roots, f"{key} file", suffixes=CHART_SUFFIXES)
+    except OutsideRoot as e:
+        ck.fail("FS212", str(e), node.span)
+    except PathError as e:
+        ck.fail("FS307", str(e), node.span, hint=f"{key} names an image file: {', '.join(CHART_SUFFIXES)}")
+
+
+def _checked(ck, opt, value, node):
+    err = opt.check(value)
+    if err:
+        if opt.type == "choice":
+            ck.fail("FS307", f"{opt.name} = {opt.range_text}", node.span, hint=opt.doc)
+        ck.fail("FS307", err, node.span, hint=opt.doc)
+    return value
+
+
+def check_plan(ck, prop, stmts, spec) -> bool:
+    """Plan ``prop`` and check its options against the chosen backend's schema: FS502 when
+    ``using`` names a backend that cannot decide it, FS208 for an option that backend does
+    not take (the accepted names in the hint).  False when an error was reported."""
+    p = plan(prop, spec)
+    if p.error:
+        using = next(s for s in stmts if s.kind == "using")
+        ck.sink.add("FS502", p.error, using.args[0].span, hint=p.hint)
+        return False
+    caps = [BACKENDS[b].capability(prop.kind, "distribution" if "distribution" in p.needs else None)
+            for b in (p.backend,) if b] or [BACKENDS[b].capability(prop.kind, "distribution") for b in p.candidates]
+    if not caps:
+        return True
+    taken = {o.name: o for c in caps for o in c.options}
+    who = p.backend or " / ".join(p.candidates)
+    ok = True
+    for st in stmts:
+        if st.kind == "option" or st.kind in ("search", "explain"):
+            name_node = st.args[0] if st.kind == "option" else None
+            key = name_node.id if name_node is not None else st.kind
+            opt = taken.get(key)
+            if opt is not None and opt.check(getattr(prop.options, key)):  # this backend's own range
+                ck.sink.add("FS307", f"{key} = {opt.range_text} on the {who} backend", st.args[-1].span,
+                            hint=opt.doc)
+                ok = False
+            if opt is None:
+                accepted = ", ".join(sorted(taken))
+                where = f"{_kind_words(prop.kind)} on the {who} backend"
+                ck.sink.add("FS208", f"{'option' if name_node else 'statement'} '{key}' does not apply to "
+                                     f"{where}", (name_node or st).span,
+                            hint=f"{where} takes: {accepted}")
+                ok = False
+    return ok
+
+
+def _kind_words(kind):
+    return {"group_metric": "a group metric", "individual_fairness": "individual fairness",
+            "k_discrimination": "k-discrimination", "pba": "pba(...)", "repair": "repair"}.get(kind, kind)
+
+
+def _seconds(ck, e, env) -> float:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Dur):
+        return e.seconds
+    if isinstance(e, ast.Num):
+        return float(e.value)
+    ck.fail("FS307", "a time budget is a duration such as 60s, 500ms or 5min", e.span)

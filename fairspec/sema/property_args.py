@@ -1,0 +1,261 @@
+"""Property blocks, the arguments the kinds share (fairspec.sema.properties recognises the kinds): the
+model and its subject ``m(x)``, feature names, groups (crossed, at most MAX_CROSSED_GROUPS cells), a data
+set or a distribution and whether the model reads what it samples, the claim's comparison, and the
+arguments a property function accepts. A policy parameter's argument is resolved first (_resolve)."""
+
+from __future__ import annotations
+
+from fairspec import ir
+from fairspec.sema.exprs import LowerError, Scope, did_you_mean
+from fairspec.syntax import ast
+
+
+def _resolve(e, env):
+    """A policy parameter's argument; the argument is written in the apply site's scope, so a
+    name there is never looked up again (apply p(m, sex = sex) binds sex to the feature sex)."""
+    if isinstance(e, ast.Name) and e.id in env:
+        return env[e.id]
+    return e
+
+
+def _number(ck, e, env, what: str) -> float:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Neg):
+        return -_number(ck, e.arg, env, what)
+    if isinstance(e, ast.Num):
+        return float(e.value)
+    ck.fail("FS307", f"{what} must be a number", e.span)
+
+
+def _model_of(ck, e, env, table_ok: bool = False) -> ir.Model:
+    e = _resolve(e, env)
+    if not isinstance(e, ast.Name):
+        ck.fail("FS301", "expected a model name", e.span)
+    if e.id not in ck.models:
+        d = ck.symbols.get(e.id)
+        if d is not None and isinstance(d.node, ast.DataDecl) and e.id not in ck.datasets:
+            raise LowerError()  # a data set whose own declaration failed (FS212, FS404): reported once there
+        if d is not None and not isinstance(d.node, ast.ModelDecl):
+            ck.fail("FS301", f"'{e.id}' is not a model", e.span)
+        if d is not None:
+            raise LowerError()
+        ck.fail("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
+    m = ck.models[e.id]
+    if m.format == "predictions" and not table_ok:
+        ck.fail("FS502", f"model '{m.name}' is a table of logged predictions: it cannot be evaluated at new "
+                         f"inputs, so only group metrics on its data set can audit it", e.span,
+                hint="state group metrics, e.g. disparate_impact(m, groups sex) >= 0.8")
+    if m.features is None:
+        if m.format == "rule" or m.name in ck.encoded_models:
+            raise LowerError()  # its rule or its encode block was already reported
+        ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", e.span,
+                hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
+    return m
+
+
+def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
+    e = _resolve(e, env)
+    items = e.items if isinstance(e, (ast.SetLit, ast.ListLit)) else (e,)
+    out = []
+    for it in items:
+        it = _resolve(it, env)
+        if not isinstance(it, ast.Name):
+            ck.fail("FS301", f"{what} lists feature names", it.span)
+        if fs.get(it.id) is None:
+            ck.fail("FS205", f"unknown feature '{it.id}' in {fs.name}", it.span,
+                    hint=did_you_mean(it.id, [f.name for f in fs.features]))
+        out.append(it.id)
+    return tuple(out)
+
+
+def resolve_groups(ck, e, env, fs: ir.FeatureSet, enumerated: bool = True) -> ir.Groups:
+    """The atoms of ``groups ...``.  ``enumerated``: the backend keeps a cell for every crossed
+    group (a distribution's products, repair's boxes, PBA), so more than MAX_CROSSED_GROUPS cells
+    are refused (FS308); on data only the cells some row falls in exist, so no cap applies."""
+    e = _resolve(e, env)
+    names = e.names if isinstance(e, ast.Compound) else (e,)
+    atoms = []
+    for n in names:
+        n = _resolve(n, env)
+        if isinstance(n, ast.Compound):
+            atoms.extend(resolve_groups(ck, n, env, fs, enumerated).atoms)
+            continue
+        if not isinstance(n, ast.Name):
+            ck.fail("FS308", "a group is a feature or group name, or several joined with x", n.span)
+        f = fs.get(n.id)
+        if f is not None:
+            if not f.is_discrete:
+                ck.fail("FS308", f"'{n.id}' is numeric; split it with a group declaration, e.g. group older = {n.id} >= 40",
+                        n.span)
+            values = f.domain.categories
+            atoms.append(ir.GroupAtom(f.name, f.name, None, tuple(values)))
+        elif n.id in ck.groups:
+            g = ck.groups[n.id]
+            node = ck.group_decls[n.id]
+            # re-lower against this property's features: the group must read features it has
+            pred = ck.lower.expect_bool(node.expr, Scope("features", features=fs))
+            atoms.append(ir.GroupAtom(g.name, None, pred, g.values))
+        else:
+            d = ck.symbols.get(n.id)
+            if n.id in ck.failed_features or (d is not None and isinstance(d.node, ast.GroupDecl)):
+                raise LowerError()  # declared, but its declaration failed and was reported
+            ck.fail("FS205", f"unknown feature or group '{n.id}'", n.span,
+                    hint=did_you_mean(n.id, [f.name for f in fs.features] + list(ck.groups)))
+    seen = set()
+    cells = 1
+    for a in atoms:
+        if a.name in seen:
+            ck.fail("FS308", f"group '{a.name}' appears twice", e.span)
+        seen.add(a.name)
+        cells *= max(1, len(a.values))
+    if enumerated and cells > MAX_CROSSED_GROUPS:  # sized before anything is counted: a cell per group
+        ck.fail("FS308", f"{' x '.join(a.name for a in atoms)} cross into {cells:,} groups; at most "
+                         f"{MAX_CROSSED_GROUPS:,} crossed groups are counted", e.span,
+                hint="cross fewer groups, or merge categories with a group declaration (group g = x in {...})")
+    return ir.Groups(tuple(atoms))
+
+
+MAX_CROSSED_GROUPS = 100_000  # crossed groups (cells) a property may name: 45 boolean groups are 2^45
+
+
+def _dataset(ck, e, env, fs: ir.FeatureSet | None = None) -> ir.Data:
+    e = _resolve(e, env)
+    if not isinstance(e, ast.Name):
+        ck.fail("FS301", "expected a data set name", e.span)
+    data = ck._lookup(e, ast.DataDecl, "a data set", ck.datasets)
+    if fs is not None and data.name != fs.data:
+        # the rows are read as the feature set: every feature needs its column in this data set
+        cols = ck.data_columns.get(data.name, {})
+        for f in fs.features:
+            if f.column not in cols:
+                ck.fail("FS207", f"data set '{data.name}' has no column '{f.column}' for feature '{f.name}' "
+                                 f"of {fs.name}", e.span,
+                        hint=did_you_mean(f.column, cols) or f"pass a data set with the columns of {fs.name}")
+    return data
+
+
+def _distribution(ck, e, env, prop_name: str) -> str:
+    e = _resolve(e, env)
+    if isinstance(e, ast.Name):
+        if e.id in ck.distributions:
+            return e.id
+        if e.id in ck.datasets:  # distribution = adult: the empirical distribution of the data set
+            name = f"{prop_name}.empirical"
+            ck.distributions[name] = ir.Distribution(name, "empirical", e.id, span=e.span)
+            return name
+        ck.fail("FS201", f"unknown distribution '{e.id}'", e.span, hint=did_you_mean(e.id, ck.distributions))
+    if isinstance(e, ast.Call):
+        name = f"{prop_name}.distribution"
+        fake = ast.DistributionDecl(e.span, ast.Name(e.span, name), e.fn, e.args, ())
+        ck.inline_distribution(fake)
+        return name
+    ck.fail("FS301", "distribution = a declared distribution, a data set, or bayes(DATA) / independent(DATA)", e.span)
+
+
+def _classifier_reads(ck, model: ir.Model, fs: ir.FeatureSet) -> list[str] | None:
+    """The features a model put in Boolean form reads: a rule's features, an sklearn model's
+    encoded features; None for networks (they cannot be put in Boolean form)."""
+    if model.format == "rule" and model.rule is not None:
+        out: dict = {}
+
+        def walk(x):
+            if isinstance(x, ir.FeatureRef):
+                out.setdefault(x.feature, None)
+            elif isinstance(x, ir.Expr):
+                for f in x.__dataclass_fields__:
+                    v = getattr(x, f)
+                    for y in (v if isinstance(v, tuple) else (v,)):
+                        if isinstance(y, ir.Expr):
+                            walk(y)
+
+        walk(model.rule)
+        return list(out)
+    if model.format == "sklearn" and model.name in ck.encodings:
+        return [c.feature for c in ck.encodings[model.name].columns]
+    return None
+
+
+def _check_distribution_use(ck, where, model: ir.Model, fs: ir.FeatureSet, dist: ir.Distribution,
+                            groups: ir.Groups):
+    """A distribution must cover what the classifier reads; data-estimated ones need bins for numbers."""
+    shown = f"distribution '{dist.name}'" if "." not in dist.name else "the distribution"
+    if dist.data is not None and dist.data != fs.data and dist.data in ck.data_columns:
+        cols = ck.data_columns[dist.data]
+        for f in fs.features:
+            if f.column not in cols:
+                ck.fail("FS207", f"data set '{dist.data}' of {shown} has no column '{f.column}' for feature "
+                                 f"'{f.name}' of {fs.name}", where.span, hint=did_you_mean(f.column, cols))
+    reads = _classifier_reads(ck, model, fs)
+    if reads is None:
+        return
+    if dist.kind == "table":
+        covered = {r.feature for r in dist.table} | {a.feature for a in groups.atoms if a.feature}
+        for f in reads:
+            if f not in covered:
+                ck.fail("FS311", f"{shown} does not cover feature '{f}', which {model.name} reads", where.span,
+                        hint=f"add p({f}) = ... (or rows p({f} | ...) = ...) to the distribution")
+    elif dist.kind in ("independent", "conditional", "bayes"):
+        if any(k == "bins" for k, _ in dist.params):
+            return
+        for name in reads:
+            f = fs.get(name)
+            if f is not None and f.domain.kind in ("int", "real") and f.bins is None:
+                ck.fail("FS312", f"continuous feature '{name}', which {model.name} reads, has no bins, so "
+                                 f"{shown} cannot discretise it", where.span,
+                        hint=f"declare bin edges on the feature ({name} : ... bins [...]) or learn quantile "
+                             f"bins: {dist.kind}({dist.data}, bins = 4)")
+
+
+def _claim(ck, st, env):
+    """Split a claim into (call, op, threshold_expr)."""
+    e = st.args[0]
+    if isinstance(e, ast.Compare) and isinstance(e.left, ast.Call):
+        return e.left, e.op, e.right
+    if isinstance(e, ast.Compare) and isinstance(e.right, ast.Call):
+        flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(e.op, e.op)
+        return e.right, flipped, e.left
+    if isinstance(e, ast.Call):
+        return e, None, None
+    ck.fail("FS501", "a property states one fairness claim, e.g. disparate_impact(m, groups sex) >= 0.8", e.span)
+
+
+def _check_args(ck, call: ast.Call, allowed: set, n_pos: int):
+    pos = call.positional()
+    if len(pos) != n_pos:
+        ck.fail("FS305", f"{call.fn.id}(...) takes {n_pos} positional argument{'s' if n_pos != 1 else ''} "
+                         f"(the model), got {len(pos)}", call.span)
+    for a in call.args:
+        if a.kind == "trust":
+            ck.fail("FS208", "'trust' applies to model files", a.span)
+        if a.kind in ("kw", "clause") and a.name.id not in allowed:
+            ck.fail("FS208", f"{call.fn.id}(...) has no argument '{a.name.id}'", a.name.span,
+                    hint=did_you_mean(a.name.id, allowed) or f"arguments: {', '.join(sorted(allowed))}")
+
+
+def _subject(ck, e, env):
+    """The first argument of a group metric: a model (or a table of logged predictions), or a data
+    set itself, whose labels are then the decisions (bias in the data, no model)."""
+    r = _resolve(e, env)
+    if isinstance(r, ast.Name) and r.id in ck.datasets:
+        fss = [f for f in ck.feature_sets.values() if f.data == r.id]
+        if len(fss) != 1:
+            ck.fail("FS501", f"the groups of data set '{r.id}' come from the feature set declared 'from {r.id}', "
+                             f"and there " + (f"are {len(fss)}: {', '.join(f.name for f in fss)}" if fss else
+                                              "is none"), r.span,
+                    hint=f"declare exactly one: features F from {r.id} {{ ... }}")
+        if ck.datasets[r.id].label is None:
+            ck.fail("FS501", f"measuring data set '{r.id}' itself compares its labels, so it needs a label = ... "
+                             f"expression", r.span)
+        return None, fss[0]
+    model = _model_of(ck, e, env, table_ok=True)
+    return model, ck.feature_sets[model.features]
+
+
+def _require_binary(ck, model: ir.Model, what: str, span) -> None:
+    """FS414 / FS418: ``what`` reads one binary decision, which a multiclass model without index and
+    a regression do not have (fairspec.sema.outputs)."""
+    from fairspec.sema.outputs import binary_decision_problem
+
+    problem = binary_decision_problem(model, what)
+    if problem is not None:
+        ck.fail(problem[0], problem[1], span, hint=problem[2])
