@@ -277,3 +277,21 @@ def test_onnx_classifier_labels(tmp_path):
     m = load_model("onnx", tmp_path / "lr3.onnx", output="probabilities")
     assert m.readout.classes == tuple(lr.classes_)
     assert [m.readout.classes[i] for i in m.predict_class(X.astype(np.float64))] == lr.predict(X).tolist()
+
+
+def test_a_torch_regression_is_declared(folder):
+    """A torch file does not say it is a regression: value(...) without score = value is FS415,
+    with it the spec lints and the loaded model reads its value."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    torch.jit.save(torch.jit.script(torch.nn.Linear(3, 1)), str(folder / "lin.pt"))
+    enc = "encode F for lin { a : raw  sex : onehot }\n"
+    post = _pair("v", "|value(lin(x)) - value(lin(x'))| <= 0.5")
+    res = _lint(folder, 'model lin = torch("lin.pt")\n' + enc + post)
+    assert [d.code for d in res.diagnostics if d.severity == "error"] == ["FS415"]
+    res = _lint(folder, 'model lin = torch("lin.pt", score = value)\n' + enc + post)
+    assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
+    from fairspec.models import load_model
+
+    m = load_model("torch", folder / "lin.pt", score_kind="value")
+    assert m.task == "regression" and m.value(np.zeros((2, 3))).shape == (2,)

@@ -117,7 +117,7 @@ def _output_params(ck, call, env, fn, model, mdef):
     """issue 25: class = c (a binary metric of a multiclass model, class c against the rest),
     threshold = t (a binary metric of a regression, positive where value >= t), loss = square |
     absolute (bounded_group_loss); and the output metrics' model kinds (FS415)."""
-    from fairspec.sema.outputs import class_column, describe_kind
+    from fairspec.sema.outputs import class_column, describe_kind, undeclared_value
 
     out = []
     binary = mdef is not None and not mdef.output
@@ -148,10 +148,11 @@ def _output_params(ck, call, env, fn, model, mdef):
             except ReadoutError as e:
                 ck.fail("FS417", e.message, v.span, hint=e.hint)
         elif key == "threshold":
-            if model.task is not None and not model.is_regression:
+            if (model.task is not None or undeclared_value(model)) and not model.is_regression:
                 ck.fail("FS415", f"threshold = ... reads a regression's value, but '{model.name}' is "
                                  f"{describe_kind(model)}", a.span,
-                        hint="a multiclass model: class = c (that class against the rest)")
+                        hint="a multiclass model: class = c (that class against the rest); a one-column ONNX or "
+                             "torch regression says score = value in its declaration")
             out.append(("threshold", _number(ck, v, env, "the threshold")))
         else:
             if not (isinstance(v, ast.Name) and v.id in ("square", "absolute")):
@@ -163,7 +164,8 @@ def _output_params(ck, call, env, fn, model, mdef):
         if model.format in ("rule", "predictions"):
             ck.fail("FS501", f"{fn} reads a model file's {'class' if mdef.output == 'multiclass' else 'value'}",
                     call.span)
-        if mdef.output == "regression" and model.task is not None and not model.is_regression:
+        if mdef.output == "regression" and (model.task is not None or undeclared_value(model)) \
+                and not model.is_regression:
             ck.fail("FS415", f"{fn} reads a regression's value, but '{model.name}' is {describe_kind(model)}",
                     call.span, hint="a classifier's metrics: the binary metrics, with class = c for a multiclass model")
         if mdef.output == "multiclass" and model.is_regression:

@@ -36,6 +36,12 @@ def describe_kind(model: ir.Model) -> str:
     return "a binary classifier"
 
 
+def undeclared_value(model: ir.Model) -> bool:
+    """An ONNX/torch model read as a regression without ``score = value``: its file cannot say (a
+    one-column output is a binary logit by default), so the declaration must."""
+    return model.format in ("onnx", "torch") and not model.is_regression and model.task != "multiclass"
+
+
 def needs_index(model: ir.Model) -> bool:
     """A multiclass model without ``index``: it has no one binary decision."""
     return model.task == "multiclass" and model.index is None
@@ -66,9 +72,11 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
         lw.fail("FS415", f"value({name}(...)) reads a regression's output, but '{name}' is {describe_kind(model)}",
                 span, hint=f"read a classifier with class({name}(x)) or prob({name}(x), c); a one-column ONNX or "
                            f"torch regression says score = value in its declaration")
-    if fn == "value" and model.task is None and model.score_kind not in (None, "value"):
-        lw.fail("FS415", f"value({name}(...)) reads a regression's output, but '{name}' declares score = "
-                         f"{model.score_kind}", span, hint="declare the regression with score = value")
+    if fn == "value" and model.task is None and not reg and (model.score_kind is not None or undeclared_value(model)):
+        lw.fail("FS415", f"value({name}(...)) reads a regression's output, but '{name}' " +
+                (f"declares score = {model.score_kind}" if model.score_kind else
+                 f"is a {model.format} model whose one-column output is a binary logit unless declared otherwise"),
+                span, hint="declare the regression with score = value in the model declaration")
     if fn != "value" and reg:
         lw.fail("FS415", f"{fn}({name}(...)) reads a classifier's output, but '{name}' is a regression model",
                 span, hint=f"read it with value({name}(x)); compare |value({name}(x)) - value({name}(x'))| <= eps")

@@ -64,14 +64,13 @@ def true_classes(rows, target: str, model) -> np.ndarray:
     classes = model.readout.classes
     K = model.readout.n_classes or 0
     if classes is not None:
-        codes, cats = rows.table.coded(target)
-        lut = np.array([next((i for i, lab in enumerate(classes) if str(lab) == str(cv)), -1) for cv in cats]
-                       + [-1], dtype=np.int64)
+        by_text = {str(lab): i for i, lab in reversed(list(enumerate(classes)))}
         num = rows.numeric(target)
         if num is not None:          # numbers written as 1.0 for a label 1
-            text = [str(int(v)) if float(v).is_integer() else str(v) for v in num]
-            return np.array([next((i for i, lab in enumerate(classes) if str(lab) == x), -1) for x in text],
+            return np.array([by_text.get(str(int(v)) if float(v).is_integer() else str(v), -1) for v in num],
                             dtype=np.int64)
+        codes, cats = rows.table.coded(target)
+        lut = np.array([by_text.get(str(cv), -1) for cv in cats] + [-1], dtype=np.int64)
         return lut[codes[rows.index]]
     num = rows.numeric(target)
     if num is None:
