@@ -224,3 +224,18 @@ def test_class_prob_every_class_small_domain(e2e):
     assert v["small"].status == "violated"
     w = v["small"].witness
     assert w.features["sex"] != w.features_prime["sex"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_best_pair_is_a_domain_pair_below_the_maximum(seed):
+    from fairspec.backends.milp.falsify import best_pair
+    from fairspec.backends.pair import brute_force, pair_measure, precondition_holds
+
+    rng = np.random.default_rng(seed)
+    net = _net(rng, 3, 5, 1)
+    pre = PairProblem(net, np.zeros(3), np.array([6.0, 5.0, 1.0]), np.ones(3, bool), free=(2,), post="logit")
+    xa, xb = best_pair(pre, samples=64, steps=10, starts=4)
+    assert precondition_holds(pre, xa, xb)[0]
+    z = net.forward(np.array([xa, xb]))
+    truth = brute_force(pre).value
+    assert pair_measure("logit", z[0], z[1]) <= truth + 1e-12

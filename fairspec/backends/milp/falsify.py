@@ -323,3 +323,72 @@ def _falsify(p, parts, samples, steps, starts, seed, deadline, out):
                     continue
                 out[k] = Witness([float(v) for v in x1], [float(v) for v in x2], float(z1), float(z2))
                 done[bb] = True
+
+
+def best_pair(problem: PairProblem, *, samples: int = 2048, steps: int = 60, starts: int = 32, seed: int = 0):
+    """A pair of large violation measure (``label`` / ``logit`` posts of a network) by the same
+    sampling and signed-gradient ascent over the whole domain: the incumbent ``maximize`` starts
+    from (the MILP's primal side finds good pairs slowly on wide domains: German credit 19-32-32-1,
+    sex flipped, ``|v - v'|``: the MILP's best after 60 s 0.80, after 600 s 3.38). Proves nothing;
+    None when there is no pair to try."""
+    from threadpoolctl import threadpool_limits
+
+    from fairspec.models.network import PLNet
+
+    p = problem
+    if not isinstance(p.net, PLNet) or p.post not in ("label", "logit"):
+        return None
+    rng = np.random.default_rng(seed)
+    with threadpool_limits(1):
+        layers = _layers(p.net)
+        A = _assignments(p, rng)
+        if len(p.free) and len(A) < 2:
+            return None
+        L, H = p.lo[None, :], p.hi[None, :]
+        X = _sample(p, L, H, samples, rng)[0]
+        ia, ib, m = _best_pairs(layers, p, X, A)
+        top = np.argsort(-m)[:starts]
+        k = len(top)
+        bx, bm = _ascend(layers, p, X[top], A, ia[top], ib[top], np.repeat(L, k, 0), np.repeat(H, k, 0), steps)
+        bx, bm = _coordinates(layers, p, np.asarray(bx, dtype=np.float64), bm, A, ia[top], ib[top])
+        j = int(np.argmax(bm))
+        xa = np.asarray(bx[j], dtype=np.float64).copy()
+        xb = xa.copy()
+        free = list(p.free)
+        if free:
+            xa[free] = A[ia[top][j]]
+            xb[free] = A[ib[top][j]]
+    return xa, xb
+
+
+def _coordinates(layers, p: PairProblem, X, m, A, ia, ib, rounds: int = 12, values: int = 33):
+    """Greedy coordinate search from points X (k, n): each tied input outside one-hot groups in turn
+    set to ``values`` evenly spaced values of its range (integral where the input is), kept where the
+    measure grows; rounds until nothing moves."""
+    free = list(p.free)
+    in_group = {i for g in p.onehot_groups for i in g}
+    coords = [i for i in p.tied if i not in in_group and p.hi[i] > p.lo[i]]
+    X, m = X.copy(), np.asarray(m, dtype=np.float64).copy()
+    for _ in range(rounds):
+        moved = False
+        for i in coords:
+            grid = np.linspace(p.lo[i], p.hi[i], values)
+            if p.integer[i]:
+                grid = np.unique(np.round(grid))
+            C = np.repeat(X, len(grid), axis=0)
+            C[:, i] = np.tile(grid, X.shape[0])
+            Ca, Cb = C.copy(), C.copy()
+            if free:
+                Ca[:, free] = np.repeat(A[ia], len(grid), axis=0)
+                Cb[:, free] = np.repeat(A[ib], len(grid), axis=0)
+            mm = _measure(p.post, _forward(layers, Ca)[0], _forward(layers, Cb)[0]).reshape(X.shape[0], len(grid))
+            j = np.argmax(mm, axis=1)
+            best = mm[np.arange(X.shape[0]), j]
+            up = best > m + 1e-12
+            if up.any():
+                X[up, i] = grid[j[up]]
+                m[up] = best[up]
+                moved = True
+        if not moved:
+            break
+    return X, m

@@ -236,7 +236,16 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     from fairspec.backends.pair.certify import certified_bound, certify_result, replays
 
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
+    if start is None and problem.post in ("label", "logit"):
+        # the MILP's primal side is slow on wide domains: a sampled and ascended pair is its warm start
+        from fairspec.backends.milp.falsify import best_pair
+
+        start = best_pair(problem)
     res = drivers.maximize(eng, start)
+    if start is not None and res.status == "violated" and res.value is not None:
+        w0 = drivers.checked(problem, *drivers.clean_pair(problem, *start))
+        if w0 is not None and drivers._measure(problem.post, w0) > res.value and replays(problem, w0.x, w0.x_prime):
+            res = replace(res, value=drivers._measure(problem.post, w0), witness=w0, best=w0, how=None)
     ub, proof, _ = certified_bound(problem, None if time_limit is None else
                                    max(_budget(eng, time_limit), 0.5 * float(time_limit)))
     value = res.value
