@@ -178,7 +178,12 @@ def generate(seed: int, family: str, regression: bool, n_props: int = 6) -> Inst
     info = {"runtime": kind, "points": int(P.shape[0]), "encodings": {e.feature.name: e.text() for e in encs},
             "task": "regression" if regression else "multiclass"}
     props = []
+    over = [i for i, f in enumerate(fs) if f.protected]
+    kdisc_ok = not regression and all(fs[i].kind != "int" for i in over)
     for j in range(n_props):
+        if kdisc_ok and rng.random() < 0.3:
+            props.append(_kdisc_prop(rng, f"p{j}", family, fs, P, X, over, k, Pr, size, kind))
+            continue
         ps = _pair_spec(rng, fs)
         backend, mode, extra = _settings(rng)
         meta = {"backend": backend, "mode": mode, "runtime": kind}
@@ -226,3 +231,32 @@ def generate(seed: int, family: str, regression: bool, n_props: int = 6) -> Inst
             meta.update(post=post, op=op, eps=eps)
         props.append(Prop(f"p{j}", family, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return Instance(family, seed, spec, files, props, info)
+
+
+def _kdisc_prop(rng, name, family, fs, P, X, over, k, Pr, size, kind) -> Prop:
+    """k-discrimination of the multiclass model over its protected features: distinct predicted
+    classes, or class c's probability in eps-buckets; the claim at the exact max k (holds with
+    <=, violated with <) or one off."""
+    from .kdisc import _individuals, _max_k, _witness_checker as kdisc_checker
+
+    if rng.random() < 0.6:
+        probs, eps, text = k.astype(np.float64) / 4, Fraction(1, 4), ""      # class c -> bucket c, exactly
+        what = "class"
+    else:
+        c = int(rng.integers(0, Pr.shape[1]))
+        eps_s = str(rng.choice(["0.1", "0.25", "0.2", "0.5"]))
+        probs, eps, text = Pr[:, c], Fraction(eps_s), f", class = {c}, eps = {eps_s}"
+        what = "class_prob"
+    kmax, amb, _ = _max_k(fs, P, probs, over, eps, False)
+    op = "<=" if rng.random() < 0.5 else "<"
+    claim = max(1, kmax + int(rng.integers(-1, 2)))
+    viol = kmax >= claim if op == "<" else kmax > claim
+    violated_at = claim if op == "<" else claim + 1
+    names = ", ".join(fs[i].name for i in over)
+    text = f"property {name} {{\n  k_discrimination(m, over {{{names}}}{text}) {op} {claim}\n  timeout = 20s\n}}"
+    truth = Truth("violated" if viol else "holds", value=float(kmax) if not viol else None,
+                  value_kind="k" if not viol else None,
+                  check_witness=kdisc_checker(fs, P, probs, over, eps, False, X, violated_at), domain=size,
+                  pairs=int(len(np.unique(_individuals(fs, P, over)))))
+    return Prop(name, family, text, truth, {"backend": "default", "mode": "kdisc", "post": f"kdisc-{what}",
+                                            "runtime": kind}, 20.0)
