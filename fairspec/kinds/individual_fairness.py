@@ -193,6 +193,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         res = solve_partitioned(problem, mode, parts, backend=backend,
                                 time_per_part=setting(prop, "part_timeout", backend) or limit, time_limit=limit,
                                 stop_on_violation=(mode == "find"), **kw,
+                                # FairQuant's falsified share: a box proved unfair grown around each refuted
+                                # partition's witness (12 proof attempts, after every partition is decided)
+                                unfair_nodes=12,
                                 # smt: in this process, where the loaded model replays pairs exactly
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:

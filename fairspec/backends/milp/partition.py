@@ -197,7 +197,7 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 12, falsify: bool = True, retries=None,
+                      chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None,
                       **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
@@ -212,8 +212,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    over the cores when there is more than one partition).
     unfair_nodes:  proof attempts to grow a box proved unfair around a refuted partition's
                    witness (FairQuant's falsified share, :func:`fairspec.backends.quantify.unfair_boxes`;
-                   0: none, the falsified share is then the counterexample points alone), after
-                   every partition is decided and within ``time_limit`` (``stats["quantify_seconds"]``).
+                   0, the default: none, the falsified share is then the counterexample points
+                   alone; a spec's ``partitions = N`` uses 12), after every partition is decided and
+                   within ``time_limit`` (``stats["quantify_seconds"]``).
     falsify:       find / prove on a network: first one batched attack over every box
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
