@@ -1,0 +1,151 @@
+"""Completion in the editor (fairspec.lsp.analysis): the context at the cursor (top level, a property,
+a repair, a feature type, an expression, an option) and the keywords, names and metrics it offers."""
+
+from __future__ import annotations
+
+import re
+
+from .index import Index, _same, _spec
+
+
+KEYWORDS_TOP = ("import", "model", "data", "features", "encode", "group", "distribution", "property", "repair",
+                "policy", "apply")
+KEYWORDS_PROPERTY = ("forall", "require", "ensure", "using", "search", "explain", "report by")
+KEYWORDS_REPAIR = ("goal", "bound", "write", "using")
+FEATURE_TYPES = ("int in [", "real in [", "bool", "{")
+FEATURE_MODIFIERS = ("protected", "column", "bins")
+MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
+# what a pair property reads from a model (fairspec.models.readout; issue 25 added class, value and the class argument)
+MODEL_OUTPUTS = {"label": "the binary decision: label(m(x))",
+                 "prob": "a probability: prob(m(x)) (binary) or prob(m(x), c), class c's (a column or a label)",
+                 "logit": "a logit: logit(m(x)) (binary) or logit(m(x), c), logit column c",
+                 "class": "the predicted class: class(m(x)), the argmax column (the first on a tie)",
+                 "value": "a regression's output: value(m(x))"}
+
+
+def _strip(text: str) -> str:
+    """Strings and comments blanked out (same length), so brackets can be counted."""
+    return re.sub(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*', lambda m: " " * len(m.group(0)), text)
+
+
+def context_at(text: str, line: int, col: int) -> tuple[str, str]:
+    """(the block the cursor is in: top features encode property repair distribution policy,
+    the text of the current statement before the cursor)."""
+    lines = text.split("\n")
+    before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1] if line - 1 < len(lines) else ""])
+    clean = _strip(before)
+    stack: list[str] = []
+    for m in re.finditer(r"[{}]|\b(features|encode|property|repair|distribution|policy)\b", clean):
+        tok = m.group(0)
+        if tok == "{":
+            # a block opens when the '{' follows its header; other braces are sets
+            head = clean[:m.start()].rstrip()
+            last = re.findall(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$", head)
+            stack.append(last[0] if last and not re.search(r"[:,(]\s*$", head) else "set")
+        elif tok == "}":
+            if stack:
+                stack.pop()
+    blocks = [b for b in stack if b != "set"]
+    block = blocks[-1] if blocks else "top"
+    current = clean.rsplit("\n", 1)[-1]
+    return block, current
+
+
+def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple[str, str, str]]:
+    """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings."""
+    from fairspec.planning import OPTIONS
+    from fairspec.sema.properties import METRICS
+
+    from fairspec.sema.check_features import ENCODING_KINDS
+
+    block, current = context_at(text, line, col)
+    stmt = current.lstrip()
+    word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", current)
+    head = stmt[: len(stmt) - len(word.group(0))] if word else stmt
+    names = _names_in_scope(idx)
+
+    def of(kind, labels, detail=""):
+        return [(lbl, kind, detail) for lbl in labels]
+
+    if block == "top":
+        if re.fullmatch(r"model\s+\w+\s*=\s*", head):
+            return of("function", MODEL_FORMATS, "model format")
+        if re.fullmatch(r"encode\s+\w+\s+for\s+", head):
+            return of("class", names["model"], "model")
+        if re.fullmatch(r"encode\s+", head):
+            return of("struct", names["features"], "feature set")
+        if head.strip() == "":
+            return of("keyword", KEYWORDS_TOP)
+        return _expression_items(names, METRICS)
+    if block == "features":
+        if ":" in head:
+            return of("keyword", FEATURE_TYPES + FEATURE_MODIFIERS)
+        return []
+    if block == "encode":
+        if ":" in head:
+            return of("enum", ENCODING_KINDS, "encoding")
+        return of("field", names["feature"], "feature")
+    if block in ("property", "repair", "policy"):
+        if re.fullmatch(r"using\s+", head):
+            from fairspec.planning import BACKENDS
+
+            return [(b.name, "module", b.doc) for b in BACKENDS.values()]
+        if re.fullmatch(r"search\s+", head):
+            from fairspec.planning import OPTIONS
+
+            return of("enum", OPTIONS["search"].choices, "search strategy")
+        if head.strip() == "":
+            kw = KEYWORDS_PROPERTY if block != "repair" else KEYWORDS_REPAIR
+            opts = sorted(_option_names(idx, line) or [o.name for o in OPTIONS.values() if o.type != "statement"])
+            return (of("keyword", kw) + of("property", [f"{o} = " for o in opts], "option")
+                    + _expression_items(names, METRICS))
+        return _expression_items(names, METRICS)
+    return _expression_items(names, METRICS)
+
+
+def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
+    out = [(m, "function", d) for m, d in metrics.items()]
+    out += [("k_discrimination", "function", "HyFair k-discrimination"), ("pba", "function", "PBA neighbourhoods")]
+    out += [(f, "function", d) for f, d in MODEL_OUTPUTS.items()]
+    for kind, label in (("feature", "field"), ("group", "variable"), ("model", "class"), ("data", "file"),
+                        ("distribution", "value"), ("param", "variable")):
+        out += [(n, label, kind) for n in names[kind]]
+    out += [(c, "keyword", "clause") for c in ("groups", "over", "flip", "around", "distribution", "mediators",
+                                                "delta", "given")]
+    return out
+
+
+def _names_in_scope(idx: Index | None) -> dict[str, list[str]]:
+    kinds = ("model", "data", "features", "feature", "group", "distribution", "property", "policy", "param", "apply")
+    out: dict[str, list[str]] = {k: [] for k in kinds}
+    if idx is None:
+        return out
+    for name, syms in idx.symbols.items():
+        for s in syms:
+            if s.kind in out and name not in out[s.kind]:
+                out[s.kind].append(name)
+    for k in out:
+        out[k].sort()
+    return out
+
+
+def _option_names(idx: Index | None, line: int) -> list[str]:
+    """The option names of the backend planned for the property the cursor is in (empty: not known)."""
+    if idx is None:
+        return []
+    spec = _spec(idx)
+    for p in (spec.properties if spec else ()):
+        s = p.span
+        if s is not None and _same(s.file, idx.path) and s.line <= line <= s.end_line:
+            from fairspec.planning import plan
+
+            cap = plan(p, spec).capability()
+            return [o.name for o in cap.options if o.type != "statement"] if cap else []
+    return []
+
+
+_KEYWORDS = {"import", "model", "data", "features", "encode", "group", "distribution", "property", "repair",
+             "policy", "apply", "forall", "require", "ensure", "using", "search", "explain", "report", "by",
+             "goal", "bound", "write", "for", "from", "as", "except", "in", "column", "bins", "protected", "trust",
+             "int", "real", "bool", "groups", "over", "flip", "around", "mediators", "delta", "given", "and", "or",
+             "not", "true", "false", "none", "x"}

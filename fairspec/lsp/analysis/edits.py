@@ -1,0 +1,110 @@
+"""The edits the editor server proposes (fairspec.lsp.analysis): quick fixes for a diagnostic (its
+"did you mean", an encode line) and renaming a declared name across the files of the project."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .completion import _KEYWORDS
+from .index import Index, Symbol, _contains
+from fairspec.diagnostics import Diagnostic, Span
+from fairspec.syntax import ast
+
+
+_DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
+
+
+def fixes(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
+    """(title, span to replace, new text) for a diagnostic whose hint names a fix."""
+    if d.span is None:
+        return []
+    out = []
+    m = _DID_YOU_MEAN.search(d.hint or "")
+    if m:
+        out.append((f"Change to '{m.group(1)}'", d.span, m.group(1)))
+    if d.code == "FS211" and d.related:
+        out += _encode_line_fix(idx, d)
+    return out
+
+
+def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
+    """FS211: add the missing feature to the encode block, on a line of its own before the '}'."""
+    m = re.search(r"feature '([^']+)' of (\S+) is not encoded for (\S+)", d.message)
+    if not m:
+        return []
+    feat, fs_name, model = m.groups()
+    sym = next((s for s in idx.symbols.get(feat, []) if s.kind == "feature" and s.container == fs_name), None)
+    if sym is None:
+        return []
+    kind = "onehot" if sym.node.type.kind == "cat" else "raw"
+    block = d.related[0].span
+    text = idx.texts.get(block.file, "")
+    lines = text.splitlines()
+    close = lines[block.end_line - 1] if block.end_line - 1 < len(lines) else ""
+    before = close[:block.end_column - 2]
+    indent = "  "
+    # the new line goes before the closing brace: on its own line when the brace has one
+    if before.strip() == "":
+        at = Span(block.file, block.end_line, 1, block.end_line, 1)
+        new = f"{indent}{feat} : {kind}\n"
+    else:
+        at = Span(block.file, block.end_line, block.end_column - 1, block.end_line, block.end_column - 1)
+        new = f"\n{indent}{feat} : {kind}\n"
+    return [(f"Encode '{feat}' for {model} ({kind})", at, new)]
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RenameError(Exception):
+    """Why a rename is refused (one sentence for the editor)."""
+
+
+def rename_target(idx: Index, file: str, line: int, col: int) -> tuple[Symbol, Span] | None:
+    """The symbol under the cursor and the span of the name there, if it can be renamed."""
+    hits = [o for o in idx.occurrences if _contains(o.span, file, line, col)]
+    if not hits:
+        return None
+    occ = min(hits, key=lambda o: (o.span.end_line - o.span.line, o.span.end_column - o.span.column))
+    return occ.symbol, occ.span
+
+
+def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> list[tuple[Span, str]]:
+    """The edits that rename the symbol under the cursor everywhere it is used (across imports):
+    [(span, new text)]. A feature read from the data column of its own name keeps reading it
+    (`column "old"` is added to its declaration). Refused (RenameError) for a name that is not an
+    identifier or a keyword, one already declared, or a use in a file outside the project (a
+    shipped policy): those files are not the user's to edit."""
+    got = rename_target(idx, file, line, col)
+    if got is None:
+        raise RenameError("nothing to rename here: put the cursor on a declared name")
+    sym, _ = got
+    if not _IDENT.match(new) or new in _KEYWORDS:
+        raise RenameError(f"{new!r} is not a name (letters, digits and _, not a keyword)")
+    if new == sym.name:
+        return []
+    # features, groups, models, ... share one namespace in expressions; a policy's parameters only
+    # its own body
+    clash = [s for s in idx.symbols.get(new, []) if s.kind != "param" or s.container == sym.container]
+    if clash:
+        raise RenameError(f"{new!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
+    spans = [o.span for o in idx.occurrences if o.symbol == sym]
+    outside = [s for s in spans if not _under(s.file, root)]
+    if outside:
+        raise RenameError(f"{sym.name!r} is also used in {outside[0].file}, outside the project; rename it there first")
+    edits = [(s, new) for s in spans]
+    node = sym.node
+    if sym.kind == "feature" and isinstance(node, ast.FeatureDecl) and node.column is None:
+        end = node.span
+        edits.append((Span(end.file, end.end_line, end.end_column, end.end_line, end.end_column),
+                      f' column "{sym.name}"'))
+    return edits
+
+
+def _under(file: str, root: str) -> bool:
+    try:
+        Path(file).resolve().relative_to(Path(root).resolve().parent)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,212 @@
+"""What the editor server shows at a position (fairspec.lsp.analysis): hover text for a declaration, a
+feature, a model, a property or a metric, and the signature help of a property function."""
+
+from __future__ import annotations
+
+import re
+
+from .index import Index, Symbol, _contains, _same, _spec, _walk, symbol_at
+from fairspec.diagnostics import Span
+from fairspec.syntax import ast
+
+
+def _text_of(idx: Index, span: Span) -> str:
+    text = idx.texts.get(span.file)
+    if text is None:
+        return ""
+    lines = text.splitlines()
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1:span.end_column - 1]
+    out = [lines[span.line - 1][span.column - 1:]] + lines[span.line:span.end_line - 1]
+    out.append(lines[span.end_line - 1][:span.end_column - 1])
+    return " ".join(x.strip() for x in out)
+
+
+def _domain(dom) -> str:
+    k = getattr(dom, "kind", "")
+    if k in ("int", "real"):
+        return f"{k} in [{dom.lo:g}, {dom.hi:g}]"
+    if k == "cat":
+        return "{" + ", ".join(dom.categories) + "}"
+    return k
+
+
+def hover(idx: Index, file: str, line: int, col: int) -> str | None:
+    """Markdown for what is under the cursor."""
+    metric = _metric_at(idx, file, line, col)
+    if metric:
+        return metric
+    sym = symbol_at(idx, file, line, col)
+    if sym is None:
+        return None
+    spec = _spec(idx)
+    if sym.kind == "feature":
+        return _hover_feature(idx, sym, spec)
+    if sym.kind == "model":
+        return _hover_model(idx, sym, spec)
+    if sym.kind == "group":
+        text = _text_of(idx, sym.node.expr.span)
+        return f"**group** `{sym.name}` = `{text if len(text) <= 200 else text[:200] + ' ...'}`"
+    if sym.kind == "property":
+        return _hover_property(idx, sym, spec)
+    if sym.kind == "data":
+        d = next((x for x in (spec.datasets if spec else ()) if x.name == sym.name), None)
+        if d is None:
+            return f"**data** `{sym.name}`"
+        cols = f", columns {', '.join(d.columns)}" if d.columns else ""
+        return f"**data** `{sym.name}`: {d.format} file `{d.path}`{cols}"
+    if sym.kind == "features":
+        names = ", ".join(f.name.id for f in sym.node.features)
+        src = f" from `{sym.node.source.id}`" if sym.node.source else ""
+        return f"**features** `{sym.name}`{src}: {names}"
+    if sym.kind == "distribution":
+        how = f"`{sym.node.fn.id}(...)`" if sym.node.fn else f"a table of {len(sym.node.entries)} probabilities"
+        return f"**distribution** `{sym.name}`: {how}"
+    if sym.kind == "policy":
+        params = ", ".join(_text_of(idx, p.span) for p in sym.node.params)
+        return f"**policy** `{sym.name}({params})`: " + ", ".join(p.name.id for p in sym.node.properties)
+    if sym.kind == "param":
+        return f"**parameter** `{_text_of(idx, sym.node.span)}` of policy `{sym.container}`"
+    if sym.kind == "apply":
+        return f"**apply** `{_text_of(idx, sym.node.span)}`"
+    return f"**{sym.kind}** `{sym.name}`"
+
+
+def _hover_feature(idx: Index, sym: Symbol, spec) -> str:
+    fs = next((x for x in (spec.feature_sets if spec else ()) if x.name == sym.container), None)
+    f = next((x for x in (fs.features if fs else ()) if x.name == sym.name), None)
+    if f is None:
+        return f"**feature** `{sym.name}` of `{sym.container}`"
+    out = [f"**feature** `{sym.name}` of `{sym.container}`: `{_domain(f.domain)}`"
+           + (" — **protected**" if f.protected else "")]
+    if f.column != f.name:
+        out.append(f"read from column `{f.column}`")
+    if f.bins:
+        out.append(f"bins {list(f.bins)}")
+    for enc in (spec.encodings if spec else ()):
+        if enc.features != sym.container:
+            continue
+        for c in enc.columns:
+            if c.feature == sym.name:
+                cols = f"column {c.offset}" if c.width == 1 else f"columns {c.offset}..{c.offset + c.width - 1}"
+                extra = ""
+                if c.kind in ("minmax",) and c.lo is not None:
+                    extra = f" (lo = {c.lo:g}, hi = {c.hi:g}{', fitted on the data' if c.fitted else ''})"
+                elif c.kind == "standard" and c.mean is not None:
+                    extra = f" (mean = {c.mean:g}, std = {c.std:g})"
+                out.append(f"- `{enc.model}`: {c.kind}, {cols} of {enc.width}{extra}")
+    return "\n\n".join(out[:1]) + ("\n\n" + "\n".join(out[1:]) if len(out) > 1 else "")
+
+
+def _hover_model(idx: Index, sym: Symbol, spec) -> str:
+    m = next((x for x in (spec.models if spec else ()) if x.name == sym.name), None)
+    if m is None:
+        return f"**model** `{sym.name}`"
+    width = getattr(idx.result, "model_widths", {}).get(sym.name)
+    lines = [f"**model** `{sym.name}`: {m.format}" + (f" file `{m.path}`" if m.path else "")]
+    if width is not None:
+        lines.append(f"- input width: {width}")
+    enc = next((e for e in spec.encodings if e.model == sym.name), None)
+    if enc is not None:
+        lines.append(f"- encoding of `{enc.features}`: {enc.width} columns")
+    out = m.output if m.output is not None else "the first output"
+    lines.append(f"- output: {out}" + (f" (index {m.index})" if m.index is not None else "")
+                 + (f", a {m.score_kind}" if m.score_kind else ""))
+    if m.task is not None or m.score_kind == "value":
+        from fairspec.sema.outputs import describe_kind
+
+        kind = describe_kind(m)
+        if m.classes:
+            kind += ": " + ", ".join(str(c) for c in m.classes)
+        lines.append(f"- {kind}")
+    return "\n".join(lines)
+
+
+def _hover_property(idx: Index, sym: Symbol, spec) -> str:
+    props = [p for p in (spec.properties if spec else ()) if p.name == sym.name]
+    if not props:
+        return f"**property** `{sym.name}`"
+    from fairspec.planning import plan
+
+    p = props[0]
+    pl = plan(p, spec)
+    lines = [f"**property** `{p.name}`: {p.kind.replace('_', ' ')}", f"- planned backend: {pl.describe()}"]
+    cap = pl.capability()
+    if cap is not None:
+        lines.append("- options: " + ", ".join(_options(p, cap)))
+    return "\n".join(lines)
+
+
+def _options(prop, cap) -> list[str]:
+    """The options of the planned backend: the spec's value, else the default (or the backend's own behaviour)."""
+    out = []
+    for o in cap.options:
+        v = getattr(prop.options, o.name, None)
+        if v is None:
+            v = prop.options.get(o.name)
+        if v is not None:
+            out.append(f"`{o.name} = {v}`" + (" (default)" if v == o.default else ""))
+        elif o.default is not None:
+            out.append(f"`{o.name} = {o.default}` (default)")
+        else:
+            out.append(f"`{o.name}` (not set)")
+    return out
+
+
+def _metric_at(idx: Index, file: str, line: int, col: int) -> str | None:
+    from fairspec.sema.properties import METRICS
+
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    if root is None:
+        return None
+    calls = [n for n in _walk(root.decls) if isinstance(n, ast.Call)]
+    for c in calls:
+        if c.fn.id in METRICS and _contains(c.fn.span, file, line, col):
+            return f"**{c.fn.id}**: {METRICS[c.fn.id]}"
+        if c.fn.id in ("k_discrimination", "pba") and _contains(c.fn.span, file, line, col):
+            return {"k_discrimination": "**k_discrimination**: the number of clusters of width eps the K "
+                                        "counterfactual outputs of one input fall into (HyFair)",
+                    "pba": "**pba**: persistent-bias-aware fairness over delta-neighbourhoods of the data rows"}[c.fn.id]
+    return None
+
+
+def signature_at(idx: Index | None, text: str, line: int, col: int) -> tuple[str, str, list[str], int] | None:
+    """Inside `metric(` or `apply policy(`: (label, documentation, parameter labels, active index)."""
+    from fairspec.sema.properties import METRICS
+
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1]])
+    depth, i = 0, len(before) - 1
+    commas = 0
+    while i >= 0:
+        ch = before[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+        elif ch in "{}" and depth == 0:
+            return None
+        i -= 1
+    if i < 0:
+        return None
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before[:i])
+    if not m:
+        return None
+    fn = m.group(1)
+    if fn in METRICS:
+        params = ["MODEL", "groups G [x G2 ...]", "data = DATA | distribution = NAME"]
+        return (f"{fn}(MODEL, groups G, data = DATA | distribution = NAME)", METRICS[fn], params,
+                min(commas, len(params) - 1))
+    if idx is not None:
+        pol = next((s for s in idx.symbols.get(fn, []) if s.kind == "policy"), None)
+        if pol is not None:
+            params = [f"{p.name.id}: {p.type.id}" + (" = ..." if p.default is not None else "") for p in pol.node.params]
+            doc = f"policy {fn}: properties " + ", ".join(p.name.id for p in pol.node.properties)
+            return (f"{fn}({', '.join(params)})", doc, params, min(commas, max(len(params) - 1, 0)))
+    return None

@@ -1,0 +1,290 @@
+"""The index of a spec for the editor server (fairspec.lsp.analysis), without any protocol types.
+
+:func:`analyse` lints a file (with the editor's unsaved buffers) and indexes
+every name in it and in the files it imports: declarations, the features of
+each feature set, policy parameters, and each place a name is used.  Hover,
+definitions, references, completion, the outline and the quick fixes are
+functions of that index; fairspec/lsp/server.py turns them into LSP messages.
+
+Positions here are fairspec's: 1-based lines and columns (a Span).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairspec.diagnostics import Diagnostic, Span
+from fairspec.syntax import ast
+
+
+# name fields that never refer to a declaration: formats, option and keyword names, encodings
+# (a data declaration's arguments name the file's raw columns -- columns = [age, ...], where, label --
+# never a feature of the same name: renaming a feature must not rename the column it reads)
+_NOT_REFERENCES = {(ast.ModelDecl, "fmt"), (ast.DataDecl, "fmt"), (ast.DataDecl, "args"), (ast.DistributionDecl, "fn"),
+                   (ast.EncLine, "kind"), (ast.Param, "type"), (ast.Arg, "name")}
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    kind: str            # model data features feature group distribution property policy param apply encode repair
+    span: Span           # the declaring name
+    node: object         # the AST node declared
+    container: str | None = None  # the feature set of a feature, the policy of a parameter
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    span: Span
+    symbol: Symbol
+    is_declaration: bool
+
+
+@dataclass
+class Index:
+    path: str
+    result: object                                   # the lint CheckResult
+    texts: dict[str, str] = field(default_factory=dict)  # file -> its text (for definitions shown in hover)
+    symbols: dict[str, list[Symbol]] = field(default_factory=dict)
+    occurrences: list[Occurrence] = field(default_factory=list)
+    modules: list = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.result.diagnostics
+
+    @property
+    def ok(self) -> bool:
+        """The file parsed (hover, completion and the outline have something to say)."""
+        return any(_same(m.file, self.path) for m in self.modules)
+
+    def root_module(self):
+        return next((m for m in self.modules if _same(m.file, self.path)), None)
+
+
+def _same(a: str, b: str) -> bool:
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def analyse(path, sources: dict | None = None) -> Index:
+    """Lint `path` (reading `sources` instead of files where given) and index its names."""
+    from fairspec.pipeline import lint
+
+    path = str(Path(path).resolve())
+    parsed = {k: parse_incremental(v, str(Path(k).resolve())) or v for k, v in (sources or {}).items()}
+    res = lint(path, sources=parsed)
+    idx = Index(path, res, modules=list(getattr(res, "modules", [])))
+    for m in idx.modules:
+        if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
+            idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
+        else:
+            try:
+                idx.texts[m.file] = Path(m.file).read_text(encoding="utf-8")
+            except OSError:
+                idx.texts[m.file] = ""
+    try:
+        _declare(idx)
+        _resolve(idx)
+    except RecursionError:  # the diagnostics still go out; navigation waits for simpler text
+        idx.symbols.clear()
+        idx.occurrences.clear()
+    return idx
+
+
+_DECL_START = re.compile(r"^(?:import|model|data|features|encode|group|distribution|property|repair|policy|apply)\b",
+                         re.M)
+_CHUNKS: dict[str, dict[tuple[int, str], tuple]] = {}  # file -> (first line, text of a chunk) -> its declarations
+
+
+def parse_incremental(text: str, file: str):
+    """The Module of `text`, re-parsing only the declarations that changed since the last call for `file`.
+
+    The text is cut before each line that starts (at column 0) with a declaration keyword; a chunk
+    whose text and first line are unchanged keeps its declarations (spans included).  The grammar is
+    `start: decl*`, so when every chunk parses, their declarations are those of the whole text.
+    None when a chunk does not parse: the caller parses the whole text, for the right diagnostic.
+    """
+    from fairspec.diagnostics import DiagnosticError
+    from fairspec.syntax.parser import parse_text
+
+    starts = [m.start() for m in _DECL_START.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    old = _CHUNKS.get(file, {})
+    new: dict[tuple[int, str], tuple] = {}
+    decls: list = []
+    line = 0
+    prev = 0
+    for a, b in zip(starts, starts[1:] + [len(text)]):
+        line += text.count("\n", prev, a)
+        prev = a
+        key = (line, text[a:b])
+        got = old.get(key)
+        if got is None:
+            try:
+                got = parse_text("\n" * line + key[1], file).decls
+            except DiagnosticError:
+                return None
+        new[key] = got
+        decls.extend(got)
+    _CHUNKS[file] = new
+    lines = text.split("\n")
+    return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls))
+
+
+def _add(idx: Index, sym: Symbol) -> None:
+    idx.symbols.setdefault(sym.name, []).append(sym)
+    idx.occurrences.append(Occurrence(sym.span, sym, True))
+
+
+def _declare(idx: Index) -> None:
+    kinds = {ast.ModelDecl: "model", ast.DataDecl: "data", ast.FeaturesDecl: "features", ast.GroupDecl: "group",
+             ast.DistributionDecl: "distribution", ast.PropertyDecl: "property", ast.PolicyDecl: "policy",
+             ast.RepairDecl: "repair"}
+    for m in idx.modules:
+        for d in m.decls:
+            kind = kinds.get(type(d))
+            if kind:
+                _add(idx, Symbol(d.name.id, kind, d.name.span, d))
+            if isinstance(d, ast.ApplyDecl) and d.alias is not None:
+                _add(idx, Symbol(d.alias.id, "apply", d.alias.span, d))
+            if isinstance(d, ast.FeaturesDecl):
+                for f in d.features:
+                    _add(idx, Symbol(f.name.id, "feature", f.name.span, f, d.name.id))
+            if isinstance(d, ast.PolicyDecl):
+                for p in d.params:
+                    _add(idx, Symbol(p.name.id, "param", p.name.span, p, d.name.id))
+
+
+def _children(node) -> list:
+    """The sub-nodes of an AST node that may hold references (left to right)."""
+    if isinstance(node, tuple):
+        return list(node)
+    if not isinstance(node, ast.Node) or isinstance(node, ast.Name):
+        return []
+    out = []
+    for f in dataclasses.fields(node):
+        if f.name == "span" or (type(node), f.name) in _NOT_REFERENCES:
+            continue
+        v = getattr(node, f.name)
+        if isinstance(node, ast.Stmt) and f.name == "args" and node.kind in ("using", "search", "explain", "option"):
+            v = v[1:]  # the backend, strategy, explanation or option name is not a reference
+        if isinstance(node, ast.EncLine) and f.name == "params" and v:
+            v = tuple(e for _, e in v)
+        if isinstance(node, ast.EncLine) and f.name == "codes":
+            continue
+        out.append(v)  # a MapItem's key (delta {age: 1}) is a feature: kept
+    return out
+
+
+def _walk(node) -> list:
+    """Every node below `node`, in source order, without recursion (deeply nested text parses too)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(_children(n)))
+    return out
+
+
+def _names(node, out: list) -> None:
+    """Every ast.Name below node that may refer to a declaration."""
+    out.extend(n for n in _walk(node) if isinstance(n, ast.Name))
+
+
+def _declaring_names(d) -> set[int]:
+    ids = set()
+    for attr in ("name", "alias"):
+        n = getattr(d, attr, None)
+        if isinstance(n, ast.Name):
+            ids.add(id(n))
+    if isinstance(d, ast.FeaturesDecl):
+        ids |= {id(f.name) for f in d.features}
+    if isinstance(d, ast.PolicyDecl):
+        ids |= {id(p.name) for p in d.params}
+        ids |= {id(p.name) for p in d.properties}
+    return ids
+
+
+def lookup(idx: Index, name: str, *, policy: str | None = None) -> Symbol | None:
+    """What `name` means: a parameter of the enclosing policy, a declaration, then a feature."""
+    cands = idx.symbols.get(name, [])
+    if policy:
+        for s in cands:
+            if s.kind == "param" and s.container == policy:
+                return s
+    for s in cands:
+        if s.kind not in ("param", "feature"):
+            return s
+    for s in cands:
+        if s.kind == "feature":
+            return s
+    return None
+
+
+def _resolve(idx: Index) -> None:
+    for m in idx.modules:
+        for d in m.decls:
+            if isinstance(d, ast.Import):
+                continue
+            skip = _declaring_names(d)
+            policy = d.name.id if isinstance(d, ast.PolicyDecl) else None
+            found: list = []
+            _names(d, found)
+            for n in found:
+                if id(n) in skip:
+                    continue
+                sym = lookup(idx, n.id, policy=policy)
+                if sym is not None and sym.span != n.span:
+                    idx.occurrences.append(Occurrence(n.span, sym, False))
+
+
+def _contains(span: Span, file: str, line: int, col: int) -> bool:
+    if not _same(span.file, file):
+        return False
+    start = (span.line, span.column)
+    end = (span.end_line, span.end_column)
+    return start <= (line, col) <= end
+
+
+def symbol_at(idx: Index, file: str, line: int, col: int) -> Symbol | None:
+    hits = [o for o in idx.occurrences if _contains(o.span, file, line, col)]
+    if not hits:
+        return None
+    # the innermost (shortest) span wins
+    return min(hits, key=lambda o: (o.span.end_line - o.span.line, o.span.end_column - o.span.column)).symbol
+
+
+def import_at(idx: Index, file: str, line: int, col: int) -> Path | None:
+    """The file an `import "..."` line under the cursor names."""
+    from fairspec.sema.imports import resolve_import
+
+    for m in idx.modules:
+        if not _same(m.file, file):
+            continue
+        for d in m.decls:
+            if isinstance(d, ast.Import) and _contains(d.span, file, line, col):
+                return resolve_import(d.path, Path(m.file)).resolve()
+    return None
+
+
+def definition(idx: Index, file: str, line: int, col: int) -> Span | None:
+    target = import_at(idx, file, line, col)
+    if target is not None:
+        return Span(str(target), 1, 1, 1, 1)
+    sym = symbol_at(idx, file, line, col)
+    return sym.span if sym else None
+
+
+def references(idx: Index, file: str, line: int, col: int, include_declaration: bool = True) -> list[Span]:
+    sym = symbol_at(idx, file, line, col)
+    if sym is None:
+        return []
+    return [o.span for o in idx.occurrences if o.symbol == sym and (include_declaration or not o.is_declaration)]
+
+
+def _spec(idx: Index):
+    return getattr(idx.result, "spec", None)
