@@ -140,3 +140,23 @@ def test_python_dash_m_fairspec_runs_the_command_line():
     r = subprocess.run([sys.executable, "-m", "fairspec", "--help"], capture_output=True, text=True, timeout=60,
                        cwd=ROOT)
     assert r.returncode == 0 and "usage: fairspec" in r.stdout, r.stderr
+
+
+def test_ci_fails_when_no_test_ran():
+    """pytest exits 5 when it collected no test: .ci/run must turn that into a red run. Its pytest line is
+    a plain command under `set -e` (no `||`, `;`, `&&`, pipe or `if` around it, no `set +e` before it),
+    and pytest really exits 5 on an empty run (also with the README's options)."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    (at,) = [i for i, ln in enumerate(lines) if ln.strip().startswith("python -m pytest")]
+    cmd = lines[at].strip()
+    assert not any(op in cmd for op in ("||", "&&", ";", "|", "$(")), cmd
+    before = [ln.split("#")[0].strip() for ln in lines[:at]]
+    sets = [ln for ln in before if ln.startswith("set ")]
+    assert sets and "-e" in sets[-1].split()[1] and "+e" not in sets[-1], sets
+    assert not any(ln.startswith(("if ", "while ", "until ")) or ln.endswith("\\") for ln in before[-3:]), before[-3:]
+    assert cmd in _readme_block()
+    args = cmd.split()[3:]  # the README's options
+    empty = Path(__file__).resolve().parent / "fixtures"  # no test_*.py below: nothing to collect
+    r = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", str(empty / "ok")],
+                       capture_output=True, text=True, timeout=300, cwd=empty)
+    assert r.returncode == 5, r.stdout[-2000:] + r.stderr[-2000:]
