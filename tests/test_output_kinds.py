@@ -295,3 +295,14 @@ def test_a_torch_regression_is_declared(folder):
 
     m = load_model("torch", folder / "lin.pt", score_kind="value")
     assert m.task == "regression" and m.value(np.zeros((2, 3))).shape == (2,)
+
+
+def test_score_value_on_a_classifier_file_is_refused(folder, tmp_path):
+    lm = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 2, (60, 3)).astype(float)
+    sio.dump(lm.LogisticRegression().fit(X, rng.integers(0, 3, 60)), folder / "lr3.skops")
+    res = _lint(folder, 'model lr = sklearn("lr3.skops", score = value)\nencode F for lr { a : raw  sex : onehot }\n')
+    errs = [d for d in res.diagnostics if d.severity == "error"]
+    assert [d.code for d in errs] == ["FS413"] and "multiclass classifier" in errs[0].message

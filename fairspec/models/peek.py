@@ -236,14 +236,16 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
     (fairspec.models.readout decides the same at load time): task "binary" | "multiclass" |
     "regression" or None when the file does not say (torch, an ONNX output of unknown shape, a
     pickle); n_classes K of a classifier when known; classes the class labels when the file
-    records them (None: not read here). ``score = value`` makes a one-column output a regression."""
+    records them (None: not read here). ``score = value`` makes an ONNX/torch output a regression;
+    a file that says it holds a classifier stays one (the readout then refuses score = value: FS413)."""
     from .base import normalize_format
 
-    if score == "value":
-        return "regression", None, None
+    value = ("regression", None, None) if score == "value" else (None, None, None)
     try:
         fmt = normalize_format(format, path)
         p = pathlib.Path(path)
+        if score == "value" and fmt in ("onnx", "torch"):   # the declaration says what the file cannot
+            return value
         if fmt == "onnx":
             from .peek_onnx import onnx_class_labels
 
@@ -262,7 +264,7 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
 
             k = skops_n_classes(p)
             if k is None or k < 2:
-                return None, None, None
+                return value
             return ("multiclass", k, None) if k >= 3 else ("binary", 2, None)
         if fmt == "sklearn":
             est = sklearn_pickle_estimator(p, final=True)
@@ -272,7 +274,7 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
             from .peek_trees import booster_output_kind
 
             task, k = booster_output_kind(fmt, p)
-            return (task, k, None) if task is not None else (None, None, None)
+            return (task, k, None) if task is not None else value
     except Exception:  # noqa: BLE001 - lint says nothing here; the loader decides at check time
-        return None, None, None
-    return None, None, None
+        return value
+    return value

@@ -198,7 +198,7 @@ class ModelChecks:
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
         task, n_classes, classes = peek_output_kind(fmt, path, output, score)
         try:
-            r = resolve_readout(columns, index, score, what, task=task if task == "regression" else None)
+            r = resolve_readout(columns, index, score, what, task=task)
         except ReadoutError as e:
             self.sink.add("FS413", e.message, node.span, hint=e.hint)
             return
