@@ -235,6 +235,22 @@ def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs
     def done(status, **kw):
         return PairResult(status, seconds=time.perf_counter() - t0, engine=engine, mode=mode, stats=stats, **kw)
 
+    if mode != "maximize":
+        # a cheap attack first (sampling, signed-gradient ascent, coordinate search on g_c): a pair whose
+        # class changes on the runtime decides the property before any solver
+        from fairspec.backends.milp.falsify import best_pair
+
+        for c in range(K):
+            try:
+                pair = best_pair(problem.sub(c), samples=512, steps=20, starts=8, seed=c)
+            except ValueError:
+                pair = None
+            if pair is not None and problem.violates(*pair):
+                w = make_witness(problem.sub(c), *pair)
+                stats["attack"] = f"class {c}"
+                return done("violated", value=float(min(w.z, -w.z_prime)), witness=w, best=w,
+                            reason=f"the predicted class changes (class {c} on one side; found by the attack "
+                                   f"before the solver)")
     for c in range(K):
         if deadline is not None and left() <= 0:
             reasons.append(f"class {c}: time limit reached")
