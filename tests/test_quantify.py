@@ -258,3 +258,9 @@ def test_spec_with_partitions_reports_shares_bounded_by_brute_force(tmp_path, mo
     if unfair:
         assert fals > 0                       # at least the replayed counterexample points
     assert "summary" in sh
+
+
+def test_an_unbounded_real_input_gives_no_shares_and_no_error():
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[np.inf, 3, 1, 1], integer=[False, True, True, True],
+                    free=(3,))
+    assert count_shares(p, [(p.lo, p.hi)], [None]) is None

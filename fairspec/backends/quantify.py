@@ -155,6 +155,9 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
     replay:  ``(x, x') -> bool``, the runtime's re-check of a witness (default
              :func:`fairspec.backends.pair.certify.replays`); only witnesses that replay count.
     """
+    inputs = individual_inputs(problem)
+    if not all(np.isfinite(problem.lo[i]) and np.isfinite(problem.hi[i]) for i in inputs):
+        return None                         # an unbounded input: no finite measure to share
     total = measure(problem)
     if total == 0:
         return None
@@ -182,7 +185,6 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
         lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
         by_part.setdefault(k, []).append((lo, hi))
         falsified += measure(problem, lo, hi)
-    inputs = individual_inputs(problem)
     points: set[tuple] = set()
     for k, r in enumerate(results):
         if r is None or r.status != "violated" or r.witness is None:
