@@ -87,7 +87,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         from fairspec.kinds.multi_pairs import run_multi
 
-        done = run_multi(prop, ctx, progress, backend)
+        import sys
+
+        done = run_multi(prop, ctx, progress, backend, sys.modules[__name__])
         if done is not None:
             return done
     later = not_yet_decided(prop, backend)

@@ -28,10 +28,11 @@ from fairspec import ir
 from fairspec.verdict import Verdict, Witness, unknown
 
 
-def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict | None:
-    """The verdict of an issue-25 post on a network model, or None (trees; posts not handled here)."""
-    from fairspec.kinds.individual_fairness import _small_domain, is_tree_model, run_pair
-
+def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) -> Verdict | None:
+    """The verdict of an issue-25 post on a network model, or None (trees; posts not handled here).
+    ``kind``: the individual-fairness runner's module (fairspec.kinds.individual_fairness, passed in
+    so that this module does not import it back): its run_pair and helpers."""
+    _small_domain, is_tree_model, run_pair = kind._small_domain, kind.is_tree_model, kind.run_pair
     if is_tree_model(ctx, prop.model):
         return None
     t0 = time.perf_counter()
@@ -50,15 +51,15 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         return unknown(prop, "the probability of one of several classes is a softmax, which is not piecewise "
                              f"linear: the {backend} backend cannot encode it (small discrete domains are decided "
                              "by enumeration)", backend=backend, seconds=time.perf_counter() - t0)
-    return _run_class(prop, ctx, progress, backend, t0)
+    return _run_class(prop, ctx, progress, backend, t0, kind)
 
 
-def _run_class(prop, ctx, progress, backend, t0) -> Verdict:
+def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     from fairspec.backends.pair import PairProblem, precondition_holds
     from fairspec.backends.pair.certify import Runtime
     from fairspec.backends.pair.multiclass import ClassProblem, class_net, solve_class
     from fairspec.certify.network import encoding_from_ir
-    from fairspec.kinds.individual_fairness import _codes_as_variables, _relaxed
+    _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
     from fairspec.kinds.pair_runtime import feature_values
     from fairspec.models.network import UnsupportedModel
