@@ -104,6 +104,8 @@ def print_text(report, console) -> None:
             lines.append(f"(lowest {wp['low']} {wp['low_rate']:.4f}; highest {wp['high']} {wp['high_rate']:.4f})")
         shares = ((v.details or {}).get("coverage") or {}).get("shares")
         if shares and shares.get("summary"):
+            if lines and not lines[-1].rstrip().endswith((".", "!", "?")):
+                lines[-1] = lines[-1].rstrip() + "."
             lines.append(f"Shares: {shares['summary']}.")
         if lines or v.witness:
             console.print(Text.assemble(value(v.name, "bold"), ": ", prose(" ".join(lines))))
