@@ -137,6 +137,8 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     seconds = time.perf_counter() - t0
     details = {"engine": engine, "mode": mode, "classes": K, "solver_seconds": round(res.seconds, 4),
                "per_class": res.stats.get("per_class")}
+    if prop.options.partitions and prop.options.partitions > 1:
+        details["partitions"] = "not used: the class post is solved on the whole domain (one sub-problem per class)"
     extra = {}
     value = res.value
     if mode == "maximize":
