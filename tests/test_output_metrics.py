@@ -211,3 +211,41 @@ def test_over_a_distribution_and_in_json(tmp_path):
     props = {p["name"]: p for p in doc["properties"]}
     assert props["over"]["status"] == "unknown" and "data rows" in props["over"]["reason"]
     assert props["tv"]["details"]["groups"][0]["confusion"]["matrix"]
+
+
+def test_class_labels_of_a_scikit_learn_model(tmp_path):
+    """class = "mid" on a scikit-learn classifier with text labels: the decision is predict() == "mid",
+    the truth the target column's text; equal to fairlearn on the model's own predict."""
+    lm = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    rng = np.random.default_rng(7)
+    n = 300
+    a, b = rng.integers(0, 4, n), rng.integers(0, 2, n)
+    sex = np.array(["F", "M"])[rng.integers(0, 2, n)]
+    grade = np.array(["lo", "mid", "hi"])[np.clip(a + rng.integers(-1, 2, n), 0, 2)]
+    X = np.stack([a, b, sex == "F", sex == "M"], axis=1).astype(float)
+    lr = lm.LogisticRegression(max_iter=500).fit(X, grade)
+    sio.dump(lr, tmp_path / "lr.skops")
+    (tmp_path / "d.csv").write_text("a,b,sex,grade\n" + "\n".join(f"{a[i]},{b[i]},{sex[i]},{grade[i]}"
+                                                                  for i in range(n)) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", target = grade)\nfeatures F from d {\n  a : int in [0, 3]\n'
+                    '  b : int in [0, 1]\n  sex : {F, M} protected\n}\nmodel lr = sklearn("lr.skops")\n'
+                    'encode F for lr { a, b : raw  sex : onehot }\n'
+                    'property sp { statistical_parity(lr, groups sex, class = "mid") <= 1   bootstrap = 10 }\n'
+                    'property eo { equalized_odds(lr, groups sex, class = "hi") <= 1   bootstrap = 10 }\n'
+                    'property tv { class_distribution_distance(lr, groups sex) <= 1   bootstrap = 10 }\n')
+    rep = pipeline.check(spec)
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    v = {x.name: x for x in rep.verdicts}
+    pred = lr.predict(X)
+    assert abs(v["sp"].value - fm.demographic_parity_difference(grade == "mid", pred == "mid",
+                                                                sensitive_features=sex)) <= TOL
+    assert abs(v["eo"].value - fm.equalized_odds_difference(grade == "hi", pred == "hi",
+                                                            sensitive_features=sex)) <= TOL
+    P = {s: np.array([np.mean(pred[sex == s] == c) for c in lr.classes_]) for s in ("F", "M")}
+    assert abs(v["tv"].value - np.abs(P["F"] - P["M"]).sum() / 2) <= TOL
+    cm = {r["group"]: r["confusion"] for r in v["tv"].details["groups"]}
+    assert cm["sex=F"]["classes"] == list(lr.classes_)
+    assert np.array_equal(np.array(cm["sex=F"]["matrix"]),
+                          skm.confusion_matrix(grade[sex == "F"], pred[sex == "F"], labels=lr.classes_))

@@ -265,7 +265,11 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
             k = skops_n_classes(p)
             if k is None or k < 2:
                 return value
-            return ("multiclass", k, None) if k >= 3 else ("binary", 2, None)
+            from .peek_sklearn import skops_classes
+
+            labels = skops_classes(p)
+            labels = labels if labels is not None and len(labels) == k else None
+            return ("multiclass", k, labels) if k >= 3 else ("binary", 2, labels)
         if fmt == "sklearn":
             est = sklearn_pickle_estimator(p, final=True)
             if est is not None and sklearn_is_regressor_class(est[0]):

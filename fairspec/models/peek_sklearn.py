@@ -297,3 +297,56 @@ def skops_n_classes(path) -> int | None:
     except Exception:  # noqa: BLE001 - the loader reads classes_ at check time
         return None
     return None
+
+
+def _npy_vector(zf: zipfile.ZipFile, name: str) -> tuple | None:
+    """A 1-D array of text (<U n), integers or floats saved with np.save, read without numpy (None for
+    other dtypes, e.g. object arrays, which are pickled)."""
+    import ast as _ast
+
+    try:
+        data = zf.read(name)
+    except KeyError:
+        return None
+    if not data.startswith(b"\x93NUMPY") or len(data) < 12:
+        return None
+    if data[6] == 1:
+        hlen, hstart = struct.unpack_from("<H", data, 8)[0], 10
+    else:
+        hlen, hstart = struct.unpack_from("<I", data, 8)[0], 12
+    try:
+        header = _ast.literal_eval(data[hstart:hstart + hlen].decode("latin1"))
+        descr, shape, fortran = header["descr"], header["shape"], header.get("fortran_order", False)
+    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    if not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int)) or fortran:
+        return None
+    n, body = shape[0], data[hstart + hlen:]
+    if isinstance(descr, str) and descr[:2] in ("<U", "|U") and descr[2:].isdigit():
+        w = int(descr[2:])
+        if len(body) < 4 * w * n:
+            return None
+        return tuple(body[4 * w * i:4 * w * (i + 1)].decode("utf-32-le").rstrip("\x00") for i in range(n))
+    fmts = {"<i8": "q", "<i4": "i", "<i2": "h", "|i1": "b", "<u8": "Q", "<u4": "I", "|u1": "B", "<f8": "d",
+            "|b1": "?"}
+    if descr in fmts:
+        size = struct.calcsize("<" + fmts[descr])
+        if len(body) < size * n:
+            return None
+        return tuple(struct.unpack_from(f"<{n}{fmts[descr]}", body, 0))
+    return None
+
+
+def skops_classes(path) -> tuple | None:
+    """The class labels (``classes_``) of the classifier a skops file holds, read without numpy or
+    scikit-learn; None when the file does not record them in a readable form."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            attrs = _attrs(skops_final_node(json.loads(zf.read("schema.json")))) or {}
+            node = attrs.get("classes_")
+            if isinstance(node, dict) and node.get("__loader__") == "NdArrayNode" and isinstance(node.get("file"), str):
+                return _npy_vector(zf, node["file"])
+    except Exception:  # noqa: BLE001 - the loader reads classes_ at check time
+        return None
+    return None
+
