@@ -110,7 +110,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     if getattr(prop, "output", "score") != "score":
         from fairspec.kinds.kdisc_outputs import run_outputs
 
-        return run_outputs(prop, ctx, t0)
+        return run_outputs(prop, ctx, t0, _decide_small)
     from fairspec.runtime.executor import JobError, SerialExecutor, configured_workers, get_executor
     from fairspec.backends.search.kdisc import RESTARTS, kdisc_restarts
     from fairspec.backends.data.flips import replayer_name

@@ -8,7 +8,7 @@ enumeration on the model's runtime, counted exactly by certify
 (:func:`fairspec.certify.enumerate.kdisc_by_enumeration`, ``classes=True`` for the class):
 
 * a small discrete domain (any model): every individual and its counterfactuals
-  (:func:`fairspec.kinds.k_discrimination._decide_small`);
+  (``k_discrimination._decide_small``, passed in by the runner);
 * a tree model: one individual per cell of the split tests of every class's trees
   (:func:`fairspec.kinds.tree_kdisc.decide_kdisc`).
 
@@ -43,9 +43,9 @@ def evaluator(prop: ir.KDiscrimination, model):
     return (lambda X: np.asarray(model.class_probabilities(X), dtype=np.float64)[:, int(prop.cls)]), False, None
 
 
-def run_outputs(prop: ir.KDiscrimination, ctx, t0: float) -> Verdict:
-    from fairspec.kinds.k_discrimination import _decide_small
-
+def run_outputs(prop: ir.KDiscrimination, ctx, t0: float, decide_small) -> Verdict:
+    """``decide_small``: :func:`fairspec.kinds.k_discrimination._decide_small` (passed in by its
+    runner: this module imports no runner)."""
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     model = ctx.model(prop.model)
@@ -57,7 +57,7 @@ def run_outputs(prop: ir.KDiscrimination, ctx, t0: float) -> Verdict:
                                  "multi:softmax predicts the class only)", backend="search",
                            seconds=time.perf_counter() - t0)
     what = "predicted classes" if classes else f"class {prop.cls}'s probability"
-    small = _decide_small(prop, ctx, model, enc, fs, t0, outputs=(evaluate, classes))
+    small = decide_small(prop, ctx, model, enc, fs, t0, outputs=(evaluate, classes))
     if isinstance(small, Verdict):
         return small
     note = small or ""

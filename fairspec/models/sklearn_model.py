@@ -391,6 +391,15 @@ class SklearnModel(LoadedModel):
                                    f"({'; '.join(self.folded.unfoldable)}), so the solvers cannot read its trees")
         if type(self.raw).__name__ not in SKLEARN_TREES:
             return None
+        task = getattr(self.readout, "task", "binary")
+        if task != "binary":
+            # one ensemble is one binary score: a multiclass model's classes and probabilities are
+            # decided on the library's runtime in cells of every class's trees (kinds/tree_outputs.py)
+            from .base import UnsupportedModel
+
+            raise UnsupportedModel(type(self.raw).__name__, "classes_",
+                                   f"the exact tree encodings read binary classifiers, and this one has "
+                                   f"{len(self.classes or ())} classes")
         if getattr(self, "_trees", None) is None:
             self._trees = from_sklearn(self.raw, self.method, self.index)
         return self._trees

@@ -393,7 +393,10 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
         if any(int(s) != 0 for s in tj.get("split_type", [])):
             raise UnsupportedModel("XGBoost", "split_type", "categorical splits are not supported")
         leaf = left < 0
-        cond = np.asarray(tj["split_conditions"], dtype=np.float64)
+        # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
+        # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
+        # number (0.44444445 > float32(4/9)), and a value cast to float32 compares with the float32
+        cond = np.asarray(tj["split_conditions"], dtype=np.float32).astype(np.float64)
         trees.append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
                           np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
                           np.where(leaf, cond, 0.0), strict=True, f32=True))
@@ -542,7 +545,10 @@ def xgboost_columns(booster) -> list[TreeEnsemble]:
         if int(tj.get("tree_param", {}).get("size_leaf_vector", 1) or 1) > 1:
             raise UnsupportedModel("XGBoost", "size_leaf_vector", "multi-target trees are not supported")
         leaf = left < 0
-        cond = np.asarray(tj["split_conditions"], dtype=np.float64)
+        # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
+        # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
+        # number (0.44444445 > float32(4/9)), and a value cast to float32 compares with the float32
+        cond = np.asarray(tj["split_conditions"], dtype=np.float32).astype(np.float64)
         groups[g].append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
                               np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
                               np.where(leaf, cond, 0.0), strict=True, f32=True))
