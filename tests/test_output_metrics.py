@@ -245,7 +245,9 @@ def test_class_labels_of_a_scikit_learn_model(tmp_path):
                                                             sensitive_features=sex)) <= TOL
     P = {s: np.array([np.mean(pred[sex == s] == c) for c in lr.classes_]) for s in ("F", "M")}
     assert abs(v["tv"].value - np.abs(P["F"] - P["M"]).sum() / 2) <= TOL
-    cm = {r["group"]: r["confusion"] for r in v["tv"].details["groups"]}
-    assert cm["sex=F"]["classes"] == list(lr.classes_)
-    assert np.array_equal(np.array(cm["sex=F"]["matrix"]),
-                          skm.confusion_matrix(grade[sex == "F"], pred[sex == "F"], labels=lr.classes_))
+    for prop in ("tv", "sp"):                       # a confusion matrix per group, with class = c too
+        cm = {r["group"]: r["confusion"] for r in v[prop].details["groups"]}
+        assert cm["sex=F"]["classes"] == list(lr.classes_)
+        for s in ("F", "M"):
+            assert np.array_equal(np.array(cm[f"sex={s}"]["matrix"]),
+                                  skm.confusion_matrix(grade[sex == s], pred[sex == s], labels=lr.classes_))

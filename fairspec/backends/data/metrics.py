@@ -448,7 +448,15 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
         details["excluded_groups"] = [{"group": names[g], "rows": int(sizes[g]), "share": sizes[g] / n}
                                       for g in range(G) if excluded[g]]
     details["groups"], details["overall"] = group_table(prop, c, eligible, excluded)
+    if prop.param("class") is not None and ctx.spec.data(prop.data).target is not None:
+        from fairspec.backends.data.outputs import confusion_by_group   # issue 25: the whole confusion matrix
+
+        for row, cm in zip(details["groups"], confusion_by_group(prop, ctx, names)):
+            row["confusion"] = cm
+            row["confusion_matrix"] = str(cm.get("matrix"))      # the text and HTML tables' column
     details["rates"] = metric_columns(prop)
+    if any("confusion" in r for r in details["groups"]):
+        details["rates"].append("confusion_matrix")
     if prop.metric == "impact_ratio":
         details["rate"] = prop.param("rate", "selection")
     if eligible.sum() < (1 if mdef.form == "inequality" else 2):

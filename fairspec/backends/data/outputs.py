@@ -95,6 +95,36 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
     return (v >= t).astype(np.int64)
 
 
+def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict]:
+    """Each group's confusion matrix (rows: the target's class, columns: the predicted class; rows
+    counted, a target that is no class of the model left out), in the order of ``names``, for the
+    report of a one-against-the-rest metric (``class = c``)."""
+    fs = ctx.spec.feature_set(prop.features)
+    data = ctx.spec.data(prop.data)
+    model = ctx.model(prop.model)
+    ids = GroupCells(prop.groups, fs)
+    K = model.readout.n_classes
+    parts = []
+    for rows in ctx.row_batches(fs.name, prop.data):
+        vals, n = rows.frame.values, rows.frame.n_rows
+        cls = predicted_classes(ctx, prop.model, ctx.model_input(prop.model, vals, n))
+        parts.append((ids.index(vals, n), true_classes(rows, data.target, model), cls))
+    if not parts:
+        return [{} for _ in names]
+    g, truth, pred = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    K = K or int(max(pred.max(initial=0), truth.max(initial=0))) + 1
+    G = len(ids)
+    if not ids.dense:
+        order = ids.order()
+        remap = np.empty(len(order), dtype=np.int64)
+        remap[order] = np.arange(len(order))
+        g = remap[g]
+    ok = truth >= 0
+    cm = np.bincount((g[ok] * K + truth[ok]) * K + pred[ok], minlength=G * K * K).reshape(G, K, K)
+    labels = [str(x) for x in model.readout.classes] if model.readout.classes else [str(k) for k in range(K)]
+    return [{"classes": labels, "matrix": cm[k].tolist()} for k in range(min(G, len(names)))]
+
+
 # ------------------------------------------------------------------ output metrics
 
 def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
