@@ -184,7 +184,9 @@ def _decide_part(shared, item) -> PairResult:
         engine = "z3" if backend == "smt" else kw.pop("engine", "highs")
         return tree_solve(sub, mode, engine=engine, **kw)
     if kw.get("engine") == "bab" and mode in ("find", "prove"):
-        return _bab_part(sub, mode, kw.get("time_limit"))
+        from fairspec.backends.pair.certify import decide_by_bab
+
+        return decide_by_bab(sub, mode, kw.get("time_limit"))
     if backend == "smt":
         from fairspec.backends.smt import solve as smt_solve
 
@@ -322,39 +324,6 @@ def _is_network(problem) -> bool:
     from fairspec.models.network import PLNet
 
     return isinstance(problem.net, PLNet)
-
-
-def _bab_part(sub: PairProblem, mode: str, time_limit: float | None) -> PairResult:
-    """The certified branch and bound over one partition (:func:`fairspec.backends.bab.certify_holds`:
-    the runtime's error moved into the claim; it splits inputs and ReLU phases inside the box):
-    ``holds`` with its bab-certificate, ``violated`` with a candidate pair that replays on the
-    runtime, else ``unknown``."""
-    from fairspec.backends.bab import certify_holds
-    from fairspec.backends.pair import make_witness
-    from fairspec.backends.pair.certify import replays, runtime_of
-
-    t0 = time.perf_counter()
-    rt = runtime_of(sub)
-    if rt.layers is None:
-        return PairResult("unknown", reason=f"no certified branch and bound for this model: {rt.why_not}",
-                          engine="bab", mode=mode)
-    budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
-    r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=sub.eps_strict)
-    took = time.perf_counter() - t0
-    st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
-          "runtime_error": r.stats.get("runtime_error")}
-    if r.status == "proved":
-        return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
-                          mode=mode, stats=st, proof=r.proof)
-    if r.status == "candidate" and r.pair is not None and replays(sub, *r.pair):
-        w = make_witness(sub, *r.pair)
-        if w.z < w.z_prime:
-            w = make_witness(sub, r.pair[1], r.pair[0])
-        return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair that "
-                          "replays", took, engine="bab", mode=mode, best=w, stats=st)
-    return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
-                                        f"({r.reason or r.status})", seconds=took, engine="bab", mode=mode, stats=st)
 
 
 def _failed_part(item, reason: str) -> PairResult:

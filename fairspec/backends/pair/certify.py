@@ -26,7 +26,7 @@ from typing import Callable
 
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
-__all__ = ["Runtime", "certify_result", "certified_bound", "runtime_of"]
+__all__ = ["Runtime", "certify_result", "certified_bound", "decide_by_bab", "runtime_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,3 +159,35 @@ def certified_bound(problem: PairProblem, seconds: float | None):
     # the runtime's measure is within Eu of the real one (label: min(z, -z') moves by E)
     b = math.nextafter(float(r.bound) + Eu, math.inf)
     return b + abs(b) * 2.0 ** -50, r.proof, r.pair
+
+
+def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None) -> PairResult:
+    """The certified branch and bound as the engine of one partition (the partitions' retry pass,
+    backends/milp/partition.py) (:func:`fairspec.backends.bab.certify_holds`:
+    the runtime's error moved into the claim; it splits inputs and ReLU phases inside the box):
+    ``holds`` with its bab-certificate, ``violated`` with a candidate pair that replays on the
+    runtime, else ``unknown``."""
+    from fairspec.backends.bab import certify_holds
+
+    t0 = time.perf_counter()
+    rt = runtime_of(sub)
+    if rt.layers is None:
+        return PairResult("unknown", reason=f"no certified branch and bound for this model: {rt.why_not}",
+                          engine="bab", mode=mode)
+    budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
+    r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
+                      precision=rt.precision, eps_strict=sub.eps_strict)
+    took = time.perf_counter() - t0
+    st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
+          "runtime_error": r.stats.get("runtime_error")}
+    if r.status == "proved":
+        return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
+                          mode=mode, stats=st, proof=r.proof)
+    if r.status == "candidate" and r.pair is not None and replays(sub, *r.pair):
+        w = make_witness(sub, *r.pair)
+        if w.z < w.z_prime:
+            w = make_witness(sub, r.pair[1], r.pair[0])
+        return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair that "
+                          "replays", took, engine="bab", mode=mode, best=w, stats=st)
+    return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
+                                        f"({r.reason or r.status})", seconds=took, engine="bab", mode=mode, stats=st)
