@@ -260,7 +260,8 @@ def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs
             sub = problem.sub(c)
         except ValueError as e:
             return done("unknown", reason=f"no class score for class {c}: {e}")
-        r = _engine_solve(sub, problem, c, mode, engine, left())
+        # the time left, shared evenly by the classes left (what one does not use carries over)
+        r = _engine_solve(sub, problem, c, mode, engine, None if deadline is None else left() / (K - c))
         results[c] = r
         stats["per_class"].append({"class": c, "status": r.status, "seconds": round(r.seconds, 4),
                                    "value": r.value, "bound": r.bound})
