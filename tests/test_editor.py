@@ -152,7 +152,7 @@ def test_every_metric_and_property_function_is_scoped():
     """Every metric the language knows (fairspec.sema.properties) is coloured as a metric (issue 26)."""
     from fairspec.sema.properties import PROPERTY_FUNCTIONS
 
-    for name in sorted(PROPERTY_FUNCTIONS | {"label", "prob", "logit", "col"}):
+    for name in sorted(PROPERTY_FUNCTIONS | {"label", "prob", "logit", "class", "value", "col"}):
         toks = tokenize(f"  {name}(m, groups sex) <= 0.1")
         assert toks[(1, 3)] == (3 + len(name), "support.function.metric.fairspec"), name
 
