@@ -239,3 +239,11 @@ def test_best_pair_is_a_domain_pair_below_the_maximum(seed):
     z = net.forward(np.array([xa, xb]))
     truth = brute_force(pre).value
     assert pair_measure("logit", z[0], z[1]) <= truth + 1e-12
+
+
+def test_class_logit_small_domain(e2e):
+    v = _check(e2e, "fairgrade", "|logit(M(x), 2) - logit(M(x'), 2)| <= 0")
+    assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
+    assert v["big"].status == "unknown" and v["big"].reason
+    v = _check(e2e, "grade", "forall c: |logit(M(x), c) - logit(M(x'), c)| <= 0.25")
+    assert v["small"].status == "violated"

@@ -11,6 +11,7 @@
   witness replayed on the loaded model (``predict_class``: the first largest column), ``holds`` only
   with certify's joined Proof. A softmax output's class is read from the runtime's float
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
+* ``class_logit`` (logit column c, or every column): small domains by enumeration, else ``unknown``.
 * ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
   small domains by enumeration; K > 2 has no solver path (``unknown``).
 
@@ -42,11 +43,15 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
         return run_pair(replace(prop, post="logit"), ctx, progress, backend)
     if prop.post == "class" and task == "binary" and (model.readout.columns or 1) == 1:
         return run_pair(replace(prop, post="label"), ctx, progress, backend)
-    if prop.post not in ("class", "class_prob"):
+    if prop.post not in ("class", "class_prob", "class_logit"):
         return None
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return small
+    if prop.post == "class_logit":
+        return unknown(prop, f"logit(m(x), c) on a domain too large to enumerate is not yet decided by the {backend} "
+                             "backend (small discrete domains are decided by enumeration)", backend=backend,
+                       seconds=time.perf_counter() - t0)
     if prop.post == "class_prob":
         return unknown(prop, "the probability of one of several classes is a softmax, which is not piecewise "
                              f"linear: the {backend} backend cannot encode it (small discrete domains are decided "

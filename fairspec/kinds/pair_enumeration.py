@@ -170,8 +170,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         b = np.concatenate([b + c * N for c in range(K)])
     count = int(a.size)
     post = prop.post
-    if post == "class_prob":            # class cls's probability: the prob post on that column
-        post = "prob"
+    if post in ("class_prob", "class_logit"):    # class cls's probability / logit: the prob / logit post
+        post = "prob" if post == "class_prob" else "logit"
     kind = post
     if post == "prob" and score_kind == "logit":
         kind = "prob-of-logit"
@@ -183,11 +183,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif post == "class":
         claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {count:,} admissible "
                  f"ordered pairs")
-    elif prop.post == "class_prob" and K > 1:
-        claim = (f"|prob(m(x), c) - prob(m(x'), c)| {op} {prop.eps!r} for each of the {K} classes c and all "
+    elif prop.post in ("class_prob", "class_logit") and K > 1:
+        claim = (f"|{post}(m(x), c) - {post}(m(x'), c)| {op} {prop.eps!r} for each of the {K} classes c and all "
                  f"{pairs:,} admissible ordered pairs")
-    elif prop.post == "class_prob":
-        claim = (f"|prob(m(x), {prop.cls}) - prob(m(x'), {prop.cls})| {op} {prop.eps!r} for all {count:,} "
+    elif prop.post in ("class_prob", "class_logit"):
+        claim = (f"|{post}(m(x), {prop.cls}) - {post}(m(x'), {prop.cls})| {op} {prop.eps!r} for all {count:,} "
                  f"admissible ordered pairs")
     else:
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {count:,} admissible ordered pairs"

@@ -96,6 +96,9 @@ def post_scores(prop: ir.IndividualFairness, model, X):
         return logit_scores(model, X), "logit"
     if prop.post == "class":            # the predicted class (first largest column), as a number
         return np.asarray(model.predict_class(X), dtype=np.float64).reshape(-1), "class"
+    if prop.post == "class_logit":       # logit column c (forall c: the whole matrix)
+        Y = np.asarray(model.outputs(X), dtype=np.float64)
+        return (Y[:, prop.cls].copy() if isinstance(prop.cls, int) else Y), "logit"
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
         P = np.asarray(model.class_probabilities(X), dtype=np.float64)
         return (P[:, prop.cls].copy() if isinstance(prop.cls, int) else P), "prob"
@@ -113,7 +116,7 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
         op = "<" if prop.eps_strict else "<="
         return SigmoidCheck(sa, op, prop.eps, sb).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa).decide()[1]
     out = np.zeros(sa.shape[0], dtype=bool)
-    post = {"class_prob": "prob"}.get(prop.post, prop.post)
+    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
     for x, y in ((sa, sb), (sb, sa)):
         ok = np.zeros(sa.shape[0], dtype=bool)
         for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=model.threshold,
