@@ -198,3 +198,31 @@ def test_lightgbm_multiclass(tmp_path):
                          + _prop("p0", "|prob(m(x), 0) - prob(m(x'), 0)| <= 0.02"), "lightgbm"))
     _check(v["same_class"], any(np.argmax(P[i]) != np.argmax(P[j]) for i, j in _pairs()))
     _check(v["p0"], _brute(P[:, 0], "<=", "0.02")[0])
+
+
+def test_a_large_domain_is_falsified_on_data_rows(tmp_path, monkeypatch):
+    """No enumeration (FAIRSPEC_ENUMERATE_PAIRS=0, as on a domain over the cut): a data row with its
+    protected feature flipped that changes the class is violated, replayed on the library; a
+    property no flip breaks stays unknown (never holds)."""
+    import skops.io as sio
+
+    est = _classifiers()[0]
+    sio.dump(est, tmp_path / "m.skops")
+    G = _grid()
+    rows = G[::3]
+    (tmp_path / "d.csv").write_text("g,a,b\n" + "\n".join(",".join(str(int(v)) for v in r) for r in rows) + "\n")
+    body = (_prop("same_class", "class(m(x)) == class(m(x'))")
+            + _prop("loose", "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 1"))
+    p = tmp_path / "s.fair"
+    p.write_text('data d = csv("d.csv")\n' + f"features F from d {{\n{FEATS}\n}}\n" + 'model m = sklearn("m.skops")\n'
+                 + f"encode F for m {{\n{ENC}\n}}\n" + body)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _verdicts(str(p))
+    cls = np.searchsorted(est.classes_, est.predict(G))
+    assert any(cls[i] != cls[j] for i, j in _pairs())
+    same = v["same_class"]
+    assert same.status == "violated" and "falsified on data" in same.backend
+    w = same.witness
+    pred = est.predict(np.array([w.x, w.x_prime]))
+    assert pred[0] != pred[1] and w.features["g"] != w.features_prime["g"]
+    assert v["loose"].status == "unknown"

@@ -22,7 +22,8 @@ admissible ordered pair exactly, with the spec's ``<`` / ``<=``
 is fair when every class's difference is.
 
 Where the domain is not small, no exact tree encoding reads these outputs yet (the MILP and SMT
-tree encodings are binary): ``unknown`` with that reason. Only numpy at module level.
+tree encodings are binary): the data rows' counterfactual flips may still find a violation
+(replayed on the library); otherwise ``unknown`` with that reason. Only numpy at module level.
 """
 
 from __future__ import annotations
@@ -96,9 +97,10 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
                     f"{prop.post} output is not decided by enumeration of cells")
     dom, why = pair_domain(prop, fs, enc, ens)
     if dom is None:
-        return gone(f"the domain is not small ({why}): only enumeration on the library's runtime decides the "
-                    f"{prop.post} output of a tree model (the exact MILP / SMT tree encodings read binary "
-                    f"classifiers)")
+        why = (f"the domain is not small ({why}): only enumeration on the library's runtime decides the "
+               f"{prop.post} output of a tree model (the exact MILP / SMT tree encodings read binary classifiers)")
+        flip = _flip_on_data(prop, ctx, model, fs, enc, mode, backend, t0, why)
+        return flip if flip is not None else gone(why)
     post, cls = prop.post, prop.cls
     if isinstance(dom, Unread):
         from fairspec.certify.trees import Factor as CFactor, prove_unread
@@ -205,3 +207,88 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
                    seconds=seconds, details=details,
                    reason=f"{res.violations:,} of {count:,} {'(class, cell pair) elements' if every else unit} "
                           "violate it on the library's runtime (enumeration)")
+
+
+MAX_FLIPS = 512
+
+
+def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float, why: str):
+    """On a domain too large to enumerate: every data row with its protected features set to each
+    combination of their values (counterfactual flips), scored by the library; the first pair that
+    breaks the post-condition, replayed on the library and compared exactly, is ``violated`` (data
+    rows are domain points: the frame keeps only rows inside the declared domains). None when no
+    flip breaks it, or the property is not a plain "except {protected}" one (relaxed features,
+    further pre-conditions, maximize: a flip is no maximum)."""
+    import itertools
+
+    from fairspec.backends.data.flips import _value_lists
+    from fairspec.certify.enumerate import compare_exact
+    from fairspec.kinds.tree_pairs import runtime_name
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.verdict import Verdict, Witness
+
+    if fs.data is None or prop.pre or prop.relaxed or mode == "maximize":
+        return None
+    try:
+        rows = ctx.rows(fs.name, fs.data)
+    except Exception:  # noqa: BLE001 - the data's own errors are reported where the data is read
+        return None
+    values, n = rows.frame.values, rows.frame.n_rows
+    if n == 0 or any(f not in values for f in prop.free):
+        return None
+    combos = list(itertools.product(*_value_lists(fs, prop.free, values)))
+    if not combos or len(combos) > MAX_FLIPS:
+        return None
+    X = encode(enc, values, n)
+    s0 = _outputs(model, X, prop.post, prop.cls)
+    if s0 is None:
+        return None
+
+    def breaks(a, b):
+        if prop.post == "class":
+            return a != b
+        a2 = a.reshape(-1, n) if a.ndim == 2 else a[None]
+        b2 = b.reshape(-1, n) if b.ndim == 2 else b[None]
+        bad = np.zeros(n, dtype=bool)
+        for x, y in zip(a2, b2):
+            bad |= ~(compare_exact(x, prop.eps_op, prop.eps, minus=y) & compare_exact(y, prop.eps_op, prop.eps, minus=x))
+        return bad
+
+    for combo in combos:
+        v2 = dict(values)
+        differs = np.zeros(n, dtype=bool)
+        for name, val in zip(prop.free, combo):
+            v2[name] = np.full(n, val, dtype=np.float64)
+            differs |= np.asarray(values[name], dtype=np.float64) != val
+        if not differs.any():
+            continue
+        X2 = encode(enc, v2, n)
+        s2 = _outputs(model, X2, prop.post, prop.cls)
+        bad = breaks(s0, s2) & differs
+        for i in np.flatnonzero(bad)[:5]:
+            XW = np.stack([X[i], X2[i]])
+            sw = _outputs(model, XW, prop.post, prop.cls)        # replayed on the library
+            if sw.ndim == 2:
+                cols = [c for c, r in enumerate(sw)
+                        if not (compare_exact(r[:1], prop.eps_op, prop.eps, minus=r[1:])[0]
+                                and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])]
+                if not cols:
+                    continue
+                sw = sw[cols[0]]
+            elif prop.post == "class":
+                if sw[0] == sw[1]:
+                    continue
+            elif compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0] and \
+                    compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0]:
+                continue
+            fx, fxp = decode_row(enc, fs, XW[0]), decode_row(enc, fs, XW[1])
+            w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), fx, fxp, (float(sw[0]), float(sw[1])),
+                        replayed_by=runtime_name(model))
+            value = None if prop.post == "class" else float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
+            return Verdict(prop.name, prop.kind, "violated", value=value, witness=w,
+                           backend=f"{backend} (falsified on data)", seconds=time.perf_counter() - t0,
+                           details={"mode": mode, "rows": int(n), "flips": len(combos), "post": prop.post},
+                           reason=f"a data row ({int(i) + 1} of the {int(n):,} in the domain) with its protected "
+                                  f"features flipped breaks it on the library's runtime (replayed); "
+                                  + why.replace("the domain is not small", "its domain is too large to prove it"))
+    return None
