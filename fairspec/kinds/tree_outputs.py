@@ -80,8 +80,8 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     from fairspec.backends.trees.runtime import cell_ensemble
     from fairspec.certify import Check
     from fairspec.certify.enumerate import compare_exact
-    from fairspec.kinds.tree_pairs import (Unread, _exact_max_diff, _interval, _pts, _witness_values, pair_domain,
-                                           runtime_name)
+    from fairspec.kinds.tree_pairs import (Unread, _exact_max_diff, _interval, _pts, _witness_values, certify_pairs,
+                                           pair_domain, proved_by_enumeration, runtime_name)
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness, unknown
 
@@ -129,19 +129,7 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
              "on the library's runtime")
 
     def certified(checks, count):
-        from fairspec.certify import by_enumeration
-        from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
-
-        if dom.tests is None:
-            return by_enumeration(checks, count=count, claim=claim, unit="pairs", points=dom.points,
-                                  runtime=details["runtime"])
-        if dom.boxes is not None:
-            return by_box_enumeration(dom.boxes, checks, tests=dom.tests,
-                                      varying=[CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors
-                                               if f.role != "tied"], count=count, claim=claim, points=dom.points,
-                                      runtime=details["runtime"])
-        return by_cell_enumeration(dom.tests, [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors], checks,
-                                   count=count, claim=claim, points=dom.points, runtime=details["runtime"])
+        return certify_pairs(dom, checks, count, claim, details["runtime"])
 
     if I.size == 0:
         claim = "no pair of the domain satisfies the pre-condition"
@@ -178,9 +166,7 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
         details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
-                       seconds=seconds, details=details, proof=res.proof,
-                       reason=f"enumeration of {int(I.size):,} {unit} on the library's runtime")
+        return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
     k = best if best is not None else res.index
     col = None
     if every:

@@ -245,10 +245,39 @@ def _interval(v: Fraction) -> tuple[float, float, float]:
     return float(v), float_down(v), float_up(v)
 
 
+def certify_pairs(dom: PairDomain, checks, count: int, claim: str, runtime: str):
+    """The enumeration certificate of ``checks`` (``count`` elements) over the domain's pairs: plain
+    pairs without cells, else leaf boxes or cell pairs; ValueError when the cells are not sound."""
+    from fairspec.certify import by_enumeration
+
+    if dom.tests is None:
+        return by_enumeration(checks, count=count, claim=claim, unit="pairs", points=dom.points, runtime=runtime)
+    from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
+
+    if dom.boxes is not None:
+        return by_box_enumeration(dom.boxes, checks, tests=dom.tests,
+                                  varying=[CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors
+                                           if f.role != "tied"], count=count, claim=claim, points=dom.points,
+                                  runtime=runtime)
+    cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors]
+    return by_cell_enumeration(dom.tests, cf, checks, count=count, claim=claim, points=dom.points, runtime=runtime)
+
+
+def proved_by_enumeration(prop, res, pairs: int, unit: str, value, bound, backend: str, seconds: float,
+                          details: dict):
+    """The ``holds (proved)`` Verdict of an enumeration over ``pairs`` pairs whose certificate
+    ``res`` carries the Proof."""
+    from fairspec.verdict import Verdict
+
+    return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
+                   seconds=seconds, details=details, proof=res.proof,
+                   reason=f"enumeration of {pairs:,} {unit} on the library's runtime")
+
+
 def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):
     """The Verdict of ``prop`` by enumeration on the library's runtime, or None when the domain is
     not small (see the module docstring)."""
-    from fairspec.certify import Check, by_enumeration
+    from fairspec.certify import Check
     from fairspec.certify.enumerate import compare_exact
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness, unknown
@@ -287,19 +316,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     unit = "cell pairs" if dom.tests is not None else "pairs"
 
     def certified(checks, claim):
-        if dom.tests is None:
-            return by_enumeration(checks, count=int(I.size), claim=claim, unit="pairs", points=dom.points,
-                                  runtime=details["runtime"])
-        from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
-
-        if dom.boxes is not None:
-            return by_box_enumeration(dom.boxes, checks, tests=dom.tests,
-                                      varying=[CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors
-                                               if f.role != "tied"], count=int(I.size), claim=claim, points=dom.points,
-                                      runtime=details["runtime"])
-        cf = [CFactor(f.name, f.columns, f.U, f.cell) for f in dom.factors]
-        return by_cell_enumeration(dom.tests, cf, checks, count=int(I.size), claim=claim, points=dom.points,
-                                   runtime=details["runtime"])
+        return certify_pairs(dom, checks, int(I.size), claim, details["runtime"])
 
     if dom.I.size == 0:
         res = certified(Check(np.zeros(0), "<=", 0), "no pair of the domain satisfies the pre-condition")
@@ -345,9 +362,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
-        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
-                       seconds=seconds, details=details, proof=res.proof,
-                       reason=f"enumeration of {int(I.size):,} {unit} on the library's runtime")
+        return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
     k = res.index
     if mode == "maximize" and post != "label" and best is not None:
         k = best                          # the largest violation is a violation too

@@ -261,15 +261,11 @@ def skops_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
         return None
 
 
-def _npy_shape(zf: zipfile.ZipFile, name: str) -> tuple | None:
-    """The shape in the header of an array saved with np.save, read without numpy."""
+def _npy_header(data: bytes) -> tuple[dict, int] | None:
+    """The header of an array saved with np.save (its ``descr``, ``shape``, ``fortran_order``) and
+    where the array's bytes start, read without numpy; None when ``data`` is not such an array."""
     import ast as _ast
 
-    try:
-        with zf.open(name) as f:
-            data = f.read(4096)
-    except KeyError:
-        return None
     if not data.startswith(b"\x93NUMPY") or len(data) < 12:
         return None
     if data[6] == 1:
@@ -278,9 +274,22 @@ def _npy_shape(zf: zipfile.ZipFile, name: str) -> tuple | None:
         hlen, hstart = struct.unpack_from("<I", data, 8)[0], 12
     try:
         header = _ast.literal_eval(data[hstart:hstart + hlen].decode("latin1"))
-        shape = header["shape"]
-    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
+    except (ValueError, SyntaxError, TypeError, UnicodeDecodeError):
         return None
+    return (header, hstart + hlen) if isinstance(header, dict) else None
+
+
+def _npy_shape(zf: zipfile.ZipFile, name: str) -> tuple | None:
+    """The shape in the header of an array saved with np.save, read without numpy."""
+    try:
+        with zf.open(name) as f:
+            data = f.read(4096)
+    except KeyError:
+        return None
+    head = _npy_header(data)
+    if head is None or "shape" not in head[0]:
+        return None
+    shape = head[0]["shape"]
     return tuple(shape) if isinstance(shape, tuple) and all(isinstance(s, int) for s in shape) else None
 
 
@@ -302,26 +311,21 @@ def skops_n_classes(path) -> int | None:
 def _npy_vector(zf: zipfile.ZipFile, name: str) -> tuple | None:
     """A 1-D array of text (<U n), integers or floats saved with np.save, read without numpy (None for
     other dtypes, e.g. object arrays, which are pickled)."""
-    import ast as _ast
-
     try:
         data = zf.read(name)
     except KeyError:
         return None
-    if not data.startswith(b"\x93NUMPY") or len(data) < 12:
+    head = _npy_header(data)
+    if head is None:
         return None
-    if data[6] == 1:
-        hlen, hstart = struct.unpack_from("<H", data, 8)[0], 10
-    else:
-        hlen, hstart = struct.unpack_from("<I", data, 8)[0], 12
+    header, start = head
     try:
-        header = _ast.literal_eval(data[hstart:hstart + hlen].decode("latin1"))
         descr, shape, fortran = header["descr"], header["shape"], header.get("fortran_order", False)
-    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
+    except KeyError:
         return None
     if not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int)) or fortran:
         return None
-    n, body = shape[0], data[hstart + hlen:]
+    n, body = shape[0], data[start:]
     if isinstance(descr, str) and descr[:2] in ("<U", "|U") and descr[2:].isdigit():
         w = int(descr[2:])
         if len(body) < 4 * w * n:

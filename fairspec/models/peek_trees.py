@@ -44,16 +44,24 @@ def lightgbm_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
     """The ``feature_names=`` line of a LightGBM text model file (``Column_0`` ... when the model
     was fit on an array)."""
     try:
-        with open(p, "rb") as fh:
-            for _ in range(64):
-                line = fh.readline()
-                if not line:
-                    break
-                if line.startswith(b"feature_names="):
-                    return recorded_names(line.split(b"=", 1)[1].decode("utf-8", "replace").split())
+        for line in _lightgbm_head(p):
+            if line.startswith(b"feature_names="):
+                return recorded_names(line.split(b"=", 1)[1].decode("utf-8", "replace").split())
     except OSError:
         return None
     return None
+
+
+def _lightgbm_head(p: pathlib.Path) -> list[bytes]:
+    """The first 64 lines of a LightGBM text model file (its header: objective, feature names...)."""
+    lines = []
+    with open(p, "rb") as fh:
+        for _ in range(64):
+            line = fh.readline()
+            if not line:
+                break
+            lines.append(line)
+    return lines
 
 
 def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | None]:
@@ -73,15 +81,11 @@ def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | No
             ncls = int(learner.get("learner_model_param", {}).get("num_class", 0) or 0)
             what = "XGBoost"
         else:
-            with open(p, "rb") as fh:
-                for _ in range(64):
-                    line = fh.readline()
-                    if not line:
-                        break
-                    if line.startswith(b"objective="):
-                        obj = line.split(b"=", 1)[1].decode("utf-8", "replace").strip()
-                    elif line.startswith(b"num_class="):
-                        ncls = int(line.split(b"=", 1)[1])
+            for line in _lightgbm_head(p):
+                if line.startswith(b"objective="):
+                    obj = line.split(b"=", 1)[1].decode("utf-8", "replace").strip()
+                elif line.startswith(b"num_class="):
+                    ncls = int(line.split(b"=", 1)[1])
             what = "LightGBM"
         task, k = task_of(what, obj, ncls, p)
     except Exception:  # noqa: BLE001 - the loader gives the sentence at check time

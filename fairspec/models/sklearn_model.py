@@ -271,6 +271,24 @@ class SklearnModel(LoadedModel):
         else:
             readout = readout_for(path, columns, index, kind, self._what,
                                   classes=_labels(classes) if n_classes == 2 else None)
+        self._read_estimator(path, est, kind, readout, classes)
+
+    def _regressor(self, path, est, output, index, kind) -> None:
+        """A scikit-learn regressor (``is_regressor``): its ``predict`` is ``value(m(x))``."""
+        if output is not None and str(output).strip().lower() not in ("predict", "value"):
+            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}); its one output is "
+                                 f"'predict', not {output!r}", path)
+        if kind not in (None, "value"):
+            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}), whose output is a value, "
+                                 f"not a {kind}", path)
+        self.method = "predict"
+        self._what = f"predict of scikit-learn regressor {path}"
+        readout = readout_for(path, None, index, "value", self._what, task="regression")
+        self._read_estimator(path, est, "value", readout, None)
+
+    def _read_estimator(self, path, est, kind, readout, classes) -> None:
+        """What classifiers and regressors read alike: the input width (None while the preprocessing
+        is not folded: the encoding's, once bound), the classes and the input names."""
         self.index = readout.index
         width = getattr(est, "n_features_in_", None)
         try:
@@ -284,31 +302,6 @@ class SklearnModel(LoadedModel):
         names = getattr(est, "feature_names_in_", None)
         self.input_names = tuple(str(n) for n in names) if names is not None else None
         self._init_common(path, "sklearn", width, kind, est, readout)
-
-    def _regressor(self, path, est, output, index, kind) -> None:
-        """A scikit-learn regressor (``is_regressor``): its ``predict`` is ``value(m(x))``."""
-        if output is not None and str(output).strip().lower() not in ("predict", "value"):
-            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}); its one output is "
-                                 f"'predict', not {output!r}", path)
-        if kind not in (None, "value"):
-            raise ModelLoadError(f"{path} holds a regressor ({type(est).__name__}), whose output is a value, "
-                                 f"not a {kind}", path)
-        self.method = "predict"
-        self._what = f"predict of scikit-learn regressor {path}"
-        readout = readout_for(path, None, index, "value", self._what, task="regression")
-        self.index = readout.index
-        width = getattr(est, "n_features_in_", None)
-        try:
-            width = int(width) if width is not None else None
-        except (TypeError, ValueError):
-            width = None
-        self._frame = None
-        if self.folded is not None and self.folded.unfoldable:
-            width = None
-        self.classes = None
-        names = getattr(est, "feature_names_in_", None)
-        self.input_names = tuple(str(n) for n in names) if names is not None else None
-        self._init_common(path, "sklearn", width, "value", est, readout)
 
     @property
     def unfolded(self) -> bool:

@@ -409,6 +409,32 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     return _finish_boosted(ens, margin, "predict_proba", index, "XGBoost")
 
 
+def _lightgbm_tree(structure, scale: float = 1.0) -> Tree:
+    """One tree of a LightGBM ``dump_model()`` (its ``tree_structure``), leaf values times
+    ``scale``; categorical splits and zero-as-missing splits sending zero the other way raise."""
+    feat, thr, left, right, val = [], [], [], [], []
+
+    def walk(node) -> int:
+        k = len(feat)
+        feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
+        if "leaf_value" in node and "split_feature" not in node:
+            val[k] = scale * float(node["leaf_value"])
+            return k
+        if node.get("decision_type", "<=") != "<=":
+            raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
+        t = float(node["threshold"])
+        if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
+            raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
+                                   "(zero_as_missing) is not supported")
+        feat[k], thr[k] = int(node["split_feature"]), t
+        left[k] = walk(node["left_child"])
+        right[k] = walk(node["right_child"])
+        return k
+
+    walk(structure)
+    return Tree(feat, thr, left, right, val)
+
+
 def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
     """A binary LightGBM booster as the ensemble of its raw score (times the sigmoid factor)."""
     dump = booster.dump_model()
@@ -425,27 +451,7 @@ def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
     trees = []
     for info in dump.get("tree_info", []):
-        feat, thr, left, right, val = [], [], [], [], []
-
-        def walk(node) -> int:
-            k = len(feat)
-            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
-            if "leaf_value" in node and "split_feature" not in node:
-                val[k] = scale * float(node["leaf_value"])
-                return k
-            if node.get("decision_type", "<=") != "<=":
-                raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
-            t = float(node["threshold"])
-            if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
-                raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
-                                       "(zero_as_missing) is not supported")
-            feat[k], thr[k] = int(node["split_feature"]), t
-            left[k] = walk(node["left_child"])
-            right[k] = walk(node["right_child"])
-            return k
-
-        walk(info["tree_structure"])
-        trees.append(Tree(feat, thr, left, right, val))
+        trees.append(_lightgbm_tree(info["tree_structure"], scale))
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm")
 
     def margin(X):
@@ -570,27 +576,7 @@ def lightgbm_columns(booster) -> list[TreeEnsemble]:
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
     groups: list[list[Tree]] = [[] for _ in range(k)]
     for i, info in enumerate(dump.get("tree_info", [])):
-        feat, thr, left, right, val = [], [], [], [], []
-
-        def walk(node) -> int:
-            j = len(feat)
-            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
-            if "leaf_value" in node and "split_feature" not in node:
-                val[j] = float(node["leaf_value"])
-                return j
-            if node.get("decision_type", "<=") != "<=":
-                raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
-            t = float(node["threshold"])
-            if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
-                raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
-                                       "(zero_as_missing) is not supported")
-            feat[j], thr[j] = int(node["split_feature"]), t
-            left[j] = walk(node["left_child"])
-            right[j] = walk(node["right_child"])
-            return j
-
-        walk(info["tree_structure"])
-        groups[i % k].append(Tree(feat, thr, left, right, val))
+        groups[i % k].append(_lightgbm_tree(info["tree_structure"]))
 
     def raw(X, c):
         y = np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)
