@@ -14,6 +14,15 @@ from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, 
 from fairspec.syntax import ast
 
 
+def _named_features(ck, call, key: str, env, fs, missing: str):
+    """The ``key {a, b}`` argument a property needs and the feature names it lists (FS501 with
+    ``missing`` when it is absent)."""
+    arg = call.keyword(key)
+    if arg is None:
+        ck.fail("FS501", missing, call.span)
+    return arg, _feature_names(ck, arg.value, env, fs, key)
+
+
 def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     _check_args(ck, call, {"over", "eps", "class"}, 1)
     model = _model_of(ck, call.positional()[0], env)
@@ -21,10 +30,8 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     if output == "score":
         _require_binary(ck, model, "k_discrimination(...)", call.span)
     fs = ck.feature_sets[model.features]
-    over = call.keyword("over")
-    if over is None:
-        ck.fail("FS501", "k_discrimination(...) needs the protected features: over {sex, race}", call.span)
-    names = _feature_names(ck, over.value, env, fs, "over")
+    over, names = _named_features(ck, call, "over", env, fs,
+                                  "k_discrimination(...) needs the protected features: over {sex, race}")
     for n in names:
         f = fs.get(n)
         if f.is_discrete:
@@ -55,8 +62,7 @@ def _kdisc_output(ck, model: ir.Model, call, env) -> tuple[str, int | None]:
     """What k-discrimination counts (issue 25): the binary score in eps-buckets ("score"); a
     multiclass model's predicted class ("class": k distinct classes among the counterfactuals); or,
     with ``class = c``, class c's probability in eps-buckets ("class_prob")."""
-    from fairspec.models.readout import ReadoutError
-    from fairspec.sema.outputs import class_column, needs_index
+    from fairspec.sema.outputs import class_arg, needs_index
 
     a = call.keyword("class")
     if a is None:
@@ -70,17 +76,7 @@ def _kdisc_output(ck, model: ir.Model, call, env) -> tuple[str, int | None]:
     if model.is_regression or (model.task is not None and model.task != "multiclass") or model.format in (
             "rule", "predictions"):
         ck.fail("FS208", "class = ... applies to k_discrimination of a multiclass model", a.name.span)
-    v = _resolve(a.value, env)
-    if isinstance(v, ast.Num) and v.is_int:
-        c = int(v.value)
-    elif isinstance(v, ast.Str):
-        c = v.value
-    else:
-        ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
-    try:
-        return "class_prob", class_column(model, c)
-    except ReadoutError as e:
-        ck.fail("FS417", e.message, v.span, hint=e.hint)
+    return "class_prob", class_arg(ck, model, _resolve(a.value, env))
 
 
 def _pba(ck, node, name, env, call, op, rhs, stmts):
@@ -89,10 +85,7 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
     _require_binary(ck, model, "pba(...)", call.span)
     fs = ck.feature_sets[model.features]
     enc = ck.encodings.get(model.name)
-    flip = call.keyword("flip")
-    if flip is None:
-        ck.fail("FS501", "pba(...) needs the sensitive attribute to flip: flip sex", call.span)
-    flips = _feature_names(ck, flip.value, env, fs, "flip")
+    flip, flips = _named_features(ck, call, "flip", env, fs, "pba(...) needs the sensitive attribute to flip: flip sex")
     for f in flips:
         feat = fs.get(f)
         col = enc.column(f) if enc else None

@@ -117,7 +117,7 @@ def _output_params(ck, call, env, fn, model, mdef):
     """issue 25: class = c (a binary metric of a multiclass model, class c against the rest),
     threshold = t (a binary metric of a regression, positive where value >= t), loss = square |
     absolute (bounded_group_loss); and the output metrics' model kinds (FS415)."""
-    from fairspec.sema.outputs import class_column, describe_kind, undeclared_value
+    from fairspec.sema.outputs import class_arg, describe_kind, undeclared_value
 
     out = []
     binary = mdef is not None and not mdef.output
@@ -135,18 +135,7 @@ def _output_params(ck, call, env, fn, model, mdef):
             if model.is_regression:
                 ck.fail("FS415", f"class = ... names a class, but '{model.name}' is a regression model", a.span,
                         hint="threshold its value instead: threshold = t (positive where value >= t)")
-            if isinstance(v, ast.Num) and v.is_int:
-                c = int(v.value)
-            elif isinstance(v, ast.Str):
-                c = v.value
-            else:
-                ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
-            from fairspec.models.readout import ReadoutError
-
-            try:
-                out.append(("class", class_column(model, c)))
-            except ReadoutError as e:
-                ck.fail("FS417", e.message, v.span, hint=e.hint)
+            out.append(("class", class_arg(ck, model, v)))
         elif key == "threshold":
             if (model.task is not None or undeclared_value(model)) and not model.is_regression:
                 ck.fail("FS415", f"threshold = ... reads a regression's value, but '{model.name}' is "

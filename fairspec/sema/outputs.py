@@ -63,6 +63,24 @@ def class_column(model: ir.Model, c):
     return r.class_index(c)
 
 
+def class_arg(ck, model: ir.Model, v) -> int:
+    """The column that ``class = v`` names on ``model`` (``v`` resolved: a whole number, a column, or
+    a label in quotes); FS301 for another value, FS417 for an unknown class."""
+    from fairspec.models.readout import ReadoutError
+    from fairspec.syntax import ast
+
+    if isinstance(v, ast.Num) and v.is_int:
+        c = int(v.value)
+    elif isinstance(v, ast.Str):
+        c = v.value
+    else:
+        ck.fail("FS301", "class = a column (a whole number) or a label in quotes", v.span)
+    try:
+        return class_column(model, c)
+    except ReadoutError as e:
+        ck.fail("FS417", e.message, v.span, hint=e.hint)
+
+
 def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.ModelOut:
     """Check one model output against the model's kind; resolve a class label to its column.
     Reports FS414-FS417 through the lowerer (``lw.fail`` raises LowerError after reporting)."""
