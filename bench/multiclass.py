@@ -36,6 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE.parent / "tests"))             # tests/onnx_nets.py
 
 
 def _train(X, y, out_dim: int, regression: bool, seed: int = 0, epochs: int = 200):

@@ -12,6 +12,7 @@ import pytest
 
 from fairspec.certify.network import (InputEncoding, as_layers, prob_error_to_logit, rigorous_ibp,
                                       runtime_error_bound)
+from onnx_nets import mlp_model
 
 
 def _exact_forward(layers, x):
@@ -48,25 +49,9 @@ def _random_layers(rng, sizes, dyadic=False, dtype=np.float32):
 
 
 def _onnx_session(layers, final=None):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    from onnx import TensorProto, helper, numpy_helper
-    nodes, inits = [], []
-    cur = "x"
-    for k, (W, b, relu) in enumerate(layers):
-        inits += [numpy_helper.from_array(W.T.astype(np.float32), f"W{k}"),
-                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
-        nodes.append(helper.make_node("Gemm", [cur, f"W{k}", f"b{k}"], [f"g{k}"]))
-        cur = f"g{k}"
-        if relu:
-            nodes.append(helper.make_node("Relu", [cur], [f"r{k}"]))
-            cur = f"r{k}"
-    if final:
-        nodes.append(helper.make_node(final, [cur], ["y"], **({"axis": 1} if final == "Softmax" else {})))
-        cur = "y"
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, layers[0][0].shape[1]])],
-                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [None, layers[-1][0].shape[0]])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = mlp_model(layers, final)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])

@@ -9,6 +9,7 @@ import pytest
 
 from fairspec import ir, pipeline
 from fairspec.models.readout import Readout, ReadoutError, resolve_readout
+from onnx_nets import gemm_onnx
 
 onnx = pytest.importorskip("onnx")
 
@@ -65,18 +66,7 @@ def test_class_probabilities_and_labels():
 # ------------------------------------------------------------------ tiny models and a spec
 
 def _onnx(path, k, name="logits", seed=0):
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(seed)
-    W = rng.normal(size=(k, 3)).astype(np.float32)
-    b = rng.normal(size=k).astype(np.float32)
-    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], [name], transB=1)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
-                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", k])],
-                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
+    gemm_onnx(path, k, 3, name, seed)
 
 
 HEAD = """\

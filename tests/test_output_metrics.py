@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fairspec import pipeline
+from onnx_nets import gemm_onnx
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -21,18 +22,7 @@ N = 400
 
 
 def _onnx(path, k, name, seed):
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(seed)
-    W = rng.normal(size=(k, 6)).astype(np.float32)
-    b = rng.normal(size=k).astype(np.float32)
-    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], [name], transB=1)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
-                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", k])],
-                          [numpy_helper.from_array(W, "W"), numpy_helper.from_array(b, "b")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
+    gemm_onnx(path, k, 6, name, seed)
 
 
 HEAD = """\

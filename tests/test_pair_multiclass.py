@@ -11,6 +11,7 @@ from fairspec.backends.pair.multiclass import ClassProblem, brute_force_class, c
 from fairspec.certify.network import argmax_class_score, argmax_layers, runtime_error_bound
 from fairspec.certify.proof import Proof
 from fairspec.models.network import Layer, PLNet
+from onnx_nets import mlp_model
 
 
 def _net(rng, n, h, K):
@@ -106,21 +107,7 @@ def test_class_prob_many_classes_is_unknown():
 
 def _mlp_onnx(path, layers, name="logits"):
     onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits, cur = [], [], "x"
-    for k, (W, b, relu) in enumerate(layers):
-        inits += [numpy_helper.from_array(W.T.astype(np.float32), f"W{k}"),
-                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
-        nodes.append(helper.make_node("Gemm", [cur, f"W{k}", f"b{k}"], [f"g{k}"]))
-        cur = f"g{k}"
-        if relu:
-            nodes.append(helper.make_node("Relu", [cur], [f"r{k}"]))
-            cur = f"r{k}"
-    nodes.append(helper.make_node("Identity", [cur], [name]))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", layers[0][0].shape[1]])],
-                          [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", layers[-1][0].shape[0]])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = mlp_model(layers, "Identity", name, batch="N")
     m.ir_version = 8
     onnx.save(m, str(path))
 
