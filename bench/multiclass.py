@@ -75,21 +75,9 @@ def _train(X, y, out_dim: int, regression: bool, seed: int = 0, epochs: int = 20
 
 def _onnx(layers, path: Path):
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx_nets import mlp_model
 
-    nodes, inits, cur = [], [], "x"
-    for k, (W, b, relu) in enumerate(layers):
-        inits += [numpy_helper.from_array(W.T.astype(np.float32), f"W{k}"),
-                  numpy_helper.from_array(b.astype(np.float32), f"b{k}")]
-        nodes.append(helper.make_node("Gemm", [cur, f"W{k}", f"b{k}"], [f"g{k}"]))
-        cur = f"g{k}"
-        if relu:
-            nodes.append(helper.make_node("Relu", [cur], [f"r{k}"]))
-            cur = f"r{k}"
-    nodes.append(helper.make_node("Identity", [cur], ["y"]))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, layers[0][0].shape[1]])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, layers[-1][0].shape[0]])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    onnx.save(mlp_model(layers, "Identity", "y"), str(path))
 
 
 def _session(path: Path):

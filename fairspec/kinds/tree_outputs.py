@@ -80,8 +80,8 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     from fairspec.backends.trees.runtime import cell_ensemble
     from fairspec.certify import Check
     from fairspec.certify.enumerate import compare_exact
-    from fairspec.kinds.tree_pairs import (Unread, _exact_max_diff, _interval, _pts, _witness_values, certify_pairs,
-                                           pair_domain, proved_by_enumeration, runtime_name)
+    from fairspec.kinds.tree_pairs import (Unread, _pts, _witness_values, certify_pairs, exact_maximum, pair_domain,
+                                           proved_by_enumeration, runtime_name)
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness, unknown
 
@@ -160,9 +160,7 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     if mode == "maximize" and post != "class":
         a = s[:, I].reshape(-1) if every else s[I]
         b = s[:, J].reshape(-1) if every else s[J]
-        k, ex = _exact_max_diff(a, b)
-        v, lo, hi = _interval(ex)
-        value, bound, best = v, (lo, hi), k
+        value, bound, best = exact_maximum(a, b)
         details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:

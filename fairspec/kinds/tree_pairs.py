@@ -245,6 +245,14 @@ def _interval(v: Fraction) -> tuple[float, float, float]:
     return float(v), float_down(v), float_up(v)
 
 
+def exact_maximum(a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float], int]:
+    """(value, bound, index) of the largest ``a[k] - b[k]``: the nearest float to the exact maximum,
+    the floats below and above it, and the pair's index."""
+    k, ex = _exact_max_diff(a, b)
+    v, lo, hi = _interval(ex)
+    return v, (lo, hi), k
+
+
 def certify_pairs(dom: PairDomain, checks, count: int, claim: str, runtime: str):
     """The enumeration certificate of ``checks`` (``count`` elements) over the domain's pairs: plain
     pairs without cells, else leaf boxes or cell pairs; ValueError when the cells are not sound."""
@@ -356,9 +364,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             v = float(mm[k])             # min and negation are exact: the float is the exact value
             value, bound, best = v, (v, v), k
         else:
-            k, ex = _exact_max_diff(measure[I], measure[J])
-            v, lo, hi = _interval(ex)
-            value, bound, best = v, (lo, hi), k
+            value, bound, best = exact_maximum(measure[I], measure[J])
         details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
