@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime.data import DataError, Table, check_path, column_names
+from fairspec.runtime.data import DataError, Table, check_path, column_names, is_number
 
 # Rows per record batch when data is streamed, and the size below which a data set is read
 # into memory once (larger ones are streamed batch by batch for every property that can).
@@ -129,7 +129,7 @@ def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) 
             if bad.any():
                 missing |= bad[c.codes]
         elif marks:
-            num_marks = [float(m) for m in marks if _is_number(m)]
+            num_marks = [float(m) for m in marks if is_number(m)]
             if num_marks:
                 missing |= np.isin(c, num_marks)
     n = tab.num_rows
@@ -143,15 +143,7 @@ def _numbers_but_empty(c: Coded, marked: np.ndarray) -> bool:
     """Whether every value of a text column that is not empty and not a missing marker is a number
     (the column is a number column with empty cells, as sema types it)."""
     rest = [v for v, m in zip(c.categories, marked) if v != "" and not m]
-    return bool(rest) and all(_is_number(v) for v in rest)
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
+    return bool(rest) and all(is_number(v) for v in rest)
 
 
 # ------------------------------------------------------------------ readers

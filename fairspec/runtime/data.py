@@ -122,6 +122,15 @@ def dedupe_names(names: list[str]) -> tuple[list[str], list[tuple[str, str, int]
     return out, renames
 
 
+def is_number(v: str) -> bool:
+    """Whether a cell's text reads as a number (Python's float(): also "nan", "inf", "1e3")."""
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
 def check_names(d: ir.Data, names) -> None:
     """A column named twice in the file's header: an error naming it."""
     seen = set()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime.data import DataError, Table
+from fairspec.runtime.data import DataError, Table, is_number
 
 _TRUE = {"1", "true", "yes", "t", "y"}
 _FALSE = {"0", "false", "no", "f", "n"}
@@ -55,21 +55,13 @@ def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndar
     if num is None:
         codes, cats = table.coded(f.column)
         used = np.unique(codes)
-        bad = next(v for v in cats[used] if not _is_number(v))
+        bad = next(v for v in cats[used] if not is_number(v))
         raise DataError(f"data file {table.path} column {f.column!r} should be numeric for feature "
                         f"{f.name!r} but holds {bad!r}")
     ok = (num >= dom.lo) & (num <= dom.hi)
     if isinstance(dom, ir.IntRange):
         ok &= num == np.round(num)
     return num, ok
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
 
 
 def build_frame(fs: ir.FeatureSet, table: Table, categories_mode: str = "names") -> Frame:

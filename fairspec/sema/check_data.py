@@ -78,7 +78,7 @@ class DataChecks:
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
                        missing_by_column=by_column)
-        from fairspec.runtime.data import DataError, column_names, header_renames
+        from fairspec.runtime.data import DataError, column_names, header_renames, is_number
 
         try:
             names, sample = column_names(data)
@@ -98,7 +98,7 @@ class DataChecks:
             # either, but there it is kept as written)
             vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in marks]
             filled = [v for v in vals if v != ""]
-            types[n] = "num" if filled and all(_is_number(v) for v in filled) else "str"
+            types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
@@ -148,14 +148,6 @@ class DataChecks:
             return typ(v.value)
         word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
         self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
 
 
 def used_columns(spec: ir.Spec) -> tuple:

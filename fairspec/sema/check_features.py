@@ -8,7 +8,6 @@ import dataclasses
 
 from fairspec import ir
 from fairspec.diagnostics import Related
-from fairspec.sema.check_data import _is_number
 from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import LowerError, Scope, did_you_mean
 from fairspec.syntax import ast
@@ -80,18 +79,20 @@ class FeatureChecks:
         got = self.data_samples.get(data)
         if got is None:
             return
+        from fairspec.runtime.data import is_number      # read sampled rows: runtime.data is loaded
+
         file, cols, mode = got
         vals = cols.get(column, [])
         if isinstance(dom, ir.Categorical):
             if mode == "codes":
-                bad = [v for v in vals if not (_is_number(v) and float(v).is_integer()
+                bad = [v for v in vals if not (is_number(v) and float(v).is_integer()
                                                and 0 <= float(v) < len(dom.categories))]
             else:
                 bad = [v for v in vals if v not in dom.categories]
         elif isinstance(dom, ir.Boolean):
             bad = [v for v in vals if v.lower() not in ("1", "true", "yes", "t", "y", "0", "false", "no", "f", "n")]
         else:
-            bad = [v for v in vals if _is_number(v) and not (dom.lo <= float(v) <= dom.hi
+            bad = [v for v in vals if is_number(v) and not (dom.lo <= float(v) <= dom.hi
                                                              and (isinstance(dom, ir.RealRange) or float(v).is_integer()))]
         if bad:
             ex = ", ".join(repr(v) for v in sorted(set(bad))[:3])
