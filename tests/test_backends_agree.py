@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fairspec.pipeline import check
+from onnx_nets import relu_net
 
 onnx = pytest.importorskip("onnx")
 
@@ -50,23 +51,7 @@ property close_prob {{
 
 
 def _net(path, seed):
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(seed)
-    W1 = rng.normal(size=(6, 5)).astype(np.float32)
-    b1 = rng.normal(size=6).astype(np.float32) * 0.5
-    W2 = rng.normal(size=(1, 6)).astype(np.float32)
-    b2 = np.array([rng.normal() * 0.5], dtype=np.float32)
-    inits = [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
-             numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")]
-    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "W2", "b2"], ["logit"], transB=1)]
-    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
-                          [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return W1, b1, W2, b2
+    return relu_net(path, seed)
 
 
 def _brute(weights, eps):

@@ -13,6 +13,7 @@ import pytest
 from fairspec.backends.pair import PairProblem, PairResult, Witness, check_witness
 from fairspec.backends.quantify import Shares, count_shares, measure, unfair_boxes
 from fairspec.models.network import Layer, PLNet, random_net
+from onnx_nets import relu_net
 
 pytest.importorskip("highspy")
 
@@ -209,25 +210,8 @@ property same_label {
 
 
 def _onnx_net(path, seed):
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(seed)
-    W1 = rng.normal(size=(6, 5)).astype(np.float32)
-    W1[:, 2:4] *= 3                                   # the protected one-hot columns weigh more
-    b1 = rng.normal(size=6).astype(np.float32) * 0.5
-    W2 = rng.normal(size=(1, 6)).astype(np.float32)
-    b2 = np.array([rng.normal() * 0.5], dtype=np.float32)
-    inits = [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
-             numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")]
-    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "W2", "b2"], ["logit"], transB=1)]
-    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
-                          [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return W1, b1, W2, b2
+    pytest.importorskip("onnx")
+    return relu_net(path, seed, heavy=(2, 3))           # the protected one-hot columns weigh more
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
