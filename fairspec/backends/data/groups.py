@@ -13,6 +13,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.runtime.evaluate import evaluate
+from fairspec.verdict import Verdict
 
 # Crossed groups up to this many cells are numbered densely (every cell, empty ones included,
 # in the order of their names); beyond it only the occupied cells get an id.
@@ -124,3 +125,13 @@ class GroupCells:
         for labels in self.labels:
             names = [f"{a} x {b}" if a else b for a in names for b in labels]
         return names
+
+
+def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: dict) -> Verdict:
+    """The Verdict of a group metric whose interval holds: ``holds (estimated)``, or ``unknown`` naming
+    the groups (name, rows) too small to judge."""
+    if small:
+        listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
+        return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
+                       f"{min_group_size} rows, but these are too small to judge: {listed}", **common)
+    return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)

@@ -21,7 +21,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
-from fairspec.backends.data.groups import GroupCells
+from fairspec.backends.data.groups import GroupCells, estimated_holds
 from fairspec.verdict import Verdict, interval_status, unknown
 
 
@@ -487,11 +487,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds":
-        if small:
-            listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
-            return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
-                           f"{opts.min_group_size} rows, but these are too small to judge: {listed}", **common)
-        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+        return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
         where = (f"; lowest {enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})"
                  if a is not None else "")

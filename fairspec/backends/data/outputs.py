@@ -19,7 +19,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
-from fairspec.backends.data.groups import GroupCells
+from fairspec.backends.data.groups import GroupCells, estimated_holds
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 
 
@@ -223,11 +223,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
     status = interval_status(prop.op, prop.threshold, lo, hi)
     if status == "holds":
-        if small:
-            listed = ", ".join(f"{k} ({s} rows)" for k, s in small[:5])
-            return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
-                           f"{opts.min_group_size} rows, but these are too small to judge: {listed}", **common)
-        return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+        return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval", **common)
