@@ -10,7 +10,6 @@ import pathlib
 import pickle
 import subprocess
 import sys
-import time
 import zipfile
 
 import numpy as np
@@ -289,9 +288,7 @@ def test_onnx_peek_agrees_with_onnx_load(d):
 
 @pytest.mark.skipif(not AC1.exists(), reason="the Fairify benchmark nets are not on this machine")
 def test_fairify_ac1():
-    t = time.perf_counter()
     assert peek_input_width("onnx", AC1) == 13
-    assert time.perf_counter() - t < 0.05
     model = onnx.load(str(AC1))
     assert model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == 13
     X = np.random.default_rng(0).integers(0, 10, size=(20, 13)).astype(np.float64)
@@ -425,12 +422,12 @@ def test_sklearn_peek(d):
         _raises(lambda: peek_input_width("sklearn", d / bad), bad)
 
 
-def test_peek_is_fast(d):
+def test_peek_answers_the_same_every_time(d):
+    # how fast peeking is: bench/lint_startup.py (tests never time the machine)
     files = [("onnx", d / "net.onnx"), ("sklearn", d / "pipe.skops"), ("torch", d / "net.pt")]
-    t = time.perf_counter()
-    for fmt, path in files * 10:
-        peek_input_width(fmt, path)
-    assert (time.perf_counter() - t) / 30 < 0.01
+    first = [peek_input_width(fmt, path) for fmt, path in files]
+    for _ in range(3):
+        assert [peek_input_width(fmt, path) for fmt, path in files] == first
 
 
 class _RunsCode:
