@@ -187,6 +187,13 @@ def _decide_part(shared, item) -> PairResult:
         from fairspec.backends.pair.certify import decide_by_bab
 
         return decide_by_bab(sub, mode, kw.get("time_limit"))
+    if mode in ("find", "prove"):
+        from fairspec.backends.pair.certify import certify_first
+
+        tl = kw.get("time_limit")
+        first = certify_first(sub, mode, seconds=2.0 if tl is None else min(2.0, float(tl)))
+        if first is not None:
+            return first
     if backend == "smt":
         from fairspec.backends.smt import solve as smt_solve
 

@@ -26,7 +26,7 @@ from typing import Callable
 
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
-__all__ = ["Runtime", "certify_result", "certified_bound", "decide_by_bab", "runtime_of"]
+__all__ = ["Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "runtime_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,3 +191,33 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None) -> Pair
                           "replays", took, engine="bab", mode=mode, best=w, stats=st)
     return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
                                         f"({r.reason or r.status})", seconds=took, engine="bab", mode=mode, stats=st)
+
+
+#: nodes of the certified branch and bound tried before a partition's MILP (:func:`certify_first`)
+FIRST_NODES = 6
+
+
+def certify_first(problem: PairProblem, mode: str, max_nodes: int = FIRST_NODES, seconds: float = 2.0) -> PairResult | None:
+    """A partition proved by the certified branch and bound within ``max_nodes`` nodes, before any
+    MILP: ``holds`` with its bab-certificate, or None (the MILP decides it, and its "holds" is
+    certified by :func:`certify_result` as ever). On networks whose partitions the interval and LP
+    bounds already decide this skips the MILP whose answer the same certificate would then check
+    (measured on AC-1: bench/results/certify_cost.md)."""
+    if not _is_network(problem) or os.environ.get("FAIRSPEC_BENCH_UNCERTIFIED") == "1":
+        return None
+    from fairspec.backends.bab import certify_holds
+
+    rt = runtime_of(problem)
+    if rt.layers is None:
+        return None
+    t0 = time.perf_counter()
+    r = certify_holds(problem, rt.layers, time.monotonic() + seconds, encoding=rt.encoding, readout=rt.readout,
+                      precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net,
+                      max_nodes=max_nodes)
+    if r.status != "proved" or r.proof is None:
+        return None
+    took = time.perf_counter() - t0
+    return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
+                      mode=mode, proof=r.proof, stats={"certify_seconds": round(took, 4),
+                                                       "certify_nodes": r.stats.get("nodes"),
+                                                       "runtime_error": r.stats.get("runtime_error")})
