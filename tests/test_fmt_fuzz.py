@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fairspec.diagnostics import DiagnosticError
 from fairspec.syntax.format import format_text
-from fairspec.syntax.parser import parse_text
+from fairspec.syntax.parser import MAX_SPEC_BYTES, parse_text
 from spec_fuzz import SpecFuzzer
 
 FUZZER = SpecFuzzer()
@@ -26,6 +26,8 @@ def _holds(text: str) -> None:
     except RecursionError:
         pytest.skip("nested beyond Python's recursion limit")
     once = format_text(text, "case.fair")
+    if len(once.encode("utf-8")) > MAX_SPEC_BYTES:
+        return  # formatted, the spec is over the size fairspec reads (FS107): nothing to re-format
     assert format_text(once, "case.fair") == once, f"not idempotent:\n{text[:1500]}"
     assert parse_text(once, "case.fair") == tree, f"formatting changed the meaning:\n{text[:1500]}"
 
