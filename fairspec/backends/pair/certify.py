@@ -161,7 +161,7 @@ def certified_bound(problem: PairProblem, seconds: float | None):
     return b + abs(b) * 2.0 ** -50, r.proof, r.pair
 
 
-def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None) -> PairResult:
+def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nodes: int = 1_000_000) -> PairResult:
     """The certified branch and bound as the engine of one partition (the partitions' retry pass,
     backends/milp/partition.py) (:func:`fairspec.backends.bab.certify_holds`:
     the runtime's error moved into the claim; it splits inputs and ReLU phases inside the box):
@@ -176,7 +176,8 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None) -> Pair
                           engine="bab", mode=mode)
     budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
     r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=sub.eps_strict)
+                      precision=rt.precision, eps_strict=sub.eps_strict, base_net=rt.base_net,
+                      max_nodes=max_nodes)
     took = time.perf_counter() - t0
     st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
           "runtime_error": r.stats.get("runtime_error")}
@@ -198,26 +199,12 @@ FIRST_NODES = 6
 
 
 def certify_first(problem: PairProblem, mode: str, max_nodes: int = FIRST_NODES, seconds: float = 2.0) -> PairResult | None:
-    """A partition proved by the certified branch and bound within ``max_nodes`` nodes, before any
-    MILP: ``holds`` with its bab-certificate, or None (the MILP decides it, and its "holds" is
-    certified by :func:`certify_result` as ever). On networks whose partitions the interval and LP
-    bounds already decide this skips the MILP whose answer the same certificate would then check
-    (measured on AC-1: bench/results/certify_cost.md)."""
+    """A partition proved by the certified branch and bound (:func:`decide_by_bab`) within
+    ``max_nodes`` nodes, before any MILP: ``holds`` with its bab-certificate, or None (the MILP
+    decides it, and its "holds" is certified by :func:`certify_result` as ever). On networks whose
+    partitions the interval and LP bounds already decide this skips the MILP whose answer the same
+    certificate would then check (measured on AC-1: bench/results/certify_cost.md)."""
     if not _is_network(problem) or os.environ.get("FAIRSPEC_BENCH_UNCERTIFIED") == "1":
         return None
-    from fairspec.backends.bab import certify_holds
-
-    rt = runtime_of(problem)
-    if rt.layers is None:
-        return None
-    t0 = time.perf_counter()
-    r = certify_holds(problem, rt.layers, time.monotonic() + seconds, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net,
-                      max_nodes=max_nodes)
-    if r.status != "proved" or r.proof is None:
-        return None
-    took = time.perf_counter() - t0
-    return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
-                      mode=mode, proof=r.proof, stats={"certify_seconds": round(took, 4),
-                                                       "certify_nodes": r.stats.get("nodes"),
-                                                       "runtime_error": r.stats.get("runtime_error")})
+    r = decide_by_bab(problem, mode, seconds, max_nodes=max_nodes)
+    return r if r.status == "holds" and r.proof is not None else None
