@@ -169,6 +169,137 @@ def kdisc_spaces(bench: Bench, ds: str, box, pairs_done: bool = False) -> list[t
     return []
 
 
+
+# --------------------------------------------------------------------------- resources
+def _proc_kib(pid, field: str) -> int | None:
+    """A ``/proc/PID/status`` field in KiB (Linux), None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _children(pid=None) -> list[int]:
+    """The bench's worker processes (every descendant), empty without psutil."""
+    try:
+        import psutil
+
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # noqa: BLE001 - psutil absent or a child gone
+        return []
+
+
+def _reset_peak(pid) -> bool:
+    """Start a new peak-RSS window for a process (Linux >= 4.0: ``5`` > clear_refs resets VmHWM)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _dask_worker_peak(reset: bool = False) -> int | None:
+    """On a Dask worker: the worker process's peak RSS in KiB (and a new window with ``reset``)."""
+    pid = os.getpid()
+    kib = _proc_kib(pid, "VmHWM")
+    if reset:
+        _reset_peak(pid)
+    return kib
+
+
+class PeakMemory:
+    """Peak resident memory of one row: the bench process and its workers (pool processes, or the
+    Dask workers, asked through the client). Per row where Linux lets the high-water mark be reset
+    (``/proc/PID/clear_refs``), else the high-water mark since the process started; getrusage
+    (RUSAGE_SELF, RUSAGE_CHILDREN: finished children only) where /proc is absent."""
+
+    def __init__(self, client=None):
+        self.client = client
+        self.per_row = True
+
+    def start(self) -> None:
+        pids = [os.getpid(), *_children()]
+        self.per_row = all([_reset_peak(pid) for pid in pids]) if _proc_kib(os.getpid(), "VmHWM") else False
+        if self.client is not None:
+            try:
+                self.client.run(_dask_worker_peak, True)
+            except Exception:  # noqa: BLE001
+                self.per_row = False
+
+    def stop(self) -> dict:
+        import resource
+
+        out: dict = {}
+        me = _proc_kib(os.getpid(), "VmHWM")
+        if me is None:
+            me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        kids = [k for k in (_proc_kib(pid, "VmHWM") for pid in _children()) if k is not None]
+        done = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        out["bench_mib"] = round(me / 1024, 1)
+        out["workers_mib"] = [round(k / 1024, 1) for k in kids]
+        if self.client is not None:
+            try:
+                peaks = self.client.run(_dask_worker_peak)
+                out["dask_workers_mib"] = [round(v / 1024, 1) for v in peaks.values() if v is not None]
+            except Exception as e:  # noqa: BLE001
+                out["dask_workers_mib"] = f"not asked ({type(e).__name__})"
+        allw = out["workers_mib"] + (out["dask_workers_mib"] if isinstance(out.get("dask_workers_mib"), list) else [])
+        out["max_worker_mib"] = max(allw) if allw else (round(done / 1024, 1) if done else None)
+        out["total_mib"] = round(out["bench_mib"] + sum(allw), 1)
+        out["per_row"] = self.per_row
+        return out
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def git_commit() -> str | None:
+    """The commit the bench runs (``FAIRSPEC_BENCH_COMMIT`` for a run from an exported snapshot)."""
+    import subprocess
+
+    if os.environ.get("FAIRSPEC_BENCH_COMMIT"):
+        return os.environ["FAIRSPEC_BENCH_COMMIT"]
+    try:
+        r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return r.stdout.strip() + ("+dirty" if dirty else "") if r.returncode == 0 else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def start_cluster(spec: str | None):
+    """``--cluster local:N``: a dask.distributed LocalCluster of N single-threaded worker processes
+    started here (closed at exit); any other value is a scheduler address. Returns (address, cluster)."""
+    if not spec:
+        return None, None
+    if spec.startswith("local:"):
+        from distributed import LocalCluster
+
+        n = int(spec.split(":", 1)[1])
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        return cluster.scheduler_address, cluster
+    return spec, None
+
+
+def dask_client():
+    """The Dask client fairspec's executor opened (None without ``--cluster``)."""
+    from fairspec.runtime import executor
+
+    addr = executor.cluster_address()
+    return executor.get_executor(2).client if addr else None
+
+
 # --------------------------------------------------------------------------- replay
 class Replayer:
     """onnxruntime on the ONNX file: the independent check of every witness."""
@@ -491,7 +622,7 @@ def summary(rows, bench) -> dict:
 
 
 # --------------------------------------------------------------------------- main runs
-def run_all(args, bench, console):
+def run_all(args, bench, console, on_row=None):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fairspec.backends.search.evaluators import onnx_evaluator
@@ -510,6 +641,7 @@ def run_all(args, bench, console):
                 jobs.append(("kdisc", model, ds, label, "eps"))
     rows = []
     cache = {}
+    peak = PeakMemory(dask_client())
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
         task = progress.add_task("starting", total=len(jobs))
@@ -520,6 +652,9 @@ def run_all(args, bench, console):
                 cache[model] = (onnx_evaluator(bench.onnx(model)), Replayer(bench.onnx(model)))
             evaluate, replayer = cache[model]
             box = bench.box(ds)
+            load0 = loadavg()
+            peak.start()
+            t_row = time.perf_counter()
             if kind == "pair":
                 row = run_pair_row(model, ds, name, prop, bench, evaluate, replayer, box, args.budget, args.seed,
                                    args.kdisc_budget if args.kdisc_budget is not None else args.budget)
@@ -535,6 +670,9 @@ def run_all(args, bench, console):
                 space = dict(kdisc_spaces(bench, ds, box))[name]
                 row = run_kdisc_row(model, ds, name, space, bench, evaluate, replayer,
                                     args.kdisc_budget if args.kdisc_budget is not None else args.budget, args.seed)
+            row["wall_seconds"] = _r(time.perf_counter() - t_row, 2)
+            row["peak_memory"] = peak.stop()
+            row["load_start"], row["load_end"] = load0, loadavg()
             pub, t1, t2 = published_cols(bench, row)
             row["fairify_published"] = None if pub is None else dict(zip(("SAT", "UNSAT", "UNK"), pub))
             if row["property"] == "eps" and t1 is not None:
@@ -543,10 +681,13 @@ def run_all(args, bench, console):
                 row["hyfair_table2_sa"] = dict(zip(("iters_k", "max_k", "avg_k", "seconds_to_first", "ids",
                                                     "success_rate", "ids_at_max_k", "seconds_to_max_k"), t2))
             rows.append(row)
+            if on_row is not None:
+                on_row(rows)
             progress.advance(task)
             if not console.is_terminal:
                 print(f"{model} {row['protected']} {row['property']}: {row['status']} first={row['seconds_to_first']} "
-                      f"ids={row['ids']} max_k={row['max_k']}", file=sys.stderr, flush=True)
+                      f"ids={row['ids']} max_k={row['max_k']} coverage={row['coverage']} wall={row['wall_seconds']} "
+                      f"load={row['load_start']}->{row['load_end']}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -613,6 +754,11 @@ def main(argv=None):
                     help="only these protected attributes (e.g. sex)")
     ap.add_argument("--certify-cost", action="store_true",
                     help="with --prove: prove each row twice in this process, without and with certification")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="worker processes for the partitions (default: the machine's cores)")
+    ap.add_argument("--cluster", default=None,
+                    help="a Dask scheduler address (tcp://host:8786), or local:N to start a LocalCluster of N "
+                         "single-threaded worker processes in this run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
@@ -628,26 +774,55 @@ def main(argv=None):
         unknown = [m for m in args.models if m not in bench.models()]
         if unknown:
             raise SystemExit(f"unknown models: {', '.join(unknown)}")
+    from fairspec.runtime import executor
+
+    address, local_cluster = start_cluster(args.cluster)
+    executor.configure(args.workers, address)
     t0 = time.perf_counter()
-    if args.compare_kdisc:
-        rows = compare_kdisc(args, bench, console)
-        out = {"compare_kdisc": rows, "equal": sum(r["equal"] for r in rows), "of": len(rows)}
-    else:
-        rows = run_all(args, bench, console)
-        render(rows, bench, console)
-        out = {"rows": rows, "summary": summary(rows, bench)}
-        console.print(out["summary"])
-        if args.certify_cost:
-            render_certify_cost(rows, console)
+    run = {"command": "python bench/fairify.py " + " ".join(sys.argv[1:] if argv is None else argv),
+           "commit": git_commit(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "load_start": loadavg(), "cpus": os.cpu_count(), "workers": args.workers, "cluster": args.cluster,
+           "budget": args.budget}
+    if args.prove:
+        run.update(prove=args.prove, part_seconds=args.part_seconds, unfair_nodes=args.unfair_nodes,
+                   sample_unfair=args.sample_unfair)
+
+    def write(out):
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            tmp = args.json.with_suffix(args.json.suffix + ".tmp")
+            tmp.write_text(json.dumps(out, indent=1, default=float))
+            os.replace(tmp, args.json)          # a run stopped mid-write keeps the previous rows
+
+    def partial(rows):
+        write({"rows": rows, "run": {**run, "seconds": round(time.perf_counter() - t0, 1), "load_end": loadavg(),
+                                     "finished": False}, **{k: v for k, v in run.items() if k == "budget"}})
+
+    try:
+        if args.compare_kdisc:
+            rows = compare_kdisc(args, bench, console)
+            out = {"compare_kdisc": rows, "equal": sum(r["equal"] for r in rows), "of": len(rows)}
+        else:
+            rows = run_all(args, bench, console, on_row=partial)
+            render(rows, bench, console)
+            out = {"rows": rows, "summary": summary(rows, bench)}
+            console.print(out["summary"])
+            if args.certify_cost:
+                render_certify_cost(rows, console)
+    finally:
+        if local_cluster is not None and address in executor._DASK:
+            executor._DASK[address].shutdown()
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["budget"] = args.budget
+    out["run"] = {**run, "seconds": out["seconds"], "load_end": loadavg(), "finished": True}
     if args.prove:
         out["unfair_nodes"] = args.unfair_nodes
         out["sample_unfair"] = args.sample_unfair
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1, default=float))
+        write(out)
         console.print(f"wrote {args.json}")
+    if local_cluster is not None:
+        local_cluster.close()
 
 
 if __name__ == "__main__":
