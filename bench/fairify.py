@@ -41,6 +41,15 @@ stated, so its max k is printed beside ours, not compared.
     python bench/fairify.py --models BM-6,GC-4 --prove 1800 --partitions fairify   # Fairify's partitions
     python bench/fairify.py --models BM-1 --props sign --no-kdisc --prove 1800 --partitions fairify \
         --unfair-nodes 12 --json bench/results/fairify_shares_BM-1.json           # with the shares
+    python bench/fairify.py --shared /work/shared --partitions fairify --no-kdisc --props sign --prove 1800 \
+        --workers 2 --json run.json          # the sweep of issue 24 (--cluster tcp://host:8786 or local:2)
+    python bench/fairify.py --render-md run.json [more.json] --md bench/results/fairify_all.md
+
+Every row records its wall time, its peak resident memory (the bench process and its child
+processes, the high-water mark reset per row through /proc/PID/clear_refs; Dask workers asked
+through the client), and the load average at its start and end; the JSON is rewritten after every
+row (with the command, the commit and the loads), so a run that is stopped keeps its rows.
+``bench/fairify_scaling.py`` runs one row on 1 worker, 2 workers and a 2-worker Dask cluster.
 """
 
 from __future__ import annotations
@@ -621,6 +630,106 @@ def summary(rows, bench) -> dict:
     }
 
 
+def _net_key(model: str):
+    fam, n = model.split("-")
+    return ({"GC": 0, "BM": 1, "AC": 2}.get(fam, 3), int(n))
+
+
+def _peak_cell(row) -> str:
+    pm = row.get("peak_memory")
+    if not isinstance(pm, dict):
+        return "-"
+    w = pm.get("workers_mib") or []
+    if isinstance(pm.get("dask_workers_mib"), list):
+        w = w + pm["dask_workers_mib"]
+    return f"{pm['bench_mib']:.0f}" + (" + " + " + ".join(f"{x:.0f}" for x in w) if w else "")
+
+
+def _load_cell(row) -> str:
+    a, b = row.get("load_start"), row.get("load_end")
+    return "-" if not a or not b else f"{a[0]:.1f} / {b[0]:.1f}"
+
+
+def network_summary(rows) -> list[dict]:
+    """Per network and property: partitions decided over its attributes, the worst undecided share,
+    and the network's wall time (its rows one after another, as the issue's "30 minutes per network")."""
+    out: dict = {}
+    for r in rows:
+        cov = r.get("coverage")
+        if not isinstance(cov, dict):
+            continue
+        key = (r["model"], r["property"])
+        n = out.setdefault(key, {"model": r["model"], "property": r["property"], "attributes": [], "partitions": 0,
+                                 "decided": 0, "undecided": 0, "wall_seconds": 0.0, "max_undecided_percent": 0.0,
+                                 "loads": []})
+        n["attributes"].append(r["protected"])
+        n["partitions"] += cov["partitions"]
+        n["decided"] += cov["proved"] + cov["refuted"]
+        n["undecided"] += cov["undecided"]
+        n["wall_seconds"] = round(n["wall_seconds"] + (r.get("wall_seconds") or 0.0), 1)
+        sh = r.get("shares") or {}
+        n["max_undecided_percent"] = max(n["max_undecided_percent"], sh.get("undecided_percent", 100.0))
+        for ld in (r.get("load_start"), r.get("load_end")):
+            if ld:
+                n["loads"].append(ld[0])
+    return sorted(out.values(), key=lambda n: (n["property"], _net_key(n["model"])))
+
+
+def render_md(docs: list[dict], bench=None) -> str:
+    """The committed table (``--render-md``): every row with Fairify's published counts beside it,
+    the shares, wall / decide seconds, peak memory and the loads; then a summary per network."""
+    from fractions import Fraction
+
+    from fairspec.backends.quantify import fmt_percent
+
+    lines = ["# All 25 Fairify networks on Fairify's partitions (issue 24)", ""]
+    rows = []
+    for doc in docs:
+        run = doc.get("run", {})
+        lines.append(f"    {run.get('command', '?')}")
+        lines.append("")
+        lines.append(f"Commit {run.get('commit', '?')}, started {run.get('started_utc', '?')}, "
+                     f"{run.get('seconds', '?')} s, workers {run.get('workers')}, cluster {run.get('cluster')}, "
+                     f"{run.get('cpus', '?')} cores, load average at the start "
+                     f"{', '.join(map(str, run.get('load_start') or []))}, at the end "
+                     f"{', '.join(map(str, run.get('load_end') or []))}"
+                     f"{'' if run.get('finished') else ' (stopped or still running: the rows so far)'}. "
+                     f"{len(doc.get('rows', []))} rows.")
+        lines.append("")
+        rows += doc.get("rows", [])
+    lines += ["| network | attr | prop | proved / refuted / undecided of partitions | decided | certified | "
+              "falsified | undecided | unfair, sampled (95%) | wall s | decide s | peak MiB (bench + child processes) | "
+              "load start / end | Fairify SAT (unfair) / UNSAT (fair) / UNK (30 min) |",
+              "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: (r["property"], _net_key(r["model"]), r["protected"])):
+        cov = r.get("coverage")
+        if isinstance(cov, dict):
+            c = f"{cov['proved']:,} / {cov['refuted']:,} / {cov['undecided']:,} of {cov['partitions']:,}"
+            dec = fmt_percent(Fraction(cov["proved"] + cov["refuted"], cov["partitions"]))
+        else:
+            c, dec = str(cov), "-"
+        sh = r.get("shares")
+        shares = [fmt_percent(Fraction(sh[k])) for k in ("certified", "falsified", "undecided")] if sh else ["-"] * 3
+        su = r.get("sampled_unfair")
+        sampled = "-" if not su else "{:.2f} [{:.2f}, {:.2f}]".format(su["unfair_percent"], *su["ci95_percent"])
+        pub = r.get("fairify_published")
+        pubc = "-" if not pub else f"{pub['SAT']} / {pub['UNSAT']} / {pub['UNK']}"
+        lines.append(f"| {r['model']} | {r['protected']} | {r['property']} | {c} | {dec} | {' | '.join(shares)} | "
+                     f"{sampled} | {r.get('wall_seconds', '-')} | {r.get('decide_seconds', r.get('prove_seconds', '-'))} | "
+                     f"{_peak_cell(r)} | {_load_cell(r)} | {pubc} |")
+    lines += ["", "Per network (its attributes one after another; the target: every partition decided within "
+                  "30 minutes per network, the undecided share of the domain below 1%):", "",
+              "| network | prop | attributes | decided partitions | undecided | wall s | max undecided share | "
+              "load range | 100% decided within 1800 s |", "|:---|:---|:---|---:|---:|---:|---:|---:|:---:|"]
+    for n in network_summary(rows):
+        ok = n["undecided"] == 0 and n["wall_seconds"] <= 1800
+        lo, hi = (min(n["loads"]), max(n["loads"])) if n["loads"] else (0, 0)
+        lines.append(f"| {n['model']} | {n['property']} | {', '.join(n['attributes'])} | "
+                     f"{n['decided']:,} of {n['partitions']:,} | {n['undecided']:,} | {n['wall_seconds']} | "
+                     f"{n['max_undecided_percent']:.2f}% | {lo:.1f}-{hi:.1f} | {'yes' if ok else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- main runs
 def run_all(args, bench, console, on_row=None):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -759,6 +868,9 @@ def main(argv=None):
     ap.add_argument("--cluster", default=None,
                     help="a Dask scheduler address (tcp://host:8786), or local:N to start a LocalCluster of N "
                          "single-threaded worker processes in this run")
+    ap.add_argument("--render-md", type=Path, nargs="+", default=None, metavar="JSON",
+                    help="write the markdown table of these runs' JSON files (to --md) and exit")
+    ap.add_argument("--md", type=Path, default=None, help="with --render-md: the markdown file (default stdout)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
@@ -766,6 +878,13 @@ def main(argv=None):
                     help="with --compare-kdisc: only these attribute sets (e.g. age2*race*sex)")
     args = ap.parse_args(argv)
 
+    if args.render_md:
+        text = render_md([json.loads(p.read_text()) for p in args.render_md])
+        if args.md:
+            args.md.write_text(text)
+        else:
+            sys.stdout.write(text)
+        return
     from rich.console import Console
 
     console = Console(width=None if sys.stdout.isatty() else 200)
