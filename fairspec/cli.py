@@ -15,6 +15,7 @@ import os
 import sys
 
 from fairspec import version
+from fairspec.runtime.stdio import flush_c_stdio
 from fairspec.diagnostics.visible import visible, visible_value
 
 EXIT_INTERNAL = 4
@@ -145,21 +146,11 @@ def _solver_chatter_to_stderr(on: bool):
     finally:
         try:
             sys.stderr.flush()
-            _flush_c_stdio()
+            flush_c_stdio()
         finally:
             sys.stdout = py_stdout
             os.dup2(saved, 1)
             os.close(saved)
-
-
-def _flush_c_stdio() -> None:
-    """fflush(NULL): text a C library left in its stdio buffer goes out now, to stderr."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).fflush(None)
-    except Exception:  # noqa: BLE001 - no libc to flush (not a POSIX system): nothing buffered there
-        pass
 
 
 def _positive(text: str) -> int:
@@ -374,7 +365,7 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    _flush_c_stdio()
+    flush_c_stdio()
     os._exit(code)
 
 

@@ -54,6 +54,26 @@ def test_json_stdout_is_only_the_document_when_highs_runs(tmp_path):
     assert "HiGHS" not in out.stdout
 
 
+
+def test_no_highs_banner_in_the_text_report_or_through_the_python_api(tmp_path):
+    """HiGHS prints "Running HiGHS ..." on the first model of a process whatever its options:
+    fairspec makes that one with fd 1 on devnull (runtime.stdio.new_highs), so neither the text
+    report (stderr included) nor a Python caller's own stdout shows it."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "prove.fair"
+    spec.write_text(PROVE_SPEC.replace("MODEL", str(FIXTURES / "models" / "people6.onnx")), encoding="utf-8")
+    out = run_cli("check", spec, "--workers", "1", timeout=600)
+    assert out.returncode in (0, 1, 3), out.stdout[-2000:] + out.stderr[-2000:]
+    assert "prove_flip" in out.stdout and "Running HiGHS" not in out.stdout + out.stderr
+    code = ("from fairspec.pipeline import check\n"
+            f"r = check({str(spec)!r})\n"
+            "print('STATUS', [v.status for v in r.verdicts])\n")
+    api = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert "STATUS" in api.stdout, api.stderr[-2000:]
+    assert "HiGHS" not in api.stdout + api.stderr
+
 # ---------------------------------------------------------------- item 6: printed fragments parse
 
 def _applicant_spec(tmp_path, body: str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fairspec.runtime.stdio import new_highs
+
 import heapq
 import math
 import time
@@ -52,8 +54,7 @@ class _Highs:
 
         self.hs = highspy
         self.inf = highspy.kHighsInf
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("random_seed", 0)
         self.h = h

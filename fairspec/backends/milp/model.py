@@ -8,6 +8,8 @@ modules are imported inside the functions.
 
 from __future__ import annotations
 
+from fairspec.runtime.stdio import new_highs
+
 import math
 import time
 from dataclasses import dataclass
@@ -253,8 +255,7 @@ def solve_highs(lm: LinModel, time_limit: float | None = None, first_solution: b
     import highspy
 
     t0 = time.perf_counter()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("random_seed", 0)
     h.setOptionValue("threads", int(threads))
     lm.to_highs(h)

@@ -22,6 +22,8 @@ pre-condition (a pair whose inputs lie in the box), whatever the post-condition.
 
 from __future__ import annotations
 
+from fairspec.runtime.stdio import new_highs
+
 import time
 from dataclasses import dataclass
 
@@ -251,8 +253,7 @@ def lp_tighten(problem, bounds: PairBounds, time_limit: float | None = None,
             break
         pb = current()
         enc = encode_prefix(p, pb, k)           # relaxed encoding of layers < k, both copies
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         lm = enc.model
         lm.to_highs(h, relax=True)
         layer = net.layers[k]

@@ -18,6 +18,8 @@ classes), started from a greedy incumbent that is kept if the time limit stops t
 
 from __future__ import annotations
 
+from fairspec.runtime.stdio import new_highs
+
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -229,8 +231,7 @@ def _classes_highs(opts, base, sizes, c, strict, budget, time_limit):
 
     A = csr_array((np.array(data, float), (np.array(ri), np.array(ci))), shape=(R, J))
     inf = highspy.kHighsInf
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("threads", 1)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
