@@ -212,13 +212,13 @@ def _reset_peak(pid) -> bool:
         return False
 
 
-def _dask_worker_peak(reset: bool = False) -> int | None:
-    """On a Dask worker: the worker process's peak RSS in KiB (and a new window with ``reset``)."""
+def _dask_worker_peak(reset: bool = False) -> tuple[int, int | None]:
+    """On a Dask worker: its pid and peak RSS in KiB (and a new window with ``reset``)."""
     pid = os.getpid()
     kib = _proc_kib(pid, "VmHWM")
     if reset:
         _reset_peak(pid)
-    return kib
+    return pid, kib
 
 
 class PeakMemory:
@@ -247,16 +247,19 @@ class PeakMemory:
         me = _proc_kib(os.getpid(), "VmHWM")
         if me is None:
             me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        kids = [k for k in (_proc_kib(pid, "VmHWM") for pid in _children()) if k is not None]
+        dask_pids: set = set()
+        if self.client is not None:
+            try:
+                peaks = list(self.client.run(_dask_worker_peak).values())
+                dask_pids = {pid for pid, _ in peaks}
+                out["dask_workers_mib"] = [round(v / 1024, 1) for _, v in peaks if v is not None]
+            except Exception as e:  # noqa: BLE001
+                out["dask_workers_mib"] = f"not asked ({type(e).__name__})"
+        # a LocalCluster's workers are children too: counted once, as Dask workers
+        kids = [k for k in (_proc_kib(pid, "VmHWM") for pid in _children() if pid not in dask_pids) if k is not None]
         done = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out["bench_mib"] = round(me / 1024, 1)
         out["workers_mib"] = [round(k / 1024, 1) for k in kids]
-        if self.client is not None:
-            try:
-                peaks = self.client.run(_dask_worker_peak)
-                out["dask_workers_mib"] = [round(v / 1024, 1) for v in peaks.values() if v is not None]
-            except Exception as e:  # noqa: BLE001
-                out["dask_workers_mib"] = f"not asked ({type(e).__name__})"
         allw = out["workers_mib"] + (out["dask_workers_mib"] if isinstance(out.get("dask_workers_mib"), list) else [])
         out["max_worker_mib"] = max(allw) if allw else (round(done / 1024, 1) if done else None)
         out["total_mib"] = round(out["bench_mib"] + sum(allw), 1)
