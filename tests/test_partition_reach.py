@@ -146,3 +146,33 @@ def test_retry_passes_decide_what_the_first_pass_left_and_never_wrongly(seed):
                 assert isinstance(proof, Proof) and proof.method == "bab-certificate"
         if res.status == "violated":
             assert check_witness(p, res.witness.x, res.witness.x_prime, p.net.forward)
+
+
+class _PickledTwoWorkers:
+    """An executor of two 'workers' that runs every job in this process on pickled copies of the
+    shared state and the job (what a process pool or a Dask cluster sends)."""
+
+    workers = 2
+
+    def __init__(self):
+        self.jobs = 0
+
+    def map(self, fn, items, shared=None, init=None, on_error=None):
+        import pickle
+
+        state = pickle.loads(pickle.dumps(shared))
+        self.jobs += len(items)
+        return [fn(state, pickle.loads(pickle.dumps(it))) for it in items]
+
+
+def test_the_attack_on_workers_finds_the_same_witnesses(monkeypatch):
+    import fairspec.backends.milp.falsify as fz
+
+    monkeypatch.setattr(fz, "CHUNK", 64)            # several chunks of boxes per round on a small problem
+    for k, p in enumerate(_problems()):
+        parts = milp.split_widest(p, 6)
+        serial = falsify_boxes(p, parts, seed=k)
+        ex = _PickledTwoWorkers()
+        spread = falsify_boxes(p, parts, seed=k, executor=ex)
+        assert spread == serial, k
+        assert ex.jobs > 1 or not parts

@@ -242,10 +242,13 @@ def _replayed(p: PairProblem, L, H, xa, xb):
 
 
 def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
-                  deadline: float | None = None) -> list[Witness | None]:
+                  deadline: float | None = None, executor=None) -> list[Witness | None]:
     """For each box ``(lo, hi)`` of ``parts`` a witness that refutes it (see the module docstring:
     replayed on the restricted problem, in float32 and on the runtime), or None. ``rounds``: see
-    :data:`ROUNDS`; ``deadline`` (``time.time()``) stops the attack between chunks."""
+    :data:`ROUNDS`; ``deadline`` (``time.time()``) stops the attack between chunks. With an
+    ``executor`` of more than one worker, each round's chunks of boxes run as its jobs (the problem
+    sent once per worker); every chunk has its own random stream, so the witnesses are the same
+    whatever runs them (up to the deadline)."""
     from threadpoolctl import threadpool_limits
 
     from fairspec.models.network import PLNet
@@ -253,6 +256,8 @@ def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
     out: list[Witness | None] = [None] * len(parts)
     if not isinstance(problem.net, PLNet) or not parts:
         return out
+    if executor is not None and getattr(executor, "workers", 1) <= 1:
+        executor = None
     with threadpool_limits(1):          # small matrices: BLAS threads only contend (30x on a loaded box)
         for r, (samples, steps, starts) in enumerate(rounds):
             left = [k for k, w in enumerate(out) if w is None]
@@ -261,74 +266,103 @@ def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
             if samples > 4096 and len(left) > HEAVY_BOXES:
                 break
             found: list[Witness | None] = [None] * len(left)
-            _falsify(problem, [parts[k] for k in left], samples, steps, starts, seed + r, deadline, found)
+            _falsify(problem, [parts[k] for k in left], samples, steps, starts, seed + r, deadline, found, executor)
             for k, w in zip(left, found):
                 out[k] = w
     return out
 
 
-def _falsify(p, parts, samples, steps, starts, seed, deadline, out):
-    from fairspec.backends.pair.certify import replays
-    rng = np.random.default_rng(seed)
-    layers = _layers(p.net)
-    A = _assignments(p, rng)
+def _falsify(p, parts, samples, steps, starts, seed, deadline, out, executor=None):
+    """One round over ``parts``: chunks of boxes (as many as fit :data:`CHUNK` rows), chunk ``c``
+    drawing its points from the random stream ``(seed, c)``; in this process, or as the jobs of
+    ``executor`` (a job that fails leaves its boxes to the solvers)."""
+    A = _assignments(p, np.random.default_rng(seed))
     if len(p.free) and len(A) < 2:
         return
-    free = list(p.free)
+    layers = _layers(p.net)
     width = max(max(W.shape[0] for W, _, _ in layers), p.n)
     per_box = (samples + 1) * max(len(A), 1)
     boxes = max(1, CHUNK * 64 // (per_box * width) if width > 64 else CHUNK // per_box)
-    thr = _threshold(p)
-    for s0 in range(0, len(parts), boxes):
-        if deadline is not None and time.time() > deadline:
-            break
-        idx = list(range(s0, min(len(parts), s0 + boxes)))
-        L = np.array([parts[k][0] for k in idx], dtype=np.float64)
-        H = np.array([parts[k][1] for k in idx], dtype=np.float64)
-        X = _sample(p, L, H, samples, rng)                     # (B, S+1, n)
-        B, S1, n = X.shape
-        ia, ib, m = _best_pairs(layers, p, X.reshape(-1, n), A)
-        ia, ib, m = ia.reshape(B, S1), ib.reshape(B, S1), m.reshape(B, S1)
-        top = np.argsort(-m, axis=1)[:, :starts]               # best starts per box
-        rows = np.arange(B)[:, None]
-        cand_x = X[rows, top].reshape(-1, n)
-        cand_a, cand_b = ia[rows, top].reshape(-1), ib[rows, top].reshape(-1)
-        cand_m = m[rows, top].reshape(-1)
-        LL, HH = np.repeat(L, top.shape[1], axis=0), np.repeat(H, top.shape[1], axis=0)
-        # the ascent only where the sampled points do not already violate clearly
-        need = np.repeat(m[rows, top[:, :1]].reshape(-1) <= thr + 1e-3, top.shape[1])
-        if steps > 0 and need.any():
-            bx, bm = _ascend(layers, p, cand_x[need], A, cand_a[need], cand_b[need], LL[need], HH[need], steps)
-            better = bm > cand_m[need]
-            sel = np.flatnonzero(need)[better]
-            cand_x[sel], cand_m[sel] = bx[better], bm[better]
-        # every box's best candidate that breaks the property, replayed in float64 and float32
-        cand_m = cand_m.reshape(B, -1)
-        T = top.shape[1]
-        order = np.argsort(-cand_m, axis=1)
-        done = np.zeros(B, dtype=bool)
-        for j in range(T):
-            r = np.arange(B) * T + order[:, j]
-            live = ~done & (cand_m[np.arange(B), order[:, j]] > thr)
-            if not live.any():
+    jobs = [(c, samples, steps, starts, seed, deadline, A,
+             np.array([lo for lo, _ in parts[s0:s0 + boxes]], dtype=np.float64),
+             np.array([hi for _, hi in parts[s0:s0 + boxes]], dtype=np.float64))
+            for c, s0 in enumerate(range(0, len(parts), boxes))]
+    if executor is None or len(jobs) <= 1:
+        found = []
+        for job in jobs:
+            if deadline is not None and time.time() > deadline:
                 break
-            r = r[live]
-            xa, xb = cand_x[r].astype(np.float64), cand_x[r].astype(np.float64)
-            if free:
-                xa[:, free] = A[cand_a[r]]
-                xb[:, free] = A[cand_b[r]]
-            ok, za, zb = _replayed(p, L[live], H[live], xa, xb)
-            for bb, good, x1, x2, z1, z2 in zip(np.flatnonzero(live), ok, xa, xb, za, zb):
-                if not good:
-                    continue
-                if z1 < z2:
-                    x1, x2, z1, z2 = x2, x1, z2, z1
-                k = idx[bb]
-                if p.runtime is not None and getattr(p.runtime, "replay", None) is not None and \
-                        not replays(p.restrict(*parts[k]), x1, x2):
-                    continue
-                out[k] = Witness([float(v) for v in x1], [float(v) for v in x2], float(z1), float(z2))
-                done[bb] = True
+            found.append(_chunk(p, layers, job))
+    else:
+        found = executor.map(_chunk_job, jobs, shared=p, on_error=lambda job, reason: [])
+    for (c, *_), hits in zip(jobs, found):
+        for j, w in hits:
+            out[c * boxes + j] = w
+
+
+def _chunk_job(p, job):
+    """An executor job: one chunk of boxes (``_falsify``'s), with BLAS on one thread."""
+    from threadpoolctl import threadpool_limits
+
+    if job[5] is not None and time.time() > job[5]:
+        return []
+    with threadpool_limits(1):
+        return _chunk(p, _layers(p.net), job)
+
+
+def _chunk(p, layers, job) -> list[tuple[int, Witness]]:
+    """The witnesses found in one chunk of boxes, as (index in the chunk, witness)."""
+    from fairspec.backends.pair.certify import replays
+
+    c, samples, steps, starts, seed, deadline, A, L, H = job
+    rng = np.random.default_rng((seed, c))
+    free = list(p.free)
+    thr = _threshold(p)
+    hits: list[tuple[int, Witness]] = []
+    X = _sample(p, L, H, samples, rng)                     # (B, S+1, n)
+    B, S1, n = X.shape
+    ia, ib, m = _best_pairs(layers, p, X.reshape(-1, n), A)
+    ia, ib, m = ia.reshape(B, S1), ib.reshape(B, S1), m.reshape(B, S1)
+    top = np.argsort(-m, axis=1)[:, :starts]               # best starts per box
+    rows = np.arange(B)[:, None]
+    cand_x = X[rows, top].reshape(-1, n)
+    cand_a, cand_b = ia[rows, top].reshape(-1), ib[rows, top].reshape(-1)
+    cand_m = m[rows, top].reshape(-1)
+    LL, HH = np.repeat(L, top.shape[1], axis=0), np.repeat(H, top.shape[1], axis=0)
+    # the ascent only where the sampled points do not already violate clearly
+    need = np.repeat(m[rows, top[:, :1]].reshape(-1) <= thr + 1e-3, top.shape[1])
+    if steps > 0 and need.any():
+        bx, bm = _ascend(layers, p, cand_x[need], A, cand_a[need], cand_b[need], LL[need], HH[need], steps)
+        better = bm > cand_m[need]
+        sel = np.flatnonzero(need)[better]
+        cand_x[sel], cand_m[sel] = bx[better], bm[better]
+    # every box's best candidate that breaks the property, replayed in float64 and float32
+    cand_m = cand_m.reshape(B, -1)
+    T = top.shape[1]
+    order = np.argsort(-cand_m, axis=1)
+    done = np.zeros(B, dtype=bool)
+    for j in range(T):
+        r = np.arange(B) * T + order[:, j]
+        live = ~done & (cand_m[np.arange(B), order[:, j]] > thr)
+        if not live.any():
+            break
+        r = r[live]
+        xa, xb = cand_x[r].astype(np.float64), cand_x[r].astype(np.float64)
+        if free:
+            xa[:, free] = A[cand_a[r]]
+            xb[:, free] = A[cand_b[r]]
+        ok, za, zb = _replayed(p, L[live], H[live], xa, xb)
+        for bb, good, x1, x2, z1, z2 in zip(np.flatnonzero(live), ok, xa, xb, za, zb):
+            if not good:
+                continue
+            if z1 < z2:
+                x1, x2, z1, z2 = x2, x1, z2, z1
+            if p.runtime is not None and getattr(p.runtime, "replay", None) is not None and \
+                    not replays(p.restrict(L[bb], H[bb]), x1, x2):
+                continue
+            hits.append((int(bb), Witness([float(v) for v in x1], [float(v) for v in x2], float(z1), float(z2))))
+            done[bb] = True
+    return hits
 
 
 def best_pair(problem: PairProblem, *, samples: int = 2048, steps: int = 60, starts: int = 32, seed: int = 0):

@@ -252,7 +252,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     shared = (problem, mode, backend, kw, deadline, int(unfair_nodes))
     # the attack takes at most a quarter of the total budget
     stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
-    attacked = _attack(problem, mode, parts, stop) if falsify and mode in ("find", "prove") else {}
+    attacked = _attack(problem, mode, parts, stop, ex) if falsify and mode in ("find", "prove") else {}
     results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
     items = [] if stop_on_violation and attacked else \
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
@@ -305,9 +305,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     return out
 
 
-def _attack(problem: PairProblem, mode: str, parts, deadline) -> dict[int, PairResult]:
+def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None) -> dict[int, PairResult]:
     """The partitions the batched attack refutes, as ``violated`` results (see
-    :mod:`fairspec.backends.milp.falsify`); {} for tree ensembles."""
+    :mod:`fairspec.backends.milp.falsify`; its chunks of boxes run on ``executor``'s workers);
+    {} for tree ensembles."""
     from fairspec.backends.milp.falsify import falsify_boxes
     from fairspec.backends.pair import pair_measure
     from fairspec.models.network import PLNet
@@ -315,7 +316,7 @@ def _attack(problem: PairProblem, mode: str, parts, deadline) -> dict[int, PairR
     if not isinstance(problem.net, PLNet):
         return {}
     t0 = time.perf_counter()
-    wits = falsify_boxes(problem, parts, deadline=deadline)
+    wits = falsify_boxes(problem, parts, deadline=deadline, executor=executor)
     took = time.perf_counter() - t0
     each = took / max(len(parts), 1)
     return {k: PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,
