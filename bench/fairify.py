@@ -70,6 +70,7 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_SHARED = ROOT.parent / "shared"
 EPS = 0.05
+ENGINE = "highs"     # --engine: the MILP engine of the partitions' first pass (portfolio: its retries too)
 AGE_BANDS = [(10, 39), (40, 100)]
 
 # HyFair (paper 000_*), Table I, "HyFair (MILP)" columns, means of 10 runs:
@@ -437,9 +438,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
 
             parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
             res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds,
-                       unfair_nodes=unfair_nodes)
+                       unfair_nodes=unfair_nodes, engine=ENGINE)
         elif part is not None:
-            res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes)
+            res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes, engine=ENGINE)
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
         else:
@@ -449,6 +450,7 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["coverage"] = f"error: {type(e).__name__}: {e}"
         return
     row["prove_seconds"] = _r(time.perf_counter() - t_prove, 2)
+    row["engine"] = ENGINE
     st = getattr(res, "stats", None) or {}
     if "attack_refuted" in st:
         # partitions refuted by the batched attack before any solver, and decided by each retry pass
@@ -874,12 +876,17 @@ def main(argv=None):
     ap.add_argument("--render-md", type=Path, nargs="+", default=None, metavar="JSON",
                     help="write the markdown table of these runs' JSON files (to --md) and exit")
     ap.add_argument("--md", type=Path, default=None, help="with --render-md: the markdown file (default stdout)")
+    ap.add_argument("--engine", choices=("highs", "scip", "portfolio"), default="highs",
+                    help="with --prove: the MILP engine per partition (portfolio: HiGHS and SCIP raced, and the "
+                         "retry passes race them again)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
     ap.add_argument("--kdisc-labels", type=lambda s: s.split(","), default=None,
                     help="with --compare-kdisc: only these attribute sets (e.g. age2*race*sex)")
     args = ap.parse_args(argv)
+    global ENGINE
+    ENGINE = args.engine
 
     if args.render_md:
         text = render_md([json.loads(p.read_text()) for p in args.render_md])

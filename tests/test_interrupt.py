@@ -99,8 +99,9 @@ def _run_and_interrupt(cwd, delay: float):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("backend,engine", [("milp", ""), ("milp", "engine = scip"), ("smt", "")],
-                         ids=["highs", "scip", "z3"])
+@pytest.mark.parametrize("backend,engine", [("milp", ""), ("milp", "engine = scip"), ("milp", "engine = portfolio"),
+                                            ("smt", "")],
+                         ids=["highs", "scip", "portfolio", "z3"])
 def test_sigint_during_a_long_proof_keeps_decided_verdicts_and_exits_130(tmp_path, backend, engine):
     _net(tmp_path / "net.onnx")
     rng = np.random.default_rng(1)

@@ -160,6 +160,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.backends.trees import modes as tree_modes
 
         engine = "z3" if backend == "smt" else setting(prop, "engine", backend)
+        if engine == "portfolio":
+            engine = "highs"   # the tree engines' own portfolio: z3 first on a third of the budget, then HiGHS
 
         class engine_mod:  # noqa: N801 - the tree engines behind the milp/smt modes' interface
             find = staticmethod(lambda pr, **kw: tree_modes.find(pr, engine=engine, **kw))

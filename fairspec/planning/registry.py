@@ -113,9 +113,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("partitions", "int", "split the input space into N boxes, each with its own budget; the coverage "
            "says what was decided", lo=1, hi=4096),
     Option("max_rows", "int", "look at a random sample of at most N data rows", lo=1, hi=100_000_000),
-    Option("engine", "choice", "the solver: highs or scip (MILP); pba(...) also takes lp (the plain LP "
+    Option("engine", "choice", "the solver: highs or scip (MILP); the milp pair encoding also portfolio "
+           "(HiGHS and SCIP raced, the first decision wins); pba(...) also takes lp (the plain LP "
            "relaxation), repair also z3 (MaxSMT) and rc2 (MaxSAT)",
-           choices=("highs", "scip", "lp", "z3", "rc2"), default="highs"),
+           choices=("highs", "scip", "portfolio", "lp", "z3", "rc2"), default="highs"),
     Option("workers", "int", "worker processes (default: --workers, else the machine's cores)", lo=1, hi=64),
     Option("points", "int", "analyse a random sample of at most N selected points", lo=1, hi=100_000_000),
     Option("chart", "path", "write a chart of the table to this file (relative to the spec file)"),
@@ -214,7 +215,10 @@ register(Backend(
     )))
 _PBA_ENGINE = Option("engine", "choice", "the MILP solver, or lp for the plain LP relaxation",
                      choices=("highs", "scip", "lp"), default="highs")
-_PAIR_ENGINE = Option("engine", "choice", "the MILP solver", choices=("highs", "scip"), default="highs")
+_PAIR_ENGINE = Option("engine", "choice", "the MILP solver: highs, scip, or portfolio (per query HiGHS, and SCIP "
+                      "from 1 s on, raced in threads: the first decision wins, the other is stopped; on tree "
+                      "models the tree engines' own portfolio, z3 then HiGHS)",
+                      choices=("highs", "scip", "portfolio"), default="highs")
 register(Backend(
     "milp", "mixed-integer linear programs over the ReLU network (HiGHS, SCIP)", ("relu_network",), (
         Capability("individual_fairness", "fairspec.kinds.individual_fairness:run_milp", _opts(*_PAIR, _PAIR_ENGINE,

@@ -144,14 +144,16 @@ class SolveOutcome:
     seconds: float = 0.0
     raw_status: str = ""
     nodes: int = 0
+    engine: str = ""          # the solver that answered (the portfolio's winner)
 
 
-def _highs_interruptible(h) -> None:
-    """HiGHS polls these callbacks during simplex, IPM and branch and bound: stop on Ctrl-C."""
+def _highs_interruptible(h, race: "_Race | None" = None) -> None:
+    """HiGHS polls these callbacks during simplex, IPM and branch and bound: stop on Ctrl-C (and
+    when the portfolio's race is over)."""
     from fairspec import interrupt
 
     def poll(e):
-        if interrupt.requested():
+        if interrupt.requested() or (race is not None and race.over.is_set()):
             e.interrupt()
 
     try:
@@ -162,7 +164,7 @@ def _highs_interruptible(h) -> None:
         pass
 
 
-def _scip_interruptible(m) -> None:
+def _scip_interruptible(m, race: "_Race | None" = None) -> None:
     """A SCIP event handler that interrupts the solve at the next node or LP once Ctrl-C was pressed."""
     try:
         from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
@@ -178,7 +180,7 @@ def _scip_interruptible(m) -> None:
             self.model.dropEvent(SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED, self)
 
         def eventexec(self, event):
-            if interrupt.requested():
+            if interrupt.requested() or (race is not None and race.over.is_set()):
                 self.model.interruptSolve()
 
     try:
@@ -189,7 +191,7 @@ def _scip_interruptible(m) -> None:
 
 def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bool = False,
                objective_target: float | None = None, start: dict[int, float] | None = None,
-               threads: int = 1, gap: float = 0.0) -> SolveOutcome:
+               threads: int = 1, gap: float = 0.0, race: "_Race | None" = None) -> SolveOutcome:
     t0 = time.perf_counter()
     m, vs = lm.to_scip()
     if time_limit is not None:
@@ -209,7 +211,7 @@ def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bo
         for k, v in start.items():
             m.setSolVal(s, vs[k], float(v))
         m.addSol(s)
-    _scip_interruptible(m)
+    _scip_interruptible(m, race)
     try:
         from fairspec import interrupt
 
@@ -217,9 +219,16 @@ def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bo
         # once (SIGTERM too: SCIP's own handler catches only SIGINT); the event handler remains
         nogil = getattr(m, "optimizeNogil", None)
         with interrupt.solver_section(m.interruptSolve if nogil else None):
-            (nogil or m.optimize)()
-            if m.getStatus() == "userinterrupt":  # SCIP caught the Ctrl-C itself (misc/catchctrlc)
-                interrupt.request()
+            if race is not None and not race.enter(m.interruptSolve if nogil else None):
+                return SolveOutcome("timeout", seconds=time.perf_counter() - t0, raw_status="race over",
+                                    engine="scip")
+            try:
+                (nogil or m.optimize)()
+            finally:
+                if race is not None:
+                    race.leave(m.interruptSolve if nogil else None)
+            if m.getStatus() == "userinterrupt" and (race is None or not race.over.is_set()):
+                interrupt.request()  # SCIP caught the Ctrl-C itself (misc/catchctrlc)
     except Exception as exc:  # noqa: BLE001 - solver error becomes "error"
         return SolveOutcome("error", seconds=time.perf_counter() - t0, raw_status=str(exc))
     st = m.getStatus()
@@ -246,12 +255,12 @@ def solve_scip(lm: LinModel, time_limit: float | None = None, first_solution: bo
         status = "timeout"
     else:
         status = "error"
-    return SolveOutcome(status, x, obj, bound, time.perf_counter() - t0, st, nodes)
+    return SolveOutcome(status, x, obj, bound, time.perf_counter() - t0, st, nodes, "scip")
 
 
 def solve_highs(lm: LinModel, time_limit: float | None = None, first_solution: bool = False,
                 objective_target: float | None = None, start: dict[int, float] | None = None,
-                threads: int = 1, gap: float = 0.0) -> SolveOutcome:
+                threads: int = 1, gap: float = 0.0, race: "_Race | None" = None) -> SolveOutcome:
     import highspy
 
     t0 = time.perf_counter()
@@ -279,9 +288,12 @@ def solve_highs(lm: LinModel, time_limit: float | None = None, first_solution: b
             pass
     from fairspec import interrupt
 
-    _highs_interruptible(h)
+    _highs_interruptible(h, race)
     try:
         with interrupt.solver_section():  # Ctrl-C: HiGHS's interrupt callbacks stop it
+            if race is not None and not race.enter(None):
+                return SolveOutcome("timeout", seconds=time.perf_counter() - t0, raw_status="race over",
+                                    engine="highs")
             h.run()
     except Exception as exc:  # noqa: BLE001
         return SolveOutcome("error", seconds=time.perf_counter() - t0, raw_status=str(exc))
@@ -306,7 +318,138 @@ def solve_highs(lm: LinModel, time_limit: float | None = None, first_solution: b
     else:
         status = "error"
     return SolveOutcome(status, x, obj, bound, time.perf_counter() - t0, h.modelStatusToString(ms),
-                        int(getattr(info, "mip_node_count", 0)))
+                        int(getattr(info, "mip_node_count", 0)), "highs")
 
 
-ENGINES = {"scip": solve_scip, "highs": solve_highs}
+# ------------------------------------------------------------------ the portfolio
+
+#: the portfolio starts HiGHS at once and SCIP this many seconds later, unless HiGHS has answered by
+#: then: most of the pair queries HiGHS decides in well under a second (README, "Engines"), where a
+#: second solver would only halve its share of the cores; a hard query gets both
+PORTFOLIO_STAGGER = 1.0
+
+
+class _Race:
+    """The portfolio's shared state: ``over`` is set once an engine has decided (the others poll it
+    from their interrupt callbacks), and each engine's cancel hook (SCIP's ``interruptSolve``, which
+    may be called from another thread while it runs without the GIL) is called then."""
+
+    def __init__(self):
+        import threading
+
+        self.over = threading.Event()
+        self._lock = threading.Lock()
+        self._cancels: list = []
+
+    def enter(self, cancel) -> bool:
+        """An engine is about to solve: False if the race is already over (it should not start)."""
+        with self._lock:
+            if self.over.is_set():
+                return False
+            if cancel is not None:
+                self._cancels.append(cancel)
+            return True
+
+    def leave(self, cancel) -> None:
+        with self._lock:
+            if cancel is not None and cancel in self._cancels:
+                self._cancels.remove(cancel)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.over.set()
+            cancels = list(self._cancels)
+        for c in cancels:
+            try:
+                c()
+            except Exception:  # noqa: BLE001 - an engine that cannot be cancelled stops at its own limit
+                pass
+
+
+def decisive(out: SolveOutcome, first_solution: bool = False, objective_target: float | None = None) -> bool:
+    """Does this answer decide the query (so a racing engine can be stopped)? Optimal and
+    infeasible always; an incumbent when the query asked only for one (first solution, a target)."""
+    if out.status in ("optimal", "infeasible"):
+        return True
+    return out.status == "feasible" and (first_solution or objective_target is not None)
+
+
+def _merge(outs: list[SolveOutcome], maximize: bool) -> SolveOutcome:
+    """No engine decided: the best incumbent of either, the tighter of their dual bounds (each is a
+    valid bound of the same model, so the tighter one is too)."""
+    sign = 1.0 if maximize else -1.0
+    with_x = [o for o in outs if o.x is not None and o.objective is not None]
+    best = max(with_x, key=lambda o: sign * o.objective) if with_x else None
+    bounds = [o.bound for o in outs if o.bound is not None and math.isfinite(o.bound)]
+    bound = (min(bounds) if maximize else max(bounds)) if bounds else None
+    seconds = max((o.seconds for o in outs), default=0.0)
+    raw = "; ".join(f"{o.engine}: {o.raw_status}" for o in outs)
+    nodes = sum(o.nodes for o in outs)
+    if best is not None:
+        return SolveOutcome("feasible", best.x, best.objective, bound, seconds, raw, nodes, best.engine)
+    if any(o.status == "timeout" for o in outs):
+        return SolveOutcome("timeout", None, None, bound, seconds, raw, nodes, "portfolio")
+    return SolveOutcome("error", None, None, bound, seconds, raw, nodes, "portfolio")
+
+
+def solve_portfolio(lm: LinModel, time_limit: float | None = None, first_solution: bool = False,
+                    objective_target: float | None = None, start: dict[int, float] | None = None,
+                    threads: int = 1, gap: float = 0.0, stagger: float | None = None) -> SolveOutcome:
+    """HiGHS and SCIP raced on the same model, each in its own thread (both solve with the GIL
+    released: ``highspy``'s ``run``, SCIP's ``optimizeNogil``), SCIP started ``stagger`` seconds
+    after HiGHS (:data:`PORTFOLIO_STAGGER`) unless HiGHS has decided by then. The first *decisive*
+    answer (:func:`decisive`) wins and the other engine is interrupted; if neither decides within
+    ``time_limit``, the best incumbent and the tighter dual bound of the two (:func:`_merge`). The
+    answer's ``engine`` names the winner. Ctrl-C stops both (fairspec.interrupt)."""
+    import queue
+    import threading
+
+    from fairspec import interrupt
+
+    t0 = time.perf_counter()
+    stagger = PORTFOLIO_STAGGER if stagger is None else max(0.0, float(stagger))
+    race = _Race()
+    answers: queue.Queue = queue.Queue()
+    kw = dict(first_solution=first_solution, objective_target=objective_target, start=start, threads=threads,
+              gap=gap, race=race)
+
+    def run(name: str, fn, delay: float) -> None:
+        try:
+            if delay > 0 and race.over.wait(delay):
+                answers.put(SolveOutcome("timeout", raw_status="not started: the race was over", engine=name))
+                return
+            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            if left is not None and left <= 0:
+                answers.put(SolveOutcome("timeout", raw_status="time limit", engine=name))
+                return
+            out = fn(lm, time_limit=left, **kw)
+            out.engine = name
+            answers.put(out)
+        except BaseException as exc:  # noqa: BLE001 - reported to the racing thread (KeyboardInterrupt too)
+            answers.put(SolveOutcome("error", raw_status=f"{type(exc).__name__}: {exc}", engine=name))
+
+    runners = [threading.Thread(target=run, args=("highs", solve_highs, 0.0), daemon=True, name="fairspec-highs"),
+               threading.Thread(target=run, args=("scip", solve_scip, stagger), daemon=True, name="fairspec-scip")]
+    outs: list[SolveOutcome] = []
+    winner = None
+    # the whole race is a solver section: Ctrl-C ends both engines, then KeyboardInterrupt here
+    with interrupt.solver_section(race.finish):
+        for t in runners:
+            t.start()
+        while len(outs) < len(runners):
+            out = answers.get()
+            outs.append(out)
+            if winner is None and decisive(out, first_solution, objective_target):
+                winner = out
+                race.finish()
+        for t in runners:
+            t.join()
+    if winner is not None:
+        winner.seconds = time.perf_counter() - t0
+        return winner
+    merged = _merge(outs, lm.maximize)
+    merged.seconds = time.perf_counter() - t0
+    return merged
+
+
+ENGINES = {"scip": solve_scip, "highs": solve_highs, "portfolio": solve_portfolio}

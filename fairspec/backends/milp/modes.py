@@ -64,7 +64,9 @@ integral), protected attribute free, everything else tied::
                        BM-5 394 / 116 (Fairify 394 / 114 + 2 unknown); prob eps=.05:
                        GC-4 all 201 proved (3.7 s), BM-6 298 / 212 (15.7 s)
 
-HiGHS is the default (:data:`DEFAULT_ENGINE`).
+HiGHS is the default (:data:`DEFAULT_ENGINE`). ``engine="portfolio"`` races the two on every
+query (:func:`fairspec.backends.milp.model.solve_portfolio`: HiGHS at once, SCIP from 1 s on, the
+first decision wins); ``stats["answered_by"]`` counts which engine answered.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ DEFAULT_ENGINE = "highs"
 
 
 class MilpEngine:
-    """The :class:`~fairspec.backends.pair.drivers.Engine` of HiGHS / SCIP: problem, bounds,
+    """The :class:`~fairspec.backends.pair.drivers.Engine` of HiGHS / SCIP / their race: problem, bounds,
     base encoding, deadline, statistics."""
 
     query = "the MILP"
@@ -126,6 +128,10 @@ class MilpEngine:
         out = self.solve_fn(lm, time_limit=self.remaining(), threads=self.threads, **kw)
         self.stats["solves"] += 1
         self.stats["solver_seconds"] = round(self.stats["solver_seconds"] + out.seconds, 4)
+        if self.name == "portfolio":
+            # which engine answered each query (the race's winner; "portfolio": neither decided)
+            wins = self.stats.setdefault("answered_by", {})
+            wins[out.engine or "portfolio"] = wins.get(out.engine or "portfolio", 0) + 1
         return out
 
     def _post_rows(self, lm, thr: float, cuts) -> bool:

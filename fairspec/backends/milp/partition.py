@@ -182,6 +182,8 @@ def _decide_part(shared, item) -> PairResult:
         # split on the protected inputs, and then the partition is proved before any solver)
         sub = replace(sub, net=prune(sub.net, sub.lo, sub.hi, sub.integer))
         engine = "z3" if backend == "smt" else kw.pop("engine", "highs")
+        if engine == "portfolio":
+            engine = "highs"   # the tree engines' own portfolio (z3 first, then HiGHS)
         return tree_solve(sub, mode, engine=engine, **kw)
     if kw.get("engine") == "bab" and mode in ("find", "prove"):
         from fairspec.backends.pair.certify import decide_by_bab
@@ -234,7 +236,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    :data:`RETRIES`: SCIP, HiGHS with a longer budget, then the certified branch and
                    bound over the partition
                    (``"bab"``: splits inputs and ReLU phases inside the box, its proof a
-                   bab-certificate, its candidate pairs replayed); ``()``: one pass.
+                   bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
+                   :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound);
+                   ``()``: one pass.
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -266,7 +270,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
         if retries is None:
-            retries = RETRIES if backend == "milp" and mode in ("find", "prove") and _is_network(problem) else ()
+            retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
+                       else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio" else RETRIES)
         for engine, factor in retries:
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
@@ -329,6 +334,9 @@ def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None) -> 
 #: again with a longer budget (GC-1 sex: a box HiGHS refutes after 53 s, SCIP not in 60 s), then the
 #: certified branch and bound over the box
 RETRIES = (("scip", 3.0), ("highs", 6.0), ("bab", 3.0))
+#: the retry passes when the first pass is the portfolio: the race again with 6x the budget (both
+#: engines at once in place of SCIP's pass then HiGHS's), then the certified branch and bound
+PORTFOLIO_RETRIES = (("portfolio", 6.0), ("bab", 3.0))
 
 
 def _is_network(problem) -> bool:
