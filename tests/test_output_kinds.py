@@ -208,6 +208,8 @@ def test_loaded_models_read_every_output(folder, tmp_path):
     ("class_distribution_distance(salary, groups sex) <= 0.1", "FS415"),
     ("mean_prediction_difference(grade, groups sex) <= 0.1", "FS415"),
     ("mean_absolute_error_difference(salary, groups sex) <= 0.1", "FS501"),    # no target = COLUMN
+    ("multiclass_equalized_odds(salary, groups sex) <= 0.1", "FS415"),      # a classifier's metric
+    ("multiclass_equalized_odds(grade, groups sex) <= 0.1", "FS501"),       # no target = COLUMN
     ("mean_prediction_difference(salary, groups sex, loss = square) <= 0.1", "FS208"),
     ("statistical_parity(grade, groups sex, class = 1, threshold = 2) <= 0.1", "FS415"),
 ])

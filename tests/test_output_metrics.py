@@ -65,6 +65,10 @@ PROPS = {
     "w_mean": "mean_prediction_difference(salary, groups race) <= 100   weight = w",
     "w_mae": "mean_absolute_error_difference(salary, groups sex) <= 100   weight = w",
     "w_tv": "class_distribution_distance(grade, groups sex) <= 1   weight = w",
+    # the largest over classes of the one-vs-rest equalized-odds difference
+    "meo": "multiclass_equalized_odds(grade, groups race) <= 1",
+    "meo_overall": "multiclass_equalized_odds(grade, groups race) <= 1   compare = to_overall",
+    "w_meo": "multiclass_equalized_odds(grade, groups sex) <= 1   weight = w",
 }
 
 
@@ -137,6 +141,13 @@ def expected(name, run):
     if name == "bgl_abs":
         return _frame(skm.mean_absolute_error, run, v, val, "sex").group_max()
     sw = {"sample_weight": run["w"]}
+    if name in ("meo", "meo_overall", "w_meo"):
+        by = "sex" if name == "w_meo" else "race"
+        kw = {"method": "to_overall"} if name == "meo_overall" else {}
+        if name == "w_meo":
+            kw["sample_weight"] = run["w"]
+        return max(fm.equalized_odds_difference(y == c, cls == c, sensitive_features=run[by], **kw)
+                   for c in range(3))
     if name == "w_mean":
         return fm.MetricFrame(metrics=fm.mean_prediction, y_true=v, y_pred=val, sensitive_features=run["race"],
                               sample_params=sw).difference()
@@ -172,6 +183,9 @@ def test_report_tables(run):
         m = np.array(r["confusion"]["matrix"])
         assert m.shape == (3, 3) and m.sum() == r["rows"]
         assert abs(sum(r["class_share"].values()) - 1) < 1e-12
+    meo = run["verdicts"]["meo"]
+    for r in meo.details["groups"]:                 # per class TPR / FPR of each group in the table
+        assert set(r["class_tpr"]) == set(r["class_fpr"]) == {"0", "1", "2"}
     mae = run["verdicts"]["mae"]
     assert {"mean_prediction", "mean_error", "mae", "rmse"} <= set(mae.details["groups"][0])
 

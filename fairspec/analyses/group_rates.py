@@ -130,6 +130,10 @@ _DEFS: list[MetricDef] = [
               "distributions of the predicted class (largest over pairs of groups): demographic parity of the "
               "predicted class", "MetricFrame(selection_rate of each class): half the summed absolute differences",
               needs_label=False, output="multiclass", quantity="class_share"),
+    MetricDef("multiclass_equalized_odds", (), "class_odds", "largest over the classes c of the one-vs-rest "
+              "equalized-odds difference (the larger of the TPR gap and the FPR gap of 'class = c' against 'target "
+              "= c' between groups)", "max over c of equalized_odds_difference(y_true == c, y_pred == c)",
+              output="multiclass", quantity="class_odds"),
     MetricDef("mean_prediction_difference", (), "output_difference", "largest difference of the mean prediction "
               "between groups", "MetricFrame(mean_prediction).difference()", needs_label=False, output="regression",
               quantity="mean_prediction"),

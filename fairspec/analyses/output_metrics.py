@@ -12,6 +12,11 @@ binary decision cannot say:
   (mean squared or absolute error) -- per group weighted means; compared as the largest
   difference, the lowest over the highest (ratio) or the largest group value (bounded group
   loss, as fairlearn's ``BoundedGroupLoss`` bounds every group's mean loss);
+* ``class_odds`` -- per group and class c, the one-vs-rest TPR ``Pr[pred = c | true = c]`` and FPR
+  ``Pr[pred = c | true != c]`` ([G, K, 2]); the value is the largest over c of the equalized-odds
+  difference (the larger of the TPR and FPR gaps between groups, or against all rows), as fairlearn's
+  ``equalized_odds_difference`` on ``y_true == c, y_pred == c`` (a rate whose denominator is 0 in a
+  group is left out of that gap);
 * ``prediction`` -- the Kolmogorov-Smirnov distance between groups' weighted empirical
   distributions of the prediction, largest over pairs (scipy's ``ks_2samp`` statistic).
 
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from fairspec.analyses.group_rates import BETWEEN
 
-QUANTITIES = ("class_share", "mean_prediction", "mean_error", "mae", "rmse", "loss", "prediction")
+QUANTITIES = ("class_share", "class_odds", "mean_prediction", "mean_error", "mae", "rmse", "loss", "prediction")
 
 
 def group_means(g, v, w, G: int):
@@ -48,6 +53,10 @@ def per_group(quantity: str, g, pred, target, w, G: int, loss: str = "square", K
         if K is None:
             K = int(pred.max()) + 1 if pred.size else 1
         return class_shares(g, pred, w, G, K)
+    if quantity == "class_odds":
+        if K is None:
+            K = int(max(pred.max(initial=0), target.max(initial=0))) + 1
+        return class_odds(g, pred, target, w, G, K)
     if quantity == "mean_prediction":
         return group_means(g, pred, w, G)
     err = pred - target if target is not None else None
@@ -73,6 +82,45 @@ def class_shares(g, cls, w, G: int, K: int):
         per = np.where(tot > 0, counts / np.where(tot > 0, tot, 1.0), np.nan)
     allc = counts.sum(axis=0)
     return per, allc / allc.sum() if allc.sum() > 0 else np.full(K, np.nan)
+
+
+def class_odds(g, cls, truth, w, G: int, K: int):
+    """[G, K, 2] weighted one-vs-rest (TPR, FPR) of each class per group (nan where a rate has no rows),
+    and [K, 2] over all rows. ``truth``: the true class per row (-1: no class of the model, left out)."""
+    import numpy as np
+
+    ok = truth >= 0
+    g, cls, truth, w = g[ok], cls[ok], truth[ok], w[ok]
+    hit = np.bincount((g * K + truth) * K + cls, weights=w, minlength=G * K * K).reshape(G, K, K)
+
+    def rates(H):                       # H [..., K(true), K(pred)]
+        diag = np.diagonal(H, axis1=-2, axis2=-1)
+        pos = H.sum(axis=-1)                          # rows whose true class is c
+        pred_c = H.sum(axis=-2)                       # rows predicted c
+        tot = H.sum(axis=(-2, -1))[..., None]
+        neg = tot - pos
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tpr = np.where(pos > 0, diag / np.where(pos > 0, pos, 1.0), np.nan)
+            fpr = np.where(neg > 0, (pred_c - diag) / np.where(neg > 0, neg, 1.0), np.nan)
+        return np.stack([tpr, fpr], axis=-1)
+
+    return rates(hit), rates(hit.sum(axis=0))
+
+
+def odds_distance(per, overall, mode: str = BETWEEN) -> float:
+    """The largest over classes of the larger TPR / FPR gap: between groups (highest - lowest over the
+    groups with that rate) or against all rows; per [G, K, 2] of eligible groups."""
+    import numpy as np
+
+    if per.size == 0:
+        return float("nan")
+    with np.errstate(invalid="ignore"), __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore", RuntimeWarning)
+        if mode == BETWEEN:
+            gap = np.nanmax(per, axis=0) - np.nanmin(per, axis=0)
+        else:
+            gap = np.nanmax(np.abs(per - overall[None, :, :]), axis=0)
+        return float(np.nanmax(gap)) if np.any(~np.isnan(gap)) else float("nan")
 
 
 def total_variation(shares, overall, mode: str = BETWEEN) -> float:
@@ -144,4 +192,6 @@ def metric_from_rows(mdef, g, pred, target, w, eligible_groups, G: int, mode: st
     per, overall = per_group(mdef.quantity, g, pred, target, w, G, loss, K)
     if mdef.form == "class_distance":
         return total_variation(per[elig], overall, mode), per
+    if mdef.form == "class_odds":
+        return odds_distance(per[elig], overall, mode), per
     return compare_values(per[elig], overall, mdef.form, mode), per

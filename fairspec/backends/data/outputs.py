@@ -190,10 +190,16 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     w1 = np.concatenate(weights) if weights else np.ones(n)
     if wcol:
         details["weight"] = wcol
+    if mdef.quantity == "class_odds":
+        if truth is None:
+            return unknown(prop, f"{prop.metric} compares predicted classes with the true class: data set "
+                                 f"'{data.name}' needs target = COLUMN", backend="data")
+        target = truth                     # the true class per row (-1: no class of the model)
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
     details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
                                w1)
-    details["rates"] = (["class_shares", "confusion_matrix"] if multiclass else
+    details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tpr", "class_fpr"] if mdef.quantity ==
+                                                                  "class_odds" else [])) if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
     small = [(names[k], int(sizes[k])) for k in range(G) if 0 < sizes[k] < opts.min_group_size and not excluded[k]]
     need = 1 if mdef.form == "output_max" else 2
@@ -254,6 +260,14 @@ def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, mo
                                  for j in range(K)}}
             r["class_shares"] = ", ".join(f"{labels[j]} {shares[k, j]:.3f}" for j in range(K)) \
                 if sizes[k] else None
+            if mdef.quantity == "class_odds" and truth is not None:
+                from fairspec.analyses.output_metrics import class_odds
+
+                odds, _ = class_odds(g, pred, truth, w, G, K)
+                r["class_tpr"] = {labels[j]: (None if np.isnan(odds[k, j, 0]) else float(odds[k, j, 0]))
+                                  for j in range(K)}
+                r["class_fpr"] = {labels[j]: (None if np.isnan(odds[k, j, 1]) else float(odds[k, j, 1]))
+                                  for j in range(K)}
             if truth is not None:
                 sel = (g == k) & (truth >= 0)
                 cm = np.bincount(truth[sel] * K + pred[sel], minlength=K * K).reshape(K, K)   # rows, unweighted
