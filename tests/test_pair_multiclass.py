@@ -200,7 +200,13 @@ def test_value_end_to_end(e2e):
 def test_class_prob_small_domain(e2e):
     v = _check(e2e, "fairgrade", "|prob(M(x), 1) - prob(M(x'), 1)| <= 0.05")
     assert v["small"].status == "holds" and v["small"].proof.method == "enumeration"
-    assert v["big"].status == "unknown" and "softmax" in v["big"].reason
+    # beyond enumeration: certify's softmax branch and bound (the sex columns are read by no neuron:
+    # the coupled margin differences are exactly 0, proved at the root)
+    assert v["big"].status == "holds" and v["big"].proof.method == "bab-certificate", v["big"].reason
+    v = _check(e2e, "grade", "|prob(M(x), 1) - prob(M(x'), 1)| <= 0.0001")
+    assert v["small"].status == "violated" and v["big"].status == "violated"
+    w = v["big"].witness
+    assert abs(w.outputs[0] - w.outputs[1]) > 0.0001 and w.replayed_by == "onnxruntime"
 
 
 def test_class_prob_every_class_small_domain(e2e):

@@ -13,7 +13,8 @@
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
 * ``class_logit`` (logit column c, or every column): small domains by enumeration, else ``unknown``.
 * ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
-  small domains by enumeration; K > 2 has no solver path (``unknown``).
+  small domains by enumeration; larger ones by an attack on the runtime and certify's branch and bound
+  over the softmax (:mod:`fairspec.kinds.class_prob`, :mod:`fairspec.certify.class_prob`).
 
 Tree models are decided elsewhere (fairspec.kinds.tree_pairs); this module returns None for them.
 """
@@ -53,9 +54,9 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
                              "backend (small discrete domains are decided by enumeration)", backend=backend,
                        seconds=time.perf_counter() - t0)
     if prop.post == "class_prob":
-        return unknown(prop, "the probability of one of several classes is a softmax, which is not piecewise "
-                             f"linear: the {backend} backend cannot encode it (small discrete domains are decided "
-                             "by enumeration)", backend=backend, seconds=time.perf_counter() - t0)
+        from fairspec.kinds.class_prob import run_class_prob
+
+        return run_class_prob(prop, ctx, progress, backend, t0, kind)
     return _run_class(prop, ctx, progress, backend, t0, kind)
 
 

@@ -222,4 +222,60 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": "onnx"}
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    props += _prob_props(np.random.default_rng([25, seed, 2]), fs, P, X, Y, head, k_out, n_props)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _probabilities(Y: np.ndarray, head: str) -> np.ndarray:
+    """prob(m(x), c) as fairspec reads it: the runtime's columns of a softmax head, else the softmax of
+    the float32 logits computed in float64 exactly as fairspec's readout does (bit for bit)."""
+    if head == "prob2":
+        return Y.copy()
+    z = Y - Y.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2):
+    """More ``prob(m(x), c)`` posts (one class, or ``forall c``) on logit and softmax heads, drawn from
+    their own random stream (the instances' other properties are unchanged): the issue-25 softmax
+    branch and bound beyond enumeration (the -solver family), eps on the exact largest difference
+    (ties) or near it."""
+    from .networks import Outputs
+
+    Pr = _probabilities(Y, head)
+    out = []
+    for j in range(start, start + count):
+        ps = _pair_spec(rng, fs)
+        backend, mode, extra = _settings(rng)
+        every = rng.random() < 0.4
+        cs = list(range(k_out)) if every else [int(rng.integers(0, k_out))]
+        Dx = Fraction(0)
+        for c in cs:
+            _, best, _ = _diff_truth(Pr[:, c], P, ps, "<=", "0")
+            if best is not None and best[0] > Dx:
+                Dx = best[0]
+        op, eps = _eps(rng, Dx, float(Dx))
+        status, best_all, n = "holds", None, 0
+        checks = []
+        for c in cs:
+            st, best, n = _diff_truth(Pr[:, c], P, ps, op, eps)
+            if st == "violated":
+                status = "violated"
+            if best is not None and (best_all is None or best[0] > best_all[0]):
+                best_all = best
+            checks.append(_witness_checker(fs, P, ps, Outputs(Pr[:, c] > 0.5, None, Pr[:, c]), "prob", op, eps, X))
+
+        def check(w, checks=checks):
+            msgs = [ck(w) for ck in checks]
+            return None if any(m is None for m in msgs) else msgs[0]
+
+        cls = "c" if every else str(cs[0])
+        ensure = (("forall c: " if every else "") + f"|prob(m(x), {cls}) - prob(m(x'), {cls})| {op} {eps}")
+        value = float(best_all[0]) if (mode == "maximize" and best_all is not None) else None
+        truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                      domain=int(P.shape[0]), pairs=n)
+        meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
+                "outputs": k_out, "runtime": "onnx", "every_class": every}
+        out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    return out
