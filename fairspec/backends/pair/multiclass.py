@@ -29,8 +29,9 @@ SMT, the certified branch and bound) solves them unchanged:
 
 Post ``class_prob`` (``|p_c(x) - p_c(x')| <= eps`` for softmax probabilities): for K = 2 it is the
 binary ``prob`` post on the margin ``y_c - y_{1-c}`` (exact); for K > 2 the softmax is not
-piecewise linear and no solver path encodes it: ``unknown`` with the reason (small domains are
-decided by enumeration on the runtime, :mod:`fairspec.kinds.pair_enumeration`).
+piecewise linear and no solver path encodes it: ``unknown`` here (small domains are decided by
+enumeration on the runtime, :mod:`fairspec.kinds.pair_enumeration`; larger ones by certify's softmax
+branch and bound, :mod:`fairspec.kinds.class_prob` and :mod:`fairspec.certify.class_prob`).
 
 Post ``value`` (a regression network, one output, identity readout) needs nothing here: it is the
 ``logit`` post's arithmetic on that output (``|v(x) - v(x')| <= eps``, maximize the interval
