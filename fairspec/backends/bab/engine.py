@@ -66,13 +66,8 @@ class _Highs:
         cols = np.concatenate([lp.A_eq.col, lp.A_ub.col])
         vals = np.concatenate([lp.A_eq.val, lp.A_ub.val])
         # keep every slope entry in the matrix (value 0 allowed) so that changeCoeff only edits
-        L = q.layout
-        slope_idx = []
-        for c in (0, 1):
-            for rr in L.relu_rows[c]:
-                if rr is not None:
-                    slope_idx.append(rr[2])
-        self.slope_at = np.concatenate(slope_idx) if slope_idx else np.zeros(0, dtype=np.int64)
+        # the coefficients that change from node to node: the triangle slopes and the coupling rows
+        self.slope_at = np.asarray(q.layout.coef_at, dtype=np.int64)
         self.slope_row = (lp.A_ub.row[self.slope_at] + self.m_eq).astype(np.int32)
         self.slope_col = lp.A_ub.col[self.slope_at].astype(np.int32)
         order = np.lexsort((rows, cols))
@@ -331,10 +326,21 @@ class _Search:
         return wvar
 
 
-def _query(problem, threshold, strict, start_bounds):
+#: the coupling rows of the node LPs (:class:`fairspec.certify.pairlp.PairQuery` ``coupling``) in
+#: maximize: measured on the issue-25 regression network (bench/multiclass.py)
+COUPLING_MAX = True
+#: ... and in prove_below
+COUPLING_PROVE = False
+#: maximize branches by the duals too ("dual" strategy)
+BRANCH_DUALS = False
+#: maximize tightens the roots' hidden pre-activations by certified LP bounds (Tighten) first
+TIGHTEN_MAX = False
+
+
+def _query(problem, threshold, strict, start_bounds, coupling: bool = False):
     if start_bounds is not None:
         problem = problem.restrict(*start_bounds)
-    return PairQuery.from_problem(problem, threshold, strict)
+    return PairQuery.from_problem(problem, threshold, strict, coupling=coupling)
 
 
 def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=None,
@@ -343,7 +349,7 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain."""
     t0 = time.perf_counter()
     try:
-        q = _query(problem, threshold, strict, start_bounds)
+        q = _query(problem, threshold, strict, start_bounds, COUPLING_PROVE)
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
     builder = TreeBuilder(q)
@@ -415,7 +421,7 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
     the bound still holds (every open node is closed with its own certificate)."""
     t0 = time.perf_counter()
     try:
-        q = _query(problem, 0, False, start_bounds)
+        q = _query(problem, 0, False, start_bounds, COUPLING_MAX)
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
     builder = TreeBuilder(q, bound_mode=True)
@@ -452,6 +458,10 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
         heapq.heappush(heap, (-bound, tie, node, mult, x_lp if x_lp is not None else 0.5 * (st.box[0] + st.box[1])))
 
     for root in builder.roots():
+        if TIGHTEN_MAX and not builder.state(root).empty:
+            kid = S.tighten(root)
+            if kid is not None:
+                root = kid
         evaluate(root)
     timed_out = False
     while heap:
@@ -463,7 +473,7 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
             break
         _, _, node, mult, x_lp = heapq.heappop(heap)
         S.stats["nodes"] += 1
-        br = S.branch(node, x_lp)
+        br = S.branch(node, x_lp, mult[0] if BRANCH_DUALS else None)
         if br is None:
             builder.close(node, *mult)
             continue

@@ -39,6 +39,7 @@ class NodeState(NamedTuple):
     measure_ub: float            # a rigorous upper bound of the measure by intervals
     target: Fraction | float     # the node's threshold for the LP objective (prob: g_low(z' lower bound))
     interval_ok: bool            # the interval bound proves the node
+    pdiff: list | None = None    # per layer: (e_lo, e_hi) of p - p' (pre-activation difference)
 
 
 def _norm_var(q: PairQuery, var):
@@ -131,12 +132,13 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
         dlo[i] = max(-t, float(down(xlo[i] - phi[i])))
         dhi[i] = min(t, float(up(xhi[i] - plo[i])))
     diffs = []
-    hlo0 = hhi0 = None
+    pdiffs = []
     for k, (W, b, relu) in enumerate(q.layers):
         Dlo, Dhi = interval_matmul(W, q._zeros[k], dlo, dhi)
         (l0, u0), (l1, u1) = ibps[0][k], ibps[1][k]
         Dlo = np.maximum(Dlo, down(l0 - u1))
         Dhi = np.minimum(Dhi, up(u0 - l1))
+        pdiffs.append((Dlo, Dhi))
         if relu:
             act = (l0 >= 0) & (l1 >= 0)
             ina = (u0 <= 0) & (u1 <= 0)
@@ -199,7 +201,7 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
                 vlo[L.h[c][k]], vhi[L.h[c][k]] = np.maximum(l, 0.0), np.maximum(u, 0.0)
     if L.t is not None:
         vlo[L.t], vhi[L.t] = min(z0l, -z1h), min(z0h, -z1l)
-    return NodeState(False, (vlo, vhi), tuple(ibps), diffs, m, target, ok)
+    return NodeState(False, (vlo, vhi), tuple(ibps), diffs, m, target, ok, pdiffs)
 
 
 def _exact_logit(layers, x) -> Fraction:
@@ -233,6 +235,111 @@ def _holds(bound, strict: bool, target) -> bool:
     if bound == math.inf or (isinstance(target, float) and target == -math.inf) or math.isnan(bound):
         return False
     return decide(bound, "<" if strict else "<=", target)
+
+
+def _slopes(lo, hi):
+    """``(s, r)`` with ``relu(e) <= s e + r`` for every ``e`` in ``[lo, hi]`` (rounded outward)."""
+    s = np.zeros(len(lo))
+    r = np.zeros(len(lo))
+    s[lo >= 0] = 1.0
+    uns = (lo < 0) & (hi > 0)
+    if np.any(uns):
+        su = up(hi[uns] / down(hi[uns] - lo[uns]))
+        s[uns] = su
+        r[uns] = up(-(su * lo[uns]))
+    return s, r
+
+
+def _first_shift(q: PairQuery, case: int):
+    """``(d_lo, d_hi)``: float bounds of ``d = W[:, free] (a - a')`` (exact in Fractions, then rounded
+    outward), the constant with ``p' = p - d`` in the first layer."""
+    key = ("shift", case)
+    got = q._cache.get(key)
+    if got is None:
+        a, ap = q.cases[case]
+        W = q.layers[0][0]
+        da = [(i, Fraction(float(a[k])) - Fraction(float(ap[k]))) for k, i in enumerate(q.free)]
+        d = [sum((Fraction(float(W[j, i])) * v for i, v in da if v), Fraction(0)) for j in range(W.shape[0])]
+        got = (np.array([float_down(v) for v in d]), np.array([float_up(v) for v in d]))
+        q._cache[key] = got
+    return got
+
+
+def _hull_facets(l, u, dlo, dhi):
+    """Two facets ``a p + b h + c h' <= r`` per neuron of the convex hull of
+    ``{(p, relu(p), relu(p - d))}``, ``p`` in ``[l, u]``, ``d`` in ``[dlo, dhi]`` (its float
+    enclosure), where the curve has four breakpoints (``l < min(0, d)``, ``u > max(0, d)``, ``d``
+    of one sign): ``(n, r, ok)`` with ``n`` of shape (2, m, 3). The coefficients are any floats
+    (the planes through ``(l, mid, u)`` for each middle breakpoint ``mid``, from float points); ``r``
+    is a rigorous upper bound of ``n . P`` over the four breakpoints ``P`` (their coordinates
+    enclosed in intervals, products and sums rounded up), so each row holds on the whole curve (the
+    left side is linear on each piece). Rows where ``ok`` is False are unused."""
+    l, u = np.asarray(l, float), np.asarray(u, float)
+    ok = ((dlo > 0) | (dhi < 0)) & (l < np.minimum(dlo, 0.0)) & (u > np.maximum(dhi, 0.0))
+    m = len(l)
+    d = np.where(dlo > 0, dlo, dhi)
+    z = np.zeros(m)
+    pos = dlo > 0
+    # the breakpoints' enclosures [lo, hi] per coordinate (p, h, h'), shape (4, m, 3)
+    lo = np.empty((4, m, 3))
+    hi = np.empty((4, m, 3))
+    lo[0] = hi[0] = np.stack([l, z, z], axis=1)                            # p = l: (l, 0, 0)
+    # p = 0: (0, 0, relu(-d)); p = d: (d, relu(d), 0)
+    lo[1] = np.stack([z, z, np.where(pos, 0.0, -dhi)], axis=1)
+    hi[1] = np.stack([z, z, np.where(pos, 0.0, -dlo)], axis=1)
+    lo[2] = np.stack([dlo, np.where(pos, dlo, 0.0), z], axis=1)
+    hi[2] = np.stack([dhi, np.where(pos, dhi, 0.0), z], axis=1)
+    lo[3] = np.stack([u, u, down(u - dhi)], axis=1)                       # p = u: (u, u, u - d)
+    hi[3] = np.stack([u, u, up(u - dlo)], axis=1)
+    mid = 0.5 * (lo + hi)
+    # middle breakpoints in order of p: d < 0 -> (d, 0), d > 0 -> (0, d)
+    first = np.where(pos[:, None], mid[1], mid[2])
+    second = np.where(pos[:, None], mid[2], mid[1])
+    ns = []
+    for a_, b_ in ((first, second), (second, first)):
+        n = np.cross(a_ - mid[0], mid[3] - mid[0])
+        flip = np.einsum("ij,ij->i", n, b_ - mid[0]) > 0
+        n[flip] = -n[flip]
+        sc = np.max(np.abs(n), axis=1)
+        good = np.isfinite(sc) & (sc > 0)
+        n = np.where(good[:, None], n / np.where(good, sc, 1.0)[:, None], 0.0)
+        ok = ok & good
+        ns.append(n)
+    n = np.stack(ns)                                                       # (2, m, 3)
+    t = up(np.maximum(n[:, None] * lo[None], n[:, None] * hi[None]))      # (2, 4, m, 3)
+    r = up(up(t[..., 0] + t[..., 1]) + t[..., 2]).max(axis=1)             # (2, m)
+    ok = ok & np.all(np.isfinite(r), axis=0)
+    return n, r, ok
+
+
+def _coupling(q: PairQuery, case: int, st: NodeState, uv: np.ndarray, b_ub: np.ndarray) -> None:
+    """The coefficients and right-hand sides of the coupling rows of a node (see ``_Layout``)."""
+    L = q.layout
+    for k, r1, r2, s1_at, s2_at in L.coupling_rows:
+        el, eu = st.pdiff[k]
+        s1, t1 = _slopes(el, eu)                 # relu(e) <= s1 e + t1
+        s2, t2 = _slopes(-eu, -el)               # relu(-e) <= -s2 e + t2
+        m = len(el)
+        uv[s1_at[:m]] = -s1
+        uv[s1_at[m:]] = s1
+        b_ub[r1] = t1
+        uv[s2_at[:m]] = s2
+        uv[s2_at[m:]] = -s2
+        b_ub[r2] = t2
+    if L.hull_rows is not None:
+        rows, (pa, ha, hpa) = L.hull_rows
+        dlo, dhi = _first_shift(q, case)
+        (l0, u0), (l1, u1) = st.ibp[0][0], st.ibp[1][0]
+        # p ranges over copy 0's bounds and over copy 1's shifted back by d (outward)
+        lo = np.maximum(l0, down(l1 + dlo))
+        hi = np.minimum(u0, up(u1 + dhi))
+        n, r, ok = _hull_facets(lo, hi, dlo, dhi)
+        m = len(lo)
+        for t in (0, 1):
+            sel = np.flatnonzero(ok)
+            i = t * m + sel
+            uv[pa[i]], uv[ha[i]], uv[hpa[i]] = n[t, sel, 0], n[t, sel, 1], n[t, sel, 2]
+            b_ub[rows[i]] = r[t, sel]
 
 
 def node_lp(q: PairQuery, case: int, dec: Decisions, state: NodeState | None = None) -> tuple[LinearProgram | None, NodeState]:
@@ -278,6 +385,8 @@ def node_lp(q: PairQuery, case: int, dec: Decisions, state: NodeState | None = N
         Dlo, Dhi = st.diff[k]
         b_ub[r1] = Dhi
         b_ub[r2] = -Dlo
+    if q.coupling:
+        _coupling(q, case, st, uv, b_ub)
     Dlo, Dhi = st.diff[-1]
     b_ub[L.zdiff_rows[0]] = Dhi[0]
     b_ub[L.zdiff_rows[1]] = -Dlo[0]

@@ -37,6 +37,7 @@ class PairQuery:
     threshold: object = 0
     strict: bool = True
     max_cases: int = 100_000
+    coupling: bool = False
 
     def __post_init__(self):
         layers = as_layers(self.layers)
@@ -84,6 +85,7 @@ class PairQuery:
             object.__setattr__(self, name, v)
         object.__setattr__(self, "_zeros", [np.zeros(W.shape[0]) for W, _, _ in layers])
         object.__setattr__(self, "cases", self._cases())
+        object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "layout", _Layout(self))
 
     # -- derived -------------------------------------------------------------------------------
@@ -149,10 +151,19 @@ class PairQuery:
         return f"{m} {op} {self.threshold} for every pair of the box ({len(self.cases)} protected cases)"
 
     @classmethod
-    def from_problem(cls, problem, threshold, strict: bool, post: str | None = None) -> "PairQuery":
+    def from_problem(cls, problem, threshold, strict: bool, post: str | None = None,
+                     coupling: bool = False) -> "PairQuery":
         """From a :class:`fairspec.backends.pair.PairProblem` (read by duck typing)."""
         return cls(as_layers(problem.net), problem.lo, problem.hi, problem.integer, problem.onehot_groups,
-                   problem.free, problem.must_differ, problem.relaxed, post or problem.post, threshold, strict)
+                   problem.free, problem.must_differ, problem.relaxed, post or problem.post, threshold, strict,
+                   coupling=coupling)
+
+    @property
+    def first_shift(self) -> bool:
+        """The first layer's pre-activations of the two copies differ by a constant per case
+        (no relaxed input): ``p' = p - d`` with ``d = W[:, free] (a - a')`` (the coupling rows'
+        hull facets, :func:`fairspec.certify.pairlp.nodes.node_lp`)."""
+        return self.coupling and not self.relaxed and bool(self.free)
 
 
 def _exact(v) -> Fraction:
@@ -264,6 +275,48 @@ class _Layout:
             nv += 4 * m
             self.diff_rows.append((k, r1, r2))
             row += 2 * m
+        # coupling rows (q.coupling): per ReLU neuron, with e = p - p' (the pre-activations'
+        # difference, in [el, eu]): h - h' - s1 e <= r1 (relu(p) - relu(p') <= relu(e)) and
+        # h' - h + s2 e <= r2 (relu(p) - relu(p') >= -relu(-e)); for the first layer when its
+        # difference is a constant d (q.first_shift) two facets of the hull of
+        # {(p, relu(p), relu(p - d))}: a p + b h + c h' <= r. Coefficients change per node.
+        self.coef_at = [np.concatenate([rr[2] for rr in self.relu_rows[c] if rr is not None] or [np.zeros(0, int)])
+                        for c in (0, 1)]
+        self.coupling_rows = []          # per relu layer: (k, rows R1, rows R2, s1 positions (2 per row), s2 positions)
+        self.hull_rows = None            # (rows, positions of the p, h, h' coefficients)
+        if q.coupling:
+            for k, (W, b, relu) in enumerate(q.layers):
+                if not relu:
+                    continue
+                P0, P1, H0, H1 = self.p[0][k], self.p[1][k], self.h[0][k], self.h[1][k]
+                m = len(P0)
+                r1 = row + np.arange(m)
+                r2 = row + m + np.arange(m)
+                ur += [r1, r1, r1, r1, r2, r2, r2, r2]
+                uc += [H0, H1, P0, P1, H0, H1, P0, P1]
+                uv += [np.ones(m), -np.ones(m), np.zeros(m), np.zeros(m),
+                       -np.ones(m), np.ones(m), np.zeros(m), np.zeros(m)]
+                s1 = np.concatenate([nv + 2 * m + np.arange(m), nv + 3 * m + np.arange(m)])
+                s2 = np.concatenate([nv + 6 * m + np.arange(m), nv + 7 * m + np.arange(m)])
+                nv += 8 * m
+                self.coupling_rows.append((k, r1, r2, s1, s2))
+                row += 2 * m
+            if q.first_shift and q.layers[0][2]:
+                P0, H0, H1 = self.p[0][0], self.h[0][0], self.h[1][0]
+                m = len(P0)
+                rows = row + np.arange(2 * m)
+                ur += [rows, rows, rows]
+                uc += [np.tile(P0, 2), np.tile(H0, 2), np.tile(H1, 2)]
+                uv += [np.zeros(2 * m)] * 3
+                at = (nv + np.arange(2 * m), nv + 2 * m + np.arange(2 * m), nv + 4 * m + np.arange(2 * m))
+                nv += 6 * m
+                self.hull_rows = (rows, at)
+                row += 2 * m
+            self.coef_at.append(np.concatenate([np.concatenate([s1, s2]) for _, _, _, s1, s2 in self.coupling_rows]
+                                               or [np.zeros(0, int)]))
+            if self.hull_rows is not None:
+                self.coef_at.append(np.concatenate(self.hull_rows[1]))
+        self.coef_at = np.concatenate(self.coef_at).astype(np.int64)
         z0, z1 = self.z
         self.zdiff_rows = (row, row + 1)
         ur += [np.array([row, row]), np.array([row + 1, row + 1])]
