@@ -410,7 +410,8 @@ def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, se
     return row
 
 
-def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0, unfair_nodes=0):
+def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0, unfair_nodes=0,
+              refine=0.0):
     """Helper 3a's MILP: partitioned proof when available, else one proof over the domain
     for rows the search left unknown."""
     try:
@@ -438,9 +439,10 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
 
             parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
             res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds,
-                       unfair_nodes=unfair_nodes, engine=ENGINE)
+                       unfair_nodes=unfair_nodes, engine=ENGINE, **({"refine": refine} if refine else {}))
         elif part is not None:
-            res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes, engine=ENGINE)
+            res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes, engine=ENGINE,
+                       **({"refine": refine} if refine else {}))
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
         else:
@@ -456,6 +458,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         # partitions refuted by the batched attack before any solver, and decided by each retry pass
         row["attack_refuted"] = st["attack_refuted"]
         row["retry_decided"] = st.get("retry_decided", {})
+    if "refine" in st:
+        # FairQuant's refinement of the partitions without a proof (its own budget, after the decisions)
+        row["refine"] = st["refine"]
     q = (getattr(res, "stats", None) or {}).get("quantify_seconds")
     if q is not None:
         # the boxes proved unfair are grown after every partition is decided: the decisions' own time
@@ -776,7 +781,7 @@ def run_all(args, bench, console, on_row=None):
                     certify_cost(row, model, ds, name, bench, args)
                 elif args.prove:
                     try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds,
-                              args.unfair_nodes)
+                              args.unfair_nodes, args.refine)
                 if args.prove and args.sample_unfair and row.get("shares"):
                     row["sampled_unfair"] = sample_unfair(bench, ds, name, prop, replayer, args.sample_unfair,
                                                           args.seed)
@@ -859,6 +864,9 @@ def main(argv=None):
                     help="with --prove: proof attempts to grow a box proved unfair around each refuted partition's "
                          "witness (FairQuant's falsified share; default 0: counterexample points only; 12 as a "
                          "spec's partitions do: on AC-1 it added 790 s to 934 s of decisions at load 25)")
+    ap.add_argument("--refine", type=float, default=0.0,
+                    help="with --prove: seconds per row of FairQuant's refinement inside the partitions left "
+                         "without a proof (sub-boxes proved fair / unfair or enumerated; counted in the shares)")
     ap.add_argument("--sample-unfair", type=int, default=20000,
                     help="with --prove: individuals drawn uniformly to estimate the unfair share beside the "
                          "proved shares (0: none)")

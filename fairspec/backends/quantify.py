@@ -48,6 +48,9 @@ class Shares:
     unfair_boxes:          boxes proved unfair (whole partitions or sub-boxes of one).
     counterexample_points: distinct replayed counterexample individuals outside those boxes
                            (in a volume they weigh nothing).
+    fair_subboxes:         sub-boxes of undecided or refuted partitions proved fair by the
+                           refinement (:mod:`fairspec.backends.refine`; counted in ``certified``).
+    enumerated:            individuals the refinement decided one by one on the runtime.
     """
 
     measure: str
@@ -58,6 +61,8 @@ class Shares:
     certified_boxes: int = 0
     unfair_boxes: int = 0
     counterexample_points: int = 0
+    fair_subboxes: int = 0
+    enumerated: int = 0
 
     def __post_init__(self):
         assert self.certified + self.falsified + self.undecided == 1, "shares must sum to 1"
@@ -71,9 +76,12 @@ class Shares:
         how = [pts] if self.measure == INTEGER_POINTS else []
         if self.unfair_boxes:
             how.insert(0, f"{self.unfair_boxes:,} box{'es' if self.unfair_boxes != 1 else ''} proved unfair")
+        if self.enumerated:
+            how.append(f"{self.enumerated:,} individuals enumerated")
+        cert = f" ({self.fair_subboxes:,} refined sub-boxes proved fair)" if self.fair_subboxes else ""
         what = f"{self.domain:,} integer points" if self.measure == INTEGER_POINTS else \
             f"volume {float(self.domain):.4g}"
-        return (f"certified {fmt_percent(self.certified)}, falsified {fmt_percent(self.falsified)}"
+        return (f"certified {fmt_percent(self.certified)}{cert}, falsified {fmt_percent(self.falsified)}"
                 + (f" ({', '.join(how)})" if how else "")
                 + f", undecided {fmt_percent(self.undecided)} of the domain ({what})")
 
@@ -83,7 +91,8 @@ class Shares:
                 "certified": str(self.certified), "falsified": str(self.falsified), "undecided": str(self.undecided),
                 "certified_percent": self.percent("certified"), "falsified_percent": self.percent("falsified"),
                 "undecided_percent": self.percent("undecided"), "certified_boxes": self.certified_boxes,
-                "unfair_boxes": self.unfair_boxes, "counterexample_points": self.counterexample_points}
+                "unfair_boxes": self.unfair_boxes, "counterexample_points": self.counterexample_points,
+                "fair_subboxes": self.fair_subboxes, "enumerated": self.enumerated}
 
 
 def fmt_percent(q: Fraction) -> str:
@@ -145,7 +154,8 @@ def _inside(lo, hi, x) -> bool:
 
 
 def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], results: Sequence,
-                 unfair: Sequence[tuple[int, np.ndarray, np.ndarray]] = (), replay=None) -> Shares | None:
+                 unfair: Sequence[tuple[int, np.ndarray, np.ndarray]] = (), replay=None,
+                 refined: Sequence[tuple] = ()) -> Shares | None:
     """The exact shares of ``problem``'s domain given each partition's result.
 
     parts:   the (lo, hi) boxes, a partition of the domain (None is returned if their measures
@@ -154,6 +164,11 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
     unfair:  ``(k, lo, hi)``: sub-boxes of box ``k`` proved unfair (disjoint; none in a certified box).
     replay:  ``(x, x') -> bool``, the runtime's re-check of a witness (default
              :func:`fairspec.backends.pair.certify.replays`); only witnesses that replay count.
+    refined: the refinement's decisions (:attr:`fairspec.backends.refine.Refined.decided`:
+             ``(k, kind, lo, hi, n_fair, n_unfair, proof)``, disjoint sub-boxes of partition ``k``):
+             "fair" / "unfair" sub-boxes count their measure as certified / falsified, an
+             enumerated ("count") one its fair and unfair individuals. A refined partition's boxes
+             grown around its witness (``unfair``) are not counted: they may overlap the sub-boxes.
     """
     inputs = individual_inputs(problem)
     if not all(np.isfinite(problem.lo[i]) and np.isfinite(problem.hi[i]) for i in inputs):
@@ -178,10 +193,32 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
             n_cert += 1
     by_part: dict[int, list] = {}
     falsified: int | Fraction = 0
+    n_fair_sub = n_unfair_sub = n_enum = 0
+    for k, kind_, lo, hi, n_fair, n_unfair, proof in refined:
+        r = results[k]
+        if proof is None or (r is not None and r.status == "holds" and getattr(r, "proof", None) is not None):
+            continue                        # only proved decisions, never inside a certified partition
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        by_part.setdefault(k, []).append((lo, hi))
+        if kind_ == "fair":
+            certified += measure(problem, lo, hi)
+            n_fair_sub += 1
+        elif kind_ == "unfair":
+            falsified += measure(problem, lo, hi)
+            n_unfair_sub += 1
+        elif kind == INTEGER_POINTS:        # an enumerated sub-box: its individuals, one by one
+            certified += int(n_fair)
+            falsified += int(n_unfair)
+            n_enum += measure(problem, lo, hi)
+    refined_parts = set(by_part)
+    n_grown = 0
     for k, lo, hi in unfair:
         r = results[k]
         if r is not None and r.status == "holds":
             continue                        # cannot happen for a sound pair of proofs; never count twice
+        if k in refined_parts:
+            continue                        # the refinement's disjoint sub-boxes count instead
+        n_grown += 1
         lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
         by_part.setdefault(k, []).append((lo, hi))
         falsified += measure(problem, lo, hi)
@@ -199,8 +236,8 @@ def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], result
     if kind == INTEGER_POINTS:
         falsified += len(points)
     cert, fals = Fraction(certified) / total, Fraction(falsified) / total
-    return Shares(kind, total, cert, fals, 1 - cert - fals, n_cert, sum(len(b) for b in by_part.values()),
-                  len(points))
+    return Shares(kind, total, cert, fals, 1 - cert - fals, n_cert, n_unfair_sub + n_grown, len(points),
+                  n_fair_sub, int(n_enum))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, up
 
 __all__ = ["Check", "SigmoidCheck", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
-           "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration"]
+           "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration", "Counted", "count_individuals"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -369,3 +369,58 @@ def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, c
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=K, eps=e, op=op, k=int(k),
                   max_k=int(k_hi.max()) if n else 0, **detail)
     return KEnumerated(proof, k_lo, k_hi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fair and unfair individuals of a finite box, counted (FairQuant's shares, issue 24)
+# ---------------------------------------------------------------------------------------------
+
+
+class Counted(NamedTuple):
+    """The outcome of :func:`count_individuals`: per individual, fair (every allowed pair of its
+    counterfactuals meets the post-condition) or unfair (some pair surely breaks it); an individual
+    in neither is undecided (a logistic within rounding of the threshold). The Proof states the
+    counts."""
+
+    proof: Proof
+    fair: np.ndarray
+    unfair: np.ndarray
+
+
+def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
+                      decision_threshold=0, eps_strict: bool = False, claim: str, **detail) -> Counted:
+    """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
+    output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
+    value the protected inputs may take), ``pairs`` the allowed ordered (a, b). Each pair is
+    compared exactly by :func:`pair_checks` (``post`` as there, ``prob-of-logit`` included); an
+    ``enumeration`` Proof of the counts of fair and unfair individuals."""
+    if not pairs:
+        raise ValueError("at least one pair of counterfactuals")
+    arrays = [_as_array(s) for s in scores]
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays):
+        raise ValueError("every case needs one output per individual")
+    fair = np.ones(n, dtype=bool)
+    unfair = np.zeros(n, dtype=bool)
+    for a, b in pairs:
+        checks = pair_checks(post, arrays[a], arrays[b], eps=eps, decision_threshold=decision_threshold,
+                             eps_strict=eps_strict)
+        ok = np.zeros(n, dtype=bool)
+        bad = np.ones(n, dtype=bool)
+        for c in checks:
+            if isinstance(c, SigmoidCheck):
+                f, v = c.decide()
+                ok |= f
+                bad &= v
+            else:
+                r = compare_exact(c.lhs, c.op, c.rhs, c.minus)
+                ok |= r
+                bad &= ~r
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(arrays[a].astype(np.float64)) & np.isfinite(arrays[b].astype(np.float64))
+        fair &= ok
+        unfair |= bad & finite              # a NaN or infinite output: never counted as unfair
+    unfair &= ~fair
+    proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
+                  fair=int(fair.sum()), unfair=int(unfair.sum()), **detail)
+    return Counted(proof, fair, unfair)

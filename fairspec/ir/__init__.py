@@ -343,6 +343,7 @@ class Options:
     partitions: int | None = None
     max_rows: int | None = None
     part_timeout: float | None = None
+    refine: float | None = None         # seconds of FairQuant's refinement after the partitions' decisions
     engine: str | None = None
     workers: int | None = None
     points: int | None = None

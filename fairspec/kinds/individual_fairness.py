@@ -200,6 +200,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 # FairQuant's falsified share: a box proved unfair grown around each refuted
                                 # partition's witness (12 proof attempts, after every partition is decided)
                                 unfair_nodes=12,
+                                # FairQuant's refinement inside the partitions left without a proof
+                                refine=float(prop.options.get("refine") or 0.0),
                                 # smt: in this process, where the loaded model replays pairs exactly
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
@@ -432,7 +434,7 @@ def _with_replay(runtime, prop, ctx, enc, low, problem):
     from dataclasses import replace as dc_replace
 
     from fairspec.backends.pair import precondition_holds
-    from fairspec.kinds.pair_runtime import replayer
+    from fairspec.kinds.pair_runtime import batch_scorer, replayer
 
     names = {c.offset: c.feature for c in enc.columns}
     strict_cont = [(i, t) for i, t in low.relaxed
@@ -442,7 +444,8 @@ def _with_replay(runtime, prop, ctx, enc, low, problem):
         ok, _ = precondition_holds(problem, x, xp, tol=0.0)
         return ok and all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont)
 
-    return dc_replace(runtime, replay=_Replay(replayer(prop, ctx.model(prop.model), enc, low, pre)))
+    return dc_replace(runtime, replay=_Replay(replayer(prop, ctx.model(prop.model), enc, low, pre)),
+                      scores=batch_scorer(prop, ctx.model(prop.model), enc, low))
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

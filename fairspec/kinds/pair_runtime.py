@@ -143,3 +143,25 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
         return bool(runtime_violates(prop, model, s[:1], s[1:])[0]), X, s
 
     return violates
+
+
+def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low):
+    """``(fn, post, threshold)`` for the refinement's enumeration (backends/refine.py): ``fn(V)`` the
+    runtime's scores of feature-space points V (k, n) as :func:`runtime_violates` compares them, with
+    the post-condition and decision threshold of :func:`fairspec.certify.enumerate.pair_checks`;
+    None for a post-condition it does not cover."""
+    from fairspec.runtime.encoding import encode
+
+    if prop.post not in ("label", "prob", "logit"):
+        return None
+    post = "prob-of-logit" if prop.post == "prob" and model.score_kind == "logit" else prop.post
+
+    def fn(V):
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        X = encode(enc, feature_values(low, enc, V), V.shape[0])
+        s, _ = post_scores(prop, model, X)
+        if s is None:
+            return np.full(V.shape[0], np.nan)
+        return np.asarray(s, dtype=np.float64).reshape(-1)
+
+    return fn, post, model.threshold

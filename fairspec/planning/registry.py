@@ -112,6 +112,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "(the largest violation)", choices=("prove", "find", "maximize"), default="prove"),
     Option("partitions", "int", "split the input space into N boxes, each with its own budget; the coverage "
            "says what was decided", lo=1, hi=4096),
+    Option("refine", "duration", "with partitions: FairQuant's refinement of the partitions left without a "
+           "proof, for this long after the decisions (sub-boxes proved fair or unfair, small ones enumerated "
+           "on the runtime; counted in the shares)", hi=WEEK),
     Option("max_rows", "int", "look at a random sample of at most N data rows", lo=1, hi=100_000_000),
     Option("engine", "choice", "the solver: highs or scip (MILP); the milp pair encoding also portfolio "
            "(HiGHS and SCIP raced, the first decision wins); pba(...) also takes lp (the plain LP "
@@ -202,7 +205,7 @@ def register(backend: Backend) -> Backend:
     return backend
 
 
-_PAIR = ("timeout", "seed", "max_rows", "mode", "partitions", "part_timeout")   # falsified on data rows first
+_PAIR = ("timeout", "seed", "max_rows", "mode", "partitions", "part_timeout", "refine")   # falsified on data rows first
 _OVER_DISTRIBUTION = ("seed", "confidence", "bootstrap", "method")
 
 register(Backend(

@@ -209,7 +209,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
                       chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None,
-                      **solver_kw) -> PairResult:
+                      refine: float = 0.0, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -230,6 +230,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
                    unfair boxes are still grown).
+    refine:        seconds of FairQuant's refinement after everything else
+                   (:func:`fairspec.backends.refine.refine_partitions`: every partition without a
+                   certified holds split into sub-boxes, each proved fair, proved unfair or
+                   enumerated on the runtime; counted in the shares; ``stats["refine"]``); 0: none.
     retries:       find / prove with the MILP on a network: the passes after the first, as
                    (engine, budget factor); the partitions a pass leaves undecided go to the next
                    with ``factor * time_per_part`` each, while the total budget lasts. Default
@@ -300,10 +304,19 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 if found:
                     results[k] = replace(results[k], stats={**(results[k].stats or {}), "unfair_boxes": found})
         quantify_seconds = time.perf_counter() - t_q
+        refined = None
+        if refine and mode in ("find", "prove") and _is_network(problem):
+            from fairspec.backends.refine import refine_partitions
+
+            # its own budget, after the decisions (refining never costs a partition its verdict)
+            refined = refine_partitions(problem, parts, results, seconds=float(refine))
     finally:
         if own:
             ex.close()
-    out = _combine(problem, mode, parts, results, time.perf_counter() - t0)
+    out = _combine(problem, mode, parts, results, time.perf_counter() - t0,
+                   refined=() if refined is None else refined.decided)
+    if refined is not None:
+        out.stats["refine"] = dict(refined.stats, reason=refined.reason)
     out.stats["attack_refuted"] = len(attacked)
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
@@ -350,7 +363,7 @@ def _failed_part(item, reason: str) -> PairResult:
     return PairResult("unknown", reason=f"partition {item[0]} failed: {reason}")
 
 
-def _combine(problem, mode, parts, results, seconds) -> PairResult:
+def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
     feats = tuple(sorted({i for lo, hi in parts for i in range(problem.n)
                           if lo[i] != problem.lo[i] or hi[i] != problem.hi[i]}))
     total = problem.volume(over=feats)
@@ -373,7 +386,7 @@ def _combine(problem, mode, parts, results, seconds) -> PairResult:
     unfair = [(k, lo, hi, proof) for k, r in enumerate(results) if r is not None
               for lo, hi, proof in (r.stats or {}).get("unfair_boxes", ())]
     cov = Coverage(len(parts), proved, refuted, undecided, float(vp / total), float(vr / total), float(vu / total),
-                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair]))
+                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair], refined=refined))
     done = [r for r in results if r is not None]
     viol = [r for r in done if r.status == "violated"]
     engine = next((r.engine for r in done if r.engine != "attack"), done[0].engine if done else "")

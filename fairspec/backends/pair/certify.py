@@ -51,9 +51,13 @@ class Runtime:
     why_not: str = ""
     replay: Callable | None = None
     base_net: object = None          # readout ("argmax", c): the K-output network (feature space)
+    #: ``(fn, post, threshold)``: ``fn(X)`` the runtime's scores of feature-space points X (k, n) as the
+    #: post-condition compares them, ``post`` / ``threshold`` for ``certify.enumerate.pair_checks``
+    #: (the refinement's enumeration, backends/refine.py); None: not available
+    scores: tuple | None = None
 
     def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
-        return {**self.__dict__, "replay": None}
+        return {**self.__dict__, "replay": None, "scores": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)

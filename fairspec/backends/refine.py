@@ -1,0 +1,343 @@
+"""FairQuant's iterative refinement inside the partitions a decision left without a proof
+(Kim et al., ICSE 2025; issue 24): a refuted partition's MILP stops at its first counterexample,
+so the whole box was "undecided" for the shares although most of its individuals are fair.
+
+:func:`refine_partitions` splits those boxes, best-first on the undecided measure (the largest
+box first, over every partition at once), and decides each sub-box, many per batch:
+
+1. **bounds** (:func:`fairspec.certify.boxes.decide_boxes`): for every value of the protected
+   inputs, the runtime's score over the sub-box bounded by intervals and symbolic intervals,
+   widened by the runtime error bound E (one E per protected value, over the whole domain): the
+   sub-box is proved *fair* (no individual has a counterfactual that breaks the post-condition)
+   or *unfair* (every individual has one), with an ``interval`` Proof per batch;
+2. optionally (``bab_nodes``) the certified branch and bound with a node cap on the largest
+   sub-boxes the bounds left (:func:`fairspec.backends.pair.certify.decide_by_bab`: ``holds``
+   with its bab-certificate is a fair sub-box);
+3. a sub-box with at most ``enum_points`` individuals is **enumerated**: every individual under
+   every protected value evaluated on the runtime (one batch for all such sub-boxes), and
+   :func:`fairspec.certify.enumerate.count_individuals` decides each one exactly and states the
+   counts in an ``enumeration`` Proof;
+4. anything else is split in two on the input its bounds depend on most (symbolic coefficient
+   times width; integer splits), and both halves go back to the queue.
+
+What the budget leaves in the queue is undecided. Only integer points are enumerated (a box
+with a real-valued input is split until the budget ends). The refinement needs the complete
+list of protected values (one-hot groups, or integer inputs with at most 16 values each, at most
+64 combinations) and no relaxed inputs; otherwise it does nothing and says why.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Refined", "refine_partitions", "refinable"]
+
+#: sub-boxes decided per batch of bounds
+BATCH = 256
+#: a sub-box with at most this many individuals is enumerated on the runtime
+ENUM_POINTS = 64
+
+
+@dataclass
+class Refined:
+    """What :func:`refine_partitions` decided: ``decided`` entries ``(k, kind, lo, hi, n_fair, n_unfair,
+    proof)`` -- ``kind`` "fair" / "unfair" (a whole sub-box of partition ``k``, its measure counted by
+    the shares) or "count" (an enumerated sub-box: ``n_fair`` / ``n_unfair`` individuals; the rest
+    undecided); ``stats`` the counts and the time; ``reason`` why nothing was refined (or "")."""
+
+    decided: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    reason: str = ""
+
+
+def _cases(problem):
+    """Every assignment of the protected inputs (None when they are not all small and discrete)."""
+    from fairspec.backends.quantify import protected_cases
+
+    free = set(problem.free)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    for i in free - grouped:
+        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= 16:
+            return None
+    return protected_cases(problem)
+
+
+def refinable(problem) -> str:
+    """Why the refinement cannot run on ``problem`` ("" when it can)."""
+    from fairspec.backends.pair.certify import _is_network, runtime_of
+
+    if not _is_network(problem):
+        return "the refinement needs a ReLU network"
+    if problem.post not in ("label", "logit", "prob"):
+        return f"the refinement does not decide the {problem.post} post-condition"
+    if problem.relaxed:
+        return "the refinement does not handle relaxed inputs"
+    rt = runtime_of(problem)
+    if rt.layers is None:
+        return f"the runtime is outside the error model: {rt.why_not}"
+    if rt.readout[0] not in ("logit", "prob", "margin", "softmax"):
+        return f"the refinement does not bound the {rt.readout[0]} readout"
+    if _cases(problem) is None:
+        return "the protected inputs take too many values to enumerate"
+    return ""
+
+
+def _scorer(problem):
+    """``X -> (scores, post, threshold)`` on the runtime (feature-space points), or None."""
+    rt = problem.runtime
+    if rt is None:                      # the network's own float64 forward is the runtime
+        post = "prob-of-logit" if problem.post == "prob" else problem.post
+
+        def score(X):
+            return np.asarray(problem.net.forward(X), dtype=np.float64).reshape(-1)
+
+        return score, post, 0
+    return getattr(rt, "scores", None)
+
+
+def _split(problem, lo, hi, infl, dims):
+    """The two halves of a box along the splittable input with the largest influence (widest on a tie)."""
+    width = np.array([(hi[i] - lo[i] + 1) if problem.integer[i] else (hi[i] - lo[i]) for i in dims])
+    can = np.array([(hi[i] > lo[i]) for i in dims])
+    if not can.any():
+        return None
+    score = np.where(can, np.asarray(infl)[dims], -np.inf)
+    if not np.any(score[can] > 0):
+        score = np.where(can, width, -np.inf)
+    j = dims[int(np.argmax(score))]
+    a_hi, b_lo = hi.copy(), lo.copy()
+    if problem.integer[j]:
+        mid = np.floor((lo[j] + hi[j]) / 2)
+        a_hi[j], b_lo[j] = mid, mid + 1
+    else:
+        mid = 0.5 * (lo[j] + hi[j])
+        a_hi[j], b_lo[j] = mid, mid
+    return (lo, a_hi), (b_lo, hi)
+
+
+def _split_group(problem, lo, hi):
+    """Halve the allowed categories of a one-hot group of the individual (None if none has two)."""
+    free = set(problem.free)
+    for g in problem.onehot_groups:
+        if free.intersection(g) or any(lo[i] >= 1 for i in g):
+            continue
+        allowed = [i for i in g if hi[i] >= 1]
+        if len(allowed) > 1:
+            half = allowed[: len(allowed) // 2]
+            a_hi, b_hi = hi.copy(), hi.copy()
+            for i in allowed:
+                if i in half:
+                    b_hi[i] = 0.0
+                else:
+                    a_hi[i] = 0.0
+            return (lo, a_hi), (lo.copy(), b_hi)
+    return None
+
+
+def _points(problem, lo, hi, inputs):
+    """Every individual of an integral box (one-hot groups: each allowed category), as rows over all inputs."""
+    free = set(problem.free)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    axes = []
+    for g in problem.onehot_groups:
+        if free.intersection(g):
+            continue
+        forced = [i for i in g if lo[i] >= 1]
+        allowed = forced if forced else [i for i in g if hi[i] >= 1]
+        axes.append([{j: (1.0 if j == i else 0.0) for j in g} for i in allowed])
+    for i in inputs:
+        if i not in grouped:
+            axes.append([{i: float(v)} for v in range(int(np.ceil(lo[i])), int(np.floor(hi[i])) + 1)])
+    rows = []
+    base = lo.copy()
+    for combo in itertools.product(*axes):
+        x = base.copy()
+        for d in combo:
+            for i, v in d.items():
+                x[i] = v
+        rows.append(x)
+    return np.array(rows, dtype=np.float64).reshape(-1, lo.shape[0])
+
+
+def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int | None = None,
+                      batch: int = BATCH, enum_points: int = ENUM_POINTS, bab_nodes: int = 0,
+                      bab_seconds: float = 1.0) -> Refined:
+    """Refine every partition of ``parts`` whose result (``results[k]``) is not a certified ``holds``
+    (see the module docstring), within ``seconds`` of wall time and at most ``max_boxes`` sub-boxes
+    (a count: the tests' way to stop without timing the machine)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):          # small matrices: BLAS threads only contend (as falsify_boxes)
+        return _refine(problem, parts, results, seconds=seconds, max_boxes=max_boxes, batch=batch,
+                       enum_points=enum_points, bab_nodes=bab_nodes, bab_seconds=bab_seconds)
+
+
+def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds) -> Refined:
+    from fairspec.backends.pair.certify import decide_by_bab, runtime_of
+    from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
+    from fairspec.certify.boxes import decide_boxes
+    from fairspec.certify.enumerate import count_individuals
+    from fairspec.certify.network import runtime_error_bound
+
+    t0 = time.perf_counter()
+    stop = time.monotonic() + max(0.0, float(seconds))
+    out = Refined(stats={"boxes": 0, "fair_boxes": 0, "unfair_boxes": 0, "bab_boxes": 0, "enumerated": 0,
+                         "enumerated_fair": 0, "enumerated_unfair": 0, "left": 0})
+    why = refinable(problem)
+    if why:
+        out.reason = why
+        return out
+    rt = runtime_of(problem)
+    cases = _cases(problem)
+    must = set(problem.must_differ)
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
+             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
+    if not pairs:
+        out.reason = "no two protected values differ where the pre-condition demands"
+        return out
+    try:
+        errors = []
+        for c in cases:
+            clo, chi = problem.lo.copy(), problem.hi.copy()
+            for i, v in c.items():
+                clo[i] = chi[i] = v
+            errors.append(runtime_error_bound(rt.layers, clo, chi, encoding=rt.encoding, readout=rt.readout,
+                                              precision=rt.precision, integer=problem.integer,
+                                              onehot_groups=problem.onehot_groups))
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as e:
+        out.reason = f"no runtime error bound: {e}"
+        return out
+    inputs = individual_inputs(problem)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    dims = [i for i in inputs if i not in grouped]
+    integral = _kind(problem) == INTEGER_POINTS
+    scorer = _scorer(problem) if integral else None
+    heap: list = []
+    seq = itertools.count()
+    # the fast path: every input of the individual an ordinary integer one (Fairify's domains), where
+    # a box's measure is the product of its value counts (exact in int64: below 2**63)
+    fast = integral and not problem.onehot_groups
+    idx = np.array(inputs, dtype=np.int64)
+
+    def push(k, lo, hi):
+        m = measure(problem, lo, hi)
+        if m:
+            heapq.heappush(heap, (-float(m), next(seq), k, lo, hi, m))
+
+    def push_many(K, LO, HI):
+        M = np.prod((HI[:, idx] - LO[:, idx] + 1).astype(np.int64), axis=1)
+        for k, lo, hi, m in zip(K, LO, HI, M.tolist()):
+            if m:
+                heapq.heappush(heap, (-float(m), next(seq), k, lo, hi, m))
+
+    for k, ((lo, hi), r) in enumerate(zip(parts, results)):
+        if r is not None and r.status == "holds" and getattr(r, "proof", None) is not None:
+            continue
+        push(k, np.asarray(lo, dtype=np.float64).copy(), np.asarray(hi, dtype=np.float64).copy())
+    claim_fair = ("no individual of each of these boxes has a counterfactual that breaks the post-condition "
+                  "on the model's runtime")
+    claim_unfair = ("every individual of each of these boxes has a counterfactual that breaks the "
+                    "post-condition on the model's runtime")
+    st = out.stats
+    while heap and time.monotonic() < stop and (max_boxes is None or st["boxes"] < max_boxes):
+        take = batch if max_boxes is None else max(1, min(batch, max_boxes - st["boxes"]))
+        items = [heapq.heappop(heap) for _ in range(min(take, len(heap)))]
+        st["boxes"] += len(items)
+        small = [it for it in items if scorer is not None and it[5] <= enum_points]
+        big = [it for it in items if not (scorer is not None and it[5] <= enum_points)]
+        if small:
+            _enumerate(problem, small, cases, pairs, scorer, inputs, out, count_individuals)
+        if not big:
+            continue
+        LO = np.stack([it[3] for it in big])
+        HI = np.stack([it[4] for it in big])
+        dec = decide_boxes(rt.layers, LO, HI, cases, pairs, post=problem.post, errors=errors, eps=problem.eps,
+                           eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
+                           integer=problem.integer, precision=rt.precision, complete=True,
+                           claim_fair=claim_fair, claim_unfair=claim_unfair)
+        rest = []
+        for j, it in enumerate(big):
+            k, lo, hi, m = it[2], it[3], it[4], it[5]
+            s = int(dec.status[j])
+            if s == 1:
+                out.decided.append((k, "fair", lo, hi, m, 0, dec.fair_proof))
+                st["fair_boxes"] += 1
+            elif s == -1:
+                out.decided.append((k, "unfair", lo, hi, 0, m, dec.unfair_proof))
+                st["unfair_boxes"] += 1
+            else:
+                rest.append(j)
+        if fast and not bab_nodes:
+            # every undecided box split at once (numpy), on the input with the largest influence
+            R = np.array(rest, dtype=np.int64)
+            L, H = LO[R], HI[R]
+            can = H[:, idx] > L[:, idx]
+            inf = np.where(can, dec.influence[R][:, idx], -np.inf)
+            wid = np.where(can, H[:, idx] - L[:, idx] + 1, -np.inf)
+            use_w = ~np.any(inf > 0, axis=1)
+            col = np.where(use_w, np.argmax(wid, axis=1), np.argmax(inf, axis=1))
+            ok = can[np.arange(len(R)), col]
+            st["left"] += int((~ok).sum())          # single individuals the bounds left (not enumerable)
+            R, L, H, col = R[ok], L[ok], H[ok], col[ok]
+            dim = idx[col]
+            rows = np.arange(len(R))
+            mid = np.floor((L[rows, dim] + H[rows, dim]) / 2)
+            AH, BL = H.copy(), L.copy()
+            AH[rows, dim] = mid
+            BL[rows, dim] = mid + 1
+            K = [big[j][2] for j in R.tolist()]
+            push_many(K, L, AH)
+            push_many(K, BL, H)
+            continue
+        for j in rest:
+            k, lo, hi, m = big[j][2], big[j][3], big[j][4], big[j][5]
+            if bab_nodes and time.monotonic() < stop:
+                r = decide_by_bab(problem.restrict(lo, hi), "prove", min(bab_seconds, stop - time.monotonic()),
+                                  max_nodes=bab_nodes)
+                if r.status == "holds" and r.proof is not None:
+                    out.decided.append((k, "fair", lo, hi, m, 0, r.proof))
+                    st["bab_boxes"] += 1
+                    continue
+            halves = _split(problem, lo, hi, dec.influence[j], dims) if dims else None
+            if halves is None:
+                halves = _split_group(problem, lo, hi)
+            if halves is None:
+                st["left"] += 1                 # a single individual the bounds left, not enumerable
+                continue
+            for a, b in halves:
+                push(k, a, b)
+    st["left"] += len(heap)
+    st["seconds"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals):
+    """Every individual of the small sub-boxes ``items`` under every protected value, one batch."""
+    score, post, thr = scorer
+    P = [_points(problem, it[3], it[4], inputs) for it in items]
+    sizes = [p.shape[0] for p in P]
+    X = np.concatenate(P)
+    S = []
+    for c in cases:
+        Xc = X.copy()
+        for i, v in c.items():
+            Xc[:, i] = v
+        S.append(score(Xc))
+    res = count_individuals(S, pairs, post, eps=problem.eps, decision_threshold=thr, eps_strict=problem.eps_strict,
+                            claim="each individual of these boxes counted fair or unfair on the model's runtime "
+                                  "under every value of the protected inputs", boxes=len(items))
+    at = 0
+    st = out.stats
+    for it, n in zip(items, sizes):
+        f = int(res.fair[at:at + n].sum())
+        u = int(res.unfair[at:at + n].sum())
+        at += n
+        out.decided.append((it[2], "count", it[3], it[4], f, u, res.proof))
+        st["enumerated"] += n
+        st["enumerated_fair"] += f
+        st["enumerated_unfair"] += u
