@@ -299,8 +299,12 @@ def start_cluster(spec: str | None):
     if spec.startswith("local:"):
         from distributed import LocalCluster
 
+        from fairspec.runtime.executor import WORKER_ENV
+
         n = int(spec.split(":", 1)[1])
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        # the pool workers' environment (one BLAS/OpenMP thread, glibc's malloc thresholds), set by the nanny
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               env=dict(WORKER_ENV))
         return cluster.scheduler_address, cluster
     return spec, None
 

@@ -91,8 +91,9 @@ def bench(args) -> dict:
     measure("2 workers", pool)
     ex_mod.shutdown_pools()
     t0 = time.perf_counter()
+    # the pool workers' environment (one BLAS/OpenMP thread, glibc's malloc thresholds), set by the nanny
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None, silence_logs=40)
+                                       dashboard_address=None, silence_logs=40, env=dict(ex_mod.WORKER_ENV))
     dask_ex = DaskExecutor(cluster.scheduler_address)
     res["cluster_startup_s"] = round(time.perf_counter() - t0, 2)
     try:
