@@ -683,13 +683,17 @@ def network_summary(rows) -> list[dict]:
         n["wall_seconds"] = round(n["wall_seconds"] + (r.get("wall_seconds") or 0.0), 1)
         sh = r.get("shares") or {}
         n["max_undecided_percent"] = max(n["max_undecided_percent"], sh.get("undecided_percent", 100.0))
+        if sh.get("undecided") is not None:
+            from fractions import Fraction
+
+            n["max_undecided"] = str(max(Fraction(sh["undecided"]), Fraction(n.get("max_undecided", "0"))))
         for ld in (r.get("load_start"), r.get("load_end")):
             if ld:
                 n["loads"].append(ld[0])
     return sorted(out.values(), key=lambda n: (n["property"], _net_key(n["model"])))
 
 
-def render_md(docs: list[dict], bench=None) -> str:
+def render_md(docs: list[dict], notes: str | None = None) -> str:
     """The committed table (``--render-md``): every row with Fairify's published counts beside it,
     the shares, wall / decide seconds, peak memory and the loads; then a summary per network."""
     from fractions import Fraction
@@ -740,7 +744,10 @@ def render_md(docs: list[dict], bench=None) -> str:
         lo, hi = (min(n["loads"]), max(n["loads"])) if n["loads"] else (0, 0)
         lines.append(f"| {n['model']} | {n['property']} | {', '.join(n['attributes'])} | "
                      f"{n['decided']:,} of {n['partitions']:,} | {n['undecided']:,} | {n['wall_seconds']} | "
-                     f"{n['max_undecided_percent']:.2f}% | {lo:.1f}-{hi:.1f} | {'yes' if ok else 'no'} |")
+                     f"{fmt_percent(Fraction(n['max_undecided'])) if 'max_undecided' in n else '-'} | "
+                     f"{lo:.1f}-{hi:.1f} | {'yes' if ok else 'no'} |")
+    if notes:
+        lines += ["", notes.rstrip()]
     return "\n".join(lines) + "\n"
 
 
@@ -888,6 +895,7 @@ def main(argv=None):
     ap.add_argument("--render-md", type=Path, nargs="+", default=None, metavar="JSON",
                     help="write the markdown table of these runs' JSON files (to --md) and exit")
     ap.add_argument("--md", type=Path, default=None, help="with --render-md: the markdown file (default stdout)")
+    ap.add_argument("--notes", type=Path, default=None, help="with --render-md: markdown appended (what it says)")
     ap.add_argument("--engine", choices=("highs", "scip", "portfolio"), default="highs",
                     help="with --prove: the MILP engine per partition (portfolio: HiGHS and SCIP raced, and the "
                          "retry passes race them again)")
@@ -901,7 +909,8 @@ def main(argv=None):
     ENGINE = args.engine
 
     if args.render_md:
-        text = render_md([json.loads(p.read_text()) for p in args.render_md])
+        text = render_md([json.loads(p.read_text()) for p in args.render_md],
+                         args.notes.read_text() if args.notes else None)
         if args.md:
             args.md.write_text(text)
         else:
