@@ -303,8 +303,12 @@ def start_cluster(spec: str | None):
 
         n = int(spec.split(":", 1)[1])
         # the pool workers' environment (one BLAS/OpenMP thread, glibc's malloc thresholds), set by the nanny
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               env=dict(WORKER_ENV))
+        # and without the workers' statistical profiler (a thread sampling every task's stack every 10 ms)
+        import dask
+
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   env=dict(WORKER_ENV))
         return cluster.scheduler_address, cluster
     return spec, None
 
