@@ -52,6 +52,7 @@ class Refined:
 
     decided: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    undecided: list = field(default_factory=list)     # (k, lo, hi, measure) the budget left in the queue
     reason: str = ""
 
 
@@ -312,6 +313,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             for a, b in halves:
                 push(k, a, b)
     st["left"] += len(heap)
+    out.undecided = [(it[2], it[3], it[4], it[5]) for it in heap]
     st["seconds"] = round(time.perf_counter() - t0, 4)
     return out
 
