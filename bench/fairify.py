@@ -468,7 +468,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["retry_decided"] = st.get("retry_decided", {})
     if "refine" in st:
         # FairQuant's refinement of the partitions without a proof (its own budget, after the decisions)
-        row["refine"] = st["refine"]
+        row["refine"] = dict(st["refine"])
+        if st.get("refine_undecided"):
+            row["refine"]["undecided_where"] = undecided_where(net, problem, idx, st["refine_undecided"])
     q = (getattr(res, "stats", None) or {}).get("quantify_seconds")
     if q is not None:
         # the boxes proved unfair are grown after every partition is decided: the decisions' own time
@@ -489,6 +491,40 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row.update(status="holds", how="proved", reason=res.reason or "MILP proof")
     elif res.status == "violated" and row["status"] == "unknown" and res.witness is not None:
         row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
+
+
+def undecided_where(net, problem, idx, und, per_box: int = 256) -> dict:
+    """An *estimate* of where the refinement's undecided mass is: in each sampled undecided sub-box
+    (the 400 largest, 400 more drawn by measure) ``per_box`` uniform individuals, every protected
+    value on the network: a box holding an unfair individual is *mixed* (only finer boxes, or points,
+    can decide it); one whose sampled signs never change is *loose* (tighter bounds would prove it
+    fair); else one protected value's sign changes inside it (*boundary*). Shares by measure."""
+    rng = np.random.default_rng(0)
+    mass = {"mixed": 0, "boundary": 0, "loose": 0}
+    count = dict.fromkeys(mass, 0)
+    vals = range(int(problem.lo[idx]), int(problem.hi[idx]) + 1)
+    for _, L, H, m in und["boxes"]:
+        X = rng.integers(L.astype(np.int64), H.astype(np.int64) + 1, size=(per_box, len(L))).astype(np.float64)
+        Z = []
+        for v in vals:
+            Xv = X.copy()
+            Xv[:, idx] = v
+            Z.append(np.asarray(net.forward(Xv)) > 0 if problem.post == "label" else np.asarray(net.forward(Xv)))
+        Z = np.stack(Z)
+        if problem.post == "label":
+            unfair = np.any(Z != Z[0], axis=0).any()
+            change = any(z.any() and not z.all() for z in Z)
+        else:
+            P = 1 / (1 + np.exp(-Z))
+            unfair = bool(np.any(P.max(axis=0) - P.min(axis=0) > problem.eps))
+            change = False
+        c = "mixed" if unfair else ("boundary" if change else "loose")
+        mass[c] += float(m)
+        count[c] += 1
+    tot = sum(mass.values()) or 1.0
+    return {"sampled_boxes": len(und["boxes"]), "undecided_measure": str(und["measure"]), "boxes": count,
+            "share_of_sampled_measure": {c: round(v / tot, 4) for c, v in mass.items()},
+            "note": "an estimate from uniform points in sampled undecided sub-boxes, not a proof"}
 
 
 def sample_unfair(bench, ds, name, prop, replayer, n: int, seed: int) -> dict:

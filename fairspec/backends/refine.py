@@ -167,7 +167,7 @@ def _points(problem, lo, hi, inputs):
 
 def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int | None = None,
                       batch: int = BATCH, enum_points: int = ENUM_POINTS, bab_nodes: int = 0,
-                      bab_seconds: float = 1.0) -> Refined:
+                      bab_seconds: float = 1.0, bab_per_batch: int = 4) -> Refined:
     """Refine every partition of ``parts`` whose result (``results[k]``) is not a certified ``holds``
     (see the module docstring), within ``seconds`` of wall time and at most ``max_boxes`` sub-boxes
     (a count: the tests' way to stop without timing the machine)."""
@@ -175,10 +175,12 @@ def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int
 
     with threadpool_limits(1):          # small matrices: BLAS threads only contend (as falsify_boxes)
         return _refine(problem, parts, results, seconds=seconds, max_boxes=max_boxes, batch=batch,
-                       enum_points=enum_points, bab_nodes=bab_nodes, bab_seconds=bab_seconds)
+                       enum_points=enum_points, bab_nodes=bab_nodes, bab_seconds=bab_seconds,
+                       bab_per_batch=bab_per_batch)
 
 
-def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds) -> Refined:
+def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds,
+            bab_per_batch) -> Refined:
     from fairspec.backends.pair.certify import decide_by_bab, runtime_of
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
     from fairspec.certify.boxes import decide_boxes
@@ -273,7 +275,21 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                 st["unfair_boxes"] += 1
             else:
                 rest.append(j)
-        if fast and not bab_nodes:
+        if bab_nodes and rest:
+            # the certified branch and bound (a node cap) on the largest sub-boxes the bounds left
+            keep = []
+            for j in sorted(rest, key=lambda j: -big[j][5])[:bab_per_batch]:
+                if time.monotonic() >= stop:
+                    break
+                k, lo, hi, m = big[j][2], big[j][3], big[j][4], big[j][5]
+                r = decide_by_bab(problem.restrict(lo, hi), "prove", min(bab_seconds, stop - time.monotonic()),
+                                  max_nodes=bab_nodes)
+                if r.status == "holds" and r.proof is not None:
+                    out.decided.append((k, "fair", lo, hi, m, 0, r.proof))
+                    st["bab_boxes"] += 1
+                    keep.append(j)
+            rest = [j for j in rest if j not in set(keep)]
+        if fast:
             # every undecided box split at once (numpy), on the input with the largest influence
             R = np.array(rest, dtype=np.int64)
             L, H = LO[R], HI[R]
@@ -297,13 +313,6 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             continue
         for j in rest:
             k, lo, hi, m = big[j][2], big[j][3], big[j][4], big[j][5]
-            if bab_nodes and time.monotonic() < stop:
-                r = decide_by_bab(problem.restrict(lo, hi), "prove", min(bab_seconds, stop - time.monotonic()),
-                                  max_nodes=bab_nodes)
-                if r.status == "holds" and r.proof is not None:
-                    out.decided.append((k, "fair", lo, hi, m, 0, r.proof))
-                    st["bab_boxes"] += 1
-                    continue
             halves = _split(problem, lo, hi, dec.influence[j], dims) if dims else None
             if halves is None:
                 halves = _split_group(problem, lo, hi)

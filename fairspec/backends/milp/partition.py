@@ -317,6 +317,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    refined=() if refined is None else refined.decided)
     if refined is not None:
         out.stats["refine"] = dict(refined.stats, reason=refined.reason)
+        # where the undecided mass is: the 400 largest sub-boxes left and 400 drawn by measure (seeded)
+        left = sorted(refined.undecided, key=lambda t: -t[3])
+        sample = left[:400]
+        if len(left) > 400:
+            w = np.array([float(t[3]) for t in left[400:]])
+            pick = np.random.default_rng(0).choice(len(w), size=min(400, len(w)), replace=False, p=w / w.sum())
+            sample += [left[400 + int(i)] for i in sorted(pick)]
+        out.stats["refine_undecided"] = {"boxes": sample, "measure": sum(t[3] for t in left)}
     out.stats["attack_refuted"] = len(attacked)
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
