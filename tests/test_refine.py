@@ -46,7 +46,7 @@ def _unfair(p: PairProblem, t) -> bool:
     return bool(check_witness(p, x, xp, p.net.forward) or check_witness(p, xp, x, p.net.forward))
 
 
-CASES = [(seed, w, ties, post) for seed in (1, 2, 3, 4, 5, 6) for w, ties in ((1.0, True), (3.0, True), (3.0, False))
+CASES = [(seed, w, ties, post) for seed in (1, 2, 3, 4, 5, 6) for w, ties in ((1.0, True), (3.0, True), (3.0, False), (8.0, False))
          for post in ("label", "logit")]
 
 

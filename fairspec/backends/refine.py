@@ -38,7 +38,7 @@ import numpy as np
 __all__ = ["Refined", "refine_partitions", "refinable"]
 
 #: sub-boxes decided per batch of bounds
-BATCH = 256
+BATCH = 1024
 #: a sub-box with at most this many individuals is enumerated on the runtime
 ENUM_POINTS = 64
 
