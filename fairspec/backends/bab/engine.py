@@ -96,13 +96,16 @@ class _Highs:
         self.all_cols = np.arange(self.n, dtype=np.int32)
         self.lower_ub = np.full(self.m_ub, -self.inf)
         self.cur_cost = lp.c
+        self.keep_basis = False
+        self.basis = None
 
     def m_eq_offset_slopes(self, lp):
         # positions (in the concatenated eq+ub entry list) of the slope entries
         return lp.A_eq.val.size + self.slope_at
 
-    def solve(self, lp: LinearProgram, cost=None):
+    def solve(self, lp: LinearProgram, cost=None, basis=None):
         h = self.h
+        self.basis = None
         cost = lp.c if cost is None else cost
         if self.cur_cost is not cost and not np.array_equal(self.cur_cost, cost):
             h.changeColsCost(self.n, self.all_cols, np.asarray(cost, dtype=np.float64))
@@ -113,10 +116,14 @@ class _Highs:
         for k in np.flatnonzero(new != self.cur_slopes):
             h.changeCoeff(int(self.slope_row[k]), int(self.slope_col[k]), float(new[k]))
         self.cur_slopes = new.copy()
+        if basis is not None:
+            h.setBasis(basis)
         h.run()
         ms = h.getModelStatus()
         M = self.hs.HighsModelStatus
         if ms == M.kOptimal:
+            if self.keep_basis:
+                self.basis = h.getBasis()
             s = h.getSolution()
             x = np.array(s.col_value)
             y = np.array(s.row_dual)
@@ -173,6 +180,38 @@ def _forward(q: PairQuery, X):
     return H[:, 0]
 
 
+def _polish(q: PairQuery, x, xp, value: float, rounds: int = 6, values: int = 65):
+    """Greedy coordinate search from a pair (maximize's primal side): each tied input outside
+    one-hot groups in turn set to every value of its range (integral inputs; at most ``values``
+    evenly spaced ones), in both copies, kept where the measure grows; until nothing moves.
+    Returns ``(x, x', measure)`` on the float64 network. Proves nothing."""
+    grp = {i for g in q.onehot_groups for i in g}
+    coords = [i for i in q.tied if i not in grp and q.hi[i] > q.lo[i]]
+    x, xp = np.array(x, dtype=np.float64), np.array(xp, dtype=np.float64)
+    for _ in range(rounds):
+        moved = False
+        for i in coords:
+            grid = np.linspace(q.lo[i], q.hi[i], values)
+            if q.integer[i]:
+                grid = np.unique(np.round(grid))
+            Xa = np.repeat(x[None, :], len(grid), axis=0)
+            Xb = np.repeat(xp[None, :], len(grid), axis=0)
+            Xa[:, i] = grid
+            Xb[:, i] = grid
+            z = _forward(q, np.vstack([Xa, Xb]))
+            m = np.array([_measure(q.post, float(a), float(b)) for a, b in zip(z[:len(grid)], z[len(grid):])]) \
+                if q.post == "prob" else (np.minimum(z[:len(grid)], -z[len(grid):]) if q.post == "label"
+                                          else z[:len(grid)] - z[len(grid):])
+            j = int(np.argmax(m))
+            if m[j] > value + 1e-12:
+                x[i] = xp[i] = grid[j]
+                value = float(m[j])
+                moved = True
+        if not moved:
+            break
+    return x, xp, value
+
+
 class _Search:
     def __init__(self, q: PairQuery, builder: TreeBuilder, deadline: float):
         self.q = q
@@ -181,13 +220,21 @@ class _Search:
         self.hs = None
         self.stats = {"nodes": 0, "lp_solves": 0, "lp_seconds": 0.0, "refused": 0}
         self.strategy = STRATEGY
+        self.keep_basis = False
 
-    def solve(self, node):
-        lp = self.b.lp(node)
+    def _lp_solver(self, lp):
         if self.hs is None:
             self.hs = _Highs(self.q, lp)
+            self.hs.keep_basis = self.keep_basis
+            if self.keep_basis:          # every solve starts from a basis: presolve only costs time
+                self.hs.h.setOptionValue("presolve", "off")
+        return self.hs
+
+    def solve(self, node, basis=None):
+        lp = self.b.lp(node)
+        self._lp_solver(lp)
         t0 = time.perf_counter()
-        out = self.hs.solve(lp)
+        out = self.hs.solve(lp, basis=basis)
         self.stats["lp_seconds"] += time.perf_counter() - t0
         self.stats["lp_solves"] += 1
         return out
@@ -242,8 +289,7 @@ class _Search:
         return self.b.tighten(node, bounds, certs)
 
     def solve_obj(self, lp, obj):
-        if self.hs is None:
-            self.hs = _Highs(self.q, lp)
+        self._lp_solver(lp)
         t0 = time.perf_counter()
         out = self.hs.solve(lp, obj)
         self.stats["lp_seconds"] += time.perf_counter() - t0
@@ -335,6 +381,12 @@ COUPLING_PROVE = False
 BRANCH_DUALS = False
 #: maximize tightens the roots' hidden pre-activations by certified LP bounds (Tighten) first
 TIGHTEN_MAX = False
+#: maximize solves a node's children from the node's own optimal basis (best-first jumps across
+#: the tree, so the last basis HiGHS holds is usually a stranger's)
+WARM_PARENT = True
+#: maximize polishes (greedy coordinate search, :func:`_polish`) each node's rounded LP point whose
+#: measure is within this share of the best (0: never)
+POLISH = 0.25
 
 
 def _query(problem, threshold, strict, start_bounds, coupling: bool = False):
@@ -426,17 +478,19 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
         return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
     builder = TreeBuilder(q, bound_mode=True)
     S = _Search(q, builder, deadline)
+    S.keep_basis = WARM_PARENT
     best_val, best_pair = -math.inf, None
     heap = []            # (-bound, tie, node, multipliers)
     tie = 0
 
-    def evaluate(node):
+    def evaluate(node, basis=None):
         nonlocal best_val, best_pair, tie
         st = builder.state(node)
         if st.empty:
             builder.close(node)
             return
-        out = S.solve(node)
+        out = S.solve(node, basis)
+        nb = S.hs.basis if S.hs is not None else None
         status, x_lp, obj, y_ub, y_eq = out
         mult = (y_ub, y_eq) if y_ub is not None else (None, None)
         if status == "infeasible" and y_ub is not None:
@@ -452,10 +506,13 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
             bound = builder.leaf_bound(node, *mult)
         if status == "optimal":
             x, xp, m = S.candidate(node, x_lp)
+            if POLISH and m > best_val - POLISH * max(1.0, abs(best_val)):
+                x, xp, m = _polish(q, x, xp, m)
+                S.stats["polished"] = S.stats.get("polished", 0) + 1
             if m > best_val:
                 best_val, best_pair = m, (x, xp)
         tie += 1
-        heapq.heappush(heap, (-bound, tie, node, mult, x_lp if x_lp is not None else 0.5 * (st.box[0] + st.box[1])))
+        heapq.heappush(heap, (-bound, tie, node, mult, x_lp if x_lp is not None else 0.5 * (st.box[0] + st.box[1]), nb))
 
     for root in builder.roots():
         if TIGHTEN_MAX and not builder.state(root).empty:
@@ -471,7 +528,7 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
         if time.monotonic() > deadline or S.stats["nodes"] >= max_nodes:
             timed_out = True
             break
-        _, _, node, mult, x_lp = heapq.heappop(heap)
+        _, _, node, mult, x_lp, nb = heapq.heappop(heap)
         S.stats["nodes"] += 1
         br = S.branch(node, x_lp, mult[0] if BRANCH_DUALS else None)
         if br is None:
@@ -479,9 +536,9 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
             continue
         var, at, _ = br
         for child in builder.split(node, var, at):
-            evaluate(child)
+            evaluate(child, nb)
     while heap:                                   # close the frontier with its own certificates
-        _, _, node, mult, _ = heapq.heappop(heap)
+        _, _, node, mult, _, _ = heapq.heappop(heap)
         builder.close(node, *mult)
     proof = builder.proof()
     bound = builder.bound
