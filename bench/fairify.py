@@ -29,6 +29,10 @@ certify Proof), falsified (boxes proved unfair around each refuted partition's w
 ``decide_seconds``), plus the counterexample points) and undecided, exact fractions of the
 domain's integer points in the JSON (``shares``) and percentages in the table; beside them an
 estimate of the unfair share from ``--sample-unfair`` uniform individuals (Clopper-Pearson 95%).
+``--refine S``: then S seconds of FairQuant's refinement inside the partitions left without a proof
+(``fairspec.backends.refine``: sub-boxes proved fair / unfair, small ones enumerated; counted in the
+shares; the row's ``refine`` has its counts and ``undecided_where``, an estimate of how much of the
+undecided mass sits in sub-boxes that hold an unfair individual).
 
 Beside our numbers: Fairify's published verdict counts over its input partitions
 (``published_results.csv``, experiment ``src``: SAT / UNSAT / UNK) and HyFair's
