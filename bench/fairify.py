@@ -734,7 +734,7 @@ def network_summary(rows) -> list[dict]:
         for ld in (r.get("load_start"), r.get("load_end")):
             if ld:
                 n["loads"].append(ld[0])
-    return sorted(out.values(), key=lambda n: (n["property"], _net_key(n["model"])))
+    return sorted(out.values(), key=lambda n: (n["property"] != "sign", n["property"], _net_key(n["model"])))
 
 
 def render_md(docs: list[dict], notes: str | None = None) -> str:
@@ -790,6 +790,15 @@ def render_md(docs: list[dict], notes: str | None = None) -> str:
                      f"{n['decided']:,} of {n['partitions']:,} | {n['undecided']:,} | {n['wall_seconds']} | "
                      f"{fmt_percent(Fraction(n['max_undecided'])) if 'max_undecided' in n else '-'} | "
                      f"{lo:.1f}-{hi:.1f} | {'yes' if ok else 'no'} |")
+    nets = network_summary(rows)
+    for prop in sorted({n["property"] for n in nets}, key=lambda p: (p != "sign", p)):
+        ns = [n for n in nets if n["property"] == prop]
+        parts, decided = sum(n["partitions"] for n in ns), sum(n["decided"] for n in ns)
+        lines.append("")
+        lines.append(f"{prop}: {len(ns)} networks measured; every partition decided on "
+                     f"{sum(n['undecided'] == 0 for n in ns)}, within 1800 s on "
+                     f"{sum(n['undecided'] == 0 and n['wall_seconds'] <= 1800 for n in ns)}; "
+                     f"{decided:,} of {parts:,} partitions decided ({fmt_percent(Fraction(decided, parts))}).")
     if notes:
         lines += ["", notes.rstrip()]
     return "\n".join(lines) + "\n"
