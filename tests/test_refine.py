@@ -157,3 +157,29 @@ def test_box_bounds_contain_the_network_on_every_box():
                            np.array(list(itertools.product(*zip(LO[k], HI[k]))))])
             z = net.forward(X)
             assert np.all(z >= lo[k, 0]) and np.all(z <= hi[k, 0]), (seed, k)
+
+
+def test_a_witness_inside_an_enumerated_sub_box_counts_once_and_grown_boxes_give_way():
+    """The refinement's sub-boxes replace a refined partition's grown unfair boxes (they may overlap),
+    and a counterexample point inside an enumerated sub-box is counted by the enumeration only."""
+    from fairspec.backends.pair import PairResult, Witness
+
+    p = PairProblem(_net(1, 1.0, False), lo=[0, 0, 0, 0], hi=[9, 0, 0, 1], integer=[True] * 4, free=(3,))
+    r = PairResult("violated", witness=Witness([3.0, 0, 0, 0], [3.0, 0, 0, 1]))
+    lo, hi = p.lo.copy(), p.hi.copy()
+    a_hi = hi.copy()
+    a_hi[0] = 4
+    b_lo = lo.copy()
+    b_lo[0] = 5
+    from fairspec.certify.proof import _mint
+
+    proof = _mint("interval", "test fixture")
+    refined = [(0, "count", lo, a_hi, 4, 1, proof), (0, "fair", b_lo, hi, 5, 0, proof)]
+    grown = [(0, lo, a_hi)]
+    sh = count_shares(p, [(p.lo, p.hi)], [r], unfair=grown, replay=lambda a, b: True, refined=refined)
+    assert (sh.certified, sh.falsified, sh.undecided) == (Fraction(9, 10), Fraction(1, 10), 0)
+    assert sh.counterexample_points == 0 and sh.fair_subboxes == 1 and sh.enumerated == 5
+    # without a proof a decision counts for nothing
+    sh = count_shares(p, [(p.lo, p.hi)], [r], replay=lambda a, b: True,
+                      refined=[(0, "fair", b_lo, hi, 5, 0, None)])
+    assert sh.certified == 0 and sh.falsified == Fraction(1, 10)
