@@ -28,6 +28,9 @@ Every witness is replayed with the library's own predict (the verdict says so).
 
     python bench/trees.py                          # everything (results in bench/results/trees.{txt,json})
     python bench/trees.py --data adult --models dt,xgb --timeout 30
+    python bench/trees.py --multiclass             # issue 25: a 100-tree forest with K = 3 grades on German
+                                                   # (and a 100-tree regressor), large domains decided through
+                                                   # fairspec check (bench/results/trees_multiclass.{md,json})
     python bench/trees.py --target                 # the targets only: Adult, depth-5 tree, XGBoost and
                                                    # LightGBM (100 trees, depth 5), 60 s, exact baselines
                                                    # 10 s, no k-disc/PBA (bench/results/trees_target.*)
@@ -278,6 +281,114 @@ def run_pba(ds, ens, predict, flip, n_points, seed):
 HEADER = "data\tmodel\tproperty\tfind\ts\tprove\ts\texact\ts\tz3\ts\tz3/exact\tagree\tpartitions"
 
 
+MULTI_PROPS = (
+    ("class_sex", "class(m(x)) == class(m(x'))", None, None),
+    ("class_sex_age2", "class(m(x)) == class(m(x'))", "age", None),
+    ("prob_every_01", "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 0.1", None, None),
+    ("prob_grade2_max", "|prob(m(x), 2) - prob(m(x'), 2)| <= 0.05", None, "maximize"),
+)
+REG_PROPS = (
+    ("value_05", "|value(m(x)) - value(m(x'))| <= 0.5", None, None),
+    ("value_max", "|value(m(x)) - value(m(x'))| <= 0.5", None, "maximize"),
+)
+
+
+def _spec_text(ds, model_file: str, props, timeout: float) -> str:
+    """A .fair spec over the data set's features (integral ranges from the data; the trees read the
+    codes directly), sex protected, with the given properties (age relaxed by 2 where asked)."""
+    lines = ["features F {"]
+    for j, n in enumerate(ds["names"]):
+        col = ds["X"][:, j]
+        ident = n.replace("-", "_").replace(".", "_")
+        prot = " protected" if n in ds["protected"] else ""
+        if ds["integer"][j]:
+            lines.append(f"  {ident} : int in [{int(col.min())}, {int(col.max())}]{prot}")
+        else:
+            lines.append(f"  {ident} : real in [{col.min()!r}, {col.max()!r}]{prot}")
+    lines.append("}")
+    lines.append(f'model m = sklearn("{model_file}")')
+    lines.append("encode F for m {")
+    lines += [f"  {n.replace('-', '_').replace('.', '_')} : raw" for n in ds["names"]]
+    lines.append("}")
+    for name, ensure, relax, mode in props:
+        lines += [f"property {name} {{", "  forall x, x' : F", f"  require x.* == x'.* except {{{ds['main']}}}"]
+        if relax:
+            lines.append(f"  require |x.{relax} - x'.{relax}| <= 2")
+        lines.append(f"  ensure {ensure}")
+        if mode:
+            lines.append(f"  mode = {mode}")
+        lines.append(f"  timeout = {timeout:g}s")
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def run_multiclass(args) -> int:
+    """Issue 25: tree models with K = 3 classes and a regression on German credit, every property
+    decided through ``fairspec check`` (no enumeration can cover these domains: 10^20 points)."""
+    import tempfile
+    import warnings
+
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    from fairspec.pipeline import check
+
+    ds = load("german", shared_dir())
+    X, y = ds["X"], ds["y"]
+    dur = X[:, ds["names"].index("duration")]
+    grade = np.where(y == 0, 0, np.where(dur <= 18, 2, 1))          # bad / good-long / good-short
+    amount = X[:, ds["names"].index("amount")] / 1000.0              # a regression target (thousands)
+    load0 = os.getloadavg()
+    rows, out = [], {"load_average_start": [round(v, 2) for v in load0], "timeout": args.timeout, "runs": []}
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = [("rf100_k3", RandomForestClassifier(n_estimators=100, max_depth=args.depth, random_state=0,
+                                                      n_jobs=1).fit(X, grade), MULTI_PROPS),
+                  ("rf100_reg", RandomForestRegressor(n_estimators=100, max_depth=args.depth, random_state=0,
+                                                      n_jobs=1).fit(X, amount), REG_PROPS)]
+        for mname, est, props in models:
+            sio.dump(est, Path(d) / f"{mname}.skops")
+            spec = Path(d) / f"{mname}.fair"
+            spec.write_text(_spec_text(ds, f"{mname}.skops", props, args.timeout))
+            t0 = time.perf_counter()
+            rep = check(str(spec))
+            wall = time.perf_counter() - t0
+            if rep.has_errors:
+                print(rep.diagnostics)
+                return 1
+            for v in rep.verdicts:
+                la = os.getloadavg()[0]
+                st = v.status + (f" ({v.how})" if v.how else "")
+                extra = ""
+                if v.bound is not None:
+                    extra = f" [{v.bound[0]:.6g}, {v.bound[1]:.6g}]"
+                dd = v.details or {}
+                rows.append(f"| {mname} | {v.name} | {st}{extra} | {v.seconds:.1f} | {dd.get('bab_boxes', '-')} | "
+                            f"{dd.get('bab_evaluated', '-')} | {la:.1f} |")
+                out["runs"].append({"model": mname, "property": v.name, "status": v.status, "how": v.how,
+                                    "value": v.value, "bound": v.bound, "seconds": round(v.seconds, 2),
+                                    "reason": v.reason, "details": {k: str(x) for k, x in dd.items()},
+                                    "load": round(la, 2)})
+                print(rows[-1], flush=True)
+            out.setdefault("wall", {})[mname] = round(wall, 1)
+    head = ["# Issue 25: tree models with K = 3 classes and a regression, large domains (bench/trees.py --multiclass)",
+            "", f"German credit (1,000 rows, 20 features as integer codes; sex protected; the domain has ~10^20 "
+            f"points, far beyond enumeration). rf100_k3: RandomForestClassifier(100 trees, max_depth={args.depth}) "
+            "on three grades (bad / good with duration > 18 / good with duration <= 18); rf100_reg: "
+            f"RandomForestRegressor(100 trees, max_depth={args.depth}) of the credit amount in thousands. Every "
+            "verdict from `fairspec check` (certified branch and bound over leaf boxes, kinds/tree_boxes.py; "
+            f"violations replayed on scikit-learn's predict); timeout {args.timeout:g} s per property; load average "
+            f"(1 min) at start {load0[0]:.1f}, and after each property in the last column.", "",
+            "| model | property | verdict | seconds | boxes | evaluated on the library | load |",
+            "|---|---|---|---|---|---|---|"]
+    md = "\n".join(head + rows) + "\n"
+    res = ROOT / "bench" / "results"
+    (res / "trees_multiclass.md").write_text(md)
+    (res / "trees_multiclass.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    print(md)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="adult,german,compas,bank")
@@ -292,7 +403,12 @@ def main(argv=None):
                     help="only the targets: Adult dt,xgb,lgbm (depth 5), --timeout 60, baselines 10 s, no k-disc/PBA")
     ap.add_argument("--json", default=None, help="results file (default bench/results/trees.json, or "
                                                  "trees_target.json with --target); the table goes beside it (.txt)")
+    ap.add_argument("--multiclass", action="store_true",
+                    help="issue 25: a 100-tree forest with K = 3 classes and a 100-tree regressor on German "
+                         "(--depth, default 5; --timeout per property)")
     args = ap.parse_args(argv)
+    if args.multiclass:
+        return run_multiclass(args)
     if args.target:
         args.data, args.models, args.depth, args.timeout = "adult", "dt,xgb,lgbm", 5, 60.0
         args.baseline_timeout = 10.0 if args.baseline_timeout is None else args.baseline_timeout

@@ -203,7 +203,8 @@ def test_lightgbm_multiclass(tmp_path):
 def test_a_large_domain_is_falsified_on_data_rows(tmp_path, monkeypatch):
     """No enumeration (FAIRSPEC_ENUMERATE_PAIRS=0, as on a domain over the cut): a data row with its
     protected feature flipped that changes the class is violated, replayed on the library; a
-    property no flip breaks stays unknown (never holds)."""
+    property no flip breaks goes to the certified branch and bound over leaf boxes (issue 25), which
+    proves this loose one."""
     import skops.io as sio
 
     est = _classifiers()[0]
@@ -225,4 +226,6 @@ def test_a_large_domain_is_falsified_on_data_rows(tmp_path, monkeypatch):
     w = same.witness
     pred = est.predict(np.array([w.x, w.x_prime]))
     assert pred[0] != pred[1] and w.features["g"] != w.features_prime["g"]
-    assert v["loose"].status == "unknown"
+    loose = v["loose"]
+    assert loose.status == "holds" and loose.how == "proved" and loose.proof is not None, loose.reason
+    assert loose.proof.method == "bab-certificate"

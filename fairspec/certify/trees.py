@@ -200,11 +200,11 @@ def leaf_boxes(trees: Sequence[TreeNodes], factors: Sequence[Factor], fixed: Seq
     outcome = {}
 
     def cell_out(t: SplitTest):
-        o = outcome.get(t)
+        o = outcome.get(id(t))            # by identity: a dataclass hash per node visit is slow
         if o is None:
             fi, j = owner[t.column]
             o = t.left(np.asarray(factors[fi].U, dtype=np.float64)[first[fi], j])
-            outcome[t] = o
+            outcome[id(t)] = o
         return o
 
     def straddle(masks):

@@ -95,10 +95,21 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     if ens is None:
         return gone(f"the trees of model '{prop.model}' could not be read for every output column, so its "
                     f"{prop.post} output is not decided by enumeration of cells")
-    dom, why = pair_domain(prop, fs, enc, ens)
+    dom, why = pair_domain(prop, fs, enc, ens, with_boxes=False)
     if dom is None:
-        why = (f"the domain is not small ({why}): only enumeration on the library's runtime decides the "
-               f"{prop.post} output of a tree model (the exact MILP / SMT tree encodings read binary classifiers)")
+        # a large domain: the data rows' counterfactual flips first (cheap, a real row as witness),
+        # then the certified branch and bound over leaf boxes (kinds/tree_boxes)
+        from fairspec.kinds.tree_boxes import decide_by_boxes
+
+        flip = _flip_on_data(prop, ctx, model, fs, enc, mode, backend, t0,
+                             f"the domain is not small ({why})")
+        if flip is not None:
+            return flip
+        v, why_boxes = decide_by_boxes(prop, ctx, mode, backend, t0, ens, model)
+        if v is not None:
+            return v
+        return gone(f"the domain is not small ({why}) and the branch and bound over leaf boxes did not decide it "
+                    f"({why_boxes}); no data row's counterfactual flip breaks it")
         flip = _flip_on_data(prop, ctx, model, fs, enc, mode, backend, t0, why)
         return flip if flip is not None else gone(why)
     post, cls = prop.post, prop.cls

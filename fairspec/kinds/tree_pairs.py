@@ -41,6 +41,10 @@ from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_o
 __all__ = ["MAX_POINTS", "MAX_PAIRS", "runtime_outputs", "pair_domain", "decide_by_enumeration"]
 
 MAX_PAIRS = 4_000_000
+#: tree walks the leaf boxes of a large domain may take (each box walks every tree for each varying
+#: combination): a 100-tree forest gets at most 2,500 boxes, so a domain it cannot cover in that many
+#: fails in seconds and goes to the exact encodings / the branch and bound (kinds/tree_boxes.py)
+MAX_LEAF_WALKS = 1_000_000
 
 
 def _max_pairs() -> int:
@@ -93,11 +97,12 @@ class PairDomain:
         return [a.reshape(-1) for a in g]
 
 
-def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, ens=None
+def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding, ens=None, with_boxes: bool = True
                 ) -> tuple[PairDomain | None, str]:
     """The finite pair domain of ``prop`` in cells of the split tests of ``ens`` (a
     :class:`~fairspec.models.trees.TreeEnsemble` in model-input space; None: every value its own
-    cell), or None with the reason when it is not small."""
+    cell), or None with the reason when it is not small. ``with_boxes=False``: no leaf boxes of the tied
+    cells (the caller has the branch and bound of kinds/tree_boxes.py, which finds them lazily)."""
     if prop.pre:
         return None, "a further pre-condition"
     tol = dict(prop.relaxed)
@@ -130,7 +135,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     if n > MAX_POINTS or float(n) * m > _max_pairs():
         if tests is not None and m == 1:
             return Unread(varying, tests), ""
-        if tests is None or ens is None or float(m) * m > _max_pairs() or m > MAX_POINTS:
+        if tests is None or ens is None or float(m) * m > _max_pairs() or m > MAX_POINTS or not with_boxes:
             return None, f"{n:,} cells and up to {n * m:,} cell pairs"
         # the tied cells in leaf boxes (certify derives them): every varying combination is a
         # counterfactual whose trees each reach one leaf in a box
@@ -138,7 +143,8 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
 
         tied = [f for f in order if f.role == "tied"]
         fixed = fixed_columns(varying, V, m)
-        cap = max(1, min(MAX_POINTS // max(m, 1), int(_max_pairs() // max(float(m) * m, 1.0))))
+        cap = max(1, min(MAX_POINTS // max(m, 1), int(_max_pairs() // max(float(m) * m, 1.0)),
+                         MAX_LEAF_WALKS // (2 * m * max(len(ens.trees), 1))))
         try:
             boxes = leaf_boxes([tree_nodes(t) for t in ens.trees],
                                [CFactor(f.name, f.columns, f.U, f.cell) for f in tied], fixed, max_boxes=cap)

@@ -45,7 +45,7 @@ def families() -> dict:
         out[m.FAMILY] = m.generate
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
-    for fam in ("network", "trees", "kdisc", "multiclass", "regression"):
+    for fam in ("network", "trees", "kdisc", "multiclass", "regression", "trees-multiclass", "trees-regression"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out
@@ -352,7 +352,7 @@ def owner(o: dict) -> str:
         return "shipmodels"
     if fam in ("network", "network-solver"):
         return "smt" if m.get("backend") == "smt" else "pairs"
-    if fam in ("trees", "trees-solver"):
+    if fam in ("trees", "trees-solver", "trees-multiclass-solver", "trees-regression-solver"):
         return "trees"
     if fam == "pba":
         return "smt"

@@ -1,0 +1,330 @@
+"""Individual fairness of a tree model's class / prob(c) / value on a domain too large to enumerate
+(issue 25): the certified branch and bound over leaf boxes of :mod:`fairspec.certify.treeboxes`.
+
+The model's output columns (:func:`output_scores`: every class's ``predict_proba`` column of a
+forest, every class's margin of a boosted model, a regression's value; each column's trees
+checked against the library by their converters) become one :class:`~fairspec.certify.treeboxes.Scores`
+(a tree shared by several columns -- a forest's -- is one unit whose leaves hold a value per
+column). The pair domain is cut as for enumeration (:mod:`fairspec.kinds.tree_pairs`): the tied
+features in cells of the split tests, the protected and relaxed features' cell combinations
+enumerated (at most :data:`MAX_COMBOS`), and certify splits the tied cells into boxes until
+bounds decide each (box, pair) or every tree reaches one leaf, where the library's own ``predict``
+/ ``predict_proba`` / booster output at one concrete pair decides it exactly (its float32 / float64
+arithmetic, summation order and first-maximal tie rule between classes).
+
+Answers: ``holds (proved: branch and bound, N certified leaves)``; ``violated`` with a concrete
+domain pair replayed on the library; ``maximize``: the exact largest difference when the search
+closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the box cap or the time
+limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
+class) of forests (linear in their leaves) and of boosted multiclass models (softmax of the
+margins), ``value`` of regressors whose prediction is their margin (no log link).
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from fairspec import ir
+
+__all__ = ["output_scores", "decide_by_boxes", "MAX_COMBOS", "MAX_BOXES"]
+
+MAX_COMBOS = 2048            # cell combinations of the protected and relaxed features
+MAX_PAIRS = 200_000          # admissible ordered pairs of them
+MAX_BOXES = 200_000          # boxes the branch and bound examines before it gives up
+SEEDS = 512                  # sampled concrete pairs evaluated on the library before the search
+
+_XGB_IDENTITY = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror", "reg:quantileerror",
+                 "reg:linear")
+_LGB_IDENTITY = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
+                 "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "quantile", "mape",
+                 "mean_absolute_percentage_error")
+
+
+def output_scores(model):
+    """(Scores, probabilities readable) of a tree model's output columns, or None when they are not
+    read (an unsupported estimator or objective, columns that disagree on their divisor)."""
+    cached = getattr(model, "_box_scores", False)
+    if cached is not False:
+        return cached
+    out = None
+    try:
+        out = _output_scores(model)
+    except Exception:  # noqa: BLE001 - an unreadable model: not decided this way
+        out = None
+    try:
+        model._box_scores = out
+    except AttributeError:
+        pass
+    return out
+
+
+def _output_scores(model):
+    from fairspec.backends.trees.runtime import _xgb_objective, library_task
+    from fairspec.certify.treeboxes import Scores
+    from fairspec.kinds.tree_cells import tree_nodes
+    from fairspec.models import trees as T
+
+    fmt = getattr(model, "format", "")
+    task, k = library_task(model)
+    probs = True
+    if fmt == "sklearn":
+        if getattr(model, "unfolded", False):
+            return None
+        est = model.raw
+        name = type(est).__name__
+        if name not in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
+            return None
+        if name == "HistGradientBoostingRegressor" and str(getattr(est, "loss", "")) not in (
+                "squared_error", "absolute_error", "quantile"):
+            return None
+        cols = T.sklearn_columns(est)
+        linear = name in ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier") or \
+            task == "regression"
+    elif fmt == "xgboost":
+        obj = _xgb_objective(model)
+        if task == "regression" and obj not in _XGB_IDENTITY:
+            return None
+        cols = T.xgboost_columns(model.raw)
+        linear = task == "regression"
+        probs = obj == "multi:softprob"
+    elif fmt == "lightgbm":
+        obj = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()[:1]
+        obj = obj[0] if obj else ""
+        if task == "regression" and obj not in _LGB_IDENTITY:
+            return None
+        if task == "multiclass" and obj not in ("multiclass", "softmax"):
+            return None
+        cols = T.lightgbm_columns(model.raw)
+        linear = task == "regression"
+    else:
+        return None
+    if not cols or len({float(c.divisor) for c in cols}) != 1:
+        return None
+    zero = not linear and len(cols) == 1            # a binary margin: columns (0, z)
+    if zero:
+        probs = False                               # its probability is not read here
+    K = len(cols) + (1 if zero else 0)
+    units: dict = {}
+    order: list = []
+    for ci, ens in enumerate(cols):
+        c = ci + (1 if zero else 0)
+        for t in ens.trees:
+            key = (t.feature.tobytes(), t.threshold.tobytes(), t.left.tobytes(), t.right.tobytes(), t.strict, t.f32)
+            if key not in units:
+                units[key] = (t, np.zeros((t.n_nodes, K)))
+                order.append(key)
+            units[key][1][:, c] += np.asarray(t.value, dtype=np.float64)
+    base = ([0.0] if zero else []) + [float(e.base) for e in cols]
+    sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
+                float(cols[0].divisor), "linear" if linear else "softmax",
+                "float32" if fmt == "xgboost" else "float64")
+    return sc, probs and task != "binary"
+
+
+class _Dom:
+    """What :func:`fairspec.kinds.tree_pairs._witness_values` reads of a domain."""
+
+    def __init__(self, factors, free_elsewhere):
+        self.factors, self.free_elsewhere = factors, free_elsewhere
+
+
+def box_domain(prop: ir.IndividualFairness, fs, enc, ens):
+    """(tied factors, varying factors, combos, pairs, free_elsewhere) of the pair problem in cells of
+    the split tests of ``ens``, or a sentence why not."""
+    from fairspec.kinds.tree_cells import build_factor, exact_ok, has_two_values, split_tests
+    from fairspec.kinds.tree_pairs import _min_distance
+
+    if prop.pre:
+        return "a further pre-condition"
+    tol = dict(prop.relaxed)
+    tests = split_tests(ens)
+    read = {t.column for t in tests}
+    tied, varying = [], []
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        if f is None:
+            return "an encoded feature outside the feature set"
+        if f.name in prop.free and f.name in tol:
+            return f"feature {f.name} is both protected and relaxed"
+        role = "free" if f.name in prop.free else ("relaxed" if f.name in tol else "tied")
+        fac = build_factor(enc, fs, c, f, role, tests, read)
+        if isinstance(fac, str):
+            return fac
+        (tied if role == "tied" else varying).append(fac)
+    free_elsewhere = any(n not in [c.feature for c in enc.columns] and has_two_values(fs.get(n)) for n in prop.free)
+    m = int(np.prod([f.nc for f in varying], dtype=np.float64)) if varying else 1
+    if m > MAX_COMBOS:
+        return f"{m:,} cell combinations of the protected and relaxed features (at most {MAX_COMBOS:,})"
+    if varying:
+        V = [g.reshape(-1) for g in np.meshgrid(*[np.arange(f.nc) for f in varying], indexing="ij")]
+    else:
+        V = []
+    ok = np.ones((m, m), dtype=bool)
+    if not free_elsewhere:
+        differs = np.zeros((m, m), dtype=bool)
+        for f, a in zip(varying, V):
+            if f.role == "free":
+                same = a[:, None] == a[None, :]
+                differs |= ~same | (same & (f.size[a] >= 2)[:, None])
+        ok &= differs
+    for f, a in zip(varying, V):
+        if f.role == "relaxed":
+            ok &= exact_ok(_min_distance(f), prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
+    A, B = np.nonzero(ok)
+    if A.size > MAX_PAIRS:
+        return f"{A.size:,} admissible pairs of cell combinations (at most {MAX_PAIRS:,})"
+    combos = np.stack(V, axis=1) if V else np.zeros((1, 0), dtype=np.int64)
+    return tied, varying, combos, np.stack([A, B], axis=1), free_elsewhere
+
+
+def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float, ens, model):
+    """The Verdict by the certified branch and bound (see the module docstring), or None when it does
+    not apply (the reason is then the second element: ``(None, why)``)."""
+    from fairspec.backends.trees.runtime import runtime_outputs
+    from fairspec.certify.trees import Factor as CFactor
+    from fairspec.certify.treeboxes import decide_pairs
+    from fairspec.kinds.tree_cells import runtime_name
+    from fairspec.kinds.tree_pairs import _interval, _witness_values
+    from fairspec.planning import setting
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.verdict import Verdict, Witness
+
+    post, cls = prop.post, prop.cls
+    got = output_scores(model)
+    if got is None:
+        return None, "its output columns are not read as trees with a linear or softmax readout"
+    sc, probs = got
+    if post == "class_logit":
+        return None, "a class's logit is not decided this way"
+    if post == "class_prob" and not probs:
+        return None, "its class probabilities are not read as trees (binary or multi:softmax models)"
+    if post == "value" and sc.K != 1:
+        return None, "a classifier has no value"
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    dom = box_domain(prop, fs, enc, ens)
+    if isinstance(dom, str):
+        return None, dom
+    tied, varying, combos, pairs, free_elsewhere = dom
+    wdom = _Dom(tied + varying, free_elsewhere)
+    if post == "class":
+        kind, cols = "class", []
+    elif post == "value":
+        kind, cols = "diff", [0]
+    else:
+        kind = "diff" if sc.readout == "linear" else "softmax-diff"
+        cols = list(range(sc.K)) if cls == ir.EVERY_CLASS else [int(cls)]
+        if any(c >= sc.K for c in cols):
+            return None, f"the model has {sc.K} classes"
+    what = "class" if post == "class" else ("value" if post == "value" else "class_prob")
+
+    def concrete(points):
+        vx, vy = [], []
+        for tc, a, b in points:
+            gi = list(tc) + [int(v) for v in combos[a]]
+            gj = list(tc) + [int(v) for v in combos[b]]
+            x, y = _witness_values(wdom, gi, gj)
+            vx.append(x)
+            vy.append(y)
+        names = list(vx[0]) if vx else []
+        n = len(points)
+        vals = {nm: np.array([d[nm] for d in vx] + [d[nm] for d in vy], dtype=np.float64) for nm in names}
+        return encode(enc, vals, 2 * n)
+
+    def outputs(X):
+        n = X.shape[0] // 2
+        if what == "class":
+            o = np.asarray(runtime_outputs(model, X, "class"))
+            return np.stack([o[:n], o[n:]], axis=1)
+        res = np.zeros((n, 2, len(cols)))
+        for j, c in enumerate(cols):
+            o = runtime_outputs(model, X, what, None if what == "value" else c)
+            if o is None:
+                raise LookupError(what)
+            res[:, 0, j], res[:, 1, j] = o[:n], o[n:]
+        return res
+
+    def evaluate(points):
+        return outputs(concrete(points))
+
+    # a sample of concrete pairs first (seeded): a violation among them ends the search at once
+    rng = np.random.default_rng(int(setting(prop, "seed", backend) or 0))
+    n_seed = min(SEEDS, len(pairs) * max(1, int(np.prod([f.nc for f in tied], dtype=np.float64))) if tied else
+                 len(pairs))
+    seeds = []
+    for _ in range(n_seed):
+        pi = int(rng.integers(len(pairs)))
+        seeds.append((tuple(int(rng.integers(f.nc)) for f in tied), int(pairs[pi, 0]), int(pairs[pi, 1])))
+    left = ctx.remaining(setting(prop, "timeout", backend))
+    deadline = None if left is None or not np.isfinite(left) else time.perf_counter() + float(left)
+    claim = (f"every admissible pair of the domain (a branch and bound over boxes of the tied features' cells, "
+             f"each box decided by sound bounds on the trees' leaves or, where every tree reaches one leaf, by the "
+             f"library's runtime) satisfies the post-condition")
+    try:
+        ans = decide_pairs(sc, [CFactor(f.name, f.columns, f.U, f.cell) for f in tied],
+                           [CFactor(f.name, f.columns, f.U, f.cell) for f in varying], combos, pairs, post=kind,
+                           columns=cols, op=prop.eps_op, eps=prop.eps, evaluate=evaluate,
+                           maximize=mode == "maximize" and post != "class", max_boxes=MAX_BOXES, deadline=deadline,
+                           claim=claim, seeds=seeds)
+    except LookupError:
+        return None, f"the library has no {what} output"
+    except ValueError as e:
+        return None, f"the branch and bound was not certified: {e}"
+    details = {"mode": mode, "post": post, "runtime": runtime_name(model), "combinations": int(len(combos)),
+               "pairs_of_combinations": int(len(pairs)), **{f"bab_{k}": v for k, v in ans.stats.items()}}
+    seconds = time.perf_counter() - t0
+    maxi = mode == "maximize" and post != "class"
+    value = bound = None
+    if maxi and ans.best is not None:
+        v, lo, hi = _interval(ans.best)
+        value = v
+        if ans.status == "unknown" or ans.upper is None:
+            bound = (lo, ans.upper) if ans.upper is not None else None
+        else:
+            bound = (lo, hi)
+        details["maximum"] = ("exact over every admissible pair (branch and bound closed)" if ans.status != "unknown"
+                              else "[best replayed pair, certified upper bound of the open boxes]")
+    if ans.status == "holds":
+        return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
+                       seconds=seconds, details=details, proof=ans.proof,
+                       reason="branch and bound over leaf boxes on the library's runtime"), ""
+    point = ans.point
+    if ans.status == "unknown":
+        from fairspec.certify.exact import threshold_of
+
+        t_eps = threshold_of(prop.eps)
+        if maxi and ans.best is not None and ans.best_point is not None and not (
+                ans.best < t_eps if prop.eps_op == "<" else ans.best <= t_eps):
+            point = ans.best_point[0]          # the best pair found already breaks the property
+        else:
+            why = ans.reason
+            if maxi and ans.best is not None:
+                why += (f"; the largest difference found is {float(ans.best):.6g}"
+                        + (f", at most {ans.upper:.6g} over every admissible pair" if ans.upper is not None else ""))
+            return None, why
+    XW = concrete([point])
+    out = outputs(XW)[0]
+    if what == "class":
+        again = bool(out[0] != out[1])
+        j = 0
+    else:
+        from fairspec.certify.enumerate import compare_exact
+
+        bad = ~compare_exact(out[0], prop.eps_op, prop.eps, minus=out[1])
+        again = bool(bad.any())
+        j = int(np.flatnonzero(bad)[0]) if again else 0
+        if len(cols) > 1:
+            details["class"] = cols[j]
+    if not again:
+        return None, "the violating box did not reproduce on a concrete pair of the library's runtime"
+    sw = (out[0], out[1]) if what == "class" else (out[0][j], out[1][j])
+    w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
+                decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
+    if value is None and what != "class":
+        value = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+    return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
+                   seconds=seconds, details=details,
+                   reason="a pair found by branch and bound over leaf boxes breaks it on the library's runtime"), ""

@@ -1,0 +1,225 @@
+"""The certified branch and bound over leaf boxes (fairspec/certify/treeboxes.py,
+fairspec/kinds/tree_boxes.py) against brute force: the small tree models of test_tree_outputs.py
+decided with FAIRSPEC_ENUMERATE_PAIRS=0 (no enumeration, as on a domain over the cut), plus random
+forests and boosted models biased toward ties (votes that tie, leaf values that sum to exact
+ties, thresholds on grid points, a relaxed feature)."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skops")
+
+import test_tree_outputs as T  # noqa: E402  (the brute-force helpers and models)
+
+
+@pytest.fixture(autouse=True)
+def boxes_only(monkeypatch):
+    """No enumeration, and a count of the branch-and-bound runs (each test must use it)."""
+    import fairspec.certify.treeboxes as TB
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    calls = []
+    real = TB.decide_pairs
+
+    def spy(*a, **k):
+        calls.append(k.get("post"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(TB, "decide_pairs", spy)
+    yield calls
+    assert calls, "the branch and bound was not used"
+
+
+@pytest.mark.parametrize("k", range(3), ids=["tree", "forest", "gboost"])
+def test_sklearn_multiclass(tmp_path, k):
+    T.test_sklearn_multiclass_against_brute_force(tmp_path, k)
+
+
+def test_forest_vote_tie(tmp_path):
+    T.test_a_forest_vote_tie_is_the_first_class(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["DecisionTreeRegressor", "RandomForestRegressor", "GradientBoostingRegressor"])
+def test_sklearn_regression(tmp_path, name):
+    T.test_sklearn_regression_against_brute_force(tmp_path, name)
+
+
+def test_xgboost(tmp_path):
+    T.test_xgboost_multiclass_and_regression(tmp_path)
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# random models over a wider grid, biased toward ties
+# ---------------------------------------------------------------------------------------------
+
+FEATS2 = "  g : int in [0, 2] protected\n  a : int in [0, 7]\n  b : int in [0, 6]"
+ENC2 = "  g : raw\n  a : raw\n  b : raw"
+GRID2 = np.array(list(itertools.product(range(3), range(8), range(7))), dtype=float)
+
+
+def _spec(tmp_path, decl: str, body: str) -> str:
+    p = tmp_path / "s.fair"
+    p.write_text(f"features F {{\n{FEATS2}\n}}\n{decl}\nencode F for m {{\n{ENC2}\n}}\n" + body)
+    return str(p)
+
+
+def _prop2(name, ensure, mode=None, relaxed=None):
+    m = f"  mode = {mode}\n" if mode else ""
+    if relaxed is None:
+        pre = "  require x.* == x'.* except {g}\n"
+    else:
+        pre = f"  require x.* == x'.* except {{g}}\n  require |x.a - x'.a| {relaxed}\n"
+    return f"property {name} {{\n  forall x, x' : F\n{pre}  ensure {ensure}\n{m}}}\n"
+
+
+def _pairs2(relaxed=None):
+    for i, x in enumerate(GRID2):
+        for j, y in enumerate(GRID2):
+            if x[0] == y[0] or x[2] != y[2]:
+                continue
+            if relaxed is None:
+                if x[1] != y[1]:
+                    continue
+            else:
+                op, t = relaxed.split()
+                d = abs(x[1] - y[1])
+                if not (d <= float(t) if op == "<=" else d < float(t)):
+                    continue
+            yield i, j
+
+
+def _brute2(out, op, eps, relaxed=None):
+    t = Fraction(eps)
+    worst, bad = None, False
+    for i, j in _pairs2(relaxed):
+        d = Fraction(float(out[i])) - Fraction(float(out[j]))
+        worst = d if worst is None else max(worst, d)
+        bad |= not (d <= t if op == "<=" else d < t)
+    return bad, worst
+
+
+def _data2(seed, k=3):
+    rng = np.random.default_rng(seed)
+    X = GRID2[rng.integers(0, len(GRID2), 160)]
+    y = ((X[:, 0] * (seed % 2) + X[:, 1] // 2 + rng.integers(0, 2, len(X))) % k).astype(int)
+    yr = np.round(4 * (0.5 * X[:, 0] + 0.25 * X[:, 1] - 0.25 * X[:, 2] + rng.normal(0, 0.3, len(X)))) / 4
+    return X, y, yr
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_forest_classifier_ties(tmp_path, seed):
+    """Forests of an even number of trees (votes tie at 1/2, predict takes the first class), a
+    relaxed feature, strict and non-strict tolerances on the exact vote fractions."""
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, _ = _data2(seed)
+    est = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=seed, bootstrap=seed % 2 == 0).fit(X, y)
+    sio.dump(est, tmp_path / "m.skops")
+    cls = np.searchsorted(est.classes_, est.predict(GRID2))
+    P = est.predict_proba(GRID2)
+    body = (_prop2("same", "class(m(x)) == class(m(x'))")
+            + _prop2("same_relaxed", "class(m(x)) == class(m(x'))", relaxed="<= 1")
+            + _prop2("p_le", "|prob(m(x), 1) - prob(m(x'), 1)| <= 0.25")
+            + _prop2("p_lt", "|prob(m(x), 1) - prob(m(x'), 1)| < 0.25")
+            + _prop2("every", "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 0.5", relaxed="< 2")
+            + _prop2("p_max", "|prob(m(x), 2) - prob(m(x'), 2)| <= 0.25", mode="maximize", relaxed="<= 1"))
+    v = T._verdicts(_spec(tmp_path, 'model m = sklearn("m.skops")', body))
+    T._check(v["same"], any(cls[i] != cls[j] for i, j in _pairs2()))
+    T._check(v["same_relaxed"], any(cls[i] != cls[j] for i, j in _pairs2("<= 1")))
+    T._check(v["p_le"], _brute2(P[:, 1], "<=", "0.25")[0])
+    T._check(v["p_lt"], _brute2(P[:, 1], "<", "0.25")[0])
+    T._check(v["every"], any(_brute2(P[:, c], "<=", "0.5", "< 2")[0] for c in range(3)))
+    bad, worst = _brute2(P[:, 2], "<=", "0.25", "<= 1")
+    T._check(v["p_max"], bad, worst)
+    assert v["p_max"].bound[0] == v["p_max"].bound[1] or Fraction(v["p_max"].bound[1]) - Fraction(
+        v["p_max"].bound[0]) < Fraction(1, 10 ** 12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_regressors_exact_ties(tmp_path, seed):
+    """Leaf values on a grid of quarters: differences tie with eps exactly; maximize is exact."""
+    import skops.io as sio
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    X, _, yr = _data2(seed)
+    est = [RandomForestRegressor(n_estimators=2, max_depth=3, random_state=seed, bootstrap=False,
+                                 max_features=2),
+           GradientBoostingRegressor(n_estimators=3, max_depth=2, learning_rate=0.5, random_state=seed),
+           RandomForestRegressor(n_estimators=4, max_depth=2, random_state=seed)][seed].fit(X, yr + X[:, 0])
+    sio.dump(est, tmp_path / "m.skops")
+    Vv = est.predict(GRID2)
+    _, worst = _brute2(Vv, "<=", "0")
+    tie = repr(float(worst))
+    body = (_prop2("v_tie", f"|value(m(x)) - value(m(x'))| <= {tie}")
+            + _prop2("v_tie_strict", f"|value(m(x)) - value(m(x'))| < {tie}")
+            + _prop2("v_max", "|value(m(x)) - value(m(x'))| <= 0.5", mode="maximize")
+            + _prop2("v_rel", "|value(m(x)) - value(m(x'))| <= 1.5", relaxed="<= 2"))
+    v = T._verdicts(_spec(tmp_path, 'model m = sklearn("m.skops")', body))
+    T._check(v["v_tie"], _brute2(Vv, "<=", tie)[0])
+    T._check(v["v_tie_strict"], _brute2(Vv, "<", tie)[0])
+    bad, worst = _brute2(Vv, "<=", "0.5")
+    T._check(v["v_max"], bad, worst)
+    T._check(v["v_rel"], _brute2(Vv, "<=", "1.5", "<= 2")[0])
+
+
+def test_boosted_multiclass_and_regression(tmp_path):
+    """XGBoost multi:softprob and reg:squarederror (float32 sums), LightGBM multiclass and
+    regression (float64), HistGradientBoosting multiclass: class, prob and value against brute force."""
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y, yr = _data2(1)
+    yr = yr + X[:, 0]
+    models = []
+    b = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 2, "nthread": 1, "eta": 0.5},
+                  xgb.DMatrix(X, label=y), 3)
+    b.save_model(str(tmp_path / "x.json"))
+    P = np.asarray(b.predict(xgb.DMatrix(GRID2)), dtype=np.float64)
+    models.append(('model m = xgboost("x.json")', np.argmax(P, axis=1), P, None))
+    r = xgb.train({"objective": "reg:squarederror", "max_depth": 2, "nthread": 1}, xgb.DMatrix(X, label=yr), 3)
+    r.save_model(str(tmp_path / "xr.json"))
+    models.append(('model m = xgboost("xr.json")', None, None, np.asarray(r.predict(xgb.DMatrix(GRID2)), np.float64)))
+    lb = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 4, "min_data_in_leaf": 3, "verbose": -1,
+                    "num_threads": 1, "min_data_in_bin": 1}, lgb.Dataset(X, label=y), 3)
+    lb.save_model(str(tmp_path / "l.txt"))
+    P = np.asarray(lb.predict(GRID2), dtype=np.float64)
+    models.append(('model m = lightgbm("l.txt")', np.argmax(P, axis=1), P, None))
+    lr = lgb.train({"objective": "regression", "num_leaves": 4, "min_data_in_leaf": 3, "verbose": -1, "num_threads": 1,
+                    "min_data_in_bin": 1}, lgb.Dataset(X, label=yr), 3)
+    lr.save_model(str(tmp_path / "lr.txt"))
+    models.append(('model m = lightgbm("lr.txt")', None, None, np.asarray(lr.predict(GRID2), np.float64)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = HistGradientBoostingClassifier(max_iter=3, max_depth=2, random_state=0).fit(X, y)
+    sio.dump(h, tmp_path / "h.skops")
+    models.append(('model m = sklearn("h.skops")', np.searchsorted(h.classes_, h.predict(GRID2)),
+                   h.predict_proba(GRID2), None))
+    for decl, cls, P, Vv in models:
+        if cls is not None:
+            body = (_prop2("same", "class(m(x)) == class(m(x'))")
+                    + _prop2("p_max", "|prob(m(x), 1) - prob(m(x'), 1)| <= 0.05", mode="maximize")
+                    + _prop2("every", "forall c: |prob(m(x), c) - prob(m(x'), c)| < 0.3", relaxed="<= 1"))
+            v = T._verdicts(_spec(tmp_path, decl, body))
+            T._check(v["same"], any(cls[i] != cls[j] for i, j in _pairs2()))
+            bad, worst = _brute2(P[:, 1], "<=", "0.05")
+            T._check(v["p_max"], bad, worst)
+            T._check(v["every"], any(_brute2(P[:, c], "<", "0.3", "<= 1")[0] for c in range(3)))
+        else:
+            _, worst = _brute2(Vv, "<=", "0")
+            body = (_prop2("v_max", "|value(m(x)) - value(m(x'))| <= 0.5", mode="maximize")
+                    + _prop2("v_tie", f"|value(m(x)) - value(m(x'))| <= {float(worst)!r}"))
+            v = T._verdicts(_spec(tmp_path, decl, body))
+            bad, w2 = _brute2(Vv, "<=", "0.5")
+            T._check(v["v_max"], bad, w2)
+            T._check(v["v_tie"], _brute2(Vv, "<=", repr(float(worst)))[0])
