@@ -4,6 +4,9 @@ of a regression network, both ReLU networks with two hidden layers of 32 on Germ
 * ``class``: a K = 3 network ("credit grade": 0 good risk with a loan of at most 12 months, 1 good risk
   with a longer loan, 2 bad risk) -- decided (proved with a certify Proof, or refuted with a witness
   replayed on onnxruntime by the exact argmax rule) in under 60 s (HiGHS and z3).
+* ``class_prob``: ``|prob(m(x), c) - prob(m(x'), c)| <= eps`` on the same K = 3 network (and on copies that
+  ignore sex / read it weakly), decided as fairspec does beyond enumeration: the attack on the runtime, then
+  certify's softmax branch and bound (proved, violated, or [best replayed, certified bound]).
 * ``value``: a regression network (credit amount in thousands) -- maximize ``|v(x) - v(x')|`` as
   [best replayed, certified bound] with ``bound - best <= 1%`` of the output range (the range of the
   network's predictions on the data) in under 60 s.
@@ -15,7 +18,7 @@ the min-max scaling folded into the first layer, the weights cast to float32, an
 (onnx.helper, Gemm/Relu) under a temporary folder; the ONNX file is the runtime (onnxruntime, one
 thread). Data: ../shared/data/german/german.data (read with bench/trees.py's loader).
 
-    python bench/multiclass.py [--seconds 60] [--engines highs,z3] [--out bench/results/multiclass.json]
+    python bench/multiclass.py [--seconds 60] [--engines highs,z3] [--only class,class_prob,value] [--out F.json]
 
 (value: HiGHS only; z3's bisection is far slower on this shape)
 """
@@ -96,14 +99,70 @@ def _problem(net, X, names, sex):
     return PairProblem(net, lo, hi, np.ones(X.shape[1], bool), free=(sex,))
 
 
+def _softmax(Y):
+    z = Y - Y.max(axis=1, keepdims=True)           # fairspec's readout of a logit output, float64
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _class_prob_row(layers, run, pre, sex, c, eps, mode, seconds, label=""):
+    """``|prob(m(x), c) - prob(m(x'), c)| <= eps`` (c None: every class) the way fairspec decides it beyond
+    enumeration (fairspec.kinds.class_prob): the attack on the runtime, then certify's softmax branch and
+    bound; a pair is replayed on onnxruntime (fairspec's float64 softmax of its float32 logits)."""
+    from fairspec.certify.class_prob import ClassProbQuery, bound_class_prob
+    from fairspec.certify.enumerate import compare_exact
+    from fairspec.kinds.class_prob import _attack
+
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + seconds
+    evaluate = lambda V: _softmax(run(V))                      # noqa: E731
+    C = np.array([[0.0], [1.0]])
+    M = np.array([[False, True], [True, False]])
+    classes = [c] if c is not None else [0, 1, 2]
+    best = _attack(pre, C, (sex,), (), evaluate, classes, M, np.random.default_rng(0), min(0.5, 0.05 * seconds),
+                   stop_above=None if mode == "maximize" else float(eps))
+    row = {"target": f"prob K=3{label} class {'every' if c is None else c} eps {eps}", "engine": "softmax-bab",
+           "mode": mode}
+    found, bounds, value, nodes = None, [], -math.inf, 0
+    for cc in classes:
+        v, x, xp = best[cc]
+        P = evaluate(np.vstack([x, xp]))[:, cc]
+        value = max(value, float(abs(P[0] - P[1])))
+        if mode != "maximize" and not compare_exact(P[:1], "<=", eps, minus=P[1:])[0]:
+            found = (cc, P)
+            break
+    status = "violated" if found else None
+    if found is None:
+        status = "proved"
+        for k, cc in enumerate(classes):
+            dl = time.monotonic() + max(0.0, deadline - time.monotonic()) / (len(classes) - k)
+            q = ClassProbQuery(layers, cc, None, "float32", "none", pre.lo, pre.hi, pre.integer, (), (sex,), C, M,
+                               (), eps, "<=")
+            r = bound_class_prob(q, evaluate, mode=mode, deadline=dl)
+            nodes += r.stats.get("nodes", 0)
+            bounds.append(r.bound if r.bound is not None else math.inf)
+            if r.value is not None:
+                value = max(value, r.value)
+            if r.status == "violated":
+                status = "violated"
+                break
+            if r.status != "proved":
+                status = "unknown"
+    row.update({"status": status, "seconds": round(time.perf_counter() - t0, 2), "nodes": nodes,
+                "best_replayed": value, "bound": max(bounds) if bounds else None,
+                "decided": status in ("proved", "violated")})
+    return row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--engines", default="highs,z3")
     ap.add_argument("--shared", default="/work/shared" if Path("/work/shared").is_dir() else str(HERE.parent.parent / "shared"))
     ap.add_argument("--out", default="", help="write the rows as JSON here (and a table next to it, .md)")
-    ap.add_argument("--only", default="class,value", help="class | value | class,value")
+    ap.add_argument("--only", default="class,class_prob,value", help="class | class_prob | value, comma-separated")
     a = ap.parse_args(argv)
+    only = set(a.only.split(","))
     from trees import load
 
     from fairspec.backends import milp
@@ -138,7 +197,7 @@ def main(argv=None):
 
     rt = Runtime(layers, None, ("argmax", 0), "float32", replay=replay)
     cp = ClassProblem(net, pre, "class", runtime=rt, outputs=run)
-    for eng in (a.engines.split(",") if "class" in a.only else []):
+    for eng in (a.engines.split(",") if "class" in only else []):
         for mode in ("find", "prove"):
             t0 = time.perf_counter()
             r = solve_class(cp, mode, eng, time_limit=a.seconds)
@@ -152,6 +211,23 @@ def main(argv=None):
                 row["classes"] = [int(k[0]), int(k[1])]
             rows.append(row)
             print(json.dumps(row))
+    # ---- class probabilities (softmax, K = 3) ------------------------------------------------
+    # the trained network, then the same network reading sex with its first-layer weights times 0 (it
+    # ignores sex) and times 0.01 (it reads sex weakly)
+    variants = [("", layers, run)]
+    for s_ in (0.0, 0.01):
+        L = [(W.copy(), b, r) for W, b, r in layers]
+        L[0][0][:, sex] = (L[0][0][:, sex] * s_).astype(np.float32)
+        p_ = tmp / f"grades3_sex{s_:g}.onnx"
+        _onnx(L, p_)
+        variants.append((f" (sex weights x{s_:g})", L, _session(p_)))
+    cases = {"": ((2, "0.05", "prove"), (None, "0.05", "prove"), (2, "0.05", "maximize")),
+             " (sex weights x0)": ((2, "0.05", "prove"), (None, "0.05", "prove"), (2, "0.05", "maximize")),
+             " (sex weights x0.01)": ((2, "0.05", "prove"), (2, "0.1", "prove"), (2, "0.1", "maximize"))}
+    for label, L, run_v in (variants if "class_prob" in only else []):
+        for c, eps, mode in cases[label]:
+            rows.append(_class_prob_row(L, run_v, pre, sex, c, eps, mode, a.seconds, label))
+            print(json.dumps(rows[-1]))
     # ---- regression -------------------------------------------------------------------------
     amount = X[:, names.index("amount")] / 1000.0
     keep = [i for i in range(X.shape[1]) if names[i] != "amount"]
@@ -171,7 +247,7 @@ def main(argv=None):
     pr = value_problem(_problem(net_r, Xr, rnames, rnames.index("sex")), 0.0)
     pr = pr.__class__(**{**{f: getattr(pr, f) for f in pr.__dataclass_fields__},
                          "runtime": Runtime(layers_r, None, ("logit", 0), "float32")})
-    for eng in ([e for e in a.engines.split(",") if e != "z3"] if "value" in a.only else []):
+    for eng in ([e for e in a.engines.split(",") if e != "z3"] if "value" in only else []):
         t0 = time.perf_counter()
         if eng == "z3":
             from fairspec.backends.smt import exact as smt_exact
@@ -200,6 +276,9 @@ def main(argv=None):
     for r in rows:
         det = r.get("proof") or (f"classes {r['classes']}, replayed on onnxruntime: {r['witness_replayed']}"
                                  if "classes" in r else r.get("reason", ""))
+        if r["target"].startswith("prob"):
+            det = (f"[best replayed {r['best_replayed']:.4g}, certified bound "
+                   f"{'-' if r['bound'] is None else format(r['bound'], '.4g')}], {r['nodes']} nodes")
         if r["target"].startswith("value"):
             g = r["gap_share"]
             det = (f"[{r['best_replayed']:.4g}, {r['bound']:.4g}], bound - best = "

@@ -42,8 +42,10 @@ def _random_points(rng, k, lo, hi, integer, groups, shared_scalar):
     return X
 
 
-def _attack(pre, combos, free, relaxed, evaluate, classes, admissible, rng, seconds: float):
-    """Per class ``c``: the best pair found, ``(value, x, x')`` (value the float difference p_c(x) - p_c(x'))."""
+def _attack(pre, combos, free, relaxed, evaluate, classes, admissible, rng, seconds: float,
+            stop_above: float | None = None):
+    """Per class ``c``: the best pair found, ``(value, x, x')`` (value the float difference p_c(x) - p_c(x'));
+    the search stops early once a difference is above ``stop_above`` (the caller replays it)."""
     t_end = time.monotonic() + seconds
     n = pre.n
     lo, hi, integer = np.asarray(pre.lo), np.asarray(pre.hi), np.asarray(pre.integer)
@@ -88,7 +90,10 @@ def _attack(pre, combos, free, relaxed, evaluate, classes, admissible, rng, seco
     top = S[np.argsort(-per)[:4]]
     top_v = np.sort(per)[::-1][:4]
     movable = scalar + [("g", g) for g in groups]
-    while time.monotonic() < t_end and movable:
+    def done():
+        return stop_above is not None and any(b[0] > stop_above for b in best.values())
+
+    while time.monotonic() < t_end and movable and not done():
         nb = np.repeat(top, 16, axis=0)
         for r in range(nb.shape[0]):
             for _ in range(int(rng.integers(1, 3))):
@@ -204,8 +209,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     task = progress.add_task(f"{prop.name}: softmax branch and bound", total=None) if progress else None
     try:
         rng = np.random.default_rng(0)
-        budget = 1.0 if deadline is None else max(0.05, min(2.0, 0.1 * (deadline - time.monotonic())))
-        best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget)
+        budget = 0.5 if deadline is None else max(0.05, min(0.5, 0.05 * (deadline - time.monotonic())))
+        stop = None if mode == "maximize" else float(prop.eps) * (1.0 + 1e-9)
+        best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget, stop_above=stop)
         best_val, best_w = -math.inf, None
         for c in classes:
             v, x, xp = best[c]
