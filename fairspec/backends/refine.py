@@ -250,7 +250,20 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     claim_unfair = ("every individual of each of these boxes has a counterfactual that breaks the "
                     "post-condition on the model's runtime")
     st = out.stats
+    start_measure = sum(it[5] for it in heap)
+    decided = [0]
+    # the undecided share of the refined partitions over time: [seconds, sub-boxes, undecided / start]
+    trajectory, every, last = [], max(1.0, float(seconds) / 12), time.monotonic()
+
+    def mark():
+        trajectory.append([round(time.perf_counter() - t0, 2), st["boxes"],
+                           float(1 - decided[0] / start_measure) if start_measure else 0.0])
+
     while heap and time.monotonic() < stop and (max_boxes is None or st["boxes"] < max_boxes):
+        if time.monotonic() - last >= every:
+            mark()
+            last = time.monotonic()
+        before = st["enumerated_fair"] + st["enumerated_unfair"]
         take = batch if max_boxes is None else max(1, min(batch, max_boxes - st["boxes"]))
         items = [heapq.heappop(heap) for _ in range(min(take, len(heap)))]
         st["boxes"] += len(items)
@@ -258,6 +271,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         big = [it for it in items if not (scorer is not None and it[5] <= enum_points)]
         if small:
             _enumerate(problem, small, cases, pairs, scorer, inputs, out, count_individuals)
+            decided[0] += st["enumerated_fair"] + st["enumerated_unfair"] - before
         if not big:
             continue
         LO = np.stack([it[3] for it in big])
@@ -273,9 +287,11 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             if s == 1:
                 out.decided.append((k, "fair", lo, hi, m, 0, dec.fair_proof))
                 st["fair_boxes"] += 1
+                decided[0] += m
             elif s == -1:
                 out.decided.append((k, "unfair", lo, hi, 0, m, dec.unfair_proof))
                 st["unfair_boxes"] += 1
+                decided[0] += m
             else:
                 rest.append(j)
         if bab_nodes and rest:
@@ -290,6 +306,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                 if r.status == "holds" and r.proof is not None:
                     out.decided.append((k, "fair", lo, hi, m, 0, r.proof))
                     st["bab_boxes"] += 1
+                    decided[0] += m
                     keep.append(j)
             rest = [j for j in rest if j not in set(keep)]
         if fast:
@@ -327,6 +344,8 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                 continue
             for a, b in halves:
                 push(k, a, b)
+    mark()
+    st["trajectory"] = trajectory
     st["left"] += len(heap)
     out.undecided = [(it[2], it[3], it[4], it[5]) for it in heap]
     st["seconds"] = round(time.perf_counter() - t0, 4)
