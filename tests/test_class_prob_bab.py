@@ -159,3 +159,64 @@ def test_runtime_softmax_within_assumed_error(runtime):
     exact = ex / ex.sum(axis=1, keepdims=True)         # float64: within 2**-50 of the exact softmax
     err = float(np.max(np.abs(P - exact)))
     assert err < SOFTMAX_ABS_ERROR["float32"] / 8, err
+
+
+# ------------------------------------------------------------------ end to end, enumeration switched off
+
+_E2E = """\
+features F {
+  a : int in [0, 3]
+  b : int in [0, 4]
+  sex : {F, M} protected
+}
+model m = onnx("m.onnx", output = "y", score = SCORE)
+encode F for m { a : raw  b : raw  sex : onehot }
+"""
+
+
+def _e2e_props(c, eps_list):
+    out = []
+    for k, (cls, op, eps, mode) in enumerate(eps_list):
+        head = "forall c: " if cls is None else ""
+        cc = "c" if cls is None else str(cls)
+        out.append(f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{sex}}\n"
+                   f"  ensure {head}|prob(m(x), {cc}) - prob(m(x'), {cc})| {op} {eps}\n  mode = {mode}\n}}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_end_to_end_agrees_with_enumeration(tmp_path, seed, monkeypatch):
+    """The same spec checked with enumeration (the truth on these tiny domains) and with
+    FAIRSPEC_ENUMERATE_PAIRS=0 (the attack and the softmax branch and bound): never a different
+    decision; maximize's [best, bound] contains the enumerated maximum."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from fairspec import pipeline
+    from onnx_nets import mlp_model
+
+    rng = np.random.default_rng(100 + seed)
+    layers = _net(rng, 4, 4, 3, tie=seed % 2 == 1)
+    head = "Softmax" if seed % 3 == 2 else "Identity"
+    m = mlp_model(layers, head, "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    cases = [(0, "<=", "0.05", "prove"), (1, "<", "0.25", "find"), (None, "<=", "0.1", "prove"),
+             (2, "<=", "0.05", "maximize"), (None, "<", "0.5", "maximize")]
+    spec = tmp_path / "s.fair"
+    spec.write_text(_E2E.replace("SCORE", "prob" if head == "Softmax" else "logit") + _e2e_props(0, cases))
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    truth = {v.name: v for v in pipeline.check(spec).verdicts}
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in pipeline.check(spec).verdicts}
+    for name, t in truth.items():
+        g = got[name]
+        assert t.status in ("holds", "violated"), t.reason
+        assert g.details.get("engine") == "softmax-bab", g.details
+        assert g.status == t.status, (name, g.reason, t.reason)      # tiny integral domains: always decided
+        if g.status == "holds":
+            assert g.proof is not None and g.proof.method == "bab-certificate"
+        if g.status == "violated":
+            w = g.witness
+            assert w.features["sex"] != w.features_prime["sex"] and w.replayed_by == "onnxruntime"
+        if t.bound is not None and g.bound is not None:
+            assert g.bound[0] <= t.bound[1] + 1e-15 and t.bound[0] <= g.bound[1] + 1e-15, (name, g.bound, t.bound)
