@@ -40,6 +40,7 @@ from differential import campaign
 SLICE = {
     "network": (4, 12, 16, 21, 4000038),
     "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 3000028, 5000017),
+    "network-sklearn-solver": (3000026,),   # a logistic regression's label maximize (prob vs logit units)
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),
     "distribution": (3, 5, 15, 16, 20, 32, 33, 38),
@@ -63,6 +64,7 @@ def _pair_cell(m: dict) -> str:
 CELL_OF = {
     "network": _pair_cell,
     "network-solver": _pair_cell,
+    "network-sklearn-solver": _pair_cell,
     "trees": _pair_cell,
     "trees-solver": _pair_cell,
     "distribution": lambda m: m.get("backend"),

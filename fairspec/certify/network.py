@@ -228,7 +228,8 @@ def symbolic_bounds(net, lo, hi):
 @dataclass(frozen=True)
 class InputEncoding:
     """How one model input is computed from the proof's variable ``v`` (see the module docstring):
-    ``kind`` raw | onehot | code | minmax (a = lo, b = hi) | standard (a = mean, b = std)."""
+    ``kind`` raw | onehot | code | minmax (a = lo, b = hi) | standard (a = mean, b = std) | scaled
+    (a = scale, b = shift: ``v * scale + shift``, a fitted scikit-learn MinMaxScaler's arithmetic)."""
 
     kind: str = "raw"
     a: float = 0.0
@@ -245,6 +246,8 @@ class InputEncoding:
         if self.kind == "standard":
             s = Fraction(self.b) if float(self.b) != 0.0 else Fraction(1)
             return 1 / s, -Fraction(self.a) / s
+        if self.kind == "scaled":
+            return Fraction(self.a), Fraction(self.b)
         raise ValueError(f"unknown encoding kind {self.kind!r}")
 
 
@@ -255,7 +258,9 @@ def encoding_from_ir(enc) -> list[InputEncoding]:
     out = [InputEncoding("raw")] * enc.width
     for c in enc.columns:
         for k in range(c.width):
-            if c.kind == "minmax":
+            if c.kind == "minmax" and getattr(c, "scale", None) is not None:
+                e = InputEncoding("scaled", float(c.scale), float(c.shift))
+            elif c.kind == "minmax":
                 e = InputEncoding("minmax", float(c.lo), float(c.hi))
             elif c.kind == "standard":
                 e = InputEncoding("standard", float(c.mean), float(c.std))
@@ -298,6 +303,8 @@ def _encoded_box_and_error(encoding, lo, hi, integer, precision):
         xlo[i], xhi[i] = float(_down_q(a)), float(float_up(c))
         X = max(abs(a), abs(c))
         rounds = 3 if e.kind == "minmax" else 2
+        if e.kind == "scaled":      # fl(fl(v * s) + t): each rounding relative to its own result, not to x
+            X = abs(s) * Fraction(max(abs(float(lo[i])), abs(float(hi[i])))) + abs(t)
         g64 = Fraction(gamma(rounds, U64))
         if precision == "float64":
             err[i] = float_up(g64 * X)

@@ -124,6 +124,10 @@ class ColumnEncoding:
     kind: ``raw`` (the number itself; booleans 0/1), ``code`` (a category's
     integer code), ``onehot`` (one column per category, in ``categories``
     order), ``minmax`` ((v - lo) / (hi - lo)), ``standard`` ((v - mean) / std).
+
+    A ``minmax`` column read from a fitted scikit-learn ``MinMaxScaler`` carries its ``scale_`` and
+    ``min_`` as ``scale`` / ``shift`` and is computed as the scaler computes it, ``v * scale + shift``
+    (up to one rounding away from ``(v - lo) / (hi - lo)``, which can decide a tie).
     """
 
     feature: str
@@ -136,6 +140,8 @@ class ColumnEncoding:
     hi: float | None = None
     mean: float | None = None
     std: float | None = None
+    scale: float | None = None   # minmax as a fitted MinMaxScaler computes it: v * scale + shift
+    shift: float | None = None
     fitted: bool = False  # scaling parameters were fitted on the data
     span: Span | None = field(default=None, compare=False, repr=False)
 

@@ -173,7 +173,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
         # the certified SMT modes prove claims about the model's runtime (its float32 / float64
         # arithmetic): they need its own layers, readout and encoding
-        rt = runtime_of(ctx.model(prop.model), enc)
+        rt = runtime_of(ctx.model(prop.model), enc, post=prop.post)
         if rt is None:
             return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic (not a plain "
                                  "Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax "

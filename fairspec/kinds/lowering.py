@@ -80,7 +80,9 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             else:
                 vlo, vhi, is_int = float(dom.lo), float(dom.hi), isinstance(dom, ir.IntRange)
             lo[c.offset], hi[c.offset], integer[c.offset] = vlo, vhi, is_int
-            if c.kind == "minmax":
+            if c.kind == "minmax" and c.scale is not None:
+                scale[c.offset], shift[c.offset] = c.scale, c.shift
+            elif c.kind == "minmax":
                 span = (c.hi - c.lo) or 1.0
                 scale[c.offset], shift[c.offset] = 1.0 / span, -c.lo / span
             elif c.kind == "standard":

@@ -175,7 +175,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     kind = post
     if post == "prob" and score_kind == "logit":
         kind = "prob-of-logit"
-    checks = pair_checks(kind, s[a], s[b], eps=prop.eps, decision_threshold=model.threshold,
+    checks = pair_checks(kind, s[a], s[b], eps=prop.eps,
+                         decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict)
     op = "<" if prop.eps_strict else "<="
     if post == "label":

@@ -89,9 +89,23 @@ def logit_scores(model, X):
     return -z if model.readout.index == 0 else z
 
 
+def label_by_predict(model) -> bool:
+    """The model's label is its library's own ``predict`` (a binary scikit-learn classifier), so a
+    ``label`` post compares predict's 0/1 (kind ``"label"``, threshold 1/2), not the score."""
+    return bool(getattr(model, "label_by_predict", False))
+
+
+def label_threshold(prop: ir.IndividualFairness, model):
+    """The threshold a ``label`` post's scores are compared with (see ``post_scores``)."""
+    return 0.5 if prop.post == "label" and label_by_predict(model) else model.threshold
+
+
 def post_scores(prop: ir.IndividualFairness, model, X):
     """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
-    none), else the model's score (``kind`` its score kind)."""
+    none); for ``label`` on a model whose label is its library's ``predict``, that decision as 0/1
+    (kind ``"label"``); else the model's score (``kind`` its score kind)."""
+    if prop.post == "label" and label_by_predict(model):
+        return np.asarray(model.decide(X), dtype=np.float64).reshape(-1), "label"
     if prop.post == "logit":
         return logit_scores(model, X), "logit"
     if prop.post == "class":            # the predicted class (first largest column), as a number
@@ -119,7 +133,7 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
     for x, y in ((sa, sb), (sb, sa)):
         ok = np.zeros(sa.shape[0], dtype=bool)
-        for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=model.threshold,
+        for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=label_threshold(prop, model),
                              eps_strict=prop.eps_strict):
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         out |= ~ok

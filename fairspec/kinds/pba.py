@@ -80,7 +80,9 @@ def _moving(prop: ir.PBA, fs: ir.FeatureSet, enc: ir.Encoding, values: dict, n: 
         c = enc.column(name)
         if c is None:             # the model does not read it: moving it changes nothing
             continue
-        if c.kind == "minmax":
+        if c.kind == "minmax" and c.scale is not None:
+            s = c.scale
+        elif c.kind == "minmax":
             s = 1.0 / ((c.hi - c.lo) or 1.0)
         elif c.kind == "standard":
             s = 1.0 / (c.std or 1.0)

@@ -355,6 +355,45 @@ class SklearnModel(LoadedModel):
 
         return self._finish(self._guard(run, X), X.shape[0])
 
+    @property
+    def label_by_predict(self) -> bool:
+        """A binary classifier: its label is scikit-learn's own ``predict`` (1 where it returns the
+        positive class), not the score against a threshold. They differ: a linear model or an SVM
+        predicts from ``decision_function > 0`` while its ``predict_proba`` is ``expit`` of it (exactly
+        1/2 for a decision in (0, ~2e-16]) or Platt scaling (SVC, which can disagree outright)."""
+        if not (self.readout.task == "binary" and self.readout.threshold is not None and self.classes is not None
+                and len(self.classes) == 2):
+            return False
+        if self.score_kind == "logit" and self.method == "decision_function":
+            from sklearn.linear_model._base import LinearClassifierMixin
+
+            # a linear model's predict is exactly ``decision_function(X) > 0`` (its own code): the
+            # score against 0 is predict, and keeps the logit a label post's maximize measures
+            return not isinstance(self.raw, LinearClassifierMixin)
+        return True
+
+    def decide(self, X):
+        """The binary decision as scikit-learn's ``predict`` makes it (see ``label_by_predict``)."""
+        if not self.label_by_predict:
+            return super().decide(X)
+        import warnings
+
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        est = self.raw
+        positive = est.classes_[0 if self.readout.index == 0 else 1]
+
+        def run(X):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                y = np.asarray(est.predict(self._as_frame(X) if self.unfolded else X))
+            return (y == positive).astype(np.float64)
+
+        return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
+
     def _as_frame(self, X):
         import numpy as np
 

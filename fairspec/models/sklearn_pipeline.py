@@ -40,6 +40,8 @@ class FoldedColumn:
     hi: float | None = None
     mean: float | None = None
     std: float | None = None
+    scale: float | None = None        # minmax: the scaler's scale_ and min_ (it computes v * scale_ + min_)
+    shift: float | None = None
     values: tuple = field(default=(), compare=False, repr=False)   # the fitted categories as the pipeline holds them
 
 
@@ -176,7 +178,10 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         hi = np.asarray(trans.data_max_, dtype=np.float64)
         if np.any(hi <= lo):
             return f"{what} (a column that was constant in training)"
-        return [FoldedColumn(c, "minmax", offset + i, 1, name, lo=float(lo[i]), hi=float(hi[i]))
+        scale = np.asarray(trans.scale_, dtype=np.float64)
+        shift = np.asarray(trans.min_, dtype=np.float64)
+        return [FoldedColumn(c, "minmax", offset + i, 1, name, lo=float(lo[i]), hi=float(hi[i]),
+                             scale=float(scale[i]), shift=float(shift[i]))
                 for i, c in enumerate(cols)]
     return what
 
@@ -258,7 +263,7 @@ def unfold(folded: Folded, X, integral=frozenset()):
             if c.kind == "standard":
                 v = v * c.std + c.mean
             elif c.kind == "minmax":
-                v = v * (c.hi - c.lo) + c.lo
+                v = (v - c.shift) / c.scale if c.scale else v * (c.hi - c.lo) + c.lo
             if c.column in integral:
                 v = np.rint(v)
         cols[c.column] = v

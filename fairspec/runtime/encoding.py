@@ -72,6 +72,8 @@ def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarra
             if row0 is None:
                 row0 = np.arange(n, dtype=np.int64) * enc.width
             flat[row0 + (c.offset + v.astype(np.int64))] = 1.0
+        elif c.kind == "minmax" and c.scale is not None:
+            X[:, c.offset] = v * c.scale + c.shift      # scikit-learn's MinMaxScaler: X *= scale_; X += min_
         elif c.kind == "minmax":
             span = (c.hi - c.lo) or 1.0
             X[:, c.offset] = (v - c.lo) / span
@@ -96,7 +98,9 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
             value = c.categories[int(np.argmin(np.abs(codes - seg[0])))]
         else:
             v = float(seg[0])
-            if c.kind == "minmax":
+            if c.kind == "minmax" and c.scale is not None:
+                v = (v - c.shift) / c.scale
+            elif c.kind == "minmax":
                 v = v * ((c.hi - c.lo) or 1.0) + c.lo
             elif c.kind == "standard":
                 v = v * (c.std or 1.0) + c.mean

@@ -57,7 +57,7 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
             return None, (f"'{f.name}' is categorical, but {where} {how}"), \
                 "declare the feature as a number, or encode the column with OneHotEncoder/OrdinalEncoder"
         return ir.ColumnEncoding(f.name, fc.kind, fc.offset, 1, lo=fc.lo, hi=fc.hi, mean=fc.mean, std=fc.std,
-                                 span=span), None, None
+                                 scale=fc.scale, shift=fc.shift, span=span), None, None
     if not isinstance(dom, (ir.Categorical, ir.Boolean)):
         return None, (f"'{f.name}' is numeric, but {where} encodes its column with {fc.transformer!r} as categories "
                       f"({', '.join(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"

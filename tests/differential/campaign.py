@@ -35,7 +35,7 @@ def families() -> dict:
     """family name -> generate(seed) -> Instance (imported lazily)."""
     from . import networks
 
-    out = {"network": networks.generate}
+    out = {"network": networks.generate, networks.SKLEARN_FAMILY: networks.generate_sklearn}
     for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc", "multiclass", "regression",
                 "tree_multiclass", "tree_regression"):
         try:
@@ -45,7 +45,8 @@ def families() -> dict:
         out[m.FAMILY] = m.generate
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
-    for fam in ("network", "trees", "kdisc", "multiclass", "regression", "trees-multiclass", "trees-regression"):
+    for fam in ("network", "network-sklearn", "trees", "kdisc", "multiclass", "regression", "trees-multiclass",
+                "trees-regression"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out

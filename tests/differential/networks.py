@@ -337,6 +337,12 @@ def _encoding(rng, f: Feature, has_data: bool) -> Enc:
     return Enc(f, "code", codes=tuple(codes))
 
 
+def _tiny(rng, near: float) -> float:
+    """A number a few units in the last place of ``near`` (at least 2**-53), either sign."""
+    unit = max(float(np.spacing(abs(float(near)))), 2.0 ** -53)
+    return float(rng.choice([-2.0, -1.0, 1.0, 2.0])) * unit
+
+
 def _dyadic(rng, shape, scale=8):
     return rng.integers(-scale, scale + 1, size=shape).astype(np.float64) / 4
 
@@ -387,9 +393,21 @@ def _ties(rng, net: Net, X32: np.ndarray) -> dict:
     return info
 
 
-def generate(seed: int, n_props: int = 8, big: bool | None = None) -> Instance:
+def generate_sklearn(seed: int) -> Instance:
+    """The ``network-sklearn`` family: the same instances with a scikit-learn runtime (logistic
+    regression or MLP), whose decision is often a tiny non-zero number at a domain point, where
+    ``predict`` and ``predict_proba > 1/2`` part (the truth is ``predict``)."""
+    return generate(seed, runtime="sklearn", family=SKLEARN_FAMILY)
+
+
+SKLEARN_FAMILY = "network-sklearn"
+
+
+def generate(seed: int, n_props: int = 8, big: bool | None = None, runtime: str | None = None,
+             family: str = FAMILY) -> Instance:
     """One instance; ``big`` (by default one instance in eight) adds a wide integer feature so
-    that the domain has thousands of points: beyond enumeration's reach, the solvers decide."""
+    that the domain has thousands of points: beyond enumeration's reach, the solvers decide.
+    ``runtime`` forces the model's runtime (onnx, torch, sklearn)."""
     rng = np.random.default_rng([20, seed])
     while True:
         fs = _features(rng)
@@ -432,7 +450,7 @@ def generate(seed: int, n_props: int = 8, big: bool | None = None) -> Instance:
     d_in = X.shape[1]
 
     r = rng.random()
-    runtime = "onnx" if r < 0.8 else ("torch" if r < 0.9 else "sklearn")
+    runtime = runtime or ("onnx" if r < 0.8 else ("torch" if r < 0.9 else "sklearn"))
     if runtime == "onnx":
         head = HEADS[int(rng.integers(0, 4))]
     elif runtime == "torch":
@@ -468,8 +486,8 @@ def generate(seed: int, n_props: int = 8, big: bool | None = None) -> Instance:
 
     props = []
     for k in range(n_props):
-        props.append(_property(rng, k, fs, P, X, out, info, has_data, size))
-    return Instance(FAMILY, seed, spec, files, props, info)
+        props.append(_property(rng, k, fs, P, X, out, info, has_data, size, family))
+    return Instance(family, seed, spec, files, props, info)
 
 
 def _sklearn(rng, X: np.ndarray, files: dict, info: dict):
@@ -488,6 +506,13 @@ def _sklearn(rng, X: np.ndarray, files: dict, info: dict):
         est.coefs_ = [_dyadic(rng, c.shape) for c in est.coefs_]
         est.intercepts_ = [np.zeros(c.shape) if rng.random() < 0.5 else _dyadic(rng, c.shape)
                            for c in est.intercepts_]
+        if rng.random() < 0.5:   # the output logit a tiny non-zero number at a domain point
+            i0 = int(rng.integers(0, X.shape[0]))
+            h = X[i0:i0 + 1]
+            for W, b in zip(est.coefs_[:-1], est.intercepts_[:-1]):
+                h = np.maximum(h @ W + b, 0.0)
+            z = float((h @ est.coefs_[-1] + est.intercepts_[-1])[0, 0])
+            est.intercepts_[-1] = est.intercepts_[-1] - z + _tiny(rng, est.intercepts_[-1][0] - z)
         kind = "mlp"
         decl = 'model m = sklearn("m.skops")'
     else:
@@ -498,6 +523,8 @@ def _sklearn(rng, X: np.ndarray, files: dict, info: dict):
         i0 = int(rng.integers(0, X.shape[0]))
         if rng.random() < 0.6:   # the decision function exactly 0 at a domain point
             est.intercept_ = est.intercept_ - est.decision_function(X[i0:i0 + 1])
+            if rng.random() < 0.5:   # ... or a tiny non-zero number there: predict != predict_proba > 1/2
+                est.intercept_ = est.intercept_ + _tiny(rng, est.intercept_[0])
         kind = "logistic"
         decl = 'model m = sklearn("m.skops")'
     buf = sio.dumps(est)

@@ -421,6 +421,8 @@ def _columns(enc: ir.Encoding, fs: ir.FeatureSet):
         if c.kind == "onehot":
             var = _variable(f)
             cols.extend(Column(c.feature, value=var.values[i]) for i in range(c.width))
+        elif c.kind == "minmax" and c.scale is not None:    # v * scale + shift == (v - offset) / (1 / scale)
+            cols.append(Column(c.feature, None, offset=-float(c.shift) / float(c.scale), scale=1.0 / float(c.scale)))
         elif c.kind == "minmax":
             cols.append(Column(c.feature, None, offset=float(c.lo), scale=float(c.hi) - float(c.lo)))
         elif c.kind == "standard":

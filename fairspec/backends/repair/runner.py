@@ -38,6 +38,8 @@ def group_boxes(groups: ir.Groups, fs: ir.FeatureSet, enc: ir.Encoding) -> tuple
             idx = np.arange(k, dtype=np.float64)
             if col.kind == "code":
                 enc_v = np.asarray(col.codes, dtype=np.float64)
+            elif col.kind == "minmax" and col.scale is not None:
+                enc_v = idx * col.scale + col.shift
             elif col.kind == "minmax":
                 enc_v = (idx - col.lo) / ((col.hi - col.lo) or 1.0)
             elif col.kind == "standard":

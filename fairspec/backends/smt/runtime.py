@@ -22,7 +22,9 @@ def encode_like_runtime(enc, V) -> np.ndarray:
     V = np.asarray(V, dtype=np.float64)
     X = V.copy()
     for c in enc.columns:
-        if c.kind == "minmax":
+        if c.kind == "minmax" and c.scale is not None:
+            X[:, c.offset] = V[:, c.offset] * c.scale + c.shift
+        elif c.kind == "minmax":
             span = (c.hi - c.lo) or 1.0
             X[:, c.offset] = (V[:, c.offset] - c.lo) / span
         elif c.kind == "standard":
@@ -38,7 +40,9 @@ def _encoding(enc) -> tuple:
     out = [InputEncoding("raw")] * enc.width
     for c in enc.columns:
         for k in range(c.width):
-            if c.kind == "minmax":
+            if c.kind == "minmax" and c.scale is not None:
+                e = InputEncoding("scaled", float(c.scale), float(c.shift))
+            elif c.kind == "minmax":
                 e = InputEncoding("minmax", float(c.lo), float(c.hi))
             elif c.kind == "standard":
                 e = InputEncoding("standard", float(c.mean), float(c.std))
@@ -74,9 +78,23 @@ def _readout(raw, readout):
     return None
 
 
-def runtime_of(model, enc):
+def _decision(model, X) -> np.ndarray:
+    """A binary scikit-learn linear model's decision_function (the logit of classes_[1])."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(model.raw.decision_function(np.asarray(X, dtype=np.float64)), dtype=np.float64).reshape(-1)
+
+
+def runtime_of(model, enc, post: str | None = None):
     """The Runtime of a loaded network model (ONNX, TorchScript / torch, scikit-learn MLP or
-    logistic regression) under encoding ``enc``, or None when it is not one certify can bound."""
+    logistic regression) under encoding ``enc``, or None when it is not one certify can bound.
+
+    A ``label`` post (``post``) on a scikit-learn logistic regression reads its logit,
+    ``decision_function``: its ``predict`` is ``decision_function > 0`` (not ``predict_proba > 1/2``,
+    which is 1/2 exactly for a decision in (0, ~2e-16]), and a label's violation is measured in
+    logits, as the certified bound is."""
     from fairspec.backends.smt.exact import Runtime
     from fairspec.models import network
 
@@ -98,6 +116,10 @@ def runtime_of(model, enc):
                 if getattr(model.readout, "index", None) not in (None, 1):
                     return None
                 ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
+                if post == "label" and type(model.raw).__name__ == "LogisticRegression" and ro[0] == "prob":
+                    return Runtime(raw, _encoding(enc), ("logit", 0), precision,
+                                   lambda V: _decision(model, encode_like_runtime(enc, V)), "logit",
+                                   f"sklearn {type(model.raw).__name__} decision_function (float64)")
                 return Runtime(raw, _encoding(enc), ro, precision,
                                lambda V: model.score(encode_like_runtime(enc, V)), model.score_kind,
                                f"sklearn {type(model.raw).__name__} (float64)")
