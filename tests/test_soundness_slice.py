@@ -84,6 +84,7 @@ PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d 
 CELLS = {
     "network": PAIR_CELLS,
     "network-solver": PAIR_CELLS,
+    "network-sklearn-solver": ["smt-maximize"],
     "trees": PAIR_CELLS,
     "trees-solver": PAIR_CELLS,
     "distribution": ["default", "dp", "ssat", "elimination"],
