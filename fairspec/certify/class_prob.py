@@ -467,7 +467,8 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
     """The certified branch and bound (module docstring). ``evaluate(points) -> (k, K)`` the runtime's
     class probabilities of feature-space points (the caller's model, as for enumeration).
     ``mode``: ``prove`` / ``find`` (stop at the first violation) or ``maximize`` (keep going until the
-    largest difference is known within ``tol`` or the budget ends). ``deadline``: a ``time.monotonic()``
+    largest difference is known within ``tol`` -- or within the runtime error floor ``E/2 + 2 delta`` --
+    or the budget ends). ``deadline``: a ``time.monotonic()``
     instant. Returns ``proved`` (with the Proof), ``violated`` (a pair breaking the claim on the
     runtime, compared exactly) or ``open`` (the budget ended; ``bound`` the certified bound so far)."""
     from fairspec.certify.proof import _mint
@@ -499,6 +500,9 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
     def claim_ok(U) -> bool:
         return U == -math.inf or decide(U, q.op, thr)
 
+    # maximize stops once the gap is within the runtime's error floor: the bound of a pair whose margins
+    # differ by nothing but the runtime error of both sides (no split can go below it)
+    floor = float(up(0.5 * float(np.max(B.E, initial=0.0)) + 2.0 * B.delta))
     U0 = _node_bound(B, B.lo.copy(), B.hi.copy())
     heapq.heappush(heap, (-U0, counter, B.lo.copy(), B.hi.copy()))
     while heap:
@@ -506,7 +510,7 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
         U = -negU
         if mode == "maximize":
             top = max(U, point_max)
-            if U <= best_val or (math.isfinite(best_val) and top - best_val <= tol):
+            if U <= best_val or (math.isfinite(best_val) and top - best_val <= max(tol, floor)):
                 break
         if deadline is not None and time.monotonic() > deadline or stats["nodes"] >= max_nodes:
             bound = max(U, point_max, best_val, closed_max)
