@@ -226,20 +226,99 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
             out.append((np.array(leaves, dtype=np.int64), front, split))
         return out
 
+    vtrees = [i for i in range(len(sc.trees)) if reads_varying[i]]
+    FD = {}
+
+    def reach_from(ti, k, cc, masks):
+        fac, obits, L, Rt, _ = nodes[ti]
+        leaves, stack = [], [k]
+        while stack:
+            k = stack.pop()
+            fi = fac[k]
+            if fi < 0:
+                leaves.append(k)
+                continue
+            ob = obits[k]
+            if fi >= nt:
+                stack.append(L[k] if (ob >> cc[fi - nt]) & 1 else Rt[k])
+                continue
+            m = masks[fi]
+            if m & ob == m:
+                stack.append(L[k])
+            elif m & ob == 0:
+                stack.append(Rt[k])
+            else:
+                stack.append(Rt[k])
+                stack.append(L[k])
+        return leaves
+
+    def joint(masks, a, b, what: str):
+        """Bounds (lo, hi) of sum over the trees reading a varying input of F[leaf of x] - F[leaf of
+        x'] over the box, the two copies walked together: while they sit at the same node they take
+        the same branch of a tied test (they share the tied values), so only leaf pairs a single
+        tied point reaches are compared. ``what``: ``"V"`` (F = the leaf values, q = K) or ``"D"``
+        (F = the differences of two columns' values, q = K * K)."""
+        ca = [int(v) for v in combos[a]]
+        cb = [int(v) for v in combos[b]]
+        q = K if what == "V" else K * K
+        lo_t, hi_t = np.zeros(q), np.zeros(q)
+        zero = np.zeros(q)
+        for ti in vtrees:
+            fac, obits, L, Rt, _ = nodes[ti]
+            if what == "V":
+                Fi = V[ti]
+            else:
+                Fi = FD.get(ti)
+                if Fi is None:
+                    Fi = (V[ti][:, :, None] - V[ti][:, None, :]).reshape(len(V[ti]), K * K)
+                    FD[ti] = Fi
+            memo = {}
+
+            def indep(k, cc, side):
+                r = memo.get((k, side))
+                if r is None:
+                    vals = Fi[reach_from(ti, k, cc, masks)]
+                    r = (vals.min(axis=0), vals.max(axis=0))
+                    memo[(k, side)] = r
+                return r
+
+            def rec(ka, kb):
+                if ka != kb:
+                    mina, maxa = indep(ka, ca, 0)
+                    minb, maxb = indep(kb, cb, 1)
+                    return mina - maxb, maxa - minb
+                fi = fac[ka]
+                if fi < 0:
+                    return zero, zero
+                ob = obits[ka]
+                if fi >= nt:
+                    return rec(L[ka] if (ob >> ca[fi - nt]) & 1 else Rt[ka], L[ka] if (ob >> cb[fi - nt]) & 1 else Rt[ka])
+                m = masks[fi]
+                if m & ob == m:
+                    return rec(L[ka], L[ka])
+                if m & ob == 0:
+                    return rec(Rt[ka], Rt[ka])
+                l1, h1 = rec(L[ka], L[ka])
+                l2, h2 = rec(Rt[ka], Rt[ka])
+                return np.minimum(l1, l2), np.maximum(h1, h2)
+
+            lo, hi = rec(0, 0)
+            lo_t += lo
+            hi_t += hi
+        return lo_t / div, hi_t / div
+
     class Reach:
-        __slots__ = ("trees", "single", "lo", "hi", "dlo", "dhi", "vlo", "vhi", "width")
+        __slots__ = ("trees", "single", "dlo", "dhi", "vlo", "vhi")
 
         def __init__(self, w):
             self.trees = w
             self.single = all(len(r[0]) == 1 for r in w)
-            lo = np.zeros((len(w), K))
-            hi = np.zeros((len(w), K))
-            for i, (leaves, _, _) in enumerate(w):
-                vals = V[i][leaves]
-                lo[i], hi[i] = vals.min(axis=0), vals.max(axis=0)
-            self.lo, self.hi = lo, hi
-            self.width = (hi - lo).sum(axis=1)
             self.dlo = self.dhi = self.vlo = self.vhi = None
+
+        def width(self, i) -> float:
+            """How far apart tree i's reachable leaf values lie (summed over the columns)."""
+            vals = V[i][self.trees[i][0]]
+            return float((vals.max(axis=0) - vals.min(axis=0)).sum())
 
         def diffs(self):
             """(K, K) bounds of column c minus column d over the box, tree by tree (``dlo``, ``dhi``),
@@ -271,7 +350,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                 return c
         return None
 
-    def class_fair(ra: Reach, rb: Reach) -> bool:
+    def class_fair(ra: Reach, rb: Reach, masks, a, b) -> bool:
         """No point of the box gives x class c and x' class d != c: for each (c, d) x cannot be c,
         or x' cannot be d, or the varying trees cannot move column c against d from x' to x by
         the at least -4G - 6Gp that x -> c, x' -> d needs (the other trees add the same to both)."""
@@ -280,25 +359,24 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
         one = 2.0 * G + 3.0 * Gp
         can_a = [all(dhi_a[c, d] >= -one for d in range(K) if d != c) for c in range(K)]
         can_b = [all(dhi_b[c, d] >= -one for d in range(K) if d != c) for c in range(K)]
+        jhi = None
         for c in range(K):
             if not can_a[c]:
                 continue
             for d in range(K):
                 if d == c or not can_b[d]:
                     continue
-                if ra.vhi[c, d] - rb.vlo[c, d] >= -2.0 * one:
+                if jhi is None:
+                    jhi = joint(masks, a, b, "D")[1]
+                if jhi[c * K + d] >= -2.0 * one:
                     return False
         return True
 
-    def diff_bounds(ra: Reach, rb: Reach, c: int) -> tuple[float, float]:
-        """Bounds of out_c(x) - out_c(x') over the box (guard included)."""
+    def diff_bounds(ra: Reach, rb: Reach, c: int, jv=None) -> tuple[float, float]:
+        """Bounds of out_c(x) - out_c(x') over the box (guard included); ``jv``: the joint bounds of
+        the varying trees (the others reach the same leaf for x and x' and add the same)."""
         if post == "diff":
-            ub = lb = 0.0
-            for i in range(len(V)):
-                if reads_varying[i]:
-                    ub += ra.hi[i, c] - rb.lo[i, c]
-                    lb += ra.lo[i, c] - rb.hi[i, c]
-            return lb / div - 2.0 * G, ub / div + 2.0 * G
+            return float(jv[0][c]) - 2.0 * G, float(jv[1][c]) + 2.0 * G
 
         def pbounds(r: Reach):
             dlo, dhi = r.diffs()      # dlo[d, c]: bounds of z_d - z_c
@@ -403,7 +481,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
             if post == "class":
                 ca = certain_class(ra)
                 cb = certain_class(rb) if ca is not None else None
-                if (ca is not None and ca == cb) or (cb is None and class_fair(ra, rb)):
+                if (ca is not None and ca == cb) or (cb is None and class_fair(ra, rb, masks, a, b)):
                     closed += 1
                     stats["closed_by_bounds"] += 1
                     continue
@@ -417,7 +495,8 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                     return BoxAnswer("unknown", reason="the runtime disagreed with the trees' certain classes at a "
                                      "pair of a box (the converted trees do not reproduce the library)", stats=stats)
             else:
-                lbs, ubs = zip(*[diff_bounds(ra, rb, c) for c in range(K) if c in cols]) if cols else ((), ())
+                jv = joint(masks, a, b, "V") if post == "diff" else None
+                lbs, ubs = zip(*[diff_bounds(ra, rb, c, jv) for c in range(K) if c in cols]) if cols else ((), ())
                 ub = max(ubs)
                 if all(fair_by_bound(u) for u in ubs) and not maximize:
                     closed += 1
@@ -441,12 +520,14 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                 closed += 1
                 continue
             still.append(pi)
+            if maximize:
+                pending.append(((rep(masks), a, b), -1))       # a probe: raises the best, closes nothing
             # the split: a straddled test of the widest tree of this pair
             for r in (ra, rb):
                 for i, (leaves, _, sp) in enumerate(r.trees):
                     if sp is None:
                         continue
-                    key = (post == "class" or reads_varying[i], float(r.width[i]))
+                    key = (post == "class" or reads_varying[i], r.width(i))
                     if split_key is None or key > split_key:
                         split_key, split_choice = key, sp
         if len(pending) >= (min(batch, 16) if maximize else batch) or (not still and not heap):
@@ -488,6 +569,13 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
         if maximize and open_ub is not None:
             ub = max(open_ub, float(best) if best is not None else -math.inf)
             upper = float_up(Fraction(ub)) if math.isfinite(ub) else None
+            if upper is not None and best is not None and fair_by_bound(upper):
+                # every open box's bound (its runtime guard included) and every closed pair's value is
+                # within the tolerance: the property holds, the maximum lies in [best, upper]
+                proof = _mint("bab-certificate", claim, leaves=closed, boxes=boxes, open_boxes=len(heap),
+                              evaluated=evaluated, guard=G, upper=upper, maximum_at_least=str(best))
+                return BoxAnswer("holds", proof=proof, reason=reason, best=best, best_point=best_point, upper=upper,
+                                 stats=stats)
         return BoxAnswer("unknown", reason=reason, best=best, best_point=best_point, upper=upper, stats=stats)
     if maximize:
         if best is None:

@@ -281,11 +281,12 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     if maxi and ans.best is not None:
         v, lo, hi = _interval(ans.best)
         value = v
-        if ans.status == "unknown" or ans.upper is None:
-            bound = (lo, ans.upper) if ans.upper is not None else None
+        closed = "open_boxes" not in getattr(ans.proof, "detail", {}) and ans.status != "unknown"
+        if not closed:
+            bound = (lo, max(ans.upper, hi)) if ans.upper is not None else None
         else:
             bound = (lo, hi)
-        details["maximum"] = ("exact over every admissible pair (branch and bound closed)" if ans.status != "unknown"
+        details["maximum"] = ("exact over every admissible pair (branch and bound closed)" if closed
                               else "[best replayed pair, certified upper bound of the open boxes]")
     if ans.status == "holds":
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, bound=bound, backend=backend,
