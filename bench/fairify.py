@@ -75,6 +75,7 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_SHARED = ROOT.parent / "shared"
 EPS = 0.05
 ENGINE = "highs"     # --engine: the MILP engine of the partitions' first pass (portfolio: its retries too)
+UNIONS = True        # --no-unions: no union pass (neighbouring partitions proved together) before the first
 AGE_BANDS = [(10, 39), (40, 100)]
 
 # HyFair (paper 000_*), Table I, "HyFair (MILP)" columns, means of 10 runs:
@@ -451,9 +452,11 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
 
             parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
             res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds,
-                       unfair_nodes=unfair_nodes, engine=ENGINE, **({"refine": refine} if refine else {}))
+                       unfair_nodes=unfair_nodes, engine=ENGINE, unions=UNIONS,
+                       **({"refine": refine} if refine else {}))
         elif part is not None:
             res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes, engine=ENGINE,
+                       unions=UNIONS,
                        **({"refine": refine} if refine else {}))
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
@@ -465,11 +468,13 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         return
     row["prove_seconds"] = _r(time.perf_counter() - t_prove, 2)
     row["engine"] = ENGINE
+    row["unions"] = UNIONS
     st = getattr(res, "stats", None) or {}
     if "attack_refuted" in st:
         # partitions refuted by the batched attack before any solver, and decided by each retry pass
         row["attack_refuted"] = st["attack_refuted"]
         row["retry_decided"] = st.get("retry_decided", {})
+        row["union_decided"] = st.get("union_decided", 0)
     if "refine" in st:
         # FairQuant's refinement of the partitions without a proof (its own budget, after the decisions)
         row["refine"] = dict(st["refine"])
@@ -952,14 +957,18 @@ def main(argv=None):
     ap.add_argument("--engine", choices=("highs", "scip", "portfolio"), default="highs",
                     help="with --prove: the MILP engine per partition (portfolio: HiGHS and SCIP raced, and the "
                          "retry passes race them again)")
+    ap.add_argument("--no-unions", action="store_true",
+                    help="with --prove: no union pass (neighbouring partitions proved together by the certified "
+                         "branch and bound before the per-partition pass)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--compare-kdisc", default=None, help="budgets, e.g. 120,600: max k of each (own runs)")
     ap.add_argument("--kdisc-labels", type=lambda s: s.split(","), default=None,
                     help="with --compare-kdisc: only these attribute sets (e.g. age2*race*sex)")
     args = ap.parse_args(argv)
-    global ENGINE
+    global ENGINE, UNIONS
     ENGINE = args.engine
+    UNIONS = not args.no_unions
 
     if args.render_md:
         text = render_md([json.loads(p.read_text()) for p in args.render_md],

@@ -208,7 +208,7 @@ def _decide_part(shared, item) -> PairResult:
 def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
-                      chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None,
+                      chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None, unions: bool = True,
                       refine: float = 0.0, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
@@ -234,6 +234,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    (:func:`fairspec.backends.refine.refine_partitions`: every partition without a
                    certified holds split into sub-boxes, each proved fair, proved unfair or
                    enumerated on the runtime; counted in the shares; ``stats["refine"]``); 0: none.
+    unions:        find / prove with the MILP on a network: before the per-partition pass, neighbouring
+                   partitions the attack left are merged (at most 16 each) and each union is given the
+                   certified branch and bound (:mod:`fairspec.backends.milp.unions`): a union proved
+                   proves its members, a pair it finds refutes the member holding it; the rest go on
+                   (``stats["union_decided"]``).
     retries:       find / prove with the MILP on a network: the passes after the first, as
                    (engine, budget factor); the partitions a pass leaves undecided go to the next
                    with ``factor * time_per_part`` each, while the total budget lasts. Default
@@ -265,7 +270,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     items = [] if stop_on_violation and attacked else \
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
     retried: dict[str, int] = {}
+    by_union = 0
     try:
+        if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
+                and kw.get("engine") != "bab":
+            by_union = _union_pass(problem, parts, items, results, ex, shared)
+            items = [it for it in items if results[it[0]] is None]
         step = max(1, chunk if stop_on_violation else len(items))
         for s in range(0, len(items), step):
             batch = items[s:s + step]
@@ -326,9 +336,27 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             sample += [left[400 + int(i)] for i in sorted(pick)]
         out.stats["refine_undecided"] = {"boxes": sample, "measure": sum(t[3] for t in left)}
     out.stats["attack_refuted"] = len(attacked)
+    out.stats["union_decided"] = by_union         # partitions the union pass decided
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
     return out
+
+
+def _union_pass(problem, parts, items, results, ex, shared) -> int:
+    """The union pass (:mod:`fairspec.backends.milp.unions`): fills ``results`` for the partitions it
+    decides; returns how many."""
+    from fairspec.backends.milp.unions import decide_union, member_results, union_boxes
+
+    us = union_boxes(parts, [it[0] for it in items], problem.integer)
+    if not us:
+        return 0
+    jobs = [(j, lo, hi, members) for j, (members, lo, hi) in enumerate(us)]
+    n = 0
+    for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=_failed_part)):
+        for k, rk in member_results(problem, parts, us[j], r).items():
+            results[k] = replace(rk, stats={**(rk.stats or {}), "pass": "union"})
+            n += 1
+    return n
 
 
 def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None) -> dict[int, PairResult]:
