@@ -247,7 +247,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    (``"bab"``: splits inputs and ReLU phases inside the box, its proof a
                    bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
                    :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound);
-                   ``()``: one pass.
+                   ``()``: one pass. With a ``time_limit``, what the retries leave then gets
+                   doubling budgets (the branch and bound and the portfolio in turn, from twice the
+                   largest retry factor) until the total budget is spent.
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -286,12 +288,24 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         if retries is None:
             retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
                        else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio" else RETRIES)
-        for engine, factor in retries:
+        if retries and deadline is not None and time_per_part is not None:
+            # then, while the total budget lasts, the boxes still open get doubling budgets, the branch and
+            # bound and the portfolio in turn: a deep network's last boxes (GC-5) need minutes, not seconds
+            factor = 2.0 * max(f for _, f in retries)
+            extra = []
+            while factor * float(time_per_part) < float(time_limit):
+                extra += [("bab", factor), ("portfolio", factor)]
+                factor *= 2.0
+            extra.append(("bab", float(time_limit) / float(time_per_part)))
+            retries = tuple(retries) + tuple((e, f, f"{e} {f:g}x") for e, f in extra)
+        for engine, factor, *label in retries:
+            label = label[0] if label else engine
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
             if deadline is not None and time.time() >= deadline:
                 break
-            left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"]
+            left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"
+                    and (label == engine or not _at_a_tie(r))]
             if not left:
                 break
             kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
@@ -300,9 +314,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=shared2, on_error=_failed_part)):
                 before = results[k]
                 results[k] = replace(r, seconds=before.seconds + r.seconds,
-                                     stats={**(r.stats or {}), "pass": engine})
+                                     stats={**(r.stats or {}), "pass": label})
                 if r.status != "unknown":
-                    retried[engine] = retried.get(engine, 0) + 1
+                    retried[label] = retried.get(label, 0) + 1
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -386,6 +400,13 @@ RETRIES = (("scip", 3.0), ("highs", 6.0), ("bab", 3.0))
 #: the retry passes when the first pass is the portfolio: the race again with 6x the budget (both
 #: engines at once in place of SCIP's pass then HiGHS's), then the certified branch and bound
 PORTFOLIO_RETRIES = (("portfolio", 6.0), ("bab", 3.0))
+
+
+def _at_a_tie(r: PairResult) -> bool:
+    """Was the box left open because its only violations lie at the threshold within rounding (more
+    time does not settle that), rather than for want of time?"""
+    why = r.reason or ""
+    return any(s in why for s in ("boundary", "rounding", "equals the threshold"))
 
 
 def _is_network(problem) -> bool:
