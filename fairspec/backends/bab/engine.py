@@ -305,6 +305,7 @@ class _Search:
                 off[(c, k)] = r
                 r += W.shape[0]
         best, best_score = None, 1e-12
+        gap_min = 1e-6                            # as branch(): smaller gaps leave the LP as it is
         for c in (0, 1):
             for k, (W, b, relu) in enumerate(q.layers):
                 if not relu:
@@ -317,7 +318,7 @@ class _Search:
                 gap = np.maximum(x_lp[L.h[c][k][uns]] - np.maximum(p, 0.0), 0.0)
                 Wn = q.layers[k + 1][0]
                 ye = y_eq[off[(c, k + 1)]:off[(c, k + 1)] + Wn.shape[0]]
-                score = gap * np.abs(Wn[:, uns].T @ ye) + 1e-9 * gap
+                score = np.where(gap > gap_min, gap * np.abs(Wn[:, uns].T @ ye) + 1e-9 * gap, 0.0)
                 j = int(np.argmax(score))
                 if score[j] > best_score:
                     best_score = float(score[j])
