@@ -54,6 +54,8 @@ SLICE = {
     "regression-solver": (6, 10),
     "trees-multiclass": (0, 11),
     "trees-regression": (1, 7),
+    "trees-multiclass-solver": (0, 11),
+    "trees-regression-solver": (1, 7),
 }
 
 
@@ -78,6 +80,8 @@ CELL_OF = {
     "regression-solver": lambda m: m.get("backend"),
     "trees-multiclass": lambda m: m.get("backend"),
     "trees-regression": lambda m: m.get("backend"),
+    "trees-multiclass-solver": lambda m: m.get("backend"),
+    "trees-regression-solver": lambda m: m.get("backend"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -98,6 +102,8 @@ CELLS = {
     "regression-solver": ["default", "milp", "milp-scip", "smt"],
     "trees-multiclass": ["default", "milp", "smt"],
     "trees-regression": ["default", "milp", "smt"],
+    "trees-multiclass-solver": ["default", "milp", "smt"],
+    "trees-regression-solver": ["default", "milp", "smt"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.
