@@ -223,3 +223,34 @@ def test_boosted_multiclass_and_regression(tmp_path):
             bad, w2 = _brute2(Vv, "<=", "0.5")
             T._check(v["v_max"], bad, w2)
             T._check(v["v_tie"], _brute2(Vv, "<=", repr(float(worst)))[0])
+
+
+def test_class_logit_of_boosted_multiclass(tmp_path):
+    """logit(m(x), c) of XGBoost multi:softprob (float32 margins) and scikit-learn's multiclass
+    GradientBoosting (decision_function) against brute force, with a tolerance at the exact largest
+    difference (a tie) and maximize."""
+    xgb = pytest.importorskip("xgboost")
+    import skops.io as sio
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y, _ = _data2(2)
+    b = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 2, "nthread": 1, "eta": 0.5},
+                  xgb.DMatrix(X, label=y), 3)
+    b.save_model(str(tmp_path / "x.json"))
+    Zx = np.asarray(b.predict(xgb.DMatrix(GRID2), output_margin=True), dtype=np.float64).reshape(len(GRID2), -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
+    sio.dump(g, tmp_path / "g.skops")
+    Zg = np.asarray(g.decision_function(GRID2), dtype=np.float64)
+    for decl, Z in (('model m = xgboost("x.json")', Zx), ('model m = sklearn("g.skops")', Zg)):
+        _, worst = _brute2(Z[:, 0], "<=", "0")
+        tie = repr(float(worst))
+        body = (_prop2("l_tie", f"|logit(m(x), 0) - logit(m(x'), 0)| <= {tie}")
+                + _prop2("l_tie_strict", f"|logit(m(x), 0) - logit(m(x'), 0)| < {tie}")
+                + _prop2("l_max", "|logit(m(x), 2) - logit(m(x'), 2)| <= 0.3", mode="maximize"))
+        v = T._verdicts(_spec(tmp_path, decl, body))
+        T._check(v["l_tie"], _brute2(Z[:, 0], "<=", tie)[0])
+        T._check(v["l_tie_strict"], _brute2(Z[:, 0], "<", tie)[0])
+        bad, w2 = _brute2(Z[:, 2], "<=", "0.3")
+        T._check(v["l_max"], bad, w2)

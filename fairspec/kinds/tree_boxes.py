@@ -17,7 +17,8 @@ domain pair replayed on the library; ``maximize``: the exact largest difference 
 closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the box cap or the time
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
 class) of forests (linear in their leaves) and of boosted multiclass models (softmax of the
-margins), ``value`` of regressors whose prediction is their margin (no log link).
+margins), ``logit(m(x), c)`` of boosted models with K >= 3 (the margin column), ``value`` of
+regressors whose prediction is their margin (no log link).
 """
 
 from __future__ import annotations
@@ -197,8 +198,9 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     if got is None:
         return None, "its output columns are not read as trees with a linear or softmax readout"
     sc, probs = got
-    if post == "class_logit":
-        return None, "a class's logit is not decided this way"
+    if post == "class_logit" and (sc.readout != "softmax" or sc.K < 3):
+        # a forest has no margins; a binary margin's columns here are (0, z), not (-z, z)
+        return None, "a class's logit is decided this way only for boosted models with three classes or more"
     if post == "class_prob" and not probs:
         return None, "its class probabilities are not read as trees (binary or multi:softmax models)"
     if post == "value" and sc.K != 1:
@@ -215,11 +217,13 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     elif post == "value":
         kind, cols = "diff", [0]
     else:
-        kind = "diff" if sc.readout == "linear" else "softmax-diff"
+        # class_logit: the margin column itself (linear in the leaves); class_prob: the column (a
+        # forest's probability) or the softmax of the margins
+        kind = "diff" if sc.readout == "linear" or post == "class_logit" else "softmax-diff"
         cols = list(range(sc.K)) if cls == ir.EVERY_CLASS else [int(cls)]
         if any(c >= sc.K for c in cols):
             return None, f"the model has {sc.K} classes"
-    what = "class" if post == "class" else ("value" if post == "value" else "class_prob")
+    what = "class" if post == "class" else ("value" if post == "value" else post)
 
     def concrete(points):
         vx, vy = [], []
