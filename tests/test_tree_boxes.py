@@ -254,3 +254,96 @@ def test_class_logit_of_boosted_multiclass(tmp_path):
         T._check(v["l_tie_strict"], _brute2(Z[:, 0], "<", tie)[0])
         bad, w2 = _brute2(Z[:, 2], "<=", "0.3")
         T._check(v["l_max"], bad, w2)
+
+
+# ---------------------------------------------------------------------------------------------
+# certify.treeboxes alone: hand-made trees whose leaves tie exactly
+# ---------------------------------------------------------------------------------------------
+
+def _stump_scores(values, base=(0.0, 0.0), readout="linear"):
+    """One tree on column 0 (tied feature t, cells 0..3) then column 1 (protected g, cells 0/1):
+    ``x[0] <= 1.5`` -> node testing g, else a leaf; leaves hold ``values`` (rows: leaf, cols: K)."""
+    from fairspec.certify.treeboxes import Scores
+    from fairspec.certify.trees import SplitTest, TreeNodes
+
+    tests = (SplitTest(0, 1.5), SplitTest(1, 0.5), None, None, None)
+    left = np.array([1, 3, -1, -1, -1])
+    right = np.array([2, 4, -1, -1, -1])
+    V = np.zeros((5, len(base)))
+    V[2], V[3], V[4] = values
+    return Scores((TreeNodes(tests, left, right),), (V,), tuple(base), 1.0, readout, "float64")
+
+
+def _factors():
+    from fairspec.certify.trees import Factor
+
+    t = Factor("t", (0,), np.arange(4.0)[:, None], np.array([0, 1, 2, 3]))
+    g = Factor("g", (1,), np.array([[0.0], [1.0]]), np.array([0, 1]))
+    return [t], [g], np.array([[0], [1]]), np.array([[0, 1], [1, 0]])
+
+
+def _runtime(sc):
+    """The runtime of the hand-made tree, evaluated as a library would (float64 leaf sums)."""
+
+    def out(tc, a):
+        t, g = float(tc[0]), float(a)
+        leaf = 2 if t > 1.5 else (3 if g <= 0.5 else 4)
+        return sc.base + sc.values[0][leaf]
+
+    return out
+
+
+def test_certify_boxes_exact_ties(boxes_only):
+    """Class columns that tie exactly at a leaf (the first class wins), and value differences
+    equal to eps: the bounds cannot decide them, the runtime's outputs at the leaf boxes do."""
+    from fairspec.certify.treeboxes import decide_pairs
+
+    boxes_only.append("direct")
+    tied, varying, combos, pairs = _factors()
+    # class: leaf 3 ties (0.5, 0.5) -> class 0, leaf 4 is class 0 with a margin, leaf 2 class 1
+    sc = _stump_scores([(0.25, 0.75), (0.5, 0.5), (0.75, 0.25)])
+    run = _runtime(sc)
+
+    def classes(points):
+        return np.array([[int(np.argmax(run(tc, a))), int(np.argmax(run(tc, b)))] for tc, a, b in points])
+
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="class", evaluate=classes)
+    assert ans.status == "holds" and ans.proof is not None and ans.proof.method == "bab-certificate"
+    # the tie goes the other way: class 1 at leaf 3 for a runtime that breaks ties to the last class
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="class",
+                       evaluate=lambda pts: np.array([[int(len(r) - 1 - np.argmax(r[::-1])) for r in
+                                                       (run(tc, a), run(tc, b))] for tc, a, b in pts]))
+    assert ans.status == "violated" and ans.point[0][0] in (0, 1)
+
+    def values(points, c=0):
+        return np.array([[[run(tc, a)[c]], [run(tc, b)[c]]] for tc, a, b in points])
+
+    for op, want in (("<=", "holds"), ("<", "violated")):
+        ans = decide_pairs(sc, tied, varying, combos, pairs, post="diff", columns=[0], op=op, eps="0.25",
+                           evaluate=values)
+        assert ans.status == want, (op, ans.reason)
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="diff", columns=[0], op="<=", eps="0.1",
+                       evaluate=values, maximize=True)
+    assert ans.status == "violated" and ans.best == Fraction(1, 4)
+
+
+def test_certify_boxes_refuse_unsound_cells_and_never_prove_against_the_runtime(boxes_only):
+    """Cells a split test does not respect are refused; a runtime that disagrees with the trees
+    at a leaf box is believed (a violation), never overruled by the bounds."""
+    from fairspec.certify.trees import Factor
+    from fairspec.certify.treeboxes import decide_pairs
+
+    boxes_only.append("direct")
+    tied, varying, combos, pairs = _factors()
+    sc = _stump_scores([(0.25, 0.75), (0.75, 0.25), (0.75, 0.25)])
+    bad = [Factor("t", (0,), np.arange(4.0)[:, None], np.array([0, 1, 1, 2]))]      # 1 and 2 split at 1.5
+    with pytest.raises(ValueError):
+        decide_pairs(sc, bad, varying, combos, pairs, post="class", evaluate=lambda p: None)
+    # the trees say every pair is fair (bounds close every box); a concrete pair the runtime
+    # evaluates (a seed) that breaks it is a violation all the same: the runtime is believed
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="class", seeds=[((0,), 0, 1)],
+                       evaluate=lambda pts: np.array([[0, 1 if tc[0] == 0 else 0] for tc, a, b in pts]))
+    assert ans.status == "violated" and ans.point == ((0,), 0, 1)
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="class",
+                       evaluate=lambda pts: np.array([[0, 0] for _ in pts]))
+    assert ans.status == "holds" and ans.stats["closed_by_bounds"] >= 1
