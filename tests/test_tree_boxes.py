@@ -347,3 +347,49 @@ def test_certify_boxes_refuse_unsound_cells_and_never_prove_against_the_runtime(
     ans = decide_pairs(sc, tied, varying, combos, pairs, post="class",
                        evaluate=lambda pts: np.array([[0, 0] for _ in pts]))
     assert ans.status == "holds" and ans.stats["closed_by_bounds"] >= 1
+
+
+def test_onehot_and_continuous_features(tmp_path):
+    """A protected one-hot feature, a continuous tied feature (cells are intervals given by their
+    ends) and a one-hot tied feature: a forest's class and probabilities against brute force over a
+    grid that holds one value of every interval between the split thresholds (k + 0.5)."""
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(4)
+    G = np.array(list(itertools.product(range(3), range(8), range(4))), dtype=float)
+
+    def enc(P):
+        out = np.zeros((len(P), 8))
+        out[np.arange(len(P)), P[:, 0].astype(int)] = 1
+        out[:, 3] = P[:, 1]
+        out[np.arange(len(P)), 4 + P[:, 2].astype(int)] = 1
+        return out
+
+    P = G[rng.integers(0, len(G), 200)]
+    y = ((P[:, 0] == 2) * 1 + (P[:, 1] > 3) + (P[:, 2] == 1) + rng.integers(0, 2, len(P))) % 3
+    est = RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0).fit(enc(P), y.astype(int))
+    sio.dump(est, tmp_path / "m.skops")
+    XG = enc(G)
+    cls = np.searchsorted(est.classes_, est.predict(XG))
+    Pr = est.predict_proba(XG)
+    spec = tmp_path / "s.fair"
+    spec.write_text('features F {\n  g : {A, B, C} protected\n  r : real in [0, 7]\n  c : {u, v, w, z}\n}\n'
+                    'model m = sklearn("m.skops")\nencode F for m {\n  g : onehot\n  r : raw\n  c : onehot\n}\n'
+                    + _prop2("same", "class(m(x)) == class(m(x'))")
+                    + _prop2("p", "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 0.5")
+                    + _prop2("pm", "|prob(m(x), 0) - prob(m(x'), 0)| <= 0.5", mode="maximize"))
+    v = T._verdicts(str(spec))
+
+    def pairs():
+        for i, x in enumerate(G):
+            for j, x2 in enumerate(G):
+                if x[0] != x2[0] and x[1] == x2[1] and x[2] == x2[2]:
+                    yield i, j
+
+    T._check(v["same"], any(cls[i] != cls[j] for i, j in pairs()))
+    bad = any(abs(Fraction(float(Pr[i, c])) - Fraction(float(Pr[j, c]))) > Fraction(1, 2)
+              for i, j in pairs() for c in range(3))
+    T._check(v["p"], bad)
+    worst = max(Fraction(float(Pr[i, 0])) - Fraction(float(Pr[j, 0])) for i, j in pairs())
+    T._check(v["pm"], worst > Fraction(1, 2), worst)
