@@ -70,4 +70,11 @@ def test_render_md_rows_and_network_summary(fb, tmp_path):
     assert summ["AC-1"]["undecided"] == 10
     lines = [ln for ln in text.splitlines() if ln.startswith("| GC-1 | sign |") or ln.startswith("| AC-1 | sign |")]
     assert lines[0].startswith("| GC-1") and lines[0].endswith("| yes |")    # GC before AC, decided in time
-    assert lines[1].startswith("| AC-1") and lines[1].endswith("| no |")     # 10 undecided, over 1800 s
+    assert lines[1].startswith("| AC-1") and lines[1].endswith("| not all run |")   # race was not run
+    assert "| sex (race: not run) |" in lines[1]
+    doc["rows"].append(_row("AC-1", "race", {"partitions": 16000, "proved": 8000, "refuted": 8000, "undecided": 0},
+                            100.0))
+    text = fb.render_md([doc])
+    ac = next(ln for ln in text.splitlines() if ln.startswith("| AC-1 | sign |"))
+    assert ac.endswith("| no |")                                                 # 10 undecided, over 1800 s
+    assert "sign: 2 networks with every attribute run (and 0 in part); every partition decided on 1" in text
