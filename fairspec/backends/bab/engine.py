@@ -297,6 +297,18 @@ class _Search:
         self.stats["tighten_lps"] = self.stats.get("tighten_lps", 0) + 1
         return out
 
+    def fractional_input(self, node, x_lp):
+        """A split of the most fractional integral input at the LP point (None: none is)."""
+        q, L = self.q, self.q.layout
+        vlo, vhi = self.b.state(node).box
+        frac, fvar = 1e-7, None
+        for var, col in [(("x", i), L.x[i]) for i in range(q.n)] + [(("xp", i), L.xp[i]) for i, _ in q.relaxed]:
+            if q.integer[var[1]] and vhi[col] > vlo[col]:
+                f = abs(x_lp[col] - round(x_lp[col]))
+                if f > frac:
+                    frac, fvar = f, (var, math.floor(x_lp[col]), None)
+        return fvar
+
     def _branch_value(self, st, x_lp, y_eq):
         q, L = self.q, self.q.layout
         off, r = {}, 0
@@ -417,6 +429,9 @@ BRANCH_DUALS = False
 #: output); None: STRATEGY. Issue-25 regression net, bound at 600 nodes: 3.716 (gap) -> 3.660
 #: (value); BaBSR-style dual x intercept 3.831
 MAX_STRATEGY = "value"
+#: maximize: when the LP is exact at its optimum (the network's measure at the unrounded LP point
+#: reaches the node's bound) split the most fractional integral input, not a ReLU
+INTEGRAL_FIRST = True
 #: maximize tightens the roots' hidden pre-activations by certified LP bounds (Tighten) first
 TIGHTEN_MAX = False
 #: maximize solves a node's children from the node's own optimal basis (best-first jumps across
@@ -566,9 +581,20 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
         if time.monotonic() > deadline or S.stats["nodes"] >= max_nodes:
             timed_out = True
             break
-        _, _, node, mult, x_lp, nb = heapq.heappop(heap)
+        negb, _, node, mult, x_lp, nb = heapq.heappop(heap)
         S.stats["nodes"] += 1
-        br = S.branch(node, x_lp, mult[0] if BRANCH_DUALS else None, mult[1], MAX_STRATEGY)
+        br = None
+        if INTEGRAL_FIRST and mult[0] is not None:
+            # the LP is exact at its optimum (the network's own measure at the LP point, inputs
+            # unrounded, reaches the bound): ReLU splits cannot lower it, only integrality can
+            L = q.layout
+            z = _forward(q, np.vstack([x_lp[L.x], x_lp[L.xp]]))
+            if -negb - _measure(q.post, float(z[0]), float(z[1])) <= 1e-6 * max(1.0, abs(negb)):
+                br = S.fractional_input(node, x_lp)
+                if br is not None:
+                    S.stats["integral_splits"] = S.stats.get("integral_splits", 0) + 1
+        if br is None:
+            br = S.branch(node, x_lp, mult[0] if BRANCH_DUALS else None, mult[1], MAX_STRATEGY)
         if br is None:
             builder.close(node, *mult)
             continue
