@@ -502,7 +502,7 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
 
     # maximize stops once the gap is within the runtime's error floor: the bound of a pair whose margins
     # differ by nothing but the runtime error of both sides (no split can go below it)
-    floor = float(up(0.5 * float(np.max(B.E, initial=0.0)) + 2.0 * B.delta))
+    floor = float(up(0.5 * float(np.max(B.E, initial=0.0)) * (1.0 + 1e-6) + 2.0 * B.delta))
     U0 = _node_bound(B, B.lo.copy(), B.hi.copy())
     heapq.heappush(heap, (-U0, counter, B.lo.copy(), B.hi.copy()))
     while heap:
