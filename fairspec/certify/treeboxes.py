@@ -223,11 +223,15 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                             split = tests[k]
                     stack.append((Rt[k], True))
                     stack.append((L[k], True))
-            out.append((np.array(leaves, dtype=np.int64), front, split))
+            st = starts[ti]
+            # the parent's frontier object when unchanged (open boxes share it: bounded memory)
+            out.append((np.array(leaves, dtype=np.int64), st if len(front) == len(st) and set(front) == set(st)
+                        else tuple(front), split))
         return out
 
     vtrees = [i for i in range(len(sc.trees)) if reads_varying[i]]
     FD = {}
+    last_joint: dict = {}
 
     def reach_from(ti, k, cc, masks):
         fac, obits, L, Rt, _ = nodes[ti]
@@ -263,6 +267,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
         q = K if what == "V" else K * K
         lo_t, hi_t = np.zeros(q), np.zeros(q)
         zero = np.zeros(q)
+        per_tree = {}
         for ti in vtrees:
             fac, obits, L, Rt, _ = nodes[ti]
             if what == "V":
@@ -305,6 +310,8 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
             lo, hi = rec(0, 0)
             lo_t += lo
             hi_t += hi
+            per_tree[ti] = float((hi - lo).max())
+        last_joint["per_tree"] = per_tree
         return lo_t / div, hi_t / div
 
     class Reach:
@@ -399,7 +406,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
         return Fraction(lb) > t_eps
 
     # ---- the search ---------------------------------------------------------------------------
-    roots = [[0] for _ in sc.trees]
+    roots = [(0,) for _ in sc.trees]
     start_masks = [(1 << ncs[fi]) - 1 for fi in range(nt)]
     counter = 0
     # an entry: (priority, id, masks, open pairs, per-combo frontier starts)
@@ -475,6 +482,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
             return r
 
         still, split_choice, split_key, box_upper = [], None, None, -math.inf
+        jw = None
         for pi in open_pairs:
             a, b = int(pairs[pi, 0]), int(pairs[pi, 1])
             ra, rb = R(a), R(b)
@@ -496,6 +504,7 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                                      "pair of a box (the converted trees do not reproduce the library)", stats=stats)
             else:
                 jv = joint(masks, a, b, "V") if post == "diff" else None
+                jw = last_joint.get("per_tree") if post == "diff" else None
                 lbs, ubs = zip(*[diff_bounds(ra, rb, c, jv) for c in range(K) if c in cols]) if cols else ((), ())
                 ub = max(ubs)
                 if all(fair_by_bound(u) for u in ubs) and not maximize:
@@ -527,7 +536,9 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                 for i, (leaves, _, sp) in enumerate(r.trees):
                     if sp is None:
                         continue
-                    key = (post == "class" or reads_varying[i], r.width(i))
+                    # diff: the varying tree whose joint interval is widest (it holds the bound up)
+                    w = jw.get(i, 0.0) if jw is not None else r.width(i)
+                    key = (post == "class" or reads_varying[i], w)
                     if split_key is None or key > split_key:
                         split_key, split_choice = key, sp
         if len(pending) >= (min(batch, 16) if maximize else batch) or (not still and not heap):
