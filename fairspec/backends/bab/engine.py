@@ -432,6 +432,7 @@ MAX_STRATEGY = "value"
 #: maximize: when the LP is exact at its optimum (the network's measure at the unrounded LP point
 #: reaches the node's bound) split the most fractional integral input, not a ReLU
 INTEGRAL_FIRST = True
+INTEGRAL_TOL = 1e-6
 #: maximize tightens the roots' hidden pre-activations by certified LP bounds (Tighten) first
 TIGHTEN_MAX = False
 #: maximize solves a node's children from the node's own optimal basis (best-first jumps across
@@ -589,7 +590,7 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
             # unrounded, reaches the bound): ReLU splits cannot lower it, only integrality can
             L = q.layout
             z = _forward(q, np.vstack([x_lp[L.x], x_lp[L.xp]]))
-            if -negb - _measure(q.post, float(z[0]), float(z[1])) <= 1e-6 * max(1.0, abs(negb)):
+            if -negb - _measure(q.post, float(z[0]), float(z[1])) <= INTEGRAL_TOL * max(1.0, abs(negb)):
                 br = S.fractional_input(node, x_lp)
                 if br is not None:
                     S.stats["integral_splits"] = S.stats.get("integral_splits", 0) + 1
