@@ -189,3 +189,20 @@ def test_lint_accepts_the_portfolio_and_names_a_misspelt_engine(tmp_path):
     bad = lint(_project(tmp_path / "b", "engine = portfolyo"))
     errs = [d for d in bad.diagnostics if d.severity == "error"]
     assert errs and any("portfolio" in d.message for d in errs), [d.message for d in errs]
+
+
+def test_tree_models_keep_their_own_engines_under_the_portfolio():
+    """engine = portfolio on a tree ensemble is the tree engines' own portfolio (z3 first, then HiGHS):
+    partitioned proofs agree with brute force."""
+    from fairspec.backends.trees.space import fold
+    from fairspec.models.trees import random_ensemble
+    from fairspec.runtime.executor import SerialExecutor
+
+    for seed in range(6):
+        lo, hi = np.zeros(3), np.full(3, 12.0)
+        ens = random_ensemble(seed, 3, 3, 3, ["identity", "logistic"][seed % 2], lo, hi)
+        prob = PairProblem(fold(ens, lo, hi, np.ones(3, bool)), lo, hi, np.ones(3, bool), (), (0,))
+        want = "violated" if brute_force(prob, ens.forward).status == "violated" else "holds"
+        res = milp.solve_partitioned(prob, "prove", milp.split_widest(prob, 4), time_per_part=None,
+                                     executor=SerialExecutor(), engine="portfolio")
+        assert res.status == want, (seed, res.status, want)
