@@ -77,6 +77,15 @@ def test_german_grades_example():
     tv = 0.5 * sum(abs(share["female"][g] - share["male"][g]) for g in "ABC")
     assert v["grade_distribution"].status == "violated" and v["grade_distribution"].value == pytest.approx(tv, abs=1e-12)
     assert v["grade_c_odds"].status == "holds"
+    # every grade one-vs-rest: the largest TPR / FPR gap between women and men over the grades
+    truth = np.array([r["grade"] for r in rows])
+    gaps = []
+    for g in "ABC":
+        rates = {s: (np.mean(pred[(sex == s) & (truth == g)] == g), np.mean(pred[(sex == s) & (truth != g)] == g))
+                 for s in ("female", "male")}
+        gaps += [abs(rates["female"][0] - rates["male"][0]), abs(rates["female"][1] - rates["male"][1])]
+    assert v["grade_odds"].value == pytest.approx(max(gaps), abs=1e-12)
+    assert v["grade_odds"].value >= v["grade_c_odds"].value
     # k-discrimination over the grade: brute force over every individual of the domain (amount, duration
     # and age on the forest's own thresholds) would be 10^9 points; the cells give the exact max k
     kd = v["grade_clusters"]

@@ -141,7 +141,8 @@ GROUP_COLUMNS = {"rows": "rows", "weight": "weight", "positives": "positives", "
                  "impact_ratio": "impact ratio",
                  # issue 25: multiclass (predicted class shares, confusion matrix true x predicted) and
                  # regression (per-group means of the prediction and of its errors) metrics
-                 "class_shares": "predicted class shares", "confusion_matrix": "confusion (true x predicted)",
+                 "class_shares": "predicted class shares", "class_tprs": "TPR per class",
+                 "class_fprs": "FPR per class", "confusion_matrix": "confusion (true x predicted)",
                  "mean_prediction": "mean prediction", "mean_error": "mean error", "mae": "MAE", "rmse": "RMSE",
                  "loss": "mean loss"}
 

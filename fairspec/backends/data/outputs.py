@@ -198,7 +198,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
     details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
                                w1)
-    details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tpr", "class_fpr"] if mdef.quantity ==
+    details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tprs", "class_fprs"] if mdef.quantity ==
                                                                   "class_odds" else [])) if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
     small = [(names[k], int(sizes[k])) for k in range(G) if 0 < sizes[k] < opts.min_group_size and not excluded[k]]
@@ -268,6 +268,9 @@ def _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, mo
                                   for j in range(K)}
                 r["class_fpr"] = {labels[j]: (None if np.isnan(odds[k, j, 1]) else float(odds[k, j, 1]))
                                   for j in range(K)}
+                for key, col in (("class_tprs", 0), ("class_fprs", 1)):
+                    r[key] = ", ".join(f"{labels[j]} {'-' if np.isnan(odds[k, j, col]) else f'{odds[k, j, col]:.3f}'}"
+                                       for j in range(K)) if sizes[k] else None
             if truth is not None:
                 sel = (g == k) & (truth >= 0)
                 cm = np.bincount(truth[sel] * K + pred[sel], minlength=K * K).reshape(K, K)   # rows, unweighted
