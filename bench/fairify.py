@@ -715,6 +715,8 @@ def _load_cell(row) -> str:
 
 #: the protected attributes of Fairify's src experiment per data set (domains.json: src(main), src(alt))
 FAIRIFY_ATTRIBUTES = {"AC": ("sex", "race"), "BM": ("age",), "GC": ("age", "sex")}
+FAIRIFY_NETWORKS = [f"GC-{i}" for i in range(1, 6)] + [f"BM-{i}" for i in range(1, 9)] + \
+    [f"AC-{i}" for i in range(1, 13)]
 
 
 def network_summary(rows) -> list[dict]:
@@ -812,6 +814,12 @@ def render_md(docs: list[dict], notes: str | None = None) -> str:
                      f"every partition decided on {sum(n['undecided'] == 0 for n in full)} of them, within 1800 s "
                      f"on {sum(n['undecided'] == 0 and n['wall_seconds'] <= 1800 for n in full)}; over every row "
                      f"run, {decided:,} of {parts:,} partitions decided ({fmt_percent(Fraction(decided, parts))}).")
+    for prop in sorted({n["property"] for n in nets}, key=lambda p: (p != "sign", p)):
+        seen = {n["model"] for n in nets if n["property"] == prop}
+        left = [m for m in FAIRIFY_NETWORKS if m not in seen]
+        if left:
+            lines.append("")
+            lines.append(f"{prop}: not run: {', '.join(left)}.")
     if notes:
         lines += ["", notes.rstrip()]
     return "\n".join(lines) + "\n"
