@@ -47,13 +47,13 @@ def _unfair(p: PairProblem, t) -> bool:
 
 
 CASES = [(seed, w, ties, post) for seed in (1, 2, 3, 4, 5, 6) for w, ties in ((1.0, True), (3.0, True), (3.0, False), (8.0, False))
-         for post in ("label", "logit")]
+         for post in ("label", "logit", "prob")]
 
 
 @pytest.mark.parametrize("seed,weight,ties,post", CASES)
 def test_refined_shares_are_the_exact_counts(seed, weight, ties, post):
     p = PairProblem(_net(seed, weight, ties, zero_bias=seed % 2 == 0), lo=LO, hi=HI, integer=[True] * 4,
-                    free=(3,), post=post, eps=0.25 if post == "logit" else 0.0, eps_strict=seed % 3 == 0)
+                    free=(3,), post=post, eps={"logit": 0.25, "prob": 0.0625}.get(post, 0.0), eps_strict=seed % 3 == 0)
     assert refinable(p) == ""
     truth = {t: _unfair(p, t) for t in _points(LO, HI)}
     total, bad = len(truth), sum(truth.values())
