@@ -393,3 +393,24 @@ def test_onehot_and_continuous_features(tmp_path):
     T._check(v["p"], bad)
     worst = max(Fraction(float(Pr[i, 0])) - Fraction(float(Pr[j, 0])) for i, j in pairs())
     T._check(v["pm"], worst > Fraction(1, 2), worst)
+
+
+def test_hist_gradient_boosting_regressor(tmp_path):
+    """HistGradientBoostingRegressor (float64 sums, a baseline): value against brute force."""
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, _, yr = _data2(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = HistGradientBoostingRegressor(max_iter=4, max_depth=2, random_state=0).fit(X, yr + X[:, 0])
+    sio.dump(est, tmp_path / "m.skops")
+    Vv = est.predict(GRID2)
+    _, worst = _brute2(Vv, "<=", "0")
+    tie = repr(float(worst))
+    body = (_prop2("v_tie", f"|value(m(x)) - value(m(x'))| <= {tie}")
+            + _prop2("v_max", "|value(m(x)) - value(m(x'))| <= 0.2", mode="maximize", relaxed="<= 1"))
+    v = T._verdicts(_spec(tmp_path, 'model m = sklearn("m.skops")', body))
+    T._check(v["v_tie"], _brute2(Vv, "<=", tie)[0])
+    bad, w2 = _brute2(Vv, "<=", "0.2", "<= 1")
+    T._check(v["v_max"], bad, w2)
