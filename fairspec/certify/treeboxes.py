@@ -135,6 +135,8 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
     if len(sc.trees) != len(sc.values):
         raise ValueError("one value matrix per tree")
     K = sc.K
+    if sc.readout == "softmax" and K >= 100:
+        raise ValueError("a softmax over 100 classes or more is beyond SOFTMAX_TOL's float32 error bound")
     cols = list(columns)
     all_tests = {t for tr in sc.trees for t in tr.tests if t is not None}
     factors = list(tied) + list(varying)
