@@ -358,18 +358,24 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
 def _union_pass(problem, parts, items, results, ex, shared) -> int:
     """The union pass (:mod:`fairspec.backends.milp.unions`): fills ``results`` for the partitions it
-    decides; returns how many."""
-    from fairspec.backends.milp.unions import decide_union, member_results, union_boxes
+    decides; returns how many. Rounds of halving size (16, 8, 4, 2 members): the partitions a round
+    leaves open are merged again into smaller unions (a union that ran out of nodes, or whose pair
+    refuted one member, may have halves that are proved)."""
+    from fairspec.backends.milp.unions import UNION_MEMBERS, decide_union, member_results, union_boxes
 
-    us = union_boxes(parts, [it[0] for it in items], problem.integer)
-    if not us:
-        return 0
-    jobs = [(j, lo, hi, members) for j, (members, lo, hi) in enumerate(us)]
+    deadline = shared[4]
     n = 0
-    for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=_failed_part)):
-        for k, rk in member_results(problem, parts, us[j], r).items():
-            results[k] = replace(rk, stats={**(rk.stats or {}), "pass": "union"})
-            n += 1
+    size = UNION_MEMBERS
+    while size >= 2 and (deadline is None or time.time() < deadline):
+        us = union_boxes(parts, [it[0] for it in items if results[it[0]] is None], problem.integer, size)
+        if not us:
+            break
+        jobs = [(j, lo, hi, members) for j, (members, lo, hi) in enumerate(us)]
+        for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=_failed_part)):
+            for k, rk in member_results(problem, parts, us[j], r).items():
+                results[k] = replace(rk, stats={**(rk.stats or {}), "pass": "union"})
+                n += 1
+        size //= 2
     return n
 
 
