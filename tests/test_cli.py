@@ -122,7 +122,7 @@ def test_lint_ok_json_is_empty_list():
 def test_lint_warnings_only_exit_0():
     r = run_cli("lint", OK / "warnings.fair", "--format", "concise")
     assert r.returncode == 0
-    assert [ln.split(": ")[1].split()[0] for ln in r.stdout.strip().splitlines()] == ["FS211", "FS211"]
+    assert [ln.split(": ")[1].split()[0] for ln in r.stdout.strip().splitlines()] == ["FS211", "FS211", "FS213", "FS213"]
 
 
 # ------------------------------------------------------------------ check

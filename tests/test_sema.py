@@ -546,7 +546,7 @@ def _lint_json(path) -> tuple[int, dict]:
 
 def test_lint_json_shape(tmp_path):
     rc, data = _lint_json(OK / "warnings.fair")
-    assert rc == 0 and list(data) == ["diagnostics"] and len(data["diagnostics"]) == 2
+    assert rc == 0 and list(data) == ["diagnostics"] and len(data["diagnostics"]) == 4
     p = tmp_path / "bad.fair"
     p.write_text("group g = age > 1\nmodel m = onnx(\"nowhere.onnx\")\n")
     rc, data = _lint_json(p)

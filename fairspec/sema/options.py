@@ -125,7 +125,17 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      f"{where}", (name_node or st).span,
                             hint=f"{where} takes: {accepted}")
                 ok = False
+            elif key in PARTITION_ONLY and not (getattr(prop.options, "partitions", None) or 0) > 1:
+                ck.sink.add("FS213", f"option '{key}' has no effect without partitions: "
+                                     f"{PARTITION_ONLY[key]}", name_node.span,
+                            hint="add partitions = N (the input space cut into N boxes, each decided on its own), "
+                                 f"or drop '{key}'")
     return ok
+
+
+# options that act on the input-space partitions only (a warning when partitions is not set)
+PARTITION_ONLY = {"part_timeout": "it is each partition's time budget",
+                  "refine": "it refines the partitions left without a proof"}
 
 
 def _kind_words(kind):
