@@ -21,9 +21,10 @@ admissible ordered pair exactly, with the spec's ``<`` / ``<=``
 "Every class" (``ensure forall c: ...``) is one enumeration over (class, pair) elements: the pair
 is fair when every class's difference is.
 
-Where the domain is not small, no exact tree encoding reads these outputs yet (the MILP and SMT
-tree encodings are binary): the data rows' counterfactual flips may still find a violation
-(replayed on the library); otherwise ``unknown`` with that reason. Only numpy at module level.
+Where the domain is not small, the data rows' counterfactual flips run first (a violation replayed
+on the library), then the certified branch and bound over leaf boxes of
+:mod:`fairspec.kinds.tree_boxes` (``holds (proved)``, a replayed violation, maximize as [best,
+certified bound]); ``unknown`` with the reasons when neither decides. Only numpy at module level.
 """
 
 from __future__ import annotations
