@@ -29,8 +29,8 @@ the exact largest evaluated difference and closes a box whose upper bound does n
 the answer is ``[best, max(best, open bounds)]``.
 
 Bounds are sound for the library's runtime with a guard: every column's runtime value is within
-``E = gamma(2n + 8, u) * (|base| + sum of the largest |leaf| of each tree) / divisor`` of the exact
-sum of the leaves it reached (any summation order; ``u`` of the runtime's float32 / float64), plus
+``E = 2 gamma(2n + 8, u) * (|base| + (sum of the largest |leaf| of each tree) / divisor)`` of the
+exact sum of the leaves it reached (any summation order; ``u`` of the runtime's float32 / float64), plus
 the tolerance to which the tree converters reproduce the library (:data:`CONVERTER_TOL`,
 absolute and relative, what :func:`fairspec.models.trees._self_check` checks); a softmax in
 float32 adds :data:`SOFTMAX_TOL` per probability. Only decisions farther than the guard from the
@@ -102,14 +102,19 @@ class BoxAnswer:
 
 
 def _guards(sc: Scores) -> tuple[float, float]:
-    """(the runtime error of one column, of a softmax probability) -- see the module docstring."""
+    """(the runtime error of one column, of a softmax probability) -- see the module docstring. A
+    column is ``base + (sum of n leaf values) / divisor``: in any summation order its runtime value
+    is within ``gamma(n + 3, u) * out`` of the exact one, ``out = |base| + (sum of each tree's largest
+    |leaf|) / divisor`` bounding |column|; doubled (and gamma(2n + 8)) for slack, plus the
+    converters' self-check tolerance ``CONVERTER_TOL * (1 + out)``."""
     n = len(sc.trees)
     u = U32 if sc.precision == "float32" else U64
-    mag = np.abs(np.asarray(sc.base, dtype=np.float64))
+    b = float(np.abs(np.asarray(sc.base, dtype=np.float64)).max()) if len(sc.base) else 0.0
+    msum = 0.0
     for v in sc.values:
-        mag = mag + np.abs(np.asarray(v, dtype=np.float64)).max(axis=0)
-    m = float(mag.max()) if mag.size else 0.0          # |base| + the largest |leaf| of each tree
-    out = m / float(sc.divisor) + m                      # bounds |output| (the divisor is >= 1 or not)
+        a = np.abs(np.asarray(v, dtype=np.float64))
+        msum += float(a.max()) if a.size else 0.0
+    out = b + msum / float(sc.divisor)
     e = 2.0 * gamma(2 * n + 8, u) * out + CONVERTER_TOL * (1.0 + out)
     return float(np.nextafter(e, np.inf)), (SOFTMAX_TOL if sc.readout == "softmax" else 0.0)
 
