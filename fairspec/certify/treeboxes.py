@@ -404,7 +404,20 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
         alo, ahi = pbounds(ra)
         blo, bhi = pbounds(rb)
         slack = 2.0 * Gp + 1e-12
-        return alo - bhi - slack, ahi - blo + slack
+        lb, ub = alo - bhi - slack, ahi - blo + slack
+        if jv is not None:
+            # the mean value theorem: p_c(x) - p_c(x') = -sum_d p_c p_d (xi) (w_d(x) - w_d(x')) with
+            # w_d = z_d - z_c and p_c p_d <= 1/4; w_d(x) - w_d(x') is the varying trees' joint bound of
+            # (V_d - V_c)(leaf of x) - (V_d - V_c)(leaf of x') (each runtime margin within G)
+            jlo, jhi = jv
+            up_ = lo_ = 0.0
+            for d in range(K):
+                if d != c:
+                    up_ += 0.25 * max(0.0, -(float(jlo[d * K + c]) - 4.0 * G))
+                    lo_ -= 0.25 * max(0.0, float(jhi[d * K + c]) + 4.0 * G)
+            ub = min(ub, up_ + slack)
+            lb = max(lb, lo_ - slack)
+        return lb, ub
 
     def fair_by_bound(ub: float) -> bool:
         return (Fraction(ub) < t_eps) if op == "<" else (Fraction(ub) <= t_eps)
@@ -510,7 +523,8 @@ def decide_pairs(sc: Scores, tied: Sequence[Factor], varying: Sequence[Factor], 
                     return BoxAnswer("unknown", reason="the runtime disagreed with the trees' certain classes at a "
                                      "pair of a box (the converted trees do not reproduce the library)", stats=stats)
             else:
-                jv = joint(masks, a, b, "V") if post == "diff" else None
+                jv = joint(masks, a, b, "V") if post == "diff" else (
+                    joint(masks, a, b, "D") if post == "softmax-diff" else None)
                 jw = last_joint.get("per_tree") if post == "diff" else None
                 lbs, ubs = zip(*[diff_bounds(ra, rb, c, jv) for c in range(K) if c in cols]) if cols else ((), ())
                 ub = max(ubs)
