@@ -293,7 +293,7 @@ REG_PROPS = (
 )
 
 
-def _spec_text(ds, model_file: str, props, timeout: float) -> str:
+def _spec_text(ds, model_file: str, props, timeout: float, library: str = "sklearn") -> str:
     """A .fair spec over the data set's features (integral ranges from the data; the trees read the
     codes directly), sex protected, with the given properties (age relaxed by 2 where asked)."""
     lines = ["features F {"]
@@ -306,7 +306,7 @@ def _spec_text(ds, model_file: str, props, timeout: float) -> str:
         else:
             lines.append(f"  {ident} : real in [{col.min()!r}, {col.max()!r}]{prot}")
     lines.append("}")
-    lines.append(f'model m = sklearn("{model_file}")')
+    lines.append(f'model m = {library}("{model_file}")')
     lines.append("encode F for m {")
     lines += [f"  {n.replace('-', '_').replace('.', '_')} : raw" for n in ds["names"]]
     lines.append("}")
@@ -346,10 +346,19 @@ def run_multiclass(args) -> int:
                                                       n_jobs=1).fit(X, grade), MULTI_PROPS),
                   ("rf100_reg", RandomForestRegressor(n_estimators=100, max_depth=args.depth, random_state=0,
                                                       n_jobs=1).fit(X, amount), REG_PROPS)]
+        import xgboost as xgb
+
+        booster = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 3, "eta": 0.3, "seed": 0,
+                             "nthread": 1}, xgb.DMatrix(X, label=grade), 34)
+        models.insert(1, ("xgb102_k3", booster, MULTI_PROPS))
         for mname, est, props in models:
-            sio.dump(est, Path(d) / f"{mname}.skops")
             spec = Path(d) / f"{mname}.fair"
-            spec.write_text(_spec_text(ds, f"{mname}.skops", props, args.timeout))
+            if mname.startswith("xgb"):
+                est.save_model(str(Path(d) / f"{mname}.json"))
+                spec.write_text(_spec_text(ds, f"{mname}.json", props, args.timeout, "xgboost"))
+            else:
+                sio.dump(est, Path(d) / f"{mname}.skops")
+                spec.write_text(_spec_text(ds, f"{mname}.skops", props, args.timeout))
             t0 = time.perf_counter()
             rep = check(str(spec))
             wall = time.perf_counter() - t0
@@ -374,7 +383,9 @@ def run_multiclass(args) -> int:
     head = ["# Issue 25: tree models with K = 3 classes and a regression, large domains (bench/trees.py --multiclass)",
             "", f"German credit (1,000 rows, 20 features as integer codes; sex protected; the domain has ~10^20 "
             f"points, far beyond enumeration). rf100_k3: RandomForestClassifier(100 trees, max_depth={args.depth}) "
-            "on three grades (bad / good with duration > 18 / good with duration <= 18); rf100_reg: "
+            "on three grades (bad / good with duration > 18 / good with duration <= 18); xgb102_k3: XGBoost "
+            "multi:softprob on the same grades (34 rounds x 3 classes = 102 trees, depth 3, float32 sums and "
+            "softmax; violations replayed on its Booster.predict); rf100_reg: "
             f"RandomForestRegressor(100 trees, max_depth={args.depth}) of the credit amount in thousands. Every "
             "verdict from `fairspec check` (certified branch and bound over leaf boxes, kinds/tree_boxes.py; "
             f"violations replayed on scikit-learn's predict); timeout {args.timeout:g} s per property; load average "
