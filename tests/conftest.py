@@ -38,6 +38,24 @@ def people_decls(data="../data/people.csv", features: str = "People") -> str:
 _EXPECT = re.compile(r"^#\s*expect:\s*(FS\d{3})\s+(?:(\S+):)?(\d+):(\d+)\s*$")
 
 
+def tie_net(seed: int, n: int, hidden):
+    """A small ReLU network with integer weights and biases in [-2, 2] (output bias in [-1, 1]):
+    many inputs land exactly on a logit of 0, where ``<`` and ``<=`` part."""
+    import numpy as np
+
+    from fairspec.models.network import Layer, PLNet
+
+    rng = np.random.default_rng(seed)
+    layers, d = [], n
+    for h in hidden:
+        layers.append(Layer(rng.integers(-2, 3, size=(h, d)).astype(float), rng.integers(-2, 3, size=h).astype(float),
+                            True))
+        d = h
+    layers.append(Layer(rng.integers(-2, 3, size=(1, d)).astype(float), rng.integers(-1, 2, size=1).astype(float),
+                        False))
+    return PLNet(tuple(layers), 0, "sigmoid", f"tie_net({seed})")
+
+
 def ok_fixtures() -> list[Path]:
     return sorted(OK.glob("*.fair"))
 

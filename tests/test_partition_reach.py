@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import tie_net
 
 from fairspec.backends.pair import PairProblem, brute_force, check_witness
 from fairspec.models.network import PLNet, Layer, random_net
@@ -15,27 +16,16 @@ from fairspec.backends import milp  # noqa: E402
 from fairspec.backends.milp.falsify import falsify_boxes  # noqa: E402
 
 
-def _tie_net(seed, n, hidden):
-    """Integer weights and biases in [-2, 2]: many inputs land exactly on z == 0."""
-    rng = np.random.default_rng(seed)
-    layers, d = [], n
-    for h in hidden:
-        layers.append(Layer(rng.integers(-2, 3, size=(h, d)).astype(float), rng.integers(-2, 3, size=h).astype(float),
-                            True))
-        d = h
-    layers.append(Layer(rng.integers(-2, 3, size=(1, d)).astype(float), rng.integers(-1, 2, size=1).astype(float),
-                        False))
-    return PLNet(tuple(layers), 0, "sigmoid", f"tie_net({seed})")
 
 
 def _problems():
     for seed in range(6):
         for post, eps in (("label", 0.0), ("logit", 1.0), ("prob", 0.05)):
-            net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+            net = tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
             yield PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 2], integer=[True] * 4, free=(3,), post=post,
                               eps=eps)
     # a one-hot protected group and a relaxed input
-    net = _tie_net(7, 5, (4,))
+    net = tie_net(7, 5, (4,))
     yield PairProblem(net, lo=[0] * 5, hi=[4, 3, 1, 1, 1], integer=[True] * 5, onehot_groups=((2, 3, 4),),
                       free=(2, 3, 4))
     yield PairProblem(random_net(8, 4, (5,)), lo=[0] * 4, hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,),
@@ -78,7 +68,7 @@ def test_the_attack_finds_most_violations_on_small_boxes():
 def test_partitioned_verdict_per_box_matches_brute_force_with_the_attack(seed):
     from fairspec.runtime.executor import SerialExecutor
 
-    net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+    net = tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
     p = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
     parts = milp.split_widest(p, 6)
     truth = [brute_force(p.restrict(lo, hi)).status for lo, hi in parts]
@@ -126,7 +116,7 @@ def test_retry_passes_decide_what_the_first_pass_left_and_never_wrongly(seed):
     from fairspec.certify import Proof
     from fairspec.runtime.executor import SerialExecutor
 
-    net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+    net = tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
     for post, eps in (("label", 0.0), ("logit", 1.0)):
         p = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
         parts = milp.split_widest(p, 4)

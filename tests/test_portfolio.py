@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import tie_net
 
 from fairspec.backends.pair import PairProblem, brute_force, check_witness
-from fairspec.models.network import Layer, PLNet, random_net
+from fairspec.models.network import random_net
 
 pytest.importorskip("highspy")
 pytest.importorskip("pyscipopt")
@@ -19,21 +20,10 @@ from fairspec.backends.milp import model as M  # noqa: E402
 POSTS = (("label", 0.0), ("logit", 1.0), ("prob", 0.05))
 
 
-def _tie_net(seed, n, hidden):
-    """Integer weights and biases in [-2, 2]: many inputs land exactly on z == 0."""
-    rng = np.random.default_rng(seed)
-    layers, d = [], n
-    for h in hidden:
-        layers.append(Layer(rng.integers(-2, 3, size=(h, d)).astype(float), rng.integers(-2, 3, size=h).astype(float),
-                            True))
-        d = h
-    layers.append(Layer(rng.integers(-2, 3, size=(1, d)).astype(float), rng.integers(-1, 2, size=1).astype(float),
-                        False))
-    return PLNet(tuple(layers), 0, "sigmoid", f"tie_net({seed})")
 
 
 def _problem(seed, post, eps):
-    net = _tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
+    net = tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4))
     return PairProblem(net, lo=[0, 0, 0, 0], hi=[4, 3, 4, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
 
 
@@ -129,7 +119,7 @@ def test_partitions_with_the_portfolio_match_brute_force_per_box(seed):
     from fairspec.runtime.executor import SerialExecutor
 
     for post, eps in (("label", 0.0), ("logit", 1.0)):
-        p = PairProblem(_tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4)),
+        p = PairProblem(tie_net(seed, 4, (5, 3)) if seed % 2 else random_net(seed, 4, (6, 4)),
                         lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
         parts = milp.split_widest(p, 6)
         truth = [brute_force(p.restrict(lo, hi)).status for lo, hi in parts]
@@ -154,7 +144,7 @@ def test_the_retry_pass_of_a_portfolio_run_is_the_portfolio():
     from fairspec.runtime.executor import SerialExecutor
 
     assert PORTFOLIO_RETRIES[0][0] == "portfolio"
-    p = PairProblem(_tie_net(1, 4, (5, 3)), lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
+    p = PairProblem(tie_net(1, 4, (5, 3)), lo=[0, 0, 0, 0], hi=[5, 4, 3, 1], integer=[True] * 4, free=(3,))
     parts = milp.split_widest(p, 4)
     truth = [brute_force(p.restrict(lo, hi)).status for lo, hi in parts]
     res = milp.solve_partitioned(p, "prove", parts, time_per_part=1e-9, executor=SerialExecutor(), falsify=False,

@@ -125,10 +125,10 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     from fairspec.certify.class_prob import ClassProbQuery, bound_class_prob, join_class_prob
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
-    from fairspec.kinds.pair_runtime import feature_values, runtime_violates
+    from fairspec.kinds.pair_runtime import encoder, pair_precondition, runtime_violates
     from fairspec.models.network import Layer, PLNet, UnsupportedModel
     from fairspec.planning import setting
-    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.runtime.encoding import decode_row
 
     model = ctx.model(prop.model)
     fs = ctx.spec.feature_set(prop.features)
@@ -175,13 +175,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                   f"scores at most {MAX_COMBOS} per box")
     C = np.array(combos, dtype=np.float64).reshape(len(combos), len(free))
     M = np.any(C[:, None, :] != C[None, :, :], axis=2) if free else np.ones((C.shape[0], C.shape[0]), dtype=bool)
-    names = {c.offset: c.feature for c in enc.columns}
-    strict_cont = [(i, t) for i, t in low.relaxed
-                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
-
-    def encoded(V):
-        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
-        return encode(enc, feature_values(low, enc, V), V.shape[0])
+    meets_pre = pair_precondition(prop, enc, low, pre)
+    encoded = encoder(enc, low)
 
     def evaluate(V):
         return np.asarray(model.class_probabilities(encoded(V)), dtype=np.float64)
@@ -194,8 +189,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
     def replay(x, xp, c):
         """The witness, or None: the pair meets the pre-condition and breaks the post on the runtime."""
-        ok, _ = precondition_holds(pre, x, xp, tol=0.0)
-        if not ok or not all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont):
+        if not meets_pre(x, xp):
             return None
         X2 = encoded(np.vstack([x, xp]))
         P = np.asarray(model.class_probabilities(X2), dtype=np.float64)[:, c]

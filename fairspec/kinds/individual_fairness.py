@@ -433,17 +433,9 @@ class _Replay:
 def _with_replay(runtime, prop, ctx, enc, low, problem):
     from dataclasses import replace as dc_replace
 
-    from fairspec.backends.pair import precondition_holds
-    from fairspec.kinds.pair_runtime import batch_scorer, replayer
+    from fairspec.kinds.pair_runtime import batch_scorer, pair_precondition, replayer
 
-    names = {c.offset: c.feature for c in enc.columns}
-    strict_cont = [(i, t) for i, t in low.relaxed
-                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
-
-    def pre(x, xp):
-        ok, _ = precondition_holds(problem, x, xp, tol=0.0)
-        return ok and all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont)
-
+    pre = pair_precondition(prop, enc, low, problem)
     return dc_replace(runtime, replay=_Replay(replayer(prop, ctx.model(prop.model), enc, low, pre)),
                       scores=batch_scorer(prop, ctx.model(prop.model), enc, low))
 

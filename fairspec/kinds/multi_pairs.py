@@ -61,16 +61,16 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
 
 
 def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
-    from fairspec.backends.pair import PairProblem, precondition_holds
+    from fairspec.backends.pair import PairProblem
     from fairspec.backends.pair.certify import Runtime
     from fairspec.backends.pair.multiclass import ClassProblem, class_net, solve_class
     from fairspec.certify.network import encoding_from_ir
     _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
-    from fairspec.kinds.pair_runtime import feature_values
+    from fairspec.kinds.pair_runtime import encoder, pair_precondition
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
-    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.runtime.encoding import decode_row
 
     model = ctx.model(prop.model)
     fs = ctx.spec.feature_set(prop.features)
@@ -100,20 +100,14 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
                           relaxed, "label")
     except ValueError as e:
         return no(f"no class score for this network: {e}")
-    names = {c.offset: c.feature for c in enc.columns}
-    strict_cont = [(i, t) for i, t in low.relaxed
-                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
-
-    def encoded(V):
-        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
-        return encode(enc, feature_values(low, enc, V), V.shape[0])
+    meets_pre = pair_precondition(prop, enc, low, pre)
+    encoded = encoder(enc, low)
 
     def outputs(V):
         return np.asarray(model.outputs(encoded(V)), dtype=np.float64)
 
     def replay(x, xp):
-        ok, _ = precondition_holds(pre, x, xp, tol=0.0)
-        if not ok or not all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont):
+        if not meets_pre(x, xp):
             return False
         k = model.predict_class(encoded(np.vstack([x, xp])))
         return bool(k[0] != k[1])

@@ -179,3 +179,31 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low):
         return np.asarray(s, dtype=np.float64).reshape(-1)
 
     return fn, post, model.threshold
+
+
+def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):
+    """``pre(x, x') -> bool``: the problem-space pair meets ``problem``'s pre-condition exactly and
+    every strict tolerance on a continuous feature (``|x.f - x'.f| < t``; the problem itself says
+    ``<= t``)."""
+    from fairspec.backends.pair import precondition_holds
+
+    names = {c.offset: c.feature for c in enc.columns}
+    strict_cont = [(i, t) for i, t in low.relaxed
+                   if names.get(i) is not None and prop.relaxed_op(names[i]) == "<" and not low.integer[i]]
+
+    def pre(x, xp) -> bool:
+        ok, _ = precondition_holds(problem, x, xp, tol=0.0)
+        return ok and all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont)
+
+    return pre
+
+
+def encoder(enc: ir.Encoding, low):
+    """``encoded(V)``: problem-space rows (k, n) as the runtime's model inputs."""
+    from fairspec.runtime.encoding import encode
+
+    def encoded(V):
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        return encode(enc, feature_values(low, enc, V), V.shape[0])
+
+    return encoded

@@ -135,8 +135,8 @@ class _Dom:
 def box_domain(prop: ir.IndividualFairness, fs, enc, ens):
     """(tied factors, varying factors, combos, pairs, free_elsewhere) of the pair problem in cells of
     the split tests of ``ens``, or a sentence why not."""
-    from fairspec.kinds.tree_cells import build_factor, exact_ok, has_two_values, split_tests
-    from fairspec.kinds.tree_pairs import _min_distance
+    from fairspec.kinds.tree_cells import build_factor, has_two_values, split_tests
+    from fairspec.kinds.tree_pairs import admissible_cell_pairs
 
     if prop.pre:
         return "a further pre-condition"
@@ -163,17 +163,7 @@ def box_domain(prop: ir.IndividualFairness, fs, enc, ens):
         V = [g.reshape(-1) for g in np.meshgrid(*[np.arange(f.nc) for f in varying], indexing="ij")]
     else:
         V = []
-    ok = np.ones((m, m), dtype=bool)
-    if not free_elsewhere:
-        differs = np.zeros((m, m), dtype=bool)
-        for f, a in zip(varying, V):
-            if f.role == "free":
-                same = a[:, None] == a[None, :]
-                differs |= ~same | (same & (f.size[a] >= 2)[:, None])
-        ok &= differs
-    for f, a in zip(varying, V):
-        if f.role == "relaxed":
-            ok &= exact_ok(_min_distance(f), prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
+    ok = admissible_cell_pairs(prop, varying, V, m, free_elsewhere, tol)
     A, B = np.nonzero(ok)
     if A.size > MAX_PAIRS:
         return f"{A.size:,} admissible pairs of cell combinations (at most {MAX_PAIRS:,})"

@@ -155,18 +155,7 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
         nb = len(boxes)
         n = nb * m
         box_grid = [np.repeat(boxes.reps[:, i], m) for i in range(len(tied))] + [np.tile(a, nb) for a in V]
-    ok = np.ones((m, m), dtype=bool)
-    if not free_elsewhere:
-        differs = np.zeros((m, m), dtype=bool)
-        for f, a in zip(varying, V):
-            if f.role == "free":
-                same = a[:, None] == a[None, :]
-                differs |= ~same | (same & (f.size[a] >= 2)[:, None])
-        ok &= differs
-    for f, a in zip(varying, V):
-        if f.role == "relaxed":
-            D = _min_distance(f)
-            ok &= exact_ok(D, prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
+    ok = admissible_cell_pairs(prop, varying, V, m, free_elsewhere, tol)
     A, C = np.nonzero(ok)
     blocks = np.arange(n // m, dtype=np.int64) * m
     I = (blocks[:, None] + A[None, :]).reshape(-1)
@@ -179,6 +168,25 @@ class Unread:
 
     def __init__(self, varying, tests):
         self.varying, self.tests = varying, tests
+
+
+def admissible_cell_pairs(prop: ir.IndividualFairness, varying, V, m: int, free_elsewhere: bool, tol) -> np.ndarray:
+    """(m, m): may a pair take the varying factors' cell combinations (i, j)? A protected (free)
+    factor must differ somewhere -- another cell, or the same cell holding two values -- unless a
+    free feature outside the cells differs anyway (``free_elsewhere``); a relaxed factor's cells
+    must be within its tolerance (the spec's ``<`` / ``<=``, exactly)."""
+    ok = np.ones((m, m), dtype=bool)
+    if not free_elsewhere:
+        differs = np.zeros((m, m), dtype=bool)
+        for f, a in zip(varying, V):
+            if f.role == "free":
+                same = a[:, None] == a[None, :]
+                differs |= ~same | (same & (f.size[a] >= 2)[:, None])
+        ok &= differs
+    for f, a in zip(varying, V):
+        if f.role == "relaxed":
+            ok &= exact_ok(_min_distance(f), prop.relaxed_op(f.name), tol[f.name])[a[:, None], a[None, :]]
+    return ok
 
 
 def _min_distance(f: Factor) -> np.ndarray:
