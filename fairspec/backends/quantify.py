@@ -301,13 +301,19 @@ def _split(problem, lo, hi):
             best, size = i, s
     if best is None or size <= 0:
         return None
+    return halve(problem, lo, hi, best)
+
+
+def halve(problem, lo, hi, j: int):
+    """The box [lo, hi] cut in two at the middle of input ``j`` (integral: into ``[.., mid]`` and
+    ``[mid + 1, ..]``, so every integer point lies in exactly one half)."""
     a_hi, b_lo = hi.copy(), lo.copy()
-    if problem.integer[best]:
-        mid = np.floor((lo[best] + hi[best]) / 2)
-        a_hi[best], b_lo[best] = mid, mid + 1
+    if problem.integer[j]:
+        mid = np.floor((lo[j] + hi[j]) / 2)
+        a_hi[j], b_lo[j] = mid, mid + 1
     else:
-        mid = 0.5 * (lo[best] + hi[best])
-        a_hi[best], b_lo[best] = mid, mid
+        mid = 0.5 * (lo[j] + hi[j])
+        a_hi[j], b_lo[j] = mid, mid
     return (lo, a_hi), (b_lo, hi)
 
 

@@ -113,15 +113,9 @@ def _split(problem, lo, hi, infl, dims):
     score = np.where(can, np.asarray(infl)[dims] / np.where(wd > 0, wd, 1.0) * width, -np.inf)
     if not np.any(score[can] > 0):
         score = np.where(can, width, -np.inf)
-    j = dims[int(np.argmax(score))]
-    a_hi, b_lo = hi.copy(), lo.copy()
-    if problem.integer[j]:
-        mid = np.floor((lo[j] + hi[j]) / 2)
-        a_hi[j], b_lo[j] = mid, mid + 1
-    else:
-        mid = 0.5 * (lo[j] + hi[j])
-        a_hi[j], b_lo[j] = mid, mid
-    return (lo, a_hi), (b_lo, hi)
+    from fairspec.backends.quantify import halve
+
+    return halve(problem, lo, hi, dims[int(np.argmax(score))])
 
 
 def _split_group(problem, lo, hi):

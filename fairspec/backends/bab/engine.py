@@ -309,8 +309,21 @@ class _Search:
                     frac, fvar = f, (var, math.floor(x_lp[col]), None)
         return fvar
 
-    def _branch_value(self, st, x_lp, y_eq):
+    def _unstable(self, st, x_lp):
+        """Per copy c and ReLU layer k with unstable neurons (bounds l < 0 < u): (c, k, l, u, the
+        unstable indices, their pre-activations p and outputs h at the LP point)."""
         q, L = self.q, self.q.layout
+        for c in (0, 1):
+            for k, (_, _, relu) in enumerate(q.layers):
+                if not relu:
+                    continue
+                l, u = st.ibp[c][k]
+                uns = np.flatnonzero((l < 0) & (u > 0))
+                if uns.size:
+                    yield c, k, l, u, uns, x_lp[L.p[c][k][uns]], x_lp[L.h[c][k][uns]]
+
+    def _branch_value(self, st, x_lp, y_eq):
+        q = self.q
         off, r = {}, 0
         for c in (0, 1):                          # the equality rows p - W h = b, copy by copy
             for k, (W, _, _) in enumerate(q.layers):
@@ -318,23 +331,15 @@ class _Search:
                 r += W.shape[0]
         best, best_score = None, 1e-12
         gap_min = 1e-6                            # as branch(): smaller gaps leave the LP as it is
-        for c in (0, 1):
-            for k, (W, b, relu) in enumerate(q.layers):
-                if not relu:
-                    continue
-                l, u = st.ibp[c][k]
-                uns = np.flatnonzero((l < 0) & (u > 0))
-                if not uns.size:
-                    continue
-                p = x_lp[L.p[c][k][uns]]
-                gap = np.maximum(x_lp[L.h[c][k][uns]] - np.maximum(p, 0.0), 0.0)
-                Wn = q.layers[k + 1][0]
-                ye = y_eq[off[(c, k + 1)]:off[(c, k + 1)] + Wn.shape[0]]
-                score = np.where(gap > gap_min, gap * np.abs(Wn[:, uns].T @ ye) + 1e-9 * gap, 0.0)
-                j = int(np.argmax(score))
-                if score[j] > best_score:
-                    best_score = float(score[j])
-                    best = (("relu", c, k, int(uns[j])), None, p[j] > 0)
+        for c, k, _l, _u, uns, p, h in self._unstable(st, x_lp):
+            gap = np.maximum(h - np.maximum(p, 0.0), 0.0)
+            Wn = q.layers[k + 1][0]
+            ye = y_eq[off[(c, k + 1)]:off[(c, k + 1)] + Wn.shape[0]]
+            score = np.where(gap > gap_min, gap * np.abs(Wn[:, uns].T @ ye) + 1e-9 * gap, 0.0)
+            j = int(np.argmax(score))
+            if score[j] > best_score:
+                best_score = float(score[j])
+                best = (("relu", c, k, int(uns[j])), None, p[j] > 0)
         return best
 
     def candidate(self, node, x_lp):
@@ -366,29 +371,20 @@ class _Search:
             if wvar is not None:
                 return wvar
         best, best_gap = None, 1e-9
-        for c in (0, 1):
-            for k, (W, b, relu) in enumerate(q.layers):
-                if not relu:
-                    continue
-                l, u = st.ibp[c][k]
-                uns = np.flatnonzero((l < 0) & (u > 0))
-                if not uns.size:
-                    continue
-                p = x_lp[L.p[c][k][uns]]
-                h = x_lp[L.h[c][k][uns]]
-                gap = h - np.maximum(p, 0.0)
-                if self.strategy == "dual" and y_ub is not None:
-                    # the triangle row's dual times its intercept -s l: what splitting it can remove
-                    rb = L.relu_rows[c][k][1][uns]
-                    lu, uu = l[uns], u[uns]
-                    score = np.maximum(y_ub[rb], 0.0) * (uu * -lu / (uu - lu)) + 1e-3 * np.maximum(gap, 0.0)
-                else:
-                    # weight by the triangle's area (how much the relaxation can still give)
-                    score = np.maximum(gap, 0.0) + 1e-6 * np.minimum(-l[uns], u[uns])
-                j = int(np.argmax(score))
-                if score[j] > best_gap:
-                    best_gap = float(score[j])
-                    best = (("relu", c, k, int(uns[j])), None, p[j] > 0)
+        for c, k, l, u, uns, p, h in self._unstable(st, x_lp):
+            gap = h - np.maximum(p, 0.0)
+            if self.strategy == "dual" and y_ub is not None:
+                # the triangle row's dual times its intercept -s l: what splitting it can remove
+                rb = L.relu_rows[c][k][1][uns]
+                lu, uu = l[uns], u[uns]
+                score = np.maximum(y_ub[rb], 0.0) * (uu * -lu / (uu - lu)) + 1e-3 * np.maximum(gap, 0.0)
+            else:
+                # weight by the triangle's area (how much the relaxation can still give)
+                score = np.maximum(gap, 0.0) + 1e-6 * np.minimum(-l[uns], u[uns])
+            j = int(np.argmax(score))
+            if score[j] > best_gap:
+                best_gap = float(score[j])
+                best = (("relu", c, k, int(uns[j])), None, p[j] > 0)
         if best is not None and best_gap > 1e-6:
             return best
         vlo, vhi = st.box
