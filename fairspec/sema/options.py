@@ -128,8 +128,8 @@ def check_plan(ck, prop, stmts, spec) -> bool:
             elif key in PARTITION_ONLY and not (getattr(prop.options, "partitions", None) or 0) > 1:
                 ck.sink.add("FS213", f"option '{key}' has no effect without partitions: "
                                      f"{PARTITION_ONLY[key]}", name_node.span,
-                            hint="add partitions = N (the input space cut into N boxes, each decided on its own), "
-                                 f"or drop '{key}'")
+                            hint="add a line such as partitions = 16 (the input space cut into 16 boxes, each "
+                                 f"decided on its own), or drop '{key}'")
     return ok
 
 
