@@ -78,3 +78,44 @@ def test_render_md_rows_and_network_summary(fb, tmp_path):
     ac = next(ln for ln in text.splitlines() if ln.startswith("| AC-1 | sign |"))
     assert ac.endswith("| no |")                                                 # 10 undecided, over 1800 s
     assert "sign: 2 networks with every attribute run (and 0 in part); every partition decided on 1" in text
+
+
+def test_render_md_union_of_runs_newest_row_counts_once(fb):
+    """Several runs rendered together (the committed fairify_all.md): a row run again in a later run
+    is shown with its run number and marked superseded, the per-network summary counts only the
+    newest run's row, sums the attributes' wall times against the 30 minutes per network, and every
+    row has Fairify's published counts beside it (of its sign property beside an eps row)."""
+    old = {"run": {"command": "old run", "commit": "aaa1111", "started_utc": "2026-11-28T08:00:00Z", "prove": 1800.0,
+                   "finished": False},
+           "rows": [_row("AC-12", "race", {"partitions": 16000, "proved": 3726, "refuted": 7993, "undecided": 4281},
+                         1813.0, "3/4"),
+                    _row("AC-12", "sex", {"partitions": 16000, "proved": 8000, "refuted": 8000, "undecided": 0},
+                         557.0)]}
+    new = {"run": {"command": "new run", "commit": "bbb2222", "started_utc": "2026-11-28T11:30:00Z", "prove": 900.0,
+                   "finished": True},
+           "rows": [_row("AC-12", "race", {"partitions": 16000, "proved": 8000, "refuted": 8000, "undecided": 0},
+                         1000.0),
+                    dict(_row("BM-4", "age", {"partitions": 510, "proved": 378, "refuted": 132, "undecided": 0}, 40.0),
+                         property="eps", fairify_published={"SAT": 1, "UNSAT": 30, "UNK": 6})]}
+    text = fb.render_md([new, old])                  # listed in any order: runs are numbered by their start
+    assert text.index("Run 1:") < text.index("old run") < text.index("Run 2:") < text.index("new run")
+    race = [ln for ln in text.splitlines() if ln.startswith("| AC-12 | race | sign |")]
+    assert len(race) == 2                            # both shown, the old one marked
+    assert race[0].endswith("| 41 / 0 / 5 | 1 (1800), superseded |")
+    assert "3,726 / 7,993 / 4,281" in race[0] and race[1].endswith("| 2 (900) |")
+    assert all("| 41 / 0 / 5 |" in ln for ln in race)
+    assert "| 1 / 30 / 6 (sign) | 2 (900) |" in text
+    summ = {(n["model"], n["property"]): n for n in fb.network_summary(
+        [dict(r, _run=1) for r in old["rows"]] + [dict(r, _run=2) for r in new["rows"]])}
+    ac = summ[("AC-12", "sign")]
+    assert ac["partitions"] == 32000 and ac["decided"] == 32000 and ac["undecided"] == 0
+    assert ac["wall_seconds"] == 1557.0 and sorted(ac["attributes"]) == ["race", "sex"]
+    line = next(ln for ln in text.splitlines() if ln.startswith("| AC-12 | sign |"))
+    assert "| 32,000 of 32,000 | 0 | 1557.0 |" in line and line.endswith("| yes |")
+    assert "over every row run (the newest run of a row run twice), 32,000 of 32,000" in text
+    # the 30 minutes are per network: two attributes of 1,000 s each, every partition decided, miss it
+    slow = {"run": {"command": "slow", "started_utc": "2026-11-28T12:00:00Z", "prove": 900.0},
+            "rows": [_row("AC-12", "sex", {"partitions": 16000, "proved": 8000, "refuted": 8000, "undecided": 0},
+                          1000.0)]}
+    line = next(ln for ln in fb.render_md([old, new, slow]).splitlines() if ln.startswith("| AC-12 | sign |"))
+    assert "| 2000.0 |" in line and line.endswith("| no |")
