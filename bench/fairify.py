@@ -439,6 +439,7 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
     lo = [d["verification_domain"][n][0] for n in names]
     hi = [d["verification_domain"][n][1] for n in names]
     idx = names.index(name)
+    parts = None
     net = network.from_onnx(bench.onnx(model))
     problem = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (),
                           "label" if row["property"] == "sign" else "prob", 0.0 if row["property"] == "sign" else EPS)
@@ -493,6 +494,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         if getattr(cov, "shares", None) is not None:
             # FairQuant's shares of the domain of individuals, exact ("p/q") and in percent
             row["shares"] = cov.shares.to_json()
+        und = undecided_partitions(cov, parts, names)
+        if und is not None:
+            row["undecided_partitions"] = und
     else:
         row["coverage"] = {"partitions": 1, "proved": int(res.status == "holds"),
                            "refuted": int(res.status == "violated"), "undecided": int(res.status == "unknown")}
@@ -500,6 +504,26 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row.update(status="holds", how="proved", reason=res.reason or "MILP proof")
     elif res.status == "violated" and row["status"] == "unknown" and res.witness is not None:
         row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
+
+
+#: a row with at most this many undecided partitions lists them (index, box) in its JSON
+UNDECIDED_LIST_MAX = 50
+
+
+def undecided_partitions(cov, parts, names, limit: int = UNDECIDED_LIST_MAX) -> list[dict] | None:
+    """The partitions a row left undecided, when they are few (1..``limit``): each one's index in
+    ``parts`` (Fairify's partitions, in ``fairify_partitions``'s order), its status (``unknown``: its
+    budget ran out; ``skipped``: the row's budget ran out before it) and its box on the partitioned
+    inputs (``cov.features``; the other inputs span the domain), by input name."""
+    if parts is None or not cov.undecided or cov.undecided > limit or len(cov.parts) != len(parts):
+        return None
+    out = []
+    for k, ((st, sec), (lo, hi)) in enumerate(zip(cov.parts, parts)):
+        if st in ("holds", "violated"):
+            continue
+        out.append({"index": k, "status": st, "seconds": sec,
+                    "box": {names[i]: [float(lo[i]), float(hi[i])] for i in cov.features}})
+    return out
 
 
 def undecided_where(net, problem, idx, und, per_box: int = 256) -> dict:

@@ -119,3 +119,19 @@ def test_render_md_union_of_runs_newest_row_counts_once(fb):
                           1000.0)]}
     line = next(ln for ln in fb.render_md([old, new, slow]).splitlines() if ln.startswith("| AC-12 | sign |"))
     assert "| 2000.0 |" in line and line.endswith("| no |")
+
+
+def test_undecided_partitions_listed_when_few(fb):
+    """A row with few undecided partitions lists them (index, status, box on the partitioned inputs)
+    for the engineers who work on exactly those; many are not listed."""
+    from types import SimpleNamespace
+
+    parts = [([0, 0, 0], [4, 9, 1]), ([5, 0, 0], [9, 9, 1]), ([10, 0, 0], [14, 9, 1])]
+    cov = SimpleNamespace(undecided=2, features=(0,), parts=(("holds", 0.1), ("unknown", 10.0), ("skipped", 0.0)))
+    und = fb.undecided_partitions(cov, parts, ["age", "hours", "sex"])
+    assert und == [{"index": 1, "status": "unknown", "seconds": 10.0, "box": {"age": [5.0, 9.0]}},
+                   {"index": 2, "status": "skipped", "seconds": 0.0, "box": {"age": [10.0, 14.0]}}]
+    assert fb.undecided_partitions(SimpleNamespace(undecided=0, features=(0,), parts=(("holds", 0.1),) * 3),
+                                   parts, ["age", "hours", "sex"]) is None
+    assert fb.undecided_partitions(cov, parts, ["age", "hours", "sex"], limit=1) is None
+    assert fb.undecided_partitions(cov, None, ["age", "hours", "sex"]) is None
