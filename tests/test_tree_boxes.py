@@ -414,3 +414,33 @@ def test_hist_gradient_boosting_regressor(tmp_path):
     T._check(v["v_tie"], _brute2(Vv, "<=", tie)[0])
     bad, w2 = _brute2(Vv, "<=", "0.2", "<= 1")
     T._check(v["v_max"], bad, w2)
+
+
+@pytest.mark.parametrize("seed,target,kind", [(0, 1, "rf"), (3, 1, "rf"), (2, 1, "gb"), (8, 0, "gb"), (8, 2, "gb")])
+def test_binary_label_on_a_large_domain(tmp_path, seed, target, kind):
+    """A binary classifier's label post on a domain the enumeration does not take: the tree encodings'
+    "no violating pair" is no proof, so the branch and bound over leaf boxes decides it (holds with a
+    Proof, or a pair replayed on the library). Every model reads the protected g in some split; the
+    labels of some do not change with it (forests of 4 trees, whose vote ties go to the first class;
+    gradient boosting), a relaxed feature; every verdict against brute force on the grid."""
+    import skops.io as sio
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    X, y, _ = _data2(seed, k=2)
+    y = [y, (X[:, 1] // 4).astype(int), ((X[:, 1] + X[:, 2]) >= 7).astype(int)][target]
+    est = (RandomForestClassifier(n_estimators=4, max_depth=3, random_state=seed) if kind == "rf"
+           else GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=seed)).fit(X, y)
+    trees = est.estimators_ if kind == "rf" else est.estimators_.ravel()
+    assert any((t.tree_.feature == 0).any() for t in trees)         # the model reads g
+    sio.dump(est, tmp_path / "m.skops")
+    lab = est.predict(GRID2)
+    body = (_prop2("same", "label(m(x)) == label(m(x'))")
+            + _prop2("same_relaxed", "label(m(x)) == label(m(x'))", relaxed="< 2"))
+    v = T._verdicts(_spec(tmp_path, 'model m = sklearn("m.skops")', body))
+    T._check(v["same"], any(lab[i] != lab[j] for i, j in _pairs2()))
+    T._check(v["same_relaxed"], any(lab[i] != lab[j] for i, j in _pairs2("< 2")))
+    for p in v.values():
+        if p.status == "violated":
+            assert p.witness.outputs[0] != p.witness.outputs[1]
+        else:
+            assert "leaf boxes" in p.details.get("decided_by", ""), p.details

@@ -64,6 +64,40 @@ def not_yet_decided(prop: ir.IndividualFairness, backend: str) -> Verdict | None
                          f"yet decided by the {backend} backend", backend=backend, seconds=0.0)
 
 
+def _label_by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float, before: Verdict):
+    """A binary tree classifier's ``label`` post that the tree encodings left ``unknown`` on a domain
+    too large to enumerate (a solver's "no violating pair" is no proof): the certified branch and
+    bound over leaf boxes (:mod:`fairspec.kinds.tree_boxes`) decides ``class(m(x)) == class(m(x'))``,
+    which for two classes is the same post (both are the library's own ``predict``: label(x) ==
+    label(x') exactly when predict(x) == predict(x')). Its ``holds`` carries a Proof, its violation a
+    pair replayed on the library; otherwise ``before``, with why the branch and bound did not decide."""
+    from fairspec.backends.trees.runtime import cell_ensemble, library_task, runtime_outputs
+    from fairspec.kinds.tree_boxes import decide_by_boxes
+
+    try:
+        model = ctx.model(prop.model)
+        task, _ = library_task(model)
+        ens = cell_ensemble(model) if task == "binary" else None
+        if ens is None:
+            return before
+        v, why = decide_by_boxes(replace(prop, post="class"), ctx, mode, backend, t0, ens, model)
+    except (NotLowered, MemoryError) as e:
+        v, why = None, str(e) or "the boxes do not fit in memory"
+    if v is None:
+        return replace(before, reason=f"{before.reason}; the branch and bound over leaf boxes did not decide it "
+                                      f"either ({why})", seconds=time.perf_counter() - t0)
+    if v.status == "violated":
+        # the witness replayed once more with the post as written: the library's label of both inputs
+        XW = np.array([v.witness.x, v.witness.x_prime], dtype=np.float64)
+        lab = runtime_outputs(model, XW, "label")
+        if lab is None or lab[0] == lab[1]:
+            return replace(before, reason=f"{before.reason}; the branch and bound's pair did not change the "
+                                          f"library's label, so it is not reported", seconds=time.perf_counter() - t0)
+        v = replace(v, witness=replace(v.witness, outputs=(float(lab[0]), float(lab[1]))))
+    return replace(v, details={**(before.details or {}), **(v.details or {}), "post": "label",
+                               "decided_by": "branch and bound over leaf boxes, after the tree encodings"})
+
+
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ir.MULTI_POSTS:
@@ -231,7 +265,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified
         from fairspec.kinds.tree_pairs import solver_verdict
 
-        return solver_verdict(prop, ctx, res, backend, seconds, details)
+        v = solver_verdict(prop, ctx, res, backend, seconds, details)
+        if v.status == "unknown" and prop.post == "label" and mode != "maximize":
+            return _label_by_leaf_boxes(prop, ctx, mode, backend, t0, v)
+        return v
     if backend == "smt" and res.status == "holds" and res.coverage is not None:
         # every partition's exact-smt proof, and certify's check that the boxes cover the domain
         from fairspec.certify.smt import prove_partitioned

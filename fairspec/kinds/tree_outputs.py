@@ -111,8 +111,6 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
             return v
         return gone(f"the domain is not small ({why}) and the branch and bound over leaf boxes did not decide it "
                     f"({why_boxes}); no data row's counterfactual flip breaks it")
-        flip = _flip_on_data(prop, ctx, model, fs, enc, mode, backend, t0, why)
-        return flip if flip is not None else gone(why)
     post, cls = prop.post, prop.cls
     if isinstance(dom, Unread):
         from fairspec.certify.trees import Factor as CFactor, prove_unread
