@@ -183,3 +183,81 @@ def test_a_witness_inside_an_enumerated_sub_box_counts_once_and_grown_boxes_give
     sh = count_shares(p, [(p.lo, p.hi)], [r], replay=lambda a, b: True,
                       refined=[(0, "fair", b_lo, hi, 5, 0, None)])
     assert sh.certified == 0 and sh.falsified == Fraction(1, 10)
+
+
+def _dyadic_net(seed: int, n_in: int, hidden, prot: int, weight: float) -> PLNet:
+    """Weights and biases multiples of 1/4 (float64 evaluation exact on integer inputs: many scores
+    exactly 0), the protected input's first-layer weights scaled by ``weight``."""
+    net = random_net(seed, n_in, hidden)
+    layers = []
+    for k, lay in enumerate(net.layers):
+        W, b = lay.W.copy(), lay.b.copy()
+        if k == 0:
+            W[:, prot] *= weight
+        layers.append(Layer(np.round(4 * W) / 4, np.round(4 * b) / 4, lay.relu))
+    return PLNet(tuple(layers), 0, net.final, f"cut-test-{seed}")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cut_slices_hold_only_what_they_claim(seed):
+    """certify.boxes.decide_boxes(cuts=True): every slice cut from an undecided box as fair holds no
+    unfair individual, every slice cut as unfair no fair one (brute force on dyadic nets whose float64
+    forward is exact, so E = 0 and ties at a score of exactly 0 decide; a protected input of three
+    values, every ordered pair allowed)."""
+    from fairspec.certify.boxes import decide_boxes
+    from fairspec.certify.network import as_layers
+
+    rng = np.random.default_rng(seed)
+    hidden = [(6,), (5, 4), ()][seed % 3]
+    net = _dyadic_net(seed, 4, hidden, 3, [1.0, 3.0, 8.0][seed % 3])
+    cases = [{3: 0.0}, {3: 1.0}, {3: 2.0}]
+    pairs = [(a, b) for a in range(3) for b in range(3) if a != b]
+    LO = rng.integers(-6, 3, size=(64, 4)).astype(float)
+    HI = LO + rng.integers(0, 9, size=(64, 4))
+    LO[:, 3], HI[:, 3] = 0, 2
+    dec = decide_boxes(as_layers(net), LO, HI, cases, pairs, post="label", errors=[0.0] * 3, readout=("logit", 0),
+                       integer=[True] * 4, precision="float64", complete=True, claim_fair="f", claim_unfair="u",
+                       cuts=True)
+    assert dec.cut is not None
+    for k in range(64):
+        i, first, last, kind = dec.cut[k].tolist()
+        if kind == 0:
+            continue
+        assert dec.status[k] == 0 and i != 3 and LO[k, i] <= first <= last <= HI[k, i]
+        assert (dec.cut_fair_proof if kind == 1 else dec.cut_unfair_proof) is not None
+        lo, hi = LO[k].copy(), HI[k].copy()
+        lo[i], hi[i] = first, last
+        pts = np.array(list(itertools.product(*(range(int(lo[j]), int(hi[j]) + 1) for j in range(3)))), dtype=float)
+        S = []
+        for c in cases:
+            S.append(net.forward(np.column_stack([pts, np.full(len(pts), c[3])])).reshape(-1))
+        unfair = np.zeros(len(pts), dtype=bool)
+        for a, b in pairs:
+            unfair |= (S[a] > 0) & ~(S[b] > 0)
+        if kind == 1:
+            assert not unfair.any(), (seed, k, "a slice cut as fair holds an unfair individual")
+        else:
+            assert unfair.all(), (seed, k, "a slice cut as unfair holds a fair individual")
+
+
+def test_the_refinement_cuts_and_still_counts_exactly():
+    """With cuts (the default) the refinement decides slices of boxes and, where it finishes, the
+    shares are still the exact counts (nets biased toward ties, a wider domain so that slices pay)."""
+    lo, hi = [0, 0, 0, 0], [23, 17, 11, 1]
+    cuts = 0
+    for seed in range(4):
+        p = PairProblem(_net(seed, 3.0, True), lo=lo, hi=hi, integer=[True] * 4, free=(3,), post="label")
+        truth = {t: _unfair(p, t) for t in _points(lo, hi)}
+        ref = refine_partitions(p, [(p.lo.copy(), p.hi.copy())], [None], seconds=3600, batch=8, enum_points=4)
+        assert ref.stats["left"] == 0
+        cuts += ref.stats["cut_fair"] + ref.stats["cut_unfair"]
+        for _, kind, blo, bhi, nf, nu, proof in ref.decided:
+            pts = list(_points(blo, bhi))
+            if kind == "fair":
+                assert not any(truth[t] for t in pts)
+            elif kind == "unfair":
+                assert all(truth[t] for t in pts)
+        sh = count_shares(p, [(p.lo, p.hi)], [None], refined=ref.decided)
+        bad = sum(truth.values())
+        assert sh.undecided == 0 and sh.falsified == Fraction(bad, len(truth))
+    assert cuts > 0

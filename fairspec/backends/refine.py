@@ -17,7 +17,11 @@ box first, over every partition at once), and decides each sub-box, many per bat
    every protected value evaluated on the runtime (one batch for all such sub-boxes), and
    :func:`fairspec.certify.enumerate.count_individuals` decides each one exactly and states the
    counts in an ``enumeration`` Proof;
-4. anything else is split in two on the input its bounds depend on most (symbolic coefficient
+4. a sub-box the bounds leave is *cut* where its own linear bounds decide a slice of it along one
+   input (``decide_boxes(cuts=True)``, label post on a logit readout of raw inputs): the slice, when it
+   holds at least ``CUT_MIN`` of the box, is counted fair or unfair and the pieces beside it go back
+   to the queue;
+5. anything else is split in two on the input its bounds depend on most (symbolic coefficient
    times width; integer splits), and both halves go back to the queue.
 
 What the budget leaves in the queue is undecided. Only integer points are enumerated (a box
@@ -41,6 +45,9 @@ __all__ = ["Refined", "refine_partitions", "refinable"]
 BATCH = 1024
 #: a sub-box with at most this many individuals is enumerated on the runtime
 ENUM_POINTS = 64
+#: an undecided box is cut at the slice its linear bounds decide when the slice holds at least this
+#: share of the box (else it is halved)
+CUT_MIN = 0.03
 
 
 @dataclass
@@ -164,7 +171,7 @@ def _points(problem, lo, hi, inputs):
 
 def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int | None = None,
                       batch: int = BATCH, enum_points: int = ENUM_POINTS, bab_nodes: int = 0,
-                      bab_seconds: float = 1.0, bab_per_batch: int = 4) -> Refined:
+                      bab_seconds: float = 1.0, bab_per_batch: int = 4, cut_min: float | None = CUT_MIN) -> Refined:
     """Refine every partition of ``parts`` whose result (``results[k]``) is not a certified ``holds``
     (see the module docstring), within ``seconds`` of wall time and at most ``max_boxes`` sub-boxes
     (a count: the tests' way to stop without timing the machine)."""
@@ -173,11 +180,11 @@ def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int
     with threadpool_limits(1):          # small matrices: BLAS threads only contend (as falsify_boxes)
         return _refine(problem, parts, results, seconds=seconds, max_boxes=max_boxes, batch=batch,
                        enum_points=enum_points, bab_nodes=bab_nodes, bab_seconds=bab_seconds,
-                       bab_per_batch=bab_per_batch)
+                       bab_per_batch=bab_per_batch, cut_min=cut_min)
 
 
 def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds,
-            bab_per_batch) -> Refined:
+            bab_per_batch, cut_min) -> Refined:
     from fairspec.backends.pair.certify import decide_by_bab, runtime_of
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
     from fairspec.certify.boxes import decide_boxes
@@ -187,7 +194,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     t0 = time.perf_counter()
     stop = time.monotonic() + max(0.0, float(seconds))
     out = Refined(stats={"boxes": 0, "fair_boxes": 0, "unfair_boxes": 0, "bab_boxes": 0, "enumerated": 0,
-                         "enumerated_fair": 0, "enumerated_unfair": 0, "left": 0})
+                         "enumerated_fair": 0, "enumerated_unfair": 0, "cut_fair": 0, "cut_unfair": 0, "left": 0})
     why = refinable(problem)
     if why:
         out.reason = why
@@ -273,7 +280,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         dec = decide_boxes(rt.layers, LO, HI, cases, pairs, post=problem.post, errors=errors, eps=problem.eps,
                            eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
                            integer=problem.integer, precision=rt.precision, complete=True,
-                           claim_fair=claim_fair, claim_unfair=claim_unfair)
+                           claim_fair=claim_fair, claim_unfair=claim_unfair, cuts=fast and cut_min is not None)
         rest = []
         for j, it in enumerate(big):
             k, lo, hi, m = it[2], it[3], it[4], it[5]
@@ -303,6 +310,38 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                     decided[0] += m
                     keep.append(j)
             rest = [j for j in rest if j not in set(keep)]
+        if fast and dec.cut is not None and rest:
+            # a box whose own linear bounds decide a slice of it (along one input, at least cut_min of
+            # it) is cut there: the slice counted, the one or two pieces beside it back to the queue
+            R = np.array(rest, dtype=np.int64)
+            C = dec.cut[R]
+            L, H = LO[R], HI[R]
+            rows = np.arange(len(R))
+            dim = C[:, 0]
+            wd = H[rows, dim] - L[rows, dim] + 1
+            use = (C[:, 3] != 0) & ((C[:, 2] - C[:, 1] + 1) >= cut_min * wd)
+            for r in np.flatnonzero(use).tolist():
+                j, (i, first, end, kind) = R[r], C[r].tolist()
+                k, lo, hi = big[j][2], big[j][3], big[j][4]
+                slo, shi = lo.copy(), hi.copy()
+                slo[i], shi[i] = first, end
+                m = measure(problem, slo, shi)
+                if kind == 1:
+                    out.decided.append((k, "fair", slo, shi, m, 0, dec.cut_fair_proof))
+                    st["cut_fair"] += 1
+                else:
+                    out.decided.append((k, "unfair", slo, shi, 0, m, dec.cut_unfair_proof))
+                    st["cut_unfair"] += 1
+                decided[0] += m
+                if first > lo[i]:
+                    a_hi = hi.copy()
+                    a_hi[i] = first - 1
+                    push(k, lo.copy(), a_hi)
+                if end < hi[i]:
+                    b_lo = lo.copy()
+                    b_lo[i] = end + 1
+                    push(k, b_lo, hi.copy())
+            rest = [j for j, u in zip(rest, use.tolist()) if not u]
         if fast:
             # every undecided box split at once (numpy), on the input with the largest influence
             R = np.array(rest, dtype=np.int64)

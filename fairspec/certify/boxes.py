@@ -136,12 +136,17 @@ def _rowdot3(a, v):
     return y, up(up(_factor(m + 1) * up(T + neta)) + neta)
 
 
-def box_bounds(layers, LO, HI):
+def box_bounds(layers, LO, HI, linear: bool = False):
     """``(out_lo, out_hi, influence)``: rigorous bounds of every output of the exact network
     ``layers`` (``[(W, b, relu), ...]``) over each box ``[LO[k], HI[k]]`` (arrays (N, n)): outward
     intervals intersected, at every layer after the first, with back-substituted linear bounds
     (:func:`_backsub`); and per box and input the magnitude of the output's linear coefficients
-    times the box's width (which input the bounds depend on most: where to split)."""
+    times the box's width (which input the bounds depend on most: where to split).
+
+    ``linear``: also ``(low, g, nlow, ng)``, the output's linear bounds before the intersection:
+    for every x of box k, ``p(x) >= low[k] + sum_i (g[k, i] x_i - min(g[k, i] LO[k, i], g[k, i] HI[k, i]))``
+    and ``-p(x) >= nlow[k] + (the same with ng)`` in exact real arithmetic (arrays (N, m) and (N, m, n)):
+    what :func:`decide_boxes` cuts a box with."""
     LO = np.asarray(LO, dtype=np.float64)
     HI = np.asarray(HI, dtype=np.float64)
     N, n = LO.shape
@@ -155,15 +160,20 @@ def box_bounds(layers, LO, HI):
             m = W.shape[0]
             rows = np.concatenate([np.eye(m), -np.eye(m)])
             low, beta = _backsub(layers, bounds, k, rows, LO, HI)
+            if not relu and linear:
+                lin = (low[:, :m], beta[:, :m], low[:, m:], beta[:, m:])
             plo = np.maximum(plo, low[:, :m])
             phi = np.minimum(phi, -low[:, m:])
             if not relu:
                 infl = np.abs(beta).sum(axis=1) * (HI - LO)
         elif not relu:
             infl = np.abs(W).sum(axis=0)[None, :] * (HI - LO)
+            if linear:      # one affine layer: its interval bounds are the linear bounds' minima
+                G = np.broadcast_to(np.asarray(W, dtype=np.float64), (N,) + np.shape(W))
+                lin = (plo, G, -phi, -G)
         bounds.append((plo, phi))
         if not relu:
-            return plo, phi, infl
+            return (plo, phi, infl, lin) if linear else (plo, phi, infl)
         hlo, hhi = np.maximum(plo, 0.0).T, np.maximum(phi, 0.0).T
     raise ValueError("the last layer of a network has no ReLU")
 
@@ -171,12 +181,84 @@ def box_bounds(layers, LO, HI):
 class BoxDecisions:
     """The outcome of :func:`decide_boxes`: ``status[k]`` 1 (box k proved fair), -1 (proved unfair),
     0 (undecided); ``fair_proof`` / ``unfair_proof`` the Proofs of the boxes with status 1 / -1 (None
-    when there are none); ``influence`` (N, n) where to split an undecided box."""
+    when there are none); ``influence`` (N, n) where to split an undecided box.
 
-    __slots__ = ("status", "fair_proof", "unfair_proof", "influence")
+    With ``cuts``: ``cut`` (N, 4) int64 rows ``(input, first, last, kind)``: the slice
+    ``first <= x_input <= last`` of undecided box k is proved fair (kind 1) or unfair (kind -1) by the
+    box's own linear bounds (kind 0: no slice); ``cut_fair_proof`` / ``cut_unfair_proof`` their Proofs."""
 
-    def __init__(self, status, fair_proof, unfair_proof, influence):
+    __slots__ = ("status", "fair_proof", "unfair_proof", "influence", "cut", "cut_fair_proof", "cut_unfair_proof")
+
+    def __init__(self, status, fair_proof, unfair_proof, influence, cut=None, cut_fair_proof=None,
+                 cut_unfair_proof=None):
         self.status, self.fair_proof, self.unfair_proof, self.influence = status, fair_proof, unfair_proof, influence
+        self.cut, self.cut_fair_proof, self.cut_unfair_proof = cut, cut_fair_proof, cut_unfair_proof
+
+
+def _slice(low, g, LO, HI, E, strict):
+    """Along every input i of every box k, the integer values v of a slice where the linear bound
+    ``low + g_i (v - a_i)`` (a_i the end of the box where ``g_i x_i`` is least; the other inputs at
+    their least contribution, 0) minus E is surely > 0 (``strict``) or >= 0: arrays (N, n) ``first,
+    last`` (empty when first > last). Every float step is rounded down; the bound is linear in v, so
+    checking the slice's inner end rigorously proves every value of it."""
+    low = low[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        pos = g > 0
+        neg = g < 0
+        a = np.where(pos, LO, HI)
+        # the real root of low + g (v - a) = E, then the first integer past it
+        root = a + (E - low) / np.where(pos | neg, g, 1.0)
+        first = np.where(pos, np.floor(root) + 1, LO)
+        last = np.where(neg, np.ceil(root) - 1, HI)
+        first = np.clip(np.nan_to_num(first, nan=np.inf), LO, HI + 1)
+        last = np.clip(np.nan_to_num(last, nan=-np.inf), LO - 1, HI)
+
+        def ok(v):
+            val = down(down(low + down(g * (v - a))) - E)
+            return (val > 0) if strict else (val >= 0)
+
+        for _ in range(3):       # the float root may miss by an ulp: move the inner end inward
+            inner = np.where(pos, first, last)
+            bad = (first <= last) & ~ok(inner)
+            first = np.where(bad & pos, first + 1, first)
+            last = np.where(bad & neg, last - 1, last)
+        inner = np.where(pos, first, last)
+        good = (first <= last) & (pos | neg) & ok(inner)
+    return np.where(good, first, HI + 1), np.where(good, last, HI)
+
+
+def _cuts(lins, errors, LO, HI, cols, pairs, complete):
+    """The largest slice along one input of each box proved fair (every case surely positive, or
+    every case surely not positive) or unfair (case a surely positive and case b surely negative)
+    by the boxes' linear bounds: rows ``(input, first, last, kind)`` (see :class:`BoxDecisions`)."""
+    N, n = LO.shape
+    P, Nle, Nlt = [], [], []
+    for (low, g, nlow, ng), E in zip(lins, errors):
+        P.append(_slice(low, g, LO, HI, E, True))
+        Nle.append(_slice(nlow, ng, LO, HI, E, False))
+        Nlt.append(_slice(nlow, ng, LO, HI, E, True))
+
+    def meet(iv):
+        return np.max([f for f, _ in iv], axis=0), np.min([t for _, t in iv], axis=0)
+
+    cands = []
+    if complete:
+        cands += [(meet(P), 1), (meet(Nle), 1)]
+    cands += [(meet([P[a], Nlt[b]]), -1) for a, b in pairs]
+    best = np.zeros(N)
+    cut = np.zeros((N, 4), dtype=np.int64)
+    allowed = np.zeros(n, dtype=bool)
+    allowed[cols] = True
+    width = HI - LO + 1
+    rows = np.arange(N)
+    for (f, t), kind in cands:
+        frac = np.where(allowed[None, :] & (t >= f), (t - f + 1) / width, 0.0)
+        i = np.argmax(frac, axis=1)
+        fr = frac[rows, i]
+        take = fr > best
+        best = np.where(take, fr, best)
+        cut[take] = np.stack([i, f[rows, i], t[rows, i], np.full(N, kind)], axis=1)[take]
+    return cut
 
 
 def _scores(plo, phi, readout):
@@ -219,7 +301,7 @@ def _encoded(encoding, LO, HI, integer, precision):
 def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tuple[int, int]], *, post: str,
                  errors: Sequence[float], eps=0.0, eps_strict: bool = False, readout=("logit", 0),
                  encoding=None, integer=None, precision: str = "float32", complete: bool, claim_fair: str,
-                 claim_unfair: str, **detail) -> BoxDecisions:
+                 claim_unfair: str, cuts: bool = False, **detail) -> BoxDecisions:
     """Decide the boxes ``[LO[k], HI[k]]`` (model inputs, (N, n)) as the module docstring says.
 
     cases:    ``{input: value}`` assignments of the protected inputs; ``pairs`` the allowed (a, b).
@@ -231,6 +313,11 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
               :func:`fairspec.certify.network.score_interval` does.
     complete: ``cases`` are every value the protected inputs may take (else no box is proved fair:
               a case left out could break it).
+    cuts:     also cut each undecided box (``BoxDecisions.cut``): the largest slice along one integer
+              input, not a protected one, that its own linear bounds prove fair or unfair (on every
+              individual of the slice: the bound of each case at the slice's inner end, the other
+              inputs at their worst, minus E, compared as above). Only for the ``label`` post-condition
+              on a ``logit`` readout of raw inputs; elsewhere no cut.
     """
     from fairspec.certify.exact import threshold_of
     from fairspec.certify.network import as_layers
@@ -248,12 +335,25 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
         return BoxDecisions(status, None, None, np.zeros(LO.shape))
     lows, highs = [], []
     infl = np.zeros(LO.shape)
+    raw = encoding is None or all(e.kind == "raw" for e in encoding)
+    cut_cols = []
+    if cuts and post == "label" and kind == "logit" and raw:
+        fixed = {i for c in cases for i in c}
+        cut_cols = [i for i in range(LO.shape[1]) if i not in fixed and (integer is None or integer[i])]
+        if integer is None:
+            cut_cols = []
+    lins = []
     for case, E in zip(cases, errors):
         clo, chi = LO.copy(), HI.copy()
         for i, v in case.items():
             clo[:, i] = chi[:, i] = v
         xlo, xhi = _encoded(encoding, clo, chi, integer, precision)
-        plo, phi, inf = box_bounds(layers, xlo, xhi)
+        if cut_cols:
+            plo, phi, inf, lin = box_bounds(layers, xlo, xhi, linear=True)
+            c = readout[1]
+            lins.append((lin[0][:, c], lin[1][:, c, :], lin[2][:, c], lin[3][:, c, :]))
+        else:
+            plo, phi, inf = box_bounds(layers, xlo, xhi)
         infl += inf
         s_lo, s_hi = _scores(plo, phi, readout)
         E = float(E)
@@ -297,4 +397,13 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
                   **detail)
     fp = _mint("interval", claim_fair, boxes=int(fair.sum()), **common) if fair.any() else None
     up_ = _mint("interval", claim_unfair, boxes=int(unfair.sum()), **common) if unfair.any() else None
-    return BoxDecisions(status, fp, up_, infl)
+    if not cut_cols:
+        return BoxDecisions(status, fp, up_, infl)
+    cut = _cuts(lins, [float(E) for E in errors], LO, HI, cut_cols, pairs, complete)
+    cut[status != 0, 3] = 0
+    cf, cu = cut[:, 3] == 1, cut[:, 3] == -1
+    cfp = _mint("interval", claim_fair, boxes=int(cf.sum()), cut="a slice along one input, by the box's linear "
+                "bounds", **common) if cf.any() else None
+    cup = _mint("interval", claim_unfair, boxes=int(cu.sum()), cut="a slice along one input, by the box's linear "
+                "bounds", **common) if cu.any() else None
+    return BoxDecisions(status, fp, up_, infl, cut, cfp, cup)
