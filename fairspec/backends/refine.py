@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Refined", "refine_partitions", "refinable"]
+__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision"]
 
 #: sub-boxes decided per batch of bounds
 BATCH = 1024
@@ -184,7 +184,7 @@ def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int
 
 
 def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds,
-            bab_per_batch, cut_min) -> Refined:
+            bab_per_batch, cut_min, track=None) -> Refined:
     from fairspec.backends.pair.certify import decide_by_bab, runtime_of
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
     from fairspec.certify.boxes import decide_boxes
@@ -267,11 +267,15 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         before = st["enumerated_fair"] + st["enumerated_unfair"]
         take = batch if max_boxes is None else max(1, min(batch, max_boxes - st["boxes"]))
         items = [heapq.heappop(heap) for _ in range(min(take, len(heap)))]
+        if track is not None:
+            items = track.keep(items, out)      # a partition already refuted needs no more sub-boxes
+            if not items:
+                continue
         st["boxes"] += len(items)
         small = [it for it in items if scorer is not None and it[5] <= enum_points]
         big = [it for it in items if not (scorer is not None and it[5] <= enum_points)]
         if small:
-            _enumerate(problem, small, cases, pairs, scorer, inputs, out, count_individuals)
+            _enumerate(problem, small, cases, pairs, scorer, inputs, out, count_individuals, track)
             decided[0] += st["enumerated_fair"] + st["enumerated_unfair"] - before
         if not big:
             continue
@@ -280,7 +284,8 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         dec = decide_boxes(rt.layers, LO, HI, cases, pairs, post=problem.post, errors=errors, eps=problem.eps,
                            eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
                            integer=problem.integer, precision=rt.precision, complete=True,
-                           claim_fair=claim_fair, claim_unfair=claim_unfair, cuts=fast and cut_min is not None)
+                           claim_fair=claim_fair, claim_unfair=claim_unfair, cuts=fast and cut_min is not None,
+                           keep_boxes=track is not None)
         rest = []
         for j, it in enumerate(big):
             k, lo, hi, m = it[2], it[3], it[4], it[5]
@@ -385,8 +390,10 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     return out
 
 
-def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals):
-    """Every individual of the small sub-boxes ``items`` under every protected value, one batch."""
+def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals, track=None):
+    """Every individual of the small sub-boxes ``items`` under every protected value, one batch
+    (with ``track``: one count and Proof per partition, listing its boxes, and each partition's
+    first unfair individual kept, for :func:`decide_partitions`)."""
     score, post, thr = scorer
     P = [_points(problem, it[3], it[4], inputs) for it in items]
     sizes = [p.shape[0] for p in P]
@@ -397,9 +404,13 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
         for i, v in c.items():
             Xc[:, i] = v
         S.append(score(Xc))
+    claim = ("each individual of these boxes counted fair or unfair on the model's runtime "
+             "under every value of the protected inputs")
+    if track is not None:
+        track.enumerated(problem, items, P, S, pairs, post, thr, claim, out, count_individuals)
+        return
     res = count_individuals(S, pairs, post, eps=problem.eps, decision_threshold=thr, eps_strict=problem.eps_strict,
-                            claim="each individual of these boxes counted fair or unfair on the model's runtime "
-                                  "under every value of the protected inputs", boxes=len(items))
+                            claim=claim, boxes=len(items))
     at = 0
     st = out.stats
     for it, n in zip(items, sizes):
@@ -410,3 +421,156 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
         st["enumerated"] += n
         st["enumerated_fair"] += f
         st["enumerated_unfair"] += u
+
+
+# ---------------------------------------------------------------------------------------------
+# Deciding whole partitions by the refinement (the partitions the MILP passes left open)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class PartDecision:
+    """What :func:`decide_partitions` made of one partition: ``status`` "fair" (``proof``: certify's
+    :func:`fairspec.certify.tiling.prove_tiled` over its sub-boxes), "unfair" (``pair``: an
+    individual and its counterfactual, ``(x, x')``, that replays) or "open" (``reason``)."""
+
+    status: str
+    proof: object = None
+    pair: tuple | None = None
+    reason: str = ""
+    stats: dict = field(default_factory=dict)
+
+
+class _Tracker:
+    """The refinement's bookkeeping per partition for :func:`decide_partitions`: which partitions
+    are refuted (their first unfair individual), and the enumerated sub-boxes per partition."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.unfair: dict = {}           # k -> an unfair individual (feature-space point)
+        self.seen = 0                    # out.decided entries looked at
+
+    def _scan(self, out):
+        for e in out.decided[self.seen:]:
+            if e[1] == "unfair" and e[0] not in self.unfair:
+                self.unfair[e[0]] = np.asarray(e[2], dtype=np.float64).copy()
+        self.seen = len(out.decided)
+
+    def keep(self, items, out):
+        self._scan(out)
+        return [it for it in items if it[2] not in self.unfair]
+
+    def enumerated(self, problem, items, P, S, pairs, post, thr, claim, out, count_individuals):
+        st = out.stats
+        at = 0
+        spans = []
+        for it, p in zip(items, P):
+            spans.append((it, at, at + p.shape[0]))
+            at += p.shape[0]
+        by: dict = {}
+        for sp in spans:
+            by.setdefault(sp[0][2], []).append(sp)
+        X = np.concatenate(P)
+        for k, group in by.items():
+            rows = np.concatenate([np.arange(a, b) for _, a, b in group])
+            boxes = (np.stack([it[3] for it, _, _ in group]), np.stack([it[4] for it, _, _ in group]))
+            res = count_individuals([s[rows] for s in S], pairs, post, eps=problem.eps, decision_threshold=thr,
+                                    eps_strict=problem.eps_strict, claim=claim, boxes=len(group), _boxes=boxes)
+            j = 0
+            for it, a, b in group:
+                n = b - a
+                f = int(res.fair[j:j + n].sum())
+                u = int(res.unfair[j:j + n].sum())
+                if u and k not in self.unfair:
+                    self.unfair[k] = X[rows[j + int(np.argmax(res.unfair[j:j + n]))]].copy()
+                j += n
+                out.decided.append((k, "count", it[3], it[4], f, u, res.proof))
+                st["enumerated"] += n
+                st["enumerated_fair"] += f
+                st["enumerated_unfair"] += u
+
+    def pair(self, k, cases, pairs):
+        """A pair of the unfair individual of partition ``k`` that replays (None if none does)."""
+        from fairspec.backends.pair.certify import replays
+
+        x = self.unfair[k]
+        for a, b in pairs:
+            xa, xb = x.copy(), x.copy()
+            for i, v in cases[a].items():
+                xa[i] = v
+            for i, v in cases[b].items():
+                xb[i] = v
+            if replays(self.problem, xa, xb):
+                return xa, xb
+        return None
+
+
+def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None = None, batch: int = BATCH,
+                      enum_points: int = ENUM_POINTS, cut_min: float | None = CUT_MIN) -> list[PartDecision]:
+    """Decide the partitions ``parts`` (boxes the MILP passes left open) by the refinement (the same
+    best-first splitting, batched bounds and enumeration as :func:`refine_partitions`, within
+    ``seconds`` and at most ``max_boxes`` sub-boxes), one :class:`PartDecision` per partition:
+
+    * a sub-box proved unfair, or an enumerated unfair individual: the partition is refuted by that
+      individual and a counterfactual that replays on the runtime (its other sub-boxes are dropped);
+    * every sub-box proved fair (bounds) or enumerated fair: certify's
+      :func:`fairspec.certify.tiling.prove_tiled` checks that the sub-boxes tile the partition (each
+      integer point in exactly one) and that each is covered by its batch's Proof, and mints one Proof;
+    * otherwise open (the budget ended first, or a check refused).
+
+    Integer inputs without one-hot groups only (Fairify's domains), and an enumerable runtime."""
+    from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs
+    from fairspec.certify.tiling import prove_tiled
+
+    parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
+    why = refinable(problem)
+    if not why and (_kind(problem) != INTEGER_POINTS or problem.onehot_groups or not np.all(problem.integer)):
+        why = "the decision by refinement needs integer inputs without one-hot groups"
+    if not why and _scorer(problem) is None:
+        why = "the runtime cannot be evaluated here for the enumeration"
+    if why:
+        return [PartDecision("open", reason=why) for _ in parts]
+    track = _Tracker(problem)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        ref = _refine(problem, parts, [None] * len(parts), seconds=seconds, max_boxes=max_boxes, batch=batch,
+                      enum_points=enum_points, bab_nodes=0, bab_seconds=0.0, bab_per_batch=0, cut_min=cut_min,
+                      track=track)
+    if ref.reason:
+        return [PartDecision("open", reason=ref.reason) for _ in parts]
+    track._scan(ref)
+    cases = _cases(problem)
+    must = set(problem.must_differ)
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
+             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
+    waiting = {it[0] for it in ref.undecided}
+    groups: dict = {}
+    for k, kind, lo, hi, f, u, proof in ref.decided:
+        if k in track.unfair or k in waiting:
+            continue
+        if kind == "fair" or (kind == "count" and u == 0):
+            g = groups.setdefault(k, {}).setdefault(id(proof), (proof, [], []))
+            g[1].append(lo)
+            g[2].append(hi)
+        else:
+            waiting.add(k)              # an enumerated sub-box with an individual neither fair nor unfair
+    out = []
+    claim = ("no individual of this partition has a counterfactual that breaks the post-condition on the model's "
+             "runtime: its sub-boxes tile it, each proved fair by bounds or enumerated")
+    for k, (lo, hi) in enumerate(parts):
+        if k in track.unfair:
+            pr = track.pair(k, cases, pairs)
+            out.append(PartDecision("unfair", pair=pr) if pr is not None else
+                       PartDecision("open", reason="an individual proved unfair, but no counterfactual replayed"))
+        elif k in waiting or k not in groups:
+            out.append(PartDecision("open", reason=f"the refinement did not decide it in {ref.stats.get('seconds', 0):.1f} s "
+                                                   f"({ref.stats.get('boxes', 0):,} sub-boxes)"))
+        else:
+            gs = [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()]
+            proof = prove_tiled(lo, hi, problem.integer, gs, claim=claim, individual=individual_inputs(problem))
+            out.append(PartDecision("fair", proof=proof, stats={"tiles": sum(len(g[0]) for g in gs)})
+                       if proof is not None else
+                       PartDecision("open", reason="certify refused the tiling of the refined sub-boxes"))
+    for d in out:
+        d.stats.update(boxes=ref.stats.get("boxes", 0), seconds=ref.stats.get("seconds", 0))
+    return out

@@ -301,7 +301,7 @@ def _encoded(encoding, LO, HI, integer, precision):
 def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tuple[int, int]], *, post: str,
                  errors: Sequence[float], eps=0.0, eps_strict: bool = False, readout=("logit", 0),
                  encoding=None, integer=None, precision: str = "float32", complete: bool, claim_fair: str,
-                 claim_unfair: str, cuts: bool = False, **detail) -> BoxDecisions:
+                 claim_unfair: str, cuts: bool = False, keep_boxes: bool = False, **detail) -> BoxDecisions:
     """Decide the boxes ``[LO[k], HI[k]]`` (model inputs, (N, n)) as the module docstring says.
 
     cases:    ``{input: value}`` assignments of the protected inputs; ``pairs`` the allowed (a, b).
@@ -318,6 +318,9 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
               individual of the slice: the bound of each case at the slice's inner end, the other
               inputs at their worst, minus E, compared as above). Only for the ``label`` post-condition
               on a ``logit`` readout of raw inputs; elsewhere no cut.
+    keep_boxes: each fair Proof lists the boxes it proved (``detail["_boxes"]``: (LO, HI) of those
+              boxes, of the slices for the cuts' Proof; not in its JSON), so
+              :func:`fairspec.certify.tiling.prove_tiled` can check a tile against it.
     """
     from fairspec.certify.exact import threshold_of
     from fairspec.certify.network import as_layers
@@ -395,15 +398,24 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
     status[unfair] = -1
     common = dict(post=post, cases=len(cases), runtime_error=max(float(E) for E in errors), readout=list(readout),
                   **detail)
-    fp = _mint("interval", claim_fair, boxes=int(fair.sum()), **common) if fair.any() else None
-    up_ = _mint("interval", claim_unfair, boxes=int(unfair.sum()), **common) if unfair.any() else None
+    kept = {"_boxes": (LO[fair].copy(), HI[fair].copy())} if keep_boxes else {}
+    fp = _mint("interval", claim_fair, boxes=int(fair.sum()), side="fair", **kept, **common) if fair.any() else None
+    up_ = _mint("interval", claim_unfair, boxes=int(unfair.sum()), side="unfair", **common) if unfair.any() else None
     if not cut_cols:
         return BoxDecisions(status, fp, up_, infl)
     cut = _cuts(lins, [float(E) for E in errors], LO, HI, cut_cols, pairs, complete)
     cut[status != 0, 3] = 0
     cf, cu = cut[:, 3] == 1, cut[:, 3] == -1
-    cfp = _mint("interval", claim_fair, boxes=int(cf.sum()), cut="a slice along one input, by the box's linear "
-                "bounds", **common) if cf.any() else None
-    cup = _mint("interval", claim_unfair, boxes=int(cu.sum()), cut="a slice along one input, by the box's linear "
-                "bounds", **common) if cu.any() else None
+    kept = {}
+    if keep_boxes:
+        # the slices: box k with input cut[k, 0] narrowed to [cut[k, 1], cut[k, 2]]
+        rows = np.flatnonzero(cf)
+        SL, SH = LO[rows].copy(), HI[rows].copy()
+        SL[np.arange(len(rows)), cut[rows, 0]] = cut[rows, 1]
+        SH[np.arange(len(rows)), cut[rows, 0]] = cut[rows, 2]
+        kept = {"_boxes": (SL, SH)}
+    cfp = _mint("interval", claim_fair, boxes=int(cf.sum()), side="fair", cut="a slice along one input, by the box's "
+                "linear bounds", **kept, **common) if cf.any() else None
+    cup = _mint("interval", claim_unfair, boxes=int(cu.sum()), side="unfair", cut="a slice along one input, by the "
+                "box's linear bounds", **common) if cu.any() else None
     return BoxDecisions(status, fp, up_, infl, cut, cfp, cup)

@@ -88,8 +88,11 @@ def _mint(method: str, claim: str, **detail) -> Proof:
 
 
 def _jsonable(v):
+    if isinstance(v, Proof):
+        return {"method": v.method, "claim": v.claim}
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        # keys starting with "_" are certify's own working data (e.g. the boxes a batch proof covers)
+        return {str(k): _jsonable(x) for k, x in v.items() if not str(k).startswith("_")}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, bool) or v is None or isinstance(v, str):

@@ -12,6 +12,12 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
   undecided shares of the domain (:mod:`fairspec.backends.quantify`: a refuted box counts
   only its replayed counterexample points as falsified).
 
+On a network with a total budget a partition is decided by passes, each on what the previous ones
+left: the batched attack, the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
+the decision pass by refinement (:func:`_decide_pass`: sub-boxes proved fair / enumerated -- holds with
+certify's tiling Proof -- or an unfair individual -- violated), then doubling budgets until the total is
+spent.
+
 Partitions run through :mod:`fairspec.runtime.executor`; results come back in partition
 order, so the report does not depend on the executor (up to time-outs, which depend on the
 machine's load). With ``stop_on_violation`` partitions run in fixed-size chunks and stop
@@ -209,7 +215,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
                       chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None, unions: bool = True,
-                      refine: float = 0.0, **solver_kw) -> PairResult:
+                      refine: float = 0.0, decide_share: float | None = None, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -250,6 +256,13 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    ``()``: one pass. With a ``time_limit``, what the retries leave then gets
                    doubling budgets (the branch and bound and the portfolio in turn, from twice the
                    largest retry factor) until the total budget is spent.
+    decide_share:  find / prove on a network with a total budget: after the retry passes (before the
+                   doubling ones), the partitions still open are decided by the refinement
+                   (:func:`fairspec.backends.refine.decide_partitions`: split into sub-boxes proved fair by
+                   batched bounds or enumerated on the runtime -- holds with one certify Proof that the
+                   sub-boxes tile the partition -- or an unfair individual found, whose pair replays --
+                   violated), with this share of what is left of the total budget (default
+                   :data:`DECIDE_SHARE`; 0: no such pass); ``stats["refine_decided"]``.
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -298,7 +311,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 factor *= 2.0
             extra.append(("bab", float(time_limit) / float(time_per_part)))
             retries = tuple(retries) + tuple((e, f, f"{e} {f:g}x") for e, f in extra)
-        for engine, factor, *label in retries:
+        share = DECIDE_SHARE if decide_share is None else float(decide_share)
+        n_retries = 0 if not retries else sum(1 for r in retries if len(r) == 2)
+        by_refine = None
+        for step_no, (engine, factor, *label) in enumerate(retries):
+            if step_no == n_retries and by_refine is None:
+                by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
             label = label[0] if label else engine
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
@@ -317,6 +335,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                                      stats={**(r.stats or {}), "pass": label})
                 if r.status != "unknown":
                     retried[label] = retried.get(label, 0) + 1
+        if by_refine is None and retries:
+            by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -352,8 +372,78 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     out.stats["attack_refuted"] = len(attacked)
     out.stats["union_decided"] = by_union         # partitions the union pass decided
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
+    out.stats["refine_decided"] = by_refine or {}  # the decision pass by refinement (_decide_pass)
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
     return out
+
+
+#: the share of what is left of the total budget after the retry passes that the decision pass by
+#: refinement gets (the doubling passes get the rest)
+DECIDE_SHARE = 0.5
+
+
+def _refine_chunk(shared, item) -> list:
+    """One job of the decision pass: a chunk of open partitions refined together."""
+    from fairspec.backends.refine import decide_partitions
+
+    problem, seconds = shared
+    return decide_partitions(problem, [(lo, hi) for _, lo, hi in item], seconds=seconds)
+
+
+def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation) -> dict | None:
+    """The decision pass by refinement (see ``decide_share`` in :func:`solve_partitioned`): fills
+    ``results`` for the open partitions it decides; returns its counts (None when it did not run).
+    The open partitions are cut into chunks, one per job (at most four per worker, so each job's
+    best-first splitting has a few partitions to choose from), each with the pass's time times the
+    workers over the jobs. In this process when the problem's runtime does not travel to a worker
+    (its enumeration needs the loaded model)."""
+    from fairspec.runtime.executor import SerialExecutor
+
+    if share <= 0 or deadline is None or mode not in ("find", "prove") or not _is_network(problem):
+        return None
+    if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
+        return None
+    # boxes at a tie within rounding too: the enumeration decides an individual exactly on the runtime
+    left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"]
+    budget = share * (deadline - time.time())
+    if not left or budget <= 0:
+        return None
+    t0 = time.perf_counter()
+    runner = ex if problem.runtime is None else SerialExecutor()
+    workers = max(1, int(getattr(runner, "workers", 1)))
+    n_jobs = min(len(left), 4 * workers) if workers > 1 else 1
+    chunks = [left[j::n_jobs] for j in range(n_jobs)]
+    seconds = budget * workers / n_jobs if workers > 1 else budget
+    jobs = [[(k, parts[k][0], parts[k][1]) for k in c] for c in chunks]
+    shared = (problem, float(seconds))
+    counts = {"tried": len(left), "proved": 0, "refuted": 0, "open": 0, "seconds": 0.0}
+    for chunk, decs in zip(chunks, runner.map(_refine_chunk, jobs, shared=shared, on_error=_no_boxes)):
+        for k, d in zip(chunk, decs if isinstance(decs, list) and decs else [None] * len(chunk)):
+            before = results[k]
+            if d is not None and d.status == "fair" and d.proof is not None:
+                results[k] = PairResult("holds", "proved", reason="certified: sub-boxes tiling the partition, "
+                                        f"{d.stats.get('tiles', 0):,} proved fair by bounds or enumerated",
+                                        seconds=before.seconds, engine="refine", mode=mode,
+                                        stats={**d.stats, "pass": "refine"}, proof=d.proof)
+                counts["proved"] += 1
+            elif d is not None and d.status == "unfair" and d.pair is not None:
+                from fairspec.backends.pair import pair_measure
+                from fairspec.backends.pair.problem import make_witness
+
+                w = make_witness(problem, *d.pair)
+                if w.z < w.z_prime:
+                    w = make_witness(problem, d.pair[1], d.pair[0])
+                results[k] = PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,
+                                        "the refinement enumerated an unfair individual; its pair replays",
+                                        before.seconds, engine="refine", mode=mode, best=w,
+                                        stats={**d.stats, "pass": "refine"})
+                counts["refuted"] += 1
+            else:
+                counts["open"] += 1
+                if d is not None and d.reason:
+                    results[k] = replace(before, stats={**(before.stats or {}), "refine": d.reason})
+    counts["seconds"] = round(time.perf_counter() - t0, 4)
+    return counts
 
 
 def _union_pass(problem, parts, items, results, ex, shared) -> int:
