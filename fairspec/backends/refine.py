@@ -325,27 +325,30 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             dim = C[:, 0]
             wd = H[rows, dim] - L[rows, dim] + 1
             use = (C[:, 3] != 0) & ((C[:, 2] - C[:, 1] + 1) >= cut_min * wd)
-            for r in np.flatnonzero(use).tolist():
-                j, (i, first, end, kind) = R[r], C[r].tolist()
-                k, lo, hi = big[j][2], big[j][3], big[j][4]
-                slo, shi = lo.copy(), hi.copy()
-                slo[i], shi[i] = first, end
-                m = measure(problem, slo, shi)
-                if kind == 1:
-                    out.decided.append((k, "fair", slo, shi, m, 0, dec.cut_fair_proof))
-                    st["cut_fair"] += 1
-                else:
-                    out.decided.append((k, "unfair", slo, shi, 0, m, dec.cut_unfair_proof))
-                    st["cut_unfair"] += 1
-                decided[0] += m
-                if first > lo[i]:
-                    a_hi = hi.copy()
-                    a_hi[i] = first - 1
-                    push(k, lo.copy(), a_hi)
-                if end < hi[i]:
-                    b_lo = lo.copy()
-                    b_lo[i] = end + 1
-                    push(k, b_lo, hi.copy())
+            U = np.flatnonzero(use)
+            if len(U):
+                RU, CU, ru = R[U], C[U], np.arange(len(U))
+                i, first, end = CU[:, 0], CU[:, 1].astype(np.float64), CU[:, 2].astype(np.float64)
+                SL, SH = LO[RU].copy(), HI[RU].copy()
+                SL[ru, i], SH[ru, i] = first, end
+                M = np.prod((SH[:, idx] - SL[:, idx] + 1).astype(np.int64), axis=1).tolist()
+                K = [big[j][2] for j in RU.tolist()]
+                for r, (k, m, kind) in enumerate(zip(K, M, CU[:, 3].tolist())):
+                    if kind == 1:
+                        out.decided.append((k, "fair", SL[r], SH[r], m, 0, dec.cut_fair_proof))
+                    else:
+                        out.decided.append((k, "unfair", SL[r], SH[r], 0, m, dec.cut_unfair_proof))
+                    decided[0] += m
+                st["cut_fair"] += int((CU[:, 3] == 1).sum())
+                st["cut_unfair"] += int((CU[:, 3] == -1).sum())
+                A = first > LO[RU, i]               # the piece below the slice
+                AL, AH = LO[RU[A]].copy(), HI[RU[A]].copy()
+                AH[np.arange(int(A.sum())), i[A]] = first[A] - 1
+                push_many([K[r] for r in np.flatnonzero(A).tolist()], AL, AH)
+                B = end < HI[RU, i]                 # the piece above it
+                BL, BH = LO[RU[B]].copy(), HI[RU[B]].copy()
+                BL[np.arange(int(B.sum())), i[B]] = end[B] + 1
+                push_many([K[r] for r in np.flatnonzero(B).tolist()], BL, BH)
             rest = [j for j, u in zip(rest, use.tolist()) if not u]
         if fast:
             # every undecided box split at once (numpy), on the input with the largest influence
