@@ -85,7 +85,7 @@ def test_pass_in_solve_partitioned_flips_open_partitions(monkeypatch):
     res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, falsify=False,
                             unions=False, retries=(("bab", 1.0),), decide_share=0.5, executor=_serial())
     counts = res.stats["refine_decided"]
-    assert counts["tried"] == len(parts) and counts["open"] == 0
+    assert counts["tried"] == len(parts) and counts["open"] == 0 and counts["decided"] == list(range(len(parts)))
     truth = [any(_unfair(p, t) for t in _pts(lo, hi)) for lo, hi in parts]
     assert any(truth) and not all(truth)
     for (st, _), bad in zip(res.coverage.parts, truth):

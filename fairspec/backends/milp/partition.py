@@ -416,7 +416,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
     seconds = budget * workers / n_jobs if workers > 1 else budget
     jobs = [[(k, parts[k][0], parts[k][1]) for k in c] for c in chunks]
     shared = (problem, float(seconds))
-    counts = {"tried": len(left), "proved": 0, "refuted": 0, "open": 0, "seconds": 0.0}
+    counts = {"tried": len(left), "proved": 0, "refuted": 0, "open": 0, "seconds": 0.0, "decided": []}
     for chunk, decs in zip(chunks, runner.map(_refine_chunk, jobs, shared=shared, on_error=_no_boxes)):
         for k, d in zip(chunk, decs if isinstance(decs, list) and decs else [None] * len(chunk)):
             before = results[k]
@@ -426,6 +426,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
                                         seconds=before.seconds, engine="refine", mode=mode,
                                         stats={**d.stats, "pass": "refine"}, proof=d.proof)
                 counts["proved"] += 1
+                counts["decided"].append(k)
             elif d is not None and d.status == "unfair" and d.pair is not None:
                 from fairspec.backends.pair import pair_measure
                 from fairspec.backends.pair.problem import make_witness
@@ -438,6 +439,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
                                         before.seconds, engine="refine", mode=mode, best=w,
                                         stats={**d.stats, "pass": "refine"})
                 counts["refuted"] += 1
+                counts["decided"].append(k)
             else:
                 counts["open"] += 1
                 if d is not None and d.reason:
