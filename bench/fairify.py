@@ -52,7 +52,11 @@ stated, so its max k is printed beside ours, not compared.
 Every row records its wall time, its peak resident memory (the bench process and its child
 processes, the high-water mark reset per row through /proc/PID/clear_refs; Dask workers asked
 through the client), and the load average at its start and end; the JSON is rewritten after every
-row (with the command, the commit and the loads), so a run that is stopped keeps its rows.
+row (with the command, the commit and the loads), so a run that is stopped keeps its rows; a row
+that leaves at most 50 partitions undecided lists them (``undecided_partitions``: index, box).
+``--render-md`` numbers the runs by their start; a row run again in a later run is shown as
+superseded and the per-network summary (the attributes' wall times summed against the 30 minutes
+per network) counts the newest run's row once.
 ``bench/fairify_scaling.py`` runs one row on 1 worker, 2 workers and a 2-worker Dask cluster.
 """
 
