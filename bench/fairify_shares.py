@@ -12,6 +12,10 @@ boxes; the sizes against the domain say how many boxes proving the unfair share 
 number of sub-boxes (``--boxes``, machine-independent) or seconds, with cuts (``--cut-min``) or
 without (``--cut-min none``): the certified / falsified / undecided shares and the process CPU time.
 
+``enum``: after ``--boxes`` sub-boxes, how large the undecided sub-boxes are, and how fast exact
+enumeration runs on one core (the runtime under every protected value on a million uniform
+individuals, ``count_individuals`` on them): whether enumerating larger boxes could pay.
+
     python bench/fairify_shares.py grow GC-1 age --n 100
     python bench/fairify_shares.py ab GC-1 age --boxes 100000 --cut-min none
 """
@@ -164,9 +168,40 @@ def ab(args, p):
           f"enumerated {st['enumerated']:,}")
 
 
+def enum(args, p):
+    from fairspec.backends.refine import _cases, _scorer, refine_partitions
+    from fairspec.certify.enumerate import count_individuals
+
+    ref = refine_partitions(p, [(p.lo.copy(), p.hi.copy())], [None], seconds=args.seconds,
+                            max_boxes=args.boxes or 200000)
+    m = np.sort(np.array([float(u[3]) for u in ref.undecided]))
+    w = m / m.sum()
+    med = m[np.searchsorted(np.cumsum(w), 0.5)]
+    print(f"after {ref.stats['boxes']:,} sub-boxes: {len(m):,} undecided, log10 individuals: smallest "
+          f"{np.log10(m[0]):.1f}, measure-weighted median {np.log10(med):.1f}; share of the undecided measure "
+          f"in sub-boxes of <= 1e4 individuals {w[m <= 1e4].sum():.1e}, <= 1e6 {w[m <= 1e6].sum():.1e}")
+    score, post, thr = _scorer(p)
+    cases = _cases(p)
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases)) if a != b]
+    X = np.random.default_rng(args.seed).integers(p.lo.astype(int), p.hi.astype(int) + 1,
+                                                  size=(1_000_000, len(p.lo))).astype(float)
+    c0 = time.process_time()
+    S = []
+    for c in cases:
+        Xc = X.copy()
+        for i, v in c.items():
+            Xc[:, i] = v
+        S.append(score(Xc))
+    c1 = time.process_time()
+    count_individuals(S, pairs, post, eps=0.0, decision_threshold=thr, eps_strict=False, claim="-", boxes=1)
+    c2 = time.process_time()
+    print(f"runtime under every protected value {1 / (c1 - c0):.2f} M individuals/s/core; count_individuals "
+          f"{1 / (c2 - c1):.1f} M/s")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("grow", "ab"))
+    ap.add_argument("what", choices=("grow", "ab", "enum"))
     ap.add_argument("model")
     ap.add_argument("attr")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
@@ -182,7 +217,7 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
-        (grow if args.what == "grow" else ab)(args, problem_of(shared, args.model, args.attr))
+        {"grow": grow, "ab": ab, "enum": enum}[args.what](args, problem_of(shared, args.model, args.attr))
 
 
 if __name__ == "__main__":
