@@ -15,8 +15,8 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
 On a network with a total budget a partition is decided by passes, each on what the previous ones
 left: the batched attack, the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
 the decision pass by refinement (:func:`_decide_pass`: sub-boxes proved fair / enumerated -- holds with
-certify's tiling Proof -- or an unfair individual -- violated), then doubling budgets until the total is
-spent.
+certify's tiling Proof -- or an unfair individual -- violated; a short one before the retries too), then
+doubling budgets until the total is spent.
 
 Partitions run through :mod:`fairspec.runtime.executor`; results come back in partition
 order, so the report does not depend on the executor (up to time-outs, which depend on the
@@ -262,7 +262,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    batched bounds or enumerated on the runtime -- holds with one certify Proof that the
                    sub-boxes tile the partition -- or an unfair individual found, whose pair replays --
                    violated), with this share of what is left of the total budget (default
-                   :data:`DECIDE_SHARE`; 0: no such pass); ``stats["refine_decided"]``.
+                   :data:`DECIDE_SHARE`; 0: no such pass); a short pass with :data:`DECIDE_EARLY` of that
+                   share also runs before the retries; ``stats["refine_decided"]`` (counts, the partitions
+                   decided, each pass's counts).
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -314,9 +316,13 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         share = DECIDE_SHARE if decide_share is None else float(decide_share)
         n_retries = 0 if not retries else sum(1 for r in retries if len(r) == 2)
         by_refine = None
+        # a short decision pass before the retries (what the bounds and enumeration settle in seconds need
+        # not wait for minutes of SCIP and HiGHS), the longer one after them
+        early = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_EARLY,
+                             stop_on_violation) if retries else None
         for step_no, (engine, factor, *label) in enumerate(retries):
             if step_no == n_retries and by_refine is None:
-                by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
+                by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation) or {}
             label = label[0] if label else engine
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
@@ -337,6 +343,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     retried[label] = retried.get(label, 0) + 1
         if by_refine is None and retries:
             by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
+        by_refine = _merge_passes(early, by_refine)
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -380,6 +387,26 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 #: the share of what is left of the total budget after the retry passes that the decision pass by
 #: refinement gets (the doubling passes get the rest)
 DECIDE_SHARE = 0.5
+#: the short decision pass before the retries gets this fraction of DECIDE_SHARE of what the first
+#: pass left (so 10%)
+DECIDE_EARLY = 0.2
+
+
+def _merge_passes(early, late) -> dict | None:
+    """The counts of the two decision passes as one (``passes``: each pass's own counts)."""
+    done = [c for c in (early, late) if c]
+    if not done:
+        return early if early is not None else late
+    out = {"tried": done[0]["tried"], "proved": 0, "refuted": 0, "open": done[-1]["open"], "seconds": 0.0,
+           "decided": [], "passes": {}}
+    for name, c in (("before retries", early), ("after retries", late)):
+        if c:
+            out["proved"] += c["proved"]
+            out["refuted"] += c["refuted"]
+            out["seconds"] = round(out["seconds"] + c["seconds"], 4)
+            out["decided"] += c["decided"]
+            out["passes"][name] = {k: v for k, v in c.items() if k != "decided"}
+    return out
 
 
 def _refine_chunk(shared, item) -> list:
