@@ -49,7 +49,7 @@ def problem_of(shared: Path, model: str, attr: str):
 
 def grow(args, p):
     from fairspec.backends.pair.certify import runtime_of
-    from fairspec.backends.refine import _cases, _scorer
+    from fairspec.backends.refine import _cases, _scorer, case_scores
     from fairspec.certify.boxes import decide_boxes
     from fairspec.certify.network import runtime_error_bound
 
@@ -69,13 +69,7 @@ def grow(args, p):
     rng = np.random.default_rng(args.seed)
 
     def scores(X):
-        Z = []
-        for c in cases:
-            Xc = X.copy()
-            for i, v in c.items():
-                Xc[:, i] = v
-            Z.append(score(Xc))
-        return np.stack(Z)
+        return np.stack(case_scores(score, X, cases))
 
     X = rng.integers(lo.astype(int), hi.astype(int) + 1, size=(20000, len(lo))).astype(float)
     Z = scores(X)
@@ -169,7 +163,7 @@ def ab(args, p):
 
 
 def enum(args, p):
-    from fairspec.backends.refine import _cases, _scorer, refine_partitions
+    from fairspec.backends.refine import _cases, _scorer, case_scores, refine_partitions
     from fairspec.certify.enumerate import count_individuals
 
     ref = refine_partitions(p, [(p.lo.copy(), p.hi.copy())], [None], seconds=args.seconds,
@@ -186,12 +180,7 @@ def enum(args, p):
     X = np.random.default_rng(args.seed).integers(p.lo.astype(int), p.hi.astype(int) + 1,
                                                   size=(1_000_000, len(p.lo))).astype(float)
     c0 = time.process_time()
-    S = []
-    for c in cases:
-        Xc = X.copy()
-        for i, v in c.items():
-            Xc[:, i] = v
-        S.append(score(Xc))
+    S = case_scores(score, X, cases)
     c1 = time.process_time()
     count_individuals(S, pairs, post, eps=0.0, decision_threshold=thr, eps_strict=False, claim="-", boxes=1)
     c2 = time.process_time()

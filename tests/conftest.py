@@ -38,6 +38,29 @@ def people_decls(data="../data/people.csv", features: str = "People") -> str:
 _EXPECT = re.compile(r"^#\s*expect:\s*(FS\d{3})\s+(?:(\S+):)?(\d+):(\d+)\s*$")
 
 
+def protected_weight_net(seed: int, weight: float, ties: bool = True, zero_bias: bool = False, name: str = "net",
+                         hidden=(6, 5), grid: int = 4):
+    """A small ReLU net over four inputs (the protected one last), the protected input's first-layer
+    weights scaled by ``weight``; with ``ties`` every weight and bias a multiple of 1/``grid`` (many
+    logits exactly 0 on the integer grid); ``zero_bias``: no output bias."""
+    import numpy as np
+
+    from fairspec.models.network import Layer, PLNet, random_net
+
+    net = random_net(seed, 4, tuple(hidden))
+    layers = []
+    for k, lay in enumerate(net.layers):
+        W, b = lay.W.copy(), lay.b.copy()
+        if k == 0:
+            W[:, 3] *= weight
+        if ties:
+            W, b = np.round(grid * W) / grid, np.round(grid * b) / grid
+        if zero_bias and k == len(net.layers) - 1:
+            b = np.zeros_like(b)
+        layers.append(Layer(W, b, lay.relu))
+    return PLNet(tuple(layers), 0, net.final, f"{name}-{seed}")
+
+
 def tie_net(seed: int, n: int, hidden):
     """A small ReLU network with integer weights and biases in [-2, 2] (output bias in [-1, 1]):
     many inputs land exactly on a logit of 0, where ``<`` and ``<=`` part."""

@@ -15,7 +15,8 @@ from fairspec.backends.milp.partition import fairify_partitions, solve_partition
 from fairspec.backends.pair import PairProblem, check_witness
 from fairspec.backends.refine import decide_partitions
 from fairspec.certify.tiling import prove_tiled, tiles_partition
-from fairspec.models.network import Layer, PLNet, random_net
+from conftest import protected_weight_net
+from fairspec.models.network import PLNet
 
 LO, HI = [0, 0, 0, 0], [7, 6, 5, 1]      # three individual inputs, the protected one last
 
@@ -23,17 +24,7 @@ LO, HI = [0, 0, 0, 0], [7, 6, 5, 1]      # three individual inputs, the protecte
 def _net(seed: int, weight: float, zero_bias: bool) -> PLNet:
     """Weights and biases multiples of 1/4 (many logits exactly 0 on the integer grid), the protected
     input's first-layer weights scaled by ``weight``."""
-    net = random_net(seed, 4, (6, 5))
-    layers = []
-    for k, lay in enumerate(net.layers):
-        W, b = lay.W.copy(), lay.b.copy()
-        if k == 0:
-            W[:, 3] *= weight
-        W, b = np.round(4 * W) / 4, np.round(4 * b) / 4
-        if zero_bias and k == len(net.layers) - 1:
-            b = np.zeros_like(b)
-        layers.append(Layer(W, b, lay.relu))
-    return PLNet(tuple(layers), 0, net.final, f"decide-test-{seed}")
+    return protected_weight_net(seed, weight, True, zero_bias, name="decide-test")
 
 
 def _unfair(p: PairProblem, t) -> bool:

@@ -12,7 +12,8 @@ import pytest
 
 from fairspec.backends.pair import PairProblem, PairResult, Witness, check_witness
 from fairspec.backends.quantify import Shares, count_shares, measure, unfair_boxes
-from fairspec.models.network import Layer, PLNet, random_net
+from fairspec.models.network import PLNet
+from conftest import protected_weight_net
 from onnx_nets import relu_net
 
 pytest.importorskip("highspy")
@@ -26,16 +27,7 @@ LO, HI = [0, 0, 0, 0], [6, 5, 6, 1]      # three individual inputs, the protecte
 def _net(seed: int, weight: float, ties: bool) -> PLNet:
     """A small ReLU net; the protected input's first-layer weights scaled by ``weight``; with ``ties``
     every weight and bias a multiple of 1/2, so that many logits are exactly 0 on the integer grid."""
-    net = random_net(seed, 4, (6, 4))
-    layers = []
-    for k, lay in enumerate(net.layers):
-        W, b = lay.W.copy(), lay.b.copy()
-        if k == 0:
-            W[:, 3] *= weight
-        if ties:
-            W, b = np.round(2 * W) / 2, np.round(2 * b) / 2
-        layers.append(Layer(W, b, lay.relu))
-    return PLNet(tuple(layers), 0, net.final, f"quantify-test-{seed}")
+    return protected_weight_net(seed, weight, ties, name="quantify-test", hidden=(6, 4), grid=2)
 
 
 def _truth(p: PairProblem) -> dict[tuple, bool]:

@@ -14,6 +14,7 @@ import pytest
 from fairspec.backends.pair import PairProblem, check_witness
 from fairspec.backends.refine import refinable, refine_partitions
 from fairspec.backends.quantify import count_shares, measure
+from conftest import protected_weight_net
 from fairspec.models.network import Layer, PLNet, random_net
 
 LO, HI = [0, 0, 0, 0], [7, 6, 5, 1]      # three individual inputs, the protected one last
@@ -22,18 +23,7 @@ LO, HI = [0, 0, 0, 0], [7, 6, 5, 1]      # three individual inputs, the protecte
 def _net(seed: int, weight: float, ties: bool, zero_bias: bool = False) -> PLNet:
     """A small ReLU net, the protected input's first-layer weights scaled by ``weight``; with ``ties``
     every weight and bias a multiple of 1/4 (many logits exactly 0 on the integer grid)."""
-    net = random_net(seed, 4, (6, 5))
-    layers = []
-    for k, lay in enumerate(net.layers):
-        W, b = lay.W.copy(), lay.b.copy()
-        if k == 0:
-            W[:, 3] *= weight
-        if ties:
-            W, b = np.round(4 * W) / 4, np.round(4 * b) / 4
-        if zero_bias and k == len(net.layers) - 1:
-            b = np.zeros_like(b)
-        layers.append(Layer(W, b, lay.relu))
-    return PLNet(tuple(layers), 0, net.final, f"refine-test-{seed}")
+    return protected_weight_net(seed, weight, ties, zero_bias, name="refine-test")
 
 
 def _points(lo, hi):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision"]
+__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision", "case_scores"]
 
 #: sub-boxes decided per batch of bounds
 BATCH = 1024
@@ -393,6 +393,18 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     return out
 
 
+def case_scores(score, X, cases) -> list:
+    """The runtime's score of every row of ``X`` under each protected case (``{input: value}``
+    assignments written over the rows): one array per case."""
+    S = []
+    for c in cases:
+        Xc = X.copy()
+        for i, v in c.items():
+            Xc[:, i] = v
+        S.append(score(Xc))
+    return S
+
+
 def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals, track=None):
     """Every individual of the small sub-boxes ``items`` under every protected value, one batch
     (with ``track``: one count and Proof per partition, listing its boxes, and each partition's
@@ -401,12 +413,7 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
     P = [_points(problem, it[3], it[4], inputs) for it in items]
     sizes = [p.shape[0] for p in P]
     X = np.concatenate(P)
-    S = []
-    for c in cases:
-        Xc = X.copy()
-        for i, v in c.items():
-            Xc[:, i] = v
-        S.append(score(Xc))
+    S = case_scores(score, X, cases)
     claim = ("each individual of these boxes counted fair or unfair on the model's runtime "
              "under every value of the protected inputs")
     if track is not None:
