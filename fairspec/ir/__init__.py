@@ -350,6 +350,7 @@ class Options:
     max_rows: int | None = None
     part_timeout: float | None = None
     refine: float | None = None         # seconds of FairQuant's refinement after the partitions' decisions
+    estimate: int | None = None         # individuals sampled from the undecided share (0: no estimate)
     engine: str | None = None
     workers: int | None = None
     points: int | None = None

@@ -236,6 +236,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 unfair_nodes=12,
                                 # FairQuant's refinement inside the partitions left without a proof
                                 refine=float(prop.options.get("refine") or 0.0),
+                                # the undecided share's estimated split: sampled individuals (seeded)
+                                estimate=int(_option(prop, "estimate", backend) or 0),
+                                seed=int(_option(prop, "seed", backend) or 0),
+                                confidence=float(_option(prop, "confidence", backend) or 0.95),
                                 # smt: in this process, where the loaded model replays pairs exactly
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
@@ -261,6 +265,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided}
         if getattr(cov, "shares", None) is not None:
             details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
+            if getattr(cov, "estimate", None) is not None:
+                # the undecided share's estimated unfair / fair split (sampled, with its bound): beside
+                # the exact shares, never in them (fairspec.backends.estimate)
+                details["coverage"]["shares"]["estimate"] = cov.estimate.to_json()
     if trees is not None:
         # a tree model's answer: witnesses re-checked exactly on the library, holds only when certified
         from fairspec.kinds.tree_pairs import solver_verdict
@@ -483,3 +491,12 @@ def run_milp(prop, ctx, progress=None) -> Verdict:
 
 def run_smt(prop, ctx, progress=None) -> Verdict:
     return run_pair(prop, ctx, progress, "smt")
+
+
+def _option(prop, name: str, backend: str):
+    """An option's value: the spec's (a field of the IR options or one of its extras), else the
+    backend's default (fairspec.planning.setting)."""
+    from fairspec.planning import setting
+
+    v = prop.options.get(name)
+    return v if v is not None else setting(prop, name, backend)

@@ -115,6 +115,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("refine", "duration", "with partitions: FairQuant's refinement of the partitions left without a "
            "proof, for this long after the decisions (sub-boxes proved fair or unfair, small ones enumerated "
            "on the runtime; counted in the shares)", hi=WEEK),
+    Option("estimate", "int", "with partitions: individuals drawn uniformly (seeded by seed) from the "
+           "undecided share and decided on the runtime, for an estimate of its unfair / fair split with "
+           "Clopper-Pearson intervals at confidence (an estimate beside the shares, never a proof; 0: none)",
+           lo=0, hi=10_000_000, default=10_000),
     Option("max_rows", "int", "look at a random sample of at most N data rows", lo=1, hi=100_000_000),
     Option("engine", "choice", "the solver: highs or scip (MILP); the milp pair encoding also portfolio "
            "(HiGHS and SCIP raced, the first decision wins); pba(...) also takes lp (the plain LP "
@@ -205,7 +209,7 @@ def register(backend: Backend) -> Backend:
     return backend
 
 
-_PAIR = ("timeout", "seed", "max_rows", "mode", "partitions", "part_timeout", "refine")   # falsified on data rows first
+_PAIR = ("timeout", "seed", "max_rows", "mode", "partitions", "part_timeout", "refine", "estimate", "confidence")   # falsified on data rows first
 _OVER_DISTRIBUTION = ("seed", "confidence", "bootstrap", "method")
 
 register(Backend(

@@ -107,6 +107,9 @@ def print_text(report, console) -> None:
             if lines and not lines[-1].rstrip().endswith((".", "!", "?")):
                 lines[-1] = lines[-1].rstrip() + "."
             lines.append(f"Shares: {shares['summary']}.")
+            est = shares.get("estimate")
+            if isinstance(est, dict) and est.get("summary"):
+                lines.append(f"Estimate: {est['summary']}.")
         if lines or v.witness:
             console.print(Text.assemble(value(v.name, "bold"), ": ", prose(" ".join(lines))))
         if v.witness:

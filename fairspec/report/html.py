@@ -406,28 +406,68 @@ _SHARE_WORDS = (("certified", "certified (boxes proved fair)", _GREEN, ""),
 
 
 def _shares(sh: dict) -> str:
-    """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions."""
+    """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions; with an
+    estimate of the undecided share's split (sampled), a second bar and a table of its own, labelled
+    estimated -- never a row of the proved shares."""
     e = html.escape
-    fig = _new_figure(6.5, 1.5)
+    est = sh.get("estimate") if isinstance(sh.get("estimate"), dict) and sh["estimate"].get("estimated") else None
+    fig = _new_figure(6.5, 1.9 if est else 1.5)
     ax = fig.add_subplot()
     left = 0.0
     for key, word, colour, hatch in _SHARE_WORDS:
         w = float(sh.get(f"{key}_percent", 0.0))
-        ax.barh([0], [w], left=left, color=colour, hatch=hatch, edgecolor="black", label=key)
+        ax.barh([1 if est else 0], [w], left=left, color=colour, hatch=hatch, edgecolor="black", label=key)
         left += w
+    if est:
+        # the estimate: the proved shares again, the undecided part split by the sampled proportions
+        c, f = float(sh.get("certified_percent", 0.0)), float(sh.get("falsified_percent", 0.0))
+        eu = est["estimated_unfair_in_undecided"]["estimate_percent"]
+        ef = est["estimated_fair_in_undecided"]["estimate_percent"]
+        left = 0.0
+        for w, colour, hatch, label in ((c, _GREEN, "", None), (f, _RED, "//", None),
+                                        (eu, _RED, "xx", "estimated unfair"), (ef, _GREEN, "xx", "estimated fair")):
+            ax.barh([0], [w], left=left, color=colour, alpha=0.45 if label else 1.0, hatch=hatch, edgecolor="black",
+                    label=label)
+            left += w
+        ax.set_yticks([0, 1], ["estimated", "proved"])
+    else:
+        ax.set_yticks([])
     ax.set_xlim(0, 100)
-    ax.set_yticks([])
     ax.set_xlabel(f"% of the domain ({sh.get('measure')})")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, fontsize=8)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5 if est else 3, frameon=False, fontsize=8)
     rows = "".join(f"<tr><td>{e(word)}</td><td class=num>{e(str(sh.get(key)))}</td>"
                    f"<td class=num>{float(sh.get(f'{key}_percent', 0.0)):.6g}%</td></tr>"
                    for key, word, _, _ in _SHARE_WORDS)
     what = "integer points" if sh.get("measure") == "integer points" else "volume"
     note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
             f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
-    return (_figure(fig, "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided")
-            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
-            + f"<p class=note>{note}</p>")
+    out = (_figure(fig, "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
+                   + ("; below, the undecided share split by an estimate from sampled individuals" if est else ""))
+           + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
+           + f"<p class=note>{note}</p>")
+    if est:
+        conf = f"{100 * float(est.get('confidence', 0.95)):g}%"
+
+        def row(word, key):
+            t = est[key]
+            lo, hi = t["interval_percent"]
+            return (f"<tr class=estimate><td>{e(word)} (estimated, not proved)</td>"
+                    f"<td class=num>{t['estimate_percent']:.4g}%</td><td class=num>[{lo:.4g}%, {hi:.4g}%]</td></tr>")
+
+        out += (f"<table class=estimate><tr><th>estimate (sampled)</th><th>estimated</th><th>{e(conf)} interval "
+                f"({e(str(est.get('method')))})</th></tr>"
+                + row("unfair share of the undecided part", "estimated_unfair_of_undecided")
+                + row("undecided and unfair, of the domain", "estimated_unfair_in_undecided")
+                + row("undecided and fair, of the domain", "estimated_fair_in_undecided")
+                + row("unfair, of the domain (falsified + undecided)", "estimated_unfair_of_domain")
+                + row("fair, of the domain (certified + undecided)", "estimated_fair_of_domain")
+                + "</table>"
+                + f"<p class=note>Estimated, not proved: {int(est.get('samples', 0)):,} sampled individuals drawn "
+                  f"uniformly from the undecided part (seed {e(str(est.get('seed')))}), each decided on the model's "
+                  f"runtime; the proved shares above do not include it.</p>")
+    elif isinstance(sh.get("estimate"), dict):
+        out += f"<p class=note>No estimate of the undecided share: {e(str(sh['estimate'].get('reason')))}.</p>"
+    return out
 
 
 # ------------------------------------------------------------------ figures

@@ -135,7 +135,8 @@ def check_plan(ck, prop, stmts, spec) -> bool:
 
 # options that act on the input-space partitions only (a warning when partitions is not set)
 PARTITION_ONLY = {"part_timeout": "it is each partition's time budget",
-                  "refine": "it refines the partitions left without a proof"}
+                  "refine": "it refines the partitions left without a proof",
+                  "estimate": "it samples the share of the domain the partitions leave undecided"}
 
 
 def _kind_words(kind):

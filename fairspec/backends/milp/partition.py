@@ -215,7 +215,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                       backend: str = "milp", time_per_part: float | None = 10.0,
                       time_limit: float | None = None, executor=None, stop_on_violation: bool = False,
                       chunk: int = 8, unfair_nodes: int = 0, falsify: bool = True, retries=None, unions: bool = True,
-                      refine: float = 0.0, decide_share: float | None = None, **solver_kw) -> PairResult:
+                      refine: float = 0.0, decide_share: float | None = None, estimate: int = 0, seed: int = 0,
+                      confidence: float = 0.95, **solver_kw) -> PairResult:
     """Decide ``problem`` partition by partition.
 
     parts:         list of (lo, hi) boxes over the model inputs (default
@@ -265,6 +266,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    :data:`DECIDE_SHARE`; 0: no such pass); a short pass with :data:`DECIDE_EARLY` of that
                    share also runs before the retries; ``stats["refine_decided"]`` (counts, the partitions
                    decided, each pass's counts).
+    estimate:      individuals drawn uniformly from the undecided share (seeded with ``seed``) and
+                   decided on the runtime: an *estimate* of its unfair / fair split with exact
+                   Clopper-Pearson intervals at ``confidence`` (:mod:`fairspec.backends.estimate`;
+                   ``coverage.estimate``, never mixed into the shares); 0, the default: none.
     """
     from fairspec.runtime.executor import SerialExecutor, default_executor
 
@@ -366,6 +371,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             ex.close()
     out = _combine(problem, mode, parts, results, time.perf_counter() - t0,
                    refined=() if refined is None else refined.decided)
+    if estimate and out.coverage is not None and out.coverage.shares is not None:
+        from fairspec.backends.estimate import estimate_shares
+
+        t_e = time.perf_counter()
+        est = estimate_shares(problem, parts, results, out.coverage.shares, refined, samples=int(estimate),
+                              seed=int(seed), confidence=float(confidence))
+        out = replace(out, coverage=replace(out.coverage, estimate=est),
+                      stats={**out.stats, "estimate_seconds": round(time.perf_counter() - t_e, 4)})
     if refined is not None:
         out.stats["refine"] = dict(refined.stats, reason=refined.reason)
         # where the undecided mass is: the 400 largest sub-boxes left and 400 drawn by measure (seeded)

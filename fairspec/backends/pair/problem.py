@@ -230,6 +230,9 @@ class Coverage:
     # FairQuant's exact certified / falsified / undecided shares of the domain of individuals
     # (fairspec.backends.quantify.Shares; volume_refuted above counts whole refuted boxes, this does not)
     shares: object = None
+    # an *estimate* of the undecided share's unfair / fair split from sampled individuals, with its
+    # bound (fairspec.backends.estimate.Estimate; None: not asked for); never part of ``shares``
+    estimate: object = None
 
     @property
     def fractions(self) -> dict[str, float]:

@@ -1,0 +1,455 @@
+"""The undecided share of FairQuant's quantification, split by an *estimate* with its bound
+(issue 24; the charter's second kind of ``holds``: estimated, never proved).
+
+:mod:`fairspec.backends.quantify` counts the certified / falsified / undecided shares of the domain
+of individuals exactly. Where the unfair individuals form a slab thinner than one integer step
+(bench/results/fairify_shares2.md), no box proof can shrink the undecided share below the unfair
+share. What an auditor can still have is an estimate of how the undecided part splits:
+
+1. the **undecided boxes** (:func:`undecided_boxes`): every partition without a certified ``holds``
+   (or, after FairQuant's refinement, the sub-boxes its budget left in the queue), less what the
+   shares count as decided inside them (boxes proved unfair, replayed counterexample points);
+2. ``samples`` individuals **drawn uniformly** from them (:func:`draw_undecided`): a box chosen in
+   proportion to its measure (integer points, or volume, as the shares), then a uniform individual
+   of it; one that lies in a decided region is rejected and drawn again (seeded numpy Generator:
+   the same seed gives the same individuals);
+3. each sampled individual **decided on the runtime** (:func:`estimate_undecided`) under every
+   protected value, over every ordered pair the property quantifies over (the exact comparison of
+   :func:`fairspec.certify.enumerate.count_individuals`, as the refinement's enumeration); each one
+   counted unfair is a counterexample only once its pair replays on the runtime
+   (:func:`fairspec.backends.pair.certify.replays`, the witnesses' own check), else it counts as
+   neither fair nor unfair;
+4. the sampled unfair and fair proportions with **exact Clopper-Pearson intervals** at the stated
+   confidence (``scipy.stats.binomtest(...).proportion_ci(method="exact")``), scaled to shares of
+   the domain: estimated unfair = falsified + undecided x p (interval likewise).
+
+Undecided individuals the boxes cannot reach (an enumerated sub-box's individuals left neither fair
+nor unfair, a single individual the refinement dropped) are ``unsampled``: they widen the upper end
+of every interval by their share, never the estimate. The estimate never changes a verdict and is
+never added to the certified or falsified shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from fairspec.backends.quantify import INTEGER_POINTS, _kind, fmt_percent, individual_inputs, measure
+
+__all__ = ["Estimate", "undecided_boxes", "draw_undecided", "estimate_undecided", "estimate_shares",
+           "DEFAULT_SAMPLES"]
+
+#: individuals drawn from the undecided part by default (the ``estimate`` option; 0: none)
+DEFAULT_SAMPLES = 10_000
+#: at most this many proposals per requested individual before the sampler gives up
+MAX_PROPOSALS = 200
+METHOD = "Clopper-Pearson (exact binomial)"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate of how the undecided share splits into unfair and fair individuals.
+
+    samples, seed, confidence: the sample size, the numpy seed and the confidence of the intervals.
+    unfair, fair, other:       sampled individuals counted unfair (their pair replayed), fair, neither.
+    certified, falsified, undecided: the exact shares (copied from the Shares, never changed).
+    unsampled:                 the part of ``undecided`` the sampler cannot reach (a share of the domain).
+    unfair_ci, fair_ci:        Clopper-Pearson intervals of the sampled proportions (of the sampled part).
+    counterexample:            the first sampled unfair individual's replayed pair (x, x'), or None.
+    reason:                    why there is no estimate ("" when there is one)."""
+
+    samples: int = 0
+    seed: int = 0
+    confidence: float = 0.95
+    unfair: int = 0
+    fair: int = 0
+    other: int = 0
+    certified: Fraction = Fraction(0)
+    falsified: Fraction = Fraction(0)
+    undecided: Fraction = Fraction(0)
+    unsampled: Fraction = Fraction(0)
+    unfair_ci: tuple[float, float] = (0.0, 1.0)
+    fair_ci: tuple[float, float] = (0.0, 1.0)
+    counterexample: tuple | None = field(default=None, compare=False)
+    reason: str = ""
+
+    @property
+    def sampled(self) -> Fraction:
+        """The share of the domain the individuals were drawn from (the undecided share less ``unsampled``)."""
+        return self.undecided - self.unsampled
+
+    def _scaled(self, p: float, ci, base: Fraction) -> tuple[float, float, float]:
+        s, u = float(self.sampled), float(self.unsampled)
+        return float(base) + s * p, float(base) + s * ci[0], float(base) + s * ci[1] + u
+
+    @property
+    def unfair_of_undecided(self) -> tuple[float, float, float]:
+        """(estimate, low, high): the share of the undecided part that is unfair."""
+        if not self.undecided or not self.samples:
+            return 0.0, 0.0, 1.0
+        e, lo, hi = self._scaled(self.unfair / self.samples, self.unfair_ci, Fraction(0))
+        d = float(self.undecided)
+        return e / d, lo / d, min(1.0, hi / d)
+
+    @property
+    def unfair_in_undecided(self) -> tuple[float, float, float]:
+        """(estimate, low, high): unfair individuals of the undecided part, as a share of the domain."""
+        return self._scaled(self.unfair / max(self.samples, 1), self.unfair_ci, Fraction(0))
+
+    @property
+    def fair_in_undecided(self) -> tuple[float, float, float]:
+        return self._scaled(self.fair / max(self.samples, 1), self.fair_ci, Fraction(0))
+
+    @property
+    def unfair_of_domain(self) -> tuple[float, float, float]:
+        """(estimate, low, high): falsified + undecided x p, the estimated unfair share of the domain."""
+        return self._scaled(self.unfair / max(self.samples, 1), self.unfair_ci, self.falsified)
+
+    @property
+    def fair_of_domain(self) -> tuple[float, float, float]:
+        """(estimate, low, high): certified + undecided x p, the estimated fair share of the domain."""
+        return self._scaled(self.fair / max(self.samples, 1), self.fair_ci, self.certified)
+
+    def line(self) -> str:
+        """``undecided 44.38%: estimated 9.20% unfair [8.91, 9.57] and 35.18% fair [...] at 95% (...)``."""
+        if self.reason:
+            return f"undecided {fmt_percent(self.undecided)}: no estimate ({self.reason})"
+        u, f = self.unfair_in_undecided, self.fair_in_undecided
+        of = self.unfair_of_undecided
+        conf = f"{self.confidence * 100:g}%"
+        extra = []
+        if self.other:
+            extra.append(f"{self.other:,} neither")
+        if self.unsampled:
+            extra.append(f"{fmt_percent(self.unsampled)} of the domain unsampled, in the upper ends")
+        return (f"undecided {fmt_percent(self.undecided)}: estimated {_pc(u[0])} unfair [{_pc(u[1], 0)}, "
+                f"{_pc(u[2], 0)}] and {_pc(f[0])} fair [{_pc(f[1], 0)}, {_pc(f[2], 0)}] of the domain at {conf} "
+                f"({_pc(of[0])} of the undecided part unfair; {self.samples:,} sampled individuals, seed "
+                f"{self.seed}, {METHOD}" + "".join(f"; {x}" for x in extra) + ")")
+
+    def to_json(self) -> dict:
+        if self.reason:
+            return {"estimated": False, "reason": self.reason, "samples": self.samples, "seed": self.seed,
+                    "summary": self.line()}
+
+        def tri(t):
+            return {"estimate_percent": 100 * t[0], "interval_percent": [100 * t[1], 100 * t[2]]}
+
+        ce = None
+        if self.counterexample is not None:
+            ce = {"x": [float(v) for v in self.counterexample[0]],
+                  "x_prime": [float(v) for v in self.counterexample[1]]}
+        return {"estimated": True, "method": METHOD, "confidence": self.confidence, "samples": self.samples,
+                "seed": self.seed, "sampled_unfair": self.unfair, "sampled_fair": self.fair,
+                "sampled_neither": self.other, "undecided": str(self.undecided),
+                "unsampled": str(self.unsampled),
+                "estimated_unfair_of_undecided": tri(self.unfair_of_undecided),
+                "estimated_unfair_in_undecided": tri(self.unfair_in_undecided),
+                "estimated_fair_in_undecided": tri(self.fair_in_undecided),
+                "estimated_unfair_of_domain": tri(self.unfair_of_domain),
+                "estimated_fair_of_domain": tri(self.fair_of_domain),
+                "sampled_counterexample": ce,
+                "note": "an estimate from individuals drawn uniformly from the undecided part, not a proof; "
+                        "the certified and falsified shares do not include it",
+                "summary": self.line()}
+
+
+def _pc(x: float, digits: int | None = None) -> str:
+    """A share as a percentage: two decimals, or two significant digits below 0.1%."""
+    p = 100 * x
+    if p == 0:
+        return "0%" if digits is None else "0"
+    s = f"{p:.2f}" if abs(p) >= 0.1 else f"{p:.2g}"
+    return s + ("%" if digits is None else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# The undecided boxes
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class UndecidedBoxes:
+    """The undecided part of the domain: ``boxes`` ``(k, lo, hi, measure)`` (disjoint), less the
+    regions ``exclude[k]`` (boxes inside partition ``k`` the shares count as decided) and the
+    individuals ``points`` (replayed counterexamples, counted falsified); ``measure`` is the exact
+    measure of what is left, ``unsampled`` the undecided measure outside the boxes."""
+
+    boxes: list
+    exclude: dict
+    points: set
+    measure: int | Fraction = 0
+    unsampled: int | Fraction = 0
+
+
+def _certified(r) -> bool:
+    return r is not None and r.status == "holds" and getattr(r, "proof", None) is not None
+
+
+def _inside(lo, hi, x) -> bool:
+    return bool(np.all(x >= lo) and np.all(x <= hi))
+
+
+def _intersect(problem, a, b):
+    lo, hi = np.maximum(a[0], b[0]), np.minimum(a[1], b[1])
+    if np.any(lo > hi):
+        return 0
+    return measure(problem, lo, hi)
+
+
+def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) -> UndecidedBoxes | None:
+    """The undecided part of ``problem``'s domain as :func:`fairspec.backends.quantify.count_shares`
+    counts it (same ``parts`` and ``results``; ``refined`` the :class:`fairspec.backends.refine.Refined`
+    or None; grown unfair boxes from ``results[k].stats["unfair_boxes"]``). None when its measure
+    exceeds the shares' undecided measure (the two disagree: no estimate)."""
+    from fairspec.backends.quantify import _point
+
+    if replay is None:
+        from fairspec.backends.pair.certify import replays
+
+        def replay(x, xp):
+            return replays(problem, x, xp)
+    inputs = individual_inputs(problem)
+    kind = _kind(problem)
+    decided = [] if refined is None else list(refined.decided)
+    by_part: dict[int, list] = {}
+    refined_parts = set()
+    for k, kind_, lo, hi, _nf, _nu, proof in decided:
+        if proof is None or _certified(results[k]):
+            continue
+        refined_parts.add(k)
+        by_part.setdefault(k, []).append((np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)))
+    exclude: dict[int, list] = {}
+    for k, r in enumerate(results):     # boxes grown around a witness, counted where no refinement decided
+        if r is None or r.status == "holds" or k in refined_parts:
+            continue
+        for lo, hi, _proof in (r.stats or {}).get("unfair_boxes", ()):
+            b = (np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))
+            exclude.setdefault(k, []).append(b)
+            by_part.setdefault(k, []).append(b)
+    if refined is not None and (refined.decided or refined.undecided or not refined.reason):
+        boxes = [(k, np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), m)
+                 for k, lo, hi, m in refined.undecided if not _certified(results[k])]
+    else:
+        boxes = [(k, np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), measure(problem, lo, hi))
+                 for k, ((lo, hi), r) in enumerate(zip(parts, results)) if not _certified(r)]
+    points: set = set()
+    if kind == INTEGER_POINTS:
+        for k, r in enumerate(results):
+            if r is None or r.status != "violated" or r.witness is None:
+                continue
+            x = np.asarray(r.witness.x, dtype=np.float64)
+            xp = np.asarray(r.witness.x_prime, dtype=np.float64)
+            if not replay(x, xp):
+                continue
+            for y in (x, xp):
+                if not any(_inside(lo, hi, y) for lo, hi in by_part.get(k, ())):
+                    points.add((k, _point(problem, y, inputs)))
+    total: int | Fraction = sum((b[3] for b in boxes), 0)
+    by_k: dict[int, list] = {}
+    for b in boxes:
+        by_k.setdefault(b[0], []).append(b)
+    for k, ex in exclude.items():
+        for e in ex:
+            for _, lo, hi, _m in by_k.get(k, ()):
+                total -= _intersect(problem, e, (lo, hi))
+    pts = set()
+    for k, t in points:
+        y = np.zeros(problem.n)
+        y[list(inputs)] = t
+        for _, lo, hi, _m in by_k.get(k, ()):
+            if _inside(lo[list(inputs)], hi[list(inputs)], y[list(inputs)]):
+                total -= 1
+                pts.add(t)
+                break
+    undecided = shares.undecided * shares.domain
+    if total > undecided or total < 0:
+        return None
+    return UndecidedBoxes(boxes, exclude, pts, total, undecided - total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+# ---------------------------------------------------------------------------------------------
+
+def _uniform_in(problem, rng, LO, HI) -> np.ndarray:
+    """One uniform individual in each box (rows of LO, HI): integer inputs uniform over their
+    integers, real-valued ones over their interval, a one-hot group uniform over its allowed
+    categories (one forced by ``lo`` is kept); the free inputs are left at ``lo``."""
+    n, d = LO.shape
+    X = LO.copy()
+    free = set(problem.free)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    for i in range(d):
+        if i in free or i in grouped:
+            continue
+        if problem.integer[i]:
+            X[:, i] = rng.integers(np.ceil(LO[:, i]).astype(np.int64), np.floor(HI[:, i]).astype(np.int64) + 1)
+        else:
+            X[:, i] = LO[:, i] + (HI[:, i] - LO[:, i]) * rng.random(n)
+    for g in problem.onehot_groups:
+        if free.intersection(g):
+            continue
+        g = list(g)
+        allowed = (HI[:, g] >= 1) & ~np.any(LO[:, g] >= 1, axis=1, keepdims=True) | (LO[:, g] >= 1)
+        u = rng.random(n)
+        cnt = allowed.sum(axis=1)
+        pick = np.minimum((u * cnt).astype(np.int64), np.maximum(cnt - 1, 0))
+        order = np.cumsum(allowed, axis=1) - 1
+        onehot = allowed & (order == pick[:, None])
+        X[:, g] = onehot.astype(np.float64)
+    return X
+
+
+def draw_undecided(problem, und: UndecidedBoxes, n: int, seed: int) -> np.ndarray | None:
+    """``n`` individuals drawn uniformly from the undecided part (rows; the free inputs at their
+    box's lower end): a box in proportion to its measure, a uniform individual of it, rejected and
+    drawn again when it lies in an excluded box or is a counterexample point. None when the part is
+    empty or the rejections exceed ``MAX_PROPOSALS`` per individual."""
+    if n <= 0 or not und.boxes or und.measure <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    w = np.array([float(b[3]) for b in und.boxes], dtype=np.float64)
+    cum = np.cumsum(w)
+    inputs = list(individual_inputs(problem))
+    got, have, tried = [], 0, 0
+    while have < n:
+        if tried > MAX_PROPOSALS * n:
+            return None
+        m = max(64, 2 * (n - have))
+        tried += m
+        j = np.minimum(np.searchsorted(cum, rng.random(m) * cum[-1], side="right"), len(cum) - 1)
+        LO = np.stack([und.boxes[i][1] for i in j.tolist()])
+        HI = np.stack([und.boxes[i][2] for i in j.tolist()])
+        X = _uniform_in(problem, rng, LO, HI)
+        keep = np.ones(m, dtype=bool)
+        K = np.array([und.boxes[i][0] for i in j.tolist()])
+        for k in set(K.tolist()) & set(und.exclude):
+            rows = np.flatnonzero(K == k)
+            for lo, hi in und.exclude[k]:
+                inside = np.all((X[rows][:, inputs] >= lo[inputs]) & (X[rows][:, inputs] <= hi[inputs]), axis=1)
+                keep[rows[inside]] = False
+        if und.points:
+            for r in np.flatnonzero(keep).tolist():
+                if tuple(float(v) for v in X[r, inputs]) in und.points:
+                    keep[r] = False
+        X = X[keep][: n - have]
+        got.append(X)
+        have += X.shape[0]
+    return np.concatenate(got)
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimate
+# ---------------------------------------------------------------------------------------------
+
+def _pairs(problem):
+    from fairspec.backends.refine import _cases
+
+    cases = _cases(problem)
+    if cases is None:
+        return None, None
+    must = set(problem.must_differ)
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
+             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
+    return cases, pairs
+
+
+def _with_case(X, case):
+    Xc = X.copy()
+    for i, v in case.items():
+        Xc[:, i] = v
+    return Xc
+
+
+def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion ``k / n``."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=float(confidence), method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def evaluate_individuals(problem, X, replay=None):
+    """Each row of ``X`` (an individual) decided on the runtime under every protected value:
+    (fair, unfair, first replayed pair or None) boolean arrays; an individual counted unfair whose
+    pair does not replay is neither. None when the protected values cannot be enumerated."""
+    from fairspec.backends.refine import _scorer, case_scores
+    from fairspec.certify.enumerate import count_individuals
+
+    cases, pairs = _pairs(problem)
+    if not pairs:
+        return None
+    if replay is None:
+        from fairspec.backends.pair.certify import replays
+
+        def replay(x, xp):
+            return replays(problem, x, xp)
+    n = X.shape[0]
+    Xc = [_with_case(X, c) for c in cases]
+    scorer = _scorer(problem) if getattr(problem, "net", None) is not None else None
+    if scorer is not None:
+        score, post, thr = scorer
+        S = case_scores(score, X, cases)
+        res = count_individuals(S, pairs, post, eps=problem.eps, decision_threshold=thr,
+                                eps_strict=problem.eps_strict,
+                                claim="sampled individuals counted on the model's runtime (an estimate, not a proof)")
+        fair, cand = np.asarray(res.fair, dtype=bool), np.asarray(res.unfair, dtype=bool)
+    else:                               # no batch scorer: every pair replayed
+        fair, cand = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+    unfair = np.zeros(n, dtype=bool)
+    first = None
+    for i in np.flatnonzero(cand).tolist():
+        for a, b in pairs:
+            if replay(Xc[a][i], Xc[b][i]):
+                unfair[i] = True
+                if first is None:
+                    first = (Xc[a][i].copy(), Xc[b][i].copy())
+                break
+        else:
+            if scorer is None:
+                fair[i] = True
+    return fair, unfair & ~fair, first
+
+
+def estimate_undecided(problem, shares, und: UndecidedBoxes | None, *, samples: int = DEFAULT_SAMPLES,
+                       seed: int = 0, confidence: float = 0.95, replay=None) -> Estimate:
+    """The estimate of the undecided part's split (see the module docstring)."""
+    base = dict(samples=int(samples), seed=int(seed), confidence=float(confidence), certified=shares.certified,
+                falsified=shares.falsified, undecided=shares.undecided)
+    if problem.relaxed:
+        return Estimate(**base, reason="a relaxed input's pairs cannot be enumerated per individual")
+    if und is None:
+        return Estimate(**base, reason="the undecided boxes do not match the shares")
+    cases, pairs = _pairs(problem)
+    if not pairs:
+        return Estimate(**base, reason="the protected inputs take too many values to enumerate")
+    X = draw_undecided(problem, und, int(samples), int(seed))
+    if X is None:
+        return Estimate(**base, reason="no individual could be drawn from the undecided boxes")
+    out = evaluate_individuals(problem, X, replay)
+    if out is None:
+        return Estimate(**base, reason="the protected inputs take too many values to enumerate")
+    fair, unfair, first = out
+    nu, nf = int(unfair.sum()), int(fair.sum())
+    n = X.shape[0]
+    try:
+        uci, fci = clopper_pearson(nu, n, confidence), clopper_pearson(nf, n, confidence)
+    except ImportError:
+        return Estimate(**base, reason="scipy is not installed (pip install specfair[solvers])")
+    return Estimate(**{**base, "samples": n}, unfair=nu, fair=nf, other=n - nu - nf,
+                    unsampled=Fraction(und.unsampled) / shares.domain, unfair_ci=uci, fair_ci=fci,
+                    counterexample=first)
+
+
+def estimate_shares(problem, parts: Sequence, results: Sequence, shares, refined=None, *,
+                    samples: int = DEFAULT_SAMPLES, seed: int = 0, confidence: float = 0.95,
+                    replay=None) -> Estimate | None:
+    """The estimate for a partitioned decision's shares (None when there is nothing undecided or
+    ``samples`` is 0)."""
+    if shares is None or not samples or shares.undecided == 0:
+        return None
+    und = undecided_boxes(problem, parts, results, shares, refined, replay)
+    return estimate_undecided(problem, shares, und, samples=samples, seed=seed, confidence=confidence,
+                              replay=replay)
