@@ -32,7 +32,12 @@ estimate of the unfair share from ``--sample-unfair`` uniform individuals (Clopp
 ``--refine S``: then S seconds of FairQuant's refinement inside the partitions left without a proof
 (``fairspec.backends.refine``: sub-boxes proved fair / unfair, small ones enumerated; counted in the
 shares; the row's ``refine`` has its counts and ``undecided_where``, an estimate of how much of the
-undecided mass sits in sub-boxes that hold an unfair individual).
+undecided mass sits in sub-boxes that hold an unfair individual). ``--estimate N`` (default
+10,000; 0: none): N individuals drawn uniformly from the *undecided* part (each undecided box by
+its measure, seeded by ``--seed``), decided on the runtime: the row's ``estimate``
+(``fairspec.backends.estimate``) and the column "undecided and unfair, estimated (95%)": the
+undecided-and-unfair share of the domain with its Clopper-Pearson interval, and the unfair share of
+the undecided part -- an estimate beside the exact shares, never added to them.
 
 Beside our numbers: Fairify's published verdict counts over its input partitions
 (``published_results.csv``, experiment ``src``: SAT / UNSAT / UNK) and HyFair's
@@ -428,7 +433,7 @@ def run_kdisc_row(model, ds, label, space, bench, evaluate, replayer, budget, se
 
 
 def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", part_seconds=10.0, unfair_nodes=0,
-              refine=0.0):
+              refine=0.0, estimate=0, seed=0):
     """Helper 3a's MILP: partitioned proof when available, else one proof over the domain
     for rows the search left unknown."""
     try:
@@ -458,11 +463,11 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
             parts = fairify_partitions(problem, threshold=d["partition_threshold_src"])
             res = part(problem, mode="prove", parts=parts, time_per_part=part_seconds, time_limit=prove_seconds,
                        unfair_nodes=unfair_nodes, engine=ENGINE, unions=UNIONS,
-                       **({"refine": refine} if refine else {}))
+                       **({"refine": refine} if refine else {}), **_estimate_kw(estimate, seed))
         elif part is not None:
             res = part(problem, mode="prove", time_limit=prove_seconds, unfair_nodes=unfair_nodes, engine=ENGINE,
                        unions=UNIONS,
-                       **({"refine": refine} if refine else {}))
+                       **({"refine": refine} if refine else {}), **_estimate_kw(estimate, seed))
         elif row["status"] == "unknown":
             res = milp.prove(problem, time_limit=prove_seconds)
         else:
@@ -500,6 +505,12 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         if getattr(cov, "shares", None) is not None:
             # FairQuant's shares of the domain of individuals, exact ("p/q") and in percent
             row["shares"] = cov.shares.to_json()
+        if getattr(cov, "estimate", None) is not None:
+            # the undecided share's estimated unfair / fair split (sampled from the undecided boxes,
+            # Clopper-Pearson): an estimate beside the shares (fairspec.backends.estimate)
+            row["estimate"] = cov.estimate.to_json()
+            if "estimate_seconds" in st:
+                row["estimate_seconds"] = _r(st["estimate_seconds"], 2)
         und = undecided_partitions(cov, parts, names)
         if und is not None:
             row["undecided_partitions"] = und
@@ -510,6 +521,30 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row.update(status="holds", how="proved", reason=res.reason or "MILP proof")
     elif res.status == "violated" and row["status"] == "unknown" and res.witness is not None:
         row["milp_witness"] = {"x": list(res.witness.x), "x_prime": list(res.witness.x_prime)}
+
+
+def _estimate_kw(estimate, seed) -> dict:
+    """``solve_partitioned``'s estimate arguments (none when 0: the call stays as before)."""
+    return {"estimate": int(estimate), "seed": int(seed)} if estimate else {}
+
+
+def estimate_cell(row) -> str:
+    """The undecided share's estimated unfair part, in percent of the domain with its interval, and
+    as a share of the undecided part: ``9.20 [8.85, 9.56] (20.7% of undecided)``; "-" for a row
+    without one (older runs' JSON) and the reason's first words when there is no estimate."""
+    e = row.get("estimate")
+    if not isinstance(e, dict):
+        return "-"
+    if not e.get("estimated"):
+        return "none: " + str(e.get("reason", "?"))[:40]
+    u = e["estimated_unfair_in_undecided"]
+    of = e["estimated_unfair_of_undecided"]["estimate_percent"]
+
+    def f(x):
+        return f"{x:.2f}" if x == 0 or abs(x) >= 0.1 else f"{x:.2g}"
+
+    return (f"{f(u['estimate_percent'])} [{f(u['interval_percent'][0])}, {f(u['interval_percent'][1])}] "
+            f"({f(of)}% of undecided)")
 
 
 #: a row with at most this many undecided partitions lists them (index, box) in its JSON
@@ -672,7 +707,7 @@ def render(rows, bench, console):
     t = Table(title="Fairify networks: falsification and k-discrimination", show_lines=False)
     for c in ("model", "protected", "prop", "K", "status", "t first (s)", "#ID", "max k", "t max k (s)",
               "coverage (proved/refuted/undecided)", "certified %", "falsified %", "undecided %",
-              "unfair % (sampled)",
+              "unfair % (sampled)", "undecided & unfair %, estimated",
               "Fairify S/U/K", "HyFair T.I #ID/T.1st/#K", "HyFair T.II SA Max.K/T.maxK"):
         t.add_column(c, overflow="fold")
     for row in rows:
@@ -692,6 +727,7 @@ def render(rows, bench, console):
                   "-" if not row.get("sampled_unfair") else
                   "{:.2f} [{:.2f}, {:.2f}]".format(row["sampled_unfair"]["unfair_percent"],
                                                    *row["sampled_unfair"]["ci95_percent"]),
+                  estimate_cell(row),
                   "-" if pub is None else "/".join(map(str, pub)),
                   "-" if t1 is None or row["property"] != "eps" else
                   f"{t1[0]} / {t1[1] if t1[1] is not None else 'N/A'} / {t1[3] if t1[3] is not None else 'N/A'}",
@@ -823,9 +859,9 @@ def render_md(docs: list[dict], notes: str | None = None) -> str:
         lines.append("")
     newest = {id(r) for r in newest_rows(rows)}
     lines += ["| network | attr | prop | proved / refuted / undecided of partitions | decided | certified | "
-              "falsified | undecided | unfair, sampled (95%) | wall s | decide s | peak MiB (bench + child processes) | "
+              "falsified | undecided | unfair, sampled (95%) | undecided and unfair, estimated (95%) | wall s | decide s | peak MiB (bench + child processes) | "
               "load start / end | Fairify SAT (unfair) / UNSAT (fair) / UNK (30 min) | run (--prove s per row) |",
-              "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
+              "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for r in sorted(rows, key=lambda r: (r["property"], _net_key(r["model"]), r["protected"], r["_run"])):
         cov = r.get("coverage")
         if isinstance(cov, dict):
@@ -845,7 +881,7 @@ def render_md(docs: list[dict], notes: str | None = None) -> str:
         if id(r) not in newest:
             runc += ", superseded"
         lines.append(f"| {r['model']} | {r['protected']} | {r['property']} | {c} | {dec} | {' | '.join(shares)} | "
-                     f"{sampled} | {r.get('wall_seconds', '-')} | {r.get('decide_seconds', r.get('prove_seconds', '-'))} | "
+                     f"{sampled} | {estimate_cell(r)} | {r.get('wall_seconds', '-')} | {r.get('decide_seconds', r.get('prove_seconds', '-'))} | "
                      f"{_peak_cell(r)} | {_load_cell(r)} | {pubc} | {runc} |")
     lines += ["", "Per network (its attributes one after another: wall s is the sum of its attributes' rows, "
                   "a row run twice counted once, the newest run's; the target: every partition decided within "
@@ -924,7 +960,7 @@ def run_all(args, bench, console, on_row=None):
                     certify_cost(row, model, ds, name, bench, args)
                 elif args.prove:
                     try_prove(row, model, ds, name, bench, args.prove, args.partitions, args.part_seconds,
-                              args.unfair_nodes, args.refine)
+                              args.unfair_nodes, args.refine, args.estimate, args.seed)
                 if args.prove and args.sample_unfair and row.get("shares"):
                     row["sampled_unfair"] = sample_unfair(bench, ds, name, prop, replayer, args.sample_unfair,
                                                           args.seed)
@@ -1013,6 +1049,10 @@ def main(argv=None):
     ap.add_argument("--sample-unfair", type=int, default=20000,
                     help="with --prove: individuals drawn uniformly to estimate the unfair share beside the "
                          "proved shares (0: none)")
+    ap.add_argument("--estimate", type=int, default=10000,
+                    help="with --prove: individuals drawn uniformly from the undecided share (seeded by --seed) "
+                         "for its estimated unfair / fair split with Clopper-Pearson 95%% intervals, beside the "
+                         "proved shares (fairspec.backends.estimate; 0: none)")
     ap.add_argument("--props", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=["sign", "eps"],
                     help="pair properties (default sign,eps)")
     ap.add_argument("--protected", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=None,
@@ -1071,7 +1111,7 @@ def main(argv=None):
            "budget": args.budget}
     if args.prove:
         run.update(prove=args.prove, part_seconds=args.part_seconds, unfair_nodes=args.unfair_nodes,
-                   sample_unfair=args.sample_unfair)
+                   sample_unfair=args.sample_unfair, estimate=args.estimate)
 
     def write(out):
         if args.json:

@@ -135,3 +135,29 @@ def test_undecided_partitions_listed_when_few(fb):
                                    parts, ["age", "hours", "sex"]) is None
     assert fb.undecided_partitions(cov, parts, ["age", "hours", "sex"], limit=1) is None
     assert fb.undecided_partitions(cov, None, ["age", "hours", "sex"]) is None
+
+
+def test_estimate_column_in_the_table_and_old_runs_render_blank(fb):
+    """The undecided share's estimated unfair part (bench/fairify.py --estimate) is a column of the
+    committed table, with its interval; a run from before the column (no ``estimate`` key) renders
+    "-" there, and a row whose estimate has a reason says so. No solver."""
+    est = {"estimated": True, "samples": 10_000, "seed": 0, "confidence": 0.95,
+           "estimated_unfair_in_undecided": {"estimate_percent": 9.2, "interval_percent": [8.85, 9.56]},
+           "estimated_unfair_of_undecided": {"estimate_percent": 20.73, "interval_percent": [19.94, 21.54]}}
+    new = dict(_row("GC-1", "age", {"partitions": 201, "proved": 2, "refuted": 199, "undecided": 0}, 15.0,
+                    "2219/5000"), estimate=est)
+    old = _row("GC-1", "sex", {"partitions": 201, "proved": 2, "refuted": 199, "undecided": 0}, 12.0, "1/4")
+    none = dict(_row("BM-1", "age", {"partitions": 510, "proved": 510, "refuted": 0, "undecided": 0}, 9.0, "1/8"),
+                estimate={"estimated": False, "reason": "the undecided boxes do not match the shares"})
+    text = fb.render_md([{"run": {"command": "c", "finished": True}, "rows": [new, old, none]}])
+    header = next(ln for ln in text.splitlines() if ln.startswith("| network | attr |"))
+    assert "| unfair, sampled (95%) | undecided and unfair, estimated (95%) | wall s |" in header
+    cells = {ln.split(" | ")[1]: ln for ln in text.splitlines() if ln.startswith("| GC-1 |") and " of " in ln}
+    assert "| 44.38% | - | 9.20 [8.85, 9.56] (20.73% of undecided) | 15.0 |" in cells["age"]
+    assert "| 25.00% | - | - | 12.0 |" in cells["sex"]
+    bm = next(ln for ln in text.splitlines() if ln.startswith("| BM-1 | age | sign |"))
+    assert "none: the undecided boxes do not match the" in bm
+    # every row of the table has as many cells as the header
+    n = header.count("|")
+    assert all(ln.count("|") == n for ln in text.splitlines() if ln.startswith(("| GC-1 | age | sign | 2",
+                                                                                 "| BM-1 | age | sign | 5")))

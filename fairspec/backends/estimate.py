@@ -191,13 +191,6 @@ def _inside(lo, hi, x) -> bool:
     return bool(np.all(x >= lo) and np.all(x <= hi))
 
 
-def _intersect(problem, a, b):
-    lo, hi = np.maximum(a[0], b[0]), np.minimum(a[1], b[1])
-    if np.any(lo > hi):
-        return 0
-    return measure(problem, lo, hi)
-
-
 def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) -> UndecidedBoxes | None:
     """The undecided part of ``problem``'s domain as :func:`fairspec.backends.quantify.count_shares`
     counts it (same ``parts`` and ``results``; ``refined`` the :class:`fairspec.backends.refine.Refined`
@@ -250,19 +243,30 @@ def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) 
     by_k: dict[int, list] = {}
     for b in boxes:
         by_k.setdefault(b[0], []).append(b)
+    stacked: dict[int, tuple] = {}
+
+    def of(k):                          # partition k's undecided boxes as two arrays (once)
+        if k not in stacked:
+            bs = by_k.get(k, ())
+            stacked[k] = (np.stack([b[1] for b in bs]), np.stack([b[2] for b in bs])) if bs else None
+        return stacked[k]
+
+    idx = list(inputs)
     for k, ex in exclude.items():
+        arr = of(k)
+        if arr is None:
+            continue
         for e in ex:
-            for _, lo, hi, _m in by_k.get(k, ()):
-                total -= _intersect(problem, e, (lo, hi))
+            L, H = np.maximum(arr[0], e[0]), np.minimum(arr[1], e[1])
+            for j in np.flatnonzero(np.all(L[:, idx] <= H[:, idx], axis=1)).tolist():
+                total -= measure(problem, L[j], H[j])
     pts = set()
     for k, t in points:
-        y = np.zeros(problem.n)
-        y[list(inputs)] = t
-        for _, lo, hi, _m in by_k.get(k, ()):
-            if _inside(lo[list(inputs)], hi[list(inputs)], y[list(inputs)]):
-                total -= 1
-                pts.add(t)
-                break
+        arr = of(k)
+        y = np.array(t, dtype=np.float64)
+        if arr is not None and np.any(np.all((arr[0][:, idx] <= y) & (y <= arr[1][:, idx]), axis=1)):
+            total -= 1
+            pts.add(t)
     undecided = shares.undecided * shares.domain
     if total > undecided or total < 0:
         return None
