@@ -216,3 +216,14 @@ def test_the_estimate_never_changes_the_verdict_or_the_shares():
     assert a.coverage.estimate is None
     if b.coverage.shares.undecided:
         assert isinstance(b.coverage.estimate, Estimate) and b.coverage.estimate.samples == 500
+
+
+def test_clopper_pearson_is_scipys_exact_interval():
+    from scipy.stats import binomtest
+
+    from fairspec.backends.estimate import clopper_pearson
+
+    for k, n, c in ((0, 10, 0.95), (3, 10, 0.95), (10, 10, 0.9), (917, 10_000, 0.95), (1, 400, 0.999)):
+        ci = binomtest(k, n).proportion_ci(confidence_level=c, method="exact")
+        lo, hi = clopper_pearson(k, n, c)
+        assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)

@@ -182,20 +182,30 @@ class UndecidedBoxes:
     measure: int | Fraction = 0
     unsampled: int | Fraction = 0
 
+    def arrays(self):
+        """(K, LO, HI, W): the boxes' partitions, bounds and float measures as arrays (built once)."""
+        if getattr(self, "_arrays", None) is None:
+            self._arrays = (np.array([b[0] for b in self.boxes], dtype=np.int64),
+                            np.stack([np.asarray(b[1], dtype=np.float64) for b in self.boxes]),
+                            np.stack([np.asarray(b[2], dtype=np.float64) for b in self.boxes]),
+                            np.array([float(b[3]) for b in self.boxes], dtype=np.float64))
+        return self._arrays
+
 
 def _certified(r) -> bool:
     return r is not None and r.status == "holds" and getattr(r, "proof", None) is not None
-
-
-def _inside(lo, hi, x) -> bool:
-    return bool(np.all(x >= lo) and np.all(x <= hi))
 
 
 def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) -> UndecidedBoxes | None:
     """The undecided part of ``problem``'s domain as :func:`fairspec.backends.quantify.count_shares`
     counts it (same ``parts`` and ``results``; ``refined`` the :class:`fairspec.backends.refine.Refined`
     or None; grown unfair boxes from ``results[k].stats["unfair_boxes"]``). None when its measure
-    exceeds the shares' undecided measure (the two disagree: no estimate)."""
+    exceeds the shares' undecided measure (the two disagree: no estimate).
+
+    The refinement's queue boxes and its decided sub-boxes tile each refined partition (disjoint), so
+    a counterexample point inside a queue box of its partition lies in no decided sub-box: the shares
+    count it as falsified unless a grown unfair box they count holds it -- exactly when it is excluded
+    here."""
     from fairspec.backends.quantify import _point
 
     if replay is None:
@@ -204,31 +214,43 @@ def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) 
         def replay(x, xp):
             return replays(problem, x, xp)
     inputs = individual_inputs(problem)
-    kind = _kind(problem)
-    decided = [] if refined is None else list(refined.decided)
-    by_part: dict[int, list] = {}
+    idx = list(inputs)
     refined_parts = set()
-    for k, kind_, lo, hi, _nf, _nu, proof in decided:
-        if proof is None or _certified(results[k]):
-            continue
-        refined_parts.add(k)
-        by_part.setdefault(k, []).append((np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)))
+    for k, _kind_, _lo, _hi, _nf, _nu, proof in ([] if refined is None else refined.decided):
+        if proof is not None and not _certified(results[k]):
+            refined_parts.add(k)
     exclude: dict[int, list] = {}
     for k, r in enumerate(results):     # boxes grown around a witness, counted where no refinement decided
         if r is None or r.status == "holds" or k in refined_parts:
             continue
         for lo, hi, _proof in (r.stats or {}).get("unfair_boxes", ()):
-            b = (np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))
-            exclude.setdefault(k, []).append(b)
-            by_part.setdefault(k, []).append(b)
+            exclude.setdefault(k, []).append((np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)))
     if refined is not None and (refined.decided or refined.undecided or not refined.reason):
-        boxes = [(k, np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), m)
-                 for k, lo, hi, m in refined.undecided if not _certified(results[k])]
+        boxes = [(k, lo, hi, m) for k, lo, hi, m in refined.undecided if not _certified(results[k])]
     else:
-        boxes = [(k, np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), measure(problem, lo, hi))
+        boxes = [(k, lo, hi, measure(problem, lo, hi))
                  for k, ((lo, hi), r) in enumerate(zip(parts, results)) if not _certified(r)]
-    points: set = set()
-    if kind == INTEGER_POINTS:
+    und = UndecidedBoxes(boxes, exclude, set())
+    total: int | Fraction = sum((b[3] for b in boxes), 0)
+    undecided = shares.undecided * shares.domain
+    if not boxes:
+        und.unsampled = undecided
+        return und
+    K, LO, HI, _W = und.arrays()
+    order = np.argsort(K, kind="stable")
+    Ks = K[order]
+
+    def rows_of(k):                     # the rows of partition k's boxes
+        a, b = np.searchsorted(Ks, k, side="left"), np.searchsorted(Ks, k, side="right")
+        return order[a:b]
+
+    for k, ex in exclude.items():
+        rows = rows_of(k)
+        for e in ex:
+            L, H = np.maximum(LO[rows], e[0]), np.minimum(HI[rows], e[1])
+            for j in np.flatnonzero(np.all(L[:, idx] <= H[:, idx], axis=1)).tolist():
+                total -= measure(problem, L[j], H[j])
+    if _kind(problem) == INTEGER_POINTS:
         for k, r in enumerate(results):
             if r is None or r.status != "violated" or r.witness is None:
                 continue
@@ -236,41 +258,22 @@ def undecided_boxes(problem, parts, results, shares, refined=None, replay=None) 
             xp = np.asarray(r.witness.x_prime, dtype=np.float64)
             if not replay(x, xp):
                 continue
+            rows = rows_of(k)
             for y in (x, xp):
-                if not any(_inside(lo, hi, y) for lo, hi in by_part.get(k, ())):
-                    points.add((k, _point(problem, y, inputs)))
-    total: int | Fraction = sum((b[3] for b in boxes), 0)
-    by_k: dict[int, list] = {}
-    for b in boxes:
-        by_k.setdefault(b[0], []).append(b)
-    stacked: dict[int, tuple] = {}
-
-    def of(k):                          # partition k's undecided boxes as two arrays (once)
-        if k not in stacked:
-            bs = by_k.get(k, ())
-            stacked[k] = (np.stack([b[1] for b in bs]), np.stack([b[2] for b in bs])) if bs else None
-        return stacked[k]
-
-    idx = list(inputs)
-    for k, ex in exclude.items():
-        arr = of(k)
-        if arr is None:
-            continue
-        for e in ex:
-            L, H = np.maximum(arr[0], e[0]), np.minimum(arr[1], e[1])
-            for j in np.flatnonzero(np.all(L[:, idx] <= H[:, idx], axis=1)).tolist():
-                total -= measure(problem, L[j], H[j])
-    pts = set()
-    for k, t in points:
-        arr = of(k)
-        y = np.array(t, dtype=np.float64)
-        if arr is not None and np.any(np.all((arr[0][:, idx] <= y) & (y <= arr[1][:, idx]), axis=1)):
-            total -= 1
-            pts.add(t)
-    undecided = shares.undecided * shares.domain
+                t = _point(problem, y, inputs)
+                if t in und.points:
+                    continue
+                yi = y[idx]
+                if not np.any(np.all((LO[rows][:, idx] <= yi) & (yi <= HI[rows][:, idx]), axis=1)):
+                    continue            # not in the undecided boxes
+                if any(np.all(a[idx] <= yi) and np.all(yi <= b[idx]) for a, b in exclude.get(k, ())):
+                    continue            # in a grown unfair box the shares count
+                und.points.add(t)
+                total -= 1
     if total > undecided or total < 0:
         return None
-    return UndecidedBoxes(boxes, exclude, pts, total, undecided - total)
+    und.measure, und.unsampled = total, undecided - total
+    return und
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +317,7 @@ def draw_undecided(problem, und: UndecidedBoxes, n: int, seed: int) -> np.ndarra
     if n <= 0 or not und.boxes or und.measure <= 0:
         return None
     rng = np.random.default_rng(seed)
-    w = np.array([float(b[3]) for b in und.boxes], dtype=np.float64)
+    K, LO_all, HI_all, w = und.arrays()
     cum = np.cumsum(w)
     inputs = list(individual_inputs(problem))
     got, have, tried = [], 0, 0
@@ -324,13 +327,11 @@ def draw_undecided(problem, und: UndecidedBoxes, n: int, seed: int) -> np.ndarra
         m = max(64, 2 * (n - have))
         tried += m
         j = np.minimum(np.searchsorted(cum, rng.random(m) * cum[-1], side="right"), len(cum) - 1)
-        LO = np.stack([und.boxes[i][1] for i in j.tolist()])
-        HI = np.stack([und.boxes[i][2] for i in j.tolist()])
-        X = _uniform_in(problem, rng, LO, HI)
+        X = _uniform_in(problem, rng, LO_all[j], HI_all[j])
         keep = np.ones(m, dtype=bool)
-        K = np.array([und.boxes[i][0] for i in j.tolist()])
-        for k in set(K.tolist()) & set(und.exclude):
-            rows = np.flatnonzero(K == k)
+        Kj = K[j]
+        for k in sorted(set(Kj.tolist()) & set(und.exclude)):
+            rows = np.flatnonzero(Kj == k)
             for lo, hi in und.exclude[k]:
                 inside = np.all((X[rows][:, inputs] >= lo[inputs]) & (X[rows][:, inputs] <= hi[inputs]), axis=1)
                 keep[rows[inside]] = False
@@ -368,11 +369,16 @@ def _with_case(X, case):
 
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of a binomial proportion ``k / n``."""
-    from scipy.stats import binomtest
+    """The exact (Clopper-Pearson) interval of a binomial proportion ``k / n``: the beta quantiles
+    ``B(a/2; k, n-k+1)`` and ``B(1-a/2; k+1, n-k)`` (scipy.special.betaincinv, as
+    ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")`` computes them, without importing
+    scipy.stats)."""
+    from scipy.special import betaincinv
 
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=float(confidence), method="exact")
-    return float(ci.low), float(ci.high)
+    k, n, a = int(k), int(n), 1.0 - float(confidence)
+    lo = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, a / 2))
+    hi = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - a / 2))
+    return lo, hi
 
 
 def evaluate_individuals(problem, X, replay=None):
