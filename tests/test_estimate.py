@@ -227,3 +227,23 @@ def test_clopper_pearson_is_scipys_exact_interval():
         ci = binomtest(k, n).proportion_ci(confidence_level=c, method="exact")
         lo, hi = clopper_pearson(k, n, c)
         assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_an_unknown_becomes_violated_only_by_a_replayed_sampled_counterexample():
+    from fairspec.backends.estimate import violated_by_sample
+
+    p = _problem(2, 3.0, True)
+    und = UndecidedBoxes([(0, p.lo.copy(), p.hi.copy(), 336)], {}, set(), 336)
+    sh = Shares("integer points", 336, Fraction(0), Fraction(0), Fraction(1))
+    est = estimate_undecided(p, sh, und, samples=300, seed=3)
+    unknown = PairResult("unknown", reason="1 of 4 partitions undecided")
+    v = violated_by_sample(p, unknown, est, "prove")
+    assert v.status == "violated" and v.witness is not None and v.proof is None
+    assert check_witness(p, v.witness.x, v.witness.x_prime, p.net.forward)
+    assert "sampled from the undecided share" in v.reason
+    # no replayed counterexample, maximize, or a decided result: unchanged
+    none = estimate_undecided(p, sh, und, samples=300, seed=3, replay=lambda a, b: False)
+    assert violated_by_sample(p, unknown, none, "prove") is unknown
+    assert violated_by_sample(p, unknown, est, "maximize") is unknown
+    held = PairResult("violated", witness=v.witness)
+    assert violated_by_sample(p, held, est, "prove") is held

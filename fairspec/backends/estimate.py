@@ -25,8 +25,10 @@ share. What an auditor can still have is an estimate of how the undecided part s
 
 Undecided individuals the boxes cannot reach (an enumerated sub-box's individuals left neither fair
 nor unfair, a single individual the refinement dropped) are ``unsampled``: they widen the upper end
-of every interval by their share, never the estimate. The estimate never changes a verdict and is
-never added to the certified or falsified shares."""
+of every interval by their share, never the estimate. The estimate never makes a verdict ``holds``
+and is never added to the certified or falsified shares; a sampled unfair individual whose pair
+replays is a counterexample like any other (:func:`violated_by_sample`: a partitioned ``unknown``
+becomes ``violated`` with it)."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ import numpy as np
 from fairspec.backends.quantify import INTEGER_POINTS, _kind, fmt_percent, individual_inputs, measure
 
 __all__ = ["Estimate", "undecided_boxes", "draw_undecided", "estimate_undecided", "estimate_shares",
-           "DEFAULT_SAMPLES"]
+           "violated_by_sample", "DEFAULT_SAMPLES"]
 
 #: individuals drawn from the undecided part by default (the ``estimate`` option; 0: none)
 DEFAULT_SAMPLES = 10_000
@@ -463,3 +465,26 @@ def estimate_shares(problem, parts: Sequence, results: Sequence, shares, refined
     und = undecided_boxes(problem, parts, results, shares, refined, replay)
     return estimate_undecided(problem, shares, und, samples=samples, seed=seed, confidence=confidence,
                               replay=replay)
+
+
+def violated_by_sample(problem, res, est: Estimate | None, mode: str):
+    """``res`` (a partitioned ``unknown``, find / prove) as ``violated`` when the estimate's sampled
+    individuals hold a counterexample: its pair replayed on the runtime (:func:`evaluate_individuals`),
+    it is a witness like any other (replayed again on the loaded model by the caller); the shares and
+    the estimate stay as they are. Anything else: ``res`` unchanged."""
+    from dataclasses import replace
+
+    if res.status != "unknown" or mode not in ("find", "prove") or est is None or est.counterexample is None:
+        return res
+    from fairspec.backends.pair import pair_measure
+    from fairspec.backends.pair.problem import make_witness
+
+    x, xp = est.counterexample
+    w = make_witness(problem, x, xp)
+    if w.z < w.z_prime:                 # as the decision pass orders a refuted partition's pair
+        w = make_witness(problem, xp, x)
+    return replace(res, status="violated", how=None, value=float(pair_measure(problem.post, w.z, w.z_prime)),
+                   bound=None, witness=w, best=w, proof=None,
+                   reason=f"{res.reason}; an individual sampled from the undecided share is unfair: its pair "
+                          "replays on the runtime")
+

@@ -372,13 +372,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     out = _combine(problem, mode, parts, results, time.perf_counter() - t0,
                    refined=() if refined is None else refined.decided)
     if estimate and out.coverage is not None and out.coverage.shares is not None:
-        from fairspec.backends.estimate import estimate_shares
+        from fairspec.backends.estimate import estimate_shares, violated_by_sample
 
         t_e = time.perf_counter()
         est = estimate_shares(problem, parts, results, out.coverage.shares, refined, samples=int(estimate),
                               seed=int(seed), confidence=float(confidence))
         out = replace(out, coverage=replace(out.coverage, estimate=est),
                       stats={**out.stats, "estimate_seconds": round(time.perf_counter() - t_e, 4)})
+        out = violated_by_sample(problem, out, est, mode)    # a sampled unfair individual is a witness
     if refined is not None:
         out.stats["refine"] = dict(refined.stats, reason=refined.reason)
         # where the undecided mass is: the 400 largest sub-boxes left and 400 drawn by measure (seeded)
