@@ -136,7 +136,7 @@ def _rowdot3(a, v):
     return y, up(up(_factor(m + 1) * up(T + neta)) + neta)
 
 
-def box_bounds(layers, LO, HI, linear: bool = False):
+def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
     """``(out_lo, out_hi, influence)``: rigorous bounds of every output of the exact network
     ``layers`` (``[(W, b, relu), ...]``) over each box ``[LO[k], HI[k]]`` (arrays (N, n)): outward
     intervals intersected, at every layer after the first, with back-substituted linear bounds
@@ -146,7 +146,10 @@ def box_bounds(layers, LO, HI, linear: bool = False):
     ``linear``: also ``(low, g, nlow, ng)``, the output's linear bounds before the intersection:
     for every x of box k, ``p(x) >= low[k] + sum_i (g[k, i] x_i - min(g[k, i] LO[k, i], g[k, i] HI[k, i]))``
     and ``-p(x) >= nlow[k] + (the same with ng)`` in exact real arithmetic (arrays (N, m) and (N, m, n)):
-    what :func:`decide_boxes` cuts a box with."""
+    what :func:`decide_boxes` cuts a box with.
+
+    ``keep``: a list that gets every layer's pre-activation bounds ``(plo, phi)`` (arrays (N, m_k),
+    after the intersection), what :func:`relational_bounds` propagates a difference through."""
     LO = np.asarray(LO, dtype=np.float64)
     HI = np.asarray(HI, dtype=np.float64)
     N, n = LO.shape
@@ -172,10 +175,61 @@ def box_bounds(layers, LO, HI, linear: bool = False):
                 G = np.broadcast_to(np.asarray(W, dtype=np.float64), (N,) + np.shape(W))
                 lin = (plo, G, -phi, -G)
         bounds.append((plo, phi))
+        if keep is not None:
+            keep.append((plo, phi))
         if not relu:
             return (plo, phi, infl, lin) if linear else (plo, phi, infl)
         hlo, hhi = np.maximum(plo, 0.0).T, np.maximum(phi, 0.0).T
     raise ValueError("the last layer of a network has no ReLU")
+
+
+def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
+    """Rigorous bounds ``(lo, hi)`` (arrays (N, m_out)) of the difference ``p_b - p_a`` of the last
+    layer's pre-activations of the exact network ``layers`` at two copies of each individual of box k
+    (ReluDiff's interval rule, Paulsen et al. 2020, propagated through both copies jointly), where:
+
+    * ``bounds_a`` / ``bounds_b``: each copy's pre-activation bounds per layer over the box (from
+      :func:`box_bounds` with ``keep``), so copy a's pre-activations lie in ``bounds_a[j]``;
+    * ``dlo, dhi`` (N, n): bounds of the input difference ``x_b - x_a`` (zero where the copies share
+      the input: what makes the difference tight when the protected input moves few neurons).
+
+    In exact arithmetic the biases cancel: ``dp_0 = W_0 dx``, ``dp_j = W_j dh_{j-1}``; per ReLU,
+    ``dh = relu(p_b) - relu(p_a)`` is ``dp`` when both copies are surely active, 0 when both are surely
+    inactive, and otherwise between ``min(0, dp)`` and ``max(0, dp)`` (ReLU is monotone and
+    1-Lipschitz); always within ``[relu(l_b) - relu(u_a), relu(u_b) - relu(l_a)]``, and ``dp`` within
+    ``[l_b - u_a, u_b - l_a]``. Every product and difference rounded outward."""
+    N = dlo.shape[0]
+    hl, hh = np.asarray(dlo, dtype=np.float64), np.asarray(dhi, dtype=np.float64)
+    for j, (W, b, relu) in enumerate(layers):
+        zl, zh = interval_matmul(W, np.zeros_like(b), hl.T, hh.T)
+        (la, ua), (lb, ub) = bounds_a[j], bounds_b[j]
+        dl = np.maximum(zl.T, down(lb - ua))
+        du = np.minimum(zh.T, up(ub - la))
+        if not relu:
+            return dl, du
+        act = (la >= 0) & (lb >= 0)
+        dead = (ua <= 0) & (ub <= 0)
+        hl = np.where(act, dl, np.where(dead, 0.0, np.minimum(dl, 0.0)))
+        hh = np.where(act, du, np.where(dead, 0.0, np.maximum(du, 0.0)))
+        ra_l, ra_u = np.maximum(la, 0.0), np.maximum(ua, 0.0)
+        rb_l, rb_u = np.maximum(lb, 0.0), np.maximum(ub, 0.0)
+        hl = np.maximum(hl, down(rb_l - ra_u))
+        hh = np.minimum(hh, up(rb_u - ra_l))
+    raise ValueError("the last layer of a network has no ReLU")
+
+
+def _slope_max(hl, hh):
+    """An upper bound of the logistic's derivative ``s(t) (1 - s(t))`` over each interval
+    ``[hl, hh]`` of logits: 1/4 when it holds 0, else its value at the end nearest 0 (the derivative
+    falls with |t|), from rigorous bounds of the logistic there."""
+    from fairspec.certify.enumerate import sigmoid_bounds
+
+    with np.errstate(invalid="ignore"):
+        t = np.where(hl > 0, hl, np.where(hh < 0, -hh, 0.0))
+        t = np.nan_to_num(t, nan=0.0)
+        sl, su = sigmoid_bounds(t)
+        m = up(su * up(1.0 - sl))
+    return np.where((hl <= 0) & (hh >= 0), 0.25, np.minimum(m, 0.25))
 
 
 class BoxDecisions:
@@ -298,10 +352,38 @@ def _encoded(encoding, LO, HI, integer, precision):
     return XLO, XHI
 
 
+def _logits(plo, phi, readout):
+    """Bounds of the readout's logit (a column, or a margin of two: before any logistic)."""
+    kind, cols = readout[0], list(readout[1:])
+    if kind in ("logit", "prob"):
+        return plo[:, cols[0]], phi[:, cols[0]]
+    i, j = cols
+    return down(plo[:, i] - phi[:, j]), up(phi[:, i] - plo[:, j])
+
+
+def _pair_difference(layers, per_layer, xs, cases, a, b, readout):
+    """Bounds (N,) of ``score_b - score_a`` in exact arithmetic (the readout's logit or margin), for
+    each individual of each box under the protected values of cases a and b (:func:`relational_bounds`;
+    the inputs the cases do not set are the same in both copies)."""
+    (xla, xha), (xlb, xhb) = xs[a], xs[b]
+    dlo = np.zeros_like(xla)
+    dhi = np.zeros_like(xla)
+    for i in set(cases[a]) | set(cases[b]):
+        dlo[:, i] = down(xlb[:, i] - xha[:, i])
+        dhi[:, i] = up(xhb[:, i] - xla[:, i])
+    dl, du = relational_bounds(layers, per_layer[a], per_layer[b], dlo, dhi)
+    kind, cols = readout[0], list(readout[1:])
+    if kind in ("logit", "prob"):
+        return dl[:, cols[0]], du[:, cols[0]]
+    i, j = cols
+    return down(dl[:, i] - du[:, j]), up(du[:, i] - dl[:, j])
+
+
 def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tuple[int, int]], *, post: str,
                  errors: Sequence[float], eps=0.0, eps_strict: bool = False, readout=("logit", 0),
                  encoding=None, integer=None, precision: str = "float32", complete: bool, claim_fair: str,
-                 claim_unfair: str, cuts: bool = False, keep_boxes: bool = False, **detail) -> BoxDecisions:
+                 claim_unfair: str, cuts: bool = False, keep_boxes: bool = False, relational: bool = True,
+                 **detail) -> BoxDecisions:
     """Decide the boxes ``[LO[k], HI[k]]`` (model inputs, (N, n)) as the module docstring says.
 
     cases:    ``{input: value}`` assignments of the protected inputs; ``pairs`` the allowed (a, b).
@@ -321,6 +403,12 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
     keep_boxes: each fair Proof lists the boxes it proved (``detail["_boxes"]``: (LO, HI) of those
               boxes, of the slices for the cuts' Proof; not in its JSON), so
               :func:`fairspec.certify.tiling.prove_tiled` can check a tile against it.
+    relational: for the ``logit`` / ``prob`` posts on raw inputs, also bound each pair's difference
+              through both copies at once (:func:`relational_bounds`: the two copies share every
+              input but the protected ones, so neurons the protected input barely moves cancel), widened
+              by both copies' E; ``prob`` by the mean value theorem (the logistic's largest slope over
+              both copies' logit range times the logit difference). A box is fair when either the
+              per-copy bounds or this one meets eps; the per-copy bounds alone decide unfair boxes.
     """
     from fairspec.certify.exact import threshold_of
     from fairspec.certify.network import as_layers
@@ -346,17 +434,25 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
         if integer is None:
             cut_cols = []
     lins = []
+    # the relational bound (both copies of an individual at once) for a difference post on raw inputs
+    rel = relational and post in ("logit", "prob") and raw and kind in ("logit", "prob", "margin", "softmax")
+    per_layer, xs, reals = [], [], []
     for case, E in zip(cases, errors):
         clo, chi = LO.copy(), HI.copy()
         for i, v in case.items():
             clo[:, i] = chi[:, i] = v
         xlo, xhi = _encoded(encoding, clo, chi, integer, precision)
+        keep = [] if rel else None
         if cut_cols:
             plo, phi, inf, lin = box_bounds(layers, xlo, xhi, linear=True)
             c = readout[1]
             lins.append((lin[0][:, c], lin[1][:, c, :], lin[2][:, c], lin[3][:, c, :]))
         else:
-            plo, phi, inf = box_bounds(layers, xlo, xhi)
+            plo, phi, inf = box_bounds(layers, xlo, xhi, keep=keep)
+        if rel:
+            per_layer.append(keep)
+            xs.append((xlo, xhi))
+            reals.append(_logits(plo, phi, readout))
         infl += inf
         s_lo, s_hi = _scores(plo, phi, readout)
         E = float(E)
@@ -378,9 +474,30 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
         e = threshold_of(eps)
         elo, ehi = float_down(e), float_up(e)
         exact = elo == ehi
+        moved = {}
         for a, b in pairs:
             dhi = up(highs[a] - lows[b])
             dlo = down(lows[a] - highs[b])
+            if rel:
+                if (b, a) in moved:             # the difference of (b, a) is minus that of (a, b)
+                    rl, ru = -moved[(b, a)][1], -moved[(b, a)][0]
+                else:
+                    rl, ru = _pair_difference(layers, per_layer, xs, cases, a, b, readout)
+                    moved[(a, b)] = (rl, ru)
+                # rl <= score_b - score_a <= ru in exact arithmetic: score_a - score_b <= -rl
+                Ea, Eb = float(errors[a]), float(errors[b])
+                if kind in ("logit", "margin"):
+                    top = up(-rl + up(Ea + Eb))                     # runtime logits: each within its E
+                    if post == "prob":
+                        # the mean value theorem: |s(z) - s(z')| <= max s' over the hull * |z - z'|
+                        hl = np.minimum(reals[a][0], reals[b][0]) - up(max(Ea, Eb) + 1e-300)
+                        hh = np.maximum(reals[a][1], reals[b][1]) + up(max(Ea, Eb) + 1e-300)
+                        top = up(_slope_max(down(hl), up(hh)) * np.maximum(top, 0.0))
+                else:                                              # E in probability units
+                    hl, hh = np.minimum(reals[a][0], reals[b][0]), np.maximum(reals[a][1], reals[b][1])
+                    top = up(up(_slope_max(hl, hh) * np.maximum(up(-rl), 0.0)) + up(Ea + Eb))
+                with np.errstate(invalid="ignore"):
+                    dhi = np.where(np.isfinite(top) & (top < dhi), top, dhi)
             if eps_strict:        # fair: |...| < eps; a violation is >= eps
                 fair &= dhi < elo
                 unfair |= (dlo >= ehi) if exact else (dlo > ehi)

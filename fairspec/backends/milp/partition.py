@@ -293,7 +293,16 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
     retried: dict[str, int] = {}
     by_union = 0
+    first = None
     try:
+        share = DECIDE_SHARE if decide_share is None else float(decide_share)
+        if len(items) >= DECIDE_FIRST_MIN and backend == "milp" and retries != ():
+            # the first decision pass: batched bounds over every partition the attack left, a few sub-boxes
+            # each, before any per-partition solve (which pays about a second per box even where the
+            # bounds at the root decide it: AC-12 race left 4,968 such partitions unreached in 900 s)
+            first = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST,
+                                 stop_on_violation, fresh=True, boxes_each=DECIDE_FIRST_BOXES)
+            items = [it for it in items if results[it[0]] is None]
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             by_union = _union_pass(problem, parts, items, results, ex, shared)
@@ -318,7 +327,6 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 factor *= 2.0
             extra.append(("bab", float(time_limit) / float(time_per_part)))
             retries = tuple(retries) + tuple((e, f, f"{e} {f:g}x") for e, f in extra)
-        share = DECIDE_SHARE if decide_share is None else float(decide_share)
         n_retries = 0 if not retries else sum(1 for r in retries if len(r) == 2)
         by_refine = None
         # a short decision pass before the retries (what the bounds and enumeration settle in seconds need
@@ -348,7 +356,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     retried[label] = retried.get(label, 0) + 1
         if by_refine is None and retries:
             by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
-        by_refine = _merge_passes(early, by_refine)
+        by_refine = _merge_passes(("first", first), ("before retries", early), ("after retries", by_refine))
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -404,22 +412,31 @@ DECIDE_SHARE = 0.5
 #: the short decision pass before the retries gets this fraction of DECIDE_SHARE of what the first
 #: pass left (so 10%)
 DECIDE_EARLY = 0.2
+#: the first decision pass (before the union pass and the per-partition solves) runs when the attack
+#: leaves at least this many partitions (fewer: the solves reach them all anyway) ...
+DECIDE_FIRST_MIN = 64
+#: ... with at most this fraction of DECIDE_SHARE of the total budget (so 25%) ...
+DECIDE_FIRST = 0.5
+#: ... and at most this many sub-boxes per partition (a count: what the bounds do not settle in a few
+#: splits goes on to the solvers; AC-11's open partitions took 2-14, AC-12's 1; AC-7's need thousands)
+DECIDE_FIRST_BOXES = 16
 
 
-def _merge_passes(early, late) -> dict | None:
-    """The counts of the two decision passes as one (``passes``: each pass's own counts)."""
-    done = [c for c in (early, late) if c]
+def _merge_passes(*named) -> dict | None:
+    """The counts of the decision passes, ``(name, counts)`` each (None: the pass did not run), as one
+    (``passes``: each pass's own counts by name)."""
+    done = [(n, c) for n, c in named if c]
     if not done:
-        return early if early is not None else late
-    out = {"tried": done[0]["tried"], "proved": 0, "refuted": 0, "open": done[-1]["open"], "seconds": 0.0,
+        ran = [c for _, c in named if c is not None]
+        return ran[0] if ran else None
+    out = {"tried": done[0][1]["tried"], "proved": 0, "refuted": 0, "open": done[-1][1]["open"], "seconds": 0.0,
            "decided": [], "passes": {}}
-    for name, c in (("before retries", early), ("after retries", late)):
-        if c:
-            out["proved"] += c["proved"]
-            out["refuted"] += c["refuted"]
-            out["seconds"] = round(out["seconds"] + c["seconds"], 4)
-            out["decided"] += c["decided"]
-            out["passes"][name] = {k: v for k, v in c.items() if k != "decided"}
+    for name, c in done:
+        out["proved"] += c["proved"]
+        out["refuted"] += c["refuted"]
+        out["seconds"] = round(out["seconds"] + c["seconds"], 4)
+        out["decided"] += c["decided"]
+        out["passes"][name] = {k: v for k, v in c.items() if k != "decided"}
     return out
 
 
@@ -427,17 +444,21 @@ def _refine_chunk(shared, item) -> list:
     """One job of the decision pass: a chunk of open partitions refined together."""
     from fairspec.backends.refine import decide_partitions
 
-    problem, seconds = shared
-    return decide_partitions(problem, [(lo, hi) for _, lo, hi in item], seconds=seconds)
+    problem, seconds = shared[:2]
+    each = shared[2] if len(shared) > 2 else None
+    return decide_partitions(problem, [(lo, hi) for _, lo, hi in item], seconds=seconds,
+                             max_boxes=None if each is None else each * len(item))
 
 
-def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation) -> dict | None:
+def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation, fresh: bool = False,
+                 boxes_each: int | None = None) -> dict | None:
     """The decision pass by refinement (see ``decide_share`` in :func:`solve_partitioned`): fills
     ``results`` for the open partitions it decides; returns its counts (None when it did not run).
     The open partitions are cut into chunks, one per job (at most four per worker, so each job's
     best-first splitting has a few partitions to choose from), each with the pass's time times the
     workers over the jobs. In this process when the problem's runtime does not travel to a worker
-    (its enumeration needs the loaded model)."""
+    (its enumeration needs the loaded model). ``fresh``: the partitions no pass has tried yet (the first
+    decision pass, before the solves); ``boxes_each``: at most that many sub-boxes per partition (a count)."""
     from fairspec.runtime.executor import SerialExecutor
 
     if share <= 0 or deadline is None or mode not in ("find", "prove") or not _is_network(problem):
@@ -445,7 +466,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
     if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
         return None
     # boxes at a tie within rounding too: the enumeration decides an individual exactly on the runtime
-    left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"]
+    left = [k for k, r in enumerate(results) if (r is None if fresh else r is not None and r.status == "unknown")]
     budget = share * (deadline - time.time())
     if not left or budget <= 0:
         return None
@@ -456,11 +477,11 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
     chunks = [left[j::n_jobs] for j in range(n_jobs)]
     seconds = budget * workers / n_jobs if workers > 1 else budget
     jobs = [[(k, parts[k][0], parts[k][1]) for k in c] for c in chunks]
-    shared = (problem, float(seconds))
+    shared = (problem, float(seconds)) if boxes_each is None else (problem, float(seconds), int(boxes_each))
     counts = {"tried": len(left), "proved": 0, "refuted": 0, "open": 0, "seconds": 0.0, "decided": []}
     for chunk, decs in zip(chunks, runner.map(_refine_chunk, jobs, shared=shared, on_error=_no_boxes)):
         for k, d in zip(chunk, decs if isinstance(decs, list) and decs else [None] * len(chunk)):
-            before = results[k]
+            before = results[k] or PairResult("unknown", reason="not tried yet", engine="refine", mode=mode)
             if d is not None and d.status == "fair" and d.proof is not None:
                 results[k] = PairResult("holds", "proved", reason="certified: sub-boxes tiling the partition, "
                                         f"{d.stats.get('tiles', 0):,} proved fair by bounds or enumerated",
@@ -483,7 +504,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
                 counts["decided"].append(k)
             else:
                 counts["open"] += 1
-                if d is not None and d.reason:
+                if d is not None and d.reason and results[k] is not None:
                     results[k] = replace(before, stats={**(before.stats or {}), "refine": d.reason})
     counts["seconds"] = round(time.perf_counter() - t0, 4)
     return counts
