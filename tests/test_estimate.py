@@ -247,3 +247,41 @@ def test_an_unknown_becomes_violated_only_by_a_replayed_sampled_counterexample()
     assert violated_by_sample(p, unknown, est, "maximize") is unknown
     held = PairResult("violated", witness=v.witness)
     assert violated_by_sample(p, held, est, "prove") is held
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_tree_ensembles_the_interval_holds_the_exact_unfair_share(seed):
+    """A tree ensemble (no batch runtime: its own forward, each unfair individual replayed): the
+    sampled estimate's interval holds the exact unfair share of the undecided part."""
+    from fairspec.backends.milp.partition import solve_partitioned, split_widest
+    from fairspec.backends.pair.certify import replays
+    from fairspec.backends.trees.space import fold
+    from fairspec.models.trees import random_ensemble
+    from fairspec.runtime.executor import SerialExecutor
+
+    lo, hi = np.zeros(3), np.full(3, 12.0)
+    ens = random_ensemble(seed, 3, 3, 3, ["identity", "logistic"][seed % 2], lo, hi)
+    p = PairProblem(fold(ens, lo, hi, np.ones(3, bool)), lo, hi, np.ones(3, bool), (), (0,))
+    parts = split_widest(p, 4)
+    res = solve_partitioned(p, "prove", parts, backend="milp", time_per_part=None, executor=SerialExecutor(),
+                            estimate=400, seed=seed, confidence=0.999)
+    sh, est = res.coverage.shares, res.coverage.estimate
+    if sh.undecided == 0:
+        pytest.skip("nothing undecided")
+    ind = np.array(list(itertools.product(range(13), range(13))), dtype=float)
+    Z = np.stack([np.asarray(p.net.forward(np.column_stack([np.full(len(ind), v), ind])), dtype=float).reshape(-1)
+                  for v in range(13)])
+    unfair = np.any(Z > 0, axis=0) & np.any(Z <= 0, axis=0)   # the label differs between two protected values
+    total, bad = len(ind), int(unfair.sum())
+    i = int(np.flatnonzero(unfair)[0]) if bad else None
+    if i is not None:                                         # the same judgement as the replay's
+        a, b = int(np.argmax(Z[:, i])), int(np.argmin(Z[:, i]))
+        assert replays(p, np.array([a, *ind[i]]), np.array([b, *ind[i]]))
+    # the undecided part is the domain less the certified partitions and the counterexample points,
+    # all of which are unfair: its exact unfair share follows from the counts
+    und_n = sh.undecided * sh.domain
+    exact = (bad - sh.falsified * sh.domain) / und_n
+    fair_in_certified = sh.certified * sh.domain
+    assert total == sh.domain and fair_in_certified <= total - bad
+    _, lo_, hi_ = est.unfair_of_undecided
+    assert est.reason == "" and lo_ <= float(exact) <= hi_, (float(exact), lo_, hi_)

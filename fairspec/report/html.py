@@ -429,7 +429,7 @@ def _shares(sh: dict) -> str:
             ax.barh([0], [w], left=left, color=colour, alpha=0.45 if label else 1.0, hatch=hatch, edgecolor="black",
                     label=label)
             left += w
-        ax.set_yticks([0, 1], ["estimated", "proved"])
+        ax.set_yticks([0, 1], ["estimated (sampled)", "shares (exact)"])
     else:
         ax.set_yticks([])
     ax.set_xlim(0, 100)
