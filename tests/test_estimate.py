@@ -285,3 +285,29 @@ def test_tree_ensembles_the_interval_holds_the_exact_unfair_share(seed):
     assert total == sh.domain and fair_in_certified <= total - bad
     _, lo_, hi_ = est.unfair_of_undecided
     assert est.reason == "" and lo_ <= float(exact) <= hi_, (float(exact), lo_, hi_)
+
+
+def test_spec_options_estimate_seed_and_confidence_reach_the_report(tmp_path, monkeypatch):
+    """End to end: ``estimate``, ``seed`` and ``confidence`` in a spec with partitions give the JSON
+    estimate with those values and the text line; ``estimate = 0`` gives none; ``estimate`` without
+    partitions is the FS213 warning (it has no effect there)."""
+    pytest.importorskip("onnxruntime")
+    from fairspec.pipeline import check, lint
+    from test_quantify import E2E_SPEC, _onnx_net
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _onnx_net(tmp_path / "net.onnx", 3)
+    spec = tmp_path / "spec.fair"
+    spec.write_text(E2E_SPEC.replace("  timeout = 1h\n", "  timeout = 1h\n  estimate = 500\n  seed = 3\n"
+                                                          "  confidence = 0.9\n"))
+    v = check(spec).verdicts[0]
+    sh = v.details["coverage"]["shares"]
+    if Fraction(sh["undecided"]) == 0:
+        pytest.skip("nothing undecided")
+    e = sh["estimate"]
+    assert e["estimated"] and (e["samples"], e["seed"], e["confidence"]) == (500, 3, 0.9)
+    assert "at 90% (" in e["summary"] and "500 sampled individuals, seed 3" in e["summary"]
+    spec.write_text(E2E_SPEC.replace("  timeout = 1h\n", "  timeout = 1h\n  estimate = 0\n"))
+    assert "estimate" not in check(spec).verdicts[0].details["coverage"]["shares"]
+    spec.write_text(E2E_SPEC.replace("  partitions = 4\n", "  estimate = 100\n"))
+    assert any(d.code == "FS213" and "estimate" in d.message for d in lint(spec).diagnostics)
