@@ -311,3 +311,18 @@ def test_spec_options_estimate_seed_and_confidence_reach_the_report(tmp_path, mo
     assert "estimate" not in check(spec).verdicts[0].details["coverage"]["shares"]
     spec.write_text(E2E_SPEC.replace("  partitions = 4\n", "  estimate = 100\n"))
     assert any(d.code == "FS213" and "estimate" in d.message for d in lint(spec).diagnostics)
+
+
+def test_unsampled_undecided_individuals_widen_only_the_upper_ends():
+    """Undecided individuals the boxes cannot reach (an enumerated sub-box's undecided ones) are not
+    sampled: they add to every upper end, never to the estimate or a lower end, and the line says so."""
+    base = _estimate()
+    wide = Estimate(**{**base.__dict__, "unsampled": Fraction(38, 10_000)})
+    assert wide.sampled == Fraction(44, 100)
+    e, lo, hi = wide.unfair_in_undecided
+    assert (e, lo, hi) == pytest.approx((0.44 * 0.2073, 0.44 * 0.1994, 0.44 * 0.2154 + 0.0038))
+    e, lo, hi = wide.fair_of_domain
+    assert (e, lo, hi) == pytest.approx((0.5562 + 0.44 * 0.7927, 0.5562 + 0.44 * 0.7846, 0.5562 + 0.44 * 0.8006 + 0.0038))
+    _, lo, hi = wide.unfair_of_undecided
+    assert hi - lo > base.unfair_of_undecided[2] - base.unfair_of_undecided[1]
+    assert "of the domain unsampled, in the upper ends" in wide.line()
