@@ -13,7 +13,8 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
   only its replayed counterexample points as falsified).
 
 On a network with a total budget a partition is decided by passes, each on what the previous ones
-left: the batched attack, the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
+left: the batched attack, the first decision pass (many partitions only: a few sub-boxes each, see
+:data:`DECIDE_FIRST_BOXES`), the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
 the decision pass by refinement (:func:`_decide_pass`: sub-boxes proved fair / enumerated -- holds with
 certify's tiling Proof -- or an unfair individual -- violated; a short one before the retries too), then
 doubling budgets until the total is spent.
@@ -264,8 +265,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    sub-boxes tile the partition -- or an unfair individual found, whose pair replays --
                    violated), with this share of what is left of the total budget (default
                    :data:`DECIDE_SHARE`; 0: no such pass); a short pass with :data:`DECIDE_EARLY` of that
-                   share also runs before the retries; ``stats["refine_decided"]`` (counts, the partitions
-                   decided, each pass's counts).
+                   share also runs before the retries, and, when the attack leaves at least
+                   :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
+                   rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and the
+                   solves; ``stats["refine_decided"]`` (counts, the partitions decided, each pass's counts:
+                   "first", "before retries", "after retries").
     estimate:      individuals drawn uniformly from the undecided share (seeded with ``seed``) and
                    decided on the runtime: an *estimate* of its unfair / fair split with exact
                    Clopper-Pearson intervals at ``confidence`` (:mod:`fairspec.backends.estimate`;
@@ -300,9 +304,17 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             # the first decision pass: batched bounds over every partition the attack left, a few sub-boxes
             # each, before any per-partition solve (which pays about a second per box even where the
             # bounds at the root decide it: AC-12 race left 4,968 such partitions unreached in 900 s)
-            first = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST,
-                                 stop_on_violation, fresh=True, boxes_each=DECIDE_FIRST_BOXES)
-            items = [it for it in items if results[it[0]] is None]
+            # rounds of growing sub-box caps on what the previous round left, all within one share
+            until = None if deadline is None else time.time() + share * DECIDE_FIRST * (deadline - time.time())
+            rounds = []
+            for each in DECIDE_FIRST_BOXES:
+                if not items or until is None or time.time() >= until:
+                    break
+                rounds.append((f"{each} sub-boxes each", _decide_pass(
+                    problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST, stop_on_violation,
+                    fresh=True, boxes_each=each, budget=until - time.time())))
+                items = [it for it in items if results[it[0]] is None]
+            first = _merge_passes(*rounds) if rounds else None
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             by_union = _union_pass(problem, parts, items, results, ex, shared)
@@ -417,9 +429,10 @@ DECIDE_EARLY = 0.2
 DECIDE_FIRST_MIN = 64
 #: ... with at most this fraction of DECIDE_SHARE of the total budget (so 25%) ...
 DECIDE_FIRST = 0.5
-#: ... and at most this many sub-boxes per partition (a count: what the bounds do not settle in a few
-#: splits goes on to the solvers; AC-11's open partitions took 2-14, AC-12's 1; AC-7's need thousands)
-DECIDE_FIRST_BOXES = 16
+#: ... in rounds, each on what the previous one left, with at most this many sub-boxes per partition (a
+#: count: what the bounds do not settle in a few splits goes on to the solvers; AC-11's open partitions
+#: took 2-14, AC-12's 1; AC-7's need thousands)
+DECIDE_FIRST_BOXES = (16, 128)
 
 
 def _merge_passes(*named) -> dict | None:
@@ -451,14 +464,15 @@ def _refine_chunk(shared, item) -> list:
 
 
 def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation, fresh: bool = False,
-                 boxes_each: int | None = None) -> dict | None:
+                 boxes_each: int | None = None, budget: float | None = None) -> dict | None:
     """The decision pass by refinement (see ``decide_share`` in :func:`solve_partitioned`): fills
     ``results`` for the open partitions it decides; returns its counts (None when it did not run).
     The open partitions are cut into chunks, one per job (at most four per worker, so each job's
     best-first splitting has a few partitions to choose from), each with the pass's time times the
     workers over the jobs. In this process when the problem's runtime does not travel to a worker
     (its enumeration needs the loaded model). ``fresh``: the partitions no pass has tried yet (the first
-    decision pass, before the solves); ``boxes_each``: at most that many sub-boxes per partition (a count)."""
+    decision pass, before the solves); ``boxes_each``: at most that many sub-boxes per partition (a count);
+    ``budget``: its seconds (default ``share`` of what is left)."""
     from fairspec.runtime.executor import SerialExecutor
 
     if share <= 0 or deadline is None or mode not in ("find", "prove") or not _is_network(problem):
@@ -467,7 +481,7 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
         return None
     # boxes at a tie within rounding too: the enumeration decides an individual exactly on the runtime
     left = [k for k, r in enumerate(results) if (r is None if fresh else r is not None and r.status == "unknown")]
-    budget = share * (deadline - time.time())
+    budget = share * (deadline - time.time()) if budget is None else min(float(budget), deadline - time.time())
     if not left or budget <= 0:
         return None
     t0 = time.perf_counter()
