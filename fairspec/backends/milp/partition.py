@@ -431,8 +431,9 @@ DECIDE_FIRST_MIN = 64
 DECIDE_FIRST = 0.5
 #: ... in rounds, each on what the previous one left, with at most this many sub-boxes per partition (a
 #: count: what the bounds do not settle in a few splits goes on to the solvers; AC-11's open partitions
-#: took 2-14, AC-12's 1; AC-7's need thousands)
-DECIDE_FIRST_BOXES = (16, 128)
+#: took 2-14, AC-12's 1; AC-7's need thousands; AC-11 race: 7,321 of 7,586 decided in the 16-box round,
+#: 6 more of 263 in the 128-box round, bench/results/fairify_tight.md)
+DECIDE_FIRST_BOXES = (16, 128, 1024)
 
 
 def _merge_passes(*named) -> dict | None:
