@@ -310,10 +310,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             for each in DECIDE_FIRST_BOXES:
                 if not items or until is None or time.time() >= until:
                     break
-                rounds.append((f"{each} sub-boxes each", _decide_pass(
-                    problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST, stop_on_violation,
-                    fresh=True, boxes_each=each, budget=until - time.time())))
+                c = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST,
+                                 stop_on_violation, fresh=True, boxes_each=each, budget=until - time.time())
+                rounds.append((f"{each} sub-boxes each", c))
                 items = [it for it in items if results[it[0]] is None]
+                if not c or not (c["proved"] + c["refuted"]):
+                    break           # a round that decides none: more sub-boxes are unlikely to (BM-1 age)
             first = _merge_passes(*rounds) if rounds else None
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
@@ -432,7 +434,8 @@ DECIDE_FIRST = 0.5
 #: ... in rounds, each on what the previous one left, with at most this many sub-boxes per partition (a
 #: count: what the bounds do not settle in a few splits goes on to the solvers; AC-11's open partitions
 #: took 2-14, AC-12's 1; AC-7's need thousands; AC-11 race: 7,321 of 7,586 decided in the 16-box round,
-#: 6 more of 263 in the 128-box round, bench/results/fairify_tight.md)
+#: 6 more of 263 in the 128-box round, bench/results/fairify_tight.md); a round that decides none ends them
+#: (BM-1 age: the 128 and 1,024 rounds decided none of 27 in 8.5 s)
 DECIDE_FIRST_BOXES = (16, 128, 1024)
 
 
