@@ -44,13 +44,8 @@ def _boxes(rng, n):
     return LO, HI
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_relational_bounds_hold_every_individual(seed):
-    """Every individual's exact difference of the two copies' outputs lies in the relational bounds."""
-    rng = np.random.default_rng(seed)
-    net = _net(seed, [0.25, 1.0, 3.0][seed % 3])
-    L = as_layers(net)
-    LO, HI = _boxes(rng, 24)
+def _per_case(L, LO, HI):
+    """Each protected value's per-layer pre-activation bounds over the boxes (box_bounds' ``keep``)."""
     per = []
     for c in CASES3:
         lo, hi = LO.copy(), HI.copy()
@@ -58,6 +53,17 @@ def test_relational_bounds_hold_every_individual(seed):
         keep = []
         box_bounds(L, lo, hi, keep=keep)
         per.append(keep)
+    return per
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_relational_bounds_hold_every_individual(seed):
+    """Every individual's exact difference of the two copies' outputs lies in the relational bounds."""
+    rng = np.random.default_rng(seed)
+    net = _net(seed, [0.25, 1.0, 3.0][seed % 3])
+    L = as_layers(net)
+    LO, HI = _boxes(rng, 24)
+    per = _per_case(L, LO, HI)
     for a, b in PAIRS3:
         dlo = np.zeros_like(LO)
         dlo[:, 3] = CASES3[b][3] - CASES3[a][3]
@@ -113,13 +119,7 @@ def test_the_relational_bound_proves_boxes_per_copy_bounds_cannot():
     net = _net(3, 0.0)                                   # the protected weights all 0
     L = as_layers(net)
     LO, HI = np.array([[0.0, 0, 0, 0]]), np.array([[7.0, 6, 5, 2]])
-    per = []
-    for c in CASES3:
-        lo, hi = LO.copy(), HI.copy()
-        lo[:, 3] = hi[:, 3] = c[3]
-        keep = []
-        box_bounds(L, lo, hi, keep=keep)
-        per.append(keep)
+    per = _per_case(L, LO, HI)
     dlo = np.zeros_like(LO)
     dlo[:, 3] = 2.0
     dl, du = relational_bounds(L, per[0], per[2], dlo, dlo)

@@ -57,11 +57,9 @@ def _scores(net, lo, hi):
     return [_runtime(net, np.column_stack([pts, np.full(len(pts), c[3])])) for c in CASES3]
 
 
-CASES = [(seed, post, strict) for seed in range(8) for post in ("logit", "prob") for strict in (False, True)]
-
-
-@pytest.mark.parametrize("seed,post,strict", CASES)
-def test_float32_runtime_boxes_decided_by_the_relational_bound_agree_with_brute_force(seed, post, strict):
+def _setup(seed: int, n: int = 40):
+    """The net, its layers, the runtime error bound E per protected value over the domain, and n
+    random boxes (the protected input spanning its three values)."""
     net = _net(seed)
     L = as_layers(net)
     errors = []
@@ -69,12 +67,21 @@ def test_float32_runtime_boxes_decided_by_the_relational_bound_agree_with_brute_
         lo, hi = DOMAIN_LO.copy(), DOMAIN_HI.copy()
         lo[3] = hi[3] = c[3]
         errors.append(runtime_error_bound(L, lo, hi, precision="float32", integer=[True] * 4))
-    assert all(e > 0 for e in errors)                    # the proofs rest on E
     rng = np.random.default_rng(500 + seed)
-    n = 40
     LO = rng.integers(-4, 4, size=(n, 4)).astype(float)
     HI = np.minimum(LO + rng.integers(0, 4, size=(n, 4)), 6.0)
     LO[:, 3], HI[:, 3] = 0, 2
+    return net, L, errors, LO, HI
+
+
+CASES = [(seed, post, strict) for seed in range(8) for post in ("logit", "prob") for strict in (False, True)]
+
+
+@pytest.mark.parametrize("seed,post,strict", CASES)
+def test_float32_runtime_boxes_decided_by_the_relational_bound_agree_with_brute_force(seed, post, strict):
+    net, L, errors, LO, HI = _setup(seed)
+    n = LO.shape[0]
+    assert all(e > 0 for e in errors)                    # the proofs rest on E
     # a tie: eps is a difference the runtime computes on one of the boxes (logit), or the gap of two
     # logistic values there (prob: rounded to float, so only near a tie)
     S = _scores(net, LO[0], HI[0])
@@ -101,17 +108,7 @@ def test_the_float32_cases_exercise_the_relational_bound():
     test above checks it, not only the per-copy path)."""
     more = 0
     for seed in range(8):
-        net = _net(seed)
-        L = as_layers(net)
-        errors = []
-        for c in CASES3:
-            lo, hi = DOMAIN_LO.copy(), DOMAIN_HI.copy()
-            lo[3] = hi[3] = c[3]
-            errors.append(runtime_error_bound(L, lo, hi, precision="float32", integer=[True] * 4))
-        rng = np.random.default_rng(500 + seed)
-        LO = rng.integers(-4, 4, size=(40, 4)).astype(float)
-        HI = np.minimum(LO + rng.integers(0, 4, size=(40, 4)), 6.0)
-        LO[:, 3], HI[:, 3] = 0, 2
+        net, L, errors, LO, HI = _setup(seed)
         kw = dict(post="logit", errors=errors, eps=0.05, readout=("logit", 0), integer=[True] * 4,
                   precision="float32", complete=True, claim_fair="f", claim_unfair="u")
         rel = decide_boxes(L, LO, HI, CASES3, PAIRS3, **kw)

@@ -22,13 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main():
-    from fairify import EPS, Bench
+    from fairify import EPS
 
-    from fairspec.backends.milp.partition import fairify_partitions
-    from fairspec.backends.pair import PairProblem
     from fairspec.backends.pair.bounds import interval_bounds
+    from rows import fairify_row
     from fairspec.backends.refine import refine_partitions
-    from fairspec.models import network
 
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -40,17 +38,9 @@ def main():
     ap.add_argument("--samples", type=int, default=20000)
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    bench = Bench(a.shared.resolve())
-    ds = a.model.split("-")[0]
-    d = bench.domains[ds]
-    names = d["feature_order"]
-    lo = [d["verification_domain"][n][0] for n in names]
-    hi = [d["verification_domain"][n][1] for n in names]
-    idx = names.index(a.protected)
-    net = network.from_onnx(bench.onnx(a.model))
-    p = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (),
-                    "label" if a.prop == "sign" else "prob", 0.0 if a.prop == "sign" else EPS)
-    parts = fairify_partitions(p, threshold=d["partition_threshold_src"])
+    p, parts, names, idx = fairify_row(a.shared, a.model, a.protected, "label" if a.prop == "sign" else "prob",
+                                       0.0 if a.prop == "sign" else EPS)
+    net = p.net
     arch = [int(l.W.shape[0]) for l in net.layers]
     rng = np.random.default_rng(0)
     vals = np.arange(int(p.lo[idx]), int(p.hi[idx]) + 1)

@@ -35,14 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main():
     import torch
-    from fairify import Bench
     from threadpoolctl import threadpool_limits
 
-    from fairspec.backends.milp.partition import fairify_partitions
-    from fairspec.backends.pair import PairProblem
     from fairspec.backends.pair.bounds import interval_bounds
+    from rows import fairify_row
     from fairspec.backends.refine import refine_partitions
-    from fairspec.models import network
 
     torch.set_num_threads(1)
     threadpool_limits(1)
@@ -57,16 +54,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    bench = Bench(a.shared.resolve())
-    ds = a.model.split("-")[0]
-    d = bench.domains[ds]
-    names = d["feature_order"]
-    lo = [d["verification_domain"][n][0] for n in names]
-    hi = [d["verification_domain"][n][1] for n in names]
-    idx = names.index(a.protected)
-    net = network.from_onnx(bench.onnx(a.model))
-    p = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (), "label", 0.0)
-    parts = fairify_partitions(p, threshold=d["partition_threshold_src"])
+    p, parts, names, idx = fairify_row(a.shared, a.model, a.protected)
+    net = p.net
     vals = np.arange(int(p.lo[idx]), int(p.hi[idx]) + 1)
     pairs = [(i, j) for i in range(len(vals)) for j in range(len(vals)) if i != j]
     arch = [int(l.W.shape[0]) for l in net.layers]

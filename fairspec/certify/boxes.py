@@ -183,6 +183,21 @@ def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
     raise ValueError("the last layer of a network has no ReLU")
 
 
+def relu_difference(dl, du, la, ua, lb, ub):
+    """Bounds of ``relu(p_b) - relu(p_a)`` elementwise, given ``p_b - p_a`` in ``[dl, du]``,
+    ``p_a`` in ``[la, ua]`` and ``p_b`` in ``[lb, ub]`` (ReluDiff's interval rule, Paulsen et al. 2020):
+    the difference itself when both are surely active, 0 when both are surely inactive, otherwise
+    between ``min(0, dl)`` and ``max(0, du)`` (ReLU is monotone and 1-Lipschitz); always within
+    ``[relu(lb) - relu(ua), relu(ub) - relu(la)]``, those differences rounded outward."""
+    act = (la >= 0) & (lb >= 0)
+    dead = (ua <= 0) & (ub <= 0)
+    hl = np.where(act, dl, np.where(dead, 0.0, np.minimum(dl, 0.0)))
+    hh = np.where(act, du, np.where(dead, 0.0, np.maximum(du, 0.0)))
+    hl = np.maximum(hl, down(np.maximum(lb, 0.0) - np.maximum(ua, 0.0)))
+    hh = np.minimum(hh, up(np.maximum(ub, 0.0) - np.maximum(la, 0.0)))
+    return hl, hh
+
+
 def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
     """Rigorous bounds ``(lo, hi)`` (arrays (N, m_out)) of the difference ``p_b - p_a`` of the last
     layer's pre-activations of the exact network ``layers`` at two copies of each individual of box k
@@ -198,7 +213,6 @@ def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
     inactive, and otherwise between ``min(0, dp)`` and ``max(0, dp)`` (ReLU is monotone and
     1-Lipschitz); always within ``[relu(l_b) - relu(u_a), relu(u_b) - relu(l_a)]``, and ``dp`` within
     ``[l_b - u_a, u_b - l_a]``. Every product and difference rounded outward."""
-    N = dlo.shape[0]
     hl, hh = np.asarray(dlo, dtype=np.float64), np.asarray(dhi, dtype=np.float64)
     for j, (W, b, relu) in enumerate(layers):
         zl, zh = interval_matmul(W, np.zeros_like(b), hl.T, hh.T)
@@ -207,14 +221,7 @@ def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
         du = np.minimum(zh.T, up(ub - la))
         if not relu:
             return dl, du
-        act = (la >= 0) & (lb >= 0)
-        dead = (ua <= 0) & (ub <= 0)
-        hl = np.where(act, dl, np.where(dead, 0.0, np.minimum(dl, 0.0)))
-        hh = np.where(act, du, np.where(dead, 0.0, np.maximum(du, 0.0)))
-        ra_l, ra_u = np.maximum(la, 0.0), np.maximum(ua, 0.0)
-        rb_l, rb_u = np.maximum(lb, 0.0), np.maximum(ub, 0.0)
-        hl = np.maximum(hl, down(rb_l - ra_u))
-        hh = np.minimum(hh, up(rb_u - ra_l))
+        hl, hh = relu_difference(dl, du, la, ua, lb, ub)
     raise ValueError("the last layer of a network has no ReLU")
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from fairspec.certify.exact import decide
 from fairspec.certify.lp import LinearProgram, SparseRows
+from fairspec.certify.boxes import relu_difference
 from fairspec.certify.network import rigorous_ibp
 from fairspec.certify.rounding import down, float_down, float_up, interval_matmul, up
 from fairspec.certify.rounding import sigmoid_down as _sigmoid_low, sigmoid_up as _sigmoid_high
@@ -139,16 +140,8 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
         Dlo = np.maximum(Dlo, down(l0 - u1))
         Dhi = np.minimum(Dhi, up(u0 - l1))
         pdiffs.append((Dlo, Dhi))
-        if relu:
-            act = (l0 >= 0) & (l1 >= 0)
-            ina = (u0 <= 0) & (u1 <= 0)
-            Hlo = np.where(act, Dlo, np.where(ina, 0.0, np.minimum(Dlo, 0.0)))
-            Hhi = np.where(act, Dhi, np.where(ina, 0.0, np.maximum(Dhi, 0.0)))
-            h0l, h0h = np.maximum(l0, 0), np.maximum(u0, 0)
-            h1l, h1h = np.maximum(l1, 0), np.maximum(u1, 0)
-            Hlo = np.maximum(Hlo, down(h0l - h1h))
-            Hhi = np.minimum(Hhi, up(h0h - h1l))
-            dlo, dhi = Hlo, Hhi
+        if relu:            # copy 0 minus copy 1: copy 0 is relu_difference's b, copy 1 its a
+            dlo, dhi = relu_difference(Dlo, Dhi, l1, u1, l0, u0)
         else:
             dlo, dhi = Dlo, Dhi
         if np.any(dlo > dhi):
