@@ -25,7 +25,7 @@ def main():
     from fairify import EPS
 
     from fairspec.backends.pair.bounds import interval_bounds
-    from rows import fairify_row
+    from rows import fairify_row, sampled_logits
     from fairspec.backends.refine import refine_partitions
 
     ap = argparse.ArgumentParser()
@@ -56,13 +56,7 @@ def main():
             clo[idx] = chi[idx] = v
             unst.append(interval_bounds(net, clo, chi).unstable(net))
         row["unstable_relus"] = {"min": min(unst), "max": max(unst), "of": int(sum(arch[:-1]))}
-        X = np.floor(plo + rng.random((a.samples, len(names))) * (phi - plo + 1))
-        Z = []
-        for v in vals:
-            Xv = X.copy()
-            Xv[:, idx] = v
-            Z.append(np.asarray(net.forward(Xv, dtype=np.float32), dtype=np.float64).reshape(-1))
-        Z = np.array(Z)
+        X, Z = sampled_logits(net, plo, phi, idx, vals, a.samples, rng)
         if a.prop == "sign":
             pos = Z > 0
             unfair = pos.any(axis=0) & (~pos).any(axis=0)

@@ -28,3 +28,17 @@ def fairify_row(shared: Path, model: str, protected: str, post: str = "label", e
     net = network.from_onnx(bench.onnx(model))
     p = PairProblem(net, lo, hi, [True] * len(names), (), (idx,), None, (), post, eps)
     return p, fairify_partitions(p, threshold=d["partition_threshold_src"]), names, idx
+
+
+def sampled_logits(net, lo, hi, idx, values, n: int, rng):
+    """``(X, Z)``: ``n`` individuals drawn uniformly from the integer points of ``[lo, hi]`` and the
+    network's float32 logit of each under every protected value (``Z[v]``; input ``idx`` set to it)."""
+    import numpy as np
+
+    X = np.floor(lo + rng.random((n, len(lo))) * (hi - lo + 1))
+    Z = []
+    for v in values:
+        Xv = X.copy()
+        Xv[:, idx] = v
+        Z.append(np.asarray(net.forward(Xv, dtype=np.float32), dtype=np.float64).reshape(-1))
+    return X, np.array(Z)

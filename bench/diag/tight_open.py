@@ -38,7 +38,7 @@ def main():
     from threadpoolctl import threadpool_limits
 
     from fairspec.backends.pair.bounds import interval_bounds
-    from rows import fairify_row
+    from rows import fairify_row, sampled_logits
     from fairspec.backends.refine import refine_partitions
 
     torch.set_num_threads(1)
@@ -83,13 +83,7 @@ def main():
             break
         plo, phi = parts[k]
         seen += 1
-        X = np.floor(plo + rng.random((a.samples, len(names))) * (phi - plo + 1))
-        Z = []
-        for v in vals:
-            Xv = X.copy()
-            Xv[:, idx] = v
-            Z.append(np.asarray(net.forward(Xv, dtype=np.float32), dtype=np.float64).reshape(-1))
-        Z = np.array(Z)
+        X, Z = sampled_logits(net, plo, phi, idx, vals, a.samples, rng)
         pos = Z > 0
         if (pos.any(axis=0) & (~pos).any(axis=0)).any():
             unfair_seen += 1
