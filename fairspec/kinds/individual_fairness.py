@@ -237,9 +237,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 # FairQuant's refinement inside the partitions left without a proof
                                 refine=float(prop.options.get("refine") or 0.0),
                                 # the undecided share's estimated split: sampled individuals (seeded)
-                                estimate=int(_option(prop, "estimate", backend) or 0),
-                                seed=int(_option(prop, "seed", backend) or 0),
-                                confidence=float(_option(prop, "confidence", backend) or 0.95),
+                                estimate=int(setting(prop, "estimate", backend) or 0),
+                                seed=int(setting(prop, "seed", backend) or 0),
+                                confidence=float(setting(prop, "confidence", backend) or 0.95),
                                 # smt: in this process, where the loaded model replays pairs exactly
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
@@ -492,11 +492,3 @@ def run_milp(prop, ctx, progress=None) -> Verdict:
 def run_smt(prop, ctx, progress=None) -> Verdict:
     return run_pair(prop, ctx, progress, "smt")
 
-
-def _option(prop, name: str, backend: str):
-    """An option's value: the spec's (a field of the IR options or one of its extras), else the
-    backend's default (fairspec.planning.setting)."""
-    from fairspec.planning import setting
-
-    v = prop.options.get(name)
-    return v if v is not None else setting(prop, name, backend)

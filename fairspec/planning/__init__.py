@@ -17,7 +17,7 @@ __all__ = ["plan", "Plan", "PREFERENCE", "FORM_WORDS", "over_of", "BACKENDS", "N
 def setting(prop, name: str, backend: str | None = None):
     """The value of option ``name`` for ``prop``: the spec's, else the default in the schema of the
     backend that runs it (``backend``, or the one the spec chose with ``using``)."""
-    value = getattr(prop.options, name, None)
+    value = prop.options.get(name)      # a field of the options or one of the spec's extras
     if value is not None:
         return value
     b = BACKENDS.get(backend or prop.options.backend or "")
