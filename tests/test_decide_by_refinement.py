@@ -14,7 +14,7 @@ import pytest
 from fairspec.backends.milp.partition import fairify_partitions, solve_partitioned
 from fairspec.backends.pair import PairProblem, check_witness
 from fairspec.backends.refine import decide_partitions
-from fairspec.certify.tiling import prove_tiled, tiles_partition
+from fairspec.certify.tiling import prove_tiled, prove_tiled_many, tiles_partition
 from conftest import protected_weight_net
 from fairspec.models.network import PLNet
 
@@ -141,6 +141,29 @@ def test_tiling_check_refuses_tiles_its_proof_does_not_cover():
     assert prove_tiled(lo, hi, [True] * 3, [(a[0], a[1], pa), (b[0], b[1], pa)], claim="c") is None
     # an unfair-side proof, or no Proof at all: refused
     assert prove_tiled(lo, hi, [True] * 3, [(a[0], a[1], pa), (b[0], b[1], "proof")], claim="c") is None
+
+
+def test_tiling_check_of_many_boxes_reads_a_shared_proof_once_and_checks_each_box_alone():
+    """prove_tiled_many (the decision pass's one call for all its partitions, one batch Proof shared
+    by many of them): the same answer as prove_tiled box by box -- a box whose tiles the shared Proof
+    covers is proved, a box with a tile it does not cover, a gap, or another Proof's tile is refused,
+    whatever the boxes before it were."""
+    lo, hi = np.array([0.0, 0.0, 0.0]), np.array([7.0, 3.0, 1.0])
+    a = (np.array([[0, 0, 0]], float), np.array([[3, 3, 1]], float))
+    b = (np.array([[4, 0, 0]], float), np.array([[7, 3, 1]], float))
+    shared = _fair_proof(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))   # one batch, both tiles
+    other = _fair_proof(*a)
+    items = [(a[0][0], a[1][0], [(a[0], a[1], shared)]),               # box = tile a: proved
+             (b[0][0], b[1][0], [(b[0], b[1], shared)]),               # box = tile b: proved
+             (lo, hi, [(a[0], a[1], shared), (b[0], b[1], shared)]),   # both tiles: proved
+             (lo, hi, [(a[0], a[1], shared)]),                         # a gap: refused
+             (b[0][0], b[1][0], [(b[0], b[1], other)]),                # b under a Proof of a only: refused
+             (lo, hi, [(a[0], a[1], shared), (b[0], b[1], other)])]    # the same inside a tiling: refused
+    many = prove_tiled_many(items, [True] * 3, claim="c")
+    one = [prove_tiled(l, h, [True] * 3, g, claim="c") for l, h, g in items]
+    assert [m is not None for m in many] == [o is not None for o in one] == [True, True, True, False, False, False]
+    assert all(m.method == "interval" and m.detail["tiles"] == o.detail["tiles"] for m, o in zip(many, one) if m)
+    assert prove_tiled_many([], [True] * 3, claim="c") == []
 
 
 def test_tiling_check_reads_enumeration_counts():

@@ -523,13 +523,13 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     * a sub-box proved unfair, or an enumerated unfair individual: the partition is refuted by that
       individual and a counterfactual that replays on the runtime (its other sub-boxes are dropped);
     * every sub-box proved fair (bounds) or enumerated fair: certify's
-      :func:`fairspec.certify.tiling.prove_tiled` checks that the sub-boxes tile the partition (each
+      :func:`fairspec.certify.tiling.prove_tiled_many` checks that the sub-boxes tile the partition (each
       integer point in exactly one) and that each is covered by its batch's Proof, and mints one Proof;
     * otherwise open (the budget ended first, or a check refused).
 
     Integer inputs without one-hot groups only (Fairify's domains), and an enumerable runtime."""
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs
-    from fairspec.certify.tiling import prove_tiled
+    from fairspec.certify.tiling import prove_tiled_many
 
     parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
     why = refinable(problem)
@@ -567,18 +567,24 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     out = []
     claim = ("no individual of this partition has a counterfactual that breaks the post-condition on the model's "
              "runtime: its sub-boxes tile it, each proved fair by bounds or enumerated")
+    tiled = {}                          # the partitions whose every sub-box was decided fair: checked at once
+    for k, (lo, hi) in enumerate(parts):
+        if k in track.unfair or k in waiting or k not in groups:
+            continue
+        tiled[k] = (lo, hi, [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()])
+    proofs = dict(zip(tiled, prove_tiled_many(list(tiled.values()), problem.integer, claim=claim,
+                                              individual=individual_inputs(problem))))
     for k, (lo, hi) in enumerate(parts):
         if k in track.unfair:
             pr = track.pair(k, cases, pairs)
             out.append(PartDecision("unfair", pair=pr) if pr is not None else
                        PartDecision("open", reason="an individual proved unfair, but no counterfactual replayed"))
-        elif k in waiting or k not in groups:
+        elif k not in tiled:
             out.append(PartDecision("open", reason=f"the refinement did not decide it in {ref.stats.get('seconds', 0):.1f} s "
                                                    f"({ref.stats.get('boxes', 0):,} sub-boxes)"))
         else:
-            gs = [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()]
-            proof = prove_tiled(lo, hi, problem.integer, gs, claim=claim, individual=individual_inputs(problem))
-            out.append(PartDecision("fair", proof=proof, stats={"tiles": sum(len(g[0]) for g in gs)})
+            proof = proofs[k]
+            out.append(PartDecision("fair", proof=proof, stats={"tiles": sum(len(g[0]) for g in tiled[k][2])})
                        if proof is not None else
                        PartDecision("open", reason="certify refused the tiling of the refined sub-boxes"))
     for d in out:

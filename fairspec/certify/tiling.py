@@ -29,7 +29,7 @@ import numpy as np
 
 from fairspec.certify.proof import Proof, _mint
 
-__all__ = ["prove_tiled", "tiles_partition"]
+__all__ = ["prove_tiled", "prove_tiled_many", "tiles_partition"]
 
 
 def _points(LO, HI):
@@ -118,6 +118,21 @@ def prove_tiled(lo, hi, integer, groups: Sequence, *, claim: str, individual: Se
     The Proof's method: ``enumeration`` if any tile was enumerated, else ``interval`` (the weakest
     kind of evidence it rests on is named); its detail carries the tiles' count, the count per
     method, and the group Proofs themselves (``parts``)."""
+    return _prove_tiled(lo, hi, integer, groups, claim, individual, {})
+
+
+def prove_tiled_many(items: Sequence, integer, *, claim: str,
+                     individual: Sequence[int] | None = None) -> list[Proof | None]:
+    """:func:`prove_tiled` for many boxes at once: ``items`` are ``(lo, hi, groups)``, one Proof (or None)
+    each, the same checks. An ``interval`` Proof's list of boxes is read into a set once for all the
+    boxes whose tiles it covers (a batch of bounds decides up to 1,024 sub-boxes of many partitions: read
+    once per partition, that cost ~0.8 ms a partition, more than the bounds at the root; AC-1 sex's first
+    decision pass proves 8,000 partitions, one tile each)."""
+    memo: dict = {}
+    return [_prove_tiled(lo, hi, integer, groups, claim, individual, memo) for lo, hi, groups in items]
+
+
+def _prove_tiled(lo, hi, integer, groups, claim, individual, memo) -> Proof | None:
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     if not np.all(np.asarray(integer, dtype=bool)):
@@ -148,7 +163,12 @@ def prove_tiled(lo, hi, integer, groups: Sequence, *, claim: str, individual: Se
         if pr.method == "interval":
             if pr.detail.get("side") != "fair":
                 return None
-            have = _rows(np.concatenate([PL, PH], axis=1))
+            # the Proof's boxes as a set, read once per Proof in this call (it is kept in the memo
+            # beside its set, so its id cannot be reused by another object meanwhile)
+            hit = memo.get(id(pr))
+            if hit is None or hit[0] is not pr:
+                hit = memo[id(pr)] = (pr, _rows(np.concatenate([PL, PH], axis=1)))
+            have = hit[1]
             if any(r not in have for r in _rows(np.concatenate([GL, GH], axis=1))):
                 return None
         elif pr.method == "enumeration":
