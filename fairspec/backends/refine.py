@@ -17,6 +17,10 @@ box first, over every partition at once), and decides each sub-box, many per bat
    every protected value evaluated on the runtime (one batch for all such sub-boxes), and
    :func:`fairspec.certify.enumerate.count_individuals` decides each one exactly and states the
    counts in an ``enumeration`` Proof;
+3b. in the decision pass (:func:`decide_partitions`, the sign property), a sub-box the bounds leave is
+   tried *split at a hidden layer*: :func:`layer_split_plans` searches (the layer with the fewest live
+   neurons, their box bisected into tiles), :func:`fairspec.certify.layersplit.prove_layer_split`
+   checks and mints the Proof (the sub-box proved fair);
 4. a sub-box the bounds leave is *cut* where its own linear bounds decide a slice of it along one
    input (``decide_boxes(cuts=True)``, label post on a logit readout of raw inputs): the slice, when it
    holds at least ``CUT_MIN`` of the box, is counted fair or unfair and the pieces beside it go back
@@ -184,7 +188,7 @@ def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int
 
 
 def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds,
-            bab_per_batch, cut_min, track=None) -> Refined:
+            bab_per_batch, cut_min, track=None, split: bool = False) -> Refined:
     from fairspec.backends.pair.certify import decide_by_bab, runtime_of
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
     from fairspec.certify.boxes import decide_boxes
@@ -194,7 +198,8 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     t0 = time.perf_counter()
     stop = time.monotonic() + max(0.0, float(seconds))
     out = Refined(stats={"boxes": 0, "fair_boxes": 0, "unfair_boxes": 0, "bab_boxes": 0, "enumerated": 0,
-                         "enumerated_fair": 0, "enumerated_unfair": 0, "cut_fair": 0, "cut_unfair": 0, "left": 0})
+                         "enumerated_fair": 0, "enumerated_unfair": 0, "cut_fair": 0, "cut_unfair": 0,
+                         "split_boxes": 0, "left": 0})
     why = refinable(problem)
     if why:
         out.reason = why
@@ -281,11 +286,12 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             continue
         LO = np.stack([it[3] for it in big])
         HI = np.stack([it[4] for it in big])
+        kept_layers = [] if split else None
         dec = decide_boxes(rt.layers, LO, HI, cases, pairs, post=problem.post, errors=errors, eps=problem.eps,
                            eps_strict=problem.eps_strict, readout=rt.readout, encoding=rt.encoding,
                            integer=problem.integer, precision=rt.precision, complete=True,
                            claim_fair=claim_fair, claim_unfair=claim_unfair, cuts=fast and cut_min is not None,
-                           keep_boxes=track is not None)
+                           keep_boxes=track is not None, keep_layers=kept_layers)
         rest = []
         for j, it in enumerate(big):
             k, lo, hi, m = it[2], it[3], it[4], it[5]
@@ -300,6 +306,12 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                 decided[0] += m
             else:
                 rest.append(j)
+        if split and rest:
+            # the split at a hidden layer (certify.layersplit) on the boxes the bounds left: few live
+            # neurons there, tiled, where the input box needs thousands of sub-boxes (AC-7 race)
+            rest, m = _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_layers, out,
+                                      claim_fair)
+            decided[0] += m
         if bab_nodes and rest:
             # the certified branch and bound (a node cap) on the largest sub-boxes the bounds left
             keep = []
@@ -391,6 +403,39 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     out.undecided = [(it[2], it[3], it[4], it[5]) for it in heap]
     st["seconds"] = round(time.perf_counter() - t0, 4)
     return out
+
+
+def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_layers, out, claim):
+    """The boxes ``rest`` (indices into ``big``) proved fair by a split at a hidden layer: the search
+    (:func:`layer_split_plans`, from the per-layer bounds ``decide_boxes`` kept), certify's check
+    (:func:`fairspec.certify.layersplit.prove_layer_split`, its Proof listing the boxes); each proved
+    box goes to ``out.decided`` as fair. Returns the boxes left and the measure decided."""
+    from fairspec.certify.layersplit import prove_layer_split
+    from fairspec.certify.network import as_layers
+
+    if problem.post != "label":
+        return rest, 0
+    R = np.array(rest, dtype=np.int64)
+    layers = as_layers(rt.layers)
+    bounds = [[(lo[R], hi[R]) for lo, hi in per_case] for per_case in kept_layers]
+    plans = layer_split_plans(layers, LO[R], HI[R], cases, errors, rt.readout, encoding=rt.encoding,
+                              integer=problem.integer, precision=rt.precision, bounds=bounds)
+    if not any(p is not None for p in plans):
+        return rest, 0
+    T = [j for j, p in enumerate(plans) if p is not None]
+    dec = prove_layer_split(layers, LO[R[T]], HI[R[T]], cases, pairs, [plans[j] for j in T], errors=errors,
+                            readout=rt.readout, encoding=rt.encoding, integer=problem.integer,
+                            precision=rt.precision, complete=True, claim=claim, keep_boxes=True)
+    proved = set()
+    m_all = 0
+    for i, j in enumerate(T):
+        if dec.status[i] == 1:
+            it = big[rest[j]]
+            out.decided.append((it[2], "fair", it[3], it[4], it[5], 0, dec.proof))
+            out.stats["split_boxes"] += 1
+            m_all += it[5]
+            proved.add(rest[j])
+    return [j for j in rest if j not in proved], m_all
 
 
 def case_scores(score, X, cases) -> list:
@@ -515,11 +560,14 @@ class _Tracker:
 
 
 def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None = None, batch: int = BATCH,
-                      enum_points: int = ENUM_POINTS, cut_min: float | None = CUT_MIN) -> list[PartDecision]:
+                      enum_points: int = ENUM_POINTS, cut_min: float | None = CUT_MIN,
+                      split: bool = True) -> list[PartDecision]:
     """Decide the partitions ``parts`` (boxes the MILP passes left open) by the refinement (the same
     best-first splitting, batched bounds and enumeration as :func:`refine_partitions`, within
     ``seconds`` and at most ``max_boxes`` sub-boxes), one :class:`PartDecision` per partition:
 
+    * ``split`` (the sign property): a sub-box the bounds leave is first tried split at a hidden layer
+      (:func:`layer_split_plans`, checked by :func:`fairspec.certify.layersplit.prove_layer_split`);
     * a sub-box proved unfair, or an enumerated unfair individual: the partition is refuted by that
       individual and a counterfactual that replays on the runtime (its other sub-boxes are dropped);
     * every sub-box proved fair (bounds) or enumerated fair: certify's
@@ -545,7 +593,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     with threadpool_limits(1):
         ref = _refine(problem, parts, [None] * len(parts), seconds=seconds, max_boxes=max_boxes, batch=batch,
                       enum_points=enum_points, bab_nodes=0, bab_seconds=0.0, bab_per_batch=0, cut_min=cut_min,
-                      track=track)
+                      track=track, split=split)
     if ref.reason:
         return [PartDecision("open", reason=ref.reason) for _ in parts]
     track._scan(ref)
@@ -589,4 +637,130 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
                        PartDecision("open", reason="certify refused the tiling of the refined sub-boxes"))
     for d in out:
         d.stats.update(boxes=ref.stats.get("boxes", 0), seconds=ref.stats.get("seconds", 0))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The split at a hidden layer (certify.layersplit): the search for its certificates
+# ---------------------------------------------------------------------------------------------
+
+#: a layer is tried when at most this many of its neurons are live (upper bound > 0) for every case
+SPLIT_LIVE = 3
+#: at most this many tiles of a hidden layer's live box per box and case (a count)
+SPLIT_TILES = 64
+
+
+def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, integer=None,
+                      precision="float32", max_live: int = SPLIT_LIVE, max_tiles: int = SPLIT_TILES,
+                      bounds: list | None = None) -> list:
+    """The search for :func:`fairspec.certify.layersplit.prove_layer_split`'s certificates: per box
+    ``[LO[k], HI[k]]``, None or ``(L, per_case)``.
+
+    The layer: every hidden ReLU layer's bounds over each (box, case) (one batch), its live neurons
+    (upper bound > 0); the layer whose largest live count over the cases is least (at most
+    ``max_live``; the earlier on a tie). The tiles: best-first bisection of each case's live box
+    (its widest side), all boxes and cases in one batch per round, a tile kept when its score is
+    surely on one side of the threshold (after E), the side the first such tile fixes for its (box,
+    case); a (box, case) with tiles on both sides, or more than ``max_tiles``, gives its box up.
+    ``bounds``: per case, every layer's pre-activation bounds over these boxes (``decide_boxes``'s
+    ``keep_layers``), so they are not computed again. Only a search: certify checks what it finds."""
+    from fairspec.certify.boxes import _encoded, box_bounds, down, up
+    from fairspec.certify.layersplit import tile_scores
+
+    LO = np.atleast_2d(np.asarray(LO, dtype=np.float64))
+    HI = np.atleast_2d(np.asarray(HI, dtype=np.float64))
+    N, nc = LO.shape[0], len(cases)
+    out: list = [None] * N
+    hidden = [L for L in range(len(layers) - 1) if layers[L][2]]
+    if N == 0 or not hidden:
+        return out
+    t = 0.5 if readout[0] in ("prob", "softmax") else 0.0
+    keep: list = []
+    if bounds is None:
+        XL, XH = [], []
+        for case in cases:
+            clo, chi = LO.copy(), HI.copy()
+            for i, v in case.items():
+                clo[:, i] = chi[:, i] = v
+            xl, xh = _encoded(encoding, clo, chi, integer, precision)
+            XL.append(xl)
+            XH.append(xh)
+        box_bounds(layers, np.concatenate(XL), np.concatenate(XH), keep=keep)   # rows: case c, box k at c*N+k
+    else:
+        keep = [(np.concatenate([b[j][0] for b in bounds]), np.concatenate([b[j][1] for b in bounds]))
+                for j in range(len(bounds[0]))]
+    live_max = np.stack([np.max((keep[L][1] > 0).reshape(nc, N, -1).sum(axis=2), axis=0) for L in hidden])
+    choice = np.argmin(live_max, axis=0)                                    # the first least one
+    for L_at in np.unique(choice):
+        L = hidden[int(L_at)]
+        ks = np.flatnonzero((choice == L_at) & (live_max[L_at] <= max_live))
+        if ks.size == 0:
+            continue
+        m = layers[L][0].shape[0]
+        plo, phi = keep[L]
+        # per (box, case): its live coordinates and its queue of tiles
+        rows = [(k, c) for k in ks.tolist() for c in range(nc)]
+        lives, done, side = {}, {}, {}
+        queue = []                      # (row id, tlo, thi) over the live coordinates
+        failed = set()
+        for rid, (k, c) in enumerate(rows):
+            r = c * N + k
+            live = np.flatnonzero(phi[r] > 0)
+            lives[rid] = live
+            done[rid] = []
+            queue.append((rid, np.maximum(plo[r, live], 0.0), np.maximum(phi[r, live], 0.0)))
+        count = {rid: 1 for rid in range(len(rows))}
+        while queue:
+            queue = [q for q in queue if rows[q[0]][0] not in failed]
+            if not queue:
+                break
+            TL = np.zeros((len(queue), m))
+            TH = np.zeros((len(queue), m))
+            for j, (rid, a, b) in enumerate(queue):
+                TL[j, lives[rid]] = a
+                TH[j, lives[rid]] = b
+            s_lo, s_hi = tile_scores(layers, L, TL, TH, readout)
+            Eq = np.array([float(errors[rows[rid][1]]) for rid, _, _ in queue])
+            S = np.where(down(s_lo - Eq) > t, 1, np.where(up(s_hi + Eq) <= t, -1, 0)).tolist()
+            nxt = []
+            for j, (rid, a, b) in enumerate(queue):
+                k, c = rows[rid]
+                if k in failed:
+                    continue
+                s = S[j]
+                if s and side.setdefault(rid, s) != s:
+                    failed.add(k)                   # tiles on both sides: the case changes sign
+                    continue
+                if s:
+                    done[rid].append((a, b))
+                    continue
+                if a.size == 0 or count[rid] + 1 > max_tiles:
+                    failed.add(k)
+                    continue
+                d = int(np.argmax(b - a))
+                mid = 0.5 * (a[d] + b[d])
+                if not (a[d] < mid < b[d]):
+                    failed.add(k)
+                    continue
+                b1, a2 = b.copy(), a.copy()
+                b1[d] = mid
+                a2[d] = mid
+                count[rid] += 1
+                nxt += [(rid, a, b1), (rid, a2, b)]
+            queue = nxt
+        by_box: dict = {}
+        for rid, (k, c) in enumerate(rows):
+            by_box.setdefault(k, {})[c] = rid
+        for k, cs in by_box.items():
+            if k in failed or any(not done[rid] for rid in cs.values()):
+                continue
+            if len({side.get(rid) for rid in cs.values()}) != 1:
+                continue                            # one case surely positive, another surely not
+            per_case = []
+            for c in range(nc):
+                rid = cs[c]
+                A = np.stack([a for a, _ in done[rid]])
+                B = np.stack([b for _, b in done[rid]])
+                per_case.append((lives[rid], A, B))
+            out[k] = (L, per_case)
     return out

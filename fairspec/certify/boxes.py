@@ -390,7 +390,7 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
                  errors: Sequence[float], eps=0.0, eps_strict: bool = False, readout=("logit", 0),
                  encoding=None, integer=None, precision: str = "float32", complete: bool, claim_fair: str,
                  claim_unfair: str, cuts: bool = False, keep_boxes: bool = False, relational: bool = True,
-                 **detail) -> BoxDecisions:
+                 keep_layers: list | None = None, **detail) -> BoxDecisions:
     """Decide the boxes ``[LO[k], HI[k]]`` (model inputs, (N, n)) as the module docstring says.
 
     cases:    ``{input: value}`` assignments of the protected inputs; ``pairs`` the allowed (a, b).
@@ -416,6 +416,10 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
               by both copies' E; ``prob`` by the mean value theorem (the logistic's largest slope over
               both copies' logit range times the logit difference). A box is fair when either the
               per-copy bounds or this one meets eps; the per-copy bounds alone decide unfair boxes.
+    keep_layers: a list that gets, per case, every layer's pre-activation bounds over the boxes (the
+              ``keep`` of :func:`box_bounds`): what a backend's search for a split at a hidden layer
+              starts from (:func:`fairspec.backends.refine.layer_split_plans`; certify's check recomputes
+              its own).
     """
     from fairspec.certify.exact import threshold_of
     from fairspec.certify.network import as_layers
@@ -449,9 +453,11 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
         for i, v in case.items():
             clo[:, i] = chi[:, i] = v
         xlo, xhi = _encoded(encoding, clo, chi, integer, precision)
-        keep = [] if rel else None
+        keep = [] if rel or keep_layers is not None else None
+        if keep_layers is not None:
+            keep_layers.append(keep)
         if cut_cols:
-            plo, phi, inf, lin = box_bounds(layers, xlo, xhi, linear=True)
+            plo, phi, inf, lin = box_bounds(layers, xlo, xhi, linear=True, keep=keep)
             c = readout[1]
             lins.append((lin[0][:, c], lin[1][:, c, :], lin[2][:, c], lin[3][:, c, :]))
         else:
