@@ -483,6 +483,8 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
     if "attack_refuted" in st:
         # partitions refuted by the batched attack before any solver, and decided by each retry pass
         row["attack_refuted"] = st["attack_refuted"]
+        # the second attack, on what the first decision pass left (None: it did not run)
+        row["attack_again_refuted"] = st.get("attack_again_refuted")
         row["retry_decided"] = st.get("retry_decided", {})
         row["union_decided"] = st.get("union_decided", 0)
         # the decision pass by refinement (after the retry passes): partitions tried / proved / refuted / open

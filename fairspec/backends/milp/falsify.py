@@ -242,13 +242,16 @@ def _replayed(p: PairProblem, L, H, xa, xb):
 
 
 def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
-                  deadline: float | None = None, executor=None) -> list[Witness | None]:
+                  deadline: float | None = None, executor=None, heavy_boxes: int | None = None,
+                  until_none: bool = False) -> list[Witness | None]:
     """For each box ``(lo, hi)`` of ``parts`` a witness that refutes it (see the module docstring:
     replayed on the restricted problem, in float32 and on the runtime), or None. ``rounds``: see
-    :data:`ROUNDS`; ``deadline`` (``time.time()``) stops the attack between chunks. With an
-    ``executor`` of more than one worker, each round's chunks of boxes run as its jobs (the problem
-    sent once per worker); every chunk has its own random stream, so the witnesses are the same
-    whatever runs them (up to the deadline)."""
+    :data:`ROUNDS` (round ``r`` draws from the random streams of ``seed + r``); ``deadline``
+    (``time.time()``) stops the attack between chunks; a round of more than 4,096 points runs only
+    when at most ``heavy_boxes`` boxes are left (default :data:`HEAVY_BOXES`); ``until_none``: a
+    round that refutes no box ends the rounds. With an ``executor`` of more than one worker, each
+    round's chunks of boxes run as its jobs (the problem sent once per worker); every chunk has its
+    own random stream, so the witnesses are the same whatever runs them (up to the deadline)."""
     from threadpoolctl import threadpool_limits
 
     from fairspec.models.network import PLNet
@@ -263,12 +266,14 @@ def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
             left = [k for k, w in enumerate(out) if w is None]
             if not left or (deadline is not None and time.time() > deadline):
                 break
-            if samples > 4096 and len(left) > HEAVY_BOXES:
+            if samples > 4096 and len(left) > (HEAVY_BOXES if heavy_boxes is None else heavy_boxes):
                 break
             found: list[Witness | None] = [None] * len(left)
             _falsify(problem, [parts[k] for k in left], samples, steps, starts, seed + r, deadline, found, executor)
             for k, w in zip(left, found):
                 out[k] = w
+            if until_none and not any(w is not None for w in found):
+                break
     return out
 
 

@@ -14,7 +14,8 @@ fewer unstable ReLUs, a per-partition time budget — and the verdicts are combi
 
 On a network with a total budget a partition is decided by passes, each on what the previous ones
 left: the batched attack, the first decision pass (many partitions only: a few sub-boxes each, see
-:data:`DECIDE_FIRST_BOXES`), the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
+:data:`DECIDE_FIRST_BOXES`), the attack again on what that pass left with far more points per box
+(:data:`AGAIN_ROUNDS`) and, when it refuted some, the decision rounds again, the union pass, one solve per partition, the retry passes (:data:`RETRIES`),
 the decision pass by refinement (:func:`_decide_pass`: sub-boxes proved fair / enumerated -- holds with
 certify's tiling Proof -- or an unfair individual -- violated; a short one before the retries too), then
 doubling budgets until the total is spent.
@@ -237,7 +238,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     falsify:       find / prove on a network: first one batched attack over every box
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
-                   unfair boxes are still grown).
+                   unfair boxes are still grown); when the first decision pass ran and left at most
+                   :data:`AGAIN_MAX` partitions, the attack runs again on those with the rounds
+                   :data:`AGAIN_ROUNDS` (far more points per box; a round that refutes none ends them;
+                   at most :data:`AGAIN_SHARE` of what is left of the budget;
+                   ``stats["attack_again_refuted"]``, None when it did not run).
     refine:        seconds of FairQuant's refinement after everything else
                    (:func:`fairspec.backends.refine.refine_partitions`: every partition without a
                    certified holds split into sub-boxes, each proved fair, proved unfair or
@@ -268,8 +273,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    share also runs before the retries, and, when the attack leaves at least
                    :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
                    rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and the
-                   solves; ``stats["refine_decided"]`` (counts, the partitions decided, each pass's counts:
-                   "first", "before retries", "after retries").
+                   solves, and after the second attack (see ``falsify``), when it refuted some, the rounds
+                   again on what is left (:data:`DECIDE_AGAIN_BOXES`); ``stats["refine_decided"]`` (counts,
+                   the partitions decided, each pass's counts: "first", "after the second attack", "before
+                   retries", "after retries").
     estimate:      individuals drawn uniformly from the undecided share (seeded with ``seed``) and
                    decided on the runtime: an *estimate* of its unfair / fair split with exact
                    Clopper-Pearson intervals at ``confidence`` (:mod:`fairspec.backends.estimate`;
@@ -297,7 +304,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
     retried: dict[str, int] = {}
     by_union = 0
-    first = None
+    first = second = None
+    again = None
     try:
         share = DECIDE_SHARE if decide_share is None else float(decide_share)
         if len(items) >= DECIDE_FIRST_MIN and backend == "milp" and retries != ():
@@ -305,18 +313,45 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             # each, before any per-partition solve (which pays about a second per box even where the
             # bounds at the root decide it: AC-12 race left 4,968 such partitions unreached in 900 s)
             # rounds of growing sub-box caps on what the previous round left, all within one share
-            until = None if deadline is None else time.time() + share * DECIDE_FIRST * (deadline - time.time())
-            rounds = []
-            for each in DECIDE_FIRST_BOXES:
-                if not items or until is None or time.time() >= until:
-                    break
-                c = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST,
-                                 stop_on_violation, fresh=True, boxes_each=each, budget=until - time.time())
-                rounds.append((f"{each} sub-boxes each", c))
-                items = [it for it in items if results[it[0]] is None]
-                if not c or not (c["proved"] + c["refuted"]):
-                    break           # a round that decides none: more sub-boxes are unlikely to (BM-1 age)
+            def run_rounds(caps):
+                nonlocal items
+                until = None if deadline is None else time.time() + share * DECIDE_FIRST * (deadline - time.time())
+                done = []
+                for each in caps:
+                    if not items or until is None or time.time() >= until:
+                        break
+                    c = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_FIRST,
+                                     stop_on_violation, fresh=True, boxes_each=each, budget=until - time.time())
+                    done.append((f"{each} sub-boxes each", c))
+                    items = [it for it in items if results[it[0]] is None]
+                    if not c or not (c["proved"] + c["refuted"]):
+                        break       # a round that decides none: more sub-boxes are unlikely to (BM-1 age)
+                return done
+
+            rounds = run_rounds(DECIDE_FIRST_BOXES)
             first = _merge_passes(*rounds) if rounds else None
+            if rounds and falsify and items and len(items) <= AGAIN_MAX and deadline is not None:
+                # the attack again, on what the first pass left, with many more points per box: what the
+                # bounds leave after 1,024 sub-boxes is mostly unfair partitions whose violations are rare
+                # (AC-11 sex: a 16,384-point round refuted 155 of the 263 the first pass left in 20 s,
+                # where the union pass and the per-partition solves took ~700 s for 183)
+                from fairspec.backends.milp.falsify import ROUNDS
+
+                keys = [it[0] for it in items]
+                hit = _attack(problem, mode, [parts[k] for k in keys], time.time() + AGAIN_SHARE * (deadline - time.time()),
+                              ex, rounds=AGAIN_ROUNDS, seed=len(ROUNDS), heavy_boxes=AGAIN_MAX, until_none=True)
+                for j, r in hit.items():
+                    results[keys[j]] = replace(r, reason="early falsification, again after the first decision pass: "
+                                               "a sampled pair, replayed", stats={**(r.stats or {}), "pass": "attack again"})
+                again = len(hit)
+                items = [it for it in items if results[it[0]] is None]
+                if again:
+                    # and the decision rounds again, bigger, on the fair partitions left: inside a job the
+                    # refinement splits the largest undecided sub-box first, over all its partitions, so
+                    # the unfair ones (never proved fair) took most of the sub-boxes (AC-11 sex: the 61 the
+                    # attacks left, all decided in 4 s by one 4,096 round; bench/results/fairify_ac11.md)
+                    after = run_rounds(DECIDE_AGAIN_BOXES)
+                    second = _merge_passes(*after) if after else None
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             by_union = _union_pass(problem, parts, items, results, ex, shared)
@@ -370,7 +405,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     retried[label] = retried.get(label, 0) + 1
         if by_refine is None and retries:
             by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
-        by_refine = _merge_passes(("first", first), ("before retries", early), ("after retries", by_refine))
+        by_refine = _merge_passes(("first", first), ("after the second attack", second), ("before retries", early),
+                                  ("after retries", by_refine))
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
         # witness (the decisions come first: quantifying never costs a partition its verdict)
         t_q = time.perf_counter()
@@ -413,6 +449,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             sample += [left[400 + int(i)] for i in sorted(pick)]
         out.stats["refine_undecided"] = {"boxes": sample, "measure": sum(t[3] for t in left)}
     out.stats["attack_refuted"] = len(attacked)
+    out.stats["attack_again_refuted"] = again     # the second attack (None: it did not run)
     out.stats["union_decided"] = by_union         # partitions the union pass decided
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["refine_decided"] = by_refine or {}  # the decision pass by refinement (_decide_pass)
@@ -420,6 +457,17 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     return out
 
 
+#: the second attack (after the first decision pass, on the partitions it left): rounds of far more
+#: points per box than the first attack's (:data:`fairspec.backends.milp.falsify.ROUNDS`), each on what
+#: the previous left, a round that refutes none ending them. AC-11 sex, the 263 partitions the first pass
+#: left (one process, load 6): 16,384 points refuted 155 in 19.7 s; of the 108 left, 16,384 again (other
+#: streams) 26 in 5.3 s, and the three rounds 47 in 35 s (bench/results/fairify_ac11.md)
+AGAIN_ROUNDS = ((16384, 200, 64), (65536, 300, 128), (262144, 300, 256))
+#: ... when the first decision pass ran and left at most this many partitions (AC-7 race leaves ~8,000:
+#: no) ...
+AGAIN_MAX = 1024
+#: ... within this share of what is left of the total budget
+AGAIN_SHARE = 0.25
 #: the share of what is left of the total budget after the retry passes that the decision pass by
 #: refinement gets (the doubling passes get the rest)
 DECIDE_SHARE = 0.5
@@ -437,6 +485,9 @@ DECIDE_FIRST = 0.5
 #: 6 more of 263 in the 128-box round, bench/results/fairify_tight.md); a round that decides none ends them
 #: (BM-1 age: the 128 and 1,024 rounds decided none of 27 in 8.5 s)
 DECIDE_FIRST_BOXES = (16, 128, 1024)
+#: after the second attack refuted some, the rounds again on what is left (the same share of what is
+#: left of the budget, the same stop at a round that decides none)
+DECIDE_AGAIN_BOXES = (1024, 4096, 16384)
 
 
 def _merge_passes(*named) -> dict | None:
@@ -551,9 +602,10 @@ def _union_pass(problem, parts, items, results, ex, shared) -> int:
     return n
 
 
-def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None) -> dict[int, PairResult]:
+def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None, **falsify_kw) -> dict[int, PairResult]:
     """The partitions the batched attack refutes, as ``violated`` results (see
-    :mod:`fairspec.backends.milp.falsify`; its chunks of boxes run on ``executor``'s workers);
+    :mod:`fairspec.backends.milp.falsify`; its chunks of boxes run on ``executor``'s workers;
+    ``falsify_kw``: :func:`~fairspec.backends.milp.falsify.falsify_boxes`' rounds, seed, ...);
     {} for tree ensembles."""
     from fairspec.backends.milp.falsify import falsify_boxes
     from fairspec.backends.pair import pair_measure
@@ -562,7 +614,7 @@ def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None) -> 
     if not isinstance(problem.net, PLNet):
         return {}
     t0 = time.perf_counter()
-    wits = falsify_boxes(problem, parts, deadline=deadline, executor=executor)
+    wits = falsify_boxes(problem, parts, deadline=deadline, executor=executor, **falsify_kw)
     took = time.perf_counter() - t0
     each = took / max(len(parts), 1)
     return {k: PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,

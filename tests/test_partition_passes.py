@@ -1,0 +1,146 @@
+"""The order of solve_partitioned's passes on many partitions (issue 24, AC-11): after the first
+decision pass, the attack runs again with many more points per box on what that pass left, before the
+union pass and the per-partition solves; its rounds end at one that refutes none. Tiny networks biased
+toward ties (dyadic weights); verdicts against brute force; no timing."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import fairspec.backends.milp.falsify as falsify
+import fairspec.backends.milp.partition as part
+from conftest import protected_weight_net
+from fairspec.backends.milp.partition import fairify_partitions, solve_partitioned
+from fairspec.backends.pair import PairProblem, PairResult, check_witness
+from fairspec.runtime.executor import SerialExecutor
+
+
+def _problem(seed: int, weight: float = 1.0) -> PairProblem:
+    net = protected_weight_net(seed, weight, True, False, name="passes")
+    return PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post="label")
+
+
+def _unfair(p, lo, hi) -> bool:
+    for t in itertools.product(*(range(int(lo[i]), int(hi[i]) + 1) for i in range(3))):
+        x, xp = np.array([*t, 0.0]), np.array([*t, 1.0])
+        if check_witness(p, x, xp, p.net.forward) or check_witness(p, xp, x, p.net.forward):
+            return True
+    return False
+
+
+def _weak_first_attack(monkeypatch, calls):
+    """The first attack with the box centres only (so it leaves unfair partitions), the second as is;
+    each call's keyword arguments recorded."""
+    real = part._attack
+
+    def attack(problem, mode, parts, deadline, executor=None, **kw):
+        record = dict(kw)
+        if not kw:
+            kw = {"rounds": ((0, 0, 1),)}
+        hit = real(problem, mode, parts, deadline, executor, **kw)
+        calls.append((len(parts), record, [(tuple(parts[j][0]), tuple(parts[j][1])) for j in hit]))
+        return hit
+
+    monkeypatch.setattr(part, "_attack", attack)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_second_attack_runs_on_what_the_first_pass_left_and_its_witnesses_are_true(monkeypatch, seed):
+    p = _problem(seed)
+    parts = fairify_partitions(p, threshold=8)                  # 4 x 4 x 2 = 32 partitions of 512 individuals
+    calls, solved = [], []
+
+    def stub(shared, item):
+        solved.append(item[0])
+        return PairResult("unknown", reason="stub")
+
+    _weak_first_attack(monkeypatch, calls)
+    monkeypatch.setattr(part, "_solve_part", stub)
+    monkeypatch.setattr(part, "DECIDE_FIRST_MIN", 16)
+    monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))       # the bounds at the root only: many left
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    again = res.stats["attack_again_refuted"]
+    first = res.stats["refine_decided"]["passes"]["first"]
+    assert calls[0][:2] == (32, {})
+    if first["open"]:
+        # the second attack: once, on exactly what the first pass left, with its own rounds
+        assert len(calls) == 2 and calls[1][0] == first["open"]
+        assert calls[1][1]["rounds"] == part.AGAIN_ROUNDS and calls[1][1]["until_none"]
+        assert again == len(calls[1][2])
+        # when it refuted some, the decision rounds again on what is left (their own counts)
+        passes = res.stats["refine_decided"]["passes"]
+        assert ("after the second attack" in passes) == (again > 0 and first["open"] > again)
+    else:
+        assert len(calls) == 1 and again is None
+    index = {(tuple(lo), tuple(hi)): k for k, (lo, hi) in enumerate(parts)}
+    by_again = {index[b] for b in (calls[1][2] if len(calls) > 1 else [])}
+    status = [st for st, _ in res.coverage.parts]
+    assert all(status[k] == "violated" for k in by_again)
+    # the per-partition solves never see a partition the second attack refuted
+    assert not by_again & set(solved)
+    for k, st in enumerate(status):
+        lo, hi = parts[k]
+        if st == "holds":
+            assert not _unfair(p, lo, hi)
+        elif st == "violated":
+            assert _unfair(p, lo, hi)
+
+
+def test_second_attack_refutes_partitions_the_first_left():
+    """Over the seeds of the test above, the second attack does refute something (the test is not vacuous)."""
+    found = 0
+    for seed in range(1, 9):
+        p = _problem(seed)
+        parts = fairify_partitions(p, threshold=8)
+        left = [k for k, w in enumerate(falsify.falsify_boxes(p, parts, rounds=((0, 0, 1),))) if w is None]
+        wits = falsify.falsify_boxes(p, [parts[k] for k in left], rounds=part.AGAIN_ROUNDS[:1], seed=4,
+                                     heavy_boxes=part.AGAIN_MAX, until_none=True)
+        for k, w in zip(left, wits):
+            if w is not None:
+                found += 1
+                lo, hi = parts[k]
+                assert np.all(np.asarray(w.x) >= lo) and np.all(np.asarray(w.x) <= hi)
+                assert check_witness(p, np.asarray(w.x), np.asarray(w.x_prime), p.net.forward)
+    assert found > 0
+
+
+def test_attack_rounds_end_at_one_that_refutes_none(monkeypatch):
+    p = _problem(3, weight=0.0)                 # the protected input has no weight: every box is fair
+    parts = fairify_partitions(p, threshold=8)
+    ran = []
+    real = falsify._falsify
+
+    def spy(problem, parts_, samples, *a, **k):
+        ran.append(samples)
+        return real(problem, parts_, samples, *a, **k)
+
+    monkeypatch.setattr(falsify, "_falsify", spy)
+    rounds = ((4, 1, 1), (8, 1, 1), (16, 1, 1))
+    assert not any(falsify.falsify_boxes(p, parts, rounds=rounds, until_none=True))
+    assert ran == [4]
+    ran.clear()
+    assert not any(falsify.falsify_boxes(p, parts, rounds=rounds))
+    assert ran == [4, 8, 16]
+
+
+def test_no_second_attack_without_the_first_pass_or_with_too_many_left(monkeypatch):
+    p = _problem(2)
+    parts = fairify_partitions(p, threshold=8)
+    calls = []
+    _weak_first_attack(monkeypatch, calls)
+    monkeypatch.setattr(part, "_solve_part", lambda shared, item: PairResult("unknown", reason="stub"))
+    # fewer partitions than DECIDE_FIRST_MIN: no first pass, so no second attack
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
+    calls.clear()
+    monkeypatch.setattr(part, "DECIDE_FIRST_MIN", 16)
+    monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))
+    monkeypatch.setattr(part, "AGAIN_MAX", 0)
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
