@@ -17,7 +17,10 @@ every property after it; the exit code is 128 + the signal's number, as a shell 
 the signal ended: 130 for SIGINT, 143 for SIGTERM (:func:`exit_code`).
 
 Worker processes ignore both signals (:func:`worker_init`: a Ctrl-C in a terminal or a SIGTERM to
-the process group reaches them too); the parent ends them (:func:`kill_pool`).
+the process group reaches them too); the parent ends them (:func:`kill_pool`). A worker whose parent
+died without ending the pool (SIGKILL, an out-of-memory kill, a SIGTERM to a program that embeds
+fairspec without the CLI's handler) ends itself (:func:`watch_parent`): nothing else would stop it
+before its job's budget ran out.
 """
 
 from __future__ import annotations
@@ -192,9 +195,31 @@ def installed(*, defer: bool = False, fresh: bool = True):
 
 def worker_init() -> None:
     """In a pool's worker: ignore SIGINT and SIGTERM (a terminal's Ctrl-C and a CI's SIGTERM reach the
-    whole process group; the parent decides, and ends the pool with :func:`kill_pool`)."""
+    whole process group; the parent decides, and ends the pool with :func:`kill_pool`), and end when
+    the parent is gone (:func:`watch_parent`)."""
     for sig in HANDLED:
         signal.signal(sig, signal.SIG_IGN)
+    watch_parent()
+
+
+def watch_parent() -> None:
+    """In a multiprocessing child: a daemon thread that ends this process (``os._exit``) when its
+    parent dies (it waits on multiprocessing's parent sentinel, a pipe the parent holds open, so a
+    parent that died before this worker started counts too). A worker ignores SIGTERM, so a parent
+    killed before it could end the pool would otherwise leave it computing, an orphan, until its job
+    ended (minutes of a solver's budget). The thread runs whenever the job releases the GIL (numpy,
+    the solvers' C code, every few milliseconds of Python)."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fairspec-parent-watch", daemon=True).start()
 
 
 def kill_pool(pool) -> None:

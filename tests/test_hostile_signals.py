@@ -228,3 +228,47 @@ def test_a_signal_while_the_report_is_written_finishes_it_then_exits_130(tmp_pat
     from fairspec import interrupt
 
     assert not interrupt.requested()  # the next in-process check is not interrupted
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    """A program that embeds fairspec (no CLI handler) killed with SIGKILL mid-job: its pool's workers
+    (which ignore SIGTERM) notice the parent is gone and end, rather than compute on as orphans."""
+    script = tmp_path / "embed.py"
+    script.write_text(
+        "import time\n"
+        "from fairspec.runtime.executor import ProcessExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    ex = ProcessExecutor(2)\n"
+        "    pool = ex._ensure()\n"
+        "    futs = [pool.submit(time.sleep, 600) for _ in range(2)]\n"
+        "    print(' '.join(str(p) for p in pool._processes), flush=True)\n"
+        "    time.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        pids = [int(v) for v in line.split()]
+        assert len(pids) == 2, line
+        t0 = time.monotonic()
+        while not all(_alive(pid) for pid in pids):
+            assert time.monotonic() - t0 < GUARD, "the workers never started"
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        t0 = time.monotonic()
+        while any(_alive(pid) for pid in pids) and time.monotonic() - t0 < GUARD:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in pids), f"workers outlived their killed parent: {pids}"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.communicate()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
