@@ -108,15 +108,34 @@ def _prefix(layers, L):
 def layer_bounds(layers, L: int, XLO, XHI):
     """Rigorous bounds ``(plo, phi)`` (arrays (N, m_L)) of layer ``L``'s pre-activations of the exact
     network over each input box (rows of ``XLO`` / ``XHI``, model inputs after the encoding)."""
-    plo, phi, _ = box_bounds(_prefix(layers, L), XLO, XHI)
-    return plo, phi
+    XLO = np.atleast_2d(np.asarray(XLO, dtype=np.float64))
+    XHI = np.atleast_2d(np.asarray(XHI, dtype=np.float64))
+    pre = _prefix(layers, L)
+    lo, hi = [], []
+    for s in range(0, max(XLO.shape[0], 1), _CHUNK):
+        plo, phi, _ = box_bounds(pre, XLO[s:s + _CHUNK], XHI[s:s + _CHUNK])
+        lo.append(plo)
+        hi.append(phi)
+    return np.concatenate(lo), np.concatenate(hi)
 
 
 def tile_scores(layers, L: int, TLO, THI, readout):
     """Rigorous bounds ``(s_lo, s_hi)`` (arrays (M,)) of the readout's score of the exact network
     given layer ``L``'s post-activations in each box ``[TLO[j], THI[j]]`` (arrays (M, m_L))."""
-    plo, phi, _ = box_bounds(list(layers[L + 1:]), TLO, THI)
-    return _scores(plo, phi, readout)
+    TLO = np.atleast_2d(np.asarray(TLO, dtype=np.float64))
+    THI = np.atleast_2d(np.asarray(THI, dtype=np.float64))
+    sub = list(layers[L + 1:])
+    lo, hi = [], []
+    for s in range(0, max(TLO.shape[0], 1), _CHUNK):       # in chunks: the bounds' arrays grow with the tiles
+        plo, phi, _ = box_bounds(sub, TLO[s:s + _CHUNK], THI[s:s + _CHUNK])
+        a, b = _scores(plo, phi, readout)
+        lo.append(a)
+        hi.append(b)
+    return np.concatenate(lo), np.concatenate(hi)
+
+
+#: tiles bounded per batch (memory: the back-substitution's arrays are tiles x neurons x neurons)
+_CHUNK = 2048
 
 
 class SplitDecisions:
