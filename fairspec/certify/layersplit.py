@@ -135,7 +135,7 @@ def tile_scores(layers, L: int, TLO, THI, readout):
 
 
 #: tiles bounded per batch (memory: the back-substitution's arrays are tiles x neurons x neurons)
-_CHUNK = 2048
+_CHUNK = 1024
 
 
 class SplitDecisions:
