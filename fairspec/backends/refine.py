@@ -199,7 +199,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     stop = time.monotonic() + max(0.0, float(seconds))
     out = Refined(stats={"boxes": 0, "fair_boxes": 0, "unfair_boxes": 0, "bab_boxes": 0, "enumerated": 0,
                          "enumerated_fair": 0, "enumerated_unfair": 0, "cut_fair": 0, "cut_unfair": 0,
-                         "split_boxes": 0, "left": 0})
+                         "split_tried": 0, "split_boxes": 0, "left": 0})
     why = refinable(problem)
     if why:
         out.reason = why
@@ -306,9 +306,11 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                 decided[0] += m
             else:
                 rest.append(j)
-        if split and rest:
+        if split and rest and not (st["split_tried"] >= SPLIT_GIVE_UP and st["split_boxes"] * 100 < st["split_tried"]):
             # the split at a hidden layer (certify.layersplit) on the boxes the bounds left: few live
-            # neurons there, tiled, where the input box needs thousands of sub-boxes (AC-7 race)
+            # neurons there, tiled, where the input box needs thousands of sub-boxes (AC-7 race); given up
+            # for the rest of the call once it has proved under 1% of SPLIT_GIVE_UP boxes or more
+            st["split_tried"] += len(rest)
             rest, m = _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_layers, out,
                                       claim_fair)
             decided[0] += m
@@ -646,8 +648,12 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
 
 #: a layer is tried when at most this many of its neurons are live (upper bound > 0) for every case
 SPLIT_LIVE = 3
-#: at most this many tiles of a hidden layer's live box per box and case (a count)
-SPLIT_TILES = 64
+#: the decision pass stops trying the split (for the rest of one call) once it has tried this many boxes
+#: and proved under 1% of them (a count)
+SPLIT_GIVE_UP = 2048
+#: at most this many tiles of a hidden layer's live box per box and case (a count; AC-7 race's partitions
+#: take 1-7 at the root, bench/results/fairify_ac7.md)
+SPLIT_TILES = 16
 
 
 def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, integer=None,
@@ -709,6 +715,26 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
             lives[rid] = live
             done[rid] = []
             queue.append((rid, np.maximum(plo[r, live], 0.0), np.maximum(phi[r, live], 0.0)))
+        # the corners of every live box first (points: their bounds are nearly exact): a corner not
+        # surely on one side, or two on different sides (of any case of the box), and the box is given up
+        # at once -- what keeps the search cheap where it cannot succeed (AC-1, BM-1)
+        CL, owner = [], []
+        for rid, a, b in queue:
+            for corner in itertools.product(*[(x, y) for x, y in zip(a.tolist(), b.tolist())]):
+                v = np.zeros(m)
+                v[lives[rid]] = corner
+                CL.append(v)
+                owner.append(rid)
+        c_lo, c_hi = tile_scores(layers, L, np.array(CL), np.array(CL), readout)
+        Ec = np.array([float(errors[rows[rid][1]]) for rid in owner])
+        Sc = np.where(down(c_lo - Ec) > t, 1, np.where(up(c_hi + Ec) <= t, -1, 0)).tolist()
+        box_side: dict = {}
+        for rid, s in zip(owner, Sc):
+            k = rows[rid][0]
+            if s == 0 or box_side.setdefault(k, s) != s:
+                failed.add(k)
+            else:
+                side[rid] = s
         count = {rid: 1 for rid in range(len(rows))}
         while queue:
             queue = [q for q in queue if rows[q[0]][0] not in failed]
