@@ -274,7 +274,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
                    rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and the
                    solves, and after the second attack (see ``falsify``), when it refuted some, the rounds
-                   again on what is left (:data:`DECIDE_AGAIN_BOXES`); ``stats["refine_decided"]`` (counts,
+                   again on what is left (:data:`DECIDE_AGAIN_BOXES`, at most :data:`DECIDE_AGAIN_SECONDS`
+                   per partition left); ``stats["refine_decided"]`` (counts,
                    the partitions decided, each pass's counts: "first", "after the second attack", "before
                    retries", "after retries").
     estimate:      individuals drawn uniformly from the undecided share (seeded with ``seed``) and
@@ -313,9 +314,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             # each, before any per-partition solve (which pays about a second per box even where the
             # bounds at the root decide it: AC-12 race left 4,968 such partitions unreached in 900 s)
             # rounds of growing sub-box caps on what the previous round left, all within one share
-            def run_rounds(caps):
+            def run_rounds(caps, each_seconds=None):
                 nonlocal items
                 until = None if deadline is None else time.time() + share * DECIDE_FIRST * (deadline - time.time())
+                if until is not None and each_seconds is not None:
+                    until = min(until, time.time() + each_seconds * len(items))
                 done = []
                 for each in caps:
                     if not items or until is None or time.time() >= until:
@@ -350,7 +353,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     # refinement splits the largest undecided sub-box first, over all its partitions, so
                     # the unfair ones (never proved fair) took most of the sub-boxes (AC-11 sex: the 61 the
                     # attacks left, all decided in 4 s by one 4,096 round; bench/results/fairify_ac11.md)
-                    after = run_rounds(DECIDE_AGAIN_BOXES)
+                    after = run_rounds(DECIDE_AGAIN_BOXES, DECIDE_AGAIN_SECONDS)
                     second = _merge_passes(*after) if after else None
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
@@ -486,8 +489,12 @@ DECIDE_FIRST = 0.5
 #: (BM-1 age: the 128 and 1,024 rounds decided none of 27 in 8.5 s)
 DECIDE_FIRST_BOXES = (16, 128, 1024)
 #: after the second attack refuted some, the rounds again on what is left (the same share of what is
-#: left of the budget, the same stop at a round that decides none)
+#: left of the budget, the same stop at a round that decides none) ...
 DECIDE_AGAIN_BOXES = (1024, 4096, 16384)
+#: ... and at most this many seconds per partition left (what its per-partition solve would cost at least,
+#: about a second of fixed cost on one of two workers, halved): on a few boxes the solves are cheaper (BM-1
+#: age, 12 left: uncapped, the 16,384 round took 32 s and decided none, the row 46.8 s against 10.1 s)
+DECIDE_AGAIN_SECONDS = 0.25
 
 
 def _merge_passes(*named) -> dict | None:
