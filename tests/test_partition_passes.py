@@ -61,6 +61,8 @@ def test_second_attack_runs_on_what_the_first_pass_left_and_its_witnesses_are_tr
     monkeypatch.setattr(part, "_solve_part", stub)
     monkeypatch.setattr(part, "DECIDE_FIRST_MIN", 16)
     monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))       # the bounds at the root only: many left
+    monkeypatch.setattr(part, "AGAIN_MIN", 1)
+    monkeypatch.setattr(part, "AGAIN_SECONDS", 3600.0)
     res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
                             retries=(("bab", 1.0),), executor=SerialExecutor())
     again = res.stats["attack_again_refuted"]
@@ -140,7 +142,23 @@ def test_no_second_attack_without_the_first_pass_or_with_too_many_left(monkeypat
     calls.clear()
     monkeypatch.setattr(part, "DECIDE_FIRST_MIN", 16)
     monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))
+    monkeypatch.setattr(part, "AGAIN_MIN", 1)
     monkeypatch.setattr(part, "AGAIN_MAX", 0)
     res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
                             retries=(("bab", 1.0),), executor=SerialExecutor())
     assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
+    # too few left (fewer than AGAIN_MIN): the union pass and the solves take them, no second attack
+    calls.clear()
+    monkeypatch.setattr(part, "AGAIN_MIN", 10 ** 6)
+    monkeypatch.setattr(part, "AGAIN_MAX", 10 ** 7)
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
+    # the same with AGAIN_MIN met: it runs
+    calls.clear()
+    monkeypatch.setattr(part, "AGAIN_MIN", 1)
+    monkeypatch.setattr(part, "AGAIN_SECONDS", 3600.0)
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    left = res.stats["refine_decided"]["passes"]["first"]["open"]
+    assert len(calls) == (2 if left else 1)

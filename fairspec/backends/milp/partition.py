@@ -238,10 +238,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     falsify:       find / prove on a network: first one batched attack over every box
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
-                   unfair boxes are still grown); when the first decision pass ran and left at most
-                   :data:`AGAIN_MAX` partitions, the attack runs again on those with the rounds
-                   :data:`AGAIN_ROUNDS` (far more points per box; a round that refutes none ends them;
-                   at most :data:`AGAIN_SHARE` of what is left of the budget;
+                   unfair boxes are still grown); when the first decision pass ran and left between
+                   :data:`AGAIN_MIN` and :data:`AGAIN_MAX` partitions, the attack runs again on those with
+                   the rounds :data:`AGAIN_ROUNDS` (far more points per box; a round that refutes none ends
+                   them; at most :data:`AGAIN_SHARE` of what is left of the budget and :data:`AGAIN_SECONDS`
+                   per partition;
                    ``stats["attack_again_refuted"]``, None when it did not run).
     refine:        seconds of FairQuant's refinement after everything else
                    (:func:`fairspec.backends.refine.refine_partitions`: every partition without a
@@ -333,7 +334,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
             rounds = run_rounds(DECIDE_FIRST_BOXES)
             first = _merge_passes(*rounds) if rounds else None
-            if rounds and falsify and items and len(items) <= AGAIN_MAX and deadline is not None:
+            if rounds and falsify and AGAIN_MIN <= len(items) <= AGAIN_MAX and deadline is not None:
                 # the attack again, on what the first pass left, with many more points per box: what the
                 # bounds leave after 1,024 sub-boxes is mostly unfair partitions whose violations are rare
                 # (AC-11 sex: a 16,384-point round refuted 155 of the 263 the first pass left in 20 s,
@@ -341,8 +342,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 from fairspec.backends.milp.falsify import ROUNDS
 
                 keys = [it[0] for it in items]
-                hit = _attack(problem, mode, [parts[k] for k in keys], time.time() + AGAIN_SHARE * (deadline - time.time()),
-                              ex, rounds=AGAIN_ROUNDS, seed=len(ROUNDS), heavy_boxes=AGAIN_MAX, until_none=True)
+                stop2 = time.time() + min(AGAIN_SHARE * (deadline - time.time()), AGAIN_SECONDS * len(keys))
+                hit = _attack(problem, mode, [parts[k] for k in keys], stop2, ex, rounds=AGAIN_ROUNDS, seed=len(ROUNDS),
+                              heavy_boxes=AGAIN_MAX, until_none=True)
                 for j, r in hit.items():
                     results[keys[j]] = replace(r, reason="early falsification, again after the first decision pass: "
                                                "a sampled pair, replayed", stats={**(r.stats or {}), "pass": "attack again"})
@@ -469,8 +471,13 @@ AGAIN_ROUNDS = ((16384, 200, 64), (65536, 300, 128), (262144, 300, 256))
 #: ... when the first decision pass ran and left at most this many partitions (AC-7 race leaves ~8,000:
 #: no) ...
 AGAIN_MAX = 1024
-#: ... within this share of what is left of the total budget
+#: ... and at least this many (fewer: the union pass and the solves settle them in seconds; BM-1 age, 27
+#: left: the attack took 11-18 s for 15 of them, a protected input of many values, where the row took 10 s
+#: before; AC-1 sex, 3 left: HiGHS refutes each in 0.2-0.4 s) ...
+AGAIN_MIN = 64
+#: ... within this share of what is left of the total budget, and at most this many seconds per partition
 AGAIN_SHARE = 0.25
+AGAIN_SECONDS = 0.25
 #: the share of what is left of the total budget after the retry passes that the decision pass by
 #: refinement gets (the doubling passes get the rest)
 DECIDE_SHARE = 0.5
