@@ -650,7 +650,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
 SPLIT_LIVE = 3
 #: the decision pass stops trying the split (for the rest of one call) once it has tried this many boxes
 #: and proved under 1% of them (a count)
-SPLIT_GIVE_UP = 2048
+SPLIT_GIVE_UP = 256
 #: at most this many tiles of a hidden layer's live box per box and case (a count; AC-7 race's partitions
 #: take 1-7 at the root, bench/results/fairify_ac7.md)
 SPLIT_TILES = 16
