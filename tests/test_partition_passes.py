@@ -162,3 +162,63 @@ def test_no_second_attack_without_the_first_pass_or_with_too_many_left(monkeypat
                             retries=(("bab", 1.0),), executor=SerialExecutor())
     left = res.stats["refine_decided"]["passes"]["first"]["open"]
     assert len(calls) == (2 if left else 1)
+
+
+def _scripted(monkeypatch, first_script, again_refutes, again_script):
+    """solve_partitioned with the passes stubbed out: the decision rounds decide ``script[cap]`` open
+    partitions each (holds), the first attack nothing, the second ``again_refutes`` (violated, a pair at
+    the box's corner); returns the caps the rounds ran with, in order, and the result."""
+    from fairspec.backends.pair import Witness
+
+    p = _problem(1)
+    parts = fairify_partitions(p, threshold=4)                  # 8 x 8 x 4 = 256 partitions
+    seen = []
+
+    def decide(problem, mode, parts_, results, ex, deadline, share, stop, fresh=False, boxes_each=None, budget=None):
+        if not fresh:
+            return None
+        script = again_script if any(s[0] == "again" for s in seen) else first_script
+        seen.append(("round", boxes_each))
+        left = [k for k, r in enumerate(results) if r is None]
+        n = min(script.get(boxes_each, 0), len(left))
+        for k in left[:n]:
+            results[k] = PairResult("holds", "proved", reason="stub", engine="refine", mode=mode)
+        return {"tried": len(left), "proved": n, "refuted": 0, "open": len(left) - n, "seconds": 0.0,
+                "decided": left[:n]}
+
+    def attack(problem, mode, parts_, deadline, executor=None, **kw):
+        if not kw:
+            return {}
+        seen.append(("again", len(parts_)))
+        return {j: PairResult("violated", None, 1.0, None, Witness(list(parts_[j][0]), list(parts_[j][0]), 1.0, -1.0),
+                              "stub", engine="attack", mode=mode) for j in range(min(again_refutes, len(parts_)))}
+
+    monkeypatch.setattr(part, "_decide_pass", decide)
+    monkeypatch.setattr(part, "_attack", attack)
+    monkeypatch.setattr(part, "_solve_part", lambda shared, item: PairResult("unknown", reason="stub"))
+    monkeypatch.setattr(part, "AGAIN_MIN", 1)
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    return seen, res
+
+
+def test_rounds_go_on_while_they_decide_and_stop_at_one_that_decides_none(monkeypatch):
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5, 1024: 1}, 0, {})
+    assert seen == [("round", 16), ("round", 128), ("round", 1024), ("again", 200)]
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 0, 1024: 9}, 0, {})
+    assert seen == [("round", 16), ("round", 128), ("again", 206)]     # the 128 round decided none: no 1,024
+
+
+def test_rounds_again_after_the_second_attack_only_when_it_refuted_some(monkeypatch):
+    # it refuted 6: the rounds again (1,024, 4,096, 16,384) on the rest, while they decide
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 6, {1024: 3, 4096: 2, 16384: 0})
+    assert seen == [("round", 16), ("round", 128), ("round", 1024), ("again", 201),
+                    ("round", 1024), ("round", 4096), ("round", 16384)]
+    assert res.stats["attack_again_refuted"] == 6
+    passes = res.stats["refine_decided"]["passes"]
+    assert passes["after the second attack"]["proved"] == 5
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 6, {1024: 0, 4096: 7})
+    assert seen[-2:] == [("again", 201), ("round", 1024)]              # a round that decides none ends them
+    # it refuted none: no rounds again
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 0, {1024: 3})
+    assert seen[-1] == ("again", 201) and res.stats["attack_again_refuted"] == 0
