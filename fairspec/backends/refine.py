@@ -790,3 +790,141 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
                 per_case.append((lives[rid], A, B))
             out[k] = (L, per_case)
     return out
+
+
+#: at most this many tiles of copy a's live pre-activation box per box and pair in the relational split
+#: for the eps posts (a count)
+EPS_TILES = 64
+
+
+def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, post, eps, eps_strict=False,
+                           max_live: int = SPLIT_LIVE, max_tiles: int = EPS_TILES, bounds: list | None = None) -> list:
+    """The search for :func:`fairspec.certify.relsplit.prove_relational_split`'s certificates (the
+    ``logit`` / ``prob`` posts, raw inputs): per box ``[LO[k], HI[k]]``, None or ``(L, per_pair)``.
+
+    The layer: the hidden ReLU layer whose largest count of neurons live in either copy of a pair (upper
+    bound > 0) is least (at most ``max_live``; the earlier on a tie), from ``bounds`` (per case, every
+    layer's pre-activation bounds over these boxes: ``decide_boxes``' ``keep_layers``) or computed. Per
+    (box, pair): the live neurons, the pair's difference bounds there (the claimed shift), and tiles by
+    best-first bisection (the widest side) of copy a's live pre-activation box, all boxes and pairs in
+    one batch per round, a tile kept when it meets eps
+    (:func:`fairspec.certify.relsplit.pair_tile_gaps`); first the corners and the centre of the box as
+    point tiles: one that fails gives the box up at once (no tiling can pass there). More than
+    ``max_tiles`` for a (box, pair) gives the box up. Only a search: certify checks what it finds."""
+    from fairspec.certify.boxes import box_bounds, down, up
+    from fairspec.certify.relsplit import layer_pair_bounds, meets_eps, pair_tile_gaps
+
+    LO = np.atleast_2d(np.asarray(LO, dtype=np.float64))
+    HI = np.atleast_2d(np.asarray(HI, dtype=np.float64))
+    N, nc = LO.shape[0], len(cases)
+    out: list = [None] * N
+    hidden = [L for L in range(len(layers) - 1) if layers[L][2]]
+    if N == 0 or not hidden or not pairs:
+        return out
+
+    def case_box(c, K):
+        clo, chi = LO[K].copy(), HI[K].copy()
+        for i, v in cases[c].items():
+            clo[:, i] = chi[:, i] = v
+        return clo, chi
+
+    if bounds is None:
+        bounds = []
+        for c in range(nc):
+            keep: list = []
+            box_bounds(layers, *case_box(c, np.arange(N)), keep=keep)
+            bounds.append(keep)
+    live_max = np.stack([np.max([((bounds[a][L][1] > 0) | (bounds[b][L][1] > 0)).sum(axis=1) for a, b in pairs],
+                                axis=0) for L in hidden])
+    choice = np.argmin(live_max, axis=0)
+    for L_at in np.unique(choice):
+        L = hidden[int(L_at)]
+        ks = np.flatnonzero((choice == L_at) & (live_max[L_at] <= max_live))
+        if ks.size == 0:
+            continue
+        m = layers[L][0].shape[0]
+        rows, info = [], []          # per (box, pair): (k, p), (live, la, ua, lb, ub, dl, dh) of that row
+        for p, (a, b) in enumerate(pairs):
+            la, ua, lb, ub, dl, dh = layer_pair_bounds(layers, L, *case_box(a, ks), *case_box(b, ks),
+                                                       sorted(set(cases[a]) | set(cases[b])))
+            for r, k in enumerate(ks.tolist()):
+                live = np.flatnonzero((ua[r] > 0) | (ub[r] > 0))
+                rows.append((k, p))
+                info.append((live, la[r], ua[r], lb[r], ub[r], dl[r], dh[r]))
+        failed: set = set()
+
+        def gaps(items):
+            """items: (row id, tlo, thi) over the row's live coordinates -> the gap per item."""
+            M = len(items)
+            A = np.empty((6, M, m))
+            Ea, Eb = np.empty(M), np.empty(M)
+            for j, (rid, tl, th) in enumerate(items):
+                live, la_, ua_, lb_, ub_, dl_, dh_ = info[rid]
+                A[0, j], A[1, j], A[2, j], A[3, j], A[4, j], A[5, j] = la_, ua_, lb_, ub_, dl_, dh_
+                A[0, j, live], A[1, j, live] = tl, th
+                A[2, j, live] = np.maximum(down(tl + dl_[live]), lb_[live])
+                A[3, j, live] = np.minimum(up(th + dh_[live]), ub_[live])
+                a, b = pairs[rows[rid][1]]
+                Ea[j], Eb[j] = float(errors[a]), float(errors[b])
+            empty = np.any(~(A[2] <= A[3]), axis=1) | np.any(~(A[0] <= A[1]), axis=1)
+            A[1] = np.where(empty[:, None], np.maximum(A[0], A[1]), A[1])
+            A[3] = np.where(empty[:, None], np.maximum(A[2], A[3]), A[3])
+            g = pair_tile_gaps(layers, L, A[0], A[1], A[2], A[3], A[4], A[5], Ea, Eb, readout, post)
+            return meets_eps(g, eps, eps_strict) | empty
+
+        # point tiles first: the corners (at most 2^3) and the centre of every live box
+        pts = []
+        for rid in range(len(rows)):
+            live, la_, ua_ = info[rid][:3]
+            a_, b_ = la_[live], ua_[live]
+            for corner in itertools.product(*[(x, y) for x, y in zip(a_.tolist(), b_.tolist())]):
+                v = np.array(corner, dtype=np.float64)
+                pts.append((rid, v, v))
+            c_ = 0.5 * (a_ + b_)
+            pts.append((rid, c_, c_))
+        for (rid, _, _), okp in zip(pts, gaps(pts).tolist()):
+            if not okp:
+                failed.add(rows[rid][0])
+        queue = [(rid, info[rid][1][info[rid][0]], info[rid][2][info[rid][0]]) for rid in range(len(rows))]
+        done = {rid: [] for rid in range(len(rows))}
+        count = {rid: 1 for rid in range(len(rows))}
+        while queue:
+            queue = [q for q in queue if rows[q[0]][0] not in failed]
+            if not queue:
+                break
+            nxt = []
+            for (rid, a_, b_), okt in zip(queue, gaps(queue).tolist()):
+                k = rows[rid][0]
+                if k in failed:
+                    continue
+                if okt:
+                    done[rid].append((a_, b_))
+                    continue
+                if a_.size == 0 or count[rid] + 1 > max_tiles:
+                    failed.add(k)
+                    continue
+                d = int(np.argmax(b_ - a_))
+                mid = 0.5 * (a_[d] + b_[d])
+                if not (a_[d] < mid < b_[d]):
+                    failed.add(k)
+                    continue
+                b1, a2 = b_.copy(), a_.copy()
+                b1[d] = mid
+                a2[d] = mid
+                count[rid] += 1
+                nxt += [(rid, a_, b1), (rid, a2, b_)]
+            queue = nxt
+        by_box: dict = {}
+        for rid, (k, p) in enumerate(rows):
+            by_box.setdefault(k, {})[p] = rid
+        for k, ps in by_box.items():
+            if k in failed or any(not done[rid] for rid in ps.values()):
+                continue
+            per_pair = []
+            for p in range(len(pairs)):
+                rid = ps[p]
+                live, dl_, dh_ = info[rid][0], info[rid][5], info[rid][6]
+                per_pair.append((live, np.stack([a for a, _ in done[rid]]), np.stack([b for _, b in done[rid]]),
+                                 dl_[live].copy(), dh_[live].copy()))
+            out[k] = (L, per_pair)
+    return out
