@@ -664,10 +664,11 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
 
     The layer: every hidden ReLU layer's bounds over each (box, case) (one batch), its live neurons
     (upper bound > 0); the layer whose largest live count over the cases is least (at most
-    ``max_live``; the earlier on a tie). The tiles: best-first bisection of each case's live box
-    (its widest side), all boxes and cases in one batch per round, a tile kept when its score is
-    surely on one side of the threshold (after E), the side the first such tile fixes for its (box,
-    case); a (box, case) with tiles on both sides, or more than ``max_tiles``, gives its box up.
+    ``max_live``; the earlier on a tie). First the live box's corners (points): one not surely on one
+    side of the threshold (after E), or two on different sides (over every case of the box), and the
+    box is given up; else that side is the target. The tiles: bisection of each case's live box (its
+    widest side), all boxes and cases in one batch per round, a tile kept when its score is surely on
+    the target side; a tile on the other side, or more than ``max_tiles``, gives its box up.
     ``bounds``: per case, every layer's pre-activation bounds over these boxes (``decide_boxes``'s
     ``keep_layers``), so they are not computed again. Only a search: certify checks what it finds."""
     from fairspec.certify.boxes import _encoded, box_bounds, down, up
