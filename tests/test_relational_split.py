@@ -213,3 +213,28 @@ def test_the_proof_is_a_tile_for_prove_tiled():
     dec = _check(L, lo, hi, plan, st)
     pr = prove_tiled(lo[0], hi[0], [True] * 4, [(lo, hi, dec.proof)], claim="c")
     assert pr is not None and pr.method == "interval"
+
+
+@pytest.mark.parametrize("post,eps,strict", [("logit", 2.0, False), ("prob", 0.125, True), ("prob", 0.0625, False)])
+def test_decide_partitions_proves_partitions_by_the_relational_split(post, eps, strict):
+    """The decision pass by refinement (backends.refine.decide_partitions) tries the relational split on the
+    boxes the bounds leave for the eps posts: with one sub-box per partition (the root) it proves partitions
+    the bounds cannot, each through prove_tiled, and every partition it calls fair holds only fair
+    individuals."""
+    from fairspec.backends.pair import PairProblem
+    from fairspec.backends.refine import decide_partitions
+
+    gained = 0
+    for seed in range(6):
+        net = _net(seed)
+        P = PairProblem(net, [-4, -4, -4, 0], [6, 6, 6, 2], [True] * 4, (), (3,), None, (), post, eps, strict)
+        LO, HI = _boxes(np.random.default_rng(seed), 24)
+        parts = list(zip(LO, HI))
+        got = {}
+        for split in (False, True):
+            got[split] = decide_partitions(P, parts, seconds=1e6, max_boxes=len(parts), enum_points=0, split=split)
+        for k, d in enumerate(got[True]):
+            if d.status == "fair":
+                assert d.proof is not None and _all_fair(net, LO[k], HI[k], np.float32, post, eps, strict), (seed, k)
+        gained += sum(a.status == "fair" and b.status != "fair" for a, b in zip(got[True], got[False]))
+    assert gained > 0

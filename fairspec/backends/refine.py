@@ -414,20 +414,35 @@ def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_l
     box goes to ``out.decided`` as fair. Returns the boxes left and the measure decided."""
     from fairspec.certify.layersplit import prove_layer_split
     from fairspec.certify.network import as_layers
+    from fairspec.certify.relsplit import prove_relational_split
 
-    if problem.post != "label":
+    eps_post = problem.post in ("logit", "prob")
+    if not eps_post and problem.post != "label":
         return rest, 0
+    if eps_post and not (rt.encoding is None or all(e.kind == "raw" for e in rt.encoding)):
+        return rest, 0                  # the relational split needs raw inputs (as decide_boxes' relational bound)
     R = np.array(rest, dtype=np.int64)
     layers = as_layers(rt.layers)
     bounds = [[(lo[R], hi[R]) for lo, hi in per_case] for per_case in kept_layers]
-    plans = layer_split_plans(layers, LO[R], HI[R], cases, errors, rt.readout, encoding=rt.encoding,
-                              integer=problem.integer, precision=rt.precision, bounds=bounds)
+    if eps_post:
+        # the eps posts: the relational split (copy a's live pre-activations tiled, copy b's shifted)
+        plans = relational_split_plans(layers, LO[R], HI[R], cases, pairs, errors, rt.readout, post=problem.post,
+                                       eps=problem.eps, eps_strict=problem.eps_strict, bounds=bounds)
+    else:
+        plans = layer_split_plans(layers, LO[R], HI[R], cases, errors, rt.readout, encoding=rt.encoding,
+                                  integer=problem.integer, precision=rt.precision, bounds=bounds)
     if not any(p is not None for p in plans):
         return rest, 0
     T = [j for j, p in enumerate(plans) if p is not None]
-    dec = prove_layer_split(layers, LO[R[T]], HI[R[T]], cases, pairs, [plans[j] for j in T], errors=errors,
-                            readout=rt.readout, encoding=rt.encoding, integer=problem.integer,
-                            precision=rt.precision, complete=True, claim=claim, keep_boxes=True)
+    if eps_post:
+        dec = prove_relational_split(layers, LO[R[T]], HI[R[T]], cases, pairs, [plans[j] for j in T], errors=errors,
+                                     post=problem.post, eps=problem.eps, eps_strict=problem.eps_strict,
+                                     readout=rt.readout, encoding=rt.encoding, integer=problem.integer,
+                                     precision=rt.precision, complete=True, claim=claim, keep_boxes=True)
+    else:
+        dec = prove_layer_split(layers, LO[R[T]], HI[R[T]], cases, pairs, [plans[j] for j in T], errors=errors,
+                                readout=rt.readout, encoding=rt.encoding, integer=problem.integer,
+                                precision=rt.precision, complete=True, claim=claim, keep_boxes=True)
     proved = set()
     m_all = 0
     for i, j in enumerate(T):
