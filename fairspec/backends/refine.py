@@ -17,10 +17,13 @@ box first, over every partition at once), and decides each sub-box, many per bat
    every protected value evaluated on the runtime (one batch for all such sub-boxes), and
    :func:`fairspec.certify.enumerate.count_individuals` decides each one exactly and states the
    counts in an ``enumeration`` Proof;
-3b. in the decision pass (:func:`decide_partitions`, the sign property), a sub-box the bounds leave is
-   tried *split at a hidden layer*: :func:`layer_split_plans` searches (the layer with the fewest live
+3b. in the decision pass (:func:`decide_partitions`), a sub-box the bounds leave is tried *split at a
+   hidden layer*: for the sign property :func:`layer_split_plans` searches (the layer with the fewest live
    neurons, their box bisected into tiles), :func:`fairspec.certify.layersplit.prove_layer_split`
-   checks and mints the Proof (the sub-box proved fair);
+   checks and mints the Proof (the sub-box proved fair); for the eps posts (``logit`` / ``prob``, raw
+   inputs) the relational split: :func:`relational_split_plans` (one copy's live pre-activations tiled,
+   the other's shifted by the pair's difference bounds), checked by
+   :func:`fairspec.certify.relsplit.prove_relational_split`;
 4. a sub-box the bounds leave is *cut* where its own linear bounds decide a slice of it along one
    input (``decide_boxes(cuts=True)``, label post on a logit readout of raw inputs): the slice, when it
    holds at least ``CUT_MIN`` of the box, is counted fair or unfair and the pieces beside it go back
@@ -409,8 +412,9 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
 
 def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_layers, out, claim):
     """The boxes ``rest`` (indices into ``big``) proved fair by a split at a hidden layer: the search
-    (:func:`layer_split_plans`, from the per-layer bounds ``decide_boxes`` kept), certify's check
-    (:func:`fairspec.certify.layersplit.prove_layer_split`, its Proof listing the boxes); each proved
+    (:func:`layer_split_plans`, or :func:`relational_split_plans` for the eps posts, from the per-layer
+    bounds ``decide_boxes`` kept), certify's check (:func:`fairspec.certify.layersplit.prove_layer_split`,
+    or :func:`fairspec.certify.relsplit.prove_relational_split`, its Proof listing the boxes); each proved
     box goes to ``out.decided`` as fair. Returns the boxes left and the measure decided."""
     from fairspec.certify.layersplit import prove_layer_split
     from fairspec.certify.network import as_layers
@@ -583,8 +587,10 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     best-first splitting, batched bounds and enumeration as :func:`refine_partitions`, within
     ``seconds`` and at most ``max_boxes`` sub-boxes), one :class:`PartDecision` per partition:
 
-    * ``split`` (the sign property): a sub-box the bounds leave is first tried split at a hidden layer
-      (:func:`layer_split_plans`, checked by :func:`fairspec.certify.layersplit.prove_layer_split`);
+    * ``split``: a sub-box the bounds leave is first tried split at a hidden layer (the sign property:
+      :func:`layer_split_plans`, checked by :func:`fairspec.certify.layersplit.prove_layer_split`; the
+      eps posts on raw inputs: :func:`relational_split_plans`, checked by
+      :func:`fairspec.certify.relsplit.prove_relational_split`);
     * a sub-box proved unfair, or an enumerated unfair individual: the partition is refuted by that
       individual and a counterfactual that replays on the runtime (its other sub-boxes are dropped);
     * every sub-box proved fair (bounds) or enumerated fair: certify's
