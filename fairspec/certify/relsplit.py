@@ -269,13 +269,14 @@ def prove_relational_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Se
         owner = np.concatenate([np.full(t[1].shape[0], t[0]) for t in tiles])
         cat = [np.concatenate([t[i] for t in tiles]) for i in range(1, 9)]
         PA_lo, PA_hi, PB_lo, PB_hi, D_lo, D_hi, Ea, Eb = cat
+        nan = np.any(np.isnan(PA_lo) | np.isnan(PA_hi) | np.isnan(PB_lo) | np.isnan(PB_hi), axis=1)
         with np.errstate(invalid="ignore"):
-            empty = np.any(~(PB_lo <= PB_hi), axis=1) | np.any(~(PA_lo <= PA_hi), axis=1)
+            empty = (np.any(PB_lo > PB_hi, axis=1) | np.any(PA_lo > PA_hi, axis=1)) & ~nan
         # an empty tile holds no individual; bounded anyway over a stand-in (its result not used)
         PA_hi = np.where(empty[:, None], np.maximum(PA_lo, PA_hi), PA_hi)
         PB_hi = np.where(empty[:, None], np.maximum(PB_lo, PB_hi), PB_hi)
         gaps = pair_tile_gaps(layers, L, PA_lo, PA_hi, PB_lo, PB_hi, D_lo, D_hi, Ea, Eb, readout, post)
-        passed = meets_eps(gaps, eps, eps_strict) | empty
+        passed = (meets_eps(gaps, eps, eps_strict) | empty) & ~nan
         bad = np.zeros(len(ks), dtype=bool)
         np.logical_or.at(bad, owner, ~passed)
         for r, k in enumerate(ks):
