@@ -75,7 +75,9 @@ def test_second_attack_runs_on_what_the_first_pass_left_and_its_witnesses_are_tr
         assert again == len(calls[1][2])
         # when it refuted some, the decision rounds again on what is left (their own counts)
         passes = res.stats["refine_decided"]["passes"]
-        assert ("after the second attack" in passes) == (again > 0 and first["open"] > again)
+        # (the first pass is one round here, so its last round decided some iff the pass did)
+        assert ("after the second attack" in passes) == (again > 0 and first["open"] > again
+                                                          and first["proved"] + first["refuted"] > 0)
     else:
         assert len(calls) == 1 and again is None
     index = {(tuple(lo), tuple(hi)): k for k, (lo, hi) in enumerate(parts)}
@@ -211,14 +213,23 @@ def test_rounds_go_on_while_they_decide_and_stop_at_one_that_decides_none(monkey
 
 def test_rounds_again_after_the_second_attack_only_when_it_refuted_some(monkeypatch):
     # it refuted 6: the rounds again (1,024, 4,096, 16,384) on the rest, while they decide
-    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 6, {1024: 3, 4096: 2, 16384: 0})
-    assert seen == [("round", 16), ("round", 128), ("round", 1024), ("again", 201),
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5, 1024: 1}, 6, {1024: 3, 4096: 2, 16384: 0})
+    assert seen == [("round", 16), ("round", 128), ("round", 1024), ("again", 200),
                     ("round", 1024), ("round", 4096), ("round", 16384)]
     assert res.stats["attack_again_refuted"] == 6
     passes = res.stats["refine_decided"]["passes"]
     assert passes["after the second attack"]["proved"] == 5
-    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 6, {1024: 0, 4096: 7})
-    assert seen[-2:] == [("again", 201), ("round", 1024)]              # a round that decides none ends them
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5, 1024: 1}, 6, {1024: 0, 4096: 7})
+    assert seen[-2:] == [("again", 200), ("round", 1024)]              # a round that decides none ends them
     # it refuted none: no rounds again
-    seen, res = _scripted(monkeypatch, {16: 50, 128: 5}, 0, {1024: 3})
-    assert seen[-1] == ("again", 201) and res.stats["attack_again_refuted"] == 0
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 5, 1024: 1}, 0, {1024: 3})
+    assert seen[-1] == ("again", 200) and res.stats["attack_again_refuted"] == 0
+
+
+def test_no_rounds_again_when_the_first_pass_last_round_decided_none(monkeypatch):
+    # the 128 round decided none (the first rounds stop there); the attack refutes 6; the rounds again do
+    # not run: more sub-boxes did not help before the attack, they are not tried again (AC-9 race eps)
+    seen, res = _scripted(monkeypatch, {16: 50, 128: 0}, 6, {1024: 3})
+    assert seen == [("round", 16), ("round", 128), ("again", 206)]
+    assert res.stats["attack_again_refuted"] == 6
+    assert "after the second attack" not in res.stats["refine_decided"]["passes"]

@@ -274,8 +274,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    share also runs before the retries, and, when the attack leaves at least
                    :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
                    rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and the
-                   solves, and after the second attack (see ``falsify``), when it refuted some, the rounds
-                   again on what is left (:data:`DECIDE_AGAIN_BOXES`, at most :data:`DECIDE_AGAIN_SECONDS`
+                   solves, and after the second attack (see ``falsify``), when it refuted some and the
+                   first pass's last round decided some, the rounds again on what is left (:data:`DECIDE_AGAIN_BOXES`, at most :data:`DECIDE_AGAIN_SECONDS`
                    per partition left); ``stats["refine_decided"]`` (counts,
                    the partitions decided, each pass's counts: "first", "after the second attack", "before
                    retries", "after retries").
@@ -350,8 +350,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                                                "a sampled pair, replayed", stats={**(r.stats or {}), "pass": "attack again"})
                 again = len(hit)
                 items = [it for it in items if results[it[0]] is None]
-                if again:
-                    # and the decision rounds again, bigger, on the fair partitions left: inside a job the
+                last = rounds[-1][1]
+                if again and last and (last["proved"] + last["refuted"]):
+                    # and the decision rounds again, bigger, on the fair partitions left (only when the first
+                    # pass's last round still decided some: AC-9 race eps, its 128 round none, then a 1,024
+                    # round on the 162 the attack left none in 42 s): inside a job the
                     # refinement splits the largest undecided sub-box first, over all its partitions, so
                     # the unfair ones (never proved fair) took most of the sub-boxes (AC-11 sex: the 61 the
                     # attacks left, all decided in 4 s by one 4,096 round; bench/results/fairify_ac11.md)
@@ -495,8 +498,9 @@ DECIDE_FIRST = 0.5
 #: 6 more of 263 in the 128-box round, bench/results/fairify_tight.md); a round that decides none ends them
 #: (BM-1 age: the 128 and 1,024 rounds decided none of 27 in 8.5 s)
 DECIDE_FIRST_BOXES = (16, 128, 1024)
-#: after the second attack refuted some, the rounds again on what is left (the same share of what is
-#: left of the budget, the same stop at a round that decides none) ...
+#: after the second attack refuted some, when the first pass's last round still decided some, the rounds
+#: again on what is left (the same share of what is left of the budget, the same stop at a round that
+#: decides none) ...
 DECIDE_AGAIN_BOXES = (1024, 4096, 16384)
 #: ... and at most this many seconds per partition left (what its per-partition solve would cost at least,
 #: about a second of fixed cost on one of two workers, halved): on a few boxes the solves are cheaper (BM-1
