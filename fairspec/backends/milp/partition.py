@@ -334,7 +334,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
             rounds = run_rounds(DECIDE_FIRST_BOXES)
             first = _merge_passes(*rounds) if rounds else None
-            if rounds and falsify and AGAIN_MIN <= len(items) <= AGAIN_MAX and deadline is not None:
+            if rounds and falsify and AGAIN_MIN <= len(items) <= AGAIN_MAX and deadline is not None \
+                    and _is_network(problem) and mode in ("find", "prove"):
                 # the attack again, on what the first pass left, with many more points per box: what the
                 # bounds leave after 1,024 sub-boxes is mostly unfair partitions whose violations are rare
                 # (AC-11 sex: a 16,384-point round refuted 155 of the 263 the first pass left in 20 s,
