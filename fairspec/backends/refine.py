@@ -816,7 +816,7 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
 
 #: at most this many tiles of copy a's live pre-activation box per box and pair in the relational split
 #: for the eps posts (a count)
-EPS_TILES = 64
+EPS_TILES = 16
 
 
 def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, post, eps, eps_strict=False,
@@ -865,67 +865,74 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
         if ks.size == 0:
             continue
         m = layers[L][0].shape[0]
-        rows, info = [], []          # per (box, pair): (k, p), (live, la, ua, lb, ub, dl, dh) of that row
+        rows, parts_ = [], []        # per (box, pair): (k, p); stacked (R, m) arrays of that row's bounds
         for p, (a, b) in enumerate(pairs):
             la, ua, lb, ub, dl, dh = layer_pair_bounds(layers, L, *case_box(a, ks), *case_box(b, ks),
                                                        sorted(set(cases[a]) | set(cases[b])))
-            for r, k in enumerate(ks.tolist()):
-                live = np.flatnonzero((ua[r] > 0) | (ub[r] > 0))
-                rows.append((k, p))
-                info.append((live, la[r], ua[r], lb[r], ub[r], dl[r], dh[r]))
+            rows += [(k, p) for k in ks.tolist()]
+            parts_.append((la, ua, lb, ub, dl, dh, np.full(len(ks), float(errors[a])),
+                           np.full(len(ks), float(errors[b]))))
+        LA, UA, LB, UB, DL, DH, EA, EB = (np.concatenate([q[i] for q in parts_]) for i in range(8))
+        LIVE = (UA > 0) | (UB > 0)
         failed: set = set()
 
-        def gaps(items):
-            """items: (row id, tlo, thi) over the row's live coordinates -> the gap per item."""
-            M = len(items)
-            A = np.empty((6, M, m))
-            Ea, Eb = np.empty(M), np.empty(M)
-            for j, (rid, tl, th) in enumerate(items):
-                live, la_, ua_, lb_, ub_, dl_, dh_ = info[rid]
-                A[0, j], A[1, j], A[2, j], A[3, j], A[4, j], A[5, j] = la_, ua_, lb_, ub_, dl_, dh_
-                A[0, j, live], A[1, j, live] = tl, th
-                A[2, j, live] = np.maximum(down(tl + dl_[live]), lb_[live])
-                A[3, j, live] = np.minimum(up(th + dh_[live]), ub_[live])
-                a, b = pairs[rows[rid][1]]
-                Ea[j], Eb[j] = float(errors[a]), float(errors[b])
-            empty = np.any(~(A[2] <= A[3]), axis=1) | np.any(~(A[0] <= A[1]), axis=1)
-            A[1] = np.where(empty[:, None], np.maximum(A[0], A[1]), A[1])
-            A[3] = np.where(empty[:, None], np.maximum(A[2], A[3]), A[3])
-            g = pair_tile_gaps(layers, L, A[0], A[1], A[2], A[3], A[4], A[5], Ea, Eb, readout, post)
+        def gaps(rids, TL, TH):
+            """Tiles (full width: a row's dead coordinates at copy a's own bounds) -> does each meet eps."""
+            mask = LIVE[rids]
+            lb_, ub_ = LB[rids], UB[rids]
+            BL = np.where(mask, np.maximum(down(TL + DL[rids]), lb_), lb_)
+            BH = np.where(mask, np.minimum(up(TH + DH[rids]), ub_), ub_)
+            empty = np.any(~(BL <= BH), axis=1) | np.any(~(TL <= TH), axis=1)
+            AH = np.where(empty[:, None], np.maximum(TL, TH), TH)
+            BH = np.where(empty[:, None], np.maximum(BL, BH), BH)
+            g = pair_tile_gaps(layers, L, TL, AH, BL, BH, DL[rids], DH[rids], EA[rids], EB[rids], readout, post)
             return meets_eps(g, eps, eps_strict) | empty
 
-        # point tiles first: the corners (at most 2^3) and the centre of every live box
-        pts = []
+        # point tiles first: the corners (at most 2^max_live) and the centre of every live box
+        P_r, P_v = [], []
         for rid in range(len(rows)):
-            live, la_, ua_ = info[rid][:3]
-            a_, b_ = la_[live], ua_[live]
-            for corner in itertools.product(*[(x, y) for x, y in zip(a_.tolist(), b_.tolist())]):
-                v = np.array(corner, dtype=np.float64)
-                pts.append((rid, v, v))
-            c_ = 0.5 * (a_ + b_)
-            pts.append((rid, c_, c_))
-        for (rid, _, _), okp in zip(pts, gaps(pts).tolist()):
+            live = np.flatnonzero(LIVE[rid])
+            for corner in itertools.product(*[(x, y) for x, y in zip(LA[rid, live].tolist(), UA[rid, live].tolist())]):
+                v = LA[rid].copy()
+                v[live] = corner
+                P_r.append(rid)
+                P_v.append(v)
+            c_ = LA[rid].copy()
+            c_[live] = 0.5 * (LA[rid, live] + UA[rid, live])
+            P_r.append(rid)
+            P_v.append(c_)
+        P_r = np.array(P_r, dtype=np.int64)
+        P_v = np.array(P_v)
+        for rid, okp in zip(P_r.tolist(), gaps(P_r, P_v, P_v).tolist()):
             if not okp:
                 failed.add(rows[rid][0])
-        queue = [(rid, info[rid][1][info[rid][0]], info[rid][2][info[rid][0]]) for rid in range(len(rows))]
+        # the queue: row ids and full-width tiles (the live coordinates bisected)
+        Q_r = np.arange(len(rows), dtype=np.int64)
+        Q_lo, Q_hi = LA.copy(), UA.copy()
         done = {rid: [] for rid in range(len(rows))}
-        count = {rid: 1 for rid in range(len(rows))}
-        while queue:
-            queue = [q for q in queue if rows[q[0]][0] not in failed]
-            if not queue:
+        count = np.ones(len(rows), dtype=np.int64)
+        while len(Q_r):
+            keep = np.array([rows[r][0] not in failed for r in Q_r.tolist()], dtype=bool)
+            Q_r, Q_lo, Q_hi = Q_r[keep], Q_lo[keep], Q_hi[keep]
+            if not len(Q_r):
                 break
-            nxt = []
-            for (rid, a_, b_), okt in zip(queue, gaps(queue).tolist()):
+            okt = gaps(Q_r, Q_lo, Q_hi)
+            for j in np.flatnonzero(okt).tolist():
+                if rows[Q_r[j]][0] not in failed:
+                    done[int(Q_r[j])].append((Q_lo[j], Q_hi[j]))
+            bad = np.flatnonzero(~okt)
+            split_r, split_lo, split_hi = [], [], []
+            for j in bad.tolist():
+                rid = int(Q_r[j])
                 k = rows[rid][0]
                 if k in failed:
                     continue
-                if okt:
-                    done[rid].append((a_, b_))
-                    continue
-                if a_.size == 0 or count[rid] + 1 > max_tiles:
+                mask = LIVE[rid]
+                if not mask.any() or count[rid] + 1 > max_tiles:
                     failed.add(k)
                     continue
-                d = int(np.argmax(b_ - a_))
+                a_, b_ = Q_lo[j], Q_hi[j]
+                d = int(np.argmax(np.where(mask, b_ - a_, -np.inf)))
                 mid = 0.5 * (a_[d] + b_[d])
                 if not (a_[d] < mid < b_[d]):
                     failed.add(k)
@@ -934,8 +941,13 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
                 b1[d] = mid
                 a2[d] = mid
                 count[rid] += 1
-                nxt += [(rid, a_, b1), (rid, a2, b_)]
-            queue = nxt
+                split_r += [rid, rid]
+                split_lo += [a_, a2]
+                split_hi += [b1, b_]
+            if not split_r:
+                break
+            Q_r = np.array(split_r, dtype=np.int64)
+            Q_lo, Q_hi = np.array(split_lo), np.array(split_hi)
         by_box: dict = {}
         for rid, (k, p) in enumerate(rows):
             by_box.setdefault(k, {})[p] = rid
@@ -945,8 +957,8 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
             per_pair = []
             for p in range(len(pairs)):
                 rid = ps[p]
-                live, dl_, dh_ = info[rid][0], info[rid][5], info[rid][6]
-                per_pair.append((live, np.stack([a for a, _ in done[rid]]), np.stack([b for _, b in done[rid]]),
-                                 dl_[live].copy(), dh_[live].copy()))
+                live = np.flatnonzero(LIVE[rid])
+                per_pair.append((live, np.stack([a[live] for a, _ in done[rid]]),
+                                 np.stack([b[live] for _, b in done[rid]]), DL[rid, live].copy(), DH[rid, live].copy()))
             out[k] = (L, per_pair)
     return out
