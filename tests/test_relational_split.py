@@ -20,10 +20,7 @@ from fairspec.certify.enumerate import count_individuals
 from fairspec.certify.network import as_layers, runtime_error_bound
 from fairspec.certify.relsplit import prove_relational_split
 from fairspec.models.network import Layer, PLNet
-
-CASES3 = [{3: 0.0}, {3: 1.0}, {3: 2.0}]
-PAIRS3 = [(a, b) for a in range(3) for b in range(3) if a != b]
-
+from test_layer_split import CASES3, PAIRS3, _boxes, _errors, _points  # the same tiny boxes and E
 
 def _net(seed: int, f32: bool = False, one_live: bool = True) -> PLNet:
     """Four inputs (the protected one last, three values), hidden (6, 5, 3), one logit. Dyadic weights
@@ -47,35 +44,12 @@ def _net(seed: int, f32: bool = False, one_live: bool = True) -> PLNet:
     return PLNet(tuple(layers), 0, net.final, net.source)
 
 
-def _boxes(rng, n):
-    LO = rng.integers(-4, 3, size=(n, 4)).astype(float)
-    HI = LO + rng.integers(0, 4, size=(n, 4))
-    LO[:, 3], HI[:, 3] = 0, 2
-    return LO, HI
-
-
-def _points(lo, hi):
-    return np.array(list(itertools.product(*(range(int(lo[j]), int(hi[j]) + 1) for j in range(3)))), dtype=float)
-
-
 def _all_fair(net, lo, hi, dtype, post, eps, strict):
     pts = _points(lo, hi)
     S = [net.forward(np.column_stack([pts, np.full(len(pts), c[3])]), dtype=dtype).reshape(-1) for c in CASES3]
     res = count_individuals(S, PAIRS3, "prob-of-logit" if post == "prob" else "logit", eps=eps, eps_strict=strict,
                             claim="c")
     return bool(res.fair.all())
-
-
-def _errors(L, f32):
-    if not f32:
-        return [0.0] * 3                 # dyadic weights, small integers: the float64 forward is exact
-    lo, hi = np.array([-4.0, -4, -4, 0]), np.array([6.0, 6, 6, 2])
-    out = []
-    for c in CASES3:
-        a, b = lo.copy(), hi.copy()
-        a[3] = b[3] = c[3]
-        out.append(runtime_error_bound(L, a, b, precision="float32"))
-    return out
 
 
 def _kw(L, f32, post, eps, strict):

@@ -27,10 +27,10 @@ def main():
     from threadpoolctl import threadpool_limits
 
     from fairspec.backends.pair.certify import runtime_of
-    from fairspec.backends.refine import _cases, layer_split_plans
+    from fairspec.backends.refine import _cases, case_errors, layer_split_plans
     from fairspec.certify.boxes import box_bounds
     from fairspec.certify.layersplit import prove_layer_split
-    from fairspec.certify.network import as_layers, runtime_error_bound
+    from fairspec.certify.network import as_layers
     from rows import fairify_row
 
     threadpool_limits(1)
@@ -48,13 +48,7 @@ def main():
     layers = as_layers(rt.layers)
     cases = _cases(p)
     pairs = [(i, j) for i in range(len(cases)) for j in range(len(cases)) if i != j]
-    errors = []
-    for c in cases:
-        lo, hi = p.lo.copy(), p.hi.copy()
-        for i, v in c.items():
-            lo[i] = hi[i] = v
-        errors.append(runtime_error_bound(rt.layers, lo, hi, encoding=rt.encoding, readout=rt.readout,
-                                          precision=rt.precision, integer=p.integer))
+    errors = case_errors(p, rt, cases)
     sel = a.indices if a.indices is not None else \
         np.random.default_rng(a.seed).choice(len(parts), min(a.sample, len(parts)), replace=False).tolist()
     LO = np.array([parts[k][0] for k in sel], dtype=np.float64)

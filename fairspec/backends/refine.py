@@ -196,7 +196,6 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
     from fairspec.certify.boxes import decide_boxes
     from fairspec.certify.enumerate import count_individuals
-    from fairspec.certify.network import runtime_error_bound
 
     t0 = time.perf_counter()
     stop = time.monotonic() + max(0.0, float(seconds))
@@ -216,14 +215,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         out.reason = "no two protected values differ where the pre-condition demands"
         return out
     try:
-        errors = []
-        for c in cases:
-            clo, chi = problem.lo.copy(), problem.hi.copy()
-            for i, v in c.items():
-                clo[i] = chi[i] = v
-            errors.append(runtime_error_bound(rt.layers, clo, chi, encoding=rt.encoding, readout=rt.readout,
-                                              precision=rt.precision, integer=problem.integer,
-                                              onehot_groups=problem.onehot_groups))
+        errors = case_errors(problem, rt, cases)
     except (ValueError, TypeError, AttributeError, ArithmeticError) as e:
         out.reason = f"no runtime error bound: {e}"
         return out
@@ -677,6 +669,34 @@ SPLIT_GIVE_UP = 256
 SPLIT_TILES = 16
 
 
+def case_errors(problem, rt, cases) -> list[float]:
+    """Per protected value (case), the runtime error bound E over the whole domain with that value set
+    (:func:`fairspec.certify.network.runtime_error_bound`): what the batched bounds widen by."""
+    from fairspec.certify.network import runtime_error_bound
+
+    errors = []
+    for c in cases:
+        clo, chi = problem.lo.copy(), problem.hi.copy()
+        for i, v in c.items():
+            clo[i] = chi[i] = v
+        errors.append(runtime_error_bound(rt.layers, clo, chi, encoding=rt.encoding, readout=rt.readout,
+                                          precision=rt.precision, integer=problem.integer,
+                                          onehot_groups=problem.onehot_groups))
+    return errors
+
+
+def _bisect(a, b, d: int):
+    """A tile ``[a, b]`` halved on coordinate ``d``: ``(b1, a2)``, the first half ``[a, b1]`` and the
+    second ``[a2, b]``; None when the midpoint is not strictly inside (a float tile too thin to halve)."""
+    mid = 0.5 * (a[d] + b[d])
+    if not (a[d] < mid < b[d]):
+        return None
+    b1, a2 = b.copy(), a.copy()
+    b1[d] = mid
+    a2[d] = mid
+    return b1, a2
+
+
 def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, integer=None,
                       precision="float32", max_live: int = SPLIT_LIVE, max_tiles: int = SPLIT_TILES,
                       bounds: list | None = None) -> list:
@@ -785,14 +805,11 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
                 if a.size == 0 or count[rid] + 1 > max_tiles:
                     failed.add(k)
                     continue
-                d = int(np.argmax(b - a))
-                mid = 0.5 * (a[d] + b[d])
-                if not (a[d] < mid < b[d]):
+                halves = _bisect(a, b, int(np.argmax(b - a)))
+                if halves is None:
                     failed.add(k)
                     continue
-                b1, a2 = b.copy(), a.copy()
-                b1[d] = mid
-                a2[d] = mid
+                b1, a2 = halves
                 count[rid] += 1
                 nxt += [(rid, a, b1), (rid, a2, b)]
             queue = nxt
@@ -932,14 +949,11 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
                     failed.add(k)
                     continue
                 a_, b_ = Q_lo[j], Q_hi[j]
-                d = int(np.argmax(np.where(mask, b_ - a_, -np.inf)))
-                mid = 0.5 * (a_[d] + b_[d])
-                if not (a_[d] < mid < b_[d]):
+                halves = _bisect(a_, b_, int(np.argmax(np.where(mask, b_ - a_, -np.inf))))
+                if halves is None:
                     failed.add(k)
                     continue
-                b1, a2 = b_.copy(), a_.copy()
-                b1[d] = mid
-                a2[d] = mid
+                b1, a2 = halves
                 count[rid] += 1
                 split_r += [rid, rid]
                 split_lo += [a_, a2]

@@ -46,7 +46,7 @@ import numpy as np
 
 from fairspec.certify.boxes import _encoded, _scores, box_bounds, down, up
 
-__all__ = ["prove_layer_split", "tiles_cover", "layer_bounds", "tile_scores", "SplitDecisions"]
+__all__ = ["prove_layer_split", "tiles_cover", "certificates_by_layer", "layer_bounds", "tile_scores", "SplitDecisions"]
 
 
 def tiles_cover(lo, hi, TL, TH) -> bool:
@@ -97,6 +97,29 @@ def tiles_cover(lo, hi, TL, TH) -> bool:
         stack.append((a, b1))
         stack.append((a2, b))
     return True
+
+
+def certificates_by_layer(layers, certificates, entries: int, why: list, what: str) -> dict:
+    """``{L: [k, ...]}``: the boxes whose certificate ``(L, per_entry)`` names a hidden ReLU layer ``L``
+    (not the last) and has ``entries`` entries (one per case, or per pair); for every other box
+    ``why[k]`` says what is wrong (``what``: "a case" / "a pair", the entry a short list lacks)."""
+    by_layer: dict = {}
+    for k, cert in enumerate(certificates):
+        if cert is None:
+            why[k] = "no certificate"
+            continue
+        try:
+            L, per_entry = cert
+            L = int(L)
+            n = len(per_entry)
+        except (TypeError, ValueError):
+            why[k] = "a malformed certificate"
+            continue
+        if not (0 <= L < len(layers) - 1) or not layers[L][2] or n != entries:
+            why[k] = f"the certificate's layer is not a hidden ReLU layer, or {what} is missing"
+            continue
+        by_layer.setdefault(L, []).append(k)
+    return by_layer
 
 
 def _prefix(layers, L):
@@ -186,21 +209,7 @@ def prove_layer_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequenc
     lows = np.full((N, nc), -np.inf)
     highs = np.full((N, nc), np.inf)
     ok = np.zeros(N, dtype=bool)
-    by_layer: dict = {}
-    for k, cert in enumerate(certificates):
-        if cert is None:
-            why[k] = "no certificate"
-            continue
-        try:
-            L, per_case = cert
-            L = int(L)
-        except (TypeError, ValueError):
-            why[k] = "a malformed certificate"
-            continue
-        if not (0 <= L < len(layers) - 1) or not layers[L][2] or len(per_case) != nc:
-            why[k] = "the certificate's layer is not a hidden ReLU layer, or a case is missing"
-            continue
-        by_layer.setdefault(L, []).append(k)
+    by_layer = certificates_by_layer(layers, certificates, nc, why, "a case")
     for L, ks in by_layer.items():
         m = layers[L][0].shape[0]
         K = np.array(ks, dtype=np.int64)

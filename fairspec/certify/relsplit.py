@@ -47,7 +47,7 @@ import numpy as np
 
 from fairspec.certify.boxes import (_logits, _scores, _sigmoid_hi, _sigmoid_lo, _slope_max, box_bounds, down,
                                     relational_bounds, relu_difference, up)
-from fairspec.certify.layersplit import SplitDecisions, _prefix, tiles_cover
+from fairspec.certify.layersplit import SplitDecisions, _prefix, certificates_by_layer, tiles_cover
 
 __all__ = ["prove_relational_split", "pair_tile_gaps", "layer_pair_bounds", "meets_eps"]
 
@@ -186,21 +186,7 @@ def prove_relational_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Se
         raise ValueError("the runtime error bound must be >= 0")
     why = [""] * N
     ok = np.zeros(N, dtype=bool)
-    by_layer: dict = {}
-    for k, cert in enumerate(certificates):
-        if cert is None:
-            why[k] = "no certificate"
-            continue
-        try:
-            L, per_pair = cert
-            L = int(L)
-        except (TypeError, ValueError):
-            why[k] = "a malformed certificate"
-            continue
-        if not (0 <= L < len(layers) - 1) or not layers[L][2] or len(per_pair) != len(pairs):
-            why[k] = "the certificate's layer is not a hidden ReLU layer, or a pair is missing"
-            continue
-        by_layer.setdefault(L, []).append(k)
+    by_layer = certificates_by_layer(layers, certificates, len(pairs), why, "a pair")
     for L, ks in by_layer.items():
         m = layers[L][0].shape[0]
         K = np.array(ks, dtype=np.int64)
