@@ -17,7 +17,7 @@ from conftest import protected_weight_net
 from fairspec.backends.refine import relational_split_plans
 from fairspec.certify.boxes import decide_boxes
 from fairspec.certify.enumerate import count_individuals
-from fairspec.certify.network import as_layers, runtime_error_bound
+from fairspec.certify.network import as_layers
 from fairspec.certify.relsplit import prove_relational_split
 from fairspec.models.network import Layer, PLNet
 from test_layer_split import CASES3, PAIRS3, _boxes, _errors, _points  # the same tiny boxes and E
