@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import protected_weight_net
-from fairspec.backends.refine import layer_split_plans
+from fairspec.backends.layer_splits import layer_split_plans
 from fairspec.certify.boxes import decide_boxes
 from fairspec.certify.enumerate import count_individuals
 from fairspec.certify.layersplit import prove_layer_split, tiles_cover

@@ -1,7 +1,7 @@
 """The split at a hidden layer on one Fairify sign row (issue 24, engineer ac7): per partition, every
 hidden layer's live neurons (pre-activation upper bound > 0 over the partition, per protected value),
 the layer the search picks, its tiles per value, and whether certify's check proves the partition
-(``refine.layer_split_plans`` then ``certify.layersplit.prove_layer_split``, at the root: no input split).
+(``layer_splits.layer_split_plans`` then ``certify.layersplit.prove_layer_split``, at the root: no input split).
 
     python bench/diag/layer_split.py --shared /work/shared AC-7 race --indices 11903,11543,778
     python bench/diag/layer_split.py --shared /work/shared AC-7 race --sample 2000 --json out.json
@@ -27,7 +27,8 @@ def main():
     from threadpoolctl import threadpool_limits
 
     from fairspec.backends.pair.certify import runtime_of
-    from fairspec.backends.refine import _cases, case_errors, layer_split_plans
+    from fairspec.backends.layer_splits import layer_split_plans
+    from fairspec.backends.refine import _cases, case_errors
     from fairspec.certify.boxes import box_bounds
     from fairspec.certify.layersplit import prove_layer_split
     from fairspec.certify.network import as_layers

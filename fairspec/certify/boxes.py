@@ -418,7 +418,7 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
               per-copy bounds or this one meets eps; the per-copy bounds alone decide unfair boxes.
     keep_layers: a list that gets, per case, every layer's pre-activation bounds over the boxes (the
               ``keep`` of :func:`box_bounds`): what a backend's search for a split at a hidden layer
-              starts from (:func:`fairspec.backends.refine.layer_split_plans`; certify's check recomputes
+              starts from (:func:`fairspec.backends.layer_splits.layer_split_plans`; certify's check recomputes
               its own).
     """
     from fairspec.certify.exact import threshold_of

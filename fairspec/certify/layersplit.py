@@ -14,7 +14,7 @@ in the second hidden layer) a handful of tiles in 1-2 dimensions does what thous
 sub-boxes did not.
 
 :func:`prove_layer_split` is given, per box and case, the certificate of a search (the backend's,
-:func:`fairspec.backends.refine.layer_split_plans`): the layer, the indices it calls live and the
+:func:`fairspec.backends.layer_splits.layer_split_plans`): the layer, the indices it calls live and the
 tiles over those coordinates. It checks, itself:
 
 * **the neurons called dead are dead**: every neuron not listed live has an upper bound ``<= 0``

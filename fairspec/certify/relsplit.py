@@ -12,7 +12,7 @@ copies of individual x. Over the box, ``p_a`` lies in ``[l_a, u_a]`` and ``p_b``
 ``[dl, du]`` (:func:`fairspec.certify.boxes.relational_bounds` over the layers up to ``L``; at the
 first layer on raw inputs the exact ``W[:, protected] (x_b - x_a)``, rounded outward). A neuron with
 ``u_a <= 0`` and ``u_b <= 0`` is *dead*: 0 in both copies. The certificate (the backend's search,
-:func:`fairspec.backends.refine.relational_split_plans`) tiles copy a's *pre*-activations of the
+:func:`fairspec.backends.layer_splits.relational_split_plans`) tiles copy a's *pre*-activations of the
 *live* neurons (the rest); for every individual, ``p_a(x)`` lies in some tile T, so ``p_b(x)`` lies in
 ``(T + [dl, du]) & [l_b, u_b]`` (the same individual in both copies: what makes it relational). The
 rest of the network is a function of the post-activations alone, so per tile both copies' scores are
