@@ -20,6 +20,17 @@ SPLIT_LIVE = 3
 SPLIT_TILES = 16
 
 
+def _least_live(hidden, live_max, max_live: int):
+    """``(L, ks)`` per hidden layer: the boxes ``ks`` whose least count of live neurons (``live_max``, one
+    row per layer of ``hidden``, one column per box; the earlier layer on a tie) is at that layer and at
+    most ``max_live``."""
+    choice = np.argmin(live_max, axis=0)
+    for L_at in np.unique(choice):
+        ks = np.flatnonzero((choice == L_at) & (live_max[L_at] <= max_live))
+        if ks.size:
+            yield hidden[int(L_at)], ks
+
+
 def _bisect(a, b, d: int):
     """A tile ``[a, b]`` halved on coordinate ``d``: ``(b1, a2)``, the first half ``[a, b1]`` and the
     second ``[a2, b]``; None when the midpoint is not strictly inside (a float tile too thin to halve)."""
@@ -73,12 +84,7 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
         keep = [(np.concatenate([b[j][0] for b in bounds]), np.concatenate([b[j][1] for b in bounds]))
                 for j in range(len(bounds[0]))]
     live_max = np.stack([np.max((keep[L][1] > 0).reshape(nc, N, -1).sum(axis=2), axis=0) for L in hidden])
-    choice = np.argmin(live_max, axis=0)                                    # the first least one
-    for L_at in np.unique(choice):
-        L = hidden[int(L_at)]
-        ks = np.flatnonzero((choice == L_at) & (live_max[L_at] <= max_live))
-        if ks.size == 0:
-            continue
+    for L, ks in _least_live(hidden, live_max, max_live):
         m = layers[L][0].shape[0]
         plo, phi = keep[L]
         # per (box, case): its live coordinates and its queue of tiles
@@ -210,12 +216,7 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
             bounds.append(keep)
     live_max = np.stack([np.max([((bounds[a][L][1] > 0) | (bounds[b][L][1] > 0)).sum(axis=1) for a, b in pairs],
                                 axis=0) for L in hidden])
-    choice = np.argmin(live_max, axis=0)
-    for L_at in np.unique(choice):
-        L = hidden[int(L_at)]
-        ks = np.flatnonzero((choice == L_at) & (live_max[L_at] <= max_live))
-        if ks.size == 0:
-            continue
+    for L, ks in _least_live(hidden, live_max, max_live):
         m = layers[L][0].shape[0]
         rows, parts_ = [], []        # per (box, pair): (k, p); stacked (R, m) arrays of that row's bounds
         for p, (a, b) in enumerate(pairs):
