@@ -39,6 +39,7 @@ _signals = 0
 _signum = 0  # the first signal received (SIGINT or SIGTERM); 0: none
 _defer = False  # installed(defer=True): a signal is recorded, never raised (the report is being written)
 _exit_hooks: list = []  # called before a second signal ends the process (kill the worker pools)
+_interrupted_once = False  # a signal was received at some point of this process (never reset)
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
@@ -87,7 +88,8 @@ def request() -> None:
 
 
 def _cancel(signum=signal.SIGINT) -> None:
-    global _signum
+    global _signum, _interrupted_once
+    _interrupted_once = True
     if not _signum:
         _signum = int(signum)
     _requested.set()
@@ -158,6 +160,21 @@ def _watch(fd: int) -> None:
         _cancel(got[0])
 
 
+def _unraisable(args) -> None:
+    """``sys.unraisablehook`` while (and after) :func:`installed` ran: once the run was interrupted,
+    an error in a finaliser is dropped. The KeyboardInterrupt can land in a library's constructor
+    (z3's ``Context.__init__`` before it set ``owner``), and the half-built object's ``__del__`` then
+    fails; Python would print that as "Exception ignored in ..." with a traceback on the user's
+    stderr, after the run's own "interrupted" line. Before any signal, the previous hook reports as
+    usual (a finaliser failing in a normal run is a bug to see)."""
+    if _interrupted_once:
+        return
+    _previous_unraisable(args)
+
+
+_previous_unraisable = sys.unraisablehook
+
+
 @contextlib.contextmanager
 def installed(*, defer: bool = False, fresh: bool = True):
     """Handle SIGINT and SIGTERM as described above (main thread only; otherwise a no-op).
@@ -165,7 +182,7 @@ def installed(*, defer: bool = False, fresh: bool = True):
     ``defer=True`` (while the report is printed and written): a signal is only recorded
     (:func:`requested`, :func:`exit_code`), so the report is finished; a second one still exits
     at once. ``fresh=False`` keeps a signal recorded before."""
-    global _defer
+    global _defer, _previous_unraisable
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -175,6 +192,9 @@ def installed(*, defer: bool = False, fresh: bool = True):
     r, w = os.pipe()
     os.set_blocking(w, False)
     old_handlers = {sig: signal.signal(sig, _handler) for sig in HANDLED}
+    if sys.unraisablehook is not _unraisable:  # kept after the run: a finaliser may run at exit
+        _previous_unraisable = sys.unraisablehook
+        sys.unraisablehook = _unraisable
     old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     t = threading.Thread(target=_watch, args=(r,), daemon=True, name="fairspec-interrupt")
     t.start()
