@@ -146,9 +146,15 @@ def test_no_second_attack_without_the_first_pass_or_with_too_many_left(monkeypat
     monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))
     monkeypatch.setattr(part, "AGAIN_MIN", 1)
     monkeypatch.setattr(part, "AGAIN_MAX", 0)
+    monkeypatch.setattr(part, "AGAIN_PROBE_HITS", 2.0)     # more than the sample: the probe never pays
     res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
                             retries=(("bab", 1.0),), executor=SerialExecutor())
-    assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
+    left = res.stats["refine_decided"]["passes"]["first"]["open"]
+    if left:    # too many left: only the probe ran (its first round, on its sample)
+        assert len(calls) == 2 and calls[1][1]["rounds"] == part.AGAIN_ROUNDS[:1]
+        assert res.stats["attack_again_refuted"] == (len(calls[1][2]) or None)
+    else:
+        assert len(calls) == 1 and res.stats["attack_again_refuted"] is None
     # too few left (fewer than AGAIN_MIN): the union pass and the solves take them, no second attack
     calls.clear()
     monkeypatch.setattr(part, "AGAIN_MIN", 10 ** 6)
@@ -164,6 +170,42 @@ def test_no_second_attack_without_the_first_pass_or_with_too_many_left(monkeypat
                             retries=(("bab", 1.0),), executor=SerialExecutor())
     left = res.stats["refine_decided"]["passes"]["first"]["open"]
     assert len(calls) == (2 if left else 1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_a_probe_that_pays_lets_the_second_attack_run_on_more_than_again_max(monkeypatch, seed):
+    """More than AGAIN_MAX left: a sample of AGAIN_PROBE gets the first round; when it refutes at least
+    AGAIN_PROBE_HITS of them, the second attack runs on every partition still open (its own rounds), and
+    every partition refuted on the way holds an unfair individual."""
+    p = _problem(seed)
+    parts = fairify_partitions(p, threshold=8)
+    calls = []
+    _weak_first_attack(monkeypatch, calls)
+    monkeypatch.setattr(part, "_solve_part", lambda shared, item: PairResult("unknown", reason="stub"))
+    monkeypatch.setattr(part, "DECIDE_FIRST_MIN", 16)
+    monkeypatch.setattr(part, "DECIDE_FIRST_BOXES", (1,))
+    monkeypatch.setattr(part, "AGAIN_MIN", 1)
+    monkeypatch.setattr(part, "AGAIN_MAX", 0)
+    monkeypatch.setattr(part, "AGAIN_PROBE", 4)
+    monkeypatch.setattr(part, "AGAIN_PROBE_HITS", 0.0)    # any sample pays
+    monkeypatch.setattr(part, "AGAIN_SECONDS", 3600.0)
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,
+                            retries=(("bab", 1.0),), executor=SerialExecutor())
+    first = res.stats["refine_decided"]["passes"]["first"]
+    if not first["open"]:
+        assert len(calls) == 1
+        return
+    probe, full = calls[1], calls[2]
+    assert probe[0] == min(4, first["open"]) and probe[1]["rounds"] == part.AGAIN_ROUNDS[:1]
+    assert full[0] == first["open"] - len(probe[2]) and full[1]["rounds"] == part.AGAIN_ROUNDS
+    assert res.stats["attack_again_refuted"] == len(probe[2]) + len(full[2])
+    status = [st for st, _ in res.coverage.parts]
+    for k, st in enumerate(status):
+        lo, hi = parts[k]
+        if st == "holds":
+            assert not _unfair(p, lo, hi)
+        elif st == "violated":
+            assert _unfair(p, lo, hi)
 
 
 def _scripted(monkeypatch, first_script, again_refutes, again_script):

@@ -239,7 +239,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    (:func:`fairspec.backends.milp.falsify.falsify_boxes`); a box it refutes with a
                    replayed witness is decided without a solver (``stats["attack_refuted"]``; its
                    unfair boxes are still grown); when the first decision pass ran and left between
-                   :data:`AGAIN_MIN` and :data:`AGAIN_MAX` partitions, the attack runs again on those with
+                   :data:`AGAIN_MIN` and :data:`AGAIN_MAX` partitions (or more, when a sample of them shows
+                   that it pays: :func:`_probe_pays`), the attack runs again on those with
                    the rounds :data:`AGAIN_ROUNDS` (far more points per box; a round that refutes none ends
                    them; at most :data:`AGAIN_SHARE` of what is left of the budget and :data:`AGAIN_SECONDS`
                    per partition;
@@ -334,8 +335,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
             rounds = run_rounds(DECIDE_FIRST_BOXES)
             first = _merge_passes(*rounds) if rounds else None
-            if rounds and falsify and AGAIN_MIN <= len(items) <= AGAIN_MAX and deadline is not None \
-                    and _is_network(problem) and mode in ("find", "prove"):
+            if rounds and falsify and len(items) >= AGAIN_MIN and deadline is not None \
+                    and _is_network(problem) and mode in ("find", "prove") \
+                    and (len(items) <= AGAIN_MAX or _probe_pays(problem, mode, parts, items, results, ex, deadline)):
                 # the attack again, on what the first pass left, with many more points per box: what the
                 # bounds leave after 1,024 sub-boxes is mostly unfair partitions whose violations are rare
                 # (AC-11 sex: a 16,384-point round refuted 155 of the 263 the first pass left in 20 s,
@@ -345,11 +347,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 keys = [it[0] for it in items]
                 stop2 = time.time() + min(AGAIN_SHARE * (deadline - time.time()), AGAIN_SECONDS * len(keys))
                 hit = _attack(problem, mode, [parts[k] for k in keys], stop2, ex, rounds=AGAIN_ROUNDS, seed=len(ROUNDS),
-                              heavy_boxes=AGAIN_MAX, until_none=True)
+                              heavy_boxes=len(keys), until_none=True)
                 for j, r in hit.items():
-                    results[keys[j]] = replace(r, reason="early falsification, again after the first decision pass: "
-                                               "a sampled pair, replayed", stats={**(r.stats or {}), "pass": "attack again"})
-                again = len(hit)
+                    results[keys[j]] = _again(r)
+                again = len(hit) + _probed(results)
                 items = [it for it in items if results[it[0]] is None]
                 last = rounds[-1][1]
                 if again and last and (last["proved"] + last["refuted"]):
@@ -361,6 +362,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     # attacks left, all decided in 4 s by one 4,096 round; bench/results/fairify_ac11.md)
                     after = run_rounds(DECIDE_AGAIN_BOXES, DECIDE_AGAIN_SECONDS)
                     second = _merge_passes(*after) if after else None
+            elif _probed(results):
+                again = _probed(results)        # the probe's sample alone (the attack did not pay)
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             by_union = _union_pass(problem, parts, items, results, ex, shared)
@@ -475,6 +478,13 @@ AGAIN_ROUNDS = ((16384, 200, 64), (65536, 300, 128), (262144, 300, 256))
 #: ... when the first decision pass ran and left at most this many partitions (AC-7 race leaves ~8,000:
 #: no) ...
 AGAIN_MAX = 1024
+#: ... or, when it left more, a seeded sample of this many of them, attacked with the first of those rounds
+#: first, refuted at least :data:`AGAIN_PROBE_HITS` of its partitions (their witnesses kept): the pass
+#: left many unfair partitions, not fair ones the bounds are slow on (AC-8 sex eps: the first pass left
+#: 2,319, the attack refuted 930 of them; AC-7 race sign leaves ~8,000, all fair) ...
+AGAIN_PROBE = 256
+#: ... (a fraction of the sample) ...
+AGAIN_PROBE_HITS = 1 / 16
 #: ... and at least this many (fewer: the union pass and the solves settle them in seconds; BM-1 age, 27
 #: left: the attack took 11-18 s for 15 of them, a protected input of many values, where the row took 10 s
 #: before; AC-1 sex, 3 left: HiGHS refutes each in 0.2-0.4 s) ...
@@ -507,6 +517,36 @@ DECIDE_AGAIN_BOXES = (1024, 4096, 16384)
 #: about a second of fixed cost on one of two workers, halved): on a few boxes the solves are cheaper (BM-1
 #: age, 12 left: uncapped, the 16,384 round took 32 s and decided none, the row 46.8 s against 10.1 s)
 DECIDE_AGAIN_SECONDS = 0.25
+
+
+def _again(r: PairResult, probe: bool = False) -> PairResult:
+    """A partition the second attack refuted (``probe``: in :func:`_probe_pays`'s sample)."""
+    return replace(r, reason="early falsification, again after the first decision pass: a sampled pair, replayed",
+                   stats={**(r.stats or {}), "pass": "attack again, probe" if probe else "attack again"})
+
+
+def _probed(results) -> int:
+    """The partitions :func:`_probe_pays`'s sample refuted."""
+    return sum(1 for r in results if r is not None and r.stats and r.stats.get("pass") == "attack again, probe")
+
+
+def _probe_pays(problem, mode, parts, items, results, ex, deadline) -> bool:
+    """Does the second attack pay on the many partitions (more than :data:`AGAIN_MAX`) the first decision
+    pass left? A seeded sample of :data:`AGAIN_PROBE` of them gets the first of :data:`AGAIN_ROUNDS`
+    (within its own share of the budget); the partitions it refutes are recorded in ``results`` whatever
+    the answer, which is yes when it refuted at least :data:`AGAIN_PROBE_HITS` of the sample."""
+    from fairspec.backends.milp.falsify import ROUNDS
+
+    keys = [it[0] for it in items]
+    rng = np.random.default_rng(len(keys))
+    sample = sorted(int(k) for k in rng.choice(keys, size=min(AGAIN_PROBE, len(keys)), replace=False))
+    stop = time.time() + min(AGAIN_SHARE * (deadline - time.time()), AGAIN_SECONDS * len(sample))
+    hit = _attack(problem, mode, [parts[k] for k in sample], stop, ex, rounds=AGAIN_ROUNDS[:1], seed=len(ROUNDS),
+                  heavy_boxes=len(sample), until_none=True)
+    for j, r in hit.items():
+        results[sample[j]] = _again(r, probe=True)
+    items[:] = [it for it in items if results[it[0]] is None]
+    return len(hit) >= AGAIN_PROBE_HITS * len(sample)
 
 
 def _merge_passes(*named) -> dict | None:
