@@ -250,3 +250,76 @@ def test_certified_tightening_in_the_tree():
         if seen >= 2:
             break
     assert seen >= 1
+
+
+def _band_split_paths(t, path=()):
+    from fairspec.certify.pairlp.tree import Tighten
+
+    if isinstance(t, Tighten):
+        yield from _band_split_paths(t.child, path + ("child",))
+    elif isinstance(t, Split):
+        if t.var[0] == "out":
+            yield path
+        yield from _band_split_paths(t.low, path + ("low",))
+        yield from _band_split_paths(t.high, path + ("high",))
+
+
+def _put(t, path, new):
+    """``t`` with the node at ``path`` (steps low / high / child) replaced by ``new``."""
+    from fairspec.certify.pairlp.tree import Tighten
+
+    if not path:
+        return new
+    if path[0] == "child":
+        return Tighten(t.bounds, t.certs, _put(t.child, path[1:], new))
+    if path[0] == "low":
+        return Split(t.var, t.at, _put(t.low, path[1:], new), t.high, t.high_at)
+    return Split(t.var, t.at, t.low, _put(t.high, path[1:], new), t.high_at)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_band_splits_for_prob_never_a_wrong_proof_and_the_tree_rechecks(seed):
+    """prob with the band split of x''s logit first (BAND_SPLIT): proved only when brute force agrees,
+    at the true maximum (strict and not) and around it; every proved tree rechecks in check_tree, and
+    a tree whose band split no longer covers its parent (the high band starting above the split) is
+    refused. Node budgets, not time: the outcome does not depend on the machine."""
+    from fairspec.backends.bab import engine
+
+    assert engine.BAND_SPLIT is not None
+    rng = np.random.default_rng(100 + seed)
+    p = _problem(rng, "prob", eps=0.125, onehot=seed % 4 == 1)
+    truth = brute_force(p).value
+    bands = 0
+    for thr, strict in ((truth, True), (truth, False), (truth + 1e-3, False), (0.0625, False), (0.25, True)):
+        r = prove_below(p, thr, strict, time.monotonic() + 3600, max_nodes=20000, keep_tree=True)
+        holds = truth < thr if strict else truth <= thr
+        assert r.status in ("proved", "candidate", "gave-up"), r.reason
+        if r.status != "proved":
+            continue
+        assert holds, (seed, thr, strict, truth)
+        assert check_tree(r.query, r.trees).proof is not None
+        for case, t in enumerate(r.trees):
+            for path in _band_split_paths(t):
+                bands += 1
+                node = t
+                for step in path:
+                    node = getattr(node, step)
+                gap = Split(node.var, node.at, node.low, node.high,
+                            float(np.nextafter(node.high_at if node.high_at is not None else node.at, np.inf)) + 0.5)
+                tampered = list(r.trees)
+                tampered[case] = _put(t, path, gap)
+                assert check_tree(r.query, tampered).proof is None
+                break
+    # (whether a seed's trees split bands depends on its net; over the seeds some do: the next test)
+    _BANDS[seed] = bands
+
+
+_BANDS: dict = {}
+
+
+def test_band_splits_are_taken_on_some_seed():
+    if len(_BANDS) < 12:
+        for seed in range(12):
+            if seed not in _BANDS:
+                test_band_splits_for_prob_never_a_wrong_proof_and_the_tree_rechecks(seed)
+    assert sum(_BANDS.values()) > 0
