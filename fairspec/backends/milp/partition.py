@@ -369,9 +369,17 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             by_union = _union_pass(problem, parts, items, results, ex, shared)
             items = [it for it in items if results[it[0]] is None]
         step = max(1, chunk if stop_on_violation else len(items))
+        first_shared = shared
+        if problem.post == "prob" and backend == "milp" and _is_network(problem) and mode in ("find", "prove") \
+                and kw.get("engine") != "bab" and retries != ():
+            # prob: the first per-partition pass is the certified branch and bound (its band split of x''s
+            # logit proves in a second what the MILP's bisection does not settle in its budget; AC-8 sex eps:
+            # 985 partitions left at ~12 s each, certify_first then HiGHS, most never reached in 900 s);
+            # the MILP engines come in the retry passes
+            first_shared = (problem, mode, backend, dict(kw, engine="bab"), deadline, int(unfair_nodes))
         for s in range(0, len(items), step):
             batch = items[s:s + step]
-            for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=shared, on_error=_failed_part)):
+            for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=first_shared, on_error=_failed_part)):
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
