@@ -134,12 +134,6 @@ def _leaves(t, path=()):
         yield from _leaves(t.high, path + ("high",))
 
 
-def _replace(t, path, new):
-    if not path:
-        return new
-    if path[0] == "low":
-        return Split(t.var, t.at, _replace(t.low, path[1:], new), t.high, t.high_at)
-    return Split(t.var, t.at, t.low, _replace(t.high, path[1:], new), t.high_at)
 
 
 def test_check_tree_accepts_the_tree_and_refuses_tampering():
@@ -154,7 +148,7 @@ def test_check_tree_accepts_the_tree_and_refuses_tampering():
             for bad in (Leaf(np.zeros_like(leaf.y_ub), np.zeros_like(leaf.y_eq)), Leaf(-leaf.y_ub, leaf.y_eq),
                         Leaf(leaf.y_ub * 0.5, leaf.y_eq * 0.5), Leaf()):
                 tampered = list(trees)
-                tampered[case] = _replace(t, path, bad)
+                tampered[case] = _put(t, path, bad)
                 r = check_tree(q, tampered)
                 # the tampered leaf may still be closable by chance (e.g. half the multipliers), never
                 # by a wrong bound: when refused, the reason names the leaf
