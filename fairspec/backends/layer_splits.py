@@ -31,6 +31,17 @@ def _least_live(hidden, live_max, max_live: int):
             yield hidden[int(L_at)], ks
 
 
+def _finished(rows, failed, done):
+    """``(k, {case or pair: row id})`` per box ``k`` whose search finished: not given up (``failed``) and every
+    row of it tiled (``done[row id]`` not empty); ``rows`` lists ``(box, case or pair)`` by row id."""
+    by_box: dict = {}
+    for rid, (k, c) in enumerate(rows):
+        by_box.setdefault(k, {})[c] = rid
+    for k, ids in by_box.items():
+        if k not in failed and all(done[rid] for rid in ids.values()):
+            yield k, ids
+
+
 def _bisect(a, b, d: int):
     """A tile ``[a, b]`` halved on coordinate ``d``: ``(b1, a2)``, the first half ``[a, b1]`` and the
     second ``[a2, b]``; None when the midpoint is not strictly inside (a float tile too thin to halve)."""
@@ -154,12 +165,7 @@ def layer_split_plans(layers, LO, HI, cases, errors, readout, *, encoding=None, 
                 count[rid] += 1
                 nxt += [(rid, a, b1), (rid, a2, b)]
             queue = nxt
-        by_box: dict = {}
-        for rid, (k, c) in enumerate(rows):
-            by_box.setdefault(k, {})[c] = rid
-        for k, cs in by_box.items():
-            if k in failed or any(not done[rid] for rid in cs.values()):
-                continue
+        for k, cs in _finished(rows, failed, done):
             if len({side.get(rid) for rid in cs.values()}) != 1:
                 continue                            # one case surely positive, another surely not
             per_case = []
@@ -298,12 +304,7 @@ def relational_split_plans(layers, LO, HI, cases, pairs, errors, readout, *, pos
                 break
             Q_r = np.array(split_r, dtype=np.int64)
             Q_lo, Q_hi = np.array(split_lo), np.array(split_hi)
-        by_box: dict = {}
-        for rid, (k, p) in enumerate(rows):
-            by_box.setdefault(k, {})[p] = rid
-        for k, ps in by_box.items():
-            if k in failed or any(not done[rid] for rid in ps.values()):
-                continue
+        for k, ps in _finished(rows, failed, done):
             per_pair = []
             for p in range(len(pairs)):
                 rid = ps[p]

@@ -174,6 +174,7 @@ def _decide_part(shared, item) -> PairResult:
         return item[3]                  # refuted by the early falsification (a replayed witness)
     sub = problem.restrict(lo, hi)
     kw = dict(kw)
+    bab_tried = kw.pop("bab_tried", False)      # a pass of the branch and bound itself ran on it before
     if deadline is not None:
         left = deadline - time.time()
         if left <= 0:
@@ -197,7 +198,7 @@ def _decide_part(shared, item) -> PairResult:
         from fairspec.backends.pair.certify import decide_by_bab
 
         return decide_by_bab(sub, mode, kw.get("time_limit"))
-    if mode in ("find", "prove"):
+    if mode in ("find", "prove") and not bab_tried:
         from fairspec.backends.pair.certify import certify_first
 
         tl = kw.get("time_limit")
@@ -415,6 +416,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             if not left:
                 break
             kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
+            if first_shared is not shared:
+                kw2["bab_tried"] = True     # prob: the first pass was the branch and bound; no certify_first again
             shared2 = (problem, mode, backend, kw2, deadline, int(unfair_nodes))
             batch = [(k, parts[k][0], parts[k][1], None) for k in left]
             for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=shared2, on_error=_failed_part)):

@@ -206,15 +206,16 @@ FIRST_NODES = 6
 FIRST_NODES_PROB = 4096
 
 
-def certify_first(problem: PairProblem, mode: str, max_nodes: int = FIRST_NODES, seconds: float = 2.0) -> PairResult | None:
+def certify_first(problem: PairProblem, mode: str, max_nodes: int | None = None,
+                  seconds: float = 2.0) -> PairResult | None:
     """A partition proved by the certified branch and bound (:func:`decide_by_bab`) within
-    ``max_nodes`` nodes, before any MILP: ``holds`` with its bab-certificate, or None (the MILP
+    ``max_nodes`` nodes (default :data:`FIRST_NODES`, :data:`FIRST_NODES_PROB` for prob), before any MILP: ``holds`` with its bab-certificate, or None (the MILP
     decides it, and its "holds" is certified by :func:`certify_result` as ever). On networks whose
     partitions the interval and LP bounds already decide this skips the MILP whose answer the same
     certificate would then check (measured on AC-1: bench/results/certify_cost.md)."""
     if not _is_network(problem) or os.environ.get("FAIRSPEC_BENCH_UNCERTIFIED") == "1":
         return None
-    if problem.post == "prob" and max_nodes == FIRST_NODES:
-        max_nodes = FIRST_NODES_PROB
+    if max_nodes is None:
+        max_nodes = FIRST_NODES_PROB if problem.post == "prob" else FIRST_NODES
     r = decide_by_bab(problem, mode, seconds, max_nodes=max_nodes)
     return r if r.status == "holds" and r.proof is not None else None
