@@ -489,6 +489,8 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["union_decided"] = st.get("union_decided", 0)
         # the decision pass by refinement (after the retry passes): partitions tried / proved / refuted / open
         row["refine_decided"] = st.get("refine_decided", {})
+        # where the time went: each pass's seconds and the partitions it decided
+        row["phases"] = st.get("phases", [])
     if "refine" in st:
         # FairQuant's refinement of the partitions without a proof (its own budget, after the decisions)
         row["refine"] = dict(st["refine"])

@@ -87,6 +87,17 @@ def test_second_attack_runs_on_what_the_first_pass_left_and_its_witnesses_are_tr
     # the per-partition solves never see a partition the second attack refuted
     assert not by_again & set(solved)
     _verdicts_true(p, parts, status)
+    # the timeline: in order, every decided partition counted once, the seconds within the run's
+    phases = res.stats["phases"]
+    names = [ph["phase"] for ph in phases]
+    order = ["attack", "first decision rounds", "second attack", "decision rounds after the second attack"]
+    seen = [n for n in names if n in order]
+    assert seen == sorted(seen, key=order.index) and "first decision rounds" in names
+    if "second attack" in names:
+        assert len(calls) == 2
+    assert sum(ph["decided"] for ph in phases) == sum(st != "unknown" for st in status)
+    assert all(ph["seconds"] >= 0 and ph["decided"] >= 0 for ph in phases)
+    assert sum(ph["seconds"] for ph in phases) <= res.seconds + 0.01
 
 
 def _verdicts_true(p, parts, status):

@@ -304,6 +304,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
     attacked = _attack(problem, mode, parts, stop, ex) if falsify and mode in ("find", "prove") else {}
     results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
+    laps = _Laps(results, t0)
+    laps("attack")
     items = [] if stop_on_violation and attacked else \
         [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts) if k not in attacked]
     retried: dict[str, int] = {}
@@ -336,6 +338,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
 
             rounds = run_rounds(DECIDE_FIRST_BOXES)
             first = _merge_passes(*rounds) if rounds else None
+            laps("first decision rounds")
             if rounds and falsify and len(items) >= AGAIN_MIN and deadline is not None \
                     and _is_network(problem) and mode in ("find", "prove") \
                     and (len(items) <= AGAIN_MAX or _probe_pays(problem, mode, parts, items, results, ex, deadline)):
@@ -353,6 +356,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     results[keys[j]] = _again(r)
                 again = len(hit) + _probed(results)
                 items = [it for it in items if results[it[0]] is None]
+                laps("second attack")
                 last = rounds[-1][1]
                 if again and last and (last["proved"] + last["refuted"]):
                     # and the decision rounds again, bigger, on the fair partitions left (only when the first
@@ -363,12 +367,15 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     # attacks left, all decided in 4 s by one 4,096 round; bench/results/fairify_ac11.md)
                     after = run_rounds(DECIDE_AGAIN_BOXES, DECIDE_AGAIN_SECONDS)
                     second = _merge_passes(*after) if after else None
+                    laps("decision rounds after the second attack")
             elif _probed(results):
                 again = _probed(results)        # the probe's sample alone (the attack did not pay)
+                laps("second attack's probe")
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             by_union = _union_pass(problem, parts, items, results, ex, shared)
             items = [it for it in items if results[it[0]] is None]
+            laps("unions")
         step = max(1, chunk if stop_on_violation else len(items))
         first_shared = shared
         if problem.post == "prob" and backend == "milp" and _is_network(problem) and mode in ("find", "prove") \
@@ -384,6 +391,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
+        laps("per partition, " + ("bab" if first_shared is not shared else str(kw.get("engine") or backend)))
         if retries is None:
             retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
                        else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio" else RETRIES)
@@ -403,9 +411,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         # not wait for minutes of SCIP and HiGHS), the longer one after them
         early = _decide_pass(problem, mode, parts, results, ex, deadline, share * DECIDE_EARLY,
                              stop_on_violation) if retries else None
+        laps("decision pass before retries")
         for step_no, (engine, factor, *label) in enumerate(retries):
             if step_no == n_retries and by_refine is None:
                 by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation) or {}
+                laps("decision pass after retries")
             label = label[0] if label else engine
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
@@ -426,8 +436,10 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                                      stats={**(r.stats or {}), "pass": label})
                 if r.status != "unknown":
                     retried[label] = retried.get(label, 0) + 1
+            laps(f"retry, {label}")
         if by_refine is None and retries:
             by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation)
+            laps("decision pass after retries")
         by_refine = _merge_passes(("first", first), ("after the second attack", second), ("before retries", early),
                                   ("after retries", by_refine))
         # then, in what is left of the budget, the boxes proved unfair around each refuted partition's
@@ -441,12 +453,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 if found:
                     results[k] = replace(results[k], stats={**(results[k].stats or {}), "unfair_boxes": found})
         quantify_seconds = time.perf_counter() - t_q
+        laps("unfair boxes")
         refined = None
         if refine and mode in ("find", "prove") and _is_network(problem):
             from fairspec.backends.refine import refine_partitions
 
             # its own budget, after the decisions (refining never costs a partition its verdict)
             refined = refine_partitions(problem, parts, results, seconds=float(refine))
+            laps("refinement")
     finally:
         if own:
             ex.close()
@@ -477,7 +491,23 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["refine_decided"] = by_refine or {}  # the decision pass by refinement (_decide_pass)
     out.stats["quantify_seconds"] = round(quantify_seconds, 4)
+    out.stats["phases"] = laps.done       # where the time went: each pass's seconds and partitions decided
     return out
+
+
+class _Laps:
+    """The timeline of :func:`solve_partitioned`: ``laps(name)`` records the seconds since the previous lap
+    and the partitions decided in them (``done``: the laps that took time or decided any)."""
+
+    def __init__(self, results, t0: float):
+        self.results, self.t, self.n, self.done = results, t0, 0, []
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        n = sum(1 for r in self.results if r is not None and r.status != "unknown")
+        if n != self.n or now - self.t >= 0.01:
+            self.done.append({"phase": name, "seconds": round(now - self.t, 3), "decided": n - self.n})
+        self.t, self.n = now, n
 
 
 #: the second attack (after the first decision pass, on the partitions it left): rounds of far more
