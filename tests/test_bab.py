@@ -13,7 +13,7 @@ import pytest
 from fairspec.backends.bab import maximize, prove_below
 from fairspec.backends.pair import PairProblem, brute_force, precondition_holds
 from fairspec.certify.network import as_layers
-from fairspec.certify.pairlp import Leaf, PairQuery, Split, TreeBuilder, check_tree
+from fairspec.certify.pairlp import Leaf, PairQuery, Split, Tighten, TreeBuilder, check_tree
 from fairspec.models.network import Layer, PLNet
 
 pytest.importorskip("highspy")
@@ -283,7 +283,7 @@ def test_band_splits_for_prob_never_a_wrong_proof_and_the_tree_rechecks(seed):
     rng = np.random.default_rng(100 + seed)
     p = _problem(rng, "prob", eps=0.125, onehot=seed % 4 == 1)
     truth = brute_force(p).value
-    bands = 0
+    bands = tightened = 0
     for thr, strict in ((truth, True), (truth, False), (truth + 1e-3, False), (0.0625, False), (0.25, True)):
         r = prove_below(p, thr, strict, time.monotonic() + 3600, max_nodes=20000, keep_tree=True)
         holds = truth < thr if strict else truth <= thr
@@ -304,11 +304,38 @@ def test_band_splits_for_prob_never_a_wrong_proof_and_the_tree_rechecks(seed):
                 tampered[case] = _put(t, path, gap)
                 assert check_tree(r.query, tampered).proof is None
                 break
+            for path in _band_tighten_paths(t):
+                # a Tighten below a band split (TIGHTEN_BAND_DEPTH): a bound moved past what its
+                # certificate proves is refused
+                tightened += 1
+                node = t
+                for step in path:
+                    node = getattr(node, step)
+                key, (lo, hi) = next((k, v) for k, v in node.bounds.items() if np.isfinite(v[1]))
+                bad = Tighten({**node.bounds, key: (lo, hi - 0.5)}, node.certs, node.child)
+                tampered = list(r.trees)
+                tampered[case] = _put(t, path, bad)
+                assert check_tree(r.query, tampered).proof is None
+                break
     # (whether a seed's trees split bands depends on its net; over the seeds some do: the next test)
     _BANDS[seed] = bands
+    _TIGHT[seed] = tightened
 
 
 _BANDS: dict = {}
+_TIGHT: dict = {}
+
+
+def _band_tighten_paths(t, path=(), under_band=False):
+    """The paths of the Tighten nodes right below a band split."""
+    if isinstance(t, Tighten):
+        if under_band and any(np.isfinite(v[1]) for v in t.bounds.values()):
+            yield path
+        yield from _band_tighten_paths(t.child, path + ("child",))
+    elif isinstance(t, Split):
+        band = t.var[0] == "out"
+        yield from _band_tighten_paths(t.low, path + ("low",), band)
+        yield from _band_tighten_paths(t.high, path + ("high",), band)
 
 
 def test_band_splits_are_taken_on_some_seed():
@@ -317,3 +344,5 @@ def test_band_splits_are_taken_on_some_seed():
             if seed not in _BANDS:
                 test_band_splits_for_prob_never_a_wrong_proof_and_the_tree_rechecks(seed)
     assert sum(_BANDS.values()) > 0
+    # and the certified tightening below them (TIGHTEN_BAND_DEPTH), its trees rechecked above
+    assert sum(_TIGHT.values()) > 0
