@@ -506,6 +506,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
     if cov is not None:
         row["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
                            "undecided": cov.undecided}
+        if getattr(cov, "parts", None):
+            # which partitions are left undecided (their indices in Fairify's order), for diagnosis
+            row["undecided_parts"] = [k for k, (st, *_) in enumerate(cov.parts) if st == "unknown"]
         if getattr(cov, "shares", None) is not None:
             # FairQuant's shares of the domain of individuals, exact ("p/q") and in percent
             row["shares"] = cov.shares.to_json()
