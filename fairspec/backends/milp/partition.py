@@ -262,7 +262,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    bound over the partition
                    (``"bab"``: splits inputs and ReLU phases inside the box, its proof a
                    bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
-                   :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound);
+                   :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound); for
+                   ``prob`` (the first pass the branch and bound with :data:`PROB_FIRST` of the budget)
+                   :data:`PROB_RETRIES` (the branch and bound with the full budget first);
                    ``()``: one pass. With a ``time_limit``, what the retries leave then gets
                    doubling budgets (the branch and bound and the portfolio in turn, from twice the
                    largest retry factor) until the total budget is spent.
@@ -383,8 +385,12 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             # prob: the first per-partition pass is the certified branch and bound (its band split of x''s
             # logit proves in a second what the MILP's bisection does not settle in its budget; AC-8 sex eps:
             # 985 partitions left at ~12 s each, certify_first then HiGHS, most never reached in 900 s);
-            # the MILP engines come in the retry passes
-            first_shared = (problem, mode, backend, dict(kw, engine="bab"), deadline, int(unfair_nodes))
+            # the MILP engines come in the retry passes. A short budget first (PROB_FIRST): most of these proofs
+            # take 0.3-5 s, and at the full budget the pass reached too few (AC-8 sex: 168 decided in 320 s,
+            # ~730 never reached); the branch and bound with the full budget is the first retry (PROB_RETRIES)
+            first_kw = dict(kw, engine="bab",
+                            time_limit=None if time_per_part is None else PROB_FIRST * float(time_per_part))
+            first_shared = (problem, mode, backend, first_kw, deadline, int(unfair_nodes))
         for s in range(0, len(items), step):
             batch = items[s:s + step]
             for (k, *_), r in zip(batch, ex.map(_solve_part, batch, shared=first_shared, on_error=_failed_part)):
@@ -394,7 +400,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         laps("per partition, " + ("bab" if first_shared is not shared else str(kw.get("engine") or backend)))
         if retries is None:
             retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
-                       else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio" else RETRIES)
+                       else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio"
+                       else PROB_RETRIES if first_shared is not shared else RETRIES)
         if retries and deadline is not None and time_per_part is not None:
             # then, while the total budget lasts, the boxes still open get doubling budgets, the branch and
             # bound and the portfolio in turn: a deep network's last boxes (GC-5) need minutes, not seconds
@@ -730,6 +737,11 @@ RETRIES = (("scip", 3.0), ("highs", 6.0), ("bab", 3.0))
 #: the retry passes when the first pass is the portfolio: the race again with 6x the budget (both
 #: engines at once in place of SCIP's pass then HiGHS's), then the certified branch and bound
 PORTFOLIO_RETRIES = (("portfolio", 6.0), ("bab", 3.0))
+#: prob on a network: the first per-partition pass, the certified branch and bound, with this share of
+#: ``time_per_part`` ...
+PROB_FIRST = 0.3
+#: ... and the retry passes after it: the branch and bound with the full budget, then as RETRIES
+PROB_RETRIES = (("bab", 1.0),) + RETRIES
 
 
 def _at_a_tie(r: PairResult) -> bool:
