@@ -111,3 +111,40 @@ def test_what_the_retries_leave_gets_doubling_budgets_while_the_total_lasts(monk
     got = [s for s, _ in res.coverage.parts]
     assert all(g in (t, "unknown") for g, t in zip(got, truth)) and sum(g == t for g, t in zip(got, truth)) >= 3
     assert any(" " in label for label in res.stats["retry_decided"])      # decided by a pass after the retries
+
+
+@pytest.mark.parametrize("decides", [False, True])
+def test_union_rounds_end_at_one_that_decides_none(monkeypatch, decides):
+    """The union pass's rounds of halving size (16, 8, 4, 2): a round that decides none ends them."""
+    from fairspec.backends.milp import partition as part
+    from fairspec.backends.milp import unions
+    from fairspec.backends.pair import PairResult
+    from fairspec.runtime.executor import SerialExecutor
+
+    p = PairProblem(random_net(0, 4, (4,)), lo=[0, 0, 0, 0], hi=[31, 31, 3, 1], integer=[True] * 4, free=(3,))
+    parts = milp.grid_partitions(p, {0: 8, 1: 8})
+    sizes = []
+
+    def union(shared, item):
+        sizes.append(len(item[3]))
+        return PairResult("unknown", reason="stub")
+
+    real = unions.member_results
+
+    def members(problem, parts_, u, r):
+        # the first member of each union of 16 counted as decided (as a pair refuting it would), when asked to
+        if decides and len(u[0]) == 16:
+            return {u[0][0]: PairResult("unknown", reason="stub: counted as decided")}
+        return real(problem, parts_, u, r)
+
+    monkeypatch.setattr(unions, "decide_union", union)
+    monkeypatch.setattr(unions, "member_results", members)
+    results = [None] * len(parts)
+    items = [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts)]
+    shared = (p, "prove", "milp", {"time_limit": 1.0}, None, 0)
+    n = part._union_pass(p, parts, items, results, SerialExecutor(), shared)
+    rounds = sorted(set(sizes), reverse=True)
+    if decides:
+        assert n == 64 // 16 and rounds[0] == 16 and len(rounds) > 1
+    else:
+        assert n == 0 and rounds == [16]
