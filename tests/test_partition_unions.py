@@ -116,7 +116,6 @@ def test_what_the_retries_leave_gets_doubling_budgets_while_the_total_lasts(monk
 @pytest.mark.parametrize("decides", [False, True])
 def test_union_rounds_end_at_one_that_decides_none(monkeypatch, decides):
     """The union pass's rounds of halving size (16, 8, 4, 2): a round that decides none ends them."""
-    from fairspec.backends.milp import partition as part
     from fairspec.backends.milp import unions
     from fairspec.backends.pair import PairResult
     from fairspec.runtime.executor import SerialExecutor
@@ -142,7 +141,7 @@ def test_union_rounds_end_at_one_that_decides_none(monkeypatch, decides):
     results = [None] * len(parts)
     items = [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts)]
     shared = (p, "prove", "milp", {"time_limit": 1.0}, None, 0)
-    n = part._union_pass(p, parts, items, results, SerialExecutor(), shared)
+    n = unions.union_pass(p, parts, items, results, SerialExecutor(), shared)
     rounds = sorted(set(sizes), reverse=True)
     if decides:
         assert n == 64 // 16 and rounds[0] == 16 and len(rounds) > 1

@@ -375,7 +375,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 laps("second attack's probe")
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
-            by_union = _union_pass(problem, parts, items, results, ex, shared)
+            from fairspec.backends.milp.unions import union_pass
+
+            by_union = union_pass(problem, parts, items, results, ex, shared)
             items = [it for it in items if results[it[0]] is None]
             laps("unions")
         step = max(1, chunk if stop_on_violation else len(items))
@@ -684,34 +686,6 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
                     results[k] = replace(before, stats={**(before.stats or {}), "refine": d.reason})
     counts["seconds"] = round(time.perf_counter() - t0, 4)
     return counts
-
-
-def _union_pass(problem, parts, items, results, ex, shared) -> int:
-    """The union pass (:mod:`fairspec.backends.milp.unions`): fills ``results`` for the partitions it
-    decides; returns how many. Rounds of halving size (16, 8, 4, 2 members): the partitions a round
-    leaves open are merged again into smaller unions (a union that ran out of nodes, or whose pair
-    refuted one member, may have halves that are proved); a round that decides none ends them (AC-11
-    race eps: 418 s of rounds for 1 partition, where a branch and bound node with the certified tightening
-    below its bands costs many LPs; AC-8 sex: 177 in 116 s)."""
-    from fairspec.backends.milp.unions import UNION_MEMBERS, decide_union, member_results, union_boxes
-
-    deadline = shared[4]
-    n = 0
-    size = UNION_MEMBERS
-    while size >= 2 and (deadline is None or time.time() < deadline):
-        us = union_boxes(parts, [it[0] for it in items if results[it[0]] is None], problem.integer, size)
-        if not us:
-            break
-        jobs = [(j, lo, hi, members) for j, (members, lo, hi) in enumerate(us)]
-        before = n
-        for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=_failed_part)):
-            for k, rk in member_results(problem, parts, us[j], r).items():
-                results[k] = replace(rk, stats={**(rk.stats or {}), "pass": "union"})
-                n += 1
-        if n == before:
-            break
-        size //= 2
-    return n
 
 
 def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None, **falsify_kw) -> dict[int, PairResult]:
