@@ -141,7 +141,7 @@ def test_union_rounds_end_at_one_that_decides_none(monkeypatch, decides):
     results = [None] * len(parts)
     items = [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts)]
     shared = (p, "prove", "milp", {"time_limit": 1.0}, None, 0)
-    n = unions.union_pass(p, parts, items, results, SerialExecutor(), shared)
+    n = unions.union_pass(p, parts, items, results, SerialExecutor(), shared, lambda item, why: None)
     rounds = sorted(set(sizes), reverse=True)
     if decides:
         assert n == 64 // 16 and rounds[0] == 16 and len(rounds) > 1

@@ -377,7 +377,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 and kw.get("engine") != "bab":
             from fairspec.backends.milp.unions import union_pass
 
-            by_union = union_pass(problem, parts, items, results, ex, shared)
+            by_union = union_pass(problem, parts, items, results, ex, shared, _failed_part)
             items = [it for it in items if results[it[0]] is None]
             laps("unions")
         step = max(1, chunk if stop_on_violation else len(items))

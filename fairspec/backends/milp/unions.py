@@ -122,15 +122,14 @@ def member_results(problem: PairProblem, parts, union, r: PairResult) -> dict[in
     return {}
 
 
-def union_pass(problem, parts, items, results, ex, shared) -> int:
+def union_pass(problem, parts, items, results, ex, shared, on_error) -> int:
     """The union pass (:mod:`fairspec.backends.milp.unions`): fills ``results`` for the partitions it
     decides; returns how many. Rounds of halving size (16, 8, 4, 2 members): the partitions a round
     leaves open are merged again into smaller unions (a union that ran out of nodes, or whose pair
     refuted one member, may have halves that are proved); a round that decides none ends them (AC-11
     race eps: 418 s of rounds for 1 partition, where a branch and bound node with the certified tightening
-    below its bands costs many LPs; AC-8 sex: 177 in 116 s)."""
-    from fairspec.backends.milp.partition import _failed_part
-
+    below its bands costs many LPs; AC-8 sex: 177 in 116 s). ``on_error``: the executor's result for a union
+    whose job failed."""
     deadline = shared[4]
     n = 0
     size = UNION_MEMBERS
@@ -140,7 +139,7 @@ def union_pass(problem, parts, items, results, ex, shared) -> int:
             break
         jobs = [(j, lo, hi, members) for j, (members, lo, hi) in enumerate(us)]
         before = n
-        for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=_failed_part)):
+        for (j, *_), r in zip(jobs, ex.map(decide_union, jobs, shared=shared, on_error=on_error)):
             for k, rk in member_results(problem, parts, us[j], r).items():
                 results[k] = replace(rk, stats={**(rk.stats or {}), "pass": "union"})
                 n += 1
