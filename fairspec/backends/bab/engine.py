@@ -48,25 +48,8 @@ TIGHTEN_CHAIN = 3
 TIGHTEN_BAND_DEPTH = 40
 
 
-def _tighten_here(builder, node, bands: bool = False) -> bool:
-    depth = builder._nodes[node][2]
-    if depth in TIGHTEN_DEPTHS:
-        return True
-    if not bands:
-        return False
-    from fairspec.certify.pairlp import Split, Tighten
-
-    link = builder._links.get(node)
-    parent = None if link is None else builder._trees.get(link[0])
-    if isinstance(parent, Split) and parent.var[0] == "out":
-        return depth <= TIGHTEN_BAND_DEPTH
-    if depth > TIGHTEN_CHAIN:
-        return False
-    while link is not None:                 # a chain of Tighten nodes from the root
-        if not isinstance(builder._trees.get(link[0]), Tighten):
-            return False
-        link = builder._links.get(link[0])
-    return True
+def _tighten_here(builder, node) -> bool:
+    return builder._nodes[node][2] in TIGHTEN_DEPTHS
 
 
 @dataclass
@@ -511,6 +494,11 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     builder = TreeBuilder(q)
     S = _Search(q, builder, deadline)
     S.bands = BAND_SPLIT is not None
+    more = S.bands and q.post == "prob"
+    # prob: the nodes tightened besides TIGHTEN_DEPTHS, marked as they are made: a chain of Tighten nodes
+    # from each root (TIGHTEN_CHAIN) and the children of band splits (TIGHTEN_BAND_DEPTH)
+    chain = set(builder.roots()) if more else set()
+    band_kids: set = set()
     thr = q.threshold
     claim_fails = (lambda m: m >= thr) if q.strict else (lambda m: m > thr)
     for root in builder.roots():
@@ -534,9 +522,11 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
                 x, xp, m = S.candidate(node, x_lp)
                 if claim_fails(m):
                     return _done(BabResult("candidate", pair=(x, xp), value=m), S, t0)
-            if TIGHTEN and status == "optimal" and _tighten_here(builder, node, S.bands and q.post == "prob"):
+            if TIGHTEN and status == "optimal" and (_tighten_here(builder, node) or node in chain or node in band_kids):
                 kid = S.tighten(node)
                 if kid is not None:
+                    if node in chain and builder._nodes[kid][2] <= TIGHTEN_CHAIN:
+                        chain.add(kid)
                     stack.append(kid)
                     continue
             if x_lp is None:
@@ -550,6 +540,8 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
                 return _done(BabResult("gave-up", reason="a node that neither closes nor splits"), S, t0)
             var, at, prefer_high = br
             lo, hi = builder.split(node, var, at)
+            if more and var[0] == "out" and builder._nodes[lo][2] <= TIGHTEN_BAND_DEPTH:
+                band_kids.update((lo, hi))
             if prefer_high:
                 stack += [lo, hi]
             else:

@@ -382,8 +382,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             laps("unions")
         step = max(1, chunk if stop_on_violation else len(items))
         first_shared = shared
-        if problem.post == "prob" and backend == "milp" and _is_network(problem) and mode in ("find", "prove") \
-                and kw.get("engine") != "bab" and retries != ():
+        bab_first = problem.post == "prob" and backend == "milp" and _is_network(problem) \
+            and mode in ("find", "prove") and kw.get("engine") != "bab" and retries != ()
+        if bab_first:
             # prob: the first per-partition pass is the certified branch and bound (its band split of x''s
             # logit proves in a second what the MILP's bisection does not settle in its budget; AC-8 sex eps:
             # 985 partitions left at ~12 s each, certify_first then HiGHS, most never reached in 900 s);
@@ -399,11 +400,11 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                 results[k] = r
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
-        laps("per partition, " + ("bab" if first_shared is not shared else str(kw.get("engine") or backend)))
+        laps("per partition, " + ("bab" if bab_first else str(kw.get("engine") or backend)))
         if retries is None:
             retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
                        else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio"
-                       else PROB_RETRIES if first_shared is not shared else RETRIES)
+                       else PROB_RETRIES if bab_first else RETRIES)
         if retries and deadline is not None and time_per_part is not None:
             # then, while the total budget lasts, the boxes still open get doubling budgets, the branch and
             # bound and the portfolio in turn: a deep network's last boxes (GC-5) need minutes, not seconds
@@ -435,7 +436,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             if not left:
                 break
             kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
-            if first_shared is not shared:
+            if bab_first:
                 kw2["bab_tried"] = True     # prob: the first pass was the branch and bound; no certify_first again
             shared2 = (problem, mode, backend, kw2, deadline, int(unfair_nodes))
             batch = [(k, parts[k][0], parts[k][1], None) for k in left]
