@@ -6,6 +6,7 @@ toward ties (dyadic weights); verdicts against brute force; no timing."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -289,14 +290,15 @@ def test_no_rounds_again_when_the_first_pass_last_round_decided_none(monkeypatch
 
 def test_prob_first_pass_is_a_short_branch_and_bound_then_the_full_one(monkeypatch):
     """prob on a network: the first per-partition pass is the branch and bound with PROB_FIRST of the
-    budget, the first retry the branch and bound with all of it, then the MILP engines (PROB_RETRIES);
-    label keeps RETRIES after its MILP first pass."""
+    budget, the first retries the branch and bound with growing budgets, then the MILP engines
+    (PROB_RETRIES); label keeps RETRIES after its MILP first pass."""
     net = protected_weight_net(2, 1.0, True, False, name="passes")
     calls = []
 
     def stub(shared, item):
         kw = shared[3]
         calls.append((kw.get("engine"), kw.get("time_limit")))
+        time.sleep(0.01)        # every pass takes time: the timeline records it
         return PairResult("unknown", reason="stub")
 
     monkeypatch.setattr(part, "_solve_part", stub)
@@ -305,14 +307,18 @@ def test_prob_first_pass_is_a_short_branch_and_bound_then_the_full_one(monkeypat
         calls.clear()
         p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
         parts = fairify_partitions(p, threshold=8)
-        solve_partitioned(p, "prove", parts=parts, time_per_part=10.0, time_limit=3600.0, unions=False,
-                          decide_share=0.0, executor=SerialExecutor())
+        res = solve_partitioned(p, "prove", parts=parts, time_per_part=10.0, time_limit=3600.0, unions=False,
+                                decide_share=0.0, executor=SerialExecutor())
         n = len(parts)
         passes = [calls[j] for j in range(0, len(calls), n)]
         assert len(calls) % n == 0
         if post == "prob":
             assert passes[0] == ("bab", part.PROB_FIRST * 10.0)
             assert passes[1:1 + len(part.PROB_RETRIES)] == [(e, f * 10.0) for e, f in part.PROB_RETRIES]
+            babs = [t for e, t in passes if e == "bab"][:3]
+            assert babs == sorted(babs) and len(set(babs)) == 3      # a sweep, then longer budgets
+            # the two retries of the branch and bound are named by their budgets in the timeline
+            assert {"retry, bab 0.3x", "retry, bab 1x"} <= {p["phase"] for p in res.stats["phases"]}
         else:
             assert passes[0][0] != "bab"
             assert passes[1:1 + len(part.RETRIES)] == [(e, f * 10.0) for e, f in part.RETRIES]

@@ -264,7 +264,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
                    :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound); for
                    ``prob`` (the first pass the branch and bound with :data:`PROB_FIRST` of the budget)
-                   :data:`PROB_RETRIES` (the branch and bound with the full budget first);
+                   :data:`PROB_RETRIES` (the branch and bound with growing budgets first);
                    ``()``: one pass. With a ``time_limit``, what the retries leave then gets
                    doubling budgets (the branch and bound and the portfolio in turn, from twice the
                    largest retry factor) until the total budget is spent.
@@ -388,9 +388,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             # prob: the first per-partition pass is the certified branch and bound (its band split of x''s
             # logit proves in a second what the MILP's bisection does not settle in its budget; AC-8 sex eps:
             # 985 partitions left at ~12 s each, certify_first then HiGHS, most never reached in 900 s);
-            # the MILP engines come in the retry passes. A short budget first (PROB_FIRST): most of these proofs
-            # take 0.3-5 s, and at the full budget the pass reached too few (AC-8 sex: 168 decided in 320 s,
-            # ~730 never reached); the branch and bound with the full budget is the first retry (PROB_RETRIES)
+            # the MILP engines come in the retry passes. A one-second sweep first (PROB_FIRST, PROB_RETRIES: at
+            # 3 s or 10 s each the pass reached too few of AC-8 sex's; bench/results/fairify_band.md)
             first_kw = dict(kw, engine="bab",
                             time_limit=None if time_per_part is None else PROB_FIRST * float(time_per_part))
             first_shared = (problem, mode, backend, first_kw, deadline, int(unfair_nodes))
@@ -416,6 +415,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             extra.append(("bab", float(time_limit) / float(time_per_part)))
             retries = tuple(retries) + tuple((e, f, f"{e} {f:g}x") for e, f in extra)
         n_retries = 0 if not retries else sum(1 for r in retries if len(r) == 2)
+        engines = [r[0] for r in retries or () if len(r) == 2]     # one with two retries: named by budget
         by_refine = None
         # a short decision pass before the retries (what the bounds and enumeration settle in seconds need
         # not wait for minutes of SCIP and HiGHS), the longer one after them
@@ -426,13 +426,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             if step_no == n_retries and by_refine is None:
                 by_refine = _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_violation) or {}
                 laps("decision pass after retries")
-            label = label[0] if label else engine
+            longer = bool(label)        # a pass past the retries: not for the boxes at a tie
+            label = label[0] if label else engine if engines.count(engine) < 2 else f"{engine} {factor:g}x"
             if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
                 break
             if deadline is not None and time.time() >= deadline:
                 break
             left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"
-                    and (label == engine or not _at_a_tie(r))]
+                    and (not longer or not _at_a_tie(r))]
             if not left:
                 break
             kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
@@ -718,10 +719,11 @@ RETRIES = (("scip", 3.0), ("highs", 6.0), ("bab", 3.0))
 #: engines at once in place of SCIP's pass then HiGHS's), then the certified branch and bound
 PORTFOLIO_RETRIES = (("portfolio", 6.0), ("bab", 3.0))
 #: prob on a network: the first per-partition pass, the certified branch and bound, with this share of
-#: ``time_per_part`` ...
-PROB_FIRST = 0.3
-#: ... and the retry passes after it: the branch and bound with the full budget, then as RETRIES
-PROB_RETRIES = (("bab", 1.0),) + RETRIES
+#: ``time_per_part`` (AC-8 sex eps: of the 419 a 900 s row left at 0.3, mostly never reached, 1 s each
+#: decided 155 in 172 s on 2 workers) ...
+PROB_FIRST = 0.1
+#: ... and the retry passes after it: the branch and bound at 0.3, then 1.0, then as RETRIES
+PROB_RETRIES = (("bab", 0.3), ("bab", 1.0)) + RETRIES
 
 
 def _at_a_tie(r: PairResult) -> bool:
