@@ -147,3 +147,33 @@ def test_union_rounds_end_at_one_that_decides_none(monkeypatch, decides):
         assert n == 64 // 16 and rounds[0] == 16 and len(rounds) > 1
     else:
         assert n == 0 and rounds == [16]
+
+
+def test_the_union_pass_takes_its_share_of_the_budget_left(monkeypatch):
+    """The union pass's jobs get a deadline UNION_SHARE of the way to the total one (as the attack has its
+    share): they cannot take the time of the per-partition pass that follows."""
+    import time
+
+    from fairspec.backends.milp import unions
+    from fairspec.backends.pair import PairResult
+    from fairspec.runtime.executor import SerialExecutor
+
+    p = PairProblem(random_net(0, 4, (4,)), lo=[0, 0, 0, 0], hi=[31, 31, 3, 1], integer=[True] * 4, free=(3,))
+    parts = milp.grid_partitions(p, {0: 8, 1: 8})
+    seen = []
+
+    def union(shared, item):
+        seen.append(shared[4])
+        return PairResult("unknown", reason="stub")
+
+    monkeypatch.setattr(unions, "decide_union", union)
+    results = [None] * len(parts)
+    items = [(k, lo, hi, None) for k, (lo, hi) in enumerate(parts)]
+    t0 = time.time()
+    total = t0 + 1000.0
+    unions.union_pass(p, parts, items, results, SerialExecutor(), (p, "prove", "milp", {}, total, 0),
+                      lambda item, why: None)
+    t1 = time.time()
+    assert seen and all(t0 + unions.UNION_SHARE * (total - t1) <= d <= t1 + unions.UNION_SHARE * (total - t0)
+                        for d in seen)
+    assert unions.UNION_SHARE < 1

@@ -31,12 +31,16 @@ import numpy as np
 
 from fairspec.backends.pair.problem import PairProblem, PairResult
 
-__all__ = ["UNION_MEMBERS", "UNION_NODES", "union_boxes", "decide_union", "member_results", "union_pass"]
+__all__ = ["UNION_MEMBERS", "UNION_NODES", "UNION_SHARE", "union_boxes", "decide_union", "member_results", "union_pass"]
 
 #: at most this many partitions per union
 UNION_MEMBERS = 16
 #: the union's branch and bound: at most this many nodes per member partition
 UNION_NODES = 40
+#: the union pass takes at most this share of the total budget left when it starts, as the attack does
+#: (AC-11 race eps: one round of unions of 16 took 310 s of 555 and decided none, each union's branch
+#: and bound running out of its 40 s before its node cap; the per-partition pass then had too little)
+UNION_SHARE = 0.25
 
 
 def _adjacent(a_hi: float, b_lo: float, integer: bool) -> bool:
@@ -92,8 +96,8 @@ def decide_union(shared, item) -> PairResult:
     if deadline is not None:
         left = deadline - time.time()
         if left <= 0:
-            return PairResult("unknown", reason="the total time budget was spent before this union", engine="bab",
-                              mode=mode)
+            return PairResult("unknown", reason="the union pass's share of the time budget was spent before this "
+                              "union", engine="bab", mode=mode)
         tl = left if tl is None else min(float(tl), left)
     return decide_by_bab(problem.restrict(lo, hi), mode, tl, max_nodes=UNION_NODES * len(members))
 
@@ -124,13 +128,17 @@ def member_results(problem: PairProblem, parts, union, r: PairResult) -> dict[in
 
 def union_pass(problem, parts, items, results, ex, shared, on_error) -> int:
     """The union pass (:mod:`fairspec.backends.milp.unions`): fills ``results`` for the partitions it
-    decides; returns how many. Rounds of halving size (16, 8, 4, 2 members): the partitions a round
-    leaves open are merged again into smaller unions (a union that ran out of nodes, or whose pair
-    refuted one member, may have halves that are proved); a round that decides none ends them (AC-11
-    race eps: 418 s of rounds for 1 partition, where a branch and bound node with the certified tightening
-    below its bands costs many LPs; AC-8 sex: 177 in 116 s). ``on_error``: the executor's result for a union
+    decides; returns how many; within :data:`UNION_SHARE` of the budget left. Rounds of halving size
+    (16, 8, 4, 2 members): the partitions a round leaves open are merged again into smaller unions (a
+    union that ran out of nodes, or whose pair refuted one member, may have halves that are proved); a
+    round that decides none ends them (AC-11 race eps: 418 s of rounds for 1 partition, where a branch
+    and bound node with the certified tightening below its bands costs many LPs; AC-8 sex: 177 in 116 s). ``on_error``: the executor's result for a union
     whose job failed."""
     deadline = shared[4]
+    if deadline is not None:
+        # at most UNION_SHARE of what is left: the unions' jobs end there too (their deadline)
+        deadline = time.time() + UNION_SHARE * max(0.0, deadline - time.time())
+        shared = (*shared[:4], deadline, *shared[5:])
     n = 0
     size = UNION_MEMBERS
     while size >= 2 and (deadline is None or time.time() < deadline):
