@@ -288,7 +288,7 @@ def test_no_rounds_again_when_the_first_pass_last_round_decided_none(monkeypatch
     assert "after the second attack" not in res.stats["refine_decided"]["passes"]
 
 
-def test_prob_first_pass_is_a_short_branch_and_bound_then_the_full_one(monkeypatch):
+def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatch):
     """prob on a network: the first per-partition pass is the branch and bound with PROB_FIRST of the
     budget, the first retries the branch and bound with growing budgets, then the MILP engines
     (PROB_RETRIES); label keeps RETRIES after its MILP first pass."""

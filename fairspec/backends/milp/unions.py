@@ -31,7 +31,8 @@ import numpy as np
 
 from fairspec.backends.pair.problem import PairProblem, PairResult
 
-__all__ = ["UNION_MEMBERS", "UNION_NODES", "UNION_SHARE", "union_boxes", "decide_union", "member_results", "union_pass"]
+__all__ = ["UNION_MEMBERS", "UNION_NODES", "UNION_SHARE", "union_boxes", "decide_union", "member_results",
+           "union_pass"]
 
 #: at most this many partitions per union
 UNION_MEMBERS = 16
@@ -133,8 +134,8 @@ def union_pass(problem, parts, items, results, ex, shared, on_error) -> int:
     (16, 8, 4, 2 members): the partitions a round leaves open are merged again into smaller unions (a
     union that ran out of nodes, or whose pair refuted one member, may have halves that are proved); a
     round that decides none ends them (AC-11 race eps: 418 s of rounds for 1 partition, where a branch
-    and bound node with the certified tightening below its bands costs many LPs; AC-8 sex: 177 in 116 s). ``on_error``: the executor's result for a union
-    whose job failed."""
+    and bound node with the certified tightening below its bands costs many LPs; AC-8 sex: 177 in 116 s).
+    ``on_error``: the executor's result for a union whose job failed."""
     deadline = shared[4]
     if deadline is not None:
         # at most UNION_SHARE of what is left: the unions' jobs end there too (their deadline)
