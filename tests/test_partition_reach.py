@@ -64,6 +64,22 @@ def test_the_attack_finds_most_violations_on_small_boxes():
     assert found >= 0.5 * violated, (found, violated)
 
 
+@pytest.mark.parametrize("post", ["label", "prob"])
+def test_the_attack_finds_a_violation_that_only_a_corner_of_the_box_holds(post):
+    """z = 10 relu(x_0 + ... + x_5 + x_6 - 120) - 5, inputs 0..5 in [0, 20], x_6 protected: the pair
+    breaks the property only where all six tied inputs are 20 (one point in 21^6; the gradient is 0
+    everywhere else). Uniform points never draw it; the points drawn towards the corners do."""
+    net = PLNet((Layer(np.ones((1, 7)), np.array([-120.0]), True), Layer(np.array([[10.0]]), np.array([-5.0]), False)),
+                0, "sigmoid")
+    p = PairProblem(net, lo=[0] * 7, hi=[20] * 6 + [1], integer=[True] * 7, free=(6,), post=post,
+                    eps=0.0 if post == "label" else 0.05)
+    parts = [(p.lo.copy(), p.hi.copy())]
+    (w,) = falsify_boxes(p, parts)
+    assert w is not None
+    assert w.x[:6] == w.x_prime[:6] == [20.0] * 6
+    assert check_witness(p, w.x, w.x_prime, p.net.forward)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_partitioned_verdict_per_box_matches_brute_force_with_the_attack(seed):
     from fairspec.runtime.executor import SerialExecutor
