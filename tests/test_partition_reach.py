@@ -80,6 +80,20 @@ def test_the_attack_finds_a_violation_that_only_a_corner_of_the_box_holds(post):
     assert check_witness(p, w.x, w.x_prime, p.net.forward)
 
 
+def test_the_prob_ascent_weighs_each_logit_by_the_logistic_slope_where_float32_saturates():
+    """The ascent's weights for ``prob`` are the logistic's derivative, computed in float64: exact
+    where float32's sigmoid is not 0 or 1, and still above zero (with the right order) at logits of
+    +-100, where float32 rounds the probability to 1 or 0 and its slope to 0."""
+    from fairspec.backends.milp.falsify import _slope
+
+    z = np.array([0.0, 2.0, -3.5, 100.0, -100.0, 120.0], dtype=np.float32)
+    s = 1.0 / (1.0 + np.exp(-z[:3].astype(np.float64)))
+    assert np.allclose(_slope(z[:3]), s * (1 - s), rtol=1e-12)
+    w = _slope(z)
+    assert np.all(w > 0) and w[3] == w[4] > w[5]
+    assert float(1.0 / (1.0 + np.exp(-z[3]))) == 1.0       # float32 saturates there
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_partitioned_verdict_per_box_matches_brute_force_with_the_attack(seed):
     from fairspec.runtime.executor import SerialExecutor
