@@ -161,3 +161,17 @@ def test_estimate_column_in_the_table_and_old_runs_render_blank(fb):
     n = header.count("|")
     assert all(ln.count("|") == n for ln in text.splitlines() if ln.startswith(("| GC-1 | age | sign | 2",
                                                                                  "| BM-1 | age | sign | 5")))
+
+
+def test_bab_sample_variants():
+    """bench/diag/bab_sample.py's variants: ``base``, or engine constants as Python literals joined by
+    ``;``; anything else stops the script with a sentence, not a traceback."""
+    spec = importlib.util.spec_from_file_location("bab_sample_under_test", ROOT / "bench" / "diag" / "bab_sample.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod._parse_variant("base") == {}
+    assert mod._parse_variant("BAND_SPLIT=0.5; STRATEGY='relu';TIGHTEN_DEPTHS=(0, 1)") == \
+        {"BAND_SPLIT": 0.5, "STRATEGY": "relu", "TIGHTEN_DEPTHS": (0, 1)}
+    for bad in ("BAND_SPLIT", "=1", "BAND_SPLIT=;", "STRATEGY=relu", "BAND_SPLIT=(0.5"):
+        with pytest.raises(SystemExit):
+            mod._parse_variant(bad)

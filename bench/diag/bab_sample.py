@@ -39,7 +39,10 @@ def _parse_variant(text: str) -> dict:
         name, _, value = item.partition("=")
         if not name.strip() or not value.strip():
             raise SystemExit(f"bab_sample: a variant is 'base' or NAME=VALUE pairs joined by ';', not {text!r}")
-        out[name.strip()] = ast.literal_eval(value.strip())
+        try:
+            out[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise SystemExit(f"bab_sample: {value.strip()!r} in {text!r} is not a Python literal") from None
     return out
 
 
