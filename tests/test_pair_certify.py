@@ -60,3 +60,32 @@ def test_bench_switch_leaves_holds_uncertified_and_the_gate_refuses_it(monkeypat
     assert bare.status == "holds" and bare.proof is None
     v = Verdict("p", "individual_fairness", "holds", how="proved", backend="milp", proof=bare.proof)
     assert pipeline.certified(v)[0].status == "unknown"
+
+
+@pytest.mark.parametrize("post", ["label", "logit", "prob"])
+def test_refute_by_max_only_refutes_and_its_witness_replays(post):
+    """The partitions' falsifier (``"max"``: the best-first search for the largest violation) against
+    brute force on small dyadic networks, thresholds at the true optimum (strict and not) and around it:
+    ``violated`` only where brute force finds a violation, with a witness that replays on the network;
+    never ``holds``. A node budget's worth of time, not a race: the networks are tiny."""
+    from fairspec.backends.pair.certify import refute_by_max, replays
+
+    rng = np.random.default_rng({"label": 21, "logit": 22, "prob": 23}[post])
+    found = 0
+    for k in range(6):
+        p = _problem(rng, post, eps={"label": 0.0, "logit": 0.5, "prob": 0.125}[post], onehot=k % 2 == 1)
+        truth = brute_force(p).value
+        epss = [0.0] if post == "label" else [max(truth, 0.0), max(truth - 0.0625, 0.0), truth + 0.25]
+        for e in epss:
+            for strict in ((False,) if post == "label" else (False, True)):
+                q = replace(p, eps=e, eps_strict=strict)
+                want = brute_force(q)
+                r = refute_by_max(q, "prove", 600.0)
+                assert r.status in ("violated", "unknown"), r
+                if r.status == "violated":
+                    found += 1
+                    assert want.status == "violated", (k, e, strict, truth)
+                    assert replays(q, r.witness.x, r.witness.x_prime)
+                    for v in r.witness:
+                        assert np.all(q.lo <= np.asarray(v)) and np.all(np.asarray(v) <= q.hi)
+    assert found

@@ -314,7 +314,8 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
         assert len(calls) % n == 0
         if post == "prob":
             assert passes[0] == ("bab", part.PROB_FIRST * 10.0)
-            assert passes[1:1 + len(part.PROB_RETRIES)] == [(e, f * 10.0) for e, f in part.PROB_RETRIES]
+            want = [(e, f * 10.0) for e, f in part.PROB_RETRIES if e != "max" or n <= part.MAX_LEFT]
+            assert n > part.MAX_LEFT and passes[1:1 + len(want)] == want     # the falsifier skipped: too many
             babs = [t for e, t in passes if e == "bab"][:3]
             assert babs == sorted(babs) and len(set(babs)) == 3      # a sweep, then longer budgets
             # the two retries of the branch and bound are named by their budgets in the timeline
@@ -322,3 +323,31 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
         else:
             assert passes[0][0] != "bab"
             assert passes[1:1 + len(part.RETRIES)] == [(e, f * 10.0) for e, f in part.RETRIES]
+
+
+def test_prob_falsifier_pass_runs_when_few_partitions_are_left(monkeypatch):
+    """prob: the best-first falsifier (``"max"``, PROB_RETRIES) runs after the branch and bound's first
+    retry on what is left when at most MAX_LEFT partitions are open (GC-2 sex eps's partition 0), and
+    a partition it refutes is not retried."""
+    net = protected_weight_net(2, 1.0, True, False, name="passes")
+    calls = []
+
+    def stub(shared, item):
+        kw = shared[3]
+        calls.append((kw.get("engine"), item[0]))
+        if kw.get("engine") == "max" and item[0] == 1:
+            from fairspec.backends.pair.problem import Witness
+            return PairResult("violated", None, 1.0, None, Witness([0, 0, 0, 0], [0, 0, 0, 1], 1.0, -1.0), "stub")
+        return PairResult("unknown", reason="stub")
+
+    monkeypatch.setattr(part, "_solve_part", stub)
+    monkeypatch.setattr(part, "_attack", lambda *a, **k: {})
+    p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post="prob", eps=0.05)
+    parts = fairify_partitions(p, threshold=8)[:3]
+    res = solve_partitioned(p, "prove", parts=parts, time_per_part=10.0, time_limit=3600.0, unions=False,
+                            decide_share=0.0, executor=SerialExecutor())
+    engines = [e for e, _ in calls]
+    first_max = engines.index("max")
+    assert engines[first_max - 3:first_max] == ["bab"] * 3 and engines[first_max:first_max + 3] == ["max"] * 3
+    assert [k for e, k in calls[first_max + 3:] if k == 1] == []
+    assert res.coverage.refuted == 1 and res.stats["retry_decided"].get("max") == 1

@@ -194,10 +194,10 @@ def _decide_part(shared, item) -> PairResult:
         if engine == "portfolio":
             engine = "highs"   # the tree engines' own portfolio (z3 first, then HiGHS)
         return tree_solve(sub, mode, engine=engine, **kw)
-    if kw.get("engine") == "bab" and mode in ("find", "prove"):
-        from fairspec.backends.pair.certify import decide_by_bab
+    if kw.get("engine") in ("bab", "max") and mode in ("find", "prove"):
+        from fairspec.backends.pair.certify import decide_by_bab, refute_by_max
 
-        return decide_by_bab(sub, mode, kw.get("time_limit"))
+        return (decide_by_bab if kw["engine"] == "bab" else refute_by_max)(sub, mode, kw.get("time_limit"))
     if mode in ("find", "prove") and not bab_tried:
         from fairspec.backends.pair.certify import certify_first
 
@@ -255,34 +255,30 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                    certified branch and bound (:mod:`fairspec.backends.milp.unions`): a union proved
                    proves its members, a pair it finds refutes the member holding it; the rest go on
                    (``stats["union_decided"]``).
-    retries:       find / prove with the MILP on a network: the passes after the first, as
-                   (engine, budget factor); the partitions a pass leaves undecided go to the next
-                   with ``factor * time_per_part`` each, while the total budget lasts. Default
-                   :data:`RETRIES`: SCIP, HiGHS with a longer budget, then the certified branch and
-                   bound over the partition
-                   (``"bab"``: splits inputs and ReLU phases inside the box, its proof a
-                   bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
-                   :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound); for
-                   ``prob`` (the first pass the branch and bound with :data:`PROB_FIRST` of the budget)
-                   :data:`PROB_RETRIES` (the branch and bound with growing budgets first);
-                   ``()``: one pass. With a ``time_limit``, what the retries leave then gets
-                   doubling budgets (the branch and bound and the portfolio in turn, from twice the
-                   largest retry factor) until the total budget is spent.
-    decide_share:  find / prove on a network with a total budget: after the retry passes (before the
-                   doubling ones), the partitions still open are decided by the refinement
-                   (:func:`fairspec.backends.refine.decide_partitions`: split into sub-boxes proved fair by
-                   batched bounds or enumerated on the runtime -- holds with one certify Proof that the
-                   sub-boxes tile the partition -- or an unfair individual found, whose pair replays --
-                   violated), with this share of what is left of the total budget (default
-                   :data:`DECIDE_SHARE`; 0: no such pass); a short pass with :data:`DECIDE_EARLY` of that
-                   share also runs before the retries, and, when the attack leaves at least
-                   :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
-                   rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and the
-                   solves, and after the second attack (see ``falsify``), when it refuted some and the
-                   first pass's last round decided some, the rounds again on what is left (:data:`DECIDE_AGAIN_BOXES`, at most :data:`DECIDE_AGAIN_SECONDS`
-                   per partition left); ``stats["refine_decided"]`` (counts,
-                   the partitions decided, each pass's counts: "first", "after the second attack", "before
-                   retries", "after retries").
+    retries:       find / prove with the MILP on a network: the passes after the first, as (engine, budget factor);
+                   the partitions a pass leaves undecided go to the next with ``factor * time_per_part`` each, while
+                   the total budget lasts. Default :data:`RETRIES`: SCIP, HiGHS with a longer budget, then the
+                   certified branch and bound over the partition (``"bab"``: splits inputs and ReLU phases inside
+                   the box, its proof a bab-certificate, its candidate pairs replayed); with ``engine="portfolio"``
+                   :data:`PORTFOLIO_RETRIES` (the race again, 6x, then the branch and bound); for ``prob`` (the
+                   first pass the branch and bound with :data:`PROB_FIRST` of the budget) :data:`PROB_RETRIES` (the
+                   branch and bound with growing budgets first, and a falsifier, ``"max"``); ``()``: one pass. With
+                   a ``time_limit``, what the retries leave then gets doubling budgets (the branch and bound and the
+                   portfolio in turn, from twice the largest retry factor) until the total budget is spent.
+    decide_share:  find / prove on a network with a total budget: after the retry passes (before the doubling ones),
+                   the partitions still open are decided by the refinement
+                   (:func:`fairspec.backends.refine.decide_partitions`: split into sub-boxes proved fair by batched
+                   bounds or enumerated on the runtime -- holds with one certify Proof that the sub-boxes tile the
+                   partition -- or an unfair individual found, whose pair replays -- violated), with this share of
+                   what is left of the total budget (default :data:`DECIDE_SHARE`; 0: no such pass); a short pass
+                   with :data:`DECIDE_EARLY` of that share also runs before the retries, and, when the attack leaves
+                   at least :data:`DECIDE_FIRST_MIN` partitions, a first one (:data:`DECIDE_FIRST` of the share, in
+                   rounds of at most :data:`DECIDE_FIRST_BOXES` sub-boxes per partition) before the union pass and
+                   the solves, and after the second attack (see ``falsify``), when it refuted some and the first
+                   pass's last round decided some, the rounds again on what is left (:data:`DECIDE_AGAIN_BOXES`, at
+                   most :data:`DECIDE_AGAIN_SECONDS` per partition left); ``stats["refine_decided"]`` (counts, the
+                   partitions decided, each pass's counts: "first", "after the second attack", "before retries",
+                   "after retries").
     estimate:      individuals drawn uniformly from the undecided share (seeded with ``seed``) and
                    decided on the runtime: an *estimate* of its unfair / fair split with exact
                    Clopper-Pearson intervals at ``confidence`` (:mod:`fairspec.backends.estimate`;
@@ -436,6 +432,8 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
                     and (not longer or not _at_a_tie(r))]
             if not left:
                 break
+            if engine == "max" and len(left) > MAX_LEFT:
+                continue
             kw2 = dict(kw, engine=engine, time_limit=None if time_per_part is None else factor * float(time_per_part))
             if bab_first:
                 kw2["bab_tried"] = True     # prob: the first pass was the branch and bound; no certify_first again
@@ -722,8 +720,11 @@ PORTFOLIO_RETRIES = (("portfolio", 6.0), ("bab", 3.0))
 #: ``time_per_part`` (AC-8 sex eps: of the 419 a 900 s row left at 0.3, mostly never reached, 1 s each
 #: decided 155 in 172 s on 2 workers) ...
 PROB_FIRST = 0.1
-#: ... and the retry passes after it: the branch and bound at 0.3, then 1.0, then as RETRIES
-PROB_RETRIES = (("bab", 0.3), ("bab", 1.0)) + RETRIES
+#: ... and the retry passes after it: the branch and bound at 0.3, the best-first search for the largest
+#: violation (``"max"``, falsification only) when at most MAX_LEFT are open (GC-2 sex eps's partition 0: a pair
+#: at 0.0535 > 0.05 in 3 s, where 900 s of other passes found none; AC-4 race's 76: none), then as RETRIES
+PROB_RETRIES = (("bab", 0.3), ("max", 0.3), ("bab", 1.0)) + RETRIES
+MAX_LEFT = 16
 
 
 def _at_a_tie(r: PairResult) -> bool:

@@ -26,7 +26,8 @@ from typing import Callable
 
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
-__all__ = ["Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "runtime_of"]
+__all__ = ["Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
+           "runtime_of"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +197,32 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nod
                           "replays", took, engine="bab", mode=mode, best=w, stats=st)
     return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
                                         f"({r.reason or r.status})", seconds=took, engine="bab", mode=mode, stats=st)
+
+
+def refute_by_max(sub: PairProblem, mode: str, time_limit: float | None) -> PairResult:
+    """A falsifier for one partition: the best-first search for the largest violation measure
+    (:func:`fairspec.backends.bab.maximize`, whose greedy polish of LP points finds pairs the attack's
+    samples and the proof's depth-first search miss); ``violated`` when its best pair replays on the
+    runtime, else ``unknown``. It proves nothing: no ``holds`` comes from here."""
+    t0 = time.perf_counter()
+    if not _is_network(sub):
+        return PairResult("unknown", reason="the best-first search needs a network", engine="max", mode=mode)
+    from fairspec.backends.bab import maximize
+
+    budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
+    r = maximize(sub, time.monotonic() + budget)
+    took = time.perf_counter() - t0
+    st = {"max_seconds": round(took, 4), "max_nodes": r.stats.get("nodes"), "max_value": r.value}
+    if r.pair is not None and replays(sub, *r.pair):
+        w = make_witness(sub, *r.pair)
+        if w.z < w.z_prime:
+            w = make_witness(sub, r.pair[1], r.pair[0])
+        return PairResult("violated", None, r.value, None, w, "the best-first search found a pair that replays",
+                          took, engine="max", mode=mode, best=w, stats=st)
+    return PairResult("unknown", reason=f"the best-first search found no pair that replays in {took:.1f} s "
+                                        f"(largest measure {r.value:.6g})" if r.value is not None else
+                                        f"the best-first search found no pair in {took:.1f} s",
+                      seconds=took, engine="max", mode=mode, stats=st)
 
 
 #: nodes of the certified branch and bound tried before a partition's MILP (:func:`certify_first`)
