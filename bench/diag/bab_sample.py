@@ -8,9 +8,9 @@ would buy on what the pipeline leaves, before a 15-minute row is run.
 
 A variant is ``base`` or ``NAME=VALUE`` pairs joined by ``;``, each a module constant of
 ``fairspec.backends.bab.engine`` (a Python literal). Every variant runs the same partitions in its own
-pool of ``--workers`` processes (one BLAS thread each), one partition per task, as
-``decide_by_bab`` does (the runtime's error moved into the claim; a candidate pair counts as refuted
-only once it replays on the runtime). Prints a table per variant and a summary; ``--json`` keeps them.
+pool of ``--workers`` processes (one BLAS thread each), one partition per task, through
+``decide_by_bab`` as the pipeline runs it (the runtime's error moved into the claim; a candidate pair counts
+as refuted only once it replays on the runtime). Prints a table per variant and a summary; ``--json`` keeps them.
 Seconds are wall clock per partition: run it alone on an idle machine.
 """
 
@@ -64,22 +64,16 @@ def _init(shared, model, protected, prop, variant):
 
 
 def _one(args):
-    from fairspec.backends.bab import certify_holds
-    from fairspec.backends.pair.certify import replays, runtime_of
+    from fairspec.backends.pair.certify import decide_by_bab
 
     k, seconds = args
     lo, hi = _G["parts"][k]
-    sub = _G["problem"].restrict(lo, hi)
-    t0 = time.perf_counter()
-    rt = runtime_of(sub)
-    r = certify_holds(sub, rt.layers, time.monotonic() + seconds, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=sub.eps_strict, base_net=rt.base_net)
-    status = "proved" if r.status == "proved" else \
-        "refuted" if r.status == "candidate" and r.pair is not None and replays(sub, *r.pair) else "open"
+    r = decide_by_bab(_G["problem"].restrict(lo, hi), "prove", seconds)
     st = r.stats or {}
-    return {"partition": k, "status": status, "seconds": round(time.perf_counter() - t0, 2),
-            "nodes": st.get("nodes"), "lps": st.get("lp_solves"), "tighten_lps": st.get("tighten_lps", 0),
-            "lp_seconds": round(st.get("lp_seconds", 0.0), 2), "leaves": st.get("leaves")}
+    return {"partition": k, "status": {"holds": "proved", "violated": "refuted"}.get(r.status, "open"),
+            "seconds": round(r.seconds, 2), "nodes": st.get("certify_nodes"), "lps": st.get("certify_lps"),
+            "tighten_lps": st.get("certify_tighten_lps", 0), "lp_seconds": round(st.get("certify_lp_seconds") or 0.0, 2),
+            "leaves": st.get("certify_leaves")}
 
 
 def main():

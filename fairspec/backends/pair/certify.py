@@ -79,6 +79,15 @@ def replays(problem: PairProblem, x, xp) -> bool:
     return check_witness(problem, x, xp, problem.net.forward)
 
 
+def _replayed_witness(problem: PairProblem, x, xp, orient: bool = True) -> Witness | None:
+    """The pair as a witness when it replays on the runtime (None when it does not); ``orient``: with
+    ``z >= z'`` (the pair swapped when needed)."""
+    if not replays(problem, x, xp):
+        return None
+    w = make_witness(problem, x, xp)
+    return make_witness(problem, xp, x) if orient and w.z < w.z_prime else w
+
+
 def _is_network(problem: PairProblem) -> bool:
     from fairspec.models.network import PLNet
 
@@ -117,11 +126,8 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
         return replace(res, proof=r.proof, seconds=res.seconds + took, stats=st,
                        reason=(res.reason + "; " if res.reason else "") + "certified: " + r.proof.summary)
     if r.status == "candidate" and r.pair is not None:
-        x, xp = r.pair
-        if replays(problem, x, xp):
-            w = make_witness(problem, x, xp)
-            if w.z < w.z_prime and problem.post != "label":
-                w = make_witness(problem, xp, x)
+        w = _replayed_witness(problem, *r.pair, orient=problem.post != "label")
+        if w is not None:
             return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair "
                               "the solver missed", res.seconds + took, res.coverage, res.engine, res.mode, w, st)
         return unknown(f"{solver} says no pair violates it, but a pair lies within the runtime's rounding of the "
@@ -185,14 +191,14 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nod
                       max_nodes=max_nodes)
     took = time.perf_counter() - t0
     st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
-          "runtime_error": r.stats.get("runtime_error")}
+          "runtime_error": r.stats.get("runtime_error"), "certify_lps": r.stats.get("lp_solves"),
+          "certify_tighten_lps": r.stats.get("tighten_lps", 0), "certify_lp_seconds": r.stats.get("lp_seconds"),
+          "certify_leaves": r.stats.get("leaves")}
     if r.status == "proved":
         return PairResult("holds", "proved", reason="certified: " + r.proof.summary, seconds=took, engine="bab",
                           mode=mode, stats=st, proof=r.proof)
-    if r.status == "candidate" and r.pair is not None and replays(sub, *r.pair):
-        w = make_witness(sub, *r.pair)
-        if w.z < w.z_prime:
-            w = make_witness(sub, r.pair[1], r.pair[0])
+    w = _replayed_witness(sub, *r.pair) if r.status == "candidate" and r.pair is not None else None
+    if w is not None:
         return PairResult("violated", None, r.value, None, w, "the certified branch and bound found a pair that "
                           "replays", took, engine="bab", mode=mode, best=w, stats=st)
     return PairResult("unknown", reason=f"the certified branch and bound did not decide it in {took:.1f} s "
@@ -213,15 +219,12 @@ def refute_by_max(sub: PairProblem, mode: str, time_limit: float | None) -> Pair
     r = maximize(sub, time.monotonic() + budget)
     took = time.perf_counter() - t0
     st = {"max_seconds": round(took, 4), "max_nodes": r.stats.get("nodes"), "max_value": r.value}
-    if r.pair is not None and replays(sub, *r.pair):
-        w = make_witness(sub, *r.pair)
-        if w.z < w.z_prime:
-            w = make_witness(sub, r.pair[1], r.pair[0])
+    w = _replayed_witness(sub, *r.pair) if r.pair is not None else None
+    if w is not None:
         return PairResult("violated", None, r.value, None, w, "the best-first search found a pair that replays",
                           took, engine="max", mode=mode, best=w, stats=st)
-    return PairResult("unknown", reason=f"the best-first search found no pair that replays in {took:.1f} s "
-                                        f"(largest measure {r.value:.6g})" if r.value is not None else
-                                        f"the best-first search found no pair in {took:.1f} s",
+    largest = "" if r.value is None else f" (largest measure {r.value:.6g})"
+    return PairResult("unknown", reason=f"the best-first search found no pair that replays in {took:.1f} s{largest}",
                       seconds=took, engine="max", mode=mode, stats=st)
 
 
