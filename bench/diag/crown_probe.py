@@ -298,17 +298,13 @@ def prove_below_crown(problem, threshold, strict: bool, deadline: float, start_b
 
     stack = list(reversed(builder.roots()))
     while stack:
-        if time.monotonic() > deadline:
-            return E._done(E.BabResult("timeout", reason="time-out in the certified branch and bound"), S, t0)
-        if S.stats["nodes"] >= max_nodes:
-            return E._done(E.BabResult("gave-up", reason=f"more than {max_nodes} nodes"), S, t0)
+        stop = E._over(S, t0, deadline, max_nodes)
+        if stop is not None:
+            return stop
         batch = []
         while stack and len(batch) < BATCH:
-            node = stack.pop()
-            S.stats["nodes"] += 1
-            st = builder.state(node)
-            if st.empty or st.interval_ok:
-                builder.close(node)
+            node, st = E._pop_open(S, builder, stack)
+            if node is None:
                 continue
             tighten = E.TIGHTEN and (E._tighten_here(builder, node) or node in chain or node in band_kids)
             if tighten or not use_crown:

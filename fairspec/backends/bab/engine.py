@@ -504,15 +504,11 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     for root in builder.roots():
         stack = [root]
         while stack:
-            if time.monotonic() > deadline:
-                return _done(BabResult("timeout", reason="time-out in the certified branch and bound"), S, t0)
-            if S.stats["nodes"] >= max_nodes:
-                return _done(BabResult("gave-up", reason=f"more than {max_nodes} nodes"), S, t0)
-            node = stack.pop()
-            S.stats["nodes"] += 1
-            st = builder.state(node)
-            if st.empty or st.interval_ok:
-                builder.close(node)
+            stop = _over(S, t0, deadline, max_nodes)
+            if stop is not None:
+                return stop
+            node, st = _pop_open(S, builder, stack)
+            if node is None:
                 continue
             out = S.solve(node)
             if S.try_close(node, out):
@@ -554,6 +550,27 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     if keep_tree:
         res.trees, res.query = builder.trees(), q
     return _done(res, S, t0, builder)
+
+
+def _pop_open(S: _Search, builder: TreeBuilder, stack: list):
+    """The next node off a depth-first stack, counted, and its state; ``(None, state)`` when it is
+    empty or its interval bound proves it (then it is closed here)."""
+    node = stack.pop()
+    S.stats["nodes"] += 1
+    st = builder.state(node)
+    if st.empty or st.interval_ok:
+        builder.close(node)
+        return None, st
+    return node, st
+
+
+def _over(S: _Search, t0: float, deadline: float, max_nodes: int) -> BabResult | None:
+    """The result that stops a search at its deadline or its node cap (None: go on)."""
+    if time.monotonic() > deadline:
+        return _done(BabResult("timeout", reason="time-out in the certified branch and bound"), S, t0)
+    if S.stats["nodes"] >= max_nodes:
+        return _done(BabResult("gave-up", reason=f"more than {max_nodes} nodes"), S, t0)
+    return None
 
 
 def _done(res: BabResult, S: _Search, t0: float, builder=None) -> BabResult:
