@@ -345,7 +345,18 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         x, xp = X2[0], X2[1]
         w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                     (float(out[0]), float(out[1])), replayed_by=replayed_by)
-        return Verdict(prop.name, prop.kind, "violated", value=_value(backend, mode, res), witness=w, backend=backend,
+        value = _value(backend, mode, res)
+        if mode == "maximize" and value is not None:
+            # the best value is the replayed pair's measure on the runtime, not the solver's (real or
+            # float64) evaluation of it: they differ by the runtime's rounding
+            from fairspec.kinds.pair_runtime import runtime_pair_value
+
+            rv = runtime_pair_value(prop, model, out)
+            if rv is not None:
+                value = rv
+                if "bound" in extra:
+                    extra["bound"] = (rv, max(float(extra["bound"][1]), rv))
+        return Verdict(prop.name, prop.kind, "violated", value=value, witness=w, backend=backend,
                        seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair",
                        **extra)
     if res.status == "holds" and res.how == "proved":

@@ -31,6 +31,14 @@ from fairspec import ir
 
 MAX_PAIRS = 4_000_000
 MAX_POINTS = 1_000_000
+#: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
+#: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
+#: 500 points, alone against one batch); onnxruntime scored every point alike alone, in pairs and in
+#: one batch (three Fairify networks x 1,000 points, and the soundness campaign's networks), so a tie
+#: on it is decided on its scores as before
+BATCH_DEPENDENT = ("torch", "sklearn")
+#: at most this many points near a tie are checked for an exact runtime score (:func:`_rounded_apart`)
+MAX_EXACT_POINTS = 4096
 
 
 def _max_pairs() -> int:
@@ -111,15 +119,70 @@ def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.n
     return M
 
 
-def _measure(post: str, score_kind: str, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """The violation measure of ordered pairs in float64 (label: min(z, -z'), else s - s')."""
-    if post == "label":
-        return np.minimum(sa, -sb)
-    if post == "prob" and score_kind == "logit":
-        from fairspec.certify.enumerate import sigmoid_bounds
+def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind: str):
+    """``(spread, layers, readout, precision)``: how far apart two evaluations of one point by the
+    runtime can be (twice its rigorous error bound over the box of the encoded points X), with the
+    runtime's layers. Float runtimes round a point's score differently in batches of other sizes or
+    orders (torch on CPU does: :mod:`fairspec.certify.exact_runtime`). ``(0, None, None, None)`` for a
+    model outside the runtime error model (trees compare and add in a fixed order) and for scores
+    the bound is not about."""
+    from fairspec.certify.network import runtime_error_bound
+    from fairspec.kinds.pair_runtime import runtime_layers
 
-        return sigmoid_bounds(sa)[0] - sigmoid_bounds(sb)[0]
-    return sa - sb
+    none = (0.0, None, None, None)
+    try:
+        layers, readout, precision = runtime_layers(model, prop.post)
+    except ValueError:
+        return none
+    if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"):
+        return none
+    dt = np.float32 if precision == "float32" else np.float64
+    V = np.asarray(X, dtype=dt).astype(np.float64)
+    try:
+        E = runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=readout, precision=precision)
+    except ValueError:
+        return none
+    return float(np.nextafter(2.0 * E, np.inf)), layers, readout, precision
+
+
+def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime) -> dict | None:
+    """The pairs whose decision lies within the runtime's spread (:func:`runtime_spread`) of the
+    threshold, and how many of their points the runtime may score differently in another batch:
+    those :func:`fairspec.certify.exact_runtime.exact_points` does not show exact (a sigmoid or
+    softmax head never is). None when no pair is that close; else ``{"near", "moved", "spread"}``
+    and, when some moved, ``unsure`` (over the pairs: near, with a point that may move; not for the
+    JSON details)."""
+    from fairspec.certify.exact import threshold_of
+    from fairspec.certify.exact_runtime import exact_points
+
+    spread, layers, readout, precision = runtime
+    if spread <= 0 or kind == "class" or getattr(model, "format", "") not in BATCH_DEPENDENT:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if kind == "label":
+            thr = float(model.threshold)
+            near = (np.abs(sa - thr) <= 2 * spread) | (np.abs(sb - thr) <= 2 * spread)
+        else:
+            eps = float(threshold_of(prop.eps))
+            if kind == "prob-of-logit":
+                d = np.abs(1.0 / (1.0 + np.exp(-sa)) - 1.0 / (1.0 + np.exp(-sb)))
+                near = np.abs(d - eps) <= spread + 1e-12
+            else:
+                near = np.abs(np.abs(sa - sb) - eps) <= 2 * spread + 1e-12 * max(1.0, eps)
+    if not np.any(near):
+        return None
+    P = np.unique(np.concatenate([ia[near], ib[near]]))
+    dt = np.float32 if precision == "float32" else np.float64
+    ok = np.zeros(P.size, dtype=bool)
+    if readout[0] in ("logit", "margin") and P.size <= MAX_EXACT_POINTS:
+        ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
+        score = out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0)
+        ok &= score == np.asarray(s_points, dtype=np.float64).reshape(-1)[P]      # and it is what the runtime gave
+    res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
+    if res["moved"]:
+        moved = P[~ok]
+        res["unsure"] = near & (np.isin(ia, moved) | np.isin(ib, moved))
+    return res
 
 
 def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: float):
@@ -151,11 +214,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    from fairspec.kinds.pair_runtime import post_scores
+    from fairspec.kinds.pair_runtime import post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
     if s is None:                   # a logit post on a runtime that computes no logit
         return None
+    s_points = s
     M = admissible(prop, varying, vgrid, V)
     ia, ib = np.nonzero(M)
     base = (np.arange(T, dtype=np.int64) * V)[:, None]
@@ -197,25 +261,39 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
+    runtime = runtime_spread(prop, model, X, score_kind) if post != "class" and K == 1 else (0.0, None, None, None)
+    spread = runtime[0]
+    moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
+    if moved:
+        details["runtime_rounding"] = {"pairs_near_threshold": moved["near"], "points_not_exact": moved["moved"],
+                                       "spread": moved["spread"]}
     if count and post != "class" and (post != "label" or score_kind == "logit"):
-        m = _measure(post, score_kind, s[a], s[b])
+        m = runtime_measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))
         value = float(m[k])
+        # another evaluation of a point by the runtime (another batch size or order) may round its
+        # score differently, by at most the runtime's error bound on each side: the upper end covers it
         if post == "label":
-            lo = hi = value                              # min(z, -z') of floats: exact
+            # min(z, -z') of floats: exact
+            lo, hi = value, (value if spread == 0 else math.nextafter(value + spread, math.inf))
         elif kind == "prob-of-logit":
             from fairspec.certify.enumerate import sigmoid_bounds
 
             lo = value
-            hi = float(np.max(sigmoid_bounds(s[a])[1] - sigmoid_bounds(s[b])[0]))
+            hi = float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0]))
             hi = math.nextafter(hi, math.inf)
         else:
             # the exact difference of two floats lies within one rounding of the float one, and
             # rounding is monotone: the float maximum is within one rounding of the exact one
-            lo, hi = value, math.nextafter(value, math.inf)
+            lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
+    if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
+        return unknown(prop, f"{moved['near']:,} pair(s) lie within the runtime's rounding of the threshold, and the "
+                             f"runtime may round {moved['moved']:,} of their points differently in another batch size "
+                             "or order: whether the property holds depends on how the model is batched", backend=backend,
+                       seconds=seconds, details=details, value=value, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
                        bound=bound, backend=backend, seconds=seconds, details=details, proof=res.proof,
@@ -231,13 +309,20 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
+    if moved and moved.get("moved"):
+        bad &= ~moved["unsure"]             # only violations no batching rounds away
     idx = np.flatnonzero(bad)
+    if not idx.size and moved and moved.get("moved"):
+        return unknown(prop, f"every violating pair lies within the runtime's rounding of the threshold, and the "
+                             f"runtime may round {moved['moved']:,} of their points differently in another batch size "
+                             "or order: whether the property holds depends on how the model is batched", backend=backend,
+                       seconds=seconds, details=details, value=value, bound=bound)
     if not idx.size:
         return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "
                              f"threshold {prop.eps!r}; enumeration cannot decide them", backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
     if post != "class" and (post != "label" or score_kind == "logit"):
-        m = _measure(post, score_kind, s[a[idx]], s[b[idx]])
+        m = runtime_measure(post, score_kind, s[a[idx]], s[b[idx]])
         j = int(idx[int(np.argmax(m))])
     else:
         j = int(idx[0])

@@ -119,6 +119,36 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
+def runtime_measure(post: str, score_kind: str, sa, sb) -> np.ndarray:
+    """The violation measure of ordered pairs of runtime scores, in float64 (the value maximize reports):
+    ``min(z, -z')`` for label (logit scores), else ``s - s'`` (prob of a logit model: the real logistic
+    of each logit, rounded down within 2**-40)."""
+    sa = np.asarray(sa, dtype=np.float64)
+    sb = np.asarray(sb, dtype=np.float64)
+    if post == "label":
+        return np.minimum(sa, -sb)
+    if post == "prob" and score_kind == "logit":
+        from fairspec.certify.enumerate import sigmoid_bounds
+
+        return sigmoid_bounds(sa)[0] - sigmoid_bounds(sb)[0]
+    return sa - sb
+
+
+def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
+    """The measure of a replayed pair (runtime scores ``s`` of shape (2,)), the larger of its two
+    orders: what maximize reports for a witness; None where the post-condition has no measure
+    (class, or label decided by the library's predict)."""
+    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
+    kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
+    if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_by_predict(model)):
+        return None
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    if s.shape != (2,) or not np.all(np.isfinite(s)):
+        return None
+    m = runtime_measure(post, kind, s[[0, 1]], s[[1, 0]])
+    return float(np.max(m))
+
+
 def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     """Per pair (either order): does the runtime's scores pair break the post-condition, decided
     exactly by certify? (prob of a logit model: only a certain violation counts)."""

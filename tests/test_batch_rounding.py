@@ -1,0 +1,134 @@
+"""A float runtime may score one point differently in batches of other sizes or orders (torch and
+scikit-learn on CPU do). Enumeration decides a pair within that rounding of the threshold only when
+the runtime computes its points exactly (fairspec.certify.exact_runtime); maximize's upper bound
+covers every batch; a solver's witness reports the measure of its runtime scores."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fairspec.certify.exact_runtime import exact_points
+
+
+def _forward32(layers, X, reverse=False):
+    """float32 forward with the sums in one order or the reverse (what another kernel may do)."""
+    H = X.astype(np.float32)
+    for W, b, relu in layers:
+        W32 = W.astype(np.float32)
+        T = H[:, None, :] * W32[None, :, :]
+        if reverse:
+            T = T[:, :, ::-1]
+        Z = np.zeros(T.shape[:2], dtype=np.float32)
+        for j in range(T.shape[2]):
+            Z = (Z + T[:, :, j]).astype(np.float32)
+        Z = (Z + b.astype(np.float32)).astype(np.float32)
+        H = np.maximum(Z, np.float32(0)) if relu else Z
+    return H.astype(np.float64)
+
+
+def test_exact_points_dyadic_against_float_weights():
+    rng = np.random.default_rng(3)
+    dy = [(rng.integers(-8, 9, (6, 4)) / 8.0, rng.integers(-4, 5, 6) / 4.0, True),
+          (rng.integers(-8, 9, (1, 6)) / 16.0, np.array([0.125]), False)]
+    X = rng.integers(-5, 6, (200, 4)).astype(np.float64)
+    ok, out = exact_points(dy, X)
+    assert ok.all()
+    assert np.array_equal(out, _forward32(dy, X)) and np.array_equal(out, _forward32(dy, X, reverse=True))
+    fl = [(np.float32(W + rng.normal(0, 0.01, W.shape)).astype(np.float64), b, r) for W, b, r in dy]
+    ok, _ = exact_points(fl, X)
+    assert not ok.any()
+    # where the two float32 orders disagree, the check never says exact
+    a, b = _forward32(fl, X), _forward32(fl, X, reverse=True)
+    assert np.any(a != b)
+    # float64: a product with more than 53 significant bits is not exact
+    ok64, _ = exact_points(dy, X, "float64")
+    assert ok64.all()
+    ok64, _ = exact_points([(np.array([[1 / 3]]), np.array([0.0]), False)], np.array([[1 / 3]]), "float64")
+    assert not ok64.any()
+
+
+def _torch_case(folder, W1, b1, W2, b2, eps: str, op: str = "<=", mode: str = "find"):
+    torch = pytest.importorskip("torch")
+    seq = torch.nn.Sequential(torch.nn.Linear(W1.shape[1], W1.shape[0]), torch.nn.ReLU(),
+                              torch.nn.Linear(W2.shape[1], 1))
+    with torch.no_grad():
+        seq[0].weight.copy_(torch.from_numpy(W1.astype(np.float32)))
+        seq[0].bias.copy_(torch.from_numpy(b1.astype(np.float32)))
+        seq[2].weight.copy_(torch.from_numpy(W2.astype(np.float32)))
+        seq[2].bias.copy_(torch.from_numpy(b2.astype(np.float32)))
+    torch.jit.save(torch.jit.script(seq.eval()), str(folder / "m.pt"))
+    (folder / "spec.fair").write_text(
+        "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
+        'model m = torch("m.pt", score = logit)\n'
+        "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
+        f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n"
+        f"  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}\n  mode = {mode}\n}}\n")
+    from fairspec.pipeline import check
+
+    rep = check(folder / "spec.fair")
+    from fairspec.report import to_json
+
+    return json.loads(to_json(rep))["properties"][0]
+
+
+def _weights(dyadic: bool, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    W1 = rng.integers(-8, 9, (4, 7)) / 8.0
+    b1 = rng.integers(-4, 5, 4) / 4.0
+    W2 = rng.integers(-8, 9, (1, 4)) / 8.0
+    b2 = np.array([0.25])
+    if not dyadic:
+        W1 = W1 + rng.normal(0, 0.013, W1.shape)
+        W2 = W2 + rng.normal(0, 0.017, W2.shape)
+    return W1, b1, W2, b2
+
+
+@pytest.mark.parametrize("dyadic", [True, False])
+def test_a_tie_at_the_batch_maximum(tmp_path, dyadic):
+    """eps set to the largest |logit - logit'| the enumeration's batch gives: a dyadic network is exact
+    in every order, so `<=` holds (proved) and `<` is violated; a float one may round the tie either
+    way in another batch: unknown, with the pairs near the threshold in the details."""
+    W = _weights(dyadic)
+    top = _torch_case(tmp_path, *W, eps="1000", mode="maximize")
+    assert top["status"] == "holds" and top["details"]["engine"] == "enumeration"
+    lo, hi = top["bound"]
+    eps = repr(float(lo))
+    le = _torch_case(tmp_path, *W, eps=eps, op="<=")
+    lt = _torch_case(tmp_path, *W, eps=eps, op="<")
+    assert hi > lo                        # the runtime's spread, whether or not these scores are exact
+    if dyadic:
+        assert le["status"] == "holds" and le["how"] == "proved"
+        assert lt["status"] == "violated" and lt["witness"] is not None
+    else:
+        assert le["status"] == "unknown" and "batched" in le["reason"]
+        assert le["details"]["runtime_rounding"]["pairs_near_threshold"] >= 1
+        assert lt["status"] == "unknown" and "batched" in lt["reason"]
+
+
+def test_maximize_bound_covers_every_batch(tmp_path):
+    """The upper end of maximize's interval is above the measure of every pair scored alone, in
+    pairs and in the reversed batch (torch rounds some of them differently)."""
+    torch = pytest.importorskip("torch")
+    W = _weights(False, seed=11)
+    top = _torch_case(tmp_path, *W, eps="1000", mode="maximize")
+    hi = top["bound"][1]
+    m = torch.jit.load(str(tmp_path / "m.pt"))
+    pts = []
+    for g in (0, 1):
+        for f0 in range(8):
+            for c in range(4):
+                x = np.zeros(7, dtype=np.float32)
+                x[0], x[1 + g], x[3 + c] = f0, 1.0, 1.0
+                pts.append(x)
+    X = np.stack(pts)
+    with torch.no_grad():
+        runs = [m(torch.from_numpy(X)).numpy().ravel(),
+                np.array([m(torch.from_numpy(X[i:i + 1])).numpy().ravel()[0] for i in range(len(X))]),
+                m(torch.from_numpy(np.ascontiguousarray(X[::-1]))).numpy().ravel()[::-1]]
+    half = len(X) // 2
+    for za in runs:
+        for zb in runs:
+            assert np.max(np.abs(za[:half].astype(np.float64) - zb[half:])) <= hi
