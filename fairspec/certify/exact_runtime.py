@@ -51,6 +51,8 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
     layers = as_layers(layers)
     p = _P[precision]
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    widest = max(np.asarray(W).size for W, _, _ in layers)
+    chunk = max(1, min(chunk, 2_000_000 // max(widest, 1)))     # (chunk, out, in) products: <= 16 MB
     oks, outs = [], []
     for start in range(0, X.shape[0], chunk):
         H = X[start:start + chunk]

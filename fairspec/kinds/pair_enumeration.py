@@ -261,7 +261,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
-    runtime = runtime_spread(prop, model, X, score_kind) if post != "class" and K == 1 else (0.0, None, None, None)
+    wanted = post != "class" and K == 1 and (mode == "maximize" or getattr(model, "format", "") in BATCH_DEPENDENT)
+    runtime = runtime_spread(prop, model, X, score_kind) if wanted else (0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
     if moved:
