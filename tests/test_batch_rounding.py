@@ -132,3 +132,45 @@ def test_maximize_bound_covers_every_batch(tmp_path):
     for za in runs:
         for zb in runs:
             assert np.max(np.abs(za[:half].astype(np.float64) - zb[half:])) <= hi
+
+
+@pytest.mark.parametrize("dyadic", [True, False])
+def test_a_tie_on_a_logit_column_of_a_three_output_network(tmp_path, dyadic):
+    """forall c: |logit(m(x), c) - logit(m(x'), c)| at the batch's largest difference: exact on a dyadic
+    torch network (holds with <=, violated with <), unknown with float weights."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    W1, b1 = rng.integers(-8, 9, (5, 7)) / 8.0, rng.integers(-4, 5, 5) / 4.0
+    W2, b2 = rng.integers(-8, 9, (3, 5)) / 8.0, rng.integers(-4, 5, 3) / 8.0
+    if not dyadic:
+        W1, W2 = W1 + rng.normal(0, 0.013, W1.shape), W2 + rng.normal(0, 0.017, W2.shape)
+    seq = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    with torch.no_grad():
+        for lin, W, b in ((seq[0], W1, b1), (seq[2], W2, b2)):
+            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
+            lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
+    torch.jit.save(torch.jit.script(seq.eval()), str(tmp_path / "m.pt"))
+
+    def run(eps, op="<=", mode="find"):
+        (tmp_path / "spec.fair").write_text(
+            "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
+            'model m = torch("m.pt", score = logit)\n'
+            "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
+            f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n"
+            f"  ensure forall c: |logit(m(x), c) - logit(m(x'), c)| {op} {eps}\n  mode = {mode}\n}}\n")
+        from fairspec.pipeline import check
+        from fairspec.report import to_json
+
+        return json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+
+    top = run("1000", mode="maximize")
+    assert top["status"] == "holds" and top["details"]["engine"] == "enumeration", top
+    lo, hi = top["bound"]
+    assert hi > lo
+    le, lt = run(repr(float(lo))), run(repr(float(lo)), "<")
+    if dyadic:
+        assert le["status"] == "holds" and le["how"] == "proved"
+        assert lt["status"] == "violated"
+    else:
+        assert le["status"] == "unknown" and "batched" in le["reason"], le
+        assert lt["status"] == "unknown" and "batched" in lt["reason"], lt

@@ -130,16 +130,34 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
     from fairspec.kinds.pair_runtime import runtime_layers
 
     none = (0.0, None, None, None)
-    try:
-        layers, readout, precision = runtime_layers(model, prop.post)
-    except ValueError:
-        return none
-    if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"):
+    if prop.post == "class_logit":
+        # logit columns of a K-output network: the largest error bound over the columns compared
+        from fairspec.models.network import UnsupportedModel
+
+        try:
+            net = model.runtime_network()
+        except (UnsupportedModel, ValueError):
+            return none
+        if net.final != "none":
+            return none
+        cols = list(range(net.layers[-1].n_out)) if not isinstance(prop.cls, int) else [int(prop.cls)]
+        layers, precision = net.layers, "float32" if getattr(model, "format", "") in ("onnx", "torch") else "float64"
+        readout = ("columns", cols)
+        reads = [("logit", c) for c in cols]
+    else:
+        try:
+            layers, readout, precision = runtime_layers(model, prop.post)
+        except ValueError:
+            return none
+        reads = [readout]
+    if not (readout[0] in ("logit", "margin", "columns") and score_kind == "logit"
+            or readout[0] == "prob" and score_kind == "prob"):
         return none
     dt = np.float32 if precision == "float32" else np.float64
     V = np.asarray(X, dtype=dt).astype(np.float64)
     try:
-        E = runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=readout, precision=precision)
+        E = max(runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=r, precision=precision)
+                for r in reads)
     except ValueError:
         return none
     return float(np.nextafter(2.0 * E, np.inf)), layers, readout, precision
@@ -174,10 +192,13 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     P = np.unique(np.concatenate([ia[near], ib[near]]))
     dt = np.float32 if precision == "float32" else np.float64
     ok = np.zeros(P.size, dtype=bool)
-    if readout[0] in ("logit", "margin") and P.size <= MAX_EXACT_POINTS:
+    if readout[0] in ("logit", "margin", "columns") and P.size <= MAX_EXACT_POINTS:
         ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
-        score = out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0)
-        ok &= score == np.asarray(s_points, dtype=np.float64).reshape(-1)[P]      # and it is what the runtime gave
+        seen = np.asarray(s_points, dtype=np.float64)[P]
+        if readout[0] == "columns":
+            ok &= np.all(out[:, readout[1]] == seen.reshape(P.size, -1), axis=1)   # and it is what the runtime gave
+        else:
+            ok &= out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1)
     res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
     if res["moved"]:
         moved = P[~ok]
@@ -261,7 +282,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
-    wanted = post != "class" and K == 1 and (mode == "maximize" or getattr(model, "format", "") in BATCH_DEPENDENT)
+    wanted = post != "class" and (K == 1 or prop.post == "class_logit") and (
+        mode == "maximize" or getattr(model, "format", "") in BATCH_DEPENDENT)
     runtime = runtime_spread(prop, model, X, score_kind) if wanted else (0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
