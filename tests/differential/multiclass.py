@@ -3,7 +3,8 @@ K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature dom
 ``class(m(x)) == class(m(x'))`` (argmax, ties to the first largest column) and, for softmax heads,
 ``|prob(m(x), c) - prob(m(x'), c)| op eps`` (the runtime's probability column, compared exactly).
 
-The truth enumerates every domain point on onnxruntime and every admissible pair. Ties on
+The truth enumerates every domain point on onnxruntime (torch for three instances in ten) and every
+admissible pair. Ties on
 purpose: dyadic weights, zero biases, two outputs exactly equal at a domain point (the argmax's
 tie rule decides), tolerances equal to the exact maximal difference. The regression family
 (:mod:`.regression`) shares the generator.
@@ -16,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from .core import Instance, Prop, Truth, decimal_text, encode_points, exact, grid, write_csv
-from .networks import Net, PairSpec, _encoding, _features, _witness_checker, admissible, pair_groups, run_onnx
+from .networks import Net, PairSpec, _encoding, _features, _witness_checker, admissible, pair_groups, run_onnx, run_torch
 
 FAMILY = "multiclass"
 
@@ -58,8 +59,10 @@ def _tie(rng, net: Net, X32: np.ndarray, info: dict):
     info["tie_point"] = i0
 
 
-def _base(rng, k_out: int, head: str, family: str):
-    """(features, encodings, points P, encoded X, spec head text, files, info, has_data, outputs Y)."""
+def _base(rng, k_out: int, head: str, family: str, runtime: str = "onnx"):
+    """(features, encodings, points P, encoded X, spec head text, files, info, has_data, outputs Y).
+    ``runtime`` "torch": the network saved as TorchScript and the truth scored by torch (which rounds
+    one point differently in batches of other sizes or orders)."""
     while True:
         fs = _features(rng)
         size = int(np.prod([f.size for f in fs]))
@@ -76,11 +79,15 @@ def _base(rng, k_out: int, head: str, family: str):
     X = encode_points(encs, P, names)
     X32 = X.astype(np.float32)
     net = _net(rng, X.shape[1], k_out, head)
-    info = {"runtime": "onnx", "head": head, "outputs": k_out, "points": int(P.shape[0]),
+    info = {"runtime": runtime, "head": head, "outputs": k_out, "points": int(P.shape[0]),
             "encodings": {e.feature.name: e.text() for e in encs}}
     _tie(rng, net, X32, info)
-    files["m.onnx"] = net.onnx_bytes()
-    Y = np.asarray(run_onnx(files["m.onnx"], X32), dtype=np.float64)
+    if runtime == "torch":
+        files["m.pt"] = net.torch_bytes()
+        Y = np.asarray(run_torch(files["m.pt"], X32), dtype=np.float64)
+    else:
+        files["m.onnx"] = net.onnx_bytes()
+        Y = np.asarray(run_onnx(files["m.onnx"], X32), dtype=np.float64)
     spec = 'data d = csv("d.csv", label = y == 1)\n' if has_data else ""
     spec += "features F" + (" from d" if has_data else "") + " {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
     return fs, encs, P, X, spec, files, info, Y, size
@@ -185,9 +192,12 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     rng = np.random.default_rng([25, seed])
     k_out = int(rng.choice([3, 3, 4]))
     head = "logit2" if rng.random() < 0.75 else "prob2"       # Identity | Softmax over the K outputs
-    fs, encs, P, X, spec, files, info, Y, size = _base(rng, k_out, head, FAMILY)
+    # torch for three in ten instances, from a stream of its own (the onnx instances stay as they were)
+    runtime = "torch" if np.random.default_rng([25, seed, 17]).random() < 0.3 else "onnx"
+    fs, encs, P, X, spec, files, info, Y, size = _base(rng, k_out, head, FAMILY, runtime)
     score = "logit" if head == "logit2" else "prob"
-    spec += f'model m = onnx("m.onnx", output = "out", score = {score})\n'
+    spec += (f'model m = torch("m.pt", score = {score})\n' if runtime == "torch" else
+             f'model m = onnx("m.onnx", output = "out", score = {score})\n')
     spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
     k = np.argmax(Y, axis=1)                                   # the first largest column
     props = []
@@ -220,9 +230,9 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
                       domain=size, pairs=n)
         meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
-                "outputs": k_out, "runtime": "onnx"}
+                "outputs": k_out, "runtime": runtime}
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
-    props += _prob_props(np.random.default_rng([25, seed, 2]), fs, P, X, Y, head, k_out, n_props)
+    props += _prob_props(np.random.default_rng([25, seed, 2]), fs, P, X, Y, head, k_out, n_props, runtime=runtime)
     return Instance(FAMILY, seed, spec, files, props, info)
 
 
@@ -236,7 +246,7 @@ def _probabilities(Y: np.ndarray, head: str) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2):
+def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
     """More ``prob(m(x), c)`` posts (one class, or ``forall c``) on logit and softmax heads, drawn from
     their own random stream (the instances' other properties are unchanged): the issue-25 softmax
     branch and bound beyond enumeration (the -solver family), eps on the exact largest difference
@@ -276,6 +286,6 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2):
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
                       domain=int(P.shape[0]), pairs=n)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
-                "outputs": k_out, "runtime": "onnx", "every_class": every}
+                "outputs": k_out, "runtime": runtime, "every_class": every}
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out

@@ -86,6 +86,8 @@ class Net:
                 mods.append(torch.nn.ReLU())
         if self.head == "sigmoid1":
             mods.append(torch.nn.Sigmoid())
+        elif self.head == "prob2":
+            mods.append(torch.nn.Softmax(dim=1))
         seq = torch.nn.Sequential(*mods).eval()
         buf = io.BytesIO()
         torch.jit.save(torch.jit.script(seq), buf)
