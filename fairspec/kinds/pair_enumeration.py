@@ -130,8 +130,9 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
     from fairspec.kinds.pair_runtime import runtime_layers
 
     none = (0.0, None, None, None)
-    if prop.post == "class_logit":
-        # logit columns of a K-output network: the largest error bound over the columns compared
+    if prop.post in ("class_logit", "class_prob", "class"):
+        # the logit columns of a K-output network (class: their argmax; class_prob: their softmax, which
+        # moves no coordinate by more than the largest move of a logit): the largest error bound over them
         from fairspec.models.network import UnsupportedModel
 
         try:
@@ -140,7 +141,10 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
             return none
         if net.final != "none":
             return none
-        cols = list(range(net.layers[-1].n_out)) if not isinstance(prop.cls, int) else [int(prop.cls)]
+        K = net.layers[-1].n_out
+        if K < 2:
+            return none
+        cols = [int(prop.cls)] if prop.post == "class_logit" and isinstance(prop.cls, int) else list(range(K))
         layers, precision = net.layers, "float32" if getattr(model, "format", "") in ("onnx", "torch") else "float64"
         readout = ("columns", cols)
         reads = [("logit", c) for c in cols]
@@ -150,8 +154,8 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
         except ValueError:
             return none
         reads = [readout]
-    if not (readout[0] in ("logit", "margin", "columns") and score_kind == "logit"
-            or readout[0] == "prob" and score_kind == "prob"):
+    if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"
+            or readout[0] == "columns"):
         return none
     dt = np.float32 if precision == "float32" else np.float64
     V = np.asarray(X, dtype=dt).astype(np.float64)
@@ -174,10 +178,17 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     from fairspec.certify.exact_runtime import exact_points
 
     spread, layers, readout, precision = runtime
-    if spread <= 0 or kind == "class" or getattr(model, "format", "") not in BATCH_DEPENDENT:
+    if spread <= 0 or getattr(model, "format", "") not in BATCH_DEPENDENT:
         return None
+    Y = None
     with np.errstate(over="ignore", invalid="ignore"):
-        if kind == "label":
+        if kind == "class":
+            # a point whose two largest logits lie within the spread may change its predicted class
+            Y = np.asarray(model.outputs(X), dtype=np.float64)
+            top2 = np.sort(Y, axis=1)[:, -2:]
+            close = top2[:, 1] - top2[:, 0] <= 2 * spread
+            near = close[ia] | close[ib]
+        elif kind == "label":
             thr = float(model.threshold)
             near = (np.abs(sa - thr) <= 2 * spread) | (np.abs(sb - thr) <= 2 * spread)
         else:
@@ -194,11 +205,12 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     ok = np.zeros(P.size, dtype=bool)
     if readout[0] in ("logit", "margin", "columns") and P.size <= MAX_EXACT_POINTS:
         ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
-        seen = np.asarray(s_points, dtype=np.float64)[P]
-        if readout[0] == "columns":
-            ok &= np.all(out[:, readout[1]] == seen.reshape(P.size, -1), axis=1)   # and it is what the runtime gave
+        if readout[0] == "columns":             # and it is what the runtime gave (its logits)
+            seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
+            ok &= np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
         else:
-            ok &= out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1)
+            seen = np.asarray(s_points, dtype=np.float64)[P].reshape(-1)
+            ok &= out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen
     res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
     if res["moved"]:
         moved = P[~ok]
@@ -282,8 +294,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
-    wanted = post != "class" and (K == 1 or prop.post == "class_logit") and (
-        mode == "maximize" or getattr(model, "format", "") in BATCH_DEPENDENT)
+    wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
+        mode == "maximize" and post != "class" or getattr(model, "format", "") in BATCH_DEPENDENT)
     runtime = runtime_spread(prop, model, X, score_kind) if wanted else (0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
