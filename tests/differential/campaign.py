@@ -27,6 +27,18 @@ def is_time_limit(o: dict) -> bool:
     return o["klass"] == "unknown" and any(w in (o.get("reason") or "").lower() for w in TIME_LIMIT)
 
 
+#: fairspec's reason for a pair within a batch-dependent runtime's rounding of the threshold (torch and
+#: scikit-learn score one point differently in batches of other sizes or orders): the truth the harness
+#: computes from one batch is then not the runtime's only answer, so such an `unknown` is shown in its own
+#: column and kept out of the unknown target (only on those runtimes)
+BATCH_TIE = "depends on how the model is batched"
+
+
+def is_batch_tie(o: dict) -> bool:
+    return (o["klass"] == "unknown" and BATCH_TIE in (o.get("reason") or "")
+            and o.get("meta", {}).get("runtime") in ("torch", "sklearn"))
+
+
 SMALL_DOMAIN = 1000          # the unknown target counts properties whose domain has at most this many points
 UNKNOWN_TARGET = 0.01
 
@@ -219,7 +231,8 @@ def tally(results: list[dict]) -> dict:
     """Per family: instances, properties, wrong (by defect), unknown, unknown on small domains,
     rejected, harness errors, seconds."""
     fam: dict = defaultdict(lambda: {"instances": 0, "properties": 0, "correct": 0, "wrong": 0, "unknown": 0,
-                                     "small": 0, "unknown_small": 0, "unknown_small_time": 0, "rejected": 0, "harness_errors": 0,
+                                     "small": 0, "unknown_small": 0, "unknown_small_time": 0, "unknown_small_batch": 0,
+                                     "rejected": 0, "harness_errors": 0,
                                      "lost": 0, "seconds": 0.0, "defects": Counter()})
     for r in results:
         t = fam[r["family"]]
@@ -239,6 +252,7 @@ def tally(results: list[dict]) -> dict:
             if o["klass"] == "unknown" and small:
                 t["unknown_small"] += 1
                 t["unknown_small_time"] += is_time_limit(o)
+                t["unknown_small_batch"] += is_batch_tie(o)
             if o["klass"] == "wrong":
                 t["defects"][_defect_key(o)] += 1
     out = {}
@@ -400,19 +414,21 @@ def findings_md(results: list[dict], title: str, repro_prefix: str = "python ben
 
 def table(t: dict) -> str:
     head = ("| family | instances | properties | wrong | unknown | unknown, domain <= 1,000 | of which time limits "
-            "| rejected | harness errors | seconds |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| of which batch ties | rejected | harness errors | seconds |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     tot = Counter()
     for fam, x in t.items():
         us = f"{x['unknown_small']} / {x['small']}"
         lines.append(f"| {fam} | {x['instances']} | {x['properties']} | {x['wrong']} | {x['unknown']} | {us} | "
-                     f"{x.get('unknown_small_time', 0)} | {x['rejected']} | {x['harness_errors']} | {x['seconds']:.0f} |")
+                     f"{x.get('unknown_small_time', 0)} | {x.get('unknown_small_batch', 0)} | {x['rejected']} | "
+                     f"{x['harness_errors']} | {x['seconds']:.0f} |")
         for k in ("instances", "properties", "wrong", "unknown", "unknown_small", "small", "unknown_small_time",
-                  "rejected", "harness_errors"):
-            tot[k] += x[k]
+                  "unknown_small_batch", "rejected", "harness_errors"):
+            tot[k] += x.get(k, 0)
         tot["seconds"] += x["seconds"]
     lines.append(f"| **all** | {tot['instances']} | {tot['properties']} | {tot['wrong']} | {tot['unknown']} | "
-                 f"{tot['unknown_small']} / {tot['small']} | {tot['unknown_small_time']} | {tot['rejected']} | {tot['harness_errors']} | "
+                 f"{tot['unknown_small']} / {tot['small']} | {tot['unknown_small_time']} | {tot['unknown_small_batch']} | "
+                 f"{tot['rejected']} | {tot['harness_errors']} | "
                  f"{tot['seconds']:.0f} |")
     return "\n".join(lines)
 
@@ -442,8 +458,10 @@ def targets(t: dict) -> dict:
     props = sum(x["properties"] for x in t.values())
     wrong = sum(x["wrong"] for x in t.values())
     small = sum(x["small"] for x in t.values())
-    us = sum(x["unknown_small"] for x in t.values())
+    # batch ties (is_batch_tie) are shown beside the unknowns and kept out of the target
+    us = sum(x["unknown_small"] - x.get("unknown_small_batch", 0) for x in t.values())
     return {"properties": props, "wrong": wrong, "unknown_small": us, "small": small,
+            "batch_ties": sum(x.get("unknown_small_batch", 0) for x in t.values()),
             "zero_wrong_in_5000": wrong == 0 and props >= 5000,
             "unknown_small_share": (us / small) if small else 0.0,
             "unknown_small_ok": (us <= UNKNOWN_TARGET * small) if small else True}
