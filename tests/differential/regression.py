@@ -19,8 +19,11 @@ FAMILY = "regression"
 
 def generate(seed: int, n_props: int = 6) -> Instance:
     rng = np.random.default_rng([26, seed])
-    fs, encs, P, X, spec, files, info, Y, size = _base(rng, 1, "logit1", FAMILY)
-    spec += 'model m = onnx("m.onnx", output = "out", score = value)\n'
+    # torch for three in ten instances, from a stream of its own (the onnx instances stay as they were)
+    runtime = "torch" if np.random.default_rng([26, seed, 17]).random() < 0.3 else "onnx"
+    fs, encs, P, X, spec, files, info, Y, size = _base(rng, 1, "logit1", FAMILY, runtime)
+    spec += ('model m = torch("m.pt", score = value)\n' if runtime == "torch" else
+             'model m = onnx("m.onnx", output = "out", score = value)\n')
     spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
     v = Y.reshape(-1)
     props = []
@@ -36,7 +39,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
                       domain=size, pairs=n)
         meta = {"post": "value", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": "value",
-                "runtime": "onnx"}
+                "runtime": runtime}
         ensure = f"|value(m(x)) - value(m(x'))| {op} {eps}"
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return Instance(FAMILY, seed, spec, files, props, info)
