@@ -50,28 +50,36 @@ def test_exact_points_dyadic_against_float_weights():
     assert not ok64.any()
 
 
-def _torch_case(folder, W1, b1, W2, b2, eps: str, op: str = "<=", mode: str = "find"):
+def _save_torch(folder, layers):
+    """A TorchScript Linear / ReLU network with the given (W, b) layers (float32) as folder/m.pt."""
     torch = pytest.importorskip("torch")
-    seq = torch.nn.Sequential(torch.nn.Linear(W1.shape[1], W1.shape[0]), torch.nn.ReLU(),
-                              torch.nn.Linear(W2.shape[1], 1))
-    with torch.no_grad():
-        seq[0].weight.copy_(torch.from_numpy(W1.astype(np.float32)))
-        seq[0].bias.copy_(torch.from_numpy(b1.astype(np.float32)))
-        seq[2].weight.copy_(torch.from_numpy(W2.astype(np.float32)))
-        seq[2].bias.copy_(torch.from_numpy(b2.astype(np.float32)))
-    torch.jit.save(torch.jit.script(seq.eval()), str(folder / "m.pt"))
+    mods = []
+    for k, (W, b) in enumerate(layers):
+        lin = torch.nn.Linear(W.shape[1], W.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
+            lin.bias.copy_(torch.from_numpy(np.asarray(b).astype(np.float32)))
+        mods += [lin] + ([torch.nn.ReLU()] if k < len(layers) - 1 else [])
+    torch.jit.save(torch.jit.script(torch.nn.Sequential(*mods).eval()), str(folder / "m.pt"))
+
+
+def _check(folder, ensure: str, mode: str = "find") -> dict:
+    """The one property's JSON verdict of a spec over g (protected), f0 and f1 on folder/m.pt."""
     (folder / "spec.fair").write_text(
         "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
         'model m = torch("m.pt", score = logit)\n'
         "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
         f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n"
-        f"  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}\n  mode = {mode}\n}}\n")
+        f"  ensure {ensure}\n  mode = {mode}\n}}\n")
     from fairspec.pipeline import check
-
-    rep = check(folder / "spec.fair")
     from fairspec.report import to_json
 
-    return json.loads(to_json(rep))["properties"][0]
+    return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
+
+
+def _torch_case(folder, W1, b1, W2, b2, eps: str, op: str = "<=", mode: str = "find"):
+    _save_torch(folder, [(W1, b1), (W2, b2)])
+    return _check(folder, f"|logit(m(x)) - logit(m(x'))| {op} {eps}", mode)
 
 
 def _weights(dyadic: bool, seed: int = 5):
@@ -140,30 +148,16 @@ def test_a_tie_on_a_column_of_a_three_output_network(tmp_path, dyadic, post):
     """forall c: |logit(m(x), c) - logit(m(x'), c)| (or prob: the softmax of the logits) at the batch's
     largest difference: exact on a dyadic torch network (holds with <=, violated with <), unknown with
     float weights."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     rng = np.random.default_rng(8)
     W1, b1 = rng.integers(-8, 9, (5, 7)) / 8.0, rng.integers(-4, 5, 5) / 4.0
     W2, b2 = rng.integers(-8, 9, (3, 5)) / 8.0, rng.integers(-4, 5, 3) / 8.0
     if not dyadic:
         W1, W2 = W1 + rng.normal(0, 0.013, W1.shape), W2 + rng.normal(0, 0.017, W2.shape)
-    seq = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    with torch.no_grad():
-        for lin, W, b in ((seq[0], W1, b1), (seq[2], W2, b2)):
-            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
-            lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
-    torch.jit.save(torch.jit.script(seq.eval()), str(tmp_path / "m.pt"))
+    _save_torch(tmp_path, [(W1, b1), (W2, b2)])
 
     def run(eps, op="<=", mode="find"):
-        (tmp_path / "spec.fair").write_text(
-            "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
-            'model m = torch("m.pt", score = logit)\n'
-            "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
-            f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n"
-            f"  ensure forall c: |{post}(m(x), c) - {post}(m(x'), c)| {op} {eps}\n  mode = {mode}\n}}\n")
-        from fairspec.pipeline import check
-        from fairspec.report import to_json
-
-        return json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        return _check(tmp_path, f"forall c: |{post}(m(x), c) - {post}(m(x'), c)| {op} {eps}", mode)
 
     top = run("1000", mode="maximize")
     assert top["status"] == "holds" and top["details"]["engine"] == "enumeration", top
@@ -185,7 +179,7 @@ def test_an_argmax_tie_of_a_three_output_network(tmp_path, dyadic):
     """class(m(x)) == class(m(x')) where the protected input has no weight and logit columns 0 and 1 are
     equal (dyadic: exact ties, the first column wins in every batch: holds, proved) or differ by rounding
     noise (float: each point's class may change with the batch: never holds)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     rng = np.random.default_rng(9)
     W1, b1 = rng.integers(-8, 9, (5, 7)) / 8.0, rng.integers(-4, 5, 5) / 4.0
     W1[:, 1:3] = 0.0                                   # the one-hot g columns
@@ -195,22 +189,8 @@ def test_an_argmax_tie_of_a_three_output_network(tmp_path, dyadic):
         W1 = W1 + np.where(W1 != 0, rng.normal(0, 0.013, W1.shape), 0.0)
         W2 = W2 + rng.normal(0, 0.017, W2.shape)
         W2[1] = W2[0] * (1 + 1e-7)
-    seq = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
-    with torch.no_grad():
-        for lin, W, b in ((seq[0], W1, b1), (seq[2], W2, b2)):
-            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
-            lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
-    torch.jit.save(torch.jit.script(seq.eval()), str(tmp_path / "m.pt"))
-    (tmp_path / "spec.fair").write_text(
-        "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
-        'model m = torch("m.pt", score = logit)\n'
-        "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
-        "property p {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
-        "  ensure class(m(x)) == class(m(x'))\n}\n")
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
-    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    _save_torch(tmp_path, [(W1, b1), (W2, b2)])
+    v = _check(tmp_path, "class(m(x)) == class(m(x'))")
     if dyadic:
         assert v["status"] == "holds" and v["how"] == "proved", v
     else:
