@@ -127,7 +127,7 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
     model outside the runtime error model (trees compare and add in a fixed order) and for scores
     the bound is not about."""
     from fairspec.certify.network import runtime_error_bound
-    from fairspec.kinds.pair_runtime import runtime_layers
+    from fairspec.kinds.pair_runtime import runtime_layers, runtime_precision
 
     none = (0.0, None, None, None)
     if prop.post in ("class_logit", "class_prob", "class"):
@@ -145,7 +145,7 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
         if K < 2:
             return none
         cols = [int(prop.cls)] if prop.post == "class_logit" and isinstance(prop.cls, int) else list(range(K))
-        layers, precision = net.layers, "float32" if getattr(model, "format", "") in ("onnx", "torch") else "float64"
+        layers, precision = net.layers, runtime_precision(model)
         readout = ("columns", cols)
         reads = [("logit", c) for c in cols]
     else:
@@ -194,7 +194,9 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
         else:
             eps = float(threshold_of(prop.eps))
             if kind == "prob-of-logit":
-                d = np.abs(1.0 / (1.0 + np.exp(-sa)) - 1.0 / (1.0 + np.exp(-sb)))
+                from fairspec.models.network import sigmoid
+
+                d = np.abs(sigmoid(sa) - sigmoid(sb))
                 near = np.abs(d - eps) <= spread + 1e-12
             else:
                 near = np.abs(np.abs(sa - sb) - eps) <= 2 * spread + 1e-12 * max(1.0, eps)
@@ -216,6 +218,13 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
         moved = P[~ok]
         res["unsure"] = near & (np.isin(ia, moved) | np.isin(ib, moved))
     return res
+
+
+def _batched(which: str, moved: dict) -> str:
+    """The reason of an ``unknown`` left by :func:`_rounded_apart`."""
+    return (f"{which} within the runtime's rounding of the threshold, and the runtime may round {moved['moved']:,} "
+            "of their points differently in another batch size or order: whether the property holds depends on how "
+            "the model is batched")
 
 
 def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: float):
@@ -325,9 +334,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
-        return unknown(prop, f"{moved['near']:,} pair(s) lie within the runtime's rounding of the threshold, and the "
-                             f"runtime may round {moved['moved']:,} of their points differently in another batch size "
-                             "or order: whether the property holds depends on how the model is batched", backend=backend,
+        return unknown(prop, _batched(f"{moved['near']:,} pair(s) lie", moved), backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
@@ -348,9 +355,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         bad &= ~moved["unsure"]             # only violations no batching rounds away
     idx = np.flatnonzero(bad)
     if not idx.size and moved and moved.get("moved"):
-        return unknown(prop, f"every violating pair lies within the runtime's rounding of the threshold, and the "
-                             f"runtime may round {moved['moved']:,} of their points differently in another batch size "
-                             "or order: whether the property holds depends on how the model is batched", backend=backend,
+        return unknown(prop, _batched("every violating pair lies", moved), backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
     if not idx.size:
         return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "

@@ -16,13 +16,18 @@ import numpy as np
 from fairspec import ir
 
 
+def runtime_precision(model) -> str:
+    """The arithmetic the model's runtime computes in: float32 (onnxruntime, torch), else float64."""
+    return "float32" if getattr(model, "format", "") in ("onnx", "torch") else "float64"
+
+
 def runtime_layers(model, post: str = "label"):
     """``(layers, readout, precision)`` of the model's runtime for
     :func:`fairspec.certify.network.runtime_error_bound`, or raises ValueError with the reason."""
     from fairspec.models import network
 
     fmt = getattr(model, "format", "")
-    precision = "float32" if fmt in ("onnx", "torch") else "float64"
+    precision = runtime_precision(model)
     r = model.readout
     cols = r.columns or 1
     try:
