@@ -335,7 +335,7 @@ def rep_interrupted(spec):
 
 
 def _end_workers() -> None:
-    """After Ctrl-C / SIGTERM: the worker processes and multiprocessing's resource tracker end now,
+    """After Ctrl-C / SIGTERM: the worker processes end now (multiprocessing's resource tracker with this process),
     before the report is printed, so none outlives the run (a CI cancel kills the rest)."""
     import sys as _sys
 

@@ -261,10 +261,8 @@ def kill_pool(pool) -> None:
         except Exception:  # noqa: BLE001
             pass
     # the pool's manager thread drops its queues as it ends, and their named semaphores' finalizers
-    # then unlink and unregister them in that thread: wait for it, so that none runs after
-    # stop_resource_tracker (a late unregister started a second tracker, which printed a KeyError
-    # traceback, and the first reported the semaphore leaked: 1 run in ~26 of the --workers 2
-    # SIGTERM test)
+    # then unlink and unregister them in that thread: wait for it (2 s at most), so they are gone
+    # before the process leaves without teardown (the resource tracker would unlink them otherwise)
     thread = getattr(pool, "_executor_manager_thread", None)
     if thread is not None:
         try:
@@ -273,15 +271,38 @@ def kill_pool(pool) -> None:
             pass
 
 
-def stop_resource_tracker() -> None:
-    """Stop multiprocessing's resource tracker if this process started one (a spawned pool does).
-    It ignores SIGINT and SIGTERM and only ends when every process holding its pipe has exited;
-    stopped here, after the workers, it cannot outlive the run."""
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, if it is not running, with its stderr on the null
+    device (under ``FAIRSPEC_DEBUG`` it keeps the terminal's). Called before a pool is created, so
+    the tracker that pool registers its semaphores with is this one.
+
+    The tracker only reports on the pools' own semaphores, which it unlinks itself: after an
+    interrupt kills the workers and the process leaves without teardown it may call one "leaked",
+    and its loop prints a traceback for a message it cannot match. Neither is about the user's run
+    (a fresh-clone CI run failed on such a traceback after SIGTERM with two workers). It is not
+    stopped on an interrupt: it ignores SIGINT and SIGTERM and ends by itself, unlinking what is
+    left, once every process holding its pipe has exited (the workers are killed first, then this
+    process). Stopping it earlier raced the pool's thread still finalising its queues: a late
+    unregister started a second tracker, or wrote to the closed pipe."""
     try:
         from multiprocessing import resource_tracker
-
-        rt = resource_tracker._resource_tracker
-        if getattr(rt, "_pid", None) is not None and hasattr(rt, "_stop"):
-            rt._stop()
-    except Exception:  # noqa: BLE001 - a Python without it: the tracker ends on its own with the last worker
+    except Exception:  # noqa: BLE001 - a Python without one
+        return
+    rt = getattr(resource_tracker, "_resource_tracker", None)
+    if os.environ.get("FAIRSPEC_DEBUG") or rt is None or getattr(rt, "_fd", 0) is not None:
+        return
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
         pass
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)  # the tracker inherits fd 2; a few milliseconds, while it is spawned
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 - the pool starts one itself then, on the terminal
+        pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)

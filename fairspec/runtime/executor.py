@@ -124,8 +124,9 @@ def process_pool(workers: int) -> "ProcessExecutor":
 
 def shutdown_pools(wait: bool = True) -> None:
     """End the process-wide pools (also run at exit); ``wait=False`` kills their workers now (an
-    interrupt), and then, once no worker is left, stops multiprocessing's resource tracker, so no
-    process of the run outlives it."""
+    interrupt). multiprocessing's resource tracker is left running: it ends by itself when this
+    process does (it holds no pipe of the user's, see :func:`fairspec.interrupt.quiet_resource_tracker`),
+    so no process of the run outlives it, and a semaphore finalised late still finds it."""
     for pool in list(_POOLS.values()):
         pool.shutdown(wait)
     _POOLS.clear()
@@ -134,16 +135,12 @@ def shutdown_pools(wait: bool = True) -> None:
     if not wait and not mp.active_children():  # an interrupt: the process exits next, without teardown
         from multiprocessing import util
 
-        from fairspec.interrupt import stop_resource_tracker
-
         # the pools' named semaphores are unlinked and unregistered now, as the interpreter's exit
-        # would (the tracker would otherwise report them leaked, and a later finalizer would fail
-        # to unlink what the tracker removed); then the tracker has nothing left and is stopped
+        # would (the tracker would otherwise unlink them itself, and say so)
         try:
             util._run_finalizers(0)
         except Exception:  # noqa: BLE001 - exiting regardless
             pass
-        stop_resource_tracker()
 
 
 def _kill_pools() -> None:
@@ -352,6 +349,9 @@ class ProcessExecutor:
         import multiprocessing as mp
 
         if self._pool is None:
+            from fairspec.interrupt import quiet_resource_tracker
+
+            quiet_resource_tracker()  # its reports on the pool's semaphores are not the user's
             ctx = mp.get_context(self.start_method)
             self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                                 initializer=_worker_init)
