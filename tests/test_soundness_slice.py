@@ -51,7 +51,8 @@ SLICE = {
     "kdisc": (1, 4, 5, 6, 8, 10, 39),
     "kdisc-solver": (10, 39),
     "multiclass": (2, 4),
-    "multiclass-solver": (4, 6),
+    # 18000022: torch, class-change witnesses on a class boundary, replayed alone, as a pair and reversed
+    "multiclass-solver": (4, 6, 18000022),
     "regression": (6, 10),
     "regression-solver": (6, 10),
     "trees-multiclass": (0, 11),

@@ -187,6 +187,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
     by = "onnxruntime" if fmt == "onnx" else replayer_name(model)
 
+    from fairspec.kinds.pair_enumeration import fragile_pair
+
     def replay(x, xp, c):
         """The witness, or None: the pair meets the pre-condition and breaks the post on the runtime."""
         if not meets_pre(x, xp):
@@ -194,6 +196,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         X2 = encoded(np.vstack([x, xp]))
         P = np.asarray(model.class_probabilities(X2), dtype=np.float64)[:, c]
         if not runtime_violates(replace(prop, cls=c), model, P[:1], P[1:])[0]:
+            return None
+        moved = fragile_pair(replace(prop, cls=c), model, X2)
+        if moved is not None and not moved["reproduced"]:     # within rounding: also alone and reversed
             return None
         return Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
                        decode_row(enc, fs, X2[1]), (float(P[0]), float(P[1])), replayed_by=by)

@@ -325,6 +325,11 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             ok = check_witness(problem, res.witness.x, res.witness.x_prime, replay, model.score_kind, tol=1e-6)
             out = model.replay(X2) if ok else None
             replayed_by = replayer_name(model)
+        # replayed in one batch of two: a runtime that rounds other batches otherwise (torch,
+        # scikit-learn) may not reproduce a violation within its rounding of the threshold; such a
+        # pair is reported only when it also violates scored alone and reversed
+        fragile = _fragile(prop, model, X2, details) if ok else None
+        ok = ok and fragile is None
         if not ok and runtime is not None and runtime.layers is not None and mode != "maximize":
             # a fragile witness (within rounding of the threshold): retried by the certified branch and
             # bound on the runtime -- a proof, or a pair of its own that replays, or unknown
@@ -335,11 +340,19 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                    seconds=time.perf_counter() - t0, details=details, reason=retry.reason,
                                    proof=retry.proof)
                 ok, X2, out = runtime.replay.full(retry.witness.x, retry.witness.x_prime)
-                details["witness"] = "the solver's pair did not replay; the certified branch and bound's did"
+                again = _fragile(prop, model, X2, details) if ok else None
+                fragile = again or fragile
+                ok = ok and again is None
+                if ok:
+                    details["witness"] = "the solver's pair did not replay; the certified branch and bound's did"
         if not ok:
-            return unknown(prop, f"the {backend} witness did not reproduce on the model's runtime (it lies within "
-                                 "rounding of the threshold); not reported as a violation", backend=backend,
-                           seconds=seconds, details=details, value=_value(backend, mode, res), **extra)
+            from fairspec.kinds.pair_enumeration import _batched
+
+            why = (_batched("the witness pair lies", fragile) if fragile else
+                   f"the {backend} witness did not reproduce on the model's runtime (it lies within rounding of "
+                   "the threshold); not reported as a violation")
+            return unknown(prop, why, backend=backend, seconds=seconds, details=details,
+                           value=_value(backend, mode, res), **extra)
         from fairspec.runtime.encoding import decode_row
 
         x, xp = X2[0], X2[1]
@@ -365,6 +378,18 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=seconds, details=details, reason=res.reason or None, **extra)
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
+
+
+def _fragile(prop, model, X2, details: dict) -> dict | None:
+    """A replayed witness another batch may round away (:func:`fairspec.kinds.pair_enumeration.fragile_pair`),
+    noted in the details; returned when it does not reproduce alone, as a pair and reversed either:
+    it is then not reported."""
+    from fairspec.kinds.pair_enumeration import fragile_pair, rounding_details
+
+    moved = fragile_pair(prop, model, X2)
+    if moved:
+        details["runtime_rounding"] = rounding_details(moved)
+    return moved if moved and not moved["reproduced"] else None
 
 
 def _retry_fragile(prop, ctx, problem, res, limit):

@@ -102,6 +102,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         return no(f"no class score for this network: {e}")
     meets_pre = pair_precondition(prop, enc, low, pre)
     encoded = encoder(enc, low)
+    from fairspec.kinds.pair_enumeration import fragile_pair
 
     def outputs(V):
         return np.asarray(model.outputs(encoded(V)), dtype=np.float64)
@@ -109,8 +110,13 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     def replay(x, xp):
         if not meets_pre(x, xp):
             return False
-        k = model.predict_class(encoded(np.vstack([x, xp])))
-        return bool(k[0] != k[1])
+        X2 = encoded(np.vstack([x, xp]))
+        k = model.predict_class(X2)
+        # and, within the runtime's rounding of a class boundary (torch, scikit-learn), also alone and reversed
+        if k[0] == k[1]:
+            return False
+        moved = fragile_pair(prop, model, X2)
+        return moved is None or moved["reproduced"]
 
     fmt = getattr(model, "format", "")
     precision = "float64" if fmt == "sklearn" or getattr(model, "_dtype_name", "float32") == "float64" else "float32"

@@ -220,6 +220,89 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     return res
 
 
+def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | None:
+    """A witness pair (X2: its two encoded rows) whose violation another batch size or order of the
+    runtime may round away: its decision lies within the runtime's spread of the threshold and
+    :func:`_rounded_apart` cannot show its points exact. ``{"near", "moved", "spread", "reproduced"}``
+    then, ``reproduced`` telling whether it violates in the batchings a user replays it in (each
+    point alone, the pair, the pair reversed: :func:`reproduces`); None for a pair every batch
+    violates alike (and on runtimes that score every batch alike)."""
+    from fairspec.kinds.pair_runtime import post_scores
+
+    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+        return None
+    X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
+    s, score_kind = post_scores(prop, model, X2)
+    if s is None:
+        return None
+    points = s
+    a, b = np.array([0]), np.array([1])
+    if s.ndim == 2:                 # forall c: the pair's comparison in every class column
+        a = 2 * np.arange(s.shape[1])
+        b = a + 1
+        s = s.T.reshape(-1)
+    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
+    kind = "prob-of-logit" if post == "prob" and score_kind == "logit" else post
+    moved = _rounded_apart(prop, model, X2, points, s[a], s[b], a % 2, b % 2, kind,
+                           runtime_spread(prop, model, X2, score_kind))
+    if not (moved and moved.get("moved")):
+        return None
+    moved.pop("unsure", None)
+    moved["reproduced"] = bool(reproduces(prop, model, X2))
+    return moved
+
+
+def reproduces(prop: ir.IndividualFairness, model, X2: np.ndarray) -> list[int]:
+    """The columns in which the pair X2 breaks the post-condition on the runtime scored each point
+    alone, as the pair and as the pair reversed ([0] for a one-column post; empty: it does not
+    reproduce). How a user replays a witness; another batch may still round it away."""
+    from dataclasses import replace
+
+    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+
+    X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
+    alone = [post_scores(prop, model, X2[i:i + 1])[0] for i in range(2)]
+    pair = post_scores(prop, model, X2)[0]
+    rev = post_scores(prop, model, np.ascontiguousarray(X2[::-1]))[0]
+    if pair is None or rev is None or any(v is None for v in alone):
+        return []
+    runs = [np.concatenate([np.asarray(v, dtype=np.float64) for v in alone], axis=0),
+            np.asarray(pair, dtype=np.float64), np.asarray(rev, dtype=np.float64)[::-1]]
+    if runs[1].ndim == 1:
+        return [0] if all(runtime_violates(prop, model, S[:1], S[1:])[0] for S in runs) else []
+    return [c for c in range(runs[1].shape[1])          # forall c: the columns that break it in every run
+            if all(runtime_violates(replace(prop, cls=c), model, S[:1, c], S[1:, c])[0] for S in runs)]
+
+
+def _reproduced(prop, model, X, N: int, a, b, fragile, post: str, score_kind: str, s, tries: int = 8):
+    """``(j, scores)``: the first of the violating pairs ``fragile`` (indices into a, b; the largest
+    measure first) that :func:`reproduces` alone, as a pair and reversed, with its scores as a pair
+    (the column compared, for forall c); or None."""
+    from fairspec.kinds.pair_runtime import post_scores, runtime_measure
+
+    order = fragile
+    if post != "class" and (post != "label" or score_kind == "logit"):
+        order = fragile[np.argsort(-runtime_measure(post, score_kind, s[a[fragile]], s[b[fragile]]), kind="stable")]
+    for j in order[:tries]:
+        X2 = X[[a[j] % N, b[j] % N]]
+        cols = reproduces(prop, model, X2)
+        if cols:
+            sc = np.asarray(post_scores(prop, model, X2)[0], dtype=np.float64)
+            if sc.ndim == 2:        # the pair's scores in a column it breaks (not necessarily a[j]'s)
+                sc = sc[:, cols[0]]
+            return int(j), (float(sc[0]), float(sc[1]))
+    return None
+
+
+def rounding_details(moved: dict) -> dict:
+    """The JSON details of :func:`_rounded_apart` / :func:`fragile_pair`'s result."""
+    out = {"pairs_near_threshold": moved["near"], "points_not_exact": moved["moved"], "spread": moved["spread"]}
+    if moved.get("reproduced"):
+        out["witness"] = ("within the runtime's rounding of the threshold; it violates the property scored alone, "
+                          "as a pair and reversed, but another batch size or order may round it away")
+    return out
+
+
 def _batched(which: str, moved: dict) -> str:
     """The reason of an ``unknown`` left by :func:`_rounded_apart`."""
     return (f"{which} within the runtime's rounding of the threshold, and the runtime may round {moved['moved']:,} "
@@ -309,8 +392,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
     if moved:
-        details["runtime_rounding"] = {"pairs_near_threshold": moved["near"], "points_not_exact": moved["moved"],
-                                       "spread": moved["spread"]}
+        details["runtime_rounding"] = rounding_details(moved)
     if count and post != "class" and (post != "label" or score_kind == "logit"):
         m = runtime_measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))
@@ -351,17 +433,25 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         for c in checks:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         bad = ~ok
+    replayed = None
     if moved and moved.get("moved"):
-        bad &= ~moved["unsure"]             # only violations no batching rounds away
+        fragile = np.flatnonzero(bad & moved["unsure"])
+        bad &= ~moved["unsure"]             # violations no batching rounds away
+        if not bad.any():                   # else one a user reproduces: alone, as a pair and reversed
+            replayed = _reproduced(prop, model, X, N, a, b, fragile, post, score_kind, s)
+            if replayed is None:
+                return unknown(prop, _batched("every violating pair lies", moved), backend=backend,
+                               seconds=seconds, details=details, value=value, bound=bound)
+            details["runtime_rounding"] = rounding_details({**moved, "reproduced": True})
+            bad[replayed[0]] = True
     idx = np.flatnonzero(bad)
-    if not idx.size and moved and moved.get("moved"):
-        return unknown(prop, _batched("every violating pair lies", moved), backend=backend,
-                       seconds=seconds, details=details, value=value, bound=bound)
     if not idx.size:
         return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "
                              f"threshold {prop.eps!r}; enumeration cannot decide them", backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
-    if post != "class" and (post != "label" or score_kind == "logit"):
+    if replayed is not None:
+        j = replayed[0]
+    elif post != "class" and (post != "label" or score_kind == "logit"):
         m = runtime_measure(post, score_kind, s[a[idx]], s[b[idx]])
         j = int(idx[int(np.argmax(m))])
     else:
@@ -371,7 +461,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
-                (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
+                replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
     details["violating_pairs"] = int(idx.size)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
