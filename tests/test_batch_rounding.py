@@ -233,3 +233,38 @@ def test_a_solver_witness_at_the_tie(tmp_path, monkeypatch, dyadic):
     else:
         _fragile_tie(v)
         assert v["details"]["runtime_rounding"]["points_not_exact"] > 0, v
+
+
+@pytest.mark.parametrize("dyadic", [True, False])
+def test_k_discrimination_with_a_counterfactual_on_a_bucket_boundary(tmp_path, dyadic):
+    """k-discrimination over {g} (no weight on g: an individual's two counterfactuals have the same real
+    logit) with one individual's logit put on the boundary of eps = 0.5's buckets (p = 1/2). Dyadic
+    weights: computed exactly in every batch, k = 1 for everyone: holds (proved). Float weights: another
+    batch may round one counterfactual to each side (k = 2): never holds; a violation only with the note
+    that it reproduced alone and reversed (the float case was holds (proved) or violated, silently,
+    before)."""
+    torch = pytest.importorskip("torch")
+    W1, b1, W2, b2 = _weights(dyadic, seed=7)
+    W1[:, 1:3] = 0.0                                   # the one-hot g columns
+    x = np.zeros((1, 7), dtype=np.float32)
+    x[0, 0], x[0, 1], x[0, 4] = 3.0, 1.0, 1.0           # f0 = 3, g = false, f1 = c1
+    _save_torch(tmp_path, [(W1, b1), (W2, b2)])
+    with torch.no_grad():
+        z = float(torch.jit.load(str(tmp_path / "m.pt"))(torch.from_numpy(x)).numpy().ravel()[0])
+    _save_torch(tmp_path, [(W1, b1), (W2, np.float32(b2) - np.float32(z))])
+    (tmp_path / "spec.fair").write_text(
+        "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
+        'model m = torch("m.pt", score = logit)\n'
+        "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
+        "property p {\n  k_discrimination(m, over {g}, eps = 0.5) <= 1\n}\n")
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    if dyadic:
+        assert v["status"] == "holds" and v["how"] == "proved", v
+    elif v["status"] == "violated":
+        assert "alone" in v["details"]["runtime_rounding"]["witness"], v
+    else:
+        assert v["status"] == "unknown" and "batched" in v["reason"], v
+        assert v["details"]["runtime_rounding"]["points_not_exact"] >= 1, v

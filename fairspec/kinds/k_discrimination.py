@@ -352,17 +352,37 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "individuals": T, "K": K, "points": N,
                "max_k": int(res.k_hi.max()) if T else 0, "max_k_lower": int(res.k_lo.max()) if T else 0}
+    # torch / scikit-learn: a counterfactual within rounding of a bucket boundary may change bucket in
+    # another batch, moving its individual's count by one (kinds/kdisc_rounding.py)
+    from fairspec.kinds.kdisc_rounding import batched_reason, may_move
+
+    moved = may_move(prop, model, X, s, classes) if T else None
+    m = moved.reshape(T, K).sum(axis=1) if moved is not None else np.zeros(T, dtype=np.int64)
+    if m.any():
+        details["runtime_rounding"] = {"individuals": int(np.count_nonzero(m)), "points_not_exact": int(m.sum())}
+        up = res.k_hi + m
+        if res.proof is not None and not np.all(up < prop.k if prop.op == "<" else up <= prop.k):
+            details["max_k"] = int(up.max())
+            return unknown(prop, batched_reason(int(np.count_nonzero(m)), int(m.sum())), backend="search",
+                           seconds=seconds, details=details)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(details["max_k"]), backend="search",
                        seconds=seconds, details=details, proof=res.proof,
                        reason=f"every one of the {T:,} individuals and its {K} counterfactuals was evaluated on the "
                               f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
-    v = replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, replayer_name(model),
-                           f"enumerating all {T:,} individuals on the model's runtime: an individual whose",
-                           replay=evaluate if outputs is not None else None, classes=classes)
-    if v is not None:
-        return v
+    low = res.k_lo - m
+    robust = bad & (low >= prop.k if prop.op == "<" else low > prop.k)
+    # violations no batch rounds away first; then one that reproduces alone and reversed (a note)
+    for which, fragile in ((robust, False), (bad & ~robust, True)):
+        v = replayed_violation(prop, model, X, which, K, logit, claim, enc, fs, details, t0, replayer_name(model),
+                               f"enumerating all {T:,} individuals on the model's runtime: an individual whose",
+                               replay=evaluate if outputs is not None else None, classes=classes, fragile=fragile)
+        if v is not None:
+            return v
+    if m.any() and bad.any():
+        return unknown(prop, batched_reason(int(np.count_nonzero(m)), int(m.sum())), backend="search",
+                       seconds=seconds, details=details)
     return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
             f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
 

@@ -14,11 +14,13 @@ from fairspec.verdict import Verdict, Witness
 
 
 def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc, fs, details: dict, t0: float,
-                       replayed_by: str, how: str, replay=None, classes: bool = False):
+                       replayed_by: str, how: str, replay=None, classes: bool = False, fragile: bool = False):
     """The first of (up to five) individuals flagged in ``bad`` whose K counterfactuals (rows
     ``X[i K:(i + 1) K]``), replayed on the model's independent evaluator, still fall into more
     clusters than the claim allows: the violated Verdict (``details`` gains the counterfactuals;
-    the reason starts with ``how``), or None when none reproduces."""
+    the reason starts with ``how``), or None when none reproduces. ``fragile``: the individuals may
+    count otherwise in another batch of the runtime (kinds/kdisc_rounding.py): each must also reproduce
+    with its counterfactuals scored alone and reversed, and the details say so."""
     from fairspec.certify.enumerate import kdisc_by_enumeration
     from fairspec.runtime.encoding import decode_row
 
@@ -30,6 +32,19 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
                                      classes=classes)
         if again.proof is not None:
             continue                 # the independent evaluator does not reproduce it: try another
+        if fragile:
+            from fairspec.kinds.kdisc_rounding import reproduces
+
+            def breaks(sc):          # surely: the lower count breaks the claim
+                lo = int(kdisc_by_enumeration(sc, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
+                                              classes=classes).k_lo[0])
+                return lo >= prop.k if prop.op == "<" else lo > prop.k
+
+            if not reproduces(replay or model.replay, U, breaks):
+                continue
+            details.setdefault("runtime_rounding", {})["witness"] = (
+                "within the runtime's rounding of a bucket boundary; it reaches k scored alone, in one batch and "
+                "reversed, but another batch size or order may round it away")
         kr = int(again.k_lo[0])
         probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
         lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))

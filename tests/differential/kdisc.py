@@ -1,6 +1,6 @@
 """k-discrimination (HyFair) over networks and tree models: `k_discrimination(m, over {...},
-eps = e) < c` (and `<=`), on float32 ONNX nets (logit or probability heads) and the tree
-libraries (scikit-learn, XGBoost, LightGBM).
+eps = e) < c` (and `<=`), on float32 ONNX nets (logit or probability heads; about half the one-output
+ones saved for torch instead) and the tree libraries (scikit-learn, XGBoost, LightGBM).
 
 The truth enumerates every individual (a point of the features not in `over`) with its K
 counterfactuals (every combination of the `over` features' values) on the model's runtime:
@@ -64,13 +64,21 @@ def generate(seed: int, n_props: int = 4) -> Instance:
         head = str(rng.choice(["logit1", "sigmoid1", "logit2", "prob2"]))
         net = networks._net(rng, X.shape[1], head)
         info.update(networks._ties(rng, net, X.astype(np.float32)))
-        files["m.onnx"] = net.onnx_bytes()
-        Y = networks.run_onnx(files["m.onnx"], X.astype(np.float32))
-        out = networks.readout(head, Y, net.index)
         score = "logit" if head in ("logit1", "logit2") else "prob"
-        idx = f", index = {net.index}" if head in ("logit2", "prob2") else ""
-        decl = f'model m = onnx("m.onnx", output = "out"{idx}, score = {score})'
-        info.update(model="onnx", head=head)
+        # torch for about half the one-output networks, from a stream of its own (the onnx instances stay
+        # as they were, and these keep their network): it rounds one point differently in batches of other sizes or orders
+        if head in ("logit1", "sigmoid1") and np.random.default_rng([24, seed, 17]).random() < 0.5:
+            files["m.pt"] = net.torch_bytes()
+            Y = networks.run_torch(files["m.pt"], X.astype(np.float32))
+            decl = f'model m = torch("m.pt", score = {score})'
+            info.update(model="torch", head=head)
+        else:
+            files["m.onnx"] = net.onnx_bytes()
+            Y = networks.run_onnx(files["m.onnx"], X.astype(np.float32))
+            idx = f", index = {net.index}" if head in ("logit2", "prob2") else ""
+            decl = f'model m = onnx("m.onnx", output = "out"{idx}, score = {score})'
+            info.update(model="onnx", head=head)
+        out = networks.readout(head, Y, net.index)
     else:
         decl, out = trees._model(rng, X, P, fs, encs, files, info)
         if info.get("margin"):                     # k-discrimination reads probabilities: keep the prob output
@@ -113,7 +121,8 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                                                      c if op == "<" else c + 1),
                       domain=int(P.shape[0]), note=f"max k = {kmax} of K = {K}")
         props.append(Prop(name, FAMILY, body, truth, {"op": op, "k": c, "eps": eps_text, "K": K,
-                                                      "model": info.get("model"), "head": info.get("head")}, 20))
+                                                      "model": info.get("model"), "head": info.get("head"),
+                                                      "runtime": info.get("model")}, 20))
     return Instance(FAMILY, seed, spec, files, props, info)
 
 

@@ -1,0 +1,96 @@
+"""k-discrimination's enumeration on a runtime that scores one point differently in batches of other
+sizes or orders (torch and scikit-learn on CPU: :mod:`fairspec.kinds.pair_enumeration`, "Whatever the
+batch" in the README).
+
+The enumeration counts each individual's buckets (or predicted classes) from one batch's scores. A
+counterfactual whose score lies within the runtime's spread of a bucket boundary (or whose two largest
+logits lie within it) may fall into the neighbouring bucket (class) in another batch, unless
+:func:`fairspec.certify.exact_runtime.exact_points` shows the runtime computes it exactly in every
+order. Moving one counterfactual changes an individual's count of distinct buckets by at most one
+either way, so with ``m`` such counterfactuals the count lies in ``[k - m, k + m]`` over every batch:
+
+* ``holds`` stands only when ``k + m`` meets the claim for every individual, else ``unknown``;
+* a violation with ``k - m`` still breaking the claim is one every batch shows; any other is reported
+  only when it also reproduces with each counterfactual scored alone and the batch reversed
+  (:func:`reproduces`), with a note.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from fairspec import ir
+
+
+def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, classes: bool) -> np.ndarray | None:
+    """Per point of X (scored ``s`` by the enumeration's batch): may another batch put it into another
+    bucket (or class)? None when the runtime scores every batch alike, or is outside the runtime
+    error model (as for individual fairness: the verdict rests on its scores then)."""
+    from fairspec.certify.enumerate import _buckets_exact, sigmoid_bounds
+    from fairspec.certify.exact import threshold_of
+    from fairspec.certify.exact_runtime import exact_points
+    from fairspec.kinds.pair_enumeration import BATCH_DEPENDENT, MAX_EXACT_POINTS, runtime_spread
+
+    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+        return None
+    if classes:
+        shim, score_kind = SimpleNamespace(post="class", cls=None), "class"
+    elif prop.output == "class_prob":
+        shim, score_kind = SimpleNamespace(post="class_prob", cls=int(prop.cls)), "prob"
+    else:
+        score_kind = getattr(model, "score_kind", "")
+        shim = SimpleNamespace(post=score_kind, cls=None)
+        if score_kind not in ("prob", "logit"):
+            return None
+    spread, layers, readout, precision = runtime_spread(shim, model, X, score_kind)
+    if spread <= 0:
+        return None
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    Y = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if classes or shim.post == "class_prob":
+            Y = np.asarray(model.outputs(X), dtype=np.float64)
+        if classes:
+            top2 = np.sort(Y, axis=1)[:, -2:]
+            near = top2[:, 1] - top2[:, 0] <= 2 * spread
+        else:
+            e = threshold_of(prop.eps)
+            inv = 1 / e
+            nb = inv.numerator // inv.denominator + (inv.denominator != 1)
+            if score_kind == "logit" and shim.post != "class_prob":
+                lo, hi = sigmoid_bounds(s - spread)[0], sigmoid_bounds(s + spread)[1]
+            else:
+                # a probability read off the runtime (a sigmoid head) or a softmax coordinate: each logit
+                # moves by at most the spread, the coordinate by at most expm1(2 spread)
+                d = spread if shim.post != "class_prob" else float(np.expm1(2 * spread))
+                lo, hi = np.clip(s - 2 * d, 0.0, 1.0), np.clip(s + 2 * d, 0.0, 1.0)
+            near = _buckets_exact(lo, e, nb) != _buckets_exact(hi, e, nb)
+    near = near | np.isnan(s)
+    moved = near.copy()
+    P = np.flatnonzero(near)
+    dt = np.float32 if precision == "float32" else np.float64
+    if P.size and P.size <= MAX_EXACT_POINTS and readout[0] in ("logit", "columns"):
+        ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
+        if readout[0] == "columns":
+            ok &= np.all(out[:, readout[1]] == Y[P][:, readout[1]], axis=1)
+        else:
+            ok &= out[:, readout[1]] == s[P]
+        moved[P[ok]] = False
+    return moved
+
+
+def reproduces(evaluate, U: np.ndarray, count) -> bool:
+    """Does the individual's counterfactuals U still break the claim with each scored alone and the
+    batch reversed? ``count(scores) -> bool`` says whether scores break it."""
+    alone = np.concatenate([np.asarray(evaluate(U[i:i + 1]), dtype=np.float64).reshape(-1)
+                            for i in range(U.shape[0])])
+    rev = np.asarray(evaluate(np.ascontiguousarray(U[::-1])), dtype=np.float64).reshape(-1)[::-1]
+    return count(alone) and count(rev)
+
+
+def batched_reason(individuals: int, points: int) -> str:
+    return (f"{individuals:,} individual(s) have counterfactuals within the runtime's rounding of a bucket "
+            f"boundary, and the runtime may round {points:,} of them differently in another batch size or "
+            "order: whether the property holds depends on how the model is batched")
