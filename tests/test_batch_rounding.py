@@ -268,3 +268,38 @@ def test_k_discrimination_with_a_counterfactual_on_a_bucket_boundary(tmp_path, d
     else:
         assert v["status"] == "unknown" and "batched" in v["reason"], v
         assert v["details"]["runtime_rounding"]["points_not_exact"] >= 1, v
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_k_discrimination_a_violation_inside_the_rounding_is_reported_with_a_note(tmp_path, monkeypatch, search):
+    """One individual's two counterfactuals (g false / true) a millionth on either side of the bucket
+    boundary p = 1/2: well beyond the runtime's actual rounding (k = 2 in every batch we try) but within
+    its rigorous spread. Enumeration reports the violation with the note that it reproduced alone and
+    reversed; the search (domains too large to enumerate) does the same when it finds it."""
+    torch = pytest.importorskip("torch")
+    W1, b1, W2, b2 = _weights(False, seed=7)
+    W1[:, 1:3] = 0.0
+    x = np.zeros((2, 7), dtype=np.float32)
+    x[:, 0], x[0, 1], x[1, 2], x[:, 4] = 3.0, 1.0, 1.0, 1.0     # f0 = 3, f1 = c1, g false / true
+    h = np.maximum(W1 @ x[0].astype(np.float64) + b1, 0.0)
+    j = int(np.argmax(np.abs(W2[0]) * (h > 0)))                 # an active hidden unit
+    W1[j, 1], W1[j, 2] = 1e-6 / W2[0, j], -1e-6 / W2[0, j]      # the logit moves by +-1e-6 with g
+    _save_torch(tmp_path, [(W1, b1), (W2, b2)])
+    with torch.no_grad():
+        z = torch.jit.load(str(tmp_path / "m.pt"))(torch.from_numpy(x)).numpy().ravel().astype(np.float64)
+    _save_torch(tmp_path, [(W1, b1), (W2, np.float32(b2) - np.float32(z.mean()))])
+    (tmp_path / "spec.fair").write_text(
+        "features F {\n  g : bool  protected\n  f0 : int in [0, 7]\n  f1 : {c0, c1, c2, c3}\n}\n"
+        'model m = torch("m.pt", score = logit)\n'
+        "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
+        "property p {\n  k_discrimination(m, over {g}, eps = 0.5) <= 1\n  search random for 5s\n}\n")
+    if search:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    if search and v["status"] == "unknown":
+        return                                                  # the search did not reach it in its budget
+    assert v["status"] == "violated" and v["value"] == 2, v
+    assert "alone" in v["details"]["runtime_rounding"]["witness"], v

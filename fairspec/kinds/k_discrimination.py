@@ -192,6 +192,17 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         return unknown(prop, f"the k = {res.max_k} witness replays to k = {k_replayed} on the model's runtime "
                              "(buckets counted exactly); not reported as a violation", backend="search",
                        seconds=time.perf_counter() - t0, details=details)
+    # torch / scikit-learn: counterfactuals within rounding of a bucket boundary (kinds/kdisc_rounding.py)
+    from fairspec.kinds import kdisc_rounding as kr
+
+    moved = kr.may_move(prop, model, U, replayed, False)
+    m = int(moved.sum()) if moved is not None else 0
+    if m and k_replayed - m < violated_at:
+        details["runtime_rounding"] = {"individuals": 1, "points_not_exact": m}
+        if not kr.reproduces(model.score, U, kr.breaks_claim(prop, len(U), model.score_kind != "prob")):
+            return unknown(prop, kr.batched_reason(1, m), backend="search", seconds=time.perf_counter() - t0,
+                           details=details)
+        details["runtime_rounding"]["witness"] = kr.WITNESS_NOTE
     lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
     details["counterfactuals"] = [{"features": {f: decode_row(enc, fs, u)[f] for f in prop.over},
                                    "prob": float(p)} for u, p in zip(U, probs)]

@@ -90,6 +90,23 @@ def reproduces(evaluate, U: np.ndarray, count) -> bool:
     return count(alone) and count(rev)
 
 
+def breaks_claim(prop: ir.KDiscrimination, K: int, logit: bool, classes: bool = False):
+    """``breaks(scores) -> bool``: one individual's K scores surely break the claim (certify's lower k)."""
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    at = prop.k if prop.op == "<" else prop.k + 1
+
+    def breaks(scores) -> bool:
+        return int(kdisc_by_enumeration(scores, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit,
+                                        claim="the witness's k", classes=classes).k_lo[0]) >= at
+
+    return breaks
+
+
+WITNESS_NOTE = ("within the runtime's rounding of a bucket boundary; it reaches k scored alone, in one batch and "
+                "reversed, but another batch size or order may round it away")
+
+
 def batched_reason(individuals: int, points: int) -> str:
     return (f"{individuals:,} individual(s) have counterfactuals within the runtime's rounding of a bucket "
             f"boundary, and the runtime may round {points:,} of them differently in another batch size or "

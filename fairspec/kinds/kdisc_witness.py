@@ -33,18 +33,11 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
         if again.proof is not None:
             continue                 # the independent evaluator does not reproduce it: try another
         if fragile:
-            from fairspec.kinds.kdisc_rounding import reproduces
+            from fairspec.kinds.kdisc_rounding import WITNESS_NOTE, breaks_claim, reproduces
 
-            def breaks(sc):          # surely: the lower count breaks the claim
-                lo = int(kdisc_by_enumeration(sc, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim,
-                                              classes=classes).k_lo[0])
-                return lo >= prop.k if prop.op == "<" else lo > prop.k
-
-            if not reproduces(replay or model.replay, U, breaks):
+            if not reproduces(replay or model.replay, U, breaks_claim(prop, K, logit, classes)):
                 continue
-            details.setdefault("runtime_rounding", {})["witness"] = (
-                "within the runtime's rounding of a bucket boundary; it reaches k scored alone, in one batch and "
-                "reversed, but another batch size or order may round it away")
+            details.setdefault("runtime_rounding", {})["witness"] = WITNESS_NOTE
         kr = int(again.k_lo[0])
         probs = replayed if not logit else 1.0 / (1.0 + np.exp(-replayed))
         lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
