@@ -130,7 +130,18 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
     from fairspec.kinds.pair_runtime import runtime_layers, runtime_precision
 
     none = (0.0, None, None, None)
-    if prop.post in ("class_logit", "class_prob", "class"):
+    if prop.post == "label" and score_kind == "label":
+        # the library's own predict (kinds/pair_runtime.label_by_predict): the decision it thresholds,
+        # decision_function against 0 where the model has one (the "logit" readout), else the
+        # probability against 1/2 (as _predict_decision reads them)
+        try:
+            layers, readout, precision = runtime_layers(model, "logit")
+        except ValueError:
+            return none
+        if readout[0] not in ("logit", "prob"):
+            return none
+        reads = [readout]
+    elif prop.post in ("class_logit", "class_prob", "class"):
         # the logit columns of a K-output network (class: their argmax; class_prob: their softmax, which
         # moves no coordinate by more than the largest move of a logit): the largest error bound over them
         from fairspec.models.network import UnsupportedModel
@@ -155,7 +166,7 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
             return none
         reads = [readout]
     if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"
-            or readout[0] == "columns"):
+            or readout[0] == "columns" or score_kind == "label"):
         return none
     dt = np.float32 if precision == "float32" else np.float64
     V = np.asarray(X, dtype=dt).astype(np.float64)
@@ -177,16 +188,25 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     from fairspec.certify.exact import threshold_of
     from fairspec.certify.exact_runtime import exact_points
 
+    from fairspec.kinds.pair_runtime import label_by_predict
+
     spread, layers, readout, precision = runtime
     if spread <= 0 or getattr(model, "format", "") not in BATCH_DEPENDENT:
         return None
-    Y = None
+    Y = decision = None
     with np.errstate(over="ignore", invalid="ignore"):
         if kind == "class":
             # a point whose two largest logits lie within the spread may change its predicted class
             Y = np.asarray(model.outputs(X), dtype=np.float64)
             top2 = np.sort(Y, axis=1)[:, -2:]
             close = top2[:, 1] - top2[:, 0] <= 2 * spread
+            near = close[ia] | close[ib]
+        elif kind == "label" and prop.post == "label" and label_by_predict(model):
+            # predict's 0 / 1: near where the decision it thresholds is (exactness is checked on it)
+            decision, thr = _predict_decision(model, X)
+            if decision is None:
+                return None
+            close = np.abs(decision - thr) <= 2 * spread
             near = close[ia] | close[ib]
         elif kind == "label":
             thr = float(model.threshold)
@@ -211,7 +231,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
             seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
             ok &= np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
         else:
-            seen = np.asarray(s_points, dtype=np.float64)[P].reshape(-1)
+            seen = (decision if decision is not None else np.asarray(s_points, dtype=np.float64))[P].reshape(-1)
             ok &= out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen
     res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
     if res["moved"]:
@@ -301,6 +321,20 @@ def rounding_details(moved: dict) -> dict:
         out["witness"] = ("within the runtime's rounding of the threshold; it violates the property scored alone, "
                           "as a pair and reversed, but another batch size or order may round it away")
     return out
+
+
+def _predict_decision(model, X):
+    """``(values, threshold)`` scikit-learn's predict thresholds for a binary model whose label is its
+    predict: decision_function against 0 where it has one (the logit of the declared class), else the
+    declared class's probability against 1/2; ``(None, None)`` for neither."""
+    from fairspec.kinds.pair_runtime import logit_scores
+
+    z = logit_scores(model, X)
+    if z is not None:
+        return np.asarray(z, dtype=np.float64).reshape(-1), 0.0
+    if getattr(model, "score_kind", "") == "prob":
+        return np.asarray(model.score(X), dtype=np.float64).reshape(-1), 0.5
+    return None, None
 
 
 def _batched(which: str, moved: dict) -> str:
