@@ -51,8 +51,9 @@ def test_exact_points_dyadic_against_float_weights():
     assert not ok64.any()
 
 
-def _save_torch(folder, layers):
-    """A TorchScript Linear / ReLU network with the given (W, b) layers (float32) as folder/m.pt."""
+def _save_torch(folder, layers, softmax: bool = False):
+    """A TorchScript Linear / ReLU network with the given (W, b) layers (float32) as folder/m.pt
+    (``softmax``: a Softmax head over the last layer's columns)."""
     torch = pytest.importorskip("torch")
     mods = []
     for k, (W, b) in enumerate(layers):
@@ -61,14 +62,16 @@ def _save_torch(folder, layers):
             lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
             lin.bias.copy_(torch.from_numpy(np.asarray(b).astype(np.float32)))
         mods += [lin] + ([torch.nn.ReLU()] if k < len(layers) - 1 else [])
+    if softmax:
+        mods.append(torch.nn.Softmax(dim=1))
     torch.jit.save(torch.jit.script(torch.nn.Sequential(*mods).eval()), str(folder / "m.pt"))
 
 
-def _check(folder, ensure: str, mode: str = "find", f0: str = "int in [0, 7]") -> dict:
+def _check(folder, ensure: str, mode: str = "find", f0: str = "int in [0, 7]", score: str = "logit") -> dict:
     """The one property's JSON verdict of a spec over g (protected), f0 and f1 on folder/m.pt."""
     (folder / "spec.fair").write_text(
         f"features F {{\n  g : bool  protected\n  f0 : {f0}\n  f1 : {{c0, c1, c2, c3}}\n}}\n"
-        'model m = torch("m.pt", score = logit)\n'
+        f'model m = torch("m.pt", score = {score})\n'
         "encode F for m {\n  f0 : raw\n  g : onehot\n  f1 : onehot\n}\n\n"
         f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n"
         f"  ensure {ensure}\n  mode = {mode}\n}}\n")
@@ -303,3 +306,25 @@ def test_k_discrimination_a_violation_inside_the_rounding_is_reported_with_a_not
         return                                                  # the search did not reach it in its budget
     assert v["status"] == "violated" and v["value"] == 2, v
     assert "alone" in v["details"]["runtime_rounding"]["witness"], v
+
+
+def test_a_tie_on_a_column_of_a_softmax_head(tmp_path):
+    """forall c: |prob(m(x), c) - prob(m(x'), c)| at the batch's largest difference, the probabilities
+    computed by the runtime's own Softmax module (float weights): another batch may round them apart,
+    so `<=` never holds (proved) (it did before: the spread covered logit columns only)."""
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    W1, b1 = rng.integers(-8, 9, (5, 7)) / 8.0, rng.integers(-4, 5, 5) / 4.0
+    W2, b2 = rng.integers(-8, 9, (3, 5)) / 8.0, rng.integers(-4, 5, 3) / 8.0
+    W1, W2 = W1 + rng.normal(0, 0.013, W1.shape), W2 + rng.normal(0, 0.017, W2.shape)
+    _save_torch(tmp_path, [(W1, b1), (W2, b2)], softmax=True)
+
+    def run(eps, op="<=", mode="find"):
+        return _check(tmp_path, f"forall c: |prob(m(x), c) - prob(m(x'), c)| {op} {eps}", mode, score="prob")
+
+    top = run("1000", mode="maximize")
+    assert top["status"] == "holds" and top["details"]["engine"] == "enumeration", top
+    lo, hi = top["bound"]
+    assert hi > lo
+    for op in ("<=", "<"):
+        _fragile_tie(run(repr(float(lo)), op))

@@ -130,6 +130,7 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
     from fairspec.kinds.pair_runtime import runtime_layers, runtime_precision
 
     none = (0.0, None, None, None)
+    softmax = 0
     if prop.post == "label" and score_kind == "label":
         # the library's own predict (kinds/pair_runtime.label_by_predict): the decision it thresholds,
         # decision_function against 0 where the model has one (the "logit" readout), else the
@@ -150,11 +151,12 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
             net = model.runtime_network()
         except (UnsupportedModel, ValueError):
             return none
-        if net.final != "none":
+        if not (net.final == "none" or net.final == "softmax" and prop.post in ("class_prob", "class")):
             return none
         K = net.layers[-1].n_out
         if K < 2:
             return none
+        softmax = K if net.final == "softmax" else 0
         cols = [int(prop.cls)] if prop.post == "class_logit" and isinstance(prop.cls, int) else list(range(K))
         layers, precision = net.layers, runtime_precision(model)
         readout = ("columns", cols)
@@ -175,6 +177,14 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
                 for r in reads)
     except ValueError:
         return none
+    if softmax:
+        # the runtime's own softmax head (K columns): a coordinate moves by at most half the largest move
+        # of a logit (the softmax's Jacobian rows sum to 2 p (1 - p) <= 1/2 in absolute value), plus the
+        # head's own rounding, assumed as for a sigmoid head (certify.network.SIGMOID_ABS_ERROR, per 8
+        # columns): each evaluation within E / 2 + S of the exact probability
+        from fairspec.certify.network import SIGMOID_ABS_ERROR
+
+        E = E / 2.0 + SIGMOID_ABS_ERROR[precision] * max(1.0, softmax / 8.0)
     return float(np.nextafter(2.0 * E, np.inf)), layers, readout, precision
 
 
