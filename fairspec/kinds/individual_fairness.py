@@ -346,9 +346,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                 if ok:
                     details["witness"] = "the solver's pair did not replay; the certified branch and bound's did"
         if not ok:
-            from fairspec.kinds.pair_enumeration import _batched
+            from fairspec.kinds.pair_enumeration import batched_reason
 
-            why = (_batched("the witness pair lies", fragile) if fragile else
+            why = (batched_reason("the witness pair lies", fragile) if fragile else
                    f"the {backend} witness did not reproduce on the model's runtime (it lies within rounding of "
                    "the threshold); not reported as a violation")
             return unknown(prop, why, backend=backend, seconds=seconds, details=details,

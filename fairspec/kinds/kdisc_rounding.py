@@ -17,8 +17,6 @@ either way, so with ``m`` such counterfactuals the count lies in ``[k - m, k + m
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from fairspec import ir
@@ -30,27 +28,27 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     error model (as for individual fairness: the verdict rests on its scores then)."""
     from fairspec.certify.enumerate import _buckets_exact, sigmoid_bounds
     from fairspec.certify.exact import threshold_of
-    from fairspec.certify.exact_runtime import exact_points
-    from fairspec.kinds.pair_enumeration import BATCH_DEPENDENT, MAX_EXACT_POINTS, runtime_spread
+    from fairspec.kinds.pair_enumeration import BATCH_DEPENDENT, points_exact, runtime_spread
 
     if getattr(model, "format", "") not in BATCH_DEPENDENT:
         return None
     if classes:
-        shim, score_kind = SimpleNamespace(post="class", cls=None), "class"
+        post, cls, score_kind = "class", None, "class"
     elif prop.output == "class_prob":
-        shim, score_kind = SimpleNamespace(post="class_prob", cls=int(prop.cls)), "prob"
+        post, cls, score_kind = "class_prob", int(prop.cls), "prob"
     else:
         score_kind = getattr(model, "score_kind", "")
-        shim = SimpleNamespace(post=score_kind, cls=None)
+        post, cls = score_kind, None
         if score_kind not in ("prob", "logit"):
             return None
-    spread, layers, readout, precision = runtime_spread(shim, model, X, score_kind)
+    runtime = runtime_spread(post, cls, model, X, score_kind)
+    spread = runtime[0]
     if spread <= 0:
         return None
     s = np.asarray(s, dtype=np.float64).reshape(-1)
     Y = None
     with np.errstate(over="ignore", invalid="ignore"):
-        if classes or shim.post == "class_prob":
+        if classes or post == "class_prob":
             Y = np.asarray(model.outputs(X), dtype=np.float64)
         if classes:
             top2 = np.sort(Y, axis=1)[:, -2:]
@@ -59,25 +57,19 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
             e = threshold_of(prop.eps)
             inv = 1 / e
             nb = inv.numerator // inv.denominator + (inv.denominator != 1)
-            if score_kind == "logit" and shim.post != "class_prob":
+            if score_kind == "logit" and post != "class_prob":
                 lo, hi = sigmoid_bounds(s - spread)[0], sigmoid_bounds(s + spread)[1]
             else:
                 # a probability read off the runtime (a sigmoid head) or a softmax coordinate: each logit
                 # moves by at most the spread, the coordinate by at most expm1(2 spread)
-                d = spread if shim.post != "class_prob" else float(np.expm1(2 * spread))
+                d = spread if post != "class_prob" else float(np.expm1(2 * spread))
                 lo, hi = np.clip(s - 2 * d, 0.0, 1.0), np.clip(s + 2 * d, 0.0, 1.0)
             near = _buckets_exact(lo, e, nb) != _buckets_exact(hi, e, nb)
     near = near | np.isnan(s)
     moved = near.copy()
     P = np.flatnonzero(near)
-    dt = np.float32 if precision == "float32" else np.float64
-    if P.size and P.size <= MAX_EXACT_POINTS and readout[0] in ("logit", "columns"):
-        ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
-        if readout[0] == "columns":
-            ok &= np.all(out[:, readout[1]] == Y[P][:, readout[1]], axis=1)
-        else:
-            ok &= out[:, readout[1]] == s[P]
-        moved[P[ok]] = False
+    if P.size:
+        moved[P[points_exact(runtime, X, P, Y[P] if runtime[2][0] == "columns" else s[P])]] = False
     return moved
 
 
@@ -108,6 +100,8 @@ WITNESS_NOTE = ("within the runtime's rounding of a bucket boundary; it reaches 
 
 
 def batched_reason(individuals: int, points: int) -> str:
+    from fairspec.kinds.pair_enumeration import BATCHED
+
     return (f"{individuals:,} individual(s) have counterfactuals within the runtime's rounding of a bucket "
             f"boundary, and the runtime may round {points:,} of them differently in another batch size or "
-            "order: whether the property holds depends on how the model is batched")
+            f"order: {BATCHED}")

@@ -119,19 +119,20 @@ def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.n
     return M
 
 
-def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind: str):
+def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     """``(spread, layers, readout, precision)``: how far apart two evaluations of one point by the
     runtime can be (twice its rigorous error bound over the box of the encoded points X), with the
     runtime's layers. Float runtimes round a point's score differently in batches of other sizes or
-    orders (torch on CPU does: :mod:`fairspec.certify.exact_runtime`). ``(0, None, None, None)`` for a
-    model outside the runtime error model (trees compare and add in a fixed order) and for scores
-    the bound is not about."""
+    orders (torch on CPU does: :mod:`fairspec.certify.exact_runtime`). ``post`` and ``cls``: the
+    post-condition read (as an individual-fairness property writes it) and its class column.
+    ``(0, None, None, None)`` for a model outside the runtime error model (trees compare and add in a
+    fixed order) and for scores the bound is not about."""
     from fairspec.certify.network import runtime_error_bound
     from fairspec.kinds.pair_runtime import runtime_layers, runtime_precision
 
     none = (0.0, None, None, None)
     softmax = 0
-    if prop.post == "label" and score_kind == "label":
+    if post == "label" and score_kind == "label":
         # the library's own predict (kinds/pair_runtime.label_by_predict): the decision it thresholds,
         # decision_function against 0 where the model has one (the "logit" readout), else the
         # probability against 1/2 (as _predict_decision reads them)
@@ -142,7 +143,7 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
         if readout[0] not in ("logit", "prob"):
             return none
         reads = [readout]
-    elif prop.post in ("class_logit", "class_prob", "class"):
+    elif post in ("class_logit", "class_prob", "class"):
         # the logit columns of a K-output network (class: their argmax; class_prob: their softmax, which
         # moves no coordinate by more than the largest move of a logit): the largest error bound over them
         from fairspec.models.network import UnsupportedModel
@@ -151,19 +152,19 @@ def runtime_spread(prop: ir.IndividualFairness, model, X: np.ndarray, score_kind
             net = model.runtime_network()
         except (UnsupportedModel, ValueError):
             return none
-        if not (net.final == "none" or net.final == "softmax" and prop.post in ("class_prob", "class")):
+        if not (net.final == "none" or net.final == "softmax" and post in ("class_prob", "class")):
             return none
         K = net.layers[-1].n_out
         if K < 2:
             return none
         softmax = K if net.final == "softmax" else 0
-        cols = [int(prop.cls)] if prop.post == "class_logit" and isinstance(prop.cls, int) else list(range(K))
+        cols = [int(cls)] if post == "class_logit" and isinstance(cls, int) else list(range(K))
         layers, precision = net.layers, runtime_precision(model)
         readout = ("columns", cols)
         reads = [("logit", c) for c in cols]
     else:
         try:
-            layers, readout, precision = runtime_layers(model, prop.post)
+            layers, readout, precision = runtime_layers(model, post)
         except ValueError:
             return none
         reads = [readout]
@@ -196,8 +197,6 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     and, when some moved, ``unsure`` (over the pairs: near, with a point that may move; not for the
     JSON details)."""
     from fairspec.certify.exact import threshold_of
-    from fairspec.certify.exact_runtime import exact_points
-
     from fairspec.kinds.pair_runtime import label_by_predict
 
     spread, layers, readout, precision = runtime
@@ -233,21 +232,36 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     if not np.any(near):
         return None
     P = np.unique(np.concatenate([ia[near], ib[near]]))
-    dt = np.float32 if precision == "float32" else np.float64
-    ok = np.zeros(P.size, dtype=bool)
-    if readout[0] in ("logit", "margin", "columns") and P.size <= MAX_EXACT_POINTS:
-        ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
-        if readout[0] == "columns":             # and it is what the runtime gave (its logits)
-            seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
-            ok &= np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
-        else:
-            seen = (decision if decision is not None else np.asarray(s_points, dtype=np.float64))[P].reshape(-1)
-            ok &= out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen
+    if readout[0] == "columns":                 # the runtime's logit rows
+        seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
+    else:
+        seen = (decision if decision is not None else np.asarray(s_points, dtype=np.float64))[P].reshape(-1)
+    ok = points_exact(runtime, X, P, seen)
     res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
     if res["moved"]:
         moved = P[~ok]
         res["unsure"] = near & (np.isin(ia, moved) | np.isin(ib, moved))
     return res
+
+
+def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """Per point ``X[P]``: does :func:`fairspec.certify.exact_runtime.exact_points` show the runtime
+    (``runtime``: :func:`runtime_spread`'s result) computes it exactly in every order, with the value it
+    gave (``seen``: the logit rows of a ``columns`` readout, else the read value per point)? False for
+    readouts it does not cover (a sigmoid or softmax head never is exact) and beyond
+    :data:`MAX_EXACT_POINTS` points."""
+    from fairspec.certify.exact_runtime import exact_points
+
+    _, layers, readout, precision = runtime
+    ok = np.zeros(P.size, dtype=bool)
+    if not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in ("logit", "margin", "columns"):
+        return ok
+    dt = np.float32 if precision == "float32" else np.float64
+    ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
+    seen = np.asarray(seen, dtype=np.float64)
+    if readout[0] == "columns":
+        return ok & np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
+    return ok & (out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1))
 
 
 def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | None:
@@ -274,7 +288,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
     kind = "prob-of-logit" if post == "prob" and score_kind == "logit" else post
     moved = _rounded_apart(prop, model, X2, points, s[a], s[b], a % 2, b % 2, kind,
-                           runtime_spread(prop, model, X2, score_kind))
+                           runtime_spread(prop.post, prop.cls, model, X2, score_kind))
     if not (moved and moved.get("moved")):
         return None
     moved.pop("unsure", None)
@@ -347,11 +361,15 @@ def _predict_decision(model, X):
     return None, None
 
 
-def _batched(which: str, moved: dict) -> str:
+#: how every "depends on the batch" unknown ends (pairs here, k-discrimination's individuals in
+#: kinds/kdisc_rounding.py; the soundness harness sets these unknowns apart by it)
+BATCHED = "whether the property holds depends on how the model is batched"
+
+
+def batched_reason(which: str, moved: dict) -> str:
     """The reason of an ``unknown`` left by :func:`_rounded_apart`."""
     return (f"{which} within the runtime's rounding of the threshold, and the runtime may round {moved['moved']:,} "
-            "of their points differently in another batch size or order: whether the property holds depends on how "
-            "the model is batched")
+            f"of their points differently in another batch size or order: {BATCHED}")
 
 
 def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: float):
@@ -432,7 +450,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     value = bound = None
     wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
         mode == "maximize" and post != "class" or getattr(model, "format", "") in BATCH_DEPENDENT)
-    runtime = runtime_spread(prop, model, X, score_kind) if wanted else (0.0, None, None, None)
+    runtime = runtime_spread(prop.post, prop.cls, model, X, score_kind) if wanted else (0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
     if moved:
@@ -460,7 +478,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
-        return unknown(prop, _batched(f"{moved['near']:,} pair(s) lie", moved), backend=backend,
+        return unknown(prop, batched_reason(f"{moved['near']:,} pair(s) lie", moved), backend=backend,
                        seconds=seconds, details=details, value=value, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
@@ -484,7 +502,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         if not bad.any():                   # else one a user reproduces: alone, as a pair and reversed
             replayed = _reproduced(prop, model, X, N, a, b, fragile, post, score_kind, s)
             if replayed is None:
-                return unknown(prop, _batched("every violating pair lies", moved), backend=backend,
+                return unknown(prop, batched_reason("every violating pair lies", moved), backend=backend,
                                seconds=seconds, details=details, value=value, bound=bound)
             details["runtime_rounding"] = rounding_details({**moved, "reproduced": True})
             bad[replayed[0]] = True
