@@ -174,7 +174,8 @@ def enum(args, p):
     print(f"after {ref.stats['boxes']:,} sub-boxes: {len(m):,} undecided, log10 individuals: smallest "
           f"{np.log10(m[0]):.1f}, measure-weighted median {np.log10(med):.1f}; share of the undecided measure "
           f"in sub-boxes of <= 1e4 individuals {w[m <= 1e4].sum():.1e}, <= 1e6 {w[m <= 1e6].sum():.1e}")
-    score, post, thr = _scorer(p)
+    sc = _scorer(p)
+    score, post, thr = sc.fn, sc.post, sc.threshold
     cases = _cases(p)
     pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases)) if a != b]
     X = np.random.default_rng(args.seed).integers(p.lo.astype(int), p.hi.astype(int) + 1,

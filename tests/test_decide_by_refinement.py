@@ -61,6 +61,61 @@ def test_decided_partitions_agree_with_brute_force(seed, weight, post):
             assert check_witness(p, x, xp, p.net.forward), "the refuting pair does not replay"
 
 
+def _flagged_runtime(p: PairProblem, flag):
+    """``p`` with a runtime whose batch scorer is the network's float64 forward and whose ``unsure``
+    flags the individuals ``flag(t)`` says (feature-space points: what a float runtime may score
+    otherwise in another batch)."""
+    from dataclasses import replace
+
+    from fairspec.backends.pair.certify import BatchScorer, Runtime
+
+    def fn(X):
+        return np.asarray(p.net.forward(X), dtype=np.float64).reshape(-1)
+
+    def unsure(points, scores, pairs):
+        return np.array([flag(tuple(x[:3])) for x in points[0]], dtype=bool)
+
+    post = "prob-of-logit" if p.post == "prob" else p.post
+    return replace(p, runtime=Runtime(p.net, None, ("logit", 0), "float64", scores=BatchScorer(fn, post, 0, unsure)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_an_individual_another_batch_may_decide_otherwise_is_neither_fair_nor_unfair(seed):
+    """The enumeration's count on a float runtime (torch, scikit-learn): an individual whose pair lies
+    within the runtime's rounding of the threshold (``BatchScorer.unsure``) proves nothing, so a
+    partition holding one is never proved fair; it is refuted by it only when its pair replays. Here
+    the flagged individuals are those at the logit difference's maximum, eps set to it: ``<=`` leaves
+    their partitions open, ``<`` refutes them with a replayed pair at the tie; the other partitions
+    are decided as brute force says."""
+    base = PairProblem(_net(seed, 1.0, zero_bias=True), lo=LO, hi=HI, integer=[True] * 4, free=(3,), post="logit",
+                       eps=1000.0)
+
+    def diff(t):
+        return abs(float(base.net.forward(np.array([[*t, 0.0]]))[0]) - float(base.net.forward(np.array([[*t, 1.0]]))[0]))
+
+    top = max(diff(t) for t in _pts(LO, HI))
+    tied = {t for t in _pts(LO, HI) if diff(t) == top}
+    for strict in (False, True):
+        p = _flagged_runtime(PairProblem(base.net, lo=LO, hi=HI, integer=[True] * 4, free=(3,), post="logit",
+                                         eps=top, eps_strict=strict), lambda t: t in tied)
+        parts = fairify_partitions(p, threshold=3)
+        decs = decide_partitions(p, parts, seconds=3600, batch=4, enum_points=4)
+        for (lo, hi), d in zip(parts, decs):
+            inside = [t for t in _pts(lo, hi) if t in tied]
+            bad = [t for t in _pts(lo, hi) if _unfair(p, t)]
+            if not strict:
+                assert not bad
+                assert d.status == ("open" if inside else "fair"), (lo, hi, d)
+            elif bad and not set(bad) <= tied:
+                assert d.status == "unfair"
+            elif bad:
+                # only tied individuals break it: refuted by one of them, its pair replayed
+                assert d.status == "unfair", (lo, hi, d)
+                assert tuple(d.pair[0][:3]) in tied and check_witness(p, *d.pair, p.net.forward)
+            else:
+                assert d.status == "fair"
+
+
 def test_pass_in_solve_partitioned_flips_open_partitions(monkeypatch):
     """Partitions every MILP pass leaves open (a stub in place of the solvers, whatever the machine's
     speed) are decided by the pass; the verdicts match brute force."""

@@ -391,7 +391,7 @@ def evaluate_individuals(problem, X, replay=None):
     """Each row of ``X`` (an individual) decided on the runtime under every protected value:
     (fair, unfair, first replayed pair or None) boolean arrays; an individual counted unfair whose
     pair does not replay is neither. None when the protected values cannot be enumerated."""
-    from fairspec.backends.refine import _scorer, case_scores
+    from fairspec.backends.refine import _scorer, batch_scores
     from fairspec.certify.enumerate import count_individuals
 
     cases, pairs = _pairs(problem)
@@ -409,10 +409,10 @@ def evaluate_individuals(problem, X, replay=None):
     scorer = _scorer(problem) if getattr(problem, "net", None) is not None else None
     order = [pairs] * n
     if scorer is not None:
-        score, post, thr = scorer
-        S = case_scores(score, X, cases)
-        res = count_individuals(S, pairs, post, eps=problem.eps, decision_threshold=thr,
-                                eps_strict=problem.eps_strict,
+        # an individual another batch of a float runtime may decide otherwise: neither fair nor unfair
+        S, unsure = batch_scores(scorer, X, cases, pairs)
+        res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
+                                eps_strict=problem.eps_strict, unsure=unsure,
                                 claim="sampled individuals counted on the model's runtime (an estimate, not a proof)")
         fair, cand = np.asarray(res.fair, dtype=bool), np.asarray(res.unfair, dtype=bool)
         # the pair most likely to break the post first: the highest-scoring case against the lowest

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Shares", "individual_inputs", "measure", "count_shares"]
+__all__ = ["Shares", "individual_inputs", "measure", "count_shares", "replayed_results"]
 
 INTEGER_POINTS = "integer points"
 VOLUME = "volume"
@@ -151,6 +151,33 @@ def _point(problem, x, inputs) -> tuple:
 def _inside(lo, hi, x) -> bool:
     x = np.asarray(x, dtype=np.float64)
     return bool(np.all(x >= lo) and np.all(x <= hi))
+
+
+def replayed_results(problem, results: list):
+    """Every refuted partition's witness replayed on the runtime here, once: a partition's worker
+    checked it without the loaded model (the network's float64 forward), so at a tie the runtime may
+    disagree. A witness that does not replay leaves its partition undecided (``results`` is changed in
+    place, so the counts, the shares and the verdict agree). Returns the replay, memoised by pair, for
+    :func:`count_shares`."""
+    from dataclasses import replace
+
+    from fairspec.backends.pair.certify import replays
+
+    seen: dict = {}
+
+    def replay(x, xp) -> bool:
+        key = (tuple(np.asarray(x, dtype=np.float64).tolist()), tuple(np.asarray(xp, dtype=np.float64).tolist()))
+        if key not in seen:
+            seen[key] = bool(replays(problem, np.asarray(x, dtype=np.float64), np.asarray(xp, dtype=np.float64)))
+        return seen[key]
+
+    for k, r in enumerate(results):
+        if r is not None and r.status == "violated" and r.witness is not None \
+                and not replay(r.witness.x, r.witness.x_prime):
+            results[k] = replace(r, status="unknown", how=None, witness=None, best=None,
+                                 reason="its witness did not replay on the model's runtime (within rounding of "
+                                        "the threshold)")
+    return replay
 
 
 def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], results: Sequence,

@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision", "case_scores"]
+__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision", "case_scores",
+           "case_points", "batch_scores"]
 
 #: sub-boxes decided per batch of bounds
 BATCH = 1024
@@ -103,7 +104,9 @@ def refinable(problem) -> str:
 
 
 def _scorer(problem):
-    """``X -> (scores, post, threshold)`` on the runtime (feature-space points), or None."""
+    """The runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` (feature-space points), or None."""
+    from fairspec.backends.pair.certify import BatchScorer
+
     rt = problem.runtime
     if rt is None:                      # the network's own float64 forward is the runtime
         post = "prob-of-logit" if problem.post == "prob" else problem.post
@@ -111,7 +114,7 @@ def _scorer(problem):
         def score(X):
             return np.asarray(problem.net.forward(X), dtype=np.float64).reshape(-1)
 
-        return score, post, 0
+        return BatchScorer(score, post, 0)
     return getattr(rt, "scores", None)
 
 
@@ -452,34 +455,48 @@ def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_l
     return [j for j in rest if j not in proved], m_all
 
 
-def case_scores(score, X, cases) -> list:
-    """The runtime's score of every row of ``X`` under each protected case (``{input: value}``
-    assignments written over the rows): one array per case."""
-    S = []
+def case_points(X, cases) -> list:
+    """The rows of ``X`` under each protected case (``{input: value}`` assignments written over the
+    rows): one array per case."""
+    out = []
     for c in cases:
         Xc = X.copy()
         for i, v in c.items():
             Xc[:, i] = v
-        S.append(score(Xc))
-    return S
+        out.append(Xc)
+    return out
+
+
+def case_scores(score, X, cases) -> list:
+    """The runtime's score of every row of ``X`` under each protected case: one array per case."""
+    return [score(Xc) for Xc in case_points(X, cases)]
+
+
+def batch_scores(scorer, X, cases, pairs) -> tuple:
+    """``(S, unsure)``: the runtime's scores of the individuals X under each protected case (one batch
+    per case, :func:`case_scores`), and per individual whether another batch of a float runtime may
+    decide one of its pairs otherwise (``scorer.unsure``; None: every batch alike). What
+    :func:`fairspec.certify.enumerate.count_individuals` counts, ``unsure`` left neither fair nor unfair."""
+    points = case_points(X, cases)
+    S = [scorer.fn(Xc) for Xc in points]
+    return S, (scorer.unsure(points, S, pairs) if scorer.unsure is not None else None)
 
 
 def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals, track=None):
     """Every individual of the small sub-boxes ``items`` under every protected value, one batch
     (with ``track``: one count and Proof per partition, listing its boxes, and each partition's
     first unfair individual kept, for :func:`decide_partitions`)."""
-    score, post, thr = scorer
     P = [_points(problem, it[3], it[4], inputs) for it in items]
     sizes = [p.shape[0] for p in P]
     X = np.concatenate(P)
-    S = case_scores(score, X, cases)
     claim = ("each individual of these boxes counted fair or unfair on the model's runtime "
              "under every value of the protected inputs")
     if track is not None:
-        track.enumerated(problem, items, P, S, pairs, post, thr, claim, out, count_individuals)
+        track.enumerated(problem, items, P, scorer, cases, pairs, claim, out, count_individuals)
         return
-    res = count_individuals(S, pairs, post, eps=problem.eps, decision_threshold=thr, eps_strict=problem.eps_strict,
-                            claim=claim, boxes=len(items))
+    S, unsure = batch_scores(scorer, X, cases, pairs)
+    res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
+                            eps_strict=problem.eps_strict, claim=claim, unsure=unsure, boxes=len(items))
     at = 0
     st = out.stats
     for it, n in zip(items, sizes):
@@ -516,6 +533,10 @@ class _Tracker:
     def __init__(self, problem):
         self.problem = problem
         self.unfair: dict = {}           # k -> an unfair individual (feature-space point)
+        # k -> an individual unfair in the enumeration's batch, within a float runtime's rounding of the
+        # threshold: the partition is refuted by it only when its pair replays (in every batching a user
+        # replays it in) and nothing else decided the partition
+        self.fragile: dict = {}
         self.seen = 0                    # out.decided entries looked at
 
     def _scan(self, out):
@@ -528,7 +549,7 @@ class _Tracker:
         self._scan(out)
         return [it for it in items if it[2] not in self.unfair]
 
-    def enumerated(self, problem, items, P, S, pairs, post, thr, claim, out, count_individuals):
+    def enumerated(self, problem, items, P, scorer, cases, pairs, claim, out, count_individuals):
         st = out.stats
         at = 0
         spans = []
@@ -539,11 +560,15 @@ class _Tracker:
         for sp in spans:
             by.setdefault(sp[0][2], []).append(sp)
         X = np.concatenate(P)
+        # one batch per protected case for every partition's boxes; the count per partition
+        S, unsure = batch_scores(scorer, X, cases, pairs)
         for k, group in by.items():
             rows = np.concatenate([np.arange(a, b) for _, a, b in group])
             boxes = (np.stack([it[3] for it, _, _ in group]), np.stack([it[4] for it, _, _ in group]))
-            res = count_individuals([s[rows] for s in S], pairs, post, eps=problem.eps, decision_threshold=thr,
-                                    eps_strict=problem.eps_strict, claim=claim, boxes=len(group), _boxes=boxes)
+            res = count_individuals([s[rows] for s in S], pairs, scorer.post, eps=problem.eps,
+                                    decision_threshold=scorer.threshold, eps_strict=problem.eps_strict, claim=claim,
+                                    unsure=None if unsure is None else unsure[rows], boxes=len(group),
+                                    _boxes=boxes)
             j = 0
             for it, a, b in group:
                 n = b - a
@@ -551,17 +576,20 @@ class _Tracker:
                 u = int(res.unfair[j:j + n].sum())
                 if u and k not in self.unfair:
                     self.unfair[k] = X[rows[j + int(np.argmax(res.unfair[j:j + n]))]].copy()
+                if res.unsure_unfair is not None and k not in self.fragile and res.unsure_unfair[j:j + n].any():
+                    self.fragile[k] = X[rows[j + int(np.argmax(res.unsure_unfair[j:j + n]))]].copy()
                 j += n
                 out.decided.append((k, "count", it[3], it[4], f, u, res.proof))
                 st["enumerated"] += n
                 st["enumerated_fair"] += f
                 st["enumerated_unfair"] += u
 
-    def pair(self, k, cases, pairs):
-        """A pair of the unfair individual of partition ``k`` that replays (None if none does)."""
+    def pair(self, k, cases, pairs, fragile: bool = False):
+        """A pair of the unfair individual of partition ``k`` that replays (None if none does);
+        ``fragile``: of its individual within the runtime's rounding of the threshold."""
         from fairspec.backends.pair.certify import replays
 
-        x = self.unfair[k]
+        x = (self.fragile if fragile else self.unfair)[k]
         for a, b in pairs:
             xa, xb = x.copy(), x.copy()
             for i, v in cases[a].items():
@@ -622,12 +650,14 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     for k, kind, lo, hi, f, u, proof in ref.decided:
         if k in track.unfair or k in waiting:
             continue
-        if kind == "fair" or (kind == "count" and u == 0):
+        if kind == "fair" or (kind == "count" and u == 0 and proof.detail.get("fair") == proof.detail.get("count")):
             g = groups.setdefault(k, {}).setdefault(id(proof), (proof, [], []))
             g[1].append(lo)
             g[2].append(hi)
         else:
-            waiting.add(k)              # an enumerated sub-box with an individual neither fair nor unfair
+            # an enumerated sub-box (or one of its batch) with an individual neither fair nor unfair: a
+            # logistic within rounding of the threshold, or a pair another batch may decide otherwise
+            waiting.add(k)
     out = []
     claim = ("no individual of this partition has a counterfactual that breaks the post-condition on the model's "
              "runtime: its sub-boxes tile it, each proved fair by bounds or enumerated")
@@ -643,6 +673,9 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             pr = track.pair(k, cases, pairs)
             out.append(PartDecision("unfair", pair=pr) if pr is not None else
                        PartDecision("open", reason="an individual proved unfair, but no counterfactual replayed"))
+        elif k not in tiled and k in track.fragile and (pr := track.pair(k, cases, pairs, fragile=True)) is not None:
+            # an individual within the runtime's rounding of the threshold whose pair replays
+            out.append(PartDecision("unfair", pair=pr))
         elif k not in tiled:
             out.append(PartDecision("open", reason=f"the refinement did not decide it in {ref.stats.get('seconds', 0):.1f} s "
                                                    f"({ref.stats.get('boxes', 0):,} sub-boxes)"))

@@ -379,21 +379,26 @@ def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, c
 class Counted(NamedTuple):
     """The outcome of :func:`count_individuals`: per individual, fair (every allowed pair of its
     counterfactuals meets the post-condition) or unfair (some pair surely breaks it); an individual
-    in neither is undecided (a logistic within rounding of the threshold). The Proof states the
-    counts."""
+    in neither is undecided (a logistic within rounding of the threshold, or ``unsure``). The Proof
+    states the counts. ``unsure_unfair``: the ``unsure`` individuals whose scores in this batch break
+    it (None without ``unsure``): candidates whose pair the caller may still replay."""
 
     proof: Proof
     fair: np.ndarray
     unfair: np.ndarray
+    unsure_unfair: np.ndarray | None = None
 
 
 def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
-                      decision_threshold=0, eps_strict: bool = False, claim: str, **detail) -> Counted:
+                      decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None,
+                      **detail) -> Counted:
     """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
     output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
     value the protected inputs may take), ``pairs`` the allowed ordered (a, b). Each pair is
     compared exactly by :func:`pair_checks` (``post`` as there, ``prob-of-logit`` included); an
-    ``enumeration`` Proof of the counts of fair and unfair individuals."""
+    ``enumeration`` Proof of the counts of fair and unfair individuals. ``unsure`` (bool per
+    individual): those the caller's runtime may score otherwise in another batch size or order (a
+    pair within its rounding of the threshold, not shown exact), counted neither fair nor unfair."""
     if not pairs:
         raise ValueError("at least one pair of counterfactuals")
     arrays = [_as_array(s) for s in scores]
@@ -421,6 +426,14 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
         fair &= ok
         unfair |= bad & finite              # a NaN or infinite output: never counted as unfair
     unfair &= ~fair
+    if unsure is not None:
+        unsure = np.asarray(unsure, dtype=bool).reshape(-1)
+        if unsure.shape[0] != n:
+            raise ValueError("unsure needs one flag per individual")
+        maybe = unfair & unsure
+        fair &= ~unsure
+        unfair &= ~unsure
+        detail = {**detail, "batch_dependent": int(unsure.sum())}
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
                   fair=int(fair.sum()), unfair=int(unfair.sum()), **detail)
-    return Counted(proof, fair, unfair)
+    return Counted(proof, fair, unfair, maybe if unsure is not None else None)

@@ -327,8 +327,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             replayed_by = replayer_name(model)
         # replayed in one batch of two: a runtime that rounds other batches otherwise (torch,
         # scikit-learn) may not reproduce a violation within its rounding of the threshold; such a
-        # pair is reported only when it also violates scored alone and reversed
-        fragile = _fragile(prop, model, X2, details) if ok else None
+        # pair is reported only when it also violates scored alone and reversed (the runtime's replay
+        # refuses it otherwise: the note says why)
+        fragile = _fragile(prop, model, X2, details) if X2 is not None and out is not None else None
         ok = ok and fragile is None
         if not ok and runtime is not None and runtime.layers is not None and mode != "maximize":
             # a fragile witness (within rounding of the threshold): retried by the certified branch and
@@ -340,7 +341,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                    seconds=time.perf_counter() - t0, details=details, reason=retry.reason,
                                    proof=retry.proof)
                 ok, X2, out = runtime.replay.full(retry.witness.x, retry.witness.x_prime)
-                again = _fragile(prop, model, X2, details) if ok else None
+                again = _fragile(prop, model, X2, details) if X2 is not None and out is not None else None
                 fragile = again or fragile
                 ok = ok and again is None
                 if ok:
@@ -514,11 +515,13 @@ class _Replay:
 def _with_replay(runtime, prop, ctx, enc, low, problem):
     from dataclasses import replace as dc_replace
 
-    from fairspec.kinds.pair_runtime import batch_scorer, pair_precondition, replayer
+    from fairspec.kinds.pair_enumeration import batch_unsure, fragile_pair
+    from fairspec.kinds.pair_runtime import batch_scorer, encoder, pair_precondition, replayer
 
+    model = ctx.model(prop.model)
     pre = pair_precondition(prop, enc, low, problem)
-    return dc_replace(runtime, replay=_Replay(replayer(prop, ctx.model(prop.model), enc, low, pre)),
-                      scores=batch_scorer(prop, ctx.model(prop.model), enc, low))
+    return dc_replace(runtime, replay=_Replay(replayer(prop, model, enc, low, pre, fragile=fragile_pair)),
+                      scores=batch_scorer(prop, model, enc, low, unsure=batch_unsure(prop, model, encoder(enc, low))))
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

@@ -264,6 +264,40 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
     return ok & (out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1))
 
 
+def batch_unsure(prop: ir.IndividualFairness, model, encoded):
+    """``unsure(points, scores, pairs)`` of a :class:`~fairspec.backends.pair.certify.BatchScorer`: per
+    individual, whether one of its allowed pairs of counterfactuals lies within the runtime's spread of
+    the threshold (:func:`runtime_spread`) with a point :func:`points_exact` cannot show exact, so that
+    another batch size or order may decide it otherwise (``points[c]``: the feature-space individuals
+    under case c, ``encoded`` maps them to model inputs; ``scores[c]``: the runtime's scores of them as
+    the post-condition compares them). None on a runtime that scores every batch alike: the
+    refinement's count then decides every individual on its one batch."""
+    from fairspec.kinds.pair_runtime import label_by_predict
+
+    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+        return None
+
+    def unsure(points, scores, pairs) -> np.ndarray:
+        n = int(np.asarray(scores[0]).shape[0])
+        if not n or not pairs:
+            return np.zeros(n, dtype=bool)
+        X = np.concatenate([encoded(P) for P in points])
+        s = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1) for v in scores])
+        base = np.arange(n, dtype=np.int64)
+        ia = np.concatenate([a * n + base for a, _ in pairs])
+        ib = np.concatenate([b * n + base for _, b in pairs])
+        score_kind = "label" if prop.post == "label" and label_by_predict(model) else (
+            "logit" if prop.post == "logit" else model.score_kind)
+        kind = "prob-of-logit" if prop.post == "prob" and score_kind == "logit" else prop.post
+        moved = _rounded_apart(prop, model, X, s, s[ia], s[ib], ia, ib, kind,
+                               runtime_spread(prop.post, prop.cls, model, X, score_kind))
+        if not (moved and moved.get("moved")):
+            return np.zeros(n, dtype=bool)
+        return moved["unsure"].reshape(len(pairs), n).any(axis=0)
+
+    return unsure
+
+
 def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | None:
     """A witness pair (X2: its two encoded rows) whose violation another batch size or order of the
     runtime may round away: its decision lies within the runtime's spread of the threshold and

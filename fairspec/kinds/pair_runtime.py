@@ -175,10 +175,13 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     return out
 
 
-def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_check):
+def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_check, fragile=None):
     """``violates(x, x') -> (ok, X2, scores)``: the feature-space pair meets the pre-condition
     (``problem_check``, relaxed strictness included) and breaks the post-condition on the runtime;
-    X2 the encoded pair (2, width) and its runtime scores."""
+    X2 the encoded pair (2, width) and its runtime scores. ``fragile(prop, model, X2)``
+    (:func:`fairspec.kinds.pair_enumeration.fragile_pair`): on a runtime that may round a batch of two
+    otherwise than other batches (torch, scikit-learn), a pair within that rounding of the threshold
+    counts only when it also breaks it scored alone and reversed."""
     from fairspec.runtime.encoding import encode
 
     def violates(x, xp):
@@ -189,16 +192,22 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
         s, _ = post_scores(prop, model, X)
         if s is None or s.shape != (2,) or not np.all(np.isfinite(s)):
             return False, X, s
-        return bool(runtime_violates(prop, model, s[:1], s[1:])[0]), X, s
+        if not runtime_violates(prop, model, s[:1], s[1:])[0]:
+            return False, X, s
+        moved = fragile(prop, model, X) if fragile is not None else None
+        return not (moved and not moved["reproduced"]), X, s
 
     return violates
 
 
-def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low):
-    """``(fn, post, threshold)`` for the refinement's enumeration (backends/refine.py): ``fn(V)`` the
-    runtime's scores of feature-space points V (k, n) as :func:`runtime_violates` compares them, with
-    the post-condition and decision threshold of :func:`fairspec.certify.enumerate.pair_checks`;
-    None for a post-condition it does not cover."""
+def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsure=None):
+    """The :class:`~fairspec.backends.pair.certify.BatchScorer` of the refinement's enumeration
+    (backends/refine.py): ``fn(V)`` the runtime's scores of feature-space points V (k, n) as
+    :func:`runtime_violates` compares them, with the post-condition and decision threshold of
+    :func:`fairspec.certify.enumerate.pair_checks`; ``unsure``: which individuals another batch may
+    decide otherwise (:func:`fairspec.kinds.pair_enumeration.batch_unsure`). None for a
+    post-condition it does not cover."""
+    from fairspec.backends.pair.certify import BatchScorer
     from fairspec.runtime.encoding import encode
 
     if prop.post not in ("label", "prob", "logit"):
@@ -213,7 +222,7 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low):
             return np.full(V.shape[0], np.nan)
         return np.asarray(s, dtype=np.float64).reshape(-1)
 
-    return fn, post, model.threshold
+    return BatchScorer(fn, post, label_threshold(prop, model), unsure)
 
 
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):

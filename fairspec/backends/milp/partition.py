@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
+from fairspec.backends.pair.certify import _is_network
 
 __all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned"]
 
@@ -734,18 +735,15 @@ def _at_a_tie(r: PairResult) -> bool:
     return any(s in why for s in ("boundary", "rounding", "equals the threshold"))
 
 
-def _is_network(problem) -> bool:
-    from fairspec.models.network import PLNet
-
-    return isinstance(problem.net, PLNet)
-
-
 def _failed_part(item, reason: str) -> PairResult:
     """A partition whose job failed for good (a lost worker, a solver crash): undecided, with the reason."""
     return PairResult("unknown", reason=f"partition {item[0]} failed: {reason}")
 
 
 def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
+    from fairspec.backends.quantify import count_shares, replayed_results
+
+    replay = replayed_results(problem, results)     # first: the counts, the shares and the verdict agree
     feats = tuple(sorted({i for lo, hi in parts for i in range(problem.n)
                           if lo[i] != problem.lo[i] or hi[i] != problem.hi[i]}))
     total = problem.volume(over=feats)
@@ -762,13 +760,12 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
             refuted += 1; vr += v
         else:
             undecided += 1; vu += v
-    from fairspec.backends.quantify import count_shares
-
     # sub-boxes of refuted partitions proved unfair, with their certify Proofs: (partition, lo, hi, proof)
     unfair = [(k, lo, hi, proof) for k, r in enumerate(results) if r is not None
               for lo, hi, proof in (r.stats or {}).get("unfair_boxes", ())]
     cov = Coverage(len(parts), proved, refuted, undecided, float(vp / total), float(vr / total), float(vu / total),
-                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair], refined=refined))
+                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair], replay=replay,
+                                                  refined=refined))
     done = [r for r in results if r is not None]
     viol = [r for r in done if r.status == "violated"]
     engine = next((r.engine for r in done if r.engine != "attack"), done[0].engine if done else "")

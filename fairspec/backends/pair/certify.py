@@ -22,12 +22,31 @@ import math
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
-__all__ = ["Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
+__all__ = ["BatchScorer", "Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
            "runtime_of"]
+
+
+class BatchScorer(NamedTuple):
+    """The runtime's scores of many individuals at once, for the refinement's enumeration
+    (backends/refine.py) and the undecided share's estimate (backends/estimate.py).
+
+    fn:        ``fn(X)``: the runtime's scores of feature-space points X (k, n), as the post-condition
+               compares them;
+    post:      the post-condition and ``threshold`` its decision threshold, for
+               ``certify.enumerate.pair_checks``;
+    unsure:    ``unsure(points, scores, pairs)``: per individual, whether another batch size or order of
+               the runtime may decide one of its pairs otherwise (``points[c]`` / ``scores[c]``: the
+               individuals and their scores under counterfactual case c, ``pairs`` the allowed (a, b));
+               None for a runtime that scores every batch alike."""
+
+    fn: Callable
+    post: str
+    threshold: float
+    unsure: Callable | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,10 +71,8 @@ class Runtime:
     why_not: str = ""
     replay: Callable | None = None
     base_net: object = None          # readout ("argmax", c): the K-output network (feature space)
-    #: ``(fn, post, threshold)``: ``fn(X)`` the runtime's scores of feature-space points X (k, n) as the
-    #: post-condition compares them, ``post`` / ``threshold`` for ``certify.enumerate.pair_checks``
-    #: (the refinement's enumeration, backends/refine.py); None: not available
-    scores: tuple | None = None
+    #: the runtime's batch scores for the refinement's enumeration (:class:`BatchScorer`); None: not available
+    scores: BatchScorer | None = None
 
     def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
         return {**self.__dict__, "replay": None, "scores": None}
