@@ -123,6 +123,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
 
     from fairspec.backends.pair import PairProblem, precondition_holds
     from fairspec.certify.class_prob import ClassProbQuery, bound_class_prob, join_class_prob
+    from fairspec.kinds.pair_runtime import runtime_precision
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
     from fairspec.kinds.pair_runtime import encoder, pair_precondition, runtime_violates
@@ -155,8 +156,10 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                   f"on its class probabilities")
     if raw.layers[-1].relu:
         return no("a ReLU on the output logits is outside the runtime error model")
-    fmt = getattr(model, "format", "")
-    precision = "float64" if fmt == "sklearn" or getattr(model, "_dtype_name", "float32") == "float64" else "float32"
+    try:
+        precision = runtime_precision(model)
+    except ValueError as e:
+        return no(str(e))
     try:
         encoding = encoding_from_ir(kind._codes_as_variables(enc))
     except ValueError as e:
@@ -185,7 +188,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     op = "<" if prop.eps_strict else "<="
     from fairspec.backends.data.flips import replayer_name
 
-    by = "onnxruntime" if fmt == "onnx" else replayer_name(model)
+    by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
 
     from fairspec.kinds.pair_enumeration import fragile_pair
 

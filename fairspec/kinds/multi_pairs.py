@@ -67,7 +67,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     from fairspec.certify.network import encoding_from_ir
     _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
-    from fairspec.kinds.pair_runtime import encoder, pair_precondition
+    from fairspec.kinds.pair_runtime import encoder, pair_precondition, runtime_precision
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
     from fairspec.runtime.encoding import decode_row
@@ -118,9 +118,13 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         moved = fragile_pair(prop, model, X2)
         return moved is None or moved["reproduced"]
 
-    fmt = getattr(model, "format", "")
-    precision = "float64" if fmt == "sklearn" or getattr(model, "_dtype_name", "float32") == "float64" else "float32"
-    if raw.final != "none":
+    try:
+        precision = runtime_precision(model)
+    except ValueError as e:
+        precision, beyond = None, str(e)
+    if precision is None:
+        rt = Runtime(None, why_not=beyond, replay=replay)
+    elif raw.final != "none":
         rt = Runtime(None, why_not="the class of a softmax output is the argmax of the runtime's float "
                                    "probabilities, outside the runtime error model (its logits are not what it "
                                    "compares)", replay=replay)
@@ -164,7 +168,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         k = model.predict_class(X2)
         from fairspec.backends.data.flips import replayer_name
 
-        by = "onnxruntime" if fmt == "onnx" else replayer_name(model)
+        by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         wit = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
                       decode_row(enc, fs, X2[1]), (float(k[0]), float(k[1])), replayed_by=by)
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=wit, backend=backend, seconds=seconds,

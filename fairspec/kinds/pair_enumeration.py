@@ -159,7 +159,10 @@ def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
             return none
         softmax = K if net.final == "softmax" else 0
         cols = [int(cls)] if post == "class_logit" and isinstance(cls, int) else list(range(K))
-        layers, precision = net.layers, runtime_precision(model)
+        try:
+            layers, precision = net.layers, runtime_precision(model)
+        except ValueError:
+            return none
         readout = ("columns", cols)
         reads = [("logit", c) for c in cols]
     else:

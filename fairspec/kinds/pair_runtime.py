@@ -16,9 +16,20 @@ import numpy as np
 from fairspec import ir
 
 
+#: the arithmetic certify's runtime error model covers (fairspec.certify.network)
+BOUNDED_PRECISIONS = ("float32", "float64")
+
+
 def runtime_precision(model) -> str:
-    """The arithmetic the model's runtime computes in: float32 (onnxruntime, torch), else float64."""
-    return "float32" if getattr(model, "format", "") in ("onnx", "torch") else "float64"
+    """The arithmetic the model's runtime computes in (``LoadedModel.precision``): an ONNX graph its
+    input's element type, a torch module its parameters' dtype, scikit-learn float64. Raises
+    ValueError for one the runtime error model does not cover (float16, bfloat16, mixed): a bound
+    computed for float32 would not hold for it."""
+    precision = str(getattr(model, "precision", "float64"))
+    if precision not in BOUNDED_PRECISIONS:
+        raise ValueError(f"the runtime computes in {precision}, outside the runtime error model (float32 and "
+                         f"float64 only)")
+    return precision
 
 
 def runtime_layers(model, post: str = "label"):
@@ -27,7 +38,7 @@ def runtime_layers(model, post: str = "label"):
     from fairspec.models import network
 
     fmt = getattr(model, "format", "")
-    precision = runtime_precision(model)
+    precision = runtime_precision(model)            # ValueError outside float32 / float64
     r = model.readout
     cols = r.columns or 1
     try:

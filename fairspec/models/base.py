@@ -175,6 +175,13 @@ class LoadedModel(abc.ABC):
     def _runtime_network(self):
         raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
 
+    @property
+    def precision(self) -> str:
+        """The floating-point arithmetic the runtime computes the network in: "float64" here
+        (scikit-learn), the formats that compute otherwise override it. Certify's runtime error
+        model (``fairspec.certify.network``) covers "float32" and "float64" only."""
+        return "float64"
+
     def score(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
         import numpy as np

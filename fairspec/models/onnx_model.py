@@ -196,6 +196,12 @@ class OnnxModel(LoadedModel):
         return feeds
 
     # ---- evaluation --------------------------------------------------------------
+    @property
+    def precision(self) -> str:
+        """The input's element type: the graph computes in it (the operators read as a network take
+        and give one type, and a graph with a Cast is not read as one)."""
+        return self._dtype_name
+
     def _runtime_network(self):
         from fairspec.models import network
 

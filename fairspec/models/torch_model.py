@@ -138,6 +138,15 @@ class TorchModel(LoadedModel):
                     self._finish(self._read(y, self._what), 2)
         self.input_width = width
 
+    @property
+    def precision(self) -> str:
+        """The dtype of the module's floating parameters, which its inputs are cast to ("mixed (...)"
+        when they differ)."""
+        names = {str(p.dtype).replace("torch.", "") for p in self.raw.parameters() if p.is_floating_point()}
+        if not names:
+            return "float32"
+        return names.pop() if len(names) == 1 else "mixed (" + ", ".join(sorted(names)) + ")"
+
     def _runtime_network(self):
         from fairspec.models import network
 

@@ -96,18 +96,16 @@ def runtime_of(model, enc, post: str | None = None):
     which is 1/2 exactly for a decision in (0, ~2e-16]), and a label's violation is measured in
     logits, as the certified bound is."""
     from fairspec.backends.smt.exact import Runtime
-    from fairspec.models import network
 
     fmt = str(getattr(model, "format", ""))
     try:
-        if fmt == "onnx":
+        # the arithmetic the runtime computes in (LoadedModel.precision); none but float32 and float64
+        # is bounded (a float16 graph rounds far more than a float32 bound allows)
+        precision = str(getattr(model, "precision", "float64"))
+        if precision not in ("float32", "float64"):
+            return None
+        if fmt in ("onnx", "torch"):
             raw = model.runtime_network()
-            precision = "float64" if getattr(model, "_dtype_name", "float32") == "float64" else "float32"
-        elif fmt == "torch":
-            import torch
-
-            raw = model.runtime_network()
-            precision = "float64" if network._torch_dtype(model.raw) == torch.float64 else "float32"
         elif fmt == "sklearn":
             raw = model.runtime_network()
             precision = "float64"

@@ -1,0 +1,164 @@
+"""The arithmetic a network's runtime computes in (``LoadedModel.precision``): an ONNX graph its
+input's element type, a torch module its parameters' dtype, scikit-learn float64. Certify's runtime
+error model covers float32 and float64 only, so a float16 runtime is never proved on a float32 bound
+(it was: a float16 ONNX network got `holds (proved)` where its runtime breaks the property), and a
+float64 one is certified in float64 (it was `unknown`: its weights are not float32 numbers). Checked
+against the enumeration of every pair on the runtime."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+SPEC = """features F {{
+  g : bool  protected
+  f0 : int in [0, 200]
+  f1 : int in [0, 50]
+}}
+model m = {model}
+encode F for m {{
+  f0 : raw
+  g : raw
+  f1 : raw
+}}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
+  mode = find{using}
+}}
+"""
+
+
+def _weights(seed: int):
+    rng = np.random.default_rng(seed)
+    W1 = rng.integers(-8, 9, (3, 6)) / 8.0 + rng.normal(0, 0.013, (3, 6))
+    b1 = rng.integers(-4, 5, 6) / 4.0
+    W2 = rng.integers(-8, 9, (6, 1)) / 8.0 + rng.normal(0, 0.017, (6, 1))
+    return W1, b1, W2, np.array([0.25])
+
+
+def _save_onnx(folder, dtype: str, seed: int):
+    """A Gemm / Relu / Gemm network over (f0, g, f1) computing in ``dtype`` throughout."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    npdt = {"float16": np.float16, "float32": np.float32, "float64": np.float64}[dtype]
+    tp = {"float16": TensorProto.FLOAT16, "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}[dtype]
+    W1, b1, W2, b2 = (a.astype(npdt) for a in _weights(seed))
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Gemm", ["r", "W2", "b2"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", tp, [None, 3])], [helper.make_tensor_value_info("y", tp, [None, 1])],
+        [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
+         numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+    return 'onnx("m.onnx", score = logit)'
+
+
+def _save_torch(folder, dtype: str, seed: int):
+    torch = pytest.importorskip("torch")
+    W1, b1, W2, b2 = _weights(seed)
+    mods = [torch.nn.Linear(3, 6), torch.nn.ReLU(), torch.nn.Linear(6, 1)]
+    with torch.no_grad():
+        for lin, W, b in ((mods[0], W1.T, b1), (mods[2], W2.T, b2)):
+            lin.weight.copy_(torch.from_numpy(np.float32(W)))
+            lin.bias.copy_(torch.from_numpy(np.float32(b)))
+    net = torch.nn.Sequential(*mods).eval().to(getattr(torch, dtype))
+    torch.jit.save(torch.jit.script(net), str(folder / "m.pt"))
+    return 'torch("m.pt", score = logit)'
+
+
+def _check(folder, model: str, op: str, eps: str, monkeypatch, solvers: bool, using: str = "") -> dict:
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    (folder / "spec.fair").write_text(SPEC.format(model=model, op=op, eps=eps,
+                                                  using=f"\n  using {using}" if using else ""))
+    if solvers:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")     # the solvers, not the enumeration
+    else:
+        monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
+
+
+def _loaded(folder, name: str):
+    from fairspec.models import load_model
+
+    return load_model("onnx" if name.endswith(".onnx") else "torch", folder / name, score_kind="logit")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_an_onnx_graph_computes_in_its_input_type(tmp_path, dtype):
+    _save_onnx(tmp_path, dtype, 1)
+    assert _loaded(tmp_path, "m.onnx").precision == dtype
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_a_torch_module_computes_in_its_parameters_type(tmp_path, dtype):
+    _save_torch(tmp_path, dtype, 1)
+    assert _loaded(tmp_path, "m.pt").precision == dtype
+
+
+@pytest.mark.parametrize("using", ["", "smt"])
+def test_a_float16_onnx_network_is_never_proved_on_a_float32_bound(tmp_path, monkeypatch, using):
+    """eps = 0.65 lies between the largest |logit - logit'| in real arithmetic (0.614) and on the
+    float16 runtime (0.6875): the enumeration finds the runtime's violating pairs; the solvers, whose
+    certification bounded a float32 runtime, said holds (proved)."""
+    model = _save_onnx(tmp_path, "float16", 1)
+    truth = _check(tmp_path, model, "<=", "0.65", monkeypatch, solvers=False)
+    assert truth["status"] == "violated" and truth["details"]["engine"] == "enumeration", truth
+    v = _check(tmp_path, model, "<=", "0.65", monkeypatch, solvers=True, using=using)
+    assert v["status"] in ("violated", "unknown"), v
+    if v["status"] == "unknown" and not using:
+        assert "float16" in v["reason"], v
+
+
+def test_a_half_precision_torch_network_is_never_proved(tmp_path, monkeypatch):
+    model = _save_torch(tmp_path, "float16", 1)
+    torch = pytest.importorskip("torch")
+    m = torch.jit.load(str(tmp_path / "m.pt"))
+    f0, f1 = np.meshgrid(np.arange(201), np.arange(51), indexing="ij")
+
+    def z(g):
+        X = np.stack([f0.ravel(), np.full(f0.size, g), f1.ravel()], 1)
+        with torch.no_grad():
+            return m(torch.from_numpy(X).to(torch.float16)).to(torch.float64).numpy().ravel()
+
+    top = float(np.max(np.abs(z(0) - z(1))))
+    for eps in (top, (top + 0.614) / 2):         # at the runtime's maximum and below it
+        v = _check(tmp_path, model, "<=", repr(eps), monkeypatch, solvers=True)
+        assert v["status"] != "holds", v
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_float64_onnx_network_is_certified_in_float64(tmp_path, monkeypatch, seed):
+    """Against the enumeration of every pair on the runtime (the truth): at eps clearly above the
+    largest |logit - logit'| the solvers' holds is now certified (it was unknown: float64 weights are
+    not float32 numbers), below it they find a replayed pair; at the maximum itself, on either side
+    of it by one step, never a verdict the enumeration contradicts."""
+    model = _save_onnx(tmp_path, "float64", seed)
+    ort = pytest.importorskip("onnxruntime")
+    s = ort.InferenceSession(str(tmp_path / "m.onnx"))
+    f0, f1 = np.meshgrid(np.arange(201), np.arange(51), indexing="ij")
+
+    def z(g):
+        X = np.stack([f0.ravel(), np.full(f0.size, g), f1.ravel()], 1).astype(np.float64)
+        return s.run(None, {"x": X})[0].ravel()
+
+    top = float(np.max(np.abs(z(0) - z(1))))
+    far = _check(tmp_path, model, "<=", repr(top + 0.01), monkeypatch, solvers=True)
+    assert far["status"] == "holds" and far["how"] == "proved", far
+    below = _check(tmp_path, model, "<=", repr(top - 0.01), monkeypatch, solvers=True)
+    assert below["status"] == "violated" and below["witness"] is not None, below
+    for eps in (np.nextafter(top, -1), top, np.nextafter(top, 2)):
+        for op in ("<=", "<"):
+            truth = _check(tmp_path, model, op, repr(float(eps)), monkeypatch, solvers=False)
+            v = _check(tmp_path, model, op, repr(float(eps)), monkeypatch, solvers=True)
+            assert truth["status"] in ("holds", "violated"), truth
+            if v["status"] in ("holds", "violated"):
+                assert v["status"] == truth["status"], (op, eps, v, truth)
