@@ -39,9 +39,11 @@ from differential import campaign
 # user meets on domains too large to enumerate, judged where the truth is still known.
 SLICE = {
     # 13000045: torch, a maximize bound from one batch below another batch's maximum (session 13);
-    # 13000020 (solver): a maximize value in float64, not the witness's runtime scores
+    # 13000020 (solver): a maximize value in float64, not the witness's runtime scores;
+    # 20000043 (solver): a float16 ONNX graph, bounded as if it computed in float32 (a maximize bound
+    # below the runtime's maximum)
     "network": (4, 12, 16, 21, 4000038, 13000045),
-    "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 3000028, 5000017, 13000020),
+    "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 3000028, 5000017, 13000020, 20000043),
     "network-sklearn-solver": (3000026,),   # a logistic regression's label maximize (prob vs logit units)
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),

@@ -73,11 +73,12 @@ def generate(seed: int, n_props: int = 4) -> Instance:
             decl = f'model m = torch("m.pt", score = {score})'
             info.update(model="torch", head=head)
         else:
-            files["m.onnx"] = net.onnx_bytes()
-            Y = networks.run_onnx(files["m.onnx"], X.astype(np.float32))
+            dtype = networks.onnx_dtype(seed)
+            files["m.onnx"] = net.onnx_bytes(dtype)
+            Y = networks.run_onnx(files["m.onnx"], X.astype(dtype))
             idx = f", index = {net.index}" if head in ("logit2", "prob2") else ""
             decl = f'model m = onnx("m.onnx", output = "out"{idx}, score = {score})'
-            info.update(model="onnx", head=head)
+            info.update(model="onnx", head=head, dtype=dtype)
         out = networks.readout(head, Y, net.index)
     else:
         decl, out = trees._model(rng, X, P, fs, encs, files, info)

@@ -37,15 +37,18 @@ class Net:
     head: str                  # logit1 | sigmoid1 | logit2 | prob2
     index: int = 1             # the positive column of a two-column head
 
-    def onnx_bytes(self) -> bytes:
+    def onnx_bytes(self, dtype: str = "float32") -> bytes:
+        """The graph computing in ``dtype`` throughout (its input, weights and output)."""
         import onnx
         from onnx import TensorProto, helper, numpy_helper
 
+        dt = np.dtype(dtype)
+        tp = {"float16": TensorProto.FLOAT16, "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}[dtype]
         nodes, inits = [], []
         cur = "x"
         for k, (W, b) in enumerate(zip(self.Ws, self.bs)):
-            inits.append(numpy_helper.from_array(W.T.astype(np.float32).copy(), f"W{k}"))
-            inits.append(numpy_helper.from_array(b.astype(np.float32), f"b{k}"))
+            inits.append(numpy_helper.from_array(W.T.astype(dt).copy(), f"W{k}"))
+            inits.append(numpy_helper.from_array(b.astype(dt), f"b{k}"))
             last = k == len(self.Ws) - 1
             if k % 2 == 0:   # both spellings of a dense layer: Gemm, and MatMul + Add
                 out = f"h{k}" if not last else "z"
@@ -65,8 +68,8 @@ class Net:
         else:
             nodes.append(helper.make_node("Softmax", ["z"], ["out"], axis=1))
         d_in = self.Ws[0].shape[1]
-        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", d_in])],
-                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", n_out])], inits)
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", tp, ["N", d_in])],
+                              [helper.make_tensor_value_info("out", tp, ["N", n_out])], inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
         m.ir_version = 8
         onnx.checker.check_model(m)
@@ -94,13 +97,29 @@ class Net:
         return buf.getvalue()
 
 
-def run_onnx(data: bytes, X32: np.ndarray) -> np.ndarray:
+def run_onnx(data: bytes, X: np.ndarray) -> np.ndarray:
+    """The graph's outputs on X (already in the graph's input type)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 4
     s = ort.InferenceSession(data, sess_options=opts, providers=["CPUExecutionProvider"])
-    return np.asarray(s.run(["out"], {"x": X32})[0])
+    return np.asarray(s.run(["out"], {"x": X})[0])
+
+
+#: the element types of the family's ONNX graphs, with their odds (their own random stream, so the
+#: other choices of a seed are those of the float32-only family): float64 graphs are certified in
+#: float64, float16 ones have no runtime error bound (only the enumeration proves them)
+ONNX_DTYPES = (("float32", 0.7), ("float64", 0.15), ("float16", 0.15))
+
+
+def onnx_dtype(seed: int) -> str:
+    r = float(np.random.default_rng([21, seed]).random())
+    for name, p in ONNX_DTYPES:
+        if r < p:
+            return name
+        r -= p
+    return ONNX_DTYPES[-1][0]
 
 
 def run_torch(data: bytes, X32: np.ndarray) -> np.ndarray:
@@ -467,8 +486,9 @@ def generate(seed: int, n_props: int = 8, big: bool | None = None, runtime: str 
         net = _net(rng, d_in, head)
         info.update(_ties(rng, net, X32))
         if runtime == "onnx":
-            files["m.onnx"] = net.onnx_bytes()
-            Y = run_onnx(files["m.onnx"], X32)
+            dtype = info["dtype"] = onnx_dtype(seed)
+            files["m.onnx"] = net.onnx_bytes(dtype)
+            Y = run_onnx(files["m.onnx"], X.astype(dtype))
             score = {"logit1": "logit", "logit2": "logit", "sigmoid1": "prob", "prob2": "prob"}[head]
             idx = f", index = {net.index}" if head in ("logit2", "prob2") else ""
             model_decl = f'model m = onnx("m.onnx", output = "out"{idx}, score = {score})'
@@ -633,6 +653,7 @@ def _witness_checker(fs, P, ps: PairSpec, out: Outputs, post, op, eps, X):
     radix = [f.size for f in fs]
     offs = [f.lo if f.kind == "int" else 0 for f in fs]
     X32 = X.astype(np.float32).astype(np.float64)
+    X16 = X.astype(np.float16).astype(np.float64)       # a float16 graph's inputs
 
     def index_of(vals):
         i = 0
@@ -662,7 +683,8 @@ def _witness_checker(fs, P, ps: PairSpec, out: Outputs, post, op, eps, X):
                 got = np.asarray(w[side], dtype=np.float64)
                 want = X[i]
                 if got.shape != want.shape or not (np.allclose(got, want, rtol=1e-9, atol=1e-12)
-                                                   or np.allclose(got, X32[i], rtol=1e-9, atol=1e-12)):
+                                                   or np.allclose(got, X32[i], rtol=1e-9, atol=1e-12)
+                                                   or np.allclose(got, X16[i], rtol=1e-9, atol=1e-12)):
                     return f"the witness's {side} {got.tolist()} is not the encoding {want.tolist()} of its features"
         if all(pts[0][f] == pts[1][f] for f in ps.free):
             return "the witness pair does not differ in any protected feature"
