@@ -68,8 +68,10 @@ def generate(seed: int, n_props: int = 4) -> Instance:
         # torch for about half the one-output networks, from a stream of its own (the onnx instances stay
         # as they were, and these keep their network): it rounds one point differently in batches of other sizes or orders
         if head in ("logit1", "sigmoid1") and np.random.default_rng([24, seed, 17]).random() < 0.5:
-            files["m.pt"] = net.torch_bytes()
-            Y = networks.run_torch(files["m.pt"], X.astype(np.float32))
+            dtype = networks.torch_dtype(seed)
+            files["m.pt"] = net.torch_bytes(dtype)
+            Y = networks.run_torch(files["m.pt"], X.astype(dtype))
+            info["dtype"] = dtype
             decl = f'model m = torch("m.pt", score = {score})'
             info.update(model="torch", head=head)
         else:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .core import Instance, Prop, Truth, decimal_text, encode_points, exact, grid, write_csv
 from .networks import (Net, PairSpec, _encoding, _features, _witness_checker, admissible, onnx_dtype, pair_groups,
-                       run_onnx, run_torch)
+                       run_onnx, run_torch, torch_dtype)
 
 FAMILY = "multiclass"
 
@@ -63,7 +63,8 @@ def _tie(rng, net: Net, X32: np.ndarray, info: dict):
 def _base(rng, k_out: int, head: str, family: str, runtime: str = "onnx", dtype: str = "float32"):
     """(features, encodings, points P, encoded X, spec head text, files, info, has_data, outputs Y).
     ``runtime`` "torch": the network saved as TorchScript and the truth scored by torch (which rounds
-    one point differently in batches of other sizes or orders); ``dtype``: the ONNX graph's type."""
+    one point differently in batches of other sizes or orders); ``dtype``: the type the graph or the
+    module computes in."""
     while True:
         fs = _features(rng)
         size = int(np.prod([f.size for f in fs]))
@@ -84,8 +85,9 @@ def _base(rng, k_out: int, head: str, family: str, runtime: str = "onnx", dtype:
             "encodings": {e.feature.name: e.text() for e in encs}}
     _tie(rng, net, X32, info)
     if runtime == "torch":
-        files["m.pt"] = net.torch_bytes()
-        Y = np.asarray(run_torch(files["m.pt"], X32), dtype=np.float64)
+        files["m.pt"] = net.torch_bytes(dtype)
+        Y = np.asarray(run_torch(files["m.pt"], X.astype(dtype)), dtype=np.float64)
+        info["dtype"] = dtype
     else:
         files["m.onnx"] = net.onnx_bytes(dtype)
         Y = np.asarray(run_onnx(files["m.onnx"], X.astype(dtype)), dtype=np.float64)
@@ -196,7 +198,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     head = "logit2" if rng.random() < 0.75 else "prob2"       # Identity | Softmax over the K outputs
     # torch for three in ten instances, from a stream of its own (the onnx instances stay as they were)
     runtime = "torch" if np.random.default_rng([25, seed, 17]).random() < 0.3 else "onnx"
-    fs, encs, P, X, spec, files, info, Y, size = _base(rng, k_out, head, FAMILY, runtime, onnx_dtype(seed))
+    fs, encs, P, X, spec, files, info, Y, size = _base(rng, k_out, head, FAMILY, runtime,
+                                                       onnx_dtype(seed) if runtime == "onnx" else torch_dtype(seed))
     score = "logit" if head == "logit2" else "prob"
     spec += (f'model m = torch("m.pt", score = {score})\n' if runtime == "torch" else
              f'model m = onnx("m.onnx", output = "out", score = {score})\n')

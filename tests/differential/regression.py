@@ -12,7 +12,7 @@ import numpy as np
 
 from .core import Instance, Prop, Truth
 from .multiclass import _base, _diff_truth, _eps, _pair_spec, _settings, _text
-from .networks import Outputs, _witness_checker, onnx_dtype
+from .networks import Outputs, _witness_checker, onnx_dtype, torch_dtype
 
 FAMILY = "regression"
 
@@ -22,7 +22,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     # torch for three in ten instances, from a stream of its own (the onnx instances stay as they were)
     runtime = "torch" if np.random.default_rng([26, seed, 17]).random() < 0.3 else "onnx"
     fs, encs, P, X, spec, files, info, Y, size = _base(rng, 1, "logit1", FAMILY, runtime,
-                                                       onnx_dtype(seed) if runtime == "onnx" else "float32")
+                                                       onnx_dtype(seed) if runtime == "onnx" else torch_dtype(seed))
     spec += ('model m = torch("m.pt", score = value)\n' if runtime == "torch" else
              'model m = onnx("m.onnx", output = "out", score = value)\n')
     spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
