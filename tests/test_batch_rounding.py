@@ -81,6 +81,18 @@ def _check(folder, ensure: str, mode: str = "find", f0: str = "int in [0, 7]", s
     return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
 
 
+def _domain() -> np.ndarray:
+    """The encoded points of _check's domain (f0 raw, g and f1 one-hot), float32, g = 0 first."""
+    pts = []
+    for g in (0, 1):
+        for f0 in range(8):
+            for c in range(4):
+                x = np.zeros(7, dtype=np.float32)
+                x[0], x[1 + g], x[3 + c] = f0, 1.0, 1.0
+                pts.append(x)
+    return np.stack(pts)
+
+
 def _fragile_tie(v: dict) -> None:
     """A violation at a float tie: reported only with the witness's note (it reproduced alone, as a pair
     and reversed, which depends on the CPU's kernels), else unknown because of the batching."""
@@ -139,14 +151,7 @@ def test_maximize_bound_covers_every_batch(tmp_path):
     top = _torch_case(tmp_path, *W, eps="1000", mode="maximize")
     hi = top["bound"][1]
     m = torch.jit.load(str(tmp_path / "m.pt"))
-    pts = []
-    for g in (0, 1):
-        for f0 in range(8):
-            for c in range(4):
-                x = np.zeros(7, dtype=np.float32)
-                x[0], x[1 + g], x[3 + c] = f0, 1.0, 1.0
-                pts.append(x)
-    X = np.stack(pts)
+    X = _domain()
     with torch.no_grad():
         runs = [m(torch.from_numpy(X)).numpy().ravel(),
                 np.array([m(torch.from_numpy(X[i:i + 1])).numpy().ravel()[0] for i in range(len(X))]),
@@ -397,14 +402,7 @@ def test_a_tie_on_a_torch_module_outside_the_error_model(tmp_path, seed):
     assert top["status"] == "holds" and top["details"]["engine"] == "enumeration", top
     lo, hi = top["bound"]
     m = torch.jit.load(str(tmp_path / "m.pt"))
-    pts = []
-    for g in (0, 1):
-        for f0 in range(8):
-            for c in range(4):
-                x = np.zeros(7, dtype=np.float32)
-                x[0], x[1 + g], x[3 + c] = f0, 1.0, 1.0
-                pts.append(x)
-    X = np.stack(pts)
+    X = _domain()
     with torch.no_grad():
         alone = np.array([m(torch.from_numpy(X[i:i + 1])).numpy().ravel()[0] for i in range(len(X))], np.float64)
     half = len(X) // 2
