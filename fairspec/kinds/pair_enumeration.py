@@ -119,24 +119,48 @@ def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.n
     return M
 
 
-#: a torch module outside the runtime error model (a Tanh layer, a float16 one, ...): how far apart two
-#: evaluations of one point may be, *assumed* (no bound), per unit of the largest output magnitude over
-#: the batch (1 + max |y|), by the type it computes in; measured on Tanh MLPs (7-16-16-1): 2e-8 in float32
+#: a torch module or a scikit-learn model outside the runtime error model (a Tanh layer, a float16 module,
+#: a kernel SVM, ...; not a tree model, which adds in a fixed order): how far apart two evaluations of one
+#: point may be, *assumed* (no bound), per unit of the largest output magnitude over the batch
+#: (1 + max |y|), by the type it computes in; measured on Tanh MLPs (7-16-16-1): 2e-8 in float32
 ASSUMED_SPREAD = {"float64": 2.0 ** -40, "float32": 2.0 ** -12}
 #: ... for the types not listed (float16, bfloat16, mixed)
 ASSUMED_SPREAD_OTHER = 2.0 ** -4
 
 
 #: the note of a verdict that rests on :data:`ASSUMED_SPREAD`
-SPREAD_ASSUMED = ("the runtime error model does not cover this torch module: how far another batch may round "
-                  "a score is assumed (pair_enumeration.ASSUMED_SPREAD), not bounded")
+SPREAD_ASSUMED = ("the runtime error model does not cover this model: how far another batch may round a score "
+                  "is assumed (pair_enumeration.ASSUMED_SPREAD), not bounded")
+
+
+def _batched_without_bound(model) -> bool:
+    """Does the runtime round a point differently in other batches, with no error bound of its own? A
+    torch module, or a scikit-learn model whose final estimator is not a tree model (a tree model
+    compares and adds in a fixed order per individual)."""
+    fmt = getattr(model, "format", "")
+    if fmt == "torch":
+        return True
+    if fmt != "sklearn":
+        return False
+    from fairspec.models.trees import SKLEARN_TREES
+
+    est = getattr(model, "raw", None)
+    final = est.steps[-1][1] if hasattr(est, "steps") else est
+    name = type(final).__name__
+    return name not in SKLEARN_TREES and not name.replace("Regressor", "Classifier") in SKLEARN_TREES
 
 
 def _assumed_spread(model, X: np.ndarray):
-    """:func:`runtime_spread` of a torch module the runtime error model does not cover: an assumed
-    spread (:data:`ASSUMED_SPREAD`), no layers (so no point is shown exact), readout ``("assumed",)``."""
+    """:func:`runtime_spread` of a model the runtime error model does not cover: an assumed spread
+    (:data:`ASSUMED_SPREAD`), no layers (so no point is shown exact), readout ``("assumed",)``."""
     with np.errstate(over="ignore", invalid="ignore"):
-        Y = np.asarray(model.outputs(X), dtype=np.float64)
+        try:
+            Y = np.asarray(model.outputs(X), dtype=np.float64)
+        except Exception:  # noqa: BLE001 - a pipeline evaluated by its own predict_proba has no raw outputs
+            Y = np.asarray(model.score(X), dtype=np.float64)
+        z = _predict_decision(model, X)[0] if getattr(model, "label_by_predict", False) else None
+        if z is not None:                       # the decision predict thresholds, too
+            Y = np.concatenate([Y.reshape(len(X), -1), np.asarray(z, dtype=np.float64).reshape(len(X), 1)], axis=1)
     top = float(np.nanmax(np.abs(Y))) if Y.size else 0.0
     if not np.isfinite(top):
         top = 0.0
@@ -153,9 +177,10 @@ def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     post-condition read (as an individual-fairness property writes it) and its class column.
     ``(0, None, None, None)`` for a model outside the runtime error model that scores every batch alike
     (trees compare and add in a fixed order) and for scores the bound is not about; a torch module
-    outside it gets an assumed spread (:func:`_assumed_spread`)."""
+    outside it, and a scikit-learn model that is not a tree model, get an assumed spread
+    (:func:`_assumed_spread`)."""
     out = _bounded_spread(post, cls, model, X, score_kind)
-    if out[1] is None and getattr(model, "format", "") == "torch":
+    if out[1] is None and _batched_without_bound(model):
         return _assumed_spread(model, X)
     return out
 
@@ -429,7 +454,10 @@ def _predict_decision(model, X):
     declared class's probability against 1/2; ``(None, None)`` for neither."""
     from fairspec.kinds.pair_runtime import logit_scores
 
-    z = logit_scores(model, X)
+    try:
+        z = logit_scores(model, X)
+    except ValueError:                  # a pipeline it cannot fold takes no encoded columns: its probability
+        z = None
     if z is not None:
         return np.asarray(z, dtype=np.float64).reshape(-1), 0.0
     if getattr(model, "score_kind", "") == "prob":
