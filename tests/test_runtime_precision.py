@@ -162,3 +162,94 @@ def test_a_float64_onnx_network_is_certified_in_float64(tmp_path, monkeypatch, s
             assert truth["status"] in ("holds", "violated"), truth
             if v["status"] in ("holds", "violated"):
                 assert v["status"] == truth["status"], (op, eps, v, truth)
+
+
+def _chain_onnx(folder, nodes_spec, dtype="float32"):
+    """An ONNX graph over 3 inputs from ``nodes_spec``: (op, const array or None, attrs) in order, each
+    on the previous tensor."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    npdt = np.dtype(dtype)
+    tp = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}[dtype]
+    nodes, inits, cur, width = [], [], "x", 3
+    for k, (op, c, attrs) in enumerate(nodes_spec):
+        out = f"t{k}"
+        ins = [cur]
+        if c is not None:
+            inits.append(numpy_helper.from_array(np.asarray(c, dtype=npdt), f"c{k}"))
+            ins.append(f"c{k}")
+            if op in ("MatMul", "Gemm"):
+                width = np.asarray(c).shape[1]
+        if op == "Gemm" and "bias" in attrs:
+            inits.append(numpy_helper.from_array(np.asarray(attrs["bias"], dtype=npdt), f"g{k}"))
+            ins.append(f"g{k}")
+        nodes.append(helper.make_node(op, ins, [out], **{a: v for a, v in attrs.items() if a != "bias"}))
+        cur = out
+    nodes.append(helper.make_node("Identity", [cur], ["y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", tp, [None, 3])],
+                          [helper.make_tensor_value_info("y", tp, [None, width])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+
+
+W3 = np.array([[0.5, -0.25], [0.75, 1.0], [-1.0, 0.5]])
+W2 = np.array([[1.0], [-0.5]])
+
+
+@pytest.mark.parametrize("chain,own", [
+    ([("MatMul", W3, {}), ("Add", [0.25, -0.5], {}), ("Relu", None, {}), ("MatMul", W2, {})], True),
+    ([("Gemm", W3, {"bias": [0.25, -0.5]}), ("Relu", None, {}), ("Gemm", W2, {"alpha": 0.5})], True),
+    ([("MatMul", W3, {}), ("Mul", [2.0, -4.0], {}), ("Relu", None, {}), ("MatMul", W2, {})], True),
+    # the runtime rounds twice where the folded layer has one rounding
+    ([("MatMul", W3, {}), ("MatMul", np.array([[1.0, 0.5], [0.25, 1.0]]), {}), ("Relu", None, {}),
+      ("MatMul", W2, {})], False),
+    ([("MatMul", W3, {}), ("Mul", [0.1, 0.3], {}), ("Relu", None, {}), ("MatMul", W2, {})], False),
+    ([("Add", [0.1, 0.2, 0.3], {}), ("MatMul", W3, {}), ("Relu", None, {}), ("MatMul", W2, {})], False),
+    ([("Gemm", W3, {"alpha": 0.3}), ("Relu", None, {}), ("MatMul", W2, {})], False),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_layer_the_runtime_computes_in_several_roundings_is_not_its_own(tmp_path, chain, own, dtype):
+    """The runtime error bound is about fl(W h + b) with W and b the runtime's own numbers. A layer the
+    graph computes as two products, a scale that is not a power of two, or a bias before the product
+    folds into weights the runtime never rounds with (in float64 no representability check catches
+    them): runtime_network refuses it, and so does the certification's runtime_layers."""
+    from fairspec.kinds.pair_runtime import runtime_layers
+    from fairspec.models.network import UnsupportedModel
+
+    _chain_onnx(tmp_path, chain, dtype)
+    m = _loaded(tmp_path, "m.onnx")
+    if own:
+        assert m.runtime_network().layers
+        runtime_layers(m, "logit")
+    else:
+        with pytest.raises(UnsupportedModel, match="several roundings"):
+            m.runtime_network()
+        with pytest.raises(ValueError, match="several roundings"):
+            runtime_layers(m, "logit")
+        m.piecewise_linear()                      # the solvers' network (real arithmetic) is still read
+
+
+def test_composed_layers_of_torch_and_scikit_learn_are_not_their_own():
+    torch = pytest.importorskip("torch")
+    from sklearn.neural_network import MLPClassifier
+
+    from fairspec.models.network import UnsupportedModel, from_sklearn, from_torch
+
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    with pytest.raises(UnsupportedModel, match="several roundings"):
+        from_torch(seq.eval(), readout="raw")
+    from_torch(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)).eval(),
+               readout="raw")
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 2, 40)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ident = MLPClassifier((4,), activation="identity", max_iter=50, random_state=0).fit(X, y)
+        relu = MLPClassifier((4,), activation="relu", max_iter=50, random_state=0).fit(X, y)
+    with pytest.raises(UnsupportedModel, match="several roundings"):
+        from_sklearn(ident, readout="raw")
+    from_sklearn(relu, readout="raw")

@@ -198,8 +198,25 @@ class PLNet:
 # Building a chain of affine maps and ReLUs, then folding it into layers
 # ---------------------------------------------------------------------------------------------
 
+def _power_of_two(v) -> bool:
+    """Every entry a (signed) power of two: scaling by it is exact in floating point."""
+    v = np.abs(np.asarray(v, dtype=np.float64))
+    if not np.all(np.isfinite(v)) or np.any(v == 0):
+        return False
+    m, _ = np.frexp(v)
+    return bool(np.all(m == 0.5))
+
+
+#: the roundings a layer of the runtime may be made of, for its folded weights to be its own numbers
+#: (what certify.network.runtime_error_bound bounds: fl(W h + b), any order of its n + 1 terms): one
+#: matrix product, its bias, or both in that order
+OWN_LAYER = ((), ("bias",), ("matmul",), ("matmul", "bias"))
+
+
 class _Chain:
-    """Accumulates ops: affine maps compose; a ReLU closes the current layer."""
+    """Accumulates ops: affine maps compose; a ReLU closes the current layer. ``foreign``: why a layer
+    composed from several roundings of the runtime (two matrix products, a bias before the product, a
+    scale that is not a power of two) is not the runtime's own numbers ("" when every layer is)."""
 
     def __init__(self, n_in: int | None):
         self.layers: list[Layer] = []
@@ -207,6 +224,28 @@ class _Chain:
         self.b: np.ndarray | None = None if n_in is None else np.zeros(n_in)
         self.n_in = n_in
         self.relu_pending_ok = False
+        self.ops: list[str] = []
+        self.foreign = ""
+
+    @staticmethod
+    def _kind(W: np.ndarray, b: np.ndarray) -> str:
+        """How the runtime computes ``W h + b``: "exact" (a permutation-free scale by powers of two),
+        "bias" (+- h plus a vector), "scale" (a diagonal scale that rounds), "matmul" (a product)."""
+        if W.shape[0] == W.shape[1] and np.array_equal(W, np.diag(np.diag(W))):
+            d = np.diag(W)
+            if np.all(np.abs(d) == 1):
+                return "bias" if np.any(b) else "exact"
+            if _power_of_two(d) and not np.any(b):
+                return "exact"
+            return "scale"
+        return "matmul"
+
+    def _close(self):
+        ops = tuple(o for o in self.ops if o != "exact")
+        if ops not in OWN_LAYER and not self.foreign:
+            self.foreign = (f"layer {len(self.layers) + 1} is computed in several roundings ({' then '.join(ops)}): "
+                            f"its folded weights are not the runtime's own numbers")
+        self.ops = []
 
     def _ensure(self, width: int):
         if self.W is None:
@@ -218,13 +257,15 @@ class _Chain:
     def width(self) -> int | None:
         return None if self.W is None else self.W.shape[0]
 
-    def affine(self, W: np.ndarray, b: np.ndarray):
-        """Apply y = W h + b after the current state."""
+    def affine(self, W: np.ndarray, b: np.ndarray, kind: str | None = None):
+        """Apply y = W h + b after the current state (``kind``: how the runtime computes it, see
+        :meth:`_kind`; by default read off W and b)."""
         W = np.asarray(W, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64).reshape(-1)
         self._ensure(W.shape[1])
         if W.shape[1] != self.W.shape[0]:
             raise ValueError(f"affine map of input width {W.shape[1]} after width {self.W.shape[0]}")
+        self.ops.append(kind or self._kind(W, b))
         self.b = W @ self.b + b
         self.W = W @ self.W
         self.relu_pending_ok = True
@@ -234,6 +275,7 @@ class _Chain:
             raise ValueError("ReLU on the raw input")
         if not self.relu_pending_ok and self.layers and self.layers[-1].relu and _is_identity(self.W, self.b):
             return                                        # ReLU(ReLU(x)) == ReLU(x)
+        self._close()
         self.layers.append(Layer(self.W, self.b, True))
         n = self.W.shape[0]
         self.W, self.b = np.eye(n), np.zeros(n)
@@ -242,6 +284,7 @@ class _Chain:
     def finish(self) -> list[Layer]:
         if self.W is None:
             raise ValueError("empty network")
+        self._close()
         if not self.layers or not _is_identity(self.W, self.b):
             self.layers.append(Layer(self.W, self.b, False))
         return self.layers
@@ -474,7 +517,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 rows = False
             if width is not None and W.shape[1] != width:
                 raise UnsupportedModel(op, nname, f"weight of input width {W.shape[1]} after width {width}")
-            ch.affine(W, bias)
+            # alpha (A B) + beta C: a scale that is not a power of two rounds apart from the product
+            exact = _power_of_two([alpha]) and (C is None or beta == 0 or _power_of_two([beta]))
+            ch.affine(W, bias, "matmul" if exact else "matmul+scale")
             continue
         if op == "MatMul":
             A, B = node.input[0], node.input[1]
@@ -521,6 +566,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         pass
     layers = ch.finish()
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        if ch.foreign:
+            raise UnsupportedModel("ONNX", "layers", ch.foreign)
         return PLNet(tuple(layers), 0, final, source)
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
@@ -654,6 +701,8 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
                                    "the module's forward() does not apply its children in order "
                                    "(converted network disagrees with the module)")
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        if ch.foreign:
+            raise UnsupportedModel(type(module).__name__, "layers", ch.foreign)
         return PLNet(tuple(layers), 0, final, source)
     if readout is not None:
         return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
@@ -698,6 +747,7 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
             if i < n - 1 and act == "relu":
                 ch.relu()
         layers = ch.finish()
+        foreign = ch.foreign
         out_act = est.out_activation_
         n_classes = len(est.classes_)
         if out_act == "logistic":
@@ -712,11 +762,14 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         W = np.asarray(est.coef_, dtype=np.float64)
         b = np.asarray(est.intercept_, dtype=np.float64)
         layers = [Layer(W, b, False)]
+        foreign = ""
         n_classes = len(est.classes_)
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"estimator {name} is not a ReLU MLP or logistic regression")
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        if foreign:
+            raise UnsupportedModel(name, "layers", foreign)
         return PLNet(tuple(layers), 0, final, f"sklearn {name}")
     if readout is not None:
         if final == "sigmoid" and n_classes == 2:
