@@ -202,6 +202,9 @@ W2 = np.array([[1.0], [-0.5]])
     ([("MatMul", W3, {}), ("Add", [0.25, -0.5], {}), ("Relu", None, {}), ("MatMul", W2, {})], True),
     ([("Gemm", W3, {"bias": [0.25, -0.5]}), ("Relu", None, {}), ("Gemm", W2, {"alpha": 0.5})], True),
     ([("MatMul", W3, {}), ("Mul", [2.0, -4.0], {}), ("Relu", None, {}), ("MatMul", W2, {})], True),
+    # a diagonal weight is still one product (and its bias)
+    ([("MatMul", np.diag([0.3, 0.7, 1.1]), {}), ("Add", [0.1, 0.2, 0.3], {}), ("Relu", None, {}),
+      ("MatMul", W3, {}), ("Relu", None, {}), ("MatMul", W2, {})], True),
     # the runtime rounds twice where the folded layer has one rounding
     ([("MatMul", W3, {}), ("MatMul", np.array([[1.0, 0.5], [0.25, 1.0]]), {}), ("Relu", None, {}),
       ("MatMul", W2, {})], False),

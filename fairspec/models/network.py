@@ -529,12 +529,12 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 M = consts[B]
                 if M.ndim != 2:
                     raise UnsupportedModel(op, nname, f"MatMul with a weight of shape {M.shape}")
-                ch.affine(M.T, np.zeros(M.shape[1]))
+                ch.affine(M.T, np.zeros(M.shape[1]), "matmul")
             else:
                 if rows:
                     raise UnsupportedModel(op, nname, "MatMul with the weight on the left of a row-layout batch")
                 M = consts[A]
-                ch.affine(M, np.zeros(M.shape[0]))
+                ch.affine(M, np.zeros(M.shape[0]), "matmul")
             continue
         if op in ("Add", "Sub", "Mul", "Div"):
             cname = node.input[0] if node.input[0] in consts else node.input[1]
@@ -654,7 +654,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             if ch.width is not None and W.shape[1] != ch.width:
                 raise UnsupportedModel(t, name, f"Linear of input width {W.shape[1]} after width {ch.width} "
                                                 f"(the children do not chain in declaration order)")
-            ch.affine(W, b)
+            ch.affine(W, b, "matmul")
             continue
         if t == "ReLU":
             ch.relu()
@@ -743,7 +743,7 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         ch = _Chain(None)
         n = len(est.coefs_)
         for i, (W, b) in enumerate(zip(est.coefs_, est.intercepts_)):
-            ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64))
+            ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64), "matmul")
             if i < n - 1 and act == "relu":
                 ch.relu()
         layers = ch.finish()
