@@ -53,6 +53,8 @@ SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
 _U = {"float32": U32, "float64": U64}
 _ETA = {"float32": ETA32, "float64": ETA64}
 _NP = {"float32": np.float32, "float64": np.float64}
+#: the arithmetic the runtime error model covers (a float16 / bfloat16 runtime rounds far more)
+BOUNDED_PRECISIONS = tuple(_U)
 
 
 def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:

@@ -142,12 +142,11 @@ def _batched_without_bound(model) -> bool:
         return True
     if fmt != "sklearn":
         return False
-    from fairspec.models.trees import SKLEARN_TREES
+    from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
 
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
-    name = type(final).__name__
-    return name not in SKLEARN_TREES and not name.replace("Regressor", "Classifier") in SKLEARN_TREES
+    return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
 
 
 def _assumed_spread(model, X: np.ndarray):
@@ -561,7 +560,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     if moved:
         details["runtime_rounding"] = rounding_details(moved)
     elif runtime[2] == ("assumed",):            # every pair clear of the threshold by the assumed spread
-        details["runtime_rounding"] = {"pairs_near_threshold": 0, "spread": spread, "spread_assumed": SPREAD_ASSUMED}
+        details["runtime_rounding"] = rounding_details({"near": 0, "moved": 0, "spread": spread, "assumed": True})
     if count and post != "class" and (post != "label" or score_kind == "logit"):
         m = runtime_measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))

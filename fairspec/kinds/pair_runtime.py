@@ -16,15 +16,13 @@ import numpy as np
 from fairspec import ir
 
 
-#: the arithmetic certify's runtime error model covers (fairspec.certify.network)
-BOUNDED_PRECISIONS = ("float32", "float64")
-
-
 def runtime_precision(model) -> str:
     """The arithmetic the model's runtime computes in (``LoadedModel.precision``): an ONNX graph its
     input's element type, a torch module its parameters' dtype, scikit-learn float64. Raises
     ValueError for one the runtime error model does not cover (float16, bfloat16, mixed): a bound
     computed for float32 would not hold for it."""
+    from fairspec.certify.network import BOUNDED_PRECISIONS
+
     precision = str(getattr(model, "precision", "float64"))
     if precision not in BOUNDED_PRECISIONS:
         raise ValueError(f"the runtime computes in {precision}, outside the runtime error model (float32 and "

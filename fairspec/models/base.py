@@ -169,8 +169,18 @@ class LoadedModel(abc.ABC):
     def runtime_network(self):
         """The runtime's own layers as a ``PLNet`` with every output column and no readout applied
         (the numbers in the model file: what ``fairspec.certify.network.runtime_error_bound``
-        bounds). Raises ``UnsupportedModel`` when the model is not such a network."""
-        return self._runtime_network()
+        bounds). Raises ``UnsupportedModel`` when the model is not such a network. Read once per
+        loaded model (certification, the batch spreads and the runtime layers' check all ask)."""
+        got = self.__dict__.get("_runtime_network_read")
+        if got is None:
+            try:
+                got = (self._runtime_network(), None)
+            except UnsupportedModel as e:
+                got = (None, e)
+            self.__dict__["_runtime_network_read"] = got
+        if got[1] is not None:
+            raise got[1]
+        return got[0]
 
     def _runtime_network(self):
         raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")

@@ -101,8 +101,10 @@ def runtime_of(model, enc, post: str | None = None):
     try:
         # the arithmetic the runtime computes in (LoadedModel.precision); none but float32 and float64
         # is bounded (a float16 graph rounds far more than a float32 bound allows)
+        from fairspec.certify.network import BOUNDED_PRECISIONS
+
         precision = str(getattr(model, "precision", "float64"))
-        if precision not in ("float32", "float64"):
+        if precision not in BOUNDED_PRECISIONS:
             return None
         if fmt in ("onnx", "torch"):
             raw = model.runtime_network()
