@@ -84,7 +84,8 @@ def _run_and_interrupt(cwd, delay: float):
     env = dict(os.environ)
     env.pop("FAIRSPEC_DEBUG", None)
     p = subprocess.Popen([*fairspec_command(), "check", "spec.fair", "--format", "json"], cwd=cwd,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
     time.sleep(delay)
     assert p.poll() is None, p.communicate()  # still proving
     p.send_signal(signal.SIGINT)
@@ -92,13 +93,14 @@ def _run_and_interrupt(cwd, delay: float):
     try:
         out, err = p.communicate(timeout=120)
     except subprocess.TimeoutExpired:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)  # its workers too: they hold the pipes communicate() reads
         out, err = p.communicate()
         pytest.fail(f"SIGINT did not stop the solver within 120 s\n{err[-2000:]}")
     return p.returncode, out, err, time.monotonic() - t
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.timeout(2400)  # up to 7 tries, each waiting twice as long as the last (below)
 @pytest.mark.parametrize("backend,engine", [("milp", ""), ("milp", "engine = scip"), ("milp", "engine = portfolio"),
                                             ("smt", "")],
                          ids=["highs", "scip", "portfolio", "z3"])

@@ -12,6 +12,8 @@ to 1e-9.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 
 import numpy as np
@@ -185,10 +187,10 @@ def fairspec_run(tmp_path_factory):
     lint = run_cli("lint", spec, "--format", "concise")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     proc = subprocess.Popen([*fairspec_command(), "check", str(spec), "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     yield proc
     if proc.poll() is None:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)  # its workers too: they hold the pipes communicate() reads
         proc.communicate()
 
 
