@@ -419,16 +419,32 @@ def _models_key(models: dict | None) -> tuple:
     return tuple(sorted((k, os.path.abspath(v)) for k, v in (models or {}).items()))
 
 
-def _job_state(spec, roots) -> dict:
+class JobState:
     """What every worker gets once: the linted spec with every path made absolute (a worker may run
     in another folder, or on another machine; nothing is linted or resolved again there) and the
-    project roots; each worker then keeps one Context per set of model files (loaded once)."""
+    project roots. Each worker keeps one Context per set of model files (loaded once) in ``contexts``,
+    which never travels: a Dask worker holds the state it was sent and hands that same object to a
+    worker that lacks it (the cluster drops broadcast replicas and moves jobs), and a loaded model
+    (an onnxruntime session) cannot be pickled, so a state carrying its contexts could not be sent
+    on and the job waiting for it never ran."""
+
+    def __init__(self, spec, roots):
+        self.spec, self.roots, self.contexts = spec, roots, {}
+
+    def __getstate__(self):
+        return {"spec": self.spec, "roots": self.roots}
+
+    def __setstate__(self, state):
+        self.spec, self.roots, self.contexts = state["spec"], state["roots"], {}
+
+
+def _job_state(spec, roots) -> JobState:
     from dataclasses import replace
 
     spec = replace(spec, file=os.path.abspath(spec.file),
                    models=tuple(replace(m, path=os.path.abspath(m.path)) if m.path else m for m in spec.models),
                    datasets=tuple(replace(d, path=os.path.abspath(d.path)) for d in spec.datasets))
-    return {"spec": spec, "ctx": {}, "roots": roots}
+    return JobState(spec, roots)
 
 
 def _interrupted(when: str) -> str:
@@ -444,17 +460,17 @@ def _mark_interrupted(report: Report) -> None:
     report.signal = interrupt.signal_number()
 
 
-def _property_job(state: dict, job) -> dict:
+def _property_job(state: JobState, job) -> dict:
     from fairspec import interrupt
     from fairspec.runtime.context import Context
 
     key, name = job[0], job[1]
     if interrupt.requested():  # serial --models: after Ctrl-C / SIGTERM the remaining jobs do not run
-        prop = next(p for p in state["spec"].properties if p.name == name)
+        prop = next(p for p in state.spec.properties if p.name == name)
         return {"verdict": unknown(prop, _interrupted("before it ran")), "interrupted": True}
-    if key not in state["ctx"]:
-        state["ctx"][key] = Context(_with_models(state["spec"], dict(key)), roots=state["roots"])
-    ctx = state["ctx"][key]
+    if key not in state.contexts:
+        state.contexts[key] = Context(_with_models(state.spec, dict(key)), roots=state.roots)
+    ctx = state.contexts[key]
     prop = next(p for p in ctx.spec.properties if p.name == name)
     return _run_property(prop, ctx)
 

@@ -125,6 +125,73 @@ def test_check_on_a_local_cluster_gives_the_serial_verdicts(cluster):
     # models and data are loaded once per worker, not once per property
     model_loads = [x for x in dist.loads if x["what"] == "model"]
     assert len(model_loads) <= 2 * 3
+    _worker_data_travels(cluster)
+
+
+def _unpicklable_worker_data(dask_worker) -> list:
+    import pickle
+
+    import cloudpickle
+
+    bad = []
+    for k, v in list(dask_worker.data.items()):
+        try:
+            cloudpickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001
+            bad.append(f"{k}: {type(e).__name__}: {e}")
+    return bad
+
+
+def _worker_data_travels(address) -> None:
+    """Everything the workers hold can still be sent to another worker. The cluster drops broadcast
+    replicas and moves queued jobs between workers, so a job may need the shared state from a worker
+    that has run jobs on it: when a job had stored a loaded model in it (an onnxruntime session),
+    the transfer failed and the moved job waited for ever (a fresh-clone CI run stalled so)."""
+    from distributed import Client
+
+    with Client(address, set_as_default=False) as c:
+        assert c.run(_unpicklable_worker_data) == {w: [] for w in c.scheduler_info()["workers"]}
+
+
+def test_partitions_on_a_local_cluster_give_the_serial_verdict(cluster, tmp_path, monkeypatch):
+    """One property's partitions as the cluster's jobs (the shared problem broadcast, the jobs
+    spread by the scheduler): the serial verdict and shares, and the workers' data still travels."""
+    pytest.importorskip("onnxruntime")
+    from onnx_nets import relu_net
+    from test_quantify import E2E_SPEC
+
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")  # the solvers decide each partition
+    relu_net(tmp_path / "net.onnx", 1, heavy=(2, 3))
+    (tmp_path / "spec.fair").write_text(E2E_SPEC)
+    ex_mod.configure()
+    serial = check(tmp_path / "spec.fair").verdicts[0]
+    ex_mod.configure(cluster=cluster)
+    try:
+        dist = check(tmp_path / "spec.fair").verdicts[0]
+    finally:
+        ex_mod.configure()
+    assert (dist.status, dist.how) == (serial.status, serial.how)
+    assert dist.details["coverage"]["shares"] == serial.details["coverage"]["shares"]
+    _worker_data_travels(cluster)
+
+
+def test_a_property_job_leaves_its_state_picklable():
+    """The pipeline's job state after a job ran on it (contexts with loaded models) pickles, without
+    them: each worker builds its own."""
+    import pickle
+
+    from fairspec.files import Roots
+    from fairspec.pipeline import _job_state, _property_job, lint
+
+    res = lint(ADULT)
+    state = _job_state(res.spec, Roots.for_spec(ADULT, ()))
+    prop = next(p for p in res.spec.properties if p.kind == "individual_fairness")
+    out = _property_job(state, (tuple(), prop.name, prop.kind))
+    assert out["verdict"].status in ("holds", "violated", "unknown") and state.contexts
+    back = pickle.loads(pickle.dumps(state))
+    assert back.contexts == {} and back.spec == state.spec
 
 
 def test_cluster_with_a_relative_spec_path_from_another_folder(cluster, tmp_path, monkeypatch):
@@ -209,6 +276,7 @@ def test_kdisc_restarts_identical_on_1_and_2_workers_and_a_local_cluster(cluster
     with ProcessExecutor(2) as pool:
         pooled = kdisc_restarts(state, executor=pool, **kw)
     dask = kdisc_restarts(state, executor=ex_mod.DaskExecutor(cluster), **kw)
+    _worker_data_travels(cluster)
     assert _restart_key(serial) == _restart_key(pooled) == _restart_key(dask)
     assert serial.max_k == 4 and serial.witness is not None and serial.witness.k == 4  # the known max k
     assert len(set(restart_seeds(5))) == RESTARTS and restart_seeds(5) == restart_seeds(5)
