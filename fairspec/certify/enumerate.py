@@ -234,6 +234,14 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
     return Enumerated(_mint("enumeration", claim, count=count, unit=unit, **detail), None, 0)
 
 
+def compared_kind(post: str, score_kind: str) -> str:
+    """The ``post`` of :func:`pair_checks` for a post-condition on the runtime's scores of kind
+    ``score_kind``: a class's probability / logit is compared as ``prob`` / ``logit``, and a
+    probability of a runtime that gives logits as ``prob-of-logit``."""
+    post = {"class_prob": "prob", "class_logit": "logit"}.get(post, post)
+    return "prob-of-logit" if post == "prob" and score_kind == "logit" else post
+
+
 def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: bool = False) -> list:
     """The fairness of ordered pairs as checks (see :mod:`fairspec.backends.pair`):
 

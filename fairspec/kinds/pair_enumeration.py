@@ -336,6 +336,7 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
     under case c, ``encoded`` maps them to model inputs; ``scores[c]``: the runtime's scores of them as
     the post-condition compares them). None on a runtime that scores every batch alike: the
     refinement's count then decides every individual on its one batch."""
+    from fairspec.certify.enumerate import compared_kind
     from fairspec.kinds.pair_runtime import label_by_predict
 
     if getattr(model, "format", "") not in BATCH_DEPENDENT:
@@ -352,7 +353,7 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
         ib = np.concatenate([b * n + base for _, b in pairs])
         score_kind = "label" if prop.post == "label" and label_by_predict(model) else (
             "logit" if prop.post == "logit" else model.score_kind)
-        kind = "prob-of-logit" if prop.post == "prob" and score_kind == "logit" else prop.post
+        kind = compared_kind(prop.post, score_kind)
         moved = _rounded_apart(prop, model, X, s, s[ia], s[ib], ia, ib, kind,
                                runtime_spread(prop.post, prop.cls, model, X, score_kind))
         if not (moved and moved.get("moved")):
@@ -369,6 +370,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     then, ``reproduced`` telling whether it violates in the batchings a user replays it in (each
     point alone, the pair, the pair reversed: :func:`reproduces`); None for a pair every batch
     violates alike (and on runtimes that score every batch alike)."""
+    from fairspec.certify.enumerate import compared_kind
     from fairspec.kinds.pair_runtime import post_scores
 
     if getattr(model, "format", "") not in BATCH_DEPENDENT:
@@ -383,8 +385,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
         a = 2 * np.arange(s.shape[1])
         b = a + 1
         s = s.T.reshape(-1)
-    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
-    kind = "prob-of-logit" if post == "prob" and score_kind == "logit" else post
+    kind = compared_kind(prop.post, score_kind)
     moved = _rounded_apart(prop, model, X2, points, s[a], s[b], a % 2, b % 2, kind,
                            runtime_spread(prop.post, prop.cls, model, X2, score_kind))
     if not (moved and moved.get("moved")):
@@ -480,7 +481,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     """The verdict by enumeration, or None when the domain is not small and discrete (or the
     question is not one enumeration answers: extra pre-conditions, a logit post on a model that
     outputs probabilities)."""
-    from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, pair_checks
+    from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, compared_kind, pair_checks
     from fairspec.verdict import Verdict, Witness, unknown
 
     if prop.pre:
@@ -524,12 +525,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         a = np.concatenate([a + c * N for c in range(K)])
         b = np.concatenate([b + c * N for c in range(K)])
     count = int(a.size)
-    post = prop.post
-    if post in ("class_prob", "class_logit"):    # class cls's probability / logit: the prob / logit post
-        post = "prob" if post == "class_prob" else "logit"
-    kind = post
-    if post == "prob" and score_kind == "logit":
-        kind = "prob-of-logit"
+    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)  # class cls's: prob / logit
+    kind = compared_kind(prop.post, score_kind)
     checks = pair_checks(kind, s[a], s[b], eps=prop.eps,
                          decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict)

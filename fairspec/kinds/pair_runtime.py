@@ -223,7 +223,9 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
 
     if prop.post not in ("label", "prob", "logit"):
         return None
-    post = "prob-of-logit" if prop.post == "prob" and model.score_kind == "logit" else prop.post
+    from fairspec.certify.enumerate import compared_kind
+
+    post = compared_kind(prop.post, model.score_kind)
 
     def fn(V):
         V = np.atleast_2d(np.asarray(V, dtype=np.float64))
