@@ -41,9 +41,11 @@ SLICE = {
     # 13000045: torch, a maximize bound from one batch below another batch's maximum (session 13);
     # 13000020 (solver): a maximize value in float64, not the witness's runtime scores;
     # 20000043 (solver): a float16 ONNX graph, bounded as if it computed in float32 (a maximize bound
-    # below the runtime's maximum)
+    # below the runtime's maximum); 25000020 (solver): an ONNX graph that doubles a hidden layer (an exact
+    # Mul) and halves the next weights, proved and maximized; 25000007 (solver): a first layer spelt
+    # MatMul by 10 W, Mul by 0.1 (two roundings, not the runtime's own layer: unknown, never proved)
     "network": (4, 12, 16, 21, 4000038, 13000045),
-    "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 3000028, 5000017, 13000020, 20000043),
+    "network-solver": (7, 10, 12, 20, 21, 22, 30, 32, 3000028, 5000017, 13000020, 20000043, 25000020, 25000007),
     "network-sklearn-solver": (3000026,),   # a logistic regression's label maximize (prob vs logit units)
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),
