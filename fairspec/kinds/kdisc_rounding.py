@@ -28,9 +28,9 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     error model (as for individual fairness: the verdict rests on its scores then)."""
     from fairspec.certify.enumerate import _buckets_exact, sigmoid_bounds
     from fairspec.certify.exact import threshold_of
-    from fairspec.kinds.pair_enumeration import BATCH_DEPENDENT, points_exact, runtime_spread
+    from fairspec.kinds.pair_enumeration import batch_dependent, points_exact, runtime_spread
 
-    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+    if not batch_dependent(model):
         return None
     if classes:
         post, cls, score_kind = "class", None, "class"

@@ -33,10 +33,23 @@ MAX_PAIRS = 4_000_000
 MAX_POINTS = 1_000_000
 #: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
 #: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
-#: 500 points, alone against one batch); onnxruntime scored every point alike alone, in pairs and in
-#: one batch (three Fairify networks x 1,000 points, and the soundness campaign's networks), so a tie
-#: on it is decided on its scores as before
+#: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
+#: :func:`batch_dependent`)
 BATCH_DEPENDENT = ("torch", "sklearn")
+
+
+def batch_dependent(model) -> bool:
+    """Does the runtime score one point differently in other batches? torch and scikit-learn
+    (:data:`BATCH_DEPENDENT`), and onnxruntime computing in float64: its float64 Sigmoid, Tanh,
+    Softmax and Exp round a value by its position in the batch (a few ulps; a network blind to the
+    protected input gave x and x' probabilities one ulp apart as positions 0 and 4 of a batch of 5),
+    and its multithreaded float64 Gemm sums by the batch's size (a 512-wide layer). In float32 and
+    float16 it scored every graph tried alike alone, in chunks of 1-64 and in one batch (Gemm and
+    MatMul up to 1,000 inputs wide, Relu, Sigmoid, Tanh, Softmax, Exp, threaded or not; the Fairify
+    networks; ``tests/test_runtime_precision.py`` keeps measuring it), so a tie there is decided on
+    its scores."""
+    fmt = getattr(model, "format", "")
+    return fmt in BATCH_DEPENDENT or fmt == "onnx" and str(getattr(model, "precision", "")) == "float64"
 #: at most this many points near a tie are checked for an exact runtime score (:func:`_rounded_apart`)
 MAX_EXACT_POINTS = 4096
 
@@ -135,11 +148,13 @@ SPREAD_ASSUMED = ("the runtime error model does not cover this model: how far an
 
 def _batched_without_bound(model) -> bool:
     """Does the runtime round a point differently in other batches, with no error bound of its own? A
-    torch module, or a scikit-learn model whose final estimator is not a tree model (a tree model
-    compares and adds in a fixed order per individual)."""
+    torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
+    estimator is not a tree model (a tree model compares and adds in a fixed order per individual)."""
     fmt = getattr(model, "format", "")
     if fmt == "torch":
         return True
+    if fmt == "onnx":                           # a float64 graph the error model does not cover
+        return batch_dependent(model)
     if fmt != "sklearn":
         return False
     from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
@@ -262,7 +277,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     from fairspec.kinds.pair_runtime import label_by_predict
 
     spread, layers, readout, precision = runtime
-    if spread <= 0 or getattr(model, "format", "") not in BATCH_DEPENDENT:
+    if spread <= 0 or not batch_dependent(model):
         return None
     Y = decision = None
     with np.errstate(over="ignore", invalid="ignore"):
@@ -339,7 +354,7 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
     from fairspec.certify.enumerate import compared_kind
     from fairspec.kinds.pair_runtime import label_by_predict
 
-    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+    if not batch_dependent(model):
         return None
 
     def unsure(points, scores, pairs) -> np.ndarray:
@@ -373,7 +388,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     from fairspec.certify.enumerate import compared_kind
     from fairspec.kinds.pair_runtime import post_scores
 
-    if getattr(model, "format", "") not in BATCH_DEPENDENT:
+    if not batch_dependent(model):
         return None
     X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
     s, score_kind = post_scores(prop, model, X2)
@@ -550,7 +565,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
     wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
-        mode == "maximize" and post != "class" or getattr(model, "format", "") in BATCH_DEPENDENT)
+        mode == "maximize" and post != "class" or batch_dependent(model))
     runtime = runtime_spread(prop.post, prop.cls, model, X, score_kind) if wanted else (0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
