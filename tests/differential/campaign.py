@@ -27,16 +27,17 @@ def is_time_limit(o: dict) -> bool:
     return o["klass"] == "unknown" and any(w in (o.get("reason") or "").lower() for w in TIME_LIMIT)
 
 
-#: fairspec's reason for a pair within a batch-dependent runtime's rounding of the threshold (torch and
-#: scikit-learn score one point differently in batches of other sizes or orders): the truth the harness
-#: computes from one batch is then not the runtime's only answer, so such an `unknown` is shown in its own
-#: column and kept out of the unknown target (only on those runtimes)
+#: fairspec's reason for a pair within a batch-dependent runtime's rounding of the threshold (torch,
+#: scikit-learn and onnxruntime on a float64 graph score one point differently in batches of other sizes
+#: or orders): the truth the harness computes from one batch is then not the runtime's only answer, so
+#: such an `unknown` is shown in its own column and kept out of the unknown target (only on those runtimes)
 BATCH_TIE = "depends on how the model is batched"
 
 
 def is_batch_tie(o: dict) -> bool:
-    return (o["klass"] == "unknown" and BATCH_TIE in (o.get("reason") or "")
-            and o.get("meta", {}).get("runtime") in ("torch", "sklearn"))
+    m = o.get("meta", {})
+    batched = m.get("runtime") in ("torch", "sklearn") or m.get("runtime") == "onnx" and m.get("dtype") == "float64"
+    return o["klass"] == "unknown" and BATCH_TIE in (o.get("reason") or "") and batched
 
 
 SMALL_DOMAIN = 1000          # the unknown target counts properties whose domain has at most this many points

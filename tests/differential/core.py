@@ -266,6 +266,13 @@ class Instance:
     props: list[Prop]
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        # the type the model computes in, beside each property's runtime (a float64 ONNX graph rounds by
+        # batch: campaign.is_batch_tie)
+        if self.info.get("dtype"):
+            for p in self.props:
+                p.meta.setdefault("dtype", self.info["dtype"])
+
     def spec_text(self, only: list[str] | None = None) -> str:
         body = [p.text for p in self.props if only is None or p.name in only]
         return self.spec + "\n" + "\n\n".join(body) + "\n"
