@@ -137,13 +137,18 @@ def run_onnx(data: bytes, X: np.ndarray) -> np.ndarray:
 ONNX_DTYPES = (("float32", 0.7), ("float64", 0.15), ("float16", 0.15))
 
 
-def onnx_dtype(seed: int) -> str:
-    r = float(np.random.default_rng([21, seed]).random())
-    for name, p in ONNX_DTYPES:
+def _draw(stream: int, seed: int, odds) -> str:
+    """One name of ``odds`` ((name, probability), ...) from the random stream ``[stream, seed]``."""
+    r = float(np.random.default_rng([stream, seed]).random())
+    for name, p in odds:
         if r < p:
             return name
         r -= p
-    return ONNX_DTYPES[-1][0]
+    return odds[-1][0]
+
+
+def onnx_dtype(seed: int) -> str:
+    return _draw(21, seed, ONNX_DTYPES)
 
 
 #: how the family's ONNX graphs spell their layers, with their odds (their own random stream), from
@@ -154,14 +159,7 @@ SPELLINGS_FROM = 25_000_000
 
 
 def onnx_spelling(seed: int) -> str:
-    if seed < SPELLINGS_FROM:
-        return "plain"
-    r = float(np.random.default_rng([23, seed]).random())
-    for name, p in ONNX_SPELLINGS:
-        if r < p:
-            return name
-        r -= p
-    return ONNX_SPELLINGS[-1][0]
+    return "plain" if seed < SPELLINGS_FROM else _draw(23, seed, ONNX_SPELLINGS)
 
 
 def run_torch(data: bytes, X: np.ndarray) -> np.ndarray:
