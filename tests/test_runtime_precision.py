@@ -40,24 +40,28 @@ def _weights(seed: int):
     return W1, b1, W2, np.array([0.25])
 
 
-def _save_onnx(folder, dtype: str, seed: int):
-    """A Gemm / Relu / Gemm network over (f0, g, f1) computing in ``dtype`` throughout."""
+def _save_onnx(folder, dtype: str, seed: int, weights=None, sigmoid: bool = False):
+    """A Gemm / Relu / Gemm network over (f0, g, f1) computing in ``dtype`` throughout (``weights``:
+    W1, b1, W2, b2 instead of ``_weights(seed)``; ``sigmoid``: a Sigmoid head)."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     npdt = {"float16": np.float16, "float32": np.float32, "float64": np.float64}[dtype]
     tp = {"float16": TensorProto.FLOAT16, "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}[dtype]
-    W1, b1, W2, b2 = (a.astype(npdt) for a in _weights(seed))
+    W1, b1, W2, b2 = (np.asarray(a).astype(npdt) for a in (weights or _weights(seed)))
+    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["z" if sigmoid else "y"])]
+    if sigmoid:
+        nodes.append(helper.make_node("Sigmoid", ["z"], ["y"]))
     g = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "W2", "b2"], ["y"])], "g",
+        nodes, "g",
         [helper.make_tensor_value_info("x", tp, [None, 3])], [helper.make_tensor_value_info("y", tp, [None, 1])],
         [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
          numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, str(folder / "m.onnx"))
-    return 'onnx("m.onnx", score = logit)'
+    return f'onnx("m.onnx", score = {"prob" if sigmoid else "logit"})'
 
 
 def _save_torch(folder, dtype: str, seed: int):
@@ -73,11 +77,12 @@ def _save_torch(folder, dtype: str, seed: int):
     return 'torch("m.pt", score = logit)'
 
 
-def _check(folder, model: str, op: str, eps: str, monkeypatch, solvers: bool, using: str = "") -> dict:
+def _check(folder, model: str, op: str, eps: str, monkeypatch, solvers: bool, using: str = "",
+           spec: str = SPEC) -> dict:
     from fairspec.pipeline import check
     from fairspec.report import to_json
 
-    (folder / "spec.fair").write_text(SPEC.format(model=model, op=op, eps=eps,
+    (folder / "spec.fair").write_text(spec.format(model=model, op=op, eps=eps,
                                                   using=f"\n  using {using}" if using else ""))
     if solvers:
         monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")     # the solvers, not the enumeration
@@ -129,8 +134,7 @@ def test_a_half_precision_torch_network_is_never_proved(tmp_path, monkeypatch):
         with torch.no_grad():
             return m(torch.from_numpy(X).to(torch.float16)).to(torch.float64).numpy().ravel()
 
-    gaps = np.abs(z(0) - z(1))
-    top = float(np.max(gaps))
+    top = float(np.max(np.abs(z(0) - z(1))))
     for eps in (top, (top + 0.614) / 2):         # at the runtime's maximum and below it
         v = _check(tmp_path, model, "<=", repr(eps), monkeypatch, solvers=True)
         assert v["status"] != "holds", v
@@ -310,50 +314,29 @@ def test_onnxruntime_scores_every_batch_alike_in_float32_and_float16(dtype):
             assert np.array_equal(got, full), (op, dtype, d, k, c)
 
 
-def _save_blind_sigmoid(folder, dtype: str):
-    """A Gemm / Relu / Gemm / Sigmoid network that never reads g: x and x' have the same logit."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    tp = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}[dtype]
+def _blind_weights():
+    """Weights of a network that never reads g (its row of W1 is zero): x and x' have the same logit."""
     rng = np.random.default_rng(3)
     W1 = rng.normal(0, 0.3, (3, 6))
     W1[1, :] = 0.0
-    arrays = {"W1": W1, "b1": rng.normal(0, 0.3, 6), "W2": rng.normal(0, 0.5, (6, 1)), "b2": np.array([0.1])}
-    g = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "W2", "b2"], ["z"]), helper.make_node("Sigmoid", ["z"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", tp, [None, 3])], [helper.make_tensor_value_info("y", tp, [None, 1])],
-        [numpy_helper.from_array(a.astype(dtype), n) for n, a in arrays.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    onnx.save(m, str(folder / "m.onnx"))
+    return W1, rng.normal(0, 0.3, 6), rng.normal(0, 0.5, (6, 1)), np.array([0.1])
 
 
 @pytest.mark.parametrize("solvers", [False, True], ids=["enumeration", "solvers"])
 def test_a_float64_onnx_probability_is_never_proved_at_a_batch_tie(tmp_path, monkeypatch, solvers):
-    """onnxruntime's float64 Sigmoid rounds a value by its position in the batch: the network above
-    gave x and x' (equal logits) probabilities one ulp apart as positions 0 and 4 of a batch of 5, so
-    `|prob(m(x)) - prob(m(x'))| <= 0` holds in some batches and not in others. It was `holds
-    (proved)` from the enumeration's one batch; now unknown (as on torch). Away from the tie, and on
-    the float32 graph (which scores every batch alike), the enumeration still proves it."""
+    """onnxruntime's float64 Sigmoid rounds a value by its position in the batch: the network of
+    _blind_weights gave x and x' (equal logits) probabilities one ulp apart as positions 0 and 4 of a
+    batch of 5, so `|prob(m(x)) - prob(m(x'))| <= 0` holds in some batches and not in others. It was
+    `holds (proved)` from the enumeration's one batch; now unknown (as on torch). Away from the tie,
+    and on the float32 graph (which scores every batch alike), the enumeration still proves it."""
     pytest.importorskip("onnxruntime")
     text = SPEC.replace("f0 : int in [0, 200]", "f0 : int in [0, 40]").replace("f1 : int in [0, 50]",
                                                                               "f1 : int in [0, 10]")
     text = text.replace("|logit(m(x)) - logit(m(x'))|", "|prob(m(x)) - prob(m(x'))|").replace("mode = find", "")
 
     def verdict(dtype, eps):
-        from fairspec.pipeline import check
-        from fairspec.report import to_json
-
-        _save_blind_sigmoid(tmp_path, dtype)
-        (tmp_path / "spec.fair").write_text(text.format(model='onnx("m.onnx", score = prob)', op="<=", eps=eps,
-                                                       using=""))
-        if solvers:
-            monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-        else:
-            monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
-        p = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        model = _save_onnx(tmp_path, dtype, 0, weights=_blind_weights(), sigmoid=True)
+        p = _check(tmp_path, model, "<=", eps, monkeypatch, solvers=solvers, spec=text)
         return p["status"], p["how"]
 
     assert verdict("float64", "0") == ("unknown", None)

@@ -234,11 +234,17 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
     return Enumerated(_mint("enumeration", claim, count=count, unit=unit, **detail), None, 0)
 
 
+def class_post(post: str) -> str:
+    """A class's probability / logit (``class_prob`` / ``class_logit``) is compared as ``prob`` /
+    ``logit``; any other post as itself."""
+    return {"class_prob": "prob", "class_logit": "logit"}.get(post, post)
+
+
 def compared_kind(post: str, score_kind: str) -> str:
     """The ``post`` of :func:`pair_checks` for a post-condition on the runtime's scores of kind
-    ``score_kind``: a class's probability / logit is compared as ``prob`` / ``logit``, and a
-    probability of a runtime that gives logits as ``prob-of-logit``."""
-    post = {"class_prob": "prob", "class_logit": "logit"}.get(post, post)
+    ``score_kind``: :func:`class_post`, and a probability of a runtime that gives logits as
+    ``prob-of-logit``."""
+    post = class_post(post)
     return "prob-of-logit" if post == "prob" and score_kind == "logit" else post
 
 

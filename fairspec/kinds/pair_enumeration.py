@@ -36,6 +36,8 @@ MAX_POINTS = 1_000_000
 #: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
 #: :func:`batch_dependent`)
 BATCH_DEPENDENT = ("torch", "sklearn")
+#: at most this many points near a tie are checked for an exact runtime score (:func:`_rounded_apart`)
+MAX_EXACT_POINTS = 4096
 
 
 def batch_dependent(model) -> bool:
@@ -50,8 +52,6 @@ def batch_dependent(model) -> bool:
     its scores."""
     fmt = getattr(model, "format", "")
     return fmt in BATCH_DEPENDENT or fmt == "onnx" and str(getattr(model, "precision", "")) == "float64"
-#: at most this many points near a tie are checked for an exact runtime score (:func:`_rounded_apart`)
-MAX_EXACT_POINTS = 4096
 
 
 def _max_pairs() -> int:
@@ -496,7 +496,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     """The verdict by enumeration, or None when the domain is not small and discrete (or the
     question is not one enumeration answers: extra pre-conditions, a logit post on a model that
     outputs probabilities)."""
-    from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, compared_kind, pair_checks
+    from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, class_post, compared_kind, pair_checks
     from fairspec.verdict import Verdict, Witness, unknown
 
     if prop.pre:
@@ -540,7 +540,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         a = np.concatenate([a + c * N for c in range(K)])
         b = np.concatenate([b + c * N for c in range(K)])
     count = int(a.size)
-    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)  # class cls's: prob / logit
+    post = class_post(prop.post)
     kind = compared_kind(prop.post, score_kind)
     checks = pair_checks(kind, s[a], s[b], eps=prop.eps,
                          decision_threshold=0.5 if score_kind == "label" else model.threshold,

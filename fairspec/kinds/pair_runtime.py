@@ -154,7 +154,9 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
     """The measure of a replayed pair (runtime scores ``s`` of shape (2,)), the larger of its two
     orders: what maximize reports for a witness; None where the post-condition has no measure
     (class, or label decided by the library's predict)."""
-    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
+    from fairspec.certify.enumerate import class_post
+
+    post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
     if post not in ("label", "logit", "prob") or post == "label" and (kind != "logit" or label_by_predict(model)):
         return None
@@ -168,7 +170,7 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
 def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     """Per pair (either order): does the runtime's scores pair break the post-condition, decided
     exactly by certify? (prob of a logit model: only a certain violation counts)."""
-    from fairspec.certify.enumerate import SigmoidCheck, compare_exact, pair_checks
+    from fairspec.certify.enumerate import SigmoidCheck, class_post, compare_exact, pair_checks
 
     sa = np.asarray(sa, dtype=np.float64).reshape(-1)
     sb = np.asarray(sb, dtype=np.float64).reshape(-1)
@@ -176,7 +178,7 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
         op = "<" if prop.eps_strict else "<="
         return SigmoidCheck(sa, op, prop.eps, sb).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa).decide()[1]
     out = np.zeros(sa.shape[0], dtype=bool)
-    post = {"class_prob": "prob", "class_logit": "logit"}.get(prop.post, prop.post)
+    post = class_post(prop.post)
     for x, y in ((sa, sb), (sb, sa)):
         ok = np.zeros(sa.shape[0], dtype=bool)
         for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=label_threshold(prop, model),
