@@ -290,3 +290,68 @@ def test_kdisc_restart_reaching_the_claim_stops_the_others():
     state = (evaluate, space, dict(kwargs, stop_at_k=1))  # every point reaches k = 1 at once
     res = kdisc_restarts(state, executor=SerialExecutor(), seed=0, chains=8, budget_seconds=3600.0)
     assert res.max_k >= 1 and res.iterations == 0  # no restart ran an iteration past the claim
+
+
+@pytest.fixture
+def dask_maps(monkeypatch):
+    """The names of the job functions the Dask executor ran, in order (a test shows its work reached
+    the cluster, not a serial fallback)."""
+    ran: list[str] = []
+    orig = ex_mod.DaskExecutor.map
+
+    def counted(self, fn, items, *a, **kw):
+        ran.append(fn.__name__)
+        return orig(self, fn, items, *a, **kw)
+
+    monkeypatch.setattr(ex_mod.DaskExecutor, "map", counted)
+    return ran
+
+
+def test_pba_cases_on_a_local_cluster_give_the_one_process_answers(cluster, dask_maps):
+    """PBA's branch and bound (interleaved chunks of cases) and its exact stage (batches of cases,
+    one MILP each) as the cluster's jobs: the same status, stage and witness as one process, and the
+    workers' data still travels."""
+    import numpy as np
+    from test_pba_core import _cases
+
+    from fairspec.backends.pba import decide, make_cases
+
+    net, U, Up, cols, scale, lo, hi, ints, cls = _cases(5, P=40, m=3, box=2.0, integer=True, sc=0.2)
+    tc = make_cases(net, U, Up, cols, scale, lo, hi, ints, np.where(cls == 1, 1.0, -1.0))
+    f0, _, _ = tc.pair(np.zeros((tc.P, tc.m)))
+    tc.tau = np.where(f0 > 0, 1.0, -1.0)
+    runs = [(tc, {}), (tc.subset(np.arange(8)), {"bab_boxes": 0})]
+    ex_mod.configure()
+    one = [decide(t, time_limit=3600, case_limit=3600, search=False, workers=1, **kw) for t, kw in runs]
+    assert dask_maps == []
+    ex_mod.configure(cluster=cluster)
+    try:
+        dist = [decide(t, time_limit=3600, case_limit=3600, search=False, workers=2, **kw) for t, kw in runs]
+    finally:
+        ex_mod.configure()
+    assert {"_bab_chunk", "_case_batch"} <= set(dask_maps)
+    for a, b in zip(one, dist):
+        assert list(a.status) == list(b.status) and list(a.stage) == list(b.stage)
+        assert np.array_equal(np.nan_to_num(a.D, nan=1e9), np.nan_to_num(b.D, nan=1e9))
+    _worker_data_travels(cluster)
+
+
+def test_bootstrap_on_a_local_cluster_gives_the_serial_interval(cluster, dask_maps, tmp_path):
+    """bootstrap = N's resamples as the cluster's jobs (each from its own seed): the serial interval,
+    and the workers' data still travels."""
+    from test_distribution_runner import DATA_SPEC, spec, verdicts, write_csv
+
+    csv = write_csv(tmp_path / "d.csv")
+    claim = "statistical_parity(r, groups grp, distribution conditional(people)) <= 0.5\n  bootstrap = 40"
+    path = spec(tmp_path, DATA_SPEC.format(csv=csv, rule="age >= 40 and score > 0.5 and member", claim=claim))
+    ex_mod.configure()
+    serial = verdicts(path)["p"]
+    ex_mod.configure(cluster=cluster)
+    try:
+        dist = verdicts(path)["p"]
+    finally:
+        ex_mod.configure()
+    assert "_bootstrap_batch" in dask_maps
+    assert serial.details["bootstrap"]["resamples"] == 40
+    assert (dist.status, dist.how, dist.value, dist.bound) == (serial.status, serial.how, serial.value, serial.bound)
+    _worker_data_travels(cluster)
