@@ -292,7 +292,7 @@ def test_fairify_ac1():
     model = onnx.load(str(AC1))
     assert model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == 13
     X = np.random.default_rng(0).integers(0, 10, size=(20, 13)).astype(np.float64)
-    logit = load_model("onnx", AC1)
+    logit = load_model("onnx", AC1, output="logit")
     prob = load_model("onnx", AC1, output="prob")
     assert (logit.score_kind, prob.score_kind, logit.input_width) == ("logit", "prob", 13)
     np.testing.assert_allclose(1 / (1 + np.exp(-logit.score(X))), prob.score(X), atol=1e-5)

@@ -220,7 +220,8 @@ def test_one_path_from_a_loaded_model_to_its_network():
     root = Path(__file__).resolve().parents[1]
     X = np.random.default_rng(0).random((50, 46))
     for fmt, name in (("onnx", "mlp.onnx"), ("torch", "mlp.pt"), ("sklearn", "lr.skops")):
-        m = load_model(fmt, root / "examples/adult/models" / name, trust_pickle=fmt == "torch")
+        m = load_model(fmt, root / "examples/adult/models" / name, trust_pickle=fmt == "torch",
+                       **({"output": "logit"} if fmt == "onnx" else {}))
         net = m.piecewise_linear()
         assert isinstance(net, PLNet)
         logits = net.forward(X)

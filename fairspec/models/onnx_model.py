@@ -7,7 +7,7 @@ import io
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
-from .peek_onnx import OnnxSignature, read_onnx_signature
+from .peek_onnx import OnnxSignature, guessed_score_kind, output_choice_problem, read_onnx_signature
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
 _INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
@@ -64,6 +64,9 @@ class OnnxModel(LoadedModel):
             raise ModelLoadError(f"the output {output!r} chosen for ONNX model {path} is neither a name nor a position", path)
         out = sig.outputs[pos]
         self.output_name = out.name
+        problem = output_choice_problem(sig, output)
+        if problem is not None:                        # several outputs, none named; labels, not scores
+            raise ModelLoadError(f"ONNX model {path}: {problem[0]} ({problem[1]})", path)
 
         # The column and the decision rule: fairspec.models.readout decides, from the output's shape.
         oshape = out.shape
@@ -77,8 +80,8 @@ class OnnxModel(LoadedModel):
             columns = 1
         elif oshape is not None and len(oshape) == 2 and isinstance(oshape[1], int) and oshape[1] > 0:
             columns = oshape[1]
-        if kind is None:
-            kind = "prob" if "prob" in out.name.lower() else "logit"
+        if kind is None:                               # the operator that computes it, else its name
+            kind = guessed_score_kind(sig, out)
         self._what = f"output {out.name!r} of ONNX model {path}"
         from .peek_onnx import onnx_class_labels
 

@@ -87,6 +87,20 @@ def peek_output_columns(format: str, path, output: str | int | None = None) -> i
     return None
 
 
+def peek_output_problem(format: str, path, output: str | int | None = None) -> tuple[str, str] | None:
+    """(message, hint) when an ONNX declaration does not fix one graph output of scores (lint FS413;
+    fairspec.models.peek_onnx.output_choice_problem, which the loader applies too); None otherwise."""
+    from .base import normalize_format
+    from .peek_onnx import output_choice_problem
+
+    try:
+        if normalize_format(format, path) != "onnx":
+            return None
+        return output_choice_problem(read_onnx_signature(pathlib.Path(path)), output)
+    except ModelLoadError:
+        return None
+
+
 @filecache.by_file(lambda format, path, *a, **kw: path)
 def piecewise_linear_obstacle(format: str, path, output: str | int | None = None) -> str | None:
     """Why the model file certainly cannot be read as a ReLU network, or None.
@@ -247,12 +261,16 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
         if score == "value" and fmt in ("onnx", "torch"):   # the declaration says what the file cannot
             return value
         if fmt == "onnx":
-            from .peek_onnx import onnx_class_labels
+            from .peek_onnx import chosen_output, guessed_score_kind, onnx_class_labels
 
+            sig = read_onnx_signature(p)
+            out = chosen_output(sig, output)
+            if score is None and out is not None and guessed_score_kind(sig, out) == "value":
+                return "regression", None, None        # an ai.onnx.ml regressor's output
             k = peek_output_columns(format, path, output)
             if k is None:
                 return None, None, None
-            labels = onnx_class_labels(read_onnx_signature(p), k)
+            labels = onnx_class_labels(sig, k)
             return ("multiclass", k, labels) if k >= 3 else ("binary", 2, labels)
         if fmt == "sklearn" and p.suffix.lower() == ".skops":
             with zipfile.ZipFile(p) as zf:

@@ -83,6 +83,7 @@ class OnnxValueInfo:
     name: str
     elem_type: int | None = None        # TensorProto.DataType: 1 float, 11 double, ...
     shape: list[int | str | None] | None = None   # None: no shape recorded
+    not_tensor: bool = False            # a sequence or map (skl2onnx's ZipMap), not a tensor
 
 
 @dataclass
@@ -156,6 +157,8 @@ def _value_info(buf, span) -> OnnxValueInfo:
             vi.name = _string(buf, v)
         elif f == 2 and wt == 2:                       # TypeProto
             for f2, wt2, v2 in _fields(buf, *v):
+                if f2 in (4, 5, 8, 9):                 # sequence, map, sparse tensor, optional
+                    vi.not_tensor = True
                 if f2 == 1 and wt2 == 2:               # tensor_type
                     for f3, wt3, v3 in _fields(buf, *v2):
                         if f3 == 1 and wt3 == 0:
@@ -337,3 +340,83 @@ def onnx_class_labels(sig: OnnxSignature, columns: int | None) -> tuple | None:
         return None
     return found[0]
 
+
+
+# --- which graph output, and what it holds (lint's FS413 and the loader say the same) ---------------
+
+_FLOAT_ELEM_TYPES = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
+_ELEM_NAMES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
+               12: "uint32", 13: "uint64"}
+# nodes that hand their input on with its values unchanged (for "which operator made this output")
+_SAME_VALUES = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout"})
+#: an output made by one of these holds probabilities
+PROB_OPS = frozenset({"Sigmoid", "Softmax"})
+#: an output made by one of these (ai.onnx.ml, as skl2onnx writes scikit-learn regressors) is a regression's
+REGRESSOR_OPS = frozenset({"LinearRegressor", "TreeEnsembleRegressor", "SVMRegressor"})
+
+
+def chosen_output(sig: OnnxSignature, output) -> OnnxValueInfo | None:
+    """The graph output ``output`` names (a name or a position), or the only one when it is None;
+    None when there is no such output or the choice is ambiguous (see :func:`output_choice_problem`)."""
+    outs = sig.outputs
+    if output is None:
+        return outs[0] if len(outs) == 1 else None
+    if isinstance(output, int) and not isinstance(output, bool):
+        return outs[output] if -len(outs) <= output < len(outs) else None
+    return next((o for o in outs if o.name == output), None)
+
+
+def output_choice_problem(sig: OnnxSignature, output) -> tuple[str, str] | None:
+    """(message, hint) when the declaration does not fix one graph output holding scores: several
+    outputs and no ``output = ...`` (skl2onnx writes a classifier's ``label`` first, then its
+    ``probabilities``), or a chosen output of class labels (integers, strings) or of maps. None when
+    it does, or when the output named does not exist (the loader says that)."""
+    outs = sig.outputs
+    names = ", ".join(repr(o.name) for o in outs)
+    scores = [o.name for o in outs if o.elem_type in _FLOAT_ELEM_TYPES and not o.not_tensor]
+    suggest = ("add output = " + " or ".join(f'"{n}"' for n in scores) + " to the model declaration" if scores
+               else "add output = NAME to the model declaration")
+    two = [o for o in outs if o.name in scores and o.shape is not None and len(o.shape) == 2 and o.shape[1] == 2]
+    if len(scores) == 1 and two:                       # skl2onnx's probabilities: one column per class
+        suggest = f'add output = "{scores[0]}", index = 1 to the model declaration (index: the positive class\'s column)'
+    if output is None and len(outs) > 1:
+        return (f"the model file has {len(outs)} outputs ({names}) and the declaration does not say which one "
+                f"the decision reads", suggest)
+    o = chosen_output(sig, output)
+    if o is None:
+        return None
+    if o.not_tensor:
+        return (f"output {o.name!r} is a sequence or a map (scikit-learn's ZipMap), not a tensor of scores",
+                suggest if scores else "export the model with zipmap = False (skl2onnx options)")
+    if o.elem_type is not None and o.elem_type not in _FLOAT_ELEM_TYPES:
+        kind = _ELEM_NAMES.get(o.elem_type, f"type {o.elem_type}")
+        return (f"output {o.name!r} holds {kind} values (class labels), not scores: the decision rule and any "
+                f"probability are read from an output of scores",
+                suggest if scores else "export the model's scores (logits or probabilities) as a graph output")
+    return None
+
+
+def output_producer(sig: OnnxSignature, name: str) -> str | None:
+    """The operator that computes graph value ``name``, looking through nodes that pass their values
+    on unchanged (Identity, Reshape, ...); None for a graph input, an initializer or an unknown name."""
+    producer = {o: n for n in sig.nodes for o in n.outputs}
+    seen = set()
+    while name in producer and name not in seen:
+        seen.add(name)
+        n = producer[name]
+        if n.op_type not in _SAME_VALUES or not n.inputs:
+            return n.op_type
+        name = n.inputs[0]
+    return None
+
+
+def guessed_score_kind(sig: OnnxSignature, out: OnnxValueInfo) -> str:
+    """What an output holds when the declaration does not say ``score = ...``: the operator that
+    computes it decides where it tells (Sigmoid or Softmax: probabilities; an ai.onnx.ml regressor:
+    a regression's value), else the name (``prob`` in it: probabilities), else logits."""
+    op = output_producer(sig, out.name)
+    if op in PROB_OPS:
+        return "prob"
+    if op in REGRESSOR_OPS:
+        return "value"
+    return "prob" if "prob" in out.name.lower() else "logit"

@@ -192,10 +192,14 @@ class ModelChecks:
         from fairspec.models.peek import peek_output_columns
         from fairspec.models.readout import ReadoutError, resolve_readout
 
-        from fairspec.models.peek import peek_output_kind
+        from fairspec.models.peek import peek_output_kind, peek_output_problem
 
-        columns = peek_output_columns(fmt, path, output)
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
+        problem = peek_output_problem(fmt, path, output)
+        if problem is not None:
+            self.sink.add("FS413", f"model '{node.name.id}': {problem[0]}", node.span, hint=problem[1])
+            return
+        columns = peek_output_columns(fmt, path, output)
         task, n_classes, classes = peek_output_kind(fmt, path, output, score)
         try:
             r = resolve_readout(columns, index, score, what, task=task)

@@ -82,8 +82,8 @@ def plnet_evaluator(net, dtype=np.float32) -> Evaluator:
     return chunked(as_evaluator(NumpyMLP.from_plnet(net, dtype)))
 
 
-def onnx_evaluator(path, prefer: str = "auto", dtype=np.float32) -> Evaluator:
-    """Logits of a Gemm/ReLU ONNX network as a fast batched evaluator.
+def onnx_evaluator(path, prefer: str = "auto", dtype=np.float32, output: str | int = "logit") -> Evaluator:
+    """Logits (graph output ``output``) of a Gemm/ReLU ONNX network as a fast batched evaluator.
 
     prefer: "auto" (the model's piecewise-linear network -- ``LoadedModel.piecewise_linear``,
     the same network the MILP encodes -- else onnxruntime), "plnet", "ort".  dtype: the
@@ -93,11 +93,11 @@ def onnx_evaluator(path, prefer: str = "auto", dtype=np.float32) -> Evaluator:
         from fairspec.verdict import Unsupported
 
         try:
-            return plnet_evaluator(load_model("onnx", path).piecewise_linear(), dtype)
+            return plnet_evaluator(load_model("onnx", path, output=output).piecewise_linear(), dtype)
         except (Unsupported, ModelLoadError):
             if prefer == "plnet":
                 raise
-    return chunked(ort_evaluator(path, "logit"))
+    return chunked(ort_evaluator(path, output))
 
 
 def ort_evaluator(path, output: str | int = 0) -> Evaluator:
