@@ -194,7 +194,7 @@ def test_any_class_label_type_reads_the_trees_exactly(tmp_path, name, labels):
     kw.update({"max_iter": 5} if name == "HistGradientBoostingClassifier" else {})
     est = cls(**kw).fit(X, y)
     import_skops_io().dump(est, str(tmp_path / "m.skops"))
-    m = load_model("sklearn", tmp_path / "m.skops")
+    m = load_model("sklearn", tmp_path / "m.skops", index=1)     # labels other than 0/1 name the positive class
     grid = np.array(list(product(range(10), range(2), range(5))), dtype=float)
     assert np.allclose(m.tree_ensemble().prob(grid), est.predict_proba(grid)[:, 1], atol=1e-12)
     spec = tmp_path / "s.fair"
@@ -204,7 +204,7 @@ features P {
   s : {F, M} protected
   b : int in [0, 9999]
 }
-model m = sklearn("m.skops")
+model m = sklearn("m.skops", index = 1)
 encode P for m {
   a : raw
   s : code

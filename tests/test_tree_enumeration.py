@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("skops")
 
 
-def _write(tmp_path, est, body: str, feats: str, enc: str) -> str:
+def _write(tmp_path, est, body: str, feats: str, enc: str, opts: str = "") -> str:
     import skops.io as sio
 
     sio.dump(est, tmp_path / "m.skops")
     p = tmp_path / "s.fair"
-    p.write_text(f'features F {{\n{feats}\n}}\nmodel m = sklearn("m.skops")\nencode F for m {{\n{enc}\n}}\n' + body)
+    p.write_text(f'features F {{\n{feats}\n}}\nmodel m = sklearn("m.skops"{opts})\nencode F for m {{\n{enc}\n}}\n' + body)
     return str(p)
 
 
@@ -79,7 +79,8 @@ def test_a_forest_with_string_class_labels_is_decided(tmp_path):
         est = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
     body = (_prop("lab", "label(m(x)) == label(m(x'))")
             + _prop("p", "|prob(m(x)) - prob(m(x'))| <= 0.1", mode="maximize"))
-    path = _write(tmp_path, est, body, "  g : int in [0, 3] protected\n  a : int in [0, 3]", "  g : raw\n  a : raw")
+    path = _write(tmp_path, est, body, "  g : int in [0, 3] protected\n  a : int in [0, 3]", "  g : raw\n  a : raw",
+                  ", index = 1")                         # "yes" is positive: the spec says so (FS413 without)
     v = _verdicts(path)
     pts = np.array(list(itertools.product(range(4), range(4))), dtype=float)
     lab = est.predict(pts) == est.classes_[1]

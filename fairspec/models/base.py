@@ -43,13 +43,16 @@ class ModelLoadError(Exception):
     debugging but is never meant to be shown to users.
     """
 
-    def __init__(self, message: str, path: str | pathlib.Path | None = None):
+    def __init__(self, message: str, path: str | pathlib.Path | None = None, *, code: str | None = None,
+                 hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.path = None if path is None else pathlib.Path(path)
+        self.code = code        # a lint code when the declaration, not the file, is at fault (FS413)
+        self.hint = hint
 
     def __str__(self) -> str:
-        return self.message
+        return self.message + (f" ({self.hint})" if self.hint else "")
 
 
 _ANNOUNCED: set[str] = set()
@@ -113,7 +116,7 @@ def readout_for(path: pathlib.Path, columns: int | None, index, score_kind: str,
     try:
         return resolve_readout(columns, index, score_kind, what, task=task, classes=classes)
     except ReadoutError as e:
-        raise ModelLoadError(f"{e.message}" + (f" ({e.hint})" if e.hint else ""), path) from None
+        raise ModelLoadError(e.message, path, code="FS413", hint=e.hint) from None
 
 
 class LoadedModel(abc.ABC):

@@ -66,7 +66,7 @@ class OnnxModel(LoadedModel):
         self.output_name = out.name
         problem = output_choice_problem(sig, output)
         if problem is not None:                        # several outputs, none named; labels, not scores
-            raise ModelLoadError(f"ONNX model {path}: {problem[0]} ({problem[1]})", path)
+            raise ModelLoadError(f"ONNX model {path}: {problem[0]}", path, code="FS413", hint=problem[1])
 
         # The column and the decision rule: fairspec.models.readout decides, from the output's shape.
         oshape = out.shape

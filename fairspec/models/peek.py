@@ -87,6 +87,26 @@ def peek_output_columns(format: str, path, output: str | int | None = None) -> i
     return None
 
 
+def peek_no_probability(format: str, path, output=None, score: str | None = None) -> str | None:
+    """Why a scikit-learn classifier file has no class probability (no predict_proba: its
+    decision_function is a margin), when the declaration chooses neither output nor score; else None."""
+    from .base import normalize_format
+    from .peek_sklearn import no_probability, skops_no_probability
+
+    if output is not None or score is not None:
+        return None                                    # the declaration says what the output is
+    try:
+        if normalize_format(format, path) != "sklearn":
+            return None
+        p = pathlib.Path(path)
+        if p.suffix.lower() == ".skops":
+            return skops_no_probability(p)
+        est = sklearn_pickle_estimator(p, final=True)  # read inertly: nothing in the file runs
+        return None if est is None else no_probability(est[0])
+    except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
+        return None
+
+
 def peek_output_problem(format: str, path, output: str | int | None = None) -> tuple[str, str] | None:
     """(message, hint) when an ONNX declaration does not fix one graph output of scores (lint FS413;
     fairspec.models.peek_onnx.output_choice_problem, which the loader applies too); None otherwise."""

@@ -341,6 +341,43 @@ def _npy_vector(zf: zipfile.ZipFile, name: str) -> tuple | None:
     return None
 
 
+# classifiers that never have predict_proba: their decision_function is a margin, not a log-odds
+_NO_PROBA = frozenset({"LinearSVC", "RidgeClassifier", "RidgeClassifierCV", "Perceptron",
+                       "PassiveAggressiveClassifier", "NearestCentroid"})
+_PROBA_LOSSES = ("log_loss", "log", "modified_huber")   # SGDClassifier losses with predict_proba
+
+
+def no_probability(cls: str | None, attrs: dict | None = None) -> str | None:
+    """Why a scikit-learn classifier of class ``cls`` (its skops attribute nodes ``attrs`` when known)
+    has no predict_proba, or None when it has one or the file does not say."""
+    def js(name):
+        n = (attrs or {}).get(name)
+        if isinstance(n, dict) and n.get("__loader__") == "JsonNode":
+            try:
+                return json.loads(n.get("content"))
+            except (TypeError, ValueError):
+                return None
+        return None
+
+    if cls in _NO_PROBA:
+        return f"a {cls} has no predict_proba"
+    if cls in ("SVC", "NuSVC") and False in (js("_effective_probability"), js("probability")):
+        return f"a {cls} fitted without probability = True has no predict_proba"
+    if cls == "SGDClassifier" and isinstance(js("loss"), str) and js("loss") not in _PROBA_LOSSES:
+        return f"an SGDClassifier with loss = {js('loss')!r} has no predict_proba"
+    return None
+
+
+def skops_no_probability(path) -> str | None:
+    """:func:`no_probability` of the classifier a skops file holds (read from its schema)."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            node = skops_final_node(json.loads(zf.read("schema.json")))
+        return no_probability(node.get("__class__"), _attrs(node))
+    except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
+        return None
+
+
 def skops_classes(path) -> tuple | None:
     """The class labels (``classes_``) of the classifier a skops file holds, read without numpy or
     scikit-learn; None when the file does not record them in a readable form."""

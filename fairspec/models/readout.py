@@ -61,6 +61,25 @@ class ReadoutError(Exception):
         self.hint = hint
 
 
+def positive_class_problem(classes, index) -> ReadoutError | None:
+    """A binary classifier's positive class must be evident or named: classes {0, 1}, {-1, 1} or
+    {False, True} make the larger one positive (scikit-learn's ``classes_[1]``, which ``predict``
+    and ``decision_function > 0`` follow); for other labels ("approve" / "deny" sorts "deny" second,
+    German credit's 1 = good / 2 = bad) sorted order says nothing, so without ``index`` it is an
+    error naming both choices. None when evident, named, or not a two-label classifier."""
+    if index is not None or classes is None or len(classes) != 2:
+        return None
+    try:
+        if set(classes) in ({0, 1}, {-1, 1}) and all(not isinstance(c, str) for c in classes):
+            return None                                # bool is an int: {False, True} == {0, 1}
+    except TypeError:
+        pass
+    a, b = (repr(c) for c in classes)
+    return ReadoutError(f"the classes are {a} and {b}, and the declaration does not say which is the positive "
+                        f"class (the decision that properties and group metrics count as positive)",
+                        f"add index = 0 to the model declaration for {a}, or index = 1 for {b}")
+
+
 @dataclass(frozen=True)
 class Readout:
     """How a model's output becomes one score and one decision.

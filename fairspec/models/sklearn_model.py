@@ -9,6 +9,7 @@ import zipfile
 
 from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
                    short_error)
+from .readout import positive_class_problem
 
 SKOPS_SUFFIXES = (".skops",)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
@@ -262,6 +263,19 @@ class SklearnModel(LoadedModel):
         columns = None
         if n_classes is not None:
             columns = n_classes if method == "predict_proba" or n_classes > 2 else 1
+        if n_classes == 2:
+            problem = positive_class_problem(_labels(classes), index)
+            if problem is not None:     # "approve" / "deny": sorted order does not say which is positive
+                raise ModelLoadError(f"scikit-learn model {path}: {problem.message}", path, code="FS413",
+                                     hint=problem.hint)
+            if method == "decision_function" and index is not None:
+                if index != 1:          # decision_function > 0 is classes_[1]: no column to choose
+                    raise ModelLoadError(
+                        f"scikit-learn model {path}: its decision_function scores class {_labels(classes)[1]!r} "
+                        f"(positive above 0), so index = {index} cannot make {_labels(classes)[0]!r} the positive "
+                        f"class; read predict_proba (output = \"predict_proba\", index = {index}) if the model has "
+                        f"it, or fit it with {_labels(classes)[0]!r} as the larger label", path)
+                index = None
         if index is None and n_classes == 2 and method == "predict_proba":
             index = 1                   # scikit-learn's own positive class, classes_[1] (as predict() decides)
         self._what = f"{method} of scikit-learn model {path}"

@@ -141,6 +141,8 @@ class ModelChecks:
             folded = load_folded(fmt, path, output, index, score, trust)
         except ModelLoadError as e:
             self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
+            if e.code:                                  # the declaration is at fault (FS413): at it, with the hint
+                self.fail(e.code, e.message, node.span, hint=e.hint)
             self.fail("FS401", str(e), path_arg.span)
         if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
             return
@@ -206,13 +208,21 @@ class ModelChecks:
         except ReadoutError as e:
             self.sink.add("FS413", e.message, node.span, hint=e.hint)
             return
+        from fairspec.models.readout import positive_class_problem
+
+        problem = positive_class_problem(classes, index) if task == "binary" else None
+        if problem is not None:             # "approve" / "deny": which one is positive is the spec's to say
+            self.sink.add("FS413", f"model '{node.name.id}': {problem.message}", node.span, hint=problem.hint)
+            return
         # the output kind (issue 25), as far as the file tells before loading: sema.outputs checks it
         import dataclasses
+
+        from fairspec.models.peek import peek_no_probability
 
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
-            classes=classes)
+            classes=classes, no_probability=peek_no_probability(fmt, path, output, score))
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):

@@ -81,6 +81,11 @@ def class_arg(ck, model: ir.Model, v) -> int:
         ck.fail("FS417", e.message, v.span, hint=e.hint)
 
 
+def no_probability_hint(name: str) -> str:
+    return (f"calibrate it (CalibratedClassifierCV) and check that, compare decisions with label({name}(x)), "
+            f"or declare score = logit if its decision_function is a log-odds")
+
+
 def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.ModelOut:
     """Check one model output against the model's kind; resolve a class label to its column.
     Reports FS414-FS417 through the lowerer (``lw.fail`` raises LowerError after reporting)."""
@@ -105,6 +110,9 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
         lw.fail("FS416", f"{fn}({name}(...)) names no class, and '{name}' is {describe_kind(model)}", span,
                 hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
                      f"or a label in quotes; or add index = i to the declaration")
+    if fn == "prob" and model.no_probability:
+        lw.fail("FS415", f"prob({name}(...)) reads a class probability, but {model.no_probability}: its "
+                         f"decision_function is a margin, not a log-odds", span, hint=no_probability_hint(name))
     if fn == "logit" and mo.cls is not None and model.score_kind == "prob":
         lw.fail("FS415", f"logit({name}(...), c) reads an output of logits, but '{name}' declares score = prob",
                 span, hint=f"use prob({name}(x), c)")
