@@ -176,6 +176,13 @@ def test_every_diagnostic_says_what_to_do():
     assert not lacking, "diagnostics without a hint:\n" + "\n".join(lacking)
 
 
+def test_no_diagnostic_prints_a_python_none():
+    """A missing name is never shown as 'None' (the FS301 that followed a model which failed to load did)."""
+    shown = [f"{path.name}: {d.code} {d.message}" for path, d in _all_diagnostics()
+             if re.search(r"\bNone\b", f"{d.message} {d.hint or ''}")]
+    assert not shown, "\n".join(shown)
+
+
 def test_every_registered_code_has_a_default_hint():
     assert [c for c, info in CODES.items() if not info.hint] == []
 

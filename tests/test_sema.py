@@ -518,6 +518,40 @@ property q {
     assert d.code == "FS205" and "agee" in d.message and d.hint == "did you mean 'age'?"
 
 
+def test_a_model_that_failed_to_load_is_reported_once(tmp_path):
+    """A model whose file cannot be read (FS401) or whose pipeline disagrees with the features (FS422) is
+    reported at the model; its properties add no FS301 "reads feature set 'None'" (nor "no encode block")."""
+    pair = """\
+property p { statistical_parity(net, groups sex) <= 0.2 }
+property q {
+  forall x, x' : People
+  require x.* == x'.* except {sex}
+  ensure label(net(x)) == label(net(x'))
+}
+"""
+    bare = BASE[:BASE.index("encode People")]
+    res = check(tmp_path, pair, base=bare.replace(str(PEOPLE_ONNX), str(FIXTURES / "models" / "garbage.onnx")))
+    assert codes(res) == ["FS401"]
+    skops = FIXTURES / "models" / "people_pipeline.skops"
+    pipeline = bare.replace(f'onnx("{PEOPLE_ONNX}", output = "logit")', f'sklearn("{skops}")')
+    pipeline = pipeline.replace("{A, B, C}", "{C, B, A}")         # the pipeline one-hot encodes A, B, C
+    res = check(tmp_path, pair, base=pipeline)
+    assert codes(res) == ["FS422"]
+    # a readable model without an encode block: the same FS501 at both properties, no None
+    res = check(tmp_path, pair, base=bare)
+    assert codes(res) == ["FS501", "FS501"]
+    assert all("has no encode block" in d.message for d in res.diagnostics)
+    # a model on another feature set: FS301 names both
+    res = check(tmp_path, pair.replace("x' : People", "x' : Other"), base=BASE + """
+features Other from people {
+  age : int in [18, 80]
+  sex : {F, M} protected
+}
+""")
+    (d,) = res.diagnostics
+    assert d.code == "FS301" and d.message == "model 'net' reads feature set 'People', not 'Other'"
+
+
 def test_explicit_data_must_have_the_feature_columns(tmp_path):
     res = check(tmp_path, f"""\
 data other = csv("{FIXTURES / 'data' / 'adult_head.ssv'}", sep = ";")

@@ -85,6 +85,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # declarations that failed their own checks (already reported): later uses stay silent
         self.failed_features: set[str] = set()  # feature names whose declaration (or feature set) failed
         self.encoded_models: set[str] = set()  # models with an encode block, even a failed one
+        self.failed_models: set[str] = set()  # models whose file could not be read (FS401): uses stay silent
         self.apply_prefixes: dict[str, ast.ApplyDecl] = {}  # property-name prefix of each policy application
 
     # ------------------------------------------------------------------ driver

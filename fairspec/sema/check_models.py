@@ -90,6 +90,7 @@ class ModelChecks:
             try:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
+                self.failed_models.add(node.name.id)    # reported here: its uses stay silent
                 self.fail("FS401", str(e), path_arg.span)
             from fairspec.models.peek import peek_input_names
 
@@ -141,6 +142,7 @@ class ModelChecks:
             folded = load_folded(fmt, path, output, index, score, trust)
         except ModelLoadError as e:
             self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
+            self.failed_models.add(node.name.id)
             if e.code:                                  # the declaration is at fault (FS413): at it, with the hint
                 self.fail(e.code, e.message, node.span, hint=e.hint)
             self.fail("FS401", str(e), path_arg.span)

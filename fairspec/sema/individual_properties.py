@@ -9,8 +9,8 @@ from __future__ import annotations
 from fairspec import ir
 from fairspec.sema.exprs import Scope
 from fairspec.sema.options import parse_options
-from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _model_of, _number, _require_binary,
-                                         _resolve, resolve_groups)
+from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _inputs_known, _model_of, _number,
+                                         _require_binary, _resolve, resolve_groups)
 from fairspec.syntax import ast
 
 
@@ -186,6 +186,7 @@ def _individual_fairness(ck, node, name, env):
     if model.format == "predictions":
         ck.fail("FS502", f"model '{model_name}' is a table of logged predictions: it cannot be evaluated at new "
                          f"inputs, so only group metrics on its data set can audit it", ensures[0].span)
+    _inputs_known(ck, model, ensures[0].span)       # a model that failed to load: reported there, no FS301
     if model.features != fs.name:
         ck.fail("FS301", f"model '{model_name}' reads feature set '{model.features}', not '{fs.name}'", ensures[0].span)
     for f, _ in relaxed:

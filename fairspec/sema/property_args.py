@@ -45,12 +45,20 @@ def _model_of(ck, e, env, table_ok: bool = False) -> ir.Model:
         ck.fail("FS502", f"model '{m.name}' is a table of logged predictions: it cannot be evaluated at new "
                          f"inputs, so only group metrics on its data set can audit it", e.span,
                 hint="state group metrics, e.g. disparate_impact(m, groups sex) >= 0.8")
-    if m.features is None:
-        if m.format == "rule" or m.name in ck.encoded_models:
-            raise LowerError()  # its rule or its encode block was already reported
-        ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", e.span,
-                hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
+    _inputs_known(ck, m, e.span)
     return m
+
+
+def _inputs_known(ck, m: ir.Model, span) -> None:
+    """FS501 when nothing tells the inputs of model ``m`` (no encode block, no pipeline that gives
+    them); silent (LowerError) when the reason was reported at the model: its rule, its encode block
+    or its pipeline failed (FS422, ...), or its file could not be read (FS401)."""
+    if m.features is not None:
+        return
+    if m.format == "rule" or m.name in ck.encoded_models or m.name in ck.failed_models:
+        raise LowerError()  # its rule, its encode block or its file was already reported
+    ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", span,
+            hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
 
 
 def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
