@@ -108,11 +108,13 @@ def sigmoid_bounds(z) -> tuple[np.ndarray, np.ndarray]:
 
 class Enumerated(NamedTuple):
     """The outcome of :func:`by_enumeration`: the Proof when every element satisfies the
-    property, else the index of the first violating element and how many violate."""
+    property, else the index of the first violating element, how many violate and which
+    (``bad``: their indices)."""
 
     proof: Proof | None
     index: int | None
     violations: int
+    bad: np.ndarray | None = None
 
 
 def _as_array(v) -> np.ndarray:
@@ -230,7 +232,7 @@ def by_enumeration(fair_when: Check | Sequence[Check], *, count: int, claim: str
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
     bad = np.flatnonzero(~ok)
     if bad.size:
-        return Enumerated(None, int(bad[0]), int(bad.size))
+        return Enumerated(None, int(bad[0]), int(bad.size), bad)
     return Enumerated(_mint("enumeration", claim, count=count, unit=unit, **detail), None, 0)
 
 
@@ -260,7 +262,8 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     * ``class``: ``z - z' <= 0`` for the predicted classes (column indices, small integers: exact),
       so both orders together say ``class(x) == class(x')``.
 
-    Both orders of every pair must be in the enumeration (the measures are directional)."""
+    Both orders of every pair must be in the enumeration (the measures are directional: a pair
+    that breaks the post-condition fails one of its two orders; :func:`ordered_pairs` counts them)."""
     op = "<" if eps_strict else "<="
     if post == "label":
         return [Check(z, "<=", decision_threshold), Check(z_prime, ">", decision_threshold)]
@@ -271,6 +274,22 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     if post == "class":
         return [Check(z, "<=", 0, minus=z_prime)]
     raise ValueError(f"unknown post-condition {post!r}")
+
+
+def ordered_pairs(a, b) -> int:
+    """How many ordered pairs ``(x, x')`` break a post-condition, given the comparisons found to break
+    it in one order (``(a[k], b[k])``: their points' indices). Every post-condition an individual-fairness
+    property states is symmetric (``label`` / ``class`` equality, ``|out(x) - out(x')| op eps``; sema
+    refuses a one-sided one, FS501), so ``(x', x)`` breaks it whenever ``(x, x')`` does, while the
+    comparisons of :func:`pair_checks` are directional: each breaking pair fails in one order only
+    (both, or several class columns, for some). The count is that of the pairs and their reverses,
+    each once (``(x, x)`` once)."""
+    a = np.asarray(a, dtype=np.int64).reshape(-1)
+    b = np.asarray(b, dtype=np.int64).reshape(-1)
+    if not a.size:
+        return 0
+    n = int(max(a.max(), b.max())) + 1
+    return int(np.unique(np.concatenate([a * n + b, b * n + a])).size)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -314,7 +314,10 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     else:
         seen = (decision if decision is not None else np.asarray(s_points, dtype=np.float64))[P].reshape(-1)
     ok = points_exact(runtime, X, P, seen)
-    res = {"near": int(np.count_nonzero(near)), "moved": int(np.count_nonzero(~ok)), "spread": spread}
+    from fairspec.certify.enumerate import ordered_pairs
+
+    # the ordered pairs near (with their reverses, whatever the classes: certify.enumerate.ordered_pairs)
+    res = {"near": ordered_pairs(ia[near], ib[near]), "moved": int(np.count_nonzero(~ok)), "spread": spread}
     if readout[0] == "assumed":                 # no error bound for this runtime: the spread is assumed
         res["assumed"] = True
     if res["moved"]:
@@ -496,7 +499,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     """The verdict by enumeration, or None when the domain is not small and discrete (or the
     question is not one enumeration answers: extra pre-conditions, a logit post on a model that
     outputs probabilities)."""
-    from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, class_post, compared_kind, pair_checks
+    from fairspec.certify.enumerate import (SigmoidCheck, by_enumeration, class_post, compared_kind, ordered_pairs,
+                                            pair_checks)
     from fairspec.verdict import Verdict, Witness, unknown
 
     if prop.pre:
@@ -547,21 +551,22 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                          eps_strict=prop.eps_strict)
     op = "<" if prop.eps_strict else "<="
     if post == "label":
-        claim = f"label(m(x)) == label(m(x')) for all {count:,} admissible ordered pairs"
+        claim = f"label(m(x)) == label(m(x')) for all {pairs:,} admissible ordered pairs"
     elif post == "class":
-        claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {count:,} admissible "
+        claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {pairs:,} admissible "
                  f"ordered pairs")
     elif prop.post in ("class_prob", "class_logit") and K > 1:
         claim = (f"|{post}(m(x), c) - {post}(m(x'), c)| {op} {prop.eps!r} for each of the {K} classes c and all "
                  f"{pairs:,} admissible ordered pairs")
     elif prop.post in ("class_prob", "class_logit"):
-        claim = (f"|{post}(m(x), {prop.cls}) - {post}(m(x'), {prop.cls})| {op} {prop.eps!r} for all {count:,} "
+        claim = (f"|{post}(m(x), {prop.cls}) - {post}(m(x'), {prop.cls})| {op} {prop.eps!r} for all {pairs:,} "
                  f"admissible ordered pairs")
     else:
-        claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {count:,} admissible ordered pairs"
-    res = by_enumeration(checks, count=count, claim=claim, unit="pairs", points=N)
+        claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} admissible ordered pairs"
+    res = by_enumeration(checks, count=count, claim=claim, unit="pairs" if K == 1 else "(class, pair) comparisons",
+                         points=N)
     seconds = time.perf_counter() - t0
-    details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": count,
+    details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": pairs,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
     wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
@@ -596,16 +601,16 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
-        return unknown(prop, batched_reason(f"{moved['near']:,} pair(s) lie", moved), backend=backend,
-                       seconds=seconds, details=details, value=value, bound=bound)
+        return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} admissible ordered pairs lie", moved),
+                       backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
                        bound=bound, backend=backend, seconds=seconds, details=details, proof=res.proof,
-                       reason=f"every one of the {count:,} admissible ordered pairs of the {N:,}-point domain "
+                       reason=f"every one of the {pairs:,} admissible ordered pairs of the {N:,}-point domain "
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
     if kind == "prob-of-logit":
-        bad = SigmoidCheck(s[a], op, prop.eps, s[b]).decide()[1]
+        ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b]).decide()        # neither: undecided
     else:
         ok = np.zeros(count, dtype=bool)
         from fairspec.certify.enumerate import compare_exact
@@ -625,10 +630,13 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             details["runtime_rounding"] = rounding_details({**moved, "reproduced": True})
             bad[replayed[0]] = True
     idx = np.flatnonzero(bad)
+    # ordered pairs (x, x'), as the denominator counts them: a comparison fails in one order of a pair that
+    # breaks the (symmetric) post-condition, for one class or several (certify.enumerate.ordered_pairs)
+    failing = ordered_pairs(a[~ok] % N, b[~ok] % N)
     if not idx.size:
-        return unknown(prop, f"{res.violations} pair(s) lie within the rounding of the logistic function of the "
-                             f"threshold {prop.eps!r}; enumeration cannot decide them", backend=backend,
-                       seconds=seconds, details=details, value=value, bound=bound)
+        return unknown(prop, f"{failing:,} of the {pairs:,} admissible ordered pairs lie within the rounding of the "
+                             f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
+                       backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if replayed is not None:
         j = replayed[0]
     elif post != "class" and (post != "label" or score_kind == "logit"):
@@ -642,8 +650,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
-    details["violating_pairs"] = int(idx.size)
+    violating = ordered_pairs(a[idx] % N, b[idx] % N)
+    details["violating_pairs"] = violating
+    if failing > violating:         # the others lie within the rounding of the threshold: not vouched for
+        details["undecided_pairs"] = failing - violating
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{int(idx.size):,} of the {count:,} admissible ordered pairs violate it on the model's "
-                          f"runtime (every pair of the {N:,}-point domain evaluated)")
+                   reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} admissible "
+                          f"ordered pairs violate it on the model's runtime (every pair of the {N:,}-point domain "
+                          f"evaluated)")
