@@ -173,3 +173,74 @@ def test_a_multiclass_network_counts_ordered_pairs_not_class_comparisons(tmp_pat
     for name, n in want.items():
         assert v[name]["status"] == "violated" and v[name]["details"]["engine"] == "enumeration", v[name]
         assert _counted(v[name]) == (n, len(by_g)), name
+
+
+# ------------------------------------------------------------------ tree models, cells of one value each
+
+def _tree_grid():
+    return np.array(list(itertools.product(range(3), range(4))), dtype=float)      # g in [0, 2], a in [0, 3]
+
+
+def _tree_file(tmp_path, est, body: str) -> str:
+    import skops.io as sio
+
+    sio.dump(est, tmp_path / "m.skops")
+    p = tmp_path / "s.fair"
+    p.write_text('features F {\n  g : int in [0, 2] protected\n  a : int in [0, 3]\n}\nmodel m = sklearn("m.skops")\n'
+                 "encode F for m {\n  g : raw\n  a : raw\n}\n" + body)
+    return str(p)
+
+
+def _tree_pairs():
+    G = _tree_grid()
+    return [(i, j) for i in range(len(G)) for j in range(len(G)) if G[i, 0] != G[j, 0] and G[i, 1] == G[j, 1]]
+
+
+def _one_value_cells(v):
+    """The cells of the split tests hold one value each: cell pairs are the domain's pairs."""
+    assert v["details"]["cells"] == v["details"]["points"] == 12, v["details"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tree_models_count_ordered_pairs_as_brute_force_does(tmp_path, seed):
+    pytest.importorskip("skops")
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    G = _tree_grid()
+    rng = np.random.default_rng(seed)
+    y2 = np.array([1, 0] * 6)[rng.permutation(12)]
+    y3 = rng.integers(0, 3, 12)
+    y3[:3] = (0, 1, 2)
+    yr = rng.integers(0, 8, 12) / 4.0
+    # every point its own leaf (split thresholds between all neighbouring values); three rows a point,
+    # so that its probability is 0, 1/3, 2/3 or 1
+    binary = DecisionTreeClassifier(random_state=0).fit(np.tile(G, (3, 1)),
+                                                       np.concatenate([y2, y2, rng.integers(0, 2, 12)]))
+    multi = DecisionTreeClassifier(random_state=0).fit(G, y3)
+    reg = DecisionTreeRegressor(random_state=0).fit(G, yr)
+    pairs = _tree_pairs()
+    P = binary.predict_proba(G)[:, list(binary.classes_).index(1)]
+    lab = binary.predict(G)
+    checks = [
+        (binary, _prop("label_g", "g", "label(m(x)) == label(m(x'))"), sum(lab[i] != lab[j] for i, j in pairs)),
+        (binary, _prop("prob_g", "g", "|prob(m(x)) - prob(m(x'))| <= 0.5"),
+         sum(abs(Fraction(float(P[i])) - Fraction(float(P[j]))) > Fraction("0.5") for i, j in pairs)),
+        (multi, _prop("class_g", "g", "class(m(x)) == class(m(x'))"),
+         sum(multi.predict(G)[i] != multi.predict(G)[j] for i, j in pairs)),
+        (multi, _prop("every_g", "g", "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 0.5"),
+         sum(bool(np.any(np.abs(multi.predict_proba(G)[i] - multi.predict_proba(G)[j]) > 0.5)) for i, j in pairs)),
+        (reg, _prop("value_g", "g", "|value(m(x)) - value(m(x'))| <= 0.5"),
+         sum(abs(Fraction(float(reg.predict(G)[i])) - Fraction(float(reg.predict(G)[j]))) > Fraction("0.5")
+             for i, j in pairs)),
+    ]
+    for k, (est, body, want) in enumerate(checks):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        (v,) = _check_json(_tree_file(folder, est, body)).values()
+        assert len(pairs) == 24
+        if not want:
+            assert v["status"] == "holds", v
+            continue
+        assert v["status"] == "violated", v
+        _one_value_cells(v)
+        assert _counted(v) == (want, len(pairs)), (v["name"], v["reason"])

@@ -196,11 +196,15 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
     if value is None and post != "class":
         value = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
-    details["violating_pairs"] = res.violations
+    from fairspec.certify.enumerate import ordered_pairs
+
+    # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
+    kb = res.bad % int(I.size)
+    details["violating_pairs"] = violating = ordered_pairs(I[kb], J[kb])
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{res.violations:,} of {count:,} {'(class, cell pair) elements' if every else unit} "
-                          "violate it on the library's runtime (enumeration)")
+                   reason=f"{violating:,} of the {int(I.size):,} admissible ordered {unit} violate it on the library's "
+                          "runtime (enumeration)")
 
 
 MAX_FLIPS = 512

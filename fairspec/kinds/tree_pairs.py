@@ -409,11 +409,14 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                 (float(out[0]), float(out[1])), replayed_by=details["runtime"])
     if value is None and post != "label":
         value = float(Fraction(float(measure[i])) - Fraction(float(measure[j])))
-    details["violating_pairs"] = res.violations
+    from fairspec.certify.enumerate import ordered_pairs
+
+    # ordered pairs, as I and J hold them: a label comparison fails in one order of a pair with two labels
+    details["violating_pairs"] = violating = ordered_pairs(I[res.bad], J[res.bad])
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{res.violations:,} of {int(I.size):,} {unit} violate it on the library's runtime "
-                          "(enumeration)")
+                   reason=f"{violating:,} of the {int(I.size):,} admissible ordered {unit} violate it on the library's "
+                          "runtime (enumeration)")
 
 
 def _pts(dom) -> str:
