@@ -16,6 +16,10 @@ spec then reads those files instead of the declared ones, through exactly the co
 check` runs, so the verdicts are the CLI's on the same model and data. The folder is removed
 when the call returns. The spec file and everything it declares are only read.
 
+A declaration that lists ``columns = [...]`` reads its file by position; a data frame's columns are
+matched to that list by name (any order, no column missing and none extra), unless its labels are
+pandas' default 0..n-1, which stay positional.
+
 Paths (str or os.PathLike) are accepted wherever an object is, and replace the declared file.
 """
 
@@ -133,7 +137,8 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
     spec:     the path of a .fair file.
     models:   {model name in the spec: an estimator, Pipeline, XGBoost/LightGBM model, torch
               module, ONNX ModelProto, or a file path}.
-    data:     {data name in the spec: a pandas or polars DataFrame, or a file path}.
+    data:     {data name in the spec: a pandas or polars DataFrame, or a file path}; under
+              ``columns = [...]`` a frame's columns are matched to the list by name.
     property: decide only this property.
     allow:    folders outside the spec's project that its paths may name (--allow-path).
     workers:  > 1 decides the properties in parallel worker processes (--workers).
@@ -181,7 +186,14 @@ class _Substitutes:
         if declared is None:  # the spec does not parse: check/lint report its diagnostic
             return self
         self._tmp = tempfile.TemporaryDirectory(prefix="fairspec-api-")
-        folder = Path(self._tmp.name)
+        try:
+            self._write_all(declared, Path(self._tmp.name))
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        return self
+
+    def _write_all(self, declared: dict, folder: Path) -> None:
         self.allow = (str(folder),)
         for kind, objects, write, words in (("model", self.models, _write_model, ("model", "models")),
                                             ("data", self.data, _write_data, ("data set", "data sets"))):
@@ -191,7 +203,6 @@ class _Substitutes:
                     raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
                                         f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
                 self.files[(kind, name)] = write(obj, decl, folder / f"{kind}-{name}", name)
-        return self
 
     def __exit__(self, *exc):
         if self._tmp is not None:
@@ -200,8 +211,8 @@ class _Substitutes:
 
 
 def _declarations(spec: Path) -> dict | None:
-    """{"model": {name: format}, "data": {name: (format, sep, header, missing)}} as the spec writes
-    them (parsed only; the files they name are not read)."""
+    """{"model": {name: format}, "data": {name: _DataDecl}} as the spec writes them (parsed only;
+    the files they name are not read)."""
     from fairspec.syntax import ast
     from fairspec.syntax.parser import parse_text, read_source
 
@@ -216,15 +227,30 @@ def _declarations(spec: Path) -> dict | None:
         elif isinstance(node, ast.DataDecl):
             kw = {a.name.id: a.value for a in node.args if a.kind not in ("pos", "trust")}
             sep = kw["sep"].value if "sep" in kw and isinstance(kw["sep"], ast.Str) else ","
-            header = not (("header" in kw and getattr(kw["header"], "value", True) is False) or "columns" in kw)
+            columns = None
+            if isinstance(kw.get("columns"), ast.ListLit):
+                columns = tuple(x.id if isinstance(x, ast.Name) else x.value for x in kw["columns"].items
+                                if isinstance(x, (ast.Name, ast.Str)))
+            # as fairspec.sema.check_data reads it: `header` when given, else a header line unless
+            # `columns` names the columns
+            header = kw["header"].value if isinstance(kw.get("header"), ast.BoolLit) else "columns" not in kw
             missing = ""
             m = kw.get("missing")
             if isinstance(m, ast.Str):
                 missing = m.value
             elif isinstance(m, ast.ListLit) and m.items and isinstance(m.items[0], ast.Str):
                 missing = m.items[0].value
-            out["data"][node.name.id] = (node.fmt.id, sep, header, missing)
+            out["data"][node.name.id] = _DataDecl(node.fmt.id, sep, header, missing, columns)
     return out
+
+
+@dataclass(frozen=True)
+class _DataDecl:
+    fmt: str
+    sep: str
+    header: bool
+    missing: str
+    columns: tuple | None  # `columns = [...]`: the file's columns, in order
 
 
 def _is_path(obj) -> bool:
@@ -290,23 +316,59 @@ def _write_model(obj, fmt, stem: Path, name: str) -> Path:
                         f"pass a file path")
 
 
-def _write_data(obj, decl, stem: Path, name: str) -> Path:
+def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
     if _is_path(obj):
         return Path(obj).resolve()
-    fmt, sep, header, missing = decl
     frame = obj
     if type(obj).__module__.split(".")[0] == "polars":
         frame = obj.to_pandas()
     if not hasattr(frame, "to_csv"):
         raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
                             f"not a {type(obj).__name__}")
+    if decl.columns is not None:
+        frame = _declared_order(frame, decl.columns, name)
     try:
-        if fmt == "parquet":
+        if decl.fmt == "parquet":
             path = stem.with_suffix(".parquet")
             frame.to_parquet(path, index=False)
             return path
         path = stem.with_suffix(".csv")
-        frame.to_csv(path, sep=sep, header=header, index=False, na_rep=missing)
+        frame.to_csv(path, sep=decl.sep, header=decl.header, index=False, na_rep=decl.missing)
         return path
     except Exception as exc:  # noqa: BLE001
-        raise FairspecError(f"data set {name!r} could not be written as {fmt}: {type(exc).__name__}: {exc}") from None
+        raise FairspecError(f"data set {name!r} could not be written as {decl.fmt}: {type(exc).__name__}: {exc}") from None
+
+
+def _declared_order(frame, columns: tuple, name: str):
+    """A data frame for a declaration that lists its columns (``columns = [...]``: a file is read by
+    position): the frame's columns matched by name, in the declared order. A frame whose labels are
+    pandas' default 0..n-1 carries no names and stays positional, as a headerless file.
+    A named frame has exactly the declared columns, in any order: a file read by position has no
+    more either, and a missing or unknown name is a mistake a verdict must not hide."""
+    labels = list(frame.columns)
+    if labels == list(range(len(labels))):
+        return frame
+    listed = f"columns = [{', '.join(columns)}]"
+    missing = [c for c in columns if c not in labels]
+    if missing:
+        raise FairspecError(f"the data frame given for {name!r} has no {_columns(missing)}, which the declaration "
+                            f"of data set {name!r} lists in {listed} (a frame's columns are matched by name; one "
+                            f"with pandas' default labels 0..n-1 is read by position)")
+    twice = list(dict.fromkeys(c for c in labels if labels.count(c) > 1))
+    if twice:
+        raise FairspecError(f"the data frame given for {name!r} has the {_columns(twice)} twice, so it cannot "
+                            f"be matched by name to the {listed} of data set {name!r}")
+    extra = [c for c in labels if c not in columns]
+    if extra:
+        raise FairspecError(f"the data frame given for {name!r} has the {_columns(extra)}, which the declaration "
+                            f"of data set {name!r} does not list in {listed} (a file declared so holds exactly "
+                            f"those columns; select them with frame[[...]])")
+    return frame[list(columns)]
+
+
+def _columns(names: list) -> str:
+    """'column 'y'' / 'columns 'y' and 'prior'' (at most five named)."""
+    q = [repr(str(n)) for n in names]
+    if len(q) > 5:
+        q = q[:4] + [f"{len(q) - 4} more"]
+    return f"column {q[0]}" if len(q) == 1 else f"columns {', '.join(q[:-1])} and {q[-1]}"

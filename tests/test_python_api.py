@@ -154,3 +154,68 @@ def test_errors_are_sentences_or_diagnostics(tmp_path):
 def test_python_dash_m_fairspec_runs():
     out = subprocess.run([sys.executable, "-m", "fairspec", "--version"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip()
+
+
+def _headerless_project(tmp_path, header=False):
+    """A headerless CSV read by `columns = [...]` (the label `y` and another 0/1 column `z` that
+    disagrees with it) and a rule model: accuracy_difference depends on which column is the label."""
+    rng = np.random.default_rng(1)
+    n = 300
+    a = rng.integers(0, 10, n)
+    s = rng.integers(0, 2, n)
+    y = ((a + 3 * s + rng.normal(0, 2, n)) > 6).astype(int)
+    z = (rng.random(n) < 0.5).astype(int)
+    lines = "".join(f"{x},{'MF'[k]},{w},{v}\n" for x, k, w, v in zip(a, s, y, z))
+    (tmp_path / "d.csv").write_text(("junk,junk,junk,junk\n" if header else "") + lines)
+    spec = tmp_path / "spec.fair"
+    spec.write_text(f'''data d = csv("d.csv", header = {str(header).lower()}, columns = [a, s, y, z], label = y == 1)
+features P from d {{
+  a : int in [0, 9]
+  s : {{M, F}} protected
+}}
+model m = rule(a >= 5)
+property acc {{
+  accuracy_difference(m, groups s) <= 0.5 bootstrap = 20
+}}
+''')
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": a, "s": [("MF")[k] for k in s], "y": y, "z": z})
+    return spec, frame
+
+
+def test_a_named_frame_is_matched_to_the_declared_columns_by_name(tmp_path):
+    """`columns = [...]` reads a file by position; a data frame's columns are matched by name, so a
+    frame in another order gives the file's verdict (it was written by position: the label came
+    from `z`). A frame with pandas' default labels 0..n-1 stays positional."""
+    spec, frame = _headerless_project(tmp_path)
+    want = fairspec.check(spec)["acc"].value
+    assert fairspec.check(spec, data={"d": frame[["z", "y", "s", "a"]]})["acc"].value == want
+    positional = frame[["a", "s", "z", "y"]].T.reset_index(drop=True).T   # labels 0..3: z read as the label
+    assert fairspec.check(spec, data={"d": positional})["acc"].value != want
+    assert fairspec.check(spec, data={"d": frame.T.reset_index(drop=True).T})["acc"].value == want
+
+
+def test_header_true_with_columns_keeps_the_first_row(tmp_path):
+    """`header = true, columns = [...]`: the file's first line is skipped as a header, so the frame is
+    written with one (it was written without, and its first row was lost)."""
+    spec, frame = _headerless_project(tmp_path, header=True)
+    assert fairspec.lint(spec, data={"d": frame}) == fairspec.lint(spec)
+    assert fairspec.check(spec, data={"d": frame})["acc"].value == fairspec.check(spec)["acc"].value
+
+
+def test_a_frame_without_a_declared_column_is_refused(tmp_path, monkeypatch):
+    import tempfile
+
+    spec, frame = _headerless_project(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))     # where the API's folder is made
+    with pytest.raises(fairspec.FairspecError, match=r"^the data frame given for 'd' has no column 'y', which the "
+                                                     r"declaration of data set 'd' lists in columns = \[a, s, y, z\]"):
+        fairspec.check(spec, data={"d": frame.rename(columns={"y": "label"}).drop(columns="label")})
+    with pytest.raises(fairspec.FairspecError, match="has no columns 'y' and 'z'"):
+        fairspec.check(spec, data={"d": frame[["a", "s"]]})
+    with pytest.raises(fairspec.FairspecError, match="has the column 'extra', which the declaration of data set 'd' "
+                                                     "does not list"):
+        fairspec.check(spec, data={"d": frame.assign(extra=0)})
+    assert list(scratch.iterdir()) == []                           # the folder is removed on a refusal too
