@@ -14,7 +14,9 @@ as JSON, LightGBM as its text format, torch modules as TorchScript, ONNX ModelPr
 data frames as CSV with the declaration's separator, header and missing marker, or Parquet); the
 spec then reads those files instead of the declared ones, through exactly the code `fairspec
 check` runs, so the verdicts are the CLI's on the same model and data. The folder is removed
-when the call returns. The spec file and everything it declares are only read.
+when the call returns, and the errors, diagnostics and reasons about those files name the
+objects instead ("the data frame given for 'test'"). The spec file and everything it declares are
+only read.
 
 A declaration that lists ``columns = [...]`` reads its file by position; a data frame's columns are
 matched to that list by name (any order, no column missing and none extra), unless its labels are
@@ -27,8 +29,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -127,7 +130,7 @@ def lint(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, An
 
     with _Substitutes(spec, models, data) as sub:
         res = pipeline.lint(sub.spec, allow=tuple(allow) + sub.allow, substitutes=sub.files)
-    return list(res.diagnostics)
+        return [sub.relabel(d) for d in res.diagnostics]
 
 
 def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
@@ -160,6 +163,7 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
                                  substitutes=sub.files, parallel=parallel)
         finally:
             executor._CONFIG.update(before)
+        sub.relabel_report(rep)
     return CheckReport(rep)
 
 
@@ -167,7 +171,9 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
 
 
 class _Substitutes:
-    """A private folder holding the in-memory objects as files, removed on exit."""
+    """A private folder holding the in-memory objects as files, removed on exit. The errors,
+    diagnostics and reasons about those files name the objects instead (:meth:`relabel`): "the data
+    frame given for 'test'", "the model given for 'clf'", not a file that is gone when the call returns."""
 
     def __init__(self, spec, models, data):
         self.spec = Path(spec)
@@ -177,6 +183,7 @@ class _Substitutes:
         self.data = dict(data or {})
         self.files: dict = {}
         self.allow: tuple = ()
+        self.labels: dict[str, tuple[str, str]] = {}  # a written file -> (kind, name)
         self._tmp = None
 
     def __enter__(self):
@@ -202,12 +209,60 @@ class _Substitutes:
                 if decl is None:
                     raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
                                         f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
-                self.files[(kind, name)] = write(obj, decl, folder / f"{kind}-{name}", name)
+                path = write(obj, decl, folder / f"{kind}-{name}", name)
+                self.files[(kind, name)] = path
+                if not _is_path(obj):
+                    for shown in {str(path), str(path.resolve())}:
+                        self.labels[shown] = (kind, name)
 
     def __exit__(self, *exc):
         if self._tmp is not None:
             self._tmp.cleanup()
         return False
+
+    def relabel(self, x):
+        """``x`` (a message, a Diagnostic, a Verdict, or a list, tuple or dict of them) with each
+        written file named as the object it holds."""
+        if not self.labels:
+            return x
+        if isinstance(x, str):
+            return self._text(x)
+        if type(x) in (list, tuple):
+            return type(x)(self.relabel(v) for v in x)
+        if type(x) is dict:
+            return {k: self.relabel(v) for k, v in x.items()}
+        from fairspec.diagnostics import Diagnostic
+
+        if isinstance(x, Diagnostic):
+            return replace(x, message=self._text(x.message), hint=self.relabel(x.hint),
+                           related=tuple(replace(r, message=self._text(r.message)) for r in x.related))
+        if isinstance(x, Verdict):
+            return replace(x, reason=self.relabel(x.reason), details=self.relabel(x.details))
+        return x
+
+    def relabel_report(self, rep) -> None:
+        """The report's diagnostics, error, warnings and verdicts, relabelled in place."""
+        if not self.labels:
+            return
+        rep.diagnostics = self.relabel(list(rep.diagnostics))
+        rep.verdicts = self.relabel(list(rep.verdicts))
+        rep.error = self.relabel(rep.error)
+        rep.warnings = self.relabel(list(rep.warnings))
+        rep.internal_errors = self.relabel(list(rep.internal_errors))
+
+    def _text(self, text: str) -> str:
+        if not any(path in text for path in self.labels):
+            return text
+        for path, (kind, name) in sorted(self.labels.items(), key=lambda kv: -len(kv[0])):
+            shown = f"the data frame given for {name!r}" if kind == "data" else f"the model given for {name!r}"
+            q = re.escape(path)
+            text = re.sub(rf"\bthe pipeline in {q}", f"the pipeline given for {name!r}", text)
+            # "data file P", "model file P", "ONNX model P", "scikit-learn model P": the object
+            text = re.sub(rf"\b(?:(?:ONNX|onnx|torch|sklearn|scikit-learn|xgboost|XGBoost|lightgbm|LightGBM) )?"
+                          rf"(?:data file|model file|model) {q}", shown, text)
+            text = re.sub(rf"^{q} holds ", f"{shown} is ", text)   # "P holds a Pipeline that ..."
+            text = text.replace(path, shown)
+        return text
 
 
 def _declarations(spec: Path) -> dict | None:

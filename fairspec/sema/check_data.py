@@ -103,8 +103,9 @@ class DataChecks:
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
                                 for c, n in zip(r, names))]
+        shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
-            path_arg.value, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
+            shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
         scope = Scope("data", columns=types)
         where = label = None
         if "where" in kw:
