@@ -402,3 +402,31 @@ def test_a_trusted_pickled_pipeline_needs_no_encode_block(project, suffix):
     b.write_text(FEATURES + 'model m = sklearn("lr.skops")\n' + PROPS.replace("BACKEND", "milp"))
     got, want = check(a).verdicts, check(b).verdicts
     assert [(v.name, v.status, v.value) for v in got] == [(v.name, v.status, v.value) for v in want]
+
+
+def test_an_unfitted_pipeline_or_estimator_is_one_sentence(project):
+    """A model saved (or passed to the Python API) before fit: one FS401 saying it is not fitted,
+    naming the file or the object, not scikit-learn's missing attribute or a temporary file, and no
+    follow-on error about its inputs; a trusted pickle, which lint does not load, when it is loaded."""
+    import pickle
+
+    import fairspec
+    from fairspec.models import ModelLoadError
+    from fairspec.sema.check import check_file
+
+    unfitted = {"Pipeline": Pipeline([("pre", _pre()), ("clf", LogisticRegression())]),
+                "LogisticRegression": LogisticRegression()}
+    for cls, est in unfitted.items():
+        import_skops_io().dump(est, str(project / "unfitted.skops"))
+        spec = project / "unfitted.fair"
+        spec.write_text(FEATURES + 'model m = sklearn("unfitted.skops")\n' + PROPS.replace("BACKEND", "milp"))
+        want = f"holds a scikit-learn {cls} that is not fitted (call its fit method on the training data first)"
+        errors = [(d.code, d.message) for d in check_file(spec).diagnostics if d.is_error]
+        assert errors == [("FS401", f"{project / 'unfitted.skops'} {want}")]
+        rep = fairspec.check(spec, models={"m": est})
+        assert [(d.code, d.message) for d in rep.diagnostics if d.is_error] == \
+            [("FS401", f"the model given for 'm' is a scikit-learn {cls} that is not fitted (call its fit method "
+                       f"on the training data first)")]
+    (project / "unfitted.pkl").write_bytes(pickle.dumps(LogisticRegression()))
+    with pytest.raises(ModelLoadError, match="unfitted.pkl holds a scikit-learn LogisticRegression that is not fitted"):
+        load_model("sklearn", project / "unfitted.pkl", trust_pickle=True)

@@ -215,6 +215,32 @@ def skops_top_class(path) -> str | None:
     return cls if isinstance(cls, str) else None
 
 
+def not_fitted(path, cls: str) -> str:
+    """The sentence for a scikit-learn model file whose estimator was never fitted."""
+    return f"{path} holds a scikit-learn {cls} that is not fitted (call its fit method on the training data first)"
+
+
+def skops_unfitted(path) -> str | None:
+    """The class of the object a skops file holds when it is a scikit-learn estimator that was never
+    fitted (no attribute ending in an underscore, scikit-learn's own test; a Pipeline: its last step,
+    as ``check_is_fitted`` reads one), else None. The loader checks with scikit-learn itself."""
+    try:
+        with zipfile.ZipFile(pathlib.Path(path)) as zf:
+            schema = json.loads(zf.read("schema.json"))
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+    if not isinstance(schema, dict):
+        return None
+    node = skops_final_node(schema)
+    attrs = _attrs(node)
+    if attrs is None or not str(node.get("__module__", "")).startswith("sklearn."):
+        return None
+    if any(k.endswith("_") and not k.startswith("__") for k in attrs):
+        return None
+    cls = schema.get("__class__")
+    return cls if isinstance(cls, str) else None
+
+
 def skops_obstacle(schema: dict) -> str | None:
     schema = skops_final_node(schema)
     cls = schema.get("__class__")

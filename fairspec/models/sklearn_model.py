@@ -156,6 +156,22 @@ def leaf_boxes(tree) -> dict[int, dict[int, tuple[float, float]]]:
 fitted_trees = _trees
 
 
+def check_fitted(est, path) -> None:
+    """An estimator or pipeline that was never fitted (scikit-learn's ``check_is_fitted``; a pipeline
+    is fitted when its last step is): one sentence, before anything reads its fitted attributes."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        from .peek_sklearn import not_fitted
+
+        raise ModelLoadError(not_fitted(path, type(est).__name__), path) from None
+    except Exception:  # noqa: BLE001 - not an estimator scikit-learn can tell (no fit method): read it as it is
+        return
+
+
 def check_tree_structure(est, path) -> None:
     """Refuse a tree whose node arrays point outside themselves: scikit-learn walks them without
     bounds checks, so such a file (damaged, or crafted) would crash the process at prediction time."""
@@ -210,6 +226,7 @@ class SklearnModel(LoadedModel):
                 path,
             )
 
+        check_fitted(est, path)
         check_tree_structure(est, path)
         self.pipeline = None            # a scikit-learn Pipeline whose preprocessing is folded (sklearn_pipeline)
         self.folded = None

@@ -82,6 +82,12 @@ class ModelChecks:
             self.fail("FS401", f"model file {path_arg.value} is {what}", path_arg.span)
         if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
             self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
+        if self.peek_models and fmt == "sklearn" and path.suffix.lower() == ".skops":
+            from fairspec.models.peek_sklearn import not_fitted, skops_unfitted
+
+            unfitted = skops_unfitted(path)
+            if unfitted:                                # one sentence, and no follow-on error about its inputs
+                self.fail("FS401", not_fitted(path, unfitted), path_arg.span)
         model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span)
         self.models[node.name.id] = model
         if self.peek_models:
