@@ -105,6 +105,29 @@ def test_linear_model_on_bins_reports_agreement():
         linear_from_sklearn(lr, cols, data.variables)          # no multiplier, no data
 
 
+def test_a_linear_model_fitted_on_a_data_frame_is_read_without_the_feature_names_warning():
+    """The agreement is measured with the model's predict on the model-input array: scikit-learn's
+    "X does not have valid feature names" is silenced there, and the rule is the array-fitted one's."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    pd = pytest.importorskip("pandas")
+    raw = mixed_data(2000, 1)
+    scale = {c: (float(raw[c].mean()), float(raw[c].std())) for c in ("age", "hours")}
+    X, cols = matrix(raw, scale)
+    data = discretise(raw, specs({c: Bins.from_quantiles(raw[c], 10).edges for c in ("age", "hours")}))
+    named = LogisticRegression(max_iter=2000).fit(pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]),
+                                                  raw["y"])
+    plain = LogisticRegression(max_iter=2000).fit(X, raw["y"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rule = linear_from_sklearn(named, cols, data.variables, X=X, codes=data.codes, grid=range(1, 21))
+    assert not [w for w in caught if "feature names" in str(w.message)]
+    same = linear_from_sklearn(plain, cols, data.variables, X=X, codes=data.codes, grid=range(1, 21))
+    assert (rule.multiplier, rule.agreement) == (same.multiplier, same.agreement)
+
+
 def test_linear_rule_and_cnf_parsing():
     r = linear_rule({"P": 1, "Q": 1, "R": 1, "S": -1}, 2)
     assert r.features == ("P", "Q", "R", "S")

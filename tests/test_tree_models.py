@@ -168,3 +168,28 @@ property k2 {
         assert v.proof is not None and v.proof.method == "enumeration"
     if v.status == "violated":
         assert v.witness.replayed_by == fmt
+
+
+@pytest.mark.parametrize("name", ["DecisionTreeClassifier", "GradientBoostingClassifier"])
+def test_a_tree_fitted_on_a_data_frame_is_read_without_the_feature_names_warning(name):
+    """The converters check themselves against the library on an array: scikit-learn's "X does not
+    have valid feature names" is silenced there (it reached `fairspec check`'s stderr), and the
+    trees reproduce the library on a data frame of the same columns."""
+    import warnings
+
+    import sklearn.ensemble as E
+    import sklearn.tree as T
+
+    from fairspec.models.trees import sklearn_columns
+
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["a", "s", "b"])
+    est = (getattr(T, name, None) or getattr(E, name))(random_state=0).fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ens = from_sklearn(est)
+        sklearn_columns(est)
+    assert not [w for w in caught if "feature names" in str(w.message)]
+    grid = np.array(np.meshgrid(np.arange(-1, 11), [0, 1], np.arange(0, 5))).reshape(3, -1).T.astype(float)
+    assert np.allclose(ens.prob(grid), est.predict_proba(pd.DataFrame(grid, columns=frame.columns))[:, 1], atol=1e-12)

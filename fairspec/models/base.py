@@ -7,6 +7,7 @@ Nothing here imports numpy or a machine-learning library at module import time:
 from __future__ import annotations
 
 import abc
+import contextlib
 import pathlib
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,19 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 SCORE_KINDS = ("logit", "prob", "value")
 FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm")
+
+
+@contextlib.contextmanager
+def unnamed_inputs():
+    """scikit-learn's ``UserWarning: X does not have valid feature names, but ... was fitted with
+    feature names`` silenced, and only it, while an estimator reads a model-input array: the encoding
+    has put the columns in the order of the names the model records (fairspec.sema.names), so the
+    warning tells a user nothing, and the values are those a data frame of the same columns gives."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names", category=UserWarning)
+        yield
 
 
 class UnsupportedModel(Unsupported):

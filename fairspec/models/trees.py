@@ -35,6 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fairspec.models.base import unnamed_inputs
 from fairspec.models.network import UnsupportedModel, sigmoid
 
 __all__ = ["Tree", "TreeEnsemble", "from_sklearn", "from_xgboost", "from_lightgbm", "is_tree_model",
@@ -251,7 +252,8 @@ def _probe_points(ens: TreeEnsemble, k: int = 64, seed: int = 0) -> np.ndarray:
 def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5) -> TreeEnsemble:
     X = _probe_points(ens)
     got = ens.aggregate(X)
-    want = np.asarray(reference(X), dtype=np.float64).reshape(-1)
+    with unnamed_inputs():                      # a model fitted on a data frame, read on the array
+        want = np.asarray(reference(X), dtype=np.float64).reshape(-1)
     if want.shape != got.shape or not np.allclose(got, want, rtol=1e-5, atol=tol):
         k = int(np.argmax(np.abs(got - want))) if want.shape == got.shape else 0
         raise UnsupportedModel(what, "trees", "the tree structure read from the model does not reproduce its "
@@ -262,7 +264,8 @@ def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5) -> T
 def _with_base(ens: TreeEnsemble, reference) -> TreeEnsemble:
     """Set ``base`` to the library's margin minus the summed leaves (read at one point)."""
     X = _probe_points(ens, k=8, seed=1)
-    diff = np.asarray(reference(X), dtype=np.float64).reshape(-1) - (ens.aggregate(X) - ens.base)
+    with unnamed_inputs():
+        diff = np.asarray(reference(X), dtype=np.float64).reshape(-1) - (ens.aggregate(X) - ens.base)
     return replace(ens, base=float(np.median(diff)))
 
 

@@ -548,7 +548,10 @@ def linear_from_sklearn(est, columns: Sequence[Column], variables: Mapping[str, 
 
     agreement = None
     if X is not None and codes is not None:
-        want = np.asarray(est.predict(X))
+        from fairspec.models.base import unnamed_inputs
+
+        with unnamed_inputs():                  # a model fitted on a data frame, read on the array
+            want = np.asarray(est.predict(X))
         want = want == (classes[1] if positive_class is None else positive_class)
         best = None
         for l in ([multiplier] if multiplier else grid):
