@@ -19,6 +19,7 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
                 property: str | None = None, allow_unknown: bool = False, allow=()):
     """Check the spec; raise AssertionError naming every property that is violated (with its value
     and witness) or unknown (unless ``allow_unknown``), and every lint error. Returns the report."""
+    __tracebackhide__ = True  # pytest shows the failing test's line and the message, not this frame
     import fairspec
     from fairspec.diagnostics import render_full
     from fairspec.pytest_plugin import describe

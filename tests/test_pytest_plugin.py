@@ -123,3 +123,18 @@ def test_tight_fails_with_its_value():
 ''')
     res = pytester.runpytest_inprocess(*_plugin_args())
     res.assert_outcomes(passed=2)
+
+
+def test_a_failing_assert_fair_shows_the_test_line_not_its_own_frame(pytester, tiny):
+    spec = _project(pytester, tiny)
+    pytester.makepyfile(test_model=f'''
+from fairspec.testing import assert_fair
+
+def test_tight():
+    assert_fair({str(spec)!r}, property="tight")
+''')
+    res = pytester.runpytest_inprocess(*_plugin_args())
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert 'assert_fair(' in out and "tight: violated" in out        # the test's line and the message
+    assert "raise AssertionError" not in out and "testing.py" not in out, out  # __tracebackhide__
