@@ -20,7 +20,7 @@ only read.
 
 A declaration that lists ``columns = [...]`` reads its file by position; a data frame's columns are
 matched to that list by name (any order, no column missing and none extra), unless its labels are
-pandas' default 0..n-1, which stay positional.
+pandas' default 0..n-1, which stay positional (as many columns as the list).
 
 Paths (str or os.PathLike) are accepted wherever an object is, and replace the declared file.
 """
@@ -401,9 +401,12 @@ def _declared_order(frame, columns: tuple, name: str):
     A named frame has exactly the declared columns, in any order: a file read by position has no
     more either, and a missing or unknown name is a mistake a verdict must not hide."""
     labels = list(frame.columns)
-    if labels == list(range(len(labels))):
-        return frame
     listed = f"columns = [{', '.join(columns)}]"
+    if labels == list(range(len(labels))):
+        if len(labels) != len(columns):
+            raise FairspecError(f"the data frame given for {name!r} has {len(labels)} unnamed columns, and the "
+                                f"declaration of data set {name!r} lists {len(columns)} in {listed}")
+        return frame
     missing = [c for c in columns if c not in labels]
     if missing:
         raise FairspecError(f"the data frame given for {name!r} has no {_columns(missing)}, which the declaration "

@@ -218,6 +218,9 @@ def test_a_frame_without_a_declared_column_is_refused(tmp_path, monkeypatch):
     with pytest.raises(fairspec.FairspecError, match="has the column 'extra', which the declaration of data set 'd' "
                                                      "does not list"):
         fairspec.check(spec, data={"d": frame.assign(extra=0)})
+    with pytest.raises(fairspec.FairspecError, match="has 3 unnamed columns, and the declaration of data set 'd' "
+                                                     "lists 4 in"):
+        fairspec.check(spec, data={"d": frame[["a", "s", "y"]].T.reset_index(drop=True).T})
     assert list(scratch.iterdir()) == []                           # the folder is removed on a refusal too
 
 
