@@ -293,9 +293,15 @@ def test_kdisc_restart_reaching_the_claim_stops_the_others():
 
 
 @pytest.fixture
-def dask_maps(monkeypatch):
+def dask_maps(cluster, monkeypatch):
     """The names of the job functions the Dask executor ran, in order (a test shows its work reached
     the cluster, not a serial fallback)."""
+    from distributed import Client
+
+    with Client(cluster, set_as_default=False) as c:   # a worker an earlier test killed is back
+        c.wait_for_workers(2, timeout=600)
+    for e in list(ex_mod._DASK.values()):               # an executor keeps the worker count it connected with
+        e.shutdown()
     ran: list[str] = []
     orig = ex_mod.DaskExecutor.map
 

@@ -213,7 +213,8 @@ def _model(rng, X: np.ndarray, P, fs, encs, files: dict, info: dict):
         data = sio.dumps(est)
         files["m.skops"] = data
         margin = kind in ("gb", "hgb") and rng.random() < 0.25
-        decl = 'model m = sklearn("m.skops"' + (', output = "decision_function"' if margin else "") + ")"
+        decl = ('model m = sklearn("m.skops"' + (', output = "decision_function"' if margin else "")
+                + (", index = 1" if strings else "") + ")")   # "no" / "yes": the spec names "yes" (FS413 without)
         info["string_labels"] = strings
     elif kind == "xgb":
         data, ties = _fit_xgb(rng, X, y, names)
