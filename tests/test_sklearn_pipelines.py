@@ -430,3 +430,31 @@ def test_an_unfitted_pipeline_or_estimator_is_one_sentence(project):
     (project / "unfitted.pkl").write_bytes(pickle.dumps(LogisticRegression()))
     with pytest.raises(ModelLoadError, match="unfitted.pkl holds a scikit-learn LogisticRegression that is not fitted"):
         load_model("sklearn", project / "unfitted.pkl", trust_pickle=True)
+
+
+def test_a_pipeline_that_drops_a_protected_column_is_fs424_and_holds(tmp_path):
+    """remainder = "drop" leaves race unread: the model is blind to it, so the property over race
+    holds; a warning says why (a hand-written block leaving race out is FS403), and the verdict is
+    proved."""
+    from fairspec.pipeline import check
+
+    df, y = _frame()
+    pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["sex", "edu"]),
+                                                ("sc", StandardScaler(), ["age", "h"])], remainder="drop")),
+                     ("clf", LogisticRegression())]).fit(df, y)
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    df.assign(y=y).to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "s.fair").write_text(FEATURES.replace("race : {A, B, C}", "race : {A, B, C} protected")
+                                     + 'model m = sklearn("m.skops")\n' + '''
+property same_race {
+  forall x, x' : P
+  require x.* == x'.* except {race}
+  ensure label(m(x)) == label(m(x'))
+}
+''')
+    report = check(tmp_path / "s.fair")
+    warned = [d for d in report.diagnostics if d.code == "FS424"]
+    assert len(warned) == 1 and "'race'" in warned[0].message and not report.has_errors
+    assert [d.code for d in report.diagnostics if d.code.startswith("FS42")] == ["FS424"]
+    v = report.verdicts[0]
+    assert (v.status, v.how) == ("holds", "proved")

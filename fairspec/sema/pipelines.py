@@ -108,6 +108,12 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
             out.append(ce)
     if not ok:
         return None
+    read = {ce.feature for ce in out}
+    for f in fs.protected:      # an encode block leaving it out is FS403; a pipeline may drop it on purpose
+        if f.name not in read:
+            sink.add("FS424", f"the pipeline of model '{model}' never reads protected feature '{f.name}' (it drops "
+                              f"the column): the model is blind to it, so its individual-fairness properties over "
+                              f"'{f.name}' hold trivially", f.span or span)
     return ir.Encoding(fs.name, model, tuple(out), folded.width, span=span)
 
 
