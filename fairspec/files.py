@@ -9,8 +9,9 @@ a path whose real location (symbolic links followed) lies outside is a :class:`P
 whose message names the path and never shows the file's content.
 
 :func:`safe_write` is the one way fairspec writes a file the user owns: confined, never onto a
-folder, a device or a protected file (the model being repaired), never through a symbolic link
-that leads out of the root, and atomic (a temporary file in the same folder, then a rename).
+folder, a device, a read-only file or a protected file (every file the spec reads: itself, its
+imports, its models and data), never through a symbolic link that leads out of the root, and
+atomic (a temporary file in the same folder, then a rename).
 
 :func:`file_kind` and :func:`os_error` turn what the operating system says about a user's path
 into one sentence naming it (a folder, a device, missing, unreadable, a name too long, ...).
@@ -166,7 +167,8 @@ def check_target(path, roots: Roots, *, protect: Iterable[str | Path] = (), what
                  suffixes: Iterable[str] | None = None) -> Path:
     """The real path :func:`safe_write` would write for ``path``, or PathError (one sentence naming
     it): empty, outside ``roots``, a folder, a device, pipe or socket (never opened: a FIFO would
-    block), one of ``protect``, a suffix not in ``suffixes``, or a folder that does not exist.
+    block), one of ``protect``, a read-only file, a suffix not in ``suffixes``, or a folder that
+    does not exist.
     Lint and the command line call it before any work; safe_write calls it again at the end."""
     if path is None or str(path) == "":
         raise PathError(f"the {what} is empty; name a file")
@@ -187,13 +189,26 @@ def check_target(path, roots: Roots, *, protect: Iterable[str | Path] = (), what
             raise PathError(f"the {what} {path} must end in {', '.join(allowed)}")
     for p in protect:
         if p and _real(Path(p)) == real:
-            raise PathError(f"the {what} {path} is a file the spec reads (the model being read, its data or the "
-                            "spec); write to another file")
+            raise PathError(f"the {what} {path} is a file the spec reads (the spec, a file it imports, a model or "
+                            "a data file); write to another file")
+    if kind == "file" and read_only(real):
+        raise PathError(f"the {what} {path} is read-only; fairspec does not replace it (make it writable, or name "
+                        "another file)")
     if file_kind(real.parent) != "folder":
         raise PathError(f"the folder of the {what} {path} does not exist")
     if not os.access(real.parent, os.W_OK | os.X_OK):
         raise PathError(f"the folder of the {what} {path} cannot be written (Permission denied)")
     return real
+
+
+def read_only(path) -> bool:
+    """The user cannot write the file: os.access says so, or no write bit is set at all (root passes
+    os.access whatever the mode, but a 0444 file is the user's way of saying "leave it")."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not os.access(path, os.W_OK) or not stat.S_IMODE(mode) & 0o222
 
 
 def check_spec_output(text: str, base: Path, roots: Roots, what: str, *,

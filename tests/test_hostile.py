@@ -180,7 +180,7 @@ def test_safe_write_is_atomic_and_confined(tmp_path):
     with pytest.raises(OutsideRoot):
         safe_write(proj / "out", b"x", roots)
     assert secret.read_text().startswith(SECRET)
-    with pytest.raises(PathError, match="model being read"):
+    with pytest.raises(PathError, match="a file the spec reads"):
         safe_write(out, b"x", roots, protect=[out])
     with pytest.raises(PathError, match="does not exist"):
         safe_write(proj / "nowhere" / "x.bin", b"x", roots)

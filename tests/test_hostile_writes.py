@@ -280,3 +280,96 @@ property c {
     res = lint(spec)
     assert [(d.code, d.span.line) for d in res.diagnostics if d.is_error] == [("FS212", 1)], \
         [(d.code, d.message) for d in res.diagnostics]
+
+
+# ---------------------------------------------------------------- no write replaces a file the spec reads
+
+DT = FIXTURES / "models" / "people_dt.skops"
+
+
+def _reads_project(tmp_path: Path, write: str) -> tuple[Path, Path]:
+    """A spec (named spec.skops) that imports lib.skops, reads people.skops (a CSV) and two
+    models, and repairs dt into ``write``: every file it reads ends in .skops."""
+    pytest.importorskip("skops")
+    proj = _project(tmp_path)
+    (proj / "dt.skops").write_bytes(DT.read_bytes())
+    (proj / "dt2.skops").write_bytes(DT.read_bytes())
+    (proj / "people.skops").write_bytes(PEOPLE.read_bytes())
+    (proj / "lib.skops").write_text("group senior = age >= 60\n")
+    spec = proj / "spec.skops"
+    spec.write_text('import "lib.skops"\n' + people_decls("people.skops", "P") + f'''
+model dt = sklearn("dt.skops")
+model dt2 = sklearn("dt2.skops")
+encode P for dt {{ sex, race : onehot  age, member, score : raw }}
+encode P for dt2 {{ sex, race : onehot  age, member, score : raw }}
+repair fix for dt {{
+  goal passing_rate_ratio(groups sex) >= 0.8
+  write "{write}"
+}}
+''')
+    return proj, spec
+
+
+@pytest.mark.parametrize("write,what", [("dt2.skops", "a model file the spec reads"),
+                                        ("people.skops", "a data file the spec reads"),
+                                        ("lib.skops", "a spec file the spec imports"),
+                                        ("./spec.skops", "the spec itself")])
+def test_a_repair_write_over_any_file_the_spec_reads_is_a_lint_error_at_the_path(tmp_path, confined, write, what):
+    proj, spec = _reads_project(tmp_path, write)
+    before = {p.name: p.read_bytes() for p in proj.iterdir()}
+    res = lint(spec)
+    lines = spec.read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if t.strip().startswith("write "))
+    errs = [(d.code, d.span.line, d.span.column) for d in res.diagnostics if d.is_error]
+    assert errs == [("FS505", line, lines[line - 1].index('"') + 1)], [d.message for d in res.diagnostics]
+    d = next(d for d in res.diagnostics if d.is_error)
+    assert what in d.message and d.hint and "new .skops file" in d.hint
+    r = run_cli("check", spec, "--format", "json", cwd=proj)
+    assert r.returncode == 2 and "internal error" not in r.stderr
+    assert {p.name: p.read_bytes() for p in proj.iterdir()} == before  # nothing replaced, nothing added
+
+
+def test_the_spec_lists_every_file_it_reads_and_the_writers_refuse_them(tmp_path, confined):
+    """Past lint (a file changed on disk, the Python API): the repair writer and the chart writer
+    themselves refuse every file of ir.Spec.inputs."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.backends.repair.runner import write_model
+    from fairspec.models import ModelLoadError
+
+    proj, spec = _reads_project(tmp_path, "fixed.skops")
+    res = lint(spec)
+    assert not [d for d in res.diagnostics if d.is_error], [d.message for d in res.diagnostics]
+    names = {Path(p).name for p in res.spec.inputs}
+    assert {"spec.skops", "lib.skops", "people.skops", "dt.skops", "dt2.skops"} <= names
+    assert {Path(p).name for p in res.inputs} >= names
+    est = DecisionTreeClassifier().fit([[0.0], [1.0]], [0, 1])
+    roots = Roots.for_spec(spec)
+    for name in ("lib.skops", "people.skops", "dt2.skops", "spec.skops"):
+        before = (proj / name).read_bytes()
+        with pytest.raises(ModelLoadError, match="a file the spec reads"):
+            write_model(est, str(proj / name), str(proj / "dt.skops"), roots, protect=res.spec.inputs)
+        assert (proj / name).read_bytes() == before
+    with pytest.raises(PathError, match="a file the spec reads"):
+        check_spec_output("lib.skops", proj, roots, "chart file", protect=res.spec.inputs)
+
+
+def test_a_chart_over_an_imported_file_is_a_lint_error(tmp_path, confined):
+    proj = _project(tmp_path)
+    spec = _pba_spec(proj, "lib.svg")
+    (proj / "lib.svg").write_text("group senior = age >= 60\n")
+    spec.write_text('import "lib.svg"\n' + spec.read_text())
+    res = lint(spec)
+    errs = [(d.code, d.span.line) for d in res.diagnostics if d.is_error]
+    assert errs == [("FS307", 16)], [(d.code, d.message) for d in res.diagnostics]
+    assert "a file the spec reads" in res.diagnostics[0].message
+
+
+def test_a_read_only_file_is_never_replaced(tmp_path):
+    roots = Roots(tmp_path)
+    f = tmp_path / "report.html"
+    f.write_text("kept")
+    os.chmod(f, 0o444)  # root passes os.access: the mode bits say "leave it"
+    with pytest.raises(PathError, match="read-only"):
+        safe_write(f, b"new", roots)
+    assert f.read_text() == "kept" and sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]

@@ -563,6 +563,14 @@ class Spec:
     groups: tuple[GroupAtom, ...]
     distributions: tuple[Distribution, ...]
     properties: tuple[Property, ...]
+    sources: tuple[str, ...] = ()  # every spec file parsed for it: the imports, then ``file`` itself
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every file the spec reads (itself, its imports, its model and data files): no file fairspec
+        writes (a repair's model, a chart, the HTML report) may replace one of them."""
+        files = (self.file, *self.sources, *(m.path for m in self.models), *(d.path for d in self.datasets))
+        return tuple(dict.fromkeys(str(f) for f in files if f))
 
     def model(self, name: str) -> Model:
         return next(m for m in self.models if m.name == name)

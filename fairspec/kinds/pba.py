@@ -253,10 +253,10 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                 name = str(chart) if len(tables) == 1 else str(Path(str(chart)).with_name(
                     f"{Path(str(chart)).stem}_{flip}{Path(str(chart)).suffix}"))
                 out = check_spec_output(name, Path(spec.file).resolve().parent, ctx.roots, "chart file",
-                                        suffixes=CHART_SUFFIXES)
+                                        suffixes=CHART_SUFFIXES, protect=spec.inputs)
                 title = f"{prop.name}: PBA by {t['groups'] and (groups.label if groups else flip)}"
                 safe_write(out, lambda tmp, t=t, title=title: write_chart(t, tmp, title=title, fmt=out.suffix[1:].lower()),
-                           ctx.roots, what="chart file", suffixes=CHART_SUFFIXES)
+                           ctx.roots, what="chart file", suffixes=CHART_SUFFIXES, protect=spec.inputs)
                 details.setdefault("charts", []).append(str(out))
         except (PathError, OSError, ValueError) as e:
             details["chart_error"] = f"the chart {chart} could not be written: {e}"

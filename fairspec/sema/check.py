@@ -37,6 +37,9 @@ class CheckResult:
     modules: list = dataclasses.field(default_factory=list)  # the parsed files, imports first (for the editor server)
     # applied property name -> (apply span, policy property span, policy name, property name)
     apply_sites: dict = dataclasses.field(default_factory=dict)
+    # every file the spec reads or names to read, also when lint fails: the spec and its imports,
+    # the model and data files (no file fairspec writes may replace one of them)
+    inputs: tuple = ()
 
 
 def _arg_value(arg: ast.Arg):
@@ -87,16 +90,21 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.encoded_models: set[str] = set()  # models with an encode block, even a failed one
         self.failed_models: set[str] = set()  # models whose file could not be read (FS401): uses stay silent
         self.apply_prefixes: dict[str, ast.ApplyDecl] = {}  # property-name prefix of each policy application
+        # {path: what it is: "the spec itself", "a spec file the spec imports", "a model file the spec reads", ...}
+        self.reads: dict[Path, str] = {}
 
     # ------------------------------------------------------------------ driver
     def run(self) -> CheckResult:
+        opened: list = []
         try:
-            modules = load_modules(self.root, self.sink, self.roots, self.sources)
+            modules = load_modules(self.root, self.sink, self.roots, self.sources, opened)
         except DiagnosticError as e:
             self.sink.extend(e.diagnostics)
-            return CheckResult(None, self.sink.items, {})
+            return CheckResult(None, self.sink.items, {}, inputs=(str(self.root),))
+        for i, p in enumerate(opened):
+            self.reads[p] = "the spec itself" if i == 0 else "a spec file the spec imports"
         if self.sink.has_errors and not modules:
-            return CheckResult(None, self.sink.items, {})
+            return CheckResult(None, self.sink.items, {}, inputs=self._inputs())
         # Imported files contribute declarations; their properties, repairs and
         # policy applications run only when that file is the one being checked.
         root = modules[-1]
@@ -131,13 +139,25 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             file=str(self.root), models=tuple(self.models.values()), datasets=tuple(self.datasets.values()),
             feature_sets=tuple(self.feature_sets.values()), encodings=tuple(self.encodings.values()),
             groups=tuple(self.groups.values()), distributions=tuple(self.distributions.values()),
-            properties=tuple(self.properties))
+            properties=tuple(self.properties), sources=tuple(str(m.file) for m in modules))
         spec = dataclasses.replace(spec, datasets=used_columns(spec))
         self._header_renames(spec)
         self._network_backends(spec)
         self._tree_models(spec)
         self._unplanned(spec)
-        return CheckResult(spec, self.sink.items, dict(self.model_widths), modules, dict(self.apply_sites))
+        return CheckResult(spec, self.sink.items, dict(self.model_widths), modules, dict(self.apply_sites),
+                           self._inputs())
+
+    def _inputs(self) -> tuple:
+        return tuple(dict.fromkeys((str(self.root), *(str(p) for p in self.reads))))
+
+    def read_by_spec(self, path) -> str | None:
+        """What ``path`` is when the spec reads it (its real location is the spec, an import, a model
+        or a data file declared so far): "a model file the spec reads", ...; None otherwise."""
+        from fairspec.files import _real
+
+        real = _real(Path(path))
+        return next((what for p, what in self.reads.items() if _real(p) == real), None)
 
     def _header_renames(self, spec: ir.Spec) -> None:
         """FS430: the spec reads a column name the file's header repeats (it reads the first)."""
@@ -171,7 +191,10 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         from fairspec.files import OutsideRoot, PathError
 
         try:
-            return self.roots.resolve(arg.value, base, what)
+            path = self.roots.resolve(arg.value, base, what)
+            if what in ("data file", "model file"):  # read by the spec (a write must never replace it)
+                self.reads.setdefault(path, f"a {what} the spec reads")
+            return path
         except OutsideRoot as e:
             self.fail("FS212", str(e), arg.span)
         except PathError as e:

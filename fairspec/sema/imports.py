@@ -25,14 +25,16 @@ def resolve_import(path: str, importer: Path, roots: Roots | None = None) -> Pat
     return roots.resolve(text, base, "import", shown=path)
 
 
-def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: dict | None = None) -> list[ast.Module]:
+def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: dict | None = None,
+                 opened: list | None = None) -> list[ast.Module]:
     """Parse the root file and, depth first, everything it imports.
 
     Returns the modules with every import before its importer, each file once.
     Syntax errors, missing files, cycles and imports outside ``roots`` (default: the root
     file's project, fairspec.files.Roots) are reported to ``sink``; a file outside is never opened.
     ``sources`` maps paths to text that replaces the file's content (an editor's unsaved
-    buffers, a formatter's output), or to its parsed Module.
+    buffers, a formatter's output), or to its parsed Module.  ``opened`` collects every file read,
+    also one that does not parse (no file fairspec writes may replace one of them).
     """
     if roots is None:
         roots = Roots.for_spec(root)
@@ -47,6 +49,8 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
 
     def visit(path: Path, via: ast.Import | None) -> None:
         key = path.resolve()
+        if opened is not None and key not in opened:
+            opened.append(key)
         if key in done:
             return
         on_stack = [p for p, _ in stack]

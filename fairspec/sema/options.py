@@ -77,7 +77,8 @@ def _output_path(ck, key: str, text: str, node) -> None:
     from fairspec.files import CHART_SUFFIXES, OutsideRoot, PathError, check_spec_output
 
     try:
-        check_spec_output(text, ck.root.parent, ck.roots, f"{key} file", suffixes=CHART_SUFFIXES)
+        check_spec_output(text, ck.root.parent, ck.roots, f"{key} file", suffixes=CHART_SUFFIXES,
+                          protect=tuple(ck.reads))  # never over the spec, an import, a model or data file
     except OutsideRoot as e:
         ck.fail("FS212", str(e), node.span)
     except PathError as e:

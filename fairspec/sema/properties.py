@@ -111,6 +111,12 @@ def build_repair(ck, node: ast.RepairDecl):
 
             if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
+            read = ck.read_by_spec(out)  # another model, a data file, the spec or an import: never replaced
+            if read:
+                ck.fail("FS505", f"the output file {w.args[0].value!r} is {read}; the repaired model must not "
+                                 "replace it", w.args[0].span,
+                        hint="write the repaired model to a new .skops file; fairspec never replaces the spec, a file "
+                             "it imports, or a model or data file it reads")
             if out.is_symlink():
                 ck.fail("FS505", f"the output file {w.args[0].value!r} is a symbolic link; name the file itself",
                         w.args[0].span)

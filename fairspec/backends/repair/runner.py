@@ -60,10 +60,11 @@ def group_boxes(groups: ir.Groups, fs: ir.FeatureSet, enc: ir.Encoding) -> tuple
     return boxes, None
 
 
-def write_model(est, path: str, model_path: str | None, roots) -> None:
+def write_model(est, path: str, model_path: str | None, roots, protect=()) -> None:
     """Write ``est`` with skops to ``path`` through fairspec.files.safe_write: confined to the
-    project roots, atomic (a temporary file, then a rename), never the model being repaired nor a
-    folder or device; here also never through a symbolic link.  A place that cannot be written is
+    project roots, atomic (a temporary file, then a rename), never the model being repaired nor
+    any file of ``protect`` (every file the spec reads: ir.Spec.inputs), nor a folder or device;
+    here also never through a symbolic link.  A place that cannot be written is
     one sentence naming it (ModelLoadError), and nothing half-written is left."""
     from fairspec.files import PathError, safe_write
     from fairspec.models import ModelLoadError
@@ -77,7 +78,7 @@ def write_model(est, path: str, model_path: str | None, roots) -> None:
                              f"(name it *.skops)", p)
     sio = import_skops_io()
     try:
-        safe_write(p, lambda tmp: sio.dump(est, tmp), roots, protect=[model_path] if model_path else [])
+        safe_write(p, lambda tmp: sio.dump(est, tmp), roots, protect=[*([model_path] if model_path else []), *protect])
     except PathError as e:
         raise ModelLoadError(f"cannot write the repaired model: {e}", p) from None
 
@@ -175,7 +176,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
         repaired = _with_final(model.pipeline, out.estimator)    # the pipeline as saved, its estimator repaired
     if prop.write is not None:
         try:
-            write_model(repaired, prop.write, spec_model.path, ctx.roots)
+            write_model(repaired, prop.write, spec_model.path, ctx.roots, protect=ctx.spec.inputs)
         except ModelLoadError as e:  # only this property is lost: the other verdicts stand
             return unknown(prop, f"the repair was found but the repaired model could not be written: {e}",
                            backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
