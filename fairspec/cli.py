@@ -168,7 +168,7 @@ def _positive(text: str) -> int:
 def _check(args) -> int:
     from fairspec import report as rep
     from fairspec.runtime import executor
-    from fairspec.pipeline import check
+    from fairspec.pipeline import InputError, check
 
     if args.html is not None and not _html_target_ok(args.html, args.spec):
         return 2  # checked before any work: a report that cannot be written is known now
@@ -191,11 +191,14 @@ def _check(args) -> int:
             # Ctrl-C / SIGTERM stops the solver; the verdicts decided so far are printed
             try:
                 result = check(args.spec, only=args.property, progress=None if parallel else progress,
-                               parallel=parallel, allow=args.allow_path)
+                               parallel=parallel, allow=args.allow_path, before=_html_guard(args))
             except KeyboardInterrupt:  # before any property ran (lint, loading): a report with no verdicts
                 result = rep_interrupted(args.spec)
             if result.interrupted:
                 _end_workers()
+    except InputError as e:  # --html FILE is a file the spec reads (known after lint): nothing ran
+        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        return 2
     finally:
         if progress:
             progress.stop()
@@ -248,6 +251,22 @@ def _html_target_ok(path: str, spec: str) -> bool:
     return True
 
 
+def _html_guard(args):
+    """``--html FILE`` checked again once lint knows every file the spec reads (its imports, models
+    and data), before any model is loaded: InputError (one sentence) when it cannot take the report."""
+    if args.html is None:
+        return None
+    from fairspec.pipeline import InputError
+    from fairspec.report import html
+
+    def guard(reads):
+        try:
+            html.check_path(args.html, keep=reads, spec=args.spec, allow=args.allow_path)
+        except html.ReportWriteError as e:
+            raise InputError(str(e)) from None
+    return guard
+
+
 def _write_html(write) -> bool:
     """Run ``write(fairspec.report.html)``; a file that cannot be written or a missing matplotlib
     is one sentence on stderr and False."""
@@ -279,7 +298,7 @@ def _check_models(args, parallel: bool) -> int:
         with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
             try:
                 reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
-                                       allow=args.allow_path)
+                                       allow=args.allow_path, before=_html_guard(args))
             except KeyboardInterrupt:  # before any job ran: one report with no verdicts
                 reports = [(None, rep_interrupted(args.spec))]
             if any(r.interrupted for _, r in reports):

@@ -98,6 +98,12 @@ class Roots:
             raise OutsideRoot(self.outside_message(shown or text, what))
         return full
 
+    def leads_out(self, path) -> bool:
+        """``path`` as written (made absolute, no link followed) lies inside the roots but its real
+        location does not: a symbolic link on the way (the file or a folder) leads out of them."""
+        lexical = Path(os.path.abspath(path))
+        return any(lexical == r or lexical.is_relative_to(r) for r in self.all) and not self.contains(lexical)
+
     def outside_message(self, text: str, what: str) -> str:
         allowed = " and the folders given with --allow-path" if len(self.extra) > 1 else ""
         return f"the {what} {text!r} is outside the project root {self.project}{allowed}"

@@ -40,6 +40,9 @@ class Report:
     imports: tuple = ()  # the imported spec files (provenance)
     started: object = None  # when the check began (UTC datetime; provenance)
     inputs: tuple = ()  # the model and data files the spec reads (the HTML report never overwrites them)
+    # every file the spec reads or names to read (itself, its imports, models, data), also when lint
+    # failed: the HTML report never replaces one of them (inputs is what provenance hashes)
+    reads: tuple = ()
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
     signal: int = 2  # the signal that interrupted the run (SIGINT 2, SIGTERM 15): exit code 128 + it
@@ -117,17 +120,23 @@ def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | Non
 
 
 def check(path, *, only: str | None = None, progress=None, models: dict[str, str] | None = None,
-          parallel: bool = False, allow=(), substitutes: dict | None = None) -> Report:
+          parallel: bool = False, allow=(), substitutes: dict | None = None, before=None) -> Report:
     """Lint, then decide every property (or ``only``) on its backend.
 
     models:   {model name: file} replaces model files declared in the spec (``--models``).
     parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
               ``--cluster``); models and data are loaded once per worker; the verdicts come
               back in the spec's order, the same as a serial run.
+    before:   called with every file the spec reads (Report.reads) once lint is done, before any
+              model or data is loaded (the command line checks --html FILE there); what it raises
+              propagates.
     """
     t0 = time.perf_counter()
     res = lint(path, allow=allow, substitutes=substitutes)
     report = Report(str(path), res.diagnostics)
+    report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
+    if before is not None:
+        before(report.reads)
     report.started = _now()
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0
@@ -223,17 +232,19 @@ def _within(a, b) -> bool:
             and (a.end_line, a.end_column) <= (b.end_line, b.end_column))
 
 
-def check_models(path, name: str | None, folder, *, only: str | None = None, parallel: bool = False, allow=()):
+def check_models(path, name: str | None, folder, *, only: str | None = None, parallel: bool = False, allow=(),
+                 before=None):
     """The spec applied to each model file in ``folder`` in place of model ``name``: [(file, Report)].
 
     Every (model file, property) pair is one job through the executor, so candidate models are
     compared in parallel; the reports come back in file order.
+    ``before``: as in :func:`check`, with the model files of the folder too.
     """
     from fairspec.runtime.executor import SerialExecutor, get_executor
 
     res = lint(path, allow=allow)
     if res.spec is None or any(d.is_error for d in res.diagnostics):
-        return [(None, check(path, only=only, allow=allow))]
+        return [(None, check(path, only=only, allow=allow, before=before))]
     cluster_error = _cluster_error() if parallel else None
     if cluster_error:
         raise InputError(cluster_error)
@@ -256,6 +267,8 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     if not cands:
         raise InputError(f"model folder {folder} holds no {decl.format} model file "
                          f"({', '.join(exts.get(decl.format, ()))})")
+    if before is not None:
+        before(tuple(dict.fromkeys((*res.inputs, *cands))))
     props = [p for p in res.spec.properties if only is None or p.name == only]
     jobs = [(_models_key({name: f}), p.name, p.kind) for f in cands for p in props]
     ex = get_executor(len(jobs)) if parallel else SerialExecutor()
@@ -275,6 +288,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
                               if x) + (f,)
+        report.reads = tuple(dict.fromkeys((*res.inputs, f)))
         report.input_kinds = {**{m.path: "model" for m in res.spec.models if m.path},
                               **{d.path: "data" for d in res.spec.datasets if d.path}, f: "model"}
         report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))

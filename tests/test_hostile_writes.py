@@ -373,3 +373,63 @@ def test_a_read_only_file_is_never_replaced(tmp_path):
     with pytest.raises(PathError, match="read-only"):
         safe_write(f, b"new", roots)
     assert f.read_text() == "kept" and sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+# ---------------------------------------------------------------- --html: imports, links
+
+def _html_spec(proj: Path, head: str = "") -> Path:
+    (proj / "lib.fair").write_text("group senior = age >= 60\n")
+    spec = proj / "spec.fair"
+    spec.write_text(head + 'import "lib.fair"\n' + people_decls("people.csv", "P") + '''
+model net = onnx("net.onnx", output = "logit")
+encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
+property parity {
+  statistical_parity(net, groups sex) <= 0.99
+}
+''')
+    return spec
+
+
+@pytest.mark.parametrize("target", ["lib.fair", "people.csv", "net.onnx", "broken.fair"])
+@pytest.mark.parametrize("models", [False, True])
+def test_html_over_an_import_a_model_or_data_is_refused_before_any_model_is_loaded(tmp_path, confined, target,
+                                                                                    models):
+    """Known only once lint has read the imports: refused then, before loading anything (nothing on
+    stdout: no report), with one sentence and exit 2; also when lint fails (a broken import)."""
+    proj = _project(tmp_path)
+    (proj / "broken.fair").write_text("group = = oops\n")
+    spec = _html_spec(proj, 'import "broken.fair"\n' if target == "broken.fair" else "")
+    extra = ("--models", f"net={proj / 'cands'}") if models else ()
+    if models:
+        (proj / "cands").mkdir()
+        (proj / "cands" / "a.onnx").write_bytes(ONNX.read_bytes())
+    before = {p: p.read_bytes() for p in proj.rglob("*") if p.is_file()}
+    r = run_cli("check", spec, "--format", "json", "--html", target, *extra, cwd=proj)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"fairspec: refusing to write the HTML report over {target}, which the spec reads")
+    assert {p: p.read_bytes() for p in proj.rglob("*") if p.is_file()} == before
+
+
+def test_html_onto_a_symbolic_link_is_refused_and_an_explicit_outside_path_is_written(tmp_path, confined):
+    pytest.importorskip("matplotlib")
+    proj = _project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / "precious.txt"
+    precious.write_text("precious user data")
+    (proj / "report.html").symlink_to(precious)          # planted in the project, pointing out
+    (proj / "inner.html").symlink_to(proj / "real.html")  # inside too: refused, as a repair's write
+    (proj / "out").symlink_to(outside)                   # a folder in the project that leads out
+    spec = _html_spec(proj)
+    for target, why in (("report.html", "is a symbolic link"), ("inner.html", "is a symbolic link"),
+                        ("out/r.html", "leads out of the project")):
+        r = run_cli("check", spec, "--html", target, cwd=proj)
+        assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+        assert r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
+    assert precious.read_text() == "precious user data" and sorted(os.listdir(outside)) == ["precious.txt"]
+    assert not (proj / "real.html").exists()
+    # a path outside the project typed on the command line is the user's choice: written
+    r = run_cli("check", spec, "--html", outside / "explicit.html", cwd=proj)
+    assert r.returncode in (0, 1), r.stderr
+    assert (outside / "explicit.html").read_text().lstrip().lower().startswith("<!doctype html")

@@ -36,6 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.report import GROUP_COLUMNS, cell_text, group_columns
+from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 # colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
@@ -47,69 +48,37 @@ _RATE_WORDS = {"positive_rate": "positive rate", "base_rate": "base rate", "tpr"
                "benefit": "mean benefit (decision - label + 1)"}
 
 
-class ReportWriteError(Exception):
-    """The HTML report cannot be written: one sentence naming the file."""
-
-
 # ------------------------------------------------------------------ writing
+# where the report may go (ReportWriteError, check_path: fairspec.report.target)
 
 def write(report, path, *, keep: tuple = ()) -> Path:
     """Render the report and write it to ``path`` atomically (a temporary file in the same folder,
-    then renamed).  Refuses to write over the spec or any file in ``keep`` (its models and data)."""
-    return _write(lambda: render(report), path, (report.spec, *keep))
+    then renamed).  Refuses to write over the spec or any file in ``keep`` or ``report.reads``
+    (its imports, models and data)."""
+    return _write(lambda: render(report), path, (report.spec, *keep, *getattr(report, "reads", ())))
 
 
 def write_models(reports, path, *, keep: tuple = ()) -> Path:
     """``check --models``: one HTML file for all the model files (see :func:`render_models`)."""
     files = tuple(f for f, _ in reports if f)
     specs = tuple(r.spec for _, r in reports)
-    return _write(lambda: render_models(reports), path, (*specs, *files, *keep))
+    reads = tuple(x for _, r in reports for x in getattr(r, "reads", ()))
+    return _write(lambda: render_models(reports), path, (*specs, *files, *keep, *reads))
 
 
 def _write(render_text, path, keep: tuple) -> Path:
     """Through the one writer (fairspec.files.safe_write): atomic, never onto a folder, a device or a
-    pipe (``--html /dev/null`` is refused, not replaced), never over a file the spec reads, no
-    temporary file left behind.  ``--html FILE`` is the user's own choice on the command line, so
-    the roots are the file's own folder (the spec's confinement is for paths a spec names)."""
-    from fairspec.files import PathError, check_target, safe_write
+    pipe (``--html /dev/null`` is refused, not replaced), never onto a symbolic link, never over a
+    file the spec reads, no temporary file left behind.  ``--html FILE`` is the user's own choice on
+    the command line, so the roots are the file's own folder (the spec's confinement is for paths a
+    spec names; fairspec.report.target)."""
+    from fairspec.files import PathError, safe_write
 
-    roots = html_roots(path)
-    _refuse_inputs(path, keep)
+    check_path(path, keep)
     try:
-        check_target(path, roots, protect=keep, what="HTML report")
         text = render_text()
-        return safe_write(path, text.encode("utf-8", "backslashreplace"), roots, protect=keep, what="HTML report")
-    except PathError as e:
-        raise ReportWriteError(f"cannot write the HTML report: {e}") from None
-
-
-def _refuse_inputs(path, keep) -> None:
-    from fairspec.files import _real
-
-    if str(path):
-        target = _real(Path(path))
-        for p in keep:
-            if p and _real(Path(p)) == target:
-                raise ReportWriteError(f"refusing to write the HTML report over {p}, which the spec reads")
-
-
-def html_roots(path):
-    """The roots an ``--html`` path is checked against: its own (real) folder."""
-    from fairspec.files import Roots, _real
-
-    try:
-        return Roots(_real(Path(path)).parent if str(path) else Path.cwd())
-    except (OSError, ValueError):
-        return Roots(Path.cwd())
-
-
-def check_path(path, keep: tuple = ()) -> None:
-    """ReportWriteError (one sentence) unless ``path`` can take the HTML report: called before any work."""
-    from fairspec.files import PathError, check_target
-
-    _refuse_inputs(path, keep)
-    try:
-        check_target(path, html_roots(path), protect=keep, what="HTML report")
+        return safe_write(path, text.encode("utf-8", "backslashreplace"), html_roots(path), protect=keep,
+                          what="HTML report")
     except PathError as e:
         raise ReportWriteError(f"cannot write the HTML report: {e}") from None
 
