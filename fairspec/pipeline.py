@@ -237,7 +237,9 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     """The spec applied to each model file in ``folder`` in place of model ``name``: [(file, Report)].
 
     Every (model file, property) pair is one job through the executor, so candidate models are
-    compared in parallel; the reports come back in file order.
+    compared in parallel; the reports come back in file order.  A file of the folder whose real
+    location is outside the project, the allowed folders and the folder itself (a symbolic link
+    leading out) is refused, as a declared model path there is (FS212), and never opened.
     ``before``: as in :func:`check`, with the model files of the folder too.
     """
     from fairspec.runtime.executor import SerialExecutor, get_executor
@@ -267,6 +269,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     if not cands:
         raise InputError(f"model folder {folder} holds no {decl.format} model file "
                          f"({', '.join(exts.get(decl.format, ()))})")
+    _confine_candidates(folder, cands, Roots.for_spec(Path(path), allow))
     if before is not None:
         before(tuple(dict.fromkeys((*res.inputs, *cands))))
     props = [p for p in res.spec.properties if only is None or p.name == only]
@@ -299,6 +302,22 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         report.seconds = time.perf_counter() - t0
         reports.append((f, report))
     return reports
+
+
+def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> None:
+    """InputError unless every file of the ``--models`` folder lies, symbolic links followed, inside
+    the project, an allowed folder or the folder itself (named on the command line, it may be
+    anywhere, unless a link inside the project leads it out)."""
+    from fairspec.files import _real
+
+    if roots.leads_out(folder):
+        raise InputError(f"model folder {folder} is a symbolic link (or lies below one) that leads out of the "
+                         f"project {roots.project}; name the folder itself")
+    mine = Roots(roots.project, (*roots.extra, _real(folder)))
+    for c in cands:
+        if not mine.contains(Path(c)):
+            raise InputError(f"model file {c} is a symbolic link to a file outside the project {roots.project} and "
+                             f"the folder {folder}; it is not opened (remove the link, or pass --allow-path DIR)")
 
 
 def _with_models(spec, models: dict[str, str] | None):

@@ -92,3 +92,30 @@ def test_html_refuses_to_overwrite_a_model_file(capsys, folder):
     code, _ = _run(capsys, folder, "--html", str(folder / FILES[0]))
     assert code == 2
     assert "refusing to write the HTML report over" in _run.err
+
+
+def test_a_link_in_the_folder_to_a_file_outside_is_refused_and_never_opened(capsys, tmp_path, monkeypatch):
+    """As a declared model path leading out of the project is FS212 and never opened: one sentence
+    naming the file, exit 2, no report; the folder itself may lie anywhere (the user named it)."""
+    monkeypatch.delenv("FAIRSPEC_ALLOW_PATH", raising=False)
+    d = tmp_path / "cands"
+    d.mkdir()
+    (d / "a_dt.skops").write_bytes((ROOT / "examples/adult/models/dt.skops").read_bytes())
+    secret = tmp_path / "elsewhere" / "secret.skops"
+    secret.parent.mkdir()
+    secret.write_text("TOP-SECRET")
+    (d / "b_link.skops").symlink_to(secret)
+    import fairspec.models as models
+
+    opened = []
+    real = models.load_model
+    monkeypatch.setattr(models, "load_model", lambda fmt, path, *a, **k: opened.append(path) or real(fmt, path, *a, **k))
+    code, out = _run(capsys, d)
+    assert code == 2 and out == ""
+    assert _run.err.count("\n") == 1 and "b_link.skops is a symbolic link to a file outside the project" in _run.err
+    assert "TOP-SECRET" not in _run.err and not opened
+    (d / "b_link.skops").unlink()
+    (d / "b_link.skops").symlink_to(d / "a_dt.skops")  # a link inside the folder is a model file like any other
+    code, out = _run(capsys, d)
+    assert code in (0, 1, 3) and out.count("model file") == 2, _run.err
+    assert opened  # the spy sees the loads
