@@ -37,7 +37,7 @@ def _build() -> argparse.ArgumentParser:
     c.add_argument("spec")
     c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     c.add_argument("--property", help="run only this property")
-    c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
+    c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP, type=_folder)
     c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (plots inlined) to FILE")
     c.add_argument("--workers", type=_positive, metavar="N",
                    help="independent jobs at once (default: the machine's cores); N > 1 also runs the "
@@ -49,7 +49,7 @@ def _build() -> argparse.ArgumentParser:
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
-    l.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP)
+    l.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP, type=_folder)
     f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
     f.add_argument("files", nargs="+", metavar="FILE")
     f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
@@ -151,6 +151,13 @@ def _solver_chatter_to_stderr(on: bool):
             sys.stdout = py_stdout
             os.dup2(saved, 1)
             os.close(saved)
+
+
+def _folder(text: str) -> str:
+    if not text:  # "" would allow the working directory (a wrapper's unset variable): refused
+        raise argparse.ArgumentTypeError("the folder is empty; name a folder (an empty value would allow the "
+                                         "working directory)")
+    return text
 
 
 def _positive(text: str) -> int:

@@ -73,7 +73,9 @@ class Roots:
         from fairspec import paths
 
         env = [a for a in os.environ.get(ALLOW_ENV, "").split(os.pathsep) if a]
-        extra = [_real(paths.specs_dir())] + [_real(Path(a)) for a in (*allow, *env)]
+        # an empty entry would be the working directory: ignored, as in the environment variable
+        # (the command line refuses ``--allow-path ""`` with a sentence)
+        extra = [_real(paths.specs_dir())] + [_real(Path(a)) for a in (*allow, *env) if str(a)]
         return cls(project_root(spec), tuple(extra))
 
     @property

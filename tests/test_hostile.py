@@ -85,6 +85,22 @@ def test_allow_path_widens_the_root(tmp_path, confined):
     assert r.returncode == 2 and "FS212" in r.stdout
 
 
+def test_an_empty_allow_path_is_refused_not_the_working_directory(tmp_path, confined, monkeypatch):
+    """`--allow-path "$UNSET"` would allow the working directory: one sentence, exit 2 (the
+    environment variable and the Python API ignore empty entries)."""
+    proj, secret = _project(tmp_path)
+    (proj / "spec.fair").write_text('import "../secret.fair"\n')
+    for cmd in ("lint", "check"):
+        r = _cli(cmd, proj / "spec.fair", "--allow-path", "", cwd=tmp_path)
+        assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+        assert r.stderr.splitlines()[-1].endswith("--allow-path: the folder is empty; name a folder (an empty value "
+                                                  "would allow the working directory)"), r.stderr
+        assert "TOP-SECRET" not in r.stderr
+    monkeypatch.chdir(tmp_path)  # the working directory holds secret.fair
+    assert Roots.for_spec(proj / "spec.fair", [""]).extra == Roots.for_spec(proj / "spec.fair").extra
+    assert _codes(lint(proj / "spec.fair", allow=[""])) == ["FS212"]
+
+
 def test_project_root_is_the_nearest_marker_else_the_spec_folder(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     assert project_root(tmp_path / "a" / "b" / "s.fair") == (tmp_path / "a" / "b").resolve()
