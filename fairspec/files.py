@@ -50,7 +50,11 @@ def _real(p: Path) -> Path:
 
 def project_root(spec: Path) -> Path:
     """The nearest folder at or above the spec's folder that holds fairspec.toml or .git."""
-    start = _real(Path(spec)).parent
+    return folder_project(_real(Path(spec)).parent)
+
+
+def folder_project(start: Path) -> Path:
+    """The nearest folder at or above the (real) folder ``start`` that holds fairspec.toml or .git."""
     for d in (start, *start.parents):
         for marker in PROJECT_MARKERS:
             try:

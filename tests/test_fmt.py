@@ -208,6 +208,38 @@ def test_fmt_leaves_an_unparseable_file_untouched(tmp_path):
     assert good.read_text() == MESSY_FORMATTED  # the other files are still formatted
 
 
+def test_fmt_never_rewrites_a_read_only_file_or_through_a_link_leaving_the_project(tmp_path):
+    """One sentence each, exit 2, the file untouched; the other files are still formatted, and a
+    link inside the project is written through (its target formatted, the link kept)."""
+    proj, outside = tmp_path / "proj", tmp_path / "outside"
+    proj.mkdir()
+    outside.mkdir()
+    (proj / "fairspec.toml").write_text("")
+    (outside / "o.fair").write_text(MESSY)
+    (proj / "out.fair").symlink_to(outside / "o.fair")
+    ro = proj / "ro.fair"
+    ro.write_text(MESSY)
+    os.chmod(ro, 0o444)  # the tests run as root too: the mode bits decide, not only os.access
+    (proj / "sub").mkdir()
+    (proj / "sub" / "t.fair").write_text(MESSY)
+    (proj / "in.fair").symlink_to(proj / "sub" / "t.fair")
+    good = proj / "good.fair"
+    good.write_text(MESSY)
+    r = run_cli("fmt", proj / "out.fair", ro, proj / "in.fair", good)
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error[")]
+    assert len(errors) == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "out.fair is a symbolic link to" in errors[0] and "outside the project" in errors[0]
+    assert "ro.fair is read-only" in errors[1]
+    assert (outside / "o.fair").read_text() == MESSY and ro.read_text() == MESSY
+    assert stat.S_IMODE(ro.stat().st_mode) == 0o444
+    assert good.read_text() == MESSY_FORMATTED and (proj / "sub" / "t.fair").read_text() == MESSY_FORMATTED
+    assert (proj / "in.fair").is_symlink() and (proj / "out.fair").is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["o.fair"]
+    r = run_cli("fmt", "--check", proj / "out.fair", ro)  # --check writes nothing: it only lists them
+    assert r.returncode == 1 and r.stdout.split() == [str(proj / "out.fair"), str(ro)]
+
+
 def test_generated_and_mutated_specs_format_idempotently():
     """Specs from the grammar-aware fuzzer (tests/spec_fuzz.py; deep nesting included) that parse:
     formatting keeps the AST and is idempotent (a bounded, seeded run)."""

@@ -290,13 +290,14 @@ def format_file(path, *, write: bool = True) -> bool:
 
     The file is replaced atomically through fairspec.files.safe_write (the one writer: a temporary
     file in the same folder, then os.replace), keeping its permissions.  A path that is not a
-    regular file (a folder, a FIFO: never opened, it would block) or a file that does not parse
-    raises DiagnosticError and is not touched.
+    regular file (a folder, a FIFO: never opened, it would block), a file that does not parse, a
+    read-only file (no write bit, or one the user cannot write) or a symbolic link to a file
+    outside the link's project raises DiagnosticError and is not touched.
     """
     from pathlib import Path
 
     from fairspec.diagnostics import Diagnostic, DiagnosticError
-    from fairspec.files import PathError, Roots, _real, require_file, safe_write
+    from fairspec.files import PathError, Roots, _real, folder_project, require_file, safe_write
     from fairspec.syntax.parser import read_source
 
     p = Path(path)
@@ -310,7 +311,13 @@ def format_file(path, *, write: bool = True) -> bool:
         return False
     if write:
         try:  # the user named this file: its own folder is the root
+            if p.is_symlink():  # written through to its target, unless that leaves the link's project
+                project = folder_project(_real(p.absolute().parent))
+                if not Roots(project).contains(p):
+                    raise PathError(f"{path} is a symbolic link to {_real(p)}, outside the project {project}; "
+                                    f"fmt rewrites only files inside it (name the file itself)")
             safe_write(p, out.encode("utf-8"), Roots(_real(p).parent), what="spec file")
         except PathError as e:
-            raise DiagnosticError(Diagnostic("FS203", f"cannot rewrite the spec: {e}", None, "error", None)) from None
+            raise DiagnosticError(Diagnostic("FS203", f"cannot rewrite the spec: {e}", None, "error",
+                                             "the file is left as it is")) from None
     return True
