@@ -4,7 +4,8 @@ Exit codes: 0 every property holds, 1 a property is violated, 2 bad spec,
 model, data or usage, 3 no violation found but not everything holds
 (unknown), 4 an internal error (a fairspec bug), 130 interrupted by Ctrl-C
 (SIGINT), 143 interrupted by SIGTERM (the verdicts decided before the signal
-are reported, in every format, and the HTML report is written).
+are reported, in every format, and the HTML report is written). A closed or full stdout or
+stderr is exit 2; a reader that closes the pipe early leaves the exit code as it was.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import sys
 
 from fairspec import version
-from fairspec.runtime.stdio import flush_c_stdio
+from fairspec.runtime.stdio import flush_c_stdio, guarded_streams
 from fairspec.diagnostics.visible import visible, visible_value
 
 EXIT_INTERNAL = 4
@@ -370,7 +371,16 @@ def _end_workers() -> None:
 
 
 def main(argv=None) -> int:
-    code = _main(argv)
+    # stdout and stderr never raise: a closed or full one is exit 2 (one sentence on stderr if it
+    # works), a reader that closed the pipe early leaves the verdicts' exit code (README, exit codes)
+    with guarded_streams() as streams:
+        try:
+            code = streams.exit_code(_main(argv))
+        except SystemExit as e:  # argparse: --help, --version, a usage error
+            was = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if streams.exit_code(was) != was:
+                raise SystemExit(2) from None
+            raise
     if argv is None and code in (130, 143):
         _exit_now(code)
     if "fairspec.interrupt" in sys.modules:  # called in-process: a later check starts uninterrupted
@@ -404,8 +414,6 @@ def _main(argv=None) -> int:
 
         print("fairspec: interrupted", file=sys.stderr)
         return interrupt.exit_code()
-    except BrokenPipeError:
-        return 0
     except Exception as e:  # noqa: BLE001 - a bug in fairspec, not bad input
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise

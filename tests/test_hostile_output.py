@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
-from conftest import run_cli
+from conftest import fairspec_command, run_cli
 from fairspec.diagnostics import render_full
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.pipeline import check, lint
@@ -173,3 +175,87 @@ def test_an_undecodable_file_name_never_breaks_a_strict_utf8_stream(tmp_path, mo
     assert "internal error" not in r.stderr
     r = run_cli("lint", folder / "missing\udcff.fair", "--format", fmt, cwd=folder)
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ stdout and stderr the environment broke
+
+def _small(tmp_path, bound: float):
+    """A project that checks in a second: everything holds (bound 0.99) or a property is violated."""
+    (tmp_path / "fairspec.toml").write_text("")
+    biased = bound < 0.5  # then group a is always approved and b never: violated at once
+    rows = ["g,approved,outcome"] + [f"{'ab'[i % 2]},{'yes' if (i % 2 == 0 if biased else i % 3) else 'no'},{i % 2}"
+                                     for i in range(60)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text(f"""data log = csv("d.csv", label = outcome == 1)
+features A from log {{
+  g : {{a, b}} protected
+}}
+model service = predictions(log, decision = "approved")
+property parity {{
+  statistical_parity(service, groups g) <= {bound}
+}}
+""")
+    return spec
+
+
+def _run(*args, cwd, stdout=None, stderr=subprocess.PIPE, close=()):
+    """`fairspec ARGS` with stdout / stderr given (a file, a pipe) or closed (``close``: fds 1, 2)."""
+    env = {k: v for k, v in os.environ.items() if k != "FAIRSPEC_DEBUG"}
+    return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd, stdout=stdout, stderr=stderr,
+                          env=env, timeout=120, preexec_fn=(lambda: [os.close(fd) for fd in close]) if close else None)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_a_reader_that_closes_the_pipe_early_leaves_the_verdicts_exit_code(tmp_path, fmt):
+    """`fairspec check | head`: the reader's read end is closed before anything is written (every write
+    is EPIPE, whatever the machine's speed); the exit code is the verdicts', in every format."""
+    for bound, want in ((0.99, 0), (0.0001, 1)):
+        spec = _small(tmp_path, bound)
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            r = _run("check", spec, "--format", fmt, "--html", tmp_path / "r.html", cwd=tmp_path, stdout=write)
+        finally:
+            os.close(write)
+        err = r.stderr.decode()
+        assert r.returncode == want, (bound, err)
+        assert "Traceback" not in err and "internal error" not in err and "Exception ignored" not in err, err
+        assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")  # still written
+        (tmp_path / "r.html").unlink()
+
+
+def _environment_error(r, stream: str = "standard output") -> None:
+    err = r.stderr.decode() if r.stderr else ""
+    assert r.returncode == 2, err
+    assert "Traceback" not in err and "internal error" not in err and "Exception ignored" not in err, err
+    assert len(err.strip().splitlines()) == 1 and stream in err, err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["check", "s.fair", "--format", "json"], ["check", "s.fair"],
+                                  ["lint", "s.fair", "--format", "json"], ["--version"], ["check", "--help"]])
+def test_a_full_stdout_is_exit_2_and_one_sentence(tmp_path, argv):
+    _small(tmp_path, 0.99)
+    with open("/dev/full", "w") as full:
+        _environment_error(_run(*argv, cwd=tmp_path, stdout=full))
+
+
+@pytest.mark.parametrize("argv", [["check", "s.fair"], ["check", "s.fair", "--format", "json"], ["--version"]])
+def test_a_closed_stdout_is_exit_2_and_one_sentence(tmp_path, argv):
+    _small(tmp_path, 0.0001)  # violated: 2 replaces 1, the report was never seen
+    r = _run(*argv, cwd=tmp_path, close=(1,))
+    _environment_error(r)
+    assert "closed" in r.stderr.decode()
+
+
+def test_a_closed_stderr_is_exit_2_and_silent_only_when_something_had_to_be_said(tmp_path):
+    _small(tmp_path, 0.99)
+    r = _run("lint", "s.fair", cwd=tmp_path, stdout=subprocess.PIPE, stderr=None, close=(2,))
+    assert r.returncode == 2  # lint's summary line goes to stderr, which is closed
+    r = _run("check", "s.fair", "--format", "json", cwd=tmp_path, stdout=subprocess.PIPE, stderr=None, close=(2,))
+    assert r.returncode == 0 and json.loads(r.stdout)["properties"][0]["status"] == "holds"  # nothing to say there
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            r = _run("lint", "s.fair", cwd=tmp_path, stdout=full, stderr=full)
+        assert r.returncode == 2

@@ -1,4 +1,5 @@
-"""What C libraries print: flushing libc's buffers, and a HiGHS that prints nothing.
+"""What C libraries print: flushing libc's buffers, and a HiGHS that prints nothing; and the
+command line's standard streams (:func:`guarded_streams`), whose writes never raise.
 
 HiGHS (highspy 1.16) writes its banner ("Running HiGHS ...") to file descriptor 1 the first time
 a ``Highs`` object is made in a process, before any option can be set. The command line already
@@ -9,6 +10,8 @@ every ``Highs`` object; the first one per process is made with fd 1 on ``os.devn
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 import threading
@@ -64,3 +67,116 @@ def new_highs():
             _BANNER["done"] = True
     h.setOptionValue("output_flag", False)
     return h
+
+
+# ------------------------------------------------------------------ the command line's stdout and stderr
+
+_NAMES = {"stdout": "standard output", "stderr": "standard error"}
+
+
+class _Guarded:
+    """``sys.stdout`` or ``sys.stderr`` while the command line runs: a write or flush that fails is
+    recorded and never raises (rich, print and argparse all write through it), and every later write
+    is dropped. A reader that closed the pipe (EPIPE) is the reader's choice, not an error; any other
+    failure (a closed stream, a full disk) is :attr:`Streams.failed`. The stream's file descriptor is
+    pointed at ``os.devnull`` at the first failure, so what is still buffered (here or in a C library)
+    drains without a second error at exit."""
+
+    def __init__(self, inner, name: str, streams: "Streams"):
+        self._inner, self._name, self._streams = inner, name, streams
+        self._dead = False
+
+    def write(self, text):
+        if not self._dead:
+            try:
+                return self._inner.write(text)
+            except (OSError, ValueError) as e:  # ValueError: the stream object was closed
+                self._fail(e)
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        if not self._dead:
+            try:
+                self._inner.flush()
+            except (OSError, ValueError) as e:
+                self._fail(e)
+
+    def _fail(self, e: Exception) -> None:
+        self._dead = True
+        code = getattr(e, "errno", None)
+        if code != errno.EPIPE:
+            closed = self._name in self._streams.closed or code == errno.EBADF or isinstance(e, ValueError)
+            what = _NAMES[self._name]
+            self._streams.failed.setdefault(self._name, f"{what} is closed" if closed else
+                                            f"cannot write to {what}: {getattr(e, 'strerror', None) or e}")
+        try:
+            fd = self._inner.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, fd)
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stream)
+            pass
+
+    def __getattr__(self, name):  # isatty, fileno, encoding, buffer, ...: the real stream's
+        return getattr(self._inner, name)
+
+
+class Streams:
+    """What :func:`guarded_streams` saw: the streams closed at start and the writes that failed."""
+
+    def __init__(self):
+        self.closed: set[str] = set()
+        self.failed: dict[str, str] = {}
+
+    def exit_code(self, code: int) -> int:
+        """``code``, or 2 when stdout or stderr could not be written (the environment's error, said in
+        one sentence on stderr when stderr still works). A Ctrl-C, a SIGTERM or an internal error
+        keeps its own code; a reader that closed the pipe early changes nothing."""
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except (AttributeError, OSError, ValueError):  # replaced by something that is not a stream
+                pass
+        if not self.failed or code in (4, 130, 143):
+            return code
+        if "stderr" not in self.failed:
+            print(f"fairspec: {self.failed['stdout']}; the output is lost", file=sys.stderr, flush=True)
+        return 2
+
+
+def _occupy(fd: int, name: str, streams: Streams) -> None:
+    """A stream closed when the process started (``>&-``): its descriptor gets ``os.devnull`` opened
+    read-only, so no file fairspec or a library opens later takes that number (a solver's banner
+    would land in it) and every write to it fails (EBADF: "closed")."""
+    if getattr(sys, name) is not None:
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
+    except OSError:
+        return
+    streams.closed.add(name)
+
+
+@contextlib.contextmanager
+def guarded_streams():
+    """``sys.stdout`` and ``sys.stderr`` wrapped in :class:`_Guarded` for the block (restored after);
+    yields the :class:`Streams` whose :meth:`Streams.exit_code` turns a lost output into exit 2."""
+    streams = Streams()
+    _occupy(1, "stdout", streams)
+    _occupy(2, "stderr", streams)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Guarded(saved[0], "stdout", streams), _Guarded(saved[1], "stderr", streams)
+    try:
+        yield streams
+    finally:
+        sys.stdout, sys.stderr = saved
