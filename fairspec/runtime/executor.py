@@ -472,6 +472,20 @@ def _dask_call(fn, key, init, shared, items):
     return _run_chunk(fn, state, items)
 
 
+def _check_address(address: str) -> None:
+    """Raise ValueError (or the backend's ImportError) for an address no Client could connect to:
+    an unknown scheme, a missing or malformed port, an empty address."""
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import get_backend
+
+    scheme, loc = parse_address(address)
+    backend = get_backend(scheme)
+    try:
+        backend.get_address_host_port(loc)  # "missing port number in address 'garbage'"
+    except NotImplementedError:  # inproc:// and the like have no host and port to check
+        pass
+
+
 class DaskExecutor:
     """Jobs on a running Dask scheduler; models and data are built once per worker (``init``)."""
 
@@ -486,12 +500,10 @@ class DaskExecutor:
             except ValueError:
                 timeout = 20.0
         try:
-            # an unknown scheme is refused before a Client exists: a Client whose constructor failed
-            # still closes itself when collected, which at exit prints a traceback (a 4 s time-out)
-            from distributed.comm.addressing import parse_address
-            from distributed.comm.registry import get_backend
-
-            get_backend(parse_address(address)[0])
+            # an unknown scheme or a malformed address ("garbage": no port) is refused before a
+            # Client exists: a Client whose constructor failed still closes itself when collected,
+            # which at exit prints a traceback after twice the time-out
+            _check_address(address)
             self.client = Client(address, timeout=timeout, set_as_default=False)
         except Exception as e:  # noqa: BLE001 - refused, timed out, a malformed address: one sentence
             text = (str(e).splitlines() or [type(e).__name__])[0].rstrip(".")
