@@ -230,6 +230,82 @@ property b {{ statistical_parity(lr, groups race) <= 0.9 }}
     assert len(lines) == 1 and "people6.pkl" in lines[0] and "runs the code" in lines[0], r.stderr
 
 
+class _CallsExit:
+    def __reduce__(self):
+        import sys
+
+        return sys.exit, (7,)
+
+
+def test_a_trusted_pickle_calling_sys_exit_is_the_model_files_sentence_not_its_exit_code(tmp_path):
+    import pickle
+
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(_CallsExit(), protocol=4))
+    decls = people_decls(PEOPLE) + 'model lr = sklearn("m.pkl", trust pickle, score = prob)\n'
+    encode = "encode People for lr { age : standard  sex : onehot  race : code  member, score : raw }\n"
+    prop = "property a { statistical_parity(lr, groups sex) <= 0.9 }\n"
+    (tmp_path / "p.fair").write_text(decls + encode + prop)
+    r = run_cli("check", tmp_path / "p.fair")  # loaded by check
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert "m.pkl" in r.stdout and "sys.exit(7)" in r.stdout, r.stdout
+    # a compressed joblib file the inert peek cannot read, and no encode block: lint loads it (a pipeline?)
+    import joblib
+
+    joblib.dump(_CallsExit(), tmp_path / "m.joblib", compress=3)
+    (tmp_path / "q.fair").write_text(decls.replace("m.pkl", "m.joblib") + prop)
+    r = run_cli("lint", tmp_path / "q.fair", "--format", "json")
+    assert r.returncode == 2, r.stdout + r.stderr
+    (d,) = json.loads(r.stdout)["diagnostics"]
+    assert d["code"] == "FS401" and "sys.exit(7)" in d["message"] and "m.joblib" in d["message"], d
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("m.pkl", b"", "is empty"),
+    ("m.joblib", PEOPLE.read_bytes(), "not a pickle or joblib file"),        # a CSV saved as .joblib
+    ("m.pickle", b"hello, I am text\n", "not a pickle or joblib file"),
+    ("m.pkl", b"PK\x03\x04" + b"\0" * 40, "not a pickle or joblib file"),    # a zip archive
+    ("m.pkl", b"\x80\x09N.", "protocol 9"),
+])
+def test_lint_says_a_file_that_is_no_pickle_at_the_model_path(tmp_path, name, content, says):
+    """From the first bytes alone (nothing is unpickled): lint's FS401 where check would fail."""
+    (tmp_path / name).write_bytes(content)
+    spec = tmp_path / "p.fair"
+    spec.write_text(people_decls(PEOPLE) + f'model lr = sklearn("{name}", trust pickle, score = prob)\n')
+    (d,) = [d for d in lint(spec).diagnostics if d.is_error]
+    assert d.code == "FS401" and says in d.message and name in d.message, d.message
+    assert (d.span.line, d.span.column) == (9, 20)  # the path argument
+
+
+def test_lint_passes_every_pickle_and_joblib_layout_a_model_is_saved_in(tmp_path):
+    import joblib
+    import pickle
+
+    est = joblib.load(FIXTURES / "models" / "people6.joblib")
+    files = {"p0.pkl": pickle.dumps(est, protocol=0), "p2.pkl": pickle.dumps(est, protocol=2),
+             "p5.pickle": pickle.dumps(est, protocol=5)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    for compress in (0, 3, ("gzip", 3), ("bz2", 3), ("xz", 3), ("lzma", 3)):
+        name = f"c{len(files)}.joblib"
+        joblib.dump(est, tmp_path / name, compress=compress)
+        files[name] = b""
+    for name in files:
+        spec = tmp_path / "p.fair"
+        spec.write_text(people_decls(PEOPLE) + f'model lr = sklearn("{name}", trust pickle, score = prob)\n')
+        assert _codes(lint(spec)) == [], name
+
+
+def test_sys_exit_while_a_model_is_evaluated_is_a_model_load_error():
+    import sys
+
+    from fairspec.models import ModelLoadError, load_model
+
+    m = load_model("onnx", ONNX, output="logit")
+    with pytest.raises(ModelLoadError, match=r"people6\.onnx.*sys\.exit\(3\)"):
+        m._guard(lambda X: sys.exit(3), np.zeros((2, 6)))
+
+
 # ---------------------------------------------------------------- 4-5. numbers and depth
 
 def _check_json(spec: Path, *extra) -> dict:

@@ -52,5 +52,5 @@ def load_model(format: str, path, *, output: str | int | None = None, index: int
         return load_sklearn(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)
     except ModelLoadError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the last net: no raw exception escapes
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the last net: no raw exception (nor sys.exit) escapes
         raise ModelLoadError(f"loading {fmt} model {p} failed: {short_error(exc)}", p) from exc

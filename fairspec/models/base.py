@@ -109,6 +109,8 @@ def check_score_kind(score_kind: str | None, path: pathlib.Path) -> str | None:
 
 def short_error(exc: BaseException, limit: int = 200) -> str:
     """The first line of a library's error message, trimmed, for use inside one sentence."""
+    if isinstance(exc, SystemExit):  # the code of a trusted pickle ended the process: never fairspec's exit code
+        return f"the model's code called sys.exit({exc.code!r})"
     text = str(exc).strip() or type(exc).__name__
     for line in text.splitlines():
         line = line.strip()
@@ -355,7 +357,7 @@ class LoadedModel(abc.ABC):
             return fn(X)
         except ModelLoadError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every library error becomes one sentence
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - every library error (sys.exit too) is one sentence
             raise ModelLoadError(
                 f"evaluating {self.format} model {self.path} on a batch of shape {X.shape} failed: {short_error(exc)}",
                 self.path,

@@ -91,3 +91,29 @@ def _load_inert_pickle(p: pathlib.Path):
             return _InertUnpickler(fh).load()
     except Exception:  # noqa: BLE001 - an unusual pickle: no answer
         return None
+
+
+# the first bytes of every file joblib.load or pickle.load can read as a model: a protocol 2+ pickle
+# (PROTO), a protocol 0/1 pickle of an object (GLOBAL, MARK) and joblib's compressed files
+_PICKLE_STARTS = (b"\x80", b"c", b"(")
+_JOBLIB_STARTS = (b"ZF", b"\x78", b"\x1f\x8b", b"BZ", b"\xfd7zXZ", b"\x5d\x00", b"\x04\x22\x4d\x18")
+
+
+def not_a_pickle(p: pathlib.Path) -> str | None:
+    """Why the file at ``p`` certainly cannot be loaded as a pickled model, from its first bytes alone
+    (nothing is unpickled, so this is safe without `trust pickle`), or None: empty, a start no pickle
+    and no joblib file has (a CSV, text, a zip archive), a pickle protocol this Python cannot read."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None  # said by the loader, with the reason
+    if not head:
+        return f"model file {p} is empty (0 bytes), not a pickle"
+    if not head.startswith(_PICKLE_STARTS + _JOBLIB_STARTS):
+        return (f"model file {p} is not a pickle or joblib file (it does not begin as pickle.dump and "
+                f"joblib.dump write one)")
+    if head[:1] == b"\x80" and len(head) > 1 and head[1] > pickle.HIGHEST_PROTOCOL:
+        return (f"model file {p} is a pickle of protocol {head[1]}, which this Python cannot read (protocols "
+                f"0 to {pickle.HIGHEST_PROTOCOL})")
+    return None

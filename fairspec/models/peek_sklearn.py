@@ -12,7 +12,7 @@ import struct
 import zipfile
 
 from .base import ModelLoadError, recorded_names, require_file
-from .inert_pickle import _load_inert_pickle, _state, _Stub
+from .inert_pickle import _load_inert_pickle, _state, _Stub, not_a_pickle
 
 
 def _attrs(node) -> dict | None:
@@ -176,6 +176,8 @@ def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
     array-interleaved formats, an unusual pickle)."""
     p = pathlib.Path(path)
     require_file(p)
+    if (why := not_a_pickle(p)) is not None:  # empty, a CSV, text: lint says so as check would
+        raise ModelLoadError(why, p)
     root = _load_inert_pickle(p)
     try:
         return _estimator_width(root)
