@@ -111,6 +111,65 @@ def test_strings_unescape():
     assert m.args[0].value.value == 'dir\\file "q".onnx'
 
 
+@pytest.mark.parametrize("text, escape, col", [(r'"x\u0000.fair"', "\\u", 10), (r'"..\data\p.csv"', "\\d", 11),
+                                              (r'"ok\n then \q"', "\\q", 19)])
+def test_an_unknown_string_escape_is_fs102_at_its_backslash(text, escape, col):
+    d = syntax_error(f"import {text}")
+    assert d.code == "FS102" and escape in d.message and (d.span.line, d.span.column) == (1, col), d
+    assert (d.span.end_column - d.span.column) == 2
+
+
+def test_the_known_escapes_still_read():
+    m = one(r'model m = onnx("a\"b\\c\nd\te")')
+    assert m.args[0].value.value == 'a"b\\c\nd\te'
+
+
+@pytest.mark.parametrize("number", ["0.1234567890123456789", "123456789012345.6", "1.0000000000000001"])
+def test_more_than_15_significant_digits_is_fs307_at_the_number(number):
+    d = syntax_error(f"property p {{ x <= {number} }}")
+    assert d.code == "FS307" and "significant digits" in d.message and (d.span.line, d.span.column) == (1, 19)
+    assert d.span.end_column - d.span.column == len(number)
+
+
+@pytest.mark.parametrize("number", ["1e-400", "1e-310", "0.0000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "00000000000000000000000000000000000000000000000000"
+                                                           "1"])
+def test_a_nonzero_number_a_float_reads_as_0_or_subnormal_is_fs307(number):
+    d = syntax_error(f"property p {{ x <= {number} }}")
+    assert d.code == "FS307" and "too close to 0" in d.message and d.span.column == 19
+
+
+@pytest.mark.parametrize("number, value", [("0.123456789012345", 0.123456789012345), ("1.500000000000000000000", 1.5),
+                                           ("0e-400", 0.0), ("1e-300", 1e-300), ("1000000000000000", 1e15),
+                                           ("0.000000000000000000001", 1e-21)])
+def test_numbers_within_15_digits_and_the_float_range_read(number, value):
+    assert claim(f"x <= {number}").right.value == value
+
+
+@pytest.mark.parametrize("text, word", [("1_0", "1_0"), ("0x10", "0x10"), ("1e", "1e"), ("2.5e+x", "2.5e"),
+                                        ("1e5s", "1e5s"), ("60sec", "60sec"), ("3abc", "3abc")])
+def test_a_number_run_into_a_name_is_one_fs101_at_the_literal(text, word):
+    d = syntax_error(f"property p {{\n  x <= {text}\n}}")
+    assert d.code == "FS101" and f"'{word}' is not a number" in d.message, d
+    assert (d.span.line, d.span.column, d.span.end_column) == (2, 8, 8 + len(word))
+
+
+def test_a_malformed_number_where_the_grammar_fails_is_still_named():
+    d = syntax_error("features F { a : int in [0, 1_000] }")
+    assert d.code == "FS101" and "'1_000' is not a number" in d.message and d.span.column == 29
+
+
+def test_durations_names_strings_and_comments_with_digits_are_not_run_in_numbers():
+    p = one('property p { x1_0 <= 2e-3 and y == "1_0" # 0x10\n  timeout = 1.5min  part_timeout = 60s }')
+    assert [s.kind for s in p.stmts] == ["claim", "option", "option"]
+    assert syntax_error('property p { y == "1_0 }').code == "FS102"  # the unclosed string is said, not 1_0
+
+
 def test_booleans_none_and_literals():
     e = claim("f(true, false, none, [1, 2,], {a: 1, b: x}, {})")
     t, f, n, lst, mp, empty = [a.value for a in e.args]

@@ -14,7 +14,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from fairspec import paths
 from fairspec import filecache
 from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source
-from fairspec.syntax import ast
+from fairspec.syntax import ast, lexical
+from fairspec.syntax.literals import RESERVED
 
 
 @lru_cache(maxsize=1)
@@ -34,8 +35,6 @@ _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|min|h)$")
 _UNIT = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
 
 
-def _unescape(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s[1:-1])
 
 
 class _ToAst(Transformer):
@@ -70,6 +69,9 @@ class _ToAst(Transformer):
             value = float(text)
         if not abs(value) <= MAX_NUMBER:  # also catches inf and nan
             self._too_large(tok)
+        problem = lexical.number_problem(text, value)  # more than 15 significant digits, 1e-400
+        if problem is not None:
+            raise DiagnosticError(Diagnostic("FS307", problem[0], self._tok_span(tok), hint=problem[1]))
         return value, is_int
 
     def _too_large(self, tok: Token):
@@ -78,6 +80,13 @@ class _ToAst(Transformer):
         raise DiagnosticError(Diagnostic("FS307", f"the number {shown} is too large: numbers in a spec lie within "
                                                   f"-1e15 .. 1e15", self._tok_span(tok),
                                          hint="write a number of at most 15 digits"))
+
+    def _str(self, tok: Token) -> str:
+        """A STRING token's value; FS102 at an unknown escape (fairspec.syntax.lexical.unescape)."""
+        value, bad = lexical.unescape(str(tok), self._tok_span(tok))
+        if bad is not None:
+            raise DiagnosticError(bad)
+        return value
 
     def _name(self, t: Token) -> ast.Name:
         return ast.Name(self._tok_span(t), str(t))
@@ -89,7 +98,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def import_decl(self, meta, c):
-        return ast.Import(self._meta_span(meta, c), _unescape(c[0]))
+        return ast.Import(self._meta_span(meta, c), self._str(c[0]))
 
     @v_args(meta=True)
     def model_decl(self, meta, c):
@@ -146,14 +155,14 @@ class _ToAst(Transformer):
             text = str(int(v.value)) if v.is_int else str(v.value)
             return ast.Category(v.span, text)
         if v.type == "STRING":
-            return ast.Category(self._tok_span(v), _unescape(v))
+            return ast.Category(self._tok_span(v), self._str(v))
         return ast.Category(self._tok_span(v), str(v))
 
     def protected_mod(self, c):
         return ("protected",)
 
     def column_mod(self, c):
-        return ("column", ast.Str(self._tok_span(c[0]), _unescape(c[0])))
+        return ("column", ast.Str(self._tok_span(c[0]), self._str(c[0])))
 
     @v_args(meta=True)
     def bins_mod(self, meta, c):
@@ -284,7 +293,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def write_stmt(self, meta, c):
-        return self._stmt("write", meta, c, [ast.Str(self._tok_span(c[0]), _unescape(c[0]))])
+        return self._stmt("write", meta, c, [ast.Str(self._tok_span(c[0]), self._str(c[0]))])
 
     @v_args(meta=True)
     def repair_decl(self, meta, c):
@@ -389,7 +398,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def string(self, meta, c):
-        return ast.Str(self._tok_span(c[0]), _unescape(c[0]))
+        return ast.Str(self._tok_span(c[0]), self._str(c[0]))
 
     @v_args(meta=True)
     def true(self, meta, c):
@@ -605,10 +614,16 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
     if len(text) > MAX_SPEC_BYTES:
         raise _too_large(file, len(text.encode("utf-8", "surrogatepass")))
     register_source(file, text)
+    run_in = lexical.run_in_numbers(file, text, RESERVED)  # 1_0, 0x10: one malformed number, not two tokens
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
-        raise DiagnosticError(_syntax_diagnostic(file, text, e)) from None
+        d = _syntax_diagnostic(file, text, e)  # the first of the two mistakes is said (an unclosed string first)
+        if run_in and (run_in[0].span.line, run_in[0].span.column) <= (d.span.line, d.span.column):
+            d = run_in[0]
+        raise DiagnosticError(d) from None
+    if run_in:
+        raise DiagnosticError(run_in)
     _balance_chains(tree)
     deep = _too_deep(tree)
     if deep is not None:
