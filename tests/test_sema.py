@@ -387,6 +387,47 @@ def test_data_option_errors(tmp_path, args, code):
     assert codes(check(tmp_path, body)) == [code]
 
 
+@pytest.mark.parametrize("body, key, line, col", [
+    (f'data d = csv("{PEOPLE_CSV}", label = hired == "yes", label = hired == "no")\n', "label", 1, -1),
+    (f'model m = onnx("{PEOPLE_ONNX}", output = "logit", output = 0)\n', "output", 1, -1),
+    ("property p {\n  statistical_parity(net, groups sex) <= 0.2\n  bootstrap = 10\n  bootstrap = 20\n}\n",
+     "bootstrap", 4, 3),
+    ("property p {\n  statistical_parity(net, groups sex) <= 0.2\n  using data\n  using data\n}\n", "using", 4, 3),
+    ("property p {\n  statistical_parity(net, groups sex, groups race) <= 0.2\n}\n", "groups", 2, 39),
+    ("property p {\n  calibration_gap(net, groups sex, bins = 5, bins = 10) <= 0.2\n}\n", "bins", 2, 46),
+])
+def test_an_option_given_twice_is_fs214_at_the_second(tmp_path, body, key, line, col):
+    base_lines = BASE.count("\n") + 1  # check() joins BASE and the body with a blank line
+    res = check(tmp_path, body)
+    twice = [d for d in res.diagnostics if d.code == "FS214"]
+    assert len(twice) == 1, codes(res)
+    (d,) = twice
+    assert d.is_error and f"'{key}' is given twice" in d.message and d.related and d.related[0].span.line <= d.span.line
+    assert d.span.line == base_lines + line
+    if col > 0:
+        assert d.span.column == col
+    else:  # the second of two keyword arguments on the declaration's line
+        assert d.span.column == body.rindex(key + " = ") + 1
+
+
+def test_repeated_encoding_parameters_are_fs214_and_policy_arguments_stay_fs210(tmp_path):
+    enc = BASE.replace("age : standard", "age : minmax(lo = 18, lo = 20, hi = 80)")
+    res = check(tmp_path, "property p { statistical_parity(net, groups sex) <= 0.2 }\n", base=enc)
+    assert [d.code for d in res.diagnostics if d.is_error] == ["FS214"]
+    head = "policy p(m: model, t: real = 0.5) {\n  property q { statistical_parity(m, groups sex) <= t }\n}\n"
+    assert codes(check(tmp_path, head + "apply p(net, t = 0.1, t = 0.2)\n")) == ["FS210"]
+
+
+def test_a_weight_column_that_is_no_number_is_said_at_the_option(tmp_path):
+    res = check(tmp_path, "property p {\n  statistical_parity(people, groups sex) <= 0.2\n  weight = sex\n}\n")
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS301" and "weight column 'sex'" in d.message and "label" not in d.hint
+    assert (d.span.line, d.span.column) == (BASE.count("\n") + 4, 12)
+    res = check(tmp_path, "property p {\n  statistical_parity(people, groups sex) <= 0.2\n  weight = scor\n}\n")
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS207" and (d.span.line, d.span.column) == (BASE.count("\n") + 4, 12) and "score" in d.hint
+
+
 # ------------------------------------------------------------------ other property kinds
 
 DT_BLOCK = f"""\

@@ -44,6 +44,8 @@ _ALL = [
     Code("FS211", "warning", "feature declared but not encoded", "encode the feature for the model, or drop it from the feature set if nothing reads it"),
     Code("FS213", "warning", "option without effect",
          "the option applies only together with another one (part_timeout and refine with partitions = N): add that one, or drop the option"),
+    Code("FS214", "error", "option given twice",
+         "give each option once in a declaration, a call or a property: the second would silently replace the first"),
     Code("FS212", "error", "path outside the project", "a spec reads and writes inside its project (the nearest folder with fairspec.toml or .git, else the spec's folder) and the shipped policies; pass --allow-path DIR to allow another folder"),
     # -- types and values
     Code("FS301", "error", "type mismatch", "each place takes one kind of value (a number, string, condition or category, or the name of a model, feature set or data set); the message says which"),

@@ -21,6 +21,7 @@ from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import ExprLowerer, LowerError, did_you_mean
 from fairspec.sema.imports import load_modules
 from fairspec.sema.options import check_plan
+from fairspec.sema.repeats import repeated_options
 from fairspec.syntax import ast
 
 
@@ -112,6 +113,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         decls = [Decl(d, Path(m.file).resolve().parent) for m in modules for d in m.decls
                  if not isinstance(d, ast.Import) and (m is root or not isinstance(d, checks))]
         self._bind(decls)
+        repeated_options(decls, self.sink)  # FS214: csv(..., label = a, label = b), bootstrap twice
         by_kind = lambda cls: [d for d in decls if isinstance(d.node, cls)]  # noqa: E731
         for d in by_kind(ast.DataDecl):
             self._guard(self._data, d)

@@ -103,11 +103,13 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     w = options.get("weight")
     if w is not None:
         cols = ck.data_columns.get(data, {})
+        at = next((st.args[1].span for st in reversed(stmts) if st.kind == "option" and st.args[0].id == "weight"),
+                  node.name.span)  # the weight = COLUMN option's value
         if w not in cols:
-            ck.fail("FS207", f"data set '{data}' has no weight column '{w}'", node.name.span,
-                    hint=did_you_mean(w, cols))
+            ck.fail("FS207", f"data set '{data}' has no weight column '{w}'", at, hint=did_you_mean(w, cols))
         if cols[w] != "num":
-            ck.fail("FS306", f"the weight column '{w}' of '{data}' does not hold numbers", node.name.span)
+            ck.fail("FS301", f"the weight column '{w}' of '{data}' does not hold numbers", at,
+                    hint=f"weight = COLUMN names a column of '{data}' that holds each row's sample weight, a number")
     return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
                           op=op, threshold=threshold, params=params)
