@@ -124,8 +124,8 @@ def test_the_known_escapes_still_read():
     assert m.args[0].value.value == 'a"b\\c\nd\te'
 
 
-@pytest.mark.parametrize("number", ["0.1234567890123456789", "123456789012345.6", "1.0000000000000001"])
-def test_more_than_15_significant_digits_is_fs307_at_the_number(number):
+@pytest.mark.parametrize("number", ["0.1234567890123456789", "123456789012345.678", "1.00000000000000001"])
+def test_more_than_17_significant_digits_is_fs307_at_the_number(number):
     d = syntax_error(f"property p {{ x <= {number} }}")
     assert d.code == "FS307" and "significant digits" in d.message and (d.span.line, d.span.column) == (1, 19)
     assert d.span.end_column - d.span.column == len(number)
@@ -405,3 +405,15 @@ def test_parse_file_encodings(tmp_path):
     with pytest.raises(DiagnosticError) as e:
         parse_file(tmp_path / "missing.fair")
     assert e.value.diagnostics[0].code == "FS203"
+
+
+def test_the_repr_of_any_float_is_a_number_a_spec_may_write():
+    """A fitted scaler's mean written with repr (up to 17 significant digits) reads back as that
+    float exactly: no FS307."""
+    import random
+
+    rnd = random.Random(7)
+    for x in [0.1, 1 / 3, 4.128901098901098, 0.28232760016126046, 2.9032423999032937] + \
+             [rnd.uniform(-1e3, 1e3) for _ in range(200)]:
+        m = one(f"property p {{ x <= {x!r} }}")
+        assert m is not None

@@ -1,7 +1,8 @@
 """Lexical checks the grammar does not state: number literals and string escapes.
 
-- A number keeps at most :data:`MAX_DIGITS` significant digits (a float holds 15 exactly: a longer
-  literal would not be the decimal the spec writes) and a nonzero number is not so small that a float
+- A number keeps at most :data:`MAX_DIGITS` significant digits (17: the most a float needs to be
+  written back exactly, so Python's ``repr`` of any float -- a fitted scaler's mean -- is accepted, and
+  a longer literal's extra digits could not tell floats apart) and a nonzero number is not so small that a float
   reads it as 0 or as a subnormal number (``1e-400``): FS307 at the literal.
 - A number run into a name (``1_0``, ``0x10``, ``1e``, ``60sec``) is not two tokens but a malformed
   literal: FS101 at it (the lexer would read ``1`` and a name ``_0``, and the spec a second claim).
@@ -16,7 +17,7 @@ import sys
 
 from fairspec.diagnostics import Diagnostic, Span
 
-MAX_DIGITS = 15
+MAX_DIGITS = 17
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 # strings and comments are skipped whole; a number starts at a digit no name or number runs into
@@ -41,7 +42,7 @@ def number_problem(text: str, value: float) -> tuple[str, str] | None:
     n = significant_digits(text)
     if n > MAX_DIGITS:
         return (f"the number {_shown(text)} has {n} significant digits; a number in a spec has at most "
-                f"{MAX_DIGITS} (a float holds no more, so it would not be the number written)",
+                f"{MAX_DIGITS} (the most a float needs; more cannot tell two floats apart)",
                 f"round it to at most {MAX_DIGITS} significant digits")
     if n and abs(value) < sys.float_info.min:  # nonzero as written, 0 or subnormal as a float
         return (f"the number {_shown(text)} is too close to 0: a float would read it as "
