@@ -128,8 +128,9 @@ def lint(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, An
     the declared files. Returns a list of fairspec Diagnostics (empty when the spec is clean)."""
     from fairspec import pipeline
 
+    allow = _allow(allow)
     with _Substitutes(spec, models, data) as sub:
-        res = pipeline.lint(sub.spec, allow=tuple(allow) + sub.allow, substitutes=sub.files)
+        res = pipeline.lint(sub.spec, allow=allow + sub.allow, substitutes=sub.files)
         return [sub.relabel(d) for d in res.diagnostics]
 
 
@@ -153,13 +154,18 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
 
     from fairspec.runtime import executor
 
-    parallel = bool(workers and workers > 1)
+    allow = _allow(allow)
+    if property is not None and not isinstance(property, str):
+        raise FairspecError(f"property names one property of the spec (a string), not {type(property).__name__}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise FairspecError(f"workers is a whole number of worker processes, 1 or more, not {workers!r}")
+    parallel = workers > 1
     with _Substitutes(spec, models, data) as sub:
         before = dict(executor._CONFIG)
         if parallel:
             executor.configure(workers=workers, cluster=before.get("cluster"))
         try:
-            rep = pipeline.check(sub.spec, only=property, allow=tuple(allow) + sub.allow,
+            rep = pipeline.check(sub.spec, only=property, allow=allow + sub.allow,
                                  substitutes=sub.files, parallel=parallel)
         finally:
             executor._CONFIG.update(before)
@@ -170,15 +176,44 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
 # --------------------------------------------------------------------------- writing objects
 
 
+def _allow(allow) -> tuple[str, ...]:
+    """``allow`` as the folders it names: one path (a string or a Path) or several. A string is one
+    folder, never its characters (tuple("/srv") would allow "/"); an empty one is refused, as
+    --allow-path "" is (it would allow the working folder)."""
+    if allow is None:
+        return ()
+    paths = [allow] if isinstance(allow, (str, os.PathLike)) else allow
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise FairspecError(f"allow is a folder path or a list of folder paths, not a {type(allow).__name__}") from None
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise FairspecError(f"allow is a folder path or a list of folder paths; {p!r} is not a path")
+        if not str(os.fspath(p)).strip():
+            raise FairspecError("allow names an empty path, which would allow the working folder; name the folder")
+        out.append(str(os.fspath(p)))
+    return tuple(out)
+
+
 class _Substitutes:
     """A private folder holding the in-memory objects as files, removed on exit. The errors,
     diagnostics and reasons about those files name the objects instead (:meth:`relabel`): "the data
     frame given for 'test'", "the model given for 'clf'", not a file that is gone when the call returns."""
 
     def __init__(self, spec, models, data):
+        if not isinstance(spec, (str, os.PathLike)):
+            raise FairspecError(f"spec is the path of a .fair file, not a {type(spec).__name__}")
         self.spec = Path(spec)
+        if self.spec.is_dir():
+            raise FairspecError(f"spec {self.spec} is a folder, not a .fair file")
         if not self.spec.is_file():
             raise FairspecError(f"spec file {self.spec} does not exist")
+        for what, given in (("models", models), ("data", data)):
+            if given is not None and not isinstance(given, Mapping):
+                raise FairspecError(f"{what} maps names the spec declares to objects or paths (a dict), "
+                                    f"not a {type(given).__name__}")
         self.models = dict(models or {})
         self.data = dict(data or {})
         self.files: dict = {}

@@ -239,3 +239,30 @@ def test_errors_name_the_in_memory_object_not_a_temporary_file(tmp_path):
         ["the data frame given for 'd'"]                               # not the declared d.csv
     texts = [rep.report.error] + [d.message for d in empty + wide]
     assert not any("fairspec-api-" in t for t in texts), texts
+
+
+def test_allow_is_folders_never_characters_and_arguments_are_checked(tmp_path):
+    """allow = "/some/dir" is one folder: tuple("/some/dir") allowed "/", so a spec read a file
+    outside its project (an audit's case). Wrong argument types are one FairspecError sentence,
+    not a TypeError from deep inside."""
+    project, outside = tmp_path / "p", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "fairspec.toml").write_text("")
+    (outside / "d.csv").write_text("a,y\n1,1\n2,0\n")
+    spec = project / "s.fair"
+    spec.write_text(f'data d = csv("{outside / "d.csv"}", label = y == 1)\n')
+    assert [d.code for d in fairspec.lint(spec)] == ["FS212"]
+    assert [d.code for d in fairspec.lint(spec, allow=str(tmp_path / "elsewhere"))] == ["FS212"]
+    assert fairspec.lint(spec, allow=str(outside)) == [] == fairspec.lint(spec, allow=[outside])
+    for bad, words in ((5, "not a int"), ([""], "empty path"), ("", "empty path"), ([3], "is not a path")):
+        with pytest.raises(fairspec.FairspecError, match=words):
+            fairspec.lint(spec, allow=bad)
+    for kw, words in (({"workers": 0}, "workers"), ({"workers": "2"}, "workers"), ({"property": 3}, "property"),
+                      ({"models": ["m"]}, "models maps"), ({"data": "d.csv"}, "data maps")):
+        with pytest.raises(fairspec.FairspecError, match=words):
+            fairspec.check(spec, **kw)
+    with pytest.raises(fairspec.FairspecError, match="is a folder"):
+        fairspec.check(project)
+    with pytest.raises(fairspec.FairspecError, match="path of a .fair file"):
+        fairspec.lint(None)
