@@ -284,6 +284,13 @@ class _Substitutes:
         rep.error = self.relabel(rep.error)
         rep.warnings = self.relabel(list(rep.warnings))
         rep.internal_errors = self.relabel(list(rep.internal_errors))
+        for load in rep.loads:      # "file": the object, not its temporary file
+            if isinstance(load.get("file"), str):
+                load["file"] = self._text(load["file"])
+        if getattr(rep, "started", None) is not None:
+            prov = rep.provenance()     # hashed now, while the written files exist (the folder goes on return)
+            for entry in prov.get("files", ()):
+                entry["file"] = self._text(entry["file"])
 
     def _text(self, text: str) -> str:
         if not any(path in text for path in self.labels):

@@ -266,3 +266,17 @@ def test_allow_is_folders_never_characters_and_arguments_are_checked(tmp_path):
         fairspec.check(project)
     with pytest.raises(fairspec.FairspecError, match="path of a .fair file"):
         fairspec.lint(None)
+
+
+def test_provenance_and_loads_name_the_in_memory_objects(tmp_path):
+    """The report's provenance is hashed while the in-memory objects' files exist, and its files
+    and load times name the objects, not the temporary folder that is gone after the call."""
+    pd = pytest.importorskip("pandas")
+    spec = _tiny_project(tmp_path)
+    rep = fairspec.check(spec, data={"d": pd.read_csv(tmp_path / "d.csv")})
+    doc = json.loads(rep.to_json())
+    text = json.dumps(doc)
+    assert "fairspec-api-" not in text
+    data = [f for f in doc["provenance"]["files"] if f["file"] == "the data frame given for 'd'"]
+    assert len(data) == 1 and data[0]["sha256"] and data[0]["bytes"]
+    assert any(x.get("file") == "the data frame given for 'd'" for x in doc.get("loads", []))
