@@ -67,6 +67,11 @@ def _net(width: int = WIDTH) -> torch.nn.Module:
     ).eval()
 
 
+def _two() -> torch.nn.Module:
+    torch.manual_seed(1)     # the same weights in the files and in each test, whatever ran before
+    return TwoHead().eval()
+
+
 def _data(n: int = 64, width: int = WIDTH, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(n, width))
 
@@ -76,7 +81,7 @@ def d(tmp_path_factory) -> pathlib.Path:
     """Every model file the tests read, built once."""
     d = tmp_path_factory.mktemp("models")
     net = _net()
-    two = TwoHead().eval()
+    two = _two()
     x0 = torch.zeros(1, WIDTH)
     dyn = {"x": {0: "N"}}
     torch.onnx.export(net, (x0,), str(d / "net.onnx"), input_names=["x"], output_names=["logit"],
@@ -219,7 +224,7 @@ def test_onnx_replay_reference_agrees(d):
 
 def test_onnx_output_selection(d):
     X = _data()
-    two = TwoHead().eval()
+    two = _two()
     by_name = load_model("onnx", d / "two.onnx", output="prob")
     assert by_name.score_kind == "prob" and by_name.threshold == 0.5
     np.testing.assert_allclose(by_name.score(X), _torch_forward(two, X, lambda y: y[1])[:, 0], atol=1e-5)
@@ -314,9 +319,32 @@ def test_torchscript_matches_forward(d):
         assert name in m.describe()
 
 
+@pytest.mark.parametrize("head", ["Sigmoid", "Softmax", "nested"])
+def test_a_sequential_ending_in_sigmoid_or_softmax_holds_probabilities(tmp_path, head):
+    """torch.nn.Sequential(..., Sigmoid()) trained with BCELoss outputs probabilities: read as a
+    logit, every point was class 1 (sigmoid > 0) and a label property proved trivially. The last
+    layer of a Sequential (scripted or pickled) decides; another module keeps the logit default."""
+    lin = torch.nn.Linear(2, 1 if head != "Softmax" else 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, -1.0]] if head != "Softmax" else [[1.0, -1.0], [-1.0, 1.0]]))
+        lin.bias.zero_()
+    last = {"Sigmoid": torch.nn.Sigmoid(), "Softmax": torch.nn.Softmax(dim=1),
+            "nested": torch.nn.Sequential(torch.nn.Identity(), torch.nn.Sigmoid())}[head]
+    net = torch.nn.Sequential(lin, last).eval()
+    torch.jit.save(torch.jit.script(net), str(tmp_path / "s.pt"))
+    torch.save(net, str(tmp_path / "p.pt"))
+    X = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    for name, trust in (("s.pt", False), ("p.pt", True)):
+        m = load_model("torch", tmp_path / name, trust_pickle=trust, index=0 if head == "Softmax" else None)
+        assert m.score_kind == "prob", name
+        assert list(m.decide(X)) == [1, 0, 0]         # 1/2 exactly is not above 1/2
+    assert load_model("torch", tmp_path / "s.pt", score_kind="logit", index=0 if head == "Softmax" else None
+                      ).score_kind == "logit"           # the declaration's word
+
+
 def test_torch_tuple_outputs(d):
     X = _data()
-    two = TwoHead().eval()
+    two = _two()
     for name, trust in (("two.pt", False), ("two_pickle.pt", True)):
         _raises(lambda: load_model("torch", d / name, trust_pickle=trust), name, "2 columns", "index = 1")
         Z = _torch_forward(two, X, lambda y: y[0])

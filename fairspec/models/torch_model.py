@@ -60,7 +60,7 @@ def _guess_width(module) -> int | None:
 class TorchModel(LoadedModel):
     def __init__(self, path: pathlib.Path, *, output: str | int | None = None,
                  index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
-        kind = check_score_kind(score_kind, path) or "logit"
+        kind = check_score_kind(score_kind, path)
         require_file(path)
         file_kind = _torch_file_kind(path)
         if file_kind == "pickle" and not trust_pickle:
@@ -104,6 +104,8 @@ class TorchModel(LoadedModel):
             raise ModelLoadError(f"the index {index!r} chosen for torch model {path} is not a non-negative integer", path)
         self.output = output
         self.index = index
+        if kind is None:        # a Sequential ending in Sigmoid / Softmax holds probabilities; else logits
+            kind = "prob" if _final_layer(module) in ("Sigmoid", "Softmax") else "logit"
         try:
             weights = [(n, t.detach().to(torch.float64).cpu().numpy()) for n, t in module.state_dict().items()
                        if isinstance(t, torch.Tensor) and t.is_floating_point()]
@@ -209,6 +211,22 @@ class TorchModel(LoadedModel):
 
     def _score(self, X):
         return self._select(self._forward(X))
+
+
+def _final_layer(module) -> str | None:
+    """The class name of the last layer of an ``nn.Sequential`` (eager or scripted; nested ones
+    followed to their end), or None for any other module, whose forward may run its layers in any
+    order."""
+    def name(m):
+        return getattr(m, "original_name", None) or type(m).__name__
+
+    seen = 0
+    while name(module) == "Sequential" and seen < 64:
+        children = list(module.children())
+        if not children:
+            return None
+        module, seen = children[-1], seen + 1
+    return name(module) if seen else None
 
 
 def load_torch(path: pathlib.Path, *, output=None, index=None, score_kind=None, trust_pickle=False) -> TorchModel:
