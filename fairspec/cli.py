@@ -78,7 +78,8 @@ def _lint(args) -> int:
     if args.format in ("sarif", "github"):
         from fairspec.report import ci
 
-        text = ci.to_sarif(res.diagnostics, version=_version()) if args.format == "sarif" else ci.to_github(res.diagnostics)
+        text = (ci.to_sarif(res.diagnostics, version=_version(), spec=args.spec) if args.format == "sarif"
+                else ci.to_github(res.diagnostics))
     else:
         text = render(res.diagnostics, args.format)
     if text:
@@ -234,9 +235,10 @@ def _emit_check(args, result) -> int:
 
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                            version=_version(), policies=policies) if args.format == "sarif"
+                            version=_version(), policies=policies, spec=result.spec, error_span=result.error_span)
+                if args.format == "sarif"
                 else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                                  policies=policies))
+                                  policies=policies, error_span=result.error_span))
         if text:
             print(text)
     else:

@@ -30,6 +30,9 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # a bad model/data file, as one sentence
+    # where the error is located (SARIF, annotations): the declaration of the file it names, else the
+    # property it stopped; None: the spec file itself
+    error_span: object = None
     internal_errors: list[str] = field(default_factory=list)  # fairspec bugs met while checking
     seconds: float = 0.0
     loads: list[dict] = field(default_factory=list)  # model files and data tables, with their load times
@@ -178,7 +181,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         finally:
             ex.close()
         for prop, out in zip(props, outs):
-            if _merge_out(report, prop, out):
+            if _merge_out(report, prop, out, spec):
                 break
     else:
         from fairspec.runtime.context import Context
@@ -189,7 +192,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
             if report.interrupted:  # Ctrl-C earlier: the rest are not run
                 report.verdicts.append(unknown(prop, _interrupted("before it ran")))
                 continue
-            if _merge_out(report, prop, _run_property(prop, ctx, progress)):
+            if _merge_out(report, prop, _run_property(prop, ctx, progress), spec):
                 break
     report.seconds = time.perf_counter() - t0
     return report
@@ -297,7 +300,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
         report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
         for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)]):
-            if _merge_out(report, prop, out):
+            if _merge_out(report, prop, out, res.spec, (f, decl.span)):
                 break
         report.seconds = time.perf_counter() - t0
         reports.append((f, report))
@@ -378,8 +381,10 @@ def _run_property(prop, ctx, progress=None) -> dict:
     return out
 
 
-def _merge_out(report: Report, prop, out: dict) -> bool:
-    """Add one property's outcome to the report; True when a bad input file stops the run."""
+def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> bool:
+    """Add one property's outcome to the report; True when a bad input file stops the run (located at
+    the declaration of the file the error names -- ``substitute``: (a --models file, the declaration
+    it replaces) -- else at the property)."""
     report.loads.extend(out.get("loads", ()))
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
     if "internal" in out:
@@ -391,6 +396,10 @@ def _merge_out(report: Report, prop, out: dict) -> bool:
         return True
     if "error" in out:
         report.error = out["error"]
+        decls = ([substitute] if substitute else []) + [(x.path, x.span) for x in
+                                                        (*getattr(spec, "datasets", ()), *getattr(spec, "models", ()))]
+        report.error_span = next((span for path, span in decls if path and span is not None and str(path) in
+                                  report.error), report.property_spans.get(prop.name))
         return True
     v, warning = certified(out["verdict"])
     if warning and warning not in report.warnings:

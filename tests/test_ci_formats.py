@@ -102,3 +102,83 @@ property oops { statistical_parity(net, groups sx) <= 0.1 }
     out = r.stdout.splitlines()
     assert out and all(x.startswith("::") for x in out), r.stdout
     assert any(x.startswith("::error file=spec.fair,line=") and "'strict' is violated" in x for x in out)
+
+
+def every_result_located(log: dict, cwd: Path) -> list[dict]:
+    """Every result has a location with an artifact and a start line (GitHub code scanning refuses
+    a log with a result that has none), and a region in an existing file stays inside its lines."""
+    out = []
+    for run in log["runs"]:
+        for res in run["results"]:
+            assert res["locations"], res
+            for loc in res["locations"]:
+                phys = loc["physicalLocation"]
+                assert phys["artifactLocation"]["uri"] and phys["region"]["startLine"] >= 1, res
+                f = cwd / phys["artifactLocation"]["uri"]
+                if f.is_file():
+                    lines = f.read_text(encoding="utf-8").split("\n")
+                    reg = phys["region"]
+                    assert reg["startColumn"] <= len(lines[reg["startLine"] - 1]) + 1, res
+                    if "endLine" in reg:
+                        assert reg["endColumn"] <= len(lines[reg["endLine"] - 1]) + 1, res
+            out.append(res)
+    return out
+
+
+@pytest.mark.parametrize("cmd", ["lint", "check"])
+def test_sarif_missing_spec_is_located_at_the_path_given(cmd):
+    r = run_cli(cmd, "examples/nosuch.fair", "--format", "sarif")
+    no_traceback(r)
+    assert r.returncode == 2
+    (res,) = every_result_located(valid_sarif(r.stdout), EXAMPLES.parent)
+    assert res["ruleId"] == "FS203"
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "examples/nosuch.fair"
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+
+
+def test_sarif_input_errors_have_a_location(tmp_path):
+    spec = people_spec(tmp_path, "property p { statistical_parity(net, groups race) <= 0.2 }\n")
+    r = run_cli("check", spec, "--format", "sarif", "--property", "nosuch", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 2
+    (res,) = every_result_located(valid_sarif(r.stdout), tmp_path)
+    assert res["ruleId"] == "input"
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "spec.fair" and loc["region"]["startLine"] == 1
+    # no row of the data fits the declared domains: at the data declaration the error names
+    text = spec.read_text().replace("age    : int in [18, 80]", "age    : int in [90, 99]")
+    spec.write_text(text)
+    r = run_cli("check", spec, "--format", "sarif", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 2
+    (res,) = [x for x in every_result_located(valid_sarif(r.stdout), tmp_path) if x["ruleId"] == "input"]
+    loc = res["locations"][0]["physicalLocation"]
+    assert text.splitlines()[loc["region"]["startLine"] - 1].startswith("data people = csv(")
+
+
+def test_sarif_models_folder_with_a_broken_model_is_located(tmp_path):
+    import shutil
+
+    from test_cli import PEOPLE_ONNX
+
+    spec = people_spec(tmp_path, "property p { statistical_parity(net, groups race) <= 0.2 }\n")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(PEOPLE_ONNX, cands / "a.onnx")
+    shutil.copy(PEOPLE_ONNX.parent / "garbage.onnx", cands / "b.onnx")
+    r = run_cli("check", spec, "--format", "sarif", "--workers", "1", "--models", f"net={cands}", cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 2
+    log = valid_sarif(r.stdout)
+    results = every_result_located(log, tmp_path)
+    (bad,) = [x for x in results if x["ruleId"] == "input"]
+    loc = bad["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "spec.fair"
+    assert spec.read_text().splitlines()[loc["region"]["startLine"] - 1].startswith("model net = onnx(")
+
+
+def test_sarif_region_at_end_of_file_stays_inside_its_line():
+    r = run_cli("lint", "tests/fixtures/errors/syntax_unclosed_brace.fair", "--format", "sarif")
+    no_traceback(r)
+    (res,) = every_result_located(valid_sarif(r.stdout), EXAMPLES.parent)
+    assert res["ruleId"] == "FS103"

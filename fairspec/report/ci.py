@@ -46,13 +46,43 @@ def _uri(file: str) -> str:
     return quote(rel, errors="surrogateescape") if rel is not None else Path(file).resolve().as_uri()
 
 
-def _location(span) -> list[dict]:
+def _location(span, spec: str | None = None) -> list[dict]:
+    """Where a result is: its span, else line 1 of the spec file (an input error, a spec file that is
+    not there: every result has a location with a start line, or GitHub code scanning refuses the log)."""
     if span is None:
-        return []
-    region = {"startLine": span.line, "startColumn": span.column}
-    if (span.end_line, span.end_column) > (span.line, span.column):
-        region.update(endLine=span.end_line, endColumn=span.end_column)
-    return [{"physicalLocation": {"artifactLocation": {"uri": _uri(span.file)}, "region": region}}]
+        if spec is None:
+            return []
+        return [{"physicalLocation": {"artifactLocation": {"uri": _uri(spec)},
+                                      "region": {"startLine": 1, "startColumn": 1}}}]
+    return [{"physicalLocation": {"artifactLocation": {"uri": _uri(span.file)}, "region": _region(span)}}]
+
+
+_LINES: dict[str, list[str] | None] = {}  # the files of one log's regions, read once (cleared per log)
+
+
+def _file_lines(file: str) -> list[str] | None:
+    if file not in _LINES:
+        try:
+            _LINES[file] = [x.rstrip("\r") for x in Path(file).read_text(encoding="utf-8", errors="replace").split("\n")]
+        except (OSError, ValueError):
+            _LINES[file] = None
+    return _LINES[file]
+
+
+def _region(span) -> dict:
+    """The span as a SARIF region, its columns kept inside their lines: an error at the end of the file
+    ends at the end of its (maybe empty) line, never past it."""
+    line, col, end_line, end_col = span.line, span.column, span.end_line, span.end_column
+    lines = _file_lines(span.file)
+    if lines is not None:
+        if 1 <= line <= len(lines):
+            col = max(1, min(col, len(lines[line - 1]) + 1))
+        if 1 <= end_line <= len(lines):
+            end_col = min(end_col, len(lines[end_line - 1]) + 1)
+    region = {"startLine": line, "startColumn": col}
+    if (end_line, end_col) > (line, col):
+        region.update(endLine=end_line, endColumn=end_col)
+    return region
 
 
 def _verdict_message(v) -> str:
@@ -70,12 +100,13 @@ def _verdict_message(v) -> str:
     return f"property '{v.name}' is unknown: {v.reason}"
 
 
-def _verdict_results(verdicts, spans, error, policies=None, related: bool = False) -> list[tuple]:
-    """(rule, level, message, span) for each violated or unknown property, and the input error if any.
+def _verdict_results(verdicts, spans, error, policies=None, related: bool = False, error_span=None) -> list[tuple]:
+    """(rule, level, message, span) for each violated or unknown property, and the input error if any
+    (at ``error_span``: the declaration or property it concerns; None: the spec file).
     An applied policy's property is located at the user's `apply` (``spans`` says so) and its message
     names the policy and the property; with ``related``, a fifth item is the policy property's span."""
     policies = policies or {}
-    out = [("input", "error", error, None) + ((None,) if related else ())] if error else []
+    out = [("input", "error", error, error_span) + ((None,) if related else ())] if error else []
     for v in verdicts:
         if v.status in _VERDICT_RULES:
             msg = _verdict_message(v)
@@ -146,11 +177,13 @@ def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None) -> dict:
+def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None, spec=None,
+               error_span=None) -> dict:
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
                 for d in diagnostics]
     findings += [(r, lvl, msg, sp, None, rel)
-                 for r, lvl, msg, sp, rel in _verdict_results(verdicts, spans or {}, error, policies, related=True)]
+                 for r, lvl, msg, sp, rel in _verdict_results(verdicts, spans or {}, error, policies, related=True,
+                                                              error_span=error_span)]
     rule_ids = sorted({f[0] for f in findings})
     rules = [_rule(rid) for rid in rule_ids]
     index = {r: i for i, r in enumerate(rule_ids)}
@@ -159,7 +192,7 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
         if model_file is not None and d is None:
             msg = f"model file {model_file}: {msg}"
         res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
-               "locations": _location(span)}
+               "locations": _location(span, spec)}
         key = _fingerprint(rid, span, msg, model_file)
         seen[key] = seen.get(key, 0) + 1  # the same finding twice in a file: told apart by its order
         res["partialFingerprints"] = {
@@ -178,18 +211,29 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
 
 
 def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-             *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None) -> str:
-    """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding."""
+             *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None,
+             spec: str | None = None, error_span=None) -> str:
+    """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding; a finding
+    with no span (the input ``error`` unless ``error_span`` places it, a diagnostic such as FS203) is
+    located at line 1 of ``spec``."""
+    _LINES.clear()
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-           "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies)]}
-    return json.dumps(log, indent=2)
+           "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies, spec=spec,
+                               error_span=error_span)]}
+    return _dumps(log)
 
 
 def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order)."""
-    runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites)
+    _LINES.clear()
+    runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
+                       getattr(r, "error_span", None))
             for f, r in reports]
-    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs}, indent=2)
+    return _dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs})
+
+
+def _dumps(log: dict) -> str:
+    return json.dumps(log, indent=2)
 
 
 def _escape_data(s: str) -> str:
@@ -202,11 +246,11 @@ def _escape_prop(s: str) -> str:
 
 
 def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-              *, error: str | None = None, policies: dict | None = None) -> str:
+              *, error: str | None = None, policies: dict | None = None, error_span=None) -> str:
     """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding."""
     findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
                 for d in diagnostics]
-    findings += _verdict_results(verdicts, spans or {}, error, policies)
+    findings += _verdict_results(verdicts, spans or {}, error, policies, error_span=error_span)
     return "\n".join(_github_lines(findings))
 
 
@@ -223,8 +267,9 @@ def to_github_models(reports) -> str:
                                          d.span)])
         name = Path(f).name if f else "?"
         lines += _github_lines([(f"{rid} ({name})", sev, f"model file {f}: {msg}", span)
-                                for rid, sev, msg, span in _verdict_results(r.verdicts, r.property_spans or {},
-                                                                            r.error, r.policy_sites)])
+                                for rid, sev, msg, span in _verdict_results(
+                                    r.verdicts, r.property_spans or {}, r.error, r.policy_sites,
+                                    error_span=getattr(r, "error_span", None))])
     return "\n".join(lines)
 
 
