@@ -187,3 +187,63 @@ def test_did_you_mean_hints_are_code_that_fixes_the_error(tmp_path):
             assert (d.code, d.span.line, d.span.column) not in after, (fx.name, d.message, m.group(1))
             seen += 1
     assert seen >= 3
+
+
+def _strict(text: str):
+    """json.loads as RFC 8259 reads it: a NaN, Infinity or -Infinity token is an error."""
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_and_sarif_are_strict_json_with_nan_and_inf_in_nested_details():
+    import numpy as np
+
+    from fairspec import report as rep
+    from fairspec.pipeline import Report
+    from fairspec.report import ci
+    from fairspec.verdict import Verdict
+
+    nan, inf = float("nan"), float("inf")
+    v = Verdict("p", "group_metric", "violated", "estimated", value=nan, bound=(-inf, inf),
+                details={"groups": [{"group": "x", "benefit": nan, "rates": (np.float64(nan), np.float32(-inf))},
+                                    {"group": "y", "benefit": 0.5, "deep": {"a": [[inf, np.array([1.0, nan])]]}}],
+                         "weight": np.int64(3), 2.5: "a float key", (1, 2): "a tuple key"})
+    doc = _strict(rep.to_json(Report("s.fair", [], [v])))
+    (p,) = doc["properties"]
+    assert p["value"] is None and p["bound"] == [None, None]
+    g = p["details"]["groups"]
+    assert g[0]["benefit"] is None and g[0]["rates"] == [None, None]
+    assert g[1]["deep"] == {"a": [[None, [1.0, None]]]} and p["details"]["weight"] == 3
+    assert p["details"]["2.5"] == "a float key" and p["details"]["(1, 2)"] == "a tuple key"
+    log = _strict(ci.to_sarif([], [v], {}, version="0", spec="s.fair"))
+    assert log["runs"][0]["results"][0]["ruleId"] == "violated"
+
+
+def test_weighted_theil_with_a_weightless_group_prints_strict_json(tmp_path):
+    """A group whose weights are all 0 has no mean benefit: null, like its rates, never a bare NaN."""
+    rows = (FIXTURES / "data" / "people.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    race = head.index("race")
+    out = [rows[0] + ",w"] + [r + (",0" if r.split(",")[race] == "C" else ",1.5") for r in rows[1:]]
+    (tmp_path / "w.csv").write_text("\n".join(out) + "\n")
+    (tmp_path / "spec.fair").write_text("""\
+data log = csv("w.csv", label = hired == "yes")
+features P from log {
+  age  : int in [18, 80]
+  sex  : {F, M} protected
+  race : {A, B, C} protected
+}
+model svc = predictions(log, decision = "member")
+property theil {
+  theil_index(svc, groups race) <= 0.5
+  weight = w
+}
+""")
+    r = run_cli("check", "spec.fair", "--format", "json", "--workers", "1", cwd=tmp_path)
+    assert r.returncode in (0, 1, 3), r.stderr
+    (p,) = _strict(r.stdout)["properties"]
+    groups = {g["group"]: g for g in p["details"]["groups"]}
+    assert any(k.endswith("C") for k in groups), groups
+    assert all(g.get("benefit") is None for k, g in groups.items() if k.endswith("C")), groups

@@ -45,17 +45,33 @@ def console(stderr: bool = False, **kw):
 
 
 def to_json(report) -> str:
-    return json.dumps(report.to_json(), indent=2, default=_default)
+    return dumps(report.to_json())
 
 
-def _default(o):
-    import numpy as np
+def dumps(doc) -> str:
+    """``doc`` as strict JSON (RFC 8259; jq, JSON.parse, serde read it): every value through :func:`plain`,
+    so no ``NaN`` or ``Infinity`` token is ever written."""
+    return json.dumps(plain(doc), indent=2, allow_nan=False)
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+
+def plain(x):
+    """A value as strict JSON holds it: a NaN or an infinity is null (as a rate with no rows is; a typed
+    reader takes number-or-null, not a string in a number's place), numpy scalars and arrays are
+    numbers and lists, tuples and sets lists, keys JSON can not hold strings; anything else its text."""
+    import math
+
+    if x is None or isinstance(x, (str, bool, int)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k if isinstance(k, (str, int, bool)) or k is None or (isinstance(k, float) and math.isfinite(k))
+                else str(k): plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [plain(v) for v in x]
+    if type(x).__module__ == "numpy":  # without importing numpy: a report may hold none of it
+        return plain(x.tolist() if hasattr(x, "tolist") else x.item())
+    return str(x)
 
 
 _KIND = {"group_metric": "group", "individual_fairness": "individual", "k_discrimination": "k-discr.",

@@ -11,7 +11,6 @@ and the spec's diagnostics, the same for every file, once.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from urllib.parse import quote
 
@@ -233,7 +232,9 @@ def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
 
 
 def _dumps(log: dict) -> str:
-    return json.dumps(log, indent=2)
+    from fairspec.report import dumps  # strict JSON: a NaN or an infinity never becomes a bare token
+
+    return dumps(log)
 
 
 def _escape_data(s: str) -> str:

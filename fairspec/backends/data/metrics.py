@@ -598,7 +598,8 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
             v = rate(cells[None], r)[0]
             out["positive_rate" if r == "selection_rate" else r] = None if np.isnan(v) else _r(v)
         if mdef.form in ("inequality", "between_inequality"):
-            out["benefit"] = _r(benefit_mean(cells[None])[0][0])
+            b = benefit_mean(cells[None])[0][0]  # NaN when the group weighs nothing (every weight 0)
+            out["benefit"] = None if np.isnan(b) else _r(b)
         if bins is not None:
             per, _ = ece(bins[None], sums[None])
             out["ece"] = None if np.isnan(per[0]) else _r(per[0])
