@@ -24,10 +24,19 @@ _ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by def
                "project (the nearest folder with fairspec.toml or .git) and the shipped policies")
 
 
+class _UsageError(SystemExit):
+    """argparse's usage error (exit code 2), with its message: _main prints a machine format's document."""
+
+    def __init__(self, message: str):
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 2 with one line, as argparse does, but never a traceback
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise _UsageError(message)
 
 
 def _build() -> argparse.ArgumentParser:
@@ -55,6 +64,7 @@ def _build() -> argparse.ArgumentParser:
     f.add_argument("files", nargs="+", metavar="FILE")
     f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
     sub.add_parser("lsp", help="the language server for editors, over stdio (pygls)")
+    p.commands = {"check": c, "lint": l}  # for a usage error's document (fairspec.errordoc.usage_error)
     return p
 
 
@@ -179,7 +189,7 @@ def _check(args) -> int:
     from fairspec.runtime import executor
     from fairspec.pipeline import InputError, check
 
-    if args.html is not None and not _html_target_ok(args.html, args.spec):
+    if args.html is not None and not _html_target_ok(args.html, args.spec, args):
         return 2  # checked before any work: a report that cannot be written is known now
     executor.configure(workers=args.workers, cluster=args.cluster)
     parallel = bool((args.workers or 1) > 1 or executor.cluster_address())
@@ -206,7 +216,7 @@ def _check(args) -> int:
             if result.interrupted:
                 _end_workers()
     except InputError as e:  # --html FILE is a file the spec reads (known after lint): nothing ran
-        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        _input_error(args, str(e))
         return 2
     finally:
         if progress:
@@ -248,7 +258,7 @@ def _emit_check(args, result) -> int:
     return result.exit_code
 
 
-def _html_target_ok(path: str, spec: str) -> bool:
+def _html_target_ok(path: str, spec: str, args=None) -> bool:
     """``--html FILE`` checked before any work (fairspec.files.check_target): empty, a folder, a
     device or pipe, a missing folder, the spec itself is one sentence on stderr and False."""
     from fairspec.report import html
@@ -256,7 +266,7 @@ def _html_target_ok(path: str, spec: str) -> bool:
     try:
         html.check_path(path, keep=(spec,))
     except html.ReportWriteError as e:
-        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        _input_error(args, str(e))
         return False
     return True
 
@@ -275,6 +285,16 @@ def _html_guard(args):
         except html.ReportWriteError as e:
             raise InputError(str(e)) from None
     return guard
+
+
+def _input_error(args, message: str) -> None:
+    """An input error found before any check ran: one sentence on stderr and, under a machine format,
+    the document the other input errors give (fairspec.errordoc)."""
+    print(f"fairspec: {visible(message)}", file=sys.stderr)
+    if args is not None and args.format != "text":
+        from fairspec import errordoc
+
+        print(errordoc.document(args.format, args.spec, message, models=bool(args.models), version=_version()))
 
 
 def _write_html(write) -> bool:
@@ -314,7 +334,7 @@ def _check_models(args, parallel: bool) -> int:
             if any(r.interrupted for _, r in reports):
                 _end_workers()
     except InputError as e:
-        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        _input_error(args, str(e))
         return 2
     with interrupt.installed(defer=True, fresh=False):  # as in _check: the reports are finished
         code = _emit_models(args, reports)
@@ -408,7 +428,17 @@ def _exit_now(code: int) -> None:
 
 
 def _main(argv=None) -> int:
-    args = _build().parse_args(argv)
+    parser = _build()
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as e:  # under a machine format stdout still holds a document (exit code 2)
+        from fairspec.errordoc import usage_error
+
+        doc = usage_error(parser.commands, list(sys.argv[1:] if argv is None else argv), e.message, version=_version())
+        if doc is not None:
+            with contextlib.suppress(OSError):  # a closed stdout: the usage on stderr says it all
+                print(doc)
+        raise
     try:
         return {"check": _check, "lint": _lint, "fmt": _fmt, "lsp": _lsp}[args.command](args)
     except KeyboardInterrupt:

@@ -247,3 +247,54 @@ property theil {
     groups = {g["group"]: g for g in p["details"]["groups"]}
     assert any(k.endswith("C") for k in groups), groups
     assert all(g.get("benefit") is None for k, g in groups.items() if k.endswith("C")), groups
+
+
+ERRORS_BEFORE_ANY_CHECK = {  # exit-2 errors the command line finds before any check: args, words in the error
+    "html_folder": (["--html", "."], "folder"),
+    "models_no_folder": (["--models", "net=nosuchdir"], "nosuchdir"),
+    "models_unknown_name": (["--models", "nosuch=."], "'nosuch'"),
+    "workers_0": (["--workers", "0"], "--workers"),
+    "workers_0_abbreviated": (["--work=0"], "--workers"),
+    "unknown_option": (["--bogus"], "--bogus"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+@pytest.mark.parametrize("case", sorted(ERRORS_BEFORE_ANY_CHECK))
+def test_errors_before_any_check_still_print_the_document(tmp_path, case, fmt):
+    """A bad --html target, a --models folder or name that is not there, an argparse usage error:
+    under a machine format stdout holds the document the other input errors give (exit code 2)."""
+    from test_cli import people_spec
+
+    args, words = ERRORS_BEFORE_ANY_CHECK[case]
+    spec = people_spec(tmp_path, "property p { statistical_parity(net, groups race) <= 0.2 }\n")
+    r = run_cli("check", spec.name, "--format", fmt, *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    if fmt == "github":
+        (line,) = r.stdout.splitlines()
+        assert line.startswith("::error ") and "title=fairspec input::" in line and words in line, line
+        return
+    doc = _strict(r.stdout)
+    if fmt == "json":
+        doc = doc["models"][0] if "models" in doc else doc
+        assert doc["exit_code"] == 2 and doc["properties"] == [] and doc["spec"] == "spec.fair"
+        assert words in doc["error"], doc["error"]
+    else:
+        (res,) = doc["runs"][0]["results"]
+        assert res["ruleId"] == "input" and words in res["message"]["text"]
+        loc = res["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == "spec.fair" and loc["region"]["startLine"] == 1
+
+
+def test_a_usage_error_with_no_spec_is_a_sarif_notification_not_an_unlocated_result():
+    r = run_cli("lint", "--format", "sarif")
+    assert r.returncode == 2
+    run = _strict(r.stdout)["runs"][0]
+    assert run["results"] == []
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert "spec" in note["message"]["text"] and run["invocations"][0]["executionSuccessful"] is False
+    r = run_cli("lint", "--format", "json")
+    assert r.returncode == 2 and "spec" in _strict(r.stdout)["error"]
+    r = run_cli("check", "x.fair", "--format", "text", "--workers", "0")  # a human format: the usage only
+    assert r.returncode == 2 and r.stdout == "" and "--workers" in r.stderr

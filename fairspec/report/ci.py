@@ -186,10 +186,13 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
     rule_ids = sorted({f[0] for f in findings})
     rules = [_rule(rid) for rid in rule_ids]
     index = {r: i for i, r in enumerate(rule_ids)}
-    results, seen = [], {}
+    results, seen, notes = [], {}, []
     for rid, sev, msg, span, d, policy_span in findings:
         if model_file is not None and d is None:
             msg = f"model file {model_file}: {msg}"
+        if span is None and spec is None:  # no file to place it in (a usage error naming no spec): not a result
+            notes.append({"level": _LEVEL[sev], "message": {"text": msg}, "descriptor": {"id": rid}})
+            continue
         res = {"ruleId": rid, "ruleIndex": index[rid], "level": _LEVEL[sev], "message": {"text": msg},
                "locations": _location(span, spec)}
         key = _fingerprint(rid, span, msg, model_file)
@@ -202,6 +205,8 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
             res["relatedLocations"] = related
         results.append(res)
     run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results}
+    if notes:
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
     if model_file is not None:
         run["automationDetails"] = {"id": f"fairspec/models/{Path(model_file).name}",
                                     "description": {"text": f"the spec checked with model file {model_file}"}}

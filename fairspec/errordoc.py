@@ -1,0 +1,74 @@
+"""The document an error prints under a machine format (``--format json | sarif | github``).
+
+Under a machine format stdout holds the document and nothing else, on errors too. Most input errors
+(a missing spec, an unknown ``--property``, an unreachable cluster) come back from the pipeline as a
+report with its ``error`` sentence; the ones the command line finds before any check runs (``--html``'s
+target, ``--models``' folder or model name) and argparse's usage errors (``--workers 0``, an unknown
+option) print the same shape here: a report with no property, the sentence as its ``error`` and exit
+code 2 -- under ``--models`` in the ``{"models": [...], "exit_code"}`` wrapper, one entry with no
+model file.
+"""
+
+from __future__ import annotations
+
+MACHINE = ("json", "sarif", "github")
+
+
+def error_report(spec: str | None, message: str):
+    """A report of a run stopped by ``message`` before any property ran (exit code 2)."""
+    import datetime
+
+    from fairspec.pipeline import Report
+
+    report = Report(spec, [], error=message)
+    if spec is not None:  # provenance names the spec (its hash, when it is there)
+        report.started = datetime.datetime.now(datetime.timezone.utc)
+    return report
+
+
+def document(fmt: str, spec: str | None, message: str, *, models: bool = False, version: str = "0.1.0") -> str:
+    """The ``fmt`` document of an error found before any check ran (``models``: ``check --models``)."""
+    from fairspec import report as rep
+    from fairspec.report import ci
+
+    report = error_report(spec, message)
+    if fmt == "json":
+        doc = report.to_json()
+        return rep.dumps({"models": [{"model_file": None, **doc}], "exit_code": 2} if models else doc)
+    if fmt == "sarif":
+        return ci.to_sarif_models([(None, report)], version=version) if models else \
+            ci.to_sarif([], error=message, version=version, spec=spec)
+    return ci.to_github([], error=message)
+
+
+def usage_error(commands: dict, argv: list[str], message: str, *, version: str) -> str | None:
+    """The document of argparse's usage ``message`` when ``argv`` asks ``check`` or ``lint`` for a machine
+    format, else None. argparse stops before it returns anything, so the format and the spec are read
+    from ``argv`` as it reads them: ``commands`` (name -> sub-parser) says which options take a value
+    (that value is not the spec), ``--opt=value`` and unique prefixes (``--form json``) included."""
+    if not argv or argv[0] not in commands:
+        return None
+    options = {o: a.nargs != 0 for a in commands[argv[0]]._actions for o in a.option_strings}
+    fmt = spec = None
+    rest, i, given = argv[1:], 0, set()
+    while i < len(rest):
+        tok = rest[i]
+        if tok == "--":
+            spec = spec if spec is not None or i + 1 >= len(rest) else rest[i + 1]
+            break
+        if tok.startswith("-") and len(tok) > 1:
+            name, eq, value = tok.partition("=")
+            known = [name] if name in options else [o for o in options if o.startswith(name) and o.startswith("--")]
+            opt = known[0] if len(known) == 1 else None
+            given.add(opt)
+            if opt is not None and options[opt] and not eq:
+                value, i = (rest[i + 1] if i + 1 < len(rest) else None), i + 1
+            if opt == "--format":
+                fmt = value
+        elif spec is None:
+            spec = tok
+        i += 1
+    if fmt not in MACHINE:
+        return None
+    return document(fmt, spec, f"bad usage: {message} (see fairspec {argv[0]} --help)",
+                    models="--models" in given, version=version)
