@@ -298,3 +298,138 @@ def test_a_usage_error_with_no_spec_is_a_sarif_notification_not_an_unlocated_res
     assert r.returncode == 2 and "spec" in _strict(r.stdout)["error"]
     r = run_cli("check", "x.fair", "--format", "text", "--workers", "0")  # a human format: the usage only
     assert r.returncode == 2 and r.stdout == "" and "--workers" in r.stderr
+
+
+# ------------------------------------------------------------------ spec fragments in hints parse
+
+HINT_SPEC = """\
+data d = csv("d.csv", label = hired == "yes"WHERE)
+features P from d {
+  age : int in [18, 80]
+  race : {"Amer-Indian-Eskimo", Black, White} protected
+  HOURS
+}
+GROUP"""
+
+
+def _hint_project(tmp_path, where="", hours='hours : int in [0, 99] column "hours-per-week"', group=""):
+    races = ["Amer-Indian-Eskimo", "Black", "White"]
+    rows = [f"{20 + i % 30},{races[i % 3]},{10 + i % 40},{'yes' if i % 4 else 'no'}" for i in range(60)]
+    (tmp_path / "d.csv").write_text("age,race,hours-per-week,hired\n" + "\n".join(rows) + "\n")
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "spec.fair"
+    spec.write_text(HINT_SPEC.replace("WHERE", where).replace("HOURS", hours).replace("GROUP", group))
+    return spec
+
+
+def _apply(spec, d, text) -> str:
+    """The spec with ``text`` in place of the diagnostic's span (what the editor's quick fix does)."""
+    lines = spec.read_text().splitlines(keepends=True)
+    ln = lines[d.span.line - 1]
+    a, b = d.span.column - 1, (d.span.end_column - 1 if d.span.end_line == d.span.line else len(ln))
+    lines[d.span.line - 1] = ln[:a] + text + ln[b:]
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("where, hours, group, code, fragment", [
+    (", where = hours_per_week >= 1", None, "", "FS207", 'col("hours-per-week")'),
+    (', where = col("hours-per-wek") >= 1', None, "", "FS207", '"hours-per-week"'),
+    ("", 'hours : int in [0, 99] column "hours-per-wek"', "", "FS207", '"hours-per-week"'),
+    ("", None, 'group g = race == "Amer-Indian-Eskmo"\n', "FS206", '"Amer-Indian-Eskimo"'),
+    ("", None, "group g = race == Whit\n", "FS206", "White"),
+], ids=["bare_column", "col_string", "column_clause", "quoted_category", "bare_category"])
+def test_did_you_mean_is_spec_text_for_its_span(tmp_path, where, hours, group, code, fragment):
+    """The suggestion parses in place (a dashed column as col("..."), a quoted category keeps its
+    quotes); the editor's quick fix, built from the hint, replaces the span with it and clears the error."""
+    from fairspec.lsp.analysis.edits import fixes
+    from fairspec.pipeline import lint
+    from fairspec.syntax.parser import parse_text
+
+    spec = _hint_project(tmp_path, where, **({"hours": hours} if hours else {}), group=group)
+    (d,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert d.code == code and d.hint == f"did you mean '{fragment}'?", (d.message, d.hint)
+    ((_, span, text),) = fixes(None, d)
+    assert span == d.span and text == fragment
+    parse_text(f"group g = x == {fragment}\n")  # parses alone as an expression
+    spec.write_text(_apply(spec, d, text))
+    assert [(x.code, x.message) for x in lint(spec).diagnostics if x.is_error] == []
+
+
+def test_a_feature_column_that_is_not_a_name_is_hinted_as_a_column_clause(tmp_path):
+    from fairspec.lsp.analysis.edits import fixes
+    from fairspec.pipeline import lint
+
+    spec = _hint_project(tmp_path, hours="hours_per_week : int in [0, 99]")
+    (d,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert d.code == "FS207" and "did you mean" not in d.hint and fixes(None, d) == []
+    clause = re.search(r'column "[^"]*"', d.hint).group(0)
+    spec.write_text(spec.read_text().replace("hours_per_week : int in [0, 99]", f"hours_per_week : int in [0, 99] {clause}"))
+    assert [x.code for x in lint(spec).diagnostics if x.is_error] == []
+
+
+def test_the_categories_not_a_category_lists_are_spec_text(tmp_path):
+    from fairspec.pipeline import lint
+
+    spec = _hint_project(tmp_path, group="group g = race == Zzzzzzzzzz\n")
+    (d,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert d.code == "FS206" and d.hint == 'the categories are {"Amer-Indian-Eskimo", Black, White}'
+
+
+def test_the_pipeline_order_hint_is_a_category_set_that_fixes_fs422(tmp_path):
+    """FS422: a one-hot pipeline fitted on dashed categories; the hint's set parses as the feature's
+    type and, pasted in, clears the error."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("skops")
+    import warnings
+
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.pipeline import lint
+    from fairspec.syntax.parser import parse_text
+
+    spec = _hint_project(tmp_path, group="""\
+model m = sklearn("p.skops")
+property p { statistical_parity(m, groups race) <= 0.5 }
+""")
+    df = pd.read_csv(tmp_path / "d.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["race"]),
+                                                    ("num", "passthrough", ["age"])])),
+                         ("clf", LogisticRegression())]).fit(df[["race", "age"]], df.hired == "yes")
+    import_skops_io().dump(pipe, str(tmp_path / "p.skops"))
+    text = spec.read_text().replace('{"Amer-Indian-Eskimo", Black, White}', '{White, "Amer-Indian-Eskimo", Black}')
+    text = text.replace('  HOURS\n', "").replace('  hours : int in [0, 99] column "hours-per-week"\n', "")
+    spec.write_text(text)
+    (d,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert d.code == "FS422", d.message
+    fragment = d.hint.split(": ", 1)[1]
+    assert fragment == '{"Amer-Indian-Eskimo", Black, White}', d.hint
+    parse_text(f"features F {{ race : {fragment} }}\n")
+    spec.write_text(text.replace('{White, "Amer-Indian-Eskimo", Black}', fragment))
+    assert [x.code for x in lint(spec).diagnostics if x.is_error] == []
+
+
+@pytest.mark.parametrize("value", ["education-num", "hours per week", "in", "x", "O'Brien", 'say "hi"', "a\\b",
+                                   "tab\there", "line\nbreak", "age", "_x1"])
+def test_literals_write_columns_strings_and_names_that_parse_back(value):
+    from fairspec.syntax import ast
+    from fairspec.syntax.literals import column, name_or_string, string
+    from fairspec.syntax.parser import parse_text
+
+    def rhs(text):
+        return parse_text(f"group g = sex == {text}\n").decls[0].expr.right
+
+    s = rhs(string(value))
+    assert isinstance(s, ast.Str) and s.value == value
+    n = rhs(name_or_string(value))
+    assert (n.id if isinstance(n, ast.Name) else n.value) == value
+    c = rhs(column(value))
+    if isinstance(c, ast.Name):
+        assert c.id == value
+    else:
+        assert isinstance(c, ast.Call) and c.fn.id == "col" and c.positional()[0].value == value

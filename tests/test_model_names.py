@@ -169,6 +169,14 @@ encode P for m {
     assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
     spec.write_text(base.replace("CATS", "y, x, z"))
     assert ("FS420", 10) in _diags(spec)
+    # the hint's set is the categories in the model's order, as spec text ('x' is a keyword: quoted)
+    from fairspec.sema.check import check_file
+
+    (d,) = [d for d in check_file(spec).diagnostics if d.code == "FS420"]
+    fragment = d.hint.rsplit(": ", 1)[1]
+    assert fragment == '{"x", y, z}', d.hint
+    spec.write_text(base.replace("{CATS}", fragment))
+    assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
 
 
 @pytest.mark.parametrize("labels", [("no", "yes"), (1, 2), (False, True)])

@@ -8,7 +8,7 @@ import dataclasses
 from fairspec import ir
 from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import Scope, did_you_mean
-from fairspec.syntax import ast
+from fairspec.syntax import ast, literals
 
 
 class DataChecks:
@@ -87,10 +87,11 @@ class DataChecks:
             self.fail("FS404", str(e), path_arg.span)
         if renames:  # FS430 once the columns the spec reads are known (_header_renames)
             self.header_renames[node.name.id] = (renames, path_arg)
-        for col, _ in by_column:
-            if col not in names:
+        for k, (col, _) in enumerate(by_column):
+            if col not in names:  # at the key; a key is a name, so only a column that is a name can replace it
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
-                          kw["missing"].value.span, hint=did_you_mean(col, names))
+                          kw["missing"].value.items[k].key.span,
+                          hint=did_you_mean(col, [n for n in names if literals.name_or_string(n) == n]))
         types = {}
         for j, n in enumerate(names):
             marks = data.markers(n)
@@ -124,7 +125,8 @@ class DataChecks:
             target = v.id if isinstance(v, ast.Name) else v.value
             if target not in types:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{target}'", v.span,
-                          hint=did_you_mean(target, types))
+                          hint=did_you_mean(target, types, literals.string if isinstance(v, ast.Str)
+                                            else literals.name_or_string))
         self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label, target=target)
 
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:

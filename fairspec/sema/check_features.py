@@ -9,8 +9,8 @@ import dataclasses
 from fairspec import ir
 from fairspec.diagnostics import Related
 from fairspec.sema.decl import Decl
-from fairspec.sema.exprs import LowerError, Scope, did_you_mean
-from fairspec.syntax import ast
+from fairspec.sema.exprs import LowerError, Scope, closest, column_hint, did_you_mean, quoted
+from fairspec.syntax import ast, literals
 
 ENCODING_KINDS = ("raw", "code", "onehot", "minmax", "standard")
 
@@ -69,8 +69,16 @@ class FeatureChecks:
             cols = self.data_columns.get(data, {})
             if column not in cols:
                 span = fd.column.span if fd.column else fd.name.span
+                # in place: the string of `column "..."`, else the feature's name when the column is a name
+                close = closest(column, cols)
+                if fd.column:
+                    fix = did_you_mean(column, cols, literals.string)
+                elif close is not None and literals.name_or_string(close) == close:
+                    fix = did_you_mean(column, cols)
+                else:
+                    fix = column_hint(column, cols)
                 self.fail("FS207", f"data set '{data}' has no column '{column}' for feature '{fd.name.id}'", span,
-                          hint=did_you_mean(column, cols) or "name the column with: column \"...\"")
+                          hint=fix or "name the column with: column \"...\"")
             self._sampled_domain(fd, dom, data, column)
         return ir.Feature(fd.name.id, dom, fd.protected, column, bins, span=fd.span)
 
@@ -197,7 +205,8 @@ class FeatureChecks:
                 for cat, code in line.codes:
                     if cat.value not in cats:
                         self.fail("FS206", f"'{cat.value}' is not a category of {f.name}", cat.span,
-                                  hint=did_you_mean(cat.value, cats))
+                                  hint=did_you_mean(cat.value, cats, literals.string if quoted(cat.span, cat.value)
+                                                    else literals.category))
                     table[cat.value] = float(code)
                 missing = [c for c in cats if c not in table]
                 if missing:

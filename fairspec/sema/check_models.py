@@ -9,7 +9,7 @@ from fairspec import ir
 from fairspec.diagnostics import Related
 from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import LowerError, did_you_mean
-from fairspec.syntax import ast
+from fairspec.syntax import ast, literals
 
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
@@ -258,7 +258,7 @@ class ModelChecks:
         col = v.value if isinstance(v, ast.Str) else v.id
         if col not in cols:
             self.fail("FS207", f"data set '{data.name}' has no column '{col}'", kw[which].value.span,
-                      hint=did_you_mean(col, cols))
+                      hint=did_you_mean(col, cols, literals.string if isinstance(v, ast.Str) else literals.name_or_string))
         threshold = None
         if which == "score":
             if cols[col] != "num":

@@ -13,14 +13,37 @@ from dataclasses import dataclass, field
 
 from fairspec import ir
 from fairspec.diagnostics import Sink
-from fairspec.syntax import ast
+from fairspec.syntax import ast, literals
 
 
-def did_you_mean(name: str, options) -> str | None:
+def closest(name: str, options) -> str | None:
     import difflib  # only when a name is unknown: lint of a correct spec never loads it
 
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, options, spell=None) -> str | None:
+    """``did you mean 'X'?`` with X the closest option as spec text that replaces the diagnostic's span
+    (the editor's quick fix pastes it there): ``spell`` writes it (fairspec.syntax.literals: a column
+    as ``col("...")``, a category quoted when the span is a string); the option itself by default."""
+    close = closest(name, options)
+    return f"did you mean '{spell(close) if spell else close}'?" if close else None
+
+
+def column_hint(column: str, columns) -> str | None:
+    """For a feature whose data column is not there: the closest column and the declaration that reads
+    it (not a did-you-mean: the fix is in the feature's declaration, not at the diagnostic's span)."""
+    close = closest(column, columns)
+    if close is None:
+        return None
+    return f"the closest column is {literals.string(close)}: a feature reads it with column {literals.string(close)}"
+
+
+def quoted(span, value: str) -> bool:
+    """The token at ``span`` is a string literal: it is wider than the value it reads as (a name or a
+    number is exactly as wide; a string adds its quotes). A suggestion for it keeps the quotes."""
+    return span is not None and (span.end_line != span.line or span.end_column - span.column != len(value))
 
 
 # model outputs in a pair expression (issue 25 added class and value; prob/logit take a class)
@@ -115,7 +138,8 @@ class ExprLowerer:
             if e.id in s.columns:
                 return ir.ColumnRef(e.id), s.columns[e.id]
             self.fail("FS207", f"unknown data column '{e.id}'", e.span,
-                      hint=did_you_mean(e.id, s.columns) or "columns with other characters are written col(\"name-with-dash\")")
+                      hint=did_you_mean(e.id, s.columns, literals.column)
+                      or "columns with other characters are written col(\"name-with-dash\")")
         if s.kind == "features":
             f = s.features.get(e.id) if s.features else None
             if f is not None:
@@ -149,7 +173,8 @@ class ExprLowerer:
                 self.fail("FS305", "col(...) takes one string: the column name", e.span)
             name = args[0].value
             if name not in s.columns:
-                self.fail("FS207", f"unknown data column {name!r}", args[0].span, hint=did_you_mean(name, s.columns))
+                self.fail("FS207", f"unknown data column {name!r}", args[0].span,
+                          hint=did_you_mean(name, s.columns, literals.string))
             return ir.ColumnRef(name), s.columns[name]
         if fn in MODEL_OUTPUT_FNS and s.kind == "pair":
             args = e.positional()
@@ -229,8 +254,9 @@ class ExprLowerer:
                 return self.lower(e, s)
             cats = f.domain.categories
             if value not in cats:
+                spell = literals.string if isinstance(e, ast.Str) else literals.category
                 self.fail("FS206", f"'{value}' is not a category of {fname}", e.span,
-                          hint=did_you_mean(str(value), cats) or f"the categories are {', '.join(cats)}")
+                          hint=did_you_mean(str(value), cats, spell) or f"the categories are {literals.category_set(cats)}")
             return ir.Const(cats.index(value)), other_type
         if other_type == "bool" and isinstance(e, ast.Name) and e.id in ("true", "false"):
             return ir.Const(e.id == "true"), "bool"

@@ -22,6 +22,7 @@ import re
 
 from fairspec import ir
 from fairspec.diagnostics import Related
+from fairspec.syntax import literals
 
 _SEPARATORS = ("_", "=", ".", ":", "")
 _GENERIC = re.compile(r"^(f|x|c|col|column|feature|feat|input|var|v)[_ ]?\d+$", re.IGNORECASE)
@@ -90,7 +91,8 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
             sink.add("FS420", f"model '{model}' orders the one-hot columns of '{c.feature}' as "
                               f"{_show(names[i] for i in sorted(slots))}, not in the order the feature declares its "
                               f"categories ({_show(c.categories)})", c.span,
-                     hint=f"declare the categories of '{c.feature}' in the model's order")
+                     hint=f"declare the categories of '{c.feature}' in the model's order: "
+                          f"{literals.category_set(cat for _, cat in sorted(zip(slots, c.categories)))}")
             return None
     if all(s[0] == c.offset for c, s in found):
         return enc

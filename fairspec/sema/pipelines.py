@@ -22,6 +22,12 @@ from __future__ import annotations
 import math
 
 from fairspec import filecache, ir
+from fairspec.syntax import literals
+
+
+def _shown(cats) -> str:
+    """Categories as the spec writes them (quoted unless a plain name or a number), comma-separated."""
+    return ", ".join(map(literals.category, cats))
 
 
 @filecache.by_file(lambda fmt, path, *args, **kw: path)
@@ -60,21 +66,23 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
                                  scale=fc.scale, shift=fc.shift, span=span), None, None
     if not isinstance(dom, (ir.Categorical, ir.Boolean)):
         return None, (f"'{f.name}' is numeric, but {where} encodes its column with {fc.transformer!r} as categories "
-                      f"({', '.join(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"
+                      f"({_shown(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"
     known = [_norm(f, c) for c in fc.categories]
     cats = dom.categories
     unknown = [c for c in cats if _norm(f, c) not in known]
     if unknown:
-        return None, (f"the categories {', '.join(unknown)} of '{f.name}' are unknown to {where} "
-                      f"(it knows {', '.join(fc.categories)})"), \
+        return None, (f"the categories {_shown(unknown)} of '{f.name}' are unknown to {where} "
+                      f"(it knows {_shown(fc.categories)})"), \
             "declare only the categories the pipeline was fitted on"
     if fc.kind == "code":
         codes = tuple(float(known.index(_norm(f, c))) for c in cats)
         return ir.ColumnEncoding(f.name, "code", fc.offset, 1, categories=cats, codes=codes, span=span), None, None
     if [_norm(f, c) for c in cats] != known:
-        return None, (f"{where} one-hot encodes '{f.name}' as {', '.join(fc.categories)}, and the feature declares "
-                      f"{', '.join(cats)}"), \
-            f"declare the categories of '{f.name}' in the pipeline's order: {{{', '.join(fc.categories)}}}"
+        # as the feature spells them (the pipeline's spelling for one it does not declare)
+        order = [next((c for c in cats if _norm(f, c) == k), raw) for k, raw in zip(known, fc.categories)]
+        return None, (f"{where} one-hot encodes '{f.name}' as {_shown(fc.categories)}, and the feature declares "
+                      f"{_shown(cats)}"), \
+            f"declare the categories of '{f.name}' in the pipeline's order: {literals.category_set(order)}"
     return ir.ColumnEncoding(f.name, "onehot", fc.offset, fc.width, categories=cats, span=span), None, None
 
 

@@ -6,7 +6,7 @@ arguments a property function accepts. A policy parameter's argument is resolved
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.sema.exprs import LowerError, Scope, did_you_mean
+from fairspec.sema.exprs import LowerError, Scope, column_hint, did_you_mean
 from fairspec.syntax import ast
 
 
@@ -138,7 +138,7 @@ def _dataset(ck, e, env, fs: ir.FeatureSet | None = None) -> ir.Data:
             if f.column not in cols:
                 ck.fail("FS207", f"data set '{data.name}' has no column '{f.column}' for feature '{f.name}' "
                                  f"of {fs.name}", e.span,
-                        hint=did_you_mean(f.column, cols) or f"pass a data set with the columns of {fs.name}")
+                        hint=column_hint(f.column, cols) or f"pass a data set with the columns of {fs.name}")
     return data
 
 
@@ -192,7 +192,7 @@ def _check_distribution_use(ck, where, model: ir.Model, fs: ir.FeatureSet, dist:
         for f in fs.features:
             if f.column not in cols:
                 ck.fail("FS207", f"data set '{dist.data}' of {shown} has no column '{f.column}' for feature "
-                                 f"'{f.name}' of {fs.name}", where.span, hint=did_you_mean(f.column, cols))
+                                 f"'{f.name}' of {fs.name}", where.span, hint=column_hint(f.column, cols))
     reads = _classifier_reads(ck, model, fs)
     if reads is None:
         return

@@ -1,8 +1,11 @@
 """Spec text that fairspec prints (guardrails, explanations, hints): written so that it parses.
 
-A category is written bare only when the grammar reads it back as that one name: an
-identifier (``[A-Za-z_][A-Za-z0-9_]*``) that is not a keyword; a number stays a number;
-everything else (``Never-married``, ``Self-emp-inc``, ``not``, ``a b``) is a quoted string.
+The one place a value becomes spec text. A category is written bare only when the grammar reads
+it back as that one name: an identifier (``[A-Za-z_][A-Za-z0-9_]*``) that is not a keyword; a
+number stays a number; everything else (``Never-married``, ``Self-emp-inc``, ``not``, ``a b``) is
+a quoted string (:func:`string`). A data column in a data expression is its bare name or
+``col("...")`` (:func:`column`); where the grammar takes a name or a string (``score = ...``),
+:func:`name_or_string`.
 """
 
 from __future__ import annotations
@@ -22,14 +25,31 @@ RESERVED = frozenset({
 })
 
 
+def string(value) -> str:
+    """A string literal (the grammar's STRING) that reads back as ``value``."""
+    s = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return '"' + s + '"'
+
+
+def name_or_string(value) -> str:
+    """A bare name when the grammar reads it back as that name, else a string literal."""
+    s = str(value)
+    return s if _NAME.match(s) and s not in RESERVED else string(s)
+
+
 def category(value) -> str:
     """A category (or any value compared with a feature) as spec text that parses back to it."""
     s = str(value)
     if _NUMBER.match(s):
         return s
-    if _NAME.match(s) and s not in RESERVED:
-        return s
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return name_or_string(s)
+
+
+def column(value) -> str:
+    """A data column in a data expression (``where``, ``label``): its bare name, or ``col("...")`` when
+    the name is not an identifier (``col("education-num")``; bare, ``education-num`` is a subtraction)."""
+    s = str(value)
+    return s if _NAME.match(s) and s not in RESERVED else f"col({string(s)})"
 
 
 def category_set(values) -> str:

@@ -12,7 +12,9 @@ from fairspec.diagnostics import Diagnostic, Span
 from fairspec.syntax import ast
 
 
-_DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
+# the suggestion is spec text for the diagnostic's span (fairspec.sema.exprs.did_you_mean): a quoted
+# category or col("...") may hold a quote of its own, so it runs to the last "'?"
+_DID_YOU_MEAN = re.compile(r"did you mean '(.+)'\?")
 
 
 def fixes(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
