@@ -433,3 +433,31 @@ def test_literals_write_columns_strings_and_names_that_parse_back(value):
         assert c.id == value
     else:
         assert isinstance(c, ast.Call) and c.fn.id == "col" and c.positional()[0].value == value
+
+
+def test_the_text_report_never_wraps_a_spec_fragment():
+    """At 120 columns (stdout not a terminal) the guardrail, the explanation's paths and a hint are
+    printed whole: a line break inside a quoted category would not parse."""
+    import io
+
+    from fairspec import report as rep
+    from fairspec.diagnostics import Diagnostic
+    from fairspec.pipeline import Report
+    from fairspec.syntax.literals import category_set
+    from fairspec.syntax.parser import parse_text
+    from fairspec.verdict import Verdict
+
+    cats = category_set(["Married civ spouse", "Never married", "Self emp not inc", "Other service",
+                         "Amer Indian Eskimo", "Asian Pac Islander"])
+    guard = f"require not (x.marital in {cats} and x.race in {cats} and x.age >= 30)"
+    path = f"1. marital in {cats} and age >= 30"
+    v = Verdict("clusters", "k_discrimination", "violated", reason="2 clusters",
+                details={"explanation": f"the clusters:\n{path}", "guardrail": guard})
+    hint = f"declare the categories of 'race' in the pipeline's order: {cats}"
+    d = Diagnostic("FS410", "a warning", None, "warning", hint=hint)
+    buf = io.StringIO()
+    rep.print_text(Report("s.fair", [d], [v]), rep.console(file=buf, width=120))
+    lines = buf.getvalue().splitlines()
+    assert len(guard) > 120 and guard in lines, lines
+    assert path in lines and any(line.endswith(hint) for line in lines)
+    parse_text(f"property p {{\n  forall x, x' : P\n  {guard}\n  ensure label(m(x)) == label(m(x'))\n}}\n")

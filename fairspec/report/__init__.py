@@ -92,8 +92,8 @@ def print_text(report, console) -> None:
 
     from rich.text import Text
 
-    for d in report.diagnostics:
-        console.print(render_full(d), markup=False, highlight=False)
+    for d in report.diagnostics:  # whole lines: a hint's spec fragment is never broken (soft_wrap)
+        console.print(render_full(d), markup=False, highlight=False, soft_wrap=True)
     if report.error:
         console.print(prose(f"error: {report.error}", "bold red"), soft_wrap=True)
         return
@@ -141,10 +141,10 @@ def print_text(report, console) -> None:
                 render_table(v.details["table"], console)
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
                 console.print(prose(f"(pba table not shown: {e})"))
-        if v.details and v.details.get("explanation"):
-            console.print(prose(v.details["explanation"]))
+        if v.details and v.details.get("explanation"):  # spec text (paths, the guardrail): printed whole,
+            console.print(prose(v.details["explanation"]), soft_wrap=True)  # never wrapped at the width
             if v.details.get("guardrail"):
-                console.print(prose("guardrail pre-condition:\n" + v.details["guardrail"]))
+                console.print(prose("guardrail pre-condition:\n" + v.details["guardrail"]), soft_wrap=True)
     for w in report.warnings:
         console.print(prose(f"warning: {w}", "yellow"))
     if report.loads:
