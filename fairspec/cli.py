@@ -91,7 +91,7 @@ def _lint(args) -> int:
         text = (ci.to_sarif(res.diagnostics, version=_version(), spec=args.spec) if args.format == "sarif"
                 else ci.to_github(res.diagnostics))
     else:
-        text = render(res.diagnostics, args.format)
+        text = render(res.diagnostics, args.format, spec=args.spec)
     if text:
         print(text)
     errors = sum(d.is_error for d in res.diagnostics)

@@ -90,6 +90,16 @@ def test_lint_error_exits_2_text():
     assert "1 error, 0 warnings" in r.stderr
 
 
+@pytest.mark.parametrize("spec", ["examples/nosuch.fair", "examples/worked"])
+def test_lint_concise_locates_a_diagnostic_with_no_span_at_the_spec(spec):
+    """FS203 (no such spec, a folder) has no span: its concise line is still file:line:col, at 1:1 of
+    the path as given, never '<no location>'."""
+    r = run_cli("lint", spec, "--format", "concise")
+    assert r.returncode == 2
+    (line,) = r.stdout.splitlines()
+    assert CONCISE.match(line) and line.startswith(f"{spec}:1:1: FS203 error: "), line
+
+
 def test_lint_error_concise():
     r = run_cli("lint", ERRORS / "width_mismatch.fair", "--format", "concise")
     assert r.returncode == 2

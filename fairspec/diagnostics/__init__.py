@@ -184,20 +184,22 @@ def render_full(d: Diagnostic) -> str:
     return "\n".join(out)
 
 
-def render_concise(d: Diagnostic) -> str:
-    if d.span:
-        return (f"{visible_value(d.span.file)}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: "
-                f"{visible_value(d.message)}")
-    return f"<no location>: {d.code} {d.severity}: {visible_value(d.message)}"
+def render_concise(d: Diagnostic, spec: str | None = None) -> str:
+    """``file:line:col: CODE severity: message``, every line (a tool splits on the first three colons):
+    a diagnostic with no span (FS203, a spec file that is not there) is at 1:1 of ``spec``, the path
+    as given on the command line."""
+    s = d.span or (Span.point(str(spec)) if spec is not None else None)
+    where = f"{visible_value(s.file)}:{s.line}:{s.column}" if s else "<no location>"
+    return f"{where}: {d.code} {d.severity}: {visible_value(d.message)}"
 
 
-def render(diagnostics: list[Diagnostic], fmt: str) -> str:
+def render(diagnostics: list[Diagnostic], fmt: str, spec: str | None = None) -> str:
     import json
 
     if fmt == "json":
         return json.dumps({"diagnostics": [d.to_json() for d in diagnostics]}, indent=2)
     if fmt == "concise":
-        return "\n".join(render_concise(d) for d in diagnostics)
+        return "\n".join(render_concise(d, spec) for d in diagnostics)
     return "\n\n".join(render_full(d) for d in diagnostics)
 
 
