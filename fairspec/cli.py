@@ -260,7 +260,8 @@ def _emit_check(args, result) -> int:
 
 def _html_target_ok(path: str, spec: str, args=None) -> bool:
     """``--html FILE`` checked before any work (fairspec.files.check_target): empty, a folder, a
-    device or pipe, a missing folder, the spec itself is one sentence on stderr and False."""
+    device or pipe, a missing folder, the spec itself is one sentence on stderr (and, given ``args``
+    with a machine format, the error's document on stdout) and False."""
     from fairspec.report import html
 
     try:
@@ -434,7 +435,11 @@ def _main(argv=None) -> int:
     except _UsageError as e:  # under a machine format stdout still holds a document (exit code 2)
         from fairspec.errordoc import usage_error
 
-        doc = usage_error(parser.commands, list(sys.argv[1:] if argv is None else argv), e.message, version=_version())
+        try:
+            doc = usage_error(parser.commands, list(sys.argv[1:] if argv is None else argv), e.message,
+                              version=_version())
+        except Exception:  # noqa: BLE001 - a usage error is never a traceback; the usage on stderr stands
+            doc = None
         if doc is not None:
             with contextlib.suppress(OSError):  # a closed stdout: the usage on stderr says it all
                 print(doc)
