@@ -317,9 +317,6 @@ def _write_html(write) -> bool:
 
 def _check_models(args, parallel: bool) -> int:
     """``--models [NAME=]FOLDER``: one report per model file, in file order; the worst exit code."""
-    import json
-
-    from fairspec import report as rep
     from fairspec.pipeline import InputError, check_models
 
     name, _, folder = args.models.rpartition("=")

@@ -394,8 +394,9 @@ property parity {
 @pytest.mark.parametrize("models", [False, True])
 def test_html_over_an_import_a_model_or_data_is_refused_before_any_model_is_loaded(tmp_path, confined, target,
                                                                                     models):
-    """Known only once lint has read the imports: refused then, before loading anything (nothing on
-    stdout: no report), with one sentence and exit 2; also when lint fails (a broken import)."""
+    """Known only once lint has read the imports: refused then, before loading anything (under
+    --format json stdout is the input error's document, with no verdict), with one sentence and exit
+    2; also when lint fails (a broken import)."""
     proj = _project(tmp_path)
     (proj / "broken.fair").write_text("group = = oops\n")
     spec = _html_spec(proj, 'import "broken.fair"\n' if target == "broken.fair" else "")
@@ -406,8 +407,11 @@ def test_html_over_an_import_a_model_or_data_is_refused_before_any_model_is_load
     before = {p: p.read_bytes() for p in proj.rglob("*") if p.is_file()}
     r = run_cli("check", spec, "--format", "json", "--html", target, *extra, cwd=proj)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith(f"fairspec: refusing to write the HTML report over {target}, which the spec reads")
+    doc = json.loads(r.stdout)
+    reports = doc["models"] if models else [doc]
+    assert all(d["properties"] == [] and "refusing to write the HTML report" in d["error"] for d in reports), doc
     assert {p: p.read_bytes() for p in proj.rglob("*") if p.is_file()} == before
 
 
