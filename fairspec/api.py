@@ -391,6 +391,7 @@ def _write_model(obj, fmt, stem: Path, name: str) -> Path:
 
             module = obj
             if not isinstance(obj, torch.jit.ScriptModule):
+                training = obj.training          # the caller's module is left in the mode it was given in
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", DeprecationWarning)
@@ -399,6 +400,8 @@ def _write_model(obj, fmt, stem: Path, name: str) -> Path:
                     raise FairspecError(f"model {name!r}: the torch module could not be compiled with "
                                         f"torch.jit.script ({str(exc).splitlines()[0][:160]}); pass "
                                         f"torch.jit.trace(module, example) instead") from None
+                finally:
+                    obj.train(training)
             path = stem.with_suffix(".pt")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)

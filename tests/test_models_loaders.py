@@ -346,9 +346,11 @@ def test_torch_tuple_outputs(d):
     X = _data()
     two = _two()
     for name, trust in (("two.pt", False), ("two_pickle.pt", True)):
-        _raises(lambda: load_model("torch", d / name, trust_pickle=trust), name, "2 columns", "index = 1")
+        _raises(lambda: load_model("torch", d / name, trust_pickle=trust), name, "returns 2 outputs", "output = i")
+        _raises(lambda: load_model("torch", d / name, index=0, trust_pickle=trust), name, "returns 2 outputs")
+        _raises(lambda: load_model("torch", d / name, output=0, trust_pickle=trust), name, "2 columns", "index = 1")
         Z = _torch_forward(two, X, lambda y: y[0])
-        m0 = load_model("torch", d / name, index=0, trust_pickle=trust)
+        m0 = load_model("torch", d / name, output=0, index=0, trust_pickle=trust)
         np.testing.assert_allclose(m0.score(X), Z[:, 0] - Z[:, 1], atol=1e-5)
         m1 = load_model("torch", d / name, output=0, index=1, trust_pickle=trust)
         np.testing.assert_allclose(m1.score(X), Z[:, 1] - Z[:, 0], atol=1e-5)

@@ -130,8 +130,10 @@ def test_in_memory_torch_module(tmp_path):
     torch.jit.save(torch.jit.script(net), str(tmp_path / "net.pt"))
     tspec = tmp_path / "torch.fair"
     tspec.write_text(spec.read_text().replace('xgboost("m.json")', 'torch("net.pt", score = logit)'))
+    net.train()                                      # a module in training: given back in training
     assert _key(fairspec.check(tspec, models={"m": net}).to_dict()["properties"]) == \
         _key(fairspec.check(tspec).to_dict()["properties"])
+    assert net.training and all(m.training for m in net.modules())
 
 
 def test_errors_are_sentences_or_diagnostics(tmp_path):

@@ -185,6 +185,11 @@ class TorchModel(LoadedModel):
         import torch
 
         if isinstance(y, (tuple, list)):
+            if self.output is None and len(y) > 1:      # which head the decision reads is the spec's to say
+                raise ModelLoadError(
+                    f"torch model {self.path} returns {len(y)} outputs and the declaration does not say which one "
+                    f"the decision reads", self.path, code="FS413",
+                    hint=f"add output = i (0 .. {len(y) - 1}) to the model declaration")
             pos = 0 if self.output is None else self.output
             if not isinstance(pos, int) or not -len(y) <= pos < len(y):
                 raise ModelLoadError(

@@ -97,6 +97,8 @@ class ModelChecks:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
                 self.failed_models.add(node.name.id)    # reported here: its uses stay silent
+                if e.code:                              # the declaration is at fault (FS413): at it, with the hint
+                    self.fail(e.code, e.message, node.span, hint=e.hint)
                 self.fail("FS401", str(e), path_arg.span)
             from fairspec.models.peek import peek_input_names
 
