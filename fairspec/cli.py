@@ -403,6 +403,8 @@ def main(argv=None) -> int:
             raise
     if argv is None and code in (130, 143):
         _exit_now(code)
+    if argv is None:
+        _leave(code)
     if "fairspec.interrupt" in sys.modules:  # called in-process: a later check starts uninterrupted
         sys.modules["fairspec.interrupt"].reset()
     return code
@@ -423,6 +425,24 @@ def _exit_now(code: int) -> None:
         pass
     flush_c_stdio()
     os._exit(code)
+
+
+def _leave(code: int) -> None:
+    """The command line's normal end, the report out: Ctrl-C / SIGTERM from now on is noted, not
+    raised, the worker pools end, and the process leaves without the interpreter's teardown (as
+    :func:`_exit_now`). A signal in that window (2-3 s of joining pool threads and finalising native
+    libraries) printed a KeyboardInterrupt traceback from threading's shutdown and left the verdicts'
+    exit code; now it is the interrupt's exit code, 128 + the signal, with nothing on stderr."""
+    import signal
+
+    got: list[int] = []
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(s, lambda signum, frame: got.append(signum))
+        except (ValueError, OSError):  # not the main thread: nothing to note
+            pass
+    _end_workers()
+    _exit_now(128 + got[0] if got else code)
 
 
 def _main(argv=None) -> int:

@@ -350,3 +350,41 @@ def test_a_semaphore_finalised_late_or_never_prints_nothing():
         time.sleep(0.1)
         left = _group(p.pid)
     assert not left, f"processes outlived the run: {left}"
+
+
+AFTER_THE_REPORT = """
+import os, signal, sys
+from fairspec import cli
+from fairspec.runtime import executor
+
+executor.process_pool(2).start()          # a kept pool, as a --workers 2 check leaves it
+ended = cli._end_workers
+
+
+def slow_end():                            # the signal lands while the pools end (the teardown window)
+    os.kill(os.getpid(), int(sys.argv[1]))
+    ended()
+
+
+cli._end_workers = slow_end
+print('{"exit_code": 1}', flush=True)      # the report is out
+cli._leave(1)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_after_the_report_while_the_workers_end_is_its_exit_code_and_no_traceback(sig):
+    """The report printed, a Ctrl-C while the pools ended and the interpreter tore down printed a
+    KeyboardInterrupt traceback from threading's shutdown and exited with the verdicts' code (an
+    audit's case): it is noted, the process leaves without teardown, exit 128 + the signal."""
+    p = subprocess.run([sys.executable, "-c", AFTER_THE_REPORT, str(int(sig))], capture_output=True, text=True,
+                       timeout=GUARD)
+    assert p.returncode == 128 + int(sig), (p.returncode, p.stderr)
+    assert p.stdout == '{"exit_code": 1}\n' and p.stderr == "", p.stderr
+
+
+def test_the_command_line_ends_with_the_verdicts_code_and_nothing_on_stderr(tmp_path):
+    p = subprocess.run([sys.executable, "-c", AFTER_THE_REPORT.replace("os.kill(os.getpid(), int(sys.argv[1]))",
+                                                                       "pass"), "2"],
+                       capture_output=True, text=True, timeout=GUARD)
+    assert (p.returncode, p.stderr) == (1, ""), p.stderr
