@@ -27,10 +27,9 @@ HEAVY = ("numpy", "scipy", "pandas", "polars", "pyarrow", "torch", "onnx", "onnx
 
 _PROBE = """
 import contextlib, io, json, sys
-sys.argv = ["fairspec", "lint", sys.argv[1], "--format", sys.argv[2]]
 from fairspec.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
-    code = main()
+    code = main(["lint", sys.argv[1], "--format", sys.argv[2]])  # argv given: main returns (no CLI exit)
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
