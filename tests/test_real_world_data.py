@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from fairspec.pipeline import check, lint
-from fairspec.runtime.data import dedupe_names
+from fairspec import ir
+from fairspec.runtime.data import DataError, dedupe_names
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAS = ROOT / "examples" / "compas"
@@ -117,3 +118,84 @@ def test_compas_as_published_matches_pandas():
     assert props["false_positive_balance"]["status"] == "violated"
     assert props["false_positive_balance"]["value"] == pytest.approx(min(fpr.values()) / max(fpr.values()), abs=1e-12)
     assert props["false_negative_balance"]["value"] == pytest.approx(min(fnr.values()) / max(fnr.values()), abs=1e-12)
+
+
+# Parquet column types (audit s17, section 12): lint and check read every column the same way.
+
+def _parquet_project(tmp_path, **columns) -> Path:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    base = {"score": [0.9, 0.2, 0.7, 0.6], "sex": ["F", "M", "M", "F"], "age": [30, 40, 41, 50], "y": [1, 0, 1, 0]}
+    base.update(columns)
+    pq.write_table(pa.table({k: (v if isinstance(v, pa.Array) else pa.array(v)) for k, v in base.items()}),
+                   tmp_path / "d.parquet")
+    spec = tmp_path / "s.fair"
+    spec.write_text(_spec("").replace('csv("d.csv",', 'parquet("d.parquet",'))
+    return spec
+
+
+def _errors(res) -> list[str]:
+    return [d.message for d in res.diagnostics if d.is_error]
+
+
+def test_parquet_binary_text_is_read_as_utf8_by_lint_and_check(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    spec = _parquet_project(tmp_path, sex=pa.array([b"F", b"M", b"M", b"F"], pa.binary()))
+    assert [d.code for d in lint(spec).diagnostics] == []  # no FS410 "b'F'" outside {F, M}
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 4
+
+
+def test_parquet_binary_that_is_not_utf8_is_one_sentence_in_lint_and_check(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    from fairspec.runtime.columnar import read_table
+
+    spec = _parquet_project(tmp_path, sex=pa.array([b"F", b"\xff", b"M", b"F"], pa.binary()))
+    (msg,) = _errors(lint(spec))
+    assert msg.endswith("d.parquet column 'sex' holds bytes that are not UTF-8 text"), msg
+    with pytest.raises(DataError) as e:
+        read_table(ir.Data("d", "parquet", str(tmp_path / "d.parquet")))
+    assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("kind", ["struct", "list"])
+def test_parquet_nested_column_the_spec_reads_is_named(tmp_path, kind):
+    from fairspec.runtime.columnar import read_table
+
+    value = {"struct": [{"a": s} for s in "FMMF"], "list": [[s] for s in "FMMF"]}[kind]
+    spec = _parquet_project(tmp_path, sex=value)
+    res = lint(spec)
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS404" and d.message.endswith(f"d.parquet column 'sex' is a {kind} column (nested values), "
+                                                    "where one number or text per row is expected"), d.message
+    assert not [x for x in res.diagnostics if x.code == "FS410"]  # no sampled "{'a': 'F'}" outside {F, M}
+    rep = check(spec)
+    assert rep.has_errors and d.message in [x.message for x in rep.diagnostics] + [rep.error]
+    with pytest.raises(DataError, match=f"column 'sex' is a {kind} column"):  # the reader says it too
+        read_table(ir.Data("d", "parquet", str(tmp_path / "d.parquet")))
+
+
+def test_parquet_nested_column_the_spec_never_reads_is_ignored(tmp_path):
+    spec = _parquet_project(tmp_path, tags=[["a"], [], ["b", "c"], None], meta=[{"k": 1}] * 4)
+    assert [d.code for d in lint(spec).diagnostics] == []
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 4
+
+
+def test_parquet_uint64_past_float_range_is_dropped_as_lint_says(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    spec = _parquet_project(tmp_path, age=pa.array([30, 40, 2**64 - 1, 50], pa.uint64()))
+    (w,) = lint(spec).diagnostics
+    assert w.code == "FS410" and "18446744073709551615" in w.message and "check drops those rows" in w.message
+    rep = check(spec)
+    assert rep.error is None
+    (v,) = rep.verdicts
+    assert v.details["rows"] == 3  # the row is dropped, the file is read
+
+
+def test_parquet_with_no_rows_says_no_rows_without_a_header_line(tmp_path):
+    spec = _parquet_project(tmp_path, score=[], sex=[], age=[], y=[])
+    (msg,) = _errors(lint(spec))
+    assert msg.endswith("d.parquet has no rows"), msg
+    rep = check(spec)
+    assert rep.has_errors and all("header" not in (x.message) for x in rep.diagnostics)

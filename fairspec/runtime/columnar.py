@@ -80,8 +80,10 @@ def _dictionary_column(arr) -> tuple[Coded, "np.ndarray | None"]:
                     else pa.table({"c": arr}).unify_dictionaries().column("c").combine_chunks()
     if not pa.types.is_dictionary(arr.type):
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            arr = pc.cast(arr, pa.string())
+            arr = pc.cast(arr, pa.string())  # binary: decoded as UTF-8 (ArrowInvalid when it is not)
         arr = pc.dictionary_encode(arr)
+    elif not (pa.types.is_string(arr.type.value_type) or pa.types.is_large_string(arr.type.value_type)):
+        arr = pc.cast(arr, pa.dictionary(arr.type.index_type, pa.string()))
     dictionary = pc.utf8_trim_whitespace(arr.dictionary)
     idx = arr.indices
     null = np.asarray(idx.is_null()) if idx.null_count else None
@@ -104,10 +106,31 @@ def _column(arr):
         if pa.types.is_dictionary(arr.type):
             arr = pc.cast(arr, t)
         null = np.asarray(arr.is_null()) if arr.null_count else None
-        num = np.asarray(pc.cast(arr, pa.float64()).fill_null(np.nan) if arr.null_count
-                         else pc.cast(arr, pa.float64()), dtype=np.float64)
+        # safe=False: an integer past 2**53 (uint64's 2**64 - 1) is rounded as a CSV cell's number is,
+        # and then lies outside the declared domain (the row dropped, as lint's FS410 says), never an error
+        num = pc.cast(arr, pa.float64(), safe=False)
+        num = np.asarray(num.fill_null(np.nan) if arr.null_count else num, dtype=np.float64)
         return num, null
     return _dictionary_column(arr)
+
+
+def _read_column(d: ir.Data, arr, name: str, used: set | None):
+    """_column, or the sentence naming the column: a nested column the spec reads (one it never reads
+    is held as empty text), binary bytes that are not UTF-8."""
+    from fairspec.runtime.data import nested_column, nested_kind, not_utf8_column
+
+    pa = _pa()[0]
+    kind = nested_kind(arr.type)
+    if kind is not None:
+        if used is None or name in used:
+            raise nested_column(d.path, name, kind)
+        return Coded(np.zeros(len(arr), dtype=np.int32), np.array([""], dtype=object)), None
+    try:
+        return _column(arr)
+    except pa.ArrowInvalid as e:
+        if "utf8" in str(e).lower():
+            raise not_utf8_column(d.path, name) from None
+        raise
 
 
 def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) -> Table:
@@ -115,7 +138,7 @@ def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) 
     cols, missing = {}, np.zeros(tab.num_rows, dtype=bool)
     used = None if d.used is None else set(d.used)
     for j, name in enumerate(names):
-        c, null = _column(tab.column(j))
+        c, null = _read_column(d, tab.column(j), name, used)
         cols[name] = c
         if used is not None and name not in used:
             continue  # a column the spec never reads: its missing values keep the row

@@ -141,7 +141,56 @@ def check_names(d: ir.Data, names) -> None:
 
 
 def no_rows(d: ir.Data) -> DataError:
-    return DataError(f"data file {d.path} has no rows" + (" (only a header line)" if d.header else ""))
+    """A file with no data row (a Parquet file has no header line to mention)."""
+    header = d.header and d.format == "csv"
+    return DataError(f"data file {d.path} has no rows" + (" (only a header line)" if header else ""))
+
+
+def nested_column(path: str, name: str, kind: str) -> DataError:
+    """A Parquet column of nested values (struct, list, map) that the spec reads: the same sentence
+    from lint (sema's FS404) and from check (fairspec.runtime.columnar)."""
+    return DataError(f"data file {path} column {name!r} is a {kind} column (nested values), where one number or "
+                     f"text per row is expected")
+
+
+def not_utf8_column(path: str, name: str) -> DataError:
+    """A Parquet binary column whose bytes are not UTF-8: binary is read as text, as a CSV file is."""
+    return DataError(f"data file {path} column {name!r} holds bytes that are not UTF-8 text")
+
+
+def nested_kind(t) -> str | None:
+    """'struct', 'list' or 'map' for a nested arrow type (a dictionary's value type looked through), else None."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_map(t):
+        return "map"
+    if pa.types.is_union(t):
+        return "union"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or \
+            getattr(pa.types, "is_list_view", lambda _: False)(t) or \
+            getattr(pa.types, "is_large_list_view", lambda _: False)(t):
+        return "list"
+    return None
+
+
+@filecache.by_file(lambda d: d.path)
+def parquet_nested(d: ir.Data) -> dict[str, str]:
+    """{column name (as the spec names it): 'struct' | 'list' | 'map' | 'union'} of a Parquet file's
+    nested columns (empty for CSV, or when the file's schema cannot be read: column_names says why)."""
+    if d.format != "parquet":
+        return {}
+    try:
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(d.path)
+    except Exception:  # noqa: BLE001 - column_names says what is wrong with the file
+        return {}
+    names = list(d.columns) if d.columns is not None and len(d.columns) == len(schema) else schema.names
+    return {n: k for n, fld in zip(names, schema) if (k := nested_kind(fld.type)) is not None}
 
 
 def _open_rows(d: ir.Data, limit: int | None = None):
@@ -213,10 +262,13 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
         names = list(f.schema_arrow.names)
         check_names(d, names)
         rows: list[list[str]] = []
-        if sample and f.metadata.num_rows:
+        if sample and not f.metadata.num_rows:
+            raise no_rows(d)
+        if sample:
+            shown = list(d.columns) if d.columns is not None and len(d.columns) == len(names) else names
             batch = next(f.iter_batches(batch_size=sample))
-            cols = [batch.column(j).to_pylist() for j in range(batch.num_columns)]
-            rows = [["" if v is None else str(v) for v in r] for r in zip(*cols)]
+            cols = [_sampled_text(d, shown[j], batch.column(j)) for j in range(batch.num_columns)]
+            rows = [list(r) for r in zip(*cols)]
     except DataError:
         raise
     except ImportError:
@@ -229,4 +281,21 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
             raise DataError(f"data file {d.path} has {len(names)} columns, but the spec names {len(d.columns)}")
         names = list(d.columns)
     return names, rows
+
+
+def _sampled_text(d: ir.Data, name: str, arr) -> list[str]:
+    """A sampled Parquet column's values as check reads them: binary decoded as UTF-8 text (as
+    fairspec.runtime.columnar casts it), a nested column's values as empty (sema says FS404 when the
+    spec reads it, parquet_nested), a null as empty."""
+    if nested_kind(arr.type) is not None:
+        return [""] * len(arr)
+    out = []
+    for v in arr.to_pylist():
+        if isinstance(v, bytes):
+            try:
+                v = v.decode("utf-8")
+            except UnicodeDecodeError:
+                raise not_utf8_column(d.path, name) from None
+        out.append("" if v is None else str(v))
+    return out
 

@@ -65,6 +65,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # Python API's in-memory models and data frames, written to its private folder)
         self.substitutes = dict(substitutes or {})
         self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
+        self.nested_columns: dict = {}  # data name -> ({column: "struct" | "list" | ...}, path argument): FS404
         # applied property name -> (apply span, the policy property's span, policy, property)
         self.apply_sites: dict = {}
         self.symbols: dict[str, Decl] = {}
@@ -144,6 +145,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             properties=tuple(self.properties), sources=tuple(str(m.file) for m in modules))
         spec = dataclasses.replace(spec, datasets=used_columns(spec))
         self._header_renames(spec)
+        self._nested_columns(spec)
         self._network_backends(spec)
         self._tree_models(spec)
         self._unplanned(spec)
@@ -172,6 +174,19 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
                 self.sink.add("FS430", f"data file {arg.value} names the column {name!r} more than once; the spec "
                                        f"reads the first, and the later ones are read by position ({later})",
                               arg.span)
+
+    def _nested_columns(self, spec: ir.Spec) -> None:
+        """FS404: the spec reads a Parquet column of nested values (check refuses it with the same
+        sentence; a nested column the spec never reads is ignored)."""
+        from fairspec.runtime.data import nested_column
+
+        for d in spec.datasets:
+            nested, arg = self.nested_columns.get(d.name, ({}, None))
+            for name, kind in nested.items():
+                if d.used is not None and name in d.used:
+                    self.sink.add("FS404", str(nested_column(d.path, name, kind)), arg.span,
+                                  hint="write each value the spec reads in a column of its own (one number or text "
+                                       "per row; a struct's fields: pyarrow's Table.flatten())")
 
     def _unplanned(self, spec: ir.Spec) -> None:
         """FS504: a property no registered backend decides (check reports it unknown)."""

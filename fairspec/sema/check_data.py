@@ -78,7 +78,7 @@ class DataChecks:
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
                        missing_by_column=by_column)
-        from fairspec.runtime.data import DataError, column_names, header_renames, is_number
+        from fairspec.runtime.data import DataError, column_names, header_renames, is_number, parquet_nested
 
         try:
             names, sample = column_names(data)
@@ -87,6 +87,9 @@ class DataChecks:
             self.fail("FS404", str(e), path_arg.span)
         if renames:  # FS430 once the columns the spec reads are known (_header_renames)
             self.header_renames[node.name.id] = (renames, path_arg)
+        nested = parquet_nested(data)
+        if nested:  # FS404 once the columns the spec reads are known (_nested_columns); never sampled (FS410)
+            self.nested_columns[node.name.id] = (nested, path_arg)
         for k, (col, _) in enumerate(by_column):
             if col not in names:  # at the key; a key is a name, so only a column that is a name can replace it
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
@@ -106,7 +109,7 @@ class DataChecks:
                                 for c, n in zip(r, names))]
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
-            shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names)}, categories)
+            shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
         scope = Scope("data", columns=types)
         where = label = None
         if "where" in kw:
