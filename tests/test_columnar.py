@@ -118,6 +118,44 @@ def test_bad_row_is_one_sentence_naming_file_and_line(tmp_path):
         list(columnar.iter_arrow(ir.Data("d", "csv", str(p)), stream=True, batch_rows=1))
 
 
+def test_an_unclosed_quote_names_its_line(tmp_path):
+    # audit s17 section 13: a stray quote read the rest of the file into one field ("has 1 fields, expected 7")
+    p = tmp_path / "d.csv"
+    p.write_text('a,b\n1,x\n2,y\n"3,z\n4,w\n')
+    msg = r'd\.csv line 4 has 1 field, expected 2; a quote \(\"\) on it is likely never closed'
+    with pytest.raises(DataError, match=msg):
+        read_table(ir.Data("d", "csv", str(p)))
+    with pytest.raises(DataError, match=msg):
+        list(columnar.iter_arrow(ir.Data("d", "csv", str(p)), stream=True, batch_rows=1))
+
+
+def test_a_header_line_past_the_limit_is_one_sentence_in_lint_and_check(tmp_path):
+    # pyarrow said "Could not skip initial 1 rows from CSV file, either file is too short or header is
+    # larger than block size"; lint read the header with the csv module and said nothing
+    from fairspec.pipeline import lint
+    from fairspec.runtime.data import HEADER_BYTES
+
+    names = [f"c{i}" + "x" * 100_000 for i in range(HEADER_BYTES // 100_000 + 1)]  # 11 columns, 1.1 MB
+    p = tmp_path / "d.csv"
+    p.write_text(",".join(["s", "y", *names]) + "\n" + ",".join(["F", "1"] + ["0"] * len(names)) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", label = y == 1)\n')
+    (e,) = [x for x in lint(spec).diagnostics if x.is_error]
+    assert e.code == "FS404" and e.message.endswith("d.csv has a header line longer than 1 MiB (13 columns), the "
+                                                    "longest header line fairspec reads"), e.message
+    with pytest.raises(DataError) as got:
+        read_table(ir.Data("d", "csv", str(p)))
+    assert str(got.value) == e.message
+
+
+def test_a_line_longer_than_a_block_is_one_sentence(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("a\n1\n" + "x" * 2_100_000 + "\n2\n")  # 2.1 MB on one line (pyarrow: "straddling object")
+    with pytest.raises(DataError, match=r"d\.csv has a line too long to read \(fairspec's CSV reader takes lines of "
+                                        r"up to 1 MiB\)$"):
+        read_table(ir.Data("d", "csv", str(p)))
+
+
 def test_not_utf8_and_not_parquet(tmp_path):
     p = tmp_path / "d.csv"
     p.write_bytes(b"a,b\n1,\xff\xfe\n")

@@ -203,14 +203,23 @@ def _names(d: ir.Data) -> list[str]:
     return column_names(d, sample=0)[0]
 
 
-def _raise_arrow(d: ir.Data, e: Exception, bad: list, header_lines: int) -> None:
+def _raise_arrow(d: ir.Data, e: Exception, bad: list, header_lines: int, block: int = 1 << 20) -> None:
     if bad:
         row = bad[0]
-        line = _line_of(d.path, row.text, header_lines)
+        text = row.text or ""
+        # a quote never closed reads the lines after it into its field: the row's text spans lines
+        unclosed = "\n" in text or "\r" in text
+        line = _line_of(d.path, text.splitlines()[0] if unclosed else text, header_lines)
         where = f" line {line}" if line else ""
-        raise DataError(f"data file {d.path}{where} has {row.actual_columns} fields, expected "
-                        f"{row.expected_columns}") from None
+        n = row.actual_columns
+        why = ("; a quote (\") on it is likely never closed, so the lines after it were read as one field"
+               if unclosed else "")
+        raise DataError(f"data file {d.path}{where} has {n} field{'' if n == 1 else 's'}, expected "
+                        f"{row.expected_columns}{why}") from None
     msg = str(e)
+    if "straddling object" in msg:  # a row longer than pyarrow's blocks hold (between one and two blocks)
+        raise DataError(f"data file {d.path} has a line too long to read (fairspec's CSV reader takes lines of up "
+                        f"to {block >> 20} MiB)") from None
     if "UTF8" in msg or "utf8" in msg.lower():
         raise DataError(f"data file {d.path} is not UTF-8 text") from None
     if isinstance(e, OSError) and not msg.startswith(("CSV", "Parquet")):
@@ -318,7 +327,7 @@ def iter_arrow(d: ir.Data, stream: bool = True, batch_rows: int | None = None) -
     except DataError:
         raise
     except Exception as e:  # noqa: BLE001 - pyarrow's errors become one sentence naming the file
-        _raise_arrow(d, e, bad, header_lines)
+        _raise_arrow(d, e, bad, header_lines, ro.block_size)
 
 
 def _iter_parquet(d: ir.Data, names, stream: bool, batch_rows: int) -> Iterator[Table]:

@@ -237,6 +237,7 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     if d.header:
         if not rows:
             raise DataError(f"data file {d.path} is empty")
+        _header_fits(d, len(rows[0]))
         names = [c.strip() for c in rows[0]]
         if d.columns is None:  # a name the header repeats: the later ones renamed by position (FS430)
             names = dedupe_names(names)[0]
@@ -251,6 +252,25 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     if sample and not any(r and any(c.strip() for c in r) for r in body):
         raise no_rows(d)
     return names, body
+
+
+# The longest header line (its line break included) check's CSV reader takes: pyarrow finds the
+# header in its first block of 1 MiB (pyarrow.csv.ReadOptions' default block_size, which check keeps
+# for a file it reads at once; a streamed file's blocks are larger). Lint says the same (FS404).
+HEADER_BYTES = 1 << 20
+
+
+def _header_fits(d: ir.Data, columns: int) -> None:
+    """A header line longer than HEADER_BYTES: one sentence naming the file (pyarrow said 'Could not
+    skip initial 1 rows ... header is larger than block size')."""
+    try:
+        with open(d.path, "rb") as f:
+            line = f.readline(HEADER_BYTES + 1)
+    except OSError:
+        return  # _open_rows has read it; a file that vanished since is said by the reader
+    if len(line) > HEADER_BYTES or (len(line) == HEADER_BYTES and not line.endswith(b"\n")):
+        raise DataError(f"data file {d.path} has a header line longer than {HEADER_BYTES >> 20} MiB ({columns:,} "
+                        f"columns), the longest header line fairspec reads")
 
 
 def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
