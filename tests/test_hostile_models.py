@@ -222,6 +222,46 @@ def test_a_model_whose_output_is_not_finite_is_an_error_naming_it(tmp_path):
     assert "exp.pt" in str(e.value) and "4 of 4" in str(e.value)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_infinite_and_nan_outputs_are_counted_apart(tmp_path):
+    """x / 0 is +inf for a positive sum and NaN for 0 / 0: each is said as what it is (all were "NaN")."""
+    torch = pytest.importorskip("torch")
+
+    class Div(torch.nn.Module):
+        def forward(self, x):
+            return x.sum(dim=1, keepdim=True) / 0.0
+
+    torch.jit.save(torch.jit.script(Div()), str(tmp_path / "div.pt"))
+    m = load_model("torch", tmp_path / "div.pt")
+    with pytest.raises(ModelLoadError) as e:
+        m.score(np.array([[1.0, 2.0, 0.0]] * 3 + [[0.0, 0.0, 0.0]]))
+    assert "div.pt" in str(e.value) and " is NaN on 1 and infinite on 3 of 4 inputs;" in str(e.value), str(e.value)
+    with pytest.raises(ModelLoadError) as e:
+        m.score(np.ones((2, 3)))
+    assert " is infinite on 2 of 2 inputs;" in str(e.value) and "NaN on" not in str(e.value)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_torchscript_forward_that_raises_says_the_error_it_raised(tmp_path):
+    """TorchScript's message begins "The following operation failed in the TorchScript interpreter" and
+    ends with the error raised: the sentence keeps the error, one line."""
+    torch = pytest.importorskip("torch")
+
+    class Boom(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > -1.0e30:
+                raise RuntimeError("boom in forward")
+            return x
+
+    torch.jit.save(torch.jit.script(Boom()), str(tmp_path / "boom.pt"))
+    m = load_model("torch", tmp_path / "boom.pt")
+    with pytest.raises(ModelLoadError) as e:
+        m.score(np.zeros((2, 3)))
+    msg = str(e.value)
+    assert "boom.pt" in msg and msg.endswith("failed: RuntimeError: boom in forward"), msg
+    assert "\n" not in msg and "TorchScript interpreter" not in msg
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_lint_reads_non_finite_onnx_weights_from_the_file(tmp_path, value):
     name = _poisoned_onnx(tmp_path, value)

@@ -108,15 +108,18 @@ def check_score_kind(score_kind: str | None, path: pathlib.Path) -> str | None:
 
 
 def short_error(exc: BaseException, limit: int = 200) -> str:
-    """The first line of a library's error message, trimmed, for use inside one sentence."""
+    """The first line of a library's error message, trimmed, for use inside one sentence; the last
+    line when the message carries a traceback (TorchScript's "The following operation failed in the
+    TorchScript interpreter. Traceback of TorchScript ...", whose last line is the error raised:
+    "builtins.RuntimeError: boom" is said as "RuntimeError: boom")."""
     if isinstance(exc, SystemExit):  # the code of a trusted pickle ended the process: never fairspec's exit code
         return f"the model's code called sys.exit({exc.code!r})"
     text = str(exc).strip() or type(exc).__name__
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            text = line
-            break
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and any(line.startswith("Traceback") for line in lines[1:]):
+        text = lines[-1].removeprefix("builtins.")
+    elif lines:
+        text = lines[0]
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text.rstrip(".")
@@ -377,9 +380,11 @@ class LoadedModel(abc.ABC):
             )
         bad = ~np.isfinite(out)
         if bad.any():  # NaN or infinite weights read as "every decision negative": never a verdict
-            what = "NaN" if np.isnan(out).any() else "infinite"
+            nan = int(np.isnan(out).sum())
+            inf = int(bad.sum()) - nan
+            what = " and ".join(w for w, k in ((f"NaN on {nan}", nan), (f"infinite on {inf}", inf)) if k)
             raise ModelLoadError(
-                f"model {self.path} output {self.output_description()} is {what} on {int(bad.sum())} of {n} "
+                f"model {self.path} output {self.output_description()} is {what} of {n} "
                 f"inputs; a model whose outputs are not finite numbers cannot be checked (are its weights NaN or "
                 f"infinite?)",
                 self.path,
