@@ -271,6 +271,29 @@ def test_lint_reads_non_finite_onnx_weights_from_the_file(tmp_path, value):
     assert [d.code for d in errs] == ["FS401"] and name in errs[0].message and "weights" in errs[0].message
 
 
+def test_a_missing_external_data_file_is_named_by_lint_and_check(tmp_path):
+    """An initializer whose values are in an external data file that is not there: the sentence names
+    the initializer and the file (onnxruntime's was "the graph is not a model onnxruntime can run")."""
+    onnx = pytest.importorskip("onnx")
+    from conftest import FIXTURES
+
+    m = onnx.load(str(FIXTURES / "models" / "people6.onnx"))
+    onnx.save_model(m, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="ext.bin", size_threshold=0)
+    spec = _people_project(tmp_path, 'onnx("ext.onnx", output = "logit")')
+    assert not [d for d in lint(spec).diagnostics if d.is_error]      # the file is there: it loads
+    load_model("onnx", tmp_path / "ext.onnx", output="logit")
+    (tmp_path / "ext.bin").unlink()
+    first = m.graph.initializer[0].name
+    with pytest.raises(ModelLoadError) as e:
+        load_model("onnx", tmp_path / "ext.onnx", output="logit")
+    said = str(e.value)
+    assert said.endswith(f"keeps the values of initializer {first!r} in the external data file "
+                         f"{tmp_path / 'ext.bin'}, which does not exist"), said
+    errs = [d for d in lint(spec).diagnostics if d.is_error]
+    assert [d.code for d in errs] == ["FS401"] and errs[0].message == said
+
+
 @pytest.mark.parametrize("mode", ["cycle", "self_loop", "child_out_of_range", "feature_beyond_width", "nan_leaf"])
 def test_a_tampered_skops_tree_is_refused_before_scikit_learn_walks_it(tmp_path, mode):
     """scikit-learn walks a tree's node arrays unchecked: a cycle hangs predict, a child out of range

@@ -7,7 +7,8 @@ import io
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
-from .peek_onnx import OnnxSignature, guessed_score_kind, output_choice_problem, read_onnx_signature
+from .peek_onnx import (OnnxSignature, guessed_score_kind, missing_external_data, output_choice_problem,
+                        read_onnx_signature)
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
 _INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
@@ -130,6 +131,9 @@ class OnnxModel(LoadedModel):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+            missing = missing_external_data(sig, path)  # said as lint says it (peek), not as onnxruntime's C++ does
+            if missing is not None:
+                raise ModelLoadError(missing, path) from None
             raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {_ort_reason(exc)}", path) from exc
         _require_finite_onnx(path)
         ort_inputs = session.get_inputs()

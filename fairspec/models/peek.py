@@ -23,7 +23,7 @@ import zipfile
 from fairspec import filecache
 
 from .base import ModelLoadError, recorded_names
-from .peek_onnx import onnx_input_width, onnx_obstacle, read_onnx_signature
+from .peek_onnx import missing_external_data, onnx_input_width, onnx_obstacle, read_onnx_signature
 from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_input_width, skops_final_node,
                            skops_input_names, skops_input_width, skops_obstacle)
 from .peek_torch import torch_input_width
@@ -46,6 +46,8 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
         if sig.nonfinite is not None:  # NaN weights read as "every decision negative": refused in lint too
             raise ModelLoadError(f"model {p} has NaN or infinite weights (initializer {sig.nonfinite!r}); a model "
                                  "with weights that are not finite numbers cannot be checked", p)
+        if (missing := missing_external_data(sig, p)) is not None:  # check's loader says the same
+            raise ModelLoadError(missing, p)
         return onnx_input_width(sig)
     if fmt == "sklearn":
         suffix = p.suffix.lower()

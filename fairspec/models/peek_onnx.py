@@ -93,6 +93,8 @@ class OnnxSignature:
     outputs: list[OnnxValueInfo] = field(default_factory=list)
     nodes: list["OnnxNode"] = field(default_factory=list)
     nonfinite: str | None = None        # the first float initializer holding NaN or inf, by name
+    # (initializer name, location) of each initializer whose values are in an external data file
+    external: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -178,6 +180,36 @@ def _value_info(buf, span) -> OnnxValueInfo:
     return vi
 
 
+def _external_location(buf, span) -> str | None:
+    """The 'location' entry of a TensorProto whose data_location (14) is EXTERNAL (1): its
+    external_data (13) is a list of StringStringEntryProto (key = 1, value = 2)."""
+    external, location = False, None
+    for f, wt, v in _fields(buf, *span):
+        if f == 14 and wt == 0:
+            external = v == 1
+        elif f == 13 and wt == 2:
+            entry = {k: _string(buf, x) for k, w, x in _fields(buf, *v) if w == 2 and k in (1, 2)}
+            if entry.get(1) == "location":
+                location = entry.get(2, "")
+    return location if external else None
+
+
+def missing_external_data(sig: OnnxSignature, path) -> str | None:
+    """The sentence for the first initializer whose external data file (a path relative to the model
+    file's folder) does not exist, else None. An absolute location or one leaving the folder is left
+    to onnxruntime, which refuses it (it is never looked at here)."""
+    folder = pathlib.Path(path).parent
+    for name, loc in sig.external:
+        rel = pathlib.PurePosixPath(loc.replace("\\", "/"))
+        if not loc or rel.is_absolute() or ".." in rel.parts or ":" in loc:
+            continue
+        target = folder / rel
+        if not os.path.lexists(target):
+            return (f"ONNX model {path} keeps the values of initializer {name!r} in the external data file "
+                    f"{target}, which does not exist")
+    return None
+
+
 def _initializer_name(buf, span) -> str | None:
     for f, wt, v in _fields(buf, *span):
         if f == 8 and wt == 2:
@@ -257,8 +289,10 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
         names = {_initializer_name(buf, s) for s in init_spans}
         inputs = [i for i in inputs if i.name not in names]
     bad = next((sp for sp in init_spans if not _initializer_finite(buf, sp)), None)
+    external = [(_initializer_name(buf, sp) or "?", loc) for sp in init_spans
+                if (loc := _external_location(buf, sp)) is not None]
     return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes,
-                         nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"))
+                         nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"), external=external)
 
 
 def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
