@@ -275,6 +275,11 @@ def test_lint_says_a_file_that_is_no_pickle_at_the_model_path(tmp_path, name, co
     (d,) = [d for d in lint(spec).diagnostics if d.is_error]
     assert d.code == "FS401" and says in d.message and name in d.message, d.message
     assert (d.span.line, d.span.column) == (9, 20)  # the path argument
+    from fairspec.models import ModelLoadError, load_model
+
+    with pytest.raises(ModelLoadError) as e:  # the loader (lint not run first) says the same, never "EOFError: EOFError"
+        load_model("sklearn", tmp_path / name, trust_pickle=True)
+    assert str(e.value) == d.message
 
 
 def test_lint_passes_every_pickle_and_joblib_layout_a_model_is_saved_in(tmp_path):

@@ -92,6 +92,10 @@ def _load_skops(path: pathlib.Path):
 
 
 def _load_pickle(path: pathlib.Path):
+    from .inert_pickle import not_a_pickle
+
+    if (why := not_a_pickle(path)) is not None:  # empty, text, a CSV: said from its first bytes, as lint says
+        raise ModelLoadError(why, path)
     try:
         import joblib
     except ImportError:  # pragma: no cover - joblib ships with scikit-learn
@@ -108,9 +112,10 @@ def _load_pickle(path: pathlib.Path):
             f"unpickling {path} needs the module {exc.name!r}, which is not installed", path
         ) from exc
     except Exception as exc:  # noqa: BLE001
+        said = short_error(exc)
+        said = type(exc).__name__ if said == type(exc).__name__ else f"{type(exc).__name__}: {said}"
         raise ModelLoadError(
-            f"{path} could not be unpickled, so it is probably not a pickle of a scikit-learn model "
-            f"({type(exc).__name__}: {short_error(exc)})",
+            f"{path} could not be unpickled, so it is probably not a pickle of a scikit-learn model ({said})",
             path,
         ) from exc
 
