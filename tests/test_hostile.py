@@ -492,6 +492,25 @@ def test_a_duplicated_column_name_is_named_in_a_warning(tmp_path):
     assert "'age'" in w.message and "more than once" in w.message and "'age.1'" in w.message
 
 
+def test_a_renamed_column_and_a_missing_one_print_each_hint_once_whole(tmp_path, monkeypatch):
+    """Audit s17 (d_dupcol): 'race' headed 'age' is FS430 and FS207; each hint is one line, printed once
+    (at 120 columns the FS430 hint broke onto a second line, which read as a hint printed twice)."""
+    rows = PEOPLE.read_text().splitlines()
+    (tmp_path / "p.csv").write_text("\n".join([rows[0].replace("race", "age"), *rows[1:]]) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("p.csv"))
+    monkeypatch.setenv("COLUMNS", "80")
+    for cmd in ("lint", "check"):
+        r = run_cli(cmd, spec)
+        assert r.returncode == 2, r.stdout + r.stderr
+        out = r.stdout + r.stderr
+        hints = [line for line in out.splitlines() if line.lstrip().startswith("= hint:")]
+        assert len(hints) == 2, out
+        assert hints[0].endswith("to choose your own names") and hints[1].endswith('name the column with: column "..."')
+        assert out.count("to choose your own names") == 1 and out.count("name the column with") == 1, out
+        assert out.count("error[FS207]: data set 'people' has no column 'race'") == 1, out
+
+
 @pytest.mark.parametrize("what", ["folder", "device", "long", "missing"])
 def test_a_data_path_that_is_not_a_file_is_said_as_what_it_is(tmp_path, what):
     (tmp_path / "sub").mkdir()
