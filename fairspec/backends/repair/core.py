@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, subset_boxes
-from fairspec.backends.repair.optimise import (Choice, Options, choose, choose_counts, choose_points, minimal_change,
-                                               ratio_ok)
+from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choose, choose_counts, choose_points,
+                                               goal_fraction, minimal_change, ratio_ok)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
@@ -55,7 +55,7 @@ class Problem:
 
 @dataclass
 class Outcome:
-    status: str                   # met (nothing to do) | repaired | unreachable | timeout
+    status: str                   # met (nothing to do) | repaired | unreachable | timeout | unknown (reason)
     before: np.ndarray            # passing rates per group
     after: np.ndarray | None = None
     minimal: float = 0.0          # LP optimum, share of rows
@@ -73,6 +73,7 @@ class Outcome:
     estimator: object = None
     decisions: np.ndarray | None = None   # the repaired decisions on the rows (in memory)
     reason: str = ""
+    note: str = ""                # why the fewest changed paths is not proven, other than a time limit
     best_ratio: float | None = None
     needed: float | None = None   # least semantic difference that reaches the goal (when unreachable)
     log: list = field(default_factory=list)
@@ -113,10 +114,14 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     before = base / sizes
     N = len(dec)
     say = progress or (lambda msg: None)
-    if ratio_ok(base.astype(float), sizes, pb.c, pb.strict):
+    if ratio_ok(base, sizes, pb.c, pb.strict):          # exactly: counts and c as written
         return Outcome("met", before, before, decisions=dec)
+    if pb.strict and goal_fraction(pb.c) >= 1:
+        return Outcome("unreachable", before, decisions=dec, best_ratio=1.0,
+                       reason=f"no passing-rate ratio (the lowest rate over the highest) exceeds 1, so no repair "
+                              f"reaches > {pb.c:g}")
     cells = make_cells(leaves, pb.group, dec)
-    lp = minimal_change(before, sizes, pb.c)
+    lp = minimal_change(before, sizes, pb.c, pb.strict)
     budget = int(np.floor(pb.alpha * lp.minimal * N + 1e-9))
     say(f"{len(cells)} cells ({kind}, {len(trees)} tree(s)); minimal semantic difference {lp.minimal:.4f} "
         f"({lp.minimal * N:.1f} rows); bound {budget} rows")
@@ -156,12 +161,15 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
                 say(f"refinement: {status} over the points of {len(cells) if scope is None else len(scope)} cells")
                 if status in ("optimal", "feasible"):
                     break   # over the picked cells, optimal = as few cells as the relaxation's lower bound
-        ch = Choice(status, np.zeros(0, dtype=np.int64), 0.0, pb.solver)
+        ch = Choice(status, np.zeros(0, dtype=np.int64), 0.0, pb.solver, note=UNCHECKED if status == "unknown" else "")
     else:
         out.stage = "flips"
         changes = [(int(flips.cell[k]), None) for k in ch.chosen]
     if ch.status == "timeout":
         out.status, out.reason = "timeout", f"the {pb.solver} solver reached its time limit without a repair"
+        return out
+    if ch.status == "unknown":     # no solver answer passed the exact re-check of the goal
+        out.status, out.reason = "unknown", ch.note or UNCHECKED
         return out
     if ch.status == "infeasible":
         out.status = "unreachable"
@@ -169,6 +177,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         return out
     out.optimal = ch.status == "optimal"
     out.greedy = bool(getattr(ch, "greedy", False))
+    out.note = ch.note
     new_dec = dec.copy()
     patches: list[dict[int, list]] = [dict() for _ in trees]
     box_cache: dict = {}   # tree -> its leaves' path hypercubes (this repair only)
@@ -299,9 +308,10 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
     if k is not None:
         out.needed = float(k.sum()) / N
     out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
-    need = "" if out.needed is None else f", and reaching {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
+    op = ">" if pb.strict else ">="
+    need = "" if out.needed is None else f", and reaching {op} {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
     out.reason = (f"no repair changing at most alpha x minimal = {pb.alpha:g} x {out.minimal:.4f} of the rows "
-                  f"({budget} rows) reaches passing-rate ratio {'>' if pb.strict else '>='} {pb.c:g}, even with every "
+                  f"({budget} rows) reaches passing-rate ratio {op} {pb.c:g}, even with every "
                   f"path hypercube refined to single points; the best ratio within the bound is at most "
                   f"{out.best_ratio:.4f}{need}")
 
@@ -311,19 +321,24 @@ _PROBE_SECONDS = 10.0   # each explanation probe of an unreachable goal
 
 def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem, probe: float) -> float:
     """The largest ratio (to 1e-3) that the counts relaxation reaches within the budget: an upper
-    bound on the ratio any repair within the bound reaches (a probe that times out counts as
-    reached, so the bound stays an upper bound)."""
-    rates = base / sizes
-    lo, hi = (float(rates.min() / rates.max()) if rates.max() > 0 else 0.0), pb.c
-    while hi - lo > 1e-3:
-        mid = (lo + hi) / 2
+    bound on the ratio any repair within the bound reaches (a probe that times out or is unknown
+    counts as reached, so the bound stays an upper bound)."""
+    from fractions import Fraction
+
+    rates = [Fraction(int(p), int(n)) for p, n in zip(base, sizes)]
+    lo, hi = (min(rates) / max(rates) if max(rates) > 0 else Fraction(0)), goal_fraction(pb.c)
+    grid = 1 << 16      # probe thresholds on a grid of 2^-16: small exact denominators for the solver's rows
+    while hi - lo > Fraction(1, 1000):
+        mid = Fraction(round((lo + hi) / 2 * grid), grid)
+        if not lo < mid < hi:   # pragma: no cover - the gap is far wider than the grid
+            break
         st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, probe,
                               minimise_rows=True)
         if st != "infeasible":
             lo = mid
         else:
             hi = mid
-    return lo
+    return float(lo)
 
 
 def passing_rates(decisions: np.ndarray, group: np.ndarray, G: int) -> np.ndarray:

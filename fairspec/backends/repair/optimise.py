@@ -3,6 +3,14 @@
 LP: minimise sum_g p_g |x_g - r_g| subject to x_i >= c x_j for every ordered pair of groups and
 0 <= x_g <= 1.  Its optimum, `minimal`, is a lower bound on the semantic difference of any repair.
 
+The goal is decided exactly, as the spec writes it: c is the decimal literal as a Fraction a/b
+(0.8 is 4/5) and on integer passing counts P the pair (i, j) meets it iff
+P_i n_j b - a P_j n_i >= 0 (``>=``) or >= 1 (``>``: an integer > 0 is >= 1).  The MILP rows are
+exactly these integer rows, and every answer of a floating-point solver is re-checked on exact
+counts (``ratio_ok``) before it is used: one that fails (solver tolerances) is solved again with
+the goal tightened by a small margin, a bounded number of times, and then the choice is
+``unknown`` with the reason -- never a crash, never a float taken as proof.
+
 Choice: a set of *options* (flip a whole cell, or flip the first j points of a refined cell),
 each with a group, a signed change of that group's passing count and a number of changed rows;
 at most one option per cell.  Hard constraints: every pairwise passing-rate ratio >= c, changed
@@ -20,14 +28,34 @@ from __future__ import annotations
 
 from fairspec.runtime.stdio import new_highs
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from fairspec.certify.exact import threshold_of
+
 SOLVERS = ("highs", "scip", "z3", "rc2")
-EPS = 1e-7  # slack on each scaled ratio row (counts times counts), kept on the safe side
+# margins (in passing-rate units) by which a goal row is tightened when a solver's answer fails the
+# exact re-check: the first solve is exact (margin 0), then at most three tightened ones
+MARGINS = (Fraction(0), Fraction(1, 10 ** 9), Fraction(1, 10 ** 7), Fraction(1, 10 ** 5))
+UNCHECKED = ("the solver's answers did not pass the exact re-check of the goal (passing counts as exact rationals) "
+             "even with the goal tightened by a margin of up to 1e-5 (floating-point tolerances); no repair is claimed")
+
+
+def goal_fraction(c) -> Fraction:
+    """The goal's threshold as the exact rational the spec writes (``0.8`` -> 4/5; a Fraction as is)."""
+    return threshold_of(c)
+
+
+def _count(x) -> int:
+    """An integer count held in an int or float array entry (exactly)."""
+    v = int(x)
+    if v != x:
+        raise ValueError(f"a passing count must be a whole number, got {x!r}")
+    return v
 
 
 @dataclass
@@ -36,11 +64,16 @@ class Lp:
     rates: np.ndarray        # desired passing rates x_g
 
 
-def minimal_change(rates: np.ndarray, sizes: np.ndarray, c: float) -> Lp:
-    """Solve the LP of section IV-D with HiGHS (scipy.optimize.linprog)."""
+def minimal_change(rates: np.ndarray, sizes: np.ndarray, c, strict: bool = False) -> Lp:
+    """Solve the LP of section IV-D with HiGHS (scipy.optimize.linprog).  It is the relaxation of
+    the goal on integer counts: a strict goal ``> c`` is x_i - c x_j >= 1 / (n_i n_j b) (c = a/b; on
+    counts, > 0 is >= 1), so at a tie `minimal` is not 0; and some row passes (sum n_g x_g >= 1:
+    0/0 is no ratio).  Every repair meets these rows, so the optimum stays a lower bound."""
     from scipy.optimize import linprog
 
     G = len(rates)
+    cf = goal_fraction(c)
+    c = float(cf)
     p = sizes / sizes.sum()
     # variables x_0..x_{G-1}, t_0..t_{G-1};  t_g >= |x_g - r_g|
     cost = np.concatenate([np.zeros(G), p])
@@ -51,10 +84,12 @@ def minimal_change(rates: np.ndarray, sizes: np.ndarray, c: float) -> Lp:
     for i in range(G):
         for j in range(G):
             if i != j:
-                r = np.zeros(2 * G); r[i], r[j] = -1, c; rows.append(r); rhs.append(0.0)    # c x_j - x_i <= 0
+                gap = float(Fraction(1, int(sizes[i]) * int(sizes[j]) * cf.denominator)) if strict else 0.0
+                r = np.zeros(2 * G); r[i], r[j] = -1, c; rows.append(r); rhs.append(-gap)   # c x_j - x_i <= -gap
+    r = np.zeros(2 * G); r[:G] = -np.asarray(sizes, dtype=float); rows.append(r); rhs.append(-1.0)  # sum n x >= 1
     res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=[(0, 1)] * G + [(0, None)] * G,
                   method="highs")
-    if res.status != 0:  # pragma: no cover - x = 1 everywhere is always feasible
+    if res.status != 0:  # pragma: no cover - x = 1 everywhere is feasible (a strict c = 1: core stops first)
         raise RuntimeError(f"the passing-rate LP failed: {res.message}")
     return Lp(float(max(0.0, res.fun)), np.asarray(res.x[:G]))
 
@@ -77,72 +112,137 @@ class Choice:
     seconds: float
     solver: str
     greedy: bool = False  # the solution kept is the greedy warm start (the solver found none better in time)
+    note: str = ""        # why the status is unknown, or why a feasible answer is not proven fewest (a margin)
 
 
-def ratio_ok(passing: np.ndarray, sizes: np.ndarray, c: float, strict: bool) -> bool:
-    rates = passing / sizes
-    hi, lo = rates.max(), rates.min()
+def ratio_ok(passing, sizes, c, strict: bool) -> bool:
+    """The goal, exactly: the lowest passing rate over the highest (integer counts as exact
+    rationals) against c as the spec writes it (``goal_fraction``), ``>`` when strict else ``>=``.
+    False when every rate is 0 (0/0 is no ratio)."""
+    cf = goal_fraction(c)
+    rates = [Fraction(_count(p), _count(n)) for p, n in zip(passing, sizes)]
+    hi = max(rates)
     if hi == 0:
         return False
-    return (lo / hi > c) if strict else (lo / hi >= c)
+    r = min(rates) / hi
+    return r > cf if strict else r >= cf
 
 
-def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c: float, strict: bool, budget: int,
+def tightening(solve, accept, time_limit: float | None = None):
+    """Solve, re-check the answer exactly, and when a floating-point solver's answer fails the
+    re-check (its tolerances), solve again with the goal tightened by the next of ``MARGINS``.
+    ``solve(margin, seconds_left)`` returns (status, answer or None); ``accept(answer)`` is the
+    exact check.  Returns (status, answer or None, note): the first solve's status when it found
+    nothing (its infeasible is the goal's: its rows are the exact integer rows); "feasible" for an
+    answer found only with a margin (the fewest paths is then proven for the tightened goal only);
+    "unknown" with the reason when no answer passed."""
+    t0 = time.perf_counter()
+    for k, margin in enumerate(MARGINS):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if k and left is not None and left <= 0:
+            break
+        status, ans = solve(margin, left)
+        if ans is None:
+            if k == 0:
+                return status, None, ""
+            if status == "timeout":
+                break
+            return "unknown", None, (f"the solver's answer did not pass the exact re-check of the goal (floating-point "
+                                     f"tolerances), and with the goal tightened by {float(margin):g} it found no "
+                                     f"answer ({status}); no repair is claimed")
+        if accept(ans):
+            return (status, ans, "") if k == 0 else \
+                ("feasible", ans, f"the solver's first answer failed the exact re-check of the goal (floating-point "
+                                  f"tolerances); this one was found with the goal tightened by {float(margin):g}, so "
+                                  f"the fewest changed paths is not proven")
+    return "unknown", None, UNCHECKED
+
+
+def choose(opts: Options, base: np.ndarray, sizes: np.ndarray, c, strict: bool, budget: int,
            solver: str = "highs", time_limit: float | None = None, weights: np.ndarray | None = None) -> Choice:
     """Fewest options meeting every pairwise ratio with at most ``budget`` changed rows
-    (``weights``: minimise their weighted sum instead; MILP solvers only)."""
+    (``weights``: minimise their weighted sum instead; MILP solvers only).  Every answer is
+    re-checked exactly (``tightening``): status "unknown" (``note`` says why) when none passes."""
     t0 = time.perf_counter()
     if len(opts.cell) == 0:
-        st = "optimal" if ratio_ok(base.astype(float), sizes, c, strict) else "infeasible"
+        st = "optimal" if ratio_ok(base, sizes, c, strict) else "infeasible"
         return Choice(st, np.zeros(0, dtype=np.int64), 0.0, solver)
     fn = {"highs": _milp_highs, "scip": _milp_scip, "z3": _z3, "rc2": _rc2}[solver]
-    greedy = False
-    if weights is not None:
-        status, chosen = _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights)
-    elif solver == "highs" and np.unique(opts.cell).size == len(opts.cell):
-        status, chosen, greedy = _classes_highs(opts, base, sizes, c, strict, budget, time_limit)
-    else:
-        status, chosen = fn(opts, base, sizes, c, strict, budget, time_limit)
-    if chosen is not None:
-        chosen = np.flatnonzero(np.asarray(chosen) > 0.5)
+    classes = weights is None and solver == "highs" and np.unique(opts.cell).size == len(opts.cell)
+
+    def solve(margin, left):
+        greedy = False
+        if weights is not None:
+            status, x = _milp_highs(opts, base, sizes, c, strict, budget, left, weights, margin=margin)
+        elif classes:
+            status, x, greedy = _classes_highs(opts, base, sizes, c, strict, budget, left, margin=margin)
+        else:
+            status, x = fn(opts, base, sizes, c, strict, budget, left, margin=margin)
+        return status, (None if x is None else (np.flatnonzero(np.asarray(x) > 0.5), greedy))
+
+    def accept(ans) -> bool:
         # the hard constraints, checked exactly on counts (solvers work with tolerances)
-        passing = base.astype(float).copy()
-        np.add.at(passing, opts.group[chosen], opts.delta[chosen])
-        if opts.rows[chosen].sum() > budget or not ratio_ok(passing, sizes, c, strict) \
-                or np.bincount(opts.cell[chosen]).max(initial=0) > 1:
-            raise RuntimeError(f"the {solver} solution violates a hard constraint")
-    else:
-        chosen = np.zeros(0, dtype=np.int64)
-    return Choice(status, chosen, time.perf_counter() - t0, solver, greedy)
+        chosen = ans[0]
+        passing = base.astype(np.int64).copy()
+        np.add.at(passing, opts.group[chosen], opts.delta[chosen].astype(np.int64))
+        return (int(opts.rows[chosen].sum()) <= budget and ratio_ok(passing, sizes, c, strict)
+                and np.bincount(opts.cell[chosen]).max(initial=0) <= 1)
+
+    status, ans, note = tightening(solve, accept, time_limit)
+    chosen, greedy = ans if ans is not None else (np.zeros(0, dtype=np.int64), False)
+    return Choice(status, chosen, time.perf_counter() - t0, solver, greedy, note)
 
 
 # ------------------------------------------------------------------ the linear rows
 
-def _ratio_rows(group: np.ndarray, coef: np.ndarray, sizes, base, c: float, strict: bool, col0: int = 0):
-    """Sparse triplets of the rows (base_i + d_i) n_j - c (base_j + d_j) n_i >= eps, one per ordered pair of
-    groups, where d_g sums coef over the variables of group g (variable k is column col0 + k)."""
+def pair_rows(sizes, base, c, strict: bool, margin=0):
+    """The goal on integer passing counts, one row per ordered pair (i, j) of groups, c = a/b exactly:
+    P_i n_j b - a P_j n_i >= rhs, rhs = 1 when strict (an integer > 0 is >= 1) else 0, plus
+    ceil(margin n_i n_j b) (``margin`` tightens the rates' gap).  Yields (i, j, w_i, w_j, need):
+    the integer changes d of the passing counts must meet d_i w_i - d_j w_j >= need (Python ints;
+    the row divided by g = gcd(w_i, w_j), its need rounded up -- the same integer points, smaller
+    coefficients for the solver)."""
+    cf = goal_fraction(c)
+    a, b = cf.numerator, cf.denominator
     G = len(sizes)
-    data, ri, ci, lb = [], [], [], []
-    by_group = [np.flatnonzero(group == g) for g in range(G)]
-    r = 0
     for i in range(G):
         for j in range(G):
             if i == j:
                 continue
-            ki, kj = by_group[i], by_group[j]
-            data += list(coef[ki] * float(sizes[j])) + list(-c * coef[kj] * float(sizes[i]))
-            ri += [r] * (len(ki) + len(kj))
-            ci += list(col0 + ki) + list(col0 + kj)
-            lb.append((1e-6 if strict else EPS) - (base[i] * sizes[j] - c * base[j] * sizes[i]))
-            r += 1
+            ni, nj = int(sizes[i]), int(sizes[j])
+            wi, wj = nj * b, a * ni
+            rhs = (1 if strict else 0) + math.ceil(Fraction(margin) * ni * nj * b)
+            need = rhs - (int(base[i]) * wi - int(base[j]) * wj)
+            g = math.gcd(wi, wj) or 1
+            yield i, j, wi // g, wj // g, -(-need // g)
+
+
+def _ratio_rows(group: np.ndarray, coef: np.ndarray, sizes, base, c, strict: bool, col0: int = 0, margin=0):
+    """Sparse triplets of the goal's rows (``pair_rows``: integer coefficients, so an integer point
+    meets them exactly or misses by a whole unit), where d_g sums coef over the variables of group g
+    (variable k is column col0 + k); for ``>=`` also sum_g (base_g + d_g) >= 1 (some row passes:
+    0/0 is no ratio; a strict row already excludes it)."""
+    data, ri, ci, lb = [], [], [], []
+    by_group = [np.flatnonzero(group == g) for g in range(len(sizes))]
+    r = 0
+    for i, j, wi, wj, need in pair_rows(sizes, base, c, strict, margin):
+        ki, kj = by_group[i], by_group[j]
+        data += list(coef[ki] * float(wi)) + list(-float(wj) * coef[kj])
+        ri += [r] * (len(ki) + len(kj))
+        ci += list(col0 + ki) + list(col0 + kj)
+        lb.append(float(need))
+        r += 1
+    if not strict:
+        K = len(group)
+        data += list(coef); ri += [r] * K; ci += list(col0 + np.arange(K)); lb.append(float(1 - int(np.sum(base))))
+        r += 1
     return data, ri, ci, lb, [np.inf] * r, r
 
 
-
-def _linear_rows(opts: Options, base, sizes, c, strict, budget):
+def _linear_rows(opts: Options, base, sizes, c, strict, budget, margin=0):
     """(A, lb, ub) as sparse triplets: ratio rows, budget row, one-per-cell rows."""
     K = len(opts.cell)
-    data, ri, ci, lb, ub, r = _ratio_rows(opts.group, opts.delta.astype(float), sizes, base, c, strict)
+    data, ri, ci, lb, ub, r = _ratio_rows(opts.group, opts.delta.astype(float), sizes, base, c, strict, margin=margin)
     data += list(opts.rows); ri += [r] * K; ci += list(range(K)); lb.append(-np.inf); ub.append(budget); r += 1
     cells, counts = np.unique(opts.cell, return_counts=True)
     for cell in cells[counts > 1]:
@@ -151,11 +251,11 @@ def _linear_rows(opts: Options, base, sizes, c, strict, budget):
     return np.array(data, dtype=float), np.array(ri), np.array(ci), np.array(lb, dtype=float), np.array(ub, dtype=float), r
 
 
-def _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights=None):
+def _milp_highs(opts, base, sizes, c, strict, budget, time_limit, weights=None, margin=0):
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_array
 
-    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget)
+    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget, margin)
     K = len(opts.cell)
     A = csr_array((data, (ri, ci)), shape=(R, K))
     o = {"disp": False}
@@ -184,12 +284,14 @@ def option_classes(opts: Options):
     return uniq, inv.reshape(-1), counts
 
 
-def greedy_counts(keys: np.ndarray, counts: np.ndarray, base, sizes, c: float, strict: bool, budget: int):
+def greedy_counts(keys: np.ndarray, counts: np.ndarray, base, sizes, c, strict: bool, budget: int):
     """A feasible choice of counts per class, or None: each group is moved towards the LP's desired
     passing count (IV-D), rounded away from its current rate, by its largest options first, with
     the smallest option that covers what is left last.  Checked exactly; used as HiGHS's starting
     incumbent and kept when the solver finds nothing better within its time limit."""
-    lp = minimal_change(base / sizes, sizes, c)
+    if strict and goal_fraction(c) >= 1:
+        return None     # no ratio exceeds 1
+    lp = minimal_change(base / sizes, sizes, c, strict)
     take = np.zeros(len(keys), dtype=np.int64)
     for g in range(len(sizes)):
         want = lp.rates[g] * sizes[g] - base[g]
@@ -210,13 +312,14 @@ def greedy_counts(keys: np.ndarray, counts: np.ndarray, base, sizes, c: float, s
             if not spare:
                 return None
             take[spare[0]] += 1
-    passing = base.astype(float) + np.bincount(keys[:, 0], weights=keys[:, 1] * take, minlength=len(sizes))
+    passing = base.astype(np.int64).copy()
+    np.add.at(passing, keys[:, 0], keys[:, 1] * take)
     if (keys[:, 2] * take).sum() > budget or not ratio_ok(passing, sizes, c, strict):
         return None
     return take
 
 
-def _classes_highs(opts, base, sizes, c, strict, budget, time_limit):
+def _classes_highs(opts, base, sizes, c, strict, budget, time_limit, margin=0):
     """The flip choice as an integer program over option classes (``option_classes``), solved by
     HiGHS from the greedy incumbent.  Returns (status, 0/1 per option or None, greedy kept)."""
     import highspy
@@ -224,7 +327,8 @@ def _classes_highs(opts, base, sizes, c, strict, budget, time_limit):
     keys, cls, counts = option_classes(opts)
     J = len(keys)
     start = greedy_counts(keys, counts, base, sizes, c, strict, budget)
-    data, ri, ci, lb, ub, R = _ratio_rows(keys[:, 0], keys[:, 1].astype(float), sizes, base, c, strict)
+    data, ri, ci, lb, ub, R = _ratio_rows(keys[:, 0], keys[:, 1].astype(float), sizes, base, c, strict,
+                                          margin=margin)
     data += list(keys[:, 2].astype(float)); ri += [R] * J; ci += list(range(J)); lb.append(-np.inf); ub.append(budget)
     R += 1
     from scipy.sparse import csr_array
@@ -282,10 +386,10 @@ def _classes_highs(opts, base, sizes, c, strict, budget, time_limit):
     return status, x, greedy
 
 
-def _milp_scip(opts, base, sizes, c, strict, budget, time_limit):
+def _milp_scip(opts, base, sizes, c, strict, budget, time_limit, margin=0):
     from pyscipopt import Model, quicksum
 
-    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget)
+    data, ri, ci, lb, ub, R = _linear_rows(opts, base, sizes, c, strict, budget, margin)
     K = len(opts.cell)
     m = Model()
     m.hideOutput()
@@ -320,25 +424,20 @@ def _milp_scip(opts, base, sizes, c, strict, budget, time_limit):
     return "timeout", None
 
 
-def _integer_rows(opts, base, sizes, c, strict, budget):
-    """The ratio rows with integer coefficients (c = a/b): what pseudo-Boolean solvers take."""
-    fr = Fraction(c).limit_denominator(10_000)
-    a, b = fr.numerator, fr.denominator
-    G = len(sizes)
+def _integer_rows(opts, base, sizes, c, strict, budget, margin=0):
+    """The goal's rows (``pair_rows``) with integer coefficients: what pseudo-Boolean solvers take;
+    for ``>=`` also some row passes (0/0 is no ratio)."""
     rows = []
-    for i in range(G):
-        for j in range(G):
-            if i == j:
-                continue
-            ks = np.flatnonzero((opts.group == i) | (opts.group == j))
-            coef = [int(opts.delta[k]) * int(sizes[j]) * b if opts.group[k] == i else -a * int(opts.delta[k]) * int(sizes[i])
-                    for k in ks]
-            rhs = -(int(base[i]) * int(sizes[j]) * b - a * int(base[j]) * int(sizes[i])) + (1 if strict else 0)
-            rows.append((list(map(int, ks)), coef, rhs))   # sum coef x >= rhs
+    for i, j, wi, wj, need in pair_rows(sizes, base, c, strict, margin):
+        ks = np.flatnonzero((opts.group == i) | (opts.group == j))
+        coef = [int(opts.delta[k]) * wi if opts.group[k] == i else -wj * int(opts.delta[k]) for k in ks]
+        rows.append((list(map(int, ks)), coef, need))   # sum coef x >= need
+    if not strict:
+        rows.append((list(range(len(opts.cell))), [int(d) for d in opts.delta], 1 - int(np.sum(base))))
     return rows
 
 
-def _z3(opts, base, sizes, c, strict, budget, time_limit):
+def _z3(opts, base, sizes, c, strict, budget, time_limit, margin=0):
     import z3
 
     K = len(opts.cell)
@@ -346,7 +445,7 @@ def _z3(opts, base, sizes, c, strict, budget, time_limit):
     o = z3.Optimize()
     if time_limit is not None:
         o.set("timeout", int(time_limit * 1000))
-    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget):
+    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget, margin):
         pos = [(x[k], w) for k, w in zip(ks, coef) if w > 0]
         neg = [(x[k], -w) for k, w in zip(ks, coef) if w < 0]
         # sum pos - sum neg >= rhs
@@ -367,7 +466,7 @@ def _z3(opts, base, sizes, c, strict, budget, time_limit):
     return "timeout", None
 
 
-def _rc2(opts, base, sizes, c, strict, budget, time_limit):
+def _rc2(opts, base, sizes, c, strict, budget, time_limit, margin=0):
     from pysat.card import CardEnc, EncType
     from pysat.examples.rc2 import RC2
     from pysat.formula import WCNF, IDPool
@@ -377,7 +476,7 @@ def _rc2(opts, base, sizes, c, strict, budget, time_limit):
     pool = IDPool(start_from=K + 1)
     w = WCNF()
     lits = list(range(1, K + 1))
-    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget):
+    for ks, coef, rhs in _integer_rows(opts, base, sizes, c, strict, budget, margin):
         # sum coef x >= rhs with negative coefficients: w*x = w - w*(not x)
         ls, ws, shift = [], [], 0
         for k, cf in zip(ks, coef):
@@ -412,25 +511,40 @@ def _rc2(opts, base, sizes, c, strict, budget, time_limit):
 
 
 def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: np.ndarray, sizes: np.ndarray,
-                  c: float, strict: bool, budget: int, time_limit: float | None = None,
+                  c, strict: bool, budget: int, time_limit: float | None = None,
                   minimise_rows: bool = False) -> tuple[str, np.ndarray | None]:
     """The refinement problem with each cell's changed rows an integer k_c in [0, n_c] (any count
     reachable): fewest cells changed (or, with ``minimise_rows``, fewest rows).  A relaxation of
     the exact choice over sub-hypercubes: infeasible here means infeasible there, and its optimum
-    is a lower bound.  Returns (status, k) with k the rows to change per cell."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_array
-
+    is a lower bound.  Returns (status, k) with k the rows to change per cell; the answer is
+    re-checked exactly (``tightening``; status "unknown" when none passes)."""
     # Cells with the same group, sign and size are interchangeable: per class j of m_j such cells,
     # z_j of them change (0..m_j) and k_j rows in all, and z_j cells changing 1..s_j rows each reach
     # exactly the totals z_j <= k_j <= s_j z_j -- the same optimum as one (z, k) pair per cell.
     keys = np.column_stack([group, sign, size]).astype(np.int64)
     uniq, cls, m = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     cls = cls.reshape(-1)
+
+    def accept(per_cell) -> bool:
+        passing = base.astype(np.int64).copy()
+        np.add.at(passing, group.astype(np.int64), sign.astype(np.int64) * per_cell)
+        return bool(int(per_cell.sum()) <= budget and np.all(per_cell <= size) and ratio_ok(passing, sizes, c, strict))
+
+    st, per_cell, _ = tightening(
+        lambda margin, left: _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, left, minimise_rows,
+                                          margin), accept, time_limit)
+    return st, per_cell
+
+
+def _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, time_limit, minimise_rows, margin):
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array
+
     J = len(uniq)
     s_j = uniq[:, 2].astype(float)
     # variables: z_0..z_{J-1} (cells changed), k_0..k_{J-1} (rows changed)
-    data, ri, ci, lb, ub, r = _ratio_rows(uniq[:, 0], uniq[:, 1].astype(float), sizes, base, c, strict, col0=J)
+    data, ri, ci, lb, ub, r = _ratio_rows(uniq[:, 0], uniq[:, 1].astype(float), sizes, base, c, strict, col0=J,
+                                          margin=margin)
     data += [1.0] * J; ri += [r] * J; ci += list(range(J, 2 * J)); lb.append(-np.inf); ub.append(budget); r += 1
     for j in range(J):   # k_j - s_j z_j <= 0 ;  k_j - z_j >= 0
         data += [1.0, -s_j[j]]; ri += [r, r]; ci += [J + j, j]; lb.append(-np.inf); ub.append(0.0); r += 1
@@ -446,8 +560,8 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
         return "infeasible", None
     if res.x is None:
         return "timeout", None
-    z = np.round(res.x[:J]).astype(np.int64)
-    k = np.round(res.x[J:]).astype(np.int64)
+    z = np.clip(np.round(res.x[:J]).astype(np.int64), 0, m)
+    k = np.clip(np.round(res.x[J:]).astype(np.int64), 0, uniq[:, 2] * m)
     # back to cells: the first z_j cells of class j, one row each, the rest filled up to s_j
     per_cell = np.zeros(len(group), dtype=np.int64)
     order = np.argsort(cls, kind="stable")
@@ -460,23 +574,37 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
             add = min(left, int(uniq[j, 2]) - 1)
             per_cell[cell] += add
             left -= add
-        if left != 0:  # pragma: no cover - z_j <= k_j <= s_j z_j holds for the solver's point
-            raise RuntimeError("the counts relaxation returned rows its cells cannot hold")
+        if left != 0:   # the solver's point broke z_j <= k_j <= s_j z_j (tolerances): its rows do not fit
+            per_cell[order[first[j]:first[j] + m[j]]] = uniq[j, 2] + 1    # fails the exact re-check
     return ("optimal" if res.status == 0 else "feasible"), per_cell
 
 
 def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of_point: np.ndarray,
-                  weight: np.ndarray, n_cells: int, base: np.ndarray, sizes: np.ndarray, c: float, strict: bool,
+                  weight: np.ndarray, n_cells: int, base: np.ndarray, sizes: np.ndarray, c, strict: bool,
                   budget: int, time_limit: float | None = None) -> tuple[str, np.ndarray | None]:
     """Full refinement, exactly: each distinct point (``weight`` rows) of the given cells may flip on
     its own; fewest cells changed (z_c >= y_p), every pairwise ratio, changed rows <= budget.
-    Returns (status, y) with y the points flipped (HiGHS through scipy)."""
+    Returns (status, y) with y the points flipped (HiGHS through scipy), re-checked exactly
+    (``tightening``; status "unknown" when no answer passes)."""
+    def accept(y) -> bool:
+        passing = base.astype(np.int64).copy()
+        np.add.at(passing, group_of_point[y].astype(np.int64), (sign_of_point[y] * weight[y]).astype(np.int64))
+        return bool(int(weight[y].sum()) <= budget and ratio_ok(passing, sizes, c, strict))
+
+    st, y, _ = tightening(lambda margin, left: _points_milp(cell_of_point, group_of_point, sign_of_point, weight,
+                                                            n_cells, base, sizes, c, strict, budget, left, margin),
+                          accept, time_limit)
+    return st, y
+
+
+def _points_milp(cell_of_point, group_of_point, sign_of_point, weight, n_cells, base, sizes, c, strict, budget,
+                 time_limit, margin):
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_array
 
     P, C = len(weight), n_cells
     data, ri, ci, lb, ub, r = _ratio_rows(group_of_point, (sign_of_point * weight).astype(float), sizes, base, c,
-                                          strict)
+                                          strict, margin=margin)
     data += list(weight.astype(float)); ri += [r] * P; ci += list(range(P)); lb.append(-np.inf); ub.append(budget)
     r += 1
     # y_p - z_cell <= 0

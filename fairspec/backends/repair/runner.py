@@ -155,7 +155,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
         proof = _goal_proof(d0, group, G, op, prop, n, "the model as loaded")
         if proof is None:
             return unknown(prop, f"the passing-rate ratio on {n} rows is {_exact_ratio(d0, group, G)} exactly, not "
-                                 f"{op} {prop.threshold:g}; the repair core's float comparison disagreed (a fairspec "
+                                 f"{op} {prop.threshold:g}, though the repair core found the goal met (a fairspec "
                                  f"bug)", backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
                        proof=proof,
@@ -164,7 +164,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                        seconds=time.perf_counter() - t0)
     details.update(stage=out.stage, paths_flipped=out.paths_flipped, paths_refined=out.paths_refined,
                    leaves_patched=out.leaves_patched, paths_optimal=out.optimal, paths_greedy=out.greedy)
-    if out.status == "timeout":
+    if out.status in ("timeout", "unknown"):
         return unknown(prop, out.reason, backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
     if out.status == "unreachable":
         details.update(best_ratio=_r(out.best_ratio), needed=_r(out.needed) if out.needed is not None else None)
@@ -204,7 +204,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                              f"{prop.alpha * out.minimal:.4f}); this is a fairspec bug", backend=BACKEND,
                        details=details, seconds=seconds)
     target = f"written to {where}" if where else "not written (the repair block has no write line)"
-    if not out.optimal:
+    if not out.optimal and out.note:
+        target += f"; {out.note}"
+    elif not out.optimal:
         target += ("; the fewest changed paths is not proven: the solver reached its time limit and the best repair "
                    f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
