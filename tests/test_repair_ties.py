@@ -92,6 +92,15 @@ def test_integer_rows_hold_exactly_when_the_pair_meets_the_goal():
                     assert (dj * wi - di * wj >= need) == want10, (sizes, base, c, strict, di, dj)
 
 
+def test_reported_pair_ratios_are_exact_ratios_rounded_once():
+    from fairspec.backends.repair.core import pair_ratios
+
+    d = np.array([1] * 7 + [0] * 3 + [1] * 7 + [0])
+    g = np.array([0] * 10 + [1] * 8)
+    assert pair_ratios(d, g, ["F", "M"]) == [{"groups": ["F", "M"], "ratio": 0.8}]     # not 0.7999999999999999
+    assert pair_ratios(np.zeros(18, int), g, ["F", "M"])[0]["ratio"] is None          # 0/0
+
+
 # ------------------------------------------------------------------ the LP at a tie
 
 def test_minimal_of_a_strict_goal_at_a_tie_is_its_integer_relaxation():
@@ -412,6 +421,7 @@ repair geq for dt {
     assert v["loose"].status == "holds", v["loose"].reason
     d = v["loose"].details
     assert d["repaired"] and d["reverified"] and d["rows_changed"] == 1 and (tmp_path / "loose.skops").exists()
+    assert "> 0.8" in v["loose"].reason
     assert v["geq"].status == "holds" and not v["geq"].details["repaired"]
 
 

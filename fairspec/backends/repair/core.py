@@ -346,12 +346,19 @@ def passing_rates(decisions: np.ndarray, group: np.ndarray, G: int) -> np.ndarra
     return np.bincount(group, weights=decisions, minlength=G) / sizes
 
 
-def pair_ratios(rates: np.ndarray, names: list[str]) -> list[dict]:
-    """Every pair of groups: the lower rate over the higher one."""
+def pair_ratios(decisions: np.ndarray, group: np.ndarray, names: list[str]) -> list[dict]:
+    """Every pair of groups: the lower passing rate over the higher one, of exact counts, rounded
+    once to a float (None when both rates are 0)."""
+    from fractions import Fraction
+
+    G = len(names)
+    sizes = np.bincount(group, minlength=G)
+    pos = np.bincount(group, weights=(np.asarray(decisions) == 1).astype(np.int64), minlength=G)
+    rates = [Fraction(int(round(p)), int(n)) if n else None for p, n in zip(pos, sizes)]
     out = []
-    for i in range(len(rates)):
-        for j in range(i + 1, len(rates)):
-            a, b = float(rates[i]), float(rates[j])
-            hi, lo = max(a, b), min(a, b)
-            out.append({"groups": [names[i], names[j]], "ratio": (lo / hi) if hi > 0 else None})
+    for i in range(G):
+        for j in range(i + 1, G):
+            a, b = rates[i], rates[j]
+            hi = None if a is None or b is None else max(a, b)
+            out.append({"groups": [names[i], names[j]], "ratio": float(min(a, b) / hi) if hi else None})
     return out

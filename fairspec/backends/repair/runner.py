@@ -143,13 +143,13 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     details = {
         "groups_label": prop.groups.label, "rows": int(n), "data": fs.data, "c": prop.threshold, "alpha": prop.alpha,
         "groups": [{"group": names[g], "rows": int(sizes[g]), "passing_rate_before": _r(before[g])} for g in range(G)],
-        "pairs_before": _pairs(pair_ratios(before, names)),
+        "pairs_before": _pairs(pair_ratios(d0, group, names)),
         "minimal": _r(out.minimal), "accuracy_before": _acc(d0, y),
         "solver": out.solver or solver, "solver_seconds": round(out.solver_seconds, 4),
         "model_kind": type(model.raw).__name__,
     }
-    ratio_before = _ratio(before)
     op = ">" if strict else ">="
+    ratio_before = _exact_float(d0, group, G)
     if out.status == "met":
         details.update(written=None, repaired=False)
         proof = _goal_proof(d0, group, G, op, prop, n, "the model as loaded")
@@ -159,7 +159,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                                  f"bug)", backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
                        proof=proof,
-                       reason=f"the model already meets passing-rate ratio >= {prop.threshold:g} on {n} rows of "
+                       reason=f"the model already meets passing-rate ratio {op} {prop.threshold:g} on {n} rows of "
                               f"{fs.data}; nothing was repaired or written", details=details,
                        seconds=time.perf_counter() - t0)
     details.update(stage=out.stage, paths_flipped=out.paths_flipped, paths_refined=out.paths_refined,
@@ -189,13 +189,13 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     after = passing_rates(d1, group, G)
     changed = int((d1 != d0).sum())
     sd = changed / n
-    ratio_after = _ratio(after)
+    ratio_after = _exact_float(d1, group, G)
     proof = _goal_proof(d1, group, G, op, prop, n, "the repaired model loaded back")
     ok_ratio = proof is not None          # the ratio of exact counts against c as written, > or >= as written
     ok_sd = sd <= prop.alpha * out.minimal + 1e-12
     for g in range(G):
         details["groups"][g]["passing_rate_after"] = _r(after[g])
-    details.update(pairs_after=_pairs(pair_ratios(after, names)), achieved=_r(sd), rows_changed=changed,
+    details.update(pairs_after=_pairs(pair_ratios(d1, group, names)), achieved=_r(sd), rows_changed=changed,
                    accuracy_after=_acc(d1, y), written=where, repaired=True, reverified=bool(ok_ratio and ok_sd))
     seconds = time.perf_counter() - t0
     if not (ok_ratio and ok_sd):
@@ -211,9 +211,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                    f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
-                           f"ratio {ratio_before:.4f} -> {ratio_after:.4f} >= {prop.threshold:g}; semantic difference "
-                           f"{sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; re-verified on "
-                           f"the model loaded back, {target}"),
+                           f"ratio {_f4(ratio_before)} -> {_f4(ratio_after)} {op} {prop.threshold:g}; semantic "
+                           f"difference {sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; "
+                           f"re-verified on the model loaded back, {target}"),
                    details=details, seconds=seconds)
 
 
@@ -263,9 +263,15 @@ def _goal_proof(decisions, group, G, op, prop, n, what):
                                   f"decided by {what}")
 
 
-def _ratio(rates) -> float | None:
-    hi = float(np.max(rates))
-    return float(np.min(rates)) / hi if hi > 0 else None
+def _exact_float(decisions, group, G) -> float | None:
+    """The passing-rate ratio of exact counts, rounded once to a float (7/10 : 7/8 is 0.8, not the
+    0.7999999999999999 of dividing two rounded rates)."""
+    r = _exact_ratio(decisions, group, G)
+    return None if r is None else float(r)
+
+
+def _f4(v) -> str:
+    return "undefined (no group passes)" if v is None else f"{v:.4f}"
 
 
 def _pairs(pairs):
