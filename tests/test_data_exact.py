@@ -42,3 +42,58 @@ def test_exact_value_at_a_tie():
     v = exact_metric_value("statistical_parity", cells)
     assert interval_decide(v, v, ">=", 0.2) == "holds"
     assert interval_decide(v, v, ">", 0.2) == "violated"
+
+
+# ---------------------------------------------------------------- on data rows, end to end
+
+TIE = """\
+data log = csv("{csv}", label = outcome == 1)
+
+features P from log {{
+  sex : {{F, M}}  protected
+}}
+
+model logged = predictions(log, decision = "decision")
+
+property di {{ disparate_impact(logged, groups sex) >= 0.8  min_group_size = 1 }}
+property ir {{ impact_ratio(logged, groups sex) >= 0.8  min_group_size = 1 }}
+property whole {{ disparate_impact(logged, groups sex) >= 0.8  min_group_size = 1  weight = w }}
+"""
+
+
+def _tie_verdicts(tmp_path):
+    from fairspec.pipeline import check
+
+    # F: 7 of 10 selected, M: 7 of 8 -- the ratio is exactly 4/5 (0.7 / 0.875 = 0.7999999999999999)
+    rows = [("F", "yes" if i < 7 else "no") for i in range(10)] + [("M", "yes" if i < 7 else "no") for i in range(8)]
+    csv = tmp_path / "log.csv"
+    csv.write_text("sex,decision,outcome,w\n" + "".join(f"{s},{d},{i % 2},3\n" for i, (s, d) in enumerate(rows)))
+    spec = tmp_path / "tie.fair"
+    spec.write_text(TIE.format(csv=csv))
+    rep = check(spec)
+    assert not rep.has_errors and not rep.internal_errors, ([d.message for d in rep.diagnostics], rep.internal_errors)
+    return {v.name: v for v in rep.verdicts}
+
+
+def test_value_at_a_tie_is_the_exact_ratio_rounded_once(tmp_path):
+    v = _tie_verdicts(tmp_path)
+    for name in ("di", "ir", "whole"):       # whole-number weights: exact sums, decided the same way
+        assert v[name].details["exact_value"] == "4/5", name
+        assert v[name].value == 0.8, (name, v[name].value)
+        lo, hi = v[name].bound
+        assert lo <= 0.8 <= hi, (name, v[name].bound)
+    assert {g["group"]: g["impact_ratio"] for g in v["ir"].details["groups"]} == {"sex=F": 0.8, "sex=M": 1.0}
+
+
+def test_a_tie_on_the_threshold_is_decided_as_written():
+    """The decision maps a bootstrap end point equal to the float value (0.7999999999999999) to the
+    exact 4/5: >= 0.8 holds and > 0.8 is violated when the whole interval is that value."""
+    from types import SimpleNamespace
+
+    from fairspec.backends.data.metrics import Counts, _decide
+
+    f = 0.7 / 0.875
+    c = Counts(np.zeros((2, 2, 2)), np.array([10, 8]), ["F", "M"])
+    for op, want in ((">=", "holds"), (">", "violated"), ("<=", "holds"), ("<", "violated")):
+        prop = SimpleNamespace(op=op, threshold=0.8, metric="disparate_impact")
+        assert _decide(prop, c, Fraction(4, 5), f, f, f, 18, {}) == (want, None), op

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -113,6 +114,7 @@ class Counts:
     bins: np.ndarray | None = None  # [G, B, 2] calibration: weight per (group, score bin, label)
     score_sums: np.ndarray | None = None  # [G, B]
     weighted: bool = False
+    whole_weights: bool = True  # every weight a whole number: the weighted cells are exact integer sums
     labelled: bool = False
     boot_cells: np.ndarray | None = None  # [R, G, 2, 2]
     boot_bins: np.ndarray | None = None  # [R, G, B, 2]
@@ -217,6 +219,8 @@ class _Counter:
 
             raise DataError(f"data file {ctx.spec.data(prop.data).path} column {self.wcol!r} (weight) must hold "
                             f"non-negative numbers")
+        if w is not None and c.whole_weights:
+            c.whole_weights = bool(np.all(w == np.floor(w)))
         cell = idx * 4 + d * 2 + y
         c.cells = _grow(c.cells, np.bincount(cell, weights=w, minlength=G * 4).reshape(G, 2, 2)
                         .astype(np.float64), 0)
@@ -480,10 +484,15 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
     lo, hi = min(lo, value), max(hi, value)
+    exact = _exact(prop, c, eligible)
+    # reported: the exact value rounded once (7/10 : 7/8 is 0.8, not 0.7999999999999999), and an end
+    # point equal to the float value stands for it, as in the decision
+    shown = float(exact) if exact is not None else value
     seconds = time.perf_counter() - t0
-    common = dict(value=_r(value), bound=(_r(lo), _r(hi)), backend="data", seconds=seconds, details=details)
+    common = dict(value=_r(shown), bound=(_r(shown if lo == value else lo), _r(shown if hi == value else hi)),
+                  backend="data", seconds=seconds, details=details)
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
-    status, why_unknown = _decide(prop, c, eligible, mdef, value, lo, hi, n, details)
+    status, why_unknown = _decide(prop, c, exact, value, lo, hi, n, details)
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds":
@@ -498,24 +507,38 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
 
 
-def _decide(prop: ir.GroupMetric, c: Counts, eligible, mdef, value: float, lo: float, hi: float, n: int,
+def exact_cells(c: Counts) -> bool:
+    """The cells are exact integers: rows counted, or whole-number weights whose sums stay below
+    2^53 (every partial float sum of them is then exact)."""
+    cells = c.cells
+    return ((not c.weighted or c.whole_weights) and bool(np.all(cells == np.round(cells)))
+            and bool(np.all(np.abs(cells) < 2.0 ** 53)) and float(np.abs(cells).sum()) < 2.0 ** 53)
+
+
+def _exact(prop: ir.GroupMetric, c: Counts, eligible):
+    """Rows counted (or whole-number weights, ``exact_cells``): the metric recomputed from the exact
+    counts in rationals (``group_rates.exact_metric_value``); None for fractional weights or a
+    form without an exact value."""
+    from fairspec.analyses.group_rates import exact_metric_value
+
+    cells = c.cells
+    if not exact_cells(c):
+        return None
+    ints = cells.astype(np.int64)
+    return exact_metric_value(prop.metric, ints[eligible].tolist(), prop.options.get("compare", BETWEEN),
+                              ints.sum(axis=-3).tolist())
+
+
+def _decide(prop: ir.GroupMetric, c: Counts, exact, value: float, lo: float, hi: float, n: int,
             details: dict) -> tuple[str, str | None]:
     """The status of ``[lo, hi]`` (``value`` inside) against the threshold as written, ``<`` vs ``<=``.
 
-    Unweighted rows: the value is recomputed from the exact counts in rationals
-    (``group_rates.exact_metric_value``) and stands for every end point equal to it, so a value
-    exactly on the threshold is decided as the spec writes the comparison. Weighted rows (sums of
-    float weights): an end point within the sums' rounding bound of the threshold gives unknown."""
-    from fairspec.analyses.group_rates import exact_metric_value
+    Rows counted or whole-number weights: ``exact`` (``_exact``), the value in rationals, stands for
+    every end point equal to the float value, so a value exactly on the threshold is decided as the
+    spec writes the comparison. Fractional weights (rounded float sums): an end point within the
+    sums' rounding bound of the threshold gives unknown."""
     from fairspec.certify import exact as cx
 
-    cells = c.cells
-    exact = None
-    if not c.weighted and np.all(cells == np.round(cells)) and np.all(np.abs(cells) < 2.0 ** 53):
-        ints = cells.astype(np.int64)
-        over = ints.sum(axis=-3)
-        exact = exact_metric_value(prop.metric, ints[eligible].tolist(), prop.options.get("compare", BETWEEN),
-                                   over.tolist())
     if exact is not None:
         details["exact_value"] = str(exact)
         lo_x = exact if lo == value else cx.exact_value(lo)
@@ -621,9 +644,14 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
     if prop.metric == "impact_ratio":  # each category's rate over the most selected counted category's
         top = max((g["positive_rate"] for g, e in zip(groups, eligible) if e and g["positive_rate"] is not None),
                   default=None)
-        for g in groups:  # an excluded category is left out of the impact ratios (LL 144 allows under 2%)
+        # unweighted: the ratio of exact counts rounded once (7/10 over 7/8 is 0.8, not 0.7999999999999999)
+        sel = [None if not exact_cells(c) or g["positive_rate"] is None else
+               Fraction(int(round(c.cells[k][1].sum())), int(round(c.cells[k].sum()))) for k, g in enumerate(groups)]
+        top_x = max((x for x, e in zip(sel, eligible) if e and x is not None), default=None)
+        for k, g in enumerate(groups):  # an excluded category is left out of the impact ratios (LL 144: under 2%)
             ok = top and g["positive_rate"] is not None and not g.get("excluded")
-            g["impact_ratio"] = _r(g["positive_rate"] / top) if ok else None
+            exact = ok and sel[k] is not None and top_x
+            g["impact_ratio"] = (_r(float(sel[k] / top_x)) if exact else _r(g["positive_rate"] / top)) if ok else None
     overall = row(c.cells.sum(axis=0), c.sizes.sum(), *((c.bins.sum(axis=0), c.score_sums.sum(axis=0))
                                                          if c.bins is not None else ()))
     return groups, overall
