@@ -23,7 +23,8 @@ import zipfile
 from fairspec import filecache
 
 from .base import ModelLoadError, recorded_names
-from .peek_onnx import missing_external_data, onnx_input_width, onnx_obstacle, read_onnx_signature
+from .peek_onnx import (chosen_output, guessed_score_kind, missing_external_data, onnx_class_labels, onnx_input_width,
+                        onnx_obstacle, output_choice_problem, read_onnx_signature)
 from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_input_width, skops_final_node,
                            skops_input_names, skops_input_width, skops_obstacle)
 from .peek_torch import torch_input_width
@@ -72,16 +73,10 @@ def peek_output_columns(format: str, path, output: str | int | None = None) -> i
         sig = read_onnx_signature(pathlib.Path(path))
     except ModelLoadError:
         return None
-    outs = sig.outputs
-    if output is None:
-        chosen = outs[:1]
-    elif isinstance(output, int) and not isinstance(output, bool):
-        chosen = [outs[output]] if -len(outs) <= output < len(outs) else []
-    else:
-        chosen = [o for o in outs if o.name == output]
-    if not chosen or chosen[0].shape is None:
+    chosen = chosen_output(sig, output)        # the one the loader reads (none while several are unnamed)
+    if chosen is None or chosen.shape is None:
         return None
-    shape = chosen[0].shape
+    shape = chosen.shape
     if len(shape) == 1:
         return 1
     if len(shape) == 2 and isinstance(shape[1], int) and shape[1] > 0:
@@ -113,7 +108,6 @@ def peek_output_problem(format: str, path, output: str | int | None = None) -> t
     """(message, hint) when an ONNX declaration does not fix one graph output of scores (lint FS413;
     fairspec.models.peek_onnx.output_choice_problem, which the loader applies too); None otherwise."""
     from .base import normalize_format
-    from .peek_onnx import output_choice_problem
 
     try:
         if normalize_format(format, path) != "onnx":
@@ -283,8 +277,6 @@ def peek_output_kind(format: str, path, output: str | int | None = None,
         if score == "value" and fmt in ("onnx", "torch"):   # the declaration says what the file cannot
             return value
         if fmt == "onnx":
-            from .peek_onnx import chosen_output, guessed_score_kind, onnx_class_labels
-
             sig = read_onnx_signature(p)
             out = chosen_output(sig, output)
             if score is None and out is not None and guessed_score_kind(sig, out) == "value":

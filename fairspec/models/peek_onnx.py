@@ -337,17 +337,10 @@ PL_ONNX_OPS = frozenset({"Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "
 
 
 def onnx_obstacle(sig: OnnxSignature, output) -> str | None:
-    outs = [o.name for o in sig.outputs]
-    if not outs:
+    chosen = chosen_output(sig, output)
+    if chosen is None:
         return None
-    if output is None:
-        target = outs[0]
-    elif isinstance(output, int) and not isinstance(output, bool):
-        target = outs[output] if 0 <= output < len(outs) else None
-    else:
-        target = output if output in outs else None
-    if target is None:
-        return None
+    target = chosen.name
     producer = {o: n for n in sig.nodes for o in n.outputs}
     seen, stack, feeding = set(), [target], []
     while stack:

@@ -96,10 +96,7 @@ class ModelChecks:
             try:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
-                self.failed_models.add(node.name.id)    # reported here: its uses stay silent
-                if e.code:                              # the declaration is at fault (FS413): at it, with the hint
-                    self.fail(e.code, e.message, node.span, hint=e.hint)
-                self.fail("FS401", str(e), path_arg.span)
+                self._load_failed(e, node, path_arg)
             from fairspec.models.peek import peek_input_names
 
             self.model_names[node.name.id] = peek_input_names(fmt, path)
@@ -150,10 +147,7 @@ class ModelChecks:
             folded = load_folded(fmt, path, output, index, score, trust)
         except ModelLoadError as e:
             self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
-            self.failed_models.add(node.name.id)
-            if e.code:                                  # the declaration is at fault (FS413): at it, with the hint
-                self.fail(e.code, e.message, node.span, hint=e.hint)
-            self.fail("FS401", str(e), path_arg.span)
+            self._load_failed(e, node, path_arg)
         if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
             return
         self.pipelines[node.name.id] = folded
@@ -164,6 +158,15 @@ class ModelChecks:
                                    f"through its own predict_proba, and the solvers cannot read it", path_arg.span)
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
+
+    def _load_failed(self, e, node, path_arg) -> None:
+        """A model file lint could not read: reported once (its uses stay silent); an error the
+        declaration causes (ModelLoadError.code, FS413) at the declaration with its hint, else FS401
+        at the path."""
+        self.failed_models.add(node.name.id)
+        if e.code:
+            self.fail(e.code, e.message, node.span, hint=e.hint)
+        self.fail("FS401", str(e), path_arg.span)
 
     def _guard_pipeline(self, args) -> None:
         from fairspec.diagnostics import DiagnosticError
@@ -201,10 +204,10 @@ class ModelChecks:
     def _readout(self, node, fmt, path, output, index, score) -> None:
         """FS413: the output column and decision rule must be fixed by the declaration
         (fairspec.models.readout decides; the loaders and every backend read the same)."""
-        from fairspec.models.peek import peek_output_columns
-        from fairspec.models.readout import ReadoutError, resolve_readout
+        import dataclasses
 
-        from fairspec.models.peek import peek_output_kind, peek_output_problem
+        from fairspec.models.peek import peek_no_probability, peek_output_columns, peek_output_kind, peek_output_problem
+        from fairspec.models.readout import ReadoutError, positive_class_problem, resolve_readout
 
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
         problem = peek_output_problem(fmt, path, output)
@@ -218,17 +221,11 @@ class ModelChecks:
         except ReadoutError as e:
             self.sink.add("FS413", e.message, node.span, hint=e.hint)
             return
-        from fairspec.models.readout import positive_class_problem
-
         problem = positive_class_problem(classes, index) if task == "binary" else None
         if problem is not None:             # "approve" / "deny": which one is positive is the spec's to say
             self.sink.add("FS413", f"model '{node.name.id}': {problem.message}", node.span, hint=problem.hint)
             return
         # the output kind (issue 25), as far as the file tells before loading: sema.outputs checks it
-        import dataclasses
-
-        from fairspec.models.peek import peek_no_probability
-
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
