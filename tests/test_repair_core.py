@@ -341,7 +341,7 @@ def test_counts_relaxation_agrees_with_brute_force_over_every_cell(seed, minimis
         if ks.sum() <= budget and ratio_ok(passing, sizes, c, False):
             val = int(ks.sum()) if minimise_rows else int((ks > 0).sum())
             best = val if best is None else min(best, val)
-    st, k = choose_counts(group, sign, size, base, sizes, c, False, budget, minimise_rows=minimise_rows)
+    st, k, _ = choose_counts(group, sign, size, base, sizes, c, False, budget, minimise_rows=minimise_rows)
     if best is None:
         assert st == "infeasible"
     else:

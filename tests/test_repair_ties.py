@@ -230,11 +230,11 @@ def test_solver_answers_that_never_pass_are_unknown_not_a_crash(monkeypatch):
     assert got.status == "unknown" and len(got.chosen) == 0 and "exact re-check" in got.note
     # the same for the refinement stages
     monkeypatch.setattr(optimise, "_points_milp", lambda *a: ("optimal", np.zeros(2, dtype=bool)))
-    st, y = choose_points(np.array([0, 1]), np.array([0, 1]), np.array([1, -1]), np.array([1, 1]), 2, base, sizes,
-                          0.8, True, 1)
+    st, y, _ = choose_points(np.array([0, 1]), np.array([0, 1]), np.array([1, -1]), np.array([1, 1]), 2, base, sizes,
+                             0.8, True, 1)
     assert st == "unknown" and y is None
     monkeypatch.setattr(optimise, "_counts_milp", lambda *a: ("optimal", np.zeros(2, dtype=np.int64)))
-    st, k = choose_counts(np.array([0, 1]), np.array([1, -1]), np.array([3, 3]), base, sizes, 0.8, True, 1)
+    st, k, _ = choose_counts(np.array([0, 1]), np.array([1, -1]), np.array([3, 3]), base, sizes, 0.8, True, 1)
     assert st == "unknown" and k is None
 
 

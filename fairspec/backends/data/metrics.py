@@ -645,7 +645,8 @@ def group_table(prop: ir.GroupMetric, c: Counts, eligible, excluded) -> tuple[li
         top = max((g["positive_rate"] for g, e in zip(groups, eligible) if e and g["positive_rate"] is not None),
                   default=None)
         # unweighted: the ratio of exact counts rounded once (7/10 over 7/8 is 0.8, not 0.7999999999999999)
-        sel = [None if not exact_cells(c) or g["positive_rate"] is None else
+        whole = exact_cells(c)      # once: it scans every cell
+        sel = [None if not whole or g["positive_rate"] is None else
                Fraction(int(round(c.cells[k][1].sum())), int(round(c.cells[k].sum()))) for k, g in enumerate(groups)]
         top_x = max((x for x, e in zip(sel, eligible) if e and x is not None), default=None)
         for k, g in enumerate(groups):  # an excluded category is left out of the impact ratios (LL 144: under 2%)

@@ -29,8 +29,9 @@ import numpy as np
 
 from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, subset_boxes
 from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choose, choose_counts, choose_points,
-                                               goal_fraction, minimal_change, ratio_ok)
+                                               minimal_change, ratio_ok)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
+from fairspec.certify.exact import threshold_of
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
 
@@ -59,6 +60,7 @@ class Outcome:
     before: np.ndarray            # passing rates per group
     after: np.ndarray | None = None
     minimal: float = 0.0          # LP optimum, share of rows
+    budget: tuple[int, int] | None = None   # (rows that may change, of rows): the bound as the solvers had it
     desired: np.ndarray | None = None
     achieved: float = 0.0         # share of rows whose decision changed
     rows_changed: int = 0
@@ -116,7 +118,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     say = progress or (lambda msg: None)
     if ratio_ok(base, sizes, pb.c, pb.strict):          # exactly: counts and c as written
         return Outcome("met", before, before, decisions=dec)
-    if pb.strict and goal_fraction(pb.c) >= 1:
+    if pb.strict and threshold_of(pb.c) >= 1:
         return Outcome("unreachable", before, decisions=dec, best_ratio=1.0,
                        reason=f"no passing-rate ratio (the lowest rate over the highest) exceeds 1, so no repair "
                               f"reaches > {pb.c:g}")
@@ -125,7 +127,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     budget = int(np.floor(pb.alpha * lp.minimal * N + 1e-9))
     say(f"{len(cells)} cells ({kind}, {len(trees)} tree(s)); minimal semantic difference {lp.minimal:.4f} "
         f"({lp.minimal * N:.1f} rows); bound {budget} rows")
-    out = Outcome("repaired", before, minimal=lp.minimal, desired=lp.rates, solver=pb.solver)
+    out = Outcome("repaired", before, minimal=lp.minimal, desired=lp.rates, solver=pb.solver, budget=(budget, N))
 
     # stage 1: flip whole cells
     sign = np.where(cells.decision == 1, -1, 1)
@@ -145,7 +147,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         out.stage = "refinement"
         left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
         t1 = time.perf_counter()
-        st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, budget, left)
+        st, k, note = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, budget, left)
         out.solver_seconds += time.perf_counter() - t1
         out.log.append(("refinement-counts", st, len(cells), time.perf_counter() - t1))
         say(f"refinement (counts): {st} over {len(cells)} cells")
@@ -154,14 +156,16 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
             picked = np.flatnonzero(k > 0)
             for scope in (picked, None):
                 t1 = time.perf_counter()
-                status, changes, points = _refine_points(cells, X, sign, base, sizes, pb, budget, left, scope)
+                status, changes, points, note = _refine_points(cells, X, sign, base, sizes, pb, budget, left, scope)
                 out.solver_seconds += time.perf_counter() - t1
                 out.log.append(("refinement-points", status, len(cells) if scope is None else len(scope),
                                 time.perf_counter() - t1))
                 say(f"refinement: {status} over the points of {len(cells) if scope is None else len(scope)} cells")
                 if status in ("optimal", "feasible"):
                     break   # over the picked cells, optimal = as few cells as the relaxation's lower bound
-        ch = Choice(status, np.zeros(0, dtype=np.int64), 0.0, pb.solver, note=UNCHECKED if status == "unknown" else "")
+        # the exact re-check's word (a tightened answer, or why none passed) reaches the verdict's reason
+        ch = Choice(status, np.zeros(0, dtype=np.int64), 0.0, pb.solver,
+                    note=note or (UNCHECKED if status == "unknown" else ""))
     else:
         out.stage = "flips"
         changes = [(int(flips.cell[k]), None) for k in ch.chosen]
@@ -228,7 +232,8 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
 
 def _refine_points(cells: Cells, X: np.ndarray, sign, base, sizes, pb: Problem, budget: int, time_limit, scope):
     """The exact full refinement over the cells in ``scope`` (None: every cell): which distinct
-    points of which cells flip.  Returns (status, [(cell, mask)], {cell: (points, counts, inv)})."""
+    points of which cells flip.  Returns (status, [(cell, mask)], {cell: (points, counts, inv)},
+    the exact re-check's note)."""
     order = np.argsort(cells.of_row, kind="stable")
     bounds = np.searchsorted(cells.of_row[order], np.arange(len(cells) + 1))
     ids = np.arange(len(cells)) if scope is None else np.asarray(scope)
@@ -240,15 +245,15 @@ def _refine_points(cells: Cells, X: np.ndarray, sign, base, sizes, pb: Problem, 
         cell_of.append(np.full(len(P), i)); group_of.append(np.full(len(P), cells.group[c]))
         sign_of.append(np.full(len(P), sign[c])); weight.append(counts)
     cat = [np.concatenate(v).astype(np.int64) for v in (cell_of, group_of, sign_of, weight)]
-    st, y = choose_points(*cat, len(ids), base, sizes, pb.c, pb.strict, budget, time_limit)
+    st, y, note = choose_points(*cat, len(ids), base, sizes, pb.c, pb.strict, budget, time_limit)
     if y is None:
-        return st, [], points
+        return st, [], points, note
     changes = []
     for i, c in enumerate(ids):
         m = y[cat[0] == i]
         if m.any():
             changes.append((int(c), m))
-    return st, changes, points
+    return st, changes, points, note
 
 
 def _drop_implied(box: dict, path: dict) -> dict:
@@ -303,9 +308,9 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
     and an upper bound on the best ratio reachable within the bound (the LP of IV-D, bisected)."""
     sign = np.where(cells.decision == 1, -1, 1)
     probe = _PROBE_SECONDS if pb.time_limit is None else min(_PROBE_SECONDS, pb.time_limit)
-    st, k = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, N, probe,
-                          minimise_rows=True)
-    if k is not None:
+    st, k, note = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, N, probe,
+                                minimise_rows=True)
+    if k is not None and st == "optimal" and not note:   # a lower bound only when proven fewest
         out.needed = float(k.sum()) / N
     out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
     op = ">" if pb.strict else ">="
@@ -326,13 +331,13 @@ def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem, probe: flo
     from fractions import Fraction
 
     rates = [Fraction(int(p), int(n)) for p, n in zip(base, sizes)]
-    lo, hi = (min(rates) / max(rates) if max(rates) > 0 else Fraction(0)), goal_fraction(pb.c)
+    lo, hi = (min(rates) / max(rates) if max(rates) > 0 else Fraction(0)), threshold_of(pb.c)
     grid = 1 << 16      # probe thresholds on a grid of 2^-16: small exact denominators for the solver's rows
     while hi - lo > Fraction(1, 1000):
         mid = Fraction(round((lo + hi) / 2 * grid), grid)
         if not lo < mid < hi:   # pragma: no cover - the gap is far wider than the grid
             break
-        st, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, probe,
+        st, _, _ = choose_counts(cells.group, sign, cells.size, base, sizes, mid, False, budget, probe,
                               minimise_rows=True)
         if st != "infeasible":
             lo = mid

@@ -45,11 +45,6 @@ UNCHECKED = ("the solver's answers did not pass the exact re-check of the goal (
              "even with the goal tightened by a margin of up to 1e-5 (floating-point tolerances); no repair is claimed")
 
 
-def goal_fraction(c) -> Fraction:
-    """The goal's threshold as the exact rational the spec writes (``0.8`` -> 4/5; a Fraction as is)."""
-    return threshold_of(c)
-
-
 def _count(x) -> int:
     """An integer count held in an int or float array entry (exactly)."""
     v = int(x)
@@ -72,7 +67,7 @@ def minimal_change(rates: np.ndarray, sizes: np.ndarray, c, strict: bool = False
     from scipy.optimize import linprog
 
     G = len(rates)
-    cf = goal_fraction(c)
+    cf = threshold_of(c)
     c = float(cf)
     p = sizes / sizes.sum()
     # variables x_0..x_{G-1}, t_0..t_{G-1};  t_g >= |x_g - r_g|
@@ -117,9 +112,9 @@ class Choice:
 
 def ratio_ok(passing, sizes, c, strict: bool) -> bool:
     """The goal, exactly: the lowest passing rate over the highest (integer counts as exact
-    rationals) against c as the spec writes it (``goal_fraction``), ``>`` when strict else ``>=``.
+    rationals) against c as the spec writes it (``certify.exact.threshold_of``), ``>`` when strict else ``>=``.
     False when every rate is 0 (0/0 is no ratio)."""
-    cf = goal_fraction(c)
+    cf = threshold_of(c)
     rates = [Fraction(_count(p), _count(n)) for p, n in zip(passing, sizes)]
     hi = max(rates)
     if hi == 0:
@@ -202,7 +197,7 @@ def pair_rows(sizes, base, c, strict: bool, margin=0):
     the integer changes d of the passing counts must meet d_i w_i - d_j w_j >= need (Python ints;
     the row divided by g = gcd(w_i, w_j), its need rounded up -- the same integer points, smaller
     coefficients for the solver)."""
-    cf = goal_fraction(c)
+    cf = threshold_of(c)
     a, b = cf.numerator, cf.denominator
     G = len(sizes)
     for i in range(G):
@@ -289,7 +284,7 @@ def greedy_counts(keys: np.ndarray, counts: np.ndarray, base, sizes, c, strict: 
     passing count (IV-D), rounded away from its current rate, by its largest options first, with
     the smallest option that covers what is left last.  Checked exactly; used as HiGHS's starting
     incumbent and kept when the solver finds nothing better within its time limit."""
-    if strict and goal_fraction(c) >= 1:
+    if strict and threshold_of(c) >= 1:
         return None     # no ratio exceeds 1
     lp = minimal_change(base / sizes, sizes, c, strict)
     take = np.zeros(len(keys), dtype=np.int64)
@@ -512,7 +507,7 @@ def _rc2(opts, base, sizes, c, strict, budget, time_limit, margin=0):
 
 def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: np.ndarray, sizes: np.ndarray,
                   c, strict: bool, budget: int, time_limit: float | None = None,
-                  minimise_rows: bool = False) -> tuple[str, np.ndarray | None]:
+                  minimise_rows: bool = False) -> tuple[str, np.ndarray | None, str]:
     """The refinement problem with each cell's changed rows an integer k_c in [0, n_c] (any count
     reachable): fewest cells changed (or, with ``minimise_rows``, fewest rows).  A relaxation of
     the exact choice over sub-hypercubes: infeasible here means infeasible there, and its optimum
@@ -528,12 +523,12 @@ def choose_counts(group: np.ndarray, sign: np.ndarray, size: np.ndarray, base: n
     def accept(per_cell) -> bool:
         passing = base.astype(np.int64).copy()
         np.add.at(passing, group.astype(np.int64), sign.astype(np.int64) * per_cell)
-        return bool(int(per_cell.sum()) <= budget and np.all(per_cell <= size) and ratio_ok(passing, sizes, c, strict))
+        return bool(int(per_cell.sum()) <= budget and np.all(per_cell >= 0) and np.all(per_cell <= size)
+                    and ratio_ok(passing, sizes, c, strict))
 
-    st, per_cell, _ = tightening(
+    return tightening(
         lambda margin, left: _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, left, minimise_rows,
                                           margin), accept, time_limit)
-    return st, per_cell
 
 
 def _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, time_limit, minimise_rows, margin):
@@ -581,7 +576,7 @@ def _counts_milp(uniq, cls, m, group, base, sizes, c, strict, budget, time_limit
 
 def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of_point: np.ndarray,
                   weight: np.ndarray, n_cells: int, base: np.ndarray, sizes: np.ndarray, c, strict: bool,
-                  budget: int, time_limit: float | None = None) -> tuple[str, np.ndarray | None]:
+                  budget: int, time_limit: float | None = None) -> tuple[str, np.ndarray | None, str]:
     """Full refinement, exactly: each distinct point (``weight`` rows) of the given cells may flip on
     its own; fewest cells changed (z_c >= y_p), every pairwise ratio, changed rows <= budget.
     Returns (status, y) with y the points flipped (HiGHS through scipy), re-checked exactly
@@ -591,10 +586,9 @@ def choose_points(cell_of_point: np.ndarray, group_of_point: np.ndarray, sign_of
         np.add.at(passing, group_of_point[y].astype(np.int64), (sign_of_point[y] * weight[y]).astype(np.int64))
         return bool(int(weight[y].sum()) <= budget and ratio_ok(passing, sizes, c, strict))
 
-    st, y, _ = tightening(lambda margin, left: _points_milp(cell_of_point, group_of_point, sign_of_point, weight,
-                                                            n_cells, base, sizes, c, strict, budget, left, margin),
-                          accept, time_limit)
-    return st, y
+    return tightening(lambda margin, left: _points_milp(cell_of_point, group_of_point, sign_of_point, weight,
+                                                        n_cells, base, sizes, c, strict, budget, left, margin),
+                      accept, time_limit)
 
 
 def _points_milp(cell_of_point, group_of_point, sign_of_point, weight, n_cells, base, sizes, c, strict, budget,
