@@ -446,7 +446,9 @@ def _declared_order(frame, columns: tuple, name: str):
     A named frame has exactly the declared columns, in any order: a file read by position has no
     more either, and a missing or unknown name is a mistake a verdict must not hide."""
     labels = list(frame.columns)
-    listed = f"columns = [{', '.join(columns)}]"
+    from fairspec.syntax.literals import name_or_string
+
+    listed = f"columns = [{', '.join(name_or_string(c) for c in columns)}]"
     if labels == list(range(len(labels))):
         if len(labels) != len(columns):
             raise FairspecError(f"the data frame given for {name!r} has {len(labels)} unnamed columns, and the "

@@ -166,7 +166,7 @@ def _solver_chatter_to_stderr(on: bool):
 
 
 def _folder(text: str) -> str:
-    if not text:  # "" would allow the working directory (a wrapper's unset variable): refused
+    if not text.strip():  # "" would allow the working directory (a wrapper's unset variable): refused
         raise argparse.ArgumentTypeError("the folder is empty; name a folder (an empty value would allow the "
                                          "working directory)")
     return text
@@ -401,9 +401,7 @@ def main(argv=None) -> int:
             if streams.exit_code(was) != was:
                 raise SystemExit(2) from None
             raise
-    if argv is None and code in (130, 143):
-        _exit_now(code)
-    if argv is None:
+    if argv is None:   # the console script: interrupted (130 / 143) or not, it leaves without teardown
         _leave(code)
     if "fairspec.interrupt" in sys.modules:  # called in-process: a later check starts uninterrupted
         sys.modules["fairspec.interrupt"].reset()

@@ -51,7 +51,13 @@ def _entry(path: str, role: str, cwd: Path) -> dict:
         size = p.stat().st_size
     except OSError:
         size = None
-    return {"role": role, "file": shown, "sha256": sha256(p), "bytes": size}
+    from fairspec.files import file_kind
+
+    try:                    # a FIFO or a device as the spec is never read to its end (it may not have one)
+        regular = file_kind(p) == "file"
+    except Exception:  # noqa: BLE001 - a path that cannot be looked at is not hashed
+        regular = False
+    return {"role": role, "file": shown, "sha256": sha256(p) if regular else None, "bytes": size if regular else None}
 
 
 def collect(report, started: _dt.datetime | None = None) -> dict:

@@ -90,7 +90,7 @@ class _Guarded:
         if not self._dead:
             try:
                 return self._inner.write(text)
-            except (OSError, ValueError) as e:  # ValueError: the stream object was closed
+            except (OSError, ValueError, AttributeError) as e:  # ValueError: closed; AttributeError: None
                 self._fail(e)
         return len(text)
 
@@ -102,7 +102,7 @@ class _Guarded:
         if not self._dead:
             try:
                 self._inner.flush()
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, AttributeError) as e:
                 self._fail(e)
 
     def _fail(self, e: Exception) -> None:
@@ -115,11 +115,16 @@ class _Guarded:
                                             f"cannot write to {what}: {getattr(e, 'strerror', None) or e}")
         try:
             fd = self._inner.fileno()
+            kept = os.dup(fd)           # given back when the block ends (an in-process caller keeps its stream)
             null = os.open(os.devnull, os.O_WRONLY)
             try:
                 os.dup2(null, fd)
             finally:
                 os.close(null)
+            if self._name in self._streams.closed:   # closed at start: it stays on os.devnull
+                os.close(kept)
+            else:
+                self._streams.silenced.append((fd, kept))
         except (OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stream)
             pass
 
@@ -133,6 +138,7 @@ class Streams:
     def __init__(self):
         self.closed: set[str] = set()
         self.failed: dict[str, str] = {}
+        self.silenced: list[tuple[int, int]] = []   # (descriptor pointed at os.devnull, its original)
 
     def exit_code(self, code: int) -> int:
         """``code``, or 2 when stdout or stderr could not be written (the environment's error, said in
@@ -180,3 +186,9 @@ def guarded_streams():
         yield streams
     finally:
         sys.stdout, sys.stderr = saved
+        for fd, kept in reversed(streams.silenced):
+            try:
+                os.dup2(kept, fd)
+                os.close(kept)
+            except OSError:
+                pass

@@ -40,9 +40,20 @@ def name_or_string(value) -> str:
 def category(value) -> str:
     """A category (or any value compared with a feature) as spec text that parses back to it."""
     s = str(value)
-    if _NUMBER.match(s):
+    if _NUMBER.match(s) and _reads_back(s):
         return s
     return name_or_string(s)
+
+
+def _reads_back(s: str) -> bool:
+    """A number-looking value written bare parses back to the same text: not "02134" (2134), "1.50"
+    (1.5), "1e3" (1000.0), nor a whole number past 1e15 (FS307) -- those are written as strings."""
+    try:
+        if "." in s or "e" in s or "E" in s:
+            return s == repr(float(s))
+        return s == str(int(s)) and abs(int(s)) <= 10 ** 15
+    except ValueError:
+        return False
 
 
 def column(value) -> str:

@@ -69,14 +69,13 @@ class _ToAst(Transformer):
             value = float(text)
         if not abs(value) <= MAX_NUMBER:  # also catches inf and nan
             self._too_large(tok)
-        problem = lexical.number_problem(text, value)  # more than 15 significant digits, 1e-400
+        problem = lexical.number_problem(text, value)  # more than 17 significant digits, 1e-400
         if problem is not None:
             raise DiagnosticError(Diagnostic("FS307", problem[0], self._tok_span(tok), hint=problem[1]))
         return value, is_int
 
     def _too_large(self, tok: Token):
-        text = str(tok)
-        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
+        shown = lexical._shown(str(tok))
         raise DiagnosticError(Diagnostic("FS307", f"the number {shown} is too large: numbers in a spec lie within "
                                                   f"-1e15 .. 1e15", self._tok_span(tok),
                                          hint="write a number of at most 15 digits"))
