@@ -3,7 +3,9 @@ fairspec was right, not that the judge accepted everything (tests/differential/j
 
 Each case is one verdict JSON, as `fairspec check --format json` writes it, against a known
 truth; and one real instance checks that the witness checker refuses a pair that is no domain
-point, breaks the pre-condition or does not replay.
+point, breaks the pre-condition or does not replay. Expected refusals (the `shipped` family's
+ambiguous declarations) are judged on the command line: a refusal as documented is correct, a
+verdict, another code or a check-time sentence that does not name the ambiguity is wrong.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from fractions import Fraction
 
 import pytest
 
-from differential import networks
-from differential.core import Prop, Truth
-from differential.judge import judge_verdict
+from differential import networks, shipped
+from differential.core import Expect, Prop, Truth
+from differential.judge import judge_verdict, run_instance
 
 PROOF = {"method": "enumeration", "claim": "...", "detail": {}}
 BASE = {"family": "t", "seed": 0}
@@ -107,3 +109,55 @@ def test_the_witness_checker_refuses_what_is_no_real_violation():
     assert "not in the domain" in check({"features": outside, "features_prime": b})
     missing = {k: v for k, v in a.items() if k != name}
     assert "lack feature" in check({"features": missing, "features_prime": b})
+
+
+# ------------------------------------------------------------------ expected refusals
+
+
+def _refusal(inst, name, **change):
+    """The instance with only property ``name``, its expectation changed as asked."""
+    from dataclasses import replace
+
+    p = next(p for p in inst.props if p.name == name)
+    if change:
+        p = replace(p, expect=replace(p.expect, **change) if p.expect else Expect(**change))
+    return replace(inst, props=[p])
+
+
+@pytest.fixture(scope="module")
+def onnx_logistic():
+    inst = shipped.generate(3)
+    assert inst.info["shape"] == "onnx-logistic"
+    return inst
+
+
+def test_a_refusal_as_documented_is_correct(tmp_path, onnx_logistic):
+    """Several skl2onnx outputs and none named, an output of labels, a ZipMap: FS413 at lint,
+    exit 2 from lint and check, no verdict."""
+    outs = run_instance(onnx_logistic, tmp_path, only=["r0", "r1", "r2"])
+    assert [(o.klass, o.status) for o in outs] == [("correct", "refused")] * 3, [o.why for o in outs]
+
+
+def test_a_spec_that_is_not_refused_is_wrong(tmp_path, onnx_logistic):
+    """The declaration that names the output gets a verdict: expected to be refused, it is wrong."""
+    named = next(p.name for p in onnx_logistic.props if p.expect is None and p.spec is None)
+    inst = _refusal(onnx_logistic, named, code="FS413", stage="lint")
+    o = run_instance(inst, tmp_path, only=[named])[0]
+    assert (o.klass, o.defect) == ("wrong", "not-refused"), o.why
+
+
+@pytest.mark.parametrize("change", [{"code": "FS415"}, {"stage": "check", "code": "FS414"}])
+def test_a_refusal_with_another_code_is_wrong(tmp_path, onnx_logistic, change):
+    o = run_instance(_refusal(onnx_logistic, "r0", **change), tmp_path, only=["r0"])[0]
+    assert (o.klass, o.defect) == ("wrong", "refused-otherwise"), o.why
+
+
+def test_a_check_time_refusal_must_name_the_ambiguity(tmp_path):
+    """A torch Softmax head of two columns without index: the model file's sentence at check (no
+    code in the report), which must say what is ambiguous; another sentence is wrong."""
+    inst = shipped.generate(1)
+    assert inst.info["shape"] == "torch-softmax"
+    ok = run_instance(inst, tmp_path / "ok", only=["r0"])[0]
+    assert (ok.klass, ok.status) == ("correct", "refused"), ok.why
+    bad = run_instance(_refusal(inst, "r0", words="returns 2 outputs"), tmp_path / "bad", only=["r0"])[0]
+    assert (bad.klass, bad.defect) == ("wrong", "refused-otherwise"), bad.why

@@ -248,6 +248,18 @@ class Truth:
 
 
 @dataclass
+class Expect:
+    """A spec fairspec must refuse: error ``code`` at ``stage`` ("lint": `fairspec lint` reports it, and
+    check refuses with it; "check": lint has no other error, and check refuses with it, or -- a model
+    file's sentence, which carries no code in the report -- with an error naming ``words``), exit code
+    ``exit`` for both commands that refuse, no verdict, no traceback (judge.judge_refusal)."""
+    code: str
+    stage: str                      # "lint" | "check"
+    words: str = ""                 # what a check-time sentence without a code must say
+    exit: int = 2                   # README: 2 for a bad spec, model, data file or usage
+
+
+@dataclass
 class Prop:
     name: str
     family: str
@@ -255,6 +267,9 @@ class Prop:
     truth: Truth
     meta: dict = field(default_factory=dict)   # backend, mode, post, ... (for the report's classes)
     timeout: float = 20.0           # the property's own budget (seconds), also in its text
+    spec: str | None = None         # this property's own spec text without properties (another
+                                    # declaration of the same model), checked in a file of its own
+    expect: Expect | None = None    # a spec fairspec must refuse (then ``truth`` is Truth("refused"))
 
 
 @dataclass
@@ -273,23 +288,46 @@ class Instance:
             for p in self.props:
                 p.meta.setdefault("dtype", self.info["dtype"])
 
-    def spec_text(self, only: list[str] | None = None) -> str:
-        body = [p.text for p in self.props if only is None or p.name in only]
-        return self.spec + "\n" + "\n\n".join(body) + "\n"
+    def groups(self, only: list[str] | None = None) -> list[tuple[str, list[Prop]]]:
+        """The spec files to check: (spec text without properties, its properties), the instance's
+        own spec first, then one per other declaration (``Prop.spec``) in the order first used; an
+        expected refusal (``Prop.expect``) is a file of its own."""
+        out: dict = {}
+        for p in self.props:
+            if only is not None and p.name not in only:
+                continue
+            key = (p.spec if p.spec is not None else self.spec, p.name if p.expect else None)
+            out.setdefault(key, []).append(p)
+        return [(k[0], ps) for k, ps in out.items()]
 
-    def write(self, folder: Path, only: list[str] | None = None) -> Path:
+    def spec_text(self, only: list[str] | None = None) -> str:
+        gs = self.groups(only)
+        head, props = gs[0] if gs else (self.spec, [])
+        return head + "\n" + "\n\n".join(p.text for p in props) + "\n"
+
+    def write_groups(self, folder: Path, only: list[str] | None = None) -> list[tuple[Path, list[Prop]]]:
+        """The files, and each group's spec (spec.fair for the first, spec-NAME.fair after)."""
         folder.mkdir(parents=True, exist_ok=True)
         for name, data in self.files.items():
             (folder / name).write_bytes(data)
-        spec = folder / "spec.fair"
-        spec.write_text(self.spec_text(only))
-        return spec
+        out = []
+        for k, (head, props) in enumerate(self.groups(only)):
+            spec = folder / ("spec.fair" if k == 0 else f"spec-{props[0].name}.fair")
+            spec.write_text(head + "\n" + "\n\n".join(p.text for p in props) + "\n")
+            out.append((spec, props))
+        return out
+
+    def write(self, folder: Path, only: list[str] | None = None) -> Path:
+        """The files and the first group's spec.fair (the only one when ``only`` names one property)."""
+        groups = self.write_groups(folder, only)
+        return groups[0][0] if groups else folder / "spec.fair"
 
     def truth_json(self, only: list[str] | None = None) -> dict:
         return {"family": self.family, "seed": self.seed, "info": self.info,
                 "properties": {p.name: {"status": p.truth.status, "value": p.truth.value,
                                         "value_kind": p.truth.value_kind, "domain": p.truth.domain,
-                                        "pairs": p.truth.pairs, "note": p.truth.note, "meta": p.meta}
+                                        "pairs": p.truth.pairs, "note": p.truth.note, "meta": p.meta,
+                                        "expect": None if p.expect is None else dict(p.expect.__dict__)}
                                for p in self.props if only is None or p.name in only}}
 
 

@@ -19,6 +19,16 @@ Classes of an outcome:
   tie the spec's arithmetic leaves open)
 * ``rejected`` -- lint refused a spec the generator believes valid (a harness or a fairspec
   bug: looked at by hand, never counted as correct)
+
+An *expected refusal* (``Prop.expect``, a :class:`core.Expect`: an ambiguous declaration such as
+several ONNX outputs and none named, class labels that do not say which is positive, ``prob(...)``
+of a model without probabilities) is judged by :func:`judge_refusal` on the command line's own
+exit codes and JSON (``fairspec lint`` and ``fairspec check --format json``, in process): refused
+with the expected code, at the expected stage, exit code 2, no traceback is ``correct``; anything
+else is ``wrong`` -- ``not-refused`` (a verdict, or exit 0 / 1 / 3), ``refused-otherwise`` (another
+code, an error at lint where check was expected to be the first to see it is fine, but another
+error is not; a check-time sentence that does not name the ambiguity), or ``crash`` (a traceback,
+an internal error, exit 4).
 """
 
 from __future__ import annotations
@@ -171,16 +181,32 @@ def _check_value(prop: Prop, o: Outcome, v: dict):
 
 
 def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) -> list[Outcome]:
-    """Write the instance into ``folder``, check it in process, judge every property."""
-    from fairspec.pipeline import check
-
-    spec = inst.write(folder, only)
-    props = [p for p in inst.props if only is None or p.name in only]
+    """Write the instance into ``folder``, check each of its spec files in process, judge every
+    property (an expected refusal through the command line, :func:`judge_refusal`)."""
     base = {"family": inst.family, "seed": inst.seed}
-    t0 = time.perf_counter()
     env = inst.info.get("env") or {}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)         # e.g. FAIRSPEC_ENUMERATE_PAIRS=0: the solver path on a small domain
+    try:
+        outs = []
+        for spec, props in inst.write_groups(folder, only):
+            if props[0].expect is not None:
+                outs += [judge_refusal(p, spec, base) for p in props]
+            else:
+                outs += _check_group(spec, props, base)
+        return outs
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _check_group(spec: Path, props: list, base: dict) -> list[Outcome]:
+    from fairspec.pipeline import check
+
+    t0 = time.perf_counter()
     try:
         rep = check(spec)
     except BaseException as e:  # noqa: BLE001 - the judge records every failure as a crash
@@ -190,12 +216,6 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
         return [Outcome(**base, name=p.name, klass="wrong", defect="crash",
                         why=f"check raised {type(e).__name__}: {e}\n{tb}", truth=p.truth.status,
                         domain=p.truth.domain, pairs=p.truth.pairs, meta=p.meta) for p in props]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     elapsed = time.perf_counter() - t0
     if rep.has_errors:
         msg = rep.error or "; ".join(f"{d.code} {d.message} ({d.span.line if d.span else '?'})"
@@ -212,3 +232,91 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
             o.klass, o.defect, o.why = "wrong", "crash", crash[0]
         outs.append(o)
     return outs
+
+
+# ------------------------------------------------------------------ expected refusals
+
+CRASH_WORDS = ("Traceback (most recent call last)", "internal error", "this is a bug in fairspec")
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """``fairspec ARGV`` in this process, as the console script runs it: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from fairspec.cli import main
+    from fairspec.runtime import executor
+
+    out, err = io.StringIO(), io.StringIO()
+    kept = dict(executor._CONFIG)      # check's --workers configures the process: give it back after
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:    # argparse
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        executor._CONFIG.update(kept)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _doc(text: str):
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def judge_refusal(prop: Prop, spec: Path, base: dict) -> Outcome:
+    """``fairspec lint`` and ``fairspec check --format json`` on a spec that must be refused
+    (``prop.expect``): the expected code at the expected stage, exit code ``expect.exit``, no
+    verdict, no traceback; anything else is wrong (``not-refused``, ``refused-otherwise``, ``crash``)."""
+    e = prop.expect
+    o = Outcome(**base, name=prop.name, klass="correct", truth=f"refused {e.code} at {e.stage}",
+                domain=prop.truth.domain, pairs=prop.truth.pairs, meta={**prop.meta, "expect": e.code,
+                                                                        "stage": e.stage})
+    t0 = time.perf_counter()
+    lcode, lout, lerr = run_cli(["lint", str(spec), "--format", "json"])
+    ccode, cout, cerr = run_cli(["check", str(spec), "--format", "json", "--workers", "1"])
+    o.seconds = time.perf_counter() - t0
+    ldoc, cdoc = _doc(lout), _doc(cout)
+    lint_errors = sorted({d["code"] for d in (ldoc or {}).get("diagnostics", []) if d.get("severity") == "error"})
+    check_errors = sorted({d["code"] for d in (cdoc or {}).get("diagnostics", []) if d.get("severity") == "error"})
+    sentence = (cdoc or {}).get("error") or ""
+    verdicts = [(v.get("name"), v.get("status")) for v in (cdoc or {}).get("properties", [])]
+    o.status = "refused" if ccode == e.exit and not verdicts else (verdicts[0][1] if verdicts else f"exit {ccode}")
+    o.reason = "; ".join(x for x in (", ".join(check_errors), sentence) if x)[:400] or None
+
+    def wrong(defect, why):
+        o.klass, o.defect, o.why = "wrong", defect, why
+        return o
+
+    for cmd, code, text in (("lint", lcode, lerr), ("check", ccode, cerr)):
+        hit = next((w for w in CRASH_WORDS if w in text), None)
+        if code == 4 or hit:
+            return wrong("crash", f"fairspec {cmd} exited {code}" + (f", stderr: {text.strip()[-300:]}" if text else ""))
+    if ldoc is None or cdoc is None:
+        return wrong("crash", f"fairspec {'lint' if ldoc is None else 'check'} --format json printed no JSON document")
+    if verdicts or ccode in (0, 1, 3):
+        return wrong("not-refused", f"check gave {verdicts or 'no verdict'} (exit {ccode}) where {e.code} "
+                                    f"should refuse the spec at {e.stage}")
+    if ccode != e.exit:
+        return wrong("refused-otherwise", f"check exited {ccode}, not {e.exit}")
+    if e.stage == "lint":
+        if lint_errors != [e.code] or lcode != e.exit:
+            return wrong("refused-otherwise" if lint_errors else "not-refused",
+                         f"lint exited {lcode} with errors {lint_errors or 'none'}, not {e.code}")
+        if check_errors != [e.code]:
+            return wrong("refused-otherwise", f"check refused with {check_errors or sentence[:200]!r}, not {e.code}")
+        return o
+    if any(c != e.code for c in lint_errors) or lcode != (e.exit if lint_errors else 0):
+        return wrong("refused-otherwise", f"lint exited {lcode} with errors {lint_errors}, not nothing or {e.code}")
+    if check_errors:
+        if check_errors != [e.code]:
+            return wrong("refused-otherwise", f"check refused with {check_errors}, not {e.code}")
+        return o
+    if not sentence or (e.words and e.words not in sentence):
+        return wrong("refused-otherwise", f"check's error {sentence[:300]!r} does not say {e.words!r} ({e.code})")
+    return o
