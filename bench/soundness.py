@@ -7,7 +7,9 @@ against it (tests/differential/).
     python bench/soundness.py --case network-7000000-p5     # one property again, judged, folder kept
 
 Prints per family: instances, properties, wrong, unknown, unknown on small domains (at most
-1,000 points), rejected specs, harness errors, seconds; then the wrong verdicts by defect class.
+1,000 points), rejected specs, expected refusals (properties whose spec fairspec must refuse: the
+`shipped` family's ambiguous declarations, each judged correct or wrong), harness errors,
+seconds; then the wrong verdicts by defect class.
 Writes bench/results/soundness.md and .json (unless --no-write) and, per wrong verdict (the
 first of each defect class first, at most --repro-cap), a self-contained reproducer folder
 under bench/results/soundness/repro/: spec.fair (that property alone), the model and data

@@ -250,7 +250,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     encs: list[Enc] = [nw._encoding(rng, f, False) for f in fs]
     P = grid(fs)
     X = encode_points(encs, P, names)
-    n = int(rng.integers(12, 40))
+    n = int(rng.integers(40, 160))         # rows enough for the metrics' intervals to decide most claims
     rows = rng.integers(0, P.shape[0], size=n)
     ylab = rng.integers(0, 2, size=n)
     files: dict = {"d.csv": write_csv(fs, P[rows], {"y": ylab})}
