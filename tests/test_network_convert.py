@@ -167,6 +167,38 @@ def test_torch_softmax_and_unsupported():
         from_torch(OutOfOrder())
 
 
+def test_torch_tuple_output_is_read_as_the_declared_element(tmp_path):
+    """A module returning (logit, sigmoid(logit)) declared ``output = 0`` crashed every pair
+    property with exit 4 ('tuple' object has no attribute 'detach'): the converted network is now
+    compared with the declared element, so output 0 is the children's network and output 1 (a
+    functional sigmoid the children do not hold) is refused as a network, never misread."""
+    torch = pytest.importorskip("torch")
+    from fairspec.models import load_model
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+
+        def forward(self, x):
+            z = self.body(x)
+            return z, torch.sigmoid(z)
+
+    torch.manual_seed(2)
+    mod = Two().eval()
+    torch.jit.save(torch.jit.script(mod), str(tmp_path / "two.pt"))
+    X = np.random.default_rng(2).normal(size=(30, 3))
+    with pytest.raises(UnsupportedModel):
+        from_torch(mod)                                   # no declared element: not one tensor
+    m0 = load_model("torch", tmp_path / "two.pt", output=0)
+    net = m0.piecewise_linear()
+    np.testing.assert_allclose(net.forward(X), m0.score(X), rtol=1e-5, atol=1e-5)
+    assert m0.runtime_network().widths == (4, 1)
+    m1 = load_model("torch", tmp_path / "two.pt", output=1, score_kind="prob")
+    with pytest.raises(UnsupportedModel):
+        m1.piecewise_linear()
+
+
 # ---------------------------------------------------------------------------- scikit-learn
 
 def test_sklearn_mlp_and_logistic_regression():

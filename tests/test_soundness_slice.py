@@ -133,10 +133,6 @@ _MAX = "class 1: maximize reports a value below / above the true maximum (a floa
 _WIT = "classes 3, 5: witnesses outside a (strict) require tolerance"
 _NOPROOF = "holds (proved) without a certify Proof (JSON proof null)"
 XFAIL: dict = {
-    # session 18: a torch module returning (logit, sigmoid(logit)) declared `output = 0` crashes the
-    # small-domain enumeration's runtime-rounding bound (network.from_torch reads the tuple as a tensor:
-    # AttributeError 'tuple' object has no attribute 'detach', exit 4); shipped-2-p0
-    ("shipped", "torch-tuple"): ("shipmodels", "crash: a torch module returning a tuple, declared output = 0"),
 }
 
 # family -> (owner, why) while its small-domain unknowns (time limits aside) are over the target

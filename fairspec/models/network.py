@@ -615,12 +615,14 @@ def _broadcast_vec(c: np.ndarray, width: int, rows: bool, op: str, nname: str) -
 _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 
 
-def from_torch(module, index: int | None = None, verify: bool = True, readout=None) -> PLNet:
+def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None) -> PLNet:
     """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``,
     the converted net is compared with the module on 64 random inputs; a mismatch (a forward()
-    that does not apply its children in order) raises :class:`UnsupportedModel`.
+    that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the
+    declared output of what forward() returns (a tuple's or a dict's element, as a float64 array),
+    which the converted net is compared with; without it forward() must return one tensor.
     """
     import torch
 
@@ -687,7 +689,14 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
         finally:
             if was_training:
                 module.train()
-        out = np.asarray(out.detach().cpu().double().numpy())
+        if pick is not None:
+            out = pick(out)
+        elif not isinstance(out, torch.Tensor):
+            raise UnsupportedModel(type(module).__name__, "forward", f"forward() returns a {type(out).__name__}, "
+                                                                     f"not one tensor")
+        else:
+            out = out.detach().cpu().double().numpy()
+        out = np.asarray(out, dtype=np.float64)
         if out.ndim == 1:
             out = out[:, None]
         Z = full.forward_all(X)

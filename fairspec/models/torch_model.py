@@ -152,15 +152,14 @@ class TorchModel(LoadedModel):
     def _runtime_network(self):
         from fairspec.models import network
 
-        return network.from_torch(self.raw, readout="raw")
+        return network.from_torch(self.raw, readout="raw", pick=self._tensor)
 
     def _piecewise_linear(self):
         from fairspec.models import network
 
-        if self.output not in (None, 0):
-            raise network.UnsupportedModel("Output", "forward", "a torch module that returns several outputs is "
-                                                                "not read as a network")
-        return network.from_torch(self.raw, readout=self.readout)
+        # the declared output (a tuple's or a dict's element) is what the converted network must
+        # reproduce: one that is not the children run in order is refused by from_torch's check
+        return network.from_torch(self.raw, readout=self.readout, pick=self._tensor)
 
     def output_description(self) -> str:
         out = "" if self.output is None else f"[{self.output!r}]"
