@@ -153,8 +153,8 @@ def test_a_refusal_with_another_code_is_wrong(tmp_path, onnx_logistic, change):
 
 
 def test_a_check_time_refusal_must_name_the_ambiguity(tmp_path):
-    """A torch Softmax head of two columns without index: the model file's sentence at check (no
-    code in the report), which must say what is ambiguous; another sentence is wrong."""
+    """A torch Softmax head of two columns without index: FS413 at check, at the declaration (lint
+    cannot load torch), whose message must say what is ambiguous; another message is wrong."""
     inst = shipped.generate(1)
     assert inst.info["shape"] == "torch-softmax"
     ok = run_instance(inst, tmp_path / "ok", only=["r0"])[0]

@@ -101,10 +101,20 @@ class Context:
 
                 self._models[name] = RuleModel(m, self.spec.feature_set(m.features))
             else:
-                from fairspec.models import load_model
+                from fairspec.models import ModelLoadError, load_model
 
-                self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
-                                                score_kind=m.score_kind, trust_pickle=m.trust_pickle)
+                try:
+                    self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
+                                                    score_kind=m.score_kind, trust_pickle=m.trust_pickle)
+                except ModelLoadError as e:
+                    if not e.code:
+                        raise
+                    # the declaration, not the file, is at fault (FS413: which output, which class): the
+                    # diagnostic lint gives when it can read the file, at the declaration, with its hint
+                    from fairspec.diagnostics import DiagnosticError, Sink
+
+                    raise DiagnosticError(Sink().add(e.code, f"model '{name}': {e.message}", m.span,
+                                                     hint=e.hint)) from None
                 bind = getattr(self._models[name], "bind_encoding", None)
                 if bind is not None:            # a scikit-learn pipeline evaluated whole on a data frame
                     enc = self.spec.encoding_for(name)

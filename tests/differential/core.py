@@ -250,12 +250,12 @@ class Truth:
 @dataclass
 class Expect:
     """A spec fairspec must refuse: error ``code`` at ``stage`` ("lint": `fairspec lint` reports it, and
-    check refuses with it; "check": lint has no other error, and check refuses with it, or -- a model
-    file's sentence, which carries no code in the report -- with an error naming ``words``), exit code
-    ``exit`` for both commands that refuse, no verdict, no traceback (judge.judge_refusal)."""
+    check refuses with it; "check": lint has no other error, and check refuses with it, its message
+    naming ``words``), exit code ``exit`` for both commands that refuse, no verdict, no traceback
+    (judge.judge_refusal)."""
     code: str
     stage: str                      # "lint" | "check"
-    words: str = ""                 # what a check-time sentence without a code must say
+    words: str = ""                 # what the check-time diagnostic's message must say
     exit: int = 2                   # README: 2 for a bad spec, model, data file or usage
 
 
