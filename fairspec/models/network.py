@@ -10,22 +10,19 @@ same as ``sigmoid(logit) > 1/2``.
 
 Converters
 ----------
-* :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a
-  constant, Mul/Div by a constant, Relu, Identity, Dropout, Flatten, Transpose
-  (2-D), and a final Sigmoid or Softmax. Weights are read with
-  ``onnx.numpy_helper`` and kept in float64.
-* :func:`from_torch` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` /
-  ``Identity`` / ``Flatten`` / ``Dropout`` and a final ``Sigmoid``/``Softmax``;
-  TorchScript modules by walking ``named_children``. A module whose children
-  are not applied in order is caught by comparing the converted net with the
-  module on random inputs.
+* :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a constant, Mul/Div by
+  a constant, Relu, Identity, Dropout, Flatten, Transpose (2-D), and a final Sigmoid or Softmax.
+  Weights are read with ``onnx.numpy_helper`` and kept in float64.
+* :func:`from_torch` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` / ``Identity`` / ``Flatten`` /
+  ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by walking ``named_children``.
+  A module whose children are not applied in order is caught by comparing the converted net with
+  the module (its declared output) on random inputs.
 * :func:`from_sklearn` — ``MLPClassifier`` (relu hidden layers) and
   ``LogisticRegression``.
 
-A binary softmax over two logits ``[a, b]`` is rewritten exactly as
-``sigmoid(b - a)`` (one output logit), so every binary classifier ends up with a
-single logit whose sign is the decision. Anything else raises
-:class:`UnsupportedModel` naming the operator and the node.
+A binary softmax over two logits ``[a, b]`` is rewritten exactly as ``sigmoid(b - a)`` (one output
+logit), so every binary classifier ends up with a single logit whose sign is the decision. Anything
+else raises :class:`UnsupportedModel` naming the operator and the node.
 
 Only numpy is imported at module level; onnx / torch / sklearn are imported
 inside the converter that needs them.
@@ -620,9 +617,8 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``,
     the converted net is compared with the module on 64 random inputs; a mismatch (a forward()
-    that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the
-    declared output of what forward() returns (a tuple's or a dict's element, as a float64 array),
-    which the converted net is compared with; without it forward() must return one tensor.
+    that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the declared
+    element of what forward() returns (float64), which the net must match; else one tensor.
     """
     import torch
 
@@ -689,14 +685,9 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
         finally:
             if was_training:
                 module.train()
-        if pick is not None:
-            out = pick(out)
-        elif not isinstance(out, torch.Tensor):
-            raise UnsupportedModel(type(module).__name__, "forward", f"forward() returns a {type(out).__name__}, "
-                                                                     f"not one tensor")
-        else:
-            out = out.detach().cpu().double().numpy()
-        out = np.asarray(out, dtype=np.float64)
+        if pick is None and not isinstance(out, torch.Tensor):
+            raise UnsupportedModel(type(module).__name__, "forward", "forward() returns several outputs, not one tensor")
+        out = np.asarray(pick(out) if pick else out.detach().cpu().double().numpy(), dtype=np.float64)
         if out.ndim == 1:
             out = out[:, None]
         Z = full.forward_all(X)
