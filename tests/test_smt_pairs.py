@@ -219,15 +219,21 @@ def test_partition_proofs_combine_only_over_a_cover():
     net = _dyadic_net(rng, [3, 4, 1])
     p = PairProblem(net, np.zeros(3), np.array([1, 3, 2.0]), np.ones(3, bool), (), (0,), None, (), "logit", 50.0)
 
-    def proof(lo, hi):
-        q = PairQuery.from_problem(p.restrict(lo, hi), Fraction(50), False)
-        return prove_unsat(q, smtlib(q), "unsat", solver="z3")
+    from fairspec.certify.partitions import whole_claim
 
+    def proof(lo, hi):
+        # the claim of the whole property (eps 50, runtime error 0: the float64 network) on the box
+        q = PairQuery.from_problem(p.restrict(lo, hi), Fraction(50), False)
+        return prove_unsat(q, smtlib(q), "unsat", solver="z3", post="logit", eps=50.0, runtime_error=0.0,
+                           readout=("logit", 0), precision="float64")
+
+    expect = whole_claim(p, readout=("logit", 0), precision="float64")
     a = (np.zeros(3), np.array([1, 1, 2.0]))
     b = (np.array([0, 2, 0.0]), np.array([1, 3, 2.0]))
     c = (np.array([0, 1, 0.0]), np.array([1, 3, 2.0]))           # overlaps a at x1 = 1
     full = [proof(*a), proof(*b)]
-    assert prove_partitioned(full, [a, b], p.lo, p.hi, p.integer, claim="c").method == "exact-smt"
-    assert prove_partitioned(full[:1], [a], p.lo, p.hi, p.integer, claim="c") is None          # a gap
-    assert prove_partitioned([proof(*a), proof(*c)], [a, c], p.lo, p.hi, p.integer, claim="c") is None
-    assert prove_partitioned([full[1], full[0]], [a, b], p.lo, p.hi, p.integer, claim="c") is None   # boxes swapped
+    kw = dict(claim="c", expect=expect)
+    assert prove_partitioned(full, [a, b], p.lo, p.hi, p.integer, **kw).method == "exact-smt"
+    assert prove_partitioned(full[:1], [a], p.lo, p.hi, p.integer, **kw) is None          # a gap
+    assert prove_partitioned([proof(*a), proof(*c)], [a, c], p.lo, p.hi, p.integer, **kw) is None
+    assert prove_partitioned([full[1], full[0]], [a, b], p.lo, p.hi, p.integer, **kw) is None   # boxes swapped

@@ -467,6 +467,9 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
         fair &= ~unsure
         unfair &= ~unsure
         detail = {**detail, "batch_dependent": int(unsure.sum())}
+    from fairspec.certify.claims import direct_record
+
+    rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold)
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
-                  fair=int(fair.sum()), unfair=int(unfair.sum()), **detail)
+                  fair=int(fair.sum()), unfair=int(unfair.sum()), record=rec, **detail)
     return Counted(proof, fair, unfair, maybe if unsure is not None else None)

@@ -290,7 +290,10 @@ def prove_layer_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequenc
     if not fair.any():
         return SplitDecisions(status, None, why)
     kept = {"_boxes": (LO[fair].copy(), HI[fair].copy())} if keep_boxes else {}
+    from fairspec.certify.claims import direct_record
+
     proof = _mint("interval", claim, boxes=int(fair.sum()), side="fair", post=post, cases=nc,
+                  record=direct_record(post, readout=readout, precision=precision),
                   runtime_error=max(E), readout=list(readout), split="a hidden layer's live neurons, tiled",
                   layers=sorted({int(certificates[k][0]) for k in np.flatnonzero(fair)}), **kept, **detail)
     return SplitDecisions(status, proof, why)

@@ -27,6 +27,9 @@ METHODS = {
                        "leaf has an lp-certificate or an interval proof",
     "exact-smt": "an exact decision procedure over rationals answered unsat on an encoding with exact constants",
     "exhaustive-data": "a statement about finitely many data rows counted exactly",
+    "partitioned": "one proof per box of a partition of the domain (each of the methods above), each about the "
+                   "whole claim restricted to its box; certify checked the boxes cover the domain exactly once "
+                   "and cut only inputs a pair shares",
 }
 
 
@@ -61,6 +64,9 @@ class Proof:
     def summary(self) -> str:
         """A few words for the text report: ``holds (proved: <summary>)``."""
         d = self.detail
+        if isinstance(d.get("by_method"), dict) and isinstance(d.get("partitions"), int):
+            each = ", ".join(f"{m} x {k:,}" for m, k in d["by_method"].items())
+            return f"{d['partitions']:,} partitions, each certified ({each})"
         if self.method == "enumeration":
             n = d.get("count")
             unit = d.get("unit", "points")
@@ -72,7 +78,8 @@ class Proof:
             n = d.get("leaves")
             return f"branch and bound, {n:,} certified leaves" if isinstance(n, int) else "branch and bound certificate"
         return {"exact-arithmetic": "exact arithmetic", "interval": "rigorous interval bounds",
-                "lp-certificate": "LP certificate", "exact-smt": "exact SMT"}[self.method]
+                "lp-certificate": "LP certificate", "exact-smt": "exact SMT",
+                "partitioned": "partitions, each certified"}[self.method]
 
     def __hash__(self):
         return hash((self.method, self.claim))

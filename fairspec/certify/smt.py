@@ -255,7 +255,7 @@ def _fair_on_runtime(post: str, s, eps, eps_strict: bool, decision_threshold, si
 def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str | None = None,
                 cuts: Sequence[float] = (), prob_pieces: int = 16, excluded: Sequence = (), post: str | None = None,
                 eps=None, eps_strict: bool = False, decision_threshold=0, sigmoid_of_logits: bool = False,
-                **detail) -> Proof | None:
+                readout=None, precision: str | None = None, **detail) -> Proof | None:
     """An ``exact-smt`` Proof when ``text`` is exactly certify's query for ``q`` (:func:`smtlib` with
     the same cut points and excluded pairs) and the exact solver ``solver`` answered ``unsat`` on
     it; None otherwise.
@@ -267,7 +267,12 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
     fair on the runtime (``post``, ``eps`` as the spec writes it, ``eps_strict``,
     ``decision_threshold`` of a label) before it accepts the text. The proof is then about the
     runtime: every other pair is covered by the SMT answer (with the caller's threshold moved
-    outward by the runtime error, ``detail["runtime_error"]``)."""
+    outward by the runtime error, ``detail["runtime_error"]``).
+
+    The proof records its box and pair question (``detail["box"]``, ``detail["pair"]``) and, given
+    ``post``, ``eps``, ``detail["runtime_error"]``, ``readout`` and ``precision``, the runtime claim
+    its threshold was moved to (``detail["runtime"]``, :func:`fairspec.certify.claims.runtime_record`):
+    what :func:`fairspec.certify.partitions.combine_partitions` needs."""
     if answer != "unsat":
         return None
     from fairspec.certify.enumerate import compare_exact
@@ -301,52 +306,23 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
         claim = q.describe() + " (in exact real arithmetic)"
         if pairs:
             claim += f", except {len(pairs)} pairs each evaluated on the runtime and fair"
+    if post is not None and post == q.post and eps is not None and readout is not None and precision is not None \
+            and detail.get("runtime_error") is not None:
+        from fairspec.certify.claims import runtime_record
+
+        detail["runtime"] = runtime_record(eps, eps_strict, float(detail["runtime_error"]), readout, precision)
     return _mint("exact-smt", claim, solver=solver, query_sha256=sha, assertions=mine.count("(assert "),
                  threshold=q.threshold, strict=q.strict, post=q.post, excluded=len(pairs), cut_points=len(cuts),
-                 box=[[float(v) for v in q.lo], [float(v) for v in q.hi]], **detail)
+                 box=q.box(), pair=q.scope(), **detail)
 
 
-def prove_partitioned(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, claim: str) -> Proof | None:
+def prove_partitioned(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, claim: str, expect: dict) -> Proof | None:
     """One ``exact-smt`` Proof from one per box of a partition of ``[lo, hi]``: each must be an
-    exact-smt Proof of certify whose ``box`` is that box; the boxes must lie inside ``[lo, hi]``,
-    be pairwise disjoint (integral inputs: no common lattice point; continuous ones: no common
-    interior) and together hold every point (integral inputs: their lattice points add up to the
-    box's; continuous: volumes add up, so the closed boxes cover it). None otherwise."""
-    lo = np.asarray(lo, dtype=np.float64)
-    hi = np.asarray(hi, dtype=np.float64)
-    integer = np.asarray(integer, dtype=bool)
-    if len(proofs) != len(boxes) or not boxes:
-        return None
-    B = []
-    for pr, (blo, bhi) in zip(proofs, boxes):
-        if not isinstance(pr, Proof) or pr.method != "exact-smt":
-            return None
-        blo, bhi = np.asarray(blo, dtype=np.float64), np.asarray(bhi, dtype=np.float64)
-        if pr.detail.get("box") != [[float(v) for v in blo], [float(v) for v in bhi]]:
-            return None
-        if np.any(blo < lo) or np.any(bhi > hi):
-            return None
-        B.append((blo, bhi))
+    exact-smt Proof of certify about the whole property (``expect``,
+    :func:`fairspec.certify.partitions.whole_claim`) restricted to a box holding its partition box; the
+    boxes must lie inside ``[lo, hi]``, be pairwise disjoint and cover it
+    (:func:`fairspec.certify.partitions.combine_partitions`, whose docstring gives the argument).
+    None otherwise."""
+    from fairspec.certify.partitions import combine_partitions
 
-    def measure(a, b):
-        out = Fraction(1)
-        for i in range(len(lo)):
-            if integer[i]:
-                out *= max(0, math.floor(b[i]) - math.ceil(a[i]) + 1)
-            else:
-                out *= max(Fraction(0), Fraction(float(b[i])) - Fraction(float(a[i])))
-        return out
-
-    for k in range(len(B)):
-        for m in range(k + 1, len(B)):
-            a = np.maximum(B[k][0], B[m][0])
-            b = np.minimum(B[k][1], B[m][1])
-            disjoint = any((math.floor(b[i]) < math.ceil(a[i])) if integer[i] else (b[i] <= a[i])
-                           for i in range(len(lo)))
-            if not disjoint:
-                return None
-    if sum(measure(a, b) for a, b in B) != measure(lo, hi):
-        return None
-    return _mint("exact-smt", claim, parts=len(B), solver=proofs[0].detail.get("solver"),
-                 excluded=sum(int(p.detail.get("excluded", 0)) for p in proofs),
-                 runtime_error=max(float(p.detail.get("runtime_error", 0.0)) for p in proofs))
+    return combine_partitions(proofs, boxes, lo, hi, integer, expect=expect, claim=claim, methods=("exact-smt",))

@@ -108,7 +108,8 @@ def _rows(A) -> set:
     return {r.tobytes() for r in A}
 
 
-def prove_tiled(lo, hi, integer, groups: Sequence, *, claim: str, individual: Sequence[int] | None = None) -> Proof | None:
+def prove_tiled(lo, hi, integer, groups: Sequence, *, claim: str, individual: Sequence[int] | None = None,
+                pair: dict | None = None) -> Proof | None:
     """One Proof that no individual of the box ``[lo, hi]`` is unfair, from ``groups``:
     ``(LO, HI, proof)`` -- tiles (arrays (m, n)) and the Proof that decided them fair (see the
     module docstring for what is checked). None when a check fails. ``individual``: the inputs of an
@@ -117,22 +118,27 @@ def prove_tiled(lo, hi, integer, groups: Sequence, *, claim: str, individual: Se
 
     The Proof's method: ``enumeration`` if any tile was enumerated, else ``interval`` (the weakest
     kind of evidence it rests on is named); its detail carries the tiles' count, the count per
-    method, and the group Proofs themselves (``parts``)."""
-    return _prove_tiled(lo, hi, integer, groups, claim, individual, {})
+    method, and the group Proofs themselves (``parts``).
+
+    It records what it is about, for :func:`fairspec.certify.partitions.combine_partitions`: the box
+    (``detail["box"]``), the distinct claim records of its groups (``detail["records"]``,
+    :func:`fairspec.certify.claims.direct_record`; None when a group has none) and ``pair``, the
+    caller's pair question (:func:`fairspec.certify.claims.pair_scope` of the problem it refined)."""
+    return _prove_tiled(lo, hi, integer, groups, claim, individual, {}, pair)
 
 
-def prove_tiled_many(items: Sequence, integer, *, claim: str,
-                     individual: Sequence[int] | None = None) -> list[Proof | None]:
+def prove_tiled_many(items: Sequence, integer, *, claim: str, individual: Sequence[int] | None = None,
+                     pair: dict | None = None) -> list[Proof | None]:
     """:func:`prove_tiled` for many boxes at once: ``items`` are ``(lo, hi, groups)``, one Proof (or None)
     each, the same checks. An ``interval`` Proof's list of boxes is read into a set once for all the
     boxes whose tiles it covers (a batch of bounds decides up to 1,024 sub-boxes of many partitions: read
     once per partition, that cost ~0.8 ms a partition, more than the bounds at the root; AC-1 sex's first
     decision pass proves 8,000 partitions, one tile each)."""
     memo: dict = {}
-    return [_prove_tiled(lo, hi, integer, groups, claim, individual, memo) for lo, hi, groups in items]
+    return [_prove_tiled(lo, hi, integer, groups, claim, individual, memo, pair) for lo, hi, groups in items]
 
 
-def _prove_tiled(lo, hi, integer, groups, claim, individual, memo) -> Proof | None:
+def _prove_tiled(lo, hi, integer, groups, claim, individual, memo, pair=None) -> Proof | None:
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     if not np.all(np.asarray(integer, dtype=bool)):
@@ -193,9 +199,20 @@ def _prove_tiled(lo, hi, integer, groups, claim, individual, memo) -> Proof | No
     if sum(_points(LO[:, ind], HI[:, ind])) != total:
         return None                     # (cannot happen after the tree check; a second, independent count)
     method = "enumeration" if by["enumeration"] else "interval"
+    # what the tiling is about: its box, its groups' claim records (distinct), the caller's pair question
+    recs = []
+    for pr in proofs:
+        r = pr.detail.get("record")
+        if not isinstance(r, dict):
+            recs = None
+            break
+        if r not in recs:
+            recs.append(r)
+    about = dict(box=[[float(v) for v in lo], [float(v) for v in hi]], records=recs,
+                 **({} if pair is None else {"pair": pair}))
     if method == "enumeration":
         return _mint("enumeration", claim, count=enumerated, unit="individuals", tiles=int(LO.shape[0]),
                      tiles_interval=by["interval"], tiles_enumerated=by["enumeration"], points=total,
-                     parts=tuple(proofs))
+                     parts=tuple(proofs), **about)
     return _mint("interval", claim, tiles=int(LO.shape[0]), tiles_interval=by["interval"], tiles_enumerated=0,
-                 points=total, parts=tuple(proofs), side="fair")
+                 points=total, parts=tuple(proofs), side="fair", **about)

@@ -244,6 +244,16 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
+    if trees is None and backend != "smt" and res.status == "holds" and res.proof is None and \
+            res.coverage is not None:
+        # every partition proved: their proofs combined by certify (boxes covering the domain, each proof
+        # about the whole property restricted to its box); not combinable -> the whole domain below
+        from fairspec.backends.pair.certify import runtime_of
+
+        rt = runtime_of(problem)
+        proof = _combined(prop, problem, parts, res, rt.readout, rt.precision, methods=None)
+        if proof is not None:
+            res = replace(res, proof=proof, reason=f"{res.reason}; certified: {proof.summary}")
     if trees is None and res.status == "holds" and res.proof is None:
         # one place: a network's holds without a certify Proof (a partitions' verdict assembled from
         # certified parts; any backend) is certified as a whole by the BaB, or it is not holds
@@ -279,11 +289,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         return v
     if backend == "smt" and res.status == "holds" and res.coverage is not None:
         # every partition's exact-smt proof, and certify's check that the boxes cover the domain
-        from fairspec.certify.smt import prove_partitioned
-
-        proof = prove_partitioned(res.stats.get("part_proofs") or [], parts, problem.lo, problem.hi, problem.integer,
-                                  claim=f"no pair violates {prop.name} on the model's runtime: "
-                                        f"{len(parts)} partitions, each by exact SMT")
+        proof = _combined(prop, problem, parts, res, kw["runtime"].readout, kw["runtime"].precision,
+                          methods=("exact-smt",))
         if proof is None:
             return unknown(prop, "every partition was proved, but certify could not combine their proofs",
                            backend=backend, seconds=seconds, details=details)
@@ -379,6 +386,29 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=seconds, details=details, reason=res.reason or None, **extra)
     return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
+
+
+def _combined(prop, problem, parts, res, readout, precision, methods):
+    """One Proof of the whole domain from the partitions' own (``res.stats["part_proofs"]``), when
+    certify can combine them (:func:`fairspec.certify.partitions.combine_partitions`: each about the
+    whole property restricted to a box holding its partition, the partitions covering the domain once);
+    None otherwise. ``methods``: the part methods accepted (None: every one the combiner knows)."""
+    from fairspec.certify.partitions import combine_partitions, whole_claim
+
+    proofs = res.stats.get("part_proofs") or []
+    try:
+        expect = whole_claim(problem, readout=readout, precision=precision)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    counts: dict = {}
+    for p in proofs:
+        if p is not None:
+            counts[p.method] = counts.get(p.method, 0) + 1
+    how = ", ".join(f"{m} x {k}" for m, k in sorted(counts.items()))
+    claim = (f"no pair violates {prop.name} on the model's runtime: {len(parts)} partitions of the tied inputs, "
+             f"each certified ({how})")
+    kw = {} if methods is None else {"methods": methods}
+    return combine_partitions(proofs, parts, problem.lo, problem.hi, problem.integer, expect=expect, claim=claim, **kw)
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:

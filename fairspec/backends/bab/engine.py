@@ -483,15 +483,17 @@ def _query(problem, threshold, strict, start_bounds, coupling: bool = False):
 
 
 def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=None,
-                max_nodes: int = 1_000_000, keep_tree: bool = False) -> BabResult:
+                max_nodes: int = 1_000_000, keep_tree: bool = False, runtime: dict | None = None) -> BabResult:
     """Prove that the measure of every pair is ``< threshold`` (strict) or ``<= threshold`` (see the
-    package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain."""
+    package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain;
+    ``runtime``: the runtime claim the threshold was moved to, recorded in the proof
+    (:func:`fairspec.certify.claims.runtime_record`)."""
     t0 = time.perf_counter()
     try:
         q = _query(problem, threshold, strict, start_bounds, COUPLING_PROVE)
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
-    builder = TreeBuilder(q)
+    builder = TreeBuilder(q, runtime=runtime)
     S = _Search(q, builder, deadline)
     S.bands = BAND_SPLIT is not None
     more = S.bands and q.post == "prob"
@@ -691,6 +693,7 @@ def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, reado
     ``stats["runtime_error"]`` is E; a model outside the error model is ``gave-up`` with the reason.
     ``base_net``: the K-output network under a class readout ``("argmax", c)`` (``problem.net`` is
     then its class score, :func:`fairspec.certify.network.argmax_layers`, checked by certify)."""
+    from fairspec.certify.claims import runtime_record
     from fairspec.certify.network import prob_error_to_logit, runtime_error_bound
     from fairspec.certify.pairlp import moved_threshold
 
@@ -711,6 +714,7 @@ def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, reado
     else:
         E_used = E
     thr, strict = moved_threshold(sub.post, sub.eps, E_used, eps_strict)
-    r = prove_below(sub, thr, strict, deadline, max_nodes=max_nodes)
+    r = prove_below(sub, thr, strict, deadline, max_nodes=max_nodes,
+                    runtime=runtime_record(sub.eps, eps_strict, E_used, readout, precision))
     r.stats["runtime_error"] = E_used
     return r

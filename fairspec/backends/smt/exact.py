@@ -424,8 +424,9 @@ def _certify(q, text, excluded, S: _Session, cuts):
     return prove_unsat(q, text, "unsat", solver=S.z3.version, cuts=cuts,
                                  excluded=[(fx, fxp, s) for _, _, s, (fx, fxp) in excluded],
                                  post=S.p.post, eps=S.judge.eps, eps_strict=S.eps_strict,
-                                 decision_threshold=S.judge.t, runtime_error=S.E, runtime=S.rt.name,
-                                 sigmoid_of_logits=S.rt.score_kind == "logit")
+                                 decision_threshold=S.judge.t, runtime_error=S.E, runtime_name=S.rt.name,
+                                 sigmoid_of_logits=S.rt.score_kind == "logit", readout=S.rt.readout,
+                                 precision=S.rt.precision)
 
 
 def _z_prime(q, fx, fxp):

@@ -30,9 +30,12 @@ class TreeBuilder:
     ``q.threshold`` None is *bound mode* (maximize): every leaf is closed with the bound its
     certificate gives, and the proof states that the measure is at most the largest of them."""
 
-    def __init__(self, q: PairQuery, bound_mode: bool = False):
+    def __init__(self, q: PairQuery, bound_mode: bool = False, runtime: dict | None = None):
         self.q = q
         self.bound_mode = bound_mode
+        # the runtime claim the query's threshold was moved to (fairspec.certify.claims.runtime_record),
+        # recorded in the proof so that proofs of partition boxes can be combined (certify.partitions)
+        self.runtime = None if runtime is None else dict(runtime)
         self._nodes: dict[int, list] = {}      # id -> [case, decisions, depth, state, tree node or None]
         self._roots: list[int] = []
         self._open: set[int] = set()
@@ -185,11 +188,13 @@ class TreeBuilder:
         leaves = sum(self.counts.values())
         detail = dict(leaves=leaves, depth=self.depth, cases=len(self.q.cases), lp_leaves=self.counts["lp"],
                       interval_leaves=self.counts["interval"], empty_leaves=self.counts["empty"], splits=splits,
-                      post=self.q.post, strict=self.q.strict)
+                      post=self.q.post, strict=self.q.strict, box=self.q.box(), pair=self.q.scope())
         if self.bound_mode:
             m = {"label": "min(z, -z')", "logit": "z - z'", "prob": "sigmoid(z) - sigmoid(z')"}[self.q.post]
             return _mint("bab-certificate", f"{m} <= {self.bound} for every pair of the box "
                                             f"({len(self.q.cases)} protected cases)", bound=self.bound, **detail)
+        if self.runtime is not None:
+            detail["runtime"] = self.runtime
         return _mint("bab-certificate", self.q.describe(), threshold=self.q.threshold, **detail)
 
     def trees(self) -> list:

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from fairspec.certify.claims import net_fingerprint, pair_scope
 from fairspec.certify.exact import threshold_of
 from fairspec.certify.network import as_layers
 from fairspec.certify.rounding import float_up, up
@@ -43,6 +44,8 @@ class PairQuery:
         layers = as_layers(self.layers)
         if layers[-1][0].shape[0] != 1:
             raise ValueError("the network must end in one logit (one output)")
+        # the network as given, before the identity layer below: what a proof records it is about
+        object.__setattr__(self, "net_sha", net_fingerprint(layers))
         if layers[-1][2]:
             layers = layers + [(np.ones((1, 1)), np.zeros(1), False)]
         n = layers[0][0].shape[1]
@@ -144,6 +147,15 @@ class PairQuery:
         if len(cases) > self.max_cases:
             raise ValueError(f"{len(cases)} protected cases exceed {self.max_cases}")
         return tuple(cases)
+
+    def scope(self) -> dict:
+        """The pair question's shape as a proof records it (:func:`fairspec.certify.claims.pair_scope`)."""
+        return pair_scope(self.net_sha, self.integer, self.onehot_groups, self.free, self.must_differ,
+                          self.relaxed, tolerances_read=True)
+
+    def box(self) -> list:
+        """The box ``[lo, hi]`` of the query (integral inputs rounded inward) as lists of floats."""
+        return [[float(v) for v in self.lo], [float(v) for v in self.hi]]
 
     def describe(self) -> str:
         op = "<" if self.strict else "<="

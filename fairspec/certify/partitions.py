@@ -1,0 +1,232 @@
+"""One Proof for a whole domain from one Proof per partition box (:func:`combine_partitions`).
+
+An individual-fairness property over pairs ``(x, x')`` is decided partition by partition
+(:mod:`fairspec.backends.milp.partition`): the box of the *tied* inputs -- those x and x' share --
+is cut into sub-boxes, and each is decided as the same pair question on its box. This module checks
+that the proofs of the parts add up to a proof of the whole property, and mints it.
+
+**Why a pair never straddles two partitions.** A pair of the domain has ``x_i == x'_i`` on every
+tied input i; its other inputs (free: the protected ones; relaxed: within a tolerance) range over
+the domain's whole range in both copies. Certify accepts only partition boxes that equal the domain
+on every input that is not tied (the free and relaxed inputs are read from the whole property's
+record, :func:`fairspec.certify.claims.pair_scope`). So the tied part of a pair is one point, which
+lies in some partition box B, and the rest of x and of x' lies in B as well: the whole pair is a
+pair of B. The boxes are checked to lie inside the domain, to be pairwise disjoint (integral
+inputs: no common lattice point; continuous ones: no common interior) and to cover it (integral
+inputs counted in lattice points, continuous ones in volume over the inputs whose range is not a
+single point; equal totals of disjoint boxes inside the domain leave no lattice point and, the
+boxes being closed, no point uncovered). Hence every pair of the domain is a pair of at least one
+partition box.
+
+**What each part must prove.** The part proof of box B is accepted only when it records the box
+it covers (``detail["box"]``) and that box contains B (a union's proof covers each of its members'
+boxes; a claim over a box is a claim over every sub-box), and when it records the claim parameters
+that make it "the whole property restricted to its box":
+
+* ``bab-certificate`` (:class:`fairspec.certify.pairlp.TreeBuilder`) and ``exact-smt``
+  (:func:`fairspec.certify.smt.prove_unsat`): a real-arithmetic claim ``measure < T`` / ``<= T``
+  over the pairs of its box for the network of ``detail["pair"]``; that record (network
+  fingerprint, integral inputs, one-hot groups, free, ``must_differ``, relaxed tolerances) must be
+  the whole property's, its post-condition the whole property's, and its runtime record
+  (``detail["runtime"]``: eps as written, strictness, readout, precision, E) the whole property's
+  but for E, with ``(T, strict)`` exactly :func:`fairspec.certify.pairlp.moved_threshold` of it.
+  Then no pair of the box violates the property on the runtime (the runtime is within E of the
+  real network; E is certify's :func:`fairspec.certify.network.runtime_error_bound` over the part's
+  box, computed by the caller: the same trust as a whole-domain bab-certificate).
+* ``interval`` / ``enumeration`` from :func:`fairspec.certify.tiling.prove_tiled` (the decision pass
+  by refinement): no individual of the box has a counterfactual that breaks the post-condition on
+  the runtime, every one of its groups' records (``detail["records"]``) being the whole property's
+  post-condition, eps and strictness (or, for a label, its decision threshold), readout and
+  precision (where the group bounded a network; an enumeration evaluated the runtime itself).
+  Refinement needs no relaxed inputs and every protected value, so "every individual, under every
+  pair of protected values that differ where ``must_differ`` demands" is the same set of pairs.
+
+A proof lacking a record, with any parameter not equal to the whole property's (another threshold,
+another strictness, another network, another runtime), of another method, or a box that does not
+contain its partition -> None: the caller certifies the whole domain as before.
+
+**The combined claim**: no pair (x, x') of the whole domain violates the property on the model's
+runtime, because each lies in a partition box whose proof says so. Its method is the parts' method
+when they share one, else ``partitioned``; ``detail`` counts the parts per method.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from fairspec.certify.claims import exact_text, label_threshold, net_fingerprint, pair_scope, runtime_record
+from fairspec.certify.proof import Proof, _mint
+
+__all__ = ["combine_partitions", "whole_claim", "covers_domain"]
+
+#: the real-arithmetic proofs moved by the runtime's error
+MOVED = ("bab-certificate", "exact-smt")
+#: the proofs of the refinement's tilings
+TILED = ("interval", "enumeration")
+
+
+def whole_claim(problem, *, readout, precision: str) -> dict:
+    """The whole property's claim parameters, from a pair problem (read by duck typing: ``net``,
+    ``integer``, ``onehot_groups``, ``free``, ``must_differ``, ``relaxed``, ``post``, ``eps``,
+    ``eps_strict``) and its runtime's readout and precision: what every part proof must record."""
+    from fairspec.certify.network import as_layers
+
+    return {"post": str(problem.post), "eps": exact_text(problem.eps), "eps_strict": bool(problem.eps_strict),
+            "readout": [v if isinstance(v, str) else int(v) for v in readout], "precision": str(precision),
+            "pair": pair_scope(net_fingerprint(as_layers(problem.net)), problem.integer, problem.onehot_groups,
+                               problem.free, problem.must_differ, problem.relaxed)}
+
+
+def _box(rec, n: int):
+    try:
+        blo = np.asarray(rec[0], dtype=np.float64).reshape(-1)
+        bhi = np.asarray(rec[1], dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    if blo.shape != (n,) or bhi.shape != (n,) or not (np.all(np.isfinite(blo)) and np.all(np.isfinite(bhi))):
+        return None
+    return blo, bhi
+
+
+def _contains(outer, inner, integer) -> bool:
+    """Does box ``outer`` hold every point of box ``inner`` (integral inputs: every lattice point)?"""
+    (olo, ohi), (ilo, ihi) = outer, inner
+    for i in range(olo.shape[0]):
+        if integer[i]:
+            a, b = math.ceil(ilo[i]), math.floor(ihi[i])
+            if a > b:
+                return True                 # no lattice point: nothing to hold
+            if a < olo[i] or b > ohi[i]:
+                return False
+        elif ilo[i] < olo[i] or ihi[i] > ohi[i]:
+            return False
+    return True
+
+
+def _moved_ok(pr: Proof, expect: dict) -> bool:
+    from fairspec.certify.pairlp.query import moved_threshold
+
+    d = pr.detail
+    rt = d.get("runtime")
+    if not isinstance(rt, dict) or d.get("pair") != expect["pair"] or d.get("post") != expect["post"]:
+        return False
+    try:
+        E = float(rt["runtime_error"])
+        if not (math.isfinite(E) and E >= 0):
+            return False
+        if runtime_record(expect["eps"], expect["eps_strict"], E, expect["readout"], expect["precision"]) != rt:
+            return False
+        thr, strict = moved_threshold(expect["post"], Fraction(expect["eps"]), E, expect["eps_strict"])
+        return Fraction(d["threshold"]) == thr and d.get("strict") is strict
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        return False
+
+
+def _direct_ok(rec, expect: dict) -> bool:
+    """A record of a proof about the runtime's own outputs (:func:`fairspec.certify.claims.direct_record`)."""
+    if not isinstance(rec, dict) or rec.get("post") != expect["post"]:
+        return False
+    if expect["post"] == "label":
+        if rec.get("decision_threshold") != label_threshold(expect["readout"]):
+            return False
+    elif rec.get("eps") != expect["eps"] or rec.get("eps_strict") is not expect["eps_strict"]:
+        return False
+    if "readout" in rec or "precision" in rec:
+        return rec.get("readout") == expect["readout"] and rec.get("precision") == expect["precision"]
+    return rec.get("evaluated") == "runtime"
+
+
+def _tiled_ok(pr: Proof, expect: dict) -> bool:
+    d = pr.detail
+    recs = d.get("records")
+    if d.get("side") == "unfair" or not recs or not isinstance(recs, (list, tuple)):
+        return False
+    if d.get("pair") != expect["pair"]:
+        return False
+    return all(_direct_ok(r, expect) for r in recs)
+
+
+def covers_domain(boxes, lo, hi, integer, tied) -> bool:
+    """Do the boxes lie inside ``[lo, hi]``, equal it on every input not in ``tied``, and hold each
+    of its points exactly once (integral inputs: lattice points; continuous: up to common faces)?"""
+    n = lo.shape[0]
+    tied = {int(i) for i in tied}
+    for blo, bhi in boxes:
+        if np.any(blo < lo) or np.any(bhi > hi):
+            return False
+        for i in range(n):
+            if i not in tied and (blo[i] != lo[i] or bhi[i] != hi[i]):
+                return False                # a cut on an input x and x' need not share: pairs may straddle
+    wide = [i for i in range(n) if integer[i] or hi[i] > lo[i]]
+
+    def measure(a, b):
+        out = Fraction(1)
+        for i in wide:
+            if integer[i]:
+                out *= max(0, math.floor(b[i]) - math.ceil(a[i]) + 1)
+            else:
+                out *= max(Fraction(0), Fraction(float(b[i])) - Fraction(float(a[i])))
+        return out
+
+    for k in range(len(boxes)):
+        for m in range(k + 1, len(boxes)):
+            a = np.maximum(boxes[k][0], boxes[m][0])
+            b = np.minimum(boxes[k][1], boxes[m][1])
+            disjoint = any((math.floor(b[i]) < math.ceil(a[i])) if integer[i] else (b[i] <= a[i]) for i in wide) \
+                or any(b[i] < a[i] for i in range(n))
+            if not disjoint:
+                return False
+    return sum(measure(a, b) for a, b in boxes) == measure(lo, hi)
+
+
+def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, expect: dict, claim: str,
+                       methods: Sequence[str] = MOVED + TILED) -> Proof | None:
+    """One Proof that no pair of the domain ``[lo, hi]`` violates the property, from ``proofs[k]``,
+    the proof of partition box ``boxes[k]``; ``expect`` the whole property's claim parameters
+    (:func:`whole_claim`); ``methods`` the part methods accepted. None unless every check of the
+    module docstring passes."""
+    if not isinstance(expect, dict) or not isinstance(expect.get("pair"), dict):
+        return None
+    lo = np.asarray(lo, dtype=np.float64).reshape(-1)
+    hi = np.asarray(hi, dtype=np.float64).reshape(-1)
+    n = lo.shape[0]
+    integer = np.asarray(integer, dtype=bool).reshape(-1)
+    if integer.shape != (n,) or list(map(bool, integer)) != expect["pair"]["integer"]:
+        return None
+    if len(proofs) != len(boxes) or not boxes or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return None
+    by: dict[str, int] = {}
+    B = []
+    for pr, box in zip(proofs, boxes):
+        part = _box(box, n)
+        if part is None or not isinstance(pr, Proof) or pr.method not in methods:
+            return None
+        own = _box(pr.detail.get("box") or (), n)
+        if own is None or not _contains(own, part, integer):
+            return None
+        ok = _moved_ok(pr, expect) if pr.method in MOVED else _tiled_ok(pr, expect) if pr.method in TILED else False
+        if not ok:
+            return None
+        by[pr.method] = by.get(pr.method, 0) + 1
+        B.append(part)
+    scope = expect["pair"]
+    tied = [i for i in range(n) if i not in set(scope["free"]) | {int(r[0]) for r in scope["relaxed"]}]
+    if not covers_domain(B, lo, hi, integer, tied):
+        return None
+    method = next(iter(by)) if len(by) == 1 else "partitioned"
+    errs = [float(p.detail["runtime"]["runtime_error"]) for p in proofs if p.method in MOVED]
+    extra = {}
+    if errs:
+        extra["runtime_error"] = max(errs)          # the largest E a part's threshold was moved by
+    solver = next((p.detail.get("solver") for p in proofs if p.detail.get("solver")), None)
+    if solver:
+        extra["solver"] = solver
+    excluded = sum(int(p.detail.get("excluded", 0)) for p in proofs)
+    if excluded:
+        extra["excluded"] = excluded                # exact-smt: pairs each compared exactly on the runtime
+    return _mint(method, claim, partitions=len(B), by_method=dict(sorted(by.items())),
+                 box=[[float(v) + 0.0 for v in lo], [float(v) + 0.0 for v in hi]], **extra)
