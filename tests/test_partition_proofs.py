@@ -282,3 +282,17 @@ def test_whole_domain_unknown_but_every_partition_proves(tmp_path, monkeypatch, 
     assert pr is not None and pr.detail["partitions"] == 4
     assert "4 partitions, each certified" in pr.summary and sum(pr.detail["by_method"].values()) == 4
     assert v["parts"].details["coverage"]["shares"]["certified"] == "1"
+
+
+def test_a_degenerate_continuous_input_does_not_hide_a_gap():
+    """Volumes over a continuous input whose range is one point are all 0: the cover is counted over the
+    other inputs (prove_partitioned once accepted a gap there)."""
+    from fairspec.certify.partitions import covers_domain
+
+    lo, hi = np.array([0.0, 5.0]), np.array([1.0, 5.0])
+    integer = np.array([False, False])
+    half = [(np.array([0.0, 5.0]), np.array([0.5, 5.0]))]
+    both = half + [(np.array([0.5, 5.0]), np.array([1.0, 5.0]))]
+    assert not covers_domain(half, lo, hi, integer, tied=[0, 1])
+    assert covers_domain(both, lo, hi, integer, tied=[0, 1])
+    assert not covers_domain(both + both[:1], lo, hi, integer, tied=[0, 1])        # an overlap
