@@ -199,10 +199,7 @@ def check_target(path, roots: Roots, *, protect: Iterable[str | Path] = (), what
         allowed = tuple(s.lower() for s in suffixes)
         if real.suffix.lower() not in allowed or target.suffix.lower() not in allowed:
             raise PathError(f"the {what} {path} must end in {', '.join(allowed)}")
-    for p in protect:
-        if p and _real(Path(p)) == real:
-            raise PathError(f"the {what} {path} is a file the spec reads (the spec, a file it imports, a model or "
-                            "a data file); write to another file")
+    refuse_protected(path, protect, what, real=real)
     if kind == "file" and read_only(real):
         raise PathError(f"the {what} {path} is read-only; fairspec does not replace it (make it writable, or name "
                         "another file)")
@@ -211,6 +208,16 @@ def check_target(path, roots: Roots, *, protect: Iterable[str | Path] = (), what
     if not os.access(real.parent, os.W_OK | os.X_OK):
         raise PathError(f"the folder of the {what} {path} cannot be written (Permission denied)")
     return real
+
+
+def refuse_protected(path, protect: Iterable[str | Path], what: str, *, real: Path | None = None) -> None:
+    """PathError (one sentence) when ``path`` (its real location) is one of ``protect``, the files a
+    spec reads: no writer (--html, a repair's write, a chart) replaces one."""
+    real = _real(Path(path)) if real is None else real
+    for p in protect:
+        if p and _real(Path(p)) == real:
+            raise PathError(f"the {what} {path} is a file the spec reads (the spec, a file it imports, a model or "
+                            "a data file); write to another file")
 
 
 def read_only(path) -> bool:

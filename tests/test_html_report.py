@@ -129,7 +129,7 @@ def test_write_is_atomic_and_keeps_the_inputs(tmp_path):
     rep = _synthetic_report(tmp_path)
     data = tmp_path / "data.csv"
     data.write_text("a\n1\n")
-    with pytest.raises(ReportWriteError, match="refusing"):
+    with pytest.raises(ReportWriteError, match="is a file the spec reads"):
         write(rep, data, keep=(str(data),))
     assert data.read_text() == "a\n1\n"
     with pytest.raises(ReportWriteError, match="does not exist"):
@@ -188,7 +188,7 @@ def test_html_refuses_to_overwrite_the_spec(tmp_path):
     spec.write_text('data d = csv("nothing.csv")\n')
     before = spec.read_text()
     r = run_cli("check", spec, "--html", spec)
-    assert r.returncode == 2 and "refusing" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "is a file the spec reads" in r.stderr and "Traceback" not in r.stderr
     assert spec.read_text() == before
 
 

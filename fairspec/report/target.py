@@ -29,30 +29,22 @@ def check_path(path, keep: tuple = (), *, spec=None, allow=()) -> None:
     """ReportWriteError (one sentence) unless ``path`` can take the HTML report; ``keep``: the files
     it must not replace; with ``spec`` (and ``allow``, the --allow-path folders) also refused
     when a symbolic link leads a path inside the spec's project out of it."""
-    from fairspec.files import PathError, Roots, check_target
+    from fairspec.files import PathError, Roots, check_target, refuse_protected
 
-    refuse_inputs(path, keep)
-    if str(path) and os.path.islink(path):
-        raise ReportWriteError(f"cannot write the HTML report: {path} is a symbolic link; name the file itself")
-    if spec is not None and str(path):
-        roots = Roots.for_spec(Path(spec), allow)
-        if roots.leads_out(path):
-            raise ReportWriteError(f"cannot write the HTML report: {path} leads out of the project {roots.project} "
-                                   f"through a symbolic link; name a file inside the project, or a path outside it")
     try:
+        if str(path):  # first: a link to the spec is named for what it would replace
+            refuse_protected(path, keep, "HTML report")
+        if str(path) and os.path.islink(path):
+            raise ReportWriteError(f"cannot write the HTML report: {path} is a symbolic link; name the file itself")
+        if spec is not None and str(path):
+            roots = Roots.for_spec(Path(spec), allow)
+            if roots.leads_out(path):
+                raise ReportWriteError(f"cannot write the HTML report: {path} leads out of the project "
+                                       f"{roots.project} through a symbolic link; name a file inside the project, "
+                                       f"or a path outside it")
         check_target(path, html_roots(path), protect=keep, what="HTML report")
     except PathError as e:
         raise ReportWriteError(f"cannot write the HTML report: {e}") from None
-
-
-def refuse_inputs(path, keep) -> None:
-    from fairspec.files import _real
-
-    if str(path):
-        target = _real(Path(path))
-        for p in keep:
-            if p and _real(Path(p)) == target:
-                raise ReportWriteError(f"refusing to write the HTML report over {path}, which the spec reads")
 
 
 def html_roots(path):
