@@ -418,6 +418,17 @@ def test_repeated_encoding_parameters_are_fs214_and_policy_arguments_stay_fs210(
     assert codes(check(tmp_path, head + "apply p(net, t = 0.1, t = 0.2)\n")) == ["FS210"]
 
 
+@pytest.mark.parametrize("args,key,first,second", [("net, t = 0.1, t = 0.2", "t", 14, 23),
+                                                   ("net, m = net", "m", 9, 14)])
+def test_a_policy_argument_given_twice_is_fs210_said_as_fs214_is(tmp_path, args, key, first, second):
+    """One check (sema.repeats.given_twice) for both: at the second, the first related; a parameter
+    bound by position and then by name is given twice too."""
+    head = "policy p(m: model, t: real = 0.5) {\n  property q { statistical_parity(m, groups sex) <= t }\n}\n"
+    (d,) = [d for d in check(tmp_path, head + f"apply p({args})\n").diagnostics if d.is_error]
+    assert d.code == "FS210" and f"'{key}' is given twice in p(...)" in d.message, d.message
+    assert d.span.column == second and [(r.span.line, r.span.column) for r in d.related] == [(d.span.line, first)]
+
+
 def test_a_weight_column_that_is_no_number_is_said_at_the_option(tmp_path):
     res = check(tmp_path, "property p {\n  statistical_parity(people, groups sex) <= 0.2\n  weight = sex\n}\n")
     (d,) = [d for d in res.diagnostics if d.is_error]

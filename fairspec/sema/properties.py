@@ -25,6 +25,7 @@ from fairspec.sema.individual_properties import _individual_fairness, _kdisc, _p
 from fairspec.sema.metric_properties import METRICS, _influence, _metric
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import _claim, _model_of, _number, resolve_groups
+from fairspec.sema.repeats import given_twice
 from fairspec.syntax import ast
 
 
@@ -161,11 +162,13 @@ def bind_policy_args(ck, pol: ast.PolicyDecl, app: ast.ApplyDecl) -> dict:
             if a.name.id not in names:
                 ck.fail("FS210", f"policy '{pol.name.id}' has no parameter '{a.name.id}'", a.name.span,
                         hint=did_you_mean(a.name.id, names) or f"parameters: {', '.join(p.name.id for p in params)}")
-            if a.name.id in env:
-                ck.fail("FS210", f"parameter '{a.name.id}' is given twice", a.span)
             env[a.name.id] = a.value
         elif a.kind == "trust":
             ck.fail("FS208", "'trust' applies to model files", a.span)
+    named = ((a.name.id, a.span) for a in app.args if a.kind in ("kw", "clause"))
+    if given_twice([*((p.name.id, a.span) for p, a in zip(params, pos)), *named], f"{pol.name.id}(...)", ck.sink,
+                   code="FS210"):  # by position then by name, or by name twice
+        raise LowerError()
     for p in params:
         if p.name.id not in env:
             if p.default is None:

@@ -4,7 +4,8 @@ The places: a call's keyword arguments and clauses (``csv(..., label = a, label 
 sklearn(..., trust pickle, trust pickle)``, ``calibration_gap(m, groups sex, groups race)``), a
 property's or a repair's options (``bootstrap = 10`` then ``bootstrap = 20``; ``using`` twice), and an
 encoding's parameters (``minmax(lo = 0, lo = 1)``). A policy application's arguments are FS210's
-(sema/properties.py). The diagnostic is at the second occurrence, the first one related.
+(sema/properties.py binds them, by position or by name, and reports a repeat through
+:func:`given_twice` too). The diagnostic is at the second occurrence, the first one related.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ def _walk(node, sink: Sink) -> None:
     if isinstance(node, (ast.Call, ast.ModelDecl, ast.DataDecl, ast.DistributionDecl)):
         callee = node.fn if isinstance(node, (ast.Call, ast.DistributionDecl)) else node.fmt
         where = f"{callee.id}(...)" if callee is not None else f"'{node.name.id}'"
-        _once(((_arg_key(a), a.span) for a in node.args if a.kind != "pos"), where, sink)
+        given_twice(((_arg_key(a), a.span) for a in node.args if a.kind != "pos"), where, sink)
     elif isinstance(node, (ast.PropertyDecl, ast.RepairDecl)):
         what = "property" if isinstance(node, ast.PropertyDecl) else "repair"
-        _once(((_stmt_key(s), s.span) for s in node.stmts), f"{what} '{node.name.id}'", sink)
+        given_twice(((_stmt_key(s), s.span) for s in node.stmts), f"{what} '{node.name.id}'", sink)
     elif isinstance(node, ast.EncLine) and node.params:
-        _once(((n.id, _join(n.span, v.span)) for n, v in node.params), f"{node.kind.id}(...)", sink)
+        given_twice(((n.id, _join(n.span, v.span)) for n, v in node.params), f"{node.kind.id}(...)", sink)
     for f in dataclasses.fields(node):
         if f.name != "span" and not (isinstance(node, ast.ApplyDecl) and f.name == "args"):
             _walk(getattr(node, f.name), sink)
@@ -60,13 +61,18 @@ def _join(a: Span, b: Span) -> Span:
     return Span(a.file, a.line, a.column, b.end_line, b.end_column)
 
 
-def _once(items, where: str, sink: Sink) -> None:
+def given_twice(items, where: str, sink: Sink, code: str = "FS214") -> bool:
+    """``code`` at the second of two ``(key, span)`` items with the same key (None keys skipped), the
+    first one related; True when there was one."""
     first: dict[str, Span] = {}
+    found = False
     for key, span in items:
         if key is None:
             continue
         if key in first:
-            sink.add("FS214", f"'{key}' is given twice in {where}; the second would replace the first", span,
+            sink.add(code, f"'{key}' is given twice in {where}; the second would replace the first", span,
                      related=(Related(first[key], "first given here"),))
+            found = True
         else:
             first[key] = span
+    return found
