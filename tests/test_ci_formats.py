@@ -182,3 +182,24 @@ def test_sarif_region_at_end_of_file_stays_inside_its_line():
     no_traceback(r)
     (res,) = every_result_located(valid_sarif(r.stdout), EXAMPLES.parent)
     assert res["ruleId"] == "FS103"
+
+
+def test_a_form_feed_in_a_comment_starts_no_line_for_the_snippet_or_the_sarif_region(tmp_path):
+    """One cache of a spec's lines (fairspec.diagnostics.source_lines), numbered as the parser
+    numbers them: the snippet shows line 2 itself, not the comment's tail after the form feed, and
+    the SARIF region is kept inside it even once the file is gone (the text as parsed is used)."""
+    from fairspec.diagnostics import render_full
+    from fairspec.pipeline import lint
+    from fairspec.report.ci import to_sarif
+
+    spec = tmp_path / "ff.fair"
+    spec.write_text("# a\x0c comment\ngroup g = = x\n", encoding="utf-8")
+    res = lint(spec)
+    (d,) = res.diagnostics
+    assert (d.span.line, d.span.column) == (2, 11)
+    assert " 2 | group g = = x" in render_full(d).splitlines(), render_full(d)
+    spec.unlink()
+    wide = type(d)(d.code, d.message, type(d.span)(d.span.file, 2, 11, 2, 99), d.severity, d.hint, d.related)
+    (res_,) = json.loads(to_sarif([wide]))["runs"][0]["results"]
+    assert res_["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 11, "endLine": 2,
+                                                                  "endColumn": 14}

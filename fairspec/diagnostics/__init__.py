@@ -124,24 +124,34 @@ class Sink:
 _source_cache: dict[str, list[str]] = {}
 
 
+def _lines(text: str) -> list[str]:
+    """The lines as the parser numbers them: split at '\\n' alone (a form feed or U+2028 in a comment
+    starts no line), a '\\r' before it dropped, the empty line after a final newline kept."""
+    return [x.removesuffix("\r") for x in text.split("\n")]
+
+
 def register_source(file: str, text: str) -> None:
-    """Remember a file's text so snippets can be shown without re-reading it."""
-    _source_cache[file] = text.splitlines()
+    """Remember a file's text (as parsed) so snippets and SARIF regions need not re-read it."""
+    _source_cache[file] = _lines(text)
 
 
-def _source_lines(file: str) -> list[str] | None:
+def source_lines(file: str) -> list[str] | None:
+    """The lines of a file a span points into (fairspec.report.ci keeps SARIF regions inside them):
+    the text the parser read, else the file read once; None when it cannot be read."""
     if file in _source_cache:
         return _source_cache[file]
     try:
-        lines = Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        lines = _lines(Path(file).read_bytes().decode("utf-8-sig", errors="replace"))
+    except (OSError, ValueError):
         return None
     _source_cache[file] = lines
     return lines
 
 
 def _snippet(span: Span) -> list[str]:
-    lines = _source_lines(span.file)
+    lines = source_lines(span.file)
+    if lines and lines[-1] == "":
+        lines = lines[:-1]  # an error at the end of the file: no snippet of the empty line after it
     if not lines or span.line < 1 or span.line > len(lines):
         return []
     text = lines[span.line - 1].expandtabs(1)

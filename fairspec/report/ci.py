@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 from urllib.parse import quote
 
-from fairspec.diagnostics import Diagnostic
+from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible
 
@@ -56,23 +56,11 @@ def _location(span, spec: str | None = None) -> list[dict]:
     return [{"physicalLocation": {"artifactLocation": {"uri": _uri(span.file)}, "region": _region(span)}}]
 
 
-_LINES: dict[str, list[str] | None] = {}  # the files of one log's regions, read once (cleared per log)
-
-
-def _file_lines(file: str) -> list[str] | None:
-    if file not in _LINES:
-        try:
-            _LINES[file] = [x.rstrip("\r") for x in Path(file).read_text(encoding="utf-8", errors="replace").split("\n")]
-        except (OSError, ValueError):
-            _LINES[file] = None
-    return _LINES[file]
-
-
 def _region(span) -> dict:
     """The span as a SARIF region, its columns kept inside their lines: an error at the end of the file
     ends at the end of its (maybe empty) line, never past it."""
     line, col, end_line, end_col = span.line, span.column, span.end_line, span.end_column
-    lines = _file_lines(span.file)
+    lines = source_lines(span.file)
     if lines is not None:
         if 1 <= line <= len(lines):
             col = max(1, min(col, len(lines[line - 1]) + 1))
@@ -220,7 +208,6 @@ def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = No
     """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding; a finding
     with no span (the input ``error`` unless ``error_span`` places it, a diagnostic such as FS203) is
     located at line 1 of ``spec``."""
-    _LINES.clear()
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
            "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies, spec=spec,
                                error_span=error_span)]}
@@ -229,7 +216,6 @@ def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = No
 
 def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order)."""
-    _LINES.clear()
     runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
                        getattr(r, "error_span", None))
             for f, r in reports]
