@@ -417,3 +417,13 @@ def test_the_repr_of_any_float_is_a_number_a_spec_may_write():
              [rnd.uniform(-1e3, 1e3) for _ in range(200)]:
         m = one(f"property p {{ x <= {x!r} }}")
         assert m is not None
+
+
+@pytest.mark.parametrize("text,where", [("# a\x0c comment\ngroup g =\n", (2, 10)), ("group g =", (1, 10)),
+                                        ("group g =\r\n", (1, 10)), ("group g =\n\n\n", (3, 1))])
+def test_an_unexpected_end_of_file_is_at_the_line_the_parser_counts(text, where):
+    """A form feed in a comment starts no line (str.splitlines would count one more)."""
+    with pytest.raises(DiagnosticError) as e:
+        parse_text(text, "s.fair")
+    (d,) = e.value.diagnostics
+    assert d.code == "FS103" and (d.span.line, d.span.column) == where

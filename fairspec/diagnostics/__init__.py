@@ -124,7 +124,7 @@ class Sink:
 _source_cache: dict[str, list[str]] = {}
 
 
-def _lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """The lines as the parser numbers them: split at '\\n' alone (a form feed or U+2028 in a comment
     starts no line), a '\\r' before it dropped, the empty line after a final newline kept."""
     return [x.removesuffix("\r") for x in text.split("\n")]
@@ -132,7 +132,7 @@ def _lines(text: str) -> list[str]:
 
 def register_source(file: str, text: str) -> None:
     """Remember a file's text (as parsed) so snippets and SARIF regions need not re-read it."""
-    _source_cache[file] = _lines(text)
+    _source_cache[file] = split_lines(text)
 
 
 def source_lines(file: str) -> list[str] | None:
@@ -141,7 +141,7 @@ def source_lines(file: str) -> list[str] | None:
     if file in _source_cache:
         return _source_cache[file]
     try:
-        lines = _lines(Path(file).read_bytes().decode("utf-8-sig", errors="replace"))
+        lines = split_lines(Path(file).read_bytes().decode("utf-8-sig", errors="replace"))
     except (OSError, ValueError):
         return None
     _source_cache[file] = lines

@@ -13,7 +13,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from fairspec import paths
 from fairspec import filecache
-from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source
+from fairspec.diagnostics import Diagnostic, DiagnosticError, Span, register_source, split_lines
 from fairspec.syntax import ast, lexical
 from fairspec.syntax.literals import RESERVED
 
@@ -493,7 +493,9 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
     line = getattr(e, "line", None) or 1
     col = getattr(e, "column", None) or 1
     if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
-        lines = text.splitlines() or [""]
+        lines = split_lines(text)  # numbered as the parser numbers them (a form feed starts no line)
+        if len(lines) > 1 and lines[-1] == "":
+            lines.pop()  # at the end of the last line, not on the empty one after its newline
         line, col = len(lines), len(lines[-1]) + 1
         exp = _describe_expected(e.expected)
         return Diagnostic("FS103", f"unexpected end of file; expected {exp}", Span(file, line, col, line, col + 1))
