@@ -344,8 +344,6 @@ def _check_models(args, parallel: bool) -> int:
 
 
 def _emit_models(args, reports) -> int:
-    import json
-
     from fairspec import report as rep
 
     codes = [r.exit_code for _, r in reports]
@@ -353,8 +351,7 @@ def _emit_models(args, reports) -> int:
     if code in (130, 143):
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps({"models": [{"model_file": f, **json.loads(rep.to_json(r))} for f, r in reports],
-                          "exit_code": code}, indent=2))
+        print(rep.dumps({"models": [{"model_file": f, **r.to_json()} for f, r in reports], "exit_code": code}))
     elif args.format in ("sarif", "github"):  # SARIF: one run per model file; GitHub: the file in each annotation
         from fairspec.report import ci
 

@@ -119,3 +119,31 @@ def test_a_link_in_the_folder_to_a_file_outside_is_refused_and_never_opened(caps
     code, out = _run(capsys, d)
     assert code in (0, 1, 3) and out.count("model file") == 2, _run.err
     assert opened  # the spy sees the loads
+
+
+def test_the_models_json_document_is_strict_json_written_once(capsys):
+    """``--models --format json``: one document through report.dumps (a NaN or an infinity is null,
+    a numpy number a number), not each report's text parsed back and written again."""
+    import types
+
+    import numpy as np
+
+    from fairspec.cli import _emit_models
+
+    class Rep:
+        exit_code, inputs = 1, ()
+
+        def to_json(self):
+            return {"spec": "s.fair", "properties": [{"value": float("nan"), "bound": np.float32(0.5),
+                                                      "ratio": float("inf")}]}
+
+    code = _emit_models(types.SimpleNamespace(format="json", html=None), [("a.onnx", Rep()), ("b.onnx", Rep())])
+    out = capsys.readouterr().out
+
+    def refuse(token):
+        raise AssertionError(f"{token} in strict JSON")
+
+    doc = json.loads(out, parse_constant=refuse)
+    assert code == 1 and doc["exit_code"] == 1
+    assert [m["model_file"] for m in doc["models"]] == ["a.onnx", "b.onnx"]
+    assert doc["models"][0]["properties"] == [{"value": None, "bound": 0.5, "ratio": None}]
