@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics import Diagnostic, DiagnosticError, cap_per_file, sort_key
-from fairspec.files import Roots
+from fairspec.files import Roots, _real
 from fairspec.planning import plan
 from fairspec.sema.check import CheckResult, check_file
 from fairspec.verdict import Unsupported, Verdict, unknown
@@ -355,6 +355,8 @@ def _run_property(prop, ctx, progress=None) -> dict:
     except (ModelLoadError, DataError) as e:
         v = None
         out["error"] = str(e)
+        if e.path is not None:  # the file it names: the error is located at its declaration
+            out["error_path"] = str(e.path)
     except Unsupported as e:  # a construct the backend cannot lower: unknown, with the reason
         v = unknown(prop, str(e), backend=backend, details=e.details)
     except DiagnosticError as e:    # a spec error only the loaded model reveals (FS402)
@@ -381,6 +383,18 @@ def _run_property(prop, ctx, progress=None) -> dict:
     return out
 
 
+def _declared_at(path, spec, substitute=None):
+    """The span of the declaration of the model or data file ``path`` (the same file: real paths
+    compared, never one path's text found inside another's), or of the declaration a --models file
+    ``substitute`` = (file, span) replaces; None for a file no declaration names."""
+    if not path:
+        return None
+    real = _real(Path(path))
+    decls = ([substitute] if substitute else []) + [(x.path, x.span) for x in
+                                                    (*getattr(spec, "datasets", ()), *getattr(spec, "models", ()))]
+    return next((span for p, span in decls if p and span is not None and _real(Path(p)) == real), None)
+
+
 def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> bool:
     """Add one property's outcome to the report; True when a bad input file stops the run (located at
     the declaration of the file the error names -- ``substitute``: (a --models file, the declaration
@@ -396,10 +410,8 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
         return True
     if "error" in out:
         report.error = out["error"]
-        decls = ([substitute] if substitute else []) + [(x.path, x.span) for x in
-                                                        (*getattr(spec, "datasets", ()), *getattr(spec, "models", ()))]
-        report.error_span = next((span for path, span in decls if path and span is not None and str(path) in
-                                  report.error), report.property_spans.get(prop.name))
+        report.error_span = (_declared_at(out.get("error_path"), spec, substitute)
+                             or report.property_spans.get(prop.name))
         return True
     v, warning = certified(out["verdict"])
     if warning and warning not in report.warnings:

@@ -203,3 +203,25 @@ def test_a_form_feed_in_a_comment_starts_no_line_for_the_snippet_or_the_sarif_re
     (res_,) = json.loads(to_sarif([wide]))["runs"][0]["results"]
     assert res_["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 11, "endLine": 2,
                                                                   "endColumn": 14}
+
+
+@pytest.mark.parametrize("good,bad", [("old.csv", "d.csv"), ("d.csv", "d.csv.old")])
+def test_an_input_error_is_located_at_the_declaration_of_the_same_file(tmp_path, good, bad):
+    """By the real path the error carries (DataError.path), never by one declared path's text found
+    inside the message: /p/d.csv is inside '/p/d.csv.old' (the second case was placed at line 1)."""
+    from fairspec.pipeline import check
+    from fairspec.report.ci import to_github
+
+    (tmp_path / "fairspec.toml").write_text("")
+    rows = "age,sex,approved,outcome\n30,Female,yes,1\n50,Male,no,0\n"
+    (tmp_path / good).write_text(rows)
+    (tmp_path / bad).write_text(rows + "abc,Male,yes,1\n")  # found only when the rows are read
+    spec = tmp_path / "s.fair"
+    spec.write_text(f'data old = csv("{good}", label = outcome == 1)\ndata d = csv("{bad}", label = outcome == 1)\n'
+                    'features A from d {\n  age : int in [17, 90]\n  sex : {Female, Male} protected\n}\n'
+                    'model service = predictions(d, decision = "approved")\n'
+                    'property p {\n  statistical_parity(service, groups sex) <= 0.15\n}\n')
+    r = check(spec)
+    assert r.error and f"{bad} column 'age'" in r.error, r.error
+    assert (r.error_span.line, r.error_span.column) == (2, 1)
+    assert "line=2," in to_github([], [], {}, error=r.error, error_span=r.error_span)

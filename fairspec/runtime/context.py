@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -145,12 +146,14 @@ class Context:
             d = self.spec.data(name)
             from fairspec.runtime.columnar import read_table  # pyarrow: imported when a table is read
 
-            t = read_table(d)
-            if d.where is not None:
-                keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
-                t = t.subset(keep)
+            with _reading(d):
+                t = read_table(d)
+                if d.where is not None:
+                    keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
+                    t = t.subset(keep)
             if t.n_rows == 0:
-                raise DataError(f"data file {d.path} has no rows left after the missing-value and where filters")
+                raise DataError(f"data file {d.path} has no rows left after the missing-value and where filters",
+                                d.path)
             self._tables[name] = t
             self.loads.append({"what": "data", "name": name, "file": d.path, "seconds": time.perf_counter() - t0})
         return self._tables[name]
@@ -161,10 +164,11 @@ class Context:
             fs = self.spec.feature_set(features)
             d = self.spec.data(data)
             t = self.table(data)
-            rows = _rows_of(fs, d, t)
+            with _reading(d):
+                rows = _rows_of(fs, d, t)
             self._warn_dropped(data, rows.frame.dropped, rows.frame.examples)
             if rows.frame.n_rows == 0:
-                raise DataError(f"no row of {d.path} fits the declared domains of {features}")
+                raise DataError(f"no row of {d.path} fits the declared domains of {features}", d.path)
             self._rows[key] = rows
         return self._rows[key]
 
@@ -194,22 +198,23 @@ class Context:
         d = self.spec.data(data)
         t0 = time.perf_counter()
         total, dropped, examples = 0, {}, {}
-        for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
-            if d.where is not None:
-                t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
-            if t.n_rows == 0:
-                continue
-            rows = _rows_of(fs, d, t)
-            for f, k in rows.frame.dropped.items():
-                dropped[f] = dropped.get(f, 0) + k
-                examples[f] = sorted(set(examples.get(f, [])) | set(rows.frame.examples.get(f, [])))[:5]
-            total += rows.frame.n_rows
-            if rows.frame.n_rows:
-                yield rows
+        with _reading(d):  # the consumer's own errors are raised in its frame, not through this one
+            for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
+                if d.where is not None:
+                    t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
+                if t.n_rows == 0:
+                    continue
+                rows = _rows_of(fs, d, t)
+                for f, k in rows.frame.dropped.items():
+                    dropped[f] = dropped.get(f, 0) + k
+                    examples[f] = sorted(set(examples.get(f, [])) | set(rows.frame.examples.get(f, [])))[:5]
+                total += rows.frame.n_rows
+                if rows.frame.n_rows:
+                    yield rows
         self._warn_dropped(data, dropped, examples)
         if total == 0:
             raise DataError(f"no row of {d.path} is left after the missing-value and where filters and the "
-                            f"declared domains of {features}")
+                            f"declared domains of {features}", d.path)
         if not any(x.get("name") == data and x.get("streamed") for x in self.loads):
             self.loads.append({"what": "data", "name": data, "file": d.path, "streamed": True,
                                "seconds": 0.0, "rows": total, "read_seconds": round(time.perf_counter() - t0, 4)})
@@ -247,6 +252,17 @@ class Context:
 
     def model_input(self, model: str, values: dict, n: int) -> np.ndarray:
         return enc_mod.encode(self.encoding(model), values, n)
+
+
+@contextlib.contextmanager
+def _reading(d: ir.Data):
+    """A DataError while reading ``d`` names its file (pipeline locates the error at its declaration)."""
+    try:
+        yield
+    except DataError as e:
+        if e.path is None:
+            e.path = d.path
+        raise
 
 
 def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:

@@ -20,7 +20,12 @@ if TYPE_CHECKING:  # numpy stays out of `fairspec lint`, which only reads header
 
 
 class DataError(Exception):
-    pass
+    """One sentence naming a data file that cannot be used; ``path``: that file (the run-time context
+    sets it for what it reads, so that the error is located at the file's declaration)."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass

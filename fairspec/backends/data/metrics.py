@@ -217,8 +217,8 @@ class _Counter:
         if self.wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
             from fairspec.runtime.data import DataError
 
-            raise DataError(f"data file {ctx.spec.data(prop.data).path} column {self.wcol!r} (weight) must hold "
-                            f"non-negative numbers")
+            path = ctx.spec.data(prop.data).path
+            raise DataError(f"data file {path} column {self.wcol!r} (weight) must hold non-negative numbers", path)
         if w is not None and c.whole_weights:
             c.whole_weights = bool(np.all(w == np.floor(w)))
         cell = idx * 4 + d * 2 + y

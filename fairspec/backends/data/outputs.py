@@ -148,7 +148,8 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
             if w is None or not np.isfinite(w).all() or (w < 0).any():
                 from fairspec.runtime.data import DataError
 
-                raise DataError(f"data file {data.path} column {wcol!r} (weight) must hold non-negative numbers")
+                raise DataError(f"data file {data.path} column {wcol!r} (weight) must hold non-negative numbers",
+                                data.path)
             weights.append(w)
         preds.append(predicted_classes(ctx, prop.model, X) if multiclass else values(ctx, prop.model, X))
         if data.target is not None:
