@@ -45,27 +45,31 @@ def usage_error(commands: dict, argv: list[str], message: str, *, version: str) 
     """The document of argparse's usage ``message`` when ``argv`` asks ``check`` or ``lint`` for a machine
     format, else None. argparse stops before it returns anything, so the format and the spec are read
     from ``argv`` as it reads them: ``commands`` (name -> sub-parser) says which options take a value
-    (that value is not the spec), ``--opt=value`` and unique prefixes (``--form json``) included."""
+    (that value is not the spec), ``--opt=value`` and unique prefixes (``--form json``) included. After
+    an ambiguous prefix (``check --h x s.fair``: --help, or --html and its value?) argparse stopped
+    without deciding what the next word is: the spec is the one named before it, else none."""
     if not argv or argv[0] not in commands:
         return None
     options = {o: a.nargs != 0 for a in commands[argv[0]]._actions for o in a.option_strings}
     fmt = spec = None
-    rest, i, given = argv[1:], 0, set()
+    rest, i, given, unsure = argv[1:], 0, set(), False
     while i < len(rest):
         tok = rest[i]
         if tok == "--":
-            spec = spec if spec is not None or i + 1 >= len(rest) else rest[i + 1]
+            spec = spec if spec is not None or unsure or i + 1 >= len(rest) else rest[i + 1]
             break
         if tok.startswith("-") and len(tok) > 1:
             name, eq, value = tok.partition("=")
             known = [name] if name in options else [o for o in options if o.startswith(name) and o.startswith("--")]
             opt = known[0] if len(known) == 1 else None
             given.add(opt)
-            if opt is not None and options[opt] and not eq:
+            takes = {options[o] for o in known}  # whether the option (each it may be) takes a value
+            if takes == {True} and not eq:
                 value, i = (rest[i + 1] if i + 1 < len(rest) else None), i + 1
+            unsure = unsure or (len(takes) > 1 and not eq)
             if opt == "--format":
                 fmt = value
-        elif spec is None:
+        elif spec is None and not unsure:
             spec = tok
         i += 1
     if fmt not in MACHINE:

@@ -300,6 +300,28 @@ def test_a_usage_error_with_no_spec_is_a_sarif_notification_not_an_unlocated_res
     assert r.returncode == 2 and r.stdout == "" and "--workers" in r.stderr
 
 
+
+@pytest.mark.parametrize("argv,spec", [
+    (["--h", "x.html", "s.fair"], None),            # --help, or --html and its value: argparse stopped
+    (["s.fair", "--h", "x.html"], "s.fair"),        # the spec was named before the ambiguous prefix
+    (["--h=x.html", "s.fair"], "s.fair"),           # a value given with '=': the next word is positional
+    (["--ht", "x.html", "s.fair"], "s.fair"),       # a unique prefix takes its value
+    (["--bogus", "s.fair"], "s.fair"),              # an unknown option takes no value (as argparse reads it)
+])
+def test_a_usage_error_names_the_spec_argparse_would_have_read_or_none(argv, spec):
+    """`check --format json --h x.html s.fair`: the document named x.html (the value of --html, if
+    --h meant it) as the spec."""
+    from fairspec.cli import _build
+    from fairspec.errordoc import usage_error
+
+    for argv_ in (["check", "--format", "json", *argv], ["check", *argv, "--format", "json"]):
+        doc = json.loads(usage_error(_build().commands, argv_, "ambiguous option", version="0"))
+        assert doc["spec"] == spec, (argv_, doc["spec"])
+    if argv[0] != "--h":
+        return
+    r = run_cli("check", "--format", "json", *argv)  # through the command line once
+    assert r.returncode == 2 and _strict(r.stdout)["spec"] is None and "ambiguous option: --h" in r.stderr
+
 # ------------------------------------------------------------------ spec fragments in hints parse
 
 HINT_SPEC = """\
