@@ -89,7 +89,7 @@ def _lint(args) -> int:
         from fairspec.report import ci
 
         text = (ci.to_sarif(res.diagnostics, version=_version(), spec=args.spec) if args.format == "sarif"
-                else ci.to_github(res.diagnostics))
+                else ci.to_github(res.diagnostics, spec=args.spec))
     else:
         text = render(res.diagnostics, args.format, spec=args.spec)
     if text:
@@ -248,7 +248,7 @@ def _emit_check(args, result) -> int:
                             version=_version(), policies=policies, spec=result.spec, error_span=result.error_span)
                 if args.format == "sarif"
                 else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                                  policies=policies, error_span=result.error_span))
+                                  policies=policies, error_span=result.error_span, spec=result.spec))
         if text:
             print(text)
     else:

@@ -38,7 +38,7 @@ def document(fmt: str, spec: str | None, message: str, *, models: bool = False, 
     if fmt == "sarif":
         return ci.to_sarif_models([(None, report)], version=version) if models else \
             ci.to_sarif([], error=message, version=version, spec=spec)
-    return ci.to_github([], error=message)
+    return ci.to_github([], error=message, spec=spec)
 
 
 def usage_error(commands: dict, argv: list[str], message: str, *, version: str) -> str | None:

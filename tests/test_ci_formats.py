@@ -225,3 +225,16 @@ def test_an_input_error_is_located_at_the_declaration_of_the_same_file(tmp_path,
     assert r.error and f"{bad} column 'age'" in r.error, r.error
     assert (r.error_span.line, r.error_span.column) == (2, 1)
     assert "line=2," in to_github([], [], {}, error=r.error, error_span=r.error_span)
+
+
+def test_a_github_annotation_without_a_span_is_at_line_1_of_the_spec(tmp_path):
+    """As SARIF places it (ci._location): a spec that is not there (FS203), an input error no
+    declaration names, a usage error after the spec was named; with no spec, no file."""
+    from fairspec.report.ci import to_github
+
+    r = run_cli("lint", "nosuch.fair", "--format", "github", cwd=tmp_path)
+    assert r.stdout.startswith("::error file=nosuch.fair,line=1,title=fairspec FS203::"), r.stdout
+    r = run_cli("check", "nosuch.fair", "--format", "github", "--workers", "0", cwd=tmp_path)
+    assert r.stdout.startswith("::error file=nosuch.fair,line=1,title=fairspec input::"), r.stdout
+    assert to_github([], error="bad usage", spec=None) == "::error title=fairspec input::bad usage"
+    assert to_github([], error="x", spec=str(tmp_path / "s.fair")).startswith(f"::error file={tmp_path}/s.fair,line=1,")

@@ -238,12 +238,14 @@ def _escape_prop(s: str) -> str:
 
 
 def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
-              *, error: str | None = None, policies: dict | None = None, error_span=None) -> str:
-    """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding."""
+              *, error: str | None = None, policies: dict | None = None, error_span=None,
+              spec: str | None = None) -> str:
+    """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding; a
+    finding with no span (an input error, FS203) at line 1 of ``spec``, as in SARIF."""
     findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
                 for d in diagnostics]
     findings += _verdict_results(verdicts, spans or {}, error, policies, error_span=error_span)
-    return "\n".join(_github_lines(findings))
+    return "\n".join(_github_lines(findings, spec))
 
 
 def to_github_models(reports) -> str:
@@ -256,21 +258,23 @@ def to_github_models(reports) -> str:
             if key not in seen:
                 seen.add(key)
                 lines += _github_lines([(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""),
-                                         d.span)])
+                                         d.span)], r.spec)
         name = Path(f).name if f else "?"
         lines += _github_lines([(f"{rid} ({name})", sev, f"model file {f}: {msg}", span)
                                 for rid, sev, msg, span in _verdict_results(
                                     r.verdicts, r.property_spans or {}, r.error, r.policy_sites,
-                                    error_span=getattr(r, "error_span", None))])
+                                    error_span=getattr(r, "error_span", None))], r.spec)
     return "\n".join(lines)
 
 
-def _github_lines(findings) -> list[str]:
+def _github_lines(findings, spec: str | None = None) -> list[str]:
     lines = []
     for rid, sev, msg, span in findings:
         cmd = {"error": "error", "warning": "warning"}.get(sev, "notice")
         props = []
-        if span is not None:
+        if span is None and spec is not None:
+            props += [f"file={_escape_prop(_relpath(spec) or str(spec))}", "line=1"]
+        elif span is not None:
             props += [f"file={_escape_prop(_relpath(span.file) or span.file)}", f"line={span.line}", f"col={span.column}"]
             if span.end_line >= span.line:
                 props += [f"endLine={span.end_line}"]
