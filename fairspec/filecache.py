@@ -1,13 +1,18 @@
 """Results read from model and data files, cached while the file is unchanged.
 
-`fairspec lint` reads each file once and needs no cache; the editor server
-(`fairspec lsp`) lints on every keystroke, so it turns the cache on: a model
-header or data sample is read again only when its file's size or modification
-time changes (or the file appears or disappears).
+The editor server (`fairspec lsp`) lints on every keystroke, so it turns the cache on: a model
+header or data sample is read again only when its file's size or modification time changes (or
+the file appears or disappears).
+
+Apart from that, :func:`one_run` scopes a cache to one lint run (fairspec.sema.check.check_file):
+a function decorated with :func:`per_run` (the ONNX signature, which lint's checks each ask for)
+reads a file once in the run, and the next run reads it again -- no timestamp decides anything.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 
@@ -61,3 +66,37 @@ def by_file(path_of):
         return cached
 
     return wrap
+
+
+_RUN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("fairspec_filecache_run", default=None)
+
+
+@contextlib.contextmanager
+def one_run():
+    """Within the block (one lint run, in this thread), :func:`per_run` results are kept; dropped at
+    its end. A nested block shares the outer one's."""
+    token = _RUN.set({} if _RUN.get() is None else _RUN.get())
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
+
+
+def per_run(fn):
+    """Cache ``fn(path)`` by the file's real path inside :func:`one_run` (a raised error is not kept)."""
+
+    @functools.wraps(fn)
+    def cached(path):
+        run = _RUN.get()
+        if run is None:
+            return fn(path)
+        try:
+            key = (fn.__module__, fn.__qualname__, os.path.realpath(path))
+        except (OSError, TypeError, ValueError):
+            return fn(path)
+        if key not in run:
+            run[key] = fn(path)
+        return run[key]
+
+    cached.uncached = fn
+    return cached

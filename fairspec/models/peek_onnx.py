@@ -9,6 +9,8 @@ import os
 import pathlib
 from dataclasses import dataclass, field
 
+from fairspec import filecache
+
 from .base import ModelLoadError, require_file
 
 
@@ -295,8 +297,10 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
                          nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"), external=external)
 
 
+@filecache.per_run
 def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
-    """The graph inputs (initializers excluded) and outputs of an ONNX file.
+    """The graph inputs (initializers excluded) and outputs of an ONNX file (read once per lint run:
+    its checks each ask for it).
 
     Raises ModelLoadError when the file is missing or is not an ONNX protobuf.
     """

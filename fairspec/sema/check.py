@@ -304,5 +304,8 @@ def check_file(path, *, peek_models: bool = True, sources: dict | None = None, a
     """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers);
     ``allow``: folders outside the spec's project that its paths may name (--allow-path);
     ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API)."""
-    return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow,
-                   substitutes=substitutes).run()
+    from fairspec import filecache
+
+    with filecache.one_run():  # each ONNX file parsed once in this run, and again in the next
+        return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow,
+                       substitutes=substitutes).run()
