@@ -43,6 +43,23 @@ def test_ratio_ok_decides_the_tie_exactly():
     assert not ratio_ok(np.array([0, 0]), np.array([10, 8]), 0.8, False)           # 0/0 is no ratio
 
 
+
+def test_one_exact_ratio_for_the_goal_the_pairs_and_the_report():
+    """repair.optimise.exact_ratio is the one computation: ratio_ok compares it, pair_ratios and the
+    runner round it once (7 of 10 against 7 of 8 is 0.8, not 0.7999999999999999)."""
+    from fairspec.backends.repair.core import pair_ratios, passing_counts
+    from fairspec.backends.repair.optimise import exact_ratio
+
+    assert exact_ratio(np.array([7, 7]), np.array([10, 8])) == Fraction(4, 5)
+    assert exact_ratio(np.array([0, 0]), np.array([10, 8])) is None
+    decisions = np.array([1] * 7 + [0] * 3 + [1] * 7 + [0] * 1 + [0] * 4)
+    group = np.array([0] * 10 + [1] * 8 + [2] * 4)
+    passing, sizes = passing_counts(decisions, group, 3)
+    assert passing.tolist() == [7, 7, 0] and sizes.tolist() == [10, 8, 4]
+    assert [p["ratio"] for p in pair_ratios(decisions, group, ["a", "b", "c"])] == [0.8, 0.0, 0.0]
+    assert [p["ratio"] for p in pair_ratios(np.zeros(6, dtype=int), np.array([0, 0, 0, 1, 1, 1]), ["a", "b", "c"])] \
+        == [None, None, None]  # both rates 0, or a group with no rows: no ratio
+
 def test_ratio_ok_agrees_with_fractions_at_and_around_ties():
     rng = np.random.default_rng(5)
     seen_ties = 0

@@ -29,7 +29,7 @@ import numpy as np
 
 from fairspec.backends.repair.hypercubes import Cells, intersect, lex_points, make_cells, subset_boxes
 from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choose, choose_counts, choose_points,
-                                               minimal_change, ratio_ok)
+                                               exact_ratio, minimal_change, ratio_ok)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 from fairspec.certify.exact import threshold_of
 
@@ -330,8 +330,8 @@ def _best_ratio_within(cells, sign, base, sizes, budget, pb: Problem, probe: flo
     counts as reached, so the bound stays an upper bound)."""
     from fractions import Fraction
 
-    rates = [Fraction(int(p), int(n)) for p, n in zip(base, sizes)]
-    lo, hi = (min(rates) / max(rates) if max(rates) > 0 else Fraction(0)), threshold_of(pb.c)
+    now = exact_ratio(base, sizes)
+    lo, hi = (Fraction(0) if now is None else now), threshold_of(pb.c)
     grid = 1 << 16      # probe thresholds on a grid of 2^-16: small exact denominators for the solver's rows
     while hi - lo > Fraction(1, 1000):
         mid = Fraction(round((lo + hi) / 2 * grid), grid)
@@ -351,19 +351,21 @@ def passing_rates(decisions: np.ndarray, group: np.ndarray, G: int) -> np.ndarra
     return np.bincount(group, weights=decisions, minlength=G) / sizes
 
 
-def pair_ratios(decisions: np.ndarray, group: np.ndarray, names: list[str]) -> list[dict]:
-    """Every pair of groups: the lower passing rate over the higher one, of exact counts, rounded
-    once to a float (None when both rates are 0)."""
-    from fractions import Fraction
-
-    G = len(names)
+def passing_counts(decisions: np.ndarray, group: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray]:
+    """(passing, sizes): per group, the rows decided 1 and the rows, as integer counts."""
     sizes = np.bincount(group, minlength=G)
-    pos = np.bincount(group, weights=(np.asarray(decisions) == 1).astype(np.int64), minlength=G)
-    rates = [Fraction(int(round(p)), int(n)) if n else None for p, n in zip(pos, sizes)]
+    passing = np.bincount(group, weights=(np.asarray(decisions) == 1).astype(np.int64), minlength=G)
+    return passing.astype(np.int64), sizes
+
+
+def pair_ratios(decisions: np.ndarray, group: np.ndarray, names: list[str]) -> list[dict]:
+    """Every pair of groups: :func:`exact_ratio` of the two, rounded once to a float (None when both
+    rates are 0, or a group has no rows)."""
+    G = len(names)
+    passing, sizes = passing_counts(decisions, group, G)
     out = []
     for i in range(G):
         for j in range(i + 1, G):
-            a, b = rates[i], rates[j]
-            hi = None if a is None or b is None else max(a, b)
-            out.append({"groups": [names[i], names[j]], "ratio": float(min(a, b) / hi) if hi else None})
+            r = exact_ratio(passing[[i, j]], sizes[[i, j]]) if sizes[i] and sizes[j] else None
+            out.append({"groups": [names[i], names[j]], "ratio": None if r is None else float(r)})
     return out

@@ -110,16 +110,22 @@ class Choice:
     note: str = ""        # why the status is unknown, or why a feasible answer is not proven fewest (a margin)
 
 
-def ratio_ok(passing, sizes, c, strict: bool) -> bool:
-    """The goal, exactly: the lowest passing rate over the highest (integer counts as exact
-    rationals) against c as the spec writes it (``certify.exact.threshold_of``), ``>`` when strict else ``>=``.
-    False when every rate is 0 (0/0 is no ratio)."""
-    cf = threshold_of(c)
+def exact_ratio(passing, sizes) -> Fraction | None:
+    """The passing-rate ratio, exactly: the lowest passing rate over the highest, of integer counts
+    as exact rationals (7/10 : 7/8 is 4/5, not a quotient of two rounded rates); None when every rate
+    is 0 (0/0 is no ratio). The one computation of it: the goal's check, the report, the proof."""
     rates = [Fraction(_count(p), _count(n)) for p, n in zip(passing, sizes)]
     hi = max(rates)
-    if hi == 0:
+    return min(rates) / hi if hi > 0 else None
+
+
+def ratio_ok(passing, sizes, c, strict: bool) -> bool:
+    """The goal, exactly: :func:`exact_ratio` against c as the spec writes it
+    (``certify.exact.threshold_of``), ``>`` when strict else ``>=``. False when every rate is 0."""
+    cf = threshold_of(c)
+    r = exact_ratio(passing, sizes)
+    if r is None:
         return False
-    r = min(rates) / hi
     return r > cf if strict else r >= cf
 
 

@@ -87,7 +87,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     """FairRepair on the spec's model and data; ``engine`` and ``timeout`` are the options its runner
     (:mod:`fairspec.kinds.repair`) resolved with the planner."""
     from fairspec.backends.data.groups import assign
-    from fairspec.backends.repair.core import Problem, RepairUnsupported, model_kind, pair_ratios, passing_rates, repair
+    from fairspec.backends.repair.core import (Problem, RepairUnsupported, model_kind, pair_ratios, passing_counts,
+                                               passing_rates, repair)
+    from fairspec.backends.repair.optimise import exact_ratio
     from fairspec.models import ModelLoadError, load_model
 
     t0 = time.perf_counter()
@@ -149,12 +151,13 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
         "model_kind": type(model.raw).__name__,
     }
     op = ">" if strict else ">="
-    ratio_before = _exact_float(d0, group, G)
+    exact_before = exact_ratio(*passing_counts(d0, group, G))
+    ratio_before = _float(exact_before)
     if out.status == "met":
         details.update(written=None, repaired=False)
-        proof = _goal_proof(d0, group, G, op, prop, n, "the model as loaded")
+        proof = _goal_proof(exact_before, op, prop, n, "the model as loaded")
         if proof is None:
-            return unknown(prop, f"the passing-rate ratio on {n} rows is {_exact_ratio(d0, group, G)} exactly, not "
+            return unknown(prop, f"the passing-rate ratio on {n} rows is {exact_before} exactly, not "
                                  f"{op} {prop.threshold:g}, though the repair core found the goal met (a fairspec "
                                  f"bug)", backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
@@ -189,8 +192,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     after = passing_rates(d1, group, G)
     changed = int((d1 != d0).sum())
     sd = changed / n
-    ratio_after = _exact_float(d1, group, G)
-    proof = _goal_proof(d1, group, G, op, prop, n, "the repaired model loaded back")
+    exact_after = exact_ratio(*passing_counts(d1, group, G))
+    ratio_after = _float(exact_after)
+    proof = _goal_proof(exact_after, op, prop, n, "the repaired model loaded back")
     ok_ratio = proof is not None          # the ratio of exact counts against c as written, > or >= as written
     # the bound in whole rows, as the solvers were given it (a float alpha x minimal could disagree at a tie)
     ok_sd = changed <= out.budget[0] if out.budget is not None and out.budget[1] == n else \
@@ -241,23 +245,11 @@ def _round_trip(est, index):
         return SklearnModel(p, index=index)
 
 
-def _exact_ratio(decisions, group, G):
-    """The lowest over the highest passing rate as a ratio of exact counts (None when every rate is 0)."""
-    from fractions import Fraction
-
-    sizes = np.bincount(group, minlength=G)
-    pos = np.bincount(group, weights=(np.asarray(decisions) == 1).astype(np.int64), minlength=G)
-    rates = [Fraction(int(round(p)), int(s)) for p, s in zip(pos, sizes)]
-    hi = max(rates)
-    return min(rates) / hi if hi > 0 else None
-
-
-def _goal_proof(decisions, group, G, op, prop, n, what):
-    """The goal ``passing_rate_ratio op c`` over every data row, counted exactly (an
+def _goal_proof(r, op, prop, n, what):
+    """The goal ``passing_rate_ratio op c`` over every data row, ``r`` the exact ratio (an
     exhaustive-data Proof), or None when it fails."""
     from fairspec.certify.exact import prove_exhaustive
 
-    r = _exact_ratio(decisions, group, G)
     if r is None:
         return None
     return prove_exhaustive(r, op, prop.threshold, rows=int(n),
@@ -265,10 +257,9 @@ def _goal_proof(decisions, group, G, op, prop, n, what):
                                   f"decided by {what}")
 
 
-def _exact_float(decisions, group, G) -> float | None:
-    """The passing-rate ratio of exact counts, rounded once to a float (7/10 : 7/8 is 0.8, not the
-    0.7999999999999999 of dividing two rounded rates)."""
-    r = _exact_ratio(decisions, group, G)
+def _float(r) -> float | None:
+    """An exact ratio rounded once to a float (7/10 : 7/8 is 0.8, not the 0.7999999999999999 of
+    dividing two rounded rates)."""
     return None if r is None else float(r)
 
 
