@@ -213,13 +213,13 @@ def test_partition_proofs_combine_only_over_a_cover():
     from fractions import Fraction
 
     from fairspec.certify.pairlp import PairQuery
-    from fairspec.certify.smt import prove_partitioned, prove_unsat, smtlib
+    from fairspec.certify.smt import prove_unsat, smtlib
 
     rng = np.random.default_rng(4)
     net = _dyadic_net(rng, [3, 4, 1])
     p = PairProblem(net, np.zeros(3), np.array([1, 3, 2.0]), np.ones(3, bool), (), (0,), None, (), "logit", 50.0)
 
-    from fairspec.certify.partitions import whole_claim
+    from fairspec.certify.partitions import combine_partitions, whole_claim
 
     def proof(lo, hi):
         # the claim of the whole property (eps 50, runtime error 0: the float64 network) on the box
@@ -233,6 +233,9 @@ def test_partition_proofs_combine_only_over_a_cover():
     c = (np.array([0, 1, 0.0]), np.array([1, 3, 2.0]))           # overlaps a at x1 = 1
     full = [proof(*a), proof(*b)]
     kw = dict(claim="c", expect=expect)
+
+    def prove_partitioned(proofs, boxes, lo, hi, integer, **kw):
+        return combine_partitions(proofs, boxes, lo, hi, integer, methods=("exact-smt",), **kw)
     assert prove_partitioned(full, [a, b], p.lo, p.hi, p.integer, **kw).method == "exact-smt"
     assert prove_partitioned(full[:1], [a], p.lo, p.hi, p.integer, **kw) is None          # a gap
     assert prove_partitioned([proof(*a), proof(*c)], [a, c], p.lo, p.hi, p.integer, **kw) is None

@@ -47,7 +47,7 @@ from fairspec.certify.network import rigorous_ibp
 from fairspec.certify.pairlp import PairQuery, prob_threshold_low
 from fairspec.certify.proof import Proof, _mint
 
-__all__ = ["smtlib", "prove_unsat", "prove_partitioned", "lit", "input_names"]
+__all__ = ["smtlib", "prove_unsat", "lit", "input_names"]
 
 
 def lit(q) -> str:
@@ -315,14 +315,3 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
                  threshold=q.threshold, strict=q.strict, post=q.post, excluded=len(pairs), cut_points=len(cuts),
                  box=q.box(), pair=q.scope(), **detail)
 
-
-def prove_partitioned(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, claim: str, expect: dict) -> Proof | None:
-    """One ``exact-smt`` Proof from one per box of a partition of ``[lo, hi]``: each must be an
-    exact-smt Proof of certify about the whole property (``expect``,
-    :func:`fairspec.certify.partitions.whole_claim`) restricted to a box holding its partition box; the
-    boxes must lie inside ``[lo, hi]``, be pairwise disjoint and cover it
-    (:func:`fairspec.certify.partitions.combine_partitions`, whose docstring gives the argument).
-    None otherwise."""
-    from fairspec.certify.partitions import combine_partitions
-
-    return combine_partitions(proofs, boxes, lo, hi, integer, expect=expect, claim=claim, methods=("exact-smt",))

@@ -244,14 +244,14 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
-    if trees is None and backend != "smt" and res.status == "holds" and res.proof is None and \
-            res.coverage is not None:
+    if trees is None and res.status == "holds" and res.proof is None and res.coverage is not None:
         # every partition proved: their proofs combined by certify (boxes covering the domain, each proof
-        # about the whole property restricted to its box); not combinable -> the whole domain below
+        # about the whole property restricted to its box: exact-smt, bab-certificate, tilings, any mix);
+        # not combinable -> the whole domain below
         from fairspec.backends.pair.certify import runtime_of
 
-        rt = runtime_of(problem)
-        proof = _combined(prop, problem, parts, res, rt.readout, rt.precision, methods=None)
+        rt = kw["runtime"] if backend == "smt" else runtime_of(problem)
+        proof = _combined(prop, problem, parts, res, rt.readout, rt.precision)
         if proof is not None:
             res = replace(res, proof=proof, reason=f"{res.reason}; certified: {proof.summary}")
     if trees is None and res.status == "holds" and res.proof is None:
@@ -287,14 +287,6 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         if v.status == "unknown" and prop.post == "label" and mode != "maximize":
             return _label_by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
-    if backend == "smt" and res.status == "holds" and res.coverage is not None:
-        # every partition's exact-smt proof, and certify's check that the boxes cover the domain
-        proof = _combined(prop, problem, parts, res, kw["runtime"].readout, kw["runtime"].precision,
-                          methods=("exact-smt",))
-        if proof is None:
-            return unknown(prop, "every partition was proved, but certify could not combine their proofs",
-                           backend=backend, seconds=seconds, details=details)
-        res = replace(res, proof=proof)
     if mode == "maximize" and res.bound is None and res.value is not None:
         details["best_value"] = res.value      # no certified upper bound: not a maximum
     if backend == "smt":
@@ -388,11 +380,11 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
 
 
-def _combined(prop, problem, parts, res, readout, precision, methods):
+def _combined(prop, problem, parts, res, readout, precision):
     """One Proof of the whole domain from the partitions' own (``res.stats["part_proofs"]``), when
     certify can combine them (:func:`fairspec.certify.partitions.combine_partitions`: each about the
     whole property restricted to a box holding its partition, the partitions covering the domain once);
-    None otherwise. ``methods``: the part methods accepted (None: every one the combiner knows)."""
+    None otherwise."""
     from fairspec.certify.partitions import combine_partitions, whole_claim
 
     proofs = res.stats.get("part_proofs") or []
@@ -407,8 +399,7 @@ def _combined(prop, problem, parts, res, readout, precision, methods):
     how = ", ".join(f"{m} x {k}" for m, k in sorted(counts.items()))
     claim = (f"no pair violates {prop.name} on the model's runtime: {len(parts)} partitions of the tied inputs, "
              f"each certified ({how})")
-    kw = {} if methods is None else {"methods": methods}
-    return combine_partitions(proofs, parts, problem.lo, problem.hi, problem.integer, expect=expect, claim=claim, **kw)
+    return combine_partitions(proofs, parts, problem.lo, problem.hi, problem.integer, expect=expect, claim=claim)
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:

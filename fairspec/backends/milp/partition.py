@@ -775,7 +775,7 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
     bound = max(bounds) if bounds and all(b is not None for b in bounds) and len(done) == len(parts) else None
     stats = {"partitions": len(parts), "solved": len(done)}
     # each partition's certify Proof (None where it has none), aligned with ``parts``: a caller may
-    # combine them (fairspec.certify.smt.prove_partitioned checks that the boxes cover the domain)
+    # combine them (fairspec.certify.partitions.combine_partitions checks that they cover the domain)
     stats["part_proofs"] = [None if r is None else r.proof for r in results]
     stats["unfair_boxes"] = unfair
     if viol:
