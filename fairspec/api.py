@@ -320,7 +320,10 @@ def _declarations(spec: Path) -> dict | None:
         return None
     for node in tree.decls:
         if isinstance(node, ast.ModelDecl):
-            out["model"][node.name.id] = getattr(node.fmt, "id", None)
+            kw = {a.name.id: a.value for a in node.args if a.kind not in ("pos", "trust")}
+            rounds = kw.get("rounds")
+            out["model"][node.name.id] = _ModelDecl(getattr(node.fmt, "id", None),
+                                                    rounds.id if isinstance(rounds, ast.Name) else None)
         elif isinstance(node, ast.DataDecl):
             kw = {a.name.id: a.value for a in node.args if a.kind not in ("pos", "trust")}
             sep = kw["sep"].value if "sep" in kw and isinstance(kw["sep"], ast.Str) else ","
@@ -342,6 +345,12 @@ def _declarations(spec: Path) -> dict | None:
 
 
 @dataclass(frozen=True)
+class _ModelDecl:
+    fmt: str | None
+    rounds: str | None  # xgboost(..., rounds = best | all) as written (sema checks it)
+
+
+@dataclass(frozen=True)
 class _DataDecl:
     fmt: str
     sep: str
@@ -354,9 +363,10 @@ def _is_path(obj) -> bool:
     return isinstance(obj, (str, os.PathLike))
 
 
-def _write_model(obj, fmt, stem: Path, name: str) -> Path:
+def _write_model(obj, decl: _ModelDecl, stem: Path, name: str) -> Path:
     if _is_path(obj):
         return Path(obj).resolve()
+    fmt = decl.fmt
     mod = type(obj).__module__.split(".")[0]
     try:
         if fmt == "sklearn":
@@ -368,7 +378,7 @@ def _write_model(obj, fmt, stem: Path, name: str) -> Path:
             sio.dump(obj, path)
             return path
         if fmt == "xgboost":
-            booster = obj.get_booster() if hasattr(obj, "get_booster") else obj
+            booster = _xgboost_booster(obj, decl, name)
             path = stem.with_suffix(".json")
             booster.save_model(str(path))
             return path
@@ -414,6 +424,37 @@ def _write_model(obj, fmt, stem: Path, name: str) -> Path:
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
                         f"pass a file path")
+
+
+def _xgboost_booster(obj, decl: _ModelDecl, name: str):
+    """The booster to write for an XGBoost object, as its own ``predict`` computes. A scikit-learn
+    wrapper (XGBClassifier, XGBRegressor, ...) predicts with rounds 0 .. best_iteration when early
+    stopping recorded one: the written booster keeps those rounds only (what ``rounds = best``
+    reads), unless the declaration chooses with ``rounds = ...`` (then the file keeps every round
+    and its best_iteration, and the loader applies the declaration). A raw Booster is written as it
+    is: its ``predict`` uses every round but a caller may pass ``iteration_range``, so a best
+    iteration that leaves rounds out is FS425 as for a file. The wrapper's ``missing`` is not
+    recorded in a saved model (it is a property of the DMatrix): one other than NaN, the library's
+    default and the only one a model file can mean, is refused -- its predict sends that value
+    down each split's default branch, which fairspec's tree encodings do not model."""
+    if not hasattr(obj, "get_booster"):
+        return obj
+    import math
+
+    missing = getattr(obj, "missing", math.nan)
+    if missing is not None and not (isinstance(missing, (int, float)) and math.isnan(float(missing))):
+        raise FairspecError(f"model {name!r}: the XGBoost model given treats {missing!r} as missing "
+                            f"(missing={missing!r}), which a saved model file does not record and fairspec does "
+                            f"not model; fairspec reads XGBoost models whose missing value is NaN (the default), "
+                            f"so refit it with missing=np.nan")
+    booster = obj.get_booster()
+    best = booster.attr("best_iteration")
+    if best is None or decl.rounds is not None or getattr(obj, "booster", None) == "gblinear":
+        return booster
+    best = int(best)
+    if best < 0 or best + 1 >= booster.num_boosted_rounds():
+        return booster
+    return booster[: best + 1]       # XGBClassifier.predict's iteration_range (0, best_iteration + 1)
 
 
 def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:

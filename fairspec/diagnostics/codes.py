@@ -84,6 +84,7 @@ _ALL = [
     Code("FS421", "warning", "encode block order differs from the model's recorded input names", "list the features in the order the model records them"),
     Code("FS422", "error", "scikit-learn pipeline and spec disagree", "drop the encode block (fairspec reads the pipeline's own encoding) and declare a feature for each column the pipeline reads, with the categories it was fitted on"),
     Code("FS424", "warning", "scikit-learn pipeline never reads a protected feature", "the pipeline drops the column, so the model is blind to it and individual fairness over it holds for every model; keep 'protected' if that is what the spec states, or check the pipeline reads the column you meant"),
+    Code("FS425", "error", "XGBoost model trained with early stopping: which rounds is ambiguous", "add rounds = best to the model declaration for the rounds XGBClassifier.predict uses (0 .. best_iteration), or rounds = all for every round (Booster.predict)"),
     Code("FS423", "warning", "scikit-learn pipeline evaluated whole", "the solvers need preprocessing fairspec can fold: OneHotEncoder, OrdinalEncoder, StandardScaler, MinMaxScaler, passthrough and drop in a ColumnTransformer"),
     # -- properties and backends
     Code("FS501", "error", "malformed property", "a property states one metric compared with a threshold, or forall x, x' : F with require and ensure"),

@@ -191,6 +191,7 @@ class Model:
     # why the classifier has no class probability (a LinearSVC: no predict_proba, its decision_function
     # a margin, not a log-odds), when the file says so and the declaration says no score = ...
     no_probability: str | None = None
+    rounds: str | None = None  # xgboost: "best" | "all" (which boosting rounds are the model; early stopping)
 
     @property
     def is_regression(self) -> bool:

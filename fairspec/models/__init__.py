@@ -20,7 +20,7 @@ from .peek import peek_input_width
 __all__ = ["ModelLoadError", "LoadedModel", "load_model", "peek_input_width"]
 
 def load_model(format: str, path, *, output: str | int | None = None, index: int | None = None,
-               score_kind: str | None = None, trust_pickle: bool = False) -> LoadedModel:
+               score_kind: str | None = None, trust_pickle: bool = False, rounds: str | None = None) -> LoadedModel:
     """Load a model file; every failure is a ModelLoadError with one sentence naming the file.
 
     output:      ONNX: the graph output's name or position; torch: the position (or key) in a
@@ -29,10 +29,15 @@ def load_model(format: str, path, *, output: str | int | None = None, index: int
     index:       the column of a 2-D output (ONNX, torch: default 0; sklearn predict_proba: default 1).
     score_kind:  "logit" | "prob", overriding the default guess; sets the threshold (0.0 / 0.5).
     trust_pickle: allow pickled files (torch.save modules, .pkl/.pickle/.joblib estimators).
+    rounds:      xgboost: "best" (the rounds XGBClassifier.predict uses, 0 .. best_iteration) or
+                 "all" (every round, Booster.predict); required when the file records a best
+                 iteration that leaves rounds out (early stopping). Other formats: None.
     """
     p = pathlib.Path(path)
     fmt = normalize_format(format, p)
     check_score_kind(score_kind, p)
+    if rounds is not None and fmt != "xgboost":
+        raise ModelLoadError(f"rounds = {rounds} is an option of XGBoost models, not of the {fmt} model {p}", p)
     try:
         if fmt == "onnx":
             from .onnx_model import load_onnx
@@ -45,8 +50,9 @@ def load_model(format: str, path, *, output: str | int | None = None, index: int
         if fmt in ("xgboost", "lightgbm"):
             from .boosted import load_lightgbm, load_xgboost
 
-            load = load_xgboost if fmt == "xgboost" else load_lightgbm
-            return load(p, output=output, index=index, score_kind=score_kind)
+            if fmt == "xgboost":
+                return load_xgboost(p, output=output, index=index, score_kind=score_kind, rounds=rounds)
+            return load_lightgbm(p, output=output, index=index, score_kind=score_kind)
         from .sklearn_model import load_sklearn
 
         return load_sklearn(p, output=output, index=index, score_kind=score_kind, trust_pickle=trust_pickle)

@@ -177,7 +177,11 @@ def xgb_matrix(xgb, booster, X):
 
 
 class XGBoostModel(_Boosted):
-    def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None):
+    """``rounds``: "best" (the rounds XGBClassifier.predict uses: 0 .. the file's best_iteration),
+    "all" (every round: Booster.predict) or None, which a file recording a best iteration that leaves
+    rounds out refuses (:func:`_rounds`). ``rounds_used`` is (rounds evaluated, rounds in the file)."""
+
+    def __init__(self, path: pathlib.Path, *, output=None, index=None, score_kind=None, rounds=None):
         require_file(path)
         xgb = _need("xgboost", "xgboost", path)
         from .treefile import check_xgboost
@@ -206,8 +210,39 @@ class XGBoostModel(_Boosted):
             margin = True               # its predict is the class (the argmax of the margins): read the margins
         self.objective = obj
         self._xgb = xgb
+        booster = self._rounds(booster, learner, path, rounds)
         self.input_names = tuple(booster.feature_names or ()) or None
         self._setup(path, "xgboost", int(booster.num_features()) or None, margin, idx, score_kind, booster, task, k)
+
+    def _rounds(self, booster, learner, path, rounds):
+        """The booster whose every round is the model (module docstring of peek_trees: early
+        stopping). Every path (the tree encodings, the cells, certify's boxes, the replay of
+        witnesses) reads ``self.raw``, so the choice is made once, here."""
+        from .treefile import ROUNDS, ROUNDS_HINT, rounds_ambiguous, rounds_message
+
+        if rounds is not None and rounds not in ROUNDS:
+            raise ModelLoadError(f"the rounds {rounds!r} chosen for XGBoost model {path} are not 'best' or 'all'", path)
+        total = int(booster.num_boosted_rounds())
+        self.rounds_used = (total, total)
+        best = booster.attr("best_iteration")
+        gb = str(learner.get("gradient_booster", {}).get("name", "gbtree")) if isinstance(learner, dict) else ""
+        try:
+            best = None if best is None or gb == "gblinear" else int(best)
+        except ValueError:
+            raise ModelLoadError(f"{path} records a best_iteration {best!r} that is not a whole number", path) from None
+        if not rounds_ambiguous(best, total):
+            return booster
+        if rounds is None:
+            raise ModelLoadError(f"{rounds_message(str(path), best, total)}; {ROUNDS_HINT}", path)
+        if rounds == "all":
+            return booster
+        try:
+            sliced = booster[: best + 1]        # as XGBClassifier.predict: iteration_range (0, best_iteration + 1)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelLoadError(f"{path}: xgboost could not keep rounds 0 .. {best} of its {total}: "
+                                 f"{short_error(exc)}", path) from exc
+        self.rounds_used = (int(sliced.num_boosted_rounds()), total)
+        return sliced
 
     def _predict(self, X, margin):
         return self.raw.predict(xgb_matrix(self._xgb, self.raw, X), output_margin=margin)
@@ -260,6 +295,7 @@ class LightGBMModel(_Boosted):
 
 
 def load_xgboost(path, **kw) -> XGBoostModel:
+    """``rounds`` (XGBoostModel) is passed only when given: LightGBM takes no such option."""
     return XGBoostModel(pathlib.Path(path), **kw)
 
 

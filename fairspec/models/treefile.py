@@ -425,3 +425,51 @@ def check_lightgbm(path) -> int | None:
                     or not all(w.isdigit() for w in words)):
                 raise _bad(p, f"LightGBM model file: {what}'s categorical splits point outside their lists")
     return width
+
+
+# The rounds of an XGBoost model trained with early stopping (issue s18/h3-1): the file records
+# ``best_iteration`` in the learner's attributes and keeps every round; XGBClassifier.predict (in
+# memory or after load_model) uses rounds 0 .. best_iteration, Booster.predict every round. Which one
+# "the model" is, the file does not say: the declaration does (``rounds = best | all``).
+ROUNDS = ("best", "all")
+
+
+def xgboost_rounds(p: pathlib.Path) -> tuple[int | None, int | None]:
+    """(best_iteration, number of boosting rounds) an XGBoost model file records, read without the
+    library; (None, None) when it records no best iteration, its booster is gblinear (whose
+    predict ignores it) or the file cannot be read (the loader gives the sentence)."""
+    try:
+        learner = read_xgboost(p).get("learner", {})
+        best = _int(_get(learner, "attributes", "best_iteration"))
+        gb = _get(learner, "gradient_booster")
+        if best is None or _get(gb, "name") == "gblinear":
+            return None, None
+        if _get(gb, "name") == "dart":
+            gb = _get(gb, "gbtree")
+        model = _get(gb, "model")
+        indptr = _get(model, "iteration_indptr")
+        if isinstance(indptr, list) and indptr:
+            return best, len(indptr) - 1
+        trees = _get(model, "trees")
+        info = _get(model, "tree_info") or [0]
+        per = max(1, _int(_get(model, "gbtree_model_param", "num_parallel_tree"), 1) or 1) * (max(info) + 1)
+        return best, (len(trees) // per if isinstance(trees, list) else None)
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None, None
+
+
+def rounds_ambiguous(best: int | None, rounds: int | None) -> bool:
+    """Does a recorded best iteration leave rounds out (so that the wrapper's predict and the
+    booster's differ)? An unknown count is taken as yes."""
+    return best is not None and best >= 0 and (rounds is None or best + 1 < rounds)
+
+
+def rounds_message(where: str, best: int, rounds: int | None) -> str:
+    """The one sentence of FS425 / the loader's refusal."""
+    of = f" of its {rounds} boosting rounds" if rounds is not None else ""
+    return (f"{where} records best_iteration {best}{of} (early stopping): XGBClassifier.predict uses rounds 0 .. "
+            f"{best}, Booster.predict every round, and nothing says which one is the model")
+
+
+ROUNDS_HINT = ("add rounds = best to the model declaration for the rounds XGBClassifier.predict uses (0 .. "
+               "best_iteration), or rounds = all for every round (Booster.predict)")

@@ -106,7 +106,8 @@ class Context:
 
                 try:
                     self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
-                                                    score_kind=m.score_kind, trust_pickle=m.trust_pickle)
+                                                    score_kind=m.score_kind, trust_pickle=m.trust_pickle,
+                                                    rounds=m.rounds)
                 except ModelLoadError as e:
                     if not e.code:
                         raise

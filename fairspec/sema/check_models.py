@@ -38,7 +38,7 @@ class ModelChecks:
         if len(pos) != 1 or not isinstance(pos[0].value, ast.Str):
             self.fail("FS305", f"{fmt}(...) takes the model file path as its one positional argument", node.span)
         path_arg = pos[0].value
-        output = index = score = None
+        output = index = score = rounds = None
         trust = False
         for a in node.args:
             if a.kind == "pos":
@@ -65,9 +65,18 @@ class ModelChecks:
                     self.fail("FS307", "score = logit | prob | value (what the chosen output is; value: a "
                                        "regression's output)", v.span)
                 score = v.id
+            elif k == "rounds":
+                if fmt != "xgboost":
+                    self.fail("FS208", f"rounds is an option of xgboost(...) models (early stopping), not of {fmt}(...)",
+                              a.name.span)
+                if not (isinstance(v, ast.Name) and v.id in ("best", "all")):
+                    self.fail("FS307", "rounds = best | all (best: the rounds XGBClassifier.predict uses, 0 .. "
+                                       "best_iteration; all: every round, as Booster.predict)", v.span)
+                rounds = v.id
             else:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
-                          hint=did_you_mean(k, ["output", "index", "score"]) or "options are output, index, score and trust pickle")
+                          hint=did_you_mean(k, ["output", "index", "score", "rounds"])
+                          or "options are output, index, score, rounds (xgboost) and trust pickle")
         path = self.substitutes.get(("model", node.name.id)) or self.user_path(path_arg, d.base, "model file")
         from fairspec.files import PathError, file_kind
 
@@ -88,7 +97,7 @@ class ModelChecks:
             unfitted = skops_unfitted(path)
             if unfitted:                                # one sentence, and no follow-on error about its inputs
                 self.fail("FS401", not_fitted(path, unfitted), path_arg.span)
-        model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span)
+        model = ir.Model(node.name.id, fmt, str(path), output, index, score, trust, span=node.span, rounds=rounds)
         self.models[node.name.id] = model
         if self.peek_models:
             from fairspec.models import ModelLoadError, peek_input_width
@@ -100,8 +109,22 @@ class ModelChecks:
             from fairspec.models.peek import peek_input_names
 
             self.model_names[node.name.id] = peek_input_names(fmt, path)
+            if fmt == "xgboost" and rounds is None:
+                self._rounds(node, path, path_arg)
             self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
             self._readout(node, fmt, path, output, index, score)
+
+    def _rounds(self, node, path, path_arg) -> None:
+        """FS425: an XGBoost file recording a best iteration that leaves rounds out (early stopping)
+        is two models (XGBClassifier.predict's rounds, Booster.predict's); the declaration says which."""
+        from fairspec.models.treefile import ROUNDS_HINT, rounds_ambiguous, rounds_message, xgboost_rounds
+
+        best, total = xgboost_rounds(path)
+        if rounds_ambiguous(best, total):
+            # a file the Python API wrote for an object: its path, which the API names as the object
+            shown = path if self.substitutes.get(("model", node.name.id)) else path_arg.value
+            self.sink.add("FS425", rounds_message(f"model file {shown}", best, total), path_arg.span,
+                          hint=ROUNDS_HINT)
 
     def _pipeline(self, node, fmt, path, output, index, score, trust, path_arg, force: bool = False) -> None:
         """A scikit-learn Pipeline file: loaded now (its fitted preprocessing is the encoding,
