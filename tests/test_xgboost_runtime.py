@@ -1,0 +1,247 @@
+"""XGBoost settings the saved booster does not settle (audit s18/h3, findings 1 and 2), against brute
+force on the library's own predict over the whole (small, integer) domain:
+
+* early stopping: a file records ``best_iteration`` and keeps every round; ``XGBClassifier.predict``
+  (in memory or after ``load_model``) uses rounds 0 .. best_iteration, ``Booster.predict`` every
+  round. The declaration chooses (``rounds = best | all``); without it, FS425. An XGBClassifier
+  given to the Python API is checked as its own predict computes.
+* ``missing``: a wrapper's ``missing`` is not recorded by ``save_model``; the API refuses one other
+  than NaN, and a file is evaluated as xgboost loads it (missing = NaN).
+
+The models: a first stage fit on labels that depend on (a, b) only, over the full grid (so no tree
+splits on s), continued by rounds fit on labels that depend on s; ``best_iteration`` set to the
+last round of the first stage, as early stopping records it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from itertools import product
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+xgb = pytest.importorskip("xgboost")
+
+SPEC = """features F {
+  a : int in [0, 3]
+  b : int in [0, 3]
+  s : {F, M} protected
+}
+model m = xgboost("m.json"OPTIONS)
+encode F for m {
+  a, b : raw
+  s : code
+}
+property same {
+  forall x, x' : F
+  require x.* == x'.* except {s}
+  ensure CLASS(m(x)) == CLASS(m(x'))
+}
+"""
+
+GRID = np.array(list(product(range(4), range(4), range(2))), dtype=float)   # a, b, s (s: F = 0, M = 1)
+
+
+def _fair(pred) -> bool:
+    """Does the prediction on GRID ignore s?"""
+    p = np.asarray(pred).reshape(4, 4, 2)
+    return bool(np.all(p[:, :, 0] == p[:, :, 1]))
+
+
+def _two_stage(k: int = 2, missing=np.nan, best: bool = True):
+    """An XGBClassifier whose first 3 rounds ignore s and whose next 3 depend on it; best_iteration
+    2 (the first stage) when ``best``. ``k`` classes (2: binary:logistic; 3: multi:softprob)."""
+    X = np.repeat(GRID, 6, axis=0)
+    a, b, s = X[:, 0], X[:, 1], X[:, 2]
+    y1 = (a + b >= 3).astype(int) if k == 2 else ((a + b) // 2).clip(0, 2).astype(int)
+    y2 = y1.copy()
+    y2[(a == 1) & (s == 1)] = 1 - y1[(a == 1) & (s == 1)] if k == 2 else (y1[(a == 1) & (s == 1)] + 1) % 3
+    kw = dict(max_depth=3, learning_rate=1.0, random_state=0, missing=missing, n_jobs=1)
+    first = xgb.XGBClassifier(n_estimators=3, **kw).fit(X, y1)
+    clf = xgb.XGBClassifier(n_estimators=3, **kw).fit(X, y2, xgb_model=first.get_booster())
+    if best:
+        clf.get_booster().set_attr(best_iteration="2")
+    return clf
+
+
+@pytest.fixture(scope="module")
+def binary():
+    clf = _two_stage(2)
+    booster = clf.get_booster()
+    assert booster.num_boosted_rounds() == 6 and clf.best_iteration == 2
+    wrapper_fair = _fair(clf.predict(GRID))
+    booster_fair = _fair(booster.predict(xgb.DMatrix(GRID)) > 0.5)
+    # the two runtimes disagree on the property: the case tells which one fairspec computed
+    assert wrapper_fair and not booster_fair
+    return clf
+
+
+def _spec(folder, options: str = "", cls: str = "label"):
+    (folder / ".git").mkdir(exist_ok=True)
+    spec = folder / "spec.fair"
+    spec.write_text(SPEC.replace("OPTIONS", options).replace("CLASS", cls))
+    return spec
+
+
+def _verdict(report):
+    assert not [d for d in report.diagnostics if d.severity == "error"], report.diagnostics
+    (v,) = report.verdicts
+    return v
+
+
+def _assert_truth(v, predict, fair: bool):
+    """The verdict is the brute-force truth, and a witness violates on ``predict``."""
+    if fair:
+        assert (v.status, v.how) == ("holds", "proved"), v.reason
+    else:
+        assert v.status == "violated", v.reason
+        pair = predict(np.array([v.witness.x, v.witness.x_prime], dtype=float))
+        assert pair[0] != pair[1], (v.witness, pair)
+
+
+def _wrapper_predict(path):
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(path))
+    return clf.predict
+
+
+def _booster_predict(path):
+    booster = xgb.Booster()
+    booster.load_model(str(path))
+
+    def predict(X):
+        y = booster.predict(xgb.DMatrix(X))
+        return (y > 0.5).astype(int) if y.ndim == 1 else np.argmax(y, axis=1)
+    return predict
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+def test_rounds_best_and_all_are_the_wrapper_and_the_booster(binary, tmp_path, monkeypatch, enumerate_pairs):
+    """A file with early stopping: rounds = best is XGBClassifier.predict after load_model,
+    rounds = all is Booster.predict; by enumeration and on the solver path."""
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    binary.save_model(str(tmp_path / "m.json"))
+    wrapper, booster = _wrapper_predict(tmp_path / "m.json"), _booster_predict(tmp_path / "m.json")
+    for rounds, predict in (("best", wrapper), ("all", booster)):
+        v = _verdict(check(_spec(tmp_path, f", rounds = {rounds}")))
+        _assert_truth(v, predict, _fair(predict(GRID)))
+
+
+def test_a_file_with_early_stopping_needs_the_rounds_declared(binary, tmp_path):
+    """Without rounds = ..., FS425 at the file (lint and check, through the CLI), with the hint."""
+    binary.save_model(str(tmp_path / "m.json"))
+    spec = _spec(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200")
+    for cmd in ("lint", "check"):
+        out = subprocess.run([sys.executable, "-m", "fairspec", cmd, str(spec), "--format", "json"],
+                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        assert out.returncode == 2, (out.stdout, out.stderr)
+        doc = json.loads(out.stdout)
+        (d,) = [d for d in doc["diagnostics"] if d["code"] == "FS425"]
+        assert "best_iteration 2 of its 6 boosting rounds" in d["message"] and d["line"] == 6
+        assert "rounds = best" in d["hint"] and "rounds = all" in d["hint"]
+
+
+def test_the_loader_refuses_an_undeclared_best_iteration(binary, tmp_path):
+    from fairspec.models import ModelLoadError, load_model
+
+    binary.save_model(str(tmp_path / "m.json"))
+    with pytest.raises(ModelLoadError, match="best_iteration 2 of its 6"):
+        load_model("xgboost", tmp_path / "m.json")
+    assert load_model("xgboost", tmp_path / "m.json", rounds="best").rounds_used == (3, 6)
+    assert load_model("xgboost", tmp_path / "m.json", rounds="all").rounds_used == (6, 6)
+
+
+def test_a_file_without_best_iteration_needs_nothing(tmp_path):
+    """No early stopping (or best_iteration at the last round): no diagnostic, every round."""
+    from fairspec.pipeline import check
+
+    clf = _two_stage(2, best=False)
+    clf.save_model(str(tmp_path / "m.json"))
+    v = _verdict(check(_spec(tmp_path)))
+    _assert_truth(v, clf.predict, _fair(clf.predict(GRID)))
+    clf.get_booster().set_attr(best_iteration="5")
+    clf.save_model(str(tmp_path / "m.json"))
+    assert _verdict(check(_spec(tmp_path))).status == v.status
+
+
+def test_rounds_best_on_a_multiclass_model_is_the_wrapper(tmp_path):
+    """multi:softprob (3 trees a round): rounds = best keeps whole rounds, as the wrapper."""
+    from fairspec.pipeline import check
+
+    clf = _two_stage(3)
+    assert _fair(clf.predict(GRID)) != _fair(np.argmax(clf.get_booster().predict(xgb.DMatrix(GRID)), axis=1))
+    clf.save_model(str(tmp_path / "m.json"))
+    for rounds, predict in (("best", _wrapper_predict(tmp_path / "m.json")), ("all", _booster_predict(tmp_path / "m.json"))):
+        v = _verdict(check(_spec(tmp_path, f", rounds = {rounds}", cls="class")))
+        _assert_truth(v, predict, _fair(predict(GRID)))
+
+
+def test_the_api_checks_an_xgbclassifier_as_its_predict(binary, tmp_path):
+    """An XGBClassifier in memory: its predict (rounds 0 .. best_iteration), no declaration needed;
+    a declared rounds = all is honoured; a raw Booster (whose predict is the caller's choice of
+    iteration_range) is FS425 naming the object, as a file is."""
+    import fairspec
+
+    spec = _spec(tmp_path)
+    v = fairspec.check(spec, models={"m": binary}).report.verdicts[0]
+    _assert_truth(v, binary.predict, True)
+    rep = fairspec.check(spec, models={"m": binary.get_booster()})
+    (d,) = [d for d in rep.report.diagnostics if d.code == "FS425"]
+    assert d.message.startswith("the model given for 'm' records best_iteration 2"), d.message
+    booster = binary.get_booster()
+    predict = lambda X: (booster.predict(xgb.DMatrix(X)) > 0.5).astype(int)   # noqa: E731
+    for obj in (binary, booster):
+        v = fairspec.check(_spec(tmp_path, ", rounds = all"), models={"m": obj}).report.verdicts[0]
+        _assert_truth(v, predict, False)
+
+
+def test_the_api_refuses_a_missing_value_other_than_nan(tmp_path):
+    """XGBClassifier(missing=0.0): its predict sends s = 0 down the default branches, which the
+    saved file does not record; refused with one sentence. missing = NaN is checked as usual."""
+    import fairspec
+
+    spec = _spec(tmp_path)
+    clf = _two_stage(2, missing=0.0, best=False)
+    assert not _fair(clf.predict(GRID))         # the file written for it would be fair (the next test)
+    with pytest.raises(fairspec.FairspecError, match=r"^model 'm': the XGBoost model given treats 0\.0 as missing") as e:
+        fairspec.check(spec, models={"m": clf})
+    assert "\n" not in str(e.value)
+    clf = _two_stage(2, best=False)
+    v = fairspec.check(spec, models={"m": clf}).report.verdicts[0]
+    _assert_truth(v, clf.predict, _fair(clf.predict(GRID)))
+
+
+def test_a_file_is_evaluated_with_xgboosts_missing_nan(tmp_path):
+    """A model fit with missing = 0.0 and saved: the file does not record it; fairspec's verdict is
+    that of the file as xgboost loads it (missing = NaN; no domain point is NaN)."""
+    from fairspec.pipeline import check
+
+    clf = _two_stage(2, missing=0.0, best=False)
+    clf.save_model(str(tmp_path / "m.json"))
+    loaded = _wrapper_predict(tmp_path / "m.json")
+    assert np.isnan(xgb.XGBClassifier().missing)
+    assert not _fair(clf.predict(GRID)) and _fair(loaded(GRID))     # the object and the file differ
+    v = _verdict(check(_spec(tmp_path)))
+    _assert_truth(v, loaded, _fair(loaded(GRID)))
+
+
+def test_rounds_is_an_xgboost_option_with_two_values(binary, tmp_path):
+    from fairspec.pipeline import lint
+
+    binary.save_model(str(tmp_path / "m.json"))
+    bad = lint(_spec(tmp_path, ", rounds = 3")).diagnostics
+    assert [d.code for d in bad] == ["FS307"] and "rounds = best | all" in bad[0].message
+    (tmp_path / "m.txt").write_text("")
+    spec = _spec(tmp_path, ", rounds = best").read_text().replace('xgboost("m.json"', 'lightgbm("m.txt"')
+    (tmp_path / "spec.fair").write_text(spec)
+    codes = [(d.code, d.message) for d in lint(tmp_path / "spec.fair").diagnostics]
+    assert codes[0] == ("FS208", "rounds is an option of xgboost(...) models (early stopping), not of lightgbm(...)")
