@@ -115,12 +115,13 @@ def every_result_located(log: dict, cwd: Path) -> list[dict]:
                 phys = loc["physicalLocation"]
                 assert phys["artifactLocation"]["uri"] and phys["region"]["startLine"] >= 1, res
                 f = cwd / phys["artifactLocation"]["uri"]
-                if f.is_file():
-                    lines = f.read_text(encoding="utf-8").split("\n")
+                if f.is_file():  # columns in UTF-16 code units (the run's columnKind)
+                    lines = [len(x.encode("utf-16-le")) // 2 for x in f.read_text(encoding="utf-8").split("\n")]
                     reg = phys["region"]
-                    assert reg["startColumn"] <= len(lines[reg["startLine"] - 1]) + 1, res
+                    assert run["columnKind"] == "utf16CodeUnits"
+                    assert reg["startColumn"] <= lines[reg["startLine"] - 1] + 1, res
                     if "endLine" in reg:
-                        assert reg["endColumn"] <= len(lines[reg["endLine"] - 1]) + 1, res
+                        assert reg["endColumn"] <= lines[reg["endLine"] - 1] + 1, res
             out.append(res)
     return out
 
@@ -238,3 +239,27 @@ def test_a_github_annotation_without_a_span_is_at_line_1_of_the_spec(tmp_path):
     assert r.stdout.startswith("::error file=nosuch.fair,line=1,title=fairspec input::"), r.stdout
     assert to_github([], error="bad usage", spec=None) == "::error title=fairspec input::bad usage"
     assert to_github([], error="x", spec=str(tmp_path / "s.fair")).startswith(f"::error file={tmp_path}/s.fair,line=1,")
+
+
+def test_sarif_columns_are_utf16_code_units_after_an_emoji(tmp_path):
+    """SARIF's default columnKind (utf16CodeUnits, which the run states and GitHub code scanning reads):
+    an emoji before an error counts two units, so a consumer slicing the line in UTF-16 gets the token."""
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "emoji.fair"
+    spec.write_text('features W {\n  P : bool protected\n  C : {"😀😀", "中文", "ab"} protected\n}\n'
+                    'group g1 = C == "😀😀" or C == "abc"\n'
+                    'group g2 = C == "中文" or C == "😀😀x"\n'
+                    'property p { statistical_parity(rule(P), groups Cc) <= 0.1 }\n', encoding="utf-8")
+    r = run_cli("lint", spec, "--format", "sarif", cwd=tmp_path)
+    no_traceback(r)
+    log = valid_sarif(r.stdout)
+    (run,) = log["runs"]
+    assert run["columnKind"] == "utf16CodeUnits"
+    lines = spec.read_text(encoding="utf-8").split("\n")
+    got = []
+    for res in every_result_located(log, tmp_path):
+        reg = res["locations"][0]["physicalLocation"]["region"]
+        assert reg["endLine"] == reg["startLine"]
+        units = lines[reg["startLine"] - 1].encode("utf-16-le")
+        got.append(units[2 * (reg["startColumn"] - 1):2 * (reg["endColumn"] - 1)].decode("utf-16-le"))
+    assert '"abc"' in got and '"😀😀x"' in got, got

@@ -259,3 +259,44 @@ def test_a_closed_stderr_is_exit_2_and_silent_only_when_something_had_to_be_said
         with open("/dev/full", "w") as full:
             r = _run("lint", "s.fair", cwd=tmp_path, stdout=full, stderr=full)
         assert r.returncode == 2
+
+
+def test_a_snippet_caret_counts_terminal_cells_under_wide_characters(tmp_path):
+    """An emoji or a CJK character takes two cells of a terminal, a combining mark none: the caret is
+    placed and sized in cells (what pyte, a VT emulator, shows under the line), not in characters."""
+    from rich.cells import cell_len
+
+    from fairspec.diagnostics import Diagnostic, Span, register_source
+
+    f = str(tmp_path / "w.fair")
+    line = 'group g = C == "😀😀" or C == "中文e\u0301" or C == "abc"'
+    register_source(f, line + "\n")
+    for token in ('"中文e\u0301"', '"abc"'):
+        col = line.index(token) + 1
+        out = render_full(Diagnostic("FS206", "bad", Span(f, 1, col, 1, col + len(token)), "error", None))
+        shown, carets = out.splitlines()[3], out.splitlines()[4]
+        gutter = shown.index("| ") + 2
+        start = carets.index("^")
+        # the cells before the caret are the cells of the text before the token
+        assert start - gutter == cell_len(line[:col - 1]), (shown, carets)
+        assert carets.count("^") == cell_len(token), (shown, carets)
+
+
+def test_a_value_with_a_line_break_never_starts_a_line_of_lint_or_an_annotation(tmp_path):
+    """A category ``"a\\n::error file=x::pwned"``: lint's message shows the line break as ``\\n`` (a CI log
+    reads a line that starts with ``::error`` as a workflow command), and in ``--format github`` the
+    message is one line too (the hint's own line break stays ``%0A``); a tab is shown as ``\\t``."""
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "s.fair"
+    spec.write_text('features W {\n  P : bool protected\n  C : {"a", "b"} protected\n}\n'
+                    'group g = C == "a\\n::error file=x::pwned\\tz"\n')
+    r = run_cli("lint", spec, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert not [x for x in r.stdout.splitlines() if x.lstrip().startswith("::")], r.stdout
+    assert "'a\\n::error file=x::pwned" in r.stdout
+    r = run_cli("lint", spec, "--format", "github", cwd=tmp_path)
+    (line,) = r.stdout.splitlines()
+    assert line.startswith("::error file=s.fair,line=5,")
+    message = line.split("::", 2)[2]
+    assert message.startswith("'a\\n::error file=x::pwned\\tz' is not a category of C%0Ahint: "), message
+    assert "\t" not in line

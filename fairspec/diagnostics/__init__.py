@@ -167,27 +167,34 @@ def _snippet(span: Span) -> list[str]:
         text = head + text[lo:hi] + tail
         carets = max(1, min(carets, hi - (col - 1)))
         col = col - lo + len(head)
-    # control characters shown as escapes (fairspec.diagnostics.visible), the caret moved with them
+    # control characters shown as escapes (fairspec.diagnostics.visible), the caret moved with them;
+    # the caret placed and sized in terminal cells, not characters: an emoji or a CJK character
+    # before (or in) the token takes two cells, a combining mark none (rich.cells, a dependency)
+    from rich.cells import cell_len
+
     pre, mark, post = text[:col - 1], text[col - 1:col - 1 + carets], text[col - 1 + carets:]
     pre, mark, post = visible_value(pre), visible_value(mark), visible_value(post)
-    text, col, carets = pre + mark + post, len(pre) + 1, max(1, len(mark)) if mark else carets
+    text, indent, carets = pre + mark + post, cell_len(pre), max(1, cell_len(mark)) if mark else carets
     gutter = " " * width
     return [
         f" {gutter} |",
         f" {span.line} | {text}",
-        f" {gutter} | {' ' * (col - 1)}{'^' * carets}",
+        f" {gutter} | {' ' * indent}{'^' * carets}",
     ]
 
 
 def render_full(d: Diagnostic) -> str:
     """The diagnostic for a terminal: every text from the spec or its files through
-    :func:`~fairspec.diagnostics.visible.visible` (no raw control character reaches the terminal)."""
-    out = [f"{d.severity}[{d.code}]: {visible(d.message)}"]
+    :func:`~fairspec.diagnostics.visible.visible` (no raw control character reaches the terminal).
+    The message (one sentence that may quote a value) is one line, its line breaks shown as ``\\n``:
+    a category ``"a\\n::error file=x::..."`` cannot start a line of its own, which a CI log would
+    read as a workflow command."""
+    out = [f"{d.severity}[{d.code}]: {visible_value(d.message)}"]
     if d.span:
         out.append(f"  --> {visible_value(d.span.file)}:{d.span.line}:{d.span.column}")
         out.extend(_snippet(d.span))
     for r in d.related:
-        out.append(f"  note: {visible(r.message)} ({visible_value(r.span.file)}:{r.span.line}:{r.span.column})")
+        out.append(f"  note: {visible_value(r.message)} ({visible_value(r.span.file)}:{r.span.line}:{r.span.column})")
         out.extend(_snippet(r.span))
     if d.hint:
         out.append(f"  = hint: {visible(d.hint)}")

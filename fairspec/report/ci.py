@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
-from fairspec.diagnostics.visible import visible
+from fairspec.diagnostics.visible import visible, visible_value
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -56,16 +56,25 @@ def _location(span, spec: str | None = None) -> list[dict]:
     return [{"physicalLocation": {"artifactLocation": {"uri": _uri(span.file)}, "region": _region(span)}}]
 
 
+def _utf16(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units (a character past U+FFFF is two)."""
+    return len(text) + sum(ord(c) > 0xFFFF for c in text)
+
+
 def _region(span) -> dict:
     """The span as a SARIF region, its columns kept inside their lines: an error at the end of the file
-    ends at the end of its (maybe empty) line, never past it."""
+    ends at the end of its (maybe empty) line, never past it.  A span's columns count code points; a
+    region's count UTF-16 code units (SARIF's default ``columnKind``, which the run states, and the
+    unit GitHub code scanning reads: it ignores ``columnKind``), so an emoji before an error counts 2."""
     line, col, end_line, end_col = span.line, span.column, span.end_line, span.end_column
     lines = source_lines(span.file)
     if lines is not None:
         if 1 <= line <= len(lines):
-            col = max(1, min(col, len(lines[line - 1]) + 1))
+            text = lines[line - 1]
+            col = _utf16(text[:max(1, min(col, len(text) + 1)) - 1]) + 1
         if 1 <= end_line <= len(lines):
-            end_col = min(end_col, len(lines[end_line - 1]) + 1)
+            text = lines[end_line - 1]
+            end_col = _utf16(text[:max(1, min(end_col, len(text) + 1)) - 1]) + 1
     region = {"startLine": line, "startColumn": col}
     if (end_line, end_col) > (line, col):
         region.update(endLine=end_line, endColumn=end_col)
@@ -192,7 +201,8 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
         if related:
             res["relatedLocations"] = related
         results.append(res)
-    run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results}
+    run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results,
+           "columnKind": "utf16CodeUnits"}
     if notes:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
     if model_file is not None:
@@ -233,6 +243,17 @@ def _escape_data(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _one_line(s: str) -> str:
+    """A message (which quotes values: a category, a group name) on one line of the annotation: its
+    line breaks and tabs shown as ``\\n`` and ``\\t``, as every text writer shows them; the annotation's
+    own line breaks (before the hint) are fairspec's, written as ``%0A`` by :func:`_escape_data`."""
+    return visible_value(s).replace("\t", "\\t")
+
+
+def _with_hint(d) -> str:
+    return _one_line(d.message) + (f"\nhint: {d.hint}" if d.hint else "")
+
+
 def _escape_prop(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
@@ -242,9 +263,10 @@ def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = N
               spec: str | None = None) -> str:
     """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding; a
     finding with no span (an input error, FS203) at line 1 of ``spec``, as in SARIF."""
-    findings = [(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span)
-                for d in diagnostics]
-    findings += _verdict_results(verdicts, spans or {}, error, policies, error_span=error_span)
+    findings = [(d.code, d.severity, _with_hint(d), d.span) for d in diagnostics]
+    findings += [(rid, sev, _one_line(msg), span)
+                 for rid, sev, msg, span in _verdict_results(verdicts, spans or {}, error, policies,
+                                                             error_span=error_span)]
     return "\n".join(_github_lines(findings, spec))
 
 
@@ -257,10 +279,9 @@ def to_github_models(reports) -> str:
             key = (d.code, d.message, d.span)
             if key not in seen:
                 seen.add(key)
-                lines += _github_lines([(d.code, d.severity, d.message + (f"\nhint: {d.hint}" if d.hint else ""),
-                                         d.span)], r.spec)
+                lines += _github_lines([(d.code, d.severity, _with_hint(d), d.span)], r.spec)
         name = Path(f).name if f else "?"
-        lines += _github_lines([(f"{rid} ({name})", sev, f"model file {f}: {msg}", span)
+        lines += _github_lines([(f"{rid} ({name})", sev, _one_line(f"model file {f}: {msg}"), span)
                                 for rid, sev, msg, span in _verdict_results(
                                     r.verdicts, r.property_spans or {}, r.error, r.policy_sites,
                                     error_span=getattr(r, "error_span", None))], r.spec)
