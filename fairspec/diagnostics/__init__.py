@@ -148,6 +148,23 @@ def source_lines(file: str) -> list[str] | None:
     return lines
 
 
+def cell_len(text: str) -> int:
+    """The cells ``text`` takes on a terminal: two for a wide or full-width character (an emoji, CJK),
+    none for a combining mark or a zero-width format character, one otherwise; what rich.cells.cell_len
+    counts for such text, from the standard library (lint loads no rich)."""
+    import unicodedata
+
+    n = 0
+    for c in text:
+        if c.isascii():
+            n += 1
+        elif unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        else:
+            n += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return n
+
+
 def _snippet(span: Span) -> list[str]:
     lines = source_lines(span.file)
     if lines and lines[-1] == "":
@@ -168,10 +185,7 @@ def _snippet(span: Span) -> list[str]:
         carets = max(1, min(carets, hi - (col - 1)))
         col = col - lo + len(head)
     # control characters shown as escapes (fairspec.diagnostics.visible), the caret moved with them;
-    # the caret placed and sized in terminal cells, not characters: an emoji or a CJK character
-    # before (or in) the token takes two cells, a combining mark none (rich.cells, a dependency)
-    from rich.cells import cell_len
-
+    # the caret placed and sized in terminal cells, not characters (see cell_len)
     pre, mark, post = text[:col - 1], text[col - 1:col - 1 + carets], text[col - 1 + carets:]
     pre, mark, post = visible_value(pre), visible_value(mark), visible_value(post)
     text, indent, carets = pre + mark + post, cell_len(pre), max(1, cell_len(mark)) if mark else carets
