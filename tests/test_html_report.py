@@ -215,3 +215,91 @@ def test_pba_repair_and_distribution_pictures_end_to_end(tmp_path):
             assert "<svg" in sections[name], name
         if p["kind"] == "group_metric" and p["details"].get("groups"):
             assert "<svg" in sections[name], name
+
+
+# categories a chart once read as mathtext ($...$: drawn in math italics, or the whole picture and its
+# table lost to a ParseSyntaxException) or that the bidi algorithm reorders (RLO ... PDF: "live")
+_HOSTILE_CATEGORIES = ["$25k-$50k", "$\\frac{$", "\u202eevil\u202c", "</script><b>x", "plain"]
+_BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
+
+
+def _hostile_project(tmp_path) -> Path:
+    import csv
+
+    (tmp_path / "fairspec.toml").write_text("")
+    with open(tmp_path / "d.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["grp", "age", "y"])
+        for i in range(500):
+            w.writerow([_HOSTILE_CATEGORIES[i % 5], 20 if i % 5 in (0, 2) else 60, (i // 5) % 2])
+    cats = ", ".join('"' + c.replace("\\", "\\\\") + '"' for c in _HOSTILE_CATEGORIES)
+    spec = tmp_path / "spec.fair"
+    spec.write_text(f"""data d = csv("d.csv", label = y == 1)
+features F from d {{
+  grp : {{{cats}}} protected
+  age : int in [18, 80]
+}}
+model clf = rule(age >= 40)
+property sp {{ statistical_parity(clf, groups grp) <= 0.1 }}
+""", encoding="utf-8")
+    return spec
+
+
+def test_labels_are_drawn_as_written_and_bidi_controls_are_escaped(tmp_path):
+    """A category with ``$`` is drawn as written (no mathtext: the chart and the per-group table both
+    stand), and a bidi override in a category or a witness value is shown as an escape in the table,
+    the chart and the witness, as the text report shows it; chromium shows the page with no error."""
+    spec = _hostile_project(tmp_path)
+    out = tmp_path / "r.html"
+    r = run_cli("check", spec, "--html", out, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    text = out.read_text(encoding="utf-8")
+    section = _sections(text)["sp"]
+    assert "(no picture" not in section and "<svg" in section and "Per group (grp)" in section
+    svg = section[section.index("<svg"):section.index("</svg>")]
+    table = section[section.index("Per group"):]
+    for shown in ("grp=$25k-$50k", "grp=$\\frac{$", "grp=\\u202eevil\\u202c"):
+        assert shown in svg, shown  # one text element, the label as written (mathtext splits it into glyphs)
+        assert shown in table, shown
+    assert not set(text) & set(_BIDI)
+    # the witness of an individual-fairness verdict, a value holding an override
+    rep = Report(str(tmp_path / "spec.fair"), [], verdicts=[
+        Verdict("ind", "individual_fairness", "violated", backend="milp", reason="a pair \u202ereversed",
+                witness=Witness((0.0,), (1.0,), {"s": "\u202eFM", "age": 30}, {"s": "MF\u2066", "age": 30},
+                                (0.4, -0.2), "onnx"))])
+    page = render(rep)
+    assert "\\u202eFM" in _sections(page)["ind"] and "MF\\u2066" in page and "a pair \\u202ereversed" in page
+    assert not set(page) & set(_BIDI)
+    if CHROMIUM is not None:
+        shown = _browser(out, "--dump-dom")
+        assert shown.returncode == 0 and not _console_errors(shown.stderr), _console_errors(shown.stderr)
+        assert _dom_sections(shown.stdout) == ["sp"]
+        assert "grp=\\u202eevil\\u202c" in shown.stdout and not set(shown.stdout) & set(_BIDI)
+
+
+def test_a_chart_that_fails_leaves_its_table(tmp_path, monkeypatch):
+    from fairspec.report import charts
+
+    def broken(v):
+        raise RuntimeError("no chart today")
+
+    monkeypatch.setattr(charts, "rates_fig", broken)
+    section = _sections(render(_synthetic_report(tmp_path)))["di"]
+    assert "(no picture: RuntimeError: no chart today)" in section
+    assert "Per group (sex)" in section and "<td>sex=F</td>" in section
+
+
+def test_the_shares_legend_stays_inside_its_figure():
+    """FairQuant's shares with an estimate: five legend entries, in rows of three inside the figure
+    (in one row they ran past its right edge: "estimated fai")."""
+    from fairspec.report import charts
+
+    sh = {"certified_percent": 40.0, "falsified_percent": 10.0, "undecided_percent": 50.0, "measure": "volume",
+          "estimate": {"estimated": True, "estimated_unfair_in_undecided": {"estimate_percent": 20.0},
+                       "estimated_fair_in_undecided": {"estimate_percent": 30.0}}}
+    for est in (sh["estimate"], None):
+        with charts._context():
+            fig = charts.shares_fig(sh, est)
+            fig.draw_without_rendering()
+            box, frame = fig.axes[0].get_legend().get_window_extent(), fig.bbox
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)

@@ -10,7 +10,8 @@ write itself through :func:`visible`: each such character is shown as a Python-s
 
 ``newlines=False`` (a table cell, a name, a value) also shows line breaks as ``\\n``, so a value
 cannot start a line of its own; prose fairspec composes (a reason, a message) keeps them.
-JSON, SARIF and HTML escape by their own rules (json.dumps, html.escape) and need nothing here.
+JSON and SARIF escape by their own rules (json.dumps) and keep values exactly; the HTML report
+passes its text through here before html.escape (a bidi override would reorder a line of the page).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Plots come from matplotlib and are inlined as SVG.  Chosen over Vega-Lite (altai
 a static SVG needs no script at view time: the file opens offline, with JavaScript off, in a
 mail client or an archive, prints as vectors at any size, and cannot fail with a console
 error; Vega-Lite would need ~1 MB of JavaScript inlined into every report and renders only
-once that script runs.  matplotlib is imported here only (the `report` extra).
+once that script runs.  matplotlib is imported in fairspec.report.charts only (the `report` extra).
 
 The page: a summary of the verdicts, then one ``<section class="property"
 data-property=NAME>`` per property with the picture that fits its kind:
@@ -30,22 +30,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import io
-import itertools
 from dataclasses import replace
 from pathlib import Path
 
-from fairspec.report import GROUP_COLUMNS, cell_text, group_columns
+from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.report import GROUP_COLUMNS, cell_text, charts, group_columns
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
-# colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
-_BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
-_STATUS_COLOUR = {"holds": "#1b7f3b", "violated": "#b3261e", "unknown": "#8a6d00"}
-_RATE_WORDS = {"positive_rate": "positive rate", "base_rate": "base rate", "tpr": "true-positive rate",
-               "fpr": "false-positive rate", "fnr": "false-negative rate", "tnr": "true-negative rate",
-               "ppv": "positive predictive value", "fdr": "false discovery rate", "npv": "negative predictive value",
-               "for": "false omission rate", "error_rate": "error rate", "accuracy": "accuracy",
-               "benefit": "mean benefit (decision - label + 1)"}
+def _e(x) -> str:
+    """Text fairspec did not write (a name, a reason, a path, an error) as HTML: control characters and
+    the bidirectional controls shown as escapes (``\\u202e``), as the text report shows them
+    (fairspec.diagnostics.visible), so a category ``"\\u202eevil"`` reads as written and cannot
+    reverse the line it is on; then HTML-escaped.  Line breaks kept (a ``<pre>`` shows them)."""
+    return html.escape(visible("" if x is None else x))
+
+
+def _v(x) -> str:
+    """A value (a group, a category, a witness's feature value) as HTML on one line: :func:`_e` with
+    line breaks shown as ``\\n`` too."""
+    return html.escape(visible_value("" if x is None else x))
 
 
 # ------------------------------------------------------------------ writing
@@ -84,7 +87,7 @@ def _write(render_text, path, keep: tuple) -> Path:
 
 
 def render(report) -> str:
-    e = html.escape
+    e = _e
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
@@ -100,7 +103,7 @@ def render(report) -> str:
 def render_models(reports) -> str:
     """``check --models``: one page for several model files: a table of every property's verdict
     per model file (the comparison of candidate models), then each file's report in file order."""
-    e = html.escape
+    e = _e
     spec = reports[0][1].spec if reports else ""
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -113,7 +116,7 @@ def render_models(reports) -> str:
         for v in r.verdicts:
             if v.name not in names:
                 names.append(v.name)
-    head = "".join(f"<th>{e(n)}</th>" for n in names)
+    head = "".join(f"<th>{_v(n)}</th>" for n in names)
     rows = []
     for k, (f, r) in enumerate(reports):
         by = {v.name: (i, v) for i, v in enumerate(r.verdicts)}
@@ -141,7 +144,7 @@ def render_models(reports) -> str:
 
 def _body(report, prefix: str = "") -> list[str]:
     """The sections of one report after its summary: error, diagnostics, properties, warnings, loads."""
-    e = html.escape
+    e = _e
     parts = []
     if report.error:
         parts.append(f"<section id={prefix}error><h2>Error</h2><p class=error>{e(report.error)}</p></section>")
@@ -174,13 +177,13 @@ _EXIT = {0: "everything holds", 1: "a property is violated", 2: "bad spec, model
 
 
 def _summary(report) -> str:
-    e = html.escape
+    e = _e
     counts = {s: sum(v.status == s for v in report.verdicts) for s in ("holds", "violated", "unknown")}
     head = " &middot; ".join(f"<span class='badge {s}'>{n} {s}</span>" for s, n in counts.items())
     rows = []
     for i, v in enumerate(report.verdicts):
         bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
-        value = "" if v.value is None else f"{v.value:.4g}" if isinstance(v.value, float) else e(str(v.value))
+        value = "" if v.value is None else f"{v.value:.4g}" if isinstance(v.value, float) else _v(str(v.value))
         rows.append(f"<tr><td><a href='#p{i}'>{e(v.name)}</a></td><td>{e(v.kind.replace('_', ' '))}</td>"
                     f"<td class='{v.status}'>{e(v.label)}</td><td class=num>{value}</td>"
                     f"<td class=claim>{_claim(report, v.name)}</td><td class=num>{bound}</td>"
@@ -192,7 +195,7 @@ def _summary(report) -> str:
 
 
 def _property(v, i: int, prefix: str = "") -> str:
-    e = html.escape
+    e = _e
     out = [f"<section class=property id='{prefix}p{i}' data-property='{e(v.name)}'>",
            f"<h2>{e(v.name)} <span class='badge {v.status}'>{e(v.label)}</span></h2>",
            f"<p class=kind>{e(v.kind.replace('_', ' '))}"
@@ -212,7 +215,7 @@ def _property(v, i: int, prefix: str = "") -> str:
 
 def _with_interval(row: dict, key: str) -> str:
     """A rate with its bootstrap interval when the backend gave one: 0.4234 [0.3996, 0.4464]."""
-    e = html.escape
+    e = _e
     text = e(cell_text(row.get(key)))
     iv = row.get(f"{key}_interval")
     if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(isinstance(x, (int, float)) for x in iv):
@@ -229,7 +232,7 @@ def _ll144(report) -> str:
     nyc_ll144 / nyc_ll144_scoring policy: per category of sex, race/ethnicity and their
     intersection, the number of applicants, the number selected (or scoring above the sample's
     median), the rate and the impact ratio; the excluded categories with their counts."""
-    e = html.escape
+    e = _e
     sites = getattr(report, "policy_sites", {}) or {}
     by_name = {v.name: v for v in report.verdicts}
     applications: dict = {}
@@ -248,7 +251,7 @@ def _ll144(report) -> str:
             for g in v.details["groups"]:
                 ratio = g.get("impact_ratio")
                 low = v.status == "violated" and ratio is not None and ratio == v.value
-                rows.append(f"<tr{' class=failing' if low else ''}><td>{e(title)}</td><td>{e(str(g['group']))}</td>"
+                rows.append(f"<tr{' class=failing' if low else ''}><td>{e(title)}</td><td>{_v(str(g['group']))}</td>"
                             f"<td class=num>{e(cell_text(g.get('rows')))}</td>"
                             f"<td class=num>{e(cell_text(g.get('positives')))}</td>"
                             f"<td class=num>{e(cell_text(g.get('positive_rate')))}</td>"
@@ -259,7 +262,7 @@ def _ll144(report) -> str:
             continue
         note = ("<p class=note>Excluded from the impact ratios (under "
                 f"{e(cell_text(next(iter(props.values())).details.get('exclude_below', 0)))} of the data): "
-                f"{e('; '.join(excluded))}.</p>") if excluded else ""
+                f"{_v('; '.join(excluded))}.</p>") if excluded else ""
         out.append(f"<section class=ll144 id='ll144-{e(prefix)}'><h2>Bias audit: NYC Local Law 144 "
                    f"(<code>{e(prefix)}</code>, {kind} rates)</h2><table><thead><tr><th>grouping</th><th>category"
                    f"</th><th>applicants</th><th>{e(verb)}</th><th>{kind} rate</th><th>impact ratio</th></tr>"
@@ -274,7 +277,7 @@ def _explanation_tree(paths) -> str:
     domain. Nested lists with CSS branch lines (no script)."""
     if not paths:
         return ""
-    e = html.escape
+    e = _e
     root: dict = {}
     for p in paths:
         node = root
@@ -301,14 +304,14 @@ def _claim_of(v) -> str:
     d = v.details or {}
     if d.get("op") is None or d.get("threshold") is None:
         return ""
-    return f" &middot; claim {html.escape({'<=': '≤', '>=': '≥'}.get(d['op'], d['op']))} {_num(d['threshold'])}"
+    return f" &middot; claim {_e({'<=': '≤', '>=': '≥'}.get(d['op'], d['op']))} {_num(d['threshold'])}"
 
 
 def _claim(report, name: str) -> str:
     op, t = (getattr(report, "claims", {}) or {}).get(name, (None, None))
     if op is None or t is None:
         return ""
-    return f"{html.escape({'<=': '≤', '>=': '≥'}.get(op, op))} {_num(t)}"
+    return f"{_e({'<=': '≤', '>=': '≥'}.get(op, op))} {_num(t)}"
 
 
 def _provenance(report, prefix: str = "") -> str:
@@ -316,7 +319,7 @@ def _provenance(report, prefix: str = "") -> str:
     prov = report.provenance() if hasattr(report, "provenance") and getattr(report, "started", None) else None
     if not prov:
         return ""
-    e = html.escape
+    e = _e
     rows = []
     for f in prov["files"]:
         size = "" if f["bytes"] is None else f"{f['bytes']:,}"
@@ -331,7 +334,7 @@ def _provenance(report, prefix: str = "") -> str:
 
 
 def _num(x) -> str:
-    return f"{x:.4g}" if isinstance(x, float) else html.escape(str(x))
+    return f"{x:.4g}" if isinstance(x, float) else _v(str(x))
 
 
 def _picture(v, i: int) -> str:
@@ -345,72 +348,43 @@ def _picture(v, i: int) -> str:
 def _kind_picture(v) -> str | None:
     d = v.details or {}
     if v.kind == "group_metric" and d.get("influence"):
-        return _figure(_influence_fig(v), f"Fairness influence of each feature subset ({d.get('influence_metric')})")
+        return _figure(lambda: charts.influence_fig(v), f"Fairness influence of each feature subset ({d.get('influence_metric')})")
     if v.kind == "group_metric" and d.get("groups"):
         return _group_metric(v)
     if v.kind == "pba" and d.get("table"):
         return _pba(v)
     if v.kind == "k_discrimination" and d.get("explanation"):
         body = f"<h3>Explanation tree</h3>{_explanation_tree(d.get('explanation_tree'))}" \
-               f"<pre>{html.escape(d['explanation'])}</pre>"
+               f"<pre>{_e(d['explanation'])}</pre>"
         if d.get("guardrail"):
-            body += f"<h3>Guardrail pre-condition</h3><pre>{html.escape(d['guardrail'])}</pre>"
+            body += f"<h3>Guardrail pre-condition</h3><pre>{_e(d['guardrail'])}</pre>"
         return body
     if v.kind == "repair" and d.get("pairs_before"):
-        return _figure(_repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over higher) before "
+        return _figure(lambda: charts.repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over higher) before "
                                        "and after the repair, with the goal")
     if v.kind == "individual_fairness" and d.get("coverage"):
         c = {k: x for k, x in d["coverage"].items() if k != "shares"}
-        out = "<table><tr>" + "".join(f"<th>{html.escape(str(k))}</th>" for k in c) + "</tr><tr>" + \
-            "".join(f"<td class=num>{html.escape(str(x))}</td>" for x in c.values()) + "</tr></table>"
+        out = "<table><tr>" + "".join(f"<th>{_e(str(k))}</th>" for k in c) + "</tr><tr>" + \
+            "".join(f"<td class=num>{_v(str(x))}</td>" for x in c.values()) + "</tr></table>"
         if d["coverage"].get("shares"):
             out = _shares(d["coverage"]["shares"]) + out
         return out
     return None
 
 
-_SHARE_WORDS = (("certified", "certified (boxes proved fair)", _GREEN, ""),
-                ("falsified", "falsified (boxes proved unfair, counterexample points)", _RED, "//"),
-                ("undecided", "undecided", _GREY, ".."))
-
-
 def _shares(sh: dict) -> str:
     """FairQuant's shares of the domain: a stacked bar and a table with the exact fractions; with an
     estimate of the undecided share's split (sampled), a second bar and a table of its own, labelled
     estimated -- never a row of the proved shares."""
-    e = html.escape
+    e = _e
     est = sh.get("estimate") if isinstance(sh.get("estimate"), dict) and sh["estimate"].get("estimated") else None
-    fig = _new_figure(6.5, 1.9 if est else 1.5)
-    ax = fig.add_subplot()
-    left = 0.0
-    for key, word, colour, hatch in _SHARE_WORDS:
-        w = float(sh.get(f"{key}_percent", 0.0))
-        ax.barh([1 if est else 0], [w], left=left, color=colour, hatch=hatch, edgecolor="black", label=key)
-        left += w
-    if est:
-        # the estimate: the proved shares again, the undecided part split by the sampled proportions
-        c, f = float(sh.get("certified_percent", 0.0)), float(sh.get("falsified_percent", 0.0))
-        eu = est["estimated_unfair_in_undecided"]["estimate_percent"]
-        ef = est["estimated_fair_in_undecided"]["estimate_percent"]
-        left = 0.0
-        for w, colour, hatch, label in ((c, _GREEN, "", None), (f, _RED, "//", None),
-                                        (eu, _RED, "xx", "estimated unfair"), (ef, _GREEN, "xx", "estimated fair")):
-            ax.barh([0], [w], left=left, color=colour, alpha=0.45 if label else 1.0, hatch=hatch, edgecolor="black",
-                    label=label)
-            left += w
-        ax.set_yticks([0, 1], ["estimated (sampled)", "shares (exact)"])
-    else:
-        ax.set_yticks([])
-    ax.set_xlim(0, 100)
-    ax.set_xlabel(f"% of the domain ({sh.get('measure')})")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5 if est else 3, frameon=False, fontsize=8)
     rows = "".join(f"<tr><td>{e(word)}</td><td class=num>{e(str(sh.get(key)))}</td>"
                    f"<td class=num>{float(sh.get(f'{key}_percent', 0.0)):.6g}%</td></tr>"
-                   for key, word, _, _ in _SHARE_WORDS)
+                   for key, word, _, _ in charts.SHARE_WORDS)
     what = "integer points" if sh.get("measure") == "integer points" else "volume"
     note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
             f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
-    out = (_figure(fig, "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
+    out = (_figure(lambda: charts.shares_fig(sh, est), "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
                    + ("; below, the undecided share split by an estimate from sampled individuals" if est else ""))
            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
            + f"<p class=note>{note}</p>")
@@ -441,42 +415,30 @@ def _shares(sh: dict) -> str:
 
 # ------------------------------------------------------------------ figures
 
-def _new_figure(w: float, h: float):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(w, h), layout="constrained")
-    return fig
-
-
-_FIGURES = itertools.count()
+def _figure(build, caption: str) -> str:
+    """The chart ``build()`` makes (fairspec.report.charts), as inline SVG with its caption; a chart
+    that fails is a note in its place: the tables beside it stand."""
+    return _safe_svg(lambda: charts.svg(build), caption)
 
 
-def _svg(fig) -> str:
-    import matplotlib
-
-    buf = io.StringIO()
-    # every figure gets its own salt, so that the ids of clip paths never collide between the SVGs of one page
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fairspec-{next(_FIGURES)}",
-                                "font.family": "DejaVu Sans"}):
-        fig.savefig(buf, format="svg")
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def _figure(fig, caption: str) -> str:
-    return f"<figure>{_svg(fig)}<figcaption>{html.escape(caption)}</figcaption></figure>"
+def _safe_svg(make, caption: str) -> str:
+    try:
+        svg = make()
+    except Exception as ex:  # noqa: BLE001 - a picture is a courtesy: the verdict and its tables stand
+        return f"<p class=note>(no picture: {_e(type(ex).__name__)}: {_e(ex)})</p>"
+    return f"<figure>{svg}<figcaption>{_e(caption)}</figcaption></figure>"
 
 
 def _group_metric(v) -> str:
     d = v.details
-    e = html.escape
+    e = _e
     parts = []
     if d.get("metric") == "calibration_gap":
-        parts.append(_figure(_reliability_fig(v), "Reliability per group: observed share of label = 1 against "
+        parts.append(_figure(lambda: charts.reliability_fig(v), "Reliability per group: observed share of label = 1 against "
                                                   "the mean score in each score bin; the diagonal is perfect "
                                                   "calibration"))
     else:
-        parts.append(_figure(_rates_fig(v), _rates_caption(v)))
+        parts.append(_figure(lambda: charts.rates_fig(v), _rates_caption(v)))
     cols = group_columns(v)
     head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
     counted = any("counted" in r for r in d["groups"])
@@ -487,7 +449,7 @@ def _group_metric(v) -> str:
         flag = ("excluded" if r.get("excluded") else cell_text(r["counted"])) if counted else None
         mark = failing.get(str(r["group"]))
         cls = " class=failing" if mark else ""
-        name = e(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
+        name = _v(str(r["group"])) + (f" <span class=fails>&#x2717; {mark}, fails the claim</span>" if mark else "")
         rows.append(f"<tr{cls}><td>{name}</td>" + "".join(f"<td class=num>{_with_interval(r, k)}</td>"
                                                          for k, _ in cols)
                     + (f"<td>{e(flag)}</td>" if counted else "") + "</tr>")
@@ -501,22 +463,14 @@ def _group_metric(v) -> str:
                  f"{'<th>counted</th>' if counted else ''}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     if d.get("excluded_groups"):
         listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {e(listed)}</p>")
+        parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {_v(listed)}</p>")
     return "".join(parts)
-
-
-def _compared_keys(v) -> list[str]:
-    d = v.details
-    keys = [k for k in d.get("rates", []) if k in _RATE_WORDS]
-    if not keys:  # over a distribution: Justicia's PPV is the positive rate
-        keys = [k for k in ("positive_rate", "ppv") if any(k in g for g in d["groups"])][:1]
-    return keys
 
 
 def _rates_caption(v) -> str:
     d = v.details
-    words = " and ".join(_RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate"
-                         for k in _compared_keys(v))
+    words = " and ".join(charts.RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate"
+                         for k in charts.compared_keys(v))
     cmp = "each group against the whole population" if d.get("compare") == "to_overall" else \
         "the highest group against the lowest"
     ci = f"; bars show {d.get('confidence', 0.95):.0%} bootstrap intervals" if v.backend == "data" else ""
@@ -524,202 +478,23 @@ def _rates_caption(v) -> str:
            f"threshold {v.details.get('threshold', '')}".rstrip() + "."
 
 
-def _rates_fig(v):
-    import numpy as np
-
-    d = v.details
-    keys = _compared_keys(v)
-    groups = d["groups"]
-    names = [str(g["group"]) for g in groups]
-    fig = _new_figure(max(7.5, 0.9 * len(names) + 4.5), 3.6)
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[3.2, 1])
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(keys))
-    hatches = ["", "//", "..", "xx"]
-    colours = [_BLUE, _ORANGE, _GREEN, _RED]
-    top = 0.0
-    for j, k in enumerate(keys):
-        vals = np.array([np.nan if g.get(k) is None else g[k] for g in groups], dtype=float)
-        counted = np.array([g.get("counted", True) for g in groups])
-        lo = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[0] for g in groups], dtype=float)
-        hi = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[1] for g in groups], dtype=float)
-        pos = x - 0.4 + width * (j + 0.5)
-        ax.bar(pos[counted], np.nan_to_num(vals[counted]), width, color=colours[j % 4], hatch=hatches[j % 4],
-               edgecolor="black", linewidth=0.5, label=_RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate")
-        if (~counted).any():
-            ax.bar(pos[~counted], np.nan_to_num(vals[~counted]), width, color="white", hatch="\\\\",
-                   edgecolor=_GREY, linewidth=0.5, label="not counted (too small or excluded)" if j == 0 else None)
-        ok = ~np.isnan(lo) & ~np.isnan(vals)
-        if ok.any():
-            ax.errorbar(pos[ok], vals[ok], yerr=[vals[ok] - lo[ok], hi[ok] - vals[ok]], fmt="none", ecolor="black",
-                        capsize=3, linewidth=0.9)
-        top = max(top, np.nanmax(np.concatenate([vals, hi])) if np.isfinite(np.nanmax(np.concatenate([vals, hi])))
-                  else 0.0)
-    _reference_line(ax, v, keys, groups)
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center",
-                       fontsize=8)
-    ax.set_ylim(0, max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
-    ax.set_ylabel("rate (share of the group's rows, 0-1)")
-    ax.set_title(f"{v.name}: per group", fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    _metric_panel(ax2, v)
-    return fig
-
-
-def _reference_line(ax, v, keys, groups) -> None:
-    """The threshold in the rates' own units: highest - t (difference), t x highest (ratio),
-    overall +- t (to overall); for the most/least favoured group's rate, t itself."""
-    d = v.details
-    t = d.get("threshold")
-    metric = d.get("metric", "")
-    if t is None or len(keys) != 1:
-        return
-    from fairspec.analyses.group_rates import METRICS
-
-    mdef = METRICS.get(metric)
-    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
-    if not vals or mdef is None:
-        return
-    hi = max(vals)
-    overall = (d.get("overall") or {}).get(keys[0])
-    style = dict(color=_RED, linestyle="--", linewidth=1.2)
-    if mdef.form in ("max_rate", "min_rate"):
-        ax.axhline(t, label=f"threshold {t:g}", **style)
-    elif d.get("compare") == "to_overall" and overall is not None:
-        if mdef.form == "ratio":
-            ax.axhline(overall * t, label=f"{t:g} x overall", **style)
-        else:
-            ax.axhline(overall - t, label=f"overall - {t:g}", **style)
-            ax.axhline(overall + t, label=f"overall + {t:g}", **style)
-    elif mdef.form == "ratio":
-        ax.axhline(hi * t, label=f"{t:g} x highest", **style)
-    elif mdef.form in ("difference", "average"):
-        ax.axhline(hi - t, label=f"highest - {t:g}", **style)
-
-
-def _metric_panel(ax, v) -> None:
-    d = v.details
-    t = d.get("threshold")
-    if v.value is None:
-        ax.axis("off")
-        return
-    lo, hi = v.bound if v.bound else (v.value, v.value)
-    ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
-    if t is not None:
-        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {t:g}")
-        ax.legend(fontsize=7, loc="best", frameon=False)
-    ax.set_xticks([0])
-    ax.set_xticklabels([str(d.get("metric", "value"))], fontsize=7)
-    ax.set_xlim(-1, 1)
-    ax.set_title(f"{v.status}", fontsize=10, color=_STATUS_COLOUR.get(v.status, "black"))
-    ax.grid(axis="y", alpha=0.3)
-
-
-def _reliability_fig(v):
-    d = v.details
-    fig = _new_figure(7.5, 3.8)
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
-    ax.plot([0, 1], [0, 1], color=_GREY, linestyle=":", linewidth=1, label="perfect calibration")
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
-    colours = [_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "black"]
-    for j, g in enumerate(d["groups"]):
-        pts = [(b["mean_score"], b["positive_share"]) for b in g.get("reliability", []) if b["mean_score"] is not None]
-        if not pts:
-            continue
-        xs, ys = zip(*pts)
-        ece = g.get("ece")
-        ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
-                label=f"{g['group']} (ECE {ece:.3f})" if ece is not None else str(g["group"]))
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("mean score in the bin (probability, 0-1)")
-    ax.set_ylabel("observed share of label = 1 (0-1)")
-    ax.set_title(f"{v.name}: reliability per group", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    ax.grid(alpha=0.3)
-    _metric_panel(ax2, v)
-    return fig
-
-
-def _influence_fig(v):
-    d = v.details
-    items = sorted(d["influence"], key=lambda it: abs(it["fif"]))
-    labels = ["{" + ", ".join(it["subset"]) + "}" for it in items]
-    vals = [it["fif"] for it in items]
-    fig = _new_figure(7.0, max(2.2, 0.35 * len(items) + 1.2))
-    ax = fig.subplots()
-    ax.barh(range(len(items)), vals, color=[_BLUE if x >= 0 else _ORANGE for x in vals], edgecolor="black",
-            linewidth=0.5)
-    ax.set_yticks(range(len(items)))
-    ax.set_yticklabels(labels, fontsize=8)
-    t = d.get("threshold")
-    if t is not None:
-        for s in (t, -t):
-            ax.axvline(s, color=_RED, linestyle="--", linewidth=1.2)
-    ax.axvline(0, color="black", linewidth=0.6)
-    ax.set_xlabel(f"FIF(S) = {d.get('influence_metric')}(D) - {d.get('influence_metric')}(D_-S)")
-    ax.set_title(f"{v.name}: fairness influence, sorted by |FIF|", fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
-def _repair_fig(v):
-    import numpy as np
-
-    d = v.details
-    before = {" / ".join(p["groups"]): p["ratio"] for p in d["pairs_before"]}
-    after = {" / ".join(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
-    names = list(before)
-    x = np.arange(len(names))
-    fig = _new_figure(7.5, max(2.4, 0.32 * len(names) + 1.3))  # one row per pair: readable however many
-    ax = fig.subplots()
-    ax.barh(x + 0.2, [before[n] or 0.0 for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
-    if after:
-        ax.barh(x - 0.2, [after.get(n) or 0.0 for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//",
-                label="after")
-    t = d.get("c", d.get("threshold"))
-    if t is not None:
-        ax.axvline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
-    ax.set_yticks(x)
-    ax.set_yticklabels(names, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.05)
-    ax.set_xlabel("passing-rate ratio (lower / higher, 0-1)")
-    ax.set_title(f"{v.name}: before and after the repair", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
-    return fig
-
-
 def _pba(v) -> str:
-    from fairspec.backends.pba.aggregate import write_chart
-
     table = v.details["table"]
     tables = table if isinstance(table, dict) and "rows" not in table else {None: table}
-    out = []
-    for flip, t in tables.items():
-        buf = io.BytesIO()
-        import matplotlib
-
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fairspec-{next(_FIGURES)}"}):
-            write_chart(t, buf, title=f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else ""),
-                        fmt="svg")
-        text = buf.getvalue().decode("utf-8")
-        out.append(f"<figure>{text[text.index('<svg'):]}<figcaption>Share of eligible points whose decision is "
-                   f"verified persistent under the flip, observed (left) and flipped (right) setting, per group "
-                   f"(percent of the group's eligible points)</figcaption></figure>")
-    return "".join(out)
+    return "".join(_safe_svg(lambda t=t, flip=flip: charts.pba_svg(
+        t, f"{v.name}: PBA-verified points" + (f" (flip {flip})" if flip else "")),
+        "Share of eligible points whose decision is verified persistent under the flip, observed (left) and "
+        "flipped (right) setting, per group (percent of the group's eligible points)") for flip, t in tables.items())
 
 
 def _witness(w) -> str:
-    e = html.escape
+    e = _e
     keys = list(w.features)
     differ = [k for k in keys if w.features[k] != w.features_prime.get(k)]
     same = [k for k in keys if k not in differ]
-    rows = "".join(f"<tr class=differs><td>{e(k)}</td><td>{e(str(w.features[k]))}</td>"
-                   f"<td>{e(str(w.features_prime.get(k)))}</td></tr>" for k in differ)
-    rows += "".join(f"<tr><td>{e(k)}</td><td>{e(str(w.features[k]))}</td><td>{e(str(w.features_prime.get(k)))}</td>"
+    rows = "".join(f"<tr class=differs><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td>"
+                   f"<td>{_v(str(w.features_prime.get(k)))}</td></tr>" for k in differ)
+    rows += "".join(f"<tr><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td><td>{_v(str(w.features_prime.get(k)))}</td>"
                     f"</tr>" for k in same)
     if w.outputs:
         rows += (f"<tr class=output><td>model output</td><td>{w.outputs[0]:.6g}</td><td>{w.outputs[1]:.6g}</td>"

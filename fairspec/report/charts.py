@@ -1,0 +1,279 @@
+"""The HTML report's charts (matplotlib, drawn as SVG): matplotlib is imported here only.
+
+Every text a chart draws that fairspec did not write itself (a group's name, a category, a feature
+subset, a property name) goes through :func:`label`: control characters and bidirectional controls
+shown as escapes (``\\u202e``), as the text report and the page's tables show them, so a category
+``"\\u202eevil"`` cannot draw as ``live``.  Every chart is built and drawn with mathtext off
+(``text.parse_math``): a category ``"$25k-$50k"`` or ``"$\\frac{$"`` is drawn as written, never
+parsed as TeX (a label with a pair of ``$`` was drawn in math italics, or failed the whole chart).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+from fairspec.diagnostics.visible import visible_value
+
+# colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
+_BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
+STATUS_COLOUR = {"holds": "#1b7f3b", "violated": "#b3261e", "unknown": "#8a6d00"}
+RATE_WORDS = {"positive_rate": "positive rate", "base_rate": "base rate", "tpr": "true-positive rate",
+               "fpr": "false-positive rate", "fnr": "false-negative rate", "tnr": "true-negative rate",
+               "ppv": "positive predictive value", "fdr": "false discovery rate", "npv": "negative predictive value",
+               "for": "false omission rate", "error_rate": "error rate", "accuracy": "accuracy",
+               "benefit": "mean benefit (decision - label + 1)"}
+
+SHARE_WORDS = (("certified", "certified (boxes proved fair)", _GREEN, ""),
+               ("falsified", "falsified (boxes proved unfair, counterexample points)", _RED, "//"),
+               ("undecided", "undecided", _GREY, ".."))
+_FIGURES = itertools.count()
+
+
+def label(x) -> str:
+    """A text for a chart: one line, control characters (bidi controls too) shown as escapes."""
+    return visible_value("" if x is None else x)
+
+
+def _context():
+    """How every chart is built and drawn: text kept as SVG text, clip-path ids unique on the page
+    (every figure gets its own salt), and no mathtext: a label with ``$`` is drawn as written."""
+    import matplotlib
+
+    return matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"fairspec-{next(_FIGURES)}",
+                                  "font.family": "DejaVu Sans", "text.parse_math": False})
+
+
+def svg(build) -> str:
+    """The SVG of the figure ``build()`` makes; built and drawn in :func:`_context`."""
+    with _context():
+        fig = build()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def pba_svg(table: dict, title: str) -> str:
+    """The PBA backend's own chart of one table as SVG, its group names through :func:`label`."""
+    from fairspec.backends.pba.aggregate import write_chart
+
+    shown = {**table, "rows": [{**r, "group": label(r["group"])} for r in table["rows"]]}
+    buf = io.BytesIO()
+    with _context():
+        write_chart(shown, buf, title=label(title), fmt="svg")
+    text = buf.getvalue().decode("utf-8")
+    return text[text.index("<svg"):]
+
+
+def _new_figure(w: float, h: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(w, h), layout="constrained")
+
+
+def compared_keys(v) -> list[str]:
+    d = v.details
+    keys = [k for k in d.get("rates", []) if k in RATE_WORDS]
+    if not keys:  # over a distribution: Justicia's PPV is the positive rate
+        keys = [k for k in ("positive_rate", "ppv") if any(k in g for g in d["groups"])][:1]
+    return keys
+
+
+def rates_fig(v):
+    import numpy as np
+
+    d = v.details
+    keys = compared_keys(v)
+    groups = d["groups"]
+    names = [label(g["group"]) for g in groups]
+    fig = _new_figure(max(7.5, 0.9 * len(names) + 4.5), 3.6)
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[3.2, 1])
+    x = np.arange(len(names))
+    width = 0.8 / max(1, len(keys))
+    hatches = ["", "//", "..", "xx"]
+    colours = [_BLUE, _ORANGE, _GREEN, _RED]
+    top = 0.0
+    for j, k in enumerate(keys):
+        vals = np.array([np.nan if g.get(k) is None else g[k] for g in groups], dtype=float)
+        counted = np.array([g.get("counted", True) for g in groups])
+        lo = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[0] for g in groups], dtype=float)
+        hi = np.array([g.get(f"{k}_interval", [np.nan, np.nan])[1] for g in groups], dtype=float)
+        pos = x - 0.4 + width * (j + 0.5)
+        ax.bar(pos[counted], np.nan_to_num(vals[counted]), width, color=colours[j % 4], hatch=hatches[j % 4],
+               edgecolor="black", linewidth=0.5, label=RATE_WORDS.get(k, k) if v.backend == "data" else "positive rate")
+        if (~counted).any():
+            ax.bar(pos[~counted], np.nan_to_num(vals[~counted]), width, color="white", hatch="\\\\",
+                   edgecolor=_GREY, linewidth=0.5, label="not counted (too small or excluded)" if j == 0 else None)
+        ok = ~np.isnan(lo) & ~np.isnan(vals)
+        if ok.any():
+            ax.errorbar(pos[ok], vals[ok], yerr=[vals[ok] - lo[ok], hi[ok] - vals[ok]], fmt="none", ecolor="black",
+                        capsize=3, linewidth=0.9)
+        top = max(top, np.nanmax(np.concatenate([vals, hi])) if np.isfinite(np.nanmax(np.concatenate([vals, hi])))
+                  else 0.0)
+    _reference_line(ax, v, keys, groups)
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center",
+                       fontsize=8)
+    ax.set_ylim(0, max(1.0, top * 1.1) if top > 1 else min(1.05, max(0.1, top * 1.25)))
+    ax.set_ylabel("rate (share of the group's rows, 0-1)")
+    ax.set_title(label(f"{v.name}: per group"), fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    _metric_panel(ax2, v)
+    return fig
+
+
+def _reference_line(ax, v, keys, groups) -> None:
+    """The threshold in the rates' own units: highest - t (difference), t x highest (ratio),
+    overall +- t (to overall); for the most/least favoured group's rate, t itself."""
+    d = v.details
+    t = d.get("threshold")
+    metric = d.get("metric", "")
+    if t is None or len(keys) != 1:
+        return
+    from fairspec.analyses.group_rates import METRICS
+
+    mdef = METRICS.get(metric)
+    vals = [g[keys[0]] for g in groups if g.get(keys[0]) is not None and g.get("counted", True)]
+    if not vals or mdef is None:
+        return
+    hi = max(vals)
+    overall = (d.get("overall") or {}).get(keys[0])
+    style = dict(color=_RED, linestyle="--", linewidth=1.2)
+    if mdef.form in ("max_rate", "min_rate"):
+        ax.axhline(t, label=f"threshold {t:g}", **style)
+    elif d.get("compare") == "to_overall" and overall is not None:
+        if mdef.form == "ratio":
+            ax.axhline(overall * t, label=f"{t:g} x overall", **style)
+        else:
+            ax.axhline(overall - t, label=f"overall - {t:g}", **style)
+            ax.axhline(overall + t, label=f"overall + {t:g}", **style)
+    elif mdef.form == "ratio":
+        ax.axhline(hi * t, label=f"{t:g} x highest", **style)
+    elif mdef.form in ("difference", "average"):
+        ax.axhline(hi - t, label=f"highest - {t:g}", **style)
+
+
+def _metric_panel(ax, v) -> None:
+    d = v.details
+    t = d.get("threshold")
+    if v.value is None:
+        ax.axis("off")
+        return
+    lo, hi = v.bound if v.bound else (v.value, v.value)
+    ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
+    if t is not None:
+        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {t:g}")
+        ax.legend(fontsize=7, loc="best", frameon=False)
+    ax.set_xticks([0])
+    ax.set_xticklabels([label(d.get("metric", "value"))], fontsize=7)
+    ax.set_xlim(-1, 1)
+    ax.set_title(f"{v.status}", fontsize=10, color=STATUS_COLOUR.get(v.status, "black"))
+    ax.grid(axis="y", alpha=0.3)
+
+
+def reliability_fig(v):
+    d = v.details
+    fig = _new_figure(7.5, 3.8)
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    ax.plot([0, 1], [0, 1], color=_GREY, linestyle=":", linewidth=1, label="perfect calibration")
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    colours = [_BLUE, _ORANGE, _GREEN, _RED, "#CC79A7", "#56B4E9", "#F0E442", "black"]
+    for j, g in enumerate(d["groups"]):
+        pts = [(b["mean_score"], b["positive_share"]) for b in g.get("reliability", []) if b["mean_score"] is not None]
+        if not pts:
+            continue
+        xs, ys = zip(*pts)
+        ece = g.get("ece")
+        ax.plot(xs, ys, marker=markers[j % 8], color=colours[j % 8], linewidth=1, markersize=4,
+                label=label(f"{g['group']} (ECE {ece:.3f})" if ece is not None else g["group"]))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("mean score in the bin (probability, 0-1)")
+    ax.set_ylabel("observed share of label = 1 (0-1)")
+    ax.set_title(label(f"{v.name}: reliability per group"), fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    ax.grid(alpha=0.3)
+    _metric_panel(ax2, v)
+    return fig
+
+
+def influence_fig(v):
+    d = v.details
+    items = sorted(d["influence"], key=lambda it: abs(it["fif"]))
+    labels = [label("{" + ", ".join(map(str, it["subset"])) + "}") for it in items]
+    vals = [it["fif"] for it in items]
+    fig = _new_figure(7.0, max(2.2, 0.35 * len(items) + 1.2))
+    ax = fig.subplots()
+    ax.barh(range(len(items)), vals, color=[_BLUE if x >= 0 else _ORANGE for x in vals], edgecolor="black",
+            linewidth=0.5)
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels(labels, fontsize=8)
+    t = d.get("threshold")
+    if t is not None:
+        for s in (t, -t):
+            ax.axvline(s, color=_RED, linestyle="--", linewidth=1.2)
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.set_xlabel(label(f"FIF(S) = {d.get('influence_metric')}(D) - {d.get('influence_metric')}(D_-S)"))
+    ax.set_title(label(f"{v.name}: fairness influence, sorted by |FIF|"), fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def repair_fig(v):
+    import numpy as np
+
+    d = v.details
+    before = {label(" / ".join(map(str, p["groups"]))): p["ratio"] for p in d["pairs_before"]}
+    after = {label(" / ".join(map(str, p["groups"]))): p["ratio"] for p in d.get("pairs_after", [])}
+    names = list(before)
+    x = np.arange(len(names))
+    fig = _new_figure(7.5, max(2.4, 0.32 * len(names) + 1.3))  # one row per pair: readable however many
+    ax = fig.subplots()
+    ax.barh(x + 0.2, [before[n] or 0.0 for n in names], 0.4, color=_GREY, edgecolor="black", label="before")
+    if after:
+        ax.barh(x - 0.2, [after.get(n) or 0.0 for n in names], 0.4, color=_BLUE, edgecolor="black", hatch="//",
+                label="after")
+    t = d.get("c", d.get("threshold"))
+    if t is not None:
+        ax.axvline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
+    ax.set_yticks(x)
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.05)
+    ax.set_xlabel("passing-rate ratio (lower / higher, 0-1)")
+    ax.set_title(label(f"{v.name}: before and after the repair"), fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    return fig
+
+
+def shares_fig(sh: dict, est: dict | None):
+    """FairQuant's shares of the domain as a stacked bar; with an estimate of the undecided share's
+    split, a second bar below it.  The legend sits above the bar, in rows of at most three entries,
+    inside the figure's width (five in one row ran past its right edge)."""
+    fig = _new_figure(6.5, 2.1 if est else 1.5)
+    ax = fig.add_subplot()
+    left = 0.0
+    for key, _, colour, hatch in SHARE_WORDS:
+        w = float(sh.get(f"{key}_percent", 0.0))
+        ax.barh([1 if est else 0], [w], left=left, color=colour, hatch=hatch, edgecolor="black", label=key)
+        left += w
+    if est:
+        # the estimate: the proved shares again, the undecided part split by the sampled proportions
+        c, f = float(sh.get("certified_percent", 0.0)), float(sh.get("falsified_percent", 0.0))
+        eu = est["estimated_unfair_in_undecided"]["estimate_percent"]
+        ef = est["estimated_fair_in_undecided"]["estimate_percent"]
+        left = 0.0
+        for w, colour, hatch, name in ((c, _GREEN, "", None), (f, _RED, "//", None),
+                                       (eu, _RED, "xx", "estimated unfair"), (ef, _GREEN, "xx", "estimated fair")):
+            ax.barh([0], [w], left=left, color=colour, alpha=0.45 if name else 1.0, hatch=hatch, edgecolor="black",
+                    label=name)
+            left += w
+        ax.set_yticks([0, 1], ["estimated (sampled)", "shares (exact)"])
+    else:
+        ax.set_yticks([])
+    ax.set_xlim(0, 100)
+    ax.set_xlabel(label(f"% of the domain ({sh.get('measure')})"))
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, fontsize=8)
+    return fig
