@@ -88,8 +88,6 @@ def _fmt(v) -> str:
 
 
 def print_text(report, console) -> None:
-    from rich.table import Table
-
     from rich.text import Text
 
     for d in report.diagnostics:  # whole lines: a hint's spec fragment is never broken (soft_wrap)
@@ -99,18 +97,7 @@ def print_text(report, console) -> None:
         return
     if not report.verdicts:
         return
-    table = Table(title=value(f"fairspec check {report.spec}"), title_justify="left")
-    # a property name is never broken across lines (the other columns wrap first)
-    longest = max(len(visible_value(v.name)) for v in report.verdicts)
-    for col, kw in (("property", {"no_wrap": True, "min_width": longest}), ("kind", {}), ("verdict", {"no_wrap": True}),
-                    ("value", {"justify": "right", "no_wrap": True}), ("interval", {"justify": "right", "no_wrap": True}),
-                    ("backend", {}), ("time", {"justify": "right", "no_wrap": True})):
-        table.add_column(col, **kw)
-    for v in report.verdicts:
-        bound = f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else ""
-        table.add_row(value(v.name), value(_KIND.get(v.kind, v.kind)), value(v.label, _STYLE[v.status]),
-                      value(_fmt(v.value)), value(bound), value(v.backend or ""), value(f"{v.seconds:.2f}s"))
-    console.print(table)
+    _print_summary(report, console)
     for v in report.verdicts:
         lines = []
         if v.reason:
@@ -150,6 +137,50 @@ def print_text(report, console) -> None:
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
         console.print(prose(f"loaded (not counted in the properties' times): {parts}", "dim"))
+
+
+_SUMMARY = ("property", "kind", "verdict", "value", "interval", "backend", "time")
+
+
+def _print_summary(report, console) -> None:
+    """The table of verdicts, fitted to the console without hiding a column or cutting a value (rich
+    squeezed the kind and the backend to nothing and cut the rest with an ellipsis): every column at
+    least as wide as its header and its longest word (a name, a value and a time never broken), the
+    rest of the width to the verdict, the interval, the kind and the backend, which wrap at their
+    spaces.  On a console too narrow for that, one block per property."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    from fairspec.diagnostics import cell_len
+
+    rows = [(v, [visible_value(x) for x in (v.name, _KIND.get(v.kind, v.kind), v.label, _fmt(v.value),
+                                            f"[{v.bound[0]:.4g}, {v.bound[1]:.4g}]" if v.bound else "",
+                                            v.backend or "", f"{v.seconds:.2f}s")])
+            for v in report.verdicts]
+    whole = {0, 3, 6}  # property, value, time: never broken
+    longest = [max(cell_len(r[i]) for _, r in rows) for i in range(7)]
+    word = [max((cell_len(w) for _, r in rows for w in r[i].split()), default=0) for i in range(7)]
+    least = [max(cell_len(h), longest[i] if i in whole else word[i]) for i, h in enumerate(_SUMMARY)]
+    widths, spare = list(least), console.width - sum(least) - 3 * len(least) - 1  # padding and rules
+    if spare < 0:
+        console.print(value(f"fairspec check {report.spec}"))
+        for v, r in rows:
+            facts = " · ".join(x for x in (r[1], f"value {r[3]}" if r[3] else "", f"interval {r[4]}" if r[4] else "",
+                                           r[5], r[6]) if x)
+            console.print(Text.assemble(Text(r[0], style="bold"), ": ", Text(r[2], style=_STYLE[v.status])))
+            console.print(Padding(Text(facts), (0, 0, 0, 2)))
+        return
+    for i in (2, 4, 1, 5):  # while there is room: the verdict, the interval, the kind, the backend on one line
+        grow = max(0, min(spare, longest[i] - widths[i]))
+        widths[i], spare = widths[i] + grow, spare - grow
+    table = Table(title=value(f"fairspec check {report.spec}"), title_justify="left")
+    for i, col in enumerate(_SUMMARY):
+        table.add_column(col, width=widths[i], overflow="fold", no_wrap=i in whole,
+                         justify="right" if col in ("value", "interval", "time") else "left")
+    for v, r in rows:
+        table.add_row(*(Text(x, style=_STYLE[v.status] if i == 2 else "") for i, x in enumerate(r)))
+    console.print(table)
 
 
 # the per-group table's columns, in order: key -> title
@@ -230,10 +261,10 @@ def _print_groups(v, console) -> None:
     t = Table(title=value(title + ")"), title_justify="left")
     t.add_column("group", overflow="fold")
     for _, title in cols:
-        t.add_column(value(title), justify="right")
+        t.add_column(value(title), justify="right", overflow="fold")  # a narrow terminal folds, never cuts
     counted = any("counted" in r for r in d["groups"])
     if counted:
-        t.add_column("counted")
+        t.add_column("counted", overflow="fold")
     for r in d["groups"]:
         extra = [("excluded" if r.get("excluded") else cell_text(r["counted"]))] if counted else []
         t.add_row(value(r["group"]), *(value(cell_text(r.get(k))) for k, _ in cols), *map(value, extra))
@@ -250,9 +281,8 @@ def _print_witness(w, console) -> None:
     from rich.table import Table
 
     t = Table(title=value("witness (replayed by " + (w.replayed_by or "the model") + ")"), title_justify="left")
-    t.add_column("feature")
-    t.add_column("x")
-    t.add_column("x'")
+    for col in ("feature", "x", "x'"):  # a narrow terminal folds a long value, never cuts it
+        t.add_column(col, overflow="fold")
     for k in w.features:
         a, b = w.features[k], w.features_prime.get(k)
         style = "bold" if a != b else ""
