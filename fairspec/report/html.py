@@ -348,7 +348,8 @@ def _picture(v, i: int) -> str:
 def _kind_picture(v) -> str | None:
     d = v.details or {}
     if v.kind == "group_metric" and d.get("influence"):
-        return _figure(lambda: charts.influence_fig(v), f"Fairness influence of each feature subset ({d.get('influence_metric')})")
+        return _figure(lambda: charts.influence_fig(v),
+                       f"Fairness influence of each feature subset ({d.get('influence_metric')})")
     if v.kind == "group_metric" and d.get("groups"):
         return _group_metric(v)
     if v.kind == "pba" and d.get("table"):
@@ -360,8 +361,8 @@ def _kind_picture(v) -> str | None:
             body += f"<h3>Guardrail pre-condition</h3><pre>{_e(d['guardrail'])}</pre>"
         return body
     if v.kind == "repair" and d.get("pairs_before"):
-        return _figure(lambda: charts.repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over higher) before "
-                                       "and after the repair, with the goal")
+        return _figure(lambda: charts.repair_fig(v), "Passing-rate ratio of each pair of groups (lower rate over "
+                                                     "higher) before and after the repair, with the goal")
     if v.kind == "individual_fairness" and d.get("coverage"):
         c = {k: x for k, x in d["coverage"].items() if k != "shares"}
         out = "<table><tr>" + "".join(f"<th>{_e(str(k))}</th>" for k in c) + "</tr><tr>" + \
@@ -384,7 +385,8 @@ def _shares(sh: dict) -> str:
     what = "integer points" if sh.get("measure") == "integer points" else "volume"
     note = (f"Domain: {e(str(sh.get('domain')))} ({e(what)}); {int(sh.get('unfair_boxes', 0)):,} boxes proved unfair, "
             f"{int(sh.get('counterexample_points', 0)):,} counterexample points.")
-    out = (_figure(lambda: charts.shares_fig(sh, est), "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
+    out = (_figure(lambda: charts.shares_fig(sh, est),
+                   "Shares of the domain of individuals (FairQuant): certified fair, falsified, undecided"
                    + ("; below, the undecided share split by an estimate from sampled individuals" if est else ""))
            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
            + f"<p class=note>{note}</p>")
@@ -434,9 +436,9 @@ def _group_metric(v) -> str:
     e = _e
     parts = []
     if d.get("metric") == "calibration_gap":
-        parts.append(_figure(lambda: charts.reliability_fig(v), "Reliability per group: observed share of label = 1 against "
-                                                  "the mean score in each score bin; the diagonal is perfect "
-                                                  "calibration"))
+        parts.append(_figure(lambda: charts.reliability_fig(v),
+                             "Reliability per group: observed share of label = 1 against the mean score in each "
+                             "score bin; the diagonal is perfect calibration"))
     else:
         parts.append(_figure(lambda: charts.rates_fig(v), _rates_caption(v)))
     cols = group_columns(v)
