@@ -1,33 +1,36 @@
 """`fairspec lsp`: the language server, over stdio, built on pygls.
 
 Every request is answered from :mod:`fairspec.lsp.analysis`; this module only
-converts between fairspec's spans (1-based) and LSP positions (0-based) and
-keeps, per open document, the last index built from text that parsed (hover
+converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.positions`: through an
+offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
+encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
+and keeps, per open document, the last index built from text that parsed (hover
 and completion keep working while a line is half typed).  Diagnostics are
 published on open, change and save for the document and for the files it
-imports; model headers and data samples are cached between edits and re-read
-when their files change (fairspec.filecache).
+imports, with the version of the text they were computed from; an open document
+importing another is linted again when that one is opened, changed or closed; model
+headers and data samples are cached between edits and re-read when their files change
+(fairspec.filecache).  A document whose uri is not a file (``untitled:``) is linted
+as a file in no folder: its relative paths resolve to nothing, and its diagnostics say so.
 
-Hardened against a hostile or broken client (issue 21, class 10):
+Hardened against a hostile or broken client (issue 21, class 10; the framing and the checks
+before pygls are :mod:`fairspec.lsp.transport`):
 
-* the stdio framing is fairspec's own (:func:`read_frame`): a missing or malformed
-  ``Content-Length``, a header line or a body over :data:`MAX_MESSAGE` bytes is answered with a
-  JSON-RPC error (-32700 / -32600) and the reader resynchronises on the next ``Content-Length``
-  header; nothing is allocated from a length the client claims before it is checked;
-* a request before ``initialize`` is answered -32002; wrongly typed params (a position at line
-  -1, a uri that is a number) -32602; an error response never carries a traceback;
 * linting runs in one background thread: a change after a quiet spell at once, a burst of
-  changes debounced (:data:`DEBOUNCE` seconds after the last one), and superseded by a newer version of the document (its stale result is dropped), so
-  requests are answered meanwhile; a document over :data:`MAX_DOCUMENT` bytes is not analysed
-  live: it gets one diagnostic saying so (``fairspec lint`` still checks it);
+  changes debounced (:data:`DEBOUNCE` seconds after the last one); its result is sent from the
+  event loop's thread only if the document is still open at the version linted (a close or a newer
+  text meanwhile drops it), so requests are answered meanwhile and nothing is published after a
+  close; a document over :data:`MAX_DOCUMENT` bytes (UTF-8) is not analysed live: it gets one
+  diagnostic saying so (``fairspec lint`` still checks it);
 * go-to-definition, references and diagnostics never name a file outside the document's
-  project and the shipped policies (the same confinement as ``check``).
+  project and the shipped policies (the same confinement as ``check``);
+* ``exit`` without ``shutdown`` (or the end of stdin) ends the process with status 1.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import logging
 import os
 import re
@@ -41,19 +44,22 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
 from fairspec.lsp import analysis as A
+from fairspec.lsp.positions import lines_of, lsp_lines
+from fairspec.lsp.transport import serve
 
 log = logging.getLogger("fairspec.lsp")
 
-MAX_MESSAGE = 64 << 20   # bytes of one message (a 5 MB document's didOpen is about 5 MB)
-MAX_HEADER_LINE = 8192   # bytes of one header line
-# characters analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
+# bytes analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
 MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
 DEBOUNCE = 0.05          # seconds without a change before a burst of changes is linted
-IN_FLIGHT = 16           # messages read ahead of the one being handled
+# where a document that is not a file is linted: a folder that does not exist (no project, and
+# every relative path in it names nothing)
+UNSAVED = Path(os.sep) / "fairspec-unsaved-document"
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
              "note": T.DiagnosticSeverity.Information}
@@ -69,24 +75,24 @@ _COMPLETION = {"keyword": T.CompletionItemKind.Keyword, "function": T.Completion
                "struct": T.CompletionItemKind.Struct}
 
 
-def _range(span: Span | None) -> T.Range:
-    if span is None:
-        return T.Range(T.Position(0, 0), T.Position(0, 0))
-    return T.Range(T.Position(span.line - 1, span.column - 1),
-                   T.Position(max(span.end_line - 1, 0), max(span.end_column - 1, 0)))
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 10 << 10 else f"{n / (1 << 10):.0f} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
-def _location(span: Span) -> T.Location:
-    return T.Location(uri=from_fs_path(str(Path(span.file).resolve())), range=_range(span))
+class _Document(TextDocument):
+    """pygls's document, its lines cut as LSP cuts them (\\n, \\r\\n, \\r): pygls's are
+    ``str.splitlines``, which also cuts at U+2028, a form feed, U+0085 ..., so an incremental
+    edit after one of them would land on the wrong line."""
+
+    @property
+    def lines(self):
+        return lsp_lines(self.source)
 
 
-def _to_lsp(d: Diagnostic, root: str | None = None) -> T.Diagnostic:
-    related = [T.DiagnosticRelatedInformation(_location(r.span), r.message) for r in d.related
-               if r.span is not None and (root is None or _confined(r.span.file, root))]
-    if d.hint and d.span is not None:
-        related.append(T.DiagnosticRelatedInformation(_location(d.span), f"hint: {d.hint}"))
-    return T.Diagnostic(range=_range(d.span), message=d.message, severity=_SEVERITY[d.severity], code=d.code,
-                        source="fairspec", related_information=related or None)
+class _Workspace(Workspace):
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
+        return _Document(doc_uri, source=source, version=version, language_id=language_id,
+                         sync_kind=self._sync_kind, position_codec=self.position_codec)
 
 
 class _Protocol(LanguageServerProtocol):
@@ -108,6 +114,10 @@ def _confined(uri_or_path: str, root: str) -> bool:
         return False
 
 
+def _same(a: str, b: str) -> bool:
+    return a == b or Path(a).resolve() == Path(b).resolve()
+
+
 class FairspecServer(LanguageServer):
     def __init__(self):
         from fairspec import version
@@ -116,6 +126,8 @@ class FairspecServer(LanguageServer):
         self.indexes: dict[str, A.Index] = {}      # uri -> the index of its current text
         self.good: dict[str, A.Index] = {}         # uri -> the last index whose text parsed
         self.published: dict[str, set[str]] = {}   # uri -> the uris it published diagnostics to
+        self.imports: dict[str, set[str]] = {}     # uri -> the files its last lint read (imports)
+        self.unsaved: dict[str, str] = {}          # the path a document that is not a file is linted as -> uri
         self.initialized = False                   # set once `initialize` was answered
         self._lock = threading.RLock()             # one analysis at a time (filecache, the chunk cache)
         self._pending: dict[str, float] = {}       # uri -> when it last changed (waiting to be linted)
@@ -124,31 +136,112 @@ class FairspecServer(LanguageServer):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
 
+    # ------------------------------------------------------------ uris, paths and positions
+    def path_of(self, uri) -> str | None:
+        """The file a uri names (resolved); for a document that is not a file (``untitled:``, ...), the
+        path it is linted as, in :data:`UNSAVED`; None for a uri that is neither."""
+        if not isinstance(uri, str):
+            return None
+        if uri.startswith("file:"):
+            p = to_fs_path(uri)
+            return str(Path(p).resolve()) if p else None
+        if uri not in self.workspace.text_documents:
+            return None
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", uri)[:100]
+        path = str(UNSAVED / (name if name.endswith(".fair") else name + ".fair"))
+        self.unsaved[path] = uri
+        return path
+
+    def uri_of(self, path: str) -> str:
+        return self.unsaved.get(path) or from_fs_path(str(Path(path).resolve()))
+
+    def text_of(self, file: str, idx: A.Index | None = None) -> str | None:
+        """The text a span in ``file`` was read from: the index's, else the open document's."""
+        if idx is not None:
+            text = idx.texts.get(file)
+            if text is None:
+                text = next((v for k, v in idx.texts.items() if _same(k, file)), None)
+            if text is not None:
+                return text
+        doc = self.workspace.text_documents.get(self.uri_of(file))
+        return doc.source if doc is not None else None
+
+    def position(self, text: str | None, line: int, column: int) -> T.Position:
+        """fairspec's 1-based (line, column) in ``text`` as an LSP position in the client's units."""
+        if text is None:  # a file whose text is not at hand: code points, as read
+            return T.Position(max(line - 1, 0), max(column - 1, 0))
+        return lines_of(text).to_lsp(line, column, self.workspace.position_codec)
+
+    def range(self, span: Span | None, idx: A.Index | None = None, text: str | None = None) -> T.Range:
+        if span is None:
+            return T.Range(T.Position(0, 0), T.Position(0, 0))
+        text = text if text is not None else self.text_of(span.file, idx)
+        start = self.position(text, span.line, span.column)
+        end = self.position(text, span.end_line, span.end_column)
+        return T.Range(start, max(start, end, key=lambda p: (p.line, p.character)))
+
+    def location(self, span: Span, idx: A.Index | None = None) -> T.Location:
+        return T.Location(uri=self.uri_of(span.file), range=self.range(span, idx))
+
+    def where(self, params) -> tuple[str, int, int]:
+        """(path, line, column) in fairspec's 1-based terms of a request's position in its document;
+        a uri that is neither a file nor an open document is invalid params."""
+        uri = params.text_document.uri
+        path = self.path_of(uri)
+        if not path:
+            raise JsonRpcInvalidParams(f"not a file uri: {uri!r}")
+        doc = self.workspace.text_documents.get(uri)
+        text = doc.source if doc is not None else None
+        if text is None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeError):
+                text = None
+        pos = params.position
+        if text is None:
+            return path, pos.line + 1, pos.character + 1
+        line, col = lines_of(text).to_fairspec(pos, self.workspace.position_codec)
+        return path, line, col
+
+    def to_lsp(self, d: Diagnostic, idx: A.Index) -> T.Diagnostic:
+        related = [T.DiagnosticRelatedInformation(self.location(r.span, idx), r.message) for r in d.related
+                   if r.span is not None and _confined(r.span.file, idx.path)]
+        if d.hint and d.span is not None:
+            related.append(T.DiagnosticRelatedInformation(self.location(d.span, idx), f"hint: {d.hint}"))
+        return T.Diagnostic(range=self.range(d.span, idx), message=d.message, severity=_SEVERITY[d.severity],
+                            code=d.code, source="fairspec", related_information=related or None)
+
     # ------------------------------------------------------------ analysis
     def sources(self) -> dict[str, str]:
         """The open documents' texts (a document over MAX_DOCUMENT is read from its file instead)."""
         out = {}
         for uri, doc in list(self.workspace.text_documents.items()):
-            p = to_fs_path(uri)
-            if p and len(doc.source) <= MAX_DOCUMENT:
+            p = self.path_of(uri)
+            if p and not self.too_large(uri):
                 out[p] = doc.source
         return out
 
     def too_large(self, uri: str) -> int:
-        """The document's size in characters when it is over MAX_DOCUMENT, else 0."""
+        """The document's size in bytes (UTF-8) when it is over MAX_DOCUMENT, else 0."""
         doc = self.workspace.text_documents.get(uri)
-        n = len(doc.source) if doc is not None else 0
+        if doc is None or len(doc.source) * 4 <= MAX_DOCUMENT:
+            return 0  # (a code point is at most 4 bytes)
+        n = len(doc.source.encode("utf-8", "surrogatepass"))
         return n if n > MAX_DOCUMENT else 0
 
     def analyse(self, uri: str) -> A.Index | None:
-        path = to_fs_path(uri)
+        path = self.path_of(uri)
         if not path or self.too_large(uri):
             return None
         with self._lock:
             idx = A.analyse(path, self.sources())
+        if path in self.unsaved:
+            idx.result.diagnostics[:] = [_unsaved(d) for d in idx.result.diagnostics]
         self.indexes[uri] = idx
         if idx.ok:
             self.good[uri] = idx
+        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules}
+                             | {str(Path(d.span.file).resolve()) for d in idx.diagnostics if d.span is not None}) - {path}
         return idx
 
     def schedule(self, uri: str) -> None:
@@ -160,6 +253,14 @@ class FairspecServer(LanguageServer):
         if self._worker is None:
             self._worker = threading.Thread(target=self._work, daemon=True, name="fairspec-lint")
             self._worker.start()
+
+    def schedule_importers(self, uri: str) -> None:
+        """Lint again every open document whose last lint read ``uri`` (an import, perhaps indirect):
+        its text changed, or it was opened or closed (its importers read the buffer, then the file)."""
+        path = self.path_of(uri)
+        for other, files in list(self.imports.items()):
+            if other != uri and path in files and other in self.workspace.text_documents:
+                self.schedule(other)
 
     def _work(self) -> None:
         while True:
@@ -183,18 +284,38 @@ class FairspecServer(LanguageServer):
             finally:
                 self._linted[uri] = time.monotonic()
 
-    def _publish(self, uri: str, diags: list) -> None:
-        """Send from the event loop's thread (the protocol's writer is not shared between threads)."""
-        params = T.PublishDiagnosticsParams(uri=uri, diagnostics=diags)
+    def _on_loop(self, fn, *args) -> None:
+        """Run fn in the event loop's thread (the protocol's writer and the documents are its)."""
         if self._loop is not None and threading.current_thread() is not threading.main_thread():
-            self._loop.call_soon_threadsafe(self.text_document_publish_diagnostics, params)
+            self._loop.call_soon_threadsafe(fn, *args)
         else:
-            self.text_document_publish_diagnostics(params)
+            fn(*args)
+
+    def _publish(self, uri: str, diags: list, version: int | None = None) -> None:
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags,
+                                                                          version=version))
 
     def _stale(self, uri: str, version) -> bool:
         """A newer text of ``uri`` came (or it was closed) while it was linted: drop the result."""
         doc = self.workspace.text_documents.get(uri)
         return doc is None or doc.version != version or uri in self._pending
+
+    def _deliver(self, uri: str, version, by_uri: dict[str, list]) -> None:
+        """Publish one lint's diagnostics (in the event loop's thread, where didClose and didChange
+        are handled: a result for a closed or superseded text is dropped here, never sent after the
+        close's empty list)."""
+        if self._stale(uri, version):
+            return
+        sent = set()
+        for target, diags in by_uri.items():
+            if target != uri and target in self.workspace.text_documents:
+                continue  # an open imported file publishes its own
+            self._publish(target, diags, version if target == uri else None)
+            sent.add(target)
+        for old in self.published.get(uri, set()) - sent:
+            if old not in self.workspace.text_documents:
+                self._publish(old, [])
+        self.published[uri] = sent
 
     def lint_and_publish(self, uri: str) -> None:
         doc = self.workspace.text_documents.get(uri)
@@ -203,29 +324,23 @@ class FairspecServer(LanguageServer):
         if size:
             d = T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 0)), severity=T.DiagnosticSeverity.Warning,
                              code="FS106", source="fairspec",
-                             message=f"this document is {size / 1e6:.1f} MB, over the language server's "
-                                     f"limit of {MAX_DOCUMENT >> 10} KiB for analysing as you type "
+                             message=f"this document is {_size(size)}, over the language server's "
+                                     f"limit of {_size(MAX_DOCUMENT)} for analysing as you type "
                                      f"(FAIRSPEC_LSP_MAX_DOCUMENT): it is not analysed here; `fairspec lint` "
-                                     f"reads spec files up to {MAX_SPEC_BYTES >> 10} KiB (FS107 above): split "
+                                     f"reads spec files up to {_size(MAX_SPEC_BYTES)} (FS107 above): split "
                                      f"it into files joined with import")
             self.indexes.pop(uri, None)
             self.good.pop(uri, None)
-            for old in self.published.get(uri, set()) - {uri}:
-                self._publish(old, [])
-            self._publish(uri, [d])
-            self.published[uri] = {uri}
+            self._on_loop(self._deliver, uri, version, {uri: [d]})
             return
         try:
             idx = self.analyse(uri)
         except Exception as e:  # noqa: BLE001 - a fairspec bug must not take the editor's server down
             log.exception("lint failed")
-            msg = T.LogMessageParams(T.MessageType.Error, f"fairspec: internal error: {e}")
-            if self._loop is not None and threading.current_thread() is not threading.main_thread():
-                self._loop.call_soon_threadsafe(self.window_log_message, msg)
-            else:
-                self.window_log_message(msg)
+            self._on_loop(self.window_log_message,
+                          T.LogMessageParams(T.MessageType.Error, f"fairspec: internal error: {e}"))
             return
-        if idx is None or self._stale(uri, version):
+        if idx is None:
             return
         root = Path(idx.path)
         by_uri: dict[str, list[T.Diagnostic]] = {uri: []}
@@ -233,15 +348,9 @@ class FairspecServer(LanguageServer):
             target = uri
             if d.span is not None and Path(d.span.file).resolve() != root:
                 if _confined(d.span.file, idx.path):
-                    target = from_fs_path(str(Path(d.span.file).resolve()))
-            by_uri.setdefault(target, []).append(_to_lsp(d, idx.path))
-        for old in self.published.get(uri, set()) - set(by_uri):
-            self._publish(old, [])
-        for target, diags in by_uri.items():
-            if target != uri and target in self.workspace.text_documents:
-                continue  # an open imported file publishes its own
-            self._publish(target, diags)
-        self.published[uri] = set(by_uri)
+                    target = self.uri_of(d.span.file)
+            by_uri.setdefault(target, []).append(self.to_lsp(d, idx))
+        self._on_loop(self._deliver, uri, version, by_uri)
 
     def index_for(self, uri: str) -> A.Index | None:
         """The document's index; while a newer text waits to be linted, the last good one (a request
@@ -257,17 +366,38 @@ class FairspecServer(LanguageServer):
         return self.good.get(uri, idx)
 
 
+def _unsaved(d: Diagnostic) -> Diagnostic:
+    """A diagnostic of a document that is not a file, about a path relative to it: said so."""
+    where = str(UNSAVED)
+    if where not in d.message and where not in (d.hint or ""):
+        return d
+    message = re.sub(r"\s*\(looked for [^)]*\)", "", d.message).replace(where + os.sep, "")
+    return dataclasses.replace(d, message=f"{message}: this document is not saved as a file, so a relative path "
+                                          f"in it is relative to no folder",
+                               hint="save the document in its project; its imports, models and data are found "
+                                    "relative to its file")
+
+
 server = FairspecServer()
+
+
+@server.feature(T.INITIALIZE)
+def initialize(ls: FairspecServer, params: T.InitializeParams):
+    # pygls made the workspace (with the position encoding it negotiated); its documents cut lines
+    # as LSP does (_Workspace adds no state: only the class of the documents it makes)
+    ls.protocol.workspace.__class__ = _Workspace
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: FairspecServer, params: T.DidOpenTextDocumentParams):
     ls.schedule(params.text_document.uri)
+    ls.schedule_importers(params.text_document.uri)  # they read this buffer now, not the file
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: FairspecServer, params: T.DidChangeTextDocumentParams):
     ls.schedule(params.text_document.uri)
+    ls.schedule_importers(params.text_document.uri)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
@@ -280,10 +410,14 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
     uri = params.text_document.uri
     with ls._wake:
         ls._pending.pop(uri, None)
-    for target in ls.published.pop(uri, set()):
-        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=target, diagnostics=[]))
+    # a lint of it still running is dropped when it ends (_deliver: the document is not open)
+    for target in ls.published.pop(uri, set()) | {uri}:
+        if target == uri or target not in ls.workspace.text_documents:
+            ls._publish(target, [])
     ls.indexes.pop(uri, None)
     ls.good.pop(uri, None)
+    ls.schedule_importers(uri)  # they read the file on disk now
+    ls.imports.pop(uri, None)
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -292,18 +426,9 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
         ls.schedule(uri)
 
 
-def _where(params) -> tuple[str, int, int]:
-    """(path, line, column) in fairspec's 1-based terms; a uri that is not a file is invalid params."""
-    uri = params.text_document.uri
-    path = to_fs_path(uri) if isinstance(uri, str) and uri.startswith("file:") else None
-    if not path:
-        raise JsonRpcInvalidParams(f"not a file uri: {params.text_document.uri!r}")
-    return (str(Path(path).resolve()), params.position.line + 1, params.position.character + 1)
-
-
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: FairspecServer, params: T.HoverParams):
-    where = _where(params)
+    where = ls.where(params)
     idx = ls.index_for(params.text_document.uri)
     if idx is None:
         return None
@@ -315,27 +440,27 @@ def hover(ls: FairspecServer, params: T.HoverParams):
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: FairspecServer, params: T.DefinitionParams):
-    where = _where(params)
+    where = ls.where(params)
     idx = ls.index_for(params.text_document.uri)
     span = A.definition(idx, *where) if idx else None
     if span is None or not _confined(span.file, idx.path):  # never a file outside the project
         return None
-    return _location(span)
+    return ls.location(span, idx)
 
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def references(ls: FairspecServer, params: T.ReferenceParams):
-    where = _where(params)
+    where = ls.where(params)
     idx = ls.index_for(params.text_document.uri)
     if idx is None:
         return []
     spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
-    return [_location(s) for s in spans if _confined(s.file, idx.path)]
+    return [ls.location(s, idx) for s in spans if _confined(s.file, idx.path)]
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[" ", ":", "(", "{", ","]))
 def completion(ls: FairspecServer, params: T.CompletionParams):
-    _, line, col = _where(params)
+    _, line, col = ls.where(params)
     if ls.too_large(params.text_document.uri):
         return T.CompletionList(is_incomplete=False, items=[])
     doc = ls.workspace.get_text_document(params.text_document.uri)
@@ -353,8 +478,9 @@ def document_symbols(ls: FairspecServer, params: T.DocumentSymbolParams):
 
     def conv(item):
         name, kind, span, name_span, kids = item
-        return T.DocumentSymbol(name=name, kind=_SYMBOL.get(kind, T.SymbolKind.Variable), range=_range(span),
-                                selection_range=_range(name_span), detail=kind, children=[conv(k) for k in kids] or None)
+        return T.DocumentSymbol(name=name, kind=_SYMBOL.get(kind, T.SymbolKind.Variable), range=ls.range(span, idx),
+                                selection_range=ls.range(name_span, idx), detail=kind,
+                                children=[conv(k) for k in kids] or None)
 
     return [conv(x) for x in A.outline(idx)]
 
@@ -368,13 +494,13 @@ def code_actions(ls: FairspecServer, params: T.CodeActionParams):
     out = []
     for lsp_diag in params.context.diagnostics:
         for d in idx.diagnostics:
-            if d.code != lsp_diag.code or _range(d.span) != lsp_diag.range:
+            if d.code != lsp_diag.code or ls.range(d.span, idx) != lsp_diag.range:
                 continue
             for title, span, new in A.fixes(idx, d):
-                edit = T.TextEdit(range=_range(span), new_text=new)
+                edit = T.TextEdit(range=ls.range(span, idx), new_text=new)
                 out.append(T.CodeAction(title=title, kind=T.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
                                         is_preferred=True,
-                                        edit=T.WorkspaceEdit(changes={_location(span).uri: [edit]})))
+                                        edit=T.WorkspaceEdit(changes={ls.uri_of(span.file): [edit]})))
     return out
 
 
@@ -387,30 +513,29 @@ def formatting(ls: FairspecServer, params: T.DocumentFormattingParams):
     if ls.too_large(params.text_document.uri):
         return []  # the diagnostic says why it is not analysed live
     try:
-        new = format_text(doc.source, to_fs_path(params.text_document.uri) or "<buffer>")
+        new = format_text(doc.source, ls.path_of(params.text_document.uri) or "<buffer>")
     except DiagnosticError:
         return []  # the diagnostics already say why the text does not parse
     if new == doc.source:
         return []
-    lines = doc.source.split("\n")
-    end = T.Position(len(lines) - 1, len(lines[-1]))
+    end = lines_of(doc.source).position(len(doc.source), ls.workspace.position_codec)
     return [T.TextEdit(range=T.Range(T.Position(0, 0), end), new_text=new)]
 
 
 @server.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
 def prepare_rename(ls: FairspecServer, params: T.PrepareRenameParams):
-    file, line, col = _where(params)
+    file, line, col = ls.where(params)
     idx = ls.index_for(params.text_document.uri)
     got = A.rename_target(idx, file, line, col) if idx else None
     if got is None:
         return None
     sym, span = got
-    return T.PrepareRenamePlaceholder(range=_range(span), placeholder=sym.name)
+    return T.PrepareRenamePlaceholder(range=ls.range(span, idx), placeholder=sym.name)
 
 
 @server.feature(T.TEXT_DOCUMENT_RENAME)
 def rename(ls: FairspecServer, params: T.RenameParams):
-    file, line, col = _where(params)
+    file, line, col = ls.where(params)
     idx = ls.index_for(params.text_document.uri)
     if idx is None:
         return None
@@ -420,19 +545,24 @@ def rename(ls: FairspecServer, params: T.RenameParams):
         raise JsonRpcInvalidParams(str(e)) from None
     changes: dict = {}
     for span, text in edits:
-        changes.setdefault(_location(span).uri, []).append(T.TextEdit(range=_range(span), new_text=text))
+        changes.setdefault(ls.uri_of(span.file), []).append(T.TextEdit(range=ls.range(span, idx), new_text=text))
     return T.WorkspaceEdit(changes=changes)
 
 
 @server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
 def folding_range(ls: FairspecServer, params: T.FoldingRangeParams):
     idx = ls.index_for(params.text_document.uri)
-    path = to_fs_path(params.text_document.uri)
+    path = ls.path_of(params.text_document.uri)
     if idx is None or not path:
         return []
     kinds = {"comment": T.FoldingRangeKind.Comment, "region": T.FoldingRangeKind.Region}
-    return [T.FoldingRange(start_line=a - 1, end_line=b - 1, kind=kinds[k])
-            for a, b, k in A.folding_ranges(idx, str(Path(path).resolve()))]
+    text = ls.text_of(path, idx)
+    out = []
+    for a, b, k in A.folding_ranges(idx, path):
+        first, last = ls.position(text, a, 1).line, ls.position(text, b, 1).line
+        if last > first:
+            out.append(T.FoldingRange(start_line=first, end_line=last, kind=kinds[k]))
+    return out
 
 
 SEMANTIC_LEGEND = T.SemanticTokensLegend(token_types=A.TOKEN_TYPES, token_modifiers=A.TOKEN_MODIFIERS)
@@ -440,24 +570,29 @@ SEMANTIC_LEGEND = T.SemanticTokensLegend(token_types=A.TOKEN_TYPES, token_modifi
 
 @server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, SEMANTIC_LEGEND)
 def semantic_tokens(ls: FairspecServer, params: T.SemanticTokensParams):
-    path = to_fs_path(params.text_document.uri)
+    path = ls.path_of(params.text_document.uri)
     if not path or ls.too_large(params.text_document.uri):
         return T.SemanticTokens(data=[])
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
     data, prev_line, prev_col = [], 0, 0
-    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, str(Path(path).resolve())):
-        line0, col0 = line - 1, col - 1
-        delta_col = col0 - prev_col if line0 == prev_line else col0
+    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path):
+        start = ls.position(doc.source, line, col)
+        end = ls.position(doc.source, line, col + length)
+        if end.line != start.line:  # a token across a lone \r (one line for fairspec): its first line's part
+            end = lines_of(doc.source).line_end(start.line, ls.workspace.position_codec)
+        if end.character <= start.character:
+            continue
+        delta_col = start.character - prev_col if start.line == prev_line else start.character
         bits = sum(1 << A.TOKEN_MODIFIERS.index(m) for m in mods)
-        data += [line0 - prev_line, delta_col, length, A.TOKEN_TYPES.index(kind), bits]
-        prev_line, prev_col = line0, col0
+        data += [start.line - prev_line, delta_col, end.character - start.character, A.TOKEN_TYPES.index(kind), bits]
+        prev_line, prev_col = start.line, start.character
     return T.SemanticTokens(data=data)
 
 
 @server.feature(T.TEXT_DOCUMENT_SIGNATURE_HELP, T.SignatureHelpOptions(trigger_characters=["(", ","]))
 def signature_help(ls: FairspecServer, params: T.SignatureHelpParams):
-    _, line, col = _where(params)
+    _, line, col = ls.where(params)
     doc = ls.workspace.get_text_document(params.text_document.uri)
     got = A.signature_at(ls.index_for(params.text_document.uri), doc.source, line, col)
     if got is None:
@@ -471,175 +606,12 @@ def signature_help(ls: FairspecServer, params: T.SignatureHelpParams):
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: FairspecServer, params: T.CodeLensParams):
     idx = ls.index_for(params.text_document.uri)
-    path = to_fs_path(params.text_document.uri)
+    path = ls.path_of(params.text_document.uri)
     if idx is None or not path:
         return []
-    return [T.CodeLens(range=_range(span), command=T.Command(
+    return [T.CodeLens(range=ls.range(span, idx), command=T.Command(
         title=f"check {name}", command="fairspec.checkProperty", arguments=[params.text_document.uri, name]))
-        for span, name in A.lenses(idx, str(Path(path).resolve()))]
-
-
-# ------------------------------------------------------------------ the stdio transport
-
-_CONTENT_LENGTH = re.compile(rb"content-length\s*:", re.I)
-
-
-class FrameError(Exception):
-    """A message that cannot be read: (JSON-RPC code, message); the reader resynchronises."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-class FrameReader:
-    """LSP base-protocol frames from a binary stream, every length checked before it is used.
-
-    ``read()`` returns a message's body (bytes), None at the end of the stream, or raises
-    :class:`FrameError` for a frame it cannot read; the next ``read()`` then skips to the next
-    line holding a ``Content-Length`` header (also in the middle of a line: a body has no newline
-    at its end, so the next header follows it on the same line)."""
-
-    def __init__(self, stream, max_message: int = MAX_MESSAGE):
-        self.stream = stream
-        self.max_message = max_message
-        self.resync = False
-        self.carry = b""  # the start of a header found inside a line while resynchronising
-
-    def _line(self) -> bytes:
-        if self.carry:
-            line, self.carry = self.carry, b""
-            return line
-        return self.stream.readline(MAX_HEADER_LINE + 1)
-
-    def read(self) -> bytes | None:
-        length = None
-        seen = False
-        while True:
-            line = self._line()
-            if not line:
-                return None
-            if self.resync:
-                m = _CONTENT_LENGTH.search(line)
-                if m is None:
-                    continue  # still in the broken frame's body
-                line, self.resync = line[m.start():], False
-            if len(line) > MAX_HEADER_LINE or not line.endswith(b"\n"):
-                self.resync = True
-                raise FrameError(-32700, f"a header line is longer than {MAX_HEADER_LINE} bytes")
-            if not line.strip():
-                if not seen:
-                    continue  # blank lines between frames
-                break
-            seen = True
-            name, sep, value = line.partition(b":")
-            if not sep:
-                self.resync = True
-                raise FrameError(-32700, f"malformed header line {line[:80]!r}")
-            if name.strip().lower() == b"content-length":
-                v = value.strip()
-                if not v.isdigit() or len(v) > 18:
-                    length = -1
-                else:
-                    length = int(v)
-        if length is None:
-            self.resync = True
-            raise FrameError(-32700, "a message without a Content-Length header")
-        if length < 0:
-            self.resync = True
-            raise FrameError(-32700, "the Content-Length header is not a whole number of bytes")
-        if length > self.max_message:
-            self.resync = True
-            raise FrameError(-32600, f"a message of {length} bytes is over the server's limit of "
-                                     f"{self.max_message} bytes")
-        body = self.stream.read(length)
-        if len(body) < length:
-            return None  # the stream ended inside the body
-        return body
-
-
-def _error(protocol, msg_id, code: int, message: str) -> None:
-    protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
-
-
-def _dispatch(ls: FairspecServer, body: bytes) -> None:
-    """One message: checked, then handed to pygls (in the event loop's thread)."""
-    protocol = ls.protocol
-    try:
-        raw = json.loads(body)
-    except (ValueError, RecursionError) as e:
-        _error(protocol, None, -32700, f"Parse error: the message is not JSON ({type(e).__name__})")
-        return
-    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0":
-        _error(protocol, raw.get("id") if isinstance(raw, dict) else None, -32600,
-               "Invalid Request: not a JSON-RPC 2.0 message object")
-        return
-    msg_id = raw.get("id")
-    method = raw.get("method")
-    is_request = "method" in raw and "id" in raw
-    if "method" in raw and not isinstance(method, str):
-        if is_request:
-            _error(protocol, msg_id, -32600, "Invalid Request: the method is not a string")
-        return
-    if is_request and not isinstance(msg_id, (int, str)):
-        _error(protocol, None, -32600, "Invalid Request: the id is not a number or a string")
-        return
-    if method is not None and not ls.initialized and method not in ("initialize", "exit"):
-        if is_request:
-            _error(protocol, msg_id, -32002, f"Server not initialized: {method} before initialize")
-        return  # a notification before initialize is dropped (the protocol says so)
-    try:
-        message = protocol.structure_message(raw)
-    except Exception as e:  # noqa: BLE001 - wrongly typed params: an error response, never a dead request
-        if is_request:
-            why = str(getattr(e, "__cause__", None) or e) or type(e).__name__
-            _error(protocol, msg_id, -32602, f"Invalid params for {method}: {why.splitlines()[0][:200]}")
-        else:
-            log.warning("dropped a notification %r with invalid params", method)
-        return
-    if method == "initialize":
-        ls.initialized = True
-    protocol.handle_message(message)
-
-
-async def _serve(ls: FairspecServer, stdin, stop: threading.Event) -> None:
-    """Frames are read by a daemon thread (a blocked read of stdin never delays the exit) and
-    handled here, in the event loop's thread, one at a time; at most IN_FLIGHT read ahead."""
-    loop = asyncio.get_running_loop()
-    ls._loop = loop
-    frames: asyncio.Queue = asyncio.Queue()
-    room = threading.Semaphore(IN_FLIGHT)
-
-    def pump() -> None:
-        reader = FrameReader(stdin)
-        while True:
-            room.acquire()
-            try:
-                item = reader.read()
-            except FrameError as e:
-                item = e
-            except (OSError, ValueError):  # stdin closed under us
-                item = None
-            try:
-                loop.call_soon_threadsafe(frames.put_nowait, item)
-            except RuntimeError:  # the loop is closed: the server is exiting
-                return
-            if item is None:
-                return
-
-    threading.Thread(target=pump, daemon=True, name="fairspec-lsp-reader").start()
-    while not stop.is_set():
-        item = await frames.get()
-        room.release()
-        if item is None:
-            break
-        if isinstance(item, FrameError):
-            _error(ls.protocol, None, item.code, str(item))
-            continue
-        try:
-            _dispatch(ls, item)
-        except Exception:  # noqa: BLE001 - one bad message never ends the server
-            log.exception("could not handle a message")
+        for span, name in A.lenses(idx, path)]
 
 
 def main() -> int:
@@ -662,11 +634,14 @@ def main() -> int:
             stdin = os.fdopen(os.dup(0), "rb")
         except OSError:
             stdin = sys.stdin.buffer
-        asyncio.run(_serve(server, stdin, stop))
+        asyncio.run(serve(server, stdin, stop))
     except BrokenPipeError:
         log.error("the client closed the connection")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as e:  # `exit`: pygls's status, 0 after `shutdown` and 1 without (the protocol's)
+        return e.code if isinstance(e.code, int) else 1
     finally:
         server.shutdown()
-    return 0
+    # the end of stdin without `exit`: a clean end only after `shutdown`
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1

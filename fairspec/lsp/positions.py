@@ -1,0 +1,109 @@
+"""Positions between fairspec and the language server protocol.
+
+fairspec's spans are 1-based (line, column) with lines cut at ``\\n`` alone (the lexer's, lark's) and
+columns in code points. LSP positions are 0-based (line, character) with lines cut at ``\\n``,
+``\\r\\n`` and ``\\r`` (and nothing else: not U+2028, a form feed or U+0085, which ``str.splitlines``
+also cuts at) and characters in the negotiated encoding's code units (UTF-16 unless the client
+offered another: pygls's :class:`~pygls.workspace.position_codec.PositionCodec`).
+
+Both are converted through an offset into the text the span was read from, so a file with lone
+``\\r`` line ends (one line for fairspec, several for LSP) and a line holding characters outside
+the Basic Multilingual Plane map exactly. The unit conversion itself is pygls's codec.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from functools import lru_cache
+
+from lsprotocol import types as T
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
+
+
+def lsp_lines(text: str) -> tuple[str, ...]:
+    """The text's lines as LSP counts them, each with its line end (``str.splitlines(True)`` but
+    cut at ``\\n``, ``\\r\\n`` and ``\\r`` only)."""
+    return lines_of(text).lines
+
+
+class Lines:
+    """One text's line tables: where each LSP line and each fairspec line starts."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = tuple(_LSP_LINE.findall(text))
+        starts, at = [], 0
+        for ln in self.lines:
+            starts.append(at)
+            at += len(ln)
+        self.lsp_starts = starts
+        self.fs_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def _content(self, i: int) -> int:
+        """The length of LSP line i without its line end."""
+        ln = self.lines[i]
+        m = _ENDING.search(ln)
+        return len(ln) - (len(m.group()) if m else 0)
+
+    # ------------------------------------------------------------ fairspec <-> offset
+    def offset(self, line: int, column: int) -> int:
+        """The offset of fairspec's 1-based (line, column), clamped to the text and to its line."""
+        if line < 1:
+            return 0
+        if line > len(self.fs_starts):
+            return len(self.text)
+        start = self.fs_starts[line - 1]
+        end = self.fs_starts[line] - 1 if line < len(self.fs_starts) else len(self.text)
+        return min(start + max(column - 1, 0), end)
+
+    def fairspec(self, offset: int) -> tuple[int, int]:
+        """fairspec's 1-based (line, column) of an offset."""
+        offset = min(max(offset, 0), len(self.text))
+        i = bisect.bisect_right(self.fs_starts, offset) - 1
+        return i + 1, offset - self.fs_starts[i] + 1
+
+    # ------------------------------------------------------------ LSP <-> offset
+    def position(self, offset: int, codec) -> T.Position:
+        """The LSP position of an offset, in the codec's units."""
+        offset = min(max(offset, 0), len(self.text))
+        if not self.lines:
+            return T.Position(0, 0)
+        if offset == len(self.text) and _ENDING.search(self.text):
+            return T.Position(len(self.lines), 0)  # after the last line end: the empty last line
+        i = bisect.bisect_right(self.lsp_starts, offset) - 1
+        col = min(offset - self.lsp_starts[i], self._content(i))  # between a \r and its \n: the line's end
+        return codec.position_to_client_units(self.lines, T.Position(i, col))
+
+    def from_position(self, pos: T.Position, codec) -> int:
+        """The offset of an LSP position in the codec's units (past a line's end: its end; past the
+        last line: the end of the text)."""
+        if pos.line >= len(self.lines):
+            return len(self.text)
+        n = self._content(pos.line)
+        units = codec.client_num_units(self.lines[pos.line][:n])
+        # a copy, clamped first: pygls's codec rewrites the position it is given and clamps one short
+        got = codec.position_from_client_units(self.lines, T.Position(pos.line, min(pos.character, units)))
+        return self.lsp_starts[pos.line] + min(got.character, n)
+
+    def line_end(self, line: int, codec) -> T.Position:
+        """The end of LSP line ``line`` (before its line end), in the codec's units."""
+        if line >= len(self.lines):
+            return T.Position(line, 0)
+        return T.Position(line, codec.client_num_units(self.lines[line][:self._content(line)]))
+
+    # ------------------------------------------------------------ both ways
+    def to_lsp(self, line: int, column: int, codec) -> T.Position:
+        return self.position(self.offset(line, column), codec)
+
+    def to_fairspec(self, pos: T.Position, codec) -> tuple[int, int]:
+        return self.fairspec(self.from_position(pos, codec))
+
+
+@lru_cache(maxsize=16)
+def lines_of(text: str) -> Lines:
+    """The line tables of a text (the last few texts are kept: a request, its diagnostics and the
+    document's own line splitting ask for the same text)."""
+    return Lines(text)
