@@ -275,3 +275,83 @@ def test_the_servers_limit_is_lints():
     from fairspec.syntax import parser
 
     assert server.MAX_SPEC_BYTES == parser.MAX_SPEC_BYTES
+
+
+def test_exit_without_shutdown_is_status_1(raw, project):
+    raw.initialize(project)
+    raw.notify("exit", None)
+    raw.p.wait(timeout=GUARD)
+    assert raw.p.returncode == 1  # the protocol's: exit without shutdown
+
+
+def test_the_end_of_stdin_without_shutdown_is_status_1(raw, project):
+    raw.initialize(project)
+    raw.close()
+    assert raw.p.returncode == 1
+
+
+def test_requests_after_shutdown_are_answered_invalid_request(raw, project):
+    raw.initialize(project)
+    assert "result" in raw.reply(raw.request("shutdown", None))
+    for method, params in [("textDocument/hover", {"textDocument": {"uri": (project / "a.fair").as_uri()},
+                                                  "position": {"line": 0, "character": 0}}), ("shutdown", None)]:
+        r = raw.reply(raw.request(method, params))
+        assert r["error"]["code"] == -32600, r
+    raw.notify("exit", None)
+    raw.p.wait(timeout=GUARD)
+    assert raw.p.returncode == 0
+
+
+@pytest.mark.parametrize("msg, code", [
+    ({"jsonrpc": "2.0", "id": 507, "method": "textDocument/didClose",
+      "params": {"textDocument": {"uri": "file:///nowhere/x.fair"}}}, -32600),
+    ({"jsonrpc": "2.0", "id": True, "method": "textDocument/hover",
+      "params": {"textDocument": {"uri": "file:///nowhere/x.fair"}, "position": {"line": 0, "character": 0}}}, -32600),
+    ({"jsonrpc": "2.0", "id": 508, "method": "fairspec/noSuchThing"}, -32601),
+], ids=["notification-with-id", "id-true", "unknown-method-without-params"])
+def test_a_request_that_is_not_one_is_answered(raw, project, msg, code):
+    raw.initialize(project)
+    raw.send(msg)
+    r = raw.wait(lambda m: "error" in m)
+    assert r["error"]["code"] == code, r
+    assert "__init__" not in r["error"]["message"]
+    _no_traceback(r)
+    raw.alive()
+
+
+def _hover(msg_id: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": "file:///nowhere/x.fair"}, "position": {"line": 0, "character": 0}}}).encode()
+
+
+def test_a_short_content_length_does_not_lose_the_next_message(raw, project):
+    raw.initialize(project)
+    body, after = _hover(900), _hover(901)
+    raw.send_bytes(b"Content-Length: 10\r\n\r\n" + body + b"Content-Length: %d\r\n\r\n" % len(after) + after)
+    assert raw.error_reply()["error"]["code"] == -32700
+    assert "result" in raw.reply(901)
+
+
+def test_two_content_lengths_that_disagree_are_refused(raw, project):
+    raw.initialize(project)
+    body, after = _hover(902), _hover(903)
+    raw.send_bytes(b"Content-Length: 2\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+                   + b"Content-Length: %d\r\n\r\n" % len(after) + after)
+    assert raw.error_reply()["error"]["code"] == -32700
+    assert "result" in raw.reply(903)
+    assert not [m for m in raw.__dict__.get("backlog", []) if m.get("id") == 902]
+
+
+def test_the_document_limit_counts_utf8_bytes(project):
+    r = Raw(project, env={"FAIRSPEC_LSP_MAX_DOCUMENT": "200"})
+    try:
+        r.initialize(project)
+        uri = (project / "accents.fair").as_uri()
+        text = "# " + "é" * 120 + "\n"  # 123 characters, 243 bytes
+        r.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "fairspec", "version": 1,
+                                                           "text": text}})
+        d = r.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+        (diag,) = d["params"]["diagnostics"]
+        assert diag["code"] == "FS106" and "243 bytes" in diag["message"] and "200 bytes" in diag["message"]
+    finally:
+        r.close()

@@ -16,6 +16,11 @@ from pathlib import Path
 from lsprotocol import types as T
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
+from pygls.workspace.position_codec import PositionCodec
+
+from fairspec.lsp.positions import lines_of
+
+UTF16 = PositionCodec(T.PositionEncodingKind.Utf16)  # what a client says when it offers nothing else
 
 
 def server_command() -> list[str]:
@@ -26,11 +31,15 @@ def server_command() -> list[str]:
 class Session:
     """One `fairspec lsp` process and an initialised client talking to it."""
 
-    def __init__(self, command: list[str] | None = None, wait: float = 300.0):
+    def __init__(self, command: list[str] | None = None, wait: float = 300.0,
+                 capabilities: T.ClientCapabilities | None = None):
         self.command = command or server_command()
+        self.capabilities = capabilities or T.ClientCapabilities()
+        self.encoding = None  # the position encoding the server chose
         self.wait = wait  # a guard against a hung server, never a speed requirement
         self.client = LanguageClient("fairspec-test", "0")
         self.published: dict[str, list[tuple[int, list[T.Diagnostic]]]] = {}
+        self.published_versions: dict[str, list[int | None]] = {}
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
         self._news = asyncio.Condition()
@@ -41,6 +50,7 @@ class Session:
             async with self._news:
                 self.published.setdefault(params.uri, []).append((len(self.published.get(params.uri, [])),
                                                                   list(params.diagnostics)))
+                self.published_versions.setdefault(params.uri, []).append(params.version)
                 self._news.notify_all()
 
     async def __aenter__(self) -> "Session":
@@ -48,9 +58,10 @@ class Session:
         env.pop("FAIRSPEC_DEBUG", None)
         await self.client.start_io(*self.command, env=env)
         self.pid = self.client._server.pid  # noqa: SLF001 - the benchmark reads its memory
-        await self.client.initialize_async(T.InitializeParams(
+        got = await self.client.initialize_async(T.InitializeParams(
             process_id=os.getpid(), root_uri=from_fs_path(os.getcwd()),
-            capabilities=T.ClientCapabilities()))
+            capabilities=self.capabilities))
+        self.encoding = got.capabilities.position_encoding
         self.client.initialized(T.InitializedParams())
         return self
 
@@ -63,9 +74,13 @@ class Session:
 
     # ------------------------------------------------------------ documents
     def open(self, path, text: str | None = None) -> str:
-        path = Path(path).resolve()
-        uri = from_fs_path(str(path))
-        text = path.read_text(encoding="utf-8") if text is None else text
+        """didOpen a file (its text, or ``text``); a path that is a uri (``untitled:...``) is opened as is."""
+        if ":" in str(path) and not Path(path).is_absolute():
+            uri = str(path)
+        else:
+            path = Path(path).resolve()
+            uri = from_fs_path(str(path))
+            text = path.read_text(encoding="utf-8") if text is None else text
         self.versions[uri] = 1
         self.texts[uri] = text
         self.client.text_document_did_open(T.DidOpenTextDocumentParams(
@@ -86,6 +101,18 @@ class Session:
             T.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
             [T.TextDocumentContentChangeWholeDocument(text=text)]))
 
+    def edit(self, uri: str, start: T.Position, end: T.Position, text: str) -> None:
+        """An incremental change: replace the range start-end (UTF-16 units) with text."""
+        self.versions[uri] += 1
+        rng = T.Range(start, end)
+        self.texts[uri] = apply_edits(self.texts[uri], [T.TextEdit(range=rng, new_text=text)])
+        self.client.text_document_did_change(T.DidChangeTextDocumentParams(
+            T.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            [T.TextDocumentContentChangePartial(range=rng, text=text)]))
+
+    def close(self, uri: str) -> None:
+        self.client.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri=uri)))
+
     def seen(self, uri: str) -> int:
         return len(self.published.get(uri, []))
 
@@ -103,10 +130,9 @@ class Session:
     # ------------------------------------------------------------ requests
     @staticmethod
     def pos(text: str, needle: str, offset: int = 0) -> T.Position:
-        """The position of `needle` (plus offset characters) in text."""
-        i = text.index(needle) + offset
-        line = text.count("\n", 0, i)
-        return T.Position(line, i - (text.rfind("\n", 0, i) + 1))
+        """The LSP position (UTF-16 units; lines cut at \\n, \\r\\n and \\r) of `needle` (plus offset
+        characters) in text."""
+        return lines_of(text).position(text.index(needle) + offset, UTF16)
 
     def _doc(self, uri):
         return T.TextDocumentIdentifier(uri=uri)
@@ -145,15 +171,11 @@ class Session:
             self.wait)
 
 
-def apply_edits(text: str, edits) -> str:
-    """Apply LSP TextEdits (non-overlapping) to text."""
-    lines = text.split("\n")
-
-    def offset(p):
-        return sum(len(x) + 1 for x in lines[:p.line]) + p.character
-
+def apply_edits(text: str, edits, codec: PositionCodec = UTF16) -> str:
+    """Apply LSP TextEdits (non-overlapping) to text as a client does: positions in the codec's
+    units (UTF-16 by default), lines cut at \\n, \\r\\n and \\r."""
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        a, b = offset(e.range.start), offset(e.range.end)
+        lines = lines_of(text)
+        a, b = lines.from_position(e.range.start, codec), lines.from_position(e.range.end, codec)
         text = text[:a] + e.new_text + text[b:]
-        lines = text.split("\n")
     return text

@@ -42,7 +42,7 @@ def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
     kind = "onehot" if sym.node.type.kind == "cat" else "raw"
     block = d.related[0].span
     text = idx.texts.get(block.file, "")
-    lines = text.splitlines()
+    lines = text.split("\n")  # a span's lines are the lexer's (\n alone)
     close = lines[block.end_line - 1] if block.end_line - 1 < len(lines) else ""
     before = close[:block.end_column - 2]
     indent = "  "
@@ -50,8 +50,8 @@ def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
     if before.strip() == "":
         at = Span(block.file, block.end_line, 1, block.end_line, 1)
         new = f"{indent}{feat} : {kind}\n"
-    else:
-        at = Span(block.file, block.end_line, block.end_column - 1, block.end_line, block.end_column - 1)
+    else:  # after the last line's text (its blanks before the brace replaced: no trailing blank)
+        at = Span(block.file, block.end_line, len(before.rstrip()) + 1, block.end_line, block.end_column - 1)
         new = f"\n{indent}{feat} : {kind}\n"
     return [(f"Encode '{feat}' for {model} ({kind})", at, new)]
 

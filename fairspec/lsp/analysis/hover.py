@@ -14,7 +14,7 @@ def _text_of(idx: Index, span: Span) -> str:
     text = idx.texts.get(span.file)
     if text is None:
         return ""
-    lines = text.splitlines()
+    lines = text.split("\n")  # a span's lines are the lexer's (\n alone)
     if span.line == span.end_line:
         return lines[span.line - 1][span.column - 1:span.end_column - 1]
     out = [lines[span.line - 1][span.column - 1:]] + lines[span.line:span.end_line - 1]
