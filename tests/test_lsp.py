@@ -204,6 +204,16 @@ def test_missing_encoding_line_quick_fix_and_files_re_read(tmp_path):
             n = s.seen(uri)
             s.change(uri, fixed)
             assert [d.code for d in await s.diagnostics(uri, n)] == []
+            # the '}' on the last feature's line: the new line goes after it, no blank left behind
+            same_line = text.replace("  score : raw\n}", "  score : raw }")
+            n = s.seen(uri)
+            s.change(uri, same_line)
+            (fs211,) = [d for d in await s.diagnostics(uri, n) if d.code == "FS211"]
+            (action,) = await s.code_actions(uri, [fs211])
+            assert "  score : raw\n  member : raw\n}" in apply_edits(same_line, action.edit.changes[uri])
+            n = s.seen(uri)
+            s.change(uri, fixed)
+            assert [d.code for d in await s.diagnostics(uri, n)] == []
             # the data file changes on disk: its header is read again
             csv.write_text(csv.read_text().replace("age,sex", "years,sex", 1))
             n = s.seen(uri)
