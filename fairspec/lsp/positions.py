@@ -14,13 +14,15 @@ the Basic Multilingual Plane map exactly. The unit conversion itself is pygls's 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from lsprotocol import types as T
 
 _LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
+_OTHER_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # where str.splitlines also cuts
 
 
 def lsp_lines(text: str) -> tuple[str, ...]:
@@ -34,13 +36,16 @@ class Lines:
 
     def __init__(self, text: str):
         self.text = text
-        self.lines = tuple(_LSP_LINE.findall(text))
-        starts, at = [], 0
-        for ln in self.lines:
-            starts.append(at)
-            at += len(ln)
-        self.lsp_starts = starts
-        self.fs_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        # str.splitlines is exact (and faster) unless the text holds a break LSP does not count
+        self.lines = tuple(_LSP_LINE.findall(text) if _OTHER_BREAK.search(text) else text.splitlines(True))
+
+    @cached_property
+    def lsp_starts(self) -> list[int]:
+        return list(itertools.accumulate((len(ln) for ln in self.lines[:-1]), initial=0)) if self.lines else []
+
+    @cached_property
+    def fs_starts(self) -> list[int]:
+        return [0] + [m.end() for m in re.finditer("\n", self.text)]
 
     def _content(self, i: int) -> int:
         """The length of LSP line i without its line end."""
@@ -102,8 +107,8 @@ class Lines:
         return self.fairspec(self.from_position(pos, codec))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def lines_of(text: str) -> Lines:
     """The line tables of a text (the last few texts are kept: a request, its diagnostics and the
-    document's own line splitting ask for the same text)."""
+    document's own line splitting ask for the same text; the offsets are computed when asked)."""
     return Lines(text)
