@@ -20,7 +20,6 @@ import logging
 import re
 import threading
 
-import attrs
 from lsprotocol import types as T
 
 log = logging.getLogger("fairspec.lsp")
@@ -121,7 +120,7 @@ def _error(protocol, msg_id, code: int, message: str) -> None:
 def _is_notification(method: str) -> bool:
     """An LSP method that is a notification (its message has no id)."""
     types = T.METHOD_TO_TYPES.get(method)
-    return types is not None and "id" not in attrs.fields_dict(types[0])
+    return types is not None and types[1] is None  # (message, response, params, options): no response
 
 
 def dispatch(ls, body: bytes) -> None:
