@@ -350,11 +350,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
         claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
-        measure = runtime_outputs(model, X, "logit") if mode == "maximize" else None
-        if mode == "maximize" and measure is None:
-            from fairspec.models.trees import agg_to_logit
-
-            measure = agg_to_logit(runtime_outputs(model, X, "prob"), "identity")
+        measure = _label_measure(model, X) if mode == "maximize" else None
     else:
         s = runtime_outputs(model, X, post)
         if s is None:
@@ -467,13 +463,24 @@ def encode_features(enc: ir.Encoding, V: np.ndarray) -> np.ndarray:
     return encode(enc, {c.feature: np.array([p[c.feature] for p in pts]) for c in enc.columns}, V.shape[0])
 
 
+def _label_measure(model, X):
+    """The logit a ``label`` post's maximize measures (``min(z, -z')``): the library's margin, or the
+    logit of its probability for a model with none (a probability-averaging forest)."""
+    measure = runtime_outputs(model, X, "logit")
+    if measure is None:
+        from fairspec.models.trees import agg_to_logit
+
+        measure = agg_to_logit(runtime_outputs(model, X, "prob"), "identity")
+    return measure
+
+
 def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
-    """certify.trees.difference_bound of the pair's output difference, for a ``logit`` of a boosted
-    model or a ``prob`` of a probability-averaging forest (None otherwise)."""
+    """certify.trees.difference_bound of the pair's output difference, for a ``logit`` (or the margin a
+    ``label`` reads) of a boosted model or a ``prob`` of a probability-averaging forest (None otherwise)."""
     from fairspec.certify.trees import difference_bound
 
     ens = tree_ensemble(model)
-    if ens is None or not ((prop.post == "logit" and ens.link == "logistic")
+    if ens is None or not ((prop.post in ("logit", "label") and ens.link == "logistic")
                            or (prop.post == "prob" and ens.link == "identity")):
         return None
     vary = set()
@@ -487,28 +494,16 @@ def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
     return ub
 
 
-def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
-    """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
-    with a concrete domain pair that breaks the property on the library's runtime (pre-condition
-    and post-condition checked exactly, strictness as written); a `holds` the engines cannot
-    certify is `unknown` (a floating-point solver's word is no proof)."""
+def _checked_pair(prop, fs, enc, model, pair):
+    """(the pair encoded, x first as the violation reads it, None) when ``pair`` (a solver's candidate)
+    lies in the domain, satisfies the pre-condition and breaks the property on the library's runtime;
+    (None, why) otherwise."""
     from fairspec.certify.enumerate import compare_exact
     from fairspec.certify.exact import decide
-    from fairspec.runtime.encoding import decode_row, encode
-    from fairspec.verdict import Verdict, Witness, unknown
+    from fairspec.runtime.encoding import encode
 
-    mode = details.get("mode")
-    if res.status == "holds":
-        return unknown(prop, f"the {backend} tree encoding found no violating pair, but its answer is not certified "
-                             "(the domain is too large to enumerate on the library's runtime, and a floating-point "
-                             "solver's word is no proof)", backend=backend, seconds=seconds, details=details)
-    if res.status != "violated" or res.witness is None:
-        return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
-                       seconds=seconds, details=details)
-    fs = ctx.spec.feature_set(prop.features)
-    enc = ctx.encoding(prop.model)
-    model = ctx.model(prop.model)
-    px, py = _feature_point(enc, res.witness.x), _feature_point(enc, res.witness.x_prime)
+    XW = None
+    px, py = _feature_point(enc, pair.x), _feature_point(enc, pair.x_prime)
     why = None
     for c in enc.columns:
         f = fs.get(c.feature)
@@ -545,6 +540,30 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                 XW = XW[::-1].copy()
         if not ok:
             why = "it does not break the property on the library's runtime"
+    return (XW, None) if why is None else (None, why)
+
+
+def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
+    """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
+    with a concrete domain pair that breaks the property on the library's runtime (pre-condition
+    and post-condition checked exactly, strictness as written); a `holds` the engines cannot
+    certify is `unknown` (a floating-point solver's word is no proof)."""
+    from fairspec.certify.enumerate import compare_exact
+    from fairspec.runtime.encoding import decode_row
+    from fairspec.verdict import Verdict, Witness, unknown
+
+    mode = details.get("mode")
+    if res.status == "holds":
+        return unknown(prop, f"the {backend} tree encoding found no violating pair, but its answer is not certified "
+                             "(the domain is too large to enumerate on the library's runtime, and a floating-point "
+                             "solver's word is no proof)", backend=backend, seconds=seconds, details=details)
+    if res.status != "violated" or res.witness is None:
+        return unknown(prop, res.reason or f"the {backend} solver did not decide the property", backend=backend,
+                       seconds=seconds, details=details)
+    fs = ctx.spec.feature_set(prop.features)
+    enc = ctx.encoding(prop.model)
+    model = ctx.model(prop.model)
+    XW, why = _checked_pair(prop, fs, enc, model, res.witness)
     if why is not None:
         return unknown(prop, f"the {backend} solver's candidate pair was dropped ({why}); not reported as a violation",
                        backend=backend, seconds=seconds, details=details)
@@ -553,7 +572,30 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                 (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     value = bound = None
-    if prop.post != "label":
+    if prop.post == "label" and mode == "maximize":
+        # min(z, -z') of the replayed pair (x labelled 1): a value the runtime reaches; a boosted model's
+        # certified bound on z - z' bounds it by half (min(z, -z') <= (z - z') / 2), as the enumeration's
+        # exact value would be; a forest's logit of a probability has no certified bound
+        z = _label_measure(model, XW)
+        v = float(min(z[0], -z[1]))                 # min and negation are exact
+        if res.best is not None and res.best is not res.witness:
+            # the solver's largest margin pair (on its float encoding), kept when the runtime agrees
+            XB, _ = _checked_pair(prop, fs, enc, model, res.best)
+            if XB is not None:
+                zb = _label_measure(model, XB)
+                if float(min(zb[0], -zb[1])) > v:
+                    XW, v = XB, float(min(zb[0], -zb[1]))
+                    out = model.replay(XW)
+                    w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
+                                decode_row(enc, fs, XW[1]), (float(out[0]), float(out[1])),
+                                replayed_by=runtime_name(model))
+        ub = _certified_difference_bound(prop, ctx, model, enc)
+        if ub is not None and runtime_outputs(model, XW[:1], "logit") is not None:
+            value, bound = v, (v, max(v, ub / 2))
+            details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
+        else:
+            details = {**details, "best_value": v, "maximum": "no certified upper bound"}
+    elif prop.post != "label":
         sw = runtime_outputs(model, XW, prop.post)
         v = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
         if mode != "maximize":

@@ -393,7 +393,8 @@ def maximize(problem: PairProblem, engine: str = "highs", time_limit: float | No
     if bound is not None:
         bound = max(bound, value)
     return run.result(res.status, "maximize", how=res.how if res.status == "holds" else ("proved" if proved else None),
-                      value=value, bound=bound, witness=res.witness, best=res.witness or best,
+                      value=value, bound=bound, witness=res.witness,
+                      best=best if kind == "label" else (res.witness or best),   # label: the largest margin pair
                       reason=res.reason if proved else (res.reason + "; gap not closed").strip("; "))
 
 
