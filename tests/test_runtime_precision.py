@@ -138,6 +138,28 @@ def test_a_half_precision_torch_network_is_never_proved(tmp_path, monkeypatch):
     for eps in (top, (top + 0.614) / 2):         # at the runtime's maximum and below it
         v = _check(tmp_path, model, "<=", repr(eps), monkeypatch, solvers=True)
         assert v["status"] != "holds", v
+        if v["status"] == "unknown":             # the true reason: its precision, not its children's order
+            assert "float16" in v["reason"] and "children in order" not in v["reason"], v
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_half_precision_torch_sequential_is_refused_for_its_precision(tmp_path, dtype):
+    """audit s18/h3 finding 4: a plain Linear, ReLU, Linear Sequential in float16 was refused by the
+    solvers with "forward() does not apply its children in order"."""
+    torch = pytest.importorskip("torch")
+    from fairspec.models import load_model
+    from fairspec.models.base import UnsupportedModel
+
+    W1, b1, W2, b2 = _weights(1)
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 6), torch.nn.ReLU(), torch.nn.Linear(6, 1))
+    with torch.no_grad():
+        for lin, W, b in ((seq[0], W1, b1), (seq[2], W2, b2)):
+            lin.weight.copy_(torch.tensor(W.T)); lin.bias.copy_(torch.tensor(b))
+    torch.jit.save(torch.jit.script(seq.to(getattr(torch, dtype)).eval()), str(tmp_path / "m.pt"))
+    m = load_model("torch", tmp_path / "m.pt", score_kind="logit")
+    with pytest.raises(UnsupportedModel, match=f"computes in {dtype}") as e:
+        m.piecewise_linear()
+    assert "children in order" not in str(e.value)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
