@@ -296,3 +296,17 @@ def test_a_degenerate_continuous_input_does_not_hide_a_gap():
     assert not covers_domain(half, lo, hi, integer, tied=[0, 1])
     assert covers_domain(both, lo, hi, integer, tied=[0, 1])
     assert not covers_domain(both + both[:1], lo, hi, integer, tied=[0, 1])        # an overlap
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_exact_tie_says_why_the_bab_does_not_prove_it(seed):
+    """audit s18/h3 finding 6: eps the exact largest |logit - logit'| (a tie; brute force: holds). The
+    certified branch and bound leaves room for the runtime's rounding, so a pair at the threshold is
+    neither a proof nor a violation: unknown, and the reason says so (it said 'did not decide it in 0.0 s
+    (candidate)')."""
+    p = _problem(seed, eps=brute_force(_problem(seed).with_post("logit", 0.0)).value)
+    assert brute_force(p).status == "holds"
+    r = decide_by_bab(p, "prove", None)
+    assert r.status in ("holds", "unknown") and r.witness is None
+    if r.status == "unknown":
+        assert "within the runtime's rounding of the threshold" in r.reason and "tie" in r.reason, r.reason
