@@ -223,7 +223,7 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nod
         # 6), which the proof cannot close, as it must leave the runtime's rounding on the safe side
         # (the error bound in stats: one sentence for every partition, merged in the partitions' reason)
         why = ("a pair lies within the runtime's rounding of the threshold and does not break it on the runtime: "
-               "a tie the certified branch and bound, which leaves room for that rounding, cannot prove")
+               "a tie (or near-tie) the certified branch and bound, which leaves room for that rounding, cannot prove")
     else:
         why = f"the certified branch and bound did not decide it in {took:.1f} s ({r.reason or r.status})"
     return PairResult("unknown", reason=why, seconds=took, engine="bab", mode=mode, stats=st)
