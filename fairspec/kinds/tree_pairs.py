@@ -548,7 +548,6 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     with a concrete domain pair that breaks the property on the library's runtime (pre-condition
     and post-condition checked exactly, strictness as written); a `holds` the engines cannot
     certify is `unknown` (a floating-point solver's word is no proof)."""
-    from fairspec.certify.enumerate import compare_exact
     from fairspec.runtime.encoding import decode_row
     from fairspec.verdict import Verdict, Witness, unknown
 
