@@ -17,7 +17,7 @@ import sys
 
 from fairspec import version
 from fairspec.runtime.stdio import flush_c_stdio, guarded_streams
-from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.diagnostics.visible import visible_value
 
 EXIT_INTERNAL = 4
 _ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by default it may use only its "
@@ -291,7 +291,7 @@ def _html_guard(args):
 def _input_error(args, message: str) -> None:
     """An input error found before any check ran: one sentence on stderr and, under a machine format,
     the document the other input errors give (fairspec.errordoc)."""
-    print(f"fairspec: {visible(message)}", file=sys.stderr)
+    print(f"fairspec: {visible_value(message)}", file=sys.stderr)  # one line: see report.say
     if args is not None and args.format != "text":
         from fairspec import errordoc
 
@@ -306,7 +306,7 @@ def _write_html(write) -> bool:
     try:
         write(html)
     except html.ReportWriteError as e:
-        print(f"fairspec: {visible(e)}", file=sys.stderr)
+        print(f"fairspec: {visible_value(e)}", file=sys.stderr)
         return False
     except ImportError as e:
         print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
@@ -466,7 +466,7 @@ def _main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - a bug in fairspec, not bad input
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
-        print(f"fairspec: internal error: {type(e).__name__}: {visible(e)}\n"
+        print(f"fairspec: internal error: {type(e).__name__}: {visible_value(e)}\n"
               f"this is a bug in fairspec; rerun with FAIRSPEC_DEBUG=1 for the traceback", file=sys.stderr)
         return EXIT_INTERNAL
 

@@ -300,3 +300,45 @@ def test_a_value_with_a_line_break_never_starts_a_line_of_lint_or_an_annotation(
     message = line.split("::", 2)[2]
     assert message.startswith("'a\\n::error file=x::pwned\\tz' is not a category of C%0Ahint: "), message
     assert "\t" not in line
+
+
+def test_a_value_with_a_line_break_or_a_space_never_starts_a_line_of_the_check_report(tmp_path):
+    """``check``'s text report: a reason quoting a category ``"a\\n::error file=x::pwned"`` shows the
+    line break as ``\\n``, and a reason is never wrapped at the console's width (the terminal wraps
+    it), so a category ``"b ::error::..."`` cannot land at the start of a wrapped line either. GitHub's
+    runner strips leading whitespace before it looks for ``::``, so no line may start with it even
+    indented; every width, since where rich would wrap depends on it."""
+    import csv
+
+    (tmp_path / "fairspec.toml").write_text("")
+    cats = ["a\n::error file=x::pwned", "b c ::error::wrapped"]
+    with open(tmp_path / "d.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["C", "age", "y"])
+        for i in range(200):
+            w.writerow([cats[i % 2], 18 + (i * 7) % 60, int(i % 3 == 0)])
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", label = y == 1)\n'
+        'features W from d {\n  C : {"a\\n::error file=x::pwned", "b c ::error::wrapped"} protected\n'
+        '  age : int in [18, 80]\n}\nmodel clf = rule(age >= 40)\n'
+        'property p { statistical_parity(clf, groups C) <= 0.1 }\n')
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    env.pop("FAIRSPEC_DEBUG", None)
+    for width in (40, 80, 120, 200):
+        r = subprocess.run([*fairspec_command(), "check", "s.fair"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, env=dict(env, COLUMNS=str(width)))
+        assert r.returncode == 3, r.stdout + r.stderr  # unknown: the threshold lies in the interval
+        assert not [x for x in (r.stdout + r.stderr).splitlines() if x.lstrip().startswith("::")], r.stdout
+        (reason,) = [x for x in r.stdout.splitlines() if x.startswith("p: ") and "lowest" in x]
+        assert "C=a\\n::error file=x::pwned" in reason and "C=b c ::error::wrapped" in reason, reason
+
+
+def test_say_prints_one_line_whatever_the_console_width():
+    """The writer of reasons, errors and warnings: one physical line, its line breaks as ``\\n``."""
+    from fairspec.report import console, say
+
+    buf = io.StringIO()
+    c = console(file=buf, width=20)
+    say(c, "error: " + "word " * 10 + "::error::x\n::warning::y", "bold red")
+    (line,) = buf.getvalue().splitlines()
+    assert line.endswith("word ::error::x\\n::warning::y"), line

@@ -30,6 +30,15 @@ def prose(x, style: str = ""):
     return Text(visible("" if x is None else x), style=style)
 
 
+def say(console, text, style: str = "") -> None:
+    """Print a sentence that may quote a user's value (a reason, an error, a warning) as one line:
+    its line breaks shown as ``\\n`` (:func:`value`) and never wrapped at the console's width (the
+    terminal wraps it), so a category ``"a\\n::error file=x::..."`` or ``"b ::error::..."`` cannot
+    start a line of its own, which a CI log reads as a workflow command (GitHub's runner strips
+    leading whitespace before it looks for ``::``, so an indented line would not be safe)."""
+    console.print(text if not isinstance(text, str) else value(text, style), soft_wrap=True)
+
+
 def console(stderr: bool = False, **kw):
     """The Console fairspec prints with: markup and highlighting off, every string made visible."""
     from rich.console import Console
@@ -93,7 +102,7 @@ def print_text(report, console) -> None:
     for d in report.diagnostics:  # whole lines: a hint's spec fragment is never broken (soft_wrap)
         console.print(render_full(d), markup=False, highlight=False, soft_wrap=True)
     if report.error:
-        console.print(prose(f"error: {report.error}", "bold red"), soft_wrap=True)
+        say(console, f"error: {report.error}", "bold red")
         return
     if not report.verdicts:
         return
@@ -114,7 +123,7 @@ def print_text(report, console) -> None:
             if isinstance(est, dict) and est.get("summary"):
                 lines.append(f"Estimate: {est['summary']}.")
         if lines or v.witness:
-            console.print(Text.assemble(value(v.name, "bold"), ": ", prose(" ".join(lines))))
+            say(console, Text.assemble(value(v.name, "bold"), ": ", value(" ".join(lines))))
         if v.witness:
             _print_witness(v.witness, console)
         if v.kind == "group_metric" and v.details and v.details.get("groups"):
@@ -127,16 +136,16 @@ def print_text(report, console) -> None:
 
                 render_table(v.details["table"], console)
             except Exception as e:  # noqa: BLE001 - a table is a courtesy; the verdict stands
-                console.print(prose(f"(pba table not shown: {e})"))
+                say(console, f"(pba table not shown: {e})")
         if v.details and v.details.get("explanation"):  # spec text (paths, the guardrail): printed whole,
             console.print(prose(v.details["explanation"]), soft_wrap=True)  # never wrapped at the width
             if v.details.get("guardrail"):
                 console.print(prose("guardrail pre-condition:\n" + v.details["guardrail"]), soft_wrap=True)
     for w in report.warnings:
-        console.print(prose(f"warning: {w}", "yellow"))
+        say(console, f"warning: {w}", "yellow")
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
-        console.print(prose(f"loaded (not counted in the properties' times): {parts}", "dim"))
+        say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
 
 
 _SUMMARY = ("property", "kind", "verdict", "value", "interval", "backend", "time")
@@ -247,7 +256,7 @@ def _print_repair(v, console) -> None:
                   f"accuracy {cell_text(d.get('accuracy_before'))} -> {cell_text(d.get('accuracy_after'))}",
                   f"written {d.get('written') or '(not written)'}"]
     facts.append(f"solver {d.get('solver')} {cell_text(d.get('solver_seconds'))}s")
-    console.print(prose("  " + "; ".join(facts)))
+    say(console, "  " + "; ".join(facts))
 
 
 def _print_groups(v, console) -> None:
@@ -274,7 +283,7 @@ def _print_groups(v, console) -> None:
     console.print(t)
     if d.get("excluded_groups"):
         listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
-        console.print(prose(f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}"))
+        say(console, f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}")
 
 
 def _print_witness(w, console) -> None:
