@@ -297,3 +297,59 @@ def test_robustness_accuracy_matches_the_grid(which):
                 v = tc.sigma[i] * tc.g(C[[i]], d[None])[0]
                 assert (v <= 0) if tc.sigma[i] > 0 else (v < 0)
         assert (dec.status == "unknown").sum() == 0
+
+
+def _agg_row(group: str) -> dict:
+    c = {"eligible": 5, "proved": 2, "refuted": 2, "unknown": 1, "eligible_desirable": 3, "eligible_undesirable": 2}
+    return {"group": group, "n": 12345678, "sp": 0.123, "tpr": 0.5, "cfa": 1.0, "rb_observed": 0.3333,
+            "rb_flipped": None, "pba_observed": 0.3, "pba_observed_desirable": 0.2, "pba_observed_undesirable": 0.1,
+            "pba_flipped": 0.3, "pba_flipped_desirable": 0.2, "pba_flipped_undesirable": 0.1,
+            "observed_counts": c, "flipped_counts": c}
+
+
+_LONG = "sex=female and a rather long name of a group " * 2
+_HOSTILE_GROUPS = [_LONG, "M", "$25k-$50k", "$\\frac{$", "x ::error::pwned"]
+
+
+@pytest.mark.parametrize("width", [40, 60, 75, 80, 100, 200])
+def test_pba_table_folds_never_cuts(width):
+    """On any console the PBA table cuts no value with an ellipsis (rich squeezed the group column to
+    nothing and printed ``1234…``): the number columns are as wide as their longest value, the group
+    column folds a long name; a console too narrow for the numbers gets one block per group. A
+    name never starts a line (a CI log reads a line starting ``::`` as a workflow command)."""
+    from rich.console import Console
+
+    d = {"groups": _HOSTILE_GROUPS, "rows": [_agg_row(g) for g in _HOSTILE_GROUPS], "overall": {}}
+    con = Console(record=True, width=width)
+    render_table(d, con, title="p: PBA by sex")
+    text = con.export_text()
+    assert "…" not in text
+    for v in ("12345678", "12.3%", "100.0%", "33.3%", "20.0%/10.0%", "PBA obs", "(des./undes.)", "undecided"):
+        assert v in text, (v, text)
+    # the group column, read down (a folded name is whole once its cell's lines are joined)
+    column = "".join(x.split("│")[1] if x.startswith("│") else x[len("group "):] if x.startswith("group ") else "|"
+                     for x in text.splitlines())
+    for g in _HOSTILE_GROUPS:
+        assert "".join(g.split()) in "".join(column.split()), (g, text)
+    assert not [x for x in text.splitlines() if x.lstrip().startswith("::")], text
+    tables = [x for x in text.splitlines() if not x.startswith("group ")]
+    assert max(len(x.rstrip()) for x in tables) <= width, text
+
+
+def test_pba_chart_draws_dollar_signs_as_written(tmp_path):
+    """``chart = "file.png"`` (write_chart outside the HTML report) draws a group ``"$25k-$50k"`` as
+    written, not as mathtext in math italics, and a group ``"$\\frac{$"`` does not fail the chart."""
+    import io
+
+    import matplotlib
+
+    d = {"groups": _HOSTILE_GROUPS, "rows": [_agg_row(g) for g in _HOSTILE_GROUPS], "overall": {}}
+    out = tmp_path / "pba.png"
+    write_chart(d, out, title="p: PBA by $sex$")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # the SVG keeps the text as text
+        write_chart(d, buf, title="p: PBA by $sex$", fmt="svg")
+    svg = buf.getvalue().decode()
+    assert "$25k-$50k" in svg and "$\\frac{$" in svg and "p: PBA by $sex$" in svg
+    assert matplotlib.rcParams["text.parse_math"]  # the caller's settings are left as they were

@@ -101,59 +101,106 @@ def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+_METRICS = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
+_SHARES = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
+
+
+def _cells(r: dict, cols) -> list[str]:
+    oc, fc = r["observed_counts"], r["flipped_counts"]
+    cells = {"n": str(r["n"]), "SP": _pct(r["sp"]), "TPR": _pct(r["tpr"]), "CFA": _pct(r["cfa"]),
+             "RB obs": _pct(r.get("rb_observed")), "RB flip": _pct(r.get("rb_flipped")),
+             "undecided": str(oc["unknown"] + fc["unknown"])}
+    row = []
+    for i, col in enumerate(cols):
+        if col in ("PBA obs", "PBA flip"):
+            row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"]))
+        elif col == "(des./undes.)":
+            s = "observed" if cols[i - 1] == "PBA obs" else "flipped"
+            row.append(f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
+        else:
+            row.append(cells[col])
+    return row
+
+
 def render_table(agg: Aggregate | dict, console=None, title: str = "PBA fairness"):
     """Rich table(s) of the aggregate (printed when a console is given; returned either way).
 
     One table on a wide terminal; below 130 columns the group metrics and the PBA shares are
-    two tables, each fitting 80 columns."""
+    two tables, each fitting 80 columns.  On a console, no value is cut with an ellipsis: every
+    number column is as wide as its header and its longest value, the group column takes the
+    rest and folds a long name; a console too narrow for that gets one block per group."""
     from rich.table import Table
     from rich.text import Text
 
+    from fairspec.diagnostics import cell_len
     from fairspec.diagnostics.visible import visible_value
 
     d = agg.to_json() if isinstance(agg, Aggregate) else agg
-    metrics = ("n", "SP", "TPR", "CFA", "RB obs", "RB flip")
-    shares = ("PBA obs", "(des./undes.)", "PBA flip", "(des./undes.)", "undecided")
     split = console is not None and console.width < 130
-    layouts = [(title + " (group metrics)", metrics), (title + " (PBA-verified shares)", shares)] if split \
-        else [(title, metrics + shares)]
-    tables = []
+    layouts = [(title + " (group metrics)", _METRICS), (title + " (PBA-verified shares)", _SHARES)] if split \
+        else [(title, _METRICS + _SHARES)]
+    names = [visible_value(r["group"]) for r in d["rows"]]
+    out = []
     for name, cols in layouts:
+        rows = [_cells(r, cols) for r in d["rows"]]
+        widths = [max([cell_len(col)] + [cell_len(row[i]) for row in rows]) for i, col in enumerate(cols)]
+        group = max([5] + [cell_len(n) for n in names])
+        if console is not None:  # the group column gets what the numbers leave (3 cells a column for rules)
+            group = min(group, console.width - sum(widths) - 3 * (len(cols) + 1) - 1)
+            if group < 5:  # too narrow for the numbers: one block per group, nothing cut
+                blocks = _blocks(Text(visible_value(name)), names, rows, cols)
+                for b, whole in blocks:  # a name's line is never wrapped (the terminal wraps it), so a
+                    console.print(b, soft_wrap=whole)  # name never starts a line: it follows "group "
+                out.extend(b for b, _ in blocks)
+                continue
         t = Table(title=Text(visible_value(name)), title_justify="left")
-        t.add_column("group", overflow="fold")
-        for col in cols:
-            t.add_column(col, justify="right", no_wrap=True)
-        for r in d["rows"]:
-            oc, fc = r["observed_counts"], r["flipped_counts"]
-            cells = {"n": str(r["n"]), "SP": _pct(r["sp"]), "TPR": _pct(r["tpr"]), "CFA": _pct(r["cfa"]),
-                     "RB obs": _pct(r.get("rb_observed")), "RB flip": _pct(r.get("rb_flipped")),
-                     "undecided": str(oc["unknown"] + fc["unknown"])}
-            row = []
-            for i, col in enumerate(cols):
-                if col in ("PBA obs", "PBA flip"):
-                    row.append(_pct(r[f"pba_{'observed' if col == 'PBA obs' else 'flipped'}"]))
-                elif col == "(des./undes.)":
-                    s = "observed" if cols[i - 1] == "PBA obs" else "flipped"
-                    row.append(f"{_pct(r[f'pba_{s}_desirable'])}/{_pct(r[f'pba_{s}_undesirable'])}")
-                else:
-                    row.append(cells[col])
-            t.add_row(Text(visible_value(r["group"])), *row)
-        tables.append(t)
+        t.add_column("group", overflow="fold", **({"width": group} if console is not None else {}))
+        for col, w in zip(cols, widths):
+            t.add_column(col, justify="right", no_wrap=True, overflow="fold",
+                         **({"width": w} if console is not None else {}))
+        for n, row in zip(names, rows):
+            t.add_row(Text(n), *row)
+        out.append(t)
         if console is not None:
             console.print(t)
-    return tables[0] if len(tables) == 1 else tables
+    return out[0] if len(out) == 1 else out
+
+
+def _blocks(title, names, rows, cols) -> list[tuple]:
+    """(text, printed whole) of a console too narrow for the table: the title, then per group its name
+    and its numbers (fairspec's own words, wrapped at the width)."""
+    from rich.text import Text
+
+    blocks = [(title, True)]
+    for n, row in zip(names, rows):
+        blocks.append((Text.assemble("group ", Text(n, style="bold")), True))
+        blocks.append((Text("  " + " · ".join(f"{c} {v}" for c, v in zip(cols, row))), False))
+    return blocks
 
 
 def write_chart(agg: Aggregate | dict, path, title: str = "PBA fairness", fmt: str | None = None) -> str:
     """Bar chart of the verified shares per group, observed (left) and flipped (right), each bar
-    split into desirable (positive class) and undesirable outcomes (paper 004, Figs. 2-3)."""
+    split into desirable (positive class) and undesirable outcomes (paper 004, Figs. 2-3).
+
+    Drawn with mathtext off (``text.parse_math``, as the HTML report's charts): a group ``"$25k-$50k"``
+    or ``"$\\frac{$"`` is drawn as written, never parsed as TeX (drawn in math italics, or failing
+    the chart); group names and the title on one line with control characters shown as escapes."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _draw(agg, path, title, fmt)
+
+
+def _draw(agg, path, title: str, fmt: str | None) -> str:
     import matplotlib.pyplot as plt
 
+    from fairspec.diagnostics.visible import visible_value
+
     d = agg.to_json() if isinstance(agg, Aggregate) else agg
-    names = [r["group"] for r in d["rows"]]
+    names = [visible_value(r["group"]) for r in d["rows"]]
+    title = visible_value(title)
     x = np.arange(len(names))
     fig, axes = plt.subplots(1, 2, figsize=(max(6.0, 1.4 * len(names) + 3), 3.8), sharey=True)
     for ax, setting in zip(axes, ("observed", "flipped")):
