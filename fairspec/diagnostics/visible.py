@@ -8,8 +8,10 @@ writer whose output a terminal renders (the text report, lint's messages and sni
 write itself through :func:`visible`: each such character is shown as a Python-style escape
 (``\\x1b``, ``\\r``, ``\\u202e``), so it can neither act on the terminal nor hide itself.
 
-``newlines=False`` (a table cell, a name, a value) also shows line breaks as ``\\n``, so a value
-cannot start a line of its own; prose fairspec composes (a reason, a message) keeps them.
+``newlines=False`` (a table cell, a name, a value, and a sentence that may quote one: a reason, an
+error, a diagnostic's message) also shows line breaks as ``\\n``, so a value cannot start a line of
+its own (a CI log reads a line starting ``::`` as a workflow command); text whose line breaks are
+fairspec's own (a hint, spec text it prints) keeps them.
 JSON and SARIF escape by their own rules (json.dumps) and keep values exactly; the HTML report
 passes its text through here before html.escape (a bidi override would reorder a line of the page).
 """
