@@ -302,6 +302,16 @@ def test_a_value_with_a_line_break_never_starts_a_line_of_lint_or_an_annotation(
     assert "\t" not in line
 
 
+def test_a_hint_quoting_a_value_with_a_line_break_is_one_line():
+    """The hint, like the message, may quote a category: one line in lint's text (``\\n`` shown)."""
+    from fairspec.diagnostics import Diagnostic, Span, render_full
+
+    d = Diagnostic("FS206", "unknown category", Span.point("s.fair"), hint="did you mean 'a\n::error file=x::pwned'?")
+    shown = render_full(d)
+    assert not [x for x in shown.splitlines() if x.lstrip().startswith("::")], shown
+    assert "= hint: did you mean 'a\\n::error file=x::pwned'?" in shown, shown
+
+
 def test_a_value_with_a_line_break_or_a_space_never_starts_a_line_of_the_check_report(tmp_path):
     """``check``'s text report: a reason quoting a category ``"a\\n::error file=x::pwned"`` shows the
     line break as ``\\n``, and a reason is never wrapped at the console's width (the terminal wraps

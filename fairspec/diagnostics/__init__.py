@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics.codes import CODES
-from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.diagnostics.visible import visible_value
 
 
 MAX_MESSAGE = 400  # characters of a message; longer ones are cut in the middle
@@ -200,7 +200,8 @@ def _snippet(span: Span) -> list[str]:
 def render_full(d: Diagnostic) -> str:
     """The diagnostic for a terminal: every text from the spec or its files through
     :func:`~fairspec.diagnostics.visible.visible` (no raw control character reaches the terminal).
-    The message (one sentence that may quote a value) is one line, its line breaks shown as ``\\n``:
+    The message and the hint (sentences that may quote a value) are one line each, their line breaks
+    shown as ``\\n``:
     a category ``"a\\n::error file=x::..."`` cannot start a line of its own, which a CI log would
     read as a workflow command."""
     out = [f"{d.severity}[{d.code}]: {visible_value(d.message)}"]
@@ -210,8 +211,8 @@ def render_full(d: Diagnostic) -> str:
     for r in d.related:
         out.append(f"  note: {visible_value(r.message)} ({visible_value(r.span.file)}:{r.span.line}:{r.span.column})")
         out.extend(_snippet(r.span))
-    if d.hint:
-        out.append(f"  = hint: {visible(d.hint)}")
+    if d.hint:                                  # one line too: a hint may quote a category or a data value
+        out.append(f"  = hint: {visible_value(d.hint)}")
     return "\n".join(out)
 
 
