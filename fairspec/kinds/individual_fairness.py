@@ -287,12 +287,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         if v.status == "unknown" and prop.post == "label" and mode != "maximize":
             return _label_by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
-    if mode == "maximize" and prop.post == "label" and _no_runtime_logit(ctx.model(prop.model)):
+    outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None
+    if outputs is not None:
         # label's measure min(z, -z') is a logit the runtime never outputs (its score is a probability,
         # or its label is its predict): the solver's float64 value is not one the runtime reaches, so
         # none is reported, as the enumeration of the runtime reports none
         res = replace(res, value=None, bound=None)
-        outputs = "its predict" if _label_by_predict(ctx.model(prop.model)) else "a probability"
         details["maximum"] = f"no value: label's measure min(z, -z') is a logit, and the model's runtime outputs {outputs}"
     if mode == "maximize" and res.bound is None and res.value is not None:
         details["best_value"] = res.value      # no certified upper bound: not a maximum
@@ -441,16 +441,14 @@ def _retry_fragile(prop, ctx, problem, res, limit):
     return None
 
 
-def _no_runtime_logit(model) -> bool:
-    """Does the runtime output no logit for a label post's measure (a probability score, or a label
-    that is the library's predict)?"""
-    return getattr(model, "score_kind", "logit") != "logit" or _label_by_predict(model)
-
-
-def _label_by_predict(model) -> bool:
+def _runtime_label_output(model) -> str | None:
+    """What the runtime outputs instead of the logit a label post's measure reads ("its predict", "a
+    probability"), or None when it outputs that logit."""
     from fairspec.kinds.pair_runtime import label_by_predict
 
-    return label_by_predict(model)
+    if label_by_predict(model):
+        return "its predict"
+    return None if getattr(model, "score_kind", "logit") == "logit" else "a probability"
 
 
 def _value(backend, mode, res):
