@@ -343,6 +343,27 @@ def test_a_value_with_a_line_break_or_a_space_never_starts_a_line_of_the_check_r
         assert "C=a\\n::error file=x::pwned" in reason and "C=b c ::error::wrapped" in reason, reason
 
 
+def test_a_spec_path_with_a_workflow_command_never_starts_a_line_of_the_summary(tmp_path):
+    """The summary's title names the spec as given: a folder name holding ``" ::error file=a::x"`` was
+    wrapped at the table's width onto a line of its own; it is printed by ``say`` now (one line)."""
+    folder = tmp_path / ("fairness of the hiring model " * 3 + "::error file=a::injected")
+    folder.mkdir()
+    (folder / "fairspec.toml").write_text("")
+    (folder / "d.csv").write_text("s,age,y\n" + "".join(f"{'FM'[i % 2]},{20 + i},{i % 2}\n" for i in range(40)))
+    (folder / "s.fair").write_text('data d = csv("d.csv", label = y == 1)\n'
+                                   'features W from d {\n  s : {F, M} protected\n  age : int in [18, 80]\n}\n'
+                                   'model clf = rule(age >= 40)\nproperty p { statistical_parity(clf, groups s) <= 0.9 }\n')
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    env.pop("FAIRSPEC_DEBUG", None)
+    for width in (40, 60, 120):
+        r = subprocess.run([*fairspec_command(), "check", str(folder / "s.fair")], cwd=folder, capture_output=True,
+                           text=True, timeout=120, env=dict(env, COLUMNS=str(width)))
+        assert r.returncode in (0, 1, 3), r.stdout + r.stderr      # a verdict, whichever
+        lines = (r.stdout + r.stderr).splitlines()
+        assert not [x for x in lines if x.lstrip().startswith(("::", "file=a::"))], r.stdout
+        assert any(x.startswith("fairspec check ") and x.endswith("injected/s.fair") for x in lines), r.stdout
+
+
 def test_say_prints_one_line_whatever_the_console_width():
     """The writer of reasons, errors and warnings: one physical line, its line breaks as ``\\n``."""
     from fairspec.report import console, say

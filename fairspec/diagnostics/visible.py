@@ -9,9 +9,9 @@ write itself through :func:`visible`: each such character is shown as a Python-s
 (``\\x1b``, ``\\r``, ``\\u202e``), so it can neither act on the terminal nor hide itself.
 
 ``newlines=False`` (a table cell, a name, a value, and a sentence that may quote one: a reason, an
-error, a diagnostic's message) also shows line breaks as ``\\n``, so a value cannot start a line of
-its own (a CI log reads a line starting ``::`` as a workflow command); text whose line breaks are
-fairspec's own (a hint, spec text it prints) keeps them.
+error, a diagnostic's message and hint) also shows line breaks as ``\\n``, so a value cannot start a
+line of its own (a CI log reads a line starting ``::`` as a workflow command); text whose line breaks
+are fairspec's own (spec text it prints: an explanation, a guardrail) keeps them.
 JSON and SARIF escape by their own rules (json.dumps) and keep values exactly; the HTML report
 passes its text through here before html.escape (a bidi override would reorder a line of the page).
 """

@@ -172,18 +172,20 @@ def _print_summary(report, console) -> None:
     word = [max((cell_len(w) for _, r in rows for w in r[i].split()), default=0) for i in range(7)]
     least = [max(cell_len(h), longest[i] if i in whole else word[i]) for i, h in enumerate(_SUMMARY)]
     widths, spare = list(least), console.width - sum(least) - 3 * len(least) - 1  # padding and rules
+    # the title names the spec's path, which may hold a user's text: one line, never wrapped (say)
+    say(console, f"fairspec check {report.spec}")
     if spare < 0:
-        console.print(value(f"fairspec check {report.spec}"))
         for v, r in rows:
             facts = " · ".join(x for x in (r[1], f"value {r[3]}" if r[3] else "", f"interval {r[4]}" if r[4] else "",
                                            r[5], r[6]) if x)
-            console.print(Text.assemble(Text(r[0], style="bold"), ": ", Text(r[2], style=_STYLE[v.status])))
+            console.print(Text.assemble(Text(r[0], style="bold"), ": ", Text(r[2], style=_STYLE[v.status])),
+                          soft_wrap=True)
             console.print(Padding(Text(facts), (0, 0, 0, 2)))
         return
     for i in (2, 4, 1, 5):  # while there is room: the verdict, the interval, the kind, the backend on one line
         grow = max(0, min(spare, longest[i] - widths[i]))
         widths[i], spare = widths[i] + grow, spare - grow
-    table = Table(title=value(f"fairspec check {report.spec}"), title_justify="left")
+    table = Table()
     for i, col in enumerate(_SUMMARY):
         table.add_column(col, width=widths[i], overflow="fold", no_wrap=i in whole,
                          justify="right" if col in ("value", "interval", "time") else "left")
