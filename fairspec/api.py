@@ -442,7 +442,11 @@ def _xgboost_booster(obj, decl: _ModelDecl, name: str):
     import math
 
     missing = getattr(obj, "missing", math.nan)
-    if missing is not None and not (isinstance(missing, (int, float)) and math.isnan(float(missing))):
+    try:
+        nan = missing is None or math.isnan(float(missing))      # np.nan, float("nan"), np.float32("nan")
+    except (TypeError, ValueError):
+        nan = False
+    if not nan:
         raise FairspecError(f"model {name!r}: the XGBoost model given treats {missing!r} as missing "
                             f"(missing={missing!r}), which a saved model file does not record and fairspec does "
                             f"not model; fairspec reads XGBoost models whose missing value is NaN (the default), "
@@ -451,8 +455,10 @@ def _xgboost_booster(obj, decl: _ModelDecl, name: str):
     best = booster.attr("best_iteration")
     if best is None or decl.rounds is not None or getattr(obj, "booster", None) == "gblinear":
         return booster
+    from fairspec.models.treefile import rounds_ambiguous
+
     best = int(best)
-    if best < 0 or best + 1 >= booster.num_boosted_rounds():
+    if not rounds_ambiguous(best, booster.num_boosted_rounds()):
         return booster
     return booster[: best + 1]       # XGBClassifier.predict's iteration_range (0, best_iteration + 1)
 

@@ -218,6 +218,9 @@ def test_the_api_refuses_a_missing_value_other_than_nan(tmp_path):
     clf = _two_stage(2, best=False)
     v = fairspec.check(spec, models={"m": clf}).report.verdicts[0]
     _assert_truth(v, clf.predict, _fair(clf.predict(GRID)))
+    clf.set_params(missing=np.float32("nan"))   # NaN of another type is NaN: not refused
+    v = fairspec.check(spec, models={"m": clf}).report.verdicts[0]
+    _assert_truth(v, clf.predict, _fair(clf.predict(GRID)))
 
 
 def test_a_file_is_evaluated_with_xgboosts_missing_nan(tmp_path):
