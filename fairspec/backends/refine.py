@@ -621,6 +621,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
 
     Integer inputs without one-hot groups only (Fairify's domains), and an enumerable runtime."""
     from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs
+    from fairspec.certify.partitions import problem_scope
     from fairspec.certify.tiling import prove_tiled_many
 
     parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
@@ -667,7 +668,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             continue
         tiled[k] = (lo, hi, [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()])
     proofs = dict(zip(tiled, prove_tiled_many(list(tiled.values()), problem.integer, claim=claim,
-                                              individual=individual_inputs(problem), pair=_pair_scope(problem))))
+                                              individual=individual_inputs(problem), pair=problem_scope(problem))))
     for k, (lo, hi) in enumerate(parts):
         if k in track.unfair:
             pr = track.pair(k, cases, pairs)
@@ -687,15 +688,6 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     for d in out:
         d.stats.update(boxes=ref.stats.get("boxes", 0), seconds=ref.stats.get("seconds", 0))
     return out
-
-
-def _pair_scope(problem) -> dict:
-    """The pair question the refinement decided (recorded in its tiling Proofs)."""
-    from fairspec.certify.claims import net_fingerprint, pair_scope
-    from fairspec.certify.network import as_layers
-
-    return pair_scope(net_fingerprint(as_layers(problem.net)), problem.integer, problem.onehot_groups, problem.free,
-                      problem.must_differ, problem.relaxed)
 
 
 #: the decision pass stops trying the split (for the rest of one call) once it has tried this many boxes

@@ -61,7 +61,7 @@ import numpy as np
 from fairspec.certify.claims import exact_text, label_threshold, net_fingerprint, pair_scope, runtime_record
 from fairspec.certify.proof import Proof, _mint
 
-__all__ = ["combine_partitions", "whole_claim", "covers_domain"]
+__all__ = ["combine_partitions", "whole_claim", "problem_scope", "covers_domain"]
 
 #: the real-arithmetic proofs moved by the runtime's error
 MOVED = ("bab-certificate", "exact-smt")
@@ -69,16 +69,23 @@ MOVED = ("bab-certificate", "exact-smt")
 TILED = ("interval", "enumeration")
 
 
-def whole_claim(problem, *, readout, precision: str) -> dict:
-    """The whole property's claim parameters, from a pair problem (read by duck typing: ``net``,
-    ``integer``, ``onehot_groups``, ``free``, ``must_differ``, ``relaxed``, ``post``, ``eps``,
-    ``eps_strict``) and its runtime's readout and precision: what every part proof must record."""
+def problem_scope(problem) -> dict:
+    """The pair record (:func:`fairspec.certify.claims.pair_scope`) of a pair problem, read by duck
+    typing (``net``, ``integer``, ``onehot_groups``, ``free``, ``must_differ``, ``relaxed``): what
+    the whole property's part proofs, and the refinement's tilings, record they are about."""
     from fairspec.certify.network import as_layers
 
+    return pair_scope(net_fingerprint(as_layers(problem.net)), problem.integer, problem.onehot_groups, problem.free,
+                      problem.must_differ, problem.relaxed)
+
+
+def whole_claim(problem, *, readout, precision: str) -> dict:
+    """The whole property's claim parameters, from a pair problem (read by duck typing: the fields
+    :func:`problem_scope` reads, ``post``, ``eps``, ``eps_strict``) and its runtime's readout and
+    precision: what every part proof must record."""
     return {"post": str(problem.post), "eps": exact_text(problem.eps), "eps_strict": bool(problem.eps_strict),
             "readout": [v if isinstance(v, str) else int(v) for v in readout], "precision": str(precision),
-            "pair": pair_scope(net_fingerprint(as_layers(problem.net)), problem.integer, problem.onehot_groups,
-                               problem.free, problem.must_differ, problem.relaxed)}
+            "pair": problem_scope(problem)}
 
 
 def _box(rec, n: int):
