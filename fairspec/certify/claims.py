@@ -33,7 +33,8 @@ import numpy as np
 from fairspec.certify.exact import threshold_of
 from fairspec.certify.rounding import float_up
 
-__all__ = ["net_fingerprint", "pair_scope", "runtime_record", "direct_record", "exact_text", "label_threshold"]
+__all__ = ["net_fingerprint", "pair_scope", "tied_inputs", "runtime_record", "direct_record", "exact_text",
+           "label_threshold"]
 
 
 def exact_text(v) -> str:
@@ -69,6 +70,13 @@ def pair_scope(net_sha: str, integer, onehot_groups, free, must_differ, relaxed,
     rel = sorted((int(i), repr(float(t if tolerances_read else float_up(threshold_of(t))))) for i, t in relaxed)
     return {"net": str(net_sha), "integer": integer, "onehot_groups": groups, "free": free,
             "must_differ": must, "relaxed": [list(r) for r in rel]}
+
+
+def tied_inputs(n: int, free, relaxed) -> tuple[int, ...]:
+    """The inputs of ``range(n)`` both copies of a pair share: neither free nor relaxed (``relaxed``:
+    ``(input, tolerance)`` pairs, as a query holds them or a :func:`pair_scope` records them)."""
+    other = {int(i) for i in free} | {int(r[0]) for r in relaxed}
+    return tuple(i for i in range(n) if i not in other)
 
 
 def runtime_record(eps, eps_strict: bool, runtime_error: float, readout, precision: str) -> dict:

@@ -58,7 +58,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fairspec.certify.claims import exact_text, label_threshold, net_fingerprint, pair_scope, runtime_record
+from fairspec.certify.claims import exact_text, label_threshold, net_fingerprint, pair_scope, runtime_record, tied_inputs
 from fairspec.certify.proof import Proof, _mint
 
 __all__ = ["combine_partitions", "whole_claim", "problem_scope", "covers_domain"]
@@ -221,8 +221,7 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         by[pr.method] = by.get(pr.method, 0) + 1
         B.append(part)
     scope = expect["pair"]
-    tied = [i for i in range(n) if i not in set(scope["free"]) | {int(r[0]) for r in scope["relaxed"]}]
-    if not covers_domain(B, lo, hi, integer, tied):
+    if not covers_domain(B, lo, hi, integer, tied_inputs(n, scope["free"], scope["relaxed"])):
         return None
     method = next(iter(by)) if len(by) == 1 else "partitioned"
     errs = [float(p.detail["runtime"]["runtime_error"]) for p in proofs if p.method in MOVED]

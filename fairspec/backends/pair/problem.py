@@ -40,6 +40,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from fairspec.certify.claims import tied_inputs
 from fairspec.certify.proof import Proof
 from fairspec.models.network import PLNet, sigmoid
 
@@ -167,9 +168,8 @@ class PairProblem:
 
     @property
     def tied(self) -> tuple[int, ...]:
-        """Inputs shared by both copies (neither free nor relaxed)."""
-        other = set(self.free) | {i for i, _ in self.relaxed}
-        return tuple(i for i in range(self.n) if i not in other)
+        """Inputs shared by both copies (neither free nor relaxed: certify's :func:`~fairspec.certify.claims.tied_inputs`)."""
+        return tied_inputs(self.n, self.free, self.relaxed)
 
     @property
     def relaxed_dict(self) -> dict[int, float]:

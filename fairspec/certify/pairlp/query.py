@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fairspec.certify.claims import net_fingerprint, pair_scope
+from fairspec.certify.claims import net_fingerprint, pair_scope, tied_inputs
 from fairspec.certify.exact import threshold_of
 from fairspec.certify.network import as_layers
 from fairspec.certify.rounding import float_up, up
@@ -98,8 +98,7 @@ class PairQuery:
 
     @property
     def tied(self) -> tuple[int, ...]:
-        other = set(self.free) | {i for i, _ in self.relaxed}
-        return tuple(i for i in range(self.n) if i not in other)
+        return tied_inputs(self.n, self.free, self.relaxed)
 
     @property
     def tied_groups(self) -> tuple:
