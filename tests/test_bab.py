@@ -349,3 +349,21 @@ def test_band_splits_are_taken_on_some_seed():
     assert sum(_BANDS.values()) > 0
     # and the certified tightening below them (TIGHTEN_BAND_DEPTH), its trees rechecked above
     assert sum(_TIGHT.values()) > 0
+
+
+def test_the_network_record_is_made_when_a_proof_records_it_and_is_the_network_as_given():
+    """PairQuery hashes its network when a proof records it (``scope()``), not in every constructor
+    (smt maximize's bisection builds queries it never records); the record is the network as given,
+    without the identity layer a ReLU output gets."""
+    from fairspec.certify.claims import net_fingerprint
+
+    p = _problem(np.random.default_rng(5), "label")
+    given = as_layers(p.net)
+    relu_out = given[:-1] + [(given[-1][0], given[-1][1], True)]
+    for layers in (given, relu_out):
+        q = PairQuery(layers, p.lo, p.hi, p.integer, p.onehot_groups, p.free, p.must_differ, p.relaxed,
+                      "label", 0, True)
+        assert "net_sha" not in vars(q)
+        assert len(q.layers) == len(layers) + bool(layers[-1][2])
+        assert q.scope()["net"] == net_fingerprint(layers) == q.net_sha
+    assert net_fingerprint(given) != net_fingerprint(relu_out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -45,7 +46,7 @@ class PairQuery:
         if layers[-1][0].shape[0] != 1:
             raise ValueError("the network must end in one logit (one output)")
         # the network as given, before the identity layer below: what a proof records it is about
-        object.__setattr__(self, "net_sha", net_fingerprint(layers))
+        object.__setattr__(self, "_given", len(layers))
         if layers[-1][2]:
             layers = layers + [(np.ones((1, 1)), np.zeros(1), False)]
         n = layers[0][0].shape[1]
@@ -92,6 +93,13 @@ class PairQuery:
         object.__setattr__(self, "layout", _Layout(self))
 
     # -- derived -------------------------------------------------------------------------------
+    @cached_property
+    def net_sha(self) -> str:
+        """SHA-256 of the network as given (:func:`fairspec.certify.claims.net_fingerprint`; without
+        the identity layer a ReLU output gets): what a proof records it is about. Computed when a
+        record is made, once: most queries (smt maximize's bisection) never record it."""
+        return net_fingerprint(self.layers[: self._given])
+
     @property
     def n(self) -> int:
         return self.layers[0][0].shape[1]
