@@ -350,7 +350,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
         claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
-        measure = _label_measure(model, X) if mode == "maximize" else None
+        measure = _label_measure(model, X)[0] if mode == "maximize" else None
     else:
         s = runtime_outputs(model, X, post)
         if s is None:
@@ -463,15 +463,16 @@ def encode_features(enc: ir.Encoding, V: np.ndarray) -> np.ndarray:
     return encode(enc, {c.feature: np.array([p[c.feature] for p in pts]) for c in enc.columns}, V.shape[0])
 
 
-def _label_measure(model, X):
-    """The logit a ``label`` post's maximize measures (``min(z, -z')``): the library's margin, or the
-    logit of its probability for a model with none (a probability-averaging forest)."""
+def _label_measure(model, X) -> tuple[np.ndarray, bool]:
+    """(the logit a ``label`` post's maximize measures, ``min(z, -z')``; whether it is the library's
+    own margin): the margin, or the logit of the library's probability computed here for a model
+    with none (a probability-averaging forest: False)."""
     measure = runtime_outputs(model, X, "logit")
-    if measure is None:
-        from fairspec.models.trees import agg_to_logit
+    if measure is not None:
+        return measure, True
+    from fairspec.models.trees import agg_to_logit
 
-        measure = agg_to_logit(runtime_outputs(model, X, "prob"), "identity")
-    return measure
+    return agg_to_logit(runtime_outputs(model, X, "prob"), "identity"), False
 
 
 def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
@@ -566,30 +567,22 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     if why is not None:
         return unknown(prop, f"the {backend} solver's candidate pair was dropped ({why}); not reported as a violation",
                        backend=backend, seconds=seconds, details=details)
-    out = model.replay(XW)
-    x, xp = XW[0], XW[1]
-    w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
-                (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     value = bound = None
     if prop.post == "label" and mode == "maximize":
         # min(z, -z') of the replayed pair (x labelled 1): a value the runtime reaches; a boosted model's
         # certified bound on z - z' bounds it by half (min(z, -z') <= (z - z') / 2), as the enumeration's
         # exact value would be; a forest's logit of a probability has no certified bound
-        z = _label_measure(model, XW)
+        z, margin = _label_measure(model, XW)
         v = float(min(z[0], -z[1]))                 # min and negation are exact
         if res.best is not None and res.best is not res.witness:
             # the solver's largest margin pair (on its float encoding), kept when the runtime agrees
             XB, _ = _checked_pair(prop, fs, enc, model, res.best)
             if XB is not None:
-                zb = _label_measure(model, XB)
+                zb, _ = _label_measure(model, XB)
                 if float(min(zb[0], -zb[1])) > v:
                     XW, v = XB, float(min(zb[0], -zb[1]))
-                    out = model.replay(XW)
-                    w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
-                                decode_row(enc, fs, XW[1]), (float(out[0]), float(out[1])),
-                                replayed_by=runtime_name(model))
-        ub = _certified_difference_bound(prop, ctx, model, enc)
-        if ub is not None and runtime_outputs(model, XW[:1], "logit") is not None:
+        ub = _certified_difference_bound(prop, ctx, model, enc) if margin else None
+        if ub is not None:
             value, bound = v, (v, max(v, ub / 2))
             details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
         else:
@@ -608,6 +601,9 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                 details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
             else:
                 details = {**details, "best_value": v, "maximum": "no certified upper bound"}
+    out = model.replay(XW)          # once, on the pair reported
+    w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
+                decode_row(enc, fs, XW[1]), (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
