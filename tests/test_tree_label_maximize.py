@@ -1,7 +1,8 @@
 """maximize of a ``label`` post on tree models, on the solver path (audit s18/h3 finding 5): the value is
 ``min(z, -z')`` of a replayed pair in the library's margin (the solver's largest-margin pair when the
 runtime confirms it), the interval's upper end certify's bound on ``z - z'`` halved; a forest whose
-runtime has no margin reports the best value found and no interval. Against brute force over every
+runtime has no margin reports no value (its logit of a probability would be fairspec's number, not the
+runtime's), on both paths, as a network whose runtime outputs no logit. Against brute force over every
 admissible pair, and against the enumeration path's exact value."""
 
 from __future__ import annotations
@@ -93,19 +94,52 @@ def test_boosted_label_maximize_on_the_solver_path(tmp_path, monkeypatch):
         assert v.details["maximum"] == "[best replayed pair, certified upper bound]"
 
 
-def test_forest_label_maximize_reports_the_best_value_without_an_interval(tmp_path, monkeypatch):
+@pytest.mark.parametrize("forest", ["RandomForestClassifier", "ExtraTreesClassifier"])
+def test_forest_label_maximize_reports_no_value_on_either_path(tmp_path, monkeypatch, forest):
     import skops.io as sio
-    from sklearn.ensemble import RandomForestClassifier
+    import sklearn.ensemble
+
+    from fairspec.kinds.tree_pairs import NO_MARGIN
 
     X, y = _data()
-    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    rf = getattr(sklearn.ensemble, forest)(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
     sio.dump(rf, tmp_path / "m.skops")
-    p = rf.predict_proba(GRID)[:, 1]
-    with np.errstate(divide="ignore"):
-        z = np.log(p) - np.log1p(-p)
+    lab = rf.predict(GRID)
+    enumerated = _check(tmp_path, 'sklearn("m.skops")')
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    solved = _check(tmp_path, 'sklearn("m.skops")')
+    for v in (enumerated, solved):
+        assert v.status == "violated", v.reason
+        assert v.value is None and v.bound is None
+        assert v.details["maximum"] == NO_MARGIN and "best_value" not in v.details
+        w = v.witness                           # the pair reported breaks the property on the library
+        assert rf.predict(np.array([w.x, w.x_prime])).tolist() == [1, 0]
+    assert "enumeration" in enumerated.reason and "solver" in solved.reason
+    assert (lab == 1).any() and (lab == 0).any()
+
+
+def test_a_forest_that_holds_gets_no_value_and_a_boosted_sklearn_model_keeps_its_value(tmp_path, monkeypatch):
+    import skops.io as sio
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    from fairspec.kinds.tree_pairs import NO_MARGIN
+
+    X, y = _data()
+    # a forest that never reads g: every pair keeps its label (holds, proved by enumeration), and still no value
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(np.c_[X[:, :1] * 0, X[:, 1:]], y)
+    sio.dump(rf, tmp_path / "m.skops")
+    v = _check(tmp_path, 'sklearn("m.skops")')
+    assert v.status == "holds" and v.how == "proved", v.reason
+    assert v.value is None and v.bound is None and v.details["maximum"] == NO_MARGIN
+    # GradientBoosting has a margin (decision_function): its value stays, exact by enumeration, an interval
+    # by the solver
+    gb = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    sio.dump(gb, tmp_path / "m.skops")
+    truth = _truth(gb.decision_function(GRID))
+    assert truth > 0
+    v = _check(tmp_path, 'sklearn("m.skops")')
+    assert v.status == "violated" and v.value == truth and v.bound == (truth, truth)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     v = _check(tmp_path, 'sklearn("m.skops")')
-    assert v.status == "violated", v.reason
-    assert v.value is None and v.bound is None
-    assert v.details["maximum"] == "no certified upper bound"
-    assert 0 < v.details["best_value"] <= _truth(np.where(p == 0.5, 0.0, z)) + 1e-12
+    assert v.status == "violated" and v.bound[0] == v.value <= truth <= v.bound[1]
+    assert v.details["maximum"] == "[best replayed pair, certified upper bound]"

@@ -12,8 +12,10 @@ the spec's strictness (``<`` / ``<=`` of the post-condition and of each relaxed 
 * ``holds (proved: enumeration of N pairs)``, or ``violated`` with the first violating pair
   (a domain point pair, replayed on the library) -- ``find`` / ``prove``;
 * ``maximize``: the exact largest violation measure over all admissible pairs (``|s - s'|`` for
-  ``prob`` / ``logit``, ``min(z, -z')`` in the library's logit for ``label``), reported as the
-  interval ``[value, value]`` (its two float neighbours when the exact difference is not a float).
+  ``prob`` / ``logit``, ``min(z, -z')`` in the library's margin for ``label``), reported as the
+  interval ``[value, value]`` (its two float neighbours when the exact difference is not a float);
+  a ``label`` on a model whose library outputs no margin (a probability-averaging forest) gets no
+  value (:data:`NO_MARGIN`), as a network whose runtime outputs no logit gets none.
 
 The **label** of a tree model is the library's ``predict`` (scikit-learn: the class
 ``predict`` returns -- GradientBoosting sends a raw score of exactly 0 to the positive class,
@@ -41,6 +43,11 @@ from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_o
 __all__ = ["MAX_POINTS", "MAX_PAIRS", "runtime_outputs", "pair_domain", "decide_by_enumeration"]
 
 MAX_PAIRS = 4_000_000
+#: ``details["maximum"]`` of a label post's maximize on a model whose library outputs no margin (a
+#: probability-averaging forest: scikit-learn's RandomForest, ExtraTrees, DecisionTree): min(z, -z')
+#: would be a logit of the averaged probability computed by fairspec, not a value the runtime computes
+NO_MARGIN = ("no value: label's measure min(z, -z') is a logit, and the model's runtime outputs a probability "
+             "and no margin; maximize the prob post for a value")
 #: tree walks the leaf boxes of a large domain may take (each box walks every tree for each varying
 #: combination): a 100-tree forest gets at most 2,500 boxes, so a domain it cannot cover in that many
 #: fails in seconds and goes to the exact encodings / the branch and bound (kinds/tree_boxes.py)
@@ -350,7 +357,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
         claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
-        measure = _label_measure(model, X)[0] if mode == "maximize" else None
+        measure, margin = _label_measure(model, X) if mode == "maximize" else (None, False)
     else:
         s = runtime_outputs(model, X, post)
         if s is None:
@@ -368,14 +375,17 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     value = bound = None
     best = None
     if mode == "maximize" and measure is not None:
-        if post == "label":
-            mm = np.minimum(measure[I], -measure[J])
-            k = int(np.argmax(mm))
-            v = float(mm[k])             # min and negation are exact: the float is the exact value
-            value, bound, best = v, (v, v), k
+        if post == "label" and not margin:
+            details["maximum"] = NO_MARGIN       # the measure only picks the witness below
         else:
-            value, bound, best = exact_maximum(measure[I], measure[J])
-        details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
+            if post == "label":
+                mm = np.minimum(measure[I], -measure[J])
+                k = int(np.argmax(mm))
+                v = float(mm[k])             # min and negation are exact: the float is the exact value
+                value, bound, best = v, (v, v), k
+            else:
+                value, bound, best = exact_maximum(measure[I], measure[J])
+            details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
         return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
@@ -571,7 +581,8 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     if prop.post == "label" and mode == "maximize":
         # min(z, -z') of the replayed pair (x labelled 1): a value the runtime reaches; a boosted model's
         # certified bound on z - z' bounds it by half (min(z, -z') <= (z - z') / 2), as the enumeration's
-        # exact value would be; a forest's logit of a probability has no certified bound
+        # exact value would be; a forest's runtime outputs no margin: no value (its logit of a probability,
+        # computed here, only picks the pair reported)
         z, margin = _label_measure(model, XW)
         v = float(min(z[0], -z[1]))                 # min and negation are exact
         if res.best is not None and res.best is not res.witness:
@@ -582,7 +593,9 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                 if float(min(zb[0], -zb[1])) > v:
                     XW, v = XB, float(min(zb[0], -zb[1]))
         ub = _certified_difference_bound(prop, ctx, model, enc) if margin else None
-        if ub is not None:
+        if not margin:
+            details = {**details, "maximum": NO_MARGIN}
+        elif ub is not None:
             value, bound = v, (v, max(v, ub / 2))
             details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
         else:
