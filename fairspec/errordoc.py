@@ -6,7 +6,9 @@ report with its ``error`` sentence; the ones the command line finds before any c
 target, ``--models``' folder or model name) and argparse's usage errors (``--workers 0``, an unknown
 option) print the same shape here: a report with no property, the sentence as its ``error`` and exit
 code 2 -- under ``--models`` in the ``{"models": [...], "exit_code"}`` wrapper, one entry with no
-model file.
+model file. A usage error of ``lint`` prints lint's own shape instead (``{"diagnostics": [...]}``, the
+SARIF and GitHub forms of its diagnostics): one FS001 error, so a reader of lint's document sees the
+failure where it looks for one, with no check fields (``properties``, ``exit_code``) it never has.
 """
 
 from __future__ import annotations
@@ -39,6 +41,20 @@ def document(fmt: str, spec: str | None, message: str, *, models: bool = False, 
         return ci.to_sarif_models([(None, report)], version=version) if models else \
             ci.to_sarif([], error=message, version=version, spec=spec)
     return ci.to_github([], error=message, spec=spec)
+
+
+def lint_document(fmt: str, spec: str | None, message: str, *, version: str = "0.1.0") -> str:
+    """``lint``'s ``fmt`` document of a usage error: one FS001 diagnostic with no place in a file (at
+    line 1 of ``spec`` in SARIF and GitHub when one was named, as FS203; with none, a SARIF tool
+    execution notification and an annotation with no file)."""
+    from fairspec.diagnostics import Diagnostic, render
+
+    d = Diagnostic("FS001", f"bad usage: {message}", None, hint="see fairspec lint --help")
+    if fmt == "json":
+        return render([d], "json")
+    from fairspec.report import ci
+
+    return ci.to_sarif([d], version=version, spec=spec) if fmt == "sarif" else ci.to_github([d], spec=spec)
 
 
 def usage_error(commands: dict, argv: list[str], message: str, *, version: str) -> str | None:
@@ -74,5 +90,7 @@ def usage_error(commands: dict, argv: list[str], message: str, *, version: str) 
         i += 1
     if fmt not in MACHINE:
         return None
+    if argv[0] == "lint":
+        return lint_document(fmt, spec, message, version=version)
     return document(fmt, spec, f"bad usage: {message} (see fairspec {argv[0]} --help)",
                     models="--models" in given, version=version)

@@ -294,10 +294,51 @@ def test_a_usage_error_with_no_spec_is_a_sarif_notification_not_an_unlocated_res
     assert run["results"] == []
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert "spec" in note["message"]["text"] and run["invocations"][0]["executionSuccessful"] is False
-    r = run_cli("lint", "--format", "json")
+    r = run_cli("check", "--format", "json")
     assert r.returncode == 2 and "spec" in _strict(r.stdout)["error"]
     r = run_cli("check", "x.fair", "--format", "text", "--workers", "0")  # a human format: the usage only
     assert r.returncode == 2 and r.stdout == "" and "--workers" in r.stderr
+
+
+LINT_JSON_KEYS = {"code", "severity", "message", "file", "line", "column", "end_line", "end_column", "hint", "related"}
+
+
+@pytest.mark.parametrize("argv,what", [
+    (["lint", "--format", "json"], "required: spec"),               # no spec
+    (["lint", "--format", "json", "--bogus", "s.fair"], "--bogus"),  # an unknown option
+    (["lint", "a.fair", "b.fair", "--format=json"], "b.fair"),      # two specs where one is expected
+    (["lint", "--format", "json", "s.fair", "--allow-path", ""], "empty"),  # a bad option value
+])
+def test_a_lint_usage_error_prints_lints_document_not_checks(argv, what):
+    """Lint's JSON is {"diagnostics": [...]}: a usage error is one FS001 error in it, never check's
+    report (spec, properties, exit_code, provenance), which a reader of lint's document does not expect."""
+    from fairspec.cli import _build
+    from fairspec.errordoc import usage_error
+
+    doc = json.loads(usage_error(_build().commands, argv, f"argparse says {what}", version="0"))
+    assert set(doc) == {"diagnostics"}, doc
+    (d,) = doc["diagnostics"]
+    assert set(d) == LINT_JSON_KEYS and (d["code"], d["severity"]) == ("FS001", "error")
+    assert what in d["message"] and "lint --help" in d["hint"]
+
+
+def test_a_lint_usage_error_through_the_command_line_in_each_machine_format():
+    r = run_cli("lint", "a.fair", "b.fair", "--format", "json")
+    assert r.returncode == 2 and "usage:" in r.stderr
+    doc = _strict(r.stdout)
+    assert set(doc) == {"diagnostics"} and doc["diagnostics"][0]["code"] == "FS001"
+    assert "unrecognized arguments: b.fair" in doc["diagnostics"][0]["message"]
+    r = run_cli("lint", "a.fair", "--zz", "--format", "sarif")  # a result at the spec named, as FS203
+    run = _strict(r.stdout)["runs"][0]
+    assert r.returncode == 2 and [x["id"] for x in run["tool"]["driver"]["rules"]] == ["FS001"]
+    (res,) = run["results"]
+    assert res["ruleId"] == "FS001" and "--zz" in res["message"]["text"] and "invocations" not in run
+    r = run_cli("lint", "--format", "github")  # no spec: an annotation with no file
+    assert r.returncode == 2
+    assert r.stdout == ("::error title=fairspec FS001::bad usage: the following arguments are required: spec"
+                        "%0Ahint: see fairspec lint --help\n"), r.stdout
+    r = run_cli("lint", "--format", "concise")  # a human format: the usage on stderr only
+    assert r.returncode == 2 and r.stdout == "" and "usage:" in r.stderr
 
 
 

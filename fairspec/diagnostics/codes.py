@@ -2,7 +2,8 @@
 
 Codes never change meaning once released; new checks get new codes.  The
 hundreds digit groups them: 1 syntax, 2 names and imports, 3 types and
-values, 4 models, data and encodings, 5 properties and backends.
+values, 4 models, data and encodings, 5 properties and backends; 0 is the
+command line (not the spec: lint reports it in its own document shape).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ class Code:
 
 
 _ALL = [
+    # -- the command line (argparse's usage errors under a machine format: fairspec.errordoc)
+    Code("FS001", "error", "bad command-line usage", "run fairspec lint --help (or check --help) for the arguments and options"),
     Code("FS100", "note", "more diagnostics not shown", "fix the first ones and lint again"),
     # -- syntax
     Code("FS101", "error", "unexpected token", "check the statement near the caret against the grammar in the README"),

@@ -126,7 +126,7 @@ def _related(span, message: str, i: int) -> list[dict]:
 # "Diagnostics" for the codes and "What a verdict means" for check's outcomes. FAIRSPEC_HELP_URL
 # points the links at a copy of the README elsewhere (a fork, an internal mirror).
 HELP_URL = "https://pypi.org/project/specfair/"
-_CATEGORY = {"1": "syntax", "2": "names", "3": "types-and-values", "4": "models-and-data", "5": "properties-and-backends"}
+_CATEGORY = {"0": "command-line", "1": "syntax", "2": "names", "3": "types-and-values", "4": "models-and-data", "5": "properties-and-backends"}
 
 
 def _help_url() -> str:
