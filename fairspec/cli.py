@@ -238,6 +238,8 @@ def _emit_check(args, result) -> int:
 
     if result.interrupted:
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
+    if args.format != "text" and args.html is not None:  # written first: the document says if it failed
+        _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
     if args.format == "json":
         print(rep.to_json(result))
     elif args.format in ("sarif", "github"):
@@ -253,8 +255,8 @@ def _emit_check(args, result) -> int:
             print(text)
     else:
         rep.print_text(result, rep.console(width=None if sys.stdout.isatty() else 120))
-    if args.html is not None and not _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
-        return 2
+        if args.html is not None and _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
+            return 2  # the table printed, the sentence on stderr: the text report states no exit code
     return result.exit_code
 
 
@@ -298,21 +300,33 @@ def _input_error(args, message: str) -> None:
         print(errordoc.document(args.format, args.spec, message, models=bool(args.models), version=_version()))
 
 
-def _write_html(write) -> bool:
+def _write_html(write) -> str | None:
     """Run ``write(fairspec.report.html)``; a file that cannot be written or a missing matplotlib
-    is one sentence on stderr and False."""
+    is one sentence on stderr, returned (None: written)."""
     from fairspec.report import html
 
     try:
         write(html)
     except html.ReportWriteError as e:
-        print(f"fairspec: {visible_value(e)}", file=sys.stderr)
-        return False
+        message = str(e)
     except ImportError as e:
-        print(f"fairspec: the HTML report needs matplotlib ({e.name} is not installed): "
-              f"pip install 'specfair[report]'", file=sys.stderr)
-        return False
-    return True
+        message = (f"the HTML report needs matplotlib ({e.name} is not installed): "
+                   f"pip install 'specfair[report]'")
+    else:
+        return None
+    print(f"fairspec: {visible_value(message)}", file=sys.stderr)
+    return message
+
+
+def _html_error_into(write, reports) -> None:
+    """Under a machine format ``--html`` is written before the document is printed: when it fails,
+    each report carries the sentence as its ``error`` (after any error it had), so the document's
+    ``exit_code`` (2, or 130 / 143 when interrupted) and its error entry say what the process
+    exits with and why."""
+    message = _write_html(write)
+    if message is not None:
+        for r in reports:
+            r.error = message if r.error is None else f"{r.error}; {message}"
 
 
 def _check_models(args, parallel: bool) -> int:
@@ -346,6 +360,9 @@ def _check_models(args, parallel: bool) -> int:
 def _emit_models(args, reports) -> int:
     from fairspec import report as rep
 
+    if args.format != "text" and args.html is not None:  # as in _emit_check: written before the document
+        keep = tuple(x for _, r in reports for x in (r.inputs or ()))
+        _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep), [r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     if code in (130, 143):
@@ -364,9 +381,9 @@ def _emit_models(args, reports) -> int:
         for f, r in reports:
             out.print(rep.value(f"model file {f}"))
             rep.print_text(r, out)
-    keep = tuple(x for _, r in reports for x in (r.inputs or ()))
-    if args.html is not None and not _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
-        return 2
+        keep = tuple(x for _, r in reports for x in (r.inputs or ()))
+        if args.html is not None and _write_html(lambda html: html.write_models(reports, args.html, keep=keep)):
+            return 2
     return code
 
 
