@@ -35,7 +35,7 @@ class _UsageError(SystemExit):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 2 with one line, as argparse does, but never a traceback
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {visible_value(message)}\n")  # it quotes the arguments
         raise _UsageError(message)
 
 

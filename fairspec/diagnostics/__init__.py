@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics.codes import CODES
-from fairspec.diagnostics.visible import visible_value
+from fairspec.diagnostics.visible import json_text, joined, visible_value
 
 
 MAX_MESSAGE = 400  # characters of a message; longer ones are cut in the middle
@@ -187,7 +187,7 @@ def _snippet(span: Span) -> list[str]:
     # control characters shown as escapes (fairspec.diagnostics.visible), the caret moved with them;
     # the caret placed and sized in terminal cells, not characters (see cell_len)
     pre, mark, post = text[:col - 1], text[col - 1:col - 1 + carets], text[col - 1 + carets:]
-    pre, mark, post = visible_value(pre), visible_value(mark), visible_value(post)
+    pre, mark, post = joined(visible_value(pre), visible_value(mark), visible_value(post))  # no ##[ at a join
     text, indent, carets = pre + mark + post, cell_len(pre), max(1, cell_len(mark)) if mark else carets
     gutter = " " * width
     return [
@@ -229,7 +229,7 @@ def render(diagnostics: list[Diagnostic], fmt: str, spec: str | None = None) -> 
     import json
 
     if fmt == "json":
-        return json.dumps({"diagnostics": [d.to_json() for d in diagnostics]}, indent=2)
+        return json_text(json.dumps({"diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
     if fmt == "concise":
         return "\n".join(render_concise(d, spec) for d in diagnostics)
     return "\n\n".join(render_full(d) for d in diagnostics)

@@ -14,6 +14,16 @@ line of its own (a CI log reads a line starting ``::`` as a workflow command); t
 are fairspec's own (spec text it prints: an explanation, a guardrail) keeps them.
 JSON and SARIF escape by their own rules (json.dumps) and keep values exactly; the HTML report
 passes its text through here before html.escape (a bidi override would reorder a line of the page).
+
+GitHub's runner also reads the legacy form ``##[command]data`` ANYWHERE in a line of a step's
+output (``ActionCommand.TryParse``: ``IndexOf("##[")``), and still acts on it: ``stop-commands``,
+``add-mask``, ``set-output``, ``save-state``, ``add-matcher``, ``error``/``warning``/``notice``,
+``group``, ``echo`` (bench/results/audits_s19/github_legacy.md). So :func:`visible` also writes a
+``##[`` in any text as ``##\[``: the bracket escaped as a fairspec string escapes it (``\[`` reads
+``[``, fairspec.syntax.lexical), so a value shown inside a string literal of a hint still parses to
+the same string. :func:`joined` keeps that true where pieces escaped one by one are put side by
+side (a snippet's caret split); :func:`json_text` writes it as ``##\u005b`` in a JSON document,
+which every JSON reader reads back as the same ``[``.
 """
 
 from __future__ import annotations
@@ -39,11 +49,37 @@ def _escape(m: re.Match) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
+LEGACY = "##["  # the prefix of GitHub's legacy workflow commands, read anywhere in a line
+_LEGACY_AT = re.compile(r"(?<=##)\[")
+
+
 def visible(text, newlines: bool = True) -> str:
     """``text`` (any object: str() of it) with every control character shown as an escape;
-    line breaks kept when ``newlines`` (prose), shown as ``\\n`` otherwise (a cell, a value)."""
+    line breaks kept when ``newlines`` (prose), shown as ``\\n`` otherwise (a cell, a value);
+    ``##[`` shown as ``##\\[`` (a CI log's legacy workflow command)."""
     s = text if isinstance(text, str) else str(text)
-    return (_KEEP_LINES if newlines else _ONE_LINE).sub(_escape, s)
+    s = (_KEEP_LINES if newlines else _ONE_LINE).sub(_escape, s)
+    return s.replace(LEGACY, "##\\[") if LEGACY in s else s
+
+
+def joined(*parts: str) -> list[str]:
+    """``parts`` (each already :func:`visible`) with a ``##[`` their joins form escaped too (a backslash
+    before its bracket, in the part that holds the bracket): ``"".join`` of the result has no ``##[``."""
+    text = "".join(parts)
+    if LEGACY not in text:
+        return list(parts)
+    at = {m.start() for m in _LEGACY_AT.finditer(text)}
+    out, start = [], 0
+    for part in parts:
+        out.append("".join("\\" + c if start + i in at else c for i, c in enumerate(part)))
+        start += len(part)
+    return out
+
+
+def json_text(text: str) -> str:
+    """A JSON document's text with each ``##[`` written ``##\\u005b``: the same document to a JSON reader
+    (``#`` and ``[`` after it occur only inside strings), no legacy workflow command to a CI log."""
+    return text.replace(LEGACY, "##\\u005b") if LEGACY in text else text
 
 
 def visible_value(text) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from fairspec.diagnostics import render_full
-from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.diagnostics.visible import json_text, visible, visible_value
 
 
 def value(x, style: str = ""):
@@ -59,8 +59,9 @@ def to_json(report) -> str:
 
 def dumps(doc) -> str:
     """``doc`` as strict JSON (RFC 8259; jq, JSON.parse, serde read it): every value through :func:`plain`,
-    so no ``NaN`` or ``Infinity`` token is ever written."""
-    return json.dumps(plain(doc), indent=2, allow_nan=False)
+    so no ``NaN`` or ``Infinity`` token is ever written; a value's ``##[`` is written ``##\\u005b``
+    (fairspec.diagnostics.visible.json_text: a CI log reads no legacy workflow command in it)."""
+    return json_text(json.dumps(plain(doc), indent=2, allow_nan=False))
 
 
 def plain(x):

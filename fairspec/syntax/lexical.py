@@ -6,7 +6,9 @@
   reads it as 0 or as a subnormal number (``1e-400``): FS307 at the literal.
 - A number run into a name (``1_0``, ``0x10``, ``1e``, ``60sec``) is not two tokens but a malformed
   literal: FS101 at it (the lexer would read ``1`` and a name ``_0``, and the spec a second claim).
-- A string knows the escapes ``\\"``, ``\\\\``, ``\\n`` and ``\\t``; any other (``\\u``, a Windows path's
+- A string knows the escapes ``\\"``, ``\\\\``, ``\\n``, ``\\t`` and ``\\[`` (a ``[``: fairspec writes a
+  value's ``##[`` as ``##\\[``, which a CI log does not read as a legacy workflow command, and the hint
+  still parses to the value; fairspec.diagnostics.visible); any other (``\\u``, a Windows path's
   ``\\d``) is FS102 at the backslash instead of silently losing it.
 """
 
@@ -18,7 +20,7 @@ import sys
 from fairspec.diagnostics import Diagnostic, Span
 
 MAX_DIGITS = 17
-_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "[": "["}
 
 # strings and comments are skipped whole; a number starts at a digit no name or number runs into
 _SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|(?<![A-Za-z0-9_.\'])[0-9]')
@@ -91,7 +93,7 @@ def unescape(token: str, span: Span) -> tuple[str, Diagnostic | None]:
                 col = span.column + 1 + i
                 bad = Diagnostic("FS102", f"unknown escape '\\{nxt}' in a string", Span(span.file, span.line, col,
                                                                                        span.line, col + 2),
-                                 hint='a string knows \\" \\\\ \\n and \\t; write \\\\ for a backslash '
+                                 hint='a string knows \\" \\\\ \\n \\t and \\[; write \\\\ for a backslash '
                                       '(or / in a path)')
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2
