@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from fairspec.diagnostics.visible import visible_value
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("fairspec", "fairness specifications (.fair files)")
@@ -124,20 +126,20 @@ class PropertyItem(pytest.Item):
 
     def runtest(self):
         report = self.parent.report_for(self.name, self.session)
-        if report.error:
-            raise FairspecFailure(report.error)
+        if report.error:  # every text from a value made visible: a CI log reads a pytest failure too
+            raise FairspecFailure(visible_value(report.error))
         verdict = next((v for v in report.verdicts if v.name == self.name), None)
         if verdict is None:
             errors = [d for d in report.diagnostics if d.is_error]
-            raise FairspecFailure("; ".join(d.message for d in errors) or f"no verdict for {self.name}")
+            raise FairspecFailure(visible_value("; ".join(d.message for d in errors)) or f"no verdict for {self.name}")
         if verdict.status == "holds":
             return
         if verdict.status == "unknown":
             mode = self.config.getoption("--fairspec-unknown") or self.config.getini("fairspec_unknown")
             if mode == "skip":
-                pytest.skip(f"unknown: {verdict.reason}")
+                pytest.skip(f"unknown: {visible_value(verdict.reason)}")
             if mode == "xfail":
-                pytest.xfail(f"unknown: {verdict.reason}")
+                pytest.xfail(f"unknown: {visible_value(verdict.reason)}")
         raise FairspecFailure(describe(verdict))
 
     def repr_failure(self, excinfo, style=None):
@@ -150,8 +152,12 @@ class PropertyItem(pytest.Item):
 
 
 def describe(verdict) -> str:
-    """A verdict as the few lines a test failure shows."""
-    from fairspec.report import cell_text
+    """A verdict as the few lines a test failure shows, each value through visible_value (no control
+    character, line break or ``##[`` from a value: fairspec.diagnostics.visible)."""
+    from fairspec.report import cell_text as _cell
+
+    def cell_text(x) -> str:
+        return visible_value(_cell(x))
 
     head = f"{verdict.name}: {verdict.status}" + (f" ({verdict.how})" if verdict.how else "")
     lines = [head]

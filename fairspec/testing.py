@@ -27,7 +27,9 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
     report = fairspec.check(spec, models=models, data=data, property=property, allow=allow)
     problems = [render_full(d) for d in report.diagnostics if d.is_error]
     if report.report.error:
-        problems.append(report.report.error)
+        from fairspec.diagnostics.visible import visible_value
+
+        problems.append(visible_value(report.report.error))  # one line, no ##[: a CI log reads it
     for v in report:
         if v.status == "violated" or (v.status == "unknown" and not allow_unknown):
             problems.append(describe(v))

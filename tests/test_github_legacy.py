@@ -116,3 +116,13 @@ def test_lint_prints_no_legacy_command_and_its_hint_parses(tmp_path, fmt):
 def test_a_usage_error_quoting_the_prefix_is_escaped_on_stderr():
     r = run_cli("lint", "a.fair", "##[error]forged")
     assert r.returncode == 2 and LEGACY not in r.stderr and "##\\[error]forged" in r.stderr, r.stderr
+
+
+def test_a_pytest_failure_shows_no_legacy_command():
+    """`pytest --fairspec` and assert_fair print a verdict's reason and witness to the CI log too."""
+    from fairspec.pytest_plugin import describe
+    from fairspec.verdict import Verdict
+
+    v = Verdict("p", "group_metric", "violated", value=0.5, reason="lowest g=a##[add-mask]b\n::error::x")
+    text = describe(v)
+    assert LEGACY not in text and "a##\\[add-mask]b\\n::error::x" in text, text
