@@ -458,3 +458,23 @@ property same_race {
     assert [d.code for d in report.diagnostics if d.code.startswith("FS42")] == ["FS424"]
     v = report.verdicts[0]
     assert (v.status, v.how) == ("holds", "proved")
+
+
+@pytest.mark.parametrize("with_mean, with_std", [(False, True), (True, False), (False, False)])
+def test_a_standard_scaler_without_mean_or_std_folds_as_it_transforms(with_mean, with_std):
+    """StandardScaler(with_mean=False) still fits mean_ but its transform does not subtract it (and
+    with_std=False leaves scale_ None): the folded column is the transform's, bit for bit. Session 19's
+    api family: the fold subtracted mean_ anyway, so every verdict on such a pipeline was about another
+    model (false proofs, witnesses that were no encoding of their features)."""
+    import pandas as pd
+
+    from fairspec.models.sklearn_pipeline import fold
+
+    df = pd.DataFrame({"s": ["F", "M"] * 6, "age": [17, 19, 20, 23, 30, 41] * 2})
+    pre = ColumnTransformer([("oh", OneHotEncoder(), ["s"]),
+                             ("sc", StandardScaler(with_mean=with_mean, with_std=with_std), ["age"])])
+    pipe = Pipeline([("pre", pre), ("clf", LogisticRegression())]).fit(df, np.arange(12) % 2)
+    (c,) = [c for c in fold(pipe).columns if c.column == "age"]
+    assert c.kind == "standard"
+    v = df["age"].to_numpy(dtype=np.float64)
+    assert np.array_equal((v - c.mean) / c.std, pre.transform(df)[:, c.offset])

@@ -163,8 +163,11 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
     if kind == "StandardScaler":
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
-        mean = np.zeros(len(cols)) if trans.mean_ is None else np.asarray(trans.mean_, dtype=np.float64)
-        scale = np.ones(len(cols)) if trans.scale_ is None else np.asarray(trans.scale_, dtype=np.float64)
+        # with_mean=False still fits mean_ (and with_std=False leaves scale_ None): transform subtracts
+        # mean_ only under with_mean, divides by scale_ only under with_std
+        with_mean, with_std = getattr(trans, "with_mean", True), getattr(trans, "with_std", True)
+        mean = np.zeros(len(cols)) if trans.mean_ is None or not with_mean else np.asarray(trans.mean_, dtype=np.float64)
+        scale = np.ones(len(cols)) if trans.scale_ is None or not with_std else np.asarray(trans.scale_, dtype=np.float64)
         return [FoldedColumn(c, "standard", offset + i, 1, name, mean=float(mean[i]), std=float(scale[i]))
                 for i, c in enumerate(cols)]
     if kind == "MinMaxScaler":
