@@ -5,10 +5,11 @@ against it (tests/differential/).
     python bench/soundness.py --seed 1 --count 60 --workers 2
     python bench/soundness.py --families network,trees --count 20
     python bench/soundness.py --case network-7000000-p5     # one property again, judged, folder kept
+    python bench/soundness.py --families api,api-solver     # the Python API on in-memory objects
 
 Prints per family: instances, properties, wrong, unknown, unknown on small domains (at most
 1,000 points), rejected specs, expected refusals (properties whose spec fairspec must refuse: the
-`shipped` family's ambiguous declarations, each judged correct or wrong), harness errors,
+`shipped` and `api` families' ambiguous declarations, each judged correct or wrong), harness errors,
 seconds; then the wrong verdicts by defect class.
 Writes bench/results/soundness.md and .json (unless --no-write) and, per wrong verdict (the
 first of each defect class first, at most --repro-cap), a self-contained reproducer folder

@@ -280,6 +280,9 @@ class Instance:
     files: dict                     # file name -> bytes
     props: list[Prop]
     info: dict = field(default_factory=dict)
+    # (spec file, its properties, outcome base) -> [judge.Outcome]: an instance that checks its spec
+    # itself (the api family: the Python API with in-memory objects); None: the CLI's path
+    judge: Callable | None = None
 
     def __post_init__(self):
         # the type the model computes in, beside each property's runtime (a float64 ONNX graph rounds by

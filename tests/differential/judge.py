@@ -190,7 +190,9 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
     try:
         outs = []
         for spec, props in inst.write_groups(folder, only):
-            if props[0].expect is not None:
+            if inst.judge is not None:       # the instance checks its spec itself (the api family)
+                outs += inst.judge(spec, props, base)
+            elif props[0].expect is not None:
                 outs += [judge_refusal(p, spec, base) for p in props]
             else:
                 outs += _check_group(spec, props, base)
@@ -203,8 +205,13 @@ def run_instance(inst: Instance, folder: Path, only: list[str] | None = None) ->
                 os.environ[k] = v
 
 
-def _check_group(spec: Path, props: list, base: dict) -> list[Outcome]:
-    from fairspec.pipeline import check
+def _check_group(spec: Path, props: list, base: dict, check=None) -> list[Outcome]:
+    """``check``: spec path -> the pipeline's Report (default ``fairspec.pipeline.check``; the api
+    family passes the Python API with its in-memory objects)."""
+    from fairspec.api import FairspecError
+
+    if check is None:
+        from fairspec.pipeline import check
 
     t0 = time.perf_counter()
     try:
@@ -212,6 +219,9 @@ def _check_group(spec: Path, props: list, base: dict) -> list[Outcome]:
     except BaseException as e:  # noqa: BLE001 - the judge records every failure as a crash
         if isinstance(e, KeyboardInterrupt):
             raise
+        if isinstance(e, FairspecError):     # the API refused an object the generator believes valid
+            return [Outcome(**base, name=p.name, klass="rejected", why=f"the API refused: {e}", truth=p.truth.status,
+                            domain=p.truth.domain, pairs=p.truth.pairs, meta=p.meta) for p in props]
         tb = traceback.format_exc(limit=6)
         return [Outcome(**base, name=p.name, klass="wrong", defect="crash",
                         why=f"check raised {type(e).__name__}: {e}\n{tb}", truth=p.truth.status,

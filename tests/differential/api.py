@@ -1,0 +1,520 @@
+"""The Python API on in-memory objects (session 19): ``fairspec.check(spec, models={"m": obj},
+data={"d": frame})`` judged against what the object the user holds computes.
+
+One shape per instance (``SHAPES``, the seed's own): a scikit-learn LogisticRegression, decision
+tree, random forest or MLP (relu) object; a Pipeline(ColumnTransformer(OneHotEncoder / OrdinalEncoder,
+passthrough / StandardScaler / MinMaxScaler), LogisticRegression) fit on a data frame (the spec has
+no encode block: fairspec folds the pipeline); an XGBClassifier, fit or tie-edited and loaded back
+(about one in three fit on a named frame); one fit with early stopping (its ``predict`` uses rounds
+0 .. best_iteration; also declared ``rounds = best`` and ``rounds = all``, the latter judged against
+the object's own booster, every round); a LightGBM ``LGBMClassifier`` (half with early stopping) or
+a raw ``Booster`` with tie-edited thresholds; a torch ``nn.Sequential`` (float32, one in five
+float64). The data is a pandas DataFrame (ints, category strings, Python bools).
+
+The spec's declarations name no file that exists: the API binds each in-memory object to the
+declaration of its name (``models={"m": ...}``, ``data={"d": ...}``) and writes it in the declared
+format itself. Each property's truth is enumeration of the domain with the OBJECT's own ``predict``
+/ ``predict_proba`` / ``decision_function`` / ``forward`` (``output_margin`` / ``raw_score`` for the
+boosters' margins): individual fairness (label / prob / logit posts, prove / find / maximize, every
+pair backend) and group metrics on the frame's rows, both drawn as the ``shipped`` family draws them.
+
+Expected refusals (:class:`core.Expect`, judged by :func:`ApiJudge.refusal` on the API itself):
+an XGBClassifier with ``missing = 0.0`` (stage ``api``: a FairspecError naming it), a raw XGBoost
+Booster whose best iteration leaves rounds out without ``rounds = ...`` (FS425 at lint), string class
+labels without ``index`` (FS413 at lint), a torch module returning a tuple or a two-column Softmax
+head without ``output`` / ``index`` (FS413 at check). Anything but the refusal -- a verdict, another
+code, another exception -- is wrong.
+
+Ties on purpose: dyadic weights and scaler parameters, a decision exactly 0 at a domain point, split
+thresholds on encoded grid points (trees._tie_value), thresholds equal to the exact optimum.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+from . import networks as nw
+from . import shipped, trees
+from .core import Enc, Expect, Feature, Instance, Prop, Truth, encode_points, grid
+from .judge import Outcome, _check_group
+
+FAMILY = "api"
+SHAPES = ("logistic", "tree", "forest", "mlp", "pipeline", "xgb", "xgb-early", "lgbm", "torch")
+PAIRS_ALL = ("default", "default", "milp", "smt")
+
+
+def shape_of(seed: int) -> str:
+    """The seed's shape: campaign seeds are seed * 1e6 + i, so consecutive instances take every shape."""
+    return SHAPES[seed % len(SHAPES)]
+
+
+# ------------------------------------------------------------------ the judge: the API, in process
+
+
+class ApiJudge:
+    """Checks one spec file of an instance through ``fairspec.check`` with the objects its
+    properties were drawn on (``objects``: property name -> (models, data)); verdicts are judged
+    as every family's (:func:`judge._check_group`), expected refusals by :meth:`refusal`."""
+
+    def __init__(self):
+        self.objects: dict = {}
+
+    def __call__(self, spec, props, base) -> list:
+        models, data = self.objects[props[0].name]
+        if props[0].expect is not None:
+            return [self.refusal(p, spec, base, models, data) for p in props]
+        import fairspec
+
+        return _check_group(spec, props, base, check=lambda path: fairspec.check(path, models=models, data=data).report)
+
+    @staticmethod
+    def refusal(prop: Prop, spec, base: dict, models: dict, data: dict) -> Outcome:
+        """The API must refuse: stage ``api`` -- FairspecError whose sentence says ``expect.words``;
+        ``lint`` -- fairspec.lint reports exactly ``expect.code`` and check refuses with it (exit 2, no
+        verdict); ``check`` -- lint reports nothing, check refuses with ``expect.code`` naming ``words``."""
+        import fairspec
+
+        e = prop.expect
+        o = Outcome(**base, name=prop.name, klass="correct", truth=f"refused {e.code} at {e.stage}",
+                    domain=prop.truth.domain, pairs=prop.truth.pairs,
+                    meta={**prop.meta, "expect": e.code, "stage": e.stage})
+
+        def wrong(defect, why):
+            o.klass, o.defect, o.why = "wrong", defect, why
+            return o
+
+        t0 = time.perf_counter()
+        try:
+            lint = fairspec.lint(spec, models=models, data=data)
+            rep = fairspec.check(spec, models=models, data=data)
+        except fairspec.FairspecError as err:
+            o.seconds = time.perf_counter() - t0
+            o.status, o.reason = "refused", str(err)[:400]
+            if e.stage != "api":
+                return wrong("refused-otherwise", f"the API raised FairspecError ({err}) where {e.code} at "
+                                                  f"{e.stage} should refuse the spec")
+            if e.words and e.words not in str(err):
+                return wrong("refused-otherwise", f"the API's sentence {str(err)[:300]!r} does not say {e.words!r}")
+            if "\n" in str(err) or "Traceback" in str(err):
+                return wrong("crash", f"the API's error is not one sentence: {str(err)[:300]!r}")
+            return o
+        except Exception as err:  # noqa: BLE001 - any other exception is a crash
+            o.seconds = time.perf_counter() - t0
+            return wrong("crash", f"the API raised {type(err).__name__}: {err}\n{traceback.format_exc(limit=6)}")
+        o.seconds = time.perf_counter() - t0
+        doc = rep.to_dict()
+        verdicts = [(v.get("name"), v.get("status")) for v in doc.get("properties", [])]
+        lint_errors = sorted({d.code for d in lint if d.is_error})
+        check_errors = sorted({d["code"] for d in doc.get("diagnostics", []) if d.get("severity") == "error"})
+        o.status = "refused" if rep.exit_code == e.exit and not verdicts else \
+            (verdicts[0][1] if verdicts else f"exit {rep.exit_code}")
+        o.reason = "; ".join(x for x in (", ".join(check_errors), doc.get("error") or "") if x)[:400] or None
+        if rep.exit_code == 4 or rep.report.internal_errors:
+            return wrong("crash", f"check's exit code {rep.exit_code}: {rep.report.internal_errors[:1]}")
+        if e.stage == "api":
+            return wrong("not-refused", f"the API raised nothing where it must refuse ({e.words}); check gave "
+                                        f"{verdicts or check_errors or 'no verdict'} (exit {rep.exit_code})")
+        if verdicts or rep.exit_code in (0, 1, 3):
+            return wrong("not-refused", f"check gave {verdicts or 'no verdict'} (exit {rep.exit_code}) where "
+                                        f"{e.code} should refuse the spec at {e.stage}")
+        if rep.exit_code != e.exit:
+            return wrong("refused-otherwise", f"check exited {rep.exit_code}, not {e.exit}")
+        if e.stage == "lint" and lint_errors != [e.code]:
+            return wrong("refused-otherwise" if lint_errors else "not-refused",
+                         f"lint gave errors {lint_errors or 'none'}, not {e.code}")
+        if e.stage == "check" and any(c != e.code for c in lint_errors):
+            return wrong("refused-otherwise", f"lint gave errors {lint_errors}, not nothing or {e.code}")
+        if check_errors != [e.code]:
+            return wrong("refused-otherwise", f"check refused with {check_errors or doc.get('error')!r}, not {e.code}")
+        said = " ".join(d.get("message", "") for d in doc.get("diagnostics", []) if d.get("code") == e.code)
+        if e.stage == "check" and e.words and e.words not in said:
+            return wrong("refused-otherwise", f"check's {e.code} {said[:300]!r} does not say {e.words!r}")
+        return o
+
+
+# ------------------------------------------------------------------ the objects and their truth
+
+
+def _quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **k)
+
+
+def _sk_outputs(est, X, index: int, logit: bool) -> nw.Outputs:
+    """The estimator's own predict / predict_proba[:, index] / decision_function (class ``index`` positive)."""
+    label = _quiet(est.predict, X) == est.classes_[index]
+    z = np.asarray(_quiet(est.decision_function, X), dtype=np.float64) if logit else None   # classes_[1]'s margin
+    return nw.Outputs(label, z, np.asarray(_quiet(est.predict_proba, X)[:, index], dtype=np.float64), False)
+
+
+def _sklearn(rng, shape: str, X: np.ndarray, fs):
+    """(named [(decl, model object, Outputs, tag)], refusals [(decl, object, Expect, post)], backends, info)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+
+    strings = rng.random() < 0.25
+    labels = np.array(shipped.LABELS[int(rng.integers(0, len(shipped.LABELS)))] if strings else (0, 1))
+    if shape == "logistic":
+        est = shipped._fit_linear(rng, LogisticRegression(), X, labels[np.arange(X.shape[0]) % 2])
+        logit = True
+    elif shape in ("tree", "forest"):      # thresholds on grid points; string classes are "no" / "yes"
+        est, _ = trees._fit_sklearn(rng, "dt" if shape == "tree" else "rf", X, trees._labels(rng, X), strings)
+        labels = est.classes_
+        logit = False
+    else:
+        est = MLPClassifier(hidden_layer_sizes=(int(rng.integers(2, 6)),), max_iter=5, random_state=0)
+        _quiet(est.fit, X, labels[np.arange(X.shape[0]) % 2])
+        est.coefs_ = [nw._dyadic(rng, c.shape) for c in est.coefs_]
+        est.intercepts_ = [np.zeros(c.shape) if rng.random() < 0.5 else nw._dyadic(rng, c.shape)
+                           for c in est.intercepts_]
+        if rng.random() < 0.6:       # the output logit exactly 0 (or a tiny number) at a domain point
+            i0 = int(rng.integers(0, X.shape[0]))
+            h = X[i0:i0 + 1]
+            for W, b in zip(est.coefs_[:-1], est.intercepts_[:-1]):
+                h = np.maximum(h @ W + b, 0.0)
+            z = float((h @ est.coefs_[-1] + est.intercepts_[-1])[0, 0])
+            est.intercepts_[-1] = est.intercepts_[-1] - z
+            if rng.random() < 0.3:
+                est.intercepts_[-1] = est.intercepts_[-1] + nw._tiny(rng, float(est.intercepts_[-1][0]))
+        logit = False
+    info = {"runtime": "sklearn", "labels": [str(v) for v in labels]}
+    if not strings:
+        out = _sk_outputs(est, X, 1, logit)
+        return [('sklearn("m.skops")', est, out, "plain")], [], PAIRS_ALL, info
+    i = int(rng.integers(0, 2))
+    out = _sk_outputs(est, X, i, logit and i == 1)
+    refuse = [('sklearn("m.skops")', est, Expect("FS413", "lint"), "label")]
+    return [(f'sklearn("m.skops", index = {i})', est, out, f"index-{i}")], refuse, ("default",), info
+
+
+def _pipeline(rng, fs, P):
+    """A Pipeline(ColumnTransformer(...), LogisticRegression) fit on the domain's frame; its scalers'
+    parameters made dyadic (or left as fitted), the final estimator's weights dyadic with a decision
+    exactly 0 at a domain point. Returns (pipe, the domain frame, its transformed matrix, info)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler
+
+    frame = _frame(fs, P)
+    parts, kinds = [], {}
+    remainder = "passthrough" if rng.random() < 0.3 else "drop"     # int columns left to the remainder
+    for f in fs:
+        if f.kind == "cat":
+            # the categories as fitted ("auto": sorted) or given in another order; a one-hot block is
+            # declared in the pipeline's order (README: another order is FS422), a code table in any
+            cats = "auto" if rng.random() < 0.6 else [[f.cats[int(i)] for i in rng.permutation(len(f.cats))]]
+            if rng.random() < 0.75:
+                cats = "auto" if list(f.cats) == sorted(f.cats) and rng.random() < 0.5 else [list(f.cats)]
+                parts.append((f"oh_{f.name}", OneHotEncoder(categories=cats), [f.name]))
+                kinds[f.name] = "onehot" + ("" if cats == "auto" else f" {cats[0]}")
+            else:
+                parts.append((f"ord_{f.name}", OrdinalEncoder(categories=cats), [f.name]))
+                kinds[f.name] = "ordinal" + ("" if cats == "auto" else f" {cats[0]}")
+        else:
+            r = rng.random()
+            kind = ("passthrough" if r < 0.3 else "standard" if r < 0.55 else "standard-no-mean" if r < 0.65 else
+                    "standard-no-std" if r < 0.75 else "minmax")
+            if kind == "passthrough" and remainder == "passthrough":
+                kinds[f.name] = "remainder"
+                continue
+            kinds[f.name] = kind
+            step = {"passthrough": "passthrough", "standard": StandardScaler(), "minmax": MinMaxScaler(),
+                    "standard-no-mean": StandardScaler(with_mean=False),
+                    "standard-no-std": StandardScaler(with_std=False)}[kind]
+            parts.append((f"{kind}_{f.name}", step, [f.name]))
+    pipe = Pipeline([("pre", ColumnTransformer(parts, remainder=remainder)), ("clf", LogisticRegression())])
+    y = np.arange(P.shape[0]) % 2
+    _quiet(pipe.fit, frame, y)
+    pre = pipe.named_steps["pre"]
+    for name, step, cols in pre.transformers_:
+        if type(step).__name__ == "StandardScaler" and rng.random() < 0.7:
+            f = next(x for x in fs if x.name == cols[0])
+            step.mean_ = np.array([float(rng.choice([f.lo, (f.lo + f.hi) / 2, f.lo + 0.25]))])
+            if step.with_std:
+                step.scale_ = np.array([float(rng.choice([1, 2, 0.5, 1.5, 3]))])
+                step.var_ = step.scale_ ** 2
+    Xt = np.asarray(_quiet(pre.transform, frame), dtype=np.float64)
+    shipped._fit_linear(rng, pipe.named_steps["clf"], Xt, y)
+    return pipe, frame, Xt, {"runtime": "sklearn", "columns": kinds}
+
+
+def _xgb_edit(rng, clf, X):
+    """A copy of ``clf`` with about half its split thresholds moved onto encoded grid points, loaded
+    back into a fresh XGBClassifier (best_iteration and feature names kept by the model's JSON)."""
+    import xgboost as xgb
+
+    doc = json.loads(bytes(clf.get_booster().save_raw("json")))
+    for tr in doc["learner"]["gradient_booster"]["model"]["trees"]:
+        for n, left in enumerate(tr["left_children"]):
+            if left != -1 and rng.random() < 0.5:
+                tr["split_conditions"][n] = trees._tie_value(rng, X[:, tr["split_indices"][n]])
+    out = xgb.XGBClassifier(n_jobs=1)
+    out.load_model(bytearray(json.dumps(doc).encode()))
+    return out
+
+
+def _xgboost(rng, shape: str, X: np.ndarray, encs):
+    import xgboost as xgb
+
+    names = [e.feature.name for e in encs] if all(e.width == 1 for e in encs) and rng.random() < 0.35 else None
+    Xf = _named(X, names)
+    y = trees._labels(rng, X)
+    kw = dict(max_depth=int(rng.integers(1, 4)), n_jobs=1, random_state=int(rng.integers(0, 1000)),
+              learning_rate=float(rng.choice([0.3, 0.5, 1.0])))
+    info: dict = {"runtime": "library", "model": "xgb", "feature_names": names is not None}
+    # the objective: binary:logitraw's predict is margin > 0.5 and its predict_proba[:, 1] the margin
+    # (XGBClassifier reads whatever the booster predicts as a probability), binary:hinge's are 0 / 1
+    objective = "binary:logistic" if rng.random() < 0.7 else str(rng.choice(["binary:logitraw", "binary:hinge",
+                                                                             "reg:logistic"]))
+    if objective != "binary:logistic":
+        kw["objective"] = info["objective"] = objective
+    if shape == "xgb":
+        clf = _quiet(xgb.XGBClassifier(n_estimators=int(rng.integers(1, 5)), **kw).fit, Xf, y)
+    else:
+        for attempt in range(6):    # early stopping that leaves rounds out (best_iteration < rounds - 1)
+            yv = rng.integers(0, 2, size=X.shape[0])
+            clf = _quiet(xgb.XGBClassifier(n_estimators=8, early_stopping_rounds=2, **kw).fit, Xf, y,
+                         eval_set=[(Xf, yv)], verbose=False)
+            if clf.best_iteration < clf.get_booster().num_boosted_rounds() - 1:
+                break
+        info.update(best_iteration=int(clf.best_iteration), rounds=int(clf.get_booster().num_boosted_rounds()))
+    if rng.random() < 0.5:
+        clf = _xgb_edit(rng, clf, X)
+        info["edited"] = True
+
+    def outs(obj, every_round=False) -> nw.Outputs:
+        if every_round:             # the object's own booster, every round
+            b = obj.get_booster()
+            dm = xgb.DMatrix(Xf)
+            p = np.asarray(b.predict(dm), dtype=np.float64)
+            return nw.Outputs(p > 0.5, np.asarray(b.predict(dm, output_margin=True), dtype=np.float64), p, False)
+        return nw.Outputs(obj.predict(Xf) == 1, np.asarray(obj.predict(Xf, output_margin=True), dtype=np.float64),
+                          np.asarray(obj.predict_proba(Xf)[:, 1], dtype=np.float64), False)
+
+    margin = rng.random() < 0.25
+    o = outs(clf)
+    if margin:     # output = "margin": the decision is margin > 0
+        o = nw.Outputs(o.logit > 0, o.logit, o.prob, False)
+    named = [('xgboost("m.json"' + (', output = "margin"' if margin else "") + ")", clf, o,
+              "margin" if margin else "predict")]
+    bad = copy.deepcopy(clf)
+    bad.set_params(missing=float(rng.choice([0.0, -1.0])))
+    refuse = [('xgboost("m.json")', bad, Expect("API", "api", "as missing"), "label")]
+    if shape == "xgb-early":
+        named += [('xgboost("m.json", rounds = best)', clf, outs(clf), "rounds-best"),
+                  ('xgboost("m.json", rounds = all)', clf, outs(clf, every_round=True), "rounds-all")]
+        if info["best_iteration"] < info["rounds"] - 1:
+            refuse.append(('xgboost("m.json")', clf.get_booster(), Expect("FS425", "lint"), "label"))
+    return named, refuse, PAIRS_ALL, info, names
+
+
+def _lightgbm(rng, X: np.ndarray, encs):
+    import lightgbm as lgb
+
+    names = [e.feature.name for e in encs] if all(e.width == 1 for e in encs) and rng.random() < 0.35 else None
+    Xf = _named(X, names)
+    y = trees._labels(rng, X)
+    info: dict = {"runtime": "library", "model": "lgbm", "feature_names": names is not None}
+    if rng.random() < 0.4:          # a raw Booster, thresholds on grid points
+        text, _ = trees._fit_lgbm(rng, X, y, names)
+        obj = lgb.Booster(model_str=text.decode())
+        p = np.asarray(obj.predict(Xf), dtype=np.float64)
+        z = np.asarray(obj.predict(Xf, raw_score=True), dtype=np.float64)
+        out = nw.Outputs(p > 0.5, z, p, False)
+        info["object"] = "Booster"
+    else:
+        kw = dict(n_estimators=int(rng.integers(2, 8)), max_depth=int(rng.integers(1, 4)), n_jobs=1, verbose=-1,
+                  random_state=int(rng.integers(0, 1000)), min_child_samples=2, num_leaves=7,
+                  learning_rate=float(rng.choice([0.3, 0.5, 1.0])))
+        obj = lgb.LGBMClassifier(**kw)
+        if rng.random() < 0.5:
+            yv = rng.integers(0, 2, size=X.shape[0])
+            _quiet(obj.fit, Xf, y, eval_set=[(Xf, yv)], callbacks=[lgb.early_stopping(2, verbose=False)])
+            info["best_iteration"] = int(obj.best_iteration_ or 0)
+        else:
+            _quiet(obj.fit, Xf, y)
+        out = nw.Outputs(_quiet(obj.predict, Xf) == 1, np.asarray(_quiet(obj.predict, Xf, raw_score=True), dtype=np.float64),
+                         np.asarray(_quiet(obj.predict_proba, Xf)[:, 1], dtype=np.float64), False)
+        info["object"] = "LGBMClassifier"
+    margin = rng.random() < 0.25
+    if margin:
+        out = nw.Outputs(out.logit > 0, out.logit, out.prob, False)
+    decl = 'lightgbm("m.txt"' + (', output = "margin"' if margin else "") + ")"
+    return [(decl, obj, out, "margin" if margin else "predict")], [], PAIRS_ALL, info, names
+
+
+def _torch(rng, X: np.ndarray):
+    import torch
+
+    head = str(rng.choice(["logit1", "logit1", "sigmoid1", "prob2", "logit2"]))
+    net = nw._net(rng, X.shape[1], head)
+    ties = nw._ties(rng, net, X.astype(np.float32))
+    dtype = "float64" if rng.random() < 0.2 else "float32"
+    dropout = rng.random() < 0.3        # identity in eval mode, random in training: the API scripts eval
+    mods = []
+    for k, (W, b) in enumerate(zip(net.Ws, net.bs)):
+        lin = torch.nn.Linear(W.shape[1], W.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
+            lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
+        mods.append(lin)
+        if k < len(net.Ws) - 1:
+            mods.append(torch.nn.ReLU())
+            if dropout:
+                mods.append(torch.nn.Dropout(0.25))
+    if head == "sigmoid1":
+        mods.append(torch.nn.Sigmoid())
+    elif head == "prob2":
+        mods.append(torch.nn.Softmax(dim=1))
+    seq = torch.nn.Sequential(*mods).to(getattr(torch, dtype))
+    if rng.random() < 0.5:
+        seq.train()                 # given in training mode: the API scripts it in eval mode
+    with torch.no_grad():
+        training = seq.training
+        Y = seq.eval()(torch.from_numpy(X.astype(dtype))).to(torch.float64).numpy()
+        seq.train(training)
+    out = nw.readout(head, Y, net.index)
+    info = {"runtime": "torch", "dtype": dtype, "head": head, "dropout": dropout, "training": training, **ties}
+    refuse = []
+    if head in ("logit1", "sigmoid1"):
+        score = {"logit1": "logit", "sigmoid1": "prob"}[head]
+        decl = f'torch("m.pt", score = {score})' if rng.random() < 0.5 else 'torch("m.pt")'
+        if rng.random() < 0.4:
+            refuse.append(('torch("m.pt")', shipped._tuple_module(net).to(getattr(torch, dtype)),
+                           Expect("FS413", "check", "does not say which one"), "label"))
+    else:
+        score = ", score = prob" if head == "prob2" and rng.random() < 0.5 else (", score = logit" if head == "logit2" else "")
+        decl = f'torch("m.pt", index = {net.index}{score})'
+        if head == "prob2":
+            refuse.append(('torch("m.pt")', seq, Expect("FS413", "check", "does not say which is the positive class"),
+                           "label"))
+    return [(decl, seq, out, head)], refuse, PAIRS_ALL, info
+
+
+def _named(X: np.ndarray, names):
+    if names is None:
+        return X
+    import pandas as pd
+
+    return pd.DataFrame(X, columns=names)
+
+
+def _frame(fs: list[Feature], P: np.ndarray, y=None):
+    """The domain points as a user's data frame: ints, category strings, Python bools."""
+    import pandas as pd
+
+    cols = {}
+    for j, f in enumerate(fs):
+        v = P[:, j]
+        cols[f.name] = (v.astype(np.int64) if f.kind == "int" else
+                        v.astype(bool) if f.kind == "bool" else np.array([f.cats[int(k)] for k in v], dtype=object))
+    if y is not None:
+        cols["y"] = np.asarray(y, dtype=np.int64)
+    return pd.DataFrame(cols)
+
+
+# ------------------------------------------------------------------ generation
+
+
+def _features(rng, shape: str) -> list[Feature]:
+    fs = shipped._features(rng)
+    if shape == "pipeline":          # encoders take categories: a bool is a two-category feature here
+        fs = [Feature(f.name, "cat", cats=("n", "y"), protected=f.protected) if f.kind == "bool" else f for f in fs]
+        for f in fs:                 # declared in another order than sorted (a pipeline given that order)
+            if f.kind == "cat" and rng.random() < 0.3:
+                f.cats = tuple(f.cats[int(i)] for i in rng.permutation(len(f.cats)))
+    return fs
+
+
+def generate(seed: int, n_props: int = 6) -> Instance:
+    rng = np.random.default_rng([33, seed])
+    shape = shape_of(seed)
+    fs = _features(rng, shape)
+    names = [f.name for f in fs]
+    P = grid(fs)
+    encs: list[Enc] = [] if shape == "pipeline" else [nw._encoding(rng, f, False) for f in fs]
+    n = int(rng.integers(40, 160))
+    rows = rng.integers(0, P.shape[0], size=n)
+    ylab = rng.integers(0, 2, size=n)
+    frame = _frame(fs, P[rows], ylab)
+    info = {"shape": shape, "points": int(P.shape[0])}
+    if shape == "pipeline":
+        pipe, _, X, more = _pipeline(rng, fs, P)
+        dom = _frame(fs, P)
+        out = _sk_outputs(pipe, dom, 1, True)
+        named, refusals, backends = [('sklearn("m.skops")', pipe, out, "pipeline")], [], PAIRS_ALL
+    else:
+        X = encode_points(encs, P, names)
+        info["encodings"] = {e.feature.name: e.text() for e in encs}
+        if shape in ("logistic", "tree", "forest", "mlp"):
+            named, refusals, backends, more = _sklearn(rng, shape, X, fs)
+        elif shape in ("xgb", "xgb-early"):
+            named, refusals, backends, more, _ = _xgboost(rng, shape, X, encs)
+        elif shape == "lgbm":
+            named, refusals, backends, more, _ = _lightgbm(rng, X, encs)
+        else:
+            named, refusals, backends, more = _torch(rng, X)
+    info.update(more)
+    info.setdefault("head", shape)
+
+    def prelude(decl: str) -> str:
+        text = ('data d = csv("d.csv", label = y == 1)\n'
+                "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
+                f"model m = {decl}\n")
+        if encs:
+            text += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+        return text
+
+    judge = ApiJudge()
+    ctx = {"fs": fs, "P": P, "X": X, "rows": rows, "y": ylab, "info": info, "size": int(P.shape[0])}
+    props: list[Prop] = []
+    for k in range(n_props):
+        decl, obj, out, tag = named[k % len(named)]
+        p = shipped._metric(rng, f"d{k}", out, ctx) if rng.random() < 0.3 else None
+        if p is None:
+            p = shipped._pair(rng, f"p{k}", out, ctx, backends)
+        p.family = FAMILY
+        p.spec = None if decl == named[0][0] else prelude(decl)
+        p.meta.update(shape=shape, declared=tag, runtime=info["runtime"])
+        judge.objects[p.name] = ({"m": obj}, {"d": frame})
+        props.append(p)
+    for k, (decl, obj, expect, post) in enumerate(refusals):
+        ensure = "label(m(x)) == label(m(x'))" if post == "label" else "|prob(m(x)) - prob(m(x'))| <= 0.1"
+        text = f"property r{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n  ensure {ensure}\n}}"
+        props.append(Prop(f"r{k}", FAMILY, text, Truth("refused", domain=-1, note=f"{expect.code} at {expect.stage}"),
+                          {"shape": shape, "declared": "ambiguous", "post": post, "runtime": info["runtime"]},
+                          spec=prelude(decl), expect=expect))
+        judge.objects[f"r{k}"] = ({"m": obj}, {"d": frame})
+    files = {"objects.pkl": _pickled(judge.objects), "check.py": REPRO.encode()}
+    inst = Instance(FAMILY, seed, prelude(named[0][0]), files, props, info)
+    inst.judge = judge
+    return inst
+
+
+def _pickled(objects: dict) -> bytes:
+    try:
+        return pickle.dumps(objects)
+    except Exception as e:  # noqa: BLE001 - a reproducer nicety, never the judgement
+        return f"not picklable: {type(e).__name__}: {e}".encode()
+
+
+#: a reproducer folder's script: the spec checked through the API with the property's objects
+REPRO = '''"""python check.py spec.fair PROPERTY (a --case folder): fairspec.check(SPEC, models=..., data=...) with the objects
+the property was drawn on (objects.pkl: property name -> (models, data))."""
+import pickle
+import sys
+
+import fairspec
+
+models, data = pickle.load(open("objects.pkl", "rb"))[sys.argv[2]]
+print(fairspec.check(sys.argv[1], models=models, data=data).to_json())
+'''
