@@ -254,3 +254,61 @@ encode P for m {
 }
 ''')
     assert not [c for c, _ in _diags(spec) if c.startswith("FS42")]
+
+
+CATEGORICAL_SPEC = '''data d = csv("d.csv", label = y == 1)
+features F from d {
+  g : {A, B, C}  protected
+  f0 : int in [0, 3]
+}
+model m = MODEL
+encode F for m {
+  g : CODE
+  f0 : raw
+}
+property q {
+  statistical_parity(m, groups g) <= 0.3
+  min_group_size = 1
+}
+'''
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+def test_a_categorical_column_is_coded_as_the_model_was_fit_on_it(tmp_path, lib):
+    """A tree model fit on a data frame whose categorical column lists its categories as B, C, A codes
+    B = 0, C = 1, A = 2 (XGBoost 3.1+ records them in `cats`, LightGBM in `pandas_categorical`, and
+    both re-code a frame by name in predict). A `code` line that codes them otherwise is FS420 at its
+    line; the model's table gives the object's own value. Session 19's api family: the declared order
+    was fed as the model's codes, so group B's rows were scored as C's (a value off the object's)."""
+    import fairspec
+
+    rng = np.random.default_rng(0)
+    n = 600
+    g = rng.choice(["A", "B", "C"], n)
+    f0 = np.where(g == "A", rng.integers(2, 4, n), rng.integers(0, 4, n))
+    y = ((g == "B") | (f0 >= 2)).astype(int)
+    frame = pd.DataFrame({"g": pd.Categorical(g, categories=["B", "C", "A"]), "f0": f0})
+    if lib == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        clf = xgb.XGBClassifier(n_estimators=3, max_depth=2, enable_categorical=True, n_jobs=1).fit(frame, y)
+        clf.get_booster().save_model(str(tmp_path / "m.json"))
+        decl = 'xgboost("m.json")'
+    else:
+        lgb = pytest.importorskip("lightgbm")
+        clf = lgb.LGBMClassifier(n_estimators=5, num_leaves=4, min_child_samples=5, verbose=-1, n_jobs=1).fit(frame, y)
+        clf.booster_.save_model(str(tmp_path / "m.txt"))
+        decl = 'lightgbm("m.txt")'
+    pred = clf.predict(frame)
+    rates = [pred[g == c].mean() for c in "ABC"]
+    truth = max(rates) - min(rates)
+    data = pd.DataFrame({"g": g, "f0": f0, "y": y})
+    data.to_csv(tmp_path / "d.csv", index=False)
+    spec = tmp_path / "spec.fair"
+    spec.write_text(CATEGORICAL_SPEC.replace("MODEL", decl).replace("CODE", "code"))
+    codes = [(d.code, d.span.line, d.hint) for d in fairspec.lint(spec) if d.is_error]
+    assert codes == [("FS420", 8, "write the model's codes: g : code {B = 0, C = 1, A = 2}")]
+    assert fairspec.check(spec, models={"m": clf}).exit_code == 2       # the API's object: the same
+    spec.write_text(CATEGORICAL_SPEC.replace("MODEL", decl).replace("CODE", "code {B = 0, C = 1, A = 2}"))
+    assert fairspec.lint(spec) == []
+    for rep in (fairspec.check(spec), fairspec.check(spec, models={"m": clf}, data={"d": data})):
+        assert rep["q"].value == pytest.approx(truth, abs=1e-12)

@@ -28,7 +28,8 @@ from .peek_onnx import (chosen_output, guessed_score_kind, missing_external_data
 from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_input_width, skops_final_node,
                            skops_input_names, skops_input_width, skops_obstacle)
 from .peek_torch import torch_input_width
-from .peek_trees import lightgbm_input_names, lightgbm_input_width, xgboost_input_names, xgboost_input_width
+from .peek_trees import (lightgbm_input_categories, lightgbm_input_names, lightgbm_input_width, xgboost_input_categories,
+                         xgboost_input_names, xgboost_input_width)
 
 
 @filecache.by_file(lambda format, path, **kw: path)
@@ -245,6 +246,27 @@ def peek_input_names(format: str, path) -> tuple[str, ...] | None:
         except ModelLoadError:
             return None
         return recorded_names([i.name for i in sig.inputs]) if len(sig.inputs) > 1 else None
+    return None
+
+
+def peek_input_categories(format: str, path) -> dict[int, tuple[str, ...]] | None:
+    """{input index: its categories in the model's code order} of a tree model fit on a data frame
+    with categorical columns (XGBoost 3.1+ ``cats``, LightGBM ``pandas_categorical``): code i is the
+    i-th recorded category, and the library re-codes a data frame by these names before predicting.
+    None when the file records none. Imports no machine-learning library and never raises."""
+    from .base import normalize_format
+
+    try:
+        fmt = normalize_format(format, path)
+    except ModelLoadError:
+        return None
+    p = pathlib.Path(path)
+    if not p.is_file():
+        return None
+    if fmt == "xgboost":
+        return xgboost_input_categories(p)
+    if fmt == "lightgbm":
+        return lightgbm_input_categories(p)
     return None
 
 

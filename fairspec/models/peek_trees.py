@@ -91,3 +91,63 @@ def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | No
     except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
         return None, None
     return task, k
+
+
+def _category_text(v) -> str:
+    """A recorded category as the spec writes it: a whole float as its integer, booleans true/false."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def xgboost_input_categories(p: pathlib.Path) -> dict[int, tuple[str, ...]] | None:
+    """{input index: its categories in the model's code order} of an XGBoost model fit on a data frame
+    with categorical columns: XGBoost 3.1 and later record the categories each one was fit on
+    (``learner.gradient_booster.model.cats``; code i is the i-th of them, whatever their names), and
+    re-code a data frame by name before predicting. None when the file records none."""
+    try:
+        from .treefile import read_xgboost
+
+        cats = read_xgboost(p)["learner"]["gradient_booster"]["model"].get("cats")
+        if not isinstance(cats, dict) or not isinstance(cats.get("enc"), list):
+            return None
+        out: dict[int, tuple[str, ...]] = {}
+        for i, enc in enumerate(cats["enc"]):
+            values = list(enc.get("values") or ())
+            if not values:
+                continue
+            offsets = list(enc.get("offsets") or ())
+            if offsets:          # strings: UTF-8 bytes (signed), category k is values[offsets[k]:offsets[k + 1]]
+                raw = bytes(int(b) & 0xFF for b in values)
+                out[i] = tuple(raw[a:b].decode("utf-8", "replace") for a, b in zip(offsets, offsets[1:]))
+            else:                # numbers
+                out[i] = tuple(_category_text(v) for v in values)
+        return out or None
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+
+
+def lightgbm_input_categories(p: pathlib.Path) -> dict[int, tuple[str, ...]] | None:
+    """{input index: its categories in the model's code order} of a LightGBM model fit on a data frame
+    with categorical columns: the file's last line ``pandas_categorical:[[...], ...]`` lists each
+    categorical column's categories (code i is the i-th), in the order of those columns, which
+    ``feature_infos`` marks (a category list, not a ``[min:max]`` range); LightGBM re-codes a data
+    frame by them before predicting. None when the file records none."""
+    try:
+        infos, recorded = None, None
+        with open(p, "rb") as fh:
+            for line in fh:
+                if line.startswith(b"feature_infos=") and infos is None:
+                    infos = line.split(b"=", 1)[1].decode("utf-8", "replace").split()
+                elif line.startswith(b"pandas_categorical:"):
+                    recorded = json.loads(line.split(b":", 1)[1].decode("utf-8"))
+        if not infos or not isinstance(recorded, list) or not recorded:
+            return None
+        columns = [i for i, info in enumerate(infos) if not info.startswith("[") and info != "none"]
+        if len(columns) != len(recorded):
+            return None
+        return {i: tuple(_category_text(v) for v in cats) for i, cats in zip(columns, recorded)}
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None

@@ -73,6 +73,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.models: dict[str, ir.Model] = {}
         self.model_widths: dict[str, int | None] = {}
         self.model_names: dict[str, tuple[str, ...] | None] = {}  # the input names a model file records
+        self.model_categories: dict = {}  # model -> {input index: the categories it was fit on, in code order}
         self.pipelines: dict = {}  # model -> its scikit-learn Pipeline's folded preprocessing (sklearn_pipeline.Folded)
         self.model_spans: dict = {}
         self.frame_inputs: dict = {}  # model -> its inputs, one per column (a multi-input ONNX model)

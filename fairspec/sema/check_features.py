@@ -166,6 +166,11 @@ class FeatureChecks:
             from fairspec.sema.names import match
 
             enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
+        recorded = self.model_categories.get(model.name)
+        if complete and recorded:
+            from fairspec.sema.names import check_codes
+
+            check_codes(enc, model.name, recorded, self.sink)
         mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
         for f in fs.protected:
             if f.name not in mentioned:

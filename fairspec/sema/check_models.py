@@ -106,9 +106,10 @@ class ModelChecks:
                 self.model_widths[node.name.id] = peek_input_width(fmt, path, trust_pickle=trust)
             except ModelLoadError as e:
                 self._load_failed(e, node, path_arg)
-            from fairspec.models.peek import peek_input_names
+            from fairspec.models.peek import peek_input_categories, peek_input_names
 
             self.model_names[node.name.id] = peek_input_names(fmt, path)
+            self.model_categories[node.name.id] = peek_input_categories(fmt, path)
             if fmt == "xgboost" and rounds is None:
                 self._rounds(node, path, path_arg)
             self._pipeline(node, fmt, path, output, index, score, trust, path_arg)

@@ -13,6 +13,11 @@ separator, as pandas ``get_dummies`` and scikit-learn's ``get_feature_names_out`
   splits: FS420, an error at the first such line -- never evaluated on swapped columns;
 * none found: generic names (``f0``, ``Column_0``, ``x3``, ...) say nothing; other names get
   FS421 (the block's order is used, the names cannot confirm it).
+
+A tree model fit on a data frame with categorical columns also records each one's categories in its
+code order (XGBoost 3.1+ ``cats``, LightGBM ``pandas_categorical``; the library re-codes a data frame
+by them): a ``code`` column whose code table is not the model's -- another order, or a category the
+model does not know -- is FS420 at its line (:func:`check_codes`), never evaluated on swapped codes.
 """
 
 from __future__ import annotations
@@ -103,3 +108,35 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
              hint="list the features in the model's order to silence this",
              related=(Related(span, "the encode block"),) if span is not None else ())
     return dataclasses.replace(enc, columns=moved)
+
+
+def check_codes(enc: ir.Encoding, model: str, recorded: dict, sink) -> bool:
+    """FS420 for each ``code`` column whose model input records its categories (``recorded``: {input
+    index: categories in code order}) and whose code table gives a category another code than the
+    model's (its position there). True when every such column agrees."""
+    ok = True
+    for c in enc.columns:
+        cats = recorded.get(c.offset) if c.kind == "code" and c.width == 1 else None
+        if cats is None:
+            continue
+        theirs = {name: float(i) for i, name in enumerate(cats)}
+        mine = dict(zip(c.categories, c.codes))
+        unknown = [cat for cat in c.categories if cat not in theirs]
+        if not unknown and all(theirs[cat] == mine[cat] for cat in c.categories):
+            continue
+        ok = False
+        table = "{" + ", ".join(f"{literals.category(cat)} = {int(theirs[cat])}" for cat in cats) + "}"
+        if unknown:
+            sink.add("FS420", f"model '{model}' was fit on the categories {_show(cats)} of '{c.feature}' and knows "
+                              f"no category {_show(unknown)}", c.span,
+                     hint=f"declare the categories the model was fit on; it codes them {table}")
+        else:
+            given = ", ".join(f"{cat} = {_number(mine[cat])}" for cat in c.categories)
+            sink.add("FS420", f"model '{model}' codes the categories of '{c.feature}' as it was fit on them, "
+                              f"{table[1:-1]}, and the encode block codes them {given}", c.span,
+                     hint=f"write the model's codes: {c.feature} : code {table}")
+    return ok
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
