@@ -460,7 +460,28 @@ def _xgboost_booster(obj, decl: _ModelDecl, name: str):
     best = int(best)
     if not rounds_ambiguous(best, booster.num_boosted_rounds()):
         return booster
-    return booster[: best + 1]       # XGBClassifier.predict's iteration_range (0, best_iteration + 1)
+    # XGBClassifier.predict's iteration_range (0, best_iteration + 1)
+    return _with_categories(booster[: best + 1], booster)
+
+
+def _with_categories(sliced, full):
+    """``sliced`` with the categories ``full`` records for its categorical columns (XGBoost 3.1+
+    ``cats``: each column's categories in code order, which the object's predict re-codes a data
+    frame by and lint checks the encode block's code tables against). A slice of a booster records
+    none (xgboost 3.2 writes them empty), so they are copied back into its JSON."""
+    import xgboost as xgb
+
+    cats = json.loads(bytes(full.save_raw("json")))["learner"]["gradient_booster"]["model"].get("cats")
+    if not isinstance(cats, dict) or not any((e or {}).get("values") for e in cats.get("enc") or ()):
+        return sliced
+    doc = json.loads(bytes(sliced.save_raw("json")))
+    model = doc["learner"]["gradient_booster"]["model"]
+    if any((e or {}).get("values") for e in (model.get("cats") or {}).get("enc") or ()):
+        return sliced
+    model["cats"] = cats
+    out = xgb.Booster()
+    out.load_model(bytearray(json.dumps(doc).encode()))
+    return out
 
 
 def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:

@@ -312,3 +312,34 @@ def test_a_categorical_column_is_coded_as_the_model_was_fit_on_it(tmp_path, lib)
     assert fairspec.lint(spec) == []
     for rep in (fairspec.check(spec), fairspec.check(spec, models={"m": clf}, data={"d": data})):
         assert rep["q"].value == pytest.approx(truth, abs=1e-12)
+
+
+def test_the_api_keeps_the_categories_of_an_xgbclassifier_sliced_to_its_best_iteration(tmp_path):
+    """An XGBClassifier with early stopping is written sliced to its best iteration (its predict's
+    rounds), and xgboost's slice records no categories: the API copies them back, so the code table
+    is checked against the object's own coding (FS420) and the matching table gives its value."""
+    import fairspec
+
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    n = 600
+    g = rng.choice(["A", "B", "C"], n)
+    f0 = np.where(g == "A", rng.integers(2, 4, n), rng.integers(0, 4, n))
+    y = ((g == "B") | (f0 >= 2)).astype(int)
+    frame = pd.DataFrame({"g": pd.Categorical(g, categories=["B", "C", "A"]), "f0": f0})
+    for seed in range(20):           # early stopping that leaves rounds out
+        clf = xgb.XGBClassifier(n_estimators=8, max_depth=2, enable_categorical=True, early_stopping_rounds=2,
+                                n_jobs=1, random_state=seed)
+        clf.fit(frame, y, eval_set=[(frame, np.random.default_rng(seed).integers(0, 2, n))], verbose=False)
+        if clf.best_iteration < clf.get_booster().num_boosted_rounds() - 1:
+            break
+    assert clf.best_iteration < clf.get_booster().num_boosted_rounds() - 1
+    pred = clf.predict(frame)
+    rates = [pred[g == c].mean() for c in "ABC"]
+    data = pd.DataFrame({"g": g, "f0": f0, "y": y})
+    spec = tmp_path / "spec.fair"
+    spec.write_text(CATEGORICAL_SPEC.replace("MODEL", 'xgboost("m.json")').replace("CODE", "code"))
+    assert [d.code for d in fairspec.lint(spec, models={"m": clf}, data={"d": data}) if d.is_error] == ["FS420"]
+    spec.write_text(CATEGORICAL_SPEC.replace("MODEL", 'xgboost("m.json")').replace("CODE", "code {B = 0, C = 1, A = 2}"))
+    rep = fairspec.check(spec, models={"m": clf}, data={"d": data})
+    assert rep["q"].value == pytest.approx(max(rates) - min(rates), abs=1e-12)
