@@ -70,11 +70,13 @@ SLICE = {
     "shipped": tuple(range(8)),
     # the Python API on in-memory objects: one instance of each shape (the seed's remainder by 9:
     # api.SHAPES); 175 is a pipeline with StandardScaler(with_mean=False) (folded with its mean_
-    # subtracted until session 19: false proofs); 6 an XGBClassifier whose early stopping leaves rounds out;
-    # 7 a raw LightGBM Booster, 16 an LGBMClassifier with early stopping; 35 a torch module with Dropout,
-    # given in training mode
-    "api": (0, 1, 2, 3, 175, 5, 6, 7, 16, 8, 35),
-    "api-solver": (0, 1, 2, 3, 175, 5, 6, 7, 16, 8, 35),
+    # subtracted until session 19: false proofs); 6 an XGBClassifier whose early stopping leaves rounds out,
+    # fit on pandas category columns (its slice lost their categories until session 19); 104 and 142 an
+    # XGBClassifier and an LGBMClassifier fit on categories in another order than declared (the declared
+    # order was read as the model's codes until session 19; FS420 now); 7 a raw LightGBM Booster, 16 an
+    # LGBMClassifier with early stopping; 35 a torch module with Dropout, given in training mode
+    "api": (0, 1, 2, 3, 175, 5, 104, 6, 7, 16, 142, 8, 35),
+    "api-solver": (0, 1, 2, 3, 175, 5, 104, 6, 7, 16, 142, 8, 35),
 }
 
 

@@ -8,8 +8,11 @@ no encode block: fairspec folds the pipeline); an XGBClassifier, fit or tie-edit
 (about one in three fit on a named frame); one fit with early stopping (its ``predict`` uses rounds
 0 .. best_iteration; also declared ``rounds = best`` and ``rounds = all``, the latter judged against
 the object's own booster, every round); a LightGBM ``LGBMClassifier`` (half with early stopping) or
-a raw ``Booster`` with tie-edited thresholds; a torch ``nn.Sequential`` (float32, one in five
-float64). The data is a pandas DataFrame (ints, category strings, Python bools).
+a raw ``Booster`` with tie-edited thresholds; about one XGBoost / LightGBM model in three fit on a
+frame whose category features are pandas ``category`` columns, in the declared order or another (the
+encode line then the model's code table; the declared order as implicit codes must be refused, FS420);
+a torch ``nn.Sequential`` (float32, one in five float64; Dropout; given in training mode). The data is
+a pandas DataFrame (ints, category strings, Python bools).
 
 The spec's declarations name no file that exists: the API binds each in-memory object to the
 declaration of its name (``models={"m": ...}``, ``data={"d": ...}``) and writes it in the declared
@@ -21,7 +24,8 @@ pair backend) and group metrics on the frame's rows, both drawn as the ``shipped
 Expected refusals (:class:`core.Expect`, judged by :func:`ApiJudge.refusal` on the API itself):
 an XGBClassifier with ``missing = 0.0`` (stage ``api``: a FairspecError naming it), a raw XGBoost
 Booster whose best iteration leaves rounds out without ``rounds = ...`` (FS425 at lint), string class
-labels without ``index`` (FS413 at lint), a torch module returning a tuple or a two-column Softmax
+labels without ``index`` (FS413 at lint), a category feature coded in the declared order where the
+model was fit on another (FS420 at lint), a torch module returning a tuple or a two-column Softmax
 head without ``output`` / ``index`` (FS413 at check). Anything but the refusal -- a verdict, another
 code, another exception -- is wrong.
 
@@ -262,15 +266,17 @@ def _xgb_edit(rng, clf, X):
     return out
 
 
-def _xgboost(rng, shape: str, X: np.ndarray, encs):
+def _xgboost(rng, shape: str, X: np.ndarray, encs, cats=None):
     import xgboost as xgb
 
     names = [e.feature.name for e in encs] if all(e.width == 1 for e in encs) and rng.random() < 0.35 else None
-    Xf = _named(X, names)
+    Xf = _named(X, names) if cats is None else _categorical_frame(X, encs, cats)
     y = trees._labels(rng, X)
     kw = dict(max_depth=int(rng.integers(1, 4)), n_jobs=1, random_state=int(rng.integers(0, 1000)),
               learning_rate=float(rng.choice([0.3, 0.5, 1.0])))
-    info: dict = {"runtime": "library", "model": "xgb", "feature_names": names is not None}
+    info: dict = {"runtime": "library", "model": "xgb", "feature_names": names is not None or cats is not None}
+    if cats is not None:
+        kw["enable_categorical"] = True
     # the objective: binary:logitraw's predict is margin > 0.5 and its predict_proba[:, 1] the margin
     # (XGBClassifier reads whatever the booster predicts as a probability), binary:hinge's are 0 / 1
     objective = "binary:logistic" if rng.random() < 0.7 else str(rng.choice(["binary:logitraw", "binary:hinge",
@@ -287,14 +293,14 @@ def _xgboost(rng, shape: str, X: np.ndarray, encs):
             if clf.best_iteration < clf.get_booster().num_boosted_rounds() - 1:
                 break
         info.update(best_iteration=int(clf.best_iteration), rounds=int(clf.get_booster().num_boosted_rounds()))
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and cats is None:
         clf = _xgb_edit(rng, clf, X)
         info["edited"] = True
 
     def outs(obj, every_round=False) -> nw.Outputs:
         if every_round:             # the object's own booster, every round
             b = obj.get_booster()
-            dm = xgb.DMatrix(Xf)
+            dm = xgb.DMatrix(Xf, enable_categorical=cats is not None)
             p = np.asarray(b.predict(dm), dtype=np.float64)
             return nw.Outputs(p > 0.5, np.asarray(b.predict(dm, output_margin=True), dtype=np.float64), p, False)
         return nw.Outputs(obj.predict(Xf) == 1, np.asarray(obj.predict(Xf, output_margin=True), dtype=np.float64),
@@ -317,14 +323,14 @@ def _xgboost(rng, shape: str, X: np.ndarray, encs):
     return named, refuse, PAIRS_ALL, info, names
 
 
-def _lightgbm(rng, X: np.ndarray, encs):
+def _lightgbm(rng, X: np.ndarray, encs, cats=None):
     import lightgbm as lgb
 
     names = [e.feature.name for e in encs] if all(e.width == 1 for e in encs) and rng.random() < 0.35 else None
-    Xf = _named(X, names)
+    Xf = _named(X, names) if cats is None else _categorical_frame(X, encs, cats)
     y = trees._labels(rng, X)
-    info: dict = {"runtime": "library", "model": "lgbm", "feature_names": names is not None}
-    if rng.random() < 0.4:          # a raw Booster, thresholds on grid points
+    info: dict = {"runtime": "library", "model": "lgbm", "feature_names": names is not None or cats is not None}
+    if rng.random() < 0.4 and cats is None:          # a raw Booster, thresholds on grid points
         text, _ = trees._fit_lgbm(rng, X, y, names)
         obj = lgb.Booster(model_str=text.decode())
         p = np.asarray(obj.predict(Xf), dtype=np.float64)
@@ -400,6 +406,41 @@ def _torch(rng, X: np.ndarray):
     return [(decl, seq, out, head)], refuse, PAIRS_ALL, info
 
 
+def _categorical(rng, fs: list[Feature], encs: list[Enc]) -> dict | None:
+    """About one tree model in three is fit on a data frame whose category features are pandas
+    ``category`` columns (XGBoost ``enable_categorical``, LightGBM's own detection), their categories in
+    the declared order or another: the model codes category i of that order as i, so the encode line is
+    the model's table (``code {B = 0, C = 1, A = 2}``; implicit ``code`` when the orders agree). One-hot
+    lines become ``code`` / ``raw`` (a frame has one column per feature). Returns {feature: order} (a
+    separate random stream: the other draws of a seed stay as they were), or None."""
+    if not any(f.kind == "cat" for f in fs) or rng.random() >= 0.35:
+        return None
+    orders = {}
+    for k, e in enumerate(encs):
+        f = e.feature
+        if f.kind == "cat":
+            order = tuple(f.cats) if rng.random() < 0.4 else tuple(f.cats[int(i)] for i in rng.permutation(len(f.cats)))
+            orders[f.name] = order
+            table = None if order == tuple(f.cats) and rng.random() < 0.7 else tuple(str(order.index(c)) for c in f.cats)
+            encs[k] = Enc(f, "code", codes=table)
+        elif e.kind == "onehot":
+            encs[k] = Enc(f, "raw")
+    return orders
+
+
+def _categorical_frame(X: np.ndarray, encs: list[Enc], cats: dict):
+    """The encoded matrix as the frame the model is fit on: each category feature a pandas category
+    column in its order (X holds each one's code there), the others their numbers."""
+    import pandas as pd
+
+    cols = {}
+    for j, e in enumerate(encs):
+        name = e.feature.name
+        cols[name] = (pd.Categorical.from_codes(X[:, j].astype(int), categories=list(cats[name])) if name in cats
+                      else X[:, j])
+    return pd.DataFrame(cols)
+
+
 def _named(X: np.ndarray, names):
     if names is None:
         return X
@@ -447,6 +488,9 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     ylab = rng.integers(0, 2, size=n)
     frame = _frame(fs, P[rows], ylab)
     info = {"shape": shape, "points": int(P.shape[0])}
+    cats = _categorical(np.random.default_rng([34, seed]), fs, encs) if shape in ("xgb", "xgb-early", "lgbm") else None
+    if cats:
+        info["categories"] = {k: list(v) for k, v in cats.items()}
     if shape == "pipeline":
         pipe, _, X, more = _pipeline(rng, fs, P)
         dom = _frame(fs, P)
@@ -458,20 +502,24 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         if shape in ("logistic", "tree", "forest", "mlp"):
             named, refusals, backends, more = _sklearn(rng, shape, X, fs)
         elif shape in ("xgb", "xgb-early"):
-            named, refusals, backends, more, _ = _xgboost(rng, shape, X, encs)
+            named, refusals, backends, more, _ = _xgboost(rng, shape, X, encs, cats)
         elif shape == "lgbm":
-            named, refusals, backends, more, _ = _lightgbm(rng, X, encs)
+            named, refusals, backends, more, _ = _lightgbm(rng, X, encs, cats)
         else:
             named, refusals, backends, more = _torch(rng, X)
+        if cats and any(cats[f] != fs[names.index(f)].cats for f in cats):
+            # the declared order written as implicit codes: not the model's (FS420 at lint)
+            refusals.append((named[0][0], named[0][1], Expect("FS420", "lint"), "label"))
     info.update(more)
     info.setdefault("head", shape)
 
-    def prelude(decl: str) -> str:
+    def prelude(decl: str, implicit: bool = False) -> str:
         text = ('data d = csv("d.csv", label = y == 1)\n'
                 "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
                 f"model m = {decl}\n")
-        if encs:
-            text += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+        if encs:        # implicit: every code line without its table
+            text += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {'code' if implicit and e.kind == 'code' else e.text()}"
+                                                       for e in encs) + "\n}\n"
         return text
 
     judge = ApiJudge()
@@ -492,7 +540,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         text = f"property r{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n  ensure {ensure}\n}}"
         props.append(Prop(f"r{k}", FAMILY, text, Truth("refused", domain=-1, note=f"{expect.code} at {expect.stage}"),
                           {"shape": shape, "declared": "ambiguous", "post": post, "runtime": info["runtime"]},
-                          spec=prelude(decl), expect=expect))
+                          spec=prelude(decl, implicit=expect.code == "FS420"), expect=expect))
         judge.objects[f"r{k}"] = ({"m": obj}, {"d": frame})
     files = {"objects.pkl": _pickled(judge.objects), "check.py": REPRO.encode()}
     inst = Instance(FAMILY, seed, prelude(named[0][0]), files, props, info)
