@@ -62,6 +62,12 @@ class Verdict:
 
     def __post_init__(self):
         assert self.status in ("holds", "violated", "unknown"), self.status
+        # -0.0 (label's min(z, -z') at a logit of exactly 0) is 0: no sign the spec asked for ("-0")
+        if isinstance(self.value, float) and self.value == 0.0:
+            object.__setattr__(self, "value", 0.0)
+        if self.bound is not None and any(isinstance(b, float) and b == 0.0 for b in self.bound):
+            object.__setattr__(self, "bound", tuple(0.0 if isinstance(b, float) and b == 0.0 else b
+                                                    for b in self.bound))
         if self.proof is not None:
             from fairspec.certify.proof import Proof
 
