@@ -766,7 +766,7 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         n_classes = len(est.classes_)
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
-        raise UnsupportedModel(name, "estimator", f"estimator {name} is not a ReLU MLP or logistic regression")
+        raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, LogisticRegression)")
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
         if foreign:
             raise UnsupportedModel(name, "layers", foreign)
