@@ -39,9 +39,15 @@ class Witness:
     replayed_by: str = ""                               # which evaluator reproduced it
 
     def to_json(self) -> dict:
-        return {"x": list(self.x), "x_prime": list(self.x_prime), "features": self.features,
+        return {"x": _signless(self.x), "x_prime": _signless(self.x_prime), "features": self.features,
                 "features_prime": self.features_prime,
-                "outputs": list(self.outputs) if self.outputs else None, "replayed_by": self.replayed_by}
+                "outputs": _signless(self.outputs) if self.outputs else None, "replayed_by": self.replayed_by}
+
+
+def _signless(values) -> list:
+    """``values`` as a list, a float zero as +0.0: a solver's -0.0 (an input at its bound 0, a logit of
+    exactly 0) is the number 0, and its sign says nothing the spec asked."""
+    return [0.0 if isinstance(v, float) and v == 0.0 else v for v in values]
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,8 @@ class Verdict:
         # -0.0 (label's min(z, -z') at a logit of exactly 0) is 0: no sign the spec asked for ("-0")
         if isinstance(self.value, float) and self.value == 0.0:
             object.__setattr__(self, "value", 0.0)
-        if self.bound is not None and any(isinstance(b, float) and b == 0.0 for b in self.bound):
-            object.__setattr__(self, "bound", tuple(0.0 if isinstance(b, float) and b == 0.0 else b
-                                                    for b in self.bound))
+        if self.bound is not None:
+            object.__setattr__(self, "bound", tuple(_signless(self.bound)))
         if self.proof is not None:
             from fairspec.certify.proof import Proof
 

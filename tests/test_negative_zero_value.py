@@ -1,4 +1,4 @@
-"""A reported value is never negative zero (audit s19/h3): label's measure min(z, -z') of a pair whose
+"""A reported value, bound or witness input is never negative zero (audit s19/h3): label's measure min(z, -z') of a pair whose
 x' scores a logit of exactly 0 is -0.0 in float arithmetic, which the report printed as "-0" (text)
 and -0.0 (JSON) -- the same number as 0, but a sign that says nothing the spec asked."""
 
@@ -63,3 +63,12 @@ def test_a_tie_at_logit_zero_reports_zero_not_minus_zero(tmp_path, monkeypatch, 
     assert v.value == 0.0 and _positive_zero(v.value), (v.value, v.bound)
     if v.bound is not None:
         assert _positive_zero(v.bound[0]), v.bound
+
+
+def test_a_witness_in_json_has_no_negative_zero():
+    from fairspec.verdict import Witness
+
+    w = Witness(x=(2.0, -0.0, 1.0), x_prime=(2.0, -0.0, 0.0), outputs=(0.25, -0.0))
+    j = w.to_json()
+    assert all(_positive_zero(v) for v in j["x"] + j["x_prime"] + j["outputs"]), j
+    assert j["x"] == [2.0, 0.0, 1.0]
