@@ -21,7 +21,10 @@ share. What an auditor can still have is an estimate of how the undecided part s
    neither fair nor unfair;
 4. the sampled unfair and fair proportions with **exact Clopper-Pearson intervals** at the stated
    confidence (``scipy.stats.binomtest(...).proportion_ci(method="exact")``), scaled to shares of
-   the domain: estimated unfair = falsified + undecided x p (interval likewise).
+   the domain: estimated unfair = falsified + undecided x p (interval likewise); a sampled individual
+   neither fair nor unfair may be either, so it is in the upper end of both intervals
+   (:func:`neither_widened`; an interval of the decided ones alone excluded the true fair share when
+   many sampled individuals were exact ties, audit s19 engines #4).
 
 Undecided individuals the boxes cannot reach (an enumerated sub-box's individuals left neither fair
 nor unfair, a single individual the refinement dropped) are ``unsampled``: they widen the upper end
@@ -58,7 +61,8 @@ class Estimate:
     unfair, fair, other:       sampled individuals counted unfair (their pair replayed), fair, neither.
     certified, falsified, undecided: the exact shares (copied from the Shares, never changed).
     unsampled:                 the part of ``undecided`` the sampler cannot reach (a share of the domain).
-    unfair_ci, fair_ci:        Clopper-Pearson intervals of the sampled proportions (of the sampled part).
+    unfair_ci, fair_ci:        Clopper-Pearson intervals of the sampled proportions (of the sampled part),
+                               the neither ones in both upper ends (:func:`neither_widened`).
     counterexample:            the first sampled unfair individual's replayed pair (x, x'), or None.
     reason:                    why there is no estimate ("" when there is one)."""
 
@@ -123,7 +127,7 @@ class Estimate:
         conf = f"{self.confidence * 100:g}%"
         extra = []
         if self.other:
-            extra.append(f"{self.other:,} neither")
+            extra.append(f"{self.other:,} neither fair nor unfair, in both upper ends")
         if self.unsampled:
             extra.append(f"{fmt_percent(self.unsampled)} of the domain unsampled, in the upper ends")
         return (f"undecided {fmt_percent(self.undecided)}: estimated {_pc(u[0])} unfair [{_pc(u[1], 0)}, "
@@ -387,6 +391,21 @@ def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     return lo, hi
 
 
+def neither_widened(unfair: int, fair: int, n: int, confidence: float):
+    """(unfair interval, fair interval) of ``n`` sampled individuals, ``unfair`` and ``fair`` of them
+    decided, the rest *neither* (within the runtime's rounding, or a pair that did not replay): each
+    interval runs from the Clopper-Pearson lower end of its decided count to the upper end of that
+    count plus the neither ones. A neither individual may be fair or unfair; the true count lies between
+    the two, and both ends are monotone in the count, so the interval covers the true proportion at
+    least as often as the Clopper-Pearson interval of the true count does."""
+    other = n - unfair - fair
+    u, f = clopper_pearson(unfair, n, confidence), clopper_pearson(fair, n, confidence)
+    if other <= 0:
+        return u, f
+    return ((u[0], clopper_pearson(unfair + other, n, confidence)[1]),
+            (f[0], clopper_pearson(fair + other, n, confidence)[1]))
+
+
 def evaluate_individuals(problem, X, replay=None):
     """Each row of ``X`` (an individual) decided on the runtime under every protected value:
     (fair, unfair, first replayed pair or None) boolean arrays; an individual counted unfair whose
@@ -464,7 +483,7 @@ def estimate_undecided(problem, shares, und: UndecidedBoxes | None, *, samples: 
     nu, nf = int(unfair.sum()), int(fair.sum())
     n = X.shape[0]
     try:
-        uci, fci = clopper_pearson(nu, n, confidence), clopper_pearson(nf, n, confidence)
+        uci, fci = neither_widened(nu, nf, n, confidence)
     except ImportError:
         return Estimate(**base, reason="scipy is not installed (pip install specfair[solvers])")
     return Estimate(**{**base, "samples": n}, unfair=nu, fair=nf, other=n - nu - nf,
