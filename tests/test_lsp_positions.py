@@ -206,3 +206,47 @@ def test_an_untitled_document_is_linted_and_its_imports_are_said_to_resolve_nowh
             assert "P" in {i.label for i in c.items}
 
     run(scenario)
+
+
+def test_a_diagnostic_in_an_import_that_is_not_open_is_in_utf16_units(project):
+    # lib.fair is read from disk (no open text): its syntax error after two emoji is published for it
+    # in the client's units, not in code points
+    bad = 'group g = C == "😀😀" or )\n'
+    (project / "lib.fair").write_bytes(('features W {\n  C : {"😀😀", ab} protected\n}\n' + bad).encode())
+    (project / "main.fair").write_text('import "lib.fair"\ngroup g2 = C == ab\n')
+
+    async def scenario():
+        async with Session() as s:
+            main, _, _ = await s.opened(project / "main.fair")
+            lib = main.replace("main.fair", "lib.fair")
+            async with s._news:
+                await asyncio.wait_for(s._news.wait_for(lambda: s.seen(lib) > 0), s.wait)
+            (d,) = s.published[lib][-1][1]
+            assert d.code == "FS101"
+            at = _units(bad[:bad.index(")")])
+            assert (d.range.start, d.range.end) == (T.Position(3, at), T.Position(3, at + 1))
+            assert [r.location.range.start for r in d.related_information] == [T.Position(3, at)]
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("head", [b"# a\rb\n", b"\xef\xbb\xbf", b"# a\r\n"], ids=["lone-CR", "BOM", "CRLF"])
+def test_a_definition_in_an_import_that_is_not_open_is_read_as_the_parser_reads_it(project, head):
+    # lib.fair's text is read from disk: no newline translation (a lone \r is a line for LSP, not
+    # for fairspec) and no byte-order mark counted as a character
+    lib = head + 'group g = C == "😀😀"\nfeatures W {\n  C : {"😀😀", ab} protected\n}\n'.encode()
+    (project / "lib.fair").write_bytes(lib)
+    (project / "main.fair").write_text('import "lib.fair"\ngroup g2 = g\n')
+
+    async def scenario():
+        async with Session() as s:
+            main, text, _ = await s.opened(project / "main.fair")
+            loc = await s.definition(main, s.pos(text, "= g", 2))
+            loc = loc[0] if isinstance(loc, list) else loc
+            lsp_lines = lib.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            line = next(i for i, x in enumerate(lsp_lines) if x.startswith("group g "))
+            assert (loc.range.start, loc.range.end) == (T.Position(line, 6), T.Position(line, 7))
+            h = await s.hover(main, s.pos(text, "= g", 2))
+            assert h is not None and '`C == "😀😀"`' in h.contents.value
+
+    run(scenario)

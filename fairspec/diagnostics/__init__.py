@@ -135,13 +135,21 @@ def register_source(file: str, text: str) -> None:
     _source_cache[file] = split_lines(text)
 
 
+def file_text(file: str) -> str:
+    """A spec file's text as the parser reads it (fairspec.syntax.parser.read_source): its bytes, a
+    UTF-8 byte-order mark dropped, no newline translated (a lone '\r' stays, where Python's text mode
+    makes it a line); a byte that is not UTF-8 replaced, where the parser refuses the file. OSError
+    when it cannot be read."""
+    return Path(file).read_bytes().decode("utf-8-sig", errors="replace")
+
+
 def source_lines(file: str) -> list[str] | None:
     """The lines of a file a span points into (fairspec.report.ci keeps SARIF regions inside them):
     the text the parser read, else the file read once; None when it cannot be read."""
     if file in _source_cache:
         return _source_cache[file]
     try:
-        lines = split_lines(Path(file).read_bytes().decode("utf-8-sig", errors="replace"))
+        lines = split_lines(file_text(file))
     except (OSError, ValueError):
         return None
     _source_cache[file] = lines

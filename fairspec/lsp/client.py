@@ -18,6 +18,7 @@ from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
+from fairspec.diagnostics import file_text
 from fairspec.lsp.positions import lines_of
 
 UTF16 = PositionCodec(T.PositionEncodingKind.Utf16)  # what a client says when it offers nothing else
@@ -80,7 +81,7 @@ class Session:
         else:
             path = Path(path).resolve()
             uri = from_fs_path(str(path))
-            text = path.read_text(encoding="utf-8") if text is None else text
+            text = file_text(str(path)) if text is None else text  # as an editor reads it: no newline translation
         self.versions[uri] = 1
         self.texts[uri] = text
         self.client.text_document_did_open(T.DidOpenTextDocumentParams(

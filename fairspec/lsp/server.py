@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import re
@@ -114,6 +115,27 @@ def _confined(uri_or_path: str, root: str) -> bool:
         return False
 
 
+def _disk_text(file: str) -> str | None:
+    """The text of a file no index and no open document holds, read as the parser reads a spec
+    (fairspec.diagnostics.file_text: no newline translation, no byte-order mark), so its spans
+    convert to the client's units; None when it cannot be read or is over the parser's limit."""
+    try:
+        st = os.stat(file)
+    except (OSError, ValueError):
+        return None
+    return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
+
+
+@functools.lru_cache(maxsize=8)
+def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by the file's state)
+    from fairspec.diagnostics import file_text
+
+    try:
+        return file_text(file)
+    except (OSError, ValueError):
+        return None
+
+
 def _same(a: str, b: str) -> bool:
     return a == b or Path(a).resolve() == Path(b).resolve()
 
@@ -164,11 +186,11 @@ class FairspecServer(LanguageServer):
             if text is not None:
                 return text
         doc = self.workspace.text_documents.get(self.uri_of(file))
-        return doc.source if doc is not None else None
+        return doc.source if doc is not None else _disk_text(file)
 
     def position(self, text: str | None, line: int, column: int) -> T.Position:
         """fairspec's 1-based (line, column) in ``text`` as an LSP position in the client's units."""
-        if text is None:  # a file whose text is not at hand: code points, as read
+        if text is None:  # a file that cannot be read (or is no spec): code points, as said
             return T.Position(max(line - 1, 0), max(column - 1, 0))
         return lines_of(text).to_lsp(line, column, self.workspace.position_codec)
 
@@ -191,12 +213,7 @@ class FairspecServer(LanguageServer):
         if not path:
             raise JsonRpcInvalidParams(f"not a file uri: {uri!r}")
         doc = self.workspace.text_documents.get(uri)
-        text = doc.source if doc is not None else None
-        if text is None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeError):
-                text = None
+        text = doc.source if doc is not None else _disk_text(path)
         pos = params.position
         if text is None:
             return path, pos.line + 1, pos.character + 1

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.diagnostics import Diagnostic, Span
+from fairspec.diagnostics import Diagnostic, Span, file_text
 from fairspec.syntax import ast
 
 
@@ -81,8 +81,8 @@ def analyse(path, sources: dict | None = None) -> Index:
         if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
             idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
         else:
-            try:
-                idx.texts[m.file] = Path(m.file).read_text(encoding="utf-8")
+            try:  # as the parser read it (no newline translation, no byte-order mark)
+                idx.texts[m.file] = file_text(m.file)
             except OSError:
                 idx.texts[m.file] = ""
     try:
