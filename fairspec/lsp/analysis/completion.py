@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .index import Index, _same, _spec
+from fairspec.diagnostics import split_lines
 
 
 KEYWORDS_TOP = ("import", "model", "data", "features", "encode", "group", "distribution", "property", "repair",
@@ -31,7 +32,7 @@ def _strip(text: str) -> str:
 def context_at(text: str, line: int, col: int) -> tuple[str, str]:
     """(the block the cursor is in: top features encode property repair distribution policy,
     the text of the current statement before the cursor)."""
-    lines = text.split("\n")
+    lines = split_lines(text)
     before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1] if line - 1 < len(lines) else ""])
     clean = _strip(before)
     stack: list[str] = []

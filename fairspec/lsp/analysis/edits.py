@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .completion import _KEYWORDS
 from .index import Index, Symbol, _contains
-from fairspec.diagnostics import Diagnostic, Span
+from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast
 
 
@@ -42,7 +42,7 @@ def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
     kind = "onehot" if sym.node.type.kind == "cat" else "raw"
     block = d.related[0].span
     text = idx.texts.get(block.file, "")
-    lines = text.split("\n")  # a span's lines are the lexer's (\n alone)
+    lines = split_lines(text)  # a span's lines are the parser's
     close = lines[block.end_line - 1] if block.end_line - 1 < len(lines) else ""
     before = close[:block.end_column - 2]
     indent = "  "

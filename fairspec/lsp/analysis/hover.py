@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .index import Index, Symbol, _contains, _same, _spec, _walk, symbol_at
-from fairspec.diagnostics import Span
+from fairspec.diagnostics import Span, split_lines
 from fairspec.syntax import ast
 
 
@@ -14,7 +14,7 @@ def _text_of(idx: Index, span: Span) -> str:
     text = idx.texts.get(span.file)
     if text is None:
         return ""
-    lines = text.split("\n")  # a span's lines are the lexer's (\n alone)
+    lines = split_lines(text)  # a span's lines are the parser's
     if span.line == span.end_line:
         return lines[span.line - 1][span.column - 1:span.end_column - 1]
     out = [lines[span.line - 1][span.column - 1:]] + lines[span.line:span.end_line - 1]
@@ -174,7 +174,7 @@ def signature_at(idx: Index | None, text: str, line: int, col: int) -> tuple[str
     """Inside `metric(` or `apply policy(`: (label, documentation, parameter labels, active index)."""
     from fairspec.sema.properties import METRICS
 
-    lines = text.split("\n")
+    lines = split_lines(text)
     if not 1 <= line <= len(lines):
         return None
     before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1]])

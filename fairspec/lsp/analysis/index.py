@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fairspec.diagnostics import Diagnostic, Span, file_text
+from fairspec.diagnostics import Diagnostic, Span, file_text, split_lines
 from fairspec.syntax import ast
 
 
@@ -131,7 +131,7 @@ def parse_incremental(text: str, file: str):
         new[key] = got
         decls.extend(got)
     _CHUNKS[file] = new
-    lines = text.split("\n")
+    lines = split_lines(text)
     return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls))
 
 

@@ -7,7 +7,7 @@ import re
 
 from .completion import MODEL_OUTPUTS, _KEYWORDS
 from .index import Index, _same
-from fairspec.diagnostics import Span
+from fairspec.diagnostics import Span, split_lines
 from fairspec.syntax import ast
 
 
@@ -51,7 +51,7 @@ def folding_ranges(idx: Index, file: str) -> list[tuple[int, int, str]]:
             if isinstance(d, ast.PolicyDecl):
                 out += [(p.span.line, p.span.end_line, "region") for p in d.properties
                         if p.span is not None and p.span.end_line > p.span.line]
-    lines = idx.texts.get(root.file if root else file, "").split("\n")
+    lines = split_lines(idx.texts.get(root.file if root else file, ""))
     start = None
     for i, text in enumerate(lines + [""], 1):
         if text.lstrip().startswith("#"):
@@ -83,7 +83,7 @@ def semantic_tokens(idx: Index | None, text: str, file: str) -> list[tuple[int, 
         for o in idx.occurrences:
             if _same(o.span.file, file) and o.span.line == o.span.end_line:
                 by_pos[(o.span.line, o.span.column)] = o
-    for ln, line in enumerate(text.split("\n"), 1):
+    for ln, line in enumerate(split_lines(text), 1):
         for m in _LEX.finditer(line):
             kind, word = m.lastgroup, m.group()
             col = m.start() + 1
