@@ -25,6 +25,9 @@ before pygls are :mod:`fairspec.lsp.transport`):
 * go-to-definition, references and diagnostics never name a file outside the document's
   project and the shipped policies (the same confinement as ``check``);
 * ``exit`` without ``shutdown`` (or the end of stdin) ends the process with status 1.
+
+The pygls internals this module and the transport rely on (no public hook in pygls 2.x) are named in
+:mod:`fairspec.lsp.internals`, checked by a test; pygls is bounded below 3.
 """
 
 from __future__ import annotations
@@ -151,6 +154,7 @@ class FairspecServer(LanguageServer):
         self.imports: dict[str, set[str]] = {}     # uri -> the files its last lint read (imports)
         self.unsaved: dict[str, str] = {}          # the path a document that is not a file is linted as -> uri
         self.initialized = False                   # set once `initialize` was answered
+        self.shut_down = False                     # set by `shutdown` (pygls's own flag is internal)
         self._lock = threading.RLock()             # one analysis at a time (filecache, the chunk cache)
         self._pending: dict[str, float] = {}       # uri -> when it last changed (waiting to be linted)
         self._linted: dict[str, float] = {}        # uri -> when its last lint ended
@@ -405,6 +409,11 @@ def initialize(ls: FairspecServer, params: T.InitializeParams):
     ls.protocol.workspace.__class__ = _Workspace
 
 
+@server.feature(T.SHUTDOWN)
+def shutdown(ls: FairspecServer, params):
+    ls.shut_down = True  # later requests are refused (transport.dispatch); `exit` is then status 0
+
+
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: FairspecServer, params: T.DidOpenTextDocumentParams):
     ls.schedule(params.text_document.uri)
@@ -642,7 +651,7 @@ def main() -> int:
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    server._stop_event = stop = threading.Event()
+    stop = threading.Event()
     server.protocol.set_writer(StdoutWriter(protocol_out))
     try:
         # the reader thread gets its own buffered stream on a duplicate of fd 0: a daemon thread
@@ -661,4 +670,4 @@ def main() -> int:
     finally:
         server.shutdown()
     # the end of stdin without `exit`: a clean end only after `shutdown`
-    return 0 if getattr(server.protocol, "_shutdown", False) else 1
+    return 0 if server.shut_down else 1

@@ -152,7 +152,7 @@ def dispatch(ls, body: bytes) -> None:
     if is_request and _is_notification(method):
         _error(protocol, msg_id, -32600, f"Invalid Request: {method} is a notification (it takes no id)")
         return
-    if is_request and getattr(protocol, "_shutdown", False):  # pygls would drop it unanswered
+    if is_request and ls.shut_down:  # pygls would drop it unanswered
         _error(protocol, msg_id, -32600, f"Invalid Request: {method} after shutdown")
         return
     try:
