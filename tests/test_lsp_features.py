@@ -104,3 +104,41 @@ def test_folding_semantic_tokens_signature_help_and_code_lens():
             assert all(l.command.command == "fairspec.checkProperty" for l in lenses)
 
     run(scenario)
+
+
+async def _current(s, uri):
+    """The diagnostics of the client's current text (publications of older versions skipped)."""
+    while not s.published_versions.get(uri) or s.published_versions[uri][-1] != s.versions[uri]:
+        await s.diagnostics(uri)
+    return s.published[uri][-1][1]
+
+
+def test_rename_and_quick_fixes_right_after_edits_are_computed_on_the_new_text(adult_copy):
+    # a burst of edits (debounced: not linted yet), then a rename at once: its edits are made on the
+    # text the client has now, never on the last linted one (two lines added between the declaration
+    # and a use: the old spans of the use are two lines off, and a client applying them corrupts
+    # the document)
+    async def scenario():
+        async with Session() as s:
+            uri, text, _ = await s.opened(adult_copy)
+            prop = "property dt_parity_by_age"
+            s.change(uri, text.replace(prop, "# one\n" + prop))
+            s.change(uri, text.replace(prop, "# one\n# two\n" + prop).replace("sex x older", "sex x oldr"))
+            new = s.texts[uri]
+            edit = await s.client.text_document_rename_async(T.RenameParams(
+                text_document=_doc(uri), position=s.pos(new, "group older", 6), new_name="olders"))
+            out = apply_edits(new, edit.changes[uri])
+            assert out == new.replace("group older", "group olders")
+            s.change(uri, out)
+            (d,) = [d for d in await _current(s, uri) if d.code == "FS205"]  # oldr: did you mean 'olders'?
+            # the same burst, then a quick fix asked with that diagnostic (of the text before it): none
+            # is offered, rather than an edit computed on a text the client no longer has
+            s.change(uri, "# three\n" + out)
+            s.change(uri, "# three\n# four\n" + out)
+            assert not await s.code_actions(uri, [d])
+            (d,) = [d for d in await _current(s, uri) if d.code == "FS205"]
+            (action,) = await s.code_actions(uri, [d])
+            assert apply_edits(s.texts[uri], action.edit.changes[uri]) == "# three\n# four\n" + out.replace(
+                "sex x oldr", "sex x olders")
+
+    run(scenario)

@@ -373,6 +373,32 @@ class FairspecServer(LanguageServer):
             by_uri.setdefault(target, []).append(self.to_lsp(d, idx))
         self._on_loop(self._deliver, uri, version, by_uri)
 
+    def current_index(self, uri: str, build: bool = False) -> A.Index | None:
+        """The index of the document's text as it is now, and of the open documents it imports: for
+        an answer that is an edit (a quick fix, a rename), which the client applies to its current
+        text. The last lint's when it read these texts; else, with ``build``, one made now (after a
+        lint in progress); else None (a stale index's spans would edit the wrong text)."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or self.too_large(uri):
+            return None
+        idx = self.indexes.get(uri)
+        if idx is not None and self._reads_open_texts(idx, doc.source):
+            return idx
+        if not build:
+            return None
+        with self._lock:
+            idx = self.analyse(uri)
+        return idx if idx is not None and self._reads_open_texts(idx, doc.source) else None
+
+    def _reads_open_texts(self, idx: A.Index, source: str) -> bool:
+        if idx.source != source:
+            return False
+        for file, text in idx.texts.items():
+            other = self.workspace.text_documents.get(self.uri_of(file))
+            if other is not None and other.source != text:
+                return False
+        return True
+
     def index_for(self, uri: str) -> A.Index | None:
         """The document's index; while a newer text waits to be linted, the last good one (a request
         never waits for a lint in progress: without an index it gets an empty answer)."""
@@ -514,7 +540,7 @@ def document_symbols(ls: FairspecServer, params: T.DocumentSymbolParams):
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
 def code_actions(ls: FairspecServer, params: T.CodeActionParams):
     uri = params.text_document.uri
-    idx = ls.index_for(uri)
+    idx = ls.current_index(uri)  # none while the text waits to be linted: a fix is never computed on an older text
     if idx is None:
         return []
     out = []
@@ -551,7 +577,7 @@ def formatting(ls: FairspecServer, params: T.DocumentFormattingParams):
 @server.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
 def prepare_rename(ls: FairspecServer, params: T.PrepareRenameParams):
     file, line, col = ls.where(params)
-    idx = ls.index_for(params.text_document.uri)
+    idx = ls.current_index(params.text_document.uri, build=True)  # the text the rename will edit
     got = A.rename_target(idx, file, line, col) if idx else None
     if got is None:
         return None
@@ -562,9 +588,12 @@ def prepare_rename(ls: FairspecServer, params: T.PrepareRenameParams):
 @server.feature(T.TEXT_DOCUMENT_RENAME)
 def rename(ls: FairspecServer, params: T.RenameParams):
     file, line, col = ls.where(params)
-    idx = ls.index_for(params.text_document.uri)
+    idx = ls.current_index(params.text_document.uri, build=True)  # the text the edits apply to
     if idx is None:
         return None
+    if not idx.ok:
+        raise JsonRpcInvalidParams("this document does not parse: fix its syntax error (see its diagnostics), "
+                                   "then rename")
     try:
         edits = A.rename(idx, file, line, col, params.new_name, idx.path)
     except A.RenameError as e:

@@ -51,6 +51,7 @@ class Index:
     symbols: dict[str, list[Symbol]] = field(default_factory=dict)
     occurrences: list[Occurrence] = field(default_factory=list)
     modules: list = field(default_factory=list)
+    source: str | None = None                        # the text analysed, when it was given (an editor's buffer)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -76,7 +77,8 @@ def analyse(path, sources: dict | None = None) -> Index:
     path = str(Path(path).resolve())
     parsed = {k: parse_incremental(v, str(Path(k).resolve())) or v for k, v in (sources or {}).items()}
     res = lint(path, sources=parsed)
-    idx = Index(path, res, modules=list(getattr(res, "modules", [])))
+    idx = Index(path, res, modules=list(getattr(res, "modules", [])),
+                source=next((v for k, v in (sources or {}).items() if _same(k, path)), None))
     for m in idx.modules:
         if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
             idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
