@@ -134,6 +134,23 @@ def test_a_client_that_offers_utf32_gets_code_points(project):
     run(scenario)
 
 
+def test_a_client_that_offers_utf8_first_gets_bytes(project):
+    # Neovim 0.10 and later offer ["utf-8", "utf-16", "utf-32"]: pygls takes the first
+    caps = T.ClientCapabilities(general=T.GeneralClientCapabilities(position_encodings=[
+        T.PositionEncodingKind.Utf8, T.PositionEncodingKind.Utf16, T.PositionEncodingKind.Utf32]))
+
+    async def scenario():
+        async with Session(capabilities=caps) as s:
+            assert s.encoding == T.PositionEncodingKind.Utf8
+            uri, text, diags = await s.opened(project / "emoji.fair", EMOJI)
+            (d,) = [d for d in diags if d.code == "FS206"]
+            line = text.split("\n")[6]
+            start = len(line[:line.index('"abc"')].encode())
+            assert (d.range.start, d.range.end) == (T.Position(6, start), T.Position(6, start + 5))
+
+    run(scenario)
+
+
 def test_an_importer_is_linted_again_when_its_open_import_changes_or_closes(project):
     (project / "lib.fair").write_text("features W {\n  P : bool protected\n  Q : bool\n}\n")
     (project / "main.fair").write_text('import "lib.fair"\nmodel clf = rule(P and Qnew)\ngroup g = Qnew\n')
