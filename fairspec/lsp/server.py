@@ -5,7 +5,8 @@ converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.position
 offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
 and keeps, per open document, the last index built from text that parsed (hover
-and completion keep working while a line is half typed).  Diagnostics are
+and completion keep working while a line is half typed); an answer that is an edit (rename, a quick
+fix) is computed only from the index of the text the client has now (:meth:`FairspecServer.current_index`).  Diagnostics are
 published on open, change and save for the document and for the files it
 imports, with the version of the text they were computed from; an open document
 importing another is linted again when that one is opened, changed or closed; model
