@@ -2,9 +2,10 @@
 
 pygls 2.x has no public hook for what these do (checked against its 2.1 sources and documentation:
 the workspace is built inside ``LanguageServerProtocol.lsp_initialize``, and an error response or a
-raw frame has no public sender), so the dependency is bounded (``pygls>=2.1,<3`` in pyproject.toml)
-and tests/test_lsp_internals.py fails, naming the internal and its user, when an upgrade removes one
-or changes its shape. Where pygls has a public way it is used instead: the shutdown state is the
+raw frame has no public sender). The extra keeps a lower bound only (``pygls>=2.1``: the project's
+rule, tests/test_packaging.py, so installing fairspec never downgrades a user's library); instead
+tests/test_lsp_internals.py fails, naming the internal and its user, when an upgrade removes one or
+changes its shape. Where pygls has a public way it is used instead: the shutdown state is the
 server's own (``FairspecServer.shut_down``, set by a ``shutdown`` feature handler), not
 ``protocol._shutdown``, which a ``getattr(..., False)`` read would have lost silently.
 """

@@ -28,7 +28,7 @@ before pygls are :mod:`fairspec.lsp.transport`):
 * ``exit`` without ``shutdown`` (or the end of stdin) ends the process with status 1.
 
 The pygls internals this module and the transport rely on (no public hook in pygls 2.x) are named in
-:mod:`fairspec.lsp.internals`, checked by a test; pygls is bounded below 3.
+:mod:`fairspec.lsp.internals`, checked by a test (an upgrade that drops one fails there, naming it).
 """
 
 from __future__ import annotations
