@@ -57,13 +57,13 @@ CASES = [(seed, post, eps, "highs") for seed in (0, 1, 3) for post, eps in POSTS
 def test_find_and_maximize_agree_with_brute_force(seed, post, eps, engine):
     p = _problem(seed, post, eps)
     truth = brute_force(p)
-    f = milp.find(p, engine=engine, time_limit=30)
+    f = milp.find(p, engine=engine, time_limit=None)
     _assert_agrees(f, truth, p, value=False)
     if truth.status == "holds":
         assert f.how == "proved"
-    m = milp.maximize(p, engine=engine, time_limit=30)
+    m = milp.maximize(p, engine=engine, time_limit=None)
     _assert_agrees(m, truth, p)
-    pr = milp.prove(p, engine=engine, time_limit=30)
+    pr = milp.prove(p, engine=engine, time_limit=None)
     _assert_agrees(pr, truth, p, value=False)
 
 
@@ -80,7 +80,7 @@ def test_onehot_protected_group_and_relaxed_input(post, eps):
                     onehot_groups=((2, 3, 4),), free=(2, 3, 4), relaxed=((5, 1.0),), post=post, eps=eps)
     truth = brute_force(p)
     for engine in ENGINES:
-        m = milp.maximize(p, engine=engine, time_limit=30)
+        m = milp.maximize(p, engine=engine, time_limit=None)
         _assert_agrees(m, truth, p)
         for w in filter(None, (m.witness, m.best)):
             for v in (w.x, w.x_prime):
@@ -95,12 +95,12 @@ def test_must_differ_over_two_integer_inputs():
                     post="logit", eps=0.5)
     truth = brute_force(p)
     for engine in ENGINES:
-        _assert_agrees(milp.maximize(p, engine=engine, time_limit=30), truth, p)
+        _assert_agrees(milp.maximize(p, engine=engine, time_limit=None), truth, p)
 
 
 def test_forged_witnesses_are_rejected():
     p = _problem(1, "label", 0.0)
-    res = milp.find(p, time_limit=30)
+    res = milp.find(p, time_limit=None)
     assert res.status == "violated"
     x, xp = list(res.witness.x), list(res.witness.x_prime)
     f = p.net.forward
@@ -122,7 +122,7 @@ def test_partitioned_prove_matches_and_coverage_sums_to_one():
 
     for seed, post, eps in ((0, "label", 0.0), (1, "label", 0.0)):
         p = _problem(seed, post, eps)
-        whole = milp.prove(p, time_limit=30)
+        whole = milp.prove(p, time_limit=None)
         parts = milp.split_widest(p, 4)
         assert len(parts) == 4
         res = milp.solve_partitioned(p, "prove", parts, time_per_part=30, executor=SerialExecutor())
@@ -188,13 +188,13 @@ def test_pair_bounds_are_sound_and_lp_tightens():
         Hb = np.maximum(Zb, 0) if layer.relu else Zb
     # the difference is much tighter than the intervals apart
     assert np.all(ib.dz_hi[-1] <= ib.single.z_hi[-1] - ib.single.z_lo[-1] + 1e-9)
-    assert milp.maximize(p, lp_bounds=True, time_limit=30).value == pytest.approx(brute_force(p).value, abs=1e-6)
+    assert milp.maximize(p, lp_bounds=True, time_limit=None).value == pytest.approx(brute_force(p).value, abs=1e-6)
 
 
 def test_warm_start_and_precondition_helper():
     p = _problem(0, "logit", 1.0)
     truth = brute_force(p)
-    res = milp.maximize(p, start=(truth.best.x, truth.best.x_prime), time_limit=30)
+    res = milp.maximize(p, start=(truth.best.x, truth.best.x_prime), time_limit=None)
     assert abs(res.value - truth.value) <= 1e-6
     ok, why = precondition_holds(p, [0, 0, 0, 0], [0, 0, 0, 0])
     assert not ok and "differs" in why

@@ -45,12 +45,12 @@ def test_portfolio_agrees_with_brute_force_and_each_engine(seed, post, eps, monk
     # SCIP from the start, so both engines really race on these tiny models
     monkeypatch.setattr(M, "PORTFOLIO_STAGGER", 0.0)
     for mode, value in (("find", False), ("prove", False), ("maximize", True)):
-        got = getattr(milp, mode)(p, engine="portfolio", time_limit=60)
+        got = getattr(milp, mode)(p, engine="portfolio", time_limit=None)
         _agrees(got, truth, p, value)
         assert got.engine == "portfolio"
         assert sum(got.stats["answered_by"].values()) == got.stats["solves"]
         for engine in ("highs", "scip"):
-            one = getattr(milp, mode)(p, engine=engine, time_limit=60)
+            one = getattr(milp, mode)(p, engine=engine, time_limit=None)
             assert one.status == got.status
             if value:
                 assert abs(one.value - got.value) <= 1e-6
@@ -70,7 +70,7 @@ def test_the_race_decides_as_a_single_engine_does(stagger):
     opt = eng.enc.model.copy()
     opt.set_objective({z: 1.0, zp: -1.0}, maximize=True)
     best = M.solve_highs(opt).objective
-    out = M.solve_portfolio(opt, time_limit=60, stagger=stagger)
+    out = M.solve_portfolio(opt, time_limit=None, stagger=stagger)
     assert out.status == "optimal" and out.engine in ("highs", "scip")
     assert abs(out.objective - best) <= 1e-6 * max(1.0, abs(best))
     assert out.bound >= best - 1e-6
@@ -80,12 +80,12 @@ def test_the_race_decides_as_a_single_engine_does(stagger):
     far = eng.enc.model.copy()
     far.row([z, zp], [1.0, -1.0], best + 1.0, M.INF)
     far.set_objective({}, maximize=True)
-    assert M.solve_portfolio(far, time_limit=60, first_solution=True, stagger=stagger).status == "infeasible"
+    assert M.solve_portfolio(far, time_limit=None, first_solution=True, stagger=stagger).status == "infeasible"
     # just below it: a first solution decides, and it reaches the threshold
     near = eng.enc.model.copy()
     near.row([z, zp], [1.0, -1.0], best - 0.5, M.INF)
     near.set_objective({}, maximize=True)
-    out = M.solve_portfolio(near, time_limit=60, first_solution=True, stagger=stagger)
+    out = M.solve_portfolio(near, time_limit=None, first_solution=True, stagger=stagger)
     assert out.status in ("feasible", "optimal") and out.x[z] - out.x[zp] >= best - 0.5 - 1e-6
 
 
