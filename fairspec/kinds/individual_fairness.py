@@ -366,16 +366,19 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         w = Witness(tuple(map(float, x)), tuple(map(float, xp)), decode_row(enc, fs, x), decode_row(enc, fs, xp),
                     (float(out[0]), float(out[1])), replayed_by=replayed_by)
         value = _value(backend, mode, res)
-        if mode == "maximize" and value is not None:
-            # the best value is the replayed pair's measure on the runtime, not the solver's (real or
-            # float64) evaluation of it: they differ by the runtime's rounding
-            from fairspec.kinds.pair_runtime import runtime_pair_value
+        # the value (maximize: or the best value without a certified bound) is the reported, replayed
+        # pair's measure on the runtime, not the solver's (real or float64) evaluation of it: they differ
+        # by the runtime's rounding, and the solver's may lie below the threshold the runtime's pair breaks
+        from fairspec.kinds.pair_runtime import runtime_pair_value
 
-            rv = runtime_pair_value(prop, model, out)
-            if rv is not None:
+        rv = runtime_pair_value(prop, model, out)
+        if rv is not None:
+            if mode != "maximize" or value is not None:
                 value = rv
                 if "bound" in extra:
                     extra["bound"] = (rv, max(float(extra["bound"][1]), rv))
+            if "best_value" in details:
+                details["best_value"] = rv
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=w, backend=backend,
                        seconds=seconds, details=details, reason=f"the {backend} solver found a counterexample pair",
                        **extra)

@@ -1,0 +1,102 @@
+"""A ``violated`` verdict's ``value`` is the reported witness's measure as the model's runtime computed
+it, not the solver's evaluation of the pair (audit s19 engines #5): a float32 torch network ending in a
+Sigmoid, its probabilities compared, gave ``violated`` with the float64 sigmoid of the solver's logits
+(0.1243530017...) -- below the threshold -- while the replayed outputs differ by 0.1243530213... .
+The solvers' path is forced (FAIRSPEC_ENUMERATE_PAIRS=0)."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+SPEC = """features F {{
+  g : bool  protected
+  f0 : int in [0, 5]
+  f1 : int in [0, 5]
+}}
+model m = torch("m.pt", score = prob)
+encode F for m {{
+  f0 : raw
+  g : raw
+  f1 : raw
+}}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |prob(m(x)) - prob(m(x'))| {op} {eps}
+  mode = {mode}{engine}
+}}
+"""
+
+W, B = (0.375, 0.5, -0.125), -0.25          # dyadic: the logits are exact in float32 and float64
+
+
+def _sigmoid_net(folder):
+    """Linear(3, 1) then Sigmoid in float32; the largest |p - p'| on the runtime and in float64."""
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Sigmoid())
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor([W]))
+        net[0].bias.copy_(torch.tensor([B]))
+    net = net.eval()
+    torch.jit.save(torch.jit.script(net), str(folder / "m.pt"))
+    f0, f1 = (a.ravel() for a in np.meshgrid(np.arange(6), np.arange(6), indexing="ij"))
+
+    def runtime(g):
+        X = np.stack([f0, np.full(f0.size, g), f1], 1).astype(np.float32)
+        with torch.no_grad():
+            return net(torch.from_numpy(X)).double().numpy().ravel()
+
+    def real(g):
+        z = W[0] * f0 + W[1] * g + W[2] * f1 + B
+        return 1.0 / (1.0 + np.exp(-z))
+
+    return float(np.max(np.abs(runtime(1) - runtime(0)))), float(np.max(np.abs(real(1) - real(0))))
+
+
+def _check(folder, monkeypatch, op, eps, mode="find", engine=""):
+    """``engine``: "" (the default), a MILP engine (highs, scip, portfolio), or smt (``using smt``)."""
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    line = "" if not engine else "\n  using smt" if engine == "smt" else f"\n  engine = {engine}"
+    (folder / "spec.fair").write_text(SPEC.format(op=op, eps=repr(eps), mode=mode, engine=line))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
+
+
+def _replayed(v) -> float:
+    a, b = v["witness"]["outputs"]
+    return float(abs(Fraction(a) - Fraction(b)))
+
+
+@pytest.mark.parametrize("engine", ["", "portfolio", "scip", "smt"])
+@pytest.mark.parametrize("op, at", [("<=", "between"), ("<", "between"), ("<", "top")])
+def test_a_violated_value_is_the_replayed_pairs_runtime_measure(tmp_path, monkeypatch, op, at, engine):
+    """eps between the float64 sigmoid's largest difference and the runtime's (the value was below
+    it), or at the runtime's for `<` (the value was below it, the pair breaks `<` at equality)."""
+    top, real = _sigmoid_net(tmp_path)
+    assert real < top                       # the float64 sigmoid of the logits is below the runtime's
+    eps = (real + top) / 2 if at == "between" else top
+    v = _check(tmp_path, monkeypatch, op, eps, engine=engine)
+    assert v["status"] == "violated", v
+    assert v["details"]["engine"] != "enumeration", v
+    assert v["value"] == _replayed(v) == top, v
+    assert v["value"] > eps if at == "between" else v["value"] == eps, v
+
+
+@pytest.mark.parametrize("mode", ["prove", "maximize"])
+def test_prove_and_maximize_report_the_runtime_measure_too(tmp_path, monkeypatch, mode):
+    top, real = _sigmoid_net(tmp_path)
+    v = _check(tmp_path, monkeypatch, "<=", (real + top) / 2, mode=mode, engine="portfolio")
+    assert v["status"] == "violated", v
+    if mode == "prove":
+        assert v["value"] == _replayed(v) == top, v
+    else:
+        # maximize: a value only with its certified interval; else the best value, in the details
+        best = v["value"] if v["value"] is not None else v["details"]["best_value"]
+        assert best == _replayed(v) == top and not math.isnan(best), v
