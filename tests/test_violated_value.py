@@ -100,3 +100,73 @@ def test_prove_and_maximize_report_the_runtime_measure_too(tmp_path, monkeypatch
         # maximize: a value only with its certified interval; else the best value, in the details
         best = v["value"] if v["value"] is not None else v["details"]["best_value"]
         assert best == _replayed(v) == top and not math.isnan(best), v
+
+
+# ------------------------------------------------------------------ a K-output network's class / class_prob
+
+_MULTI = """features F {{
+  a : int in [0, 30]
+  b : int in [0, 40]
+  sex : {{F, M}} protected
+}}
+model m = onnx("m.onnx", output = "y", score = logit)
+encode F for m {{ a : raw  b : raw  sex : onehot }}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{sex}}
+  ensure {ensure}
+  mode = find
+}}
+"""
+
+
+def _multi(folder, monkeypatch, ensure):
+    """A float32 4-6-3 ONNX network whose weights are not dyadic (its float32 logits are not the
+    solver's float64 ones), checked with the enumeration switched off."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx_nets import mlp_model
+
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng(3)
+    W1 = rng.normal(0, 1, (6, 4))
+    W1[:, :2] /= 20.0                       # a and b span tens: the one-hot sex columns matter
+    layers = [(W1, rng.normal(0, 0.5, 6), True), (rng.normal(0, 1, (3, 6)), rng.normal(0, 0.5, 3), False)]
+    m = mlp_model(layers, "Identity", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+    (folder / "s.fair").write_text(_MULTI.format(ensure=ensure))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    return check(folder / "s.fair").verdicts[0]
+
+
+def _logits(folder, v):
+    import onnxruntime as ort
+
+    s = ort.InferenceSession(str(folder / "m.onnx"), providers=["CPUExecutionProvider"])
+    X = np.array([v.witness.x, v.witness.x_prime], dtype=np.float32)
+    return s.run(None, {"x": X})[0].astype(np.float64)
+
+
+def test_a_class_violation_reports_the_runtimes_class_measure(tmp_path, monkeypatch):
+    """class: max over c and the two orders of min(g_c(x), -g_c(x')), g_c = y_c - max_{j != c} y_j of
+    the runtime's float32 logits (the solver's float64 value before)."""
+    v = _multi(tmp_path, monkeypatch, "class(m(x)) == class(m(x'))")
+    assert v.status == "violated" and v.details["engine"] != "enumeration", v.reason
+    Y = _logits(tmp_path, v)
+
+    def g(i, c):
+        return Y[i, c] - max(Y[i, j] for j in range(3) if j != c)
+
+    g = [max(min(g(0, c), -g(1, c)), min(g(1, c), -g(0, c))) for c in range(3)]
+    assert v.value == max(g) > 0, (v.value, g)
+
+
+@pytest.mark.parametrize("eps", ["0.05", "0.2"])
+def test_a_class_prob_violation_reports_the_replayed_difference(tmp_path, monkeypatch, eps):
+    """class_prob (the attack or the softmax branch and bound): the value was None."""
+    v = _multi(tmp_path, monkeypatch, f"|prob(m(x), 1) - prob(m(x'), 1)| <= {eps}")
+    assert v.status == "violated" and v.details["engine"] == "softmax-bab", v.reason
+    a, b = v.witness.outputs
+    assert v.value == float(abs(Fraction(a) - Fraction(b))) > float(eps), v

@@ -118,6 +118,15 @@ def _attack(pre, combos, free, relaxed, evaluate, classes, admissible, rng, seco
     return best
 
 
+def _pair_value(prop, c, model, w) -> float | None:
+    """A violated verdict's value: the reported pair's measure |p_c - p_c'| as the runtime computed it."""
+    from dataclasses import replace
+
+    from fairspec.kinds.pair_runtime import runtime_pair_value
+
+    return runtime_pair_value(replace(prop, cls=c), model, w.outputs)
+
+
 def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict:
     from dataclasses import replace
 
@@ -224,8 +233,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             w = replay(x, xp, c)
             if w is not None and mode != "maximize":
                 details["attack"] = f"class {c}"
-                return Verdict(prop.name, prop.kind, "violated", witness=w, backend=backend,
-                               seconds=time.perf_counter() - t0, details=details,
+                return Verdict(prop.name, prop.kind, "violated", value=_pair_value(prop, c, model, w), witness=w,
+                               backend=backend, seconds=time.perf_counter() - t0, details=details,
                                reason=f"class {c}'s probability moves by {abs(w.outputs[0] - w.outputs[1]):.6g} "
                                       f"(found by the attack on the runtime)")
         proofs, reasons, bounds, per = {}, [], [], []
@@ -257,7 +266,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                 if w is None:
                     reasons.append(f"class {c}: the search's pair does not break the post-condition on replay")
                 elif viol_w is None:
-                    viol_w = w
+                    viol_w, viol_c = w, c
                     if mode != "maximize":
                         break
             elif r.status == "proved":
@@ -278,6 +287,8 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"
     if viol_w is not None:
+        if mode != "maximize":
+            value = _pair_value(prop, viol_c, model, viol_w)
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=viol_w, backend=backend,
                        seconds=seconds, details=details, **extra,
                        reason=f"a class probability moves by {abs(viol_w.outputs[0] - viol_w.outputs[1]):.6g} "

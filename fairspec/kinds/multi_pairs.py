@@ -171,6 +171,16 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         wit = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
                       decode_row(enc, fs, X2[1]), (float(k[0]), float(k[1])), replayed_by=by)
+        if raw.final == "none" and (mode != "maximize" or value is not None):
+            # the value is the replayed pair's class measure on the runtime's logits, not the solver's
+            # float64 one (a softmax runtime outputs probabilities: its logit measure is the solver's)
+            from fairspec.kinds.pair_runtime import runtime_class_value
+
+            rv = runtime_class_value(model.outputs(X2))
+            if rv is not None:
+                value = rv
+                if "bound" in extra:
+                    extra["bound"] = (rv, max(float(extra["bound"][1]), rv))
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=wit, backend=backend, seconds=seconds,
                        details=details, reason=f"the {backend} solver found a pair whose predicted class changes "
                                                f"(class {int(k[0])} vs {int(k[1])})", **extra)

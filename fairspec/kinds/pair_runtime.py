@@ -167,6 +167,23 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
     return float(np.max(m))
 
 
+def runtime_class_value(Y) -> float | None:
+    """The ``class`` measure of a replayed pair from the runtime's logit rows ``Y`` (2, K): the larger
+    over classes c and the pair's two orders of ``min(g_c(x), -g_c(x'))``, g_c the class score as
+    certify reads the argmax (:func:`fairspec.certify.network.argmax_class_score`); what maximize
+    bounds. None when the rows are not two finite rows of at least two columns."""
+    from fairspec.certify.network import argmax_class_score
+
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] != 2 or Y.shape[1] < 2 or not np.all(np.isfinite(Y)):
+        return None
+    best = -np.inf
+    for c in range(Y.shape[1]):
+        g = argmax_class_score(Y, c)
+        best = max(best, float(min(g[0], -g[1])), float(min(g[1], -g[0])))
+    return best
+
+
 def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     """Per pair (either order): does the runtime's scores pair break the post-condition, decided
     exactly by certify? (prob of a logit model: only a certain violation counts)."""
