@@ -346,6 +346,39 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
     return ok & (out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1))
 
 
+def every_point_exact(prop, model, X: np.ndarray, s_points, ia: np.ndarray, ib: np.ndarray, runtime) -> bool:
+    """Does :func:`points_exact` show every point of every pair (``X[ia]``, ``X[ib]``) scored exactly in
+    every order, with the value this batch gave (``s_points``: the post's score per point, or its rows)?
+    Then no batch size or order scores any pair otherwise, and maximize's maximum over all of them is
+    this batch's. Only for scores read off the runtime's layers as they are (a logit, a margin of two
+    logits, logit columns): a probability goes through a head :func:`points_exact` never shows exact."""
+    _, layers, readout, _ = runtime
+    if layers is None or not (readout[0] in ("logit", "margin")
+                              or readout[0] == "columns" and prop.post == "class_logit"):
+        return False
+    P = np.unique(np.concatenate([ia, ib]))
+    if readout[0] == "columns":                 # the logit rows of this batch, as _rounded_apart reads them
+        rows = s_points if np.ndim(s_points) == 2 else model.outputs(X)
+        seen = np.asarray(rows, dtype=np.float64)[P]
+    else:
+        seen = np.asarray(s_points, dtype=np.float64).reshape(-1)[P]
+    return bool(P.size) and bool(points_exact(runtime, X, P, seen).all())
+
+
+def _exact_at_max(sa: np.ndarray, sb: np.ndarray, m: np.ndarray, value: float) -> bool:
+    """Is every float difference ``sa - sb`` equal to the float maximum ``value`` the exact difference
+    (TwoSum's error term zero)? Then the exact maximum is ``value``: a pair whose float difference is
+    below it has an exact one below it (rounding is monotone)."""
+    if not math.isfinite(value):
+        return False
+    at = m == value
+    x, y = sa[at], -sb[at]
+    d = x + y
+    yv = d - x
+    err = (x - (d - yv)) + (y - yv)
+    return bool(np.all(err == 0))
+
+
 def batch_unsure(prop: ir.IndividualFairness, model, encoded):
     """``unsure(points, scores, pairs)`` of a :class:`~fairspec.backends.pair.certify.BatchScorer`: per
     individual, whether one of its allowed pairs of counterfactuals lies within the runtime's spread of
@@ -582,6 +615,8 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         m = runtime_measure(post, score_kind, s[a], s[b])
         k = int(np.argmax(m))
         value = float(m[k])
+        if mode == "maximize" and spread > 0 and every_point_exact(prop, model, X, s_points, a % N, b % N, runtime):
+            spread = 0.0        # every batch scores every point of every pair alike: no other maximum
         # another evaluation of a point by the runtime (another batch size or order) may round its
         # score differently, by at most the runtime's error bound on each side: the upper end covers it
         if post == "label":
@@ -595,8 +630,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             hi = math.nextafter(hi, math.inf)
         else:
             # the exact difference of two floats lies within one rounding of the float one, and
-            # rounding is monotone: the float maximum is within one rounding of the exact one
+            # rounding is monotone: the float maximum is within one rounding of the exact one (and is
+            # it when every pair at the float maximum was subtracted exactly: _exact_at_max)
             lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
+            if spread == 0 and _exact_at_max(s[a], s[b], m, value):
+                hi = value
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
