@@ -225,15 +225,7 @@ def peek_input_names(format: str, path) -> tuple[str, ...] | None:
     ``feature_names_in_`` (skops files; pickles are not read for this), the graph inputs of an
     ONNX model with one input per column. torch files record none. Imports no
     machine-learning library and never raises for a file the width peek accepts."""
-    from .base import normalize_format
-
-    try:
-        fmt = normalize_format(format, path)
-    except ModelLoadError:
-        return None
-    p = pathlib.Path(path)
-    if not p.is_file():
-        return None
+    fmt, p = _peekable(format, path)
     if fmt == "xgboost":
         return xgboost_input_names(p)
     if fmt == "lightgbm":
@@ -249,20 +241,25 @@ def peek_input_names(format: str, path) -> tuple[str, ...] | None:
     return None
 
 
+def _peekable(format: str, path) -> tuple[str | None, pathlib.Path]:
+    """(the model format, the path) of a file the name peeks may read; (None, path) when the format is
+    not one fairspec knows or the path is not a file."""
+    from .base import normalize_format
+
+    p = pathlib.Path(path)
+    try:
+        fmt = normalize_format(format, path)
+    except ModelLoadError:
+        return None, p
+    return (fmt if p.is_file() else None), p
+
+
 def peek_input_categories(format: str, path) -> dict[int, tuple[str, ...]] | None:
     """{input index: its categories in the model's code order} of a tree model fit on a data frame
     with categorical columns (XGBoost 3.1+ ``cats``, LightGBM ``pandas_categorical``): code i is the
     i-th recorded category, and the library re-codes a data frame by these names before predicting.
     None when the file records none. Imports no machine-learning library and never raises."""
-    from .base import normalize_format
-
-    try:
-        fmt = normalize_format(format, path)
-    except ModelLoadError:
-        return None
-    p = pathlib.Path(path)
-    if not p.is_file():
-        return None
+    fmt, p = _peekable(format, path)
     if fmt == "xgboost":
         return xgboost_input_categories(p)
     if fmt == "lightgbm":
