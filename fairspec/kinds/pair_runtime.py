@@ -52,7 +52,7 @@ def runtime_layers(model, post: str = "label"):
                 return net.layers, ("softmax", r.index, 1 - r.index), precision
             raise ValueError(f"a {net.final} head read as {r.score} is outside the runtime error model")
         pl = model.piecewise_linear()
-        if fmt in ("onnx", "torch") or type(getattr(model, "raw", None)).__name__ == "MLPClassifier":
+        if fmt in ("onnx", "torch") or type(getattr(model, "raw", None)).__name__ in ("MLPClassifier", "MLPRegressor"):
             model.runtime_network()     # refuses a layer the runtime computes in several roundings
     except network.UnsupportedModel as e:
         raise ValueError(str(e)) from None

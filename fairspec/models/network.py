@@ -17,8 +17,8 @@ Converters
   ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by walking ``named_children``.
   A module whose children are not applied in order is caught by comparing the converted net with
   the module (its declared output) on random inputs.
-* :func:`from_sklearn` — ``MLPClassifier`` (relu hidden layers) and
-  ``LogisticRegression``.
+* ``fairspec.models.network_sklearn.from_sklearn`` — ``MLPClassifier``, ``MLPRegressor`` (relu or
+  identity hidden layers) and ``LogisticRegression``.
 
 A binary softmax over two logits ``[a, b]`` is rewritten exactly as ``sigmoid(b - a)`` (one output
 logit), so every binary classifier ends up with a single logit whose sign is the decision. Anything
@@ -38,7 +38,7 @@ import numpy as np
 from fairspec.models.peek_onnx import PL_ONNX_OPS
 from fairspec.models.base import UnsupportedModel  # noqa: F401 - raised here, imported from here by many
 
-__all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "from_sklearn", "sigmoid", "random_net"]
+__all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "sigmoid", "random_net"]
 
 FINALS = ("none", "sigmoid", "softmax")
 
@@ -720,71 +720,6 @@ def _torch_dtype(module):
     for p in module.parameters():
         return p.dtype
     return torch.float32
-
-
-# ---------------------------------------------------------------------------------------------
-# scikit-learn
-# ---------------------------------------------------------------------------------------------
-
-def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
-    """MLPClassifier (activation='relu' or 'identity') or LogisticRegression as a PLNet.
-
-    index: the class (column of ``predict_proba``) whose probability is the output;
-    default 1 for a binary classifier. For a binary model the logit for class 0 is the
-    negated decision function.
-    """
-    name = type(est).__name__
-    if hasattr(est, "steps"):
-        raise UnsupportedModel("Pipeline", name, "pipelines are not supported; pass the final estimator")
-    if name in ("MLPClassifier",):
-        act = est.activation
-        if act not in ("relu", "identity"):
-            raise UnsupportedModel(act, "activation", f"MLPClassifier activation {act!r} is not piecewise-linear")
-        ch = _Chain(None)
-        n = len(est.coefs_)
-        for i, (W, b) in enumerate(zip(est.coefs_, est.intercepts_)):
-            ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64), "matmul")
-            if i < n - 1 and act == "relu":
-                ch.relu()
-        layers = ch.finish()
-        foreign = ch.foreign
-        out_act = est.out_activation_
-        n_classes = len(est.classes_)
-        if out_act == "logistic":
-            final = "sigmoid"
-        elif out_act == "softmax":
-            final = "softmax"
-        elif out_act == "identity":
-            final = "none"
-        else:
-            raise UnsupportedModel(out_act, "out_activation_", f"output activation {out_act!r} is not supported")
-    elif name == "LogisticRegression":
-        W = np.asarray(est.coef_, dtype=np.float64)
-        b = np.asarray(est.intercept_, dtype=np.float64)
-        layers = [Layer(W, b, False)]
-        foreign = ""
-        n_classes = len(est.classes_)
-        final = "sigmoid" if W.shape[0] == 1 else "softmax"
-    else:
-        raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, LogisticRegression)")
-    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
-        if foreign:
-            raise UnsupportedModel(name, "layers", foreign)
-        return PLNet(tuple(layers), 0, final, f"sklearn {name}")
-    if readout is not None:
-        if final == "sigmoid" and n_classes == 2:
-            index = 1 if readout.index is None else readout.index   # decision_function: classes_[1]
-        else:
-            return apply_readout(PLNet(tuple(layers), 0, final, f"sklearn {name}"), readout)
-    if final == "sigmoid" and n_classes == 2:
-        idx = 1 if index is None else index
-        if idx not in (0, 1, -1, -2):
-            raise UnsupportedModel("Output", "index", f"class index {idx} out of range for 2 classes")
-        if idx in (0, -2):
-            last = layers[-1]
-            layers = layers[:-1] + [Layer(-last.W, -last.b, False)]
-        return PLNet(tuple(layers), 0, "sigmoid", f"sklearn {name}")
-    return _make_net(list(layers), index, final, f"sklearn {name}", "predict_proba")
 
 
 def random_net(seed: int, n_inputs: int, hidden: Sequence[int], final: str = "sigmoid",

@@ -65,14 +65,23 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
 
 def peek_output_columns(format: str, path, output: str | int | None = None) -> int | None:
     """The column count of the model's chosen output, read cheaply (ONNX: the graph output's
-    declared shape); None when the file does not say. For lint's readout check (FS413)."""
+    declared shape; a scikit-learn regressor: its ``n_outputs_``); None when the file does not say.
+    For lint's readout check (FS413)."""
     from .base import normalize_format
 
     try:
-        if normalize_format(format, path) != "onnx":
+        fmt = normalize_format(format, path)
+        if fmt == "sklearn":                    # a regressor's predict: n_outputs_ columns
+            from .peek_sklearn import sklearn_n_outputs
+
+            est = sklearn_n_outputs(path)
+            return est[1] if est is not None and sklearn_is_regressor_class(est[0]) else None
+        if fmt != "onnx":
             return None
         sig = read_onnx_signature(pathlib.Path(path))
     except ModelLoadError:
+        return None
+    except Exception:  # noqa: BLE001 - a damaged scikit-learn file: the loader says so at check time
         return None
     chosen = chosen_output(sig, output)        # the one the loader reads (none while several are unnamed)
     if chosen is None or chosen.shape is None:

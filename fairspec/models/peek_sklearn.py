@@ -153,9 +153,19 @@ def _estimator_width(obj, depth: int = 0) -> int | None:
     return None
 
 
-def sklearn_pickle_estimator(path: str | os.PathLike, final: bool = False) -> tuple[str, str | None] | None:
-    """(class name, MLP activation or None) of a pickled scikit-learn estimator, read inertly;
+def sklearn_pickle_estimator(path: str | os.PathLike, final: bool = False) -> tuple[str, str | None, str | None] | None:
+    """(class name, MLP activation or None, MLP output activation or None) of a pickled scikit-learn
+    estimator, read inertly;
     None when the file does not say. ``final``: of a Pipeline's last step (its estimator)."""
+    root = _pickle_root(path, final)
+    if root is None:
+        return None
+    act, out = _state(root).get("activation"), _state(root).get("out_activation_")
+    return root._qual[1], act if isinstance(act, str) else None, out if isinstance(out, str) else None
+
+
+def _pickle_root(path, final: bool):
+    """The stubbed estimator of a pickle (``final``: a Pipeline's last step), or None."""
     root = _load_inert_pickle(pathlib.Path(path))
     if not isinstance(root, _Stub):
         return None
@@ -165,8 +175,29 @@ def sklearn_pickle_estimator(path: str | os.PathLike, final: bool = False) -> tu
         if not (isinstance(last, tuple) and len(last) == 2 and isinstance(last[1], _Stub)):
             break
         root = last[1]
-    act = _state(root).get("activation")
-    return root._qual[1], act if isinstance(act, str) else None
+    return root
+
+
+def sklearn_n_outputs(path) -> tuple[str, int | None] | None:
+    """(class name, ``n_outputs_`` or None) of the final estimator of a skops file or a pickle (read
+    inertly, nothing runs), or None when the file does not say: the columns of a regressor's predict."""
+    p = pathlib.Path(path)
+    if p.suffix.lower() == ".skops":
+        with zipfile.ZipFile(p) as zf:
+            node = skops_final_node(json.loads(zf.read("schema.json")))
+        cls, k = node.get("__class__"), (_attrs(node) or {}).get("n_outputs_")
+        try:
+            k = json.loads(k["content"]) if isinstance(k, dict) and k.get("__loader__") == "JsonNode" else None
+        except (KeyError, TypeError, ValueError):
+            k = None
+    else:
+        root = _pickle_root(p, True)
+        if root is None:
+            return None
+        cls, k = root._qual[1], _state(root).get("n_outputs_")
+    if not isinstance(cls, str):
+        return None
+    return cls, k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
 
 
 def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
@@ -185,8 +216,8 @@ def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
         return None
 
 
-# scikit-learn estimators fairspec.models.network.from_sklearn reads
-PL_SKLEARN = frozenset({"MLPClassifier", "LogisticRegression"})
+# scikit-learn estimators fairspec.models.network_sklearn.from_sklearn reads
+PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression"})
 
 
 def skops_final_node(schema):
@@ -243,21 +274,37 @@ def skops_unfitted(path) -> str | None:
     return cls if isinstance(cls, str) else None
 
 
+def _json_text(attrs: dict, name: str) -> str | None:
+    """A string attribute of a skops schema node (a JsonNode holds it JSON-encoded), or None."""
+    node = attrs.get(name)
+    if not (isinstance(node, dict) and node.get("__loader__") == "JsonNode"):
+        return None
+    try:
+        value = json.loads(node.get("content"))
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def skops_obstacle(schema: dict) -> str | None:
     schema = skops_final_node(schema)
     cls = schema.get("__class__")
     if not isinstance(cls, str):
         return None
-    act = schema.get("content", {}).get("activation")
-    act = act.get("content") if isinstance(act, dict) else act
-    return estimator_obstacle(cls, act if isinstance(act, str) else None)
+    attrs = _attrs(schema) or {}
+    return estimator_obstacle(cls, _json_text(attrs, "activation"), _json_text(attrs, "out_activation_"))
 
 
-def estimator_obstacle(cls: str, activation: str | None) -> str | None:
+def estimator_obstacle(cls: str, activation: str | None, out_activation: str | None = None) -> str | None:
+    """Why a scikit-learn estimator is not a network the solvers encode (its class, an MLP's hidden
+    activation, an MLPRegressor's output activation), or None (also when the file does not say)."""
     if cls not in PL_SKLEARN:
         return f"estimator {cls} is not a ReLU MLP or a logistic regression"
-    if cls == "MLPClassifier" and activation is not None and activation not in ("relu", "identity"):
-        return f"MLPClassifier activation {activation!r} is not piecewise-linear"
+    if cls in ("MLPClassifier", "MLPRegressor") and activation is not None and activation not in ("relu", "identity"):
+        return f"{cls} activation {activation!r} is not piecewise-linear"
+    if cls == "MLPRegressor" and out_activation not in (None, "identity"):
+        why = " (loss = 'poisson' exponentiates the output)" if out_activation == "exp" else ""
+        return f"MLPRegressor output activation {out_activation!r} is not piecewise-linear{why}"
     return None
 
 

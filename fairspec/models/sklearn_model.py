@@ -319,7 +319,9 @@ class SklearnModel(LoadedModel):
                                  f"not a {kind}", path)
         self.method = "predict"
         self._what = f"predict of scikit-learn regressor {path}"
-        readout = readout_for(path, None, index, "value", self._what, task="regression")
+        k = getattr(est, "n_outputs_", None)       # a multi-output regressor: index = i chooses the column
+        k = int(k) if hasattr(k, "__index__") and not isinstance(k, bool) and int(k) >= 1 else None
+        readout = readout_for(path, k, index, "value", self._what, task="regression")
         self._read_estimator(path, est, "value", readout, None)
 
     def _read_estimator(self, path, est, kind, readout, classes) -> None:
@@ -473,12 +475,12 @@ class SklearnModel(LoadedModel):
         return self._trees
 
     def _runtime_network(self):
-        from fairspec.models import network
+        from fairspec.models.network_sklearn import from_sklearn
 
-        return network.from_sklearn(self.raw, readout="raw")
+        return from_sklearn(self.raw, readout="raw")
 
     def _piecewise_linear(self):
-        from fairspec.models import network
+        from fairspec.models.network_sklearn import from_sklearn
 
         if self.unfolded:
             from .base import UnsupportedModel
@@ -487,7 +489,7 @@ class SklearnModel(LoadedModel):
                                    f"its preprocessing cannot be folded into an encoding "
                                    f"({'; '.join(self.folded.unfoldable)}), so the solvers cannot read it")
 
-        return network.from_sklearn(self.raw, readout=self.readout)
+        return from_sklearn(self.raw, readout=self.readout)
 
     def output_description(self) -> str:
         col = f"[:, {self.index}]" if self.index is not None else ""

@@ -1,0 +1,116 @@
+"""scikit-learn estimators as piecewise-linear networks (:class:`fairspec.models.network.PLNet`):
+``MLPClassifier`` and ``MLPRegressor`` with ``activation`` relu or identity, and ``LogisticRegression``.
+
+The layers are the estimator's own ``coefs_`` / ``intercepts_`` (``coef_`` / ``intercept_``), as
+float64: scikit-learn's ``predict`` multiplies a float64 input by them (float32 weights, of a model fit
+on float32 data, are promoted exactly), so the network is the runtime's arithmetic, float64.
+
+* An ``MLPClassifier``'s output is read through its Readout as for any classifier (a binary one's
+  logit is ``decision_function``'s, classes_[1] positive).
+* An ``MLPRegressor``'s ``predict`` is ``value(m(x))``: its identity output layer, one column; of a
+  multi-output regressor (``n_outputs_ > 1``) the column the declaration's ``index`` chooses, and
+  without one an error (never column 0 silently). Its ``loss = "poisson"`` output (``exp``) is not
+  piecewise-linear and is refused, as are tanh / logistic hidden units.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairspec.models.network import Layer, PLNet, UnsupportedModel, _Chain, _make_net, apply_readout
+from fairspec.models.peek_sklearn import estimator_obstacle
+
+MLPS = ("MLPClassifier", "MLPRegressor")
+
+
+def _mlp_layers(est, name: str):
+    """The hidden and output affine layers of a fitted MLP (ReLU after every hidden one; none for
+    activation='identity'), and why they are not the runtime's own numbers ("" when they are)."""
+    act = est.activation
+    if act not in ("relu", "identity"):
+        raise UnsupportedModel(act, "activation", f"{name} activation {act!r} is not piecewise-linear")
+    ch = _Chain(None)
+    n = len(est.coefs_)
+    for i, (W, b) in enumerate(zip(est.coefs_, est.intercepts_)):
+        ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64), "matmul")
+        if i < n - 1 and act == "relu":
+            ch.relu()
+    return ch.finish(), ch.foreign
+
+
+def _regressor(est, layers, foreign: str, index, readout) -> PLNet:
+    source = "sklearn MLPRegressor"
+    if (why := estimator_obstacle("MLPRegressor", None, est.out_activation_)) is not None:
+        raise UnsupportedModel(est.out_activation_, "out_activation_", why)
+    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        if foreign:
+            raise UnsupportedModel("MLPRegressor", "layers", foreign)
+        return PLNet(tuple(layers), 0, "none", source)
+    i = readout.index if readout is not None else index
+    k = layers[-1].n_out
+    if k == 1:
+        if i not in (None, 0):
+            raise UnsupportedModel("Output", "n_outputs_", f"the MLPRegressor has one output, so it has no column {i}")
+        return PLNet(tuple(layers), 0, "none", source)
+    if i is None:
+        raise UnsupportedModel("Output", "n_outputs_", f"the MLPRegressor has {k} outputs; say which one "
+                                                       f"value(m(x)) reads with index = i (0 .. {k - 1}) on the model")
+    if not 0 <= i < k:
+        raise UnsupportedModel("Output", "n_outputs_", f"output index {i} is out of range for {k} outputs")
+    return PLNet(tuple(layers), i, "none", source).single_output()
+
+
+def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
+    """MLPClassifier, MLPRegressor (activation='relu' or 'identity') or LogisticRegression as a PLNet.
+
+    index: the class (column of ``predict_proba``) whose probability is the output;
+    default 1 for a binary classifier. For a binary model the logit for class 0 is the
+    negated decision function. Of a multi-output MLPRegressor: the column of ``predict``.
+    readout: the loaded model's Readout (it decides the output instead of ``index``), or "raw":
+    the runtime's own layers with every output column.
+    """
+    name = type(est).__name__
+    if hasattr(est, "steps"):
+        raise UnsupportedModel("Pipeline", name, "pipelines are not supported; pass the final estimator")
+    if name in MLPS:
+        layers, foreign = _mlp_layers(est, name)
+        if name == "MLPRegressor":
+            return _regressor(est, layers, foreign, index, readout)
+        out_act = est.out_activation_
+        n_classes = len(est.classes_)
+        if out_act == "logistic":
+            final = "sigmoid"
+        elif out_act == "softmax":
+            final = "softmax"
+        elif out_act == "identity":
+            final = "none"
+        else:
+            raise UnsupportedModel(out_act, "out_activation_", f"output activation {out_act!r} is not supported")
+    elif name == "LogisticRegression":
+        W = np.asarray(est.coef_, dtype=np.float64)
+        b = np.asarray(est.intercept_, dtype=np.float64)
+        layers = [Layer(W, b, False)]
+        foreign = ""
+        n_classes = len(est.classes_)
+        final = "sigmoid" if W.shape[0] == 1 else "softmax"
+    else:
+        raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, "
+                                                  f"MLPRegressor, LogisticRegression)")
+    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+        if foreign:
+            raise UnsupportedModel(name, "layers", foreign)
+        return PLNet(tuple(layers), 0, final, f"sklearn {name}")
+    if readout is not None:
+        if final == "sigmoid" and n_classes == 2:
+            index = 1 if readout.index is None else readout.index   # decision_function: classes_[1]
+        else:
+            return apply_readout(PLNet(tuple(layers), 0, final, f"sklearn {name}"), readout)
+    if final == "sigmoid" and n_classes == 2:
+        idx = 1 if index is None else index
+        if idx not in (0, 1, -1, -2):
+            raise UnsupportedModel("Output", "index", f"class index {idx} out of range for 2 classes")
+        if idx in (0, -2):
+            last = layers[-1]
+            layers = layers[:-1] + [Layer(-last.W, -last.b, False)]
+        return PLNet(tuple(layers), 0, "sigmoid", f"sklearn {name}")
+    return _make_net(list(layers), index, final, f"sklearn {name}", "predict_proba")

@@ -1,0 +1,275 @@
+"""A scikit-learn MLPRegressor (ReLU or identity hidden units) is a regression network the pair solvers
+encode (audit s19 engines finding 3): ``value(m(x))`` on milp (HiGHS, SCIP), smt and milp with
+partitions agrees with brute force on small hand-set models -- dyadic weights with exact zeros, so
+ties happen and the runtime (scikit-learn's own ``predict``, float64) is exact on the grid -- in find,
+prove and maximize modes, ``<`` and ``<=`` at the exact maximum; every witness replays on ``predict``.
+A multi-output regressor needs ``index`` (lint says so; never column 0 silently); tanh / logistic hidden
+units and the poisson loss's ``exp`` output are refused with a sentence naming them; a Pipeline ending in
+an MLPRegressor folds as one ending in an MLPClassifier does. Every domain is sent to the solvers
+(``FAIRSPEC_ENUMERATE_PAIRS=0``) except where enumeration itself is the point."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("skops")
+
+from sklearn.neural_network import MLPRegressor  # noqa: E402
+
+A, B = range(4), range(4)
+SEX = ("F", "M")
+
+HEAD = """features F {
+  a : int in [0, 3]
+  b : int in [0, 3]
+  s : {F, M} protected
+}
+model m = sklearn("MODEL.skops"INDEX)
+encode F for m { a : raw  b : raw  s : onehot }
+"""
+
+PROP = """
+property @NAME@ {
+  forall x, x' : F
+  require x.* == x'.* except {s}
+  ensure |value(m(x)) - value(m(x'))| @OP@ @EPS@
+  mode = @MODE@
+  timeout = 600s
+  @OPTIONS@
+}
+"""
+
+
+def _grid():
+    """Every point of the domain, encoded as the spec's encode block encodes it: a, b, s one-hot (F, M)."""
+    return np.array([[a, b, s == "F", s == "M"] for a, b, s in itertools.product(A, B, SEX)], dtype=np.float64)
+
+
+def _mlp(seed: int, hidden: int, activation: str = "relu", outputs: int = 1, loss: str = "squared_error"):
+    """An MLPRegressor fitted briefly (for its attributes), then given dyadic weights (k/4, some exactly 0)."""
+    rng = np.random.default_rng(seed)
+    X = _grid()
+    y = X[:, :1] - X[:, 1:2] + X[:, 3:4] + np.zeros((1, outputs))
+    est = MLPRegressor(hidden_layer_sizes=(hidden,), activation=activation, loss=loss, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y if outputs > 1 else y[:, 0] + 1.0)
+    W1 = rng.integers(-4, 5, (4, hidden)) / 4.0
+    W1[rng.random(W1.shape) < 0.25] = 0.0
+    W2 = rng.integers(-4, 5, (hidden, outputs)) / 4.0
+    W2[rng.random(W2.shape) < 0.2] = 0.0
+    est.coefs_ = [W1, W2]
+    est.intercepts_ = [rng.integers(-2, 3, hidden) / 4.0, rng.integers(-2, 3, outputs) / 4.0]
+    return est
+
+
+def _truth(est, column=None) -> float:
+    """The largest |value(x) - value(x')| over pairs that differ in s only, by brute force on predict."""
+    X = _grid()
+    y = est.predict(X)
+    y = y if column is None else y[:, column]
+    best = 0.0
+    for i, j in itertools.product(range(len(X)), repeat=2):
+        if np.array_equal(X[i, :2], X[j, :2]) and not np.array_equal(X[i, 2:], X[j, 2:]):
+            best = max(best, abs(float(y[i]) - float(y[j])))
+    return best
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from fairspec.models.sklearn_model import import_skops_io
+
+    d = tmp_path_factory.mktemp("mlpreg")
+    sio = import_skops_io()
+    ests = {"relu": _mlp(5, 5), "ident": _mlp(2, 3, "identity"), "two": _mlp(7, 4, outputs=2),
+            "tanh": _mlp(5, 5, "tanh"), "poisson": _mlp(5, 5, loss="poisson")}
+    for name, est in ests.items():
+        sio.dump(est, str(d / f"{name}.skops"))
+    return d, ests
+
+
+def _spec(folder, model, props, index=None) -> "pathlib.Path":  # noqa: F821
+    text = HEAD.replace("MODEL", model).replace("INDEX", "" if index is None else f", index = {index}")
+    for name, op, eps, mode, options in props:
+        text += (PROP.replace("@NAME@", name).replace("@OP@", op).replace("@EPS@", repr(float(eps)))
+                 .replace("@MODE@", mode).replace("@OPTIONS@", options))
+    p = folder / f"{model}_{abs(hash(text))}.fair"
+    p.write_text(text)
+    return p
+
+
+def _check(path):
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    doc = json.loads(to_json(check(path)))
+    return {v["name"]: v for v in doc["properties"]}
+
+
+def _lint(path):
+    from fairspec.pipeline import lint
+
+    return [(d.code, d.message) for d in lint(path).diagnostics]
+
+
+def _replays(v, est, eps, strict, column=None):
+    """The witness is a pair of the domain differing in s only, its outputs are predict's, and it breaks
+    the property as written (|y - y'| > eps for <=, >= eps for <)."""
+    w = v["witness"]
+    assert w["features"]["a"] == w["features_prime"]["a"] and w["features"]["b"] == w["features_prime"]["b"], w
+    assert w["features"]["s"] != w["features_prime"]["s"], w
+    y = est.predict(np.array([w["x"], w["x_prime"]], dtype=np.float64))
+    y = y if column is None else y[:, column]
+    assert [float(t) for t in y] == [float(t) for t in w["outputs"]], w
+    gap = abs(float(y[0]) - float(y[1]))
+    assert (gap >= eps if strict else gap > eps), (gap, eps, w)
+
+
+SOLVERS = {"highs": "using milp", "scip": "using milp\n  engine = scip", "smt": "using smt",
+           "partitions": "using milp\n  partitions = 4"}
+
+
+@pytest.mark.parametrize("model", ["relu", "ident"])
+@pytest.mark.parametrize("solver", list(SOLVERS))
+def test_value_on_the_solvers_agrees_with_brute_force(models, model, solver, monkeypatch):
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, ests = models
+    est = ests[model]
+    top = _truth(est)
+    assert top >= 0.25            # the models read s: there is a violation below the maximum
+    opts = SOLVERS[solver]
+    p = _spec(d, model, [("below", "<=", top - 0.125, "find", opts), ("lt_at", "<", top, "prove", opts),
+                         ("le_at", "<=", top, "prove", opts), ("above", "<=", top + 0.25, "prove", opts),
+                         ("above_find", "<=", top + 0.25, "find", opts), ("top", "<=", 1000, "maximize", opts)])
+    assert [c for c, _ in _lint(p)] == []          # no FS506: the solvers encode it
+    v = _check(p)
+    if model == "ident" and solver == "smt":
+        # identity units: the two products are folded into one layer, which is not the runtime's own
+        # numbers (network._Chain), so there is no runtime error bound, which the smt backend needs
+        assert all(x["status"] == "unknown" and "runtime arithmetic" in x["reason"] for x in v.values()), v
+        return
+    assert v["below"]["status"] == "violated", v["below"]
+    _replays(v["below"], est, top - 0.125, False)
+    assert v["lt_at"]["status"] == "violated", v["lt_at"]                     # a pair at exactly the max
+    _replays(v["lt_at"], est, top, True)
+    # <= at the exact maximum: never violated; a holds carries a proof (whole-domain ties may stay unknown)
+    assert v["le_at"]["status"] in ("holds", "unknown"), v["le_at"]
+    assert v["le_at"]["status"] == "unknown" or v["le_at"]["how"] == "proved", v["le_at"]
+    t = v["top"]
+    if model == "ident":
+        # as for an MLPClassifier or a torch / ONNX chain of linear layers with identity units: found
+        # violations replay, and no holds is certified (no runtime error bound), said so
+        for name in ("le_at", "above", "above_find", "top"):
+            assert v[name]["status"] == "unknown" and "several roundings" in v[name]["reason"], v[name]
+        assert t["bound"] is None or t["bound"][0] <= top, t
+        return
+    for name in ("above", "above_find"):
+        assert v[name]["status"] == "holds" and v[name]["how"] == "proved", v[name]
+    assert t["status"] == "holds", t
+    lo, hi = t["bound"]
+    assert lo <= top <= hi and hi - top < 1e-9, (t["bound"], top)
+
+
+def test_enumeration_agrees_and_is_exact(models):
+    d, ests = models
+    est = ests["relu"]
+    top = _truth(est)
+    p = _spec(d, "relu", [("top", "<=", 1000, "maximize", ""), ("lt_at", "<", top, "prove", ""),
+                          ("le_at", "<=", top, "prove", "")])
+    v = _check(p)
+    assert v["top"]["bound"] == [top, top], v["top"]
+    assert v["lt_at"]["status"] == "violated"
+    _replays(v["lt_at"], est, top, True)
+    assert v["le_at"]["status"] == "holds" and v["le_at"]["how"] == "proved", v["le_at"]
+
+
+def test_a_multi_output_regressor_needs_an_index(models, monkeypatch):
+    d, ests = models
+    est = ests["two"]
+    p = _spec(d, "two", [("top", "<=", 1000, "maximize", "using milp")])
+    found = _lint(p)
+    assert [c for c, _ in found] == ["FS413"] and "2 columns" in found[0][1], found
+    top0, top1 = _truth(est, 0), _truth(est, 1)
+    assert top0 != top1                                   # reading column 0 would give another answer
+    p = _spec(d, "two", [("top", "<=", 1000, "maximize", "using milp"),
+                         ("lt_at", "<", top1, "prove", "using milp")], index=1)
+    assert _lint(p) == []
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _check(p)
+    lo, hi = v["top"]["bound"]
+    assert lo <= top1 <= hi and hi - top1 < 1e-9, (v["top"]["bound"], top1, top0)
+    assert v["lt_at"]["status"] == "violated"
+    _replays(v["lt_at"], est, top1, True, column=1)
+
+
+def test_a_multi_output_regressor_is_never_read_at_column_0_by_the_network():
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.models.network_sklearn import from_sklearn
+
+    est = _mlp(7, 4, outputs=2)
+    with pytest.raises(UnsupportedModel, match="index"):
+        from_sklearn(est)
+    X = _grid()
+    assert np.array_equal(from_sklearn(est, index=1).forward(X), est.predict(X)[:, 1])
+    assert from_sklearn(est, readout="raw").layers[-1].n_out == 2
+
+
+@pytest.mark.parametrize("model, named", [("tanh", "'tanh'"), ("poisson", "'exp'")])
+def test_a_non_piecewise_linear_regressor_is_refused_by_name(models, model, named, monkeypatch):
+    d, _ = models
+    p = _spec(d, model, [("p", "<=", 1, "prove", "")])
+    found = _lint(p)                           # the default backend: a warning, naming what is refused
+    assert [c for c, _ in found] == ["FS506"] and named in found[0][1] and "MLPRegressor" in found[0][1], found
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _check(p)["p"]
+    assert v["status"] == "unknown" and named in v["reason"] and "MLPRegressor" in v["reason"], v
+    from fairspec.pipeline import lint
+
+    chosen = [d for d in lint(_spec(d, model, [("p", "<=", 1, "prove", "using milp")])).diagnostics]
+    assert [(x.code, x.severity) for x in chosen] == [("FS506", "error")] and named in chosen[0].message
+
+
+def test_a_pipeline_ending_in_an_mlp_regressor_folds(tmp_path, monkeypatch):
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fairspec.models.sklearn_model import import_skops_io
+
+    rows = [(a, b, s) for a, b, s in itertools.product(A, B, SEX)]
+    df = pd.DataFrame(rows, columns=["a", "b", "s"])
+    pre = ColumnTransformer([("num", "passthrough", ["a", "b"]), ("oh", OneHotEncoder(), ["s"])])
+    pipe = Pipeline([("pre", pre), ("reg", MLPRegressor(hidden_layer_sizes=(5,), max_iter=3, random_state=0))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(df, df.a - df.b + (df.s == "M"))
+    hand = _mlp(5, 5)
+    pipe.steps[-1][1].coefs_, pipe.steps[-1][1].intercepts_ = hand.coefs_, hand.intercepts_
+    import_skops_io().dump(pipe, str(tmp_path / "pipe.skops"))
+    df.assign(y=0.0).to_csv(tmp_path / "d.csv", index=False)
+    top = _truth(hand)
+    text = (HEAD.replace("features F {", 'data d = csv("d.csv")\nfeatures F from d {')
+            .replace('"MODEL.skops"INDEX', '"pipe.skops"').replace("encode F for m { a : raw  b : raw  s : onehot }\n", ""))
+    for name, op, eps, mode in (("lt_at", "<", top, "prove"), ("top", "<=", 1000, "maximize")):
+        text += (PROP.replace("@NAME@", name).replace("@OP@", op).replace("@EPS@", repr(float(eps)))
+                 .replace("@MODE@", mode).replace("@OPTIONS@", "using milp"))
+    p = tmp_path / "pipe.fair"
+    p.write_text(text)
+    assert _lint(p) == []
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _check(p)
+    assert v["lt_at"]["status"] == "violated", v["lt_at"]
+    w = v["lt_at"]["witness"]
+    y = pipe.predict(pd.DataFrame([(w["features"]["a"], w["features"]["b"], w["features"]["s"]),
+                                   (w["features_prime"]["a"], w["features_prime"]["b"], w["features_prime"]["s"])],
+                                  columns=["a", "b", "s"]))
+    assert abs(float(y[0]) - float(y[1])) >= top
+    lo, hi = v["top"]["bound"]
+    assert lo <= top <= hi and hi - top < 1e-9, (v["top"], top)
