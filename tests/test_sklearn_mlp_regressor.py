@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import pathlib
 import warnings
 
 import numpy as np
@@ -94,7 +95,7 @@ def models(tmp_path_factory):
     return d, ests
 
 
-def _spec(folder, model, props, index=None) -> "pathlib.Path":  # noqa: F821
+def _spec(folder, model, props, index=None) -> pathlib.Path:
     text = HEAD.replace("MODEL", model).replace("INDEX", "" if index is None else f", index = {index}")
     for name, op, eps, mode, options in props:
         text += (PROP.replace("@NAME@", name).replace("@OP@", op).replace("@EPS@", repr(float(eps)))
