@@ -238,8 +238,9 @@ def _emit_check(args, result) -> int:
 
     if result.interrupted:
         print("fairspec: interrupted; the properties not decided are reported unknown", file=sys.stderr)
+    internal = ()
     if args.format != "text" and args.html is not None:  # written first: the document says if it failed
-        _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
+        internal = _html_error_into(lambda html: html.write(result, args.html, keep=result.inputs), [result])
     if args.format == "json":
         print(rep.to_json(result))
     elif args.format in ("sarif", "github"):
@@ -247,10 +248,12 @@ def _emit_check(args, result) -> int:
 
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                            version=_version(), policies=policies, spec=result.spec, error_span=result.error_span)
+                            version=_version(), policies=policies, spec=result.spec, error_span=result.error_span,
+                            internal=internal)
                 if args.format == "sarif"
                 else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
-                                  policies=policies, error_span=result.error_span, spec=result.spec))
+                                  policies=policies, error_span=result.error_span, spec=result.spec,
+                                  internal=internal))
         if text:
             print(text)
     else:
@@ -318,15 +321,37 @@ def _write_html(write) -> str | None:
     return message
 
 
-def _html_error_into(write, reports) -> None:
+def _html_error_into(write, reports) -> tuple[str, ...]:
     """Under a machine format ``--html`` is written before the document is printed: when it fails,
     each report carries the sentence as its ``error`` (after any error it had), so the document's
     ``exit_code`` (2, or 130 / 143 when interrupted) and its error entry say what the process
-    exits with and why."""
-    message = _write_html(write)
+    exits with and why.
+
+    A bug while rendering (any other exception) is an internal error: reported on stderr as the
+    command line reports one, and added to each report's ``internal_errors``, so the document is
+    still printed on stdout, names it and states exit code 4 (the code the process exits with; 2 when
+    the run had an input error, 130 / 143 when interrupted). Returned for SARIF and GitHub, which
+    carry it as a finding of rule ``internal``; () otherwise. FAIRSPEC_DEBUG=1 raises it, as elsewhere."""
+    try:
+        message = _write_html(write)
+    except Exception as e:  # noqa: BLE001 - a bug in fairspec's HTML report, not bad input
+        if os.environ.get("FAIRSPEC_DEBUG"):
+            raise
+        print(_internal_error_text(e), file=sys.stderr)
+        entry = f"HTML report: {type(e).__name__}: {e}"
+        for r in reports:
+            r.internal_errors.append(entry)
+        return (entry,)
     if message is not None:
         for r in reports:
             r.error = message if r.error is None else f"{r.error}; {message}"
+    return ()
+
+
+def _internal_error_text(e: BaseException) -> str:
+    """What the command line says of a bug in fairspec (stderr)."""
+    return (f"fairspec: internal error: {type(e).__name__}: {visible_value(e)}\n"
+            f"this is a bug in fairspec; rerun with FAIRSPEC_DEBUG=1 for the traceback")
 
 
 def _check_models(args, parallel: bool) -> int:
@@ -360,9 +385,11 @@ def _check_models(args, parallel: bool) -> int:
 def _emit_models(args, reports) -> int:
     from fairspec import report as rep
 
+    internal = ()
     if args.format != "text" and args.html is not None:  # as in _emit_check: written before the document
         keep = tuple(x for _, r in reports for x in (r.inputs or ()))
-        _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep), [r for _, r in reports])
+        internal = _html_error_into(lambda html: html.write_models(reports, args.html, keep=keep),
+                                    [r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     if code in (130, 143):
@@ -372,8 +399,8 @@ def _emit_models(args, reports) -> int:
     elif args.format in ("sarif", "github"):  # SARIF: one run per model file; GitHub: the file in each annotation
         from fairspec.report import ci
 
-        text = ci.to_sarif_models(reports, version=_version()) if args.format == "sarif" \
-            else ci.to_github_models(reports)
+        text = ci.to_sarif_models(reports, version=_version(), internal=internal) if args.format == "sarif" \
+            else ci.to_github_models(reports, internal=internal)
         if text:
             print(text)
     else:
@@ -483,8 +510,7 @@ def _main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - a bug in fairspec, not bad input
         if os.environ.get("FAIRSPEC_DEBUG"):
             raise
-        print(f"fairspec: internal error: {type(e).__name__}: {visible_value(e)}\n"
-              f"this is a bug in fairspec; rerun with FAIRSPEC_DEBUG=1 for the traceback", file=sys.stderr)
+        print(_internal_error_text(e), file=sys.stderr)
         return EXIT_INTERNAL
 
 

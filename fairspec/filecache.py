@@ -5,8 +5,8 @@ header or data sample is read again only when its file's size or modification ti
 the file appears or disappears).
 
 Apart from that, :func:`one_run` scopes a cache to one lint run (fairspec.sema.check.check_file):
-a function decorated with :func:`per_run` (the ONNX signature, which lint's checks each ask for)
-reads a file once in the run, and the next run reads it again -- no timestamp decides anything.
+a function decorated with :func:`per_run` (the ONNX signature, the XGBoost document, which lint's
+checks each ask for) reads a file once in the run, and the next run reads it again -- no timestamp decides anything.
 """
 
 from __future__ import annotations

@@ -106,3 +106,102 @@ def test_models_json_says_exit_code_2_when_the_html_write_fails(tmp_path, monkey
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and doc["exit_code"] == 2, (code, doc["exit_code"])
     assert all("cannot write the HTML report" in m["error"] for m in doc["models"]), doc["models"]
+
+
+# ---------------------------------------------------------------- a bug while rendering
+
+def _render_raises(monkeypatch, name="render"):
+    """A bug in the HTML report: the renderer raises what no write error is."""
+    from fairspec.report import html
+
+    def render(*a, **kw):
+        raise RuntimeError("boom in the renderer")
+
+    monkeypatch.setattr(html, name, render)
+
+
+def _run_bug(tmp_path, monkeypatch, capsys, fmt, *extra):
+    from fairspec import cli
+
+    spec = people_spec(tmp_path, BODY)
+    monkeypatch.delenv("FAIRSPEC_DEBUG", raising=False)
+    code = cli.main(["check", str(spec), "--format", fmt, "--workers", "1", *extra, "--html", str(tmp_path / "r.html")])
+    got = capsys.readouterr()
+    assert "Traceback" not in got.err, got.err
+    assert "internal error: RuntimeError: boom in the renderer" in got.err and "FAIRSPEC_DEBUG=1" in got.err, got.err
+    assert not (tmp_path / "r.html").exists()
+    return code, got
+
+
+def test_json_still_prints_the_document_with_the_internal_error_and_exit_code_4(tmp_path, monkeypatch, capsys):
+    """Before: the exception left the document unprinted (stdout empty) and the process exited 4."""
+    _render_raises(monkeypatch)
+    code, got = _run_bug(tmp_path, monkeypatch, capsys, "json")
+    doc = json.loads(got.out)  # stdout holds the document and nothing else
+    assert code == 4 and doc["exit_code"] == 4, (code, doc["exit_code"])
+    assert doc["internal_errors"] == ["HTML report: RuntimeError: boom in the renderer"], doc
+    assert "error" not in doc
+    assert [p["name"] for p in doc["properties"]] == ["p"]  # the verdicts decided are still reported
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_sarif_and_github_carry_the_internal_error(tmp_path, monkeypatch, capsys, fmt):
+    _render_raises(monkeypatch)
+    code, got = _run_bug(tmp_path, monkeypatch, capsys, fmt)
+    assert code == 4
+    if fmt == "sarif":
+        run = json.loads(got.out)["runs"][0]
+        texts = [r["message"]["text"] for r in run["results"] if r["ruleId"] == "internal"]
+        assert [r["id"] for r in run["tool"]["driver"]["rules"] if r["id"] == "internal"] == ["internal"]
+    else:
+        texts = [ln for ln in got.out.splitlines() if ln.startswith("::error ") and "title=fairspec internal::" in ln]
+    assert len(texts) == 1 and "RuntimeError: boom in the renderer" in texts[0], got.out
+
+
+def test_models_json_carries_the_internal_error_in_every_report(tmp_path, monkeypatch, capsys):
+    from test_cli import PEOPLE_ONNX
+
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(PEOPLE_ONNX, models / "a.onnx")
+    shutil.copy(PEOPLE_ONNX, models / "b.onnx")
+    _render_raises(monkeypatch, "render_models")
+    code, got = _run_bug(tmp_path, monkeypatch, capsys, "json", "--models", f"net={models}")
+    doc = json.loads(got.out)
+    assert code == 4 and doc["exit_code"] == 4, (code, doc["exit_code"])
+    assert [m["internal_errors"] for m in doc["models"]] == [["HTML report: RuntimeError: boom in the renderer"]] * 2
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_models_sarif_and_github_carry_the_internal_error(tmp_path, monkeypatch, capsys, fmt):
+    from test_cli import PEOPLE_ONNX
+
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(PEOPLE_ONNX, models / "a.onnx")
+    _render_raises(monkeypatch, "render_models")
+    code, got = _run_bug(tmp_path, monkeypatch, capsys, fmt, "--models", f"net={models}")
+    assert code == 4
+    if fmt == "sarif":
+        texts = [r["message"]["text"] for run in json.loads(got.out)["runs"] for r in run["results"]
+                 if r["ruleId"] == "internal"]
+    else:
+        texts = [ln for ln in got.out.splitlines() if "title=fairspec internal::" in ln]
+    assert len(texts) == 1 and "boom in the renderer" in texts[0], got.out
+
+
+def test_text_prints_the_table_then_reports_the_internal_error(tmp_path, monkeypatch, capsys):
+    """The text report states no exit code: the table is printed, then the command line's internal error."""
+    _render_raises(monkeypatch)
+    code, got = _run_bug(tmp_path, monkeypatch, capsys, "text")
+    assert code == 4 and any(s in got.out for s in ("holds", "violated", "unknown")), got.out
+
+
+def test_fairspec_debug_raises_the_renderers_bug(tmp_path, monkeypatch, capsys):
+    from fairspec import cli
+
+    spec = people_spec(tmp_path, BODY)
+    _render_raises(monkeypatch)
+    monkeypatch.setenv("FAIRSPEC_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom in the renderer"):
+        cli.main(["check", str(spec), "--format", "json", "--workers", "1", "--html", str(tmp_path / "r.html")])

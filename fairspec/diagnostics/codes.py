@@ -83,7 +83,7 @@ _ALL = [
     Code("FS416", "error", "class probability of a multiclass model without a class", "name the class: prob(m(x), c) with c a column (0 .. K-1) or a label in quotes"),
     Code("FS417", "error", "unknown class", "a class is a column counted from 0 (a whole number) or a label the model file records (a string)"),
     Code("FS418", "error", "binary metric of a regression model without a threshold", "add threshold = t (positive where value(m(x)) >= t), or use a regression metric"),
-    Code("FS420", "error", "encode block disagrees with the input names the model records", "encode the model's inputs under the names the model file records, in the model's order"),
+    Code("FS420", "error", "encode block disagrees with the input names or categories the model records", "encode the model's inputs under the names the model file records, in the model's order, and a categorical input by the codes of the categories it was fit on"),
     Code("FS421", "warning", "encode block order differs from the model's recorded input names", "list the features in the order the model records them"),
     Code("FS422", "error", "scikit-learn pipeline and spec disagree", "drop the encode block (fairspec reads the pipeline's own encoding) and declare a feature for each column the pipeline reads, with the categories it was fitted on"),
     Code("FS424", "warning", "scikit-learn pipeline never reads a protected feature", "the pipeline drops the column, so the model is blind to it and individual fairness over it holds for every model; keep 'protected' if that is what the spec states, or check the pipeline reads the column you meant"),

@@ -27,15 +27,14 @@ def lightgbm_input_width(p: pathlib.Path) -> int | None:
 
 
 def xgboost_input_names(p: pathlib.Path) -> tuple[str, ...] | None:
-    """``learner.feature_names`` of an XGBoost JSON model file (a model fit on a DataFrame keeps
-    its column names there); None for UBJSON or when the file records none."""
+    """``learner.feature_names`` of an XGBoost model file, JSON or UBJSON (a model fit on a DataFrame
+    keeps its column names there, and the library reads them from either format: so does the loader,
+    which evaluates the model under them, fairspec.models.trees.xgb_matrix); None when the file records
+    none. The document is the one the width check parsed (treefile.read_xgboost: once a lint run)."""
     try:
-        with open(p, "rb") as fh:
-            head = fh.read(1)
-            if head != b"{":
-                return None
-            doc = json.loads(head + fh.read())
-        return recorded_names(doc["learner"].get("feature_names"))
+        from .treefile import read_xgboost
+
+        return recorded_names(read_xgboost(p)["learner"].get("feature_names"))
     except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
         return None
 

@@ -21,6 +21,8 @@ import math
 import pathlib
 import struct
 
+from fairspec import filecache
+
 from .base import ModelLoadError
 
 MAX_FEATURES = 1 << 24       # a wider input is no model fairspec can encode; also bounds every allocation
@@ -114,14 +116,27 @@ class _Ubj:
 
 
 def read_xgboost(path) -> dict:
-    """The XGBoost model document (JSON or UBJSON), or ModelLoadError."""
-    p = pathlib.Path(path)
+    """The XGBoost model document (JSON or UBJSON), or ModelLoadError.
+
+    Within one lint run (:func:`fairspec.filecache.one_run`) the file is read and parsed once, and
+    its document -- or its error -- serves every look-up lint makes: the tree check, the input names,
+    the categories, the rounds, the objective. The document is shared: callers read it, never change it."""
+    doc, error = _parse_xgboost(pathlib.Path(path))
+    if error is not None:
+        raise ModelLoadError(error, path)
+    return doc
+
+
+@filecache.per_run
+def _parse_xgboost(p: pathlib.Path) -> tuple[dict | None, str | None]:
+    """(the document, None) or (None, the sentence of the ModelLoadError): an error is a value here, so
+    that a run keeps it too (per_run keeps no raised error) and a bad file is not parsed once per look-up."""
     try:
         buf = p.read_bytes()
     except OSError as e:
         from fairspec.files import os_error
 
-        raise ModelLoadError(os_error(p, e), p) from None
+        return None, os_error(p, e)
     try:
         if buf[:1] == b"{" and buf[1:2] not in (b"L", b"l", b"i", b"U", b"I", b"$", b"#", b"}"):
             doc = json.loads(buf.decode("utf-8"))
@@ -129,10 +144,10 @@ def read_xgboost(path) -> dict:
             r = _Ubj(buf)
             doc = r.value()
     except (ValueError, UnicodeDecodeError, RecursionError, struct.error, OverflowError) as e:
-        raise _bad(p, f"XGBoost model file (JSON or UBJSON): {str(e)[:120]}") from None
+        return None, _bad(p, f"XGBoost model file (JSON or UBJSON): {str(e)[:120]}").message
     if not isinstance(doc, dict):
-        raise _bad(p, "XGBoost model file (the document is not an object)")
-    return doc
+        return None, _bad(p, "XGBoost model file (the document is not an object)").message
+    return doc, None
 
 
 # ------------------------------------------------------------------ XGBoost

@@ -28,6 +28,9 @@ _VERDICT_RULES = {
                 "the message gives the reason (a time-out, too few rows, a backend not available)"),
     "input": ("error", "input cannot be used",
               "the message names the model or data file (or the usage) that stopped the check"),
+    "internal": ("error", "fairspec internal error",
+                 "a bug in fairspec (the verdicts reported still stand); rerun with FAIRSPEC_DEBUG=1 for the "
+                 "traceback and report it"),
 }
 
 
@@ -96,13 +99,17 @@ def _verdict_message(v) -> str:
     return f"property '{v.name}' is unknown: {v.reason}"
 
 
-def _verdict_results(verdicts, spans, error, policies=None, related: bool = False, error_span=None) -> list[tuple]:
-    """(rule, level, message, span) for each violated or unknown property, and the input error if any
-    (at ``error_span``: the declaration or property it concerns; None: the spec file).
+def _verdict_results(verdicts, spans, error, policies=None, related: bool = False, error_span=None,
+                     internal=()) -> list[tuple]:
+    """(rule, level, message, span) for each violated or unknown property, the input error if any
+    (at ``error_span``: the declaration or property it concerns; None: the spec file) and each
+    ``internal`` error (a fairspec bug outside any property -- the HTML report's rendering -- at the
+    spec file; a backend's bug is its property's unknown verdict).
     An applied policy's property is located at the user's `apply` (``spans`` says so) and its message
     names the policy and the property; with ``related``, a fifth item is the policy property's span."""
     policies = policies or {}
     out = [("input", "error", error, error_span) + ((None,) if related else ())] if error else []
+    out += [("internal", "error", msg, None) + ((None,) if related else ()) for msg in internal]
     for v in verdicts:
         if v.status in _VERDICT_RULES:
             msg = _verdict_message(v)
@@ -174,12 +181,12 @@ def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
 
 
 def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None, spec=None,
-               error_span=None) -> dict:
+               error_span=None, internal=()) -> dict:
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
                 for d in diagnostics]
     findings += [(r, lvl, msg, sp, None, rel)
                  for r, lvl, msg, sp, rel in _verdict_results(verdicts, spans or {}, error, policies, related=True,
-                                                              error_span=error_span)]
+                                                              error_span=error_span, internal=internal)]
     rule_ids = sorted({f[0] for f in findings})
     rules = [_rule(rid) for rid in rule_ids]
     index = {r: i for i, r in enumerate(rule_ids)}
@@ -214,20 +221,21 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
 
 def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
              *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None,
-             spec: str | None = None, error_span=None) -> str:
+             spec: str | None = None, error_span=None, internal=()) -> str:
     """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding; a finding
-    with no span (the input ``error`` unless ``error_span`` places it, a diagnostic such as FS203) is
-    located at line 1 of ``spec``."""
+    with no span (the input ``error`` unless ``error_span`` places it, an ``internal`` error, a
+    diagnostic such as FS203) is located at line 1 of ``spec``."""
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
            "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies, spec=spec,
-                               error_span=error_span)]}
+                               error_span=error_span, internal=internal)]}
     return _dumps(log)
 
 
-def to_sarif_models(reports, *, version: str = "0.1.0") -> str:
-    """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order)."""
+def to_sarif_models(reports, *, version: str = "0.1.0", internal=()) -> str:
+    """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order); the
+    ``internal`` errors of the whole command (the HTML report) in each run, as a write error is."""
     runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
-                       getattr(r, "error_span", None))
+                       getattr(r, "error_span", None), internal)
             for f, r in reports]
     return _dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs})
 
@@ -260,19 +268,20 @@ def _escape_prop(s: str) -> str:
 
 def to_github(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
               *, error: str | None = None, policies: dict | None = None, error_span=None,
-              spec: str | None = None) -> str:
+              spec: str | None = None, internal=()) -> str:
     """GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding; a
-    finding with no span (an input error, FS203) at line 1 of ``spec``, as in SARIF."""
+    finding with no span (an input error, an internal error, FS203) at line 1 of ``spec``, as in SARIF."""
     findings = [(d.code, d.severity, _with_hint(d), d.span) for d in diagnostics]
     findings += [(rid, sev, _one_line(msg), span)
                  for rid, sev, msg, span in _verdict_results(verdicts, spans or {}, error, policies,
-                                                             error_span=error_span)]
+                                                             error_span=error_span, internal=internal)]
     return "\n".join(_github_lines(findings, spec))
 
 
-def to_github_models(reports) -> str:
+def to_github_models(reports, internal=()) -> str:
     """``check --models``: the spec's diagnostics once (they are the same for every model file), then
-    each model file's violated and unknown properties, the file named in the title and the message."""
+    each model file's violated and unknown properties, the file named in the title and the message;
+    last, the ``internal`` errors of the whole command (the HTML report)."""
     lines, seen = [], set()
     for f, r in reports:
         for d in r.diagnostics:
@@ -285,6 +294,8 @@ def to_github_models(reports) -> str:
                                 for rid, sev, msg, span in _verdict_results(
                                     r.verdicts, r.property_spans or {}, r.error, r.policy_sites,
                                     error_span=getattr(r, "error_span", None))], r.spec)
+    spec = reports[0][1].spec if reports else None
+    lines += _github_lines([("internal", "error", _one_line(msg), None) for msg in internal], spec)
     return "\n".join(lines)
 
 

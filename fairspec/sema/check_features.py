@@ -167,10 +167,10 @@ class FeatureChecks:
 
             enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
         recorded = self.model_categories.get(model.name)
-        if complete and recorded:
+        if complete and recorded and (width is None or width == offset):   # else FS402: offsets do not line up
             from fairspec.sema.names import check_codes
 
-            check_codes(enc, model.name, recorded, self.sink)
+            check_codes(enc, model.name, recorded, self.sink, fs)
         mentioned = {nm.id for line in node.lines for nm in line.names}  # an invalid line is reported already
         for f in fs.protected:
             if f.name not in mentioned:
