@@ -46,11 +46,15 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
 
+    model = ctx.model(prop.model)
     try:
-        if ctx.model(prop.model).tree_ensemble() is not None:
+        if model.tree_ensemble() is not None:
             return None
     except UnsupportedModel:
-        return None
+        # a scikit-learn pipeline evaluated whole (its preprocessing not folded) has no tree ensemble the
+        # tree backends read, but its own predict / predict_proba score every point: enumerate them
+        if not getattr(model, "unfolded", False):
+            return None
     return decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0)
 
 
