@@ -123,3 +123,47 @@ def test_a_tree_models_data_flip_is_replayed_on_its_librarys_probability(monkeyp
         v = fairspec.check(spec, models=models, data=data)["p1"]
     assert prop.truth.status == "holds"
     assert v.status != "violated", (v.status, v.reason)
+
+
+METRIC_SPEC = """data d = csv("d.csv", label = y == "yes")
+features F from d {
+  g : {a, b}  protected
+  x : int in [0, 3]
+}
+model m = sklearn("m.skops")
+encode F for m {
+  g : code
+  x : raw
+}
+property sp {
+  equal_opportunity(m, groups g) <= 1
+  bootstrap = 100
+  seed = 1
+  min_group_size = 1
+}
+"""
+
+
+@pytest.mark.parametrize("null", [None, np.nan, "pd.NA"])
+def test_a_frames_null_in_a_text_column_is_a_missing_value(tmp_path, null):
+    # the API wrote a null as an empty cell, which is missing only in a number column: a missing
+    # label ("yes" / "no" column) was read as the category "" and counted as a negative label
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[i % 2, i % 4] for i in range(40)], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, (X[:, 1] > 1).astype(int))
+    y = pd.Series(np.where(np.arange(40) % 3 == 0, "yes", "no"), dtype=object if null != "pd.NA" else "string")
+    y.iloc[:10] = pd.NA if null == "pd.NA" else null
+    g = pd.Series(np.where(X[:, 0] == 0, "a", "b"), dtype=object)
+    g.iloc[39] = None                   # and one in a feature's category column
+    df = pd.DataFrame({"g": g, "x": X[:, 1].astype(int), "y": y})
+    spec = tmp_path / "s.fair"
+    spec.write_text(METRIC_SPEC)
+    rep = fairspec.check(spec, models={"m": m}, data={"d": df})
+    v = rep["sp"]
+    assert v.details["rows"] == 29, v.details
+    assert v.details["overall"]["label_positives"] == int((df.y[df.g.notna()] == "yes").sum())
+    assert not [d for d in rep.diagnostics if d.code == "FS410"], [d.message for d in rep.diagnostics]
+    assert v.details.get("rows_missing") == 11, v.details
