@@ -640,6 +640,11 @@ def _frame_variant(seed: int, frame, fs: list[Feature], rows: np.ndarray, y: np.
         if where != "unread":
             keep[hit] = False
         info["missing"] = {"column": col, "where": where, "rows": int(k)}
+    if rng.random() < 0.3:
+        # the label as text ("yes" / "no"; a missing one stays missing): `label = y == "yes"`
+        frame = frame.copy()
+        frame["y"] = frame["y"].map({1: "yes", 0: "no", 1.0: "yes", 0.0: "no"}).astype(object)
+        info["label_text"] = True
     if rng.random() < 0.2:
         try:
             import polars as pl
@@ -709,7 +714,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     info.setdefault("head", shape)
 
     def prelude(decl: str, implicit: bool = False) -> str:
-        text = ('data d = csv("d.csv", label = y == 1)\n'
+        label = 'y == "yes"' if info.get("label_text") else "y == 1"
+        text = (f'data d = csv("d.csv", label = {label})\n'
                 "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
                 f"model m = {decl}\n")
         if encs:        # implicit: every code line without its table
