@@ -613,8 +613,9 @@ def _frame_variant(seed: int, frame, fs: list[Feature], rows: np.ndarray, y: np.
     """The data frame as a user may hand it (a stream of its own, so the seed's other draws stay):
     about one in four with missing values -- NaN / None in a feature column, in the label column, or
     in a column the spec never reads (fairspec drops a row missing a column the spec reads, and keeps
-    one missing only another: README) --, about one in five as a polars DataFrame (when polars is
-    installed). Returns (frame, the rows that count, their labels, info)."""
+    one missing only another: README) --, about three in ten with the label as text. (Not polars:
+    pyproject.toml declares no polars, and tests import only what it declares, tests/test_packaging.py.)
+    Returns (frame, the rows that count, their labels, info)."""
     rng = np.random.default_rng([36, seed])
     info: dict = {}
     keep = np.ones(len(frame), dtype=bool)
@@ -645,14 +646,6 @@ def _frame_variant(seed: int, frame, fs: list[Feature], rows: np.ndarray, y: np.
         frame = frame.copy()
         frame["y"] = frame["y"].map({1: "yes", 0: "no", 1.0: "yes", 0.0: "no"}).astype(object)
         info["label_text"] = True
-    if rng.random() < 0.2:
-        try:
-            import polars as pl
-        except ImportError:
-            info["polars"] = "not installed"
-        else:
-            frame = pl.from_pandas(frame)
-            info["polars"] = True
     return frame, rows[keep], y[keep], info
 
 
