@@ -245,6 +245,8 @@ class _Substitutes:
                     raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
                                         f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
                 path = write(obj, decl, folder / f"{kind}-{name}", name)
+                if kind == "data" and isinstance(path, tuple):    # a frame's nulls written as a marker
+                    path, self.files[("missing", name)] = path
                 self.files[(kind, name)] = path
                 if not _is_path(obj):
                     for shown in {str(path), str(path.resolve())}:
@@ -495,6 +497,9 @@ def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
                             f"not a {type(obj).__name__}")
     if decl.columns is not None:
         frame = _declared_order(frame, decl.columns, name)
+    marker = None
+    if decl.fmt != "parquet" and not decl.missing:
+        frame, marker = _mark_nulls(frame)
     try:
         if decl.fmt == "parquet":
             path = stem.with_suffix(".parquet")
@@ -502,9 +507,33 @@ def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
             return path
         path = stem.with_suffix(".csv")
         frame.to_csv(path, sep=decl.sep, header=decl.header, index=False, na_rep=decl.missing)
-        return path
+        return path if marker is None else (path, marker)
     except Exception as exc:  # noqa: BLE001
         raise FairspecError(f"data set {name!r} could not be written as {decl.fmt}: {type(exc).__name__}: {exc}") from None
+
+
+def _mark_nulls(frame):
+    """(frame, marker): a data frame's null cells (NaN, None, pd.NA, NaT) outside its number columns
+    written as a marker no cell holds, which the spec then reads as missing (``("missing", name)``
+    in the substitutes): a CSV file's empty cell is missing in a number column only, and a null in a
+    text column written as one was read as the category "" -- a missing label as a negative one.
+    (frame, None) when there is no such null; number columns keep theirs as empty cells."""
+    import pandas as pd
+
+    cols = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)
+            or pd.api.types.is_bool_dtype(frame[c].dtype)]
+    cols = [c for c in cols if frame[c].isna().any()]
+    if not cols:
+        return frame, None
+    marker = "<missing>"
+    seen = {str(v) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)
+            for v in frame[c].dropna().unique()}
+    while marker in seen:
+        marker = "<" + marker + ">"
+    out = frame.copy()
+    for c in cols:
+        out[c] = out[c].astype(object).where(out[c].notna(), marker)
+    return out, marker
 
 
 def _declared_order(frame, columns: tuple, name: str):

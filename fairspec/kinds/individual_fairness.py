@@ -46,11 +46,15 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
 
+    model = ctx.model(prop.model)
     try:
-        if ctx.model(prop.model).tree_ensemble() is not None:
+        if model.tree_ensemble() is not None:
             return None
     except UnsupportedModel:
-        return None
+        # a scikit-learn pipeline evaluated whole (its preprocessing not folded) has no tree ensemble the
+        # tree backends read, but its own predict / predict_proba score every point: enumerate them
+        if not getattr(model, "unfolded", False):
+            return None
     return decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0)
 
 
@@ -492,7 +496,21 @@ def _flip_replays(prop, ctx, verdict) -> bool:
         return False
     from fairspec.kinds.pair_runtime import post_scores
 
-    s, _ = post_scores(prop, model, np.array([w.x, w.x_prime], dtype=np.float64))
+    X = np.array([w.x, w.x_prime], dtype=np.float64)
+    if is_tree_model(ctx, prop.model) and prop.post in ("label", "prob", "logit"):
+        # a tree model's outputs are its library's own, as its enumeration and every tree engine's replay
+        # read them (backends/trees/runtime.runtime_outputs): `prob` is the library's probability
+        # whatever the declared output, not the logistic of a margin (binary:hinge predicts 0 / 1)
+        from fairspec.backends.trees.runtime import runtime_outputs
+        from fairspec.certify.enumerate import compare_exact
+
+        if prop.post == "label":
+            lab = runtime_outputs(model, X, "label")
+            return lab is not None and bool(lab[0] != lab[1])
+        sw = runtime_outputs(model, X, prop.post)
+        return sw is not None and not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0]
+                                           and compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0])
+    s, _ = post_scores(prop, model, X)
     return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:])[0])
 
 

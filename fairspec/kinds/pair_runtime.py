@@ -99,9 +99,14 @@ def logit_scores(model, X):
         return None
     import warnings
 
+    X = np.asarray(X, dtype=np.float64)
+    if getattr(model, "unfolded", False):
+        # a pipeline evaluated whole reads a data frame: the encoded columns turned back into it, as
+        # its predict and predict_proba are (SklearnModel._as_frame)
+        X = model._as_frame(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = np.asarray(raw.decision_function(np.asarray(X, dtype=np.float64)), dtype=np.float64).reshape(-1)
+        z = np.asarray(raw.decision_function(X), dtype=np.float64).reshape(-1)
     return -z if model.readout.index == 0 else z
 
 

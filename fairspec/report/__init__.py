@@ -287,6 +287,9 @@ def _print_groups(v, console) -> None:
     if d.get("excluded_groups"):
         listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
         say(console, f"excluded (under {v.details.get('exclude_below', 0):.0%} of the rows): {listed}")
+    if d.get("rows_missing"):
+        say(console, f"{d['rows_missing']:,} rows with a missing value in a column the spec reads were dropped "
+                     f"(in no group and no rate)")
 
 
 def _print_witness(w, console) -> None:

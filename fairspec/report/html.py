@@ -466,6 +466,9 @@ def _group_metric(v) -> str:
     if d.get("excluded_groups"):
         listed = ", ".join(f"{g['group']} ({g['rows']} rows, {g['share']:.2%})" for g in d["excluded_groups"])
         parts.append(f"<p class=note>Excluded (under {d.get('exclude_below', 0):.0%} of the rows): {_v(listed)}</p>")
+    if d.get("rows_missing"):
+        parts.append(f"<p class=note>{d['rows_missing']:,} rows with a missing value in a column the spec reads were "
+                     f"dropped (in no group and no rate).</p>")
     return "".join(parts)
 
 

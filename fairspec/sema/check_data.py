@@ -74,6 +74,10 @@ class DataChecks:
                 self.fail("FS307", "categories = names | codes (codes: the file holds each category's index)", v.span)
             categories = v.id
         path = self.substitutes.get(("data", node.name.id)) or self.user_path(path_arg, d.base, "data file")
+        if self.substitutes.get(("missing", node.name.id)):
+            # the Python API's marker of a data frame's null cells (NaN, None, pd.NA) in a text column,
+            # which an empty cell would not mark (it is missing in a number column only)
+            missing = missing + (self.substitutes[("missing", node.name.id)],)
         if fmt == "parquet":
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,

@@ -463,6 +463,192 @@ def _frame(fs: list[Feature], P: np.ndarray, y=None):
     return pd.DataFrame(cols)
 
 
+# ------------------------------------------------------------------ session 20: wider pipelines, frames
+
+#: the final estimators of a wide pipeline (``_pipeline_wide``); its instance's shape is "pipeline-" + one
+WIDE_FINALS = ("logistic", "tree", "forest", "extra", "gb", "hgb", "mlp")
+#: every value the ``shape`` of an api property may take (the slice's cells)
+CELLS = SHAPES + tuple(f"pipeline-{k}" for k in WIDE_FINALS)
+
+
+def _wide(seed: int) -> bool:
+    """A pipeline instance drawn wide (session 20), from a stream of its own: the draws of a classic
+    pipeline instance stay as they were."""
+    return bool(np.random.default_rng([38, seed]).random() < 0.7)
+
+
+def _selector(rng, cols: list[str], inputs: list[str]):
+    """A ColumnTransformer entry's columns, as a user may select them: by name, position, boolean
+    mask, slice (when contiguous) or make_column_selector; (selector, how)."""
+    from sklearn.compose import make_column_selector
+
+    idx = [inputs.index(c) for c in cols]
+    r = rng.random()
+    if r < 0.35:
+        return list(cols), "names"
+    if r < 0.55:
+        return idx, "positions"
+    if r < 0.7:
+        return [n in cols for n in inputs], "mask"
+    if r < 0.8 and idx == list(range(idx[0], idx[-1] + 1)):
+        return slice(idx[0], idx[-1] + 1), "slice"
+    return make_column_selector(pattern="^(" + "|".join(cols) + ")$"), "selector"
+
+
+def _final(rng, kind: str, Xt: np.ndarray):
+    """The final estimator fit on the transformed matrix: trees with thresholds on its grid points,
+    an MLP with dyadic weights (a decision exactly 0 at a point, often), a LogisticRegression with
+    dyadic weights and a decision 0 at a point. (estimator, its labels, logit observable)"""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+
+    y = np.arange(Xt.shape[0]) % 2
+    if kind == "logistic":
+        return shipped._fit_linear(rng, _quiet(LogisticRegression().fit, Xt, y), Xt, y), True
+    if kind == "mlp":
+        est = MLPClassifier(hidden_layer_sizes=(int(rng.integers(2, 6)),), max_iter=5, random_state=0)
+        _quiet(est.fit, Xt, y)
+        est.coefs_ = [nw._dyadic(rng, c.shape) for c in est.coefs_]
+        est.intercepts_ = [np.zeros(c.shape) if rng.random() < 0.5 else nw._dyadic(rng, c.shape)
+                           for c in est.intercepts_]
+        if rng.random() < 0.6:
+            i0 = int(rng.integers(0, Xt.shape[0]))
+            h = Xt[i0:i0 + 1]
+            for W, b in zip(est.coefs_[:-1], est.intercepts_[:-1]):
+                h = np.maximum(h @ W + b, 0.0)
+            z = float((h @ est.coefs_[-1] + est.intercepts_[-1])[0, 0])
+            est.intercepts_[-1] = est.intercepts_[-1] - z
+        return est, False
+    code = {"tree": "dt", "forest": "rf", "extra": "et", "gb": "gb", "hgb": "hgb"}[kind]
+    est, _ = trees._fit_sklearn(rng, code, Xt, trees._labels(rng, Xt), False)
+    return est, False
+
+
+def _pipeline_wide(rng, fs, P):
+    """A Pipeline(ColumnTransformer(...), final) fit on the domain's frame with the options a user
+    may pick: one-hot with drop / handle_unknown / sparse output, several columns in one encoder,
+    ordinal with categories given, min-max ranges and clip, the remainder passed through or dropped,
+    columns selected by name, position, mask, slice or selector; the final estimator any of
+    WIDE_FINALS. What fairspec cannot fold (drop, a (-1, 1) range, clip) is evaluated whole.
+    Returns (pipe, transformed matrix, logit observable, refusals, info)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler
+
+    frame = _frame(fs, P)
+    inputs = [f.name for f in fs]
+    final = WIDE_FINALS[int(rng.integers(0, len(WIDE_FINALS)))]
+    remainder = "passthrough" if rng.random() < 0.3 else "drop"
+    parts, kinds, how = [], {}, {}
+    catf = [f for f in fs if f.kind == "cat"]
+    grouped = len(catf) > 1 and rng.random() < 0.3     # the category columns in one encoder
+    groups = [catf] if grouped else [[f] for f in catf]
+    for grp in groups:
+        names = [f.name for f in grp]
+        if rng.random() < 0.7:
+            opts: dict = {}
+            r = rng.random()
+            if r < 0.2:
+                opts["drop"] = "first"
+            elif r < 0.35:
+                opts["drop"] = "if_binary"
+            if rng.random() < 0.3:
+                opts["handle_unknown"] = "ignore"
+            opts["sparse_output"] = bool(rng.random() < 0.5)
+            cats = [list(f.cats) for f in grp]
+            if all(list(f.cats) == sorted(f.cats) for f in grp) and rng.random() < 0.5:
+                cats = "auto"
+            trans = OneHotEncoder(categories=cats, **opts)
+            tag = "onehot" + "".join(f" {k}={v}" for k, v in opts.items())
+        else:
+            cats = "auto" if rng.random() < 0.5 else [[f.cats[int(i)] for i in rng.permutation(len(f.cats))]
+                                                      for f in grp]
+            opts = {"handle_unknown": "use_encoded_value", "unknown_value": -1} if rng.random() < 0.3 else {}
+            trans = OrdinalEncoder(categories=cats, **opts)
+            tag = "ordinal" + ("" if cats == "auto" else " given") + (" unknown=-1" if opts else "")
+        sel, h = _selector(rng, names, inputs)
+        parts.append(("enc_" + "_".join(names), trans, sel))
+        for n in names:
+            kinds[n], how[n] = tag, h
+    for f in fs:
+        if f.kind == "cat":
+            continue
+        r = rng.random()
+        kind = ("passthrough" if r < 0.3 else "standard" if r < 0.5 else "minmax" if r < 0.75 else
+                "minmax(-1,1)" if r < 0.88 else "minmax-clip")
+        if kind == "passthrough" and remainder == "passthrough":
+            kinds[f.name] = "remainder"
+            continue
+        step = {"passthrough": "passthrough", "standard": StandardScaler(), "minmax": MinMaxScaler(),
+                "minmax(-1,1)": MinMaxScaler(feature_range=(-1, 1)), "minmax-clip": MinMaxScaler(clip=True)}[kind]
+        sel, h = _selector(rng, [f.name], inputs)
+        parts.append((f"{kind}_{f.name}", step, sel))
+        kinds[f.name], how[f.name] = kind, h
+    sparse = float(rng.choice([0.0, 0.3, 1.0]))
+    pre = ColumnTransformer(parts, remainder=remainder, sparse_threshold=sparse)
+    _quiet(pre.fit, frame)
+    Xt = _quiet(pre.transform, frame)
+    Xt = np.asarray(Xt.toarray() if hasattr(Xt, "toarray") else Xt, dtype=np.float64)
+    est, logit = _final(rng, final, Xt)
+    pipe = Pipeline([("pre", pre), ("clf", est)])
+    # what fairspec cannot fold is evaluated whole, on one column per input: a number raw, a
+    # category its code in declared order (README); a witness is in those terms then
+    whole = any(("drop=" in k or k.startswith("minmax(") or k == "minmax-clip") for k in kinds.values())
+    if whole:
+        Xt = P.astype(np.float64)
+    refusals = []
+    if rng.random() < 0.25:
+        # a lambda as a column selector: skops will not load what it saved (FS401 at lint)
+        bad = copy.deepcopy(pipe)
+        name, trans, cols = bad.named_steps["pre"].transformers[0]
+        resolved = bad.named_steps["pre"].transformers_[0][2]
+        bad.named_steps["pre"].transformers[0] = (name, trans, lambda X, c=resolved: c)
+        refusals.append(('sklearn("m.skops")', bad, Expect("FS401", "lint"), "label"))
+    info = {"runtime": "sklearn", "final": final, "columns": kinds, "selected": how, "remainder": remainder,
+            "sparse_threshold": sparse, "grouped": grouped, "whole": whole}
+    return pipe, Xt, logit, refusals, info
+
+
+def _frame_variant(seed: int, frame, fs: list[Feature], rows: np.ndarray, y: np.ndarray):
+    """The data frame as a user may hand it (a stream of its own, so the seed's other draws stay):
+    about one in four with missing values -- NaN / None in a feature column, in the label column, or
+    in a column the spec never reads (fairspec drops a row missing a column the spec reads, and keeps
+    one missing only another: README) --, about three in ten with the label as text. (Not polars:
+    pyproject.toml declares no polars, and tests import only what it declares, tests/test_packaging.py.)
+    Returns (frame, the rows that count, their labels, info)."""
+    rng = np.random.default_rng([36, seed])
+    info: dict = {}
+    keep = np.ones(len(frame), dtype=bool)
+    if rng.random() < 0.25:
+        frame = frame.copy()
+        where = str(rng.choice(["feature", "feature", "label", "unread"]))
+        k = int(rng.integers(1, max(2, len(frame) // 5)))
+        hit = rng.choice(len(frame), size=k, replace=False)
+        if where == "feature":
+            f = fs[int(rng.integers(0, len(fs)))]
+            col = f.name
+        else:
+            col = "y" if where == "label" else "note"
+        if where == "unread":
+            frame["note"] = np.arange(len(frame), dtype=np.float64)
+        if where == "feature" and f.kind != "int":
+            values = frame[col].astype(object)          # category strings, Python bools
+        else:
+            values = frame[col].astype(np.float64)      # ints, the label, the unread column
+        values = values.copy()
+        values.iloc[hit] = None if values.dtype == object and rng.random() < 0.5 else np.nan
+        frame[col] = values
+        if where != "unread":
+            keep[hit] = False
+        info["missing"] = {"column": col, "where": where, "rows": int(k)}
+    if rng.random() < 0.3:
+        # the label as text ("yes" / "no"; a missing one stays missing): `label = y == "yes"`
+        frame = frame.copy()
+        frame["y"] = frame["y"].map({1: "yes", 0: "no", 1.0: "yes", 0.0: "no"}).astype(object)
+        info["label_text"] = True
+    return frame, rows[keep], y[keep], info
+
+
 # ------------------------------------------------------------------ generation
 
 
@@ -488,10 +674,17 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     ylab = rng.integers(0, 2, size=n)
     frame = _frame(fs, P[rows], ylab)
     info = {"shape": shape, "points": int(P.shape[0])}
+    frame, rows, ylab, more = _frame_variant(seed, frame, fs, rows, ylab)
+    info.update(more)
     cats = _categorical(np.random.default_rng([34, seed]), fs, encs) if shape in ("xgb", "xgb-early", "lgbm") else None
     if cats:
         info["categories"] = {k: list(v) for k, v in cats.items()}
-    if shape == "pipeline":
+    if shape == "pipeline" and _wide(seed):
+        pipe, X, logit, refusals, more = _pipeline_wide(rng, fs, P)
+        shape = info["shape"] = f"pipeline-{more['final']}"
+        out = _sk_outputs(pipe, _frame(fs, P), 1, logit)
+        named, backends = [('sklearn("m.skops")', pipe, out, "pipeline")], PAIRS_ALL
+    elif shape == "pipeline":
         pipe, _, X, more = _pipeline(rng, fs, P)
         dom = _frame(fs, P)
         out = _sk_outputs(pipe, dom, 1, True)
@@ -514,7 +707,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     info.setdefault("head", shape)
 
     def prelude(decl: str, implicit: bool = False) -> str:
-        text = ('data d = csv("d.csv", label = y == 1)\n'
+        label = 'y == "yes"' if info.get("label_text") else "y == 1"
+        text = (f'data d = csv("d.csv", label = {label})\n'
                 "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
                 f"model m = {decl}\n")
         if encs:        # implicit: every code line without its table

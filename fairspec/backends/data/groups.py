@@ -135,3 +135,11 @@ def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: 
         return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
                        f"{min_group_size} rows, but these are too small to judge: {listed}", **common)
     return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+
+
+def missing_rows(ctx, data: str) -> dict:
+    """``{"rows_missing": N}`` when N rows of the data set were dropped for a missing value in a column
+    the spec reads (README: such a row is dropped, so it is in no group and no rate), else {}."""
+    table = getattr(ctx, "table", None)
+    n = int(getattr(table(data), "n_missing", 0) or 0) if table is not None and data else 0
+    return {"rows_missing": n} if n else {}

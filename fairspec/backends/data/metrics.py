@@ -22,7 +22,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
-from fairspec.backends.data.groups import GroupCells, estimated_holds
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Verdict, interval_status, unknown
 
 
@@ -442,6 +442,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     }
     if opts.get("weight"):
         details["weight"] = opts.get("weight")
+    details.update(missing_rows(ctx, prop.data))
     if empty:
         details["empty_groups"] = empty
     if c.combinations is not None:  # sparse cells: the groups no row falls in are not listed one by one
@@ -673,3 +674,4 @@ def run_empirical(prop, ctx, dist: ir.Distribution, *, resamples: int) -> Verdic
     v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx, resamples=resamples)
     return dataclasses.replace(v, details={**v.details, "distribution": {"name": dist.name, "kind": "empirical",
                                                                        "data": dist.data}})
+

@@ -19,7 +19,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
-from fairspec.backends.data.groups import GroupCells, estimated_holds
+from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 
 
@@ -188,6 +188,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
                "min_group_size": opts.min_group_size, "confidence": opts.confidence, "output": mdef.output}
     if mdef.quantity == "loss":
         details["loss"] = loss
+    details.update(missing_rows(ctx, prop.data))
     w1 = np.concatenate(weights) if weights else np.ones(n)
     if wcol:
         details["weight"] = wcol
