@@ -159,3 +159,28 @@ def test_ties_on_the_solver_path_agree_with_brute_force(tmp_path, monkeypatch, n
     assert [v.name for v in by_solvers.verdicts] == names
     undecided = _judge(by_solvers, net, lib, z, truth, sig, E)
     assert undecided <= expected, (net, lib, [(v.name, v.reason) for v in by_solvers.verdicts if v.name in undecided])
+
+
+@pytest.mark.parametrize("lib", ["torch32", "onnx"])
+@pytest.mark.parametrize("net", sorted(NETS))
+def test_label_maximize_at_a_tie_reports_the_flip(tmp_path, monkeypatch, net, lib):
+    """maximize of label on the solver path: the largest measure min(z, -z') is exactly 0 on t1 and t2
+    (t1: a flip z = 0.25 > 0 = z'; t2: no flip, z = z' = 0). The MILP's optimum pair could be the tie that
+    is no flip; the flip is asked for as in prove. Violated only with a flip that replays, never on t2."""
+    from fairspec.pipeline import check
+
+    decl, z = _build(tmp_path, net, lib)
+    lab, _ = _truth(z)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "spec.fair").write_text(HEAD.format(decl=decl) + _prop(
+        "ml", "label(m(x)) == label(m(x'))\n  mode = maximize"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = check(tmp_path / "spec.fair").verdicts
+    if not lab:
+        assert v.status != "violated", v.reason
+        return
+    assert v.status == "violated", v.reason          # t1 (was unknown: "equals the threshold within solver tolerance")
+    zx, zy = z[tuple(int(t) for t in v.witness.x)], z[tuple(int(t) for t in v.witness.x_prime)]
+    assert (zx > 0) != (zy > 0)
+    truth = max(min(Fraction(z[x]), -Fraction(z[y])) for x, y in _pairs() if z[x] > 0 >= z[y])
+    assert v.bound is not None and v.bound[0] <= truth <= v.bound[1], (v.bound, truth)

@@ -434,6 +434,14 @@ def _optimum(eng: Engine, out: Optimum, x, xp) -> PairResult:
     if bound is not None:
         bound = max(bound, value)
     w = checked(p, x, xp)
+    if w is None and proved and p.post == "label" and not holds(p.post, p.eps, bound):
+        # a maximum of 0 at a tie: the optimum's pair may have z = z' = 0 (no flip) where a flip whose x'
+        # scores exactly 0 reaches the same 0 -- asked for as in prove (z clear of 0, z' <= 0)
+        kind, val = feasible(eng, 1e-6, thr_prime=0.0)
+        if kind == "witness":
+            w = val
+            value = max(value, _measure(p.post, w))
+            bound = None if bound is None else max(bound, value)
     if w is not None:
         return _result(eng, "violated", mode, how="proved" if proved else None, value=value, bound=bound,
                        witness=w, best=w, reason="" if proved else "gap not closed within the time limit")
