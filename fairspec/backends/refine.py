@@ -680,8 +680,9 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             # an individual within the runtime's rounding of the threshold whose pair replays
             out.append(PartDecision("unfair", pair=pr))
         elif k not in tiled and k in unsure:
-            out.append(PartDecision("open", reason="an enumerated individual lies within the runtime's rounding of the "
-                                                   "threshold, and another batch size or order may decide it otherwise"))
+            out.append(PartDecision("open", reason="an enumerated individual lies within the runtime's rounding of "
+                                                   "the threshold, and another batch size or order may decide it "
+                                                   "otherwise"))
         elif k not in tiled:
             out.append(PartDecision("open", reason=f"the refinement did not decide it in {ref.stats.get('seconds', 0):.1f} s "
                                                    f"({ref.stats.get('boxes', 0):,} sub-boxes)"))
