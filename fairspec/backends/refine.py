@@ -647,6 +647,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
              if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
     waiting = {it[0] for it in ref.undecided}
+    unsure = set()
     groups: dict = {}
     for k, kind, lo, hi, f, u, proof in ref.decided:
         if k in track.unfair or k in waiting:
@@ -659,6 +660,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             # an enumerated sub-box (or one of its batch) with an individual neither fair nor unfair: a
             # logistic within rounding of the threshold, or a pair another batch may decide otherwise
             waiting.add(k)
+            unsure.add(k)
     out = []
     claim = ("no individual of this partition has a counterfactual that breaks the post-condition on the model's "
              "runtime: its sub-boxes tile it, each proved fair by bounds or enumerated")
@@ -677,6 +679,10 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
         elif k not in tiled and k in track.fragile and (pr := track.pair(k, cases, pairs, fragile=True)) is not None:
             # an individual within the runtime's rounding of the threshold whose pair replays
             out.append(PartDecision("unfair", pair=pr))
+        elif k not in tiled and k in unsure:
+            out.append(PartDecision("open", reason="an enumerated individual lies within the runtime's rounding of "
+                                                   "the threshold, and another batch size or order may decide it "
+                                                   "otherwise"))
         elif k not in tiled:
             out.append(PartDecision("open", reason=f"the refinement did not decide it in {ref.stats.get('seconds', 0):.1f} s "
                                                    f"({ref.stats.get('boxes', 0):,} sub-boxes)"))

@@ -65,6 +65,8 @@ class Proof:
         """A few words for the text report: ``holds (proved: <summary>)``."""
         d = self.detail
         if isinstance(d.get("by_method"), dict) and isinstance(d.get("partitions"), int):
+            if d["partitions"] == 1:        # the whole domain as one part (a solver's tie, decided by refinement)
+                return f"the domain as one box, certified ({', '.join(d['by_method'])})"
             each = ", ".join(f"{m} x {k:,}" for m, k in d["by_method"].items())
             return f"{d['partitions']:,} partitions, each certified ({each})"
         if self.method == "enumeration":

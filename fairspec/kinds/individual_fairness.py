@@ -248,6 +248,11 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 **({"executor": _serial()} if backend == "smt" else {}))
     else:
         res = getattr(engine_mod, mode)(problem, time_limit=limit, **kw)
+        if trees is None and runtime is not None and mode in ("find", "prove") and res.status == "unknown":
+            from fairspec.backends.milp.partition import at_a_tie
+
+            if at_a_tie(res):
+                res = _decide_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)))
     if trees is None and res.status == "holds" and res.proof is None and res.coverage is not None:
         # every partition proved: their proofs combined by certify (boxes covering the domain, each proof
         # about the whole property restricted to its box: exact-smt, bab-certificate, tilings, any mix);
@@ -270,6 +275,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
     details = {"engine": getattr(res, "engine", backend), "mode": mode, "solver_seconds": round(res.seconds, 4)}
+    if (res.stats or {}).get("at_a_tie"):
+        details["at_a_tie"] = res.stats["at_a_tie"]      # the refinement after the solver's tie (_decide_at_a_tie)
     if getattr(res, "coverage", None) is not None:
         cov = res.coverage
         # partition counts, and FairQuant's exact shares of the domain of individuals
@@ -356,12 +363,35 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                 ok = ok and again is None
                 if ok:
                     details["witness"] = "the solver's pair did not replay; the certified branch and bound's did"
+        tie_note = ""
+        if not ok and runtime is not None and mode != "maximize":
+            # still a tie within rounding: the refinement over the whole domain, exact on the runtime
+            from fairspec.backends.pair import PairResult
+
+            probe = PairResult("unknown", reason="", engine=res.engine, mode=res.mode)
+            tie = _decide_at_a_tie(prop, problem, probe, ctx.remaining(setting(prop, "timeout", backend)),
+                                   situation="the solver's witness lies within the runtime's rounding of the threshold")
+            details["at_a_tie"] = tie.stats.get("at_a_tie")
+            if tie.status == "holds":
+                return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
+                               seconds=time.perf_counter() - t0, details=details, reason=tie.reason, proof=tie.proof)
+            if tie.status == "violated":
+                ok2, X2b, outb = runtime.replay.full(tie.witness.x, tie.witness.x_prime)
+                again = _fragile(prop, model, X2b, details) if X2b is not None and outb is not None else None
+                if ok2 and again is None:
+                    ok, X2, out, fragile = True, X2b, outb, None
+                    res = replace(res, witness=tie.witness, value=tie.value)
+                    details["witness"] = "the solver's pair did not replay; the refinement's did"
+            if not ok and tie.status == "unknown":
+                tie_note = tie.reason.removeprefix("; ")
         if not ok:
             from fairspec.kinds.pair_enumeration import batched_reason
 
             why = (batched_reason("the witness pair lies", fragile) if fragile else
                    f"the {backend} witness did not reproduce on the model's runtime (it lies within rounding of "
                    "the threshold); not reported as a violation")
+            if tie_note:
+                why = f"{why}; {tie_note}"
             return unknown(prop, why, backend=backend, seconds=seconds, details=details,
                            value=_value(backend, mode, res), **extra)
         from fairspec.runtime.encoding import decode_row
@@ -414,6 +444,64 @@ def _combined(prop, problem, parts, res, readout, precision):
     claim = (f"no pair violates {prop.name} on the model's runtime: {len(parts)} partitions of the tied inputs, "
              f"each certified ({how})")
     return combine_partitions(proofs, parts, problem.lo, problem.hi, problem.integer, expect=expect, claim=claim)
+
+
+#: sub-boxes the refinement may cut the whole domain into after the solvers stopped at a tie (a count: the
+#: extra work is bounded without timing the machine; the property's time budget bounds it too)
+TIE_BOXES = 4096
+
+
+def _decide_at_a_tie(prop, problem, res, seconds, situation: str = "the solver's only candidate pairs lay on the "
+                     "post-condition's boundary within its tolerance"):
+    """The whole-domain solvers' ``unknown`` at a tie -- their only candidate pairs lie on the
+    post-condition's boundary within their tolerance or the runtime's rounding (audit s19 engines #6:
+    dyadic weights, a logit exactly 0 or a largest difference exactly eps at grid points) -- decided by
+    the refinement over the whole domain as one partition (:func:`fairspec.backends.refine.decide_partitions`,
+    the partitions' decision pass: sub-boxes proved fair by bounds or enumerated exactly on the runtime,
+    where ``<`` is not ``<=``), within :data:`TIE_BOXES` sub-boxes and ``seconds``: ``holds`` with certify's
+    Proof (the tiling, checked as the one part covering the domain by certify.partitions), ``violated``
+    with a pair that replays on the runtime (run_pair replays it again), else ``res`` with why not."""
+    from fairspec.backends.pair import PairResult, pair_measure
+    from fairspec.backends.pair.certify import runtime_of
+    from fairspec.backends.pair.problem import make_witness
+    from fairspec.backends.refine import decide_partitions
+    from fairspec.certify.partitions import combine_partitions, whole_claim
+
+    if seconds is not None and seconds <= 0:
+        return res
+    t0 = time.perf_counter()
+    whole = [(np.asarray(problem.lo, dtype=np.float64), np.asarray(problem.hi, dtype=np.float64))]
+    (d,) = decide_partitions(problem, whole, seconds=3600.0 if seconds is None else float(seconds),
+                             max_boxes=TIE_BOXES)
+    took = time.perf_counter() - t0
+    stats = {**(res.stats or {}), "at_a_tie": {"decided_by": "refinement", "seconds": round(took, 4),
+                                               "boxes": d.stats.get("boxes"), "tiles": d.stats.get("tiles")}}
+    why = d.reason or "the refinement's tiling was not certified"
+    if d.status == "fair" and d.proof is not None:
+        rt = runtime_of(problem)
+        try:
+            expect = whole_claim(problem, readout=rt.readout, precision=rt.precision)
+        except (ValueError, TypeError, AttributeError):
+            expect = None
+        claim = (f"no pair violates {prop.name} on the model's runtime: the whole domain's sub-boxes, each proved "
+                 "fair by bounds or enumerated")
+        proof = None if expect is None else combine_partitions([d.proof], whole, problem.lo, problem.hi,
+                                                               problem.integer, expect=expect, claim=claim)
+        if proof is not None:
+            return PairResult("holds", "proved", reason=f"{situation} (a tie); the refinement over the whole domain "
+                              f"proves it: {proof.summary}", seconds=res.seconds + took, engine=res.engine,
+                              mode=res.mode, stats=stats, proof=proof)
+        why = "certify did not accept the refinement's tiling as a proof of the whole domain"
+    elif d.status == "unfair" and d.pair is not None:
+        w = make_witness(problem, *d.pair)
+        if w.z < w.z_prime:
+            w = make_witness(problem, d.pair[1], d.pair[0])
+        return PairResult("violated", None, float(pair_measure(problem.post, w.z, w.z_prime)), None, w,
+                          f"{situation} (a tie); the refinement over the whole domain found an unfair individual, "
+                          "whose pair replays",
+                          res.seconds + took, engine=res.engine, mode=res.mode, best=w, stats=stats)
+    return replace(res, reason=f"{res.reason}; the refinement over the whole domain did not decide it either ({why})",
+                   seconds=res.seconds + took, stats=stats)
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:

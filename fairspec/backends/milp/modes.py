@@ -139,16 +139,17 @@ class MilpEngine:
             wins[out.engine or "portfolio"] = wins.get(out.engine or "portfolio", 0) + 1
         return out
 
-    def _post_rows(self, lm, thr: float, cuts) -> bool:
+    def _post_rows(self, lm, thr: float, cuts, thr_prime: float | None = None) -> bool:
         """Add the post-condition's violation at threshold ``thr`` (in the measure's units:
         label ``z >= thr, z' <= -thr``; logit ``z - z' >= thr``; prob ``sigmoid(z) - sigmoid(z') >= thr``
-        via tangent cuts ``(a, e)`` with ``e <= thr``). False if trivially infeasible. A MILP
-        cannot state ``>``: it stands for ``>=`` (an over-approximation of the violations)."""
+        via tangent cuts ``(a, e)`` with ``e <= thr``; ``thr_prime``: label's ``z' <= -thr_prime`` instead).
+        False if trivially infeasible. A MILP cannot state ``>``: it stands for ``>=`` (an
+        over-approximation of the violations)."""
         p = self.problem
         z, zp = self.enc.z
         if p.post == "label":
             lm.row([z], [1.0], thr, INF)
-            lm.row([zp], [1.0], -INF, -thr)
+            lm.row([zp], [1.0], -INF, -(thr if thr_prime is None else thr_prime))
         elif p.post == "logit":
             lm.row([z, zp], [1.0, -1.0], thr, INF)
         else:
@@ -165,9 +166,10 @@ class MilpEngine:
                     lm.row([z, zp], [1.0, -slope], icpt, INF)
         return True
 
-    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None) -> Check:
+    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None,
+              thr_prime: float | None = None) -> Check:
         lm = self.enc.model.copy()
-        if thr is not None and not self._post_rows(lm, thr, cuts):
+        if thr is not None and not self._post_rows(lm, thr, cuts, thr_prime):
             return Check("unsat")
         lm.set_objective({}, maximize=True)
         out = self.run(lm, first_solution=True, start=start)

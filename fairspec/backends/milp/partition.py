@@ -40,7 +40,8 @@ import numpy as np
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 from fairspec.backends.pair.certify import _is_network
 
-__all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned"]
+__all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned",
+           "at_a_tie"]
 
 
 def _check_features(problem: PairProblem, features: Sequence[int]):
@@ -430,7 +431,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             if deadline is not None and time.time() >= deadline:
                 break
             left = [k for k, r in enumerate(results) if r is not None and r.status == "unknown"
-                    and (not longer or not _at_a_tie(r))]
+                    and (not longer or not at_a_tie(r))]
             if not left:
                 break
             if engine == "max" and len(left) > MAX_LEFT:
@@ -728,7 +729,7 @@ PROB_RETRIES = (("bab", 0.3), ("max", 0.3), ("bab", 1.0)) + RETRIES
 MAX_LEFT = 16
 
 
-def _at_a_tie(r: PairResult) -> bool:
+def at_a_tie(r: PairResult) -> bool:
     """Was the box left open because its only violations lie at the threshold within rounding (more
     time does not settle that), rather than for want of time?"""
     why = r.reason or ""

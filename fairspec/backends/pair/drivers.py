@@ -118,11 +118,14 @@ class Engine(Protocol):
     def elapsed(self) -> float:
         """Seconds since the engine was built (encoding included)."""
 
-    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None) -> Check:
+    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None,
+              thr_prime: float | None = None) -> Check:
         """Is there a pair (pre-condition and domain) whose violation measure reaches ``thr``
         (``>`` if ``strict`` and the engine can state it, else ``>=``), with the prob tangent
         cuts ``cuts`` = [(a, e)] (:func:`~fairspec.backends.pair.prob_cut`)? ``thr=None``:
-        the pre-condition alone. ``start`` = (x, x') warm-starts where supported."""
+        the pre-condition alone. ``start`` = (x, x') warm-starts where supported. ``thr_prime``
+        (``label`` only): ``z' <= -thr_prime`` in place of ``z' <= -thr`` (``z >= thr`` kept), the
+        asymmetric query of a flip whose ``z'`` is exactly 0 (:func:`prove`)."""
 
     def optimize(self, start=None) -> Any:
         """Only if ``can_optimize``: maximise the measure (``label``: ``min(z, -z')``, else
@@ -182,7 +185,8 @@ def is_robust(problem: PairProblem, w: Witness) -> bool:
     return check_witness(problem, w.x, w.x_prime, lambda X: problem.net.forward(X, dtype=np.float32))
 
 
-def feasible(eng: Engine, thr: float, strict: bool = False, cuts: list | None = None, accept=None, start=None):
+def feasible(eng: Engine, thr: float, strict: bool = False, cuts: list | None = None, accept=None, start=None,
+             thr_prime: float | None = None):
     """Find a pair whose measure reaches ``thr`` and that ``accept`` takes (default: a
     replayed violation, :func:`checked`); for ``prob`` the tangent cuts are added lazily at
     each spurious solution of the outer approximation (Kelley cutting planes) and kept in
@@ -190,7 +194,7 @@ def feasible(eng: Engine, thr: float, strict: bool = False, cuts: list | None = 
 
     Returns ("witness", Witness) | ("infeasible", None) | ("timeout", None) |
     ("spurious", (x, xp)) -- a solution that did not replay (boundary / tolerance) -- |
-    ("error", message).
+    ("error", message). ``thr_prime``: see :meth:`Engine.check` (``label`` only).
     """
     p = eng.problem
     if cuts is None:
@@ -204,7 +208,8 @@ def feasible(eng: Engine, thr: float, strict: bool = False, cuts: list | None = 
             return "timeout", None
         if p.post == "prob" and thr >= 1.0:
             return "infeasible", None
-        status, x, xp, zv, zpv = eng.check(thr, strict, cuts, start)
+        status, x, xp, zv, zpv = (eng.check(thr, strict, cuts, start) if thr_prime is None
+                                  else eng.check(thr, strict, cuts, start, thr_prime=thr_prime))
         if status == "unsat":
             return "infeasible", None
         if status == "timeout":
@@ -256,6 +261,15 @@ def prove(eng: Engine, mode: str = "prove") -> PairResult:
             return _result(eng, "violated", mode, value=_measure(p.post, val), witness=val)
         if kind == "timeout":
             return _result(eng, "unknown", mode, reason=f"time limit reached before {eng.query} was decided")
+        if p.post == "label" and kind != "error":
+            # a flip whose x' scores exactly 0 (label 0: ``z > 0 >= z'``; audit s19 engines #6, a tie at a
+            # grid point of dyadic weights) has measure min(z, -z') = 0 and reaches no threshold above 0:
+            # asked asymmetrically, z clear of 0 and z' <= 0, the MILP finds it; replayed as any witness
+            kind, val = feasible(eng, thr + 1e-6, thr_prime=thr)
+            if kind == "witness":
+                return _result(eng, "violated", mode, value=_measure(p.post, val), witness=val)
+            if kind == "timeout":
+                return _result(eng, "unknown", mode, reason=f"time limit reached before {eng.query} was decided")
     # then settle it by maximising the measure
     res = maximize(eng)
     if res.status != "unknown":
@@ -420,6 +434,14 @@ def _optimum(eng: Engine, out: Optimum, x, xp) -> PairResult:
     if bound is not None:
         bound = max(bound, value)
     w = checked(p, x, xp)
+    if w is None and proved and p.post == "label" and not holds(p.post, p.eps, bound):
+        # a maximum of 0 at a tie: the optimum's pair may have z = z' = 0 (no flip) where a flip whose x'
+        # scores exactly 0 reaches the same 0 -- asked for as in prove (z clear of 0, z' <= 0)
+        kind, val = feasible(eng, 1e-6, thr_prime=0.0)
+        if kind == "witness":
+            w = val
+            value = max(value, _measure(p.post, w))
+            bound = None if bound is None else max(bound, value)
     if w is not None:
         return _result(eng, "violated", mode, how="proved" if proved else None, value=value, bound=bound,
                        witness=w, best=w, reason="" if proved else "gap not closed within the time limit")

@@ -67,16 +67,18 @@ class Z3Engine:
     def elapsed(self):
         return time.perf_counter() - self.t0
 
-    def _post(self, thr: float, strict: bool, cuts) -> list | None:
-        """The violated post-condition at threshold thr (measure units); None if impossible."""
+    def _post(self, thr: float, strict: bool, cuts, thr_prime: float | None = None) -> list | None:
+        """The violated post-condition at threshold thr (measure units; label: ``z' <= -thr_prime`` when
+        given); None if impossible."""
         m = self.mgr
         R = self.enc.R
         z, zp = self.enc.z
         p = self.problem
         if p.post == "label":
+            low = -(thr if thr_prime is None else thr_prime)
             if strict:
-                return [m.GT(z, R(thr)), m.LE(zp, R(-thr))]
-            return [m.GE(z, R(thr)), m.LE(zp, R(-thr))]
+                return [m.GT(z, R(thr)), m.LE(zp, R(low))]
+            return [m.GE(z, R(thr)), m.LE(zp, R(low))]
         if p.post == "logit":
             d = m.Minus(z, zp)
             return [m.GT(d, R(thr)) if strict else m.GE(d, R(thr))]
@@ -91,11 +93,12 @@ class Z3Engine:
                 out.append(m.GE(z, m.Plus(m.Times(R(c[0]), zp), R(c[1]))))
         return out
 
-    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None) -> Check:
+    def check(self, thr: float | None, strict: bool = False, cuts=(), start=None,
+              thr_prime: float | None = None) -> Check:
         """Push the violated post-condition (``thr=None``: nothing), solve, pop."""
         from pysmt.exceptions import SolverReturnedUnknownResultError
 
-        extra = [] if thr is None else self._post(thr, strict, cuts)
+        extra = [] if thr is None else self._post(thr, strict, cuts, thr_prime)
         if extra is None:
             return Check("unsat")
         r = self.remaining()
