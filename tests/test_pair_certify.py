@@ -62,14 +62,51 @@ def test_bench_switch_leaves_holds_uncertified_and_the_gate_refuses_it(monkeypat
     assert pipeline.certified(v)[0].status == "unknown"
 
 
+def _once_per_domain(monkeypatch):
+    """``bab.maximize`` computed once per network and domain: the best-first search for the largest
+    measure reads neither ``eps`` nor ``eps_strict`` (its query's threshold is 0), so every threshold
+    tried on one network gets the same search; ``refute_by_max`` still judges and replays its pair
+    against each threshold. Returns the cache: {key: (problem searched first, result)}."""
+    from fairspec.backends import bab
+
+    real, cache = bab.maximize, {}
+
+    def maximize(sub, deadline, *args, **kwargs):
+        key = (id(sub.net), np.asarray(sub.lo).tobytes(), np.asarray(sub.hi).tobytes(), sub.post, args,
+               tuple(sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = (sub, real(sub, deadline, *args, **kwargs))
+        return cache[key][1]
+
+    monkeypatch.setattr(bab, "maximize", maximize)
+    return real, cache
+
+
+def test_the_best_first_search_does_not_read_the_threshold():
+    """What _once_per_domain relies on: the same search (nodes, value, pair) whatever eps and strictness."""
+    import time
+
+    from fairspec.backends.bab import maximize
+
+    rng = np.random.default_rng(23)
+    p = _problem(rng, "prob", eps=0.125)
+    runs = [maximize(replace(p, eps=e, eps_strict=s), time.monotonic() + 3600)
+            for e, s in ((0.0, False), (0.125, True), (0.5, False))]
+    for r in runs[1:]:
+        assert r.stats.get("nodes") == runs[0].stats.get("nodes") and r.value == runs[0].value
+        assert all(np.array_equal(a, b) for a, b in zip(r.pair, runs[0].pair))
+
+
 @pytest.mark.parametrize("post", ["label", "logit", "prob"])
-def test_refute_by_max_only_refutes_and_its_witness_replays(post):
+def test_refute_by_max_only_refutes_and_its_witness_replays(post, monkeypatch):
     """The partitions' falsifier (``"max"``: the best-first search for the largest violation) against
     brute force on small dyadic networks, thresholds at the true optimum (strict and not) and around it:
     ``violated`` only where brute force finds a violation, with a witness that replays on the network;
-    never ``holds``. A node budget's worth of time, not a race: the networks are tiny."""
+    never ``holds``. A node budget's worth of time, not a race: the networks are tiny. The search runs
+    once per network (it does not read the threshold: the test above), each threshold judged on it."""
     from fairspec.backends.pair.certify import refute_by_max, replays
 
+    _, searched = _once_per_domain(monkeypatch)
     rng = np.random.default_rng({"label": 21, "logit": 22, "prob": 23}[post])
     found = 0
     for k in range(6):
@@ -89,3 +126,4 @@ def test_refute_by_max_only_refutes_and_its_witness_replays(post):
                     for v in r.witness:
                         assert np.all(q.lo <= np.asarray(v)) and np.all(np.asarray(v) <= q.hi)
     assert found
+    assert len(searched) == 6                      # one search per network, every one of them run

@@ -37,6 +37,25 @@ def _agrees(res, truth, p, value):
         assert res.how == "proved" and abs(res.value - truth.value) <= 1e-6, (res.value, truth.value)
 
 
+def _certified_bound_once(monkeypatch) -> list:
+    """maximize's certified bound (the certified branch and bound on the runtime, no engine's MILP in it,
+    no time limit here: deterministic) computed once per problem, not once per engine. Returns the calls."""
+    from fairspec.backends.pair import certify
+
+    real, cache, calls = certify.certified_bound, {}, []
+
+    def certified_bound(problem, seconds):
+        calls.append(seconds)
+        if seconds is not None:                     # a budget: not the same search every time
+            return real(problem, seconds)
+        if id(problem) not in cache:
+            cache[id(problem)] = (problem, real(problem, seconds))
+        return cache[id(problem)][1]
+
+    monkeypatch.setattr(certify, "certified_bound", certified_bound)
+    return calls
+
+
 @pytest.mark.parametrize("seed", (0, 1, 3))
 @pytest.mark.parametrize("post,eps", POSTS)
 def test_portfolio_agrees_with_brute_force_and_each_engine(seed, post, eps, monkeypatch):
@@ -44,6 +63,8 @@ def test_portfolio_agrees_with_brute_force_and_each_engine(seed, post, eps, monk
     truth = brute_force(p)
     # SCIP from the start, so both engines really race on these tiny models
     monkeypatch.setattr(M, "PORTFOLIO_STAGGER", 0.0)
+    # the three engines' maximize share the one certified bound of p (what differs is their MILP)
+    bound_calls = _certified_bound_once(monkeypatch)
     for mode, value in (("find", False), ("prove", False), ("maximize", True)):
         got = getattr(milp, mode)(p, engine="portfolio", time_limit=None)
         _agrees(got, truth, p, value)
@@ -54,6 +75,7 @@ def test_portfolio_agrees_with_brute_force_and_each_engine(seed, post, eps, monk
             assert one.status == got.status
             if value:
                 assert abs(one.value - got.value) <= 1e-6
+    assert bound_calls == [None] * 3                  # each engine's maximize asked for it, without a budget
 
 
 def _encoded(seed=1):
