@@ -471,7 +471,6 @@ def bound_class_prob(q: ClassProbQuery, evaluate: Callable, *, mode: str = "prov
     or the budget ends). ``deadline``: a ``time.monotonic()``
     instant. Returns ``proved`` (with the Proof), ``violated`` (a pair breaking the claim on the
     runtime, compared exactly) or ``open`` (the budget ended; ``bound`` the certified bound so far)."""
-    from fairspec.certify.proof import _mint
 
     t0 = time.monotonic()
     B = _Bounder(q)

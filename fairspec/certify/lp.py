@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fairspec.certify.rounding import ETA64, _factor, _neta, float_up, up
+from fairspec.certify.rounding import _factor, _neta, up
 
 __all__ = ["LinearProgram", "SparseRows", "upper_bound", "infeasible", "exact_upper_bound"]
 

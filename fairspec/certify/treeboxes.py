@@ -55,8 +55,8 @@ import numpy as np
 from fairspec.certify.enumerate import compare_exact
 from fairspec.certify.exact import threshold_of
 from fairspec.certify.proof import _mint
-from fairspec.certify.rounding import U32, U64, float_down, float_up, gamma
-from fairspec.certify.trees import Factor, SplitTest, TreeNodes, check_cells
+from fairspec.certify.rounding import U32, U64, float_up, gamma
+from fairspec.certify.trees import Factor, SplitTest, check_cells
 
 __all__ = ["Scores", "BoxAnswer", "decide_pairs", "CONVERTER_TOL", "SOFTMAX_TOL"]
 

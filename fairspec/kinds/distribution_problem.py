@@ -23,7 +23,7 @@ from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, Distri
                                             conditional, independent, learn_bayes_net)
 from fairspec.analyses.distribution_exact import ExactNet, ExactUnavailable, exact_probability, table_rows_exact
 from fairspec.backends.boolean.compile import _variable, classifier_form
-from fairspec.verdict import Unsupported, unknown
+from fairspec.verdict import Unsupported
 
 __all__ = ["Problem", "build_problem", "table_network", "discretise_rows", "LABEL"]
 

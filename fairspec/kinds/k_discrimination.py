@@ -223,7 +223,6 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
     k or bound, or a replayed witness), else a note for the search's unknown (or None)."""
     import itertools
 
-    from fairspec.backends.search.kdisc import k_of
     from fairspec.backends.data.flips import replayer_name
     from fairspec.backends.trees.kdisc import max_k
     from fairspec.backends.trees.space import fold

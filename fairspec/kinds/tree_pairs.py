@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from fractions import Fraction
 
 import numpy as np

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import GROUP_COLUMNS, cell_text, charts, group_columns
+from fairspec.report import cell_text, charts, group_columns
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 def _e(x) -> str:

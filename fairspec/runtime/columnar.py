@@ -20,7 +20,6 @@ It is imported only here, so ``fairspec lint`` on a CSV spec never loads it.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np

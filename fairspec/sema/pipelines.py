@@ -194,7 +194,7 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
     extra = [c for c in enc.columns if c.feature not in {d.feature for d in derived}]
     if extra:
         sink.add("FS422", f"the pipeline of model '{model}' does not read '{extra[0].feature}'"
-                          + (f" (it drops the column)" if _column(fs, extra[0].feature) in folded.dropped else ""),
+                          + (" (it drops the column)" if _column(fs, extra[0].feature) in folded.dropped else ""),
                  extra[0].span, hint="remove the feature from the encode block")
         return None
     return ir.Encoding(enc.features, enc.model, tuple(derived), folded.width, span=enc.span)

@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from fairspec.backends.pair import PairProblem, PairResult, Witness, make_witness, precondition_holds
+from fairspec.backends.pair import PairProblem, PairResult, make_witness, precondition_holds
 from fairspec.models.network import Layer, PLNet
 
 __all__ = ["ClassProblem", "class_net", "solve_class", "brute_force_class", "class_of", "value_problem",

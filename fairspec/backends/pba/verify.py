@@ -21,7 +21,6 @@ network IR*; the caller replays them on the real model before reporting them.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 

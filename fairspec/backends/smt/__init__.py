@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import time
 
-from fairspec.backends.pair import drivers
-from fairspec.backends.pair import PairProblem, PairResult, logit_fn, prob_cut
+from fairspec.backends.pair import PairProblem, logit_fn, prob_cut
 from fairspec.backends.pair.drivers import LABEL_MARGIN, PROB_MARGIN, Check
 
 __all__ = ["find", "prove", "maximize", "solve", "Runtime", "Z3Engine", "LABEL_MARGIN", "PROB_MARGIN"]

@@ -358,7 +358,7 @@ class _Session:
 
 def _decide(S: _Session, mode: str) -> PairResult:
     """The verdict: the moved claim's query, spurious pairs replayed and excluded."""
-    from fairspec.certify.smt import input_names, prove_unsat, smtlib
+    from fairspec.certify.smt import input_names, smtlib
 
     try:
         q = S.query(S.thr, S.strict)

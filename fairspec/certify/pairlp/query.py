@@ -16,7 +16,7 @@ import numpy as np
 from fairspec.certify.claims import net_fingerprint, pair_scope, tied_inputs
 from fairspec.certify.exact import threshold_of
 from fairspec.certify.network import as_layers
-from fairspec.certify.rounding import float_up, up
+from fairspec.certify.rounding import float_up
 
 POSTS = ("label", "logit", "prob")
 
