@@ -150,11 +150,6 @@ def test_value_on_the_solvers_agrees_with_brute_force(models, model, solver, mon
                          ("above_find", "<=", top + 0.25, "find", opts), ("top", "<=", 1000, "maximize", opts)])
     assert [c for c, _ in _lint(p)] == []          # no FS506: the solvers encode it
     v = _check(p)
-    if model == "ident" and solver == "smt":
-        # identity units: the two products are folded into one layer, which is not the runtime's own
-        # numbers (network._Chain), so there is no runtime error bound, which the smt backend needs
-        assert all(x["status"] == "unknown" and "runtime arithmetic" in x["reason"] for x in v.values()), v
-        return
     assert v["below"]["status"] == "violated", v["below"]
     _replays(v["below"], est, top - 0.125, False)
     assert v["lt_at"]["status"] == "violated", v["lt_at"]                     # a pair at exactly the max
@@ -163,13 +158,8 @@ def test_value_on_the_solvers_agrees_with_brute_force(models, model, solver, mon
     assert v["le_at"]["status"] in ("holds", "unknown"), v["le_at"]
     assert v["le_at"]["status"] == "unknown" or v["le_at"]["how"] == "proved", v["le_at"]
     t = v["top"]
-    if model == "ident":
-        # as for an MLPClassifier or a torch / ONNX chain of linear layers with identity units: found
-        # violations replay, and no holds is certified (no runtime error bound), said so
-        for name in ("le_at", "above", "above_find", "top"):
-            assert v[name]["status"] == "unknown" and "several roundings" in v[name]["reason"], v[name]
-        assert t["bound"] is None or t["bound"][0] <= top, t
-        return
+    # identity units: certify bounds the runtime's two products layer by layer (certify/chains.py), as
+    # for ReLU units
     for name in ("above", "above_find"):
         assert v[name]["status"] == "holds" and v[name]["how"] == "proved", v[name]
     assert t["status"] == "holds", t

@@ -42,6 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fairspec.certify.chains import runtime_blocks
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
                                        matmul_with_error, sum_with_error, up, down)
 
@@ -208,7 +209,9 @@ def symbolic_bounds(net, lo, hi):
         l_lo, _ = _eq_bounds(Al, cl, lo, hi)
         u_lo, u_hi = _eq_bounds(Au, cu, lo, hi)
         if not relu:
-            return l_lo, u_hi
+            if k == len(layers) - 1:
+                return l_lo, u_hi
+            continue                              # an identity between two layers: the bounds pass on
         active = l_lo >= 0
         dead = (u_hi <= 0) & ~active
         unstable = ~active & ~dead
@@ -429,23 +432,23 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     if kind in ("logit", "prob"):
         (i,) = cols
         e_logit = float(d[i])
-        row_w = [layers[-1][0][i]]
-        row_b = [layers[-1][1][i]]
         signs = [1]
     elif kind in ("margin", "softmax"):
         i, j = cols
         e_logit = float(up(d[i] + d[j]))
         if kind == "margin":     # fairspec subtracts the two float columns in float64
             e_logit = float(up(e_logit + float(up(2 * U64 * float(up(y_mag[i] + y_mag[j] + d[i] + d[j]))))))
-        row_w = [layers[-1][0][i], layers[-1][0][j]]
-        row_b = [layers[-1][1][i], layers[-1][1][j]]
         signs = [1, -1]
     else:
         raise ValueError(f"unknown readout {readout!r}")
     # the proof's network against the runtime's, in exact arithmetic
     if proof_net is not None:
-        e_logit = float(up(e_logit + _proof_mismatch(as_layers(proof_net), layers, encoding, lo, hi, Hs,
-                                                     row_w, row_b, signs)))
+        P = as_layers(proof_net)
+        # a run of layers with no ReLU between (identity units) against the proof's one folded layer
+        R, Hb, slack = runtime_blocks(layers, Hs, len(P))
+        row_w, row_b = [R[-1][0][c] for c in cols], [R[-1][1][c] for c in cols]
+        e_logit = float(up(e_logit + _proof_mismatch(P, R, encoding, lo, hi, Hb, row_w, row_b, signs, slack,
+                                                     cols)))
     if kind in ("logit", "margin"):
         return e_logit
     return float(up(up(e_logit / 4.0) + SIGMOID_ABS_ERROR[precision]))
@@ -565,8 +568,9 @@ def _argmax_error_bound(runtime_net, lo, hi, *, encoding, readout, proof_net, pr
     return E
 
 
-def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs) -> float:
-    """Bound of |proof logit(v) - runtime exact logit(x_exact(v))| over the box."""
+def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols) -> float:
+    """Bound of |proof logit(v) - runtime exact logit(x_exact(v))| over the box (``R``: the runtime's
+    layers or blocks of them composed, ``slack[k]`` bounding the error of block k's composition)."""
     if len(P) != len(R):
         raise ValueError(f"the proof's network has {len(P)} layers, the runtime's {len(R)}")
     n_in = R[0][0].shape[1]
@@ -595,6 +599,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs) -> float:
             if dw:
                 tot += abs(dw) * Fraction(float(V[i]))
         delta[j] = float_up(tot + abs(const))
+    delta = up(delta + slack[0])
     # hidden layers: delta' = |W'| delta + |W' - W| H + |b' - b|
     for k in range(1, len(R)):
         Wp, bp, _ = P[k]
@@ -607,6 +612,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs) -> float:
             wq = [sum((sg * Fraction(float(r[c])) for sg, r in zip(signs, row_w)), Fraction(0)) for c in range(W.shape[1])]
             bq = sum((sg * Fraction(float(r)) for sg, r in zip(signs, row_b)), Fraction(0))
             mis = _mismatch(Wp, bp, None, None, H, rows=(lambda j: wq, lambda j: bq))
+            mis = up(mis + float_up(sum((Fraction(float(slack[k][c])) for c in cols), Fraction(0))))
         else:
             if Wp.shape != W.shape:
                 raise ValueError(f"the proof's layer {k + 1} does not match the runtime's")

@@ -223,7 +223,7 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
         from fairspec.models.network import UnsupportedModel
 
         try:
-            net = model.runtime_network()
+            net = model.runtime_chain()
         except (UnsupportedModel, ValueError):
             return none
         if not (net.final == "none" or net.final == "softmax" and post in ("class_prob", "class")):

@@ -41,7 +41,7 @@ def runtime_layers(model, post: str = "label"):
     cols = r.columns or 1
     try:
         if fmt == "onnx" and cols == 2:
-            net = model.runtime_network()
+            net = model.runtime_chain()
             if net.layers[-1].n_out != 2:
                 raise ValueError("the output does not have two columns")
             if net.final == "none" and r.score == "logit":
@@ -52,19 +52,46 @@ def runtime_layers(model, post: str = "label"):
                 return net.layers, ("softmax", r.index, 1 - r.index), precision
             raise ValueError(f"a {net.final} head read as {r.score} is outside the runtime error model")
         pl = model.piecewise_linear()
+        layers = pl.layers
         if fmt in ("onnx", "torch") or type(getattr(model, "raw", None)).__name__ in ("MLPClassifier", "MLPRegressor"):
-            model.runtime_network()     # refuses a layer the runtime computes in several roundings
+            # one layer per rounding of the runtime (refuses an operator that rounds twice)
+            layers = _read_out(model.runtime_chain(), pl)
     except network.UnsupportedModel as e:
         raise ValueError(str(e)) from None
     if pl.layers[-1].n_out != 1 or cols != 1 and fmt in ("onnx", "torch"):
         raise ValueError("a multi-column output is outside the runtime error model")
     if post == "logit" and fmt == "sklearn" and logit_scores(model, np.zeros((1, pl.n_inputs))) is not None:
-        return pl.layers, ("logit", 0), precision           # the library's decision_function
+        return layers, ("logit", 0), precision           # the library's decision_function
     if pl.final == "sigmoid" and model.score_kind == "prob":
-        return pl.layers, ("prob", 0), precision
+        return layers, ("prob", 0), precision
     if pl.final == "none" and model.score_kind in ("logit", "value"):     # value: a regression's one output
-        return pl.layers, ("logit", 0), precision
+        return layers, ("logit", 0), precision
     raise ValueError(f"a {pl.final} head read as {model.score_kind} is outside the runtime error model")
+
+
+def _read_out(chain, pl):
+    """The runtime's layers (``chain``: one per rounding, every column) with the readout ``pl`` (the
+    solvers' folded network of one output) applies: the layers of ``pl`` themselves when no layer was
+    folded from several roundings, else the chain with its last layer cut to the one row, negated or
+    not, whose fold is ``pl``'s last row (certify.chains compares the folded layers with the chain's
+    composites exactly). ValueError when no single row of the runtime is it."""
+    L = [(l.W, l.b, l.relu) for l in chain.layers]
+    if len(L) == len(pl.layers):
+        return pl.layers
+    start = max([k + 1 for k, l in enumerate(L[:-1]) if l[2]], default=0)
+    W, b = np.eye(L[start][0].shape[1]), np.zeros(L[start][0].shape[1])
+    for Wk, bk, _ in L[start:]:
+        W, b = Wk @ W, Wk @ b + bk
+    F = np.concatenate([W, b[:, None]], axis=1)
+    last = pl.layers[-1]
+    target = np.concatenate([last.W[0], last.b])
+    tol = 1e-9 * max(1.0, float(np.abs(target).max()))
+    cands = [(r, s) for r in range(F.shape[0]) for s in (1.0, -1.0) if np.allclose(s * F[r], target, rtol=1e-9, atol=tol)]
+    rows = {(s * L[-1][0][r]).tobytes() + (s * L[-1][1][r]).tobytes() for r, s in cands}
+    if len(rows) != 1:
+        raise ValueError("the output the readout takes is not one row of the runtime's last layer")
+    r, s = cands[0]
+    return L[:-1] + [(s * L[-1][0][r:r + 1], s * L[-1][1][r:r + 1], L[-1][2])]
 
 
 def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:

@@ -204,7 +204,24 @@ class LoadedModel(abc.ABC):
             raise got[1]
         return got[0]
 
-    def _runtime_network(self):
+    def runtime_chain(self):
+        """The runtime's layers cut at every rounding (``PLNet``, every output column): as
+        :meth:`runtime_network`, but two products with no ReLU between (an identity MLP, a torch or
+        ONNX chain of linear layers) are two layers with identity between, not one folded layer whose
+        numbers the runtime never rounds with. Raises ``UnsupportedModel`` when one operator rounds
+        twice (a Gemm scaled by alpha) or the model is not a network."""
+        got = self.__dict__.get("_runtime_chain_read")
+        if got is None:
+            try:
+                got = (self._runtime_network(readout="chain"), None)
+            except UnsupportedModel as e:
+                got = (None, e)
+            self.__dict__["_runtime_chain_read"] = got
+        if got[1] is not None:
+            raise got[1]
+        return got[0]
+
+    def _runtime_network(self, readout="raw"):
         raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
 
     @property

@@ -213,7 +213,9 @@ OWN_LAYER = ((), ("bias",), ("matmul",), ("matmul", "bias"))
 class _Chain:
     """Accumulates ops: affine maps compose; a ReLU closes the current layer. ``foreign``: why a layer
     composed from several roundings of the runtime (two matrix products, a bias before the product, a
-    scale that is not a power of two) is not the runtime's own numbers ("" when every layer is)."""
+    scale that is not a power of two) is not the runtime's own numbers ("" when every layer is).
+    ``own``: the same chain cut at every rounding instead (:meth:`runtime_chain`): one layer per
+    product (with its bias), identity between where no ReLU, the numbers the runtime rounds with."""
 
     def __init__(self, n_in: int | None):
         self.layers: list[Layer] = []
@@ -223,6 +225,9 @@ class _Chain:
         self.relu_pending_ok = False
         self.ops: list[str] = []
         self.foreign = ""
+        self.own: list[Layer] = []
+        self.own_seg: tuple | None = None      # (W, b, ops) of the runtime layer being built
+        self.own_foreign = ""
 
     @staticmethod
     def _kind(W: np.ndarray, b: np.ndarray) -> str:
@@ -262,7 +267,9 @@ class _Chain:
         self._ensure(W.shape[1])
         if W.shape[1] != self.W.shape[0]:
             raise ValueError(f"affine map of input width {W.shape[1]} after width {self.W.shape[0]}")
-        self.ops.append(kind or self._kind(W, b))
+        kind = kind or self._kind(W, b)
+        self.ops.append(kind)
+        self._own_affine(W, b, kind)
         self.b = W @ self.b + b
         self.W = W @ self.W
         self.relu_pending_ok = True
@@ -274,6 +281,7 @@ class _Chain:
             return                                        # ReLU(ReLU(x)) == ReLU(x)
         self._close()
         self.layers.append(Layer(self.W, self.b, True))
+        self._own_close(True)
         n = self.W.shape[0]
         self.W, self.b = np.eye(n), np.zeros(n)
         self.relu_pending_ok = False
@@ -284,7 +292,37 @@ class _Chain:
         self._close()
         if not self.layers or not _is_identity(self.W, self.b):
             self.layers.append(Layer(self.W, self.b, False))
+        if not self.own or self.own_seg is not None and not _is_identity(*self.own_seg[:2]):
+            self._own_close(False)
         return self.layers
+
+    # ---- the runtime's own layers, one rounding each ------------------------------------------
+    def _own_affine(self, W, b, kind):
+        """Add ``y = W h + b`` to the runtime layer being built while the layer stays one rounding of
+        the runtime (:data:`OWN_LAYER`; a rounding diagonal scale counts as a product: ``fl(d h + b)`` is
+        one order of the sum), else close it (no ReLU) and start the next with it."""
+        if kind == "matmul+scale" and not self.own_foreign:      # alpha (A B) + beta C: two roundings
+            self.own_foreign = (f"layer {len(self.own) + 1} is computed in several roundings (a product, then "
+                                f"a scale that is not a power of two) in one operator")
+        op = "matmul" if kind in ("scale", "matmul+scale") else kind
+        if self.own_seg is None:
+            self.own_seg = (np.eye(W.shape[1]), np.zeros(W.shape[1]), ())
+        oW, ob, ops = self.own_seg
+        if tuple(o for o in ops + (op,) if o != "exact") not in OWN_LAYER:
+            self._own_close(False)
+            oW, ob, ops = np.eye(W.shape[1]), np.zeros(W.shape[1]), ()
+        self.own_seg = (W @ oW, W @ ob + b, ops + (op,))
+
+    def _own_close(self, relu: bool):
+        oW, ob, _ = self.own_seg if self.own_seg is not None else (np.eye(self.width), np.zeros(self.width), ())
+        self.own.append(Layer(oW, ob, relu))
+        self.own_seg = None
+
+    def runtime_chain(self, final: str, source: str, op: str) -> PLNet:
+        """After :meth:`finish`: the runtime's own layers, every output column (``readout="chain"``)."""
+        if self.own_foreign:
+            raise UnsupportedModel(op, "layers", self.own_foreign)
+        return PLNet(tuple(self.own), 0, final, source)
 
 
 def _is_identity(W, b) -> bool:
@@ -379,7 +417,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     readout: a loaded model's Readout (fairspec.models.readout), which then decides the
             output instead of ``index`` (see :func:`apply_readout`).
             ``readout="raw"``: the runtime's own layers with every output column (no readout applied;
-            the runtime error bound of fairspec.certify.network reads them).
+            the runtime error bound of fairspec.certify.network reads them); ``readout="chain"``: the
+            same cut at every rounding (identity between two products with no ReLU between).
     """
     import onnx
     from onnx import numpy_helper
@@ -562,6 +601,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         # the output is [d, N]: the column layout only changes the index meaning, not the math
         pass
     layers = ch.finish()
+    if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
+        return ch.runtime_chain(final, source, "ONNX")
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
         if ch.foreign:
             raise UnsupportedModel("ONNX", "layers", ch.foreign)
@@ -700,6 +741,8 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             raise UnsupportedModel(type(module).__name__, "forward",
                                    "the module's forward() does not apply its children in order "
                                    "(converted network disagrees with the module)")
+    if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
+        return ch.runtime_chain(final, source, type(module).__name__)
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
         if ch.foreign:
             raise UnsupportedModel(type(module).__name__, "layers", ch.foreign)

@@ -35,13 +35,15 @@ def _mlp_layers(est, name: str):
         ch.affine(np.asarray(W, dtype=np.float64).T, np.asarray(b, dtype=np.float64), "matmul")
         if i < n - 1 and act == "relu":
             ch.relu()
-    return ch.finish(), ch.foreign
+    return ch.finish(), ch.foreign, ch
 
 
-def _regressor(est, layers, foreign: str, index, readout) -> PLNet:
+def _regressor(est, layers, foreign: str, index, readout, ch) -> PLNet:
     source = "sklearn MLPRegressor"
     if (why := estimator_obstacle("MLPRegressor", None, est.out_activation_)) is not None:
         raise UnsupportedModel(est.out_activation_, "out_activation_", why)
+    if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
+        return ch.runtime_chain("none", source, "MLPRegressor")
     if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
         if foreign:
             raise UnsupportedModel("MLPRegressor", "layers", foreign)
@@ -67,15 +69,16 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
     default 1 for a binary classifier. For a binary model the logit for class 0 is the
     negated decision function. Of a multi-output MLPRegressor: the column of ``predict``.
     readout: the loaded model's Readout (it decides the output instead of ``index``), or "raw":
-    the runtime's own layers with every output column.
+    the runtime's own layers with every output column, or "chain": the same, one layer per product
+    (an identity MLP's layers unfolded).
     """
     name = type(est).__name__
     if hasattr(est, "steps"):
         raise UnsupportedModel("Pipeline", name, "pipelines are not supported; pass the final estimator")
     if name in MLPS:
-        layers, foreign = _mlp_layers(est, name)
+        layers, foreign, ch = _mlp_layers(est, name)
         if name == "MLPRegressor":
-            return _regressor(est, layers, foreign, index, readout)
+            return _regressor(est, layers, foreign, index, readout, ch)
         out_act = est.out_activation_
         n_classes = len(est.classes_)
         if out_act == "logistic":
@@ -90,13 +93,15 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         W = np.asarray(est.coef_, dtype=np.float64)
         b = np.asarray(est.intercept_, dtype=np.float64)
         layers = [Layer(W, b, False)]
-        foreign = ""
+        foreign, ch = "", None
         n_classes = len(est.classes_)
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, "
                                                   f"MLPRegressor, LogisticRegression)")
-    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
+    if isinstance(readout, str) and readout == "chain" and ch is not None:   # one layer per rounding
+        return ch.runtime_chain(final, f"sklearn {name}", name)
+    if isinstance(readout, str) and readout in ("raw", "chain"):     # the runtime's own layers, every column
         if foreign:
             raise UnsupportedModel(name, "layers", foreign)
         return PLNet(tuple(layers), 0, final, f"sklearn {name}")

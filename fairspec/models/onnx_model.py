@@ -209,10 +209,10 @@ class OnnxModel(LoadedModel):
         and give one type, and a graph with a Cast is not read as one)."""
         return self._dtype_name
 
-    def _runtime_network(self):
+    def _runtime_network(self, readout="raw"):
         from fairspec.models import network
 
-        return network.from_onnx(self.path, output=self.output_name, readout="raw")
+        return network.from_onnx(self.path, output=self.output_name, readout=readout)
 
     def _piecewise_linear(self):
         from fairspec.models import network

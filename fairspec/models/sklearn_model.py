@@ -474,10 +474,10 @@ class SklearnModel(LoadedModel):
             self._trees = from_sklearn(self.raw, self.method, self.index)
         return self._trees
 
-    def _runtime_network(self):
+    def _runtime_network(self, readout="raw"):
         from fairspec.models.network_sklearn import from_sklearn
 
-        return from_sklearn(self.raw, readout="raw")
+        return from_sklearn(self.raw, readout=readout)
 
     def _piecewise_linear(self):
         from fairspec.models.network_sklearn import from_sklearn

@@ -149,8 +149,8 @@ class TorchModel(LoadedModel):
             return "float32"
         return names.pop() if len(names) == 1 else "mixed (" + ", ".join(sorted(names)) + ")"
 
-    def _runtime_network(self):
-        return self._from_torch(readout="raw")
+    def _runtime_network(self, readout="raw"):
+        return self._from_torch(readout=readout)
 
     def _piecewise_linear(self):
         # the declared output (a tuple's or a dict's element) is what the converted network must

@@ -107,9 +107,9 @@ def runtime_of(model, enc, post: str | None = None):
         if precision not in BOUNDED_PRECISIONS:
             return None
         if fmt in ("onnx", "torch"):
-            raw = model.runtime_network()
+            raw = model.runtime_chain()
         elif fmt == "sklearn":
-            raw = model.runtime_network()
+            raw = model.runtime_chain()
             precision = "float64"
             if type(model.raw).__name__ == "LogisticRegression" or raw.final == "sigmoid":
                 # predict_proba's class-1 column of a binary model: the sigmoid of the one logit
