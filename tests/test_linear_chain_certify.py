@@ -137,6 +137,35 @@ def test_the_error_bound_of_a_chain_holds_on_torch(widths, relu_after):
     assert runtime_error_bound(chain, lo, hi, proof_net=bad, precision="float32") > E + 1e-3
 
 
+def test_the_error_bound_of_an_identity_mlp_holds_on_predict():
+    """scikit-learn's predict (float64) of an identity MLPRegressor with random weights, at sampled points,
+    against the folded network in exact rationals, through the readout runtime_layers takes."""
+    from sklearn.neural_network import MLPRegressor
+
+    from fairspec.certify.network import as_layers, runtime_error_bound
+    from fairspec.kinds.pair_runtime import _read_out
+    from fairspec.models.network_sklearn import from_sklearn
+
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-3, 3, size=(200, 5))
+    est = MLPRegressor(hidden_layer_sizes=(6, 4), activation="identity", max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, X @ rng.normal(size=(5, 2)))
+    est.coefs_ = [rng.normal(size=W.shape) for W in est.coefs_]
+    est.intercepts_ = [rng.normal(size=b.shape) for b in est.intercepts_]
+    chain = from_sklearn(est, readout="chain")
+    for col in (0, 1):
+        folded = from_sklearn(est, index=col)
+        layers = _read_out(chain, folded)
+        assert len(layers) == 3 and len(folded.layers) == 1
+        E = runtime_error_bound(layers, -np.full(5, 3.0), np.full(5, 3.0), proof_net=folded, precision="float64")
+        assert 0 < E < 1e-10
+        y = est.predict(X)[:, col]
+        for x, yv in zip(X[:50], y[:50]):
+            assert abs(Fraction(float(yv)) - _exact(as_layers(folded), x)) <= Fraction(E)
+
+
 # ------------------------------------------------------------------ end to end
 
 def _torch_file(folder, layers, relu_after=()):
@@ -157,14 +186,35 @@ def _torch_file(folder, layers, relu_after=()):
     return 'torch("m.pt", score = logit)', y
 
 
-@pytest.mark.parametrize("seed,relu_after", [(0, ()), (3, ()), (5, ()), (3, (1,)), (4, (1,))])
-def test_a_torch_chain_of_linear_layers_agrees_with_brute_force(tmp_path, monkeypatch, seed, relu_after):
+def _onnx_file(folder, layers, relu_after=()):
+    """Gemm nodes (a Relu after those of ``relu_after``), read as a logit; two outputs: their margin."""
+    import sys
+    from pathlib import Path
+
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from onnx_nets import mlp_model
+
+    m = mlp_model([(W, b, k in relu_after) for k, (W, b) in enumerate(layers)], "Identity", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+    y = ort.InferenceSession(str(folder / "m.onnx")).run(None, {"x": _grid().astype(np.float32)})[0].astype(np.float64)
+    if y.shape[1] == 2:
+        return 'onnx("m.onnx", output = "y", score = logit, index = 1)', y[:, 1] - y[:, 0]
+    return 'onnx("m.onnx", output = "y", score = logit)', y[:, 0]
+
+
+@pytest.mark.parametrize("save,outputs", [(_torch_file, 1), (_onnx_file, 1), (_onnx_file, 2)])
+@pytest.mark.parametrize("seed,relu_after", [(0, ()), (4, ()), (5, ()), (3, (1,)), (4, (1,))])
+def test_a_chain_of_linear_layers_agrees_with_brute_force(tmp_path, monkeypatch, seed, relu_after, save, outputs):
+    """torch Linear after Linear, ONNX Gemm after Gemm (one output, or two read as their margin)."""
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     rng = np.random.default_rng(seed)
-    widths = (4, 3, 3, 1) if not relu_after else (4, 3, 4, 3, 1)
+    widths = (4, 3, 3, outputs) if not relu_after else (4, 3, 4, 3, outputs)
     layers = [(_dyadic(rng, (widths[k + 1], widths[k])), rng.integers(-2, 3, widths[k + 1]) / 4.0)
               for k in range(len(widths) - 1)]
-    model, y = _torch_file(tmp_path, layers, relu_after)
+    model, y = save(tmp_path, layers, relu_after)
     top = max(abs(y[i] - y[j]) for i, j in _pairs())
     assert top >= 0.25                       # the premise: the model reads s
     props = [(n, e.replace("SCORE", "logit")) for n, e in _gap_props(top)]

@@ -578,28 +578,33 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
     # layer 1: W' v + b'  against  W (S v + t) + b  =  (W S) v + (W t + b)
     W1, b1, _ = R[0]
     Wp, bp, _ = P[0]
-    if Wp.shape != W1.shape:
+    # a one-layer runtime read by a margin: the proof's one row against the readout's rows combined exactly
+    one = len(R) == 1 and Wp.shape[0] == 1 and W1.shape[0] != 1 and Wp.shape[1] == W1.shape[1]
+    if Wp.shape != W1.shape and not one:
         raise ValueError("the proof's first layer does not match the runtime's")
     st = [(encoding[i].exact() if encoding is not None else (Fraction(1), Fraction(0))) for i in range(n_in)]
     plain = [s == 1 and t == 0 for s, t in st]
-    delta = np.zeros(W1.shape[0])
-    for j in range(W1.shape[0]):
-        if all(plain) and np.array_equal(Wp[j], W1[j]) and bp[j] == b1[j]:
+    delta = np.zeros(Wp.shape[0])
+    for j in range(Wp.shape[0]):
+        if not one and all(plain) and np.array_equal(Wp[j], W1[j]) and bp[j] == b1[j]:
             continue
-        const = Fraction(float(bp[j])) - Fraction(float(b1[j]))
+        const = Fraction(float(bp[j])) - (sum(sg * Fraction(float(b1[c])) for sg, c in zip(signs, cols)) if one
+                                          else Fraction(float(b1[j])))
         tot = Fraction(0)
         for i in range(n_in):
             s, t = st[i]
-            w = Fraction(float(W1[j, i]))
+            w = (sum(sg * Fraction(float(W1[c, i])) for sg, c in zip(signs, cols)) if one
+                 else Fraction(float(W1[j, i])))
             if plain[i]:
-                dw = Fraction(float(Wp[j, i])) - w if Wp[j, i] != W1[j, i] else 0
+                dw = Fraction(float(Wp[j, i])) - w
             else:
                 dw = Fraction(float(Wp[j, i])) - w * s
                 const -= w * t
             if dw:
                 tot += abs(dw) * Fraction(float(V[i]))
         delta[j] = float_up(tot + abs(const))
-    delta = up(delta + slack[0])
+    first_slack = slack[0] if not one else np.array([float_up(sum(Fraction(float(slack[0][c])) for c in cols))])
+    delta = up(delta + first_slack)
     # hidden layers: delta' = |W'| delta + |W' - W| H + |b' - b|
     for k in range(1, len(R)):
         Wp, bp, _ = P[k]
