@@ -13,7 +13,8 @@ The error model (see ARCHITECTURE.md, "The certification spine"):
   float64 for scikit-learn), in any summation order, with or without FMA, blocked or not:
   ``|fl(W h + b) - (W h + b)| <= gamma(n+1) (|W||h| + |b|) + (n+1) eta``. The weights must be the
   runtime's own numbers (exactly representable in its precision; checked), each layer one
-  Gemm / MatMul+Add with alpha = beta = 1 (the caller passes the runtime's layers).
+  Gemm / MatMul+Add with alpha = beta = 1 (the caller passes the runtime's layers; a chain of
+  products with no ReLU between is several layers with identity between, ``runtime_chain``).
 * **ReLU** is exact in floating point and 1-Lipschitz (errors pass through unchanged).
 * **readout**: ``("logit", i)`` the column itself; ``("margin", i, j)`` ``y_i - y_j`` (computed by
   fairspec in float64); ``("prob", i)`` a final sigmoid of column i; ``("softmax", i, j)`` the
@@ -26,7 +27,9 @@ The error model (see ARCHITECTURE.md, "The certification spine"):
 * **the proof's network** (``proof_net``, e.g. the feature-space network with the encoding folded
   into the first layer by float64 products) may differ from the runtime's network in exact
   arithmetic: the difference is bounded layer by layer in exact rationals,
-  ``|W' h' + b' - (W h + b)| <= |W'| |h' - h| + |W' - W| |h| + |b' - b|``.
+  ``|W' h' + b' - (W h + b)| <= |W'| |h' - h| + |W' - W| |h| + |b' - b|``; a proof layer folded
+  from a run of runtime layers with no ReLU between is compared with their composite
+  (``fairspec.certify.chains``, its float64 composition's error bounded and added).
 
 All of this is rounded upward; the result E bounds ``|runtime score - proof network score|`` for
 every input of the box (in the readout's units: logits, or probabilities for the prob readouts).
