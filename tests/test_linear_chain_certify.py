@@ -282,3 +282,29 @@ def test_an_identity_mlp_regressor_agrees_with_brute_force(tmp_path, monkeypatch
     assert top >= 0.25                       # the premise: the model reads s
     props = [(n, e.replace("SCORE", "value")) for n, e in _gap_props(top)]
     _assert_gaps(_check(tmp_path, _skops(tmp_path, est), props), top)
+
+
+def test_a_hidden_block_s_composition_error_is_counted(monkeypatch):
+    # Linear-ReLU, Linear-Linear-ReLU, Linear: the middle block is two runtime layers folded into one proof
+    # layer; its float64 composition error (``slack``) must enter the bound like the first and last blocks'
+    pytest.importorskip("torch")
+    import fairspec.certify.network as cn
+    from fairspec.models.network import from_torch
+
+    seq = _torch_chain(np.random.default_rng(5), (3, 4, 4, 4, 1), relu_after=(0, 2))
+    folded, chain = from_torch(seq), from_torch(seq, readout="chain")
+    assert len(chain.layers) == 4 and len(folded.layers) == 3
+    lo, hi = -np.full(3, 2.0), np.full(3, 2.0)
+    E = cn.runtime_error_bound(chain, lo, hi, proof_net=folded, precision="float32")
+    real = cn.runtime_blocks
+
+    def inflated(layers, Hs, n_proof):
+        R, H, slack = real(layers, Hs, n_proof)
+        assert len(slack) == 3
+        slack[1] = slack[1] + 1.0                      # a middle block's composition error, made visible
+        return R, H, slack
+
+    monkeypatch.setattr(cn, "runtime_blocks", inflated)
+    E2 = cn.runtime_error_bound(chain, lo, hi, proof_net=folded, precision="float32")
+    W_last = np.abs(cn.as_layers(folded)[-1][0])
+    assert E2 >= E + 0.99 * float(W_last.sum())        # |W'| slack, at least, on top

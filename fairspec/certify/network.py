@@ -624,7 +624,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
         else:
             if Wp.shape != W.shape:
                 raise ValueError(f"the proof's layer {k + 1} does not match the runtime's")
-            mis = _mismatch(Wp, bp, W, b, H)
+            mis = up(_mismatch(Wp, bp, W, b, H) + slack[k])     # a hidden block's composition error too
         delta = up(_absmv_up(np.abs(Wp), delta) + mis)
     return float(delta[0])
 
