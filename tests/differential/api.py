@@ -266,6 +266,10 @@ def _xgb_edit(rng, clf, X):
     return out
 
 
+#: XGBoost objectives without a probability (fairspec.models.boosted.XGB_NO_PROBABILITY): prob is FS415
+NO_PROBABILITY = ("binary:hinge", "binary:logitraw")
+
+
 def _xgboost(rng, shape: str, X: np.ndarray, encs, cats=None):
     import xgboost as xgb
 
@@ -727,6 +731,11 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         p.family = FAMILY
         p.spec = None if decl == named[0][0] else prelude(decl)
         p.meta.update(shape=shape, declared=tag, runtime=info["runtime"])
+        if p.meta.get("post") == "prob" and info.get("objective") in NO_PROBABILITY:
+            # binary:hinge's predict_proba is its 0 / 1 decision, binary:logitraw's its margin: prob is
+            # refused at lint whatever the declared output (neither it nor the margin's logistic, silently)
+            p.truth, p.expect, p.spec = Truth("refused", domain=-1, note="FS415 at lint"), Expect("FS415", "lint"), \
+                prelude(decl)
         judge.objects[p.name] = ({"m": obj}, {"d": frame})
         props.append(p)
     for k, (decl, obj, expect, post) in enumerate(refusals):
