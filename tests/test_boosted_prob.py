@@ -127,3 +127,15 @@ def test_lightgbm_prob_is_its_library_probability_whatever_the_declared_output(t
 def test_xgboost_prob_is_its_float32_probability_whatever_the_declared_output(tmp_path):
     # the calibration gap of the float32 probabilities, not of the real logistic of the margins
     _same_prob_readings(tmp_path, "xgboost", _xgb(tmp_path, "binary:logistic"))
+
+
+def test_the_tree_engines_bound_a_lightgbm_margin_in_its_own_units(tmp_path, monkeypatch):
+    # sigmoid:0.25: the ensemble holds 0.25 x the raw score; its certified bound on the difference,
+    # read as a bound on the raw margin's, was below the exact maximum the enumeration finds
+    name = _lgb(tmp_path, 0.25)
+    exact = _check(tmp_path, f'lightgbm("{name}", output = "margin")', LOGIT, "enum")["lm"]
+    assert exact.details["maximum"].startswith("exact") and exact.value > 4
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _check(tmp_path, f'lightgbm("{name}", output = "margin")', LOGIT, "engine")["lm"]
+    assert v.status == "violated"
+    assert v.bound is None or v.bound[1] >= exact.value, (v.bound, exact.value)
