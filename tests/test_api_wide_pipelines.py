@@ -170,3 +170,13 @@ def test_a_frames_null_in_a_text_column_is_a_missing_value(tmp_path, null):
     assert v.details["overall"]["label_positives"] == int((df.y[df.g.notna()] == "yes").sum())
     assert not [d for d in rep.diagnostics if d.code == "FS410"], [d.message for d in rep.diagnostics]
     assert v.details.get("rows_missing") == 11, v.details
+
+
+def test_a_data_flip_of_a_regressions_value_says_value():
+    # a regressor pipeline's value post falsified on data said "move their logit" (api-solver-38000002)
+    from types import SimpleNamespace
+
+    from fairspec.backends.data.flips import _broken
+
+    assert _broken(SimpleNamespace(post="value", eps=0.0625)) == "move their value by more than 0.0625"
+    assert _broken(SimpleNamespace(post="logit", eps=0.5)) == "move their logit by more than 0.5"
