@@ -82,11 +82,14 @@ SLICE = {
     # labels), 364 random forest (whole; NaN in a feature); 35000050 a logistic pipeline evaluated whole
     # whose logit post was an internal error, 35000005 gradient boosting evaluated whole (unknown on a
     # 42-point domain until session 20), 36000077 an XGBoost binary:hinge model declared output =
-    # "margin" (api-solver: a data flip on the logistic of its margin reported violated)
+    # "margin" (api-solver: a data flip on the logistic of its margin reported violated; its prob posts are
+    # FS415 since session 21). Session 21, one wide pipeline per final regressor (api.WIDE_REGRESSORS,
+    # value posts): 38000002 histogram GB, 38000011 MLP, 38000083 GB, 38000110 linear, 38000155 forest,
+    # 38000335 decision tree
     "api": (0, 1, 2, 3, 175, 5, 104, 6, 7, 16, 142, 8, 35, 13, 67, 40, 202, 103, 112, 364, 35000050, 35000005,
-            36000077),
+            36000077, 38000002, 38000011, 38000083, 38000110, 38000155, 38000335),
     "api-solver": (0, 1, 2, 3, 175, 5, 104, 6, 7, 16, 142, 8, 35, 13, 67, 40, 202, 103, 112, 364, 35000050,
-                   35000005, 36000077),
+                   35000005, 36000077, 38000002, 38000011, 38000083, 38000110, 38000155, 38000335),
 }
 
 

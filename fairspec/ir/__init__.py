@@ -188,8 +188,9 @@ class Model:
     task: str | None = None
     n_classes: int | None = None  # K of a classifier when known at lint time
     classes: tuple | None = None  # class labels in column order when the file records them
-    # why the classifier has no class probability (a LinearSVC: no predict_proba, its decision_function
-    # a margin, not a log-odds), when the file says so and the declaration says no score = ...
+    # why the classifier has no class probability, the clause after "but" of FS415 (a LinearSVC: no
+    # predict_proba, its decision_function a margin, not a log-odds, when the file says so and the
+    # declaration says no score = ...; an XGBoost binary:hinge / binary:logitraw model, always)
     no_probability: str | None = None
     rounds: str | None = None  # xgboost: "best" | "all" (which boosting rounds are the model; early stopping)
 

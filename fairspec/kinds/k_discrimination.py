@@ -48,12 +48,12 @@ class _Setup:
         self.model, self.low, self.space, self.banded, self.data = model, low, space, banded, data
 
     def evaluate(self, V):
-        return self.model.score(self.low.to_input(V))
+        return self.model.prob_reader()[0](self.low.to_input(V))
 
     def search_state(self, prop) -> tuple:
         """``(evaluate, space, kwargs)`` for :func:`fairspec.backends.search.kdisc.restart_job`."""
         stop = prop.k if prop.op == "<" else prop.k + 1
-        kwargs = {"eps": prop.eps, "scores": self.model.score_kind, "method": _METHODS.get(prop.options.search, "sa"),
+        kwargs = {"eps": prop.eps, "scores": "logit" if self.model.prob_reader()[1] else "prob", "method": _METHODS.get(prop.options.search, "sa"),
                   "data": self.data, "stop_at_k": stop}
         return self.evaluate, self.space, kwargs
 
@@ -183,10 +183,11 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     from fairspec.certify.enumerate import kdisc_by_enumeration
 
     U = encode_like_runtime(enc, np.stack([np.asarray(v, dtype=np.float64) for v in w.inputs]))
-    replayed = np.asarray(model.score(U), dtype=np.float64)
-    probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
+    read, logit = model.prob_reader()      # the score, or a margin-declared booster's own probability
+    replayed = np.asarray(read(U), dtype=np.float64)
+    probs = 1.0 / (1.0 + np.exp(-replayed)) if logit else replayed
     exact = kdisc_by_enumeration(replayed, K=len(U), eps=prop.eps, op=prop.op, k=prop.k,
-                                 logit=model.score_kind != "prob", claim="the witness's k")
+                                 logit=logit, claim="the witness's k")
     k_replayed = int(exact.k_lo[0])
     if k_replayed < violated_at:
         return unknown(prop, f"the k = {res.max_k} witness replays to k = {k_replayed} on the model's runtime "
@@ -199,7 +200,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     m = int(moved.sum()) if moved is not None else 0
     if m and k_replayed - m < violated_at:
         details["runtime_rounding"] = {"individuals": 1, "points_not_exact": m}
-        if not kr.reproduces(model.score, U, kr.breaks_claim(prop, len(U), model.score_kind != "prob")):
+        if not kr.reproduces(read, U, kr.breaks_claim(prop, len(U), logit)):
             return unknown(prop, kr.batched_reason(1, m), backend="search", seconds=time.perf_counter() - t0,
                            details=details)
         details["runtime_rounding"]["witness"] = kr.WITNESS_NOTE
@@ -267,13 +268,14 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         from fairspec.kinds.tree_pairs import encode_features
 
         U = encode_features(enc, np.stack(U))        # as the runtime encodes the individual's values
-        replayed = model.replay(U)
-        probs = replayed if model.score_kind == "prob" else 1.0 / (1.0 + np.exp(-replayed))
+        read, logit = model.prob_reader()
+        replayed = model.replay(U) if read == model.score else read(U)
+        probs = 1.0 / (1.0 + np.exp(-replayed)) if logit else replayed
         from fairspec.certify.enumerate import kdisc_by_enumeration
 
         # the replayed buckets counted exactly (eps as written, the real logistic of a logit)
         again = kdisc_by_enumeration(np.asarray(replayed, dtype=np.float64).reshape(-1), K=len(combos), eps=prop.eps,
-                                     op=prop.op, k=prop.k, logit=model.score_kind == "logit", claim="replay")
+                                     op=prop.op, k=prop.k, logit=logit, claim="replay")
         k_rep = int(again.k_lo[0])
         if again.proof is None and k_rep >= violated_at:
             lo_i, hi_i = int(np.argmin(probs)), int(np.argmax(probs))
@@ -324,6 +326,8 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     if outputs is None and (getattr(model, "format", None) == "rule"
                             or getattr(model, "score_kind", None) not in ("prob", "logit")):
         return None
+    if outputs is None and model.prob_reader()[0] != model.score:
+        outputs = (model.prob_reader()[0], False)       # a margin-declared booster: its library's probability
     evaluate, classes = outputs if outputs is not None else (model.score, False)
     if any(fs.get(n) is None or not fs.get(n).is_discrete for n in prop.over):
         return None         # a numeric attribute's bands: the search picks a value inside each band

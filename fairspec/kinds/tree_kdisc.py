@@ -35,6 +35,10 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
     else:
         ens = tree_ensemble(model)
         evaluate = model.score
+        if model.prob_reader()[0] != model.score:
+            # a margin-declared booster: its library's probability, read and replayed as an output
+            outputs = (ens, model.prob_reader()[0], False)
+            evaluate = outputs[1]
     if ens is None:
         return None
     tests = split_tests(ens)

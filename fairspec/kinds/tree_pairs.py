@@ -501,6 +501,11 @@ def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
     varying = [bool(t.features() & vary) for t in ens.trees]
     ub, _ = difference_bound(leaves, varying, divisor=ens.divisor, base=ens.base,
                              precision="float32" if ens.source == "xgboost" else "float64")
+    if ub is not None and ens.link == "logistic" and ens.margin_scale != 1.0:
+        # S is LightGBM's sigmoid factor times the raw score the library (and every replay) reads as
+        # the margin: the bound on the margin's difference is S's divided by it, widened by 2^-40
+        # relatively for the float64 products factor * leaf the ensemble holds, and rounded up
+        ub = float(np.nextafter(ub / ens.margin_scale * (1 + 2.0 ** -40), np.inf))
     return ub
 
 

@@ -307,6 +307,14 @@ class LoadedModel(abc.ABC):
         except ReadoutError as e:
             raise Unsupported(f"model {self.path}: " + e.message + (f" ({e.hint})" if e.hint else "")) from None
 
+    def prob_reader(self):
+        """``(X -> scores, logit?)``: what ``prob(m(x))`` of a binary classifier reads, for the paths
+        that read it off the declared score (group metrics' scores, k-discrimination's buckets): the
+        score, through the logistic when it is a logit. A binary booster declared by its margin reads
+        its library's own probability instead (fairspec.models.boosted), as its enumeration and the
+        tree engines do (fairspec.backends.trees.runtime.runtime_outputs)."""
+        return self.score, self.score_kind == "logit"
+
     def replay(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output on an independent path where one exists (used to
         replay witnesses); by default the same evaluation as `score`."""

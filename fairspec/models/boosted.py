@@ -27,6 +27,13 @@ _XGB_REGRESSION = ("reg:squarederror", "reg:squaredlogerror", "reg:pseudohuberer
                    "reg:quantileerror", "reg:gamma", "reg:tweedie", "count:poisson", "reg:linear")
 _LGB_BINARY = ("binary", "cross_entropy", "xentropy")
 _LGB_MULTICLASS = ("multiclass", "multiclassova", "softmax", "multiclass_ova", "ova", "ovr")
+# binary XGBoost objectives whose predict (XGBClassifier.predict_proba[:, 1]) is no probability:
+# ``prob`` of such a model is lint error FS415 whatever its declared output (sema.outputs), neither
+# the library's number nor the logistic of the margin silently (issue: one meaning of prob)
+XGB_NO_PROBABILITY = {
+    "binary:hinge": "its predict_proba is its 0 / 1 decision",
+    "binary:logitraw": "its predict_proba is its raw margin",
+}
 _LGB_REGRESSION = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
                    "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "poisson",
                    "quantile", "mape", "mean_absolute_percentage_error", "gamma", "tweedie")
@@ -56,6 +63,14 @@ def task_of(fmt: str, objective: str, num_class: int | None, path) -> tuple[str,
             return "regression", None
     raise ModelLoadError(f"{path} holds a {fmt} model with objective {objective!r}; fairspec reads binary and "
                          "multiclass classifiers and regressions", path)
+
+
+def no_probability(fmt: str, objective: str | None, name: str = "the model") -> str | None:
+    """Why a booster of this objective has no class probability (``XGB_NO_PROBABILITY``), as the
+    clause after "but" of an FS415 message; None when its predict is a probability."""
+    obj = (objective or "").split()[0] if objective else ""
+    why = XGB_NO_PROBABILITY.get(obj) if str(fmt).lower() in ("xgboost", "xgb") else None
+    return None if why is None else f"{name} is an XGBoost {obj} model: {why}, not a probability"
 
 
 def _output(output, index, path, fmt, task: str = "binary", k: int | None = 2) -> tuple[bool, int | None]:
@@ -142,6 +157,24 @@ class _Boosted(LoadedModel):
         if self.index == 0:
             y = -y if self.margin else 1.0 - y
         return y
+
+    def library_probability(self, X):
+        """The declared class's probability as the library computes it (its predict without the
+        margin: XGBoost's float32 logistic, LightGBM's logistic of its sigmoid factor times the raw
+        score), whatever the declared output; flipped for ``index = 0``. Binary models only."""
+        import numpy as np
+
+        X = self._check_input(X)
+        y = np.asarray(self._guard(lambda A: self._predict(A, False), X), dtype=np.float64).reshape(-1)
+        return self._finish(1.0 - y if self.index == 0 else y, X.shape[0])
+
+    def prob_reader(self):
+        """A binary booster declared by its margin: ``prob`` is its library's probability (the
+        logistic of the margin is not it: LightGBM's sigmoid factor, XGBoost's float32); the objectives
+        without one (``XGB_NO_PROBABILITY``) are FS415 at lint."""
+        if self.task_kind == "binary" and self.margin and no_probability(self.format, self.objective) is None:
+            return self.library_probability, False
+        return super().prob_reader()
 
     def _outputs(self, X):
         """The library's own output: class 1's probability (or margin) as one column, never flipped

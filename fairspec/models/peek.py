@@ -94,22 +94,30 @@ def peek_output_columns(format: str, path, output: str | int | None = None) -> i
     return None
 
 
-def peek_no_probability(format: str, path, output=None, score: str | None = None) -> str | None:
-    """Why a scikit-learn classifier file has no class probability (no predict_proba: its
-    decision_function is a margin), when the declaration chooses neither output nor score; else None."""
+def peek_no_probability(format: str, path, output=None, score: str | None = None, name: str = "the model") -> str | None:
+    """Why the classifier in the file has no class probability, as the clause after "but" of an FS415
+    message (``prob(...)``, ``calibration_gap``, k-discrimination's buckets), or None: a scikit-learn
+    classifier without predict_proba (its decision_function is a margin) when the declaration chooses
+    neither output nor score; an XGBoost binary:hinge / binary:logitraw model whatever its declaration
+    (fairspec.models.boosted.no_probability: its predict_proba is its decision or its margin)."""
     from .base import normalize_format
     from .peek_sklearn import no_probability, skops_no_probability
 
-    if output is not None or score is not None:
-        return None                                    # the declaration says what the output is
     try:
-        if normalize_format(format, path) != "sklearn":
-            return None
+        fmt = normalize_format(format, path)
         p = pathlib.Path(path)
-        if p.suffix.lower() == ".skops":
-            return skops_no_probability(p)
-        est = sklearn_pickle_estimator(p, final=True)  # read inertly: nothing in the file runs
-        return None if est is None else no_probability(est[0])
+        if fmt == "xgboost":
+            from .boosted import no_probability as booster_no_probability
+            from .peek_trees import xgboost_objective
+
+            return booster_no_probability("xgboost", xgboost_objective(p), f"'{name}'")
+        if fmt != "sklearn" or output is not None or score is not None:
+            return None                                    # the declaration says what the output is
+        why = skops_no_probability(p) if p.suffix.lower() == ".skops" else None
+        if p.suffix.lower() != ".skops":
+            est = sklearn_pickle_estimator(p, final=True)  # read inertly: nothing in the file runs
+            why = None if est is None else no_probability(est[0])
+        return None if why is None else f"{why}: its decision_function is a margin, not a log-odds"
     except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
         return None
 

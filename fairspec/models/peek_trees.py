@@ -63,6 +63,16 @@ def _lightgbm_head(p: pathlib.Path) -> list[bytes]:
     return lines
 
 
+def xgboost_objective(p: pathlib.Path) -> str | None:
+    """The objective an XGBoost model file (JSON or UBJSON) records, or None when it says none."""
+    try:
+        from .treefile import read_xgboost
+
+        return str(read_xgboost(p)["learner"]["objective"]["name"]) or None
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+
+
 def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | None]:
     """(task, K) of an XGBoost or LightGBM model file from its objective (issue 25: binary,
     multiclass with K classes, regression; fairspec.models.boosted.task_of decides the same at load

@@ -142,6 +142,9 @@ class TreeEnsemble:
     source: str = ""
     divisor: float = 1.0
     final: str = "sigmoid"      # the pair problem's reading: forward() is a logit
+    # S is the library's raw margin times this (LightGBM's sigmoid factor, whose probability is
+    # sigmoid(factor * raw_score)): a bound on S - S' bounds the margin's difference divided by it
+    margin_scale: float = 1.0
 
     def __post_init__(self):
         if self.link not in LINKS:
@@ -455,7 +458,7 @@ def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
     trees = []
     for info in dump.get("tree_info", []):
         trees.append(_lightgbm_tree(info["tree_structure"], scale))
-    ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm")
+    ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm", margin_scale=scale)
 
     def margin(X):
         return scale * np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)

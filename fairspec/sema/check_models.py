@@ -253,7 +253,7 @@ class ModelChecks:
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
-            classes=classes, no_probability=peek_no_probability(fmt, path, output, score))
+            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id))
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):

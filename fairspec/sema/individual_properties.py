@@ -29,6 +29,11 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     output, cls = _kdisc_output(ck, model, call, env)
     if output == "score":
         _require_binary(ck, model, "k_discrimination(...)", call.span)
+        if model.no_probability:        # its buckets are of the class probability
+            from fairspec.sema.outputs import no_probability_hint
+
+            ck.fail("FS415", f"k_discrimination(...) buckets the class probability, but {model.no_probability}",
+                    call.span, hint=no_probability_hint(model))
     fs = ck.feature_sets[model.features]
     over, names = _named_features(ck, call, "over", env, fs,
                                   "k_discrimination(...) needs the protected features: over {sex, race}")

@@ -165,8 +165,8 @@ def _output_params(ck, call, env, fn, model, mdef):
     if fn == "calibration_gap" and model is not None and model.no_probability:
         from fairspec.sema.outputs import no_probability_hint
 
-        ck.fail("FS415", f"calibration_gap reads class probabilities, but {model.no_probability}: its "
-                         f"decision_function is a margin, not a log-odds", call.span, hint=no_probability_hint(model.name))
+        ck.fail("FS415", f"calibration_gap reads class probabilities, but {model.no_probability}", call.span,
+                hint=no_probability_hint(model))
     if mdef is not None and mdef.output and model is None:
         ck.fail("FS501", f"{fn} reads a model's {'class' if mdef.output == 'multiclass' else 'value'}; a data set "
                          f"alone has only its labels", call.span)

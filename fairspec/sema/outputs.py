@@ -81,7 +81,11 @@ def class_arg(ck, model: ir.Model, v) -> int:
         ck.fail("FS417", e.message, v.span, hint=e.hint)
 
 
-def no_probability_hint(name: str) -> str:
+def no_probability_hint(model: ir.Model) -> str:
+    name = model.name
+    if model.format in ("xgboost", "lightgbm"):
+        return (f"compare decisions with label({name}(x)) == label({name}(x')), or its margin with "
+                f"logit({name}(x)); group metrics read its decisions")
     return (f"calibrate it (CalibratedClassifierCV) and check that, compare decisions with label({name}(x)), "
             f"or declare score = logit if its decision_function is a log-odds")
 
@@ -111,8 +115,8 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
                 hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
                      f"or a label in quotes; or add index = i to the declaration")
     if fn == "prob" and model.no_probability:
-        lw.fail("FS415", f"prob({name}(...)) reads a class probability, but {model.no_probability}: its "
-                         f"decision_function is a margin, not a log-odds", span, hint=no_probability_hint(name))
+        lw.fail("FS415", f"prob({name}(...)) reads a class probability, but {model.no_probability}", span,
+                hint=no_probability_hint(model))
     if fn == "logit" and mo.cls is not None and model.score_kind == "prob":
         lw.fail("FS415", f"logit({name}(...), c) reads an output of logits, but '{name}' declares score = prob",
                 span, hint=f"use prob({name}(x), c)")

@@ -266,6 +266,10 @@ def _xgb_edit(rng, clf, X):
     return out
 
 
+#: XGBoost objectives without a probability (fairspec.models.boosted.XGB_NO_PROBABILITY): prob is FS415
+NO_PROBABILITY = ("binary:hinge", "binary:logitraw")
+
+
 def _xgboost(rng, shape: str, X: np.ndarray, encs, cats=None):
     import xgboost as xgb
 
@@ -467,8 +471,16 @@ def _frame(fs: list[Feature], P: np.ndarray, y=None):
 
 #: the final estimators of a wide pipeline (``_pipeline_wide``); its instance's shape is "pipeline-" + one
 WIDE_FINALS = ("logistic", "tree", "forest", "extra", "gb", "hgb", "mlp")
+#: regressors as a wide pipeline's final estimator (value posts): about one wide pipeline in two from
+#: session 21's seeds on (>= 37,000,000; a stream of their own, [39, seed]), so that every earlier seed's
+#: instance, and the slice's cells, stay as they were
+WIDE_REGRESSORS = ("tree-reg", "forest-reg", "gb-reg", "hgb-reg", "linear-reg", "mlp-reg")
 #: every value the ``shape`` of an api property may take (the slice's cells)
-CELLS = SHAPES + tuple(f"pipeline-{k}" for k in WIDE_FINALS)
+CELLS = SHAPES + tuple(f"pipeline-{k}" for k in WIDE_FINALS + WIDE_REGRESSORS)
+
+
+def _regressor(seed: int) -> bool:
+    return seed >= 37_000_000 and bool(np.random.default_rng([39, seed]).random() < 0.5)
 
 
 def _wide(seed: int) -> bool:
@@ -519,12 +531,77 @@ def _final(rng, kind: str, Xt: np.ndarray):
             z = float((h @ est.coefs_[-1] + est.intercepts_[-1])[0, 0])
             est.intercepts_[-1] = est.intercepts_[-1] - z
         return est, False
+    if kind.endswith("-reg"):
+        return _final_regressor(rng, kind, Xt), False
     code = {"tree": "dt", "forest": "rf", "extra": "et", "gb": "gb", "hgb": "hgb"}[kind]
     est, _ = trees._fit_sklearn(rng, code, Xt, trees._labels(rng, Xt), False)
     return est, False
 
 
-def _pipeline_wide(rng, fs, P):
+def _final_regressor(rng, kind: str, Xt: np.ndarray):
+    """A regressor fit on the transformed matrix, targets on a grid of eighths (equal values at
+    different points): trees, forests, gradient boosting (plain and histogram), a LinearRegression
+    and an MLPRegressor with dyadic weights."""
+    import sklearn.ensemble as E
+    from sklearn.linear_model import LinearRegression
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    y = np.round(rng.normal(0, 1, Xt.shape[0]) * 8) / 8
+    depth, seed = int(rng.integers(1, 4)), int(rng.integers(0, 1000))
+    if kind == "linear-reg":
+        est = _quiet(LinearRegression().fit, Xt, y)
+        est.coef_ = nw._dyadic(rng, est.coef_.shape)
+        est.intercept_ = float(nw._dyadic(rng, (1,))[0])
+        return est
+    if kind == "mlp-reg":
+        est = MLPRegressor(hidden_layer_sizes=(int(rng.integers(2, 6)),), max_iter=5, random_state=0)
+        _quiet(est.fit, Xt, y)
+        est.coefs_ = [nw._dyadic(rng, c.shape) for c in est.coefs_]
+        est.intercepts_ = [np.zeros(c.shape) if rng.random() < 0.5 else nw._dyadic(rng, c.shape)
+                           for c in est.intercepts_]
+        return est
+    if kind == "tree-reg":
+        est = DecisionTreeRegressor(max_depth=depth, random_state=seed)
+    elif kind == "forest-reg":
+        est = E.RandomForestRegressor(n_estimators=int(rng.integers(2, 5)), max_depth=depth, random_state=seed)
+    elif kind == "gb-reg":
+        est = E.GradientBoostingRegressor(n_estimators=int(rng.integers(1, 4)), max_depth=depth, random_state=seed)
+    else:
+        est = E.HistGradientBoostingRegressor(max_iter=int(rng.integers(1, 4)), max_depth=depth + 1,
+                                              min_samples_leaf=2, random_state=seed)
+    return _quiet(est.fit, Xt, y)
+
+
+def _value_pair(rng, name: str, v: np.ndarray, ctx: dict, backends) -> Prop:
+    """Individual fairness of a regressor's value over g (the other features tied, or one int
+    relaxed): ``|value(m(x)) - value(m(x'))| op eps`` around the exact largest difference of its
+    ``predict`` on the domain (the truth: the library's own numbers)."""
+    from fractions import Fraction
+
+    from .multiclass import _diff_truth, _eps, _pair_spec, _text
+
+    fs, P, X = ctx["fs"], ctx["P"], ctx["X"]
+    ps = _pair_spec(rng, fs)
+    backend = backends[int(rng.integers(0, len(backends)))]
+    mode = ("prove", "prove", "find", "maximize")[int(rng.integers(0, 4))]
+    extra = {"default": [], "milp": ["using milp"], "smt": ["using smt"]}.get(backend, [f"using {backend}"])
+    if mode != "prove":
+        extra.append(f"mode = {mode}")
+    best = _diff_truth(v, P, ps, "<=", "0")[1]
+    Dx = best[0] if best is not None else Fraction(0)
+    op, eps = _eps(rng, Dx, float(Dx))
+    status, _, npairs = _diff_truth(v, P, ps, op, eps)
+    value = float(Dx) if mode == "maximize" and best is not None else None
+    check = nw._witness_checker(fs, P, ps, nw.Outputs(v > 0.5, v, None, True), "logit", op, eps, X)
+    truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                  domain=int(P.shape[0]), pairs=npairs)
+    meta = {"post": "value", "op": op, "eps": eps, "backend": backend, "mode": mode}
+    return Prop(name, FAMILY, _text(name, fs, ps, f"|value(m(x)) - value(m(x'))| {op} {eps}", extra), truth, meta,
+                20.0)
+
+
+def _pipeline_wide(rng, fs, P, regressor: bool = False):
     """A Pipeline(ColumnTransformer(...), final) fit on the domain's frame with the options a user
     may pick: one-hot with drop / handle_unknown / sparse output, several columns in one encoder,
     ordinal with categories given, min-max ranges and clip, the remainder passed through or dropped,
@@ -537,7 +614,8 @@ def _pipeline_wide(rng, fs, P):
 
     frame = _frame(fs, P)
     inputs = [f.name for f in fs]
-    final = WIDE_FINALS[int(rng.integers(0, len(WIDE_FINALS)))]
+    finals = WIDE_REGRESSORS if regressor else WIDE_FINALS
+    final = finals[int(rng.integers(0, len(finals)))]
     remainder = "passthrough" if rng.random() < 0.3 else "drop"
     parts, kinds, how = [], {}, {}
     catf = [f for f in fs if f.kind == "cat"]
@@ -679,11 +757,24 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     cats = _categorical(np.random.default_rng([34, seed]), fs, encs) if shape in ("xgb", "xgb-early", "lgbm") else None
     if cats:
         info["categories"] = {k: list(v) for k, v in cats.items()}
+    values = None
     if shape == "pipeline" and _wide(seed):
-        pipe, X, logit, refusals, more = _pipeline_wide(rng, fs, P)
+        regressor = _regressor(seed)
+        pipe, X, logit, refusals, more = _pipeline_wide(rng, fs, P, regressor)
         shape = info["shape"] = f"pipeline-{more['final']}"
-        out = _sk_outputs(pipe, _frame(fs, P), 1, logit)
+        if regressor:       # its value, as its own predict computes it on the domain's frame
+            values = np.asarray(_quiet(pipe.predict, _frame(fs, P)), dtype=np.float64).reshape(-1)
+            out = nw.Outputs(values > 0.5, values, None, True)
+            # label of a regression: FS415 at lint (it has no decision)
+            refusals = [r for r in refusals if r[3] != "label"] + [
+                ('sklearn("m.skops")', pipe, Expect("FS415", "lint"), "label")]
+        else:
+            out = _sk_outputs(pipe, _frame(fs, P), 1, logit)
         named, backends = [('sklearn("m.skops")', pipe, out, "pipeline")], PAIRS_ALL
+        if more["final"] == "linear-reg":
+            # the network encodings take no LinearRegression (lint FS506 for `using milp | smt`: a gap,
+            # not a wrong verdict); the default backend enumerates its small domains
+            backends = ("default",)
     elif shape == "pipeline":
         pipe, _, X, more = _pipeline(rng, fs, P)
         dom = _frame(fs, P)
@@ -721,12 +812,19 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     props: list[Prop] = []
     for k in range(n_props):
         decl, obj, out, tag = named[k % len(named)]
-        p = shipped._metric(rng, f"d{k}", out, ctx) if rng.random() < 0.3 else None
-        if p is None:
+        p = shipped._metric(rng, f"d{k}", out, ctx) if rng.random() < 0.3 and values is None else None
+        if values is not None:
+            p = _value_pair(rng, f"p{k}", values, ctx, backends)
+        elif p is None:
             p = shipped._pair(rng, f"p{k}", out, ctx, backends)
         p.family = FAMILY
         p.spec = None if decl == named[0][0] else prelude(decl)
         p.meta.update(shape=shape, declared=tag, runtime=info["runtime"])
+        if p.meta.get("post") == "prob" and info.get("objective") in NO_PROBABILITY:
+            # binary:hinge's predict_proba is its 0 / 1 decision, binary:logitraw's its margin: prob is
+            # refused at lint whatever the declared output (neither it nor the margin's logistic, silently)
+            p.truth, p.expect, p.spec = Truth("refused", domain=-1, note="FS415 at lint"), Expect("FS415", "lint"), \
+                prelude(decl)
         judge.objects[p.name] = ({"m": obj}, {"d": frame})
         props.append(p)
     for k, (decl, obj, expect, post) in enumerate(refusals):

@@ -157,7 +157,8 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
 def _broken(prop) -> str:
     if prop.post == "label":
         return "change decision"
-    return f"move their {'probability' if prop.post == 'prob' else 'logit'} by more than {prop.eps:g}"
+    what = {"prob": "probability", "value": "value"}.get(prop.post, "logit")     # a regression's value: not a logit
+    return f"move their {what} by more than {prop.eps:g}"
 
 
 def replayer_name(model) -> str:

@@ -76,8 +76,9 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
-    s = model.score(model_input(ctx, model_name, values, n, memo))
-    return 1.0 / (1.0 + np.exp(-s)) if model.score_kind == "logit" else s
+    read, logit = model.prob_reader()          # a booster declared by its margin: its library's probability
+    s = read(model_input(ctx, model_name, values, n, memo))
+    return 1.0 / (1.0 + np.exp(-s)) if logit else s
 
 
 def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: np.ndarray,

@@ -1,0 +1,141 @@
+"""One meaning of ``prob`` of a binary booster, whatever its declared output.
+
+``prob(m(x))`` of an XGBoost / LightGBM binary classifier is its library's own probability (its
+predict without the margin), on every path: individual fairness (enumeration, the tree engines,
+data flips), group metrics that read scores (calibration_gap), k-discrimination. A model declared
+``output = "margin"`` once had its ``prob`` read as the logistic of its margin by the group metrics
+and k-discrimination, which is not LightGBM's probability (its sigmoid factor) nor XGBoost's (float32).
+Objectives whose "probability" is none (XGBoost binary:hinge: the 0 / 1 decision; binary:logitraw:
+the margin) are lint error FS415 for prob, calibration_gap and k-discrimination. ``logit`` is the
+library's raw margin, and the tree engines' certified bound on its difference is in those units
+(LightGBM's ensemble holds the sigmoid factor times the raw score).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairspec
+
+SPEC = """data d = csv("d.csv", label = y == "yes")
+features F from d {{
+  g : {{a, b}} protected
+  x : int in [0, 7]
+}}
+model m = {decl}
+encode F for m {{
+  g : code
+  x : raw
+}}
+"""
+
+PROB = """property pm {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure |prob(m(x)) - prob(m(x'))| <= 0.01
+  mode = maximize
+}
+"""
+LOGIT = PROB.replace("pm", "lm").replace("prob(", "logit(")
+CAL = "property cal {\n  calibration_gap(m, groups g) < 1\n  bootstrap = 100\n  seed = 1\n}\n"
+KD = "property kd{i} {{\n  k_discrimination(m, over {{g}}, eps = {eps}) < 2\n}}\n"
+
+
+def _data(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 200
+    g, x = rng.integers(0, 2, n), rng.integers(0, 8, n)
+    y = ((x + 3 * g + rng.normal(0, 2, n)) > 5).astype(int)
+    (tmp_path / "d.csv").write_text("g,x,y\n" + "".join(f"{'ab'[a]},{b},{'yes' if c else 'no'}\n"
+                                                       for a, b, c in zip(g, x, y)))
+    return np.c_[g, x].astype(float), y
+
+
+def _xgb(tmp_path, objective: str) -> str:
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(tmp_path)
+    b = xgb.train({"objective": objective, "max_depth": 2, "eta": 0.5, "nthread": 1}, xgb.DMatrix(X, label=y), 4)
+    name = objective.replace(":", "_") + ".json"
+    b.save_model(str(tmp_path / name))
+    return name
+
+
+def _lgb(tmp_path, sigmoid: float) -> str:
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data(tmp_path)
+    params = {"objective": "binary", "sigmoid": sigmoid, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5,
+              "num_threads": 1}
+    name = f"lgb_{sigmoid}.txt"
+    lgb.train(params, lgb.Dataset(X, label=y), 6).save_model(str(tmp_path / name))
+    return name
+
+
+def _check(tmp_path, decl: str, props: str, stem: str):
+    spec = tmp_path / f"{stem}.fair"
+    spec.write_text(SPEC.format(decl=decl) + props)
+    return fairspec.check(spec)
+
+
+@pytest.mark.parametrize("objective", ["binary:hinge", "binary:logitraw"])
+@pytest.mark.parametrize("output", ["", ', output = "margin"'])
+def test_prob_of_an_objective_without_a_probability_is_fs415(tmp_path, objective, output):
+    name = _xgb(tmp_path, objective)
+    rep = _check(tmp_path, f'xgboost("{name}"{output})', PROB + CAL + KD.format(i=0, eps=0.1), "s")
+    errs = [d for d in rep.diagnostics if d.severity == "error"]
+    assert [d.code for d in errs] == ["FS415"] * 3, errs
+    assert all(objective in d.message and "not a probability" in d.message for d in errs)
+    assert all("label(m(x))" in d.hint for d in errs)
+    # its decisions and its margin stay readable
+    ok = _check(tmp_path, f'xgboost("{name}"{output})',
+                LOGIT + "property same {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
+                        "  ensure label(m(x)) == label(m(x'))\n}\n", "ok")
+    assert not [d for d in ok.diagnostics if d.severity == "error"]
+    assert {v.name for v in ok} == {"lm", "same"}
+
+
+def test_a_logistic_objective_has_a_probability(tmp_path):
+    name = _xgb(tmp_path, "binary:logistic")
+    rep = _check(tmp_path, f'xgboost("{name}", output = "margin")', PROB + CAL, "s")
+    assert not [d for d in rep.diagnostics if d.severity == "error"]
+    assert rep["pm"].status == "violated" and rep["cal"].status == "holds"
+
+
+def _same_prob_readings(tmp_path, fmt: str, name: str):
+    props = CAL + "".join(KD.format(i=i, eps=eps) for i, eps in enumerate((0.02, 0.05, 0.1, 0.2, 0.3)))
+    a = _check(tmp_path, f'{fmt}("{name}")', props, "prob")
+    b = _check(tmp_path, f'{fmt}("{name}", output = "margin")', props, "margin")
+    for va in a:
+        vb = b[va.name]
+        assert (va.status, va.value) == (vb.status, vb.value), (va.name, va, vb)
+        assert va.details.get("counterfactuals") == vb.details.get("counterfactuals"), va.name
+    return a, b
+
+
+def test_lightgbm_prob_is_its_library_probability_whatever_the_declared_output(tmp_path):
+    # sigmoid:2: LightGBM's probability is sigmoid(2 raw); the logistic of the margin (calibration_gap
+    # 0.031 where the library's probability gives 0.0046) was read for output = "margin"
+    a, b = _same_prob_readings(tmp_path, "lightgbm", _lgb(tmp_path, 2.0))
+    lgb = pytest.importorskip("lightgbm")
+    booster = lgb.Booster(model_file=str(tmp_path / "lgb_2.0.txt"))
+    for v in b:
+        for cf in v.details.get("counterfactuals", ()):
+            X = np.array([[0.0 if cf["features"]["g"] == "a" else 1.0, float(v.witness.features["x"])]])
+            assert cf["prob"] == pytest.approx(float(booster.predict(X)[0]), abs=0)
+
+
+def test_xgboost_prob_is_its_float32_probability_whatever_the_declared_output(tmp_path):
+    # the calibration gap of the float32 probabilities, not of the real logistic of the margins
+    _same_prob_readings(tmp_path, "xgboost", _xgb(tmp_path, "binary:logistic"))
+
+
+def test_the_tree_engines_bound_a_lightgbm_margin_in_its_own_units(tmp_path, monkeypatch):
+    # sigmoid:0.25: the ensemble holds 0.25 x the raw score; its certified bound on the difference,
+    # read as a bound on the raw margin's, was below the exact maximum the enumeration finds
+    name = _lgb(tmp_path, 0.25)
+    exact = _check(tmp_path, f'lightgbm("{name}", output = "margin")', LOGIT, "enum")["lm"]
+    assert exact.details["maximum"].startswith("exact") and exact.value > 4
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = _check(tmp_path, f'lightgbm("{name}", output = "margin")', LOGIT, "engine")["lm"]
+    assert v.status == "violated"
+    assert v.bound is None or v.bound[1] >= exact.value, (v.bound, exact.value)
