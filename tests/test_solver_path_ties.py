@@ -184,3 +184,57 @@ def test_label_maximize_at_a_tie_reports_the_flip(tmp_path, monkeypatch, net, li
     assert (zx > 0) != (zy > 0)
     truth = max(min(Fraction(z[x]), -Fraction(z[y])) for x, y in _pairs() if z[x] > 0 >= z[y])
     assert v.bound is not None and v.bound[0] <= truth <= v.bound[1], (v.bound, truth)
+
+
+def _mprop(name: str, post: str) -> str:
+    return (f"property {name} {{\n  forall x, x' : F\n  require x.* == x'.* except {{s}}\n  ensure {post}\n"
+            "  mode = maximize\n  timeout = 600s\n}\n")
+
+
+def _label_max(z: dict) -> Fraction:
+    """The largest min(z, -z') over the admissible ordered pairs, exact (a logit runtime's label measure)."""
+    return max(min(Fraction(z[x]), -Fraction(z[y])) for x, y in _pairs())
+
+
+@pytest.mark.parametrize("lib", ["torch32", "torch64", "onnx", "torch32-sig", "onnx-sig"])
+@pytest.mark.parametrize("net", sorted(NETS))
+def test_maximize_at_a_tie_on_the_solver_path(tmp_path, monkeypatch, net, lib):
+    """maximize where the largest measure is exactly the threshold (``<=`` at the exact largest
+    difference; label on t2, whose largest min(z, -z') is exactly 0 without a flip): the solver path
+    decides it as find and prove are decided (the refinement over the whole domain), never wrongly, and
+    whatever the enumeration decides. A ``holds`` carries certify's Proof and an interval holding the
+    exact maximum (brute force on the runtime); ``[v, v]`` on these exact runtimes (dyadic weights:
+    the logit nets score every point exactly)."""
+    from fairspec.pipeline import check
+
+    decl, z = _build(tmp_path, net, lib)
+    sig = lib.endswith("-sig")
+    lab, dmax = _truth(z, sig)
+    out = "prob" if sig else "logit"
+    eps = repr(float(dmax))
+    E = Fraction(eps)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "spec.fair").write_text(HEAD.format(decl=decl) + _mprop("mx", f"|{out}(m(x)) - {out}(m(x'))| <= {eps}")
+                                        + _mprop("ml", "label(m(x)) == label(m(x'))"))
+    truth = {"mx": dmax <= E, "ml": not lab}
+    top = {"mx": dmax, "ml": None if sig else _label_max(z)}      # a probability runtime: label has no value
+    decided = {v.name: v.status for v in check(tmp_path / "spec.fair").verdicts if v.status != "unknown"}
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    verdicts = check(tmp_path / "spec.fair").verdicts
+    assert [v.name for v in verdicts] == ["mx", "ml"]
+    for v in verdicts:
+        assert v.status in ("holds", "violated", "unknown"), (v.name, v.status, v.reason)
+        if v.status == "holds":
+            assert truth[v.name], (net, lib, v.name, "holds but is false", v.reason)
+            assert v.how == "proved" and v.proof is not None, (v.name, v.how, v.reason)
+        if v.status == "violated":
+            assert not truth[v.name], (net, lib, v.name, "violated but holds", v.reason)
+        if v.bound is not None:
+            assert top[v.name] is not None, (v.name, v.bound)
+            assert Fraction(v.bound[0]) <= top[v.name] <= Fraction(v.bound[1]), (net, lib, v.name, v.bound, top[v.name])
+        if v.status == "holds" and not sig:
+            assert v.bound is not None and v.bound[0] == v.bound[1] == v.value, (v.name, v.bound, v.value)
+        # what the enumeration decides, the solver path decides (the same status)
+        assert decided.get(v.name, "unknown") in (v.status, "unknown"), (net, lib, v.name, v.status, decided)
+        if v.name in decided:
+            assert v.status == decided[v.name], (net, lib, v.name, v.reason)

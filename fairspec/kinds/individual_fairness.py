@@ -271,6 +271,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", backend)), 0.25 * limit)
         res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
                              else f"the {kw.get('engine', backend)} MILP")
+    if (trees is None and runtime is not None and mode == "maximize" and res.status == "unknown"
+            and not (prop.options.partitions and prop.options.partitions > 1)):
+        from fairspec.backends.milp.partition import at_a_tie
+
+        if at_a_tie(res):        # after certify_result: its "within the runtime's rounding" is a tie too
+            res = _maximum_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)),
+                                    ctx.model(prop.model), runtime)
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
@@ -317,6 +324,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         if mode == "maximize" and res.bound is not None and res.value is not None:
             extra["bound"] = (float(res.value), float(res.bound))
             details["maximum"] = "proved" if res.how == "proved" else "not proved: [best pair found, certified upper bound]"
+    if mode == "maximize" and (res.stats or {}).get("maximum") and (res.value is not None or "maximum" not in details):
+        details["maximum"] = res.stats["maximum"]        # _maximum_at_a_tie's interval, said as it was obtained
     if res.status == "violated" and res.witness is not None:
         model = ctx.model(prop.model)
         if backend == "smt":
@@ -502,6 +511,51 @@ def _decide_at_a_tie(prop, problem, res, seconds, situation: str = "the solver's
                           res.seconds + took, engine=res.engine, mode=res.mode, best=w, stats=stats)
     return replace(res, reason=f"{res.reason}; the refinement over the whole domain did not decide it either ({why})",
                    seconds=res.seconds + took, stats=stats)
+
+
+def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
+    """maximize's ``unknown`` at a tie (the largest measure equals the threshold within the solver's
+    tolerance or the runtime's rounding: audit s19 engines #6, t2 ``mx`` / ``ml``) decided as find and
+    prove are, by :func:`_decide_at_a_tie` (the refinement over the whole domain, exact on the runtime):
+
+    * ``holds``: certify's Proof that no pair breaks the post-condition on the runtime, in any batch
+      size or order (the refinement leaves open an individual another batch may decide otherwise), so
+      the threshold bounds the largest measure of every evaluation; the lower end is the solver's best
+      pair replayed on the runtime (its measure in that batch, as the enumeration reports this batch's
+      largest). The interval is ``[v, v]`` when that pair scores exactly the threshold, else
+      ``[v, threshold]``; no value when the pair does not replay or its measure is no score the runtime
+      gives (label on a probability); a replayed measure beyond the proved threshold is a contradiction
+      kept ``unknown``;
+    * ``violated``: the refinement's pair (replayed again by run_pair, which reports its runtime
+      measure), the solver's upper bound kept as the interval's upper end, not proved;
+    * else ``res`` with why the refinement did not decide it."""
+    from fairspec.backends.pair.drivers import threshold
+    from fairspec.kinds.pair_runtime import runtime_pair_value
+
+    tie = _decide_at_a_tie(prop, problem, res, seconds, situation="the largest measure lay at the threshold within "
+                           "the solver's tolerance or the runtime's rounding")
+    if tie.status == "violated":
+        return replace(tie, bound=None if res.bound is None else max(float(res.bound), float(tie.value)))
+    if tie.status != "holds":
+        return tie
+    thr = threshold(problem.post, problem.eps)
+    lo = None
+    if res.best is not None:
+        _, _, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
+        lo = None if s is None else runtime_pair_value(prop, model, s)
+    if lo is not None and (lo > thr or lo == thr and problem.eps_strict and problem.post != "label"):
+        return replace(res, reason=f"{res.reason}; the refinement proves the property, but the solver's best pair "
+                       f"measures {lo!r} on the runtime, beyond the threshold {thr!r}: not reported")
+    if lo is None:
+        note = ("no value: the refinement proves no pair exceeds the threshold, but the solver's best pair gave "
+                "no measure on the runtime")
+    elif lo == thr:
+        note = ("proved: a pair the runtime scores at the threshold, and the refinement's proof that no pair "
+                "exceeds it in any batch")
+    else:
+        note = "[best pair replayed on the runtime, the threshold the refinement proves no pair exceeds]"
+    return replace(tie, value=lo, bound=None if lo is None else thr, best=res.best,
+                   stats={**tie.stats, "maximum": note})
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:
