@@ -335,8 +335,14 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
     def stub(shared, item):
         kw = shared[3]
         calls.append((kw.get("engine"), kw.get("time_limit")))
-        time.sleep(0.01)        # every pass takes time: the timeline records it
         return PairResult("unknown", reason="stub")
+
+    class PassesTakeTime(SerialExecutor):
+        """Every pass (one map over the partitions) takes time: the timeline records it."""
+
+        def map(self, fn, items, *a, **k):
+            time.sleep(0.01)
+            return super().map(fn, items, *a, **k)
 
     monkeypatch.setattr(part, "_solve_part", stub)
     monkeypatch.setattr(part, "_attack", lambda *a, **k: {})
@@ -345,7 +351,7 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
         p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
         parts = fairify_partitions(p, threshold=8)
         res = solve_partitioned(p, "prove", parts=parts, time_per_part=10.0, time_limit=3600.0, unions=False,
-                                decide_share=0.0, executor=SerialExecutor())
+                                decide_share=0.0, executor=PassesTakeTime())
         n = len(parts)
         passes = [calls[j] for j in range(0, len(calls), n)]
         assert len(calls) % n == 0
