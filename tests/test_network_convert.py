@@ -273,3 +273,35 @@ def test_one_path_from_a_loaded_model_to_its_network():
     assert not hasattr(NumpyMLP, "from_onnx")
     ev = onnx_evaluator(root / "examples/fairify/models/AC-1.onnx")
     assert ev(np.zeros((3, 13))).shape == (3,)
+
+
+def test_a_loaded_model_is_read_as_a_network_once(monkeypatch):
+    """piecewise_linear converts the file once per loaded model (every replayed pair's runtime layers
+    ask for it, as runtime_network's callers do); a refusal is kept and raised on every call, and a
+    model loaded again is read again."""
+    from fairspec.models import load_model, network
+    from fairspec.models.base import UnsupportedModel as Base
+
+    root = Path(__file__).resolve().parents[1]
+    real, reads = network.from_onnx, []
+
+    def counted(*a, **k):
+        reads.append(k.get("readout"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(network, "from_onnx", counted)
+    path = root / "examples/adult/models/mlp.onnx"
+    m = load_model("onnx", path, output="logit")
+    first = m.piecewise_linear()
+    assert m.piecewise_linear() is first and len([r for r in reads if r != "raw"]) == 1
+    again = load_model("onnx", path, output="logit").piecewise_linear()
+    assert again is not first and len([r for r in reads if r != "raw"]) == 2
+    X = np.random.default_rng(1).random((20, 46))
+    np.testing.assert_array_equal(again.forward(X), first.forward(X))
+    dt = load_model("sklearn", root / "examples/adult/models/dt.skops")
+    errors = []
+    for _ in range(2):
+        with pytest.raises(Base) as e:
+            dt.piecewise_linear()
+        errors.append(e.value)
+    assert errors[0] is errors[1]

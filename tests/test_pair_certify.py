@@ -15,7 +15,11 @@ from test_bab import _problem
 
 
 @pytest.mark.parametrize("post", ["label", "logit"])
-def test_milp_answers_are_certified_at_ties(post):
+def test_milp_answers_are_certified_at_ties(post, monkeypatch):
+    # maximize's certified bound (certify.certified_bound: the best-first search, bab.maximize) runs once
+    # per network: it does not read the threshold (test_the_best_first_search_does_not_read_the_threshold),
+    # and any of its runs is a certified bound; every threshold's MILP, prove and maximize still run
+    _, searched = _once_per_domain(monkeypatch)
     rng = np.random.default_rng({"label": 3, "logit": 4}[post])
     seen_holds = 0
     for k in range(6):
@@ -38,6 +42,7 @@ def test_milp_answers_are_certified_at_ties(post):
                 if m.how == "proved":
                     assert abs(m.value - want.value) <= 1e-6
     assert seen_holds
+    assert len(searched) == 6                      # one search per network, every one of them run
 
 
 def test_bench_switch_leaves_holds_uncertified_and_the_gate_refuses_it(monkeypatch):

@@ -15,7 +15,7 @@ import fairspec.backends.milp.falsify as falsify
 import fairspec.backends.milp.partition as part
 from conftest import protected_weight_net
 from fairspec.backends.milp.partition import fairify_partitions, solve_partitioned
-from fairspec.backends.pair import PairProblem, PairResult, check_witness
+from fairspec.backends.pair import PairProblem, PairResult, check_witness, is_violation
 from fairspec.runtime.executor import SerialExecutor
 
 
@@ -24,12 +24,49 @@ def _problem(seed: int, weight: float = 1.0) -> PairProblem:
     return PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post="label")
 
 
+def _unfair_at(p, t) -> bool:
+    """Is the individual ``t`` unfair, judged one pair at a time by check_witness (in both orders)?"""
+    x, xp = np.array([*t, 0.0]), np.array([*t, 1.0])
+    return check_witness(p, x, xp, p.net.forward) or check_witness(p, xp, x, p.net.forward)
+
+
+#: the unfair grid of each problem, by what it depends on: the network's weights, the post and eps
+_GRIDS: dict = {}
+
+
+def _key(p: PairProblem) -> tuple:
+    net = p.net
+    return (tuple((L.W.tobytes(), L.W.shape, L.b.tobytes(), L.relu) for L in net.layers), net.output_index,
+            net.final, p.post, p.eps, p.eps_strict, tuple(p.lo), tuple(p.hi))
+
+
+def _unfair_grid(p) -> np.ndarray:
+    """Every individual of the domain (32 x 32 x 16), unfair or not: the whole grid's forward in two
+    batches. The pairs (t, 0), (t, 1) meet the pre-condition by construction (integral, in the domain,
+    only the protected input differs), so what check_witness adds for them is the post, judged here by
+    the same is_violation in both orders. Computed once per problem (``_key``: all it depends on), and
+    then 300 random individuals and up to 100 unfair ones are re-judged by check_witness."""
+    key = _key(p)
+    if key not in _GRIDS:
+        shape = tuple(int(p.hi[i]) - int(p.lo[i]) + 1 for i in range(3))
+        T = np.array(list(itertools.product(*(range(int(p.lo[i]), int(p.hi[i]) + 1) for i in range(3)))),
+                     dtype=np.float64)
+        z0 = p.net.forward(np.hstack([T, np.zeros((len(T), 1))]))
+        z1 = p.net.forward(np.hstack([T, np.ones((len(T), 1))]))
+        bad = np.asarray(is_violation(p.post, p.eps, z0, z1, p.eps_strict)
+                         | is_violation(p.post, p.eps, z1, z0, p.eps_strict), dtype=bool)
+        rng = np.random.default_rng(0)
+        sample = list(rng.choice(len(T), 300, replace=False)) + list(np.flatnonzero(bad)[:100])
+        for i in sample:
+            assert _unfair_at(p, tuple(int(v) for v in T[i])) == bad[i], T[i]
+        _GRIDS[key] = bad.reshape(shape)
+    return _GRIDS[key]
+
+
 def _unfair(p, lo, hi) -> bool:
-    for t in itertools.product(*(range(int(lo[i]), int(hi[i]) + 1) for i in range(3))):
-        x, xp = np.array([*t, 0.0]), np.array([*t, 1.0])
-        if check_witness(p, x, xp, p.net.forward) or check_witness(p, xp, x, p.net.forward):
-            return True
-    return False
+    """Does the box [lo, hi] (of the first three inputs) hold an unfair individual? (``_unfair_grid``)"""
+    g, o = _unfair_grid(p), [int(v) for v in p.lo[:3]]
+    return bool(g[tuple(slice(int(lo[i]) - o[i], int(hi[i]) - o[i] + 1) for i in range(3))].any())
 
 
 def _weak_first_attack(monkeypatch, calls):
@@ -298,8 +335,14 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
     def stub(shared, item):
         kw = shared[3]
         calls.append((kw.get("engine"), kw.get("time_limit")))
-        time.sleep(0.01)        # every pass takes time: the timeline records it
         return PairResult("unknown", reason="stub")
+
+    class PassesTakeTime(SerialExecutor):
+        """Every pass (one map over the partitions) takes time: the timeline records it."""
+
+        def map(self, fn, items, *a, **k):
+            time.sleep(0.01)
+            return super().map(fn, items, *a, **k)
 
     monkeypatch.setattr(part, "_solve_part", stub)
     monkeypatch.setattr(part, "_attack", lambda *a, **k: {})
@@ -308,7 +351,7 @@ def test_prob_first_pass_is_a_branch_and_bound_sweep_then_longer_ones(monkeypatc
         p = PairProblem(net, lo=[0, 0, 0, 0], hi=[31, 31, 15, 1], integer=[True] * 4, free=(3,), post=post, eps=eps)
         parts = fairify_partitions(p, threshold=8)
         res = solve_partitioned(p, "prove", parts=parts, time_per_part=10.0, time_limit=3600.0, unions=False,
-                                decide_share=0.0, executor=SerialExecutor())
+                                decide_share=0.0, executor=PassesTakeTime())
         n = len(parts)
         passes = [calls[j] for j in range(0, len(calls), n)]
         assert len(calls) % n == 0

@@ -105,9 +105,8 @@ def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
         elif c.kind == "code":
             # the variable is the code (lowering); the runtime's encode takes the category index
             codes = np.asarray(c.codes, dtype=np.float64)
-            code = np.round(seg[:, 0])
-            out[c.feature] = np.array([float(np.flatnonzero(codes == v)[0]) if np.any(codes == v) else np.nan
-                                       for v in code])
+            eq = np.round(seg[:, 0])[:, None] == codes[None, :]         # (rows, codes); NaN equals none
+            out[c.feature] = np.where(eq.any(axis=1), np.argmax(eq, axis=1), np.nan)   # the first code's index
         else:
             v = seg[:, 0]
             out[c.feature] = np.where(low.integer[c.offset], np.round(v), v)

@@ -183,10 +183,21 @@ class LoadedModel(abc.ABC):
         (``fairspec.models.network.PLNet``; the same output, column and rule as ``decide``, see
         fairspec.models.readout): the one path from a loaded model to the network the solvers
         encode (individual fairness, PBA, the search's fast evaluator).  Raises
-        ``UnsupportedModel`` (an ``Unsupported``) when the model is not such a network."""
-        net = self._piecewise_linear()
-        require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)), self.path)
-        return net
+        ``UnsupportedModel`` (an ``Unsupported``) when the model is not such a network. Read once per
+        loaded model, as :meth:`runtime_network` (every replayed pair's runtime layers ask for it)."""
+        got = self.__dict__.get("_piecewise_linear_read")
+        if got is None:
+            try:
+                net = self._piecewise_linear()
+                require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)),
+                               self.path)
+                got = (net, None)
+            except (UnsupportedModel, ModelLoadError) as e:
+                got = (None, e)
+            self.__dict__["_piecewise_linear_read"] = got
+        if got[1] is not None:
+            raise got[1]
+        return got[0]
 
     def runtime_network(self):
         """The runtime's own layers as a ``PLNet`` with every output column and no readout applied
