@@ -185,16 +185,23 @@ class LoadedModel(abc.ABC):
         encode (individual fairness, PBA, the search's fast evaluator).  Raises
         ``UnsupportedModel`` (an ``Unsupported``) when the model is not such a network. Read once per
         loaded model, as :meth:`runtime_network` (every replayed pair's runtime layers ask for it)."""
-        got = self.__dict__.get("_piecewise_linear_read")
+        def read():
+            net = self._piecewise_linear()
+            require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)), self.path)
+            return net
+
+        return self._read_once("_piecewise_linear_read", read, (UnsupportedModel, ModelLoadError))
+
+    def _read_once(self, key: str, read, errors=(UnsupportedModel,)):
+        """``read()`` once per loaded model, kept under ``key``: its network, or the refusal (one of
+        ``errors``) raised again on every later call."""
+        got = self.__dict__.get(key)
         if got is None:
             try:
-                net = self._piecewise_linear()
-                require_finite(((f"layer {i + 1}", a) for i, L in enumerate(net.layers) for a in (L.W, L.b)),
-                               self.path)
-                got = (net, None)
-            except (UnsupportedModel, ModelLoadError) as e:
+                got = (read(), None)
+            except errors as e:
                 got = (None, e)
-            self.__dict__["_piecewise_linear_read"] = got
+            self.__dict__[key] = got
         if got[1] is not None:
             raise got[1]
         return got[0]
@@ -204,16 +211,7 @@ class LoadedModel(abc.ABC):
         (the numbers in the model file: what ``fairspec.certify.network.runtime_error_bound``
         bounds). Raises ``UnsupportedModel`` when the model is not such a network. Read once per
         loaded model (certification, the batch spreads and the runtime layers' check all ask)."""
-        got = self.__dict__.get("_runtime_network_read")
-        if got is None:
-            try:
-                got = (self._runtime_network(), None)
-            except UnsupportedModel as e:
-                got = (None, e)
-            self.__dict__["_runtime_network_read"] = got
-        if got[1] is not None:
-            raise got[1]
-        return got[0]
+        return self._read_once("_runtime_network_read", self._runtime_network)
 
     def runtime_chain(self):
         """The runtime's layers cut at every rounding (``PLNet``, every output column): as
@@ -221,16 +219,7 @@ class LoadedModel(abc.ABC):
         ONNX chain of linear layers) are two layers with identity between, not one folded layer whose
         numbers the runtime never rounds with. Raises ``UnsupportedModel`` when one operator rounds
         twice (a Gemm scaled by alpha) or the model is not a network."""
-        got = self.__dict__.get("_runtime_chain_read")
-        if got is None:
-            try:
-                got = (self._runtime_network(readout="chain"), None)
-            except UnsupportedModel as e:
-                got = (None, e)
-            self.__dict__["_runtime_chain_read"] = got
-        if got[1] is not None:
-            raise got[1]
-        return got[0]
+        return self._read_once("_runtime_chain_read", lambda: self._runtime_network(readout="chain"))
 
     def _runtime_network(self, readout="raw"):
         raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
