@@ -271,7 +271,11 @@ class _Substitutes:
         from fairspec.diagnostics import Diagnostic
 
         if isinstance(x, Diagnostic):
-            return replace(x, message=self._text(x.message), hint=self.relabel(x.hint),
+            message = self._text(x.message)
+            hint = self.relabel(x.hint)
+            if message != x.message and x.code in _WRITTEN_HINTS and hint == _default_hint(x.code):
+                hint = _WRITTEN_HINTS[x.code]    # "paths are relative to the spec file": not about an object
+            return replace(x, message=message, hint=hint,
                            related=tuple(replace(r, message=self._text(r.message)) for r in x.related))
         if isinstance(x, Verdict):
             return replace(x, reason=self.relabel(x.reason), details=self.relabel(x.details))
@@ -359,6 +363,22 @@ class _DataDecl:
     header: bool
     missing: str
     columns: tuple | None  # `columns = [...]`: the file's columns, in order
+
+
+#: the hint of a load error about an object the call wrote (the codes' own hints speak of paths)
+_WRITTEN_HINTS = {
+    "FS401": ("fairspec wrote the object in the format its declaration names (scikit-learn: skops) and read it "
+              "back as `fairspec check` reads a file; the message says what that read found. Pass a path "
+              "instead to check a file you saved yourself"),
+    "FS404": ("fairspec wrote the data frame with the declaration's separator, header and missing marker and read "
+              "it back as `fairspec check` reads a file; the message says what that read found"),
+}
+
+
+def _default_hint(code: str) -> str | None:
+    from fairspec.diagnostics.codes import CODES
+
+    return CODES[code].hint if code in CODES else None
 
 
 def _is_path(obj) -> bool:

@@ -57,6 +57,19 @@ def import_skops_io():
         sys.meta_path.remove(finder)
 
 
+def _refused_hint(refused: list[str]) -> str:
+    """What to do about types skops will not load: a function the training script defined (a lambda
+    column selector, a FunctionTransformer's func) has no trusted name, so the hint names the
+    scikit-learn ways to say the same; other types come from another library the model was built with."""
+    if any(t.startswith("__main__.") or "<lambda>" in t for t in refused):
+        return ("a function defined in the training script or notebook (a lambda or def, as a ColumnTransformer "
+                "column selector or a FunctionTransformer's func) cannot be loaded safely: give the columns as a "
+                "list of names or positions, or sklearn.compose.make_column_selector, and use scikit-learn's own "
+                "transformers")
+    return ("skops loads only scikit-learn, numpy and builtin types without running code; rebuild the model from "
+            "scikit-learn parts, or save it as a pickle and add 'trust pickle' to its declaration if you trust its source")
+
+
 def _load_skops(path: pathlib.Path):
     if not zipfile.is_zipfile(path):
         raise ModelLoadError(f"{path} is not a skops file (a skops file is a zip archive and this is not one)", path)
@@ -83,7 +96,7 @@ def _load_skops(path: pathlib.Path):
         raise ModelLoadError(
             f"skops refused to load {path} because it contains types outside scikit-learn, numpy and the "
             f"Python builtins: {shown}",
-            path,
+            path, hint=_refused_hint(refused),
         )
     try:
         return sio.load(str(path), trusted=list(untrusted))

@@ -190,7 +190,7 @@ class ModelChecks:
         self.failed_models.add(node.name.id)
         if e.code:
             self.fail(e.code, e.message, node.span, hint=e.hint)
-        self.fail("FS401", str(e), path_arg.span)
+        self.fail("FS401", e.message if e.hint else str(e), path_arg.span, hint=e.hint)
 
     def _guard_pipeline(self, args) -> None:
         from fairspec.diagnostics import DiagnosticError
