@@ -266,24 +266,26 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                            float(1 - decided[0] / start_measure) if start_measure else 0.0])
 
     prev = None                 # (start, sub-boxes) of the batch before: its seconds per sub-box
-    per_box = None
+    per_box = None              # the slowest seconds per sub-box of any batch so far
     while heap and time.monotonic() < stop and (max_boxes is None or st["boxes"] < max_boxes):
         now = time.monotonic()
         if prev is not None and prev[1]:
-            per_box = (now - prev[0]) / prev[1]
+            per_box = max(per_box or 0.0, (now - prev[0]) / prev[1])
         if now - last >= every:
             mark()
             last = time.monotonic()
         before = st["enumerated_fair"] + st["enumerated_unfair"]
         take = batch if max_boxes is None else max(1, min(batch, max_boxes - st["boxes"]))
-        # a batch is one vectorised call that no deadline interrupts: it takes only the sub-boxes the time
-        # left fits at the last batch's pace (the first batch FIRST_BATCH), so the budget is kept to about
-        # one sub-box rather than overrun by a whole batch (a 1,024-box batch of a 13-100-100-1 network took
-        # 17 s on a loaded 2-core box: the tie fallback spent 67 s of a 60 s timeout)
+        # a batch is one vectorised call that no deadline interrupts: it takes only the sub-boxes that half
+        # the time left fits at the slowest pace any batch of this call has had (the first batch
+        # FIRST_BATCH). So a batch passes the deadline only when it runs more than twice as slow as every
+        # batch before it, and then by at most the time it overran its own prediction (a 1,024-box batch of
+        # a 13-100-100-1 network took 17 s on a loaded 2-core box: the tie fallback spent 67 s of a 60 s
+        # timeout; the last batch's pace alone, after a fast batch, let a slow one overrun as well)
         if per_box is None:
             take = min(take, FIRST_BATCH)
         elif per_box > 0:
-            take = min(take, int((stop - now) / per_box))
+            take = min(take, int(0.5 * (stop - now) / per_box))
         if take < 1:
             break
         prev = (now, min(take, len(heap)))
