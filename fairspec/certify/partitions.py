@@ -202,7 +202,7 @@ def _relation_ok(rel, scope: dict, lo, hi) -> bool:
         return False
 
 
-def _tiled_ok(pr: Proof, expect: dict, lo, hi) -> bool:
+def _tiled_ok(pr: Proof, expect: dict, lo, hi, memo: dict | None = None) -> bool:
     d = pr.detail
     recs = d.get("records")
     if d.get("side") == "unfair" or not recs or not isinstance(recs, (list, tuple)):
@@ -214,8 +214,15 @@ def _tiled_ok(pr: Proof, expect: dict, lo, hi) -> bool:
         rel = r.get("_relation") if isinstance(r, dict) else None
         if rel is None and scope["relaxed"]:
             return False            # a relaxed property's pairs are checked from the record, or not accepted
-        if rel is not None and not _relation_ok(rel, scope, lo, hi):
-            return False
+        if rel is not None:
+            # one check per distinct relation in a call (thousands of partitions share a few records)
+            ok = memo.get(rel) if memo is not None else None
+            if ok is None:
+                ok = _relation_ok(rel, scope, lo, hi)
+                if memo is not None:
+                    memo[rel] = ok
+            if not ok:
+                return False
     return all(_direct_ok(r, expect) for r in recs)
 
 
@@ -270,6 +277,7 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         return None
     by: dict[str, int] = {}
     B = []
+    memo: dict = {}
     for pr, box in zip(proofs, boxes):
         part = _box(box, n)
         if part is None or not isinstance(pr, Proof) or pr.method not in methods:
@@ -277,7 +285,7 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         own = _box(pr.detail.get("box") or (), n)
         if own is None or not _contains(own, part, integer):
             return None
-        ok = (_moved_ok(pr, expect) if pr.method in MOVED else _tiled_ok(pr, expect, lo, hi) if pr.method in TILED
+        ok = (_moved_ok(pr, expect) if pr.method in MOVED else _tiled_ok(pr, expect, lo, hi, memo) if pr.method in TILED
               else False)
         if not ok:
             return None
