@@ -139,6 +139,33 @@ def test_ties_with_relaxed_inputs_or_onehot_groups_agree_with_brute_force(tmp_pa
             assert abs(Fraction(z[x]) - Fraction(z[y])) >= dmax, (x, y)
 
 
+@pytest.mark.parametrize("seed,shape", [(0, "relaxed"), (3, "relaxed"), (0, "onehot"), (3, "onehot")])
+def test_maximize_and_partitions_at_such_a_tie(tmp_path, monkeypatch, seed, shape):
+    """``mode = maximize`` (``_maximum_at_a_tie``) and ``partitions = 4`` (the decision pass per partition,
+    combined by certify) at the same ties: ``<=`` holds -- maximize's interval holds the exact largest
+    difference -- and ``<`` is violated."""
+    from fairspec.pipeline import check
+
+    head, z = _build(tmp_path, seed, shape, "torch32")
+    relaxed = shape == "relaxed"
+    dmax = max(abs(Fraction(z[x]) - Fraction(z[y])) for x, y in _pairs(z, relaxed))
+    eps = repr(float(dmax))
+    spec = head
+    for extra, nm in (("  mode = maximize\n", "m"), ("  partitions = 4\n", "p")):
+        for op, tag in (("<=", "le"), ("<", "lt")):
+            spec += _prop(nm + tag, f"|logit(m(x)) - logit(m(x'))| {op} {eps}", relaxed).replace(
+                "  timeout", extra + "  timeout")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "spec.fair").write_text(spec)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = {v.name: v for v in check(tmp_path / "spec.fair").verdicts}
+    assert {k: v.status for k, v in got.items()} == {"mle": "holds", "mlt": "violated", "ple": "holds",
+                                                     "plt": "violated"}, {k: v.reason for k, v in got.items()}
+    assert got["mle"].proof is not None and got["ple"].proof is not None
+    lo, hi = got["mle"].bound
+    assert Fraction(lo) <= dmax <= Fraction(hi)
+
+
 def _category(row, shape: str) -> int:
     return int(np.argmax(row[2:])) if shape == "onehot" else int(row[2])
 
@@ -233,3 +260,24 @@ def test_the_shares_refinement_still_takes_no_relaxed_input():
     p = _relaxed_problem()
     assert refinable(p) == "the refinement does not handle relaxed inputs"
     assert refinable(p, relaxed=True) == ""
+
+
+def test_what_the_decision_pass_still_refuses_says_why():
+    """A relaxed input with too many values (or real-valued) and a one-hot group outside the protected
+    inputs stay undecided, each with its own reason (the tie fallback reports it)."""
+    from fairspec.backends.pair import PairProblem
+    from fairspec.backends.refine import decide_partitions
+    from conftest import protected_weight_net
+
+    net = protected_weight_net(1, 1.0, True, False, name="refused")
+    wide = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 5, 40, 1], integer=[True] * 4, free=(3,), relaxed=((2, 1.0),),
+                       post="logit", eps=1.0)
+    real = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 5, 3, 1], integer=[True, True, False, True], free=(3,),
+                       relaxed=((2, 1.0),), post="logit", eps=1.0)
+    grouped = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 1, 1, 1], integer=[True] * 4, onehot_groups=((1, 2),),
+                          free=(3,), post="logit", eps=1.0)
+    for p, why in ((wide, "relaxed inputs are not all integral with at most 16 values"),
+                   (real, "relaxed inputs are not all integral"),
+                   (grouped, "one-hot groups only among the protected inputs")):
+        (d,) = decide_partitions(p, [(p.lo, p.hi)], seconds=60.0, max_boxes=64)
+        assert d.status == "open" and why in d.reason, d.reason
