@@ -34,7 +34,10 @@ box first, over every partition at once), and decides each sub-box, many per bat
 What the budget leaves in the queue is undecided. Only integer points are enumerated (a box
 with a real-valued input is split until the budget ends). The refinement needs the complete
 list of protected values (one-hot groups, or integer inputs with at most 16 values each, at most
-64 combinations) and no relaxed inputs; otherwise it does nothing and says why.
+64 combinations) and no relaxed inputs; otherwise it does nothing and says why. The decision pass
+(:func:`decide_partitions`) takes relaxed inputs too, small integral ones: their values join the
+protected ones as counterfactual cases (:func:`counterfactuals`, the pairs within the tolerance), an
+individual being the tied inputs only, so every pair the property admits is one of an individual's.
 """
 
 from __future__ import annotations
@@ -85,15 +88,54 @@ def _cases(problem):
     return protected_cases(problem)
 
 
-def refinable(problem) -> str:
-    """Why the refinement cannot run on ``problem`` ("" when it can)."""
+#: a relaxed input is taken by the decision pass only when it has at most this many values
+RELAXED_VALUES = 16
+
+
+def counterfactuals(problem):
+    """``(cases, pairs)``: every assignment of the inputs a pair's two copies need not share -- the
+    protected ones (:func:`_cases`) and the relaxed ones (each integer value of the domain) -- and the
+    ordered ``(a, b)`` the pre-condition admits (differ where ``must_differ`` demands, every relaxed
+    input within its tolerance). An individual is then the tied inputs only, so a pair never leaves it.
+    None when they are not all small and integral (or more than ``MAX_CASES``)."""
+    from fairspec.backends.quantify import MAX_CASES
+
+    cases = _cases(problem)
+    if cases is None:
+        return None
+    for i, _ in problem.relaxed:
+        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= RELAXED_VALUES:
+            return None
+        vals = [float(v) for v in range(int(problem.lo[i]), int(problem.hi[i]) + 1)]
+        cases = [{**c, i: v} for c in cases for v in vals]
+    if len(cases) > MAX_CASES:
+        return None
+    must, tol = set(problem.must_differ), problem.relaxed
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
+             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)
+             and all(abs(cases[a][i] - cases[b][i]) <= t for i, t in tol)]
+    return cases, pairs
+
+
+def _individual(problem) -> tuple[int, ...]:
+    """The inputs of an individual here: the tied ones (neither protected nor relaxed)."""
+    from fairspec.backends.quantify import individual_inputs
+
+    rel = {i for i, _ in problem.relaxed}
+    return tuple(i for i in individual_inputs(problem) if i not in rel)
+
+
+def refinable(problem, relaxed: bool = False) -> str:
+    """Why the refinement cannot run on ``problem`` ("" when it can); ``relaxed``: relaxed inputs taken
+    (the decision pass: small integral ones, as counterfactual values of :func:`counterfactuals`; the
+    shares' refinement counts individuals over every non-protected input and takes none)."""
     from fairspec.backends.pair.certify import _is_network, runtime_of
 
     if not _is_network(problem):
         return "the refinement needs a ReLU network"
     if problem.post not in ("label", "logit", "prob"):
         return f"the refinement does not decide the {problem.post} post-condition"
-    if problem.relaxed:
+    if problem.relaxed and not relaxed:
         return "the refinement does not handle relaxed inputs"
     rt = runtime_of(problem)
     if rt.layers is None:
@@ -102,6 +144,9 @@ def refinable(problem) -> str:
         return f"the refinement does not bound the {rt.readout[0]} readout"
     if _cases(problem) is None:
         return "the protected inputs take too many values to enumerate"
+    if counterfactuals(problem) is None:
+        return (f"the relaxed inputs are not all integral with at most {RELAXED_VALUES} values each (their values "
+                "and the protected ones', at most 64 combinations, are what the refinement enumerates)")
     return ""
 
 
@@ -198,7 +243,7 @@ def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int
 def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, bab_nodes, bab_seconds,
             bab_per_batch, cut_min, track=None, split: bool = False) -> Refined:
     from fairspec.backends.pair.certify import decide_by_bab, runtime_of
-    from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs, measure
+    from fairspec.backends.quantify import INTEGER_POINTS, _kind, measure
     from fairspec.certify.boxes import decide_boxes
     from fairspec.certify.enumerate import count_individuals
 
@@ -207,15 +252,12 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     out = Refined(stats={"boxes": 0, "fair_boxes": 0, "unfair_boxes": 0, "bab_boxes": 0, "enumerated": 0,
                          "enumerated_fair": 0, "enumerated_unfair": 0, "cut_fair": 0, "cut_unfair": 0,
                          "split_tried": 0, "split_boxes": 0, "left": 0})
-    why = refinable(problem)
+    why = refinable(problem, relaxed=track is not None)
     if why:
         out.reason = why
         return out
     rt = runtime_of(problem)
-    cases = _cases(problem)
-    must = set(problem.must_differ)
-    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
-             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
+    cases, pairs = counterfactuals(problem)
     if not pairs:
         out.reason = "no two protected values differ where the pre-condition demands"
         return out
@@ -224,7 +266,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     except (ValueError, TypeError, AttributeError, ArithmeticError) as e:
         out.reason = f"no runtime error bound: {e}"
         return out
-    inputs = individual_inputs(problem)
+    inputs = _individual(problem)
     grouped = {i for g in problem.onehot_groups for i in g}
     dims = [i for i in inputs if i not in grouped]
     integral = _kind(problem) == INTEGER_POINTS
@@ -236,8 +278,12 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     fast = integral and not problem.onehot_groups
     idx = np.array(inputs, dtype=np.int64)
 
+    # the relaxed inputs span the domain in every box (never split: their values are the cases'): their
+    # values' count, which quantify.measure multiplies in, is divided out
+    per = int(np.prod([problem.hi[i] - problem.lo[i] + 1 for i, _ in problem.relaxed]))
+
     def push(k, lo, hi):
-        m = measure(problem, lo, hi)
+        m = measure(problem, lo, hi) // per
         if m:
             heapq.heappush(heap, (-float(m), next(seq), k, lo, hi, m))
 
@@ -266,24 +312,26 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
                            float(1 - decided[0] / start_measure) if start_measure else 0.0])
 
     prev = None                 # (start, sub-boxes) of the batch before: its seconds per sub-box
-    per_box = None
+    per_box = None              # the slowest seconds per sub-box of any batch so far
     while heap and time.monotonic() < stop and (max_boxes is None or st["boxes"] < max_boxes):
         now = time.monotonic()
         if prev is not None and prev[1]:
-            per_box = (now - prev[0]) / prev[1]
+            per_box = max(per_box or 0.0, (now - prev[0]) / prev[1])
         if now - last >= every:
             mark()
             last = time.monotonic()
         before = st["enumerated_fair"] + st["enumerated_unfair"]
         take = batch if max_boxes is None else max(1, min(batch, max_boxes - st["boxes"]))
-        # a batch is one vectorised call that no deadline interrupts: it takes only the sub-boxes the time
-        # left fits at the last batch's pace (the first batch FIRST_BATCH), so the budget is kept to about
-        # one sub-box rather than overrun by a whole batch (a 1,024-box batch of a 13-100-100-1 network took
-        # 17 s on a loaded 2-core box: the tie fallback spent 67 s of a 60 s timeout)
+        # a batch is one vectorised call that no deadline interrupts: it takes only the sub-boxes that half
+        # the time left fits at the slowest pace any batch of this call has had (the first batch
+        # FIRST_BATCH). So a batch passes the deadline only when it runs more than twice as slow as every
+        # batch before it, and then by at most the time it overran its own prediction (a 1,024-box batch of
+        # a 13-100-100-1 network took 17 s on a loaded 2-core box: the tie fallback spent 67 s of a 60 s
+        # timeout; the last batch's pace alone, after a fast batch, let a slow one overrun as well)
         if per_box is None:
             take = min(take, FIRST_BATCH)
         elif per_box > 0:
-            take = min(take, int((stop - now) / per_box))
+            take = min(take, int(0.5 * (stop - now) / per_box))
         if take < 1:
             break
         prev = (now, min(take, len(heap)))
@@ -585,7 +633,7 @@ class _Tracker:
             boxes = (np.stack([it[3] for it, _, _ in group]), np.stack([it[4] for it, _, _ in group]))
             res = count_individuals([s[rows] for s in S], pairs, scorer.post, eps=problem.eps,
                                     decision_threshold=scorer.threshold, eps_strict=problem.eps_strict, claim=claim,
-                                    unsure=None if unsure is None else unsure[rows], boxes=len(group),
+                                    unsure=None if unsure is None else unsure[rows], boxes=len(group), cases=cases,
                                     _boxes=boxes)
             j = 0
             for it, a, b in group:
@@ -637,15 +685,21 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
       integer point in exactly one) and that each is covered by its batch's Proof, and mints one Proof;
     * otherwise open (the budget ended first, or a check refused).
 
-    Integer inputs without one-hot groups only (Fairify's domains), and an enumerable runtime."""
-    from fairspec.backends.quantify import INTEGER_POINTS, _kind, individual_inputs
+    Integer inputs only, one-hot groups only among the protected ones, relaxed inputs only as
+    :func:`counterfactuals` takes them, and an enumerable runtime."""
+    from fairspec.backends.quantify import INTEGER_POINTS, _kind
     from fairspec.certify.partitions import problem_scope
     from fairspec.certify.tiling import prove_tiled_many
 
     parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
-    why = refinable(problem)
-    if not why and (_kind(problem) != INTEGER_POINTS or problem.onehot_groups or not np.all(problem.integer)):
-        why = "the decision by refinement needs integer inputs without one-hot groups"
+    why = refinable(problem, relaxed=True)
+    free = set(problem.free)
+    if not why and (_kind(problem) != INTEGER_POINTS or not np.all(problem.integer)):
+        why = "the decision by refinement needs integer inputs"
+    if not why and any(not free.intersection(g) for g in problem.onehot_groups):
+        # a one-hot group of the individual: its tiles' lattice points are not its categories (tiling counts
+        # 2**k corners of a group of k); a protected group's categories are the cases
+        why = "the decision by refinement takes one-hot groups only among the protected inputs"
     if not why and _scorer(problem) is None:
         why = "the runtime cannot be evaluated here for the enumeration"
     if why:
@@ -660,10 +714,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     if ref.reason:
         return [PartDecision("open", reason=ref.reason) for _ in parts]
     track._scan(ref)
-    cases = _cases(problem)
-    must = set(problem.must_differ)
-    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
-             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)]
+    cases, pairs = counterfactuals(problem)
     waiting = {it[0] for it in ref.undecided}
     unsure = set()
     groups: dict = {}
@@ -688,7 +739,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             continue
         tiled[k] = (lo, hi, [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()])
     proofs = dict(zip(tiled, prove_tiled_many(list(tiled.values()), problem.integer, claim=claim,
-                                              individual=individual_inputs(problem), pair=problem_scope(problem))))
+                                              individual=_individual(problem), pair=problem_scope(problem))))
     for k, (lo, hi) in enumerate(parts):
         if k in track.unfair:
             pr = track.pair(k, cases, pairs)

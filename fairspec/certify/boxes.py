@@ -529,7 +529,8 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
     from fairspec.certify.claims import direct_record
 
     common = dict(post=post, cases=len(cases), runtime_error=max(float(E) for E in errors), readout=list(readout),
-                  record=direct_record(post, eps=eps, eps_strict=eps_strict, readout=readout, precision=precision),
+                  record=direct_record(post, eps=eps, eps_strict=eps_strict, readout=readout, precision=precision,
+                                       relation=(cases, pairs)),
                   **detail)
     kept = {"_boxes": (LO[fair].copy(), HI[fair].copy())} if keep_boxes else {}
     fp = _mint("interval", claim_fair, boxes=int(fair.sum()), side="fair", **kept, **common) if fair.any() else None

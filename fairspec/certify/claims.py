@@ -19,8 +19,9 @@ on but the box is the whole property's. Three records, each a plain dict of cano
   widened by E, or an enumeration): the post-condition, eps and strictness, the label's decision
   threshold, and the readout / precision when the proof bounds a network (an enumeration reads the
   runtime itself). ``boxes.decide_boxes``, ``layersplit``, ``relsplit`` and
-  ``enumerate.count_individuals`` record it (``detail["record"]``); ``tiling.prove_tiled`` keeps
-  the distinct records of its groups.
+  ``enumerate.count_individuals`` record it (``detail["record"]``), with the counterfactual cases and
+  pairs compared (``"_relation"``, :func:`relation_record`); ``tiling.prove_tiled`` keeps the distinct
+  records of its groups.
 
 Imports numpy, fractions and certify's exact helpers only.
 """
@@ -34,7 +35,7 @@ from fairspec.certify.exact import threshold_of
 from fairspec.certify.rounding import float_up
 
 __all__ = ["net_fingerprint", "pair_scope", "tied_inputs", "runtime_record", "direct_record", "exact_text",
-           "label_threshold"]
+           "label_threshold", "relation_record"]
 
 
 def exact_text(v) -> str:
@@ -90,8 +91,15 @@ def label_threshold(readout) -> str:
     return "1/2" if readout[0] in ("prob", "softmax") else "0"
 
 
+def relation_record(cases, pairs) -> tuple:
+    """The counterfactuals a proof compared, canonical: each case as sorted ``(input, value)`` items,
+    and the ordered pairs of cases (indices) it compared."""
+    cs = tuple(tuple(sorted((int(i), float(v)) for i, v in c.items())) for c in cases)
+    return cs, tuple(sorted({(int(a), int(b)) for a, b in pairs}))
+
+
 def direct_record(post: str, *, eps=0, eps_strict: bool = False, decision_threshold=None, readout=None,
-                  precision: str | None = None) -> dict:
+                  precision: str | None = None, relation=None) -> dict:
     """The claim of a proof about the runtime's own outputs (see the module docstring). ``post`` as
     the proof compared it (``prob-of-logit`` is the ``prob`` post on a runtime that gives logits);
     ``decision_threshold`` of a label (default: from ``readout``); ``readout`` / ``precision`` None
@@ -106,4 +114,8 @@ def direct_record(post: str, *, eps=0, eps_strict: bool = False, decision_thresh
         rec["precision"] = str(precision)
     else:
         rec["evaluated"] = "runtime"
+    if relation is not None:
+        # (cases, pairs) the proof compared (:func:`relation_record`; not in the JSON): what
+        # certify.partitions checks holds every pair a relaxed property admits
+        rec["_relation"] = relation_record(*relation)
     return rec

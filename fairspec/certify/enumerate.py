@@ -423,7 +423,7 @@ class Counted(NamedTuple):
 
 
 def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
-                      decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None,
+                      decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None, cases=None,
                       **detail) -> Counted:
     """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
     output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
@@ -431,7 +431,9 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     compared exactly by :func:`pair_checks` (``post`` as there, ``prob-of-logit`` included); an
     ``enumeration`` Proof of the counts of fair and unfair individuals. ``unsure`` (bool per
     individual): those the caller's runtime may score otherwise in another batch size or order (a
-    pair within its rounding of the threshold, not shown exact), counted neither fair nor unfair."""
+    pair within its rounding of the threshold, not shown exact), counted neither fair nor unfair.
+    ``cases``: the ``{input: value}`` assignment of each case, recorded with ``pairs``
+    (:func:`fairspec.certify.claims.relation_record`) when given."""
     if not pairs:
         raise ValueError("at least one pair of counterfactuals")
     arrays = [_as_array(s) for s in scores]
@@ -469,7 +471,8 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
         detail = {**detail, "batch_dependent": int(unsure.sum())}
     from fairspec.certify.claims import direct_record
 
-    rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold)
+    rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold,
+                        relation=None if cases is None else (cases, pairs))
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
                   fair=int(fair.sum()), unfair=int(unfair.sum()), record=rec, **detail)
     return Counted(proof, fair, unfair, maybe if unsure is not None else None)

@@ -293,7 +293,7 @@ def prove_layer_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequenc
     from fairspec.certify.claims import direct_record
 
     proof = _mint("interval", claim, boxes=int(fair.sum()), side="fair", post=post, cases=nc,
-                  record=direct_record(post, readout=readout, precision=precision),
+                  record=direct_record(post, readout=readout, precision=precision, relation=(cases, pairs)),
                   runtime_error=max(E), readout=list(readout), split="a hidden layer's live neurons, tiled",
                   layers=sorted({int(certificates[k][0]) for k in np.flatnonzero(fair)}), **kept, **detail)
     return SplitDecisions(status, proof, why)

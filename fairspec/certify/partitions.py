@@ -37,9 +37,12 @@ that make it "the whole property restricted to its box":
   by refinement): no individual of the box has a counterfactual that breaks the post-condition on
   the runtime, every one of its groups' records (``detail["records"]``) being the whole property's
   post-condition, eps and strictness (or, for a label, its decision threshold), readout and
-  precision (where the group bounded a network; an enumeration evaluated the runtime itself).
-  Refinement needs no relaxed inputs and every protected value, so "every individual, under every
-  pair of protected values that differ where ``must_differ`` demands" is the same set of pairs.
+  precision (where the group bounded a network; an enumeration evaluated the runtime itself), and
+  its counterfactuals (``"_relation"``: the cases each group assigned the protected and relaxed
+  inputs, the pairs of cases it compared) holding every pair the property admits (:func:`_relation_ok`,
+  listed from the whole property's record and the domain: required when there are relaxed inputs,
+  checked whenever recorded). An individual of a tile is its tied inputs; its pairs are the cases', so
+  "every individual of the box, under every admitted pair of cases" is every pair of the box.
 
 A proof lacking a record, with any parameter not equal to the whole property's (another threshold,
 another strictness, another network, another runtime), of another method, or a box that does not
@@ -147,13 +150,79 @@ def _direct_ok(rec, expect: dict) -> bool:
     return rec.get("evaluated") == "runtime"
 
 
-def _tiled_ok(pr: Proof, expect: dict) -> bool:
+#: the most counterfactual cases (assignments of the protected and relaxed inputs) :func:`_relation_ok` lists
+#: (a count: it compares every two; the refinement enumerates at most quantify.MAX_CASES = 64)
+MAX_RELATION = 256
+
+
+def _relation_ok(rel, scope: dict, lo, hi) -> bool:
+    """Does a proof's recorded relation (:func:`fairspec.certify.claims.relation_record`: the cases it
+    assigned the protected and relaxed inputs, the ordered pairs of cases it compared) hold every pair
+    the property admits on the domain ``[lo, hi]``? Those pairs, listed here from the record of the
+    pair question alone: every protected one-hot group's categories (a member whose range reaches 1),
+    every integer value of a protected or relaxed input (a real-valued one that is not a single point:
+    no finite list, refused); a pair differs on some input of ``must_differ`` and each relaxed input
+    lies within its tolerance (as recorded, exactly). Comparing more pairs than these proves no less."""
+    import itertools
+
+    try:
+        cases, pairs = rel
+        free, must = [int(i) for i in scope["free"]], {int(i) for i in scope["must_differ"]}
+        tol = {int(i): Fraction(float(t)) for i, t in scope["relaxed"]}
+        grouped = {int(i) for g in scope["onehot_groups"] for i in g}
+        units = []
+        for g in scope["onehot_groups"]:
+            if set(g) & set(free):
+                units.append([tuple((int(i), 1.0 if i == j else 0.0) for i in g) for j in g if hi[int(j)] >= 1])
+        for i in sorted(set(free) - grouped) + sorted(tol):
+            if scope["integer"][i]:
+                vals = range(math.ceil(lo[i]), math.floor(hi[i]) + 1)
+            elif lo[i] == hi[i]:
+                vals = [lo[i]]
+            else:
+                return False
+            if len(vals) > MAX_RELATION:
+                return False
+            units.append([((i, float(v)),) for v in vals])
+        if math.prod(len(u) for u in units) > MAX_RELATION:
+            return False
+        need = [dict(itertools.chain.from_iterable(c)) for c in itertools.product(*units)]
+        have = {(tuple(cases[a]), tuple(cases[b])) for a, b in pairs}
+        want = {i for c in need[:1] for i in c}
+        if any({int(i) for i, _ in c} != want for c in cases):
+            return False                # a case assigns other inputs than the protected and relaxed ones
+        for a, b in itertools.product(need, need):
+            if not any(a[i] != b[i] for i in must) or any(abs(Fraction(a[i]) - Fraction(b[i])) > t
+                                                          for i, t in tol.items()):
+                continue
+            if (tuple(sorted(a.items())), tuple(sorted(b.items()))) not in have:
+                return False
+        return True
+    except (KeyError, TypeError, ValueError, IndexError, ArithmeticError):
+        return False
+
+
+def _tiled_ok(pr: Proof, expect: dict, lo, hi, memo: dict | None = None) -> bool:
     d = pr.detail
     recs = d.get("records")
     if d.get("side") == "unfair" or not recs or not isinstance(recs, (list, tuple)):
         return False
-    if d.get("pair") != expect["pair"] or expect["pair"]["relaxed"]:
-        return False                # the refinement decides no relaxed input (refine.refinable): never a part
+    if d.get("pair") != expect["pair"]:
+        return False
+    scope = expect["pair"]
+    for r in recs:
+        rel = r.get("_relation") if isinstance(r, dict) else None
+        if rel is None and scope["relaxed"]:
+            return False            # a relaxed property's pairs are checked from the record, or not accepted
+        if rel is not None:
+            # one check per distinct relation in a call (thousands of partitions share a few records)
+            ok = memo.get(rel) if memo is not None else None
+            if ok is None:
+                ok = _relation_ok(rel, scope, lo, hi)
+                if memo is not None:
+                    memo[rel] = ok
+            if not ok:
+                return False
     return all(_direct_ok(r, expect) for r in recs)
 
 
@@ -208,6 +277,7 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         return None
     by: dict[str, int] = {}
     B = []
+    memo: dict = {}
     for pr, box in zip(proofs, boxes):
         part = _box(box, n)
         if part is None or not isinstance(pr, Proof) or pr.method not in methods:
@@ -215,7 +285,8 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
         own = _box(pr.detail.get("box") or (), n)
         if own is None or not _contains(own, part, integer):
             return None
-        ok = _moved_ok(pr, expect) if pr.method in MOVED else _tiled_ok(pr, expect) if pr.method in TILED else False
+        ok = (_moved_ok(pr, expect) if pr.method in MOVED else _tiled_ok(pr, expect, lo, hi, memo) if pr.method in TILED
+              else False)
         if not ok:
             return None
         by[pr.method] = by.get(pr.method, 0) + 1

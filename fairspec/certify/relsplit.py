@@ -275,7 +275,8 @@ def prove_relational_split(runtime_net, LO, HI, cases: Sequence[dict], pairs: Se
     from fairspec.certify.claims import direct_record
 
     proof = _mint("interval", claim, boxes=int(ok.sum()), side="fair", post=post, cases=len(cases),
-                  record=direct_record(post, eps=eps, eps_strict=eps_strict, readout=readout, precision=precision),
+                  record=direct_record(post, eps=eps, eps_strict=eps_strict, readout=readout, precision=precision,
+                                       relation=(cases, pairs)),
                   runtime_error=max(E), readout=list(readout),
                   split="a hidden layer's live pre-activations of one copy, tiled, the other copy's shifted by "
                         "the pair's difference bounds",
