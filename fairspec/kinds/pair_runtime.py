@@ -94,6 +94,27 @@ def _read_out(chain, pl):
     return L[:-1] + [(s * L[-1][0][r:r + 1], s * L[-1][1][r:r + 1], L[-1][2])]
 
 
+def class_networks(model):
+    """``(net, runtime)`` of a K-output network for the ``class`` and ``class_prob`` posts, both with every
+    column and no readout: the network the solvers encode, and the runtime's layers certify bounds. Where
+    the runtime's layers are its own numbers (one rounding each) both are :meth:`runtime_network`; an
+    identity MLP or a chain of linear layers is its folded network (``folded_network``) against the
+    runtime's chain (``runtime_chain``: one layer per rounding, identity between), which
+    :mod:`fairspec.certify.chains` compares exactly. Raises ``UnsupportedModel`` (the runtime network's
+    refusal, or the chain's when an operator rounds twice)."""
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        raw = model.runtime_network()
+        return raw, raw
+    except UnsupportedModel as refused:
+        try:
+            net = model.folded_network()
+        except UnsupportedModel:
+            raise refused from None
+    return net, model.runtime_chain()
+
+
 def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
     """Feature values (categories as indices) of feature-space points V (k, n)."""
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
