@@ -134,3 +134,21 @@ def test_the_layer_is_coef_and_intercept_and_a_subclass_that_predicts_otherwise_
     odd = Clipped().fit(X, X[:, 0] - 1.0)
     with pytest.raises(UnsupportedModel, match="predict"):
         from_sklearn(odd)
+
+
+def test_lint_reads_a_pickled_two_output_linear_regressor_s_columns(models, tmp_path):
+    """A pickle records no n_outputs_ for a linear regressor either: lint reads coef_'s recorded shape
+    (inertly, nothing runs), so index = 1 is in range and no index is FS413, as for a skops file."""
+    import pickle
+
+    from test_sklearn_mlp_regressor import HEAD
+
+    _, ests = models
+    with open(tmp_path / "two.pkl", "wb") as fh:
+        pickle.dump(ests["two"], fh)
+    prop = "\nproperty p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n" \
+           "  ensure |value(m(x)) - value(m(x'))| <= 1\n  using milp\n}\n"
+    for index, want in (("", ["FS413"]), (", index = 1", [])):
+        p = tmp_path / f"p{len(index)}.fair"
+        p.write_text(HEAD.replace('sklearn("MODEL.skops"INDEX)', f'sklearn("two.pkl", trust pickle{index})') + prop)
+        assert [c for c, _ in _lint(p)] == want, (index, _lint(p))

@@ -181,7 +181,8 @@ def _pickle_root(path, final: bool):
 def sklearn_n_outputs(path) -> tuple[str, int | None] | None:
     """(class name, ``n_outputs_`` or None) of the final estimator of a skops file or a pickle (read
     inertly, nothing runs), or None when the file does not say: the columns of a regressor's predict.
-    A linear regressor of a skops file records none: the rows of its two-dimensional ``coef_``."""
+    A linear regressor records none: the rows of its two-dimensional ``coef_`` (a skops file's array
+    header, a pickled array's recorded shape)."""
     p = pathlib.Path(path)
     if p.suffix.lower() == ".skops":
         with zipfile.ZipFile(p) as zf:
@@ -203,6 +204,12 @@ def sklearn_n_outputs(path) -> tuple[str, int | None] | None:
         if root is None:
             return None
         cls, k = root._qual[1], _state(root).get("n_outputs_")
+        # a pickled numpy array's state is (version, shape, dtype, fortran order, data)
+        arr = _state(root).get("coef_") if k is None and cls in LINEAR_REGRESSORS else None
+        st = getattr(arr, "_stub_state", None) if isinstance(arr, _Stub) else None
+        if isinstance(st, tuple) and len(st) >= 2 and isinstance(st[1], tuple) and len(st[1]) == 2 and \
+                str(arr._qual[1]) == "_reconstruct" and str(arr._qual[0]).startswith("numpy"):
+            k = st[1][0]
     if not isinstance(cls, str):
         return None
     return cls, k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
