@@ -157,7 +157,7 @@ def test_the_error_bound_of_an_identity_mlp_holds_on_predict():
     chain = from_sklearn(est, readout="chain")
     for col in (0, 1):
         folded = from_sklearn(est, index=col)
-        layers = _read_out(chain, folded)
+        layers = _read_out(chain, folded, (col, 1.0))
         assert len(layers) == 3 and len(folded.layers) == 1
         E = runtime_error_bound(layers, -np.full(5, 3.0), np.full(5, 3.0), proof_net=folded, precision="float64")
         assert 0 < E < 1e-10
@@ -308,3 +308,70 @@ def test_a_hidden_block_s_composition_error_is_counted(monkeypatch):
     E2 = cn.runtime_error_bound(chain, lo, hi, proof_net=folded, precision="float32")
     W_last = np.abs(cn.as_layers(folded)[-1][0])
     assert E2 >= E + 0.99 * float(W_last.sum())        # |W'| slack, at least, on top
+
+
+# ------------------------------------------------------------------ which row of the chain the readout reads
+
+def test_the_readout_row_is_the_declared_one_not_the_closest_fold(tmp_path, monkeypatch):
+    """A two-output identity MLPRegressor whose two outputs fold to the same layer (they differ only on a
+    hidden unit that is always 0): the chain's row is the one ``index`` names (pair_runtime._readout_row),
+    not found by comparing folds -- which saw two rows and refused (unknown) before."""
+    pytest.importorskip("skops")
+    from sklearn.neural_network import MLPRegressor
+
+    from fairspec.kinds.pair_runtime import _readout_row
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    X = _grid()
+    est = MLPRegressor(hidden_layer_sizes=(3,), activation="identity", max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, np.stack([X[:, 0], X[:, 1]], axis=1))
+    W1 = np.array([[0.0, 0.5, -0.25], [0.0, 0.25, 0.75], [0.0, 1.0, 0.0], [0.0, -0.5, 0.25]])
+    W2 = np.array([[1.0, -2.0], [0.5, 0.5], [-0.75, -0.75]])     # rows 1, 2 equal: the outputs differ on unit 0 only
+    est.coefs_ = [W1, W2]
+    est.intercepts_ = [np.array([0.0, 0.25, -0.5]), np.array([0.125, 0.125])]
+    y = est.predict(X)
+    assert np.array_equal(y[:, 0], y[:, 1])
+    model = _skops(tmp_path, est)[:-1] + ", index = 1)"
+    top = float(max(abs(y[i, 1] - y[j, 1]) for i, j in _pairs()))
+    assert top >= 0.25
+    props = [(n, e.replace("SCORE", "value")) for n, e in _gap_props(top)]
+    _assert_gaps(_check(tmp_path, model, props), top)
+
+    class M:
+        format = "sklearn"
+
+        class readout:
+            task, index = "regression", 1
+
+    assert _readout_row(M, 2) == (1, 1.0)
+    M.readout.task, M.readout.index = "binary", 0
+    assert _readout_row(M, 1) == (0, -1.0)              # decision_function is classes_[1]'s: negated
+    M.format = "torch"
+    assert _readout_row(M, 1) == (0, 1.0)
+    with pytest.raises(ValueError):
+        _readout_row(M, 2)                               # two logits read as their margin: not one row
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_an_identity_mlp_classifier_read_as_class_0_agrees_with_brute_force(tmp_path, monkeypatch, seed):
+    """index = 0: the readout is the chain's one logit row negated (exact)."""
+    pytest.importorskip("skops")
+    from sklearn.neural_network import MLPClassifier
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    est = _identity_mlp(MLPClassifier, seed, (3, 2))
+    X = _grid()
+    probs = est.predict_proba(X)[:, 0]
+    top = float(max(abs(probs[i] - probs[j]) for i, j in _pairs()))
+    props = [("prob_above", f"|prob(m(x)) - prob(m(x'))| <= {top + 0.01!r}")]
+    if top > 0.02:
+        props.append(("prob_below", f"|prob(m(x)) - prob(m(x'))| <= {top - 0.01!r}"))
+    v = _check(tmp_path, _skops(tmp_path, est)[:-1] + ", index = 0)", props)
+    assert v["prob_above"]["status"] == "holds" and v["prob_above"]["how"] == "proved", v["prob_above"]
+    if top > 0.02:
+        w = v["prob_below"]["witness"]
+        assert v["prob_below"]["status"] == "violated", v["prob_below"]
+        p = est.predict_proba(np.array([w["x"], w["x_prime"]]))[:, 0]
+        assert abs(p[0] - p[1]) > top - 0.01

@@ -221,14 +221,15 @@ class _Bounder:
     def margin_difference(self, ibp_a, ibp_b, din_lo, din_hi):
         """Rigorous bounds of ``d(x) - d(x')`` (the exact margins) from the input difference and both
         sides' pre-activation bounds (ReluDiff's interval rule: ``relu(u) - relu(u')`` is ``u - u'`` when
-        both are active, 0 when both are inactive, else between ``min(0, lo)`` and ``max(0, hi)``)."""
+        both are active, 0 when both are inactive, else between ``min(0, lo)`` and ``max(0, hi)``; a
+        layer with no ReLU, as between the products of a chain of linear layers, passes it on)."""
         L = self.mlayers
         lo, hi = din_lo, din_hi
         for k, (W, b, relu) in enumerate(L):
             z = self._zero_b[k]
             lo, hi = interval_matmul(W, z, lo, hi)
             if not relu:
-                break
+                continue
             (alo, ahi), (blo, bhi) = ibp_a[k], ibp_b[k]
             both_on = (alo >= 0) & (blo >= 0)
             both_off = (ahi <= 0) & (bhi <= 0)

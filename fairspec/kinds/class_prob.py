@@ -135,7 +135,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     from fairspec.kinds.pair_runtime import runtime_precision
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
-    from fairspec.kinds.pair_runtime import encoder, pair_precondition, runtime_violates
+    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, runtime_violates
     from fairspec.models.network import Layer, PLNet, UnsupportedModel
     from fairspec.planning import setting
     from fairspec.runtime.encoding import decode_row
@@ -149,7 +149,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         return unknown(prop, why, backend=backend, seconds=time.perf_counter() - t0, **kw)
 
     try:
-        raw = model.runtime_network()
+        # the runtime's layers, one rounding each (an identity chain unfolded): certify's branch and bound
+        # bounds the softmax on them
+        _, raw = class_networks(model)
         enc = ctx.encoding(prop.model)
         low = lower_pair(prop, fs, enc)
     except UnsupportedModel as e:

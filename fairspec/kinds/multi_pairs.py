@@ -67,7 +67,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     from fairspec.certify.network import encoding_from_ir
     _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
-    from fairspec.kinds.pair_runtime import encoder, pair_precondition, runtime_precision
+    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, runtime_precision
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
     from fairspec.runtime.encoding import decode_row
@@ -81,7 +81,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         return unknown(prop, why, backend=backend, seconds=time.perf_counter() - t0)
 
     try:
-        raw = model.runtime_network()
+        raw, run = class_networks(model)         # run: the runtime's layers (an identity chain unfolded)
         enc = ctx.encoding(prop.model)
         low = lower_pair(prop, fs, enc)
     except UnsupportedModel as e:
@@ -130,7 +130,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
                                    "compares)", replay=replay)
     else:
         try:
-            rt = Runtime([(L.W, L.b, L.relu) for L in raw.layers], encoding_from_ir(_codes_as_variables(enc)),
+            rt = Runtime([(L.W, L.b, L.relu) for L in run.layers], encoding_from_ir(_codes_as_variables(enc)),
                          ("argmax", 0), precision, replay=replay)
         except (ValueError, TypeError) as e:
             rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)

@@ -55,7 +55,9 @@ def runtime_layers(model, post: str = "label"):
         layers = pl.layers
         if fmt in ("onnx", "torch") or type(getattr(model, "raw", None)).__name__ in ("MLPClassifier", "MLPRegressor"):
             # one layer per rounding of the runtime (refuses an operator that rounds twice)
-            layers = _read_out(model.runtime_chain(), pl)
+            chain = model.runtime_chain()
+            if len(chain.layers) != len(pl.layers):
+                layers = _read_out(chain, pl, _readout_row(model, chain.layers[-1].n_out))
     except network.UnsupportedModel as e:
         raise ValueError(str(e)) from None
     if pl.layers[-1].n_out != 1 or cols != 1 and fmt in ("onnx", "torch"):
@@ -69,29 +71,60 @@ def runtime_layers(model, post: str = "label"):
     raise ValueError(f"a {pl.final} head read as {model.score_kind} is outside the runtime error model")
 
 
-def _read_out(chain, pl):
+def _read_out(chain, pl, row):
     """The runtime's layers (``chain``: one per rounding, every column) with the readout ``pl`` (the
     solvers' folded network of one output) applies: the layers of ``pl`` themselves when no layer was
-    folded from several roundings, else the chain with its last layer cut to the one row, negated or
-    not, whose fold is ``pl``'s last row (certify.chains compares the folded layers with the chain's
-    composites exactly). ValueError when no single row of the runtime is it."""
+    folded from several roundings, else the chain with its last layer cut to the one row ``row = (r,
+    sign)`` (:func:`_readout_row`: from the declaration and the layer structure), negated for sign -1
+    (exact). certify.chains compares the folded layers with the chain's composites exactly, so a row
+    that were not ``pl``'s would only loosen the bound, never make it wrong."""
     L = [(l.W, l.b, l.relu) for l in chain.layers]
     if len(L) == len(pl.layers):
         return pl.layers
-    start = max([k + 1 for k, l in enumerate(L[:-1]) if l[2]], default=0)
-    W, b = np.eye(L[start][0].shape[1]), np.zeros(L[start][0].shape[1])
-    for Wk, bk, _ in L[start:]:
-        W, b = Wk @ W, Wk @ b + bk
-    F = np.concatenate([W, b[:, None]], axis=1)
-    last = pl.layers[-1]
-    target = np.concatenate([last.W[0], last.b])
-    tol = 1e-9 * max(1.0, float(np.abs(target).max()))
-    cands = [(r, s) for r in range(F.shape[0]) for s in (1.0, -1.0) if np.allclose(s * F[r], target, rtol=1e-9, atol=tol)]
-    rows = {(s * L[-1][0][r]).tobytes() + (s * L[-1][1][r]).tobytes() for r, s in cands}
-    if len(rows) != 1:
-        raise ValueError("the output the readout takes is not one row of the runtime's last layer")
-    r, s = cands[0]
-    return L[:-1] + [(s * L[-1][0][r:r + 1], s * L[-1][1][r:r + 1], L[-1][2])]
+    if pl.layers[-1].n_out != 1:
+        raise ValueError("the readout is not one output of the network")
+    r, sign = row
+    W, b, relu = L[-1]
+    if not 0 <= r < W.shape[0]:
+        raise ValueError(f"the readout's row {r} is not one of the runtime's {W.shape[0]} outputs")
+    return L[:-1] + [(sign * W[r:r + 1], sign * b[r:r + 1], relu)]
+
+
+def _readout_row(model, k: int) -> tuple[int, float]:
+    """``(row, sign)``: the row of the runtime's last layer (``k`` rows) that the model's one-output
+    readout reads, and its sign, from the declaration: a one-column output is its row, negated for a
+    scikit-learn binary classifier read as class 0 (its one logit, ``decision_function``, is
+    ``classes_[1]``'s); of a multi-output regression the row ``index`` chooses. ValueError for any other
+    readout (two columns read as their margin are the ``margin`` readout, not one row)."""
+    r = model.readout
+    i = r.index
+    if k == 1:
+        neg = getattr(model, "format", "") == "sklearn" and r.task == "binary" and i in (0, -2)
+        return 0, (-1.0 if neg else 1.0)
+    if r.task == "regression" and i is not None and -k <= i < k:
+        return i % k, 1.0
+    raise ValueError("the output the readout takes is not one row of the runtime's last layer")
+
+
+def class_networks(model):
+    """``(net, runtime)`` of a K-output network for the ``class`` and ``class_prob`` posts, both with every
+    column and no readout: the network the solvers encode, and the runtime's layers certify bounds. Where
+    the runtime's layers are its own numbers (one rounding each) both are :meth:`runtime_network`; an
+    identity MLP or a chain of linear layers is its folded network (``folded_network``) against the
+    runtime's chain (``runtime_chain``: one layer per rounding, identity between), which
+    :mod:`fairspec.certify.chains` compares exactly. Raises ``UnsupportedModel`` (the runtime network's
+    refusal, or the chain's when an operator rounds twice)."""
+    from fairspec.models.network import UnsupportedModel
+
+    try:
+        raw = model.runtime_network()
+        return raw, raw
+    except UnsupportedModel as refused:
+        try:
+            net = model.folded_network()
+        except UnsupportedModel:
+            raise refused from None
+    return net, model.runtime_chain()
 
 
 def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:

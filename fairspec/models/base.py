@@ -221,6 +221,14 @@ class LoadedModel(abc.ABC):
         twice (a Gemm scaled by alpha) or the model is not a network."""
         return self._read_once("_runtime_chain_read", lambda: self._runtime_network(readout="chain"))
 
+    def folded_network(self):
+        """Every output column, no readout, as the solvers encode it: :meth:`runtime_network` where the
+        runtime's layers are its own numbers, else (an identity MLP, a torch or ONNX chain of linear
+        layers) the runtime's products with no ReLU between folded into one layer. Certify bounds the
+        runtime on :meth:`runtime_chain` and compares the folded layers with it exactly. Raises
+        ``UnsupportedModel`` when the model is not such a network."""
+        return self._read_once("_folded_network_read", lambda: self._runtime_network(readout="folded"))
+
     def _runtime_network(self, readout="raw"):
         raise UnsupportedModel(str(self.format), "model", f"a {self.format} model is not a network")
 

@@ -418,7 +418,9 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
             output instead of ``index`` (see :func:`apply_readout`).
             ``readout="raw"``: the runtime's own layers with every output column (no readout applied;
             the runtime error bound of fairspec.certify.network reads them); ``readout="chain"``: the
-            same cut at every rounding (identity between two products with no ReLU between).
+            same cut at every rounding (identity between two products with no ReLU between);
+            ``readout="folded"``: every column, products with no ReLU between folded into one layer
+            even where the runtime rounds each (the solvers' network; certify compares it with the chain).
     """
     import onnx
     from onnx import numpy_helper
@@ -603,8 +605,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
     layers = ch.finish()
     if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
         return ch.runtime_chain(final, source, "ONNX")
-    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
-        if ch.foreign:
+    if isinstance(readout, str) and readout in ("raw", "folded"):   # every column (raw: the runtime's own)
+        if ch.foreign and readout == "raw":
             raise UnsupportedModel("ONNX", "layers", ch.foreign)
         return PLNet(tuple(layers), 0, final, source)
     if readout is not None:
@@ -743,8 +745,8 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
                                    "(converted network disagrees with the module)")
     if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
         return ch.runtime_chain(final, source, type(module).__name__)
-    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
-        if ch.foreign:
+    if isinstance(readout, str) and readout in ("raw", "folded"):   # every column (raw: the runtime's own)
+        if ch.foreign and readout == "raw":
             raise UnsupportedModel(type(module).__name__, "layers", ch.foreign)
         return PLNet(tuple(layers), 0, final, source)
     if readout is not None:

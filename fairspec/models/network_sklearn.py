@@ -1,5 +1,6 @@
 """scikit-learn estimators as piecewise-linear networks (:class:`fairspec.models.network.PLNet`):
-``MLPClassifier`` and ``MLPRegressor`` with ``activation`` relu or identity, and ``LogisticRegression``.
+``MLPClassifier`` and ``MLPRegressor`` with ``activation`` relu or identity, ``LogisticRegression``, and
+the linear regressors of :data:`LINEAR_REGRESSORS` (``LinearRegression``, ``Ridge``, ``Lasso``, ...).
 
 The layers are the estimator's own ``coefs_`` / ``intercepts_`` (``coef_`` / ``intercept_``), as
 float64: scikit-learn's ``predict`` multiplies a float64 input by them (float32 weights, of a model fit
@@ -11,6 +12,9 @@ on float32 data, are promoted exactly), so the network is the runtime's arithmet
   multi-output regressor (``n_outputs_ > 1``) the column the declaration's ``index`` chooses, and
   without one an error (never column 0 silently). Its ``loss = "poisson"`` output (``exp``) is not
   piecewise-linear and is refused, as are tanh / logistic hidden units.
+* A linear regressor's ``predict`` is ``X @ coef_.T + intercept_`` (scikit-learn's ``LinearModel.predict``):
+  one product then its bias, one layer of the runtime's own numbers, read as ``value(m(x))`` as an
+  MLPRegressor's output (a two-dimensional ``coef_``: one column per output, ``index`` chooses one).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairspec.models.network import Layer, PLNet, UnsupportedModel, _Chain, _make_net, apply_readout
-from fairspec.models.peek_sklearn import estimator_obstacle
+from fairspec.models.peek_sklearn import LINEAR_REGRESSORS, estimator_obstacle
 
 MLPS = ("MLPClassifier", "MLPRegressor")
 
@@ -38,24 +42,41 @@ def _mlp_layers(est, name: str):
     return ch.finish(), ch.foreign, ch
 
 
-def _regressor(est, layers, foreign: str, index, readout, ch) -> PLNet:
-    source = "sklearn MLPRegressor"
-    if (why := estimator_obstacle("MLPRegressor", None, est.out_activation_)) is not None:
+def _linear_layers(est, name: str) -> list[Layer]:
+    """The one layer ``coef_ h + intercept_`` of a fitted linear regressor whose predict is scikit-learn's
+    (``LinearModel._decision_function``: ``X @ coef_.T + intercept_``, a product then its bias, the
+    runtime's own numbers); UnsupportedModel for a subclass that predicts otherwise."""
+    predict, dec = (getattr(type(est), f, None) for f in ("predict", "_decision_function"))
+    if not str(getattr(predict, "__module__", "")).startswith("sklearn.linear_model") or \
+            getattr(dec, "__qualname__", "") not in ("LinearModel._decision_function", "ElasticNet._decision_function"):
+        raise UnsupportedModel(name, "predict", f"this {name}'s predict is not scikit-learn's X @ coef_.T + intercept_")
+    W = np.asarray(est.coef_, dtype=np.float64)
+    W = W.reshape(1, -1) if W.ndim == 1 else W
+    b = np.asarray(est.intercept_, dtype=np.float64).reshape(-1)
+    if W.ndim != 2 or b.size not in (1, W.shape[0]):
+        raise UnsupportedModel(name, "coef_", f"coef_ of shape {np.shape(est.coef_)} and intercept_ of shape "
+                                              f"{np.shape(est.intercept_)} are not one linear map")
+    return [Layer(W, np.broadcast_to(b, (W.shape[0],)).copy(), False)]
+
+
+def _regressor(est, layers, foreign: str, index, readout, ch, name: str = "MLPRegressor") -> PLNet:
+    source = f"sklearn {name}"
+    if name == "MLPRegressor" and (why := estimator_obstacle(name, None, est.out_activation_)) is not None:
         raise UnsupportedModel(est.out_activation_, "out_activation_", why)
-    if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
-        return ch.runtime_chain("none", source, "MLPRegressor")
-    if isinstance(readout, str) and readout == "raw":     # the runtime's own layers, every column
-        if foreign:
-            raise UnsupportedModel("MLPRegressor", "layers", foreign)
+    if isinstance(readout, str) and readout == "chain" and ch is not None:   # one layer per rounding
+        return ch.runtime_chain("none", source, name)
+    if isinstance(readout, str) and readout in ("raw", "chain", "folded"):  # every column (raw: the runtime's own)
+        if foreign and readout != "folded":
+            raise UnsupportedModel(name, "layers", foreign)
         return PLNet(tuple(layers), 0, "none", source)
     i = readout.index if readout is not None else index
     k = layers[-1].n_out
     if k == 1:
         if i not in (None, 0):
-            raise UnsupportedModel("Output", "n_outputs_", f"the MLPRegressor has one output, so it has no column {i}")
+            raise UnsupportedModel("Output", "n_outputs_", f"the {name} has one output, so it has no column {i}")
         return PLNet(tuple(layers), 0, "none", source)
     if i is None:
-        raise UnsupportedModel("Output", "n_outputs_", f"the MLPRegressor has {k} outputs; say which one "
+        raise UnsupportedModel("Output", "n_outputs_", f"the {name} has {k} outputs; say which one "
                                                        f"value(m(x)) reads with index = i (0 .. {k - 1}) on the model")
     if not 0 <= i < k:
         raise UnsupportedModel("Output", "n_outputs_", f"output index {i} is out of range for {k} outputs")
@@ -63,18 +84,22 @@ def _regressor(est, layers, foreign: str, index, readout, ch) -> PLNet:
 
 
 def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
-    """MLPClassifier, MLPRegressor (activation='relu' or 'identity') or LogisticRegression as a PLNet.
+    """MLPClassifier, MLPRegressor (activation='relu' or 'identity'), LogisticRegression or a linear
+    regressor (:data:`LINEAR_REGRESSORS`) as a PLNet.
 
     index: the class (column of ``predict_proba``) whose probability is the output;
     default 1 for a binary classifier. For a binary model the logit for class 0 is the
     negated decision function. Of a multi-output MLPRegressor: the column of ``predict``.
     readout: the loaded model's Readout (it decides the output instead of ``index``), or "raw":
     the runtime's own layers with every output column, or "chain": the same, one layer per product
-    (an identity MLP's layers unfolded).
+    (an identity MLP's layers unfolded); "folded": every column, an identity MLP's products folded into
+    one layer (the solvers' network; certify bounds the runtime on the "chain").
     """
     name = type(est).__name__
     if hasattr(est, "steps"):
         raise UnsupportedModel("Pipeline", name, "pipelines are not supported; pass the final estimator")
+    if name in LINEAR_REGRESSORS:
+        return _regressor(est, _linear_layers(est, name), "", index, readout, None, name)
     if name in MLPS:
         layers, foreign, ch = _mlp_layers(est, name)
         if name == "MLPRegressor":
@@ -98,11 +123,11 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, "
-                                                  f"MLPRegressor, LogisticRegression)")
+                                                  f"MLPRegressor, LogisticRegression, {', '.join(LINEAR_REGRESSORS)})")
     if isinstance(readout, str) and readout == "chain" and ch is not None:   # one layer per rounding
         return ch.runtime_chain(final, f"sklearn {name}", name)
-    if isinstance(readout, str) and readout in ("raw", "chain"):     # the runtime's own layers, every column
-        if foreign:
+    if isinstance(readout, str) and readout in ("raw", "chain", "folded"):   # every column (raw: the runtime's own)
+        if foreign and readout != "folded":
             raise UnsupportedModel(name, "layers", foreign)
         return PLNet(tuple(layers), 0, final, f"sklearn {name}")
     if readout is not None:

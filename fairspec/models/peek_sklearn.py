@@ -180,12 +180,21 @@ def _pickle_root(path, final: bool):
 
 def sklearn_n_outputs(path) -> tuple[str, int | None] | None:
     """(class name, ``n_outputs_`` or None) of the final estimator of a skops file or a pickle (read
-    inertly, nothing runs), or None when the file does not say: the columns of a regressor's predict."""
+    inertly, nothing runs), or None when the file does not say: the columns of a regressor's predict.
+    A linear regressor records none: the rows of its two-dimensional ``coef_`` (a skops file's array
+    header, a pickled array's recorded shape)."""
     p = pathlib.Path(path)
     if p.suffix.lower() == ".skops":
         with zipfile.ZipFile(p) as zf:
             node = skops_final_node(json.loads(zf.read("schema.json")))
-        cls, k = node.get("__class__"), (_attrs(node) or {}).get("n_outputs_")
+            attrs = _attrs(node) or {}
+            cls, k = node.get("__class__"), attrs.get("n_outputs_")
+            coef = attrs.get("coef_")
+            if k is None and cls in LINEAR_REGRESSORS and isinstance(coef, dict) and \
+                    coef.get("__loader__") == "NdArrayNode" and isinstance(coef.get("file"), str):
+                shape = _npy_shape(zf, coef["file"])
+                if shape is not None and len(shape) == 2:
+                    return cls, shape[0] if shape[0] >= 1 else None
         try:
             k = json.loads(k["content"]) if isinstance(k, dict) and k.get("__loader__") == "JsonNode" else None
         except (KeyError, TypeError, ValueError):
@@ -195,6 +204,12 @@ def sklearn_n_outputs(path) -> tuple[str, int | None] | None:
         if root is None:
             return None
         cls, k = root._qual[1], _state(root).get("n_outputs_")
+        # a pickled numpy array's state is (version, shape, dtype, fortran order, data)
+        arr = _state(root).get("coef_") if k is None and cls in LINEAR_REGRESSORS else None
+        st = getattr(arr, "_stub_state", None) if isinstance(arr, _Stub) else None
+        if isinstance(st, tuple) and len(st) >= 2 and isinstance(st[1], tuple) and len(st[1]) == 2 and \
+                str(arr._qual[1]) == "_reconstruct" and str(arr._qual[0]).startswith("numpy"):
+            k = st[1][0]
     if not isinstance(cls, str):
         return None
     return cls, k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
@@ -216,8 +231,10 @@ def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
         return None
 
 
+# linear regressors whose predict is scikit-learn's LinearModel.predict (X @ coef_.T + intercept_)
+LINEAR_REGRESSORS = ("LinearRegression", "Ridge", "RidgeCV", "Lasso", "LassoCV", "ElasticNet", "ElasticNetCV")
 # scikit-learn estimators fairspec.models.network_sklearn.from_sklearn reads
-PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression"})
+PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression", *LINEAR_REGRESSORS})
 
 
 def skops_final_node(schema):
@@ -299,7 +316,7 @@ def estimator_obstacle(cls: str, activation: str | None, out_activation: str | N
     """Why a scikit-learn estimator is not a network the solvers encode (its class, an MLP's hidden
     activation, an MLPRegressor's output activation), or None (also when the file does not say)."""
     if cls not in PL_SKLEARN:
-        return f"estimator {cls} is not a ReLU MLP or a logistic regression"
+        return f"estimator {cls} is not a ReLU MLP, a logistic regression or a linear regression"
     if cls in ("MLPClassifier", "MLPRegressor") and activation is not None and activation not in ("relu", "identity"):
         return f"{cls} activation {activation!r} is not piecewise-linear"
     if cls == "MLPRegressor" and out_activation not in (None, "identity"):

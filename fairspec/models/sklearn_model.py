@@ -333,6 +333,9 @@ class SklearnModel(LoadedModel):
         self.method = "predict"
         self._what = f"predict of scikit-learn regressor {path}"
         k = getattr(est, "n_outputs_", None)       # a multi-output regressor: index = i chooses the column
+        coef = getattr(est, "coef_", None)          # a linear regressor records its outputs as coef_'s rows
+        if k is None and getattr(coef, "ndim", None) == 2:
+            k = coef.shape[0]
         k = int(k) if hasattr(k, "__index__") and not isinstance(k, bool) and int(k) >= 1 else None
         readout = readout_for(path, k, index, "value", self._what, task="regression")
         self._read_estimator(path, est, "value", readout, None)

@@ -68,6 +68,8 @@ def _readout(raw, readout):
         if raw.final == "sigmoid" and readout.score == "prob":
             return ("prob", 0)
         return None
+    if raw.final == "none" and readout.score == "value" and i is not None and 0 <= i < n_out:
+        return ("logit", i)                          # the column index chooses of a multi-output regression
     if n_out == 2 and i in (0, 1):
         if raw.final == "softmax" and readout.score == "prob":
             return ("softmax", i, 1 - i)
