@@ -34,6 +34,17 @@ XGB_NO_PROBABILITY = {
     "binary:hinge": "its predict_proba is its 0 / 1 decision",
     "binary:logitraw": "its predict_proba is its raw margin",
 }
+# binary XGBoost objectives whose decision depends on which output the declaration reads (nothing
+# ambiguous is resolved silently): binary:logitraw's predict is its raw margin, which
+# XGBClassifier.predict calls class 1 above 0.5 and the margin reading (output = "margin") above 0.
+# ``label`` / ``class`` of such a model, and the group metrics and PBA that read its decisions, are
+# lint error FS426 (sema.outputs) until the declaration says which: ``output = "predict"`` (or a
+# probability output, or ``score = prob``: > 0.5) or ``output = "margin"`` (or ``score = logit``: > 0).
+# binary:hinge is not one: its predict is 1.0 exactly where its margin is > 0, so both readings agree.
+XGB_DECISION_UNSTATED = {
+    "binary:logitraw": "its predict is its raw margin, class 1 above 0.5 for XGBClassifier.predict and above 0 "
+                       "read as a margin, and the declaration says neither",
+}
 _LGB_REGRESSION = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
                    "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "poisson",
                    "quantile", "mape", "mean_absolute_percentage_error", "gamma", "tweedie")
@@ -71,6 +82,18 @@ def no_probability(fmt: str, objective: str | None, name: str = "the model") -> 
     obj = (objective or "").split()[0] if objective else ""
     why = XGB_NO_PROBABILITY.get(obj) if str(fmt).lower() in ("xgboost", "xgb") else None
     return None if why is None else f"{name} is an XGBoost {obj} model: {why}, not a probability"
+
+
+def unstated_decision(fmt: str, objective: str | None, output=None, score: str | None = None,
+                      name: str = "the model") -> str | None:
+    """Why a binary booster's decision is ambiguous (``XGB_DECISION_UNSTATED``: its declaration reads
+    no output and no score kind), as the clause after "but" of an FS426 message; None when the
+    objective has one decision rule or the declaration states it."""
+    obj = (objective or "").split()[0] if objective else ""
+    why = XGB_DECISION_UNSTATED.get(obj) if str(fmt).lower() in ("xgboost", "xgb") else None
+    if why is None or output is not None or score is not None:
+        return None
+    return f"{name} is an XGBoost {obj} model: {why}"
 
 
 def _output(output, index, path, fmt, task: str = "binary", k: int | None = 2) -> tuple[bool, int | None]:

@@ -122,6 +122,24 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
         return None
 
 
+def peek_unstated_decision(format: str, path, output=None, score: str | None = None,
+                           name: str = "the model") -> str | None:
+    """Why the binary decision of the model in the file depends on a choice its declaration does not
+    make, as the clause after "but" of an FS426 message (an XGBoost binary:logitraw model declared
+    without output or score: fairspec.models.boosted.unstated_decision), or None."""
+    from .base import normalize_format
+
+    try:
+        if normalize_format(format, path) != "xgboost":
+            return None
+        from .boosted import unstated_decision
+        from .peek_trees import xgboost_objective
+
+        return unstated_decision("xgboost", xgboost_objective(pathlib.Path(path)), output, score, f"'{name}'")
+    except Exception:  # noqa: BLE001 - the loader reads the model at check time
+        return None
+
+
 def peek_output_problem(format: str, path, output: str | int | None = None) -> tuple[str, str] | None:
     """(message, hint) when an ONNX declaration does not fix one graph output of scores (lint FS413;
     fairspec.models.peek_onnx.output_choice_problem, which the loader applies too); None otherwise."""

@@ -1,0 +1,114 @@
+"""One decision rule of a binary booster, stated by the spec (nothing ambiguous resolved silently).
+
+An XGBoost ``binary:logitraw`` model's predict is its raw margin: ``XGBClassifier.predict`` calls
+class 1 where it is > 0.5, the margin reading (``output = "margin"``) where it is > 0. Its
+``label`` once followed whichever the declaration happened to read. Now a decision of such a
+model -- ``label`` / ``class`` in a property, a group metric's or PBA's decisions -- is lint error
+FS426 (at the use) until the declaration says ``output = "predict"`` or ``output = "margin"``
+(or a score kind); then check reads the library's own numbers under that rule. ``binary:hinge``
+(predict 1.0 exactly where the margin is > 0) and LightGBM's binary objectives (a logistic of a
+positive multiple of the raw score) have one rule whatever the declaration: no FS426.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairspec
+from fairspec.pipeline import lint
+from test_boosted_prob import SPEC, _data, _lgb
+
+SAME = "property same {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n  ensure label(m(x)) == label(m(x'))\n}\n"
+CLASS = SAME.replace("same", "cls").replace("label(", "class(")
+PAR = "property par {\n  statistical_parity(m, groups g) <= 1\n}\n"
+PBA = "property bias {\n  pba(m, flip g, around d, delta {x: 1})\n}\n"
+LOGIT = ("property lm {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
+         "  ensure |logit(m(x)) - logit(m(x'))| <= 100\n}\n")
+
+
+def _xgb(tmp_path, objective: str, base_score: float | None = None) -> str:
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(tmp_path)
+    params = {"objective": objective, "max_depth": 2, "eta": 0.3, "nthread": 1}
+    if base_score is not None:
+        params["base_score"] = base_score
+    b = xgb.train(params, xgb.DMatrix(X, label=y), 3)
+    name = objective.replace(":", "_") + ".json"
+    b.save_model(str(tmp_path / name))
+    return name
+
+
+def _spec(tmp_path, decl: str, props: str, stem: str):
+    spec = tmp_path / f"{stem}.fair"
+    spec.write_text(SPEC.format(decl=decl) + props)
+    return spec
+
+
+def _errors(res):
+    return [d for d in res.diagnostics if d.severity == "error"]
+
+
+def _rates(tmp_path, decisions: np.ndarray) -> float:
+    """statistical parity of 0/1 decisions on d.csv by hand: |P(1 | a) - P(1 | b)|."""
+    X, _ = _data(tmp_path)
+    g = X[:, 0]
+    return abs(decisions[g == 0].mean() - decisions[g == 1].mean())
+
+
+def test_a_logitraw_decision_without_a_stated_rule_is_fs426_at_its_use(tmp_path):
+    name = _xgb(tmp_path, "binary:logitraw")
+    for props, line, col in ((SAME, 14, 10), (CLASS, 14, 10), (PAR, 12, 3), (PBA, 12, 3)):
+        spec = _spec(tmp_path, f'xgboost("{name}")', props, "s")
+        errs = _errors(lint(spec))
+        assert [d.code for d in errs] == ["FS426"], (props, errs)
+        d = errs[0]
+        assert (d.span.line, d.span.column) == (line, col), (props, d.span)
+        assert "binary:logitraw" in d.message and "0.5" in d.message
+        assert 'output = "predict"' in d.hint and 'output = "margin"' in d.hint
+        # check reports the same diagnostic, and nothing runs
+        rep = fairspec.check(spec)
+        assert [x.code for x in _errors(rep)] == ["FS426"] and not list(rep)
+    # its margin alone is no decision: clean
+    assert not _errors(lint(_spec(tmp_path, f'xgboost("{name}")', LOGIT, "logit")))
+
+
+@pytest.mark.parametrize("decl", ['output = "predict"', 'output = "margin"', "score = prob", "score = logit"])
+def test_a_stated_rule_lints_clean_and_check_reads_the_library_under_it(tmp_path, decl):
+    xgb = pytest.importorskip("xgboost")
+    name = _xgb(tmp_path, "binary:logitraw")
+    spec = _spec(tmp_path, f'xgboost("{name}", {decl})', SAME + PAR, "s")
+    assert not _errors(lint(spec))
+    rep = fairspec.check(spec)
+    assert not _errors(rep) and {v.name for v in rep} == {"same", "par"}
+    X, _ = _data(tmp_path)
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(tmp_path / name))
+    margin = clf.get_booster().predict(xgb.DMatrix(X), output_margin=True)
+    predict = clf.predict(X)                          # the library's own decision: margin > 0.5
+    assert np.array_equal(predict, margin > 0.5)
+    by_margin = (margin > 0).astype(int)
+    assert not np.array_equal(predict, by_margin)     # the two rules differ on this model
+    want = by_margin if ("margin" in decl or "logit" in decl) else predict
+    assert rep["par"].value == pytest.approx(_rates(tmp_path, want), abs=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["hinge", "lightgbm"])
+def test_objectives_with_one_decision_rule_need_no_statement(tmp_path, fmt):
+    if fmt == "hinge":
+        xgb = pytest.importorskip("xgboost")
+        name, call = _xgb(tmp_path, "binary:hinge"), "xgboost"
+    else:
+        name, call = _lgb(tmp_path, 2.0), "lightgbm"
+    values = []
+    for out in ("", ', output = "margin"'):
+        spec = _spec(tmp_path, f'{call}("{name}"{out})', SAME + PAR, "s")
+        assert not _errors(lint(spec))
+        rep = fairspec.check(spec)
+        values.append((rep["same"].status, rep["par"].value))
+    assert values[0] == values[1]
+    if fmt == "hinge":
+        X, _ = _data(tmp_path)
+        clf = xgb.XGBClassifier()
+        clf.load_model(str(tmp_path / name))
+        assert values[0][1] == pytest.approx(_rates(tmp_path, clf.predict(X)), abs=1e-12)
