@@ -7,7 +7,9 @@ model -- ``label`` / ``class`` in a property, a group metric's or PBA's decision
 FS426 (at the use) until the declaration says ``output = "predict"`` or ``output = "margin"``
 (or a score kind); then check reads the library's own numbers under that rule. ``binary:hinge``
 (predict 1.0 exactly where the margin is > 0) and LightGBM's binary objectives (a logistic of a
-positive multiple of the raw score) have one rule whatever the declaration: no FS426.
+positive multiple of the raw score) have one rule whatever the declaration: no FS426. A score kind
+that contradicts the declared output (``score = logit`` on a probability, ``score = prob`` on a
+margin) once set the decision's threshold silently: FS413 at the declaration, and a load error.
 """
 
 from __future__ import annotations
@@ -112,3 +114,37 @@ def test_objectives_with_one_decision_rule_need_no_statement(tmp_path, fmt):
         clf = xgb.XGBClassifier()
         clf.load_model(str(tmp_path / name))
         assert values[0][1] == pytest.approx(_rates(tmp_path, clf.predict(X)), abs=1e-12)
+
+
+CLASH = [("binary:logistic", "score = logit"), ("binary:logistic", 'output = "margin", score = prob'),
+         ("binary:hinge", 'output = "margin", score = prob'), ("lightgbm", "score = logit"),
+         ("lightgbm", 'output = "margin", score = prob')]
+
+
+@pytest.mark.parametrize("objective,decl", CLASH)
+def test_a_score_kind_contradicting_the_output_is_fs413(tmp_path, objective, decl):
+    # score = logit on a probability compared it with 0 (every input class 1: statistical parity 0,
+    # "holds"); score = prob on a margin compared the margin with 0.5
+    from fairspec.models import load_model
+    from fairspec.models.base import ModelLoadError
+
+    call, name = ("lightgbm", _lgb(tmp_path, 1.0)) if objective == "lightgbm" else ("xgboost", _xgb(tmp_path, objective))
+    spec = _spec(tmp_path, f'{call}("{name}", {decl})', PAR, "s")
+    (d,) = _errors(lint(spec))
+    assert d.code == "FS413" and (d.span.line, d.span.column) == (6, 1) and "score = " in d.message, d
+    assert [x.code for x in _errors(fairspec.check(spec))] == ["FS413"]
+    kw = {"score_kind": decl.rsplit("= ", 1)[1]}
+    if "margin" in decl:
+        kw["output"] = "margin"
+    with pytest.raises(ModelLoadError, match="score = "):      # the loader refuses it too (the Python API)
+        load_model(call, tmp_path / name, **kw)
+
+
+@pytest.mark.parametrize("objective,decl", [("binary:logistic", "score = prob"),
+                                            ("binary:logistic", 'output = "margin", score = logit'),
+                                            ("binary:hinge", "score = logit"),
+                                            ("binary:logitraw", 'output = "margin", score = prob')])
+def test_a_score_kind_agreeing_with_the_output_is_clean(tmp_path, objective, decl):
+    spec = _spec(tmp_path, f'xgboost("{_xgb(tmp_path, objective)}", {decl})', PAR, "s")
+    assert not _errors(lint(spec))
+    assert fairspec.check(spec)["par"].status in ("holds", "violated")

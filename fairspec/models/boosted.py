@@ -96,6 +96,35 @@ def unstated_decision(fmt: str, objective: str | None, output=None, score: str |
     return f"{name} is an XGBoost {obj} model: {why}"
 
 
+def score_contradiction(fmt: str, objective: str | None, output=None, score: str | None = None,
+                        name: str = "the model") -> tuple[str, str] | None:
+    """(message, hint) when a binary booster's declared score kind contradicts what its declared output
+    holds, so that the decision would silently compare a probability with 0 (every input class 1)
+    or a margin with 1/2: ``score = logit`` on a predict that is a probability, ``score = prob`` on
+    the margin (``output = "margin"``). binary:logitraw's predict is its margin, so either score
+    kind states one of its two rules (FS426); binary:hinge's predict (0 / 1) is > 0 where it is > 1/2,
+    but its margin is not a probability. None when they agree or the declaration gives no score."""
+    obj = (objective or "").split()[0] if objective else ""
+    kind = None if score is None else str(score).strip().lower()
+    kind = "prob" if kind in ("prob", "probability", "proba", "probs") else \
+        "logit" if kind in ("logit", "logits", "score", "margin") else None
+    if kind is None or obj == "binary:logitraw":
+        return None
+    fmt = str(fmt).lower()
+    margin = output is not None and str(output).strip().lower() in _MARGIN
+    what = "an XGBoost" if fmt in ("xgboost", "xgb") else "a LightGBM"
+    if margin and kind == "prob":
+        return (f"{name} declares output = \"{output}\", its raw margin, but score = {score}, which reads it as a "
+                f"probability (class 1 above 0.5)",
+                "drop score = prob (output = \"margin\" is read as a margin, class 1 above 0), or drop the output "
+                "to read the library's probability")
+    if not margin and kind == "logit" and obj not in XGB_NO_PROBABILITY:
+        return (f"{name} is {what} {obj} model whose predict is a probability, but score = {score} reads it as "
+                f"a logit (class 1 above 0: every input)",
+                "declare output = \"margin\" to read its raw margin as the logit, or drop score = logit")
+    return None
+
+
 def _output(output, index, path, fmt, task: str = "binary", k: int | None = 2) -> tuple[bool, int | None]:
     out = None if output is None else str(output).strip().lower()
     if task == "regression":
@@ -142,6 +171,10 @@ class _Boosted(LoadedModel):
         self.index = index
         if task == "binary":
             kind = check_score_kind(score_kind, path) or ("logit" if margin else "prob")
+            clash = score_contradiction(fmt, getattr(self, "objective", None), "margin" if margin else None,
+                                        score_kind, f"model {path}")
+            if clash is not None:
+                raise ModelLoadError(f"{clash[0]}; {clash[1]}", path)
             self._init_common(path, fmt, width, kind, raw)
             return
         from .base import readout_for

@@ -231,7 +231,7 @@ class ModelChecks:
         import dataclasses
 
         from fairspec.models.peek import (peek_no_probability, peek_output_columns, peek_output_kind,
-                                          peek_output_problem, peek_unstated_decision)
+                                          peek_output_problem, peek_score_problem, peek_unstated_decision)
         from fairspec.models.readout import ReadoutError, positive_class_problem, resolve_readout
 
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
@@ -241,6 +241,10 @@ class ModelChecks:
             return
         columns = peek_output_columns(fmt, path, output)
         task, n_classes, classes = peek_output_kind(fmt, path, output, score)
+        problem = peek_score_problem(fmt, path, output, score, node.name.id) if task == "binary" else None
+        if problem is not None:             # score = logit on a probability, score = prob on a margin
+            self.sink.add("FS413", problem[0], node.span, hint=problem[1])
+            return
         try:
             r = resolve_readout(columns, index, score, what, task=task)
         except ReadoutError as e:
