@@ -148,3 +148,36 @@ def test_a_score_kind_agreeing_with_the_output_is_clean(tmp_path, objective, dec
     spec = _spec(tmp_path, f'xgboost("{_xgb(tmp_path, objective)}", {decl})', PAR, "s")
     assert not _errors(lint(spec))
     assert fairspec.check(spec)["par"].status in ("holds", "violated")
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "binary:hinge"])
+@pytest.mark.parametrize("output", [None, "margin"])
+def test_index_0_labels_what_the_library_does_not_call_class_1(tmp_path, objective, output):
+    # a margin of exactly 0 (probability 1/2): XGBClassifier.predict returns class 0 there, so with
+    # index = 0 (class 0 positive) its label is 1; it was 0 (1 - p > 0.5, -margin > 0 call neither class
+    # positive), and a binary:hinge model's was 1 or 0 as the declared output chose
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    from fairspec.backends.trees.runtime import runtime_outputs
+    from fairspec.models import load_model
+
+    X = np.array([[g, x] for g in (0.0, 1.0) for x in range(4)])
+    b = xgb.train({"objective": objective, "max_depth": 1, "nthread": 1, "base_score": 0.5},
+                  xgb.DMatrix(X, label=X[:, 0]), 1)
+    doc = json.loads(b.save_raw("json"))
+    doc["learner"]["learner_model_param"]["base_score"] = "5E-1" if objective == "binary:logistic" else "0E0"
+    leaves = doc["learner"]["gradient_booster"]["model"]["trees"][0]["split_conditions"]
+    leaves[1], leaves[2] = 0.0, 0.3                       # g = 0: margin 0; g = 1: margin 0.3
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(doc))
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(path))
+    assert np.array_equal(clf.get_booster().predict(xgb.DMatrix(X), output_margin=True), np.float32(np.repeat([0.0, 0.3], 4)))
+    library = clf.predict(X)                              # class 0 at the margin of 0
+    assert np.array_equal(library, np.repeat([0, 1], 4))
+    one = load_model("xgboost", path, output=output)
+    zero = load_model("xgboost", path, output=output, index=0)
+    assert np.array_equal(runtime_outputs(one, X, "label"), library)
+    assert np.array_equal(runtime_outputs(zero, X, "label"), 1 - library)
+    assert np.array_equal(zero.decide(X), 1 - library) and zero.decide(X[:0]).shape == (0,)

@@ -214,6 +214,22 @@ class _Boosted(LoadedModel):
             y = -y if self.margin else 1.0 - y
         return y
 
+    def decide(self, X):
+        """The binary decision. ``index = 0`` (class 0 positive): every input the declared rule does not
+        call class 1 -- as the library's predict, which returns class 0 at a probability of exactly
+        1/2 (a margin of 0, or XGBoost's float32 logistic of a margin within ~3e-8 of 0) -- not
+        ``1 - p > 0.5`` / ``-margin > 0``, which called neither class positive there (and a
+        binary:hinge model's margin of 0 class 1 or not as the declared output chose)."""
+        if self.task_kind != "binary" or self.index != 0:
+            return super().decide(X)
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        y = self._finish(self._guard(lambda A: self._full(A).reshape(-1), X), X.shape[0])
+        return (~(y > (0.0 if self.margin else 0.5))).astype(np.int64)
+
     def library_probability(self, X):
         """The declared class's probability as the library computes it (its predict without the
         margin: XGBoost's float32 logistic, LightGBM's logistic of its sigmoid factor times the raw
