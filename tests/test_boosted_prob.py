@@ -8,7 +8,8 @@ and k-discrimination, which is not LightGBM's probability (its sigmoid factor) n
 Objectives whose "probability" is none (XGBoost binary:hinge: the 0 / 1 decision; binary:logitraw:
 the margin) are lint error FS415 for prob, calibration_gap and k-discrimination. ``logit`` is the
 library's raw margin, and the tree engines' certified bound on its difference is in those units
-(LightGBM's ensemble holds the sigmoid factor times the raw score).
+(LightGBM's ensemble holds the sigmoid factor times the raw score), and so is the eps the engines
+compare that ensemble's differences with.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def test_prob_of_an_objective_without_a_probability_is_fs415(tmp_path, objective
     assert [d.code for d in errs] == ["FS415"] * 3, errs
     assert all(objective in d.message and "not a probability" in d.message for d in errs)
     assert all("label(m(x))" in d.hint for d in errs)
-    # its decisions and its margin stay readable
+    # its decisions and its margin stay readable (a logitraw model's once its declaration states the
+    # decision rule: FS426, tests/test_boosted_decision.py)
+    if objective == "binary:logitraw" and not output:
+        output = ', output = "predict"'
     ok = _check(tmp_path, f'xgboost("{name}"{output})',
                 LOGIT + "property same {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
                         "  ensure label(m(x)) == label(m(x'))\n}\n", "ok")
@@ -139,3 +143,30 @@ def test_the_tree_engines_bound_a_lightgbm_margin_in_its_own_units(tmp_path, mon
     v = _check(tmp_path, f'lightgbm("{name}", output = "margin")', LOGIT, "engine")["lm"]
     assert v.status == "violated"
     assert v.bound is None or v.bound[1] >= exact.value, (v.bound, exact.value)
+
+
+@pytest.mark.parametrize("using", ["", "  using smt\n"])
+def test_the_tree_engines_compare_a_lightgbm_margin_with_eps_in_its_own_units(tmp_path, monkeypatch, using):
+    # sigmoid:0.25: the engines' S is 0.25 x the raw score logit(m(x)) reads; eps (raw units) was
+    # compared with S - S', so a pair moving the raw score by 2 eps (0.5 eps in S) went unfound: unknown
+    lgb = pytest.importorskip("lightgbm")
+    name = _lgb(tmp_path, 0.25)
+    booster = lgb.Booster(model_file=str(tmp_path / name))
+    grid = np.array([[g, x] for g in (0.0, 1.0) for x in range(8)])
+    raw = booster.predict(grid, raw_score=True)
+    brute = max(abs(raw[i] - raw[i + 8]) for i in range(8))     # g flips, x tied: brute force on the library
+    eps = round(brute / 2, 4)
+    no_data = SPEC.replace("features F from d", "features F")
+    prop = (f"property lm {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n{using}"
+            f"  ensure |logit(m(x)) - logit(m(x'))| <= {eps}\n}}\n")
+    (tmp_path / "e.fair").write_text(no_data.format(decl=f'lightgbm("{name}", output = "margin")') + prop)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")       # the exact encodings, not the enumeration
+    v = fairspec.check(tmp_path / "e.fair")["lm"]
+    assert v.status == "violated", v.reason
+    assert v.backend == ("smt" if using else "milp")
+    w = np.array([v.witness.x, v.witness.x_prime])
+    assert abs(float(np.diff(booster.predict(w, raw_score=True))[0])) > eps
+    # and a tolerance above the brute-force maximum is not violated
+    (tmp_path / "h.fair").write_text(no_data.format(decl=f'lightgbm("{name}", output = "margin")') +
+                                     prop.replace(f"<= {eps}", f"<= {brute * 1.001:.6f}"))
+    assert fairspec.check(tmp_path / "h.fair")["lm"].status != "violated"

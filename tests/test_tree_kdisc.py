@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from fairspec.backends.search.kdisc import k_of
 from fairspec.backends.trees.kdisc import max_k
@@ -79,3 +80,108 @@ property dt_k {
     # certified: every individual's leaf box (derived by certify) evaluated on scikit-learn
     assert v.proof is not None and v.proof.method == "enumeration"
     assert v.details["boxes"] < 1000 and v.details["max_k"] == 1
+
+
+# ------------------------------------------------------------------ the library's buckets (XGBoost float32)
+
+def _xgb_model(tmp_path, stem, X, y, rounds=1, depth=1, leaves=None):
+    """An XGBoost binary:logistic model fit on (X, y), its leaves optionally set by hand (tree 0's
+    split_conditions at leaf nodes), loaded by fairspec."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    from fairspec.models.boosted import XGBoostModel
+
+    b = xgb.train({"objective": "binary:logistic", "max_depth": depth, "nthread": 1, "base_score": 0.5,
+                   "eta": 0.7}, xgb.DMatrix(X, label=y), rounds)
+    doc = json.loads(b.save_raw("json"))
+    for node, v in (leaves or {}).items():
+        doc["learner"]["gradient_booster"]["model"]["trees"][0]["split_conditions"][node] = v
+    path = tmp_path / f"{stem}.json"
+    path.write_text(json.dumps(doc))
+    return XGBoostModel(path), path
+
+
+def _counterfactual_max_k(model, path, values, xs, eps, evaluate=True):
+    """(max_k on the model's trees -- with the library's buckets when ``evaluate`` --, max k by brute
+    force on XGBClassifier.predict_proba over every individual)."""
+    xgb = pytest.importorskip("xgboost")
+    lo, hi = np.array([min(values), min(xs)], float), np.array([max(values), max(xs)], float)
+    integer = np.ones(2, bool)
+    ens = model.tree_ensemble()
+    E = []
+    for g in values:
+        a, b = lo.copy(), hi.copy()
+        a[0] = b[0] = g
+        E.append(fold(ens, a, b, integer))
+
+    def library(x):
+        return model.score(np.array([[g, x[1]] for g in values], float))
+
+    r = max_k(E, lo, hi, integer, (), eps, evaluate=library if evaluate else None)
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(path))
+    P = np.stack([clf.predict_proba(np.array([[g, x] for x in xs], float))[:, 1] for g in values], axis=1)
+    return r, int(k_of(P.astype(np.float64), eps).max())
+
+
+def test_max_k_buckets_the_library_float32_probability_at_a_bucket_boundary(tmp_path):
+    # g = a: the margin is the float32 just below ln 3, whose float32 logistic is 0.75 exactly (bucket 3
+    # of eps = 0.25) and whose real logistic is 0.74999998 (bucket 2); g = b: 0.599 (bucket 2). The
+    # library's k is 2; the float64 logistic of the tree sum made it 1, proved "exact"
+    X = np.array([[g, x] for g in (0, 1) for x in range(8)], float)
+    below_ln3 = float(np.nextafter(np.float32(np.log(3.0)), np.float32(0)))
+    model, path = _xgb_model(tmp_path, "edge", X, (X[:, 0] == 1).astype(int), leaves={1: below_ln3, 2: 0.4})
+    r64, brute = _counterfactual_max_k(model, path, (0.0, 1.0), range(8), 0.25, evaluate=False)
+    assert brute == 2 and r64.best_k == 1          # the float64 buckets (what max_k read before)
+    r, brute = _counterfactual_max_k(model, path, (0.0, 1.0), range(8), 0.25)
+    assert r.exact and r.best_k == r.upper == brute == 2
+
+
+def test_max_k_equals_brute_force_on_the_library_with_eps_on_its_probabilities(tmp_path):
+    # tiny XGBoost models, eps placed so that a bucket boundary is exactly a probability the library
+    # computes (eps = p / 2 and p / 3 for every float32 probability p of the model)
+    rng = np.random.default_rng(3)
+    xs = range(6)
+    X = np.array([[g, x] for g in (0, 1, 2) for x in xs], float)
+    differ = 0
+    for seed in range(6):
+        y = rng.integers(0, 2, len(X))
+        model, path = _xgb_model(tmp_path, f"m{seed}", X, y, rounds=int(rng.integers(1, 4)),
+                                 depth=int(rng.integers(1, 3)))
+        for p in sorted(set(model.score(X).tolist())):
+            for j in (2, 3):
+                r, brute = _counterfactual_max_k(model, path, (0.0, 1.0, 2.0), xs, p / j)
+                assert r.exact and r.best_k == r.upper == brute, (seed, p / j, r, brute)
+                differ += _counterfactual_max_k(model, path, (0.0, 1.0, 2.0), xs, p / j, False)[0].best_k != brute
+    assert differ      # the float64 logistic of the tree sums disagreed with the library somewhere
+
+
+def test_the_spec_tree_bound_reports_the_library_k_at_a_bucket_boundary(tmp_path, monkeypatch):
+    # the edge model above through a spec, on the trees' branch and bound (cells and enumeration off):
+    # max k = 2 on the library, found by the bound itself (it once proved max k = 1 "exactly")
+    import fairspec.kinds.tree_kdisc as tk
+    from fairspec.pipeline import check
+
+    X = np.array([[g, x] for g in (0, 1) for x in range(8)], float)
+    below_ln3 = float(np.nextafter(np.float32(np.log(3.0)), np.float32(0)))
+    _xgb_model(tmp_path, "edge", X, (X[:, 0] == 1).astype(int), leaves={1: below_ln3, 2: 0.4})
+    (tmp_path / "k.fair").write_text('''features F {
+  g : {a, b} protected
+  x : int in [0, 7]
+}
+model m = xgboost("edge.json")
+encode F for m {
+  g : code
+  x : raw
+}
+property kd {
+  k_discrimination(m, over {g}, eps = 0.25) < 2
+}
+''')
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    monkeypatch.setattr(tk, "decide_kdisc", lambda *a, **k: None)
+    (v,) = check(tmp_path / "k.fair").verdicts
+    assert v.status == "violated" and v.value == 2, v.reason
+    assert "leaf combinations" in v.reason and v.details["max_k"] == 2 and v.details["exact"]
+    assert sorted(c["prob"] for c in v.details["counterfactuals"]) == pytest.approx([0.5986876, 0.75], abs=1e-7)

@@ -192,6 +192,10 @@ class Model:
     # predict_proba, its decision_function a margin, not a log-odds, when the file says so and the
     # declaration says no score = ...; an XGBoost binary:hinge / binary:logitraw model, always)
     no_probability: str | None = None
+    # why its binary decision depends on a choice the declaration does not make, the clause after
+    # "but" of FS426 (an XGBoost binary:logitraw model declared without output or score: margin > 0
+    # or XGBClassifier.predict's > 0.5)
+    decision_unstated: str | None = None
     rounds: str | None = None  # xgboost: "best" | "all" (which boosting rounds are the model; early stopping)
 
     @property

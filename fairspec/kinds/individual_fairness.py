@@ -177,15 +177,17 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                        seconds=time.perf_counter() - t0)
     except Unsupported as e:
         return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    eps = prop.eps
     if trees is not None:
-        from fairspec.kinds.tree_pairs import tree_relaxed
+        from fairspec.kinds.tree_pairs import engine_eps, tree_relaxed
 
         relaxed = tree_relaxed(prop, enc, low)     # `<` on integral inputs as the spec writes it
+        eps = engine_eps(prop, trees)              # in the units of the ensemble's S (LightGBM's sigmoid factor)
     else:
         relaxed = _relaxed(prop, fs, enc, low)
     runtime = None if trees is not None else _runtime(prop, ctx, enc, low)
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
-                          low.onehot_groups, low.free, None, relaxed, prop.post, prop.eps,
+                          low.onehot_groups, low.free, None, relaxed, prop.post, eps,
                           eps_strict=prop.eps_strict, runtime=runtime)
     if runtime is not None:
         runtime = _with_replay(runtime, prop, ctx, enc, low, problem)

@@ -252,24 +252,38 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
         return None
     free = {i for cs in cols for i in cs}
     groups = [g for g in low.onehot_groups if not free.intersection(g)]
+    from fairspec.kinds.tree_pairs import encode_features
+
+    read, logit = model.prob_reader()
+    read = model.replay if read == model.score else read
+
+    def counterfactuals(point):
+        """The K counterfactuals of a feature-space point, encoded as the runtime encodes them."""
+        U = []
+        for c in combos:
+            v = point.copy()
+            for cs, vals in zip(cols, c):
+                v[list(cs)] = vals
+            U.append(v)
+        return encode_features(enc, np.stack(U))
+
+    def library_probs(point):
+        """The K counterfactuals' probabilities as the library computes them (prob_reader)."""
+        z = np.asarray(read(counterfactuals(point)), dtype=np.float64).reshape(-1)
+        return 1.0 / (1.0 + np.exp(-z)) if logit else z
+
     budget = prop.options.timeout or prop.options.search_budget or 60.0
+    # the buckets of the library's probabilities (XGBoost's float32 logistic of its float32 sum), not of
+    # the float64 logistic of the converted trees' sums: they differ at a bucket boundary
     r = max_k(ensembles, low.lo, low.hi, low.integer, groups, prop.eps,
-              max_boxes=int(prop.options.get("max_boxes", 20000)), deadline=time.perf_counter() + budget / 2)
+              max_boxes=int(prop.options.get("max_boxes", 20000)), deadline=time.perf_counter() + budget / 2,
+              evaluate=library_probs)
     details = {"K": len(combos), "max_k": r.best_k, "max_k_bound": r.upper, "exact": r.exact,
                "boxes": r.boxes, "method": "tree leaf combinations (branch and bound)"}
     seconds = time.perf_counter() - t0
     if r.best_k >= violated_at and r.point is not None and _in_domain(low, r.point):
-        U = []
-        for c in combos:
-            v = r.point.copy()
-            for cs, vals in zip(cols, c):
-                v[list(cs)] = vals
-            U.append(v)
-        from fairspec.kinds.tree_pairs import encode_features
-
-        U = encode_features(enc, np.stack(U))        # as the runtime encodes the individual's values
-        read, logit = model.prob_reader()
-        replayed = model.replay(U) if read == model.score else read(U)
+        U = counterfactuals(r.point)
+        replayed = np.asarray(read(U), dtype=np.float64).reshape(-1)
         probs = 1.0 / (1.0 + np.exp(-replayed)) if logit else replayed
         from fairspec.certify.enumerate import kdisc_by_enumeration
 

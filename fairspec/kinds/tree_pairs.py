@@ -509,6 +509,19 @@ def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
     return ub
 
 
+def engine_eps(prop, ens) -> float:
+    """The tolerance the tree engines compare ``S - S'`` with. A LightGBM ensemble's S is its sigmoid
+    factor times the raw score ``logit(m(x))`` reads (``TreeEnsemble.margin_scale``), so a ``logit``
+    post's eps, written in the library's units, is multiplied by the factor, and lowered by 2^-40
+    relatively: the engines miss no pair whose replay (exact, in the library's units) breaks the
+    property, and a candidate at the edge is dropped by that replay. Any other post or ensemble
+    (``prob`` reads sigmoid(S), the library's probability; ``label`` the sign): eps as written."""
+    scale = getattr(ens, "margin_scale", 1.0)
+    if prop.post != "logit" or getattr(ens, "link", None) != "logistic" or scale == 1.0:
+        return prop.eps
+    return float(prop.eps) * scale * (1.0 - 2.0 ** -40)
+
+
 def _checked_pair(prop, fs, enc, model, pair):
     """(the pair encoded, x first as the violation reads it, None) when ``pair`` (a solver's candidate)
     lies in the domain, satisfies the pre-condition and breaks the property on the library's runtime;

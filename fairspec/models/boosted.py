@@ -34,6 +34,17 @@ XGB_NO_PROBABILITY = {
     "binary:hinge": "its predict_proba is its 0 / 1 decision",
     "binary:logitraw": "its predict_proba is its raw margin",
 }
+# binary XGBoost objectives whose decision depends on which output the declaration reads (nothing
+# ambiguous is resolved silently): binary:logitraw's predict is its raw margin, which
+# XGBClassifier.predict calls class 1 above 0.5 and the margin reading (output = "margin") above 0.
+# ``label`` / ``class`` of such a model, and the group metrics and PBA that read its decisions, are
+# lint error FS426 (sema.outputs) until the declaration says which: ``output = "predict"`` (or a
+# probability output, or ``score = prob``: > 0.5) or ``output = "margin"`` (or ``score = logit``: > 0).
+# binary:hinge is not one: its predict is 1.0 exactly where its margin is > 0, so both readings agree.
+XGB_DECISION_UNSTATED = {
+    "binary:logitraw": "its predict is its raw margin, class 1 above 0.5 for XGBClassifier.predict and above 0 "
+                       "read as a margin, and the declaration says neither",
+}
 _LGB_REGRESSION = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
                    "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "poisson",
                    "quantile", "mape", "mean_absolute_percentage_error", "gamma", "tweedie")
@@ -71,6 +82,47 @@ def no_probability(fmt: str, objective: str | None, name: str = "the model") -> 
     obj = (objective or "").split()[0] if objective else ""
     why = XGB_NO_PROBABILITY.get(obj) if str(fmt).lower() in ("xgboost", "xgb") else None
     return None if why is None else f"{name} is an XGBoost {obj} model: {why}, not a probability"
+
+
+def unstated_decision(fmt: str, objective: str | None, output=None, score: str | None = None,
+                      name: str = "the model") -> str | None:
+    """Why a binary booster's decision is ambiguous (``XGB_DECISION_UNSTATED``: its declaration reads
+    no output and no score kind), as the clause after "but" of an FS426 message; None when the
+    objective has one decision rule or the declaration states it."""
+    obj = (objective or "").split()[0] if objective else ""
+    why = XGB_DECISION_UNSTATED.get(obj) if str(fmt).lower() in ("xgboost", "xgb") else None
+    if why is None or output is not None or score is not None:
+        return None
+    return f"{name} is an XGBoost {obj} model: {why}"
+
+
+def score_contradiction(fmt: str, objective: str | None, output=None, score: str | None = None,
+                        name: str = "the model") -> tuple[str, str] | None:
+    """(message, hint) when a binary booster's declared score kind contradicts what its declared output
+    holds, so that the decision would silently compare a probability with 0 (every input class 1)
+    or a margin with 1/2: ``score = logit`` on a predict that is a probability, ``score = prob`` on
+    the margin (``output = "margin"``). binary:logitraw's predict is its margin, so either score
+    kind states one of its two rules (FS426); binary:hinge's predict (0 / 1) is > 0 where it is > 1/2,
+    but its margin is not a probability. None when they agree or the declaration gives no score."""
+    obj = (objective or "").split()[0] if objective else ""
+    kind = None if score is None else str(score).strip().lower()
+    kind = "prob" if kind in ("prob", "probability", "proba", "probs") else \
+        "logit" if kind in ("logit", "logits", "score", "margin") else None
+    if kind is None or obj == "binary:logitraw":
+        return None
+    fmt = str(fmt).lower()
+    margin = output is not None and str(output).strip().lower() in _MARGIN
+    what = "an XGBoost" if fmt in ("xgboost", "xgb") else "a LightGBM"
+    if margin and kind == "prob":
+        return (f"{name} declares output = \"{output}\", its raw margin, but score = {score}, which reads it as a "
+                f"probability (class 1 above 0.5)",
+                "drop score = prob (output = \"margin\" is read as a margin, class 1 above 0), or drop the output "
+                "to read the library's probability")
+    if not margin and kind == "logit" and obj not in XGB_NO_PROBABILITY:
+        return (f"{name} is {what} {obj} model whose predict is a probability, but score = {score} reads it as "
+                f"a logit (class 1 above 0: every input)",
+                "declare output = \"margin\" to read its raw margin as the logit, or drop score = logit")
+    return None
 
 
 def _output(output, index, path, fmt, task: str = "binary", k: int | None = 2) -> tuple[bool, int | None]:
@@ -119,6 +171,10 @@ class _Boosted(LoadedModel):
         self.index = index
         if task == "binary":
             kind = check_score_kind(score_kind, path) or ("logit" if margin else "prob")
+            clash = score_contradiction(fmt, getattr(self, "objective", None), "margin" if margin else None,
+                                        score_kind, f"model {path}")
+            if clash is not None:
+                raise ModelLoadError(f"{clash[0]}; {clash[1]}", path)
             self._init_common(path, fmt, width, kind, raw)
             return
         from .base import readout_for
@@ -157,6 +213,22 @@ class _Boosted(LoadedModel):
         if self.index == 0:
             y = -y if self.margin else 1.0 - y
         return y
+
+    def decide(self, X):
+        """The binary decision. ``index = 0`` (class 0 positive): every input the declared rule does not
+        call class 1 -- as the library's predict, which returns class 0 at a probability of exactly
+        1/2 (a margin of 0, or XGBoost's float32 logistic of a margin within ~3e-8 of 0) -- not
+        ``1 - p > 0.5`` / ``-margin > 0``, which called neither class positive there (and a
+        binary:hinge model's margin of 0 class 1 or not as the declared output chose)."""
+        if self.task_kind != "binary" or self.index != 0:
+            return super().decide(X)
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        y = self._finish(self._guard(lambda A: self._full(A).reshape(-1), X), X.shape[0])
+        return (~(y > (0.0 if self.margin else 0.5))).astype(np.int64)
 
     def library_probability(self, X):
         """The declared class's probability as the library computes it (its predict without the

@@ -122,6 +122,43 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
         return None
 
 
+def peek_unstated_decision(format: str, path, output=None, score: str | None = None,
+                           name: str = "the model") -> str | None:
+    """Why the binary decision of the model in the file depends on a choice its declaration does not
+    make, as the clause after "but" of an FS426 message (an XGBoost binary:logitraw model declared
+    without output or score: fairspec.models.boosted.unstated_decision), or None."""
+    from .base import normalize_format
+
+    try:
+        if normalize_format(format, path) != "xgboost":
+            return None
+        from .boosted import unstated_decision
+        from .peek_trees import xgboost_objective
+
+        return unstated_decision("xgboost", xgboost_objective(pathlib.Path(path)), output, score, f"'{name}'")
+    except Exception:  # noqa: BLE001 - the loader reads the model at check time
+        return None
+
+
+def peek_score_problem(format: str, path, output=None, score: str | None = None,
+                       name: str = "the model") -> tuple[str, str] | None:
+    """(message, hint) when a binary XGBoost / LightGBM declaration's score kind contradicts what its
+    output holds (lint FS413; fairspec.models.boosted.score_contradiction, which the loader applies
+    too); None otherwise."""
+    from .base import normalize_format
+
+    try:
+        fmt = normalize_format(format, path)
+        if fmt not in ("xgboost", "lightgbm") or score is None:
+            return None
+        from .boosted import score_contradiction
+        from .peek_trees import booster_objective
+
+        return score_contradiction(fmt, booster_objective(fmt, pathlib.Path(path)), output, score, f"'{name}'")
+    except Exception:  # noqa: BLE001 - the loader reads the model at check time
+        return None
+
+
 def peek_output_problem(format: str, path, output: str | int | None = None) -> tuple[str, str] | None:
     """(message, hint) when an ONNX declaration does not fix one graph output of scores (lint FS413;
     fairspec.models.peek_onnx.output_choice_problem, which the loader applies too); None otherwise."""

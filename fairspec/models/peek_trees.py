@@ -73,6 +73,19 @@ def xgboost_objective(p: pathlib.Path) -> str | None:
         return None
 
 
+def booster_objective(fmt: str, p: pathlib.Path) -> str | None:
+    """The objective an XGBoost or LightGBM model file records (read without the library), or None."""
+    try:
+        if fmt == "xgboost":
+            return xgboost_objective(p)
+        for line in _lightgbm_head(p):
+            if line.startswith(b"objective="):
+                return line.split(b"=", 1)[1].decode("utf-8", "replace").strip() or None
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None
+    return None
+
+
 def booster_output_kind(fmt: str, p: pathlib.Path) -> tuple[str | None, int | None]:
     """(task, K) of an XGBoost or LightGBM model file from its objective (issue 25: binary,
     multiclass with K classes, regression; fairspec.models.boosted.task_of decides the same at load

@@ -230,7 +230,8 @@ class ModelChecks:
         (fairspec.models.readout decides; the loaders and every backend read the same)."""
         import dataclasses
 
-        from fairspec.models.peek import peek_no_probability, peek_output_columns, peek_output_kind, peek_output_problem
+        from fairspec.models.peek import (peek_no_probability, peek_output_columns, peek_output_kind,
+                                          peek_output_problem, peek_score_problem, peek_unstated_decision)
         from fairspec.models.readout import ReadoutError, positive_class_problem, resolve_readout
 
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
@@ -240,6 +241,10 @@ class ModelChecks:
             return
         columns = peek_output_columns(fmt, path, output)
         task, n_classes, classes = peek_output_kind(fmt, path, output, score)
+        problem = peek_score_problem(fmt, path, output, score, node.name.id) if task == "binary" else None
+        if problem is not None:             # score = logit on a probability, score = prob on a margin
+            self.sink.add("FS413", problem[0], node.span, hint=problem[1])
+            return
         try:
             r = resolve_readout(columns, index, score, what, task=task)
         except ReadoutError as e:
@@ -253,7 +258,9 @@ class ModelChecks:
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
-            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id))
+            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id),
+            decision_unstated=(peek_unstated_decision(fmt, path, output, score, node.name.id)
+                               if task == "binary" else None))
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):

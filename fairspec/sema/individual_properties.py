@@ -10,7 +10,8 @@ from fairspec import ir
 from fairspec.sema.exprs import Scope
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _inputs_known, _model_of, _number,
-                                         _require_binary, _resolve, resolve_groups)
+                                         _require_binary, _require_decision, _resolve,
+                                         resolve_groups)
 from fairspec.syntax import ast
 
 
@@ -88,6 +89,7 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
     _check_args(ck, call, {"flip", "around", "delta", "given"}, 1)
     model = _model_of(ck, call.positional()[0], env)
     _require_binary(ck, model, "pba(...)", call.span)
+    _require_decision(ck, model, "pba(...)", call.span)
     fs = ck.feature_sets[model.features]
     enc = ck.encodings.get(model.name)
     flip, flips = _named_features(ck, call, "flip", env, fs, "pba(...) needs the sensitive attribute to flip: flip sex")

@@ -9,8 +9,8 @@ from fairspec.analyses.group_rates import METRICS as DATA_METRICS, uses_label
 from fairspec.sema.exprs import did_you_mean
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _check_distribution_use, _classifier_reads, _dataset,
-                                         _distribution, _feature_names, _model_of, _number, _require_binary, _resolve,
-                                         _subject, resolve_groups)
+                                         _distribution, _feature_names, _model_of, _number, _require_binary,
+                                         _require_decision, _resolve, _subject, resolve_groups)
 from fairspec.syntax import ast
 
 
@@ -76,6 +76,9 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     pd = dict(params)
     if model is not None and mdef is not None and not mdef.output and "class" not in pd and "threshold" not in pd:
         _require_binary(ck, model, f"{fn}(...)", call.span)
+    if model is not None and mdef is not None and not mdef.output and "threshold" not in pd and \
+            mdef.form not in ("calibration", "ks_distance"):       # those two read scores, not decisions
+        _require_decision(ck, model, f"{fn}(...)", call.span)
     if dist is not None and ("class" in pd or "threshold" in pd):
         ck.sink.add("FS504", f"{fn}(..., {'class' if 'class' in pd else 'threshold'} = ...) is measured on data rows; "
                              f"over a distribution check reports it unknown (the distribution backends read a "

@@ -13,6 +13,9 @@ FS415    an output the model does not have: ``value(...)`` of a classifier; ``cl
 FS416    ``prob(m(x))`` / ``logit(m(x))`` of a multiclass model without a class
 FS417    an unknown class: a column out of range, a label the file does not record
 FS418    a binary group metric of a regression without a threshold (``threshold = t``)
+FS426    a decision (``label``, ``class`` of a binary model, a group metric's or PBA's decisions)
+         whose rule the declaration leaves open (an XGBoost binary:logitraw model: margin > 0 or
+         XGBClassifier.predict's margin > 0.5)
 =======  ==============================================================================
 
 Nothing here imports numpy or a model library.
@@ -84,10 +87,24 @@ def class_arg(ck, model: ir.Model, v) -> int:
 def no_probability_hint(model: ir.Model) -> str:
     name = model.name
     if model.format in ("xgboost", "lightgbm"):
-        return (f"compare decisions with label({name}(x)) == label({name}(x')), or its margin with "
+        rule = (' (once its declaration states their rule: output = "predict" or "margin")'
+                if model.decision_unstated else "")
+        return (f"compare decisions with label({name}(x)) == label({name}(x')){rule}, or its margin with "
                 f"logit({name}(x)); group metrics read its decisions")
     return (f"calibrate it (CalibratedClassifierCV) and check that, compare decisions with label({name}(x)), "
             f"or declare score = logit if its decision_function is a log-odds")
+
+
+def decision_problem(model: ir.Model, what: str) -> tuple[str, str, str] | None:
+    """(code, message, hint) when ``what`` reads the binary decisions of ``model`` and its
+    declaration leaves their rule open (``ir.Model.decision_unstated``, FS426); None otherwise."""
+    if not model.decision_unstated or model.task == "multiclass":
+        return None
+    name = model.name
+    return ("FS426", f"{what} reads the decisions of '{name}', but {model.decision_unstated}",
+            f"state the rule in the declaration of '{name}': output = \"predict\" for XGBClassifier.predict's "
+            f"(class 1 iff the margin is > 0.5), or output = \"margin\" for class 1 iff the margin is > 0; "
+            f"logit({name}(x)) reads the margin itself")
 
 
 def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.ModelOut:
@@ -114,6 +131,10 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
         lw.fail("FS416", f"{fn}({name}(...)) names no class, and '{name}' is {describe_kind(model)}", span,
                 hint=f"name the class: {fn}({name}(x), c) with c a column (0 .. {(model.n_classes or 3) - 1}) "
                      f"or a label in quotes; or add index = i to the declaration")
+    if fn in ("label", "class") and not reg:
+        problem = decision_problem(model, f"{fn}({name}(...))")
+        if problem is not None:
+            lw.fail(problem[0], problem[1], span, hint=problem[2])
     if fn == "prob" and model.no_probability:
         lw.fail("FS415", f"prob({name}(...)) reads a class probability, but {model.no_probability}", span,
                 hint=no_probability_hint(model))

@@ -267,3 +267,13 @@ def _require_binary(ck, model: ir.Model, what: str, span) -> None:
     problem = binary_decision_problem(model, what)
     if problem is not None:
         ck.fail(problem[0], problem[1], span, hint=problem[2])
+
+
+def _require_decision(ck, model: ir.Model, what: str, span) -> None:
+    """FS426: ``what`` reads the model's binary decisions, whose rule its declaration leaves open
+    (fairspec.sema.outputs.decision_problem)."""
+    from fairspec.sema.outputs import decision_problem
+
+    problem = decision_problem(model, what)
+    if problem is not None:
+        ck.fail(problem[0], problem[1], span, hint=problem[2])

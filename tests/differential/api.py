@@ -314,16 +314,21 @@ def _xgboost(rng, shape: str, X: np.ndarray, encs, cats=None):
     o = outs(clf)
     if margin:     # output = "margin": the decision is margin > 0
         o = nw.Outputs(o.logit > 0, o.logit, o.prob, False)
-    named = [('xgboost("m.json"' + (', output = "margin"' if margin else "") + ")", clf, o,
+    # binary:logitraw: whether its label is predict > 0.5 (XGBClassifier.predict) or margin > 0 is the
+    # declaration's to say (FS426 without output): "predict" states the wrapper's rule
+    pred = ', output = "predict"' if objective == "binary:logitraw" else ""
+    named = [('xgboost("m.json"' + (', output = "margin"' if margin else pred) + ")", clf, o,
               "margin" if margin else "predict")]
     bad = copy.deepcopy(clf)
     bad.set_params(missing=float(rng.choice([0.0, -1.0])))
     refuse = [('xgboost("m.json")', bad, Expect("API", "api", "as missing"), "label")]
+    if pred:
+        refuse.append(('xgboost("m.json")', clf, Expect("FS426", "lint"), "label"))
     if shape == "xgb-early":
-        named += [('xgboost("m.json", rounds = best)', clf, outs(clf), "rounds-best"),
-                  ('xgboost("m.json", rounds = all)', clf, outs(clf, every_round=True), "rounds-all")]
+        named += [(f'xgboost("m.json", rounds = best{pred})', clf, outs(clf), "rounds-best"),
+                  (f'xgboost("m.json", rounds = all{pred})', clf, outs(clf, every_round=True), "rounds-all")]
         if info["best_iteration"] < info["rounds"] - 1:
-            refuse.append(('xgboost("m.json")', clf.get_booster(), Expect("FS425", "lint"), "label"))
+            refuse.append((f'xgboost("m.json"{pred})', clf.get_booster(), Expect("FS425", "lint"), "label"))
     return named, refuse, PAIRS_ALL, info, names
 
 

@@ -84,23 +84,65 @@ def _prob(s: np.ndarray, link: str) -> np.ndarray:
     return np.clip(s, 0.0, 1.0) if link == "identity" else sigmoid(s)
 
 
+def _slack(ens: TreeEnsemble) -> tuple[float, float]:
+    """(output slack, probability slack): how far the library may compute a leaf combination's
+    output (its own summation order and precision: float32 for XGBoost) from the float64 sum here,
+    and its probability from the logistic of that (XGBoost's float32 logistic). Generous bounds:
+    a sum of n + 1 terms at most |base| + sum of the largest |leaf| in magnitude."""
+    mag = abs(float(ens.base)) + sum(float(np.abs(t.value[t.left < 0]).max(initial=0.0)) for t in ens.trees) / \
+        float(ens.divisor or 1.0)
+    f32 = ens.source == "xgboost"
+    unit = 2.0 ** -23 if f32 else 2.0 ** -50
+    return (len(ens.trees) + 2) * unit * max(mag, 1.0), (2.0 ** -21 if f32 else 2.0 ** -50)
+
+
 def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *, stop_at: int | None = None,
-          max_boxes: int = 200_000, deadline: float | None = None) -> KResult:
+          max_boxes: int = 200_000, deadline: float | None = None, evaluate=None) -> KResult:
     """Max k over the shared box ``[lo, hi]`` of the K counterfactual ensembles (already
     folded with their protected features fixed). ``stop_at``: stop once a k this large is
-    found (the answer is then a witness, not the maximum)."""
+    found (the answer is then a witness, not the maximum).
+
+    ``evaluate`` (a feature-space point -> its K counterfactuals' probabilities as the library
+    computes them, ``LoadedModel.prob_reader``): the buckets are the library's, not those of the
+    float64 logistic of the tree sums here. The two differ only within rounding (:func:`_slack`), so
+    every bound here covers the library's values within that slack, and the library is asked only
+    at a point whose k could beat the best found and whose probabilities lie within the slack of
+    a bucket boundary (a decided box's leaves give the library one output on the whole box)."""
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     integer = np.asarray(integer, dtype=bool)
     K = len(ensembles)
     link = ensembles[0].link
     nb_cap = K
+    slack = np.array([_slack(e) for e in ensembles])          # (K, 2)
+    s_out, s_prob = slack[:, 0], slack[:, 1]
+
+    def prob_range(smin, smax):
+        """The probabilities the library may give for outputs in [smin, smax] (per counterfactual)."""
+        return (np.clip(_prob(np.asarray(smin) - s_out, link) - s_prob, 0.0, 1.0),
+                np.clip(_prob(np.asarray(smax) + s_out, link) + s_prob, 0.0, 1.0))
+
+    def n_buckets(plo, phi) -> int:
+        b0, b1 = bucket_of(plo, eps), bucket_of(phi, eps)
+        return min(nb_cap, len({b for a, c in zip(b0, b1) for b in range(int(a), int(c) + 1)}))
+
+    def point_k(outs, x, best):
+        """(k, probabilities) of the individual at x whose K outputs (float64 sums) are ``outs``."""
+        probs = _prob(outs, link)
+        k = int(k_of(probs[None, :], eps)[0])
+        if evaluate is None:
+            return k, probs
+        plo, phi = prob_range(outs, outs)
+        if np.array_equal(bucket_of(plo, eps), bucket_of(phi, eps)) or n_buckets(plo, phi) <= best:
+            return k, probs             # no boundary within rounding, or no k above the best: these buckets
+        lib = np.asarray(evaluate(x), dtype=np.float64).reshape(-1)
+        return int(k_of(lib[None, :], eps)[0]), lib
 
     def bound(blo, bhi):
         """(upper bound on k, (c, t, node) of a split to make, or None when decided, outputs)"""
-        buckets = set()
         split = None
         outs = np.zeros(K)
+        smax_all = np.zeros(K)
         for c, ens in enumerate(ensembles):
             vmin, vmax = [], []
             for ti, t in enumerate(ens.trees):
@@ -110,11 +152,8 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
                 vmax.append(float(v.max()))
                 if first >= 0 and split is None:
                     split = (c, ti, first)
-            smin, smax = ens.combine(vmin), ens.combine(vmax)
-            outs[c] = smin
-            b0, b1 = bucket_of(_prob(np.array([smin, smax]), link), eps)
-            buckets.update(range(int(b0), int(b1) + 1))
-        return min(nb_cap, len(buckets)), split, outs
+            outs[c], smax_all[c] = ens.combine(vmin), ens.combine(vmax)
+        return n_buckets(*prob_range(outs, smax_all)), split, outs
 
     best_k, best_pt, best_probs = 0, None, None
     heap: list = []
@@ -132,8 +171,7 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
             x = _feasible_point(blo, bhi, integer, groups)
             if x is None:
                 continue
-            probs = _prob(outs, link)
-            k = int(k_of(probs[None, :], eps)[0])
+            k, probs = point_k(outs, x, best_k)
             if k > best_k:
                 best_k, best_pt, best_probs = k, x, probs
                 if stop_at is not None and best_k >= stop_at:
@@ -142,8 +180,7 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
         # a point of the undecided box is an individual too: its k is a lower bound found early
         x = _feasible_point(blo, bhi, integer, groups)
         if x is not None:
-            probs = _prob(np.array([e.aggregate(x[None])[0] for e in ensembles]), link)
-            k = int(k_of(probs[None, :], eps)[0])
+            k, probs = point_k(np.array([e.aggregate(x[None])[0] for e in ensembles]), x, best_k)
             if k > best_k:
                 best_k, best_pt, best_probs = k, x, probs
                 if stop_at is not None and best_k >= stop_at:

@@ -84,7 +84,8 @@ def _difference_only(problem: PairProblem) -> PairProblem:
     keep = vary_trees(ens, set(problem.free) | {i for i, _ in problem.relaxed})
     if len(keep) == len(ens.trees) or not keep:
         return problem
-    sub = TreeEnsemble(tuple(ens.trees[k] for k in keep), ens.n_inputs, ens.base, ens.link, ens.source, ens.divisor)
+    sub = TreeEnsemble(tuple(ens.trees[k] for k in keep), ens.n_inputs, ens.base, ens.link, ens.source, ens.divisor,
+                       margin_scale=ens.margin_scale)
     return replace(problem, net=sub)
 
 
