@@ -1,0 +1,119 @@
+"""A ``maximize`` interval ``[lower, upper]`` (``bound``) never claims more than the runtime and certify
+give: the lower end is the best pair's measure as the model's runtime scores it (not the solver's
+float64 evaluation, which the runtime's rounding may put above every pair the runtime scores), the
+upper end a certified bound only (a solver's own bound goes to ``details.solver_upper_bound``).
+
+Seen before (session 21, audit t3): an ONNX network with a Sigmoid head, ``unknown`` with the lower end
+0.1243530018 where the runtime's largest difference is 0.1243529618. Here: float32 ONNX 6-4-1 networks
+with a Sigmoid head whose float64 largest ``|p - p'|`` lies above onnxruntime's (checked per seed), the
+truth by brute force over the integer domain, the solvers' path forced (FAIRSPEC_ENUMERATE_PAIRS=0).
+Deterministic without a time-out: ``eps = 0.9`` gives a certified ``holds`` (whose lower end was the
+float64 value, and its ``details.maximum`` said "proved"); ``eps`` between the runtime's largest and
+the float64 one gives ``unknown`` (the solver's best pair breaks eps in float64, not on the runtime;
+the one-hot block keeps the refinement at a tie out), whose lower end was the float64 value too."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+SPEC = """features F {{
+  g : bool  protected
+  f0 : int in [0, 7]
+  f1 : int in [0, 7]
+  c : {{a, b, c}}
+}}
+model m = onnx("m.onnx", output = "y", score = prob)
+encode F for m {{
+  f0 : raw
+  g : raw
+  f1 : raw
+  c : onehot
+}}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure |prob(m(x)) - prob(m(x'))| <= {eps}
+  mode = maximize
+}}
+"""
+
+#: seeds whose float64 largest difference lies above the runtime's (checked in the test)
+SEEDS = (0, 2, 11)
+
+
+def _net(folder, seed):
+    """Save the seed's network; (the runtime's largest |p - p'| by brute force, the float64 one)."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_nets import mlp_model
+
+    rng = np.random.default_rng(seed)
+    layers = [(rng.normal(0, 1, (4, 6)), rng.normal(0, 0.5, 4), True),
+              (rng.normal(0, 1, (1, 4)), rng.normal(0, 0.5, 1), False)]
+    m = mlp_model(layers, "Sigmoid", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(folder / "m.onnx"))
+    rest = np.array([(a, b, *np.eye(3)[k]) for a, b, k in itertools.product(range(8), range(8), range(3))])
+    s = ort.InferenceSession(str(folder / "m.onnx"), providers=["CPUExecutionProvider"])
+
+    def X(g):
+        return np.column_stack([rest[:, 0], np.full(len(rest), g), rest[:, 1:]])
+
+    def runtime(g):
+        return s.run(None, {"x": X(g).astype(np.float32)})[0].astype(np.float64).ravel()
+
+    def real(g):
+        h = X(g).astype(np.float64)
+        for W, b, relu in layers:
+            h = h @ W.astype(np.float32).astype(np.float64).T + b.astype(np.float32).astype(np.float64)
+            h = np.maximum(h, 0.0) if relu else h
+        return 1.0 / (1.0 + np.exp(-h.ravel()))
+
+    return float(np.max(np.abs(runtime(1) - runtime(0)))), float(np.max(np.abs(real(1) - real(0))))
+
+
+def _check(folder, monkeypatch, eps):
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    (folder / "s.fair").write_text(SPEC.format(eps=repr(eps)))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    return json.loads(to_json(check(folder / "s.fair")))["properties"][0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("at", ["holds", "between"])
+def test_the_interval_holds_the_runtimes_maximum(tmp_path, monkeypatch, seed, at):
+    top, real = _net(tmp_path, seed)
+    assert real > top, (seed, real, top)           # the float64 maximum overstates the runtime's
+    eps = 0.9 if at == "holds" else (top + real) / 2
+    v = _check(tmp_path, monkeypatch, eps)
+    assert v["details"]["engine"] != "enumeration", v
+    assert v["status"] == ("holds" if at == "holds" else "unknown"), v
+    bound = v.get("bound")
+    assert bound is not None, v                    # the runtime replays the best pair; certify bounds it
+    lo, hi = bound
+    assert lo <= top <= hi, (lo, top, hi, v)
+    assert v["value"] == lo, v
+    # proved only where the two ends meet (a holds' own "proved" is about the verdict, not the maximum)
+    assert v["details"]["maximum"] != "proved" or hi - lo <= 1e-7, v
+
+
+def test_a_solvers_bound_that_certify_did_not_give_is_no_upper_end(tmp_path, monkeypatch):
+    """certify bounds nothing (its branch and bound stubbed to give up): the MILP's float64 bound goes
+    to details.solver_upper_bound, labelled, and the interval has no upper end."""
+    import math
+
+    import fairspec.backends.pair.certify as pc
+
+    _net(tmp_path, SEEDS[0])
+    monkeypatch.setattr(pc, "certified_bound", lambda problem, left: (math.inf, None, None))
+    v = _check(tmp_path, monkeypatch, 0.9)
+    assert v.get("bound") is None, v
+    assert v["value"] is None, v
+    assert isinstance(v["details"]["solver_upper_bound"], float), v
+    assert "unverified" in v["details"]["maximum"], v
