@@ -316,6 +316,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         details["maximum"] = f"no value: label's measure min(z, -z') is a logit, and the model's runtime outputs {outputs}"
     if mode == "maximize" and res.bound is None and res.value is not None:
         details["best_value"] = res.value      # no certified upper bound: not a maximum
+    if mode == "maximize" and (res.stats or {}).get("solver_best_value") is not None:
+        details["solver_best_value"] = res.stats["solver_best_value"]   # the solver's float64 measure, unreplayed
     if mode == "maximize" and res.bound is None and (res.stats or {}).get("solver_upper_bound") is not None:
         # the solver's own (floating-point) upper bound: not certified, so never the interval's upper end
         details["solver_upper_bound"] = res.stats["solver_upper_bound"]
@@ -582,10 +584,12 @@ def _replayed_lower_end(prop, model, runtime, res):
 
     pair = res.best if res.best is not None else res.witness
     rv = best_pair_value(prop, model, runtime.replay.full, pair)
+    # the solver's own evaluation, kept apart and labelled (details.solver_best_value), never an end
+    stats = {**(res.stats or {}), "solver_best_value": float(res.value)}
     if rv is not None and res.bound is not None and rv > res.bound:
-        return replace(res, value=None, bound=None, reason=f"{res.reason}; the best pair measures {rv!r} on the "
-                       f"runtime, above the certified bound {res.bound!r}: no interval reported")
-    return replace(res, value=rv)
+        return replace(res, value=None, bound=None, stats=stats, reason=f"{res.reason}; the best pair measures "
+                       f"{rv!r} on the runtime, above the certified bound {res.bound!r}: no interval reported")
+    return replace(res, value=rv, stats=stats)
 
 
 def _meet(lo, hi) -> bool:
