@@ -117,3 +117,18 @@ def test_a_solvers_bound_that_certify_did_not_give_is_no_upper_end(tmp_path, mon
     assert v["value"] is None, v
     assert isinstance(v["details"]["solver_upper_bound"], float), v
     assert "unverified" in v["details"]["maximum"], v
+
+
+def test_an_unreported_witness_gives_its_runtime_measure(tmp_path, monkeypatch):
+    """A violated maximize whose witness is not reported (here every witness declared fragile: another
+    batch may round it away) is unknown; its lower end is the pair's runtime measure, not the
+    solver's float64 one."""
+    import fairspec.kinds.individual_fairness as indiv
+
+    top, real = _net(tmp_path, SEEDS[0])
+    monkeypatch.setattr(indiv, "_fragile", lambda prop, model, X2, details: {"moved": 1, "reproduced": False})
+    v = _check(tmp_path, monkeypatch, 0.01)
+    assert v["status"] == "unknown" and "batch" in v["reason"], v
+    lo, hi = v["bound"]
+    assert lo <= top <= hi and v["value"] == lo, (lo, top, hi, v)
+    assert v["details"]["solver_best_value"] == pytest.approx(real, rel=0, abs=1e-12), v

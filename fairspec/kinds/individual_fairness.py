@@ -413,6 +413,14 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                    "the threshold); not reported as a violation")
             if tie_note:
                 why = f"{why}; {tie_note}"
+            if mode == "maximize" and runtime is not None and res.value is not None:
+                # no witness reported: the lower end is the pair's measure on the runtime, as any unknown's
+                res = _replayed_lower_end(prop, model, runtime, replace(res, best=res.witness))
+                if (res.stats or {}).get("solver_best_value") is not None:
+                    details["solver_best_value"] = res.stats["solver_best_value"]
+                extra.pop("bound", None)
+                if res.bound is not None and (res.value is not None or backend == "smt"):
+                    extra["bound"] = (float("-inf") if res.value is None else res.value, res.bound)
             return unknown(prop, why, backend=backend, seconds=seconds, details=details,
                            value=_value(backend, mode, res), **extra)
         from fairspec.runtime.encoding import decode_row
