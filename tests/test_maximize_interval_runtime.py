@@ -132,3 +132,58 @@ def test_an_unreported_witness_gives_its_runtime_measure(tmp_path, monkeypatch):
     lo, hi = v["bound"]
     assert lo <= top <= hi and v["value"] == lo, (lo, top, hi, v)
     assert v["details"]["solver_best_value"] == pytest.approx(real, rel=0, abs=1e-12), v
+
+
+# ------------------------------------------------------------------ the class post (kinds/multi_pairs.py)
+
+CLASS_SPEC = """features F {
+  a : int in [0, 30]
+  b : int in [0, 40]
+  sex : {F, M} protected
+}
+model m = onnx("m.onnx", output = "y", score = logit)
+encode F for m { a : raw  b : raw  sex : onehot }
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {sex}
+  ensure class(m(x)) == class(m(x'))
+  mode = maximize
+}
+"""
+
+
+@pytest.mark.parametrize("seed", [7, 9, 10])
+def test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, seed):
+    """A float32 4-6-3 ONNX network whose class never changes (holds, certified): the largest
+    min(g_c(x), -g_c(x')) on onnxruntime's logits by brute force lies inside the interval (these seeds'
+    float64 value lay above it, and details.maximum said "proved" across a gap of about 1e-5)."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx_nets import mlp_model
+
+    from fairspec.pipeline import check
+
+    rng = np.random.default_rng(seed)
+    W1 = rng.normal(0, 1, (6, 4))
+    W1[:, :2] /= 20.0
+    W1[:, 2:] /= 50.0                       # sex moves the logits little: the class never changes
+    m = mlp_model([(W1, rng.normal(0, 0.5, 6), True), (rng.normal(0, 1, (3, 6)), rng.normal(0, 0.5, 3), False)],
+                  "Identity", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    s = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    A = np.array([(a, b) for a in range(31) for b in range(41)], dtype=np.float32)
+    Y = [s.run(None, {"x": np.column_stack([A, np.tile(e, (len(A), 1))]).astype(np.float32)})[0].astype(np.float64)
+         for e in ((1, 0), (0, 1))]
+
+    def g(Yi, c):
+        return Yi[:, c] - np.max(np.delete(Yi, c, axis=1), axis=1)
+
+    truth = max(float(np.max(np.minimum(g(Y[i], c), -g(Y[1 - i], c)))) for i in (0, 1) for c in range(3))
+    (tmp_path / "s.fair").write_text(CLASS_SPEC)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    v = check(tmp_path / "s.fair").verdicts[0]
+    assert v.status == "holds" and v.bound is not None, (v.status, v.reason, v.details)
+    lo, hi = v.bound
+    assert lo <= truth <= hi and v.value == lo, (lo, truth, hi)
+    assert v.details["maximum"] != "proved" or hi - lo <= 1e-7, v.details
