@@ -280,6 +280,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         if at_a_tie(res):        # after certify_result: its "within the runtime's rounding" is a tie too
             res = _maximum_at_a_tie(prop, problem, res, ctx.remaining(setting(prop, "timeout", backend)),
                                     ctx.model(prop.model), runtime)
+    if trees is None and runtime is not None and mode == "maximize" and res.status != "violated":
+        res = _replayed_lower_end(prop, ctx.model(prop.model), runtime, res)
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
@@ -316,6 +318,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         details["maximum"] = f"no value: label's measure min(z, -z') is a logit, and the model's runtime outputs {outputs}"
     if mode == "maximize" and res.bound is None and res.value is not None:
         details["best_value"] = res.value      # no certified upper bound: not a maximum
+    if mode == "maximize" and (res.stats or {}).get("solver_best_value") is not None:
+        details["solver_best_value"] = res.stats["solver_best_value"]   # the solver's float64 measure, unreplayed
+    if mode == "maximize" and res.bound is None and (res.stats or {}).get("solver_upper_bound") is not None:
+        # the solver's own (floating-point) upper bound: not certified, so never the interval's upper end
+        details["solver_upper_bound"] = res.stats["solver_upper_bound"]
+        details["maximum"] = ("no certified upper bound; details.solver_upper_bound is the solver's own "
+                              "floating-point bound, unverified")
     if backend == "smt":
         extra = _interval(backend, mode, res)
         if mode == "maximize" and "bound" in extra:
@@ -325,7 +334,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         extra = {}
         if mode == "maximize" and res.bound is not None and res.value is not None:
             extra["bound"] = (float(res.value), float(res.bound))
-            details["maximum"] = "proved" if res.how == "proved" else "not proved: [best pair found, certified upper bound]"
+            # proved: the best pair and the certified bound meet (a holds' own "proved" is the verdict's)
+            met = res.how == "proved" and (res.status == "violated" or _meet(res.value, res.bound))
+            details["maximum"] = ("proved" if met else
+                                  "not proved: [best pair replayed on the runtime, certified upper bound]")
     if mode == "maximize" and (res.stats or {}).get("maximum") and (res.value is not None or "maximum" not in details):
         details["maximum"] = res.stats["maximum"]        # _maximum_at_a_tie's interval, said as it was obtained
     if res.status == "violated" and res.witness is not None:
@@ -403,6 +415,14 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                    "the threshold); not reported as a violation")
             if tie_note:
                 why = f"{why}; {tie_note}"
+            if mode == "maximize" and runtime is not None and res.value is not None:
+                # no witness reported: the lower end is the pair's measure on the runtime, as any unknown's
+                res = _replayed_lower_end(prop, model, runtime, replace(res, best=res.witness))
+                if (res.stats or {}).get("solver_best_value") is not None:
+                    details["solver_best_value"] = res.stats["solver_best_value"]
+                extra.pop("bound", None)
+                if res.bound is not None and (res.value is not None or backend == "smt"):
+                    extra["bound"] = (float("-inf") if res.value is None else res.value, res.bound)
             return unknown(prop, why, backend=backend, seconds=seconds, details=details,
                            value=_value(backend, mode, res), **extra)
         from fairspec.runtime.encoding import decode_row
@@ -529,7 +549,8 @@ def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
       gives (label on a probability); a replayed measure beyond the proved threshold is a contradiction
       kept ``unknown``;
     * ``violated``: the refinement's pair (replayed again by run_pair, which reports its runtime
-      measure), the solver's upper bound kept as the interval's upper end, not proved;
+      measure), the certified upper bound kept as the interval's upper end (milp.maximize's ``bound``:
+      certify's, or None), not proved;
     * else ``res`` with why the refinement did not decide it."""
     from fairspec.backends.pair.drivers import threshold
     from fairspec.kinds.pair_runtime import runtime_pair_value
@@ -558,6 +579,32 @@ def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
         note = "[best pair replayed on the runtime, the threshold the refinement proves no pair exceeds]"
     return replace(tie, value=lo, bound=None if lo is None else thr, best=res.best,
                    stats={**tie.stats, "maximum": note})
+
+
+def _replayed_lower_end(prop, model, runtime, res):
+    """maximize's lower end when no witness is reported (holds, unknown): the solver's best pair
+    replayed on the runtime (:func:`fairspec.kinds.pair_runtime.best_pair_value`), as a violated
+    verdict's value is; no value when that pair does not replay or its measure is no score the runtime
+    outputs. A value of -inf (no pair meets the pre-condition) stays."""
+    import math
+
+    if res.value is None or not math.isfinite(res.value):
+        return res
+    from fairspec.kinds.pair_runtime import best_pair_value
+
+    pair = res.best if res.best is not None else res.witness
+    rv = best_pair_value(prop, model, runtime.replay.full, pair)
+    # the solver's own evaluation, kept apart and labelled (details.solver_best_value), never an end
+    stats = {**(res.stats or {}), "solver_best_value": float(res.value)}
+    if rv is not None and res.bound is not None and rv > res.bound:
+        return replace(res, value=None, bound=None, stats=stats, reason=f"{res.reason}; the best pair measures "
+                       f"{rv!r} on the runtime, above the certified bound {res.bound!r}: no interval reported")
+    return replace(res, value=rv, stats=stats)
+
+
+def _meet(lo, hi) -> bool:
+    """The two ends of a maximize interval meet (within 1e-7, relative beyond 1: milp.maximize's)."""
+    return hi - lo <= 1e-7 * max(1.0, abs(lo))
 
 
 def _fragile(prop, model, X2, details: dict) -> dict | None:

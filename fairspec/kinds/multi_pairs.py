@@ -21,6 +21,7 @@ Tree models are decided elsewhere (fairspec.kinds.tree_pairs); this module retur
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -150,12 +151,33 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     if prop.options.partitions and prop.options.partitions > 1:
         details["partitions"] = "not used: the class post is solved on the whole domain (one sub-problem per class)"
     extra = {}
+    if mode == "maximize" and res.bound is not None and not math.isfinite(res.bound):
+        res = replace(res, bound=None)         # a class without a certified bound: no upper end
     value = res.value
+    if mode == "maximize" and raw.final != "none":
+        # the class measure is on the logits, which a softmax runtime does not output: no value, as for a
+        # label post on a probability
+        res = replace(res, value=None, bound=None)
+        value = None
+        details["maximum"] = f"no value: the class measure is on logits, and the model's runtime outputs {raw.final}"
+    elif mode == "maximize" and res.status != "violated" and value is not None and math.isfinite(value):
+        # the lower end is the best pair's measure on the runtime's logits, not the solver's float64 one
+        from fairspec.kinds.pair_runtime import runtime_class_value
+
+        b = res.best if res.best is not None else res.witness
+        ok = b is not None and meets_pre(np.asarray(b.x), np.asarray(b.x_prime))
+        value = runtime_class_value(model.outputs(encoded(np.vstack([b.x, b.x_prime])))) if ok else None
+        if value is not None and res.bound is not None and value > res.bound:
+            value = None
+        res = replace(res, value=value)
     if mode == "maximize":
         if res.bound is not None and res.value is not None:
             extra["bound"] = (float(res.value), float(res.bound))
-            details["maximum"] = ("proved" if res.how == "proved" else
-                                  "not proved: [best pair found, certified upper bound]")
+            # proved: the best pair and the certified bound meet (a holds' own "proved" is the verdict's)
+            met = res.how == "proved" and (res.status == "violated" or
+                                           res.bound - res.value <= 1e-7 * max(1.0, abs(res.value)))
+            details["maximum"] = ("proved" if met else
+                                  "not proved: [best pair replayed on the runtime, certified upper bound]")
             details["measure"] = "max over classes c of min(g_c(x), -g_c(x')), g_c = y_c - max_{j != c} y_j"
         else:
             value = None

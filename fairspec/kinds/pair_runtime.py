@@ -231,6 +231,18 @@ def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
     return float(np.max(m))
 
 
+def best_pair_value(prop: ir.IndividualFairness, model, replay_full, pair) -> float | None:
+    """maximize's lower end from a solver's best ``pair`` (a Witness, or None): its measure as the
+    runtime scores it (``replay_full(x, x') -> (ok, X2, scores)``, :func:`replayer`; the larger of its
+    two orders, :func:`runtime_pair_value`), never the solver's float64 or real evaluation, which the
+    runtime's rounding may put above every pair the runtime scores. None when the pair is no admissible
+    pair of the domain, the runtime gives no finite scores, or the measure is no score it outputs."""
+    if pair is None:
+        return None
+    _, _, s = replay_full(np.asarray(pair.x, dtype=np.float64), np.asarray(pair.x_prime, dtype=np.float64))
+    return None if s is None else runtime_pair_value(prop, model, s)
+
+
 def runtime_class_value(Y) -> float | None:
     """The ``class`` measure of a replayed pair from the runtime's logit rows ``Y`` (2, K): the larger
     over classes c and the pair's two orders of ``min(g_c(x), -g_c(x'))``, g_c the class score as

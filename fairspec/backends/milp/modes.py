@@ -237,10 +237,11 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
              start: tuple | None = None) -> PairResult:
     """The maximal violation measure (``label``: flip margin ``min(z, -z')``; ``logit``:
     ``z - z'``; ``prob``: ``sigmoid(z) - sigmoid(z')``) as an interval: ``value`` the best pair
-    found (float64 network), ``bound`` a *certified* upper bound on the runtime's maximum
-    (:func:`fairspec.backends.pair.certify.certified_bound`; ``inf`` when none could be
-    certified), ``how="proved"`` only when the two meet (within :data:`IMPROVE` = 1e-7, relative
-    beyond 1: the bisection's own resolution). ``holds`` only
+    found (its measure on the float64 network: the caller replays ``best`` / ``witness`` on the
+    runtime for the value it reports), ``bound`` a *certified* upper bound on the runtime's maximum
+    (:func:`fairspec.backends.pair.certify.certified_bound`; None when none could be certified, the
+    MILP's own bound then in ``stats["solver_upper_bound"]``), ``how="proved"`` only when the two
+    meet (within :data:`IMPROVE` = 1e-7, relative beyond 1: the bisection's own resolution). ``holds`` only
     when certified (``certify_result``); ``violated`` with a witness that replays.
     ``start`` = (x, x') warm-starts the solver with a known pair (e.g. from a search)."""
     import math
@@ -278,19 +279,27 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     meet = value is not None and math.isfinite(ub) and ub - value <= IMPROVE * max(1.0, abs(value))
     how = "proved" if meet else None
     stats = dict(res.stats, certified_bound=ub)
+    # the upper end is certify's bound or none: the MILP's own (float64 dual) bound is no certificate,
+    # kept in the stats as the solver's, unverified
+    bound = ub if math.isfinite(ub) else None
+    if bound is None and res.bound is not None and math.isfinite(res.bound):
+        stats["solver_upper_bound"] = float(res.bound)
     if res.status == "violated":
         w = res.witness
         if w is not None and replays(problem, w.x, w.x_prime):
-            return replace(res, how=how, bound=ub, stats=stats, proof=proof if meet else None,
+            return replace(res, how=how, bound=bound, stats=stats, proof=proof if meet else None,
                            reason=res.reason if meet else (res.reason or "the maximum is not certified"))
-        return PairResult("unknown", None, value, ub, None, "the best pair does not violate the property on the "
+        return PairResult("unknown", None, value, bound, None, "the best pair does not violate the property on the "
                           "model's runtime (within its rounding of the threshold)", res.seconds, None, res.engine,
                           res.mode, res.best, stats)
     if res.status == "holds":
-        out = certify_result(problem, replace(res, bound=ub, stats=stats, how="proved"), _budget(eng, time_limit),
-                             f"the {engine} MILP")
-        return replace(out, value=value, bound=ub) if out.status != "violated" else out
-    return replace(res, bound=ub if math.isfinite(ub) else res.bound, stats=stats)
+        # the drivers' "maximal violation proved" is the MILP's float64 optimum: the maximum is proved only
+        # when its pair and certify's bound meet
+        why = res.reason if meet else "the MILP's float64 maximum lies within the threshold"
+        out = certify_result(problem, replace(res, bound=bound, stats=stats, how="proved", reason=why),
+                             _budget(eng, time_limit), f"the {engine} MILP")
+        return replace(out, value=value, bound=bound) if out.status != "violated" else out
+    return replace(res, bound=bound, stats=stats)
 
 
 def solve(problem: PairProblem, mode: str = "find", **kw) -> PairResult:

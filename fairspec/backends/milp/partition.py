@@ -772,6 +772,8 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
     engine = next((r.engine for r in done if r.engine != "attack"), done[0].engine if done else "")
     values = [r.value for r in done if r.value is not None]
     value = max(values) if values else None
+    # the part of the largest value, whose pair the caller replays on the runtime for maximize's lower end
+    top = max(done, key=lambda r: -math.inf if r.value is None else r.value, default=None)
     bounds = [r.bound for r in done]
     bound = max(bounds) if bounds and all(b is not None for b in bounds) and len(done) == len(parts) else None
     stats = {"partitions": len(parts), "solved": len(done)}
@@ -790,9 +792,9 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
                           first.best, stats)
     if proved == len(parts):
         return PairResult("holds", "proved", value, bound, None, f"all {len(parts)} partitions proved",
-                          seconds, cov, engine, mode, None, stats)
+                          seconds, cov, engine, mode, top and (top.best or top.witness), stats)
     reasons = sorted({r.reason for r in done if r.status == "unknown" and r.reason})
     why = f"{undecided} of {len(parts)} partitions undecided"
     if reasons:
         why += " (" + "; ".join(reasons[:3]) + ")"
-    return PairResult("unknown", None, value, None, None, why, seconds, cov, engine, mode, None, stats)
+    return PairResult("unknown", None, value, None, None, why, seconds, cov, engine, mode, top and (top.best or top.witness), stats)

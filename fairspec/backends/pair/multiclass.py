@@ -299,8 +299,8 @@ def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs
         proof = prove_class_stable({c: results[c].proof for c in range(K)}, K)
         if proof is not None:
             kw = {}
-            if mode == "maximize":
-                kw = {"value": best_val, "bound": max(bounds)}
+            if mode == "maximize":     # best: the pair the caller replays on the runtime for the lower end
+                kw = {"value": best_val, "bound": max(bounds), "best": best_w}
             return done("holds", how="proved", proof=proof, reason="certified: " + proof.summary, **kw)
     kw = {"value": best_val if math.isfinite(best_val) else None,
           "bound": (max(bounds) if len(bounds) == K else None)} if mode == "maximize" else {}
