@@ -619,7 +619,9 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
             details = {**details, "best_value": v, "maximum": "no certified upper bound"}
     elif prop.post != "label":
         sw = runtime_outputs(model, XW, prop.post)
-        v = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        # the pair's exact difference, to the nearest float as its value; the interval's lower end is
+        # the float at or below it (the nearest may lie half an ulp above the largest difference)
+        v, v_down, _ = _interval(Fraction(float(sw[0])) - Fraction(float(sw[1])))
         if mode != "maximize":
             value = v
         else:
@@ -627,7 +629,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
             if ub is None and prop.post == "prob":
                 ub = 1.0                         # a difference of probabilities is at most 1
             if ub is not None:
-                value, bound = v, (v, max(v, ub))
+                value, bound = v, (v_down, max(v, ub))
                 details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
             else:
                 details = {**details, "best_value": v, "maximum": "no certified upper bound"}
