@@ -444,3 +444,51 @@ def test_binary_label_on_a_large_domain(tmp_path, seed, target, kind):
             assert p.witness.outputs[0] != p.witness.outputs[1]
         else:
             assert "leaf boxes" in p.details.get("decided_by", ""), p.details
+
+
+@pytest.mark.parametrize("seed,kind,index", [(0, "rf", None), (1, "rf", 0), (2, "tree", None), (3, "rf", None),
+                                             (5, "tree", 0), (6, "rf", 0)])
+def test_binary_prob_on_a_large_domain(tmp_path, seed, kind, index):
+    """A binary forest's / tree's prob post on a domain the enumeration does not take: the tree
+    encodings' "no violating pair" is no proof, so the branch and bound over leaf boxes decides it as
+    prob(m(x), c) of the positive column c (index = 0 too): thresholds at the shortest decimal of the
+    largest difference (either side of it) and at 1 (<= 1 always holds), a relaxed feature, maximize
+    with the exact maximum in its interval; every verdict against brute force on the grid, every
+    violation the boxes report replayed with the post as written."""
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, _ = _data2(seed, k=2)
+    est = (RandomForestClassifier(n_estimators=4, max_depth=3, random_state=seed) if kind == "rf"
+           else DecisionTreeClassifier(max_depth=4, random_state=seed)).fit(X, y)
+    sio.dump(est, tmp_path / "m.skops")
+    P = est.predict_proba(GRID2)[:, 1 if index is None else index]
+    _, worst = _brute2(P, "<=", "0")
+    _, worst_r = _brute2(P, "<=", "0", "< 2")
+    tie, tie_r = repr(float(worst)), repr(float(worst_r))     # the nearest short decimals: either side of it
+    body = (_prop2("le", f"|prob(m(x)) - prob(m(x'))| <= {tie}")
+            + _prop2("lt", f"|prob(m(x)) - prob(m(x'))| < {tie}")
+            + _prop2("quarter", "|prob(m(x)) - prob(m(x'))| <= 0.25", mode="find")
+            + _prop2("le_one", "|prob(m(x)) - prob(m(x'))| <= 1")
+            + _prop2("lt_one", "|prob(m(x)) - prob(m(x'))| < 1", relaxed="< 2")
+            + _prop2("lt_relaxed", f"|prob(m(x)) - prob(m(x'))| < {tie_r}", relaxed="< 2")
+            + _prop2("le_relaxed", f"|prob(m(x)) - prob(m(x'))| <= {tie_r}", relaxed="< 2")
+            + _prop2("max", "|prob(m(x)) - prob(m(x'))| <= 0.25", mode="maximize", relaxed="< 2"))
+    decl = 'model m = sklearn("m.skops")' if index is None else f'model m = sklearn("m.skops", index = {index})'
+    v = T._verdicts(_spec(tmp_path, decl, body))
+    T._check(v["le"], _brute2(P, "<=", tie)[0])
+    T._check(v["lt"], _brute2(P, "<", tie)[0])
+    T._check(v["quarter"], _brute2(P, "<=", "0.25")[0])
+    T._check(v["le_one"], False)
+    T._check(v["lt_one"], _brute2(P, "<", "1", "< 2")[0])
+    T._check(v["lt_relaxed"], _brute2(P, "<", tie_r, "< 2")[0])
+    T._check(v["le_relaxed"], _brute2(P, "<=", tie_r, "< 2")[0])
+    T._check(v["max"], _brute2(P, "<=", "0.25", "< 2")[0], worst_r)
+    for p in v.values():
+        if p.status == "holds":        # the tree encodings' answer alone is no proof
+            assert "leaf boxes" in p.details.get("decided_by", ""), (p.name, p.reason)
+        elif "leaf boxes" in p.details.get("decided_by", ""):
+            a, b = p.witness.outputs
+            assert (a, b) == tuple(est.predict_proba(np.array([p.witness.x, p.witness.x_prime]))[:, 1 if index is None
+                                                                                                   else index])

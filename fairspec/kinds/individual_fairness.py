@@ -68,14 +68,18 @@ def not_yet_decided(prop: ir.IndividualFairness, backend: str) -> Verdict | None
                          f"yet decided by the {backend} backend", backend=backend, seconds=0.0)
 
 
-def _label_by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float, before: Verdict):
-    """A binary tree classifier's ``label`` post that the tree encodings left ``unknown`` on a domain
-    too large to enumerate (a solver's "no violating pair" is no proof): the certified branch and
-    bound over leaf boxes (:mod:`fairspec.kinds.tree_boxes`) decides ``class(m(x)) == class(m(x'))``,
-    which for two classes is the same post (both are the library's own ``predict``: label(x) ==
-    label(x') exactly when predict(x) == predict(x')). Its ``holds`` carries a Proof, its violation a
-    pair replayed on the library; otherwise ``before``, with why the branch and bound did not decide."""
-    from fairspec.backends.trees.runtime import cell_ensemble, library_task, runtime_outputs
+def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float, before: Verdict):
+    """A binary tree classifier's ``label`` or ``prob`` post that the tree encodings left ``unknown``
+    on a domain too large to enumerate (a solver's "no violating pair" is no proof): the certified
+    branch and bound over leaf boxes (:mod:`fairspec.kinds.tree_boxes`) decides the same post read
+    as a class post: ``label`` as ``class(m(x)) == class(m(x'))`` (both are the library's own
+    ``predict``: label(x) == label(x') exactly when predict(x) == predict(x')), ``prob`` as
+    ``prob(m(x), c)`` of the positive column c (the same ``predict_proba`` column, so the same
+    floats; its maximum is the same largest difference). Its ``holds`` carries a Proof, its
+    violation a pair replayed once more on the library with the post as written; otherwise
+    ``before``, with why the branch and bound did not decide."""
+    from fairspec.backends.trees.runtime import _sk_positive, cell_ensemble, library_task, runtime_outputs
+    from fairspec.certify.enumerate import compare_exact
     from fairspec.kinds.tree_boxes import decide_by_boxes
 
     try:
@@ -84,21 +88,34 @@ def _label_by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: s
         ens = cell_ensemble(model) if task == "binary" else None
         if ens is None:
             return before
-        v, why = decide_by_boxes(replace(prop, post="class"), ctx, mode, backend, t0, ens, model)
+        if prop.post == "label":
+            as_class = replace(prop, post="class")
+        else:
+            # runtime_outputs' "prob": predict_proba's positive column (scikit-learn), p or 1 - p (boosters)
+            pos = _sk_positive(model)[2] if getattr(model, "format", "") == "sklearn" else \
+                (0 if getattr(model, "index", None) == 0 else 1)
+            as_class = replace(prop, post="class_prob", cls=int(pos))
+        v, why = decide_by_boxes(as_class, ctx, mode, backend, t0, ens, model)
     except (NotLowered, MemoryError) as e:
         v, why = None, str(e) or "the boxes do not fit in memory"
     if v is None:
         return replace(before, reason=f"{before.reason}; the branch and bound over leaf boxes did not decide it "
                                       f"either ({why})", seconds=time.perf_counter() - t0)
     if v.status == "violated":
-        # the witness replayed once more with the post as written: the library's label of both inputs
+        # the witness replayed once more with the post as written: the library's label / prob of both inputs
         XW = np.array([v.witness.x, v.witness.x_prime], dtype=np.float64)
-        lab = runtime_outputs(model, XW, "label")
-        if lab is None or lab[0] == lab[1]:
-            return replace(before, reason=f"{before.reason}; the branch and bound's pair did not change the "
-                                          f"library's label, so it is not reported", seconds=time.perf_counter() - t0)
-        v = replace(v, witness=replace(v.witness, outputs=(float(lab[0]), float(lab[1]))))
-    return replace(v, details={**(before.details or {}), **(v.details or {}), "post": "label",
+        out = runtime_outputs(model, XW, prop.post)
+        if prop.post == "label":
+            broken = out is not None and out[0] != out[1]
+        else:
+            broken = out is not None and not (bool(compare_exact(out[:1], prop.eps_op, prop.eps, minus=out[1:])[0])
+                                              and bool(compare_exact(out[1:], prop.eps_op, prop.eps, minus=out[:1])[0]))
+        if not broken:
+            return replace(before, reason=f"{before.reason}; the branch and bound's pair did not break the post as "
+                                          f"written on the library, so it is not reported",
+                           seconds=time.perf_counter() - t0)
+        v = replace(v, witness=replace(v.witness, outputs=(float(out[0]), float(out[1]))))
+    return replace(v, details={**(before.details or {}), **(v.details or {}), "post": prop.post,
                                "decided_by": "branch and bound over leaf boxes, after the tree encodings"})
 
 
@@ -306,8 +323,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.kinds.tree_pairs import solver_verdict
 
         v = solver_verdict(prop, ctx, res, backend, seconds, details)
-        if v.status == "unknown" and prop.post == "label" and mode != "maximize":
-            return _label_by_leaf_boxes(prop, ctx, mode, backend, t0, v)
+        if v.status == "unknown" and (prop.post == "label" and mode != "maximize" or prop.post == "prob"):
+            return _by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
     outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None
     if outputs is not None:

@@ -16,8 +16,8 @@ Answers: ``holds (proved: branch and bound, N certified leaves)``; ``violated`` 
 domain pair replayed on the library; ``maximize``: the exact largest difference when the search
 closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the box cap or the time
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
-class) of forests (linear in their leaves) and of boosted multiclass models (softmax of the
-margins), ``logit(m(x), c)`` of boosted models with K >= 3 (the margin column), ``value`` of
+class) of forests, binary ones too (linear in their leaves), and of boosted multiclass models
+(softmax of the margins), ``logit(m(x), c)`` of boosted models with K >= 3 (the margin column), ``value`` of
 regressors whose prediction is their margin (no log link).
 """
 
@@ -122,7 +122,9 @@ def _output_scores(model):
     sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
                 float(cols[0].divisor), "linear" if linear else "softmax",
                 "float32" if fmt == "xgboost" else "float64")
-    return sc, probs and task != "binary"
+    # a binary forest's two probability columns are linear in its leaves as a multiclass forest's are
+    # (the same predict_proba); a binary boosted model's one margin column is not read as a probability
+    return sc, probs and (task != "binary" or linear)
 
 
 class _Dom:
@@ -192,7 +194,8 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         # a forest has no margins; a binary margin's columns here are (0, z), not (-z, z)
         return None, "a class's logit is decided this way only for boosted models with three classes or more"
     if post == "class_prob" and not probs:
-        return None, "its class probabilities are not read as trees (binary or multi:softmax models)"
+        return None, ("its class probabilities are not read as trees (a binary boosted model's sigmoid, or a "
+                      "multi:softmax model, which has none)")
     if post == "value" and sc.K != 1:
         return None, "a classifier has no value"
     fs = ctx.spec.feature_set(prop.features)

@@ -668,6 +668,10 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
         parts.append((f"{kind}_{f.name}", step, sel))
         kinds[f.name], how[f.name] = kind, h
     sparse = float(rng.choice([0.0, 0.3, 1.0]))
+    if final.startswith("hgb"):
+        # HistGradientBoosting* take no sparse input: the pipeline's own predict would raise (a user's
+        # broken model, not one to check); only instances that raised change (the draw is kept)
+        sparse = 0.0
     pre = ColumnTransformer(parts, remainder=remainder, sparse_threshold=sparse)
     _quiet(pre.fit, frame)
     Xt = _quiet(pre.transform, frame)
