@@ -7,7 +7,8 @@ The error model (see ARCHITECTURE.md, "The certification spine"):
 * **encoding** as fairspec's runtime computes it (``fairspec/runtime/encoding.py``): ``minmax``
   ``(v - lo) / (hi - lo)`` and ``standard`` ``(v - mean) / std`` in float64 (three / two
   roundings), then cast to the runtime's precision; ``onehot`` and ``code`` exact (codes are the
-  small integers the solver backends require); ``raw`` exact when the value is an integer of at
+  small integers the solver backends require; ``codes``, a table ``first + step * rank``, exact when
+  every code is a number of the runtime's precision); ``raw`` exact when the value is an integer of at
   most 2**24 in magnitude, else one rounding of the cast.
 * **affine layers** ``fl(W h + b)`` in the runtime's precision (float32 for ONNX/torch: ``u = 2**-24``;
   float64 for scikit-learn), in any summation order, with or without FMA, blocked or not:
@@ -237,7 +238,9 @@ def symbolic_bounds(net, lo, hi):
 class InputEncoding:
     """How one model input is computed from the proof's variable ``v`` (see the module docstring):
     ``kind`` raw | onehot | code | minmax (a = lo, b = hi) | standard (a = mean, b = std) | scaled
-    (a = scale, b = shift: ``v * scale + shift``, a fitted scikit-learn MinMaxScaler's arithmetic)."""
+    (a = scale, b = shift: ``v * scale + shift``, a fitted scikit-learn MinMaxScaler's arithmetic) |
+    codes (a = step, b = first: a code table whose sorted codes are ``first + step * v`` exactly, v the
+    rank of the code, :func:`code_progression`; the runtime reads the table, no arithmetic)."""
 
     kind: str = "raw"
     a: float = 0.0
@@ -254,15 +257,33 @@ class InputEncoding:
         if self.kind == "standard":
             s = Fraction(self.b) if float(self.b) != 0.0 else Fraction(1)
             return 1 / s, -Fraction(self.a) / s
-        if self.kind == "scaled":
+        if self.kind in ("scaled", "codes"):
             return Fraction(self.a), Fraction(self.b)
         raise ValueError(f"unknown encoding kind {self.kind!r}")
 
 
+def code_progression(codes) -> tuple[float, float] | None:
+    """``(step, first)`` when a code table's codes, sorted, are exactly ``first + step * i`` for
+    i = 0..k-1 (step > 0, in exact rationals, and float64's ``i * step + first`` computes each one
+    exactly): the pair problem's variable of such a column is i, the rank of its code. None otherwise
+    (codes 0..k-1 in any order: ``(1.0, 0.0)``, the variable is the code itself)."""
+    q = sorted(Fraction(float(x)) for x in codes)
+    if not q or len(q) > 2 ** 16:
+        return None
+    d = q[1] - q[0] if len(q) > 1 else Fraction(1)
+    if d <= 0 or Fraction(float(d)) != d or any(q[i] != q[0] + i * d for i in range(len(q))):
+        return None
+    step, first = float(d), float(q[0])
+    if any(Fraction(float(np.float64(i) * step + first)) != q[i] for i in range(len(q))):
+        return None
+    return step, first
+
+
 def encoding_from_ir(enc) -> list[InputEncoding]:
     """One :class:`InputEncoding` per model input from a :class:`fairspec.ir.Encoding` (the proof's
-    variable for a one-hot column is the column itself, for a code column the category index,
-    which the solver backends require to equal the code)."""
+    variable for a one-hot column is the column itself, for a code column the rank of its code in
+    the sorted table, which the solver backends require to be a progression: the code itself for
+    codes 0..k-1)."""
     out = [InputEncoding("raw")] * enc.width
     for c in enc.columns:
         for k in range(c.width):
@@ -273,10 +294,10 @@ def encoding_from_ir(enc) -> list[InputEncoding]:
             elif c.kind == "standard":
                 e = InputEncoding("standard", float(c.mean), float(c.std))
             elif c.kind == "code":
-                codes = list(c.codes)
-                if [float(x) for x in codes] != [float(i) for i in range(len(codes))]:
-                    raise ValueError(f"the code table of {c.feature} is not 0..k-1 in order")
-                e = InputEncoding("code")
+                p = code_progression(c.codes)
+                if p is None:
+                    raise ValueError(f"the code table of {c.feature} is not a progression")
+                e = InputEncoding("code") if p == (1.0, 0.0) else InputEncoding("codes", *p)
             else:
                 e = InputEncoding(c.kind)
             out[c.offset + k] = e
@@ -305,6 +326,12 @@ def _encoded_box_and_error(encoding, lo, hi, integer, precision):
             err[i] = float_up(Fraction(u) * Fraction(m) + Fraction(eta))
             continue
         s, t = e.exact()
+        if e.kind == "codes":       # the runtime reads the table: each code exact, cast exactly
+            ks = range(math.ceil(float(lo[i])), math.floor(float(hi[i])) + 1)
+            if len(ks) > 2 ** 16 or any(Fraction(float(_NP[precision](float(s * k + t)))) != s * k + t for k in ks):
+                raise ValueError(f"category codes that are not {precision} numbers")
+            xlo[i], xhi[i] = float(_down_q(s * Fraction(float(lo[i])) + t)), float(float_up(s * Fraction(float(hi[i])) + t))
+            continue
         a = s * Fraction(float(lo[i])) + t
         c = s * Fraction(float(hi[i])) + t
         a, c = min(a, c), max(a, c)

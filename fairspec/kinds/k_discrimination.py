@@ -36,8 +36,8 @@ def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
                 onehot[c.offset + k] = (c.feature, cat)
         else:
             names.append(c.feature)
-            if c.kind == "code":
-                codes[c.offset] = c.categories
+            if c.kind == "code":        # the coordinate is the code's rank in the sorted table (lowering)
+                codes[c.offset] = tuple(cat for _, cat in sorted(zip((float(x) for x in c.codes), c.categories)))
     return names, category_decoder(names, codes, onehot)
 
 

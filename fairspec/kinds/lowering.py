@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairspec import ir
+from fairspec.certify.network import code_progression
 from fairspec.verdict import Unsupported
 
 
@@ -65,14 +66,16 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             groups.append(cols)
             values = [tuple(1.0 if j == k else 0.0 for j in range(c.width)) for k in range(c.width)]
         elif c.kind == "code":
-            codes = np.asarray(c.codes)
-            k = len(codes)
-            if not np.array_equal(np.sort(codes), np.arange(k)):
-                raise Unsupported(f"the code table of {f.name} is not 0..{k - 1}; solver backends need consecutive codes")
-            # v is the code itself (the model's input): codes 0..k-1 in any order are the same k
-            # integers, and x.f == x'.f iff their codes are equal; decode_row maps a code back to its
-            # category through the table
+            k = len(c.codes)
+            p = code_progression(c.codes)
+            if p is None:
+                raise Unsupported(f"the code table of {f.name} is not evenly spaced (sorted, first + step * i); "
+                                  f"solver backends need such codes")
+            # v is the rank of the code in the sorted table (the code itself for codes 0..k-1 in any
+            # order); the model's input is first + step * v, computed exactly (code_progression), and
+            # x.f == x'.f iff their ranks are equal; code_index maps a rank back to the table's position
             lo[c.offset], hi[c.offset], integer[c.offset] = 0.0, k - 1.0, True
+            scale[c.offset], shift[c.offset] = p
             values = [(float(i),) for i in range(k)]
         else:
             if isinstance(dom, ir.Boolean):
@@ -101,6 +104,16 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             relaxed.append((c.offset, float(tol[f.name])))
     return PairLowering(lo, hi, integer, tuple(groups), tuple(free), tuple(relaxed), scale, shift,
                         tuple(pvalues), tuple(pcols))
+
+
+def code_index(c: ir.ColumnEncoding, v) -> np.ndarray:
+    """The category index (position in the code table) of a code column's lowering variable ``v``
+    (the rank of its code, :func:`lower_pair`); NaN where ``v`` is no code's rank."""
+    step, first = code_progression(c.codes) or (1.0, 0.0)
+    u = np.round(np.asarray(v, dtype=np.float64)) * step + first
+    codes = np.asarray(c.codes, dtype=np.float64)
+    eq = np.atleast_1d(u)[:, None] == codes[None, :]          # NaN equals none
+    return np.where(eq.any(axis=1), np.argmax(eq, axis=1), np.nan).reshape(np.shape(u))
 
 
 def fold_scaling(net, lowering: PairLowering):

@@ -136,10 +136,10 @@ def feature_values(low, enc: ir.Encoding, V: np.ndarray) -> dict:
         if c.kind == "onehot":
             out[c.feature] = np.argmax(seg, axis=1).astype(np.float64)
         elif c.kind == "code":
-            # the variable is the code (lowering); the runtime's encode takes the category index
-            codes = np.asarray(c.codes, dtype=np.float64)
-            eq = np.round(seg[:, 0])[:, None] == codes[None, :]         # (rows, codes); NaN equals none
-            out[c.feature] = np.where(eq.any(axis=1), np.argmax(eq, axis=1), np.nan)   # the first code's index
+            # the variable is the code's rank (lowering); the runtime's encode takes the category index
+            from fairspec.kinds.lowering import code_index
+
+            out[c.feature] = code_index(c, seg[:, 0])
         else:
             v = seg[:, 0]
             out[c.feature] = np.where(low.integer[c.offset], np.round(v), v)

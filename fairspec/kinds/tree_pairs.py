@@ -455,11 +455,15 @@ def tree_relaxed(prop: ir.IndividualFairness, enc: ir.Encoding, low) -> tuple:
 
 
 def _feature_point(enc: ir.Encoding, v: np.ndarray) -> dict:
-    """Feature values (as the runtime encoding reads them) of a feature-space vector of the lowering."""
+    """Feature values (as the runtime encoding reads them) of a feature-space vector of the lowering
+    (a code column's variable is its code's rank: kinds.lowering.code_index gives the table's position)."""
+    from fairspec.kinds.lowering import code_index
+
     out = {}
     for c in enc.columns:
         seg = np.asarray(v[c.offset:c.offset + c.width], dtype=np.float64)
-        out[c.feature] = float(np.argmax(seg)) if c.kind == "onehot" else float(seg[0])
+        out[c.feature] = (float(np.argmax(seg)) if c.kind == "onehot" else
+                          float(code_index(c, seg[0])) if c.kind == "code" else float(seg[0]))
     return out
 
 

@@ -578,17 +578,18 @@ def _final_regressor(rng, kind: str, Xt: np.ndarray):
     return _quiet(est.fit, Xt, y)
 
 
-def _value_pair(rng, name: str, v: np.ndarray, ctx: dict, backends) -> Prop:
+def _value_pair(rng, name: str, v: np.ndarray, ctx: dict, backends, pick=None) -> Prop:
     """Individual fairness of a regressor's value over g (the other features tied, or one int
     relaxed): ``|value(m(x)) - value(m(x'))| op eps`` around the exact largest difference of its
-    ``predict`` on the domain (the truth: the library's own numbers)."""
+    ``predict`` on the domain (the truth: the library's own numbers). ``pick``: a stream of its own
+    for the backend (else ``rng``'s)."""
     from fractions import Fraction
 
     from .multiclass import _diff_truth, _eps, _pair_spec, _text
 
     fs, P, X = ctx["fs"], ctx["P"], ctx["X"]
     ps = _pair_spec(rng, fs)
-    backend = backends[int(rng.integers(0, len(backends)))]
+    backend = backends[int((rng if pick is None else pick).integers(0, len(backends)))]
     mode = ("prove", "prove", "find", "maximize")[int(rng.integers(0, 4))]
     extra = {"default": [], "milp": ["using milp"], "smt": ["using smt"]}.get(backend, [f"using {backend}"])
     if mode != "prove":
@@ -766,7 +767,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     cats = _categorical(np.random.default_rng([34, seed]), fs, encs) if shape in ("xgb", "xgb-early", "lgbm") else None
     if cats:
         info["categories"] = {k: list(v) for k, v in cats.items()}
-    values = None
+    values, pick = None, None
     if shape == "pipeline" and _wide(seed):
         regressor = _regressor(seed)
         pipe, X, logit, refusals, more = _pipeline_wide(rng, fs, P, regressor)
@@ -781,9 +782,10 @@ def generate(seed: int, n_props: int = 6) -> Instance:
             out = _sk_outputs(pipe, _frame(fs, P), 1, logit)
         named, backends = [('sklearn("m.skops")', pipe, out, "pipeline")], PAIRS_ALL
         if more["final"] == "linear-reg":
-            # the default backend only, which enumerates its small domains (milp / smt encode a
-            # LinearRegression since session 21; drawing them here would change this stream's cells)
-            backends = ("default",)
+            # milp / smt encode a LinearRegression since session 21: its backend is drawn from a stream
+            # of its own ([40, seed]), so that this stream's other cells stay as they were (one
+            # backend drew nothing from it)
+            pick = np.random.default_rng([40, seed])
     elif shape == "pipeline":
         pipe, _, X, more = _pipeline(rng, fs, P)
         dom = _frame(fs, P)
@@ -823,7 +825,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         decl, obj, out, tag = named[k % len(named)]
         p = shipped._metric(rng, f"d{k}", out, ctx) if rng.random() < 0.3 and values is None else None
         if values is not None:
-            p = _value_pair(rng, f"p{k}", values, ctx, backends)
+            p = _value_pair(rng, f"p{k}", values, ctx, backends, pick)
         elif p is None:
             p = shipped._pair(rng, f"p{k}", out, ctx, backends)
         p.family = FAMILY

@@ -214,6 +214,27 @@ def _engine_solve(sub: PairProblem, problem: ClassProblem, c: int, mode: str, en
     return milp.solve(sub, mode, engine=engine, time_limit=time_limit)
 
 
+def attack_class(problem: ClassProblem, engine: str, mode: str, t0: float) -> PairResult | None:
+    """A pair whose class changes on the runtime (``problem.violates``: the replay) found by sampling,
+    signed-gradient ascent and coordinate search on each g_c, as a ``violated`` result; None when the
+    attack finds none. It needs no runtime error bound (the replay is the evidence)."""
+    from fairspec.backends.milp.falsify import best_pair
+
+    for c in range(problem.K):
+        try:
+            pair = best_pair(problem.sub(c), samples=512, steps=20, starts=8, seed=c)
+        except ValueError:
+            pair = None
+        if pair is not None and problem.violates(*pair):
+            w = make_witness(problem.sub(c), *pair)
+            return PairResult("violated", value=float(min(w.z, -w.z_prime)), witness=w, best=w,
+                              seconds=time.perf_counter() - t0, engine=engine, mode=mode,
+                              stats={"classes": problem.K, "per_class": [], "attack": f"class {c}"},
+                              reason=f"the predicted class changes (class {c} on one side; found by the attack "
+                                     f"before the solver)")
+    return None
+
+
 def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs",
                 time_limit: float | None = None) -> PairResult:
     """Decide (``find`` / ``prove``) or bound (``maximize``) the class post (module docstring).
@@ -237,21 +258,10 @@ def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs
         return PairResult(status, seconds=time.perf_counter() - t0, engine=engine, mode=mode, stats=stats, **kw)
 
     if mode != "maximize":
-        # a cheap attack first (sampling, signed-gradient ascent, coordinate search on g_c): a pair whose
-        # class changes on the runtime decides the property before any solver
-        from fairspec.backends.milp.falsify import best_pair
-
-        for c in range(K):
-            try:
-                pair = best_pair(problem.sub(c), samples=512, steps=20, starts=8, seed=c)
-            except ValueError:
-                pair = None
-            if pair is not None and problem.violates(*pair):
-                w = make_witness(problem.sub(c), *pair)
-                stats["attack"] = f"class {c}"
-                return done("violated", value=float(min(w.z, -w.z_prime)), witness=w, best=w,
-                            reason=f"the predicted class changes (class {c} on one side; found by the attack "
-                                   f"before the solver)")
+        # a cheap attack first: a pair whose class changes on the runtime decides the property before any solver
+        found = attack_class(problem, engine, mode, t0)
+        if found is not None:
+            return found
     for c in range(K):
         if deadline is not None and left() <= 0:
             reasons.append(f"class {c}: time limit reached")

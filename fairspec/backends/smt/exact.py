@@ -91,7 +91,7 @@ def emulated_replay(rt: Runtime):
     def run(V):
         X = np.asarray(V, dtype=np.float64).copy()
         for i, e in enumerate(rt.encoding or ()):
-            if e.kind == "scaled":
+            if e.kind in ("scaled", "codes"):
                 X[:, i] = X[:, i] * e.a + e.b
             elif e.kind == "minmax":
                 X[:, i] = (X[:, i] - e.a) / ((e.b - e.a) or 1.0)

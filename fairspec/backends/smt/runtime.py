@@ -18,10 +18,15 @@ __all__ = ["runtime_of", "encode_like_runtime"]
 def encode_like_runtime(enc, V) -> np.ndarray:
     """Model inputs of problem-space rows ``V`` (k, width) exactly as fairspec's runtime encodes the
     feature values: minmax ``(v - lo) / span``, standard ``(v - mean) / std`` in float64; one-hot
-    columns, codes (category index == code: the lowering requires it) and raw values unchanged."""
+    columns and raw values unchanged; a code column's variable is its code's rank in the sorted table
+    (the lowering: ``first + step * rank``, the code itself for codes 0..k-1)."""
+    from fairspec.certify.network import code_progression
+
     V = np.asarray(V, dtype=np.float64)
     X = V.copy()
     for c in enc.columns:
+        if c.kind == "code" and (p := code_progression(c.codes)) not in (None, (1.0, 0.0)):
+            X[:, c.offset] = V[:, c.offset] * p[0] + p[1]
         if c.kind == "minmax" and c.scale is not None:
             X[:, c.offset] = V[:, c.offset] * c.scale + c.shift
         elif c.kind == "minmax":
@@ -33,9 +38,9 @@ def encode_like_runtime(enc, V) -> np.ndarray:
 
 
 def _encoding(enc) -> tuple:
-    """One certify InputEncoding per model input. A code column's problem variable is the code
-    itself (the lowering: codes 0..k-1 in any order), so it enters the model unchanged."""
-    from fairspec.certify.network import InputEncoding
+    """One certify InputEncoding per model input. A code column's problem variable is its code's
+    rank in the sorted table (the lowering; the code itself for codes 0..k-1 in any order)."""
+    from fairspec.certify.network import InputEncoding, code_progression
 
     out = [InputEncoding("raw")] * enc.width
     for c in enc.columns:
@@ -47,9 +52,10 @@ def _encoding(enc) -> tuple:
             elif c.kind == "standard":
                 e = InputEncoding("standard", float(c.mean), float(c.std))
             elif c.kind == "code":
-                if sorted(float(x) for x in c.codes) != [float(i) for i in range(len(c.codes))]:
-                    raise ValueError(f"the code table of {c.feature} is not 0..k-1")
-                e = InputEncoding("code")
+                p = code_progression(c.codes)
+                if p is None:
+                    raise ValueError(f"the code table of {c.feature} is not a progression")
+                e = InputEncoding("code") if p == (1.0, 0.0) else InputEncoding("codes", *p)
             else:
                 e = InputEncoding(c.kind)
             out[c.offset + k] = e
