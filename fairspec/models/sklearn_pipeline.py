@@ -171,8 +171,8 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         return [FoldedColumn(c, "standard", offset + i, 1, name, mean=float(mean[i]), std=float(scale[i]))
                 for i, c in enumerate(cols)]
     if kind == "MinMaxScaler":
-        if tuple(trans.feature_range) != (0, 1):
-            return f"{what} (feature_range={tuple(trans.feature_range)!r}; fairspec folds (0, 1))"
+        # any feature_range folds: transform is X * scale_ + min_ whatever the range (scale_ and min_
+        # carry it), and the column is folded as exactly that arithmetic; clip=True is not linear
         if getattr(trans, "clip", False):
             return f"{what} (clip=True)"
         if width != len(cols):

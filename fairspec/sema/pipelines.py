@@ -47,6 +47,18 @@ def _same(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
+def _unit_range(ce) -> bool:
+    """Does the pipeline's minmax column map [lo, hi] onto [0, 1] (MinMaxScaler's default range)?"""
+    if ce.scale is None or ce.lo is None or ce.hi is None:
+        return True
+    start = ce.lo * ce.scale    # shift = range_min - lo * scale: range_min is start + shift, up to start's rounding
+    return _same(ce.scale * (ce.hi - ce.lo), 1.0) and abs(start + ce.shift) <= 1e-9 * max(1.0, abs(start))
+
+
+def _range_of(ce) -> str:
+    return f"({ce.lo * ce.scale + ce.shift:.6g}, {ce.hi * ce.scale + ce.shift:.6g})"
+
+
 def _norm(f: ir.Feature, cat: str) -> str:
     return cat.lower() if isinstance(f.domain, ir.Boolean) else cat
 
@@ -184,6 +196,10 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
                        f"{', '.join(f'{c} = {int(k)}' for c, k in zip(ce.categories, ce.codes))}")
         elif mine.kind == "minmax" and not mine.fitted and not (_same(mine.lo, ce.lo) and _same(mine.hi, ce.hi)):
             problem = f"the pipeline scales '{f.name}' with lo = {ce.lo!r}, hi = {ce.hi!r}"
+        elif mine.kind == "minmax" and not _unit_range(ce):
+            # the encode block's minmax(lo, hi) maps [lo, hi] onto [0, 1]; this scaler maps it elsewhere
+            problem = (f"the pipeline scales '{f.name}' onto the range {_range_of(ce)}, and minmax(lo, hi) onto "
+                       f"(0, 1)")
         elif mine.kind == "standard" and not mine.fitted and not (_same(mine.mean, ce.mean) and _same(mine.std, ce.std)):
             problem = f"the pipeline scales '{f.name}' with mean = {ce.mean!r}, std = {ce.std!r}"
         if problem:
