@@ -104,7 +104,7 @@ def _xgb_model(tmp_path, stem, X, y, rounds=1, depth=1, leaves=None):
 
 def _counterfactual_max_k(model, path, values, xs, eps, evaluate=True):
     """(max_k on the model's trees -- with the library's buckets when ``evaluate`` --, max k by brute
-    force on XGBClassifier.predict_proba over every individual)."""
+    force on XGBClassifier.predict_proba over every individual, counted as the verdict counts)."""
     xgb = pytest.importorskip("xgboost")
     lo, hi = np.array([min(values), min(xs)], float), np.array([max(values), max(xs)], float)
     integer = np.ones(2, bool)
@@ -122,7 +122,17 @@ def _counterfactual_max_k(model, path, values, xs, eps, evaluate=True):
     clf = xgb.XGBClassifier()
     clf.load_model(str(path))
     P = np.stack([clf.predict_proba(np.array([[g, x] for x in xs], float))[:, 1] for g in values], axis=1)
-    return r, int(k_of(P.astype(np.float64), eps).max())
+    return r, _exact_k(P.astype(np.float64), eps)
+
+
+def _exact_k(P, eps) -> int:
+    """max k over the rows of P in the buckets the verdict counts (certify: exact floor(p / eps), eps
+    as written -- a float eps is its shortest decimal)."""
+    from fairspec.certify.enumerate import kdisc_by_enumeration
+
+    r = kdisc_by_enumeration(P.reshape(-1), K=P.shape[1], eps=eps, op="<=", k=P.shape[1], logit=False, claim="")
+    assert np.array_equal(r.k_lo, r.k_hi)
+    return int(r.k_lo.max())
 
 
 def test_max_k_buckets_the_library_float32_probability_at_a_bucket_boundary(tmp_path):
@@ -185,3 +195,26 @@ property kd {
     assert v.status == "violated" and v.value == 2, v.reason
     assert "leaf combinations" in v.reason and v.details["max_k"] == 2 and v.details["exact"]
     assert sorted(c["prob"] for c in v.details["counterfactuals"]) == pytest.approx([0.5986876, 0.75], abs=1e-7)
+
+
+def test_max_k_counts_the_buckets_the_verdict_counts_within_1e_12_of_a_boundary(tmp_path):
+    # eps = 0.25 (1 + 1e-13): the library's probability 0.75 is 2.9999999999997 eps, bucket 2 in exact
+    # arithmetic (certify, eps as written) with 0.599 (bucket 2): k = 1. floor(p / eps + 1e-12) put 0.75
+    # in bucket 3 and the branch and bound reported max k = 2 "exactly"
+    X = np.array([[g, x] for g in (0, 1) for x in range(8)], float)
+    below_ln3 = float(np.nextafter(np.float32(np.log(3.0)), np.float32(0)))
+    model, path = _xgb_model(tmp_path, "edge", X, (X[:, 0] == 1).astype(int), leaves={1: below_ln3, 2: 0.4})
+    eps = 0.25 * (1 + 1e-13)
+    assert int(k_of(np.array([[0.75, 0.5986876]]), eps)[0]) == 2          # the approximate buckets
+    r, brute = _counterfactual_max_k(model, path, (0.0, 1.0), range(8), eps)
+    assert brute == 1 and r.exact and r.best_k == r.upper == 1
+
+
+def test_slack_is_infinite_past_its_derivation():
+    from fairspec.backends.trees.kdisc import _slack
+    from dataclasses import replace
+
+    ens = random_ensemble(0, 2, 3, 2, "logistic", np.zeros(2), np.full(2, 6.0))
+    assert np.isfinite(_slack(ens)[0])
+    big = replace(ens, trees=ens.trees * 3000, source="xgboost")
+    assert _slack(big)[0] == float("inf")

@@ -23,7 +23,7 @@ from fairspec.certify.proof import Proof, _mint
 from fairspec.certify.rounding import down, float_down, float_up, up
 
 __all__ = ["Check", "SigmoidCheck", "Enumerated", "by_enumeration", "compare_exact", "pair_checks",
-           "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration", "Counted", "count_individuals"]
+           "sigmoid_bounds", "KEnumerated", "kdisc_by_enumeration", "kdisc_buckets", "Counted", "count_individuals"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -324,6 +324,19 @@ def _buckets_exact(p: np.ndarray, eps: Fraction, nb: int) -> np.ndarray:
         out[i] = math.floor(Fraction(x) / eps)
     out = np.where(p <= 0, 0, out)
     return np.clip(out, 0, nb - 1)
+
+
+def kdisc_buckets(p, eps) -> np.ndarray:
+    """Each probability's bucket as :func:`kdisc_by_enumeration` counts it: ``floor(p / eps)`` in exact
+    arithmetic (``eps`` as written, each ``p`` read bit for bit), the last of the ``ceil(1 / eps)``
+    buckets closed. A search's pruning that brackets the library's probability in ``[lo, hi]`` knows
+    every bucket it can take is between ``kdisc_buckets(lo)`` and ``kdisc_buckets(hi)`` (monotone)."""
+    e = threshold_of(eps)
+    if e <= 0:
+        raise ValueError("eps must be > 0")
+    inv = 1 / e
+    nb = inv.numerator // inv.denominator + (inv.denominator != 1)
+    return _buckets_exact(np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0), e, nb)
 
 
 def kdisc_by_enumeration(scores, *, K: int, eps, op: str, k: int, logit: bool, claim: str, classes: bool = False,

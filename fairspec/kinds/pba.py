@@ -56,12 +56,17 @@ def _network(ctx, m: ir.Model):
 
 
 def _real(ctx, m: ir.Model):
-    """(score, replay, replayer name): X -> g (class 1 iff g > 0), fast and independent."""
+    """(g, score, replay, decide, replayer name): ``g`` = X -> score - threshold (class 1 iff g > 0,
+    what the solvers bound); the model's score and its independent replay as they compute them; its
+    own decisions (``LoadedModel.decide``, the library's predict with its tie rule). The verdict's
+    decisions are ``decide``'s and its comparisons of confidence the scores' own: ``score - 1/2 > 0``
+    is not the library's decision at a tie (``index = 0``: class 0's probability of exactly 1/2 is
+    class 0 positive), and ``score - 1/2`` in float64 rounds two distinct tiny probabilities to one."""
     from fairspec.backends.data.flips import replayer_name
 
     loaded = ctx.model(m.name)
     thr = loaded.threshold
-    return (lambda X: loaded.score(X) - thr), (lambda X: loaded.replay(X) - thr), replayer_name(loaded)
+    return (lambda X: loaded.score(X) - thr), loaded.score, loaded.replay, loaded.decide, replayer_name(loaded)
 
 
 def _default_groups(fs: ir.FeatureSet, flip: str) -> ir.Groups:
@@ -180,7 +185,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
         raise Unsupported(f"the PBA backend cannot encode this model: {e}")
     from fairspec.runtime.executor import configured_workers
 
-    score, replay, replayer = _real(ctx, m)
+    score, raw_score, replay, decide, replayer = _real(ctx, m)
     engine = setting(prop, "engine", "milp")
     mode = "lp" if engine == "lp" else "exact"
     if engine not in ("highs", "scip", "lp"):
@@ -194,7 +199,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     except ValueError as e:
         raise Unsupported(str(e))
     U_rows = encode(enc, values, n)
-    row_pred = (score(U_rows) > 0).astype(int)
+    row_pred = np.asarray(decide(U_rows), dtype=int).reshape(-1)
     verdict_parts, tables, details = [], {}, {"rows": int(rows.frame.n_rows), "selected": int(n),
                                                "moving": moving, "engine": engine if mode == "exact" else "lp"}
     per_flip = budget / max(1, len(prop.flip))
@@ -216,16 +221,16 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
             # a tree model: each point decided exactly over its neighbourhood's leaf combinations
             from fairspec.backends.trees.pba import analyse_trees
 
-            res = analyse_trees(cs, score=score, replay=replay, rb_rows=first_case,
+            res = analyse_trees(cs, score=raw_score, replay=replay, decide=decide, rb_rows=first_case,
                                 max_cells=int(opts.get("max_cells", 4096)))
         else:
             res = analyse(cs, score=score, replay=replay, mode=mode, engine=engine,
                           time_limit=max(1.0, 0.75 * per_flip), case_limit=min(10.0, max(0.5, per_flip / 10)),
                           workers=workers, rb=True, rb_rows=first_case, rb_time=0.2 * per_flip, seed=opts.seed,
-                          progress=progress)
+                          progress=progress, decide=decide)
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
-                      cls=labels[R].astype(int), enc=enc, score=score, evidence=evidence)
+                      cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)

@@ -3,8 +3,12 @@ own runtime, every comparison made by :mod:`fairspec.certify.enumerate`, exactly
 
 A case (a point ``x``, its counterfactual ``x'``, true class ``c``, ``sigma = +1`` for class 1,
 ``-1`` for class 0) is *verified* when every offset ``d`` of its neighbourhood that keeps both
-decisions at ``c`` has ``sigma * (g(x + d) - g(x' + d)) > 0`` (paper 004, Eq. 1; ``g`` the runtime's
-score minus its decision threshold, class 1 iff ``g > 0``). :func:`certify_cases` evaluates every
+decisions at ``c`` has ``sigma * (s(x + d) - s(x' + d)) > 0`` (paper 004, Eq. 1; ``s`` the runtime's
+score as it computes it, the decisions its own -- ``LoadedModel.decide``, the library's predict with
+its tie rule: XGBoost and a forest call class 0 at a probability of exactly 1/2, which ``score - 1/2
+> 0`` got wrong with ``index = 0``; and ``score - 1/2`` in float64 is no comparison of two tiny
+probabilities, which it rounds to one number). The centres' decisions are the runtime's too, so
+eligibility is re-decided here. :func:`certify_cases` evaluates every
 offset of each eligible case -- the feature values moved, then encoded by fairspec's runtime
 encoder (``(v - lo) / span``, not the solver's ``u0 + scale * d``) and scored by the loaded model --
 so each case is ``proved`` (certify compared every element) or ``refuted`` (the first offset that
@@ -28,16 +32,19 @@ MAX_EVALUATIONS = 2_000_000       # model evaluations (two per offset) per prope
 
 
 class Evidence:
-    """The runtime outputs of every offset of every proved case (for the verdict's proof)."""
+    """The runtime outputs of every offset of every proved case (for the verdict's proof): the
+    scores ``a`` (x + d), ``b`` (x' + d), the true class ``c`` and the runtime's decisions on both."""
 
     def __init__(self):
-        self.a, self.b, self.c = [], [], []
+        self.a, self.b, self.c, self.da, self.db = [], [], [], [], []
         self.budget = MAX_EVALUATIONS
 
-    def add(self, a, b, c):
+    def add(self, a, b, c, da=None, db=None):
         self.a.append(np.asarray(a, dtype=np.float64))
         self.b.append(np.asarray(b, dtype=np.float64))
         self.c.append(np.asarray(c, dtype=np.int64))
+        self.da.append(np.asarray((self.a[-1] > 0) if da is None else da, dtype=np.int64))
+        self.db.append(np.asarray((self.b[-1] > 0) if db is None else db, dtype=np.int64))
 
     def checks(self):
         from fairspec.certify.enumerate import Check
@@ -45,36 +52,59 @@ class Evidence:
         a = np.concatenate(self.a) if self.a else np.zeros(0)
         b = np.concatenate(self.b) if self.b else np.zeros(0)
         c = np.concatenate(self.c) if self.c else np.zeros(0, dtype=np.int64)
+        da = np.concatenate(self.da).astype(np.float64) if self.da else np.zeros(0)
+        db = np.concatenate(self.db).astype(np.float64) if self.db else np.zeros(0)
         nan = np.full(a.shape, np.nan)
         one, zero = c == 1, c == 0
         return len(a), [
-            Check(np.where(one, a, nan), "<=", 0), Check(np.where(one, b, nan), "<=", 0),   # class 1 lost
-            Check(np.where(zero, a, nan), ">", 0), Check(np.where(zero, b, nan), ">", 0),   # class 0 lost
-            Check(np.where(one, a, b), ">", 0, minus=np.where(one, b, a)),                    # sigma (a - b) > 0
+            Check(np.where(one, da, nan), "<=", 0), Check(np.where(one, db, nan), "<=", 0),   # class 1 lost
+            Check(np.where(zero, da, nan), ">", 0), Check(np.where(zero, db, nan), ">", 0),   # class 0 lost
+            Check(np.where(one, a, b), ">", 0, minus=np.where(one, b, a)),                      # sigma (a - b) > 0
         ]
 
 
-def _fine(a, b, c) -> np.ndarray:
-    """Per element: not both classified c, or sigma (a - b) > 0 -- decided exactly."""
+def _fine(a, b, c, da, db) -> np.ndarray:
+    """Per element: not both decided c (``da``, ``db``: the runtime's decisions), or sigma (a - b) > 0
+    -- decided exactly."""
     from fairspec.certify.enumerate import compare_exact
 
     one = c == 1
-    lost = np.where(one, compare_exact(a, "<=", 0) | compare_exact(b, "<=", 0),
-                    compare_exact(a, ">", 0) | compare_exact(b, ">", 0))
+    lost = (np.asarray(da) != c) | (np.asarray(db) != c)
     keeps = np.where(one, compare_exact(a, ">", 0, minus=b), compare_exact(b, ">", 0, minus=a))
     return lost | keeps
 
 
 def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, integer, cls, enc, score,
-                  evidence: Evidence) -> None:
+                  evidence: Evidence, decide=None) -> None:
     """Decide the eligible cases of ``res`` (an :class:`~fairspec.backends.pba.core.Analysis`) by
     enumeration on the runtime (module docstring); updates ``res.observed`` / ``stage_obs`` /
-    ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``."""
+    ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``.
+    ``decide``: X -> the runtime's 0/1 decisions, ``score`` then the runtime's score itself; without
+    it ``score`` is ``g`` (class 1 iff ``g > 0``). With it, which cases are eligible (both centres
+    decided as the true class) is re-decided on ``decide`` first (``res.eligible`` / ``pred_x`` /
+    ``pred_p``; a case that becomes eligible is ``unknown`` until enumerated)."""
     from fairspec.runtime.encoding import encode
 
     P = len(res.observed)
     integer = np.asarray(integer, dtype=bool)
     uncertified = 0
+    cls = np.asarray(cls, dtype=np.int64)
+    if decide is None:
+        decide = lambda X: (np.asarray(score(X), dtype=np.float64).reshape(-1) > 0).astype(np.int64)  # noqa: E731
+    elif P:
+        dx = np.asarray(decide(encode(enc, values_x, P)), dtype=np.int64).reshape(-1)
+        dp = np.asarray(decide(encode(enc, values_p, P)), dtype=np.int64).reshape(-1)
+        now = (dx == cls) & (dp == cls)
+        for i in np.flatnonzero(now != np.asarray(res.eligible, dtype=bool)):
+            for status, stage, wit in ((res.observed, res.stage_obs, res.witness_obs),
+                                       (res.flipped, res.stage_flip, res.witness_flip)):
+                status[i], stage[i] = ("unknown", "runtime decision") if now[i] else ("excluded", "")
+                wit.pop(int(i), None)
+            res.f_obs[i] = np.nan
+        if (now != np.asarray(res.eligible, dtype=bool)).any():
+            res.notes.append(f"{int((now != res.eligible).sum())} points' eligibility re-decided on the model's own "
+                             "decisions (its library's predict) at the centre")
+        res.eligible, res.pred_x, res.pred_p = now, dx.astype(int), dp.astype(int)
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
@@ -102,13 +132,15 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
             vx[name] = vx[name].astype(np.float64) + D[:, k]
             vp[name] = vp[name].astype(np.float64) + D[:, k]
         X, Xp = encode(enc, vx, size), encode(enc, vp, size)
-        g = np.asarray(score(np.concatenate([X, Xp])), dtype=np.float64).reshape(-1)
+        both = np.concatenate([X, Xp])
+        g = np.asarray(score(both), dtype=np.float64).reshape(-1)
+        d = np.asarray(decide(both), dtype=np.int64).reshape(-1)
         a, b = g[:size], g[size:]
         c = np.full(size, int(cls[i]))
-        fine = _fine(a, b, c)
+        fine = _fine(a, b, c, d[:size], d[size:])
         if fine.all():
             res.observed[i], res.stage_obs[i] = "proved", "enumeration"
-            evidence.add(a, b, c)
+            evidence.add(a, b, c, d[:size], d[size:])
             res.witness_obs.pop(i, None)
             continue
         j = int(np.flatnonzero(~fine)[0])

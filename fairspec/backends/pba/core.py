@@ -89,25 +89,35 @@ class Analysis:
     notes: list = field(default_factory=list)
 
 
-def _replay_check(cs: CaseSet, real: Callable, idx, D, side) -> np.ndarray:
+def _replay_check(cs: CaseSet, real: Callable, idx, D, side, decide: Callable | None = None) -> np.ndarray:
     """Which witnesses reproduce on the real model: both decisions equal the true class and
-    the side's objective is <= 0, exactly (a witness within rounding of 0 is not one)."""
+    the side's objective is <= 0, exactly (a witness within rounding of 0 is not one).
+
+    Without ``decide``, ``real`` is ``g`` (class 1 iff ``g > 0``). With it, the decisions are
+    ``decide``'s (the library's predict: its tie rule, e.g. class 0 at a probability of exactly
+    1/2) and ``real`` is the model's own score, compared as it is: ``score - 1/2`` in float64
+    rounds distinct tiny probabilities (below ~2**-31) to one number, which once "reproduced" a
+    witness whose x was strictly more confident than x'."""
     if len(idx) == 0:
         return np.zeros(0, dtype=bool)
     X, Xp = cs.inputs(idx, D)
-    g = real(np.concatenate([X, Xp]))
+    both = np.concatenate([X, Xp])
+    g = np.asarray(real(both), dtype=np.float64).reshape(-1)
+    dec = (g > 0).astype(int) if decide is None else np.asarray(decide(both)).astype(int).reshape(-1)
     gx, gp = g[:len(idx)], g[len(idx):]
     c = cs.cls[idx]
     sigma = np.where(c == 1, 1.0, -1.0)
-    dec_ok = ((gx > 0).astype(int) == c) & ((gp > 0).astype(int) == c)
+    dec_ok = (dec[:len(idx)] == c) & (dec[len(idx):] == c)
     # side * sigma * (gx - gp) <= 0, decided exactly (floats compare exactly; no tolerance)
     return dec_ok & np.where(side * sigma > 0, gx <= gp, gp <= gx)
 
 
-def keep_replayed(cs: CaseSet, real: Callable, side: float, idx, D, status, stage, wit: dict, notes: list) -> None:
+def keep_replayed(cs: CaseSet, real: Callable, side: float, idx, D, status, stage, wit: dict, notes: list,
+                  decide: Callable | None = None) -> None:
     """Replay the witnesses (offsets ``D``, one row per case of ``idx``) of one setting: those
-    that reproduce go into ``wit``, the others become unknown ("replay-failed")."""
-    ok = _replay_check(cs, real, idx, D, side)
+    that reproduce go into ``wit``, the others become unknown ("replay-failed"); ``decide`` as
+    :func:`_replay_check`."""
+    ok = _replay_check(cs, real, idx, D, side, decide)
     for k, i in enumerate(idx):
         if ok[k]:
             wit[int(i)] = cs.inputs([i], D[k:k + 1])
@@ -120,11 +130,13 @@ def keep_replayed(cs: CaseSet, real: Callable, side: float, idx, D, status, stag
 def analyse(cs: CaseSet, *, score: Callable | None = None, replay: Callable | None = None, mode: str = "exact",
             engine: str = "highs", time_limit: float = 60.0, case_limit: float = 10.0, workers: int = 1,
             rb: bool = True, rb_rows=None, rb_time: float | None = None, seed: int = 0,
-            progress=None) -> Analysis:
+            progress=None, decide: Callable | None = None) -> Analysis:
     """Decide both settings of every case (see the module docstring).
 
     score:  X -> g of the real model (fast path; decisions are ``g > 0``); default the IR.
     replay: X -> g on an independent evaluator, used to replay witnesses; default ``score``.
+    decide: X -> the model's own 0/1 decisions (its library's predict); with it ``replay`` is the
+            model's score itself, and witnesses replay on both (:func:`_replay_check`).
     mode:   "exact" (relaxation, search, LP, MILP) or "lp" (the plain LP relaxation).
     rb:     also decide robustness accuracy of x (cases ``rb_rows``, default all) and of x'.
     """
@@ -137,11 +149,11 @@ def analyse(cs: CaseSet, *, score: Callable | None = None, replay: Callable | No
         limiter = nullcontext()
     with limiter:
         return _analyse(cs, score, replay, mode, engine, time_limit, case_limit, workers, rb, rb_rows, rb_time,
-                        seed, progress)
+                        seed, progress, decide)
 
 
 def _analyse(cs, score, replay, mode, engine, time_limit, case_limit, workers, rb, rb_rows, rb_time, seed,
-             progress) -> Analysis:
+             progress, decide=None) -> Analysis:
     t0 = time.perf_counter()
     P = cs.P
     net = cs.net
@@ -212,7 +224,7 @@ def _analyse(cs, score, replay, mode, engine, time_limit, case_limit, workers, r
             if stage[i] != "centre":
                 j = int(np.searchsorted(open_idx, i))
                 D[k] = dec.D[j]
-        keep_replayed(cs, replay, side, idx, D, status, stage, wit, notes)
+        keep_replayed(cs, replay, side, idx, D, status, stage, wit, notes, decide)
     seconds["replay"] = round(time.perf_counter() - t1, 4)
 
     rb_x = rb_p = None

@@ -10,10 +10,15 @@ threshold; a box is dropped when an upper bound on its k (the eps-buckets met by
 output ranges, each the sum of its trees' smallest and largest reachable leaves) cannot beat
 the best k found. A box is feasible when it holds a point meeting the one-hot groups.
 
-When every box is decided, the best k is **exact** (max k proved). When the box budget
+Buckets are the ones the verdict counts (certify's exact ``floor(p / eps)``, eps as written), each
+output's probability bracketed by the library's rounding (:func:`_slack`, derived there), the
+library asked where a bracket straddles a boundary. When every box is decided, the best k is
+**exact** (max k; evidence for the verdict, which counts the witness's buckets again in certify,
+not a Proof). When the box budget
 (a count, never a time) or the deadline runs out, the largest bound over the open boxes is
 still a proved upper bound on max k, and the best k met at a point of any box examined (each
-undecided box also contributes its k at one of its points) is a witness. Imports numpy only.
+undecided box also contributes its k at one of its points) is a witness. Imports numpy (and
+certify's exact bucket function) only.
 """
 
 from __future__ import annotations
@@ -85,14 +90,44 @@ def _prob(s: np.ndarray, link: str) -> np.ndarray:
 
 
 def _slack(ens: TreeEnsemble) -> tuple[float, float]:
-    """(output slack, probability slack): how far the library may compute a leaf combination's
-    output (its own summation order and precision: float32 for XGBoost) from the float64 sum here,
-    and its probability from the logistic of that (XGBoost's float32 logistic). Generous bounds:
-    a sum of n + 1 terms at most |base| + sum of the largest |leaf| in magnitude."""
+    """(output slack, probability slack): bounds on how far the library's output on a leaf
+    combination is from the float64 sum here, and its probability from the logistic of that.
+
+    Output. The library sums n + 1 terms (n leaves and its base; a forest divides the sum by the
+    number of trees, one more rounding), each leaf exactly as here (XGBoost's leaves are float32
+    numbers, read exactly; a term here that is a float64 product -- LightGBM's sigmoid factor, a
+    learning rate -- is within ``2**-53 |t|`` of the library's). Summed in any order with unit
+    roundoff ``u`` its error is at most ``gamma_n M = n u / (1 - n u) M``, ``M = |base| + sum over
+    trees of the largest |leaf|`` (>= the sum of |terms| of every combination; Higham, Accuracy
+    and Stability, Eq. 4.4): ``u = 2**-24`` for XGBoost (float32), ``2**-53`` for the others.
+    ``ens.base`` is the library's output minus the float64 leaf sum at probe points
+    (``models.trees._with_base``), so it carries one more ``gamma_n M``. Here float64: ``(n + 2)
+    2**-53 M``. In all, ``|library - here| <= (2 n u / (1 - n u) + (n + 4) 2**-53) M``. For XGBoost
+    with ``n (n + 2) u <= 1`` (n <= ~4000 trees) that is ``< 2 u (n + 1) M + 2 u M = (n + 2) 2**-23
+    M``, the output slack (``max(M, 1)``); past it the slack is infinite (no box is pruned by it,
+    every boundary asks the library). For the float64 libraries the slack ``(n + 2) 2**-50 M`` is
+    over 4 times the bound.
+
+    Probability. XGBoost's logistic is float32 ``1 / (expf(-x) + 1 + 1e-16)`` (the 1e-16 vanishes
+    in float32): ``expf`` within 1 ulp (glibc; relative ``2u``), one rounding for the sum and one
+    for the quotient, so the library's probability is within ``(2u + u + u) p <= 4u = 2**-22`` of
+    the real logistic of its float32 margin; the float64 logistic here is within ``2**-52`` of the
+    real one. The probability slack ``2**-21`` covers both with room. The float64 libraries
+    (LightGBM's ``1 / (1 + exp(-factor x))``, scikit-learn's ``expit``, a forest's averaged
+    shares -- the identity link) are within a few ``2**-53``: ``2**-50``. With the output slack
+    applied first (the logistic is monotone), the library's probability on every combination
+    whose float64 outputs lie in ``[smin, smax]`` lies in ``prob_range(smin, smax)``.
+
+    What this rests on besides arithmetic: that the library routes each input as the converted
+    trees do (the converters check it against the library's own prediction,
+    :mod:`fairspec.models.trees`), as every tree engine does."""
     mag = abs(float(ens.base)) + sum(float(np.abs(t.value[t.left < 0]).max(initial=0.0)) for t in ens.trees) / \
         float(ens.divisor or 1.0)
     f32 = ens.source == "xgboost"
     unit = 2.0 ** -23 if f32 else 2.0 ** -50
+    n = len(ens.trees)
+    if n * (n + 2) * (unit / 2.0) > 1.0:
+        return float("inf"), 1.0
     return (len(ens.trees) + 2) * unit * max(mag, 1.0), (2.0 ** -21 if f32 else 2.0 ** -50)
 
 
@@ -122,21 +157,30 @@ def max_k(ensembles: list[TreeEnsemble], lo, hi, integer, groups, eps: float, *,
         return (np.clip(_prob(np.asarray(smin) - s_out, link) - s_prob, 0.0, 1.0),
                 np.clip(_prob(np.asarray(smax) + s_out, link) + s_prob, 0.0, 1.0))
 
+    from fairspec.certify.enumerate import kdisc_buckets
+
     def n_buckets(plo, phi) -> int:
-        b0, b1 = bucket_of(plo, eps), bucket_of(phi, eps)
+        """An upper bound on k over probabilities in [plo, phi] (per counterfactual): the buckets
+        certify counts (exact ``floor(p / eps)``, eps as written) are monotone in p."""
+        b0, b1 = kdisc_buckets(plo, eps), kdisc_buckets(phi, eps)
         return min(nb_cap, len({b for a, c in zip(b0, b1) for b in range(int(a), int(c) + 1)}))
 
     def point_k(outs, x, best):
-        """(k, probabilities) of the individual at x whose K outputs (float64 sums) are ``outs``."""
+        """(k, probabilities) of the individual at x whose K outputs (float64 sums) are ``outs``.
+        With ``evaluate``, k is the library's, counted in certify's exact buckets: decided by the
+        slack when no bucket boundary lies within it, else by the library's probabilities (asked
+        only when that k could beat ``best``)."""
         probs = _prob(outs, link)
-        k = int(k_of(probs[None, :], eps)[0])
         if evaluate is None:
-            return k, probs
+            return int(k_of(probs[None, :], eps)[0]), probs
         plo, phi = prob_range(outs, outs)
-        if np.array_equal(bucket_of(plo, eps), bucket_of(phi, eps)) or n_buckets(plo, phi) <= best:
-            return k, probs             # no boundary within rounding, or no k above the best: these buckets
+        b0, b1 = kdisc_buckets(plo, eps), kdisc_buckets(phi, eps)
+        if np.array_equal(b0, b1):
+            return len(set(b0.tolist())), probs      # no boundary within rounding: the library's buckets
+        if n_buckets(plo, phi) <= best:
+            return 1, probs                          # no k above the best here (1: a lower bound)
         lib = np.asarray(evaluate(x), dtype=np.float64).reshape(-1)
-        return int(k_of(lib[None, :], eps)[0]), lib
+        return len(set(kdisc_buckets(lib, eps).tolist())), lib
 
     def bound(blo, bhi):
         """(upper bound on k, (c, t, node) of a split to make, or None when decided, outputs)"""
