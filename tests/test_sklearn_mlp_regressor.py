@@ -264,3 +264,50 @@ def test_a_pipeline_ending_in_an_mlp_regressor_folds(tmp_path, monkeypatch):
     assert abs(float(y[0]) - float(y[1])) >= top
     lo, hi = v["top"]["bound"]
     assert lo <= top <= hi and hi - top < 1e-9, (v["top"], top)
+
+
+def test_the_estimates_batched_replay_gives_the_one_at_a_time_answers(tmp_path, monkeypatch):
+    """The estimate replays its sampled pairs in one batch of the runtime (pair_runtime.batch_replayer):
+    on scikit-learn's float64 predict, which rounds a point by its batch, with a tolerance set to one
+    pair's own gap (within the runtime's rounding of the threshold), ``replays_many`` and the estimate's
+    counts are what replaying each pair alone gives, and the pairs within rounding are replayed alone."""
+    import fairspec.backends.milp.partition as partition
+    import fairspec.kinds.pair_enumeration as pe
+    from fairspec.backends.estimate import _pairs, _with_case, evaluate_individuals
+    from fairspec.backends.pair.certify import replays, replays_many
+    from fairspec.models.sklearn_model import import_skops_io
+
+    est = _mlp(3, 6)
+    rng = np.random.default_rng(3)               # weights off the dyadic grid: no point is exact
+    est.coefs_ = [rng.normal(size=w.shape) for w in est.coefs_]
+    est.intercepts_ = [rng.normal(size=b.shape) for b in est.intercepts_]
+    import_skops_io().dump(est, str(tmp_path / "odd.skops"))
+    y = est.predict(np.array([[1, 2, 1, 0], [1, 2, 0, 1]], dtype=np.float64))
+    gap = abs(float(y[0]) - float(y[1]))
+    p = _spec(tmp_path, "odd", [("p", "<=", gap, "find", SOLVERS["partitions"])])
+    seen, unsure_rows = [], []
+    solve = partition.solve_partitioned
+    monkeypatch.setattr(partition, "solve_partitioned", lambda problem, *a, **k: seen.append(problem) or solve(problem, *a, **k))
+    make = pe.batch_unsure
+
+    def counting(*a, **k):
+        fn = make(*a, **k)
+        return None if fn is None else lambda *b: unsure_rows.append(int(np.sum(fn(*b)))) or fn(*b)
+
+    monkeypatch.setattr(pe, "batch_unsure", counting)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _check(p)
+    problem = seen[0]
+    cases, pairs = _pairs(problem)
+    X = np.array([[a, b, 0.0, 0.0] for a, b in itertools.product(A, B)] * 8, dtype=np.float64)
+    XA = np.concatenate([_with_case(X, cases[a]) for a, _ in pairs])
+    XB = np.concatenate([_with_case(X, cases[b]) for _, b in pairs])
+    unsure_rows.clear()
+    got = replays_many(problem, XA, XB)
+    assert unsure_rows and unsure_rows[0] > 0          # some pairs lie within rounding: replayed alone
+    assert got.tolist() == [replays(problem, a, b) for a, b in zip(XA, XB)]
+    assert 0 < got.sum() < got.size                     # the tolerance splits the pairs
+    out = evaluate_individuals(problem, X)
+    ref = evaluate_individuals(problem, X, lambda a, b: replays(problem, a, b))
+    assert all(np.array_equal(u, v) for u, v in zip(out[:2], ref[:2]))
+    assert (out[2] is None) == (ref[2] is None) and (out[2] is None or all(map(np.array_equal, out[2], ref[2])))

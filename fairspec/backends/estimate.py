@@ -409,7 +409,14 @@ def neither_widened(unfair: int, fair: int, n: int, confidence: float):
 def evaluate_individuals(problem, X, replay=None):
     """Each row of ``X`` (an individual) decided on the runtime under every protected value:
     (fair, unfair, first replayed pair or None) boolean arrays; an individual counted unfair whose
-    pair does not replay is neither. None when the protected values cannot be enumerated."""
+    pair does not replay is neither. None when the protected values cannot be enumerated.
+
+    The candidates' pairs are replayed in rounds, one batch per round (round r: each candidate not yet
+    replayed, its r-th pair in its order), by :func:`fairspec.backends.pair.certify.replays_many`: a
+    pair another batch of the runtime may decide otherwise is replayed alone there, every other pair is
+    decided alike in any batch, so the counts and the first pair are those of replaying each candidate's
+    pairs one at a time in order (the first pair: the lowest-numbered unfair individual's first pair
+    that replays). A ``replay`` given here is called pair by pair."""
     from fairspec.backends.refine import _scorer, batch_scores
     from fairspec.certify.enumerate import count_individuals
 
@@ -417,10 +424,13 @@ def evaluate_individuals(problem, X, replay=None):
     if not pairs:
         return None
     if replay is None:
-        from fairspec.backends.pair.certify import replays
+        from fairspec.backends.pair.certify import replays_many
 
-        def replay(x, xp):
-            return replays(problem, x, xp)
+        def many(A, B):
+            return replays_many(problem, A, B)
+    else:
+        def many(A, B):
+            return np.array([bool(replay(a, b)) for a, b in zip(A, B)], dtype=bool)
     n = X.shape[0]
     Xc = [_with_case(X, c) for c in cases]
     # the runtime's scores in one batch (a network's runtime, or the model's own forward, which is
@@ -444,17 +454,27 @@ def evaluate_individuals(problem, X, replay=None):
     else:                               # no batch scorer: every pair replayed
         fair, cand = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
     unfair = np.zeros(n, dtype=bool)
+    found = {}                          # individual -> its first pair (a, b) that replays
+    left = np.flatnonzero(cand)
+    for r in range(len(pairs)):
+        if not left.size:
+            break
+        A = np.array([order[i][r][0] for i in left.tolist()], dtype=np.int64)
+        B = np.array([order[i][r][1] for i in left.tolist()], dtype=np.int64)
+        XA = np.stack([Xc[a][i] for a, i in zip(A.tolist(), left.tolist())])
+        XB = np.stack([Xc[b][i] for b, i in zip(B.tolist(), left.tolist())])
+        hit = many(XA, XB)
+        for i, a, b in zip(left[hit].tolist(), A[hit].tolist(), B[hit].tolist()):
+            unfair[i] = True
+            found[i] = (a, b)
+        left = left[~hit]
+    if scorer is None:
+        fair[left] = True               # every pair replayed, none broke the post
     first = None
-    for i in np.flatnonzero(cand).tolist():
-        for a, b in order[i]:
-            if replay(Xc[a][i], Xc[b][i]):
-                unfair[i] = True
-                if first is None:
-                    first = (Xc[a][i].copy(), Xc[b][i].copy())
-                break
-        else:
-            if scorer is None:
-                fair[i] = True
+    if found:
+        i = min(found)
+        a, b = found[i]
+        first = (Xc[a][i].copy(), Xc[b][i].copy())
     return fair, unfair & ~fair, first
 
 

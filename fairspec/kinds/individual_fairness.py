@@ -770,10 +770,12 @@ def _codes_as_variables(enc):
 
 class _Replay:
     """``(x, x') -> bool`` on the runtime (fairspec.kinds.pair_runtime.replayer); ``full`` also gives the
-    encoded pair and its scores."""
+    encoded pair and its scores, ``many(X, X')`` the same answers for many pairs scored in one batch
+    (fairspec.kinds.pair_runtime.batch_replayer)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, many=None):
         self.full = fn
+        self.many = many
 
     def __call__(self, x, xp) -> bool:
         return self.full(x, xp)[0]
@@ -783,12 +785,14 @@ def _with_replay(runtime, prop, ctx, enc, low, problem):
     from dataclasses import replace as dc_replace
 
     from fairspec.kinds.pair_enumeration import batch_unsure, fragile_pair
-    from fairspec.kinds.pair_runtime import batch_scorer, encoder, pair_precondition, replayer
+    from fairspec.kinds.pair_runtime import batch_replayer, batch_scorer, encoder, pair_precondition, replayer
 
     model = ctx.model(prop.model)
     pre = pair_precondition(prop, enc, low, problem)
-    return dc_replace(runtime, replay=_Replay(replayer(prop, model, enc, low, pre, fragile=fragile_pair)),
-                      scores=batch_scorer(prop, model, enc, low, unsure=batch_unsure(prop, model, encoder(enc, low))))
+    one = replayer(prop, model, enc, low, pre, fragile=fragile_pair)
+    unsure = batch_unsure(prop, model, encoder(enc, low))
+    return dc_replace(runtime, replay=_Replay(one, batch_replayer(prop, model, enc, low, pre, one, unsure)),
+                      scores=batch_scorer(prop, model, enc, low, unsure=unsure))
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

@@ -306,6 +306,60 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
     return violates
 
 
+def batch_replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_check, violates, unsure=None):
+    """``many(X, XP) -> bool array``: per row, what ``violates(X[i], XP[i])[0]`` (:func:`replayer`)
+    gives, with the pairs scored in one batch of the runtime.
+
+    Why it is the one-at-a-time answer: the pre-condition is ``problem_check``'s (its ``many`` on whole
+    columns where it has one, :func:`pair_precondition`), and a pair's scores from this batch decide it
+    as its own batch of two does unless another batch of the runtime may decide it otherwise -- ``unsure`` (:func:`fairspec.kinds.pair_enumeration.batch_unsure`,
+    the criterion the refinement's count uses): a decision within the runtime's spread (twice its error
+    bound over every point of this batch, so over any batch holding the point) of the threshold, with a
+    point not shown exact. Outside it every batching decides the pair alike -- its batch of two, and the
+    points alone and the pair reversed that :func:`fairspec.kinds.pair_enumeration.fragile_pair` replays
+    -- so the replay's answer is this batch's. The unsure pairs, those with a non-finite score here, and
+    every pair of a post-condition this does not cover (class columns) are replayed one at a time. On a
+    runtime that scores every batch alike ``unsure`` is None and the batch decides every pair."""
+    from fairspec.runtime.encoding import encode
+
+    def one_by_one(X, XP, rows):
+        return np.array([bool(violates(X[i], XP[i])[0]) for i in rows], dtype=bool)
+
+    def many(X, XP) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        XP = np.atleast_2d(np.asarray(XP, dtype=np.float64))
+        out = np.zeros(X.shape[0], dtype=bool)
+        many_check = getattr(problem_check, "many", None)
+        if many_check is not None:
+            rows = np.flatnonzero(many_check(X, XP))
+        else:
+            rows = np.array([i for i in range(X.shape[0]) if problem_check(X[i], XP[i])], dtype=np.int64)
+        k = rows.size
+        if not k:
+            return out
+        if prop.post not in ("label", "prob", "logit"):
+            out[rows] = one_by_one(X, XP, rows)
+            return out
+        V = np.concatenate([X[rows], XP[rows]])
+        s, _ = post_scores(prop, model, encode(enc, feature_values(low, enc, V), 2 * k))
+        if s is None or np.ndim(s) != 1 or s.shape[0] != 2 * k:
+            out[rows] = one_by_one(X, XP, rows)
+            return out
+        s = np.asarray(s, dtype=np.float64)
+        sa, sb = s[:k], s[k:]
+        alone = ~(np.isfinite(sa) & np.isfinite(sb))
+        if unsure is not None:
+            alone |= np.asarray(unsure([X[rows], XP[rows]], [sa, sb], [(0, 1)]), dtype=bool)
+        decided = rows[~alone]
+        if decided.size:
+            out[decided] = runtime_violates(prop, model, sa[~alone], sb[~alone])
+        if alone.any():
+            out[rows[alone]] = one_by_one(X, XP, rows[alone])
+        return out
+
+    return many
+
+
 def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsure=None):
     """The :class:`~fairspec.backends.pair.certify.BatchScorer` of the refinement's enumeration
     (backends/refine.py): ``fn(V)`` the runtime's scores of feature-space points V (k, n) as
@@ -336,7 +390,7 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):
     """``pre(x, x') -> bool``: the problem-space pair meets ``problem``'s pre-condition exactly and
     every strict tolerance on a continuous feature (``|x.f - x'.f| < t``; the problem itself says
-    ``<= t``)."""
+    ``<= t``); ``pre.many(X, X')``: the same of each row pair, as a bool array."""
     from fairspec.backends.pair import precondition_holds
 
     names = {c.offset: c.feature for c in enc.columns}
@@ -347,6 +401,15 @@ def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, proble
         ok, _ = precondition_holds(problem, x, xp, tol=0.0)
         return ok and all(abs(float(x[i]) - float(xp[i])) < t for i, t in strict_cont)
 
+    def many(X, XP) -> np.ndarray:      # pre of each row pair, on whole columns
+        from fairspec.backends.pair.problem import preconditions_hold
+
+        ok = preconditions_hold(problem, X, XP, tol=0.0)
+        for i, t in strict_cont:
+            ok &= np.abs(np.asarray(X, dtype=np.float64)[:, i] - np.asarray(XP, dtype=np.float64)[:, i]) < t
+        return ok
+
+    pre.many = many
     return pre
 
 

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
 __all__ = ["BatchScorer", "Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
-           "runtime_of"]
+           "replays_many", "runtime_of"]
 
 
 class BatchScorer(NamedTuple):
@@ -94,6 +94,19 @@ def replays(problem: PairProblem, x, xp) -> bool:
     if rt.replay is not None:
         return bool(rt.replay(x, xp))
     return check_witness(problem, x, xp, problem.net.forward)
+
+
+def replays_many(problem: PairProblem, X, XP) -> np.ndarray:
+    """:func:`replays` of each row pair (``X[i]``, ``XP[i]``): in one batch of the runtime where its
+    replay has one (``replay.many``, :func:`fairspec.kinds.pair_runtime.batch_replayer`, which gives
+    the one-at-a-time answers), else pair by pair."""
+    import numpy as np
+
+    rt = runtime_of(problem)
+    many = getattr(rt.replay, "many", None)
+    if many is not None:
+        return np.asarray(many(X, XP), dtype=bool)
+    return np.array([replays(problem, x, xp) for x, xp in zip(X, XP)], dtype=bool)
 
 
 def _replayed_witness(problem: PairProblem, x, xp, orient: bool = True) -> Witness | None:

@@ -46,7 +46,7 @@ from fairspec.models.network import PLNet, sigmoid
 
 __all__ = [
     "POSTS", "PairProblem", "Witness", "Coverage", "PairResult", "brute_force", "check_witness",
-    "pair_measure", "is_violation", "enumerate_domain", "prob_cut", "logit_fn",
+    "pair_measure", "is_violation", "enumerate_domain", "prob_cut", "logit_fn", "preconditions_hold",
 ]
 
 POSTS = ("label", "prob", "logit")
@@ -345,6 +345,34 @@ def precondition_holds(problem: PairProblem, x, x_prime, tol: float = 1e-9) -> t
         if not np.any(gap > need):
             return False, f"none of the inputs {p.must_differ} differs"
     return True, ""
+
+
+def preconditions_hold(problem: PairProblem, X, XP, tol: float = 1e-9) -> np.ndarray:
+    """:func:`precondition_holds`'s ``ok`` of each row pair (``X[i]``, ``XP[i]``): the same comparisons,
+    on whole columns."""
+    p = problem
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    XP = np.atleast_2d(np.asarray(XP, dtype=np.float64))
+    m = X.shape[0]
+    if X.shape != (m, p.n) or XP.shape != (m, p.n):
+        return np.zeros(m, dtype=bool)
+    ok = np.all(np.isfinite(X), axis=1) & np.all(np.isfinite(XP), axis=1)
+    ints = p.integer
+    for V in (X, XP):
+        ok &= ~np.any((V < p.lo - tol) | (V > p.hi + tol), axis=1)
+        ok &= ~np.any(np.abs(V[:, ints] - np.round(V[:, ints])) > tol, axis=1)
+        for g in p.onehot_groups:
+            ok &= ~(np.abs(np.sum(V[:, list(g)], axis=1) - 1.0) > tol)
+    for i in p.tied:
+        ok &= ~(np.abs(X[:, i] - XP[:, i]) > tol)
+    for i, t in p.relaxed:
+        ok &= ~(np.abs(X[:, i] - XP[:, i]) > t + tol)
+    if p.must_differ:
+        md = list(p.must_differ)
+        gap = np.abs(X[:, md] - XP[:, md])
+        need = np.where(p.integer[md], 0.5, tol)
+        ok &= np.any(gap > need, axis=1)
+    return ok
 
 
 def check_witness(problem: PairProblem, x, x_prime, evaluate: Callable[[np.ndarray], np.ndarray],
