@@ -612,7 +612,7 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
     may pick: one-hot with drop / handle_unknown / sparse output, several columns in one encoder,
     ordinal with categories given, min-max ranges and clip, the remainder passed through or dropped,
     columns selected by name, position, mask, slice or selector; the final estimator any of
-    WIDE_FINALS. What fairspec cannot fold (drop, a (-1, 1) range, clip) is evaluated whole.
+    WIDE_FINALS. What fairspec cannot fold (drop, clip) is evaluated whole.
     Returns (pipe, transformed matrix, logit observable, refusals, info)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
@@ -681,7 +681,7 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
     pipe = Pipeline([("pre", pre), ("clf", est)])
     # what fairspec cannot fold is evaluated whole, on one column per input: a number raw, a
     # category its code in declared order (README); a witness is in those terms then
-    whole = any(("drop=" in k or k.startswith("minmax(") or k == "minmax-clip") for k in kinds.values())
+    whole = any(("drop=" in k or k == "minmax-clip") for k in kinds.values())    # a (-1, 1) range folds
     if whole:
         Xt = P.astype(np.float64)
     refusals = []
