@@ -140,7 +140,7 @@ def refinable(problem, relaxed: bool = False) -> str:
     rt = runtime_of(problem)
     if rt.layers is None:
         return f"the runtime is outside the error model: {rt.why_not}"
-    if rt.readout[0] not in ("logit", "prob", "margin", "softmax"):
+    if rt.readout[0] not in ("logit", "prob", "margin", "softmax", "argmax"):
         return f"the refinement does not bound the {rt.readout[0]} readout"
     if _cases(problem) is None:
         return "the protected inputs take too many values to enumerate"
@@ -257,6 +257,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         out.reason = why
         return out
     rt = runtime_of(problem)
+    split = split and rt.readout[0] != "argmax"     # the split's plans and certify's check read one logit or margin
     cases, pairs = counterfactuals(problem)
     if not pairs:
         out.reason = "no two protected values differ where the pre-condition demands"

@@ -20,7 +20,10 @@ Then, per box, exactly as the spec writes the comparison:
 
 * ``label`` (threshold t: 0 for a logit / margin, 1/2 for a probability): fair when, for every
   allowed (a, b), case a is surely not positive (``upper_a <= t``) or case b surely is
-  (``lower_b > t``); unfair when some (a, b) has ``lower_a > t`` and ``upper_b < t``;
+  (``lower_b > t``); unfair when some (a, b) has ``lower_a > t`` and ``upper_b < t``. The class
+  score of a K-output network (readout ``("argmax", c)``: ``min_{j != c} (y_c - y_j)``, bounded by
+  its margins' bounds) has t = 0, and a case is surely not class c only when ``upper_a < 0``: at 0
+  the runtime's argmax breaks a tie, for c or not;
 * ``logit`` / ``prob``: fair when every allowed ``upper_a - lower_b`` is ``<= eps`` (``< eps`` when
   the spec writes ``|...| < eps``), unfair when some ``lower_a - upper_b`` is ``> eps``
   (``>= eps``); differences rounded outward, eps read as written; probabilities of logits by
@@ -329,6 +332,13 @@ def _scores(plo, phi, readout):
     elif kind in ("margin", "softmax"):
         i, j = cols
         s_lo, s_hi = down(plo[:, i] - phi[:, j]), up(phi[:, i] - plo[:, j])
+    elif kind == "argmax":
+        # the class score g_c = min_{j != c} (y_c - y_j) (certify.network.argmax_layers): its margins' bounds
+        # combined by the minimum (a lower bound of each margin bounds the minimum below, likewise above)
+        c = cols[0]
+        others = [j for j in range(plo.shape[1]) if j != c]
+        s_lo = np.min([down(plo[:, c] - phi[:, j]) for j in others], axis=0)
+        s_hi = np.min([up(phi[:, c] - plo[:, j]) for j in others], axis=0)
     else:
         raise ValueError(f"readout {kind!r} is not bounded box by box")
     if kind in ("prob", "softmax"):
@@ -478,7 +488,12 @@ def decide_boxes(runtime_net, LO, HI, cases: Sequence[dict], pairs: Sequence[tup
     if post == "label":
         t = 0.5 if kind in ("prob", "softmax") else 0.0
         for a, b in pairs:
-            fair &= (highs[a] <= t) | (lows[b] > t)
+            if kind == "argmax":
+                # a class score of exactly 0 is a tie, which the runtime's argmax (the first largest column)
+                # may break either way: only a score below 0 is surely another class
+                fair &= (highs[a] < t) | (lows[b] > t)
+            else:
+                fair &= (highs[a] <= t) | (lows[b] > t)
             unfair |= (lows[a] > t) & (highs[b] < t)
     elif post in ("logit", "prob"):
         if post == "prob" and kind not in ("prob", "softmax"):

@@ -51,8 +51,8 @@ from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up
                                        matmul_with_error, sum_with_error, up, down)
 
 __all__ = ["rigorous_ibp", "symbolic_bounds", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding",
-           "encoding_from_ir", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers", "argmax_class_score",
-           "prove_class_stable"]
+           "encoding_from_ir", "precision_refusal", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers",
+           "argmax_class_score", "prove_class_stable"]
 
 SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
 _U = {"float32": U32, "float64": U64}
@@ -60,6 +60,17 @@ _ETA = {"float32": ETA32, "float64": ETA64}
 _NP = {"float32": np.float32, "float64": np.float64}
 #: the arithmetic the runtime error model covers (a float16 / bfloat16 runtime rounds far more)
 BOUNDED_PRECISIONS = tuple(_U)
+
+
+def precision_refusal(precision) -> str:
+    """Why no runtime error bound holds for a runtime computing in ``precision`` (a model's
+    ``precision``: "float16", "bfloat16", "mixed (float16, float32)", ...), as one sentence every
+    refusal of such a runtime says; "" for float32 and float64, which the error model covers."""
+    p = str(precision)
+    if p in BOUNDED_PRECISIONS:
+        return ""
+    return (f"the model's runtime computes in {p}, and {p} arithmetic has no error bound in certify yet (float32 "
+            "and float64 have one)")
 
 
 def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:

@@ -228,14 +228,14 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.backends import smt as engine_mod
         from fairspec.backends.smt.runtime import runtime_of
 
-        # the certified SMT modes prove claims about the model's runtime (its float32 / float64
-        # arithmetic): they need its own layers, readout and encoding
+        # the certified SMT modes prove claims about the model's runtime: its layers, readout, encoding, arithmetic
         rt = runtime_of(ctx.model(prop.model), enc, post=prop.post)
-        if rt is None:
-            return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic (not a plain "
-                                 "Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax "
-                                 "readout), so it cannot prove anything about it", backend=backend,
-                           seconds=time.perf_counter() - t0)
+        if rt is None:      # the precision first: a float16 chain is refused for its arithmetic, not its shape
+            from fairspec.certify.network import precision_refusal
+            why = precision_refusal(getattr(ctx.model(prop.model), "precision", "float64")) or (
+                "not a plain Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax readout")
+            return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic, so it cannot prove "
+                                 f"anything about it: {why}", backend=backend, seconds=time.perf_counter() - t0)
         kw.update(runtime=rt, eps_strict=prop.eps_strict,
                   # the problem's integral strict tolerances are already exact (_relaxed: <= ceil(t) - 1);
                   # a continuous one stays <= t in the query and < t on every witness

@@ -9,7 +9,8 @@
   small domains by enumeration (the runtime's predicted classes compared exactly); otherwise the K
   class-score sub-problems of :mod:`fairspec.backends.pair.multiclass` on HiGHS / SCIP or z3, every
   witness replayed on the loaded model (``predict_class``: the first largest column), ``holds`` only
-  with certify's joined Proof. A softmax output's class is read from the runtime's float
+  with certify's joined Proof; a class the solver leaves at a tie is decided by the refinement over the
+  whole domain (``individual_fairness._decide_at_a_tie``, as the value path), exact on that argmax. A softmax output's class is read from the runtime's float
   probabilities, outside the runtime error model: such a ``holds`` is ``unknown``.
 * ``class_logit`` (logit column c, or every column): small domains by enumeration, else ``unknown``.
 * ``class_prob`` for one class or every class (``forall c``, one exact comparison per pair and class):
@@ -135,7 +136,22 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
                          ("argmax", 0), precision, replay=replay)
         except (ValueError, TypeError) as e:
             rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)
-    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs)
+    from fairspec.kinds.pair_enumeration import batch_unsure
+
+    # unsure: the individuals whose class another batch of a float runtime may pick otherwise (the refinement's
+    # enumeration at a tie leaves them undecided)
+    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs, unsure=batch_unsure(prop, model, encoded))
+
+    def at_tie(sub, r, seconds):
+        # a class the solver left at a tie (its only candidate pairs at a class score of 0 within its tolerance
+        # or the runtime's rounding; or its pair does not change the class on the runtime): the refinement over
+        # the whole domain, exact on the runtime's argmax (the first largest column), as the value path does
+        from fairspec.backends.milp.partition import at_a_tie
+
+        if r.status == "unknown" and not at_a_tie(r):
+            return r
+        return kind._decide_at_a_tie(prop, sub, r, seconds, situation="the solver's only candidate pairs lay at a "
+                                     "tie between classes within its tolerance or the runtime's rounding")
     engine = "z3" if backend == "smt" else setting(prop, "engine", backend)
     if backend == "smt" and rt.layers is None:
         # z3 proves nothing here, but a class change the attack finds replays on the runtime: violated
@@ -145,7 +161,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     else:
         task = progress.add_task(f"{prop.name}: {backend} {mode} (class)", total=None) if progress else None
         try:
-            res = solve_class(cp, mode, engine, limit)
+            res = solve_class(cp, mode, engine, limit, at_tie=at_tie)
         finally:
             if progress:
                 progress.remove_task(task)

@@ -21,12 +21,12 @@ def runtime_precision(model) -> str:
     input's element type, a torch module its parameters' dtype, scikit-learn float64. Raises
     ValueError for one the runtime error model does not cover (float16, bfloat16, mixed): a bound
     computed for float32 would not hold for it."""
-    from fairspec.certify.network import BOUNDED_PRECISIONS
+    from fairspec.certify.network import precision_refusal
 
     precision = str(getattr(model, "precision", "float64"))
-    if precision not in BOUNDED_PRECISIONS:
-        raise ValueError(f"the runtime computes in {precision}, outside the runtime error model (float32 and "
-                         f"float64 only)")
+    why = precision_refusal(precision)
+    if why:
+        raise ValueError(why)
     return precision
 
 

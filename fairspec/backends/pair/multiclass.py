@@ -20,7 +20,9 @@ SMT, the certified branch and bound) solves them unchanged:
   ``("argmax", c)`` bounds the runtime's error on ``g_c`` by the largest margin error (each margin
   ``y_c - y_j`` as the two-column margin readout; certify checks that the proof's network is
   exactly the class score of the K-output network) -- and :func:`fairspec.certify.network.
-  prove_class_stable` joins the K proofs into one. Anything less is ``unknown`` with the reason.
+  prove_class_stable` joins the K proofs into one. A class the solver leaves at a tie goes to the
+  caller's ``at_tie`` (the refinement over the whole domain on the runtime's argmax,
+  :meth:`ClassProblem.class_scores`). Anything less is ``unknown`` with the reason.
 * ``maximize``: the measure of a pair is the label post's flip margin on the class score,
   ``max_c min(g_c(x), -g_c(x'))``: how far ``x`` is inside its class ``c`` (its winning margin
   over the runner-up) and ``x'`` outside it (how much ``x'`` prefers another class); positive iff
@@ -82,7 +84,7 @@ class ClassProblem:
               ``layers`` every output column, ``readout`` ignored) or None (the network's float64
               forward is the runtime); its ``replay(x, x')`` decides the pair on the runtime.
     outputs:  feature-space batch (k, n) -> the runtime's K outputs (k, K), for the SMT engine's
-              replay; default the network in the runtime's precision.
+              replay and the refinement's enumeration; default the network in the runtime's precision.
     """
 
     net: PLNet
@@ -91,6 +93,9 @@ class ClassProblem:
     cls: int | None = None
     runtime: object = None
     outputs: Callable | None = field(default=None, compare=False)
+    #: ``unsure(points, scores, pairs)`` of the class scores' BatchScorer (another batch of a float runtime
+    #: may pick another class for an individual); None: the runtime scores every batch alike
+    unsure: Callable | None = field(default=None, compare=False)
 
     def __post_init__(self):
         K = self.net.layers[-1].n_out
@@ -131,10 +136,25 @@ class ClassProblem:
         replay = lambda x, xp: self.violates(x, xp)        # noqa: E731
         if rt is None:
             layers = [(L.W, L.b, L.relu) for L in self.net.layers]
-            rt_c = Runtime(layers, None, ("argmax", c), "float64", replay=replay, base_net=self.net)
+            rt_c = Runtime(layers, None, ("argmax", c), "float64", replay=replay, base_net=self.net,
+                           scores=self.class_scores(c))
         else:
-            rt_c = Runtime(rt.layers, rt.encoding, ("argmax", c), rt.precision, rt.why_not, replay, self.net)
+            rt_c = Runtime(rt.layers, rt.encoding, ("argmax", c), rt.precision, rt.why_not, replay, self.net,
+                           self.class_scores(c))
         return replace(self.pre, net=class_net(self.net, c), post="label", eps=0.0, eps_strict=False, runtime=rt_c)
+
+    def class_scores(self, c: int):
+        """The runtime's class-``c`` scores of many points (a :class:`~fairspec.backends.pair.certify.BatchScorer`
+        for the refinement's enumeration): :func:`fairspec.certify.network.argmax_class_score` of the
+        runtime's outputs, positive exactly when c is the first largest column (the ``label`` post at 0);
+        None when the runtime's outputs are not to hand (a runtime without ``outputs`` other than the
+        network's own float64 forward)."""
+        from fairspec.backends.pair.certify import BatchScorer
+        from fairspec.certify.network import argmax_class_score
+
+        if self.outputs is None and self.runtime is not None:
+            return None
+        return BatchScorer(lambda V: argmax_class_score(self.forward_all(V), c), "label", 0.0, self.unsure)
 
     def smt_runtime(self, c: int):
         """The SMT engine's runtime of class ``c``: scores ``argmax_class_score`` of the outputs."""
@@ -236,9 +256,13 @@ def attack_class(problem: ClassProblem, engine: str, mode: str, t0: float) -> Pa
 
 
 def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs",
-                time_limit: float | None = None) -> PairResult:
+                time_limit: float | None = None, at_tie: Callable | None = None) -> PairResult:
     """Decide (``find`` / ``prove``) or bound (``maximize``) the class post (module docstring).
-    ``engine``: ``highs`` | ``scip`` (MILP, certified by the branch and bound) | ``z3`` (exact SMT)."""
+    ``engine``: ``highs`` | ``scip`` (MILP, certified by the branch and bound) | ``z3`` (exact SMT).
+    ``at_tie(sub, result, seconds)``: find / prove, a class the solver left undecided (``unknown``, or
+    a pair that does not change the class on the runtime) decided again, or ``result`` unchanged
+    (the caller's refinement at a tie: ``holds`` only with certify's Proof, ``violated`` replayed
+    here again)."""
     if mode not in ("find", "prove", "maximize"):
         raise ValueError(f"mode must be find, prove or maximize, not {mode!r}")
     t0 = time.perf_counter()
@@ -277,6 +301,12 @@ def solve_class(problem: ClassProblem, mode: str = "prove", engine: str = "highs
         stats["per_class"].append({"class": c, "status": r.status, "seconds": round(r.seconds, 4),
                                    "value": r.value, "bound": r.bound})
         replayed = False
+        if at_tie is not None and mode != "maximize" and (
+                r.status == "unknown" or r.status == "violated" and not (
+                    r.witness is not None and problem.violates(r.witness.x, r.witness.x_prime))):
+            r = at_tie(sub, r, left())
+            results[c] = r
+            stats["per_class"][-1]["at_a_tie"] = r.status
         if r.status == "violated":
             w = r.witness
             replayed = w is not None and problem.violates(w.x, w.x_prime)

@@ -1,0 +1,151 @@
+"""The class post at exact ties between classes (round-2 report: the whole-domain solvers stopped at a
+tie within their tolerance and said unknown, where the value/label path falls back on the refinement).
+A class the solver leaves at a tie -- its only candidate pairs at a class score of 0, or a pair that does
+not change the class on the runtime -- is decided by the refinement over the whole domain
+(kinds.individual_fairness._decide_at_a_tie on the class-c sub-problem): bounds on the class score
+``min_j (y_c - y_j)`` (a score of exactly 0 is a tie, never "surely another class") and enumeration of the
+runtime's own argmax (numpy's: the first largest column, as the model's predict); ``holds`` only with
+certify's Proof, ``violated`` only with a pair replayed on the runtime.
+
+Against brute force on the torch runtime's argmax over the whole domain (``FAIRSPEC_ENUMERATE_PAIRS=0``:
+the solvers, not the small-domain enumeration); dyadic weights make the ties exact. ``tiechange``: the class
+changes with the protected input only through the tie rule (classes 0 = 1 for F, 1 = 2 for M), which no
+class sub-problem sees with a positive margin: unknown before, with the attack off."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+N = 15
+SPEC = f"""features F {{
+  a : int in [0, {N}]
+  b : int in [0, {N}]
+  s : {{F, M}} protected
+}}
+model m = torch("m.pt", score = logit)
+encode F for m {{ a : raw  b : raw  s : onehot }}
+"""
+PROP = """
+property p_@M@ {
+  forall x, x' : F
+  require x.* == x'.* except {s}
+  ensure class(m(x)) == class(m(x'))
+  mode = @M@
+  using @B@
+  timeout = 300s
+}
+"""
+
+
+def _grid():
+    return np.array([[a, b, s == 0, s == 1] for a, b, s in itertools.product(range(N + 1), range(N + 1), range(2))],
+                    dtype=np.float64)
+
+
+def _model(folder, seed: int, kind: str):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    W1 = rng.integers(-4, 5, (4, 4)) / 4.0
+    W1[:, 2:] = 0.0
+    b1 = rng.integers(-2, 3, 4) / 4.0
+    W2 = rng.integers(-4, 5, (3, 4)) / 4.0
+    b2 = rng.integers(-2, 3, 3) / 4.0
+    if kind == "same":            # class 1 a copy of class 0: never predicted (a tie goes to 0)
+        W1[0, 2:] = rng.integers(-2, 3, 2) / 4.0
+        W2[1], b2[1] = W2[0], b2[0]
+    elif kind == "shift":         # class 2 class 0 shifted by a dyadic constant (0: a copy, after it)
+        W1[0, 2:] = rng.integers(-2, 3, 2) / 4.0
+        W2[2], b2[2] = W2[0], b2[0] + 0.25 * rng.integers(-1, 2)
+    else:                         # tiechange: h2 = s_F / 4, h3 = s_M / 4; y0 = base + h2, y1 = base + 1/4,
+        W1[2], W1[3] = (0, 0, 0.25, 0), (0, 0, 0, 0.25)    # y2 = base + h3: class 0 for F, 1 for M, by ties
+        b1[2:] = 0.0
+        W2[:, 2:] = ((1, 0), (0, 0), (0, 1))
+        W2[1, :2] = W2[2, :2] = W2[0, :2]
+        b2[:] = (b2[0], b2[0] + 0.25, b2[0])
+    l1, l2 = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        for lin, W, b in ((l1, W1, b1), (l2, W2, b2)):
+            lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
+            lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
+    seq = torch.nn.Sequential(l1, torch.nn.ReLU(), l2).eval()
+    torch.jit.save(torch.jit.script(seq), str(folder / "m.pt"))
+
+    def outputs(X):
+        with torch.no_grad():
+            return seq(torch.from_numpy(np.asarray(X, dtype=np.float32))).numpy()
+
+    return outputs
+
+
+def _run(tmp_path, monkeypatch, seed, kind, backend, attack):
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    if not attack:                # the solvers and the tie fallback alone decide it
+        monkeypatch.setattr("fairspec.backends.pair.multiclass.attack_class", lambda *a, **k: None)
+    outputs = _model(tmp_path, seed, kind)
+    Y = outputs(_grid())
+    k = np.argmax(Y, axis=1)
+    flips = bool(np.any(k[0::2] != k[1::2]))
+    (tmp_path / "spec.fair").write_text(SPEC + "".join(PROP.replace("@M@", m).replace("@B@", backend)
+                                                       for m in ("find", "prove")))
+    out = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"]
+    return outputs, Y, flips, out
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+@pytest.mark.parametrize("kind,seed", [(k, s) for k in ("same", "shift", "tiechange") for s in (0, 1, 2, 3)])
+def test_class_at_exact_ties_agrees_with_brute_force(tmp_path, monkeypatch, kind, seed, backend):
+    outputs, Y, flips, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+    assert any(np.any(Y[:, i] == Y[:, j]) for i, j in ((0, 1), (0, 2), (1, 2))), "the model has exact class ties"
+    if kind == "tiechange":
+        assert flips
+    for v in out:
+        if flips:
+            assert v["status"] == "violated", v
+            w = v["witness"]
+            kw = np.argmax(outputs(np.array([w["x"], w["x_prime"]])), axis=1)
+            assert kw[0] != kw[1], (v, kw)
+        else:
+            # decided: the tie fallback's refinement proves what the solvers left at a tie
+            assert v["status"] == "holds" and v["how"] == "proved", v
+
+
+@pytest.mark.parametrize("kind,seed", [("same", 1), ("shift", 3), ("tiechange", 1)])
+def test_a_time_out_at_a_tie_never_holds(tmp_path, monkeypatch, kind, seed):
+    """No budget for the refinement (TIE_BOXES = 0 sub-boxes) where the solvers stop at a tie: unknown,
+    never holds (and never a pair that does not replay)."""
+    monkeypatch.setattr("fairspec.kinds.individual_fairness.TIE_BOXES", 0)
+    outputs, Y, flips, out = _run(tmp_path, monkeypatch, seed, kind, "milp", attack=False)
+    for v in out:
+        assert any(p.get("at_a_tie") for p in v["details"]["per_class"]), v      # the tie path was taken
+        assert v["status"] != "holds", v
+        if v["status"] == "violated":
+            w = v["witness"]
+            kw = np.argmax(outputs(np.array([w["x"], w["x_prime"]])), axis=1)
+            assert flips and kw[0] != kw[1], (v, kw)
+        else:
+            assert "the refinement over the whole domain did not decide it either" in v["reason"], v
+
+
+def test_box_bounds_of_a_class_score_never_read_a_tie_as_another_class():
+    """certify.boxes.decide_boxes on readout ("argmax", 0) of y = (x, x + s): class 0 for s = 0 (a tie, the
+    first largest column), class 1 for s = 1, on every x: no box is fair (the label rule's ``upper <= 0``,
+    "surely not class c", would have called the tie side not class 0 and every box fair)."""
+    from fairspec.certify.boxes import decide_boxes
+
+    net = [(np.array([[1.0, 0.0], [1.0, 1.0]]), np.zeros(2), False)]
+    LO, HI = np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([[1.0, 1.0], [3.0, 1.0]])
+    common = dict(post="label", errors=[0.0, 0.0], readout=("argmax", 0), precision="float64", complete=True,
+                  claim_fair="fair", claim_unfair="unfair", integer=np.array([True, True]))
+    dec = decide_boxes(net, LO, HI, [{1: 0.0}, {1: 1.0}], [(0, 1), (1, 0)], **common)
+    assert list(dec.status) == [0, 0], dec.status
+    # y = (x, x - s): class 0 on both sides (a tie for s = 0, a win for s = 1): fair by the bounds
+    net = [(np.array([[1.0, 0.0], [1.0, -1.0]]), np.zeros(2), False)]
+    dec = decide_boxes(net, LO, HI, [{1: 0.0}, {1: 1.0}], [(0, 1), (1, 0)], **common)
+    assert list(dec.status) == [0, 0]        # a score of 0 is no sure side, either way: left to enumeration
