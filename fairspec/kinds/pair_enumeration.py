@@ -28,30 +28,14 @@ import time
 import numpy as np
 
 from fairspec import ir
+from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, BATCH_DEPENDENT,  # noqa: F401 - re-exported
+                                        BATCHED, batch_dependent)
+from fairspec.models.batching import rounds_by_batch as _batched_without_bound
 
 MAX_PAIRS = 4_000_000
 MAX_POINTS = 1_000_000
-#: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
-#: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
-#: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
-#: :func:`batch_dependent`)
-BATCH_DEPENDENT = ("torch", "sklearn")
 #: at most this many points near a tie are checked for an exact runtime score (:func:`_rounded_apart`)
 MAX_EXACT_POINTS = 4096
-
-
-def batch_dependent(model) -> bool:
-    """Does the runtime score one point differently in other batches? torch and scikit-learn
-    (:data:`BATCH_DEPENDENT`), and onnxruntime computing in float64: its float64 Sigmoid, Tanh,
-    Softmax and Exp round a value by its position in the batch (a few ulps; a network blind to the
-    protected input gave x and x' probabilities one ulp apart as positions 0 and 4 of a batch of 5),
-    and its multithreaded float64 Gemm sums by the batch's size (a 512-wide layer). In float32 and
-    float16 it scored every graph tried alike alone, in chunks of 1-64 and in one batch (Gemm and
-    MatMul up to 1,000 inputs wide, Relu, Sigmoid, Tanh, Softmax, Exp, threaded or not; the Fairify
-    networks; ``tests/test_runtime_precision.py`` keeps measuring it), so a tie there is decided on
-    its scores."""
-    fmt = getattr(model, "format", "")
-    return fmt in BATCH_DEPENDENT or fmt == "onnx" and str(getattr(model, "precision", "")) == "float64"
 
 
 def _max_pairs() -> int:
@@ -132,36 +116,11 @@ def admissible(prop: ir.IndividualFairness, varying, grid: dict, V: int) -> np.n
     return M
 
 
-#: a torch module or a scikit-learn model outside the runtime error model (a Tanh layer, a float16 module,
-#: a kernel SVM, ...; not a tree model, which adds in a fixed order): how far apart two evaluations of one
-#: point may be, *assumed* (no bound), per unit of the largest output magnitude over the batch
-#: (1 + max |y|), by the type it computes in; measured on Tanh MLPs (7-16-16-1): 2e-8 in float32
-ASSUMED_SPREAD = {"float64": 2.0 ** -40, "float32": 2.0 ** -12}
-#: ... for the types not listed (float16, bfloat16, mixed)
-ASSUMED_SPREAD_OTHER = 2.0 ** -4
 
 
 #: the note of a verdict that rests on :data:`ASSUMED_SPREAD`
 SPREAD_ASSUMED = ("the runtime error model does not cover this model: how far another batch may round a score "
                   "is assumed (pair_enumeration.ASSUMED_SPREAD), not bounded")
-
-
-def _batched_without_bound(model) -> bool:
-    """Does the runtime round a point differently in other batches, with no error bound of its own? A
-    torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
-    estimator is not a tree model (a tree model compares and adds in a fixed order per individual)."""
-    fmt = getattr(model, "format", "")
-    if fmt == "torch":
-        return True
-    if fmt == "onnx":                           # a float64 graph the error model does not cover
-        return batch_dependent(model)
-    if fmt != "sklearn":
-        return False
-    from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
-
-    est = getattr(model, "raw", None)
-    final = est.steps[-1][1] if hasattr(est, "steps") else est
-    return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
 
 
 def _assumed_spread(model, X: np.ndarray):
@@ -514,11 +473,6 @@ def _predict_decision(model, X):
     if getattr(model, "score_kind", "") == "prob":
         return np.asarray(model.score(X), dtype=np.float64).reshape(-1), 0.5
     return None, None
-
-
-#: how every "depends on the batch" unknown ends (pairs here, k-discrimination's individuals in
-#: kinds/kdisc_rounding.py; the soundness harness sets these unknowns apart by it)
-BATCHED = "whether the property holds depends on how the model is batched"
 
 
 def batched_reason(which: str, moved: dict) -> str:

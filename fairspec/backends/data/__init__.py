@@ -7,6 +7,9 @@
   with its protected attributes changed to every other value; a changed
   decision is a witness, replayed on the model's own runtime.  This backend
   never proves individual fairness.
+* Rows a batch-dependent runtime (torch, ...) decides otherwise in another batching
+  (``batching.py``): the group metric decided again with their decisions either way;
+  a changed verdict is unknown ("depends on how the model is batched").
 
 Its runner, which asks the planner for the options and passes them in, is
 :mod:`fairspec.kinds.on_data`.

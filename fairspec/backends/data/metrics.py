@@ -22,6 +22,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
+from fairspec.backends.data import batching
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -35,6 +36,11 @@ def decisions(ctx, model_name: str, values: dict, n: int, memo: dict | None = No
     model = ctx.model(model_name)
     if getattr(model, "format", None) == "rule":
         d = model.decide_values(values, n)
+    elif memo is not None and batching.checked(model):
+        # a runtime that rounds by batch: the rows near the threshold re-decided in other batchings
+        X = model_input(ctx, model_name, values, n, memo)
+        d, s = batching.decide_and_score(model, X)
+        memo[("fragile", model_name)] = batching.fragile_rows(model, X, d, s)
     else:
         d = model.decide(model_input(ctx, model_name, values, n, memo))
     if memo is not None:
@@ -121,20 +127,23 @@ class Counts:
     boot_bins: np.ndarray | None = None  # [R, G, B, 2]
     boot_sums: np.ndarray | None = None  # [R, G, B]
     combinations: int | None = None  # crossed groups too many to enumerate: only occupied cells are listed
+    fragile: batching.Fragile | None = None  # rows another batching of the runtime decides otherwise
 
 
 # Poisson(1) cumulative probabilities P[K <= k], k = 0..19 (the rest, < 1e-18, counts as 19)
 _POISSON1_CDF = np.cumsum([np.exp(-1.0) / np.prod(np.arange(1, k + 1, dtype=np.float64)) for k in range(20)])
 
 
-def poisson_multiplicities(seed: int, r0: int, k: int, start: int, n: int) -> np.ndarray:
-    """[k, n] Poisson(1) multiplicities of rows start..start+n-1 in replicates r0..r0+k-1.
+def poisson_multiplicities(seed: int, r0: int, k: int, start: int, n: int, positions=None) -> np.ndarray:
+    """[k, n] Poisson(1) multiplicities of rows start..start+n-1 (or of the rows at ``positions``) in
+    replicates r0..r0+k-1.
 
     A counter-based draw (splitmix64 of seed, replicate and the row's position in the data),
     so a row gets the same multiplicity however the rows are cut into batches: streaming a
     file and holding it in memory give the same bootstrap."""
     with np.errstate(over="ignore"):
-        i = np.arange(start, start + n, dtype=np.uint64)[None, :]
+        i = (np.arange(start, start + n, dtype=np.uint64) if positions is None
+             else np.asarray(positions, dtype=np.uint64))[None, :]
         r = np.arange(r0, r0 + k, dtype=np.uint64)[:, None]
         x = i * np.uint64(0x9E3779B97F4A7C15) + (r + np.uint64(1)) * np.uint64(0xD1B54A32D192ED03) \
             + np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x94D049BB133111EB)
@@ -185,6 +194,10 @@ class _Counter:
         self.cellids = GroupCells(prop.groups, self.fs)
         self.c = Counts(None, None, None, weighted=self.wcol is not None)
         self.poisson = R > 0 and (self.wcol is not None or self.calib)
+        spec_model = ctx.spec.model(prop.model) if prop.model else None
+        own = (spec_model is not None and spec_model.format != "predictions" and prop.param("rate") != "scoring"
+               and prop.param("class") is None and prop.param("threshold") is None)
+        self.fragile = batching.Fragile() if own and batching.checked(ctx.model(prop.model)) else None
         if self.poisson:  # sized before it starts: R resamples of every occupied cell are kept
             G = len(self.cellids)
             if not self.cellids.dense:  # at most one occupied cell per row
@@ -215,6 +228,8 @@ class _Counter:
         idx = self.cellids.index(values, n)
         G = len(self.cellids)
         w = rows.numeric(self.wcol) if self.wcol else None
+        if self.fragile is not None and memo.get(("fragile", prop.model)) is not None:
+            self.fragile.add(memo[("fragile", prop.model)], idx, y, w, d, seen)
         if self.wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
             from fairspec.runtime.data import DataError
 
@@ -269,11 +284,14 @@ class _Counter:
                 pad = [(0, 0)] * v.ndim
                 pad[axis] = (0, G - v.shape[axis])
                 setattr(c, f, np.pad(v, pad))
+        c.fragile = self.fragile if self.fragile is not None and self.fragile.parts else None
         if ids.dense:
             c.names = ids.names()
         else:
             order = ids.order()
             c.names = ids.names(order)
+            if c.fragile is not None:           # the fragile rows' cells in the same order
+                c.fragile.renumber(order)
             for f, axis in (("cells", 0), ("sizes", 0), ("bins", 0), ("score_sums", 0), ("boot_cells", 1),
                             ("boot_bins", 1), ("boot_sums", 1)):
                 v = getattr(c, f)
@@ -495,6 +513,10 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
                   backend="data", seconds=seconds, details=details)
     claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
     status, why_unknown = _decide(prop, c, exact, value, lo, hi, n, details)
+    if c.fragile is not None:       # rows another batching decides otherwise: the verdict under their decisions
+        batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details)
+        if batched:
+            return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
     if status == "holds":
@@ -507,6 +529,28 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def _batched(prop: ir.GroupMetric, c: Counts, eligible, R: int, n: int, status: str, value: float,
+             details: dict) -> str | None:
+    """The reason of an ``unknown`` when the verdict changes with the decisions of the rows another
+    batching of the runtime decides otherwise (:mod:`fairspec.backends.data.batching`), else None; the
+    rows and the metric's range go to ``details["batching"]`` either way."""
+    def status_of(c2: Counts):
+        v2 = float(evaluate_counts(prop, c2.cells, eligible, c2.bins, c2.score_sums)[0])
+        if np.isnan(v2):
+            return "unknown", v2
+        b2 = bootstrap(prop, c2, R, np.random.default_rng(prop.options.seed), eligible)[0]
+        b2 = b2[~np.isnan(b2)]
+        a = 1.0 - prop.options.confidence
+        lo2, hi2 = (float(np.quantile(b2, a / 2)), float(np.quantile(b2, 1 - a / 2))) if b2.size else (v2, v2)
+        x2 = _exact(prop, c2, eligible)
+        st, why = _decide(prop, c2, x2, v2, min(lo2, v2), max(hi2, v2), n, {})
+        return ("unknown" if why else st), (float(x2) if x2 is not None else v2)
+
+    reason, details["batching"] = batching.decide(prop, c, c.fragile, status, value, status_of, prop.data,
+                                                  poisson_multiplicities)
+    return reason
 
 
 def exact_cells(c: Counts) -> bool:

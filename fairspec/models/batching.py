@@ -1,0 +1,57 @@
+"""Which runtimes round one point's score differently in batches of other sizes or orders (torch on
+CPU, scikit-learn's float64 predict_proba, onnxruntime computing in float64), and how far apart two such
+evaluations are assumed to be when no error bound covers the model. Shared by the pair properties
+(:mod:`fairspec.kinds.pair_enumeration`, k-discrimination) and the group metrics on data rows
+(:mod:`fairspec.backends.data.batching`), which no kind module may be imported by."""
+
+from __future__ import annotations
+
+#: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
+#: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
+#: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
+#: :func:`batch_dependent`)
+BATCH_DEPENDENT = ("torch", "sklearn")
+
+#: a torch module or a scikit-learn model outside the runtime error model (a Tanh layer, a float16 module,
+#: a kernel SVM, ...; not a tree model, which adds in a fixed order): how far apart two evaluations of one
+#: point may be, *assumed* (no bound), per unit of the largest output magnitude over the batch
+#: (1 + max |y|), by the type it computes in; measured on Tanh MLPs (7-16-16-1): 2e-8 in float32
+ASSUMED_SPREAD = {"float64": 2.0 ** -40, "float32": 2.0 ** -12}
+#: ... for the types not listed (float16, bfloat16, mixed)
+ASSUMED_SPREAD_OTHER = 2.0 ** -4
+
+#: how every "depends on the batch" unknown ends (pairs, k-discrimination's individuals, group metrics
+#: on data rows; the soundness harness sets these unknowns apart by it)
+BATCHED = "whether the property holds depends on how the model is batched"
+
+
+def batch_dependent(model) -> bool:
+    """Does the runtime score one point differently in other batches? torch and scikit-learn
+    (:data:`BATCH_DEPENDENT`), and onnxruntime computing in float64: its float64 Sigmoid, Tanh,
+    Softmax and Exp round a value by its position in the batch (a few ulps; a network blind to the
+    protected input gave x and x' probabilities one ulp apart as positions 0 and 4 of a batch of 5),
+    and its multithreaded float64 Gemm sums by the batch's size (a 512-wide layer). In float32 and
+    float16 it scored every graph tried alike alone, in chunks of 1-64 and in one batch (Gemm and
+    MatMul up to 1,000 inputs wide, Relu, Sigmoid, Tanh, Softmax, Exp, threaded or not; the Fairify
+    networks; ``tests/test_runtime_precision.py`` keeps measuring it), so a tie there is decided on
+    its scores."""
+    fmt = getattr(model, "format", "")
+    return fmt in BATCH_DEPENDENT or fmt == "onnx" and str(getattr(model, "precision", "")) == "float64"
+
+
+def rounds_by_batch(model) -> bool:
+    """Does the runtime round a point differently in other batches, with no error bound of its own? A
+    torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
+    estimator is not a tree model (a tree model compares and adds in a fixed order per individual)."""
+    fmt = getattr(model, "format", "")
+    if fmt == "torch":
+        return True
+    if fmt == "onnx":                           # a float64 graph the error model does not cover
+        return batch_dependent(model)
+    if fmt != "sklearn":
+        return False
+    from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
+
+    est = getattr(model, "raw", None)
+    final = est.steps[-1][1] if hasattr(est, "steps") else est
+    return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
