@@ -149,3 +149,27 @@ def test_box_bounds_of_a_class_score_never_read_a_tie_as_another_class():
     net = [(np.array([[1.0, 0.0], [1.0, -1.0]]), np.zeros(2), False)]
     dec = decide_boxes(net, LO, HI, [{1: 0.0}, {1: 1.0}], [(0, 1), (1, 0)], **common)
     assert list(dec.status) == [0, 0]        # a score of 0 is no sure side, either way: left to enumeration
+
+
+@pytest.mark.parametrize("kind,seed,backend,parts", [
+    ("same", 1, "milp", ("enumeration", "enumeration", "branch and bound")),
+    ("same", 1, "smt", ("enumeration", "enumeration", "exact SMT")),
+    ("shift", 3, "milp", ("branch and bound", "enumeration", "enumeration"))])
+def test_a_proof_that_mixes_methods_names_each_class_part(tmp_path, monkeypatch, kind, seed, backend, parts):
+    """Classes proved by different methods (a class the solver proves, a class at a tie the refinement
+    enumerates) join as method ``per-class``, whose summary names each class's own proof: never one
+    method's name for all (it said "branch and bound certificate" for enumeration + exact SMT)."""
+    from fairspec.certify import METHODS
+
+    _, _, flips, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+    assert not flips and "per-class" in METHODS
+    for v in out:
+        assert v["status"] == "holds" and v["how"] == "proved", v
+        proof = v["proof"]
+        assert proof["method"] == "per-class", proof
+        assert [c["method"] for c in proof["detail"]["cases"]] == \
+            ["bab-certificate" if p == "branch and bound" else "exact-smt" if p == "exact SMT" else p for p in parts]
+        summaries = proof["detail"]["case_summaries"]
+        assert all(p in s for p, s in zip(parts, summaries)), summaries
+        text = "per-class proofs: " + "; ".join(f"class {c}: {s}" for c, s in enumerate(summaries))
+        assert v["reason"] == "certified: " + text, v["reason"]

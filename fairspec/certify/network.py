@@ -777,11 +777,13 @@ def prove_class_stable(parts: dict, K: int):
     if not all(isinstance(parts[c], Proof) for c in range(K)):
         return None
     methods = sorted({parts[c].method for c in range(K)})
-    method = methods[0] if len(methods) == 1 else "bab-certificate"
-    if method not in ("bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate"):
+    if not set(methods) <= {"bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate", "partitioned"}:
         return None
+    # the parts' one method when they share one; a mix (or partitions per class) names each part
+    method = methods[0] if len(methods) == 1 and methods[0] != "partitioned" else "per-class"
     leaves = [parts[c].detail.get("leaves") for c in range(K)]
-    detail = {"classes": K, "cases": [parts[c].to_json() for c in range(K)]}
+    detail = {"classes": K, "cases": [parts[c].to_json() for c in range(K)],
+              "case_summaries": [parts[c].summary for c in range(K)]}
     if all(isinstance(n, int) for n in leaves):
         detail["leaves"] = sum(leaves)
     return _mint(method, f"the predicted class (argmax of {K} outputs, first largest on ties) is the same for "

@@ -30,6 +30,9 @@ METHODS = {
     "partitioned": "one proof per box of a partition of the domain (each of the methods above), each about the "
                    "whole claim restricted to its box; certify checked the boxes cover the domain exactly once "
                    "and cut only inputs a pair shares",
+    "per-class": "one proof per class c (each of the methods above) that no admissible pair has class c on one "
+                 "side only; certify checked every class has its proof, so a pair whose predicted class changes "
+                 "is one of these cases",
 }
 
 
@@ -69,6 +72,8 @@ class Proof:
                 return f"the domain as one box, certified ({', '.join(d['by_method'])})"
             each = ", ".join(f"{m} x {k:,}" for m, k in d["by_method"].items())
             return f"{d['partitions']:,} partitions, each certified ({each})"
+        if self.method == "per-class" and isinstance(d.get("case_summaries"), list):
+            return "per-class proofs: " + "; ".join(f"class {c}: {s}" for c, s in enumerate(d["case_summaries"]))
         if self.method == "enumeration":
             n = d.get("count")
             unit = d.get("unit", "points")
@@ -81,7 +86,7 @@ class Proof:
             return f"branch and bound, {n:,} certified leaves" if isinstance(n, int) else "branch and bound certificate"
         return {"exact-arithmetic": "exact arithmetic", "interval": "rigorous interval bounds",
                 "lp-certificate": "LP certificate", "exact-smt": "exact SMT",
-                "partitioned": "partitions, each certified"}[self.method]
+                "partitioned": "partitions, each certified", "per-class": "per-class proofs"}[self.method]
 
     def __hash__(self):
         return hash((self.method, self.claim))
