@@ -768,30 +768,20 @@ def _codes_as_variables(enc):
     return dc_replace(enc, columns=tuple(cols))
 
 
-class _Replay:
-    """``(x, x') -> bool`` on the runtime (fairspec.kinds.pair_runtime.replayer); ``full`` also gives the
-    encoded pair and its scores, ``many(X, X')`` the same answers for many pairs scored in one batch
-    (fairspec.kinds.pair_runtime.batch_replayer)."""
-
-    def __init__(self, fn, many=None):
-        self.full = fn
-        self.many = many
-
-    def __call__(self, x, xp) -> bool:
-        return self.full(x, xp)[0]
-
-
 def _with_replay(runtime, prop, ctx, enc, low, problem):
+    """``runtime`` with the replay of pairs on the model's runtime (one pair, and many in one batch with the
+    pairs another batch may decide otherwise replayed alone) and the batch scorer."""
     from dataclasses import replace as dc_replace
 
     from fairspec.kinds.pair_enumeration import batch_unsure, fragile_pair
-    from fairspec.kinds.pair_runtime import batch_replayer, batch_scorer, encoder, pair_precondition, replayer
+    from fairspec.kinds.pair_runtime import (Replay, batch_replayer, batch_scorer, encoder, pair_precondition,
+                                             replayer)
 
     model = ctx.model(prop.model)
     pre = pair_precondition(prop, enc, low, problem)
     one = replayer(prop, model, enc, low, pre, fragile=fragile_pair)
     unsure = batch_unsure(prop, model, encoder(enc, low))
-    return dc_replace(runtime, replay=_Replay(one, batch_replayer(prop, model, enc, low, pre, one, unsure)),
+    return dc_replace(runtime, replay=Replay(one, batch_replayer(prop, model, enc, low, pre, one, unsure)),
                       scores=batch_scorer(prop, model, enc, low, unsure=unsure))
 
 

@@ -422,3 +422,16 @@ def encoder(enc: ir.Encoding, low):
         return encode(enc, feature_values(low, enc, V), V.shape[0])
 
     return encoded
+
+
+class Replay:
+    """``(x, x') -> bool`` on the runtime (:func:`replayer`); ``full`` also gives the
+    encoded pair and its scores, ``many(X, X')`` the same answers for many pairs scored in one batch
+    (:func:`batch_replayer`)."""
+
+    def __init__(self, fn, many=None):
+        self.full = fn
+        self.many = many
+
+    def __call__(self, x, xp) -> bool:
+        return self.full(x, xp)[0]
