@@ -297,6 +297,13 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                               f"on the runtime (found by the softmax branch and bound)")
     if len(proofs) == len(classes):
         proof = proofs[classes[0]] if len(classes) == 1 else join_class_prob(proofs, K, prop.eps, op)
+        if proof is not None and mode == "maximize" and value is not None and "bound" not in extra:
+            # a class without a certified bound: the proof says no pair moves a probability beyond eps
+            from fairspec.kinds.pair_runtime import threshold_interval
+
+            thr, details["maximum"] = threshold_interval("prob", prop.eps, op == "<", value)
+            extra = {} if thr is None else {"bound": (value, thr)}
+            value = value if thr is not None else None
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, backend=backend,
                            seconds=seconds, details=details, proof=proof, **extra,
