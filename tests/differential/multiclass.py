@@ -168,6 +168,21 @@ def _diff_truth(v: np.ndarray, P, ps: PairSpec, op: str, eps: str):
     return ("violated" if viol else "holds"), best, n
 
 
+def _class_scores(Y: np.ndarray) -> list:
+    """Per class c, the runtime's class score of every point as fairspec's maximize measures it
+    (README: max over c of min(g_c(x), -g_c(x'))): g_c = min over j != c of y_c - y_j, positive
+    exactly when c is the first largest column (a tie won by c scores the smallest positive float, a
+    tie lost scores 0). The differences of float32 logits are exact in float64."""
+    Y = np.asarray(Y, dtype=np.float64)
+    first = np.argmax(Y, axis=1)
+    out = []
+    for c in range(Y.shape[1]):
+        g = (Y[:, c][:, None] - np.delete(Y, c, axis=1)).min(axis=1)
+        wins = first == c
+        out.append(np.where(wins & (g <= 0), 5e-324, np.where(~wins & (g > 0), 0.0, g)))
+    return out
+
+
 def _class_checker(fs, P, ps, k):
     """The witness check of the class post: networks' checker with the class as a 0/1 'label'."""
     from .networks import Outputs
@@ -227,14 +242,20 @@ def generate(seed: int, n_props: int = 6) -> Instance:
             post = "class_prob"
         else:
             n, viol = 0, False
+            G = _class_scores(Y) if mode == "maximize" and head == "logit2" else None
+            value = None
             for idx in pair_groups(P, ps):
                 M = admissible(P, idx, ps)
                 n += int(M.sum())
                 viol |= bool(np.any(M & (k[idx][:, None] != k[idx][None, :])))
+                if G is not None and M.any():
+                    m = max(float(np.max(np.where(M, np.minimum(g[idx][:, None], -g[idx][None, :]), -np.inf)))
+                            for g in G)
+                    value = m if value is None else max(value, m)
             status = "violated" if viol else "holds"
             ensure = "class(m(x)) == class(m(x'))"
             check = _class_checker(fs, P, ps, k)
-            value, op, eps, post, exact_value = None, None, None, "class", None
+            op, eps, post, exact_value = None, None, "class", None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
                       domain=size, pairs=n, exact=exact_value)
         meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
