@@ -184,8 +184,8 @@ def _check_interval(prop: Prop, o: Outcome, v: dict):
     * ``details.maximum`` calling the value the maximum ("proved", "exact ...") needs ends that meet
       at T (hi - lo within 1e-7 relative, fairspec's own rule, plus the batch allowance): else ``interval``;
     * a value with no upper end is the maximum only when ``details.maximum`` does not say otherwise
-      ("not proved", "no certified upper bound", ...): then it must be T (``max-below`` /
-      ``max-not-exact``), else it is only a lower end.
+      ("not proved", "no certified upper bound", ...) and no ``details.best_value`` calls it the best
+      found: then it must be T (``max-below`` / ``max-not-exact``), else it is only a lower end.
     """
     t = prop.truth
     if t.exact is None and not math.isfinite(t.value):
@@ -220,7 +220,7 @@ def _check_interval(prop: Prop, o: Outcome, v: dict):
     if claims and lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
         if exact(hi) - exact(lo) > Fraction(1, 10 ** 7) * scale + above + slack:
             return "interval", f"details.maximum says {said!r}, but the ends {[lo, hi]} do not meet at {float(T)!r}"
-    if hi is None and val is not None and math.isfinite(val) and not said:
+    if hi is None and val is not None and math.isfinite(val) and not said and "best_value" not in details:
         # a value alone, nothing saying it is not the maximum: it claims to be it
         if exact(val) < exact(float(T)) - slack:
             return "max-below", f"the reported maximum {val!r} is below the true maximum {float(T)!r}"
