@@ -205,3 +205,24 @@ def test_a_class_holds_without_a_bound_gives_the_threshold(tmp_path, monkeypatch
     real = mc.solve_class
     monkeypatch.setattr(mc, "solve_class", lambda *a, **k: dataclasses.replace(real(*a, **k), bound=float("inf")))
     test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, 7, stub=True)
+
+
+@pytest.mark.parametrize("enumerate_pairs", [True, False])
+def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeypatch, enumerate_pairs):
+    """The harness's multiclass-4-p6 (|prob(m(x), 0) - prob(m(x'), 0)| < 1.0 on a logit head: the softmax
+    computed in float64): the largest difference's nearest float lies 2**-55 above its exact value. The
+    enumeration and the softmax branch and bound reported it as the lower end; it is the float at or
+    below it now (the value stays the nearest), the interval holding the exact maximum."""
+    from fractions import Fraction
+
+    from differential import multiclass
+    from differential.judge import run_instance
+
+    if not enumerate_pairs:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    inst = multiclass.generate(4)
+    (o,) = run_instance(inst, tmp_path, only=["p6"])
+    T = next(p for p in inst.props if p.name == "p6").truth.exact
+    assert Fraction(o.value) > T, "the case: the nearest float lies above the exact maximum"
+    assert o.klass == "correct", (o.defect, o.why, o.bound)
+    assert Fraction(o.bound[0]) <= T <= Fraction(o.bound[1]), o.bound
