@@ -226,3 +226,19 @@ def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeyp
     assert Fraction(o.value) > T, "the case: the nearest float lies above the exact maximum"
     assert o.klass == "correct", (o.defect, o.why, o.bound)
     assert Fraction(o.bound[0]) <= T <= Fraction(o.bound[1]), o.bound
+
+
+@pytest.mark.parametrize("case", ["regression-solver-38000022-p2", "regression-solver-38000024-p0"])
+def test_an_smt_violated_maximum_reports_its_best_pair(tmp_path, case):
+    """using smt, mode = maximize on a torch regressor (the harness's cases): the witness was the decision's
+    first violation (measure 1.375) while the interval's "proved" was about the best pair (5.140625) and
+    the certified bound: the reported lower end, the witness's measure, lay far below the maximum that
+    details.maximum called proved. The best pair, a violation too, is the witness now."""
+    from differential import campaign
+    from differential.judge import run_instance
+
+    fam, seed, name = case.rsplit("-", 2)
+    inst = campaign.families()[fam](int(seed))
+    (o,) = run_instance(inst, tmp_path, only=[name])
+    assert o.status == "violated" and o.klass == "correct", (o.defect, o.why, o.bound)
+    assert o.value == o.truth_value == o.bound[0], (o.value, o.truth_value, o.bound)
