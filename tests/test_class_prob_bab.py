@@ -220,3 +220,33 @@ def test_end_to_end_agrees_with_enumeration(tmp_path, seed, monkeypatch):
             assert w.features["sex"] != w.features_prime["sex"] and w.replayed_by == "onnxruntime"
         if t.bound is not None and g.bound is not None:
             assert g.bound[0] <= t.bound[1] + 1e-15 and t.bound[0] <= g.bound[1] + 1e-15, (name, g.bound, t.bound)
+
+
+def test_a_holds_without_a_certified_bound_gives_the_threshold(tmp_path, monkeypatch):
+    """The softmax branch and bound's per-class bound stubbed away (certify bounded no maximum, only
+    proved the claim): a maximize that holds (proved) reports [best replayed, eps], eps the upper end
+    its proof gives (no pair moves a probability beyond it), not called the maximum."""
+    from dataclasses import replace
+
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import fairspec.certify.class_prob as ccp
+    from fairspec import pipeline
+    from onnx_nets import mlp_model
+
+    layers = _net(np.random.default_rng(100), 4, 4, 3)
+    m = mlp_model(layers, "Identity", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    spec = tmp_path / "s.fair"
+    spec.write_text(_E2E.replace("SCORE", "logit") + _e2e_props(0, [(None, "<", "0.5", "maximize"),
+                                                                     (1, "<=", "0.3", "maximize")]))
+    real = ccp.bound_class_prob
+    monkeypatch.setattr(ccp, "bound_class_prob", lambda *a, **k: replace(real(*a, **k), bound=None))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    got = [v for v in pipeline.check(spec).verdicts if v.status == "holds"]
+    assert got, "a maximize that holds"
+    for v in got:
+        lo, hi = v.bound
+        assert v.how == "proved" and lo == v.value and hi in (0.5, float.fromhex("0x1.3333333333334p-2")), v.bound
+        assert "threshold" in v.details["maximum"], v.details

@@ -50,7 +50,8 @@ def test_a_missing_verdict_is_wrong():
     ([1.5, 2.0], 1.5, ""),                    # [best replayed, certified upper bound] around the truth 2
     ([2.0, 2.0], 2.0, ""),
     ([1.0, 1.75], 1.0, "max-below"),           # the "certified" bound is below a real pair
-    ([2.5, 3.0], 2.5, "max-not-exact"),        # a replayed value above the true maximum
+    ([2.5, 3.0], 2.5, "interval"),             # a replayed value above the true maximum
+    (None, 2.5, "max-not-exact"),              # a value alone above it
     (None, 1.75, "max-below"),                 # a value alone claims to be the maximum
     (None, 2.0, ""),
 ])
@@ -58,6 +59,47 @@ def test_maximize(bound, value, defect):
     o = judge_verdict(_prop("violated", value=2.0, kind="max", witness=lambda w: None),
                       {"status": "violated", "value": value, "bound": bound, "witness": {"x": 1}}, BASE)
     assert o.defect == defect, o.why
+
+
+def _max(verdict, value=2.0, exact=None, slack=0, runtime="onnx"):
+    p = Prop("p", "t", "", Truth("holds", value=value, value_kind="max", domain=10, exact=exact, slack=slack),
+             {"runtime": runtime})
+    return judge_verdict(p, {"status": "holds", "how": "proved", "proof": PROOF, **verdict}, BASE)
+
+
+def test_a_maximize_interval_is_judged_exactly():
+    import math
+
+    # the true maximum lies just below the float 0.1, its nearest float: 0.1 is a value, not a lower end
+    T = Fraction(0.1) - Fraction(1, 2 ** 70)
+    down = math.nextafter(0.1, 0)
+    assert _max({"value": 0.1, "bound": [down, 0.1]}, value=0.1, exact=T).defect == ""
+    got = _max({"value": 0.1, "bound": [0.1, 0.1]}, value=0.1, exact=T)
+    assert got.defect == "interval" and "lower end" in got.why, got.why
+    got = _max({"value": down, "bound": [down, down]}, value=0.1, exact=T)
+    assert got.defect == "max-below", got.why
+    # an upper end one float below the truth is below it, exactly
+    got = _max({"value": 1.5, "bound": [1.5, math.nextafter(2.0, 0)]})
+    assert got.defect == "max-below"
+    # a lower end one float above the truth on an exact runtime is above it ...
+    got = _max({"value": 2.0, "bound": [math.nextafter(2.0, 3), 2.5]})
+    assert got.defect == "interval", got.why
+    # ... but within a batched runtime's spread it is the maximum of another batch (README 'Whatever the batch')
+    got = _max({"value": 2.0, "bound": [math.nextafter(2.0, 3), 2.5]}, runtime="torch")
+    assert got.defect == "", got.why
+    # the truth's own slack (a real sigmoid) in fairspec's favour
+    assert _max({"value": 2.0, "bound": [2.0 + 2 ** -45, 2.5]}, slack=Fraction(1, 2 ** 39)).defect == ""
+
+
+def test_a_maximum_called_proved_needs_ends_that_meet():
+    got = _max({"value": 1.5, "bound": [1.5, 2.5], "details": {"maximum": "proved"}})
+    assert got.defect == "interval" and "do not meet" in got.why
+    assert _max({"value": 2.0, "bound": [2.0, 2.0], "details": {"maximum": "proved"}}).defect == ""
+    ok = {"value": 1.5, "bound": [1.5, 2.5], "details": {"maximum": "not proved: [best pair, bound]"}}
+    assert _max(ok).defect == ""
+    # no upper end: a value below the maximum is only a lower end when details.maximum says so
+    assert _max({"value": 1.5, "details": {"maximum": "no certified upper bound; ..."}}).defect == ""
+    assert _max({"value": 1.5}).defect == "max-below"
 
 
 def test_exact_values_are_compared_exactly():

@@ -104,19 +104,23 @@ def test_the_interval_holds_the_runtimes_maximum(tmp_path, monkeypatch, seed, at
 
 
 def test_a_solvers_bound_that_certify_did_not_give_is_no_upper_end(tmp_path, monkeypatch):
-    """certify bounds nothing (its branch and bound stubbed to give up): the MILP's float64 bound goes
-    to details.solver_upper_bound, labelled, and the interval has no upper end."""
+    """certify bounds nothing (its branch and bound stubbed to give up): the MILP's float64 bound is
+    never the interval's upper end; the holds' proof that no pair exceeds the threshold is (the
+    threshold as written, rounded up: 0.3 is 3/10, above the float 0.3), not called the maximum."""
     import math
+    from fractions import Fraction
 
     import fairspec.backends.pair.certify as pc
 
-    _net(tmp_path, SEEDS[0])
+    top, _ = _net(tmp_path, SEEDS[0])
     monkeypatch.setattr(pc, "certified_bound", lambda problem, left: (math.inf, None, None))
-    v = _check(tmp_path, monkeypatch, 0.9)
-    assert v.get("bound") is None, v
-    assert v["value"] is None, v
-    assert isinstance(v["details"]["solver_upper_bound"], float), v
-    assert "unverified" in v["details"]["maximum"], v
+    for eps in (0.9, 0.3):
+        v = _check(tmp_path, monkeypatch, eps)
+        assert v["status"] == "holds" and v["how"] == "proved", v
+        lo, hi = v["bound"]
+        assert lo == v["value"] and lo <= top <= hi, v
+        assert Fraction(hi) >= Fraction(str(eps)) and math.nextafter(hi, 0) < Fraction(str(eps)), v
+        assert "threshold" in v["details"]["maximum"] and not v["details"]["maximum"].startswith("proved"), v
 
 
 def test_an_unreported_witness_gives_its_runtime_measure(tmp_path, monkeypatch):
@@ -153,7 +157,7 @@ property p {
 
 
 @pytest.mark.parametrize("seed", [7, 9, 10])
-def test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, seed):
+def test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, seed, stub=False):
     """A float32 4-6-3 ONNX network whose class never changes (holds, certified): the largest
     min(g_c(x), -g_c(x')) on onnxruntime's logits by brute force lies inside the interval (these seeds'
     float64 value lay above it, and details.maximum said "proved" across a gap of about 1e-5)."""
@@ -187,3 +191,54 @@ def test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, seed):
     lo, hi = v.bound
     assert lo <= truth <= hi and v.value == lo, (lo, truth, hi)
     assert v.details["maximum"] != "proved" or hi - lo <= 1e-7, v.details
+    if stub:       # no certified bound: the proof that no pair changes class bounds the measure by 0
+        assert hi == 0.0 and "threshold" in v.details["maximum"], v.details
+
+
+def test_a_class_holds_without_a_bound_gives_the_threshold(tmp_path, monkeypatch):
+    """solve_class's certified bound stubbed to infinity (certify bounded nothing): the certified
+    holds still says no pair changes class, i.e. no min(g_c(x), -g_c(x')) above 0."""
+    import dataclasses
+
+    import fairspec.backends.pair.multiclass as mc
+
+    real = mc.solve_class
+    monkeypatch.setattr(mc, "solve_class", lambda *a, **k: dataclasses.replace(real(*a, **k), bound=float("inf")))
+    test_a_class_maximum_holds_the_runtimes(tmp_path, monkeypatch, 7, stub=True)
+
+
+@pytest.mark.parametrize("enumerate_pairs", [True, False])
+def test_a_lower_end_is_not_above_the_exact_largest_difference(tmp_path, monkeypatch, enumerate_pairs):
+    """The harness's multiclass-4-p6 (|prob(m(x), 0) - prob(m(x'), 0)| < 1.0 on a logit head: the softmax
+    computed in float64): the largest difference's nearest float lies 2**-55 above its exact value. The
+    enumeration and the softmax branch and bound reported it as the lower end; it is the float at or
+    below it now (the value stays the nearest), the interval holding the exact maximum."""
+    from fractions import Fraction
+
+    from differential import multiclass
+    from differential.judge import run_instance
+
+    if not enumerate_pairs:
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    inst = multiclass.generate(4)
+    (o,) = run_instance(inst, tmp_path, only=["p6"])
+    T = next(p for p in inst.props if p.name == "p6").truth.exact
+    assert Fraction(o.value) > T, "the case: the nearest float lies above the exact maximum"
+    assert o.klass == "correct", (o.defect, o.why, o.bound)
+    assert Fraction(o.bound[0]) <= T <= Fraction(o.bound[1]), o.bound
+
+
+@pytest.mark.parametrize("case", ["regression-solver-38000022-p2", "regression-solver-38000024-p0"])
+def test_an_smt_violated_maximum_reports_its_best_pair(tmp_path, case):
+    """using smt, mode = maximize on a torch regressor (the harness's cases): the witness was the decision's
+    first violation (measure 1.375) while the interval's "proved" was about the best pair (5.140625) and
+    the certified bound: the reported lower end, the witness's measure, lay far below the maximum that
+    details.maximum called proved. The best pair, a violation too, is the witness now."""
+    from differential import campaign
+    from differential.judge import run_instance
+
+    fam, seed, name = case.rsplit("-", 2)
+    inst = campaign.families()[fam](int(seed))
+    (o,) = run_instance(inst, tmp_path, only=[name])
+    assert o.status == "violated" and o.klass == "correct", (o.defect, o.why, o.bound)
+    assert o.value == o.truth_value == o.bound[0], (o.value, o.truth_value, o.bound)

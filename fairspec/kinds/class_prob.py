@@ -129,9 +129,11 @@ def _pair_value(prop, c, model, w) -> float | None:
 
 def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, kind) -> Verdict:
     from dataclasses import replace
+    from fractions import Fraction
 
     from fairspec.backends.pair import PairProblem, precondition_holds
     from fairspec.certify.class_prob import ClassProbQuery, bound_class_prob, join_class_prob
+    from fairspec.certify.rounding import float_down
     from fairspec.kinds.pair_runtime import runtime_precision
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
@@ -227,7 +229,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         budget = 0.5 if deadline is None else max(0.05, min(0.5, 0.05 * (deadline - time.monotonic())))
         stop = None if mode == "maximize" else float(prop.eps) * (1.0 + 1e-9)
         best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget, stop_above=stop)
-        best_val, best_w = -math.inf, None
+        best_val, best_near, best_w = -math.inf, -math.inf, None
         for c in classes:
             v, x, xp = best[c]
             if x is None:
@@ -260,8 +262,11 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                 X2 = encoded(np.vstack(pair))
                 P = np.asarray(model.class_probabilities(X2), dtype=np.float64)[:, c]
                 ok, _ = precondition_holds(pre, pair[0], pair[1], tol=0.0)
-                if ok and abs(float(P[0] - P[1])) > best_val:
-                    best_val = abs(float(P[0] - P[1]))
+                if ok and abs(float(P[0] - P[1])) > best_near:
+                    # the lower end is the float at or below the exact difference (the nearest, the
+                    # value, may lie above every pair's)
+                    best_near = abs(float(P[0] - P[1]))
+                    best_val = float_down(abs(Fraction(float(P[0])) - Fraction(float(P[1]))))
                     best_w = pair
             if r.status == "violated" and r.pair is not None:
                 w = replay(r.pair[0], r.pair[1], c)
@@ -284,7 +289,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     if mode == "maximize" and math.isfinite(best_val):
         bound = max(bounds) if len(bounds) == len(classes) else math.inf
         bound = max(bound, best_val)
-        value = best_val
+        value = best_near
         if math.isfinite(bound):
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"
@@ -297,6 +302,13 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                               f"on the runtime (found by the softmax branch and bound)")
     if len(proofs) == len(classes):
         proof = proofs[classes[0]] if len(classes) == 1 else join_class_prob(proofs, K, prop.eps, op)
+        if proof is not None and mode == "maximize" and value is not None and "bound" not in extra:
+            # a class without a certified bound: the proof says no pair moves a probability beyond eps
+            from fairspec.kinds.pair_runtime import threshold_interval
+
+            thr, details["maximum"] = threshold_interval("prob", prop.eps, op == "<", best_val)
+            extra = {} if thr is None else {"bound": (best_val, thr)}
+            value = value if thr is not None else None
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", value=value, backend=backend,
                            seconds=seconds, details=details, proof=proof, **extra,

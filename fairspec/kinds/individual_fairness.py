@@ -299,6 +299,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                     ctx.model(prop.model), runtime)
     if trees is None and runtime is not None and mode == "maximize" and res.status != "violated":
         res = _replayed_lower_end(prop, ctx.model(prop.model), runtime, res)
+        if res.status == "holds" and res.proof is not None and res.bound is None and res.value is not None:
+            # no certified bound of its own: the proof says no pair exceeds the threshold, an upper end
+            from fairspec.kinds.pair_runtime import threshold_interval
+
+            thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, res.value)
+            res = replace(res, bound=thr, value=res.value if thr is not None else None,
+                          stats={**(res.stats or {}), "maximum": note})
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0
@@ -569,8 +576,7 @@ def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
       measure), the certified upper bound kept as the interval's upper end (milp.maximize's ``bound``:
       certify's, or None), not proved;
     * else ``res`` with why the refinement did not decide it."""
-    from fairspec.backends.pair.drivers import threshold
-    from fairspec.kinds.pair_runtime import runtime_pair_value
+    from fairspec.kinds.pair_runtime import runtime_pair_value, threshold_interval
 
     tie = _decide_at_a_tie(prop, problem, res, seconds, situation="the largest measure lay at the threshold within "
                            "the solver's tolerance or the runtime's rounding")
@@ -578,23 +584,14 @@ def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
         return replace(tie, bound=None if res.bound is None else max(float(res.bound), float(tie.value)))
     if tie.status != "holds":
         return tie
-    thr = threshold(problem.post, problem.eps)
     lo = None
     if res.best is not None:
         _, _, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
         lo = None if s is None else runtime_pair_value(prop, model, s)
-    if lo is not None and (lo > thr or lo == thr and problem.eps_strict and problem.post != "label"):
-        return replace(res, reason=f"{res.reason}; the refinement proves the property, but the solver's best pair "
-                       f"measures {lo!r} on the runtime, beyond the threshold {thr!r}: not reported")
-    if lo is None:
-        note = ("no value: the refinement proves no pair exceeds the threshold, but the solver's best pair gave "
-                "no measure on the runtime")
-    elif lo == thr:
-        note = ("proved: a pair the runtime scores at the threshold, and the refinement's proof that no pair "
-                "exceeds it in any batch")
-    else:
-        note = "[best pair replayed on the runtime, the threshold the refinement proves no pair exceeds]"
-    return replace(tie, value=lo, bound=None if lo is None else thr, best=res.best,
+    thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, lo, "the refinement's proof")
+    if thr is None and lo is not None:
+        return replace(res, reason=f"{res.reason}; the refinement proves the property, but {note}: not reported")
+    return replace(tie, value=lo if thr is not None else None, bound=thr, best=res.best,
                    stats={**tie.stats, "maximum": note})
 
 

@@ -173,7 +173,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     extra = {}
     if mode == "maximize" and res.bound is not None and not math.isfinite(res.bound):
         res = replace(res, bound=None)         # a class without a certified bound: no upper end
-    value = res.value
+    value, threshold_note = res.value, None
     if mode == "maximize" and raw.final != "none":
         # the class measure is on the logits, which a softmax runtime does not output: no value, as for a
         # label post on a probability
@@ -190,6 +190,13 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         if value is not None and res.bound is not None and value > res.bound:
             value = None
         res = replace(res, value=value)
+        if res.status == "holds" and res.proof is not None and res.bound is None and value is not None:
+            # no certified bound of its own: the proof says no pair changes class, so no measure exceeds 0
+            from fairspec.kinds.pair_runtime import threshold_interval
+
+            thr, note = threshold_interval("class", None, False, value)
+            res = replace(res, bound=thr, value=value if thr is not None else None)
+            threshold_note = note
     if mode == "maximize":
         if res.bound is not None and res.value is not None:
             extra["bound"] = (float(res.value), float(res.bound))
@@ -199,6 +206,8 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
             details["maximum"] = ("proved" if met else
                                   "not proved: [best pair replayed on the runtime, certified upper bound]")
             details["measure"] = "max over classes c of min(g_c(x), -g_c(x')), g_c = y_c - max_{j != c} y_j"
+            if threshold_note:
+                details["maximum"] = threshold_note
         else:
             value = None
     if res.status == "violated" and res.witness is not None:

@@ -587,8 +587,16 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             # rounding is monotone: the float maximum is within one rounding of the exact one (and is
             # it when every pair at the float maximum was subtracted exactly: _exact_at_max)
             lo, hi = value, math.nextafter(value + 2 * spread, math.inf)
-            if spread == 0 and _exact_at_max(s[a], s[b], m, value):
-                hi = value
+            if _exact_at_max(s[a], s[b], m, value):
+                hi = value if spread == 0 else hi
+            else:
+                # the nearest float of the best pair's exact difference may lie half an ulp above every
+                # pair's (tree_pairs.exact_maximum's rule): the lower end is the float at or below it
+                from fractions import Fraction
+
+                from fairspec.certify.rounding import float_down
+
+                lo = float_down(Fraction(float(s[a][k])) - Fraction(float(s[b][k])))
         bound = (lo, hi) if mode == "maximize" else None
     elif count == 0:
         value = -math.inf if mode == "maximize" else None

@@ -243,6 +243,41 @@ def best_pair_value(prop: ir.IndividualFairness, model, replay_full, pair) -> fl
     return None if s is None else runtime_pair_value(prop, model, s)
 
 
+def proved_threshold(post: str, eps) -> float:
+    """The smallest float at or above the threshold a ``holds (proved)`` bounds every pair's measure by:
+    0 for ``label`` / ``class`` (no pair flips: ``min(z, -z')`` is at most 0), else the spec's
+    ``eps`` read exactly as written and rounded up (``0.3`` is 3/10, above the float 0.3)."""
+    if post in ("label", "class"):
+        return 0.0
+    from fairspec.certify.exact import threshold_of
+    from fairspec.certify.rounding import float_up
+
+    return float_up(threshold_of(eps))
+
+
+def threshold_interval(post: str, eps, strict: bool, lo, who: str = "the proof"):
+    """maximize's interval when a ``holds (proved)`` has no certified bound of its own: ``(bound, note)``
+    with the bound :func:`proved_threshold` (no pair exceeds it, in any batch: the proof's claim), the
+    lower end ``lo`` (the best pair replayed on the runtime); ``(None, why)`` when ``lo`` is missing or
+    lies beyond the threshold (a contradiction, reported as none)."""
+    thr = proved_threshold(post, eps)
+    if lo is None:
+        return None, f"no value: {who} shows no pair exceeds the threshold, but the best pair gave no measure on the runtime"
+    if lo > thr or lo == thr and strict and post not in ("label", "class"):
+        return None, f"the best pair measures {lo!r} on the runtime, beyond the threshold {thr!r} {who} bounds it by"
+    if lo == thr and (post in ("label", "class") or _exactly(eps, thr)):
+        return thr, f"proved: a pair the runtime scores at the threshold, and {who} that no pair exceeds it"
+    return thr, f"[best pair replayed on the runtime, the threshold {who} says no pair exceeds]"
+
+
+def _exactly(eps, x: float) -> bool:
+    from fractions import Fraction
+
+    from fairspec.certify.exact import threshold_of
+
+    return threshold_of(eps) == Fraction(x)
+
+
 def runtime_class_value(Y) -> float | None:
     """The ``class`` measure of a replayed pair from the runtime's logit rows ``Y`` (2, K): the larger
     over classes c and the pair's two orders of ``min(g_c(x), -g_c(x'))``, g_c the class score as

@@ -300,7 +300,7 @@ def issue_class(o: dict) -> str:
         if "counterfactuals of one individual" in why:
             return "5 witness is no domain point"
         return "4 witness does not replay on the runtime"
-    if d in ("max-below", "max-not-exact"):
+    if d in ("max-below", "max-not-exact", "interval"):
         if "data rows" in reason:
             return "1 maximize reports the data stage's share"
         if o.get("value") is not None and o.get("truth_value") is not None and \

@@ -79,6 +79,33 @@ OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a >
        "==": lambda a, b: a == b}
 
 
+def near_max_pairs(D: np.ndarray, M: np.ndarray, values: np.ndarray, rel: float = 1e-12) -> np.ndarray:
+    """The admissible pairs (rows of (a, b) indices) whose float measure ``D`` lies within ``rel`` of the
+    largest, one per distinct pair of scores ``(values[a], values[b])``: the pair of the exact maximum
+    is among them (rounding is monotone, and the float measure is within far less than ``rel`` of the
+    exact one), as are its ties."""
+    Dm = np.where(M, D, -np.inf)
+    top = float(np.max(Dm)) if Dm.size else -np.inf
+    if not np.isfinite(top):
+        return np.zeros((0, 2), dtype=np.int64)
+    ab = np.argwhere(M & (Dm >= top - rel * max(1.0, abs(top))))
+    _, first = np.unique(np.stack([values[ab[:, 0]], values[ab[:, 1]]], axis=1), axis=0, return_index=True)
+    return ab[np.sort(first)]
+
+
+def exact_max(pairs, measure, cap: int = 20000):
+    """The largest exact ``measure(a, b)`` (a Fraction, or None if some is None) over ``pairs`` (each
+    pair once per distinct measure input, at most ``cap`` of them) and its pair."""
+    best = None
+    for a, b in list(pairs)[:cap]:
+        d = measure(int(a), int(b))
+        if d is None:
+            return None
+        if best is None or d > best[0]:
+            best = (d, int(a), int(b))
+    return best
+
+
 def claim_holds(value, op: str, threshold) -> bool:
     """``value op threshold`` decided exactly (both read as exact rationals)."""
     return OPS[op](exact(value), exact(threshold))
@@ -245,6 +272,8 @@ class Truth:
     pairs: int = 0
     note: str = ""
     exact: object = None            # the exact value (a Fraction) where value is a rounding of it
+    slack: object = 0               # how far the exact value may be off the truth's own arithmetic (a
+                                    # real sigmoid evaluated in mpmath), judged in fairspec's favour
 
 
 @dataclass

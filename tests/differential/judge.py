@@ -9,7 +9,9 @@ Classes of an outcome:
   truth holds), ``bad-witness`` (not a domain point, breaks the pre-condition, or does not
   reproduce on the runtime), ``false-estimate`` (holds (estimated) whose interval excludes
   the truth), ``max-below`` (a maximize bound / proved maximum below the true maximum),
-  ``max-not-exact`` (a value called the maximum that is not), ``value-wrong`` (an exact value
+  ``max-not-exact`` (a value called the maximum that is not), ``interval`` (a maximize
+  interval's lower end or value above the true maximum, or ends called the maximum that do not meet
+  at it), ``value-wrong`` (an exact value
   that is not the truth), ``no-proof`` (``holds (proved)`` without a certify Proof, true or
   not: the charter's contract), ``crash`` (an internal error / exit 4 / exception), ``hang`` (the
   run outlived every budget it was given), ``missing`` (no verdict for the property)
@@ -133,26 +135,7 @@ def _check_value(prop: Prop, o: Outcome, v: dict):
         return None
     truth = t.value
     if t.value_kind == "max":
-        # maximize: an interval [best replayed value, certified upper bound] when the verdict
-        # carries one; a value alone is a claim that it is the maximum (holds or violated)
-        scale = max(1.0, abs(truth)) if math.isfinite(truth) else 1.0
-        b = v.get("bound")
-        if b is not None and len(b) == 2 and _num(b[1]) is not None:
-            lo, hi = _num(b[0]), _num(b[1])
-            if hi < truth - 1e-12 * scale:
-                return "max-below", f"the certified upper bound {hi!r} is below the true maximum {truth!r}"
-            if lo is not None and lo > truth + TOL_MAX_ABOVE * scale:
-                return "max-not-exact", f"the best replayed value {lo!r} is above the true maximum {truth!r}"
-            if o.value is not None and o.value > truth + TOL_MAX_ABOVE * scale:
-                return "max-not-exact", f"the reported value {o.value!r} is above the true maximum {truth!r}"
-            return None
-        if o.value is None or not math.isfinite(o.value) or not math.isfinite(truth):
-            return None
-        if o.value > truth + TOL_MAX_ABOVE * scale:
-            return "max-not-exact", f"the reported maximum {o.value!r} is above the true maximum {truth!r}"
-        if o.value < truth - 1e-12 * scale:
-            return "max-below", f"the reported maximum {o.value!r} is below the true maximum {truth!r}"
-        return None
+        return _check_interval(prop, o, v)
     if t.value_kind == "metric":
         want = t.exact if t.exact is not None else exact(truth)
         if o.value is not None and (o.how == "proved" or prop.meta.get("point_value")):
@@ -177,6 +160,70 @@ def _check_value(prop: Prop, o: Outcome, v: dict):
         if o.value is not None and o.value > truth:
             return "value-wrong", f"the reported k {o.value!r} exceeds the true max k {truth!r}"
         return None
+    return None
+
+
+def _batched(prop: Prop) -> bool:
+    """Does the property's runtime round a point by the batch it is scored in (campaign.is_batch_tie's
+    rule: torch, scikit-learn, an ONNX graph in float64)?"""
+    m = prop.meta
+    return m.get("runtime") in ("torch", "sklearn") or (m.get("runtime") == "onnx" and m.get("dtype") == "float64")
+
+
+def _check_interval(prop: Prop, o: Outcome, v: dict):
+    """A maximize verdict against the true maximum T (``Truth.exact``, else the float ``Truth.value``;
+    ``Truth.slack``: the truth's own documented imprecision), compared as exact rationals:
+
+    * the upper end (a certified bound, when the verdict has one) is at least T: below it is ``max-below``;
+    * the lower end and ``value`` (the best replayed pair's measure, the value its nearest float) are
+      at most T: above it is ``interval``. On a runtime that rounds a point by its batch (torch,
+      scikit-learn, float64 ONNX) fairspec's batch may score the maximum up to twice the runtime's
+      spread higher than the truth's batch (README 'Whatever the batch': the interval
+      [max, max + spread]): that much, ``details.runtime_rounding.spread`` or TOL_MAX_ABOVE relative,
+      is allowed above T;
+    * ``details.maximum`` calling the value the maximum ("proved", "exact ...") needs ends that meet
+      at T (hi - lo within 1e-7 relative, fairspec's own rule, plus the batch allowance): else ``interval``;
+    * a value with no upper end is the maximum only when ``details.maximum`` does not say otherwise
+      ("not proved", "no certified upper bound", ...) and no ``details.best_value`` calls it the best
+      found: then it must be T (``max-below`` / ``max-not-exact``), else it is only a lower end.
+    """
+    t = prop.truth
+    if t.exact is None and not math.isfinite(t.value):
+        return None
+    T = exact(t.exact) if t.exact is not None else exact(t.value)
+    slack = exact(t.slack or 0)
+    scale = max(Fraction(1), abs(T))
+    details = v.get("details") or {}
+    said = str(details.get("maximum") or "")
+    o.meta = {**o.meta, "maximum": said} if said else o.meta
+    above = slack
+    if _batched(prop):
+        spread = (details.get("runtime_rounding") or {}).get("spread")
+        above += max(2 * exact(spread) if isinstance(spread, (int, float)) else Fraction(0),
+                     exact(TOL_MAX_ABOVE) * scale)
+    b = v.get("bound")
+    lo = hi = None
+    if b is not None and len(b) == 2:
+        lo, hi = _num(b[0]), _num(b[1])
+    if hi is not None and math.isfinite(hi) and exact(hi) < T - slack:
+        return "max-below", f"the certified upper end {hi!r} is below the true maximum {float(T)!r}"
+    if hi is not None and hi == -math.inf and T > -math.inf:
+        return "max-below", f"the certified upper end {hi!r} is below the true maximum {float(T)!r}"
+    if lo is not None and math.isfinite(lo) and exact(lo) > T + above:
+        return "interval", f"the lower end {lo!r} (the best replayed pair) is above the true maximum {float(T)!r}"
+    val = o.value
+    if val is not None and math.isfinite(val) and exact(val) > exact(float(T)) + above:
+        # the value is the nearest float of a replayed pair's measure: at most the nearest float of T
+        return ("interval" if hi is not None else "max-not-exact"), \
+            f"the reported value {val!r} is above the true maximum {float(T)!r}"
+    claims = said.startswith("proved") or said.startswith("exact")
+    if claims and lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+        if exact(hi) - exact(lo) > Fraction(1, 10 ** 7) * scale + above + slack:
+            return "interval", f"details.maximum says {said!r}, but the ends {[lo, hi]} do not meet at {float(T)!r}"
+    if hi is None and val is not None and math.isfinite(val) and not said and "best_value" not in details:
+        # a value alone, nothing saying it is not the maximum: it claims to be it
+        if exact(val) < exact(float(T)) - slack:
+            return "max-below", f"the reported maximum {val!r} is below the true maximum {float(T)!r}"
     return None
 
 

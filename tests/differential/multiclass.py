@@ -16,7 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .core import Instance, Prop, Truth, decimal_text, encode_points, exact, grid, write_csv
+from .core import (Instance, Prop, Truth, decimal_text, encode_points, exact, exact_max, grid,
+                   near_max_pairs, write_csv)
 from .networks import (Net, PairSpec, _encoding, _features, _witness_checker, admissible, onnx_dtype, pair_groups,
                        run_onnx, run_torch, torch_dtype)
 
@@ -155,15 +156,31 @@ def _diff_truth(v: np.ndarray, P, ps: PairSpec, op: str, eps: str):
     for idx in pair_groups(P, ps):
         M = admissible(P, idx, ps)
         n += int(M.sum())
-        vv = v[idx]
-        D = np.where(M, np.abs(vv[:, None] - vv[None, :]), -np.inf)
-        a, b = np.unravel_index(int(np.argmax(D)), D.shape)
-        if M[a, b]:
-            d = abs(exact(vv[a]) - exact(vv[b]))
+        vv = np.asarray(v[idx], dtype=np.float64)
+        # the exact maximum: among the pairs whose float difference is (within rounding) the largest
+        got = exact_max(near_max_pairs(np.abs(vv[:, None] - vv[None, :]), M, vv),
+                        lambda a, b: abs(exact(vv[a]) - exact(vv[b])))
+        if got is not None:
+            d, a, b = got
             if best is None or d > best[0]:
                 best = (d, int(idx[a]), int(idx[b]))
             viol |= (d > e) if op == "<=" else (d >= e)
     return ("violated" if viol else "holds"), best, n
+
+
+def _class_scores(Y: np.ndarray) -> list:
+    """Per class c, the runtime's class score of every point as fairspec's maximize measures it
+    (README: max over c of min(g_c(x), -g_c(x'))): g_c = min over j != c of y_c - y_j, positive
+    exactly when c is the first largest column (a tie won by c scores the smallest positive float, a
+    tie lost scores 0). The differences of float32 logits are exact in float64."""
+    Y = np.asarray(Y, dtype=np.float64)
+    first = np.argmax(Y, axis=1)
+    out = []
+    for c in range(Y.shape[1]):
+        g = (Y[:, c][:, None] - np.delete(Y, c, axis=1)).min(axis=1)
+        wins = first == c
+        out.append(np.where(wins & (g <= 0), 5e-324, np.where(~wins & (g > 0), 0.0, g)))
+    return out
 
 
 def _class_checker(fs, P, ps, k):
@@ -221,19 +238,26 @@ def generate(seed: int, n_props: int = 6) -> Instance:
             out = Outputs(Y[:, c] > 0.5, None, Y[:, c])
             check = _witness_checker(fs, P, ps, out, "prob", op, eps, X)
             value = float(best[0]) if (mode == "maximize" and best is not None) else None
+            exact_value = best[0] if value is not None else None
             post = "class_prob"
         else:
             n, viol = 0, False
+            G = _class_scores(Y) if mode == "maximize" and head == "logit2" else None
+            value = None
             for idx in pair_groups(P, ps):
                 M = admissible(P, idx, ps)
                 n += int(M.sum())
                 viol |= bool(np.any(M & (k[idx][:, None] != k[idx][None, :])))
+                if G is not None and M.any():
+                    m = max(float(np.max(np.where(M, np.minimum(g[idx][:, None], -g[idx][None, :]), -np.inf)))
+                            for g in G)
+                    value = m if value is None else max(value, m)
             status = "violated" if viol else "holds"
             ensure = "class(m(x)) == class(m(x'))"
             check = _class_checker(fs, P, ps, k)
-            value, op, eps, post = None, None, None, "class"
+            op, eps, post, exact_value = None, None, "class", None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=size, pairs=n)
+                      domain=size, pairs=n, exact=exact_value)
         meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime}
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
@@ -289,7 +313,7 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
         ensure = (("forall c: " if every else "") + f"|prob(m(x), {cls}) - prob(m(x'), {cls})| {op} {eps}")
         value = float(best_all[0]) if (mode == "maximize" and best_all is not None) else None
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=int(P.shape[0]), pairs=n)
+                      domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))

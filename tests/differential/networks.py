@@ -18,8 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .core import (Enc, Feature, Instance, Prop, Truth, decimal_text, encode_points, exact, grid,
-                   write_csv)
+from .core import (Enc, Feature, Instance, Prop, Truth, decimal_text, encode_points, exact, exact_max, grid,
+                   near_max_pairs, write_csv)
 
 FAMILY = "network"
 
@@ -259,6 +259,7 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
     best = None          # (measure float, i, j) of the largest measure
     viol = False
     near = []            # candidate pairs whose float measure is within 1e-9 of eps
+    exacts = []          # per group, the exact largest measure (None: one the truth cannot settle)
     epsf = float(eps) if eps is not None else 0.0
     for idx in groups:
         M = admissible(P, idx, ps)
@@ -286,6 +287,10 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
         k = np.unravel_index(np.argmax(D), D.shape)
         if best is None or D[k] > best[0]:
             best = (float(D[k]), int(idx[k[0]]), int(idx[k[1]]))
+        if M.any():
+            # the exact maximum (a float's rounding may hide a larger one among the float ties)
+            got = exact_max(near_max_pairs(D, M, v), lambda a, b: exact_measure(out, post, int(idx[a]), int(idx[b])))
+            exacts.append(None if got is None else got[0])
         close = np.argwhere(M & (np.abs(D - epsf) <= 1e-9 * max(1.0, epsf)))
         near.extend((int(idx[a]), int(idx[b])) for a, b in close)
         if op == "<=":
@@ -294,6 +299,9 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
             viol |= bool(np.any(D >= epsf + 1e-9 * max(1.0, epsf)))
     if post == "label":
         return ("violated" if viol else "holds"), best, n_pairs
+    if best is not None:
+        # best[3]: the exact largest measure over every group (None when some cannot be settled)
+        best = (*best[:3], None if None in exacts or not exacts else max(exacts))
     # decide the near ones exactly
     ambiguous = False
     e = exact(eps)
@@ -690,8 +698,16 @@ def _property(rng, k, fs, P, X, out: Outputs, info, has_data, size, family: str 
     name = f"p{k}"
     text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
     value = measure_value(out, post, best) if mode == "maximize" else None
+    # the exact maximum where the floats round it (a difference of float64 scores, the real sigmoid);
+    # a label's min(z, -z') is exact as it is. fairspec's measure of a logit model's prob is the real
+    # logistic of each logit rounded down within 2**-40 (pair_runtime.runtime_measure): that much slack
+    ex = best[3] if value is not None and post != "label" and len(best) > 3 else None
+    slack = Fraction(1, 2 ** 39) if post == "prob" and out.prob is None else 0
+    if value is not None and post != "label" and ex is None:
+        value = None                       # a maximum the truth cannot settle exactly is not judged
     truth = Truth(status, value=value, value_kind="max" if value is not None else None,
-                  check_witness=_witness_checker(fs, P, ps, out, post, op, eps, X), domain=size, pairs=n_pairs)
+                  check_witness=_witness_checker(fs, P, ps, out, post, op, eps, X), domain=size, pairs=n_pairs,
+                  exact=ex, slack=slack)
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "partitions": parts,
             "head": info["head"], "runtime": info["runtime"], "data": has_data,
             "relaxed": [(names[i], t, s) for i, t, s in relaxed], **hints}

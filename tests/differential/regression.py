@@ -38,7 +38,7 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         value = float(best[0]) if (mode == "maximize" and best is not None) else None
         check = _witness_checker(fs, P, ps, Outputs(v > 0, v, None, True), "logit", op, eps, X)
         truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                      domain=size, pairs=n)
+                      domain=size, pairs=n, exact=best[0] if value is not None else None)
         meta = {"post": "value", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": "value",
                 "runtime": runtime}
         ensure = f"|value(m(x)) - value(m(x'))| {op} {eps}"

@@ -227,7 +227,7 @@ def generate(seed: int, family: str, regression: bool, n_props: int = 6) -> Inst
                 ensure = (f"|value(m(x)) - value(m(x'))| {op} {eps}" if post == "value" else
                           f"|prob(m(x), {c}) - prob(m(x'), {c})| {op} {eps}")
             truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
-                          domain=size, pairs=npairs)
+                          domain=size, pairs=npairs, exact=Fraction(Dx) if value is not None else None)
             meta.update(post=post, op=op, eps=eps)
         props.append(Prop(f"p{j}", family, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return Instance(family, seed, spec, files, props, info)

@@ -609,7 +609,11 @@ def _maximize(S: _Session, start) -> PairResult:
     why = (f"maximal violation in [{best!r}, {U!r}] (best replayed on the runtime, certified upper bound)"
            if best is not None else f"certified upper bound {U!r}") + (f"; {reason}" if reason else "")
     if verdict.status == "violated":
-        return PairResult("violated", how="proved" if meet else None, witness=verdict.witness, reason=why,
+        # the witness is the best pair when it breaks the property on the runtime (the largest violation
+        # is a violation too): the caller reports its witness's measure, so the first violation found
+        # would be the lower end, below the best, while "proved" said the best and the bound meet
+        wit = bw if bw is not None and S.seen.get((tuple(bw.x), tuple(bw.x_prime)), (False,))[0] else verdict.witness
+        return PairResult("violated", how="proved" if meet and wit is bw else None, witness=wit, reason=why,
                           proof=hi_proof, **kw)
     if verdict.status == "holds":
         return PairResult("holds", how="proved", reason=why, proof=verdict.proof, **kw)
