@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from fairspec import ir
-from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, BATCH_DEPENDENT,  # noqa: F401 - re-exported
+from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER,  # noqa: F401 - re-exported
                                         BATCHED, batch_dependent)
 from fairspec.models.batching import rounds_by_batch as _batched_without_bound
 

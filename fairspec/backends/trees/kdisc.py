@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairspec.backends.search.kdisc import bucket_of, k_of
+from fairspec.backends.search.kdisc import k_of
 from fairspec.models.trees import Tree, TreeEnsemble
 from fairspec.models.network import sigmoid
 
