@@ -319,6 +319,16 @@ def test_torchscript_matches_forward(d):
         assert name in m.describe()
 
 
+def test_a_reversed_view_is_scored_as_its_rows(d):
+    # one row of a reversed view counts as C-contiguous (np.ascontiguousarray keeps its negative
+    # stride) and torch.from_numpy refused it: the data path's batching re-check failed that way
+    X = _data()
+    m = load_model("torch", d / "net.pt")
+    rev = X[::-1]
+    np.testing.assert_array_equal(m.score(rev), m.score(X.copy()[::-1].copy()))
+    np.testing.assert_array_equal(m.score(X[::-1][:1]), m.score(X[-1:].copy()))
+
+
 @pytest.mark.parametrize("head", ["Sigmoid", "Softmax", "nested"])
 def test_a_sequential_ending_in_sigmoid_or_softmax_holds_probabilities(tmp_path, head):
     """torch.nn.Sequential(..., Sigmoid()) trained with BCELoss outputs probabilities: read as a

@@ -184,6 +184,10 @@ class TorchModel(LoadedModel):
     def _forward(self, X):
         import torch
 
+        if any(st < 0 for st in X.strides):
+            # a reversed view (one row of it counts as C-contiguous, so ascontiguousarray keeps it):
+            # torch refuses negative strides; the same values, copied
+            X = X.copy()
         with torch.no_grad():
             t = torch.from_numpy(X).to(self._dtype)
             return self.raw(t)
