@@ -317,21 +317,29 @@ def _broken_onnx(tmp_path) -> Path:
     return people_spec(tmp_path, "property p { statistical_parity(net, groups sex) <= 0.99 }\n", onnx="broken.onnx")
 
 
-def test_onnx_that_fails_at_load_exit_2(tmp_path):
-    spec = _broken_onnx(tmp_path)
+@pytest.fixture(scope="module")
+def broken_onnx_json(tmp_path_factory):
+    """(folder, spec, `check --format json` on the broken ONNX): run once for the two tests that read it."""
+    folder = tmp_path_factory.mktemp("broken_onnx")
+    spec = _broken_onnx(folder)
+    return folder, spec, run_cli("check", spec, "--format", "json")
+
+
+def test_onnx_that_fails_at_load_exit_2(broken_onnx_json):
+    _, spec, json_run = broken_onnx_json
     assert run_cli("lint", spec).returncode == 0
     r = run_cli("check", spec)
     assert r.returncode == 2
     no_traceback(r)
     assert r.stdout.startswith("error: ") and "broken.onnx" in r.stdout
-    r = run_cli("check", spec, "--format", "json")
+    r = json_run
     assert r.returncode == 2
     data = json.loads(r.stdout)
     assert "broken.onnx" in data["error"]
 
 
-def test_onnx_that_fails_at_load_is_one_clear_sentence(tmp_path):
-    r = run_cli("check", _broken_onnx(tmp_path), "--format", "json")
+def test_onnx_that_fails_at_load_is_one_clear_sentence(broken_onnx_json):
+    tmp_path, _, r = broken_onnx_json
     msg = json.loads(r.stdout)["error"]
     assert "broken.onnx" in msg
     short = msg.replace(str(tmp_path), "")  # the length of pytest's temporary folder is not the message's

@@ -107,7 +107,7 @@ def test_solver_path_agrees(booster, tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     for kw, predict in (({}, booster.predict), ({"num_iteration": -1}, lambda g: booster.predict(g, num_iteration=-1))):
         booster.save_model(str(tmp_path / "m.txt"), **kw)
-        rep = check(_spec(tmp_path))
+        rep = check(_spec(tmp_path), only="near")      # gap's maximize is not asserted on this path
         near = {v.name: v for v in rep.verdicts}["near"]
         truth = _largest_gap(predict(GRID))
         if truth <= 0.524:       # never violated; the solver path may leave it unknown (not certified)
