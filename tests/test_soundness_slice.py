@@ -169,29 +169,8 @@ XFAIL_UNKNOWN: dict = {
 
 
 
-def _once_per_run(tmp_path_factory, fam, compute):
-    """``compute()`` once per pytest run: under pytest-xdist a family's tests are dealt to every worker
-    (each worker's module fixture ran the whole slice of the family again), so the first worker to ask
-    computes it under a lock in the run's shared temporary folder and the others read its result."""
-    import os
-    import pickle
-
-    from filelock import FileLock
-
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return compute()
-    shared = tmp_path_factory.getbasetemp().parent          # one folder for the run's workers
-    path = shared / f"soundness-slice-{fam}.pickle"
-    with FileLock(str(path) + ".lock"):
-        if path.is_file():
-            return pickle.loads(path.read_bytes())
-        out = compute()
-        path.write_bytes(pickle.dumps(out))
-        return out
-
-
 @pytest.fixture(scope="module")
-def slice_results(tmp_path_factory):
+def slice_results():
     from fairspec.runtime import executor
 
     saved = dict(executor._CONFIG)
@@ -199,9 +178,8 @@ def slice_results(tmp_path_factory):
     cache: dict = {}
 
     def results(fam):
-        if fam not in cache:       # each family's slice runs once, for all of its tests (and workers)
-            cache[fam] = _once_per_run(tmp_path_factory, fam,
-                                       lambda: [campaign.run_one(fam, s) for s in SLICE[fam]])
+        if fam not in cache:       # each family's slice runs once, for all of its tests
+            cache[fam] = [campaign.run_one(fam, s) for s in SLICE[fam]]
         return cache[fam]
 
     try:
