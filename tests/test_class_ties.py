@@ -173,3 +173,28 @@ def test_a_proof_that_mixes_methods_names_each_class_part(tmp_path, monkeypatch,
         assert all(p in s for p, s in zip(parts, summaries)), summaries
         text = "per-class proofs: " + "; ".join(f"class {c}: {s}" for c, s in enumerate(summaries))
         assert v["reason"] == "certified: " + text, v["reason"]
+
+
+@pytest.mark.parametrize("kind,seed,backend", [("same", 1, "milp"), ("same", 1, "smt"), ("shift", 3, "milp")])
+def test_each_class_part_records_its_class_and_a_swap_is_refused(tmp_path, monkeypatch, kind, seed, backend):
+    """Every class part (branch and bound, exact SMT, the refinement's enumeration / partitions) records
+    the readout ``("argmax", c)`` certify minted it for; prove_class_stable refuses parts passed for the
+    wrong class (swapped) or with no class recorded, where it joined any K proofs before."""
+    import fairspec.certify.network as network
+    from fairspec.certify.proof import Proof, _mint
+
+    seen, orig = [], network.prove_class_stable
+    monkeypatch.setattr(network, "prove_class_stable", lambda parts, K: seen.append((dict(parts), K)) or orig(parts, K))
+    _, _, _, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+    assert seen and all(v["status"] == "holds" and v["how"] == "proved" for v in out), out
+    for v in out:
+        assert [c["detail"]["readout"] for c in v["proof"]["detail"]["cases"]] == [["argmax", c] for c in range(3)]
+    for parts, K in seen:
+        assert [parts[c].detail["readout"] for c in range(K)] == [["argmax", c] for c in range(K)]
+        assert isinstance(orig(parts, K), Proof)
+        for a, b in itertools.combinations(range(K), 2):
+            assert orig({**parts, a: parts[b], b: parts[a]}, K) is None, (a, b)
+        for c in range(K):
+            p = parts[c]
+            bare = _mint(p.method, p.claim, **{k: x for k, x in p.detail.items() if k != "readout"})
+            assert orig({**parts, c: bare}, K) is None

@@ -769,12 +769,14 @@ def prove_class_stable(parts: dict, K: int):
     sides of an admissible pair, from one Proof per class ``c`` that no pair has class ``c`` on
     one side only (``g_c(x) > 0 >= g_c(x')`` refuted on the runtime, readout ``("argmax", c)``):
     a pair whose class changes has class ``c`` on one side and another on the other, so the K
-    cases cover every violation. certify checks that every class has its Proof; None otherwise."""
+    cases cover every violation. certify checks that every class has its Proof and that the Proof of
+    class ``c`` records the readout ``("argmax", c)`` it was minted for (``detail["readout"]``, set
+    where certify minted it from the readout it checked); None otherwise."""
     from fairspec.certify.proof import Proof, _mint
 
     if set(parts) != set(range(K)) or K < 2:
         return None
-    if not all(isinstance(parts[c], Proof) for c in range(K)):
+    if not all(isinstance(parts[c], Proof) and parts[c].detail.get("readout") == ["argmax", c] for c in range(K)):
         return None
     methods = sorted({parts[c].method for c in range(K)})
     if not set(methods) <= {"bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate", "partitioned"}:

@@ -305,5 +305,6 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
     excluded = sum(int(p.detail.get("excluded", 0)) for p in proofs)
     if excluded:
         extra["excluded"] = excluded                # exact-smt: pairs each compared exactly on the runtime
+    extra["readout"] = list(expect["readout"])     # the readout every part was checked against (a class: argmax, c)
     return _mint(method, claim, partitions=len(B), by_method=dict(sorted(by.items())),
                  box=[[float(v) + 0.0 for v in lo], [float(v) + 0.0 for v in hi]], **extra)

@@ -311,6 +311,8 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
         from fairspec.certify.claims import runtime_record
 
         detail["runtime"] = runtime_record(eps, eps_strict, float(detail["runtime_error"]), readout, precision)
+    if readout is not None:                         # which output the proof bounds (a class: ("argmax", c))
+        detail["readout"] = [v if isinstance(v, str) else int(v) for v in readout]
     return _mint("exact-smt", claim, solver=solver, query_sha256=sha, assertions=mine.count("(assert "),
                  threshold=q.threshold, strict=q.strict, post=q.post, excluded=len(pairs), cut_points=len(cuts),
                  box=q.box(), pair=q.scope(), **detail)

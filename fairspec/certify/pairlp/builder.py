@@ -195,6 +195,8 @@ class TreeBuilder:
                                             f"({len(self.q.cases)} protected cases)", bound=self.bound, **detail)
         if self.runtime is not None:
             detail["runtime"] = self.runtime
+            if self.runtime.get("readout") is not None:     # which output the proof bounds (a class: ("argmax", c))
+                detail["readout"] = list(self.runtime["readout"])
         return _mint("bab-certificate", self.q.describe(), threshold=self.q.threshold, **detail)
 
     def trees(self) -> list:
