@@ -13,12 +13,12 @@ than eps). Dyadic weights; some seeds copy a class's row onto another's, so the 
 
 from __future__ import annotations
 
-import itertools
 import json
 import warnings
 
 import numpy as np
 import pytest
+from test_linear_chain_certify import _dyadic, _grid, _pairs  # the same 4 x 4 x {F, M} grid and dyadic weights
 
 HEAD = """features F {
   a : int in [0, 3]
@@ -42,16 +42,6 @@ property @NAME@ {
 CLASS = "class(m(x)) == class(m(x'))"
 
 
-def _grid():
-    return np.array([[a, b, s == "F", s == "M"] for a, b, s in itertools.product(range(4), range(4), ("F", "M"))],
-                    dtype=np.float64)
-
-
-def _pairs():
-    X = _grid()
-    return [(i, j) for i, j in itertools.permutations(range(len(X)), 2) if np.array_equal(X[i, :2], X[j, :2])]
-
-
 def _check(folder, model, props) -> dict:
     from fairspec.pipeline import check
     from fairspec.report import to_json
@@ -63,12 +53,6 @@ def _check(folder, model, props) -> dict:
     p = folder / "spec.fair"
     p.write_text(text)
     return {v["name"]: v for v in json.loads(to_json(check(p)))["properties"]}
-
-
-def _dyadic(rng, shape, zeros=0.25):
-    W = rng.integers(-4, 5, shape) / 4.0
-    W[rng.random(shape) < zeros] = 0.0
-    return W
 
 
 def _layers(seed, widths, tie, gap):
