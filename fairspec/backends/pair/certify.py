@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, NamedTuple
 
+import numpy as np
+
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
 __all__ = ["BatchScorer", "Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
@@ -100,8 +102,6 @@ def replays_many(problem: PairProblem, X, XP) -> np.ndarray:
     """:func:`replays` of each row pair (``X[i]``, ``XP[i]``): in one batch of the runtime where its
     replay has one (``replay.many``, :func:`fairspec.kinds.pair_runtime.batch_replayer`, which gives
     the one-at-a-time answers), else pair by pair."""
-    import numpy as np
-
     rt = runtime_of(problem)
     many = getattr(rt.replay, "many", None)
     if many is not None:
