@@ -11,8 +11,9 @@ the additions (FMA or not, blocked or not) gives the exact real value. Networks 
 
 The test, per neuron: the terms ``w_j h_j`` and the bias are multiples of ``2**q`` (``q`` the lowest
 set bit over them) and the sum of their magnitudes is below ``2**(p + q)`` (``p`` = 24 bits for
-float32, 53 for float64); every partial sum is then an integer multiple of ``2**q`` of magnitude
-below ``2**(p + q)``, hence representable. Products of float32 numbers are exact in float64; the
+float32, 53 for float64, 11 for float16, where also ``q >= -24`` and the sum below 65504: no partial
+sum underflows or overflows, and exact in float16 it is exact in float32 too); every partial sum is
+then an integer multiple of ``2**q`` of magnitude below ``2**(p + q)``, hence representable. Products of float32 numbers are exact in float64; the
 check runs in float64 and refuses float64 runtimes whose products would not be (p = 53 needs exact
 products: only inputs and weights with few significant bits pass).
 """
@@ -23,7 +24,7 @@ import numpy as np
 
 __all__ = ["exact_points"]
 
-_P = {"float32": 24, "float64": 53}
+_P = {"float16": 11, "float32": 24, "float64": 53}
 
 
 def _low_bit(v: np.ndarray) -> np.ndarray:
@@ -69,6 +70,8 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
             S = np.abs(T).sum(axis=2) + np.abs(b)[None, :]
             # S in float64 rounds at most a relative 2**-52 per addition: keep a margin
             fits = np.where(np.isinf(q), True, S * (1.0 + 2.0 ** -40) < np.ldexp(1.0, np.where(np.isinf(q), 0, q + p).astype(np.int64)))
+            if precision == "float16":      # and no partial sum below float16's subnormal grid or beyond its range
+                fits &= (q >= -24) & (S * (1.0 + 2.0 ** -40) < 65504.0)
             ok &= fits.all(axis=1)
             Z = T.sum(axis=2) + b[None, :]                           # exact wherever fits
             H = np.maximum(Z, 0.0) if relu else Z

@@ -12,7 +12,9 @@ The error model (see ARCHITECTURE.md, "The certification spine"):
   most 2**24 in magnitude, else one rounding of the cast.
 * **affine layers** ``fl(W h + b)`` in the runtime's precision (float32 for ONNX/torch: ``u = 2**-24``;
   float64 for scikit-learn), in any summation order, with or without FMA, blocked or not:
-  ``|fl(W h + b) - (W h + b)| <= gamma(n+1) (|W||h| + |b|) + (n+1) eta``. The weights must be the
+  ``|fl(W h + b) - (W h + b)| <= gamma(n+1) (|W||h| + |b|) + (n+1) eta``; float16 graphs
+  (``u = 2**-11``): ``gamma(n+2)``, ``(n+2) eta`` and a proof of no overflow (``fairspec.certify.half``,
+  which derives it for any mix of float16 and float32 rounding). The weights must be the
   runtime's own numbers (exactly representable in its precision; checked), each layer one
   Gemm / MatMul+Add with alpha = beta = 1 (the caller passes the runtime's layers; a chain of
   products with no ReLU between is several layers with identity between, ``runtime_chain``).
@@ -47,6 +49,7 @@ from typing import Sequence
 import numpy as np
 
 from fairspec.certify.chains import runtime_blocks
+from fairspec.certify.half import ETA16, EXACT_INTEGERS, SIGMOID_ABS_ERROR16, U16, check_range, layer_rounding
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
                                        matmul_with_error, sum_with_error, up, down)
 
@@ -54,23 +57,23 @@ __all__ = ["rigorous_ibp", "symbolic_bounds", "runtime_error_bound", "score_inte
            "encoding_from_ir", "precision_refusal", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers",
            "argmax_class_score", "prove_class_stable"]
 
-SIGMOID_ABS_ERROR = {"float32": 2.0 ** -20, "float64": 2.0 ** -48}
-_U = {"float32": U32, "float64": U64}
-_ETA = {"float32": ETA32, "float64": ETA64}
-_NP = {"float32": np.float32, "float64": np.float64}
-#: the arithmetic the runtime error model covers (a float16 / bfloat16 runtime rounds far more)
+SIGMOID_ABS_ERROR = {"float16": SIGMOID_ABS_ERROR16, "float32": 2.0 ** -20, "float64": 2.0 ** -48}
+_U = {"float16": U16, "float32": U32, "float64": U64}
+_ETA = {"float16": ETA16, "float32": ETA32, "float64": ETA64}
+_NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+#: the arithmetic the runtime error model covers (float16: fairspec.certify.half; bfloat16 / mixed: none)
 BOUNDED_PRECISIONS = tuple(_U)
 
 
 def precision_refusal(precision) -> str:
     """Why no runtime error bound holds for a runtime computing in ``precision`` (a model's
     ``precision``: "float16", "bfloat16", "mixed (float16, float32)", ...), as one sentence every
-    refusal of such a runtime says; "" for float32 and float64, which the error model covers."""
+    refusal of such a runtime says; "" for float16, float32 and float64, which the error model covers."""
     p = str(precision)
     if p in BOUNDED_PRECISIONS:
         return ""
-    return (f"the model's runtime computes in {p}, and {p} arithmetic has no error bound in certify yet (float32 "
-            "and float64 have one)")
+    return (f"the model's runtime computes in {p}, and {p} arithmetic has no error bound in certify yet (float16, "
+            "float32 and float64 have one)")
 
 
 def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:
@@ -329,10 +332,10 @@ def _encoded_box_and_error(encoding, lo, hi, integer, precision):
             xlo[i], xhi[i] = lo[i], hi[i]
             m = max(abs(lo[i]), abs(hi[i]))
             if e.kind in ("onehot", "code") or precision == "float64":
-                if e.kind == "code" and m > 2 ** 24:
-                    raise ValueError("category codes beyond 2**24")
+                if e.kind == "code" and m > min(2 ** 24, EXACT_INTEGERS[precision]):
+                    raise ValueError(f"category codes beyond {min(2 ** 24, EXACT_INTEGERS[precision])}")
                 continue
-            if integer is not None and integer[i] and m <= 2 ** 24:
+            if integer is not None and integer[i] and m <= EXACT_INTEGERS[precision]:
                 continue
             err[i] = float_up(Fraction(u) * Fraction(m) + Fraction(eta))
             continue
@@ -429,7 +432,7 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     Raises ValueError when a condition of the error model fails (weights that are not the runtime's
     numbers, a box that is not finite); the caller then has no runtime bound (unknown)."""
     if precision not in _U:
-        raise ValueError(f"precision must be float32 or float64, not {precision!r}")
+        raise ValueError(f"precision must be float16, float32 or float64, not {precision!r}")
     if readout[0] == "argmax":
         return _argmax_error_bound(runtime_net, lo, hi, encoding=encoding, readout=readout, proof_net=proof_net,
                                    precision=precision, integer=integer, onehot_groups=onehot_groups,
@@ -453,15 +456,13 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
         return 0.0                                      # an empty box: nothing to bound
     # forward error of the runtime against exact arithmetic on the exact encoded input
     H = np.maximum(np.abs(xlo), np.abs(xhi))
+    check_range(precision, up(H + d), "an encoded input")
     Hs = [H]
     for k, (W, b, relu) in enumerate(layers):
-        n = W.shape[1]
         A = np.abs(W)
-        g = gamma(n + 1, u)
-        # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta
-        prop = _absmv_up(A, d)
+        # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta (float16: n+2)
         mag = up(_absmv_up(A, up(H + d)) + np.abs(b))
-        d = up(up(prop + up(g * mag)) + float_up(Fraction(n + 1) * Fraction(eta)))
+        d = up(_absmv_up(A, d) + layer_rounding(W.shape[1], mag, precision, u, eta, k))
         plo, phi = ibp[k]
         H = np.maximum(np.abs(plo), np.abs(phi))
         if relu:

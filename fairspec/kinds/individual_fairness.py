@@ -231,8 +231,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # the certified SMT modes prove claims about the model's runtime: its layers, readout, encoding, arithmetic
         rt = runtime_of(ctx.model(prop.model), enc, post=prop.post)
         if rt is None:      # the precision first: a float16 chain is refused for its arithmetic, not its shape
-            from fairspec.certify.network import precision_refusal
-            why = precision_refusal(getattr(ctx.model(prop.model), "precision", "float64")) or (
+            from fairspec.kinds.pair_runtime import precision_refusal_of
+            why = precision_refusal_of(ctx.model(prop.model)) or (
                 "not a plain Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax readout")
             return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic, so it cannot prove "
                                  f"anything about it: {why}", backend=backend, seconds=time.perf_counter() - t0)

@@ -207,7 +207,7 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"
             or readout[0] == "columns" or score_kind == "label"):
         return none
-    dt = np.float32 if precision == "float32" else np.float64
+    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
     V = np.asarray(X, dtype=dt).astype(np.float64)
     try:
         E = max(runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=r, precision=precision)
@@ -297,7 +297,7 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
     ok = np.zeros(P.size, dtype=bool)
     if not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in ("logit", "margin", "columns"):
         return ok
-    dt = np.float32 if precision == "float32" else np.float64
+    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
     ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
     seen = np.asarray(seen, dtype=np.float64)
     if readout[0] == "columns":

@@ -19,15 +19,31 @@ from fairspec import ir
 def runtime_precision(model) -> str:
     """The arithmetic the model's runtime computes in (``LoadedModel.precision``): an ONNX graph its
     input's element type, a torch module its parameters' dtype, scikit-learn float64. Raises
-    ValueError for one the runtime error model does not cover (float16, bfloat16, mixed): a bound
-    computed for float32 would not hold for it."""
+    ValueError for one the runtime error model does not cover (bfloat16, mixed; a float16 graph that
+    scales, :func:`_float16_scales`): a bound computed for another arithmetic would not hold for it."""
     from fairspec.certify.network import precision_refusal
 
     precision = str(getattr(model, "precision", "float64"))
-    why = precision_refusal(precision)
+    why = precision_refusal(precision) or _float16_scales(model, precision)
     if why:
         raise ValueError(why)
     return precision
+
+
+def precision_refusal_of(model) -> str:
+    """:func:`runtime_precision`'s refusal of the model as one sentence, "" when it has none."""
+    try:
+        runtime_precision(model)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def _float16_scales(model, precision: str) -> str:
+    """Why a float16 graph is outside the float16 error model although its layers are read
+    (``OnnxModel.float16_scales``: a scale folded into a layer as exact), "" if it is not."""
+    check = getattr(model, "float16_scales", None)
+    return check() if precision == "float16" and callable(check) else ""
 
 
 def runtime_layers(model, post: str = "label"):

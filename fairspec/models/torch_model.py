@@ -171,8 +171,9 @@ class TorchModel(LoadedModel):
             # not the order of its children, is why the check fails (audit s18/h3 finding 4)
             raise UnsupportedModel(exc.op_type, "parameters",
                                    f"the module computes in {half[0]} (its parameters are {self.precision}), whose "
-                                   f"rounding the solvers do not encode: {half[0]} arithmetic has no error bound in "
-                                   "certify yet (they read float32 and float64 torch modules)") from None
+                                   f"rounding the solvers do not encode: a {half[0]} torch module has no error bound "
+                                   "in certify yet (they read float32 and float64 torch modules, and float16 ONNX "
+                                   "graphs)") from None
 
     def output_description(self) -> str:
         out = "" if self.output is None else f"[{self.output!r}]"

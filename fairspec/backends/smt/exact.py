@@ -86,7 +86,7 @@ def emulated_replay(rt: Runtime):
     from fairspec.models.network import sigmoid
 
     layers = as_layers(rt.net)
-    dt = np.float32 if rt.precision == "float32" else np.float64
+    dt = np.float32 if rt.precision in ("float32", "float16") else np.float64     # float16: as onnxruntime
 
     def run(V):
         X = np.asarray(V, dtype=np.float64).copy()

@@ -107,12 +107,12 @@ def runtime_of(model, enc, post: str | None = None):
 
     fmt = str(getattr(model, "format", ""))
     try:
-        # the arithmetic the runtime computes in (LoadedModel.precision); none but float32 and float64
-        # is bounded (a float16 graph rounds far more than a float32 bound allows)
+        # the arithmetic the runtime computes in (LoadedModel.precision); float16, float32 and float64
+        # are bounded (float16: an ONNX graph that does not scale a layer, OnnxModel.float16_scales)
         from fairspec.certify.network import BOUNDED_PRECISIONS
 
         precision = str(getattr(model, "precision", "float64"))
-        if precision not in BOUNDED_PRECISIONS:
+        if precision not in BOUNDED_PRECISIONS or precision == "float16" and model.float16_scales():
             return None
         if fmt in ("onnx", "torch"):
             raw = model.runtime_chain()
