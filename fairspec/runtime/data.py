@@ -322,17 +322,6 @@ def ragged_row(d: ir.Data, expected: int) -> DataError | None:
     except csv.Error:
         return None
     return None
-    start = 0
-    for k, (before, row) in enumerate(rows):
-        line, start = before + 1, reader.line_num if k == len(rows) - 1 else rows[k + 1][0]
-        if k < first or (cut and k == len(rows) - 1):    # the header; a record the cut may have split
-            continue
-        n = len(row)
-        if n != expected and not _skipped_row(n, row[0] if row else ""):
-            many = start > line                           # a quoted field read the lines after it
-            return _ragged(d, line, n, expected, "; a quote (\") on it is likely never closed, so the lines after "
-                           "it were read as one field" if many else "")
-    return None
 
 
 # The longest header line (its line break included) check's CSV reader takes: pyarrow finds the
