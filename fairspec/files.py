@@ -11,7 +11,8 @@ whose message names the path and never shows the file's content.
 :func:`safe_write` is the one way fairspec writes a file the user owns: confined, never onto a
 folder, a device, a read-only file or a protected file (every file the spec reads: itself, its
 imports, its models and data), never through a symbolic link that leads out of the root, and
-atomic (a temporary file in the same folder, then a rename).
+atomic (a temporary file in the same folder, then a rename; a file with hard links is written in
+place from the finished temporary file, so that every name keeps it).
 
 :func:`file_kind` and :func:`os_error` turn what the operating system says about a user's path
 into one sentence naming it (a folder, a device, missing, unreadable, a name too long, ...).
@@ -255,7 +256,10 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
     whose target leaves the roots.
     The content goes to a temporary file in the target's folder, is flushed to disk and then
     renamed over the target, so a reader sees the old file or the new one, never a part; on any
-    failure the temporary file is removed.  Returns the real path written.
+    failure the temporary file is removed.  A target with other names (a hard link: st_nlink > 1)
+    is written in place from the finished temporary file instead (a rename would give this name a
+    new file and leave the others with the old content); a symbolic link is written through to its
+    target (check_target), so the link itself stays.  Returns the real path written.
     """
     real = check_target(path, roots, protect=protect, what=what, suffixes=suffixes)
     kind = file_kind(real)
@@ -273,6 +277,10 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
+        if kind == "file" and _links(real) > 1:   # the same file under other names: keep it, write into it
+            _copy_into(tmp, real)
+            _unlink(tmp)
+            return real
         try:  # the permissions of the file replaced, or those a new file gets
             os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode) if kind == "file" else 0o666 & ~_umask())
         except OSError:
@@ -285,6 +293,25 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
         _unlink(tmp)
         raise
     return real
+
+
+def _links(p) -> int:
+    try:
+        return os.stat(p).st_nlink
+    except OSError:
+        return 1
+
+
+def _copy_into(src, dst) -> None:
+    """The bytes of ``src`` written over the existing file ``dst`` (its inode, and so its other names
+    and its mode, kept), flushed to disk."""
+    import shutil
+
+    with open(src, "rb") as fin, open(dst, "r+b") as fout:
+        shutil.copyfileobj(fin, fout)
+        fout.truncate()
+        fout.flush()
+        os.fsync(fout.fileno())
 
 
 def _umask() -> int:

@@ -240,6 +240,34 @@ def test_fmt_never_rewrites_a_read_only_file_or_through_a_link_leaving_the_proje
     assert r.returncode == 1 and r.stdout.split() == [str(proj / "out.fair"), str(ro)]
 
 
+def test_fmt_keeps_a_hard_link_and_a_symbolic_link(tmp_path):
+    """A spec with a second name (os.link: st_nlink 2) is rewritten in place, so both names hold the
+    formatted text (a rename over one name left the other with the old text and cut the link); a
+    symbolic link stays a link, and a link to a hard-linked file keeps both."""
+    (tmp_path / "fairspec.toml").write_text("")
+    a = tmp_path / "a.fair"
+    a.write_text(MESSY)
+    os.chmod(a, 0o640)
+    os.link(a, tmp_path / "also_a.fair")
+    ino = a.stat().st_ino
+    r = run_cli("fmt", a)
+    assert r.returncode == 0, r.stderr
+    assert a.read_text() == MESSY_FORMATTED and (tmp_path / "also_a.fair").read_text() == MESSY_FORMATTED
+    assert a.stat().st_ino == ino and a.stat().st_nlink == 2 and stat.S_IMODE(a.stat().st_mode) == 0o640
+    b = tmp_path / "b.fair"
+    b.write_text(MESSY)
+    os.link(b, tmp_path / "also_b.fair")
+    (tmp_path / "sub").mkdir()
+    os.symlink(b, tmp_path / "sub" / "link.fair")
+    r = run_cli("fmt", tmp_path / "sub" / "link.fair")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "sub" / "link.fair").is_symlink() and os.readlink(tmp_path / "sub" / "link.fair") == str(b)
+    assert b.read_text() == MESSY_FORMATTED and (tmp_path / "also_b.fair").read_text() == MESSY_FORMATTED
+    assert b.stat().st_nlink == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fair", "also_a.fair", "also_b.fair", "b.fair",
+                                                        "fairspec.toml", "sub"]  # no temporary file left
+
+
 def test_generated_and_mutated_specs_format_idempotently():
     """Specs from the grammar-aware fuzzer (tests/spec_fuzz.py; deep nesting included) that parse:
     formatting keeps the AST and is idempotent (a bounded, seeded run)."""

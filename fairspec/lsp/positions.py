@@ -112,3 +112,60 @@ def lines_of(text: str) -> Lines:
     """The line tables of a text (the last few texts are kept: a request, its diagnostics and the
     document's own line splitting ask for the same text; the offsets are computed when asked)."""
     return Lines(text)
+
+
+# ------------------------------------------------------------ an older text and the newer one
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # by halves: each comparison is one C-level slice compare
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, most: int) -> int:
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class Changed:
+    """Where an older text of a document and its newer text agree: their common prefix, their common
+    suffix, and between them the lines difflib matches (each block the same characters in both). An
+    offset in one text has a counterpart in the other when it lies in such a block; inside a changed
+    part it has none (None), so an answer computed on the older text is never moved onto another
+    place."""
+
+    def __init__(self, old: str, new: str):
+        import difflib
+        import itertools
+
+        prefix = _common_prefix(old, new)
+        suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+        a = old[prefix:len(old) - suffix].splitlines(True)
+        b = new[prefix:len(new) - suffix].splitlines(True)
+        a_at = list(itertools.accumulate(map(len, a), initial=prefix))
+        b_at = list(itertools.accumulate(map(len, b), initial=prefix))
+        # (start in the older text, start in the newer, length): blocks of the same characters
+        self.blocks = [(0, 0, prefix)] + [
+            (a_at[i], b_at[j], a_at[i + n] - a_at[i])
+            for i, j, n in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks() if n
+        ] + [(len(old) - suffix, len(new) - suffix, suffix)]
+
+    def to_old(self, offset: int) -> int | None:
+        """The offset in the older text of the character at ``offset`` in the newer one."""
+        return next((o + offset - n for o, n, k in self.blocks if n <= offset < n + k), None)
+
+    def span_to_new(self, start: int, end: int) -> tuple[int, int] | None:
+        """The offsets in the newer text of the older text's [start, end), when it lies in one block."""
+        return next(((n + start - o, n + end - o) for o, n, k in self.blocks if o <= start and end <= o + k
+                     and start < o + k), None)

@@ -5,7 +5,9 @@ converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.position
 offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
 and keeps, per open document, the last index built from text that parsed (hover
-and completion keep working while a line is half typed); an answer that is an edit (rename, a quick
+and completion keep working while a line is half typed; hover, definition and references ask it
+at the request's position moved into its text, and move the spans they answer back, where the two
+texts agree: :meth:`FairspecServer.index_at`); an answer that is an edit (rename, a quick
 fix) is computed only from the index of the text the client has now (:meth:`FairspecServer.current_index`).  Diagnostics are
 published on open, change and save for the document and for the files it
 imports, with the version of the text they were computed from; an open document
@@ -53,7 +55,7 @@ from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
 from fairspec.lsp import analysis as A
-from fairspec.lsp.positions import lines_of, lsp_lines
+from fairspec.lsp.positions import Changed, lines_of, lsp_lines
 from fairspec.lsp.transport import serve
 
 log = logging.getLogger("fairspec.lsp")
@@ -209,6 +211,22 @@ class FairspecServer(LanguageServer):
 
     def location(self, span: Span, idx: A.Index | None = None) -> T.Location:
         return T.Location(uri=self.uri_of(span.file), range=self.range(span, idx))
+
+    def location_now(self, span: Span, idx: A.Index) -> T.Location | None:
+        """The location of a span of ``idx``'s texts in the text its file has now: an open document
+        edited since the index was built has it moved where the two texts agree, else None."""
+        old = self.text_of(span.file, idx)
+        doc = self.workspace.text_documents.get(self.uri_of(span.file))
+        if old is None or doc is None or doc.source == old:
+            return self.location(span, idx)
+        lines, new = lines_of(old), lines_of(doc.source)
+        moved = Changed(old, doc.source).span_to_new(lines.offset(span.line, span.column),
+                                                     lines.offset(span.end_line, span.end_column))
+        if moved is None:
+            return None
+        (a, b), (c, d) = new.fairspec(moved[0]), new.fairspec(moved[1])
+        now = dataclasses.replace(span, line=a, column=b, end_line=c, end_column=d)
+        return T.Location(uri=self.uri_of(span.file), range=self.range(now, text=doc.source))
 
     def where(self, params) -> tuple[str, int, int]:
         """(path, line, column) in fairspec's 1-based terms of a request's position in its document;
@@ -400,6 +418,22 @@ class FairspecServer(LanguageServer):
                 return False
         return True
 
+    def index_at(self, uri: str, where: tuple[str, int, int]) -> tuple[A.Index | None, tuple[str, int, int]]:
+        """The index answering a request at ``where`` (in the document's text as it is now) and that
+        position in the index's own text: an index of an older text (the last good one while the
+        text is half typed or waits for its lint) answers only where the texts agree (a position in
+        their common prefix, or in their common suffix, shifted); inside the changed part, None --
+        never an answer about another place. Spans answered go back through :meth:`location_now`."""
+        idx = self.index_for(uri)
+        doc = self.workspace.text_documents.get(uri)
+        if idx is None or doc is None or idx.source is None or idx.source == doc.source:
+            return idx, where
+        path, line, col = where
+        old = Changed(idx.source, doc.source).to_old(lines_of(doc.source).offset(line, col))
+        if old is None:
+            return None, where
+        return idx, (path, *lines_of(idx.source).fairspec(old))
+
     def index_for(self, uri: str) -> A.Index | None:
         """The document's index; while a newer text waits to be linted, the last good one (a request
         never waits for a lint in progress: without an index it gets an empty answer)."""
@@ -481,8 +515,7 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: FairspecServer, params: T.HoverParams):
-    where = ls.where(params)
-    idx = ls.index_for(params.text_document.uri)
+    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
     if idx is None:
         return None
     text = A.hover(idx, *where)
@@ -493,22 +526,21 @@ def hover(ls: FairspecServer, params: T.HoverParams):
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: FairspecServer, params: T.DefinitionParams):
-    where = ls.where(params)
-    idx = ls.index_for(params.text_document.uri)
+    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
     span = A.definition(idx, *where) if idx else None
     if span is None or not _confined(span.file, idx.path):  # never a file outside the project
         return None
-    return ls.location(span, idx)
+    return ls.location_now(span, idx)
 
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def references(ls: FairspecServer, params: T.ReferenceParams):
-    where = ls.where(params)
-    idx = ls.index_for(params.text_document.uri)
+    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
     if idx is None:
         return []
     spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
-    return [ls.location(s, idx) for s in spans if _confined(s.file, idx.path)]
+    found = [ls.location_now(s, idx) for s in spans if _confined(s.file, idx.path)]
+    return [loc for loc in found if loc is not None]
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[" ", ":", "(", "{", ","]))

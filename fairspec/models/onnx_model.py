@@ -7,7 +7,7 @@ import io
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
-from .peek_onnx import (OnnxSignature, guessed_score_kind, missing_external_data, output_choice_problem,
+from .peek_onnx import (OnnxSignature, graph_problem, guessed_score_kind, missing_external_data, output_choice_problem,
                         read_onnx_signature)
 
 # TensorProto.DataType -> numpy dtype name, for the input types we can feed.
@@ -131,7 +131,8 @@ class OnnxModel(LoadedModel):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
-            missing = missing_external_data(sig, path)  # said as lint says it (peek), not as onnxruntime's C++ does
+            # said as lint says it (peek), not as onnxruntime's C++ does
+            missing = missing_external_data(sig, path) or graph_problem(sig, path)
             if missing is not None:
                 raise ModelLoadError(missing, path) from None
             raise ModelLoadError(f"onnxruntime could not load ONNX model {path}: {_ort_reason(exc)}", path) from exc

@@ -97,6 +97,12 @@ class OnnxSignature:
     nonfinite: str | None = None        # the first float initializer holding NaN or inf, by name
     # (initializer name, location) of each initializer whose values are in an external data file
     external: list[tuple[str, str]] = field(default_factory=list)
+    # what graph_problem reads: the element type of each graph input and initializer by name (all
+    # graph inputs, initializers listed as inputs too), the opset version imported per domain ("" for
+    # ai.onnx) and the (domain, name) of each function the model defines
+    types: dict[str, int | None] | None = field(default_factory=dict)   # None: a sparse initializer
+    opsets: dict[str, int] = field(default_factory=dict)
+    functions: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -108,6 +114,7 @@ class OnnxNode:
     # an ai.onnx.ml classifier's class labels (classlabels_strings / classlabels_int64s), in the
     # order of its probability columns (issue 25: prob(m(x), "label")); None for other nodes
     class_labels: tuple | None = None
+    domain: str = ""
 
 
 _LABEL_ATTRS = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
@@ -151,6 +158,8 @@ def _node(buf, span) -> OnnxNode:
             n.name = _string(buf, v)
         elif f == 4:
             n.op_type = _string(buf, v)
+        elif f == 7:
+            n.domain = _string(buf, v)
     return n
 
 
@@ -212,11 +221,84 @@ def missing_external_data(sig: OnnxSignature, path) -> str | None:
     return None
 
 
+# operators whose inputs all have one element type, which their first output has (the schemas' T)
+_ONE_TYPE = frozenset({"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Sum", "Max", "Min", "Mean", "Concat"})
+# operators whose first output has the element type of their first input
+_KEEPS_TYPE = frozenset({"Relu", "Sigmoid", "Softmax", "LogSoftmax", "Tanh", "Identity", "Dropout", "Flatten",
+                         "Transpose", "Abs", "Neg", "Exp", "Log", "Sqrt", "LeakyRelu", "Elu", "Reshape", "Squeeze",
+                         "Unsqueeze", "Floor", "Ceil", "Softplus", "HardSigmoid"})
+
+
+def graph_problem(sig: OnnxSignature, path) -> str | None:
+    """The sentence for a graph onnxruntime refuses to load, as far as the file's structure shows it
+    (lint says it; the loader says it in place of onnxruntime's own message): a node of a standard
+    domain whose operator ONNX does not define at the opset the model imports (onnx_ops), a node
+    reading a value that nothing defines, or a node whose inputs must share one element type and do
+    not (the types followed from the graph inputs and initializers through the operators above).
+    None when none of these shows; onnxruntime may still refuse the graph (a shape that does not
+    match, an operator it has no kernel for): check then names the file and onnxruntime's reason."""
+    from .onnx_ops import FIRST_VERSION, LATEST
+
+    def node(n: OnnxNode) -> str:
+        return f"node {(n.name or (n.outputs[0] if n.outputs else '?'))!r} ({n.op_type})"
+
+    for n in sig.nodes:
+        dom = "" if n.domain == "ai.onnx" else n.domain
+        ver = sig.opsets.get(dom)
+        if dom not in FIRST_VERSION or (n.domain, n.op_type) in sig.functions or ver is None or ver > LATEST[dom]:
+            continue
+        first = FIRST_VERSION[dom].get(n.op_type)
+        if first is None or first > ver:
+            why = ("" if first is None else f" at opset {ver}, the version the model imports ({n.op_type} "
+                   f"came in opset {first})")
+            return (f"ONNX model {path} cannot be run: {node(n)} uses operator {n.op_type!r}, which is no "
+                    f"operator of ONNX's domain {dom or 'ai.onnx'}{why}")
+    if sig.types is None:
+        return None
+    defined = set(sig.types) | {o for n in sig.nodes for o in n.outputs}
+    for n in sig.nodes:
+        if (undefined := next((i for i in n.inputs if i and i not in defined), None)) is not None:
+            return (f"ONNX model {path} cannot be run: {node(n)} reads {undefined!r}, which is no graph input, "
+                    f"no initializer and no node's output")
+    types = dict(sig.types)
+    for n in sig.nodes:
+        t = None
+        if n.domain in ("", "ai.onnx") and n.op_type in _ONE_TYPE:
+            known = [(i, types[i]) for i in n.inputs if types.get(i) is not None]
+            if len({k for _, k in known}) > 1:
+                said = ", ".join(f"{i!r} {_ELEM_NAMES.get(k) or _FLOAT_ELEM_TYPES.get(k) or f'type {k}'}"
+                                 for i, k in known)
+                return (f"ONNX model {path} cannot be run: {node(n)} reads inputs of different element types "
+                        f"({said}), which {n.op_type} takes of one type")
+            t = known[0][1] if known else None
+        elif n.domain in ("", "ai.onnx") and n.op_type in _KEEPS_TYPE and n.inputs:
+            t = types.get(n.inputs[0])
+        if n.outputs and n.outputs[0] not in types:
+            types[n.outputs[0]] = t
+    return None
+
+
 def _initializer_name(buf, span) -> str | None:
     for f, wt, v in _fields(buf, *span):
         if f == 8 and wt == 2:
             return _string(buf, v)
     return None
+
+
+def _initializer_type(buf, span) -> int | None:
+    return next((v for f, wt, v in _fields(buf, *span) if f == 2 and wt == 0), None)
+
+
+def _pair(buf, span, key: int, value: int) -> tuple[str, int | str]:
+    """(string field ``key``, field ``value``: a varint or a string) of a small message: an
+    OperatorSetIdProto (domain = 1, version = 2) or a FunctionProto (domain = 10, name = 1)."""
+    k, v = "", 0
+    for f, wt, x in _fields(buf, *span):
+        if f == key and wt == 2:
+            k = _string(buf, x)
+        elif f == value:
+            v = _string(buf, x) if wt == 2 else x
+    return k, v
 
 
 _FLOAT_TYPES = {1: "f", 11: "d", 10: "e"}   # TensorProto FLOAT, DOUBLE, FLOAT16 (little-endian in the file)
@@ -264,8 +346,14 @@ def _initializer_finite(buf, span) -> bool:
 def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     ir_version = None
     graph = None
+    opsets, functions = {}, set()
     for f, wt, v in _fields(buf, 0, size):
-        if f == 1:
+        if f == 8 and wt == 2:
+            dom, ver = _pair(buf, v, 1, 2)
+            opsets["" if dom == "ai.onnx" else dom] = ver
+        elif f == 25 and wt == 2:
+            functions.add(_pair(buf, v, 10, 1))
+        elif f == 1:
             if wt != 0:
                 raise _WireError("ir_version is not a varint")
             ir_version = v
@@ -276,6 +364,7 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     if ir_version is None or graph is None:
         raise _WireError("no ir_version or no graph")
     inputs, outputs, init_spans, nodes = [], [], [], []
+    sparse = False
     for f, wt, v in _fields(buf, *graph):
         if wt != 2:
             continue
@@ -287,6 +376,10 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
             outputs.append(_value_info(buf, v))
         elif f == 5:
             init_spans.append(v)
+        elif f == 15:                                  # a sparse initializer: which names it defines is not read
+            sparse = True
+    types = {i.name: i.elem_type for i in inputs}
+    types.update((_initializer_name(buf, sp) or "", _initializer_type(buf, sp)) for sp in init_spans)
     if init_spans and len(inputs) > 1:                 # old-style models list initializers as inputs
         names = {_initializer_name(buf, s) for s in init_spans}
         inputs = [i for i in inputs if i.name not in names]
@@ -294,7 +387,8 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
     external = [(_initializer_name(buf, sp) or "?", loc) for sp in init_spans
                 if (loc := _external_location(buf, sp)) is not None]
     return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes,
-                         nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"), external=external)
+                         nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"), external=external,
+                         types=None if sparse else types, opsets=opsets, functions=functions)
 
 
 @filecache.per_run

@@ -259,6 +259,71 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     return names, body
 
 
+# The bytes of a CSV file lint reads for a row of the wrong number of fields (check reads every row
+# and refuses such a file with the same sentence): a longer file is read up to here only.
+RAGGED_BYTES = 64 << 20
+
+
+def _skipped_row(n: int, text: str) -> bool:
+    """A row check's CSV reader skips whatever its field count (columnar._csv_options: a blank line,
+    a comment-like trailer such as adult.test's '|1x3 Cross validator')."""
+    return n <= 1 and (not text.strip() or text.startswith("|"))
+
+
+def _ragged(d: ir.Data, line: int, n: int, expected: int, why: str = "") -> DataError:
+    return DataError(f"data file {d.path} line {line} has {n} field{'' if n == 1 else 's'}, expected "
+                     f"{expected}{why}")
+
+
+@filecache.by_file(lambda d, *a, **kw: d.path)
+def ragged_row(d: ir.Data, expected: int) -> DataError | None:
+    """The sentence check says for the first CSV row (after the header) whose field count is not
+    ``expected``, read cheaply for lint (no pyarrow): a file without a quote character line by line,
+    one with quotes through the csv module; None when every row read fits (or the file cannot be
+    read: the reader says why). Only the first RAGGED_BYTES of a longer file are read."""
+    import io
+
+    if d.format != "csv":
+        return None
+    try:
+        with open(d.path, "rb") as f:
+            raw = f.read(RAGGED_BYTES + 1)
+    except OSError:
+        return None
+    cut = len(raw) > RAGGED_BYTES
+    if cut:
+        raw = raw[:raw.rfind(b"\n", 0, RAGGED_BYTES) + 1]     # whole lines only
+    first = 1 if d.header else 0
+    if b'"' not in raw:
+        sep = d.sep.encode()
+        for i, line in enumerate(raw.splitlines()[first:], first + 1):     # \n, \r\n or \r, as check
+            n = line.count(sep) + 1
+            if n != expected and not _skipped_row(n, line.decode("utf-8", "replace")):
+                return _ragged(d, i, n, expected)
+        return None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None                                       # lint's sample read says "not UTF-8"
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=d.sep)
+    last, k = text.count("\n"), 0
+    prev = 0
+    try:
+        for row in reader:
+            line, prev, k = prev + 1, reader.line_num, k + 1
+            n = len(row)
+            if k <= first or n == expected or _skipped_row(n, row[0] if row else ""):
+                continue
+            if cut and prev >= last:
+                return None                               # a record the cut may have split
+            many = prev > line                            # a quoted field read the lines after it
+            return _ragged(d, line, n, expected, "; a quote (\") on it is likely never closed, so the lines after "
+                           "it were read as one field" if many else "")
+    except csv.Error:
+        return None
+    return None
+
+
 # The longest header line (its line break included) check's CSV reader takes: pyarrow finds the
 # header in its first block of 1 MiB (pyarrow.csv.ReadOptions' default block_size, which check keeps
 # for a file it reads at once; a streamed file's blocks are larger). Lint says the same (FS404).

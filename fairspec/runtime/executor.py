@@ -30,7 +30,10 @@ back in item order.
 * :class:`DaskExecutor` — a running ``dask.distributed`` scheduler (``--cluster tcp://host:8786``
   or ``FAIRSPEC_CLUSTER``): jobs are retried when their worker is lost (the scheduler
   reschedules them) or when they raise (``retries``); a job that fails for good comes back
-  through ``on_error``.
+  through ``on_error``, and so does a job the cluster cancels (its scattered data was lost with
+  the worker holding it) and every job not done once the cluster has had no worker for
+  ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
+  worker forever).
 
 ``configure(workers, cluster)`` records the command line's ``--workers N`` / ``--cluster ADDR``;
 ``get_executor(n_items)`` returns the executor every backend uses.
@@ -472,6 +475,15 @@ def _dask_call(fn, key, init, shared, items):
     return _run_chunk(fn, state, items)
 
 
+def _dask_reason(e: BaseException) -> str:
+    from concurrent.futures import CancelledError
+
+    if isinstance(e, CancelledError):  # distributed's FutureCancelledError: e.g. scattered data lost
+        return (f"the Dask cluster cancelled the job (the data it needed was lost with the worker that held "
+                f"it): {_reason(e)}")
+    return _reason(e)
+
+
 def _check_address(address: str) -> None:
     """Raise ValueError (or the backend's ImportError) for an address no Client could connect to:
     an unknown scheme, a missing or malformed port, an empty address."""
@@ -489,7 +501,11 @@ def _check_address(address: str) -> None:
 class DaskExecutor:
     """Jobs on a running Dask scheduler; models and data are built once per worker (``init``)."""
 
-    def __init__(self, address: str, retries: int = 2, timeout: float | None = None):
+    #: seconds between two looks at the cluster while a job's result is awaited
+    POLL = 1.0
+
+    def __init__(self, address: str, retries: int = 2, timeout: float | None = None,
+                 lost_after: float | None = None):
         try:
             from distributed import Client
         except ImportError:
@@ -499,6 +515,9 @@ class DaskExecutor:
                 timeout = float(os.environ.get("FAIRSPEC_CLUSTER_TIMEOUT", 20.0))
             except ValueError:
                 timeout = 20.0
+        # how long the cluster may have no worker at all before the jobs waiting on it fail (the
+        # scheduler holds a job whose worker was lost until another worker comes: with none, forever)
+        self.lost_after = timeout if lost_after is None else lost_after
         try:
             # an unknown scheme or a malformed address ("garbage": no port) is refused before a
             # Client exists: a Client whose constructor failed still closes itself when collected,
@@ -524,6 +543,8 @@ class DaskExecutor:
             key, payload = ("init", init), None
         else:
             sid = id(shared)
+            if sid in self._scattered and self._scattered[sid][0].status != "finished":
+                self._scattered = {}  # its data was lost with the workers that held it: sent again
             if sid not in self._scattered:
                 # sent once to every worker; each worker keeps it for all of its jobs. Wrapped in a
                 # list: scatter sends a dict value by value under the dict's own keys ("spec", ...),
@@ -537,13 +558,8 @@ class DaskExecutor:
         chunks = _chunked(len(items), self.workers)
         futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], pure=False,
                                       retries=self.retries) for idx in chunks]
-        outs = []
         try:
-            for f in futures:
-                try:
-                    outs.append(f.result())
-                except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
-                    outs.append(_Failed(_reason(e)))
+            outs = self._results(futures)
         except BaseException:  # Ctrl-C / SIGTERM: the cluster drops the jobs not yet run
             try:
                 self.client.cancel(futures)
@@ -551,6 +567,40 @@ class DaskExecutor:
                 pass
             raise
         return _finish(items, _unchunk(len(items), chunks, outs), on_error)
+
+    def _results(self, futures) -> list:
+        """Each job's result, in order, or _Failed: a job that raised after its retries, one the
+        cluster cancelled (its data was lost with the worker holding it), and every job not done
+        once the cluster has had no worker for ``lost_after`` seconds (its worker was lost and none
+        took it over: without this the wait never ended)."""
+        import time
+
+        outs: list = []
+        lost: str | None = None
+        alone_since: float | None = None
+        for f in futures:
+            while True:
+                if lost is not None and not f.done():
+                    outs.append(_Failed(lost))
+                    break
+                try:
+                    outs.append(f.result(timeout=self.POLL if lost is None else None))
+                    break
+                except TimeoutError:
+                    alone_since = None if self._has_workers() else (alone_since or time.monotonic())
+                    if alone_since is not None and time.monotonic() - alone_since >= self.lost_after:
+                        lost = (f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
+                                f"worker running the job was lost and no other took it over")
+                except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
+                    outs.append(_Failed(_dask_reason(e)))
+                    break
+        return outs
+
+    def _has_workers(self) -> bool:
+        try:
+            return bool(self.client.scheduler_info().get("workers"))
+        except Exception:  # noqa: BLE001 - the scheduler itself is gone: no worker either
+            return False
 
     def close(self) -> None:  # the client stays open for the process; see shutdown()
         pass

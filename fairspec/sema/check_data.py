@@ -82,11 +82,13 @@ class DataChecks:
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
                        missing_by_column=by_column)
-        from fairspec.runtime.data import DataError, column_names, header_renames, is_number, parquet_nested
+        from fairspec.runtime.data import DataError, column_names, header_renames, is_number, parquet_nested, ragged_row
 
         try:
             names, sample = column_names(data)
             renames = header_renames(data)
+            if (ragged := ragged_row(data, len(names))) is not None:  # check refuses the file with it
+                raise ragged
         except DataError as e:
             self.fail("FS404", str(e), path_arg.span)
         if renames:  # FS430 once the columns the spec reads are known (_header_renames)
