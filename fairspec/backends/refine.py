@@ -546,7 +546,17 @@ def batch_scores(scorer, X, cases, pairs) -> tuple:
     :func:`fairspec.certify.enumerate.count_individuals` counts, ``unsure`` left neither fair nor unfair."""
     points = case_points(X, cases)
     S = [scorer.fn(Xc) for Xc in points]
-    return S, (scorer.unsure(points, S, pairs) if scorer.unsure is not None else None)
+    return S, (scorer.unsure(points, compared_scores(scorer, S), pairs) if scorer.unsure is not None else None)
+
+
+def compared_scores(scorer, S) -> list:
+    """The scores the post-condition compares, from what ``scorer.fn`` gave (``S``): themselves, or for
+    a class readout the class scores certify reads from the runtime's outputs."""
+    if getattr(scorer, "readout", None) is None:
+        return S
+    from fairspec.certify.enumerate import class_scores_of
+
+    return class_scores_of(S, scorer.readout, scorer.post, scorer.threshold)
 
 
 def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals, track=None):
@@ -563,7 +573,8 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
         return
     S, unsure = batch_scores(scorer, X, cases, pairs)
     res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
-                            eps_strict=problem.eps_strict, claim=claim, unsure=unsure, boxes=len(items))
+                            eps_strict=problem.eps_strict, claim=claim, unsure=unsure, boxes=len(items),
+                            readout=scorer.readout)
     at = 0
     st = out.stats
     for it, n in zip(items, sizes):
@@ -635,7 +646,7 @@ class _Tracker:
             res = count_individuals([s[rows] for s in S], pairs, scorer.post, eps=problem.eps,
                                     decision_threshold=scorer.threshold, eps_strict=problem.eps_strict, claim=claim,
                                     unsure=None if unsure is None else unsure[rows], boxes=len(group), cases=cases,
-                                    _boxes=boxes)
+                                    _boxes=boxes, readout=scorer.readout)
             j = 0
             for it, a, b in group:
                 n = b - a

@@ -435,9 +435,36 @@ class Counted(NamedTuple):
     unsure_unfair: np.ndarray | None = None
 
 
+def class_scores_of(outputs: Sequence, readout, post: str = "label", decision_threshold=0) -> list:
+    """The runtime's class-``c`` scores (readout ``("argmax", c)``) of each case's output rows (k, K),
+    read here by the argmax rule (the first largest column); ValueError for another readout or post,
+    rows that are not (k, K) with K >= 2 and 0 <= c < K, or a score whose sign is not the argmax's
+    decision (positive iff c is the first largest column)."""
+    from fairspec.certify.network import argmax_class_score
+
+    if readout is None or len(readout) != 2 or readout[0] != "argmax" or isinstance(readout[1], bool) \
+            or int(readout[1]) != readout[1]:
+        raise ValueError(f"readout {readout!r} is not a class of the runtime's outputs")
+    if post != "label" or Fraction(decision_threshold) != 0:
+        raise ValueError("a class readout is counted as the label post at 0")
+    c = int(readout[1])
+    out = []
+    for Y in outputs:
+        Y = np.asarray(Y, dtype=np.float64)
+        if Y.ndim != 2 or Y.shape[1] < 2 or not 0 <= c < Y.shape[1]:
+            raise ValueError(f"class {c} of outputs shaped {Y.shape}: not rows of K >= 2 outputs")
+        g = argmax_class_score(Y, c)
+        wins = np.argmax(Y, axis=1) == c
+        ok = np.isnan(g) | ((g > 0) == wins)
+        if not np.all(ok):
+            raise ValueError(f"a class-{c} score disagrees with the runtime's argmax")
+        out.append(g)
+    return out
+
+
 def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
                       decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None, cases=None,
-                      **detail) -> Counted:
+                      readout=None, **detail) -> Counted:
     """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
     output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
     value the protected inputs may take), ``pairs`` the allowed ordered (a, b). Each pair is
@@ -446,9 +473,19 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     individual): those the caller's runtime may score otherwise in another batch size or order (a
     pair within its rounding of the threshold, not shown exact), counted neither fair nor unfair.
     ``cases``: the ``{input: value}`` assignment of each case, recorded with ``pairs``
-    (:func:`fairspec.certify.claims.relation_record`) when given."""
+    (:func:`fairspec.certify.claims.relation_record`) when given.
+
+    ``readout`` ``("argmax", c)`` (the class post's sub-problem of class c): ``scores[k]`` are the
+    runtime's K outputs of each individual (rows (n, K)), and certify reads class c from them itself
+    (:func:`fairspec.certify.network.argmax_class_score`: positive exactly when c is the first largest
+    column, the runtime's argmax), checked again against numpy's argmax on every row; the ``label``
+    post at 0 only. The record and the Proof then name the class (``readout``), which
+    :func:`fairspec.certify.partitions.combine_partitions` and
+    :func:`fairspec.certify.network.prove_class_stable` require of a class part."""
     if not pairs:
         raise ValueError("at least one pair of counterfactuals")
+    if readout is not None:
+        scores = class_scores_of(scores, readout, post, decision_threshold)
     arrays = [_as_array(s) for s in scores]
     n = arrays[0].shape[0]
     if any(a.shape[0] != n for a in arrays):
@@ -486,6 +523,9 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
 
     rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold,
                         relation=None if cases is None else (cases, pairs))
+    if readout is not None:                 # the class it read from the runtime's outputs itself
+        rec["readout"] = ["argmax", int(readout[1])]
+        detail = {**detail, "readout": ["argmax", int(readout[1])]}
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
                   fair=int(fair.sum()), unfair=int(unfair.sum()), record=rec, **detail)
     return Counted(proof, fair, unfair, maybe if unsure is not None else None)

@@ -37,7 +37,9 @@ that make it "the whole property restricted to its box":
   by refinement): no individual of the box has a counterfactual that breaks the post-condition on
   the runtime, every one of its groups' records (``detail["records"]``) being the whole property's
   post-condition, eps and strictness (or, for a label, its decision threshold), readout and
-  precision (where the group bounded a network; an enumeration evaluated the runtime itself), and
+  precision (where the group bounded a network; an enumeration evaluated the runtime itself, and for
+  a class readout ``("argmax", c)`` read class c from the runtime's K outputs itself and names it:
+  :func:`fairspec.certify.enumerate.class_scores_of`; an enumeration naming no class is refused), and
   its counterfactuals (``"_relation"``: the cases each group assigned the protected and relaxed
   inputs, the pairs of cases it compared) holding every pair the property admits (:func:`_relation_ok`,
   listed from the whole property's record and the domain: required when there are relaxed inputs,
@@ -145,9 +147,15 @@ def _direct_ok(rec, expect: dict) -> bool:
             return False
     elif rec.get("eps") != expect["eps"] or rec.get("eps_strict") is not expect["eps_strict"]:
         return False
-    if "readout" in rec or "precision" in rec:
+    if "precision" in rec:
         return rec.get("readout") == expect["readout"] and rec.get("precision") == expect["precision"]
-    return rec.get("evaluated") == "runtime"
+    if rec.get("evaluated") != "runtime":
+        return False
+    if expect["readout"][0] == "argmax" or "readout" in rec:
+        # a class part: the enumeration read the class from the runtime's outputs itself
+        # (certify.enumerate.class_scores_of) and names it; an enumeration of unnamed scores is refused
+        return rec.get("readout") == expect["readout"]
+    return True
 
 
 #: the most counterfactual cases (assignments of the protected and relaxed inputs) :func:`_relation_ok` lists

@@ -230,7 +230,8 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
                           progress=progress, decide=decide)
         # every verdict rests on certify: each eligible case's neighbourhood on the runtime, compared exactly
         certify_cases(res, values_x=vals_x, values_p=vals_p, moving=moving, lo=lo_r[R], hi=hi_r[R], integer=integer,
-                      cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence)
+                      cls=labels[R].astype(int), enc=enc, score=raw_score, decide=decide, evidence=evidence,
+                      rb_rows=first_case, recheck=trees is None)
         grp = groups or _default_groups(fs, flip)
         gx, names = assign(grp, fs, vals_x, P)
         gp, _ = assign(grp, fs, vals_p, P)

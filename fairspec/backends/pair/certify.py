@@ -43,12 +43,16 @@ class BatchScorer(NamedTuple):
     unsure:    ``unsure(points, scores, pairs)``: per individual, whether another batch size or order of
                the runtime may decide one of its pairs otherwise (``points[c]`` / ``scores[c]``: the
                individuals and their scores under counterfactual case c, ``pairs`` the allowed (a, b));
-               None for a runtime that scores every batch alike."""
+               None for a runtime that scores every batch alike;
+    readout:   None, or ``("argmax", c)``: ``fn`` gives the runtime's K outputs (rows (k, K)) and
+               certify reads class c from them itself (``certify.enumerate.class_scores_of``; ``unsure``
+               is given those class scores)."""
 
     fn: Callable
     post: str
     threshold: float
     unsure: Callable | None = None
+    readout: tuple | None = None
 
 
 @dataclass(frozen=True, eq=False)

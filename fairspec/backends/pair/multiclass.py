@@ -145,16 +145,15 @@ class ClassProblem:
 
     def class_scores(self, c: int):
         """The runtime's class-``c`` scores of many points (a :class:`~fairspec.backends.pair.certify.BatchScorer`
-        for the refinement's enumeration): :func:`fairspec.certify.network.argmax_class_score` of the
-        runtime's outputs, positive exactly when c is the first largest column (the ``label`` post at 0);
-        None when the runtime's outputs are not to hand (a runtime without ``outputs`` other than the
-        network's own float64 forward)."""
+        for the refinement's enumeration): the runtime's K outputs, from which certify reads class c itself
+        (readout ``("argmax", c)``: :func:`fairspec.certify.enumerate.class_scores_of`, positive exactly when
+        c is the first largest column; the ``label`` post at 0); None when the runtime's outputs are not to
+        hand (a runtime without ``outputs`` other than the network's own float64 forward)."""
         from fairspec.backends.pair.certify import BatchScorer
-        from fairspec.certify.network import argmax_class_score
 
         if self.outputs is None and self.runtime is not None:
             return None
-        return BatchScorer(lambda V: argmax_class_score(self.forward_all(V), c), "label", 0.0, self.unsure)
+        return BatchScorer(self.forward_all, "label", 0.0, self.unsure, readout=("argmax", c))
 
     def smt_runtime(self, c: int):
         """The SMT engine's runtime of class ``c``: scores ``argmax_class_score`` of the outputs."""

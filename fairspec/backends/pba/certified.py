@@ -75,10 +75,17 @@ def _fine(a, b, c, da, db) -> np.ndarray:
 
 
 def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, integer, cls, enc, score,
-                  evidence: Evidence, decide=None) -> None:
+                  evidence: Evidence, decide=None, rb_rows=None, recheck: bool = False) -> None:
     """Decide the eligible cases of ``res`` (an :class:`~fairspec.backends.pba.core.Analysis`) by
     enumeration on the runtime (module docstring); updates ``res.observed`` / ``stage_obs`` /
-    ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``.
+    ``witness_obs`` / ``f_obs`` in place and records the proved cases' outputs in ``evidence``. The
+    table's other per-point statuses are put on the runtime's decisions too (the solvers read class 1
+    as ``g > 0``, which is not the model's rule at a tie: ``>=``, ``index = 0``): the flipped setting
+    (``res.flipped``) from the same offsets, and robustness accuracy (``res.rb_x`` for the cases
+    ``rb_rows``, ``res.rb_p``) -- every offset of x (of x') decided as the true class -- enumerated
+    within the same budget; a solver's status that cannot be checked so is ``unknown``. ``recheck``: the
+    statuses came from the network path's solvers (a tree's are its exact cells, on ``decide`` already:
+    only the enumerated cases' flipped setting is re-decided, to the same answer).
     ``decide``: X -> the runtime's 0/1 decisions, ``score`` then the runtime's score itself; without
     it ``score`` is ``g`` (class 1 iff ``g > 0``). With it, which cases are eligible (both centres
     decided as the true class) is re-decided on ``decide`` first (``res.eligible`` / ``pred_x`` /
@@ -105,52 +112,144 @@ def certify_cases(res, *, values_x: dict, values_p: dict, moving: list, lo, hi, 
             res.notes.append(f"{int((now != res.eligible).sum())} points' eligibility re-decided on the model's own "
                              "decisions (its library's predict) at the centre")
         res.eligible, res.pred_x, res.pred_p = now, dx.astype(int), dp.astype(int)
+    rb_pos = {} if rb_rows is None else {int(r): k for k, r in enumerate(np.asarray(rb_rows).reshape(-1))}
+    done: set = set()
+    flip_uncertified = 0
     for i in range(P):
         st = res.observed[i]
         if st == "excluded":
             continue
-        if st == "unknown" and res.stage_obs[i] == "ir-mismatch":
-            pass                                   # the runtime decides it below all the same
-        axes = []
-        ok = True
-        for k, name in enumerate(moving):
-            if not integer[k]:
-                ok = False
-                break
-            axes.append(np.arange(int(round(lo[i, k])), int(round(hi[i, k])) + 1))
-        size = int(np.prod([len(a) for a in axes])) if axes else 1
-        if not ok or 2 * size > evidence.budget:
+        D = _offsets(i, moving, integer, lo, hi)
+        if D is None or 2 * len(D) > evidence.budget:
             if st == "proved":
                 res.observed[i], res.stage_obs[i] = "unknown", "not certified"
                 uncertified += 1
+            if recheck and res.flipped[i] == "proved":
+                res.flipped[i], res.stage_flip[i] = "unknown", "not certified"
+                flip_uncertified += 1
             continue
+        size = len(D)
         evidence.budget -= 2 * size
-        D = np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(size, len(moving))
-        vx = {f: np.repeat(np.asarray(v[i:i + 1]), size) for f, v in values_x.items()}
-        vp = {f: np.repeat(np.asarray(v[i:i + 1]), size) for f, v in values_p.items()}
-        for k, name in enumerate(moving):
-            vx[name] = vx[name].astype(np.float64) + D[:, k]
-            vp[name] = vp[name].astype(np.float64) + D[:, k]
-        X, Xp = encode(enc, vx, size), encode(enc, vp, size)
-        both = np.concatenate([X, Xp])
-        g = np.asarray(score(both), dtype=np.float64).reshape(-1)
-        d = np.asarray(decide(both), dtype=np.int64).reshape(-1)
-        a, b = g[:size], g[size:]
+        (X, a, da), (Xp, b, db) = _evaluate(i, D, (values_x, values_p), moving, enc, score, decide)
         c = np.full(size, int(cls[i]))
-        fine = _fine(a, b, c, d[:size], d[size:])
+        sigma = 1.0 if cls[i] == 1 else -1.0
+        done.add(i)
+        if recheck:
+            _robust_status(res, i, rb_pos, da, db, int(cls[i]))
+            _flipped_status(res, i, X, Xp, a, b, c, da, db)
+        fine = _fine(a, b, c, da, db)
         if fine.all():
             res.observed[i], res.stage_obs[i] = "proved", "enumeration"
-            evidence.add(a, b, c, d[:size], d[size:])
+            evidence.add(a, b, c, da, db)
             res.witness_obs.pop(i, None)
             continue
         j = int(np.flatnonzero(~fine)[0])
-        sigma = 1.0 if cls[i] == 1 else -1.0
         res.observed[i], res.stage_obs[i] = "refuted", "enumeration"
         res.witness_obs[i] = (X[j:j + 1], Xp[j:j + 1])
         res.f_obs[i] = sigma * (a[j] - b[j])
+    rb_left = _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
+                           evidence) if recheck else 0
     if uncertified:
         res.notes.append(f"{uncertified} points proved by the solver could not be certified (neighbourhood beyond "
                          f"{MAX_EVALUATIONS:,} runtime evaluations, or a continuous feature moves) and are unknown")
+    if flip_uncertified or rb_left:
+        res.notes.append(f"{flip_uncertified} flipped-setting and {rb_left} robustness statuses of the solvers (their "
+                         "decision g > 0, not the model's own rule) could not be checked on the runtime and are unknown")
+
+
+def _flipped_status(res, i, X, Xp, a, b, c, da, db) -> None:
+    """The flipped setting (x' more confident than x) of case i on its enumerated offsets, on the runtime's
+    scores and decisions: proved, or refuted at the first offset that breaks it (an exact runtime witness)."""
+    back = _fine(b, a, c, db, da)
+    if back.all():
+        res.flipped[i], res.stage_flip[i] = "proved", "enumeration"
+        res.witness_flip.pop(i, None)
+        return
+    j = int(np.flatnonzero(~back)[0])
+    res.flipped[i], res.stage_flip[i] = "refuted", "enumeration"
+    res.witness_flip[i] = (X[j:j + 1], Xp[j:j + 1])
+
+
+def _offsets(i, moving, integer, lo, hi):
+    """Every integral offset of case i's neighbourhood (rows), or None when a continuous feature moves."""
+    axes = []
+    for k in range(len(moving)):
+        if not integer[k]:
+            return None
+        axes.append(np.arange(int(round(lo[i, k])), int(round(hi[i, k])) + 1))
+    size = int(np.prod([len(a) for a in axes])) if axes else 1
+    return np.array(list(itertools.product(*axes)), dtype=np.float64).reshape(size, len(moving))
+
+
+def _evaluate(i, D, sides, moving, enc, score, decide) -> list:
+    """``(model inputs, runtime scores, runtime decisions)`` of case i's points (``sides``: the feature
+    values of x, of x', or both) moved by each offset, all in one batch of the runtime (as its replay);
+    no scores when ``score`` is None."""
+    from fairspec.runtime.encoding import encode
+
+    size = len(D)
+    Xs = []
+    for values in sides:
+        v = {f: np.repeat(np.asarray(col[i:i + 1]), size) for f, col in values.items()}
+        for k, name in enumerate(moving):
+            v[name] = v[name].astype(np.float64) + D[:, k]
+        Xs.append(encode(enc, v, size))
+    both = np.concatenate(Xs)
+    g = np.asarray(score(both), dtype=np.float64).reshape(-1) if score is not None else None
+    d = np.asarray(decide(both), dtype=np.int64).reshape(-1)
+    return [(X, None if g is None else g[k * size:(k + 1) * size], d[k * size:(k + 1) * size])
+            for k, X in enumerate(Xs)]
+
+
+def _robust_status(res, i, rb_pos, dx, dp, c) -> None:
+    """Robustness accuracy of case i's x (where it has an RB entry) and x': every offset decided c by the
+    runtime (``dx`` / ``dp``: its decisions; None: not evaluated)."""
+    if dx is not None and res.rb_x is not None and i in rb_pos:
+        res.rb_x[rb_pos[i]] = "proved" if np.all(dx == c) else "refuted"
+    if dp is not None and res.rb_p is not None:
+        res.rb_p[i] = "proved" if np.all(dp == c) else "refuted"
+
+
+def _robust_rest(res, done, rb_pos, cls, moving, integer, lo, hi, values_x, values_p, enc, score, decide,
+                 evidence) -> int:
+    """The robustness statuses of the cases not enumerated above, on the runtime's decisions: a centre the
+    runtime misclassifies is refuted; otherwise the neighbourhood enumerated (budget allowing), else the
+    solver's status (its decision g > 0, not the model's rule) is unknown. Returns how many were left."""
+    left = 0
+    for i in range(len(cls)):
+        if i in done:
+            continue
+        c = int(cls[i])
+        need = []
+        if res.rb_x is not None and i in rb_pos:
+            if int(res.pred_x[i]) != c:
+                res.rb_x[rb_pos[i]] = "refuted"
+            else:
+                need.append("x")
+        if res.rb_p is not None:
+            if int(res.pred_p[i]) != c:
+                res.rb_p[i] = "refuted"
+            else:
+                need.append("p")
+        if not need:
+            continue
+        D = _offsets(i, moving, integer, lo, hi)
+        if D is None or len(need) * len(D) > evidence.budget:
+            for side in need:
+                if side == "x" and res.rb_x[rb_pos[i]] != "unknown":
+                    res.rb_x[rb_pos[i]] = "unknown"
+                    left += 1
+                elif side == "p" and res.rb_p[i] != "unknown":
+                    res.rb_p[i] = "unknown"
+                    left += 1
+            continue
+        evidence.budget -= len(need) * len(D)
+        got = dict(zip(need, _evaluate(i, D, [values_x if side == "x" else values_p for side in need], moving, enc,
+                                       None, decide)))
+        dx = got["x"][2] if "x" in got else None
+        dp = got["p"][2] if "p" in got else None
+        _robust_status(res, i, rb_pos, dx, dp, c)
+    return left
 
 
 def verdict_proof(evidence: Evidence, *, share: Fraction | None = None, op: str | None = None, threshold=None,

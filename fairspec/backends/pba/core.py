@@ -160,8 +160,12 @@ def _analyse(cs, score, replay, mode, engine, time_limit, case_limit, workers, r
     score = score or net.forward
     replay = replay or score
     g_ir_x, g_ir_p = net.forward(cs.U), net.forward(cs.Up)
-    g_x, g_p = score(cs.U), score(cs.Up)
-    pred_x, pred_p = (g_x > 0).astype(int), (g_p > 0).astype(int)
+    if decide is None:
+        g_x, g_p = score(cs.U), score(cs.Up)
+        pred_x, pred_p = (g_x > 0).astype(int), (g_p > 0).astype(int)
+    else:                   # the model's own decisions (its rule at a tie: >=, index = 0), not g > 0
+        pred_x = np.asarray(decide(cs.U), dtype=int).reshape(-1)
+        pred_p = np.asarray(decide(cs.Up), dtype=int).reshape(-1)
     agree = ((g_ir_x > 0).astype(int) == pred_x) & ((g_ir_p > 0).astype(int) == pred_p)
     cls = np.asarray(cs.cls, dtype=int)
     eligible = (pred_x == cls) & (pred_p == cls)

@@ -426,7 +426,7 @@ def _certify(q, text, excluded, S: _Session, cuts):
                                  post=S.p.post, eps=S.judge.eps, eps_strict=S.eps_strict,
                                  decision_threshold=S.judge.t, runtime_error=S.E, runtime_name=S.rt.name,
                                  sigmoid_of_logits=S.rt.score_kind == "logit", readout=S.rt.readout,
-                                 precision=S.rt.precision)
+                                 precision=S.rt.precision, base_net=S.rt.base_net)
 
 
 def _z_prime(q, fx, fxp):
