@@ -1,4 +1,4 @@
-"""How far a float16 runtime may lie from the network read from it, point by point: the tolerance of
+"""How far a float16 runtime may lie from the network read from it: the tolerance of
 the network reader's agreement check on a float16 torch module (``models.network.from_torch``).
 
 The reader runs the module on a few inputs and compares its outputs with the converted network's
@@ -10,9 +10,9 @@ rounding itself is of the order of such a tolerance, so the check uses the float
 
     ``|runtime_j(x) - forward64_j(x)| <= E16_j(x) + E64_j(x)``
 
-with ``E16`` :func:`~fairspec.certify.network.runtime_error_bound` at float16 on the one-point box
-``[x, x]`` (the cast of ``x`` included, the runtime against the exact network) and ``E64`` the same
-bound at float64 (numpy's forward pass against the exact network). The heads: a final sigmoid reads
+with ``E16`` :func:`~fairspec.certify.network.runtime_error_bound` at float16 over the box of the
+check's inputs (the cast of ``x`` included, the runtime against the exact network) and ``E64`` the
+same bound at float64 (numpy's forward pass against the exact network). The heads: a final sigmoid reads
 the probability readout (``|a - b| / 4`` plus the evaluation's error); a final softmax over K columns
 moves each probability by at most half the largest logit error (its Jacobian's rows have absolute sum
 ``2 p_i (1 - p_i) <= 1/2``), plus the evaluation's assumed error
@@ -39,25 +39,24 @@ _SOFTMAX_ABS_ERROR = {"float16": 2.0 ** -11, "float64": 2.0 ** -40}
 def float16_tolerance(net, X, final: str = "none") -> np.ndarray:
     """``(rows, columns)`` bounds of ``|float16 runtime - float64 forward pass|`` of the layers ``net``
     (the runtime's own, float16 numbers) at the rows of ``X``, with the head ``final`` ("none",
-    "sigmoid", "softmax"). Raises ValueError where the float16 error model does not hold (an overflow,
-    weights that are not float16 numbers)."""
+    "sigmoid", "softmax"): the bounds over the box of the rows (one box, not one per row: a bound per
+    row cost the reader seconds on a wide module; it holds at every row all the same). Raises ValueError
+    where the float16 error model does not hold (an overflow, weights that are not float16 numbers)."""
     layers = as_layers(net)
     X = np.asarray(X, dtype=np.float64)
+    lo, hi = X.min(axis=0), X.max(axis=0)
     K = layers[-1][0].shape[0]
-    out = np.empty((X.shape[0], K))
-    for r, x in enumerate(X):
-        for j in range(K):
-            readout = ("prob", j) if final == "sigmoid" else ("logit", j)
-            out[r, j] = up(runtime_error_bound(layers, x, x, readout=readout, precision="float16")
-                           + runtime_error_bound(layers, x, x, readout=readout, precision="float64"))
-        if final == "softmax":
-            worst16 = max(runtime_error_bound(layers, x, x, readout=("logit", j), precision="float16")
-                          for j in range(K))
-            worst64 = max(runtime_error_bound(layers, x, x, readout=("logit", j), precision="float64")
-                          for j in range(K))
-            out[r, :] = up(up(up(worst16 + worst64) / 2.0) + _SOFTMAX_ABS_ERROR["float16"]
-                           + _SOFTMAX_ABS_ERROR["float64"])
-    return out
+
+    def bound(j, precision, head):
+        return runtime_error_bound(layers, lo, hi, readout=(head, j), precision=precision)
+
+    if final == "softmax":
+        worst = max(up(bound(j, "float16", "logit") + bound(j, "float64", "logit")) for j in range(K))
+        tol = np.full(K, up(up(worst / 2.0) + _SOFTMAX_ABS_ERROR["float16"] + _SOFTMAX_ABS_ERROR["float64"]))
+    else:
+        head = "prob" if final == "sigmoid" else "logit"
+        tol = np.array([up(bound(j, "float16", head) + bound(j, "float64", head)) for j in range(K)])
+    return np.broadcast_to(tol, (X.shape[0], K)).copy()
 
 
 def float16_disagreement(net, X, final: str, got) -> str:
