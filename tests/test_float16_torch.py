@@ -3,7 +3,8 @@
 Measured (and kept measured here): a half Linear is its float32 product plus bias cast to float16
 once, the next Linear reading the float16 values; ReLU exact; sigmoid its float32 evaluation cast
 once, softmax within the float16 softmax error (mostly the float32 one cast once); torch's float64 ->
-float16 conversion rounds twice (through float32), which the bound covers (half.py's docstring). The network reader checks a half module against the converted
+float16 conversion rounds twice (through float32), which the bound covers (half.py's docstring; the
+loaded model casts with numpy, once). The network reader checks a half module against the converted
 network within that bound at each point (certify/agreement.py), not a fixed tolerance. Brute force
 on small integer domains: every `holds (proved)` true on every enumerated point of the module, every
 witness replayed on it. And the batch question: torch half scores one point differently alone and in
@@ -44,8 +45,8 @@ def _module(layers, head=""):
 
 
 def _run(module, X) -> np.ndarray:
-    with torch.no_grad():       # as TorchModel._forward: float64 cast to the parameters' type by torch
-        return module(torch.from_numpy(np.asarray(X, dtype=np.float64)).to(torch.float16)).double().numpy()
+    with torch.no_grad():       # as TorchModel._forward: float64 cast to float16 by numpy (one rounding)
+        return module(torch.from_numpy(np.asarray(X, dtype=np.float16))).double().numpy()
 
 
 def _layers(rng, widths, dyadic: bool):
@@ -96,7 +97,8 @@ def test_torch_half_chain_rounds_each_linear_once_and_its_heads_once():
 
 
 def test_torch_casts_float64_to_float16_through_float32_within_the_bound():
-    """Informative: the cast rounds twice (1 + 2**-11 + 2**-25 goes to 1, numpy's direct rounding to
+    """The reader's check feeds the module float64 inputs, which torch casts: informative, the cast rounds
+    twice (1 + 2**-11 + 2**-25 goes to 1, numpy's direct rounding to
     1 + 2**-10). Checked: its error is within u16 |x| + eta16 at float16 midpoints nudged by fractions
     of a float32 spacing (where double rounding differs) and on random values of every binade."""
     x = np.array([1 + 2.0 ** -11 + 2.0 ** -25])
@@ -114,6 +116,18 @@ def test_torch_casts_float64_to_float16_through_float32_within_the_bound():
     got = torch.from_numpy(v).to(torch.float16).double().numpy()
     assert np.all(np.abs(got - v) <= U16 * np.abs(v) + ETA16)
     assert np.any(got != v.astype(np.float16).astype(np.float64))      # it does round twice somewhere
+
+
+def test_a_loaded_half_module_reads_its_inputs_rounded_once(tmp_path):
+    """TorchModel casts with numpy (one rounding), so a point's input is X.astype(float16), which the
+    spreads' boxes and the exact-runtime check read."""
+    from fairspec.models import load_model
+
+    m = _module([(np.ones((1, 1)), np.zeros(1), False)])
+    torch.jit.save(torch.jit.script(m), str(tmp_path / "m.pt"))
+    loaded = load_model("torch", tmp_path / "m.pt", score_kind="logit")
+    x = np.array([[1 + 2.0 ** -11 + 2.0 ** -25]])
+    assert loaded.score(x)[0] == 1.0 + 2.0 ** -10
 
 
 # ------------------------------------------------------------------ the reader's check
