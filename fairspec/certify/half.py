@@ -1,4 +1,4 @@
-"""The float16 runtime error model of certify (ONNX graphs with FLOAT16 tensors).
+"""The float16 runtime error model of certify (ONNX graphs with FLOAT16 tensors, torch half modules).
 
 **What the runtimes do** (measured, ``tests/test_float16_runtime.py`` keeps measuring it):
 onnxruntime's CPU provider has no float16 kernels for MatMul / Gemm / Add / Relu / Sigmoid /
@@ -26,7 +26,17 @@ most ``n + 1`` float32 ones and two casts). With ``(1 + u32)**m <= 1 / (1 - m u3
 for every summation order: the float32 / float64 bound ``gamma(n + 1)`` with one more rounding (the
 cast). Inputs: a value cast to float16 is exact when it is an integer of magnitude at most
 ``2**11`` (:data:`EXACT_INTEGERS`), else within ``u16 |x| + eta16``; weights must be float16 numbers
-(``network._check_representable``).
+(``network._check_representable``). A cast by way of float32 (torch's float64 -> float16 conversion
+rounds twice, measured) is within the same ``u16 |x| + eta16``: it differs from the direct rounding
+only where ``fl32(x)`` is a float16 midpoint ``m``, at least ``2**e (1 + 2**-11)`` in the binade
+``[2**e, 2**(e+1))``, and its error is then at most half a float16 spacing plus half a float32 one,
+``2**e (2**-11 + 2**-24) <= u16 |x|`` since ``|x| >= |m| - 2**(e-24)``; below ``2**-14`` float32 is
+still normal and the error at most ``eta16 / 2 + 2**-38 <= eta16``.
+
+**torch half modules** (Linear, ReLU, a final Sigmoid / Softmax): each Linear is one layer of the
+bound above (measured: the float32 product plus bias, cast to float16 once; the next Linear reads the
+float16 values), ReLU exact, the heads as below. The network reader's agreement check on such a module
+uses the same bound over the box of its inputs (:mod:`fairspec.certify.agreement`).
 
 **No overflow.** The model holds only while no value leaves the finite range (float16's largest is
 65504; beyond 65520 the cast gives inf). A partial sum of any subset of a layer's terms, computed in
@@ -41,7 +51,9 @@ float32 evaluation's assumed error (``2**-20`` for a sigmoid, ``2**-18`` for a K
 ``network.SIGMOID_ABS_ERROR`` and ``class_prob.SOFTMAX_ABS_ERROR``): :data:`SIGMOID_ABS_ERROR16` and
 :data:`SOFTMAX_ABS_ERROR16` (``2**-11``) cover both, with room. Measured: onnxruntime's and torch's
 float16 sigmoid on every finite float16 input are within ``2**-12 (1 + 1.1e-4)`` of the exact
-logistic. The logit the head reads is the runtime's logit, whichever precision holds it: the layer
+logistic; torch's half softmax (5 classes, 60,000 rows) within ``2**-12 (1 + 1e-4)`` of the exact
+softmax of its float16 logits (bit for bit the float32 softmax cast once but for one value in ~10**5,
+one float16 step off: another float32 evaluation path). The logit the head reads is the runtime's logit, whichever precision holds it: the layer
 bound above covers both.
 
 Pure numpy and fractions: no solver, no model library.

@@ -12,7 +12,7 @@ from __future__ import annotations
 #: :func:`batch_dependent`)
 BATCH_DEPENDENT = ("torch", "sklearn")
 
-#: a torch module or a scikit-learn model outside the runtime error model (a Tanh layer, a float16 module,
+#: a torch module or a scikit-learn model outside the runtime error model (a Tanh layer, a bfloat16 module,
 #: a kernel SVM, ...; not a tree model, which adds in a fixed order): how far apart two evaluations of one
 #: point may be, *assumed* (no bound), per unit of the largest output magnitude over the batch
 #: (1 + max |y|), by the type it computes in; measured on Tanh MLPs (7-16-16-1): 2e-8 in float32

@@ -658,10 +658,10 @@ _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None) -> PLNet:
     """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
 
-    Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``,
-    the converted net is compared with the module on 64 random inputs; a mismatch (a forward()
-    that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the declared
-    element of what forward() returns (float64), which the net must match; else one tensor.
+    Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
+    net is compared with the module on 64 random inputs (float16: within certify's error bound); a mismatch
+    (a forward() that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the
+    declared element of what forward() returns (float64), which the net must match; else one tensor.
     """
     import torch
 
@@ -733,16 +733,16 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
         out = np.asarray(pick(out) if pick else out.detach().cpu().double().numpy(), dtype=np.float64)
         if out.ndim == 1:
             out = out[:, None]
-        Z = full.forward_all(X)
-        if final == "sigmoid":
-            Z = sigmoid(Z)
-        elif final == "softmax":
-            Z = np.exp(Z - Z.max(axis=1, keepdims=True))
-            Z = Z / Z.sum(axis=1, keepdims=True)
-        if Z.shape != out.shape or not np.allclose(Z, out, rtol=1e-4, atol=1e-4):
-            raise UnsupportedModel(type(module).__name__, "forward",
-                                   "the module's forward() does not apply its children in order "
-                                   "(converted network disagrees with the module)")
+        if not _checked_in_float16(module, ch.own, X, final, out):
+            Z = full.forward_all(X)
+            if final == "sigmoid":
+                Z = sigmoid(Z)
+            elif final == "softmax":
+                Z = np.exp(Z - Z.max(axis=1, keepdims=True))
+                Z = Z / Z.sum(axis=1, keepdims=True)
+            if Z.shape != out.shape or not np.allclose(Z, out, rtol=1e-4, atol=1e-4):
+                raise UnsupportedModel(type(module).__name__, "forward", "the module's forward() does not apply "
+                                       "its children in order (converted network disagrees with the module)")
     if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
         return ch.runtime_chain(final, source, type(module).__name__)
     if isinstance(readout, str) and readout in ("raw", "folded"):   # every column (raw: the runtime's own)
@@ -757,6 +757,26 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
 def _torch_type(m) -> str:
     name = getattr(m, "original_name", None)     # scripted modules keep their Python class name
     return name or type(m).__name__
+
+
+def _checked_in_float16(module, own, X, final, out) -> bool:
+    """A float16 module's agreement check, within certify's float16 error bound at each point (its
+    rounding is of the order of a fixed tolerance): True when it passes; False for other modules."""
+    import torch
+
+    from fairspec.certify.agreement import float16_disagreement
+
+    if {p.dtype for p in module.parameters() if p.is_floating_point()} != {torch.float16}:
+        return False
+    try:
+        why = float16_disagreement(own, X, final, out)
+    except ValueError as exc:
+        raise UnsupportedModel(type(module).__name__, "parameters", "the float16 error model does not hold on "
+                               f"the reader's check inputs ({exc})") from None
+    if why:
+        raise UnsupportedModel(type(module).__name__, "forward", "the module's forward() does not apply its "
+                               f"children in order ({why})")
+    return True
 
 
 def _torch_dtype(module):
