@@ -55,3 +55,37 @@ def rounds_by_batch(model) -> bool:
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
     return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
+
+
+def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
+    """How far apart two evaluations of the same point by the runtime can be, *bounded*: twice certify's
+    runtime error bound (:func:`fairspec.certify.network.runtime_error_bound`: every evaluation, in any
+    batch size or order, lies within E of the exact value) over the box of the encoded rows X, of the
+    score the decision compares (``by_predict``: the quantity a binary scikit-learn model's predict
+    thresholds, its ``decision_function`` or its probability); None where the error model does not
+    cover the model (a Tanh layer, float16, a kernel SVM, a multi-column readout, ...)."""
+    import numpy as np
+
+    from fairspec.certify.network import runtime_error_bound
+    from fairspec.models.runtime_layers import runtime_layers
+
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0:
+        return None
+    try:
+        layers, readout, precision = runtime_layers(model, "logit" if by_predict else "label")
+    except ValueError:
+        return None
+    kind = getattr(model, "score_kind", "")
+    if by_predict:
+        ok = readout[0] in ("logit", "prob")
+    else:
+        ok = readout[0] in ("logit", "margin") and kind == "logit" or readout[0] == "prob" and kind == "prob"
+    if not ok:
+        return None
+    V = np.asarray(X, dtype=np.float32 if precision == "float32" else np.float64).astype(np.float64)
+    try:
+        E = float(runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=readout, precision=precision))
+    except ValueError:
+        return None
+    return float(np.nextafter(2.0 * E, np.inf)) if np.isfinite(E) else None

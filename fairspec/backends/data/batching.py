@@ -25,7 +25,7 @@ import itertools
 
 import numpy as np
 
-from fairspec.models.batching import ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, BATCHED, rounds_by_batch
+from fairspec.models.batching import ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER, BATCHED, certified_spread, rounds_by_batch
 
 #: distinct near-threshold points of one batch re-scored one at a time (the nearest first; the rows of
 #: the others only in their own batch and reversed, and counted in the details)
@@ -39,52 +39,111 @@ def checked(model) -> bool:
     return rounds_by_batch(model)
 
 
-def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(decisions, scores)`` of one batch: one evaluation where the decision is the score against the
-    threshold (the loaded model's own ``decide``), else the library's ``decide`` (scikit-learn's
-    ``predict``) and the score beside it."""
+def _final(model):
+    est = getattr(model, "raw", None)
+    return est.steps[-1][1] if hasattr(est, "steps") else est
+
+
+def _predict_is_score(model) -> bool:
+    """Is a binary scikit-learn model's ``predict`` exactly its score against 1/2, computed in the same
+    evaluation? MLPClassifier's (and a pipeline's ending in one) read as class 1: ``predict`` is
+    ``LabelBinarizer.inverse_transform`` of the forward pass, ``y > 0.5``, and ``predict_proba[:, 1]`` is
+    that same forward pass (scikit-learn's own code); class 0's probability is ``1 - y``, which at
+    ``y = 1/2`` is not above 1/2 where predict says class 0, so index 0 takes predict itself."""
+    return (getattr(model, "label_by_predict", False) and getattr(model, "method", "") == "predict_proba"
+            and model.score_kind == "prob" and type(_final(model)).__name__ == "MLPClassifier"
+            and model.readout.index not in (0, -2) and float(model.threshold) == 0.5)
+
+
+def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(decisions, z, threshold)`` of one batch: the decisions, and the quantity ``z`` they threshold
+    (where a row near ``threshold`` may be decided otherwise in another batch). One evaluation where
+    the decision is the score against the threshold (the loaded model's own ``decide``, or an MLP's
+    predict, :func:`_predict_is_score`); else the library's predict and, beside it, what predict
+    thresholds: a binary scikit-learn model's ``decision_function`` against 0, or its probability
+    against 1/2 (the score itself: a Platt-scaled SVC's probability is not what its predict compares)."""
     from fairspec.models.base import LoadedModel
+    from fairspec.models.runtime_layers import logit_scores
 
-    if type(model).decide is LoadedModel.decide and model.threshold is not None:
+    if type(model).decide is LoadedModel.decide and model.threshold is not None or _predict_is_score(model):
         s = np.asarray(model.score(X), dtype=np.float64)
-        return (s > model.threshold).astype(np.int64), s
-    return np.asarray(model.decide(X), dtype=np.int64), np.asarray(model.score(X), dtype=np.float64)
+        return (s > model.threshold).astype(np.int64), s, float(model.threshold)
+    d = np.asarray(model.decide(X), dtype=np.int64)
+    if getattr(model, "label_by_predict", False):
+        z = logit_scores(model, X)
+        if z is not None:
+            return d, np.asarray(z, dtype=np.float64), 0.0
+        if model.score_kind == "prob":
+            return d, np.asarray(model.score(X), dtype=np.float64), 0.5
+    return d, np.asarray(model.score(X), dtype=np.float64), float(model.threshold)
 
 
-def fragile_rows(model, X: np.ndarray, d: np.ndarray, s: np.ndarray) -> dict:
-    """The rows of a batch (encoded X, decided ``d`` on scores ``s`` in this batch) whose decision another
-    batching changes: ``{"near": rows within the spread, "rows": their indices, "alone": their decisions
-    alone (the batch's decision where not re-scored alone)}``."""
-    none = {"near": 0, "rows": np.zeros(0, dtype=np.int64), "alone": np.zeros(0, dtype=np.int64), "unchecked": 0}
-    thr = getattr(model, "threshold", None)
-    if thr is None or s.size == 0:
-        return none
+def spread(model, X: np.ndarray, z: np.ndarray, *, by_predict: bool = False) -> tuple[float, str]:
+    """``(spread, bound)``: how far apart two evaluations of a row's ``z`` may be in other batchings:
+    twice certify's runtime error bound where it covers the model (``bound = "certified"``,
+    :func:`fairspec.models.batching.certified_spread`), else the assumed spread
+    (:data:`fairspec.models.batching.ASSUMED_SPREAD` x 2 per unit of 1 + the batch's largest |z|,
+    ``"assumed"``)."""
+    s = certified_spread(model, X, by_predict=by_predict)
+    if s is not None:
+        return s, "certified"
     with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.abs(s - float(thr))
-        top = float(np.nanmax(np.abs(s)))
+        top = float(np.nanmax(np.abs(z))) if z.size else 0.0
     rel = ASSUMED_SPREAD.get(str(getattr(model, "precision", "float32")), ASSUMED_SPREAD_OTHER)
-    near = np.flatnonzero(gap <= 2.0 * rel * (1.0 + (top if np.isfinite(top) else 0.0)))
+    return 2.0 * rel * (1.0 + (top if np.isfinite(top) else 0.0)), "assumed"
+
+
+def decision_fragile(model, X: np.ndarray, d: np.ndarray, z: np.ndarray, thr: float) -> dict:
+    """:func:`fragile_rows` of the model's own decision (``decide_and_score``)."""
+    if z.size == 0:
+        return fragile_rows(X, d, z, 0.0, "assumed", model.decide)
+    by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
+    width, bound = spread(model, X, z, by_predict=by_predict)
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(z - thr)
+    return fragile_rows(X, d, gap, width, bound, model.decide)
+
+
+def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bound: str, decide,
+                 rescore: bool = True) -> dict:
+    """The rows of a batch (encoded X, decided ``d``) whose decision another batching may change: those
+    whose ``gap`` to the decision's boundary is at most ``width`` (:func:`spread`: no other batching can
+    move the others) re-decided by ``decide`` (a batch's 0/1 decisions) in a batch of their own, that
+    batch reversed and each distinct point alone (the :data:`MAX_ALONE` nearest); a row one of them
+    decides otherwise is fragile, and so is a near row not re-scored alone (past :data:`MAX_ALONE`, or
+    ``rescore`` False: every near row), whose decision is then taken both ways.
+    ``{"near", "rows", "alone": their decisions alone (the batch's where not re-scored alone),
+    "unchecked", "bound"}``."""
+    none = {"near": 0, "rows": np.zeros(0, dtype=np.int64), "alone": np.zeros(0, dtype=np.int64), "unchecked": 0,
+            "bound": bound}
+    if gap.size == 0:
+        return none
+    with np.errstate(invalid="ignore"):
+        near = np.flatnonzero(~(gap > width))            # NaN scores too: nothing says they cannot move
     if near.size == 0:
         return none
     near = near[np.argsort(gap[near], kind="stable")]
-    Xn = np.ascontiguousarray(X[near])
     base = d[near]
-    own = np.asarray(model.decide(Xn), dtype=np.int64)
-    rev = np.asarray(model.decide(np.ascontiguousarray(Xn[::-1])), dtype=np.int64)[::-1]
+    if not rescore:
+        order = np.argsort(near, kind="stable")
+        return {"near": int(near.size), "rows": near[order], "alone": base[order], "unchecked": int(near.size),
+                "bound": bound}
+    Xn = np.ascontiguousarray(X[near])
+    own = np.asarray(decide(Xn), dtype=np.int64)
+    rev = np.asarray(decide(np.ascontiguousarray(Xn[::-1])), dtype=np.int64)[::-1]
     # each distinct point alone (a row repeats its point's decision), the MAX_ALONE nearest points
     _, first, inv = np.unique(Xn, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
     pts = np.argsort(first, kind="stable")[:MAX_ALONE]
     by_point = np.full(first.size, -1, dtype=np.int64)
-    by_point[pts] = [int(model.decide(np.ascontiguousarray(Xn[first[p]:first[p] + 1]))[0]) for p in pts]
+    by_point[pts] = [int(np.asarray(decide(np.ascontiguousarray(Xn[first[p]:first[p] + 1])))[0]) for p in pts]
     checked_alone = by_point[inv] >= 0
     alone = np.where(checked_alone, by_point[inv], base)
-    moved = (own != base) | (rev != base) | (alone != base)
+    # a near row not re-scored alone may still be decided otherwise alone: it counts as fragile
+    moved = (own != base) | (rev != base) | (alone != base) | ~checked_alone
     order = np.argsort(near[moved], kind="stable")
     return {"near": int(near.size), "rows": near[moved][order], "alone": alone[moved][order],
-            "unchecked": int(np.count_nonzero(~checked_alone))}
+            "unchecked": int(np.count_nonzero(~checked_alone)), "bound": bound}
 
 
 @dataclasses.dataclass
@@ -93,12 +152,19 @@ class Fragile:
     batch and alone, and position in the data (the key of their bootstrap multiplicities)."""
 
     near: int = 0
-    unchecked: int = 0          # near rows whose point was not re-scored alone (beyond MAX_ALONE)
+    unchecked: int = 0          # near rows not re-scored alone (beyond MAX_ALONE): fragile whatever they gave
     parts: list = dataclasses.field(default_factory=list)
+    bounds: set = dataclasses.field(default_factory=set)    # "certified" / "assumed", per batch
+
+    @property
+    def bound(self) -> str:
+        """"certified" when every batch's near rows were chosen by certify's error bound, else "assumed"."""
+        return "certified" if self.bounds == {"certified"} else "assumed"
 
     def add(self, found: dict, idx, y, w, d, seen: int) -> None:
         self.near += found["near"]
         self.unchecked += found["unchecked"]
+        self.bounds.add(found["bound"])
         r = found["rows"]
         if r.size:
             self.parts.append((idx[r], y[r], np.ones(r.size) if w is None else w[r], d[r], found["alone"], seen + r))
@@ -151,11 +217,26 @@ def assignments(fr: tuple) -> tuple[list[tuple[str, np.ndarray]], bool]:
     return out, full
 
 
+def _rounding(fragile: Fragile) -> str:
+    return ("the runtime's rounding (twice certify's error bound)" if fragile.bound == "certified"
+            else "an assumed bound of the runtime's rounding")
+
+
 def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data_name: str, multiplicities):
     """``(reason, details)``: the reason of an ``unknown`` when the verdict changes with the fragile
     rows' decisions (None when it does not), and ``details["batching"]``. ``status_of(counts) ->
     (status, value)`` decides counts as the metric's own decision does; ``multiplicities``: see
     :func:`_shifted`."""
+    details = {"bound": fragile.bound, "near_threshold": fragile.near}
+    if fragile.unchecked:
+        details["near_not_rescored_alone"] = fragile.unchecked
+    within = f"within {_rounding(fragile)} of the decision threshold"
+    if not fragile.parts:
+        details.update(fragile_rows=0, note=(
+            f"{fragile.near:,} row{'s' if fragile.near != 1 else ''} of '{data_name}' "
+            f"{'lie' if fragile.near != 1 else 'lies'} {within}; each was decided the same alone, in a batch "
+            f"of their own and reversed"))
+        return None, details
     fr = fragile.arrays()
     n = int(fr[0].size)
     found, full = assignments(fr)
@@ -170,18 +251,14 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
     lie, are = ("lie", "are") if n != 1 else ("lies", "is")
     how = (("at every combination of 0 / 1 per group and label" if full else "all 0 and all 1")
            + " and as each is decided alone")
-    details = {"near_threshold": fragile.near, "fragile_rows": n, "value_in_data_batches": value,
-               "value_range": [lo, hi], "verdicts": sorted(seen), "combinations": len(found)}
-    if fragile.unchecked:
-        details["near_not_rescored_alone"] = fragile.unchecked
+    otherwise = (f"{are} decided otherwise when the model scores them in another batch size or order (alone, or "
+                 f"in another batch)" + (f", or {'were' if n != 1 else 'was'} not all re-scored alone (past "
+                                          f"{MAX_ALONE:,} points a batch)" if fragile.unchecked else ""))
+    details.update({"fragile_rows": n, "value_in_data_batches": value, "value_range": [lo, hi],
+                    "verdicts": sorted(seen), "combinations": len(found)})
     if len(seen) > 1:
-        return (f"{rows} {lie} within the runtime's rounding of the decision threshold and {are} decided otherwise "
-                f"when the model scores them in another batch size or order (alone, or in another batch); "
-                f"{prop.metric} is {value:.6g} in the data's batches and ranges over [{lo:.6g}, {hi:.6g}] with "
-                f"their decisions {how}: {BATCHED}"), details
-    details["note"] = (f"{rows} {lie} within the runtime's rounding of the threshold and {are} decided otherwise in "
-                       f"another batch size or order; the verdict is the same with their decisions {how} "
-                       f"({prop.metric} over [{lo:.6g}, {hi:.6g}])"
-                       + (f"; {fragile.unchecked:,} other rows near the threshold were re-scored only in a batch "
-                          f"of their own and reversed, not alone" if fragile.unchecked else ""))
+        return (f"{rows} {lie} {within} and {otherwise}; {prop.metric} is {value:.6g} in the data's batches and "
+                f"ranges over [{lo:.6g}, {hi:.6g}] with their decisions {how}: {BATCHED}"), details
+    details["note"] = (f"{rows} {lie} {within} and {otherwise}; the verdict is the same with their decisions "
+                       f"{how} ({prop.metric} over [{lo:.6g}, {hi:.6g}])")
     return None, details

@@ -39,8 +39,8 @@ def decisions(ctx, model_name: str, values: dict, n: int, memo: dict | None = No
     elif memo is not None and batching.checked(model):
         # a runtime that rounds by batch: the rows near the threshold re-decided in other batchings
         X = model_input(ctx, model_name, values, n, memo)
-        d, s = batching.decide_and_score(model, X)
-        memo[("fragile", model_name)] = batching.fragile_rows(model, X, d, s)
+        d, z, thr = batching.decide_and_score(model, X)
+        memo[("fragile", model_name)] = batching.decision_fragile(model, X, d, z, thr)
     else:
         d = model.decide(model_input(ctx, model_name, values, n, memo))
     if memo is not None:
@@ -284,7 +284,7 @@ class _Counter:
                 pad = [(0, 0)] * v.ndim
                 pad[axis] = (0, G - v.shape[axis])
                 setattr(c, f, np.pad(v, pad))
-        c.fragile = self.fragile if self.fragile is not None and self.fragile.parts else None
+        c.fragile = self.fragile if self.fragile is not None and self.fragile.near else None
         if ids.dense:
             c.names = ids.names()
         else:
