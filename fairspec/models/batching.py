@@ -80,7 +80,7 @@ def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
     if by_predict:
         ok = readout[0] in ("logit", "prob")
     else:
-        ok = readout[0] in ("logit", "margin") and kind == "logit" or readout[0] == "prob" and kind == "prob"
+        ok = readout[0] in ("logit", "margin") and kind in ("logit", "value") or readout[0] == "prob" and kind == "prob"
     if not ok:
         return None
     V = np.asarray(X, dtype=np.float32 if precision == "float32" else np.float64).astype(np.float64)

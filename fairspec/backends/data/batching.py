@@ -126,8 +126,8 @@ def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bo
     base = d[near]
     if not rescore:
         order = np.argsort(near, kind="stable")
-        return {"near": int(near.size), "rows": near[order], "alone": base[order], "unchecked": int(near.size),
-                "bound": bound}
+        return {"near": int(near.size), "rows": near[order], "alone": base[order], "unchecked": 0, "bound": bound,
+                "both_ways": int(near.size)}
     Xn = np.ascontiguousarray(X[near])
     own = np.asarray(decide(Xn), dtype=np.int64)
     rev = np.asarray(decide(np.ascontiguousarray(Xn[::-1])), dtype=np.int64)[::-1]
@@ -146,6 +146,115 @@ def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bo
             "unchecked": int(np.count_nonzero(~checked_alone)), "bound": bound}
 
 
+def _prob_width(model, X, raw) -> tuple[float, str]:
+    """:func:`spread` of the probabilities fairspec reads off the runtime's scores ``raw``: the logistic
+    of a logit moves by at most a quarter of the logit's move, and numpy's own rounding of it (< 2^-50)."""
+    width, bound = spread(model, X, np.asarray(raw, dtype=np.float64).reshape(-1))
+    return width + 2.0 ** -48, bound
+
+
+def median_fragile(model, X, raw, s, median: float, d) -> dict:
+    """``rate = scoring`` (a score above the sample's median): every row whose score lies within twice the
+    spread of the median (the median of scores each moved by at most the spread moves by at most as much),
+    taken both ways (not re-scored: another batching moves the median too)."""
+    width, bound = _prob_width(model, X, raw)
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(np.asarray(s, dtype=np.float64) - float(median))
+    return fragile_rows(X, d, gap, 2.0 * width, bound, None, rescore=False)
+
+
+@dataclasses.dataclass
+class BinEdges:
+    """Calibration metrics: the rows whose score lies within the runtime's spread of a bin edge k / B
+    (another batching may count them in the neighbouring bin) and the largest spread: each row's group,
+    weight and position in the data."""
+
+    width: float = 0.0
+    parts: list = dataclasses.field(default_factory=list)
+    bounds: set = dataclasses.field(default_factory=set)
+
+    def add(self, model, X, raw, s, B: int, idx, w, y, seen: int) -> None:
+        width, bound = _prob_width(model, X, raw)
+        self.width = max(self.width, width)
+        self.bounds.add(bound)
+        e = s * B
+        k = np.clip(np.round(e), 1, B - 1)
+        with np.errstate(invalid="ignore"):
+            near = np.flatnonzero(~(np.abs(s - k / B) > width + 4 * 2.0 ** -53))
+        if near.size:              # weighed by |s - y| + the spread: what the row adds to a bin's |S - P|
+            v = np.abs(s[near] - y[near]) + width
+            self.parts.append((idx[near], v if w is None else w[near] * v, seen + near))
+
+    def renumber(self, order) -> None:
+        remap = np.empty(len(order), dtype=np.int64)
+        remap[np.asarray(order)] = np.arange(len(order))
+        self.parts = [(remap[p[0]],) + tuple(p[1:]) for p in self.parts]
+
+
+def calibration_moves(c, edges: BinEdges, eligible, seed: int, multiplicities) -> tuple[float, np.ndarray | None]:
+    """How far another batching may move a calibration metric (a difference of ECEs, ``group_rates.ece``):
+    in the data, and in each Poisson replicate. A group's ECE, sum over bins of |score sum - positives|
+    over the group's weight, moves by at most twice the weight x |s - y| of its rows near an edge over
+    its weight (a row moved to another bin changes two bins' |...| by at most that each; ``BinEdges``
+    adds the spread to |s - y|) plus the spread (every score moved by at most it); a difference of two of them, or of one and the overall
+    ECE (the eligible groups'), by twice the largest."""
+    G = c.bins.shape[0]
+    el = np.flatnonzero(eligible)
+    g = np.concatenate([p[0] for p in edges.parts]) if edges.parts else np.zeros(0, dtype=np.int64)
+    w = np.concatenate([p[1] for p in edges.parts]) if edges.parts else np.zeros(0)
+    pos = np.concatenate([p[2] for p in edges.parts]) if edges.parts else np.zeros(0, dtype=np.int64)
+
+    def most(near_w, tot_w):                                   # [..., G] each
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(tot_w[..., el] > 0, 2.0 * near_w[..., el] / tot_w[..., el], 0.0)
+            tot = 2.0 * near_w[..., el].sum(axis=-1) / tot_w[..., el].sum(axis=-1)
+        return 2.0 * (np.maximum(per.max(axis=-1, initial=0.0), np.nan_to_num(tot)) + edges.width)
+
+    data = float(most(np.bincount(g, weights=w, minlength=G).astype(np.float64), c.bins.sum(axis=(-1, -2))))
+    if c.boot_bins is None:
+        return data, None
+    R = c.boot_bins.shape[0]
+    near_r = np.zeros((R, G))
+    step = max(1, 2_000_000 // max(R, 1))
+    for a in range(0, g.size, step):
+        i = slice(a, a + step)
+        m = multiplicities(seed, 0, R, 0, g[i].size, positions=pos[i]) * w[i][None, :]
+        np.add.at(near_r, (slice(None), g[i]), m)
+    return data, most(near_r, c.boot_bins.sum(axis=(-1, -2)))
+
+
+def calibration_decide(prop, c, edges: BinEdges, eligible, value: float, boot, status: str, status_of,
+                       multiplicities) -> tuple[str | None, dict]:
+    """``(reason, details)``: ``unknown``'s reason when the calibration metric's verdict changes with the
+    moves :func:`calibration_moves` allows (its value by D, each replicate by D_r: the interval's ends
+    then within the quantiles of the replicates - D_r and + D_r), and ``details["batching"]``.
+    ``status_of(lo, hi)``: the status of an interval as the metric decides it."""
+    D, Dr = calibration_moves(c, edges, eligible, prop.options.seed, multiplicities)
+    a = 1.0 - prop.options.confidence
+    ql = qh = (value, value)                      # each end's quantile of the moved replicates: its range
+    if boot is not None and Dr is not None and (~np.isnan(boot)).any():
+        ok = ~np.isnan(boot)
+        ql = tuple(float(np.quantile((boot + sign * Dr)[ok], a / 2)) for sign in (-1.0, 1.0))
+        qh = tuple(float(np.quantile((boot + sign * Dr)[ok], 1 - a / 2)) for sign in (-1.0, 1.0))
+    # the decided interval is [min(lo, value), max(hi, value)]: each end monotone in what moves
+    los = (min(ql[0], value - D), min(ql[1], value + D))
+    his = (max(qh[0], value - D), max(qh[1], value + D))
+    seen = {status} | {status_of(lo, hi) for lo in los for hi in his if lo <= hi}
+    n = int(sum(p[0].size for p in edges.parts))
+    bound = "certified" if edges.bounds == {"certified"} else "assumed"
+    details = {"bound": bound, "near_bin_edge": n, "spread": edges.width, "moves_by_at_most": D,
+               "verdicts": sorted(seen)}
+    rounding = ("the runtime's rounding (twice certify's error bound)" if bound == "certified"
+                else "an assumed bound of the runtime's rounding")
+    why = (f"another batch size or order may move every score by {rounding} ({edges.width:.3g}) and the "
+           f"{n:,} rows within it of a bin edge to the next bin: {prop.metric} may move by {D:.3g} "
+           f"(its interval's ends as far)")
+    if len(seen) > 1:
+        return f"{why}, and the verdict with it: {BATCHED}", details
+    details["note"] = f"{why}; the verdict is the same anywhere in that range"
+    return None, details
+
+
 @dataclasses.dataclass
 class Fragile:
     """The fragile rows of one property's pass: their group cell, label, weight, decision in the data's
@@ -155,6 +264,7 @@ class Fragile:
     unchecked: int = 0          # near rows not re-scored alone (beyond MAX_ALONE): fragile whatever they gave
     parts: list = dataclasses.field(default_factory=list)
     bounds: set = dataclasses.field(default_factory=set)    # "certified" / "assumed", per batch
+    both_ways: int = 0          # near rows taken both ways without re-scoring (rate = scoring's median)
 
     @property
     def bound(self) -> str:
@@ -165,6 +275,7 @@ class Fragile:
         self.near += found["near"]
         self.unchecked += found["unchecked"]
         self.bounds.add(found["bound"])
+        self.both_ways += found.get("both_ways", 0)
         r = found["rows"]
         if r.size:
             self.parts.append((idx[r], y[r], np.ones(r.size) if w is None else w[r], d[r], found["alone"], seen + r))
@@ -230,7 +341,11 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
     details = {"bound": fragile.bound, "near_threshold": fragile.near}
     if fragile.unchecked:
         details["near_not_rescored_alone"] = fragile.unchecked
-    within = f"within {_rounding(fragile)} of the decision threshold"
+    if fragile.both_ways:
+        details["near_median_taken_both_ways"] = fragile.both_ways
+    within = (f"within twice {_rounding(fragile)} of the sample's median score (rate = scoring; another batching "
+              f"moves the median too)" if fragile.both_ways else f"within {_rounding(fragile)} of the decision "
+                                                                  f"threshold")
     if not fragile.parts:
         details.update(fragile_rows=0, note=(
             f"{fragile.near:,} row{'s' if fragile.near != 1 else ''} of '{data_name}' "
@@ -251,7 +366,7 @@ def decide(prop, c, fragile: Fragile, status: str, value: float, status_of, data
     lie, are = ("lie", "are") if n != 1 else ("lies", "is")
     how = (("at every combination of 0 / 1 per group and label" if full else "all 0 and all 1")
            + " and as each is decided alone")
-    otherwise = (f"{are} decided otherwise when the model scores them in another batch size or order (alone, or "
+    otherwise = (f"{are} taken both ways" if fragile.both_ways else f"{are} decided otherwise when the model scores them in another batch size or order (alone, or "
                  f"in another batch)" + (f", or {'were' if n != 1 else 'was'} not all re-scored alone (past "
                                           f"{MAX_ALONE:,} points a batch)" if fragile.unchecked else ""))
     details.update({"fragile_rows": n, "value_in_data_batches": value, "value_range": [lo, hi],
