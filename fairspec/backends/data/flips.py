@@ -129,7 +129,14 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         spent = "" if cut is None else f"; the time budget ({limit:g}s) ran out after {cut} of {len(combos)} combinations"
         return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs){spent}; {needs_proof}",
                        backend="data", seconds=time.perf_counter() - t0, details=details)
-    # replay the strongest candidates on the model's own evaluator
+    # replay the strongest candidates on the model's own evaluator; a runtime that rounds by batch
+    # (batching.checked) replays each as a pair, reversed and each point alone, and reports it only if
+    # every one of them breaks the post-condition (a pair at a batch tie breaks it in some batches only)
+    from fairspec.backends.data.batching import checked
+    from fairspec.models.batching import BATCHED
+
+    by_batch = checked(model)
+    tied = 0
     order = np.argsort(-np.where(found_rows, best_mag, -np.inf))[: min(20, int(found_rows.sum()))]
     for r in order:
         combo = combos[int(best_combo[r])]
@@ -140,7 +147,13 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         x, x2 = encode(enc, one, 1)[0], encode(enc, one2, 1)[0]
         replayed = model.replay(np.stack([x, x2]))
         bad, _ = violation(prop, model, replayed[:1], replayed[1:])
+        if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2)):
+            tied += 1                   # broke in the data's batch: not in this one
+            continue
         if bad[0]:
+            if by_batch:
+                details["batching"] = {"replayed": "as a pair, reversed and each point alone",
+                                       "candidates_batch_dependent": tied}
             w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2), decode_row(enc, fs, x),
                         decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
                         replayed_by=replayer_name(model))
@@ -149,9 +162,23 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                            seconds=time.perf_counter() - t0, details=details,
                            reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
                                   f"change of {', '.join(prop.free)}")
+    if tied:
+        return unknown(prop, f"{tied} candidate pair{'s' if tied != 1 else ''} of data rows break"
+                             f"{'s' if tied == 1 else ''} it in the data's batch and not in another (as a pair, "
+                             f"reversed, or each point alone): {BATCHED}", backend="data",
+                       seconds=time.perf_counter() - t0,
+                       details={**details, "batching": {"candidates_batch_dependent": tied}})
     return unknown(prop, "candidate witnesses did not reproduce on the model's reference evaluator "
                          "(a fairspec bug: please report it)", backend="data", seconds=time.perf_counter() - t0,
                    details=details)
+
+
+def _breaks_in_every_batching(prop, model, x, x2) -> bool:
+    """Does the pair break the post-condition scored reversed and each point alone, as well (a runtime
+    that rounds by batch)?"""
+    rev = model.replay(np.stack([x2, x]))
+    one, two = model.replay(x[None, :]), model.replay(x2[None, :])
+    return bool(violation(prop, model, rev[1:], rev[:1])[0][0] and violation(prop, model, one, two)[0][0])
 
 
 def _broken(prop) -> str:
