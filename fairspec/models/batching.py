@@ -6,6 +6,8 @@ evaluations are assumed to be when no error bound covers the model. Shared by th
 
 from __future__ import annotations
 
+import weakref
+
 #: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
 #: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
 #: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
@@ -66,12 +68,31 @@ def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
     cover the model (a Tanh layer, float16, a kernel SVM, a multi-column readout, ...)."""
     import numpy as np
 
-    from fairspec.certify.network import runtime_error_bound
-    from fairspec.models.runtime_layers import runtime_layers
-
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[0] == 0:
         return None
+    with np.errstate(invalid="ignore"):
+        lo, hi = X.min(axis=0), X.max(axis=0)       # rounding to float32 is monotone: cast after
+    key = (by_predict, lo.tobytes(), hi.tobytes())  # the batches of one data set share their box
+    try:
+        memo = _BOUNDS.setdefault(model, {})
+    except TypeError:                               # not weakly referenceable: no memo
+        memo = {}
+    if key not in memo:
+        memo[key] = _certified_spread(model, lo, hi, by_predict)
+    return memo[key]
+
+
+#: certified_spread per model and box
+_BOUNDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _certified_spread(model, lo, hi, by_predict: bool) -> float | None:
+    import numpy as np
+
+    from fairspec.certify.network import runtime_error_bound
+    from fairspec.models.runtime_layers import runtime_layers
+
     try:
         layers, readout, precision = runtime_layers(model, "logit" if by_predict else "label")
     except ValueError:
@@ -83,9 +104,12 @@ def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
         ok = readout[0] in ("logit", "margin") and kind in ("logit", "value") or readout[0] == "prob" and kind == "prob"
     if not ok:
         return None
-    V = np.asarray(X, dtype=np.float32 if precision == "float32" else np.float64).astype(np.float64)
+    dt = np.float32 if precision == "float32" else np.float64
+    lo, hi = (np.asarray(v, dtype=dt).astype(np.float64) for v in (lo, hi))
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
     try:
-        E = float(runtime_error_bound(layers, V.min(axis=0), V.max(axis=0), readout=readout, precision=precision))
+        E = float(runtime_error_bound(layers, lo, hi, readout=readout, precision=precision))
     except ValueError:
         return None
     return float(np.nextafter(2.0 * E, np.inf)) if np.isfinite(E) else None
