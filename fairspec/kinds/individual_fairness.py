@@ -741,7 +741,7 @@ def _runtime(prop, ctx, enc, low):
     """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
     from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
-    from fairspec.kinds.pair_runtime import runtime_layers
+    from fairspec.models.runtime_layers import runtime_layers
 
     model = ctx.model(prop.model)
     try:

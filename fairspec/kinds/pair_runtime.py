@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairspec import ir
-from fairspec.models.runtime_layers import (  # noqa: F401 - re-exported: the pair kinds' names
-    _read_out, _readout_row, logit_scores, runtime_layers, runtime_precision)
+from fairspec.models.runtime_layers import logit_scores
 
 
 def class_networks(model):

@@ -2,7 +2,7 @@
 the readout and the precision (:func:`runtime_layers`, for
 :func:`fairspec.certify.network.runtime_error_bound`), and the logits a binary scikit-learn model's
 own ``decision_function`` gives (:func:`logit_scores`). Shared by the pair kinds
-(:mod:`fairspec.kinds.pair_runtime` re-exports them) and the data backend's batching re-check
+(:mod:`fairspec.kinds.pair_runtime` and the pair enumeration) and the data backend's batching re-check
 (:mod:`fairspec.models.batching`), which no kind module may be imported by."""
 
 from __future__ import annotations
