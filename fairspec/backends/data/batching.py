@@ -55,6 +55,16 @@ def _predict_is_score(model) -> bool:
             and model.readout.index not in (0, -2) and float(model.threshold) == 0.5)
 
 
+def decides_by_score(model) -> bool:
+    """Is the model's own decision (``LoadedModel.decide``) its score against its threshold, computed in
+    the same evaluation? Not where the loaded model decides otherwise: a binary scikit-learn classifier's
+    ``predict`` (``label_by_predict``; an MLP's is its score, :func:`_predict_is_score`), a boosted
+    model's declared rule for ``index = 0``."""
+    from fairspec.models.base import LoadedModel
+
+    return type(model).decide is LoadedModel.decide and model.threshold is not None or _predict_is_score(model)
+
+
 def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """``(decisions, z, threshold)`` of one batch: the decisions, and the quantity ``z`` they threshold
     (where a row near ``threshold`` may be decided otherwise in another batch). One evaluation where
@@ -62,10 +72,9 @@ def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
     predict, :func:`_predict_is_score`); else the library's predict and, beside it, what predict
     thresholds: a binary scikit-learn model's ``decision_function`` against 0, or its probability
     against 1/2 (the score itself: a Platt-scaled SVC's probability is not what its predict compares)."""
-    from fairspec.models.base import LoadedModel
     from fairspec.models.runtime_layers import logit_scores
 
-    if type(model).decide is LoadedModel.decide and model.threshold is not None or _predict_is_score(model):
+    if decides_by_score(model):
         s = np.asarray(model.score(X), dtype=np.float64)
         return (s > model.threshold).astype(np.int64), s, float(model.threshold)
     d = np.asarray(model.decide(X), dtype=np.int64)

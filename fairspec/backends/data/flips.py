@@ -2,7 +2,9 @@
 
 Every row x of the declared data set is paired with each counterfactual x'
 that changes only the free (protected) features, to every other combination
-of their values.  A pair violating the post-condition is replayed on the
+of their values.  A ``label`` post compares the model's own decision
+(``LoadedModel.decide``: a binary scikit-learn classifier's ``predict``), as
+the group metrics do.  A pair violating the post-condition is replayed on the
 model's own evaluator (onnx's reference evaluator for ONNX) before it is
 reported as a witness.  No pair found is not a proof: the verdict is then
 unknown, and says that a proof needs a solver backend.
@@ -34,14 +36,37 @@ def _to_logit(s: np.ndarray, kind: str) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def violation(prop: ir.IndividualFairness, model, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(violated mask, magnitude) of the post-condition on scores s (x) and s2 (x')."""
+def violation(prop: ir.IndividualFairness, model, s: np.ndarray, s2: np.ndarray,
+              own: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(violated mask, magnitude) of the post-condition on scores s (x) and s2 (x'); ``own``: s and s2
+    are the model's own decisions (0/1, :func:`own_decision`)."""
+    if own:
+        return s != s2, np.abs(s - s2)
     if prop.post == "label":
         d1, d2 = s > model.threshold, s2 > model.threshold
         return d1 != d2, np.abs(_to_prob(s, model.score_kind) - _to_prob(s2, model.score_kind))
     conv = _to_prob if prop.post == "prob" else _to_logit
     gap = np.abs(conv(s, model.score_kind) - conv(s2, model.score_kind))
     return gap > prop.eps, gap - prop.eps
+
+
+def own_decision(prop: ir.IndividualFairness, model) -> bool:
+    """Does the post-condition compare the model's own decision (``LoadedModel.decide``, as the group
+    metrics do), which is not its score against the threshold? A ``label`` post on a binary
+    scikit-learn classifier whose label is its ``predict`` (a Platt-scaled SVC's probability puts 1/2
+    elsewhere than its ``decision_function``'s 0; GaussianNB's predict is the joint likelihood's argmax)
+    or a boosted model's declared rule (``index = 0``)."""
+    from fairspec.backends.data.batching import decides_by_score
+
+    return prop.post == "label" and not decides_by_score(model)
+
+
+def _post_values(model, X: np.ndarray, own: bool) -> np.ndarray:
+    """What a replay compares: the model's own decision (0/1) where ``own``, else its score on the
+    model's own evaluator."""
+    if own:
+        return np.asarray(model.decide(X), dtype=np.float64).reshape(-1)
+    return np.asarray(model.replay(X), dtype=np.float64)
 
 
 def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
@@ -77,7 +102,13 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         n = max_rows
     enc = ctx.encoding(prop.model)
     X = encode(enc, values, n)
-    s = model.score(X)
+    own = own_decision(prop, model)
+    if own:             # the decisions, and what they threshold (ranks the candidates: the farthest first)
+        from fairspec.backends.data.batching import decide_and_score
+
+        d, s, _ = decide_and_score(model, X)
+    else:
+        s = model.score(X)
     lists = _value_lists(fs, prop.free, values)
     combos = list(itertools.product(*lists))
     if len(combos) > MAX_COMBINATIONS:
@@ -112,8 +143,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
             mask &= evaluate(pre, lookup_pair(vals2), n).astype(bool)
         if mask.any():
             pairs += int(mask.sum())
-            s2 = model.score(encode(enc, vals2, n))
-            bad, mag = violation(prop, model, s, s2)
+            X2 = encode(enc, vals2, n)
+            if own:
+                d2, s2, _ = decide_and_score(model, X2)
+                bad, mag = d != d2, np.abs(s - s2)
+            else:
+                bad, mag = violation(prop, model, s, model.score(X2))
             bad &= mask
             better = bad & (mag > best_mag)
             best_mag[better] = mag[better]
@@ -145,9 +180,9 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         for name, v in zip(prop.free, combo):
             one2[name] = np.array([v])
         x, x2 = encode(enc, one, 1)[0], encode(enc, one2, 1)[0]
-        replayed = model.replay(np.stack([x, x2]))
-        bad, _ = violation(prop, model, replayed[:1], replayed[1:])
-        if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2)):
+        replayed = _post_values(model, np.stack([x, x2]), own)
+        bad, _ = violation(prop, model, replayed[:1], replayed[1:], own)
+        if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2, own)):
             tied += 1                   # broke in the data's batch: not in this one
             continue
         if bad[0]:
@@ -173,12 +208,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                    details=details)
 
 
-def _breaks_in_every_batching(prop, model, x, x2) -> bool:
-    """Does the pair break the post-condition scored reversed and each point alone, as well (a runtime
-    that rounds by batch)?"""
-    rev = model.replay(np.stack([x2, x]))
-    one, two = model.replay(x[None, :]), model.replay(x2[None, :])
-    return bool(violation(prop, model, rev[1:], rev[:1])[0][0] and violation(prop, model, one, two)[0][0])
+def _breaks_in_every_batching(prop, model, x, x2, own: bool = False) -> bool:
+    """Does the pair break the post-condition scored (``own``: decided) reversed and each point alone, as
+    well (a runtime that rounds by batch)?"""
+    rev = _post_values(model, np.stack([x2, x]), own)
+    one, two = _post_values(model, x[None, :], own), _post_values(model, x2[None, :], own)
+    return bool(violation(prop, model, rev[1:], rev[:1], own)[0][0] and violation(prop, model, one, two, own)[0][0])
 
 
 def _broken(prop) -> str:
