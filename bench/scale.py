@@ -3,6 +3,7 @@
     nice python bench/scale.py groups   [--copies 1,10,100,1000] [--no-fairlearn]
     nice python bench/scale.py parallel                  # = bench/parallel_jobs.py
     nice python bench/scale.py all [--skip-parallel]
+    nice python bench/scale.py recheck [--rows 1000000]   # the batch-tie re-check's cost, printed
 
 The lead's re-run (1x, 10x, 100x with fairlearn; under 2 minutes at load 3 on 2 cores,
 most of it fairlearn at 100x) rewrites bench/results/scale.{md,json}:
@@ -17,6 +18,12 @@ so wall time and peak memory (ru_maxrss) are that run's alone; the libraries bot
 (onnxruntime, skops, pyarrow) are imported before either clock starts.  The same rows and models go
 through fairlearn (MetricFrame; point values only, no bootstrap: fairlearn's row bootstrap at
 millions of rows does not fit the budget) where they fit in memory (up to 100x).
+
+``recheck``: the cost of the data backend's batch-tie re-check (fairspec/backends/data/batching.py) on
+scikit-learn models whose label is their predict (a runtime that rounds by batch): statistical parity
+over a synthetic Parquet file of ``--rows`` rows (bootstrap = 100) with the re-check off, on, and for an
+MLPClassifier also on with the decision taken by predict beside the score (two evaluations per batch, what
+the re-check did before an MLP's label was read off its score); the ratio is against the re-check off.
 
 ``parallel``: the independent jobs through fairspec's one executor with 1 worker, 2 workers and a
 2-worker dask ``LocalCluster``: BM-6's partitions in prove mode (the Fairify network of
@@ -203,6 +210,97 @@ def _print_group_row(row: dict) -> None:
           f"[{status}]  {fl_txt}  (load {row['load_before']:.1f})", flush=True)
 
 
+# ------------------------------------------------------------------ the batch-tie re-check's cost
+
+RECHECK_SPEC = """data d = parquet("{data}", label = y == 1)
+features F from d {{
+  g : {{a, b}} protected
+  x1 : int in [0, 99]
+  x2 : int in [0, 99]
+}}
+model m = sklearn("{model}")
+encode F for m {{
+  g : code
+  x1 : raw
+  x2 : raw
+}}
+property sp {{
+  statistical_parity(m, groups g) <= 0.9
+  bootstrap = 100
+}}
+"""
+
+
+def bench_recheck(n: int) -> list[dict]:
+    """Wall time of one group metric over n rows per model and re-check mode (in this process, each
+    mode once after a warm-up run)."""
+    import warnings
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import skops.io as sio
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.neural_network import MLPClassifier
+
+    from fairspec.backends.data import batching
+    from fairspec.pipeline import check
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    g, x1, x2 = rng.integers(0, 2, n), rng.integers(0, 100, n), rng.integers(0, 100, n)
+    y = ((x1 + x2 + 30 * g + rng.normal(0, 20, n)) > 115).astype(np.int64)
+    data = OUT / f"recheck_{n}.parquet"
+    pq.write_table(pa.table({"g": np.where(g == 1, "b", "a"), "x1": x1, "x2": x2, "y": y}), data)
+    X = np.c_[g, x1, x2][:5000].astype(np.float64)
+    rows = []
+    for est in (MLPClassifier((16,), max_iter=300, random_state=0), GaussianNB()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y[:5000])
+        name = type(est).__name__
+        model = OUT / f"recheck_{name}.skops"
+        sio.dump(est, model)
+        spec = OUT / f"recheck_{name}.fair"
+        spec.write_text(RECHECK_SPEC.format(data=data, model=model))
+        check(spec)                                          # warm-up: imports, the model's load
+        modes = [("off", {"checked": lambda m: False}), ("on", {})]
+        if name == "MLPClassifier":
+            modes.append(("on, predict + score", {"_predict_is_score": lambda m: False}))
+        base = None
+        for mode, patch in modes:
+            saved = {k: getattr(batching, k) for k in patch}
+            for k, f in patch.items():
+                setattr(batching, k, f)
+            try:
+                t0 = time.perf_counter()
+                r = check(spec)
+                wall = time.perf_counter() - t0
+            finally:
+                for k, f in saved.items():
+                    setattr(batching, k, f)
+            v = r.verdicts[0]
+            base = wall if base is None else base
+            row = {"model": name, "rows": n, "mode": mode, "wall_s": round(wall, 3), "ratio": round(wall / base, 3),
+                   "status": v.status, "near": (v.details.get("batching") or {}).get("near_threshold", 0),
+                   "load": os.getloadavg()[0]}
+            rows.append(row)
+            print(f"  {name:<14} {n:>9,} rows  re-check {mode:<20} {wall:7.2f} s  x{row['ratio']:.2f}  "
+                  f"[{v.status}, {row['near']} near]  (load {row['load']:.1f})", flush=True)
+    return rows
+
+
+def recheck_table(rows: list[dict]) -> list[str]:
+    out = ["## The batch-tie re-check's cost: statistical parity on scikit-learn models whose label is predict", "",
+           "| model | rows | re-check | s | ratio to off | verdict | rows near the threshold | load |",
+           "|:---|---:|:---|---:|---:|:---|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['model']} | {r['rows']:,} | {r['mode']} | {r['wall_s']:.2f} | {r['ratio']:.2f} | "
+                   f"{r['status']} | {r['near']} | {r['load']:.1f} |")
+    return out + ["", "Re-run: `nice python bench/scale.py recheck --rows 1000000` (prints this table; one run per "
+                      "mode after a warm-up, in one process)."]
+
+
 # ------------------------------------------------------------------ the committed table
 
 def table(res: dict) -> str:
@@ -231,6 +329,8 @@ def table(res: dict) -> str:
                 "encodes them the same way and computes point values with MetricFrame. Re-run: "
                 "`nice python bench/scale.py groups --copies 1,10,100` (about 2 minutes on a quiet machine, most of it fairlearn at 100x; "
                 "add 1000 for 30 M rows, fairspec only)."]
+    if res.get("recheck"):
+        out += [""] + recheck_table(res["recheck"])
     out += ["", "The parallel jobs (1 worker, 2 workers, a 2-worker LocalCluster) are bench/parallel_jobs.py's: "
                 "bench/results/parallel_jobs.md."]
     return "\n".join(out) + "\n"
@@ -240,7 +340,8 @@ def table(res: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("groups", "parallel", "all", "table"))
+    ap.add_argument("what", choices=("groups", "parallel", "all", "table", "recheck"))
+    ap.add_argument("--rows", type=int, default=1_000_000, help="with recheck: the data set's rows")
     ap.add_argument("--copies", default="1,10,100,1000")
     ap.add_argument("--no-fairlearn", action="store_true")
     ap.add_argument("--skip-parallel", action="store_true", help="with all: the group metrics only")
@@ -253,6 +354,12 @@ def main() -> None:
         return
     if args.what == "parallel":
         subprocess.run([sys.executable, str(HERE / "parallel_jobs.py")], check=False)  # its own results files
+        return
+    if args.what == "recheck":
+        res["recheck"] = bench_recheck(args.rows)
+        print("\n".join(recheck_table(res["recheck"])))
+        Path(args.out).write_text(json.dumps(res, indent=1, default=str) + "\n")
+        Path(args.out).with_suffix(".md").write_text(table(res))
         return
     res["machine"] = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
     if args.what in ("groups", "all"):

@@ -143,7 +143,7 @@ def test_the_error_bound_of_an_identity_mlp_holds_on_predict():
     from sklearn.neural_network import MLPRegressor
 
     from fairspec.certify.network import as_layers, runtime_error_bound
-    from fairspec.kinds.pair_runtime import _read_out
+    from fairspec.models.runtime_layers import _read_out
     from fairspec.models.network_sklearn import from_sklearn
 
     rng = np.random.default_rng(7)
@@ -314,12 +314,12 @@ def test_a_hidden_block_s_composition_error_is_counted(monkeypatch):
 
 def test_the_readout_row_is_the_declared_one_not_the_closest_fold(tmp_path, monkeypatch):
     """A two-output identity MLPRegressor whose two outputs fold to the same layer (they differ only on a
-    hidden unit that is always 0): the chain's row is the one ``index`` names (pair_runtime._readout_row),
+    hidden unit that is always 0): the chain's row is the one ``index`` names (runtime_layers._readout_row),
     not found by comparing folds -- which saw two rows and refused (unknown) before."""
     pytest.importorskip("skops")
     from sklearn.neural_network import MLPRegressor
 
-    from fairspec.kinds.pair_runtime import _readout_row
+    from fairspec.models.runtime_layers import _readout_row
 
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     X = _grid()

@@ -138,7 +138,7 @@ def test_a_float16_runtime_is_refuted_as_it_computes(tmp_path, monkeypatch, fmt,
 
 def test_precision_refusal_names_the_arithmetic():
     from fairspec.certify.network import precision_refusal
-    from fairspec.kinds.pair_runtime import runtime_precision
+    from fairspec.models.runtime_layers import runtime_precision
 
     assert precision_refusal("float32") == precision_refusal("float64") == precision_refusal("float16") == ""
     assert "bfloat16 arithmetic has no error bound in certify yet" in precision_refusal("bfloat16")
@@ -290,7 +290,7 @@ def test_a_layer_the_runtime_computes_in_several_roundings_is_not_its_own(tmp_pa
     them): runtime_network refuses it. The certification's runtime_layers reads the runtime's chain cut
     at every rounding instead (runtime_chain: identity between two products), except for one operator
     that rounds twice (a Gemm scaled by alpha), which it refuses."""
-    from fairspec.kinds.pair_runtime import runtime_layers
+    from fairspec.models.runtime_layers import runtime_layers
     from fairspec.models.network import UnsupportedModel
 
     _chain_onnx(tmp_path, chain, dtype)

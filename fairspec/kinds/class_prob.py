@@ -134,7 +134,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     from fairspec.backends.pair import PairProblem, precondition_holds
     from fairspec.certify.class_prob import ClassProbQuery, bound_class_prob, join_class_prob
     from fairspec.certify.rounding import float_down
-    from fairspec.kinds.pair_runtime import runtime_precision
+    from fairspec.models.runtime_layers import runtime_precision
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds.lowering import Unsupported, lower_pair
     from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, runtime_violates

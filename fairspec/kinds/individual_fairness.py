@@ -231,7 +231,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # the certified SMT modes prove claims about the model's runtime: its layers, readout, encoding, arithmetic
         rt = runtime_of(ctx.model(prop.model), enc, post=prop.post)
         if rt is None:      # the precision first: a float16 chain is refused for its arithmetic, not its shape
-            from fairspec.kinds.pair_runtime import precision_refusal_of
+            from fairspec.models.runtime_layers import precision_refusal_of
             why = precision_refusal_of(ctx.model(prop.model)) or (
                 "not a plain Gemm/MatMul+Add/ReLU chain with a logit, margin, sigmoid or 2-class softmax readout")
             return unknown(prop, "the smt backend cannot bound this model's runtime arithmetic, so it cannot prove "
@@ -741,7 +741,7 @@ def _runtime(prop, ctx, enc, low):
     """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
     from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
-    from fairspec.kinds.pair_runtime import runtime_layers
+    from fairspec.models.runtime_layers import runtime_layers
 
     model = ctx.model(prop.model)
     try:

@@ -69,7 +69,8 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     from fairspec.certify.network import encoding_from_ir
     _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
-    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition, runtime_precision
+    from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition
+    from fairspec.models.runtime_layers import runtime_precision
     from fairspec.models.network import UnsupportedModel
     from fairspec.planning import setting
     from fairspec.runtime.encoding import decode_row

@@ -161,7 +161,7 @@ def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
 def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     """:func:`runtime_spread` from the runtime error bound, or ``(0, None, None, None)``."""
     from fairspec.certify.network import runtime_error_bound
-    from fairspec.kinds.pair_runtime import runtime_layers, runtime_precision
+    from fairspec.models.runtime_layers import runtime_layers, runtime_precision
 
     none = (0.0, None, None, None)
     softmax = 0
@@ -462,7 +462,7 @@ def _predict_decision(model, X):
     """``(values, threshold)`` scikit-learn's predict thresholds for a binary model whose label is its
     predict: decision_function against 0 where it has one (the logit of the declared class), else the
     declared class's probability against 1/2; ``(None, None)`` for neither."""
-    from fairspec.kinds.pair_runtime import logit_scores
+    from fairspec.models.runtime_layers import logit_scores
 
     try:
         z = logit_scores(model, X)

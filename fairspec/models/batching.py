@@ -6,6 +6,8 @@ evaluations are assumed to be when no error bound covers the model. Shared by th
 
 from __future__ import annotations
 
+import weakref
+
 #: runtimes that score one point differently in batches of other sizes or orders (measured: torch on
 #: CPU, up to 1e-6 on a 7-4-1 network, and scikit-learn's float64 predict_proba, one ulp for a third of
 #: 500 points, alone against one batch); onnxruntime too when it computes in float64 (see
@@ -55,3 +57,59 @@ def rounds_by_batch(model) -> bool:
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
     return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
+
+
+def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
+    """How far apart two evaluations of the same point by the runtime can be, *bounded*: twice certify's
+    runtime error bound (:func:`fairspec.certify.network.runtime_error_bound`: every evaluation, in any
+    batch size or order, lies within E of the exact value) over the box of the encoded rows X, of the
+    score the decision compares (``by_predict``: the quantity a binary scikit-learn model's predict
+    thresholds, its ``decision_function`` or its probability); None where the error model does not
+    cover the model (a Tanh layer, float16, a kernel SVM, a multi-column readout, ...)."""
+    import numpy as np
+
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0:
+        return None
+    with np.errstate(invalid="ignore"):
+        lo, hi = X.min(axis=0), X.max(axis=0)       # rounding to float32 is monotone: cast after
+    key = (by_predict, lo.tobytes(), hi.tobytes())  # the batches of one data set share their box
+    try:
+        memo = _BOUNDS.setdefault(model, {})
+    except TypeError:                               # not weakly referenceable: no memo
+        memo = {}
+    if key not in memo:
+        memo[key] = _certified_spread(model, lo, hi, by_predict)
+    return memo[key]
+
+
+#: certified_spread per model and box
+_BOUNDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _certified_spread(model, lo, hi, by_predict: bool) -> float | None:
+    import numpy as np
+
+    from fairspec.certify.network import runtime_error_bound
+    from fairspec.models.runtime_layers import runtime_layers
+
+    try:
+        layers, readout, precision = runtime_layers(model, "logit" if by_predict else "label")
+    except ValueError:
+        return None
+    kind = getattr(model, "score_kind", "")
+    if by_predict:
+        ok = readout[0] in ("logit", "prob")
+    else:
+        ok = readout[0] in ("logit", "margin") and kind in ("logit", "value") or readout[0] == "prob" and kind == "prob"
+    if not ok:
+        return None
+    dt = np.float32 if precision == "float32" else np.float64
+    lo, hi = (np.asarray(v, dtype=dt).astype(np.float64) for v in (lo, hi))
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    try:
+        E = float(runtime_error_bound(layers, lo, hi, readout=readout, precision=precision))
+    except ValueError:
+        return None
+    return float(np.nextafter(2.0 * E, np.inf)) if np.isfinite(E) else None

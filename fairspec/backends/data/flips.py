@@ -2,7 +2,9 @@
 
 Every row x of the declared data set is paired with each counterfactual x'
 that changes only the free (protected) features, to every other combination
-of their values.  A pair violating the post-condition is replayed on the
+of their values.  A ``label`` post compares the model's own decision
+(``LoadedModel.decide``: a binary scikit-learn classifier's ``predict``), as
+the group metrics do.  A pair violating the post-condition is replayed on the
 model's own evaluator (onnx's reference evaluator for ONNX) before it is
 reported as a witness.  No pair found is not a proof: the verdict is then
 unknown, and says that a proof needs a solver backend.
@@ -34,14 +36,37 @@ def _to_logit(s: np.ndarray, kind: str) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def violation(prop: ir.IndividualFairness, model, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(violated mask, magnitude) of the post-condition on scores s (x) and s2 (x')."""
+def violation(prop: ir.IndividualFairness, model, s: np.ndarray, s2: np.ndarray,
+              own: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(violated mask, magnitude) of the post-condition on scores s (x) and s2 (x'); ``own``: s and s2
+    are the model's own decisions (0/1, :func:`own_decision`)."""
+    if own:
+        return s != s2, np.abs(s - s2)
     if prop.post == "label":
         d1, d2 = s > model.threshold, s2 > model.threshold
         return d1 != d2, np.abs(_to_prob(s, model.score_kind) - _to_prob(s2, model.score_kind))
     conv = _to_prob if prop.post == "prob" else _to_logit
     gap = np.abs(conv(s, model.score_kind) - conv(s2, model.score_kind))
     return gap > prop.eps, gap - prop.eps
+
+
+def own_decision(prop: ir.IndividualFairness, model) -> bool:
+    """Does the post-condition compare the model's own decision (``LoadedModel.decide``, as the group
+    metrics do), which is not its score against the threshold? A ``label`` post on a binary
+    scikit-learn classifier whose label is its ``predict`` (a Platt-scaled SVC's probability puts 1/2
+    elsewhere than its ``decision_function``'s 0; GaussianNB's predict is the joint likelihood's argmax)
+    or a boosted model's declared rule (``index = 0``)."""
+    from fairspec.backends.data.batching import decides_by_score
+
+    return prop.post == "label" and not decides_by_score(model)
+
+
+def _post_values(model, X: np.ndarray, own: bool) -> np.ndarray:
+    """What a replay compares: the model's own decision (0/1) where ``own``, else its score on the
+    model's own evaluator."""
+    if own:
+        return np.asarray(model.decide(X), dtype=np.float64).reshape(-1)
+    return np.asarray(model.replay(X), dtype=np.float64)
 
 
 def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
@@ -77,7 +102,13 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         n = max_rows
     enc = ctx.encoding(prop.model)
     X = encode(enc, values, n)
-    s = model.score(X)
+    own = own_decision(prop, model)
+    if own:             # the decisions, and what they threshold (ranks the candidates: the farthest first)
+        from fairspec.backends.data.batching import decide_and_score
+
+        d, s, _ = decide_and_score(model, X)
+    else:
+        s = model.score(X)
     lists = _value_lists(fs, prop.free, values)
     combos = list(itertools.product(*lists))
     if len(combos) > MAX_COMBINATIONS:
@@ -112,8 +143,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
             mask &= evaluate(pre, lookup_pair(vals2), n).astype(bool)
         if mask.any():
             pairs += int(mask.sum())
-            s2 = model.score(encode(enc, vals2, n))
-            bad, mag = violation(prop, model, s, s2)
+            X2 = encode(enc, vals2, n)
+            if own:
+                d2, s2, _ = decide_and_score(model, X2)
+                bad, mag = d != d2, np.abs(s - s2)
+            else:
+                bad, mag = violation(prop, model, s, model.score(X2))
             bad &= mask
             better = bad & (mag > best_mag)
             best_mag[better] = mag[better]
@@ -129,7 +164,14 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         spent = "" if cut is None else f"; the time budget ({limit:g}s) ran out after {cut} of {len(combos)} combinations"
         return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs){spent}; {needs_proof}",
                        backend="data", seconds=time.perf_counter() - t0, details=details)
-    # replay the strongest candidates on the model's own evaluator
+    # replay the strongest candidates on the model's own evaluator; a runtime that rounds by batch
+    # (batching.checked) replays each as a pair, reversed and each point alone, and reports it only if
+    # every one of them breaks the post-condition (a pair at a batch tie breaks it in some batches only)
+    from fairspec.backends.data.batching import checked
+    from fairspec.models.batching import BATCHED
+
+    by_batch = checked(model)
+    tied = 0
     order = np.argsort(-np.where(found_rows, best_mag, -np.inf))[: min(20, int(found_rows.sum()))]
     for r in order:
         combo = combos[int(best_combo[r])]
@@ -138,9 +180,15 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         for name, v in zip(prop.free, combo):
             one2[name] = np.array([v])
         x, x2 = encode(enc, one, 1)[0], encode(enc, one2, 1)[0]
-        replayed = model.replay(np.stack([x, x2]))
-        bad, _ = violation(prop, model, replayed[:1], replayed[1:])
+        replayed = _post_values(model, np.stack([x, x2]), own)
+        bad, _ = violation(prop, model, replayed[:1], replayed[1:], own)
+        if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2, own)):
+            tied += 1                   # broke in the data's batch: not in this one
+            continue
         if bad[0]:
+            if by_batch:
+                details["batching"] = {"replayed": "as a pair, reversed and each point alone",
+                                       "candidates_batch_dependent": tied}
             w = Witness(tuple(float(v) for v in x), tuple(float(v) for v in x2), decode_row(enc, fs, x),
                         decode_row(enc, fs, x2), (float(replayed[0]), float(replayed[1])),
                         replayed_by=replayer_name(model))
@@ -149,9 +197,23 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                            seconds=time.perf_counter() - t0, details=details,
                            reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
                                   f"change of {', '.join(prop.free)}")
+    if tied:
+        return unknown(prop, f"{tied} candidate pair{'s' if tied != 1 else ''} of data rows break"
+                             f"{'s' if tied == 1 else ''} it in the data's batch and not in another (as a pair, "
+                             f"reversed, or each point alone): {BATCHED}", backend="data",
+                       seconds=time.perf_counter() - t0,
+                       details={**details, "batching": {"candidates_batch_dependent": tied}})
     return unknown(prop, "candidate witnesses did not reproduce on the model's reference evaluator "
                          "(a fairspec bug: please report it)", backend="data", seconds=time.perf_counter() - t0,
                    details=details)
+
+
+def _breaks_in_every_batching(prop, model, x, x2, own: bool = False) -> bool:
+    """Does the pair break the post-condition scored (``own``: decided) reversed and each point alone, as
+    well (a runtime that rounds by batch)?"""
+    rev = _post_values(model, np.stack([x2, x]), own)
+    one, two = _post_values(model, x[None, :], own), _post_values(model, x2[None, :], own)
+    return bool(violation(prop, model, rev[1:], rev[:1], own)[0][0] and violation(prop, model, one, two, own)[0][0])
 
 
 def _broken(prop) -> str:

@@ -39,8 +39,8 @@ def decisions(ctx, model_name: str, values: dict, n: int, memo: dict | None = No
     elif memo is not None and batching.checked(model):
         # a runtime that rounds by batch: the rows near the threshold re-decided in other batchings
         X = model_input(ctx, model_name, values, n, memo)
-        d, s = batching.decide_and_score(model, X)
-        memo[("fragile", model_name)] = batching.fragile_rows(model, X, d, s)
+        d, z, thr = batching.decide_and_score(model, X)
+        memo[("fragile", model_name)] = batching.decision_fragile(model, X, d, z, thr)
     else:
         d = model.decide(model_input(ctx, model_name, values, n, memo))
     if memo is not None:
@@ -84,6 +84,8 @@ def _scores(ctx, model_name: str, rows, values: dict, n: int, memo: dict | None)
         raise NoScore(f"model '{m.name}' is a rule: it decides, but has no score")
     read, logit = model.prob_reader()          # a booster declared by its margin: its library's probability
     s = read(model_input(ctx, model_name, values, n, memo))
+    if memo is not None:                       # what the runtime computed (batching's spread is about it)
+        memo[("raw", model_name)] = np.asarray(s, dtype=np.float64)
     return 1.0 / (1.0 + np.exp(-s)) if logit else s
 
 
@@ -128,6 +130,7 @@ class Counts:
     boot_sums: np.ndarray | None = None  # [R, G, B]
     combinations: int | None = None  # crossed groups too many to enumerate: only occupied cells are listed
     fragile: batching.Fragile | None = None  # rows another batching of the runtime decides otherwise
+    edges: batching.BinEdges | None = None   # calibration: rows another batching may put in another bin
 
 
 # Poisson(1) cumulative probabilities P[K <= k], k = 0..19 (the rest, < 1e-18, counts as 19)
@@ -195,9 +198,18 @@ class _Counter:
         self.c = Counts(None, None, None, weighted=self.wcol is not None)
         self.poisson = R > 0 and (self.wcol is not None or self.calib)
         spec_model = ctx.spec.model(prop.model) if prop.model else None
-        own = (spec_model is not None and spec_model.format != "predictions" and prop.param("rate") != "scoring"
-               and prop.param("class") is None and prop.param("threshold") is None)
-        self.fragile = batching.Fragile() if own and batching.checked(ctx.model(prop.model)) else None
+        # the rows another batching of the runtime may decide otherwise (batching.py): the model's own
+        # decision, class = / threshold = (outputs.output_fragile), a score above the median (rate = scoring)
+        # and a score's calibration bin
+        self.fragile = self.edges = self.fkey = None
+        if spec_model is not None and spec_model.format != "predictions" and batching.checked(ctx.model(prop.model)):
+            from fairspec.backends.data.outputs import fragile_key
+
+            scoring = prop.param("rate") == "scoring"
+            self.fkey = (fragile_key(prop) if prop.param("class") is not None or prop.param("threshold") is not None
+                         else None if scoring else ("fragile", prop.model))
+            self.fragile = batching.Fragile() if not self.calib else None      # calibration: bins, not decisions
+            self.edges = batching.BinEdges() if self.calib else None
         if self.poisson:  # sized before it starts: R resamples of every occupied cell are kept
             G = len(self.cellids)
             if not self.cellids.dense:  # at most one occupied cell per row
@@ -228,8 +240,12 @@ class _Counter:
         idx = self.cellids.index(values, n)
         G = len(self.cellids)
         w = rows.numeric(self.wcol) if self.wcol else None
-        if self.fragile is not None and memo.get(("fragile", prop.model)) is not None:
-            self.fragile.add(memo[("fragile", prop.model)], idx, y, w, d, seen)
+        if self.fragile is not None and memo is not None:
+            found = memo.get(self.fkey) if self.fkey is not None else batching.median_fragile(
+                ctx.model(prop.model), model_input(ctx, prop.model, values, n, memo), memo[("raw", prop.model)],
+                scores(ctx, prop.model, rows, values, n, memo), self.median, d)
+            if found is not None:
+                self.fragile.add(found, idx, y, w, d, seen)
         if self.wcol and (w is None or not np.isfinite(w).all() or (w < 0).any()):
             from fairspec.runtime.data import DataError
 
@@ -244,6 +260,9 @@ class _Counter:
         if self.calib:
             s = np.clip(scores(ctx, prop.model, rows, values, n, memo), 0.0, 1.0)
             b = np.minimum((s * B).astype(np.int64), B - 1)
+            if self.edges is not None and memo is not None:
+                self.edges.add(ctx.model(prop.model), model_input(ctx, prop.model, values, n, memo),
+                               memo[("raw", prop.model)], s, B, idx, w, y, seen)
             sb = idx * B + b
             c.bins = _grow(c.bins, np.bincount(sb * 2 + y, weights=w, minlength=G * B * 2).reshape(G, B, 2)
                            .astype(np.float64), 0)
@@ -284,14 +303,16 @@ class _Counter:
                 pad = [(0, 0)] * v.ndim
                 pad[axis] = (0, G - v.shape[axis])
                 setattr(c, f, np.pad(v, pad))
-        c.fragile = self.fragile if self.fragile is not None and self.fragile.parts else None
+        c.fragile = self.fragile if self.fragile is not None and self.fragile.near else None
+        c.edges = self.edges
         if ids.dense:
             c.names = ids.names()
         else:
             order = ids.order()
             c.names = ids.names(order)
-            if c.fragile is not None:           # the fragile rows' cells in the same order
-                c.fragile.renumber(order)
+            for f in (c.fragile, c.edges):      # the fragile rows' cells in the same order
+                if f is not None:
+                    f.renumber(order)
             for f, axis in (("cells", 0), ("sizes", 0), ("bins", 0), ("score_sums", 0), ("boot_cells", 1),
                             ("boot_bins", 1), ("boot_sums", 1)):
                 v = getattr(c, f)
@@ -500,7 +521,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
                                  "high_rate": _r(rates[b])}
     boot, per_rate = bootstrap(prop, c, R, rng, eligible)
     _rate_intervals(details, prop, per_rate, opts.confidence)
-    boot = boot[~np.isnan(boot)]
+    boot_all, boot = boot, boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
     lo, hi = (float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))) if boot.size else (value, value)
     lo, hi = min(lo, value), max(hi, value)
@@ -515,6 +536,13 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     status, why_unknown = _decide(prop, c, exact, value, lo, hi, n, details)
     if c.fragile is not None:       # rows another batching decides otherwise: the verdict under their decisions
         batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details)
+        if batched:
+            return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
+    if c.edges is not None:         # calibration: scores another batching moves, rows to a neighbouring bin
+        batched, details["batching"] = batching.calibration_decide(
+            prop, c, c.edges, eligible, value, boot_all if c.boot_bins is not None else None,
+            "unknown" if why_unknown else status, lambda lo2, hi2: _decide(prop, c, None, value, lo2, hi2, n, {})[0],
+            poisson_multiplicities)
         if batched:
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     if why_unknown:

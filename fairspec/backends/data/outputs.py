@@ -19,6 +19,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS
+from fairspec.backends.data import batching
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 
@@ -44,18 +45,54 @@ def values(ctx, model_name: str, X) -> np.ndarray:
 
 def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> np.ndarray | None:
     """The one-against-the-rest (``class = c``) or thresholded (``threshold = t``) decision per row;
-    None when the metric has neither."""
+    None when the metric has neither. On a runtime that rounds by batch (``batching.checked``), with a
+    ``memo``, the rows another batching may decide otherwise are re-decided there
+    (:func:`output_fragile`, kept in the memo under :func:`fragile_key` for the property's counter)."""
     c, t = prop.param("class"), prop.param("threshold")
     if c is None and t is None:
         return None
-    key = ("class" if c is not None else "value", prop.model)
+    model = ctx.model(prop.model)
+    key = ("outputs", prop.model)
     if memo is not None and key in memo:
-        out = memo[key]
+        Y = memo[key]
     else:
-        out = predicted_classes(ctx, prop.model, X) if c is not None else values(ctx, prop.model, X)
+        Y = _readout_call(lambda: model.outputs(X))
         if memo is not None:
-            memo[key] = out
-    return (out == c).astype(np.int64) if c is not None else (out >= t).astype(np.int64)
+            memo[key] = Y
+    d = _decide_outputs(model, Y, c, t)
+    if memo is not None and batching.checked(model) and fragile_key(prop) not in memo:
+        memo[fragile_key(prop)] = output_fragile(model, X, Y, d, c, t)
+    return d
+
+
+def fragile_key(prop: ir.GroupMetric) -> tuple:
+    return ("fragile", prop.model, "class", prop.param("class"), "threshold", prop.param("threshold"))
+
+
+def _decide_outputs(model, Y, c, t) -> np.ndarray:
+    if c is not None:
+        return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
+    return (_readout_call(lambda: model.readout.value(Y)) >= t).astype(np.int64)
+
+
+def output_fragile(model, X, Y, d, c, t) -> dict:
+    """:func:`fairspec.backends.data.batching.fragile_rows` of a ``class = c`` / ``threshold = t``
+    decision: near where the value lies within the spread of t, or where the predicted class could change
+    (one column: the score within the spread of its threshold; K columns: the two largest within twice the
+    spread of each other, each column moving by at most the spread)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    M = Y.reshape(Y.shape[0], -1)
+    with np.errstate(invalid="ignore"):
+        if c is not None and M.shape[1] >= 2:
+            width, bound = batching.spread(model, X, M.reshape(-1))
+            top2 = np.sort(M, axis=1)[:, -2:]
+            gap, width = top2[:, 1] - top2[:, 0], 2.0 * width
+        else:
+            z = M[:, 0] if c is not None else np.asarray(model.readout.value(Y), dtype=np.float64)
+            width, bound = batching.spread(model, X, z)
+            gap = np.abs(z - (float(model.readout.threshold) if c is not None else float(t)))
+    return batching.fragile_rows(X, d, gap, width, bound,
+                                 lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t))
 
 
 def true_classes(rows, target: str, model) -> np.ndarray:
