@@ -772,15 +772,18 @@ def prove_class_stable(parts: dict, K: int):
     cases cover every violation. certify checks that every class has its Proof and that the Proof of
     class ``c`` records the readout ``("argmax", c)`` it was minted for (``detail["readout"]``, set
     where certify minted it from the readout it checked) and that the parts recording their K-output
-    network (``detail["base_net"]``) agree on it; None otherwise."""
+    network (``detail["base_net"]``: every bab-certificate and exact-smt part) agree on it; None otherwise."""
     from fairspec.certify.proof import Proof, _mint
 
     if set(parts) != set(range(K)) or K < 2:
         return None
     if not all(isinstance(parts[c], Proof) and parts[c].detail.get("readout") == ["argmax", c] for c in range(K)):
         return None
-    # the parts that record the K-output network they are about (exact-smt) name one network
+    # one K-output network (recorded where minted: every bab-certificate, exact-smt part, a tiling of them)
     if len({parts[c].detail["base_net"] for c in range(K) if parts[c].detail.get("base_net") is not None}) > 1:
+        return None
+    if any(parts[c].method in ("bab-certificate", "exact-smt") and parts[c].detail.get("base_net") is None
+           for c in range(K)):
         return None
     methods = sorted({parts[c].method for c in range(K)})
     if not set(methods) <= {"bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate", "partitioned"}:
