@@ -652,6 +652,15 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
     violating = ordered_pairs(a[idx] % N, b[idx] % N)
     details["violating_pairs"] = violating
+    if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
+        # the witness's own measure (its replayed scores) is not the domain's largest difference when that
+        # pair is one another batch may round away (or not vouched for): find reports the witness's, and
+        # the details name both whenever they differ (maximize's value stays the domain's, with its bound)
+        wv = float(runtime_measure(post, score_kind, w.outputs[:1], w.outputs[1:])[0])
+        if wv != value:
+            details["witness_value"], details["domain_maximum"] = wv, value
+        if mode != "maximize":
+            value = wv
     if failing > violating:         # the others lie within the rounding of the threshold: not vouched for
         details["undecided_pairs"] = failing - violating
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
