@@ -47,7 +47,8 @@ from typing import Sequence
 import numpy as np
 
 from fairspec.certify.argmax import _exact_diff, argmax_class_score, argmax_layers, prove_class_stable
-from fairspec.certify.chains import as_layers, runtime_blocks
+from fairspec.certify.chains import as_layers
+from fairspec.certify.chains import runtime_blocks
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
                                        matmul_with_error, sum_with_error, up, down)
 
