@@ -140,3 +140,28 @@ def test_exact_points_against_rationals():
                     h = [max(v, Fraction(0)) for v in nxt] if relu else nxt
                 assert [Fraction(float(v)) for v in y] == h
     assert seen[True] and seen[False], seen          # both kinds of rows met
+
+
+def test_tree_exact_maximum_over_every_tied_pair():
+    """kinds.tree_pairs.exact_maximum looked for the exact maximum among the first 4,096 pairs at the
+    largest float difference only: with 5,000 pairs at float difference 1.0, the first 4,096 exactly
+    1 - 2**-60 and one later 1 + 2**-60, it reported [1 - 2**-53, 1], below the true maximum. Now every
+    tied pair counts (TwoSum's exact error term); brute force against rationals on random ties."""
+    from fairspec.kinds.tree_pairs import exact_maximum
+
+    def truth(a, b):
+        return max(Fraction(float(x)) - Fraction(float(y)) for x, y in zip(a, b))
+
+    a = np.ones(5000)
+    b = np.full(5000, 2.0 ** -60)
+    b[4500] = -2.0 ** -60
+    v, (lo, hi), k = exact_maximum(a, b)
+    assert k == 4500 and Fraction(lo) <= truth(a, b) <= Fraction(hi) and lo < hi, (v, lo, hi, k)
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n = int(rng.integers(1, 9000))
+        a = rng.choice([1.0, 0.5, 3.0], n) + rng.integers(-4, 5, n) * 2.0 ** -int(rng.integers(50, 70))
+        b = rng.choice([0.0, 0.5], n) + rng.integers(-4, 5, n) * 2.0 ** -int(rng.integers(50, 70))
+        v, (lo, hi), k = exact_maximum(a, b)
+        t = truth(a, b)
+        assert Fraction(float(a[k])) - Fraction(float(b[k])) == t and Fraction(lo) <= t <= Fraction(hi) and v == float(t)
