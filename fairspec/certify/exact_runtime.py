@@ -75,10 +75,9 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
                 q = np.minimum(_low_bit(T).min(axis=2), _low_bit(b)[None, :])
             else:
                 q = np.minimum((_low_bit(H)[:, None, :] + _low_bit(W)[None, :, :]).min(axis=2), _low_bit(b)[None, :])
-            S = np.abs(H) @ np.abs(W).T + np.abs(b)[None, :]
-            # S in float64 rounds at most a relative (n + 1) 2**-52 (any order): keep a margin above it
-            margin = 1.0 + 2.0 ** -40 + (W.shape[1] + 1) * 2.0 ** -51
-            fits = np.where(np.isinf(q), True, S * margin < np.ldexp(1.0, np.where(np.isinf(q), 0, q + p).astype(np.int64)))
+            # S as a matrix product rounds at most a relative (n + 1) 2**-52 in any order: raised above it
+            S = (np.abs(H) @ np.abs(W).T + np.abs(b)[None, :]) * (1.0 + (W.shape[1] + 1) * 2.0 ** -51)
+            fits = np.where(np.isinf(q), True, S * (1.0 + 2.0 ** -40) < np.ldexp(1.0, np.where(np.isinf(q), 0, q + p).astype(np.int64)))
             ok &= fits.all(axis=1)
             Z = H @ W.T + b[None, :]                                 # exact wherever fits (any order)
             H = np.maximum(Z, 0.0) if relu else Z

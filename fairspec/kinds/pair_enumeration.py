@@ -299,11 +299,8 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
 
     _, layers, readout, precision = runtime
     ok = np.zeros(P.size, dtype=bool)
-    if not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in ("logit", "margin", "columns"):
-        return ok
-    from fairspec.certify.network import as_layers
-
-    if P.size * sum(W.size for W, _, _ in as_layers(layers)) > MAX_EXACT_WORK:
+    if (not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in ("logit", "margin", "columns")
+            or P.size * _weights(layers) > MAX_EXACT_WORK):
         return ok
     dt = np.float32 if precision == "float32" else np.float64
     ok, out = exact_points(layers, np.asarray(X[P], dtype=dt), precision)
@@ -311,6 +308,12 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
     if readout[0] == "columns":
         return ok & np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
     return ok & (out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1))
+
+
+def _weights(layers) -> int:
+    from fairspec.certify.network import as_layers
+
+    return sum(W.size for W, _, _ in as_layers(layers))
 
 
 def every_point_exact(prop, model, X: np.ndarray, s_points, ia: np.ndarray, ib: np.ndarray, runtime) -> bool:
