@@ -49,14 +49,14 @@ def problem_of(shared: Path, model: str, attr: str):
 
 def grow(args, p):
     from fairspec.backends.pair.certify import runtime_of
-    from fairspec.backends.refine import _cases, _scorer, case_scores
+    from fairspec.backends.counterfactuals import case_scores, protected_cases_of, runtime_scorer
     from fairspec.certify.boxes import decide_boxes
     from fairspec.certify.network import runtime_error_bound
 
     lo, hi = p.lo.copy(), p.hi.copy()
     idx = p.free[0]
     rt = runtime_of(p)
-    cases = _cases(p)
+    cases = protected_cases_of(p)
     pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases)) if a != b]
     errors = []
     for c in cases:
@@ -65,7 +65,7 @@ def grow(args, p):
             clo[i] = chi[i] = v
         errors.append(runtime_error_bound(rt.layers, clo, chi, encoding=rt.encoding, readout=rt.readout,
                                           precision=rt.precision, integer=p.integer, onehot_groups=()))
-    score = _scorer(p)[0]
+    score = runtime_scorer(p)[0]
     rng = np.random.default_rng(args.seed)
 
     def scores(X):
@@ -163,7 +163,8 @@ def ab(args, p):
 
 
 def enum(args, p):
-    from fairspec.backends.refine import _cases, _scorer, case_scores, refine_partitions
+    from fairspec.backends.counterfactuals import case_scores, protected_cases_of, runtime_scorer
+    from fairspec.backends.refine import refine_partitions
     from fairspec.certify.enumerate import count_individuals
 
     ref = refine_partitions(p, [(p.lo.copy(), p.hi.copy())], [None], seconds=args.seconds,
@@ -174,9 +175,9 @@ def enum(args, p):
     print(f"after {ref.stats['boxes']:,} sub-boxes: {len(m):,} undecided, log10 individuals: smallest "
           f"{np.log10(m[0]):.1f}, measure-weighted median {np.log10(med):.1f}; share of the undecided measure "
           f"in sub-boxes of <= 1e4 individuals {w[m <= 1e4].sum():.1e}, <= 1e6 {w[m <= 1e6].sum():.1e}")
-    sc = _scorer(p)
+    sc = runtime_scorer(p)
     score, post, thr = sc.fn, sc.post, sc.threshold
-    cases = _cases(p)
+    cases = protected_cases_of(p)
     pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases)) if a != b]
     X = np.random.default_rng(args.seed).integers(p.lo.astype(int), p.hi.astype(int) + 1,
                                                   size=(1_000_000, len(p.lo))).astype(float)

@@ -86,6 +86,63 @@ def test_class_parts_of_two_networks_do_not_join():
     assert prove_class_stable({0: same[1], 1: same[0], 2: same[2]}, 3) is None
 
 
+def _blind(seed: int) -> PLNet:
+    """A dyadic 2-4-3 network that never reads s (every class part holds), no ties on the grid."""
+    net = _net(seed, tie=False)
+    W1 = net.layers[0].W.copy()
+    W1[:, 1] = 0.0
+    return PLNet((Layer(W1, net.layers[0].b, True), net.layers[1]), 0, "none", "test")
+
+
+def _bab_part(net: PLNet, c: int, base_net="same"):
+    from fairspec.backends.bab import certify_holds
+
+    sub = ClassProblem(net, _pre(net)).sub(c)
+    base = net if base_net == "same" else base_net
+    return certify_holds(sub, sub.runtime.layers, 1e12, readout=("argmax", c), precision="float64",
+                         base_net=base, max_nodes=5000)
+
+
+def test_bab_class_part_records_its_network_where_minted():
+    """A bab-certificate of class c records the K-output network certify checked the query against
+    (TreeBuilder: the query's network must be exactly argmax_layers(base_net, c)); prove_class_stable
+    refuses bab parts of two networks, or a bab part with the network stripped."""
+    from fairspec.certify.claims import net_fingerprint, runtime_record
+    from fairspec.certify.network import argmax_layers, as_layers, prove_class_stable
+    from fairspec.certify.pairlp import PairQuery, TreeBuilder
+    from fairspec.certify.proof import _mint
+
+    parts = []
+    for net in (_blind(s) for s in range(12)):
+        rs = [_bab_part(net, c) for c in range(3)]
+        if all(r.proof is not None for r in rs):
+            parts.append((net, {c: rs[c].proof for c in range(3)}))
+        if len(parts) == 2:
+            break
+    assert len(parts) == 2, "two networks whose every class part the branch and bound proves"
+    (a, pa), (b, pb) = parts
+    for net, p in parts:
+        assert all(p[c].method == "bab-certificate" and p[c].detail["readout"] == ["argmax", c] for c in range(3))
+        assert {p[c].detail["base_net"] for c in range(3)} == {net_fingerprint(as_layers(net))}
+        assert prove_class_stable(p, 3) is not None
+    assert pa[0].detail["base_net"] != pb[0].detail["base_net"]
+    assert prove_class_stable({**pa, 1: pb[1]}, 3) is None                 # parts of two networks
+    bare = _mint(pa[2].method, pa[2].claim, **{k: v for k, v in pa[2].detail.items() if k != "base_net"})
+    assert prove_class_stable({**pa, 2: bare}, 3) is None                  # a bab part that names no network
+    # the builder checks the network where it mints: another K-output network, none, another class
+    rec = lambda c: runtime_record(0, False, 0.0, ("argmax", c), "float64")       # noqa: E731
+    q = PairQuery(argmax_layers(a, 1), np.array([0.0, 0.0]), np.array([6.0, 1.0]), np.array([True, True]),
+                  free=(1,), post="label", threshold=0, strict=True)
+    assert TreeBuilder(q, runtime=rec(1), base_net=a).base_sha == net_fingerprint(as_layers(a))
+    for bad in (dict(runtime=rec(1), base_net=b), dict(runtime=rec(1)), dict(runtime=rec(0), base_net=a)):
+        with pytest.raises(ValueError):
+            TreeBuilder(q, **bad)
+    assert TreeBuilder(q, runtime=runtime_record(0, False, 0.0, ("logit", 0), "float64")).base_sha is None
+    # and through the engine: the wrong network is no proof (gave up, with the reason)
+    r = _bab_part(a, 1, base_net=b)
+    assert r.proof is None and r.status == "gave-up"
+
+
 # ---------------------------------------------------------------------------------------------
 # enumeration: certify reads the class from the runtime's outputs
 # ---------------------------------------------------------------------------------------------

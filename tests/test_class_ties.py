@@ -198,3 +198,12 @@ def test_each_class_part_records_its_class_and_a_swap_is_refused(tmp_path, monke
             p = parts[c]
             bare = _mint(p.method, p.claim, **{k: x for k, x in p.detail.items() if k != "readout"})
             assert orig({**parts, c: bare}, K) is None
+            if p.method in ("bab-certificate", "exact-smt"):
+                # the K-output network is recorded where the part was minted; stripped or another: refused
+                assert p.detail.get("base_net"), p.method
+                bare = _mint(p.method, p.claim, **{k: x for k, x in p.detail.items() if k != "base_net"})
+                assert orig({**parts, c: bare}, K) is None
+                if K > 1 and any(parts[d].detail.get("base_net") for d in range(K) if d != c):
+                    alien = _mint(p.method, p.claim, **{**p.detail, "base_net": "0" * 64})
+                    assert orig({**parts, c: alien}, K) is None
+        assert len({parts[c].detail["base_net"] for c in range(K) if parts[c].detail.get("base_net")}) <= 1

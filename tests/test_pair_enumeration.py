@@ -4,6 +4,7 @@ admissible pairs of the enumeration, strictness as written."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from fairspec.certify.enumerate import SigmoidCheck, by_enumeration, pair_checks, sigmoid_bounds
 
@@ -73,3 +74,42 @@ def test_sigmoid_check_at_eps_zero_uses_monotonicity():
     assert list(fair) == [True, True, False] and list(bad) == [False, False, True]
     fair, bad = SigmoidCheck(z, "<=", "0.25", zp).decide()
     assert fair.all()
+
+
+def test_find_reports_the_witness_measure_not_the_domain_maximum(tmp_path, monkeypatch):
+    """A violated verdict's value is its witness's measure: when the pair of the domain's largest difference
+    is one another batch of the runtime may round away (``_rounded_apart``'s ``unsure``, simulated here on
+    the largest pair), the witness is the largest pair every batch violates alike and the value is its
+    measure, with ``details.witness_value`` / ``details.domain_maximum`` naming both. It reported the
+    domain's maximum, a pair that is not the witness."""
+    import json
+
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx_nets import relu_net
+
+    import fairspec.kinds.pair_enumeration as pe
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    relu_net(tmp_path / "m.onnx", 3, heavy=(0, 1, 2, 3))
+    seen = {}
+
+    def rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind, runtime):
+        m = np.asarray(sa, dtype=np.float64) - np.asarray(sb, dtype=np.float64)
+        seen["max"] = float(m.max())
+        unsure = m == m.max()
+        return {"near": int(unsure.sum()), "moved": int(unsure.sum()), "spread": 2.0 ** -20, "unsure": unsure}
+
+    monkeypatch.setattr(pe, "_rounded_apart", rounded_apart)
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n}\n"
+        'model m = onnx("m.onnx", score = logit)\n'
+        "encode F for m {\n  g : onehot\n  s : raw\n  a : raw\n}\n"
+        "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+        "  ensure |logit(m(x)) - logit(m(x'))| < 0.01\n}\n")
+    (v,) = json.loads(to_json(check(tmp_path / "s.fair")))["properties"]
+    assert v["status"] == "violated" and v["details"]["engine"] == "enumeration", v
+    z, zp = v["witness"]["outputs"]
+    assert v["value"] == z - zp < seen["max"]
+    assert v["details"]["witness_value"] == v["value"] and v["details"]["domain_maximum"] == seen["max"]

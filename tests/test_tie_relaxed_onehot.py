@@ -7,7 +7,7 @@ computes them exactly), exact zeros, eps the exact largest difference -- on the 
 the model's own runtime and with the enumeration of the whole domain, and every property decided (``holds (proved)`` with certify's Proof, or
 ``violated`` with a witness that violates on the runtime).
 
-The refinement takes a relaxed input as counterfactual values (``refine.counterfactuals``: its every
+The refinement takes a relaxed input as counterfactual values (``counterfactuals.counterfactuals``: its every
 value, pairs within the tolerance); certify accepts such a tiling only when each part's recorded relation
 holds every pair the property admits (``certify.partitions._relation_ok``), which the last tests tamper
 with. No test here depends on the machine's speed: the specs' timeout only guards a hang."""
@@ -196,7 +196,8 @@ def test_a_relaxed_tie_is_decided_by_the_refinement_as_brute_force_says(seed):
     """eps the exact largest difference (a tie): ``<=`` holds -- the tiling combined by certify into a proof
     of the whole domain -- and ``<`` is refuted by a pair that is admissible (b within 1) and breaks it."""
     from fairspec.backends.pair.certify import replays
-    from fairspec.backends.refine import counterfactuals, decide_partitions
+    from fairspec.backends.counterfactuals import counterfactuals
+    from fairspec.backends.refine import decide_partitions
     from fairspec.certify.partitions import combine_partitions, whole_claim
 
     dmax = _largest(_relaxed_problem(seed=seed))

@@ -28,7 +28,8 @@ def main():
 
     from fairspec.backends.pair.certify import runtime_of
     from fairspec.backends.layer_splits import layer_split_plans
-    from fairspec.backends.refine import _cases, case_errors
+    from fairspec.backends.counterfactuals import protected_cases_of
+    from fairspec.backends.refine import case_errors
     from fairspec.certify.boxes import box_bounds
     from fairspec.certify.layersplit import prove_layer_split
     from fairspec.certify.network import as_layers
@@ -47,7 +48,7 @@ def main():
     p, parts, names, idx = fairify_row(a.shared, a.model, a.protected)
     rt = runtime_of(p)
     layers = as_layers(rt.layers)
-    cases = _cases(p)
+    cases = protected_cases_of(p)
     pairs = [(i, j) for i in range(len(cases)) for j in range(len(cases)) if i != j]
     errors = case_errors(p, rt, cases)
     sel = a.indices if a.indices is not None else \

@@ -360,9 +360,9 @@ def draw_undecided(problem, und: UndecidedBoxes, n: int, seed: int) -> np.ndarra
 # ---------------------------------------------------------------------------------------------
 
 def _pairs(problem):
-    from fairspec.backends.refine import _cases
+    from fairspec.backends.counterfactuals import protected_cases_of
 
-    cases = _cases(problem)
+    cases = protected_cases_of(problem)
     if cases is None:
         return None, None
     must = set(problem.must_differ)
@@ -417,7 +417,7 @@ def evaluate_individuals(problem, X, replay=None):
     decided alike in any batch, so the counts and the first pair are those of replaying each candidate's
     pairs one at a time in order (the first pair: the lowest-numbered unfair individual's first pair
     that replays). A ``replay`` given here is called pair by pair."""
-    from fairspec.backends.refine import _scorer, batch_scores, compared_scores
+    from fairspec.backends.counterfactuals import batch_scores, compared_scores, runtime_scorer
     from fairspec.certify.enumerate import count_individuals
 
     cases, pairs = _pairs(problem)
@@ -435,7 +435,7 @@ def evaluate_individuals(problem, X, replay=None):
     Xc = [_with_case(X, c) for c in cases]
     # the runtime's scores in one batch (a network's runtime, or the model's own forward, which is
     # what the replay checks without a runtime); without a batch scorer every pair is replayed
-    scorer = _scorer(problem) if getattr(problem, "net", None) is not None else None
+    scorer = runtime_scorer(problem) if getattr(problem, "net", None) is not None else None
     order = [pairs] * n
     if scorer is not None:
         # an individual another batch of a float runtime may decide otherwise: neither fair nor unfair

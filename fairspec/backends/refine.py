@@ -36,7 +36,8 @@ with a real-valued input is split until the budget ends). The refinement needs t
 list of protected values (one-hot groups, or integer inputs with at most 16 values each, at most
 64 combinations) and no relaxed inputs; otherwise it does nothing and says why. The decision pass
 (:func:`decide_partitions`) takes relaxed inputs too, small integral ones: their values join the
-protected ones as counterfactual cases (:func:`counterfactuals`, the pairs within the tolerance), an
+protected ones as counterfactual cases
+(:func:`fairspec.backends.counterfactuals.counterfactuals`, the pairs within the tolerance), an
 individual being the tied inputs only, so every pair the property admits is one of an individual's.
 """
 
@@ -49,8 +50,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision", "case_scores",
-           "case_points", "batch_scores"]
+from fairspec.backends.counterfactuals import (RELAXED_VALUES, batch_scores, box_points, counterfactuals,
+                                               individual_of, protected_cases_of, runtime_scorer)
+
+__all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision"]
 
 #: sub-boxes decided per batch of bounds
 BATCH = 1024
@@ -76,55 +79,6 @@ class Refined:
     reason: str = ""
 
 
-def _cases(problem):
-    """Every assignment of the protected inputs (None when they are not all small and discrete)."""
-    from fairspec.backends.quantify import protected_cases
-
-    free = set(problem.free)
-    grouped = {i for g in problem.onehot_groups for i in g}
-    for i in free - grouped:
-        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= 16:
-            return None
-    return protected_cases(problem)
-
-
-#: a relaxed input is taken by the decision pass only when it has at most this many values
-RELAXED_VALUES = 16
-
-
-def counterfactuals(problem):
-    """``(cases, pairs)``: every assignment of the inputs a pair's two copies need not share -- the
-    protected ones (:func:`_cases`) and the relaxed ones (each integer value of the domain) -- and the
-    ordered ``(a, b)`` the pre-condition admits (differ where ``must_differ`` demands, every relaxed
-    input within its tolerance). An individual is then the tied inputs only, so a pair never leaves it.
-    None when they are not all small and integral (or more than ``MAX_CASES``)."""
-    from fairspec.backends.quantify import MAX_CASES
-
-    cases = _cases(problem)
-    if cases is None:
-        return None
-    for i, _ in problem.relaxed:
-        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= RELAXED_VALUES:
-            return None
-        vals = [float(v) for v in range(int(problem.lo[i]), int(problem.hi[i]) + 1)]
-        cases = [{**c, i: v} for c in cases for v in vals]
-    if len(cases) > MAX_CASES:
-        return None
-    must, tol = set(problem.must_differ), problem.relaxed
-    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
-             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)
-             and all(abs(cases[a][i] - cases[b][i]) <= t for i, t in tol)]
-    return cases, pairs
-
-
-def _individual(problem) -> tuple[int, ...]:
-    """The inputs of an individual here: the tied ones (neither protected nor relaxed)."""
-    from fairspec.backends.quantify import individual_inputs
-
-    rel = {i for i, _ in problem.relaxed}
-    return tuple(i for i in individual_inputs(problem) if i not in rel)
-
-
 def refinable(problem, relaxed: bool = False) -> str:
     """Why the refinement cannot run on ``problem`` ("" when it can); ``relaxed``: relaxed inputs taken
     (the decision pass: small integral ones, as counterfactual values of :func:`counterfactuals`; the
@@ -142,27 +96,12 @@ def refinable(problem, relaxed: bool = False) -> str:
         return f"the runtime is outside the error model: {rt.why_not}"
     if rt.readout[0] not in ("logit", "prob", "margin", "softmax", "argmax"):
         return f"the refinement does not bound the {rt.readout[0]} readout"
-    if _cases(problem) is None:
+    if protected_cases_of(problem) is None:
         return "the protected inputs take too many values to enumerate"
     if counterfactuals(problem) is None:
         return (f"the relaxed inputs are not all integral with at most {RELAXED_VALUES} values each (their values "
                 "and the protected ones', at most 64 combinations, are what the refinement enumerates)")
     return ""
-
-
-def _scorer(problem):
-    """The runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` (feature-space points), or None."""
-    from fairspec.backends.pair.certify import BatchScorer
-
-    rt = problem.runtime
-    if rt is None:                      # the network's own float64 forward is the runtime
-        post = "prob-of-logit" if problem.post == "prob" else problem.post
-
-        def score(X):
-            return np.asarray(problem.net.forward(X), dtype=np.float64).reshape(-1)
-
-        return BatchScorer(score, post, 0)
-    return getattr(rt, "scores", None)
 
 
 def _split(problem, lo, hi, infl, dims):
@@ -199,31 +138,6 @@ def _split_group(problem, lo, hi):
                     a_hi[i] = 0.0
             return (lo, a_hi), (lo.copy(), b_hi)
     return None
-
-
-def _points(problem, lo, hi, inputs):
-    """Every individual of an integral box (one-hot groups: each allowed category), as rows over all inputs."""
-    free = set(problem.free)
-    grouped = {i for g in problem.onehot_groups for i in g}
-    axes = []
-    for g in problem.onehot_groups:
-        if free.intersection(g):
-            continue
-        forced = [i for i in g if lo[i] >= 1]
-        allowed = forced if forced else [i for i in g if hi[i] >= 1]
-        axes.append([{j: (1.0 if j == i else 0.0) for j in g} for i in allowed])
-    for i in inputs:
-        if i not in grouped:
-            axes.append([{i: float(v)} for v in range(int(np.ceil(lo[i])), int(np.floor(hi[i])) + 1)])
-    rows = []
-    base = lo.copy()
-    for combo in itertools.product(*axes):
-        x = base.copy()
-        for d in combo:
-            for i, v in d.items():
-                x[i] = v
-        rows.append(x)
-    return np.array(rows, dtype=np.float64).reshape(-1, lo.shape[0])
 
 
 def refine_partitions(problem, parts, results, *, seconds: float, max_boxes: int | None = None,
@@ -267,11 +181,11 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     except (ValueError, TypeError, AttributeError, ArithmeticError) as e:
         out.reason = f"no runtime error bound: {e}"
         return out
-    inputs = _individual(problem)
+    inputs = individual_of(problem)
     grouped = {i for g in problem.onehot_groups for i in g}
     dims = [i for i in inputs if i not in grouped]
     integral = _kind(problem) == INTEGER_POINTS
-    scorer = _scorer(problem) if integral else None
+    scorer = runtime_scorer(problem) if integral else None
     heap: list = []
     seq = itertools.count()
     # the fast path: every input of the individual an ordinary integer one (Fairify's domains), where
@@ -522,48 +436,11 @@ def _split_at_layer(problem, rt, cases, pairs, errors, big, LO, HI, rest, kept_l
     return [j for j in rest if j not in proved], m_all
 
 
-def case_points(X, cases) -> list:
-    """The rows of ``X`` under each protected case (``{input: value}`` assignments written over the
-    rows): one array per case."""
-    out = []
-    for c in cases:
-        Xc = X.copy()
-        for i, v in c.items():
-            Xc[:, i] = v
-        out.append(Xc)
-    return out
-
-
-def case_scores(score, X, cases) -> list:
-    """The runtime's score of every row of ``X`` under each protected case: one array per case."""
-    return [score(Xc) for Xc in case_points(X, cases)]
-
-
-def batch_scores(scorer, X, cases, pairs) -> tuple:
-    """``(S, unsure)``: the runtime's scores of the individuals X under each protected case (one batch
-    per case, :func:`case_scores`), and per individual whether another batch of a float runtime may
-    decide one of its pairs otherwise (``scorer.unsure``; None: every batch alike). What
-    :func:`fairspec.certify.enumerate.count_individuals` counts, ``unsure`` left neither fair nor unfair."""
-    points = case_points(X, cases)
-    S = [scorer.fn(Xc) for Xc in points]
-    return S, (scorer.unsure(points, compared_scores(scorer, S), pairs) if scorer.unsure is not None else None)
-
-
-def compared_scores(scorer, S) -> list:
-    """The scores the post-condition compares, from what ``scorer.fn`` gave (``S``): themselves, or for
-    a class readout the class scores certify reads from the runtime's outputs."""
-    if getattr(scorer, "readout", None) is None:
-        return S
-    from fairspec.certify.enumerate import class_scores_of
-
-    return class_scores_of(S, scorer.readout, scorer.post, scorer.threshold)
-
-
 def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individuals, track=None):
     """Every individual of the small sub-boxes ``items`` under every protected value, one batch
     (with ``track``: one count and Proof per partition, listing its boxes, and each partition's
     first unfair individual kept, for :func:`decide_partitions`)."""
-    P = [_points(problem, it[3], it[4], inputs) for it in items]
+    P = [box_points(problem, it[3], it[4], inputs) for it in items]
     sizes = [p.shape[0] for p in P]
     X = np.concatenate(P)
     claim = ("each individual of these boxes counted fair or unfair on the model's runtime "
@@ -712,7 +589,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
         # a one-hot group of the individual: its tiles' lattice points are not its categories (tiling counts
         # 2**k corners of a group of k); a protected group's categories are the cases
         why = "the decision by refinement takes one-hot groups only among the protected inputs"
-    if not why and _scorer(problem) is None:
+    if not why and runtime_scorer(problem) is None:
         why = "the runtime cannot be evaluated here for the enumeration"
     if why:
         return [PartDecision("open", reason=why) for _ in parts]
@@ -751,7 +628,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             continue
         tiled[k] = (lo, hi, [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()])
     proofs = dict(zip(tiled, prove_tiled_many(list(tiled.values()), problem.integer, claim=claim,
-                                              individual=_individual(problem), pair=problem_scope(problem))))
+                                              individual=individual_of(problem), pair=problem_scope(problem))))
     for k, (lo, hi) in enumerate(parts):
         if k in track.unfair:
             pr = track.pair(k, cases, pairs)

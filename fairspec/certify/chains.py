@@ -1,5 +1,6 @@
-"""A runtime's chain of affine layers with no ReLU between, against a proof's network that has them
-folded into one layer.
+"""A network's layers: :func:`as_layers` reads a network as ``[(W, b, relu), ...]`` (every certify
+module's form of it); and a runtime's chain of affine layers with no ReLU between, against a proof's
+network that has them folded into one layer.
 
 A scikit-learn MLP with ``activation="identity"`` or a torch / ONNX chain of ``Linear`` layers with
 nothing between computes ``fl(W2 fl(W1 h + b1) + b2)``: two roundings, with the runtime's own
@@ -21,7 +22,30 @@ import numpy as np
 
 from fairspec.certify.rounding import ETA64, U64, matmul_with_error, up
 
-__all__ = ["runtime_blocks"]
+__all__ = ["as_layers", "runtime_blocks"]
+
+
+def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """``[(W, b, relu), ...]`` of a network given as an object with ``.layers`` (each with ``W``,
+    ``b``, ``relu``: a :class:`fairspec.models.network.PLNet`) or as a sequence of such layers or
+    of ``(W, b, relu)`` tuples. W is [out, in], float64."""
+    layers = getattr(net, "layers", net)
+    out = []
+    for L in layers:
+        if isinstance(L, tuple):
+            W, b, relu = L
+        else:
+            W, b, relu = L.W, L.b, L.relu
+        W = np.asarray(W, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        if W.ndim != 2 or b.shape != (W.shape[0],):
+            raise ValueError(f"layer shapes do not fit: W {W.shape}, b {b.shape}")
+        if out and out[-1][0].shape[0] != W.shape[1]:
+            raise ValueError("layer widths do not chain")
+        out.append((W, b, bool(relu)))
+    if not out:
+        raise ValueError("a network needs at least one layer")
+    return out
 
 
 def _abs_mv(A, v):

@@ -43,17 +43,24 @@ def _bits(v: np.ndarray) -> np.ndarray:
     return np.where(v != 0, e - np.where(np.isinf(low), 0, low), 0)
 
 
-def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """``(ok, out)``: per row of ``X`` (the runtime's inputs, already in its precision), whether every
     layer's pre-activations are computed exactly in any order, and the exact outputs of the last
-    layer (meaningful where ``ok``). ``layers``: ``[(W, b, relu), ...]`` holding the runtime's numbers."""
-    from fairspec.certify.network import as_layers
+    layer (meaningful where ``ok``). ``layers``: ``[(W, b, relu), ...]`` holding the runtime's numbers.
+
+    float32: a product ``w h`` of a float32 weight and an input of a point still exact (at most 24
+    significant bits each) is exact in float64, and its lowest set bit is ``low(w) + low(h)`` (odd
+    significands multiply to an odd one), so ``q`` is a min-plus product of the two tables of lowest
+    bits; ``sum |w h| + |b|`` and the pre-activations are matrix products (the sum within a relative
+    ``(n + 1) 2**-52`` of the exact one, covered by the margin; the pre-activations exact wherever the
+    partial sums fit). Rows already not exact may compute anything: they stay not exact."""
+    from fairspec.certify.chains import as_layers
 
     layers = as_layers(layers)
     p = _P[precision]
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     widest = max(np.asarray(W).size for W, _, _ in layers)
-    chunk = max(1, min(chunk, 2_000_000 // max(widest, 1)))     # (chunk, out, in) products: <= 16 MB
+    chunk = max(1, min(chunk, 2_000_000 // max(widest, 1)))     # (chunk, out, in) tables: <= 16 MB
     oks, outs = [], []
     for start in range(0, X.shape[0], chunk):
         H = X[start:start + chunk]
@@ -61,19 +68,21 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
         for W, b, relu in layers:
             W = np.asarray(W, dtype=np.float64)
             b = np.asarray(b, dtype=np.float64).reshape(-1)
-            T = H[:, None, :] * W[None, :, :]                       # (n, out, in)
             if precision == "float64":
+                T = H[:, None, :] * W[None, :, :]                   # (n, out, in)
                 # a float64 product is exact when its factors carry at most 53 significant bits together
                 bits = _bits(H)[:, None, :] + _bits(W)[None, :, :]
                 ok &= ~np.any((bits > 53) & (T != 0), axis=(1, 2))
-            q = np.minimum(_low_bit(T).min(axis=2), _low_bit(b)[None, :])
-            S = np.abs(T).sum(axis=2) + np.abs(b)[None, :]
-            # S in float64 rounds at most a relative 2**-52 per addition: keep a margin
+                q = np.minimum(_low_bit(T).min(axis=2), _low_bit(b)[None, :])
+            else:
+                q = np.minimum((_low_bit(H)[:, None, :] + _low_bit(W)[None, :, :]).min(axis=2), _low_bit(b)[None, :])
+            # S as a matrix product rounds at most a relative (n + 1) 2**-52 in any order: raised above it
+            S = (np.abs(H) @ np.abs(W).T + np.abs(b)[None, :]) * (1.0 + (W.shape[1] + 1) * 2.0 ** -51)
             fits = np.where(np.isinf(q), True, S * (1.0 + 2.0 ** -40) < np.ldexp(1.0, np.where(np.isinf(q), 0, q + p).astype(np.int64)))
             if precision == "float16":      # and no partial sum below float16's subnormal grid or beyond its range
                 fits &= (q >= -24) & (S * (1.0 + 2.0 ** -40) < 65504.0)
             ok &= fits.all(axis=1)
-            Z = T.sum(axis=2) + b[None, :]                           # exact wherever fits
+            Z = H @ W.T + b[None, :]                                 # exact wherever fits (any order)
             H = np.maximum(Z, 0.0) if relu else Z
         oks.append(ok)
         outs.append(H)

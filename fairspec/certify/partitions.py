@@ -314,5 +314,11 @@ def combine_partitions(proofs: Sequence, boxes: Sequence, lo, hi, integer, *, ex
     if excluded:
         extra["excluded"] = excluded                # exact-smt: pairs each compared exactly on the runtime
     extra["readout"] = list(expect["readout"])     # the readout every part was checked against (a class: argmax, c)
+    # the K-output network the class parts that record one were checked against (certify minted it): one
+    bases = {p.detail["base_net"] for p in proofs if p.detail.get("base_net") is not None}
+    if len(bases) > 1:
+        return None
+    if bases:
+        extra["base_net"] = next(iter(bases))
     return _mint(method, claim, partitions=len(B), by_method=dict(sorted(by.items())),
                  box=[[float(v) + 0.0 for v in lo], [float(v) + 0.0 for v in hi]], **extra)

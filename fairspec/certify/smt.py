@@ -252,27 +252,6 @@ def _fair_on_runtime(post: str, s, eps, eps_strict: bool, decision_threshold, si
     return bool(compare_exact(a, "<" if eps_strict else "<=", eps, minus=b)[0])
 
 
-def class_query_base(q: PairQuery, readout, base_net) -> str | None:
-    """The fingerprint of the K-output network ``base_net`` when the query's network is exactly its
-    class score ``argmax_layers(base_net, c)`` for the readout ``("argmax", c)``; None otherwise."""
-    from fairspec.certify.claims import net_fingerprint
-    from fairspec.certify.network import argmax_layers, as_layers
-
-    if base_net is None or len(readout) != 2 or isinstance(readout[1], bool):
-        return None
-    try:
-        c = int(readout[1])
-        if c != readout[1]:
-            return None
-        base = as_layers(base_net)
-        want = argmax_layers(base, c)
-    except (ValueError, TypeError, IndexError):
-        return None
-    if net_fingerprint(want) != q.net_sha:
-        return None
-    return net_fingerprint(base)
-
-
 def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str | None = None,
                 cuts: Sequence[float] = (), prob_pieces: int = 16, excluded: Sequence = (), post: str | None = None,
                 eps=None, eps_strict: bool = False, decision_threshold=0, sigmoid_of_logits: bool = False,
@@ -303,7 +282,7 @@ def prove_unsat(q: PairQuery, text: str, answer: str, *, solver: str, claim: str
     if answer != "unsat":
         return None
     if readout is not None and readout[0] == "argmax":
-        base_sha = class_query_base(q, readout, base_net)
+        base_sha = q.class_base(readout, base_net)
         if base_sha is None:
             return None
         detail["base_net"] = base_sha

@@ -247,11 +247,21 @@ def _witness_values(dom: PairDomain, gi: list, gj: list) -> tuple[dict, dict]:
 
 def _exact_max_diff(a: np.ndarray, b: np.ndarray) -> tuple[int, Fraction]:
     """The index and exact value of the largest ``a[k] - b[k]`` (rounding is monotone, so the
-    exact maximum is among the largest float differences)."""
+    exact maximum is among the largest float differences; among those, all of them, the largest
+    TwoSum error term, exact in float64, is the largest exact difference)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     d = a - b
     top = np.flatnonzero(d == d.max())
+    x, y = a[top], -b[top]
+    if np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(d[top])):
+        s = x + y
+        yv = s - x
+        err = (x - (s - yv)) + (y - yv)                 # a[k] - b[k] == s + err exactly; s the same for all
+        if np.all(np.isfinite(err)):
+            top = top[err == err.max()][:1]             # each one's exact difference is the maximum
     best, arg = None, int(top[0])
-    for k in top[:4096]:
+    for k in top:
         v = Fraction(float(a[k])) - Fraction(float(b[k]))
         if best is None or v > best:
             best, arg = v, int(k)

@@ -483,17 +483,19 @@ def _query(problem, threshold, strict, start_bounds, coupling: bool = False):
 
 
 def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=None,
-                max_nodes: int = 1_000_000, keep_tree: bool = False, runtime: dict | None = None) -> BabResult:
+                max_nodes: int = 1_000_000, keep_tree: bool = False, runtime: dict | None = None,
+                base_net=None) -> BabResult:
     """Prove that the measure of every pair is ``< threshold`` (strict) or ``<= threshold`` (see the
     package docstring). ``start_bounds``: an optional sub-box ``(lo, hi)`` of the problem's domain;
     ``runtime``: the runtime claim the threshold was moved to, recorded in the proof
-    (:func:`fairspec.certify.claims.runtime_record`)."""
+    (:func:`fairspec.certify.claims.runtime_record`); ``base_net``: the K-output network under a class
+    readout ``("argmax", c)`` (certify checks the query's network is its class score and records it)."""
     t0 = time.perf_counter()
     try:
         q = _query(problem, threshold, strict, start_bounds, COUPLING_PROVE)
+        builder = TreeBuilder(q, runtime=runtime, base_net=base_net)
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no certified branch and bound for this query: {e}")
-    builder = TreeBuilder(q, runtime=runtime)
     S = _Search(q, builder, deadline)
     S.bands = BAND_SPLIT is not None
     more = S.bands and q.post == "prob"
@@ -715,6 +717,7 @@ def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, reado
         E_used = E
     thr, strict = moved_threshold(sub.post, sub.eps, E_used, eps_strict)
     r = prove_below(sub, thr, strict, deadline, max_nodes=max_nodes,
-                    runtime=runtime_record(sub.eps, eps_strict, E_used, readout, precision))
+                    runtime=runtime_record(sub.eps, eps_strict, E_used, readout, precision),
+                    base_net=base_net if base_net is not None or readout[0] != "argmax" else runtime_net)
     r.stats["runtime_error"] = E_used
     return r

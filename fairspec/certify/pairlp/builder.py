@@ -24,18 +24,31 @@ class TreeBuilder:
     (:meth:`state`, :meth:`lp`: certify's own), splits nodes (:meth:`split`: certify derives the
     children and checks coverage) and closes leaves (:meth:`close`: certify checks the leaf at
     once, with the engine's multipliers). :meth:`proof` mints a ``bab-certificate`` when every
-    node of every case is closed. The finished tree (:meth:`trees`) can be re-checked from
+    node of every case is closed. Under a class readout ``("argmax", c)`` (``runtime["readout"]``)
+    ``base_net``, the K-output network, must be given and the query's network must be exactly its
+    class score (:meth:`PairQuery.class_base`; ValueError otherwise); the proof records its
+    fingerprint (``detail["base_net"]``). The finished tree (:meth:`trees`) can be re-checked from
     scratch with :func:`check_tree`.
 
     ``q.threshold`` None is *bound mode* (maximize): every leaf is closed with the bound its
     certificate gives, and the proof states that the measure is at most the largest of them."""
 
-    def __init__(self, q: PairQuery, bound_mode: bool = False, runtime: dict | None = None):
+    def __init__(self, q: PairQuery, bound_mode: bool = False, runtime: dict | None = None, base_net=None):
         self.q = q
         self.bound_mode = bound_mode
         # the runtime claim the query's threshold was moved to (fairspec.certify.claims.runtime_record),
         # recorded in the proof so that proofs of partition boxes can be combined (certify.partitions)
         self.runtime = None if runtime is None else dict(runtime)
+        # a class readout ("argmax", c): the K-output network base_net is checked here, where the proof
+        # is minted (the query's network must be exactly its class score argmax_layers(base_net, c)), and
+        # its fingerprint recorded, so that prove_class_stable sees which network every part is about
+        self.base_sha = None
+        readout = None if self.runtime is None else self.runtime.get("readout")
+        if readout is not None and readout and readout[0] == "argmax":
+            self.base_sha = q.class_base(readout, base_net)
+            if self.base_sha is None:
+                raise ValueError(f"the query's network is not the class score of readout {list(readout)} of the "
+                                 f"K-output network given")
         self._nodes: dict[int, list] = {}      # id -> [case, decisions, depth, state, tree node or None]
         self._roots: list[int] = []
         self._open: set[int] = set()
@@ -197,6 +210,8 @@ class TreeBuilder:
             detail["runtime"] = self.runtime
             if self.runtime.get("readout") is not None:     # which output the proof bounds (a class: ("argmax", c))
                 detail["readout"] = list(self.runtime["readout"])
+            if self.base_sha is not None:                   # the K-output network, checked in __init__
+                detail["base_net"] = self.base_sha
         return _mint("bab-certificate", self.q.describe(), threshold=self.q.threshold, **detail)
 
     def trees(self) -> list:

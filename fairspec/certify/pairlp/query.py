@@ -15,7 +15,7 @@ import numpy as np
 
 from fairspec.certify.claims import net_fingerprint, pair_scope, tied_inputs
 from fairspec.certify.exact import threshold_of
-from fairspec.certify.network import as_layers
+from fairspec.certify.network import argmax_layers, as_layers
 from fairspec.certify.rounding import float_up
 
 POSTS = ("label", "logit", "prob")
@@ -159,6 +159,27 @@ class PairQuery:
         """The pair question's shape as a proof records it (:func:`fairspec.certify.claims.pair_scope`)."""
         return pair_scope(self.net_sha, self.integer, self.onehot_groups, self.free, self.must_differ,
                           self.relaxed, tolerances_read=True)
+
+    def class_base(self, readout, base_net) -> str | None:
+        """The fingerprint of the K-output network ``base_net`` when the query's network is exactly
+        its class score :func:`fairspec.certify.network.argmax_layers` ``(base_net, c)`` for the
+        readout ``("argmax", c)`` (compared by fingerprint); None otherwise (no base network, another
+        class, another network, a readout that names no class). What a per-class part records as its
+        K-output network (``detail["base_net"]``), checked where it is minted."""
+        if base_net is None or readout is None or len(readout) != 2 or readout[0] != "argmax" \
+                or isinstance(readout[1], bool):
+            return None
+        try:
+            c = int(readout[1])
+            if c != readout[1]:
+                return None
+            base = as_layers(base_net)
+            want = argmax_layers(base, c)
+        except (ValueError, TypeError, IndexError):
+            return None
+        if net_fingerprint(want) != self.net_sha:
+            return None
+        return net_fingerprint(base)
 
     def box(self) -> list:
         """The box ``[lo, hi]`` of the query (integral inputs rounded inward) as lists of floats."""

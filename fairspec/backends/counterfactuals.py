@@ -1,0 +1,151 @@
+"""The counterfactual cases the refinement (:mod:`fairspec.backends.refine`) and the estimate
+(:mod:`fairspec.backends.estimate`) decide an individual under, and the runtime's scores of them.
+
+* :func:`protected_cases_of` -- every assignment of the protected inputs (one-hot categories, integer
+  values of at most 16), :func:`counterfactuals` -- with the small integral relaxed inputs' values too,
+  and the ordered pairs of cases the pre-condition admits (an individual is then the tied inputs:
+  :func:`individual_of`);
+* :func:`box_points` -- every individual of an integral box, as rows over all inputs;
+* :func:`case_points` / :func:`case_scores` / :func:`batch_scores` -- the individuals under each case
+  and the runtime's scores of them (one batch per case, with the batch-dependence flags
+  ``BatchScorer.unsure`` gives), :func:`compared_scores` -- the scores the post-condition compares
+  (a class readout: certify reads class c from the runtime's K outputs), and :func:`runtime_scorer`
+  -- the runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` of a pair problem.
+
+What :func:`fairspec.certify.enumerate.count_individuals` then counts exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = ["protected_cases_of", "counterfactuals", "individual_of", "runtime_scorer", "box_points", "case_points",
+           "case_scores", "batch_scores", "compared_scores", "RELAXED_VALUES"]
+
+
+def protected_cases_of(problem):
+    """Every assignment of the protected inputs (None when they are not all small and discrete)."""
+    from fairspec.backends.quantify import protected_cases
+
+    free = set(problem.free)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    for i in free - grouped:
+        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= 16:
+            return None
+    return protected_cases(problem)
+
+
+#: a relaxed input is taken by the decision pass only when it has at most this many values
+RELAXED_VALUES = 16
+
+
+def counterfactuals(problem):
+    """``(cases, pairs)``: every assignment of the inputs a pair's two copies need not share -- the
+    protected ones (:func:`protected_cases_of`) and the relaxed ones (each integer value of the domain) -- and the
+    ordered ``(a, b)`` the pre-condition admits (differ where ``must_differ`` demands, every relaxed
+    input within its tolerance). An individual is then the tied inputs only, so a pair never leaves it.
+    None when they are not all small and integral (or more than ``MAX_CASES``)."""
+    from fairspec.backends.quantify import MAX_CASES
+
+    cases = protected_cases_of(problem)
+    if cases is None:
+        return None
+    for i, _ in problem.relaxed:
+        if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= RELAXED_VALUES:
+            return None
+        vals = [float(v) for v in range(int(problem.lo[i]), int(problem.hi[i]) + 1)]
+        cases = [{**c, i: v} for c in cases for v in vals]
+    if len(cases) > MAX_CASES:
+        return None
+    must, tol = set(problem.must_differ), problem.relaxed
+    pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
+             if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)
+             and all(abs(cases[a][i] - cases[b][i]) <= t for i, t in tol)]
+    return cases, pairs
+
+
+def individual_of(problem) -> tuple[int, ...]:
+    """The inputs of an individual here: the tied ones (neither protected nor relaxed)."""
+    from fairspec.backends.quantify import individual_inputs
+
+    rel = {i for i, _ in problem.relaxed}
+    return tuple(i for i in individual_inputs(problem) if i not in rel)
+
+
+def runtime_scorer(problem):
+    """The runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` (feature-space points), or None."""
+    from fairspec.backends.pair.certify import BatchScorer
+
+    rt = problem.runtime
+    if rt is None:                      # the network's own float64 forward is the runtime
+        post = "prob-of-logit" if problem.post == "prob" else problem.post
+
+        def score(X):
+            return np.asarray(problem.net.forward(X), dtype=np.float64).reshape(-1)
+
+        return BatchScorer(score, post, 0)
+    return getattr(rt, "scores", None)
+
+
+def box_points(problem, lo, hi, inputs):
+    """Every individual of an integral box (one-hot groups: each allowed category), as rows over all inputs."""
+    free = set(problem.free)
+    grouped = {i for g in problem.onehot_groups for i in g}
+    axes = []
+    for g in problem.onehot_groups:
+        if free.intersection(g):
+            continue
+        forced = [i for i in g if lo[i] >= 1]
+        allowed = forced if forced else [i for i in g if hi[i] >= 1]
+        axes.append([{j: (1.0 if j == i else 0.0) for j in g} for i in allowed])
+    for i in inputs:
+        if i not in grouped:
+            axes.append([{i: float(v)} for v in range(int(np.ceil(lo[i])), int(np.floor(hi[i])) + 1)])
+    rows = []
+    base = lo.copy()
+    for combo in itertools.product(*axes):
+        x = base.copy()
+        for d in combo:
+            for i, v in d.items():
+                x[i] = v
+        rows.append(x)
+    return np.array(rows, dtype=np.float64).reshape(-1, lo.shape[0])
+
+
+def case_points(X, cases) -> list:
+    """The rows of ``X`` under each protected case (``{input: value}`` assignments written over the
+    rows): one array per case."""
+    out = []
+    for c in cases:
+        Xc = X.copy()
+        for i, v in c.items():
+            Xc[:, i] = v
+        out.append(Xc)
+    return out
+
+
+def case_scores(score, X, cases) -> list:
+    """The runtime's score of every row of ``X`` under each protected case: one array per case."""
+    return [score(Xc) for Xc in case_points(X, cases)]
+
+
+def batch_scores(scorer, X, cases, pairs) -> tuple:
+    """``(S, unsure)``: the runtime's scores of the individuals X under each protected case (one batch
+    per case, :func:`case_scores`), and per individual whether another batch of a float runtime may
+    decide one of its pairs otherwise (``scorer.unsure``; None: every batch alike). What
+    :func:`fairspec.certify.enumerate.count_individuals` counts, ``unsure`` left neither fair nor unfair."""
+    points = case_points(X, cases)
+    S = [scorer.fn(Xc) for Xc in points]
+    return S, (scorer.unsure(points, compared_scores(scorer, S), pairs) if scorer.unsure is not None else None)
+
+
+def compared_scores(scorer, S) -> list:
+    """The scores the post-condition compares, from what ``scorer.fn`` gave (``S``): themselves, or for
+    a class readout the class scores certify reads from the runtime's outputs."""
+    if getattr(scorer, "readout", None) is None:
+        return S
+    from fairspec.certify.enumerate import class_scores_of
+
+    return class_scores_of(S, scorer.readout, scorer.post, scorer.threshold)

@@ -1,0 +1,135 @@
+"""The class score of a K-output network and the per-class proofs joined into one.
+
+A multiclass model predicts the first largest of its K outputs ``y``. Class ``c`` is predicted iff
+``g_c(x) = min_{j != c} (y_c(x) - y_j(x)) > 0`` (up to ties the runtime's argmax breaks, which
+:func:`argmax_class_score` reads as it does): :func:`argmax_layers` builds ``g_c`` exactly as an ordinary
+ReLU network, so every pair engine solves the per-class question unchanged; the runtime error bound of
+the readout ``("argmax", c)`` is :func:`fairspec.certify.network.runtime_error_bound`'s (the largest of
+the margins' bounds); :func:`prove_class_stable` joins the K per-class proofs into one that the
+predicted class never changes. Pure numpy and fractions.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from fairspec.certify.chains import as_layers
+
+__all__ = ["argmax_layers", "argmax_class_score", "prove_class_stable"]
+
+
+def _exact_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` in float64, or ValueError when a difference is not exact."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    for x, y, z in zip(np.ravel(a), np.ravel(b), np.ravel(d)):
+        if Fraction(float(x)) - Fraction(float(y)) != Fraction(float(z)):
+            raise ValueError("a margin between two output rows is not exact in float64")
+    return d
+
+
+def argmax_layers(base_net, c: int) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """The layers of ``g_c(x) = min_{j != c} (y_c(x) - y_j(x))`` for the K-output network
+    ``base_net`` (``y``), exactly: ``g_c > 0`` iff class ``c`` is the unique largest output, and
+    ``g_c`` is an ordinary ReLU network (the pair solvers, the certified branch and bound and the
+    exact SMT encode it unchanged).
+
+    The margins ``y_c - y_j`` are folded into the last layer (rows ``W_c - W_j``, checked exact in
+    float64; ValueError otherwise; a last layer with a ReLU is kept and the margins read from it
+    with coefficients +-1); a tree of ``min(a, b) = relu(a) - relu(-a) - relu(a - b)`` layers
+    (coefficients small integers, exact) takes the minimum. K = 2: the margin itself."""
+    layers = as_layers(base_net)
+    W, b, relu = layers[-1]
+    K = W.shape[0]
+    if K < 2 or not 0 <= c < K:
+        raise ValueError(f"class {c} of a {K}-output network")
+    if relu:
+        hidden = list(layers)
+        Wl, bl = np.eye(K), np.zeros(K)
+    else:
+        hidden = list(layers[:-1])
+        Wl, bl = W, b
+    # expressions over the current layer's inputs: (row, bias)
+    vals = [(_exact_diff(Wl[c], Wl[j]), float(_exact_diff(np.array([bl[c]]), np.array([bl[j]]))[0]))
+            for j in range(K) if j != c]
+    first = True
+    while len(vals) > 1:
+        rows, bias, nxt = [], [], []
+        for k in range(0, len(vals), 2):
+            a = vals[k]
+            base = len(rows)
+            rows += [a[0], -a[0]]
+            bias += [a[1], -a[1]]
+            if k + 1 < len(vals):
+                bb = vals[k + 1]
+                if first:
+                    rows.append(_exact_diff(a[0], bb[0]))
+                    bias.append(float(_exact_diff(np.array([a[1]]), np.array([bb[1]]))[0]))
+                else:
+                    rows.append(a[0] - bb[0])                 # small integers: exact
+                    bias.append(a[1] - bb[1])
+                coef = {base: 1.0, base + 1: -1.0, base + 2: -1.0}
+            else:
+                coef = {base: 1.0, base + 1: -1.0}
+            nxt.append(coef)
+        Wn = np.array(rows, dtype=np.float64)
+        hidden.append((Wn, np.array(bias, dtype=np.float64), True))
+        m = Wn.shape[0]
+        vals = []
+        for coef in nxt:
+            r = np.zeros(m)
+            for i, v in coef.items():
+                r[i] = v
+            vals.append((r, 0.0))
+        first = False
+    row, bias = vals[0]
+    return hidden + [(row.reshape(1, -1), np.array([bias], dtype=np.float64), False)]
+
+
+def argmax_class_score(Y, c: int) -> np.ndarray:
+    """The runtime's class-``c`` score of output rows ``Y`` (k, K) as the argmax rule reads them:
+    positive iff ``c`` is the *first* largest column (numpy's / onnxruntime's ArgMax), else
+    ``<= 0``; its magnitude is ``min_j (y_c - y_j)`` in float64 except that a tie the rule breaks
+    in favour of ``c`` scores the smallest positive float (so ``score > 0`` is exactly the
+    decision)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    others = np.delete(Y, c, axis=1)
+    g = (Y[:, c][:, None] - others).min(axis=1) if others.shape[1] else np.full(Y.shape[0], np.inf)
+    wins = np.argmax(Y, axis=1) == c
+    return np.where(wins & (g <= 0), 5e-324, np.where(~wins & (g > 0), 0.0, g))
+
+
+def prove_class_stable(parts: dict, K: int):
+    """One Proof that the predicted class (argmax of K outputs) never changes between the two
+    sides of an admissible pair, from one Proof per class ``c`` that no pair has class ``c`` on
+    one side only (``g_c(x) > 0 >= g_c(x')`` refuted on the runtime, readout ``("argmax", c)``):
+    a pair whose class changes has class ``c`` on one side and another on the other, so the K
+    cases cover every violation. certify checks that every class has its Proof and that the Proof of
+    class ``c`` records the readout ``("argmax", c)`` it was minted for (``detail["readout"]``, set
+    where certify minted it from the readout it checked) and that the parts recording their K-output
+    network (``detail["base_net"]``: every bab-certificate and exact-smt part) agree on it; None otherwise."""
+    from fairspec.certify.proof import Proof, _mint
+
+    if set(parts) != set(range(K)) or K < 2:
+        return None
+    if not all(isinstance(parts[c], Proof) and parts[c].detail.get("readout") == ["argmax", c] for c in range(K)):
+        return None
+    # one K-output network (recorded where minted: every bab-certificate, exact-smt part, a tiling of them)
+    if len({parts[c].detail["base_net"] for c in range(K) if parts[c].detail.get("base_net") is not None}) > 1:
+        return None
+    if any(parts[c].method in ("bab-certificate", "exact-smt") and parts[c].detail.get("base_net") is None
+           for c in range(K)):
+        return None
+    methods = sorted({parts[c].method for c in range(K)})
+    if not set(methods) <= {"bab-certificate", "exact-smt", "enumeration", "interval", "lp-certificate", "partitioned"}:
+        return None
+    # the parts' one method when they share one; a mix (or partitions per class) names each part
+    method = methods[0] if len(methods) == 1 and methods[0] != "partitioned" else "per-class"
+    leaves = [parts[c].detail.get("leaves") for c in range(K)]
+    detail = {"classes": K, "cases": [parts[c].to_json() for c in range(K)],
+              "case_summaries": [parts[c].summary for c in range(K)]}
+    if all(isinstance(n, int) for n in leaves):
+        detail["leaves"] = sum(leaves)
+    return _mint(method, f"the predicted class (argmax of {K} outputs, first largest on ties) is the same for "
+                         f"both sides of every admissible pair", **detail)
