@@ -443,7 +443,8 @@ class SklearnModel(LoadedModel):
         def run(X):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                y = np.asarray(est.predict(self._as_frame(X) if self.unfolded else X))
+                run_est, run_X = self._runtime(X)
+                y = np.asarray(run_est.predict(run_X))
             return (y == positive).astype(np.float64)
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
@@ -518,8 +519,21 @@ class SklearnModel(LoadedModel):
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
-            y = np.asarray(getattr(self.raw, self.method)(self._as_frame(X) if self.unfolded else X))
+            est, X = self._runtime(X)
+            y = np.asarray(getattr(est, self.method)(X))
         return self._read(y, self._what)
+
+    def _runtime(self, X):
+        """The estimator the runtime calls and its input: the pipeline's own estimator on the columns
+        it reads (a one-hot block with a dropped category: ``self.raw`` is widened to the whole
+        block, sklearn_widen), or on the data frame of a pipeline evaluated whole."""
+        if self.unfolded:
+            return self.raw, self._as_frame(X)
+        if self.folded is not None and self.folded.keep is not None:
+            import numpy as np      # row-major, as the ColumnTransformer's hstack hands it over (BLAS sums by layout)
+
+            return self.folded.runtime, np.ascontiguousarray(X[:, list(self.folded.keep)])
+        return self.raw, X
 
 
 def _is_regressor(est) -> bool:

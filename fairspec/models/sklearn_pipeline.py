@@ -7,7 +7,8 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 (``raw``, ``code``, ``onehot``, ``minmax``, ``standard``), with the final estimator: every backend then
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
-Folded: ``OneHotEncoder`` (no ``drop``, no infrequent categories), ``OrdinalEncoder``,
+Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder``,
 ``StandardScaler``, ``MinMaxScaler`` (``feature_range=(0, 1)``, no ``clip``), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
 declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
@@ -43,6 +44,8 @@ class FoldedColumn:
     scale: float | None = None        # minmax: the scaler's scale_ and min_ (it computes v * scale_ + min_)
     shift: float | None = None
     values: tuple = field(default=(), compare=False, repr=False)   # the fitted categories as the pipeline holds them
+    drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
+    #                                   column is not in the estimator's input; see Folded.keep)
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,10 @@ class Folded:
     inputs: tuple[str, ...]             # the pipeline's input columns, in its order
     unfoldable: tuple[str, ...] = field(default=())   # transformers fairspec cannot fold, one phrase each
     dropped: tuple[str, ...] = field(default=())      # input columns the pipeline drops
+    # OneHotEncoder(drop=...): ``final`` is the estimator widened to read the full one-hot blocks
+    # (sklearn_widen), ``runtime`` the pipeline's own estimator, which reads ``X[:, keep]``
+    keep: tuple[int, ...] | None = None
+    runtime: Any = None
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -144,15 +151,19 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             return f"passthrough '{name}' (its width {width} is not one column per input)"
         return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
     if kind == "OneHotEncoder":
-        if getattr(trans, "drop_idx_", None) is not None:
-            return f"{what} (drop={trans.drop!r} removes a column of each category block)"
         if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
             return f"{what} (it groups infrequent categories)"
+        drops = getattr(trans, "drop_idx_", None)
+        drops = [None] * len(cols) if drops is None else list(drops)
         out, at = [], offset
-        for c, cats in zip(cols, trans.categories_):
+        for c, cats, d in zip(cols, trans.categories_, drops):
             labels = tuple(_label(v) for v in cats)
-            out.append(FoldedColumn(c, "onehot", at, len(labels), name, categories=labels, values=tuple(cats)))
-            at += len(labels)
+            d = None if d is None else int(d)
+            # drop=...: the dropped category's column is left out (its block all zeros); the offset and
+            # width here are the estimator's, fold() lays the full block out
+            w = len(labels) - (d is not None)
+            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d))
+            at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
         if width != len(cols):
@@ -241,7 +252,32 @@ def fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+    if bad or not any(c.drop is not None for c in columns):
+        return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+    return _full_blocks(columns, final, inputs, dropped)
+
+
+def _full_blocks(columns, final, inputs, dropped) -> Folded:
+    """One-hot blocks with a dropped category laid out whole (k columns, the dropped one among them),
+    the estimator widened to read that layout (sklearn_widen); unfoldable if it cannot be."""
+    from dataclasses import replace
+
+    from .sklearn_widen import widen
+
+    laid, keep, at = [], [], 0
+    for c in columns:
+        full = c.width + (c.drop is not None)
+        laid.append(replace(c, offset=at, width=full))
+        keep.extend(at + i for i in range(full) if i != c.drop)
+        at += full
+    wide = widen(final, keep, at)
+    if wide is None:
+        c = next(c for c in columns if c.drop is not None)
+        return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
+                      (f"OneHotEncoder '{c.transformer}' (drop=...: its dropped category's column is read back "
+                       f"only into the final estimators fairspec can widen, and {type(final).__name__} is not one)",),
+                      tuple(dropped))
+    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final)
 
 
 def unfold(folded: Folded, X, integral=frozenset()):
