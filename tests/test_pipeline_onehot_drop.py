@@ -121,3 +121,18 @@ def test_an_estimator_it_cannot_widen_keeps_the_pipeline_whole_and_says_so(tmp_p
     assert m.unfolded and m.folded.keep is None
     assert m.folded.unfoldable == ("OneHotEncoder 'oh' (drop=...: its dropped category's column is read back "
                                    "only into the final estimators fairspec can widen, and SVC is not one)",)
+
+
+def test_repair_refuses_a_pipeline_whose_one_hot_drops_a_category(tmp_path):
+    """repair patches the estimator it reads, here the widened copy: not the pipeline's own, so it
+    says so instead of writing a pipeline that would not run."""
+    pipe = _pipe(DecisionTreeClassifier(max_depth=4, random_state=0), "first")
+    frame = pd.concat([DOMAIN] * 3, ignore_index=True)
+    spec = tmp_path / "r.fair"
+    spec.write_text(SPEC.split("property same")[0].replace("features F {", 'data d = csv("d.csv", label = y == 1)\n'
+                                                           "features F from d {")
+                    + 'repair r for m {\n  goal  passing_rate_ratio(groups g) >= 0.8\n'
+                      '  bound semantic_difference <= 1.2 * minimal\n  write "fixed.skops"\n}\n')
+    (v,) = fairspec.check(spec, models={"m": pipe}, data={"d": frame.assign(y=np.arange(len(frame)) % 2)}).report.verdicts
+    assert v.status == "unknown" and "drops a category" in v.reason, v.reason
+    assert not (tmp_path / "fixed.skops").exists()
