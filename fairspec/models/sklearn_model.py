@@ -367,6 +367,14 @@ class SklearnModel(LoadedModel):
         fairspec.sema.pipelines.frame_encoding) become the data frame its predict_proba reads."""
         if self.folded is None or enc is None:
             return
+        if self.folded.clipped is not None:     # MinMaxScaler(clip=True): as sema decided, on the same feature set
+            from .sklearn_pipeline import settle
+
+            folded = settle(self.folded, fs)
+            if not folded.unfoldable:
+                self._take_folded(folded)
+            else:
+                self.folded = folded            # its phrase now says where the domain reaches past
         if not self.unfolded:               # folded: the integer features, for replaying through the pipeline
             self._integral = frozenset(
                 fs.get(c.feature).column for c in enc.columns
@@ -384,6 +392,14 @@ class SklearnModel(LoadedModel):
             binding.append((f.column if f is not None else c.feature, c.offset, cats))
         self._frame = binding
         self.input_width = enc.width
+
+    def _take_folded(self, folded) -> None:
+        """Read the pipeline as folded from now on (its final estimator on the encoded columns), as
+        __init__ reads a pipeline that folds without a domain."""
+        self.folded, self.raw, self.input_width = folded, folded.final, int(folded.width)
+        names = getattr(folded.final, "feature_names_in_", None)
+        self.input_names = tuple(str(n) for n in names) if names is not None else None
+        self._frame = None
 
     def replay(self, X):
         """A folded pipeline: the witness's columns turned back into a data frame and run through

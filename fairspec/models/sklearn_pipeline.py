@@ -9,7 +9,8 @@ sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
 block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder``,
-``StandardScaler``, ``MinMaxScaler`` (``feature_range=(0, 1)``, no ``clip``), ``"passthrough"`` and
+``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
+clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
 declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
@@ -46,6 +47,7 @@ class FoldedColumn:
     values: tuple = field(default=(), compare=False, repr=False)   # the fitted categories as the pipeline holds them
     drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
     #                                   column is not in the estimator's input; see Folded.keep)
+    clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class Folded:
     # (sklearn_widen), ``runtime`` the pipeline's own estimator, which reads ``X[:, keep]``
     keep: tuple[int, ...] | None = None
     runtime: Any = None
+    # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
+    # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
+    clipped: Any = None
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -183,9 +188,9 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
                 for i, c in enumerate(cols)]
     if kind == "MinMaxScaler":
         # any feature_range folds: transform is X * scale_ + min_ whatever the range (scale_ and min_
-        # carry it), and the column is folded as exactly that arithmetic; clip=True is not linear
-        if getattr(trans, "clip", False):
-            return f"{what} (clip=True)"
+        # carry it), and the column is folded as exactly that arithmetic; clip=True clips it to
+        # feature_range after, which is that arithmetic only where it never acts (settle decides)
+        clip = tuple(float(v) for v in trans.feature_range) if getattr(trans, "clip", False) else None
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
         lo = np.asarray(trans.data_min_, dtype=np.float64)
@@ -195,7 +200,7 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         scale = np.asarray(trans.scale_, dtype=np.float64)
         shift = np.asarray(trans.min_, dtype=np.float64)
         return [FoldedColumn(c, "minmax", offset + i, 1, name, lo=float(lo[i]), hi=float(hi[i]),
-                             scale=float(scale[i]), shift=float(shift[i]))
+                             scale=float(scale[i]), shift=float(shift[i]), clip=clip)
                 for i, c in enumerate(cols)]
     return what
 
@@ -253,8 +258,59 @@ def fold(pipe) -> Folded:
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
     if bad or not any(c.drop is not None for c in columns):
-        return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
-    return _full_blocks(columns, final, inputs, dropped)
+        out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+    else:
+        out = _full_blocks(columns, final, inputs, dropped)
+    clipping = list(dict.fromkeys(c.transformer for c in columns if c.clip is not None))
+    if out.unfoldable or not clipping:
+        return out
+    return Folded(tuple(columns), total, final, inputs, tuple(f"MinMaxScaler '{t}' (clip=True)" for t in clipping),
+                  tuple(dropped), clipped=out)
+
+
+def _domain(fs, column: str):
+    """(lo, hi) of the numeric feature of feature set ``fs`` (an ir.FeatureSet) that names ``column``,
+    or None."""
+    f = next((f for f in fs.features if f.column == column), None) or fs.get(column)
+    dom = getattr(f, "domain", None)
+    if getattr(dom, "kind", None) not in ("int", "real"):
+        return None
+    return dom.lo, dom.hi
+
+
+def settle(folded: Folded, fs) -> Folded:
+    """A pipeline with ``MinMaxScaler(clip=True)`` against the domains of feature set ``fs`` (the one
+    its encoding encodes; None: unknown): folded (``folded.clipped``) when, for each clipped column,
+    the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its transform computes
+    them, lie inside its feature_range. The clip then never acts on the domain (both operations are
+    monotone in v, rounding included: every domain value's result lies between those two), so the
+    fold is exact. Otherwise still evaluated whole, its phrase saying where the domain reaches past.
+    Sema (the derived encoding, an encode block) and the loaded model (bind_encoding) decide here,
+    on the same feature set."""
+    from dataclasses import replace
+
+    alt = folded.clipped
+    if alt is None:
+        return folded
+    why = {}
+    for c in alt.columns:
+        if c.clip is None:
+            continue
+        dom = None if fs is None else _domain(fs, c.column)
+        if dom is None:
+            why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and no numeric feature "
+                                          f"declares the range of '{c.column}')")
+            continue
+        lo, hi = float(dom[0]), float(dom[1])
+        a, b = lo * c.scale + c.shift, hi * c.scale + c.shift     # IEEE double, two roundings, as transform
+        if not (c.clip[0] <= a and b <= c.clip[1]):
+            why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and the domain of "
+                                          f"'{c.column}', [{lo:g}, {hi:g}], reaches past the range it was fitted "
+                                          f"on, [{c.lo:g}, {c.hi:g}]: it scales to [{a!r}, {b!r}], outside "
+                                          f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
+    if why:
+        return replace(folded, unfoldable=tuple(why.values()), clipped=None)
+    return alt
 
 
 def _full_blocks(columns, final, inputs, dropped) -> Folded:

@@ -635,7 +635,7 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
     may pick: one-hot with drop / handle_unknown / sparse output, several columns in one encoder,
     ordinal with categories given, min-max ranges and clip, the remainder passed through or dropped,
     columns selected by name, position, mask, slice or selector; the final estimator any of
-    WIDE_FINALS. What fairspec cannot fold (clip) is evaluated whole.
+    WIDE_FINALS. What fairspec cannot fold (clip=True where it acts on the domain) is evaluated whole.
     Returns (pipe, transformed matrix, logit observable, refusals, info)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
@@ -704,8 +704,15 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
     pipe = Pipeline([("pre", pre), ("clf", est)])
     # what fairspec cannot fold is evaluated whole, on one column per input: a number raw, a
     # category its code in declared order (README); a witness is in those terms then
-    # a (-1, 1) range folds, and a one-hot drop (session 22: the estimator widened to the whole block)
-    whole = any(k == "minmax-clip" for k in kinds.values())
+    # a (-1, 1) range folds, and a one-hot drop (session 22: the estimator widened to the whole block);
+    # clip=True folds where the clip never acts on the domain (session 22): scale_ and min_ at the
+    # domain's ends, as the scaler computes them, inside its feature_range (here fitted on the domain)
+    whole = False
+    for tname, trans, _ in pre.transformers_:
+        if type(trans).__name__ == "MinMaxScaler" and trans.clip:     # named minmax-clip_<feature>
+            col = frame[tname.split("_", 1)[1]].astype(np.float64)
+            z = np.array([col.min(), col.max()]) * trans.scale_[0] + trans.min_[0]
+            whole |= bool(z[0] < trans.feature_range[0] or z[1] > trans.feature_range[1])
     if whole:
         Xt = P.astype(np.float64)
     else:
