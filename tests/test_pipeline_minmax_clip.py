@@ -94,7 +94,7 @@ def test_a_domain_past_the_fitted_range_stays_whole_and_says_the_clip_acts(tmp_p
     run = _check(tmp_path, _pipe(LogisticRegression(), 0), lo, hi)
     v = run.report.verdicts[0]
     why = (f"MinMaxScaler 'sc' (clip=True, and the domain of 'f0', [{lo}, {hi}], reaches past the range it was "
-           f"fitted on, [0, 4]: it scales to {scaled}, outside feature_range (0, 1), where the clip acts)")
+           f"fitted on, [0, 4], and scales to {scaled}, outside feature_range (0, 1), where the clip acts)")
     assert v.status == "unknown" and why in v.reason, v.reason
     (d,) = [d for d in run.diagnostics if d.code == "FS423"]
     assert why in d.message
@@ -139,3 +139,33 @@ def test_an_encode_block_folds_inside_and_is_refused_past_the_fitted_range(tmp_p
     (d,) = [d for d in run.diagnostics if d.code == "FS423"]
     assert "clip=True, and the domain of 'f0', [0, 5]" in d.message
     assert any(d.code == "FS422" and "evaluated whole" in d.message for d in run.diagnostics)
+
+
+def test_a_bound_one_rounding_past_the_range_stays_whole_and_other_reasons_keep_the_clip_named():
+    """Fitted on [1, 6], 6 * scale_ + min_ is 1.0000000000000002: the clip acts at 6 (the pipeline
+    computes 1.0), so the domain [1, 6] does not fold though it is the fitted range. A pipeline
+    whole for another reason too still names the clip."""
+    from types import SimpleNamespace
+
+    from sklearn.svm import SVC
+
+    from fairspec import ir
+    from fairspec.models.sklearn_pipeline import fold, settle
+
+    frame = pd.DataFrame({"f0": [1, 6] * 4, "g": list("nnyy") * 2})
+    y = np.array([0, 1, 1, 0] * 2)
+    fs = SimpleNamespace(features=(), get=lambda c: SimpleNamespace(domain=ir.IntRange(1, 6)) if c == "f0" else None)
+    pipe = Pipeline([("pre", ColumnTransformer([("sc", MinMaxScaler(clip=True), ["f0"]),
+                                                ("oh", OneHotEncoder(), ["g"])])), ("clf", LogisticRegression())])
+    got = settle(fold(pipe.fit(frame, y)), fs)
+    assert got.unfoldable == ("MinMaxScaler 'sc' (clip=True, and the domain of 'f0', [1, 6], lies inside the range "
+                              "it was fitted on, [1, 6], and scales to [0.0, 1.0000000000000002], outside "
+                              "feature_range (0, 1), where the clip acts)",)
+    assert pipe.named_steps["pre"].named_transformers_["sc"].transform(pd.DataFrame({"f0": [6]}))[0, 0] == 1.0
+    fs.get = lambda c: SimpleNamespace(domain=ir.IntRange(2, 5)) if c == "f0" else None
+    assert not settle(fold(pipe), fs).unfoldable           # inside: folded
+    assert settle(fold(pipe), None).unfoldable == ("MinMaxScaler 'sc' (clip=True)",)   # no domain: whole
+    pipe = Pipeline([("pre", ColumnTransformer([("sc", MinMaxScaler(clip=True), ["f0"]),
+                                                ("oh", OneHotEncoder(drop="first"), ["g"])])), ("clf", SVC())])
+    got = fold(pipe.fit(frame, y))
+    assert got.clipped is None and got.unfoldable[-1] == "MinMaxScaler 'sc' (clip=True)", got.unfoldable

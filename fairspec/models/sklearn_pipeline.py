@@ -261,11 +261,13 @@ def fold(pipe) -> Folded:
         out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
     else:
         out = _full_blocks(columns, final, inputs, dropped)
-    clipping = list(dict.fromkeys(c.transformer for c in columns if c.clip is not None))
-    if out.unfoldable or not clipping:
+    clipping = tuple(f"MinMaxScaler '{t}' (clip=True)"
+                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None))
+    if not clipping:
         return out
-    return Folded(tuple(columns), total, final, inputs, tuple(f"MinMaxScaler '{t}' (clip=True)" for t in clipping),
-                  tuple(dropped), clipped=out)
+    if out.unfoldable:                  # evaluated whole whatever the domain
+        return Folded(out.columns, out.width, out.final, inputs, out.unfoldable + clipping, out.dropped)
+    return Folded(tuple(columns), total, final, inputs, clipping, tuple(dropped), clipped=out)
 
 
 def _domain(fs, column: str):
@@ -280,9 +282,9 @@ def _domain(fs, column: str):
 
 def settle(folded: Folded, fs) -> Folded:
     """A pipeline with ``MinMaxScaler(clip=True)`` against the domains of feature set ``fs`` (the one
-    its encoding encodes; None: unknown): folded (``folded.clipped``) when, for each clipped column,
-    the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its transform computes
-    them, lie inside its feature_range. The clip then never acts on the domain (both operations are
+    its encoding encodes; None: unknown, it stays whole): folded (``folded.clipped``) when, for each
+    clipped column, the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its
+    transform computes them, lie inside its feature_range. The clip then never acts on the domain (both operations are
     monotone in v, rounding included: every domain value's result lies between those two), so the
     fold is exact. Otherwise still evaluated whole, its phrase saying where the domain reaches past.
     Sema (the derived encoding, an encode block) and the loaded model (bind_encoding) decide here,
@@ -290,23 +292,21 @@ def settle(folded: Folded, fs) -> Folded:
     from dataclasses import replace
 
     alt = folded.clipped
-    if alt is None:
+    if alt is None or fs is None:
         return folded
     why = {}
     for c in alt.columns:
-        if c.clip is None:
-            continue
-        dom = None if fs is None else _domain(fs, c.column)
-        if dom is None:
-            why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and no numeric feature "
-                                          f"declares the range of '{c.column}')")
+        dom = None if c.clip is None else _domain(fs, c.column)
+        if dom is None:     # not clipped; or no numeric feature reads the column: FS422 (sema) on the folded one
             continue
         lo, hi = float(dom[0]), float(dom[1])
         a, b = lo * c.scale + c.shift, hi * c.scale + c.shift     # IEEE double, two roundings, as transform
         if not (c.clip[0] <= a and b <= c.clip[1]):
+            # inside the fitted range, a bound can still scale one rounding past feature_range
+            how = "lies inside" if c.lo <= lo and hi <= c.hi else "reaches past"
             why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and the domain of "
-                                          f"'{c.column}', [{lo:g}, {hi:g}], reaches past the range it was fitted "
-                                          f"on, [{c.lo:g}, {c.hi:g}]: it scales to [{a!r}, {b!r}], outside "
+                                          f"'{c.column}', [{lo:g}, {hi:g}], {how} the range it was fitted on, "
+                                          f"[{c.lo:g}, {c.hi:g}], and scales to [{a!r}, {b!r}], outside "
                                           f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
     if why:
         return replace(folded, unfoldable=tuple(why.values()), clipped=None)

@@ -178,7 +178,7 @@ class ModelChecks:
         self.model_widths[node.name.id] = None if folded.unfoldable else folded.width
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
-        if folded.clipped is not None:                  # MinMaxScaler(clip=True): decided on the domain (settle_pipeline)
+        if folded.clipped is not None:      # MinMaxScaler(clip=True): decided on the domain (settle_pipeline)
             self.pipeline_paths[node.name.id] = path_arg.span
         elif folded.unfoldable:
             self._unfoldable(node.name.id, folded, path_arg.span)
