@@ -374,8 +374,14 @@ class ModelChecks:
         Every other property kind runs on tree models (individual fairness and PBA by the exact
         tree encodings, k-discrimination by leaf combinations, group metrics over a distribution
         through the compiled decision tree, unknown at run time when that is too large)."""
+        from pathlib import Path
+
         from fairspec.models.peek import AVERAGING_TREES, tree_file_class
+        from fairspec.models.base import categorical_split_sentence
+        from fairspec.models.peek_trees import categorical_split
         from fairspec.planning import plan
+
+        categorical: dict = {}
 
         for prop in self.properties:
             m = self.models.get(getattr(prop, "model", ""))
@@ -383,10 +389,21 @@ class ModelChecks:
                 continue
             chosen = prop.options.backend is not None
             related = (Related(m.span, f"model '{m.name}' declared here"),) if m.span else ()
-            if prop.kind != "individual_fairness" or getattr(prop, "post", None) != "logit" or m.format == "rule":
+            if prop.kind != "individual_fairness" or m.format == "rule":
                 continue
             backend = plan(prop, spec).backend
             if backend not in ("milp", "smt"):
+                continue
+            if m.format in ("xgboost", "lightgbm"):
+                if m.name not in categorical:
+                    categorical[m.name] = categorical_split(m.format, Path(m.path))
+                if categorical[m.name] is not None:      # check: unknown, in this sentence (models.boosted)
+                    self.sink.add("FS506", f"the {backend} backend cannot encode model '{m.name}': "
+                                           + categorical_split_sentence(Path(m.path).name, *categorical[m.name]),
+                                  prop.span, severity="warning", related=related,
+                                  hint="a small domain is still decided by enumerating it through the library; "
+                                       "else check the property on data (using data)")
+            if getattr(prop, "post", None) != "logit":
                 continue
             cls = tree_file_class(m.format, m.path)
             if cls in AVERAGING_TREES:
