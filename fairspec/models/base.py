@@ -49,6 +49,14 @@ class UnsupportedModel(Unsupported):
         self.message = message
 
 
+def categorical_split_sentence(file: str, tree: int, index: int, name: str | None) -> str:
+    """The one sentence for a tree model file with a split by category, the same on lint (FS506,
+    fairspec.models.peek_trees.categorical_split) and in check's unknown (fairspec.models.boosted)."""
+    what = f"input {index}" + (f" ({name!r})" if name else "")
+    return (f"{file} splits {what} by category (tree {tree}), and the exact tree encodings read numeric "
+            f"thresholds only: categorical splits are not supported")
+
+
 class ModelLoadError(Exception):
     """One clear sentence for a person, naming the file and the problem.
 

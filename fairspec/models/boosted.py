@@ -269,7 +269,13 @@ class _Boosted(LoadedModel):
         if getattr(self, "_trees", None) is None:
             from fairspec.models import trees
 
-            self._trees = getattr(trees, self._convert)(self.raw, index=self.index)
+            try:
+                self._trees = getattr(trees, self._convert)(self.raw, index=self.index)
+            except trees.CategoricalSplit as e:     # named with the file, as lint names it (FS506)
+                from .base import UnsupportedModel, categorical_split_sentence
+
+                raise UnsupportedModel(e.op_type, e.node_name, categorical_split_sentence(
+                    self.path.name, e.tree, e.index, e.name)) from None
         return self._trees
 
 

@@ -173,3 +173,40 @@ def lightgbm_input_categories(p: pathlib.Path) -> dict[int, tuple[str, ...]] | N
         return {i: tuple(_category_text(v) for v in cats) for i, cats in zip(columns, recorded)}
     except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
         return None
+
+
+def categorical_split(fmt: str, p: pathlib.Path) -> tuple[int, int, str | None] | None:
+    """(tree, input index, the input's recorded name) of the first split by category in an XGBoost
+    (``split_type`` 1) or LightGBM (``decision_type`` with its categorical bit) model file, or None:
+    none, or the file does not tell. Cheap: no ML library."""
+    try:
+        if fmt == "xgboost":
+            from .treefile import read_xgboost
+
+            doc = read_xgboost(p)
+            names = recorded_names(doc["learner"].get("feature_names"))
+            for t, tj in enumerate(doc["learner"]["gradient_booster"]["model"]["trees"]):
+                for k, s in enumerate(tj.get("split_type") or ()):
+                    if int(s) != 0:
+                        j = int(tj["split_indices"][k])
+                        return t, j, names[j] if names and j < len(names) else None
+            return None
+        if fmt == "lightgbm":
+            names = lightgbm_input_names(p)
+            if names and all(n.startswith("Column_") for n in names):      # fit on an array: no names
+                names = None
+            tree, feats = None, []
+            with open(p, "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Tree="):
+                        tree, feats = int(line.split(b"=", 1)[1]), []
+                    elif line.startswith(b"split_feature=") and tree is not None:
+                        feats = [int(v) for v in line.split(b"=", 1)[1].split()]
+                    elif line.startswith(b"decision_type=") and tree is not None:
+                        for k, d in enumerate(line.split(b"=", 1)[1].split()):
+                            if int(d) & 1 and k < len(feats):
+                                j = feats[k]
+                                return tree, j, names[j] if names and j < len(names) else None
+        return None
+    except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
+        return None

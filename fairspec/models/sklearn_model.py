@@ -367,6 +367,14 @@ class SklearnModel(LoadedModel):
         fairspec.sema.pipelines.frame_encoding) become the data frame its predict_proba reads."""
         if self.folded is None or enc is None:
             return
+        if self.folded.clipped is not None:     # MinMaxScaler(clip=True): as sema decided, on the same feature set
+            from .sklearn_pipeline import settle
+
+            folded = settle(self.folded, fs)
+            if not folded.unfoldable:
+                self._take_folded(folded)
+            else:
+                self.folded = folded            # its phrase now says where the domain reaches past
         if not self.unfolded:               # folded: the integer features, for replaying through the pipeline
             self._integral = frozenset(
                 fs.get(c.feature).column for c in enc.columns
@@ -384,6 +392,14 @@ class SklearnModel(LoadedModel):
             binding.append((f.column if f is not None else c.feature, c.offset, cats))
         self._frame = binding
         self.input_width = enc.width
+
+    def _take_folded(self, folded) -> None:
+        """Read the pipeline as folded from now on (its final estimator on the encoded columns), as
+        __init__ reads a pipeline that folds without a domain."""
+        self.folded, self.raw, self.input_width = folded, folded.final, int(folded.width)
+        names = getattr(folded.final, "feature_names_in_", None)
+        self.input_names = tuple(str(n) for n in names) if names is not None else None
+        self._frame = None
 
     def replay(self, X):
         """A folded pipeline: the witness's columns turned back into a data frame and run through
@@ -443,7 +459,8 @@ class SklearnModel(LoadedModel):
         def run(X):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                y = np.asarray(est.predict(self._as_frame(X) if self.unfolded else X))
+                run_est, run_X = self._runtime(X)
+                y = np.asarray(run_est.predict(run_X))
             return (y == positive).astype(np.float64)
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
@@ -518,8 +535,21 @@ class SklearnModel(LoadedModel):
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")            # e.g. "X does not have valid feature names"
-            y = np.asarray(getattr(self.raw, self.method)(self._as_frame(X) if self.unfolded else X))
+            est, X = self._runtime(X)
+            y = np.asarray(getattr(est, self.method)(X))
         return self._read(y, self._what)
+
+    def _runtime(self, X):
+        """The estimator the runtime calls and its input: the pipeline's own estimator on the columns
+        it reads (a one-hot block with a dropped category: ``self.raw`` is widened to the whole
+        block, sklearn_widen), or on the data frame of a pipeline evaluated whole."""
+        if self.unfolded:
+            return self.raw, self._as_frame(X)
+        if self.folded is not None and self.folded.keep is not None:
+            import numpy as np      # row-major, as the ColumnTransformer's hstack hands it over (BLAS sums by layout)
+
+            return self.folded.runtime, np.ascontiguousarray(X[:, list(self.folded.keep)])
+        return self.raw, X
 
 
 def _is_regressor(est) -> bool:

@@ -7,8 +7,10 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 (``raw``, ``code``, ``onehot``, ``minmax``, ``standard``), with the final estimator: every backend then
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
-Folded: ``OneHotEncoder`` (no ``drop``, no infrequent categories), ``OrdinalEncoder``,
-``StandardScaler``, ``MinMaxScaler`` (``feature_range=(0, 1)``, no ``clip``), ``"passthrough"`` and
+Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder``,
+``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
+clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
 declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
@@ -43,6 +45,9 @@ class FoldedColumn:
     scale: float | None = None        # minmax: the scaler's scale_ and min_ (it computes v * scale_ + min_)
     shift: float | None = None
     values: tuple = field(default=(), compare=False, repr=False)   # the fitted categories as the pipeline holds them
+    drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
+    #                                   column is not in the estimator's input; see Folded.keep)
+    clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,13 @@ class Folded:
     inputs: tuple[str, ...]             # the pipeline's input columns, in its order
     unfoldable: tuple[str, ...] = field(default=())   # transformers fairspec cannot fold, one phrase each
     dropped: tuple[str, ...] = field(default=())      # input columns the pipeline drops
+    # OneHotEncoder(drop=...): ``final`` is the estimator widened to read the full one-hot blocks
+    # (sklearn_widen), ``runtime`` the pipeline's own estimator, which reads ``X[:, keep]``
+    keep: tuple[int, ...] | None = None
+    runtime: Any = None
+    # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
+    # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
+    clipped: Any = None
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -144,15 +156,19 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             return f"passthrough '{name}' (its width {width} is not one column per input)"
         return [FoldedColumn(c, "raw", offset + i, 1, name) for i, c in enumerate(cols)]
     if kind == "OneHotEncoder":
-        if getattr(trans, "drop_idx_", None) is not None:
-            return f"{what} (drop={trans.drop!r} removes a column of each category block)"
         if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
             return f"{what} (it groups infrequent categories)"
+        drops = getattr(trans, "drop_idx_", None)
+        drops = [None] * len(cols) if drops is None else list(drops)
         out, at = [], offset
-        for c, cats in zip(cols, trans.categories_):
+        for c, cats, d in zip(cols, trans.categories_, drops):
             labels = tuple(_label(v) for v in cats)
-            out.append(FoldedColumn(c, "onehot", at, len(labels), name, categories=labels, values=tuple(cats)))
-            at += len(labels)
+            d = None if d is None else int(d)
+            # drop=...: the dropped category's column is left out (its block all zeros); the offset and
+            # width here are the estimator's, fold() lays the full block out
+            w = len(labels) - (d is not None)
+            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d))
+            at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
         if width != len(cols):
@@ -172,9 +188,9 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
                 for i, c in enumerate(cols)]
     if kind == "MinMaxScaler":
         # any feature_range folds: transform is X * scale_ + min_ whatever the range (scale_ and min_
-        # carry it), and the column is folded as exactly that arithmetic; clip=True is not linear
-        if getattr(trans, "clip", False):
-            return f"{what} (clip=True)"
+        # carry it), and the column is folded as exactly that arithmetic; clip=True clips it to
+        # feature_range after, which is that arithmetic only where it never acts (settle decides)
+        clip = tuple(float(v) for v in trans.feature_range) if getattr(trans, "clip", False) else None
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
         lo = np.asarray(trans.data_min_, dtype=np.float64)
@@ -184,7 +200,7 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         scale = np.asarray(trans.scale_, dtype=np.float64)
         shift = np.asarray(trans.min_, dtype=np.float64)
         return [FoldedColumn(c, "minmax", offset + i, 1, name, lo=float(lo[i]), hi=float(hi[i]),
-                             scale=float(scale[i]), shift=float(shift[i]))
+                             scale=float(scale[i]), shift=float(shift[i]), clip=clip)
                 for i, c in enumerate(cols)]
     return what
 
@@ -241,7 +257,83 @@ def fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    return Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+    if bad or not any(c.drop is not None for c in columns):
+        out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
+    else:
+        out = _full_blocks(columns, final, inputs, dropped)
+    clipping = tuple(f"MinMaxScaler '{t}' (clip=True)"
+                     for t in dict.fromkeys(c.transformer for c in columns if c.clip is not None))
+    if not clipping:
+        return out
+    if out.unfoldable:                  # evaluated whole whatever the domain
+        return Folded(out.columns, out.width, out.final, inputs, out.unfoldable + clipping, out.dropped)
+    return Folded(tuple(columns), total, final, inputs, clipping, tuple(dropped), clipped=out)
+
+
+def _domain(fs, column: str):
+    """(lo, hi) of the numeric feature of feature set ``fs`` (an ir.FeatureSet) that names ``column``,
+    or None."""
+    f = next((f for f in fs.features if f.column == column), None) or fs.get(column)
+    dom = getattr(f, "domain", None)
+    if getattr(dom, "kind", None) not in ("int", "real"):
+        return None
+    return dom.lo, dom.hi
+
+
+def settle(folded: Folded, fs) -> Folded:
+    """A pipeline with ``MinMaxScaler(clip=True)`` against the domains of feature set ``fs`` (the one
+    its encoding encodes; None: unknown, it stays whole): folded (``folded.clipped``) when, for each
+    clipped column, the scaler's float64 results at the domain's ends, ``v * scale_ + min_`` as its
+    transform computes them, lie inside its feature_range. The clip then never acts on the domain (both operations are
+    monotone in v, rounding included: every domain value's result lies between those two), so the
+    fold is exact. Otherwise still evaluated whole, its phrase saying where the domain reaches past.
+    Sema (the derived encoding, an encode block) and the loaded model (bind_encoding) decide here,
+    on the same feature set."""
+    from dataclasses import replace
+
+    alt = folded.clipped
+    if alt is None or fs is None:
+        return folded
+    why = {}
+    for c in alt.columns:
+        dom = None if c.clip is None else _domain(fs, c.column)
+        if dom is None:     # not clipped; or no numeric feature reads the column: FS422 (sema) on the folded one
+            continue
+        lo, hi = float(dom[0]), float(dom[1])
+        a, b = lo * c.scale + c.shift, hi * c.scale + c.shift     # IEEE double, two roundings, as transform
+        if not (c.clip[0] <= a and b <= c.clip[1]):
+            # inside the fitted range, a bound can still scale one rounding past feature_range
+            how = "lies inside" if c.lo <= lo and hi <= c.hi else "reaches past"
+            why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and the domain of "
+                                          f"'{c.column}', [{lo:g}, {hi:g}], {how} the range it was fitted on, "
+                                          f"[{c.lo:g}, {c.hi:g}], and scales to [{a!r}, {b!r}], outside "
+                                          f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
+    if why:
+        return replace(folded, unfoldable=tuple(why.values()), clipped=None)
+    return alt
+
+
+def _full_blocks(columns, final, inputs, dropped) -> Folded:
+    """One-hot blocks with a dropped category laid out whole (k columns, the dropped one among them),
+    the estimator widened to read that layout (sklearn_widen); unfoldable if it cannot be."""
+    from dataclasses import replace
+
+    from .sklearn_widen import widen
+
+    laid, keep, at = [], [], 0
+    for c in columns:
+        full = c.width + (c.drop is not None)
+        laid.append(replace(c, offset=at, width=full))
+        keep.extend(at + i for i in range(full) if i != c.drop)
+        at += full
+    wide = widen(final, keep, at)
+    if wide is None:
+        c = next(c for c in columns if c.drop is not None)
+        return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
+                      (f"OneHotEncoder '{c.transformer}' (drop=...: its dropped category's column is read back "
+                       f"only into the final estimators fairspec can widen, and {type(final).__name__} is not one)",),
+                      tuple(dropped))
+    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final)
 
 
 def unfold(folded: Folded, X, integral=frozenset()):

@@ -376,6 +376,24 @@ def xgb_matrix(xgb, booster, X):
     return xgb.DMatrix(X)
 
 
+class CategoricalSplit(UnsupportedModel):
+    """A split by category (XGBoost split_type 1, LightGBM's categorical decision_type): the loaded
+    model (fairspec.models.boosted) says it with its file, in the sentence lint gives (FS506)."""
+
+    def __init__(self, lib: str, attr: str, tree: int, index: int, name: str | None):
+        super().__init__(lib, attr, f"tree {tree} splits input {index} by category: categorical splits are not "
+                                    f"supported")
+        self.tree, self.index, self.name = tree, index, name
+
+
+def _xgb_categorical(booster, tj, t: int) -> None:
+    for k, s in enumerate(tj.get("split_type", [])):
+        if int(s) != 0:
+            j = int(tj["split_indices"][k])
+            names = list(booster.feature_names or ())
+            raise CategoricalSplit("XGBoost", "split_type", t, j, names[j] if j < len(names) else None)
+
+
 def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     """A binary XGBoost ``gbtree`` booster (``binary:logistic`` and friends) as the ensemble of
     its margin (``output_margin=True``); ``index = 0`` gives class 0."""
@@ -396,8 +414,7 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     for tj in trees_json:
         left = np.asarray(tj["left_children"], dtype=np.int64)
         right = np.asarray(tj["right_children"], dtype=np.int64)
-        if any(int(s) != 0 for s in tj.get("split_type", [])):
-            raise UnsupportedModel("XGBoost", "split_type", "categorical splits are not supported")
+        _xgb_categorical(booster, tj, len(trees))
         leaf = left < 0
         # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
         # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
@@ -427,7 +444,7 @@ def _lightgbm_tree(structure, scale: float = 1.0) -> Tree:
             val[k] = scale * float(node["leaf_value"])
             return k
         if node.get("decision_type", "<=") != "<=":
-            raise UnsupportedModel("LightGBM", "decision_type", "categorical splits are not supported")
+            raise CategoricalSplit("LightGBM", "decision_type", -1, int(node.get("split_feature", -1)), None)
         t = float(node["threshold"])
         if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
             raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
@@ -439,6 +456,20 @@ def _lightgbm_tree(structure, scale: float = 1.0) -> Tree:
 
     walk(structure)
     return Tree(feat, thr, left, right, val)
+
+
+def _lightgbm_trees(dump, scale: float = 1.0) -> list[Tree]:
+    """Every tree of a LightGBM ``dump_model()``; a categorical split names its tree and input."""
+    trees = []
+    names = list(dump.get("feature_names") or ())
+    for t, info in enumerate(dump.get("tree_info", [])):
+        try:
+            trees.append(_lightgbm_tree(info["tree_structure"], scale))
+        except CategoricalSplit as e:
+            j = e.index
+            name = names[j] if 0 <= j < len(names) and not names[j].startswith("Column_") else None
+            raise CategoricalSplit("LightGBM", "decision_type", int(info.get("tree_index", t)), j, name) from None
+    return trees
 
 
 def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
@@ -455,9 +486,7 @@ def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
     if int(dump.get("num_tree_per_iteration", 1)) != 1:
         raise UnsupportedModel("LightGBM", "num_tree_per_iteration", "only binary models are supported")
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
-    trees = []
-    for info in dump.get("tree_info", []):
-        trees.append(_lightgbm_tree(info["tree_structure"], scale))
+    trees = _lightgbm_trees(dump, scale)
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm", margin_scale=scale)
 
     def margin(X):
@@ -552,8 +581,7 @@ def xgboost_columns(booster) -> list[TreeEnsemble]:
     for tj, g in zip(trees_json, info):
         left = np.asarray(tj["left_children"], dtype=np.int64)
         right = np.asarray(tj["right_children"], dtype=np.int64)
-        if any(int(s) != 0 for s in tj.get("split_type", [])):
-            raise UnsupportedModel("XGBoost", "split_type", "categorical splits are not supported")
+        _xgb_categorical(booster, tj, sum(len(g) for g in groups))
         if int(tj.get("tree_param", {}).get("size_leaf_vector", 1) or 1) > 1:
             raise UnsupportedModel("XGBoost", "size_leaf_vector", "multi-target trees are not supported")
         leaf = left < 0
@@ -581,8 +609,8 @@ def lightgbm_columns(booster) -> list[TreeEnsemble]:
     k = int(dump.get("num_tree_per_iteration", 1) or 1)
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
     groups: list[list[Tree]] = [[] for _ in range(k)]
-    for i, info in enumerate(dump.get("tree_info", [])):
-        groups[i % k].append(_lightgbm_tree(info["tree_structure"]))
+    for i, tree in enumerate(_lightgbm_trees(dump)):
+        groups[i % k].append(tree)
 
     def raw(X, c):
         y = np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)

@@ -76,6 +76,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.model_categories: dict = {}  # model -> {input index: the categories it was fit on, in code order}
         self.pipelines: dict = {}  # model -> its scikit-learn Pipeline's folded preprocessing (sklearn_pipeline.Folded)
         self.model_spans: dict = {}
+        self.pipeline_paths: dict = {}  # model -> its path's span, while MinMaxScaler(clip=True) waits for a domain
         self.frame_inputs: dict = {}  # model -> its inputs, one per column (a multi-input ONNX model)
         self.deferred_pickles: dict = {}  # trusted pickles whose class the inert peek cannot read
         self.datasets: dict[str, ir.Data] = {}

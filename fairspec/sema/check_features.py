@@ -151,7 +151,7 @@ class FeatureChecks:
         if complete and model.name in self.pipelines:
             from fairspec.sema.pipelines import check_block
 
-            if self.pipelines[model.name].unfoldable:
+            if self.settle_pipeline(model.name, fs).unfoldable:
                 self.sink.add("FS422", f"the pipeline of model '{model.name}' is evaluated whole (fairspec cannot fold "
                                        f"its preprocessing), so an encode block cannot describe its inputs",
                               node.span, hint="drop the encode block")

@@ -176,12 +176,33 @@ class ModelChecks:
             return
         self.pipelines[node.name.id] = folded
         self.model_widths[node.name.id] = None if folded.unfoldable else folded.width
-        if folded.unfoldable:
-            self.sink.add("FS423", f"the pipeline of model '{node.name.id}' has preprocessing fairspec cannot fold "
-                                   f"into an encoding: {'; '.join(folded.unfoldable)}; properties on data run "
-                                   f"through its own predict_proba, and the solvers cannot read it", path_arg.span)
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
+        if folded.clipped is not None:      # MinMaxScaler(clip=True): decided on the domain (settle_pipeline)
+            self.pipeline_paths[node.name.id] = path_arg.span
+        elif folded.unfoldable:
+            self._unfoldable(node.name.id, folded, path_arg.span)
+
+    def _unfoldable(self, name, folded, span) -> None:
+        self.sink.add("FS423", f"the pipeline of model '{name}' has preprocessing fairspec cannot fold "
+                               f"into an encoding: {'; '.join(folded.unfoldable)}; properties on data run "
+                               f"through its own predict_proba, and the solvers cannot read it", span)
+
+    def settle_pipeline(self, name: str, fs):
+        """The pipeline of model ``name`` against feature set ``fs`` (None: no single one), which its
+        encoding encodes: one with MinMaxScaler(clip=True) folds when the clip never acts on the
+        declared domains (sklearn_pipeline.settle; the loaded model decides the same on binding),
+        else it stays evaluated whole (FS423, saying where the domain reaches past)."""
+        from fairspec.models.sklearn_pipeline import settle
+
+        folded = self.pipelines[name]
+        if folded.clipped is None:
+            return folded
+        folded = self.pipelines[name] = settle(folded, fs)
+        self.model_widths[name] = None if folded.unfoldable else folded.width
+        if folded.unfoldable:
+            self._unfoldable(name, folded, self.pipeline_paths.get(name) or self.model_spans.get(name))
+        return folded
 
     def _load_failed(self, e, node, path_arg) -> None:
         """A model file lint could not read: reported once (its uses stay silent); an error the
@@ -202,7 +223,7 @@ class ModelChecks:
 
     def _pipeline_encodings(self) -> None:
         """The encoding of each pipeline model that has no encode block, read from the pipeline."""
-        from fairspec.sema.pipelines import derive, frame_encoding
+        from fairspec.sema.pipelines import candidate, derive, frame_encoding
 
         for name, args in self.deferred_pickles.items():
             if name not in self.encodings and name not in self.encoded_models:
@@ -210,6 +231,9 @@ class ModelChecks:
         for name, folded in self.pipelines.items():
             if name in self.encodings or name in self.encoded_models:
                 continue
+            if folded.clipped is not None:
+                fs = candidate(folded.clipped, list(self.feature_sets.values()))
+                folded = self.settle_pipeline(name, fs) if fs is not None else folded.clipped  # derive: FS422
             make = frame_encoding if folded.unfoldable else derive
             enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
             if enc is None:
@@ -350,8 +374,14 @@ class ModelChecks:
         Every other property kind runs on tree models (individual fairness and PBA by the exact
         tree encodings, k-discrimination by leaf combinations, group metrics over a distribution
         through the compiled decision tree, unknown at run time when that is too large)."""
+        from pathlib import Path
+
         from fairspec.models.peek import AVERAGING_TREES, tree_file_class
+        from fairspec.models.base import categorical_split_sentence
+        from fairspec.models.peek_trees import categorical_split
         from fairspec.planning import plan
+
+        categorical: dict = {}
 
         for prop in self.properties:
             m = self.models.get(getattr(prop, "model", ""))
@@ -359,10 +389,21 @@ class ModelChecks:
                 continue
             chosen = prop.options.backend is not None
             related = (Related(m.span, f"model '{m.name}' declared here"),) if m.span else ()
-            if prop.kind != "individual_fairness" or getattr(prop, "post", None) != "logit" or m.format == "rule":
+            if prop.kind != "individual_fairness" or m.format == "rule":
                 continue
             backend = plan(prop, spec).backend
             if backend not in ("milp", "smt"):
+                continue
+            if m.format in ("xgboost", "lightgbm"):
+                if m.name not in categorical:
+                    categorical[m.name] = categorical_split(m.format, Path(m.path))
+                if categorical[m.name] is not None:      # check: unknown, in this sentence (models.boosted)
+                    self.sink.add("FS506", f"the {backend} backend cannot encode model '{m.name}': "
+                                           + categorical_split_sentence(Path(m.path).name, *categorical[m.name]),
+                                  prop.span, severity="warning", related=related,
+                                  hint="a small domain is still decided by enumerating it through the library; "
+                                       "else check the property on data (using data)")
+            if getattr(prop, "post", None) != "logit":
                 continue
             cls = tree_file_class(m.format, m.path)
             if cls in AVERAGING_TREES:

@@ -98,10 +98,22 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
     return ir.ColumnEncoding(f.name, "onehot", fc.offset, fc.width, categories=cats, span=span), None, None
 
 
+def _candidates(folded, feature_sets) -> list:
+    cols = [c.column for c in folded.columns]
+    return [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in cols)]
+
+
+def candidate(folded, feature_sets) -> ir.FeatureSet | None:
+    """The one feature set that declares every column the folded pipeline reads (the one derive
+    takes), or None."""
+    found = _candidates(folded, feature_sets)
+    return found[0] if len(found) == 1 else None
+
+
 def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
     """The derived encoding for a pipeline model that has no encode block, or None after FS422."""
     cols = [c.column for c in folded.columns]
-    candidates = [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in cols)]
+    candidates = _candidates(folded, feature_sets)
     if len(candidates) != 1:
         if candidates:
             sink.add("FS422", f"the feature sets {', '.join(fs.name for fs in candidates)} all declare the columns the "

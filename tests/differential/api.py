@@ -607,12 +607,35 @@ def _value_pair(rng, name: str, v: np.ndarray, ctx: dict, backends, pick=None) -
                 20.0)
 
 
+def _whole_blocks(pre, Xt: np.ndarray) -> np.ndarray:
+    """The transformed matrix with each one-hot block a OneHotEncoder(drop=...) wrote put back whole:
+    the dropped category's column inserted where scikit-learn's categories_ put it, 1 where the
+    rest of its block is all zeros (fairspec encodes a dropped one-hot so, session 22)."""
+    cols, at = [], 0
+    blocks = sorted(((pre.output_indices_[name], trans) for name, trans, _ in pre.transformers_
+                     if type(trans).__name__ == "OneHotEncoder" and getattr(trans, "drop_idx_", None) is not None),
+                    key=lambda b: b[0].start)
+    for sl, enc in blocks:
+        cols.append(Xt[:, at:sl.start])
+        j = sl.start
+        for cats, d in zip(enc.categories_, enc.drop_idx_):
+            w = len(cats) - (d is not None)
+            block = Xt[:, j:j + w]
+            if d is not None:
+                block = np.insert(block, int(d), 1.0 - block.sum(axis=1), axis=1)
+            cols.append(block)
+            j += w
+        at = sl.stop
+    cols.append(Xt[:, at:])
+    return np.hstack(cols)
+
+
 def _pipeline_wide(rng, fs, P, regressor: bool = False):
     """A Pipeline(ColumnTransformer(...), final) fit on the domain's frame with the options a user
     may pick: one-hot with drop / handle_unknown / sparse output, several columns in one encoder,
     ordinal with categories given, min-max ranges and clip, the remainder passed through or dropped,
     columns selected by name, position, mask, slice or selector; the final estimator any of
-    WIDE_FINALS. What fairspec cannot fold (drop, clip) is evaluated whole.
+    WIDE_FINALS. What fairspec cannot fold (clip=True where it acts on the domain) is evaluated whole.
     Returns (pipe, transformed matrix, logit observable, refusals, info)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
@@ -681,9 +704,19 @@ def _pipeline_wide(rng, fs, P, regressor: bool = False):
     pipe = Pipeline([("pre", pre), ("clf", est)])
     # what fairspec cannot fold is evaluated whole, on one column per input: a number raw, a
     # category its code in declared order (README); a witness is in those terms then
-    whole = any(("drop=" in k or k == "minmax-clip") for k in kinds.values())    # a (-1, 1) range folds
+    # a (-1, 1) range folds, and a one-hot drop (session 22: the estimator widened to the whole block);
+    # clip=True folds where the clip never acts on the domain (session 22): scale_ and min_ at the
+    # domain's ends, as the scaler computes them, inside its feature_range (here fitted on the domain)
+    whole = False
+    for tname, trans, _ in pre.transformers_:
+        if type(trans).__name__ == "MinMaxScaler" and trans.clip:     # named minmax-clip_<feature>
+            col = frame[tname.split("_", 1)[1]].astype(np.float64)
+            z = np.array([col.min(), col.max()]) * trans.scale_[0] + trans.min_[0]
+            whole |= bool(z[0] < trans.feature_range[0] or z[1] > trans.feature_range[1])
     if whole:
         Xt = P.astype(np.float64)
+    else:
+        Xt = _whole_blocks(pre, Xt)
     refusals = []
     if rng.random() < 0.25:
         # a lambda as a column selector: skops will not load what it saved (FS401 at lint)

@@ -102,6 +102,11 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
         return unknown(prop, f"repair counts path probabilities on data: declare the features as "
                              f"`features {fs.name} from DATA`", backend=BACKEND)
     model = ctx.model(prop.model)
+    if getattr(getattr(model, "folded", None), "keep", None) is not None:
+        # its trees are read widened to the whole one-hot blocks (sklearn_widen): a repaired copy of
+        # them is not the pipeline's estimator
+        return unknown(prop, "repair does not write a pipeline whose OneHotEncoder drops a category (drop=...); "
+                             "refit it without drop to repair it", backend=BACKEND)
     try:
         model_kind(model.raw)
     except RepairUnsupported as e:

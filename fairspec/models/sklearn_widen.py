@@ -1,0 +1,100 @@
+"""A fitted final estimator widened to read every one-hot column (``OneHotEncoder(drop=...)``).
+
+A one-hot block with a dropped category writes k - 1 columns: the dropped category is the block of
+all zeros. fairspec encodes the feature as the full one-hot block (k columns, exactly one of them 1),
+so the pipeline's estimator reads the columns ``keep`` of fairspec's encoding (the dropped column
+left out). :func:`widen` returns a copy of the estimator whose input is fairspec's whole encoding and
+which never reads a dropped column: the same computation on ``X[:, keep]``. Trees (a decision tree,
+forests, extra trees, gradient boosting, histogram gradient boosting without categorical splits) get
+their split features renumbered, exactly the same comparisons; linear models and MLPs get a zero
+weight for each dropped column (a product 0 * v = 0 joins their sums; the runtime itself, the
+pipeline's ``predict``, is what ``SklearnModel`` evaluates, on ``X[:, keep]``). Any other estimator:
+None (the pipeline is then evaluated whole, as before).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+TREES = ("DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor")
+FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
+BOOSTED = ("GradientBoostingClassifier", "GradientBoostingRegressor")
+HIST = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
+LINEAR = ("LogisticRegression", "LinearRegression", "Ridge", "RidgeClassifier", "LinearSVC", "SGDClassifier",
+          "SGDRegressor", "Lasso", "ElasticNet")
+MLP = ("MLPClassifier", "MLPRegressor")
+
+
+def _tree(tree, keep: np.ndarray, width: int):
+    """A sklearn ``Tree`` whose split features index the widened input."""
+    from sklearn.tree._tree import Tree
+
+    state = tree.__getstate__()
+    nodes = state["nodes"].copy()
+    split = nodes["left_child"] != -1
+    nodes["feature"] = np.where(split, keep[np.where(split, nodes["feature"], 0)], nodes["feature"])
+    new = Tree(width, np.asarray(tree.n_classes, dtype=np.intp), tree.n_outputs)
+    new.__setstate__({**state, "nodes": nodes})
+    return new
+
+
+def _decision_tree(est, keep, width):
+    est.tree_ = _tree(est.tree_, keep, width)
+    est.n_features_in_ = width
+    return est
+
+
+def widen(final, keep, width: int):
+    """A copy of ``final`` reading ``width`` inputs, column ``keep[j]`` where ``final`` read column
+    j; None for an estimator this cannot widen exactly."""
+    keep = np.asarray(keep, dtype=np.int64)
+    name = type(final).__name__
+    n = getattr(final, "n_features_in_", None)
+    if n is None or int(n) != keep.size or getattr(final, "feature_names_in_", None) is not None:
+        return None
+    est = copy.deepcopy(final)
+    if name in TREES:
+        return _decision_tree(est, keep, width)
+    if name in FORESTS:
+        est.estimators_ = [_decision_tree(t, keep, width) for t in est.estimators_]
+        est.n_features_in_ = width
+        return est
+    if name in BOOSTED:
+        for t in np.ravel(est.estimators_):
+            _decision_tree(t, keep, width)
+        est.n_features_in_ = width
+        return est
+    if name in HIST:
+        if getattr(est, "is_categorical_", None) is not None or getattr(est, "_preprocessor", None) is not None:
+            return None
+        for it in est._predictors:
+            for p in it:
+                nodes = p.nodes.copy()
+                split = ~nodes["is_leaf"].astype(bool)
+                nodes["feature_idx"] = np.where(split, keep[np.where(split, nodes["feature_idx"], 0)],
+                                                nodes["feature_idx"])
+                p.nodes = nodes
+        bm = est._bin_mapper
+        if getattr(bm, "is_categorical_", None) is not None:
+            if np.any(bm.is_categorical_):
+                return None
+            bm.is_categorical_ = np.zeros(width, dtype=bm.is_categorical_.dtype)
+        est.n_features_in_ = width
+        return est
+    if name in LINEAR:
+        coef = np.asarray(est.coef_)
+        wide = np.zeros(coef.shape[:-1] + (width,), dtype=coef.dtype)
+        wide[..., keep] = coef
+        est.coef_ = wide
+        est.n_features_in_ = width
+        return est
+    if name in MLP:
+        w0 = np.asarray(est.coefs_[0])
+        wide = np.zeros((width, w0.shape[1]), dtype=w0.dtype)
+        wide[keep, :] = w0
+        est.coefs_ = [wide] + list(est.coefs_[1:])
+        est.n_features_in_ = width
+        return est
+    return None
