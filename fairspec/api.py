@@ -11,7 +11,8 @@ holds in memory.
 How in-memory objects are checked: each is written, in the format its declaration in the spec
 names, to a private temporary folder (scikit-learn estimators and pipelines with skops, XGBoost
 as JSON, LightGBM as its text format, torch modules as TorchScript, ONNX ModelProto as .onnx,
-data frames as CSV with the declaration's separator, header and missing marker, or Parquet); the
+data frames as CSV with the declaration's separator, header and missing marker, or Parquet; a
+polars DataFrame first becomes a pandas one with its ``to_pandas()``); the
 spec then reads those files instead of the declared ones, through exactly the code `fairspec
 check` runs, so the verdicts are the CLI's on the same model and data. The folder is removed
 when the call returns, and the errors, diagnostics and reasons about those files name the
@@ -509,12 +510,7 @@ def _with_categories(sliced, full):
 def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
     if _is_path(obj):
         return Path(obj).resolve()
-    frame = obj
-    if type(obj).__module__.split(".")[0] == "polars":
-        frame = obj.to_pandas()
-    if not hasattr(frame, "to_csv"):
-        raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
-                            f"not a {type(obj).__name__}")
+    frame = _pandas_frame(obj, name)
     if decl.columns is not None:
         frame = _declared_order(frame, decl.columns, name)
     marker = None
@@ -530,6 +526,38 @@ def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
         return path if marker is None else (path, marker)
     except Exception as exc:  # noqa: BLE001
         raise FairspecError(f"data set {name!r} could not be written as {decl.fmt}: {type(exc).__name__}: {exc}") from None
+
+
+def _pandas_frame(obj, name: str):
+    """``obj`` as a pandas DataFrame, or FairspecError. A polars DataFrame is converted with its
+    ``to_pandas()`` (polars' default conversion, through pyarrow): an Enum or Categorical column
+    becomes a pandas categorical, an integer column with nulls a float one (NaN), a null a NaN or
+    None -- what a pandas frame of the same data holds, so it is written and read as that frame is.
+    A lazy frame or a series is refused with the call that makes a DataFrame of it."""
+    kind = type(obj).__name__
+    if type(obj).__module__.split(".")[0] == "polars":
+        if hasattr(obj, "collect") and not hasattr(obj, "to_pandas"):
+            raise FairspecError(f"data set {name!r}: the polars LazyFrame given is not computed; pass "
+                                f"frame.collect() (a polars DataFrame)")
+        if not hasattr(obj, "to_pandas") or not hasattr(obj, "columns"):
+            raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
+                                f"not a polars {kind}" + (" (series.to_frame() makes one)" if kind == "Series" else ""))
+        try:
+            import pandas  # noqa: F401 - polars' to_pandas needs it; say so in one sentence
+        except ImportError:
+            raise FairspecError(f"data set {name!r}: a polars DataFrame is converted with its to_pandas(), which "
+                                f"needs pandas (pip install pandas); or pass the path of a file written with "
+                                f"frame.write_csv / frame.write_parquet") from None
+        try:
+            obj = obj.to_pandas()
+        except Exception as exc:  # noqa: BLE001 - one sentence for the user
+            raise FairspecError(f"data set {name!r}: the polars DataFrame given could not be converted with "
+                                f"to_pandas(): {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                                ) from None
+    if not hasattr(obj, "to_csv") or not hasattr(obj, "columns"):
+        raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, not a {kind}"
+                            + (" (series.to_frame() makes one)" if kind == "Series" else ""))
+    return obj
 
 
 def _mark_nulls(frame):
