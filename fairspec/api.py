@@ -11,7 +11,8 @@ holds in memory.
 How in-memory objects are checked: each is written, in the format its declaration in the spec
 names, to a private temporary folder (scikit-learn estimators and pipelines with skops, XGBoost
 as JSON, LightGBM as its text format, torch modules as TorchScript, ONNX ModelProto as .onnx,
-data frames as CSV with the declaration's separator, header and missing marker, or Parquet); the
+data frames as CSV with the declaration's separator, header and missing marker, or Parquet; a
+polars DataFrame first becomes a pandas one with its ``to_pandas()``); the
 spec then reads those files instead of the declared ones, through exactly the code `fairspec
 check` runs, so the verdicts are the CLI's on the same model and data. The folder is removed
 when the call returns, and the errors, diagnostics and reasons about those files name the
@@ -219,6 +220,7 @@ class _Substitutes:
         self.files: dict = {}
         self.allow: tuple = ()
         self.labels: dict[str, tuple[str, str]] = {}  # a written file -> (kind, name)
+        self.rounds: dict[str, dict] = {}  # a model -> the rounds its written file kept (load entry)
         self._tmp = None
 
     def __enter__(self):
@@ -247,6 +249,8 @@ class _Substitutes:
                 path = write(obj, decl, folder / f"{kind}-{name}", name)
                 if kind == "data" and isinstance(path, tuple):    # a frame's nulls written as a marker
                     path, self.files[("missing", name)] = path
+                if kind == "model" and isinstance(path, tuple):   # an XGBoost wrapper's rounds kept
+                    path, self.rounds[name] = path
                 self.files[(kind, name)] = path
                 if not _is_path(obj):
                     for shown in {str(path), str(path.resolve())}:
@@ -282,7 +286,11 @@ class _Substitutes:
         return x
 
     def relabel_report(self, rep) -> None:
-        """The report's diagnostics, error, warnings and verdicts, relabelled in place."""
+        """The report's diagnostics, error, warnings and verdicts, relabelled in place; a model's load
+        entry says which of its boosting rounds were evaluated when the written file keeps fewer."""
+        for load in rep.loads:
+            if load.get("what") == "model" and load.get("name") in self.rounds:
+                load["rounds"] = self.rounds[load["name"]]
         if not self.labels:
             return
         rep.diagnostics = self.relabel(list(rep.diagnostics))
@@ -385,7 +393,9 @@ def _is_path(obj) -> bool:
     return isinstance(obj, (str, os.PathLike))
 
 
-def _write_model(obj, decl: _ModelDecl, stem: Path, name: str) -> Path:
+def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
+    """The path written for ``obj``, or (path, rounds) when it keeps fewer boosting rounds than the
+    object records (an XGBoost wrapper after early stopping: the load entry's ``rounds``)."""
     if _is_path(obj):
         return Path(obj).resolve()
     fmt = decl.fmt
@@ -400,10 +410,10 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str) -> Path:
             sio.dump(obj, path)
             return path
         if fmt == "xgboost":
-            booster = _xgboost_booster(obj, decl, name)
+            booster, rounds = _xgboost_booster(obj, decl, name)
             path = stem.with_suffix(".json")
             booster.save_model(str(path))
-            return path
+            return path if rounds is None else (path, rounds)
         if fmt == "lightgbm":
             booster = getattr(obj, "booster_", obj)
             path = stem.with_suffix(".txt")
@@ -449,7 +459,9 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str) -> Path:
 
 
 def _xgboost_booster(obj, decl: _ModelDecl, name: str):
-    """The booster to write for an XGBoost object, as its own ``predict`` computes. A scikit-learn
+    """(booster, rounds): the booster to write for an XGBoost object, as its own ``predict`` computes,
+    and, when it keeps fewer rounds than the object records, which (the load entry's ``rounds``, so
+    the report says what was checked; else None). A scikit-learn
     wrapper (XGBClassifier, XGBRegressor, ...) predicts with rounds 0 .. best_iteration when early
     stopping recorded one: the written booster keeps those rounds only (what ``rounds = best``
     reads), unless the declaration chooses with ``rounds = ...`` (then the file keeps every round
@@ -460,7 +472,7 @@ def _xgboost_booster(obj, decl: _ModelDecl, name: str):
     default and the only one a model file can mean, is refused -- its predict sends that value
     down each split's default branch, which fairspec's tree encodings do not model."""
     if not hasattr(obj, "get_booster"):
-        return obj
+        return obj, None
     import math
 
     missing = getattr(obj, "missing", math.nan)
@@ -476,14 +488,16 @@ def _xgboost_booster(obj, decl: _ModelDecl, name: str):
     booster = obj.get_booster()
     best = booster.attr("best_iteration")
     if best is None or decl.rounds is not None or getattr(obj, "booster", None) == "gblinear":
-        return booster
+        return booster, None
     from fairspec.models.treefile import rounds_ambiguous
 
     best = int(best)
     if not rounds_ambiguous(best, booster.num_boosted_rounds()):
-        return booster
-    # XGBClassifier.predict's iteration_range (0, best_iteration + 1)
-    return _with_categories(booster[: best + 1], booster)
+        return booster, None
+    # XGBClassifier.predict's iteration_range (0, best_iteration + 1); the report says so (_Substitutes)
+    sliced = _with_categories(booster[: best + 1], booster)
+    return sliced, {"used": int(sliced.num_boosted_rounds()), "recorded": int(booster.num_boosted_rounds()),
+                    "chosen_by": f"the {type(obj).__name__}'s predict, best_iteration {best}"}
 
 
 def _with_categories(sliced, full):
@@ -509,12 +523,7 @@ def _with_categories(sliced, full):
 def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
     if _is_path(obj):
         return Path(obj).resolve()
-    frame = obj
-    if type(obj).__module__.split(".")[0] == "polars":
-        frame = obj.to_pandas()
-    if not hasattr(frame, "to_csv"):
-        raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
-                            f"not a {type(obj).__name__}")
+    frame = _pandas_frame(obj, name)
     if decl.columns is not None:
         frame = _declared_order(frame, decl.columns, name)
     marker = None
@@ -530,6 +539,38 @@ def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
         return path if marker is None else (path, marker)
     except Exception as exc:  # noqa: BLE001
         raise FairspecError(f"data set {name!r} could not be written as {decl.fmt}: {type(exc).__name__}: {exc}") from None
+
+
+def _pandas_frame(obj, name: str):
+    """``obj`` as a pandas DataFrame, or FairspecError. A polars DataFrame is converted with its
+    ``to_pandas()`` (polars' default conversion, through pyarrow): an Enum or Categorical column
+    becomes a pandas categorical, an integer column with nulls a float one (NaN), a null a NaN or
+    None -- what a pandas frame of the same data holds, so it is written and read as that frame is.
+    A lazy frame or a series is refused with the call that makes a DataFrame of it."""
+    kind = type(obj).__name__
+    if type(obj).__module__.split(".")[0] == "polars":
+        if hasattr(obj, "collect") and not hasattr(obj, "to_pandas"):
+            raise FairspecError(f"data set {name!r}: the polars LazyFrame given is not computed; pass "
+                                f"frame.collect() (a polars DataFrame)")
+        if not hasattr(obj, "to_pandas") or not hasattr(obj, "columns"):
+            raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, "
+                                f"not a polars {kind}" + (" (series.to_frame() makes one)" if kind == "Series" else ""))
+        try:
+            import pandas  # noqa: F401 - polars' to_pandas needs it; say so in one sentence
+        except ImportError:
+            raise FairspecError(f"data set {name!r}: a polars DataFrame is converted with its to_pandas(), which "
+                                f"needs pandas (pip install pandas); or pass the path of a file written with "
+                                f"frame.write_csv / frame.write_parquet") from None
+        try:
+            obj = obj.to_pandas()
+        except Exception as exc:  # noqa: BLE001 - one sentence for the user
+            raise FairspecError(f"data set {name!r}: the polars DataFrame given could not be converted with "
+                                f"to_pandas(): {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                                ) from None
+    if not hasattr(obj, "to_csv") or not hasattr(obj, "columns"):
+        raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, not a {kind}"
+                            + (" (series.to_frame() makes one)" if kind == "Series" else ""))
+    return obj
 
 
 def _mark_nulls(frame):

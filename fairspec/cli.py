@@ -123,11 +123,18 @@ def _fmt(args) -> int:
 
 
 def _lsp(args) -> int:
-    try:
-        from fairspec.lsp.server import main as serve
-    except ImportError as e:
-        print(f"fairspec lsp needs pygls: pip install 'specfair[lsp]' ({e})", file=sys.stderr)
+    from fairspec.lsp import internals
+
+    # a missing or incompatible pygls is one sentence naming the version needed, before serving
+    # (not an ImportError's traceback, nor a server that fails on the editor's first message)
+    error, warning = internals.pygls_problem()
+    if error is not None:
+        print(error, file=sys.stderr)
         return 2
+    if warning is not None:
+        print(warning, file=sys.stderr)
+    from fairspec.lsp.server import main as serve
+
     return serve()
 
 

@@ -158,6 +158,19 @@ def test_parquet_binary_that_is_not_utf8_is_one_sentence_in_lint_and_check(tmp_p
     assert str(e.value) == msg
 
 
+@pytest.mark.parametrize("encoded", [False, True])
+def test_parquet_null_in_a_text_column_is_missing_for_lint_as_for_check(tmp_path, encoded):
+    # lint sampled a null as the text "" and warned FS410 "outside the declared domain (e.g. '')";
+    # check reads it as a missing value (the row dropped for that). A pandas or polars categorical
+    # is stored dictionary-encoded: the same
+    pa = pytest.importorskip("pyarrow")
+    sex = pa.array(["F", None, "M", "F"])
+    spec = _parquet_project(tmp_path, sex=sex.dictionary_encode() if encoded else sex)
+    assert [d.code for d in lint(spec).diagnostics] == []
+    (v,) = check(spec).verdicts
+    assert v.details["rows"] == 3 and v.details["rows_missing"] == 1, v.details
+
+
 @pytest.mark.parametrize("kind", ["struct", "list"])
 def test_parquet_nested_column_the_spec_reads_is_named(tmp_path, kind):
     from fairspec.runtime.columnar import read_table

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from itertools import product
@@ -202,6 +203,27 @@ def test_the_api_checks_an_xgbclassifier_as_its_predict(binary, tmp_path):
     for obj in (binary, booster):
         v = fairspec.check(_spec(tmp_path, ", rounds = all"), models={"m": obj}).report.verdicts[0]
         _assert_truth(v, predict, False)
+
+
+def test_the_report_says_which_rounds_were_checked(binary, tmp_path):
+    """The rounds evaluated are in the report (the model's load entry, the text line, the HTML page):
+    for a file read with rounds = best, and for an XGBClassifier given in memory, whose written file
+    keeps rounds 0 .. best_iteration with nothing in the spec to say so. Every round: nothing said."""
+    import fairspec
+
+    binary.save_model(str(tmp_path / "m.json"))
+    for rep, by in ((fairspec.check(_spec(tmp_path, ", rounds = best")), "rounds = best"),
+                    (fairspec.check(_spec(tmp_path), models={"m": binary}),
+                     "the XGBClassifier's predict, best_iteration 2")):
+        (load,) = [x for x in rep.to_dict()["loads"] if x["what"] == "model"]
+        assert load["rounds"] == {"used": 3, "recorded": 6, "chosen_by": by}, load
+        line = re.escape(f"(rounds 0 .. 2 of the 6 recorded: {by})")
+        assert re.search(rf"loaded .*: model m \d+\.\d\ds {line}", " ".join(str(rep).split())), str(rep)
+        assert f"(rounds 0 .. 2 of the 6 recorded: {by})".replace("'", "&#x27;") in rep.to_html()
+    for rep in (fairspec.check(_spec(tmp_path, ", rounds = all")),
+                fairspec.check(_spec(tmp_path, ", rounds = all"), models={"m": binary})):
+        (load,) = [x for x in rep.to_dict()["loads"] if x["what"] == "model"]
+        assert "rounds" not in load and "rounds 0 .." not in str(rep)
 
 
 def test_the_api_refuses_a_missing_value_other_than_nan(tmp_path):

@@ -145,8 +145,17 @@ def print_text(report, console) -> None:
     for w in report.warnings:
         say(console, f"warning: {w}", "yellow")
     if report.loads:
-        parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s" for x in report.loads)
+        parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
+
+
+def rounds_note(load: dict) -> str:
+    """' (rounds 0 .. 2 of the 6 recorded: rounds = best)' for a load entry of a model evaluated on
+    fewer boosting rounds than it records (early stopping); '' otherwise."""
+    r = load.get("rounds")
+    if not isinstance(r, dict):
+        return ""
+    return f" (rounds 0 .. {r['used'] - 1} of the {r['recorded']} recorded: {r['chosen_by']})"
 
 
 _SUMMARY = ("property", "kind", "verdict", "value", "interval", "backend", "time")

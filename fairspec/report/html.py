@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import cell_text, charts, group_columns
+from fairspec.report import cell_text, charts, group_columns, rounds_note
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 def _e(x) -> str:
@@ -163,7 +163,8 @@ def _body(report, prefix: str = "") -> list[str]:
         items = "".join(f"<li>{e(w)}</li>" for w in report.warnings)
         parts.append(f"<section id={prefix}warnings><h2>Warnings</h2><ul>{items}</ul></section>")
     if report.loads:
-        items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s</li>" for x in report.loads)
+        items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s{e(rounds_note(x))}</li>"
+                        for x in report.loads)
         parts.append(f"<section id={prefix}loads><h2>Loaded</h2><p>Model files and data tables, loaded once and "
                      f"not counted in the properties' times:</p><ul>{items}</ul></section>")
     parts.append(_provenance(report, prefix))

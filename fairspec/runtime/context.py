@@ -122,7 +122,7 @@ class Context:
                     enc = self.spec.encoding_for(name)
                     bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
                 self.loads.append({"what": "model", "name": name, "file": m.path,
-                                   "seconds": time.perf_counter() - t0})
+                                   "seconds": time.perf_counter() - t0, **_rounds(self._models[name])})
                 self._check_width(name, self._models[name])
         return self._models[name]
 
@@ -285,3 +285,14 @@ def _column(t: Table, e):
         codes, cats = t.coded(e.column)
         return Coded(codes, cats)
     raise TypeError(f"{type(e).__name__} in a data expression")
+
+
+def _rounds(model) -> dict:
+    """{"rounds": ...} for a load entry when the model evaluated fewer boosting rounds than its file
+    records (an XGBoost model trained with early stopping, read with ``rounds = best``): the report
+    says which rounds every verdict on it is about. Empty otherwise."""
+    used = getattr(model, "rounds_used", None)
+    if not used or used[0] >= used[1]:
+        return {}
+    return {"rounds": {"used": int(used[0]), "recorded": int(used[1]), "chosen_by": "rounds = best"}}
+

@@ -233,9 +233,9 @@ def header_renames(d: ir.Data) -> list[tuple[str, str, int]]:
 
 
 @filecache.by_file(lambda d, *a, **kw: d.path)
-def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[str]]]:
+def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[str | None]]]:
     """The column names (a repeated header name renamed by position, see dedupe_names) and the
-    first rows, read cheaply (for lint)."""
+    first rows, read cheaply (for lint). A cell is text, or None for a Parquet null (a missing value)."""
     if d.format == "parquet":
         return _parquet_head(d, sample)
     rows = _open_rows(d, limit=sample + 1)
@@ -343,7 +343,7 @@ def _header_fits(d: ir.Data, columns: int) -> None:
                         f"columns), the longest header line fairspec reads")
 
 
-def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
+def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str | None]]]:
     check_path(d)
     try:
         import pyarrow.parquet as pq
@@ -351,7 +351,7 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
         f = pq.ParquetFile(d.path)
         names = list(f.schema_arrow.names)
         check_names(d, names)
-        rows: list[list[str]] = []
+        rows: list[list[str | None]] = []
         if sample and not f.metadata.num_rows:
             raise no_rows(d)
         if sample:
@@ -373,10 +373,12 @@ def _parquet_head(d: ir.Data, sample: int) -> tuple[list[str], list[list[str]]]:
     return names, rows
 
 
-def _sampled_text(d: ir.Data, name: str, arr) -> list[str]:
+def _sampled_text(d: ir.Data, name: str, arr) -> list[str | None]:
     """A sampled Parquet column's values as check reads them: binary decoded as UTF-8 text (as
     fairspec.runtime.columnar casts it), a nested column's values as empty (sema says FS404 when the
-    spec reads it, parquet_nested), a null as empty."""
+    spec reads it, parquet_nested), a null as None (check reads it as a missing value in every
+    column, text ones included: not as the text "", which lint took for a category outside the
+    domain, FS410)."""
     if nested_kind(arr.type) is not None:
         return [""] * len(arr)
     out = []
@@ -386,6 +388,6 @@ def _sampled_text(d: ir.Data, name: str, arr) -> list[str]:
                 v = v.decode("utf-8")
             except UnicodeDecodeError:
                 raise not_utf8_column(d.path, name) from None
-        out.append("" if v is None else str(v))
+        out.append(None if v is None else str(v))
     return out
 

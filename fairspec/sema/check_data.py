@@ -106,13 +106,13 @@ class DataChecks:
             marks = data.markers(n)
             # an empty cell is a missing value in a number column (it is no category of a text column
             # either, but there it is kept as written)
-            vals = [r[j].strip() for r in sample if j < len(r) and r[j].strip() not in marks]
+            vals = [r[j].strip() for r in sample if j < len(r) and r[j] is not None and r[j].strip() not in marks]
             filled = [v for v in vals if v != ""]
             types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
-                    and not any(c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
-                                for c, n in zip(r, names))]
+                    and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
+                                for c, n in zip(r, names))]   # None: a Parquet null, missing in any column
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
             shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
