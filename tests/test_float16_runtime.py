@@ -277,7 +277,6 @@ def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float
     rng = np.random.default_rng(7)
     for _ in range(200):
         layers = _random_layers(rng, [3, 8, 1], dyadic=False)
-        lo, hi = np.zeros(3), np.array([40.0, 30.0, 20.0])
         X = _domain(3, [40, 30, 20])
         y = _run(layers, X)[:, 0]
         ex_max = float(_exact(layers, X)[:, 0].max())
