@@ -104,7 +104,7 @@ def _certified_spread(model, lo, hi, by_predict: bool) -> float | None:
         ok = readout[0] in ("logit", "margin") and kind in ("logit", "value") or readout[0] == "prob" and kind == "prob"
     if not ok:
         return None
-    dt = np.float32 if precision == "float32" else np.float64
+    dt = {"float32": np.float32, "float16": np.float16}.get(precision, np.float64)   # the runtime's own cast
     lo, hi = (np.asarray(v, dtype=dt).astype(np.float64) for v in (lo, hi))
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
