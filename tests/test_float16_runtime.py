@@ -381,3 +381,26 @@ def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path
     monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS")
     v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
     assert v["status"] == "holds" and v["how"] == "proved", v
+
+
+def test_the_batch_spread_of_a_float16_runtime_bounds_the_inputs_as_the_runtime_casts_them(monkeypatch):
+    """models.batching.certified_spread bounds the box of the rows as the runtime reads them: 2051 is
+    2052 in float16 (rounded up), so the bounded box must reach 2052, not stop at the float64 value."""
+    import fairspec.certify.network as network
+    import fairspec.models.runtime_layers as runtime_layers
+    from fairspec.models import batching
+
+    seen = {}
+
+    def bound(layers, lo, hi, **kw):
+        seen["lo"], seen["hi"] = lo, hi
+        return 0.0
+
+    class M:
+        score_kind = "logit"
+
+    monkeypatch.setattr(runtime_layers, "runtime_layers",
+                        lambda model, post: ([(np.ones((1, 1)), np.zeros(1), False)], ("logit", 0), "float16"))
+    monkeypatch.setattr(network, "runtime_error_bound", bound)
+    assert batching.certified_spread(M(), np.array([[3.0], [2051.0]])) is not None
+    assert seen["hi"][0] >= 2052.0 and seen["lo"][0] == 3.0
