@@ -278,7 +278,10 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
                 fh.flush()
                 os.fsync(fh.fileno())
         if kind == "file" and _links(real) > 1:   # the same file under other names: keep it, write into it
-            _copy_into(tmp, real)
+            try:
+                _copy_into(tmp, real)
+            except OSError as e:                  # not atomic: the whole new content stays in tmp, said so
+                raise _KeptTemporary(f"{os_error(path, e, 'written')}; the whole new content is kept in {tmp}") from None
             _unlink(tmp)
             return real
         try:  # the permissions of the file replaced, or those a new file gets
@@ -286,6 +289,8 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
         except OSError:
             pass
         os.replace(tmp, real)
+    except _KeptTemporary as e:
+        raise PathError(str(e)) from None
     except OSError as e:
         _unlink(tmp)
         raise PathError(os_error(path, e, "written")) from None
@@ -293,6 +298,11 @@ def safe_write(path, data: bytes | Callable[[Path], None], roots: Roots, *,
         _unlink(tmp)
         raise
     return real
+
+
+class _KeptTemporary(Exception):
+    """An in-place write that failed part-way: its sentence names the temporary file that holds the
+    whole new content (kept, not removed)."""
 
 
 def _links(p) -> int:

@@ -437,3 +437,23 @@ def test_html_onto_a_symbolic_link_is_refused_and_an_explicit_outside_path_is_wr
     r = run_cli("check", spec, "--html", outside / "explicit.html", cwd=proj)
     assert r.returncode in (0, 1), r.stderr
     assert (outside / "explicit.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_an_in_place_write_that_fails_keeps_the_new_content_and_names_it(tmp_path, monkeypatch):
+    """A file with hard links is written in place (not atomic): when that write fails part-way, the
+    temporary file holding the whole new content is kept and the sentence names it."""
+    import fairspec.files as files
+
+    a = tmp_path / "a.fair"
+    a.write_text("old\n")
+    os.link(a, tmp_path / "b.fair")
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "_copy_into", fail)
+    with pytest.raises(PathError) as e:
+        safe_write(a, b"new text\n", Roots(tmp_path))
+    kept = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(kept) == 1 and kept[0].read_bytes() == b"new text\n"
+    assert str(kept[0]) in str(e.value) and "a.fair" in str(e.value)
