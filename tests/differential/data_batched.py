@@ -249,10 +249,10 @@ def generate(seed: int, n_props: int = 5) -> Instance:
 def _pair_labels(rt: Runtime, x: np.ndarray, xp: np.ndarray, data: np.ndarray | None = None) -> list:
     """(label x, label x') in each batching of the pair: together, reversed, alone, within ``data``."""
     P = np.vstack([x, xp])
-    out = [tuple(rt.label(P)), tuple(rt.label(P[::-1])[::-1]), (rt.label(P[:1])[0], rt.label(P[1:])[0])]
+    out = [rt.label(P), rt.label(P[::-1])[::-1], np.concatenate([rt.label(P[:1]), rt.label(P[1:])])]
     if data is not None:
-        out.append(tuple(rt.label(np.vstack([data, P]))[-2:]))
-    return out
+        out.append(rt.label(np.vstack([data, P]))[-2:])
+    return [(bool(a), bool(b)) for a, b in out]
 
 
 def _flips(rt: Runtime, X: np.ndarray, labs: dict, meta0: dict) -> Prop:
