@@ -90,6 +90,10 @@ SLICE = {
             36000077, 38000002, 38000011, 38000083, 38000110, 38000155, 38000335),
     "api-solver": (0, 1, 2, 3, 175, 5, 104, 6, 7, 16, 142, 8, 35, 13, 67, 40, 202, 103, 112, 364, 35000050,
                    35000005, 36000077, 38000002, 38000011, 38000083, 38000110, 38000155, 38000335),
+    # group metrics and flips on data rows of batch-dependent runtimes (data_batched.py), one per kind:
+    # 40000001 an MLPClassifier and 40000032 a torch Sigmoid network whose tie rows change label with the
+    # batch (verdicts that must be unknown), 40000002 an SVC(probability=True), 40000003 a GaussianNB
+    "data-batched": (40000001, 40000032, 40000002, 40000003),
 }
 
 
@@ -108,6 +112,7 @@ CELL_OF = {
     "kdisc-solver": lambda m: "network" if m.get("model") == "onnx" else "trees",
     "pba": lambda m: m.get("engine"),
     "data": lambda m: m.get("mode"),
+    "data-batched": lambda m: m.get("kind"),
     "multiclass": lambda m: m.get("backend"),
     "multiclass-solver": lambda m: m.get("backend"),
     "regression": lambda m: m.get("backend"),
@@ -133,6 +138,7 @@ CELLS = {
     "kdisc-solver": ["network", "trees"],
     "pba": ["highs", "scip", "lp"],
     "data": ["decision", "score", "rule"],
+    "data-batched": ["torch", "mlp", "svc", "gnb"],
     "multiclass": ["default", "milp", "milp-scip", "smt"],
     "multiclass-solver": ["default", "milp", "milp-scip", "smt"],
     "regression": ["default", "milp", "milp-scip", "smt"],

@@ -49,7 +49,7 @@ def families() -> dict:
     from . import networks
 
     out = {"network": networks.generate, networks.SKLEARN_FAMILY: networks.generate_sklearn}
-    for mod in ("trees", "distributions", "pba", "data_metrics", "kdisc", "multiclass", "regression",
+    for mod in ("trees", "distributions", "pba", "data_metrics", "data_batched", "kdisc", "multiclass", "regression",
                 "tree_multiclass", "tree_regression", "shipped", "api"):
         try:
             m = __import__(f"{__package__}.{mod}", fromlist=["generate"])

@@ -9,7 +9,8 @@ Classes of an outcome:
   truth holds), ``bad-witness`` (not a domain point, breaks the pre-condition, or does not
   reproduce on the runtime), ``false-estimate`` (holds (estimated) whose interval excludes
   the truth), ``max-below`` (a maximize bound / proved maximum below the true maximum),
-  ``max-not-exact`` (a value called the maximum that is not), ``interval`` (a maximize
+  ``max-not-exact`` (a value called the maximum that is not), ``batch-verdict`` (holds or violated
+  where the truth changes with how the runtime batches the rows: data_batched.py), ``interval`` (a maximize
   interval's lower end or value above the true maximum, or ends called the maximum that do not meet
   at it), ``value-wrong`` (an exact value
   that is not the truth), ``no-proof`` (``holds (proved)`` without a certify Proof, true or
@@ -111,6 +112,10 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
         if t.status in ("holds", "vacuous"):
             o.klass, o.defect, o.why = "wrong", "false-violation", f"violated, but the truth is {t.status}"
             return o
+    if t.status == "batch-dependent":
+        # the verdict changes with how the runtime batches the rows (data_batched.py): only unknown is right
+        o.klass, o.defect, o.why = "wrong", "batch-verdict", f"{o.status}, but the verdict changes with the batch: {t.note}"
+        return o
     if o.status == "holds":
         if t.status == "violated":
             o.klass = "wrong"
