@@ -74,10 +74,9 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     branch and bound over leaf boxes (:mod:`fairspec.kinds.tree_boxes`) decides the same post read
     as a class post: ``label`` as ``class(m(x)) == class(m(x'))`` (both are the library's own
     ``predict``: label(x) == label(x') exactly when predict(x) == predict(x')), ``prob`` as
-    ``prob(m(x), c)`` of the positive column c (the same ``predict_proba`` column, so the same
-    floats; its maximum is the same largest difference), a booster's ``logit`` as ``logit(m(x), 1)``
-    (positive class index 1). ``label`` under maximize: no value (the boxes measure no min(z, -z')). Its ``holds`` carries a Proof, its
-    violation a pair replayed once more on the library with the post as written; otherwise
+    ``prob(m(x), c)`` of the positive column c (the same ``predict_proba`` column: the same floats and
+    maximum), a booster's ``logit`` as ``logit(m(x), 1)`` (positive index 1); maximize's label has no value.
+    Its ``holds`` carries a Proof, its violation a pair replayed again on the library as written; otherwise
     ``before``, with why the branch and bound did not decide."""
     from fairspec.backends.trees.runtime import _sk_positive, cell_ensemble, library_task, runtime_outputs
     from fairspec.certify.enumerate import compare_exact
@@ -379,12 +378,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             # the smt backend: replayed on the runtime exactly, with the spec's strictness (a partition's
             # worker only emulated the runtime)
             from fairspec.backends.smt.exact import replays
-
             from fairspec.backends.smt.runtime import encode_like_runtime
 
-            X2 = encode_like_runtime(enc, np.stack([res.witness.x, res.witness.x_prime]))
-            ok = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
-            out = model.score(X2) if ok else None
+            X1 = np.stack([res.witness.x, res.witness.x_prime])
+            X2, rt = encode_like_runtime(enc, X1), kw["runtime"]
+            ok = replays(problem, rt, res.witness, kw["eps_strict"], kw["relaxed_strict"])
+            # a logit post's scores as the runtime replays them (a logistic regression's: decision_function)
+            out = None if not ok else model.score(X2) if prop.post != "logit" or not rt.replay else rt.replay(X1)
             replayed_by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         elif runtime is not None:
             ok, X2, out = runtime.replay.full(res.witness.x, res.witness.x_prime)
