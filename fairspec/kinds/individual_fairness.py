@@ -74,9 +74,9 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
     branch and bound over leaf boxes (:mod:`fairspec.kinds.tree_boxes`) decides the same post read
     as a class post: ``label`` as ``class(m(x)) == class(m(x'))`` (both are the library's own
     ``predict``: label(x) == label(x') exactly when predict(x) == predict(x')), ``prob`` as
-    ``prob(m(x), c)`` of the positive column c (the same ``predict_proba`` column, so the same
-    floats; its maximum is the same largest difference). Its ``holds`` carries a Proof, its
-    violation a pair replayed once more on the library with the post as written; otherwise
+    ``prob(m(x), c)`` of the positive column c (the same ``predict_proba`` column: the same floats and
+    maximum), a booster's ``logit`` as ``logit(m(x), 1)`` (positive index 1); maximize's label has no value.
+    Its ``holds`` carries a Proof, its violation a pair replayed again on the library as written; otherwise
     ``before``, with why the branch and bound did not decide."""
     from fairspec.backends.trees.runtime import _sk_positive, cell_ensemble, library_task, runtime_outputs
     from fairspec.certify.enumerate import compare_exact
@@ -90,6 +90,11 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
             return before
         if prop.post == "label":
             as_class = replace(prop, post="class")
+        elif prop.post == "logit":
+            # a booster's margin z: column 1 of its (0, z) scores (positive index 0 reads -z: not here)
+            if getattr(model, "format", "") not in ("xgboost", "lightgbm") or getattr(model, "index", None) == 0:
+                return before
+            as_class = replace(prop, post="class_logit", cls=1)
         else:
             # runtime_outputs' "prob": predict_proba's positive column (scikit-learn), p or 1 - p (boosters)
             pos = _sk_positive(model)[2] if getattr(model, "format", "") == "sklearn" else \
@@ -115,6 +120,9 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
                                           f"written on the library, so it is not reported",
                            seconds=time.perf_counter() - t0)
         v = replace(v, witness=replace(v.witness, outputs=(float(out[0]), float(out[1]))))
+        if prop.post == "label" and mode == "maximize":
+            v = replace(v, details={**(v.details or {}), "maximum": "no value: the branch and bound over leaf "
+                                    "boxes decides the label, not label's measure min(z, -z')"})
     return replace(v, details={**(before.details or {}), **(v.details or {}), "post": prop.post,
                                "decided_by": "branch and bound over leaf boxes, after the tree encodings"})
 
@@ -330,7 +338,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.kinds.tree_pairs import solver_verdict
 
         v = solver_verdict(prop, ctx, res, backend, seconds, details)
-        if v.status == "unknown" and (prop.post == "label" and mode != "maximize" or prop.post == "prob"):
+        if v.status == "unknown" and prop.post in ("label", "prob", "logit"):
             return _by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
     outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None
@@ -370,12 +378,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             # the smt backend: replayed on the runtime exactly, with the spec's strictness (a partition's
             # worker only emulated the runtime)
             from fairspec.backends.smt.exact import replays
-
             from fairspec.backends.smt.runtime import encode_like_runtime
 
-            X2 = encode_like_runtime(enc, np.stack([res.witness.x, res.witness.x_prime]))
-            ok = replays(problem, kw["runtime"], res.witness, kw["eps_strict"], kw["relaxed_strict"])
-            out = model.score(X2) if ok else None
+            X1 = np.stack([res.witness.x, res.witness.x_prime])
+            X2, rt = encode_like_runtime(enc, X1), kw["runtime"]
+            ok = replays(problem, rt, res.witness, kw["eps_strict"], kw["relaxed_strict"])
+            # a logit post's scores as the runtime replays them (a logistic regression's: decision_function)
+            out = None if not ok else model.score(X2) if prop.post != "logit" or not rt.replay else rt.replay(X1)
             replayed_by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
         elif runtime is not None:
             ok, X2, out = runtime.replay.full(res.witness.x, res.witness.x_prime)

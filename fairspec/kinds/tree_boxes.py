@@ -16,9 +16,11 @@ Answers: ``holds (proved: branch and bound, N certified leaves)``; ``violated`` 
 domain pair replayed on the library; ``maximize``: the exact largest difference when the search
 closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the box cap or the time
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
-class) of forests, binary ones too (linear in their leaves), and of boosted multiclass models
-(softmax of the margins), ``logit(m(x), c)`` of boosted models with K >= 3 (the margin column), ``value`` of
-regressors whose prediction is their margin (no log link).
+class) of forests, binary ones too (linear in their leaves), of boosted multiclass models
+(softmax of the margins) and of binary boosters whose probability is the plain sigmoid of the
+margin (the softmax of the columns (0, z)), ``logit(m(x), c)`` of boosted models with K >= 3 (the
+margin column) and a binary booster's class 1 (z), ``value`` of regressors whose prediction is
+their margin (no log link).
 """
 
 from __future__ import annotations
@@ -106,7 +108,10 @@ def _output_scores(model):
         return None
     zero = not linear and len(cols) == 1            # a binary margin: columns (0, z)
     if zero:
-        probs = False                               # its probability is not read here
+        # softmax(0, z) = (1 - sigmoid(z), sigmoid(z)): the probability where the library's is
+        # the plain sigmoid of the margin (XGBoost binary:logistic, float32; LightGBM binary with
+        # sigmoid:1, float64), each within SOFTMAX_TOL of the exact one
+        probs = _plain_sigmoid(model, fmt)
     K = len(cols) + (1 if zero else 0)
     units: dict = {}
     order: list = []
@@ -123,8 +128,38 @@ def _output_scores(model):
                 float(cols[0].divisor), "linear" if linear else "softmax",
                 "float32" if fmt == "xgboost" else "float64")
     # a binary forest's two probability columns are linear in its leaves as a multiclass forest's are
-    # (the same predict_proba); a binary boosted model's one margin column is not read as a probability
-    return sc, probs and (task != "binary" or linear)
+    # (the same predict_proba); a binary boosted model's one margin column is read as a probability
+    # only through the plain sigmoid above
+    return sc, probs and (task != "binary" or linear or zero)
+
+
+def _binary_margin(model, sc, cls) -> bool:
+    """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)?"""
+    from fairspec.backends.trees.runtime import library_task
+
+    return (getattr(model, "format", "") in ("xgboost", "lightgbm") and sc.readout == "softmax" and sc.K == 2
+            and library_task(model)[0] == "binary" and cls == 1)
+
+
+def _plain_sigmoid(model, fmt: str) -> bool:
+    """Whether a binary booster's probability is the plain sigmoid 1 / (1 + exp(-z)) of its margin z
+    (what ``predict`` without ``output_margin`` / ``raw_score`` returns): XGBoost ``binary:logistic``;
+    LightGBM ``binary`` whose ``sigmoid`` parameter is 1 (another scales the margin first). Not
+    ``binary:logitraw`` (the margin itself), ``binary:hinge`` (0 / 1) or a cross-entropy objective."""
+    if fmt == "xgboost":
+        from fairspec.backends.trees.runtime import _xgb_objective
+
+        return _xgb_objective(model) == "binary:logistic"
+    if fmt == "lightgbm":
+        words = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()
+        if words[:1] != ["binary"]:
+            return False
+        sig = [w.split(":", 1)[1] for w in words[1:] if w.startswith("sigmoid:")]
+        try:
+            return len(sig) == 1 and float(sig[0]) == 1.0
+        except ValueError:
+            return False
+    return False
 
 
 class _Dom:
@@ -190,8 +225,9 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     if got is None:
         return None, "its output columns are not read as trees with a linear or softmax readout"
     sc, probs = got
-    if post == "class_logit" and (sc.readout != "softmax" or sc.K < 3):
-        # a forest has no margins; a binary margin's columns here are (0, z), not (-z, z)
+    if post == "class_logit" and (sc.readout != "softmax" or sc.K < 3) and not _binary_margin(model, sc, cls):
+        # a forest has no margins; a binary margin's columns here are (0, z), not (-z, z): its
+        # column 1 is the margin z (a binary post's logit, read as class 1's), column 0 is no logit
         return None, "a class's logit is decided this way only for boosted models with three classes or more"
     if post == "class_prob" and not probs:
         return None, ("its class probabilities are not read as trees (a binary boosted model's sigmoid, or a "

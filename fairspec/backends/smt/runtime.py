@@ -99,10 +99,11 @@ def runtime_of(model, enc, post: str | None = None):
     """The Runtime of a loaded network model (ONNX, TorchScript / torch, scikit-learn MLP or
     logistic regression) under encoding ``enc``, or None when it is not one certify can bound.
 
-    A ``label`` post (``post``) on a scikit-learn logistic regression reads its logit,
+    A ``label`` or ``logit`` post (``post``) on a scikit-learn logistic regression reads its logit,
     ``decision_function``: its ``predict`` is ``decision_function > 0`` (not ``predict_proba > 1/2``,
-    which is 1/2 exactly for a decision in (0, ~2e-16]), and a label's violation is measured in
-    logits, as the certified bound is."""
+    which is 1/2 exactly for a decision in (0, ~2e-16]), a label's violation is measured in logits,
+    as the certified bound is, and ``logit(m(x))`` is that decision_function (what the enumeration
+    and the MILP path's runtime read: models.runtime_layers), not a logit of predict_proba."""
     from fairspec.backends.smt.exact import Runtime
 
     fmt = str(getattr(model, "format", ""))
@@ -124,7 +125,7 @@ def runtime_of(model, enc, post: str | None = None):
                 if getattr(model.readout, "index", None) not in (None, 1):
                     return None
                 ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
-                if post == "label" and type(model.raw).__name__ == "LogisticRegression" and ro[0] == "prob":
+                if post in ("label", "logit") and type(model.raw).__name__ == "LogisticRegression" and ro[0] == "prob":
                     return Runtime(raw, _encoding(enc), ("logit", 0), precision,
                                    lambda V: _decision(model, encode_like_runtime(enc, V)), "logit",
                                    f"sklearn {type(model.raw).__name__} decision_function (float64)")
