@@ -161,7 +161,7 @@ def test_every_half_output_lies_within_the_readers_tolerance_and_a_float32_one_i
 
 def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
     from fairspec.models.base import UnsupportedModel
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     rng = np.random.default_rng(3)
     layers = _layers(rng, [5, 8, 1], dyadic=False)
@@ -185,7 +185,7 @@ def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
 
 def test_a_half_module_that_overflows_on_the_readers_inputs_is_refused_for_it():
     from fairspec.models.base import UnsupportedModel
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     big = [(np.full((4, 3), 2000.0), np.zeros(4), True), (np.full((1, 4), 8.0), np.zeros(1), False)]
     with pytest.raises(UnsupportedModel, match="65504"):

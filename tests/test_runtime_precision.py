@@ -313,7 +313,8 @@ def test_composed_layers_of_torch_and_scikit_learn_are_not_their_own():
     torch = pytest.importorskip("torch")
     from sklearn.neural_network import MLPClassifier
 
-    from fairspec.models.network import UnsupportedModel, from_torch
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.models.network_torch import from_torch
     from fairspec.models.network_sklearn import from_sklearn
 
     seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
