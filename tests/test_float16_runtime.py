@@ -11,8 +11,6 @@ enumerated on every point (dyadic weights, exact zeros, thresholds on grid point
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -23,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from fairspec.certify.network import (SIGMOID_ABS_ERROR, precision_refusal, prove_output_bound,  # noqa: E402
                                       runtime_error_bound, score_interval)
+from pair_specs import first_verdict, pair_spec, ties_never_contradicted  # noqa: E402
 
 
 def _graph(layers, head: str = "", split_bias: bool = False) -> bytes:
@@ -297,24 +296,7 @@ def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float
 # ------------------------------------------------------------------ end to end
 
 
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 30]
-  f1 : int in [0, 20]
-}}
-model m = onnx("m.onnx", score = logit)
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
-  mode = find
-}}
-"""
+MODEL = 'onnx("m.onnx", score = logit)'
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -323,9 +305,6 @@ def test_the_solvers_prove_and_refute_float16_graphs_as_the_runtime_computes(tmp
     scored on onnxruntime: clearly above the runtime's largest |logit - logit'| holds (proved), below
     it violated with a replayed witness, and at the tie and one float16 step either side never a
     verdict the runtime's scores contradict."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(seed)
     layers = _random_layers(rng, [3, 6, 1], dyadic=seed == 0)
     (tmp_path / "m.onnx").write_bytes(_graph(layers))
@@ -340,28 +319,19 @@ def test_the_solvers_prove_and_refute_float16_graphs_as_the_runtime_computes(tmp
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
 
     def verdict(op, eps):
-        (tmp_path / "spec.fair").write_text(SPEC.format(op=op, eps=repr(float(eps))))
-        return json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        return first_verdict(tmp_path, pair_spec(MODEL, op, eps))
 
     far = verdict("<=", top + 0.5 + top / 4)
     assert far["status"] == "holds" and far["how"] == "proved", far
     below = verdict("<=", top - 4 * step)
     assert below["status"] == "violated" and below["witness"] is not None, below
-    for eps in (top - step, top, top + step):
-        for op in ("<=", "<"):
-            held = bool(np.all(gaps <= eps if op == "<=" else gaps < eps))
-            v = verdict(op, eps)
-            assert v["status"] != "holds" or held, (op, eps, v)
-            assert v["status"] != "violated" or (not held and v["witness"] is not None), (op, eps, v)
+    ties_never_contradicted(verdict, gaps, top, step)
 
 
 def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path, monkeypatch):
     """A Mul by 1/2 the network reader folds into the layer as exact is not exact in float16 where its
     result is subnormal, and its operand may pass 65504 where the folded layer's values do not: the
     solvers say unknown with that reason; the enumeration still decides it on the runtime."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(3)
     layers = _random_layers(rng, [3, 6, 1], dyadic=True)
     data = onnx.load_from_string(_graph(layers, split_bias=True))
@@ -374,10 +344,10 @@ def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path
     del data.graph.node[:]
     data.graph.node.extend(nodes)
     onnx.save(data, str(tmp_path / "m.onnx"))
-    (tmp_path / "spec.fair").write_text(SPEC.format(op="<=", eps="100"))
+    text = pair_spec(MODEL, "<=", "100")
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    v = first_verdict(tmp_path, text)
     assert v["status"] == "unknown" and "float16 graph scales a layer (a Mul)" in v["reason"], v
     monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS")
-    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    v = first_verdict(tmp_path, text)
     assert v["status"] == "holds" and v["how"] == "proved", v

@@ -13,8 +13,6 @@ a batch (a wide layer), so torch stays batch dependent; both evaluations lie wit
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -24,6 +22,7 @@ from fairspec.certify.agreement import float16_tolerance  # noqa: E402
 from fairspec.certify.class_prob import SOFTMAX_ABS_ERROR  # noqa: E402
 from fairspec.certify.half import ETA16, U16  # noqa: E402
 from fairspec.certify.network import prove_output_bound, runtime_error_bound  # noqa: E402
+from pair_specs import first_verdict, pair_spec, ties_never_contradicted  # noqa: E402
 
 
 def _module(layers, head=""):
@@ -235,24 +234,7 @@ def test_every_interval_proof_on_a_half_module_holds_on_every_point(seed):
     assert proved > 0
 
 
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 30]
-  f1 : int in [0, 20]
-}}
-model m = torch("m.pt", score = logit)
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
-  mode = find
-}}
-"""
+MODEL = 'torch("m.pt", score = logit)'
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -261,9 +243,6 @@ def test_the_solvers_prove_and_refute_half_modules_as_the_module_computes(tmp_pa
     clearly above its largest |logit - logit'| holds (proved), below it violated with a witness the
     module replays, and at the tie and one float16 step either side never a verdict its scores
     contradict."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(seed)
     layers = _layers(rng, [3, 6, 1], dyadic=seed == 0)
     m = _module(layers)
@@ -279,8 +258,7 @@ def test_the_solvers_prove_and_refute_half_modules_as_the_module_computes(tmp_pa
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
 
     def verdict(op, eps):
-        (tmp_path / "spec.fair").write_text(SPEC.format(op=op, eps=repr(float(eps))))
-        v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        v = first_verdict(tmp_path, pair_spec(MODEL, op, eps))
         if v["status"] == "violated":           # the witness replayed on the module itself
             w = v["witness"]
             a, b = _run(m, np.array([w["x"], w["x_prime"]]))[:, 0]
@@ -295,12 +273,7 @@ def test_the_solvers_prove_and_refute_half_modules_as_the_module_computes(tmp_pa
     assert far["status"] == "holds" and far["how"] == "proved", far
     below = verdict("<=", top - 4 * step)
     assert below["status"] == "violated", below
-    for eps in (top - step, top, top + step):
-        for op in ("<=", "<"):
-            held = bool(np.all(gaps <= eps if op == "<=" else gaps < eps))
-            v = verdict(op, eps)
-            assert v["status"] != "holds" or held, (op, eps, v)
-            assert v["status"] != "violated" or not held, (op, eps, v)
+    ties_never_contradicted(verdict, gaps, top, step)
 
 
 # ------------------------------------------------------------------ the batch question
