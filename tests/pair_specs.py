@@ -46,6 +46,15 @@ def first_verdict(folder, text: str) -> dict:
     return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
 
 
+def runtime_gaps(score, f0: int = 30, f1: int = 20, u: float = 2.0 ** -11):
+    """``score`` (an (n, 3) array of (f0, g, f1) -> the runtime's n scores) over the spec's domain:
+    every pair's |score - score'|, their largest, and one rounding step ``u`` of it (at least ``u``)."""
+    a, b = (x.ravel() for x in np.meshgrid(np.arange(f0 + 1), np.arange(f1 + 1), indexing="ij"))
+    gaps = np.abs(score(np.stack([a, np.zeros(a.size), b], 1)) - score(np.stack([a, np.ones(a.size), b], 1)))
+    top = float(gaps.max())
+    return gaps, top, u * max(1.0, top)
+
+
 def ties_never_contradicted(verdict, gaps, top: float, step: float) -> None:
     """At the runtime's largest gap ``top`` and one ``step`` either side, for `<=` and `<`: holds only
     where every gap satisfies the claim, violated (with a witness) only where one does not."""

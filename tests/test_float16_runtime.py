@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from fairspec.certify.network import (SIGMOID_ABS_ERROR, precision_refusal, prove_output_bound,  # noqa: E402
                                       runtime_error_bound, score_interval)
-from pair_specs import first_verdict, pair_spec, ties_never_contradicted  # noqa: E402
+from half_nets import forward64, half_layers, integer_grid  # noqa: E402
+from pair_specs import first_verdict, pair_spec, runtime_gaps, ties_never_contradicted  # noqa: E402
 
 
 def _graph(layers, head: str = "", split_bias: bool = False) -> bytes:
@@ -65,31 +66,6 @@ def _run(layers, X, head="", split_bias=False, level=None) -> np.ndarray:
     return s.run(None, {"x": np.asarray(X, dtype=np.float16)})[0].astype(np.float64)
 
 
-def _random_layers(rng, widths, dyadic: bool):
-    out = []
-    for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
-        if dyadic:
-            W = rng.integers(-16, 17, (b, a)) / 8.0
-            W[rng.random((b, a)) < 0.2] = 0.0               # exact zeros
-            bias = rng.integers(-8, 9, b) / 4.0
-        else:
-            W = rng.normal(0, 1.0 / np.sqrt(a), (b, a))
-            bias = rng.normal(0, 0.5, b)
-        W = W.astype(np.float16).astype(np.float64)
-        bias = bias.astype(np.float16).astype(np.float64)
-        out.append((W, bias, k < len(widths) - 2))
-    return out
-
-
-def _exact(layers, X):
-    H = np.asarray(X, dtype=np.float64)
-    for W, b, relu in layers:
-        H = H @ W.T + b
-        if relu:
-            H = np.maximum(H, 0.0)
-    return H
-
-
 def _f32_once(layers, X):
     H = np.asarray(X, dtype=np.float16).astype(np.float32)
     for W, b, relu in layers:
@@ -107,7 +83,7 @@ def test_onnxruntime_computes_a_float16_chain_in_float32_and_rounds_once(split_b
     """The measured fact (informative: the bound does not rest on it), with the graph optimised and
     without: the outputs are the float32 computation's, cast to float16 once."""
     rng = np.random.default_rng(0)
-    layers = _random_layers(rng, [40, 24, 24, 3], dyadic=False)
+    layers = half_layers(rng, [40, 24, 24, 3], dyadic=False)
     X = rng.normal(0, 2, (300, 40))
     for level in (None, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         got = _run(layers, X, split_bias=split_bias, level=level)
@@ -142,7 +118,7 @@ def test_every_float16_output_lies_within_the_bound(seed):
     float32-arithmetic bound is too small for some of them."""
     rng = np.random.default_rng(seed)
     widths = [[5, 8, 1], [30, 64, 16, 1], [200, 32, 1], [7, 7, 7, 7, 1], [12, 40, 1], [3, 300, 1]][seed]
-    layers = _random_layers(rng, widths, dyadic=seed % 2 == 0)
+    layers = half_layers(rng, widths, dyadic=seed % 2 == 0)
     lo = rng.uniform(-4, 0, widths[0]).astype(np.float16).astype(np.float64)
     hi = lo + rng.uniform(0, 4, widths[0]).astype(np.float16).astype(np.float64)
     X = rng.uniform(lo, hi, (4000, widths[0]))
@@ -150,7 +126,7 @@ def test_every_float16_output_lies_within_the_bound(seed):
     X = X.astype(np.float16).astype(np.float64)             # the runtime's inputs: cast by fairspec
     y = _run(layers, X, split_bias=seed % 3 == 1)[:, 0]
     E = runtime_error_bound(layers, lo, hi, precision="float16")
-    assert np.all(np.abs(y - _exact(layers, X)[:, 0]) <= E)
+    assert np.all(np.abs(y - forward64(layers, X)[:, 0]) <= E)
     s_lo, s_hi, _ = score_interval(layers, lo, hi, precision="float16")
     assert s_lo <= y.min() and y.max() <= s_hi
     assert E > runtime_error_bound(layers, lo, hi, precision="float32") * 1000
@@ -220,11 +196,6 @@ def test_an_overflow_or_a_weight_that_is_not_a_float16_number_is_refused():
 # ------------------------------------------------------------------ brute force on small domains
 
 
-def _domain(n, top):
-    grids = np.meshgrid(*[np.arange(t + 1) for t in top[:n]], indexing="ij")
-    return np.stack([g.ravel() for g in grids], 1).astype(np.float64)
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_every_float16_interval_proof_holds_on_every_point(seed):
     """Small float16 networks with dyadic weights (ties: outputs on grid points, exact zeros) and a
@@ -236,14 +207,14 @@ def test_every_float16_interval_proof_holds_on_every_point(seed):
     rng = np.random.default_rng(100 + seed)
     n = 3
     sig = seed % 2 == 1
-    layers = _random_layers(rng, [n, 6, 1], dyadic=True)
+    layers = half_layers(rng, [n, 6, 1], dyadic=True)
     lo = np.zeros(n)
     hi = np.array([7.0, 5.0, 2100.0 if seed % 4 == 0 else 9.0])
-    X = lo + _domain(n, hi.astype(int))
+    X = lo + integer_grid(hi.astype(int))
     if seed % 4 == 0:
         layers[0][0][:, 2] = layers[0][0][:, 2] / 64.0          # keep the large input's terms small
     y = _run(layers, X, head="Sigmoid" if sig else "")[:, 0]
-    ex = _exact(layers, X)[:, 0]
+    ex = forward64(layers, X)[:, 0]
     if sig:
         ex = 1.0 / (1.0 + np.exp(-ex))
     readout = ("prob", 0) if sig else ("logit", 0)
@@ -275,10 +246,10 @@ def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float
     prove it (it is false on the runtime); the float16 bound refuses it."""
     rng = np.random.default_rng(7)
     for _ in range(200):
-        layers = _random_layers(rng, [3, 8, 1], dyadic=False)
-        X = _domain(3, [40, 30, 20])
+        layers = half_layers(rng, [3, 8, 1], dyadic=False)
+        X = integer_grid([40, 30, 20])
         y = _run(layers, X)[:, 0]
-        ex_max = float(_exact(layers, X)[:, 0].max())
+        ex_max = float(forward64(layers, X)[:, 0].max())
         if y.max() <= ex_max + 1e-3:
             continue
         t = (ex_max + float(y.max())) / 2                 # the runtime breaks `score <= t`
@@ -306,16 +277,9 @@ def test_the_solvers_prove_and_refute_float16_graphs_as_the_runtime_computes(tmp
     it violated with a replayed witness, and at the tie and one float16 step either side never a
     verdict the runtime's scores contradict."""
     rng = np.random.default_rng(seed)
-    layers = _random_layers(rng, [3, 6, 1], dyadic=seed == 0)
+    layers = half_layers(rng, [3, 6, 1], dyadic=seed == 0)
     (tmp_path / "m.onnx").write_bytes(_graph(layers))
-    f0, f1 = np.meshgrid(np.arange(31), np.arange(21), indexing="ij")
-
-    def z(g):
-        return _run(layers, np.stack([f0.ravel(), np.full(f0.size, g), f1.ravel()], 1))[:, 0]
-
-    gaps = np.abs(z(0) - z(1))
-    top = float(gaps.max())
-    step = 2.0 ** -11 * max(1.0, top)
+    gaps, top, step = runtime_gaps(lambda X: _run(layers, X)[:, 0])
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
 
     def verdict(op, eps):
@@ -333,7 +297,7 @@ def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path
     result is subnormal, and its operand may pass 65504 where the folded layer's values do not: the
     solvers say unknown with that reason; the enumeration still decides it on the runtime."""
     rng = np.random.default_rng(3)
-    layers = _random_layers(rng, [3, 6, 1], dyadic=True)
+    layers = half_layers(rng, [3, 6, 1], dyadic=True)
     data = onnx.load_from_string(_graph(layers, split_bias=True))
     half = numpy_helper.from_array(np.array([0.5], dtype=np.float16), "half")
     data.graph.initializer.append(half)
