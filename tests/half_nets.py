@@ -37,3 +37,28 @@ def integer_grid(top):
     """Every point of {0..top[0]} x {0..top[1]} x ..., one a row (float64)."""
     grids = np.meshgrid(*[np.arange(t + 1) for t in top], indexing="ij")
     return np.stack([g.ravel() for g in grids], 1).astype(np.float64)
+
+
+def proofs_on_every_point(layers, X, y, ex, boxes, readout, precision: str = "float16") -> int:
+    """Every threshold claim certify proves over each box of ``boxes`` (``<=``, ``<``, ``>=``, ``>`` at
+    the extremes over the box's rows of ``X`` of the runtime's scores ``y`` and of ``ex`` (the float64
+    ones), one float16 step either side and farther) holds at every one of those rows on the runtime
+    (asserted); how many were proved."""
+    from fairspec.certify.network import prove_output_bound
+
+    proved = 0
+    for blo, bhi in boxes:
+        inside = np.all((X >= blo) & (X <= bhi), axis=1)
+        yb, eb = y[inside], ex[inside]
+        step = 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
+        cands = {float(yb.max()), float(yb.min()), float(eb.max()), float(eb.min())}
+        for t in list(cands):
+            cands |= {t + k * step for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
+        for t in sorted(cands):
+            for op in ("<=", "<", ">=", ">"):
+                pr = prove_output_bound(layers, blo, bhi, op, t, claim="test", readout=readout,
+                                        precision=precision, integer=[True] * X.shape[1])
+                truth = bool(np.all({"<=": yb <= t, "<": yb < t, ">=": yb >= t, ">": yb > t}[op]))
+                assert pr is None or truth, (op, t, blo, bhi, pr)
+                proved += pr is not None
+    return proved

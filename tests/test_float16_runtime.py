@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from fairspec.certify.network import (SIGMOID_ABS_ERROR, precision_refusal, prove_output_bound,  # noqa: E402
                                       runtime_error_bound, score_interval)
-from half_nets import forward64, half_layers, integer_grid  # noqa: E402
+from half_nets import forward64, half_layers, integer_grid, proofs_on_every_point  # noqa: E402
 from pair_specs import first_verdict, pair_spec, runtime_gaps, ties_never_contradicted  # noqa: E402
 
 
@@ -218,27 +218,12 @@ def test_every_float16_interval_proof_holds_on_every_point(seed):
     if sig:
         ex = 1.0 / (1.0 + np.exp(-ex))
     readout = ("prob", 0) if sig else ("logit", 0)
-    proved = 0
     # the whole box, and sub-boxes: single points (where the interval is the point's exact value and
     # the error bound is all the slack) and small boxes around random points
     boxes = [(lo, hi)] + [(X[i], X[i]) for i in rng.choice(len(X), 12, replace=False)]
     for i in rng.choice(len(X), 6, replace=False):
         boxes.append((X[i], np.minimum(X[i] + 1, hi)))
-    for blo, bhi in boxes:
-        inside = np.all((X >= blo) & (X <= bhi), axis=1)
-        yb, eb = y[inside], ex[inside]
-        step = 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
-        cands = {float(yb.max()), float(yb.min()), float(eb.max()), float(eb.min())}
-        for t in list(cands):
-            cands |= {t + k * step for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
-        for t in sorted(cands):
-            for op in ("<=", "<", ">=", ">"):
-                pr = prove_output_bound(layers, blo, bhi, op, t, claim="test", readout=readout,
-                                        precision="float16", integer=[True] * n)
-                truth = bool(np.all({"<=": yb <= t, "<": yb < t, ">=": yb >= t, ">": yb > t}[op]))
-                assert pr is None or truth, (op, t, blo, bhi, pr)
-                proved += pr is not None
-    assert proved > 0
+    assert proofs_on_every_point(layers, X, y, ex, boxes, readout) > 0
 
 
 def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float16():
