@@ -11,8 +11,6 @@ enumerated on every point (dyadic weights, exact zeros, thresholds on grid point
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -23,6 +21,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from fairspec.certify.network import (SIGMOID_ABS_ERROR, precision_refusal, prove_output_bound,  # noqa: E402
                                       runtime_error_bound, score_interval)
+from half_nets import forward64, half_layers, integer_grid, proofs_on_every_point  # noqa: E402
+from pair_specs import first_verdict, pair_spec, runtime_gaps, ties_never_contradicted  # noqa: E402
 
 
 def _graph(layers, head: str = "", split_bias: bool = False) -> bytes:
@@ -66,31 +66,6 @@ def _run(layers, X, head="", split_bias=False, level=None) -> np.ndarray:
     return s.run(None, {"x": np.asarray(X, dtype=np.float16)})[0].astype(np.float64)
 
 
-def _random_layers(rng, widths, dyadic: bool):
-    out = []
-    for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
-        if dyadic:
-            W = rng.integers(-16, 17, (b, a)) / 8.0
-            W[rng.random((b, a)) < 0.2] = 0.0               # exact zeros
-            bias = rng.integers(-8, 9, b) / 4.0
-        else:
-            W = rng.normal(0, 1.0 / np.sqrt(a), (b, a))
-            bias = rng.normal(0, 0.5, b)
-        W = W.astype(np.float16).astype(np.float64)
-        bias = bias.astype(np.float16).astype(np.float64)
-        out.append((W, bias, k < len(widths) - 2))
-    return out
-
-
-def _exact(layers, X):
-    H = np.asarray(X, dtype=np.float64)
-    for W, b, relu in layers:
-        H = H @ W.T + b
-        if relu:
-            H = np.maximum(H, 0.0)
-    return H
-
-
 def _f32_once(layers, X):
     H = np.asarray(X, dtype=np.float16).astype(np.float32)
     for W, b, relu in layers:
@@ -108,7 +83,7 @@ def test_onnxruntime_computes_a_float16_chain_in_float32_and_rounds_once(split_b
     """The measured fact (informative: the bound does not rest on it), with the graph optimised and
     without: the outputs are the float32 computation's, cast to float16 once."""
     rng = np.random.default_rng(0)
-    layers = _random_layers(rng, [40, 24, 24, 3], dyadic=False)
+    layers = half_layers(rng, [40, 24, 24, 3], dyadic=False)
     X = rng.normal(0, 2, (300, 40))
     for level in (None, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         got = _run(layers, X, split_bias=split_bias, level=level)
@@ -143,7 +118,7 @@ def test_every_float16_output_lies_within_the_bound(seed):
     float32-arithmetic bound is too small for some of them."""
     rng = np.random.default_rng(seed)
     widths = [[5, 8, 1], [30, 64, 16, 1], [200, 32, 1], [7, 7, 7, 7, 1], [12, 40, 1], [3, 300, 1]][seed]
-    layers = _random_layers(rng, widths, dyadic=seed % 2 == 0)
+    layers = half_layers(rng, widths, dyadic=seed % 2 == 0)
     lo = rng.uniform(-4, 0, widths[0]).astype(np.float16).astype(np.float64)
     hi = lo + rng.uniform(0, 4, widths[0]).astype(np.float16).astype(np.float64)
     X = rng.uniform(lo, hi, (4000, widths[0]))
@@ -151,7 +126,7 @@ def test_every_float16_output_lies_within_the_bound(seed):
     X = X.astype(np.float16).astype(np.float64)             # the runtime's inputs: cast by fairspec
     y = _run(layers, X, split_bias=seed % 3 == 1)[:, 0]
     E = runtime_error_bound(layers, lo, hi, precision="float16")
-    assert np.all(np.abs(y - _exact(layers, X)[:, 0]) <= E)
+    assert np.all(np.abs(y - forward64(layers, X)[:, 0]) <= E)
     s_lo, s_hi, _ = score_interval(layers, lo, hi, precision="float16")
     assert s_lo <= y.min() and y.max() <= s_hi
     assert E > runtime_error_bound(layers, lo, hi, precision="float32") * 1000
@@ -221,11 +196,6 @@ def test_an_overflow_or_a_weight_that_is_not_a_float16_number_is_refused():
 # ------------------------------------------------------------------ brute force on small domains
 
 
-def _domain(n, top):
-    grids = np.meshgrid(*[np.arange(t + 1) for t in top[:n]], indexing="ij")
-    return np.stack([g.ravel() for g in grids], 1).astype(np.float64)
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_every_float16_interval_proof_holds_on_every_point(seed):
     """Small float16 networks with dyadic weights (ties: outputs on grid points, exact zeros) and a
@@ -237,38 +207,23 @@ def test_every_float16_interval_proof_holds_on_every_point(seed):
     rng = np.random.default_rng(100 + seed)
     n = 3
     sig = seed % 2 == 1
-    layers = _random_layers(rng, [n, 6, 1], dyadic=True)
+    layers = half_layers(rng, [n, 6, 1], dyadic=True)
     lo = np.zeros(n)
     hi = np.array([7.0, 5.0, 2100.0 if seed % 4 == 0 else 9.0])
-    X = lo + _domain(n, hi.astype(int))
+    X = lo + integer_grid(hi.astype(int))
     if seed % 4 == 0:
         layers[0][0][:, 2] = layers[0][0][:, 2] / 64.0          # keep the large input's terms small
     y = _run(layers, X, head="Sigmoid" if sig else "")[:, 0]
-    ex = _exact(layers, X)[:, 0]
+    ex = forward64(layers, X)[:, 0]
     if sig:
         ex = 1.0 / (1.0 + np.exp(-ex))
     readout = ("prob", 0) if sig else ("logit", 0)
-    proved = 0
     # the whole box, and sub-boxes: single points (where the interval is the point's exact value and
     # the error bound is all the slack) and small boxes around random points
     boxes = [(lo, hi)] + [(X[i], X[i]) for i in rng.choice(len(X), 12, replace=False)]
     for i in rng.choice(len(X), 6, replace=False):
         boxes.append((X[i], np.minimum(X[i] + 1, hi)))
-    for blo, bhi in boxes:
-        inside = np.all((X >= blo) & (X <= bhi), axis=1)
-        yb, eb = y[inside], ex[inside]
-        step = 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
-        cands = {float(yb.max()), float(yb.min()), float(eb.max()), float(eb.min())}
-        for t in list(cands):
-            cands |= {t + k * step for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
-        for t in sorted(cands):
-            for op in ("<=", "<", ">=", ">"):
-                pr = prove_output_bound(layers, blo, bhi, op, t, claim="test", readout=readout,
-                                        precision="float16", integer=[True] * n)
-                truth = bool(np.all({"<=": yb <= t, "<": yb < t, ">=": yb >= t, ">": yb > t}[op]))
-                assert pr is None or truth, (op, t, blo, bhi, pr)
-                proved += pr is not None
-    assert proved > 0
+    assert proofs_on_every_point(layers, X, y, ex, boxes, readout) > 0
 
 
 def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float16():
@@ -276,10 +231,10 @@ def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float
     prove it (it is false on the runtime); the float16 bound refuses it."""
     rng = np.random.default_rng(7)
     for _ in range(200):
-        layers = _random_layers(rng, [3, 8, 1], dyadic=False)
-        X = _domain(3, [40, 30, 20])
+        layers = half_layers(rng, [3, 8, 1], dyadic=False)
+        X = integer_grid([40, 30, 20])
         y = _run(layers, X)[:, 0]
-        ex_max = float(_exact(layers, X)[:, 0].max())
+        ex_max = float(forward64(layers, X)[:, 0].max())
         if y.max() <= ex_max + 1e-3:
             continue
         t = (ex_max + float(y.max())) / 2                 # the runtime breaks `score <= t`
@@ -297,24 +252,7 @@ def test_a_float32_bound_is_too_small_for_a_float16_runtime_and_refused_on_float
 # ------------------------------------------------------------------ end to end
 
 
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 30]
-  f1 : int in [0, 20]
-}}
-model m = onnx("m.onnx", score = logit)
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
-  mode = find
-}}
-"""
+MODEL = 'onnx("m.onnx", score = logit)'
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -323,47 +261,28 @@ def test_the_solvers_prove_and_refute_float16_graphs_as_the_runtime_computes(tmp
     scored on onnxruntime: clearly above the runtime's largest |logit - logit'| holds (proved), below
     it violated with a replayed witness, and at the tie and one float16 step either side never a
     verdict the runtime's scores contradict."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(seed)
-    layers = _random_layers(rng, [3, 6, 1], dyadic=seed == 0)
+    layers = half_layers(rng, [3, 6, 1], dyadic=seed == 0)
     (tmp_path / "m.onnx").write_bytes(_graph(layers))
-    f0, f1 = np.meshgrid(np.arange(31), np.arange(21), indexing="ij")
-
-    def z(g):
-        return _run(layers, np.stack([f0.ravel(), np.full(f0.size, g), f1.ravel()], 1))[:, 0]
-
-    gaps = np.abs(z(0) - z(1))
-    top = float(gaps.max())
-    step = 2.0 ** -11 * max(1.0, top)
+    gaps, top, step = runtime_gaps(lambda X: _run(layers, X)[:, 0])
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
 
     def verdict(op, eps):
-        (tmp_path / "spec.fair").write_text(SPEC.format(op=op, eps=repr(float(eps))))
-        return json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        return first_verdict(tmp_path, pair_spec(MODEL, op, eps))
 
     far = verdict("<=", top + 0.5 + top / 4)
     assert far["status"] == "holds" and far["how"] == "proved", far
     below = verdict("<=", top - 4 * step)
     assert below["status"] == "violated" and below["witness"] is not None, below
-    for eps in (top - step, top, top + step):
-        for op in ("<=", "<"):
-            held = bool(np.all(gaps <= eps if op == "<=" else gaps < eps))
-            v = verdict(op, eps)
-            assert v["status"] != "holds" or held, (op, eps, v)
-            assert v["status"] != "violated" or (not held and v["witness"] is not None), (op, eps, v)
+    ties_never_contradicted(verdict, gaps, top, step)
 
 
 def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path, monkeypatch):
     """A Mul by 1/2 the network reader folds into the layer as exact is not exact in float16 where its
     result is subnormal, and its operand may pass 65504 where the folded layer's values do not: the
     solvers say unknown with that reason; the enumeration still decides it on the runtime."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(3)
-    layers = _random_layers(rng, [3, 6, 1], dyadic=True)
+    layers = half_layers(rng, [3, 6, 1], dyadic=True)
     data = onnx.load_from_string(_graph(layers, split_bias=True))
     half = numpy_helper.from_array(np.array([0.5], dtype=np.float16), "half")
     data.graph.initializer.append(half)
@@ -374,12 +293,12 @@ def test_a_float16_graph_that_scales_a_layer_is_refused_in_one_sentence(tmp_path
     del data.graph.node[:]
     data.graph.node.extend(nodes)
     onnx.save(data, str(tmp_path / "m.onnx"))
-    (tmp_path / "spec.fair").write_text(SPEC.format(op="<=", eps="100"))
+    text = pair_spec(MODEL, "<=", "100")
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    v = first_verdict(tmp_path, text)
     assert v["status"] == "unknown" and "float16 graph scales a layer (a Mul)" in v["reason"], v
     monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS")
-    v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+    v = first_verdict(tmp_path, text)
     assert v["status"] == "holds" and v["how"] == "proved", v
 
 

@@ -13,8 +13,6 @@ a batch (a wide layer), so torch stays batch dependent; both evaluations lie wit
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -23,7 +21,9 @@ torch = pytest.importorskip("torch")
 from fairspec.certify.agreement import float16_tolerance  # noqa: E402
 from fairspec.certify.class_prob import SOFTMAX_ABS_ERROR  # noqa: E402
 from fairspec.certify.half import ETA16, U16  # noqa: E402
-from fairspec.certify.network import prove_output_bound, runtime_error_bound  # noqa: E402
+from fairspec.certify.network import runtime_error_bound  # noqa: E402
+from half_nets import forward64, half_layers, integer_grid, proofs_on_every_point  # noqa: E402
+from pair_specs import first_verdict, pair_spec, runtime_gaps, ties_never_contradicted  # noqa: E402
 
 
 def _module(layers, head=""):
@@ -49,36 +49,12 @@ def _run(module, X) -> np.ndarray:
         return module(torch.from_numpy(np.asarray(X, dtype=np.float16))).double().numpy()
 
 
-def _layers(rng, widths, dyadic: bool):
-    out = []
-    for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
-        if dyadic:
-            W = rng.integers(-16, 17, (b, a)) / 8.0
-            W[rng.random((b, a)) < 0.2] = 0.0               # exact zeros
-            bias = rng.integers(-8, 9, b) / 4.0
-        else:
-            W = rng.normal(0, 1.0 / np.sqrt(a), (b, a))
-            bias = rng.normal(0, 0.5, b)
-        out.append((W.astype(np.float16).astype(np.float64), bias.astype(np.float16).astype(np.float64),
-                    k < len(widths) - 2))
-    return out
-
-
-def _exact(layers, X):
-    H = np.asarray(X, dtype=np.float64)
-    for W, b, relu in layers:
-        H = H @ W.T + b
-        if relu:
-            H = np.maximum(H, 0.0)
-    return H
-
-
 # ------------------------------------------------------------------ how torch computes in half
 
 
 def test_torch_half_chain_rounds_each_linear_once_and_its_heads_once():
     rng = np.random.default_rng(0)
-    layers = _layers(rng, [30, 20, 20, 4], dyadic=False)
+    layers = half_layers(rng, [30, 20, 20, 4], dyadic=False)
     X = rng.normal(0, 2, (400, 30)).astype(np.float16)
     H = X.astype(np.float32)
     for W, b, relu in layers:
@@ -140,12 +116,12 @@ def test_every_half_output_lies_within_the_readers_tolerance_and_a_float32_one_i
     rng = np.random.default_rng(2)
     hit32 = False
     for trial in range(4):
-        layers = _layers(rng, [12, 16, 16, 3], dyadic=trial % 2 == 0)
+        layers = half_layers(rng, [12, 16, 16, 3], dyadic=trial % 2 == 0)
         m = _module(layers, head)
         X = rng.normal(0, 3, (80, 12))
         got = _run(m, X)
         tol = float16_tolerance(layers, X, head.lower() or "none")
-        ex = _exact(layers, X)
+        ex = forward64(layers, X)
         if head == "Sigmoid":
             ex = 1 / (1 + np.exp(-ex))
         elif head == "Softmax":
@@ -161,10 +137,10 @@ def test_every_half_output_lies_within_the_readers_tolerance_and_a_float32_one_i
 
 def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
     from fairspec.models.base import UnsupportedModel
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     rng = np.random.default_rng(3)
-    layers = _layers(rng, [5, 8, 1], dyadic=False)
+    layers = half_layers(rng, [5, 8, 1], dyadic=False)
     net = from_torch(_module(layers))
     assert np.array_equal(net.layers[0].W, layers[0][0]) and net.layers[0].relu
 
@@ -185,7 +161,7 @@ def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
 
 def test_a_half_module_that_overflows_on_the_readers_inputs_is_refused_for_it():
     from fairspec.models.base import UnsupportedModel
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     big = [(np.full((4, 3), 2000.0), np.zeros(4), True), (np.full((1, 4), 8.0), np.zeros(1), False)]
     with pytest.raises(UnsupportedModel, match="65504"):
@@ -195,11 +171,6 @@ def test_a_half_module_that_overflows_on_the_readers_inputs_is_refused_for_it():
 # ------------------------------------------------------------------ brute force on small domains
 
 
-def _domain(top):
-    grids = np.meshgrid(*[np.arange(t + 1) for t in top], indexing="ij")
-    return np.stack([g.ravel() for g in grids], 1).astype(np.float64)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_every_interval_proof_on_a_half_module_holds_on_every_point(seed):
     """Dyadic half modules (ties: outputs on grid points, exact zeros), a sigmoid head for half of them,
@@ -207,52 +178,20 @@ def test_every_interval_proof_on_a_half_module_holds_on_every_point(seed):
     numbers). The truth: the module on every point. Every threshold claim proved holds there."""
     rng = np.random.default_rng(200 + seed)
     sig = seed % 2 == 1
-    layers = _layers(rng, [3, 6, 1], dyadic=True)
+    layers = half_layers(rng, [3, 6, 1], dyadic=True)
     hi = np.array([7.0, 5.0, 2100.0 if seed % 3 == 0 else 9.0])
     if seed % 3 == 0:
         layers[0][0][:, 2] = layers[0][0][:, 2] / 64.0
-    X = _domain(hi.astype(int))
+    X = integer_grid(hi.astype(int))
     y = _run(_module(layers, "Sigmoid" if sig else ""), X)[:, 0]
-    ex = _exact(layers, X)[:, 0]
+    ex = forward64(layers, X)[:, 0]
     readout = ("prob", 0) if sig else ("logit", 0)
-    proved = 0
     boxes = [(np.zeros(3), hi)] + [(X[i], X[i]) for i in rng.choice(len(X), 10, replace=False)]
     boxes += [(X[i], np.minimum(X[i] + 1, hi)) for i in rng.choice(len(X), 5, replace=False)]
-    for blo, bhi in boxes:
-        inside = np.all((X >= blo) & (X <= bhi), axis=1)
-        yb, eb = y[inside], ex[inside]
-        step = 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
-        cands = {float(yb.max()), float(yb.min()), float(eb.max()), float(eb.min())}
-        for t in list(cands):
-            cands |= {t + k * step for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
-        for t in sorted(cands):
-            for op in ("<=", "<", ">=", ">"):
-                pr = prove_output_bound(layers, blo, bhi, op, t, claim="test", readout=readout,
-                                        precision="float16", integer=[True] * 3)
-                truth = bool(np.all({"<=": yb <= t, "<": yb < t, ">=": yb >= t, ">": yb > t}[op]))
-                assert pr is None or truth, (op, t, blo, bhi, pr)
-                proved += pr is not None
-    assert proved > 0
+    assert proofs_on_every_point(layers, X, y, ex, boxes, readout) > 0
 
 
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 30]
-  f1 : int in [0, 20]
-}}
-model m = torch("m.pt", score = logit)
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
-  mode = find
-}}
-"""
+MODEL = 'torch("m.pt", score = logit)'
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -261,26 +200,15 @@ def test_the_solvers_prove_and_refute_half_modules_as_the_module_computes(tmp_pa
     clearly above its largest |logit - logit'| holds (proved), below it violated with a witness the
     module replays, and at the tie and one float16 step either side never a verdict its scores
     contradict."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     rng = np.random.default_rng(seed)
-    layers = _layers(rng, [3, 6, 1], dyadic=seed == 0)
+    layers = half_layers(rng, [3, 6, 1], dyadic=seed == 0)
     m = _module(layers)
     torch.jit.save(torch.jit.script(m), str(tmp_path / "m.pt"))
-    f0, f1 = np.meshgrid(np.arange(31), np.arange(21), indexing="ij")
-
-    def z(g):
-        return _run(m, np.stack([f0.ravel(), np.full(f0.size, g), f1.ravel()], 1))[:, 0]
-
-    gaps = np.abs(z(0) - z(1))
-    top = float(gaps.max())
-    step = 2.0 ** -11 * max(1.0, top)
+    gaps, top, step = runtime_gaps(lambda X: _run(m, X)[:, 0])
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
 
     def verdict(op, eps):
-        (tmp_path / "spec.fair").write_text(SPEC.format(op=op, eps=repr(float(eps))))
-        v = json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+        v = first_verdict(tmp_path, pair_spec(MODEL, op, eps))
         if v["status"] == "violated":           # the witness replayed on the module itself
             w = v["witness"]
             a, b = _run(m, np.array([w["x"], w["x_prime"]]))[:, 0]
@@ -295,12 +223,7 @@ def test_the_solvers_prove_and_refute_half_modules_as_the_module_computes(tmp_pa
     assert far["status"] == "holds" and far["how"] == "proved", far
     below = verdict("<=", top - 4 * step)
     assert below["status"] == "violated", below
-    for eps in (top - step, top, top + step):
-        for op in ("<=", "<"):
-            held = bool(np.all(gaps <= eps if op == "<=" else gaps < eps))
-            v = verdict(op, eps)
-            assert v["status"] != "holds" or held, (op, eps, v)
-            assert v["status"] != "violated" or not held, (op, eps, v)
+    ties_never_contradicted(verdict, gaps, top, step)
 
 
 # ------------------------------------------------------------------ the batch question
@@ -315,12 +238,12 @@ def test_torch_half_is_batch_dependent_and_both_evaluations_lie_within_the_bound
     from fairspec.models.batching import batch_dependent, rounds_by_batch
 
     rng = np.random.default_rng(4)
-    layers = _layers(rng, [1000, 64, 1], dyadic=False)
+    layers = half_layers(rng, [1000, 64, 1], dyadic=False)
     m = _module(layers)
     X = rng.normal(size=(257, 1000)).astype(np.float16).astype(np.float64)
     full = _run(m, X)[:, 0]
     alone = np.array([_run(m, X[i:i + 1])[0, 0] for i in range(len(X))])
-    ex = _exact(layers, X)[:, 0]
+    ex = forward64(layers, X)[:, 0]
     lo, hi = X.min(axis=0), X.max(axis=0)
     E = runtime_error_bound(layers, lo, hi, readout=("logit", 0), precision="float16")
     assert np.all(np.abs(full - ex) <= E) and np.all(np.abs(alone - ex) <= E)

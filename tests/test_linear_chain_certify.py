@@ -114,7 +114,7 @@ def _exact(layers, x):
 def test_the_error_bound_of_a_chain_holds_on_torch(widths, relu_after):
     torch = pytest.importorskip("torch")
     from fairspec.certify.network import as_layers, runtime_error_bound
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     rng = np.random.default_rng(3)
     seq = _torch_chain(rng, widths, relu_after)
@@ -289,7 +289,7 @@ def test_a_hidden_block_s_composition_error_is_counted(monkeypatch):
     # layer; its float64 composition error (``slack``) must enter the bound like the first and last blocks'
     pytest.importorskip("torch")
     import fairspec.certify.network as cn
-    from fairspec.models.network import from_torch
+    from fairspec.models.network_torch import from_torch
 
     seq = _torch_chain(np.random.default_rng(5), (3, 4, 4, 4, 1), relu_after=(0, 2))
     folded, chain = from_torch(seq), from_torch(seq, readout="chain")

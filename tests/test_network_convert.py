@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairspec.models.network import Layer, PLNet, UnsupportedModel, from_onnx, from_torch
+from fairspec.models.network import Layer, PLNet, UnsupportedModel, from_onnx
+from fairspec.models.network_torch import from_torch
 from fairspec.models.network_sklearn import from_sklearn
 
 FAIRIFY = Path("/work/shared/bench/fairify/models")

@@ -8,29 +8,9 @@ against the enumeration of every pair on the runtime."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 200]
-  f1 : int in [0, 50]
-}}
-model m = {model}
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |logit(m(x)) - logit(m(x'))| {op} {eps}
-  mode = find{using}
-}}
-"""
+from pair_specs import first_verdict, pair_spec
 
 
 def _weights(seed: int):
@@ -78,18 +58,14 @@ def _save_torch(folder, dtype: str, seed: int):
     return 'torch("m.pt", score = logit)'
 
 
-def _check(folder, model: str, op: str, eps: str, monkeypatch, solvers: bool, using: str = "",
-           spec: str = SPEC) -> dict:
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
-    (folder / "spec.fair").write_text(spec.format(model=model, op=op, eps=eps,
-                                                  using=f"\n  using {using}" if using else ""))
+def _check(folder, model: str, op: str, eps: str, monkeypatch, solvers: bool, using: str = "", **shape) -> dict:
+    """``shape``: pair_spec's domain / score / mode instead of f0 in [0, 200], f1 in [0, 50], logit, find."""
     if solvers:
         monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")     # the solvers, not the enumeration
     else:
         monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
-    return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
+    text = pair_spec(model, op, eps, **{"f0": 200, "f1": 50, **shape}, tail=f"\n  using {using}" if using else "")
+    return first_verdict(folder, text)
 
 
 def _loaded(folder, name: str):
@@ -313,7 +289,8 @@ def test_composed_layers_of_torch_and_scikit_learn_are_not_their_own():
     torch = pytest.importorskip("torch")
     from sklearn.neural_network import MLPClassifier
 
-    from fairspec.models.network import UnsupportedModel, from_torch
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.models.network_torch import from_torch
     from fairspec.models.network_sklearn import from_sklearn
 
     seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
@@ -392,13 +369,10 @@ def test_a_float64_onnx_probability_is_never_proved_at_a_batch_tie(tmp_path, mon
     `holds (proved)` from the enumeration's one batch; now unknown (as on torch). Away from the tie,
     and on the float32 graph (which scores every batch alike), the enumeration still proves it."""
     pytest.importorskip("onnxruntime")
-    text = SPEC.replace("f0 : int in [0, 200]", "f0 : int in [0, 40]").replace("f1 : int in [0, 50]",
-                                                                              "f1 : int in [0, 10]")
-    text = text.replace("|logit(m(x)) - logit(m(x'))|", "|prob(m(x)) - prob(m(x'))|").replace("mode = find", "")
-
     def verdict(dtype, eps):
         model = _save_onnx(tmp_path, dtype, 0, weights=_blind_weights(), sigmoid=True)
-        p = _check(tmp_path, model, "<=", eps, monkeypatch, solvers=solvers, spec=text)
+        p = _check(tmp_path, model, "<=", eps, monkeypatch, solvers=solvers, f0=40, f1=10, score="prob",
+                   mode=None)
         return p["status"], p["how"]
 
     assert verdict("float64", "0") == ("unknown", None)

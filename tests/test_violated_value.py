@@ -6,31 +6,13 @@ The solvers' path is forced (FAIRSPEC_ENUMERATE_PAIRS=0)."""
 
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from pair_specs import first_verdict, pair_spec
 
-SPEC = """features F {{
-  g : bool  protected
-  f0 : int in [0, 5]
-  f1 : int in [0, 5]
-}}
-model m = torch("m.pt", score = prob)
-encode F for m {{
-  f0 : raw
-  g : raw
-  f1 : raw
-}}
-property p {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure |prob(m(x)) - prob(m(x'))| {op} {eps}
-  mode = {mode}{engine}
-}}
-"""
 
 W, B = (0.375, 0.5, -0.125), -0.25          # dyadic: the logits are exact in float32 and float64
 
@@ -60,13 +42,10 @@ def _sigmoid_net(folder):
 
 def _check(folder, monkeypatch, op, eps, mode="find", engine=""):
     """``engine``: "" (the default), a MILP engine (highs, scip, portfolio), or smt (``using smt``)."""
-    from fairspec.pipeline import check
-    from fairspec.report import to_json
-
     line = "" if not engine else "\n  using smt" if engine == "smt" else f"\n  engine = {engine}"
-    (folder / "spec.fair").write_text(SPEC.format(op=op, eps=repr(eps), mode=mode, engine=line))
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    return json.loads(to_json(check(folder / "spec.fair")))["properties"][0]
+    return first_verdict(folder, pair_spec('torch("m.pt", score = prob)', op, repr(eps), f0=5, f1=5, score="prob",
+                                           mode=mode, tail=line))
 
 
 def _replayed(v) -> float:

@@ -1,5 +1,5 @@
 """How far a float16 runtime may lie from the network read from it: the tolerance of
-the network reader's agreement check on a float16 torch module (``models.network.from_torch``).
+the network reader's agreement check on a float16 torch module (``models.network_torch.from_torch``).
 
 The reader runs the module on a few inputs and compares its outputs with the converted network's
 float64 forward pass; a module whose forward() does not apply its children in order disagrees. In

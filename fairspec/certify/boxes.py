@@ -139,6 +139,14 @@ def _rowdot3(a, v):
     return y, up(up(_factor(m + 1) * up(T + neta)) + neta)
 
 
+def _relu_between(layers) -> None:
+    """These bounds read a network with a ReLU after every layer but the last (its output): a layer
+    without one before the end (a runtime chain of linear layers, models.network._Chain.own) would be
+    read as the output, its bounds those of the wrong values; ValueError instead."""
+    if any(not relu for _, _, relu in list(layers)[:-1]):
+        raise ValueError("a layer without a ReLU inside the network: the box bounds read it as the output")
+
+
 def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
     """``(out_lo, out_hi, influence)``: rigorous bounds of every output of the exact network
     ``layers`` (``[(W, b, relu), ...]``) over each box ``[LO[k], HI[k]]`` (arrays (N, n)): outward
@@ -159,6 +167,7 @@ def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
     bounds = []
     hlo, hhi = LO.T, HI.T
     infl = np.zeros((N, n))
+    _relu_between(layers)
     for k, (W, b, relu) in enumerate(layers):
         plo, phi = interval_matmul(W, b, hlo, hhi)
         plo, phi = plo.T, phi.T
@@ -217,6 +226,7 @@ def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
     1-Lipschitz); always within ``[relu(l_b) - relu(u_a), relu(u_b) - relu(l_a)]``, and ``dp`` within
     ``[l_b - u_a, u_b - l_a]``. Every product and difference rounded outward."""
     hl, hh = np.asarray(dlo, dtype=np.float64), np.asarray(dhi, dtype=np.float64)
+    _relu_between(layers)
     for j, (W, b, relu) in enumerate(layers):
         zl, zh = interval_matmul(W, np.zeros_like(b), hl.T, hh.T)
         (la, ua), (lb, ub) = bounds_a[j], bounds_b[j]

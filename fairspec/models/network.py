@@ -13,10 +13,10 @@ Converters
 * :func:`from_onnx` — Gemm (transA/transB/alpha/beta), MatMul, Add/Sub with a constant, Mul/Div by
   a constant, Relu, Identity, Dropout, Flatten, Transpose (2-D), and a final Sigmoid or Softmax.
   Weights are read with ``onnx.numpy_helper`` and kept in float64.
-* :func:`from_torch` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` / ``Identity`` / ``Flatten`` /
-  ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by walking ``named_children``.
-  A module whose children are not applied in order is caught by comparing the converted net with
-  the module (its declared output) on random inputs.
+* ``fairspec.models.network_torch.from_torch`` — ``nn.Sequential`` / ``nn.Linear`` / ``nn.ReLU`` /
+  ``Identity`` / ``Flatten`` / ``Dropout`` and a final ``Sigmoid``/``Softmax``; TorchScript modules by
+  walking ``named_children``. A module whose children are not applied in order is caught by comparing
+  the converted net with the module (its declared output) on random inputs.
 * ``fairspec.models.network_sklearn.from_sklearn`` — ``MLPClassifier``, ``MLPRegressor`` (relu or
   identity hidden layers) and ``LogisticRegression``.
 
@@ -38,7 +38,7 @@ import numpy as np
 from fairspec.models.peek_onnx import PL_ONNX_OPS
 from fairspec.models.base import UnsupportedModel  # noqa: F401 - raised here, imported from here by many
 
-__all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "from_torch", "sigmoid", "random_net"]
+__all__ = ["Layer", "PLNet", "UnsupportedModel", "from_onnx", "sigmoid", "random_net"]
 
 FINALS = ("none", "sigmoid", "softmax")
 
@@ -646,145 +646,6 @@ def _broadcast_vec(c: np.ndarray, width: int, rows: bool, op: str, nname: str) -
     if not rows and c.shape == (width, 1):
         return c.reshape(-1).astype(np.float64)
     raise UnsupportedModel(op, nname, f"constant of shape {c.shape} does not broadcast per unit")
-
-
-# ---------------------------------------------------------------------------------------------
-# torch
-# ---------------------------------------------------------------------------------------------
-
-_TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
-
-
-def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None) -> PLNet:
-    """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
-
-    Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
-    net is compared with the module on 64 random inputs (float16: within certify's error bound); a mismatch
-    (a forward() that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the
-    declared element of what forward() returns (float64), which the net must match; else one tensor.
-    """
-    import torch
-
-    leaves: list[tuple[str, Any]] = []
-
-    def walk(m, prefix):
-        children = list(m.named_children())
-        if not children:
-            leaves.append((prefix or type(m).__name__, m))
-            return
-        own = [n for n, _ in m.named_parameters(recurse=False)]
-        if own:
-            raise UnsupportedModel(_torch_type(m), prefix or "module",
-                                   f"module has its own parameters {own} besides its children")
-        for n, c in children:
-            walk(c, f"{prefix}.{n}" if prefix else n)
-
-    walk(module, "")
-    ch = _Chain(None)
-    final = "none"
-    for pos, (name, m) in enumerate(leaves):
-        t = _torch_type(m)
-        is_last = pos == len(leaves) - 1
-        if final != "none":
-            raise UnsupportedModel(t, name, f"{t} after the final {final} is not supported")
-        if t in _TORCH_SKIP:
-            continue
-        if t == "Linear":
-            W = m.weight.detach().cpu().double().numpy()
-            b = m.bias.detach().cpu().double().numpy() if getattr(m, "bias", None) is not None else np.zeros(W.shape[0])
-            if ch.width is not None and W.shape[1] != ch.width:
-                raise UnsupportedModel(t, name, f"Linear of input width {W.shape[1]} after width {ch.width} "
-                                                f"(the children do not chain in declaration order)")
-            ch.affine(W, b, "matmul")
-            continue
-        if t == "ReLU":
-            ch.relu()
-            continue
-        if t == "Sigmoid" and is_last:
-            final = "sigmoid"
-            continue
-        if t in ("Softmax",) and is_last:
-            dim = getattr(m, "dim", None)
-            if dim not in (None, 1, -1):
-                raise UnsupportedModel(t, name, f"Softmax over dim {dim} is not over the classes")
-            final = "softmax"
-            continue
-        if t in ("Sigmoid", "Softmax"):
-            raise UnsupportedModel(t, name, f"{t} is only supported as the final module")
-        raise UnsupportedModel(t, name, f"module {t} is not piecewise-linear or not supported "
-                                        f"(supported: Linear, ReLU, Identity, Dropout, Flatten, and a final "
-                                        f"Sigmoid or Softmax)")
-    layers = ch.finish()
-    source = f"torch {type(module).__name__}"
-    if verify:
-        full = PLNet(tuple(layers), 0, final if final != "softmax" or layers[-1].n_out > 1 else "none", source)
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(64, full.n_inputs)) * 3.0
-        was_training = module.training
-        module.eval()
-        try:
-            with torch.no_grad():
-                out = module(torch.as_tensor(X, dtype=_torch_dtype(module)))
-        finally:
-            if was_training:
-                module.train()
-        if pick is None and not isinstance(out, torch.Tensor):
-            raise UnsupportedModel(type(module).__name__, "forward", "forward() returns several outputs, not one tensor")
-        out = np.asarray(pick(out) if pick else out.detach().cpu().double().numpy(), dtype=np.float64)
-        if out.ndim == 1:
-            out = out[:, None]
-        if not _checked_in_float16(module, ch.own, X, final, out):
-            Z = full.forward_all(X)
-            if final == "sigmoid":
-                Z = sigmoid(Z)
-            elif final == "softmax":
-                Z = np.exp(Z - Z.max(axis=1, keepdims=True))
-                Z = Z / Z.sum(axis=1, keepdims=True)
-            if Z.shape != out.shape or not np.allclose(Z, out, rtol=1e-4, atol=1e-4):
-                raise UnsupportedModel(type(module).__name__, "forward", "the module's forward() does not apply "
-                                       "its children in order (converted network disagrees with the module)")
-    if isinstance(readout, str) and readout == "chain":   # one layer per rounding of the runtime
-        return ch.runtime_chain(final, source, type(module).__name__)
-    if isinstance(readout, str) and readout in ("raw", "folded"):   # every column (raw: the runtime's own)
-        if ch.foreign and readout == "raw":
-            raise UnsupportedModel(type(module).__name__, "layers", ch.foreign)
-        return PLNet(tuple(layers), 0, final, source)
-    if readout is not None:
-        return apply_readout(PLNet(tuple(layers), 0, final, source), readout)
-    return _make_net(layers, index, final, source, "output")
-
-
-def _torch_type(m) -> str:
-    name = getattr(m, "original_name", None)     # scripted modules keep their Python class name
-    return name or type(m).__name__
-
-
-def _checked_in_float16(module, own, X, final, out) -> bool:
-    """A float16 module's agreement check, within certify's float16 error bound at each point (its
-    rounding is of the order of a fixed tolerance): True when it passes; False for other modules."""
-    import torch
-
-    from fairspec.certify.agreement import float16_disagreement
-
-    if {p.dtype for p in module.parameters() if p.is_floating_point()} != {torch.float16}:
-        return False
-    try:
-        why = float16_disagreement(own, X, final, out)
-    except ValueError as exc:
-        raise UnsupportedModel(type(module).__name__, "parameters", "the float16 error model does not hold on "
-                               f"the reader's check inputs ({exc})") from None
-    if why:
-        raise UnsupportedModel(type(module).__name__, "forward", "the module's forward() does not apply its "
-                               f"children in order ({why})")
-    return True
-
-
-def _torch_dtype(module):
-    import torch
-
-    for p in module.parameters():
-        return p.dtype
-    return torch.float32
 
 
 def random_net(seed: int, n_inputs: int, hidden: Sequence[int], final: str = "sigmoid",

@@ -158,11 +158,11 @@ class TorchModel(LoadedModel):
         return self._from_torch(readout=self.readout)
 
     def _from_torch(self, readout):
-        from fairspec.models import network
         from fairspec.models.base import UnsupportedModel
+        from fairspec.models.network_torch import from_torch
 
         try:
-            return network.from_torch(self.raw, readout=readout, pick=self._tensor)
+            return from_torch(self.raw, readout=readout, pick=self._tensor)
         except UnsupportedModel as exc:
             half = [p for p in ("float16", "bfloat16") if p in self.precision.replace("(", " ").replace(",", " ").split()]
             if exc.node_name != "forward" or not half or self.precision == "float16":
