@@ -9,8 +9,11 @@ with a Sigmoid head whose float64 largest ``|p - p'|`` lies above onnxruntime's 
 truth by brute force over the integer domain, the solvers' path forced (FAIRSPEC_ENUMERATE_PAIRS=0).
 Deterministic without a time-out: ``eps = 0.9`` gives a certified ``holds`` (whose lower end was the
 float64 value, and its ``details.maximum`` said "proved"); ``eps`` between the runtime's largest and
-the float64 one gives ``unknown`` (the solver's best pair breaks eps in float64, not on the runtime;
-the one-hot block keeps the refinement at a tie out), whose lower end was the float64 value too."""
+the float64 one: the solver's best pair breaks eps in float64, not on the runtime -- a tie, which the
+refinement over the whole domain decides (``holds``, proved on the runtime: its interval's upper end
+the threshold, the lower end the best pair replayed). That case was ``unknown`` while the refinement
+refused the unprotected one-hot block ``c`` (tests/test_tie_unprotected_onehot.py), and before that its
+lower end was the float64 value too."""
 
 from __future__ import annotations
 
@@ -93,7 +96,7 @@ def test_the_interval_holds_the_runtimes_maximum(tmp_path, monkeypatch, seed, at
     eps = 0.9 if at == "holds" else (top + real) / 2
     v = _check(tmp_path, monkeypatch, eps)
     assert v["details"]["engine"] != "enumeration", v
-    assert v["status"] == ("holds" if at == "holds" else "unknown"), v
+    assert v["status"] == "holds" and v["how"] == "proved", v
     bound = v.get("bound")
     assert bound is not None, v                    # the runtime replays the best pair; certify bounds it
     lo, hi = bound

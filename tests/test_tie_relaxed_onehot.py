@@ -264,10 +264,12 @@ def test_the_shares_refinement_still_takes_no_relaxed_input():
 
 
 def test_what_the_decision_pass_still_refuses_says_why():
-    """A relaxed input with too many values (or real-valued) and a one-hot group outside the protected
-    inputs stay undecided, each with its own reason (the tie fallback reports it)."""
+    """A relaxed input with too many values (or real-valued), and a one-hot group outside the protected
+    inputs with too many categories (each is a case: tests/test_tie_unprotected_onehot.py), stay
+    undecided, each with its own reason (the tie fallback reports it); a small such group is decided."""
     from fairspec.backends.pair import PairProblem
     from fairspec.backends.refine import decide_partitions
+    from fairspec.models.network import random_net
     from conftest import protected_weight_net
 
     net = protected_weight_net(1, 1.0, True, False, name="refused")
@@ -277,8 +279,12 @@ def test_what_the_decision_pass_still_refuses_says_why():
                        relaxed=((2, 1.0),), post="logit", eps=1.0)
     grouped = PairProblem(net, lo=[0, 0, 0, 0], hi=[5, 1, 1, 1], integer=[True] * 4, onehot_groups=((1, 2),),
                           free=(3,), post="logit", eps=1.0)
+    many = PairProblem(random_net(1, 41, (3,)), lo=[0] * 41, hi=[1] * 41, integer=[True] * 41,
+                       onehot_groups=(tuple(range(40)),), free=(40,), post="logit", eps=1.0)
     for p, why in ((wide, "relaxed inputs are not all integral with at most 16 values"),
                    (real, "relaxed inputs are not all integral"),
-                   (grouped, "one-hot groups only among the protected inputs")):
+                   (many, "categories of the unprotected one-hot groups make too many cases")):
         (d,) = decide_partitions(p, [(p.lo, p.hi)], seconds=60.0, max_boxes=64)
         assert d.status == "open" and why in d.reason, d.reason
+    (d,) = decide_partitions(grouped, [(grouped.lo, grouped.hi)], seconds=60.0, max_boxes=4096)
+    assert d.status in ("fair", "unfair"), d.reason

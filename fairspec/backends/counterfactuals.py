@@ -21,8 +21,8 @@ import itertools
 
 import numpy as np
 
-__all__ = ["protected_cases_of", "counterfactuals", "individual_of", "runtime_scorer", "box_points", "case_points",
-           "case_scores", "batch_scores", "compared_scores", "RELAXED_VALUES"]
+__all__ = ["protected_cases_of", "counterfactuals", "tied_groups", "individual_of", "runtime_scorer", "box_points",
+           "case_points", "case_scores", "batch_scores", "compared_scores", "RELAXED_VALUES"]
 
 
 def protected_cases_of(problem):
@@ -41,17 +41,33 @@ def protected_cases_of(problem):
 RELAXED_VALUES = 16
 
 
-def counterfactuals(problem):
+def tied_groups(problem) -> list:
+    """The one-hot groups with no protected member (each individual takes one category, and a pair's
+    two copies share it)."""
+    free = set(problem.free)
+    return [tuple(int(i) for i in g) for g in problem.onehot_groups if not free.intersection(g)]
+
+
+def counterfactuals(problem, tie_groups: bool = False):
     """``(cases, pairs)``: every assignment of the inputs a pair's two copies need not share -- the
     protected ones (:func:`protected_cases_of`) and the relaxed ones (each integer value of the domain) -- and the
     ordered ``(a, b)`` the pre-condition admits (differ where ``must_differ`` demands, every relaxed
     input within its tolerance). An individual is then the tied inputs only, so a pair never leaves it.
+    ``tie_groups``: each unprotected one-hot group (:func:`tied_groups`) is one more integer-valued input
+    of the cases, its values its categories (a member whose range reaches 1), which a pair's two cases
+    share (an individual is then the other tied inputs: :func:`individual_of` with ``tie_groups``).
     None when they are not all small and integral (or more than ``MAX_CASES``)."""
     from fairspec.backends.quantify import MAX_CASES
 
     cases = protected_cases_of(problem)
     if cases is None:
         return None
+    tied = tied_groups(problem) if tie_groups else []
+    for g in tied:
+        cats = [{j: (1.0 if j == i else 0.0) for j in g} for i in g if problem.hi[i] >= 1]
+        cases = [{**c, **d} for c in cases for d in cats]
+        if len(cases) > MAX_CASES:
+            return None
     for i, _ in problem.relaxed:
         if not problem.integer[i] or problem.hi[i] - problem.lo[i] >= RELAXED_VALUES:
             return None
@@ -62,15 +78,19 @@ def counterfactuals(problem):
     must, tol = set(problem.must_differ), problem.relaxed
     pairs = [(a, b) for a in range(len(cases)) for b in range(len(cases))
              if a != b and any(cases[a].get(i) != cases[b].get(i) for i in must)
-             and all(abs(cases[a][i] - cases[b][i]) <= t for i, t in tol)]
+             and all(abs(cases[a][i] - cases[b][i]) <= t for i, t in tol)
+             and all(cases[a][i] == cases[b][i] for g in tied for i in g)]
     return cases, pairs
 
 
-def individual_of(problem) -> tuple[int, ...]:
-    """The inputs of an individual here: the tied ones (neither protected nor relaxed)."""
+def individual_of(problem, tie_groups: bool = False) -> tuple[int, ...]:
+    """The inputs of an individual here: the tied ones (neither protected nor relaxed; with
+    ``tie_groups`` not of an unprotected one-hot group either: those are the cases')."""
     from fairspec.backends.quantify import individual_inputs
 
     rel = {i for i, _ in problem.relaxed}
+    if tie_groups:
+        rel |= {i for g in tied_groups(problem) for i in g}
     return tuple(i for i in individual_inputs(problem) if i not in rel)
 
 
@@ -90,12 +110,13 @@ def runtime_scorer(problem):
 
 
 def box_points(problem, lo, hi, inputs):
-    """Every individual of an integral box (one-hot groups: each allowed category), as rows over all inputs."""
+    """Every individual of an integral box (one-hot groups among ``inputs``: each allowed category), as
+    rows over all inputs."""
     free = set(problem.free)
     grouped = {i for g in problem.onehot_groups for i in g}
     axes = []
     for g in problem.onehot_groups:
-        if free.intersection(g):
+        if free.intersection(g) or not set(g) <= set(inputs):
             continue
         forced = [i for i in g if lo[i] >= 1]
         allowed = forced if forced else [i for i in g if hi[i] >= 1]

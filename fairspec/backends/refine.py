@@ -38,7 +38,9 @@ list of protected values (one-hot groups, or integer inputs with at most 16 valu
 (:func:`decide_partitions`) takes relaxed inputs too, small integral ones: their values join the
 protected ones as counterfactual cases
 (:func:`fairspec.backends.counterfactuals.counterfactuals`, the pairs within the tolerance), an
-individual being the tied inputs only, so every pair the property admits is one of an individual's.
+individual being the tied inputs only, so every pair the property admits is one of an individual's;
+and a one-hot group outside the protected inputs likewise (``tie_groups``: its categories are cases, a
+pair's two in the same one).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairspec.backends.counterfactuals import (RELAXED_VALUES, batch_scores, box_points, counterfactuals,
-                                               individual_of, protected_cases_of, runtime_scorer)
+                                               individual_of, protected_cases_of, runtime_scorer, tied_groups)
 
 __all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision"]
 
@@ -121,11 +123,11 @@ def _split(problem, lo, hi, infl, dims):
     return halve(problem, lo, hi, dims[int(np.argmax(score))])
 
 
-def _split_group(problem, lo, hi):
+def _split_group(problem, lo, hi, inputs):
     """Halve the allowed categories of a one-hot group of the individual (None if none has two)."""
     free = set(problem.free)
     for g in problem.onehot_groups:
-        if free.intersection(g) or any(lo[i] >= 1 for i in g):
+        if free.intersection(g) or not set(g) <= set(inputs) or any(lo[i] >= 1 for i in g):
             continue
         allowed = [i for i in g if hi[i] >= 1]
         if len(allowed) > 1:
@@ -172,7 +174,13 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
         return out
     rt = runtime_of(problem)
     split = split and rt.readout[0] != "argmax"     # the split's plans and certify's check read one logit or margin
-    cases, pairs = counterfactuals(problem)
+    # the decision pass: an unprotected one-hot group is one more tied input of the cases (its categories)
+    tie = track is not None
+    cf = counterfactuals(problem, tie_groups=tie)
+    if cf is None:
+        out.reason = "the protected values and the categories of the unprotected one-hot groups make too many cases"
+        return out
+    cases, pairs = cf
     if not pairs:
         out.reason = "no two protected values differ where the pre-condition demands"
         return out
@@ -181,7 +189,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     except (ValueError, TypeError, AttributeError, ArithmeticError) as e:
         out.reason = f"no runtime error bound: {e}"
         return out
-    inputs = individual_of(problem)
+    inputs = individual_of(problem, tie_groups=tie)
     grouped = {i for g in problem.onehot_groups for i in g}
     dims = [i for i in inputs if i not in grouped]
     integral = _kind(problem) == INTEGER_POINTS
@@ -196,9 +204,13 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
     # the relaxed inputs span the domain in every box (never split: their values are the cases'): their
     # values' count, which quantify.measure multiplies in, is divided out
     per = int(np.prod([problem.hi[i] - problem.lo[i] + 1 for i, _ in problem.relaxed]))
+    tied = tied_groups(problem) if tie else []
 
     def push(k, lo, hi):
-        m = measure(problem, lo, hi) // per
+        # so are a tied one-hot group's categories (quantify.measure counts them: its factor divided out)
+        cats = [sum(1 for i in g if hi[i] >= 1) if not any(lo[i] >= 1 for i in g)
+                else int(sum(1 for i in g if lo[i] >= 1) == 1) for g in tied]
+        m = measure(problem, lo, hi) // per // int(np.prod(cats)) if all(cats) else 0
         if m:
             heapq.heappush(heap, (-float(m), next(seq), k, lo, hi, m))
 
@@ -372,7 +384,7 @@ def _refine(problem, parts, results, *, seconds, max_boxes, batch, enum_points, 
             k, lo, hi, m = big[j][2], big[j][3], big[j][4], big[j][5]
             halves = _split(problem, lo, hi, dec.influence[j], dims) if dims else None
             if halves is None:
-                halves = _split_group(problem, lo, hi)
+                halves = _split_group(problem, lo, hi, inputs)
             if halves is None:
                 st["left"] += 1                 # a single individual the bounds left, not enumerable
                 continue
@@ -574,21 +586,22 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
       integer point in exactly one) and that each is covered by its batch's Proof, and mints one Proof;
     * otherwise open (the budget ended first, or a check refused).
 
-    Integer inputs only, one-hot groups only among the protected ones, relaxed inputs only as
-    :func:`counterfactuals` takes them, and an enumerable runtime."""
+    Integer inputs only, relaxed inputs only as :func:`counterfactuals` takes them, and an enumerable
+    runtime. An unprotected one-hot group is a tied input of the cases (``counterfactuals(tie_groups=True)``):
+    each category a case, a pair's two cases in one category; the tiles span the group, and certify checks
+    the recorded cases hold every category."""
     from fairspec.backends.quantify import INTEGER_POINTS, _kind
     from fairspec.certify.partitions import problem_scope
     from fairspec.certify.tiling import prove_tiled_many
 
     parts = [(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)) for lo, hi in parts]
     why = refinable(problem, relaxed=True)
-    free = set(problem.free)
     if not why and (_kind(problem) != INTEGER_POINTS or not np.all(problem.integer)):
         why = "the decision by refinement needs integer inputs"
-    if not why and any(not free.intersection(g) for g in problem.onehot_groups):
-        # a one-hot group of the individual: its tiles' lattice points are not its categories (tiling counts
-        # 2**k corners of a group of k); a protected group's categories are the cases
-        why = "the decision by refinement takes one-hot groups only among the protected inputs"
+    if not why and counterfactuals(problem, tie_groups=True) is None:
+        # an unprotected one-hot group is a tied input of the cases (a group of the individual: its tiles'
+        # lattice points are not its categories, tiling counts 2**k corners of a group of k)
+        why = "the protected values and the categories of the unprotected one-hot groups make too many cases"
     if not why and runtime_scorer(problem) is None:
         why = "the runtime cannot be evaluated here for the enumeration"
     if why:
@@ -603,7 +616,7 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
     if ref.reason:
         return [PartDecision("open", reason=ref.reason) for _ in parts]
     track._scan(ref)
-    cases, pairs = counterfactuals(problem)
+    cases, pairs = counterfactuals(problem, tie_groups=True)
     waiting = {it[0] for it in ref.undecided}
     unsure = set()
     groups: dict = {}
@@ -628,7 +641,8 @@ def decide_partitions(problem, parts, *, seconds: float, max_boxes: int | None =
             continue
         tiled[k] = (lo, hi, [(np.stack(L), np.stack(H), p) for p, L, H in groups[k].values()])
     proofs = dict(zip(tiled, prove_tiled_many(list(tiled.values()), problem.integer, claim=claim,
-                                              individual=individual_of(problem), pair=problem_scope(problem))))
+                                              individual=individual_of(problem, tie_groups=True),
+                                              pair=problem_scope(problem))))
     for k, (lo, hi) in enumerate(parts):
         if k in track.unfair:
             pr = track.pair(k, cases, pairs)

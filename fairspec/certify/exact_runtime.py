@@ -48,12 +48,13 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
     layer's pre-activations are computed exactly in any order, and the exact outputs of the last
     layer (meaningful where ``ok``). ``layers``: ``[(W, b, relu), ...]`` holding the runtime's numbers.
 
-    float32: a product ``w h`` of a float32 weight and an input of a point still exact (at most 24
-    significant bits each) is exact in float64, and its lowest set bit is ``low(w) + low(h)`` (odd
-    significands multiply to an odd one), so ``q`` is a min-plus product of the two tables of lowest
-    bits; ``sum |w h| + |b|`` and the pre-activations are matrix products (the sum within a relative
-    ``(n + 1) 2**-52`` of the exact one, covered by the margin; the pre-activations exact wherever the
-    partial sums fit). Rows already not exact may compute anything: they stay not exact."""
+    float32 and float16: a product ``w h`` of a weight and an input of a point still exact (at most
+    24 significant bits each, 11 in float16) is exact in float64, and its lowest set bit is
+    ``low(w) + low(h)`` (odd significands multiply to an odd one), so ``q`` is a min-plus product of
+    the two tables of lowest bits; ``sum |w h| + |b|`` and the pre-activations are matrix products
+    (the sum raised above its relative ``(n + 1) 2**-52`` rounding in any order; the pre-activations
+    exact wherever the partial sums fit, in float16 also above its subnormal grid and below 65504).
+    Rows already not exact may compute anything: they stay not exact."""
     from fairspec.certify.chains import as_layers
 
     layers = as_layers(layers)

@@ -49,11 +49,10 @@ from typing import Sequence
 import numpy as np
 
 from fairspec.certify.argmax import _exact_diff, argmax_class_score, argmax_layers, prove_class_stable
-from fairspec.certify.chains import as_layers
-from fairspec.certify.chains import runtime_blocks
+from fairspec.certify.chains import as_layers, runtime_blocks
 from fairspec.certify.half import ETA16, EXACT_INTEGERS, SIGMOID_ABS_ERROR16, U16, check_range, layer_rounding
-from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, _factor, float_up, gamma, interval_matmul,
-                                       matmul_with_error, sum_with_error, up, down)
+from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, float_up, gamma, interval_matmul, matmul_with_error,
+                                       sum_with_error, up, down)
 
 __all__ = ["rigorous_ibp", "symbolic_bounds", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding",
            "encoding_from_ir", "precision_refusal", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers",

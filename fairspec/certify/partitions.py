@@ -41,7 +41,7 @@ that make it "the whole property restricted to its box":
   a class readout ``("argmax", c)`` read class c from the runtime's K outputs itself and names it:
   :func:`fairspec.certify.enumerate.class_scores_of`; an enumeration naming no class is refused), and
   its counterfactuals (``"_relation"``: the cases each group assigned the protected and relaxed
-  inputs, the pairs of cases it compared) holding every pair the property admits (:func:`_relation_ok`,
+  inputs and the unprotected one-hot groups' categories, the pairs of cases it compared) holding every pair the property admits (:func:`_relation_ok`,
   listed from the whole property's record and the domain: required when there are relaxed inputs,
   checked whenever recorded). An individual of a tile is its tied inputs; its pairs are the cases', so
   "every individual of the box, under every admitted pair of cases" is every pair of the box.
@@ -170,7 +170,10 @@ def _relation_ok(rel, scope: dict, lo, hi) -> bool:
     pair question alone: every protected one-hot group's categories (a member whose range reaches 1),
     every integer value of a protected or relaxed input (a real-valued one that is not a single point:
     no finite list, refused); a pair differs on some input of ``must_differ`` and each relaxed input
-    lies within its tolerance (as recorded, exactly). Comparing more pairs than these proves no less."""
+    lies within its tolerance (as recorded, exactly). An unprotected one-hot group the cases assign
+    (the decision pass's tied categories, ``counterfactuals(tie_groups=True)``): every one of its
+    categories (a member whose range reaches 1), a pair's two cases in the same one. Comparing more
+    pairs than these proves no less."""
     import itertools
 
     try:
@@ -178,10 +181,13 @@ def _relation_ok(rel, scope: dict, lo, hi) -> bool:
         free, must = [int(i) for i in scope["free"]], {int(i) for i in scope["must_differ"]}
         tol = {int(i): Fraction(float(t)) for i, t in scope["relaxed"]}
         grouped = {int(i) for g in scope["onehot_groups"] for i in g}
-        units = []
+        assigned = {int(i) for i, _ in cases[0]} if cases else set()
+        units, tie = [], set()
         for g in scope["onehot_groups"]:
-            if set(g) & set(free):
+            if set(g) & set(free) or set(g) <= assigned:
                 units.append([tuple((int(i), 1.0 if i == j else 0.0) for i in g) for j in g if hi[int(j)] >= 1])
+                if not set(g) & set(free):
+                    tie |= {int(i) for i in g}          # a tied group: x and x' in one category
         for i in sorted(set(free) - grouped) + sorted(tol):
             if scope["integer"][i]:
                 vals = range(math.ceil(lo[i]), math.floor(hi[i]) + 1)
@@ -201,7 +207,8 @@ def _relation_ok(rel, scope: dict, lo, hi) -> bool:
             return False                # a case assigns other inputs than the protected and relaxed ones
         for a, b in itertools.product(need, need):
             if not any(a[i] != b[i] for i in must) or any(abs(Fraction(a[i]) - Fraction(b[i])) > t
-                                                          for i, t in tol.items()):
+                                                          for i, t in tol.items()) \
+                    or any(a[i] != b[i] for i in tie):
                 continue
             if (tuple(sorted(a.items())), tuple(sorted(b.items()))) not in have:
                 return False

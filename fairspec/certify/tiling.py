@@ -9,7 +9,8 @@ certify Proof that decided it. It checks, itself:
   (``detail["side"] == "fair"``), whose list of boxes (``detail["_boxes"]``, kept when asked for)
   holds the tile; or an ``enumeration`` Proof of :func:`fairspec.certify.enumerate.count_individuals`
   whose boxes (``detail["_boxes"]``) are exactly the group's tiles, whose count of individuals is
-  the tiles' number of integer points, and which counted every one of them fair (none unfair);
+  the tiles' number of integer points over the inputs of an individual (every input its recorded
+  cases do not assign among them), and which counted every one of them fair (none unfair);
 * **the tiles tile the box**: every tile lies inside it, and every integer point of the box lies
   in exactly one tile. Checked by rebuilding a guillotine tree: a region is a leaf when exactly one
   tile is that region; otherwise it must be cut along some input at a value no tile straddles
@@ -183,6 +184,9 @@ def _prove_tiled(lo, hi, integer, groups, claim, individual, memo, pair=None) ->
                 return None
             pts = sum(_points(GL[:, ind], GH[:, ind]))
             d = pr.detail
+            rel = d["record"].get("_relation") if isinstance(d.get("record"), dict) else None
+            if rel is not None and rel[0] and not set(range(lo.shape[0])) - {int(i) for i, _ in rel[0][0]} <= set(ind):
+                return None             # an input neither the cases' nor the individual's: not enumerated
             if d.get("unit") != "individuals" or d.get("count") != pts or d.get("fair") != pts or d.get("unfair") != 0:
                 return None
             enumerated += pts
