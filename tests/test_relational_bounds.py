@@ -185,20 +185,3 @@ def test_first_decision_pass_decides_before_any_solve(monkeypatch):
             assert not bad
         elif st == "violated":
             assert bad
-
-
-def test_a_linear_layer_inside_the_network_is_refused_not_read_as_the_output():
-    """A runtime chain of linear layers (Linear -> Linear -> ReLU -> Linear: a layer without a ReLU
-    before the end) was read up to its first such layer: box_bounds gave that layer's bounds ([0, 3]
-    for each of 6 units) as the output's (truly [0, 9]), the score a box decision reads. Now a
-    ValueError, as relational_bounds."""
-    L = [(np.ones((6, 3)), np.zeros(6), False), (0.5 * np.eye(6), np.zeros(6), True),
-         (np.ones((1, 6)), np.zeros(1), False)]
-    lo, hi = np.zeros((1, 3)), np.ones((1, 3))
-    with pytest.raises(ValueError, match="without a ReLU inside"):
-        box_bounds(L, lo, hi)
-    with pytest.raises(ValueError, match="without a ReLU inside"):
-        relational_bounds(L, [(lo, hi)] * 3, [(lo, hi)] * 3, np.zeros((1, 3)), np.zeros((1, 3)))
-    folded = [(0.5 * np.ones((6, 3)), np.zeros(6), True), L[2]]
-    plo, phi, _ = box_bounds(folded, lo, hi)
-    assert plo.shape == (1, 1) and phi[0, 0] >= 9.0

@@ -74,7 +74,9 @@ def _backsub(layers, bounds, k, rows, LO, HI):
     layer k, by back-substitution (CROWN / DeepPoly): every ReLU below replaced by a linear function
     that bounds it on its interval ``bounds[j]`` from the side the coefficient needs (a lower line
     ``lambda p`` with lambda 0 or 1, an upper line ``s (p - l)`` with ``s >= u / (u - l)``), every
-    float product's error moved into the constant. Also the input coefficients (N, r, n)."""
+    float product's error moved into the constant. A layer without a ReLU below (a linear layer inside
+    a runtime chain) passes its coefficients on unchanged: ``h = p`` there. Also the input
+    coefficients (N, r, n)."""
     N = LO.shape[0]
     W, b, _ = layers[k]
     a = np.broadcast_to(rows, (N,) + rows.shape)             # (N, r, m_k): coefficients on p_k
@@ -84,11 +86,19 @@ def _backsub(layers, bounds, k, rows, LO, HI):
         # a . p_j = (a W_j) . h_{j-1} + a . b_j, the products with their rounding errors
         beta, eb = _mm_right(a, W)                            # (N, r, m_{j-1}) and its error bound
         cb, ecb = _rowdot(a, b)                               # (N, r)
-        hmax = np.abs(np.maximum(np.abs(LO), np.abs(HI))) if j == 0 else np.maximum(bounds[j - 1][1], 0.0)
+        if j == 0:
+            hmax = np.abs(np.maximum(np.abs(LO), np.abs(HI)))
+        elif layers[j - 1][2]:
+            hmax = np.maximum(bounds[j - 1][1], 0.0)          # h = relu(p) in [0, max(u, 0)]
+        else:
+            hmax = np.maximum(np.abs(bounds[j - 1][0]), np.abs(bounds[j - 1][1]))     # h = p in [l, u]
         slack, es = _rowdot(eb, hmax)                         # sum_i err_i |h_i|
         const = down(down(down(const + down(cb - ecb)) - up(slack + es)))
         if j == 0:
             return down(_lower_over_box(beta, const, LO, HI)), beta
+        if not layers[j - 1][2]:
+            a = beta                                          # a linear layer: beta . h_{j-1} = beta . p_{j-1}
+            continue
         l, u = bounds[j - 1]                                  # (N, m): h_{j-1} = relu(p_{j-1})
         l3, u3 = l[:, None, :], u[:, None, :]
         active = l3 >= 0
@@ -139,12 +149,14 @@ def _rowdot3(a, v):
     return y, up(up(_factor(m + 1) * up(T + neta)) + neta)
 
 
-def _relu_between(layers) -> None:
-    """These bounds read a network with a ReLU after every layer but the last (its output): a layer
-    without one before the end (a runtime chain of linear layers, models.network._Chain.own) would be
-    read as the output, its bounds those of the wrong values; ValueError instead."""
-    if any(not relu for _, _, relu in list(layers)[:-1]):
-        raise ValueError("a layer without a ReLU inside the network: the box bounds read it as the output")
+def _last(layers) -> int:
+    """The index of the output layer (the last); ValueError when it has a ReLU. A layer without a ReLU
+    before it (a runtime chain of linear layers, models.network._Chain.own) is a layer like any other,
+    its values passed on unclipped."""
+    layers = list(layers)
+    if not layers or layers[-1][2]:
+        raise ValueError("the box bounds read a network's last layer as its output: it must have no ReLU")
+    return len(layers) - 1
 
 
 def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
@@ -160,14 +172,16 @@ def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
     what :func:`decide_boxes` cuts a box with.
 
     ``keep``: a list that gets every layer's pre-activation bounds ``(plo, phi)`` (arrays (N, m_k),
-    after the intersection), what :func:`relational_bounds` propagates a difference through."""
+    after the intersection), what :func:`relational_bounds` propagates a difference through.
+
+    The output is the last layer; a layer without a ReLU before it passes its interval on unclipped."""
     LO = np.asarray(LO, dtype=np.float64)
     HI = np.asarray(HI, dtype=np.float64)
     N, n = LO.shape
     bounds = []
     hlo, hhi = LO.T, HI.T
     infl = np.zeros((N, n))
-    _relu_between(layers)
+    last = _last(layers)
     for k, (W, b, relu) in enumerate(layers):
         plo, phi = interval_matmul(W, b, hlo, hhi)
         plo, phi = plo.T, phi.T
@@ -175,13 +189,13 @@ def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
             m = W.shape[0]
             rows = np.concatenate([np.eye(m), -np.eye(m)])
             low, beta = _backsub(layers, bounds, k, rows, LO, HI)
-            if not relu and linear:
+            if k == last and linear:
                 lin = (low[:, :m], beta[:, :m], low[:, m:], beta[:, m:])
             plo = np.maximum(plo, low[:, :m])
             phi = np.minimum(phi, -low[:, m:])
-            if not relu:
+            if k == last:
                 infl = np.abs(beta).sum(axis=1) * (HI - LO)
-        elif not relu:
+        elif k == last:
             infl = np.abs(W).sum(axis=0)[None, :] * (HI - LO)
             if linear:      # one affine layer: its interval bounds are the linear bounds' minima
                 G = np.broadcast_to(np.asarray(W, dtype=np.float64), (N,) + np.shape(W))
@@ -189,10 +203,13 @@ def box_bounds(layers, LO, HI, linear: bool = False, keep: list | None = None):
         bounds.append((plo, phi))
         if keep is not None:
             keep.append((plo, phi))
-        if not relu:
+        if k == last:
             return (plo, phi, infl, lin) if linear else (plo, phi, infl)
-        hlo, hhi = np.maximum(plo, 0.0).T, np.maximum(phi, 0.0).T
-    raise ValueError("the last layer of a network has no ReLU")
+        if relu:
+            hlo, hhi = np.maximum(plo, 0.0).T, np.maximum(phi, 0.0).T
+        else:                   # a linear layer inside the network: its values pass on as they are
+            hlo, hhi = plo.T, phi.T
+    raise AssertionError("unreachable")
 
 
 def relu_difference(dl, du, la, ua, lb, ub):
@@ -224,18 +241,19 @@ def relational_bounds(layers, bounds_a, bounds_b, dlo, dhi):
     ``dh = relu(p_b) - relu(p_a)`` is ``dp`` when both copies are surely active, 0 when both are surely
     inactive, and otherwise between ``min(0, dp)`` and ``max(0, dp)`` (ReLU is monotone and
     1-Lipschitz); always within ``[relu(l_b) - relu(u_a), relu(u_b) - relu(l_a)]``, and ``dp`` within
-    ``[l_b - u_a, u_b - l_a]``. Every product and difference rounded outward."""
+    ``[l_b - u_a, u_b - l_a]``. Every product and difference rounded outward. A layer without a ReLU
+    before the last (a linear layer inside a runtime chain) passes its difference on: ``dh = dp``."""
     hl, hh = np.asarray(dlo, dtype=np.float64), np.asarray(dhi, dtype=np.float64)
-    _relu_between(layers)
+    last = _last(layers)
     for j, (W, b, relu) in enumerate(layers):
         zl, zh = interval_matmul(W, np.zeros_like(b), hl.T, hh.T)
         (la, ua), (lb, ub) = bounds_a[j], bounds_b[j]
         dl = np.maximum(zl.T, down(lb - ua))
         du = np.minimum(zh.T, up(ub - la))
-        if not relu:
+        if j == last:
             return dl, du
-        hl, hh = relu_difference(dl, du, la, ua, lb, ub)
-    raise ValueError("the last layer of a network has no ReLU")
+        hl, hh = relu_difference(dl, du, la, ua, lb, ub) if relu else (dl, du)
+    raise AssertionError("unreachable")
 
 
 def _slope_max(hl, hh):
