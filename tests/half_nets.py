@@ -39,21 +39,21 @@ def integer_grid(top):
     return np.stack([g.ravel() for g in grids], 1).astype(np.float64)
 
 
-def proofs_on_every_point(layers, X, y, ex, boxes, readout, precision: str = "float16") -> int:
+def proofs_on_every_point(layers, X, y, ex, boxes, readout, precision: str = "float16", step=None) -> int:
     """Every threshold claim certify proves over each box of ``boxes`` (``<=``, ``<``, ``>=``, ``>`` at
     the extremes over the box's rows of ``X`` of the runtime's scores ``y`` and of ``ex`` (the float64
     ones), one float16 step either side and farther) holds at every one of those rows on the runtime
-    (asserted); how many were proved."""
+    (asserted); how many were proved. ``step``: the step instead of a float16 one of the largest |y|."""
     from fairspec.certify.network import prove_output_bound
 
     proved = 0
     for blo, bhi in boxes:
         inside = np.all((X >= blo) & (X <= bhi), axis=1)
         yb, eb = y[inside], ex[inside]
-        step = 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
+        dt = step or 2.0 ** -11 * max(1.0, float(np.max(np.abs(yb))))
         cands = {float(yb.max()), float(yb.min()), float(eb.max()), float(eb.min())}
         for t in list(cands):
-            cands |= {t + k * step for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
+            cands |= {t + k * dt for k in (-2, -1, 1, 2, 8, 64, -64, 4096, -4096)}
         for t in sorted(cands):
             for op in ("<=", "<", ">=", ">"):
                 pr = prove_output_bound(layers, blo, bhi, op, t, claim="test", readout=readout,

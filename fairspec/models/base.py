@@ -247,12 +247,6 @@ class LoadedModel(abc.ABC):
         model (``fairspec.certify.network``) covers "float16", "float32" and "float64"."""
         return "float64"
 
-    def float16_scales(self) -> str:
-        """Why the float16 error model does not cover this runtime although it computes in float16
-        (an ONNX graph that scales a layer: ``OnnxModel.float16_scales``), "" when it does (a float16
-        torch module: Linear, ReLU and a final Sigmoid / Softmax, each its own rounding)."""
-        return ""
-
     def score(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output: float64 (n, width) -> float64 (n,)."""
         import numpy as np

@@ -215,9 +215,13 @@ class _Chain:
     composed from several roundings of the runtime (two matrix products, a bias before the product, a
     scale that is not a power of two) is not the runtime's own numbers ("" when every layer is).
     ``own``: the same chain cut at every rounding instead (:meth:`runtime_chain`): one layer per
-    product (with its bias), identity between where no ReLU, the numbers the runtime rounds with."""
+    product (with its bias), identity between where no ReLU, the numbers the runtime rounds with.
+    ``cut_scales`` (a float16 graph): a power-of-two scale is a layer of ``own`` too, not folded into its
+    neighbour as exact: in float16 it rounds where its result is subnormal and its operand may overflow
+    where the scaled value does not, so the scale gets its own layer bound (the subnormal error) and its
+    input and output their range checks (certify.half)."""
 
-    def __init__(self, n_in: int | None):
+    def __init__(self, n_in: int | None, cut_scales: bool = False):
         self.layers: list[Layer] = []
         self.W: np.ndarray | None = None if n_in is None else np.eye(n_in)
         self.b: np.ndarray | None = None if n_in is None else np.zeros(n_in)
@@ -228,6 +232,7 @@ class _Chain:
         self.own: list[Layer] = []
         self.own_seg: tuple | None = None      # (W, b, ops) of the runtime layer being built
         self.own_foreign = ""
+        self.cut_scales = cut_scales
 
     @staticmethod
     def _kind(W: np.ndarray, b: np.ndarray) -> str:
@@ -269,9 +274,28 @@ class _Chain:
             raise ValueError(f"affine map of input width {W.shape[1]} after width {self.W.shape[0]}")
         kind = kind or self._kind(W, b)
         self.ops.append(kind)
-        self._own_affine(W, b, kind)
+        if kind == "exact" and self.cut_scales and not np.all(np.abs(np.diag(W)) == 1):
+            self._own_affine(W, b, "scale")          # its own layer of the runtime chain
+        else:
+            self._own_affine(W, b, kind)
         self.b = W @ self.b + b
         self.W = W @ self.W
+        self.relu_pending_ok = True
+
+    def scaled_product(self, W: np.ndarray, alpha: float, bias: np.ndarray, beta: float):
+        """A Gemm's ``alpha (W h) + bias`` (``bias`` beta C) with power-of-two alpha and beta: one layer
+        folded; with ``cut_scales`` and a scale other than 1, two in the runtime chain: the product,
+        then the scale with the bias."""
+        if not self.cut_scales or alpha == 1.0 and (beta == 1.0 or not np.any(bias)):
+            return self.affine(alpha * W, bias, "matmul")
+        self._ensure(W.shape[1])
+        if W.shape[1] != self.W.shape[0]:
+            raise ValueError(f"affine map of input width {W.shape[1]} after width {self.W.shape[0]}")
+        self.ops.append("matmul")
+        self._own_affine(W, np.zeros(W.shape[0]), "matmul")
+        self._own_affine(alpha * np.eye(W.shape[0]), bias, "scale")
+        self.b = alpha * (W @ self.b) + bias
+        self.W = alpha * W @ self.W
         self.relu_pending_ok = True
 
     def relu(self):
@@ -486,7 +510,8 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
         name = dyn[0]
     chain.reverse()
 
-    ch = _Chain(n_in)
+    x_type = next((i.type.tensor_type.elem_type for i in graph.input if i.name == x_name), 0)
+    ch = _Chain(n_in, cut_scales=x_type == onnx.TensorProto.FLOAT16)
     rows = True             # activation layout: rows [N, d] (True) or columns [d, N]
     final = "none"
     for pos, node in enumerate(chain):
@@ -542,7 +567,7 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 if not act_rows:
                     raise UnsupportedModel(op, nname, "Gemm with the activation transposed against its layout")
                 Bm = consts[B].T if tB else consts[B]
-                W = alpha * Bm.T                          # [out, in]
+                W = Bm.T                                  # [out, in], times alpha
                 bias = _bias(consts, C, beta, W.shape[0], rows_out=True, op=op, nname=nname)
                 rows = True
             else:                     # activation is B: Y = A' @ B' (columns layout)
@@ -550,14 +575,17 @@ def from_onnx(path_or_model, output: str | int | None = None, index: int | None 
                 if not act_cols:
                     raise UnsupportedModel(op, nname, "Gemm with the activation transposed against its layout")
                 Am = consts[A].T if tA else consts[A]
-                W = alpha * Am
+                W = Am
                 bias = _bias(consts, C, beta, W.shape[0], rows_out=False, op=op, nname=nname)
                 rows = False
             if width is not None and W.shape[1] != width:
                 raise UnsupportedModel(op, nname, f"weight of input width {W.shape[1]} after width {width}")
             # alpha (A B) + beta C: a scale that is not a power of two rounds apart from the product
             exact = _power_of_two([alpha]) and (C is None or beta == 0 or _power_of_two([beta]))
-            ch.affine(W, bias, "matmul" if exact else "matmul+scale")
+            if exact:
+                ch.scaled_product(W, alpha, bias, beta)
+            else:
+                ch.affine(alpha * W, bias, "matmul+scale")
             continue
         if op == "MatMul":
             A, B = node.input[0], node.input[1]

@@ -210,37 +210,6 @@ class OnnxModel(LoadedModel):
         and give one type, and a graph with a Cast is not read as one)."""
         return self._dtype_name
 
-    def float16_scales(self) -> str:
-        """Why this float16 graph is outside the float16 error model (certify.half), "" if it is not
-        (and for other precisions): a Mul or Div by a constant other than +-1, or a Gemm's alpha or
-        beta other than 1. The network reader folds a power-of-two scale into the layer as exact; in
-        float16 it is not where its result is subnormal (below 2**-14), and its operand may pass 65504
-        where the folded layer's values do not: roundings and overflows the folded layer's bound misses."""
-        if self.precision != "float16":
-            return ""
-        if not hasattr(self, "_f16_scales"):
-            import numpy as np
-            import onnx
-            from onnx import numpy_helper
-
-            g = onnx.load(str(self.path)).graph
-            consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-            consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in g.node if n.op_type == "Constant"
-                           for a in n.attribute if a.name == "value"})
-            found = ""
-            for n in g.node:
-                c = [consts[i] for i in n.input if i in consts]
-                if n.op_type in ("Mul", "Div") and (not c or any(np.any(np.abs(np.asarray(v, dtype=np.float64)) != 1.0)
-                                                                for v in c)):
-                    found = f"a {n.op_type}"
-                elif n.op_type == "Gemm" and any(a.name in ("alpha", "beta") and a.f != 1.0 for a in n.attribute):
-                    found = "a Gemm's alpha or beta"
-                if found:
-                    break
-            self._f16_scales = (f"the float16 graph scales a layer ({found}): float16 may underflow or overflow "
-                                "there, which its error bound does not count") if found else ""
-        return self._f16_scales
-
     def _runtime_network(self, readout="raw"):
         from fairspec.models import network
 

@@ -13,12 +13,13 @@ import numpy as np
 def runtime_precision(model) -> str:
     """The arithmetic the model's runtime computes in (``LoadedModel.precision``): an ONNX graph its
     input's element type, a torch module its parameters' dtype, scikit-learn float64. Raises
-    ValueError for one the runtime error model does not cover (bfloat16, mixed; a float16 graph that
-    scales, :func:`_float16_scales`): a bound computed for another arithmetic would not hold for it."""
+    ValueError for one the runtime error model does not cover (bfloat16, mixed): a bound computed for
+    another arithmetic would not hold for it. (A float16 graph's scales are layers of its runtime
+    chain, each bounded: models.network._Chain's ``cut_scales``.)"""
     from fairspec.certify.network import precision_refusal
 
     precision = str(getattr(model, "precision", "float64"))
-    why = precision_refusal(precision) or _float16_scales(model, precision)
+    why = precision_refusal(precision)
     if why:
         raise ValueError(why)
     return precision
@@ -31,13 +32,6 @@ def precision_refusal_of(model) -> str:
     except ValueError as e:
         return str(e)
     return ""
-
-
-def _float16_scales(model, precision: str) -> str:
-    """Why a float16 graph is outside the float16 error model although its layers are read
-    (``OnnxModel.float16_scales``: a scale folded into a layer as exact), "" if it is not."""
-    check = getattr(model, "float16_scales", None)
-    return check() if precision == "float16" and callable(check) else ""
 
 
 def runtime_layers(model, post: str = "label"):

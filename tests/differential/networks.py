@@ -133,7 +133,7 @@ def run_onnx(data: bytes, X: np.ndarray) -> np.ndarray:
 
 #: the element types of the family's ONNX graphs, with their odds (their own random stream, so the
 #: other choices of a seed are those of the float32-only family): float64 graphs are certified in
-#: float64, float16 ones in float16 (certify/half.py; a float16 graph that scales a layer has none)
+#: float64, float16 ones in float16 (certify/half.py; a power-of-two scale is a layer of its own there)
 ONNX_DTYPES = (("float32", 0.7), ("float64", 0.15), ("float16", 0.15))
 
 

@@ -109,11 +109,11 @@ def runtime_of(model, enc, post: str | None = None):
     fmt = str(getattr(model, "format", ""))
     try:
         # the arithmetic the runtime computes in (LoadedModel.precision); float16, float32 and float64
-        # are bounded (float16: an ONNX graph that does not scale a layer, OnnxModel.float16_scales)
+        # are bounded (a float16 graph's scales: layers of its runtime chain, network._Chain.cut_scales)
         from fairspec.certify.network import BOUNDED_PRECISIONS
 
         precision = str(getattr(model, "precision", "float64"))
-        if precision not in BOUNDED_PRECISIONS or precision == "float16" and model.float16_scales():
+        if precision not in BOUNDED_PRECISIONS:
             return None
         if fmt in ("onnx", "torch"):
             raw = model.runtime_chain()
