@@ -703,6 +703,23 @@ def code_lens(ls: FairspecServer, params: T.CodeLensParams):
 
 
 def main() -> int:
+    """Serve over stdio (:func:`_serve`), then end the process at once with its exit status.
+
+    ``os._exit`` after flushing, not a return into the interpreter's finalization: that waits on what
+    the daemon lint thread holds mid-lint (an import lock, a library's thread pool), and CI saw a server
+    whose protocol stream was closed after ``exit`` stay alive until the client gave up (300 s). The
+    server writes no file of its own, so there is nothing else to finish."""
+    code = _serve()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _serve() -> int:
     """Serve over stdio. Anything a library prints goes to stderr, never into the protocol stream."""
     from pygls.io_ import StdoutWriter
 
