@@ -158,6 +158,7 @@ class FairspecServer(LanguageServer):
         self.unsaved: dict[str, str] = {}          # the path a document that is not a file is linted as -> uri
         self.initialized = False                   # set once `initialize` was answered
         self.shut_down = False                     # set by `shutdown` (pygls's own flag is internal)
+        self.exiting = False                       # the serve loop ended: nothing is sent any more
         self._lock = threading.RLock()             # one analysis at a time (filecache, the chunk cache)
         self._pending: dict[str, float] = {}       # uri -> when it last changed (waiting to be linted)
         self._linted: dict[str, float] = {}        # uri -> when its last lint ended
@@ -332,6 +333,8 @@ class FairspecServer(LanguageServer):
             fn(*args)
 
     def _publish(self, uri: str, diags: list, version: int | None = None) -> None:
+        if self.exiting:    # a lint that ends after `exit`: its writer is closed, and pygls would log
+            return          # every failed send and its failed report (megabytes on stderr)
         self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags,
                                                                           version=version))
 
@@ -705,10 +708,10 @@ def code_lens(ls: FairspecServer, params: T.CodeLensParams):
 def main() -> int:
     """Serve over stdio (:func:`_serve`), then end the process at once with its exit status.
 
-    ``os._exit`` after flushing, not a return into the interpreter's finalization: that waits on what
-    the daemon lint thread holds mid-lint (an import lock, a library's thread pool), and CI saw a server
-    whose protocol stream was closed after ``exit`` stay alive until the client gave up (300 s). The
-    server writes no file of its own, so there is nothing else to finish."""
+    ``os._exit`` after flushing, not a return into the interpreter's finalization, which would wait on
+    what the daemon lint thread holds mid-lint; the server writes no file of its own. (CI once saw a
+    server stay alive 300 s after ``exit``: a lint ending after it made pygls log every failed send on
+    the closed writer, megabytes on stderr, and the pipe filled; ``exiting`` now stops those sends.)"""
     code = _serve()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
@@ -747,6 +750,7 @@ def _serve() -> int:
     except SystemExit as e:  # `exit`: pygls's status, 0 after `shutdown` and 1 without (the protocol's)
         return e.code if isinstance(e.code, int) else 1
     finally:
+        server.exiting = True
         server.shutdown()
     # the end of stdin without `exit`: a clean end only after `shutdown`
     return 0 if server.shut_down else 1

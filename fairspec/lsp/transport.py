@@ -209,5 +209,8 @@ async def serve(ls, stdin, stop: threading.Event) -> None:
             dispatch(ls, item)
         except Exception:  # noqa: BLE001 - one bad message never ends the server
             log.exception("could not handle a message")
+        except BaseException:  # `exit` (SystemExit): lints still ending send nothing from here on
+            ls.exiting = True
+            raise
 
 
