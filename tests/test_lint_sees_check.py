@@ -16,23 +16,14 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, people_decls, run_cli
 from fairspec.models import ModelLoadError, load_model
 from fairspec.pipeline import lint
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-SPEC = '''
-data people = csv("DATA", label = hired == "yes")
-features P from people {
-  age : int in [18, 80]
-  sex : {F, M} protected
-  race : {A, B, C} protected
-  member : bool
-  score : real in [0, 1]
-}
-model net = onnx("MODEL", output = "logit")
+SPEC = people_decls("DATA", features="P") + '''model net = onnx("MODEL", output = "logit")
 encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
 property parity {
   statistical_parity(net, groups sex) <= 0.99
