@@ -274,3 +274,22 @@ def _half_typed(A):
             A.outline(use)
             for d in idx.diagnostics:
                 A.fixes(use, d)
+
+
+def test_the_client_reads_what_the_server_writes_on_stderr():
+    """pygls pipes the server's stderr and never reads it: a server that writes more than the pipe
+    holds (here 1 MB before it serves) blocked on the write and never answered or exited. The
+    Session drains it and keeps its tail. The wait is a guard against the hang, never a speed need."""
+    import sys
+
+    flood = ("import sys; sys.stderr.write('x' * (1 << 20)); sys.stderr.flush(); "
+             "from fairspec.lsp.server import main; main()")
+
+    async def scenario():
+        async with Session([sys.executable, "-c", flood], wait=120) as s:
+            uri = s.open(EXAMPLES / "adult" / "adult.fair")
+            assert uri
+            return bytes(s.stderr)
+
+    err = asyncio.run(scenario())
+    assert err.count(b"x") >= 1 << 16

@@ -59,6 +59,10 @@ class Session:
         env.pop("FAIRSPEC_DEBUG", None)
         await self.client.start_io(*self.command, env=env)
         self.pid = self.client._server.pid  # noqa: SLF001 - the benchmark reads its memory
+        # pygls pipes the server's stderr and never reads it: a server that logs more than the pipe
+        # holds would block on the write (and never exit); it is read here, its tail kept
+        self.stderr = bytearray()
+        self._drain = asyncio.ensure_future(self._read_stderr(self.client._server.stderr))  # noqa: SLF001
         got = await self.client.initialize_async(T.InitializeParams(
             process_id=os.getpid(), root_uri=from_fs_path(os.getcwd()),
             capabilities=self.capabilities))
@@ -66,12 +70,22 @@ class Session:
         self.client.initialized(T.InitializedParams())
         return self
 
+    async def _read_stderr(self, stream, keep: int = 1 << 20) -> None:
+        while stream is not None:
+            chunk = await stream.read(1 << 16)
+            if not chunk:
+                return
+            self.stderr += chunk
+            del self.stderr[:-keep]
+
     async def __aexit__(self, *exc) -> None:
         try:
             await asyncio.wait_for(self.client.shutdown_async(None), self.wait)
             self.client.exit(None)
         finally:
             await asyncio.wait_for(self.client.stop(), self.wait)
+            if not self._drain.done():      # the server's stderr ends with it; a guard, never a wait
+                self._drain.cancel()
 
     # ------------------------------------------------------------ documents
     def open(self, path, text: str | None = None) -> str:
