@@ -90,7 +90,7 @@ def _output_scores(model):
         obj = _xgb_objective(model)
         if task == "regression" and obj not in _XGB_IDENTITY:
             return None
-        cols = T.xgboost_columns(model.raw)
+        cols = T.xgboost_columns(model.raw, getattr(model, "category_domains", None))
         linear = task == "regression"
         probs = obj == "multi:softprob"
     elif fmt == "lightgbm":
@@ -100,7 +100,7 @@ def _output_scores(model):
             return None
         if task == "multiclass" and obj not in ("multiclass", "softmax"):
             return None
-        cols = T.lightgbm_columns(model.raw)
+        cols = T.lightgbm_columns(model.raw, getattr(model, "category_domains", None))
         linear = task == "regression"
     else:
         return None

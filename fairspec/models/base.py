@@ -54,7 +54,43 @@ def categorical_split_sentence(file: str, tree: int, index: int, name: str | Non
     fairspec.models.peek_trees.categorical_split) and in check's unknown (fairspec.models.boosted)."""
     what = f"input {index}" + (f" ({name!r})" if name else "")
     return (f"{file} splits {what} by category (tree {tree}), and the exact tree encodings read numeric "
-            f"thresholds only: categorical splits are not supported")
+            f"thresholds only: categorical splits are not supported on an input whose declared values are "
+            f"not a finite set of whole numbers (an int range, a category's code, a boolean)")
+
+
+CATEGORY_LIMIT = 1 << 22        # |value| below this: exact in float32, and so is a midpoint of two of them
+CATEGORY_VALUES = 1 << 16       # at most this many values of one input split by category
+
+
+def category_domains(enc, fs) -> dict[int, tuple[int, ...]]:
+    """{model input: its declared values, sorted} for each input whose values the spec declares to be
+    a finite set of whole numbers: the raw column of an ``int in a..b`` or boolean feature, a
+    category's ``code``, a one-hot column (0 / 1). On these, and only these, a split by category of an
+    XGBoost / LightGBM tree becomes numeric thresholds (fairspec.models.tree_categories); lint
+    (FS506) and check read the same dict, so lint passes no categorical split check refuses."""
+    out: dict[int, tuple[int, ...]] = {}
+    if enc is None or fs is None:
+        return out
+    for c in enc.columns:
+        f = fs.get(c.feature)
+        if f is None:
+            continue
+        d, kind = f.domain, getattr(f.domain, "kind", "")
+        vals = None
+        if c.kind == "raw" and c.width == 1:
+            if kind == "bool":
+                vals = (0, 1)
+            elif kind == "int" and d.hi - d.lo < CATEGORY_VALUES:
+                vals = tuple(range(int(d.lo), int(d.hi) + 1))
+        elif c.kind == "code" and c.width == 1 and c.codes and all(float(v).is_integer() for v in c.codes):
+            vals = tuple(sorted({int(v) for v in c.codes}))
+        elif c.kind == "onehot":
+            for j in range(c.width):
+                out[c.offset + j] = (0, 1)
+            continue
+        if vals and all(abs(v) < CATEGORY_LIMIT for v in vals):
+            out[c.offset] = vals
+    return out
 
 
 class ModelLoadError(Exception):

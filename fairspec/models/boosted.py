@@ -258,6 +258,15 @@ class _Boosted(LoadedModel):
         raise NotImplementedError
 
     _convert = ""                       # the converter in fairspec.models.trees for this library
+    # {input: its declared whole-number values} (fairspec.models.base.category_domains), set from the
+    # spec's encoding when the model is loaded for it: the tree converters rewrite splits by category
+    # over these; None (no spec) keeps them refused
+    category_domains = None
+
+    def bind_encoding(self, enc, fs) -> None:
+        from .base import category_domains
+
+        self.category_domains = category_domains(enc, fs)
 
     def tree_ensemble(self):
         if self.task_kind != "binary":
@@ -270,7 +279,7 @@ class _Boosted(LoadedModel):
             from fairspec.models import trees
 
             try:
-                self._trees = getattr(trees, self._convert)(self.raw, index=self.index)
+                self._trees = getattr(trees, self._convert)(self.raw, index=self.index, domains=self.category_domains)
             except trees.CategoricalSplit as e:     # named with the file, as lint names it (FS506)
                 from .base import UnsupportedModel, categorical_split_sentence
 

@@ -175,10 +175,12 @@ def lightgbm_input_categories(p: pathlib.Path) -> dict[int, tuple[str, ...]] | N
         return None
 
 
-def categorical_split(fmt: str, p: pathlib.Path) -> tuple[int, int, str | None] | None:
+def categorical_split(fmt: str, p: pathlib.Path, allowed=()) -> tuple[int, int, str | None] | None:
     """(tree, input index, the input's recorded name) of the first split by category in an XGBoost
-    (``split_type`` 1) or LightGBM (``decision_type`` with its categorical bit) model file, or None:
-    none, or the file does not tell. Cheap: no ML library."""
+    (``split_type`` 1) or LightGBM (``decision_type`` with its categorical bit) model file on an
+    input not in ``allowed`` (those declared whole numbers: fairspec.models.base.category_domains,
+    which the tree converters rewrite as thresholds), or None: none, or the file does not tell.
+    Cheap: no ML library."""
     try:
         if fmt == "xgboost":
             from .treefile import read_xgboost
@@ -187,8 +189,8 @@ def categorical_split(fmt: str, p: pathlib.Path) -> tuple[int, int, str | None] 
             names = recorded_names(doc["learner"].get("feature_names"))
             for t, tj in enumerate(doc["learner"]["gradient_booster"]["model"]["trees"]):
                 for k, s in enumerate(tj.get("split_type") or ()):
-                    if int(s) != 0:
-                        j = int(tj["split_indices"][k])
+                    j = int(tj["split_indices"][k])
+                    if int(s) != 0 and j not in allowed:
                         return t, j, names[j] if names and j < len(names) else None
             return None
         if fmt == "lightgbm":
@@ -204,7 +206,7 @@ def categorical_split(fmt: str, p: pathlib.Path) -> tuple[int, int, str | None] 
                         feats = [int(v) for v in line.split(b"=", 1)[1].split()]
                     elif line.startswith(b"decision_type=") and tree is not None:
                         for k, d in enumerate(line.split(b"=", 1)[1].split()):
-                            if int(d) & 1 and k < len(feats):
+                            if int(d) & 1 and k < len(feats) and feats[k] not in allowed:
                                 j = feats[k]
                                 return tree, j, names[j] if names and j < len(names) else None
         return None

@@ -234,8 +234,9 @@ def is_tree_model(obj) -> bool:
 # self-check against the library
 # ---------------------------------------------------------------------------------------------
 
-def _probe_points(ens: TreeEnsemble, k: int = 64, seed: int = 0) -> np.ndarray:
-    """Random inputs that straddle every threshold the trees use (plus integer points)."""
+def _probe_points(ens: TreeEnsemble, k: int = 64, seed: int = 0, domains=None) -> np.ndarray:
+    """Random inputs that straddle every threshold the trees use (plus integer points); an input
+    split by category (``domains``, fairspec.models.tree_categories) takes its declared values only."""
     rng = np.random.default_rng(seed)
     n = ens.n_inputs
     cuts: list[list[float]] = [[] for _ in range(n)]
@@ -249,11 +250,14 @@ def _probe_points(ens: TreeEnsemble, k: int = 64, seed: int = 0) -> np.ndarray:
         lo, hi = c.min() - 1.0, c.max() + 1.0
         X[:, i] = rng.uniform(lo, hi, size=k)
         X[: k // 2, i] = np.round(X[: k // 2, i])
+    for i, vals in (domains or {}).items():
+        X[:, i] = rng.choice(vals, size=k)
+        X[: min(k, len(vals)), i] = vals[:k]             # each declared value at least once (up to k)
     return X
 
 
-def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5) -> TreeEnsemble:
-    X = _probe_points(ens)
+def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5, domains=None) -> TreeEnsemble:
+    X = _probe_points(ens, domains=domains)
     got = ens.aggregate(X)
     with unnamed_inputs():                      # a model fitted on a data frame, read on the array
         want = np.asarray(reference(X), dtype=np.float64).reshape(-1)
@@ -264,9 +268,9 @@ def _self_check(ens: TreeEnsemble, reference, what: str, tol: float = 1e-5) -> T
     return ens
 
 
-def _with_base(ens: TreeEnsemble, reference) -> TreeEnsemble:
+def _with_base(ens: TreeEnsemble, reference, domains=None) -> TreeEnsemble:
     """Set ``base`` to the library's margin minus the summed leaves (read at one point)."""
-    X = _probe_points(ens, k=8, seed=1)
+    X = _probe_points(ens, k=8, seed=1, domains=domains)
     with unnamed_inputs():
         diff = np.asarray(reference(X), dtype=np.float64).reshape(-1) - (ens.aggregate(X) - ens.base)
     return replace(ens, base=float(np.median(diff)))
@@ -350,9 +354,10 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
                            f"(supported: {', '.join(SKLEARN_TREES)})")
 
 
-def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, name: str) -> TreeEnsemble:
-    ens = _with_base(ens, margin)
-    ens = _self_check(ens, margin, name)
+def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, name: str,
+                    domains=None) -> TreeEnsemble:
+    ens = _with_base(ens, margin, domains)
+    ens = _self_check(ens, margin, name, domains=domains)
     if method == "predict_proba" and index == 0:
         # the probability of class 0 is sigmoid(-S)
         trees = tuple(replace(t, value=-t.value) for t in ens.trees)
@@ -386,17 +391,46 @@ class CategoricalSplit(UnsupportedModel):
         self.tree, self.index, self.name = tree, index, name
 
 
-def _xgb_categorical(booster, tj, t: int) -> None:
+def _xgb_categorical(booster, tj, t: int, domains=None) -> None:
+    """Raise for the first split by category (in node order, as lint reads the file) on an input
+    without a declared domain of whole numbers."""
     for k, s in enumerate(tj.get("split_type", [])):
-        if int(s) != 0:
-            j = int(tj["split_indices"][k])
+        j = int(tj["split_indices"][k])
+        if int(s) != 0 and j not in (domains or {}):
             names = list(booster.feature_names or ())
             raise CategoricalSplit("XGBoost", "split_type", t, j, names[j] if j < len(names) else None)
 
 
-def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
+def _xgb_tree(booster, tj, t: int, domains=None) -> Tree:
+    """Tree ``t`` of an XGBoost JSON model; its splits by category rewritten over ``domains``
+    (fairspec.models.tree_categories), or CategoricalSplit."""
+    left = np.asarray(tj["left_children"], dtype=np.int64)
+    right = np.asarray(tj["right_children"], dtype=np.int64)
+    _xgb_categorical(booster, tj, t, domains)
+    # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
+    # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
+    # number (0.44444445 > float32(4/9)), and a value cast to float32 compares with the float32
+    cond = np.asarray(tj["split_conditions"], dtype=np.float32).astype(np.float64)
+    from . import tree_categories as C
+
+    if C.has_categorical(tj):
+        try:
+            arrays = C.build(0, C.xgboost_node_reader(tj, cond), domains, None)
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise UnsupportedModel("XGBoost", "categories", f"tree {t}'s split by category does not say its "
+                                   "categories") from None
+        return Tree(*arrays, strict=True, f32=True)
+    leaf = left < 0
+    return Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
+                np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
+                np.where(leaf, cond, 0.0), strict=True, f32=True)
+
+
+def from_xgboost(booster, index: int | None = None, domains=None) -> TreeEnsemble:
     """A binary XGBoost ``gbtree`` booster (``binary:logistic`` and friends) as the ensemble of
-    its margin (``output_margin=True``); ``index = 0`` gives class 0."""
+    its margin (``output_margin=True``); ``index = 0`` gives class 0. ``domains``: {input: its
+    declared whole-number values} (fairspec.models.base.category_domains), over which splits by
+    category are rewritten as thresholds; the ensemble then equals the booster on them only."""
     import xgboost as xgb
 
     cfg = json.loads(booster.save_config())
@@ -410,61 +444,67 @@ def from_xgboost(booster, index: int | None = None) -> TreeEnsemble:
     model = json.loads(booster.save_raw("json"))
     trees_json = model["learner"]["gradient_booster"]["model"]["trees"]
     width = int(booster.num_features())
-    trees = []
-    for tj in trees_json:
-        left = np.asarray(tj["left_children"], dtype=np.int64)
-        right = np.asarray(tj["right_children"], dtype=np.int64)
-        _xgb_categorical(booster, tj, len(trees))
-        leaf = left < 0
-        # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
-        # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
-        # number (0.44444445 > float32(4/9)), and a value cast to float32 compares with the float32
-        cond = np.asarray(tj["split_conditions"], dtype=np.float32).astype(np.float64)
-        trees.append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
-                          np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
-                          np.where(leaf, cond, 0.0), strict=True, f32=True))
+    trees = [_xgb_tree(booster, tj, t, domains) for t, tj in enumerate(trees_json)]
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "xgboost")
+    probe = _probed(trees_json, domains, width)
 
     def margin(X):
 
         return booster.predict(xgb_matrix(xgb, booster, X), output_margin=True)
 
-    return _finish_boosted(ens, margin, "predict_proba", index, "XGBoost")
+    return _finish_boosted(ens, margin, "predict_proba", index, "XGBoost", probe)
 
 
-def _lightgbm_tree(structure, scale: float = 1.0) -> Tree:
+def _probed(trees_json, domains, width):
+    """The declared values of the inputs some tree splits by category (the self-check probes them)."""
+    from .tree_categories import domain_points
+
+    split = {int(j) for tj in trees_json for s, j in zip(tj.get("split_type") or (), tj["split_indices"]) if int(s)}
+    return domain_points({j: v for j, v in (domains or {}).items() if j in split}, width) or None
+
+
+def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
     """One tree of a LightGBM ``dump_model()`` (its ``tree_structure``), leaf values times
-    ``scale``; categorical splits and zero-as-missing splits sending zero the other way raise."""
-    feat, thr, left, right, val = [], [], [], [], []
+    ``scale``; splits by category rewritten over ``domains`` (fairspec.models.tree_categories): on
+    an input without one they raise (the first in LightGBM's split order, as lint reads the file),
+    and so do zero-as-missing splits sending zero the other way."""
+    from .tree_categories import build, lightgbm_members
 
-    def walk(node) -> int:
-        k = len(feat)
-        feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
-        if "leaf_value" in node and "split_feature" not in node:
-            val[k] = scale * float(node["leaf_value"])
-            return k
-        if node.get("decision_type", "<=") != "<=":
-            raise CategoricalSplit("LightGBM", "decision_type", -1, int(node.get("split_feature", -1)), None)
-        t = float(node["threshold"])
-        if node.get("missing_type") == "Zero" and bool(node.get("default_left")) != (0.0 <= t):
+    cats = []
+
+    def scan(node):
+        if "split_feature" in node:
+            if node.get("decision_type", "<=") != "<=":
+                cats.append((int(node.get("split_index", 0)), int(node["split_feature"])))
+            scan(node["left_child"]), scan(node["right_child"])
+
+    scan(structure)
+    for _, j in sorted(cats):
+        if j not in (domains or {}):
+            raise CategoricalSplit("LightGBM", "decision_type", -1, j, None)
+
+    def node(nd):
+        if "leaf_value" in nd and "split_feature" not in nd:
+            return ("leaf", scale * float(nd["leaf_value"]))
+        if nd.get("decision_type", "<=") != "<=":      # "==": the set goes left
+            return ("cat", int(nd["split_feature"]), lightgbm_members(nd["threshold"]), nd["left_child"],
+                    nd["right_child"])
+        t = float(nd["threshold"])
+        if nd.get("missing_type") == "Zero" and bool(nd.get("default_left")) != (0.0 <= t):
             raise UnsupportedModel("LightGBM", "missing_type", "a split sending zero the other way "
                                    "(zero_as_missing) is not supported")
-        feat[k], thr[k] = int(node["split_feature"]), t
-        left[k] = walk(node["left_child"])
-        right[k] = walk(node["right_child"])
-        return k
+        return ("num", int(nd["split_feature"]), t, nd["left_child"], nd["right_child"])
 
-    walk(structure)
-    return Tree(feat, thr, left, right, val)
+    return Tree(*build(structure, node, domains or {}, None))
 
 
-def _lightgbm_trees(dump, scale: float = 1.0) -> list[Tree]:
+def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
     """Every tree of a LightGBM ``dump_model()``; a categorical split names its tree and input."""
     trees = []
     names = list(dump.get("feature_names") or ())
     for t, info in enumerate(dump.get("tree_info", [])):
         try:
-            trees.append(_lightgbm_tree(info["tree_structure"], scale))
+            trees.append(_lightgbm_tree(info["tree_structure"], scale, domains))
         except CategoricalSplit as e:
             j = e.index
             name = names[j] if 0 <= j < len(names) and not names[j].startswith("Column_") else None
@@ -472,7 +512,25 @@ def _lightgbm_trees(dump, scale: float = 1.0) -> list[Tree]:
     return trees
 
 
-def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
+def _lightgbm_probed(booster, dump, domains):
+    """The declared values of the inputs some tree splits by category (the self-check probes them)."""
+    from .tree_categories import domain_points
+
+    split = set()
+
+    def scan(node):
+        if "split_feature" in node:
+            if node.get("decision_type", "<=") != "<=":
+                split.add(int(node["split_feature"]))
+            scan(node["left_child"]), scan(node["right_child"])
+
+    for info in dump.get("tree_info", []):
+        scan(info["tree_structure"])
+    width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
+    return domain_points({j: v for j, v in (domains or {}).items() if j in split}, width) or None
+
+
+def from_lightgbm(booster, index: int | None = None, domains=None) -> TreeEnsemble:
     """A binary LightGBM booster as the ensemble of its raw score (times the sigmoid factor)."""
     dump = booster.dump_model()
     obj = str(dump.get("objective", ""))
@@ -486,13 +544,13 @@ def from_lightgbm(booster, index: int | None = None) -> TreeEnsemble:
     if int(dump.get("num_tree_per_iteration", 1)) != 1:
         raise UnsupportedModel("LightGBM", "num_tree_per_iteration", "only binary models are supported")
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
-    trees = _lightgbm_trees(dump, scale)
+    trees = _lightgbm_trees(dump, scale, domains)
     ens = TreeEnsemble(tuple(trees), width, 0.0, "logistic", "lightgbm", margin_scale=scale)
 
     def margin(X):
         return scale * np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)
 
-    return _finish_boosted(ens, margin, "predict_proba", index, "LightGBM")
+    return _finish_boosted(ens, margin, "predict_proba", index, "LightGBM", _lightgbm_probed(booster, dump, domains))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,8 +561,9 @@ SKLEARN_REGRESSORS = ("DecisionTreeRegressor", "RandomForestRegressor", "ExtraTr
                       "GradientBoostingRegressor", "HistGradientBoostingRegressor")
 
 
-def _check_column(ens: TreeEnsemble, reference, what: str) -> TreeEnsemble:
-    return _self_check(_with_base(ens, reference) if ens.link == "logistic" else ens, reference, what)
+def _check_column(ens: TreeEnsemble, reference, what: str, domains=None) -> TreeEnsemble:
+    return _self_check(_with_base(ens, reference, domains) if ens.link == "logistic" else ens, reference, what,
+                       domains=domains)
 
 
 def sklearn_columns(est) -> list[TreeEnsemble]:
@@ -560,7 +619,7 @@ def sklearn_columns(est) -> list[TreeEnsemble]:
                            f"(supported: {', '.join(SKLEARN_TREES + SKLEARN_REGRESSORS)})")
 
 
-def xgboost_columns(booster) -> list[TreeEnsemble]:
+def xgboost_columns(booster, domains=None) -> list[TreeEnsemble]:
     """One ensemble per output column of an XGBoost ``gbtree`` booster of any objective (each
     class's margin for ``multi:softprob`` / ``multi:softmax``, the one margin of ``binary:`` and
     ``reg:`` objectives), each checked against ``predict(output_margin=True)``."""
@@ -578,30 +637,22 @@ def xgboost_columns(booster) -> list[TreeEnsemble]:
     k = max(info, default=0) + 1
     width = int(booster.num_features())
     groups: list[list[Tree]] = [[] for _ in range(k)]
-    for tj, g in zip(trees_json, info):
-        left = np.asarray(tj["left_children"], dtype=np.int64)
-        right = np.asarray(tj["right_children"], dtype=np.int64)
-        _xgb_categorical(booster, tj, sum(len(g) for g in groups))
+    for t, (tj, g) in enumerate(zip(trees_json, info)):
+        _xgb_categorical(booster, tj, t, domains)
         if int(tj.get("tree_param", {}).get("size_leaf_vector", 1) or 1) > 1:
             raise UnsupportedModel("XGBoost", "size_leaf_vector", "multi-target trees are not supported")
-        leaf = left < 0
-        # XGBoost keeps float32 thresholds and leaf values, written in JSON as the shortest decimal
-        # that reads back as that float32 ("0.44444445"): read as float64 the decimal is another
-        # number (0.44444445 > float32(4/9)), and a value cast to float32 compares with the float32
-        cond = np.asarray(tj["split_conditions"], dtype=np.float32).astype(np.float64)
-        groups[g].append(Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
-                              np.where(leaf, 0.0, cond), np.where(leaf, -1, left), np.where(leaf, -1, right),
-                              np.where(leaf, cond, 0.0), strict=True, f32=True))
+        groups[g].append(_xgb_tree(booster, tj, t, domains))
+    probe = _probed(trees_json, domains, width)
 
     def margin(X, c):
         y = np.asarray(booster.predict(xgb_matrix(xgb, booster, X), output_margin=True), dtype=np.float64)
         return y.reshape(len(X), -1)[:, c]
 
     return [_check_column(TreeEnsemble(tuple(groups[c]), width, 0.0, "logistic", "xgboost"),
-                          lambda X, c=c: margin(X, c), "XGBoost") for c in range(k)]
+                          lambda X, c=c: margin(X, c), "XGBoost", probe) for c in range(k)]
 
 
-def lightgbm_columns(booster) -> list[TreeEnsemble]:
+def lightgbm_columns(booster, domains=None) -> list[TreeEnsemble]:
     """One ensemble per output column of a LightGBM booster (``num_tree_per_iteration`` classes of a
     ``multiclass`` model, tree i in class i mod K; one column otherwise), each checked against
     ``predict(raw_score=True)``."""
@@ -609,15 +660,16 @@ def lightgbm_columns(booster) -> list[TreeEnsemble]:
     k = int(dump.get("num_tree_per_iteration", 1) or 1)
     width = int(dump.get("max_feature_idx", booster.num_feature() - 1)) + 1
     groups: list[list[Tree]] = [[] for _ in range(k)]
-    for i, tree in enumerate(_lightgbm_trees(dump)):
+    for i, tree in enumerate(_lightgbm_trees(dump, 1.0, domains)):
         groups[i % k].append(tree)
 
     def raw(X, c):
         y = np.asarray(booster.predict(X, raw_score=True), dtype=np.float64)
         return y.reshape(len(X), -1)[:, c]
 
+    probe = _lightgbm_probed(booster, dump, domains)
     return [_check_column(TreeEnsemble(tuple(groups[c]), width, 0.0, "logistic", "lightgbm"),
-                          lambda X, c=c: raw(X, c), "LightGBM") for c in range(k)]
+                          lambda X, c=c: raw(X, c), "LightGBM", probe) for c in range(k)]
 
 
 def split_union(columns: Sequence[TreeEnsemble]) -> TreeEnsemble:

@@ -377,7 +377,7 @@ class ModelChecks:
         from pathlib import Path
 
         from fairspec.models.peek import AVERAGING_TREES, tree_file_class
-        from fairspec.models.base import categorical_split_sentence
+        from fairspec.models.base import categorical_split_sentence, category_domains
         from fairspec.models.peek_trees import categorical_split
         from fairspec.planning import plan
 
@@ -396,7 +396,9 @@ class ModelChecks:
                 continue
             if m.format in ("xgboost", "lightgbm"):
                 if m.name not in categorical:
-                    categorical[m.name] = categorical_split(m.format, Path(m.path))
+                    enc = spec.encoding_for(m.name)      # check rewrites splits on these inputs (models.boosted)
+                    fs = next((f for f in spec.feature_sets if enc is not None and f.name == enc.features), None)
+                    categorical[m.name] = categorical_split(m.format, Path(m.path), category_domains(enc, fs))
                 if categorical[m.name] is not None:      # check: unknown, in this sentence (models.boosted)
                     self.sink.add("FS506", f"the {backend} backend cannot encode model '{m.name}': "
                                            + categorical_split_sentence(Path(m.path).name, *categorical[m.name]),

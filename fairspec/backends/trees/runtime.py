@@ -216,9 +216,9 @@ def cell_ensemble(model):
             if name in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
                 ens = T.split_union(T.sklearn_columns(model.raw))
         elif fmt == "xgboost":
-            ens = T.split_union(T.xgboost_columns(model.raw))
+            ens = T.split_union(T.xgboost_columns(model.raw, getattr(model, "category_domains", None)))
         elif fmt == "lightgbm":
-            ens = T.split_union(T.lightgbm_columns(model.raw))
+            ens = T.split_union(T.lightgbm_columns(model.raw, getattr(model, "category_domains", None)))
     except (UnsupportedModel, ValueError, KeyError):
         ens = None
     try:

@@ -1,0 +1,121 @@
+"""Splits by category of XGBoost and LightGBM trees, rewritten as numeric thresholds over the
+declared values of their input, so that every exact tree encoding reads them unchanged.
+
+A split by category sends the values of a set S one way and every other value the other way.
+What each library does with a value v (read from their sources, checked on the libraries in
+tests/test_tree_categorical_rewrite.py at every point of small domains, negatives and values past
+the last category included):
+
+* XGBoost (``split_type`` 1; S is the node's ``categories``): v is a float32; a missing v takes the
+  default child; v < 0 or v >= 2**24 is an invalid category and goes **left**; otherwise
+  ``int(v)`` (truncation) in S goes **right**, any other (past the node's bit field too) left.
+* LightGBM (``decision_type`` with bit 0 set; S is ``threshold`` "a||b||c" in ``dump_model``): NaN
+  goes right; ``int(v)`` (truncation) < 0 goes right; ``int(v)`` in S goes **left**, any other right.
+
+So on a whole number v with |v| < 2**22 both are: v in S (S holds no negative) takes the set's
+child, every other v the other child. On a declared domain D of such numbers
+(fairspec.models.base.category_domains) the node is the partition of sorted D into maximal runs of
+members and non-members, and it becomes a balanced chain of threshold tests at the midpoints
+between runs (exact in float32: |midpoint| < 2**22 is a multiple of 1/2), each run's leaf the
+child it takes, copied (the encodings read trees, not graphs). The rewritten tree equals the
+library's on D and says nothing elsewhere: its self-check probes D (fairspec.models.trees).
+Values outside D, non-integer values, missing values are never fed to it; an input without such a
+domain keeps the refusal (CategoricalSplit), as lint says (FS506).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+
+def runs(domain, members) -> list[tuple[int, int, bool]]:
+    """The maximal runs (first, last index into sorted domain, member?) of the domain's values."""
+    out: list[tuple[int, int, bool]] = []
+    for i, v in enumerate(domain):
+        m = v >= 0 and v in members
+        if out and out[-1][2] == m:
+            out[-1] = (out[-1][0], i, m)
+        else:
+            out.append((i, i, m))
+    return out
+
+
+def build(root, node: Callable, domains: dict, missing: Callable):
+    """The flat arrays (feature, threshold, left, right, value) of a tree read node by node, its
+    splits by category rewritten over ``domains``. ``node(id)`` returns ``("leaf", value)``,
+    ``("num", feature, threshold, left id, right id)`` or ``("cat", feature, S, set child id, other
+    child id)``; ``missing(feature)`` is called (and raises) for a split by category on an input
+    without a domain. Nodes are numbered in preorder (parents before children)."""
+    feat, thr, left, right, val = [], [], [], [], []
+
+    def new() -> int:
+        feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
+        return len(feat) - 1
+
+    def walk(i) -> int:
+        n = node(i)
+        if n[0] == "cat":
+            _, f, members, inside, outside = n
+            if f not in domains:
+                missing(f)
+            dom = domains[f]
+            return chain(f, dom, runs(dom, members), inside, outside)
+        k = new()
+        if n[0] == "leaf":
+            val[k] = n[1]
+            return k
+        _, f, t, a, b = n
+        feat[k], thr[k] = f, t
+        left[k] = walk(a)
+        right[k] = walk(b)
+        return k
+
+    def chain(f, dom, rs, inside, outside) -> int:
+        if len(rs) == 1:
+            return walk(inside if rs[0][2] else outside)
+        mid = len(rs) // 2
+        k = new()
+        feat[k], thr[k] = f, (dom[rs[mid - 1][1]] + dom[rs[mid][0]]) / 2.0
+        left[k] = chain(f, dom, rs[:mid], inside, outside)
+        right[k] = chain(f, dom, rs[mid:], inside, outside)
+        return k
+
+    walk(root)
+    return feat, thr, left, right, val
+
+
+def xgboost_node_reader(tj, cond):
+    """``node`` for :func:`build` over one tree of an XGBoost JSON model (``cond``: its
+    ``split_conditions`` as float32 numbers read in float64)."""
+    left, right = tj["left_children"], tj["right_children"]
+    types, idx = tj.get("split_type") or [0] * len(left), tj["split_indices"]
+    cats = list(tj.get("categories") or ())
+    where = {int(n): (int(s), int(z)) for n, s, z in zip(tj.get("categories_nodes") or (),
+                                                            tj.get("categories_segments") or (),
+                                                            tj.get("categories_sizes") or ())}
+
+    def node(k):
+        if int(left[k]) < 0:
+            return ("leaf", float(cond[k]))
+        if int(types[k]) == 0:
+            return ("num", int(idx[k]), float(cond[k]), int(left[k]), int(right[k]))
+        s, z = where[k]                 # a KeyError: a malformed file, refused by the caller
+        return ("cat", int(idx[k]), frozenset(int(c) for c in cats[s:s + z]), int(right[k]), int(left[k]))
+
+    return node
+
+
+def lightgbm_members(threshold) -> frozenset:
+    """S of a LightGBM split by category (``dump_model``'s threshold "2||3")."""
+    return frozenset(int(v) for v in str(threshold).split("||") if v != "")
+
+
+def has_categorical(tj) -> bool:
+    return any(int(s) != 0 for s in tj.get("split_type") or ())
+
+
+def domain_points(domains: dict, n_inputs: int) -> dict[int, np.ndarray]:
+    """The domains as arrays, for the self-check's probes."""
+    return {int(i): np.asarray(v, dtype=np.float64) for i, v in domains.items() if 0 <= int(i) < n_inputs}
