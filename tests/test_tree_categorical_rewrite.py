@@ -247,3 +247,42 @@ def test_a_categorical_split_on_a_real_input_is_refused_alike_by_lint_and_check(
     assert "splits input 0 by category" in d.message and "not a finite set of whole numbers" in d.message
     v = fairspec.check(spec).report.verdicts[0]
     assert v.status == "unknown" and v.reason.endswith(d.message.split(": ", 1)[1]), v.reason
+
+
+KINDS = """data d = csv("d.csv", label = y == 1)
+features F from d {
+  g : {a, b, c, d, e, f}  protected
+  f : int in [0, 3]
+  s : {n, y}  protected
+}
+model m = MODEL
+encode F for m {
+  g : code
+  f : raw
+  s : code
+}
+property kd {
+  k_discrimination(m, over {g}, eps = 0.05) < 3
+}
+property bias {
+  pba(m, flip s, around d, delta {f: 1})
+}
+"""
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+def test_k_discrimination_and_pba_read_the_rewritten_trees(tmp_path, monkeypatch, lib):
+    """k-discrimination on the leaf combinations decides as the enumeration on the library does, and
+    PBA (refused before: the trees were not readable) is decided."""
+    decl, _ = _saved(tmp_path, lib)
+    g, f, s, y = _data(5, 200)
+    pd.DataFrame({"g": np.array(list("abcdef"))[g], "f": f, "s": np.array(["n", "y"])[s], "y": y}) \
+        .to_csv(tmp_path / "d.csv", index=False)
+    spec = tmp_path / "s.fair"
+    spec.write_text(KINDS.replace("MODEL", decl))
+    kd, bias = fairspec.check(spec).report.verdicts
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")         # k-discrimination on the trees
+    kd_trees, bias_trees = fairspec.check(spec).report.verdicts
+    assert kd.status == kd_trees.status == "holds" and kd.how == kd_trees.how == "proved", kd_trees.reason
+    assert "split tests" in kd_trees.reason
+    assert bias.status == bias_trees.status and bias.status in ("holds", "violated"), bias.reason
