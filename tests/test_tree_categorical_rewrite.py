@@ -286,3 +286,23 @@ def test_k_discrimination_and_pba_read_the_rewritten_trees(tmp_path, monkeypatch
     assert kd.status == kd_trees.status == "holds" and kd.how == kd_trees.how == "proved", kd_trees.reason
     assert "split tests" in kd_trees.reason
     assert bias.status == bias_trees.status and bias.status in ("holds", "violated"), bias.reason
+
+
+def test_a_deep_tree_is_rewritten_without_recursion_and_a_blown_up_one_is_refused():
+    """A hostile file's tree may be thousands deep (no recursion limit is met), and runs that alternate
+    too often would copy subtrees without end (refused with a sentence: unknown, never a hang)."""
+    from fairspec.models.tree_categories import MAX_NODES, TooLarge, build
+
+    n = 5000
+    nodes = {i: ("num", 1, 0.5, i + 1, n + 1 + i) for i in range(n)}
+    nodes[n] = ("cat", 0, frozenset({1}), 2 * n + 2, 2 * n + 3)
+    nodes.update({j: ("leaf", float(j)) for j in range(n + 1, 2 * n + 4)})
+    tree = T.Tree(*build(0, nodes.__getitem__, {0: (0, 1, 2)}))
+    X = np.array([[v, 0.0] for v in (0, 1, 2)])
+    assert list(tree.value[tree.apply(X)]) == [2 * n + 3, 2 * n + 2, 2 * n + 3]
+    evens = frozenset(range(0, 60000, 2))
+    nodes = {0: ("cat", 0, evens, 1, 2), 1: ("cat", 0, evens, 3, 4), 2: ("leaf", 0.0), 3: ("cat", 0, evens, 5, 6),
+             4: ("leaf", 1.0), 5: ("leaf", 2.0), 6: ("leaf", 3.0)}
+    with pytest.raises(TooLarge):
+        build(0, nodes.__getitem__, {0: tuple(range(60000))})
+    assert MAX_NODES < 10 ** 6

@@ -42,47 +42,72 @@ def runs(domain, members) -> list[tuple[int, int, bool]]:
     return out
 
 
-def build(root, node: Callable, domains: dict, missing: Callable):
+MAX_NODES = 200_000           # nodes of one rewritten tree (each run copies its child's subtree)
+
+
+class TooLarge(Exception):
+    """A rewritten tree would pass :data:`MAX_NODES` (the converters report the model unsupported)."""
+
+
+def too_large(tree) -> str:
+    which = "a tree" if tree is None else f"tree {tree}"
+    return (f"{which}, its splits by category written as thresholds over the declared values, would have more "
+            f"than {MAX_NODES} nodes (the values alternate in and out of the categories too often)")
+
+
+def build(root, node: Callable, domains: dict, missing: Callable | None = None):
     """The flat arrays (feature, threshold, left, right, value) of a tree read node by node, its
     splits by category rewritten over ``domains``. ``node(id)`` returns ``("leaf", value)``,
     ``("num", feature, threshold, left id, right id)`` or ``("cat", feature, S, set child id, other
-    child id)``; ``missing(feature)`` is called (and raises) for a split by category on an input
-    without a domain. Nodes are numbered in preorder (parents before children)."""
+    child id)``; ``missing(feature)`` is called (and raises; a KeyError without it) for a split by
+    category on an input without a domain. Parents are numbered before their children; a tree that
+    would pass :data:`MAX_NODES` raises :class:`TooLarge`."""
     feat, thr, left, right, val = [], [], [], [], []
 
     def new() -> int:
+        if len(feat) >= MAX_NODES:
+            raise TooLarge(MAX_NODES)
         feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0)
         return len(feat) - 1
 
-    def walk(i) -> int:
+    def attach(k: int, slot) -> None:
+        if slot is not None:
+            (left if slot[1] == 0 else right)[slot[0]] = k
+
+    todo = [("node", root, None)]           # a stack, not recursion: a hostile file's tree may be deep
+    while todo:
+        task = todo.pop()
+        if task[0] == "chain":
+            _, f, dom, rs, inside, outside, slot = task
+            if len(rs) == 1:
+                todo.append(("node", inside if rs[0][2] else outside, slot))
+                continue
+            mid = len(rs) // 2
+            k = new()
+            attach(k, slot)
+            feat[k], thr[k] = f, (dom[rs[mid - 1][1]] + dom[rs[mid][0]]) / 2.0
+            todo.append(("chain", f, dom, rs[mid:], inside, outside, (k, 1)))
+            todo.append(("chain", f, dom, rs[:mid], inside, outside, (k, 0)))
+            continue
+        _, i, slot = task
         n = node(i)
         if n[0] == "cat":
             _, f, members, inside, outside = n
             if f not in domains:
-                missing(f)
-            dom = domains[f]
-            return chain(f, dom, runs(dom, members), inside, outside)
+                if missing is not None:
+                    missing(f)
+                raise KeyError(f)
+            todo.append(("chain", f, domains[f], runs(domains[f], members), inside, outside, slot))
+            continue
         k = new()
+        attach(k, slot)
         if n[0] == "leaf":
             val[k] = n[1]
-            return k
+            continue
         _, f, t, a, b = n
         feat[k], thr[k] = f, t
-        left[k] = walk(a)
-        right[k] = walk(b)
-        return k
-
-    def chain(f, dom, rs, inside, outside) -> int:
-        if len(rs) == 1:
-            return walk(inside if rs[0][2] else outside)
-        mid = len(rs) // 2
-        k = new()
-        feat[k], thr[k] = f, (dom[rs[mid - 1][1]] + dom[rs[mid][0]]) / 2.0
-        left[k] = chain(f, dom, rs[:mid], inside, outside)
-        right[k] = chain(f, dom, rs[mid:], inside, outside)
-        return k
-
-    walk(root)
+        todo.append(("node", b, (k, 1)))
+        todo.append(("node", a, (k, 0)))
     return feat, thr, left, right, val
 
 

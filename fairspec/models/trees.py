@@ -415,10 +415,13 @@ def _xgb_tree(booster, tj, t: int, domains=None) -> Tree:
 
     if C.has_categorical(tj):
         try:
-            arrays = C.build(0, C.xgboost_node_reader(tj, cond), domains, None)
+            arrays = C.build(0, C.xgboost_node_reader(tj, cond), domains)
         except (KeyError, IndexError, TypeError, ValueError):
             raise UnsupportedModel("XGBoost", "categories", f"tree {t}'s split by category does not say its "
                                    "categories") from None
+        except C.TooLarge:
+            raise UnsupportedModel("XGBoost", "categories", C.too_large(t)) from None
+
         return Tree(*arrays, strict=True, f32=True)
     leaf = left < 0
     return Tree(np.where(leaf, -1, np.asarray(tj["split_indices"], dtype=np.int64)),
@@ -468,7 +471,7 @@ def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
     ``scale``; splits by category rewritten over ``domains`` (fairspec.models.tree_categories): on
     an input without one they raise (the first in LightGBM's split order, as lint reads the file),
     and so do zero-as-missing splits sending zero the other way."""
-    from .tree_categories import build, lightgbm_members
+    from .tree_categories import TooLarge, build, lightgbm_members, too_large
 
     cats = []
 
@@ -495,7 +498,10 @@ def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
                                    "(zero_as_missing) is not supported")
         return ("num", int(nd["split_feature"]), t, nd["left_child"], nd["right_child"])
 
-    return Tree(*build(structure, node, domains or {}, None))
+    try:
+        return Tree(*build(structure, node, domains or {}))
+    except TooLarge:
+        raise UnsupportedModel("LightGBM", "categories", too_large(None)) from None
 
 
 def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
