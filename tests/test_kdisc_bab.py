@@ -165,3 +165,45 @@ def test_a_network_beyond_enumeration_is_proved_or_replayed(tmp_path, monkeypatc
     assert v["k_breaks"].witness is not None
     assert v["k_counted"].status == "holds" and v["k_counted"].proof.method == "exact-arithmetic"
     assert v["k_counted"].value is None
+
+
+def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_replayed(tmp_path, monkeypatch):
+    """The search blinded (it returns no witness): the branch and bound reaches the violating individual,
+    whose count the runner replays on onnxruntime before it reports it (kdisc_witness.replayed_violation)."""
+    pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from dataclasses import replace
+
+    from differential.networks import Net, run_onnx
+
+    import fairspec.backends.search.kdisc as search
+    from fairspec.pipeline import check
+
+    real = search.kdisc_restarts
+    monkeypatch.setattr(search, "kdisc_restarts", lambda *a, **kw: replace(real(*a, **kw), witness=None, max_k=1))
+    for seed in (2, 3, 5):
+        net = tie_net(seed, 4, (5, 3))
+        (tmp_path / "m.onnx").write_bytes(Net([L.W for L in net.layers], [L.b for L in net.layers],
+                                              "logit1").onnx_bytes())
+        pts = np.array(list(itertools.product(range(4), range(3), range(3), range(3))), dtype=np.float32)
+        z = run_onnx((tmp_path / "m.onnx").read_bytes(), pts)[:, 0].astype(np.float64)
+        r = kdisc_by_enumeration(z, K=3, eps="0.1", op="<=", k=3, logit=True, claim="truth")
+        if int(r.k_lo.max()) >= 2:
+            break
+    else:
+        pytest.skip("no tie network with max k >= 2")
+    kmax = int(r.k_lo.max())
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    text = SPEC.replace("EPS", "0.1").replace("HOLD", str(kmax + 1)).replace("BREAK", str(kmax))
+    (tmp_path / "spec.fair").write_text(text)
+    v = {x.name: x for x in check(tmp_path / "spec.fair", only="k_breaks").verdicts}["k_breaks"]
+    assert v.status == "violated" and v.details["engine"] == "kdisc-bab", v.reason
+    assert v.reason.startswith("certified branch and bound") and v.witness is not None
+    assert v.value >= kmax and v.witness.replayed_by          # the independent evaluator (model.replay)
+    assert sorted(c["features"]["s"] for c in v.details["counterfactuals"]) == ["P", "Q", "R"]
+    # the reported individual's counterfactuals, scored again here on onnxruntime, break the claim
+    w = v.witness.features
+    ind = [float(w["a"]), float(w["b"]), float("uvw".index(w["c"]))]
+    U = np.array([ind + [float(s)] for s in range(3)], dtype=np.float32)
+    zz = run_onnx((tmp_path / "m.onnx").read_bytes(), U)[:, 0].astype(np.float64)
+    assert int(kdisc_by_enumeration(zz, K=3, eps="0.1", op="<", k=kmax, logit=True, claim="replay").k_lo[0]) >= kmax
