@@ -45,6 +45,10 @@ def by_counting(prop: ir.KDiscrimination, K: int, t0: float) -> Verdict | None:
                           f"{prop.k}), whatever the model computes")
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "es" if what.endswith("x") else "s")
+
+
 def applies(model) -> bool:
     """Is the model one the branch and bound bounds: a network file (ONNX, torch, a scikit-learn
     estimator that is no tree model) whose ``prob(m(x))`` is its declared score?"""
@@ -107,8 +111,8 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
         exact = r.k_found == r.bound          # an individual reaches the bound: the max k itself
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(r.bound) if exact else None,
                        backend="search", seconds=time.perf_counter() - t0, details=details, proof=r.proof,
-                       reason=f"certified branch and bound over the network's individuals ({r.stats['nodes']:,} "
-                              f"boxes; {r.stats['point_leaves']:,} individuals evaluated on the runtime): max k "
+                       reason=f"certified branch and bound over the network's individuals ({_n(r.stats['nodes'], 'box')}; "
+                              f"{_n(r.stats['point_leaves'], 'individual')} evaluated on the runtime): max k "
                               f"{'=' if exact else '<='} {r.bound} (claim: k {prop.op} {prop.k})")
     if r.status == "violated" and r.point is not None:
         V = np.repeat(np.asarray(r.point, dtype=np.float64)[None, :], len(combos), axis=0)
