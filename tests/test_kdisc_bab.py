@@ -133,7 +133,7 @@ property k_counted {
 """
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 9])
 def test_a_network_beyond_enumeration_is_proved_or_replayed(tmp_path, monkeypatch, seed):
     """End to end on ONNX with enumeration switched off (the kdisc-solver family's setting): the claim at
     the brute-force max k + 1 is proved (it was `unknown` before), the one at max k is violated with a
