@@ -3,23 +3,27 @@
 
 The boxes read a binary booster's margin as the columns (0, z): ``prob`` is their softmax, which is
 the library's probability where that is the plain sigmoid of z (XGBoost ``binary:logistic``, LightGBM
-``binary`` with ``sigmoid:1``); ``logit`` is column 1 (z itself); ``label`` is the class post. They
+``binary`` with ``sigmoid:1`` and ``cross_entropy`` / ``xentropy``, whose predict is the same function of
+the raw score bit for bit: measured below); ``logit`` is column 1 (z itself); ``label`` is the class post. They
 were refused there (``prob`` and ``logit`` of a binary booster, ``label`` under maximize): 12 of the
 api-solver family's unknowns at seed 39 x 120. Each verdict here is compared with brute force over the
 domain on the library's own predict (the domain is small, but ``FAIRSPEC_ENUMERATE_PAIRS=0`` sends it
 to the solvers, as the campaign does): a proof where the property holds (maximize: the exact largest
 difference), a replayed violation where it does not. A LightGBM ``sigmoid`` other than 1 stays
-unknown on ``prob`` (not the softmax of (0, z)), with the boxes' reason.
+unknown on ``prob`` (not the softmax of (0, z)), with the boxes' reason; ``cross_entropy_lambda``
+(``log(1 + exp(raw))``) is refused at load with a sentence naming the objective.
 """
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import fairspec
+from conftest import run_cli
 
 SPEC = """features F {{
   g : {{a, b}} protected
@@ -62,9 +66,11 @@ def _xgb(tmp_path, objective, gw=2.0):
 
 
 def _lgb(tmp_path, sigmoid=1.0):
+    """A LightGBM binary model; ``sigmoid`` its factor, or an objective name (cross_entropy, xentropy)."""
     lgb = pytest.importorskip("lightgbm")
     X, y = _xy()
-    b = lgb.train({"objective": "binary", "sigmoid": sigmoid, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5,
+    obj = {"objective": sigmoid} if isinstance(sigmoid, str) else {"objective": "binary", "sigmoid": sigmoid}
+    b = lgb.train({**obj, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5,
                    "num_threads": 1}, lgb.Dataset(X, label=y), 6)
     b.save_model(str(tmp_path / "m.txt"))
     return 'lightgbm("m.txt")', np.asarray(b.predict(GRID), np.float64), np.asarray(
@@ -99,7 +105,8 @@ def _judge(v, truth_max, eps, replay, mode):
 
 def _cases():
     return [("xgb", "binary:logistic", "prob"), ("xgb", "binary:logistic", "logit"),
-            ("xgb", "binary:logitraw", "logit"), ("lgb", 1.0, "prob"), ("lgb", 1.0, "logit")]
+            ("xgb", "binary:logitraw", "logit"), ("lgb", 1.0, "prob"), ("lgb", 1.0, "logit"),
+            ("lgb", "cross_entropy", "prob"), ("lgb", "xentropy", "prob"), ("lgb", "cross_entropy", "logit")]
 
 
 @pytest.mark.parametrize("lib,arg,post", _cases())
@@ -148,3 +155,55 @@ def test_a_lightgbm_sigmoid_other_than_one_is_not_read_as_softmax(tmp_path, monk
     if v.status == "unknown":
         assert "class probabilities are not read as trees" in v.reason, v.reason
 
+
+
+@pytest.mark.parametrize("objective", ["cross_entropy", "xentropy"])
+def test_lightgbm_cross_entropy_predict_is_the_plain_sigmoid_bit_for_bit(objective):
+    # what _plain_sigmoid rests on: LightGBM's cross_entropy predict is binary sigmoid:1's, bit for bit,
+    # on the same trees -- a trained model's raw scores, and one tree whose two leaves are set to
+    # chosen raw scores (0 and -0, tiny, near exp's overflow, random) -- so the boxes' softmax of
+    # (0, z) reads it as they read binary's
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _xy()
+    rng = np.random.default_rng(5)
+    params = {"objective": objective, "num_leaves": 4, "verbose": -1, "min_data_in_leaf": 5, "num_threads": 1}
+    trained = lgb.train(params, lgb.Dataset(X, label=y), 6).model_to_string()
+    assert "objective=cross_entropy\n" in trained
+
+    def as_binary(text):
+        return lgb.Booster(model_str=text.replace("objective=cross_entropy\n", "objective=binary sigmoid:1\n"))
+
+    def same(text, pts):
+        a, b = lgb.Booster(model_str=text), as_binary(text)
+        raw = a.predict(pts, raw_score=True)
+        assert raw.view(np.int64).tolist() == b.predict(pts, raw_score=True).view(np.int64).tolist()
+        assert a.predict(pts).view(np.int64).tolist() == b.predict(pts).view(np.int64).tolist()
+        return raw
+
+    pts = np.c_[rng.integers(0, 2, 2000), rng.uniform(-1, 9, 2000), rng.uniform(-1, 4, 2000)]
+    assert len(set(same(trained, pts).tolist())) > 4
+    one = lgb.train({**params, "num_leaves": 2, "min_data_in_leaf": 1}, lgb.Dataset(X, label=y), 1)
+    text = one.model_to_string()
+    j, thr = one.dump_model()["tree_info"][0]["tree_structure"]["split_feature"], \
+        one.dump_model()["tree_info"][0]["tree_structure"]["threshold"]
+    sides = np.zeros((2, 3))
+    sides[0, j], sides[1, j] = thr - 1, thr + 1
+    values = [0.0, -0.0, 5e-324, -1e-300, 1e-17, -36.7, 709.0, -745.2, 800.0] + rng.normal(0, 4, 400).tolist()
+    seen = set()
+    for a, b in zip(values[0::2], values[1::2]):
+        edited = re.sub(r"leaf_value=\S+ \S+", f"leaf_value={a!r} {b!r}", text, count=1)
+        seen.update(same(edited, sides).tolist())
+    assert 0.0 in seen and len(seen) > 200
+
+
+def test_lightgbm_cross_entropy_lambda_is_refused_naming_its_objective(tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _xy()
+    lgb.train({"objective": "xentlambda", "num_leaves": 4, "verbose": -1, "num_threads": 1},
+              lgb.Dataset(X, label=y), 3).save_model(str(tmp_path / "m.txt"))
+    (tmp_path / "s.fair").write_text(SPEC.format(decl='lightgbm("m.txt")') + PROP.format(
+        ensure="|prob(m(x)) - prob(m(x'))| <= 0.1", mode="prove"))
+    r = run_cli("check", "s.fair", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    msg = " ".join((r.stdout + r.stderr).split())
+    assert "objective 'cross_entropy_lambda'" in msg and "log(1 + exp(raw score))" in msg and "m.txt" in msg

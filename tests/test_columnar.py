@@ -143,7 +143,8 @@ def test_an_unclosed_quote_names_its_line(tmp_path):
     # audit s17 section 13: a stray quote read the rest of the file into one field ("has 1 fields, expected 7")
     p = tmp_path / "d.csv"
     p.write_text('a,b\n1,x\n2,y\n"3,z\n4,w\n')
-    msg = r'd\.csv line 4 has 1 field, expected 2; a quote \(\"\) on it is likely never closed'
+    msg = (r'd\.csv line 4 has 1 field, expected 2; a quoted field on it holds a line break, so the row runs to '
+           r'line 5 \(a quote \(\"\) never closed reads the lines after it into one field\)$')
     with pytest.raises(DataError, match=msg):
         read_table(ir.Data("d", "csv", str(p)))
     with pytest.raises(DataError, match=msg):

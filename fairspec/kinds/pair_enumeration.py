@@ -56,8 +56,13 @@ def _max_pairs() -> int:
 
 
 def _values(f: ir.Feature):
+    """Every value of a discrete feature (category indices, 0 / 1, the integers of its range), or None
+    when it is continuous or has more values than an enumerated domain holds points (MAX_POINTS: an
+    int in [0, 10^15] was materialised whole, a MemoryError and exit 4, before the cut was tried)."""
     d = f.domain
     if isinstance(d, ir.IntRange):
+        if int(d.hi) - int(d.lo) + 1 > MAX_POINTS:
+            return None
         return np.arange(int(d.lo), int(d.hi) + 1, dtype=np.float64)
     if isinstance(d, ir.Boolean):
         return np.array([0.0, 1.0])

@@ -110,7 +110,7 @@ def _output_scores(model):
     if zero:
         # softmax(0, z) = (1 - sigmoid(z), sigmoid(z)): the probability where the library's is
         # the plain sigmoid of the margin (XGBoost binary:logistic, float32; LightGBM binary with
-        # sigmoid:1, float64), each within SOFTMAX_TOL of the exact one
+        # sigmoid:1 and cross_entropy, float64), each within SOFTMAX_TOL of the exact one
         probs = _plain_sigmoid(model, fmt)
     K = len(cols) + (1 if zero else 0)
     units: dict = {}
@@ -144,14 +144,19 @@ def _binary_margin(model, sc, cls) -> bool:
 def _plain_sigmoid(model, fmt: str) -> bool:
     """Whether a binary booster's probability is the plain sigmoid 1 / (1 + exp(-z)) of its margin z
     (what ``predict`` without ``output_margin`` / ``raw_score`` returns): XGBoost ``binary:logistic``;
-    LightGBM ``binary`` whose ``sigmoid`` parameter is 1 (another scales the margin first). Not
-    ``binary:logitraw`` (the margin itself), ``binary:hinge`` (0 / 1) or a cross-entropy objective."""
+    LightGBM ``binary`` whose ``sigmoid`` parameter is 1 (another scales the margin first), and
+    LightGBM ``cross_entropy`` (alias ``xentropy``), whose predict is ``1 / (1 + exp(-raw))`` in
+    float64 as ``binary`` with ``sigmoid:1`` computes it, bit for bit (measured on the same trees, raw
+    0 included: tests/test_binary_booster_boxes.py). Not ``binary:logitraw`` (the margin itself),
+    ``binary:hinge`` (0 / 1) or ``cross_entropy_lambda`` (``log(1 + exp(raw))``, refused at load)."""
     if fmt == "xgboost":
         from fairspec.backends.trees.runtime import _xgb_objective
 
         return _xgb_objective(model) == "binary:logistic"
     if fmt == "lightgbm":
         words = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()
+        if words[:1] in (["cross_entropy"], ["xentropy"]):
+            return True
         if words[:1] != ["binary"]:
             return False
         sig = [w.split(":", 1)[1] for w in words[1:] if w.startswith("sigmoid:")]

@@ -514,3 +514,13 @@ def recorded_names(seq) -> tuple[str, ...] | None:
     if not isinstance(seq, (list, tuple)) or not seq or not all(isinstance(s, str) for s in seq):
         return None
     return tuple(seq)
+
+
+def declared_order(enc, model) -> str:
+    """FS427's sentence (lint's warning for a skops file, check's for a pickle): a scikit-learn model
+    recording no input names takes the encode block's columns (``enc``, an ``ir.Encoding``) in its order."""
+    cols = ", ".join(c.feature if c.width == 1 else f"{c.feature} ({c.width} columns)" for c in enc.columns)
+    n = enc.width
+    return (f"model '{model.name}' records no input names (scikit-learn keeps them only for a model fitted on a "
+            f"data frame: {model.path} has no feature_names_in_), so its {n} "
+            f"input{' is' if n == 1 else 's are'} taken in the encode block's order: {cols}")

@@ -26,6 +26,13 @@ _VALUE = ("value", "predict")
 _XGB_REGRESSION = ("reg:squarederror", "reg:squaredlogerror", "reg:pseudohubererror", "reg:absoluteerror",
                    "reg:quantileerror", "reg:gamma", "reg:tweedie", "count:poisson", "reg:linear")
 _LGB_BINARY = ("binary", "cross_entropy", "xentropy")
+# LightGBM objectives near the binary ones whose predict is another transform of the raw score: refused
+# with what that transform is, not read as a class probability (cross_entropy's is the plain sigmoid)
+_LGB_OTHER_TRANSFORM = {
+    "cross_entropy_lambda": "(alias xentlambda), whose predict is log(1 + exp(raw score)), not a class "
+                            "probability nor the sigmoid of the raw score; fairspec reads objective binary "
+                            "and cross_entropy (xentropy) as binary classifiers",
+}
 _LGB_MULTICLASS = ("multiclass", "multiclassova", "softmax", "multiclass_ova", "ova", "ovr")
 # binary XGBoost objectives whose predict (XGBClassifier.predict_proba[:, 1]) is no probability:
 # ``prob`` of such a model is lint error FS415 whatever its declared output (sema.outputs), neither
@@ -72,6 +79,9 @@ def task_of(fmt: str, objective: str, num_class: int | None, path) -> tuple[str,
             return "multiclass", num_class
         if name in _LGB_REGRESSION:
             return "regression", None
+        if name in _LGB_OTHER_TRANSFORM:
+            raise ModelLoadError(f"{path} holds a LightGBM model with objective {name!r} "
+                                 f"{_LGB_OTHER_TRANSFORM[name]}", path)
     raise ModelLoadError(f"{path} holds a {fmt} model with objective {objective!r}; fairspec reads binary and "
                          "multiclass classifiers and regressions", path)
 

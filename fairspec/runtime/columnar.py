@@ -25,7 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime.data import DataError, Table, check_path, column_names, is_number
+from fairspec.runtime.data import DataError, Table, check_path, column_names, is_number, ragged
 
 # Rows per record batch when data is streamed, and the size below which a data set is read
 # into memory once (larger ones are streamed batch by batch for every property that can).
@@ -185,9 +185,14 @@ def _csv_options(d: ir.Data, names: list[str], stream: bool):
         bad.append(row)
         return "error"
 
-    ro = pcsv.ReadOptions(column_names=names, skip_rows=1 if d.header else 0,
+    # a quoted field may hold a line break, as the csv module lint reads with allows (RFC 4180):
+    # newlines_in_values, else pyarrow cuts its blocks at the last line break of each, inside quotes
+    # or not, and a quoted line break at a block's end split a row in two ("line N has 1 field");
+    # and the header is skipped as a row (skip_rows_after_names), not as a line (skip_rows), so a
+    # quoted line break in a header name does not make its second half a row
+    ro = pcsv.ReadOptions(column_names=names, skip_rows_after_names=1 if d.header else 0,
                           autogenerate_column_names=False, block_size=(8 << 20) if stream else None)
-    po = pcsv.ParseOptions(delimiter=d.sep, invalid_row_handler=on_invalid)
+    po = pcsv.ParseOptions(delimiter=d.sep, invalid_row_handler=on_invalid, newlines_in_values=True)
     # every CSV column is read as dictionary-encoded text: a number column is parsed once per
     # distinct value later, and a missing marker in it ("?") cannot break type inference
     co = pcsv.ConvertOptions(null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
@@ -205,16 +210,12 @@ def _names(d: ir.Data) -> list[str]:
 def _raise_arrow(d: ir.Data, e: Exception, bad: list, header_lines: int, block: int = 1 << 20) -> None:
     if bad:
         row = bad[0]
-        text = row.text or ""
-        # a quote never closed reads the lines after it into its field: the row's text spans lines
-        unclosed = "\n" in text or "\r" in text
-        line = _line_of(d.path, text.splitlines()[0] if unclosed else text, header_lines)
-        where = f" line {line}" if line else ""
-        n = row.actual_columns
-        why = ("; a quote (\") on it is likely never closed, so the lines after it were read as one field"
-               if unclosed else "")
-        raise DataError(f"data file {d.path}{where} has {n} field{'' if n == 1 else 's'}, expected "
-                        f"{row.expected_columns}{why}") from None
+        # a quoted field may hold line breaks (one never closed reads the lines after it): the row's
+        # text spans lines, and the sentence names its first and last, as lint's csv module counts them
+        lines = (row.text or "").splitlines() or [""]
+        line = _line_of(d.path, lines[0], header_lines)
+        raise ragged(d.path, line, row.actual_columns, row.expected_columns,
+                     line + len(lines) - 1 if line else None) from None
     msg = str(e)
     if "straddling object" in msg:  # a row longer than pyarrow's blocks hold (between one and two blocks)
         raise DataError(f"data file {d.path} has a line too long to read (fairspec's CSV reader takes lines of up "

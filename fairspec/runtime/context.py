@@ -122,9 +122,29 @@ class Context:
                     enc = self.spec.encoding_for(name)
                     bind(enc, self.spec.feature_set(enc.features) if enc is not None else None)
                 self.loads.append({"what": "model", "name": name, "file": m.path,
-                                   "seconds": time.perf_counter() - t0, **_rounds(self._models[name])})
+                                   "seconds": time.perf_counter() - t0, **_rounds(self._models[name]),
+                                   **self._input_order(m, self._models[name])})
                 self._check_width(name, self._models[name])
         return self._models[name]
+
+    def _input_order(self, m: ir.Model, loaded) -> dict:
+        """{"input_order": "names" | "declared"} for a load entry: whether the model's inputs were matched
+        to the encoded features by the names the model records (a model fit on a data frame, a
+        multi-input ONNX graph) or are the encode block's columns in its order (a scikit-learn model
+        fitted on an array, a torch module, a one-input ONNX graph, a booster with generic names).
+        A scikit-learn pickle recording none also gets FS427's sentence as a warning here: lint
+        reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
+        names = getattr(loaded, "input_names", None)
+        by_name = bool(names) and (m.format != "onnx" or len(names) > 1)
+        if not by_name and m.format == "sklearn" and not str(m.path).lower().endswith(".skops"):
+            enc = self.spec.encoding_for(m.name)
+            if enc is not None:
+                from fairspec.models.base import declared_order
+
+                w = f"FS427: {declared_order(enc, m)}"
+                if w not in self.warnings:
+                    self.warnings.append(w)
+        return {"input_order": "names" if by_name else "declared"}
 
     def _check_width(self, name: str, loaded) -> None:
         """FS402 at check time, for a model whose width lint could not read from the file

@@ -270,9 +270,16 @@ def _skipped_row(n: int, text: str) -> bool:
     return n <= 1 and (not text.strip() or text.startswith("|"))
 
 
-def _ragged(d: ir.Data, line: int, n: int, expected: int, why: str = "") -> DataError:
-    return DataError(f"data file {d.path} line {line} has {n} field{'' if n == 1 else 's'}, expected "
-                     f"{expected}{why}")
+def ragged(path, line: int | None, n: int, expected: int, last: int | None = None) -> DataError:
+    """The sentence lint and check say for a CSV row of ``n`` fields where ``expected`` are: the row
+    starts on ``line`` and, when a quoted field holds line breaks, ends on ``last`` (both readers
+    count lines alike: the csv module and pyarrow read a quoted line break as part of its field)."""
+    where = f" line {line}" if line else ""
+    why = ""
+    if line and last and last > line:
+        why = (f"; a quoted field on it holds a line break, so the row runs to line {last} (a quote (\") "
+               "never closed reads the lines after it into one field)")
+    return DataError(f"data file {path}{where} has {n} field{'' if n == 1 else 's'}, expected {expected}{why}")
 
 
 @filecache.by_file(lambda d, *a, **kw: d.path)
@@ -299,7 +306,7 @@ def ragged_row(d: ir.Data, expected: int) -> DataError | None:
         for i, line in enumerate(raw.splitlines()[first:], first + 1):     # \n, \r\n or \r, as check
             n = line.count(sep) + 1
             if n != expected and not _skipped_row(n, line.decode("utf-8", "replace")):
-                return _ragged(d, i, n, expected)
+                return ragged(d.path, i, n, expected)
         return None
     try:
         text = raw.decode("utf-8-sig")
@@ -316,9 +323,7 @@ def ragged_row(d: ir.Data, expected: int) -> DataError | None:
                 continue
             if cut and prev >= last:
                 return None                               # a record the cut may have split
-            many = prev > line                            # a quoted field read the lines after it
-            return _ragged(d, line, n, expected, "; a quote (\") on it is likely never closed, so the lines after "
-                           "it were read as one field" if many else "")
+            return ragged(d.path, line, n, expected, prev)     # prev > line: a quoted field read lines after it
     except csv.Error:
         return None
     return None

@@ -166,6 +166,11 @@ class FeatureChecks:
             from fairspec.sema.names import match
 
             enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
+        elif (complete and names is None and model.format == "sklearn" and self.model_widths.get(model.name)
+              and str(model.path).lower().endswith(".skops")):   # a pickle's names are read at check time
+            from fairspec.sema.names import unnamed
+
+            unnamed(enc, model, self.sink, node.span)
         recorded = self.model_categories.get(model.name)
         if complete and recorded and (width is None or width == offset):   # else FS402: offsets do not line up
             from fairspec.sema.names import check_codes

@@ -15,6 +15,10 @@ from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, 
 from fairspec.syntax import ast
 
 
+
+# the smallest k-discrimination eps: ceil(1 / eps) buckets, and floor(p / eps), fit a 64-bit integer
+KDISC_MIN_EPS = 2.0 ** -62
+
 def _named_features(ck, call, key: str, env, fs, missing: str):
     """The ``key {a, b}`` argument a property needs and the feature names it lists (FS501 with
     ``missing`` when it is absent)."""
@@ -52,8 +56,16 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
                              "compare", f.span)
     eps_arg = call.keyword("eps")
     eps = _number(ck, eps_arg.value, env, "eps") if eps_arg else 0.05
-    if eps < 0:
-        ck.fail("FS307", "eps must be >= 0", eps_arg.span)
+    # the buckets floor(p / eps) of a probability p in [0, 1], ceil(1 / eps) of them: eps 0 has none and
+    # eps >= 1 one (every k is 1; the search refuses both), and certify counts them in 64-bit integers
+    # (eps = 0 and eps = 1e-300 were accepted here and ended in exit 4 on a tree model)
+    if not 0 < eps < 1:
+        ck.fail("FS307", f"eps = {eps:g} is not a bucket width: k-discrimination puts each probability p in the "
+                         f"bucket floor(p / eps), so eps must lie in (0, 1)", eps_arg.span,
+                hint="eps = 0.05 compares probabilities in buckets of width 0.05")
+    if eps < KDISC_MIN_EPS:
+        ck.fail("FS307", f"eps = {eps:g} is below 2^-62 (about 2.2e-19), the smallest bucket width fairspec counts "
+                         f"(its ceil(1 / eps) buckets are counted in 64-bit integers)", eps_arg.span)
     if op not in ("<", "<="):
         ck.fail("FS501", "state the largest acceptable k: k_discrimination(...) < k", call.span)
     k = _number(ck, rhs, env, "k")

@@ -112,6 +112,16 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
     return dataclasses.replace(enc, columns=moved)
 
 
+def unnamed(enc: ir.Encoding, model: ir.Model, sink, span) -> None:
+    """FS427: a scikit-learn model that records no input names (fitted on an array: no
+    ``feature_names_in_``) is fed the encode block's columns in the block's order. That is legitimate
+    but unchecked -- nothing can tell a block in another order than the model was fitted on -- so it
+    is stated, never silent; the JSON report's load entry says it too (``"input_order": "declared"``)."""
+    from fairspec.models.base import declared_order
+
+    sink.add("FS427", declared_order(enc, model), span)
+
+
 def check_codes(enc: ir.Encoding, model: str, recorded: dict, sink, fs: ir.FeatureSet | None = None) -> bool:
     """FS420 for each encoded column that feeds a model input recording its categories (``recorded``:
     {input index: categories in code order}) anything but those categories' codes. The library reads a
