@@ -174,7 +174,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         ex = get_executor(len(props))
         try:
             outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
-                          on_error=_failed_job)
+                          on_error=_failed_job, budget=_budgets(props, spec))
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the workers are ended; nothing was decided
             _mark_interrupted(report)
             outs = [{"verdict": unknown(p, _interrupted("before it was decided"))} for p in props]
@@ -280,7 +280,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     ex = get_executor(len(jobs)) if parallel else SerialExecutor()
     try:
         outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
-                      on_error=_failed_job)
+                      on_error=_failed_job, budget=_budgets(props, res.spec))
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the workers are ended; every report says so
         outs = [{"verdict": unknown(p, _interrupted("before it was decided")), "interrupted": True}
                 for _ in cands for p in props]
@@ -530,10 +530,35 @@ def _property_job(state: JobState, job) -> dict:
 
 
 def _failed_job(job, reason: str) -> dict:
-    """A property whose job failed for good (its worker lost more than the retries allow): unknown."""
+    """A property whose job failed for good (its worker lost more than the retries allow), or that
+    the cluster gave no answer for within its budget (an Overrun): unknown, never holds."""
+    from fairspec.runtime.executor import Overrun
     from fairspec.verdict import Verdict
 
-    return {"verdict": Verdict(job[1], job[2], "unknown", reason=f"the job failed: {reason}")}
+    if isinstance(reason, Overrun):
+        why = (f"no answer from the cluster worker {reason.worker or '?'} within the property's "
+               f"{reason.budget:g} s budget (and {reason.grace:g} s of grace): its job was cancelled"
+               + (" and the worker restarted" if reason.restarted else ""))
+    else:
+        why = f"the job failed: {reason}"
+    return {"verdict": Verdict(job[1], job[2], "unknown", reason=why)}
+
+
+def _budgets(props, spec):
+    """job -> the time budget of its property in seconds (None: none), which the cluster enforces from
+    outside (fairspec.runtime.executor.DaskExecutor): ``timeout`` (the spec's, else its backend's
+    default), k-discrimination's ``search`` budget, plus the ``refine`` pass that runs after it."""
+    from fairspec.planning import setting
+
+    budgets = {}
+    for p in props:
+        pl = plan(p, spec)
+        limit = setting(p, "timeout", pl.backend) if pl.runs else None
+        if p.kind == "k_discrimination":
+            limit = getattr(p.options, "search_budget", None) or limit
+        refine = p.options.get("refine")
+        budgets[p.name] = None if limit is None else float(limit) + float(refine or 0.0)
+    return lambda job: budgets.get(job[1])
 
 
 def _with_seconds(v: Verdict, s: float) -> Verdict:

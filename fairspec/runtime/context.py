@@ -104,10 +104,13 @@ class Context:
             else:
                 from fairspec.models import ModelLoadError, load_model
 
+                from fairspec.runtime.job_clock import loading
+
                 try:
-                    self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
-                                                    score_kind=m.score_kind, trust_pickle=m.trust_pickle,
-                                                    rounds=m.rounds)
+                    with loading():  # on a Dask worker: not on the property's clock (as its loads here)
+                        self._models[name] = load_model(m.format, m.path, output=m.output, index=m.index,
+                                                        score_kind=m.score_kind, trust_pickle=m.trust_pickle,
+                                                        rounds=m.rounds)
                 except ModelLoadError as e:
                     if not e.code:
                         raise
@@ -166,8 +169,9 @@ class Context:
             t0 = time.perf_counter()
             d = self.spec.data(name)
             from fairspec.runtime.columnar import read_table  # pyarrow: imported when a table is read
+            from fairspec.runtime.job_clock import loading
 
-            with _reading(d):
+            with _reading(d), loading():
                 t = read_table(d)
                 if d.where is not None:
                     keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)

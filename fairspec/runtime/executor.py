@@ -33,7 +33,15 @@ back in item order.
   through ``on_error``, and so does a job the cluster cancels (its scattered data was lost with
   the worker holding it) and every job not done once the cluster has had no worker for
   ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
-  worker forever).
+  worker forever). A job with a time budget (``budget=lambda item: seconds or None``: a property's
+  own ``timeout``) is waited on for that long once a worker has started it, plus ``grace``
+  (FAIRSPEC_CLUSTER_GRACE seconds, default 10, and a tenth of the budget), its clock stopped while
+  the worker loads a model or data file (``job_clock.loading``, as a property's budget does locally);
+  past it the job comes back through ``on_error`` with an :class:`Overrun` reason, its future is
+  cancelled and its worker restarted (a hung thread would hold the worker's slot for ever).
+  Budgeted jobs go one item each and carry the shared state themselves (no scattered copy that
+  the restart could take with it). The local executors leave the budget to the job itself (its
+  solvers' time limits), as before.
 
 ``configure(workers, cluster)`` records the command line's ``--workers N`` / ``--cluster ADDR``;
 ``get_executor(n_items)`` returns the executor every backend uses.
@@ -44,10 +52,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "configure",
+from fairspec.runtime import job_clock
+from fairspec.runtime.job_clock import Overrun
+
+__all__ = ["Executor", "SerialExecutor", "ProcessExecutor", "DaskExecutor", "JobError", "Overrun", "configure",
            "get_executor", "default_executor", "configured_workers", "process_pool", "shutdown_pools"]
 
 CHUNKS_PER_WORKER = 4
@@ -82,7 +94,8 @@ class Executor(Protocol):
 
     def map(self, fn: Callable[[Any, Any], Any], items: Sequence[Any], shared: Any = None,
             init: tuple[Callable[..., Any], tuple] | None = None,
-            on_error: Callable[[Any, str], Any] | None = None) -> list: ...
+            on_error: Callable[[Any, str], Any] | None = None,
+            budget: Callable[[Any], float | None] | None = None) -> list: ...
 
     def close(self) -> None: ...
 
@@ -233,7 +246,7 @@ class SerialExecutor:
         self._key = None
         self._state = None
 
-    def map(self, fn, items, shared=None, init=None, on_error=None) -> list:
+    def map(self, fn, items, shared=None, init=None, on_error=None, budget=None) -> list:
         items = list(items)
         key = (id(shared), init)
         if init is not None:
@@ -403,7 +416,7 @@ class ProcessExecutor:
         self._file = None
         self._key = self._token = self._payload = self._shared_ref = None
 
-    def map(self, fn, items, shared=None, init=None, on_error=None) -> list:
+    def map(self, fn, items, shared=None, init=None, on_error=None, budget=None) -> list:
         from concurrent.futures.process import BrokenProcessPool
 
         items = list(items)
@@ -461,18 +474,18 @@ class ProcessExecutor:
 # ------------------------------------------------------------------ dask.distributed
 
 _WORKER_STATE: dict = {}  # on a Dask worker: state key -> shared state, built once per worker process
-
-
-def _dask_call(fn, key, init, shared, items):
-    if key not in _WORKER_STATE:
-        configure(workers=1)
-        _tune_malloc()
-        _WORKER_STATE.clear()  # one state per worker at a time (a new spec or problem replaces it)
-        _WORKER_STATE[key] = _resolve_shared(shared, init)
-    state = _WORKER_STATE[key]
-    if len(items) == 1:  # one job: an exception goes to the scheduler, which retries it
-        return [fn(state, items[0])]
-    return _run_chunk(fn, state, items)
+def _dask_call(fn, key, init, shared, items, clock=None):
+    with job_clock.running(clock):  # a budgeted job: the client's clock of it starts now
+        if key not in _WORKER_STATE:
+            configure(workers=1)
+            _tune_malloc()
+            _WORKER_STATE.clear()  # one state per worker at a time (a new spec or problem replaces it)
+            with job_clock.loading():
+                _WORKER_STATE[key] = _resolve_shared(shared, init)
+        state = _WORKER_STATE[key]
+        if len(items) == 1:  # one job: an exception goes to the scheduler, which retries it
+            return [fn(state, items[0])]
+        return _run_chunk(fn, state, items)
 
 
 def _dask_reason(e: BaseException) -> str:
@@ -503,6 +516,10 @@ class DaskExecutor:
 
     #: seconds between two looks at the cluster while a job's result is awaited
     POLL = 1.0
+    #: seconds a budgeted job may run past its budget (and a tenth of the budget) before it is given up
+    GRACE = 10.0
+    #: seconds a worker's nanny is given to end a worker process running a job past its budget
+    RESTART = 30.0
 
     def __init__(self, address: str, retries: int = 2, timeout: float | None = None,
                  lost_after: float | None = None):
@@ -519,6 +536,10 @@ class DaskExecutor:
         # scheduler holds a job whose worker was lost until another worker comes: with none, forever)
         self.lost_after = timeout if lost_after is None else lost_after
         try:
+            self.grace = float(os.environ.get("FAIRSPEC_CLUSTER_GRACE", self.GRACE))
+        except ValueError:
+            self.grace = self.GRACE
+        try:
             # an unknown scheme or a malformed address ("garbage": no port) is refused before a
             # Client exists: a Client whose constructor failed still closes itself when collected,
             # which at exit prints a traceback after twice the time-out
@@ -533,14 +554,23 @@ class DaskExecutor:
         self.workers = max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
         self._scattered: dict = {}
 
-    def map(self, fn, items, shared=None, init=None, on_error=None) -> list:
+    def map(self, fn, items, shared=None, init=None, on_error=None, budget=None) -> list:
         import uuid
 
         items = list(items)
         if not items:
             return []
+        limits = [budget(it) for it in items] if budget is not None else []
+        budgeted = any(x is not None for x in limits)
         if init is not None:
             key, payload = ("init", init), None
+        elif budgeted:
+            # each budgeted job carries the state itself (a spec, not a network): a worker restarted for
+            # a hung job then takes no data with it that the other jobs wait for (the cluster keeps a
+            # broadcast state on one worker only, and lost, it cancels every job needing it)
+            if self.__dict__.get("_carried", (None,))[0] is not shared:
+                self._carried = (shared, uuid.uuid4().hex)
+            key, payload = ("shared", self._carried[1]), shared
         else:
             sid = id(shared)
             if sid in self._scattered and self._scattered[sid][0].status != "finished":
@@ -555,22 +585,103 @@ class DaskExecutor:
                 self._scattered = {sid: (fut, shared, uuid.uuid4().hex)}
             fut, _, token = self._scattered[sid]
             key, payload = ("shared", token), fut
-        chunks = _chunked(len(items), self.workers)
-        futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], pure=False,
-                                      retries=self.retries) for idx in chunks]
+        if budgeted:  # budgeted jobs: one item each, each on its own clock
+            chunks = [[i] for i in range(len(items))]
+            clocks = self._clocks_for(limits)
+        else:
+            chunks, clocks = _chunked(len(items), self.workers), [None] * len(items)
+        tokens = [None if c is None else uuid.uuid4().hex for c in clocks]
+        with self._clock_lock:
+            self._clocks.update((t, c) for t, c in zip(tokens, clocks) if c is not None)
+        futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], clock=token,
+                                      pure=False, retries=self.retries) for idx, token in zip(chunks, tokens)]
         try:
-            outs = self._results(futures)
+            outs = self._results(futures, clocks)
         except BaseException:  # Ctrl-C / SIGTERM: the cluster drops the jobs not yet run
             try:
                 self.client.cancel(futures)
             except Exception:  # noqa: BLE001
                 pass
             raise
+        finally:
+            with self._clock_lock:
+                for t in tokens:
+                    self._clocks.pop(t, None)
         return _finish(items, _unchunk(len(items), chunks, outs), on_error)
 
-    def _results(self, futures) -> list:
+    def _clocks_for(self, limits) -> list:
+        """A clock per budgeted job; the first time, the client subscribes to the workers' clock events."""
+        if not getattr(self, "_subscribed", False):
+            self.client.subscribe_topic(job_clock.TOPIC, self._on_clock)
+            self._subscribed = True
+        return [None if x is None else job_clock.JobClock(x) for x in limits]
+
+    @property
+    def _clock_lock(self):
+        if "_lock" not in self.__dict__:
+            self._lock, self._clocks = threading.Lock(), {}
+        return self._lock
+
+    def _on_clock(self, event) -> None:
+        """A worker's clock event (in the client's event loop): noted at this machine's time."""
+        import time
+
+        _, msg = event
+        if not isinstance(msg, dict):
+            return
+        with self._clock_lock:
+            c = self._clocks.get(msg.get("token"))
+            if c is not None:
+                c.note(msg.get("what"), msg.get("worker"), time.monotonic())
+
+    def _overrun(self, clock) -> Overrun | None:
+        """The reason when ``clock``'s job has run past its budget and grace, else None."""
+        import time
+
+        if clock is None:
+            return None
+        grace = getattr(self, "grace", self.GRACE) + 0.1 * clock.budget
+        with self._clock_lock:
+            used, worker = clock.used(time.monotonic()), clock.worker
+        return Overrun.of(clock.budget, grace, worker, self.address) if used > clock.budget + grace else None
+
+    def _give_up_overruns(self, futures, clocks, first: int, given_up: dict) -> None:
+        for j, (f, clock) in enumerate(zip(futures, clocks), first):
+            over = None if j in given_up or f.done() else self._overrun(clock)
+            if over is not None:
+                over.restarted = self._abandon(f, clock.worker)
+                given_up[j] = _Failed(over)
+
+    def _abandon(self, future, worker: str | None) -> bool:
+        """Give up a job past its budget: cancel it, and restart the worker running it (its nanny starts
+        a fresh process): a Python thread cannot be stopped, and a hung one holds the worker's slot,
+        so the jobs queued behind it on that worker would never start (the scheduler reruns them)."""
+        try:
+            self.client.cancel([future])
+        except Exception:  # noqa: BLE001 - the scheduler is gone: nothing to cancel
+            pass
+        if not worker:
+            return False
+        import time
+
+        try:
+            if not self.client.scheduler_info(n_workers=-1)["workers"][worker].get("nanny"):
+                return False  # the scheduler would end it for good: no process would take its place
+        except Exception:  # noqa: BLE001 - gone already (lost): nothing to restart
+            return False
+        try:  # the scheduler's own call, to not wait for the new process to join (Client.restart_workers
+            # waits until the cluster has as many workers as before, which may never come true)
+            done = self.client.sync(self.client.scheduler.restart_workers, workers=[worker], timeout=self.RESTART,
+                                    wait_for_workers=False, on_error="return",
+                                    stimulus_id=f"fairspec-job-past-its-budget-{time.time()}")
+        except Exception:  # noqa: BLE001 - no nanny, or it did not answer: the job is given up regardless
+            return False
+        return isinstance(done, dict) and done.get(worker) == "OK"
+
+    def _results(self, futures, clocks=None) -> list:
         """Each job's result, in order, or _Failed: a job that raised after its retries, one the
-        cluster cancelled (its data was lost with the worker holding it), and every job not done
+        cluster cancelled (its data was lost with the worker holding it), a budgeted job that ran
+        past its budget and grace (``clocks``: an :class:`Overrun`), and every job not done
         once the cluster has had no worker for ``lost_after`` seconds (its worker was lost and none
         took it over: without this the wait never ended)."""
         import time
@@ -578,8 +689,13 @@ class DaskExecutor:
         outs: list = []
         lost: str | None = None
         alone_since: float | None = None
-        for f in futures:
+        given_up: dict = {}  # job index -> _Failed: past its budget (looked at while any job is awaited)
+        clocks = clocks or [None] * len(futures)
+        for i, f in enumerate(futures):
             while True:
+                if i in given_up:
+                    outs.append(given_up[i])
+                    break
                 if lost is not None and not f.done():
                     outs.append(_Failed(lost))
                     break
@@ -591,6 +707,8 @@ class DaskExecutor:
                     if alone_since is not None and time.monotonic() - alone_since >= self.lost_after:
                         lost = (f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
                                 f"worker running the job was lost and no other took it over")
+                    if lost is None:  # every job still awaited: one may hang on the worker this one waits for
+                        self._give_up_overruns(futures[i:], clocks[i:], i, given_up)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
                     outs.append(_Failed(_dask_reason(e)))
                     break
@@ -606,6 +724,7 @@ class DaskExecutor:
         pass
 
     def shutdown(self) -> None:
+        self._carried = (None,)
         self._scattered = {}  # release the broadcast state first: a cluster closed after us loses nothing
         self.client.close()
         _DASK.pop(self.address, None)

@@ -1,0 +1,101 @@
+"""The clock of a budgeted job on a Dask cluster (:class:`fairspec.runtime.executor.DaskExecutor`).
+
+A worker says when it starts a budgeted job (:func:`running`) and when that job loads a model or
+data file (:func:`loading`: a property's budget is its own work, its loads apart, as locally); the
+client notes each event at its own time in the job's :class:`JobClock` and gives the job up once the
+clock passes the budget and grace (:class:`Overrun`, the reason ``on_error`` gets). Outside a
+budgeted job on a Dask worker, :func:`loading` does nothing. Imports nothing of fairspec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+__all__ = ["Overrun", "JobClock", "loading", "running", "TOPIC"]
+
+
+class Overrun(str):
+    """The reason of a job the Dask cluster gave no answer for within its time budget and grace (a
+    string, as every reason ``on_error`` gets): ``budget`` and ``grace`` in seconds, the ``worker``."""
+
+    budget: float = 0.0
+    grace: float = 0.0
+    worker: str = ""
+    restarted: bool = False  # the worker was restarted (its nanny started a fresh process)
+
+    @classmethod
+    def of(cls, budget: float, grace: float, worker: str | None, address: str) -> "Overrun":
+        r = cls(f"no answer from the cluster worker {worker or '?'} (scheduler {address}) within the job's "
+                f"{budget:g} s budget and {grace:g} s of grace: the job was cancelled")
+        r.budget, r.grace, r.worker = budget, grace, worker or ""
+        return r
+
+
+_CLOCK = threading.local()  # on a Dask worker: the budgeted job this thread runs (token, loads in progress)
+TOPIC = "fairspec-job-clock"  # the events a worker sends the client about a budgeted job's clock
+
+
+def _clock_event(what: str) -> None:
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+        w.log_event(TOPIC, {"token": _CLOCK.token, "what": what, "worker": w.address})
+    except Exception:  # noqa: BLE001 - not on a worker, or the worker is closing: nobody to tell
+        pass
+
+
+@contextlib.contextmanager
+def loading():
+    """Around loading a model or data file (or a job's shared state): on a Dask worker running a
+    budgeted job, the client's clock of that job stops meanwhile (a property's budget is its own
+    work, the files it loads apart, as locally); anywhere else this does nothing."""
+    if getattr(_CLOCK, "token", None) is None:
+        yield
+        return
+    _CLOCK.depth = getattr(_CLOCK, "depth", 0) + 1
+    if _CLOCK.depth == 1:
+        _clock_event("pause")
+    try:
+        yield
+    finally:
+        _CLOCK.depth -= 1
+        if _CLOCK.depth == 0:
+            _clock_event("resume")
+
+
+@contextlib.contextmanager
+def running(token: str | None):
+    """On a Dask worker, around a job: a budgeted one (``token``) tells the client it starts now."""
+    if token is None:
+        yield
+        return
+    _CLOCK.token, _CLOCK.depth = token, 0
+    _clock_event("start")
+    try:
+        yield
+    finally:
+        _CLOCK.token = None
+
+
+class JobClock:
+    """The client's view of one budgeted job: when a worker said it started it (a rerun elsewhere
+    starts it afresh), and how long that worker spent loading files since."""
+
+    def __init__(self, budget: float):
+        self.budget, self.started, self.worker, self.paused_at, self.paused = float(budget), None, None, None, 0.0
+
+    def note(self, what: str, worker: str | None, now: float) -> None:
+        if what == "start":
+            self.started, self.worker, self.paused_at, self.paused = now, worker, None, 0.0
+        elif what == "pause" and self.started is not None and self.paused_at is None:
+            self.paused_at = now
+        elif what == "resume" and self.paused_at is not None:
+            self.paused, self.paused_at = self.paused + now - self.paused_at, None
+
+    def used(self, now: float) -> float:
+        """Seconds of the job's own work so far (0 before a worker started it)."""
+        if self.started is None:
+            return 0.0
+        return max(0.0, (self.paused_at if self.paused_at is not None else now) - self.started - self.paused)

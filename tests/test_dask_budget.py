@@ -1,0 +1,207 @@
+"""A job that hangs on a living Dask worker ends at its property's budget, instead of hanging the run.
+
+Only a worker lost for good had a limit (FAIRSPEC_CLUSTER_TIMEOUT): a worker that stayed up while
+its job hung (a solver ignoring its time limit, a deadlock) was waited on for ever, so a `--cluster`
+check never ended. Now the client keeps a clock per budgeted job (started when a worker says it
+started it, stopped while that worker loads files) and gives the job up past its budget and grace:
+the property is `unknown` with the reason, the future is cancelled, the worker restarted, and the
+other properties keep their verdicts.
+
+The hanging job waits on an Event nobody sets (it hangs for ever, however fast the machine is); it
+is injected into the workers by the test (``client.run``), never by a switch of fairspec. The waits
+are guards, never speed requirements: the tests assert only verdicts, reasons and exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, people_decls
+from fairspec.runtime import executor as ex_mod
+
+ROOT = Path(__file__).resolve().parent.parent
+GUARD = 300.0  # seconds: a map or check still waiting by then fails the test instead of hanging it
+
+
+def _answer_unless_hang(shared, item):
+    if item == "hang":
+        threading.Event().wait()  # never set: this job hangs for ever on a living worker
+    return item * 2
+
+
+def _hang_property_on_worker(name: str) -> None:
+    """On a worker: the data backend's runner hangs for ever on property ``name`` (a test's stand-in
+    for a solver that ignores its time limit); the other properties run as they are."""
+    import fairspec.kinds.on_data as on_data
+
+    orig = getattr(on_data.run, "__wrapped__", on_data.run)
+
+    def run(prop, ctx, progress=None):
+        if prop.name == name:
+            threading.Event().wait()
+        return orig(prop, ctx, progress)
+
+    run.__wrapped__ = orig
+    on_data.run = run
+
+
+def _guarded(call):
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("got", call()), daemon=True)
+    t.start()
+    t.join(GUARD)
+    assert not t.is_alive(), "still waiting for a job that hangs on a living worker"
+    return out["got"]
+
+
+@pytest.fixture
+def cluster():
+    """A fresh 2-worker LocalCluster (processes, with nannies) per test: a test leaves a worker restarted."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=50) as lc:
+        yield lc.scheduler_address
+        ex_mod.configure()
+        for e in list(ex_mod._DASK.values()):
+            e.shutdown()
+
+
+def test_a_job_hanging_on_a_living_worker_is_given_up_at_its_budget(cluster):
+    ex = ex_mod.DaskExecutor(cluster, timeout=GUARD)
+    ex.grace = 0.0
+    items = ["a", "hang", "b", "c"]
+    # the others' budget is the guard: a busy machine never makes a job that answers too late
+    got = _guarded(lambda: ex.map(_answer_unless_hang, items, shared={"k": 1},
+                                  budget=lambda item: 1.0 if item == "hang" else GUARD,
+                                  on_error=lambda item, why: ("unknown", item, why)))
+    assert got[0] == "aa" and got[2:] == ["bb", "cc"], got
+    assert got[1][:2] == ("unknown", "hang"), got
+    why = got[1][2]
+    assert isinstance(why, ex_mod.Overrun) and why.budget == 1.0, why
+    assert why.startswith("no answer from the cluster worker tcp://127.0.0.1:"), why
+    assert "within the job's 1 s budget and 0.1 s of grace: the job was cancelled" in why, why
+    assert why.restarted, "the worker holding the hung job was not restarted"
+    # the restarted worker serves the next map; unbudgeted jobs are chunked as before
+    assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(10)))) == [2 * i for i in range(10)]
+
+
+def test_a_worker_without_a_nanny_is_left_running(tmp_path):
+    """Without a nanny the scheduler could only end the worker for good: the hung job is given up all
+    the same, and the worker stays (its slot held by the hung thread until it is restarted by hand)."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # the worker imports this module to run its job (Dask pickles a job's function by reference)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD)
+            ex.client.wait_for_workers(1, timeout=GUARD)
+            ex.grace = 0.0
+            (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
+                                             budget=lambda item: 1.0, on_error=lambda item, why: why))
+            assert isinstance(got, ex_mod.Overrun) and not got.restarted, got
+            assert len(ex.client.scheduler_info()["workers"]) == 1 and worker.poll() is None
+            ex.shutdown()
+        finally:
+            worker.kill()
+            worker.wait()
+
+
+SPEC = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
+encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
+property parity {
+  statistical_parity(net, groups sex) <= 0.99
+}
+property hangs {
+  statistical_parity(net, groups race) <= 0.99
+  timeout = 1s
+}
+property odds {
+  equalized_odds(net, groups sex) <= 0.99
+}
+'''
+
+
+def _project(tmp_path) -> Path:
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    (tmp_path / "people6.onnx").write_bytes((FIXTURES / "models" / "people6.onnx").read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC)
+    return spec
+
+
+def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_kept(cluster, tmp_path,
+                                                                                     monkeypatch):
+    from distributed import Client
+
+    from fairspec.pipeline import check
+
+    spec = _project(tmp_path)
+    ex_mod.configure()
+    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
+    assert set(serial) == {"parity", "hangs", "odds"} and serial["hangs"][0] == "holds", serial
+
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
+    with Client(cluster, set_as_default=False) as admin:
+        admin.run(_hang_property_on_worker, "hangs")
+        ex_mod.configure(cluster=cluster)
+        try:
+            report = _guarded(lambda: check(spec, parallel=True))
+        finally:
+            ex_mod.configure()
+    got = {v.name: v for v in report.verdicts}
+    hung = got["hangs"]
+    assert hung.status == "unknown", hung
+    assert hung.reason.startswith("no answer from the cluster worker tcp://127.0.0.1:"), hung.reason
+    assert "within the property's 1 s budget (and 0.1 s of grace): its job was cancelled" in hung.reason
+    assert {n: (v.status, v.how, v.value) for n, v in got.items() if n != "hangs"} == \
+        {n: s for n, s in serial.items() if n != "hangs"}
+    assert not report.internal_errors and report.exit_code == (1 if any(
+        s[0] == "violated" for s in serial.values()) else 3)
+
+    # the command line: the same verdict, the usual exit code, nothing but the JSON on stdout
+    with Client(cluster, set_as_default=False) as admin:
+        admin.wait_for_workers(2, timeout=GUARD)
+        admin.run(_hang_property_on_worker, "hangs")
+    env = dict(os.environ, FAIRSPEC_CLUSTER_GRACE="0", FAIRSPEC_CLUSTER_TIMEOUT=str(GUARD))
+    r = subprocess.run([sys.executable, "-m", "fairspec.cli", "check", str(spec), "--cluster", cluster,
+                        "--format", "json"], capture_output=True, text=True, env=env, timeout=GUARD)
+    doc = json.loads(r.stdout)
+    props = {p["name"]: p for p in doc["properties"]}
+    assert r.returncode == report.exit_code == doc["exit_code"], (r.returncode, r.stderr[-2000:])
+    assert props["hangs"]["status"] == "unknown" and "within the property's 1 s budget" in props["hangs"]["reason"]
+    assert {n: p["status"] for n, p in props.items() if n != "hangs"} == \
+        {n: s[0] for n, s in serial.items() if n != "hangs"}
+
+
+def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
+    """The reason a property gets when its job is given up, and the local executors' indifference to
+    budgets (they leave it to the job's own solvers, as before)."""
+    from fairspec.pipeline import _failed_job
+
+    over = ex_mod.Overrun.of(30.0, 13.0, "tcp://10.0.0.2:4000", "tcp://10.0.0.1:8786")
+    over.restarted = True
+    v = _failed_job(("key", "parity", "group_metric"), over)["verdict"]
+    assert v.status == "unknown", v
+    assert v.reason == ("no answer from the cluster worker tcp://10.0.0.2:4000 within the property's 30 s budget "
+                        "(and 13 s of grace): its job was cancelled and the worker restarted"), v.reason
+    assert ex_mod.SerialExecutor().map(_answer_unless_hang, [1, 2], budget=lambda item: 0.001) == [2, 4]
