@@ -36,7 +36,7 @@ def _grid():
                     dtype=np.float64)
 
 
-def _seq(seed: int, K: int, softmax: bool, blind: bool):
+def _seq(seed: int, K: int, softmax: bool, blind: bool, half: bool = False):
     rng = np.random.default_rng(seed)
     W1 = rng.integers(-4, 5, (5, 4)) / 4.0
     W1[rng.random(W1.shape) < 0.25] = 0.0
@@ -56,12 +56,14 @@ def _seq(seed: int, K: int, softmax: bool, blind: bool):
             lin.weight.copy_(torch.from_numpy(W.astype(np.float32)))
             lin.bias.copy_(torch.from_numpy(b.astype(np.float32)))
     mods = [l1, torch.nn.ReLU(), l2] + ([torch.nn.Softmax(dim=1)] if softmax else [])
-    return torch.nn.Sequential(*mods).eval()
+    seq = torch.nn.Sequential(*mods).eval()
+    return seq.half() if half else seq
 
 
 def _outputs(seq, X):
+    dtype = next(seq.parameters()).dtype
     with torch.no_grad():
-        return seq(torch.from_numpy(np.asarray(X, dtype=np.float32))).double().numpy()
+        return seq(torch.from_numpy(np.asarray(X, dtype=np.float32)).to(dtype)).double().numpy()
 
 
 def _prop(name, ensure, backend, mode):
@@ -102,11 +104,12 @@ def _encoded(seq, w):
 
 @pytest.mark.parametrize("blind", [True, False])
 @pytest.mark.parametrize("head", ["logit", "prob"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_two_columns_read_by_index_agree_with_brute_force(tmp_path, monkeypatch, seed, head, blind):
-    """label / prob posts on a two-column torch output read by ``index``: certified (the margin or the softmax
-    head's probability; before, "a multi-column output is outside the runtime error model" and unknown)."""
-    seq = _seq(seed, 2, head == "prob", blind)
+@pytest.mark.parametrize("seed,half", [(0, False), (1, False), (2, False), (0, True), (1, True)])
+def test_two_columns_read_by_index_agree_with_brute_force(tmp_path, monkeypatch, seed, head, blind, half):
+    """label / prob posts on a two-column torch output read by ``index`` (float32, and float16 ``.half()``):
+    certified (the margin or the softmax head's probability; before, "a multi-column output is outside the
+    runtime error model" and unknown)."""
+    seq = _seq(seed, 2, head == "prob", blind, half)
     i = seed % 2
     Y = _outputs(seq, _grid())
     A, B = _pairs(Y)
@@ -132,10 +135,12 @@ def test_two_columns_read_by_index_agree_with_brute_force(tmp_path, monkeypatch,
     for name in ("lab", "lab_smt"):
         _judge(out[name], label_viol, lambda x, xp: (lambda Z: label(Z)[0] != label(Z)[1])(_encoded(seq, (x, xp))))
     _judge(out["pr"], prob_viol, lambda x, xp: (lambda Z: abs(prob(Z)[0] - prob(Z)[1]) > eps)(_encoded(seq, (x, xp))))
-    if blind:                          # every pair scores alike: the certificate is needed and given
+    if blind and not half:             # every pair scores alike: the certificate is needed and given
         assert out["pr"]["status"] == "holds" and out["pr"]["how"] == "proved", out["pr"]
         if head == "logit":
             assert out["lab"]["status"] == "holds", out["lab"]
+    for v in out.values():             # float16: a tolerance within its larger bound is unknown, with the reason
+        assert v["status"] != "unknown" or "multi-column" not in v["reason"], v
 
 
 @pytest.mark.parametrize("blind", [True, False])
