@@ -170,10 +170,9 @@ def runtime_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
 def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     """:func:`runtime_spread` from the runtime error bound, or ``(0, None, None, None)``."""
     from fairspec.certify.network import runtime_error_bound
-    from fairspec.models.runtime_layers import runtime_layers, runtime_precision
+    from fairspec.models.runtime_layers import runtime_layers
 
     none = (0.0, None, None, None)
-    softmax = 0
     if post == "label" and score_kind == "label":
         # the library's own predict (kinds/pair_runtime.label_by_predict): the decision it thresholds,
         # decision_function against 0 where the model has one (the "logit" readout), else the
@@ -186,27 +185,19 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
             return none
         reads = [readout]
     elif post in ("class_logit", "class_prob", "class"):
-        # the logit columns of a K-output network (class: their argmax; class_prob: their softmax, which
-        # moves no coordinate by more than the largest move of a logit): the largest error bound over them
-        from fairspec.models.network import UnsupportedModel
+        # the columns of a K-output network (class: their argmax; class_prob: their softmax, which moves no
+        # coordinate by more than half the largest move of a logit): the largest error bound over them
+        # (models.batching.columns_error_bound, which the data path's batch re-check reads too)
+        from fairspec.models.batching import columns_error_bound
 
-        try:
-            net = model.runtime_chain()
-        except (UnsupportedModel, ValueError):
+        V = np.asarray(X, dtype=np.float64)
+        cols = [int(cls)] if post == "class_logit" and isinstance(cls, int) else None
+        got = columns_error_bound(model, V.min(axis=0), V.max(axis=0), cols, softmax_ok=post in ("class_prob", "class"))
+        if got is None:
             return none
-        if not (net.final == "none" or net.final == "softmax" and post in ("class_prob", "class")):
-            return none
-        K = net.layers[-1].n_out
-        if K < 2:
-            return none
-        softmax = K if net.final == "softmax" else 0
-        cols = [int(cls)] if post == "class_logit" and isinstance(cls, int) else list(range(K))
-        try:
-            layers, precision = net.layers, runtime_precision(model)
-        except ValueError:
-            return none
-        readout = ("columns", cols)
-        reads = [("logit", c) for c in cols]
+        E, layers, precision = got
+        cols = cols if cols is not None else list(range(layers[-1].n_out))
+        return float(np.nextafter(2.0 * E, np.inf)), layers, ("columns", cols), precision
     else:
         try:
             layers, readout, precision = runtime_layers(model, post)
@@ -214,7 +205,7 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
             return none
         reads = [readout]
     if not (readout[0] in ("logit", "margin") and score_kind == "logit" or readout[0] == "prob" and score_kind == "prob"
-            or readout[0] == "columns" or score_kind == "label"):
+            or score_kind == "label"):
         return none
     dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
     V = np.asarray(X, dtype=dt).astype(np.float64)
@@ -223,14 +214,6 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
                 for r in reads)
     except ValueError:
         return none
-    if softmax:
-        # the runtime's own softmax head (K columns): a coordinate moves by at most half the largest move
-        # of a logit (the softmax's Jacobian rows sum to 2 p (1 - p) <= 1/2 in absolute value), plus the
-        # head's own rounding, assumed as for a sigmoid head (certify.network.SIGMOID_ABS_ERROR, per 8
-        # columns): each evaluation within E / 2 + S of the exact probability
-        from fairspec.certify.network import SIGMOID_ABS_ERROR
-
-        E = E / 2.0 + SIGMOID_ABS_ERROR[precision] * max(1.0, softmax / 8.0)
     return float(np.nextafter(2.0 * E, np.inf)), layers, readout, precision
 
 

@@ -59,13 +59,14 @@ def rounds_by_batch(model) -> bool:
     return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
 
 
-def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
+def certified_spread(model, X, *, by_predict: bool = False, columns: bool = False) -> float | None:
     """How far apart two evaluations of the same point by the runtime can be, *bounded*: twice certify's
     runtime error bound (:func:`fairspec.certify.network.runtime_error_bound`: every evaluation, in any
     batch size or order, lies within E of the exact value) over the box of the encoded rows X, of the
     score the decision compares (``by_predict``: the quantity a binary scikit-learn model's predict
-    thresholds, its ``decision_function`` or its probability); None where the error model does not
-    cover the model (a Tanh layer, float16, a kernel SVM, a multi-column readout, ...)."""
+    thresholds, its ``decision_function`` or its probability; ``columns``: every output column of a
+    K-output network, the largest of their spreads, :func:`columns_error_bound`); None where the error
+    model does not cover the model (a Tanh layer, bfloat16, a kernel SVM, ...)."""
     import numpy as np
 
     X = np.asarray(X)
@@ -73,13 +74,13 @@ def certified_spread(model, X, *, by_predict: bool = False) -> float | None:
         return None
     with np.errstate(invalid="ignore"):
         lo, hi = X.min(axis=0), X.max(axis=0)       # rounding to float32 is monotone: cast after
-    key = (by_predict, lo.tobytes(), hi.tobytes())  # the batches of one data set share their box
+    key = (by_predict, columns, lo.tobytes(), hi.tobytes())  # the batches of one data set share their box
     try:
         memo = _BOUNDS.setdefault(model, {})
     except TypeError:                               # not weakly referenceable: no memo
         memo = {}
     if key not in memo:
-        memo[key] = _certified_spread(model, lo, hi, by_predict)
+        memo[key] = _columns_spread(model, lo, hi) if columns else _certified_spread(model, lo, hi, by_predict)
     return memo[key]
 
 
@@ -113,3 +114,52 @@ def _certified_spread(model, lo, hi, by_predict: bool) -> float | None:
     except ValueError:
         return None
     return float(np.nextafter(2.0 * E, np.inf)) if np.isfinite(E) else None
+
+
+def columns_error_bound(model, lo, hi, cols=None, *, softmax_ok: bool = True):
+    """``(E, layers, precision)``: a bound E on how far each output column ``cols`` (default every one) of a
+    K-output network's runtime lies from its exact value over the box [lo, hi] of the encoded inputs (as
+    the runtime reads them: cast here to its type), in any batch size or order; None where the error model
+    does not cover it. The columns are the runtime chain's own (``LoadedModel.runtime_chain``: one layer per
+    rounding, every column): a logit column is :func:`fairspec.certify.network.runtime_error_bound`'s
+    readout ``("logit", j)``; a softmax head (``softmax_ok``) moves each probability by at most half the
+    largest move of a logit (the softmax's Jacobian rows sum to ``2 p (1 - p) <= 1/2`` in absolute value),
+    plus the head's own rounding, *assumed* as a sigmoid head's (``SIGMOID_ABS_ERROR``, per 8 columns).
+    Shared by the pair enumeration's spread (``kinds.pair_enumeration``) and the data path's batch re-check."""
+    import numpy as np
+
+    from fairspec.certify.network import SIGMOID_ABS_ERROR, runtime_error_bound
+    from fairspec.certify.rounding import up
+    from fairspec.models.network import UnsupportedModel
+    from fairspec.models.runtime_layers import runtime_precision
+
+    try:
+        net = model.runtime_chain()
+        precision = runtime_precision(model)
+    except (UnsupportedModel, ValueError, AttributeError):
+        return None
+    if not (net.final == "none" or net.final == "softmax" and softmax_ok):
+        return None
+    K = net.layers[-1].n_out
+    if K < 2:
+        return None
+    cols = list(range(K)) if cols is None else list(cols)
+    dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)   # the runtime's own cast
+    lo, hi = (np.asarray(v, dtype=dt).astype(np.float64) for v in (lo, hi))
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    try:
+        E = max(float(runtime_error_bound(net.layers, lo, hi, readout=("logit", j), precision=precision))
+                for j in cols)
+    except ValueError:
+        return None
+    if net.final == "softmax":
+        E = float(up(E / 2.0 + SIGMOID_ABS_ERROR[precision] * max(1.0, K / 8.0)))   # K / 8: exact
+    return (E, net.layers, precision) if np.isfinite(E) else None
+
+
+def _columns_spread(model, lo, hi) -> float | None:
+    import numpy as np
+
+    got = columns_error_bound(model, lo, hi)
+    return None if got is None else float(np.nextafter(2.0 * got[0], np.inf))

@@ -1,8 +1,10 @@
 """torch modules as piecewise-linear networks (:class:`fairspec.models.network.PLNet`): the reader
 of ``nn.Sequential`` (or any module whose children run in order, scripted or not) -- Linear, ReLU,
 Identity, Dropout, Flatten, and a final Sigmoid / Softmax -- with its agreement check: the converted
-network against the module (its declared output) on random inputs, within certify's float16 error
-bound for a half module (``certify.agreement``), else rtol = atol = 1e-4. torch is imported inside.
+network against the module (its declared output) on random inputs, within certify's error bound at
+the module's precision (float16, float32, float64: ``certify.agreement``), else (mixed types, a check
+input outside the float32 / float64 error model) rtol = atol = 1e-4. A spot check: a forward() that
+departs from its children only at points the check does not draw is not seen. torch is imported inside.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
     """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
-    net is compared with the module on 64 random inputs (float16: within certify's error bound); a mismatch
+    net is compared with the module on 64 random inputs (within certify's error bound); a mismatch
     (a forward() that does not apply its children in order) raises :class:`UnsupportedModel`. ``pick``: the
     declared element of what forward() returns (float64), which the net must match; else one tensor.
     """
@@ -123,19 +125,25 @@ def _torch_type(m) -> str:
 
 
 def _checked_in_float16(module, own, X, final, out) -> bool:
-    """A float16 module's agreement check, within certify's float16 error bound at each point (its
-    rounding is of the order of a fixed tolerance): True when it passes; False for other modules."""
+    """The module's agreement check within certify's runtime error bound at its precision, at each point
+    (float16: its rounding is of the order of any fixed tolerance; float32 / float64: a fixed relative
+    tolerance let a forward() that moves a large logit by less than it through): True when it passes;
+    False for a module of mixed or other types (the fixed tolerance then), or outside the error model
+    where it is not float16 (an overflow: the fixed tolerance, as before)."""
     import torch
 
-    from fairspec.certify.agreement import float16_disagreement
+    from fairspec.certify.agreement import runtime_disagreement
 
-    if {p.dtype for p in module.parameters() if p.is_floating_point()} != {torch.float16}:
+    kinds = {p.dtype for p in module.parameters() if p.is_floating_point()}
+    precision = {torch.float16: "float16", torch.float32: "float32", torch.float64: "float64"}.get(
+        next(iter(kinds)) if len(kinds) == 1 else None)
+    if precision is None:
         return False
-    try:
-        why = float16_disagreement(own, X, final, out)
-    except ValueError as exc:
-        raise UnsupportedModel(type(module).__name__, "parameters", "the float16 error model does not hold on "
-                               f"the reader's check inputs ({exc})") from None
+    why = runtime_disagreement(own, X, final, out, precision)
+    if why.startswith(f"the {precision} error model does not hold"):
+        if precision != "float16":
+            return False
+        raise UnsupportedModel(type(module).__name__, "parameters", why)
     if why:
         raise UnsupportedModel(type(module).__name__, "forward", "the module's forward() does not apply its "
                                f"children in order ({why})")

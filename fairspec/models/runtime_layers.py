@@ -44,7 +44,8 @@ def runtime_layers(model, post: str = "label"):
     r = model.readout
     cols = r.columns or 1
     try:
-        if fmt == "onnx" and cols == 2:
+        if fmt in ("onnx", "torch") and cols == 2:
+            # two columns read by ``index``: their margin (logits), or the head's probability of one
             net = model.runtime_chain()
             if net.layers[-1].n_out != 2:
                 raise ValueError("the output does not have two columns")

@@ -87,13 +87,14 @@ def decide_and_score(model, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
     return d, np.asarray(model.score(X), dtype=np.float64), float(model.threshold)
 
 
-def spread(model, X: np.ndarray, z: np.ndarray, *, by_predict: bool = False) -> tuple[float, str]:
+def spread(model, X: np.ndarray, z: np.ndarray, *, by_predict: bool = False, columns: bool = False
+           ) -> tuple[float, str]:
     """``(spread, bound)``: how far apart two evaluations of a row's ``z`` may be in other batchings:
     twice certify's runtime error bound where it covers the model (``bound = "certified"``,
-    :func:`fairspec.models.batching.certified_spread`), else the assumed spread
-    (:data:`fairspec.models.batching.ASSUMED_SPREAD` x 2 per unit of 1 + the batch's largest |z|,
-    ``"assumed"``)."""
-    s = certified_spread(model, X, by_predict=by_predict)
+    :func:`fairspec.models.batching.certified_spread`; ``columns``: of each of a K-output network's
+    columns), else the assumed spread (:data:`fairspec.models.batching.ASSUMED_SPREAD` x 2 per unit of
+    1 + the batch's largest |z|, ``"assumed"``)."""
+    s = certified_spread(model, X, by_predict=by_predict, columns=columns)
     if s is not None:
         return s, "certified"
     with np.errstate(over="ignore", invalid="ignore"):

@@ -84,7 +84,7 @@ def output_fragile(model, X, Y, d, c, t) -> dict:
     M = Y.reshape(Y.shape[0], -1)
     with np.errstate(invalid="ignore"):
         if c is not None and M.shape[1] >= 2:
-            width, bound = batching.spread(model, X, M.reshape(-1))
+            width, bound = batching.spread(model, X, M.reshape(-1), columns=True)
             top2 = np.sort(M, axis=1)[:, -2:]
             gap, width = top2[:, 1] - top2[:, 0], 2.0 * width
         else:
