@@ -115,3 +115,18 @@ def test_prob_at_a_tie(tmp_path, monkeypatch, enumerate_pairs, at):
         assert v.status == "violated", v.reason
         q = m.predict_proba(np.array([v.witness.x, v.witness.x_prime]))[:, 1]
         assert abs(Fraction(float(q[0])) - Fraction(float(q[1]))) > eps
+
+
+def test_k_discrimination_on_a_bucket_boundary(tmp_path):
+    # g has no weight: an individual's counterfactuals share one exact logit; at x = 3 it is 0, p = 1/2
+    # on the boundary of eps = 0.5's buckets. Exact in every batch, k = 1 for everyone (by the object's
+    # predict_proba): holds, proved (it was unknown: the sigmoid head kept the point unsure)
+    m = _mlp(tmp_path / "m.skops", blind=True)
+    p = m.predict_proba(DOMAIN)[:, 1]
+    assert np.array_equal(p[:8], p[8:]) and 0.5 in p
+    (tmp_path / "s.fair").write_text(SPEC.format(ensure="", mode="").split("property")[0] +
+                                     "property p {\n  k_discrimination(m, over {g}, eps = 0.5) <= 1\n}\n")
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    v = rep["p"]
+    assert v.status == "holds" and v.how == "proved", v.reason
