@@ -6,7 +6,29 @@ A multiclass model predicts the first largest of its K outputs ``y``. Class ``c`
 ReLU network, so every pair engine solves the per-class question unchanged; the runtime error bound of
 the readout ``("argmax", c)`` is :func:`fairspec.certify.network.runtime_error_bound`'s (the largest of
 the margins' bounds); :func:`prove_class_stable` joins the K per-class proofs into one that the
-predicted class never changes. Pure numpy and fractions.
+predicted class never changes.
+
+**A softmax head** (readout ``("argmax", c, "softmax")``): the runtime's class is then the first
+largest of its float *probabilities* ``p~ = softmax~(z~)`` of its float logits ``z~``, which can tie
+(or order) classes whose logits differ. With ``E`` the logit margins' runtime error bound
+(``|(z~_c - z~_j) - (y_c - y_j)| <= E`` for the proof's exact logits ``y``, the ``("margin", c, j)``
+readouts), ``delta`` the softmax evaluation's assumed error :data:`SOFTMAX_ABS_ERROR`
+(``|p~_j - p_j| <= delta``, ``p = softmax(z~)`` exactly) and ``x = 2 K delta < 1``, the class score
+``g_c = min_{j != c} (y_c - y_j)`` decides the runtime's class within ``E + mu``,
+``mu = x / (1 - x)`` (>= ``-ln(1 - x)``), exactly as a logit class score does within ``E``:
+
+* ``g_c > E + mu`` => the runtime picks ``c``: every ``z~_c - z~_j > mu >= -ln(1 - x)``, so ``c``
+  is the largest exact probability, ``p_c >= 1/K``, and ``p_j = p_c exp(-(z~_c - z~_j)) < p_c (1 - x)``,
+  so ``p_c - p_j > x p_c >= 2 delta`` and ``p~_c - p~_j >= p_c - p_j - 2 delta > 0`` for every ``j``:
+  ``c`` is the unique largest float probability;
+* the runtime picks ``c`` => ``g_c >= -(E + mu)``: ``p~_c >= p~_k`` for every ``k``, so
+  ``p_c >= p_k - 2 delta`` for every ``k``, in particular ``p_c >= max_k p_k - 2 delta >= 1/K - 2 delta
+  > 0``; then ``exp(z~_j - z~_c) = p_j / p_c <= 1 + 2 delta / p_c <= 1 / (1 - x)``, so
+  ``z~_c - z~_j >= ln(1 - x) >= -mu`` and ``y_c - y_j >= -mu - E``.
+
+So the error bound of the readout ``("argmax", c, "softmax")`` is ``E + mu`` (rounded up,
+:func:`softmax_class_slack`), and every engine moves its thresholds by it unchanged. Pure numpy and
+fractions.
 """
 
 from __future__ import annotations
@@ -16,8 +38,45 @@ from fractions import Fraction
 import numpy as np
 
 from fairspec.certify.chains import as_layers
+from fairspec.certify.half import SOFTMAX_ABS_ERROR16
+from fairspec.certify.rounding import float_up
 
-__all__ = ["argmax_layers", "argmax_class_score", "prove_class_stable"]
+__all__ = ["argmax_layers", "argmax_class_score", "prove_class_stable", "class_readout", "softmax_class_slack",
+           "SOFTMAX_ABS_ERROR"]
+
+#: assumed bound on |runtime softmax - exact softmax of the runtime's float logits| (certify.class_prob's
+#: docstring; tests/test_class_prob_bab.py measures onnxruntime's and torch's against it). float16: the
+#: float32 evaluation rounded once (fairspec.certify.half)
+SOFTMAX_ABS_ERROR = {"float16": SOFTMAX_ABS_ERROR16, "float32": 2.0 ** -18, "float64": 2.0 ** -40}
+
+
+def class_readout(readout) -> tuple[int, str] | None:
+    """``(c, head)`` of a class readout: ``("argmax", c)`` (head "none": the runtime's class is the
+    first largest of its logits) or ``("argmax", c, "softmax")`` (of its softmax probabilities); None
+    for any other readout."""
+    if readout is None or len(readout) not in (2, 3) or readout[0] != "argmax" or isinstance(readout[1], bool):
+        return None
+    try:
+        c = int(readout[1])
+    except (TypeError, ValueError):
+        return None
+    if c != readout[1] or c < 0:
+        return None
+    if len(readout) == 3:
+        return (c, "softmax") if readout[2] == "softmax" else None
+    return c, "none"
+
+
+def softmax_class_slack(K: int, precision: str) -> float:
+    """``mu = x / (1 - x)``, ``x = 2 K SOFTMAX_ABS_ERROR[precision]``, rounded up: what a softmax head
+    adds to the class score's runtime error bound (see the module docstring). ValueError when
+    ``x >= 1`` (so many classes that the softmax's error could hide the top probability)."""
+    if precision not in SOFTMAX_ABS_ERROR:
+        raise ValueError(f"no softmax error bound for {precision!r} arithmetic")
+    x = 2 * int(K) * Fraction(SOFTMAX_ABS_ERROR[precision])
+    if K < 2 or x >= 1:
+        raise ValueError(f"a softmax over {K} classes is beyond the softmax's assumed error bound")
+    return float_up(x / (1 - x))
 
 
 def _exact_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -113,8 +172,18 @@ def prove_class_stable(parts: dict, K: int):
 
     if set(parts) != set(range(K)) or K < 2:
         return None
-    if not all(isinstance(parts[c], Proof) and parts[c].detail.get("readout") == ["argmax", c] for c in range(K)):
+    if not all(isinstance(parts[c], Proof) for c in range(K)):
         return None
+    heads = set()
+    for c in range(K):
+        r = parts[c].detail.get("readout")
+        got = class_readout(r) if isinstance(r, list) else None
+        if got is None or got[0] != c:
+            return None
+        heads.add(got[1])
+    if len(heads) != 1:                     # every part about one runtime: its logits' or its softmax's class
+        return None
+    (head,) = heads
     # one K-output network (recorded where minted: every bab-certificate, exact-smt part, a tiling of them)
     if len({parts[c].detail["base_net"] for c in range(K) if parts[c].detail.get("base_net") is not None}) > 1:
         return None
@@ -131,5 +200,8 @@ def prove_class_stable(parts: dict, K: int):
               "case_summaries": [parts[c].summary for c in range(K)]}
     if all(isinstance(n, int) for n in leaves):
         detail["leaves"] = sum(leaves)
-    return _mint(method, f"the predicted class (argmax of {K} outputs, first largest on ties) is the same for "
+    what = f"{K} softmax probabilities" if head == "softmax" else f"{K} outputs"
+    if head == "softmax":
+        detail["head"] = "softmax"
+    return _mint(method, f"the predicted class (argmax of {what}, first largest on ties) is the same for "
                          f"both sides of every admissible pair", **detail)

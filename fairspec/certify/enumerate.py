@@ -442,8 +442,9 @@ def class_scores_of(outputs: Sequence, readout, post: str = "label", decision_th
     decision (positive iff c is the first largest column)."""
     from fairspec.certify.network import argmax_class_score
 
-    if readout is None or len(readout) != 2 or readout[0] != "argmax" or isinstance(readout[1], bool) \
-            or int(readout[1]) != readout[1]:
+    from fairspec.certify.argmax import class_readout
+
+    if class_readout(readout) is None:
         raise ValueError(f"readout {readout!r} is not a class of the runtime's outputs")
     if post != "label" or Fraction(decision_threshold) != 0:
         raise ValueError("a class readout is counted as the label post at 0")
@@ -524,8 +525,9 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold,
                         relation=None if cases is None else (cases, pairs))
     if readout is not None:                 # the class it read from the runtime's outputs itself
-        rec["readout"] = ["argmax", int(readout[1])]
-        detail = {**detail, "readout": ["argmax", int(readout[1])]}
+        # (under a softmax head the outputs are the runtime's own probabilities, whose first largest is its class)
+        rec["readout"] = ["argmax", int(readout[1])] + (["softmax"] if len(readout) == 3 else [])
+        detail = {**detail, "readout": rec["readout"]}
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
                   fair=int(fair.sum()), unfair=int(unfair.sum()), record=rec, **detail)
     return Counted(proof, fair, unfair, maybe if unsure is not None else None)

@@ -48,7 +48,8 @@ from typing import Sequence
 
 import numpy as np
 
-from fairspec.certify.argmax import _exact_diff, argmax_class_score, argmax_layers, prove_class_stable
+from fairspec.certify.argmax import (_exact_diff, argmax_class_score, argmax_layers, class_readout, prove_class_stable,
+                                     softmax_class_slack)
 from fairspec.certify.chains import as_layers, runtime_blocks
 from fairspec.certify.half import ETA16, EXACT_INTEGERS, SIGMOID_ABS_ERROR16, U16, check_range, layer_rounding
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, float_up, gamma, interval_matmul, matmul_with_error,
@@ -398,7 +399,9 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     runtime_net: the runtime's layers (``as_layers``), last layer with every column the readout reads.
     lo, hi:      the box of the proof's variables (feature space when ``encoding`` is given).
     encoding:    one :class:`InputEncoding` per model input (None: the model's inputs themselves).
-    readout:     ``("logit", i)``, ``("margin", i, j)``, ``("prob", i)``, ``("softmax", i, j)``.
+    readout:     ``("logit", i)``, ``("margin", i, j)``, ``("prob", i)``, ``("softmax", i, j)``,
+                 ``("argmax", c)`` / ``("argmax", c, "softmax")`` (the class score of a K-output network
+                 whose runtime compares its logits / its softmax probabilities: certify.argmax).
     proof_net:   the single-logit network the proof reasons about over ``v`` (default: the runtime
                  network on the exact encoding with the readout's logit).
     precision:   "float32" (ONNX, torch) or "float64" (scikit-learn).
@@ -406,7 +409,8 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     base_net:    readout ``("argmax", c)`` only: the K-output network (feature space) of which
                  ``proof_net`` must be :func:`argmax_layers` (checked here, exactly); E is then the
                  largest of the margin readouts' bounds ``("margin", c, j)``, ``j != c`` (the min of
-                 the margins is 1-Lipschitz in the largest coordinate).
+                 the margins is 1-Lipschitz in the largest coordinate), plus
+                 :func:`~fairspec.certify.argmax.softmax_class_slack` under a softmax head.
     Raises ValueError when a condition of the error model fails (weights that are not the runtime's
     numbers, a box that is not finite); the caller then has no runtime bound (unknown)."""
     if precision not in _U:
@@ -480,7 +484,10 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
 
 def _argmax_error_bound(runtime_net, lo, hi, *, encoding, readout, proof_net, precision, integer, onehot_groups,
                         base_net) -> float:
-    (c,) = list(readout[1:])
+    got = class_readout(readout)
+    if got is None:
+        raise ValueError(f"unknown readout {readout!r}")
+    c, head = got
     R = as_layers(runtime_net)
     K = R[-1][0].shape[0]
     base = R if base_net is None else as_layers(base_net)
@@ -505,6 +512,8 @@ def _argmax_error_bound(runtime_net, lo, hi, *, encoding, readout, proof_net, pr
         e = runtime_error_bound(R, lo, hi, encoding=encoding, readout=("margin", c, j), proof_net=pn,
                                 precision=precision, integer=integer, onehot_groups=onehot_groups)
         E = max(E, float(e))
+    if head == "softmax":       # the runtime's class is its softmax's: certify.argmax's docstring
+        E = float(up(E + softmax_class_slack(K, precision)))
     return E
 
 

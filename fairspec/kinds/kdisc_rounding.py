@@ -28,7 +28,7 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     error model (as for individual fairness: the verdict rests on its scores then)."""
     from fairspec.certify.enumerate import _buckets_exact, sigmoid_bounds
     from fairspec.certify.exact import threshold_of
-    from fairspec.kinds.pair_enumeration import batch_dependent, points_exact, runtime_spread
+    from fairspec.kinds.pair_enumeration import batch_dependent, elementwise_sigmoid_head, points_exact, runtime_spread
 
     if not batch_dependent(model):
         return None
@@ -69,7 +69,8 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     moved = near.copy()
     P = np.flatnonzero(near)
     if P.size:
-        moved[P[points_exact(runtime, X, P, Y[P] if runtime[2][0] == "columns" else s[P])]] = False
+        moved[P[points_exact(runtime, X, P, Y[P] if runtime[2][0] == "columns" else s[P],
+                             elementwise_sigmoid_head(model))]] = False
     return moved
 
 

@@ -127,14 +127,13 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         precision, beyond = None, str(e)
     if precision is None:
         rt = Runtime(None, why_not=beyond, replay=replay)
-    elif raw.final != "none":
-        rt = Runtime(None, why_not="the class of a softmax output is the argmax of the runtime's float "
-                                   "probabilities, outside the runtime error model (its logits are not what it "
-                                   "compares)", replay=replay)
     else:
+        # a softmax head: the runtime's class is the first largest of its float probabilities, which the class
+        # score of its logits decides within the logits' error bound and the softmax's (certify.argmax)
+        head = ("softmax",) if raw.final == "softmax" else ()
         try:
             rt = Runtime([(L.W, L.b, L.relu) for L in run.layers], encoding_from_ir(_codes_as_variables(enc)),
-                         ("argmax", 0), precision, replay=replay)
+                         ("argmax", 0) + head, precision, replay=replay)
         except (ValueError, TypeError) as e:
             rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)
     from fairspec.kinds.pair_enumeration import batch_unsure

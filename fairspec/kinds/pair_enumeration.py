@@ -29,7 +29,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.models.batching import (ASSUMED_SPREAD, ASSUMED_SPREAD_OTHER,  # noqa: F401 - re-exported
-                                        BATCHED, batch_dependent)
+                                        BATCHED, batch_dependent, elementwise_sigmoid_head)
 from fairspec.models.batching import rounds_by_batch as _batched_without_bound
 
 MAX_PAIRS = 4_000_000
@@ -264,7 +264,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
         seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
     else:
         seen = (decision if decision is not None else np.asarray(s_points, dtype=np.float64))[P].reshape(-1)
-    ok = points_exact(runtime, X, P, seen)
+    ok = points_exact(runtime, X, P, seen, elementwise_sigmoid_head(model))
     from fairspec.certify.enumerate import ordered_pairs
 
     # the ordered pairs near (with their reverses, whatever the classes: certify.enumerate.ordered_pairs)
@@ -277,17 +277,22 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     return res
 
 
-def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.ndarray:
+def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray, head=None) -> np.ndarray:
     """Per point ``X[P]``: does :func:`fairspec.certify.exact_runtime.exact_points` show the runtime
     (``runtime``: :func:`runtime_spread`'s result) computes it exactly in every order, with the value it
     gave (``seen``: the logit rows of a ``columns`` readout, else the read value per point)? False for
-    readouts it does not cover (a sigmoid or softmax head never is exact) and beyond
-    :data:`MAX_EXACT_POINTS` points or :data:`MAX_EXACT_WORK` points times weights."""
+    readouts it does not cover and beyond :data:`MAX_EXACT_POINTS` points or :data:`MAX_EXACT_WORK`
+    points times weights. A sigmoid head (``prob``) is covered only with ``head``
+    (:func:`fairspec.models.batching.elementwise_sigmoid_head`: the runtime's own elementwise logistic,
+    one float per float whatever the batch): its pre-activation exact in every order, the probability
+    is then one float in every batch, and it must be the one this batch gave (``head`` of the exact
+    pre-activation equal to ``seen``: a class-0 probability ``1 - p`` is not, so it stays unsure)."""
     from fairspec.certify.exact_runtime import exact_points
 
     _, layers, readout, precision = runtime
     ok = np.zeros(P.size, dtype=bool)
-    if (not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in ("logit", "margin", "columns")
+    covered = ("logit", "margin", "columns") + (("prob",) if head is not None and precision == "float64" else ())
+    if (not P.size or P.size > MAX_EXACT_POINTS or readout[0] not in covered
             or P.size * _weights(layers) > MAX_EXACT_WORK):
         return ok
     dt = {"float16": np.float16, "float32": np.float32}.get(precision, np.float64)
@@ -295,6 +300,10 @@ def points_exact(runtime, X: np.ndarray, P: np.ndarray, seen: np.ndarray) -> np.
     seen = np.asarray(seen, dtype=np.float64)
     if readout[0] == "columns":
         return ok & np.all(out[:, readout[1]] == seen[:, readout[1]], axis=1)
+    if readout[0] == "prob":
+        with np.errstate(all="ignore"):
+            p = np.asarray(head(np.where(ok, out[:, readout[1]], 0.0).astype(np.float64)), dtype=np.float64)
+        return ok & (p == seen.reshape(-1))
     return ok & (out[:, readout[1]] - (out[:, readout[2]] if readout[0] == "margin" else 0.0) == seen.reshape(-1))
 
 

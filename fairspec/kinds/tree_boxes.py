@@ -73,6 +73,7 @@ def _output_scores(model):
     fmt = getattr(model, "format", "")
     task, k = library_task(model)
     probs = True
+    obj = ""
     if fmt == "sklearn":
         if getattr(model, "unfolded", False):
             return None
@@ -123,7 +124,12 @@ def _output_scores(model):
                 units[key] = (t, np.zeros((t.n_nodes, K)))
                 order.append(key)
             units[key][1][:, c] += np.asarray(t.value, dtype=np.float64)
-    base = ([0.0] if zero else []) + [float(e.base) for e in cols]
+    # the class-0 column of a binary margin (0, z): the library's class is the first largest of
+    # (0, z), i.e. z > 0, except for an XGBoost binary:logitraw model read by its predict (not
+    # declared output = "margin"): its predict is the margin itself, class 1 above 0.5
+    # (backends.trees.runtime._class_outputs), the first largest of (1/2, z) -- exactly, as 1/2 is
+    logitraw = zero and fmt == "xgboost" and obj == "binary:logitraw" and not getattr(model, "margin", True)
+    base = ([0.5 if logitraw else 0.0] if zero else []) + [float(e.base) for e in cols]
     sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
                 float(cols[0].divisor), "linear" if linear else "softmax",
                 "float32" if fmt == "xgboost" else "float64")

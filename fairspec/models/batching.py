@@ -163,3 +163,29 @@ def _columns_spread(model, lo, hi) -> float | None:
 
     got = columns_error_bound(model, lo, hi)
     return None if got is None else float(np.nextafter(2.0 * got[0], np.inf))
+
+
+#: scikit-learn estimators whose binary probability is an elementwise function of one pre-activation per
+#: row, computed by value alone: MLPClassifier's logistic output (``scipy.special.expit`` in place, then
+#: ``1 - p`` for class 0) and LogisticRegression's predict_proba (``expit`` of decision_function, the
+#: same). scipy's expit is a scalar loop (no vector kernel, no lane or position dependence, unlike
+#: onnxruntime's float64 Sigmoid): one float in, one float out, whatever the batch
+ELEMENTWISE_SIGMOID = ("MLPClassifier", "LogisticRegression", "LogisticRegressionCV")
+
+
+def elementwise_sigmoid_head(model):
+    """``scipy.special.expit`` when the model's runtime probability is that elementwise logistic of its
+    last layer's one output (``ELEMENTWISE_SIGMOID``, a scikit-learn estimator or the final step of a
+    pipeline of one): a point whose pre-activation is exact in every batch then has one probability in
+    every batch (:func:`fairspec.kinds.pair_enumeration.points_exact`). None otherwise."""
+    if getattr(model, "format", "") != "sklearn":
+        return None
+    est = getattr(model, "raw", None)
+    final = est.steps[-1][1] if hasattr(est, "steps") else est
+    if type(final).__name__ not in ELEMENTWISE_SIGMOID:
+        return None
+    if type(final).__name__ == "MLPClassifier" and getattr(final, "out_activation_", None) != "logistic":
+        return None
+    from scipy.special import expit
+
+    return expit

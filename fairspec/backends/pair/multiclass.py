@@ -139,7 +139,7 @@ class ClassProblem:
             rt_c = Runtime(layers, None, ("argmax", c), "float64", replay=replay, base_net=self.net,
                            scores=self.class_scores(c))
         else:
-            rt_c = Runtime(rt.layers, rt.encoding, ("argmax", c), rt.precision, rt.why_not, replay, self.net,
+            rt_c = Runtime(rt.layers, rt.encoding, self.readout(c), rt.precision, rt.why_not, replay, self.net,
                            self.class_scores(c))
         return replace(self.pre, net=class_net(self.net, c), post="label", eps=0.0, eps_strict=False, runtime=rt_c)
 
@@ -153,7 +153,15 @@ class ClassProblem:
 
         if self.outputs is None and self.runtime is not None:
             return None
-        return BatchScorer(self.forward_all, "label", 0.0, self.unsure, readout=("argmax", c))
+        return BatchScorer(self.forward_all, "label", 0.0, self.unsure, readout=self.readout(c))
+
+    def readout(self, c: int) -> tuple:
+        """The class readout of class ``c``: ``("argmax", c)``, or ``("argmax", c, "softmax")`` when the
+        runtime (``runtime.readout``, ``("argmax", 0, "softmax")``) compares its softmax probabilities
+        (:mod:`fairspec.certify.argmax`: the error bound then carries the softmax's margin)."""
+        rt = self.runtime
+        soft = rt is not None and len(rt.readout) == 3 and rt.readout[0] == "argmax" and rt.readout[2] == "softmax"
+        return ("argmax", c, "softmax") if soft else ("argmax", c)
 
     def smt_runtime(self, c: int):
         """The SMT engine's runtime of class ``c``: scores ``argmax_class_score`` of the outputs."""
@@ -164,7 +172,7 @@ class ClassProblem:
         layers = rt.layers if rt is not None else [(L.W, L.b, L.relu) for L in self.net.layers]
         enc = rt.encoding if rt is not None else None
         prec = rt.precision if rt is not None else "float64"
-        return SmtRuntime(layers, enc, ("argmax", c), prec, lambda V: argmax_class_score(self.forward_all(V), c),
+        return SmtRuntime(layers, enc, self.readout(c), prec, lambda V: argmax_class_score(self.forward_all(V), c),
                           "logit", f"class {c} of the runtime", self.net)
 
 

@@ -110,6 +110,8 @@ def emulated_replay(rt: Runtime):
             return Y[:, cols[0]] - Y[:, cols[1]]
         if kind == "argmax":
             from fairspec.certify.network import argmax_class_score
+            if len(cols) > 1:       # a softmax head: the class is the runtime's probabilities', not modelled here
+                raise ValueError("the class of a softmax head is read from the runtime's own outputs")
             return argmax_class_score(H, cols[0])
         if kind == "prob":
             return sigmoid(Y[:, cols[0]])

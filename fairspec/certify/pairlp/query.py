@@ -166,13 +166,13 @@ class PairQuery:
         readout ``("argmax", c)`` (compared by fingerprint); None otherwise (no base network, another
         class, another network, a readout that names no class). What a per-class part records as its
         K-output network (``detail["base_net"]``), checked where it is minted."""
-        if base_net is None or readout is None or len(readout) != 2 or readout[0] != "argmax" \
-                or isinstance(readout[1], bool):
+        from fairspec.certify.argmax import class_readout
+
+        got = class_readout(readout)
+        if base_net is None or got is None:
             return None
         try:
-            c = int(readout[1])
-            if c != readout[1]:
-                return None
+            c = got[0]
             base = as_layers(base_net)
             want = argmax_layers(base, c)
         except (ValueError, TypeError, IndexError):
