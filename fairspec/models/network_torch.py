@@ -9,8 +9,6 @@ departs from its children only at points the check does not draw is not seen. to
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fairspec.models.network import PLNet, UnsupportedModel, _Chain, _make_net, apply_readout, sigmoid
@@ -20,7 +18,8 @@ __all__ = ["from_torch"]
 _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 
 
-def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None) -> PLNet:
+def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None,
+               output=None) -> PLNet:
     """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
@@ -30,25 +29,14 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
     """
     import torch
 
-    leaves: list[tuple[str, Any]] = []
+    from fairspec.models.torch_chain import torch_chain
 
-    def walk(m, prefix):
-        children = list(m.named_children())
-        if not children:
-            leaves.append((prefix or type(m).__name__, m))
-            return
-        own = [n for n, _ in m.named_parameters(recurse=False)]
-        if own:
-            raise UnsupportedModel(_torch_type(m), prefix or "module",
-                                   f"module has its own parameters {own} besides its children")
-        for n, c in children:
-            walk(c, f"{prefix}.{n}" if prefix else n)
-
-    walk(module, "")
     ch = _Chain(None)
     final = "none"
+    leaves = torch_chain(module, output)       # the structural fact: forward() is exactly this chain
     for pos, (name, m) in enumerate(leaves):
-        t = _torch_type(m)
+        t = _torch_type(m) if not isinstance(m, tuple) else {"relu": "ReLU", "sigmoid": "Sigmoid",
+                                                              "softmax": "Softmax"}[m[0]]
         is_last = pos == len(leaves) - 1
         if final != "none":
             raise UnsupportedModel(t, name, f"{t} after the final {final} is not supported")
@@ -59,7 +47,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             b = m.bias.detach().cpu().double().numpy() if getattr(m, "bias", None) is not None else np.zeros(W.shape[0])
             if ch.width is not None and W.shape[1] != ch.width:
                 raise UnsupportedModel(t, name, f"Linear of input width {W.shape[1]} after width {ch.width} "
-                                                f"(the children do not chain in declaration order)")
+                                                f"(the layers forward() calls do not chain)")
             ch.affine(W, b, "matmul")
             continue
         if t == "ReLU":
@@ -69,7 +57,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             final = "sigmoid"
             continue
         if t in ("Softmax",) and is_last:
-            dim = getattr(m, "dim", None)
+            dim = m[1] if isinstance(m, tuple) else getattr(m, "dim", None)
             if dim not in (None, 1, -1):
                 raise UnsupportedModel(t, name, f"Softmax over dim {dim} is not over the classes")
             final = "softmax"
