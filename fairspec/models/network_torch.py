@@ -1,10 +1,12 @@
 """torch modules as piecewise-linear networks (:class:`fairspec.models.network.PLNet`): the reader
-of ``nn.Sequential`` (or any module whose children run in order, scripted or not) -- Linear, ReLU,
+of the chain :func:`fairspec.models.torch_chain.torch_chain` finds forward() to be (nn.Sequential, or a
+module calling its children and functional activations in order, scripted or not) -- Linear, ReLU,
 Identity, Dropout, Flatten, and a final Sigmoid / Softmax -- with its agreement check: the converted
 network against the module (its declared output) on random inputs, within certify's error bound at
 the module's precision (float16, float32, float64: ``certify.agreement``), else (mixed types, a check
-input outside the float32 / float64 error model) rtol = atol = 1e-4. A spot check: a forward() that
-departs from its children only at points the check does not draw is not seen. torch is imported inside.
+input outside the float32 / float64 error model) rtol = atol = 1e-4. A spot check behind the structural
+one (a forward() that departs from its children only at points it does not draw is refused by
+``torch_chain``, not by it). torch is imported inside.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 
 def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None,
                output=None) -> PLNet:
-    """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
+    """Read a torch ``nn.Sequential`` (or a module whose forward() is a plain chain, scripted or not:
+    ``torch_chain``, which reads the declared ``output`` of a tuple / dict and raises ``NotAChain``).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
     net is compared with the module on 64 random inputs (within certify's error bound); a mismatch

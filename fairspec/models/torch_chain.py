@@ -57,6 +57,8 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
             _refuse(module, "a forward hook is registered on it or on a layer")
         if type(m).__call__ is not torch.nn.Module.__call__:
             _refuse(module, f"{type(m).__name__} overrides __call__")
+        if "forward" in vars(m):
+            _refuse(module, f"{type(m).__name__} has a forward of its own instance")
     hooks = getattr(torch.nn.modules.module, "_global_forward_hooks", {})
     if hooks or getattr(torch.nn.modules.module, "_global_forward_pre_hooks", {}):
         _refuse(module, "a global forward hook is registered in torch")
@@ -140,7 +142,7 @@ def _fx_activation(m, act: str, v) -> tuple:
             _refuse(m, "a sigmoid with other arguments than its input")
         return ("sigmoid",)
     args = dict(zip(("dim", "_stacklevel", "dtype"), v.args[1:]), **v.kwargs)
-    if set(args) - {"dim", "_stacklevel"} or args.get("dim") not in (1, -1):
+    if set(args) - {"dim", "_stacklevel", "dtype"} or args.get("dtype") is not None or args.get("dim") not in (1, -1):
         _refuse(m, "a softmax that is not over dim 1 of a float tensor")
     return ("softmax", args["dim"])
 
