@@ -19,6 +19,7 @@ functional activation) or raises :class:`NotAChain` with one sentence. torch is 
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from typing import Any
@@ -243,26 +244,38 @@ def _script_pick(m, r, prod, consts, output):
     return r
 
 
-def _fresh(m):
-    """The same layer scripted afresh by the running torch (None for a type whose code is not checked)."""
-    import torch
-
+def _config(m) -> tuple | None:
+    """The constructor arguments of the same layer in the running torch (None for a type whose code is
+    not checked: from_torch refuses it)."""
     t = m.original_name
     if t not in _CHECKED_LEAVES:
         return None
-    nn = torch.nn
     if t == "Linear":
         w = m.weight
-        return nn.Linear(w.shape[1], w.shape[0], bias=getattr(m, "bias", None) is not None)
+        return (int(w.shape[1]), int(w.shape[0]), getattr(m, "bias", None) is not None)
     if t in ("Dropout", "AlphaDropout"):
-        return getattr(nn, t)(p=float(getattr(m, "p", 0.5)), inplace=bool(getattr(m, "inplace", False)))
+        return (float(getattr(m, "p", 0.5)), bool(getattr(m, "inplace", False)))
     if t == "ReLU":
-        return nn.ReLU(inplace=bool(getattr(m, "inplace", False)))
+        return (bool(getattr(m, "inplace", False)),)
     if t == "Softmax":
-        return nn.Softmax(dim=getattr(m, "dim", None))
+        return (getattr(m, "dim", None),)
     if t == "Flatten":
-        return nn.Flatten(int(getattr(m, "start_dim", 1)), int(getattr(m, "end_dim", -1)))
-    return getattr(nn, t)()
+        return (int(getattr(m, "start_dim", 1)), int(getattr(m, "end_dim", -1)))
+    return ()
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical(t: str, config: tuple, ps: tuple) -> frozenset[str]:
+    """The normal graphs of layer ``t(*config)`` scripted afresh and traced in eval mode (a traced
+    Dropout keeps no ``p`` attribute but a constant in its graph: each of ``ps`` is tried as its p)."""
+    import torch
+
+    layers = [getattr(torch.nn, t)(*config)] + [getattr(torch.nn, t)(p) for p in ps]
+    sample = torch.zeros(2, config[0] if t == "Linear" else 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # TracerWarnings: not the user's to read
+        return frozenset([_normal(torch.jit.script(layers[0]).inlined_graph)]
+                         + [_normal(torch.jit.trace(layer.eval(), sample).inlined_graph) for layer in layers])
 
 
 def _normal(graph) -> str:
@@ -277,34 +290,18 @@ def _normal(graph) -> str:
     return re.sub(r"%[\w.]+", lambda mt: names.setdefault(mt.group(0), f"%v{len(names)}"), text)
 
 
-def _traced(m, fresh) -> set[str]:
-    """The normal graphs of ``fresh`` traced in eval mode; a traced Dropout keeps no ``p`` attribute but
-    its constant in the graph: each float constant there is tried as its p."""
-    import torch
-
-    w = getattr(m, "weight", None)
-    sample = torch.zeros(2, int(w.shape[1]) if m.original_name == "Linear" else 3)
-    layers = [fresh]
-    if m.original_name in ("Dropout", "AlphaDropout"):
-        ps = {n.output().toIValue() for n in m.inlined_graph.nodes()
-              if n.kind() == "prim::Constant" and n.output().type().kind() == "FloatType"}
-        layers += [getattr(torch.nn, m.original_name)(p=p) for p in ps if 0.0 <= p <= 1.0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")         # TracerWarnings: not the user's to read
-        return {_normal(torch.jit.trace(layer.eval(), sample).inlined_graph) for layer in layers}
-
 
 def _check_leaf(m, name: str) -> None:
-    import torch
-
     try:
-        fresh = _fresh(m)
-        if fresh is None:
+        config = _config(m)
+        if config is None:
             return                      # not a layer fairspec reads: from_torch refuses its type
-        own = _normal(m.inlined_graph)
-        same = own == _normal(torch.jit.script(fresh).inlined_graph)
-        if not same:        # a layer of a torch.jit.trace'd module: its forward as traced (in eval mode)
-            same = own in _traced(m, fresh)
+        ps: tuple = ()
+        if m.original_name in ("Dropout", "AlphaDropout"):
+            ps = tuple(sorted({float(n.output().toIValue()) for n in m.inlined_graph.nodes()
+                               if n.kind() == "prim::Constant" and n.output().type().kind() == "FloatType"
+                               and 0.0 <= n.output().toIValue() <= 1.0}))
+        same = _normal(m.inlined_graph) in _canonical(m.original_name, config, ps)
     except Exception as exc:  # noqa: BLE001 - an attribute missing or of another type: not canonical
         same, why = False, f" ({type(exc).__name__})"
     else:
