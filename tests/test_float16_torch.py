@@ -135,7 +135,7 @@ def test_every_half_output_lies_within_the_readers_tolerance_and_a_float32_one_i
     assert head != "" or hit32
 
 
-def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
+def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order(monkeypatch):
     from fairspec.models.base import UnsupportedModel
     from fairspec.models.network_torch import from_torch
 
@@ -154,6 +154,10 @@ def test_the_reader_reads_a_half_sequential_and_refuses_one_out_of_order():
 
     seq = _module([(np.where(np.arange(8)[:, None] % 2 == 0, 1.0, -1.0) * np.ones((8, 5)) / 4,
                     np.zeros(8), True), (np.ones((1, 8)), np.zeros(1), False)])
+    assert not from_torch(Skips(seq)).layers[0].relu     # the chain forward() calls: b(a(x)), no ReLU
+    # the agreement check, a second line behind the structural one: read as the declared children
+    monkeypatch.setattr("fairspec.models.torch_chain.torch_chain",
+                        lambda module, output=None: list(module.named_children()))
     with pytest.raises(UnsupportedModel, match="children in order") as e:
         from_torch(Skips(seq))
     assert "float16 error bound" in str(e.value)

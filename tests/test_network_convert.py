@@ -156,7 +156,7 @@ def test_torch_softmax_and_unsupported():
         from_torch(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1)))
     assert ei.value.op_type == "Tanh" and ei.value.node_name == "1"
 
-    class OutOfOrder(torch.nn.Module):            # children declared in the wrong order
+    class OutOfOrder(torch.nn.Module):            # children declared in the other order than called
         def __init__(self):
             super().__init__()
             self.b = torch.nn.Linear(3, 1)
@@ -165,15 +165,16 @@ def test_torch_softmax_and_unsupported():
         def forward(self, x):
             return self.b(torch.relu(self.a(x)))
 
-    with pytest.raises(UnsupportedModel):
-        from_torch(OutOfOrder())
+    m = OutOfOrder().eval()                       # read as forward() calls them (models.torch_chain)
+    np.testing.assert_allclose(from_torch(m).forward(X), m(torch.tensor(X, dtype=torch.float32)).detach().numpy()[:, 0],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_torch_tuple_output_is_read_as_the_declared_element(tmp_path):
     """A module returning (logit, sigmoid(logit)) declared ``output = 0`` crashed every pair
     property with exit 4 ('tuple' object has no attribute 'detach'): the converted network is now
-    compared with the declared element, so output 0 is the children's network and output 1 (a
-    functional sigmoid the children do not hold) is refused as a network, never misread."""
+    compared with the declared element, so output 0 is the children's network and output 1 the
+    children's network and the functional sigmoid forward() applies to it (``models.torch_chain``)."""
     torch = pytest.importorskip("torch")
     from fairspec.models import load_model
 
@@ -197,8 +198,9 @@ def test_torch_tuple_output_is_read_as_the_declared_element(tmp_path):
     np.testing.assert_allclose(net.forward(X), m0.score(X), rtol=1e-5, atol=1e-5)
     assert m0.runtime_network().widths == (4, 1)
     m1 = load_model("torch", tmp_path / "two.pt", output=1, score_kind="prob")
-    with pytest.raises(UnsupportedModel):
-        m1.piecewise_linear()
+    net1 = m1.piecewise_linear()
+    assert net1.final == "sigmoid"
+    np.testing.assert_allclose(net1.prob(X), m1.score(X), rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------- scikit-learn

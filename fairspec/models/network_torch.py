@@ -1,15 +1,15 @@
 """torch modules as piecewise-linear networks (:class:`fairspec.models.network.PLNet`): the reader
-of ``nn.Sequential`` (or any module whose children run in order, scripted or not) -- Linear, ReLU,
+of the chain :func:`fairspec.models.torch_chain.torch_chain` finds forward() to be (nn.Sequential, or a
+module calling its children and functional activations in order, scripted or not) -- Linear, ReLU,
 Identity, Dropout, Flatten, and a final Sigmoid / Softmax -- with its agreement check: the converted
 network against the module (its declared output) on random inputs, within certify's error bound at
 the module's precision (float16, float32, float64: ``certify.agreement``), else (mixed types, a check
-input outside the float32 / float64 error model) rtol = atol = 1e-4. A spot check: a forward() that
-departs from its children only at points the check does not draw is not seen. torch is imported inside.
+input outside the float32 / float64 error model) rtol = atol = 1e-4. A spot check behind the structural
+one (a forward() that departs from its children only at points it does not draw is refused by
+``torch_chain``, not by it). torch is imported inside.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -20,8 +20,10 @@ __all__ = ["from_torch"]
 _TORCH_SKIP = {"Identity", "Dropout", "Flatten", "AlphaDropout"}
 
 
-def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None) -> PLNet:
-    """Read a torch ``nn.Sequential`` (or a module whose children run in order, scripted or not).
+def from_torch(module, index: int | None = None, verify: bool = True, readout=None, pick=None,
+               output=None) -> PLNet:
+    """Read a torch ``nn.Sequential`` (or a module whose forward() is a plain chain, scripted or not:
+    ``torch_chain``, which reads the declared ``output`` of a tuple / dict and raises ``NotAChain``).
 
     Linear, ReLU, Identity, Dropout, Flatten, and a final Sigmoid / Softmax. With ``verify``, the converted
     net is compared with the module on 64 random inputs (within certify's error bound); a mismatch
@@ -30,25 +32,14 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
     """
     import torch
 
-    leaves: list[tuple[str, Any]] = []
+    from fairspec.models.torch_chain import torch_chain
 
-    def walk(m, prefix):
-        children = list(m.named_children())
-        if not children:
-            leaves.append((prefix or type(m).__name__, m))
-            return
-        own = [n for n, _ in m.named_parameters(recurse=False)]
-        if own:
-            raise UnsupportedModel(_torch_type(m), prefix or "module",
-                                   f"module has its own parameters {own} besides its children")
-        for n, c in children:
-            walk(c, f"{prefix}.{n}" if prefix else n)
-
-    walk(module, "")
     ch = _Chain(None)
     final = "none"
+    leaves = torch_chain(module, output)       # the structural fact: forward() is exactly this chain
     for pos, (name, m) in enumerate(leaves):
-        t = _torch_type(m)
+        t = _torch_type(m) if not isinstance(m, tuple) else {"relu": "ReLU", "sigmoid": "Sigmoid",
+                                                              "softmax": "Softmax"}[m[0]]
         is_last = pos == len(leaves) - 1
         if final != "none":
             raise UnsupportedModel(t, name, f"{t} after the final {final} is not supported")
@@ -59,7 +50,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             b = m.bias.detach().cpu().double().numpy() if getattr(m, "bias", None) is not None else np.zeros(W.shape[0])
             if ch.width is not None and W.shape[1] != ch.width:
                 raise UnsupportedModel(t, name, f"Linear of input width {W.shape[1]} after width {ch.width} "
-                                                f"(the children do not chain in declaration order)")
+                                                f"(the layers forward() calls do not chain)")
             ch.affine(W, b, "matmul")
             continue
         if t == "ReLU":
@@ -69,7 +60,7 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             final = "sigmoid"
             continue
         if t in ("Softmax",) and is_last:
-            dim = getattr(m, "dim", None)
+            dim = m[1] if isinstance(m, tuple) else getattr(m, "dim", None)
             if dim not in (None, 1, -1):
                 raise UnsupportedModel(t, name, f"Softmax over dim {dim} is not over the classes")
             final = "softmax"

@@ -160,9 +160,12 @@ class TorchModel(LoadedModel):
     def _from_torch(self, readout):
         from fairspec.models.base import UnsupportedModel
         from fairspec.models.network_torch import from_torch
+        from fairspec.models.torch_chain import NotAChain
 
         try:
-            return from_torch(self.raw, readout=readout, pick=self._tensor)
+            return from_torch(self.raw, readout=readout, pick=self._tensor, output=self.output)
+        except NotAChain as exc:        # the sentence names the file
+            raise NotAChain(exc.op_type, exc.node_name, exc.what, self.path) from None
         except UnsupportedModel as exc:
             half = [p for p in ("float16", "bfloat16") if p in self.precision.replace("(", " ").replace(",", " ").split()]
             if exc.node_name != "forward" or not half or self.precision == "float16":

@@ -1,0 +1,312 @@
+"""The structural fact under a proof about a torch module: its forward() is exactly a chain of layers.
+
+The agreement check of :mod:`fairspec.models.network_torch` runs the module on 64 random inputs, which
+cannot see a forward() that departs from its children at one point; a proof rests on the module's code:
+
+* an eager ``nn.Sequential`` (torch's own forward) chains its children; any other eager module (a
+  trusted pickle, or one handed to the API) is traced with ``torch.fx`` and a scripted one (a
+  TorchScript archive) read from its ``graph``: the declared output must be the input passed through
+  calls of children's ``forward`` and the functional relu / sigmoid / softmax, each on the previous
+  value; whatever else forward() computes must be free of effects (no other call of a child, no
+  in-place op, no branch or loop);
+* a TorchScript archive stores the code of every class, torch.nn.Linear's included, and it can be
+  edited: each leaf layer's forward (inlined) must be the graph of the same layer scripted afresh by
+  the running torch, normalised (value names, name mangling, source comments).
+
+:func:`torch_chain` returns the chain (``(name, module)`` for a layer, ``(name, ("relu",))`` etc. for a
+functional activation) or raises :class:`NotAChain` with one sentence. torch is imported inside.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from typing import Any
+
+from fairspec.models.network import UnsupportedModel
+
+__all__ = ["NotAChain", "torch_chain"]
+
+_CHECKED_LEAVES = {"Linear", "ReLU", "Identity", "Dropout", "AlphaDropout", "Flatten", "Sigmoid", "Softmax"}
+_PURE_PRIM = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
+              "prim::DictConstruct"}
+
+
+class NotAChain(UnsupportedModel):
+    """A module whose forward() is not a plain chain of the layers read (or a layer's stored code is
+    not torch's own): ``what`` is the sentence after the subject, which ``file`` names when known."""
+
+    def __init__(self, op_type: str, node_name: str, what: str, file=None):
+        self.what = what
+        super().__init__(op_type, node_name, f"{'torch model ' + str(file) if file else 'the module'}: {what}")
+
+
+def _refuse(module, what: str):
+    name = getattr(module, "original_name", None) or type(module).__name__
+    raise NotAChain(name, "forward", f"its forward() is not a plain chain of its layers ({what})")
+
+
+def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
+    """The layers the declared output of ``module`` passes through, in order (see the module doc)."""
+    import torch
+
+    if isinstance(module, torch.jit.ScriptModule):
+        return _script_chain(module, "", output)
+    for m in module.modules():
+        if m._forward_hooks or m._forward_pre_hooks or getattr(m, "_forward_hooks_with_kwargs", None):
+            _refuse(module, "a forward hook is registered on it or on a layer")
+        if type(m).__call__ is not torch.nn.Module.__call__:
+            _refuse(module, f"{type(m).__name__} overrides __call__")
+        if "forward" in vars(m):
+            _refuse(module, f"{type(m).__name__} has a forward of its own instance")
+    hooks = getattr(torch.nn.modules.module, "_global_forward_hooks", {})
+    if hooks or getattr(torch.nn.modules.module, "_global_forward_pre_hooks", {}):
+        _refuse(module, "a global forward hook is registered in torch")
+    return _eager_chain(module, "", output)
+
+
+# ------------------------------------------------------------------------------------------ eager
+
+def _eager_leaf(m) -> bool:
+    return not list(m.children()) and type(m).__module__.startswith("torch.nn.")
+
+
+def _eager_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
+    import torch
+
+    if type(m) is torch.nn.Sequential:
+        if output not in (None, 0):
+            _refuse(m, f"an nn.Sequential returns one tensor, so output {output!r} does not exist")
+        out: list[tuple[str, Any]] = []
+        for n, c in m.named_children():
+            name = f"{prefix}.{n}" if prefix else n
+            out += [(name, c)] if _eager_leaf(c) else _eager_chain(c, name, None)
+        return out
+    if _eager_leaf(m):
+        return [(prefix or type(m).__name__, m)]
+    import operator
+
+    import torch.fx
+    import torch.nn.functional as F
+
+    try:
+        gm = torch.fx.symbolic_trace(m)
+    except Exception as exc:  # noqa: BLE001 - control flow on values, unsupported Python: not a chain we read
+        _refuse(m, f"torch.fx could not trace it ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})")
+    nodes = list(gm.graph.nodes)
+    places = [n for n in nodes if n.op == "placeholder"]
+    if len(places) != 1:
+        _refuse(m, f"it takes {len(places)} inputs, not one")
+    result = _pick(m, [n for n in nodes if n.op == "output"][0].args[0], output)
+    acts = {torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid",
+            torch.softmax: "softmax", F.softmax: "softmax"}
+    steps: list[tuple[str, Any]] = []
+    used = set()
+    v = result
+    while not (isinstance(v, torch.fx.Node) and v.op == "placeholder"):
+        if not isinstance(v, torch.fx.Node):
+            _refuse(m, f"the output is a {type(v).__name__}, not a value computed from the input")
+        used.add(v)
+        if v.op == "call_module" and len(v.args) == 1 and not v.kwargs:
+            name = f"{prefix}.{v.target}" if prefix else str(v.target)
+            sub = gm.get_submodule(v.target)
+            steps += ([(name, sub)] if _eager_leaf(sub) else _eager_chain(sub, name, None))[::-1]
+            v = v.args[0]
+            continue
+        act = acts.get(v.target) if v.op == "call_function" else (
+            v.target if v.op == "call_method" and v.target in ("relu", "sigmoid", "softmax") else None)
+        if act is None:
+            _refuse(m, f"its output comes from {v.op} {getattr(v.target, '__name__', v.target)}")
+        step = _fx_activation(m, act, v)
+        steps.append((f"{prefix}.{v.name}" if prefix else v.name, step))
+        v = v.args[0]
+    pure = set(acts) | {operator.getitem}
+    for n in nodes:
+        if n in used or n.op in ("placeholder", "output", "get_attr"):
+            continue
+        if n.op == "call_module":
+            _refuse(m, f"it also calls {n.target} off the chain of its output")
+        if not ((n.op == "call_function" and n.target in pure and not n.kwargs.get("inplace"))
+                or (n.op == "call_method" and n.target in ("relu", "sigmoid", "softmax", "size", "dim"))):
+            _refuse(m, f"it also computes {n.op} {getattr(n.target, '__name__', n.target)}")
+    return steps[::-1]
+
+
+def _fx_activation(m, act: str, v) -> tuple:
+    if act == "relu":
+        if len(v.args) != 1 or v.kwargs.get("inplace"):
+            _refuse(m, "a relu with other arguments than its input")
+        return ("relu",)
+    if act == "sigmoid":
+        if len(v.args) != 1 or v.kwargs:
+            _refuse(m, "a sigmoid with other arguments than its input")
+        return ("sigmoid",)
+    args = dict(zip(("dim", "_stacklevel", "dtype"), v.args[1:]), **v.kwargs)
+    if set(args) - {"dim", "_stacklevel", "dtype"} or args.get("dtype") is not None or args.get("dim") not in (1, -1):
+        _refuse(m, "a softmax that is not over dim 1 of a float tensor")
+    return ("softmax", args["dim"])
+
+
+def _pick(m, result, output):
+    if isinstance(result, (tuple, list)):
+        pos = 0 if output is None and len(result) == 1 else output
+        if not isinstance(pos, int) or isinstance(pos, bool) or not -len(result) <= pos < len(result):
+            _refuse(m, f"it returns {len(result)} outputs and output {output!r} is not one of them")
+        return result[pos]
+    if isinstance(result, dict):
+        if output not in result:
+            _refuse(m, f"it returns a dictionary without the key {output!r}")
+        return result[output]
+    if output not in (None, 0):
+        _refuse(m, f"it returns a single tensor, so output {output!r} does not exist")
+    return result
+
+
+# ------------------------------------------------------------------------------------ TorchScript
+
+def _script_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
+    if not list(m.named_children()):
+        _check_leaf(m, prefix)
+        return [(prefix or m.original_name, m)]
+    try:
+        g = m.graph
+    except Exception:  # noqa: BLE001 - a module without a scripted forward
+        _refuse(m, "it has no TorchScript forward graph")
+    ins = list(g.inputs())
+    if len(ins) != 2:
+        _refuse(m, f"its forward takes {len(ins) - 1} inputs, not one")
+    self_v, x_v = ins
+    objs: dict[Any, tuple[str, Any]] = {self_v: ("", m)}
+    prod: dict[Any, Any] = {}
+    consts: dict[Any, Any] = {}
+    for n in g.nodes():
+        outs = list(n.outputs())
+        if n.kind() == "prim::Constant" and len(outs) == 1:
+            consts[outs[0]] = outs[0].toIValue()
+        if n.kind() == "prim::GetAttr" and n.input() in objs:
+            path, obj = objs[n.input()]
+            sub = getattr(obj, n.s("name"), None)
+            if hasattr(sub, "graph") and hasattr(sub, "original_name"):
+                objs[outs[0]] = (f"{path}.{n.s('name')}" if path else n.s("name"), sub)
+        for o in outs:
+            prod[o] = n
+    ret = list(g.return_node().inputs())
+    if len(ret) != 1:
+        _refuse(m, "its forward returns several values")
+    v = _script_pick(m, ret[0], prod, consts, output)
+    steps: list[tuple[str, Any]] = []
+    used = set()
+    while v is not x_v:
+        n = prod.get(v)
+        if n is None:
+            _refuse(m, "its output is not computed from its input")
+        used.add(n)
+        k, args = n.kind(), list(n.inputs())
+        if k == "prim::CallMethod" and n.s("name") == "forward" and len(args) == 2 and args[0] in objs:
+            path, sub = objs[args[0]]
+            name = f"{prefix}.{path}" if prefix else path
+            steps += _script_chain(sub, name, None)[::-1]
+        elif k in ("aten::relu", "aten::sigmoid") and len(args) == 1:
+            steps.append((f"{prefix}.{k[6:]}" if prefix else k[6:], (k[6:],)))
+        elif k == "aten::softmax" and len(args) == 3 and consts.get(args[1], 0) in (1, -1) \
+                and args[1] in consts and args[2] in consts and consts[args[2]] is None:
+            steps.append((f"{prefix}.softmax" if prefix else "softmax", ("softmax", consts[args[1]])))
+        else:
+            _refuse(m, f"its output comes from {k}" + (f" {n.s('name')}" if k == "prim::CallMethod" else ""))
+        v = args[1] if k == "prim::CallMethod" else args[0]
+    for n in g.nodes():
+        k = n.kind()
+        if n in used or k in _PURE_PRIM:
+            continue
+        if not k.startswith("aten::") or "!" in str(n.schema()) or "no schema" in str(n.schema()):
+            _refuse(m, f"it also runs {k} off the chain of its output")
+    return steps[::-1]
+
+
+def _script_pick(m, r, prod, consts, output):
+    n = prod.get(r)
+    kind = n.kind() if n is not None else ""
+    if kind in ("prim::TupleConstruct", "prim::ListConstruct"):
+        vals = list(n.inputs())
+        pos = 0 if output is None and len(vals) == 1 else output
+        if not isinstance(pos, int) or isinstance(pos, bool) or not -len(vals) <= pos < len(vals):
+            _refuse(m, f"it returns {len(vals)} outputs and output {output!r} is not one of them")
+        return vals[pos]
+    if kind == "prim::DictConstruct":
+        vals = list(n.inputs())
+        for key, val in zip(vals[::2], vals[1::2]):
+            if key in consts and consts[key] == output:
+                return val
+        _refuse(m, f"it returns a dictionary without the key {output!r}")
+    if output not in (None, 0):
+        _refuse(m, f"it returns a single tensor, so output {output!r} does not exist")
+    return r
+
+
+def _config(m) -> tuple | None:
+    """The constructor arguments of the same layer in the running torch (None for a type whose code is
+    not checked: from_torch refuses it)."""
+    t = m.original_name
+    if t not in _CHECKED_LEAVES:
+        return None
+    if t == "Linear":
+        w = m.weight
+        return (int(w.shape[1]), int(w.shape[0]), getattr(m, "bias", None) is not None)
+    if t in ("Dropout", "AlphaDropout"):
+        return (float(getattr(m, "p", 0.5)), bool(getattr(m, "inplace", False)))
+    if t == "ReLU":
+        return (bool(getattr(m, "inplace", False)),)
+    if t == "Softmax":
+        return (getattr(m, "dim", None),)
+    if t == "Flatten":
+        return (int(getattr(m, "start_dim", 1)), int(getattr(m, "end_dim", -1)))
+    return ()
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical(t: str, config: tuple, ps: tuple) -> frozenset[str]:
+    """The normal graphs of layer ``t(*config)`` scripted afresh and traced in eval mode (a traced
+    Dropout keeps no ``p`` attribute but a constant in its graph: each of ``ps`` is tried as its p)."""
+    import torch
+
+    layers = [getattr(torch.nn, t)(*config)] + [getattr(torch.nn, t)(p) for p in ps]
+    sample = torch.zeros(2, config[0] if t == "Linear" else 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # TracerWarnings: not the user's to read
+        return frozenset([_normal(torch.jit.script(layers[0]).inlined_graph)]
+                         + [_normal(torch.jit.trace(layer.eval(), sample).inlined_graph) for layer in layers])
+
+
+def _normal(graph) -> str:
+    import torch
+
+    graph = graph.copy()
+    torch._C._jit_pass_erase_shape_information(graph)    # a traced layer's graph holds its sample's shapes
+    text = re.sub(r"___torch_mangle_\d+\.", "", str(graph))
+    text = re.sub(r"warn_id=\d+", "warn_id", text)      # a counter of the process, not of the code
+    text = "\n".join(re.sub(r", scope: .*$", "", line.split(" # ")[0]).rstrip() for line in text.splitlines())
+    names: dict[str, str] = {}
+    return re.sub(r"%[\w.]+", lambda mt: names.setdefault(mt.group(0), f"%v{len(names)}"), text)
+
+
+
+def _check_leaf(m, name: str) -> None:
+    try:
+        config = _config(m)
+        if config is None:
+            return                      # not a layer fairspec reads: from_torch refuses its type
+        ps: tuple = ()
+        if m.original_name in ("Dropout", "AlphaDropout"):
+            ps = tuple(sorted({float(n.output().toIValue()) for n in m.inlined_graph.nodes()
+                               if n.kind() == "prim::Constant" and n.output().type().kind() == "FloatType"
+                               and 0.0 <= n.output().toIValue() <= 1.0}))
+        same = _normal(m.inlined_graph) in _canonical(m.original_name, config, ps)
+    except Exception as exc:  # noqa: BLE001 - an attribute missing or of another type: not canonical
+        same, why = False, f" ({type(exc).__name__})"
+    else:
+        why = ""
+    if not same:
+        raise NotAChain(m.original_name, name or "forward",
+                        f"its layer {name or m.original_name} ({m.original_name}) runs code stored in the "
+                        f"TorchScript file that is not torch's own {m.original_name}.forward{why}")

@@ -1,0 +1,171 @@
+"""A proof about a torch model rests on a structural fact (``models.torch_chain``), not on the agreement
+check on 64 random inputs: forward() must be exactly a chain of the layers read (nn.Sequential, or a
+graph -- TorchScript ``graph`` / torch.fx trace -- calling children and functional relu / sigmoid /
+softmax, each on the previous value), and each leaf of a TorchScript archive must run torch's own code
+(an archive stores nn.Linear's code too, and it can be edited). Otherwise ``unknown``, naming the file."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_torch_multi_output import ENCODE, FEATURES, _grid, _outputs, _pairs, _prop, _seq  # noqa: E402
+
+from fairspec.models import load_model  # noqa: E402
+from fairspec.models.base import UnsupportedModel  # noqa: E402
+from fairspec.models.network_torch import from_torch  # noqa: E402
+
+
+class _OnePoint(torch.nn.Module):
+    """Its children chain, but forward() moves logit 1 at one grid point (a = 7, b = 3, s = M): the
+    agreement check's random inputs never meet it (the repro of a wrong `holds (proved)`)."""
+
+    def __init__(self, seq, d: float):
+        super().__init__()
+        self.l1, self.act, self.l2 = seq[0], seq[1], seq[2]
+        self.d = d
+
+    def forward(self, x):
+        y = self.l2(self.act(self.l1(x)))
+        z = torch.zeros_like(x[:, 0])
+        hit = (x[:, 3] > 0.5) & (x[:, 0] == 7) & (x[:, 1] == 3)
+        return y + torch.stack([z, torch.where(hit, torch.full_like(z, self.d), z), z], dim=1)
+
+
+class _Plain(torch.nn.Module):
+    """A hand-written forward that is a plain chain, with a functional relu and no ReLU child."""
+
+    def __init__(self, seq):
+        super().__init__()
+        self.fc1, self.fc2 = seq[0], seq[2]
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def _tie_seq():
+    seq = _seq(3, 3, False, True)          # blind to s: class fair, with logits 0 and 1 half a unit apart
+    with torch.no_grad():
+        seq[2].weight[1] = seq[2].weight[0]
+        seq[2].bias[1] = seq[2].bias[0] - 0.5
+        seq[2].bias[2] = -100.0
+        seq[2].bias[0] += 100.0
+        seq[2].bias[1] += 100.0
+    return seq
+
+
+def _check(tmp_path, monkeypatch, save, decl='torch("m.pt", score = logit)'):
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    save(tmp_path / "m.pt")
+    (tmp_path / "spec.fair").write_text(FEATURES + f"model m = {decl}\n" + ENCODE
+                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
+    return json.loads(to_json(check(tmp_path / "spec.fair")))["properties"][0]
+
+
+def _script_saver(module):
+    return lambda p: torch.jit.save(torch.jit.script(module), str(p))
+
+
+def test_a_forward_moved_at_one_grid_point_is_unknown_not_proved(tmp_path, monkeypatch):
+    m = _OnePoint(_tie_seq(), 5.0).eval()
+    A, B = _pairs(_outputs(m, _grid()))
+    assert np.any(A.argmax(1) != B.argmax(1))        # the truth: violated at that one point
+    v = _check(tmp_path, monkeypatch, _script_saver(m))
+    assert v["status"] == "unknown", v
+    assert "m.pt" in v["reason"] and "not a plain chain" in v["reason"], v["reason"]
+
+
+@pytest.mark.parametrize("how", ["script", "eager"])
+def test_a_hand_written_plain_chain_is_certified(tmp_path, monkeypatch, how):
+    m = _Plain(_tie_seq()).eval()
+    if how == "script":
+        v = _check(tmp_path, monkeypatch, _script_saver(m))
+    else:               # a trusted pickle of the eager module: read through torch.fx
+        v = _check(tmp_path, monkeypatch, lambda p: torch.save(m, str(p)),
+                   'torch("m.pt", score = logit, trust pickle)')
+    assert (v["status"], v["how"]) == ("holds", "proved"), v
+
+
+def test_a_sequential_is_certified(tmp_path, monkeypatch):
+    v = _check(tmp_path, monkeypatch, _script_saver(_tie_seq()))
+    assert (v["status"], v["how"]) == ("holds", "proved"), v
+
+
+def test_a_torchscript_file_with_edited_linear_code_is_refused(tmp_path):
+    torch.manual_seed(0)
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)).eval()
+    torch.jit.save(torch.jit.script(seq), str(tmp_path / "seq.pt"))
+    edited = tmp_path / "edited.pt"
+    with zipfile.ZipFile(tmp_path / "seq.pt") as zi, zipfile.ZipFile(edited, "w") as zo:
+        for info in zi.infolist():
+            data = zi.read(info.filename)
+            # every Linear class of the archive (linear.py, or linear/___torch_mangle_N.py when the
+            # process had scripted another Linear type before)
+            if "code/__torch__/torch/nn/modules/linear" in info.filename and info.filename.endswith(".py"):
+                old = b"return torch.linear(input, weight, bias)"
+                assert old in data
+                data = data.replace(old, b"return torch.add(torch.linear(input, weight, bias), "
+                                         b"torch.mul(torch.eq(input, 7.0).sum(), 0.5))")
+            zo.writestr(info, data)
+    x = torch.zeros(1, 3)
+    x[0, 0] = 7.0
+    assert not torch.equal(torch.jit.load(str(edited))(x), seq(x))      # the edit is what runs
+    assert load_model("torch", tmp_path / "seq.pt").piecewise_linear().widths == (4, 1)
+    m = load_model("torch", edited)
+    with pytest.raises(UnsupportedModel, match="not torch's own Linear.forward") as e:
+        m.piecewise_linear()
+    assert str(edited) in str(e.value)
+
+
+def test_the_chain_read_is_the_graph_not_the_declaration(tmp_path):
+    """Children declared out of order, or one never called: the layers read are those forward() calls."""
+
+    class Reordered(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Linear(3, 1)
+            self.unused = torch.nn.Tanh()
+            self.a = torch.nn.Linear(5, 3)
+
+        def forward(self, x):
+            return torch.sigmoid(self.b(torch.relu(self.a(x))))
+
+    torch.manual_seed(3)
+    m = Reordered().eval()
+    X = np.random.default_rng(3).normal(size=(40, 5))
+    ref = m(torch.tensor(X, dtype=torch.float32)).detach().double().numpy()[:, 0]
+    for mod in (m, torch.jit.script(m)):
+        net = from_torch(mod)
+        assert net.widths == (3, 1) and net.final == "sigmoid"
+        np.testing.assert_allclose(net.prob(X), ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("body", ["branch", "inplace", "hook", "extra_call"])
+def test_what_is_not_a_plain_chain_is_refused(body):
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            if body == "branch":
+                return self.b(self.a(x)) if x.sum() > 1e9 else self.b(x)
+            if body == "inplace":
+                x.mul_(1.0)
+            if body == "extra_call":
+                self.b(x)
+            return self.b(self.a(x))
+
+    m = M().eval()
+    if body == "hook":
+        m.a.register_forward_hook(lambda mod, i, o: o + 1.0)
+    with pytest.raises(UnsupportedModel, match="not a plain chain"):
+        from_torch(m)
