@@ -7,6 +7,8 @@ force on the library's own predict over the whole (small, integer) domain:
   given to the Python API is checked as its own predict computes.
 * ``missing``: a wrapper's ``missing`` is not recorded by ``save_model``; the API refuses one other
   than NaN, and a file is evaluated as xgboost loads it (missing = NaN).
+* ``binary:logitraw`` read by its predict (``output = "predict"``): class 1 iff the margin is > 0.5,
+  on the solver path too (the branch and bound over leaf boxes compared it with 0).
 
 The models: a first stage fit on labels that depend on (a, b) only, over the full grid (so no tree
 splits on s), continued by rounds fit on labels that depend on s; ``best_iteration`` set to the
@@ -270,3 +272,44 @@ def test_rounds_is_an_xgboost_option_with_two_values(binary, tmp_path):
     (tmp_path / "spec.fair").write_text(spec)
     codes = [(d.code, d.message) for d in lint(tmp_path / "spec.fair").diagnostics]
     assert codes[0] == ("FS208", "rounds is an option of xgboost(...) models (early stopping), not of lightgbm(...)")
+
+
+def _logitraw(lo: float, hi: float) -> "xgb.XGBClassifier":
+    """A binary:logitraw XGBClassifier of two stumps on GRID (base_score 0.5): s adds -0.2 (F) or
+    +0.2 (M); a < 3 adds ``lo``, a = 3 ``hi``. Its predict is the margin itself: class 1 above 0.5 for
+    XGBClassifier.predict, above 0 read as a margin."""
+    X = np.repeat(GRID, 2, axis=0)
+    y = ((X[:, 0] == 3) | (X[:, 2] == 1)).astype(int)
+    clf = xgb.XGBClassifier(n_estimators=2, max_depth=1, objective="binary:logitraw", learning_rate=1.0,
+                            base_score=0.5, reg_lambda=0.0, min_child_weight=0.0, n_jobs=1, random_state=0).fit(X, y)
+    doc = json.loads(bytes(clf.get_booster().save_raw("json")))
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    assert [len(t["left_children"]) for t in trees] == [3, 3]
+    for t, (feature, cond, lo, hi) in zip(trees, ((2, 0.5, -0.2, 0.2), (0, 2.5, lo, hi))):
+        t["split_indices"][0], t["split_conditions"][0] = feature, cond
+        t["split_conditions"][1] = t["base_weights"][1] = lo
+        t["split_conditions"][2] = t["base_weights"][2] = hi
+    out = xgb.XGBClassifier(n_jobs=1)
+    out.load_model(bytearray(json.dumps(doc).encode()))
+    return out
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_is_decided_at_one_half(tmp_path, monkeypatch, enumerate_pairs, lo, hi):
+    """binary:logitraw with output = "predict": class 1 iff the margin is > 0.5 (XGBClassifier.predict),
+    by enumeration and on the solver path, where the branch and bound over leaf boxes compared the
+    margin with 0 (its certain classes disagreed with the library: unknown, "the converted trees do
+    not reproduce the library", api-solver-39000030 p1 / p2). (-0.25, 0): the margins 0.05 / 0.45
+    (a < 3) and 0.3 / 0.7 (a = 3) cross 0.5 only; (-0.5, 0.5): -0.2 / 0.2 and 0.8 / 1.2 cross 0 only. Each
+    against the wrapper's predict (and margin > 0 for output = "margin") at every grid point."""
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    margin = lambda X: (clf.predict(X, output_margin=True) > 0).astype(int)   # noqa: E731
+    assert _fair(clf.predict(GRID)) == (lo == -0.5) and _fair(margin(GRID)) == (lo == -0.25)
+    for output, predict in (("predict", clf.predict), ("margin", margin)):
+        v = _verdict(check(_spec(tmp_path, f', output = "{output}"')))
+        _assert_truth(v, predict, _fair(predict(GRID)))
