@@ -466,7 +466,7 @@ def _probed(trees_json, domains, width):
     return domain_points({j: v for j, v in (domains or {}).items() if j in split}, width) or None
 
 
-def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
+def _lightgbm_tree(structure, scale: float = 1.0, domains=None, tree: int | None = None) -> Tree:
     """One tree of a LightGBM ``dump_model()`` (its ``tree_structure``), leaf values times
     ``scale``; splits by category rewritten over ``domains`` (fairspec.models.tree_categories): on
     an input without one they raise (the first in LightGBM's split order, as lint reads the file),
@@ -501,7 +501,7 @@ def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
     try:
         return Tree(*build(structure, node, domains or {}))
     except TooLarge:
-        raise UnsupportedModel("LightGBM", "categories", too_large(None)) from None
+        raise UnsupportedModel("LightGBM", "categories", too_large(tree)) from None
 
 
 def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
@@ -510,7 +510,7 @@ def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
     names = list(dump.get("feature_names") or ())
     for t, info in enumerate(dump.get("tree_info", [])):
         try:
-            trees.append(_lightgbm_tree(info["tree_structure"], scale, domains))
+            trees.append(_lightgbm_tree(info["tree_structure"], scale, domains, int(info.get("tree_index", t))))
         except CategoricalSplit as e:
             j = e.index
             name = names[j] if 0 <= j < len(names) and not names[j].startswith("Column_") else None
