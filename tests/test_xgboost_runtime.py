@@ -313,3 +313,60 @@ def test_logitraw_read_by_its_predict_is_decided_at_one_half(tmp_path, monkeypat
     for output, predict in (("predict", clf.predict), ("margin", margin)):
         v = _verdict(check(_spec(tmp_path, f', output = "{output}"')))
         _assert_truth(v, predict, _fair(predict(GRID)))
+
+
+@pytest.mark.parametrize("engine", ["highs", "z3"])
+@pytest.mark.parametrize("index", [1, 0])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_on_the_tree_encodings(tmp_path, engine, index, lo, hi):
+    """The MILP / SMT tree encodings (no local search first) compare the ensemble's S with
+    TreeEnsemble.threshold: 1/2 on the margin of binary:logitraw read by its predict (-1/2 on the
+    negated margin of index = 0), where they compared it with 0. (-0.25, 0) crosses 0.5 only: a
+    violating pair, which breaks predict; (-0.5, 0.5) crosses 0 only: no violating pair (the
+    candidate that crossed 0 did not break predict)."""
+    from fairspec.backends.pair import PairProblem
+    from fairspec.backends.trees import modes
+    from fairspec.backends.trees.space import fold
+    from fairspec.models import load_model
+
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    model = load_model("xgboost", tmp_path / "m.json", output="predict", index=index)
+    ens = model.tree_ensemble()
+    assert ens.threshold == (0.5 if index == 1 else -0.5), "the threshold is the cut of predict, not 0"
+    assert np.array_equal(ens.decide(GRID), model.decide(GRID))      # no margin of this model is 0.5
+    lo, hi = np.zeros(3), np.array([3.0, 3.0, 1.0])
+    folded = fold(ens, lo, hi, np.ones(3, bool))                  # as the pipeline does: the cut kept
+    problem = PairProblem(folded, lo, hi, np.ones(3, bool), (), (2,), None, (), "label")
+    res = modes.prove(problem, engine=engine, portfolio=False, falsify=False)
+    if _fair(clf.predict(GRID)):
+        assert res.status == "holds", res.reason
+    else:
+        assert res.status == "violated", res.reason
+        pair = clf.predict(np.array([res.witness.x, res.witness.x_prime]))
+        assert pair[0] != pair[1], res.witness
+
+
+@pytest.mark.parametrize("using", ["", "  using smt\n"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_on_the_solver_path(tmp_path, monkeypatch, using, lo, hi):
+    """fairspec check on the solver path with the branch and bound over leaf boxes out of the way:
+    a violation is a pair that breaks predict (the encodings find it), and where predict is fair no
+    candidate is dropped (the encodings compared the margin with 0 and proposed a pair crossing 0)."""
+    from fairspec.kinds import tree_boxes
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    monkeypatch.setattr(tree_boxes, "decide_by_boxes", lambda *a, **k: (None, "off for this test"))
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    spec = _spec(tmp_path, ', output = "predict"')
+    spec.write_text(spec.read_text().replace("  ensure", using + "  ensure"))
+    v = _verdict(check(spec))
+    if _fair(clf.predict(GRID)):
+        assert v.status == "unknown" and "found no violating pair" in v.reason, v.reason
+    else:
+        assert v.status == "violated", v.reason
+        pair = clf.predict(np.array([v.witness.x, v.witness.x_prime], dtype=float))
+        assert pair[0] != pair[1], (v.witness, pair)
+

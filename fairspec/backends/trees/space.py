@@ -73,7 +73,8 @@ def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnse
     out = []
     for feat, thr, strict, t in trees:
         out.append(_prune_one(feat, thr, strict, t, lo, hi, integer))
-    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor, margin_scale=ens.margin_scale)
+    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor, margin_scale=ens.margin_scale,
+                        cut=ens.cut)
 
 
 def prune(ens: TreeEnsemble, lo, hi, integer) -> TreeEnsemble:
