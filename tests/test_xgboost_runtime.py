@@ -8,7 +8,8 @@ force on the library's own predict over the whole (small, integer) domain:
 * ``missing``: a wrapper's ``missing`` is not recorded by ``save_model``; the API refuses one other
   than NaN, and a file is evaluated as xgboost loads it (missing = NaN).
 * ``binary:logitraw`` read by its predict (``output = "predict"``): class 1 iff the margin is > 0.5,
-  on the solver path too (the branch and bound over leaf boxes compared it with 0).
+  on the solver path too (the branch and bound over leaf boxes and the MILP / SMT encodings compared
+  it with 0); declared ``score = logit``: class 1 iff the margin is > 0, for label and class alike.
 
 The models: a first stage fit on labels that depend on (a, b) only, over the full grid (so no tree
 splits on s), continued by rounds fit on labels that depend on s; ``best_iteration`` set to the
@@ -370,3 +371,30 @@ def test_logitraw_read_by_its_predict_on_the_solver_path(tmp_path, monkeypatch, 
         pair = clf.predict(np.array([v.witness.x, v.witness.x_prime], dtype=float))
         assert pair[0] != pair[1], (v.witness, pair)
 
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("options", [", score = logit", ", score = logit, index = 0"])
+@pytest.mark.parametrize("cls", ["label", "class"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_declared_score_logit_is_decided_at_zero(tmp_path, monkeypatch, enumerate_pairs, options, cls, lo, hi):
+    """binary:logitraw declared ``score = logit`` (no output): its predict is the margin, class 1 iff it is
+    > 0 (README: "output = "margin" (> 0; also score = logit)"). Before, class(...) and index 0's label
+    compared the margin with 0.5 (the model's margin flag: no output = "margin") while label read > 0: a
+    proof of the wrong rule ((-0.5, 0.5): holds (proved), violated on margin > 0). Every verdict, by
+    enumeration and on the solver path, against margin > 0 at every grid point; the solver path's label
+    decides every case (its encodings cut at _Boosted.decision_margin)."""
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    margin = lambda X: (clf.predict(X, output_margin=True) > 0).astype(int)   # noqa: E731
+    fair = _fair(margin(GRID))
+    assert fair == (lo == -0.25)
+    v = _verdict(check(_spec(tmp_path, options, cls)))
+    if enumerate_pairs == "" or (cls == "label" and not fair):
+        _assert_truth(v, margin, fair)                       # decided, and right
+    elif v.status == "violated":
+        _assert_truth(v, margin, fair)
+    else:                                                    # the solver path: never a proof of the wrong rule
+        assert v.status == "unknown" or (fair and v.how == "proved"), (v.status, v.reason)

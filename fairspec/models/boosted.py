@@ -228,7 +228,7 @@ class _Boosted(LoadedModel):
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
         y = self._finish(self._guard(lambda A: self._full(A).reshape(-1), X), X.shape[0])
-        return (~(y > (0.0 if self.margin else 0.5))).astype(np.int64)
+        return (~(y > self.predict_cut)).astype(np.int64)
 
     def library_probability(self, X):
         """The declared class's probability as the library computes it (its predict without the
