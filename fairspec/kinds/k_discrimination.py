@@ -6,7 +6,9 @@ fairspec.kinds.lowering), so integer features stay integral -- and
 evaluates the real loaded model on the encoded inputs.  The witness (an
 individual and its K counterfactuals) is replayed on the model's independent
 evaluator before it is reported.  Search cannot prove that no input reaches
-k clusters, so a claim that survives the budget is `unknown`, never `holds`.
+k clusters: a claim that survives the budget is proved only by certify (the
+counting bound k <= min(K, buckets), before the search; the branch and bound
+over a network's individuals, after it: fairspec.kinds.kdisc_net), else `unknown`.
 """
 
 from __future__ import annotations
@@ -144,10 +146,18 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         if isinstance(exact, Verdict):
             return exact
         exact_note = exact or ""
+    from fairspec.kinds import kdisc_net
+
+    counted = kdisc_net.by_counting(prop, kdisc_net.counterfactuals(space), t0)   # k <= min(K, buckets)
+    if counted is not None:
+        return counted
     evaluate = setup.evaluate
     from fairspec.planning import setting
 
-    budget = ctx.remaining(prop.options.search_budget or setting(prop, "timeout", "search"))  # preparation included
+    limit = setting(prop, "timeout", "search")
+    bab = not setup.banded and kdisc_net.applies(model)     # certify's branch and bound follows the search
+    # without a search budget of its own the search leaves half the timeout to the branch and bound
+    budget = ctx.remaining(prop.options.search_budget or (limit / 2 if bab and limit else limit))  # preparation included
     method = _METHODS.get(prop.options.search, "sa")
     task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None
     # the independent restarts go through the executor: the model and data are loaded once per worker
@@ -167,6 +177,14 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                "method": method, "budget_seconds": budget, "evaluations": res.evaluations,
                "restarts": RESTARTS}
     w = res.witness
+    if (w is None or res.max_k < violated_at) and bab:
+        # certify's branch and bound over a network's individuals, in what is left of the timeout
+        proved = kdisc_net.by_branch_and_bound(prop, ctx, model, low, enc, fs, t0, ctx.remaining(limit))
+        if isinstance(proved, Verdict):
+            if proved.status == "holds":
+                proved.details.update({f"search_{k}": v for k, v in details.items()})
+            return proved
+        exact_note += proved
     if w is None or res.max_k < violated_at:
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
                              f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",

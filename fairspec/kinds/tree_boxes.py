@@ -73,6 +73,7 @@ def _output_scores(model):
     fmt = getattr(model, "format", "")
     task, k = library_task(model)
     probs = True
+    obj = ""
     if fmt == "sklearn":
         if getattr(model, "unfolded", False):
             return None
@@ -123,11 +124,12 @@ def _output_scores(model):
                 units[key] = (t, np.zeros((t.n_nodes, K)))
                 order.append(key)
             units[key][1][:, c] += np.asarray(t.value, dtype=np.float64)
-    # column 0 of a binary margin is the constant the library's class compares the margin with: 0,
-    # except an XGBoost binary:logitraw model read by its predict (output = "predict" or a probability
-    # output), whose predict is the margin itself and whose class is 1 iff it is > 0.5
-    # (XGBClassifier.predict; runtime_outputs' "class"): argmax(0.5, z) is that class, a tie class 0
-    cut = 0.5 if fmt == "xgboost" and zero and obj == "binary:logitraw" and not getattr(model, "margin", True) else 0.0
+    # column 0 of a binary margin is the constant the library's class compares the margin with: the
+    # model's own rule, _Boosted.decision_margin (0; an XGBoost binary:logitraw model's declared cut on
+    # its predict, the margin itself: 1/2 read by XGBClassifier.predict, 0 declared score = logit), the
+    # one place the tree encodings read it too (TreeEnsemble.cut): argmax(cut, z) is class 1 iff
+    # z > cut, a tie class 0 as the library's
+    cut = float(getattr(model, "decision_margin", 0.0) or 0.0) if zero else 0.0
     base = ([cut] if zero else []) + [float(e.base) for e in cols]
     sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
                 float(cols[0].divisor), "linear" if linear else "softmax",
