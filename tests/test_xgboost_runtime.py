@@ -395,3 +395,60 @@ def test_logitraw_declared_score_logit_is_decided_at_zero(tmp_path, monkeypatch,
     assert fair == (lo == -0.25)
     v = _verdict(check(_spec(tmp_path, options, cls)))
     _assert_truth(v, margin, fair)                           # decided, and right
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_instant_verdict_leaves_a_tie_at_the_cut_to_the_library(tmp_path, monkeypatch, index):
+    """A stump on g whose margins are exactly 0 (g = a) and 0.25 (g = b): the library's class 0 is
+    margin <= 0, so g = a is class 0 (index 0's positive) and the label flips with g. Index 0's ensemble
+    reads S = -margin, at most 0 = its threshold: the instant verdict said 'every input is decided
+    negative (0 <= 0)', holds, where the pair (a, b) violates (the boxes then found it; the instant
+    claim was wrong). Now it is strict and leaves S = threshold to the solvers / boxes; every verdict
+    against the library's decide on the grid."""
+    import json
+
+    import fairspec.backends.trees.space as space
+    from fairspec.models import load_model
+    from fairspec.pipeline import check
+
+    X = np.array([[g, x] for g in (0, 1) for x in range(4)] * 10, float)
+    b = xgb.train({"objective": "binary:logistic", "max_depth": 1, "base_score": 0.5, "nthread": 1},
+                  xgb.DMatrix(X, label=X[:, 0].astype(int)), 1)
+    doc = json.loads(b.save_raw("json"))
+    t = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    assert t["left_children"] == [1, -1, -1] and t["split_indices"][0] == 0
+    t["split_conditions"][1:] = t["base_weights"][1:] = [0.0, 0.25]
+    c = xgb.Booster()
+    c.load_model(bytearray(json.dumps(doc).encode()))
+    c.save_model(str(tmp_path / "m.json"))
+    G = np.array([[g, x] for g in (0, 1) for x in range(4)], float)
+    assert list(c.predict(xgb.DMatrix(G), output_margin=True)) == [0.0] * 4 + [0.25] * 4
+    m = load_model("xgboost", tmp_path / "m.json", index=index)
+    dec = m.decide(G)
+    assert list(dec) == ([1] * 4 + [0] * 4 if index == 0 else [0] * 4 + [1] * 4)
+    (tmp_path / "s.fair").write_text(f"""features F {{
+  g : {{a, b}} protected
+  x : int in [0, 3]
+}}
+model m = xgboost("m.json", index = {index})
+encode F for m {{
+  g : code
+  x : raw
+}}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+  mode = prove
+}}
+""")
+    said = []
+    orig = space.instant_verdict
+    monkeypatch.setattr(space, "instant_verdict", lambda p: said.append(orig(p)) or said[-1])
+    for e in ("", "0"):
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", e)
+        v = _verdict(check(str(tmp_path / "s.fair")))
+        assert v.status == "violated", v.reason
+        pair = m.decide(np.array([v.witness.x, v.witness.x_prime], dtype=float))
+        assert pair[0] != pair[1], (v.witness, pair)
+    assert not any(s and s[0] == "holds" for s in said), said
