@@ -226,20 +226,21 @@ def _logitraw(tmp_path, base):
 
 
 @pytest.mark.parametrize("base", [-0.875, -0.25, 0.0, 0.25])
-@pytest.mark.parametrize("output", ["predict", "margin"])
-def test_logitraw_label_by_its_declared_rule(tmp_path, monkeypatch, base, output):
+@pytest.mark.parametrize("output, cut", [('output = "predict"', 0.5), ('output = "margin"', 0.0),
+                                         ("score = logit", 0.0)])
+def test_logitraw_label_by_its_declared_rule(tmp_path, monkeypatch, base, output, cut):
     # binary:logitraw's predict is its margin z: output = "predict" is XGBClassifier.predict's rule
     # (class 1 iff z > 0.5), output = "margin" the margin's (z > 0). The boxes read the margin as the
     # columns (0, z), whose first largest is z > 0: for "predict" they were the wrong rule (api-solver
     # 39000030 p1 / p2: the runtime disagreed with the boxes' certain classes, unknown; base -0.25 here,
-    # unknown before, holds now). The bases give each rule holding and violated (both, neither, one,
-    # the other).
+    # unknown before, holds now). Declared score = logit (no output) is the margin's rule, z > 0
+    # (_Boosted.decision_margin; the boxes cut it at 0.5 before: base 0.25 was unknown). The bases give
+    # each rule holding and violated (both, neither, one, the other).
     xgb = pytest.importorskip("xgboost")
     c, z = _logitraw(tmp_path, base)
-    cut = 0.5 if output == "predict" else 0.0
     half = len(GRID) // 2
     flips = any((z[i] > cut) != (z[i + half] > cut) for i in range(half))
-    v = _check(tmp_path, monkeypatch, f'xgboost("m.json", output = "{output}")', "label(m(x)) == label(m(x'))",
+    v = _check(tmp_path, monkeypatch, f'xgboost("m.json", {output})', "label(m(x)) == label(m(x'))",
                "prove")
     if flips:
         assert v.status == "violated", v.reason

@@ -492,3 +492,29 @@ def test_binary_prob_on_a_large_domain(tmp_path, seed, kind, index):
             a, b = p.witness.outputs
             assert (a, b) == tuple(est.predict_proba(np.array([p.witness.x, p.witness.x_prime]))[:, 1 if index is None
                                                                                                    else index])
+
+
+def test_certify_boxes_softmax_bound_is_a_quarter_of_the_largest_move(boxes_only):
+    """K = 3 margins, the protected g moving classes 1 and 2 by 0.4 against class 0 (t > 1.5: one
+    leaf whose margins (0, 3, -3) make the box's probability intervals loose): by the mean value
+    theorem |p_0(x) - p_0(x')| <= 1/4 max_d |move of z_d - z_0| = 0.1 (the weights p_0 p_d sum to
+    p_0 (1 - p_0) <= 1/4), so eps = 0.15 is closed by the bounds in the first box; 1/4 of each move,
+    summed (0.2), was not. The true largest move is 1/3 - 1/(1 + 2 e^0.4) = 0.082."""
+    from fairspec.certify.treeboxes import decide_pairs
+
+    boxes_only.append("direct")
+    tied, varying, combos, pairs = _factors()
+    sc = _stump_scores([(0.0, 3.0, -3.0), (0.0, 0.0, 0.0), (0.0, 0.4, 0.4)], base=(0.0, 0.0, 0.0),
+                       readout="softmax")
+    run = _runtime(sc)
+
+    def probs(points):
+        def p(z):
+            e = np.exp(z - z.max())
+            return e / e.sum()
+        return np.array([[p(run(tc, a)), p(run(tc, b))] for tc, a, b in points])[:, :, :1]
+
+    ans = decide_pairs(sc, tied, varying, combos, pairs, post="softmax-diff", columns=[0], op="<=", eps="0.15",
+                       evaluate=probs)
+    assert ans.status == "holds" and ans.stats["boxes"] == 1 and ans.stats["closed_by_bounds"] == len(pairs), \
+        ans.stats

@@ -306,3 +306,59 @@ def test_a_deep_tree_is_rewritten_without_recursion_and_a_blown_up_one_is_refuse
     with pytest.raises(TooLarge):
         build(0, nodes.__getitem__, {0: tuple(range(60000))})
     assert MAX_NODES < 10 ** 6
+
+
+def test_the_rewritten_size_is_counted_without_building():
+    """tree_categories.tree_size (what lint counts, no numpy) is the number of nodes build writes, on
+    random trees mixing numeric splits and splits by category over domains with negatives and gaps."""
+    from fairspec.models.tree_categories import build, tree_size
+
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        nodes: dict = {}
+        doms = {0: tuple(sorted(rng.choice(np.arange(-3, 12), int(rng.integers(1, 9)), replace=False).tolist())),
+                1: (0, 1)}
+
+        def grow(depth):
+            k = len(nodes)
+            nodes[k] = None
+            r = rng.random()
+            if depth == 0 or r < 0.25:
+                nodes[k] = ("leaf", float(k))
+            elif r < 0.6:
+                nodes[k] = ("num", 1, 0.5, grow(depth - 1), grow(depth - 1))
+            else:
+                members = frozenset(rng.choice(12, int(rng.integers(0, 7)), replace=False).tolist())
+                nodes[k] = ("cat", int(rng.integers(0, 2)), members, grow(depth - 1), grow(depth - 1))
+            return k
+
+        grow(int(rng.integers(0, 6)))
+        assert tree_size(0, nodes.__getitem__, doms) == len(build(0, nodes.__getitem__, doms)[0])
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+def test_lint_and_check_say_the_same_sentence_at_the_node_cap(tmp_path, monkeypatch, lib):
+    """A tree whose rewritten splits pass MAX_NODES (here lowered, so that a small model's first
+    tree with a split by category passes it): lint's FS506 counts it from the file and check's unknown
+    names the same tree in the same sentence."""
+    from fairspec.models import tree_categories as C
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    decl, prob = _saved(tmp_path, lib)
+    eps = math.ceil(_moves(prob).max() * 100) / 100 + 0.01
+    _calm_rows(tmp_path, _moves(prob), eps)
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("MODEL", decl).replace("EPS", f"{eps:.2f}"))
+    assert not [d for d in lint(spec).diagnostics if d.code == "FS506"]
+    seen = set()
+    for cap in (6, 12, 24, 48, 96):
+        monkeypatch.setattr(C, "MAX_NODES", cap)
+        said = [d.message.split(": ", 1)[1] for d in lint(spec).diagnostics if d.code == "FS506"]
+        v = fairspec.check(spec).report.verdicts[0]
+        if not said:
+            assert v.status == "holds", (cap, v.reason)
+            continue
+        assert said[0].startswith("tree ") and f"would have more than {cap} nodes" in said[0], said
+        assert v.status == "unknown" and v.reason.endswith(said[0]), (said, v.reason)
+        seen.add(said[0].split(",")[0])
+    assert "tree 0" in seen

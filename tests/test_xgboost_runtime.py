@@ -7,6 +7,9 @@ force on the library's own predict over the whole (small, integer) domain:
   given to the Python API is checked as its own predict computes.
 * ``missing``: a wrapper's ``missing`` is not recorded by ``save_model``; the API refuses one other
   than NaN, and a file is evaluated as xgboost loads it (missing = NaN).
+* ``binary:logitraw`` read by its predict (``output = "predict"``): class 1 iff the margin is > 0.5,
+  on the solver path too (the branch and bound over leaf boxes and the MILP / SMT encodings compared
+  it with 0); declared ``score = logit``: class 1 iff the margin is > 0, for label and class alike.
 
 The models: a first stage fit on labels that depend on (a, b) only, over the full grid (so no tree
 splits on s), continued by rounds fit on labels that depend on s; ``best_iteration`` set to the
@@ -270,3 +273,182 @@ def test_rounds_is_an_xgboost_option_with_two_values(binary, tmp_path):
     (tmp_path / "spec.fair").write_text(spec)
     codes = [(d.code, d.message) for d in lint(tmp_path / "spec.fair").diagnostics]
     assert codes[0] == ("FS208", "rounds is an option of xgboost(...) models (early stopping), not of lightgbm(...)")
+
+
+def _logitraw(lo: float, hi: float) -> "xgb.XGBClassifier":
+    """A binary:logitraw XGBClassifier of two stumps on GRID (base_score 0.5): s adds -0.2 (F) or
+    +0.2 (M); a < 3 adds ``lo``, a = 3 ``hi``. Its predict is the margin itself: class 1 above 0.5 for
+    XGBClassifier.predict, above 0 read as a margin."""
+    X = np.repeat(GRID, 2, axis=0)
+    y = ((X[:, 0] == 3) | (X[:, 2] == 1)).astype(int)
+    clf = xgb.XGBClassifier(n_estimators=2, max_depth=1, objective="binary:logitraw", learning_rate=1.0,
+                            base_score=0.5, reg_lambda=0.0, min_child_weight=0.0, n_jobs=1, random_state=0).fit(X, y)
+    doc = json.loads(bytes(clf.get_booster().save_raw("json")))
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    assert [len(t["left_children"]) for t in trees] == [3, 3]
+    for t, (feature, cond, lo, hi) in zip(trees, ((2, 0.5, -0.2, 0.2), (0, 2.5, lo, hi))):
+        t["split_indices"][0], t["split_conditions"][0] = feature, cond
+        t["split_conditions"][1] = t["base_weights"][1] = lo
+        t["split_conditions"][2] = t["base_weights"][2] = hi
+    out = xgb.XGBClassifier(n_jobs=1)
+    out.load_model(bytearray(json.dumps(doc).encode()))
+    return out
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_is_decided_at_one_half(tmp_path, monkeypatch, enumerate_pairs, lo, hi):
+    """binary:logitraw with output = "predict": class 1 iff the margin is > 0.5 (XGBClassifier.predict),
+    by enumeration and on the solver path, where the branch and bound over leaf boxes compared the
+    margin with 0 (its certain classes disagreed with the library: unknown, "the converted trees do
+    not reproduce the library", api-solver-39000030 p1 / p2). (-0.25, 0): the margins 0.05 / 0.45
+    (a < 3) and 0.3 / 0.7 (a = 3) cross 0.5 only; (-0.5, 0.5): -0.2 / 0.2 and 0.8 / 1.2 cross 0 only. Each
+    against the wrapper's predict (and margin > 0 for output = "margin") at every grid point."""
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    margin = lambda X: (clf.predict(X, output_margin=True) > 0).astype(int)   # noqa: E731
+    assert _fair(clf.predict(GRID)) == (lo == -0.5) and _fair(margin(GRID)) == (lo == -0.25)
+    for output, predict in (("predict", clf.predict), ("margin", margin)):
+        v = _verdict(check(_spec(tmp_path, f', output = "{output}"')))
+        _assert_truth(v, predict, _fair(predict(GRID)))
+
+
+@pytest.mark.parametrize("engine", ["highs", "z3"])
+@pytest.mark.parametrize("index", [1, 0])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_on_the_tree_encodings(tmp_path, engine, index, lo, hi):
+    """The MILP / SMT tree encodings (no local search first) compare the ensemble's S with
+    TreeEnsemble.threshold: 1/2 on the margin of binary:logitraw read by its predict (-1/2 on the
+    negated margin of index = 0), where they compared it with 0. (-0.25, 0) crosses 0.5 only: a
+    violating pair, which breaks predict; (-0.5, 0.5) crosses 0 only: no violating pair (the
+    candidate that crossed 0 did not break predict)."""
+    from fairspec.backends.pair import PairProblem
+    from fairspec.backends.trees import modes
+    from fairspec.backends.trees.space import fold
+    from fairspec.models import load_model
+
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    model = load_model("xgboost", tmp_path / "m.json", output="predict", index=index)
+    ens = model.tree_ensemble()
+    assert ens.threshold == (0.5 if index == 1 else -0.5), "the threshold is the cut of predict, not 0"
+    assert np.array_equal(ens.decide(GRID), model.decide(GRID))      # no margin of this model is 0.5
+    lo, hi = np.zeros(3), np.array([3.0, 3.0, 1.0])
+    folded = fold(ens, lo, hi, np.ones(3, bool))                  # as the pipeline does: the cut kept
+    problem = PairProblem(folded, lo, hi, np.ones(3, bool), (), (2,), None, (), "label")
+    res = modes.prove(problem, engine=engine, portfolio=False, falsify=False)
+    if _fair(clf.predict(GRID)):
+        assert res.status == "holds", res.reason
+    else:
+        assert res.status == "violated", res.reason
+        pair = clf.predict(np.array([res.witness.x, res.witness.x_prime]))
+        assert pair[0] != pair[1], res.witness
+
+
+@pytest.mark.parametrize("using", ["", "  using smt\n"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_read_by_its_predict_on_the_solver_path(tmp_path, monkeypatch, using, lo, hi):
+    """fairspec check on the solver path with the branch and bound over leaf boxes out of the way:
+    a violation is a pair that breaks predict (the encodings find it), and where predict is fair no
+    candidate is dropped (the encodings compared the margin with 0 and proposed a pair crossing 0)."""
+    from fairspec.kinds import tree_boxes
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    monkeypatch.setattr(tree_boxes, "decide_by_boxes", lambda *a, **k: (None, "off for this test"))
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    spec = _spec(tmp_path, ', output = "predict"')
+    spec.write_text(spec.read_text().replace("  ensure", using + "  ensure"))
+    v = _verdict(check(spec))
+    if _fair(clf.predict(GRID)):
+        assert v.status == "unknown" and "found no violating pair" in v.reason, v.reason
+    else:
+        assert v.status == "violated", v.reason
+        pair = clf.predict(np.array([v.witness.x, v.witness.x_prime], dtype=float))
+        assert pair[0] != pair[1], (v.witness, pair)
+
+
+@pytest.mark.parametrize("enumerate_pairs", ["", "0"])
+@pytest.mark.parametrize("options", [", score = logit", ", score = logit, index = 0"])
+@pytest.mark.parametrize("cls", ["label", "class"])
+@pytest.mark.parametrize("lo, hi", [(-0.25, 0.0), (-0.5, 0.5)])
+def test_logitraw_declared_score_logit_is_decided_at_zero(tmp_path, monkeypatch, enumerate_pairs, options, cls, lo, hi):
+    """binary:logitraw declared ``score = logit`` (no output): its predict is the margin, class 1 iff it is
+    > 0 (README: "output = "margin" (> 0; also score = logit)"). Before, class(...) and index 0's label
+    compared the margin with 0.5 (the model's margin flag: no output = "margin") while label read > 0: a
+    proof of the wrong rule ((-0.5, 0.5): holds (proved), violated on margin > 0). Every verdict, by
+    enumeration and on the solver path, against margin > 0 at every grid point: the solver path decides
+    every case (its encodings and the leaf boxes cut at _Boosted.decision_margin; the boxes cut at 0.5
+    before, and class(...) / a fair label ended unknown, 'the converted trees do not reproduce the
+    library')."""
+    from fairspec.pipeline import check
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    clf = _logitraw(lo, hi)
+    clf.save_model(str(tmp_path / "m.json"))
+    margin = lambda X: (clf.predict(X, output_margin=True) > 0).astype(int)   # noqa: E731
+    fair = _fair(margin(GRID))
+    assert fair == (lo == -0.25)
+    v = _verdict(check(_spec(tmp_path, options, cls)))
+    _assert_truth(v, margin, fair)                           # decided, and right
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_instant_verdict_leaves_a_tie_at_the_cut_to_the_library(tmp_path, monkeypatch, index):
+    """A stump on g whose margins are exactly 0 (g = a) and 0.25 (g = b): the library's class 0 is
+    margin <= 0, so g = a is class 0 (index 0's positive) and the label flips with g. Index 0's ensemble
+    reads S = -margin, at most 0 = its threshold: the instant verdict said 'every input is decided
+    negative (0 <= 0)', holds, where the pair (a, b) violates (the boxes then found it; the instant
+    claim was wrong). Now it is strict and leaves S = threshold to the solvers / boxes; every verdict
+    against the library's decide on the grid."""
+    import json
+
+    import fairspec.backends.trees.space as space
+    from fairspec.models import load_model
+    from fairspec.pipeline import check
+
+    X = np.array([[g, x] for g in (0, 1) for x in range(4)] * 10, float)
+    b = xgb.train({"objective": "binary:logistic", "max_depth": 1, "base_score": 0.5, "nthread": 1},
+                  xgb.DMatrix(X, label=X[:, 0].astype(int)), 1)
+    doc = json.loads(b.save_raw("json"))
+    t = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    assert t["left_children"] == [1, -1, -1] and t["split_indices"][0] == 0
+    t["split_conditions"][1:] = t["base_weights"][1:] = [0.0, 0.25]
+    c = xgb.Booster()
+    c.load_model(bytearray(json.dumps(doc).encode()))
+    c.save_model(str(tmp_path / "m.json"))
+    G = np.array([[g, x] for g in (0, 1) for x in range(4)], float)
+    assert list(c.predict(xgb.DMatrix(G), output_margin=True)) == [0.0] * 4 + [0.25] * 4
+    m = load_model("xgboost", tmp_path / "m.json", index=index)
+    dec = m.decide(G)
+    assert list(dec) == ([1] * 4 + [0] * 4 if index == 0 else [0] * 4 + [1] * 4)
+    (tmp_path / "s.fair").write_text(f"""features F {{
+  g : {{a, b}} protected
+  x : int in [0, 3]
+}}
+model m = xgboost("m.json", index = {index})
+encode F for m {{
+  g : code
+  x : raw
+}}
+property p {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+  mode = prove
+}}
+""")
+    said = []
+    orig = space.instant_verdict
+    monkeypatch.setattr(space, "instant_verdict", lambda p: said.append(orig(p)) or said[-1])
+    for e in ("", "0"):
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", e)
+        v = _verdict(check(str(tmp_path / "s.fair")))
+        assert v.status == "violated", v.reason
+        pair = m.decide(np.array([v.witness.x, v.witness.x_prime], dtype=float))
+        assert pair[0] != pair[1], (v.witness, pair)
+    assert not any(s and s[0] == "holds" for s in said), said

@@ -124,12 +124,13 @@ def _output_scores(model):
                 units[key] = (t, np.zeros((t.n_nodes, K)))
                 order.append(key)
             units[key][1][:, c] += np.asarray(t.value, dtype=np.float64)
-    # the class-0 column of a binary margin (0, z): the library's class is the first largest of
-    # (0, z), i.e. z > 0, except for an XGBoost binary:logitraw model read by its predict (not
-    # declared output = "margin"): its predict is the margin itself, class 1 above 0.5
-    # (backends.trees.runtime._class_outputs), the first largest of (1/2, z) -- exactly, as 1/2 is
-    logitraw = zero and fmt == "xgboost" and obj == "binary:logitraw" and not getattr(model, "margin", True)
-    base = ([0.5 if logitraw else 0.0] if zero else []) + [float(e.base) for e in cols]
+    # column 0 of a binary margin is the constant the library's class compares the margin with: the
+    # model's own rule, _Boosted.decision_margin (0; an XGBoost binary:logitraw model's declared cut on
+    # its predict, the margin itself: 1/2 read by XGBClassifier.predict, 0 declared score = logit), the
+    # one place the tree encodings read it too (TreeEnsemble.cut): argmax(cut, z) is class 1 iff
+    # z > cut, a tie class 0 as the library's
+    cut = float(getattr(model, "decision_margin", 0.0) or 0.0) if zero else 0.0
+    base = ([cut] if zero else []) + [float(e.base) for e in cols]
     sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
                 float(cols[0].divisor), "linear" if linear else "softmax",
                 "float32" if fmt == "xgboost" else "float64")

@@ -238,7 +238,7 @@ class _Boosted(LoadedModel):
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
         y = self._finish(self._guard(lambda A: self._full(A).reshape(-1), X), X.shape[0])
-        return (~(y > (0.0 if self.margin else 0.5))).astype(np.int64)
+        return (~(y > self.predict_cut)).astype(np.int64)
 
     def library_probability(self, X):
         """The declared class's probability as the library computes it (its predict without the
@@ -278,6 +278,25 @@ class _Boosted(LoadedModel):
 
         self.category_domains = category_domains(enc, fs)
 
+    @property
+    def predict_cut(self) -> float:
+        """What the library's class 1 compares the read output with (a binary model): 0 on the margin
+        (``output = "margin"``), 1/2 on a probability; binary:logitraw's predict is its margin, and the
+        declaration states which of its two rules (XGB_DECISION_UNSTATED): 1/2 as XGBClassifier.predict
+        (``output = "predict"``, ``score = prob``), 0 as a margin (``score = logit``), as its threshold."""
+        if self.margin:
+            return 0.0
+        return float(self.threshold) if self._predict_is_margin() else 0.5
+
+    @property
+    def decision_margin(self) -> float:
+        """The margin above which the model is class 1: :attr:`predict_cut` where the read output is the
+        margin (binary:logitraw's predict too), else 0 (a probability above 1/2 is a margin above 0)."""
+        return self.predict_cut if self._predict_is_margin() else 0.0
+
+    def _predict_is_margin(self) -> bool:
+        return self.format == "xgboost" and (getattr(self, "objective", None) or "").split()[:1] == ["binary:logitraw"]
+
     def tree_ensemble(self):
         if self.task_kind != "binary":
             from .base import UnsupportedModel
@@ -289,12 +308,18 @@ class _Boosted(LoadedModel):
             from fairspec.models import trees
 
             try:
-                self._trees = getattr(trees, self._convert)(self.raw, index=self.index, domains=self.category_domains)
+                ens = getattr(trees, self._convert)(self.raw, index=self.index, domains=self.category_domains)
             except trees.CategoricalSplit as e:     # named with the file, as lint names it (FS506)
                 from .base import UnsupportedModel, categorical_split_sentence
 
                 raise UnsupportedModel(e.op_type, e.node_name, categorical_split_sentence(
                     self.path.name, e.tree, e.index, e.name)) from None
+            if self.decision_margin:
+                # the encodings' decision threshold (TreeEnsemble.threshold); index 0's S is the negated margin
+                from dataclasses import replace
+
+                ens = replace(ens, cut=-self.decision_margin if self.index == 0 else self.decision_margin)
+            self._trees = ens
         return self._trees
 
 

@@ -175,12 +175,21 @@ def lightgbm_input_categories(p: pathlib.Path) -> dict[int, tuple[str, ...]] | N
         return None
 
 
-def categorical_split(fmt: str, p: pathlib.Path, allowed=()) -> tuple[int, int, str | None] | None:
-    """(tree, input index, the input's recorded name) of the first split by category in an XGBoost
-    (``split_type`` 1) or LightGBM (``decision_type`` with its categorical bit) model file on an
-    input not in ``allowed`` (those declared whole numbers: fairspec.models.base.category_domains,
-    which the tree converters rewrite as thresholds), or None: none, or the file does not tell.
-    Cheap: no ML library."""
+def categorical_split(fmt: str, p: pathlib.Path, allowed=()) -> str | None:
+    """The sentence check gives for the first tree (in the library's order) of an XGBoost or LightGBM
+    model file that the tree converters cannot rewrite (fairspec.models.trees), or None: one with a
+    split by category (XGBoost ``split_type`` 1, LightGBM's categorical ``decision_type`` bit) on an
+    input not in ``allowed`` ({input: its declared whole-number values},
+    fairspec.models.base.category_domains; the first such split in node order), or one whose splits
+    by category, rewritten over ``allowed``, would pass tree_categories.MAX_NODES (counted, not
+    built: tree_categories.tree_size). None also when the file does not tell. Cheap: no ML library,
+    no numpy."""
+    from .base import categorical_split_sentence
+    from .tree_categories import MAX_NODES, too_large, tree_size, xgboost_node_reader
+
+    def refused(t, j, names):
+        return categorical_split_sentence(p.name, t, j, names[j] if names and j < len(names) else None)
+
     try:
         if fmt == "xgboost":
             from .treefile import read_xgboost
@@ -188,27 +197,65 @@ def categorical_split(fmt: str, p: pathlib.Path, allowed=()) -> tuple[int, int, 
             doc = read_xgboost(p)
             names = recorded_names(doc["learner"].get("feature_names"))
             for t, tj in enumerate(doc["learner"]["gradient_booster"]["model"]["trees"]):
-                for k, s in enumerate(tj.get("split_type") or ()):
+                types = tj.get("split_type") or ()
+                for k, s in enumerate(types):
                     j = int(tj["split_indices"][k])
                     if int(s) != 0 and j not in allowed:
-                        return t, j, names[j] if names and j < len(names) else None
+                        return refused(t, j, names)
+                if any(int(s) != 0 for s in types) and \
+                        tree_size(0, xgboost_node_reader(tj, tj["split_conditions"]), allowed) > MAX_NODES:
+                    return too_large(t)
             return None
         if fmt == "lightgbm":
             names = lightgbm_input_names(p)
             if names and all(n.startswith("Column_") for n in names):      # fit on an array: no names
                 names = None
-            tree, feats = None, []
+            tree, rows = None, {}
+
+            def done():
+                if tree is None or "decision_type" not in rows:
+                    return None
+                feats, kinds = [int(v) for v in rows["split_feature"]], [int(d) for d in rows["decision_type"]]
+                for k, d in enumerate(kinds):
+                    if d & 1 and k < len(feats) and feats[k] not in allowed:
+                        return refused(tree, feats[k], names)
+                if any(d & 1 for d in kinds) and tree_size(0, _lightgbm_node_reader(rows), allowed) > MAX_NODES:
+                    return too_large(tree)
+                return None
+
             with open(p, "rb") as fh:
                 for line in fh:
-                    if line.startswith(b"Tree="):
-                        tree, feats = int(line.split(b"=", 1)[1]), []
-                    elif line.startswith(b"split_feature=") and tree is not None:
-                        feats = [int(v) for v in line.split(b"=", 1)[1].split()]
-                    elif line.startswith(b"decision_type=") and tree is not None:
-                        for k, d in enumerate(line.split(b"=", 1)[1].split()):
-                            if int(d) & 1 and k < len(feats) and feats[k] not in allowed:
-                                j = feats[k]
-                                return tree, j, names[j] if names and j < len(names) else None
+                    if line.startswith(b"Tree=") or line.startswith(b"end of trees"):
+                        said = done()
+                        if said is not None:
+                            return said
+                        tree, rows = (int(line.split(b"=", 1)[1]), {}) if line.startswith(b"Tree=") else (None, {})
+                    elif tree is not None and b"=" in line:
+                        key, _, value = line.partition(b"=")
+                        rows[key.decode()] = value.split()
+            return done()
         return None
     except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
         return None
+
+
+def _lightgbm_node_reader(rows):
+    """``node`` for tree_categories.tree_size over one tree of a LightGBM text file (its ``key=values``
+    lines): internal nodes 0, 1, ..., a leaf ~i; a split by category's set, the bits of its
+    ``cat_threshold`` words, goes left."""
+    feats, kinds, thr = rows["split_feature"], rows["decision_type"], rows["threshold"]
+    left, right = rows["left_child"], rows["right_child"]
+    bounds, words = [int(v) for v in rows.get("cat_boundaries", ())], [int(v) for v in rows.get("cat_threshold", ())]
+
+    def node(k):
+        if k < 0:
+            return ("leaf", 0.0)
+        a, b = int(left[k]), int(right[k])
+        if int(kinds[k]) & 1:
+            c = int(float(thr[k]))
+            members = frozenset(32 * w + bit for w, word in enumerate(words[bounds[c]:bounds[c + 1]])
+                                for bit in range(32) if word >> bit & 1)
+            return ("cat", int(feats[k]), members, a, b)
+        return ("num", int(feats[k]), 0.0, a, b)
+
+    return node

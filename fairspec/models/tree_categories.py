@@ -21,13 +21,16 @@ child it takes, copied (the encodings read trees, not graphs). The rewritten tre
 library's on D and says nothing elsewhere: its self-check probes D (fairspec.models.trees).
 Values outside D, non-integer values, missing values are never fed to it; an input without such a
 domain keeps the refusal (CategoricalSplit), as lint says (FS506).
+
+A rewritten tree may pass :data:`MAX_NODES` (runs alternating in and out of the categories copy
+subtrees, nested splits multiply): :func:`tree_size` counts its nodes from the original tree alone
+(pure Python: lint imports this module, fairspec.models.peek_trees), and :func:`build` refuses such a
+tree before writing a node, so lint (FS506) and check say the same sentence (:func:`too_large`).
 """
 
 from __future__ import annotations
 
 from typing import Callable
-
-import numpy as np
 
 
 def runs(domain, members) -> list[tuple[int, int, bool]]:
@@ -43,6 +46,52 @@ def runs(domain, members) -> list[tuple[int, int, bool]]:
 
 
 MAX_NODES = 200_000           # nodes of one rewritten tree (each run copies its child's subtree)
+
+
+def run_counts(domain, members, index: dict) -> tuple[int, int]:
+    """(member runs, other runs) of :func:`runs` (domain, members), from the members alone:
+    ``index`` is {value: its position in the sorted domain}."""
+    pos = sorted(index[v] for v in members if v >= 0 and v in index)
+    if not pos:
+        return 0, 1 if len(domain) else 0
+    gaps = sum(1 for a, b in zip(pos, pos[1:]) if b != a + 1)
+    return gaps + 1, gaps + (pos[0] > 0) + (pos[-1] < len(domain) - 1)
+
+
+def tree_size(root, node: Callable, domains: dict, missing: Callable | None = None, cap: int = MAX_NODES) -> int:
+    """The number of nodes :func:`build` writes for this tree (``node`` as there), at most ``cap + 1``
+    (saturated: nested splits multiply): a split by category over r runs (m of members) is r - 1
+    threshold tests and m copies of its set child's subtree, r - m of the other's. Reads every node of
+    the original tree once, no numpy; a split by category on an input without a domain calls
+    ``missing`` / raises KeyError, as :func:`build` does, in the same (depth-first, left first) order."""
+    index: dict = {}
+    values: list[int] = []
+    todo = [("node", root)]
+    while todo:
+        task = todo.pop()
+        if task[0] == "sum":
+            b, a = values.pop(), values.pop()
+            values.append(min(cap + 1, task[1] + task[2] * a + task[3] * b))
+            continue
+        n = node(task[1])
+        if n[0] == "leaf":
+            values.append(1)
+            continue
+        if n[0] == "cat":
+            _, f, members, inside, outside = n
+            if f not in domains:
+                if missing is not None:
+                    missing(f)
+                raise KeyError(f)
+            dom = domains[f]
+            if f not in index:
+                index[f] = {v: i for i, v in enumerate(dom)}
+            m, o = run_counts(dom, members, index[f])
+            todo += [("sum", m + o - 1, m, o), ("node", outside), ("node", inside)]
+            continue
+        _, _, _, a, b = n
+        todo += [("sum", 1, 1, 1), ("node", b), ("node", a)]
+    return values[0]
 
 
 class TooLarge(Exception):
@@ -61,7 +110,9 @@ def build(root, node: Callable, domains: dict, missing: Callable | None = None):
     ``("num", feature, threshold, left id, right id)`` or ``("cat", feature, S, set child id, other
     child id)``; ``missing(feature)`` is called (and raises; a KeyError without it) for a split by
     category on an input without a domain. Parents are numbered before their children; a tree that
-    would pass :data:`MAX_NODES` raises :class:`TooLarge`."""
+    would pass :data:`MAX_NODES` raises :class:`TooLarge` (counted first: :func:`tree_size`)."""
+    if tree_size(root, node, domains, missing) > MAX_NODES:
+        raise TooLarge(MAX_NODES)
     feat, thr, left, right, val = [], [], [], [], []
 
     def new() -> int:
@@ -143,4 +194,6 @@ def has_categorical(tj) -> bool:
 
 def domain_points(domains: dict, n_inputs: int) -> dict[int, np.ndarray]:
     """The domains as arrays, for the self-check's probes."""
+    import numpy as np
+
     return {int(i): np.asarray(v, dtype=np.float64) for i, v in domains.items() if 0 <= int(i) < n_inputs}

@@ -16,9 +16,16 @@ and its ``link`` says what S is:
   ``decision_function``, XGBoost's ``output_margin``, LightGBM's ``raw_score``); the
   probability is ``sigmoid(S)`` and the decision ``S > 0``.
 
+The decision threshold on S is :attr:`TreeEnsemble.threshold`, the one place every tree encoding
+(MILP, SMT, local search, compiled decision) and :meth:`TreeEnsemble.decide` read it: 1/2 or 0 by
+the link, or ``cut`` when the library's class compares S with another number (an XGBoost
+``binary:logitraw`` model read by its predict, which is the margin: class 1 iff it is > 0.5,
+XGBClassifier.predict; the ensemble of class 0, whose S is the negated margin, at -0.5).
+
 :meth:`TreeEnsemble.forward` returns the **logit** (``S`` itself, or ``logit(S)`` for the
-identity link), so the pair problem of :mod:`fairspec.backends.pair` (decision ``z > 0``,
-``prob`` through ``sigmoid``) reads a tree ensemble exactly as it reads a ReLU network.
+identity link; ``S - cut`` with a cut, so that class 1 is still ``z > 0``), so the pair problem of
+:mod:`fairspec.backends.pair` (decision ``z > 0``, ``prob`` through ``sigmoid``) reads a tree
+ensemble exactly as it reads a ReLU network.
 
 Converters (each checks itself against the library's own prediction on random inputs and
 raises :class:`~fairspec.models.network.UnsupportedModel` on any difference):
@@ -145,6 +152,8 @@ class TreeEnsemble:
     # S is the library's raw margin times this (LightGBM's sigmoid factor, whose probability is
     # sigmoid(factor * raw_score)): a bound on S - S' bounds the margin's difference divided by it
     margin_scale: float = 1.0
+    # the decision threshold on S when it is not the link's (see the module docstring), else None
+    cut: float | None = None
 
     def __post_init__(self):
         if self.link not in LINKS:
@@ -178,10 +187,11 @@ class TreeEnsemble:
         return float(self.base + acc / self.divisor)
 
     def forward(self, X, dtype=np.float64) -> np.ndarray:
-        """The logit: S (logistic link) or logit(S) clipped to [1e-15, 1 - 1e-15] (identity)."""
+        """The logit: S (logistic link; S - cut with a cut) or logit(S) clipped to [1e-15, 1 - 1e-15]
+        (identity): class 1 iff it is > 0."""
         s = self.aggregate(X)
         if self.link == "logistic":
-            return s
+            return s if self.cut is None else s - self.cut
         return agg_to_logit(s, "identity")
 
     def prob(self, X) -> np.ndarray:
@@ -189,12 +199,15 @@ class TreeEnsemble:
         return s if self.link == "identity" else sigmoid(s)
 
     def decide(self, X) -> np.ndarray:
-        return (self.forward(X) > 0).astype(np.int64)
+        """Class 1 iff S > :attr:`threshold`."""
+        return (self.aggregate(X) > self.threshold).astype(np.int64)
 
     # ---- structure -----------------------------------------------------------------------
     @property
     def threshold(self) -> float:
-        """The decision threshold on S: 1/2 (identity link) or 0 (logistic)."""
+        """The decision threshold on S: ``cut`` when set, else 1/2 (identity link) or 0 (logistic)."""
+        if self.cut is not None:
+            return float(self.cut)
         return 0.5 if self.link == "identity" else 0.0
 
     def features(self) -> set[int]:
@@ -466,7 +479,7 @@ def _probed(trees_json, domains, width):
     return domain_points({j: v for j, v in (domains or {}).items() if j in split}, width) or None
 
 
-def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
+def _lightgbm_tree(structure, scale: float = 1.0, domains=None, tree: int | None = None) -> Tree:
     """One tree of a LightGBM ``dump_model()`` (its ``tree_structure``), leaf values times
     ``scale``; splits by category rewritten over ``domains`` (fairspec.models.tree_categories): on
     an input without one they raise (the first in LightGBM's split order, as lint reads the file),
@@ -501,7 +514,7 @@ def _lightgbm_tree(structure, scale: float = 1.0, domains=None) -> Tree:
     try:
         return Tree(*build(structure, node, domains or {}))
     except TooLarge:
-        raise UnsupportedModel("LightGBM", "categories", too_large(None)) from None
+        raise UnsupportedModel("LightGBM", "categories", too_large(tree)) from None
 
 
 def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
@@ -510,7 +523,7 @@ def _lightgbm_trees(dump, scale: float = 1.0, domains=None) -> list[Tree]:
     names = list(dump.get("feature_names") or ())
     for t, info in enumerate(dump.get("tree_info", [])):
         try:
-            trees.append(_lightgbm_tree(info["tree_structure"], scale, domains))
+            trees.append(_lightgbm_tree(info["tree_structure"], scale, domains, int(info.get("tree_index", t))))
         except CategoricalSplit as e:
             j = e.index
             name = names[j] if 0 <= j < len(names) and not names[j].startswith("Column_") else None

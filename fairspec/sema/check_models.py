@@ -377,7 +377,7 @@ class ModelChecks:
         from pathlib import Path
 
         from fairspec.models.peek import AVERAGING_TREES, tree_file_class
-        from fairspec.models.base import categorical_split_sentence, category_domains
+        from fairspec.models.base import category_domains
         from fairspec.models.peek_trees import categorical_split
         from fairspec.planning import plan
 
@@ -401,7 +401,7 @@ class ModelChecks:
                     categorical[m.name] = categorical_split(m.format, Path(m.path), category_domains(enc, fs))
                 if categorical[m.name] is not None:      # check: unknown, in this sentence (models.boosted)
                     self.sink.add("FS506", f"the {backend} backend cannot encode model '{m.name}': "
-                                           + categorical_split_sentence(Path(m.path).name, *categorical[m.name]),
+                                           + categorical[m.name],
                                   prop.span, severity="warning", related=related,
                                   hint="a small domain is still decided by enumerating it through the library; "
                                        "else check the property on data (using data)")

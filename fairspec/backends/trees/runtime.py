@@ -125,7 +125,7 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
         if task == "binary":
             if what == "class":
                 y = np.asarray(model._predict(X, model.margin), dtype=np.float64).reshape(-1)
-                return (y > (0.0 if model.margin else 0.5)).astype(np.int64)     # class 1 iff its score is
+                return (y > model.predict_cut).astype(np.int64)     # class 1 iff its score is
             p = np.asarray(model._predict(X, False), dtype=np.float64).reshape(-1)
             return p if int(klass) == 1 else 1.0 - p
         y = _booster_predict(model, X)

@@ -73,7 +73,8 @@ def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnse
     out = []
     for feat, thr, strict, t in trees:
         out.append(_prune_one(feat, thr, strict, t, lo, hi, integer))
-    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor, margin_scale=ens.margin_scale)
+    return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor, margin_scale=ens.margin_scale,
+                        cut=ens.cut)
 
 
 def prune(ens: TreeEnsemble, lo, hi, integer) -> TreeEnsemble:
@@ -161,8 +162,10 @@ def instant_verdict(problem) -> tuple[str, str] | None:
     hi_s = ens.base + sum(_leaf_range(t)[1] for t in ens.trees) / ens.divisor
     thr = ens.threshold
     if problem.post == "label":
-        if hi_s <= thr:
-            return "holds", f"every input is decided negative (the output is at most {hi_s:.6g} <= {thr:g})"
+        # strict: at S = thr the side is the library's, which this ensemble does not record (index 0's S is
+        # the negated margin, and the library's class 0 is margin <= cut: S = thr is index 0's positive)
+        if hi_s < thr:
+            return "holds", f"every input is decided negative (the output is at most {hi_s:.6g} < {thr:g})"
         if lo_s > thr:
             return "holds", f"every input is decided positive (the output is at least {lo_s:.6g} > {thr:g})"
         return None
