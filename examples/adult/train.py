@@ -8,6 +8,10 @@ writes into models/:
 
   lr.skops       sklearn LogisticRegression          (skops.io)
   dt.skops       sklearn DecisionTreeClassifier(max_depth=6, random_state=0)
+                 both fitted on a DataFrame whose columns are the layout's
+                 names below ("age", ..., "workclass=Federal-gov", ...), so
+                 they record them (feature_names_in_) and fairspec checks
+                 the encode blocks against them
   mlp.onnx       ReLU MLP 46-16-8-1; input "x" float32 [N,46];
                  outputs "logit" [N,1] and "prob" = sigmoid(logit) [N,1]
   mlp.pt         the same MLP as TorchScript; forward(x) -> logit [N,1]
@@ -114,7 +118,7 @@ def encode(df: pd.DataFrame, enc: dict) -> np.ndarray:
     return X
 
 
-def dump_skops(model, path: Path, X: np.ndarray) -> None:
+def dump_skops(model, path: Path, X: pd.DataFrame) -> None:
     """skops.io.dump, made byte-reproducible.
 
     skops names array members and numbers nodes by id(), and stamps the zip
@@ -170,7 +174,7 @@ def seed_everything(seed: int) -> None:
     torch.set_num_threads(1)
 
 
-def train_sklearn(X: np.ndarray, y: np.ndarray):
+def train_sklearn(X: pd.DataFrame, y: np.ndarray):
     from sklearn.linear_model import LogisticRegression
     from sklearn.tree import DecisionTreeClassifier
 
@@ -255,9 +259,12 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "encoding.json").write_text(json.dumps(enc, indent=2) + "\n")
 
-    lr, dt = train_sklearn(X, y)
-    dump_skops(lr, OUT / "lr.skops", X)
-    dump_skops(dt, OUT / "dt.skops", X)
+    # The same matrix, its columns named as the layout: the fitted numbers are
+    # those of a fit on X itself (bit for bit), and the models keep the names.
+    Xdf = pd.DataFrame(X, columns=[c["name"] for c in enc["columns"]])
+    lr, dt = train_sklearn(Xdf, y)
+    dump_skops(lr, OUT / "lr.skops", Xdf)
+    dump_skops(dt, OUT / "dt.skops", Xdf)
 
     mlp = train_mlp(X, y)
     export_mlp(mlp, OUT / "mlp.onnx", OUT / "mlp.pt")
@@ -267,8 +274,8 @@ def main() -> None:
     print(f"rows {len(df)}, features {X.shape[1]}, positive rate {y.mean():.4f}")
     for n in enc["numeric"]:
         print(f"  {n['column']}: min {n['min']} max {n['max']}")
-    print(f"train accuracy  lr  {(lr.predict(X) == y).mean():.4f}")
-    print(f"train accuracy  dt  {(dt.predict(X) == y).mean():.4f}")
+    print(f"train accuracy  lr  {(lr.predict(Xdf) == y).mean():.4f}")
+    print(f"train accuracy  dt  {(dt.predict(Xdf) == y).mean():.4f}")
     print(f"train accuracy  mlp {((logit > 0).astype(np.int64) == y).mean():.4f}")
     for f in sorted(OUT.iterdir()):
         print(f"  wrote {f.relative_to(HERE)} ({f.stat().st_size} bytes)")
