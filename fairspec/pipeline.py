@@ -126,7 +126,8 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
           parallel: bool = False, allow=(), substitutes: dict | None = None, before=None) -> Report:
     """Lint, then decide every property (or ``only``) on its backend.
 
-    models:   {model name: file} replaces model files declared in the spec (``--models``).
+    models:   {model name: file} replaces model files declared in the spec: each is linted in place of
+              the declared one (its names matched to the encode block), as ``--models``' files are.
     parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
               ``--cluster``); models and data are loaded once per worker; the verdicts come
               back in the spec's order, the same as a serial run.
@@ -135,7 +136,10 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
               propagates.
     """
     t0 = time.perf_counter()
-    res = lint(path, allow=allow, substitutes=substitutes)
+    # a file given for a model is linted in place of the declared one, as --models' files are: its
+    # input names are matched to the encode block (FS420, FS421, FS427 name it), never only swapped in
+    subs = {**(substitutes or {}), **{("model", n): Path(f) for n, f in (models or {}).items()}}
+    res = lint(path, allow=allow, substitutes=subs or None)
     report = Report(str(path), res.diagnostics)
     report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
     if before is not None:

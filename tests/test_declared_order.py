@@ -157,3 +157,85 @@ def test_under_models_a_file_recording_its_names_in_another_order_is_read_by_the
     (ctx,) = state.contexts.values()
     assert isinstance(ctx, Context) and ctx.spec.encoding_for("lr") == s.encoding_for("lr")
     assert [x.code for x in rb.diagnostics] == ["FS420"] and rb.verdicts == [] and rb.has_errors
+
+
+# ----------------------------------------------------------------- the Python API's substitutes
+
+TWO = SPEC.replace("property parity {", "property parity2 {\n  statistical_parity(lr, groups sex) <= 0.6\n}\nproperty parity {")
+
+
+def _truth(model, columns):
+    d = pd.read_csv(FIXTURES / "data" / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})[list(columns)]
+    p = model.predict(X)
+    return abs(p[X.sex == 1].mean() - p[X.sex == 0].mean())
+
+
+def _moved_project(tmp_path, spec_text=SPEC):
+    spec = _project(tmp_path, frame=True, suffix=".skops")
+    spec.write_text(spec_text.replace("MODEL", '"lr.skops"'))
+    moved = _fit(tmp_path, frame=True, columns=("score", "age", "sex"))
+    sio.dump(moved, tmp_path / "moved.skops")
+    return spec, moved
+
+
+def test_pipeline_check_models_lints_the_given_file(tmp_path):
+    """pipeline.check(models={name: file}) linted the declared file and only swapped the path in: a
+    file fitted on (score, age, sex) was fed age, sex, score (parity 0.0, no FS421). Now the file is
+    linted in place of the declared one, as --models' files are."""
+    from fairspec.pipeline import check
+
+    spec, moved = _moved_project(tmp_path)
+    rep = check(spec, models={"lr": str(tmp_path / "moved.skops")})
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert rep.verdicts[0].value == pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    sio.dump(LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes"), tmp_path / "other.skops")
+    rep = check(spec, models={"lr": str(tmp_path / "other.skops")})
+    assert [x.code for x in rep.diagnostics] == ["FS420"] and rep.verdicts == []
+    sio.dump(_fit(tmp_path, frame=False), tmp_path / "array.skops")
+    rep = check(spec, models={"lr": str(tmp_path / "array.skops")})
+    assert [(x.code, x.message) for x in rep.diagnostics] == [("FS427", SAID.format(path=tmp_path / "array.skops"))]
+
+
+def LogisticRegression_fit(X, y):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("given", ["object", "path"])
+def test_api_check_matches_the_given_models_names(tmp_path, given, workers):
+    """fairspec.check(models=...) (an object or a path; serially or in worker processes): the given
+    model's names are matched to the encode block, its diagnostics name it, a lint error gives no verdict."""
+    import fairspec
+
+    spec, moved = _moved_project(tmp_path, TWO)
+    obj = moved if given == "object" else str(tmp_path / "moved.skops")
+    rep = fairspec.check(spec, models={"lr": obj}, workers=workers)
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert [v.value for v in rep] == [pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)] * 2
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    other = LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes")
+    rep = fairspec.check(spec, models={"lr": other}, workers=workers)
+    assert [x.code for x in rep.diagnostics] == ["FS420"] and rep.verdicts == [] and rep.exit_code == 2
+    assert "model 'lr' records no input named 'score'" in rep.diagnostics[0].message
+    array = _fit(tmp_path, frame=False)
+    (w,) = fairspec.lint(spec, models={"lr": array})
+    assert w.code == "FS427" and "the model given for 'lr' has no feature_names_in_" in w.message, w.message
+
+
+def test_assert_fair_matches_the_given_models_names(tmp_path):
+    from fairspec.testing import assert_fair
+
+    spec, moved = _moved_project(tmp_path)
+    rep = assert_fair(spec, models={"lr": moved})
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert rep["parity"].value == pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    with pytest.raises(AssertionError, match="FS420"):
+        assert_fair(spec, models={"lr": LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes")})
