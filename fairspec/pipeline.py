@@ -126,7 +126,8 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
           parallel: bool = False, allow=(), substitutes: dict | None = None, before=None) -> Report:
     """Lint, then decide every property (or ``only``) on its backend.
 
-    models:   {model name: file} replaces model files declared in the spec (``--models``).
+    models:   {model name: file} replaces model files declared in the spec: each is linted in place of
+              the declared one (its names matched to the encode block), as ``--models``' files are.
     parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
               ``--cluster``); models and data are loaded once per worker; the verdicts come
               back in the spec's order, the same as a serial run.
@@ -135,7 +136,10 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
               propagates.
     """
     t0 = time.perf_counter()
-    res = lint(path, allow=allow, substitutes=substitutes)
+    # a file given for a model is linted in place of the declared one, as --models' files are: its
+    # input names are matched to the encode block (FS420, FS421, FS427 name it), never only swapped in
+    subs = {**(substitutes or {}), **{("model", n): Path(f) for n, f in (models or {}).items()}}
+    res = lint(path, allow=allow, substitutes=subs or None)
     report = Report(str(path), res.diagnostics)
     report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
     if before is not None:
@@ -276,20 +280,27 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     if before is not None:
         before(tuple(dict.fromkeys((*res.inputs, *cands))))
     props = [p for p in res.spec.properties if only is None or p.name == only]
-    jobs = [(_models_key({name: f}), p.name, p.kind) for f in cands for p in props]
+    # Each file is linted in place of the declared one: what lint reads from a model file (its input
+    # names, matched to the encode block -- FS420, FS421, FS427 --, its width, its readout) is that
+    # file's, and the diagnostics name it. A file with an error gets its diagnostics, no verdicts.
+    linted = {f: lint(path, allow=allow, substitutes={("model", name): Path(f)}) for f in cands}
+    good = [f for f in cands if linted[f].spec is not None and not any(d.is_error for d in linted[f].diagnostics)]
+    jobs = [(_models_key({name: f}), p.name, p.kind) for f in good for p in props]
+    state = _job_state(res.spec, Roots.for_spec(Path(path), allow),
+                       {_models_key({name: f}): linted[f].spec for f in good})
     ex = get_executor(len(jobs)) if parallel else SerialExecutor()
     try:
-        outs = ex.map(_property_job, jobs, shared=_job_state(res.spec, Roots.for_spec(Path(path), allow)),
-                      on_error=_failed_job, budget=_budgets(props, res.spec))
+        outs = ex.map(_property_job, jobs, shared=state, on_error=_failed_job,
+                      budget=_budgets(props, res.spec)) if jobs else []
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the workers are ended; every report says so
         outs = [{"verdict": unknown(p, _interrupted("before it was decided")), "interrupted": True}
-                for _ in cands for p in props]
+                for _ in good for p in props]
     finally:
         ex.close()
     reports = []
-    for k, f in enumerate(cands):
+    for f in cands:
         t0 = time.perf_counter()
-        report = Report(str(path), list(res.diagnostics))
+        report = Report(str(path), list(linted[f].diagnostics))
         report.started = _now()
         report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
@@ -299,7 +310,8 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
                               **{d.path: "data" for d in res.spec.datasets if d.path}, f: "model"}
         report.imports = tuple(str(m.file) for m in (res.modules or ()) if str(m.file) != str(res.spec.file))
         report.claims = {p.name: (getattr(p, "op", None), getattr(p, "threshold", None)) for p in res.spec.properties}
-        for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)]):
+        k = good.index(f) if f in good else None
+        for prop, out in zip(props, outs[k * len(props):(k + 1) * len(props)] if k is not None else ()):
             if _merge_out(report, prop, out, res.spec, (f, decl.span)):
                 break
         report.seconds = time.perf_counter() - t0
@@ -482,23 +494,28 @@ class JobState:
     (an onnxruntime session) cannot be pickled, so a state carrying its contexts could not be sent
     on and the job waiting for it never ran."""
 
-    def __init__(self, spec, roots):
-        self.spec, self.roots, self.contexts = spec, roots, {}
+    def __init__(self, spec, roots, specs=None):
+        self.spec, self.roots, self.specs, self.contexts = spec, roots, dict(specs or {}), {}
 
     def __getstate__(self):
-        return {"spec": self.spec, "roots": self.roots}
+        return {"spec": self.spec, "roots": self.roots, "specs": self.specs}
 
     def __setstate__(self, state):
-        self.spec, self.roots, self.contexts = state["spec"], state["roots"], {}
+        self.spec, self.roots, self.specs, self.contexts = state["spec"], state["roots"], state["specs"], {}
 
 
-def _job_state(spec, roots) -> JobState:
+def _job_state(spec, roots, specs=None) -> JobState:
+    """``specs``: {models key: the spec linted with those model files} (``--models``: each file's own
+    encodings, matched to the names it records); a key without one runs on ``spec`` with its files."""
+    return JobState(_absolute(spec), roots, {k: _absolute(s) for k, s in (specs or {}).items()})
+
+
+def _absolute(spec):
     from dataclasses import replace
 
-    spec = replace(spec, file=os.path.abspath(spec.file),
+    return replace(spec, file=os.path.abspath(spec.file),
                    models=tuple(replace(m, path=os.path.abspath(m.path)) if m.path else m for m in spec.models),
                    datasets=tuple(replace(d, path=os.path.abspath(d.path)) for d in spec.datasets))
-    return JobState(spec, roots)
 
 
 def _interrupted(when: str) -> str:
@@ -523,7 +540,7 @@ def _property_job(state: JobState, job) -> dict:
         prop = next(p for p in state.spec.properties if p.name == name)
         return {"verdict": unknown(prop, _interrupted("before it ran")), "interrupted": True}
     if key not in state.contexts:
-        state.contexts[key] = Context(_with_models(state.spec, dict(key)), roots=state.roots)
+        state.contexts[key] = Context(state.specs.get(key) or _with_models(state.spec, dict(key)), roots=state.roots)
     ctx = state.contexts[key]
     prop = next(p for p in ctx.spec.properties if p.name == name)
     return _run_property(prop, ctx)

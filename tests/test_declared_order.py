@@ -8,6 +8,7 @@ and the JSON report's load entry of every model says how its inputs were matched
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import pickle
 
 import pytest
@@ -94,3 +95,147 @@ def test_a_model_fitted_on_a_data_frame_is_matched_by_name_silently(tmp_path, su
     assert not doc["diagnostics"] and not doc.get("warnings"), doc
     (load,) = [x for x in doc["loads"] if x["what"] == "model"]
     assert load["input_order"] == "names", load
+
+
+def _fit(tmp_path, frame: bool, columns=("age", "sex", "score")):
+    from sklearn.linear_model import LogisticRegression
+
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})[list(columns)]
+    return LogisticRegression().fit(X if frame else X.to_numpy(), d.hired == "yes")
+
+
+def test_under_models_fs427_names_each_file_of_the_folder(tmp_path):
+    """--models: each file of the folder is linted in place of the declared one, so FS427 names the
+    file that records no names (not the declared file), and a file that records them gets none."""
+    from fairspec.pipeline import check_models
+
+    spec = _project(tmp_path, frame=False, suffix=".skops")        # the declared lr.skops: no names
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    sio.dump(_fit(tmp_path, frame=False), cands / "a_array.skops")
+    sio.dump(_fit(tmp_path, frame=True), cands / "b_frame.skops")
+    got = {Path(f).name: r for f, r in check_models(spec, "lr", cands)}
+    assert list(got) == ["a_array.skops", "b_frame.skops"]
+    (d,) = got["a_array.skops"].diagnostics
+    assert d.code == "FS427" and d.message == SAID.format(path=cands / "a_array.skops"), d.message
+    assert got["b_frame.skops"].diagnostics == []
+    assert [v.status for r in got.values() for v in r.verdicts] == ["holds", "holds"]
+    r = run_cli("check", spec, "--format", "json", "--models", f"lr={cands}", cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert [[x["message"] for x in m["diagnostics"]] for m in doc["models"]] == [
+        [SAID.format(path=cands / "a_array.skops")], []]
+    assert [m["loads"][0]["input_order"] for m in doc["models"]] == ["declared", "names"]
+
+
+def test_under_models_a_file_recording_its_names_in_another_order_is_read_by_them(tmp_path):
+    """The names a file of the folder records are matched as a declared file's are: one fitted on
+    (score, age, sex) is fed score, age, sex (FS421 says the block's order differs), and scores
+    exactly as the model on its own frame; one naming an input the spec lacks is FS420, no verdict."""
+    from fairspec.pipeline import check_models
+
+    spec = _project(tmp_path, frame=True, suffix=".skops")
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    moved = _fit(tmp_path, frame=True, columns=("score", "age", "sex"))
+    sio.dump(moved, cands / "a_moved.skops")
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score}).rename(columns={"score": "grade"})
+    from sklearn.linear_model import LogisticRegression
+
+    sio.dump(LogisticRegression().fit(X, d.hired == "yes"), cands / "b_other.skops")
+    (a, ra), (b, rb) = check_models(spec, "lr", cands)
+    assert [x.code for x in ra.diagnostics] == ["FS421"] and ra.verdicts[0].status in ("holds", "violated")
+    from fairspec.pipeline import _job_state, _models_key, _property_job, lint
+    from fairspec.runtime.context import Context
+
+    s = lint(spec, substitutes={("model", "lr"): Path(a)}).spec
+    assert {c.feature: c.offset for c in s.encoding_for("lr").columns} == {"score": 0, "age": 1, "sex": 2}
+    # the run itself reads the file's own encoding: its context's spec is that one
+    state = _job_state(lint(spec).spec, None, {_models_key({"lr": a}): s})
+    _property_job(state, (_models_key({"lr": a}), "parity", "group_metric"))
+    (ctx,) = state.contexts.values()
+    assert isinstance(ctx, Context) and ctx.spec.encoding_for("lr") == s.encoding_for("lr")
+    assert [x.code for x in rb.diagnostics] == ["FS420"] and rb.verdicts == [] and rb.has_errors
+
+
+# ----------------------------------------------------------------- the Python API's substitutes
+
+TWO = SPEC.replace("property parity {", "property parity2 {\n  statistical_parity(lr, groups sex) <= 0.6\n}\nproperty parity {")
+
+
+def _truth(model, columns):
+    d = pd.read_csv(FIXTURES / "data" / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})[list(columns)]
+    p = model.predict(X)
+    return abs(p[X.sex == 1].mean() - p[X.sex == 0].mean())
+
+
+def _moved_project(tmp_path, spec_text=SPEC):
+    spec = _project(tmp_path, frame=True, suffix=".skops")
+    spec.write_text(spec_text.replace("MODEL", '"lr.skops"'))
+    moved = _fit(tmp_path, frame=True, columns=("score", "age", "sex"))
+    sio.dump(moved, tmp_path / "moved.skops")
+    return spec, moved
+
+
+def test_pipeline_check_models_lints_the_given_file(tmp_path):
+    """pipeline.check(models={name: file}) linted the declared file and only swapped the path in: a
+    file fitted on (score, age, sex) was fed age, sex, score (parity 0.0, no FS421). Now the file is
+    linted in place of the declared one, as --models' files are."""
+    from fairspec.pipeline import check
+
+    spec, moved = _moved_project(tmp_path)
+    rep = check(spec, models={"lr": str(tmp_path / "moved.skops")})
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert rep.verdicts[0].value == pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    sio.dump(LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes"), tmp_path / "other.skops")
+    rep = check(spec, models={"lr": str(tmp_path / "other.skops")})
+    assert [x.code for x in rep.diagnostics] == ["FS420"] and rep.verdicts == []
+    sio.dump(_fit(tmp_path, frame=False), tmp_path / "array.skops")
+    rep = check(spec, models={"lr": str(tmp_path / "array.skops")})
+    assert [(x.code, x.message) for x in rep.diagnostics] == [("FS427", SAID.format(path=tmp_path / "array.skops"))]
+
+
+def LogisticRegression_fit(X, y):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("given", ["object", "path"])
+def test_api_check_matches_the_given_models_names(tmp_path, given, workers):
+    """fairspec.check(models=...) (an object or a path; serially or in worker processes): the given
+    model's names are matched to the encode block, its diagnostics name it, a lint error gives no verdict."""
+    import fairspec
+
+    spec, moved = _moved_project(tmp_path, TWO)
+    obj = moved if given == "object" else str(tmp_path / "moved.skops")
+    rep = fairspec.check(spec, models={"lr": obj}, workers=workers)
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert [v.value for v in rep] == [pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)] * 2
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    other = LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes")
+    rep = fairspec.check(spec, models={"lr": other}, workers=workers)
+    assert [x.code for x in rep.diagnostics] == ["FS420"] and rep.verdicts == [] and rep.exit_code == 2
+    assert "model 'lr' records no input named 'score'" in rep.diagnostics[0].message
+    array = _fit(tmp_path, frame=False)
+    (w,) = fairspec.lint(spec, models={"lr": array})
+    assert w.code == "FS427" and "the model given for 'lr' has no feature_names_in_" in w.message, w.message
+
+
+def test_assert_fair_matches_the_given_models_names(tmp_path):
+    from fairspec.testing import assert_fair
+
+    spec, moved = _moved_project(tmp_path)
+    rep = assert_fair(spec, models={"lr": moved})
+    assert [d.code for d in rep.diagnostics] == ["FS421"]
+    assert rep["parity"].value == pytest.approx(_truth(moved, ("score", "age", "sex")), abs=1e-12)
+    d = pd.read_csv(tmp_path / "people.csv")
+    X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
+    with pytest.raises(AssertionError, match="FS420"):
+        assert_fair(spec, models={"lr": LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes")})
