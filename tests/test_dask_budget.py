@@ -213,9 +213,11 @@ def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
 
 
 def _block_property_on_worker(name: str) -> None:
-    """On a worker: the data backend's runner of property ``name`` -- data work a local run does not
-    bound, however long it takes -- says it started (``name``-entered) and waits for the test to
-    release it (``name``-release) before it counts the rows as it is."""
+    """On a worker: the data backend's runner of property ``name`` says it started (``name``-entered) and
+    waits for the test to release it (``name``-release) -- a stand-in for work before the property's
+    first time limit, which a local run does not bound however long it takes -- then starts the
+    property's own clock anew (the wait is not its budgeted work) and counts the rows as it is,
+    under its budget (the data backend takes its ``timeout``)."""
     import fairspec.kinds.on_data as on_data
 
     orig = getattr(on_data.run, "__wrapped__", on_data.run)
@@ -226,6 +228,7 @@ def _block_property_on_worker(name: str) -> None:
 
             Event(f"{name}-entered").set()
             Event(f"{name}-release").wait()
+            ctx.begin_property()
         return orig(prop, ctx, progress)
 
     run.__wrapped__ = orig
@@ -233,8 +236,8 @@ def _block_property_on_worker(name: str) -> None:
 
 
 def test_a_phase_a_local_run_does_not_bound_is_not_bounded_on_the_cluster_either(cluster, tmp_path, monkeypatch):
-    """`hangs` has a 1 s budget, but its data backend takes no time limit: a local run waits for its
-    data pass however long it takes. On the cluster that pass is held until well past the budget and
+    """`hangs` has a 1 s budget, taken only once its runner is released: a local run waits for what
+    comes before however long it takes. On the cluster that pass is held until well past the budget and
     grace (the old clock, started with the job, gave it up then): it still gets its local verdict."""
     import time
 
