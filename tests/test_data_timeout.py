@@ -110,3 +110,31 @@ def test_an_expired_budget_before_the_first_batch(tmp_path, monkeypatch):
     monkeypatch.setattr(Context, "spent", lambda self: 1e6)
     v = _verdicts(_spec(tmp_path, timeout="timeout = 1s"))["budgeted"]
     assert v.status == "unknown" and v.reason.startswith("the time budget of 1s ran out after counting 0 rows"), v
+
+
+FLIPS = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
+encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
+property flips {
+  forall x, x' : P
+  require x.* == x'.* except {race}
+  ensure |prob(net(x)) - prob(net(x'))| <= 0.999
+  using data
+  timeout = 10s
+}
+'''
+
+
+def test_counterfactual_flips_take_their_budget_through_the_context(tmp_path, monkeypatch):
+    """The flips of the data backend look at the property's clock (the cluster's clock starts): past the
+    budget after the first combination of the free features, they stop there (never holds)."""
+    from fairspec.runtime import job_clock
+    from fairspec.runtime.context import Context
+
+    limited = []
+    monkeypatch.setattr(Context, "spent", lambda self: 1e6)
+    monkeypatch.setattr(job_clock, "limited", lambda: limited.append(1))
+    _spec(tmp_path)
+    (tmp_path / "f.fair").write_text(FLIPS)
+    v = _verdicts(tmp_path / "f.fair")["flips"]
+    assert v.status != "holds" and v.details["timed_out_after_combinations"] == 1, v
+    assert limited, "the flips never took their limit through the context"

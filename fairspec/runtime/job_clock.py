@@ -2,7 +2,7 @@
 
 The cluster budgets what a local run budgets, no more: a local run bounds a property's work only from
 the first time limit it takes (``Context.remaining``: the solvers' and searches' limits; what comes
-before -- the data pre-pass, lowering, enumerating a small domain -- a local run waits for however
+before -- lowering, enumerating a small domain, a data pre-pass when the spec sets no timeout -- a local run waits for however
 long it takes). A worker says when it starts a budgeted job (:func:`running`), when that job first
 takes a time limit (:func:`limited`: the clock starts), when a phase is granted time past the budget
 (:func:`extend`, as ``Context.remaining_at_least`` grants it locally) and when it loads a model or
