@@ -625,25 +625,21 @@ class DaskExecutor:
 
     def _on_clock(self, event) -> None:
         """A worker's clock event (in the client's event loop): noted at this machine's time."""
-        import time
-
         _, msg = event
         if not isinstance(msg, dict):
             return
         with self._clock_lock:
             c = self._clocks.get(msg.get("token"))
             if c is not None:
-                c.note(msg.get("what"), msg.get("worker"), time.monotonic(), msg.get("seconds", 0.0))
+                c.note(msg.get("what"), msg.get("worker"), job_clock.now(), msg.get("seconds", 0.0))
 
     def _overrun(self, clock) -> Overrun | None:
         """The reason when ``clock``'s job has run past its budget and grace, else None."""
-        import time
-
         if clock is None:
             return None
         grace = getattr(self, "grace", self.GRACE) + 0.1 * clock.budget
         with self._clock_lock:
-            used, worker, extra = clock.used(time.monotonic()), clock.worker, clock.extra
+            used, worker, extra = clock.used(job_clock.now()), clock.worker, clock.extra
         return Overrun.of(clock.budget, grace, worker, self.address) if used > clock.budget + extra + grace else None
 
     def _give_up_overruns(self, futures, clocks, first: int, given_up: dict) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 __all__ = ["Overrun", "JobClock", "loading", "limited", "extend", "running", "TOPIC"]
 
@@ -35,6 +36,12 @@ class Overrun(str):
                 f"{budget:g} s budget and {grace:g} s of grace: the job was cancelled")
         r.budget, r.grace, r.worker = budget, grace, worker or ""
         return r
+
+
+def now() -> float:
+    """The client's time of the job clocks (the executor notes events and looks at budgets with it; a
+    test moves it, instead of waiting for a budget to pass in real time)."""
+    return time.monotonic()
 
 
 _CLOCK = threading.local()  # on a Dask worker: the budgeted job this thread runs (token, loads in progress)
