@@ -163,7 +163,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
     if is_tree_model(ctx, prop.model):
         # a tree model on a small domain: every pair on the library's own runtime (kinds/tree_pairs)
-        from fairspec.kinds.tree_pairs import decide_by_enumeration
+        from fairspec.kinds.tree_pairs import decide_by_enumeration, unread_by_enumeration
 
         try:
             v = decide_by_enumeration(prop, ctx, setting(prop, "mode", backend), backend, t0)
@@ -172,7 +172,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         except MemoryError:
             v = None                  # the domain's cells do not fit: the exact encodings decide
         if v is not None:
-            return v
+            return unread_by_enumeration(prop, v)
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return small
