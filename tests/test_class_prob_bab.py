@@ -250,3 +250,26 @@ def test_a_holds_without_a_certified_bound_gives_the_threshold(tmp_path, monkeyp
         lo, hi = v.bound
         assert v.how == "proved" and lo == v.value and hi in (0.5, float.fromhex("0x1.3333333333334p-2")), v.bound
         assert "threshold" in v.details["maximum"], v.details
+
+
+def test_partitions_the_branch_and_bound_does_not_read_are_said(tmp_path, monkeypatch):
+    """The softmax branch and bound splits the domain itself: a spec's partitions is a note of the
+    verdict ("`partitions` has no effect here: ..."), not silently dropped."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from fairspec import pipeline
+    from onnx_nets import mlp_model
+
+    m = mlp_model(_net(np.random.default_rng(100), 4, 4, 3), "Identity", "y", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    spec = tmp_path / "s.fair"
+    spec.write_text(_E2E.replace("SCORE", "logit") + _e2e_props(0, [(0, "<=", "0.05", "prove")]).replace(
+        "  mode = prove\n", "  mode = prove\n  partitions = 4\n"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rep = pipeline.check(spec)
+    assert not rep.has_errors, rep.diagnostics
+    (v,) = rep.verdicts
+    assert v.details.get("engine") == "softmax-bab", v.details
+    assert v.details["notes"] == ["`partitions` has no effect here: the softmax branch and bound splits the domain "
+                                  "itself"], v.details

@@ -2,8 +2,9 @@
 
 Only a worker lost for good had a limit (FAIRSPEC_CLUSTER_TIMEOUT): a worker that stayed up while
 its job hung (a solver ignoring its time limit, a deadlock) was waited on for ever, so a `--cluster`
-check never ended. Now the client keeps a clock per budgeted job (started when a worker says it
-started it, stopped while that worker loads files) and gives the job up past its budget and grace:
+check never ended. Now the client keeps a clock per budgeted job (started when the job takes its
+first time limit on its worker, as a local run bounds nothing before: its data pre-pass, say; stopped
+while that worker loads files) and gives the job up past its budget and grace:
 the property is `unknown` with the reason, the future is cancelled, the worker restarted, and the
 other properties keep their verdicts.
 
@@ -32,6 +33,9 @@ GUARD = 300.0  # seconds: a map or check still waiting by then fails the test in
 
 def _answer_unless_hang(shared, item):
     if item == "hang":
+        from fairspec.runtime import job_clock
+
+        job_clock.limited()  # it takes a time limit (the clock starts), as a solver does, and ignores it:
         threading.Event().wait()  # never set: this job hangs for ever on a living worker
     return item * 2
 
@@ -45,6 +49,7 @@ def _hang_property_on_worker(name: str) -> None:
 
     def run(prop, ctx, progress=None):
         if prop.name == name:
+            ctx.remaining(1.0)  # it takes its 1 s limit, as a solver does, and ignores it
             threading.Event().wait()
         return orig(prop, ctx, progress)
 
@@ -140,6 +145,10 @@ property odds {
 '''
 
 
+# `hangs` with a budget no real work has to fit (the guard's): the verdicts a run gets when nothing hangs
+ROOMY = SPEC.replace("timeout = 1s", f"timeout = {GUARD:g}s")
+
+
 def _project(tmp_path) -> Path:
     (tmp_path / "fairspec.toml").write_text("")
     (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
@@ -157,8 +166,10 @@ def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_k
 
     spec = _project(tmp_path)
     ex_mod.configure()
+    spec.write_text(ROOMY)  # the serial reference: `hangs` holds when nothing hangs, however slow the machine
     serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
     assert set(serial) == {"parity", "hangs", "odds"} and serial["hangs"][0] == "holds", serial
+    spec.write_text(SPEC)  # on the cluster `hangs` takes its 1 s limit and hangs: no real work has to fit it
 
     monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
     with Client(cluster, set_as_default=False) as admin:
@@ -205,3 +216,161 @@ def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
     assert v.reason == ("no answer from the cluster worker tcp://10.0.0.2:4000 within the property's 30 s budget "
                         "(and 13 s of grace): its job was cancelled and the worker restarted"), v.reason
     assert ex_mod.SerialExecutor().map(_answer_unless_hang, [1, 2], budget=lambda item: 0.001) == [2, 4]
+
+
+def _block_property_on_worker(name: str) -> None:
+    """On a worker: the data backend's runner of property ``name`` says it started (``name``-entered) and
+    waits for the test to release it (``name``-release) -- a stand-in for work before the property's
+    first time limit, which a local run does not bound however long it takes -- then starts the
+    property's own clock anew (the wait is not its budgeted work) and counts the rows as it is,
+    under its budget (the data backend takes its ``timeout``)."""
+    import fairspec.kinds.on_data as on_data
+
+    orig = getattr(on_data.run, "__wrapped__", on_data.run)
+
+    def run(prop, ctx, progress=None):
+        if prop.name == name:
+            from distributed import Event
+
+            Event(f"{name}-entered").set()
+            Event(f"{name}-release").wait()
+            ctx.begin_property()
+        return orig(prop, ctx, progress)
+
+    run.__wrapped__ = orig
+    on_data.run = run
+
+
+def test_a_phase_a_local_run_does_not_bound_is_not_bounded_on_the_cluster_either(cluster, tmp_path, monkeypatch):
+    """`hangs` has a budget (the guard's, which its real work never has to race), taken only once its
+    runner is released: a local run waits for what comes before however long it takes. While that
+    pass is held, the client's clock of the jobs jumps far past the budget and grace, and the client
+    looks at it twice (the old clock, started with the job, gave the job up then): it still gets its
+    local verdict. No wait here is a speed requirement."""
+    from distributed import Client, Event
+
+    from fairspec.pipeline import check
+    from fairspec.runtime import job_clock
+
+    spec = _project(tmp_path)
+    spec.write_text(ROOMY)
+    ex_mod.configure()
+    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
+    assert serial["hangs"][0] == "holds", serial
+    jump, looks, looked = [0.0], [0], threading.Event()
+    real_now = job_clock.now
+
+    def now():
+        if jump[0]:
+            looks[0] += 1
+            if looks[0] >= 2:
+                looked.set()
+        return real_now() + jump[0]
+
+    monkeypatch.setattr(job_clock, "now", now)
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
+    with Client(cluster, set_as_default=False) as admin:
+        admin.run(_block_property_on_worker, "hangs")
+        ex_mod.configure(cluster=cluster)
+        try:
+            out: dict = {}
+            # the run ending also ends the wait (a client that gives the held job up looks no more)
+            t = threading.Thread(target=lambda: (out.setdefault("report", check(spec, parallel=True)), looked.set()),
+                                 daemon=True)
+            t.start()
+            assert Event("hangs-entered", client=admin).wait(GUARD), "the data pass never started"
+            jump[0] = 10 * GUARD  # past the budget and its grace (a tenth of it), in the client's eyes
+            assert looked.wait(GUARD), "the client never looked at the clock of the held job"
+            Event("hangs-release", client=admin).set()
+            t.join(GUARD)
+            assert not t.is_alive(), "still waiting after the data pass was released"
+        finally:
+            ex_mod.configure()
+    got = {v.name: (v.status, v.how, v.value) for v in out["report"].verdicts}
+    assert got == serial, (got, serial)
+
+
+def test_the_clock_counts_what_a_local_run_bounds(monkeypatch):
+    """Worker side: a job's clock starts at its first time limit (Context.remaining), once; a floor
+    granted past the budget extends it; no limit, no event. Client side: nothing counts before the
+    first limit, loads never count, extensions add to the budget."""
+    from fairspec.runtime import job_clock
+    from fairspec.runtime.context import Context
+
+    sent: list = []
+    monkeypatch.setattr(job_clock, "_clock_event", lambda what, seconds=0.0: sent.append((what, seconds)))
+    ctx = Context.__new__(Context)
+    ctx.loads = []
+    ctx.begin_property()
+    assert ctx.remaining(5.0) <= 5.0 and sent == []  # not in a budgeted job: nothing to tell
+    with job_clock.running("tok"):
+        assert ctx.remaining(None) is None
+        with job_clock.loading():
+            pass
+        ctx.remaining(5.0)
+        ctx.remaining(5.0)
+        assert ctx.remaining_at_least(5.0, 100.0) == 100.0
+        assert ctx.remaining_at_least(5.0, 0.0) <= 5.0
+    whats = [w for w, _ in sent]
+    assert whats == ["start", "pause", "resume", "limit", "extend"], sent
+    assert 95.0 <= sent[-1][1] <= 100.0, sent
+
+    c = job_clock.JobClock(2.0)
+    c.note("start", "w", 0.0)
+    c.note("pause", "w", 1.0)
+    c.note("resume", "w", 50.0)  # a load before the first limit: nothing is on the clock yet
+    assert c.used(60.0) == 0.0
+    c.note("limit", "w", 60.0)
+    c.note("limit", "w", 70.0)  # only the first starts the clock
+    c.note("pause", "w", 61.0)
+    c.note("resume", "w", 80.0)
+    assert c.used(81.0) == 2.0
+    c.note("extend", "w", 81.0, 3.0)
+    assert c.extra == 3.0
+    c.note("start", "w2", 90.0)  # rerun elsewhere: afresh
+    assert c.used(95.0) == 0.0 and c.extra == 0.0 and c.worker == "w2"
+
+
+PAIR = SPEC.split("property parity")[0] + '''property pair {
+  forall x, x' : P
+  require x.* == x'.* except {sex}
+  ensure label(net(x)) == label(net(x'))
+  using milp
+}
+'''
+
+
+def test_the_data_pre_pass_of_a_pair_property_is_off_the_clock(tmp_path, monkeypatch):
+    """A pair property on the MILP (a 60 s budget on the cluster) first flips its data rows, which a local
+    run does not bound: its job takes its first time limit (the cluster's clock of it starts) after the
+    pre-pass, when the solver's limit is worked out, not before."""
+    import fairspec.backends.data.flips as flips
+    from fairspec.files import Roots
+    from fairspec.pipeline import _budgets, _job_state, _property_job, lint
+    from fairspec.runtime import job_clock
+    from fairspec.verdict import unknown
+
+    spec = _project(tmp_path)
+    spec.write_text(PAIR)
+    res = lint(spec)
+    (prop,) = res.spec.properties
+    assert _budgets([prop], res.spec)((None, "pair", prop.kind)) == 60.0
+    sent: list = []
+    seen: list = []
+
+    def event(what, seconds=0.0):
+        sent.append(what)
+        if what == "limit":
+            raise RuntimeError("the clock starts")  # the test's end of the job (an internal error, unknown)
+
+    def pre_pass(prop, ctx, progress=None, **kw):
+        seen.append(list(sent))
+        return unknown(prop, "no flip found", backend="data")
+
+    monkeypatch.setattr(job_clock, "_clock_event", event)
+    monkeypatch.setattr(flips, "run_flips", pre_pass)
+    state = _job_state(res.spec, Roots.for_spec(spec, ()))
+    with job_clock.running("tok"):
+        out = _property_job(state, ((), "pair", prop.kind))
+    assert seen and seen[0][0] == "start" and "limit" not in seen[0], (seen, out)
+    assert sent[-1] == "limit" and "the clock starts" in out["verdict"].reason, (sent, out)

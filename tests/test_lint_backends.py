@@ -186,3 +186,27 @@ def test_a_width_lint_cannot_read_is_fs402_at_check(tmp_path):
     (d,) = [d for d in doc["diagnostics"] if d["code"] == "FS402"]
     assert d["line"] == 10 and "5 columns wide" in d["message"] and "takes 6 inputs" in d["message"]
     assert "error" not in doc
+
+
+def test_max_rows_where_no_data_rows_are_flipped_first_is_a_warning(tmp_path):
+    """A pair property on a solver flips its data rows first, the only reader of max_rows there: on a
+    feature set without data, or in a maximize run (which flips none), max_rows is FS213, said at it."""
+    head = people_decls() + ('model net = onnx("../models/people6.onnx", output = "logit")\n'
+                             "encode People for net { age : standard  sex : onehot  race : code  member, "
+                             "score : raw }\n")
+    prop = ("property pair {\n  forall x, x' : People\n  require x.* == x'.* except {sex}\n"
+            "  ensure label(net(x)) == label(net(x'))\n  max_rows = 50\nMODE  using milp\n}\n")
+
+    def fs213(text):
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        res = lint(_spec(d, text))
+        return [(d.message, d.span.line) for d in res.diagnostics if d.code == "FS213"]
+
+    assert fs213(head + prop.replace("MODE", "")) == []  # read: the rows are flipped first
+    no_data = head.replace("features People from people {", "features People {")
+    ((msg, line),) = fs213(no_data + prop.replace("MODE", ""))
+    assert msg == ("option 'max_rows' has no effect here: feature set 'People' has no data rows to flip before "
+                   "the solver runs") and line == (no_data + prop).splitlines().index("  max_rows = 50") + 1
+    ((msg, _),) = fs213(head + prop.replace("MODE", "  mode = maximize\n"))
+    assert msg.startswith("option 'max_rows' has no effect here: a maximize run flips no data rows first"), msg

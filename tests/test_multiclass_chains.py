@@ -248,3 +248,13 @@ def test_the_margin_difference_passes_through_a_layer_with_no_relu():
         xp[2:] = (0.0, 1.0)
         d = margins(x) - margins(xp)
         assert np.all(lo <= d) and np.all(d <= hi), (x, d, lo, hi)
+
+
+def test_partitions_a_class_post_does_not_read_are_said(tmp_path, monkeypatch):
+    """The class post is solved on the whole domain, one sub-problem per class: a spec's partitions is
+    a note of the verdict ("`partitions` has no effect here: ..."), not silently dropped."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    model, _ = _onnx_file(tmp_path, _layers(0, (4, 3, 2, 3), False, 1.0), "Identity")
+    v = _check(tmp_path, model, [("cls", CLASS + "\n  partitions = 4", None)])["cls"]
+    assert v["details"]["notes"] == ["`partitions` has no effect here: the class post is solved on the whole "
+                                     "domain (one sub-problem per class)"], v

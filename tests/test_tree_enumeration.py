@@ -357,3 +357,18 @@ def test_the_difference_bound_covers_every_pair_of_a_random_forest():
         ub, proof = difference_bound([t.value[t.left < 0] for t in ens.trees], [0 in t.features() for t in ens.trees],
                                      divisor=ens.divisor)
         assert best <= ub and proof.method == "interval"
+
+
+def test_options_the_enumeration_does_not_read_are_said(tmp_path):
+    """A small domain enumerated whole reads neither partitions, part_timeout nor timeout: each one the
+    spec sets is a note of the verdict ("`X` has no effect here: ..."), not silently dropped."""
+    est = _gb_with_raw_zero()
+    opts = "  partitions = 3\n  part_timeout = 5s\n  timeout = 30s\n"
+    body = _prop("said", "label(m(x)) == label(m(x'))", extra=opts) + _prop("plain", "label(m(x)) == label(m(x'))")
+    path = _write(tmp_path, est, body, "  g : bool protected\n  a : int in [0, 3]", "  g : raw\n  a : raw")
+    v = _verdicts(path)
+    assert v["said"].status == v["plain"].status == "violated", (v["said"].reason, v["plain"].reason)
+    notes = v["said"].details["notes"]
+    assert [n.split(" has no effect here: ")[0] for n in notes] == ["`partitions`", "`part_timeout`", "`timeout`"]
+    assert all("every pair of the small domain is enumerated" in n for n in notes), notes
+    assert "notes" not in v["plain"].details

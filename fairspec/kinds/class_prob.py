@@ -222,7 +222,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     deadline = None if limit is None else time.monotonic() + max(0.0, float(limit) - (time.perf_counter() - t0))
     details = {"engine": "softmax-bab", "mode": mode, "classes": K, "combinations": int(C.shape[0])}
     if prop.options.partitions and prop.options.partitions > 1:
-        details["partitions"] = "not used: the softmax branch and bound splits the domain itself"
+        details.setdefault("notes", []).append("`partitions` has no effect here: the softmax branch and bound splits the domain itself")
     task = progress.add_task(f"{prop.name}: softmax branch and bound", total=None) if progress else None
     try:
         rng = np.random.default_rng(0)

@@ -87,7 +87,8 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     if dist.kind == "empirical":
         from fairspec.backends.data.metrics import run_empirical
 
-        return run_empirical(prop, ctx, dist, resamples=setting(prop, "bootstrap", "data"))
+        return run_empirical(prop, ctx, dist, resamples=setting(prop, "bootstrap", "data"),
+                             timeout=setting(prop, "timeout", "data"))
     wanted = prop.options.backend
     try:
         pb = build_problem(prop, ctx, dist)

@@ -163,7 +163,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
     if is_tree_model(ctx, prop.model):
         # a tree model on a small domain: every pair on the library's own runtime (kinds/tree_pairs)
-        from fairspec.kinds.tree_pairs import decide_by_enumeration
+        from fairspec.kinds.tree_pairs import decide_by_enumeration, unread_by_enumeration
 
         try:
             v = decide_by_enumeration(prop, ctx, setting(prop, "mode", backend), backend, t0)
@@ -172,7 +172,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         except MemoryError:
             v = None                  # the domain's cells do not fit: the exact encodings decide
         if v is not None:
-            return v
+            return unread_by_enumeration(prop, v)
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return small
@@ -295,7 +295,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # certified parts; any backend) is certified as a whole by the BaB, or it is not holds
         from fairspec.backends.pair.certify import certify_result
 
-        left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", backend)), 0.25 * limit)
+        left = None if limit is None else ctx.remaining_at_least(setting(prop, "timeout", backend), 0.25 * limit)
         res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
                              else f"the {kw.get('engine', backend)} MILP")
     if (trees is None and runtime is not None and mode == "maximize" and res.status == "unknown"
@@ -649,7 +649,7 @@ def _retry_fragile(prop, ctx, problem, res, limit):
     from fairspec.backends.pair.certify import certify_result
     from fairspec.planning import setting
 
-    left = None if limit is None else max(ctx.remaining(setting(prop, "timeout", "milp")), 0.25 * limit)
+    left = None if limit is None else ctx.remaining_at_least(setting(prop, "timeout", "milp"), 0.25 * limit)
     probe = PairResult("holds", "proved", reason="the solver's witness did not replay", engine=res.engine,
                        mode=res.mode)
     out = certify_result(problem, probe, left, "the solver")

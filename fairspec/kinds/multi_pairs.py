@@ -169,7 +169,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     details = {"engine": engine, "mode": mode, "classes": K, "solver_seconds": round(res.seconds, 4),
                "per_class": res.stats.get("per_class")}
     if prop.options.partitions and prop.options.partitions > 1:
-        details["partitions"] = "not used: the class post is solved on the whole domain (one sub-problem per class)"
+        details.setdefault("notes", []).append("`partitions` has no effect here: the class post is solved on the whole domain (one sub-problem per class)")
     extra = {}
     if mode == "maximize" and res.bound is not None and not math.isfinite(res.bound):
         res = replace(res, bound=None)         # a class without a certified bound: no upper end

@@ -15,6 +15,7 @@ def run(prop, ctx, progress=None):
         from fairspec.backends.data.metrics import run_group_metric
 
         return run_group_metric(prop, ctx, resamples=setting(prop, "bootstrap", "data"),
+                                timeout=setting(prop, "timeout", "data"),
                                 why=plan(prop, ctx.spec).why if prop.data is None else None)
     from fairspec import ir
     from fairspec.backends.data.flips import run_flips

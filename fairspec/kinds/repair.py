@@ -9,4 +9,4 @@ def run(prop, ctx, progress=None):
     from fairspec.planning import setting
 
     return run_repair(prop, ctx, progress, engine=setting(prop, "engine", BACKEND),
-                      timeout=setting(prop, "timeout", BACKEND))
+                      timeout=ctx.remaining(setting(prop, "timeout", BACKEND)))  # the clock starts here

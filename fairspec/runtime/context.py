@@ -10,7 +10,7 @@ from typing import Iterator
 import numpy as np
 
 from fairspec import ir
-from fairspec.runtime import encoding as enc_mod
+from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
 from fairspec.runtime.frame import Frame, build_frame
@@ -89,8 +89,22 @@ class Context:
         return max(0.0, time.perf_counter() - t - (self.load_seconds - loaded))
 
     def remaining(self, limit):
-        """What is left of a time budget of ``limit`` seconds (None: no limit) for the current property."""
-        return None if limit is None else max(0.0, float(limit) - self.spent())
+        """What is left of a time budget of ``limit`` seconds (None: no limit) for the current property.
+        A limit taken bounds the property's work from here on: on a Dask worker the cluster's clock of
+        the job starts (``job_clock.limited``; nothing before is bounded, here or there)."""
+        if limit is None:
+            return None
+        job_clock.limited()
+        return max(0.0, float(limit) - self.spent())
+
+    def remaining_at_least(self, limit, floor: float):
+        """``remaining(limit)``, but at least ``floor`` seconds (None: no limit): a phase granted time even
+        past the budget; on a Dask worker the cluster's budget of the job grows by what is granted past it."""
+        left = self.remaining(limit)
+        if left is None:
+            return None
+        job_clock.extend(floor - left)
+        return max(left, floor)
 
     # ------------------------------------------------------------------ models
     def model(self, name: str):

@@ -34,9 +34,10 @@ back in item order.
   the worker holding it) and every job not done once the cluster has had no worker for
   ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
   worker forever). A job with a time budget (``budget=lambda item: seconds or None``: a property's
-  own ``timeout``) is waited on for that long once a worker has started it, plus ``grace``
-  (FAIRSPEC_CLUSTER_GRACE seconds, default 10, and a tenth of the budget), its clock stopped while
-  the worker loads a model or data file (``job_clock.loading``, as a property's budget does locally);
+  own ``timeout``) is waited on for that long plus ``grace`` (FAIRSPEC_CLUSTER_GRACE seconds, default
+  10, and a tenth of the budget) on the clock of :mod:`fairspec.runtime.job_clock`, which counts what
+  a local run bounds: from the job's first time limit on, the loads apart, plus what is granted past
+  the budget (nothing before its first limit, e.g. a data pre-pass, which a local run waits for);
   past it the job comes back through ``on_error`` with an :class:`Overrun` reason, its future is
   cancelled and its worker restarted (a hung thread would hold the worker's slot for ever).
   Budgeted jobs go one item each and carry the shared state themselves (no scattered copy that
@@ -624,26 +625,22 @@ class DaskExecutor:
 
     def _on_clock(self, event) -> None:
         """A worker's clock event (in the client's event loop): noted at this machine's time."""
-        import time
-
         _, msg = event
         if not isinstance(msg, dict):
             return
         with self._clock_lock:
             c = self._clocks.get(msg.get("token"))
             if c is not None:
-                c.note(msg.get("what"), msg.get("worker"), time.monotonic())
+                c.note(msg.get("what"), msg.get("worker"), job_clock.now(), msg.get("seconds", 0.0))
 
     def _overrun(self, clock) -> Overrun | None:
         """The reason when ``clock``'s job has run past its budget and grace, else None."""
-        import time
-
         if clock is None:
             return None
         grace = getattr(self, "grace", self.GRACE) + 0.1 * clock.budget
         with self._clock_lock:
-            used, worker = clock.used(time.monotonic()), clock.worker
-        return Overrun.of(clock.budget, grace, worker, self.address) if used > clock.budget + grace else None
+            used, worker, extra = clock.used(job_clock.now()), clock.worker, clock.extra
+        return Overrun.of(clock.budget, grace, worker, self.address) if used > clock.budget + extra + grace else None
 
     def _give_up_overruns(self, futures, clocks, first: int, given_up: dict) -> None:
         for j, (f, clock) in enumerate(zip(futures, clocks), first):

@@ -131,7 +131,24 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      f"{PARTITION_ONLY[key]}", name_node.span,
                             hint="add a line such as partitions = 16 (the input space cut into 16 boxes, each "
                                  f"decided on its own), or drop '{key}'")
+            elif key == "max_rows" and "data" not in (p.backend, *p.candidates) and _no_pre_pass(ck, prop):
+                ck.sink.add("FS213", f"option 'max_rows' has no effect here: {_no_pre_pass(ck, prop)}",
+                            name_node.span, hint="max_rows bounds the data rows flipped before the solver runs; "
+                                                 "drop it")
     return ok
+
+
+def _no_pre_pass(ck, prop) -> str | None:
+    """Why a pair property on a solver backend is not falsified on its data rows first (the only
+    reader of max_rows there), when the spec alone says so; else None."""
+    if prop.kind != "individual_fairness":
+        return None
+    fs = ck.feature_sets.get(prop.features)
+    if fs is not None and fs.data is None:
+        return f"feature set '{prop.features}' has no data rows to flip before the solver runs"
+    if getattr(prop.options, "mode", None) == "maximize":
+        return "a maximize run flips no data rows first (a flip found on data is no maximum)"
+    return None
 
 
 # options that act on the input-space partitions only (a warning when partitions is not set)

@@ -82,7 +82,9 @@ def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
 
 def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float | None) -> Verdict:
     """Counterfactual flips of every data row; ``timeout`` (seconds, None: no limit) is the option its
-    runner resolved (the data backend's ``timeout``)."""
+    runner resolved (the data backend's ``timeout``), on the property's clock (``Context.remaining``:
+    its own work, loads apart; on a Dask worker the cluster's clock of the job starts), looked at
+    before each combination after the first."""
     t0 = time.perf_counter()
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
@@ -130,7 +132,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     limit = timeout
     cut = None  # combinations tried when the time budget ran out
     for ci, combo in enumerate(combos):
-        if limit is not None and ci and time.perf_counter() - t0 > limit:
+        if limit is not None and ci and ctx.remaining(limit) <= 0:
             cut = ci
             break
         vals2 = dict(values)

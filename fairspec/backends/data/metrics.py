@@ -23,6 +23,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
 from fairspec.backends.data import batching
+from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -357,14 +358,15 @@ def _forget_inputs(memo: dict, ctx, later: list) -> None:
             del memo[k]
 
 
-def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
+def count(prop: ir.GroupMetric, ctx, R: int = 0, budget: Budget = NO_LIMIT) -> Counts:
     """Accumulate the property's cells over record batches of the data (bounded memory: no row is
     kept after its batch; rate = scoring first reads the scores once for their median).
 
     One pass serves every property of the run over the same rows (``_pass_mates``): each batch is
     read, encoded and run through each model once, and every property's counter takes its counts
     from it; the others' counts wait in the context until their turn (the same counts, so the same
-    verdicts, as a pass of their own)."""
+    verdicts, as a pass of their own). A property with a time ``budget`` counts alone (its budget is
+    its own work, not its mates'), and looks at its clock before each batch (``OutOfTime``)."""
     done = ctx.__dict__.setdefault("_group_counts", {})
     if prop.name in done and done[prop.name][0] is prop:
         out = done.pop(prop.name)[1]
@@ -374,11 +376,14 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
     fs = ctx.spec.feature_set(prop.features)
     counters = {prop.name: _Counter(prop, ctx, R)}
     if prop.param("rate") == "scoring":
-        counters[prop.name].median = float(np.median(np.concatenate(
-            [scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows) for r in ctx.row_batches(fs.name, prop.data)])))
+        parts = []
+        for r in ctx.row_batches(fs.name, prop.data):
+            budget.check(0)
+            parts.append(scores(ctx, prop.model, r, r.frame.values, r.frame.n_rows))
+        counters[prop.name].median = float(np.median(np.concatenate(parts)))
     failed: dict = {}
     mates = {}
-    for o, resamples in _pass_mates(prop, ctx):
+    for o, resamples in (_pass_mates(prop, ctx) if budget.limit is None else ()):
         mates[o.name] = o
         try:
             counters[o.name] = _Counter(o, ctx, resamples)
@@ -386,6 +391,7 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
             failed[o.name] = e
     seen = 0
     for rows in ctx.row_batches(fs.name, prop.data):
+        budget.check(seen)
         memo: dict = {}
         order = list(counters.items())
         for i, (name, k) in enumerate(order):
@@ -406,7 +412,8 @@ def count(prop: ir.GroupMetric, ctx, R: int = 0) -> Counts:
 BOOT_CHUNK_CELLS = 4_000_000  # resampled cells evaluated at a time (32 MB of float64)
 
 
-def bootstrap(prop: ir.GroupMetric, c: Counts, R: int, rng, eligible) -> tuple[np.ndarray, dict]:
+def bootstrap(prop: ir.GroupMetric, c: Counts, R: int, rng, eligible,
+              budget: Budget = NO_LIMIT) -> tuple[np.ndarray, dict]:
     """The metric over R bootstrap replicates [R], and each compared rate per group [R, G].
 
     Multinomial replicates are drawn and evaluated a chunk of resamples at a time (the same
@@ -421,6 +428,7 @@ def bootstrap(prop: ir.GroupMetric, c: Counts, R: int, rng, eligible) -> tuple[n
     k = max(1, min(R, BOOT_CHUNK_CELLS // max(1, flat.size)))
     boots, per = [], {r: [] for r in rates}
     for r0 in range(0, R, k):
+        budget.check(int(c.sizes.sum()), r0)
         cells = rng.multinomial(total, flat / total, size=min(k, R - r0)).reshape((-1,) + c.cells.shape) \
             .astype(np.float64)
         boots.append(evaluate_counts(prop, cells, eligible)[0])
@@ -439,15 +447,26 @@ def evaluate_counts(prop: ir.GroupMetric, cells, eligible, bins=None, score_sums
     return metric_value(prop.metric, cells[..., eligible, :, :], mode, **kw)
 
 
-def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | None = None) -> Verdict:
+def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, timeout: float | None = None,
+                     why: str | None = None) -> Verdict:
     """A group metric measured on data rows. Its runner (:mod:`fairspec.kinds.on_data`) passes in what
     it asked the planner: ``resamples``, the option ``bootstrap`` (the spec's, else the schema's default),
-    and ``why``, the planner's reason for a property over a distribution that is not the data's."""
+    ``timeout``, the option (None: no limit; past it the verdict is unknown, see :mod:`.budget`), and
+    ``why``, the planner's reason for a property over a distribution that is not the data's."""
     t0 = time.perf_counter()
+    try:
+        return _run_group_metric(prop, ctx, resamples, Budget(ctx, timeout), why, t0)
+    except OutOfTime as e:
+        return unknown(prop, e.reason(), backend="data", seconds=time.perf_counter() - t0,
+                       details={"timed_out": {"budget": e.limit, "rows": e.rows, "resamples": e.resamples}})
+
+
+def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget, why: str | None,
+                      t0: float) -> Verdict:
     if prop.data is None:
         dist = next((d for d in ctx.spec.distributions if d.name == prop.distribution), None)
         if dist is not None and dist.kind == "empirical" and prop.metric != "influence":
-            return run_empirical(prop, ctx, dist, resamples=resamples)
+            return run_empirical(prop, ctx, dist, resamples=resamples, timeout=budget.limit)
         why = why or (f"the data backend measures group metrics on data rows, and this one is "
                       f"over distribution '{prop.distribution}' (dp, ssat or elimination)")
         return unknown(prop, why, backend="data")
@@ -457,11 +476,11 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
     if METRICS[prop.metric].output:              # issue 25: multiclass and regression metrics
         from fairspec.backends.data.outputs import run_output_metric
 
-        return run_output_metric(prop, ctx, resamples=resamples)
+        return run_output_metric(prop, ctx, resamples=resamples, budget=budget)
     R = resamples  # the option bootstrap (the schema's default when not set)
     rng = np.random.default_rng(prop.options.seed)
     try:
-        c = count(prop, ctx, R)
+        c = count(prop, ctx, R, budget)
     except NoScore as e:
         return unknown(prop, f"{prop.metric} needs a score: {e}", backend="data")
     mdef = METRICS[prop.metric]
@@ -519,7 +538,7 @@ def run_group_metric(prop: ir.GroupMetric, ctx, *, resamples: int, why: str | No
         a, b = int(np.nanargmin(rates)), int(np.nanargmax(rates))
         details["worst_pair"] = {"low": enames[a], "low_rate": _r(rates[a]), "high": enames[b],
                                  "high_rate": _r(rates[b])}
-    boot, per_rate = bootstrap(prop, c, R, rng, eligible)
+    boot, per_rate = bootstrap(prop, c, R, rng, eligible, budget)
     _rate_intervals(details, prop, per_rate, opts.confidence)
     boot_all, boot = boot, boot[~np.isnan(boot)]
     alpha = 1.0 - opts.confidence
@@ -737,14 +756,15 @@ def _r(v) -> float:
     return float(v)
 
 
-def run_empirical(prop, ctx, dist: ir.Distribution, *, resamples: int) -> Verdict:
+def run_empirical(prop, ctx, dist: ir.Distribution, *, resamples: int, timeout: float | None = None) -> Verdict:
     """The empirical distribution of a data set is the data: measure it there (``resamples``: the data
     backend's resamples for ``prop``)."""
     if prop.metric == "path_specific":
         return unknown(prop, "path-specific causal fairness needs a distribution with a causal structure: "
                              "distribution = bayes(DATA) or conditional(DATA), or a declared table",
                        backend="data")
-    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx, resamples=resamples)
+    v = run_group_metric(dataclasses.replace(prop, data=dist.data, distribution=None), ctx, resamples=resamples,
+                         timeout=timeout)
     return dataclasses.replace(v, details={**v.details, "distribution": {"name": dist.name, "kind": "empirical",
                                                                        "data": dist.data}})
 

@@ -164,8 +164,13 @@ def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict
 
 # ------------------------------------------------------------------ output metrics
 
-def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
-    """``resamples``: the option ``bootstrap``, which the runner (:mod:`fairspec.kinds.on_data`) resolved."""
+def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None) -> Verdict:
+    """``resamples``: the option ``bootstrap``, which the runner (:mod:`fairspec.kinds.on_data`) resolved;
+    ``budget``: the property's time budget (:class:`fairspec.backends.data.budget.Budget`), looked at before
+    each batch of rows."""
+    from fairspec.backends.data.budget import NONE
+
+    budget = budget or NONE
     t0 = time.perf_counter()
     mdef = METRICS[prop.metric]
     opts = prop.options
@@ -176,8 +181,11 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int) -> Verdict:
     ids = GroupCells(prop.groups, fs)
     gs, preds, targets, truths, weights = [], [], [], [], []
     multiclass = mdef.output == "multiclass"
+    seen = 0
     for rows in ctx.row_batches(fs.name, prop.data):
+        budget.check(seen)
         vals, n = rows.frame.values, rows.frame.n_rows
+        seen += n
         X = ctx.model_input(prop.model, vals, n)
         gs.append(ids.index(vals, n))
         if wcol:
