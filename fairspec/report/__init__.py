@@ -123,8 +123,11 @@ def print_text(report, console) -> None:
             est = shares.get("estimate")
             if isinstance(est, dict) and est.get("summary"):
                 lines.append(f"Estimate: {est['summary']}.")
-        if lines or v.witness:
-            say(console, Text.assemble(value(v.name, "bold"), ": ", value(" ".join(lines))))
+        notes = verdict_notes(v)
+        if lines or v.witness or notes:
+            say(console, Text.assemble(value(v.name, "bold"), ":", value(" " + " ".join(lines) if lines else "")))
+        for n in notes:  # one line each, under the verdict: what the run did not read or could not decide
+            say(console, Text.assemble("  note: ", value(n)))
         if v.witness:
             _print_witness(v.witness, console)
         if v.kind == "group_metric" and v.details and v.details.get("groups"):
@@ -147,6 +150,16 @@ def print_text(report, console) -> None:
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")
+
+
+def verdict_notes(v) -> list[str]:
+    """The notes a backend left on a verdict (``details.notes``: an option with no effect here, points
+    left unknown; ``details.distribution.notes``: a table row the network does not use), in order,
+    for the text and HTML reports (JSON carries them in ``details`` as they are)."""
+    d = v.details or {}
+    dist = d.get("distribution")
+    found = [*(d.get("notes") or ()), *((dist.get("notes") or ()) if isinstance(dist, dict) else ())]
+    return [str(n) for n in found if n]
 
 
 def rounds_note(load: dict) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.report import verdict_notes
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -85,6 +86,12 @@ def _region(span) -> dict:
 
 
 def _verdict_message(v) -> str:
+    """The finding's text: what was decided, then the verdict's notes (after '; ': the fingerprint
+    reads only the text before the first ';', so a note never re-opens an alert)."""
+    return "; ".join([_verdict_text(v), *(f"note: {n}" for n in verdict_notes(v))])
+
+
+def _verdict_text(v) -> str:
     if v.status == "violated":
         parts = [f"property '{v.name}' is violated"]
         if v.value is not None:

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import cell_text, charts, group_columns, rounds_note
+from fairspec.report import cell_text, charts, group_columns, rounds_note, verdict_notes
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 def _e(x) -> str:
@@ -206,6 +206,7 @@ def _property(v, i: int, prefix: str = "") -> str:
            f"{' &middot; interval [' + _num(v.bound[0]) + ', ' + _num(v.bound[1]) + ']' if v.bound else ''}</p>"]
     if v.reason:
         out.append(f"<p class=reason>{e(v.reason)}</p>")
+    out += [f"<p class=note>Note: {e(n)}</p>" for n in verdict_notes(v)]
     try:
         out.append(_picture(v, i))
     except Exception as ex:  # noqa: BLE001 - a picture is a courtesy: the verdict and its tables stand

@@ -64,7 +64,11 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
             if opt.type == "path":
                 _output_path(ck, key, value, v)
             o[key] = int(value) if opt.type == "int" else value
-    return ir.Options(**o)
+    # an option the registry declares without a field of its own (max_cells, max_boxes) is carried in
+    # extra, where Options.get finds it (it was passed as a keyword: a TypeError, an internal error)
+    fields = ir.Options.__dataclass_fields__
+    extra = tuple((k, o.pop(k)) for k in [k for k in o if k not in fields])
+    return ir.Options(**o, extra=extra)
 
 
 _VALUE_OPTIONS = [n for n, o in OPTIONS.items() if o.type != "statement"]
@@ -115,7 +119,7 @@ def check_plan(ck, prop, stmts, spec) -> bool:
             name_node = st.args[0] if st.kind == "option" else None
             key = name_node.id if name_node is not None else st.kind
             opt = taken.get(key)
-            if opt is not None and opt.check(getattr(prop.options, key)):  # this backend's own range
+            if opt is not None and opt.check(prop.options.get(key)):  # this backend's own range
                 ck.sink.add("FS307", f"{key} = {opt.range_text} on the {who} backend", st.args[-1].span,
                             hint=opt.doc)
                 ok = False
