@@ -30,7 +30,10 @@ tree before writing a node, so lint (FS506) and check say the same sentence (:fu
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # annotations only: lint imports this module and no numpy
+    import numpy as np
 
 
 def runs(domain, members) -> list[tuple[int, int, bool]]:
