@@ -213,9 +213,9 @@ def test_one_streamed_pass_serves_every_group_metric(adult_in_memory, monkeypatc
 
     counted = []
 
-    def count(prop, ctx, R=0):
+    def count(prop, ctx, R=0, *budget):
         before = len(passes)
-        c = real_count(prop, ctx, R)
+        c = real_count(prop, ctx, R, *budget)
         counted.append(len(passes) - before)
         return c
 

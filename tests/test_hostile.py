@@ -603,8 +603,8 @@ def test_45_crossed_groups_on_data_count_only_the_occupied_cells(tmp_path, monke
     seen = []
     real = metrics.count
 
-    def spy(prop, ctx, R=0):
-        c = real(prop, ctx, R)
+    def spy(prop, ctx, R=0, *budget):
+        c = real(prop, ctx, R, *budget)
         seen.append(c)
         return c
 
