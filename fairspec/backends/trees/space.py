@@ -74,7 +74,7 @@ def fold(ens: TreeEnsemble, lo, hi, integer, scale=None, shift=None) -> TreeEnse
     for feat, thr, strict, t in trees:
         out.append(_prune_one(feat, thr, strict, t, lo, hi, integer))
     return TreeEnsemble(tuple(out), n, ens.base, ens.link, ens.source, ens.divisor, margin_scale=ens.margin_scale,
-                        cut=ens.cut)
+                        cut=ens.cut, tie=ens.tie)
 
 
 def prune(ens: TreeEnsemble, lo, hi, integer) -> TreeEnsemble:
