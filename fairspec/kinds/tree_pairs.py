@@ -625,6 +625,31 @@ def _checked_pair(prop, fs, enc, model, pair):
     return (XW, None) if why is None else (None, why)
 
 
+#: why a tree model's partitions get no estimate of their undecided share (backends/estimate.py): its sampled
+#: individuals would be decided on the ensemble's forward, which sums the leaves in float64 where the
+#: library may not (XGBoost sums float32): "0% unfair" where a quarter of the domain is, on the library
+TREE_NO_ESTIMATE = ("a tree model's sampled individuals would be decided on fairspec's float64 sums of its leaves, "
+                    "not on the library's runtime")
+
+
+def _no_estimate(prop, details: dict, backend: str) -> dict:
+    """``details`` with the partitions' shares saying why there is no estimate (kinds.individual_fairness
+    asks for none of a tree model) where the spec's ``estimate`` asked for one and a share is undecided."""
+    from fairspec.planning import setting
+
+    shares = (details.get("coverage") or {}).get("shares")
+    if not isinstance(shares, dict) or "estimate" in shares or Fraction(shares.get("undecided", "0")) == 0:
+        return details
+    samples = int(setting(prop, "estimate", backend) or 0)
+    if not samples:
+        return details
+    from fairspec.backends.estimate import Estimate
+
+    est = Estimate(samples=samples, seed=int(setting(prop, "seed", backend) or 0),
+                   undecided=Fraction(shares["undecided"]), reason=TREE_NO_ESTIMATE)
+    return {**details, "coverage": {**details["coverage"], "shares": {**shares, "estimate": est.to_json()}}}
+
+
 def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
     """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
     with a concrete domain pair that breaks the property on the library's runtime (pre-condition
@@ -634,6 +659,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     from fairspec.verdict import Verdict, Witness, unknown
 
     mode = details.get("mode")
+    details = _no_estimate(prop, details, backend)
     if res.status == "holds":
         return unknown(prop, f"the {backend} tree encoding found no violating pair, but its answer is not certified "
                              "(the domain is too large to enumerate on the library's runtime, and a floating-point "
