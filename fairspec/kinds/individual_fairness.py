@@ -267,8 +267,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                 unfair_nodes=12,
                                 # FairQuant's refinement inside the partitions left without a proof
                                 refine=float(prop.options.get("refine") or 0.0),
-                                # the undecided share's estimated split: sampled individuals (seeded)
-                                estimate=int(setting(prop, "estimate", backend) or 0),
+                                # the undecided share's estimated split (seeded samples); none of trees: tree_pairs._no_estimate
+                                estimate=0 if trees is not None else int(setting(prop, "estimate", backend) or 0),
                                 seed=int(setting(prop, "seed", backend) or 0),
                                 confidence=float(setting(prop, "confidence", backend) or 0.95),
                                 # smt: in this process, where the loaded model replays pairs exactly

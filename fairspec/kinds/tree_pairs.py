@@ -12,7 +12,8 @@ the spec's strictness (``<`` / ``<=`` of the post-condition and of each relaxed 
 * ``holds (proved: enumeration of N pairs)``, or ``violated`` with the first violating pair
   (a domain point pair, replayed on the library) -- ``find`` / ``prove``;
 * ``maximize``: the exact largest violation measure over all admissible pairs (``|s - s'|`` for
-  ``prob`` / ``logit``, ``min(z, -z')`` in the library's margin for ``label``), reported as the
+  ``prob`` / ``logit``, ``min(z - c, c - z')`` in the library's margin for ``label``, c the margin its
+  label cuts at: 0, or an XGBoost binary:logitraw model's 1/2 read by its predict), reported as the
   interval ``[value, value]`` (its two float neighbours when the exact difference is not a float);
   a ``label`` on a model whose library outputs no margin (a probability-averaging forest) gets no
   value (:data:`NO_MARGIN`), as a network whose runtime outputs no logit gets none.
@@ -370,7 +371,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
         claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
                  f"from the library's predict")
-        measure, margin = _label_measure(model, X) if mode == "maximize" else (None, False)
+        measure, margin, cut = _label_measure(model, X) if mode == "maximize" else (None, False, 0.0)
     else:
         s = runtime_outputs(model, X, post)
         if s is None:
@@ -392,10 +393,11 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             details["maximum"] = NO_MARGIN       # the measure only picks the witness below
         else:
             if post == "label":
-                mm = np.minimum(measure[I], -measure[J])
-                k = int(np.argmax(mm))
-                v = float(mm[k])             # min and negation are exact: the float is the exact value
-                value, bound, best = v, (v, v), k
+                # min(z - c, c - z'): exact with the cut c = 0 (min and negation), else its float
+                # neighbours when the exact value is not a float
+                best, ex = label_maximum(measure[I], measure[J], cut)
+                value, lo, hi = _interval(ex)
+                bound = (lo, hi)
             else:
                 value, bound, best = exact_maximum(measure[I], measure[J])
             details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
@@ -406,9 +408,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     if mode == "maximize" and post != "label" and best is not None:
         k = best                          # the largest violation is a violation too
     elif mode == "maximize" and post == "label":
-        bad = (L[I] == 1) & (L[J] == 0)
-        mm = np.where(bad, np.minimum(measure[I], -measure[J]), -np.inf)
-        k = int(np.argmax(mm))
+        k, _ = label_maximum(measure[I], measure[J], cut, mask=(L[I] == 1) & (L[J] == 0))
     i, j = int(I[k]), int(J[k])
     vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
     XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
@@ -490,16 +490,52 @@ def encode_features(enc: ir.Encoding, V: np.ndarray) -> np.ndarray:
     return encode(enc, {c.feature: np.array([p[c.feature] for p in pts]) for c in enc.columns}, V.shape[0])
 
 
-def _label_measure(model, X) -> tuple[np.ndarray, bool]:
-    """(the logit a ``label`` post's maximize measures, ``min(z, -z')``; whether it is the library's
-    own margin): the margin, or the logit of the library's probability computed here for a model
-    with none (a probability-averaging forest: False)."""
+def _label_measure(model, X) -> tuple[np.ndarray, bool, float]:
+    """(the logit z a ``label`` post's maximize measures, ``min(z - c, c - z')``; whether it is the
+    library's own margin; the cut c on it where the library's label flips): the margin and the cut
+    every tree engine reads (``_Boosted.label_cut``, ``TreeEnsemble.cut``: 0, or an XGBoost
+    binary:logitraw model's declared rule, 1/2 read by its predict), or the logit of the library's
+    probability computed here for a model with none (a probability-averaging forest: False, cut 0)."""
     measure = runtime_outputs(model, X, "logit")
     if measure is not None:
-        return measure, True
+        return measure, True, float(getattr(model, "label_cut", 0.0) or 0.0)
     from fairspec.models.trees import agg_to_logit
 
-    return agg_to_logit(runtime_outputs(model, X, "prob"), "identity"), False
+    return agg_to_logit(runtime_outputs(model, X, "prob"), "identity"), False, 0.0
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a + b rounded, its error): a + b == s + e exactly when both are finite."""
+    s = a + b
+    bv = s - a
+    return s, (a - (s - bv)) + (b - bv)
+
+
+def label_maximum(z: np.ndarray, zp: np.ndarray, cut: float, mask: np.ndarray | None = None) -> tuple[int, Fraction]:
+    """The index and exact value of the largest ``min(z[k] - cut, cut - zp[k])`` (over ``mask``): the
+    float minimum of the rounded differences is the rounded exact minimum (rounding is monotone), so
+    the exact maximum is among the largest floats; among those each one's exact value is that float
+    plus the TwoSum error of the difference(s) rounding to it, exact in float64."""
+    z = np.asarray(z, dtype=np.float64)
+    zp = np.asarray(zp, dtype=np.float64)
+    c = np.full_like(z, float(cut))
+    s1, e1 = _two_sum(z, -c)
+    s2, e2 = _two_sum(c, -zp)
+    mm = np.minimum(s1, s2)
+    if mask is not None:
+        mm = np.where(mask, mm, -np.inf)
+    top = np.flatnonzero(mm == mm.max())
+    v = mm[top[0]]
+    if np.isfinite(v) and np.all(np.isfinite(e1[top])) and np.all(np.isfinite(e2[top])):
+        e = np.minimum(np.where(s1[top] == v, e1[top], np.inf), np.where(s2[top] == v, e2[top], np.inf))
+        top = top[e == e.max()][:1]
+    ex = Fraction(float(cut))
+    best, arg = None, int(top[0])
+    for k in top:
+        val = min(Fraction(float(z[k])) - ex, ex - Fraction(float(zp[k])))
+        if best is None or val > best:
+            best, arg = val, int(k)
+    return arg, best
 
 
 def _certified_difference_bound(prop, ctx, model, enc) -> float | None:
@@ -589,6 +625,31 @@ def _checked_pair(prop, fs, enc, model, pair):
     return (XW, None) if why is None else (None, why)
 
 
+#: why a tree model's partitions get no estimate of their undecided share (backends/estimate.py): its sampled
+#: individuals would be decided on the ensemble's forward, which sums the leaves in float64 where the
+#: library may not (XGBoost sums float32): "0% unfair" where a quarter of the domain is, on the library
+TREE_NO_ESTIMATE = ("a tree model's sampled individuals would be decided on fairspec's float64 sums of its leaves, "
+                    "not on the library's runtime")
+
+
+def _no_estimate(prop, details: dict, backend: str) -> dict:
+    """``details`` with the partitions' shares saying why there is no estimate (kinds.individual_fairness
+    asks for none of a tree model) where the spec's ``estimate`` asked for one and a share is undecided."""
+    from fairspec.planning import setting
+
+    shares = (details.get("coverage") or {}).get("shares")
+    if not isinstance(shares, dict) or "estimate" in shares or Fraction(shares.get("undecided", "0")) == 0:
+        return details
+    samples = int(setting(prop, "estimate", backend) or 0)
+    if not samples:
+        return details
+    from fairspec.backends.estimate import Estimate
+
+    est = Estimate(samples=samples, seed=int(setting(prop, "seed", backend) or 0),
+                   undecided=Fraction(shares["undecided"]), reason=TREE_NO_ESTIMATE)
+    return {**details, "coverage": {**details["coverage"], "shares": {**shares, "estimate": est.to_json()}}}
+
+
 def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds: float, details: dict):
     """The Verdict of a tree engine's answer on a domain too large to enumerate: a violation only
     with a concrete domain pair that breaks the property on the library's runtime (pre-condition
@@ -598,6 +659,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
     from fairspec.verdict import Verdict, Witness, unknown
 
     mode = details.get("mode")
+    details = _no_estimate(prop, details, backend)
     if res.status == "holds":
         return unknown(prop, f"the {backend} tree encoding found no violating pair, but its answer is not certified "
                              "(the domain is too large to enumerate on the library's runtime, and a floating-point "
@@ -614,24 +676,27 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                        backend=backend, seconds=seconds, details=details)
     value = bound = None
     if prop.post == "label" and mode == "maximize":
-        # min(z, -z') of the replayed pair (x labelled 1): a value the runtime reaches; a boosted model's
-        # certified bound on z - z' bounds it by half (min(z, -z') <= (z - z') / 2), as the enumeration's
-        # exact value would be; a forest's runtime outputs no margin: no value (its logit of a probability,
-        # computed here, only picks the pair reported)
-        z, margin = _label_measure(model, XW)
-        v = float(min(z[0], -z[1]))                 # min and negation are exact
+        # min(z - c, c - z') of the replayed pair (x labelled 1; c the margin the library's label cuts
+        # at): a value the runtime reaches; a boosted model's certified bound on z - z' bounds it by half
+        # (min(z - c, c - z') <= (z - z') / 2), as the enumeration's exact value would be; a forest's
+        # runtime outputs no margin: no value (its logit of a probability, computed here, only picks the
+        # pair reported)
+        z, margin, cut = _label_measure(model, XW)
+        _, ex = label_maximum(z[:1], z[1:], cut)
         if res.best is not None and res.best is not res.witness:
             # the solver's largest margin pair (on its float encoding), kept when the runtime agrees
             XB, _ = _checked_pair(prop, fs, enc, model, res.best)
             if XB is not None:
-                zb, _ = _label_measure(model, XB)
-                if float(min(zb[0], -zb[1])) > v:
-                    XW, v = XB, float(min(zb[0], -zb[1]))
+                zb, _, _ = _label_measure(model, XB)
+                _, exb = label_maximum(zb[:1], zb[1:], cut)
+                if exb > ex:
+                    XW, ex = XB, exb
+        v, v_down, _ = _interval(ex)
         ub = _certified_difference_bound(prop, ctx, model, enc) if margin else None
         if not margin:
             details = {**details, "maximum": NO_MARGIN}
         elif ub is not None:
-            value, bound = v, (v, max(v, ub / 2))
+            value, bound = v, (v_down, max(v, ub / 2))
             details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
         else:
             details = {**details, "best_value": v, "maximum": "no certified upper bound"}

@@ -294,6 +294,16 @@ class _Boosted(LoadedModel):
         margin (binary:logitraw's predict too), else 0 (a probability above 1/2 is a margin above 0)."""
         return self.predict_cut if self._predict_is_margin() else 0.0
 
+    @property
+    def label_cut(self) -> float:
+        """:attr:`decision_margin` on the margin as the declared class reads it (negated for ``index = 0``,
+        whose margin is the negated raw margin): the cut every tree engine reads (``TreeEnsemble.cut``,
+        set from it by :meth:`tree_ensemble`) and ``label``'s maximize measures from
+        (``kinds.tree_pairs._label_measure``). Class 1 is above it; with ``index = 0``, the declared
+        class is at it or above (the library's class 0 takes the tie)."""
+        m = self.decision_margin
+        return -m if m and self.index == 0 else m
+
     def _predict_is_margin(self) -> bool:
         return self.format == "xgboost" and (getattr(self, "objective", None) or "").split()[:1] == ["binary:logitraw"]
 
@@ -318,7 +328,7 @@ class _Boosted(LoadedModel):
                 # the encodings' decision threshold (TreeEnsemble.threshold); index 0's S is the negated margin
                 from dataclasses import replace
 
-                ens = replace(ens, cut=-self.decision_margin if self.index == 0 else self.decision_margin)
+                ens = replace(ens, cut=self.label_cut)
             self._trees = ens
         return self._trees
 

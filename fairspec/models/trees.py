@@ -21,6 +21,8 @@ The decision threshold on S is :attr:`TreeEnsemble.threshold`, the one place eve
 the link, or ``cut`` when the library's class compares S with another number (an XGBoost
 ``binary:logitraw`` model read by its predict, which is the margin: class 1 iff it is > 0.5,
 XGBClassifier.predict; the ensemble of class 0, whose S is the negated margin, at -0.5).
+:meth:`TreeEnsemble.decide` (no backend calls it: a label is the loaded model's ``decide``) puts an
+exact tie S == threshold where the library's predict does (:attr:`TreeEnsemble.tie`).
 
 :meth:`TreeEnsemble.forward` returns the **logit** (``S`` itself, or ``logit(S)`` for the
 identity link; ``S - cut`` with a cut, so that class 1 is still ``z > 0``), so the pair problem of
@@ -154,6 +156,11 @@ class TreeEnsemble:
     margin_scale: float = 1.0
     # the decision threshold on S when it is not the link's (see the module docstring), else None
     cut: float | None = None
+    # the decision where S equals the threshold exactly: the library's tie rule read for the ensemble's
+    # class (1 where the library's class at a tie is the class S scores: class 0's S of a forest, of
+    # XGBoost / LightGBM / HistGradientBoosting, which call a tie class 0; class 1's of GradientBoosting,
+    # whose predict is decision_function >= 0), set by the converters; 0: the strict side
+    tie: int = 0
 
     def __post_init__(self):
         if self.link not in LINKS:
@@ -199,8 +206,11 @@ class TreeEnsemble:
         return s if self.link == "identity" else sigmoid(s)
 
     def decide(self, X) -> np.ndarray:
-        """Class 1 iff S > :attr:`threshold`."""
-        return (self.aggregate(X) > self.threshold).astype(np.int64)
+        """Class 1 iff S > :attr:`threshold`, or S equals it and :attr:`tie` is 1 (the library's own
+        predict at an exact tie: ``index = 0`` takes the tie where the library calls it class 0)."""
+        s = self.aggregate(X)
+        t = self.threshold
+        return ((s > t) | ((s == t) & bool(self.tie))).astype(np.int64)
 
     # ---- structure -----------------------------------------------------------------------
     @property
@@ -337,7 +347,8 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
             else:
                 share = np.zeros(m.tree_.node_count)
             trees.append(_sk_tree(m.tree_, share))
-        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(k))
+        # predict is the first column of the largest probability: a tie is column 0's
+        ens = TreeEnsemble(tuple(trees), width, 0.0, "identity", name, divisor=float(k), tie=int(col == 0))
         return _self_check(ens, lambda X: est.predict_proba(X)[:, col], name)
     if name == "GradientBoostingClassifier":
         if len(classes) != 2:
@@ -371,11 +382,13 @@ def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, n
                     domains=None) -> TreeEnsemble:
     ens = _with_base(ens, margin, domains)
     ens = _self_check(ens, margin, name, domains=domains)
+    # a margin of exactly 0 is class 1 for GradientBoosting (decision_function >= 0), class 0 for the others
+    one_at_tie = name == "GradientBoostingClassifier"
     if method == "predict_proba" and index == 0:
         # the probability of class 0 is sigmoid(-S)
         trees = tuple(replace(t, value=-t.value) for t in ens.trees)
-        ens = replace(ens, trees=trees, base=-ens.base)
-    return ens
+        return replace(ens, trees=trees, base=-ens.base, tie=int(not one_at_tie))
+    return replace(ens, tie=int(one_at_tie))
 
 
 # ---------------------------------------------------------------------------------------------

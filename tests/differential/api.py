@@ -301,14 +301,17 @@ def _xgboost(rng, shape: str, X: np.ndarray, encs, cats=None):
         clf = _xgb_edit(rng, clf, X)
         info["edited"] = True
 
+    # the label's measure min(z - c, c - z') is from the cut c its predict flips at: 0.5 on binary:logitraw's margin
+    cut = 0.5 if objective == "binary:logitraw" else 0.0
+
     def outs(obj, every_round=False) -> nw.Outputs:
         if every_round:             # the object's own booster, every round
             b = obj.get_booster()
             dm = xgb.DMatrix(Xf, enable_categorical=cats is not None)
             p = np.asarray(b.predict(dm), dtype=np.float64)
-            return nw.Outputs(p > 0.5, np.asarray(b.predict(dm, output_margin=True), dtype=np.float64), p, False)
+            return nw.Outputs(p > 0.5, np.asarray(b.predict(dm, output_margin=True), dtype=np.float64), p, False, cut)
         return nw.Outputs(obj.predict(Xf) == 1, np.asarray(obj.predict(Xf, output_margin=True), dtype=np.float64),
-                          np.asarray(obj.predict_proba(Xf)[:, 1], dtype=np.float64), False)
+                          np.asarray(obj.predict_proba(Xf)[:, 1], dtype=np.float64), False, cut)
 
     margin = rng.random() < 0.25
     o = outs(clf)

@@ -192,6 +192,7 @@ class Outputs:
     logit: np.ndarray | None = None         # float64, exact values of the runtime's numbers
     prob: np.ndarray | None = None          # float64 (exact), or None: then sigmoid(logit), real
     prob_is_sigmoid: bool = False           # prob = the real sigmoid of logit
+    cut: float = 0.0                        # the logit the label flips at (binary:logitraw's predict: 0.5)
 
 
 def readout(head: str, Y: np.ndarray, index: int = 1) -> Outputs:
@@ -270,7 +271,7 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
                 viol = True
             if out.logit is not None:
                 z = out.logit[idx]
-                m = np.minimum(z[:, None], -z[None, :])
+                m = np.minimum(z[:, None] - out.cut, out.cut - z[None, :])
                 m = np.where(M, m, -np.inf)
                 k = np.unravel_index(np.argmax(m), m.shape)
                 if best is None or m[k] > best[0]:
@@ -336,7 +337,7 @@ def exact_measure(out: Outputs, post: str, i: int, j: int):
 
 
 def measure_value(out: Outputs, post: str, best) -> float | None:
-    """The maximal violation measure (fairspec's maximize value): label min(z, -z'), logit and
+    """The maximal violation measure (fairspec's maximize value): label min(z - c, c - z'), logit and
     prob |s - s'|; None when the score it needs is not observable on the runtime."""
     if best is None:
         return None

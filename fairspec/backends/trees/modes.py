@@ -85,7 +85,7 @@ def _difference_only(problem: PairProblem) -> PairProblem:
     if len(keep) == len(ens.trees) or not keep:
         return problem
     sub = TreeEnsemble(tuple(ens.trees[k] for k in keep), ens.n_inputs, ens.base, ens.link, ens.source, ens.divisor,
-                       margin_scale=ens.margin_scale, cut=ens.cut)
+                       margin_scale=ens.margin_scale, cut=ens.cut, tie=ens.tie)
     return replace(problem, net=sub)
 
 
