@@ -36,17 +36,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from fairspec.errors import FairspecError, undeclared
 from fairspec.verdict import Verdict
 
 __all__ = ["check", "lint", "CheckReport", "FairspecError"]
-
-
-class FairspecError(Exception):
-    """The spec, a model or a data object could not be used (one sentence; diagnostics attached)."""
-
-    def __init__(self, message: str, diagnostics: list | None = None):
-        super().__init__(message)
-        self.diagnostics = diagnostics or []
 
 
 @dataclass
@@ -244,8 +237,7 @@ class _Substitutes:
             for name, obj in objects.items():
                 decl = declared[kind].get(name)
                 if decl is None:
-                    raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
-                                        f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
+                    raise undeclared(self.spec, words[0], words[1], name, declared[kind])
                 path = write(obj, decl, folder / f"{kind}-{name}", name)
                 if kind == "data" and isinstance(path, tuple):    # a frame's nulls written as a marker
                     path, self.files[("missing", name)] = path

@@ -128,6 +128,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
 
     models:   {model name: file} replaces model files declared in the spec: each is linted in place of
               the declared one (its names matched to the encode block), as ``--models``' files are.
+              A name the spec declares no model by raises fairspec.errors.FairspecError (the API's).
     parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
               ``--cluster``); models and data are loaded once per worker; the verdicts come
               back in the spec's order, the same as a serial run.
@@ -140,6 +141,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
     # input names are matched to the encode block (FS420, FS421, FS427 name it), never only swapped in
     subs = {**(substitutes or {}), **{("model", n): Path(f) for n, f in (models or {}).items()}}
     res = lint(path, allow=allow, substitutes=subs or None)
+    _refuse_undeclared(path, res, models)
     report = Report(str(path), res.diagnostics)
     report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
     if before is not None:
@@ -333,6 +335,22 @@ def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> None:
         if not mine.contains(Path(c)):
             raise InputError(f"model file {c} is a symbolic link to a file outside the project {roots.project} and "
                              f"the folder {folder}; it is not opened (remove the link, or pass --allow-path DIR)")
+
+
+def _refuse_undeclared(path, res, models: dict | None) -> None:
+    """FairspecError for a name of ``models`` the spec (its files, imports included) declares no model
+    by: the file given for it would be read by nothing, and the declared one checked in its place. The
+    API's sentence (fairspec.api refuses the same names). A spec that does not parse says nothing here:
+    its diagnostics are the report."""
+    if not models or not res.modules:
+        return
+    from fairspec.errors import undeclared
+    from fairspec.syntax import ast
+
+    declared = list(dict.fromkeys(d.name.id for m in res.modules for d in m.decls if isinstance(d, ast.ModelDecl)))
+    for name in models:
+        if name not in declared:
+            raise undeclared(path, "model", "models", name, declared)
 
 
 def _with_models(spec, models: dict[str, str] | None):
