@@ -210,3 +210,11 @@ def test_max_rows_where_no_data_rows_are_flipped_first_is_a_warning(tmp_path):
                    "the solver runs") and line == (no_data + prop).splitlines().index("  max_rows = 50") + 1
     ((msg, _),) = fs213(head + prop.replace("MODE", "  mode = maximize\n"))
     assert msg.startswith("option 'max_rows' has no effect here: a maximize run flips no data rows first"), msg
+    # a further require condition: the solvers do not take it and no data rows are flipped first
+    # (fairspec.kinds.individual_fairness flips them only for a property without one)
+    pre = prop.replace("except {sex}\n", "except {sex}\n  require x.age >= 30\n")
+    for mode in ("", "  using smt\n"):
+        ((msg, line),) = fs213(head + pre.replace("MODE  using milp", mode))
+        assert msg == ("option 'max_rows' has no effect here: its further require condition keeps the data rows "
+                       "from being flipped before the solver runs"), msg
+    assert fs213(head + pre.replace("MODE  using milp", "  using data")) == []  # the data backend reads it
