@@ -139,3 +139,15 @@ def test_the_editor_server_honours_the_comment(tmp_path):
     assert [d.code for d in A.analyse(spec, {str(spec): text}).result.diagnostics] == ["FS427"]
     buffer = text.replace(ENCODE, "# fairspec: ignore[FS427]\n" + ENCODE)
     assert A.analyse(spec, {str(spec): buffer}).result.diagnostics == []
+
+
+def test_the_python_api_takes_ignore(tmp_path):
+    import fairspec
+
+    spec = _spec(tmp_path)
+    assert [d.code for d in fairspec.lint(spec)] == ["FS427"]
+    assert fairspec.lint(spec, ignore=["FS427"]) == [] and fairspec.lint(spec, ignore="FS427") == []
+    rep = fairspec.check(spec, ignore=("FS427",))
+    assert rep.diagnostics == [] and rep.to_dict()["suppressed"] == 1
+    with pytest.raises(fairspec.FairspecError, match="ignore is a warning code or a list of them"):
+        fairspec.lint(spec, ignore=427)
