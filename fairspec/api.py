@@ -36,17 +36,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from fairspec.errors import FairspecError, undeclared
 from fairspec.verdict import Verdict
 
 __all__ = ["check", "lint", "CheckReport", "FairspecError"]
-
-
-class FairspecError(Exception):
-    """The spec, a model or a data object could not be used (one sentence; diagnostics attached)."""
-
-    def __init__(self, message: str, diagnostics: list | None = None):
-        super().__init__(message)
-        self.diagnostics = diagnostics or []
 
 
 @dataclass
@@ -124,19 +117,20 @@ class CheckReport:
 
 
 def lint(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
-         allow=()) -> list:
+         allow=(), ignore=()) -> list:
     """The diagnostics `fairspec lint` gives for the spec, with in-memory models and data in place of
-    the declared files. Returns a list of fairspec Diagnostics (empty when the spec is clean)."""
+    the declared files. Returns a list of fairspec Diagnostics (empty when the spec is clean).
+    ``ignore``: warning codes suppressed everywhere (``--ignore``; the spec's ignore comments act too)."""
     from fairspec import pipeline
 
     allow = _allow(allow)
     with _Substitutes(spec, models, data) as sub:
-        res = pipeline.lint(sub.spec, allow=allow + sub.allow, substitutes=sub.files)
+        res = pipeline.lint(sub.spec, allow=allow + sub.allow, substitutes=sub.files, ignore=_codes(ignore))
         return [sub.relabel(d) for d in res.diagnostics]
 
 
 def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
-          property: str | None = None, allow=(), workers: int = 1) -> CheckReport:
+          property: str | None = None, allow=(), workers: int = 1, ignore=()) -> CheckReport:
     """Lint the spec, then decide every property (or ``property``), as `fairspec check` does.
 
     spec:     the path of a .fair file.
@@ -147,6 +141,8 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
     property: decide only this property.
     allow:    folders outside the spec's project that its paths may name (--allow-path).
     workers:  > 1 decides the properties in parallel worker processes (--workers).
+    ignore:   warning codes suppressed everywhere (--ignore), e.g. ["FS427"]; counted in to_dict()'s
+              "suppressed". The spec's ``# fairspec: ignore[...]`` comments act without it.
 
     A bad spec is not an exception: the report carries its diagnostics (``report.diagnostics``,
     ``exit_code`` 2). An object that cannot be written in the declared format raises FairspecError.
@@ -161,13 +157,14 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise FairspecError(f"workers is a whole number of worker processes, 1 or more, not {workers!r}")
     parallel = workers > 1
+    codes = _codes(ignore)
     with _Substitutes(spec, models, data) as sub:
         before = dict(executor._CONFIG)
         if parallel:
             executor.configure(workers=workers, cluster=before.get("cluster"))
         try:
             rep = pipeline.check(sub.spec, only=property, allow=allow + sub.allow,
-                                 substitutes=sub.files, parallel=parallel)
+                                 substitutes=sub.files, parallel=parallel, ignore=codes)
         finally:
             executor._CONFIG.update(before)
         sub.relabel_report(rep)
@@ -175,6 +172,20 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
 
 
 # --------------------------------------------------------------------------- writing objects
+
+
+def _codes(ignore) -> tuple[str, ...]:
+    """``ignore`` as codes: one code (a string) or several; FairspecError for anything else."""
+    items = [ignore] if isinstance(ignore, str) else ignore
+    try:
+        items = list(items or ())
+    except TypeError:
+        raise FairspecError(f"ignore is a warning code or a list of them (e.g. ['FS427']), not a "
+                            f"{type(ignore).__name__}") from None
+    bad = [x for x in items if not isinstance(x, str)]
+    if bad:
+        raise FairspecError(f"ignore is a warning code or a list of them (e.g. ['FS427']); {bad[0]!r} is not a code")
+    return tuple(items)
 
 
 def _allow(allow) -> tuple[str, ...]:
@@ -244,8 +255,7 @@ class _Substitutes:
             for name, obj in objects.items():
                 decl = declared[kind].get(name)
                 if decl is None:
-                    raise FairspecError(f"the spec {self.spec} declares no {words[0]} named {name!r} "
-                                        f"({words[1]}: {', '.join(declared[kind]) or 'none'})")
+                    raise undeclared(self.spec, words[0], words[1], name, declared[kind])
                 path = write(obj, decl, folder / f"{kind}-{name}", name)
                 if kind == "data" and isinstance(path, tuple):    # a frame's nulls written as a marker
                     path, self.files[("missing", name)] = path

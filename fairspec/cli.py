@@ -20,6 +20,9 @@ from fairspec.runtime.stdio import flush_c_stdio, guarded_streams
 from fairspec.diagnostics.visible import visible_value
 
 EXIT_INTERNAL = 4
+_IGNORE_HELP = ("suppress warning CODE everywhere (repeatable, or CODE,CODE); a warning on one line is "
+                "acknowledged in the spec instead, with a comment '# fairspec: ignore[CODE]' on it or the line "
+                "above. Errors are never suppressed; suppressed warnings are counted")
 _ALLOW_HELP = ("also let the spec read and write inside DIR (repeatable); by default it may use only its "
                "project (the nearest folder with fairspec.toml or .git) and the shipped policies")
 
@@ -56,10 +59,12 @@ def _build() -> argparse.ArgumentParser:
                    help="run the jobs on a running Dask scheduler, e.g. tcp://host:8786 (or set FAIRSPEC_CLUSTER)")
     c.add_argument("--models", metavar="[NAME=]FOLDER",
                    help="check the spec against each model file in FOLDER in place of model NAME")
+    c.add_argument("--ignore", action="append", default=[], metavar="CODE", help=_IGNORE_HELP)
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
     l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
     l.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP, type=_folder)
+    l.add_argument("--ignore", action="append", default=[], metavar="CODE", help=_IGNORE_HELP)
     f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
     f.add_argument("files", nargs="+", metavar="FILE")
     f.add_argument("--check", action="store_true", help="change nothing; list the files that would change, exit 1")
@@ -84,21 +89,22 @@ def _lint(args) -> int:
     from fairspec.diagnostics import render
     from fairspec.pipeline import lint
 
-    res = lint(args.spec, allow=args.allow_path)
+    res = lint(args.spec, allow=args.allow_path, ignore=args.ignore)
     if args.format in ("sarif", "github"):
         from fairspec.report import ci
 
-        text = (ci.to_sarif(res.diagnostics, version=_version(), spec=args.spec) if args.format == "sarif"
-                else ci.to_github(res.diagnostics, spec=args.spec))
+        text = (ci.to_sarif(res.diagnostics, version=_version(), spec=args.spec, suppressed=res.suppressed)
+                if args.format == "sarif" else ci.to_github(res.diagnostics, spec=args.spec))
     else:
-        text = render(res.diagnostics, args.format, spec=args.spec)
+        text = render(res.diagnostics, args.format, spec=args.spec, suppressed=len(res.suppressed))
     if text:
         print(text)
     errors = sum(d.is_error for d in res.diagnostics)
     if args.format == "text":
         warnings = len(res.diagnostics) - errors
-        print(f"{visible_value(args.spec)}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}",
-              file=sys.stderr)
+        hidden = f", {len(res.suppressed)} suppressed" if res.suppressed else ""  # ignore comments, --ignore
+        print(f"{visible_value(args.spec)}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+              f"{hidden}", file=sys.stderr)
     return 2 if errors else 0
 
 
@@ -217,7 +223,8 @@ def _check(args) -> int:
             # Ctrl-C / SIGTERM stops the solver; the verdicts decided so far are printed
             try:
                 result = check(args.spec, only=args.property, progress=None if parallel else progress,
-                               parallel=parallel, allow=args.allow_path, before=_html_guard(args))
+                               parallel=parallel, allow=args.allow_path, before=_html_guard(args),
+                               ignore=args.ignore)
             except KeyboardInterrupt:  # before any property ran (lint, loading): a report with no verdicts
                 result = rep_interrupted(args.spec)
             if result.interrupted:
@@ -256,7 +263,7 @@ def _emit_check(args, result) -> int:
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                             version=_version(), policies=policies, spec=result.spec, error_span=result.error_span,
-                            internal=internal)
+                            internal=internal, suppressed=result.suppressed)
                 if args.format == "sarif"
                 else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                                   policies=policies, error_span=result.error_span, spec=result.spec,
@@ -372,7 +379,7 @@ def _check_models(args, parallel: bool) -> int:
         with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
             try:
                 reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
-                                       allow=args.allow_path, before=_html_guard(args))
+                                       allow=args.allow_path, before=_html_guard(args), ignore=args.ignore)
             except KeyboardInterrupt:  # before any job ran: one report with no verdicts
                 reports = [(None, rep_interrupted(args.spec))]
             if any(r.interrupted for _, r in reports):

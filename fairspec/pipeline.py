@@ -49,6 +49,10 @@ class Report:
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
     signal: int = 2  # the signal that interrupted the run (SIGINT 2, SIGTERM 15): exit code 128 + it
+    # warnings an ignore comment or --ignore suppressed (fairspec.diagnostics.ignores): lint's, as
+    # (Diagnostic, "inSource" | "external"), and check's report warnings (a pickle's FS427) as text
+    suppressed: list = field(default_factory=list)
+    suppressed_warnings: list[str] = field(default_factory=list)
 
 
     def _located(self, j: dict) -> dict:
@@ -66,6 +70,11 @@ class Report:
             if pspan is not None and _relpath(pspan.file) is not None:
                 j["policy"].update(file=_relpath(pspan.file), line=pspan.line)
         return j
+
+    @property
+    def n_suppressed(self) -> int:
+        """How many warnings were suppressed (ignore comments, --ignore): counted, never silently dropped."""
+        return len(self.suppressed) + len(self.suppressed_warnings)
 
     @property
     def has_errors(self) -> bool:
@@ -91,6 +100,8 @@ class Report:
                "seconds": round(self.seconds, 4)}
         if self.warnings:
             out["warnings"] = self.warnings
+        if self.n_suppressed:
+            out["suppressed"] = self.n_suppressed
         if self.error:
             out["error"] = self.error
         if self.internal_errors:
@@ -113,34 +124,51 @@ class Report:
         return self._provenance
 
 
-def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | None = None) -> CheckResult:
+def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | None = None,
+         ignore=()) -> CheckResult:
     """``allow``: folders outside the spec's project that its paths may name (--allow-path);
-    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (fairspec.api)."""
+    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (fairspec.api);
+    ``ignore``: warning codes suppressed everywhere (--ignore). The spec's ``# fairspec: ignore[...]``
+    comments suppress theirs where they stand (fairspec.diagnostics.ignores): those warnings move to
+    ``suppressed``, and the spec carries them for what check finds later (``ir.Spec.ignored``)."""
+    from fairspec.diagnostics import ignores
+
     res = check_file(Path(path), sources=sources, allow=allow, substitutes=substitutes)
+    comments = [ig for m in (res.modules or ()) for ig in getattr(m, "ignores", ())]
+    flags = ignores.flag_codes(ignore)
+    if comments or flags:
+        from dataclasses import replace
+
+        res.diagnostics, res.suppressed = ignores.apply(res.diagnostics, comments, flags, file=str(path))
+        if res.spec is not None:
+            res.spec = replace(res.spec, ignored=ignores.ignored_places(comments, flags))
     res.diagnostics.sort(key=sort_key)
     res.diagnostics = cap_per_file(res.diagnostics)
     return res
 
 
 def check(path, *, only: str | None = None, progress=None, models: dict[str, str] | None = None,
-          parallel: bool = False, allow=(), substitutes: dict | None = None, before=None) -> Report:
+          parallel: bool = False, allow=(), substitutes: dict | None = None, before=None, ignore=()) -> Report:
     """Lint, then decide every property (or ``only``) on its backend.
 
     models:   {model name: file} replaces model files declared in the spec: each is linted in place of
               the declared one (its names matched to the encode block), as ``--models``' files are.
+              A name the spec declares no model by raises fairspec.errors.FairspecError (the API's).
     parallel: the properties are independent jobs through the executor (``--workers N`` > 1 or
               ``--cluster``); models and data are loaded once per worker; the verdicts come
               back in the spec's order, the same as a serial run.
     before:   called with every file the spec reads (Report.reads) once lint is done, before any
               model or data is loaded (the command line checks --html FILE there); what it raises
               propagates.
+    ignore:   warning codes suppressed everywhere (--ignore), as in :func:`lint`.
     """
     t0 = time.perf_counter()
     # a file given for a model is linted in place of the declared one, as --models' files are: its
     # input names are matched to the encode block (FS420, FS421, FS427 name it), never only swapped in
     subs = {**(substitutes or {}), **{("model", n): Path(f) for n, f in (models or {}).items()}}
-    res = lint(path, allow=allow, substitutes=subs or None)
-    report = Report(str(path), res.diagnostics)
+    res = lint(path, allow=allow, substitutes=subs or None, ignore=ignore)
+    _refuse_undeclared(path, res, models)
+    report = Report(str(path), res.diagnostics, suppressed=list(res.suppressed))
     report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
     if before is not None:
         before(report.reads)
@@ -165,6 +193,8 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
         others = [s for name, s in report.property_spans.items() if name != only and s != mine]
         report.diagnostics = [d for d in report.diagnostics
                               if d.is_error or d.span is None or not any(_within(d.span, s) for s in others)]
+        report.suppressed = [x for x in report.suppressed
+                             if x[0].span is None or not any(_within(x[0].span, s) for s in others)]
     cluster_error = _cluster_error() if parallel else None
     if cluster_error:
         report.error = cluster_error
@@ -240,7 +270,7 @@ def _within(a, b) -> bool:
 
 
 def check_models(path, name: str | None, folder, *, only: str | None = None, parallel: bool = False, allow=(),
-                 before=None):
+                 before=None, ignore=()):
     """The spec applied to each model file in ``folder`` in place of model ``name``: [(file, Report)].
 
     Every (model file, property) pair is one job through the executor, so candidate models are
@@ -251,9 +281,9 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     """
     from fairspec.runtime.executor import SerialExecutor, get_executor
 
-    res = lint(path, allow=allow)
+    res = lint(path, allow=allow, ignore=ignore)
     if res.spec is None or any(d.is_error for d in res.diagnostics):
-        return [(None, check(path, only=only, allow=allow, before=before))]
+        return [(None, check(path, only=only, allow=allow, before=before, ignore=ignore))]
     cluster_error = _cluster_error() if parallel else None
     if cluster_error:
         raise InputError(cluster_error)
@@ -283,7 +313,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     # Each file is linted in place of the declared one: what lint reads from a model file (its input
     # names, matched to the encode block -- FS420, FS421, FS427 --, its width, its readout) is that
     # file's, and the diagnostics name it. A file with an error gets its diagnostics, no verdicts.
-    linted = {f: lint(path, allow=allow, substitutes={("model", name): Path(f)}) for f in cands}
+    linted = {f: lint(path, allow=allow, substitutes={("model", name): Path(f)}, ignore=ignore) for f in cands}
     good = [f for f in cands if linted[f].spec is not None and not any(d.is_error for d in linted[f].diagnostics)]
     jobs = [(_models_key({name: f}), p.name, p.kind) for f in good for p in props]
     state = _job_state(res.spec, Roots.for_spec(Path(path), allow),
@@ -300,7 +330,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     reports = []
     for f in cands:
         t0 = time.perf_counter()
-        report = Report(str(path), list(linted[f].diagnostics))
+        report = Report(str(path), list(linted[f].diagnostics), suppressed=list(linted[f].suppressed))
         report.started = _now()
         report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
@@ -335,6 +365,22 @@ def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> None:
                              f"the folder {folder}; it is not opened (remove the link, or pass --allow-path DIR)")
 
 
+def _refuse_undeclared(path, res, models: dict | None) -> None:
+    """FairspecError for a name of ``models`` the spec (its files, imports included) declares no model
+    by: the file given for it would be read by nothing, and the declared one checked in its place. The
+    API's sentence (fairspec.api refuses the same names). A spec that does not parse says nothing here:
+    its diagnostics are the report."""
+    if not models or not res.modules:
+        return
+    from fairspec.errors import undeclared
+    from fairspec.syntax import ast
+
+    declared = list(dict.fromkeys(d.name.id for m in res.modules for d in m.decls if isinstance(d, ast.ModelDecl)))
+    for name in models:
+        if name not in declared:
+            raise undeclared(path, "model", "models", name, declared)
+
+
 def _with_models(spec, models: dict[str, str] | None):
     if not models:
         return spec
@@ -352,7 +398,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     p = plan(prop, ctx.spec)
     backend = p.backend or "/".join(p.candidates) or None
     t1 = time.perf_counter()
-    loaded, n_loads, n_warn = ctx.load_seconds, len(ctx.loads), len(ctx.warnings)
+    loaded, n_loads, n_warn, n_sup = ctx.load_seconds, len(ctx.loads), len(ctx.warnings), len(ctx.suppressed)
     ctx.begin_property()  # the property's time budget runs from here (fairspec.runtime.context.remaining)
     out: dict = {}
     try:
@@ -392,6 +438,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
         out["verdict"] = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
     out["loads"] = ctx.loads[n_loads:]
     out["warnings"] = ctx.warnings[n_warn:]
+    out["suppressed"] = ctx.suppressed[n_sup:]
     return out
 
 
@@ -413,6 +460,7 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     it replaces) -- else at the property)."""
     report.loads.extend(out.get("loads", ()))
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
+    report.suppressed_warnings.extend(w for w in out.get("suppressed", ()) if w not in report.suppressed_warnings)
     if "internal" in out:
         report.internal_errors.append(out["internal"])
     if out.get("interrupted"):

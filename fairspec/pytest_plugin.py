@@ -4,7 +4,7 @@ Inert unless asked: run ``pytest --fairspec`` (or set ``fairspec = true`` in the
 collects the ``.fair`` files it walks past; each property becomes an item named after it
 (``spec.fair::four_fifths.disparate_impact``), selectable with ``-k`` and ``-m fairspec``.
 
-    holds (proved or estimated)  passes
+    holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning)
     violated                     fails, with the value, the claim and the replayed witness
     unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it)
     a spec with lint errors      one failing item, ``spec.fair::lint``, with the diagnostics
@@ -19,6 +19,7 @@ Inside ordinary tests, :func:`fairspec.testing.assert_fair` checks a spec (and i
 from __future__ import annotations
 
 import fnmatch
+import warnings
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,20 @@ class FairspecFailure(Exception):
     pass
 
 
+class FairspecNote(UserWarning):
+    """A note a backend left on a verdict that holds (``details.notes``: an option with no effect
+    here, a table row the model does not use): a passing test has no message, so it is a warning
+    (filter it with ``ignore::fairspec.pytest_plugin.FairspecNote``)."""
+
+
+def warn_notes(verdict) -> None:
+    """Warn the notes of a verdict whose test passes (``holds``): the text report shows them under it."""
+    from fairspec.report import verdict_notes
+
+    for n in verdict_notes(verdict):
+        warnings.warn(FairspecNote(f"{verdict.name}: {verdict.status}; note: {visible_value(n)}"), stacklevel=2)
+
+
 class LintItem(pytest.Item):
     def __init__(self, *, diagnostics, **kw):
         super().__init__(**kw)
@@ -133,13 +148,17 @@ class PropertyItem(pytest.Item):
             errors = [d for d in report.diagnostics if d.is_error]
             raise FairspecFailure(visible_value("; ".join(d.message for d in errors)) or f"no verdict for {self.name}")
         if verdict.status == "holds":
+            warn_notes(verdict)
             return
         if verdict.status == "unknown":
+            from fairspec.report import verdict_notes
+
             mode = self.config.getoption("--fairspec-unknown") or self.config.getini("fairspec_unknown")
+            said = "".join(f"; note: {visible_value(n)}" for n in verdict_notes(verdict))
             if mode == "skip":
-                pytest.skip(f"unknown: {visible_value(verdict.reason)}")
+                pytest.skip(f"unknown: {visible_value(verdict.reason)}{said}")
             if mode == "xfail":
-                pytest.xfail(f"unknown: {visible_value(verdict.reason)}")
+                pytest.xfail(f"unknown: {visible_value(verdict.reason)}{said}")
         raise FairspecFailure(describe(verdict))
 
     def repr_failure(self, excinfo, style=None):
@@ -154,7 +173,7 @@ class PropertyItem(pytest.Item):
 def describe(verdict) -> str:
     """A verdict as the few lines a test failure shows, each value through visible_value (no control
     character, line break or ``##[`` from a value: fairspec.diagnostics.visible)."""
-    from fairspec.report import cell_text as _cell
+    from fairspec.report import cell_text as _cell, verdict_notes
 
     def cell_text(x) -> str:
         return visible_value(_cell(x))
@@ -167,6 +186,7 @@ def describe(verdict) -> str:
         lines.append(f"  bound: [{cell_text(verdict.bound[0])}, {cell_text(verdict.bound[1])}]")
     if verdict.reason:
         lines.append(f"  reason: {cell_text(verdict.reason)}")
+    lines.extend(f"  note: {visible_value(n)}" for n in verdict_notes(verdict))  # as the text report
     w = verdict.witness
     if w is not None:
         lines.append(f"  witness x : {cell_text(str(w.features or w.x))}")

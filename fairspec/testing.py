@@ -17,12 +17,13 @@ __all__ = ["assert_fair"]
 
 def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
                 property: str | None = None, allow_unknown: bool = False, allow=()):
-    """Check the spec; raise AssertionError naming every property that is violated (with its value
-    and witness) or unknown (unless ``allow_unknown``), and every lint error. Returns the report."""
+    """Check the spec; raise AssertionError naming every property that is violated (with its value,
+    witness and notes) or unknown (unless ``allow_unknown``), and every lint error. The notes of a
+    property that passes are warned (``fairspec.pytest_plugin.FairspecNote``). Returns the report."""
     __tracebackhide__ = True  # pytest shows the failing test's line and the message, not this frame
     import fairspec
     from fairspec.diagnostics import render_full
-    from fairspec.pytest_plugin import describe
+    from fairspec.pytest_plugin import describe, warn_notes
 
     report = fairspec.check(spec, models=models, data=data, property=property, allow=allow)
     problems = [render_full(d) for d in report.diagnostics if d.is_error]
@@ -33,6 +34,8 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
     for v in report:
         if v.status == "violated" or (v.status == "unknown" and not allow_unknown):
             problems.append(describe(v))
+        else:  # holds, or an unknown allowed: the test passes, its notes are warned
+            warn_notes(v)
     if problems:
         raise AssertionError(f"{spec}: " + "\n".join(problems))
     return report

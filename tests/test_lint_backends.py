@@ -210,3 +210,35 @@ def test_max_rows_where_no_data_rows_are_flipped_first_is_a_warning(tmp_path):
                    "the solver runs") and line == (no_data + prop).splitlines().index("  max_rows = 50") + 1
     ((msg, _),) = fs213(head + prop.replace("MODE", "  mode = maximize\n"))
     assert msg.startswith("option 'max_rows' has no effect here: a maximize run flips no data rows first"), msg
+    # a further require condition: the solvers do not take it and no data rows are flipped first
+    # (fairspec.kinds.individual_fairness flips them only for a property without one)
+    pre = prop.replace("except {sex}\n", "except {sex}\n  require x.age >= 30\n")
+    for mode in ("", "  using smt\n"):
+        ((msg, line),) = fs213(head + pre.replace("MODE  using milp", mode))
+        assert msg == ("option 'max_rows' has no effect here: its further require condition keeps the data rows "
+                       "from being flipped before the solver runs"), msg
+    assert fs213(head + pre.replace("MODE  using milp", "  using data")) == []  # the data backend reads it
+
+
+def test_max_rows_on_a_network_class_output_is_a_warning(tmp_path):
+    """A network's prob(m(x), c) / logit(m(x), c) post is decided by kinds/multi_pairs and class_prob,
+    which flip no data rows first: max_rows there is read by nothing, FS213. A tree model's (flipped by
+    kinds/tree_outputs) and a binary network's label post are not warned."""
+    head = people_decls() + ('model net = onnx("../models/people6_three.onnx")\n'
+                             "encode People for net { age : standard  sex : onehot  race : code  member, "
+                             "score : raw }\n")
+
+    def fs213(ensure):
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        p = _spec(d, head + "property pair {\n  forall x, x' : People\n  require x.* == x'.* except {sex}\n"
+                          f"  ensure {ensure}\n  max_rows = 50\n}}\n")
+        (d / "models" / "people6_three.onnx").write_bytes((FIX / "models" / "people6_three.onnx").read_bytes())
+        res = lint(p)
+        assert not [x for x in res.diagnostics if x.is_error], res.diagnostics
+        return [x.message for x in res.diagnostics if x.code == "FS213"]
+
+    for post in ("|prob(net(x), 1) - prob(net(x'), 1)| <= 0.1", "|logit(net(x), 1) - logit(net(x'), 1)| <= 0.5",
+                 "forall c: |prob(net(x), c) - prob(net(x'), c)| <= 0.1"):
+        assert fs213(post) == ["option 'max_rows' has no effect here: a network's prob(m(x), c) and logit(m(x), c) "
+                               "are decided without flipping data rows first"], post

@@ -138,3 +138,74 @@ def test_tight():
     out = res.stdout.str()
     assert 'assert_fair(' in out and "tight: violated" in out        # the test's line and the message
     assert "raise AssertionError" not in out and "testing.py" not in out, out  # __tracebackhide__
+
+
+NOTED = """\
+features W {
+  P : bool protected
+  Q : bool
+  R : bool
+  S : bool
+}
+
+model m = rule(P + Q + R - S >= 2)
+
+distribution d {
+  p(Q) = 0.4
+  p(Q | P) = 0.6
+  p(Q | not P) = 0.3
+  p(R) = 0.5
+  p(S) = 0.3
+}
+
+property tight {
+  statistical_parity(m, groups P, distribution d) <= 0.1
+}
+
+property loose {
+  statistical_parity(m, groups P, distribution d) <= 1
+}
+"""
+NOTE = "p(Q) = 0.4 is not used: the table of 'Q' conditions on P"
+
+
+def test_describe_carries_the_notes():
+    """A failure message carries the notes the text report shows under the verdict (they were left out)."""
+    from fairspec.pytest_plugin import describe
+    from fairspec.verdict import Verdict
+
+    v = Verdict("sp", "group_metric", "violated", value=0.5, details={"notes": ["`partitions` has no effect here"],
+                                                                     "distribution": {"notes": [NOTE]}})
+    assert describe(v).splitlines()[-2:] == ["  note: `partitions` has no effect here", f"  note: {NOTE}"]
+
+
+def test_the_plugin_and_assert_fair_show_the_notes(pytester):
+    """pytest --fairspec: a failing item's message has its verdict's notes; a passing item with notes warns
+    them (FairspecNote, in the warnings summary), as assert_fair does for its holding properties."""
+    from fairspec import pipeline
+
+    spec = Path(pytester.path) / "noted.fair"
+    spec.write_text(NOTED)
+    assert [v.status for v in pipeline.check(spec).verdicts] == ["violated", "holds"]  # warms the imports too
+    res = pytester.runpytest_inprocess("--fairspec", "-rA", *_plugin_args())
+    res.assert_outcomes(passed=1, failed=1, warnings=1)
+    out = res.stdout.str()
+    assert f"  note: {NOTE}" in out and "tight: violated" in out
+    assert f"FairspecNote: loose: holds; note: {NOTE}" in out
+    spec.rename(Path(pytester.path) / "noted.txt")
+    pytester.makepyfile(test_model=f'''
+import pytest
+from fairspec.pytest_plugin import FairspecNote
+from fairspec.testing import assert_fair
+
+def test_tight_fails_with_its_note():
+    with pytest.raises(AssertionError) as e:
+        assert_fair({str(Path(pytester.path) / "noted.txt")!r}, property="tight")
+    assert {f"  note: {NOTE}"!r} in str(e.value).splitlines()
+
+def test_loose_warns_its_note():
+    with pytest.warns(FairspecNote, match="loose: holds; note: p"):
+        assert_fair({str(Path(pytester.path) / "noted.txt")!r}, property="loose")
+''')
+    res = pytester.runpytest_inprocess(*_plugin_args())
+    res.assert_outcomes(passed=2)

@@ -282,3 +282,18 @@ def test_provenance_and_loads_name_the_in_memory_objects(tmp_path):
     data = [f for f in doc["provenance"]["files"] if f["file"] == "the data frame given for 'd'"]
     assert len(data) == 1 and data[0]["sha256"] and data[0]["bytes"]
     assert any(x.get("file") == "the data frame given for 'd'" for x in doc.get("loads", []))
+
+
+def test_pipeline_check_refuses_a_model_name_the_spec_does_not_declare(tmp_path):
+    """pipeline.check(models={name: file}) ignored a name the spec does not declare (the declared file was
+    checked, nothing said so); fairspec.check refused it. Now both raise FairspecError, the same sentence:
+    the unknown name and the declared ones."""
+    from fairspec import pipeline
+
+    spec = _tiny_project(tmp_path)
+    with pytest.raises(fairspec.FairspecError) as api:
+        fairspec.check(spec, models={"other": str(tmp_path / "m.json")})
+    with pytest.raises(fairspec.FairspecError) as direct:
+        pipeline.check(spec, models={"other": str(tmp_path / "m.json")})
+    assert str(direct.value) == str(api.value) == f"the spec {spec} declares no model named 'other' (models: m)"
+    assert pipeline.check(spec, models={"m": str(tmp_path / "m.json")}).verdicts  # a declared name still works

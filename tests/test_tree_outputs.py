@@ -229,3 +229,40 @@ def test_a_large_domain_is_falsified_on_data_rows(tmp_path, monkeypatch):
     loose = v["loose"]
     assert loose.status == "holds" and loose.how == "proved" and loose.proof is not None, loose.reason
     assert loose.proof.method == "bab-certificate"
+
+
+def test_the_data_flips_read_max_rows(tmp_path, monkeypatch):
+    """max_rows bounds the data rows flipped before the solver runs (the README's options table; lint
+    warns FS213 only where none are flipped): the flips of a tree model's class / prob / value post
+    (kinds/tree_outputs) flipped every row whatever it said. Now a seeded sample of at most N rows."""
+    import sys
+
+    import skops.io as sio
+
+    from fairspec.kinds import tree_outputs
+
+    sio.dump(_classifiers()[0], tmp_path / "m.skops")
+    rows = _grid()
+    (tmp_path / "d.csv").write_text("g,a,b\n" + "\n".join(",".join(str(int(v)) for v in r) for r in rows) + "\n")
+    p = tmp_path / "s.fair"
+    p.write_text('data d = csv("d.csv")\n' + f"features F from d {{\n{FEATS}\n}}\n" + 'model m = sklearn("m.skops")\n'
+                 + f"encode F for m {{\n{ENC}\n}}\n"
+                 + _prop("same_class", "class(m(x)) == class(m(x'))").replace("\n}\n", "\n  max_rows = 7\n}\n"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    seen = []
+    real = tree_outputs.__dict__.get("encode")
+    import fairspec.runtime.encoding as E
+
+    encode = E.encode
+
+    def spy(enc, values, n):
+        if sys._getframe(1).f_code.co_name == "_flip_on_data":  # the flips' rows, and theirs only
+            seen.append(n)
+        return encode(enc, values, n)
+
+    assert real is None  # imported inside _flip_on_data: the spy replaces the module's function
+    monkeypatch.setattr(E, "encode", spy)
+    v = _verdicts(str(p))["same_class"]
+    assert seen and set(seen) == {7}, seen
+    if "falsified on data" in (v.backend or ""):
+        assert v.details["rows"] == 7

@@ -233,11 +233,15 @@ def render_concise(d: Diagnostic, spec: str | None = None) -> str:
     return f"{where}: {d.code} {d.severity}: {visible_value(d.message)}"
 
 
-def render(diagnostics: list[Diagnostic], fmt: str, spec: str | None = None) -> str:
+def render(diagnostics: list[Diagnostic], fmt: str, spec: str | None = None, suppressed: int = 0) -> str:
+    """``suppressed``: how many warnings ignore comments or --ignore suppressed (JSON counts them)."""
     import json
 
     if fmt == "json":
-        return json_text(json.dumps({"diagnostics": [d.to_json() for d in diagnostics]}, indent=2))
+        doc = {"diagnostics": [d.to_json() for d in diagnostics]}
+        if suppressed:
+            doc["suppressed"] = suppressed
+        return json_text(json.dumps(doc, indent=2))
     if fmt == "concise":
         return "\n".join(render_concise(d, spec) for d in diagnostics)
     return "\n\n".join(render_full(d) for d in diagnostics)

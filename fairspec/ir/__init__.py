@@ -570,6 +570,14 @@ class Spec:
     distributions: tuple[Distribution, ...]
     properties: tuple[Property, ...]
     sources: tuple[str, ...] = ()  # every spec file parsed for it: the imports, then ``file`` itself
+    # (file, line, code) of the warnings an ignore comment suppresses, (None, None, code) for --ignore
+    # (fairspec.diagnostics.ignores): what check finds once a model is loaded is suppressed alike
+    ignored: tuple[tuple[str | None, int | None, str], ...] = ()
+
+    def ignores(self, code: str, span) -> bool:
+        """Is warning ``code`` at ``span`` suppressed (an ignore comment there, or --ignore)?"""
+        return any(c == code and (f is None or span is not None and f == span.file and n == span.line)
+                   for f, n, c in self.ignored)
 
     @property
     def inputs(self) -> tuple[str, ...]:

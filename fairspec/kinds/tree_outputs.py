@@ -211,7 +211,8 @@ MAX_FLIPS = 512
 
 
 def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float, why: str):
-    """On a domain too large to enumerate: every data row with its protected features set to each
+    """On a domain too large to enumerate: every data row (a seeded sample of ``max_rows`` of them when
+    the property says so) with its protected features set to each
     combination of their values (counterfactual flips), scored by the library; the first pair that
     breaks the post-condition, replayed on the library and compared exactly, is ``violated`` (data
     rows are domain points: the frame keeps only rows inside the declared domains). None when no
@@ -219,7 +220,7 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
     further pre-conditions, maximize: a flip is no maximum)."""
     import itertools
 
-    from fairspec.backends.data.flips import _value_lists
+    from fairspec.backends.data.flips import _value_lists, sample_rows
     from fairspec.certify.enumerate import compare_exact
     from fairspec.kinds.tree_pairs import runtime_name
     from fairspec.runtime.encoding import decode_row, encode
@@ -231,7 +232,7 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
         rows = ctx.rows(fs.name, fs.data)
     except Exception:  # noqa: BLE001 - the data's own errors are reported where the data is read
         return None
-    values, n = rows.frame.values, rows.frame.n_rows
+    values, n = sample_rows(rows.frame.values, rows.frame.n_rows, prop.options)  # max_rows, as run_flips
     if n == 0 or any(f not in values for f in prop.free):
         return None
     combos = list(itertools.product(*_value_lists(fs, prop.free, values)))

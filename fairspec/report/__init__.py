@@ -147,6 +147,9 @@ def print_text(report, console) -> None:
                 console.print(prose("guardrail pre-condition:\n" + v.details["guardrail"]), soft_wrap=True)
     for w in report.warnings:
         say(console, f"warning: {w}", "yellow")
+    n = getattr(report, "n_suppressed", 0)
+    if n:  # acknowledged, not hidden: say how many
+        say(console, f"{n} warning{'s' * (n != 1)} suppressed (# fairspec: ignore[...] comments, --ignore)", "dim")
     if report.loads:
         parts = ", ".join(f"{x['what']} {x['name']} {x['seconds']:.2f}s{rounds_note(x)}" for x in report.loads)
         say(console, f"loaded (not counted in the properties' times): {parts}", "dim")

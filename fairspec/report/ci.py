@@ -188,7 +188,9 @@ def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
 
 
 def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None, spec=None,
-               error_span=None, internal=()) -> dict:
+               error_span=None, internal=(), suppressed=()) -> dict:
+    how = {id(d): kind for d, kind in suppressed}  # a suppressed warning: a result with its suppression
+    diagnostics = [*diagnostics, *(d for d, _ in suppressed)]
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
                 for d in diagnostics]
     findings += [(r, lvl, msg, sp, None, rel)
@@ -214,6 +216,8 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
             if d is not None and d.related else _related(policy_span, "the policy's property", 0)
         if related:
             res["relatedLocations"] = related
+        if d is not None and id(d) in how:  # SARIF's own suppression: code scanning shows it dismissed
+            res["suppressions"] = [{"kind": how[id(d)], "justification": _JUSTIFICATION[how[id(d)]]}]
         results.append(res)
     run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results,
            "columnKind": "utf16CodeUnits"}
@@ -226,15 +230,20 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
     return run
 
 
+_JUSTIFICATION = {"inSource": "a '# fairspec: ignore[...]' comment in the spec",
+                  "external": "fairspec's --ignore option"}
+
+
 def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
              *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None,
-             spec: str | None = None, error_span=None, internal=()) -> str:
+             spec: str | None = None, error_span=None, internal=(), suppressed=()) -> str:
     """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding; a finding
     with no span (the input ``error`` unless ``error_span`` places it, an ``internal`` error, a
-    diagnostic such as FS203) is located at line 1 of ``spec``."""
+    diagnostic such as FS203) is located at line 1 of ``spec``. ``suppressed``: (warning, "inSource" |
+    "external") that ignore comments or --ignore suppressed, each a result with a ``suppressions`` entry."""
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
            "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies, spec=spec,
-                               error_span=error_span, internal=internal)]}
+                               error_span=error_span, internal=internal, suppressed=suppressed)]}
     return _dumps(log)
 
 
@@ -242,7 +251,7 @@ def to_sarif_models(reports, *, version: str = "0.1.0", internal=()) -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order); the
     ``internal`` errors of the whole command (the HTML report) in each run, as a write error is."""
     runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
-                       getattr(r, "error_span", None), internal)
+                       getattr(r, "error_span", None), internal, getattr(r, "suppressed", ()))
             for f, r in reports]
     return _dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs})
 

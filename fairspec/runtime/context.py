@@ -52,6 +52,7 @@ class Context:
         self._encodings: dict[str, ir.Encoding] = {}
         self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
+        self.suppressed: list[str] = []  # warnings an ignore comment or --ignore suppressed (counted)
         # the group metrics of this run the planner gives the data backend, as (property, resamples)
         # pairs (set by the serial pipeline): the data backend counts those that read the same rows
         # in one pass (fairspec.backends.data.metrics.count)
@@ -159,8 +160,10 @@ class Context:
                 from fairspec.models.base import declared_order
 
                 w = f"FS427: {declared_order(enc, m)}"
-                if w not in self.warnings:
-                    self.warnings.append(w)
+                # acknowledged at the encode block (# fairspec: ignore[FS427]) or by --ignore FS427
+                said = self.suppressed if self.spec.ignores("FS427", enc.span) else self.warnings
+                if w not in said:
+                    said.append(w)
         return {"input_order": "names" if by_name else "declared"}
 
     def _check_width(self, name: str, loaded) -> None:

@@ -41,6 +41,9 @@ class CheckResult:
     # every file the spec reads or names to read, also when lint fails: the spec and its imports,
     # the model and data files (no file fairspec writes may replace one of them)
     inputs: tuple = ()
+    # the warnings an ignore comment or --ignore suppressed: (Diagnostic, "inSource" | "external"),
+    # counted and kept for SARIF (fairspec.diagnostics.ignores; set by fairspec.pipeline.lint)
+    suppressed: list = dataclasses.field(default_factory=list)
 
 
 def _arg_value(arg: ast.Arg):

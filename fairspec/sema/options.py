@@ -152,6 +152,13 @@ def _no_pre_pass(ck, prop) -> str | None:
         return f"feature set '{prop.features}' has no data rows to flip before the solver runs"
     if getattr(prop.options, "mode", None) == "maximize":
         return "a maximize run flips no data rows first (a flip found on data is no maximum)"
+    if prop.pre:  # kinds/individual_fairness flips data rows only without one (and kinds/tree_outputs)
+        return "its further require condition keeps the data rows from being flipped before the solver runs"
+    model = ck.models.get(prop.model)
+    if prop.post in ("class_prob", "class_logit") and getattr(model, "format", None) in ("onnx", "torch"):
+        # kinds/multi_pairs and kinds/class_prob: enumeration, the solvers; no flips (a tree model's are
+        # kinds/tree_outputs', which read max_rows)
+        return "a network's prob(m(x), c) and logit(m(x), c) are decided without flipping data rows first"
     return None
 
 

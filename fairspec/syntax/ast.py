@@ -309,3 +309,5 @@ class ApplyDecl(Decl):
 class Module(Node):
     file: str
     decls: tuple[Decl, ...]
+    # the `# fairspec: ignore[...]` comments (fairspec.diagnostics.ignores.Ignore), in file order
+    ignores: tuple = field(default=(), compare=False)

@@ -5,7 +5,9 @@ Lark's exceptions never leave this module: they become FS1xx diagnostics.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import threading
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer, v_args
@@ -18,11 +20,42 @@ from fairspec.syntax import ast, lexical
 from fairspec.syntax.literals import RESERVED
 
 
+class _Comments(threading.local):
+    """The comment tokens the lexer skips during one parse (per thread: the editor server's)."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def __call__(self, tok: Token) -> Token:
+        self.items.append(tok)
+        return tok
+
+
+_COMMENTS = _Comments()
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = paths.grammar_file().read_text(encoding="utf-8")
     # cache=True keeps the compiled LALR tables in the temp folder: lint starts faster.
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
+    # The comments are collected (ignore comments: fairspec.diagnostics.ignores).
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True,
+                lexer_callbacks={"COMMENT": _COMMENTS})
+
+
+def _ignores(file: str, text: str, comments) -> tuple:
+    """The ``# fairspec: ignore[...]`` comments among the comment tokens, as Ignores."""
+    from fairspec.diagnostics.ignores import from_comment
+
+    out = []
+    for tok in comments:
+        if "fairspec" not in tok:
+            continue
+        before = text[text.rfind("\n", 0, tok.start_pos) + 1: tok.start_pos]
+        ig = from_comment(file, str(tok), tok.line, tok.column, not before.strip())
+        if ig is not None:
+            out.append(ig)
+    return tuple(out)
 
 
 # The largest spec file parsed: 512 KiB (bytes of UTF-8; characters for a text given directly).
@@ -616,13 +649,16 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
         raise _too_large(file, len(text.encode("utf-8", "surrogatepass")))
     register_source(file, text)
     run_in = lexical.run_in_numbers(file, text, RESERVED)  # 1_0, 0x10: one malformed number, not two tokens
+    _COMMENTS.items = []
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as e:
+        _COMMENTS.items = []
         d = _syntax_diagnostic(file, text, e)  # the first of the two mistakes is said (an unclosed string first)
         if run_in and (run_in[0].span.line, run_in[0].span.column) <= (d.span.line, d.span.column):
             d = run_in[0]
         raise DiagnosticError(d) from None
+    comments, _COMMENTS.items = _COMMENTS.items, []
     if run_in:
         raise DiagnosticError(run_in)
     _balance_chains(tree)
@@ -635,11 +671,13 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
             hint="split it: name parts with 'group NAME = ...', and write long and/or chains as fewer, "
                  "shorter conditions"))
     try:
-        return _ToAst(file).transform(tree)
+        module = _ToAst(file).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, DiagnosticError):
             raise e.orig_exc from None
         raise
+    ignores = _ignores(file, text, comments)
+    return dataclasses.replace(module, ignores=ignores) if ignores else module
 
 
 def read_source(path) -> str:

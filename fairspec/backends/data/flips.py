@@ -80,6 +80,16 @@ def _value_lists(fs: ir.FeatureSet, free, values) -> list[np.ndarray]:
     return out
 
 
+def sample_rows(values: dict, n: int, options) -> tuple[dict, int]:
+    """The rows a flip search reads: all ``n``, or a seeded sample of ``options.max_rows`` of them (in
+    row order) when there are more -- the one reading of ``max_rows`` for every flip on data."""
+    max_rows = options.max_rows
+    if max_rows is None or n <= max_rows:
+        return values, n
+    take = np.sort(np.random.default_rng(options.seed).choice(n, max_rows, replace=False))
+    return {k: v[take] for k, v in values.items()}, max_rows
+
+
 def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float | None) -> Verdict:
     """Counterfactual flips of every data row; ``timeout`` (seconds, None: no limit) is the option its
     runner resolved (the data backend's ``timeout``), on the property's clock (``Context.remaining``:
@@ -96,12 +106,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     if getattr(model, "format", None) == "rule":
         return unknown(prop, "counterfactual flips need a model file, not a rule", backend="data")
     rows = ctx.rows(fs.name, fs.data)
-    values, n = rows.frame.values, rows.frame.n_rows
-    max_rows = prop.options.max_rows
-    if max_rows is not None and n > max_rows:
-        take = np.sort(np.random.default_rng(prop.options.seed).choice(n, max_rows, replace=False))
-        values = {k: v[take] for k, v in values.items()}
-        n = max_rows
+    values, n = sample_rows(rows.frame.values, rows.frame.n_rows, prop.options)
     enc = ctx.encoding(prop.model)
     X = encode(enc, values, n)
     own = own_decision(prop, model)

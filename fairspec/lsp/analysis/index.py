@@ -118,6 +118,7 @@ def parse_incremental(text: str, file: str):
     old = _CHUNKS.get(file, {})
     new: dict[tuple[int, str], tuple] = {}
     decls: list = []
+    ignores: list = []  # each chunk's `# fairspec: ignore[...]` comments
     line = 0
     prev = 0
     for a, b in zip(starts, starts[1:] + [len(text)]):
@@ -127,14 +128,16 @@ def parse_incremental(text: str, file: str):
         got = old.get(key)
         if got is None:
             try:
-                got = parse_text("\n" * line + key[1], file).decls
+                m = parse_text("\n" * line + key[1], file)
             except DiagnosticError:
                 return None
+            got = (m.decls, m.ignores)
         new[key] = got
-        decls.extend(got)
+        decls.extend(got[0])
+        ignores.extend(got[1])
     _CHUNKS[file] = new
     lines = split_lines(text)
-    return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls))
+    return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls), tuple(ignores))
 
 
 def _add(idx: Index, sym: Symbol) -> None:

@@ -1,0 +1,153 @@
+"""Acknowledging a warning: ``# fairspec: ignore[FS427]`` on the warning's line or the line above, and
+``--ignore FS427`` on lint and check. FS427 (a scikit-learn model fitted on an array, fed in declared
+order) could not be acknowledged at all, so a CI treating warnings as errors had to refit the model.
+
+Warnings only: an ignore naming an error code, an unknown code or no code is warning FS215 at it, and
+the error stays. A suppressed warning is counted (``"suppressed": N`` in JSON, a line in text) and kept
+in SARIF with a ``suppressions`` entry (``inSource`` / ``external``), never silently dropped. Honoured by
+lint, check (also check's own FS427 for a pickle, which lint cannot read), SARIF and the editor server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from fairspec.pipeline import lint
+
+pytest.importorskip("sklearn")
+pytest.importorskip("skops")
+
+from test_declared_order import _project  # noqa: E402 - after the skips: it needs scikit-learn
+
+ENCODE = "encode P for lr"
+
+
+def _spec(tmp_path, before: str = "", after: str = "", suffix: str = ".skops"):
+    """The FS427 project of test_declared_order (a model fitted on an array), with ``before`` written on
+    the line above the encode block and ``after`` at the end of its line."""
+    tmp_path.mkdir(exist_ok=True)
+    spec = _project(tmp_path, frame=False, suffix=suffix)
+    text = spec.read_text()
+    i = text.index(ENCODE)
+    j = text.index("\n", i)
+    spec.write_text(text[:i] + (before + "\n" if before else "") + text[i:j] + after + text[j:])
+    return spec
+
+
+def test_the_parser_finds_ignore_comments():
+    from fairspec.syntax.parser import parse_text
+
+    m = parse_text('# fairspec: ignore[FS427, FS421]\nmodel m = onnx("a#fairspec: ignore[FS9].onnx")  '
+                   '#fairspec:ignore[FS410]\n# fairspec: ignore\n# an ordinary comment\n', "f.fair")
+    got = [(ig.line, [(c, s.line, s.column) for c, s in ig.codes]) for ig in m.ignores]
+    # alone on its line: the next line; at the end of a line: that line; a string's '#' is no comment
+    assert got == [(2, [("FS427", 1, 20), ("FS421", 1, 27)]), (2, [("FS410", 2, 66)]), (4, [])]
+
+
+@pytest.mark.parametrize("where", ["above", "trailing"])
+def test_a_comment_suppresses_its_warning_and_counts_it(tmp_path, where):
+    spec = _spec(tmp_path, **({"before": "# fairspec: ignore[FS427]"} if where == "above"
+                              else {"after": "  # fairspec: ignore[FS427]"}))
+    res = lint(spec)
+    assert res.diagnostics == [] and [(d.code, kind) for d, kind in res.suppressed] == [("FS427", "inSource")]
+    assert res.spec.ignored and res.spec.ignores("FS427", res.suppressed[0][0].span)
+
+
+def test_a_comment_elsewhere_or_for_another_code_suppresses_nothing(tmp_path):
+    spec = _spec(tmp_path, before="# fairspec: ignore[FS427]\n# and something else")  # two lines above
+    assert [d.code for d in lint(spec).diagnostics] == ["FS427"]
+    spec = _spec(tmp_path / "b", after="  # fairspec: ignore[FS421]")
+    assert [d.code for d in lint(spec).diagnostics] == ["FS427"]
+
+
+def test_errors_are_never_suppressed_and_bad_codes_are_fs215(tmp_path):
+    spec = _spec(tmp_path, before="# fairspec: ignore[FS427, FS402, FS999]")
+    text = spec.read_text().replace("sex : code", "sex : code  rase : raw")  # FS205 on the encode line
+    spec.write_text(text.replace("# fairspec: ignore[FS427, FS402, FS999]",
+                                 "# fairspec: ignore[FS427, FS205, FS999]"))
+    ds = lint(spec).diagnostics
+    got = {(d.code, d.severity) for d in ds}
+    assert ("FS205", "error") in got, ds
+    fs215 = sorted(d.message for d in ds if d.code == "FS215")
+    assert fs215 == ["'FS999' is not a fairspec diagnostic code, so nothing is ignored by it",
+                     "FS205 is an error, which cannot be ignored: only warnings can"]
+    (err,) = [d for d in ds if "FS205 is an error" in d.message]
+    assert err.severity == "warning" and "errors are never suppressible" in err.hint
+    assert (err.span.line, err.span.column) == (8, 27)  # at the code in the comment
+    spec = _spec(tmp_path / "b", after="  # fairspec: ignore")
+    (d,) = [d for d in lint(spec).diagnostics if d.code == "FS215"]
+    assert d.message == "this ignore comment names no code, so it ignores nothing"
+
+
+def test_the_ignore_flag_on_lint(tmp_path):
+    spec = _spec(tmp_path)
+    r = run_cli("lint", spec, "--ignore", "FS427", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"diagnostics": [], "suppressed": 1}
+    r = run_cli("lint", spec, "--ignore", "fs427,FS402", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "warning[FS215]: --ignore FS402: FS402 is an error, which cannot be ignored" in r.stdout
+    assert "FS427" not in r.stdout and r.stderr.strip().endswith("0 errors, 1 warning, 1 suppressed")
+    sarif = json.loads(run_cli("lint", spec, "--ignore", "FS427", "--format", "sarif", cwd=tmp_path).stdout)
+    (res,) = sarif["runs"][0]["results"]
+    assert res["ruleId"] == "FS427" and res["suppressions"][0]["kind"] == "external"
+    r = run_cli("lint", spec, "--format", "github", "--ignore", "FS427", cwd=tmp_path)
+    assert r.returncode == 0 and "FS427" not in r.stdout
+
+
+def test_check_honours_comments_and_the_flag_and_counts(tmp_path):
+    from fairspec.pipeline import check
+    from fairspec.report import ci
+
+    spec = _spec(tmp_path, before="# fairspec: ignore[FS427]")
+    rep = check(spec)
+    doc = rep.to_json()
+    assert doc["diagnostics"] == [] and doc["suppressed"] == 1 and rep.verdicts
+    sarif = json.loads(ci.to_sarif(rep.diagnostics, rep.verdicts, rep.property_spans, spec=rep.spec,
+                                   suppressed=rep.suppressed))
+    (res,) = [x for x in sarif["runs"][0]["results"] if x["ruleId"] == "FS427"]
+    assert res["suppressions"] == [{"kind": "inSource",
+                                    "justification": "a '# fairspec: ignore[...]' comment in the spec"}]
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 9
+    plain = _spec(tmp_path / "b")
+    r = run_cli("check", plain, "--ignore", "FS427", "--format", "json", cwd=plain.parent)
+    doc = json.loads(r.stdout)
+    assert doc["diagnostics"] == [] and doc["suppressed"] == 1, r.stdout + r.stderr
+
+
+def test_check_suppresses_its_own_fs427_for_a_pickle(tmp_path):
+    """Lint reads no pickle's input names: check says FS427 as a report warning once the model is
+    loaded. The comment at the encode block acknowledges that one too."""
+    from fairspec.pipeline import check
+
+    said = check(_spec(tmp_path, suffix=".pkl"))
+    assert [w for w in said.warnings if w.startswith("FS427: ")] and "suppressed" not in said.to_json()
+    quiet = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"))
+    assert not [w for w in quiet.warnings if w.startswith("FS427: ")]
+    assert quiet.to_json()["suppressed"] == 1 and quiet.suppressed_warnings
+
+
+def test_the_editor_server_honours_the_comment(tmp_path):
+    """The language server lints an open buffer (parsed declaration by declaration): the comment in
+    the buffer acknowledges the warning there too."""
+    from fairspec.lsp.analysis import index as A
+
+    spec = _spec(tmp_path)
+    text = spec.read_text()
+    assert [d.code for d in A.analyse(spec, {str(spec): text}).result.diagnostics] == ["FS427"]
+    buffer = text.replace(ENCODE, "# fairspec: ignore[FS427]\n" + ENCODE)
+    assert A.analyse(spec, {str(spec): buffer}).result.diagnostics == []
+
+
+def test_the_python_api_takes_ignore(tmp_path):
+    import fairspec
+
+    spec = _spec(tmp_path)
+    assert [d.code for d in fairspec.lint(spec)] == ["FS427"]
+    assert fairspec.lint(spec, ignore=["FS427"]) == [] and fairspec.lint(spec, ignore="FS427") == []
+    rep = fairspec.check(spec, ignore=("FS427",))
+    assert rep.diagnostics == [] and rep.to_dict()["suppressed"] == 1
+    with pytest.raises(fairspec.FairspecError, match="ignore is a warning code or a list of them"):
+        fairspec.lint(spec, ignore=427)
