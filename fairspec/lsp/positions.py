@@ -165,6 +165,10 @@ class Changed:
         """The offset in the older text of the character at ``offset`` in the newer one."""
         return next((o + offset - n for o, n, k in self.blocks if n <= offset < n + k), None)
 
+    def to_new(self, offset: int) -> int | None:
+        """The offset in the newer text of the character at ``offset`` in the older one."""
+        return next((n + offset - o for o, n, k in self.blocks if o <= offset < o + k), None)
+
     def span_to_new(self, start: int, end: int) -> tuple[int, int] | None:
         """The offsets in the newer text of the older text's [start, end), when it lies in one block."""
         return next(((n + start - o, n + end - o) for o, n, k in self.blocks if o <= start and end <= o + k
