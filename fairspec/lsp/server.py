@@ -4,10 +4,11 @@ Every request is answered from :mod:`fairspec.lsp.analysis`; this module only
 converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.positions`: through an
 offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
-and keeps, per open document, the last index built from text that parsed (hover
-and completion keep working while a line is half typed; hover, definition and references ask it
-at the request's position moved into its text, and move the spans they answer back, where the two
-texts agree: :meth:`FairspecServer.index_at`); an answer that is an edit (rename, a quick
+and keeps, per open document, the last index built from text that parsed and, while the text does
+not, one of it without its declarations that do not parse (every request keeps working outside the
+half-typed one; an older index is asked at the request's position moved into its text, and the spans
+answered are moved back, where the two texts agree, else left out: :meth:`FairspecServer.indexes_at`,
+:meth:`FairspecServer.span_now`); an answer that is an edit (rename, a quick
 fix) is computed only from the index of the text the client has now (:meth:`FairspecServer.current_index`).  Diagnostics are
 published on open, change and save for the document and for the files it
 imports, with the version of the text they were computed from; an open document
@@ -228,15 +229,7 @@ class FairspecServer(LanguageServer):
         """A span of ``idx``'s texts in the text its file has now (see :meth:`location_now`)."""
         old = self.text_of(span.file, idx)
         doc = self.workspace.text_documents.get(self.uri_of(span.file))
-        if old is None or doc is None or doc.source == old:
-            return span
-        lines, new = lines_of(old), lines_of(doc.source)
-        moved = Changed(old, doc.source).span_to_new(lines.offset(span.line, span.column),
-                                                     lines.offset(span.end_line, span.end_column))
-        if moved is None:
-            return None
-        (a, b), (c, d) = new.fairspec(moved[0]), new.fairspec(moved[1])
-        return dataclasses.replace(span, line=a, column=b, end_line=c, end_column=d)
+        return span if old is None or doc is None or doc.source == old else Changed(old, doc.source).span_to_newer(span)
 
     def where(self, params) -> tuple[str, int, int]:
         """(path, line, column) in fairspec's 1-based terms of a request's position in its document;
@@ -453,7 +446,8 @@ class FairspecServer(LanguageServer):
         while a line is half typed) answers only where the texts agree (a position in their common
         prefix or suffix, or in lines difflib matches); inside the changed part, nothing -- never an
         answer about another place -- and an index without the declarations that do not parse
-        nothing inside those. Spans answered go back through :meth:`location_now`."""
+        nothing inside those, nor about a name whose declaration changed since (it is not there any more
+        as that index knows it). Spans answered go back through :meth:`location_now`."""
         first = self.index_for(uri)
         doc = self.workspace.text_documents.get(uri)
         if first is None or doc is None:
@@ -462,9 +456,12 @@ class FairspecServer(LanguageServer):
         for idx in [first] + [g for g in [self.good.get(uri)] if g is not None and g is not first]:
             at = where
             if idx.source is not None and idx.source != doc.source:
-                old = Changed(idx.source, doc.source).to_old(lines_of(doc.source).offset(where[1], where[2]))
-                at = None if old is None else (where[0], *lines_of(idx.source).fairspec(old))
-            if at is not None and not idx.in_broken(at[0], at[1]):
+                old = Changed(idx.source, doc.source).to_older(where[1], where[2])
+                at = None if old is None else (where[0], *old)
+            if at is None or idx.in_broken(at[0], at[1]):
+                continue
+            sym = A.symbol_at(idx, *at)  # its whole declaration unchanged, or the answer is not about the text now
+            if sym is None or self.span_now(getattr(sym.node, "span", None) or sym.span, idx) is not None:
                 out.append((idx, at))
         return out
 
@@ -591,8 +588,10 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
         return T.CompletionList(is_incomplete=False, items=[])
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
+    old = idx.source if idx is not None and idx.source not in (None, doc.source) else None  # an older text's index
+    at = (line, col) if old is None else Changed(old, doc.source).to_older(line, col)
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
-             for lbl, kind, detail in A.completions(idx, doc.source, line, col)]
+             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0])]
     return T.CompletionList(is_incomplete=False, items=items)
 
 

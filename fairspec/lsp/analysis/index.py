@@ -162,9 +162,10 @@ def _parse_chunks(text: str, file: str, recover: bool):
             try:
                 got = parse_text("\n" * line + key[1], file).decls
             except DiagnosticError:
+                # its lines: from the one it starts on to its last (the next chunk's first is not)
+                broken.append((line + 1, line + key[1].count("\n") + (not key[1].endswith("\n"))))
                 if not recover:
-                    return None, ((line + 1, line + 1 + key[1].count("\n")),)
-                broken.append((line + 1, line + 1 + key[1].count("\n")))
+                    return None, tuple(broken)
                 continue
         new[key] = got
         decls.extend(got)
