@@ -192,3 +192,10 @@ class Changed:
         """fairspec's (line, column) in the newer text as one in the older text, or None (changed)."""
         old = self.to_old(lines_of(self.new).offset(line, column))
         return None if old is None else lines_of(self.old).fairspec(old)
+
+
+@lru_cache(maxsize=4)
+def changed(old: str, new: str) -> Changed:
+    """:class:`Changed` of two texts, kept for the last few pairs: one request moves many spans
+    (an outline, semantic tokens) between the same two texts."""
+    return Changed(old, new)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import re
@@ -56,13 +55,13 @@ from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
 from fairspec.lsp import analysis as A
-from fairspec.lsp.positions import Changed, lines_of, lsp_lines
+from fairspec.lsp.disk import MAX_SPEC_BYTES, confined as _confined, disk_text as _disk_text, same as _same
+from fairspec.lsp.positions import changed, lines_of, lsp_lines
 from fairspec.lsp.transport import serve
 
 log = logging.getLogger("fairspec.lsp")
 
 # bytes analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
-MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
 DEBOUNCE = 0.05          # seconds without a change before a burst of changes is linted
 # where a document that is not a file is linted: a folder that does not exist (no project, and
@@ -110,41 +109,6 @@ class _Protocol(LanguageServerProtocol):
         if error is not None and getattr(error, "data", None) is not None:
             error = T.ResponseError(code=error.code, message=error.message)
         super()._send_response(msg_id, result, error)
-
-
-def _confined(uri_or_path: str, root: str) -> bool:
-    """The file lies in the project of ``root`` (the document) or the shipped policies."""
-    from fairspec.files import Roots
-
-    try:
-        return Roots.for_spec(Path(root)).contains(Path(uri_or_path))
-    except (OSError, ValueError, RuntimeError):
-        return False
-
-
-def _disk_text(file: str) -> str | None:
-    """The text of a file no index and no open document holds, read as the parser reads a spec
-    (fairspec.diagnostics.file_text: no newline translation, no byte-order mark), so its spans
-    convert to the client's units; None when it cannot be read or is over the parser's limit."""
-    try:
-        st = os.stat(file)
-    except (OSError, ValueError):
-        return None
-    return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
-
-
-@functools.lru_cache(maxsize=8)
-def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by the file's state)
-    from fairspec.diagnostics import file_text
-
-    try:
-        return file_text(file)
-    except (OSError, ValueError):
-        return None
-
-
-def _same(a: str, b: str) -> bool:
-    return a == b or Path(a).resolve() == Path(b).resolve()
 
 
 class FairspecServer(LanguageServer):
@@ -229,7 +193,7 @@ class FairspecServer(LanguageServer):
         """A span of ``idx``'s texts in the text its file has now (see :meth:`location_now`)."""
         old = self.text_of(span.file, idx)
         doc = self.workspace.text_documents.get(self.uri_of(span.file))
-        return span if old is None or doc is None or doc.source == old else Changed(old, doc.source).span_to_newer(span)
+        return span if old is None or doc is None or doc.source == old else changed(old, doc.source).span_to_newer(span)
 
     def where(self, params) -> tuple[str, int, int]:
         """(path, line, column) in fairspec's 1-based terms of a request's position in its document;
@@ -456,7 +420,7 @@ class FairspecServer(LanguageServer):
         for idx in [first] + [g for g in [self.good.get(uri)] if g is not None and g is not first]:
             at = where
             if idx.source is not None and idx.source != doc.source:
-                old = Changed(idx.source, doc.source).to_older(where[1], where[2])
+                old = changed(idx.source, doc.source).to_older(where[1], where[2])
                 at = None if old is None else (where[0], *old)
             if at is None or idx.in_broken(at[0], at[1]):
                 continue
@@ -589,7 +553,7 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
     old = idx.source if idx is not None and idx.source not in (None, doc.source) else None  # an older text's index
-    at = (line, col) if old is None else Changed(old, doc.source).to_older(line, col)
+    at = (line, col) if old is None else changed(old, doc.source).to_older(line, col)
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
              for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0])]
     return T.CompletionList(is_incomplete=False, items=items)
@@ -709,7 +673,8 @@ def semantic_tokens(ls: FairspecServer, params: T.SemanticTokensParams):
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
     data, prev_line, prev_col = [], 0, 0
-    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path, lambda sp: ls.span_now(sp, idx)):
+    now = None if idx is None or idx.source == doc.source else (lambda sp: ls.span_now(sp, idx))  # an older text's
+    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path, now):
         start = ls.position(doc.source, line, col)
         end = ls.position(doc.source, line, col + length)
         if end.line != start.line:  # a token across a lone \r (one line for fairspec): its first line's part
