@@ -56,6 +56,20 @@ def _flat(symbols) -> list:
     return out
 
 
+async def _tokens(s: Session, uri: str, text: str) -> list[tuple[int, int, str, str]]:
+    """The semantic tokens decoded: (line, character, word, type)."""
+    from fairspec.lsp.analysis import TOKEN_TYPES
+
+    toks = await s.client.text_document_semantic_tokens_full_async(T.SemanticTokensParams(text_document=_doc(uri)))
+    out, line, col, lines = [], 0, 0, text.split("\n")
+    for i in range(0, len(toks.data), 5):
+        d = toks.data[i:i + 5]
+        line += d[0]
+        col = d[1] if d[0] else col + d[1]
+        out.append((line, col, lines[line][col:col + d[2]], TOKEN_TYPES[d[3]]))
+    return out
+
+
 async def _answers(s: Session, uri: str, text: str) -> dict:
     """What the server says about places outside the edited part (positions in ``text``)."""
     hover_sex = await s.hover(uri, s.pos(text, "except {sex", 8))
@@ -114,6 +128,8 @@ def test_every_request_keeps_answering_about_the_rest_of_the_file_while_a_line_i
             assert len(lenses) > 3
             folds = await s.client.text_document_folding_range_async(T.FoldingRangeParams(text_document=_doc(uri)))
             assert new.split("\n").index("property dt_parity_by_age {") in {f.start_line for f in folds}
+            words = {(w, t) for _, _, w, t in await _tokens(s, uri, new)}
+            assert {("younger", "variable"), ("older", "variable"), ("mlp", "class")} <= words
 
             # typed to the end: it parses, and the answers are the full ones again
             done = new.replace("property p:\n  individual fairness of\n",
@@ -177,18 +193,8 @@ def test_answers_right_after_each_change_point_at_the_text_sent():
                     assert new.split("\n")[lens.range.start.line].startswith(("property ", "apply ")), (k, lens)
                 loc = await s.definition(uri, s.pos(new, "sex x older", 7))
                 assert loc is None or loc.range.start == s.pos(new, "older = age"), (k, loc)
-                toks = await s.client.text_document_semantic_tokens_full_async(
-                    T.SemanticTokensParams(text_document=_doc(uri)))
-                from fairspec.lsp.analysis import TOKEN_TYPES
-
-                line = col = 0
-                lines = new.split("\n")
-                for i in range(0, len(toks.data), 5):
-                    d = toks.data[i:i + 5]
-                    line += d[0]
-                    col = d[1] if d[0] else col + d[1]
-                    word = lines[line][col:col + d[2]]
-                    if TOKEN_TYPES[d[3]] == "variable":  # a group: only where a group's name is
+                for _, _, word, kind in await _tokens(s, uri, new):
+                    if kind == "variable":  # a group: only where a group's name is
                         assert word in ("older", "younger"), (k, word)
 
     run(scenario)
