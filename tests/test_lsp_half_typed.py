@@ -175,6 +175,23 @@ def test_inside_the_half_typed_declaration_the_last_good_text_answers_where_unch
     run(scenario)
 
 
+def test_a_keyword_being_typed_below_a_declaration_leaves_it_in_the_outline():
+    async def scenario():
+        async with Session() as s:
+            uri, text, _ = await s.opened(ADULT)
+            new = text + "\nprop"
+            n = s.seen(uri)
+            s.change(uri, new)
+            errors = [d for d in await s.diagnostics(uri, n) if d.severity == T.DiagnosticSeverity.Error]
+            assert errors and errors[0].range.start.line == len(new.split("\n")) - 1, errors
+            syms = _flat(await s.symbols(uri))
+            assert syms[-1].name == "lr_close_scores" and _names_where(new, syms[-1])
+            lenses = await s.client.text_document_code_lens_async(T.CodeLensParams(text_document=_doc(uri)))
+            assert "check lr_close_scores" in {lens.command.title for lens in lenses}
+
+    run(scenario)
+
+
 def test_answers_right_after_each_change_point_at_the_text_sent():
     """No wait between a change and the requests: whichever index the server holds then (the last
     good one, the previous text's, the text's own), every position answered is in the text sent."""
@@ -213,3 +230,8 @@ def test_parse_recovering_leaves_out_only_what_does_not_parse(tmp_path):
     assert (g.name.span.line, g.name.span.column) == (4, 7)
     module, broken = parse_recovering(text.replace("property p:\n  x\n", ""), file)
     assert broken == () and len(module.decls) == 2
+    # a keyword being typed at column 0 ends the declaration above it: only its own line is left out
+    module, broken = parse_recovering(text.replace("property p:\n  x\n", "") + "prop\n", file)
+    assert broken == ((3, 3),) and [d.name.id for d in module.decls] == ["m", "g"]
+    module, broken = parse_recovering(text.replace("property p:\n  x\n", 'group h = age\n  >= 3 and\n'), file)
+    assert broken == ((2, 3),) and [d.name.id for d in module.decls] == ["m", "g"]

@@ -162,16 +162,47 @@ def _parse_chunks(text: str, file: str, recover: bool):
             try:
                 got = parse_text("\n" * line + key[1], file).decls
             except DiagnosticError:
-                # its lines: from the one it starts on to its last (the next chunk's first is not)
-                broken.append((line + 1, line + key[1].count("\n") + (not key[1].endswith("\n"))))
                 if not recover:
-                    return None, tuple(broken)
+                    return None, (_lines_of_chunk(line, key[1]),)
+                kept, lost = _salvage(line, key[1], file)
+                decls.extend(kept)
+                broken.extend(lost)
                 continue
         new[key] = got
         decls.extend(got)
     _CHUNKS[file] = new
     lines = split_lines(text)
     return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls)), tuple(broken)
+
+
+def _lines_of_chunk(line: int, chunk: str) -> tuple[int, int]:
+    """The 1-based first and last lines of a chunk after `line` lines (the next chunk's first is not its)."""
+    return line + 1, line + chunk.count("\n") + (not chunk.endswith("\n"))
+
+
+_ANY_START = re.compile(r"^[A-Za-z_]", re.M)
+
+
+def _salvage(line: int, chunk: str, file: str) -> tuple[list, list[tuple[int, int]]]:
+    """The declarations of a chunk that does not parse, cut again before every line that starts with a
+    name at column 0 (a keyword being typed, `prop`, ends the declaration above it), and the lines of
+    the pieces that do not parse either."""
+    from fairspec.diagnostics import DiagnosticError
+    from fairspec.syntax.parser import parse_text
+
+    cuts = [m.start() for m in _ANY_START.finditer(chunk)]
+    if not cuts or cuts[0] != 0:
+        cuts.insert(0, 0)
+    if len(cuts) == 1:  # (it was parsed whole)
+        return [], [_lines_of_chunk(line, chunk)]
+    decls, broken = [], []
+    for a, b in zip(cuts, cuts[1:] + [len(chunk)]):
+        at = line + chunk.count("\n", 0, a)
+        try:
+            decls.extend(parse_text("\n" * at + chunk[a:b], file).decls)
+        except DiagnosticError:
+            broken.append(_lines_of_chunk(at, chunk[a:b]))
+    return decls, broken
 
 
 def _add(idx: Index, sym: Symbol) -> None:
