@@ -149,6 +149,8 @@ class Changed:
         import difflib
         import itertools
 
+        self.old, self.new = old, new
+
         prefix = _common_prefix(old, new)
         suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
         a = old[prefix:len(old) - suffix].splitlines(True)
@@ -165,7 +167,35 @@ class Changed:
         """The offset in the older text of the character at ``offset`` in the newer one."""
         return next((o + offset - n for o, n, k in self.blocks if n <= offset < n + k), None)
 
+    def to_new(self, offset: int) -> int | None:
+        """The offset in the newer text of the character at ``offset`` in the older one."""
+        return next((n + offset - o for o, n, k in self.blocks if o <= offset < o + k), None)
+
     def span_to_new(self, start: int, end: int) -> tuple[int, int] | None:
         """The offsets in the newer text of the older text's [start, end), when it lies in one block."""
         return next(((n + start - o, n + end - o) for o, n, k in self.blocks if o <= start and end <= o + k
                      and start < o + k), None)
+
+    def span_to_newer(self, span):
+        """A fairspec span (1-based lines and columns) of the older text, moved into the newer one
+        when it lies in one block of the same characters; else None."""
+        import dataclasses
+
+        lines, new = lines_of(self.old), lines_of(self.new)
+        moved = self.span_to_new(lines.offset(span.line, span.column), lines.offset(span.end_line, span.end_column))
+        if moved is None:
+            return None
+        (a, b), (c, d) = new.fairspec(moved[0]), new.fairspec(moved[1])
+        return dataclasses.replace(span, line=a, column=b, end_line=c, end_column=d)
+
+    def to_older(self, line: int, column: int) -> tuple[int, int] | None:
+        """fairspec's (line, column) in the newer text as one in the older text, or None (changed)."""
+        old = self.to_old(lines_of(self.new).offset(line, column))
+        return None if old is None else lines_of(self.old).fairspec(old)
+
+
+@lru_cache(maxsize=4)
+def changed(old: str, new: str) -> Changed:
+    """:class:`Changed` of two texts, kept for the last few pairs: one request moves many spans
+    (an outline, semantic tokens) between the same two texts."""
+    return Changed(old, new)

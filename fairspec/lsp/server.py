@@ -4,10 +4,11 @@ Every request is answered from :mod:`fairspec.lsp.analysis`; this module only
 converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.positions`: through an
 offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
-and keeps, per open document, the last index built from text that parsed (hover
-and completion keep working while a line is half typed; hover, definition and references ask it
-at the request's position moved into its text, and move the spans they answer back, where the two
-texts agree: :meth:`FairspecServer.index_at`); an answer that is an edit (rename, a quick
+and keeps, per open document, the last index built from text that parsed and, while the text does
+not, one of it without its declarations that do not parse (every request keeps working outside the
+half-typed one; an older index is asked at the request's position moved into its text, and the spans
+answered are moved back, where the two texts agree, else left out: :meth:`FairspecServer.indexes_at`,
+:meth:`FairspecServer.span_now`); an answer that is an edit (rename, a quick
 fix) is computed only from the index of the text the client has now (:meth:`FairspecServer.current_index`).  Diagnostics are
 published on open, change and save for the document and for the files it
 imports, with the version of the text they were computed from; an open document
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import re
@@ -55,13 +55,13 @@ from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
 from fairspec.lsp import analysis as A
-from fairspec.lsp.positions import Changed, lines_of, lsp_lines
+from fairspec.lsp.disk import MAX_SPEC_BYTES, confined as _confined, disk_text as _disk_text, same as _same
+from fairspec.lsp.positions import changed, lines_of, lsp_lines
 from fairspec.lsp.transport import serve
 
 log = logging.getLogger("fairspec.lsp")
 
 # bytes analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
-MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
 DEBOUNCE = 0.05          # seconds without a change before a burst of changes is linted
 # where a document that is not a file is linted: a folder that does not exist (no project, and
@@ -111,41 +111,6 @@ class _Protocol(LanguageServerProtocol):
         super()._send_response(msg_id, result, error)
 
 
-def _confined(uri_or_path: str, root: str) -> bool:
-    """The file lies in the project of ``root`` (the document) or the shipped policies."""
-    from fairspec.files import Roots
-
-    try:
-        return Roots.for_spec(Path(root)).contains(Path(uri_or_path))
-    except (OSError, ValueError, RuntimeError):
-        return False
-
-
-def _disk_text(file: str) -> str | None:
-    """The text of a file no index and no open document holds, read as the parser reads a spec
-    (fairspec.diagnostics.file_text: no newline translation, no byte-order mark), so its spans
-    convert to the client's units; None when it cannot be read or is over the parser's limit."""
-    try:
-        st = os.stat(file)
-    except (OSError, ValueError):
-        return None
-    return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
-
-
-@functools.lru_cache(maxsize=8)
-def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by the file's state)
-    from fairspec.diagnostics import file_text
-
-    try:
-        return file_text(file)
-    except (OSError, ValueError):
-        return None
-
-
-def _same(a: str, b: str) -> bool:
-    return a == b or Path(a).resolve() == Path(b).resolve()
-
-
 class FairspecServer(LanguageServer):
     def __init__(self):
         from fairspec import version
@@ -153,6 +118,7 @@ class FairspecServer(LanguageServer):
         super().__init__("fairspec", version(), protocol_cls=_Protocol)
         self.indexes: dict[str, A.Index] = {}      # uri -> the index of its current text
         self.good: dict[str, A.Index] = {}         # uri -> the last index whose text parsed
+        self.partial: dict[str, A.Index] = {}      # uri -> its text after good's, without what does not parse
         self.published: dict[str, set[str]] = {}   # uri -> the uris it published diagnostics to
         self.imports: dict[str, set[str]] = {}     # uri -> the files its last lint read (imports)
         self.unsaved: dict[str, str] = {}          # the path a document that is not a file is linted as -> uri
@@ -220,14 +186,14 @@ class FairspecServer(LanguageServer):
         doc = self.workspace.text_documents.get(self.uri_of(span.file))
         if old is None or doc is None or doc.source == old:
             return self.location(span, idx)
-        lines, new = lines_of(old), lines_of(doc.source)
-        moved = Changed(old, doc.source).span_to_new(lines.offset(span.line, span.column),
-                                                     lines.offset(span.end_line, span.end_column))
-        if moved is None:
-            return None
-        (a, b), (c, d) = new.fairspec(moved[0]), new.fairspec(moved[1])
-        now = dataclasses.replace(span, line=a, column=b, end_line=c, end_column=d)
-        return T.Location(uri=self.uri_of(span.file), range=self.range(now, text=doc.source))
+        now = self.span_now(span, idx)
+        return None if now is None else T.Location(uri=self.uri_of(span.file), range=self.range(now, text=doc.source))
+
+    def span_now(self, span: Span, idx: A.Index) -> Span | None:
+        """A span of ``idx``'s texts in the text its file has now (see :meth:`location_now`)."""
+        old = self.text_of(span.file, idx)
+        doc = self.workspace.text_documents.get(self.uri_of(span.file))
+        return span if old is None or doc is None or doc.source == old else changed(old, doc.source).span_to_newer(span)
 
     def where(self, params) -> tuple[str, int, int]:
         """(path, line, column) in fairspec's 1-based terms of a request's position in its document;
@@ -275,15 +241,30 @@ class FairspecServer(LanguageServer):
         if not path or self.too_large(uri):
             return None
         with self._lock:
-            idx = A.analyse(path, self.sources())
+            idx = A.analyse(path, sources := self.sources())
+            rec = None if idx.ok else self._recovered(path, sources)
         if path in self.unsaved:
             idx.result.diagnostics[:] = [_unsaved(d) for d in idx.result.diagnostics]
         self.indexes[uri] = idx
         if idx.ok:
             self.good[uri] = idx
-        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules}
+            self.partial.pop(uri, None)
+        elif rec is not None:
+            self.partial[uri] = rec
+        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules + (rec.modules if rec else [])}
                              | {str(Path(d.span.file).resolve()) for d in idx.diagnostics if d.span is not None}) - {path}
         return idx
+
+    @staticmethod
+    def _recovered(path: str, sources: dict[str, str]) -> A.Index | None:
+        """The index of the texts without their declarations that do not parse (navigation while a
+        line is half typed; its diagnostics are never published: the text's parse error is), or None."""
+        try:
+            rec = A.analyse(path, sources, recover=True)
+        except Exception:  # noqa: BLE001 - the text's own diagnostics must still go out
+            log.exception("analysing the parsable part failed")
+            return None
+        return rec if rec.ok else None
 
     def schedule(self, uri: str) -> None:
         """Lint ``uri`` in the background once it has not changed for DEBOUNCE seconds."""
@@ -374,6 +355,7 @@ class FairspecServer(LanguageServer):
                                      f"it into files joined with import")
             self.indexes.pop(uri, None)
             self.good.pop(uri, None)
+            self.partial.pop(uri, None)
             self._on_loop(self._deliver, uri, version, {uri: [d]})
             return
         try:
@@ -421,25 +403,42 @@ class FairspecServer(LanguageServer):
                 return False
         return True
 
-    def index_at(self, uri: str, where: tuple[str, int, int]) -> tuple[A.Index | None, tuple[str, int, int]]:
-        """The index answering a request at ``where`` (in the document's text as it is now) and that
-        position in the index's own text: an index of an older text (the last good one while the
-        text is half typed or waits for its lint) answers only where the texts agree (a position in
-        their common prefix, or in their common suffix, shifted); inside the changed part, None --
-        never an answer about another place. Spans answered go back through :meth:`location_now`."""
-        idx = self.index_for(uri)
+    def indexes_at(self, uri: str, where: tuple[str, int, int]) -> list[tuple[A.Index, tuple[str, int, int]]]:
+        """The indexes that may answer a request at ``where`` (in the document's text as it is now),
+        first the best, each with that position in its own text: :meth:`index_for`'s, then the last
+        good one. An index of an older text (while the text waits for its lint, or the last good one
+        while a line is half typed) answers only where the texts agree (a position in their common
+        prefix or suffix, or in lines difflib matches); inside the changed part, nothing -- never an
+        answer about another place -- and an index without the declarations that do not parse
+        nothing inside those, nor about a name whose declaration changed since (it is not there any more
+        as that index knows it). Spans answered go back through :meth:`location_now`."""
+        first = self.index_for(uri)
         doc = self.workspace.text_documents.get(uri)
-        if idx is None or doc is None or idx.source is None or idx.source == doc.source:
-            return idx, where
-        path, line, col = where
-        old = Changed(idx.source, doc.source).to_old(lines_of(doc.source).offset(line, col))
-        if old is None:
-            return None, where
-        return idx, (path, *lines_of(idx.source).fairspec(old))
+        if first is None or doc is None:
+            return [(first, where)] if first is not None else []
+        out = []
+        for idx in [first] + [g for g in [self.good.get(uri)] if g is not None and g is not first]:
+            at = where
+            if idx.source is not None and idx.source != doc.source:
+                old = changed(idx.source, doc.source).to_older(where[1], where[2])
+                at = None if old is None else (where[0], *old)
+            if at is None or idx.in_broken(at[0], at[1]):
+                continue
+            sym = A.symbol_at(idx, *at)  # its whole declaration unchanged, or the answer is not about the text now
+            if sym is None or self.span_now(getattr(sym.node, "span", None) or sym.span, idx) is not None:
+                out.append((idx, at))
+        return out
+
+    def index_at(self, uri: str, where: tuple[str, int, int]) -> tuple[A.Index | None, tuple[str, int, int]]:
+        """The first of :meth:`indexes_at`, or (None, where)."""
+        return next(iter(self.indexes_at(uri, where)), (None, where))
 
     def index_for(self, uri: str) -> A.Index | None:
-        """The document's index; while a newer text waits to be linted, the last good one (a request
-        never waits for a lint in progress: without an index it gets an empty answer)."""
+        """The document's index; while its text does not parse, the index of that text without the
+        declarations that do not parse (:attr:`partial`), else the last good one; while a newer text
+        waits to be linted, the last of those (a request never waits for a lint in progress: without
+        an index it gets an empty answer). Positions answered from it go through
+        :meth:`location_now` (those in a changed part: no answer)."""
         idx = self.indexes.get(uri)
         if idx is None and uri not in self._pending and self._lock.acquire(blocking=False):
             try:
@@ -448,7 +447,7 @@ class FairspecServer(LanguageServer):
                 self._lock.release()
         if idx is not None and idx.ok:
             return idx
-        return self.good.get(uri, idx)
+        return self.partial.get(uri) or self.good.get(uri, idx)
 
 
 def _unsaved(d: Diagnostic) -> Diagnostic:
@@ -506,6 +505,7 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
             ls._publish(target, [])
     ls.indexes.pop(uri, None)
     ls.good.pop(uri, None)
+    ls.partial.pop(uri, None)
     ls.schedule_importers(uri)  # they read the file on disk now
     ls.imports.pop(uri, None)
 
@@ -518,10 +518,8 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: FairspecServer, params: T.HoverParams):
-    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
-    if idx is None:
-        return None
-    text = A.hover(idx, *where)
+    text = next(filter(None, (A.hover(idx, *at) for idx, at in ls.indexes_at(params.text_document.uri,
+                                                                               ls.where(params)))), None)
     if not text:
         return None
     return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text))
@@ -529,21 +527,22 @@ def hover(ls: FairspecServer, params: T.HoverParams):
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: FairspecServer, params: T.DefinitionParams):
-    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
-    span = A.definition(idx, *where) if idx else None
-    if span is None or not _confined(span.file, idx.path):  # never a file outside the project
-        return None
-    return ls.location_now(span, idx)
+    for idx, where in ls.indexes_at(params.text_document.uri, ls.where(params)):
+        span = A.definition(idx, *where)
+        if span is not None:
+            # never a file outside the project
+            return ls.location_now(span, idx) if _confined(span.file, idx.path) else None
+    return None
 
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def references(ls: FairspecServer, params: T.ReferenceParams):
-    idx, where = ls.index_at(params.text_document.uri, ls.where(params))
-    if idx is None:
-        return []
-    spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
-    found = [ls.location_now(s, idx) for s in spans if _confined(s.file, idx.path)]
-    return [loc for loc in found if loc is not None]
+    for idx, where in ls.indexes_at(params.text_document.uri, ls.where(params)):
+        spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
+        if spans:
+            found = [ls.location_now(s, idx) for s in spans if _confined(s.file, idx.path)]
+            return [loc for loc in found if loc is not None]
+    return []
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[" ", ":", "(", "{", ","]))
@@ -553,8 +552,10 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
         return T.CompletionList(is_incomplete=False, items=[])
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
+    old = idx.source if idx is not None and idx.source not in (None, doc.source) else None  # an older text's index
+    at = (line, col) if old is None else changed(old, doc.source).to_older(line, col)
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
-             for lbl, kind, detail in A.completions(idx, doc.source, line, col)]
+             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0])]
     return T.CompletionList(is_incomplete=False, items=items)
 
 
@@ -564,13 +565,16 @@ def document_symbols(ls: FairspecServer, params: T.DocumentSymbolParams):
     if idx is None:
         return []
 
-    def conv(item):
+    def conv(item):  # an index of an older text: a declaration moved into the text now, or left out
         name, kind, span, name_span, kids = item
-        return T.DocumentSymbol(name=name, kind=_SYMBOL.get(kind, T.SymbolKind.Variable), range=ls.range(span, idx),
-                                selection_range=ls.range(name_span, idx), detail=kind,
-                                children=[conv(k) for k in kids] or None)
+        whole, name_at = ls.location_now(span, idx), ls.location_now(name_span, idx)
+        if whole is None or name_at is None:
+            return None
+        return T.DocumentSymbol(name=name, kind=_SYMBOL.get(kind, T.SymbolKind.Variable), range=whole.range,
+                                selection_range=name_at.range, detail=kind,
+                                children=[c for c in map(conv, kids) if c is not None] or None)
 
-    return [conv(x) for x in A.outline(idx)]
+    return [c for c in map(conv, A.outline(idx)) if c is not None]
 
 
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
@@ -647,10 +651,12 @@ def folding_range(ls: FairspecServer, params: T.FoldingRangeParams):
     if idx is None or not path:
         return []
     kinds = {"comment": T.FoldingRangeKind.Comment, "region": T.FoldingRangeKind.Region}
-    text = ls.text_of(path, idx)
     out = []
     for a, b, k in A.folding_ranges(idx, path):
-        first, last = ls.position(text, a, 1).line, ls.position(text, b, 1).line
+        first, last = ls.location_now(Span(path, a, 1, a, 1), idx), ls.location_now(Span(path, b, 1, b, 1), idx)
+        if first is None or last is None:  # a line of an older text changed since
+            continue
+        first, last = first.range.start.line, last.range.start.line
         if last > first:
             out.append(T.FoldingRange(start_line=first, end_line=last, kind=kinds[k]))
     return out
@@ -667,7 +673,8 @@ def semantic_tokens(ls: FairspecServer, params: T.SemanticTokensParams):
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
     data, prev_line, prev_col = [], 0, 0
-    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path):
+    now = None if idx is None or idx.source == doc.source else (lambda sp: ls.span_now(sp, idx))  # an older text's
+    for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path, now):
         start = ls.position(doc.source, line, col)
         end = ls.position(doc.source, line, col + length)
         if end.line != start.line:  # a token across a lone \r (one line for fairspec): its first line's part
@@ -700,9 +707,9 @@ def code_lens(ls: FairspecServer, params: T.CodeLensParams):
     path = ls.path_of(params.text_document.uri)
     if idx is None or not path:
         return []
-    return [T.CodeLens(range=ls.range(span, idx), command=T.Command(
+    return [T.CodeLens(range=at.range, command=T.Command(
         title=f"check {name}", command="fairspec.checkProperty", arguments=[params.text_document.uri, name]))
-        for span, name in A.lenses(idx, path)]
+        for span, name in A.lenses(idx, path) if (at := ls.location_now(span, idx)) is not None]
 
 
 def main() -> int:

@@ -19,9 +19,9 @@ from .completion import (FEATURE_MODIFIERS, FEATURE_TYPES, KEYWORDS_PROPERTY, KE
                          MODEL_FORMATS, MODEL_OUTPUTS, completions, context_at)
 from .edits import RenameError, fixes, rename, rename_target
 from .hover import hover, signature_at
-from .index import (Index, Occurrence, Symbol, analyse, definition, import_at, lookup, parse_incremental, references,
-                    symbol_at)
+from .index import (Index, Occurrence, Symbol, analyse, definition, import_at, lookup, parse_incremental,
+                    parse_recovering, references, symbol_at)
 from .structure import TOKEN_MODIFIERS, TOKEN_TYPES, folding_ranges, lenses, outline, semantic_tokens
 
 
-__all__ = ["FEATURE_MODIFIERS", "FEATURE_TYPES", "Index", "KEYWORDS_PROPERTY", "KEYWORDS_REPAIR", "KEYWORDS_TOP", "MODEL_FORMATS", "MODEL_OUTPUTS", "Occurrence", "RenameError", "Symbol", "TOKEN_MODIFIERS", "TOKEN_TYPES", "analyse", "completions", "context_at", "definition", "fixes", "folding_ranges", "hover", "import_at", "lenses", "lookup", "outline", "parse_incremental", "references", "rename", "rename_target", "semantic_tokens", "signature_at", "symbol_at"]
+__all__ = ["FEATURE_MODIFIERS", "FEATURE_TYPES", "Index", "KEYWORDS_PROPERTY", "KEYWORDS_REPAIR", "KEYWORDS_TOP", "MODEL_FORMATS", "MODEL_OUTPUTS", "Occurrence", "RenameError", "Symbol", "TOKEN_MODIFIERS", "TOKEN_TYPES", "analyse", "completions", "context_at", "definition", "fixes", "folding_ranges", "hover", "import_at", "lenses", "lookup", "outline", "parse_incremental", "parse_recovering", "references", "rename", "rename_target", "semantic_tokens", "signature_at", "symbol_at"]

@@ -52,8 +52,11 @@ def context_at(text: str, line: int, col: int) -> tuple[str, str]:
     return block, current
 
 
-def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple[str, str, str]]:
-    """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings."""
+def completions(idx: Index | None, text: str, line: int, col: int,
+                index_line: int | None = 0) -> list[tuple[str, str, str]]:
+    """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings.
+    ``index_line`` is the cursor's line in the index's text when that is an older text (None: it
+    changed since; 0, the default: the index's text is ``text``)."""
     from fairspec.planning import OPTIONS
     from fairspec.sema.properties import METRICS
 
@@ -97,7 +100,7 @@ def completions(idx: Index | None, text: str, line: int, col: int) -> list[tuple
             return of("enum", OPTIONS["search"].choices, "search strategy")
         if head.strip() == "":
             kw = KEYWORDS_PROPERTY if block != "repair" else KEYWORDS_REPAIR
-            opts = sorted(_option_names(idx, line) or [o.name for o in OPTIONS.values() if o.type != "statement"])
+            opts = sorted(_option_names(idx, line if index_line == 0 else index_line) or [o.name for o in OPTIONS.values() if o.type != "statement"])
             return (of("keyword", kw) + of("property", [f"{o} = " for o in opts], "option")
                     + _expression_items(names, METRICS))
         return _expression_items(names, METRICS)
@@ -130,9 +133,9 @@ def _names_in_scope(idx: Index | None) -> dict[str, list[str]]:
     return out
 
 
-def _option_names(idx: Index | None, line: int) -> list[str]:
+def _option_names(idx: Index | None, line: int | None) -> list[str]:
     """The option names of the backend planned for the property the cursor is in (empty: not known)."""
-    if idx is None:
+    if idx is None or line is None:
         return []
     spec = _spec(idx)
     for p in (spec.properties if spec else ()):

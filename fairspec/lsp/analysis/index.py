@@ -52,6 +52,8 @@ class Index:
     occurrences: list[Occurrence] = field(default_factory=list)
     modules: list = field(default_factory=list)
     source: str | None = None                        # the text analysed, when it was given (an editor's buffer)
+    # file -> (first, last) lines of the declarations left out because they do not parse (analyse(recover=True))
+    broken: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -62,6 +64,10 @@ class Index:
         """The file parsed (hover, completion and the outline have something to say)."""
         return any(_same(m.file, self.path) for m in self.modules)
 
+    def in_broken(self, file: str, line: int) -> bool:
+        """The line lies in a declaration left out because it does not parse (nothing is known there)."""
+        return any(a <= line <= b for f, spans in self.broken.items() if _same(f, file) for a, b in spans)
+
     def root_module(self):
         return next((m for m in self.modules if _same(m.file, self.path)), None)
 
@@ -70,15 +76,28 @@ def _same(a: str, b: str) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def analyse(path, sources: dict | None = None) -> Index:
-    """Lint `path` (reading `sources` instead of files where given) and index its names."""
+def analyse(path, sources: dict | None = None, recover: bool = False) -> Index:
+    """Lint `path` (reading `sources` instead of files where given) and index its names.
+
+    With `recover`, each source is read without its declarations that do not parse
+    (:func:`parse_recovering`): an index for navigating a text that does not parse, whose
+    diagnostics are not the text's (they are never published) and whose `broken` lines answer
+    nothing."""
     from fairspec.pipeline import lint
 
     path = str(Path(path).resolve())
-    parsed = {k: parse_incremental(v, str(Path(k).resolve())) or v for k, v in (sources or {}).items()}
+    broken: dict[str, tuple[tuple[int, int], ...]] = {}
+    parsed = {}
+    for k, v in (sources or {}).items():
+        file = str(Path(k).resolve())
+        if recover and isinstance(v, str):
+            parsed[k], broken[file] = parse_recovering(v, file)
+        else:
+            parsed[k] = parse_incremental(v, file) or v
     res = lint(path, sources=parsed)
     idx = Index(path, res, modules=list(getattr(res, "modules", [])),
-                source=next((v for k, v in (sources or {}).items() if _same(k, path)), None))
+                source=next((v for k, v in (sources or {}).items() if _same(k, path)), None),
+                broken={k: v for k, v in broken.items() if v})
     for m in idx.modules:
         if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
             idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
@@ -109,6 +128,19 @@ def parse_incremental(text: str, file: str):
     `start: decl*`, so when every chunk parses, their declarations are those of the whole text.
     None when a chunk does not parse: the caller parses the whole text, for the right diagnostic.
     """
+    module, broken = _parse_chunks(text, file, recover=False)
+    return None if broken else module
+
+
+def parse_recovering(text: str, file: str) -> tuple[ast.Module, tuple[tuple[int, int], ...]]:
+    """The Module of `text` without the declarations that do not parse, and the (first, last) lines
+    (1-based) of each chunk left out: what the editor navigates while a line is half typed.  Every
+    span kept is a position in `text` (a chunk is parsed at its own lines); never used for the
+    diagnostics, which come from parsing the whole text."""
+    return _parse_chunks(text, file, recover=True)
+
+
+def _parse_chunks(text: str, file: str, recover: bool):
     from fairspec.diagnostics import DiagnosticError
     from fairspec.syntax.parser import parse_text
 
@@ -119,6 +151,7 @@ def parse_incremental(text: str, file: str):
     new: dict[tuple[int, str], tuple] = {}
     decls: list = []
     ignores: list = []  # each chunk's `# fairspec: ignore[...]` comments
+    broken: list[tuple[int, int]] = []
     line = 0
     prev = 0
     for a, b in zip(starts, starts[1:] + [len(text)]):
@@ -130,14 +163,50 @@ def parse_incremental(text: str, file: str):
             try:
                 m = parse_text("\n" * line + key[1], file)
             except DiagnosticError:
-                return None
+                if not recover:
+                    return None, (_lines_of_chunk(line, key[1]),)
+                kept, lost = _salvage(line, key[1], file)
+                decls.extend(kept)
+                broken.extend(lost)
+                continue
             got = (m.decls, m.ignores)
         new[key] = got
         decls.extend(got[0])
         ignores.extend(got[1])
     _CHUNKS[file] = new
     lines = split_lines(text)
-    return ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls), tuple(ignores))
+    module = ast.Module(Span(file, 1, 1, len(lines), len(lines[-1]) + 1), file, tuple(decls), tuple(ignores))
+    return module, tuple(broken)
+
+
+def _lines_of_chunk(line: int, chunk: str) -> tuple[int, int]:
+    """The 1-based first and last lines of a chunk after `line` lines (the next chunk's first is not its)."""
+    return line + 1, line + chunk.count("\n") + (not chunk.endswith("\n"))
+
+
+_ANY_START = re.compile(r"^[A-Za-z_]", re.M)
+
+
+def _salvage(line: int, chunk: str, file: str) -> tuple[list, list[tuple[int, int]]]:
+    """The declarations of a chunk that does not parse, cut again before every line that starts with a
+    name at column 0 (a keyword being typed, `prop`, ends the declaration above it), and the lines of
+    the pieces that do not parse either."""
+    from fairspec.diagnostics import DiagnosticError
+    from fairspec.syntax.parser import parse_text
+
+    cuts = [m.start() for m in _ANY_START.finditer(chunk)]
+    if not cuts or cuts[0] != 0:
+        cuts.insert(0, 0)
+    if len(cuts) == 1:  # (it was parsed whole)
+        return [], [_lines_of_chunk(line, chunk)]
+    decls, broken = [], []
+    for a, b in zip(cuts, cuts[1:] + [len(chunk)]):
+        at = line + chunk.count("\n", 0, a)
+        try:
+            decls.extend(parse_text("\n" * at + chunk[a:b], file).decls)
+        except DiagnosticError:
+            broken.append(_lines_of_chunk(at, chunk[a:b]))
+    return decls, broken
 
 
 def _add(idx: Index, sym: Symbol) -> None:

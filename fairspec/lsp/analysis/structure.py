@@ -71,18 +71,22 @@ _KIND_TOKEN = {"model": "class", "data": "namespace", "features": "type", "featu
                "param": "parameter", "apply": "function", "repair": "function"}
 
 
-def semantic_tokens(idx: Index | None, text: str, file: str) -> list[tuple[int, int, int, str, tuple[str, ...]]]:
+def semantic_tokens(idx: Index | None, text: str, file: str,
+                    now=None) -> list[tuple[int, int, int, str, tuple[str, ...]]]:
     """(line, column, length, type, modifiers) of every token, 1-based, in order: the lexer's
     keywords, strings, numbers, comments and operators; names by what they name (the index);
-    metrics as library functions."""
+    metrics as library functions. ``now`` moves a span of the index's text into ``text`` (None: not
+    there any more), for an index of an older text; a name is classified only where its whole
+    token was moved."""
     from fairspec.sema.properties import PROPERTY_FUNCTIONS
 
     out = []
     by_pos = {}
     if idx is not None:
         for o in idx.occurrences:
-            if _same(o.span.file, file) and o.span.line == o.span.end_line:
-                by_pos[(o.span.line, o.span.column)] = o
+            span = now(o.span) if now is not None and _same(o.span.file, file) else o.span
+            if span is not None and _same(span.file, file) and span.line == span.end_line:
+                by_pos[(span.line, span.column)] = (o, span.end_column - span.column)
     for ln, line in enumerate(split_lines(text), 1):
         for m in _LEX.finditer(line):
             kind, word = m.lastgroup, m.group()
@@ -96,8 +100,8 @@ def semantic_tokens(idx: Index | None, text: str, file: str) -> list[tuple[int, 
             elif kind == "op":
                 out.append((ln, col, len(word), "operator", ()))
             elif kind == "name":
-                occ = by_pos.get((ln, col))
-                if occ is not None:
+                occ, length = by_pos.get((ln, col), (None, 0))
+                if occ is not None and length == len(word):
                     mods = ("declaration",) if occ.is_declaration else ()
                     out.append((ln, col, len(word), _KIND_TOKEN.get(occ.symbol.kind, "variable"), mods))
                 elif word in _KEYWORDS:

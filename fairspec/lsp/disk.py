@@ -1,0 +1,45 @@
+"""The files the language server reads besides the open documents (fairspec.lsp.server): a file's
+text read as the parser reads it, and whether a file lies in the document's project."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
+
+
+def confined(uri_or_path: str, root: str) -> bool:
+    """The file lies in the project of ``root`` (the document) or the shipped policies."""
+    from fairspec.files import Roots
+
+    try:
+        return Roots.for_spec(Path(root)).contains(Path(uri_or_path))
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def disk_text(file: str) -> str | None:
+    """The text of a file no index and no open document holds, read as the parser reads a spec
+    (fairspec.diagnostics.file_text: no newline translation, no byte-order mark), so its spans
+    convert to the client's units; None when it cannot be read or is over the parser's limit."""
+    try:
+        st = os.stat(file)
+    except (OSError, ValueError):
+        return None
+    return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
+
+
+@functools.lru_cache(maxsize=8)
+def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by the file's state)
+    from fairspec.diagnostics import file_text
+
+    try:
+        return file_text(file)
+    except (OSError, ValueError):
+        return None
+
+
+def same(a: str, b: str) -> bool:
+    return a == b or Path(a).resolve() == Path(b).resolve()
