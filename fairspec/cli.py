@@ -154,13 +154,13 @@ def _solver_chatter_to_stderr(on: bool):
     sys.stdout.flush()
     try:
         saved = os.dup(1)
-        os.dup2(2, 1)
     except OSError:  # no real file descriptors (an embedding host): nothing to redirect
         yield
         return
     py_stdout = sys.stdout
-    sys.stdout = sys.stderr
-    try:
+    try:  # redirected inside the try: a Ctrl-C / SIGTERM right after dup2 still restores fd 1
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
         yield
     finally:
         try:
