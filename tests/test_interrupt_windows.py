@@ -88,3 +88,44 @@ def test_an_interrupt_while_fd1_is_pointed_away_gives_it_back(capfd):
 
     _every_moment(lambda: stdio._with_fd1_on_devnull(lambda: None), ("stdio.py",), check)
 
+
+
+_BETWEEN = r"""
+import contextlib, os, signal, sys, time
+import fairspec.pipeline
+from fairspec import cli, interrupt
+from fairspec.pipeline import Report
+
+fairspec.pipeline.check = lambda *a, **k: Report("spec.fair", [])
+real = interrupt.installed
+
+
+@contextlib.contextmanager
+def installed(*, defer=False, fresh=True):
+    with real(defer=defer, fresh=fresh):
+        yield
+    if not defer:  # the check's own handler is gone: the moment between the check and its report
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+
+
+interrupt.installed = installed
+sys.argv = ["fairspec", "check", "spec.fair", "--format", "json"]
+cli.main()
+"""
+
+
+def test_sigterm_between_the_check_and_its_report_is_recorded_not_the_default_action(tmp_path):
+    """SIGTERM between the check's handler and the report's was at its default action: the process
+    ended at once, no report, nothing on stderr. Now the whole check runs inside a recording handler:
+    the report is printed, the signal said, exit 143."""
+    import json
+    import subprocess
+
+    env = dict(os.environ)
+    env.pop("FAIRSPEC_DEBUG", None)
+    p = subprocess.run([sys.executable, "-c", _BETWEEN], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 143, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert json.loads(p.stdout)["properties"] == []
+    assert "interrupted (SIGTERM) after every verdict was decided" in p.stderr, p.stderr
