@@ -160,13 +160,13 @@ def _solver_chatter_to_stderr(on: bool):
     sys.stdout.flush()
     try:
         saved = os.dup(1)
-        os.dup2(2, 1)
     except OSError:  # no real file descriptors (an embedding host): nothing to redirect
         yield
         return
     py_stdout = sys.stdout
-    sys.stdout = sys.stderr
-    try:
+    try:  # redirected inside the try: a Ctrl-C / SIGTERM right after dup2 still restores fd 1
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
         yield
     finally:
         try:
@@ -218,26 +218,29 @@ def _check(args) -> int:
         progress.start()
     from fairspec import interrupt
 
-    try:
-        with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
-            # Ctrl-C / SIGTERM stops the solver; the verdicts decided so far are printed
-            try:
-                result = check(args.spec, only=args.property, progress=None if parallel else progress,
-                               parallel=parallel, allow=args.allow_path, before=_html_guard(args),
-                               ignore=args.ignore)
-            except KeyboardInterrupt:  # before any property ran (lint, loading): a report with no verdicts
-                result = rep_interrupted(args.spec)
-            if result.interrupted:
-                _end_workers()
-    except InputError as e:  # --html FILE is a file the spec reads (known after lint): nothing ran
-        _input_error(args, str(e))
-        return 2
-    finally:
-        if progress:
-            progress.stop()
-    # a signal while the report is printed and written is recorded, not raised: the report is
-    # finished, then the exit code says the run was interrupted (a second signal exits at once)
-    with interrupt.installed(defer=True, fresh=False):
+    # the whole check in a recording handler, the check itself in the raising one: from the check's
+    # start to the report's end SIGTERM is never at its default action (which ended the process
+    # silently when it came between the two)
+    with interrupt.installed(defer=True):
+        try:
+            with interrupt.installed(fresh=False), _solver_chatter_to_stderr(args.format != "text"):
+                # Ctrl-C / SIGTERM stops the solver; the verdicts decided so far are printed
+                try:
+                    result = check(args.spec, only=args.property, progress=None if parallel else progress,
+                                   parallel=parallel, allow=args.allow_path, before=_html_guard(args),
+                                   ignore=args.ignore)
+                except KeyboardInterrupt:  # before any property ran (lint, loading): a report with no verdicts
+                    result = rep_interrupted(args.spec)
+                if result.interrupted:
+                    _end_workers()
+        except InputError as e:  # --html FILE is a file the spec reads (known after lint): nothing ran
+            _input_error(args, str(e))
+            return 2
+        finally:
+            if progress:
+                progress.stop()
+        # a signal while the report is printed and written is recorded, not raised: the report is
+        # finished, then the exit code says the run was interrupted (a second signal exits at once)
         code = _emit_check(args, result)
     if code == result.exit_code and interrupt.requested() and not result.interrupted:
         print(f"fairspec: interrupted ({interrupt.what()}) after every verdict was decided; the report is "
@@ -375,20 +378,20 @@ def _check_models(args, parallel: bool) -> int:
     name, _, folder = args.models.rpartition("=")
     from fairspec import interrupt
 
-    try:
-        with interrupt.installed(), _solver_chatter_to_stderr(args.format != "text"):
-            try:
-                reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
-                                       allow=args.allow_path, before=_html_guard(args), ignore=args.ignore)
-            except KeyboardInterrupt:  # before any job ran: one report with no verdicts
-                reports = [(None, rep_interrupted(args.spec))]
-            if any(r.interrupted for _, r in reports):
-                _end_workers()
-    except InputError as e:
-        _input_error(args, str(e))
-        return 2
-    with interrupt.installed(defer=True, fresh=False):  # as in _check: the reports are finished
-        code = _emit_models(args, reports)
+    with interrupt.installed(defer=True):  # as in _check: no moment at SIGTERM's default action
+        try:
+            with interrupt.installed(fresh=False), _solver_chatter_to_stderr(args.format != "text"):
+                try:
+                    reports = check_models(args.spec, name or None, folder, only=args.property, parallel=parallel,
+                                           allow=args.allow_path, before=_html_guard(args), ignore=args.ignore)
+                except KeyboardInterrupt:  # before any job ran: one report with no verdicts
+                    reports = [(None, rep_interrupted(args.spec))]
+                if any(r.interrupted for _, r in reports):
+                    _end_workers()
+        except InputError as e:
+            _input_error(args, str(e))
+            return 2
+        code = _emit_models(args, reports)  # as in _check: a signal now is recorded, the reports finished
     if code not in (2, 130, 143) and interrupt.requested():
         print(f"fairspec: interrupted ({interrupt.what()}) after every verdict was decided; the report is "
               f"complete", file=sys.stderr)

@@ -181,13 +181,15 @@ def installed(*, defer: bool = False, fresh: bool = True):
 
     ``defer=True`` (while the report is printed and written): a signal is only recorded
     (:func:`requested`, :func:`exit_code`), so the report is finished; a second one still exits
-    at once. ``fresh=False`` keeps a signal recorded before."""
+    at once. ``fresh=False`` keeps a signal recorded before. Nested, the inner one's handlers and
+    ``defer`` last for its block, the outer's come back after it."""
     global _defer, _previous_unraisable
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     if fresh:
         reset()
+    outer_defer = _defer  # nested (the CLI's check inside its recording block): the outer's, restored
     _defer = defer
     r, w = os.pipe()
     os.set_blocking(w, False)
@@ -204,7 +206,7 @@ def installed(*, defer: bool = False, fresh: bool = True):
         signal.set_wakeup_fd(old_fd)
         for sig, old in old_handlers.items():
             signal.signal(sig, old)
-        _defer = False
+        _defer = outer_defer
         os.close(w)
         t.join(timeout=1)
         try:

@@ -603,7 +603,11 @@ def _failed_job(job, reason: str) -> dict:
     if isinstance(reason, Overrun):
         why = (f"no answer from the cluster worker {reason.worker or '?'} within the property's "
                f"{reason.budget:g} s budget (and {reason.grace:g} s of grace): its job was cancelled"
-               + (" and the worker restarted" if reason.restarted else ""))
+               + (" and the worker restarted" if reason.restarted else
+                  " and the worker retired from the cluster (it has no nanny to restart it, and the hung job holds "
+                  "its slot)" if reason.retired else
+                  "; the worker could not be restarted (it has no nanny) nor retired: the hung job holds its slot "
+                  "until the worker is restarted" if reason.held else ""))
     else:
         why = f"the job failed: {reason}"
     return {"verdict": Verdict(job[1], job[2], "unknown", reason=why)}

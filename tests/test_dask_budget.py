@@ -102,32 +102,41 @@ def test_a_job_hanging_on_a_living_worker_is_given_up_at_its_budget(cluster):
     assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(10)))) == [2 * i for i in range(10)]
 
 
-def test_a_worker_without_a_nanny_is_left_running(tmp_path):
-    """Without a nanny the scheduler could only end the worker for good: the hung job is given up all
-    the same, and the worker stays (its slot held by the hung thread until it is restarted by hand)."""
+def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp_path):
+    """Without a nanny the worker cannot be restarted, and left in place its one slot stays held by
+    the hung thread while the scheduler keeps sending it jobs, which then waited for ever (seen: the
+    next map never ended). It is retired from the cluster: the hung job is given up, the reason says
+    what became of the worker, and the next map runs on the other worker."""
     distributed = pytest.importorskip("distributed")
     import cloudpickle
+
+    from fairspec.pipeline import _failed_job
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     # the worker imports this module to run its job (Dask pickles a job's function by reference)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
                                                        os.environ.get("PYTHONPATH", "")]))
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
-        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
-                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                     "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL) for _ in range(2)]
         try:
             ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD)
-            ex.client.wait_for_workers(1, timeout=GUARD)
+            ex.client.wait_for_workers(2, timeout=GUARD)
             ex.grace = 0.0
             (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
                                              budget=lambda item: 1.0, on_error=lambda item, why: why))
-            assert isinstance(got, ex_mod.Overrun) and not got.restarted, got
-            assert len(ex.client.scheduler_info()["workers"]) == 1 and worker.poll() is None
+            assert isinstance(got, ex_mod.Overrun) and got.retired and not got.restarted and not got.held, got
+            assert got.worker not in ex.client.scheduler_info()["workers"]
+            why = _failed_job(("key", "p", "group_metric"), got)["verdict"].reason
+            assert why.endswith("its job was cancelled and the worker retired from the cluster (it has no nanny "
+                                "to restart it, and the hung job holds its slot)"), why
+            assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(6)))) == [2 * i for i in range(6)]
             ex.shutdown()
         finally:
-            worker.kill()
-            worker.wait()
+            for w in workers:
+                w.kill()
+                w.wait()
 
 
 SPEC = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
@@ -215,6 +224,10 @@ def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
     assert v.status == "unknown", v
     assert v.reason == ("no answer from the cluster worker tcp://10.0.0.2:4000 within the property's 30 s budget "
                         "(and 13 s of grace): its job was cancelled and the worker restarted"), v.reason
+    over.restarted, over.held = False, True
+    v = _failed_job(("key", "parity", "group_metric"), over)["verdict"]
+    assert v.reason.endswith("its job was cancelled; the worker could not be restarted (it has no nanny) nor "
+                             "retired: the hung job holds its slot until the worker is restarted"), v.reason
     assert ex_mod.SerialExecutor().map(_answer_unless_hang, [1, 2], budget=lambda item: 0.001) == [2, 4]
 
 

@@ -102,6 +102,9 @@ def _run(cwd: Path, sig: int, *args: str, workers: int = 0):
             assert time.monotonic() - t0 < GUARD, "the workers never started"
             time.sleep(0.05)
         time.sleep(1.0)  # usually into the long proof; any moment must give the same guarantees
+        # still running: a process that ended by itself (a crash, an out-of-memory kill) is not the
+        # signal's doing, and says so here instead of as a missing "interrupted"
+        assert p.poll() is None, ("the process ended before the signal was sent", p.returncode, *p.communicate())
         p.send_signal(sig)
         out, err = p.communicate(timeout=GUARD)
     except BaseException:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
+import sys
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
@@ -128,8 +128,8 @@ class OnnxModel(LoadedModel):
             opts = ort.SessionOptions()
             opts.log_severity_level = 4                # errors become our own sentence, not log lines
             # onnxruntime print()s "EP Error ... Falling back" on failures: keep it off our output.
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+            session = _quietly(lambda: ort.InferenceSession(str(path), sess_options=opts,
+                                                            providers=["CPUExecutionProvider"]))
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             # said as lint says it (peek), not as onnxruntime's C++ does
             missing = missing_external_data(sig, path) or graph_problem(sig, path)
@@ -298,6 +298,19 @@ class OnnxModel(LoadedModel):
     @property
     def signature(self) -> OnnxSignature:
         return self._sig
+
+
+def _quietly(make):
+    """``make()`` with ``sys.stdout`` and ``sys.stderr`` on throw-away buffers. The streams are swapped
+    inside the ``try``: ``contextlib.redirect_stderr`` swaps in its ``__enter__``, and a Ctrl-C or
+    SIGTERM raised there (after the swap, before the ``with`` block) skips ``__exit__`` and leaves
+    ``sys.stderr`` a buffer for the rest of the run -- the "interrupted" sentence then went nowhere."""
+    saved = sys.stdout, sys.stderr
+    try:
+        sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+        return make()
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _require_finite_onnx(path) -> None:

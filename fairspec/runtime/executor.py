@@ -39,7 +39,8 @@ back in item order.
   a local run bounds: from the job's first time limit on, the loads apart, plus what is granted past
   the budget (nothing before its first limit, e.g. a data pre-pass, which a local run waits for);
   past it the job comes back through ``on_error`` with an :class:`Overrun` reason, its future is
-  cancelled and its worker restarted (a hung thread would hold the worker's slot for ever).
+  cancelled and its worker restarted (a hung thread would hold the worker's slot for ever; a worker
+  without a nanny is retired from the cluster instead).
   Budgeted jobs go one item each and carry the shared state themselves (no scattered copy that
   the restart could take with it). The local executors leave the budget to the job itself (its
   solvers' time limits), as before.
@@ -646,34 +647,46 @@ class DaskExecutor:
         for j, (f, clock) in enumerate(zip(futures, clocks), first):
             over = None if j in given_up or f.done() else self._overrun(clock)
             if over is not None:
-                over.restarted = self._abandon(f, clock.worker)
+                fate = self._abandon(f, clock.worker)
+                over.restarted, over.retired, over.held = fate == "restarted", fate == "retired", fate == "held"
                 given_up[j] = _Failed(over)
 
-    def _abandon(self, future, worker: str | None) -> bool:
+    def _abandon(self, future, worker: str | None) -> str:
         """Give up a job past its budget: cancel it, and restart the worker running it (its nanny starts
         a fresh process): a Python thread cannot be stopped, and a hung one holds the worker's slot,
-        so the jobs queued behind it on that worker would never start (the scheduler reruns them)."""
+        so the jobs queued behind it on that worker would never start (the scheduler reruns them).
+        A worker without a nanny cannot be restarted: it is retired from the cluster instead, so the
+        scheduler sends it no more jobs (left in place, the next ones waited behind the hung thread
+        for ever); its process is the cluster owner's to restart. What became of the worker:
+        "restarted", "retired", "held" (no nanny, and the retirement failed: the hung job holds its slot)
+        or "" (gone, or its nanny did not answer)."""
         try:
             self.client.cancel([future])
         except Exception:  # noqa: BLE001 - the scheduler is gone: nothing to cancel
             pass
         if not worker:
-            return False
+            return ""
         import time
 
         try:
-            if not self.client.scheduler_info(n_workers=-1)["workers"][worker].get("nanny"):
-                return False  # the scheduler would end it for good: no process would take its place
+            nanny = self.client.scheduler_info(n_workers=-1)["workers"][worker].get("nanny")
         except Exception:  # noqa: BLE001 - gone already (lost): nothing to restart
-            return False
-        try:  # the scheduler's own call, to not wait for the new process to join (Client.restart_workers
-            # waits until the cluster has as many workers as before, which may never come true)
+            return ""
+        if not nanny:  # the scheduler would end it for good: no process would take its place
+            try:
+                retired = self.client.retire_workers([worker], close_workers=True)
+            except Exception:  # noqa: BLE001 - the scheduler refused or did not answer
+                return "held"
+            return "retired" if worker in (retired or {}) else "held"
+        try:  # the scheduler's own call: Client.restart_workers (distributed 2026.8) has no
+            # wait_for_workers and waits until the cluster has as many workers as before, which may
+            # never come true (another worker lost meanwhile: the whole RESTART timeout)
             done = self.client.sync(self.client.scheduler.restart_workers, workers=[worker], timeout=self.RESTART,
                                     wait_for_workers=False, on_error="return",
                                     stimulus_id=f"fairspec-job-past-its-budget-{time.time()}")
-        except Exception:  # noqa: BLE001 - no nanny, or it did not answer: the job is given up regardless
-            return False
-        return isinstance(done, dict) and done.get(worker) == "OK"
+        except Exception:  # noqa: BLE001 - it did not answer: the job is given up regardless
+            return ""
+        return "restarted" if isinstance(done, dict) and done.get(worker) == "OK" else ""
 
     def _results(self, futures, clocks=None) -> list:
         """Each job's result, in order, or _Failed: a job that raised after its retries, one the

@@ -29,6 +29,8 @@ class Overrun(str):
     grace: float = 0.0
     worker: str = ""
     restarted: bool = False  # the worker was restarted (its nanny started a fresh process)
+    retired: bool = False  # no nanny: the worker was retired from the cluster (no job is sent to it any more)
+    held: bool = False  # no nanny, and it could not be retired: the hung job holds its slot
 
     @classmethod
     def of(cls, budget: float, grace: float, worker: str | None, address: str) -> "Overrun":

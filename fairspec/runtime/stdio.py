@@ -43,12 +43,14 @@ def _with_fd1_on_devnull(make):
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(null, 1)
-            try:
+            try:  # dup2 inside, the flush in its own try: a Ctrl-C / SIGTERM at any call gives fd 1 back
+                os.dup2(null, 1)
                 return make()
             finally:
-                flush_c_stdio()           # the banner leaves libc's buffer while fd 1 is still devnull
-                os.dup2(saved, 1)
+                try:
+                    flush_c_stdio()       # the banner leaves libc's buffer while fd 1 is still devnull
+                finally:
+                    os.dup2(saved, 1)
         finally:
             os.close(null)
     finally:

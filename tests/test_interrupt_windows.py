@@ -1,0 +1,131 @@
+"""A Ctrl-C / SIGTERM at any moment of a stream swap leaves the streams as they were.
+
+The CLI's handler raises KeyboardInterrupt wherever the main thread is. Code that points
+``sys.stdout`` / ``sys.stderr`` or file descriptor 1 elsewhere for a while must give them back
+however it is left: ``contextlib.redirect_stderr`` swaps in its ``__enter__``, and an interrupt
+raised there (after the swap, before the ``with`` block runs) skipped ``__exit__``; ``sys.stderr``
+stayed a buffer for the rest of the run and the "interrupted" sentence vanished (a loaded suite saw
+`--models ... SIGTERM` exit with stderr empty). Deterministic: KeyboardInterrupt is raised at each
+moment of the swap where the interpreter runs a signal's handler (a function entered, a call
+returned), in turn, never timed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from fairspec.runtime import stdio
+
+pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+from test_interrupt import _net  # noqa: E402
+
+
+def _interrupt_at(n: int, call, files: tuple[str, ...]) -> bool:
+    """Run ``call()`` raising KeyboardInterrupt at the ``n``-th moment a signal's handler could run in
+    the code of ``files`` (and contextlib's): as a Python function is entered, and as any call it
+    makes returns (a profile function's exception on 'return' / 'c_return' comes out of the call, as
+    the interpreter's check for a pending signal after a call does). True when the n-th came."""
+    seen = [0]
+    hit = [False]
+    watched = (*files, "contextlib.py")
+
+    def profile(frame, event, arg):
+        if event in ("call", "c_return") and frame.f_code.co_filename.endswith(watched) or \
+                event == "return" and frame.f_back is not None and frame.f_back.f_code.co_filename.endswith(watched):
+            seen[0] += 1
+            if seen[0] == n:
+                hit[0] = True
+                raise KeyboardInterrupt
+
+    sys.setprofile(profile)
+    try:
+        call()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.setprofile(None)
+    return hit[0]
+
+
+def _every_moment(call, files, check) -> int:
+    n = 1
+    while _interrupt_at(n, call, files):
+        check(n)
+        n += 1
+        assert n < 5000, "the traced code never ends"
+    check(n)
+    return n
+
+
+def test_an_interrupt_while_onnxruntime_loads_leaves_sys_stderr(tmp_path):
+    from fairspec.models import onnx_model
+
+    _net(tmp_path / "net.onnx")
+    out, err = sys.stdout, sys.stderr
+
+    def check(n):
+        assert sys.stdout is out and sys.stderr is err, f"a stream was left swapped (interrupt at moment {n})"
+
+    n = _every_moment(lambda: onnx_model.load_onnx(tmp_path / "net.onnx"), ("onnx_model.py",), check)
+    assert n > 3
+
+
+def _fd1() -> tuple[int, int]:
+    st = os.fstat(1)
+    return st.st_dev, st.st_ino
+
+
+def test_an_interrupt_while_fd1_is_pointed_away_gives_it_back(capfd):
+    before = _fd1()
+
+    def check(n):
+        assert _fd1() == before, f"file descriptor 1 was left pointed away (interrupt at moment {n})"
+
+    _every_moment(lambda: stdio._with_fd1_on_devnull(lambda: None), ("stdio.py",), check)
+
+
+
+_BETWEEN = r"""
+import contextlib, os, signal, sys, time
+import fairspec.pipeline
+from fairspec import cli, interrupt
+from fairspec.pipeline import Report
+
+fairspec.pipeline.check = lambda *a, **k: Report("spec.fair", [])
+real = interrupt.installed
+
+
+@contextlib.contextmanager
+def installed(*, defer=False, fresh=True):
+    with real(defer=defer, fresh=fresh):
+        yield
+    if not defer:  # the check's own handler is gone: the moment between the check and its report
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+
+
+interrupt.installed = installed
+sys.argv = ["fairspec", "check", "spec.fair", "--format", "json"]
+cli.main()
+"""
+
+
+def test_sigterm_between_the_check_and_its_report_is_recorded_not_the_default_action(tmp_path):
+    """SIGTERM between the check's handler and the report's was at its default action: the process
+    ended at once, no report, nothing on stderr. Now the whole check runs inside a recording handler:
+    the report is printed, the signal said, exit 143."""
+    import json
+    import subprocess
+
+    env = dict(os.environ)
+    env.pop("FAIRSPEC_DEBUG", None)
+    p = subprocess.run([sys.executable, "-c", _BETWEEN], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 143, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert json.loads(p.stdout)["properties"] == []
+    assert "interrupted (SIGTERM) after every verdict was decided" in p.stderr, p.stderr
