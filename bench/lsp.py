@@ -18,7 +18,16 @@ process with the file cache off (every model header and data sample read
 again, imports warm), and `fairspec lint` as a new process (what an editor
 that shells out to the command line pays per change).
 
+With --half-typed, the cost of a text that does not parse instead: the server
+lints it (the parse error is its diagnostic) and lints it again without the
+declarations that do not parse (the index hover, definitions and completion
+navigate meanwhile).  On the Adult example and the largest shipped spec,
+alternating a clean text with one whose first property has a half-typed line,
+it prints change -> diagnostics in the server for each, and in this process
+the two lints' parts (analyse, analyse(recover=True)) against the clean one.
+
     python bench/lsp.py [--changes 40] [--out bench/results/lsp.json]
+    python bench/lsp.py --half-typed [--changes 40] [--out bench/results/lsp_half_typed.json]
 """
 
 from __future__ import annotations
@@ -149,11 +158,108 @@ def baselines(spec: Path, runs: int) -> dict:
     return {"lint_in_process_uncached_s": cold, "lint_in_process_cached_s": warm, "cli_lint_s": cli}
 
 
+def half_typed_text(text: str) -> str:
+    """`text` with its first property's first body line cut after its first "(" (a call being typed)."""
+    at = text.index("\nproperty ")
+    line = text.index("\n", at + 1) + 1
+    end = text.index("\n", line)
+    paren = text.index("(", line, end)
+    return text[:paren + 1] + text[end:]
+
+
+async def serve_half_typed(specs: list[Path], changes: int) -> dict:
+    """change -> diagnostics in the server, a clean text (a comment changed) against a half-typed one.
+    Each change comes after a pause longer than the server's debounce (as keystrokes a moment apart),
+    so it is linted at once: the latency is the lints' and the messages', not the debounce's wait."""
+    from fairspec.lsp.client import Session
+    from fairspec.lsp.server import DEBOUNCE
+
+    res = {}
+    async with Session(wait=600) as s:
+        for spec in specs:
+            uri, text, _ = await s.opened(spec)
+            broken = half_typed_text(text)
+            lat = {"clean": [], "half_typed": []}
+            for k in range(changes):
+                kind = "half_typed" if k % 2 else "clean"
+                new = (broken if k % 2 else text) + f"# change {k}\n"
+                await asyncio.sleep(2 * DEBOUNCE)
+                n = s.seen(uri)
+                t = time.perf_counter()
+                s.change(uri, new)
+                diags = await s.diagnostics(uri, n)
+                lat[kind].append(time.perf_counter() - t)
+                assert bool(k % 2) == any(d.code == "FS001" or d.severity == 1 for d in diags), diags
+            res[str(spec.relative_to(ROOT))] = lat
+    return res
+
+
+def in_process_half_typed(specs: list[Path], runs: int) -> dict:
+    """The analyses the server runs per change, timed in this process (file cache on, as the server)."""
+    from fairspec import filecache
+    from fairspec.lsp import analysis as A
+
+    filecache.enable()
+    res = {}
+    for spec in specs:
+        path = str(spec.resolve())
+        text = spec.read_text(encoding="utf-8")
+        broken = half_typed_text(text)
+        t_clean, t_first, t_second = [], [], []
+        for k in range(runs):
+            src = {path: text + f"# change {k}\n"}
+            t = time.perf_counter()
+            assert A.analyse(path, src).ok
+            t_clean.append(time.perf_counter() - t)
+            src = {path: broken + f"# change {k}\n"}
+            t = time.perf_counter()
+            assert not A.analyse(path, src).ok
+            t_first.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            assert A.analyse(path, src, recover=True).ok
+            t_second.append(time.perf_counter() - t)
+        res[str(spec.relative_to(ROOT))] = {"clean_s": t_clean, "half_typed_first_s": t_first,
+                                            "half_typed_recovering_s": t_second}
+    return res
+
+
+def main_half_typed(changes: int, out: str) -> None:
+    load = os.getloadavg()
+    big = max(ROOT.glob("examples/**/*.fair"), key=lambda p: p.stat().st_size)
+    specs = [ADULT, big]
+    server = asyncio.run(serve_half_typed(specs, changes))
+    local = in_process_half_typed(specs, changes // 2)
+    print(f"fairspec lsp, a half-typed text against a clean one, {changes} changes per spec; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'':62s} {'ms':>8s} {'x clean':>8s}")
+    med = statistics.median
+    for name in server:
+        sv, lc = server[name], local[name]
+        clean = med(sv["clean"])
+        print(name)
+        print(f"  {'server: change -> diagnostics, clean (median)':60s} {clean * 1000:8.1f} {1:8.2f}")
+        v = med(sv["half_typed"])
+        print(f"  {'server: change -> diagnostics, half-typed (median)':60s} {v * 1000:8.1f} {v / clean:8.2f}")
+        c = med(lc["clean_s"])
+        print(f"  {'in process: analyse, clean (median)':60s} {c * 1000:8.1f} {1:8.2f}")
+        a, b = med(lc["half_typed_first_s"]), med(lc["half_typed_recovering_s"])
+        print(f"  {'in process: analyse, half-typed (median)':60s} {a * 1000:8.1f} {a / c:8.2f}")
+        print(f"  {'in process: analyse(recover=True), half-typed (median)':60s} {b * 1000:8.1f} {b / c:8.2f}")
+        print(f"  {'in process: both, half-typed':60s} {(a + b) * 1000:8.1f} {(a + b) / c:8.2f}")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps({"load_average": load, "changes": changes, "server": server,
+                                     "in_process": local}, indent=2) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--changes", type=int, default=40)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lsp.json"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--half-typed", action="store_true", help="the cost of a text that does not parse")
     args = ap.parse_args()
+    if args.half_typed:
+        return main_half_typed(args.changes, args.out or str(ROOT / "bench" / "results" / "lsp_half_typed.json"))
+    args.out = args.out or str(ROOT / "bench" / "results" / "lsp.json")
     load = os.getloadavg()
     # inside the repository: the spec's project (the folder with .git) holds the Adult files it reads
     with tempfile.TemporaryDirectory(dir=ROOT / "bench", prefix=".lsp-") as tmp:

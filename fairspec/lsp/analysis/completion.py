@@ -32,24 +32,81 @@ def _strip(text: str) -> str:
 def context_at(text: str, line: int, col: int) -> tuple[str, str]:
     """(the block the cursor is in: top features encode property repair distribution policy,
     the text of the current statement before the cursor)."""
+    clean = _before(text, line, col)
+    blocks = [b for b, _ in _open_blocks(clean) if b != "set"]
+    block = blocks[-1] if blocks else "top"
+    current = clean.rsplit("\n", 1)[-1]
+    return block, current
+
+
+def _before(text: str, line: int, col: int) -> str:
+    """The text before the cursor, strings and comments blanked out."""
     lines = split_lines(text)
-    before = "\n".join(lines[:line - 1] + [lines[line - 1][:col - 1] if line - 1 < len(lines) else ""])
-    clean = _strip(before)
-    stack: list[str] = []
+    return _strip("\n".join(lines[:line - 1] + [lines[line - 1][:col - 1] if line - 1 < len(lines) else ""]))
+
+
+def _open_blocks(clean: str) -> list[tuple[str, int]]:
+    """The blocks open at the end of `clean`, outermost first: (kind or "set", offset of the header)."""
+    stack: list[tuple[str, int]] = []
     for m in re.finditer(r"[{}]|\b(features|encode|property|repair|distribution|policy)\b", clean):
         tok = m.group(0)
         if tok == "{":
             # a block opens when the '{' follows its header; other braces are sets
             head = clean[:m.start()].rstrip()
-            last = re.findall(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$", head)
-            stack.append(last[0] if last and not re.search(r"[:,(]\s*$", head) else "set")
+            last = list(re.finditer(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$", head))
+            if last and not re.search(r"[:,(]\s*$", head):
+                stack.append((last[0].group(1), last[0].start()))
+            else:
+                stack.append(("set", m.start()))
         elif tok == "}":
             if stack:
                 stack.pop()
-    blocks = [b for b in stack if b != "set"]
-    block = blocks[-1] if blocks else "top"
-    current = clean.rsplit("\n", 1)[-1]
-    return block, current
+    return stack
+
+
+_STMT_START = re.compile(r"^[ \t]*(?:(?:forall|require|ensure|using|search|explain|report)\b|[A-Za-z_]\w*[ \t]*=(?!=)|})",
+                         re.M)
+
+
+def bound_variables(text: str, line: int, col: int) -> list[tuple[str, str]]:
+    """(name, what binds it) for the variables in scope at the cursor: those of the enclosing
+    property's `forall x, x' : S` (anywhere in it, before or after the cursor), and the class
+    variable of an `ensure forall c :` the cursor is in.  Read from the text (it need not parse);
+    nothing outside a property."""
+    clean = _before(text, line, col)
+    blocks = [(b, at) for b, at in _open_blocks(clean) if b != "set"]
+    if not blocks or blocks[-1][0] != "property":
+        return []
+    start = blocks[-1][1]
+    whole = _strip("\n".join(split_lines(text)))  # (offsets as in `clean`'s)
+    # the property's text: to its closing brace, or (not closed yet) to the next declaration at column 0
+    depth, end = 0, len(whole)
+    for m in re.finditer(r"[{}]|\n(?=[A-Za-z_])", whole[start:]):
+        tok = m.group(0)
+        if tok == "\n":
+            if start + m.start() >= len(clean):
+                end = start + m.start()
+                break
+            continue
+        depth += 1 if tok == "{" else -1
+        if depth == 0:
+            end = start + m.end()
+            break
+    block = whole[start:end]
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r"\bforall\s+([A-Za-z_]\w*)(?:\s*,\s*([A-Za-z_]\w*'))?(?:\s*:\s*([A-Za-z_]\w*))?", block):
+        head = block[:m.start()].rsplit("\n", 1)[-1]
+        if re.search(r"\bensure\s*$", head):  # ensure forall c : ... -- c only in that statement
+            here = len(clean) - start
+            if not (m.end() <= here and not _STMT_START.search(block, m.end(), here)):
+                continue
+            out.append((m.group(1), "class variable: ensure forall " + m.group(1)))
+            continue
+        of = f" : {m.group(3)}" if m.group(3) else ""
+        for v in (m.group(1), m.group(2)):
+            if v and v not in [n for n, _ in out]:
+                out.append((v, f"forall {', '.join(x for x in m.group(1, 2) if x)}{of}"))
+    return out
 
 
 def completions(idx: Index | None, text: str, line: int, col: int,
@@ -89,6 +146,12 @@ def completions(idx: Index | None, text: str, line: int, col: int,
         if ":" in head:
             return of("enum", ENCODING_KINDS, "encoding")
         return of("field", names["feature"], "feature")
+    if block == "property":
+        bound = [(v, "variable", what) for v, what in bound_variables(text, line, col)]
+        if re.fullmatch(r"(?:using|search)\s+", head) or head.strip() == "":
+            bound = []  # (a statement's start: a keyword or an option name)
+        if bound:
+            return bound + _expression_items(names, METRICS)
     if block in ("property", "repair", "policy"):
         if re.fullmatch(r"using\s+", head):
             from fairspec.planning import BACKENDS
