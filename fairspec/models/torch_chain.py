@@ -9,6 +9,8 @@ cannot see a forward() that departs from its children at one point; a proof rest
   calls of children's ``forward`` and the functional relu / sigmoid / softmax, each on the previous
   value; whatever else forward() computes must be free of effects (no other call of a child, no
   in-place op, no branch or loop);
+* the torch the layers run is torch's own: a trusted pickle's code may patch it at load
+  (``torch.nn.Linear.forward`` on the class, ``F.linear`` ...): :mod:`fairspec.models.torch_own`;
 * a TorchScript archive stores the code of every class, torch.nn.Linear's included, and it can be
   edited: each leaf layer's forward (inlined) must be the graph of the same layer scripted afresh by
   the running torch, normalised (value names, name mangling, source comments).
@@ -51,6 +53,12 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
     """The layers the declared output of ``module`` passes through, in order (see the module doc)."""
     import torch
 
+    from fairspec.models.torch_own import changed
+
+    why = changed()          # a trusted pickle's code may have patched torch itself (torch_own)
+    if why:
+        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
+                        f"the layers read would run other code than torch's: {why}")
     if isinstance(module, torch.jit.ScriptModule):
         return _script_chain(module, "", output)
     for m in module.modules():

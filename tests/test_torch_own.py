@@ -1,0 +1,126 @@
+"""A trusted pickle runs code at load, which can patch torch itself so that the layers fairspec reads as
+Linear / ReLU / ... run other code (``models.torch_own``): whatever torch code the eager layers reach --
+their classes, nn.Module's call path, torch.Tensor, the functions their forward names (``F.linear``,
+``torch.relu``, a function's ``__code__``), the dispatcher's kernels, a mode left active -- is compared
+with what it was before the first pickle; a change is refused (``unknown`` naming the file; the brute
+force of a patched pickle is in ``test_torch_chain``). Each patch here is undone after its test."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fairspec.models import torch_own  # noqa: E402
+from fairspec.models.base import UnsupportedModel  # noqa: E402
+from fairspec.models.network_torch import from_torch  # noqa: E402
+
+
+def _moved(*args, **kwargs):
+    raise AssertionError("never run: the patch is refused before the module runs")
+
+
+def _setattr(obj, name, value):
+    had, old = name in vars(obj), vars(obj).get(name)
+    setattr(obj, name, value)
+
+    def undo():
+        if had:
+            setattr(obj, name, old)
+        else:
+            delattr(obj, name)
+    return undo
+
+
+def _library_kernel():
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("linear", lambda x, w, b=None: torch.ones(x.shape[0], w.shape[0]), "CPU")
+    return lib._destroy
+
+
+def _dispatch_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    mode = Mode()
+    mode.__enter__()
+    return lambda: mode.__exit__(None, None, None)
+
+
+def _function_code():
+    f = torch.nn.functional.relu
+    old = f.__code__
+    f.__code__ = (lambda input, inplace=False: input).__code__
+
+    def undo():
+        f.__code__ = old
+    return undo
+
+
+PATCHES = {
+    "Linear.forward": (lambda: _setattr(torch.nn.Linear, "forward", _moved), "torch.nn.Linear.forward"),
+    "ReLU.forward": (lambda: _setattr(torch.nn.ReLU, "forward", _moved), "torch.nn.ReLU.forward"),
+    "Module._call_impl": (lambda: _setattr(torch.nn.Module, "_call_impl", _moved), "torch.nn.Module._call_impl"),
+    "a Linear.__call__": (lambda: _setattr(torch.nn.Linear, "__call__", _moved), "torch.nn.Linear.__call__"),
+    "Sequential.__iter__": (lambda: _setattr(torch.nn.Sequential, "__iter__", _moved), "torch.nn.Sequential.__iter__"),
+    "F.linear": (lambda: _setattr(torch.nn.functional, "linear", _moved), "torch.nn.functional.linear"),
+    "F in linear.py": (lambda: _setattr(torch.nn.modules.linear, "F", torch), "torch.nn.modules.linear.F"),
+    "torch.relu": (lambda: _setattr(torch, "relu", _moved), "torch.relu"),
+    "Tensor.__matmul__": (lambda: _setattr(torch.Tensor, "__matmul__", _moved), "torch.Tensor.__matmul__"),
+    "F.relu.__code__": (_function_code, "torch.nn.functional.relu.__code__"),
+    "_VF.dropout": (lambda: _setattr(torch._VF, "dropout", _moved), "torch._VF.dropout"),
+    "a dispatcher kernel": (_library_kernel, "kernels of aten::linear"),
+    "a dispatch mode": (_dispatch_mode, "a torch dispatch mode is active"),
+}
+
+
+def _net():
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Dropout(), torch.nn.Linear(4, 1)).eval()
+
+
+@pytest.mark.parametrize("patch", list(PATCHES))
+def test_torch_patched_after_the_capture_is_refused(patch):
+    make, named = PATCHES[patch]
+    seq, script = _net(), torch.jit.script(_net())
+    torch_own.capture()
+    assert torch_own.changed() == ""
+    undo = make()
+    try:
+        for module in (seq, script):          # a TorchScript file's layers run through the same torch
+            with pytest.raises(UnsupportedModel, match="other code than torch's") as e:
+                from_torch(module)
+            assert named in str(e.value), str(e.value)
+    finally:
+        undo()
+    assert torch_own.changed() == "", torch_own.changed()
+    assert from_torch(seq).widths == (4, 1)
+
+
+def test_a_patch_before_the_capture_is_seen_by_where_its_code_comes_from(monkeypatch):
+    """torch imported and patched by a pickle fairspec loaded before it imported torch: the capture holds
+    the patch, but the forward's code is not in torch's package."""
+    monkeypatch.setattr(torch_own, "_state", {})
+    undo = _setattr(torch.nn.Linear, "forward", _moved)
+    try:
+        torch_own.capture("first.pkl")
+        assert torch_own.changed() == "torch.nn.Linear.forward is not torch's own after loading first.pkl"
+    finally:
+        undo()
+
+
+def test_torch_imported_after_a_pickle_was_loaded_is_no_reference(monkeypatch):
+    """A trusted pickle loaded while torch was not imported may import and patch it: the record taken
+    later is no reference (unless fairspec imported torch itself after that pickle)."""
+    monkeypatch.setattr(torch_own, "_state", {})
+    monkeypatch.delitem(__import__("sys").modules, "torch")
+    torch_own.capture("model.pkl")                       # torch not imported: nothing recorded
+    monkeypatch.setitem(__import__("sys").modules, "torch", torch)
+    torch_own.capture(imported_here=True)                # fairspec's own import of torch: a reference
+    assert torch_own.changed() == ""
+    monkeypatch.setattr(torch_own, "_state", {"files": ["model.pkl"]})
+    torch_own.capture()                                 # found imported by someone else
+    assert torch_own.changed() == ("torch was imported after model.pkl was loaded, whose code may have "
+                                   "patched it before fairspec recorded torch's own code")
