@@ -44,7 +44,9 @@ OPS = ("linear", "addmm", "mm", "matmul", "t", "transpose", "relu", "clamp_min",
        "mul", "contiguous", "select", "slice", "index_select", "stack", "cat", "unsqueeze", "squeeze")
 LAYERS = ("Linear", "ReLU", "Identity", "Dropout", "AlphaDropout", "Flatten", "Sigmoid", "Softmax")
 _MISSING = object()
-_CACHES = {"__slotnames__"}         # copyreg's cache of a class's slots, set when one is first pickled
+# set by Python when first asked for: copyreg's cache of a class's slots (when one is first pickled), a
+# class's __annotations__ (an empty dict, when torch.jit.script reads them)
+_CACHES = {"__slotnames__", "__annotations__"}
 _state: dict[str, Any] = {}        # "entries": {label: (namespace dict, name, value)}, "files": [...]
 
 
@@ -84,14 +86,14 @@ def changed() -> str:
     files = _state.get("files") or []
     after = f" after loading {_named(files)}" if files else ""
     if what:
-        more = f" (and {len(what) - 1} more)" if len(what) > 1 else ""
+        more = f" (and {len(what) - 1} more changes)" if len(what) > 1 else ""
         return f"{sorted(what, key=_order)[0]} is not torch's own{after}{more}"
     return f"a torch {' and '.join(modes)} mode is active{after}: torch's operators run other code"
 
 
 def _named(files: list[str]) -> str:
     names = list(dict.fromkeys(reversed(files)))      # the latest first
-    return ", ".join(names[:3]) + (f" (and {len(names) - 3} other trusted pickles)" if len(names) > 3 else "")
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} other trusted pickles" if len(names) > 3 else "")
 
 
 def _same(now, then) -> bool:
