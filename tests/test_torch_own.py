@@ -124,3 +124,43 @@ def test_torch_imported_after_a_pickle_was_loaded_is_no_reference(monkeypatch):
     torch_own.capture()                                 # found imported by someone else
     assert torch_own.changed() == ("torch was imported after model.pkl was loaded, whose code may have "
                                    "patched it before fairspec recorded torch's own code")
+
+
+class _MovedTensor(torch.Tensor):
+    """A weight whose ``__torch_function__`` moves F.linear's logit 1 by 2^-7 at one input (a pickle
+    restores a tensor subclass as it is)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs or {})
+        if func is torch.nn.functional.linear:
+            x = args[0]
+            hit = (x[:, 3] > 0.5) & (x[:, 0] == 7) & (x[:, 1] == 3)
+            z = torch.zeros_like(out[:, 0])
+            out = out + torch.stack([z, torch.where(hit, torch.full_like(z, 2.0 ** -7), z), z], dim=1)
+        return out
+
+
+def test_a_pickled_linear_whose_weight_is_a_tensor_subclass_is_unknown_not_proved(tmp_path, monkeypatch):
+    import numpy as np
+    from test_torch_chain import _check, _one_gap_linear
+    from test_torch_multi_output import _grid, _outputs, _pairs
+
+    seq = _one_gap_linear()
+    seq[0]._parameters["weight"] = seq[0].weight.detach().clone().as_subclass(_MovedTensor)
+    v = _check(tmp_path, monkeypatch, lambda p: torch.save(seq, str(p)), 'torch("m.pt", score = logit, trust pickle)')
+    loaded = torch.load(str(tmp_path / "m.pt"), weights_only=False)
+    A, B = _pairs(_outputs(loaded, _grid()))
+    assert np.sum(A.argmax(1) != B.argmax(1)) == 1      # the truth, on the loaded module: violated at one point
+    assert v["status"] == "unknown", v                  # was holds (proved)
+    assert "m.pt" in v["reason"] and "_MovedTensor, not a torch tensor" in v["reason"], v["reason"]
+
+
+@pytest.mark.parametrize("attr", ["forward", "_call_impl", "_compiled_call_impl", "inplace"])
+def test_an_instance_that_carries_its_own_call_path_is_refused(attr):
+    seq = _net()
+    target = seq[1] if attr == "inplace" else seq[0]
+    setattr(target, attr, [False] if attr == "inplace" else _moved)
+    with pytest.raises(UnsupportedModel, match="not a plain chain") as e:
+        from_torch(seq)
+    assert ("compiled" if attr == "_compiled_call_impl" else attr) in str(e.value), str(e.value)
