@@ -60,6 +60,17 @@ def _function_code():
     return undo
 
 
+def _flush_denormal():
+    torch.set_flush_denormal(True)
+    return lambda: torch.set_flush_denormal(False)
+
+
+def _matmul_precision():
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    return lambda: torch.set_float32_matmul_precision(old)
+
+
 PATCHES = {
     "Linear.forward": (lambda: _setattr(torch.nn.Linear, "forward", _moved), "torch.nn.Linear.forward"),
     "ReLU.forward": (lambda: _setattr(torch.nn.ReLU, "forward", _moved), "torch.nn.ReLU.forward"),
@@ -74,6 +85,8 @@ PATCHES = {
     "_VF.dropout": (lambda: _setattr(torch._VF, "dropout", _moved), "torch._VF.dropout"),
     "a dispatcher kernel": (_library_kernel, "kernels of aten::linear"),
     "a dispatch mode": (_dispatch_mode, "a torch dispatch mode is active"),
+    "flush to zero": (_flush_denormal, "torch's arithmetic settings"),
+    "matmul precision": (_matmul_precision, "torch's arithmetic settings"),
 }
 
 
@@ -164,3 +177,26 @@ def test_an_instance_that_carries_its_own_call_path_is_refused(attr):
     with pytest.raises(UnsupportedModel, match="not a plain chain") as e:
         from_torch(seq)
     assert ("compiled" if attr == "_compiled_call_impl" else attr) in str(e.value), str(e.value)
+
+
+class _PatchesWhenTraced(torch.nn.Module):
+    """A forward() whose Python patches torch as it runs (torch.fx runs it to trace it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        torch.nn.Linear.forward = _moved
+        return self.a(x)
+
+
+def test_a_forward_that_patches_torch_when_traced_is_refused():
+    m = _PatchesWhenTraced().eval()
+    torch_own.capture()
+    undo = _setattr(torch.nn.Linear, "forward", torch.nn.Linear.forward)
+    try:
+        with pytest.raises(UnsupportedModel, match="torch.nn.Linear.forward is not torch's own"):
+            from_torch(m)
+    finally:
+        undo()

@@ -55,14 +55,24 @@ def _refuse(module, what: str):
 
 def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
     """The layers the declared output of ``module`` passes through, in order (see the module doc)."""
-    import torch
+    _torch_own(module)
+    chain = _chain(module, output)
+    _torch_own(module)          # tracing forward() ran its Python, which may patch torch too
+    return chain
 
+
+def _torch_own(module) -> None:
     from fairspec.models.torch_own import changed
 
     why = changed()          # a trusted pickle's code may have patched torch itself (torch_own)
     if why:
         raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
                         f"the layers read would run other code than torch's: {why}")
+
+
+def _chain(module, output: Any) -> list[tuple[str, Any]]:
+    import torch
+
     if isinstance(module, torch.jit.ScriptModule):
         return _script_chain(module, "", output)
     for m in module.modules():

@@ -18,7 +18,8 @@ and :func:`changed` says so):
 * ``torch.fx.symbolic_trace`` and ``torch.jit.script`` / ``trace`` (which torch_chain reads forward()
   and the fresh leaves of a TorchScript file with), followed the same way;
 * the dispatcher's table of kernels of each aten operator those layers run (a kernel registered from
-  Python, ``torch.library``, or a Python fallback shows there);
+  Python, ``torch.library``, or a Python fallback shows there), and the settings of how torch rounds on
+  the CPU (float32 matmul precision, oneDNN's, flush-to-zero);
 
 and :func:`changed` names what is not the same now (plus a layer's forward / call path whose code does not
 come from torch's package, in case the capture came after the patch: torch imported and patched by a
@@ -128,6 +129,7 @@ def _entries(torch) -> dict[str, tuple[dict, str, Any]]:
         out[f"{label} attributes"] = (_Names(cls), "names", _Names(cls).get("names"))
     for f in (torch.fx.symbolic_trace, torch.jit.script, torch.jit.trace):
         todo.append(f)
+    out["torch's arithmetic settings"] = (_Settings(torch), "settings", _Settings(torch).get("settings"))
     tables = _Tables(torch)
     for op in OPS:
         out[f"the dispatcher's kernels of aten::{op}"] = (tables, op, tables.get(op))
@@ -247,3 +249,26 @@ class _Tables:
             return self.torch._C._dispatch_dump_table(f"aten::{op}")
         except Exception:  # noqa: BLE001 - no such operator in this torch
             return default
+
+
+class _Settings:
+    """``get('settings')``: what decides how torch rounds on the CPU -- float32 matmul precision (reduced
+    ones may compute in bfloat16), the oneDNN switches, float16 reductions, and flush-to-zero of
+    subnormals (no getter: a probe)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def get(self, name, default=None):
+        torch = self.torch
+        values: list = [torch.get_float32_matmul_precision(), torch.backends.mkldnn.enabled]
+        for what in ("_get_cpu_allow_fp16_reduced_precision_reduction",):
+            values.append(getattr(torch._C, what, lambda: None)())
+        effective = "ieee"          # oneDNN's float32 matmul precision: "none" inherits its parent's
+        for obj in (torch.backends, torch.backends.mkldnn, getattr(torch.backends.mkldnn, "matmul", None)):
+            own = str(getattr(obj, "fp32_precision", "none"))
+            effective = effective if own == "none" else own
+        values.append(effective)
+        tiny = torch.tensor([2.0 ** -126], dtype=torch.float32)
+        values.append(float((tiny / 4.0)[0]) != 0.0)
+        return tuple(values)
