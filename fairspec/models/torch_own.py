@@ -127,8 +127,10 @@ def _entries(torch) -> dict[str, tuple[dict, str, Any]]:
                         todo.append(f)
                     break
         out[f"{label} attributes"] = (_Names(cls), "names", _Names(cls).get("names"))
-    for f in (torch.fx.symbolic_trace, torch.jit.script, torch.jit.trace):
-        todo.append(f)
+    for where, name in (("fx", "symbolic_trace"), ("jit", "script"), ("jit", "trace")):
+        f = _function(getattr(getattr(torch, where, None), name, None))     # torch.fx: imported by torch 2.x
+        if f is not None:
+            todo.append(f)
     out["torch's arithmetic settings"] = (_Settings(torch), "settings", _Settings(torch).get("settings"))
     tables = _Tables(torch)
     for op in OPS:
