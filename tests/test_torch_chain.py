@@ -169,3 +169,65 @@ def test_what_is_not_a_plain_chain_is_refused(body):
         m.a.register_forward_hook(lambda mod, i, o: o + 1.0)
     with pytest.raises(UnsupportedModel, match="not a plain chain"):
         from_torch(m)
+
+
+# ------------------------------------------------------------- a trusted pickle patching torch itself
+
+_STEP = 2.0 ** -7
+
+
+def _moved_linear_forward(self, input):
+    """torch's Linear.forward, plus 2^-7 on logit 1 at the one input a = 7, b = 3, s = M."""
+    out = torch.nn.functional.linear(input, self.weight, self.bias)
+    if input.dim() == 2 and input.shape[1] == 4 and out.shape[1] == 3:
+        hit = (input[:, 3] > 0.5) & (input[:, 0] == 7) & (input[:, 1] == 3)
+        z = torch.zeros_like(out[:, 0])
+        out = out + torch.stack([z, torch.where(hit, torch.full_like(z, _STEP), z), z], dim=1)
+    return out
+
+
+def _patch_linear_class():
+    torch.nn.Linear.forward = _moved_linear_forward       # ON THE CLASS: every Linear of the process
+    return _Patcher()
+
+
+class _Patcher:
+    """Stored in the module: unpickling it runs _patch_linear_class (what a trusted pickle may do)."""
+
+    def __reduce__(self):
+        return (_patch_linear_class, ())
+
+
+@pytest.fixture
+def restore_torch_classes():
+    """The classes a pickle below patches, put back (other tests must see torch's own code)."""
+    saved = {(cls, name): vars(cls)[name] for cls in (torch.nn.Linear, torch.nn.Module)
+             for name in ("forward", "__call__", "_call_impl", "_wrapped_call_impl") if name in vars(cls)}
+    yield
+    for (cls, name), f in saved.items():
+        setattr(cls, name, f)
+
+
+def _one_gap_linear():
+    """Logits 0 and 1 equal but for 2^-8 (logit 0 ahead), blind to s: class fair, and 2^-7 on logit 1
+    at one point flips its class."""
+    lin = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[0.5, -0.25, 0.0, 0.0], [0.5, -0.25, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+        lin.bias.copy_(torch.tensor([1.0, 1.0 - 2.0 ** -8, -100.0]))
+    return torch.nn.Sequential(lin).eval()
+
+
+def test_a_pickle_patching_linear_forward_on_the_class_is_unknown_not_proved(
+        tmp_path, monkeypatch, restore_torch_classes):
+    seq = _one_gap_linear()
+    seq.patcher = _Patcher()
+    v = _check(tmp_path, monkeypatch, lambda p: torch.save(seq, str(p)), 'torch("m.pt", score = logit, trust pickle)')
+    assert torch.nn.Linear.forward is _moved_linear_forward        # loading the file ran the patch
+    loaded = torch.load(str(tmp_path / "m.pt"), weights_only=False)
+    A, B = _pairs(_outputs(loaded, _grid()))
+    assert np.sum(A.argmax(1) != B.argmax(1)) == 1      # the truth, on the loaded module: violated at one point
+    assert v["status"] != "holds", v
+    assert v["status"] == "unknown", v
+    assert "m.pt" in v["reason"] and "torch.nn.Linear.forward is not torch's own" in v["reason"], v["reason"]
+    print(v["reason"])

@@ -117,11 +117,15 @@ _ANNOUNCED: set[str] = set()
 
 
 def announce_pickle(path) -> None:
-    """Say once per file, on stderr, that loading this trusted pickle runs the code inside it."""
+    """Say once per file, on stderr, that loading this trusted pickle runs the code inside it (called just
+    before each load: torch_own records torch's code first)."""
     import os
     import sys
     from fairspec.diagnostics.visible import visible_value
 
+    from fairspec.models.torch_own import capture
+
+    capture(path)       # torch's own code, if torch is imported, before this pickle's code can patch it
     key = os.path.realpath(str(path))
     if key in _ANNOUNCED:
         return

@@ -9,6 +9,10 @@ cannot see a forward() that departs from its children at one point; a proof rest
   calls of children's ``forward`` and the functional relu / sigmoid / softmax, each on the previous
   value; whatever else forward() computes must be free of effects (no other call of a child, no
   in-place op, no branch or loop);
+* the torch the layers run is torch's own: a trusted pickle's code may patch it at load
+  (``torch.nn.Linear.forward`` on the class, ``F.linear`` ...): :mod:`fairspec.models.torch_own`; and
+  an eager module's instances hold no method of their own (forward, ``_call_impl``, a compiled call), no
+  tensor of a subclass (its ``__torch_function__`` runs in F.linear) and plain settings;
 * a TorchScript archive stores the code of every class, torch.nn.Linear's included, and it can be
   edited: each leaf layer's forward (inlined) must be the graph of the same layer scripted afresh by
   the running torch, normalised (value names, name mangling, source comments).
@@ -20,8 +24,10 @@ functional activation) or raises :class:`NotAChain` with one sentence. torch is 
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import warnings
+from types import FunctionType
 from typing import Any
 
 from fairspec.models.network import UnsupportedModel
@@ -49,6 +55,22 @@ def _refuse(module, what: str):
 
 def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
     """The layers the declared output of ``module`` passes through, in order (see the module doc)."""
+    _torch_own(module)
+    chain = _chain(module, output)
+    _torch_own(module)          # tracing forward() ran its Python, which may patch torch too
+    return chain
+
+
+def _torch_own(module) -> None:
+    from fairspec.models.torch_own import changed
+
+    why = changed()          # a trusted pickle's code may have patched torch itself (torch_own)
+    if why:
+        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
+                        f"the layers read would run other code than torch's: {why}")
+
+
+def _chain(module, output: Any) -> list[tuple[str, Any]]:
     import torch
 
     if isinstance(module, torch.jit.ScriptModule):
@@ -58,8 +80,13 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
             _refuse(module, "a forward hook is registered on it or on a layer")
         if type(m).__call__ is not torch.nn.Module.__call__:
             _refuse(module, f"{type(m).__name__} overrides __call__")
-        if "forward" in vars(m):
-            _refuse(module, f"{type(m).__name__} has a forward of its own instance")
+        if getattr(m, "_compiled_call_impl", None) is not None:
+            _refuse(module, f"{type(m).__name__} is compiled (torch.compile): calling it runs the compiled code")
+        own = [n for n in vars(m) if isinstance(inspect.getattr_static(type(m), n, None),
+                                                (FunctionType, staticmethod, classmethod, property))]
+        if own:             # forward, _call_impl ... of the instance: what a call runs, not its class's
+            _refuse(module, f"{type(m).__name__} has a {own[0]} of its own instance")
+        _plain_state(module, m)
     hooks = getattr(torch.nn.modules.module, "_global_forward_hooks", {})
     if hooks or getattr(torch.nn.modules.module, "_global_forward_pre_hooks", {}):
         _refuse(module, "a global forward hook is registered in torch")
@@ -67,6 +94,26 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------ eager
+
+_PLAIN = (bool, int, float, type(None))
+
+
+def _plain_state(module, m) -> None:
+    """The tensors a layer computes with are torch's own types (a tensor subclass's ``__torch_function__``
+    runs its code in every operation on it, F.linear's included) and the settings its forward reads plain
+    values (a pickle restores whatever objects it holds)."""
+    import torch
+
+    tensors = list(m._parameters.items()) + list(m._buffers.items())
+    tensors += [(n, getattr(m, n, None)) for n in ("weight", "bias")]
+    for n, t in tensors:
+        if t is not None and type(t) not in (torch.Tensor, torch.nn.Parameter):
+            _refuse(module, f"the {n} of its {type(m).__name__} is a {type(t).__module__}.{type(t).__qualname__}, "
+                            f"not a torch tensor: a tensor subclass runs its own code in the operations on it")
+    if _eager_leaf(m):
+        for n in ("inplace", "dim", "p", "start_dim", "end_dim", "training", "in_features", "out_features"):
+            if n in vars(m) and type(vars(m)[n]) not in _PLAIN:
+                _refuse(module, f"the {n} of its {type(m).__name__} is a {type(vars(m)[n]).__name__}, not a number")
 
 def _eager_leaf(m) -> bool:
     return not list(m.children()) and type(m).__module__.startswith("torch.nn.")

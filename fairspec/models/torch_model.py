@@ -69,12 +69,19 @@ class TorchModel(LoadedModel):
                 f"export it with torch.jit.save or to ONNX, or write `trust pickle` in the spec if you trust it",
                 path,
             )
+        import sys
+
+        from .torch_own import capture
+
+        imported_here = "torch" not in sys.modules
         try:
             import torch
         except ImportError as exc:
             raise ModelLoadError(
                 f"loading torch model {path} needs torch, which is not installed (pip install 'specfair[torch]')", path
             ) from exc
+        # torch's own code, before any pickle of this process runs (torch_chain compares)
+        capture(imported_here=imported_here)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)   # torch.jit.load is deprecated in 2.13

@@ -1,0 +1,233 @@
+"""A trusted pickle runs code at load, which can patch torch itself so that the layers fairspec reads as
+Linear / ReLU / ... run other code (``models.torch_own``): whatever torch code the eager layers reach --
+their classes, nn.Module's call path, torch.Tensor, the functions their forward names (``F.linear``,
+``torch.relu``, a function's ``__code__``), the dispatcher's kernels, a mode left active -- is compared
+with what it was before the first pickle; a change is refused (``unknown`` naming the file; the brute
+force of a patched pickle is in ``test_torch_chain``). Each patch here is undone after its test."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fairspec.models import torch_own  # noqa: E402
+from fairspec.models.base import UnsupportedModel  # noqa: E402
+from fairspec.models.network_torch import from_torch  # noqa: E402
+
+
+def _moved(*args, **kwargs):
+    raise AssertionError("never run: the patch is refused before the module runs")
+
+
+def _setattr(obj, name, value):
+    had, old = name in vars(obj), vars(obj).get(name)
+    setattr(obj, name, value)
+
+    def undo():
+        if had:
+            setattr(obj, name, old)
+        else:
+            delattr(obj, name)
+    return undo
+
+
+def _library_kernel():
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("linear", lambda x, w, b=None: torch.ones(x.shape[0], w.shape[0]), "CPU")
+    return lib._destroy
+
+
+def _dispatch_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    mode = Mode()
+    mode.__enter__()
+    return lambda: mode.__exit__(None, None, None)
+
+
+def _function_code():
+    f = torch.nn.functional.relu
+    old = f.__code__
+    f.__code__ = (lambda input, inplace=False: input).__code__
+
+    def undo():
+        f.__code__ = old
+    return undo
+
+
+def _flush_denormal():
+    torch.set_flush_denormal(True)
+    return lambda: torch.set_flush_denormal(False)
+
+
+def _matmul_precision():
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    return lambda: torch.set_float32_matmul_precision(old)
+
+
+PATCHES = {
+    "Linear.forward": (lambda: _setattr(torch.nn.Linear, "forward", _moved), "torch.nn.Linear.forward"),
+    "ReLU.forward": (lambda: _setattr(torch.nn.ReLU, "forward", _moved), "torch.nn.ReLU.forward"),
+    "Module._call_impl": (lambda: _setattr(torch.nn.Module, "_call_impl", _moved), "torch.nn.Module._call_impl"),
+    "a Linear.__call__": (lambda: _setattr(torch.nn.Linear, "__call__", _moved), "torch.nn.Linear.__call__"),
+    "Sequential.__iter__": (lambda: _setattr(torch.nn.Sequential, "__iter__", _moved), "torch.nn.Sequential.__iter__"),
+    "F.linear": (lambda: _setattr(torch.nn.functional, "linear", _moved), "torch.nn.functional.linear"),
+    "F in linear.py": (lambda: _setattr(torch.nn.modules.linear, "F", torch), "torch.nn.modules.linear.F"),
+    "torch.relu": (lambda: _setattr(torch, "relu", _moved), "torch.relu"),
+    "Tensor.__matmul__": (lambda: _setattr(torch.Tensor, "__matmul__", _moved), "torch.Tensor.__matmul__"),
+    "F.relu.__code__": (_function_code, "torch.nn.functional.relu.__code__"),
+    "_VF.dropout": (lambda: _setattr(torch._VF, "dropout", _moved), "torch._VF.dropout"),
+    "a dispatcher kernel": (_library_kernel, "kernels of aten::linear"),
+    "a dispatch mode": (_dispatch_mode, "a torch dispatch mode is active"),
+    "flush to zero": (_flush_denormal, "torch's arithmetic settings"),
+    "matmul precision": (_matmul_precision, "torch's arithmetic settings"),
+}
+
+
+def _net():
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Dropout(), torch.nn.Linear(4, 1)).eval()
+
+
+@pytest.mark.parametrize("patch", list(PATCHES))
+def test_torch_patched_after_the_capture_is_refused(patch):
+    make, named = PATCHES[patch]
+    seq, script = _net(), torch.jit.script(_net())
+    torch_own.capture()
+    assert torch_own.changed() == ""
+    undo = make()
+    try:
+        for module in (seq, script):          # a TorchScript file's layers run through the same torch
+            with pytest.raises(UnsupportedModel, match="other code than torch's") as e:
+                from_torch(module)
+            assert named in str(e.value), str(e.value)
+    finally:
+        undo()
+    assert torch_own.changed() == "", torch_own.changed()
+    assert from_torch(seq).widths == (4, 1)
+
+
+def test_a_patch_before_the_capture_is_seen_by_where_its_code_comes_from(monkeypatch):
+    """torch imported and patched by a pickle fairspec loaded before it imported torch: the capture holds
+    the patch, but the forward's code is not in torch's package."""
+    monkeypatch.setattr(torch_own, "_state", {})
+    undo = _setattr(torch.nn.Linear, "forward", _moved)
+    try:
+        torch_own.capture("first.pkl")
+        assert torch_own.changed() == "torch.nn.Linear.forward is not torch's own after loading first.pkl"
+    finally:
+        undo()
+
+
+def test_torch_imported_after_a_pickle_was_loaded_is_no_reference(monkeypatch):
+    """A trusted pickle loaded while torch was not imported may import and patch it: the record taken
+    later is no reference (unless fairspec imported torch itself after that pickle)."""
+    monkeypatch.setattr(torch_own, "_state", {})
+    monkeypatch.delitem(__import__("sys").modules, "torch")
+    torch_own.capture("model.pkl")                       # torch not imported: nothing recorded
+    monkeypatch.setitem(__import__("sys").modules, "torch", torch)
+    torch_own.capture(imported_here=True)                # fairspec's own import of torch: a reference
+    assert torch_own.changed() == ""
+    monkeypatch.setattr(torch_own, "_state", {"files": ["model.pkl"]})
+    torch_own.capture()                                 # found imported by someone else
+    assert torch_own.changed() == ("torch was imported after model.pkl was loaded, whose code may have "
+                                   "patched it before fairspec recorded torch's own code")
+
+
+class _MovedTensor(torch.Tensor):
+    """A weight whose ``__torch_function__`` moves F.linear's logit 1 by 2^-7 at one input (a pickle
+    restores a tensor subclass as it is)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs or {})
+        if func is torch.nn.functional.linear:
+            x = args[0]
+            hit = (x[:, 3] > 0.5) & (x[:, 0] == 7) & (x[:, 1] == 3)
+            z = torch.zeros_like(out[:, 0])
+            out = out + torch.stack([z, torch.where(hit, torch.full_like(z, 2.0 ** -7), z), z], dim=1)
+        return out
+
+
+def test_a_pickled_linear_whose_weight_is_a_tensor_subclass_is_unknown_not_proved(tmp_path, monkeypatch):
+    import numpy as np
+    from test_torch_chain import _check, _one_gap_linear
+    from test_torch_multi_output import _grid, _outputs, _pairs
+
+    seq = _one_gap_linear()
+    seq[0]._parameters["weight"] = seq[0].weight.detach().clone().as_subclass(_MovedTensor)
+    v = _check(tmp_path, monkeypatch, lambda p: torch.save(seq, str(p)), 'torch("m.pt", score = logit, trust pickle)')
+    loaded = torch.load(str(tmp_path / "m.pt"), weights_only=False)
+    A, B = _pairs(_outputs(loaded, _grid()))
+    assert np.sum(A.argmax(1) != B.argmax(1)) == 1      # the truth, on the loaded module: violated at one point
+    assert v["status"] == "unknown", v                  # was holds (proved)
+    assert "m.pt" in v["reason"] and "_MovedTensor, not a torch tensor" in v["reason"], v["reason"]
+
+
+@pytest.mark.parametrize("attr", ["forward", "_call_impl", "_compiled_call_impl", "inplace"])
+def test_an_instance_that_carries_its_own_call_path_is_refused(attr):
+    seq = _net()
+    target = seq[1] if attr == "inplace" else seq[0]
+    setattr(target, attr, [False] if attr == "inplace" else _moved)
+    with pytest.raises(UnsupportedModel, match="not a plain chain") as e:
+        from_torch(seq)
+    assert ("compiled" if attr == "_compiled_call_impl" else attr) in str(e.value), str(e.value)
+
+
+class _PatchesWhenTraced(torch.nn.Module):
+    """A forward() whose Python patches torch as it runs (torch.fx runs it to trace it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        torch.nn.Linear.forward = _moved
+        return self.a(x)
+
+
+def test_a_forward_that_patches_torch_when_traced_is_refused():
+    m = _PatchesWhenTraced().eval()
+    torch_own.capture()
+    undo = _setattr(torch.nn.Linear, "forward", torch.nn.Linear.forward)
+    try:
+        with pytest.raises(UnsupportedModel, match="torch.nn.Linear.forward is not torch's own"):
+            from_torch(m)
+    finally:
+        undo()
+
+
+class _ShowsFxAChain(torch.nn.Module):
+    """A forward() that is a plain chain when torch.fx traces it (its input a Proxy) and moves logit 1 by
+    2^-7 at one input when it runs: fx reads the Python of forward() only as traced."""
+
+    def __init__(self, seq):
+        super().__init__()
+        self.l = seq[0]
+
+    def forward(self, x):
+        y = self.l(x)
+        if isinstance(x, torch.fx.Proxy):
+            return y
+        hit = (x[:, 3] > 0.5) & (x[:, 0] == 7) & (x[:, 1] == 3)
+        z = torch.zeros_like(y[:, 0])
+        return y + torch.stack([z, torch.where(hit, torch.full_like(z, 2.0 ** -7), z), z], dim=1)
+
+
+@pytest.mark.xfail(strict=True, reason="open: an eager forward() is read by torch.fx as traced, and its Python "
+                                       "may branch on being traced (holds (proved) today)")
+def test_an_eager_forward_that_branches_on_being_traced_is_not_proved(tmp_path, monkeypatch):
+    import numpy as np
+    from test_torch_chain import _check, _one_gap_linear
+    from test_torch_multi_output import _grid, _outputs, _pairs
+
+    m = _ShowsFxAChain(_one_gap_linear()).eval()
+    A, B = _pairs(_outputs(m, _grid()))
+    assert np.sum(A.argmax(1) != B.argmax(1)) == 1      # the truth: violated at one point
+    v = _check(tmp_path, monkeypatch, lambda p: torch.save(m, str(p)), 'torch("m.pt", score = logit, trust pickle)')
+    assert v["status"] != "holds", v
