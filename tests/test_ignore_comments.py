@@ -197,3 +197,25 @@ def test_check_judges_a_comment_at_a_pickles_encode_block(tmp_path):
     assert check(named, ignore=["FS216"]).diagnostics == []
     used = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"))
     assert used.diagnostics == [] and used.to_json()["suppressed"] == 1
+
+
+def test_the_html_report_shows_the_suppressed_warnings(tmp_path):
+    """The text report and JSON count the suppressed warnings; the HTML report did not say them at all."""
+    import re
+
+    from fairspec.pipeline import check
+    from fairspec.report.html import render
+
+    spec = _spec(tmp_path, before="# fairspec: ignore[FS427]")
+    out = tmp_path / "report.html"
+    r = run_cli("check", spec, "--html", out, cwd=tmp_path)
+    assert r.returncode in (0, 1, 3), r.stdout + r.stderr
+    html = out.read_text()
+    (section,) = re.findall(r"<section id=suppressed>.*?</section>", html, re.S)
+    assert "<summary>1 warning suppressed (# fairspec: ignore[...] comments, --ignore)</summary>" in section
+    assert "<li><code>FS427</code> model &#x27;lr&#x27; records no input names" in section  # escaped
+    assert section.endswith(f"({spec}:9): ignore comment</li></ul></details></section>")
+    pickle = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"), ignore=["FS211"])
+    page = render(pickle)
+    assert "<summary>1 warning suppressed" in page and "FS427: model" in page
+    assert "id=suppressed" not in render(check(_spec(tmp_path / "c")))  # nothing suppressed: no section
