@@ -139,7 +139,9 @@ def lint(path, *, sources: dict | None = None, allow=(), substitutes: dict | Non
     if comments or flags:
         from dataclasses import replace
 
-        res.diagnostics, res.suppressed = ignores.apply(res.diagnostics, comments, flags, file=str(path))
+        late = ignores.check_time(res.spec) if res.spec is not None else {}  # check judges those (FS216)
+        res.diagnostics, res.suppressed = ignores.apply(res.diagnostics, comments, flags, file=str(path),
+                                                        defer=late)
         if res.spec is not None:
             res.spec = replace(res.spec, ignored=ignores.ignored_places(comments, flags))
     res.diagnostics.sort(key=sort_key)
@@ -228,8 +230,29 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
                 continue
             if _merge_out(report, prop, _run_property(prop, ctx, progress), spec):
                 break
+    _unused_at_check(report, res, spec)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _unused_at_check(report: Report, res, spec) -> None:
+    """FS216 for an ``ignore[FS427]`` comment at a scikit-learn pickle's encode block when the model,
+    loaded, records its input names (so check said no FS427): lint leaves those comments to check
+    (fairspec.diagnostics.ignores.check_time). A model no property loaded is not judged."""
+    from fairspec.diagnostics import ignores
+
+    late = ignores.check_time(spec)
+    order = {x.get("name"): x.get("input_order") for x in report.loads if x.get("what") == "model"}
+    for m in (res.modules or ()) if late else ():
+        for ig in getattr(m, "ignores", ()):
+            for code, span in ig.codes:
+                if order.get(late.get((ig.file, ig.line, code))) == "names":
+                    d = ignores.unused(ig, code, span)
+                    if spec.ignores("FS216", span):  # acknowledged: ignore[FS216] there, or --ignore FS216
+                        external = (None, None, "FS216") in spec.ignored
+                        report.suppressed.append((d, "external" if external else "inSource"))
+                    else:
+                        report.diagnostics.append(d)
 
 
 

@@ -4,7 +4,8 @@ Inert unless asked: run ``pytest --fairspec`` (or set ``fairspec = true`` in the
 collects the ``.fair`` files it walks past; each property becomes an item named after it
 (``spec.fair::four_fifths.disparate_impact``), selectable with ``-k`` and ``-m fairspec``.
 
-    holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning)
+    holds (proved or estimated)  passes (its notes, if any, as a FairspecNote warning: silence it with
+                                 filterwarnings = ignore::fairspec.pytest_plugin.FairspecNote)
     violated                     fails, with the value, the claim and the replayed witness
     unknown                      fails (``--fairspec-unknown=skip`` or ``xfail`` to relax it)
     a spec with lint errors      one failing item, ``spec.fair::lint``, with the diagnostics
@@ -103,8 +104,12 @@ class FairspecFailure(Exception):
 
 class FairspecNote(UserWarning):
     """A note a backend left on a verdict that holds (``details.notes``: an option with no effect
-    here, a table row the model does not use): a passing test has no message, so it is a warning
-    (filter it with ``ignore::fairspec.pytest_plugin.FairspecNote``)."""
+    here, a table row the model does not use): a passing test has no message, so it is a warning.
+    Under ``-W error`` / ``filterwarnings = error`` it fails the item, as any warning does there; the
+    message says how to silence it: ``filterwarnings = ignore::fairspec.pytest_plugin.FairspecNote``."""
+
+
+SILENCE = "ignore::fairspec.pytest_plugin.FairspecNote"
 
 
 def warn_notes(verdict) -> None:
@@ -112,7 +117,9 @@ def warn_notes(verdict) -> None:
     from fairspec.report import verdict_notes
 
     for n in verdict_notes(verdict):
-        warnings.warn(FairspecNote(f"{verdict.name}: {verdict.status}; note: {visible_value(n)}"), stacklevel=2)
+        warnings.warn(FairspecNote(f"{verdict.name}: {verdict.status}; note: {visible_value(n)} (the test "
+                                   f"passes; change the spec as the note says, or silence these notes with "
+                                   f"filterwarnings = {SILENCE})"), stacklevel=2)
 
 
 class LintItem(pytest.Item):
@@ -164,6 +171,9 @@ class PropertyItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairspecFailure):
             return str(excinfo.value)
+        if isinstance(excinfo.value, FairspecNote):  # warnings are errors here: say so, not a traceback
+            return (f"FairspecNote: {excinfo.value}\n(a warning, which fails the item because warnings are errors "
+                    f"here: -W error or filterwarnings = error)")
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):

@@ -19,7 +19,8 @@ def assert_fair(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[
                 property: str | None = None, allow_unknown: bool = False, allow=()):
     """Check the spec; raise AssertionError naming every property that is violated (with its value,
     witness and notes) or unknown (unless ``allow_unknown``), and every lint error. The notes of a
-    property that passes are warned (``fairspec.pytest_plugin.FairspecNote``). Returns the report."""
+    property that passes are warned (``fairspec.pytest_plugin.FairspecNote``; silenced by the filter
+    ``ignore::fairspec.pytest_plugin.FairspecNote``). Returns the report."""
     __tracebackhide__ = True  # pytest shows the failing test's line and the message, not this frame
     import fairspec
     from fairspec.diagnostics import render_full

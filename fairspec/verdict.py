@@ -106,6 +106,15 @@ def unknown(prop, reason: str, *, backend: str | None = None, seconds: float = 0
 _CLAIM_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
+def with_note(v: Verdict, note: str) -> Verdict:
+    """``v`` with ``note`` added to its ``details.notes`` (an option with no effect here, ...): what the
+    text and HTML reports print under the verdict, and the pytest plugin's messages carry."""
+    from dataclasses import replace
+
+    d = v.details or {}
+    return replace(v, details={**d, "notes": [*d.get("notes", ()), note]})
+
+
 def interval_status(op: str, threshold: float, lo: float, hi: float) -> str:
     """Decide `value op threshold` for an estimate known only to lie in [lo, hi].
 

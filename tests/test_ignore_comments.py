@@ -24,11 +24,12 @@ from test_declared_order import _project  # noqa: E402 - after the skips: it nee
 ENCODE = "encode P for lr"
 
 
-def _spec(tmp_path, before: str = "", after: str = "", suffix: str = ".skops"):
-    """The FS427 project of test_declared_order (a model fitted on an array), with ``before`` written on
-    the line above the encode block and ``after`` at the end of its line."""
+def _spec(tmp_path, before: str = "", after: str = "", suffix: str = ".skops", frame: bool = False):
+    """The FS427 project of test_declared_order (a model fitted on an array; ``frame``: on a data frame,
+    so no FS427), with ``before`` written on the line above the encode block and ``after`` at the end of
+    its line."""
     tmp_path.mkdir(exist_ok=True)
-    spec = _project(tmp_path, frame=False, suffix=suffix)
+    spec = _project(tmp_path, frame=frame, suffix=suffix)
     text = spec.read_text()
     i = text.index(ENCODE)
     j = text.index("\n", i)
@@ -57,9 +58,9 @@ def test_a_comment_suppresses_its_warning_and_counts_it(tmp_path, where):
 
 def test_a_comment_elsewhere_or_for_another_code_suppresses_nothing(tmp_path):
     spec = _spec(tmp_path, before="# fairspec: ignore[FS427]\n# and something else")  # two lines above
-    assert [d.code for d in lint(spec).diagnostics] == ["FS427"]
+    assert [d.code for d in lint(spec).diagnostics] == ["FS216", "FS427"]  # the comment is FS216 (below)
     spec = _spec(tmp_path / "b", after="  # fairspec: ignore[FS421]")
-    assert [d.code for d in lint(spec).diagnostics] == ["FS427"]
+    assert [d.code for d in lint(spec).diagnostics] == ["FS427", "FS216"]
 
 
 def test_errors_are_never_suppressed_and_bad_codes_are_fs215(tmp_path):
@@ -151,3 +152,70 @@ def test_the_python_api_takes_ignore(tmp_path):
     assert rep.diagnostics == [] and rep.to_dict()["suppressed"] == 1
     with pytest.raises(fairspec.FairspecError, match="ignore is a warning code or a list of them"):
         fairspec.lint(spec, ignore=427)
+
+
+def test_a_comment_that_suppresses_nothing_is_fs216(tmp_path):
+    """As ruff's RUF100 / mypy's warn_unused_ignores: an ignore comment left after its warning was fixed
+    (here the model refitted on a data frame: no FS427) or on the wrong line is a warning at its code."""
+    spec = _spec(tmp_path, frame=True, after="  # fairspec: ignore[FS427]")
+    (d,) = lint(spec).diagnostics
+    assert (d.code, d.severity) == ("FS216", "warning")
+    assert d.message == "this ignore comment suppresses nothing: there is no FS427 warning on this line"
+    assert d.hint.startswith("remove it") and (d.span.line, d.span.column) == (8, 76), d.span  # at the code
+    spec = _spec(tmp_path / "b", before="# fairspec: ignore[FS421, FS427]")  # FS427 used, FS421 idle
+    res = lint(spec)
+    assert [(d.code, d.span.line, d.span.column) for d in res.diagnostics] == [("FS216", 8, 20)]
+    assert "no FS421 warning on line 9, the line below it" in res.diagnostics[0].message
+    assert [d.code for d, _ in res.suppressed] == ["FS427"]
+    # acknowledged like any warning: --ignore FS216, or ignore[FS216] acting on the comment's line
+    assert lint(spec, ignore=["FS216"]).diagnostics == []
+    quiet = _spec(tmp_path / "c", frame=True, after="  # fairspec: ignore[FS427, FS216]")
+    assert lint(quiet).diagnostics == [] and [d.code for d, _ in lint(quiet).suppressed] == ["FS216"]
+    r = run_cli("lint", spec, "--format", "json", cwd=spec.parent)
+    assert [d["code"] for d in json.loads(r.stdout)["diagnostics"]] == ["FS216"] and r.returncode == 0
+
+
+def test_an_unused_ignore_flag_and_a_spec_with_errors_say_nothing(tmp_path):
+    spec = _spec(tmp_path, frame=True)
+    assert lint(spec, ignore=["FS427", "FS211"]).diagnostics == []  # --ignore of a code that did not occur
+    # with an error some checks did not run, so a comment may yet have had its warning: no FS216
+    bad = _spec(tmp_path / "b", frame=True, after="  # fairspec: ignore[FS427]")
+    bad.write_text(bad.read_text().replace("sex : code", "sex : code  rase : raw"))
+    assert [d.code for d in lint(bad).diagnostics if d.code.startswith("FS21")] == []
+
+
+def test_check_judges_a_comment_at_a_pickles_encode_block(tmp_path):
+    """Lint reads no pickle's input names, so it cannot know whether check will say FS427: it leaves
+    the comment alone, and check, having loaded the model, says FS216 when the model has its names."""
+    from fairspec.pipeline import check
+
+    named = _spec(tmp_path, suffix=".pkl", frame=True, after="  # fairspec: ignore[FS427]")
+    assert lint(named).diagnostics == []
+    rep = check(named)
+    assert [(d.code, d.span.line) for d in rep.diagnostics] == [("FS216", 8)] and rep.verdicts
+    assert rep.exit_code in (0, 1, 3)
+    assert check(named, ignore=["FS216"]).diagnostics == []
+    used = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"))
+    assert used.diagnostics == [] and used.to_json()["suppressed"] == 1
+
+
+def test_the_html_report_shows_the_suppressed_warnings(tmp_path):
+    """The text report and JSON count the suppressed warnings; the HTML report did not say them at all."""
+    import re
+
+    from fairspec.pipeline import check
+    from fairspec.report.html import render
+
+    spec = _spec(tmp_path, before="# fairspec: ignore[FS427]")
+    out = tmp_path / "report.html"
+    r = run_cli("check", spec, "--html", out, cwd=tmp_path)
+    assert r.returncode in (0, 1, 3), r.stdout + r.stderr
+    html = out.read_text()
+    (section,) = re.findall(r"<section id=suppressed>.*?</section>", html, re.S)
+    assert "<summary>1 warning suppressed (# fairspec: ignore[...] comments, --ignore)</summary>" in section
+    assert "<li><code>FS427</code> model &#x27;lr&#x27; records no input names" in section  # escaped
+    assert section.endswith(f"({spec}:9): ignore comment</li></ul></details></section>")
+    pickle = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"), ignore=["FS211"])
+    page = render(pickle)
+    assert "<summary>1 warning suppressed" in page and "FS427: model" in page
+    assert "id=suppressed" not in render(check(_spec(tmp_path / "c")))  # nothing suppressed: no section

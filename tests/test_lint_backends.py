@@ -242,3 +242,21 @@ def test_max_rows_on_a_network_class_output_is_a_warning(tmp_path):
                  "forall c: |prob(net(x), c) - prob(net(x'), c)| <= 0.1"):
         assert fs213(post) == ["option 'max_rows' has no effect here: a network's prob(m(x), c) and logit(m(x), c) "
                                "are decided without flipping data rows first"], post
+
+
+def test_max_rows_unread_by_a_multiclass_class_post_is_a_verdict_note(tmp_path):
+    """class(m(x)): a binary network's is a label post (its data rows flipped first, max_rows read), a
+    multiclass one's is decided by kinds/multi_pairs, which flips none. Lint cannot know which (it does
+    not count the model's outputs), so check says it: the verdict's note, as other options' notes are."""
+    from fairspec.report import verdict_notes
+
+    head = people_decls() + ('model net = onnx("../models/people6_three.onnx")\n'
+                             "encode People for net { age : standard  sex : onehot  race : code  member, "
+                             "score : raw }\n")
+    p = _spec(tmp_path, head + "property pair {\n  forall x, x' : People\n  require x.* == x'.* except {sex}\n"
+                               "  ensure class(net(x)) == class(net(x'))\n  max_rows = 50\n  timeout = 20\n}\n")
+    (tmp_path / "models" / "people6_three.onnx").write_bytes((FIX / "models" / "people6_three.onnx").read_bytes())
+    assert [d for d in lint(p).diagnostics if d.code == "FS213"] == []
+    (v,) = check(p).verdicts  # whatever the verdict (a time-out included), the option was read by nothing
+    assert "`max_rows` has no effect here: a multiclass network's class(m(x)) is decided by enumeration or the " \
+           "solvers, with no data rows flipped first" in verdict_notes(v), (v.status, v.reason, v.details)

@@ -209,3 +209,31 @@ def test_loose_warns_its_note():
 ''')
     res = pytester.runpytest_inprocess(*_plugin_args())
     res.assert_outcomes(passed=2)
+
+
+def test_a_note_under_warnings_as_errors_and_the_documented_filter(pytester):
+    """Under -W error / filterwarnings = error (common in CI configs) a passing item's FairspecNote fails
+    it, as any warning does there: the failure says so without a traceback, the message says how to
+    silence it, and the README's filter does silence it (the item passes, nothing is warned)."""
+    import re
+
+    from fairspec.pytest_plugin import SILENCE
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (documented,) = [b for b in re.findall(r"```ini\n(.*?)```", readme, re.S) if "FairspecNote" in b]
+    assert SILENCE in documented
+    (Path(pytester.path) / "noted.fair").write_text(NOTED)
+    args = ("--fairspec", "-k", "loose", "-rA", *_plugin_args())
+    # in fresh processes, as CI runs them (in-process runs after others may import a module twice: its
+    # classes then differ, for isinstance and for the filter's class alike)
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    res = pytester.runpytest_subprocess(*args)
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert f"FairspecNote: loose: holds; note: {NOTE} (the test passes; change the spec as the note says, or " \
+           f"silence these notes with filterwarnings = {SILENCE})" in out
+    assert "because warnings are errors here" in out and "Traceback" not in out
+    pytester.makeini(documented)  # the README's block, as written
+    res = pytester.runpytest_subprocess(*args)
+    res.assert_outcomes(passed=1)
+    assert "FairspecNote" not in res.stdout.str()

@@ -266,3 +266,34 @@ def test_the_data_flips_read_max_rows(tmp_path, monkeypatch):
     assert seen and set(seen) == {7}, seen
     if "falsified on data" in (v.backend or ""):
         assert v.details["rows"] == 7
+
+
+def test_max_rows_unread_by_a_tree_output_post_is_a_verdict_note(tmp_path, monkeypatch):
+    """The flips of a tree model's class / prob / value post (the only reader of max_rows there) run on
+    a large domain for a plain "except {protected}" property only: with a relaxed feature, or on a
+    small domain enumerated whole, max_rows is read by nothing. Lint cannot know (it loads no model and
+    does not size the domain), so check says it in the verdict's notes; where it is read, no note."""
+    import skops.io as sio
+
+    from fairspec.pipeline import lint
+    from fairspec.report import verdict_notes
+
+    sio.dump(_classifiers()[0], tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("g,a,b\n" + "\n".join(",".join(str(int(v)) for v in r) for r in _grid()) + "\n")
+    plain = _prop("plain", "class(m(x)) == class(m(x'))").replace("\n}\n", "\n  max_rows = 7\n}\n")
+    near = plain.replace("property plain", "property near").replace(
+        "except {g}\n", "except {g}\n  require |x.a - x'.a| <= 1\n")
+    p = tmp_path / "s.fair"
+    p.write_text('data d = csv("d.csv")\n' + f"features F from d {{\n{FEATS}\n}}\n" + 'model m = sklearn("m.skops")\n'
+                 + f"encode F for m {{\n{ENC}\n}}\n" + plain + near)
+    assert [d for d in lint(p).diagnostics if d.code == "FS213"] == []
+    small = _verdicts(str(p))  # 60 points: enumerated whole
+    for name in ("plain", "near"):
+        assert "`max_rows` has no effect here: the small domain is decided whole (every cell pair on the library's " \
+               "runtime), with no data rows flipped" in verdict_notes(small[name]), name
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")  # as on a domain over the cut
+    large = _verdicts(str(p))
+    assert not [n for n in verdict_notes(large["plain"]) if "max_rows" in n]  # its rows were flipped
+    assert verdict_notes(large["near"]) == ["`max_rows` has no effect here: a tree model's class post with relaxed "
+                                            "features is not falsified on data rows first (a flip sets the "
+                                            "protected features only)"]

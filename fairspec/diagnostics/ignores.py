@@ -4,7 +4,9 @@ A comment ``# fairspec: ignore[CODE, ...]`` at the end of a line acts on that li
 on the next one. It suppresses the warnings of those codes located there (a diagnostic's first line);
 ``--ignore CODE`` (lint, check) suppresses a warning code everywhere. Only warnings: an error is never
 suppressed, and an ignore naming an error code, an unknown code or no code is itself warning FS215 at
-the code (so a CI that treats warnings as errors still stops on it). A suppressed warning is not
+the code (so a CI that treats warnings as errors still stops on it). A comment's code that suppresses
+nothing (the warning was fixed, or the comment is on the wrong line) is warning FS216 at the code, as
+ruff's RUF100: lint's, and check's for FS427 at a pickle's encode block (only check loads the pickle). A suppressed warning is not
 dropped silently: the reports count it (``"suppressed": N`` in JSON) and SARIF keeps it as a result
 with a ``suppressions`` entry (``inSource`` for a comment, ``external`` for the flag).
 
@@ -77,11 +79,14 @@ def _unusable(code: str) -> tuple[str, str] | None:
     return None
 
 
-def apply(diagnostics: list[Diagnostic], ignores, flags=(), file: str | None = None
+def apply(diagnostics: list[Diagnostic], ignores, flags=(), file: str | None = None, defer=()
           ) -> tuple[list[Diagnostic], list[tuple[Diagnostic, str]]]:
-    """(the diagnostics kept, with FS215 for each ignore that cannot act; the suppressed ones, each with
-    ``"inSource"`` (a comment) or ``"external"`` (``flags``: the --ignore codes)). ``file``: where an
-    FS215 about a flag is located (the spec; None: no place)."""
+    """(the diagnostics kept, with FS215 for each ignore that cannot act and FS216 for each comment's
+    code that suppresses nothing; the suppressed ones, each with ``"inSource"`` (a comment) or
+    ``"external"`` (``flags``: the --ignore codes)). ``file``: where an FS215 about a flag is located
+    (the spec; None: no place). ``defer``: (file, line, code) of comments check judges (:func:`check_time`).
+    No FS216 when an error was found (a check that did not run may have had the warning), nor for a
+    flag: ``--ignore`` of a code that did not occur is fine."""
     extra: list[Diagnostic] = []
     at: dict[tuple[str, int], set[str]] = {}
     for ig in ignores:
@@ -103,8 +108,30 @@ def apply(diagnostics: list[Diagnostic], ignores, flags=(), file: str | None = N
                                     "warning", hint=bad[1]))
         else:
             usable.add(code)
+    kept, suppressed = _split([*diagnostics, *extra], at, usable)
+    if not any(d.is_error for d in kept):  # with an error some checks did not run: their warnings may yet come
+        for pass_ in ("others", "FS216"):  # an FS216 is a warning too: ignore[FS216] or --ignore FS216 acts on it
+            used = {(d.span.file, d.span.line, d.code) for d, how in suppressed if how == "inSource"}
+            idle = [unused(ig, code, span) for ig in ignores for code, span in ig.codes
+                    if _unusable(code) is None and (code == "FS216") == (pass_ == "FS216")
+                    and (ig.file, ig.line, code) not in used and (ig.file, ig.line, code) not in defer]
+            k2, s2 = _split(idle, at if pass_ == "others" else {}, usable)
+            kept += k2
+            suppressed += s2
+    return kept, suppressed
+
+
+def unused(ig: Ignore, code: str, span: Span) -> Diagnostic:
+    """FS216 at ``code`` in the comment ``ig``: no ``code`` warning is on the line it acts on."""
+    where = "this line" if ig.line == ig.span.line else f"line {ig.line}, the line below it"
+    return Diagnostic("FS216", f"this ignore comment suppresses nothing: there is no {code} warning on {where}",
+                      span, "warning", hint=f"remove it (or, if the warning is elsewhere, put the comment at "
+                                            f"the end of the warning's line or alone on the line above it)")
+
+
+def _split(diagnostics, at, usable) -> tuple[list[Diagnostic], list[tuple[Diagnostic, str]]]:
     kept, suppressed = [], []
-    for d in [*diagnostics, *extra]:
+    for d in diagnostics:
         if d.severity == "warning" and d.span is not None and d.code in at.get((d.span.file, d.span.line), ()):
             suppressed.append((d, "inSource"))
         elif d.severity == "warning" and d.code in usable:
@@ -112,6 +139,18 @@ def apply(diagnostics: list[Diagnostic], ignores, flags=(), file: str | None = N
         else:
             kept.append(d)
     return kept, suppressed
+
+
+def check_time(spec) -> dict[tuple[str, int, str], str]:
+    """{(file, line, "FS427"): model name} for each comment place lint cannot judge: the encode block of a
+    scikit-learn pickle, whose FS427 check says once it has loaded the model (fairspec.runtime.context)."""
+    out = {}
+    for m in getattr(spec, "models", ()):
+        enc = spec.encoding_for(m.name)
+        if m.format == "sklearn" and not str(m.path).lower().endswith(".skops") and enc is not None \
+                and enc.span is not None:
+            out[(enc.span.file, enc.span.line, "FS427")] = m.name
+    return out
 
 
 def ignored_places(ignores, flags=()) -> tuple[tuple[str | None, int | None, str], ...]:

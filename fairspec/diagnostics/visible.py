@@ -19,10 +19,10 @@ GitHub's runner also reads the legacy form ``##[command]data`` ANYWHERE in a lin
 output (``ActionCommand.TryParse``: ``IndexOf("##[")``), and still acts on it: ``stop-commands``,
 ``add-mask``, ``set-output``, ``save-state``, ``add-matcher``, ``error``/``warning``/``notice``,
 ``group``, ``echo`` (bench/results/audits_s19/github_legacy.md). So :func:`visible` also writes a
-``##[`` in any text as ``##\[``: the bracket escaped as a fairspec string escapes it (``\[`` reads
+``##[`` in any text as ``##\\[``: the bracket escaped as a fairspec string escapes it (``\\[`` reads
 ``[``, fairspec.syntax.lexical), so a value shown inside a string literal of a hint still parses to
 the same string. :func:`joined` keeps that true where pieces escaped one by one are put side by
-side (a snippet's caret split); :func:`json_text` writes it as ``##\u005b`` in a JSON document,
+side (a snippet's caret split); :func:`json_text` writes it as ``##\\u005b`` in a JSON document,
 which every JSON reader reads back as the same ``[``.
 """
 

@@ -48,6 +48,21 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
         return run_pair(replace(prop, post="label"), ctx, progress, backend)
     if prop.post not in ("class", "class_prob", "class_logit"):
         return None
+    v = _decide(prop, ctx, progress, backend, t0, kind)
+    from fairspec.planning import setting
+
+    if prop.post == "class" and prop.options.max_rows is not None and not prop.pre and \
+            ctx.spec.feature_set(prop.features).data is not None and setting(prop, "mode", backend) != "maximize":
+        # lint cannot know the network is multiclass (its FS213 covers prob / logit, no data, maximize, require)
+        from fairspec.verdict import with_note
+
+        v = with_note(v, "`max_rows` has no effect here: a multiclass network's class(m(x)) is decided by "
+                         "enumeration or the solvers, with no data rows flipped first")
+    return v
+
+
+def _decide(prop, ctx, progress, backend: str, t0: float, kind) -> Verdict:
+    _small_domain = kind._small_domain
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return small

@@ -77,7 +77,30 @@ def _post_text(prop) -> str:
 def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):
     """The Verdict of ``prop`` (a post of :data:`fairspec.ir.MULTI_POSTS`) on a tree model, by
     enumeration of cells on the library's runtime; ``unknown`` with the reason when the domain is
-    not small or the library has no such output."""
+    not small or the library has no such output. A ``max_rows`` that only the data rows' flips on a
+    large domain read (:func:`_flip_on_data`) is said to have no effect in the verdict's notes when it
+    is unread for a reason lint cannot know (it loads no model): relaxed features, a small domain."""
+    seen: dict = {}
+    v = _decide_outputs(prop, ctx, mode, backend, t0, seen)
+    fs = ctx.spec.feature_set(prop.features)
+    if prop.options.max_rows is None or "small" not in seen or fs.data is None or prop.pre or mode == "maximize":
+        return v  # not set, the trees unread, or lint's FS213 said it (no data, require, maximize)
+    if seen["small"] == "unread":
+        why = ("the split tests alone prove it (no output column reads the protected or relaxed features), with no "
+               "data rows flipped")
+    elif seen["small"]:
+        why = "the small domain is decided whole (every cell pair on the library's runtime), with no data rows flipped"
+    elif prop.relaxed:
+        why = (f"a tree model's {prop.post} post with relaxed features is not falsified on data rows first (a flip "
+               "sets the protected features only)")
+    else:
+        return v
+    from fairspec.verdict import with_note
+
+    return with_note(v, f"`max_rows` has no effect here: {why}")
+
+
+def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float, seen: dict):
     from fairspec.backends.trees.runtime import cell_ensemble
     from fairspec.certify import Check
     from fairspec.certify.enumerate import compare_exact
@@ -97,6 +120,7 @@ def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
         return gone(f"the trees of model '{prop.model}' could not be read for every output column, so its "
                     f"{prop.post} output is not decided by enumeration of cells")
     dom, why = pair_domain(prop, fs, enc, ens, with_boxes=False)
+    seen["small"] = None if dom is None else "unread" if isinstance(dom, Unread) else "cells"
     if dom is None:
         # a large domain: the data rows' counterfactual flips first (cheap, a real row as witness),
         # then the certified branch and bound over leaf boxes (kinds/tree_boxes)

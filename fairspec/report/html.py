@@ -162,6 +162,8 @@ def _body(report, prefix: str = "") -> list[str]:
     if report.warnings:
         items = "".join(f"<li>{e(w)}</li>" for w in report.warnings)
         parts.append(f"<section id={prefix}warnings><h2>Warnings</h2><ul>{items}</ul></section>")
+    if getattr(report, "n_suppressed", 0):
+        parts.append(_suppressed(report, prefix))
     if report.loads:
         items = "".join(f"<li>{e(x['what'])} {e(x['name'])}: {x['seconds']:.2f} s{e(rounds_note(x))}</li>"
                         for x in report.loads)
@@ -169,6 +171,20 @@ def _body(report, prefix: str = "") -> list[str]:
                      f"not counted in the properties' times:</p><ul>{items}</ul></section>")
     parts.append(_provenance(report, prefix))
     return parts
+
+
+def _suppressed(report, prefix: str = "") -> str:
+    """The warnings an ignore comment or --ignore acknowledged: counted, as the text and JSON reports
+    do, and listed folded (each with what acknowledged it)."""
+    e, n = _e, report.n_suppressed
+    how = {"inSource": "ignore comment", "external": "--ignore"}
+    items = [f"<li><code>{e(d.code)}</code> {e(d.message)}"
+             f"{' (' + e(d.span.file) + ':' + str(d.span.line) + ')' if d.span else ''}: {how.get(kind, kind)}</li>"
+             for d, kind in report.suppressed]
+    items += [f"<li>{e(w)}</li>" for w in report.suppressed_warnings]
+    return (f"<section id={prefix}suppressed><h2>Suppressed</h2><details><summary>{n} warning{'s' * (n != 1)} "
+            f"suppressed (# fairspec: ignore[...] comments, --ignore)</summary><ul>{''.join(items)}</ul>"
+            f"</details></section>")
 
 
 _EXIT = {0: "everything holds", 1: "a property is violated", 2: "bad spec, model, data or usage",
