@@ -427,3 +427,15 @@ def test_an_unexpected_end_of_file_is_at_the_line_the_parser_counts(text, where)
         parse_text(text, "s.fair")
     (d,) = e.value.diagnostics
     assert d.code == "FS103" and (d.span.line, d.span.column) == where
+
+
+@pytest.mark.parametrize("number,read_as", [("0.23105857863000489", "0.2310585786300049"),
+                                            ("0.30000000000000001", "0.3"), ("1.0000000000000001", "1.0")])
+def test_a_16_or_17_digit_literal_that_is_not_its_floats_shortest_form_is_fs307(number, read_as):
+    """A threshold is compared as written, and a parsed float is read back through its shortest repr:
+    0.23105857863000489 would be compared as 0.2310585786300049, so a value between the two (the
+    library's 0.231058578630004896...) was `holds (proved)` against a threshold it exceeds."""
+    d = syntax_error(f"property p {{ x <= {number} }}")
+    assert d.code == "FS307" and "not read exactly" in d.message and (d.span.line, d.span.column) == (1, 19)
+    assert f"write {read_as}" in d.hint
+    assert one(f"property p {{ x <= {read_as} }}") is not None

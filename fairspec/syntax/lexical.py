@@ -2,8 +2,10 @@
 
 - A number keeps at most :data:`MAX_DIGITS` significant digits (17: the most a float needs to be
   written back exactly, so Python's ``repr`` of any float -- a fitted scaler's mean -- is accepted, and
-  a longer literal's extra digits could not tell floats apart) and a nonzero number is not so small that a float
-  reads it as 0 or as a subnormal number (``1e-400``): FS307 at the literal.
+  a longer literal's extra digits could not tell floats apart), a literal of 16 or 17 digits is the shortest
+  form of its float (``0.23105857863000489`` is read as the float whose shortest form is ``0.2310585786300049``,
+  another number: a threshold would be compared with a value the spec does not write), and a nonzero number is
+  not so small that a float reads it as 0 or as a subnormal number (``1e-400``): FS307 at the literal.
 - A number run into a name (``1_0``, ``0x10``, ``1e``, ``60sec``) is not two tokens but a malformed
   literal: FS101 at it (the lexer would read ``1`` and a name ``_0``, and the spec a second claim).
 - A string knows the escapes ``\\"``, ``\\\\``, ``\\n``, ``\\t`` and ``\\[`` (a ``[``: fairspec writes a
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
+from fractions import Fraction
 
 from fairspec.diagnostics import Diagnostic, Span
 
@@ -46,6 +49,12 @@ def number_problem(text: str, value: float) -> tuple[str, str] | None:
         return (f"the number {_shown(text)} has {n} significant digits; a number in a spec has at most "
                 f"{MAX_DIGITS} (the most a float needs; more cannot tell two floats apart)",
                 f"round it to at most {MAX_DIGITS} significant digits")
+    if isinstance(value, float) and n > 15 and Fraction(repr(value)) != Fraction(text):
+        # a threshold is compared as written (certify.exact.threshold_of reads a parsed float through its
+        # shortest repr): a 16-17 digit literal that is not that shortest form would be read as another number
+        return (f"the number {_shown(text)} is not read exactly: the nearest float reads back as {value!r}, "
+                f"a different number, and a threshold is compared as written",
+                f"write {value!r} (the number it would be read as), or round to at most 15 significant digits")
     if n and abs(value) < sys.float_info.min:  # nonzero as written, 0 or subnormal as a float
         return (f"the number {_shown(text)} is too close to 0: a float would read it as "
                 f"{'0' if value == 0 else 'a subnormal number, with fewer digits'} (the smallest is about 2.2e-308)",
