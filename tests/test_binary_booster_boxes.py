@@ -318,6 +318,7 @@ def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, seed, cl
         v = _check(tmp_path, monkeypatch, decl, f"{post} {op} {eps}", mode)
         if (top < Fraction(eps)) if op == "<" else (top <= Fraction(eps)):
             assert v.status == "holds" and v.how == "proved" and v.proof is not None, (op, eps, v.reason)
+            assert v.proof.method == "bab-certificate" and "leaf boxes" in v.reason, v.reason
             if mode == "maximize":       # the value is the float of the exact maximum the proof names
                 assert v.value == float(top) and Fraction(v.proof.detail["maximum"]) == top, (v.value, float(top))
         else:
@@ -339,3 +340,28 @@ def test_sklearn_exponential_loss_is_not_read_as_the_plain_sigmoid(tmp_path, mon
             assert "class probabilities are not read as trees" in v.reason, v.reason
         if v.status == "holds":
             assert v.how == "proved" and "leaf boxes" not in v.details.get("decided_by", ""), v.details
+
+
+@pytest.mark.parametrize("kind, loss", [("hgb", "log_loss"), ("gb", "log_loss"), ("gb", "exponential")])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sklearn_boosters_logit_at_exactly_eps(tmp_path, monkeypatch, kind, loss, seed):
+    # a scikit-learn binary booster's logit is its decision_function, column 1 of the (0, z) scores the
+    # leaf boxes bound (trees-solver seed 44: 3 unknowns, the boxes were not tried on scikit-learn's
+    # logit). Dyadic leaves make every difference exact, so eps at the largest one is a true tie: <=
+    # holds (proved), < is violated (replayed), maximize gives it exactly
+    decl, est = _sk_booster(tmp_path, kind, seed, loss=loss) if kind == "gb" else _sk_booster(tmp_path, kind, seed)
+    z = est.decision_function(GRID)
+    top = _largest(z)
+    assert top > 0 and Fraction(repr(float(top))) == top
+    eps = repr(float(top))
+    for op, mode in (("<=", "prove"), ("<", "prove"), ("<=", "maximize"), ("<", "find")):
+        v = _check(tmp_path, monkeypatch, decl, f"|logit(m(x)) - logit(m(x'))| {op} {eps}", mode)
+        if op == "<=":
+            assert v.status == "holds" and v.how == "proved" and v.proof is not None, (op, mode, v.reason)
+            assert "leaf boxes" in v.details.get("decided_by", ""), v.details
+            if mode == "maximize":
+                assert Fraction(v.value) == top, (v.value, float(top))
+        else:
+            assert v.status == "violated", (op, mode, v.reason)
+            o = est.decision_function(np.array([v.witness.x, v.witness.x_prime]))
+            assert abs(Fraction(float(o[0])) - Fraction(float(o[1]))) == top

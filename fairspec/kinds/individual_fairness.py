@@ -91,9 +91,14 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
         if prop.post == "label":
             as_class = replace(prop, post="class")
         elif prop.post == "logit":
-            # a booster's margin z: column 1 of its (0, z) scores (positive index 0 reads -z: not here)
-            if getattr(model, "format", "") not in ("xgboost", "lightgbm") or getattr(model, "index", None) == 0:
-                return before
+            # a booster's margin z: column 1 of its (0, z) scores (positive index 0 reads -z: not here);
+            # scikit-learn's: decision_function, z for positive index 1 (runtime_outputs' logit)
+            fmt = getattr(model, "format", "")
+            pos = _sk_positive(model)[2] if fmt == "sklearn" else (0 if getattr(model, "index", None) == 0 else 1)
+            if fmt not in ("xgboost", "lightgbm", "sklearn") or pos != 1:
+                return replace(before, reason=f"{before.reason}; the branch and bound over leaf boxes reads a "
+                                              f"binary booster's logit of its class 1 only",
+                               seconds=time.perf_counter() - t0)
             as_class = replace(prop, post="class_logit", cls=1)
         else:
             # runtime_outputs' "prob": predict_proba's positive column (scikit-learn), p or 1 - p (boosters)

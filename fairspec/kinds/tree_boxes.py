@@ -18,8 +18,9 @@ closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the bo
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
 class) of forests, binary ones too (linear in their leaves), of boosted multiclass models
 (softmax of the margins) and of binary boosters whose probability is the plain sigmoid of the
-margin (the softmax of the columns (0, z): XGBoost, LightGBM, scikit-learn's log-loss boosters), ``logit(m(x), c)`` of boosted models with K >= 3 (the
-margin column) and a binary booster's class 1 (z), ``value`` of regressors whose prediction is
+margin (the softmax of the columns (0, z): XGBoost, LightGBM, scikit-learn's log-loss boosters),
+``logit(m(x), c)`` of boosted models with K >= 3 (the margin column) and a binary booster's class 1
+(z: scikit-learn's ``decision_function``), ``value`` of regressors whose prediction is
 their margin (no log link).
 """
 
@@ -142,11 +143,13 @@ def _output_scores(model):
 
 
 def _binary_margin(model, sc, cls) -> bool:
-    """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)?"""
+    """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)? XGBoost's and
+    LightGBM's margin, scikit-learn's binary gradient boosting's ``decision_function`` (its forests'
+    columns are linear, never (0, z))."""
     from fairspec.backends.trees.runtime import library_task
 
-    return (getattr(model, "format", "") in ("xgboost", "lightgbm") and sc.readout == "softmax" and sc.K == 2
-            and library_task(model)[0] == "binary" and cls == 1)
+    return (getattr(model, "format", "") in ("xgboost", "lightgbm", "sklearn") and sc.readout == "softmax"
+            and sc.K == 2 and library_task(model)[0] == "binary" and cls == 1)
 
 
 def _plain_sigmoid(model, fmt: str) -> bool:
