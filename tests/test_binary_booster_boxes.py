@@ -365,3 +365,26 @@ def test_sklearn_boosters_logit_at_exactly_eps(tmp_path, monkeypatch, kind, loss
             assert v.status == "violated", (op, mode, v.reason)
             o = est.decision_function(np.array([v.witness.x, v.witness.x_prime]))
             assert abs(Fraction(float(o[0])) - Fraction(float(o[1]))) == top
+
+
+@pytest.mark.parametrize("using", ["milp", "smt"])
+def test_partition_coverage_counts_only_certified_holds_as_proved(tmp_path, monkeypatch, using):
+    # a tree model's partitions whose holds came from the instant check or a solver's word (no certify
+    # Proof) were counted "proved: 3" beside "certified 0%" of the shares; an auditor reads proved
+    # literally: they are "uncertified" now, and the verdict's proof is the leaf boxes' (the whole domain)
+    decl, est = _sk_booster(tmp_path, "hgb", 0)
+    top = _largest(est.predict_proba(GRID)[:, 1])
+    prop = PROP.format(ensure=f"|prob(m(x)) - prob(m(x'))| <= {float(top) * 1.5!r}", mode="prove")
+    prop = prop.replace("  mode = prove\n", f"  mode = prove\n  using {using}\n  partitions = 3\n")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + prop)
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    v = rep["p"]
+    assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+    cov = v.details["coverage"]
+    assert cov["partitions"] == 3
+    assert cov["proved"] + cov["refuted"] + cov["undecided"] + cov.get("uncertified", 0) == 3, cov
+    certified = int(cov["shares"]["certified_boxes"])
+    assert cov.get("uncertified", 0) > 0, cov     # here: the instant check's or a solver's holds, no Proof
+    assert cov["proved"] == certified, cov        # proved partitions are the ones with a certify Proof
