@@ -506,6 +506,8 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
     if cov is not None:
         row["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
                            "undecided": cov.undecided}
+        if getattr(cov, "uncertified", 0):
+            row["coverage"]["uncertified"] = cov.uncertified     # holds on a solver's word, no Proof
         if getattr(cov, "parts", None):
             # which partitions are left undecided (their indices in Fairify's order), for diagnosis
             row["undecided_parts"] = [k for k, (st, *_) in enumerate(cov.parts) if st == "unknown"]

@@ -248,3 +248,143 @@ def test_logitraw_label_by_its_declared_rule(tmp_path, monkeypatch, base, output
         assert (w[0] > cut) != (w[1] > cut), (w, cut)
     else:
         assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+
+
+def _sk_booster(tmp_path, kind, seed, loss="log_loss"):
+    """A tiny scikit-learn binary booster (HistGradientBoosting or GradientBoosting) whose leaves are
+    reset to dyadic margins from {+-1/2, +-1, +-3/2} (zero baseline): its margins are exact, and many
+    pairs have mathematically equal probability differences (sigmoid(a) - sigmoid(b) = sigmoid(-b) -
+    sigmoid(-a)) that expit's float64 may or may not round alike -- ties for the spec's <= / <."""
+    sio = pytest.importorskip("skops.io")
+    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+
+    X, y = _xy()
+    rng = np.random.default_rng(seed)
+    dyadic = np.array([-1.5, -1.0, -0.5, 0.5, 1.0, 1.5])
+    if kind == "hgb":
+        est = HistGradientBoostingClassifier(max_iter=4, max_leaf_nodes=4, learning_rate=0.5,
+                                             random_state=0).fit(X, y)
+        est._baseline_prediction = np.zeros_like(est._baseline_prediction)
+        for (pred,) in est._predictors:
+            leaf = pred.nodes["is_leaf"].astype(bool)
+            pred.nodes["value"][leaf] = rng.choice(dyadic, int(leaf.sum()))
+    else:
+        est = GradientBoostingClassifier(n_estimators=4, max_depth=2, learning_rate=0.5, init="zero", loss=loss,
+                                         random_state=0).fit(X, y)
+        for (t,) in est.estimators_:
+            v = t.tree_.value
+            leaf = t.tree_.children_left == -1
+            v[leaf, 0, 0] = rng.choice(dyadic, int(leaf.sum()))
+            assert np.array_equal(t.tree_.value[leaf, 0, 0], v[leaf, 0, 0])     # a view, not a copy
+    sio.dump(est, str(tmp_path / "m.skops"))
+    return 'sklearn("m.skops")', est
+
+
+def _decimals_around(top: Fraction) -> tuple[str, str]:
+    """The nearest thresholds a spec reads as written at or below / at or above ``top``: shortest
+    decimals of floats (a spec's number is its float's ``repr``: ``fairspec.certify.exact.threshold_of``)."""
+    f = float(top)
+    near = [Fraction(repr(float(g))) for g in (np.nextafter(np.nextafter(f, -1), -1), np.nextafter(f, -1), f,
+                                        np.nextafter(f, 2), np.nextafter(np.nextafter(f, 2), 2))]
+    lo = max(r for r in near if r <= top)
+    hi = min(r for r in near if r >= top)
+    return repr(float(lo)), repr(float(hi))
+
+
+@pytest.mark.parametrize("kind", ["hgb", "gb"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("cls", [0, 1])
+def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, seed, cls):
+    # scikit-learn's binary log-loss boosters: predict_proba is expit(decision_function) in float64
+    # (class 0: 1 - that), the plain sigmoid of the margin the leaf boxes bound (the milp / smt tree
+    # encodings' "no violating pair" was unknown on them: trees-solver seed 44, 11 of 14 unknowns).
+    # eps is the largest difference the library's predict_proba shows, or the nearest threshold a spec
+    # can write below / above it (an ulp from it, far inside the bounds' error allowance: only the
+    # library's own outputs, compared exactly, decide): below it is violated (replayed), above it holds
+    # (proved, <= and <), maximize gives it exactly
+    decl, est = _sk_booster(tmp_path, kind, seed)
+    out = est.predict_proba(GRID)[:, cls]
+    top = _largest(out)
+    assert top > 0
+    lo, hi = _decimals_around(top)
+
+    def replay(W):
+        return est.predict_proba(W)[:, cls]
+
+    post = f"|prob(m(x), {cls}) - prob(m(x'), {cls})|"
+    cases = [("<=", hi, "prove"), ("<", hi, "prove"), ("<=", hi, "maximize"), ("<=", lo, "prove"),
+             ("<", lo, "prove")]
+    for op, eps, mode in cases:
+        v = _check(tmp_path, monkeypatch, decl, f"{post} {op} {eps}", mode)
+        if (top < Fraction(eps)) if op == "<" else (top <= Fraction(eps)):
+            assert v.status == "holds" and v.how == "proved" and v.proof is not None, (op, eps, v.reason)
+            assert v.proof.method == "bab-certificate" and "leaf boxes" in v.reason, v.reason
+            if mode == "maximize":       # the value is the float of the exact maximum the proof names
+                assert v.value == float(top) and Fraction(v.proof.detail["maximum"]) == top, (v.value, float(top))
+        else:
+            assert v.status == "violated", (op, eps, v.reason)
+            o = replay(np.array([v.witness.x, v.witness.x_prime]))
+            d = abs(Fraction(float(o[0])) - Fraction(float(o[1])))
+            assert d > Fraction(eps) if op == "<=" else d >= Fraction(eps)
+
+
+def test_sklearn_exponential_loss_is_not_read_as_the_plain_sigmoid(tmp_path, monkeypatch):
+    # GradientBoosting's exponential loss: predict_proba is expit(2 z), not the softmax of (0, z)
+    decl, est = _sk_booster(tmp_path, "gb", 0, loss="exponential")
+    out = est.predict_proba(GRID)[:, 1]
+    top = _largest(out)
+    for eps in (float(top) * 0.75, float(top) * 1.5):
+        v = _check(tmp_path, monkeypatch, decl, f"|prob(m(x)) - prob(m(x'))| <= {eps!r}", "prove")
+        assert v.status in ("unknown", "violated" if top > eps else "holds"), v.reason
+        if v.status == "unknown":
+            assert "class probabilities are not read as trees" in v.reason, v.reason
+        if v.status == "holds":
+            assert v.how == "proved" and "leaf boxes" not in v.details.get("decided_by", ""), v.details
+
+
+@pytest.mark.parametrize("kind, loss", [("hgb", "log_loss"), ("gb", "log_loss"), ("gb", "exponential")])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sklearn_boosters_logit_at_exactly_eps(tmp_path, monkeypatch, kind, loss, seed):
+    # a scikit-learn binary booster's logit is its decision_function, column 1 of the (0, z) scores the
+    # leaf boxes bound (trees-solver seed 44: 3 unknowns, the boxes were not tried on scikit-learn's
+    # logit). Dyadic leaves make every difference exact, so eps at the largest one is a true tie: <=
+    # holds (proved), < is violated (replayed), maximize gives it exactly
+    decl, est = _sk_booster(tmp_path, kind, seed, loss=loss) if kind == "gb" else _sk_booster(tmp_path, kind, seed)
+    z = est.decision_function(GRID)
+    top = _largest(z)
+    assert top > 0 and Fraction(repr(float(top))) == top
+    eps = repr(float(top))
+    for op, mode in (("<=", "prove"), ("<", "prove"), ("<=", "maximize"), ("<", "find")):
+        v = _check(tmp_path, monkeypatch, decl, f"|logit(m(x)) - logit(m(x'))| {op} {eps}", mode)
+        if op == "<=":
+            assert v.status == "holds" and v.how == "proved" and v.proof is not None, (op, mode, v.reason)
+            assert "leaf boxes" in v.details.get("decided_by", ""), v.details
+            if mode == "maximize":
+                assert Fraction(v.value) == top, (v.value, float(top))
+        else:
+            assert v.status == "violated", (op, mode, v.reason)
+            o = est.decision_function(np.array([v.witness.x, v.witness.x_prime]))
+            assert abs(Fraction(float(o[0])) - Fraction(float(o[1]))) == top
+
+
+@pytest.mark.parametrize("using", ["milp", "smt"])
+def test_partition_coverage_counts_only_certified_holds_as_proved(tmp_path, monkeypatch, using):
+    # a tree model's partitions whose holds came from the instant check or a solver's word (no certify
+    # Proof) were counted "proved: 3" beside "certified 0%" of the shares; an auditor reads proved
+    # literally: they are "uncertified" now, and the verdict's proof is the leaf boxes' (the whole domain)
+    decl, est = _sk_booster(tmp_path, "hgb", 0)
+    top = _largest(est.predict_proba(GRID)[:, 1])
+    prop = PROP.format(ensure=f"|prob(m(x)) - prob(m(x'))| <= {float(top) * 1.5!r}", mode="prove")
+    prop = prop.replace("  mode = prove\n", f"  mode = prove\n  using {using}\n  partitions = 3\n")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + prop)
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    v = rep["p"]
+    assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+    cov = v.details["coverage"]
+    assert cov["partitions"] == 3
+    assert cov["proved"] + cov["refuted"] + cov["undecided"] + cov.get("uncertified", 0) == 3, cov
+    certified = int(cov["shares"]["certified_boxes"])
+    assert cov.get("uncertified", 0) > 0, cov     # here: the instant check's or a solver's holds, no Proof
+    assert cov["proved"] == certified, cov        # proved partitions are the ones with a certify Proof

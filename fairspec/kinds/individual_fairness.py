@@ -88,18 +88,17 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
         ens = cell_ensemble(model) if task == "binary" else None
         if ens is None:
             return before
+        fmt = getattr(model, "format", "")
+        # the positive column: predict_proba's (scikit-learn), p or 1 - p and z or -z (boosters)
+        pos = int(_sk_positive(model)[2]) if fmt == "sklearn" else (0 if getattr(model, "index", None) == 0 else 1)
         if prop.post == "label":
             as_class = replace(prop, post="class")
-        elif prop.post == "logit":
-            # a booster's margin z: column 1 of its (0, z) scores (positive index 0 reads -z: not here)
-            if getattr(model, "format", "") not in ("xgboost", "lightgbm") or getattr(model, "index", None) == 0:
-                return before
+        elif prop.post == "logit":      # the margin z (scikit-learn's decision_function): column 1 of (0, z)
+            if pos != 1:
+                raise NotLowered("the leaf boxes read a binary booster's logit of class 1 only (z; -z is none)")
             as_class = replace(prop, post="class_logit", cls=1)
         else:
-            # runtime_outputs' "prob": predict_proba's positive column (scikit-learn), p or 1 - p (boosters)
-            pos = _sk_positive(model)[2] if getattr(model, "format", "") == "sklearn" else \
-                (0 if getattr(model, "index", None) == 0 else 1)
-            as_class = replace(prop, post="class_prob", cls=int(pos))
+            as_class = replace(prop, post="class_prob", cls=pos)
         v, why = decide_by_boxes(as_class, ctx, mode, backend, t0, ens, model)
     except (NotLowered, MemoryError) as e:
         v, why = None, str(e) or "the boxes do not fit in memory"
@@ -322,11 +321,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         details["at_a_tie"] = res.stats["at_a_tie"]      # the refinement after the solver's tie (_decide_at_a_tie)
     if getattr(res, "coverage", None) is not None:
         cov = res.coverage
-        # partition counts, and FairQuant's exact shares of the domain of individuals
-        # (fairspec.backends.quantify.Shares): they replace the float volumes of the proved / refuted /
-        # undecided partitions, whose "refuted" counted a whole box as unfair for one counterexample
+        # partition counts ("proved": with a certify Proof; a holds on a solver's word is "uncertified") and
+        # FairQuant's exact shares of the domain (fairspec.backends.quantify.Shares), in place of the partitions'
+        # float volumes, whose "refuted" counted a whole box as unfair for one counterexample
         details["coverage"] = {"partitions": cov.partitions, "proved": cov.proved, "refuted": cov.refuted,
-                               "undecided": cov.undecided}
+                               "undecided": cov.undecided, **({"uncertified": cov.uncertified} if cov.uncertified
+                                                              else {})}
         if getattr(cov, "shares", None) is not None:
             details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
             if getattr(cov, "estimate", None) is not None:

@@ -18,8 +18,9 @@ closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the bo
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
 class) of forests, binary ones too (linear in their leaves), of boosted multiclass models
 (softmax of the margins) and of binary boosters whose probability is the plain sigmoid of the
-margin (the softmax of the columns (0, z)), ``logit(m(x), c)`` of boosted models with K >= 3 (the
-margin column) and a binary booster's class 1 (z), ``value`` of regressors whose prediction is
+margin (the softmax of the columns (0, z): XGBoost, LightGBM, scikit-learn's log-loss boosters),
+``logit(m(x), c)`` of boosted models with K >= 3 (the margin column) and a binary booster's class 1
+(z: scikit-learn's ``decision_function``), ``value`` of regressors whose prediction is
 their margin (no log link).
 """
 
@@ -111,7 +112,8 @@ def _output_scores(model):
     if zero:
         # softmax(0, z) = (1 - sigmoid(z), sigmoid(z)): the probability where the library's is
         # the plain sigmoid of the margin (XGBoost binary:logistic, float32; LightGBM binary with
-        # sigmoid:1 and cross_entropy, float64), each within SOFTMAX_TOL of the exact one
+        # sigmoid:1 and cross_entropy, float64; scikit-learn's binary log-loss boosters, scipy's
+        # expit in float64), each within SOFTMAX_TOL of the exact one
         probs = _plain_sigmoid(model, fmt)
     K = len(cols) + (1 if zero else 0)
     units: dict = {}
@@ -141,11 +143,13 @@ def _output_scores(model):
 
 
 def _binary_margin(model, sc, cls) -> bool:
-    """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)?"""
+    """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)? XGBoost's and
+    LightGBM's margin, scikit-learn's binary gradient boosting's ``decision_function`` (its forests'
+    columns are linear, never (0, z))."""
     from fairspec.backends.trees.runtime import library_task
 
-    return (getattr(model, "format", "") in ("xgboost", "lightgbm") and sc.readout == "softmax" and sc.K == 2
-            and library_task(model)[0] == "binary" and cls == 1)
+    return (getattr(model, "format", "") in ("xgboost", "lightgbm", "sklearn") and sc.readout == "softmax"
+            and sc.K == 2 and library_task(model)[0] == "binary" and cls == 1)
 
 
 def _plain_sigmoid(model, fmt: str) -> bool:
@@ -154,8 +158,21 @@ def _plain_sigmoid(model, fmt: str) -> bool:
     LightGBM ``binary`` whose ``sigmoid`` parameter is 1 (another scales the margin first), and
     LightGBM ``cross_entropy`` (alias ``xentropy``), whose predict is ``1 / (1 + exp(-raw))`` in
     float64 as ``binary`` with ``sigmoid:1`` computes it, bit for bit (measured on the same trees, raw
-    0 included: tests/test_binary_booster_boxes.py). Not ``binary:logitraw`` (the margin itself),
-    ``binary:hinge`` (0 / 1) or ``cross_entropy_lambda`` (``log(1 + exp(raw))``, refused at load)."""
+    0 included: tests/test_binary_booster_boxes.py); scikit-learn's binary ``HistGradientBoostingClassifier``
+    / ``GradientBoostingClassifier`` with the log loss: ``predict_proba`` is ``HalfBinomialLoss.predict_proba``
+    of ``decision_function``, class 1 ``LogitLink.inverse`` = ``scipy.special.expit`` in float64 (a few
+    ulps of the exact sigmoid), class 0 ``1 - `` that. Not ``binary:logitraw`` (the margin itself),
+    ``binary:hinge`` (0 / 1), ``cross_entropy_lambda`` (``log(1 + exp(raw))``, refused at load) or
+    scikit-learn's exponential loss (``expit(2 z)``: another link)."""
+    if fmt == "sklearn":
+        est = getattr(model, "raw", None)
+        if type(est).__name__ not in ("HistGradientBoostingClassifier", "GradientBoostingClassifier"):
+            return False
+        loss = getattr(est, "_loss", None)
+        # the exact classes (not subclasses: another predict_proba or link would pass isinstance)
+        return (type(loss).__name__ == "HalfBinomialLoss" and type(loss).__module__ == "sklearn._loss.loss"
+                and type(getattr(loss, "link", None)).__name__ == "LogitLink"
+                and type(loss.link).__module__ == "sklearn._loss.link")
     if fmt == "xgboost":
         from fairspec.backends.trees.runtime import _xgb_objective
 
@@ -242,8 +259,8 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         # column 1 is the margin z (a binary post's logit, read as class 1's), column 0 is no logit
         return None, "a class's logit is decided this way only for boosted models with three classes or more"
     if post == "class_prob" and not probs:
-        return None, ("its class probabilities are not read as trees (a binary boosted model's sigmoid, or a "
-                      "multi:softmax model, which has none)")
+        return None, ("its class probabilities are not read as trees (a binary boosted model whose probability "
+                      "is not the plain sigmoid of its margin, or a multi:softmax model, which has none)")
     if post == "value" and sc.K != 1:
         return None, "a classifier has no value"
     fs = ctx.spec.feature_set(prop.features)

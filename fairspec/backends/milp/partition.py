@@ -749,24 +749,13 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
                           if lo[i] != problem.lo[i] or hi[i] != problem.hi[i]}))
     total = problem.volume(over=feats)
     vols = [problem.volume(lo, hi, over=feats) for lo, hi in parts]
-    proved = refuted = undecided = 0
-    vp = vr = vu = 0.0
-    per = []
-    for r, v in zip(results, vols):
-        st = "skipped" if r is None else r.status
-        per.append((st, 0.0 if r is None else round(r.seconds, 4)))
-        if r is not None and r.status == "holds":
-            proved += 1; vp += v
-        elif r is not None and r.status == "violated":
-            refuted += 1; vr += v
-        else:
-            undecided += 1; vu += v
+    per, (proved, refuted, undecided, uncertified), (vp, vr, vu) = Coverage.tally(results, vols)
     # sub-boxes of refuted partitions proved unfair, with their certify Proofs: (partition, lo, hi, proof)
     unfair = [(k, lo, hi, proof) for k, r in enumerate(results) if r is not None
               for lo, hi, proof in (r.stats or {}).get("unfair_boxes", ())]
     cov = Coverage(len(parts), proved, refuted, undecided, float(vp / total), float(vr / total), float(vu / total),
-                   feats, tuple(per), count_shares(problem, parts, results, unfair=[u[:3] for u in unfair], replay=replay,
-                                                  refined=refined))
+                   feats, per, count_shares(problem, parts, results, unfair=[u[:3] for u in unfair], replay=replay,
+                                            refined=refined), uncertified=uncertified)
     done = [r for r in results if r is not None]
     viol = [r for r in done if r.status == "violated"]
     engine = next((r.engine for r in done if r.engine != "attack"), done[0].engine if done else "")
@@ -790,8 +779,9 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
         return PairResult("violated", how, value if mode == "maximize" else first.value, bound, first.witness,
                           f"{refuted} of {len(parts)} partitions refuted", seconds, cov, engine, mode,
                           first.best, stats)
-    if proved == len(parts):
-        return PairResult("holds", "proved", value, bound, None, f"all {len(parts)} partitions proved",
+    if proved + uncertified == len(parts):     # the caller certifies an uncertified holds or drops it
+        why = f"all {len(parts)} partitions " + (f"hold ({uncertified} not certified)" if uncertified else "proved")
+        return PairResult("holds", "proved", value, bound, None, why,
                           seconds, cov, engine, mode, top and (top.best or top.witness), stats)
     reasons = sorted({r.reason for r in done if r.status == "unknown" and r.reason})
     why = f"{undecided} of {len(parts)} partitions undecided"

@@ -233,6 +233,27 @@ class Coverage:
     # an *estimate* of the undecided share's unfair / fair split from sampled individuals, with its
     # bound (fairspec.backends.estimate.Estimate; None: not asked for); never part of ``shares``
     estimate: object = None
+    # partitions whose holds has no certify Proof (a solver's word): neither ``proved`` nor
+    # ``undecided`` (their volume is in ``volume_undecided``); proved + refuted + undecided +
+    # uncertified = partitions
+    uncertified: int = 0
+
+    @staticmethod
+    def tally(results, volumes) -> tuple[tuple, tuple[int, int, int, int], tuple[float, float, float]]:
+        """(per-partition (status, seconds), counts (proved, refuted, undecided, uncertified), volumes
+        (proved, refuted, undecided)) of the partitions' PairResults (None: skipped). ``proved`` only with
+        a certify Proof: a holds on a solver's or an instant check's word is ``uncertified`` (an auditor
+        reads "proved" literally), its volume undecided."""
+        per, counts, vols = [], [0, 0, 0, 0], [0.0, 0.0, 0.0]
+        for r, v in zip(results, volumes):
+            bare = r is not None and r.status == "holds" and r.proof is None
+            per.append(("skipped" if r is None else "holds (uncertified)" if bare else r.status,
+                        0.0 if r is None else round(r.seconds, 4)))
+            st = None if r is None else r.status
+            k = 3 if bare else 0 if st == "holds" else 1 if st == "violated" else 2
+            counts[k] += 1
+            vols[min(k, 2)] += v            # an uncertified holds' volume is undecided
+        return tuple(per), tuple(counts), tuple(vols)
 
     @property
     def fractions(self) -> dict[str, float]:
