@@ -139,6 +139,14 @@ class _Inner(torch.nn.Module):
         return self.inner(x)[0]
 
 
+def test_a_module_in_training_mode_runs_the_same_dropout_as_its_trace():
+    m = _Inner(_Honest()).train()
+    m.inner.drop.p = 0.5
+    state = torch.random.get_rng_state()
+    assert rerun_differs(m, torch.fx.symbolic_trace(m), 4, torch.float32) == ""
+    assert torch.equal(torch.random.get_rng_state(), state)       # the caller's random stream untouched
+
+
 def test_a_forward_in_float64_is_run_in_float64():
     m = _Inner(_Honest()).double().eval()
     assert from_torch(m, index=0).n_inputs == 4

@@ -92,7 +92,9 @@ def _recorded(fn, x) -> tuple[list[tuple[Any, str, str]], Any]:
             log.append((func, str(func), f"aten::{str(func).split('.')[1] if '.' in str(func) else func}"))
             return func(*args, **(kwargs or {}))
 
-    with torch.no_grad(), _Functions(), _Aten():
+    # the same random stream for both (a module in training mode: dropout), the caller's left as it was
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), _Functions(), _Aten():
+        torch.manual_seed(0)
         out = fn(x)
     return log, out
 
