@@ -1,6 +1,6 @@
 """An eager module's forward() is read from its torch.fx trace, which runs its Python once with a Proxy:
-``models.torch_rerun`` runs forward() itself and the trace on real inputs under one recorder (torch
-function and dispatch modes) and requires the same operations, the same outputs bit for bit and the
+``models.torch_rerun`` runs forward() itself and the trace on real inputs under one recorder (a torch
+function mode) and requires the same operations, the same outputs bit for bit and the
 modules' state unchanged. What fx does with a branch on the input's values, and what still gets through
 (a forward() that detects the recorder: strict xfail), are here too."""
 
@@ -68,6 +68,21 @@ class _OtherWeightsWhenRun(torch.nn.Module):
         return self.l(x) if _tracing(x) else torch.nn.functional.linear(x, self.k.weight, self.k.bias)
 
 
+class _AtenWhenRun(torch.nn.Module):
+    """Moved through a raw aten operator (no torch.nn / Tensor method), at one point, only when run."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = _lin()
+
+    def forward(self, x):
+        out = self.l(x)
+        if not _tracing(x):
+            hit = torch.ops.aten.eq.Scalar(x, 7.0).all(dim=1, keepdim=True)
+            out = torch.ops.aten.add.Tensor(out, torch.ops.aten.mul.Scalar(hit.to(out.dtype), 2.0 ** -7))
+        return out
+
+
 class _CountsCalls(torch.nn.Module):
     """A chain until its 100th call: the state it keeps changes as it runs."""
 
@@ -96,10 +111,11 @@ class _OneRowAlone(torch.nn.Module):
 
 
 @pytest.mark.parametrize("cls, why", [
-    (_ItemWhenRun, "run on real inputs it also computes Tensor.__getitem__ (operation 4), which its torch.fx trace "
+    (_ItemWhenRun, "run on real inputs it also computes Tensor.__getitem__ (operation 2), which its torch.fx trace "
                    "does not"),
     (_OtherWeightsWhenRun, "run on real inputs it computes F.linear where its torch.fx trace computes F.linear"
                            "|its outputs differ from its torch.fx trace's"),
+    (_AtenWhenRun, "run on real inputs it also computes aten::eq.Scalar (operation 2)"),
     (_CountsCalls, "changes the state of its modules"),
     (_OneRowAlone, "run on real inputs it also computes Tensor.__len__"),
 ])

@@ -4,10 +4,13 @@
 ``torch.fx`` trace, which runs forward()'s Python once with a Proxy for the input: Python that branches
 on being traced (``isinstance(x, torch.fx.Proxy)``, ``is_fx_tracing()``) or computes what the trace
 does not see shows fx one program and runs another. :func:`rerun_differs` runs forward() itself and the
-traced GraphModule on the same real inputs under one recorder -- a ``TorchFunctionMode`` (torch
-functions and Tensor methods as Python calls them: ``x.tolist()``, ``x.numpy()``, ``x.shape``) with a
-``TorchDispatchMode`` inside it (every aten operator, those C++ code runs included: ``.item()``,
-comparisons) -- and compares the two sequences of operations and the outputs bit for bit; forward() must
+traced GraphModule on the same real inputs under one recorder, a ``TorchFunctionMode`` -- every call
+Python makes into torch: torch functions, ``torch.ops`` operators, Tensor methods and properties
+(``.item()``, a comparison, ``x.tolist()``, ``x.numpy()``, ``x.data_ptr()``, ``x.shape``) --, and
+compares the two sequences of calls and the outputs bit for bit (what C++ runs beneath a call is fixed
+by the call, its arguments -- the outputs tell -- and torch's state, :mod:`fairspec.models.torch_own`;
+a ``TorchDispatchMode`` would see each aten operator too, but its first use imports torch._dynamo,
+about 1.3 s a process, where this costs a millisecond or two on a small MLP); forward() must
 also leave the modules' state as it found it (an attribute rebound -- a call counter -- or a parameter /
 buffer written in place). A forward() whose Python reads the input's values to branch runs the
 comparison / ``item`` the trace lacks on every input, so it is caught whichever branch a point takes.
@@ -78,7 +81,6 @@ def rerun_differs(module, traced, width: int, dtype) -> str:
 def _recorded(fn, x) -> tuple[list[tuple[Any, str, str]], Any]:
     import torch
     from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     log: list[tuple[Any, str, str]] = []
 
@@ -87,13 +89,8 @@ def _recorded(fn, x) -> tuple[list[tuple[Any, str, str]], Any]:
             log.append((func, _name(func), _name(func)))
             return func(*args, **(kwargs or {}))
 
-    class _Aten(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            log.append((func, str(func), f"aten::{str(func).split('.')[1] if '.' in str(func) else func}"))
-            return func(*args, **(kwargs or {}))
-
     # the same random stream for both (a module in training mode: dropout), the caller's left as it was
-    with torch.random.fork_rng(devices=[]), torch.no_grad(), _Functions(), _Aten():
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), _Functions():
         torch.manual_seed(0)
         out = fn(x)
     return log, out
