@@ -8,7 +8,8 @@ cannot see a forward() that departs from its children at one point; a proof rest
   TorchScript archive) read from its ``graph``: the declared output must be the input passed through
   calls of children's ``forward`` and the functional relu / sigmoid / softmax, each on the previous
   value; whatever else forward() computes must be free of effects (no other call of a child, no
-  in-place op, no branch or loop);
+  in-place op, no branch or loop); a traced forward() is then run for real beside its trace
+  (:mod:`fairspec.models.torch_rerun`: forward()'s Python may branch on being traced);
 * the torch the layers run is torch's own: a trusted pickle's code may patch it at load
   (``torch.nn.Linear.forward`` on the class, ``F.linear`` ...): :mod:`fairspec.models.torch_own`; and
   an eager module's instances hold no method of their own (forward, ``_call_impl``, a compiled call), no
@@ -56,8 +57,12 @@ def _refuse(module, what: str):
 def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
     """The layers the declared output of ``module`` passes through, in order (see the module doc)."""
     _torch_own(module)
-    chain = _chain(module, output)
-    _torch_own(module)          # tracing forward() ran its Python, which may patch torch too
+    try:
+        chain = _chain(module, output)
+    except NotAChain:
+        _torch_own(module)      # forward()'s Python patched torch as fx traced or torch_rerun ran it: say that
+        raise
+    _torch_own(module)          # tracing and running forward() ran its Python, which may patch torch too
     return chain
 
 
@@ -90,7 +95,8 @@ def _chain(module, output: Any) -> list[tuple[str, Any]]:
     hooks = getattr(torch.nn.modules.module, "_global_forward_hooks", {})
     if hooks or getattr(torch.nn.modules.module, "_global_forward_pre_hooks", {}):
         _refuse(module, "a global forward hook is registered in torch")
-    return _eager_chain(module, "", output)
+    dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    return _eager_chain(module, "", output, None, dtype)
 
 
 # ------------------------------------------------------------------------------------------ eager
@@ -119,7 +125,9 @@ def _eager_leaf(m) -> bool:
     return not list(m.children()) and type(m).__module__.startswith("torch.nn.")
 
 
-def _eager_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
+def _eager_chain(m, prefix: str, output: Any, width: int | None, dtype) -> list[tuple[str, Any]]:
+    """``width``: the width of m's input where the layers before it tell it (a custom module inside an
+    nn.Sequential), for the real run of a traced forward(); ``dtype``: the module's."""
     import torch
 
     if type(m) is torch.nn.Sequential:
@@ -128,7 +136,7 @@ def _eager_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
         out: list[tuple[str, Any]] = []
         for n, c in m.named_children():
             name = f"{prefix}.{n}" if prefix else n
-            out += [(name, c)] if _eager_leaf(c) else _eager_chain(c, name, None)
+            out += [(name, c)] if _eager_leaf(c) else _eager_chain(c, name, None, _width(out, width), dtype)
         return out
     if _eager_leaf(m):
         return [(prefix or type(m).__name__, m)]
@@ -158,7 +166,7 @@ def _eager_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
         if v.op == "call_module" and len(v.args) == 1 and not v.kwargs:
             name = f"{prefix}.{v.target}" if prefix else str(v.target)
             sub = gm.get_submodule(v.target)
-            steps += ([(name, sub)] if _eager_leaf(sub) else _eager_chain(sub, name, None))[::-1]
+            steps += ([(name, sub)] if _eager_leaf(sub) else _eager_chain(sub, name, None, None, dtype))[::-1]
             v = v.args[0]
             continue
         act = acts.get(v.target) if v.op == "call_function" else (
@@ -177,7 +185,31 @@ def _eager_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
         if not ((n.op == "call_function" and n.target in pure and not n.kwargs.get("inplace"))
                 or (n.op == "call_method" and n.target in ("relu", "sigmoid", "softmax", "size", "dim"))):
             _refuse(m, f"it also computes {n.op} {getattr(n.target, '__name__', n.target)}")
+    _rerun(m, gm, steps[::-1], width, dtype)
     return steps[::-1]
+
+
+def _width(chain, width: int | None) -> int | None:
+    """The width after ``chain`` (its last Linear's, else ``width``): every other layer read keeps it."""
+    import torch
+
+    linears = [m for _, m in chain if isinstance(m, torch.nn.Linear)]
+    return int(linears[-1].out_features) if linears else width
+
+
+def _rerun(m, gm, chain, width: int | None, dtype) -> None:
+    """forward() run for real must be what fx traced (its Python may branch on being traced): torch_rerun."""
+    import torch
+
+    from fairspec.models.torch_rerun import rerun_differs
+
+    first = next((c for _, c in chain if isinstance(c, torch.nn.Linear)), None)
+    width = int(first.in_features) if first is not None else width
+    if width is None:
+        _refuse(m, "no layer tells its input width, to run it against its torch.fx trace")
+    why = rerun_differs(m, gm, width, dtype)
+    if why:
+        _refuse(m, why)
 
 
 def _fx_activation(m, act: str, v) -> tuple:
