@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exact_points"]
+__all__ = ["exact_points", "exact_rows", "input_grid"]
 
 _P = {"float16": 11, "float32": 24, "float64": 53}
 
@@ -88,3 +88,69 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
         oks.append(ok)
         outs.append(H)
     return np.concatenate(oks), np.concatenate(outs, axis=0)
+
+
+# --------------------------------------------------------------------------------------------
+# The same argument over a whole box (runtime_error_bound: layers exact for every input of it)
+# --------------------------------------------------------------------------------------------
+
+#: the exponent of the smallest subnormal: every multiple of 2**q, q at least this, below 2**(p + q)
+#: is a number of the precision
+_EMIN = {"float32": -149, "float64": -1074}
+_EMAX = {"float32": 127, "float64": 1023}
+
+
+def _dyadic_low(q) -> float:
+    """The exponent of the lowest set bit of a Fraction whose denominator is a power of two
+    (``q = odd * 2**e``); +inf for 0, -inf when ``q`` is not dyadic (no grid)."""
+    if q == 0:
+        return np.inf
+    num, den = abs(q.numerator), q.denominator
+    if den & (den - 1):
+        return -np.inf
+    return float((num & -num).bit_length() - 1 - (den.bit_length() - 1))
+
+
+def input_grid(encoding, integer, n: int, precision: str) -> np.ndarray:
+    """Per model input, the exponent ``g`` of a grid ``2**g`` every value of it over the box lies on,
+    exactly as the runtime receives it: an integral variable read ``raw`` / ``onehot`` / ``code``
+    (cast exactly: the caller's error model checks the magnitude) lies on ``2**0``; a code table
+    ``first + step * rank`` on the lowest set bit of ``step`` and ``first`` when both are dyadic.
+    ``-inf`` (no grid) otherwise: a real variable, a fitted scaling (rounded in float64), a float16
+    runtime. ``encoding``: :class:`fairspec.certify.network.InputEncoding` per input, or None (raw)."""
+    g = np.full(n, -np.inf)
+    if precision not in _EMIN or integer is None:
+        return g
+    for i in range(n):
+        kind = encoding[i].kind if encoding is not None else "raw"
+        if not bool(integer[i]):
+            continue
+        if kind in ("raw", "onehot", "code"):
+            g[i] = 0.0
+        elif kind == "codes":
+            s, t = encoding[i].exact()
+            g[i] = min(_dyadic_low(s), _dyadic_low(t))
+    return g
+
+
+def exact_rows(W: np.ndarray, b: np.ndarray, grid: np.ndarray, mag: np.ndarray, precision: str):
+    """``(exact, out_grid)`` for one affine layer ``W h + b`` over a box whose inputs ``h_i`` lie on
+    ``2**grid[i]`` (``-inf``: no grid, the input may carry rounding) and whose terms' magnitudes sum to at
+    most ``mag`` per row (``sum |W_ji| |h_i| + |b_j|`` rounded up): a row is computed *exactly* by the
+    runtime, in every summation order, with or without FMA, for every input of the box, when every
+    product and partial sum is an integer multiple of ``2**q`` (``q`` the lowest set bit over the terms)
+    of magnitude below ``2**(p + q)`` (the module docstring's argument: each is then a number of the
+    precision). ``out_grid[j]``: the row's ``q`` where exact (a ReLU keeps it: 0 or the value), else
+    ``-inf``."""
+    p, emin, emax = _P[precision], _EMIN[precision], _EMAX[precision]
+    W = np.asarray(W, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        T = np.where(W != 0, _low_bit(W) + grid[None, :], np.inf)       # W != 0, no grid: -inf
+    q = np.minimum(T.min(axis=1) if W.shape[1] else np.full(W.shape[0], np.inf), _low_bit(b))
+    ok = np.isinf(q) & (q > 0)                                          # no term at all: exactly 0
+    fin = np.isfinite(q)
+    e = np.where(fin, q + p, 0).astype(np.int64)
+    fits = fin & (q >= emin) & (e <= emax) & (np.asarray(mag, dtype=np.float64) < np.ldexp(1.0, e))
+    ok |= fits
+    return ok, np.where(ok, q, -np.inf)

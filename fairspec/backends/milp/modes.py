@@ -299,6 +299,17 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
         out = certify_result(problem, replace(res, bound=bound, stats=stats, how="proved", reason=why),
                              _budget(eng, time_limit), f"the {engine} MILP")
         return replace(out, value=value, bound=bound) if out.status != "violated" else out
+    if res.status == "unknown" and res.reason and "equals the threshold" in res.reason:
+        # a maximum at the threshold within solver tolerance: no float optimum settles it, but certify may
+        # (its point leaves are exact rationals and, on a runtime exact over the box, its error bound 0:
+        # certify.exact_runtime.exact_rows); only its proof makes it holds, and a pair it finds must replay
+        out = certify_result(problem, replace(res, status="holds", how="proved", bound=bound, stats=stats),
+                             _budget(eng, time_limit), f"the {engine} MILP")
+        if out.status == "holds" and out.proof is not None:
+            return replace(out, value=value, bound=bound, reason="the maximal violation equals the threshold; "
+                           + out.reason)
+        if out.status == "violated":
+            return out
     return replace(res, bound=bound, stats=stats)
 
 
