@@ -20,6 +20,8 @@ products: only inputs and weights with few significant bits pass).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 __all__ = ["exact_points", "exact_rows", "input_grid"]
@@ -111,25 +113,61 @@ def _dyadic_low(q) -> float:
     return float((num & -num).bit_length() - 1 - (den.bit_length() - 1))
 
 
-def input_grid(encoding, integer, n: int, precision: str) -> np.ndarray:
-    """Per model input, the exponent ``g`` of a grid ``2**g`` every value of it over the box lies on,
-    exactly as the runtime receives it: an integral variable read ``raw`` / ``onehot`` / ``code``
-    (cast exactly: the caller's error model checks the magnitude) lies on ``2**0``; a code table
-    ``first + step * rank`` on the lowest set bit of ``step`` and ``first`` when both are dyadic.
-    ``-inf`` (no grid) otherwise: a real variable, a fitted scaling (rounded in float64), a float16
-    runtime. ``encoding``: :class:`fairspec.certify.network.InputEncoding` per input, or None (raw)."""
+def _fits(M, g, p: int, emin: int) -> bool:
+    """Is every multiple of ``2**g`` of magnitude at most ``M`` (a Fraction) a number of ``p`` bits?"""
+    if g == np.inf:
+        return True
+    return bool(np.isfinite(g)) and g >= emin and M < Fraction(2) ** int(p + g)
+
+
+def _encoded_grid(e, vlo: float, vhi: float, precision: str) -> float:
+    """The grid exponent of one integral variable's encoded values on ``[vlo, vhi]`` when the runtime's
+    encoding (``fairspec.runtime.encoding.encode``, float64, then the cast to ``precision``) computes every
+    one of them exactly; ``-inf`` otherwise."""
+    p, emin = _P[precision], _EMIN[precision]
+    V = max(abs(Fraction(vlo)), abs(Fraction(vhi)))
+    kind = e.kind if e is not None else "raw"
+    if kind in ("raw", "onehot", "code"):
+        return 0.0 if _fits(V, 0, p, emin) else -np.inf
+    s, t = e.exact()
+    if kind == "codes":                  # the runtime reads the table (each code a number of the precision)
+        return min(_dyadic_low(s), _dyadic_low(t))
+    if kind == "scaled":                 # fl(fl(v * s) + t): exact when the product and the sum fit
+        g = min(_dyadic_low(s), _dyadic_low(t))
+        ok = (_fits(V * abs(s), _dyadic_low(s), 53, -1074) and _fits(V * abs(s) + abs(t), g, 53, -1074)
+              and _fits(V * abs(s) + abs(t), g, p, emin))
+        return g if ok else -np.inf
+    if kind in ("minmax", "standard"):   # fl(fl(v - a) / span), span = fl(b - a) (minmax) or b (standard)
+        a = Fraction(float(e.a))
+        span = Fraction(float(e.b)) - a if kind == "minmax" else Fraction(float(e.b))
+        if kind == "minmax" and Fraction(float(span)) != span:
+            return -np.inf
+        span = span or Fraction(1)                      # "or 1.0" as the runtime reads a zero span
+        k = _dyadic_low(span)
+        if span < 0 or not np.isfinite(k) or span != Fraction(2) ** int(k):
+            return -np.inf                              # a division that may round
+        m = min(0.0, _dyadic_low(a))
+        D = max(abs(Fraction(vlo) - a), abs(Fraction(vhi) - a))
+        ok = _fits(D, m, 53, -1074) and _fits(D / span, m - k, 53, -1074) and _fits(D / span, m - k, p, emin)
+        return m - k if ok else -np.inf
+    return -np.inf
+
+
+def input_grid(encoding, lo, hi, integer, precision: str) -> np.ndarray:
+    """Per model input, the exponent ``g`` of a grid ``2**g`` every value of it over the box ``[lo, hi]``
+    of the proof's variables lies on, *exactly* as the runtime receives it (:func:`_encoded_grid`: an
+    integral variable read raw / onehot / code below ``2**p``; a dyadic code table; an affine scaling
+    by a power of two of a dyadic offset, or by dyadic factors, when no step of it rounds). ``-inf``:
+    no grid (a real variable, a scaling that may round, a float16 runtime). ``encoding``:
+    :class:`fairspec.certify.network.InputEncoding` per input, or None (raw)."""
+    n = len(lo)
     g = np.full(n, -np.inf)
     if precision not in _EMIN or integer is None:
         return g
     for i in range(n):
-        kind = encoding[i].kind if encoding is not None else "raw"
-        if not bool(integer[i]):
-            continue
-        if kind in ("raw", "onehot", "code"):
-            g[i] = 0.0
-        elif kind == "codes":
-            s, t = encoding[i].exact()
-            g[i] = min(_dyadic_low(s), _dyadic_low(t))
+        if bool(integer[i]) and np.isfinite(lo[i]) and np.isfinite(hi[i]):
+            g[i] = _encoded_grid(encoding[i] if encoding is not None else None, float(lo[i]), float(hi[i]),
+                                 precision)
     return g
 
 

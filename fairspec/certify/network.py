@@ -449,7 +449,8 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     Hs = [H]
     # the inputs on a dyadic grid (exact: d = 0 there), and per layer the rows the runtime computes exactly
     # in every order over the whole box (certify.exact_runtime.exact_rows): no rounding term for them
-    grid = np.where(d == 0, input_grid(encoding, integer, n_in, precision), -np.inf)
+    grid = input_grid(encoding, lo, hi, integer, precision)
+    d = np.where(np.isfinite(grid) | (grid > 0), 0.0, d)     # an encoding computed exactly: no input error
     for k, (W, b, relu) in enumerate(layers):
         A = np.abs(W)
         # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta (float16: n+2)
