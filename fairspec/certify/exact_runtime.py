@@ -180,6 +180,8 @@ def exact_rows(W: np.ndarray, b: np.ndarray, grid: np.ndarray, mag: np.ndarray, 
     of magnitude below ``2**(p + q)`` (the module docstring's argument: each is then a number of the
     precision). ``out_grid[j]``: the row's ``q`` where exact (a ReLU keeps it: 0 or the value), else
     ``-inf``."""
+    if precision not in _EMIN:          # float16: its mixed-precision error model, no exact rows
+        return np.zeros(np.shape(W)[0], dtype=bool), np.full(np.shape(W)[0], -np.inf)
     p, emin, emax = _P[precision], _EMIN[precision], _EMAX[precision]
     W = np.asarray(W, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64).reshape(-1)
