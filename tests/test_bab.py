@@ -204,18 +204,22 @@ def test_moved_threshold():
 
 def test_certify_holds_on_a_float32_runtime():
     """End to end: a network of float32 numbers, the runtime's E moved into the claim, the BaB
-    proof; and a threshold exactly at the true maximum is never proved (the runtime's rounding)."""
+    proof; and a threshold exactly at the true maximum is never proved on a runtime that may round
+    (float16 here), and is on one exact over the box (dyadic weights on integral inputs: E = 0)."""
     from fairspec.backends.bab import certify_holds
     rng = np.random.default_rng(11)
     net = _dyadic_net(rng, [3, 4, 1])
     p = PairProblem(net, np.zeros(3), np.array([1, 3, 3.0]), np.ones(3, bool), (), (0,), None, (), "logit", 2.0)
     truth = brute_force(p).value
     p = PairProblem(net, p.lo, p.hi, p.integer, (), (0,), None, (), "logit", truth + 0.5)
-    r = certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000)
+    r = certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000, precision="float16")
     assert r.status == "proved" and r.stats["runtime_error"] > 0
     # exactly at the threshold: the runtime's rounding could break it, so no proof
     p = PairProblem(net, p.lo, p.hi, p.integer, (), (0,), None, (), "logit", truth)
-    assert certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000).status != "proved"
+    assert certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000, precision="float16").status != "proved"
+    # float32 computes every pair of this box exactly: the tie is proved, by exact single-pair leaves
+    r = certify_holds(p, net, time.monotonic() + 3600, max_nodes=5000)
+    assert r.status == "proved" and r.stats["runtime_error"] == 0.0
 
 
 def test_certified_tightening_in_the_tree():

@@ -153,17 +153,25 @@ def _inside(lo, hi, x) -> bool:
     return bool(np.all(x >= lo) and np.all(x <= hi))
 
 
-def replayed_results(problem, results: list):
+#: a partition whose witness did not replay is asked of certify (a tie) for at most this many seconds,
+#: and at most this many partitions are
+TIE_SECONDS = 5.0
+TIE_PARTS = 8
+
+
+def replayed_results(problem, results: list, parts=None):
     """Every refuted partition's witness replayed on the runtime here, once: a partition's worker
     checked it without the loaded model (the network's float64 forward), so at a tie the runtime may
     disagree. A witness that does not replay leaves its partition undecided (``results`` is changed in
-    place, so the counts, the shares and the verdict agree). Returns the replay, memoised by pair, for
-    :func:`count_shares`."""
+    place, so the counts, the shares and the verdict agree) unless, with its box in ``parts``, certify
+    proves it at the tie (:func:`fairspec.backends.pair.certify.certify_tie`). Returns the replay,
+    memoised by pair, for :func:`count_shares`."""
     from dataclasses import replace
 
-    from fairspec.backends.pair.certify import replays
+    from fairspec.backends.pair.certify import certify_tie, replays
 
     seen: dict = {}
+    tries = 0
 
     def replay(x, xp) -> bool:
         key = (tuple(np.asarray(x, dtype=np.float64).tolist()), tuple(np.asarray(xp, dtype=np.float64).tolist()))
@@ -174,9 +182,13 @@ def replayed_results(problem, results: list):
     for k, r in enumerate(results):
         if r is not None and r.status == "violated" and r.witness is not None \
                 and not replay(r.witness.x, r.witness.x_prime):
-            results[k] = replace(r, status="unknown", how=None, witness=None, best=None,
-                                 reason="its witness did not replay on the model's runtime (within rounding of "
-                                        "the threshold)")
+            tie = None
+            if parts is not None and tries < TIE_PARTS:
+                tries += 1
+                tie = certify_tie(problem.restrict(*parts[k]), r, TIE_SECONDS)
+            results[k] = tie if tie is not None and tie.status == "holds" else \
+                replace(r, status="unknown", how=None, witness=None, best=None,
+                        reason="its witness did not replay on the model's runtime (within rounding of the threshold)")
     return replay
 
 

@@ -20,9 +20,11 @@ products: only inputs and weights with few significant bits pass).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
-__all__ = ["exact_points"]
+__all__ = ["exact_points", "exact_rows", "input_grid"]
 
 _P = {"float16": 11, "float32": 24, "float64": 53}
 
@@ -88,3 +90,107 @@ def exact_points(layers, X: np.ndarray, precision: str = "float32", chunk: int =
         oks.append(ok)
         outs.append(H)
     return np.concatenate(oks), np.concatenate(outs, axis=0)
+
+
+# --------------------------------------------------------------------------------------------
+# The same argument over a whole box (runtime_error_bound: layers exact for every input of it)
+# --------------------------------------------------------------------------------------------
+
+#: the exponent of the smallest subnormal: every multiple of 2**q, q at least this, below 2**(p + q)
+#: is a number of the precision
+_EMIN = {"float32": -149, "float64": -1074}
+_EMAX = {"float32": 127, "float64": 1023}
+
+
+def _dyadic_low(q) -> float:
+    """The exponent of the lowest set bit of a Fraction whose denominator is a power of two
+    (``q = odd * 2**e``); +inf for 0, -inf when ``q`` is not dyadic (no grid)."""
+    if q == 0:
+        return np.inf
+    num, den = abs(q.numerator), q.denominator
+    if den & (den - 1):
+        return -np.inf
+    return float((num & -num).bit_length() - 1 - (den.bit_length() - 1))
+
+
+def _fits(M, g, p: int, emin: int) -> bool:
+    """Is every multiple of ``2**g`` of magnitude at most ``M`` (a Fraction) a number of ``p`` bits?"""
+    if g == np.inf:
+        return True
+    return bool(np.isfinite(g)) and g >= emin and M < Fraction(2) ** int(p + g)
+
+
+def _encoded_grid(e, vlo: float, vhi: float, precision: str) -> float:
+    """The grid exponent of one integral variable's encoded values on ``[vlo, vhi]`` when the runtime's
+    encoding (``fairspec.runtime.encoding.encode``, float64, then the cast to ``precision``) computes every
+    one of them exactly; ``-inf`` otherwise."""
+    p, emin = _P[precision], _EMIN[precision]
+    V = max(abs(Fraction(vlo)), abs(Fraction(vhi)))
+    kind = e.kind if e is not None else "raw"
+    if kind in ("raw", "onehot", "code"):
+        return 0.0 if _fits(V, 0, p, emin) else -np.inf
+    s, t = e.exact()
+    if kind == "codes":                  # the runtime reads the table (each code a number of the precision)
+        return min(_dyadic_low(s), _dyadic_low(t))
+    if kind == "scaled":                 # fl(fl(v * s) + t): exact when the product and the sum fit
+        g = min(_dyadic_low(s), _dyadic_low(t))
+        ok = (_fits(V * abs(s), _dyadic_low(s), 53, -1074) and _fits(V * abs(s) + abs(t), g, 53, -1074)
+              and _fits(V * abs(s) + abs(t), g, p, emin))
+        return g if ok else -np.inf
+    if kind in ("minmax", "standard"):   # fl(fl(v - a) / span), span = fl(b - a) (minmax) or b (standard)
+        a = Fraction(float(e.a))
+        span = Fraction(float(e.b)) - a if kind == "minmax" else Fraction(float(e.b))
+        if kind == "minmax" and Fraction(float(span)) != span:
+            return -np.inf
+        span = span or Fraction(1)                      # "or 1.0" as the runtime reads a zero span
+        k = _dyadic_low(span)
+        if span < 0 or not np.isfinite(k) or span != Fraction(2) ** int(k):
+            return -np.inf                              # a division that may round
+        m = min(0.0, _dyadic_low(a))
+        D = max(abs(Fraction(vlo) - a), abs(Fraction(vhi) - a))
+        ok = _fits(D, m, 53, -1074) and _fits(D / span, m - k, 53, -1074) and _fits(D / span, m - k, p, emin)
+        return m - k if ok else -np.inf
+    return -np.inf
+
+
+def input_grid(encoding, lo, hi, integer, precision: str) -> np.ndarray:
+    """Per model input, the exponent ``g`` of a grid ``2**g`` every value of it over the box ``[lo, hi]``
+    of the proof's variables lies on, *exactly* as the runtime receives it (:func:`_encoded_grid`: an
+    integral variable read raw / onehot / code below ``2**p``; a dyadic code table; an affine scaling
+    by a power of two of a dyadic offset, or by dyadic factors, when no step of it rounds). ``-inf``:
+    no grid (a real variable, a scaling that may round, a float16 runtime). ``encoding``:
+    :class:`fairspec.certify.network.InputEncoding` per input, or None (raw)."""
+    n = len(lo)
+    g = np.full(n, -np.inf)
+    if precision not in _EMIN or integer is None:
+        return g
+    for i in range(n):
+        if bool(integer[i]) and np.isfinite(lo[i]) and np.isfinite(hi[i]):
+            g[i] = _encoded_grid(encoding[i] if encoding is not None else None, float(lo[i]), float(hi[i]),
+                                 precision)
+    return g
+
+
+def exact_rows(W: np.ndarray, b: np.ndarray, grid: np.ndarray, mag: np.ndarray, precision: str):
+    """``(exact, out_grid)`` for one affine layer ``W h + b`` over a box whose inputs ``h_i`` lie on
+    ``2**grid[i]`` (``-inf``: no grid, the input may carry rounding) and whose terms' magnitudes sum to at
+    most ``mag`` per row (``sum |W_ji| |h_i| + |b_j|`` rounded up): a row is computed *exactly* by the
+    runtime, in every summation order, with or without FMA, for every input of the box, when every
+    product and partial sum is an integer multiple of ``2**q`` (``q`` the lowest set bit over the terms)
+    of magnitude below ``2**(p + q)`` (the module docstring's argument: each is then a number of the
+    precision). ``out_grid[j]``: the row's ``q`` where exact (a ReLU keeps it: 0 or the value), else
+    ``-inf``."""
+    if precision not in _EMIN:          # float16: its mixed-precision error model, no exact rows
+        return np.zeros(np.shape(W)[0], dtype=bool), np.full(np.shape(W)[0], -np.inf)
+    p, emin, emax = _P[precision], _EMIN[precision], _EMAX[precision]
+    W = np.asarray(W, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        T = np.where(W != 0, _low_bit(W) + grid[None, :], np.inf)       # W != 0, no grid: -inf
+    q = np.minimum(T.min(axis=1) if W.shape[1] else np.full(W.shape[0], np.inf), _low_bit(b))
+    ok = np.isinf(q) & (q > 0)                                          # no term at all: exactly 0
+    fin = np.isfinite(q)
+    e = np.where(fin, q + p, 0).astype(np.int64)
+    fits = fin & (q >= emin) & (e <= emax) & (np.asarray(mag, dtype=np.float64) < np.ldexp(1.0, e))
+    ok |= fits
+    return ok, np.where(ok, q, -np.inf)

@@ -19,6 +19,12 @@ The error model (see ARCHITECTURE.md, "The certification spine"):
   Gemm / MatMul+Add with alpha = beta = 1 (the caller passes the runtime's layers; a chain of
   products with no ReLU between is several layers with identity between, ``runtime_chain``).
 * **ReLU** is exact in floating point and 1-Lipschitz (errors pass through unchanged).
+* **exact rows**: a row whose inputs lie on a dyadic grid over the whole box (integral variables read
+  raw / onehot / code, dyadic code tables) and whose products and partial sums are then all multiples of
+  ``2**q`` below ``2**(p + q)`` is computed exactly in every order (``fairspec.certify.exact_runtime.
+  exact_rows``): no rounding term, and its output on the grid ``2**q`` for the next layer. Dyadic weights
+  on small integer inputs (quantised or tie-built networks) have E = 0 for a logit readout, so a proof
+  may close a pair exactly at the threshold.
 * **readout**: ``("logit", i)`` the column itself; ``("margin", i, j)`` ``y_i - y_j`` (computed by
   fairspec in float64); ``("prob", i)`` a final sigmoid of column i; ``("softmax", i, j)`` the
   2-class softmax probability of column i. For the probabilities the runtime's own logistic /
@@ -51,6 +57,7 @@ import numpy as np
 from fairspec.certify.argmax import (_exact_diff, argmax_class_score, argmax_layers, class_readout, prove_class_stable,
                                      softmax_class_slack)
 from fairspec.certify.chains import as_layers, runtime_blocks
+from fairspec.certify.exact_runtime import exact_rows, input_grid
 from fairspec.certify.half import ETA16, EXACT_INTEGERS, SIGMOID_ABS_ERROR16, U16, check_range, layer_rounding
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, float_up, gamma, interval_matmul, matmul_with_error,
                                        sum_with_error, up, down)
@@ -440,11 +447,17 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     H = np.maximum(np.abs(xlo), np.abs(xhi))
     check_range(precision, up(H + d), "an encoded input")
     Hs = [H]
+    # the inputs on a dyadic grid (exact: d = 0 there), and per layer the rows the runtime computes exactly
+    # in every order over the whole box (certify.exact_runtime.exact_rows): no rounding term for them
+    grid = input_grid(encoding, lo, hi, integer, precision)
+    d = np.where(np.isfinite(grid) | (grid > 0), 0.0, d)     # an encoding computed exactly: no input error
     for k, (W, b, relu) in enumerate(layers):
         A = np.abs(W)
         # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta (float16: n+2)
         mag = up(_absmv_up(A, up(H + d)) + np.abs(b))
         d = up(_absmv_up(A, d) + layer_rounding(W.shape[1], mag, precision, u, eta, k))
+        exact, grid = exact_rows(W, b, grid, mag, precision)
+        d = np.where(exact, 0.0, d)
         plo, phi = ibp[k]
         H = np.maximum(np.abs(plo), np.abs(phi))
         if relu:
@@ -459,8 +472,11 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
         signs = [1]
     elif kind in ("margin", "softmax"):
         i, j = cols
-        e_logit = float(up(d[i] + d[j]))
-        if kind == "margin":     # fairspec subtracts the two float columns in float64
+        e_logit = float(_up0(d[i] + d[j]))
+        # fairspec subtracts the two float columns in float64: exact when both are on a grid it fits
+        sub_exact = exact_rows(np.array([[1.0, -1.0]]), np.zeros(1), grid[[i, j]],
+                               np.array([float(up(y_mag[i] + y_mag[j]))]), "float64")[0][0]
+        if kind == "margin" and not (sub_exact and d[i] == 0 and d[j] == 0):
             e_logit = float(up(e_logit + float(up(2 * U64 * float(up(y_mag[i] + y_mag[j] + d[i] + d[j]))))))
         signs = [1, -1]
     else:
@@ -471,7 +487,7 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
         # a run of layers with no ReLU between (identity units) against the proof's one folded layer
         R, Hb, slack = runtime_blocks(layers, Hs, len(P))
         row_w, row_b = [R[-1][0][c] for c in cols], [R[-1][1][c] for c in cols]
-        e_logit = float(up(e_logit + _proof_mismatch(P, R, encoding, lo, hi, Hb, row_w, row_b, signs, slack,
+        e_logit = float(_up0(e_logit + _proof_mismatch(P, R, encoding, lo, hi, Hb, row_w, row_b, signs, slack,
                                                      cols)))
     if kind in ("logit", "margin"):
         return e_logit
@@ -553,7 +569,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
                 tot += abs(dw) * Fraction(float(V[i]))
         delta[j] = float_up(tot + abs(const))
     first_slack = slack[0] if not one else np.array([float_up(sum(Fraction(float(slack[0][c])) for c in cols))])
-    delta = up(delta + first_slack)
+    delta = _up0(delta + first_slack)
     # hidden layers: delta' = |W'| delta + |W' - W| H + |b' - b|
     for k in range(1, len(R)):
         Wp, bp, _ = P[k]
@@ -566,13 +582,19 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
             wq = [sum((sg * Fraction(float(r[c])) for sg, r in zip(signs, row_w)), Fraction(0)) for c in range(W.shape[1])]
             bq = sum((sg * Fraction(float(r)) for sg, r in zip(signs, row_b)), Fraction(0))
             mis = _mismatch(Wp, bp, None, None, H, rows=(lambda j: wq, lambda j: bq))
-            mis = up(mis + float_up(sum((Fraction(float(slack[k][c])) for c in cols), Fraction(0))))
+            mis = _up0(mis + float_up(sum((Fraction(float(slack[k][c])) for c in cols), Fraction(0))))
         else:
             if Wp.shape != W.shape:
                 raise ValueError(f"the proof's layer {k + 1} does not match the runtime's")
-            mis = up(_mismatch(Wp, bp, W, b, H) + slack[k])     # a hidden block's composition error too
-        delta = up(_absmv_up(np.abs(Wp), delta) + mis)
+            mis = _up0(_mismatch(Wp, bp, W, b, H) + slack[k])     # a hidden block's composition error too
+        delta = _up0(_absmv_up(np.abs(Wp), delta) + mis) if np.any(delta) else mis
     return float(delta[0])
+
+
+def _up0(x):
+    """``up`` of a sum of non-negative floats, but an exact 0 kept 0 (such a sum rounds to 0 only when every
+    term is 0): a proof network equal to the runtime's in exact arithmetic then has no mismatch at all."""
+    return np.where(np.asarray(x) == 0, 0.0, up(x))
 
 
 def prob_error_to_logit(e_prob: float) -> float:

@@ -34,6 +34,11 @@ TIGHTEN_DEPTHS = (0,)
 #: nodes in 120 s without a proof; with bands first at 0.25, 128-3,308 nodes in 0.3-4.4 s on a loaded
 #: machine (at 0.5 up to 10,468 nodes; at 1.0, 3 of 8 not proved in 60 s; bench/results/fairify_band.md)
 BAND_SPLIT = 0.25
+#: prove_below: single pairs closed exactly *at* the threshold (a tie the exact leaves prove, on a runtime
+#: exact over the box, certify.exact_runtime) before the search gives up: a plateau of tied pairs is
+#: point-by-point enumeration here, which the refinement's enumeration does faster (seed 44's
+#: network-solver 44000028 p0 timed out in the branch and bound instead of being enumerated)
+TIE_POINTS = 64
 
 
 #: prob, prove_below: more certified LP tightening (:class:`~fairspec.certify.pairlp.Tighten` nodes) than
@@ -505,6 +510,10 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     band_kids: set = set()
     thr = q.threshold
     claim_fails = (lambda m: m >= thr) if q.strict else (lambda m: m > thr)
+    # an LP point this close to the threshold is a pair at a tie; counted only where the runtime error is 0
+    # (elsewhere the claim sits 2E inside the threshold and a tie is a candidate at once)
+    exact = runtime is not None and runtime.get("runtime_error") == 0.0 and q.post != "prob"
+    tie_at = float(thr) - 1e-9 * max(1.0, abs(float(thr))) if exact else math.inf
     for root in builder.roots():
         stack = [root]
         while stack:
@@ -513,6 +522,8 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
                 return stop
             node, st = _pop_open(S, builder, stack)
             if node is None:
+                if exact and _tie_point(q, st) and _one_more_tie(S):
+                    return _done(_ties(), S, t0)
                 continue
             out = S.solve(node)
             if S.try_close(node, out):
@@ -522,6 +533,8 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
                 x, xp, m = S.candidate(node, x_lp)
                 if claim_fails(m):
                     return _done(BabResult("candidate", pair=(x, xp), value=m), S, t0)
+                if m >= tie_at and _one_more_tie(S):
+                    return _done(_ties(), S, t0)
             if TIGHTEN and status == "optimal" and (_tighten_here(builder, node) or node in chain or node in band_kids):
                 kid = S.tighten(node)
                 if kid is not None:
@@ -554,6 +567,28 @@ def prove_below(problem, threshold, strict: bool, deadline: float, start_bounds=
     if keep_tree:
         res.trees, res.query = builder.trees(), q
     return _done(res, S, t0, builder)
+
+
+def _ties() -> BabResult:
+    return BabResult("gave-up", reason=f"more than {TIE_POINTS} nodes at the threshold within rounding (a plateau "
+                     "of ties, left to enumeration)")
+
+
+def _one_more_tie(S: _Search) -> bool:
+    """Count a node at the threshold (:data:`TIE_POINTS`); True when there were too many."""
+    S.stats["ties"] = S.stats.get("ties", 0) + 1
+    return S.stats["ties"] > TIE_POINTS
+
+
+def _tie_point(q, st) -> bool:
+    """Is a node its interval bound closed a single pair whose measure lies at the threshold (its bound,
+    rounded up, not below the threshold's float)?"""
+    if st is None or st.empty or st.box is None or q.post == "prob" or q.threshold is None:
+        return False
+    L = q.layout
+    lo, hi = st.box
+    return bool(np.all(lo[L.x] == hi[L.x]) and np.all(lo[L.xp] == hi[L.xp])
+                and st.measure_ub >= float(q.threshold))
 
 
 def _pop_open(S: _Search, builder: TreeBuilder, stack: list):

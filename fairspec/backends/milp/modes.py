@@ -247,7 +247,7 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
     import math
     from dataclasses import replace
 
-    from fairspec.backends.pair.certify import certified_bound, certify_result, replays
+    from fairspec.backends.pair.certify import certified_bound, certify_result, certify_tie, replays
 
     t0 = time.perf_counter()
     # the MILP gets MILP_SHARE of the time limit (its dual bound is no certificate; the certified
@@ -289,6 +289,10 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
         if w is not None and replays(problem, w.x, w.x_prime):
             return replace(res, how=how, bound=bound, stats=stats, proof=proof if meet else None,
                            reason=res.reason if meet else (res.reason or "the maximum is not certified"))
+        out = certify_tie(problem, replace(res, bound=bound, stats=stats), _budget(eng, time_limit),
+                          f"the {engine} MILP")
+        if out is not None:     # the pair violates on the float64 network only: a tie on the runtime?
+            return replace(out, value=value, bound=bound) if out.status == "holds" else out
         return PairResult("unknown", None, value, bound, None, "the best pair does not violate the property on the "
                           "model's runtime (within its rounding of the threshold)", res.seconds, None, res.engine,
                           res.mode, res.best, stats)
@@ -299,6 +303,12 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
         out = certify_result(problem, replace(res, bound=bound, stats=stats, how="proved", reason=why),
                              _budget(eng, time_limit), f"the {engine} MILP")
         return replace(out, value=value, bound=bound) if out.status != "violated" else out
+    if res.status == "unknown" and res.reason and "equals the threshold" in res.reason:
+        # a maximum at the threshold within solver tolerance: no float optimum settles it, certify may
+        out = certify_tie(problem, replace(res, bound=bound, stats=stats), _budget(eng, time_limit),
+                          f"the {engine} MILP")
+        if out is not None:
+            return replace(out, value=value, bound=bound) if out.status == "holds" else out
     return replace(res, bound=bound, stats=stats)
 
 

@@ -744,7 +744,7 @@ def _failed_part(item, reason: str) -> PairResult:
 def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
     from fairspec.backends.quantify import count_shares, replayed_results
 
-    replay = replayed_results(problem, results)     # first: the counts, the shares and the verdict agree
+    replay = replayed_results(problem, results, parts)     # first: counts, shares and verdict agree
     feats = tuple(sorted({i for lo, hi in parts for i in range(problem.n)
                           if lo[i] != problem.lo[i] or hi[i] != problem.hi[i]}))
     total = problem.volume(over=feats)

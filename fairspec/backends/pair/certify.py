@@ -28,7 +28,7 @@ import numpy as np
 
 from fairspec.backends.pair.problem import PairProblem, PairResult, Witness, check_witness, make_witness
 
-__all__ = ["BatchScorer", "Runtime", "certify_first", "certify_result", "certified_bound", "decide_by_bab", "refute_by_max",
+__all__ = ["BatchScorer", "Runtime", "certify_first", "certify_result", "certify_tie", "certified_bound", "decide_by_bab", "refute_by_max",
            "replays_many", "runtime_of"]
 
 
@@ -168,6 +168,23 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
                        f"threshold (runtime error bound {r.stats.get('runtime_error', float('nan')):.3g}); not certified")
     return unknown(f"{solver} says no pair violates it, but the answer could not be certified in {took:.1f} s "
                    f"({r.reason or r.status})")
+
+
+def certify_tie(problem: PairProblem, res: PairResult, seconds: float | None,
+                solver: str = "the MILP") -> PairResult | None:
+    """A result left ``unknown`` at the threshold (a maximum equal to it within solver tolerance, a pair
+    violating it on the float64 network but not on the runtime) asked of certify as a ``holds``
+    (:func:`certify_result`): its point leaves are exact rationals and, on a runtime exact over the box
+    (:func:`fairspec.certify.exact_runtime.exact_rows`), its error bound 0, so an exact tie may be
+    proved. ``holds`` only with its Proof, ``violated`` only with a pair that replays; None otherwise
+    (the caller keeps its own unknown)."""
+    if not _is_network(problem):
+        return None
+    out = certify_result(problem, replace(res, status="holds", how="proved", witness=None, proof=None), seconds,
+                         solver)
+    if out.status == "holds" and out.proof is not None:
+        return replace(out, reason="a pair at the threshold; " + out.reason)
+    return out if out.status == "violated" and out.witness is not None else None
 
 
 def certified_bound(problem: PairProblem, seconds: float | None):
