@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import sys
-from fractions import Fraction
 
 from fairspec.diagnostics import Diagnostic, Span
 
@@ -42,6 +41,14 @@ def significant_digits(text: str) -> int:
     return len(mantissa.replace(".", "").strip("0"))
 
 
+def _not_shortest(text: str, value: float) -> bool:
+    """Whether ``text`` is another number than the shortest form of its float (lint imports no
+    `fractions` unless a literal has 16 or 17 digits)."""
+    from fractions import Fraction
+
+    return Fraction(repr(value)) != Fraction(text)
+
+
 def number_problem(text: str, value: float) -> tuple[str, str] | None:
     """(message, hint) of FS307 for a literal ``text`` read as ``value`` (already within +-1e15), or None."""
     n = significant_digits(text)
@@ -49,7 +56,7 @@ def number_problem(text: str, value: float) -> tuple[str, str] | None:
         return (f"the number {_shown(text)} has {n} significant digits; a number in a spec has at most "
                 f"{MAX_DIGITS} (the most a float needs; more cannot tell two floats apart)",
                 f"round it to at most {MAX_DIGITS} significant digits")
-    if isinstance(value, float) and n > 15 and Fraction(repr(value)) != Fraction(text):
+    if isinstance(value, float) and n > 15 and _not_shortest(text, value):
         # a threshold is compared as written (certify.exact.threshold_of reads a parsed float through its
         # shortest repr): a 16-17 digit literal that is not that shortest form would be read as another number
         return (f"the number {_shown(text)} is not read exactly: the nearest float reads back as {value!r}, "
