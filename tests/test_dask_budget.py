@@ -139,6 +139,56 @@ def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp
                 w.wait()
 
 
+def test_the_last_worker_retired_the_next_jobs_end_with_the_reason():
+    """One worker, no nanny: a job past its budget has it retired, and the cluster has no worker left.
+    The next map's shared data was scattered with the Client's time-out (the connection's: 300 s here,
+    FAIRSPEC_CLUSTER_TIMEOUT) as its wait for a worker, and its TimeoutError came out of ``map`` past
+    ``on_error`` (an internal error); now every job of a map ends through ``on_error`` once the cluster
+    has had no worker for ``lost_after`` seconds (a wait for a worker that never comes: no speed
+    requirement), the reason naming the cluster and the retired worker."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=2.0)
+            ex.client.wait_for_workers(1, timeout=GUARD)
+            ex.grace = 0.0
+            (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
+                                             budget=lambda item: 1.0, on_error=lambda item, why: why))
+            assert isinstance(got, ex_mod.Overrun) and got.retired, got
+            gone = got.worker
+            expected = (f"no worker left in the cluster at {lc.scheduler_address}: {gone} was retired (a job ran "
+                        f"past its budget there, and it has no nanny to restart it) and no other worker joined "
+                        f"within 2 s")
+            # unbudgeted: the shared data is broadcast to the workers first
+            unbudgeted = _guarded(lambda: ex.map(_answer_unless_hang, [1, 2, 3], shared={"k": 2},
+                                                 on_error=lambda item, why: (item, why)))
+            assert unbudgeted == [(i, expected) for i in (1, 2, 3)], unbudgeted
+
+            def without_on_error():
+                try:
+                    return ex.map(_answer_unless_hang, [1], shared={"k": 3})
+                except ex_mod.JobError as e:
+                    return f"JobError: {e}"
+
+            assert _guarded(without_on_error) == f"JobError: {expected}"
+            # budgeted: each job carries the state and waits for a worker
+            budgeted = _guarded(lambda: ex.map(_answer_unless_hang, [1, 2], shared={"k": 2},
+                                               budget=lambda item: GUARD, on_error=lambda item, why: (item, why)))
+            assert budgeted == [(i, expected) for i in (1, 2)], budgeted
+            ex.shutdown()
+        finally:
+            worker.kill()
+            worker.wait()
+
+
 SPEC = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
 encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
 property parity {

@@ -33,7 +33,8 @@ back in item order.
   through ``on_error``, and so does a job the cluster cancels (its scattered data was lost with
   the worker holding it) and every job not done once the cluster has had no worker for
   ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
-  worker forever). A job with a time budget (``budget=lambda item: seconds or None``: a property's
+  worker forever), as does every job of a map whose shared data finds no worker to go to in that
+  time (e.g. the last worker was retired, see below). A job with a time budget (``budget=lambda item: seconds or None``: a property's
   own ``timeout``) is waited on for that long plus ``grace`` (FAIRSPEC_CLUSTER_GRACE seconds, default
   10, and a tenth of the budget) on the clock of :mod:`fairspec.runtime.job_clock`, which counts what
   a local run bounds: from the job's first time limit on, the loads apart, plus what is granted past
@@ -583,7 +584,10 @@ class DaskExecutor:
                 # and a key the cluster still holds keeps its old data (a second check then ran on
                 # the first one's spec); a list's one element gets a fresh key.
                 self._scattered = {}  # the old state goes first
-                (fut,) = self.client.scatter([shared], broadcast=True, hash=False)
+                try:  # waits for a worker at most lost_after seconds (the Client's time-out otherwise)
+                    (fut,) = self.client.scatter([shared], broadcast=True, hash=False, timeout=self.lost_after)
+                except Exception as e:  # noqa: BLE001 - no worker to send it to, or the scheduler is gone
+                    return _finish(items, [_Failed(self._unsent(e))] * len(items), on_error)
                 self._scattered = {sid: (fut, shared, uuid.uuid4().hex)}
             fut, _, token = self._scattered[sid]
             key, payload = ("shared", token), fut
@@ -677,7 +681,10 @@ class DaskExecutor:
                 retired = self.client.retire_workers([worker], close_workers=True)
             except Exception:  # noqa: BLE001 - the scheduler refused or did not answer
                 return "held"
-            return "retired" if worker in (retired or {}) else "held"
+            if worker not in (retired or {}):
+                return "held"
+            self.__dict__.setdefault("_retired", []).append(worker)
+            return "retired"
         try:  # the scheduler's own call: Client.restart_workers (distributed 2026.8) has no
             # wait_for_workers and waits until the cluster has as many workers as before, which may
             # never come true (another worker lost meanwhile: the whole RESTART timeout)
@@ -715,14 +722,32 @@ class DaskExecutor:
                 except TimeoutError:
                     alone_since = None if self._has_workers() else (alone_since or time.monotonic())
                     if alone_since is not None and time.monotonic() - alone_since >= self.lost_after:
-                        lost = (f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
-                                f"worker running the job was lost and no other took it over")
+                        lost = self._no_worker() or (
+                            f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
+                            f"worker running the job was lost and no other took it over")
                     if lost is None:  # every job still awaited: one may hang on the worker this one waits for
                         self._give_up_overruns(futures[i:], clocks[i:], i, given_up)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
                     outs.append(_Failed(_dask_reason(e)))
                     break
         return outs
+
+    def _no_worker(self) -> str | None:
+        """The reason when this client retired the cluster's last worker(s) (a job past its budget held
+        them) and none has joined since, else None."""
+        retired = self.__dict__.get("_retired")
+        if not retired or self._has_workers():
+            return None
+        return (f"no worker left in the cluster at {self.address}: {', '.join(retired)} {'was' if len(retired) == 1 else 'were'} retired (a job ran past "
+                f"its budget there, and it has no nanny to restart it) and no other worker joined within "
+                f"{self.lost_after:g} s")
+
+    def _unsent(self, e: BaseException) -> str:
+        """The reason of every job of a map whose shared data could not be sent to the cluster."""
+        if self._has_workers():
+            return f"the Dask cluster at {self.address} did not take the jobs' data: {_reason(e)}"
+        return self._no_worker() or (f"no worker left in the cluster at {self.address}: none joined within "
+                                     f"{self.lost_after:g} s to take the jobs' data")
 
     def _has_workers(self) -> bool:
         try:
