@@ -652,8 +652,7 @@ class DaskExecutor:
             f, clock = futures[j], clocks[j]
             over = None if j in given_up or f.done() else self._overrun(clock)
             if over is not None:
-                self._take_results(futures, first, given_up)  # the worker may be retired: they go with it
-                fate = self._abandon(f, clock.worker)
+                fate = self._abandon(f, clock.worker, lambda: self._take_results(futures, first, given_up))
                 over.restarted, over.retired, over.held = fate == "restarted", fate == "retired", fate == "held"
                 given_up[j] = _Failed(over)
 
@@ -676,7 +675,7 @@ class DaskExecutor:
             self.client.cancel(done)  # a finished job's result is released, nothing else
         self._scattered = {}  # sent again to the workers left, when a map needs it
 
-    def _abandon(self, future, worker: str | None) -> str:
+    def _abandon(self, future, worker: str | None, take_results=lambda: None) -> str:
         """Give up a job past its budget: cancel it and restart its worker (its nanny starts a fresh process):
         a hung thread cannot be stopped and holds the worker's slot, so the jobs queued behind it would
         never start (the scheduler reruns them). A worker without a nanny is retired from the cluster
@@ -696,6 +695,7 @@ class DaskExecutor:
         except Exception:  # noqa: BLE001 - gone already (lost): nothing to restart
             return ""
         if not nanny:  # the scheduler would end it for good: no process would take its place
+            take_results()  # the done jobs' results, which a retired worker takes along
             deadline = time.monotonic() + self.RELEASE  # the scheduler keeps a worker holding data no other
             try:  # worker can take (the last one): the results released (_take_results) leave it first
                 while time.monotonic() < deadline and self.client.has_what([worker]).get(worker):
