@@ -219,9 +219,9 @@ def _check(args) -> int:
     from fairspec import interrupt
 
     # the whole check in a recording handler, the check itself in the raising one: from the check's
-    # start to the report's end SIGTERM is never at its default action (which ended the process
-    # silently when it came between the two)
-    with interrupt.installed(defer=True):
+    # start to the report's end (to the process's exit, run as the console script: _recording)
+    # SIGTERM is never at its default action (which ended the process silently when it came between the two)
+    with _recording():
         try:
             with interrupt.installed(fresh=False), _solver_chatter_to_stderr(args.format != "text"):
                 # Ctrl-C / SIGTERM stops the solver; the verdicts decided so far are printed
@@ -247,6 +247,29 @@ def _check(args) -> int:
               f"complete", file=sys.stderr)
         return interrupt.exit_code()
     return code
+
+
+_CONSOLE: dict = {"script": False, "held": []}  # main() run as the console script; the recording blocks it holds
+
+
+@contextlib.contextmanager
+def _recording():
+    """The check's recording handler (``interrupt.installed(defer=True)``: a signal is recorded, the report
+    is finished). Run as the console script it is not left at the block's end but held to the process's
+    exit (:func:`_leave`, which leaves with ``os._exit``): between the report and the exit a signal is
+    recorded too, never at SIGTERM's default action (the process ended at once with -15, or a
+    KeyboardInterrupt came out of main). Called in-process it ends with its block: the caller's
+    handlers come back."""
+    from fairspec import interrupt
+
+    if not _CONSOLE["script"]:
+        with interrupt.installed(defer=True):
+            yield
+        return
+    block = interrupt.installed(defer=True)
+    block.__enter__()
+    _CONSOLE["held"].append(block)  # referenced: a collected generator would run its finally (the handlers' end)
+    yield
 
 
 def _emit_check(args, result) -> int:
@@ -378,7 +401,7 @@ def _check_models(args, parallel: bool) -> int:
     name, _, folder = args.models.rpartition("=")
     from fairspec import interrupt
 
-    with interrupt.installed(defer=True):  # as in _check: no moment at SIGTERM's default action
+    with _recording():  # as in _check: no moment at SIGTERM's default action
         try:
             with interrupt.installed(fresh=False), _solver_chatter_to_stderr(args.format != "text"):
                 try:
@@ -451,6 +474,7 @@ def _end_workers() -> None:
 def main(argv=None) -> int:
     # stdout and stderr never raise: a closed or full one is exit 2 (one sentence on stderr if it
     # works), a reader that closed the pipe early leaves the verdicts' exit code (README, exit codes)
+    _CONSOLE["script"] = argv is None
     with guarded_streams() as streams:
         try:
             code = streams.exit_code(_main(argv))
@@ -466,7 +490,7 @@ def main(argv=None) -> int:
     return code
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code) -> None:
     """The command line was interrupted and everything is reported, written and the workers ended:
     leave without the interpreter's teardown (finalising torch, onnxruntime and the solvers' native
     state took 0.7-0.9 s of the 1.2 s from Ctrl-C to exit, measured in bench/interrupt_latency.py)."""
@@ -480,7 +504,7 @@ def _exit_now(code: int) -> None:
     except (OSError, ValueError):
         pass
     flush_c_stdio()
-    os._exit(code)
+    os._exit(code() if callable(code) else code)  # a callable: the code as it stands at the last moment
 
 
 def _leave(code: int) -> None:
@@ -488,7 +512,9 @@ def _leave(code: int) -> None:
     raised, the worker pools end, and the process leaves without the interpreter's teardown (as
     :func:`_exit_now`). A signal in that window (2-3 s of joining pool threads and finalising native
     libraries) printed a KeyboardInterrupt traceback from threading's shutdown and left the verdicts'
-    exit code; now it is the interrupt's exit code, 128 + the signal, with nothing on stderr."""
+    exit code; now it is the interrupt's exit code, 128 + the signal, with nothing on stderr. So is a
+    signal the check's recording handler (held to here, see :func:`_recording`) noted after the check
+    returned its exit code (an error's 2 and an interrupt's own code stay)."""
     import signal
 
     got: list[int] = []
@@ -497,8 +523,11 @@ def _leave(code: int) -> None:
             signal.signal(s, lambda signum, frame: got.append(signum))
         except (ValueError, OSError):  # not the main thread: nothing to note
             pass
+    interrupt = sys.modules.get("fairspec.interrupt")
+    if not got and interrupt is not None and interrupt.requested() and code not in (2, 130, 143):
+        code = interrupt.exit_code()
     _end_workers()
-    _exit_now(128 + got[0] if got else code)
+    _exit_now(lambda: 128 + got[0] if got else code)  # a signal while the workers end counts too
 
 
 def _main(argv=None) -> int:

@@ -139,6 +139,60 @@ def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp
                 w.wait()
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
+    """One worker, no nanny: a job past its budget has it retired, and the cluster has no worker left.
+    The next map's shared data was scattered with the Client's time-out (the connection's: 300 s here,
+    FAIRSPEC_CLUSTER_TIMEOUT) as its wait for a worker, and its TimeoutError came out of ``map`` past
+    ``on_error`` (an internal error); now every job of a map ends through ``on_error`` once the cluster
+    has had no worker for ``lost_after`` seconds (a wait for a worker that never comes: no speed
+    requirement), the reason naming the cluster and the retired worker. ``refused``: the scheduler keeps
+    the worker (retire_workers answers without it): held by the hung job, it counts as no worker."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=2.0)
+            ex.client.wait_for_workers(1, timeout=GUARD)
+            ex.grace = 0.0
+            if refused:
+                ex.client.retire_workers = lambda workers, **kw: {}
+            (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
+                                             budget=lambda item: 1.0, on_error=lambda item, why: why))
+            assert isinstance(got, ex_mod.Overrun) and (got.held if refused else got.retired), got
+            fate = "is held by a hung job and could not be retired" if refused else "was retired"
+            expected = (f"no worker left in the cluster at {lc.scheduler_address}: {got.worker} {fate} (a job ran "
+                        f"past its budget there, and it has no nanny to restart it) and no other worker joined "
+                        f"within 2 s")
+            # unbudgeted: the shared data is broadcast to the workers first
+            unbudgeted = _guarded(lambda: ex.map(_answer_unless_hang, [1, 2, 3], shared={"k": 2},
+                                                 on_error=lambda item, why: (item, why)))
+            assert unbudgeted == [(i, expected) for i in (1, 2, 3)], unbudgeted
+
+            def without_on_error():
+                try:
+                    return ex.map(_answer_unless_hang, [1], shared={"k": 3})
+                except ex_mod.JobError as e:
+                    return f"JobError: {e}"
+
+            assert _guarded(without_on_error) == f"JobError: {expected}"
+            # budgeted: each job carries the state and waits for a worker
+            budgeted = _guarded(lambda: ex.map(_answer_unless_hang, [1, 2], shared={"k": 2},
+                                               budget=lambda item: GUARD, on_error=lambda item, why: (item, why)))
+            assert budgeted == [(i, expected) for i in (1, 2)], budgeted
+            ex.shutdown()
+        finally:
+            worker.kill()
+            worker.wait()
+
+
 SPEC = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
 encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
 property parity {
@@ -211,6 +265,57 @@ def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_k
     assert props["hangs"]["status"] == "unknown" and "within the property's 1 s budget" in props["hangs"]["reason"]
     assert {n: p["status"] for n, p in props.items() if n != "hangs"} == \
         {n: s[0] for n, s in serial.items() if n != "hangs"}
+
+
+def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, monkeypatch):
+    """The check's side of the above: one worker without a nanny, `hangs` overruns and has it retired; a
+    property whose job was queued behind it is `unknown` with the reason once the cluster has had no
+    worker for FAIRSPEC_CLUSTER_TIMEOUT seconds (one that ran before `hangs` keeps its verdict: the
+    scheduler picks the order), and the check ends. Seen before: the worker held the result of a job
+    done before `hangs`, which no other worker could take, so the scheduler refused to retire it, and
+    the jobs queued behind the hung one were waited on for ever (the test's guard of 300 s ran out)."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+    from distributed import Client
+
+    from fairspec.pipeline import check
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    spec = _project(tmp_path)
+    ex_mod.configure()
+    spec.write_text(ROOMY)
+    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
+    spec.write_text(SPEC)
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_TIMEOUT", "20")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            with Client(lc.scheduler_address, set_as_default=False) as admin:
+                admin.wait_for_workers(1, timeout=GUARD)
+                admin.run(_hang_property_on_worker, "hangs")
+            ex_mod.configure(cluster=lc.scheduler_address)
+            report = _guarded(lambda: check(spec, parallel=True))
+        finally:
+            ex_mod.configure()
+            for e in list(ex_mod._DASK.values()):
+                e.shutdown()
+            worker.kill()
+            worker.wait()
+    got = {v.name: v for v in report.verdicts}
+    assert got["hangs"].status == "unknown" and got["hangs"].reason.endswith("the worker retired from the cluster (it "
+                                                                             "has no nanny to restart it, and the hung "
+                                                                             "job holds its slot)"), got["hangs"]
+    left = f"no worker left in the cluster at {lc.scheduler_address}: tcp://127.0.0.1:"
+    for name in ("parity", "odds"):
+        v = got[name]
+        assert (v.status, v.how, v.value) == serial[name] or (v.status == "unknown" and left in v.reason and
+                                                              "no other worker joined within 20 s" in v.reason), v
+    assert not report.internal_errors
 
 
 def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():

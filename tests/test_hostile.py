@@ -541,6 +541,26 @@ def test_a_model_path_that_is_not_a_file_is_one_sentence(tmp_path, what):
         assert d["line"] == 1 and d["column"] == 16
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+@pytest.mark.parametrize("kind", ["data", "model"])
+def test_a_fifo_as_a_data_or_model_path_is_refused_never_opened(tmp_path, kind):
+    """A FIFO is never a model or data file: opened, its read would wait for a writer for ever (lint and
+    check both read the file). It is refused by its kind, before any open, with the one sentence of a
+    device: FS404 / FS401 at the path, in lint and check alike (run_cli's time-out fails a hang)."""
+    os.mkfifo(tmp_path / "pipe")
+    if kind == "data":
+        spec, code, col = _data_spec(tmp_path, "pipe"), "FS404", 19
+    else:
+        spec, code, col = tmp_path / "m.fair", "FS401", 16
+        spec.write_text('model m = onnx("pipe")\n')
+    for cmd in ("lint", "check"):
+        r = run_cli(cmd, spec, "--format", "json")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (cmd, r.returncode, r.stderr)
+        (d,) = [d for d in json.loads(r.stdout)["diagnostics"] if d["severity"] == "error"]
+        assert d["code"] == code and "pipe is not a regular file (a device, pipe or socket)" in d["message"], d
+        assert d["line"] == (2 if kind == "data" else 1) and d["column"] == col, d
+
+
 # ---------------------------------------------------------------- findings of bench/fuzz.py
 
 @pytest.mark.parametrize("text,code", [

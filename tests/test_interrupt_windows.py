@@ -90,6 +90,16 @@ def test_an_interrupt_while_fd1_is_pointed_away_gives_it_back(capfd):
 
 
 
+def _env() -> dict:
+    """The child runs this worktree's fairspec (it starts in tmp_path: an installed copy would come first)."""
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    env.pop("FAIRSPEC_DEBUG", None)
+    return env
+
+
 _BETWEEN = r"""
 import contextlib, os, signal, sys, time
 import fairspec.pipeline
@@ -122,10 +132,89 @@ def test_sigterm_between_the_check_and_its_report_is_recorded_not_the_default_ac
     import json
     import subprocess
 
-    env = dict(os.environ)
-    env.pop("FAIRSPEC_DEBUG", None)
+    env = _env()
     p = subprocess.run([sys.executable, "-c", _BETWEEN], cwd=tmp_path, capture_output=True, text=True,
                        env=env, timeout=120)
     assert p.returncode == 143, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert json.loads(p.stdout)["properties"] == []
     assert "interrupted (SIGTERM) after every verdict was decided" in p.stderr, p.stderr
+
+
+_TO_THE_EXIT = r"""
+import os, signal, sys
+import fairspec.pipeline
+from fairspec import cli, interrupt
+from fairspec.pipeline import Report
+
+fairspec.pipeline.check = lambda *a, **k: Report("spec.fair", [])
+log = open(sys.argv[1], "w", buffering=1)
+
+
+class Exited(BaseException):
+    pass
+
+
+def _exit(code):
+    raise Exited(code)
+
+
+os._exit = _exit  # the console script leaves with os._exit: here the harness takes the code instead
+sys.argv = ["fairspec", "check", "spec.fair", "--format", "json"]
+n = 1
+while n < 5000:
+    seen, after, sent = [0], [False], [False]
+
+    def profile(frame, event, arg):
+        # every moment the interpreter may run a signal's handler (a function entered, a call
+        # returned) from the check's return on: the n-th sends SIGTERM
+        if event == "return" and frame.f_code.co_name == "_check" and frame.f_code.co_filename.endswith("cli.py"):
+            after[0] = True
+        elif event == "call" and frame.f_code.co_name == "<lambda>" and frame.f_back.f_code.co_name == "_exit_now":
+            after[0] = False  # the exit code is worked out now, and os._exit is next: the process is gone
+        elif after[0] and event in ("call", "return", "c_return") and not sent[0]:
+            seen[0] += 1
+            if seen[0] == n:
+                sent[0] = True
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    sys.setprofile(profile)
+    try:
+        cli.main()
+        code = "returned"
+    except Exited as e:
+        code = e.args[0]
+    finally:
+        sys.setprofile(None)
+    for block in reversed(cli._CONSOLE["held"]):  # the harness's own end of the held blocks
+        block.__exit__(None, None, None)
+    cli._CONSOLE["held"].clear()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    interrupt.reset()
+    log.write(f"{n} {sent[0]} {code}\n")
+    if not sent[0]:
+        break
+    n += 1
+log.write("done\n")
+"""
+
+
+def test_sigterm_from_the_report_to_the_exit_is_recorded_not_the_default_action(tmp_path):
+    """The check's recording handler ended with its block, and ``_leave`` installed its own only at the
+    end of main: SIGTERM in between was at its default action (the process ended with -15). Run as the
+    console script, the recording block is now held to the exit: SIGTERM at each moment from the
+    check's return to ``os._exit`` in turn (sent, never timed) ends the run with 143."""
+    import subprocess
+
+    env = _env()
+    log = tmp_path / "moments.log"
+    p = subprocess.run([sys.executable, "-c", _TO_THE_EXIT, str(log)], cwd=tmp_path, capture_output=True,
+                       text=True, env=env, timeout=600)
+    lines = log.read_text().splitlines()
+    assert p.returncode == 0 and lines[-1] == "done", (p.returncode, lines[-3:], p.stderr[-2000:])
+    moments = [line.split() for line in lines[:-1]]
+    assert len(moments) > 10, moments  # the traced window is not empty
+    assert moments[-1][1:] == ["False", "0"], moments[-1]  # past the last moment: no signal, the verdicts' code
+    wrong = [m for m in moments[:-1] if m[1:] != ["True", "143"]]
+    assert not wrong, wrong
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]

@@ -33,14 +33,15 @@ back in item order.
   through ``on_error``, and so does a job the cluster cancels (its scattered data was lost with
   the worker holding it) and every job not done once the cluster has had no worker for
   ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT, default 20: the scheduler would hold it for a
-  worker forever). A job with a time budget (``budget=lambda item: seconds or None``: a property's
+  worker forever), as does every job of a map whose shared data finds no worker to go to in that
+  time (e.g. the last worker was retired, see below). A job with a time budget (``budget=lambda item: seconds or None``: a property's
   own ``timeout``) is waited on for that long plus ``grace`` (FAIRSPEC_CLUSTER_GRACE seconds, default
   10, and a tenth of the budget) on the clock of :mod:`fairspec.runtime.job_clock`, which counts what
   a local run bounds: from the job's first time limit on, the loads apart, plus what is granted past
   the budget (nothing before its first limit, e.g. a data pre-pass, which a local run waits for);
   past it the job comes back through ``on_error`` with an :class:`Overrun` reason, its future is
   cancelled and its worker restarted (a hung thread would hold the worker's slot for ever; a worker
-  without a nanny is retired from the cluster instead).
+  without a nanny is retired instead, its results fetched first; one the scheduler keeps counts as none).
   Budgeted jobs go one item each and carry the shared state themselves (no scattered copy that
   the restart could take with it). The local executors leave the budget to the job itself (its
   solvers' time limits), as before.
@@ -522,6 +523,7 @@ class DaskExecutor:
     GRACE = 10.0
     #: seconds a worker's nanny is given to end a worker process running a job past its budget
     RESTART = 30.0
+    RELEASE = 5.0  #: seconds the results a worker holds are given to leave it before it is retired
 
     def __init__(self, address: str, retries: int = 2, timeout: float | None = None,
                  lost_after: float | None = None):
@@ -550,8 +552,7 @@ class DaskExecutor:
         except Exception as e:  # noqa: BLE001 - refused, timed out, a malformed address: one sentence
             text = (str(e).splitlines() or [type(e).__name__])[0].rstrip(".")
             raise JobError(f"cannot reach the Dask scheduler at {address}: {text}") from None
-        self.address = address
-        self.retries = retries
+        self.address, self.retries = address, retries
         info = self.client.scheduler_info()
         self.workers = max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
         self._scattered: dict = {}
@@ -583,7 +584,10 @@ class DaskExecutor:
                 # and a key the cluster still holds keeps its old data (a second check then ran on
                 # the first one's spec); a list's one element gets a fresh key.
                 self._scattered = {}  # the old state goes first
-                (fut,) = self.client.scatter([shared], broadcast=True, hash=False)
+                try:  # waits for a worker at most lost_after seconds (the Client's time-out otherwise)
+                    (fut,) = self.client.scatter([shared], broadcast=True, hash=False, timeout=self.lost_after)
+                except Exception as e:  # noqa: BLE001 - no worker to send it to, or the scheduler is gone
+                    return _finish(items, [_Failed(self._unsent(e))] * len(items), on_error)
                 self._scattered = {sid: (fut, shared, uuid.uuid4().hex)}
             fut, _, token = self._scattered[sid]
             key, payload = ("shared", token), fut
@@ -644,22 +648,40 @@ class DaskExecutor:
         return Overrun.of(clock.budget, grace, worker, self.address) if used > clock.budget + extra + grace else None
 
     def _give_up_overruns(self, futures, clocks, first: int, given_up: dict) -> None:
-        for j, (f, clock) in enumerate(zip(futures, clocks), first):
+        for j in range(first, len(futures)):
+            f, clock = futures[j], clocks[j]
             over = None if j in given_up or f.done() else self._overrun(clock)
             if over is not None:
-                fate = self._abandon(f, clock.worker)
+                fate = self._abandon(f, clock.worker, lambda: self._take_results(futures, first, given_up))
                 over.restarted, over.retired, over.held = fate == "restarted", fate == "retired", fate == "held"
                 given_up[j] = _Failed(over)
 
-    def _abandon(self, future, worker: str | None) -> str:
-        """Give up a job past its budget: cancel it, and restart the worker running it (its nanny starts
-        a fresh process): a Python thread cannot be stopped, and a hung one holds the worker's slot,
-        so the jobs queued behind it on that worker would never start (the scheduler reruns them).
-        A worker without a nanny cannot be restarted: it is retired from the cluster instead, so the
-        scheduler sends it no more jobs (left in place, the next ones waited behind the hung thread
-        for ever); its process is the cluster owner's to restart. What became of the worker:
-        "restarted", "retired", "held" (no nanny, and the retirement failed: the hung job holds its slot)
-        or "" (gone, or its nanny did not answer)."""
+    def _take_results(self, futures, first: int, taken: dict) -> None:
+        """Fetch the results of the jobs done (from ``first`` on: the others are) into ``taken`` and release
+        them and the broadcast state: the scheduler retires no worker holding data no other can take."""
+        done = []
+        for j, f in enumerate(futures):
+            if not f.done():
+                continue
+            if j >= first and j not in taken:
+                try:
+                    taken[j] = f.result(timeout=self.RESTART)
+                except TimeoutError:  # no answer: left where it is, to the loop
+                    continue
+                except Exception as e:  # noqa: BLE001 - as the loop would say it
+                    taken[j] = _Failed(_dask_reason(e))
+            done.append(f)
+        with contextlib.suppress(Exception):  # the scheduler gone: nothing to release
+            self.client.cancel(done)  # a finished job's result is released, nothing else
+        self._scattered = {}  # sent again to the workers left, when a map needs it
+
+    def _abandon(self, future, worker: str | None, take_results=lambda: None) -> str:
+        """Give up a job past its budget: cancel it and restart its worker (its nanny starts a fresh process):
+        a hung thread cannot be stopped and holds the worker's slot, so the jobs queued behind it would
+        never start (the scheduler reruns them). A worker without a nanny is retired from the cluster
+        instead (left in place, the next jobs waited behind the hung thread for ever; its process is the
+        owner's to restart). What became of the worker: "restarted", "retired", "held" (no nanny, the
+        retirement refused: counted as no worker) or "" (gone, or its nanny did not answer)."""
         try:
             self.client.cancel([future])
         except Exception:  # noqa: BLE001 - the scheduler is gone: nothing to cancel
@@ -673,11 +695,20 @@ class DaskExecutor:
         except Exception:  # noqa: BLE001 - gone already (lost): nothing to restart
             return ""
         if not nanny:  # the scheduler would end it for good: no process would take its place
+            take_results()  # the done jobs' results, which a retired worker takes along
+            deadline = time.monotonic() + self.RELEASE  # the scheduler keeps a worker holding data no other
+            try:  # worker can take (the last one): the results released (_take_results) leave it first
+                while time.monotonic() < deadline and self.client.has_what([worker]).get(worker):
+                    time.sleep(0.05)
+            except Exception:  # noqa: BLE001 - gone, or no answer: retired regardless
+                pass
             try:
                 retired = self.client.retire_workers([worker], close_workers=True)
             except Exception:  # noqa: BLE001 - the scheduler refused or did not answer
-                return "held"
-            return "retired" if worker in (retired or {}) else "held"
+                retired = None
+            fate = "retired" if worker in (retired or {}) else "held"
+            self.__dict__.setdefault(f"_{fate}", []).append(worker)  # a held one counts as none (_has_workers)
+            return fate
         try:  # the scheduler's own call: Client.restart_workers (distributed 2026.8) has no
             # wait_for_workers and waits until the cluster has as many workers as before, which may
             # never come true (another worker lost meanwhile: the whole RESTART timeout)
@@ -715,20 +746,43 @@ class DaskExecutor:
                 except TimeoutError:
                     alone_since = None if self._has_workers() else (alone_since or time.monotonic())
                     if alone_since is not None and time.monotonic() - alone_since >= self.lost_after:
-                        lost = (f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
-                                f"worker running the job was lost and no other took it over")
+                        lost = self._no_worker() or (
+                            f"the Dask cluster at {self.address} has had no worker for {self.lost_after:g} s: the "
+                            f"worker running the job was lost and no other took it over")
                     if lost is None:  # every job still awaited: one may hang on the worker this one waits for
-                        self._give_up_overruns(futures[i:], clocks[i:], i, given_up)
+                        self._give_up_overruns(futures, clocks, i, given_up)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
                     outs.append(_Failed(_dask_reason(e)))
                     break
         return outs
 
+    def _no_worker(self) -> str | None:
+        """The reason when the cluster's last workers were retired or left held by a hung job (no nanny,
+        and the scheduler kept them), a job past its budget each, and none joined since, else None."""
+        retired, held = self.__dict__.get("_retired", []), self.__dict__.get("_held", [])
+        if not (retired or held) or self._has_workers():
+            return None
+        said = []
+        for ws, one, many in ((retired, "was retired", "were retired"), (held, "is", "are")):
+            if ws:  # held: a hung job holds it and the scheduler did not retire it
+                said.append(f"{', '.join(ws)} {one if len(ws) == 1 else many}" + (
+                    " held by a hung job and could not be retired" if ws is held else ""))
+        return (f"no worker left in the cluster at {self.address}: {' and '.join(said)} (a job ran past its budget "
+                f"there, and it has no nanny to restart it) and no other worker joined within {self.lost_after:g} s")
+
+    def _unsent(self, e: BaseException) -> str:  # the reason of a map's jobs whose shared data was not sent
+        if self._has_workers():
+            return f"the Dask cluster at {self.address} did not take the jobs' data: {_reason(e)}"
+        return self._no_worker() or (f"no worker left in the cluster at {self.address}: none joined within "
+                                     f"{self.lost_after:g} s to take the jobs' data")
+
     def _has_workers(self) -> bool:
+        """Whether the cluster has a worker that can run a job (not one a hung job holds: see _abandon)."""
         try:
-            return bool(self.client.scheduler_info().get("workers"))
+            workers = self.client.scheduler_info().get("workers") or {}
         except Exception:  # noqa: BLE001 - the scheduler itself is gone: no worker either
             return False
+        return bool(set(workers) - set(self.__dict__.get("_held", ())))
 
     def close(self) -> None:  # the client stays open for the process; see shutdown()
         pass
