@@ -74,7 +74,7 @@ def test_zero_error_bound_agrees_with_onnxruntime(tmp_path, seed):
     import onnx
     import onnxruntime as ort
 
-    from tests.onnx_nets import mlp_model
+    from onnx_nets import mlp_model
 
     rng = np.random.default_rng([7, seed])
     layers = _dyadic_net(rng, [3, 5, 4, 2])
@@ -156,7 +156,7 @@ def test_logit_at_an_exact_tie_agrees_with_brute_force(tmp_path, monkeypatch, se
 
     from fairspec.pipeline import check
     from fairspec.report import to_json
-    from tests.onnx_nets import mlp_model
+    from onnx_nets import mlp_model
 
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     rng = np.random.default_rng([11, seed])

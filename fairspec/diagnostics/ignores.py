@@ -125,8 +125,8 @@ def unused(ig: Ignore, code: str, span: Span) -> Diagnostic:
     """FS216 at ``code`` in the comment ``ig``: no ``code`` warning is on the line it acts on."""
     where = "this line" if ig.line == ig.span.line else f"line {ig.line}, the line below it"
     return Diagnostic("FS216", f"this ignore comment suppresses nothing: there is no {code} warning on {where}",
-                      span, "warning", hint=f"remove it (or, if the warning is elsewhere, put the comment at "
-                                            f"the end of the warning's line or alone on the line above it)")
+                      span, "warning", hint="remove it (or, if the warning is elsewhere, put the comment at "
+                                            "the end of the warning's line or alone on the line above it)")
 
 
 def _split(diagnostics, at, usable) -> tuple[list[Diagnostic], list[tuple[Diagnostic, str]]]:

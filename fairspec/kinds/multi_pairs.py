@@ -36,7 +36,7 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
     """The verdict of an issue-25 post on a network model, or None (trees; posts not handled here).
     ``kind``: the individual-fairness runner's module (fairspec.kinds.individual_fairness, passed in
     so that this module does not import it back): its run_pair and helpers."""
-    _small_domain, is_tree_model, run_pair = kind._small_domain, kind.is_tree_model, kind.run_pair
+    is_tree_model, run_pair = kind.is_tree_model, kind.run_pair
     if is_tree_model(ctx, prop.model):
         return None
     t0 = time.perf_counter()
