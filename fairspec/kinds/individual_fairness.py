@@ -306,13 +306,13 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                     ctx.model(prop.model), runtime)
     if trees is None and runtime is not None and mode == "maximize" and res.status != "violated":
         res = _replayed_lower_end(prop, ctx.model(prop.model), runtime, res)
-        if res.status == "holds" and res.proof is not None and res.bound is None and res.value is not None:
-            # no certified bound of its own: the proof says no pair exceeds the threshold, an upper end
-            from fairspec.kinds.pair_runtime import threshold_interval
-
-            thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, res.value)
-            res = replace(res, bound=thr, value=res.value if thr is not None else None,
-                          stats={**(res.stats or {}), "maximum": note})
+        if res.status == "holds" and res.proof is not None and res.value is not None:
+            # no certified bound of its own, or a looser one: the proof says no pair exceeds the threshold
+            from fairspec.kinds.pair_runtime import threshold_interval, threshold_is_tighter
+            if threshold_is_tighter(problem.post, prop.eps, res.bound):
+                thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, res.value)
+                res = replace(res, bound=thr, value=res.value if thr is not None else None,
+                              stats={**(res.stats or {}), "maximum": note})
     if progress:
         progress.remove_task(task)
     seconds = time.perf_counter() - t0

@@ -158,6 +158,13 @@ def threshold_interval(post: str, eps, strict: bool, lo, who: str = "the proof")
     return thr, f"[best pair replayed on the runtime, the threshold {who} says no pair exceeds]"
 
 
+def threshold_is_tighter(post: str, eps, bound) -> bool:
+    """Whether a proved holds' threshold (:func:`proved_threshold`) is a tighter upper end than
+    ``bound``, the certified bound maximize found (None: none; a branch and bound's bound a few ulps
+    above the threshold at an exact tie)."""
+    return bound is None or bound > proved_threshold(post, eps)
+
+
 def _exactly(eps, x: float) -> bool:
     from fractions import Fraction
 

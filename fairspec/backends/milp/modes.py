@@ -292,7 +292,7 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
         out = certify_tie(problem, replace(res, bound=bound, stats=stats), _budget(eng, time_limit),
                           f"the {engine} MILP")
         if out is not None:     # the pair violates on the float64 network only: a tie on the runtime?
-            return replace(out, value=value, bound=_held(problem, bound)) if out.status == "holds" else out
+            return replace(out, value=value, bound=bound) if out.status == "holds" else out
         return PairResult("unknown", None, value, bound, None, "the best pair does not violate the property on the "
                           "model's runtime (within its rounding of the threshold)", res.seconds, None, res.engine,
                           res.mode, res.best, stats)
@@ -302,34 +302,14 @@ def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: flo
         why = res.reason if meet else "the MILP's float64 maximum lies within the threshold"
         out = certify_result(problem, replace(res, bound=bound, stats=stats, how="proved", reason=why),
                              _budget(eng, time_limit), f"the {engine} MILP")
-        if out.status == "holds" and out.proof is not None:
-            bound = _held(problem, bound)
         return replace(out, value=value, bound=bound) if out.status != "violated" else out
     if res.status == "unknown" and res.reason and "equals the threshold" in res.reason:
         # a maximum at the threshold within solver tolerance: no float optimum settles it, certify may
         out = certify_tie(problem, replace(res, bound=bound, stats=stats), _budget(eng, time_limit),
                           f"the {engine} MILP")
         if out is not None:
-            return replace(out, value=value, bound=_held(problem, bound)) if out.status == "holds" else out
+            return replace(out, value=value, bound=bound) if out.status == "holds" else out
     return replace(res, bound=bound, stats=stats)
-
-
-def _held(problem: PairProblem, bound):
-    """The certified upper end of a maximum certify proved within ``eps`` (prob / logit posts): the
-    proof bounds it by the threshold as written, so the smallest float at or above that threshold
-    bounds it too, and a bab bound a few ulps above it is not the tightest certified end."""
-    import math
-    from fractions import Fraction
-
-    from fairspec.certify.exact import threshold_of
-
-    if problem.post not in ("prob", "logit"):
-        return bound
-    t = threshold_of(problem.eps)
-    up = float(t)
-    if Fraction(up) < t:
-        up = math.nextafter(up, math.inf)
-    return up if bound is None or not math.isfinite(bound) else min(bound, up)
 
 
 def solve(problem: PairProblem, mode: str = "find", **kw) -> PairResult:
