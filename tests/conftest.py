@@ -140,3 +140,30 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# a distribution spec whose first property carries a verdict note (p(Q) is not used: its table
+# conditions on P): test_verdict_notes, test_pytest_plugin
+NOTED_DIST = """\
+features W {
+  P : bool protected
+  Q : bool
+  R : bool
+  S : bool
+}
+
+model m = rule(P + Q + R - S >= 2)
+
+distribution d {
+  p(Q) = 0.4
+  p(Q | P) = 0.6
+  p(Q | not P) = 0.3
+  p(R) = 0.5
+  p(S) = 0.3
+}
+
+property sp {
+  statistical_parity(m, groups P, distribution d) <= 0.1
+}
+"""
+NOTED_DIST_NOTE = "p(Q) = 0.4 is not used: the table of 'Q' conditions on P"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy  # noqa: F401 - loaded before pytester snapshots sys.modules (numpy cannot load twice)
 import pytest
+from conftest import NOTED_DIST, NOTED_DIST_NOTE
 from test_python_api import _tiny_project
 
 pytest_plugins = ["pytester"]
@@ -140,33 +141,12 @@ def test_tight():
     assert "raise AssertionError" not in out and "testing.py" not in out, out  # __tracebackhide__
 
 
-NOTED = """\
-features W {
-  P : bool protected
-  Q : bool
-  R : bool
-  S : bool
-}
-
-model m = rule(P + Q + R - S >= 2)
-
-distribution d {
-  p(Q) = 0.4
-  p(Q | P) = 0.6
-  p(Q | not P) = 0.3
-  p(R) = 0.5
-  p(S) = 0.3
-}
-
-property tight {
-  statistical_parity(m, groups P, distribution d) <= 0.1
-}
-
+NOTED = NOTED_DIST.replace("property sp {", "property tight {") + """
 property loose {
   statistical_parity(m, groups P, distribution d) <= 1
 }
 """
-NOTE = "p(Q) = 0.4 is not used: the table of 'Q' conditions on P"
+NOTE = NOTED_DIST_NOTE
 
 
 def test_describe_carries_the_notes():

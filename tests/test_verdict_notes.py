@@ -10,34 +10,13 @@ import json
 
 import numpy as np
 
-from conftest import FIXTURES, people_decls, run_cli
+from conftest import FIXTURES, NOTED_DIST, NOTED_DIST_NOTE, people_decls, run_cli
 
 PEOPLE = FIXTURES / "data" / "people.csv"
 
-DIST = """\
-features W {
-  P : bool protected
-  Q : bool
-  R : bool
-  S : bool
-}
+DIST = NOTED_DIST
 
-model m = rule(P + Q + R - S >= 2)
-
-distribution d {
-  p(Q) = 0.4
-  p(Q | P) = 0.6
-  p(Q | not P) = 0.3
-  p(R) = 0.5
-  p(S) = 0.3
-}
-
-property sp {
-  statistical_parity(m, groups P, distribution d) <= 0.1
-}
-"""
-
-NOTE = "p(Q) = 0.4 is not used: the table of 'Q' conditions on P"
+NOTE = NOTED_DIST_NOTE
 
 
 def test_a_note_is_in_every_format(tmp_path):
