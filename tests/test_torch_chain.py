@@ -99,6 +99,36 @@ def test_a_sequential_is_certified(tmp_path, monkeypatch):
     assert (v["status"], v["how"]) == ("holds", "proved"), v
 
 
+@pytest.mark.parametrize("p", [0.25, 0.0])
+def test_a_saved_torchscript_with_dropout_is_certified(tmp_path, monkeypatch, p):
+    """torch.jit.load lists a layer's constants in another order than scripting does: Dropout's stored
+    code is torch's own all the same (it was refused as edited in every saved archive: soundness seed 46)."""
+    seq = _tie_seq()
+    m = torch.nn.Sequential(seq[0], seq[1], torch.nn.Dropout(p), seq[2]).eval()
+    v = _check(tmp_path, monkeypatch, _script_saver(m))
+    assert (v["status"], v["how"]) == ("holds", "proved"), v
+
+
+def test_a_torchscript_file_with_edited_dropout_code_is_refused(tmp_path):
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+                              torch.nn.Linear(4, 1)).eval()
+    torch.jit.save(torch.jit.script(seq), str(tmp_path / "seq.pt"))
+    assert load_model("torch", tmp_path / "seq.pt").piecewise_linear().widths == (4, 1)
+    edited = tmp_path / "edited.pt"
+    with zipfile.ZipFile(tmp_path / "seq.pt") as zi, zipfile.ZipFile(edited, "w") as zo:
+        for info in zi.infolist():
+            data = zi.read(info.filename)
+            if info.filename.endswith("code/__torch__/torch/nn/modules/dropout.py"):
+                old = b"return _0(input, 0.25, training, False, )"
+                assert old in data, data
+                data = data.replace(old, b"return _0(torch.mul(input, 1.5), 0.25, training, False, )")
+            zo.writestr(info, data)
+    x = torch.ones(1, 3)
+    assert not torch.equal(torch.jit.load(str(edited))(x), seq(x))      # the edit is what runs
+    with pytest.raises(UnsupportedModel, match="not torch's own Dropout.forward"):
+        load_model("torch", edited).piecewise_linear()
+
+
 def test_a_torchscript_file_with_edited_linear_code_is_refused(tmp_path):
     torch.manual_seed(0)
     seq = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)).eval()

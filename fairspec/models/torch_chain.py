@@ -364,9 +364,23 @@ def _normal(graph) -> str:
     torch._C._jit_pass_erase_shape_information(graph)    # a traced layer's graph holds its sample's shapes
     text = re.sub(r"___torch_mangle_\d+\.", "", str(graph))
     text = re.sub(r"warn_id=\d+", "warn_id", text)      # a counter of the process, not of the code
-    text = "\n".join(re.sub(r", scope: .*$", "", line.split(" # ")[0]).rstrip() for line in text.splitlines())
+    lines = [re.sub(r", scope: .*$", "", line.split(" # ")[0]).rstrip() for line in text.splitlines()]
+    # A constant is pure: it is written at each use and its line dropped, so the order a saved archive
+    # lists constants in (torch.jit.load reorders them) does not make torch's own code look edited.
+    constants: dict[str, str] = {}
+    kept = []
+    for line in lines:
+        mt = _CONSTANT.fullmatch(line)
+        if mt:
+            constants[mt.group(1)] = f"const({mt.group(2)}{mt.group(3) or ''})"
+        else:
+            kept.append(line)
     names: dict[str, str] = {}
-    return re.sub(r"%[\w.]+", lambda mt: names.setdefault(mt.group(0), f"%v{len(names)}"), text)
+    return re.sub(r"%[\w.]+", lambda mt: constants.get(mt.group(0)) or names.setdefault(mt.group(0), f"%v{len(names)}"),
+                  "\n".join(kept))
+
+
+_CONSTANT = re.compile(r"\s*(%[\w.]+) : (.+?) = prim::Constant(\[.*\])?\(\)")
 
 
 
