@@ -99,12 +99,13 @@ def test_a_sequential_is_certified(tmp_path, monkeypatch):
     assert (v["status"], v["how"]) == ("holds", "proved"), v
 
 
-@pytest.mark.parametrize("p", [0.25, 0.0])
-def test_a_saved_torchscript_with_dropout_is_certified(tmp_path, monkeypatch, p):
+@pytest.mark.parametrize("layer, p", [("Dropout", 0.25), ("Dropout", 0.0), ("AlphaDropout", 0.2)])
+def test_a_saved_torchscript_with_dropout_is_certified(tmp_path, monkeypatch, layer, p):
     """torch.jit.load lists a layer's constants in another order than scripting does: Dropout's stored
-    code is torch's own all the same (it was refused as edited in every saved archive: soundness seed 46)."""
+    code is torch's own all the same (Dropout and AlphaDropout were refused as edited in every saved archive:
+    soundness seed 46)."""
     seq = _tie_seq()
-    m = torch.nn.Sequential(seq[0], seq[1], torch.nn.Dropout(p), seq[2]).eval()
+    m = torch.nn.Sequential(seq[0], seq[1], getattr(torch.nn, layer)(p), seq[2]).eval()
     v = _check(tmp_path, monkeypatch, _script_saver(m))
     assert (v["status"], v["how"]) == ("holds", "proved"), v
 
