@@ -6,7 +6,7 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
+from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    require_finite, short_error)
 
 
@@ -88,8 +88,8 @@ class TorchModel(LoadedModel):
                 if file_kind == "script":
                     module = torch.jit.load(str(path), map_location="cpu")
                 else:
-                    announce_pickle(path)
-                    module = torch.load(str(path), map_location="cpu", weights_only=False)
+                    with loading_pickle(path):
+                        module = torch.load(str(path), map_location="cpu", weights_only=False)
         except Exception as exc:  # noqa: BLE001 - RuntimeError, UnpicklingError, ...
             how = "TorchScript" if file_kind == "script" else "torch.load"
             raise ModelLoadError(f"{how} could not load torch model {path}: {short_error(exc)}", path) from exc
