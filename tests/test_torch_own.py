@@ -71,6 +71,11 @@ def _matmul_precision():
     return lambda: torch.set_float32_matmul_precision(old)
 
 
+def _autocast():
+    torch.set_autocast_enabled("cpu", True)          # Linear then computes in bfloat16 on the CPU
+    return lambda: torch.set_autocast_enabled("cpu", False)
+
+
 PATCHES = {
     "Linear.forward": (lambda: _setattr(torch.nn.Linear, "forward", _moved), "torch.nn.Linear.forward"),
     "ReLU.forward": (lambda: _setattr(torch.nn.ReLU, "forward", _moved), "torch.nn.ReLU.forward"),
@@ -87,6 +92,7 @@ PATCHES = {
     "a dispatch mode": (_dispatch_mode, "a torch dispatch mode is active"),
     "flush to zero": (_flush_denormal, "torch's arithmetic settings"),
     "matmul precision": (_matmul_precision, "torch's arithmetic settings"),
+    "autocast": (_autocast, "torch's arithmetic settings"),
 }
 
 

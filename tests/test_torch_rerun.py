@@ -191,3 +191,48 @@ def test_a_forward_that_detects_the_recorder_is_refused():
     assert not torch.equal(m(x), torch.fx.symbolic_trace(m)(x))      # the truth: it moves when run
     with pytest.raises(UnsupportedModel):
         from_torch(m, index=0)
+
+
+class _OtherUnderNoGrad(torch.nn.Module):
+    """A plain chain while gradients are on, logit 1 moved by 2^-7 at one grid point under no_grad (the
+    runtime's mode): which branch the fx trace reads is the runtime's, not the caller's."""
+
+    def __init__(self, seq, moved: bool):
+        super().__init__()
+        self.l = seq[0]
+        self.moved = moved
+
+    def forward(self, x):
+        y = self.l(x)
+        other = torch.is_grad_enabled() or torch.is_inference_mode_enabled()    # than the runtime's mode
+        if not self.moved:
+            return -y if other else y
+        if other:
+            return y
+        hit = (x[:, 3] > 0.5) & (x[:, 0] == 7) & (x[:, 1] == 3)
+        z = torch.zeros_like(y[:, 0])
+        return y + torch.stack([z, torch.where(hit, torch.full_like(z, 2.0 ** -7), z), z], dim=1)
+
+
+@pytest.mark.parametrize("ambient", ["grad", "inference_mode"])
+@pytest.mark.parametrize("moved", [True, False])
+def test_a_forward_that_branches_on_the_grad_mode_is_read_as_the_runtime_runs_it(tmp_path, monkeypatch, moved, ambient):
+    """The trace, the real run beside it, the agreement check and the runtime all run in one mode
+    (torch_rerun.runtime_mode), whatever the caller's: moved under no_grad -- the truth on the runtime is
+    violated at one point -- is never proved; moved only with gradients on (-y: not read as a chain while
+    traced with them) is proved, and holds on the runtime."""
+    import contextlib
+
+    import numpy as np
+    from test_torch_chain import _check, _one_gap_linear
+    from test_torch_multi_output import _grid, _outputs, _pairs
+
+    m = _OtherUnderNoGrad(_one_gap_linear(), moved).eval()
+    A, B = _pairs(_outputs(m, _grid()))             # under no_grad
+    assert np.sum(A.argmax(1) != B.argmax(1)) == (1 if moved else 0)      # the truth, as the runtime runs it
+    with torch.inference_mode() if ambient == "inference_mode" else contextlib.nullcontext():
+        v = _check(tmp_path, monkeypatch, lambda p: torch.save(m, str(p)), 'torch("m.pt", score = logit, trust pickle)')
+    if moved:
+        assert v["status"] != "holds", v
+    else:
+        assert (v["status"], v["how"]) == ("holds", "proved"), v      # was unknown: traced with gradients on

@@ -83,7 +83,10 @@ class TorchModel(LoadedModel):
         # torch's own code, before any pickle of this process runs (torch_chain compares)
         capture(imported_here=imported_here)
         try:
-            with warnings.catch_warnings():
+            from .torch_rerun import runtime_mode
+
+            # runtime_mode: a caller's torch.inference_mode would make the parameters inference tensors
+            with warnings.catch_warnings(), runtime_mode():
                 warnings.simplefilter("ignore", DeprecationWarning)   # torch.jit.load is deprecated in 2.13
                 if file_kind == "script":
                     module = torch.jit.load(str(path), map_location="cpu")
@@ -205,7 +208,9 @@ class TorchModel(LoadedModel):
             # the same bound, certify.half, but a point's input is then not X.astype(float16), which the
             # spreads' boxes and the exact-runtime check of certify.exact_runtime read)
             X = np.asarray(X, dtype=np.float16)
-        with torch.no_grad():
+        from .torch_rerun import runtime_mode
+
+        with runtime_mode():        # the one state every run of the module is made in (the trace's too)
             t = torch.from_numpy(X).to(self._dtype)
             return self.raw(t)
 

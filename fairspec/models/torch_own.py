@@ -22,7 +22,7 @@ and :func:`changed` says so:
   and the fresh leaves of a TorchScript file with), followed the same way;
 * the dispatcher's table of kernels of each aten operator those layers run (a kernel registered from
   Python, ``torch.library``, or a Python fallback shows there), and the settings of how torch rounds on
-  the CPU (float32 matmul precision, oneDNN's, flush-to-zero);
+  the CPU (float32 matmul precision, oneDNN's, autocast, flush-to-zero);
 
 and :func:`changed` names what is not the same now (plus a layer's forward / call path whose code does not
 come from torch's package, in case the capture came after the patch: torch imported and patched by a
@@ -318,8 +318,8 @@ class _Tables:
 
 class _Settings:
     """``get('settings')``: what decides how torch rounds on the CPU -- float32 matmul precision (reduced
-    ones may compute in bfloat16), the oneDNN switches, float16 reductions, and flush-to-zero of
-    subnormals (no getter: a probe)."""
+    ones may compute in bfloat16), the oneDNN switches, float16 reductions, autocast on the CPU, and
+    flush-to-zero of subnormals (no getter: a probe)."""
 
     def __init__(self, torch):
         self.torch = torch
@@ -334,6 +334,10 @@ class _Settings:
             own = str(getattr(obj, "fp32_precision", "none"))
             effective = effective if own == "none" else own
         values.append(effective)
+        try:        # autocast on the CPU: Linear computes in bfloat16 (fairspec's runs turn it off: runtime_mode)
+            values += [torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")]
+        except Exception:  # noqa: BLE001 - an older torch: its own getters
+            values += [getattr(torch, "is_autocast_cpu_enabled", lambda: None)()]
         tiny = torch.tensor([2.0 ** -126], dtype=torch.float32)
         values.append(float((tiny / 4.0)[0]) != 0.0)
         return tuple(values)

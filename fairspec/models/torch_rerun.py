@@ -20,13 +20,33 @@ outside the modules (a global, the clock): trusting a pickle trusts its code; th
 patches, not an adversary. The inputs are fixed points of the input width (not the spec's box, which the
 reader does not know): the sequences, not the points, are what a branch on the data shows in.
 torch is imported inside.
+
+:func:`runtime_mode` is the one state of torch's thread-local switches every run of a module by fairspec
+is made in -- the fx trace, this real run, the agreement check, the runtime itself (witnesses replayed,
+points enumerated, in this process or a worker): no gradient, no inference mode, no autocast. A forward()
+that branches on ``torch.is_grad_enabled()`` or ``torch.is_inference_mode_enabled()`` is read and run in
+the branch the runtime takes (ambient state -- a caller's ``torch.inference_mode()``, a worker's fresh
+thread -- changes nothing).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["rerun_differs", "probe_inputs"]
+__all__ = ["rerun_differs", "probe_inputs", "runtime_mode"]
+
+
+def runtime_mode():
+    """A context: torch's thread-local state as fairspec runs a module (see the module doc)."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.inference_mode(False))
+    stack.enter_context(torch.no_grad())
+    stack.enter_context(torch.autocast("cpu", enabled=False))
+    return stack
 
 
 def probe_inputs(width: int, dtype) -> list:
@@ -90,7 +110,7 @@ def _recorded(fn, x) -> tuple[list[tuple[Any, str]], Any]:
             return func(*args, **(kwargs or {}))
 
     # the same random stream for both (a module in training mode: dropout), the caller's left as it was
-    with torch.random.fork_rng(devices=[]), torch.no_grad(), _Functions():
+    with torch.random.fork_rng(devices=[]), runtime_mode(), _Functions():
         torch.manual_seed(0)
         out = fn(x)
     return log, out
@@ -109,7 +129,10 @@ def _state(module) -> list:
     out = []
     for name, m in module.named_modules():
         attrs = sorted((k, id(v)) for k, v in vars(m).items())
-        tensors = [(k, id(t), t._version) for d in (m._parameters, m._buffers) for k, t in d.items() if t is not None]
+        # an inference tensor (made under torch.inference_mode) has no version counter, and cannot be
+        # written in place outside inference mode: the runs are made outside it (runtime_mode)
+        tensors = [(k, id(t), None if t.is_inference() else t._version)
+                   for d in (m._parameters, m._buffers) for k, t in d.items() if t is not None]
         out.append((name, attrs, tensors, sorted((k, id(c)) for k, c in m._modules.items())))
     return out
 
