@@ -37,6 +37,33 @@ def _torch_file_kind(path: pathlib.Path) -> str:
     )
 
 
+def _one_input(module, path) -> None:
+    """fairspec feeds a model one [N, width] tensor, the encoded features in order: a forward() that needs
+    several (forward(a, b), which concatenates them) cannot be fed -- which encoded column goes to which
+    argument is not in the file (TorchScript records no widths) nor in the spec -- so say what to do."""
+    import inspect
+
+    try:
+        if hasattr(module, "forward") and hasattr(module.forward, "schema"):        # TorchScript
+            needed = [a.name for a in module.forward.schema.arguments[1:]
+                      if not a.has_default_value() and not a.kwarg_only]
+        else:
+            params = inspect.signature(module.forward).parameters.values()
+            if any(p.kind is p.VAR_POSITIONAL for p in params):
+                return
+            needed = [p.name for p in params if p.default is p.empty
+                      and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except Exception:  # noqa: BLE001 - no readable signature: calling it says what is wrong
+        return
+    if len(needed) > 1:
+        raise ModelLoadError(
+            f"torch model {path} has a forward() that takes {len(needed)} inputs ({', '.join(needed)}), but fairspec "
+            f"feeds a model one [N, width] tensor of the encoded features (which columns would go to which input "
+            f"is recorded neither in the file nor in the spec); save a module whose forward() takes that one tensor, "
+            f"e.g. its layers applied to the concatenation forward() builds, with the encoding listing the "
+            f"features in that order", path)
+
+
 def _guess_width(module) -> int | None:
     """in_features of the first Linear layer, else the second dimension of the first 2-D weight."""
     import torch
@@ -108,6 +135,7 @@ class TorchModel(LoadedModel):
             module.eval()
         except Exception:  # noqa: BLE001
             pass
+        _one_input(module, path)
         if isinstance(output, bool) or (output is not None and not isinstance(output, (int, str))):
             raise ModelLoadError(f"the output {output!r} chosen for torch model {path} is neither a position nor a name", path)
         if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
