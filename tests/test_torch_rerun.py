@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from fairspec.models.base import UnsupportedModel  # noqa: E402
 from fairspec.models.network_torch import from_torch  # noqa: E402
-from fairspec.models.torch_rerun import rerun_differs  # noqa: E402
+from fairspec.models.torch_rerun import probe_inputs, rerun_differs  # noqa: E402
 
 
 def _lin(n_in=4, n_out=3, seed=0):
@@ -68,6 +68,37 @@ class _OtherWeightsWhenRun(torch.nn.Module):
         return self.l(x) if _tracing(x) else torch.nn.functional.linear(x, self.k.weight, self.k.bias)
 
 
+class _DeadUnitWhenRun(torch.nn.Module):
+    """The same operations as its trace, on other weights when run (l2b), whose outputs are the trace's bit
+    for bit at every probe input: they differ only in the weights out of a hidden unit alive where
+    x0 > 11.5, which no probe input reaches -- at x0 = 12 its class is 1 where the trace's is 0. Only which
+    parameters each operation reads tells."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.l2b = torch.nn.Linear(4, 2), torch.nn.Linear(2, 3), torch.nn.Linear(2, 3)
+        with torch.no_grad():
+            self.l1.weight.copy_(torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
+            self.l1.bias.copy_(torch.tensor([0.0, -11.5]))
+            self.l2.weight.copy_(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]]))
+            self.l2.bias.copy_(torch.tensor([0.0, -0.5, 0.0]))
+            self.l2b.weight.copy_(torch.tensor([[1.0, 0.0], [1.0, 8.0], [0.0, 0.0]]))
+            self.l2b.bias.copy_(self.l2.bias)
+
+    def forward(self, x):
+        h = torch.relu(self.l1(x))
+        return self.l2(h) if _tracing(x) else self.l2b(h)
+
+
+def test_the_dead_unit_is_dead_on_every_probe_input_and_alive_at_x0_12():
+    m = _DeadUnitWhenRun().eval()
+    with torch.no_grad():
+        for x in probe_inputs(4, torch.float32):
+            assert torch.equal(m.l2(torch.relu(m.l1(x))), m(x))         # the outputs cannot tell
+        x = torch.tensor([[12.0, 0.0, 0.0, 0.0]])
+        assert m.l2(torch.relu(m.l1(x))).argmax().item() == 0 and m(x).argmax().item() == 1
+
+
 class _AtenWhenRun(torch.nn.Module):
     """Moved through a raw aten operator (no torch.nn / Tensor method), at one point, only when run."""
 
@@ -113,8 +144,10 @@ class _OneRowAlone(torch.nn.Module):
 @pytest.mark.parametrize("cls, why", [
     (_ItemWhenRun, "run on real inputs it also computes Tensor.__getitem__ (operation 2), which its torch.fx trace "
                    "does not"),
-    (_OtherWeightsWhenRun, "run on real inputs it computes F.linear where its torch.fx trace computes F.linear"
-                           "|its outputs differ from its torch.fx trace's"),
+    (_OtherWeightsWhenRun, "run on real inputs it computes linear on k.weight, k.bias where its torch.fx trace "
+                           "computes linear on l.weight, l.bias (operation 1)"),
+    (_DeadUnitWhenRun, "run on real inputs it computes linear on l2b.weight, l2b.bias where its torch.fx trace "
+                       "computes linear on l2.weight, l2.bias (operation 3)"),
     (_AtenWhenRun, "run on real inputs it also computes aten::eq.Scalar (operation 2)"),
     (_CountsCalls, "changes the state of its modules"),
     (_OneRowAlone, "run on real inputs it also computes Tensor.__len__"),
