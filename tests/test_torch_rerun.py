@@ -99,6 +99,18 @@ def test_the_dead_unit_is_dead_on_every_probe_input_and_alive_at_x0_12():
         assert m.l2(torch.relu(m.l1(x))).argmax().item() == 0 and m(x).argmax().item() == 1
 
 
+class _PlainTensorWhenRun(_DeadUnitWhenRun):
+    """The same, its other weights a plain tensor attribute (not a parameter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w2 = self.l2b.weight.detach().clone()
+
+    def forward(self, x):
+        h = torch.relu(self.l1(x))
+        return self.l2(h) if _tracing(x) else torch.nn.functional.linear(h, self.w2, self.l2.bias)
+
+
 class _AtenWhenRun(torch.nn.Module):
     """Moved through a raw aten operator (no torch.nn / Tensor method), at one point, only when run."""
 
@@ -148,6 +160,8 @@ class _OneRowAlone(torch.nn.Module):
                            "computes linear on l.weight, l.bias (operation 1)"),
     (_DeadUnitWhenRun, "run on real inputs it computes linear on l2b.weight, l2b.bias where its torch.fx trace "
                        "computes linear on l2.weight, l2.bias (operation 3)"),
+    (_PlainTensorWhenRun, "run on real inputs it computes linear on w2, l2.bias where its torch.fx trace "
+                          "computes linear on l2.weight, l2.bias (operation 3)"),
     (_AtenWhenRun, "run on real inputs it also computes aten::eq.Scalar (operation 2)"),
     (_CountsCalls, "changes the state of its modules"),
     (_OneRowAlone, "run on real inputs it also computes Tensor.__len__"),

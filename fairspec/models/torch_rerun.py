@@ -74,6 +74,10 @@ def rerun_differs(module, traced, width: int, dtype) -> str:
     import torch
 
     owned = {id(t): name for name, t in (*module.named_parameters(), *module.named_buffers())}
+    for prefix, sub in module.named_modules():      # a tensor held as a plain attribute (the trace keeps it too)
+        for k, v in vars(sub).items():
+            if isinstance(v, torch.Tensor):
+                owned.setdefault(id(v), f"{prefix}.{k}" if prefix else k)
     for x in probe_inputs(width, dtype):
         before = _state(module)
         try:
@@ -102,8 +106,8 @@ def rerun_differs(module, traced, width: int, dtype) -> str:
 
 
 def _recorded(fn, x, owned: dict[int, str]) -> tuple[list[tuple[Any, str, tuple[str, ...]]], Any]:
-    """The calls ``fn(x)`` makes into torch -- each with the module's parameters and buffers among its
-    arguments (``owned``: their names by identity; the trace holds the same tensors), since the same
+    """The calls ``fn(x)`` makes into torch -- each with the module's tensors (parameters, buffers, plain
+    attributes) among its arguments (``owned``: their names by identity; the trace holds the same tensors), since the same
     operations on other weights may compute the same outputs at every probe input (the other weights
     differing only past a hidden unit those inputs leave at 0) -- and its output."""
     import torch
