@@ -7,10 +7,10 @@ does not see shows fx one program and runs another. :func:`rerun_differs` runs f
 traced GraphModule on the same real inputs under one recorder, a ``TorchFunctionMode`` -- every call
 Python makes into torch: torch functions, ``torch.ops`` operators, Tensor methods and properties
 (``.item()``, a comparison, ``x.tolist()``, ``x.numpy()``, ``x.data_ptr()``, ``x.shape``) --, and
-compares the two sequences of calls (each with the module's parameters and buffers it reads) and the
-outputs bit for bit (what C++ runs beneath a call is fixed
-by the call, its arguments -- the module's tensors by identity, the rest the outputs tell: other weights
-equal but past a hidden unit no probe input wakes compute the same outputs on every one -- and torch's state, :mod:`fairspec.models.torch_own`;
+compares the two sequences of calls (each with the module's tensors it reads) and the outputs bit for
+bit (what C++ runs beneath a call is fixed by the call, its arguments -- the module's tensors by
+identity, the rest the outputs tell: other weights, equal but past a hidden unit no probe input wakes,
+compute the same outputs on every one -- and torch's state, :mod:`fairspec.models.torch_own`;
 a ``TorchDispatchMode`` would see each aten operator too, but its first use imports torch._dynamo,
 about 1.3 s a process, where this costs a millisecond or two on a small MLP); forward() must
 also leave the modules' state as it found it (an attribute rebound -- a call counter -- or a parameter /
@@ -68,9 +68,9 @@ def probe_inputs(width: int, dtype) -> list:
 
 
 def rerun_differs(module, traced, width: int, dtype) -> str:
-    """'' when ``module``'s forward() and its fx trace ``traced`` run the same operations (on the same parameters) to the same
-    outputs (bit for bit) on :func:`probe_inputs` and forward() leaves the modules' state unchanged; else
-    what differs, a phrase."""
+    """'' when ``module``'s forward() and its fx trace ``traced`` run the same operations (on the same
+    tensors of the module) to the same outputs (bit for bit) on :func:`probe_inputs` and forward() leaves
+    the modules' state unchanged; else what differs, a phrase."""
     import torch
 
     owned = {id(t): name for name, t in (*module.named_parameters(), *module.named_buffers())}
@@ -107,7 +107,8 @@ def rerun_differs(module, traced, width: int, dtype) -> str:
 
 def _recorded(fn, x, owned: dict[int, str]) -> tuple[list[tuple[Any, str, tuple[str, ...]]], Any]:
     """The calls ``fn(x)`` makes into torch -- each with the module's tensors (parameters, buffers, plain
-    attributes) among its arguments (``owned``: their names by identity; the trace holds the same tensors), since the same
+    attributes) among its arguments (``owned``: their names by identity; the trace holds the same
+    tensors), since the same
     operations on other weights may compute the same outputs at every probe input (the other weights
     differing only past a hidden unit those inputs leave at 0) -- and its output."""
     import torch
