@@ -262,3 +262,31 @@ def test_a_pickle_patching_linear_forward_on_the_class_is_unknown_not_proved(
     assert v["status"] == "unknown", v
     assert "m.pt" in v["reason"] and "torch.nn.Linear.forward is not torch's own" in v["reason"], v["reason"]
     print(v["reason"])
+
+
+class _TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, a, b):
+        return self.l(torch.cat([a, b], dim=1))
+
+
+@pytest.mark.parametrize("how", ["script", "eager"])
+def test_a_forward_taking_several_tensors_is_refused_saying_what_to_do(tmp_path, how):
+    """Which encoded columns would go to forward(a, b)'s a and b is in neither the file nor the spec: the
+    load says so and what to save instead (was: 'evaluating ... failed: forward() is missing value for
+    argument b', at the first evaluation)."""
+    from fairspec.models import ModelLoadError
+
+    m = _TwoInputs().eval()
+    if how == "script":
+        _script_saver(m)(tmp_path / "m.pt")
+    else:
+        torch.save(m, str(tmp_path / "m.pt"))
+    with pytest.raises(ModelLoadError) as e:
+        load_model("torch", tmp_path / "m.pt", trust_pickle=True)
+    said = str(e.value)
+    assert "m.pt has a forward() that takes 2 inputs (a, b)" in said, said
+    assert "save a module whose forward() takes that one tensor" in said, said

@@ -71,6 +71,11 @@ def _matmul_precision():
     return lambda: torch.set_float32_matmul_precision(old)
 
 
+def _autocast():
+    torch.set_autocast_enabled("cpu", True)          # Linear then computes in bfloat16 on the CPU
+    return lambda: torch.set_autocast_enabled("cpu", False)
+
+
 PATCHES = {
     "Linear.forward": (lambda: _setattr(torch.nn.Linear, "forward", _moved), "torch.nn.Linear.forward"),
     "ReLU.forward": (lambda: _setattr(torch.nn.ReLU, "forward", _moved), "torch.nn.ReLU.forward"),
@@ -87,6 +92,7 @@ PATCHES = {
     "a dispatch mode": (_dispatch_mode, "a torch dispatch mode is active"),
     "flush to zero": (_flush_denormal, "torch's arithmetic settings"),
     "matmul precision": (_matmul_precision, "torch's arithmetic settings"),
+    "autocast": (_autocast, "torch's arithmetic settings"),
 }
 
 
@@ -231,3 +237,77 @@ def test_an_eager_forward_that_branches_on_being_traced_is_not_proved(tmp_path, 
     assert v["status"] == "unknown", v      # was holds (proved): torch_rerun runs forward() against its trace
     assert "m.pt" in v["reason"] and "run on real inputs it also computes Tensor.__getitem__ (operation 2), " \
                                       "which its torch.fx trace does not" in v["reason"], v["reason"]
+
+
+class _Runs:
+    """Pickled as ``exec(code, {})``: what a trusted pickle's code may do when it is loaded."""
+
+    def __init__(self, code):
+        self.code = code
+
+    def __reduce__(self):
+        return (exec, (self.code, {}))
+
+
+_PATCH_LINEAR = ("import torch\n"
+                 "torch.nn.Linear.forward = lambda self, x: torch.nn.functional.linear(x, self.weight, self.bias)\n")
+_LOAD_THEN_CHECK = """
+import json, sys
+from fairspec.models import load_model
+from fairspec.pipeline import check
+from fairspec.report import to_json
+assert "torch" not in sys.modules
+load_model("sklearn", sys.argv[1], trust_pickle=True)
+assert "torch" in sys.modules                   # the scikit-learn pickle's code imported it
+print(json.dumps(json.loads(to_json(check(sys.argv[2])))["properties"][0]))
+"""
+
+
+@pytest.mark.parametrize("code", ["import torch\n", _PATCH_LINEAR])
+def test_a_scikit_learn_pickle_that_imports_torch_before_a_torch_model_loads(tmp_path, code):
+    """torch imported by a trusted scikit-learn pickle's code, before fairspec needs it: torch's code is
+    recorded the moment it is imported (torch_own.watching), so a torch model loaded later is proved as
+    usual -- and a patch the pickle's code makes after the import is named (was: unknown either way,
+    'torch was imported after lr.pkl was loaded')."""
+    import json
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from sklearn.linear_model import LogisticRegression
+    from test_torch_chain import _script_saver, _tie_seq
+    from test_torch_multi_output import ENCODE, FEATURES, _prop
+
+    lr = LogisticRegression().fit([[0.0], [1.0]], [0, 1])
+    lr.side_ = _Runs(code)
+    (tmp_path / "lr.pkl").write_bytes(pickle.dumps(lr))
+    _script_saver(_tie_seq())(tmp_path / "m.pt")
+    (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
+                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=root)
+    run = subprocess.run([sys.executable, "-c", _LOAD_THEN_CHECK, "lr.pkl", "spec.fair"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    v = json.loads(run.stdout.strip().splitlines()[-1])
+    if code == _PATCH_LINEAR:
+        assert v["status"] == "unknown", v
+        assert "torch.nn.Linear.forward is not torch's own after loading lr.pkl" in v["reason"], v["reason"]
+    else:
+        assert (v["status"], v["how"]) == ("holds", "proved"), v
+
+
+def test_the_finder_is_there_only_during_a_load(monkeypatch):
+    """torch_own.watching adds its finder only while a pickle loads and torch is not imported."""
+    import sys
+
+    monkeypatch.setattr(torch_own, "_state", {})
+    before = list(sys.meta_path)
+    with torch_own.watching("a.pkl"):               # torch imported: recorded at once, no finder
+        assert sys.meta_path == before and "entries" in torch_own._state
+    monkeypatch.setattr(torch_own, "_state", {})
+    monkeypatch.delitem(sys.modules, "torch")
+    with torch_own.watching("b.pkl"):
+        assert type(sys.meta_path[0]).__name__ == "_TorchImport"
+    assert sys.meta_path == before and torch_own._state == {"files": ["b.pkl"]}

@@ -116,22 +116,24 @@ class ModelLoadError(Exception):
 _ANNOUNCED: set[str] = set()
 
 
-def announce_pickle(path) -> None:
-    """Say once per file, on stderr, that loading this trusted pickle runs the code inside it (called just
-    before each load: torch_own records torch's code first)."""
+@contextlib.contextmanager
+def loading_pickle(path):
+    """Around the load of a trusted pickle: say once per file, on stderr, that loading it runs the code
+    inside it; torch_own records torch's code before that code can patch it (now, or the moment it
+    imports torch)."""
     import os
     import sys
     from fairspec.diagnostics.visible import visible_value
 
-    from fairspec.models.torch_own import capture
+    from fairspec.models.torch_own import watching
 
-    capture(path)       # torch's own code, if torch is imported, before this pickle's code can patch it
     key = os.path.realpath(str(path))
-    if key in _ANNOUNCED:
-        return
-    _ANNOUNCED.add(key)
-    print(f"fairspec: loading {visible_value(path)} runs the code inside the pickle (the spec says `trust pickle`)",
-          file=sys.stderr, flush=True)
+    if key not in _ANNOUNCED:
+        _ANNOUNCED.add(key)
+        print(f"fairspec: loading {visible_value(path)} runs the code inside the pickle (the spec says `trust pickle`)",
+              file=sys.stderr, flush=True)
+    with watching(path):
+        yield
 
 
 def default_threshold(score_kind: str) -> float:

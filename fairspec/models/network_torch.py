@@ -79,7 +79,9 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
         was_training = module.training
         module.eval()
         try:
-            with torch.no_grad():
+            from fairspec.models.torch_rerun import runtime_mode
+
+            with runtime_mode():
                 out = module(torch.as_tensor(X, dtype=_torch_dtype(module)))
         finally:
             if was_training:

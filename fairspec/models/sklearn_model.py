@@ -7,7 +7,7 @@ import pathlib
 import sys
 import zipfile
 
-from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
+from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    short_error)
 from .readout import positive_class_problem
 
@@ -235,8 +235,8 @@ class SklearnModel(LoadedModel):
                     f"skops (.skops) instead, or write `trust pickle` in the spec if you trust it",
                     path,
                 )
-            announce_pickle(path)
-            est = _load_pickle(path)
+            with loading_pickle(path):
+                est = _load_pickle(path)
         else:
             raise ModelLoadError(
                 f"{path} has the extension {suffix or '(none)'!r}; scikit-learn models are read from .skops files "

@@ -145,8 +145,11 @@ def _eager_chain(m, prefix: str, output: Any, width: int | None, dtype) -> list[
     import torch.fx
     import torch.nn.functional as F
 
+    from fairspec.models.torch_rerun import runtime_mode
+
     try:
-        gm = torch.fx.symbolic_trace(m)
+        with runtime_mode():    # forward()'s Python may branch on the grad mode: traced in the runtime's
+            gm = torch.fx.symbolic_trace(m)
     except Exception as exc:  # noqa: BLE001 - control flow on values, unsupported Python: not a chain we read
         _refuse(m, f"torch.fx could not trace it ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})")
     nodes = list(gm.graph.nodes)

@@ -6,7 +6,7 @@ import pathlib
 import warnings
 import zipfile
 
-from .base import (LoadedModel, ModelLoadError, announce_pickle, check_score_kind, readout_for, require_file,
+from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    require_finite, short_error)
 
 
@@ -35,6 +35,33 @@ def _torch_file_kind(path: pathlib.Path) -> str:
     raise ModelLoadError(
         f"{path} is not a torch model file (neither a TorchScript archive nor a torch.save file)", path
     )
+
+
+def _one_input(module, path) -> None:
+    """fairspec feeds a model one [N, width] tensor, the encoded features in order: a forward() that needs
+    several (forward(a, b), which concatenates them) cannot be fed -- which encoded column goes to which
+    argument is not in the file (TorchScript records no widths) nor in the spec -- so say what to do."""
+    import inspect
+
+    try:
+        if hasattr(module, "forward") and hasattr(module.forward, "schema"):        # TorchScript
+            needed = [a.name for a in module.forward.schema.arguments[1:]
+                      if not a.has_default_value() and not a.kwarg_only]
+        else:
+            params = inspect.signature(module.forward).parameters.values()
+            if any(p.kind is p.VAR_POSITIONAL for p in params):
+                return
+            needed = [p.name for p in params if p.default is p.empty
+                      and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except Exception:  # noqa: BLE001 - no readable signature: calling it says what is wrong
+        return
+    if len(needed) > 1:
+        raise ModelLoadError(
+            f"torch model {path} has a forward() that takes {len(needed)} inputs ({', '.join(needed)}), but fairspec "
+            f"feeds a model one [N, width] tensor of the encoded features (which columns would go to which input "
+            f"is recorded neither in the file nor in the spec); save a module whose forward() takes that one tensor, "
+            f"e.g. its layers applied to the concatenation forward() builds, with the encoding listing the "
+            f"features in that order", path)
 
 
 def _guess_width(module) -> int | None:
@@ -83,13 +110,16 @@ class TorchModel(LoadedModel):
         # torch's own code, before any pickle of this process runs (torch_chain compares)
         capture(imported_here=imported_here)
         try:
-            with warnings.catch_warnings():
+            from .torch_rerun import runtime_mode
+
+            # runtime_mode: a caller's torch.inference_mode would make the parameters inference tensors
+            with warnings.catch_warnings(), runtime_mode():
                 warnings.simplefilter("ignore", DeprecationWarning)   # torch.jit.load is deprecated in 2.13
                 if file_kind == "script":
                     module = torch.jit.load(str(path), map_location="cpu")
                 else:
-                    announce_pickle(path)
-                    module = torch.load(str(path), map_location="cpu", weights_only=False)
+                    with loading_pickle(path):
+                        module = torch.load(str(path), map_location="cpu", weights_only=False)
         except Exception as exc:  # noqa: BLE001 - RuntimeError, UnpicklingError, ...
             how = "TorchScript" if file_kind == "script" else "torch.load"
             raise ModelLoadError(f"{how} could not load torch model {path}: {short_error(exc)}", path) from exc
@@ -105,6 +135,7 @@ class TorchModel(LoadedModel):
             module.eval()
         except Exception:  # noqa: BLE001
             pass
+        _one_input(module, path)
         if isinstance(output, bool) or (output is not None and not isinstance(output, (int, str))):
             raise ModelLoadError(f"the output {output!r} chosen for torch model {path} is neither a position nor a name", path)
         if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
@@ -205,7 +236,9 @@ class TorchModel(LoadedModel):
             # the same bound, certify.half, but a point's input is then not X.astype(float16), which the
             # spreads' boxes and the exact-runtime check of certify.exact_runtime read)
             X = np.asarray(X, dtype=np.float16)
-        with torch.no_grad():
+        from .torch_rerun import runtime_mode
+
+        with runtime_mode():        # the one state every run of the module is made in (the trace's too)
             t = torch.from_numpy(X).to(self._dtype)
             return self.raw(t)
 

@@ -3,10 +3,13 @@ and that code can patch torch itself -- ``torch.nn.Linear.forward = f`` on the c
 ``torch.relu``, a method of ``torch.Tensor`` -- so that the layers :mod:`fairspec.models.torch_chain`
 reads as Linear / ReLU / ... are computed by other code (an instance's own ``forward`` is refused there).
 
-:func:`capture` records, once per process and before the first pickle is loaded (``base.announce_pickle``
-calls it when torch is already imported; the torch loader when it has imported torch), what the
-eager layers reach (torch imported by other code after a pickle was loaded: no record can be trusted,
-and :func:`changed` says so):
+:func:`capture` records, once per process and before the first pickle's code can touch torch, what the
+eager layers reach: :func:`watching`, around each trusted pickle's load (``base.loading_pickle``), records
+it at once when torch is imported, else the moment the pickle's code imports it (a ``sys.meta_path`` finder,
+there only during the load, runs the record right after torch's own module has run, before the import
+returns to that code); the torch loader records it when it has imported torch itself. torch imported by
+other code after a pickle was loaded (outside a load: a pickled object's method later) is no reference,
+and :func:`changed` says so:
 
 * every attribute, resolved through the class's MRO, of ``nn.Module``, ``nn.Sequential``, the layer types
   fairspec reads, ``torch.Tensor`` and ``nn.Parameter`` (an attribute added on a subclass -- a
@@ -19,7 +22,7 @@ and :func:`changed` says so):
   and the fresh leaves of a TorchScript file with), followed the same way;
 * the dispatcher's table of kernels of each aten operator those layers run (a kernel registered from
   Python, ``torch.library``, or a Python fallback shows there), and the settings of how torch rounds on
-  the CPU (float32 matmul precision, oneDNN's, flush-to-zero);
+  the CPU (float32 matmul precision, oneDNN's, autocast, flush-to-zero);
 
 and :func:`changed` names what is not the same now (plus a layer's forward / call path whose code does not
 come from torch's package, in case the capture came after the patch: torch imported and patched by a
@@ -32,10 +35,11 @@ fairspec itself -- trusting a pickle trusts its code. torch is imported inside.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from types import FunctionType, ModuleType
 from typing import Any
 
-__all__ = ["capture", "changed"]
+__all__ = ["capture", "changed", "watching"]
 
 # what the layers fairspec reads run in the dispatcher, float16 / 32 / 64 on the CPU (torch's profiler on
 # them, and fairspec's reading of their outputs), and the matrix products a Linear may run instead of addmm
@@ -65,6 +69,65 @@ def capture(path=None, *, imported_here: bool = False) -> None:
         _state["entries"] = _entries(sys.modules["torch"])
     if path is not None:
         files.append(str(path))
+
+
+@contextmanager
+def watching(path):
+    """Around the load of the trusted pickle ``path``: torch's code recorded before that pickle's code can
+    patch it -- now, when torch is imported, else when that code imports torch (a finder on
+    ``sys.meta_path`` for the duration of the load). Imports nothing."""
+    capture(path)
+    if "entries" in _state or "torch" in sys.modules:
+        yield
+        return
+    finder = _TorchImport()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        finder.remove()
+
+
+class _TorchImport:
+    """A ``sys.meta_path`` finder that has :func:`capture` run the moment ``torch``'s own module has run,
+    whoever imports it: it finds torch's spec with the finders after it and wraps that spec's loader's
+    ``exec_module`` (on that one loader object, so ``torch.__loader__`` stays torch's own). A loader it
+    cannot wrap is left alone: the record then comes later and :func:`changed` says it is no reference."""
+
+    def __init__(self):
+        self.loader = None
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or self.loader is not None:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if finder is not self and find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, run = spec.loader, getattr(spec.loader, "exec_module", None)
+        if run is None or not hasattr(loader, "__dict__"):
+            return spec
+
+        def exec_module(module):
+            vars(loader).pop("exec_module", None)
+            run(module)
+            try:
+                capture(imported_here=True)      # torch has just run: no code of the pickle's since
+            except Exception:  # noqa: BLE001 - no record: a later one is no reference, and changed() says so
+                _state.pop("entries", None)
+
+        loader.exec_module = exec_module
+        self.loader = loader
+        return spec
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        if self.loader is not None:
+            vars(self.loader).pop("exec_module", None)
 
 
 def changed() -> str:
@@ -255,8 +318,8 @@ class _Tables:
 
 class _Settings:
     """``get('settings')``: what decides how torch rounds on the CPU -- float32 matmul precision (reduced
-    ones may compute in bfloat16), the oneDNN switches, float16 reductions, and flush-to-zero of
-    subnormals (no getter: a probe)."""
+    ones may compute in bfloat16), the oneDNN switches, float16 reductions, autocast on the CPU, and
+    flush-to-zero of subnormals (no getter: a probe)."""
 
     def __init__(self, torch):
         self.torch = torch
@@ -271,6 +334,10 @@ class _Settings:
             own = str(getattr(obj, "fp32_precision", "none"))
             effective = effective if own == "none" else own
         values.append(effective)
+        try:        # autocast on the CPU: Linear computes in bfloat16 (fairspec's runs turn it off: runtime_mode)
+            values += [torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")]
+        except Exception:  # noqa: BLE001 - an older torch: its own getters
+            values += [getattr(torch, "is_autocast_cpu_enabled", lambda: None)()]
         tiny = torch.tensor([2.0 ** -126], dtype=torch.float32)
         values.append(float((tiny / 4.0)[0]) != 0.0)
         return tuple(values)

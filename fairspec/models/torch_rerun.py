@@ -7,8 +7,10 @@ does not see shows fx one program and runs another. :func:`rerun_differs` runs f
 traced GraphModule on the same real inputs under one recorder, a ``TorchFunctionMode`` -- every call
 Python makes into torch: torch functions, ``torch.ops`` operators, Tensor methods and properties
 (``.item()``, a comparison, ``x.tolist()``, ``x.numpy()``, ``x.data_ptr()``, ``x.shape``) --, and
-compares the two sequences of calls and the outputs bit for bit (what C++ runs beneath a call is fixed
-by the call, its arguments -- the outputs tell -- and torch's state, :mod:`fairspec.models.torch_own`;
+compares the two sequences of calls (each with the module's tensors it reads) and the outputs bit for
+bit (what C++ runs beneath a call is fixed by the call, its arguments -- the module's tensors by
+identity, the rest the outputs tell: other weights, equal but past a hidden unit no probe input wakes,
+compute the same outputs on every one -- and torch's state, :mod:`fairspec.models.torch_own`;
 a ``TorchDispatchMode`` would see each aten operator too, but its first use imports torch._dynamo,
 about 1.3 s a process, where this costs a millisecond or two on a small MLP); forward() must
 also leave the modules' state as it found it (an attribute rebound -- a call counter -- or a parameter /
@@ -20,13 +22,33 @@ outside the modules (a global, the clock): trusting a pickle trusts its code; th
 patches, not an adversary. The inputs are fixed points of the input width (not the spec's box, which the
 reader does not know): the sequences, not the points, are what a branch on the data shows in.
 torch is imported inside.
+
+:func:`runtime_mode` is the one state of torch's thread-local switches every run of a module by fairspec
+is made in -- the fx trace, this real run, the agreement check, the runtime itself (witnesses replayed,
+points enumerated, in this process or a worker): no gradient, no inference mode, no autocast. A forward()
+that branches on ``torch.is_grad_enabled()`` or ``torch.is_inference_mode_enabled()`` is read and run in
+the branch the runtime takes (ambient state -- a caller's ``torch.inference_mode()``, a worker's fresh
+thread -- changes nothing).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["rerun_differs", "probe_inputs"]
+__all__ = ["rerun_differs", "probe_inputs", "runtime_mode"]
+
+
+def runtime_mode():
+    """A context: torch's thread-local state as fairspec runs a module (see the module doc)."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.inference_mode(False))
+    stack.enter_context(torch.no_grad())
+    stack.enter_context(torch.autocast("cpu", enabled=False))
+    return stack
 
 
 def probe_inputs(width: int, dtype) -> list:
@@ -46,27 +68,32 @@ def probe_inputs(width: int, dtype) -> list:
 
 
 def rerun_differs(module, traced, width: int, dtype) -> str:
-    """'' when ``module``'s forward() and its fx trace ``traced`` run the same operations to the same
-    outputs (bit for bit) on :func:`probe_inputs` and forward() leaves the modules' state unchanged; else
-    what differs, a phrase."""
+    """'' when ``module``'s forward() and its fx trace ``traced`` run the same operations (on the same
+    tensors of the module) to the same outputs (bit for bit) on :func:`probe_inputs` and forward() leaves
+    the modules' state unchanged; else what differs, a phrase."""
     import torch
 
+    owned = {id(t): name for name, t in (*module.named_parameters(), *module.named_buffers())}
+    for prefix, sub in module.named_modules():      # a tensor held as a plain attribute (the trace keeps it too)
+        for k, v in vars(sub).items():
+            if isinstance(v, torch.Tensor):
+                owned.setdefault(id(v), f"{prefix}.{k}" if prefix else k)
     for x in probe_inputs(width, dtype):
         before = _state(module)
         try:
-            real_ops, real_out = _recorded(module, x)
+            real_ops, real_out = _recorded(module, x, owned)
         except Exception as exc:  # noqa: BLE001 - forward() failing on an input fx traced: not the traced program
             return f"run on {tuple(x.shape)} inputs it raises {type(exc).__name__}, which its torch.fx trace does not"
         if _state(module) != before:
             return "running it changes the state of its modules (an attribute or a parameter), which its torch.fx " \
                    "trace does not"
         try:
-            fx_ops, fx_out = _recorded(traced, x)
+            fx_ops, fx_out = _recorded(traced, x, owned)
         except Exception as exc:  # noqa: BLE001
             return f"its torch.fx trace raises {type(exc).__name__} on {tuple(x.shape)} inputs"
         for pos, (a, b) in enumerate(zip(real_ops, fx_ops)):
-            if a[0] is not b[0]:
-                return (f"run on real inputs it computes {a[1]} where its torch.fx trace computes {b[1]} "
+            if a[0] is not b[0] or a[2] != b[2]:
+                return (f"run on real inputs it computes {_on(a)} where its torch.fx trace computes {_on(b)} "
                         f"(operation {pos + 1})")
         if len(real_ops) != len(fx_ops):
             longer, what = (real_ops, "also computes") if len(real_ops) > len(fx_ops) else (fx_ops, "omits")
@@ -78,22 +105,35 @@ def rerun_differs(module, traced, width: int, dtype) -> str:
     return ""
 
 
-def _recorded(fn, x) -> tuple[list[tuple[Any, str]], Any]:
+def _recorded(fn, x, owned: dict[int, str]) -> tuple[list[tuple[Any, str, tuple[str, ...]]], Any]:
+    """The calls ``fn(x)`` makes into torch -- each with the module's tensors (parameters, buffers, plain
+    attributes) among its arguments (``owned``: their names by identity; the trace holds the same
+    tensors), since the same
+    operations on other weights may compute the same outputs at every probe input (the other weights
+    differing only past a hidden unit those inputs leave at 0) -- and its output."""
     import torch
     from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_flatten
 
-    log: list[tuple[Any, str]] = []
+    log: list[tuple[Any, str, tuple[str, ...]]] = []
 
     class _Functions(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            log.append((func, _name(func)))
-            return func(*args, **(kwargs or {}))
+            kwargs = kwargs or {}
+            leaves = tree_flatten((args, kwargs))[0]
+            log.append((func, _name(func), tuple(owned[id(t)] for t in leaves
+                                                 if isinstance(t, torch.Tensor) and id(t) in owned)))
+            return func(*args, **kwargs)
 
     # the same random stream for both (a module in training mode: dropout), the caller's left as it was
-    with torch.random.fork_rng(devices=[]), torch.no_grad(), _Functions():
+    with torch.random.fork_rng(devices=[]), runtime_mode(), _Functions():
         torch.manual_seed(0)
         out = fn(x)
     return log, out
+
+
+def _on(call) -> str:
+    return f"{call[1]} on {', '.join(call[2])}" if call[2] else call[1]
 
 
 def _name(func) -> str:
@@ -109,7 +149,10 @@ def _state(module) -> list:
     out = []
     for name, m in module.named_modules():
         attrs = sorted((k, id(v)) for k, v in vars(m).items())
-        tensors = [(k, id(t), t._version) for d in (m._parameters, m._buffers) for k, t in d.items() if t is not None]
+        # an inference tensor (made under torch.inference_mode) has no version counter, and cannot be
+        # written in place outside inference mode: the runs are made outside it (runtime_mode)
+        tensors = [(k, id(t), None if t.is_inference() else t._version)
+                   for d in (m._parameters, m._buffers) for k, t in d.items() if t is not None]
         out.append((name, attrs, tensors, sorted((k, id(c)) for k, c in m._modules.items())))
     return out
 
