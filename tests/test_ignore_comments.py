@@ -219,3 +219,54 @@ def test_the_html_report_shows_the_suppressed_warnings(tmp_path):
     page = render(pickle)
     assert "<summary>1 warning suppressed" in page and "FS427: model" in page
     assert "id=suppressed" not in render(check(_spec(tmp_path / "c")))  # nothing suppressed: no section
+
+
+def test_sarif_with_and_without_suppressions_is_valid_sarif_2_1_0(tmp_path):
+    """The SARIF fairspec writes, with and without ``suppressions``, validates against the SARIF 2.1.0
+    schema (the copy vendored in tests/data, as tests/test_ci_formats.py; none is installed in
+    site-packages): lint and check, an ignore comment (``inSource``) and ``--ignore`` (``external``).
+    A suppression has the spec's required ``kind`` and no ``status``, which the spec defaults to
+    ``accepted`` (the result is suppressed: GitHub code scanning shows it dismissed, not open); a
+    result not suppressed has no ``suppressions``. The schema does check suppressions here: a log
+    with a pre-2.1.0 kind or an unknown status is refused."""
+    import copy
+
+    import jsonschema
+
+    from fairspec.pipeline import check
+    from fairspec.report import ci
+    from test_ci_formats import SCHEMA, valid_sarif
+
+    def fs427(log):
+        (res,) = [r for run in log["runs"] for r in run["results"] if r["ruleId"] == "FS427"]
+        return res
+
+    plain = _spec(tmp_path / "plain")
+    commented = _spec(tmp_path / "comment", before="# fairspec: ignore[FS427]")
+    logs = {}
+    for name, spec, extra in [("lint", plain, ()), ("lint comment", commented, ()),
+                              ("lint --ignore", plain, ("--ignore", "FS427")),
+                              ("check comment", commented, ()), ("check --ignore", plain, ("--ignore", "FS427"))]:
+        r = run_cli(name.split()[0], spec, "--format", "sarif", *extra, cwd=spec.parent)
+        assert r.returncode in (0, 1, 3) and "Traceback" not in r.stderr, (name, r.stdout, r.stderr)
+        logs[name] = valid_sarif(r.stdout)
+    rep = check(commented)
+    logs["check --models"] = valid_sarif(ci.to_sarif_models([(str(commented.parent / "lr.skops"), rep)]))
+
+    assert "suppressions" not in fs427(logs["lint"]) and fs427(logs["lint"])["level"] == "warning"
+    want = {"lint comment": "inSource", "check comment": "inSource", "check --models": "inSource",
+            "lint --ignore": "external", "check --ignore": "external"}
+    for name, kind in want.items():
+        (sup,) = fs427(logs[name])["suppressions"]
+        assert sup["kind"] == kind and sup.get("status", "accepted") == "accepted", (name, sup)
+        assert sup["justification"].strip(), name
+        # every other result is not suppressed
+        others = [r for run in logs[name]["runs"] for r in run["results"] if r["ruleId"] != "FS427"]
+        assert not [r for r in others if "suppressions" in r], name
+
+    validate = jsonschema.validators.validator_for(SCHEMA)(SCHEMA).validate
+    for bad in ({"kind": "suppressedInSource"}, {"kind": "inSource", "status": "dismissed"}, {"status": "accepted"}):
+        log = copy.deepcopy(logs["lint comment"])
+        fs427(log)["suppressions"] = [bad]
+        with pytest.raises(jsonschema.ValidationError):
+            validate(log)

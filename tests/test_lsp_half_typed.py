@@ -86,6 +86,18 @@ async def _answers(s: Session, uri: str, text: str) -> dict:
             "completion": {i.label for i in comp.items}, "symbols": [x.name for x in syms]}
 
 
+async def _until(probe, guard: float = 300.0):
+    """probe()'s first truthy answer. The index of a half-typed text without what does not parse is
+    built after its diagnostics are published: a request may come before it. A guard, never a speed
+    requirement."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + guard
+    while not (got := await probe()):
+        assert loop.time() < end, "the partial index never answered"
+        await asyncio.sleep(0.02)
+    return got
+
+
 def test_every_request_keeps_answering_about_the_rest_of_the_file_while_a_line_is_half_typed():
     async def scenario():
         async with Session() as s:
@@ -106,6 +118,7 @@ def test_every_request_keeps_answering_about_the_rest_of_the_file_while_a_line_i
             assert errors[0].range.start == s.pos(new, "property p:", len("property p")), errors[0]
             assert "expected '{'" in errors[0].message
 
+            await _until(lambda: s.hover(uri, s.pos(new, "group younger", 6)))  # the partial index is built
             after = await _answers(s, uri, new)
             assert after["hover sex"] == before["hover sex"] and after["hover mlp"] == before["hover mlp"]
             assert after["definition"] == (uri, s.pos(new, "older = age"))   # moved down with its line
@@ -213,6 +226,64 @@ def test_answers_right_after_each_change_point_at_the_text_sent():
                 for _, _, word, kind in await _tokens(s, uri, new):
                     if kind == "variable":  # a group: only where a group's name is
                         assert word in ("older", "younger"), (k, word)
+
+    run(scenario)
+
+
+# `fairspec lsp` whose index of a text without its declarations that do not parse waits until a file
+# exists: the moment between a half-typed text's diagnostics and that index, held open
+GATED = """
+import os, time
+from fairspec.lsp import analysis as A
+_analyse, gate = A.analyse, os.environ["FAIRSPEC_TEST_RECOVER_GATE"]
+def analyse(path, sources=None, recover=False):
+    end = time.monotonic() + 600  # a guard against a test that never opens the gate (longer than its wait)
+    while recover and not os.path.exists(gate) and time.monotonic() < end:
+        time.sleep(0.01)
+    return _analyse(path, sources, recover)
+A.analyse = analyse
+from fairspec.lsp.server import main; main()
+"""
+
+
+def test_diagnostics_come_before_the_partial_index_and_requests_meanwhile_use_the_older_one(tmp_path, monkeypatch):
+    """A half-typed text is linted once for its diagnostics, which are published at once; only then
+    is it indexed without the declarations that do not parse. Here that second index is held back
+    (GATED): the diagnostics arrive anyway, and hover, definition, references and the outline answer
+    from the last whole index, the one of the text that parsed, its positions moved into the text
+    sent -- never from an index half built. Once the gate opens the new declaration is known."""
+    import sys
+
+    gate = tmp_path / "open"
+    monkeypatch.setenv("FAIRSPEC_TEST_RECOVER_GATE", str(gate))
+
+    async def scenario():
+        async with Session([sys.executable, "-c", GATED], wait=120) as s:
+            uri, text, _ = await s.opened(ADULT)
+            before = await _answers(s, uri, text)
+            new = text.replace(GROUP, HALF)
+            n = s.seen(uri)
+            s.change(uri, new)
+            errors = [d for d in await s.diagnostics(uri, n) if d.severity == T.DiagnosticSeverity.Error]
+            assert [(d.code, d.range.start) for d in errors] == [("FS101", s.pos(new, "property p:",
+                                                                                  len("property p")))], errors
+            assert not gate.exists()  # the diagnostics did not wait for the partial index
+
+            meanwhile = await _answers(s, uri, new)  # every symbol at its name in the text sent (_answers)
+            assert meanwhile["hover sex"] == before["hover sex"] and meanwhile["hover mlp"] == before["hover mlp"]
+            assert meanwhile["definition"] == (uri, s.pos(new, "older = age"))
+            assert meanwhile["references"] == sorted((p.line, p.character) for p in (
+                s.pos(new, "older = age"), s.pos(new, "older) <= 0.25")))
+            assert meanwhile["symbols"] == before["symbols"]  # the older text's declarations, moved
+            assert await s.hover(uri, s.pos(new, "group younger", 6)) is None  # not in the older text
+
+            gate.touch()
+            h = await _until(lambda: s.hover(uri, s.pos(new, "group younger", 6)))
+            assert "**group** `younger`" in h.contents.value
+            after = await _answers(s, uri, new)
+            assert after["symbols"] == before["symbols"][:before["symbols"].index("older") + 1] + ["younger"] + \
+                before["symbols"][before["symbols"].index("older") + 1:]
+            assert after["definition"] == meanwhile["definition"] and after["references"] == meanwhile["references"]
 
     run(scenario)
 

@@ -5,8 +5,9 @@ converts between fairspec's spans and LSP positions (:mod:`fairspec.lsp.position
 offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, characters in the
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
 and keeps, per open document, the last index built from text that parsed and, while the text does
-not, one of it without its declarations that do not parse (every request keeps working outside the
-half-typed one; an older index is asked at the request's position moved into its text, and the spans
+not, one of it without its declarations that do not parse (built after the text's diagnostics are
+published, and put in place whole: until then the older one answers; every request keeps working
+outside the half-typed one; an older index is asked at the request's position moved into its text, and the spans
 answered are moved back, where the two texts agree, else left out: :meth:`FairspecServer.indexes_at`,
 :meth:`FairspecServer.span_now`); an answer that is an edit (rename, a quick
 fix) is computed only from the index of the text the client has now (:meth:`FairspecServer.current_index`).  Diagnostics are
@@ -131,6 +132,7 @@ class FairspecServer(LanguageServer):
         self._wake = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
+        self._read: dict[str, dict] = {}           # uri -> the open texts its last lint read (for recover)
 
     # ------------------------------------------------------------ uris, paths and positions
     def path_of(self, uri) -> str | None:
@@ -236,35 +238,44 @@ class FairspecServer(LanguageServer):
         n = len(doc.source.encode("utf-8", "surrogatepass"))
         return n if n > MAX_DOCUMENT else 0
 
-    def analyse(self, uri: str) -> A.Index | None:
+    def analyse(self, uri: str, recover: bool = True) -> A.Index | None:
+        """Lint the document's text and keep its index; a text that does not parse keeps the last
+        :attr:`partial` (an older text's, whole) until :meth:`recover` replaces it: at once with
+        ``recover``, else the caller's to call with ``_read[uri]`` (the worker, after the diagnostics)."""
         path = self.path_of(uri)
         if not path or self.too_large(uri):
             return None
         with self._lock:
-            idx = A.analyse(path, sources := self.sources())
-            rec = None if idx.ok else self._recovered(path, sources)
+            self._read[uri] = sources = self.sources()
+            idx = A.analyse(path, sources)
         if path in self.unsaved:
             idx.result.diagnostics[:] = [_unsaved(d) for d in idx.result.diagnostics]
         self.indexes[uri] = idx
         if idx.ok:
             self.good[uri] = idx
             self.partial.pop(uri, None)
-        elif rec is not None:
-            self.partial[uri] = rec
-        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules + (rec.modules if rec else [])}
-                             | {str(Path(d.span.file).resolve()) for d in idx.diagnostics if d.span is not None}) - {path}
+        # while a text does not parse, the files its partial index read stay (its imports, until recover)
+        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules}
+                             | {str(Path(d.span.file).resolve()) for d in idx.diagnostics if d.span is not None}
+                             | (set() if idx.ok else self.imports.get(uri, set()))) - {path}
+        if recover and not idx.ok:
+            self.recover(uri, path, sources)
         return idx
 
-    @staticmethod
-    def _recovered(path: str, sources: dict[str, str]) -> A.Index | None:
-        """The index of the texts without their declarations that do not parse (navigation while a
-        line is half typed; its diagnostics are never published: the text's parse error is), or None."""
+    def recover(self, uri: str, path: str, sources: dict[str, str]) -> None:
+        """Index the texts without their declarations that do not parse (navigation while a line is
+        half typed; its diagnostics are never published: the text's parse error is) as :attr:`partial`,
+        put in place whole once built: a request meanwhile is answered from the older one."""
         try:
-            rec = A.analyse(path, sources, recover=True)
-        except Exception:  # noqa: BLE001 - the text's own diagnostics must still go out
+            with self._lock:
+                rec = A.analyse(path, sources, recover=True)
+        except Exception:  # noqa: BLE001 - the text's own diagnostics went out; navigation keeps the older
             log.exception("analysing the parsable part failed")
-            return None
-        return rec if rec.ok else None
+            return
+        if rec.ok and uri in self.workspace.text_documents:  # (not after a close)
+            self.partial[uri] = rec
+            self.imports[uri] = self.imports.get(uri, set()) | ({str(Path(m.file).resolve()) for m in rec.modules}
+                                                                - {path})
 
     def schedule(self, uri: str) -> None:
         """Lint ``uri`` in the background once it has not changed for DEBOUNCE seconds."""
@@ -359,7 +370,7 @@ class FairspecServer(LanguageServer):
             self._on_loop(self._deliver, uri, version, {uri: [d]})
             return
         try:
-            idx = self.analyse(uri)
+            idx = self.analyse(uri, recover=False)  # the diagnostics first, then the partial index
         except Exception as e:  # noqa: BLE001 - a fairspec bug must not take the editor's server down
             log.exception("lint failed")
             self._on_loop(self.window_log_message,
@@ -376,6 +387,8 @@ class FairspecServer(LanguageServer):
                     target = self.uri_of(d.span.file)
             by_uri.setdefault(target, []).append(self.to_lsp(d, idx))
         self._on_loop(self._deliver, uri, version, by_uri)
+        if not idx.ok and uri not in self._pending:  # (a newer text waiting: its own lint recovers it)
+            self.recover(uri, idx.path, self._read.get(uri, {}))
 
     def current_index(self, uri: str, build: bool = False) -> A.Index | None:
         """The index of the document's text as it is now, and of the open documents it imports: for
@@ -391,7 +404,7 @@ class FairspecServer(LanguageServer):
         if not build:
             return None
         with self._lock:
-            idx = self.analyse(uri)
+            idx = self.analyse(uri, recover=False)  # an edit is never computed from a partial index
         return idx if idx is not None and self._reads_open_texts(idx, doc.source) else None
 
     def _reads_open_texts(self, idx: A.Index, source: str) -> bool:
@@ -506,6 +519,7 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
     ls.indexes.pop(uri, None)
     ls.good.pop(uri, None)
     ls.partial.pop(uri, None)
+    ls._read.pop(uri, None)
     ls.schedule_importers(uri)  # they read the file on disk now
     ls.imports.pop(uri, None)
 
