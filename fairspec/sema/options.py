@@ -130,7 +130,8 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      f"{where}", (name_node or st).span,
                             hint=f"{where} takes: {accepted}")
                 ok = False
-            elif key in PARTITION_ONLY and not (getattr(prop.options, "partitions", None) or 0) > 1:
+            elif key in PARTITION_ONLY and prop.kind == "individual_fairness" and \
+                    not (getattr(prop.options, "partitions", None) or 0) > 1:
                 ck.sink.add("FS213", f"option '{key}' has no effect without partitions: "
                                      f"{PARTITION_ONLY[key]}", name_node.span,
                             hint="add a line such as partitions = 16 (the input space cut into 16 boxes, each "
@@ -139,6 +140,10 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                 ck.sink.add("FS213", f"option 'max_rows' has no effect here: {_no_pre_pass(ck, prop)}",
                             name_node.span, hint="max_rows bounds the data rows flipped before the solver runs; "
                                                  "drop it")
+            elif key == "seed" and _seed_unread(ck, prop, p.backend):
+                ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
+                            name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
+                                                 "the partitions' estimate); this one makes none: drop it")
     return ok
 
 
@@ -148,24 +153,61 @@ def _no_pre_pass(ck, prop) -> str | None:
     if prop.kind != "individual_fairness":
         return None
     fs = ck.feature_sets.get(prop.features)
-    if fs is not None and fs.data is None:
+    return no_pre_pass(prop, fs is None or fs.data is not None, getattr(ck.models.get(prop.model), "format", None))
+
+
+def no_pre_pass(prop, has_data: bool, fmt: str | None) -> str | None:
+    """:func:`_no_pre_pass` on what it reads: whether the feature set has data rows, the model's format."""
+    if not has_data:
         return f"feature set '{prop.features}' has no data rows to flip before the solver runs"
     if getattr(prop.options, "mode", None) == "maximize":
         return "a maximize run flips no data rows first (a flip found on data is no maximum)"
     if prop.pre:  # kinds/individual_fairness flips data rows only without one (and kinds/tree_outputs)
         return "its further require condition keeps the data rows from being flipped before the solver runs"
-    model = ck.models.get(prop.model)
-    if prop.post in ("class_prob", "class_logit") and getattr(model, "format", None) in ("onnx", "torch"):
+    if prop.post in ("class_prob", "class_logit") and fmt in ("onnx", "torch"):
         # kinds/multi_pairs and kinds/class_prob: enumeration, the solvers; no flips (a tree model's are
         # kinds/tree_outputs', which read max_rows)
         return "a network's prob(m(x), c) and logit(m(x), c) are decided without flipping data rows first"
     return None
 
 
+def _seed_unread(ck, prop, backend: str | None) -> str | None:
+    fs = ck.feature_sets.get(prop.features)
+    return seed_unread(prop, backend, fs is None or fs.data is not None,
+                       getattr(ck.models.get(prop.model), "format", None))
+
+
+def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> str | None:
+    """Why ``seed`` draws nothing for a pair property, when the spec alone says so (lint's FS213; the
+    verdict notes of kinds.pair_enumeration.unread_by_enumeration say it when it does not); else None.
+    Its readers there: the seeded sample of ``max_rows`` data rows flipped first
+    (fairspec.backends.data.flips.sample_rows), the partitions' estimate, a network's prob(m(x), c)
+    attack (kinds.class_prob) and a tree model's branch and bound over leaf boxes (kinds.tree_boxes,
+    whose model lint does not tell from a network: only ONNX and torch models are surely networks).
+    The solvers (HiGHS, SCIP, z3) run with a fixed seed of their own: the same answer every run."""
+    if prop.kind != "individual_fairness":
+        return None
+    flips = prop.options.max_rows is not None and (backend == "data" or no_pre_pass(prop, has_data, fmt) is None)
+    if flips:
+        return None
+    if backend == "data":
+        return "the data backend flips every data row, with no random choice (seed draws only the sample of max_rows rows)"
+    if backend not in ("milp", "smt") or fmt not in ("onnx", "torch") or prop.post == "class_prob":
+        return None
+    estimate = prop.options.estimate if prop.options.estimate is not None else 1
+    if (prop.options.partitions or 0) > 1 and estimate > 0 and prop.post != "class_logit":
+        return None
+    what = "HiGHS and SCIP run with fixed seeds of their own" if backend == "milp" else \
+        "z3 runs with a fixed seed of its own"
+    return (f"{what}, and a network's pair property makes no other random choice here (seed draws the sample of "
+            "max_rows data rows flipped first and the partitions' estimate)")
+
+
 # options that act on the input-space partitions only (a warning when partitions is not set)
 PARTITION_ONLY = {"part_timeout": "it is each partition's time budget",
                   "refine": "it refines the partitions left without a proof",
-                  "estimate": "it samples the share of the domain the partitions leave undecided"}
+                  "estimate": "it samples the share of the domain the partitions leave undecided",
+                  "confidence": "it is the confidence of the partitions' estimate of the undecided share"}
 
 
 def _kind_words(kind):

@@ -1,0 +1,129 @@
+"""Options a backend takes but a run does not read are said, never dropped silently: lint's FS213 when
+the spec alone says so (sema.options), else a note of the verdict (kinds.pair_enumeration.
+unread_by_enumeration: a small domain enumerated whole reads no max_rows, seed, engine, timeout, ...)."""
+
+import random
+
+from fairspec.pipeline import check, lint
+from conftest import people_decls
+
+from pathlib import Path
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+SMALL = """features People from people {
+  age    : int in [18, 25]
+  sex    : {F, M}  protected
+  race   : {A, B, C}  protected
+  member : bool
+  score  : int in [0, 1]
+}
+"""
+NET = ('model net = onnx("../models/people6.onnx", output = "logit")\n'
+       "encode People for net { age : standard  sex : onehot  race : code  member, score : raw }\n")
+
+
+def _project(tmp_path, text, rows=None):
+    (tmp_path / "fairspec.toml").write_text("")
+    for d in ("data", "models", "specs"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "models" / "people6.onnx").write_bytes((FIX / "models" / "people6.onnx").read_bytes())
+    (tmp_path / "data" / "people.csv").write_bytes((FIX / "data" / "people.csv").read_bytes())
+    r = random.Random(1)
+    lines = ["age,sex,race,member,score,hired"] + [
+        f"{r.randint(18, 25)},{r.choice('FM')},{r.choice('ABC')},{r.choice(['true', 'false'])},{r.randint(0, 1)},"
+        f"{r.choice(['yes', 'no'])}" for _ in range(rows or 60)]
+    (tmp_path / "data" / "small.csv").write_text("\n".join(lines) + "\n")
+    p = tmp_path / "specs" / "s.fair"
+    p.write_text(text)
+    return p
+
+
+def _prop(name, opts, ensure="label(net(x)) == label(net(x'))"):
+    return (f"property {name} {{\n  forall x, x' : People\n  require x.* == x'.* except {{sex}}\n  ensure {ensure}\n"
+            + "".join(f"  {o}\n" for o in opts) + "}\n")
+
+
+def _fs213(p):
+    return {(d.message.split(":")[0], d.span.line) for d in lint(p).diagnostics if d.code == "FS213"}
+
+
+def test_a_network_small_domain_says_the_options_it_does_not_read(tmp_path):
+    """A network's small domain is enumerated whole (kinds.pair_enumeration.decide_small): no data rows
+    flipped first (max_rows), no random choice (seed), no solver (engine), no time limit (timeout). Lint
+    cannot know the domain is small; the verdict's notes say each, and lint's FS213 is not repeated."""
+    head = 'data people = csv("../data/small.csv", label = hired == "yes")\n' + SMALL + NET
+    p = _project(tmp_path, head + _prop("pair", ["max_rows = 50", "seed = 3", "engine = scip", "timeout = 30s",
+                                                 "using milp"])
+                 + _prop("said", ["seed = 3", "using smt"]) + _prop("plain", ["using milp"]))
+    assert _fs213(p) == {("option 'seed' has no effect here", 25)}  # 'said': z3 has its own seed, no rows drawn
+    v = {v.name: v for v in check(p).verdicts}
+    assert all(x.how == "proved" for x in v.values()), {k: (x.status, x.reason) for k, x in v.items()}
+    notes = v["pair"].details["notes"]
+    assert [n.split(" has no effect here: ")[0] for n in notes] == ["`timeout`", "`engine`", "`max_rows`", "`seed`"]
+    assert notes[2].endswith("every pair of the small domain is enumerated on the model's runtime, with no data "
+                             "rows flipped first and no random choice"), notes
+    assert "notes" not in v["said"].details and "notes" not in v["plain"].details
+
+
+def test_a_binary_tree_small_domain_says_max_rows_seed_and_engine(tmp_path):
+    """The same on a tree model's small domain (kinds.tree_pairs.decide_by_enumeration)."""
+    import numpy as np
+    import skops.io as sio
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.array([[g, a] for g in (0, 1) for a in range(4)] * 2, dtype=float)
+    est = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, [1, 0, 1, 0, 0, 1, 1, 1] * 2)
+    p = _project(tmp_path, "")
+    sio.dump(est, tmp_path / "models" / "t.skops")
+    (tmp_path / "data" / "t.csv").write_text("g,a\n" + "".join(f"{g},{a}\n" for g, a in X.astype(int)))
+    p.write_text('data d = csv("../data/t.csv")\nfeatures F from d {\n  g : int in [0, 1] protected\n'
+                 '  a : int in [0, 3]\n}\nmodel m = sklearn("../models/t.skops")\nencode F for m { g : raw  a : raw }\n'
+                 "property pair {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
+                 "  ensure label(m(x)) == label(m(x'))\n  max_rows = 5\n  seed = 2\n  engine = scip\n}\n")
+    assert _fs213(p) == set()
+    (v,) = check(p).verdicts
+    assert v.status == "violated", v.reason
+    assert [n.split(" has no effect here: ")[0] for n in v.details["notes"]] == ["`engine`", "`max_rows`", "`seed`"]
+
+
+def test_seed_that_nothing_draws_with_is_a_warning(tmp_path):
+    """`seed` on a pair property: its readers are the sample of max_rows data rows flipped first, the
+    partitions' estimate, the prob(m(x), c) attack (kinds.class_prob) and a tree model's leaf boxes; the
+    solvers run with fixed seeds of their own. Without one of them lint says FS213 (the data backend's
+    flips of every row draw nothing either); with one, nothing."""
+    head = people_decls() + ('model net = onnx("../models/people6.onnx", output = "logit")\n'
+                             "encode People for net { age : standard  sex : onehot  race : code  member, "
+                             "score : raw }\n")
+    cases = {  # options -> warned
+        ("using milp",): True, ("using smt",): True, ("using data",): True,
+        ("using milp", "mode = find"): True, ("using milp", "mode = maximize", "max_rows = 9"): True,
+        ("using milp", "max_rows = 9"): False, ("using smt", "max_rows = 9"): False, ("using data", "max_rows = 9"): False,
+        ("using milp", "partitions = 4"): False, ("using milp", "partitions = 4", "estimate = 0"): True,
+    }
+    for i, (opts, warned) in enumerate(cases.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        p = _project(d, head + _prop("pair", ["seed = 1", *opts]))
+        got = [m for m, _ in _fs213(p) if "seed" in m]
+        assert bool(got) == warned, (opts, _fs213(p))
+    d = tmp_path / "prob"
+    d.mkdir()
+    p = _project(d, head.replace('"logit"', '"prob"') + _prop("pair", ["seed = 1", "using milp"],
+                                                              ensure="|prob(net(x), 1) - prob(net(x'), 1)| <= 0.1"))
+    assert not [m for m, _ in _fs213(p) if "seed" in m]  # the softmax branch and bound's attack draws with it
+
+
+def test_confidence_without_partitions_is_a_warning(tmp_path):
+    """On a pair property confidence is read by the partitions' estimate only (as part_timeout, refine and
+    estimate are): FS213 without partitions; a data group metric's confidence is read (no warning)."""
+    head = people_decls() + ('model net = onnx("../models/people6.onnx", output = "logit")\n'
+                             "encode People for net { age : standard  sex : onehot  race : code  member, "
+                             "score : raw }\n")
+    p = _project(tmp_path, head + _prop("pair", ["confidence = 0.9", "using milp"]))
+    assert {m for m, _ in _fs213(p)} == {"option 'confidence' has no effect without partitions"}
+    (tmp_path / "specs" / "s.fair").write_text(head + _prop("pair", ["confidence = 0.9", "partitions = 4"]))
+    assert _fs213(p) == set()
+    (tmp_path / "specs" / "s.fair").write_text(
+        head + "property dp {\n  statistical_parity(net, groups sex) <= 0.2\n  confidence = 0.9\n}\n")
+    res = lint(p)
+    assert not [d for d in res.diagnostics if d.is_error or d.code == "FS213"], res.diagnostics
