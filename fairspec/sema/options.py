@@ -140,6 +140,10 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                 ck.sink.add("FS213", f"option 'max_rows' has no effect here: {_no_pre_pass(ck, prop)}",
                             name_node.span, hint="max_rows bounds the data rows flipped before the solver runs; "
                                                  "drop it")
+            elif (key, prop.kind) in FAMILY_ONLY and _family(ck, prop) == FAMILY_ONLY[key, prop.kind][0]:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: "
+                                     f"{FAMILY_ONLY[key, prop.kind][1].format(m=prop.model)}", name_node.span,
+                            hint=f"drop '{key}'")
             elif key == "seed" and _seed_unread(ck, prop, p.backend):
                 ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
                             name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
@@ -201,6 +205,38 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
         "z3 runs with a fixed seed of its own"
     return (f"{what}, and a network's pair property makes no other random choice here (seed draws the sample of "
             "max_rows data rows flipped first and the partitions' estimate)")
+
+
+# (option, kind) -> (the model family that does not read it, why): each read for the other family only
+FAMILY_ONLY = {
+    ("max_cells", "pba"): ("network", "it bounds a tree model's leaf combinations per point, and model '{m}' is a "
+                                      "network (its neighbourhoods are bounded, then solved by LP or MILP)"),
+    ("max_boxes", "k_discrimination"): ("network", "it bounds the boxes of a tree model's leaf combinations, and "
+                                                   "model '{m}' is a network (searched, never split into boxes)"),
+    ("engine", "pba"): ("trees", "model '{m}' is a tree model, whose neighbourhoods are decided exactly over its leaf "
+                                 "combinations, by no LP or MILP solver"),
+    ("workers", "pba"): ("trees", "model '{m}' is a tree model, whose neighbourhoods are decided over its leaf "
+                                  "combinations in this process"),
+}
+
+
+def _family(ck, prop) -> str | None:
+    """'network' (an ONNX or torch model), 'trees' (XGBoost, LightGBM, a scikit-learn tree model read
+    cheaply from its file), or None when lint does not know."""
+    m = ck.models.get(getattr(prop, "model", ""))
+    fmt = getattr(m, "format", None)
+    if fmt in ("onnx", "torch"):
+        return "network"
+    if fmt in ("xgboost", "lightgbm"):
+        return "trees"
+    if fmt == "sklearn" and ck.peek_models and getattr(m, "path", None):
+        from fairspec.models.peek import is_tree_file
+
+        try:
+            return "trees" if is_tree_file(fmt, m.path) else None
+        except Exception:  # noqa: BLE001 - an unreadable file is the loader's to report
+            return None
+    return None
 
 
 # options that act on the input-space partitions only (a warning when partitions is not set)
