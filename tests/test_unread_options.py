@@ -156,3 +156,25 @@ def test_options_read_for_one_model_family_only_are_warnings_on_the_other(tmp_pa
             (model[:20], opt, said)
         if warned:
             assert "model 'net' is a" in said[0], said
+
+
+def test_method_that_no_ppv_search_reads_is_a_warning(tmp_path):
+    """`method` (enumerate | learn) chooses how dp / ssat search the groups' PPVs: elimination sums over the
+    tree's paths, and equalized odds / equal opportunity enumerate every group given the label
+    (kinds.distribution._compute drops the method); each is FS213. statistical parity on dp reads it."""
+    head = ('data people = csv("../data/people.csv", label = hired == "yes")\n' + people_decls().split("\n", 1)[1]
+            + "model r = rule(member)\n")
+    cases = {"statistical_parity(r, groups sex, distribution independent(people)) <= 1": None,
+             "equal_opportunity(r, groups sex, distribution independent(people)) <= 1": "equal_opportunity reads",
+             "equalized_odds(r, groups sex, distribution independent(people)) <= 1": "equalized_odds reads",
+             "statistical_parity(r, groups sex, distribution independent(people)) <= 1\n  using elimination":
+                 "elimination sums"}
+    for i, (claim, why) in enumerate(cases.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        p = _project(d, head + f"property p {{\n  {claim}\n  method = learn\n}}\n")
+        res = lint(p)
+        assert not [x for x in res.diagnostics if x.is_error], (claim, res.diagnostics)
+        said = [x.message for x in res.diagnostics if x.code == "FS213"]
+        assert said == ([] if why is None else [f"option 'method' has no effect here: {why}" + said[0].split(why)[1]]), \
+            (claim, said)

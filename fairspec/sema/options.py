@@ -144,6 +144,13 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                 ck.sink.add("FS213", f"option '{key}' has no effect here: "
                                      f"{FAMILY_ONLY[key, prop.kind][1].format(m=prop.model)}", name_node.span,
                             hint=f"drop '{key}'")
+            elif key == "method" and prop.kind == "group_metric" and (
+                    p.backend == "elimination" or getattr(prop, "metric", None) in _NO_METHOD):
+                why = ("elimination sums over the tree's paths, with no PPV search to enumerate or learn"
+                       if p.backend == "elimination" else f"{prop.metric} reads every group's PPV given the label, "
+                                                          "enumerated whatever the method")
+                ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
+                            hint="drop 'method'")
             elif key == "seed" and _seed_unread(ck, prop, p.backend):
                 ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
                             name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
@@ -207,6 +214,8 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
             "max_rows data rows flipped first and the partitions' estimate)")
 
 
+# group metrics over a distribution that read no `method` (kinds.distribution._compute drops it)
+_NO_METHOD = ("equalized_odds", "equal_opportunity")
 # (option, kind) -> (the model family that does not read it, why): each read for the other family only
 FAMILY_ONLY = {
     ("max_cells", "pba"): ("network", "it bounds a tree model's leaf combinations per point, and model '{m}' is a "
