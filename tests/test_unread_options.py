@@ -178,3 +178,20 @@ def test_method_that_no_ppv_search_reads_is_a_warning(tmp_path):
         said = [x.message for x in res.diagnostics if x.code == "FS213"]
         assert said == ([] if why is None else [f"option 'method' has no effect here: {why}" + said[0].split(why)[1]]), \
             (claim, said)
+
+
+def test_resampling_options_over_a_declared_distribution_are_warnings(tmp_path):
+    """Over a distribution declared with its probabilities there are no data rows: no bootstrap resample
+    (bootstrap, seed) and no estimation error to bound (confidence: analyses.group_metrics_exact.error_bound
+    is None without rows). Each is FS213; over a distribution estimated from data rows they are read."""
+    from conftest import NOTED_DIST
+
+    opts = "  seed = 4\n  bootstrap = 10\n  confidence = 0.9\n"
+    p = _project(tmp_path, NOTED_DIST.replace("<= 0.1\n}", "<= 0.1\n" + opts + "}", 1))
+    said = sorted(m for m, _ in _fs213(p))
+    assert said == [f"option '{k}' has no effect here" for k in ("bootstrap", "confidence", "seed")], said
+    d = tmp_path / "data_rows"
+    d.mkdir()
+    p = _project(d, people_decls() + "model r = rule(member)\nproperty p {\n  statistical_parity(r, groups sex, "
+                                     "distribution independent(people)) <= 1\n" + opts + "}\n")
+    assert _fs213(p) == set()

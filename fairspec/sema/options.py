@@ -151,6 +151,11 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                                           "enumerated whatever the method")
                 ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
                             hint="drop 'method'")
+            elif key in ("seed", "bootstrap", "confidence") and (dist := _declared(prop, spec)) is not None:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: distribution '{dist}' is declared with "
+                                     "its probabilities, not estimated from data rows: there is no estimate to "
+                                     "resample (bootstrap, seed) or bound (confidence)", name_node.span,
+                            hint=f"drop '{key}'")
             elif key == "seed" and _seed_unread(ck, prop, p.backend):
                 ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
                             name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
@@ -212,6 +217,14 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
         "z3 runs with a fixed seed of its own"
     return (f"{what}, and a network's pair property makes no other random choice here (seed draws the sample of "
             "max_rows data rows flipped first and the partitions' estimate)")
+
+
+def _declared(prop, spec) -> str | None:
+    """The name of the distribution a group metric is computed over when it is declared with its
+    probabilities (a table: no data rows, so no bootstrap and no estimation error), else None."""
+    name = getattr(prop, "distribution", None) if prop.kind == "group_metric" else None
+    d = next((d for d in getattr(spec, "distributions", ()) if d.name == name), None) if name else None
+    return name if d is not None and d.kind == "table" else None
 
 
 # group metrics over a distribution that read no `method` (kinds.distribution._compute drops it)
