@@ -156,6 +156,11 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      "its probabilities, not estimated from data rows: there is no estimate to "
                                      "resample (bootstrap, seed) or bound (confidence)", name_node.span,
                             hint=f"drop '{key}'")
+            elif key == "seed" and prop.kind == "pba" and _family(ck, prop) == "trees" and \
+                    prop.options.get("points") is None and prop.options.max_rows is None:
+                ck.sink.add("FS213", f"option 'seed' has no effect here: model '{prop.model}' is a tree model, whose "
+                                     "neighbourhoods are decided exactly, with no random choice (seed draws only the "
+                                     "sample of points or max_rows rows)", name_node.span, hint="drop 'seed'")
             elif key == "seed" and _seed_unread(ck, prop, p.backend):
                 ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
                             name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
