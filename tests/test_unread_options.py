@@ -198,3 +198,18 @@ def test_resampling_options_over_a_declared_distribution_are_warnings(tmp_path):
     p = _project(d, people_decls() + "model r = rule(member)\nproperty p {\n  statistical_parity(r, groups sex, "
                                      "distribution independent(people)) <= 1\n" + opts + "}\n")
     assert _fs213(p) == set()
+
+
+def test_k_discrimination_decided_before_any_search_says_the_search_options(tmp_path):
+    """k-discrimination on a small domain is enumerated whole (kinds.k_discrimination._decide_small): the
+    search strategy, its seed, explain, timeout and max_boxes are read by nothing; each is a verdict note."""
+    head = 'data people = csv("../data/small.csv", label = hired == "yes")\n' + SMALL + NET.replace('"logit"', '"logit", score = logit')
+    p = _project(tmp_path, head + "property kd {\n  k_discrimination(net, over {sex, race}, eps = 0.05) < 7\n"
+                                  "  search random for 5s\n  seed = 3\n  explain tree\n  timeout = 20s\n}\n"
+                                  "property plain {\n  k_discrimination(net, over {sex, race}, eps = 0.05) < 7\n}\n")
+    v = {v.name: v for v in check(p).verdicts}
+    assert v["kd"].how == "proved" and "enumeration" in str(v["kd"].proof.method), (v["kd"].status, v["kd"].reason)
+    notes = v["kd"].details["notes"]
+    assert [n.split(" has no effect here: ")[0] for n in notes] == ["`search`", "`seed`", "`explain`", "`timeout`"]
+    assert notes[0].endswith("the property was enumerated whole, before any search"), notes
+    assert "notes" not in v["plain"].details
