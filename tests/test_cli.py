@@ -306,15 +306,16 @@ def test_garbage_onnx_exit_2(tmp_path):
 
 def _broken_onnx(tmp_path) -> Path:
     """An ONNX file whose header, operators and types read fine (lint passes: an operator ONNX does
-    not define is lint's FS401 now, tests/test_lint_sees_check.py) but which onnxruntime refuses:
-    it has no CPU kernel for Gemm on int32 values, and only onnxruntime knows its kernels."""
+    not define, a Gemm over integers, ... are lint's FS401 now, tests/test_lint_sees_check.py) but which
+    onnxruntime refuses: it has no CPU kernel for Relu on int64 values (ONNX's Relu takes them), which
+    lint's table of kernels (peek_onnx.NO_CPU_KERNEL: Gemm and MatMul only) does not know."""
     onnx = pytest.importorskip("onnx")
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes = [helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32), helper.make_node("Gemm", ["xi", "W", "B"], ["yi"]),
-             helper.make_node("Cast", ["yi"], ["logit"], to=TensorProto.FLOAT)]
-    weights = [numpy_helper.from_array(np.ones((6, 1), np.int32), "W"), numpy_helper.from_array(np.zeros(1, np.int32), "B")]
+    nodes = [helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT64), helper.make_node("Relu", ["xi"], ["ri"]),
+             helper.make_node("Cast", ["ri"], ["r"], to=TensorProto.FLOAT), helper.make_node("Gemm", ["r", "W", "B"], ["logit"])]
+    weights = [numpy_helper.from_array(np.ones((6, 1), np.float32), "W"), numpy_helper.from_array(np.zeros(1, np.float32), "B")]
     g = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
                           [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], initializer=weights)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])

@@ -225,7 +225,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         details.setdefault("notes", []).append("`partitions` has no effect here: the softmax branch and bound splits the domain itself")
     task = progress.add_task(f"{prop.name}: softmax branch and bound", total=None) if progress else None
     try:
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(int(prop.options.seed or 0))  # the spec's seed (default 0)
         budget = 0.5 if deadline is None else max(0.05, min(0.5, 0.05 * (deadline - time.monotonic())))
         stop = None if mode == "maximize" else float(prop.eps) * (1.0 + 1e-9)
         best = _attack(pre, C, free, relaxed, evaluate, classes, M, rng, budget, stop_above=stop)

@@ -147,9 +147,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                 return unknown(prop, "the domain's cells do not fit in memory", backend=backend,
                                seconds=time.perf_counter() - t0)
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
-        from fairspec.kinds.multi_pairs import run_multi
-
         import sys
+
+        from fairspec.kinds.multi_pairs import run_multi
 
         done = run_multi(prop, ctx, progress, backend, sys.modules[__name__])
         if done is not None:
@@ -158,11 +158,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if later is not None:
         return later
     from fairspec.backends.data.flips import replayer_name, run_flips
+    from fairspec.kinds.pair_enumeration import unread_by_enumeration
     from fairspec.planning import setting
 
     if is_tree_model(ctx, prop.model):
         # a tree model on a small domain: every pair on the library's own runtime (kinds/tree_pairs)
-        from fairspec.kinds.tree_pairs import decide_by_enumeration, unread_by_enumeration
+        from fairspec.kinds.tree_pairs import decide_by_enumeration
 
         try:
             v = decide_by_enumeration(prop, ctx, setting(prop, "mode", backend), backend, t0)
@@ -171,10 +172,10 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         except MemoryError:
             v = None                  # the domain's cells do not fit: the exact encodings decide
         if v is not None:
-            return unread_by_enumeration(prop, v)
+            return unread_by_enumeration(prop, v, ctx, backend, getattr(ctx.model(prop.model), "format", None))
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
-        return small
+        return unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
     if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
@@ -682,7 +683,6 @@ def _value(backend, mode, res):
 
 def _serial():
     from fairspec.runtime.executor import SerialExecutor
-
     return SerialExecutor()
 
 

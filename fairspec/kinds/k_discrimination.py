@@ -125,13 +125,13 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         if getattr(ctx.model(prop.model), "format", None) != "rule":
             small = _decide_small(prop, ctx, ctx.model(prop.model), enc, fs, t0)   # no lowering needed
             if isinstance(small, Verdict):
-                return small
+                return unread_before_search(prop, small, "enumerated whole")
         return setup
     model, low, space = setup.model, setup.low, setup.space
     violated_at = prop.k if prop.op == "<" else prop.k + 1
     small = _decide_small(prop, ctx, model, enc, fs, t0)
     if isinstance(small, Verdict):
-        return small
+        return unread_before_search(prop, small, "enumerated whole")
     exact_note = small or ""
     if not setup.banded:
         from fairspec.kinds.tree_kdisc import decide_kdisc
@@ -141,16 +141,16 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         except MemoryError:
             cells = None
         if cells is not None:
-            return cells
+            return unread_before_search(prop, cells, "decided in cells of the trees' split tests")
         exact = _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at, t0)
         if isinstance(exact, Verdict):
-            return exact
+            return unread_before_search(prop, exact, "decided over the trees' leaf combinations")
         exact_note = exact or ""
     from fairspec.kinds import kdisc_net
 
     counted = kdisc_net.by_counting(prop, kdisc_net.counterfactuals(space), t0)   # k <= min(K, buckets)
     if counted is not None:
-        return counted
+        return unread_before_search(prop, counted, "bounded by counting the counterfactuals")
     evaluate = setup.evaluate
     from fairspec.planning import setting
 
@@ -342,6 +342,23 @@ def _enumeration_off() -> bool:
     import os
 
     return os.environ.get("FAIRSPEC_ENUMERATE_PAIRS", "").strip() in ("0", "0.0")
+
+
+def unread_before_search(prop, v: Verdict, how: str) -> Verdict:
+    """A verdict decided before any search reads none of the search's options: the strategy (``search``,
+    with its budget), its ``seed``, ``explain`` (of the violations the search finds) -- nor, on a small
+    domain enumerated whole, ``timeout`` or ``max_boxes``. Each one the spec sets is said in the verdict's
+    notes (lint cannot know: the domain's size and the model's trees are known once it is loaded); a
+    seed of 0 is the default, not told from none."""
+    from fairspec.verdict import with_note
+
+    unread = [k for k, on in (("search", prop.options.search is not None), ("seed", bool(prop.options.seed)),
+                              ("explain", prop.options.explain is not None)) if on]
+    if how == "enumerated whole":
+        unread += [k for k in ("timeout", "max_boxes") if prop.options.get(k) is not None]
+    for k in unread:
+        v = with_note(v, f"`{k}` has no effect here: the property was {how}, before any search")
+    return v
 
 
 def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):

@@ -723,16 +723,3 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                    seconds=seconds, details=details,
                    reason=f"the {backend} solver found a pair that breaks it on the library's runtime")
 
-
-def unread_by_enumeration(prop, v) -> Verdict:
-    """A tree model's small domain enumerated whole reads none of partitions, part_timeout or timeout:
-    each one the spec sets is said in the verdict's notes (lint cannot know: the domain's size and the
-    model's being trees are known once the model is loaded)."""
-    unread = [k for k in ("partitions", "part_timeout", "timeout") if prop.options.get(k) is not None]
-    if not unread:
-        return v
-    why = "every pair of the small domain is enumerated on the library's runtime, in one pass with no time limit"
-    notes = [*v.details.get("notes", []), *(f"`{k}` has no effect here: {why}" for k in unread)]
-    from dataclasses import replace
-
-    return replace(v, details={**v.details, "notes": notes})

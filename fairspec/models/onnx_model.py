@@ -7,13 +7,8 @@ import sys
 import pathlib
 
 from .base import LoadedModel, ModelLoadError, check_score_kind, readout_for, require_finite, short_error
-from .peek_onnx import (OnnxSignature, graph_problem, guessed_score_kind, missing_external_data, output_choice_problem,
-                        read_onnx_signature)
-
-# TensorProto.DataType -> numpy dtype name, for the input types we can feed.
-_INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
-# the element types of the one-column inputs of a multi-input model (skl2onnx: one per column)
-_COLUMN_DTYPES = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool", 8: "object"}
+from .peek_onnx import (_COLUMN_DTYPES, _INPUT_DTYPES, OnnxSignature, graph_problem, guessed_score_kind,
+                        input_problem, missing_external_data, output_choice_problem, read_onnx_signature)
 _ORT_INPUT_DTYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 
 
@@ -25,20 +20,8 @@ class OnnxModel(LoadedModel):
         self._sig = sig
         self.multi = len(sig.inputs) > 1               # one graph input per column (skl2onnx), fed by name
         self._binding = None
-        if not sig.inputs:
-            raise ModelLoadError(f"ONNX model {path} has no graph inputs; fairspec needs one input of shape "
-                                 f"[N, width], or one input of shape [N, 1] per column", path)
-        if self.multi:
-            for i in sig.inputs:
-                if i.shape is not None and (len(i.shape) not in (1, 2) or (len(i.shape) == 2 and i.shape[1] not in (1, None))):
-                    raise ModelLoadError(
-                        f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has shape "
-                        f"{_fmt_shape(i.shape)}; a model with several inputs needs one column per input, of shape "
-                        f"[N, 1]", path)
-                if i.elem_type is not None and i.elem_type not in _COLUMN_DTYPES:
-                    raise ModelLoadError(
-                        f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has element "
-                        f"type {i.elem_type}; fairspec feeds numbers, booleans and strings", path)
+        if (problem := input_problem(sig, path)) is not None:    # lint says the same (models.peek)
+            raise ModelLoadError(problem, path)
         if not sig.outputs:
             raise ModelLoadError(f"ONNX model {path} declares no graph outputs", path)
 
@@ -98,23 +81,11 @@ class OnnxModel(LoadedModel):
             self.input_names = tuple(i.name for i in sig.inputs)
             self._column_types = [_COLUMN_DTYPES.get(i.elem_type, "float32") for i in sig.inputs]
             self._input_shapes = [i.shape for i in sig.inputs]
-        elif inp.shape is not None:
-            if len(inp.shape) != 2:
-                raise ModelLoadError(
-                    f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; "
-                    f"fairspec needs an input of shape [N, width]",
-                    path,
-                )
+        elif inp.shape is not None:                # [N, width]: input_problem said any other rank
             if isinstance(inp.shape[1], int) and inp.shape[1] > 0:
                 width = inp.shape[1]
             if isinstance(inp.shape[0], int) and inp.shape[0] > 0:
                 self._batch = inp.shape[0]
-        if not self.multi and inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
-            raise ModelLoadError(
-                f"the input {inp.name!r} of ONNX model {path} has element type {inp.elem_type}; "
-                f"fairspec feeds float32 or float64 tensors",
-                path,
-            )
         self._dtype_name = _INPUT_DTYPES.get(inp.elem_type, "float32")
 
         try:
@@ -342,10 +313,6 @@ def _require_finite_onnx(path) -> None:
                             continue
 
     require_finite(arrays(), path)
-
-
-def _fmt_shape(shape) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def load_onnx(path: pathlib.Path, *, output=None, index=None, score_kind=None) -> OnnxModel:

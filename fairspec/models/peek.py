@@ -23,8 +23,8 @@ import zipfile
 from fairspec import filecache
 
 from .base import ModelLoadError, recorded_names
-from .peek_onnx import (chosen_output, graph_problem, guessed_score_kind, missing_external_data, onnx_class_labels,
-                        onnx_input_width, onnx_obstacle, output_choice_problem, read_onnx_signature)
+from .peek_onnx import (chosen_output, graph_problem, guessed_score_kind, input_problem, missing_external_data,
+                        onnx_class_labels, onnx_input_width, onnx_obstacle, output_choice_problem, read_onnx_signature)
 from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_input_width, skops_final_node,
                            skops_input_names, skops_input_width, skops_obstacle)
 from .peek_torch import torch_input_width
@@ -50,7 +50,7 @@ def peek_input_width(format: str, path, *, trust_pickle: bool = False) -> int | 
                                  "with weights that are not finite numbers cannot be checked", p)
         if (missing := missing_external_data(sig, p)) is not None:  # check's loader says the same
             raise ModelLoadError(missing, p)
-        if (problem := graph_problem(sig, p)) is not None:          # a graph onnxruntime refuses to load
+        if (problem := input_problem(sig, p) or graph_problem(sig, p)) is not None:  # check's loader refuses it
             raise ModelLoadError(problem, p)
         return onnx_input_width(sig)
     if fmt == "sklearn":

@@ -101,6 +101,7 @@ class OnnxSignature:
     # graph inputs, initializers listed as inputs too), the opset version imported per domain ("" for
     # ai.onnx) and the (domain, name) of each function the model defines
     types: dict[str, int | None] | None = field(default_factory=dict)   # None: a sparse initializer
+    dims: dict[str, tuple[int, ...]] = field(default_factory=dict)      # each initializer's shape, by name
     opsets: dict[str, int] = field(default_factory=dict)
     functions: set[tuple[str, str]] = field(default_factory=set)
 
@@ -115,6 +116,7 @@ class OnnxNode:
     # order of its probability columns (issue 25: prob(m(x), "label")); None for other nodes
     class_labels: tuple | None = None
     domain: str = ""
+    ints: dict[str, int] = field(default_factory=dict)   # the node's int attributes (transB, Cast's to, ...)
 
 
 _LABEL_ATTRS = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
@@ -140,6 +142,19 @@ def _class_labels(buf, span) -> tuple | None:
     return tuple(strings) if name == "classlabels_strings" else tuple(ints)
 
 
+def _int_attribute(buf, span) -> tuple[str | None, int | None]:
+    """(name, value) of an AttributeProto of type INT (name = 1, i = 3, type = 20: 2), else (name, None)."""
+    name, i, kind = None, None, None
+    for f, wt, v in _fields(buf, *span):
+        if f == 1 and wt == 2:
+            name = _string(buf, v)
+        elif f == 3 and wt == 0:
+            i = v - (1 << 64) if v >= 1 << 63 else v
+        elif f == 20 and wt == 0:
+            kind = v
+    return name, (i if kind in (2, None) else None)
+
+
 def _node(buf, span) -> OnnxNode:
     n = OnnxNode("", "", [], [])
     for f, wt, v in _fields(buf, *span):
@@ -149,6 +164,9 @@ def _node(buf, span) -> OnnxNode:
             labels = _class_labels(buf, v)
             if labels:
                 n.class_labels = labels
+            name, i = _int_attribute(buf, v)
+            if name and i is not None:
+                n.ints[name] = i
             continue
         if f == 1:
             n.inputs.append(_string(buf, v))
@@ -261,20 +279,83 @@ def graph_problem(sig: OnnxSignature, path) -> str | None:
             return (f"ONNX model {path} cannot be run: {node(n)} reads {undefined!r}, which is no graph input, "
                     f"no initializer and no node's output")
     types = dict(sig.types)
+    widths = _input_widths(sig)
     for n in sig.nodes:
         t = None
         if n.domain in ("", "ai.onnx") and n.op_type in _ONE_TYPE:
             known = [(i, types[i]) for i in n.inputs if types.get(i) is not None]
             if len({k for _, k in known}) > 1:
-                said = ", ".join(f"{i!r} {_ELEM_NAMES.get(k) or _FLOAT_ELEM_TYPES.get(k) or f'type {k}'}"
-                                 for i, k in known)
+                said = ", ".join(f"{i!r} {_type_name(k)}" for i, k in known)
                 return (f"ONNX model {path} cannot be run: {node(n)} reads inputs of different element types "
                         f"({said}), which {n.op_type} takes of one type")
             t = known[0][1] if known else None
+            if t in NO_CPU_KERNEL.get(n.op_type, ()):
+                return (f"ONNX model {path} cannot be run: {node(n)} computes in {_type_name(t)}, an element type "
+                        f"onnxruntime runs no {n.op_type} in")
         elif n.domain in ("", "ai.onnx") and n.op_type in _KEEPS_TYPE and n.inputs:
             t = types.get(n.inputs[0])
+        elif n.domain in ("", "ai.onnx") and n.op_type == "Cast":
+            t = n.ints.get("to")
+        elif (only := _ONLY_TYPES.get((n.domain, n.op_type))) and types.get(n.inputs[0] if n.inputs else "") \
+                not in (None, *only):
+            return (f"ONNX model {path} cannot be run: {node(n)} reads {n.inputs[0]!r} in "
+                    f"{_type_name(types[n.inputs[0]])}, and {n.op_type} takes {' or '.join(map(_type_name, only))} only")
+        if (why := _width_problem(n, widths, sig.dims)) is not None:
+            return f"ONNX model {path} cannot be run: {node(n)} {why}"
         if n.outputs and n.outputs[0] not in types:
             types[n.outputs[0]] = t
+    for o in sig.outputs:       # onnxruntime refuses a graph output declared of another type than computed
+        if o.elem_type and not o.not_tensor and types.get(o.name) not in (None, o.elem_type):
+            return (f"ONNX model {path} cannot be run: its graph output {o.name!r} is declared "
+                    f"{_type_name(o.elem_type)} but computed in {_type_name(types[o.name])}")
+    return None
+
+
+def _type_name(k: int) -> str:
+    return _ELEM_NAMES.get(k) or _FLOAT_ELEM_TYPES.get(k) or f"type {k}"
+
+
+#: element types a node of these operators computes in that onnxruntime (1.32, CPU) refuses to load: ONNX's own
+#: schemas take no 8- or 16-bit integers in Gemm or MatMul, and onnxruntime has no Gemm kernel for 32- and 64-bit
+#: integers (tests/test_lint_sees_check.py loads each in onnxruntime: a newer one that runs them fails that test)
+NO_CPU_KERNEL = {"Gemm": frozenset({2, 3, 4, 5, 6, 7, 12, 13}), "MatMul": frozenset({2, 3, 4, 5})}
+#: (domain, operator) -> the only element types its first input may have (ONNX's schema; onnx.checker without
+#: full_check does not look): skl2onnx's ZipMap after a float64 classifier is refused by onnxruntime
+_ONLY_TYPES = {("ai.onnx.ml", "ZipMap"): (1,)}
+#: operators of one input whose output has its input's shape
+_SAME_SHAPE = frozenset({"Relu", "Sigmoid", "Tanh", "Identity", "Dropout", "Abs", "Neg", "Exp", "Log", "Sqrt",
+                         "LeakyRelu", "Elu", "Floor", "Ceil", "Softplus", "HardSigmoid", "Softmax", "LogSoftmax"})
+
+
+def _input_widths(sig: OnnxSignature) -> dict[str, int]:
+    """The values of shape [N, width] with a known width: the graph inputs that declare one (followed
+    through the graph by :func:`_width_problem`)."""
+    return {i.name: i.shape[1] for i in sig.inputs
+            if i.shape is not None and len(i.shape) == 2 and isinstance(i.shape[1], int) and i.shape[1] > 0}
+
+
+def _width_problem(n: OnnxNode, widths: dict[str, int], dims: dict) -> str | None:
+    """Why onnxruntime's shape inference refuses node ``n`` (a Gemm or MatMul of an [N, width] value by a
+    2-D initializer whose inner dimension is not that width), else None; ``widths`` learns the width of
+    ``n``'s output where it is known (a Gemm / MatMul by a 2-D initializer, an elementwise operator of one
+    input). Nothing is said where a shape is not known for sure."""
+    if n.domain not in ("", "ai.onnx") or not n.outputs or not n.inputs:
+        return None
+    a = n.inputs[0]
+    if n.op_type in _SAME_SHAPE and len(n.inputs) == 1 and a in widths:
+        widths[n.outputs[0]] = widths[a]
+        return None
+    if n.op_type not in ("Gemm", "MatMul") or len(n.inputs) < 2 or a not in widths or n.ints.get("transA"):
+        return None
+    b = dims.get(n.inputs[1])
+    if b is None or len(b) != 2:
+        return None
+    inner, out = (b[1], b[0]) if n.op_type == "Gemm" and n.ints.get("transB") else b
+    if inner != widths[a]:
+        return (f"multiplies {a!r}, {widths[a]} columns wide, by {n.inputs[1]!r} of shape {list(b)}"
+                f"{' transposed' if n.op_type == 'Gemm' and n.ints.get('transB') else ''}, whose inner dimension "
+                f"is {inner}")
+    widths[n.outputs[0]] = out
     return None
 
 
@@ -287,6 +368,20 @@ def _initializer_name(buf, span) -> str | None:
 
 def _initializer_type(buf, span) -> int | None:
     return next((v for f, wt, v in _fields(buf, *span) if f == 2 and wt == 0), None)
+
+
+def _initializer_dims(buf, span) -> tuple[int, ...]:
+    """A TensorProto's dims (field 1: repeated int64, packed or not)."""
+    dims = []
+    for f, wt, v in _fields(buf, *span):
+        if f == 1 and wt == 0:
+            dims.append(v)
+        elif f == 1 and wt == 2:
+            pos, end = v
+            while pos < end:
+                x, pos = _varint(buf, pos, end)
+                dims.append(x)
+    return tuple(dims)
 
 
 def _pair(buf, span, key: int, value: int) -> tuple[str, int | str]:
@@ -388,7 +483,8 @@ def _parse_onnx_signature(buf, size: int) -> OnnxSignature:
                 if (loc := _external_location(buf, sp)) is not None]
     return OnnxSignature(ir_version=ir_version, inputs=inputs, outputs=outputs, nodes=nodes,
                          nonfinite=None if bad is None else (_initializer_name(buf, bad) or "?"), external=external,
-                         types=None if sparse else types, opsets=opsets, functions=functions)
+                         types=None if sparse else types, opsets=opsets, functions=functions,
+                         dims={_initializer_name(buf, sp) or "": _initializer_dims(buf, sp) for sp in init_spans})
 
 
 @filecache.per_run
@@ -413,6 +509,42 @@ def read_onnx_signature(path: str | os.PathLike) -> OnnxSignature:
         ) from exc
     except OSError as exc:
         raise ModelLoadError(f"model file {p} could not be read ({exc.strerror or exc})", p) from exc
+
+
+# TensorProto.DataType -> numpy dtype name, for the input types fairspec feeds (models.onnx_model)
+_INPUT_DTYPES = {1: "float32", 11: "float64", 10: "float16"}
+# the element types of the one-column inputs of a multi-input model (skl2onnx: one per column)
+_COLUMN_DTYPES = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool", 8: "object"}
+
+
+def _fmt_shape(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def input_problem(sig: OnnxSignature, path) -> str | None:
+    """The sentence for graph inputs fairspec cannot feed (none; one that is not [N, width] of float32,
+    float64 or float16; several, not one column each of a number, boolean or string type): check's
+    loader (models.onnx_model) and lint (models.peek) say it alike. None when they can be fed."""
+    if not sig.inputs:
+        return (f"ONNX model {path} has no graph inputs; fairspec needs one input of shape [N, width], or one input "
+                f"of shape [N, 1] per column")
+    if len(sig.inputs) > 1:
+        for i in sig.inputs:
+            if i.shape is not None and (len(i.shape) not in (1, 2) or (len(i.shape) == 2 and i.shape[1] not in (1, None))):
+                return (f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has shape "
+                        f"{_fmt_shape(i.shape)}; a model with several inputs needs one column per input, of shape [N, 1]")
+            if i.elem_type is not None and i.elem_type not in _COLUMN_DTYPES:
+                return (f"ONNX model {path} has {len(sig.inputs)} graph inputs, and its input {i.name!r} has element "
+                        f"type {i.elem_type}; fairspec feeds numbers, booleans and strings")
+        return None
+    inp = sig.inputs[0]
+    if inp.shape is not None and len(inp.shape) != 2:
+        return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; fairspec needs an "
+                f"input of shape [N, width]")
+    if inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
+        return (f"the input {inp.name!r} of ONNX model {path} has element type {inp.elem_type}; fairspec feeds "
+                f"float32 or float64 tensors")
+    return None
 
 
 def onnx_input_width(sig: OnnxSignature) -> int | None:

@@ -130,7 +130,8 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      f"{where}", (name_node or st).span,
                             hint=f"{where} takes: {accepted}")
                 ok = False
-            elif key in PARTITION_ONLY and not (getattr(prop.options, "partitions", None) or 0) > 1:
+            elif key in PARTITION_ONLY and prop.kind == "individual_fairness" and \
+                    not (getattr(prop.options, "partitions", None) or 0) > 1:
                 ck.sink.add("FS213", f"option '{key}' has no effect without partitions: "
                                      f"{PARTITION_ONLY[key]}", name_node.span,
                             hint="add a line such as partitions = 16 (the input space cut into 16 boxes, each "
@@ -139,6 +140,31 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                 ck.sink.add("FS213", f"option 'max_rows' has no effect here: {_no_pre_pass(ck, prop)}",
                             name_node.span, hint="max_rows bounds the data rows flipped before the solver runs; "
                                                  "drop it")
+            elif (key, prop.kind) in FAMILY_ONLY and _family(ck, prop) == FAMILY_ONLY[key, prop.kind][0]:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: "
+                                     f"{FAMILY_ONLY[key, prop.kind][1].format(m=prop.model)}", name_node.span,
+                            hint=f"drop '{key}'")
+            elif key == "method" and prop.kind == "group_metric" and (
+                    p.backend == "elimination" or getattr(prop, "metric", None) in _NO_METHOD):
+                why = ("elimination sums over the tree's paths, with no PPV search to enumerate or learn"
+                       if p.backend == "elimination" else f"{prop.metric} reads every group's PPV given the label, "
+                                                          "enumerated whatever the method")
+                ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
+                            hint="drop 'method'")
+            elif key in ("seed", "bootstrap", "confidence") and (dist := _declared(prop, spec)) is not None:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: distribution '{dist}' is declared with "
+                                     "its probabilities, not estimated from data rows: there is no estimate to "
+                                     "resample (bootstrap, seed) or bound (confidence)", name_node.span,
+                            hint=f"drop '{key}'")
+            elif key == "seed" and prop.kind == "pba" and _family(ck, prop) == "trees" and \
+                    prop.options.get("points") is None and prop.options.max_rows is None:
+                ck.sink.add("FS213", f"option 'seed' has no effect here: model '{prop.model}' is a tree model, whose "
+                                     "neighbourhoods are decided exactly, with no random choice (seed draws only the "
+                                     "sample of points or max_rows rows)", name_node.span, hint="drop 'seed'")
+            elif key == "seed" and _seed_unread(ck, prop, p.backend):
+                ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
+                            name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
+                                                 "the partitions' estimate); this one makes none: drop it")
     return ok
 
 
@@ -148,24 +174,103 @@ def _no_pre_pass(ck, prop) -> str | None:
     if prop.kind != "individual_fairness":
         return None
     fs = ck.feature_sets.get(prop.features)
-    if fs is not None and fs.data is None:
+    return no_pre_pass(prop, fs is None or fs.data is not None, getattr(ck.models.get(prop.model), "format", None))
+
+
+def no_pre_pass(prop, has_data: bool, fmt: str | None) -> str | None:
+    """:func:`_no_pre_pass` on what it reads: whether the feature set has data rows, the model's format."""
+    if not has_data:
         return f"feature set '{prop.features}' has no data rows to flip before the solver runs"
     if getattr(prop.options, "mode", None) == "maximize":
         return "a maximize run flips no data rows first (a flip found on data is no maximum)"
     if prop.pre:  # kinds/individual_fairness flips data rows only without one (and kinds/tree_outputs)
         return "its further require condition keeps the data rows from being flipped before the solver runs"
-    model = ck.models.get(prop.model)
-    if prop.post in ("class_prob", "class_logit") and getattr(model, "format", None) in ("onnx", "torch"):
+    if prop.post in ("class_prob", "class_logit") and fmt in ("onnx", "torch"):
         # kinds/multi_pairs and kinds/class_prob: enumeration, the solvers; no flips (a tree model's are
         # kinds/tree_outputs', which read max_rows)
         return "a network's prob(m(x), c) and logit(m(x), c) are decided without flipping data rows first"
     return None
 
 
+def _seed_unread(ck, prop, backend: str | None) -> str | None:
+    fs = ck.feature_sets.get(prop.features)
+    return seed_unread(prop, backend, fs is None or fs.data is not None,
+                       getattr(ck.models.get(prop.model), "format", None))
+
+
+def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> str | None:
+    """Why ``seed`` draws nothing for a pair property, when the spec alone says so (lint's FS213; the
+    verdict notes of kinds.pair_enumeration.unread_by_enumeration say it when it does not); else None.
+    Its readers there: the seeded sample of ``max_rows`` data rows flipped first
+    (fairspec.backends.data.flips.sample_rows), the partitions' estimate, a network's prob(m(x), c)
+    attack (kinds.class_prob) and a tree model's branch and bound over leaf boxes (kinds.tree_boxes,
+    whose model lint does not tell from a network: only ONNX and torch models are surely networks).
+    The solvers (HiGHS, SCIP, z3) run with a fixed seed of their own: the same answer every run."""
+    if prop.kind != "individual_fairness":
+        return None
+    flips = prop.options.max_rows is not None and (backend == "data" or no_pre_pass(prop, has_data, fmt) is None)
+    if flips:
+        return None
+    if backend == "data":
+        return "the data backend flips every data row, with no random choice (seed draws only the sample of max_rows rows)"
+    if backend not in ("milp", "smt") or fmt not in ("onnx", "torch") or prop.post == "class_prob":
+        return None
+    estimate = prop.options.estimate if prop.options.estimate is not None else 1
+    if (prop.options.partitions or 0) > 1 and estimate > 0 and prop.post != "class_logit":
+        return None
+    what = "HiGHS and SCIP run with fixed seeds of their own" if backend == "milp" else \
+        "z3 runs with a fixed seed of its own"
+    return (f"{what}, and a network's pair property makes no other random choice here (seed draws the sample of "
+            "max_rows data rows flipped first and the partitions' estimate)")
+
+
+def _declared(prop, spec) -> str | None:
+    """The name of the distribution a group metric is computed over when it is declared with its
+    probabilities (a table: no data rows, so no bootstrap and no estimation error), else None."""
+    name = getattr(prop, "distribution", None) if prop.kind == "group_metric" else None
+    d = next((d for d in getattr(spec, "distributions", ()) if d.name == name), None) if name else None
+    return name if d is not None and d.kind == "table" else None
+
+
+# group metrics over a distribution that read no `method` (kinds.distribution._compute drops it)
+_NO_METHOD = ("equalized_odds", "equal_opportunity")
+# (option, kind) -> (the model family that does not read it, why): each read for the other family only
+FAMILY_ONLY = {
+    ("max_cells", "pba"): ("network", "it bounds a tree model's leaf combinations per point, and model '{m}' is a "
+                                      "network (its neighbourhoods are bounded, then solved by LP or MILP)"),
+    ("max_boxes", "k_discrimination"): ("network", "it bounds the boxes of a tree model's leaf combinations, and "
+                                                   "model '{m}' is a network (searched, never split into boxes)"),
+    ("engine", "pba"): ("trees", "model '{m}' is a tree model, whose neighbourhoods are decided exactly over its leaf "
+                                 "combinations, by no LP or MILP solver"),
+    ("workers", "pba"): ("trees", "model '{m}' is a tree model, whose neighbourhoods are decided over its leaf "
+                                  "combinations in this process"),
+}
+
+
+def _family(ck, prop) -> str | None:
+    """'network' (an ONNX or torch model), 'trees' (XGBoost, LightGBM, a scikit-learn tree model read
+    cheaply from its file), or None when lint does not know."""
+    m = ck.models.get(getattr(prop, "model", ""))
+    fmt = getattr(m, "format", None)
+    if fmt in ("onnx", "torch"):
+        return "network"
+    if fmt in ("xgboost", "lightgbm"):
+        return "trees"
+    if fmt == "sklearn" and ck.peek_models and getattr(m, "path", None):
+        from fairspec.models.peek import is_tree_file
+
+        try:
+            return "trees" if is_tree_file(fmt, m.path) else None
+        except Exception:  # noqa: BLE001 - an unreadable file is the loader's to report
+            return None
+    return None
+
+
 # options that act on the input-space partitions only (a warning when partitions is not set)
 PARTITION_ONLY = {"part_timeout": "it is each partition's time budget",
                   "refine": "it refines the partitions left without a proof",
-                  "estimate": "it samples the share of the domain the partitions leave undecided"}
+                  "estimate": "it samples the share of the domain the partitions leave undecided",
+                  "confidence": "it is the confidence of the partitions' estimate of the undecided share"}
 
 
 def _kind_words(kind):
