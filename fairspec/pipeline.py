@@ -638,7 +638,7 @@ def _failed_job(job, reason: str) -> dict:
 
 def _budgets(props, spec):
     """job -> the time budget of its property in seconds (None: none), which the cluster enforces from
-    outside (fairspec.runtime.executor.DaskExecutor): ``timeout`` (the spec's, else its backend's
+    outside (fairspec.runtime.dask_executor.DaskExecutor): ``timeout`` (the spec's, else its backend's
     default), k-discrimination's ``search`` budget, plus the ``refine`` pass that runs after it."""
     from fairspec.planning import setting
 
