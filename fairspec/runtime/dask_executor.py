@@ -13,7 +13,8 @@ a local run bounds: from the job's first time limit on, the loads apart, plus wh
 the budget (nothing before its first limit, e.g. a data pre-pass, which a local run waits for);
 past it the job comes back through ``on_error`` with an :class:`Overrun` reason, its future is
 cancelled and its worker restarted (a hung thread would hold the worker's slot for ever; a worker
-without a nanny is retired instead, its results fetched first; one the scheduler keeps counts as none).
+without a nanny is retired instead, its results fetched first; one the scheduler keeps counts as none,
+and the jobs it has queued or would be sent go to the other workers: :meth:`DaskExecutor._move_off_held`).
 Budgeted jobs go one item each and carry the shared state themselves (no scattered copy that
 the restart could take with it). The local executors leave the budget to the job itself (its
 solvers' time limits), as before.
@@ -158,10 +159,15 @@ class DaskExecutor:
         tokens = [None if c is None else uuid.uuid4().hex for c in clocks]
         with self._clock_lock:
             self._clocks.update((t, c) for t, c in zip(tokens, clocks) if c is not None)
-        futures = [self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in idx], clock=token,
-                                      pure=False, retries=self.retries) for idx, token in zip(chunks, tokens)]
+
+        def submit(j: int, workers: list | None):  # job j; ``workers``: where it may run (None: anywhere)
+            return self.client.submit(_dask_call, fn, key, init, payload, [items[i] for i in chunks[j]],
+                                      clock=tokens[j], pure=False, retries=self.retries, workers=workers)
+
+        usable = self._usable_workers()  # not a worker a hung job holds (see _move_off_held)
+        futures = [submit(j, usable) for j in range(len(chunks))]
         try:
-            outs = self._results(futures, clocks)
+            outs = self._results(futures, clocks, submit, [usable] * len(futures))
         except BaseException:  # Ctrl-C / SIGTERM: the cluster drops the jobs not yet run
             try:
                 self.client.cancel(futures)
@@ -278,12 +284,13 @@ class DaskExecutor:
             return ""
         return "restarted" if isinstance(done, dict) and done.get(worker) == "OK" else ""
 
-    def _results(self, futures, clocks=None) -> list:
+    def _results(self, futures, clocks=None, submit=None, placed=None) -> list:
         """Each job's result, in order, or _Failed: a job that raised after its retries, one the
         cluster cancelled (its data was lost with the worker holding it), a budgeted job that ran
         past its budget and grace (``clocks``: an :class:`Overrun`), and every job not done
         once the cluster has had no worker for ``lost_after`` seconds (its worker was lost and none
-        took it over: without this the wait never ended)."""
+        took it over: without this the wait never ended). While a worker is held by a hung job, the
+        jobs it has or may get are moved to the others (``submit``, ``placed``: see _move_off_held)."""
         import time
 
         outs: list = []
@@ -291,8 +298,10 @@ class DaskExecutor:
         alone_since: float | None = None
         given_up: dict = {}  # job index -> _Failed: past its budget (looked at while any job is awaited)
         clocks = clocks or [None] * len(futures)
-        for i, f in enumerate(futures):
+        placed = list(placed or [None] * len(futures))
+        for i in range(len(futures)):
             while True:
+                f = futures[i]  # a job moved off a held worker is a new future
                 if i in given_up:
                     outs.append(given_up[i])
                     break
@@ -310,10 +319,51 @@ class DaskExecutor:
                             f"worker running the job was lost and no other took it over")
                     if lost is None:  # every job still awaited: one may hang on the worker this one waits for
                         self._give_up_overruns(futures, clocks, i, given_up)
+                    if lost is None and submit is not None and self.__dict__.get("_held"):
+                        self._move_off_held(futures, i, given_up, submit, placed)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
                     outs.append(_Failed(_dask_reason(e)))
                     break
         return outs
+
+    def _usable_workers(self) -> list | None:
+        """The workers a job may go to while a hung job holds some (``_held``): the others; None (anywhere)
+        when none is held, or when only held ones are left (the jobs then wait for a worker as when the
+        cluster has none, and end after ``lost_after``: _no_worker)."""
+        held = self.__dict__.get("_held")
+        if not held:
+            return None
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers") or {}
+        except Exception:  # noqa: BLE001 - the scheduler is gone: the wait ends as for no worker
+            return None
+        return sorted(set(workers) - set(held)) or None
+
+    def _move_off_held(self, futures, first: int, given_up: dict, submit, placed: list) -> None:
+        """Move the jobs not done (from ``first`` on) that a held worker has or may get to the other workers.
+        A held worker (no nanny, its retirement refused: _abandon) stays in the cluster with its one slot
+        taken by the hung thread, but the scheduler, the hung job cancelled, counts the slot free and sends it
+        the next jobs, which then waited behind the thread for ever while the other workers idled. So every
+        job not running or queued on a usable worker is cancelled and submitted again restricted to the
+        usable ones (``placed[j]``: where job j may run, None: anywhere), and so is a job restricted to
+        workers all gone since; a job is pure, so one that had just started elsewhere only runs twice."""
+        usable = self._usable_workers()
+        if usable is None:
+            return
+        try:
+            processing = self.client.processing()
+        except Exception:  # noqa: BLE001 - no answer: looked at again at the next poll
+            return
+        on_usable = {k for w in usable for k in processing.get(w, ())}
+        for j in range(first, len(futures)):
+            f = futures[j]
+            if j in given_up or f.done() or f.key in on_usable:
+                continue
+            if placed[j] is not None and set(placed[j]) & set(usable):
+                continue  # restricted to a usable worker already: waiting for its slot there
+            with contextlib.suppress(Exception):  # the scheduler gone: the loop says so
+                self.client.cancel([f])
+            futures[j], placed[j] = submit(j, usable), usable
 
     def _no_worker(self) -> str | None:
         """The reason when the cluster's last workers were retired or left held by a hung job (no nanny,
