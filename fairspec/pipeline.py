@@ -324,8 +324,10 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     if not folder.is_dir():
         raise InputError(f"model folder {folder} is not a folder")
     exts = {"onnx": (".onnx",), "torch": (".pt", ".pth"), "sklearn": (".skops", ".pkl", ".joblib")}
-    cands = sorted(str(p) for p in folder.iterdir()
-                   if p.is_file() and p.suffix.lower() in exts.get(decl.format, (Path(decl.path).suffix,)))
+    # every entry with a model file's name: a pipe, device, folder or dangling link so named is no model
+    # file, and its report says so in one sentence (lint's FS401, nothing opened) rather than leaving it out
+    suffixes = exts.get(decl.format, (Path(decl.path).suffix,))
+    cands = sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in suffixes)
     if not cands:
         raise InputError(f"model folder {folder} holds no {decl.format} model file "
                          f"({', '.join(exts.get(decl.format, ()))})")
@@ -638,7 +640,7 @@ def _failed_job(job, reason: str) -> dict:
 
 def _budgets(props, spec):
     """job -> the time budget of its property in seconds (None: none), which the cluster enforces from
-    outside (fairspec.runtime.executor.DaskExecutor): ``timeout`` (the spec's, else its backend's
+    outside (fairspec.runtime.dask_executor.DaskExecutor): ``timeout`` (the spec's, else its backend's
     default), k-discrimination's ``search`` budget, plus the ``refine`` pass that runs after it."""
     from fairspec.planning import setting
 

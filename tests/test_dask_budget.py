@@ -193,6 +193,72 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
             worker.wait()
 
 
+def _gated(shared, item):
+    """A job of the held-worker test: "hang" as above, "gate:PATH" waits until the test makes PATH (at most
+    GUARD seconds), the others answer at once."""
+    import time
+
+    if isinstance(item, str) and item.startswith("gate:"):
+        deadline = time.monotonic() + GUARD
+        while not os.path.exists(item[5:]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "opened"
+    return _answer_unless_hang(shared, item)
+
+
+def test_jobs_queued_on_a_held_worker_move_to_the_other_one(tmp_path):
+    """Two workers without a nanny; the one whose job hangs past its budget cannot be retired (the scheduler
+    refuses): it stays in the cluster, held by the hung thread. The scheduler, the hung job cancelled, counted
+    its one slot free and sent it the next jobs, which waited behind the thread for ever while the other
+    worker idled (seen: the map never ended, and neither did the next). Now the jobs it has or may get are
+    moved to the other worker, in that map and the next ones. The gate job keeps the map's other jobs
+    waiting until the worker is held (whichever worker it lands on), so some are still to run then; every
+    wait is bounded by GUARD, none is a speed requirement."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+    import time
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    gate = tmp_path / "gate"
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
+        workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                     "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL) for _ in range(2)]
+        try:
+            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD)
+            ex.client.wait_for_workers(2, timeout=GUARD)
+            ex.grace = 0.0
+            ex.client.retire_workers = lambda workers, **kw: {}  # the scheduler keeps the worker
+            items = ["hang", f"gate:{gate}", *range(1, 7)]
+            out: dict = {}
+            run = threading.Thread(target=lambda: out.setdefault("got", ex.map(
+                _gated, items, shared={"k": 1}, budget=lambda item: 1.0 if item == "hang" else GUARD,
+                on_error=lambda item, why: why)), daemon=True)
+            run.start()
+            deadline = time.monotonic() + GUARD
+            while not ex.__dict__.get("_held") and run.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            gate.touch()  # the other jobs may run now
+            run.join(GUARD)
+            assert not run.is_alive(), "jobs still queued behind the hung job on the held worker"
+            got = out["got"]
+            assert got[1:] == ["opened", *(2 * i for i in range(1, 7))], got
+            assert isinstance(got[0], ex_mod.Overrun) and got[0].held and not got[0].retired, got[0]
+            assert got[0].worker in ex.client.scheduler_info()["workers"]  # held: still in the cluster
+            # the next maps go to the other worker from the start (unbudgeted, chunked: the state broadcast)
+            assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(8)), shared={"k": 2})) == \
+                [2 * i for i in range(8)]
+            assert _guarded(lambda: ex.map(_answer_unless_hang, [1, 2, 3], shared={"k": 3},
+                                           budget=lambda item: GUARD)) == [2, 4, 6]
+            ex.shutdown()
+        finally:
+            for w in workers:
+                w.kill()
+                w.wait()
+
+
 SPEC = people_decls("people.csv", features="P") + '''model net = onnx("people6.onnx", output = "logit")
 encode P for net { age : standard  sex : onehot  race : code  member, score : raw }
 property parity {

@@ -147,3 +147,33 @@ def test_the_models_json_document_is_strict_json_written_once(capsys):
     assert code == 1 and doc["exit_code"] == 1
     assert [m["model_file"] for m in doc["models"]] == ["a.onnx", "b.onnx"]
     assert doc["models"][0]["properties"] == [{"value": None, "bound": 0.5, "ratio": None}]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no named pipes here")
+def test_a_pipe_or_folder_named_as_a_model_file_is_said_never_skipped(capsys, tmp_path):
+    """A FIFO (or a folder) named ``*.skops`` in the folder was left out in silence (only regular files were
+    candidates): now it is a model file of the folder like any other, and its report is one FS401 sentence
+    naming it; the pipe is never opened (that would block: the run is guarded), the other files are checked."""
+    import os
+    import threading
+
+    d = tmp_path / "cands"
+    d.mkdir()
+    (d / "a_dt.skops").write_bytes((ROOT / "examples/adult/models/dt.skops").read_bytes())
+    os.mkfifo(d / "b_pipe.skops")
+    (d / "c_dir.skops").mkdir()
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("run", _run(capsys, d, "--format", "json")), daemon=True)
+    t.start()
+    t.join(300)
+    assert not t.is_alive(), "the run blocked (the pipe was opened?)"
+    code, text = out["run"]
+    doc = json.loads(text)
+    by_file = {Path(m["model_file"]).name: m for m in doc["models"]}
+    assert list(by_file) == ["a_dt.skops", "b_pipe.skops", "c_dir.skops"], list(by_file)
+    assert by_file["a_dt.skops"]["properties"][0]["status"] in ("holds", "violated", "unknown")
+    pipe, folder = ([x["code"], x["message"]] for m in ("b_pipe.skops", "c_dir.skops")
+                    for x in by_file[m]["diagnostics"])
+    assert pipe == ["FS401", f"model file {d / 'b_pipe.skops'} is not a regular file (a device, pipe or socket)"]
+    assert folder == ["FS401", f"model file {d / 'c_dir.skops'} is a folder"]
+    assert code == 2 and not by_file["b_pipe.skops"]["properties"]

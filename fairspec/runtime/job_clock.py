@@ -1,4 +1,4 @@
-"""The clock of a budgeted job on a Dask cluster (:class:`fairspec.runtime.executor.DaskExecutor`).
+"""The clock of a budgeted job on a Dask cluster (:class:`fairspec.runtime.dask_executor.DaskExecutor`).
 
 The cluster budgets what a local run budgets, no more: a local run bounds a property's work only from
 the first time limit it takes (``Context.remaining``: the solvers' and searches' limits; what comes

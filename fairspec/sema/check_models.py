@@ -84,11 +84,13 @@ class ModelChecks:
             kind = file_kind(path)
         except PathError as e:
             self.fail("FS401", str(e), path_arg.span)
+        # a file given in place of the declared one (check --models) is the one named
+        shown = path if self.substitutes.get(("model", node.name.id)) else path_arg.value
         if kind == "missing":
-            self.fail("FS401", f"model file {path_arg.value} does not exist (looked for {path})", path_arg.span)
+            self.fail("FS401", f"model file {shown} does not exist (looked for {path})", path_arg.span)
         if kind != "file":
             what = "a folder" if kind == "folder" else "not a regular file (a device, pipe or socket)"
-            self.fail("FS401", f"model file {path_arg.value} is {what}", path_arg.span)
+            self.fail("FS401", f"model file {shown} is {what}", path_arg.span)
         if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
             self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
         if self.peek_models and fmt == "sklearn" and path.suffix.lower() == ".skops":
