@@ -298,17 +298,38 @@ def _lint_doc(tmp_path, decl):
     return doc if "diagnostics" in doc else doc["files"][0]
 
 
-@pytest.mark.parametrize("how", ["script", "trace"])
-def test_lint_refuses_a_torchscript_forward_taking_several_tensors_as_check_does(tmp_path, how):
+class _TupleInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, ab: tuple[torch.Tensor, torch.Tensor]):
+        return self.l(torch.cat([ab[0], ab[1]], dim=1))
+
+
+class _ListInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, xs: list[torch.Tensor]):
+        return self.l(torch.cat(xs, dim=1))
+
+
+@pytest.mark.parametrize("module, how, takes", [
+    (_TwoInputs, "script", "2 inputs (a, b)"), (_TwoInputs, "trace", "2 inputs (a, b)"),
+    (_TupleInput, "script", "a Tuple[Tensor, Tensor] (ab)"), (_ListInput, "script", "a List[Tensor] (xs)")])
+def test_lint_refuses_a_torchscript_forward_taking_several_tensors_as_check_does(tmp_path, module, how, takes):
     """FS428 at the model's path, in check's sentence, read from the code the archive stores (no torch in
-    lint); the same file loaded by check says the same (was: lint clean, the refusal only at check)."""
+    lint); the same file loaded by check says the same (was: lint clean, the refusal only at check; a
+    tuple or list of tensors: 'evaluating ... failed: forward() Expected a value of type ...')."""
     from fairspec.models import ModelLoadError
 
-    _save(_TwoInputs().eval(), how, tmp_path / "m.pt")
+    _save(module().eval(), how, tmp_path / "m.pt")
     doc = _lint_doc(tmp_path, 'torch("m.pt", score = logit)')
     (d,) = [d for d in doc["diagnostics"] if d["severity"] == "error"]
     assert d["code"] == "FS428" and (d["line"], d["column"]) == (6, 17), d
-    assert "m.pt has a forward() that takes 2 inputs (a, b)" in d["message"], d["message"]
+    assert f"m.pt has a forward() that takes {takes}, but" in d["message"], d["message"]
     assert "save a module whose forward() takes that one tensor" in d["message"], d["message"]
     with pytest.raises(ModelLoadError) as e:
         load_model("torch", tmp_path / "m.pt")

@@ -3,13 +3,14 @@
 (fairspec.models.inert_pickle) and the first Linear layer's in_features is taken, without importing torch.
 A TorchScript archive also stores the root module's class as code (code/__torch__/....py, Python syntax):
 its forward()'s signature is read from there with the standard library's parser (nothing is run), so lint
-refuses a forward() taking several tensors as check's loader does (FS428, several_inputs_message)."""
+refuses a forward() taking several tensors as check's loader does (FS428, input_problem)."""
 
 from __future__ import annotations
 
 import ast
 import os
 import pathlib
+import re
 import zipfile
 
 from .base import ModelLoadError, require_file
@@ -63,24 +64,34 @@ def _torch_width_from(root) -> int | None:
     return first_weight
 
 
-def several_inputs_message(path, needed) -> str:
+_CONTAINER = re.compile(r"(?:typing\.)?(?:Tuple|List|Dict)\[")
+
+
+def input_problem(path, needed) -> str | None:
     """The sentence for a torch module whose forward() needs several tensors (FS428, whose hint says how
-    to save it): lint (read from the archive's code) and check's loader (torch_model, from the loaded
-    module) say the same."""
-    names = ", ".join(needed[:4]) + (", ..." if len(needed) > 4 else "")
-    return (f"torch model {path} has a forward() that takes {len(needed)} inputs ({names}), but fairspec feeds "
-            f"a model one tensor, the encoded features (which columns would go to which input is in neither the "
-            f"file nor the spec); save a module whose forward() takes that one tensor")
+    to save it), else None. ``needed``: (name, TorchScript type or None) of each argument forward() needs;
+    one argument that is a tuple, list or dict of tensors is several too. Lint (read from the archive's
+    code) and check's loader (torch_model, from the loaded module) say the same."""
+    if len(needed) > 1:
+        names = ", ".join(n for n, _ in needed[:4]) + (", ..." if len(needed) > 4 else "")
+        what = f"{len(needed)} inputs ({names})"
+    elif len(needed) == 1 and needed[0][1] and _CONTAINER.match(needed[0][1]):
+        what = f"a {needed[0][1][:60]} ({needed[0][0]})"
+    else:
+        return None
+    return (f"torch model {path} has a forward() that takes {what}, but fairspec feeds a model one tensor, "
+            f"the encoded features (which columns would go to which input is in neither the file nor the "
+            f"spec); save a module whose forward() takes that one tensor")
 
 
 _MAX_CODE_BYTES = 8 << 20
 
 
-def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[str, ...] | None:
-    """The arguments the root module's forward() needs (positional, no default, after self), read from
-    the TorchScript code the archive stores for its class (data.pkl names it: __torch__.pkg.Cls is
-    class Cls of code/__torch__/pkg.py); None when the archive does not say (a torch.save pickle: its
-    class's code is not in the file)."""
+def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple[str, str | None], ...] | None:
+    """The arguments the root module's forward() needs (positional, no default, after self: name and type
+    annotation), read from the TorchScript code the archive stores for its class (data.pkl names it:
+    __torch__.pkg.Cls is class Cls of code/__torch__/pkg.py); None when the archive does not say (a
+    torch.save pickle: its class's code is not in the file)."""
     if not isinstance(root, _Stub):
         return None
     module, name = root._qual
@@ -100,10 +111,10 @@ def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[str, ...] |
         return None
     positional = [*fwd.args.posonlyargs, *fwd.args.args]
     required = positional[:len(positional) - len(fwd.args.defaults)]
-    return tuple(a.arg for a in required[1:])           # [0] is self
+    return tuple((a.arg, a.annotation and ast.unparse(a.annotation)) for a in required[1:])   # [0] is self
 
 
-def _archive_facts(p: pathlib.Path) -> tuple[int | None, tuple[str, ...] | None]:
+def _archive_facts(p: pathlib.Path) -> tuple[int | None, tuple[tuple[str, str | None], ...] | None]:
     """(the first Linear layer's in_features, the inputs forward() needs) of a torch file, each None
     when the file does not say; ModelLoadError when it is missing or not a torch file."""
     require_file(p)
@@ -154,6 +165,6 @@ def torch_input_width(path: str | os.PathLike) -> int | None:
     """
     p = pathlib.Path(path)
     width, inputs = _archive_facts(p)
-    if inputs is not None and len(inputs) > 1:
-        raise ModelLoadError(several_inputs_message(p, inputs), p, code="FS428")
+    if inputs is not None and (problem := input_problem(p, inputs)) is not None:
+        raise ModelLoadError(problem, p, code="FS428")
     return width
