@@ -290,3 +290,103 @@ def test_a_forward_taking_several_tensors_is_refused_saying_what_to_do(tmp_path,
     said = str(e.value)
     assert "m.pt has a forward() that takes 2 inputs (a, b)" in said, said
     assert "save a module whose forward() takes that one tensor" in said, said
+
+
+class _OneInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x, scale: float = 1.0):      # a second argument with a default: one tensor is fed
+        return self.l(x) * scale
+
+
+def _save(module, how, path):
+    if how == "script":
+        torch.jit.save(torch.jit.script(module), str(path))
+    elif how == "trace":
+        n = 2 if isinstance(module, _TwoInputs) else 1
+        torch.jit.save(torch.jit.trace(module, tuple(torch.zeros(1, 4 // n) for _ in range(n))), str(path))
+    else:
+        torch.save(module, str(path))
+
+
+def _lint_doc(tmp_path, decl):
+    import subprocess
+    import sys
+
+    (tmp_path / "spec.fair").write_text(FEATURES + f"model m = {decl}\n" + ENCODE
+                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
+    # a fresh process, as the command line runs lint: what it imported is its own
+    probe = ("import contextlib, io, json, sys\nfrom fairspec.cli import main\nout = io.StringIO()\n"
+             "with contextlib.redirect_stdout(out):\n    main(['lint', sys.argv[1], '--format', 'json'])\n"
+             "print(json.dumps({'doc': json.loads(out.getvalue()), 'torch': 'torch' in sys.modules}))")
+    run = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "spec.fair")], capture_output=True, text=True,
+                         check=True)
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["torch"] is False                    # lint read the archive's code, it did not load torch
+    doc = got["doc"]
+    return doc if "diagnostics" in doc else doc["files"][0]
+
+
+class _TupleInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, ab: tuple[torch.Tensor, torch.Tensor]):
+        return self.l(torch.cat([ab[0], ab[1]], dim=1))
+
+
+class _ListInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, xs: list[torch.Tensor]):
+        return self.l(torch.cat(xs, dim=1))
+
+
+@pytest.mark.parametrize("module, how, takes", [
+    (_TwoInputs, "script", "2 inputs (a, b)"), (_TwoInputs, "trace", "2 inputs (a, b)"),
+    (_TupleInput, "script", "a Tuple[Tensor, Tensor] (ab)"), (_ListInput, "script", "a List[Tensor] (xs)")])
+def test_lint_refuses_a_torchscript_forward_taking_several_tensors_as_check_does(tmp_path, module, how, takes):
+    """FS428 at the model's path, in check's sentence, read from the code the archive stores (no torch in
+    lint); the same file loaded by check says the same (was: lint clean, the refusal only at check; a
+    tuple or list of tensors: 'evaluating ... failed: forward() Expected a value of type ...')."""
+    from fairspec.models import ModelLoadError
+
+    _save(module().eval(), how, tmp_path / "m.pt")
+    doc = _lint_doc(tmp_path, 'torch("m.pt", score = logit)')
+    (d,) = [d for d in doc["diagnostics"] if d["severity"] == "error"]
+    assert d["code"] == "FS428" and (d["line"], d["column"]) == (6, 17), d
+    assert f"m.pt has a forward() that takes {takes}, but" in d["message"], d["message"]
+    assert "save a module whose forward() takes that one tensor" in d["message"], d["message"]
+    with pytest.raises(ModelLoadError) as e:
+        load_model("torch", tmp_path / "m.pt")
+    assert e.value.code == "FS428" and e.value.message == d["message"], (e.value.message, d["message"])
+
+
+@pytest.mark.parametrize("how", ["script", "trace"])
+def test_lint_passes_a_torchscript_forward_taking_one_tensor(tmp_path, how):
+    module = _OneInput().eval() if how == "script" else _seq(3, 3, False, True)
+    _save(module, how, tmp_path / "m.pt")
+    doc = _lint_doc(tmp_path, 'torch("m.pt", score = logit)')
+    assert [d for d in doc["diagnostics"] if d["severity"] == "error"] == [], doc["diagnostics"]
+
+
+def test_a_pickled_forward_taking_several_tensors_is_fs428_at_check(tmp_path, monkeypatch, capsys):
+    """A torch.save pickle does not hold its class's code: lint cannot see the signature (and never runs
+    the pickle); check's load refuses it with the same code at the declaration, exit 2, no verdict."""
+    from fairspec.cli import main
+
+    _save(_TwoInputs().eval(), "eager", tmp_path / "m.pt")
+    doc = _lint_doc(tmp_path, 'torch("m.pt", score = logit, trust pickle)')
+    assert [d for d in doc["diagnostics"] if d["severity"] == "error"] == [], doc["diagnostics"]
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["check", "spec.fair", "--format", "json"]) == 2
+    rep = json.loads(capsys.readouterr().out)
+    (d,) = rep["diagnostics"]
+    assert d["code"] == "FS428" and "m.pt has a forward() that takes 2 inputs (a, b)" in d["message"], d
+    assert rep["properties"] == []

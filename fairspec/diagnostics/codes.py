@@ -94,6 +94,10 @@ _ALL = [
     Code("FS424", "warning", "scikit-learn pipeline never reads a protected feature", "the pipeline drops the column, so the model is blind to it and individual fairness over it holds for every model; keep 'protected' if that is what the spec states, or check the pipeline reads the column you meant"),
     Code("FS425", "error", "XGBoost model trained with early stopping: which rounds is ambiguous", "add rounds = best to the model declaration for the rounds XGBClassifier.predict uses (0 .. best_iteration), or rounds = all for every round (Booster.predict)"),
     Code("FS426", "error", "the model's decision rule depends on a choice its declaration does not make", "an XGBoost binary:logitraw model's predict is its raw margin: add output = \"predict\" to the declaration for XGBClassifier.predict's rule (class 1 iff the margin is > 0.5), or output = \"margin\" for class 1 iff the margin is > 0"),
+    Code("FS428", "error", "torch model whose forward() takes several tensors",
+         "fairspec feeds a model one [N, width] tensor, the encoded features in the encode block's order: save "
+         "(torch.jit.script or trace) a module whose forward(x) takes that tensor, e.g. one applying the layers to "
+         "the concatenation the old forward() built, and list the features in that order"),
     Code("FS423", "warning", "scikit-learn pipeline evaluated whole", "the solvers need preprocessing fairspec can fold: OneHotEncoder, OrdinalEncoder, StandardScaler, MinMaxScaler, passthrough and drop in a ColumnTransformer"),
     # -- properties and backends
     Code("FS501", "error", "malformed property", "a property states one metric compared with a threshold, or forall x, x' : F with require and ensure"),

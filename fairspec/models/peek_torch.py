@@ -1,11 +1,16 @@
 """The torch family of the cheap model-file look-ups (fairspec.models.peek): the archive's data.pkl
 (TorchScript archives and zip-format torch.save files) is read by the inert unpickler
-(fairspec.models.inert_pickle) and the first Linear layer's in_features is taken, without importing torch."""
+(fairspec.models.inert_pickle) and the first Linear layer's in_features is taken, without importing torch.
+A TorchScript archive also stores the root module's class as code (code/__torch__/....py, Python syntax):
+its forward()'s signature is read from there with the standard library's parser (nothing is run), so lint
+refuses a forward() taking several tensors as check's loader does (FS428, input_problem)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
+import re
 import zipfile
 
 from .base import ModelLoadError, require_file
@@ -59,19 +64,65 @@ def _torch_width_from(root) -> int | None:
     return first_weight
 
 
-def torch_input_width(path: str | os.PathLike) -> int | None:
-    """The in_features of the first Linear layer, read from a zip-format torch file without torch.
+_CONTAINER = re.compile(r"(?:typing\.)?(?:Tuple|List|Dict)\[")
 
-    Returns None when the file does not say (legacy non-zip torch.save files, no Linear layer).
-    Raises ModelLoadError when the file is missing or is neither a zip archive nor a pickle.
-    """
-    p = pathlib.Path(path)
+
+def input_problem(path, needed) -> str | None:
+    """The sentence for a torch module whose forward() needs several tensors (FS428, whose hint says how
+    to save it), else None. ``needed``: (name, TorchScript type or None) of each argument forward() needs;
+    one argument that is a tuple, list or dict of tensors is several too. Lint (read from the archive's
+    code) and check's loader (torch_model, from the loaded module) say the same."""
+    if len(needed) > 1:
+        names = ", ".join(n for n, _ in needed[:4]) + (", ..." if len(needed) > 4 else "")
+        what = f"{len(needed)} inputs ({names})"
+    elif len(needed) == 1 and needed[0][1] and _CONTAINER.match(needed[0][1]):
+        what = f"a {needed[0][1][:60]} ({needed[0][0]})"
+    else:
+        return None
+    return (f"torch model {path} has a forward() that takes {what}, but fairspec feeds a model one tensor, "
+            f"the encoded features (which columns would go to which input is in neither the file nor the "
+            f"spec); save a module whose forward() takes that one tensor")
+
+
+_MAX_CODE_BYTES = 8 << 20
+
+
+def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple[str, str | None], ...] | None:
+    """The arguments the root module's forward() needs (positional, no default, after self: name and type
+    annotation), read from the TorchScript code the archive stores for its class (data.pkl names it:
+    __torch__.pkg.Cls is class Cls of code/__torch__/pkg.py); None when the archive does not say (a
+    torch.save pickle: its class's code is not in the file)."""
+    if not isinstance(root, _Stub):
+        return None
+    module, name = root._qual
+    if module != "__torch__" and not module.startswith("__torch__."):
+        return None
+    try:
+        info = zf.getinfo(prefix + "code/" + module.replace(".", "/") + ".py")
+    except KeyError:
+        return None
+    if info.file_size > _MAX_CODE_BYTES:
+        return None
+    with zf.open(info) as fh:
+        tree = ast.parse(fh.read().decode("utf-8"))
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    fwd = cls and next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if fwd is None or fwd.args.vararg is not None:
+        return None
+    positional = [*fwd.args.posonlyargs, *fwd.args.args]
+    required = positional[:len(positional) - len(fwd.args.defaults)]
+    return tuple((a.arg, a.annotation and ast.unparse(a.annotation)) for a in required[1:])   # [0] is self
+
+
+def _archive_facts(p: pathlib.Path) -> tuple[int | None, tuple[tuple[str, str | None], ...] | None]:
+    """(the first Linear layer's in_features, the inputs forward() needs) of a torch file, each None
+    when the file does not say; ModelLoadError when it is missing or not a torch file."""
     require_file(p)
     try:
         with open(p, "rb") as fh:
             head = fh.read(4)
         if head[:1] == b"\x80":
-            return None                                  # legacy torch.save: several pickles in a row
+            return None, None                            # legacy torch.save: several pickles in a row
         if not head.startswith(b"PK"):
             raise ModelLoadError(
                 f"{p} is not a torch model file (neither a TorchScript archive nor a torch.save file)", p
@@ -84,9 +135,13 @@ def torch_input_width(path: str | os.PathLike) -> int | None:
                 )
             info = zf.getinfo(names[0])
             if info.file_size > _MAX_PICKLE_BYTES:
-                return None
+                return None, None
             with zf.open(info) as fh:
                 root = _InertUnpickler(fh).load()
+            try:
+                inputs = _forward_inputs(zf, names[0][:-len("data.pkl")], root)
+            except Exception:  # noqa: BLE001 - code the parser does not read (RecursionError too): no answer
+                inputs = None
     except zipfile.BadZipFile as exc:
         raise ModelLoadError(f"{p} is not a torch model file (it looks like a zip archive but is damaged)", p) from exc
     except OSError as exc:
@@ -94,8 +149,22 @@ def torch_input_width(path: str | os.PathLike) -> int | None:
     except ModelLoadError:
         raise
     except Exception:  # noqa: BLE001 - an unusual pickle: no answer rather than an error
-        return None
+        return None, None
     try:
-        return _torch_width_from(root)
+        return _torch_width_from(root), inputs
     except RecursionError:
-        return None
+        return None, inputs
+
+
+def torch_input_width(path: str | os.PathLike) -> int | None:
+    """The in_features of the first Linear layer, read from a zip-format torch file without torch.
+
+    Returns None when the file does not say (legacy non-zip torch.save files, no Linear layer).
+    Raises ModelLoadError when the file is missing or is neither a zip archive nor a pickle, and
+    (code FS428) when its forward() takes several tensors (a TorchScript archive's code says so).
+    """
+    p = pathlib.Path(path)
+    width, inputs = _archive_facts(p)
+    if inputs is not None and (problem := input_problem(p, inputs)) is not None:
+        raise ModelLoadError(problem, p, code="FS428")
+    return width

@@ -39,29 +39,28 @@ def _torch_file_kind(path: pathlib.Path) -> str:
 
 def _one_input(module, path) -> None:
     """fairspec feeds a model one [N, width] tensor, the encoded features in order: a forward() that needs
-    several (forward(a, b), which concatenates them) cannot be fed -- which encoded column goes to which
-    argument is not in the file (TorchScript records no widths) nor in the spec -- so say what to do."""
+    several (forward(a, b), which concatenates them; or one tuple, list or dict of tensors) cannot be fed
+    -- which encoded column goes to which argument is not in the file (TorchScript records no widths) nor
+    in the spec -- so say what to do."""
     import inspect
 
     try:
         if hasattr(module, "forward") and hasattr(module.forward, "schema"):        # TorchScript
-            needed = [a.name for a in module.forward.schema.arguments[1:]
+            needed = [(a.name, str(a.type)) for a in module.forward.schema.arguments[1:]
                       if not a.has_default_value() and not a.kwarg_only]
         else:
             params = inspect.signature(module.forward).parameters.values()
             if any(p.kind is p.VAR_POSITIONAL for p in params):
                 return
-            needed = [p.name for p in params if p.default is p.empty
+            needed = [(p.name, None) for p in params if p.default is p.empty
                       and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except Exception:  # noqa: BLE001 - no readable signature: calling it says what is wrong
         return
-    if len(needed) > 1:
-        raise ModelLoadError(
-            f"torch model {path} has a forward() that takes {len(needed)} inputs ({', '.join(needed)}), but fairspec "
-            f"feeds a model one [N, width] tensor of the encoded features (which columns would go to which input "
-            f"is recorded neither in the file nor in the spec); save a module whose forward() takes that one tensor, "
-            f"e.g. its layers applied to the concatenation forward() builds, with the encoding listing the "
-            f"features in that order", path)
+    from .peek_torch import input_problem
+
+    # FS428, as lint says it when the archive's code shows the signature (peek_torch)
+    if (problem := input_problem(path, needed)) is not None:
+        raise ModelLoadError(problem, path, code="FS428")
 
 
 def _guess_width(module) -> int | None:

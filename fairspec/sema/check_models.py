@@ -13,6 +13,7 @@ from fairspec.syntax import ast, literals
 
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+_FILE_CODES = ("FS428",)     # a ModelLoadError.code about the file itself: reported at its path
 
 
 class ModelChecks:
@@ -208,11 +209,12 @@ class ModelChecks:
 
     def _load_failed(self, e, node, path_arg) -> None:
         """A model file lint could not read: reported once (its uses stay silent); an error the
-        declaration causes (ModelLoadError.code, FS413) at the declaration with its hint, else FS401
+        declaration causes (ModelLoadError.code, FS413) at the declaration with its hint, one the file
+        causes with its own code (FS428: a torch forward() taking several tensors) at the path, else FS401
         at the path."""
         self.failed_models.add(node.name.id)
         if e.code:
-            self.fail(e.code, e.message, node.span, hint=e.hint)
+            self.fail(e.code, e.message, path_arg.span if e.code in _FILE_CODES else node.span, hint=e.hint)
         self.fail("FS401", e.message if e.hint else str(e), path_arg.span, hint=e.hint)
 
     def _guard_pipeline(self, args) -> None:
