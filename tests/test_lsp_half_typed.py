@@ -306,3 +306,58 @@ def test_parse_recovering_leaves_out_only_what_does_not_parse(tmp_path):
     assert broken == ((3, 3),) and [d.name.id for d in module.decls] == ["m", "g"]
     module, broken = parse_recovering(text.replace("property p:\n  x\n", 'group h = age\n  >= 3 and\n'), file)
     assert broken == ((2, 3),) and [d.name.id for d in module.decls] == ["m", "g"]
+
+
+REFRESH = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
+    semantic_tokens=T.SemanticTokensWorkspaceClientCapabilities(refresh_support=True),
+    code_lens=T.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["refresh-declared", "not-declared"])
+def test_tokens_and_lenses_answered_from_the_older_index_are_refreshed_once_the_partial_one_is_in(
+        tmp_path, monkeypatch, declared):
+    """Semantic tokens and code lenses asked for between a half-typed text's diagnostics and its partial
+    index come from the older index; nothing in the text tells the editor to ask again, so the server
+    sends workspace/semanticTokens/refresh and workspace/codeLens/refresh once the partial index is in
+    place -- only to a client that declared it supports them, and not after a lint nobody was answered
+    an older index for. The partial index is held back by GATED; it is put in place in the event loop's
+    thread right before its refresh, so once a request sees it the refresh has arrived."""
+    import sys
+
+    gate = tmp_path / "open"
+    monkeypatch.setenv("FAIRSPEC_TEST_RECOVER_GATE", str(gate))
+
+    async def lenses(s, uri):
+        return await s.client.text_document_code_lens_async(T.CodeLensParams(text_document=_doc(uri)))
+
+    async def scenario():
+        async with Session([sys.executable, "-c", GATED], wait=120,
+                           capabilities=REFRESH if declared else None) as s:
+            uri, text, _ = await s.opened(ADULT)
+            assert await _tokens(s, uri, text) and await lenses(s, uri)  # the text's own index: not behind
+            new = text.replace(GROUP, HALF)
+            n = s.seen(uri)
+            s.change(uri, new)
+            await s.diagnostics(uri, n)
+            assert "younger" not in {w for _, _, w, _ in await _tokens(s, uri, new)}  # the older index's
+            assert await lenses(s, uri)
+            assert s.refreshes == []  # the partial index is held back
+
+            gate.touch()
+            await _until(lambda: s.hover(uri, s.pos(new, "group younger", 6)))  # the partial index answers
+            both = [T.WORKSPACE_SEMANTIC_TOKENS_REFRESH, T.WORKSPACE_CODE_LENS_REFRESH]
+            assert s.refreshes == (both if declared else [])
+            # asked again: the partial index answers, the new group is a token
+            assert ("younger", "variable") in {(w, t) for _, _, w, t in await _tokens(s, uri, new)}
+            await lenses(s, uri)
+
+            # typed to the end and linted, nothing asked meanwhile: no refresh (nobody is behind)
+            done = new.replace("property p:\n  individual fairness of\n",
+                               "property p {\n  statistical_parity(dt, groups sex) <= 0.2\n}\n")
+            n = s.seen(uri)
+            s.change(uri, done)
+            await s.diagnostics(uri, n)
+            assert await s.hover(uri, s.pos(done, "model mlp", 6))  # a round trip after the lint's messages
+            assert s.refreshes == (both if declared else [])
+
+    run(scenario)

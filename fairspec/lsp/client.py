@@ -45,6 +45,15 @@ class Session:
         self.texts: dict[str, str] = {}
         self._news = asyncio.Condition()
         self.pid: int | None = None
+        self.refreshes: list[str] = []  # the refresh requests the server sent (answered, whatever was declared)
+
+        @self.client.feature(T.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
+        def on_tokens_refresh(params: None) -> None:
+            self.refreshes.append(T.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
+
+        @self.client.feature(T.WORKSPACE_CODE_LENS_REFRESH)
+        def on_lens_refresh(params: None) -> None:
+            self.refreshes.append(T.WORKSPACE_CODE_LENS_REFRESH)
 
         @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         async def on_diagnostics(params: T.PublishDiagnosticsParams):

@@ -1,13 +1,19 @@
 """The files the language server reads besides the open documents (fairspec.lsp.server): a file's
-text read as the parser reads it, and whether a file lies in the document's project."""
+text read as the parser reads it, and whether a file lies in the document's project; and where a
+document that is not a file is linted (:data:`UNSAVED`), its diagnostics saying so."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import re
 from pathlib import Path
 
 MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
+# where a document that is not a file is linted: a folder that does not exist (no project, and
+# every relative path in it names nothing)
+UNSAVED = Path(os.sep) / "fairspec-unsaved-document"
 
 
 def confined(uri_or_path: str, root: str) -> bool:
@@ -43,3 +49,15 @@ def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by 
 
 def same(a: str, b: str) -> bool:
     return a == b or Path(a).resolve() == Path(b).resolve()
+
+
+def unsaved(d):
+    """A diagnostic of a document that is not a file, about a path relative to it: said so."""
+    where = str(UNSAVED)
+    if where not in d.message and where not in (d.hint or ""):
+        return d
+    message = re.sub(r"\s*\(looked for [^)]*\)", "", d.message).replace(where + os.sep, "")
+    return dataclasses.replace(d, message=f"{message}: this document is not saved as a file, so a relative path "
+                                          f"in it is relative to no folder",
+                               hint="save the document in its project; its imports, models and data are found "
+                                    "relative to its file")

@@ -6,7 +6,9 @@ offset into the text, lines cut at \\n, \\r\\n and \\r as LSP cuts them, charact
 encoding negotiated at ``initialize``, UTF-16 unless the client offers another, with pygls's codec)
 and keeps, per open document, the last index built from text that parsed and, while the text does
 not, one of it without its declarations that do not parse (built after the text's diagnostics are
-published, and put in place whole: until then the older one answers; every request keeps working
+published, and put in place whole: until then the older one answers, and a client answered semantic
+tokens or code lenses from an older index is asked to ask again once the newer one is in place,
+:meth:`FairspecServer.refresh`; every request keeps working
 outside the half-typed one; an older index is asked at the request's position moved into its text, and the spans
 answered are moved back, where the two texts agree, else left out: :meth:`FairspecServer.indexes_at`,
 :meth:`FairspecServer.span_now`); an answer that is an edit (rename, a quick
@@ -38,7 +40,6 @@ The pygls internals this module and the transport rely on (no public hook in pyg
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import re
@@ -48,6 +49,7 @@ import time
 from pathlib import Path
 
 from lsprotocol import types as T
+from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -56,7 +58,8 @@ from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
 from fairspec.lsp import analysis as A
-from fairspec.lsp.disk import MAX_SPEC_BYTES, confined as _confined, disk_text as _disk_text, same as _same
+from fairspec.lsp.disk import MAX_SPEC_BYTES, UNSAVED, confined as _confined, disk_text as _disk_text, same as _same, \
+    unsaved as _unsaved
 from fairspec.lsp.positions import changed, lines_of, lsp_lines
 from fairspec.lsp.transport import serve
 
@@ -65,9 +68,6 @@ log = logging.getLogger("fairspec.lsp")
 # bytes analysed as you type: by default what lint parses (fairspec.syntax.parser.MAX_SPEC_BYTES)
 MAX_DOCUMENT = int(os.environ.get("FAIRSPEC_LSP_MAX_DOCUMENT", MAX_SPEC_BYTES))
 DEBOUNCE = 0.05          # seconds without a change before a burst of changes is linted
-# where a document that is not a file is linted: a folder that does not exist (no project, and
-# every relative path in it names nothing)
-UNSAVED = Path(os.sep) / "fairspec-unsaved-document"
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
              "note": T.DiagnosticSeverity.Information}
@@ -133,6 +133,7 @@ class FairspecServer(LanguageServer):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: threading.Thread | None = None
         self._read: dict[str, dict] = {}           # uri -> the open texts its last lint read (for recover)
+        self._behind: set[str] = set()             # uris answered tokens or lenses from an older index (refresh)
 
     # ------------------------------------------------------------ uris, paths and positions
     def path_of(self, uri) -> str | None:
@@ -266,16 +267,44 @@ class FairspecServer(LanguageServer):
         """Index the texts without their declarations that do not parse (navigation while a line is
         half typed; its diagnostics are never published: the text's parse error is) as :attr:`partial`,
         put in place whole once built: a request meanwhile is answered from the older one."""
+        good = self.good.get(uri)
         try:
             with self._lock:
                 rec = A.analyse(path, sources, recover=True)
         except Exception:  # noqa: BLE001 - the text's own diagnostics went out; navigation keeps the older
             log.exception("analysing the parsable part failed")
             return
-        if rec.ok and uri in self.workspace.text_documents:  # (not after a close)
-            self.partial[uri] = rec
-            self.imports[uri] = self.imports.get(uri, set()) | ({str(Path(m.file).resolve()) for m in rec.modules}
-                                                                - {path})
+        if rec.ok:  # put in place in the event loop's thread: a request that sees it comes after its refresh
+            self._on_loop(self._place_partial, uri, path, rec, good)
+
+    def _place_partial(self, uri: str, path: str, rec: A.Index, good: A.Index | None) -> None:
+        if uri not in self.workspace.text_documents or self.good.get(uri) is not good:
+            return  # closed, or a text that parsed was linted since: its index is newer
+        self.partial[uri] = rec
+        self.imports[uri] = self.imports.get(uri, set()) | ({str(Path(m.file).resolve()) for m in rec.modules} - {path})
+        self.refresh(uri, rec)
+
+    def answered(self, uri: str, idx: A.Index | None) -> None:
+        """Semantic tokens or lenses of ``uri`` answered from ``idx``: none, or one not of the texts open
+        now (their lint or partial index to come), leaves the client's behind until :meth:`refresh`."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is not None and (idx is None or not idx.ok or not self._reads_open_texts(idx, doc.source)):
+            self._behind.add(uri)
+
+    def refresh(self, uri: str, idx: A.Index) -> None:
+        """``idx``, of the texts open now, is in place (event loop's thread): a client behind (:meth:`answered`)
+        is asked to ask again, workspace/semanticTokens/refresh and /codeLens/refresh, each only if it
+        declared support; for every document (each answered from an older index again is marked again)."""
+        doc = self.workspace.text_documents.get(uri)
+        if (uri not in self._behind or doc is None or uri in self._pending or not self.initialized or self.shut_down
+                or self.exiting or not self._reads_open_texts(idx, doc.source)):
+            return
+        self._behind.clear()
+        caps = self.client_capabilities
+        if get_capability(caps, "workspace.semantic_tokens.refresh_support", False):
+            self.workspace_semantic_tokens_refresh(None)
+        if get_capability(caps, "workspace.code_lens.refresh_support", False):
+            self.workspace_code_lens_refresh(None)
 
     def schedule(self, uri: str) -> None:
         """Lint ``uri`` in the background once it has not changed for DEBOUNCE seconds."""
@@ -335,10 +364,10 @@ class FairspecServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri)
         return doc is None or doc.version != version or uri in self._pending
 
-    def _deliver(self, uri: str, version, by_uri: dict[str, list]) -> None:
+    def _deliver(self, uri: str, version, by_uri: dict[str, list], idx: A.Index | None = None) -> None:
         """Publish one lint's diagnostics (in the event loop's thread, where didClose and didChange
         are handled: a result for a closed or superseded text is dropped here, never sent after the
-        close's empty list)."""
+        close's empty list); then, for the index of a text that parsed, :meth:`refresh`."""
         if self._stale(uri, version):
             return
         sent = set()
@@ -351,6 +380,8 @@ class FairspecServer(LanguageServer):
             if old not in self.workspace.text_documents:
                 self._publish(old, [])
         self.published[uri] = sent
+        if idx is not None and idx.ok:
+            self.refresh(uri, idx)
 
     def lint_and_publish(self, uri: str) -> None:
         doc = self.workspace.text_documents.get(uri)
@@ -386,7 +417,7 @@ class FairspecServer(LanguageServer):
                 if _confined(d.span.file, idx.path):
                     target = self.uri_of(d.span.file)
             by_uri.setdefault(target, []).append(self.to_lsp(d, idx))
-        self._on_loop(self._deliver, uri, version, by_uri)
+        self._on_loop(self._deliver, uri, version, by_uri, idx)
         if not idx.ok and uri not in self._pending:  # (a newer text waiting: its own lint recovers it)
             self.recover(uri, idx.path, self._read.get(uri, {}))
 
@@ -463,18 +494,6 @@ class FairspecServer(LanguageServer):
         return self.partial.get(uri) or self.good.get(uri, idx)
 
 
-def _unsaved(d: Diagnostic) -> Diagnostic:
-    """A diagnostic of a document that is not a file, about a path relative to it: said so."""
-    where = str(UNSAVED)
-    if where not in d.message and where not in (d.hint or ""):
-        return d
-    message = re.sub(r"\s*\(looked for [^)]*\)", "", d.message).replace(where + os.sep, "")
-    return dataclasses.replace(d, message=f"{message}: this document is not saved as a file, so a relative path "
-                                          f"in it is relative to no folder",
-                               hint="save the document in its project; its imports, models and data are found "
-                                    "relative to its file")
-
-
 server = FairspecServer()
 
 
@@ -520,6 +539,7 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
     ls.good.pop(uri, None)
     ls.partial.pop(uri, None)
     ls._read.pop(uri, None)
+    ls._behind.discard(uri)
     ls.schedule_importers(uri)  # they read the file on disk now
     ls.imports.pop(uri, None)
 
@@ -686,6 +706,7 @@ def semantic_tokens(ls: FairspecServer, params: T.SemanticTokensParams):
         return T.SemanticTokens(data=[])
     doc = ls.workspace.get_text_document(params.text_document.uri)
     idx = ls.index_for(params.text_document.uri)
+    ls.answered(params.text_document.uri, idx)
     data, prev_line, prev_col = [], 0, 0
     now = None if idx is None or idx.source == doc.source else (lambda sp: ls.span_now(sp, idx))  # an older text's
     for line, col, length, kind, mods in A.semantic_tokens(idx, doc.source, path, now):
@@ -718,6 +739,7 @@ def signature_help(ls: FairspecServer, params: T.SignatureHelpParams):
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: FairspecServer, params: T.CodeLensParams):
     idx = ls.index_for(params.text_document.uri)
+    ls.answered(params.text_document.uri, idx)
     path = ls.path_of(params.text_document.uri)
     if idx is None or not path:
         return []
