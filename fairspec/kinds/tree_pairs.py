@@ -39,7 +39,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_ok, fixed_columns, has_two_values,
-                                       runtime_name, split_tests, tree_ensemble, tree_nodes)
+                                       refuse_two_logits, runtime_name, split_tests, tree_ensemble, tree_nodes)
 
 if TYPE_CHECKING:  # annotations only
     from fairspec.verdict import Verdict
@@ -328,6 +328,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     model = ctx.model(prop.model)
+    refuse_two_logits(model, prop.post)
     ens = tree_ensemble(model)
     dom, why = pair_domain(prop, fs, enc, ens)
     if dom is None and ens is not None:
