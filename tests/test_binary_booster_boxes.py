@@ -472,3 +472,27 @@ def test_partition_coverage_counts_only_certified_holds_as_proved(tmp_path, monk
     certified = int(cov["shares"]["certified_boxes"])
     assert cov.get("uncertified", 0) > 0, cov     # here: the instant check's or a solver's holds, no Proof
     assert cov["proved"] == certified, cov        # proved partitions are the ones with a certify Proof
+
+
+@pytest.mark.parametrize("post", ["label", "prob", "logit"])
+@pytest.mark.parametrize("declared", ["", ', output = "margin"'])
+def test_a_witness_shows_what_the_post_reads_on_every_tree_path(tmp_path, monkeypatch, post, declared):
+    # the leaf boxes' witness showed the post's values (a label's classes) where enumeration and the
+    # solvers showed the declared output (a margin, a probability): every path shows the library's
+    # label / probability / margin now, the values the post compares
+    xgb = pytest.importorskip("xgboost")
+    decl, prob, margin = _xgb(tmp_path, "binary:logistic")
+    decl = decl[:-1] + declared + ")"
+    b = xgb.Booster(model_file=str(tmp_path / "m.json"))
+    ensure = {"label": "label(m(x)) == label(m(x'))", "prob": "|prob(m(x)) - prob(m(x'))| <= 0.01",
+              "logit": "|logit(m(x)) - logit(m(x'))| <= 0.01"}[post]
+    (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + PROP.format(ensure=ensure, mode="find"))
+    for path, env in (("enumeration", "1"), ("solvers", "0")):
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", env)
+        v = fairspec.check(tmp_path / "s.fair")["p"]
+        assert v.status == "violated", (path, v.reason)
+        W = np.array([v.witness.x, v.witness.x_prime])
+        p = np.asarray(b.predict(xgb.DMatrix(W)), np.float64)
+        want = {"label": (p > 0.5).astype(float), "prob": p,
+                "logit": np.asarray(b.predict(xgb.DMatrix(W), output_margin=True), np.float64)}[post]
+        assert list(v.witness.outputs) == want.tolist(), (path, v.witness.outputs, want)

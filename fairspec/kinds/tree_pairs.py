@@ -416,14 +416,13 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
     XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
     x, xp = XW[0], XW[1]
-    out = model.replay(XW)
-    # the concrete pair replayed: it must violate on the library too
+    # the concrete pair replayed: it must violate on the library too; the witness shows what the post
+    # reads (the library's labels, probabilities or margins), as the leaf boxes' and the class posts' do
+    out = runtime_outputs(model, XW, post)
     if post == "label":
-        lw = runtime_outputs(model, XW, "label")
-        again = bool(lw[0] == 1 and lw[1] == 0)
+        again = bool(out[0] == 1 and out[1] == 0)
     else:
-        sw = runtime_outputs(model, XW, post)
-        again = not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
+        again = not bool(compare_exact(out[:1], prop.eps_op, prop.eps, minus=out[1:])[0])
     if not again:
         return unknown(prop, "the violating cell pair did not reproduce on a concrete pair of the library's runtime",
                        backend=backend, seconds=seconds, details=details)
@@ -737,7 +736,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                 details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
             else:
                 details = {**details, "best_value": v, "maximum": "no certified upper bound"}
-    out = model.replay(XW)          # once, on the pair reported
+    out = runtime_outputs(model, XW, prop.post)     # what the post reads, as every tree path's witness shows
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
