@@ -35,7 +35,8 @@ class Witness:
     x_prime: tuple[float, ...]
     features: dict = field(default_factory=dict)        # feature -> value of x (category names, unscaled)
     features_prime: dict = field(default_factory=dict)  # feature -> value of x'
-    outputs: tuple[float, float] | None = None          # the model's score on x and x' (replayed)
+    outputs: tuple[float, float] | None = None          # the model's score on x and x' (replayed; a tree
+    # model's: what the post reads, its library's label, probability or margin)
     replayed_by: str = ""                               # which evaluator reproduced it
 
     def to_json(self) -> dict:

@@ -276,7 +276,8 @@ def _sk_booster(tmp_path, kind, seed, loss="log_loss"):
             leaf = t.tree_.children_left == -1
             v[leaf, 0, 0] = rng.choice(dyadic, int(leaf.sum()))
             assert np.array_equal(t.tree_.value[leaf, 0, 0], v[leaf, 0, 0])     # a view, not a copy
-    sio.dump(est, str(tmp_path / "m.skops"))
+    if tmp_path is not None:
+        sio.dump(est, str(tmp_path / "m.skops"))
     return 'sklearn("m.skops")', est
 
 
@@ -291,18 +292,21 @@ def _decimals_around(top: Fraction) -> tuple[str, str]:
     return repr(float(lo)), repr(float(hi))
 
 
-@pytest.mark.parametrize("kind", ["hgb", "gb"])
+@pytest.mark.parametrize("kind, loss", [("hgb", "log_loss"), ("gb", "log_loss"), ("gb", "exponential")])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("cls", [0, 1])
-def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, seed, cls):
-    # scikit-learn's binary log-loss boosters: predict_proba is expit(decision_function) in float64
-    # (class 0: 1 - that), the plain sigmoid of the margin the leaf boxes bound (the milp / smt tree
-    # encodings' "no violating pair" was unknown on them: trees-solver seed 44, 11 of 14 unknowns).
-    # eps is the largest difference the library's predict_proba shows, or the nearest threshold a spec
-    # can write below / above it (an ulp from it, far inside the bounds' error allowance: only the
-    # library's own outputs, compared exactly, decide): below it is violated (replayed), above it holds
-    # (proved, <= and <), maximize gives it exactly
-    decl, est = _sk_booster(tmp_path, kind, seed)
+@pytest.mark.parametrize("path", ["solvers", "enumeration"])
+def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, loss, seed, cls, path):
+    # scikit-learn's binary boosters: predict_proba is expit(f * decision_function) in float64 (class 0:
+    # 1 - that), f = 1 for the log loss, 2 for GradientBoosting's exponential loss (ExponentialLoss,
+    # HalfLogitLink: expit(2 z), 2 z exact), the plain sigmoid of the (0, f z) columns the leaf boxes
+    # bound (the milp / smt tree encodings' "no violating pair" was unknown on them: trees-solver seed
+    # 44, 11 of 14 unknowns; the exponential loss was refused there before). eps is the largest
+    # difference the library's predict_proba shows, or the nearest threshold a spec can write below /
+    # above it (an ulp from it, far inside the bounds' error allowance: only the library's own outputs,
+    # compared exactly, decide): below it is violated (replayed), above it holds (proved, <= and <),
+    # maximize gives it exactly. "enumeration": the small domain enumerated whole on the library
+    decl, est = _sk_booster(tmp_path, kind, seed, loss=loss)
     out = est.predict_proba(GRID)[:, cls]
     top = _largest(out)
     assert top > 0
@@ -315,12 +319,21 @@ def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, seed, cl
     cases = [("<=", hi, "prove"), ("<", hi, "prove"), ("<=", hi, "maximize"), ("<=", lo, "prove"),
              ("<", lo, "prove")]
     for op, eps, mode in cases:
-        v = _check(tmp_path, monkeypatch, decl, f"{post} {op} {eps}", mode)
+        if path == "enumeration":
+            monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+            (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + PROP.format(ensure=f"{post} {op} {eps}",
+                                                                                  mode=mode))
+            v = fairspec.check(tmp_path / "s.fair")["p"]
+        else:
+            v = _check(tmp_path, monkeypatch, decl, f"{post} {op} {eps}", mode)
         if (top < Fraction(eps)) if op == "<" else (top <= Fraction(eps)):
             assert v.status == "holds" and v.how == "proved" and v.proof is not None, (op, eps, v.reason)
-            assert v.proof.method == "bab-certificate" and "leaf boxes" in v.reason, v.reason
-            if mode == "maximize":       # the value is the float of the exact maximum the proof names
-                assert v.value == float(top) and Fraction(v.proof.detail["maximum"]) == top, (v.value, float(top))
+            if path == "solvers":
+                assert v.proof.method == "bab-certificate" and "leaf boxes" in v.reason, v.reason
+                if mode == "maximize":       # the value is the float of the exact maximum the proof names
+                    assert v.value == float(top) and Fraction(v.proof.detail["maximum"]) == top, (v.value, top)
+            elif mode == "maximize":
+                assert v.value == float(top), (v.value, float(top))
         else:
             assert v.status == "violated", (op, eps, v.reason)
             o = replay(np.array([v.witness.x, v.witness.x_prime]))
@@ -328,18 +341,86 @@ def test_sklearn_boosters_prob_next_to_eps(tmp_path, monkeypatch, kind, seed, cl
             assert d > Fraction(eps) if op == "<=" else d >= Fraction(eps)
 
 
-def test_sklearn_exponential_loss_is_not_read_as_the_plain_sigmoid(tmp_path, monkeypatch):
-    # GradientBoosting's exponential loss: predict_proba is expit(2 z), not the softmax of (0, z)
+def test_sklearn_exponential_loss_predict_proba_is_expit_of_twice_the_margin():
+    # what the factor 2 rests on, in the installed scikit-learn: predict_proba[:, 1] is expit(2 z) bit
+    # for bit (z = decision_function), [:, 0] is 1 - that, and predict is the positive class iff z >= 0
+    # (a margin of exactly 0 included: the dyadic leaves reach it)
+    from scipy.special import expit
+
+    from fairspec.models.trees import sklearn_link_factor
+
+    for seed in range(4):
+        est = _sk_booster(None, "gb", seed, loss="exponential")[1]
+        z = est.decision_function(GRID)
+        p = est.predict_proba(GRID)
+        assert sklearn_link_factor(est) == 2.0
+        assert p[:, 1].view(np.int64).tolist() == expit(2 * z).view(np.int64).tolist()
+        assert p[:, 0].view(np.int64).tolist() == (1 - expit(2 * z)).view(np.int64).tolist()
+        assert (est.predict(GRID) == est.classes_[(z >= 0).astype(int)]).all()
+    assert sklearn_link_factor(_sk_booster(None, "gb", 0)[1]) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("path", ["solvers", "enumeration"])
+def test_sklearn_exponential_loss_label_against_brute_force(tmp_path, monkeypatch, seed, path):
+    # label of the exponential loss: predict, class 1 iff z >= 0 (the trees' S = 2 z, tie rule class 1);
+    # the dyadic leaves put some margins at exactly 0
+    decl, est = _sk_booster(tmp_path, "gb", seed, loss="exponential")
+    lab = est.predict(GRID)
+    half = len(GRID) // 2
+    flips = any(lab[i] != lab[i + half] for i in range(half))
+    ensure, mode = "label(m(x)) == label(m(x'))", "prove"
+    if path == "enumeration":
+        (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + PROP.format(ensure=ensure, mode=mode))
+        v = fairspec.check(tmp_path / "s.fair")["p"]
+    else:
+        v = _check(tmp_path, monkeypatch, decl, ensure, mode)
+    if flips:
+        assert v.status == "violated", v.reason
+        w = est.predict(np.array([v.witness.x, v.witness.x_prime]))
+        assert w[0] != w[1]
+    else:
+        assert v.status == "holds" and v.how == "proved" and v.proof is not None, v.reason
+
+
+def test_sklearn_exponential_loss_logit_is_ambiguous(tmp_path):
+    # logit(m(x)) of the exponential loss names two numbers: decision_function z, or the log-odds 2 z of
+    # predict_proba -- lint error FS415 (the loss read from the skops file, nothing run), unless the
+    # declaration reads output = "decision_function"; prob and label stay fine
     decl, est = _sk_booster(tmp_path, "gb", 0, loss="exponential")
-    out = est.predict_proba(GRID)[:, 1]
-    top = _largest(out)
-    for eps in (float(top) * 0.75, float(top) * 1.5):
-        v = _check(tmp_path, monkeypatch, decl, f"|prob(m(x)) - prob(m(x'))| <= {eps!r}", "prove")
-        assert v.status in ("unknown", "violated" if top > eps else "holds"), v.reason
-        if v.status == "unknown":
-            assert "class probabilities are not read as trees" in v.reason, v.reason
-        if v.status == "holds":
-            assert v.how == "proved" and "leaf boxes" not in v.details.get("decided_by", ""), v.details
+    for ensure, bad in (("|logit(m(x)) - logit(m(x'))| <= 0.5", True),
+                        ("|logit(m(x), 1) - logit(m(x'), 1)| <= 0.5", True),
+                        ("|prob(m(x)) - prob(m(x'))| <= 0.5", False), ("label(m(x)) == label(m(x'))", False)):
+        (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + PROP.format(ensure=ensure, mode="prove"))
+        errs = [d for d in fairspec.lint(tmp_path / "s.fair") if d.severity == "error"]
+        if bad:
+            assert [d.code for d in errs] == ["FS415"], errs
+            assert "loss = 'exponential'" in errs[0].message and "2 z" in errs[0].message, errs[0].message
+            assert 'output = "decision_function"' in (errs[0].hint or ""), errs[0].hint
+        else:
+            assert not errs, errs
+    declared = decl[:-1] + ', output = "decision_function")'
+    (tmp_path / "s.fair").write_text(SPEC.format(decl=declared) + PROP.format(
+        ensure="|logit(m(x)) - logit(m(x'))| <= 0.5", mode="prove"))
+    assert not [d for d in fairspec.lint(tmp_path / "s.fair") if d.severity == "error"]
+
+
+@pytest.mark.parametrize("ensure", ["|logit(m(x)) - logit(m(x'))| <= 0.5", "|logit(m(x), 1) - logit(m(x'), 1)| <= 0.5"])
+@pytest.mark.parametrize("enumerate_pairs", ["1", "0"])
+def test_sklearn_exponential_loss_logit_refused_at_check_where_lint_cannot_read(tmp_path, monkeypatch, ensure,
+                                                                               enumerate_pairs):
+    # a pickle whose loss lint does not read: check refuses the same way (unknown with the sentence),
+    # on the enumeration and on the solver path
+    import pickle
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+    _, est = _sk_booster(tmp_path, "gb", 0, loss="exponential")
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(est))
+    (tmp_path / "s.fair").write_text(SPEC.format(decl='sklearn("m.pkl", trust pickle)') + PROP.format(
+        ensure=ensure, mode="prove"))
+    rep = fairspec.check(tmp_path / "s.fair")
+    v = rep["p"]
+    assert v.status == "unknown" and "2 z" in v.reason and "decision_function" in v.reason, v.reason
 
 
 @pytest.mark.parametrize("kind, loss", [("hgb", "log_loss"), ("gb", "log_loss"), ("gb", "exponential")])
@@ -348,8 +429,11 @@ def test_sklearn_boosters_logit_at_exactly_eps(tmp_path, monkeypatch, kind, loss
     # a scikit-learn binary booster's logit is its decision_function, column 1 of the (0, z) scores the
     # leaf boxes bound (trees-solver seed 44: 3 unknowns, the boxes were not tried on scikit-learn's
     # logit). Dyadic leaves make every difference exact, so eps at the largest one is a true tie: <=
-    # holds (proved), < is violated (replayed), maximize gives it exactly
+    # holds (proved), < is violated (replayed), maximize gives it exactly. The exponential loss's logit
+    # is z only as declared (output = "decision_function"): its boxes read (0, z) there, not (0, 2 z)
     decl, est = _sk_booster(tmp_path, kind, seed, loss=loss) if kind == "gb" else _sk_booster(tmp_path, kind, seed)
+    if loss == "exponential":
+        decl = decl[:-1] + ', output = "decision_function")'
     z = est.decision_function(GRID)
     top = _largest(z)
     assert top > 0 and Fraction(repr(float(top))) == top
@@ -388,3 +472,27 @@ def test_partition_coverage_counts_only_certified_holds_as_proved(tmp_path, monk
     certified = int(cov["shares"]["certified_boxes"])
     assert cov.get("uncertified", 0) > 0, cov     # here: the instant check's or a solver's holds, no Proof
     assert cov["proved"] == certified, cov        # proved partitions are the ones with a certify Proof
+
+
+@pytest.mark.parametrize("post", ["label", "prob", "logit"])
+@pytest.mark.parametrize("declared", ["", ', output = "margin"'])
+def test_a_witness_shows_what_the_post_reads_on_every_tree_path(tmp_path, monkeypatch, post, declared):
+    # the leaf boxes' witness showed the post's values (a label's classes) where enumeration and the
+    # solvers showed the declared output (a margin, a probability): every path shows the library's
+    # label / probability / margin now, the values the post compares
+    xgb = pytest.importorskip("xgboost")
+    decl, prob, margin = _xgb(tmp_path, "binary:logistic")
+    decl = decl[:-1] + declared + ")"
+    b = xgb.Booster(model_file=str(tmp_path / "m.json"))
+    ensure = {"label": "label(m(x)) == label(m(x'))", "prob": "|prob(m(x)) - prob(m(x'))| <= 0.01",
+              "logit": "|logit(m(x)) - logit(m(x'))| <= 0.01"}[post]
+    (tmp_path / "s.fair").write_text(SPEC.format(decl=decl) + PROP.format(ensure=ensure, mode="find"))
+    for path, env in (("enumeration", "1"), ("solvers", "0")):
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", env)
+        v = fairspec.check(tmp_path / "s.fair")["p"]
+        assert v.status == "violated", (path, v.reason)
+        W = np.array([v.witness.x, v.witness.x_prime])
+        p = np.asarray(b.predict(xgb.DMatrix(W)), np.float64)
+        want = {"label": (p > 0.5).astype(float), "prob": p,
+                "logit": np.asarray(b.predict(xgb.DMatrix(W), output_margin=True), np.float64)}[post]
+        assert list(v.witness.outputs) == want.tolist(), (path, v.witness.outputs, want)

@@ -143,3 +143,88 @@ def test_a_forest_that_holds_gets_no_value_and_a_boosted_sklearn_model_keeps_its
     v = _check(tmp_path, 'sklearn("m.skops")')
     assert v.status == "violated" and v.bound[0] == v.value <= truth <= v.bound[1]
     assert v.details["maximum"] == "[best replayed pair, certified upper bound]"
+
+
+# ---- what the value means (the verdict decides; the value is measured over the pairs it is about) ----
+
+_BAND = """features F {
+  g : {a, b} protected
+  w : int in [0, 1]
+}
+model m = xgboost("m.json")
+encode F for m {
+  g : code
+  w : raw
+}
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure label(m(x)) == label(m(x'))
+  mode = maximize
+}
+"""
+_POINTS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])      # (g, w)
+
+
+def _xgb_margins(tmp_path, margins):
+    """An XGBoost binary:logistic model (base score 1/2: margin 0) whose one tree sends each of the four
+    (g, w) points to its own leaf, valued ``margins`` (in the order of _POINTS): (booster, predict on them)."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    X = np.repeat(_POINTS, 10, axis=0)
+    y = np.concatenate([np.zeros(10), np.ones(10), np.r_[np.ones(7), np.zeros(3)], np.r_[np.ones(2), np.zeros(8)]])
+    b = xgb.train({"objective": "binary:logistic", "max_depth": 2, "eta": 1.0, "base_score": 0.5, "nthread": 1,
+                   "lambda": 0, "min_child_weight": 0}, xgb.DMatrix(X, label=y), 1)
+    leaf = b.predict(xgb.DMatrix(_POINTS), pred_leaf=True).reshape(-1).astype(int)
+    assert len(set(leaf.tolist())) == 4
+    doc = json.loads(b.save_raw("json"))
+    t = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    for node, v in zip(leaf, margins):
+        t["split_conditions"][int(node)] = t["base_weights"][int(node)] = float(v)
+    c = xgb.Booster()
+    c.load_model(bytearray(json.dumps(doc).encode()))
+    c.save_model(str(tmp_path / "m.json"))
+    z = np.asarray(c.predict(xgb.DMatrix(_POINTS), output_margin=True), np.float64)
+    assert z.tolist() == [float(np.float32(v)) for v in margins]
+    return c, np.asarray(c.predict(xgb.DMatrix(_POINTS)), np.float64)
+
+
+def _band_check(tmp_path):
+    from fairspec.pipeline import check
+
+    (tmp_path / "s.fair").write_text(_BAND)
+    rep = check(str(tmp_path / "s.fair"))
+    assert not rep.has_errors, rep.diagnostics
+    return rep.verdicts[0]
+
+
+T = 2.0 ** -30          # a margin whose float32 probability is 1/2 exactly (XGBoost's p > 0.5 calls it class 0)
+
+
+@pytest.mark.parametrize("margins, status, value", [
+    # holds: g never changes the label, though one pair's margins straddle 0 inside the band (value > 0)
+    ((T, -T, 0.5, 0.5), "holds", T),
+    # holds at the cut: a margin of exactly 0 is class 0 (value 0)
+    ((0.0, -0.5, 0.0, 0.0), "holds", 0.0),
+    # violated at the cut: a flipping pair whose x' is exactly at 0 (value 0)
+    ((0.5, 0.0, -1.0, -1.0), "violated", 0.0),
+    # violated only in group w = 0, by a pair whose x' is class 0 inside the band (measure -2^-25); group
+    # w = 1 keeps its labels but straddles 0 (T): the value is the flipping pairs' (the witness's), not T
+    ((2.0 ** -23, 2.0 ** -25, T, -T), "violated", -(2.0 ** -25)),
+])
+def test_label_maximize_value_is_measured_over_the_pairs_the_verdict_is_about(tmp_path, margins, status, value):
+    b, p = _xgb_margins(tmp_path, margins)
+    v = _band_check(tmp_path)
+    assert v.status == status, v.reason
+    assert v.value == value and v.bound == (value, value), (v.value, v.bound)
+    said = v.details["maximum"]
+    if status == "holds":
+        assert v.how == "proved" and "no pair's labels differ" in said and "not the value's sign" in said, said
+    else:
+        assert "pairs whose labels differ, x labelled 1 and x' 0" in said, said
+        xgb = pytest.importorskip("xgboost")
+        w = np.array([v.witness.x, v.witness.x_prime])
+        zw = np.asarray(b.predict(xgb.DMatrix(w), output_margin=True), np.float64)
+        pw = np.asarray(b.predict(xgb.DMatrix(w)), np.float64)
+        assert pw[0] > 0.5 >= pw[1] and min(zw[0], -zw[1]) == value      # the witness is the value's pair

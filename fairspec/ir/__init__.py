@@ -196,6 +196,9 @@ class Model:
     # "but" of FS426 (an XGBoost binary:logitraw model declared without output or score: margin > 0
     # or XGBClassifier.predict's > 0.5)
     decision_unstated: str | None = None
+    # why logit(m(x)) names two numbers, the clause after "but" of FS415 (a GradientBoostingClassifier
+    # with loss = 'exponential': decision_function z, or the log-odds 2 z of its predict_proba)
+    two_logits: str | None = None
     rounds: str | None = None  # xgboost: "best" | "all" (which boosting rounds are the model; early stopping)
 
     @property

@@ -18,7 +18,8 @@ closes, else ``[best replayed, certified upper bound]``; ``unknown`` when the bo
 limit is reached first. Posts: ``class`` (any classifier), ``prob(m(x), c)`` (one class or every
 class) of forests, binary ones too (linear in their leaves), of boosted multiclass models
 (softmax of the margins) and of binary boosters whose probability is the plain sigmoid of the
-margin (the softmax of the columns (0, z): XGBoost, LightGBM, scikit-learn's log-loss boosters),
+margin (the softmax of the columns (0, z): XGBoost, LightGBM, scikit-learn's log-loss boosters) or of
+twice it (GradientBoosting's exponential loss, ``expit(2 z)``: the columns (0, 2 z), exact),
 ``logit(m(x), c)`` of boosted models with K >= 3 (the margin column) and a binary booster's class 1
 (z: scikit-learn's ``decision_function``), ``value`` of regressors whose prediction is
 their margin (no log link).
@@ -47,25 +48,30 @@ _LGB_IDENTITY = ("regression", "regression_l2", "l2", "mean_squared_error", "mse
                  "mean_absolute_percentage_error")
 
 
-def output_scores(model):
+def output_scores(model, margin: bool = False):
     """(Scores, probabilities readable) of a tree model's output columns, or None when they are not
-    read (an unsupported estimator or objective, columns that disagree on their divisor)."""
-    cached = getattr(model, "_box_scores", False)
-    if cached is not False:
-        return cached
+    read (an unsupported estimator or objective, columns that disagree on their divisor). ``margin``:
+    a binary booster's columns as (0, z), its margin, also where its probability is the sigmoid of
+    f z with f != 1 (then not readable as probabilities): what a ``logit`` post compares."""
+    cache = getattr(model, "_box_scores", None)
+    if not isinstance(cache, dict):
+        cache = {}
+    if margin in cache:
+        return cache[margin]
     out = None
     try:
-        out = _output_scores(model)
+        out = _output_scores(model, margin)
     except Exception:  # noqa: BLE001 - an unreadable model: not decided this way
         out = None
+    cache[margin] = out
     try:
-        model._box_scores = out
+        model._box_scores = cache
     except AttributeError:
         pass
     return out
 
 
-def _output_scores(model):
+def _output_scores(model, margin: bool = False):
     from fairspec.backends.trees.runtime import _xgb_objective, library_task
     from fairspec.certify.treeboxes import Scores
     from fairspec.kinds.tree_cells import tree_nodes
@@ -108,13 +114,19 @@ def _output_scores(model):
         return None
     if not cols or len({float(c.divisor) for c in cols}) != 1:
         return None
-    zero = not linear and len(cols) == 1            # a binary margin: columns (0, z)
+    zero = not linear and len(cols) == 1            # a binary margin: columns (0, f z)
+    factor = 1.0
     if zero:
-        # softmax(0, z) = (1 - sigmoid(z), sigmoid(z)): the probability where the library's is
-        # the plain sigmoid of the margin (XGBoost binary:logistic, float32; LightGBM binary with
+        # softmax(0, f z) = (1 - sigmoid(f z), sigmoid(f z)): the probability where the library's is
+        # the plain sigmoid of the margin (f = 1: XGBoost binary:logistic, float32; LightGBM binary with
         # sigmoid:1 and cross_entropy, float64; scikit-learn's binary log-loss boosters, scipy's
-        # expit in float64), each within SOFTMAX_TOL of the exact one
-        probs = _plain_sigmoid(model, fmt)
+        # expit in float64) or of twice it (f = 2: GradientBoosting's exponential loss, expit(2 z),
+        # 2 z exact), each within SOFTMAX_TOL of the exact one
+        factor = _sigmoid_factor(model, fmt)
+        probs = factor is not None
+        factor = factor or 1.0
+        if margin and factor != 1.0:
+            probs, factor = False, 1.0
     K = len(cols) + (1 if zero else 0)
     units: dict = {}
     order: list = []
@@ -125,14 +137,16 @@ def _output_scores(model):
             if key not in units:
                 units[key] = (t, np.zeros((t.n_nodes, K)))
                 order.append(key)
-            units[key][1][:, c] += np.asarray(t.value, dtype=np.float64)
+            units[key][1][:, c] += factor * np.asarray(t.value, dtype=np.float64)
     # column 0 of a binary margin is the constant the library's class compares the margin with: the
     # model's own rule, _Boosted.decision_margin (0; an XGBoost binary:logitraw model's declared cut on
     # its predict, the margin itself: 1/2 read by XGBClassifier.predict, 0 declared score = logit), the
     # one place the tree encodings read it too (TreeEnsemble.cut): argmax(cut, z) is class 1 iff
     # z > cut, a tie class 0 as the library's
     cut = float(getattr(model, "decision_margin", 0.0) or 0.0) if zero else 0.0
-    base = ([cut] if zero else []) + [float(e.base) for e in cols]
+    # every column times the factor (a power of two: the library's sums and products scaled exactly),
+    # the cut too: argmax(f cut, f z) is argmax(cut, z)
+    base = ([factor * cut] if zero else []) + [factor * float(e.base) for e in cols]
     sc = Scores(tuple(tree_nodes(units[k][0]) for k in order), tuple(units[k][1] for k in order), tuple(base),
                 float(cols[0].divisor), "linear" if linear else "softmax",
                 "float32" if fmt == "xgboost" else "float64")
@@ -145,11 +159,24 @@ def _output_scores(model):
 def _binary_margin(model, sc, cls) -> bool:
     """Is column ``cls`` of a binary booster's (0, z) scores its margin z (``cls`` 1)? XGBoost's and
     LightGBM's margin, scikit-learn's binary gradient boosting's ``decision_function`` (its forests'
-    columns are linear, never (0, z))."""
+    columns are linear, never (0, z); ``sc`` read with ``margin``, so (0, z), not (0, 2 z), for
+    GradientBoosting's exponential loss, :func:`_sigmoid_factor`)."""
     from fairspec.backends.trees.runtime import library_task
 
     return (getattr(model, "format", "") in ("xgboost", "lightgbm", "sklearn") and sc.readout == "softmax"
             and sc.K == 2 and library_task(model)[0] == "binary" and cls == 1)
+
+
+def _sigmoid_factor(model, fmt: str) -> float | None:
+    """f where a binary booster's probability is the plain sigmoid 1 / (1 + exp(-f z)) of its margin z
+    times f (1: :func:`_plain_sigmoid`; 2: scikit-learn's GradientBoosting with the exponential loss,
+    ``ExponentialLoss.predict_proba``: class 1 ``HalfLogitLink.inverse`` = ``expit(2 * raw)`` in float64,
+    2 * raw exact, class 0 ``1 -`` that: :func:`fairspec.models.trees.sklearn_link_factor`); None otherwise."""
+    if fmt == "sklearn":
+        from fairspec.models.trees import sklearn_link_factor
+
+        return sklearn_link_factor(getattr(model, "raw", None))
+    return 1.0 if _plain_sigmoid(model, fmt) else None
 
 
 def _plain_sigmoid(model, fmt: str) -> bool:
@@ -163,16 +190,11 @@ def _plain_sigmoid(model, fmt: str) -> bool:
     of ``decision_function``, class 1 ``LogitLink.inverse`` = ``scipy.special.expit`` in float64 (a few
     ulps of the exact sigmoid), class 0 ``1 - `` that. Not ``binary:logitraw`` (the margin itself),
     ``binary:hinge`` (0 / 1), ``cross_entropy_lambda`` (``log(1 + exp(raw))``, refused at load) or
-    scikit-learn's exponential loss (``expit(2 z)``: another link)."""
+    scikit-learn's exponential loss (``expit(2 z)``: factor 2, :func:`_sigmoid_factor`)."""
     if fmt == "sklearn":
-        est = getattr(model, "raw", None)
-        if type(est).__name__ not in ("HistGradientBoostingClassifier", "GradientBoostingClassifier"):
-            return False
-        loss = getattr(est, "_loss", None)
-        # the exact classes (not subclasses: another predict_proba or link would pass isinstance)
-        return (type(loss).__name__ == "HalfBinomialLoss" and type(loss).__module__ == "sklearn._loss.loss"
-                and type(getattr(loss, "link", None)).__name__ == "LogitLink"
-                and type(loss.link).__module__ == "sklearn._loss.link")
+        from fairspec.models.trees import sklearn_link_factor
+
+        return sklearn_link_factor(getattr(model, "raw", None)) == 1.0
     if fmt == "xgboost":
         from fairspec.backends.trees.runtime import _xgb_objective
 
@@ -250,7 +272,7 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     from fairspec.verdict import Verdict, Witness
 
     post, cls = prop.post, prop.cls
-    got = output_scores(model)
+    got = output_scores(model, margin=post == "class_logit")
     if got is None:
         return None, "its output columns are not read as trees with a linear or softmax readout"
     sc, probs = got

@@ -225,6 +225,26 @@ def tree_ensemble(model):
         return None
 
 
+def refuse_two_logits(model, post: str) -> None:
+    """Raise :class:`fairspec.verdict.Unsupported` (the caller's ``unknown``) for a ``logit`` post of a
+    model whose logit names two numbers: a GradientBoostingClassifier with the exponential loss
+    (``decision_function`` z, the log-odds 2 z of ``predict_proba``) not declared by its
+    ``decision_function``. Lint says so as FS415 when it can read the file's loss
+    (:func:`fairspec.models.peek.peek_two_logits`); this is the same refusal where it could not."""
+    if post not in ("logit", "class_logit") or getattr(model, "format", "") != "sklearn" or \
+            getattr(model, "method", None) == "decision_function":
+        return
+    from fairspec.models.peek_sklearn import two_logits
+
+    est = getattr(model, "raw", None)
+    why = two_logits(type(est).__name__, getattr(est, "loss", None))
+    if why is not None:
+        from fairspec.verdict import Unsupported
+
+        raise Unsupported(f"logit(m(x)) reads the model's logit, but {why}: compare prob(m(x)) or label(m(x)), "
+                          f"or declare output = \"decision_function\" to read logit(m(x)) as z")
+
+
 def tree_nodes(t):
     from fairspec.certify.trees import SplitTest, TreeNodes
 

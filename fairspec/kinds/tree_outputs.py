@@ -115,6 +115,9 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     model = ctx.model(prop.model)
+    from fairspec.kinds.tree_cells import refuse_two_logits
+
+    refuse_two_logits(model, prop.post)             # decide_outputs' caller says it as unknown
     ens = cell_ensemble(model)
     if ens is None:
         return gone(f"the trees of model '{prop.model}' could not be read for every output column, so its "

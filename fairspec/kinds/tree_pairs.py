@@ -13,7 +13,8 @@ the spec's strictness (``<`` / ``<=`` of the post-condition and of each relaxed 
   (a domain point pair, replayed on the library) -- ``find`` / ``prove``;
 * ``maximize``: the exact largest violation measure over all admissible pairs (``|s - s'|`` for
   ``prob`` / ``logit``, ``min(z - c, c - z')`` in the library's margin for ``label``, c the margin its
-  label cuts at: 0, or an XGBoost binary:logitraw model's 1/2 read by its predict), reported as the
+  label cuts at: 0, or an XGBoost binary:logitraw model's 1/2 read by its predict; over the flipping
+  pairs of a violation, :func:`label_meaning`), reported as the
   interval ``[value, value]`` (its two float neighbours when the exact difference is not a float);
   a ``label`` on a model whose library outputs no margin (a probability-averaging forest) gets no
   value (:data:`NO_MARGIN`), as a network whose runtime outputs no logit gets none.
@@ -39,7 +40,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_ok, fixed_columns, has_two_values,
-                                       runtime_name, split_tests, tree_ensemble, tree_nodes)
+                                       refuse_two_logits, runtime_name, split_tests, tree_ensemble, tree_nodes)
 
 if TYPE_CHECKING:  # annotations only
     from fairspec.verdict import Verdict
@@ -328,6 +329,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     fs = ctx.spec.feature_set(prop.features)
     enc = ctx.encoding(prop.model)
     model = ctx.model(prop.model)
+    refuse_two_logits(model, prop.post)
     ens = tree_ensemble(model)
     dom, why = pair_domain(prop, fs, enc, ens)
     if dom is None and ens is not None:
@@ -389,38 +391,38 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     value = bound = None
     best = None
     if mode == "maximize" and measure is not None:
-        if post == "label" and not margin:
-            details["maximum"] = NO_MARGIN       # the measure only picks the witness below
-        else:
-            if post == "label":
-                # min(z - c, c - z'): exact with the cut c = 0 (min and negation), else its float
-                # neighbours when the exact value is not a float
-                best, ex = label_maximum(measure[I], measure[J], cut)
+        if post == "label":
+            # min(z - c, c - z') over the pairs the verdict is about (LABEL_MAXIMUM): the flipping pairs
+            # (x labelled 1, x' 0) of a violation, every pair of a holds; exact with the cut c = 0 (min
+            # and negation), else its float neighbours when the exact value is not a float
+            flips = None if res.proof is not None else (L[I] == 1) & (L[J] == 0)
+            best, ex = label_maximum(measure[I], measure[J], cut, mask=flips)
+            if not margin:
+                details["maximum"] = NO_MARGIN   # the measure only picks the witness below
+            else:
                 value, lo, hi = _interval(ex)
                 bound = (lo, hi)
-            else:
-                value, bound, best = exact_maximum(measure[I], measure[J])
+                details["maximum"] = label_meaning(res.proof is not None, cut, f"enumeration of {unit}")
+        else:
+            value, bound, best = exact_maximum(measure[I], measure[J])
             details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
         return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
     k = res.index
-    if mode == "maximize" and post != "label" and best is not None:
+    if mode == "maximize" and best is not None:
         k = best                          # the largest violation is a violation too
-    elif mode == "maximize" and post == "label":
-        k, _ = label_maximum(measure[I], measure[J], cut, mask=(L[I] == 1) & (L[J] == 0))
     i, j = int(I[k]), int(J[k])
     vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
     XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
     x, xp = XW[0], XW[1]
-    out = model.replay(XW)
-    # the concrete pair replayed: it must violate on the library too
+    # the concrete pair replayed: it must violate on the library too; the witness shows what the post
+    # reads (the library's labels, probabilities or margins), as the leaf boxes' and the class posts' do
+    out = runtime_outputs(model, XW, post)
     if post == "label":
-        lw = runtime_outputs(model, XW, "label")
-        again = bool(lw[0] == 1 and lw[1] == 0)
+        again = bool(out[0] == 1 and out[1] == 0)
     else:
-        sw = runtime_outputs(model, XW, post)
-        again = not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
+        again = not bool(compare_exact(out[:1], prop.eps_op, prop.eps, minus=out[1:])[0])
     if not again:
         return unknown(prop, "the violating cell pair did not reproduce on a concrete pair of the library's runtime",
                        backend=backend, seconds=seconds, details=details)
@@ -502,6 +504,24 @@ def _label_measure(model, X) -> tuple[np.ndarray, bool, float]:
     from fairspec.models.trees import agg_to_logit
 
     return agg_to_logit(runtime_outputs(model, X, "prob"), "identity"), False, 0.0
+
+
+def label_meaning(holds: bool, cut: float, how: str) -> str:
+    """``details["maximum"]`` of a ``label`` post's exact maximize value: what the number is, so that a
+    0 (a pair at the cut) or a value of either sign inside the band where the library's probability
+    rounds to 1/2 (XGBoost's float32 ``p > 0.5``) reads one way. The value is the largest
+    ``min(z - c, c - z')`` in the library's margin z over the pairs the verdict is about -- the flipping
+    pairs (x labelled 1, x' 0) of a ``violated``, every admissible pair of a ``holds`` (none flips) --
+    as a network's is (there every flipping pair measures >= 0 and every other <= 0, so the maximum
+    over every pair is the flipping pairs' when one flips); its sign is not the verdict."""
+    c = f"c = {cut:g}"
+    if holds:
+        return (f"exact over every admissible pair ({how}): the largest min(z - c, c - z'), {c}, in the library's "
+                f"margin z; no pair's labels differ -- the verdict says so, not the value's sign (0: a pair at the "
+                f"cut; above 0: margins on both sides of c whose probabilities the library rounds alike)")
+    return (f"exact over the admissible pairs whose labels differ, x labelled 1 and x' 0 ({how}): the largest "
+            f"min(z - c, c - z'), {c}, in the library's margin z (0: a flipping pair at the cut; below 0: one whose "
+            f"probabilities the library rounds apart on one side of c)")
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -716,7 +736,7 @@ def solver_verdict(prop: ir.IndividualFairness, ctx, res, backend: str, seconds:
                 details = {**details, "maximum": "[best replayed pair, certified upper bound]"}
             else:
                 details = {**details, "best_value": v, "maximum": "no certified upper bound"}
-    out = model.replay(XW)          # once, on the pair reported
+    out = runtime_outputs(model, XW, prop.post)     # what the post reads, as every tree path's witness shows
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(out[0]), float(out[1])), replayed_by=runtime_name(model))
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,

@@ -124,6 +124,25 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
         return None
 
 
+def peek_two_logits(format: str, path, output=None) -> str | None:
+    """Why ``logit(m(x))`` of the model in the file is ambiguous, as the clause after "but" of an FS415
+    message (a GradientBoostingClassifier with the exponential loss: decision_function z or the log-odds
+    2 z: :func:`fairspec.models.peek_sklearn.two_logits`), or None, also when the declaration reads
+    ``output = "decision_function"`` (then logit(m(x)) is that output, z)."""
+    from .base import normalize_format
+
+    try:
+        if normalize_format(format, path) != "sklearn":
+            return None
+        if output is not None and str(output).strip().lower() in ("decision_function", "logit", "decision"):
+            return None
+        from .peek_sklearn import sklearn_two_logits
+
+        return sklearn_two_logits(path)
+    except Exception:  # noqa: BLE001 - the loader reads the model at check time
+        return None
+
+
 def peek_unstated_decision(format: str, path, output=None, score: str | None = None,
                            name: str = "the model") -> str | None:
     """Why the binary decision of the model in the file depends on a choice its declaration does not

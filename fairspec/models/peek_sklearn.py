@@ -483,3 +483,30 @@ def skops_classes(path) -> tuple | None:
         return None
     return None
 
+
+
+def two_logits(cls: str | None, loss) -> str | None:
+    """Why ``logit(m(x))`` of a scikit-learn classifier of class ``cls`` fitted with ``loss`` names two
+    numbers, as the clause after "but" of an FS415 message, or None: GradientBoosting's exponential
+    loss, whose ``predict_proba`` is ``expit(2 z)`` of its ``decision_function`` z (the log-odds 2 z;
+    :func:`fairspec.models.trees.sklearn_link_factor`)."""
+    if cls == "GradientBoostingClassifier" and loss == "exponential":
+        return ("a GradientBoostingClassifier with loss = 'exponential' has two: its decision_function z and "
+                "the log-odds 2 z of its predict_proba (expit(2 z))")
+    return None
+
+
+def sklearn_two_logits(path) -> str | None:
+    """:func:`two_logits` of the final estimator of a skops file or a pickle (read inertly: nothing runs)."""
+    try:
+        p = pathlib.Path(path)
+        if p.suffix.lower() == ".skops":
+            with zipfile.ZipFile(p) as zf:
+                node = skops_final_node(json.loads(zf.read("schema.json")))
+            n = (_attrs(node) or {}).get("loss")
+            loss = json.loads(n["content"]) if isinstance(n, dict) and n.get("__loader__") == "JsonNode" else None
+            return two_logits(node.get("__class__"), loss)
+        root = _pickle_root(p, True)
+        return None if root is None else two_logits(root._qual[1], _state(root).get("loss"))
+    except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
+        return None

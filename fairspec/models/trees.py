@@ -353,11 +353,18 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
     if name == "GradientBoostingClassifier":
         if len(classes) != 2:
             raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
+        f = sklearn_link_factor(est)
+        if f is None:
+            raise UnsupportedModel(name, "loss", "its predict_proba is not expit(decision_function) or "
+                                                 "expit(2 * decision_function)")
+        # S = f * decision_function (the exponential loss: f = 2, a power of two, so every product and
+        # sum is the library's scaled exactly), whose sigmoid is predict_proba's column 1
         lr = float(est.learning_rate)
-        trees = [_sk_tree(s[0].tree_, lr * np.asarray(s[0].tree_.value, dtype=np.float64)[:, 0, 0])
+        trees = [_sk_tree(s[0].tree_, f * (lr * np.asarray(s[0].tree_.value, dtype=np.float64)[:, 0, 0]))
                  for s in est.estimators_]
-        return _finish_boosted(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name),
-                               lambda X: est.decision_function(X), method, index, name)
+        return _finish_boosted(TreeEnsemble(tuple(trees), width, 0.0, "logistic", name, margin_scale=f),
+                               lambda X: f * np.asarray(est.decision_function(X), dtype=np.float64), method,
+                               index, name)
     if name == "HistGradientBoostingClassifier":
         if len(classes) != 2:
             raise UnsupportedModel(name, "classes_", "only binary gradient boosting has a single logit")
@@ -376,6 +383,28 @@ def from_sklearn(est, method: str = "predict_proba", index: int | None = None) -
                                lambda X: est.decision_function(X), method, index, name)
     raise UnsupportedModel(name, "estimator", f"estimator {name} is not a tree model "
                            f"(supported: {', '.join(SKLEARN_TREES)})")
+
+
+def sklearn_link_factor(est) -> float | None:
+    """f where a binary scikit-learn gradient booster's ``predict_proba[:, 1]`` is
+    ``expit(f * decision_function)`` in float64 (and ``predict`` the positive class iff
+    ``decision_function`` >= 0 for GradientBoosting, > 0 for HistGradientBoosting): 1.0 for the log
+    loss (``HalfBinomialLoss``, ``LogitLink.inverse`` = expit), 2.0 for GradientBoosting's exponential
+    loss (``ExponentialLoss``, ``HalfLogitLink.inverse`` = ``expit(2 * raw)``: 2 * raw is exact, so its
+    rounding is the log loss's on the doubled margin). None for another estimator, loss or link (the
+    exact classes, not subclasses: another predict_proba or link would pass isinstance)."""
+    if type(est).__name__ not in ("HistGradientBoostingClassifier", "GradientBoostingClassifier"):
+        return None
+    loss = getattr(est, "_loss", None)
+    link = getattr(loss, "link", None)
+    if type(loss).__module__ != "sklearn._loss.loss" or type(link).__module__ != "sklearn._loss.link":
+        return None
+    pair = (type(loss).__name__, type(link).__name__)
+    if pair == ("HalfBinomialLoss", "LogitLink"):
+        return 1.0
+    if pair == ("ExponentialLoss", "HalfLogitLink") and type(est).__name__ == "GradientBoostingClassifier":
+        return 2.0
+    return None
 
 
 def _finish_boosted(ens: TreeEnsemble, margin, method: str, index: int | None, name: str,

@@ -259,7 +259,8 @@ class ModelChecks:
         import dataclasses
 
         from fairspec.models.peek import (peek_no_probability, peek_output_columns, peek_output_kind,
-                                          peek_output_problem, peek_score_problem, peek_unstated_decision)
+                                          peek_output_problem, peek_score_problem, peek_two_logits,
+                                          peek_unstated_decision)
         from fairspec.models.readout import ReadoutError, positive_class_problem, resolve_readout
 
         what = f"the output of model '{node.name.id}'" if output is None else f"output {output!r} of model '{node.name.id}'"
@@ -288,7 +289,8 @@ class ModelChecks:
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
             classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id),
             decision_unstated=(peek_unstated_decision(fmt, path, output, score, node.name.id)
-                               if task == "binary" else None))
+                               if task == "binary" else None),
+            two_logits=peek_two_logits(fmt, path, output) if task == "binary" else None)
 
     def _predictions(self, node: ast.ModelDecl, pos) -> None:
         """model m = predictions(DATA, score = "col", threshold = 0.5) | predictions(DATA, decision = "col"):

@@ -9,7 +9,8 @@ solving, that what a spec reads fits the model:
 FS414    a binary decision (``label(m(x))``, a binary group metric, k-discrimination, PBA)
          read from a multiclass model without ``index``
 FS415    an output the model does not have: ``value(...)`` of a classifier; ``class``,
-         ``prob``, ``logit``, ``label`` of a regression; ``logit(m(x), c)`` of probabilities
+         ``prob``, ``logit``, ``label`` of a regression; ``logit(m(x), c)`` of probabilities;
+         ``logit(m(x))`` of a model with two (GradientBoosting's exponential loss: z or 2 z)
 FS416    ``prob(m(x))`` / ``logit(m(x))`` of a multiclass model without a class
 FS417    an unknown class: a column out of range, a label the file does not record
 FS418    a binary group metric of a regression without a threshold (``threshold = t``)
@@ -138,6 +139,10 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
     if fn == "prob" and model.no_probability:
         lw.fail("FS415", f"prob({name}(...)) reads a class probability, but {model.no_probability}", span,
                 hint=no_probability_hint(model))
+    if fn == "logit" and model.two_logits:
+        lw.fail("FS415", f"logit({name}(...)) reads the model's logit, but {model.two_logits}", span,
+                hint=f"compare prob({name}(x)) (its predict_proba) or label({name}(x)); or declare "
+                     f"output = \"decision_function\" for '{name}' to read logit({name}(x)) as z")
     if fn == "logit" and mo.cls is not None and model.score_kind == "prob":
         lw.fail("FS415", f"logit({name}(...), c) reads an output of logits, but '{name}' declares score = prob",
                 span, hint=f"use prob({name}(x), c)")

@@ -262,6 +262,7 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
     near = []            # candidate pairs whose float measure is within 1e-9 of eps
     exacts = []          # per group, the exact largest measure (None: one the truth cannot settle)
     epsf = float(eps) if eps is not None else 0.0
+    flip_best = None     # label: the largest measure over the flipping pairs (x labelled 1, x' 0)
     for idx in groups:
         M = admissible(P, idx, ps)
         n_pairs += int(M.sum())
@@ -272,10 +273,18 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
             if out.logit is not None:
                 z = out.logit[idx]
                 m = np.minimum(z[:, None] - out.cut, out.cut - z[None, :])
-                m = np.where(M, m, -np.inf)
-                k = np.unravel_index(np.argmax(m), m.shape)
-                if best is None or m[k] > best[0]:
-                    best = (float(m[k]), int(idx[k[0]]), int(idx[k[1]]))
+                for mask, which in ((M, "all"), (M & (L[:, None] > L[None, :]), "flips")):
+                    mm = np.where(mask, m, -np.inf)
+                    if not mask.any():
+                        continue
+                    k = np.unravel_index(np.argmax(mm), mm.shape)
+                    cur = best if which == "all" else flip_best
+                    if cur is None or mm[k] > cur[0]:
+                        cur = (float(mm[k]), int(idx[k[0]]), int(idx[k[1]]))
+                    if which == "all":
+                        best = cur
+                    else:
+                        flip_best = cur
             continue
         if post == "logit":
             v = out.logit[idx]
@@ -299,7 +308,10 @@ def post_truth(out: Outputs, P: np.ndarray, ps: PairSpec, post: str, op: str, ep
         else:
             viol |= bool(np.any(D >= epsf + 1e-9 * max(1.0, epsf)))
     if post == "label":
-        return ("violated" if viol else "holds"), best, n_pairs
+        # the measure over the pairs the verdict is about (kinds.tree_pairs.label_meaning): the flipping
+        # pairs of a violation (for a label that is the margin's side of the cut, the largest of every
+        # pair too), every pair of a holds
+        return ("violated" if viol else "holds"), (flip_best if viol and flip_best is not None else best), n_pairs
     if best is not None:
         # best[3]: the exact largest measure over every group (None when some cannot be settled)
         best = (*best[:3], None if None in exacts or not exacts else max(exacts))
@@ -637,7 +649,7 @@ def _property(rng, k, fs, P, X, out: Outputs, info, has_data, size, family: str 
     tied = tuple(i for i in others if i not in [r[0] for r in relaxed])
     ps = PairSpec(free, tuple(relaxed), tied)
 
-    posts = [p for p in POSTS if (p != "logit" or out.logit is not None)]
+    posts = [p for p in POSTS if (p != "logit" or (out.logit is not None and not info.get("logit_ambiguous")))]
     post = posts[int(rng.integers(0, len(posts)))]
     op, eps = None, None
     status, best, n_pairs = post_truth(out, P, ps, "label", None, None) if post == "label" else (None, None, 0)

@@ -66,7 +66,10 @@ def _sk_trees(est, kind):
     return []
 
 
-def _fit_sklearn(rng, kind, X, y, strings: bool):
+def _fit_sklearn(rng, kind, X, y, strings: bool, exponential: bool = False):
+    """``exponential``: half the GradientBoosting models (by their random_state's parity, so the rng
+    stream, and every other instance, is the same as without) use loss = 'exponential' (predict_proba
+    expit(2 z))."""
     import sklearn.ensemble as E
     import sklearn.tree as T
 
@@ -75,6 +78,8 @@ def _fit_sklearn(rng, kind, X, y, strings: bool):
     depth = int(rng.integers(1, 4))
     if kind in ("rf", "et", "gb"):
         kw.update(n_estimators=int(rng.integers(1, 5)), max_depth=depth)
+    if kind == "gb" and exponential and kw["random_state"] % 2:
+        kw.update(loss="exponential")
     elif kind == "hgb":
         kw.update(max_iter=int(rng.integers(1, 5)), max_depth=depth + 1, min_samples_leaf=2)
     else:
@@ -207,7 +212,7 @@ def _model(rng, X: np.ndarray, P, fs, encs, files: dict, info: dict):
     margin = False
     if kind in SKLEARN:
         strings = rng.random() < 0.2
-        est, ties = _fit_sklearn(rng, kind, X, y, strings)
+        est, ties = _fit_sklearn(rng, kind, X, y, strings, exponential=True)
         import skops.io as sio
 
         data = sio.dumps(est)
@@ -229,7 +234,12 @@ def _model(rng, X: np.ndarray, P, fs, encs, files: dict, info: dict):
     out = _outputs(kind, data, X, names, margin)
     if kind in ("dt", "rf", "et"):
         out.logit = None                     # a logit bound on a tree or forest is refused by lint (FS506)
+    loss = str(getattr(est, "loss", "")) if kind in SKLEARN else ""
     info.update(model=kind, ties=ties, feature_names=names is not None, margin=margin)
+    if loss == "exponential":
+        # logit(m(x)) is z or 2 z: refused by lint (FS415) unless declared by its decision_function; the
+        # margin z stays the label's measure
+        info.update(loss=loss, logit_ambiguous=not margin)
     return decl, out
 
 
