@@ -151,6 +151,11 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                                           "enumerated whatever the method")
                 ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
                             hint="drop 'method'")
+            elif key in ("engine", "timeout") and prop.kind == "repair" and prop.strict and prop.threshold >= 1:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: no passing-rate ratio (the lowest rate over "
+                                     f"the highest) exceeds 1, so the goal > {prop.threshold:g} is violated with no "
+                                     "repair searched", name_node.span,
+                            hint=f"drop '{key}', or write the goal with >= 1 (equal passing rates)")
             elif key == "compare" and prop.kind == "group_metric" and _no_compare(prop):
                 ck.sink.add("FS213", f"option 'compare' has no effect here: {_no_compare(prop)}", name_node.span,
                             hint="drop 'compare'")
