@@ -457,3 +457,25 @@ def test_an_in_place_write_that_fails_keeps_the_new_content_and_names_it(tmp_pat
     kept = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert len(kept) == 1 and kept[0].read_bytes() == b"new text\n"
     assert str(kept[0]) in str(e.value) and "a.fair" in str(e.value)
+
+
+def test_a_chart_matplotlib_cannot_draw_is_never_a_clean_holds(tmp_path, confined, monkeypatch):
+    """The chart asked for and not written because matplotlib is missing is a write that failed at the
+    end, as any other (README: a holds becomes unknown with the reason; a violation stays, with the
+    warning): it was a warning alone, under a clean holds."""
+    import fairspec.backends.pba as pba
+
+    def no_matplotlib(*a, **k):
+        raise ImportError("No module named 'matplotlib'")
+
+    monkeypatch.setattr(pba, "write_chart", no_matplotlib)
+    proj = _project(tmp_path)
+    spec = _pba_spec(proj, "shares.svg")
+    spec.write_text(spec.read_text().replace("delta {age: 0})\n", "delta {age: 0}) >= 0.0\n"))   # holds: a share >= 0
+    res = check(spec)
+    assert res.error is None and len(res.verdicts) == 2
+    assert any("needs matplotlib" in w for w in res.warnings), res.warnings
+    shares = res.verdicts[0]
+    assert shares.status == "unknown" and "could not be written: matplotlib is not installed" in shares.reason, \
+        (shares.status, shares.reason)
+    assert not (proj / "shares.svg").exists()

@@ -271,3 +271,31 @@ repair fair for dt {
     assert d["reverified"] and d["paths_optimal"] is False and d["paths_greedy"] is True
     assert "not proven" in v.reason and (tmp_path / "fixed.skops").exists()
     assert d["achieved"] <= 1.2 * d["minimal"] + 1e-9
+
+
+def test_engine_and_timeout_no_repair_reads_are_said(tmp_path):
+    """A goal > c with c >= 1 is violated with no repair searched (no ratio exceeds 1): `engine` and
+    `timeout` are lint's FS213 there. A model that already meets the goal is not repaired: they are the
+    verdict's notes (the model's decisions on the rows tell it). A model that is repaired reads both."""
+    from fairspec.pipeline import lint
+
+    m, *_ = _model(tmp_path)
+    opts = "  engine = scip\n  timeout = 30s\n"
+    cases = {"> 1": "violated", ">= 0.01": "holds", ">= 0.9": "holds"}
+    for i, (goal, status) in enumerate(cases.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / m.name).write_bytes(m.read_bytes())       # inside the spec's folder (FS212 otherwise)
+        p = _spec(d, d / m.name, f"repair fair for dt {{\n  goal passing_rate_ratio(groups sex) {goal}\n{opts}}}\n")
+        said = [x.message.split(":")[0] for x in lint(p).diagnostics if x.code == "FS213"]
+        assert said == ([f"option '{k}' has no effect here" for k in ("engine", "timeout")] if goal == "> 1" else []), \
+            (goal, said)
+        v = _check(p).verdicts[0]
+        assert v.status == status, (goal, v.status, v.reason)
+        notes = (v.details or {}).get("notes", [])
+        if goal == ">= 0.01":
+            assert not v.details["repaired"] and [n.split(" has no effect here: ")[0] for n in notes] == \
+                ["`engine`", "`timeout`"], notes
+            assert notes[0].endswith("the model already meets the goal on the data rows, so no repair was searched")
+        else:
+            assert notes == [] and (goal == "> 1" or v.details["repaired"]), (goal, notes, v.details)

@@ -349,3 +349,18 @@ def test_counts_relaxation_agrees_with_brute_force_over_every_cell(seed, minimis
         passing = base + np.bincount(group, weights=sign * k, minlength=2)
         assert k.sum() <= budget and ratio_ok(passing, sizes, c, False)
         assert (int(k.sum()) if minimise_rows else int((k > 0).sum())) == best
+
+
+def test_the_refinement_says_it_ran_on_highs_whatever_the_engine():
+    """`engine` chooses the solver of the flip stage only (README: refinement runs on HiGHS, through
+    scipy): a repair found by the refinement names both, never the engine alone."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, sex = _data(n=800)
+    Xr = X[:, :3]
+    est = DecisionTreeClassifier(max_depth=1, random_state=0).fit(Xr, sex)   # decides by sex only
+    out = repair(est, Problem(Xr, sex, ["F", "M"], SEX_BOXES, c=0.8, alpha=1.05, solver="scip"))
+    assert out.status == "repaired" and out.stage == "refinement", (out.status, out.stage)
+    assert out.solver == "scip (flips: infeasible), highs (refinement)", out.solver
+    out = repair(est, Problem(Xr, sex, ["F", "M"], SEX_BOXES, c=0.8, alpha=1.05))
+    assert out.solver == "highs", out.solver

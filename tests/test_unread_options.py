@@ -213,3 +213,30 @@ def test_k_discrimination_decided_before_any_search_says_the_search_options(tmp_
     assert [n.split(" has no effect here: ")[0] for n in notes] == ["`search`", "`seed`", "`explain`", "`timeout`"]
     assert notes[0].endswith("the property was enumerated whole, before any search"), notes
     assert "notes" not in v["plain"].details
+
+
+def test_compare_on_a_metric_that_compares_no_rate_is_a_warning(tmp_path):
+    """`compare` (between_groups | to_overall) chooses what a group's rate is compared with: the most /
+    least favoured group's rate, the inequality indices and the largest group loss compare none
+    (group_rates.metric_value, output_metrics.compare_values): FS213. A parity metric reads it."""
+    from fairspec.analyses.group_rates import METRICS, reads_compare
+
+    assert not reads_compare("bounded_group_loss") and reads_compare("statistical_parity")
+    assert {m for m in METRICS if not reads_compare(m)} >= {"most_favoured", "least_favoured", "theil_index",
+                                                            "generalized_entropy_index", "between_group_theil_index"}
+    cases = {"most_favoured(r, groups sex) >= 0": "most_favoured is the highest group's rate",
+             "least_favoured(r, groups sex) >= 0": "least_favoured is the lowest group's rate",
+             "theil_index(r, groups sex) <= 1": "theil_index is an inequality index over individuals",
+             "generalized_entropy_index(r) <= 1": "generalized_entropy_index is an inequality index over individuals",
+             "between_group_theil_index(r, groups sex) <= 1": "between_group_theil_index is an inequality index over "
+                                                              "the groups' mean benefits",
+             "statistical_parity(r, groups sex) <= 1": None}
+    for i, (claim, why) in enumerate(cases.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        p = _project(d, people_decls() + f"model r = rule(member)\nproperty p {{\n  {claim}\n  compare = to_overall\n}}\n")
+        res = lint(p)
+        assert not [x for x in res.diagnostics if x.is_error], (claim, res.diagnostics)
+        said = [(x.message, x.span.line) for x in res.diagnostics if x.code == "FS213"]
+        assert said == ([] if why is None else [(f"option 'compare' has no effect here: {why}" + said[0][0].split(why)[1],
+                                                 12)]), (claim, said)

@@ -166,6 +166,17 @@ def uses_label(metric: str) -> bool:
     return m.needs_label or m.form in ("inequality", "between_inequality")
 
 
+# the forms that compare no rate between groups or to the whole population: the most / least favoured
+# group's rate, the inequality indices (over individuals, or over the groups' mean benefits), the largest
+# group loss (metric_value, output_metrics.compare_values): the option ``compare`` reads nothing there
+NO_COMPARE_FORMS = frozenset({"max_rate", "min_rate", "inequality", "between_inequality", "output_max"})
+
+
+def reads_compare(metric: str) -> bool:
+    """Whether the option ``compare`` (between_groups | to_overall) changes ``metric``'s value."""
+    return METRICS[metric].form not in NO_COMPARE_FORMS
+
+
 def alpha_of(metric: str, alpha: float) -> float:
     return 1.0 if "theil" in metric else alpha
 

@@ -268,6 +268,7 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
             details["chart_error"] = f"the chart {chart} could not be written: {e}"
             ctx.warnings.append(f"{prop.name}: could not write the chart {path}: {e}")
         except ImportError:
+            details["chart_error"] = f"the chart {chart} could not be written: matplotlib is not installed"
             ctx.warnings.append(f"{prop.name}: the chart {path} needs matplotlib, which is not installed "
                                 f"(pip install 'specfair[report]')")
 

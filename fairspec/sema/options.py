@@ -151,6 +151,14 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                                           "enumerated whatever the method")
                 ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
                             hint="drop 'method'")
+            elif key in ("engine", "timeout") and prop.kind == "repair" and prop.strict and prop.threshold >= 1:
+                ck.sink.add("FS213", f"option '{key}' has no effect here: no passing-rate ratio (the lowest rate over "
+                                     f"the highest) exceeds 1, so the goal > {prop.threshold:g} is violated with no "
+                                     "repair searched", name_node.span,
+                            hint=f"drop '{key}', or write the goal with >= 1 (equal passing rates)")
+            elif key == "compare" and prop.kind == "group_metric" and _no_compare(prop):
+                ck.sink.add("FS213", f"option 'compare' has no effect here: {_no_compare(prop)}", name_node.span,
+                            hint="drop 'compare'")
             elif key in ("seed", "bootstrap", "confidence") and (dist := _declared(prop, spec)) is not None:
                 ck.sink.add("FS213", f"option '{key}' has no effect here: distribution '{dist}' is declared with "
                                      "its probabilities, not estimated from data rows: there is no estimate to "
@@ -222,6 +230,22 @@ def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> s
         "z3 runs with a fixed seed of its own"
     return (f"{what}, and a network's pair property makes no other random choice here (seed draws the sample of "
             "max_rows data rows flipped first and the partitions' estimate)")
+
+
+def _no_compare(prop) -> str | None:
+    """Why ``compare`` (between_groups | to_overall) changes nothing in the group metric, else None."""
+    from fairspec.analyses.group_rates import METRICS, reads_compare
+
+    m = METRICS.get(getattr(prop, "metric", None) or "")
+    if m is None or reads_compare(m.name):
+        return None
+    return {"max_rate": f"{m.name} is the highest group's rate, compared with no other group or the whole population",
+            "min_rate": f"{m.name} is the lowest group's rate, compared with no other group or the whole population",
+            "inequality": f"{m.name} is an inequality index over individuals, with no rate compared between groups",
+            "between_inequality": f"{m.name} is an inequality index over the groups' mean benefits, with no rate "
+                                  "compared between groups",
+            }.get(m.form, f"{m.name} is the largest group's value, compared with no other group or the whole "
+                          "population")
 
 
 def _declared(prop, spec) -> str | None:

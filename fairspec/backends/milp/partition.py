@@ -402,7 +402,9 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             retries = (() if not (backend == "milp" and mode in ("find", "prove") and _is_network(problem))
                        else PORTFOLIO_RETRIES if kw.get("engine") == "portfolio"
                        else PROB_RETRIES if bab_first else RETRIES)
-        if retries and deadline is not None and time_per_part is not None:
+        # (a budget spent before the partitions -- time_per_part 0: the preparation took it all -- leaves them
+        # undecided, said by the coverage: no doubling passes, whose factors divide by it)
+        if retries and deadline is not None and time_per_part:
             # then, while the total budget lasts, the boxes still open get doubling budgets, the branch and
             # bound and the portfolio in turn: a deep network's last boxes (GC-5) need minutes, not seconds
             factor = 2.0 * max(f for _, f in retries)

@@ -145,6 +145,8 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         # point of a cell may flip on its own -- over the cells it picked; when that cannot realise
         # the counts, over every cell.  Infeasible there means no repair of the data within the bound.
         out.stage = "refinement"
+        if pb.solver != "highs":      # the refinement's MILPs are HiGHS's (scipy) whatever the engine: said
+            out.solver = f"{pb.solver} (flips: infeasible), highs (refinement)"
         left = None if pb.time_limit is None else max(1.0, pb.time_limit - out.solver_seconds)
         t1 = time.perf_counter()
         st, k, note = choose_counts(cells.group, sign, cells.size, base, sizes, pb.c, pb.strict, budget, left)
@@ -170,7 +172,8 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
         out.stage = "flips"
         changes = [(int(flips.cell[k]), None) for k in ch.chosen]
     if ch.status == "timeout":
-        out.status, out.reason = "timeout", f"the {pb.solver} solver reached its time limit without a repair"
+        who = "HiGHS refinement" if out.stage == "refinement" else f"{pb.solver} solver"
+        out.status, out.reason = "timeout", f"the {who} reached its time limit without a repair"
         return out
     if ch.status == "unknown":     # no solver answer passed the exact re-check of the goal
         out.status, out.reason = "unknown", ch.note or UNCHECKED
