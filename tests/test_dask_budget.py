@@ -127,7 +127,7 @@ def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp
             (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
                                              budget=lambda item: 1.0, on_error=lambda item, why: why))
             assert isinstance(got, ex_mod.Overrun) and got.retired and not got.restarted and not got.held, got
-            assert got.worker not in ex.client.scheduler_info()["workers"]
+            assert got.worker not in ex._worker_info()
             why = _failed_job(("key", "p", "group_metric"), got)["verdict"].reason
             assert why.endswith("its job was cancelled and the worker retired from the cluster (it has no nanny "
                                 "to restart it, and the hung job holds its slot)"), why
@@ -246,7 +246,7 @@ def test_jobs_queued_on_a_held_worker_move_to_the_other_one(tmp_path):
             got = out["got"]
             assert got[1:] == ["opened", *(2 * i for i in range(1, 7))], got
             assert isinstance(got[0], ex_mod.Overrun) and got[0].held and not got[0].retired, got[0]
-            assert got[0].worker in ex.client.scheduler_info()["workers"]  # held: still in the cluster
+            assert got[0].worker in ex._worker_info()  # held: still in the cluster
             # the next maps go to the other worker from the start (unbudgeted, chunked: the state broadcast)
             assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(8)), shared={"k": 2})) == \
                 [2 * i for i in range(8)]
