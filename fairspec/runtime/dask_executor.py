@@ -218,6 +218,8 @@ class DaskExecutor:
             if over is not None:
                 fate = self._abandon(f, clock.worker, lambda: self._take_results(futures, first, given_up))
                 over.restarted, over.retired, over.held = fate == "restarted", fate == "retired", fate == "held"
+                # held: the run's other jobs go to the other workers, when it has any (_move_off_held)
+                over.moved = over.held and self._usable_workers() is not None
                 given_up[j] = _Failed(over)
 
     def _take_results(self, futures, first: int, taken: dict) -> None:
