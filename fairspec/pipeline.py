@@ -632,7 +632,8 @@ def _failed_job(job, reason: str) -> dict:
                   " and the worker retired from the cluster (it has no nanny to restart it, and the hung job holds "
                   "its slot)" if reason.retired else
                   "; the worker could not be restarted (it has no nanny) nor retired: the hung job holds its slot "
-                  "until the worker is restarted" if reason.held else ""))
+                  "until the worker is restarted" + ("; the run's other jobs were moved to the other workers"
+                                                     if reason.moved else "") if reason.held else ""))
     else:
         why = f"the job failed: {reason}"
     return {"verdict": Verdict(job[1], job[2], "unknown", reason=why)}

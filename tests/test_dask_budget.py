@@ -127,7 +127,7 @@ def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp
             (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
                                              budget=lambda item: 1.0, on_error=lambda item, why: why))
             assert isinstance(got, ex_mod.Overrun) and got.retired and not got.restarted and not got.held, got
-            assert got.worker not in ex.client.scheduler_info()["workers"]
+            assert got.worker not in ex._worker_info()
             why = _failed_job(("key", "p", "group_metric"), got)["verdict"].reason
             assert why.endswith("its job was cancelled and the worker retired from the cluster (it has no nanny "
                                 "to restart it, and the hung job holds its slot)"), why
@@ -167,6 +167,7 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
             (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
                                              budget=lambda item: 1.0, on_error=lambda item, why: why))
             assert isinstance(got, ex_mod.Overrun) and (got.held if refused else got.retired), got
+            assert not got.moved, "the held worker was the only one: no job was moved anywhere"
             fate = "is held by a hung job and could not be retired" if refused else "was retired"
             expected = (f"no worker left in the cluster at {lc.scheduler_address}: {got.worker} {fate} (a job ran "
                         f"past its budget there, and it has no nanny to restart it) and no other worker joined "
@@ -218,6 +219,8 @@ def test_jobs_queued_on_a_held_worker_move_to_the_other_one(tmp_path):
     import cloudpickle
     import time
 
+    from fairspec.pipeline import _failed_job
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
                                                        os.environ.get("PYTHONPATH", "")]))
@@ -246,7 +249,11 @@ def test_jobs_queued_on_a_held_worker_move_to_the_other_one(tmp_path):
             got = out["got"]
             assert got[1:] == ["opened", *(2 * i for i in range(1, 7))], got
             assert isinstance(got[0], ex_mod.Overrun) and got[0].held and not got[0].retired, got[0]
-            assert got[0].worker in ex.client.scheduler_info()["workers"]  # held: still in the cluster
+            why = _failed_job(("key", "hang", "group_metric"), got[0])["verdict"].reason
+            assert got[0].moved and why.endswith("nor retired: the hung job holds its slot until the worker is "
+                                                 "restarted; the run's other jobs were moved to the other "
+                                                 "workers"), why
+            assert got[0].worker in ex._worker_info()  # held: still in the cluster
             # the next maps go to the other worker from the start (unbudgeted, chunked: the state broadcast)
             assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(8)), shared={"k": 2})) == \
                 [2 * i for i in range(8)]
@@ -399,6 +406,10 @@ def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
     v = _failed_job(("key", "parity", "group_metric"), over)["verdict"]
     assert v.reason.endswith("its job was cancelled; the worker could not be restarted (it has no nanny) nor "
                              "retired: the hung job holds its slot until the worker is restarted"), v.reason
+    over.moved = True  # the cluster had other workers: the run's other jobs went there
+    v = _failed_job(("key", "parity", "group_metric"), over)["verdict"]
+    assert v.reason.endswith("the hung job holds its slot until the worker is restarted; the run's other jobs "
+                             "were moved to the other workers"), v.reason
     assert ex_mod.SerialExecutor().map(_answer_unless_hang, [1, 2], budget=lambda item: 0.001) == [2, 4]
 
 

@@ -71,8 +71,13 @@ class _Client:
     def submit(self, *a, **kw):
         return self.futures.pop(0)
 
-    def scheduler_info(self):
-        return {"workers": {}}
+    class scheduler:  # noqa: N801 - the scheduler's rpc, as Client.scheduler
+        @staticmethod
+        def identity(n_workers=0):
+            return {"workers": {}}
+
+    def sync(self, fn, *args, **kwargs):
+        return fn(*args, **kwargs)
 
     def scatter(self, data, **kw):
         return [_Done(data[0])]
@@ -117,6 +122,36 @@ def test_a_job_cancelled_because_its_data_was_lost_says_so():
     (got,) = _guarded_map(ex, _item, [1], shared={"k": 1}, on_error=lambda item, why: why)
     assert got.startswith("the Dask cluster cancelled the job (the data it needed was lost with the worker that "
                           "held it): FutureCancelledError"), got
+
+
+def test_the_workers_are_asked_of_the_scheduler_not_the_clients_cache():
+    """``Client.scheduler_info()`` fetches the workers into the client's cache and returns the cache, which
+    the client's periodic update (its workers left out) may overwrite in between: a cluster with workers then
+    looked empty, and a worker past its budget was neither retired nor restarted (its nanny "not found";
+    seen once on a loaded machine, test_dask_budget's last-worker test). The executor asks the scheduler.
+    Here the cache is the overwritten one for good, so no timing decides the outcome."""
+    pytest.importorskip("distributed")
+    worker = "tcp://10.0.0.2:4000"
+
+    class Client(_Client):
+        class scheduler:  # noqa: N801
+            @staticmethod
+            def identity(n_workers=0):
+                return {"workers": {worker: {"nanny": None, "nthreads": 1}} if n_workers else {}}
+
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {}}  # the cache, as the periodic update leaves it
+
+        def has_what(self, workers):
+            return {}
+
+        def retire_workers(self, workers, **kw):
+            return {w: {} for w in workers}
+
+    ex = _executor([])
+    ex.client, ex.RELEASE = Client([]), 0.0
+    assert ex._has_workers() and ex._worker_info() == {worker: {"nanny": None, "nthreads": 1}}
+    assert ex._abandon(_Pending(), worker) == "retired"
 
 
 def test_a_property_whose_job_was_lost_is_unknown_never_holds():
