@@ -150,7 +150,10 @@ def _worker_data_travels(address) -> None:
     from distributed import Client
 
     with Client(address, set_as_default=False) as c:
-        assert c.run(_unpicklable_worker_data) == {w: [] for w in c.scheduler_info()["workers"]}
+        # (not compared with scheduler_info()'s workers: the client's periodic update may empty that
+        # cache in between, dask_executor._worker_info)
+        held = c.run(_unpicklable_worker_data)
+        assert held and all(bad == [] for bad in held.values()), held
 
 
 def test_partitions_on_a_local_cluster_give_the_serial_verdict(cluster, tmp_path, monkeypatch):
