@@ -32,7 +32,7 @@ _LEAVES = {
     "ReLU-inplace": (lambda: nn.ReLU(inplace=True), False),
     "Identity": (lambda: nn.Identity(), False),
     "Dropout-0": (lambda: nn.Dropout(0.0), False),
-    "Dropout-0.3": (lambda: nn.Dropout(0.3), False),   # not 0.25: see the last test
+    "Dropout-0.3": (lambda: nn.Dropout(0.3), False),
     "Dropout-default": (lambda: nn.Dropout(), False),
     "Dropout-inplace": (lambda: nn.Dropout(0.1, inplace=True), False),
     "AlphaDropout-0.2": (lambda: nn.AlphaDropout(0.2), False),
