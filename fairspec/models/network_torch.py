@@ -83,6 +83,11 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
 
             with runtime_mode():
                 out = module(torch.as_tensor(X, dtype=_torch_dtype(module)))
+        except Exception as exc:  # noqa: BLE001 - a layer that does not keep rows apart (Flatten(0, -1)): one sentence
+            first = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__
+            raise UnsupportedModel(type(module).__name__, "forward", f"forward() fails on a batch of {len(X)} rows "
+                                   f"of {full.n_inputs} features ({first}), which the network read from its "
+                                   f"layers computes row by row") from None
         finally:
             if was_training:
                 module.train()

@@ -15,8 +15,11 @@ cannot see a forward() that departs from its children at one point; a proof rest
   an eager module's instances hold no method of their own (forward, ``_call_impl``, a compiled call), no
   tensor of a subclass (its ``__torch_function__`` runs in F.linear) and plain settings;
 * a TorchScript archive stores the code of every class, torch.nn.Linear's included, and it can be
-  edited: each leaf layer's forward (inlined) must be the graph of the same layer scripted afresh by
-  the running torch, normalised (value names, name mangling, source comments).
+  edited: each leaf layer's forward (inlined) must be the graph of the same layer scripted (or traced)
+  afresh by the running torch, normalised (value names, name mangling, source comments, constants); a
+  traced leaf keeps none of its settings, so each its graph's constants could stand for is tried and
+  the one it matches is what is read (a traced Softmax's dim), and a traced Identity (called with no
+  input, off the chain) must be torch's own too.
 
 :func:`torch_chain` returns the chain (``(name, module)`` for a layer, ``(name, ("relu",))`` etc. for a
 functional activation) or raises :class:`NotAChain` with one sentence. torch is imported inside.
@@ -249,7 +252,9 @@ def _pick(m, result, output):
 
 def _script_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
     if not list(m.named_children()):
-        _check_leaf(m, prefix)
+        config = _check_leaf(m, prefix)
+        if m.original_name == "Softmax" and config[0] is not None:    # a traced Softmax keeps no dim
+            return [(prefix or m.original_name, ("softmax", config[0]))]
         return [(prefix or m.original_name, m)]
     try:
         g = m.graph
@@ -301,6 +306,13 @@ def _script_chain(m, prefix: str, output: Any) -> list[tuple[str, Any]]:
         k = n.kind()
         if n in used or k in _PURE_PRIM:
             continue
+        args = list(n.inputs())
+        if k == "prim::CallMethod" and n.s("name") == "forward" and len(args) == 1 and args[0] in objs \
+                and getattr(objs[args[0]][1], "original_name", None) == "Identity":
+            # a traced Identity: called with no input (the next layer reads its input), torch's own code
+            path, sub = objs[args[0]]
+            _check_leaf(sub, f"{prefix}.{path}" if prefix else path)
+            continue
         if not k.startswith("aten::") or "!" in str(n.schema()) or "no schema" in str(n.schema()):
             _refuse(m, f"it also runs {k} off the chain of its output")
     return steps[::-1]
@@ -346,18 +358,52 @@ def _config(m) -> tuple | None:
     return ()
 
 
+def _configs(m, config: tuple) -> list[tuple]:
+    """The constructor arguments layer ``m`` may have been built with: its attributes' (``config``; a
+    scripted layer keeps them) and, for a traced layer -- which keeps none, only constants in its graph
+    -- each setting its graph's constants could be (each is then compared with torch's own layer of
+    it: a match is torch's code for those arguments, which the caller reads)."""
+    t = m.original_name
+    consts = [n.output().toIValue() for n in m.inlined_graph.nodes() if n.kind() == "prim::Constant"
+              and n.output().type().kind() in ("IntType", "FloatType")]
+    ints = sorted({v for v in consts if type(v) is int})
+    out = [config]
+    if t == "ReLU" and not hasattr(m, "inplace"):
+        out.append((True,))
+    if t in ("Dropout", "AlphaDropout") and not hasattr(m, "p"):
+        out += [(float(v), inplace) for v in sorted(set(consts)) if 0.0 <= v <= 1.0 for inplace in (False, True)]
+    if t == "Softmax" and not hasattr(m, "dim"):
+        out += [(d,) for d in ints]
+    if t == "Flatten" and not hasattr(m, "start_dim"):
+        out += [(s, e) for s in ints for e in ints]
+    return out
+
+
 @functools.lru_cache(maxsize=256)
-def _canonical(t: str, config: tuple, ps: tuple) -> frozenset[str]:
-    """The normal graphs of layer ``t(*config)`` scripted afresh and traced in eval mode (a traced
-    Dropout keeps no ``p`` attribute but a constant in its graph: each of ``ps`` is tried as its p)."""
+def _canonical(t: str, config: tuple) -> frozenset[str]:
+    """The normal graphs of layer ``t(*config)`` scripted afresh and traced in eval mode, alone and as
+    the second layer of an nn.Sequential (a traced Identity there takes no input: its output is its
+    input, which the next layer reads)."""
     import torch
 
-    layers = [getattr(torch.nn, t)(*config)] + [getattr(torch.nn, t)(p) for p in ps]
-    sample = torch.zeros(2, config[0] if t == "Linear" else 3)
+    width = config[0] if t == "Linear" else 3
+    sample = torch.zeros(2, width)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")         # TracerWarnings: not the user's to read
-        return frozenset([_normal(torch.jit.script(layers[0]).inlined_graph)]
-                         + [_normal(torch.jit.trace(layer.eval(), sample).inlined_graph) for layer in layers])
+        inner = torch.jit.trace(torch.nn.Sequential(torch.nn.Identity(), getattr(torch.nn, t)(*config)).eval(),
+                                sample)
+        return frozenset([_normal(torch.jit.script(getattr(torch.nn, t)(*config)).inlined_graph),
+                          _normal(torch.jit.trace(getattr(torch.nn, t)(*config).eval(), sample).inlined_graph),
+                          _normal(getattr(inner, "1").inlined_graph)])
+
+
+def _canonical_or_none(t: str, config: tuple) -> frozenset[str]:
+    """:func:`_canonical`, empty where torch refuses those arguments (a traced Flatten's constants
+    paired the wrong way round: Flatten(-1, 0))."""
+    try:
+        return _canonical(t, config)
+    except Exception:  # noqa: BLE001 - torch's own layer does not take them: no code to match
+        return frozenset()
 
 
 def _normal(graph) -> str:
@@ -387,22 +433,21 @@ _CONSTANT = re.compile(r"\s*(%[\w.]+) : (.+?) = prim::Constant(\[.*\])?\(\)")
 
 
 
-def _check_leaf(m, name: str) -> None:
+def _check_leaf(m, name: str) -> tuple | None:
+    """Raise unless ``m``'s stored code is torch's own forward of its type; the constructor arguments
+    it is torch's code for (None for a type whose code is not checked: from_torch refuses it)."""
     try:
         config = _config(m)
         if config is None:
-            return                      # not a layer fairspec reads: from_torch refuses its type
-        ps: tuple = ()
-        if m.original_name in ("Dropout", "AlphaDropout"):
-            ps = tuple(sorted({float(n.output().toIValue()) for n in m.inlined_graph.nodes()
-                               if n.kind() == "prim::Constant" and n.output().type().kind() == "FloatType"
-                               and 0.0 <= n.output().toIValue() <= 1.0}))
-        same = _normal(m.inlined_graph) in _canonical(m.original_name, config, ps)
+            return None                 # not a layer fairspec reads: from_torch refuses its type
+        code = _normal(m.inlined_graph)
+        same = next((c for c in _configs(m, config) if code in _canonical_or_none(m.original_name, c)), None)
     except Exception as exc:  # noqa: BLE001 - an attribute missing or of another type: not canonical
-        same, why = False, f" ({type(exc).__name__})"
+        same, why = None, f" ({type(exc).__name__})"
     else:
         why = ""
-    if not same:
+    if same is None:
         raise NotAChain(m.original_name, name or "forward",
                         f"its layer {name or m.original_name} ({m.original_name}) runs code stored in the "
                         f"TorchScript file that is not torch's own {m.original_name}.forward{why}")
+    return same
