@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact_points", "exact_rows", "input_grid"]
+__all__ = ["exact_points", "exact_rows", "input_grid", "partial_sums_bound"]
 
 _P = {"float16": 11, "float32": 24, "float64": 53}
 
@@ -171,15 +171,37 @@ def input_grid(encoding, lo, hi, integer, precision: str) -> np.ndarray:
     return g
 
 
+def partial_sums_bound(W: np.ndarray, b: np.ndarray, hlo: np.ndarray, hhi: np.ndarray) -> np.ndarray:
+    """Per row of ``W h + b`` over the box ``hlo <= h <= hhi``: an upper bound (rounded up) on the
+    magnitude of every sum of a subset of the row's terms ``W_ji h_i`` and ``b_j`` -- every product and
+    every partial sum of any summation order (an FMA's result included) is one. Each term lies in
+    ``[-n_i, p_i]`` (``p_i = max(0, W_ji hlo_i, W_ji hhi_i)``, ``n_i`` likewise of ``-W_ji h_i``), so a
+    subset's sum lies in ``[-sum n, sum p]``: the bound is ``max(sum p, sum n)``, at most the sum of the
+    magnitudes (terms of both signs, e.g. a large bias against large products, are not added up)."""
+    W = np.asarray(W, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    lo = np.asarray(hlo, dtype=np.float64).reshape(1, -1)
+    hi = np.asarray(hhi, dtype=np.float64).reshape(1, -1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        A, B = W * lo, W * hi                       # each within a relative 2**-53 of the exact product
+        P = np.maximum(np.maximum(A, B), 0.0).sum(axis=1) + np.maximum(b, 0.0)
+        N = np.maximum(np.maximum(-A, -B), 0.0).sum(axis=1) + np.maximum(-b, 0.0)
+    # n + 1 non-negative terms, each product and each addition rounded by at most a relative 2**-53 (a
+    # product that underflows by at most 2**-1074 absolute)
+    out = np.maximum(P, N) * (1.0 + (W.shape[1] + 2) * 2.0 ** -51) + (W.shape[1] + 1) * 2.0 ** -1074
+    return np.where(np.isfinite(out), np.nextafter(out, np.inf), np.inf)
+
+
 def exact_rows(W: np.ndarray, b: np.ndarray, grid: np.ndarray, mag: np.ndarray, precision: str):
     """``(exact, out_grid)`` for one affine layer ``W h + b`` over a box whose inputs ``h_i`` lie on
-    ``2**grid[i]`` (``-inf``: no grid, the input may carry rounding) and whose terms' magnitudes sum to at
-    most ``mag`` per row (``sum |W_ji| |h_i| + |b_j|`` rounded up): a row is computed *exactly* by the
-    runtime, in every summation order, with or without FMA, for every input of the box, when every
-    product and partial sum is an integer multiple of ``2**q`` (``q`` the lowest set bit over the terms)
-    of magnitude below ``2**(p + q)`` (the module docstring's argument: each is then a number of the
-    precision). ``out_grid[j]``: the row's ``q`` where exact (a ReLU keeps it: 0 or the value), else
-    ``-inf``."""
+    ``2**grid[i]`` (``-inf``: no grid, the input may carry rounding) and where ``mag`` bounds, per row,
+    the magnitude of every product and partial sum the runtime may form (the sum of the terms'
+    magnitudes ``sum |W_ji| |h_i| + |b_j|`` rounded up, or :func:`partial_sums_bound`): a row is computed
+    *exactly* by the runtime, in every summation order, with or without FMA, for every input of the box,
+    when every product and partial sum is an integer multiple of ``2**q`` (``q`` the lowest set bit over
+    the terms) of magnitude below ``2**(p + q)`` (the module docstring's argument: each is then a number
+    of the precision). ``out_grid[j]``: the row's ``q`` where exact (a ReLU keeps it: 0 or the value),
+    else ``-inf``."""
     if precision not in _EMIN:          # float16: its mixed-precision error model, no exact rows
         return np.zeros(np.shape(W)[0], dtype=bool), np.full(np.shape(W)[0], -np.inf)
     p, emin, emax = _P[precision], _EMIN[precision], _EMAX[precision]

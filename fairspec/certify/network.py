@@ -57,14 +57,14 @@ import numpy as np
 from fairspec.certify.argmax import (_exact_diff, argmax_class_score, argmax_layers, class_readout, prove_class_stable,
                                      softmax_class_slack)
 from fairspec.certify.chains import as_layers, runtime_blocks
-from fairspec.certify.exact_runtime import exact_rows, input_grid
+from fairspec.certify.exact_runtime import exact_rows, input_grid, partial_sums_bound
 from fairspec.certify.half import ETA16, EXACT_INTEGERS, SIGMOID_ABS_ERROR16, U16, check_range, layer_rounding
 from fairspec.certify.rounding import (ETA32, ETA64, U32, U64, float_up, gamma, interval_matmul, matmul_with_error,
                                        sum_with_error, up, down)
 
 __all__ = ["rigorous_ibp", "symbolic_bounds", "runtime_error_bound", "score_interval", "as_layers", "InputEncoding",
-           "encoding_from_ir", "precision_refusal", "prob_error_to_logit", "SIGMOID_ABS_ERROR", "argmax_layers",
-           "argmax_class_score", "prove_class_stable"]
+           "encoding_from_ir", "precision_refusal", "prob_error_to_logit", "equal_logits_readout", "SIGMOID_ABS_ERROR",
+           "argmax_layers", "argmax_class_score", "prove_class_stable"]
 
 SIGMOID_ABS_ERROR = {"float16": SIGMOID_ABS_ERROR16, "float32": 2.0 ** -20, "float64": 2.0 ** -48}
 _U = {"float16": U16, "float32": U32, "float64": U64}
@@ -375,16 +375,17 @@ def _check_representable(layers, precision):
 # The runtime error bound
 # ---------------------------------------------------------------------------------------------
 
-def _mismatch(Wp, bp, W, b, H, rows=None):
+def _mismatch(Wp, bp, W, b, H, rows=None, bias: bool = True):
     """Upper bound of |W' h + b' - (W h + b)| over |h| <= H, elementwise, in exact rationals
-    where the float numbers differ (zero where W' == W and b' == b exactly)."""
+    where the float numbers differ (zero where W' == W and b' == b exactly); ``bias`` False: of
+    |(W' - W) h| only (the constant b' - b left out)."""
     out = np.zeros(Wp.shape[0])
     for j in range(Wp.shape[0]):
         wrow = W[j] if rows is None else rows[0](j)
         brow = b[j] if rows is None else rows[1](j)
-        if isinstance(wrow, np.ndarray) and np.array_equal(Wp[j], wrow) and bp[j] == brow:
+        if isinstance(wrow, np.ndarray) and np.array_equal(Wp[j], wrow) and (bp[j] == brow or not bias):
             continue
-        tot = abs(Fraction(float(bp[j])) - _fr(brow))
+        tot = abs(Fraction(float(bp[j])) - _fr(brow)) if bias else Fraction(0)
         for k in range(Wp.shape[1]):
             dw = Fraction(float(Wp[j, k])) - _fr(wrow[k])
             if dw:
@@ -399,7 +400,8 @@ def _fr(x):
 
 def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding] | None = None,
                         readout=("logit", 0), proof_net=None, precision: str = "float32",
-                        integer=None, onehot_groups: Sequence[Sequence[int]] = (), base_net=None) -> float:
+                        integer=None, onehot_groups: Sequence[Sequence[int]] = (), base_net=None,
+                        difference: bool = False) -> float:
     """A rigorous bound E on ``|score as the runtime computes it - score of proof_net in exact real
     arithmetic|`` for every input ``v`` of the box ``[lo, hi]`` (see the module docstring).
 
@@ -418,10 +420,22 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
                  largest of the margin readouts' bounds ``("margin", c, j)``, ``j != c`` (the min of
                  the margins is 1-Lipschitz in the largest coordinate), plus
                  :func:`~fairspec.certify.argmax.softmax_class_slack` under a softmax head.
+    difference:  ``("logit", i)`` / ``("margin", i, j)`` only: E bounds half the error of a *difference*
+                 of two scores, ``|(rt(v) - rt(v')) - (proof(v) - proof(v'))| <= 2 E`` for every two
+                 inputs ``v, v'`` of the box (what a ``logit`` post reads). The proof network's constant
+                 offset from the runtime's exact network in the output row (a scikit-learn intercept, an
+                 encoding's offset folded into the proof's bias in float64) is the same number in both
+                 copies and cancels in exact arithmetic; nothing else does: each score's own rounding
+                 (the runtime's bias included: ``fl(s + b) - fl(s' + b)`` is not ``s - s'``, unless
+                 both are exact, when E has no rounding term at all) and every input-dependent
+                 mismatch stay in E. Behind a ReLU an offset is no offset of the output: only the
+                 output row's own is dropped.
     Raises ValueError when a condition of the error model fails (weights that are not the runtime's
     numbers, a box that is not finite); the caller then has no runtime bound (unknown)."""
     if precision not in _U:
         raise ValueError(f"precision must be float16, float32 or float64, not {precision!r}")
+    if difference and readout[0] not in ("logit", "margin"):
+        raise ValueError(f"a difference bound is for a logit or margin readout, not {readout[0]!r}")
     if readout[0] == "argmax":
         return _argmax_error_bound(runtime_net, lo, hi, encoding=encoding, readout=readout, proof_net=proof_net,
                                    precision=precision, integer=integer, onehot_groups=onehot_groups,
@@ -451,14 +465,17 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
     # in every order over the whole box (certify.exact_runtime.exact_rows): no rounding term for them
     grid = input_grid(encoding, lo, hi, integer, precision)
     d = np.where(np.isfinite(grid) | (grid > 0), 0.0, d)     # an encoding computed exactly: no input error
+    hlo, hhi = xlo, xhi                                       # the exact inputs of the layer (signed)
     for k, (W, b, relu) in enumerate(layers):
         A = np.abs(W)
         # |W h~ + b - (W h^ + b)| <= |W| d ;  rounding <= gamma(n+1)(|W|(H + d) + |b|) + (n+1) eta (float16: n+2)
         mag = up(_absmv_up(A, up(H + d)) + np.abs(b))
         d = up(_absmv_up(A, d) + layer_rounding(W.shape[1], mag, precision, u, eta, k))
-        exact, grid = exact_rows(W, b, grid, mag, precision)
+        # an exact row's inputs are exact (their own rows exact): within [hlo, hhi], so its partial sums too
+        exact, grid = exact_rows(W, b, grid, np.minimum(mag, partial_sums_bound(W, b, hlo, hhi)), precision)
         d = np.where(exact, 0.0, d)
         plo, phi = ibp[k]
+        hlo, hhi = (np.maximum(plo, 0.0), np.maximum(phi, 0.0)) if relu else (plo, phi)
         H = np.maximum(np.abs(plo), np.abs(phi))
         if relu:
             H = np.maximum(np.maximum(plo, 0.0), np.maximum(phi, 0.0))
@@ -488,7 +505,7 @@ def runtime_error_bound(runtime_net, lo, hi, *, encoding: Sequence[InputEncoding
         R, Hb, slack = runtime_blocks(layers, Hs, len(P))
         row_w, row_b = [R[-1][0][c] for c in cols], [R[-1][1][c] for c in cols]
         e_logit = float(_up0(e_logit + _proof_mismatch(P, R, encoding, lo, hi, Hb, row_w, row_b, signs, slack,
-                                                     cols)))
+                                                     cols, offset=not difference)))
     if kind in ("logit", "margin"):
         return e_logit
     return float(up(up(e_logit / 4.0) + SIGMOID_ABS_ERROR[precision]))
@@ -533,9 +550,12 @@ def _argmax_error_bound(runtime_net, lo, hi, *, encoding, readout, proof_net, pr
     return E
 
 
-def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols) -> float:
+def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols, offset: bool = True) -> float:
     """Bound of |proof logit(v) - runtime exact logit(x_exact(v))| over the box (``R``: the runtime's
-    layers or blocks of them composed, ``slack[k]`` bounding the error of block k's composition)."""
+    layers or blocks of them composed, ``slack[k]`` bounding the error of block k's composition).
+    ``offset`` False: the output row's constant part (its bias against the runtime's, with the
+    encoding's offsets when the network is one layer) is left out, the same for every input: the bound
+    of the mismatch's input-dependent part, which is what a difference of two scores sees."""
     if len(P) != len(R):
         raise ValueError(f"the proof's network has {len(P)} layers, the runtime's {len(R)}")
     n_in = R[0][0].shape[1]
@@ -567,7 +587,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
                 const -= w * t
             if dw:
                 tot += abs(dw) * Fraction(float(V[i]))
-        delta[j] = float_up(tot + abs(const))
+        delta[j] = float_up(tot + (abs(const) if offset or len(R) > 1 else 0))
     first_slack = slack[0] if not one else np.array([float_up(sum(Fraction(float(slack[0][c])) for c in cols))])
     delta = _up0(delta + first_slack)
     # hidden layers: delta' = |W'| delta + |W' - W| H + |b' - b|
@@ -581,7 +601,7 @@ def _proof_mismatch(P, R, encoding, lo, hi, Hs, row_w, row_b, signs, slack, cols
                 raise ValueError("the proof's network must end in one logit")
             wq = [sum((sg * Fraction(float(r[c])) for sg, r in zip(signs, row_w)), Fraction(0)) for c in range(W.shape[1])]
             bq = sum((sg * Fraction(float(r)) for sg, r in zip(signs, row_b)), Fraction(0))
-            mis = _mismatch(Wp, bp, None, None, H, rows=(lambda j: wq, lambda j: bq))
+            mis = _mismatch(Wp, bp, None, None, H, rows=(lambda j: wq, lambda j: bq), bias=offset)
             mis = _up0(mis + float_up(sum((Fraction(float(slack[k][c])) for c in cols), Fraction(0))))
         else:
             if Wp.shape != W.shape:
@@ -595,6 +615,44 @@ def _up0(x):
     """``up`` of a sum of non-negative floats, but an exact 0 kept 0 (such a sum rounds to 0 only when every
     term is 0): a proof network equal to the runtime's in exact arithmetic then has no mismatch at all."""
     return np.where(np.asarray(x) == 0, 0.0, up(x))
+
+
+def equal_logits_readout(runtime_net, lo, hi, *, post: str, eps, eps_strict: bool, readout, fixed_head: bool = False,
+                         **bound) -> tuple | None:
+    """The logit readout whose equality in the two copies of every pair proves a ``prob`` post at eps 0
+    on the runtime, or None. ``|p - p'| <= 0`` holds iff ``p = p'`` for every pair; it does when the
+    runtime's logits are the same float, ``z = z'``, and the probability is one fixed function of that
+    float alone:
+
+    * readout ``("logit", i)`` / ``("margin", i, j)``: the post reads the real logistic of the runtime's
+      logit (:class:`fairspec.certify.enumerate.SigmoidCheck`): one value for one input (and, strictly
+      increasing, different for different ones: then the claim is also necessary);
+    * readout ``("prob", i)`` with ``fixed_head``: the runtime's probability is one elementwise function
+      of column i's float (scipy's ``expit`` of a scikit-learn model, a scalar loop with no lane or
+      position dependence: :func:`fairspec.models.batching.elementwise_sigmoid_head`); a vectorised
+      logistic (torch, onnxruntime) may round one input differently by its position: not taken.
+
+    ``z = z'`` as floats follows from a proof that ``z - z' <= 0`` for every ordered pair (the pairs of a
+    pair question are symmetric: each order is one) about the proof network, when the runtime's logit
+    difference is the proof's exactly: :func:`runtime_error_bound` with ``difference=True`` is 0 (every
+    row exact over the box, no input-dependent mismatch). ``bound``: its keyword arguments (encoding,
+    proof_net, precision, integer, onehot_groups). eps is read as the spec writes it."""
+    from fairspec.certify.exact import threshold_of
+
+    if post != "prob" or eps_strict or threshold_of(eps) != 0:
+        return None
+    kind = readout[0]
+    if kind in ("logit", "margin"):
+        logit = tuple(readout)
+    elif kind == "prob" and fixed_head:
+        logit = ("logit", readout[1])
+    else:
+        return None
+    try:
+        E = runtime_error_bound(runtime_net, lo, hi, readout=logit, difference=True, **bound)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return logit if E == 0 else None
 
 
 def prob_error_to_logit(e_prob: float) -> float:

@@ -739,10 +739,8 @@ def _relaxed(prop, fs, enc, low):
     out = []
     for i, t in low.relaxed:
         f = names.get(i)
-        if f is not None and prop.relaxed_op(f) == "<" and low.integer[i]:
-            out.append((i, float(math.ceil(threshold_of(t)) - 1)))
-        else:
-            out.append((i, t))
+        strict_int = f is not None and prop.relaxed_op(f) == "<" and low.integer[i]
+        out.append((i, float(math.ceil(threshold_of(t)) - 1)) if strict_int else (i, t))
     return tuple(out)
 
 
@@ -750,6 +748,7 @@ def _runtime(prop, ctx, enc, low):
     """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
     from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
+    from fairspec.models.batching import elementwise_sigmoid_head
     from fairspec.models.runtime_layers import runtime_layers
 
     model = ctx.model(prop.model)
@@ -758,7 +757,7 @@ def _runtime(prop, ctx, enc, low):
         encoding = encoding_from_ir(_codes_as_variables(enc))
     except (ValueError, TypeError) as e:
         return Runtime(None, why_not=f"no runtime error bound for this model ({e})")
-    return Runtime(layers, encoding, readout, precision)
+    return Runtime(layers, encoding, readout, precision, fixed_head=elementwise_sigmoid_head(model) is not None)
 
 
 def _codes_as_variables(enc):

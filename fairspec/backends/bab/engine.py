@@ -37,7 +37,9 @@ BAND_SPLIT = 0.25
 #: prove_below: single pairs closed exactly *at* the threshold (a tie the exact leaves prove, on a runtime
 #: exact over the box, certify.exact_runtime) before the search gives up: a plateau of tied pairs is
 #: point-by-point enumeration here, which the refinement's enumeration does faster (seed 44's
-#: network-solver 44000028 p0 timed out in the branch and bound instead of being enumerated)
+#: network-solver 44000028 p0 timed out in the branch and bound instead of being enumerated). Measured
+#: (bench/results/exact_ties_s25.md): proofs on the tie tests used 3-47 tie nodes, a give-up cost <= 0.17 s,
+#: unbounded one plateau ran 600 s (155,791 tie nodes); at seed 46 no search reached a tie node
 TIE_POINTS = 64
 
 
@@ -721,7 +723,7 @@ def upper_bound(problem, deadline: float, start_bounds=None) -> tuple[float, Pro
 
 def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, readout=("logit", 0),
                   precision: str = "float32", eps_strict: bool = False, start_bounds=None,
-                  max_nodes: int = 1_000_000, base_net=None) -> BabResult:
+                  max_nodes: int = 1_000_000, base_net=None, fixed_head: bool = False) -> BabResult:
     """The whole certified question for a pair problem about a model's runtime: the runtime error
     bound E over the (sub-)box (:func:`fairspec.certify.network.runtime_error_bound`, with
     ``problem.net`` as the proof's network), the claim moved outward by E
@@ -729,16 +731,32 @@ def certify_holds(problem, runtime_net, deadline: float, *, encoding=None, reado
     through :func:`fairspec.certify.network.prob_error_to_logit`), then :func:`prove_below`.
     ``stats["runtime_error"]`` is E; a model outside the error model is ``gave-up`` with the reason.
     ``base_net``: the K-output network under a class readout ``("argmax", c)`` (``problem.net`` is
-    then its class score, :func:`fairspec.certify.network.argmax_layers`, checked by certify)."""
+    then its class score, :func:`fairspec.certify.network.argmax_layers`, checked by certify).
+    ``fixed_head``: the runtime's probability is one elementwise function of its logit's float (a prob
+    post at eps 0 is then proved by equal logits where certify says so:
+    :func:`fairspec.certify.network.equal_logits_readout`)."""
     from fairspec.certify.claims import runtime_record
-    from fairspec.certify.network import prob_error_to_logit, runtime_error_bound
+    from fairspec.certify.network import equal_logits_readout, prob_error_to_logit, runtime_error_bound
     from fairspec.certify.pairlp import moved_threshold
 
     sub = problem.restrict(*start_bounds) if start_bounds is not None else problem
+    logit = equal_logits_readout(runtime_net, sub.lo, sub.hi, post=sub.post, eps=sub.eps, eps_strict=eps_strict,
+                                 readout=readout, fixed_head=fixed_head, encoding=encoding, proof_net=problem.net,
+                                 precision=precision, integer=sub.integer, onehot_groups=sub.onehot_groups)
+    if logit is not None:
+        # |p - p'| <= 0 from z - z' <= 0 for every ordered pair, the runtime's logit difference the proof's exactly
+        rec = dict(runtime_record(sub.eps, eps_strict, 0.0, readout, precision), via="equal logits",
+                   logit_readout=list(logit))
+        r = prove_below(sub.with_post("logit", 0.0), 0, False, deadline, max_nodes=max_nodes, runtime=rec)
+        r.stats["runtime_error"] = 0.0
+        if r.status == "proved" or time.monotonic() > deadline:
+            return r
     try:
+        # a logit post reads z - z': E bounds half its error, a constant offset of the proof's output cancelling
         E = runtime_error_bound(runtime_net, sub.lo, sub.hi, encoding=encoding, readout=readout,
                                 proof_net=problem.net, precision=precision, integer=sub.integer,
-                                onehot_groups=sub.onehot_groups, base_net=base_net)
+                                onehot_groups=sub.onehot_groups, base_net=base_net,
+                                difference=sub.post == "logit" and readout[0] in ("logit", "margin"))
     except (ValueError, TypeError, AttributeError) as e:
         return BabResult("gave-up", reason=f"no runtime error bound for this model: {e}")
     prob_readout = readout[0] in ("prob", "softmax")

@@ -79,6 +79,9 @@ class Runtime:
     base_net: object = None          # readout ("argmax", c): the K-output network (feature space)
     #: the runtime's batch scores for the refinement's enumeration (:class:`BatchScorer`); None: not available
     scores: BatchScorer | None = None
+    #: readout ("prob", i): the probability is one elementwise function of the logit's float
+    #: (:func:`fairspec.models.batching.elementwise_sigmoid_head`; certify.network.equal_logits_readout)
+    fixed_head: bool = False
 
     def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
         return {**self.__dict__, "replay": None, "scores": None}
@@ -152,7 +155,8 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
         return unknown(f"{solver} says no pair violates it, but the answer could not be certified: {rt.why_not}")
     budget = 3600.0 if seconds is None else max(0.0, float(seconds))
     r = certify_holds(problem, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
-                      precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net)
+                      precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net,
+                      fixed_head=rt.fixed_head)
     took = time.perf_counter() - t0
     st = dict(res.stats, certify_seconds=round(took, 4), certify_nodes=r.stats.get("nodes"),
               runtime_error=r.stats.get("runtime_error"))
@@ -201,7 +205,8 @@ def certified_bound(problem: PairProblem, seconds: float | None):
     try:
         E = runtime_error_bound(rt.layers, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
                                 proof_net=problem.net, precision=rt.precision, integer=problem.integer,
-                                onehot_groups=problem.onehot_groups, base_net=rt.base_net)
+                                onehot_groups=problem.onehot_groups, base_net=rt.base_net,
+                                difference=problem.post == "logit" and rt.readout[0] in ("logit", "margin"))
     except (ValueError, TypeError, AttributeError):
         return math.inf, None, None
     prob_readout = rt.readout[0] in ("prob", "softmax")
@@ -239,7 +244,7 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nod
     budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
     r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
                       precision=rt.precision, eps_strict=sub.eps_strict, base_net=rt.base_net,
-                      max_nodes=max_nodes)
+                      max_nodes=max_nodes, fixed_head=rt.fixed_head)
     took = time.perf_counter() - t0
     st = {"certify_seconds": round(took, 4), "certify_nodes": r.stats.get("nodes"),
           "runtime_error": r.stats.get("runtime_error"), "certify_lps": r.stats.get("lp_solves"),

@@ -66,6 +66,9 @@ class Runtime:
     score_kind: str = "logit"
     name: str = ""
     base_net: object = None      # readout ("argmax", c): the K-output network (feature space)
+    #: readout ("prob", i): the probability is one elementwise function of the logit's float
+    #: (fairspec.models.batching.elementwise_sigmoid_head; certify.network.equal_logits_readout)
+    fixed_head: bool = False
 
     def __getstate__(self):
         # a process pool's worker gets no replay (the loaded model stays in the parent): it
@@ -136,7 +139,8 @@ def _moved(problem: PairProblem, rt: Runtime, eps_strict: bool):
 
     E = runtime_error_bound(rt.net, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
                             proof_net=problem.net, precision=rt.precision, integer=problem.integer,
-                            onehot_groups=problem.onehot_groups, base_net=rt.base_net)
+                            onehot_groups=problem.onehot_groups, base_net=rt.base_net,
+                            difference=problem.post == "logit" and rt.readout[0] in ("logit", "margin"))
     prob_readout = rt.readout[0] in ("prob", "softmax")
     if problem.post == "label" and prob_readout:
         Eu = prob_error_to_logit(E)
@@ -151,6 +155,17 @@ def _moved(problem: PairProblem, rt: Runtime, eps_strict: bool):
     thr, strict = moved_threshold(problem.post, problem.eps, Eu, eps_strict)
     margin = Eu if problem.post == "label" else 2.0 * Eu
     return thr, strict, Eu, margin
+
+
+def _equal_logits(problem: PairProblem, rt: Runtime, eps_strict: bool):
+    """The logit readout a prob post at eps 0 is proved by (z - z' <= 0 for every pair), where certify says
+    so (:func:`fairspec.certify.network.equal_logits_readout`); None otherwise."""
+    from fairspec.certify.network import equal_logits_readout
+
+    return equal_logits_readout(rt.net, problem.lo, problem.hi, post=problem.post, eps=problem.eps,
+                                eps_strict=eps_strict, readout=rt.readout, fixed_head=rt.fixed_head,
+                                encoding=rt.encoding, proof_net=problem.net, precision=rt.precision,
+                                integer=problem.integer, onehot_groups=problem.onehot_groups)
 
 
 class _Judge:
@@ -322,12 +337,17 @@ class _Session:
         self.judge = _Judge(self.p, self.rt, eps_strict, eps_text)
         self.z3 = _Z3(deadline)
         self.thr, self.strict, self.E, self.margin = _moved(self.p, self.rt, eps_strict)
+        # the verdict's claim: (problem, threshold, strict, E); prob at eps 0 where certify says so: z - z' <= 0,
+        # the logit difference exact (the judge, and maximize's bisection, keep self.p's post and margin)
+        self.via = _equal_logits(self.p, self.rt, eps_strict)
+        self.claim = ((self.p, self.thr, self.strict, self.E) if self.via is None
+                      else (self.p.with_post("logit", 0.0), Fraction(0), False, 0.0))
         self.PairQuery = PairQuery
         self.best: tuple | None = None          # (measure, Witness)
         self.seen: dict = {}
 
-    def query(self, thr, strict):
-        return self.PairQuery.from_problem(self.p, thr, strict)
+    def query(self, thr, strict, problem=None):
+        return self.PairQuery.from_problem(self.p if problem is None else problem, thr, strict)
 
     def in_domain(self, x, xp) -> bool:
         ok, _ = precondition_holds(self.p0, x, xp, tol=0.0)
@@ -363,7 +383,7 @@ def _decide(S: _Session, mode: str) -> PairResult:
     from fairspec.certify.smt import input_names, smtlib
 
     try:
-        q = S.query(S.thr, S.strict)
+        q = S.query(S.claim[1], S.claim[2], S.claim[0])
     except ValueError as e:
         return S.result("unknown", mode, reason=f"the SMT query cannot be stated: {e}")
     names = input_names(q)
@@ -392,7 +412,7 @@ def _decide(S: _Session, mode: str) -> PairResult:
             w = Witness([float(a) for a in x], [float(a) for a in xp], float(s[0]), float(s[1]))
             return S.result("violated", mode, value=S.judge.measure(s), witness=w,
                             reason="the pair replays as a violation on the runtime")
-        if S.p.post == "prob" and viol is not None and _z_prime(q, fx, fxp) is not None:
+        if q.post == "prob" and viol is not None and _z_prime(q, fx, fxp) is not None:
             zp = float(_z_prime(q, fx, fxp))
             if _real_prob_measure(q, fx, fxp) < float(q.threshold) and len(cuts) < 64 and zp not in cuts:
                 cuts.append(zp)                    # only the over-approximation breaks: refine it
@@ -426,9 +446,10 @@ def _certify(q, text, excluded, S: _Session, cuts):
     return prove_unsat(q, text, "unsat", solver=S.z3.version, cuts=cuts,
                                  excluded=[(fx, fxp, s) for _, _, s, (fx, fxp) in excluded],
                                  post=S.p.post, eps=S.judge.eps, eps_strict=S.eps_strict,
-                                 decision_threshold=S.judge.t, runtime_error=S.E, runtime_name=S.rt.name,
+                                 decision_threshold=S.judge.t, runtime_error=S.claim[3], runtime_name=S.rt.name,
                                  sigmoid_of_logits=S.rt.score_kind == "logit", readout=S.rt.readout,
-                                 precision=S.rt.precision, base_net=S.rt.base_net)
+                                 precision=S.rt.precision, base_net=S.rt.base_net,
+                                 **({} if S.via is None else {"via": "equal logits", "logit_readout": list(S.via)}))
 
 
 def _z_prime(q, fx, fxp):
@@ -527,7 +548,7 @@ def _maximize(S: _Session, start) -> PairResult:
         hi, lo_ibp = Fraction(1), Fraction(-1)
     hi_proof = None
     if verdict.status == "holds" and verdict.proof is not None:
-        hi = min(hi, Fraction(S.thr))
+        hi = min(hi, Fraction(S.claim[1]))      # equal logits: every pair's real probabilities equal too
         hi_proof = verdict.proof
     lo = None                      # the best real measure of a model pair (label / logit), or a prob float
     rounds = 0

@@ -129,9 +129,12 @@ def runtime_of(model, enc, post: str | None = None):
                     return Runtime(raw, _encoding(enc), ("logit", 0), precision,
                                    lambda V: _decision(model, encode_like_runtime(enc, V)), "logit",
                                    f"sklearn {type(model.raw).__name__} decision_function (float64)")
+                from fairspec.models.batching import elementwise_sigmoid_head
+
                 return Runtime(raw, _encoding(enc), ro, precision,
                                lambda V: model.score(encode_like_runtime(enc, V)), model.score_kind,
-                               f"sklearn {type(model.raw).__name__} (float64)")
+                               f"sklearn {type(model.raw).__name__} (float64)",
+                               fixed_head=ro[0] == "prob" and elementwise_sigmoid_head(model) is not None)
         else:
             return None
         ro = _readout(raw, model.readout)

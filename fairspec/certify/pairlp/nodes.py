@@ -136,6 +136,7 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     pdiffs = []
     for k, (W, b, relu) in enumerate(q.layers):
         Dlo, Dhi = interval_matmul(W, q._zeros[k], dlo, dhi)
+        _point_differences(W, dlo, dhi, Dlo, Dhi)
         (l0, u0), (l1, u1) = ibps[0][k], ibps[1][k]
         Dlo = np.maximum(Dlo, down(l0 - u1))
         Dhi = np.minimum(Dhi, up(u0 - l1))
@@ -195,6 +196,21 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     if L.t is not None:
         vlo[L.t], vhi[L.t] = min(z0l, -z1h), min(z0h, -z1l)
     return NodeState(False, (vlo, vhi), tuple(ibps), diffs, m, target, ok, pdiffs)
+
+
+def _point_differences(W, dlo, dhi, Dlo, Dhi) -> None:
+    """Rows of ``W d`` whose every term has a point difference (``dlo_i == dhi_i``, or weight 0) are one exact
+    number, ``sum W_ji d_i`` in rationals, rounded outward in place of the interval's few ulps (exactly 0 when
+    no term moves; exact itself when representable): a claim at a tie on a plateau (eps 0, or eps the largest
+    difference a linear model's protected weight gives every pair) closes without splitting to points."""
+    point = dlo == dhi
+    rows = np.flatnonzero(~np.any((W != 0) & ~point[None, :], axis=1))
+    if rows.size == 0:
+        return
+    moved = np.flatnonzero(point & (dlo != 0))          # the free inputs, typically one or two
+    for j in rows:
+        v = sum((Fraction(float(W[j, i])) * Fraction(float(dlo[i])) for i in moved if W[j, i] != 0), Fraction(0))
+        Dlo[j], Dhi[j] = max(Dlo[j], float_down(v)), min(Dhi[j], float_up(v))
 
 
 def _exact_logit(layers, x) -> Fraction:
