@@ -288,13 +288,18 @@ class SklearnModel(LoadedModel):
         if method == "decision_function" and not has_dec:
             raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no decision_function", path)
         self.method = method
-        if kind is None:
-            kind = "prob" if method == "predict_proba" else "logit"
+        declared, kind = kind, (kind or ("prob" if method == "predict_proba" else "logit"))
         classes = getattr(est, "classes_", None)
         try:
             n_classes = None if classes is None else len(classes)
         except TypeError:
             n_classes = None
+        if method == "decision_function":       # is the logistic (softmax) of it predict_proba?
+            from .peek_sklearn import decision_probability
+
+            final = est.steps[-1][1] if is_pipeline(est) else est
+            self.prob_problem = decision_probability(type(final).__name__, lambda a: getattr(final, a, None),
+                                                     n_classes, declared, "the model")
         columns = None
         if n_classes is not None:
             columns = n_classes if method == "predict_proba" or n_classes > 2 else 1
