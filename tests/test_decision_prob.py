@@ -78,10 +78,13 @@ def test_exact_where_predict_proba_is_the_logistic_of_the_score(tmp_path, kind):
 
     m = load_model("sklearn", tmp_path / f"{kind}.skops", output="decision_function")
     assert m.prob_problem is None
-    want = est.predict_proba(GRID)[:, 1]
-    np.testing.assert_allclose(m.class_probabilities(GRID)[:, 1], want, rtol=0, atol=1e-15)
-    np.testing.assert_allclose(m.prob_reader()[0](GRID) if not m.prob_reader()[1] else
-                               1 / (1 + np.exp(-m.prob_reader()[0](GRID))), want, rtol=0, atol=1e-15)
+    # bit for bit: predict_proba itself (fairspec's 1 / (1 + exp(-z)) was an ulp off LogitLink's expit
+    # for the boosters: 0.5658068617705514 against 0.5658068617705513)
+    want = est.predict_proba(GRID)
+    np.testing.assert_array_equal(m.class_probabilities(GRID), want)
+    read, logit = m.prob_reader()
+    assert not logit
+    np.testing.assert_array_equal(read(GRID), want[:, 1])
     rep = fairspec.check(spec)
     assert rep["pm"].status in ("holds", "violated") and rep["kd0"].status in ("holds", "violated"), rep["pm"].reason
 
@@ -142,3 +145,29 @@ def test_check_refuses_where_lint_cannot_read_the_file(tmp_path, monkeypatch, ki
         assert v.status == "unknown" and "is read by its decision_function" in v.reason, (name, v.status, v.reason)
     label = PROB.replace("|prob(m(x)) - prob(m(x'))| <= 0.01", "label(m(x)) == label(m(x'))")
     assert fairspec.check(_spec(tmp_path, decl, label))["pm"].status in ("holds", "violated")
+
+
+def test_multiclass_softmax_of_the_scores(tmp_path):
+    # K classes: LogisticRegression's predict_proba is softmax(decision_function) (read as itself);
+    # SGDClassifier's log loss normalizes its K logistics one against the rest, not a softmax: refused
+    sio = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+
+    from fairspec.models import load_model
+    from fairspec.verdict import Unsupported
+
+    X, _ = _data(tmp_path)
+    y = X[:, 1].astype(int) % 3
+    for name, est in (("lr3", LogisticRegression()), ("sgd3", SGDClassifier(loss="log_loss", random_state=0))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        sio.dump(est, tmp_path / f"{name}.skops")
+        m = load_model("sklearn", tmp_path / f"{name}.skops", output="decision_function")
+        if name == "lr3":
+            assert m.prob_problem is None
+            np.testing.assert_array_equal(m.class_probabilities(GRID), est.predict_proba(GRID))
+        else:
+            assert "is read by its decision_function" in (m.prob_problem or "")
+            with pytest.raises(Unsupported):
+                m.class_probabilities(GRID)
