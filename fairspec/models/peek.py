@@ -133,12 +133,21 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
 def peek_two_logits(format: str, path, output=None) -> str | None:
     """Why ``logit(m(x))`` of the model in the file is ambiguous, as the clause after "but" of an FS415
     message (a GradientBoostingClassifier with the exponential loss: decision_function z or the log-odds
-    2 z: :func:`fairspec.models.peek_sklearn.two_logits`), or None, also when the declaration reads
-    ``output = "decision_function"`` (then logit(m(x)) is that output, z)."""
+    2 z: :func:`fairspec.models.peek_sklearn.two_logits`; a LightGBM binary sigmoid:k model: its raw score
+    r or the log-odds k r, :func:`fairspec.models.boosted.lightgbm_two_logits`), or None, also when the
+    declaration reads its output (``output = "decision_function"`` / ``"margin"``: logit(m(x)) is z / r)."""
     from .base import normalize_format
 
     try:
-        if normalize_format(format, path) != "sklearn":
+        fmt = normalize_format(format, path)
+        if fmt == "lightgbm":           # binary sigmoid:k: the raw score r or the log-odds k r
+            from .boosted import _MARGIN, lightgbm_two_logits
+            from .peek_trees import booster_objective
+
+            if output is not None and str(output).strip().lower() in _MARGIN:
+                return None
+            return lightgbm_two_logits(booster_objective("lightgbm", pathlib.Path(path)))
+        if fmt != "sklearn":
             return None
         if output is not None and str(output).strip().lower() in ("decision_function", "logit", "decision"):
             return None
