@@ -170,3 +170,29 @@ def test_the_tree_engines_compare_a_lightgbm_margin_with_eps_in_its_own_units(tm
     (tmp_path / "h.fair").write_text(no_data.format(decl=f'lightgbm("{name}", output = "margin")') +
                                      prop.replace(f"<= {eps}", f"<= {brute * 1.001:.6f}"))
     assert fairspec.check(tmp_path / "h.fair")["lm"].status != "violated"
+
+
+@pytest.mark.parametrize("ensure", ["|logit(m(x)) - logit(m(x'))| <= 0.01", "|logit(m(x), 1) - logit(m(x'), 1)| <= 0.01"])
+def test_lightgbm_sigmoid_logit_is_ambiguous(tmp_path, monkeypatch, ensure):
+    # sigmoid:2: logit(m(x)) of a model read by its probability names two numbers, the raw score r
+    # (which it read: 0.525 here) and the log-odds 2 r of its probability (1.05), as GradientBoosting's
+    # exponential loss (z, 2 z): FS415 at lint unless declared output = "margin"; unknown at check
+    # where lint cannot read the file's objective, on the enumeration and on the solver path
+    name = _lgb(tmp_path, 2.0)
+    prop = LOGIT.replace("|logit(m(x)) - logit(m(x'))| <= 0.01", ensure)
+    for decl in (f'lightgbm("{name}")', f'lightgbm("{name}", output = "prob")'):
+        errs = [d for d in _check(tmp_path, decl, prop, "s").diagnostics if d.severity == "error"]
+        assert [d.code for d in errs] == ["FS415"], errs
+        assert "sigmoid:2" in errs[0].message and "2 r" in errs[0].message, errs[0].message
+        assert 'output = "margin"' in errs[0].hint, errs[0].hint
+    ok = _check(tmp_path, f'lightgbm("{name}", output = "margin")', prop, "m")
+    assert not [d for d in ok.diagnostics if d.severity == "error"] and ok["lm"].status == "violated"
+    one = _lgb(tmp_path, 1.0)           # sigmoid:1: the raw score is the log-odds
+    assert not [d for d in _check(tmp_path, f'lightgbm("{one}")', prop, "o").diagnostics if d.severity == "error"]
+    import fairspec.models.peek as peek
+
+    monkeypatch.setattr(peek, "peek_two_logits", lambda *a, **k: None)
+    for enumerate_pairs in ("1", "0"):
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", enumerate_pairs)
+        v = _check(tmp_path, f'lightgbm("{name}")', prop, "c")["lm"]
+        assert v.status == "unknown" and "sigmoid:2" in v.reason and 'output = "margin"' in v.reason, v.reason

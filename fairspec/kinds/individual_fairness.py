@@ -128,6 +128,8 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
+    if prop.post in ("prob", "class_prob"):     # prob of a decision_function whose expit is no predict_proba
+        ctx.model(prop.model).refuse_prob()     # is unknown (FS415 at lint where it reads the file)
     if prop.post in ir.MULTI_POSTS:
         from fairspec.kinds.tree_outputs import decide_outputs, reads_trees
 
@@ -144,8 +146,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             except NotLowered as e:
                 return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
             except MemoryError:
-                return unknown(prop, "the domain's cells do not fit in memory", backend=backend,
-                               seconds=time.perf_counter() - t0)
+                return unknown(prop, "the domain's cells do not fit in memory", backend=backend, seconds=time.perf_counter() - t0)
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         import sys
 
@@ -154,8 +155,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         done = run_multi(prop, ctx, progress, backend, sys.modules[__name__])
         if done is not None:
             return done
-    later = not_yet_decided(prop, backend)
-    if later is not None:
+    if (later := not_yet_decided(prop, backend)) is not None:
         return later
     from fairspec.backends.data.flips import replayer_name, run_flips
     from fairspec.kinds.pair_enumeration import unread_by_enumeration

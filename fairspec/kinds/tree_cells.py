@@ -229,20 +229,33 @@ def refuse_two_logits(model, post: str) -> None:
     """Raise :class:`fairspec.verdict.Unsupported` (the caller's ``unknown``) for a ``logit`` post of a
     model whose logit names two numbers: a GradientBoostingClassifier with the exponential loss
     (``decision_function`` z, the log-odds 2 z of ``predict_proba``) not declared by its
-    ``decision_function``. Lint says so as FS415 when it can read the file's loss
+    ``decision_function``; a LightGBM binary sigmoid:k model (raw score r, log-odds k r) not declared
+    ``output = "margin"``. Lint says so as FS415 when it can read the file's loss
     (:func:`fairspec.models.peek.peek_two_logits`); this is the same refusal where it could not."""
-    if post not in ("logit", "class_logit") or getattr(model, "format", "") != "sklearn" or \
-            getattr(model, "method", None) == "decision_function":
+    fmt = getattr(model, "format", "")
+    if post not in ("logit", "class_logit") or fmt not in ("sklearn", "lightgbm") or \
+            getattr(model, "method", None) == "decision_function" or getattr(model, "margin", False):
         return
-    from fairspec.models.peek_sklearn import two_logits
+    if fmt == "lightgbm":               # binary sigmoid:k (its file's objective): r or k r
+        from fairspec.models.boosted import lightgbm_two_logits
 
-    est = getattr(model, "raw", None)
-    why = two_logits(type(est).__name__, getattr(est, "loss", None))
+        try:
+            objective = model.raw.dump_model(num_iteration=0).get("objective")
+        except Exception:  # noqa: BLE001 - no objective to read: the one the loader read
+            objective = getattr(model, "objective", None)
+        why = lightgbm_two_logits(objective) if getattr(model, "task_kind", None) == "binary" else None
+        declare = "output = \"margin\" to read logit(m(x)) as its raw score r"
+    else:
+        from fairspec.models.peek_sklearn import two_logits
+
+        est = getattr(model, "raw", None)
+        why = two_logits(type(est).__name__, getattr(est, "loss", None))
+        declare = "output = \"decision_function\" to read logit(m(x)) as z"
     if why is not None:
         from fairspec.verdict import Unsupported
 
         raise Unsupported(f"logit(m(x)) reads the model's logit, but {why}: compare prob(m(x)) or label(m(x)), "
-                          f"or declare output = \"decision_function\" to read logit(m(x)) as z")
+                          f"or declare {declare}")
 
 
 def tree_nodes(t):

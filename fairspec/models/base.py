@@ -351,6 +351,7 @@ class LoadedModel(abc.ABC):
 
     def class_probabilities(self, X) -> "np.ndarray":
         """``prob(m(x), c)`` for every class c: float64 (n, K)."""
+        self.refuse_prob()
         return self._readout_call(lambda: self.readout.class_probabilities(self.outputs(X)))
 
     def value(self, X) -> "np.ndarray":
@@ -371,7 +372,21 @@ class LoadedModel(abc.ABC):
         score, through the logistic when it is a logit. A binary booster declared by its margin reads
         its library's own probability instead (fairspec.models.boosted), as its enumeration and the
         tree engines do (fairspec.backends.trees.runtime.runtime_outputs)."""
+        self.refuse_prob()
         return self.score, self.score_kind == "logit"
+
+    #: why ``prob(m(x))`` read off the declared output is not the library's probability (a scikit-learn
+    #: classifier declared by a decision_function whose logistic is not its predict_proba:
+    #: fairspec.models.peek_sklearn.decision_probability, lint FS415 where it can read the file), or None
+    prob_problem: str | None = None
+
+    def refuse_prob(self) -> None:
+        """Raise :class:`fairspec.verdict.Unsupported` (the property's ``unknown``) for a read of
+        ``prob`` the model's declaration leaves ambiguous (``prob_problem``)."""
+        if self.prob_problem is not None:
+            raise Unsupported(f"prob(m(x)) reads a class probability, but {self.prob_problem}; declare the model "
+                              f"by its probability (output = \"predict_proba\", score = prob), or compare "
+                              f"logit(m(x)) or label(m(x))")
 
     def replay(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output on an independent path where one exists (used to

@@ -52,6 +52,27 @@ XGB_DECISION_UNSTATED = {
     "binary:logitraw": "its predict is its raw margin, class 1 above 0.5 for XGBClassifier.predict and above 0 "
                        "read as a margin, and the declaration says neither",
 }
+
+
+def lightgbm_two_logits(objective: str | None) -> str | None:
+    """Why ``logit(m(x))`` of a binary LightGBM model read by its probability names two numbers, as
+    the clause after "but" of an FS415 message, or None: objective ``binary sigmoid:k`` with k != 1,
+    whose probability is ``1 / (1 + exp(-k r))`` of its raw score r (the log-odds k r); as
+    GradientBoosting's exponential loss (fairspec.models.peek_sklearn.two_logits). Declared
+    ``output = "margin"``, logit(m(x)) is r."""
+    parts = str(objective or "").split()
+    if parts[:1] != ["binary"]:
+        return None
+    k = next((p.split(":", 1)[1] for p in parts[1:] if p.startswith("sigmoid:")), "1")
+    try:
+        if float(k) == 1.0:
+            return None
+    except ValueError:
+        return None
+    return (f"a LightGBM binary model with sigmoid:{k} has two: its raw score r (predict(raw_score = True)) "
+            f"and the log-odds {k} r of its probability (1 / (1 + exp(-{k} r)))")
+
+
 _LGB_REGRESSION = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root", "root_mean_squared_error",
                    "rmse", "regression_l1", "l1", "mean_absolute_error", "mae", "huber", "fair", "poisson",
                    "quantile", "mape", "mean_absolute_percentage_error", "gamma", "tweedie")

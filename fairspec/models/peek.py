@@ -100,7 +100,8 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
     """Why the classifier in the file has no class probability, as the clause after "but" of an FS415
     message (``prob(...)``, ``calibration_gap``, k-discrimination's buckets), or None: a scikit-learn
     classifier without predict_proba (its decision_function is a margin) when the declaration chooses
-    neither output nor score; an XGBoost binary:hinge / binary:logitraw model whatever its declaration
+    neither output nor score, or declared by its decision_function z where predict_proba is not expit(z)
+    (:func:`fairspec.models.peek_sklearn.decision_probability`); an XGBoost binary:hinge / binary:logitraw model whatever its declaration
     (fairspec.models.boosted.no_probability: its predict_proba is its decision or its margin)."""
     from .base import normalize_format
     from .peek_sklearn import no_probability, skops_no_probability
@@ -113,6 +114,11 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
             from .peek_trees import xgboost_objective
 
             return booster_no_probability("xgboost", xgboost_objective(p), f"'{name}'")
+        if fmt == "sklearn" and output is not None and str(output).strip().lower() in ("decision_function", "logit",
+                                                                                       "decision"):
+            from .peek_sklearn import sklearn_decision_probability
+
+            return sklearn_decision_probability(p, None, score, f"'{name}'")  # expit(z) is predict_proba?
         if fmt != "sklearn" or output is not None or score is not None:
             return None                                    # the declaration says what the output is
         why = skops_no_probability(p) if p.suffix.lower() == ".skops" else None
@@ -127,12 +133,21 @@ def peek_no_probability(format: str, path, output=None, score: str | None = None
 def peek_two_logits(format: str, path, output=None) -> str | None:
     """Why ``logit(m(x))`` of the model in the file is ambiguous, as the clause after "but" of an FS415
     message (a GradientBoostingClassifier with the exponential loss: decision_function z or the log-odds
-    2 z: :func:`fairspec.models.peek_sklearn.two_logits`), or None, also when the declaration reads
-    ``output = "decision_function"`` (then logit(m(x)) is that output, z)."""
+    2 z: :func:`fairspec.models.peek_sklearn.two_logits`; a LightGBM binary sigmoid:k model: its raw score
+    r or the log-odds k r, :func:`fairspec.models.boosted.lightgbm_two_logits`), or None, also when the
+    declaration reads its output (``output = "decision_function"`` / ``"margin"``: logit(m(x)) is z / r)."""
     from .base import normalize_format
 
     try:
-        if normalize_format(format, path) != "sklearn":
+        fmt = normalize_format(format, path)
+        if fmt == "lightgbm":           # binary sigmoid:k: the raw score r or the log-odds k r
+            from .boosted import _MARGIN, lightgbm_two_logits
+            from .peek_trees import booster_objective
+
+            if output is not None and str(output).strip().lower() in _MARGIN:
+                return None
+            return lightgbm_two_logits(booster_objective("lightgbm", pathlib.Path(path)))
+        if fmt != "sklearn":
             return None
         if output is not None and str(output).strip().lower() in ("decision_function", "logit", "decision"):
             return None

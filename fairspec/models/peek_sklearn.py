@@ -510,3 +510,60 @@ def sklearn_two_logits(path) -> str | None:
         return None if root is None else two_logits(root._qual[1], _state(root).get("loss"))
     except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
         return None
+
+
+# classifiers whose predict_proba is the logistic (binary) or the softmax (multiclass) of their
+# decision_function in scikit-learn's own code (1.9.1: LogisticRegression and LinearDiscriminantAnalysis
+# expit / softmax of decision_function, SGDClassifier's log loss _predict_proba_lr = expit for two
+# classes, the boosters' log loss LogitLink / softmax of the raw prediction decision_function returns)
+_PROBA_IS_LINK = frozenset({"LogisticRegression", "LogisticRegressionCV", "LinearDiscriminantAnalysis",
+                            "HistGradientBoostingClassifier"})
+
+
+def decision_probability(cls: str | None, get, n_classes: int | None = None, score: str | None = None,
+                         name: str = "the model") -> str | None:
+    """Why ``prob(m(x))`` of a classifier of class ``cls`` declared by its decision_function z is not
+    its library's probability, as the clause after "but" of an FS415 message, or None when
+    ``predict_proba`` is ``expit(z)`` (two classes) or ``softmax(z)`` there (``_PROBA_IS_LINK``; the
+    log loss of GradientBoosting and, for two classes, SGDClassifier), or ``cls`` is unknown (None).
+    ``get(name)``: the estimator's attribute or None. A classifier with no predict_proba reads the
+    logistic of its margin only as declared (``score = logit``: ``score``)."""
+    if cls is None or cls in _PROBA_IS_LINK:
+        return None
+    loss = get("loss")
+    if cls == "GradientBoostingClassifier" and loss in ("log_loss", "deviance"):
+        return None
+    if cls == "SGDClassifier" and loss in ("log_loss", "log") and n_classes in (None, 2):
+        return None
+    read = f"{name} is read by its decision_function"
+    attrs = {k: {"__loader__": "JsonNode", "content": json.dumps(get(k))}
+             for k in ("loss", "probability", "_effective_probability") if isinstance(get(k), (str, bool))}
+    why = no_probability(cls, attrs)
+    if why is not None:
+        # declared score = logit: the logistic of its margin is the spec's own probability
+        return None if score == "logit" else f"{read}, and {why}: its decision_function is a margin, not a log-odds"
+    if two_logits(cls, loss):
+        return (f"{read} z, and the predict_proba of a GradientBoostingClassifier with loss = 'exponential' "
+                f"is expit(2 z), not expit(z)")
+    what = "Platt scaling, fitted apart from it" if cls in ("SVC", "NuSVC") else "not the logistic of it"
+    return f"{read}, and the predict_proba of a {cls} is {what}"
+
+
+def sklearn_decision_probability(path, n_classes: int | None = None, score: str | None = None,
+                                 name: str = "the model") -> str | None:
+    """:func:`decision_probability` of the final estimator of a skops file or a pickle (read inertly)."""
+    try:
+        p = pathlib.Path(path)
+        if p.suffix.lower() == ".skops":
+            with zipfile.ZipFile(p) as zf:
+                node = skops_final_node(json.loads(zf.read("schema.json")))
+            attrs = _attrs(node) or {}
+
+            def get(k):
+                n = attrs.get(k)
+                return json.loads(n["content"]) if isinstance(n, dict) and n.get("__loader__") == "JsonNode" else None
+            return decision_probability(node.get("__class__"), get, n_classes, score, name)
+        root = _pickle_root(p, True)
+        return None if root is None else decision_probability(root._qual[1], _state(root).get, n_classes, score, name)
+    except Exception:  # noqa: BLE001 - the loader reads the estimator at check time
+        return None

@@ -288,13 +288,18 @@ class SklearnModel(LoadedModel):
         if method == "decision_function" and not has_dec:
             raise ModelLoadError(f"{path} holds a {type(est).__name__}, which has no decision_function", path)
         self.method = method
-        if kind is None:
-            kind = "prob" if method == "predict_proba" else "logit"
+        declared, kind = kind, (kind or ("prob" if method == "predict_proba" else "logit"))
         classes = getattr(est, "classes_", None)
         try:
             n_classes = None if classes is None else len(classes)
         except TypeError:
             n_classes = None
+        if method == "decision_function":       # is the logistic (softmax) of it predict_proba?
+            from .peek_sklearn import decision_probability
+
+            final = est.steps[-1][1] if is_pipeline(est) else est
+            self.prob_problem = decision_probability(type(final).__name__, lambda a: getattr(final, a, None),
+                                                     n_classes, declared, "the model")
         columns = None
         if n_classes is not None:
             columns = n_classes if method == "predict_proba" or n_classes > 2 else 1
@@ -464,6 +469,45 @@ class SklearnModel(LoadedModel):
             return (y == positive).astype(np.float64)
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
+
+    @property
+    def reads_library_probability(self) -> bool:
+        """``prob`` of a classifier declared by its decision_function z whose predict_proba is expit(z)
+        (softmax, K classes) in scikit-learn's code (``prob_problem`` None): predict_proba itself, not
+        fairspec's logistic of z, which can differ in the last bit (GradientBoosting's and
+        HistGradientBoosting's LogitLink against 1 / (1 + exp(-z)))."""
+        return self.method == "decision_function" and self.prob_problem is None and \
+            hasattr(self.raw, "predict_proba")
+
+    def library_probabilities(self, X):
+        """Every class's probability as the classifier's predict_proba computes it: float64 (n, K)."""
+        import warnings
+
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros((0, len(self.classes)), dtype=np.float64)
+
+        def run(A):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est, A = self._runtime(A)
+                return np.asarray(est.predict_proba(A), dtype=np.float64)
+        return self._guard(run, X)
+
+    def class_probabilities(self, X):
+        if self.reads_library_probability:
+            return self.library_probabilities(X)
+        return super().class_probabilities(X)
+
+    def prob_reader(self):
+        """A binary classifier declared by its decision_function reads its predict_proba's class 1
+        where that is the logistic of the score (``reads_library_probability``); otherwise the
+        base reader, which refuses where it is not (``prob_problem``)."""
+        if self.reads_library_probability and self.readout.task == "binary":
+            return (lambda X: self.library_probabilities(X)[:, 1]), False
+        return super().prob_reader()
 
     def _as_frame(self, X):
         import numpy as np

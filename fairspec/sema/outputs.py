@@ -92,6 +92,9 @@ def no_probability_hint(model: ir.Model) -> str:
                 if model.decision_unstated else "")
         return (f"compare decisions with label({name}(x)) == label({name}(x')){rule}, or its margin with "
                 f"logit({name}(x)); group metrics read its decisions")
+    if "is read by its decision_function" in (model.no_probability or "") and "a margin" not in model.no_probability:
+        return (f"declare '{name}' by its probability (output = \"predict_proba\", score = prob) to read "
+                f"prob({name}(x)) as its predict_proba, or compare logit({name}(x)) or label({name}(x))")
     return (f"calibrate it (CalibratedClassifierCV) and check that, compare decisions with label({name}(x)), "
             f"or declare score = logit if its decision_function is a log-odds")
 
@@ -141,8 +144,10 @@ def check_model_out(lw, mo: ir.ModelOut, model: ir.Model, span, cls_span) -> ir.
                 hint=no_probability_hint(model))
     if fn == "logit" and model.two_logits:
         lw.fail("FS415", f"logit({name}(...)) reads the model's logit, but {model.two_logits}", span,
-                hint=f"compare prob({name}(x)) (its predict_proba) or label({name}(x)); or declare "
-                     f"output = \"decision_function\" for '{name}' to read logit({name}(x)) as z")
+                hint=f"compare prob({name}(x)) (its predict_proba) or label({name}(x)); or declare " + (
+                    f"output = \"margin\" for '{name}' to read logit({name}(x)) as its raw score r"
+                    if model.format == "lightgbm" else
+                    f"output = \"decision_function\" for '{name}' to read logit({name}(x)) as z"))
     if fn == "logit" and mo.cls is not None and model.score_kind == "prob":
         lw.fail("FS415", f"logit({name}(...), c) reads an output of logits, but '{name}' declares score = prob",
                 span, hint=f"use prob({name}(x), c)")

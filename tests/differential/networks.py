@@ -649,7 +649,8 @@ def _property(rng, k, fs, P, X, out: Outputs, info, has_data, size, family: str 
     tied = tuple(i for i in others if i not in [r[0] for r in relaxed])
     ps = PairSpec(free, tuple(relaxed), tied)
 
-    posts = [p for p in POSTS if (p != "logit" or (out.logit is not None and not info.get("logit_ambiguous")))]
+    posts = [p for p in POSTS if (p != "logit" or (out.logit is not None and not info.get("logit_ambiguous")))
+             and (p != "prob" or not info.get("prob_ambiguous"))]
     post = posts[int(rng.integers(0, len(posts)))]
     op, eps = None, None
     status, best, n_pairs = post_truth(out, P, ps, "label", None, None) if post == "label" else (None, None, 0)

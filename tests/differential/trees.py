@@ -238,8 +238,9 @@ def _model(rng, X: np.ndarray, P, fs, encs, files: dict, info: dict):
     info.update(model=kind, ties=ties, feature_names=names is not None, margin=margin)
     if loss == "exponential":
         # logit(m(x)) is z or 2 z: refused by lint (FS415) unless declared by its decision_function; the
-        # margin z stays the label's measure
-        info.update(loss=loss, logit_ambiguous=not margin)
+        # margin z stays the label's measure; declared by it, prob(m(x)) is expit(z) or predict_proba's
+        # expit(2 z): refused by lint (FS415) too
+        info.update(loss=loss, logit_ambiguous=not margin, prob_ambiguous=margin)
     return decl, out
 
 
