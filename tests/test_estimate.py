@@ -339,14 +339,9 @@ def test_neither_individuals_are_in_both_upper_ends():
     assert neither_widened(20, 80, 100, 0.95) == (clopper_pearson(20, 100, 0.95), clopper_pearson(80, 100, 0.95))
 
 
-def test_exact_ties_do_not_push_the_fair_interval_below_the_truth(tmp_path, monkeypatch):
-    """Audit s19 engines #4: a float32 torch net with dyadic weights and logits exactly 0 at ties; the
-    sampled ties were 'neither' and the fair interval (of the decided ones only) was 24.62-25.42% where
-    the true fair share is 41.67%. Whatever the solver decides in time, the interval holds the truth."""
-    torch = pytest.importorskip("torch")
-    from fairspec.pipeline import check
-
-    # z = relu(0.5a - 0.25b + 0.25s - 1) - relu(0.5 - 0.5a)
+def _tie_torch_spec(torch, tmp_path):
+    """A float32 torch net with dyadic weights and logits exactly 0 at ties, z = relu(0.5a - 0.25b + 0.25s - 1)
+    - relu(0.5 - 0.5a), and a partitioned label property over it: the spec's path."""
     net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
     with torch.no_grad():
         net[0].weight.copy_(torch.tensor([[0.5, -0.25, 0.25], [-0.5, 0.0, 0.0]]))
@@ -359,6 +354,17 @@ def test_exact_ties_do_not_push_the_fair_interval_below_the_truth(tmp_path, monk
                     'model m = torch("m.pt")\nencode F for m {\n  a, b : raw\n  s : code\n}\n'
                     "property lab {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
                     "  ensure label(m(x)) == label(m(x'))\n  partitions = 4\n}\n")
+    return spec
+
+
+def test_exact_ties_do_not_push_the_fair_interval_below_the_truth(tmp_path, monkeypatch):
+    """Audit s19 engines #4: a float32 torch net with dyadic weights and logits exactly 0 at ties; the
+    sampled ties were 'neither' and the fair interval (of the decided ones only) was 24.62-25.42% where
+    the true fair share is 41.67%. Whatever the solver decides in time, the interval holds the truth."""
+    torch = pytest.importorskip("torch")
+    from fairspec.pipeline import check
+
+    spec = _tie_torch_spec(torch, tmp_path)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     v = check(spec).verdicts[0]
     assert v.status in ("violated", "unknown")
@@ -381,18 +387,7 @@ def test_a_budget_spent_before_the_partitions_still_reports_their_coverage(tmp_p
     from fairspec.pipeline import check
     from fairspec.runtime.context import Context
 
-    net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
-    with torch.no_grad():
-        net[0].weight.copy_(torch.tensor([[0.5, -0.25, 0.25], [-0.5, 0.0, 0.0]]))
-        net[0].bias.copy_(torch.tensor([-1.0, 0.5]))
-        net[2].weight.copy_(torch.tensor([[1.0, -1.0]]))
-        net[2].bias.zero_()
-    torch.jit.script(net).save(str(tmp_path / "m.pt"))
-    spec = tmp_path / "spec.fair"
-    spec.write_text("features F {\n  a : int in [0, 5]\n  b : int in [0, 3]\n  s : {F, M} protected\n}\n"
-                    'model m = torch("m.pt")\nencode F for m {\n  a, b : raw\n  s : code\n}\n'
-                    "property lab {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
-                    "  ensure label(m(x)) == label(m(x'))\n  partitions = 4\n}\n")
+    spec = _tie_torch_spec(torch, tmp_path)
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     monkeypatch.setattr(Context, "remaining", lambda self, limit: None if limit is None else 0.0)
     res = check(spec)

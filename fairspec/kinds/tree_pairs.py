@@ -34,16 +34,12 @@ from __future__ import annotations
 import math
 import time
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fairspec import ir
 from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_ok, fixed_columns, has_two_values,
                                        refuse_two_logits, runtime_name, split_tests, tree_ensemble, tree_nodes)
-
-if TYPE_CHECKING:  # annotations only
-    from fairspec.verdict import Verdict
 
 __all__ = ["MAX_POINTS", "MAX_PAIRS", "runtime_outputs", "pair_domain", "decide_by_enumeration"]
 
