@@ -49,12 +49,16 @@ class SigmoidCheck:
     arithmetic decides it: certify bounds both logistics rigorously (:func:`sigmoid_bounds`) and an
     element is decided only when the bounds leave no doubt (or ``lhs == minus``: a difference of
     exactly 0). :meth:`decide` gives ``(fair, violated)``; an element in neither is undecided and
-    counts as not fair in :func:`by_enumeration`."""
+    counts as not fair in :func:`by_enumeration`. ``rounded``: the probability is a float the library
+    computes from the logit (scikit-learn's ``predict_proba``, scipy's ``expit``), within the bounds
+    but not strictly increasing (``expit(20)`` and ``expit(20 + 2**-48)`` are one float): only the
+    bounds and equal logits decide, never the sign of ``lhs - minus`` alone."""
 
     lhs: object
     op: str
     rhs: object
     minus: object
+    rounded: bool = False
 
     def __post_init__(self):
         if self.op not in ("<", "<="):
@@ -82,6 +86,8 @@ class SigmoidCheck:
         zero_fair = _cmp(Fraction(0), self.op, t)
         fair = np.where(same, zero_fair, fair & np.isfinite(dhi))
         bad = np.where(same, not zero_fair, bad & np.isfinite(dlo))
+        if self.rounded:
+            return fair, bad
         # the logistic is strictly increasing: the sign of the difference is the sign of a - b, exactly
         below = (a < b) & np.isfinite(a) & np.isfinite(b)          # difference < 0
         above = (a > b) & np.isfinite(a) & np.isfinite(b)          # difference > 0
@@ -250,7 +256,8 @@ def compared_kind(post: str, score_kind: str) -> str:
     return "prob-of-logit" if post == "prob" and score_kind == "logit" else post
 
 
-def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: bool = False) -> list:
+def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: bool = False,
+                rounded: bool = False) -> list:
     """The fairness of ordered pairs as checks (see :mod:`fairspec.backends.pair`):
 
     * ``label``: not (``z > t`` and ``z' <= t``), i.e. ``z <= t`` or ``z' > t`` (``t`` the decision
@@ -258,7 +265,7 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     * ``logit`` / ``prob``: ``z - z' <= eps`` (``z`` the runtime's logit / probability), or
       ``< eps`` when ``eps_strict`` (the spec writes ``|...| < eps``);
     * ``prob-of-logit``: ``sigmoid(z) - sigmoid(z') <= eps`` (``< eps``) for runtime logits
-      (a :class:`SigmoidCheck`);
+      (a :class:`SigmoidCheck`; ``rounded`` where the probability is the library's float of z);
     * ``class``: ``z - z' <= 0`` for the predicted classes (column indices, small integers: exact),
       so both orders together say ``class(x) == class(x')``.
 
@@ -270,7 +277,7 @@ def pair_checks(post: str, z, z_prime, eps=0, decision_threshold=0, eps_strict: 
     if post in ("logit", "prob"):
         return [Check(z, op, eps, minus=z_prime)]
     if post == "prob-of-logit":
-        return [SigmoidCheck(z, op, eps, z_prime)]
+        return [SigmoidCheck(z, op, eps, z_prime, rounded)]
     if post == "class":
         return [Check(z, "<=", 0, minus=z_prime)]
     raise ValueError(f"unknown post-condition {post!r}")

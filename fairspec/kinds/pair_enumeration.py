@@ -520,7 +520,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    from fairspec.kinds.pair_runtime import post_scores, runtime_measure
+    from fairspec.kinds.pair_runtime import library_logistic, post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
     if s is None:                   # a logit post on a runtime that computes no logit
@@ -543,7 +543,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     kind = compared_kind(prop.post, score_kind)
     checks = pair_checks(kind, s[a], s[b], eps=prop.eps,
                          decision_threshold=0.5 if score_kind == "label" else model.threshold,
-                         eps_strict=prop.eps_strict)
+                         eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
     op = "<" if prop.eps_strict else "<="
     if post == "label":
         claim = f"label(m(x)) == label(m(x')) for all {pairs:,} admissible ordered pairs"
@@ -589,6 +589,19 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
 
             lo = value
             hi = float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0]))
+            if library_logistic(prop, model) and s.ndim == 1 and len(s) == N:
+                # the library's probabilities themselves (predict_proba): lo(z) - lo(z') of the
+                # bounds can lie an ulp above every pair's difference of them where it is tiny
+                from fractions import Fraction
+
+                from fairspec.certify.rounding import float_down
+
+                P = np.asarray(model.prob_reader()[0](X), dtype=np.float64).reshape(-1)
+                mp = P[a] - P[b]
+                k = int(np.argmax(mp))
+                value = float(mp[k])
+                lo = float_down(Fraction(float(P[a][k])) - Fraction(float(P[b][k])))
+                hi = max(hi, value)
             hi = math.nextafter(hi, math.inf)
         else:
             # the exact difference of two floats lies within one rounding of the float one, and
@@ -618,7 +631,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
     if kind == "prob-of-logit":
-        ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b]).decide()        # neither: undecided
+        ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b], library_logistic(prop, model)).decide()   # neither: undecided
     else:
         ok = np.zeros(count, dtype=bool)
         from fairspec.certify.enumerate import compare_exact

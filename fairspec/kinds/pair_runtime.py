@@ -87,6 +87,14 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     return np.asarray(model.score(X), dtype=np.float64).reshape(-1), model.score_kind
 
 
+def library_logistic(prop: ir.IndividualFairness, model) -> bool:
+    """``prob`` of a logit read as the library's own float of it (a scikit-learn classifier declared by
+    its decision_function whose predict_proba is expit of it: ``reads_library_probability``): certify's
+    :class:`~fairspec.certify.enumerate.SigmoidCheck` then decides by its bounds, which hold that float
+    too, and never by the sign of z - z' (expit rounds nearby logits to one float)."""
+    return prop.post == "prob" and bool(getattr(model, "reads_library_probability", False))
+
+
 def runtime_measure(post: str, score_kind: str, sa, sb) -> np.ndarray:
     """The violation measure of ordered pairs of runtime scores, in float64 (the value maximize reports):
     ``min(z, -z')`` for label (logit scores), else ``s - s'`` (prob of a logit model: the real logistic
@@ -199,7 +207,8 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
     sb = np.asarray(sb, dtype=np.float64).reshape(-1)
     if prop.post == "prob" and model.score_kind == "logit":
         op = "<" if prop.eps_strict else "<="
-        return SigmoidCheck(sa, op, prop.eps, sb).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa).decide()[1]
+        r = library_logistic(prop, model)
+        return SigmoidCheck(sa, op, prop.eps, sb, r).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa, r).decide()[1]
     out = np.zeros(sa.shape[0], dtype=bool)
     post = class_post(prop.post)
     for x, y in ((sa, sb), (sb, sa)):
