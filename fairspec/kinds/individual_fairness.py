@@ -749,7 +749,7 @@ def _runtime(prop, ctx, enc, low):
     from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
     from fairspec.models.batching import elementwise_sigmoid_head
-    from fairspec.models.runtime_layers import runtime_layers
+    from fairspec.models.runtime_layers import predict_is_decision, runtime_layers
 
     model = ctx.model(prop.model)
     try:
@@ -757,7 +757,8 @@ def _runtime(prop, ctx, enc, low):
         encoding = encoding_from_ir(_codes_as_variables(enc))
     except (ValueError, TypeError) as e:
         return Runtime(None, why_not=f"no runtime error bound for this model ({e})")
-    return Runtime(layers, encoding, readout, precision, fixed_head=elementwise_sigmoid_head(model) is not None)
+    return Runtime(layers, encoding, readout, precision, fixed_head=elementwise_sigmoid_head(model) is not None,
+                   label_readout=("logit", 0) if prop.post == "label" and predict_is_decision(model) else None)
 
 
 def _codes_as_variables(enc):

@@ -76,6 +76,22 @@ def runtime_layers(model, post: str = "label"):
     raise ValueError(f"a {pl.final} head read as {model.score_kind} is outside the runtime error model")
 
 
+def predict_is_decision(model) -> bool:
+    """A binary scikit-learn linear classifier (the estimator itself, not a pipeline): its ``predict``
+    is ``classes_[decision_function(X) > 0]`` (``LinearClassifierMixin.predict``'s own code, the same
+    call), so a ``label`` post's runtime is the sign of that float64 logit, with no logistic rounding:
+    its error bound is the logit's (0 where the rows are exact), whatever score the spec reads
+    (``Runtime.label_readout``, read by the certified branch and bound). Both
+    tie rules (the positive class ``classes_[1]`` at ``> 0``, ``classes_[0]`` at ``<= 0``) are inside the
+    label claim ``min(z, -z') < -E``, which excludes every pair with ``z >= -E`` and ``z' <= E``."""
+    raw = getattr(model, "raw", None)
+    if raw is None or getattr(getattr(model, "readout", None), "task", None) != "binary":
+        return False
+    from sklearn.linear_model._base import LinearClassifierMixin
+
+    return isinstance(raw, LinearClassifierMixin) and len(getattr(raw, "classes_", ())) == 2
+
+
 def _read_out(chain, pl, row):
     """The runtime's layers (``chain``: one per rounding, every column) with the readout ``pl`` (the
     solvers' folded network of one output) applies: the layers of ``pl`` themselves when no layer was

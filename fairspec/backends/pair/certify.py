@@ -82,6 +82,14 @@ class Runtime:
     #: readout ("prob", i): the probability is one elementwise function of the logit's float
     #: (:func:`fairspec.models.batching.elementwise_sigmoid_head`; certify.network.equal_logits_readout)
     fixed_head: bool = False
+    #: a ``label`` post's readout for the certified branch and bound where the library's predict is the
+    #: sign of a logit the readout does not read (a scikit-learn linear classifier's decision_function:
+    #: ``models.runtime_layers.predict_is_decision``); None: ``readout``
+    label_readout: tuple | None = None
+
+    def bab_readout(self, post: str) -> tuple:
+        """The readout the certified branch and bound bounds the runtime of ``post`` through."""
+        return self.label_readout if post == "label" and self.label_readout is not None else self.readout
 
     def __getstate__(self):          # a partition's worker gets no replay (the loaded model stays here)
         return {**self.__dict__, "replay": None, "scores": None}
@@ -154,7 +162,8 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
     if rt.layers is None:
         return unknown(f"{solver} says no pair violates it, but the answer could not be certified: {rt.why_not}")
     budget = 3600.0 if seconds is None else max(0.0, float(seconds))
-    r = certify_holds(problem, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
+    r = certify_holds(problem, rt.layers, time.monotonic() + budget, encoding=rt.encoding,
+                      readout=rt.bab_readout(problem.post),
                       precision=rt.precision, eps_strict=problem.eps_strict, base_net=rt.base_net,
                       fixed_head=rt.fixed_head)
     took = time.perf_counter() - t0
@@ -242,7 +251,7 @@ def decide_by_bab(sub: PairProblem, mode: str, time_limit: float | None, max_nod
         return PairResult("unknown", reason=f"no certified branch and bound for this model: {rt.why_not}",
                           engine="bab", mode=mode)
     budget = 3600.0 if time_limit is None else max(0.0, float(time_limit))
-    r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.readout,
+    r = certify_holds(sub, rt.layers, time.monotonic() + budget, encoding=rt.encoding, readout=rt.bab_readout(sub.post),
                       precision=rt.precision, eps_strict=sub.eps_strict, base_net=rt.base_net,
                       max_nodes=max_nodes, fixed_head=rt.fixed_head)
     took = time.perf_counter() - t0
