@@ -83,6 +83,15 @@ def cluster():
             e.shutdown()
 
 
+def _bare_worker(address: str) -> subprocess.Popen:
+    """A one-thread worker process without a nanny (nothing restarts it), which can import this module and
+    the project (a job's function is pickled by reference)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--no-nanny",
+                             "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def test_a_job_hanging_on_a_living_worker_is_given_up_at_its_budget(cluster):
     ex = ex_mod.DaskExecutor(cluster, timeout=GUARD)
     ex.grace = 0.0
@@ -113,13 +122,8 @@ def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp
     from fairspec.pipeline import _failed_job
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    # the worker imports this module to run its job (Dask pickles a job's function by reference)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
-                                                       os.environ.get("PYTHONPATH", "")]))
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
-        workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
-                                     "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL) for _ in range(2)]
+        workers = [_bare_worker(lc.scheduler_address) for _ in range(2)]
         try:
             ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD)
             ex.client.wait_for_workers(2, timeout=GUARD)
@@ -152,12 +156,8 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
-                                                       os.environ.get("PYTHONPATH", "")]))
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
-        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
-                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        worker = _bare_worker(lc.scheduler_address)
         try:
             ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=2.0)
             ex.client.wait_for_workers(1, timeout=GUARD)
@@ -222,13 +222,9 @@ def test_jobs_queued_on_a_held_worker_move_to_the_other_one(tmp_path):
     from fairspec.pipeline import _failed_job
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
-                                                       os.environ.get("PYTHONPATH", "")]))
     gate = tmp_path / "gate"
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
-        workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
-                                     "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL) for _ in range(2)]
+        workers = [_bare_worker(lc.scheduler_address) for _ in range(2)]
         try:
             ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD)
             ex.client.wait_for_workers(2, timeout=GUARD)
@@ -361,12 +357,8 @@ def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, mon
     spec.write_text(SPEC)
     monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
     monkeypatch.setenv("FAIRSPEC_CLUSTER_TIMEOUT", "20")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
-                                                       os.environ.get("PYTHONPATH", "")]))
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
-        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
-                                   "--no-nanny", "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        worker = _bare_worker(lc.scheduler_address)
         try:
             with Client(lc.scheduler_address, set_as_default=False) as admin:
                 admin.wait_for_workers(1, timeout=GUARD)
