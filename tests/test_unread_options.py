@@ -240,3 +240,49 @@ def test_compare_on_a_metric_that_compares_no_rate_is_a_warning(tmp_path):
         said = [(x.message, x.span.line) for x in res.diagnostics if x.code == "FS213"]
         assert said == ([] if why is None else [(f"option 'compare' has no effect here: {why}" + said[0][0].split(why)[1],
                                                  12)]), (claim, said)
+
+
+def test_every_unread_rule_fires_on_some_spec(tmp_path, monkeypatch):
+    """Each rule of sema.options.UNREAD (lint's FS213, first match wins) is said on at least one spec
+    here, so a rule that nothing can reach any more (shadowed by an earlier one, or its case made an
+    error elsewhere) fails this test instead of lingering."""
+    import dataclasses
+
+    from conftest import NOTED_DIST
+    from fairspec.sema import options
+
+    fired = []
+
+    def spy(rule):
+        return dataclasses.replace(rule, why=lambda a: fired.append(rule.name) or rule.why(a))
+
+    monkeypatch.setattr(options, "UNREAD", tuple(spy(r) for r in options.UNREAD))
+    dist_head = ('data people = csv("../data/people.csv", label = hired == "yes")\n'
+                 + people_decls().split("\n", 1)[1] + "model r = rule(member)\n")
+    dt = ('model net = sklearn("../models/people_dt.skops")\n'
+          "encode People for net { sex, race : onehot  age, member, score : raw }\n")
+    specs = {
+        "partitions_only": people_decls() + NET + _prop("pair", ["confidence = 0.9", "using milp"]),
+        "max_rows_no_flips": people_decls() + NET + _prop("pair", ["max_rows = 9", "mode = maximize", "using milp"]),
+        "other_model_family": people_decls() + NET + "property p {\n  pba(net, flip {sex}, delta {age: 0})\n"
+                                                     "  max_cells = 9\n}\n",
+        "method_no_ppv_search": dist_head + "property p {\n  equal_opportunity(r, groups sex, distribution "
+                                            "independent(people)) <= 1\n  method = learn\n}\n",
+        "repair_goal_above_one": people_decls() + dt + "repair fair for net {\n  goal passing_rate_ratio(groups sex) "
+                                                       "> 1\n  engine = highs\n}\n",
+        "compare_nothing": people_decls() + "model r = rule(member)\nproperty p {\n  theil_index(r, groups sex) <= 1\n"
+                                            "  compare = to_overall\n}\n",
+        "declared_distribution": NOTED_DIST.replace("<= 0.1\n}", "<= 0.1\n  bootstrap = 10\n}", 1),
+        "seed_tree_pba": people_decls() + dt + "property p {\n  pba(net, flip {sex}, delta {age: 0})\n  seed = 3\n}\n",
+        "seed_pair_draws_nothing": people_decls() + NET + _prop("pair", ["seed = 1", "using smt"]),
+    }
+    assert set(specs) == {r.name for r in options.UNREAD}
+    for i, (name, text) in enumerate(specs.items()):
+        d = tmp_path / str(i)
+        d.mkdir()
+        p = _project(d, text)
+        (d / "models" / "people_dt.skops").write_bytes((FIX / "models" / "people_dt.skops").read_bytes())
+        fired.clear()
+        res = lint(p)
+        assert not [x for x in res.diagnostics if x.is_error], (name, res.diagnostics)
+        assert fired == [name], (name, fired, [x.message for x in res.diagnostics if x.code == "FS213"])

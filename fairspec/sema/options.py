@@ -5,6 +5,9 @@ or default backend can decide the property (check_plan)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
 from fairspec import ir
 from fairspec.planning import BACKENDS, OPTIONS, plan
 from fairspec.sema.exprs import did_you_mean
@@ -130,49 +133,12 @@ def check_plan(ck, prop, stmts, spec) -> bool:
                                      f"{where}", (name_node or st).span,
                             hint=f"{where} takes: {accepted}")
                 ok = False
-            elif key in PARTITION_ONLY and prop.kind == "individual_fairness" and \
-                    not (getattr(prop.options, "partitions", None) or 0) > 1:
-                ck.sink.add("FS213", f"option '{key}' has no effect without partitions: "
-                                     f"{PARTITION_ONLY[key]}", name_node.span,
-                            hint="add a line such as partitions = 16 (the input space cut into 16 boxes, each "
-                                 f"decided on its own), or drop '{key}'")
-            elif key == "max_rows" and "data" not in (p.backend, *p.candidates) and _no_pre_pass(ck, prop):
-                ck.sink.add("FS213", f"option 'max_rows' has no effect here: {_no_pre_pass(ck, prop)}",
-                            name_node.span, hint="max_rows bounds the data rows flipped before the solver runs; "
-                                                 "drop it")
-            elif (key, prop.kind) in FAMILY_ONLY and _family(ck, prop) == FAMILY_ONLY[key, prop.kind][0]:
-                ck.sink.add("FS213", f"option '{key}' has no effect here: "
-                                     f"{FAMILY_ONLY[key, prop.kind][1].format(m=prop.model)}", name_node.span,
-                            hint=f"drop '{key}'")
-            elif key == "method" and prop.kind == "group_metric" and (
-                    p.backend == "elimination" or getattr(prop, "metric", None) in _NO_METHOD):
-                why = ("elimination sums over the tree's paths, with no PPV search to enumerate or learn"
-                       if p.backend == "elimination" else f"{prop.metric} reads every group's PPV given the label, "
-                                                          "enumerated whatever the method")
-                ck.sink.add("FS213", f"option 'method' has no effect here: {why}", name_node.span,
-                            hint="drop 'method'")
-            elif key in ("engine", "timeout") and prop.kind == "repair" and prop.strict and prop.threshold >= 1:
-                ck.sink.add("FS213", f"option '{key}' has no effect here: no passing-rate ratio (the lowest rate over "
-                                     f"the highest) exceeds 1, so the goal > {prop.threshold:g} is violated with no "
-                                     "repair searched", name_node.span,
-                            hint=f"drop '{key}', or write the goal with >= 1 (equal passing rates)")
-            elif key == "compare" and prop.kind == "group_metric" and _no_compare(prop):
-                ck.sink.add("FS213", f"option 'compare' has no effect here: {_no_compare(prop)}", name_node.span,
-                            hint="drop 'compare'")
-            elif key in ("seed", "bootstrap", "confidence") and (dist := _declared(prop, spec)) is not None:
-                ck.sink.add("FS213", f"option '{key}' has no effect here: distribution '{dist}' is declared with "
-                                     "its probabilities, not estimated from data rows: there is no estimate to "
-                                     "resample (bootstrap, seed) or bound (confidence)", name_node.span,
-                            hint=f"drop '{key}'")
-            elif key == "seed" and prop.kind == "pba" and _family(ck, prop) == "trees" and \
-                    prop.options.get("points") is None and prop.options.max_rows is None:
-                ck.sink.add("FS213", f"option 'seed' has no effect here: model '{prop.model}' is a tree model, whose "
-                                     "neighbourhoods are decided exactly, with no random choice (seed draws only the "
-                                     "sample of points or max_rows rows)", name_node.span, hint="drop 'seed'")
-            elif key == "seed" and _seed_unread(ck, prop, p.backend):
-                ck.sink.add("FS213", f"option 'seed' has no effect here: {_seed_unread(ck, prop, p.backend)}",
-                            name_node.span, hint="seed draws the random choices of a run (a sample of data rows, "
-                                                 "the partitions' estimate); this one makes none: drop it")
+            else:
+                at = _At(ck, prop, p, spec, key)
+                rule = next((r for r in UNREAD if key in r.keys and r.when(at)), None)
+                if rule is not None:
+                    ck.sink.add("FS213", f"option '{key}' has no effect {rule.lead}: {rule.why(at)}", name_node.span,
+                                hint=rule.hint(at) if rule.hint else f"drop '{key}'")
     return ok
 
 
@@ -295,6 +261,87 @@ PARTITION_ONLY = {"part_timeout": "it is each partition's time budget",
                   "refine": "it refines the partitions left without a proof",
                   "estimate": "it samples the share of the domain the partitions leave undecided",
                   "confidence": "it is the confidence of the partitions' estimate of the undecided share"}
+
+
+class _At(NamedTuple):
+    """What an FS213 rule reads: the checker, the property, its plan, the spec and the option's name."""
+    ck: object
+    prop: object
+    plan: object
+    spec: object
+    key: str
+
+
+@dataclass(frozen=True)
+class Unread:
+    """One FS213 rule: an option of ``keys`` that the planned backend takes but reads nowhere when
+    ``when`` holds.  Said as "option 'KEY' has no effect LEAD: WHY" with ``hint`` (default: drop it)."""
+    name: str
+    keys: frozenset
+    when: Callable[[_At], object]
+    why: Callable[[_At], str]
+    hint: Callable[[_At], str] | None = None
+    lead: str = "here"
+
+
+def _rule(name, keys, when, why, hint=None, lead="here") -> Unread:
+    return Unread(name, frozenset(keys), when, why, hint, lead)
+
+
+_MAX_ROWS_HINT = "max_rows bounds the data rows flipped before the solver runs; drop it"
+_SEED_HINT = ("seed draws the random choices of a run (a sample of data rows, the partitions' estimate); this one "
+              "makes none: drop it")
+
+
+def _no_method_why(a: _At) -> str:
+    if a.plan.backend == "elimination":
+        return "elimination sums over the tree's paths, with no PPV search to enumerate or learn"
+    return f"{a.prop.metric} reads every group's PPV given the label, enumerated whatever the method"
+
+
+def _family_rule(a: _At) -> bool:
+    rule = FAMILY_ONLY.get((a.key, a.prop.kind))
+    return rule is not None and _family(a.ck, a.prop) == rule[0]
+
+
+# FS213, option taken but read nowhere here: the first rule whose keys hold the option and whose
+# predicate holds is said (at most one warning per option); tests/test_unread_options.py fires each
+UNREAD: tuple[Unread, ...] = (
+    _rule("partitions_only", PARTITION_ONLY,
+          lambda a: a.prop.kind == "individual_fairness" and not (getattr(a.prop.options, "partitions", None) or 0) > 1,
+          lambda a: PARTITION_ONLY[a.key],
+          lambda a: "add a line such as partitions = 16 (the input space cut into 16 boxes, each decided on its "
+                    f"own), or drop '{a.key}'",
+          lead="without partitions"),
+    _rule("max_rows_no_flips", ("max_rows",),
+          lambda a: "data" not in (a.plan.backend, *a.plan.candidates) and _no_pre_pass(a.ck, a.prop),
+          lambda a: _no_pre_pass(a.ck, a.prop), lambda a: _MAX_ROWS_HINT),
+    _rule("other_model_family", {k for k, _ in FAMILY_ONLY}, _family_rule,
+          lambda a: FAMILY_ONLY[a.key, a.prop.kind][1].format(m=a.prop.model)),
+    _rule("method_no_ppv_search", ("method",),
+          lambda a: a.prop.kind == "group_metric" and (
+              a.plan.backend == "elimination" or getattr(a.prop, "metric", None) in _NO_METHOD),
+          _no_method_why),
+    _rule("repair_goal_above_one", ("engine", "timeout"),
+          lambda a: a.prop.kind == "repair" and a.prop.strict and a.prop.threshold >= 1,
+          lambda a: "no passing-rate ratio (the lowest rate over the highest) exceeds 1, so the goal > "
+                    f"{a.prop.threshold:g} is violated with no repair searched",
+          lambda a: f"drop '{a.key}', or write the goal with >= 1 (equal passing rates)"),
+    _rule("compare_nothing", ("compare",),
+          lambda a: a.prop.kind == "group_metric" and _no_compare(a.prop), lambda a: _no_compare(a.prop)),
+    _rule("declared_distribution", ("seed", "bootstrap", "confidence"),
+          lambda a: _declared(a.prop, a.spec) is not None,
+          lambda a: f"distribution '{_declared(a.prop, a.spec)}' is declared with its probabilities, not estimated "
+                    "from data rows: there is no estimate to resample (bootstrap, seed) or bound (confidence)"),
+    _rule("seed_tree_pba", ("seed",),
+          lambda a: a.prop.kind == "pba" and _family(a.ck, a.prop) == "trees" and
+          a.prop.options.get("points") is None and a.prop.options.max_rows is None,
+          lambda a: f"model '{a.prop.model}' is a tree model, whose neighbourhoods are decided exactly, with no "
+                    "random choice (seed draws only the sample of points or max_rows rows)"),
+    _rule("seed_pair_draws_nothing", ("seed",),
+          lambda a: _seed_unread(a.ck, a.prop, a.plan.backend),
+          lambda a: _seed_unread(a.ck, a.prop, a.plan.backend), lambda a: _SEED_HINT),
+)
 
 
 def _kind_words(kind):
