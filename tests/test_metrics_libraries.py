@@ -256,3 +256,39 @@ def test_adult_against_fairlearn(tmp_path):
         else:
             ref = refs[name](y, d, idx, w)
         assert abs(value - ref) <= TOL, (name, value, ref)
+
+
+def test_individual_indices_read_no_group_size(tmp_path):
+    """theil_index and generalized_entropy_index are over individuals (AIF360's, which take no groups):
+    groups only split their table, so groups under min_group_size or exclude_below neither make the
+    verdict unknown nor leave rows out, and the value is AIF360's over every row. A between-group index
+    compares the groups' mean benefits, so a group too small to judge still makes it unknown."""
+    from conftest import FIXTURES, people_decls
+    from fairspec.pipeline import check
+
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "data" / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    p = tmp_path / "specs" / "s.fair"
+    small = "min_group_size = 100  exclude_below = 0.2"       # every sex x race group has 66 or 67 of 400 rows
+    p.write_text(people_decls() + "model r = rule(member)\n"
+                 f"property t {{ theil_index(r, groups sex x race) <= 1  {small} }}\n"
+                 f"property ge {{ generalized_entropy_index(r, groups sex x race, alpha = 3) <= 1  {small} }}\n"
+                 "property t_all { theil_index(r) <= 1 }\n"
+                 f"property bt {{ between_group_theil_index(r, groups sex x race) <= 1  {small} }}\n")
+    v = {x.name: x for x in check(p).verdicts}
+    rows = pd.read_csv(tmp_path / "data" / "people.csv")
+    d = rows["member"].astype(str).str.lower().eq("true").to_numpy().astype(np.int64)
+    y = rows["hired"].eq("yes").to_numpy().astype(np.int64)
+    g = rows["sex"].eq("M").to_numpy().astype(np.int64)
+    cm, _ = _aif(g, d, y, None)
+    for name, ref in (("t", cm.theil_index()), ("ge", cm.generalized_entropy_index(alpha=3)),
+                      ("t_all", cm.theil_index())):
+        x = v[name]
+        assert (x.status, x.how) == ("holds", "estimated"), (name, x.status, x.reason)
+        assert abs(x.value - ref) <= TOL, (name, x.value, ref)
+        assert "min_group_size" not in x.details and "excluded_groups" not in x.details
+        assert all(r["counted"] and not r.get("excluded") for r in x.details["groups"])
+    assert len(v["t"].details["groups"]) == 6 and sum(r["rows"] for r in v["t"].details["groups"]) == 400
+    assert v["bt"].status == "unknown" and "min_group_size" in v["bt"].reason

@@ -272,6 +272,8 @@ def test_every_unread_rule_fires_on_some_spec(tmp_path, monkeypatch):
                                                        "> 1\n  engine = highs\n}\n",
         "compare_nothing": people_decls() + "model r = rule(member)\nproperty p {\n  theil_index(r, groups sex) <= 1\n"
                                             "  compare = to_overall\n}\n",
+        "individual_index_groups": people_decls() + "model r = rule(member)\nproperty p {\n  theil_index(r, groups "
+                                                    "sex) <= 1\n  min_group_size = 5\n}\n",
         "declared_distribution": NOTED_DIST.replace("<= 0.1\n}", "<= 0.1\n  bootstrap = 10\n}", 1),
         "seed_tree_pba": people_decls() + dt + "property p {\n  pba(net, flip {sex}, delta {age: 0})\n  seed = 3\n}\n",
         "seed_pair_draws_nothing": people_decls() + NET + _prop("pair", ["seed = 1", "using smt"]),

@@ -214,6 +214,15 @@ def _no_compare(prop) -> str | None:
                           "population")
 
 
+def _individual_index(prop) -> bool:
+    """The metric is an inequality index over individuals (theil_index, generalized_entropy_index): its
+    value reads no group, so no group is too small (min_group_size) or left out (exclude_below)."""
+    from fairspec.analyses.group_rates import METRICS
+
+    m = METRICS.get(getattr(prop, "metric", None) or "")
+    return m is not None and m.form == "inequality"
+
+
 def _declared(prop, spec) -> str | None:
     """The name of the distribution a group metric is computed over when it is declared with its
     probabilities (a table: no data rows, so no bootstrap and no estimation error), else None."""
@@ -329,6 +338,10 @@ UNREAD: tuple[Unread, ...] = (
           lambda a: f"drop '{a.key}', or write the goal with >= 1 (equal passing rates)"),
     _rule("compare_nothing", ("compare",),
           lambda a: a.prop.kind == "group_metric" and _no_compare(a.prop), lambda a: _no_compare(a.prop)),
+    _rule("individual_index_groups", ("min_group_size", "exclude_below"),
+          lambda a: a.prop.kind == "group_metric" and _individual_index(a.prop),
+          lambda a: f"{a.prop.metric} is an inequality index over individuals: every data row counts, whatever "
+                    "the size of its group (the groups only split the table)"),
     _rule("declared_distribution", ("seed", "bootstrap", "confidence"),
           lambda a: _declared(a.prop, a.spec) is not None,
           lambda a: f"distribution '{_declared(a.prop, a.spec)}' is declared with its probabilities, not estimated "

@@ -2,7 +2,8 @@
 
 * Group metrics (positive rate per group, disparate impact, statistical
   parity, equalized odds, equal opportunity) with bootstrap confidence
-  intervals; a group smaller than `min_group_size` makes the verdict unknown.
+  intervals; a group smaller than `min_group_size` makes the verdict unknown
+  (not for theil_index / generalized_entropy_index, over individuals: groups only split their table).
 * Counterfactual flips, the data-level form of individual fairness: every row
   with its protected attributes changed to every other value; a changed
   decision is a witness, replayed on the model's own runtime.  This backend

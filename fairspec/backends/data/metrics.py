@@ -487,18 +487,21 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     opts = prop.options
     cells, sizes, names = c.cells, c.sizes, c.names
     G, n = len(names), int(sizes.sum())
-    share = float(opts.get("exclude_below", 0.0))
+    # an inequality index over individuals (theil_index, generalized_entropy_index) is one value of every
+    # row, whatever its group: groups only split the table, so none is too small or left out
+    individual = mdef.form == "inequality"
+    share = 0.0 if individual else float(opts.get("exclude_below", 0.0))
     excluded = (sizes < share * n) & (sizes > 0) if share > 0 else np.zeros(G, dtype=bool)
-    eligible = (sizes >= opts.min_group_size) & ~excluded
-    if mdef.form == "inequality":
-        eligible = sizes > 0
-    small = [(names[g], int(sizes[g])) for g in range(G) if 0 < sizes[g] < opts.min_group_size and not excluded[g]]
+    eligible = sizes > 0 if individual else (sizes >= opts.min_group_size) & ~excluded
+    small = [] if individual else [(names[g], int(sizes[g])) for g in range(G)
+                                   if 0 < sizes[g] < opts.min_group_size and not excluded[g]]
     empty = [names[g] for g in range(G) if sizes[g] == 0]
     details = {
         "rows": n, "metric": prop.metric, "groups_label": prop.groups.label or "all rows",
-        "compare": opts.get("compare", BETWEEN),
-        "min_group_size": opts.min_group_size, "bootstrap": R, "confidence": opts.confidence,
+        "compare": opts.get("compare", BETWEEN), "bootstrap": R, "confidence": opts.confidence,
     }
+    if not individual:
+        details["min_group_size"] = opts.min_group_size
     if opts.get("weight"):
         details["weight"] = opts.get("weight")
     details.update(missing_rows(ctx, prop.data))
@@ -523,7 +526,10 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         details["rates"].append("confusion_matrix")
     if prop.metric == "impact_ratio":
         details["rate"] = prop.param("rate", "selection")
-    if eligible.sum() < (1 if mdef.form == "inequality" else 2):
+    if individual and n == 0:
+        return unknown(prop, f"{prop.metric} has no data rows to measure", backend="data",
+                       seconds=time.perf_counter() - t0, details=details)
+    if eligible.sum() < 2 and not individual:
         return unknown(prop, f"fewer than two groups of {prop.groups.label} have at least {opts.min_group_size} rows "
                              f"(min_group_size)", backend="data", seconds=time.perf_counter() - t0, details=details)
     enames = [names[g] for g in range(G) if eligible[g]]
