@@ -99,7 +99,7 @@ def test_every_warning_code_that_lint_emits_has_a_fixture():
     for p in ok_fixtures() + error_fixtures():
         seen |= {c for c, *_ in expectations(p)}
     # FS504 (no backend decides the kind) has no fixture: every property kind has a backend now
-    assert {"FS211", "FS213", "FS410"} <= seen
+    assert {"FS211", "FS213", "FS410", "FS508"} <= seen
 
 
 def test_fixture_expectations_name_registered_codes():

@@ -268,8 +268,6 @@ def test_every_unread_rule_fires_on_some_spec(tmp_path, monkeypatch):
                                                      "  max_cells = 9\n}\n",
         "method_no_ppv_search": dist_head + "property p {\n  equal_opportunity(r, groups sex, distribution "
                                             "independent(people)) <= 1\n  method = learn\n}\n",
-        "repair_goal_above_one": people_decls() + dt + "repair fair for net {\n  goal passing_rate_ratio(groups sex) "
-                                                       "> 1\n  engine = highs\n}\n",
         "compare_nothing": people_decls() + "model r = rule(member)\nproperty p {\n  theil_index(r, groups sex) <= 1\n"
                                             "  compare = to_overall\n}\n",
         "individual_index_groups": people_decls() + "model r = rule(member)\nproperty p {\n  theil_index(r, groups "

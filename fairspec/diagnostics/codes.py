@@ -106,6 +106,10 @@ _ALL = [
     Code("FS504", "warning", "property needs a backend that is not available yet", "check reports the property as unknown; choose an available backend with using NAME, or keep the property as a statement of intent"),
     Code("FS505", "error", "malformed repair block", "a repair block has one goal passing_rate_ratio(groups ...) >= c, optionally bound semantic_difference <= alpha * minimal and write \"FILE\""),
     Code("FS506", "error", "unsupported model construct for this backend", "choose another backend with using NAME"),
+    Code("FS507", "error", "claim can never be met",
+         "the quantity's range makes the comparison false for every model: check the comparison and the threshold (> 1 written for >= 0.8?)"),
+    Code("FS508", "warning", "claim holds whatever the model decides",
+         "the threshold is at the end of the quantity's range, so the comparison is true for every model: tighten the threshold, or drop the property"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

@@ -11,7 +11,7 @@ from fairspec.sema.exprs import Scope
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _inputs_known, _model_of, _number,
                                          _require_binary, _require_decision, _resolve,
-                                         resolve_groups)
+                                         claim_range, resolve_groups)
 from fairspec.syntax import ast
 
 
@@ -71,6 +71,8 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     k = _number(ck, rhs, env, "k")
     if k != int(k) or k < 1:
         ck.fail("FS307", "k must be a whole number >= 1", rhs.span)
+    claim_range(ck, op, k, 1.0, None, rhs.span, "k_discrimination(...) counts the distinct buckets of a point's "
+                "counterfactuals, at least 1")
     options = parse_options(ck, stmts, env, "k_discrimination")
     return ir.KDiscrimination(name, "k_discrimination", options, node.span, model=model.name, features=fs.name,
                               over=names, eps=eps, op=op, k=int(k), output=output, cls=cls)
@@ -145,6 +147,8 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
         threshold = _number(ck, rhs, env, "the share of verified points")
         if not 0 <= threshold <= 1:
             ck.fail("FS307", "pba(...) is compared with a share of points in [0, 1]", rhs.span)
+        claim_range(ck, op, threshold, 0.0, 1.0, rhs.span, "pba(...) is a share of points in [0, 1]",
+                    never_hint="write >= 1 for every point, or a share below 1 such as >= 0.9")
     options = parse_options(ck, stmts, env, "pba")
     return ir.PBA(name, "pba", options, node.span, model=model.name, features=fs.name, flip=flips, around=data,
                   given=given, delta=delta, report_by=report_by, op=op, threshold=threshold)

@@ -10,7 +10,7 @@ from fairspec.sema.exprs import did_you_mean
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _check_distribution_use, _classifier_reads, _dataset,
                                          _distribution, _feature_names, _model_of, _number, _require_binary,
-                                         _require_decision, _resolve, _subject, resolve_groups)
+                                         _require_decision, _resolve, _subject, claim_range, resolve_groups)
 from fairspec.syntax import ast
 
 
@@ -99,6 +99,9 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
                 hint="on a data set: disparate_impact, statistical_parity, base_rate_ratio, base_rate_difference")
     if mdef is not None and mdef.form == "ratio" and not 0.0 <= threshold <= 1.0:
         ck.fail("FS307", f"{fn} is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
+    if mdef is not None and mdef.form == "ratio":
+        claim_range(ck, op, threshold, 0.0, 1.0, rhs.span, f"{fn} is a ratio in [0, 1] (the lowest over the highest)",
+                    never_hint="a ratio of 1 is parity: write >= 1 for it, or a bound below 1 such as >= 0.8")
     options = parse_options(ck, stmts, env, "group_metric")
     if dist is not None and any(options.get(k) is not None for k in ("compare", "weight", "exclude_below")):
         ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
@@ -251,9 +254,8 @@ def _influence(ck, node, name, env, call, op, rhs, stmts):
     if threshold < 0:
         ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
                          f"({threshold:g}) can never be met", rhs.span)
-    if threshold == 0 and op == "<":
-        ck.fail("FS307", f"an influence is an absolute change of {quantity}, never < 0, so this claim can never "
-                         f"be met", rhs.span, hint="write <= 0 for no influence at all")
+    claim_range(ck, op, threshold, 0.0, None, rhs.span, f"an influence is an absolute change of {quantity}, "
+                "never below 0")
     options = parse_options(ck, stmts, env, "group_metric")
     return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
                           features=fs.name, groups=groups, data=None, distribution=dist, op=op,

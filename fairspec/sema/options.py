@@ -331,11 +331,6 @@ UNREAD: tuple[Unread, ...] = (
           lambda a: a.prop.kind == "group_metric" and (
               a.plan.backend == "elimination" or getattr(a.prop, "metric", None) in _NO_METHOD),
           _no_method_why),
-    _rule("repair_goal_above_one", ("engine", "timeout"),
-          lambda a: a.prop.kind == "repair" and a.prop.strict and a.prop.threshold >= 1,
-          lambda a: "no passing-rate ratio (the lowest rate over the highest) exceeds 1, so the goal > "
-                    f"{a.prop.threshold:g} is violated with no repair searched",
-          lambda a: f"drop '{a.key}', or write the goal with >= 1 (equal passing rates)"),
     _rule("compare_nothing", ("compare",),
           lambda a: a.prop.kind == "group_metric" and _no_compare(a.prop), lambda a: _no_compare(a.prop)),
     _rule("individual_index_groups", ("min_group_size", "exclude_below"),

@@ -24,7 +24,7 @@ from fairspec.sema.exprs import LowerError, did_you_mean
 from fairspec.sema.individual_properties import _individual_fairness, _kdisc, _pba
 from fairspec.sema.metric_properties import METRICS, _influence, _metric
 from fairspec.sema.options import parse_options
-from fairspec.sema.property_args import _claim, _model_of, _number, resolve_groups
+from fairspec.sema.property_args import _claim, _model_of, _number, claim_range, resolve_groups
 from fairspec.sema.repeats import given_twice
 from fairspec.syntax import ast
 
@@ -91,6 +91,9 @@ def build_repair(ck, node: ast.RepairDecl):
         c = _number(ck, g.right, {}, "the fairness threshold c")
         if not 0 < c <= 1:
             ck.fail("FS307", f"the passing-rate ratio threshold must be in (0, 1], got {c}", g.right.span)
+        claim_range(ck, g.op, c, 0.0, 1.0, g.right.span, "a passing-rate ratio (the lowest passing rate over the "
+                    "highest) lies in [0, 1]", never_hint="write >= 1 for equal passing rates, or a c below 1 such "
+                                                          "as > 0.8")
         alpha = 1.2
         for b in (s for s in node.stmts if s.kind == "bound"):
             e = b.args[0]

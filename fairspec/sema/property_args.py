@@ -277,3 +277,24 @@ def _require_decision(ck, model: ir.Model, what: str, span) -> None:
     problem = decision_problem(model, what)
     if problem is not None:
         ck.fail(problem[0], problem[1], span, hint=problem[2])
+
+
+def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span, what: str,
+                never_hint: str | None = None) -> None:
+    """A claim ``QUANTITY op t`` on a quantity the language knows lies in [lo, hi] (None: unbounded on
+    that side), with t already inside that range: FS507 (an error) when no value there meets it,
+    since such a claim is almost surely a typo (> 1 for >= 0.8); FS508 (a warning) when every value
+    does, so it holds whatever the model decides.  Caret on the threshold ``span``; ``never_hint``
+    for a claim above the range (one below it is told to check the comparison's direction)."""
+    above = hi is not None and ((op == ">" and t >= hi) or (op == ">=" and t > hi))
+    below = lo is not None and ((op == "<" and t <= lo) or (op == "<=" and t < lo))
+    always = (lo is not None and ((op == ">=" and t <= lo) or (op == ">" and t < lo))) or \
+        (hi is not None and ((op == "<=" and t >= hi) or (op == "<" and t > hi)))
+    if above or below:
+        hint = never_hint if above else (f"nothing lies below {lo:g}: write <= {lo:g} for the lowest value, or "
+                                         f"check the direction of the comparison")
+        ck.fail("FS507", f"{what}, so {op} {t:g} can never be met", span, hint=hint)
+    if always:
+        ck.sink.add("FS508", f"{what}, so {op} {t:g} holds whatever the model decides", span,
+                    hint="a bound at the end of the range states nothing: tighten the threshold, or drop the "
+                         "property")
