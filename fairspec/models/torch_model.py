@@ -194,15 +194,40 @@ class TorchModel(LoadedModel):
             except ModelLoadError:
                 raise
             except Exception:  # noqa: BLE001 - the guess was wrong: leave the width unknown
+                self._rows_kept_apart(width)
                 width = None
             else:
                 y = self._tensor(y)
+                if y.ndim == 0 or y.shape[0] != 2:
+                    self._rows_kept_apart(width)
                 columns = 1 if y.ndim == 1 else (y.shape[1] if y.ndim == 2 else None)
                 self.readout = readout_for(path, columns, index, kind, self._what)
                 self.index = self.readout.index
                 if self.readout.has_decision or self.readout.task == "regression":
                     self._finish(self._read(y, self._what), 2)
         self.input_width = width
+
+    def _rows_kept_apart(self, width: int) -> None:
+        """The probe of 2 rows failed or did not return one output per row: when one row runs and a Flatten
+        layer merges the batch dimension (Flatten(0, -1): its outputs mix the rows fairspec feeds in one
+        batch), refuse the file naming that layer, rather than by the shape error it causes."""
+        import numpy as np
+
+        from .torch_chain import batch_merging_flatten
+
+        found = batch_merging_flatten(self.raw)
+        if found is None:
+            return
+        try:
+            self._forward(np.zeros((1, width)))
+        except Exception:  # noqa: BLE001 - one row fails too: not the batch, the shape error says what is wrong
+            return
+        name, start, end = found
+        raise ModelLoadError(
+            f"torch model {self.path} has a layer {name}, Flatten(start_dim={start}, end_dim={end}), that merges "
+            f"the batch dimension into the features: its outputs are not one per row of the [N, {width}] batch "
+            f"fairspec feeds it; save the module with Flatten() there (start_dim=1 keeps the rows apart) or "
+            f"without it", self.path)
 
     @property
     def precision(self) -> str:
