@@ -70,12 +70,13 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
 
 
 def _torch_own(module) -> None:
-    from fairspec.models.torch_own import changed
+    from fairspec.models.torch_own import changed, no_reference
 
     why = changed()          # a trusted pickle's code may have patched torch itself (torch_own)
     if why:
-        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
-                        f"the layers read would run other code than torch's: {why}")
+        what = ("whether the layers read run torch's own code is unknown" if no_reference()
+                else "the layers read would run other code than torch's")
+        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward", f"{what}: {why}")
 
 
 def _chain(module, output: Any) -> list[tuple[str, Any]]:
