@@ -74,13 +74,13 @@ def test_a_torchscript_forward_taking_a_named_tuple_is_fs428_at_lint_and_check(t
     doc = _lint_doc(tmp_path, 'torch("m.pt", score = logit)')       # no torch imported by lint
     (d,) = [d for d in doc["diagnostics"] if d["severity"] == "error"]
     assert d["code"] == "FS428" and (d["line"], d["column"]) == (6, 17), d
-    assert f"m.pt has a forward() that takes {takes}, but fairspec feeds a model one tensor" in d["message"], d["message"]
-    assert "which columns would go to which field is in neither the file nor the spec" in d["message"], d
-    assert d["message"].endswith(f"save a module whose forward() takes that one tensor and builds the {cls} from it"), \
-        d["message"]
+    said = d["message"]
+    assert f"m.pt has a forward() that takes {takes}, but fairspec feeds a model one tensor" in said, said
+    assert "which columns would go to which field is in neither the file nor the spec" in said, said
+    assert said.endswith(f"save a module whose forward() takes that one tensor and builds the {cls} from it"), said
     with pytest.raises(ModelLoadError) as e:
         load_model("torch", tmp_path / "m.pt")
-    assert e.value.code == "FS428" and e.value.message == d["message"], (e.value.message, d["message"])
+    assert e.value.code == "FS428" and e.value.message == said, (e.value.message, said)
 
 
 class _Halves(NamedTuple):

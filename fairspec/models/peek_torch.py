@@ -97,7 +97,8 @@ _MAX_CODE_BYTES = 8 << 20
 
 def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple, ...] | None:
     """The arguments the root module's forward() needs (positional, no default, after self: name, type
-    annotation and, for a NamedTuple, its class's name and fields: input_problem), read from the TorchScript code the archive stores for its class (data.pkl names it:
+    annotation and, for a NamedTuple, its class's name and fields: input_problem), read from the
+    TorchScript code the archive stores for its class (data.pkl names it:
     __torch__.pkg.Cls is class Cls of code/__torch__/pkg.py); None when the archive does not say (a
     torch.save pickle: its class's code is not in the file)."""
     if not isinstance(root, _Stub):
@@ -148,7 +149,8 @@ def _named_tuple(zf: zipfile.ZipFile, prefix: str, kind: str | None) -> tuple[st
     if cls is None or not any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) == "NamedTuple"
                               for b in cls.bases):
         return None
-    return name, tuple(n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name))
+    return name, tuple(n.target.id for n in cls.body
+                       if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name))
 
 
 def named_tuple_fields(path, kind: str) -> tuple[str, ...]:

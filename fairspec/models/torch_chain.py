@@ -76,7 +76,8 @@ def _torch_own(module) -> None:
     if why:
         what = ("whether the layers read run torch's own code is unknown" if no_reference()
                 else "the layers read would run other code than torch's")
-        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward", f"{what}: {why}")
+        raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
+                        f"{what}: {why}")
 
 
 def _chain(module, output: Any) -> list[tuple[str, Any]]:
