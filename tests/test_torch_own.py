@@ -7,6 +7,10 @@ force of a patched pickle is in ``test_torch_chain``). Each patch here is undone
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -141,8 +145,12 @@ def test_torch_imported_after_a_pickle_was_loaded_is_no_reference(monkeypatch):
     assert torch_own.changed() == ""
     monkeypatch.setattr(torch_own, "_state", {"files": ["model.pkl"]})
     torch_own.capture()                                 # found imported by someone else
-    assert torch_own.changed() == ("torch was imported after model.pkl was loaded, whose code may have "
-                                   "patched it before fairspec recorded torch's own code")
+    assert torch_own.changed() == (
+        "torch was imported after model.pkl was loaded, by code fairspec did not watch (a method of a pickled "
+        "object, say), which may have patched torch before fairspec recorded its own code; import torch before "
+        "loading model.pkl, or check the torch model in a process that loads no pickle before it (the command "
+        "line, the torch model declared first), so that torch's code is recorded first")
+    assert torch_own.no_reference()
 
 
 class _MovedTensor(torch.Tensor):
@@ -294,6 +302,72 @@ def test_a_scikit_learn_pickle_that_imports_torch_before_a_torch_model_loads(tmp
     if code == _PATCH_LINEAR:
         assert v["status"] == "unknown", v
         assert "torch.nn.Linear.forward is not torch's own after loading lr.pkl" in v["reason"], v["reason"]
+    else:
+        assert (v["status"], v["how"]) == ("holds", "proved"), v
+
+
+_LAZY_TORCH = """
+from sklearn.linear_model import LogisticRegression
+
+
+class LazyTorch(LogisticRegression):
+    def predict(self, X):
+        import torch            # when first asked for a prediction: after the pickle was loaded
+        if getattr(self, "patch_", False):
+            torch.nn.Linear.forward = lambda self, x: torch.nn.functional.linear(x, self.weight, self.bias)
+        return super().predict(X)
+"""
+_LOAD_PREDICT_CHECK = """
+import json, sys
+import numpy as np
+if sys.argv[3] == "first":
+    import torch                                # the advice the reason gives
+from fairspec.models import load_model
+from fairspec.pipeline import check
+from fairspec.report import to_json
+k = load_model("sklearn", sys.argv[1], trust_pickle=True)
+assert ("torch" in sys.modules) == (sys.argv[3] == "first")
+k.raw.predict(np.zeros((1, 1)))                 # the pickled object's method imports torch, outside watching
+assert "torch" in sys.modules
+print(json.dumps(json.loads(to_json(check(sys.argv[2])))["properties"][0]))
+"""
+
+
+@pytest.mark.parametrize("when", ["late", "first"])
+@pytest.mark.parametrize("patch", [False, True])
+def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what_to_do(tmp_path, when, patch):
+    """A trusted pickle's object whose method imports torch after its load (outside torch_own.watching): a
+    torch model checked later is unknown, with a reason that says why (whether torch is its own cannot be
+    told, not that it is not) and what to do -- import torch before loading the pickle -- which, done, proves
+    it; a patch that method makes is refused either way (was: 'the layers read would run other code than
+    torch's: torch was imported after lr.pkl was loaded, whose code may have patched it ...', no way out)."""
+    import os
+
+    from test_torch_chain import _script_saver, _tie_seq
+    from test_torch_multi_output import ENCODE, FEATURES, _prop
+
+    (tmp_path / "h5_lazy_torch.py").write_text(_LAZY_TORCH)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=os.pathsep.join([root, str(tmp_path)]))
+    fit = ("import pickle, sys, h5_lazy_torch\nlr = h5_lazy_torch.LazyTorch().fit([[0.0], [1.0]], [0, 1])\n"
+           f"lr.patch_ = {patch}\npickle.dump(lr, open('lr.pkl', 'wb'))\n")
+    subprocess.run([sys.executable, "-c", fit], cwd=tmp_path, env=env, check=True)
+    _script_saver(_tie_seq())(tmp_path / "m.pt")
+    (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
+                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
+    run = subprocess.run([sys.executable, "-c", _LOAD_PREDICT_CHECK, "lr.pkl", "spec.fair", when], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    v = json.loads(run.stdout.strip().splitlines()[-1])
+    if when == "late":                          # patched or not: no reference to tell
+        assert v["status"] == "unknown", v
+        assert ("m.pt: whether the layers read run torch's own code is unknown: torch was imported after lr.pkl "
+                "was loaded, by code fairspec did not watch") in v["reason"], v["reason"]
+        assert "; import torch before loading lr.pkl, or check the torch model in a process" in v["reason"], v
+    elif patch:                                 # the advice followed: the patch is seen and named
+        assert v["status"] == "unknown", v
+        assert ("the layers read would run other code than torch's: torch.nn.Linear.forward is not torch's own "
+                "after loading lr.pkl") in v["reason"], v["reason"]
     else:
         assert (v["status"], v["how"]) == ("holds", "proved"), v
 

@@ -97,7 +97,8 @@ _ALL = [
     Code("FS428", "error", "torch model whose forward() takes several tensors",
          "fairspec feeds a model one [N, width] tensor, the encoded features in the encode block's order: save "
          "(torch.jit.script or trace) a module whose forward(x) takes that tensor, e.g. one applying the layers to "
-         "the concatenation the old forward() built, and list the features in that order"),
+         "the concatenation the old forward() built (or building its NamedTuple from the tensor's columns), and list "
+         "the features in that order"),
     Code("FS423", "warning", "scikit-learn pipeline evaluated whole", "the solvers need preprocessing fairspec can fold: OneHotEncoder, OrdinalEncoder, StandardScaler, MinMaxScaler, passthrough and drop in a ColumnTransformer"),
     # -- properties and backends
     Code("FS501", "error", "malformed property", "a property states one metric compared with a threshold, or forall x, x' : F with require and ensure"),

@@ -84,6 +84,12 @@ def from_torch(module, index: int | None = None, verify: bool = True, readout=No
             with runtime_mode():
                 out = module(torch.as_tensor(X, dtype=_torch_dtype(module)))
         except Exception as exc:  # noqa: BLE001 - a layer that does not keep rows apart (Flatten(0, -1)): one sentence
+            from fairspec.models.torch_chain import batch_merging_flatten
+
+            if (found := batch_merging_flatten(module)) is not None:      # the layer, by name
+                raise UnsupportedModel("Flatten", found[0], f"Flatten(start_dim={found[1]}, end_dim={found[2]}) "
+                                       "merges the batch dimension into the features: its outputs are not one "
+                                       "per row") from None
             first = str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__
             raise UnsupportedModel(type(module).__name__, "forward", f"forward() fails on a batch of {len(X)} rows "
                                    f"of {full.n_inputs} features ({first}), which the network read from its "

@@ -3,7 +3,8 @@
 (fairspec.models.inert_pickle) and the first Linear layer's in_features is taken, without importing torch.
 A TorchScript archive also stores the root module's class as code (code/__torch__/....py, Python syntax):
 its forward()'s signature is read from there with the standard library's parser (nothing is run), so lint
-refuses a forward() taking several tensors as check's loader does (FS428, input_problem)."""
+refuses a forward() taking several tensors -- or one NamedTuple of them, whose class the archive stores too --
+as check's loader does (FS428, input_problem)."""
 
 from __future__ import annotations
 
@@ -69,27 +70,35 @@ _CONTAINER = re.compile(r"(?:typing\.)?(?:Tuple|List|Dict)\[")
 
 def input_problem(path, needed) -> str | None:
     """The sentence for a torch module whose forward() needs several tensors (FS428, whose hint says how
-    to save it), else None. ``needed``: (name, TorchScript type or None) of each argument forward() needs;
-    one argument that is a tuple, list or dict of tensors is several too. Lint (read from the archive's
-    code) and check's loader (torch_model, from the loaded module) say the same."""
+    to save it), else None. ``needed``: (name, TorchScript type or None, NamedTuple) of each argument
+    forward() needs, the last None unless the argument is a NamedTuple: then (its class's name, its field
+    names, () when unknown). One argument that is a tuple, list or dict of tensors, or a NamedTuple, is
+    several too. Lint (read from the archive's code) and check's loader (torch_model, from the loaded
+    module) say the same."""
     if len(needed) > 1:
-        names = ", ".join(n for n, _ in needed[:4]) + (", ..." if len(needed) > 4 else "")
-        what = f"{len(needed)} inputs ({names})"
+        names = ", ".join(n for n, *_ in needed[:4]) + (", ..." if len(needed) > 4 else "")
+        what, which, build = f"{len(needed)} inputs ({names})", "input", ""
+    elif len(needed) == 1 and needed[0][2] is not None:
+        name, _, (cls, fields) = needed[0]
+        listed = ", ".join(fields[:6]) + (", ..." if len(fields) > 6 else "")
+        what = f"a NamedTuple {cls} ({name}: {listed})" if fields else f"a NamedTuple {cls} ({name})"
+        which, build = "field", f" and builds the {cls} from it"
     elif len(needed) == 1 and needed[0][1] and _CONTAINER.match(needed[0][1]):
-        what = f"a {needed[0][1][:60]} ({needed[0][0]})"
+        what, which, build = f"a {needed[0][1][:60]} ({needed[0][0]})", "input", ""
     else:
         return None
     return (f"torch model {path} has a forward() that takes {what}, but fairspec feeds a model one tensor, "
-            f"the encoded features (which columns would go to which input is in neither the file nor the "
-            f"spec); save a module whose forward() takes that one tensor")
+            f"the encoded features (which columns would go to which {which} is in neither the file nor the "
+            f"spec); save a module whose forward() takes that one tensor{build}")
 
 
 _MAX_CODE_BYTES = 8 << 20
 
 
-def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple[str, str | None], ...] | None:
-    """The arguments the root module's forward() needs (positional, no default, after self: name and type
-    annotation), read from the TorchScript code the archive stores for its class (data.pkl names it:
+def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple, ...] | None:
+    """The arguments the root module's forward() needs (positional, no default, after self: name, type
+    annotation and, for a NamedTuple, its class's name and fields: input_problem), read from the
+    TorchScript code the archive stores for its class (data.pkl names it:
     __torch__.pkg.Cls is class Cls of code/__torch__/pkg.py); None when the archive does not say (a
     torch.save pickle: its class's code is not in the file)."""
     if not isinstance(root, _Stub):
@@ -111,10 +120,53 @@ def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple[str, 
         return None
     positional = [*fwd.args.posonlyargs, *fwd.args.args]
     required = positional[:len(positional) - len(fwd.args.defaults)]
-    return tuple((a.arg, a.annotation and ast.unparse(a.annotation)) for a in required[1:])   # [0] is self
+    out = []
+    for a in required[1:]:                                                            # [0] is self
+        kind = a.annotation and ast.unparse(a.annotation)
+        out.append((a.arg, kind, _named_tuple(zf, prefix, kind)))
+    return tuple(out)
 
 
-def _archive_facts(p: pathlib.Path) -> tuple[int | None, tuple[tuple[str, str | None], ...] | None]:
+_QUALIFIED = re.compile(r"__torch__(?:\.\w+)+")
+
+
+def _named_tuple(zf: zipfile.ZipFile, prefix: str, kind: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """(class name, field names) when ``kind`` (a TorchScript type, as the archive's code writes it) is a
+    NamedTuple whose class the archive stores (``__torch__.pkg.Pair``: class Pair(NamedTuple) of
+    code/__torch__/pkg.py, its fields the annotated names of its body), else None."""
+    if not kind or not _QUALIFIED.fullmatch(kind):
+        return None
+    module, _, name = kind.rpartition(".")
+    try:
+        info = zf.getinfo(prefix + "code/" + module.replace(".", "/") + ".py")
+    except KeyError:
+        return None
+    if info.file_size > _MAX_CODE_BYTES:
+        return None
+    with zf.open(info) as fh:
+        tree = ast.parse(fh.read().decode("utf-8"))
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    if cls is None or not any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) == "NamedTuple"
+                              for b in cls.bases):
+        return None
+    return name, tuple(n.target.id for n in cls.body
+                       if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name))
+
+
+def named_tuple_fields(path, kind: str) -> tuple[str, ...]:
+    """The field names of the NamedTuple ``kind`` (a TorchScript type: ``__torch__.Pair``) the TorchScript
+    archive ``path`` stores the code of, () when it does not say (check's loader, whose TorchScript
+    schema names the type but not its fields)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.endswith("data.pkl") and n.count("/") <= 1]
+            found = names and _named_tuple(zf, names[0][:-len("data.pkl")], kind)
+    except Exception:  # noqa: BLE001 - unreadable code: the sentence then names no field
+        return ()
+    return found[1] if found else ()
+
+
+def _archive_facts(p: pathlib.Path) -> tuple[int | None, tuple[tuple, ...] | None]:
     """(the first Linear layer's in_features, the inputs forward() needs) of a torch file, each None
     when the file does not say; ModelLoadError when it is missing or not a torch file."""
     require_file(p)

@@ -70,12 +70,14 @@ def torch_chain(module, output: Any = None) -> list[tuple[str, Any]]:
 
 
 def _torch_own(module) -> None:
-    from fairspec.models.torch_own import changed
+    from fairspec.models.torch_own import changed, no_reference
 
     why = changed()          # a trusted pickle's code may have patched torch itself (torch_own)
     if why:
+        what = ("whether the layers read run torch's own code is unknown" if no_reference()
+                else "the layers read would run other code than torch's")
         raise NotAChain(getattr(module, "original_name", None) or type(module).__name__, "forward",
-                        f"the layers read would run other code than torch's: {why}")
+                        f"{what}: {why}")
 
 
 def _chain(module, output: Any) -> list[tuple[str, Any]]:
@@ -431,6 +433,29 @@ def _normal(graph) -> str:
 
 _CONSTANT = re.compile(r"\s*(%[\w.]+) : (.+?) = prim::Constant(\[.*\])?\(\)")
 
+
+
+def batch_merging_flatten(module) -> tuple[str, int, int] | None:
+    """The first Flatten layer of ``module`` that merges the batch dimension of the [N, width] tensor
+    fairspec feeds into the features (start_dim 0, end_dim 1 or -1, on two dimensions): its name in the
+    module, start_dim and end_dim; None when there is none. A traced layer keeps no arguments: they are the
+    ones its code is torch's own Flatten for (``_check_leaf``; a layer whose code is not is left to it)."""
+    import torch
+
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.Flatten):
+            dims = (m.start_dim, m.end_dim)
+        elif isinstance(m, torch.jit.ScriptModule) and getattr(m, "original_name", None) == "Flatten":
+            try:
+                dims = (m.start_dim, m.end_dim) if hasattr(m, "start_dim") else _check_leaf(m, name)
+            except Exception:  # noqa: BLE001 - not torch's own Flatten: the chain's reader says so
+                continue
+        else:
+            continue
+        start, end = (int(d) for d in dims)
+        if -2 <= start < 2 and -2 <= end < 2 and (start % 2, end % 2) == (0, 1):
+            return name, start, end
+    return None
 
 
 def _check_leaf(m, name: str) -> tuple | None:

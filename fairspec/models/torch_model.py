@@ -39,28 +39,55 @@ def _torch_file_kind(path: pathlib.Path) -> str:
 
 def _one_input(module, path) -> None:
     """fairspec feeds a model one [N, width] tensor, the encoded features in order: a forward() that needs
-    several (forward(a, b), which concatenates them; or one tuple, list or dict of tensors) cannot be fed
-    -- which encoded column goes to which argument is not in the file (TorchScript records no widths) nor
-    in the spec -- so say what to do."""
+    several (forward(a, b), which concatenates them; or one tuple, list, dict or NamedTuple of tensors)
+    cannot be fed -- which encoded column goes to which argument is not in the file (TorchScript records no
+    widths) nor in the spec -- so say what to do."""
     import inspect
+
+    from .peek_torch import input_problem, named_tuple_fields
 
     try:
         if hasattr(module, "forward") and hasattr(module.forward, "schema"):        # TorchScript
-            needed = [(a.name, str(a.type)) for a in module.forward.schema.arguments[1:]
+            needed = [(a.name, str(a.type), None) for a in module.forward.schema.arguments[1:]
                       if not a.has_default_value() and not a.kwarg_only]
+            if len(needed) == 1 and _is_named_tuple_type(module.forward.schema.arguments[1].type):
+                # the schema names the class, not its fields: the archive's code does (as lint reads it)
+                kind = needed[0][1]
+                needed = [(needed[0][0], kind, (kind.rpartition(".")[2], named_tuple_fields(path, kind)))]
         else:
             params = inspect.signature(module.forward).parameters.values()
             if any(p.kind is p.VAR_POSITIONAL for p in params):
                 return
-            needed = [(p.name, None) for p in params if p.default is p.empty
-                      and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            needed = [(p.name, None, _named_tuple_class(module.forward, p.annotation)) for p in params
+                      if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except Exception:  # noqa: BLE001 - no readable signature: calling it says what is wrong
         return
-    from .peek_torch import input_problem
-
     # FS428, as lint says it when the archive's code shows the signature (peek_torch)
     if (problem := input_problem(path, needed)) is not None:
         raise ModelLoadError(problem, path, code="FS428")
+
+
+def _is_named_tuple_type(t) -> bool:
+    """A TorchScript NamedTuple type: a TupleType written by its class's name, not Tuple[...]."""
+    return t.kind() == "TupleType" and str(t).startswith("__torch__.")
+
+
+def _named_tuple_class(forward, annotation) -> tuple[str, tuple[str, ...]] | None:
+    """(class name, fields) when an eager forward()'s parameter is annotated with a NamedTuple class (or
+    its name, under ``from __future__ import annotations``: looked up in forward's module, nothing is
+    evaluated), else None."""
+    import inspect
+
+    if isinstance(annotation, str):
+        scope = getattr(getattr(forward, "__func__", forward), "__globals__", {})
+        head, *rest = annotation.split(".")
+        annotation = scope.get(head) if head.isidentifier() else None
+        for part in rest:       # getattr_static: no descriptor, no module __getattr__ runs
+            annotation = inspect.getattr_static(annotation, part, None) if annotation is not None else None
+    if isinstance(annotation, type) and issubclass(annotation, tuple) and isinstance(
+            getattr(annotation, "_fields", None), tuple):
+        return annotation.__name__, tuple(str(f) for f in annotation._fields)
+    return None
 
 
 def _guess_width(module) -> int | None:
@@ -167,15 +194,40 @@ class TorchModel(LoadedModel):
             except ModelLoadError:
                 raise
             except Exception:  # noqa: BLE001 - the guess was wrong: leave the width unknown
+                self._rows_kept_apart(width)
                 width = None
             else:
                 y = self._tensor(y)
+                if y.ndim == 0 or y.shape[0] != 2:
+                    self._rows_kept_apart(width)
                 columns = 1 if y.ndim == 1 else (y.shape[1] if y.ndim == 2 else None)
                 self.readout = readout_for(path, columns, index, kind, self._what)
                 self.index = self.readout.index
                 if self.readout.has_decision or self.readout.task == "regression":
                     self._finish(self._read(y, self._what), 2)
         self.input_width = width
+
+    def _rows_kept_apart(self, width: int) -> None:
+        """The probe of 2 rows failed or did not return one output per row: when one row runs and a Flatten
+        layer merges the batch dimension (Flatten(0, -1): its outputs mix the rows fairspec feeds in one
+        batch), refuse the file naming that layer, rather than by the shape error it causes."""
+        import numpy as np
+
+        from .torch_chain import batch_merging_flatten
+
+        found = batch_merging_flatten(self.raw)
+        if found is None:
+            return
+        try:
+            self._forward(np.zeros((1, width)))
+        except Exception:  # noqa: BLE001 - one row fails too: not the batch, the shape error says what is wrong
+            return
+        name, start, end = found
+        raise ModelLoadError(
+            f"torch model {self.path} has a layer {name}, Flatten(start_dim={start}, end_dim={end}), that merges "
+            f"the batch dimension into the features: its outputs are not one per row of the [N, {width}] batch "
+            f"fairspec feeds it; save the module with Flatten() there (start_dim=1 keeps the rows apart) or "
+            f"without it", self.path)
 
     @property
     def precision(self) -> str:

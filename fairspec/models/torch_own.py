@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from types import FunctionType, ModuleType
 from typing import Any
 
-__all__ = ["capture", "changed", "watching"]
+__all__ = ["capture", "changed", "no_reference", "watching"]
 
 # what the layers fairspec reads run in the dispatcher, float16 / 32 / 64 on the CPU (torch's profiler on
 # them, and fairspec's reading of their outputs), and the matrix products a Linear may run instead of addmm
@@ -143,8 +143,12 @@ def changed() -> str:
     modes = [kind for kind, n in (("function", torch._C._len_torch_function_stack()),
                                   ("dispatch", torch._C._len_torch_dispatch_stack())) if n]
     if _state.get("late"):
-        return (f"torch was imported after {_named(_state['late'])} was loaded, whose code may have patched it "
-                f"before fairspec recorded torch's own code")
+        late = _named(_state["late"])
+        return (f"torch was imported after {late} was loaded, by code fairspec did not watch (a method of a "
+                f"pickled object, say), which may have patched torch before fairspec recorded its own code; "
+                f"import torch before loading {late}, or check the torch model in a process that loads no pickle "
+                f"before it (the command line, the torch model declared first), so that torch's code is recorded "
+                f"first")
     if not what and not modes:
         return ""
     files = _state.get("files") or []
@@ -153,6 +157,12 @@ def changed() -> str:
         more = f" (and {len(what) - 1} more changes)" if len(what) > 1 else ""
         return f"{sorted(what, key=_order)[0]} is not torch's own{after}{more}"
     return f"a torch {' and '.join(modes)} mode is active{after}: torch's operators run other code"
+
+
+def no_reference() -> bool:
+    """torch was imported after a trusted pickle was loaded, out of :func:`watching`'s sight: whether its
+    code is still torch's own cannot be told (:func:`changed` says so and what to do), not that it is not."""
+    return bool(_state.get("late"))
 
 
 def _named(files: list[str]) -> str:
