@@ -69,6 +69,13 @@ def hover(idx: Index, file: str, line: int, col: int) -> str | None:
         return f"**parameter** `{_text_of(idx, sym.node.span)}` of policy `{sym.container}`"
     if sym.kind == "apply":
         return f"**apply** `{_text_of(idx, sym.node.span)}`"
+    if sym.kind == "variable":
+        if sym.node.kind == "forall":
+            x, x2, fs = (n.id for n in sym.node.args)
+            return (f"**variable** `{sym.name}` of property `{sym.container}`: `forall {x}, {x2} : {fs}`, "
+                    f"a pair of individuals of `{fs}`")
+        return (f"**class variable** `{sym.name}` of property `{sym.container}`: `ensure forall {sym.name} :` "
+                f"holds for every class of the model")
     return f"**{sym.kind}** `{sym.name}`"
 
 
