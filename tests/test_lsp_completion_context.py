@@ -1,6 +1,7 @@
 """Completion offers what may be typed at the cursor, not everything in scope: nothing where a new name
-is typed (a declaration's, `apply ... as`, a property's forall variables -- an editor accepting the first
-item on Enter would otherwise put a metric's name there), the features of x's feature set after `x.`,
+is typed (a declaration's, `apply ... as`, a property's forall variables) nor right after a block's `{`
+(`{` is a trigger character, and an editor accepting the first item on Enter would otherwise put a
+metric's name there), the features of x's feature set after `x.`,
 feature sets after `forall x, x' :`, data after `features F from`, models after `repair r for`,
 policies after `apply`. Read from the text the client has now (it need not parse)."""
 
@@ -42,7 +43,8 @@ def _labels(adult, typed: str) -> list[str]:
     "\nproperty ", "\nproperty pr", "\ngroup ", "\nmodel ", "\ndata d", "\nfeatures ", "\ndistribution ",
     "\npolicy ", "\nrepair ", "\napply four_fifths(mlp, groups = sex) as ", "\nproperty p {\n  forall ",
     "\nproperty p {\n  forall x, ", "\nproperty p {\n  forall x, x' : Applicant\n  ensure forall ",
-    "\npolicy q(m: model) {\n  property ",
+    "\npolicy q(m: model) {\n  property ", "\nproperty p {", "\nproperty p { ", "\nfeatures G from adult {",
+    "\nencode Applicant for mlp {", "\npolicy q(m: model) {\n  property r {",
 ])
 def test_nothing_is_offered_where_a_new_name_is_typed(adult, typed):
     assert _labels(adult, typed) == []
@@ -65,6 +67,8 @@ def test_what_a_declaration_names_next(adult):
     # unchanged: a statement's start, an expression
     assert {"forall", "require", "bootstrap = ", "statistical_parity"} <= set(_labels(adult, "\nproperty p {\n  "))
     assert {"mlp", "sex", "older"} <= set(_labels(adult, "\nproperty p {\n  statistical_parity("))
+    assert {"sex", "race"} <= set(_labels(adult, "\nproperty p {\n  forall x, x' : Applicant\n"
+                                                 "  require x.* == x'.* except {"))   # a set's brace
 
 
 def test_over_stdio_x_dot_while_the_property_is_half_typed():

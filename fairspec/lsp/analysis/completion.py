@@ -128,8 +128,8 @@ def completions(idx: Index | None, text: str, line: int, col: int,
     def of(kind, labels, detail=""):
         return [(lbl, kind, detail) for lbl in labels]
 
-    if _NEW_NAME.fullmatch(head):
-        return []  # a name being declared: nothing in scope is what is typed there
+    if _NEW_NAME.fullmatch(head) or _BLOCK_OPENED.fullmatch(head):
+        return []  # a name being declared, or a block's `{` just typed (a newline comes next): nothing fits
     if block == "top":
         if re.fullmatch(r"features\s+\w+\s+from\s+", head):
             return of("file", names["data"], "data")
@@ -193,6 +193,8 @@ def completions(idx: Index | None, text: str, line: int, col: int,
 # where a new name is typed: a declaration's, an `apply ... as`, a property's forall variables
 _NEW_NAME = re.compile(r"(?:(?:model|data|features|group|distribution|property|repair|policy)\s+"
                        r"|apply\s.*\)\s*as\s+|forall\s+|forall\s+\w+\s*,\s*|ensure\s+forall\s+)")
+
+_BLOCK_OPENED = re.compile(r"(?:features|encode|property|repair|distribution|policy)\b[^{}]*\{[ \t]*")
 
 
 def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
