@@ -175,7 +175,7 @@ async def serve_half_typed(specs: list[Path], changes: int) -> dict:
     Each change comes after a pause longer than the server's debounce (as keystrokes a moment apart),
     so it is linted at once: the latency is the lints' and the messages', not the debounce's wait."""
     from fairspec.lsp.client import Session
-    from fairspec.lsp.server import DEBOUNCE
+    from fairspec.lsp.indexes import DEBOUNCE
 
     res = {}
     async with Session(wait=600) as s:

@@ -271,10 +271,10 @@ def test_exit_ends_the_server_while_its_stdin_stays_open(raw, project):
 
 
 def test_the_servers_limit_is_lints():
-    from fairspec.lsp import server
+    from fairspec.lsp import indexes
     from fairspec.syntax import parser
 
-    assert server.MAX_SPEC_BYTES == parser.MAX_SPEC_BYTES
+    assert indexes.MAX_SPEC_BYTES == parser.MAX_SPEC_BYTES
 
 
 def test_exit_without_shutdown_is_status_1(raw, project):

@@ -1,1 +1,1 @@
-"""The fairspec language server (`fairspec lsp`): pygls over stdio; see server.py and analysis.py."""
+"""The fairspec language server (`fairspec lsp`): pygls over stdio; see server.py, indexes.py and analysis/."""

@@ -128,7 +128,15 @@ def completions(idx: Index | None, text: str, line: int, col: int,
     def of(kind, labels, detail=""):
         return [(lbl, kind, detail) for lbl in labels]
 
+    if _NEW_NAME.fullmatch(head) or _BLOCK_OPENED.fullmatch(head):
+        return []  # a name being declared, or a block's `{` just typed (a newline comes next): nothing fits
     if block == "top":
+        if re.fullmatch(r"features\s+\w+\s+from\s+", head):
+            return of("file", names["data"], "data")
+        if re.fullmatch(r"repair\s+\w+\s+for\s+", head):
+            return of("class", names["model"], "model")
+        if re.fullmatch(r"apply\s+", head):
+            return of("function", names["policy"], "policy")
         if re.fullmatch(r"model\s+\w+\s*=\s*", head):
             return of("function", MODEL_FORMATS, "model format")
         if re.fullmatch(r"encode\s+\w+\s+for\s+", head):
@@ -147,6 +155,18 @@ def completions(idx: Index | None, text: str, line: int, col: int,
             return of("enum", ENCODING_KINDS, "encoding")
         return of("field", names["feature"], "feature")
     if block == "property":
+        if re.fullmatch(r"forall\s+\w+\s*,\s*\w+'\s*:\s*", head):
+            in_policy = any(b == "policy" for b, _ in _open_blocks(_before(text, line, col)))
+            return of("struct", names["features"], "feature set") + of("variable", names["param"] * in_policy,
+                                                                       "parameter")
+        member = re.search(r"(?<![\w'])([A-Za-z_]\w*'?)\.$", head)
+        if member:  # x.: the features of x's feature set, and x.* (all of them)
+            of_set = dict(bound_variables(text, line, col)).get(member.group(1), "")
+            fs = re.search(r" : (\w+)$", of_set)
+            feats = sorted({n for n, syms in (idx.symbols.items() if idx is not None and fs else ())
+                            for sym in syms if sym.kind == "feature" and sym.container == fs.group(1)})
+            if feats:
+                return of("field", feats, f"feature of {fs.group(1)}") + [("*", "field", "every feature")]
         bound = [(v, "variable", what) for v, what in bound_variables(text, line, col)]
         if re.fullmatch(r"(?:using|search)\s+", head) or head.strip() == "":
             bound = []  # (a statement's start: a keyword or an option name)
@@ -168,6 +188,13 @@ def completions(idx: Index | None, text: str, line: int, col: int,
                     + _expression_items(names, METRICS))
         return _expression_items(names, METRICS)
     return _expression_items(names, METRICS)
+
+
+# where a new name is typed: a declaration's, an `apply ... as`, a property's forall variables
+_NEW_NAME = re.compile(r"(?:(?:model|data|features|group|distribution|property|repair|policy)\s+"
+                       r"|apply\s.*\)\s*as\s+|forall\s+|forall\s+\w+\s*,\s*|ensure\s+forall\s+)")
+
+_BLOCK_OPENED = re.compile(r"(?:features|encode|property|repair|distribution|policy)\b[^{}]*\{[ \t]*")
 
 
 def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:

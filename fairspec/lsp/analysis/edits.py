@@ -82,26 +82,45 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
     if got is None:
         raise RenameError("nothing to rename here: put the cursor on a declared name")
     sym, _ = got
-    if not _IDENT.match(new) or new in _KEYWORDS:
+    # `forall x, x' : S` is written as a pair (FS501): renaming either renames both, x' after x
+    pair = sym.kind == "variable" and sym.node.kind == "forall"
+    base = new[:-1] if pair and new.endswith("'") else new
+    if not _IDENT.match(base) or base in _KEYWORDS:
         raise RenameError(f"{new!r} is not a name (letters, digits and _, not a keyword)")
     if new == sym.name:
         return []
-    # features, groups, models, ... share one namespace in expressions; a policy's parameters only
-    # its own body
-    clash = [s for s in idx.symbols.get(new, []) if s.kind != "param" or s.container == sym.container]
-    if clash:
-        raise RenameError(f"{new!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
-    spans = [o.span for o in idx.occurrences if o.symbol == sym]
-    outside = [s for s in spans if not _under(s.file, root)]
+    renames = [(sym, new)]
+    if pair:
+        renames = [(s, base + "'" * s.name.endswith("'")) for n in sym.node.args[:2]
+                   for s in idx.symbols.get(n.id, []) if s.kind == "variable" and s.node is sym.node]
+    spans = []
+    for old, name in renames:
+        clash = [s for s in idx.symbols.get(name, []) if _clashes(s, old)]
+        if clash:
+            raise RenameError(f"{name!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
+        spans += [(o.span, name) for o in idx.occurrences if o.symbol == old]
+    outside = [s for s, _ in spans if not _under(s.file, root)]
     if outside:
         raise RenameError(f"{sym.name!r} is also used in {outside[0].file}, outside the project; rename it there first")
-    edits = [(s, new) for s in spans]
+    edits = list(spans)
     node = sym.node
     if sym.kind == "feature" and isinstance(node, ast.FeatureDecl) and node.column is None:
         end = node.span
         edits.append((Span(end.file, end.end_line, end.end_column, end.end_line, end.end_column),
                       f' column "{sym.name}"'))
     return edits
+
+
+def _clashes(other: Symbol, sym: Symbol) -> bool:
+    """Renaming ``sym`` to ``other``'s name would change what a name means. Features, groups, models,
+    ... share one namespace in expressions; a policy's parameters only its own body; a property's
+    variables only that property, where they shadow the rest (a declaration renamed to a variable's
+    name clashes: the property may use it)."""
+    if other.node is sym.node:  # the other half of a forall pair, renamed with it
+        return False
+    if other.kind == "param" or (other.kind == "variable" and sym.kind == "variable"):
+        return other.container == sym.container
+    return True
 
 
 def _under(file: str, root: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from .completion import MODEL_OUTPUTS
 from .index import Index, Symbol, _contains, _same, _spec, _walk, symbol_at
 from fairspec.diagnostics import Span, split_lines
 from fairspec.syntax import ast
@@ -33,7 +34,7 @@ def _domain(dom) -> str:
 
 def hover(idx: Index, file: str, line: int, col: int) -> str | None:
     """Markdown for what is under the cursor."""
-    metric = _metric_at(idx, file, line, col)
+    metric = _metric_at(idx, file, line, col) or _statement_at(idx, file, line, col)
     if metric:
         return metric
     sym = symbol_at(idx, file, line, col)
@@ -69,6 +70,13 @@ def hover(idx: Index, file: str, line: int, col: int) -> str | None:
         return f"**parameter** `{_text_of(idx, sym.node.span)}` of policy `{sym.container}`"
     if sym.kind == "apply":
         return f"**apply** `{_text_of(idx, sym.node.span)}`"
+    if sym.kind == "variable":
+        if sym.node.kind == "forall":
+            x, x2, fs = (n.id for n in sym.node.args)
+            return (f"**variable** `{sym.name}` of property `{sym.container}`: `forall {x}, {x2} : {fs}`, "
+                    f"a pair of individuals of `{fs}`")
+        return (f"**class variable** `{sym.name}` of property `{sym.container}`: `ensure forall {sym.name} :` "
+                f"holds for every class of the model")
     return f"**{sym.kind}** `{sym.name}`"
 
 
@@ -163,11 +171,51 @@ def _metric_at(idx: Index, file: str, line: int, col: int) -> str | None:
     for c in calls:
         if c.fn.id in METRICS and _contains(c.fn.span, file, line, col):
             return f"**{c.fn.id}**: {METRICS[c.fn.id]}"
+        if c.fn.id in MODEL_OUTPUTS and _contains(c.fn.span, file, line, col):
+            return f"**{c.fn.id}**: {MODEL_OUTPUTS[c.fn.id]}"
         if c.fn.id in ("k_discrimination", "pba") and _contains(c.fn.span, file, line, col):
             return {"k_discrimination": "**k_discrimination**: the number of clusters of width eps the K "
                                         "counterfactual outputs of one input fall into (HyFair)",
                     "pba": "**pba**: persistent-bias-aware fairness over delta-neighbourhoods of the data rows"}[c.fn.id]
     return None
+
+
+def _statement_at(idx: Index, file: str, line: int, col: int) -> str | None:
+    """An option's name (`bootstrap = 500`) or a backend's (`using milp`) in a property: what it means,
+    and for an option its bounds and the default of the backend planned for the property."""
+    from fairspec.planning import BACKENDS, OPTIONS, plan
+
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    spec = _spec(idx)
+    for d in (root.decls if root is not None else ()):
+        for st in (d.stmts if isinstance(d, ast.PropertyDecl) else ()):
+            word = st.args[0] if st.kind in ("option", "using") and st.args else None
+            if not isinstance(word, ast.Name) or not _contains(word.span, file, line, col):
+                continue
+            if st.kind == "using":
+                b = BACKENDS.get(word.id)
+                return f"**backend** `{word.id}`: {b.doc}" if b else None
+            prop = next((p for p in (spec.properties if spec else ()) if p.name == d.name.id), None)
+            cap = plan(prop, spec).capability() if prop is not None else None
+            o = next((o for o in (cap.options if cap else ()) if o.name == word.id), None) or OPTIONS.get(word.id)
+            if o is None:
+                return None
+            out = f"**option** `{o.name}`: {o.doc}"
+            if o.lo is not None or o.hi is not None:
+                lo, hi = ("-inf" if o.lo is None else _number(o.lo)), ("inf" if o.hi is None else _number(o.hi))
+                out += f"\n- {o.type} in {o.bounds[0]}{lo}, {hi}{o.bounds[1]}"
+            elif o.choices:
+                out += "\n- one of " + ", ".join(f"`{c}`" for c in o.choices)
+            if cap is not None and o in cap.options:
+                out += f"\n- default for this property's backend: `{o.default}`" if o.default is not None else ""
+            elif cap is not None:
+                out += "\n- not an option of the backend planned for this property"
+            return out
+    return None
+
+
+def _number(v) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
 def signature_at(idx: Index | None, text: str, line: int, col: int) -> tuple[str, str, list[str], int] | None:

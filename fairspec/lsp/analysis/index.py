@@ -31,9 +31,10 @@ _NOT_REFERENCES = {(ast.ModelDecl, "fmt"), (ast.DataDecl, "fmt"), (ast.DataDecl,
 class Symbol:
     name: str
     kind: str            # model data features feature group distribution property policy param apply encode repair
+                         # variable (a property's forall x, x', or its ensure forall c)
     span: Span           # the declaring name
-    node: object         # the AST node declared
-    container: str | None = None  # the feature set of a feature, the policy of a parameter
+    node: object         # the AST node declared (a variable's: the statement that binds it)
+    container: str | None = None  # the feature set of a feature, the policy of a parameter, the property of a variable
 
 
 @dataclass(frozen=True)
@@ -291,12 +292,38 @@ def lookup(idx: Index, name: str, *, policy: str | None = None) -> Symbol | None
             if s.kind == "param" and s.container == policy:
                 return s
     for s in cands:
-        if s.kind not in ("param", "feature"):
+        if s.kind not in ("param", "feature", "variable"):  # (a variable is its property's: _bind)
             return s
     for s in cands:
         if s.kind == "feature":
             return s
     return None
+
+
+def _bind(idx: Index, prop: ast.PropertyDecl) -> dict[int, Symbol]:
+    """The variables a property binds, declared: `forall x, x' : S` (in the whole property) and the
+    class variable of `ensure forall c : ...` (in that statement); {id of a name: its variable} for
+    each declaring name and each use, which a variable shadows (a feature, group or parameter of the
+    same name means nothing else there)."""
+    out: dict[int, Symbol] = {}
+
+    def declare(n: ast.Name, stmt: ast.Stmt) -> Symbol:
+        sym = Symbol(n.id, "variable", n.span, stmt, prop.name.id)
+        _add(idx, sym)
+        out[id(n)] = sym
+        return sym
+
+    whole = {n.id: declare(n, st) for st in prop.stmts if isinstance(st, ast.Stmt) and st.kind == "forall"
+             for n in st.args[:2] if isinstance(n, ast.Name)}
+    for st in prop.stmts:
+        scope = dict(whole)
+        if isinstance(st, ast.Stmt) and st.kind == "ensure" and len(st.args) == 2 and isinstance(st.args[1], ast.Name):
+            scope[st.args[1].id] = declare(st.args[1], st)
+        for n in _walk(st):
+            if isinstance(n, ast.Name) and id(n) not in out and n.id in scope:
+                out[id(n)] = scope[n.id]
+                idx.occurrences.append(Occurrence(n.span, scope[n.id], False))
+    return out
 
 
 def _resolve(idx: Index) -> None:
@@ -305,6 +332,8 @@ def _resolve(idx: Index) -> None:
             if isinstance(d, ast.Import):
                 continue
             skip = _declaring_names(d)
+            for prop in [d] if isinstance(d, ast.PropertyDecl) else d.properties if isinstance(d, ast.PolicyDecl) else ():
+                skip |= set(_bind(idx, prop))
             policy = d.name.id if isinstance(d, ast.PolicyDecl) else None
             found: list = []
             _names(d, found)

@@ -68,7 +68,7 @@ TOKEN_TYPES = ["keyword", "string", "number", "comment", "operator", "function",
 TOKEN_MODIFIERS = ["declaration", "defaultLibrary"]
 _KIND_TOKEN = {"model": "class", "data": "namespace", "features": "type", "feature": "property",
                "group": "variable", "distribution": "namespace", "property": "function", "policy": "function",
-               "param": "parameter", "apply": "function", "repair": "function"}
+               "param": "parameter", "variable": "parameter", "apply": "function", "repair": "function"}
 
 
 def semantic_tokens(idx: Index | None, text: str, file: str,
@@ -112,7 +112,7 @@ def semantic_tokens(idx: Index | None, text: str, file: str,
 
 
 _LEX = re.compile(r'(?P<comment>#.*$)|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'
-                  r'(?:ms|s|min|h)?\b)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>==|!=|<=|>=|[<>=+\-*/|])')
+                  r'(?:ms|s|min|h)?\b)|(?P<name>[A-Za-z_][A-Za-z0-9_]*\'?)|(?P<op>==|!=|<=|>=|[<>=+\-*/|])')
 
 
 def lenses(idx: Index, file: str) -> list[tuple[Span, str]]:

@@ -1,0 +1,87 @@
+"""Completion offers what may be typed at the cursor, not everything in scope: nothing where a new name
+is typed (a declaration's, `apply ... as`, a property's forall variables) nor right after a block's `{`
+(`{` is a trigger character, and an editor accepting the first item on Enter would otherwise put a
+metric's name there), the features of x's feature set after `x.`,
+feature sets after `forall x, x' :`, data after `features F from`, models after `repair r for`,
+policies after `apply`. Read from the text the client has now (it need not parse)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from lsprotocol import types as T  # noqa: E402
+
+from conftest import EXAMPLES  # noqa: E402
+from fairspec.lsp import analysis as A  # noqa: E402
+from fairspec.lsp.client import Session  # noqa: E402
+
+ADULT = EXAMPLES / "adult" / "adult.fair"
+FEATURES = ["age", "capital_gain", "capital_loss", "education_num", "hours_per_week", "marital_status",
+            "occupation", "race", "relationship", "sex", "workclass"]
+
+
+@pytest.fixture(scope="module")
+def adult():
+    text = ADULT.read_text(encoding="utf-8")
+    return A.analyse(ADULT, {str(ADULT.resolve()): text}), text
+
+
+def _labels(adult, typed: str) -> list[str]:
+    """The labels offered at the end of ``typed``, added at the end of the adult spec (the index is the
+    spec's own, as while the typed text does not parse)."""
+    idx, text = adult
+    new = text + typed
+    lines = new.split("\n")
+    return [lbl for lbl, _, _ in A.completions(idx, new, len(lines), len(lines[-1]) + 1)]
+
+
+@pytest.mark.parametrize("typed", [
+    "\nproperty ", "\nproperty pr", "\ngroup ", "\nmodel ", "\ndata d", "\nfeatures ", "\ndistribution ",
+    "\npolicy ", "\nrepair ", "\napply four_fifths(mlp, groups = sex) as ", "\nproperty p {\n  forall ",
+    "\nproperty p {\n  forall x, ", "\nproperty p {\n  forall x, x' : Applicant\n  ensure forall ",
+    "\npolicy q(m: model) {\n  property ", "\nproperty p {", "\nproperty p { ", "\nfeatures G from adult {",
+    "\nencode Applicant for mlp {", "\npolicy q(m: model) {\n  property r {",
+])
+def test_nothing_is_offered_where_a_new_name_is_typed(adult, typed):
+    assert _labels(adult, typed) == []
+
+
+def test_after_x_dot_the_features_of_its_set(adult):
+    head = "\nproperty p {\n  forall x, x' : Applicant\n"
+    assert _labels(adult, head + "  require x.") == FEATURES + ["*"]
+    assert _labels(adult, head + "  require x.* == x'.") == FEATURES + ["*"]
+    assert _labels(adult, head + "  ensure prob(mlp(x'.ag") == FEATURES + ["*"]
+    # a name that is not a variable of the property: the usual items
+    assert "statistical_parity" in _labels(adult, head + "  ensure mlp.")
+
+
+def test_what_a_declaration_names_next(adult):
+    assert _labels(adult, "\nproperty p {\n  forall x, x' : ") == ["Applicant"]  # not the policies' parameters
+    assert _labels(adult, "\nfeatures G from ") == ["adult"]
+    assert _labels(adult, "\nrepair r for ") == ["dt", "lr", "mlp"]
+    assert _labels(adult, "\napply ") == ["close_scores", "four_fifths", "same_decision"]
+    # unchanged: a statement's start, an expression
+    assert {"forall", "require", "bootstrap = ", "statistical_parity"} <= set(_labels(adult, "\nproperty p {\n  "))
+    assert {"mlp", "sex", "older"} <= set(_labels(adult, "\nproperty p {\n  statistical_parity("))
+    assert {"sex", "race"} <= set(_labels(adult, "\nproperty p {\n  forall x, x' : Applicant\n"
+                                                 "  require x.* == x'.* except {"))   # a set's brace
+
+
+def test_over_stdio_x_dot_while_the_property_is_half_typed():
+    async def scenario():
+        async with Session() as s:
+            uri, text, _ = await s.opened(ADULT)
+            half = text + "\nproperty p {\n  forall a, a' : Applicant\n  require a.* == a'.* except {sex}\n" \
+                          "  ensure |prob(mlp(a)) - prob(mlp(a'.a"
+            n = s.seen(uri)
+            s.change(uri, half)
+            assert [d for d in await s.diagnostics(uri, n) if d.severity == T.DiagnosticSeverity.Error]
+            c = await s.completion(uri, T.Position(half.count("\n"), len(half.rsplit("\n", 1)[-1])))
+            assert [(i.label, i.kind) for i in c.items] == [(f, T.CompletionItemKind.Field) for f in FEATURES + ["*"]]
+            assert c.items[0].detail == "feature of Applicant"
+
+    asyncio.run(scenario())
