@@ -9,8 +9,9 @@ the loaded model (``LoadedModel.score``: onnxruntime / torch in float32, scikit-
 decides every ordered pair exactly as the spec writes it (``<`` or ``<=``, decimal
 tolerances read exactly, a ``prob`` of a logit model the real logistic of the runtime's
 logit, or the library's own predict_proba where that is its float of the logit:
-:func:`fairspec.kinds.pair_runtime.library_probability`). The result is ``holds (proved: enumeration)`` or ``violated`` with the exact pair
-(a domain point by construction: one-hot blocks, integers, bounds, codes of the encode block).
+:func:`fairspec.kinds.pair_runtime.library_probability`). The result is ``holds (proved:
+enumeration)`` or ``violated`` with the exact pair (a domain point by construction: one-hot
+blocks, integers, bounds, codes of the encode block).
 
 **The cut** (:data:`MAX_PAIRS`, :data:`MAX_POINTS`): with ``T`` combinations of the tied
 features and ``V`` of the varying ones (free and relaxed), the points are ``T V`` and the
@@ -536,7 +537,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    from fairspec.kinds.pair_runtime import library_probability, post_scores, runtime_measure
+    from fairspec.kinds.pair_runtime import library_logistic, library_probability, post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
     if s is None:                   # a logit post on a runtime that computes no logit
@@ -566,7 +567,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
 
     checks = pair_checks("prob" if P is not None else kind, (s if P is None else P)[a], (s if P is None else P)[b],
                          eps=prop.eps, decision_threshold=0.5 if score_kind == "label" else model.threshold,
-                         eps_strict=prop.eps_strict)
+                         eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
     op = "<" if prop.eps_strict else "<="
     if post == "label":
         claim = f"label(m(x)) == label(m(x')) for all {pairs:,} admissible ordered pairs"
@@ -648,7 +649,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
     if kind == "prob-of-logit" and P is None:
-        ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b]).decide()   # neither: undecided
+        ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b], library_logistic(prop, model)).decide()   # neither: undecided
     else:
         ok = np.zeros(count, dtype=bool)
         from fairspec.certify.enumerate import compare_exact
