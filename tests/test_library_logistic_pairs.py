@@ -229,3 +229,34 @@ def test_a_replayed_pair_measures_its_predict_proba(tmp_path):
         above += Fraction(runtime_pair_value(prop, model, s)) > D          # what the value was
         assert runtime_pair_value(prop, model, s, X2) == float(abs(q[0] - q[1])) <= float(D)
     assert above
+
+
+def test_count_individuals_decides_a_library_logistic_by_its_bounds():
+    """The refinement's and the estimate's count (certify.enumerate.count_individuals) of a ``prob`` read as
+    predict_proba (``rounded``): logits 20 + 2**-48 and 20 are one expit float, so ``<= 0`` is neither
+    broken nor shown kept there (the bounds cannot tell); the real logistic's count calls it unfair. Not
+    reached through a spec today (batch_unsure's assumed spread for ``prob`` flags every pair at eps 0),
+    so it is pinned here."""
+    from fairspec.certify.enumerate import count_individuals
+
+    S = [np.array([20.0 + 2.0 ** -48, 0.5, 3.0]), np.array([20.0, 0.5, -3.0])]
+    pairs = [(0, 1), (1, 0)]
+    real = count_individuals(S, pairs, "prob-of-logit", eps=0, claim="c")
+    assert list(real.unfair) == [True, False, True] and list(real.fair) == [False, True, False]
+    lib = count_individuals(S, pairs, "prob-of-logit", eps=0, claim="c", rounded=True)
+    assert list(lib.unfair) == [False, False, True] and list(lib.fair) == [False, True, False]
+    assert lib.proof.detail.get("logistic") == "library (bounds only)" and "logistic" not in real.proof.detail
+
+
+def test_the_batch_scorer_of_a_library_logistic_is_rounded(tmp_path):
+    """The refinement / estimate read ``rounded`` from the runtime's BatchScorer (pair_runtime.batch_scorer)."""
+    from types import SimpleNamespace
+
+    from fairspec.kinds.pair_runtime import batch_scorer
+    from fairspec.models.sklearn_model import load_sklearn
+
+    skio = pytest.importorskip("skops.io")
+    skio.dump(_model("lr", (2.0 ** -48, 0.125), 20.0), tmp_path / "m.skops")
+    model = load_sklearn(tmp_path / "m.skops", output="decision_function")
+    assert batch_scorer(SimpleNamespace(post="prob"), model, None, None).rounded
+    assert not batch_scorer(SimpleNamespace(post="logit"), model, None, None).rounded

@@ -346,7 +346,7 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
             return np.full(V.shape[0], np.nan)
         return np.asarray(s, dtype=np.float64).reshape(-1)
 
-    return BatchScorer(fn, post, label_threshold(prop, model), unsure)
+    return BatchScorer(fn, post, label_threshold(prop, model), unsure, rounded=library_logistic(prop, model))
 
 
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):
