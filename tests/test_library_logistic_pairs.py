@@ -18,9 +18,11 @@ verdict is unknown, never wrong. Two things were wrong and are fixed:
 Session 26: the enumeration (every pair of a small domain evaluated on the runtime) compares predict_proba's
 own floats exactly (``pair_runtime.library_probability``), so a tie within the bounds' margin and saturated
 logits (|z| >= 20, where the margin is most of a difference) are decided, not unknown, for a model whose
-decision_function the runtime error model covers (a LogisticRegression: every batch gives dyadic rows the
-same logits, so the same predict_proba); LDA and SGD, outside that model, stay unknown at a tie. A value
-(the witness's, a solver's best pair's) is predict_proba's own difference, not the logistic's bounds'.
+decision_function the runtime error model covers (every batch gives dyadic rows the same logits, so the same
+predict_proba). A value (the witness's, a solver's best pair's) is predict_proba's own difference, not the
+logistic's bounds'. Since LDA and SGDClassifier are networks too (models.network_sklearn.LINEAR_CLASSIFIERS)
+the error model covers them and the solvers run on them: every kind is decided at a tie by enumeration,
+and the solver path (milp, smt) is checked for them as for a LogisticRegression.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ PROP = """property p{k} {{
 }}
 """
 MODES = [("", "prove"), ("", "find"), ("", "maximize")]
-SOLVERS = [("using milp", "prove"), ("using smt", "prove")]         # a LogisticRegression only (FS506 else)
+SOLVERS = [("using milp", "prove"), ("using smt", "prove")]
 
 
 def _model(kind, coef, intercept):
@@ -123,21 +125,21 @@ def test_ties_at_the_largest_predict_proba_difference(tmp_path, monkeypatch, kin
     est = _model(kind, coef, intercept)
     D, _ = _truth(est)
     assert D > 0
-    cases = [(op, u, mo) for op in ("<=", "<") for u, mo in MODES + (SOLVERS if kind == "lr" else [])]
+    cases = [(op, u, mo) for op in ("<=", "<") for u, mo in MODES + SOLVERS]
     f = float(D)
     for tag, e in (("far-below", f * (1 - 2.0 ** -30)), ("below", float(np.nextafter(f, 0))), ("at", f),
                    ("above", float(np.nextafter(f, 1))), ("far-above", f * (1 + 2.0 ** -30))):
         eps = repr(e)
         out = _run(tmp_path, monkeypatch, est, cases, eps, solver_path)
         _sound(est, cases, out, Fraction(eps), D)
-        if not solver_path and (tag.startswith("far") or kind == "lr"):
-            # clear of the tie, and at it on predict_proba's own floats (a LogisticRegression's rows are
-            # exact in every batch): the enumeration decides, and maximize's interval is D's floats
+        if not solver_path:
+            # clear of the tie, and at it on predict_proba's own floats (dyadic rows are exact in every batch:
+            # the runtime error model reads LDA's and SGD's decision_function too, as their network, since
+            # session 26): the enumeration decides, and maximize's interval is D's floats
             assert all(v.status == ("holds" if (D <= Fraction(eps) if op == "<=" else D < Fraction(eps))
                                     else "violated") for (op, _, _), v in zip(cases, out)), \
                 [(v.status, v.reason) for v in out]
-            if kind == "lr":
-                assert all(v.bound == (_down(D), _up(D)) for (_, _, mo), v in zip(cases, out) if mo == "maximize")
+            assert all(v.bound == (_down(D), _up(D)) for (_, _, mo), v in zip(cases, out) if mo == "maximize")
 
 
 @pytest.mark.parametrize("kind", ["lr", "lda", "sgd"])
@@ -146,7 +148,7 @@ def test_expit_rounds_distinct_logits_to_one_probability(tmp_path, monkeypatch, 
     est = _model(kind, (2.0 ** -48, 0.125), 20.0)
     D, logits_differ = _truth(est)
     assert D == 0 and logits_differ
-    cases = [("<=", u, mo) for u, mo in MODES + (SOLVERS if kind == "lr" else [])]
+    cases = [("<=", u, mo) for u, mo in MODES + SOLVERS]
     for solver_path in (False, True):
         out = _run(tmp_path, monkeypatch, est, cases, "0", solver_path)
         _sound(est, cases, out, Fraction(0), D)

@@ -234,7 +234,8 @@ def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
 # linear regressors whose predict is scikit-learn's LinearModel.predict (X @ coef_.T + intercept_)
 LINEAR_REGRESSORS = ("LinearRegression", "Ridge", "RidgeCV", "Lasso", "LassoCV", "ElasticNet", "ElasticNetCV")
 # scikit-learn estimators fairspec.models.network_sklearn.from_sklearn reads
-PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression", *LINEAR_REGRESSORS})
+PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression", "LinearDiscriminantAnalysis",
+                        "SGDClassifier", *LINEAR_REGRESSORS})
 
 
 def skops_final_node(schema):
