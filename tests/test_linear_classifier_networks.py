@@ -134,3 +134,13 @@ def test_what_no_network_head_computes_is_refused():
                                                      [2.5, 2.25]]), [0, 1, 2, 0, 1, 2])
     with pytest.raises(UnsupportedModel, match="two classes only"):
         from_sklearn(lda)
+
+
+def test_modified_huber_is_refused_when_the_spec_is_checked(tmp_path):
+    """FS506 from the skops file itself (peek_sklearn.estimator_obstacle reads the loss), before any solving."""
+    skio = pytest.importorskip("skops.io")
+    skio.dump(_fit("sgd-modified_huber", (0.5, 0.5), 0.0), tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(HEAD.format(output="") + PROP.format(k=0, using="using milp"))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert [d.code for d in rep.diagnostics if d.severity == "error"] == ["FS506"]
+    assert "modified_huber" in next(d.message for d in rep.diagnostics if d.code == "FS506")
