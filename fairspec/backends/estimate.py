@@ -442,6 +442,7 @@ def evaluate_individuals(problem, X, replay=None):
         S, unsure = batch_scores(scorer, X, cases, pairs)
         res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
                                 eps_strict=problem.eps_strict, unsure=unsure, readout=scorer.readout,
+                                rounded=getattr(scorer, "rounded", False),
                                 claim="sampled individuals counted on the model's runtime (an estimate, not a proof)")
         fair, cand = np.asarray(res.fair, dtype=bool), np.asarray(res.unfair, dtype=bool)
         # the pair most likely to break the post first: the highest-scoring case against the lowest

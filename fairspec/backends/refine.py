@@ -463,7 +463,7 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
     S, unsure = batch_scores(scorer, X, cases, pairs)
     res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
                             eps_strict=problem.eps_strict, claim=claim, unsure=unsure, boxes=len(items),
-                            readout=scorer.readout)
+                            readout=scorer.readout, rounded=getattr(scorer, "rounded", False))
     at = 0
     st = out.stats
     for it, n in zip(items, sizes):
@@ -535,7 +535,7 @@ class _Tracker:
             res = count_individuals([s[rows] for s in S], pairs, scorer.post, eps=problem.eps,
                                     decision_threshold=scorer.threshold, eps_strict=problem.eps_strict, claim=claim,
                                     unsure=None if unsure is None else unsure[rows], boxes=len(group), cases=cases,
-                                    _boxes=boxes, readout=scorer.readout)
+                                    _boxes=boxes, readout=scorer.readout, rounded=getattr(scorer, "rounded", False))
             j = 0
             for it, a, b in group:
                 n = b - a

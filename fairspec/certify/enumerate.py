@@ -472,7 +472,7 @@ def class_scores_of(outputs: Sequence, readout, post: str = "label", decision_th
 
 def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: str, *, eps=0,
                       decision_threshold=0, eps_strict: bool = False, claim: str, unsure=None, cases=None,
-                      readout=None, **detail) -> Counted:
+                      readout=None, rounded: bool = False, **detail) -> Counted:
     """Every individual of a finite set decided on the runtime: ``scores[c][i]`` is the runtime's
     output (evaluated by the caller) for individual ``i`` under counterfactual case ``c`` (every
     value the protected inputs may take), ``pairs`` the allowed ordered (a, b). Each pair is
@@ -481,7 +481,10 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     individual): those the caller's runtime may score otherwise in another batch size or order (a
     pair within its rounding of the threshold, not shown exact), counted neither fair nor unfair.
     ``cases``: the ``{input: value}`` assignment of each case, recorded with ``pairs``
-    (:func:`fairspec.certify.claims.relation_record`) when given.
+    (:func:`fairspec.certify.claims.relation_record`) when given. ``rounded`` (``prob-of-logit``): the
+    probability is the library's float of the logit (:class:`SigmoidCheck`'s ``rounded``: decided by the
+    logistic's bounds and equal logits only, never by the sign of ``z - z'``, which expit can round
+    to one float); the Proof's detail says so.
 
     ``readout`` ``("argmax", c)`` (the class post's sub-problem of class c): ``scores[k]`` are the
     runtime's K outputs of each individual (rows (n, K)), and certify reads class c from them itself
@@ -502,7 +505,7 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     unfair = np.zeros(n, dtype=bool)
     for a, b in pairs:
         checks = pair_checks(post, arrays[a], arrays[b], eps=eps, decision_threshold=decision_threshold,
-                             eps_strict=eps_strict)
+                             eps_strict=eps_strict, rounded=rounded)
         ok = np.zeros(n, dtype=bool)
         bad = np.ones(n, dtype=bool)
         for c in checks:
@@ -531,6 +534,8 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
 
     rec = direct_record(post, eps=eps, eps_strict=eps_strict, decision_threshold=decision_threshold,
                         relation=None if cases is None else (cases, pairs))
+    if rounded and post == "prob-of-logit":     # the library's float of the logistic, by its bounds
+        detail = {**detail, "logistic": "library (bounds only)"}
     if readout is not None:                 # the class it read from the runtime's outputs itself
         # (under a softmax head the outputs are the runtime's own probabilities, whose first largest is its class)
         rec["readout"] = ["argmax", int(readout[1])] + (["softmax"] if len(readout) == 3 else [])

@@ -470,7 +470,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         # by the runtime's rounding, and the solver's may lie below the threshold the runtime's pair breaks
         from fairspec.kinds.pair_runtime import runtime_pair_value
 
-        rv = runtime_pair_value(prop, model, out)
+        rv = runtime_pair_value(prop, model, out, X2)
         if rv is not None:
             if mode != "maximize" or value is not None:
                 value = rv
@@ -596,8 +596,8 @@ def _maximum_at_a_tie(prop, problem, res, seconds, model, runtime):
         return tie
     lo = None
     if res.best is not None:
-        _, _, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
-        lo = None if s is None else runtime_pair_value(prop, model, s)
+        _, X2, s = runtime.replay.full(np.asarray(res.best.x), np.asarray(res.best.x_prime))
+        lo = None if s is None else runtime_pair_value(prop, model, s, X2)
     thr, note = threshold_interval(problem.post, prop.eps, problem.eps_strict, lo, "the refinement's proof")
     if thr is None and lo is not None:
         return replace(res, reason=f"{res.reason}; the refinement proves the property, but {note}: not reported")

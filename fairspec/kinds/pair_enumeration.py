@@ -8,8 +8,10 @@ the loaded model (``LoadedModel.score``: onnxruntime / torch in float32, scikit-
 ``predict_proba`` / ``decision_function``), and :func:`fairspec.certify.enumerate.by_enumeration`
 decides every ordered pair exactly as the spec writes it (``<`` or ``<=``, decimal
 tolerances read exactly, a ``prob`` of a logit model the real logistic of the runtime's
-logit). The result is ``holds (proved: enumeration)`` or ``violated`` with the exact pair
-(a domain point by construction: one-hot blocks, integers, bounds, codes of the encode block).
+logit, or the library's own predict_proba where that is its float of the logit:
+:func:`fairspec.kinds.pair_runtime.library_probability`). The result is ``holds (proved:
+enumeration)`` or ``violated`` with the exact pair (a domain point by construction: one-hot
+blocks, integers, bounds, codes of the encode block).
 
 **The cut** (:data:`MAX_PAIRS`, :data:`MAX_POINTS`): with ``T`` combinations of the tied
 features and ``V`` of the varying ones (free and relaxed), the points are ``T V`` and the
@@ -332,6 +334,21 @@ def every_point_exact(prop, model, X: np.ndarray, s_points, ia: np.ndarray, ib: 
     return bool(P.size) and bool(points_exact(runtime, X, P, seen).all())
 
 
+def _exact_maximum(sa: np.ndarray, sb: np.ndarray, m: np.ndarray, value: float) -> tuple[float, float]:
+    """``(lo, hi)``: the floats at or below and at or above the exact maximum of ``sa - sb`` given their
+    float differences ``m`` and its maximum ``value`` (rounding is monotone: the exact maximum is that of
+    the pairs at ``value``, each ``value`` plus its TwoSum error term, exactly)."""
+    from fractions import Fraction
+
+    from fairspec.certify.rounding import float_down, float_up
+
+    at = m == value
+    x, y = sa[at], -sb[at]
+    yv = value - x
+    top = Fraction(value) + Fraction(float(np.max((x - (value - yv)) + (y - yv))))
+    return float_down(top), float_up(top)
+
+
 def _exact_at_max(sa: np.ndarray, sb: np.ndarray, m: np.ndarray, value: float) -> bool:
     """Is every float difference ``sa - sb`` equal to the float maximum ``value`` the exact difference
     (TwoSum's error term zero)? Then the exact maximum is ``value``: a pair whose float difference is
@@ -520,7 +537,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     for n, v in vgrid.items():
         values[n] = np.tile(v, T)
     X = encode(enc, values, N)
-    from fairspec.kinds.pair_runtime import library_logistic, post_scores, runtime_measure
+    from fairspec.kinds.pair_runtime import library_logistic, library_probability, post_scores, runtime_measure
 
     s, score_kind = post_scores(prop, model, X)
     if s is None:                   # a logit post on a runtime that computes no logit
@@ -541,8 +558,15 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     count = int(a.size)
     post = class_post(prop.post)
     kind = compared_kind(prop.post, score_kind)
-    checks = pair_checks(kind, s[a], s[b], eps=prop.eps,
-                         decision_threshold=0.5 if score_kind == "label" else model.threshold,
+    # prob the library computes from the logit (predict_proba): the runtime's own floats, compared exactly
+    # (the logits stay what the batch rounding below is judged on: predict_proba is elementwise of them)
+    P = library_probability(prop, model, X) if K == 1 else None
+
+    def measure(i, j):              # maximize's measure of pairs (i, j): predict_proba's where it is read
+        return P[i] - P[j] if P is not None else runtime_measure(post, score_kind, s[i], s[j])
+
+    checks = pair_checks("prob" if P is not None else kind, (s if P is None else P)[a], (s if P is None else P)[b],
+                         eps=prop.eps, decision_threshold=0.5 if score_kind == "label" else model.threshold,
                          eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
     op = "<" if prop.eps_strict else "<="
     if post == "label":
@@ -559,14 +583,17 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     else:
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} admissible ordered pairs"
     res = by_enumeration(checks, count=count, claim=claim, unit="pairs" if K == 1 else "(class, pair) comparisons",
-                         points=N)
+                         points=N, **({"over": "predict_proba"} if P is not None else {}))
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": pairs,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
     value = bound = None
     wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
         mode == "maximize" and post != "class" or batch_dependent(model))
-    runtime = runtime_spread(prop.post, prop.cls, model, X, score_kind) if wanted else (0.0, None, None, None)
+    # predict_proba is elementwise of the logits: another batch moves it only as it moves them, so their
+    # error bound (decision_function's layers) is the one its pairs' rounding is judged by
+    runtime = runtime_spread("logit" if P is not None else prop.post, prop.cls, model, X, score_kind) if wanted else (
+        0.0, None, None, None)
     spread = runtime[0]
     moved = _rounded_apart(prop, model, X, s_points, s[a], s[b], a % N, b % N, kind, runtime)
     if moved:
@@ -574,7 +601,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif runtime[2] == ("assumed",):            # every pair clear of the threshold by the assumed spread
         details["runtime_rounding"] = rounding_details({"near": 0, "moved": 0, "spread": spread, "assumed": True})
     if count and post != "class" and (post != "label" or score_kind == "logit"):
-        m = runtime_measure(post, score_kind, s[a], s[b])
+        m = measure(a, b)
         k = int(np.argmax(m))
         value = float(m[k])
         if mode == "maximize" and spread > 0 and every_point_exact(prop, model, X, s_points, a % N, b % N, runtime):
@@ -588,21 +615,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             from fairspec.certify.enumerate import sigmoid_bounds
 
             lo = value
-            hi = float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0]))
-            if library_logistic(prop, model) and s.ndim == 1 and len(s) == N:
-                # the library's probabilities themselves (predict_proba): lo(z) - lo(z') of the
-                # bounds can lie an ulp above every pair's difference of them where it is tiny
-                from fractions import Fraction
-
-                from fairspec.certify.rounding import float_down
-
-                P = np.asarray(model.prob_reader()[0](X), dtype=np.float64).reshape(-1)
-                mp = P[a] - P[b]
-                k = int(np.argmax(mp))
-                value = float(mp[k])
-                lo = float_down(Fraction(float(P[a][k])) - Fraction(float(P[b][k])))
-                hi = max(hi, value)
-            hi = math.nextafter(hi, math.inf)
+            # the logistic's bounds of every logit another batch may give, which hold predict_proba's too
+            hi = math.nextafter(max(float(np.max(sigmoid_bounds(s[a] + spread)[1] - sigmoid_bounds(s[b] - spread)[0])),
+                                    value), math.inf)
+            if P is not None:
+                lo, exact_hi = _exact_maximum(P[a], P[b], m, value)
+                hi = exact_hi if spread == 0 else hi    # every batch gives these predict_proba floats
         else:
             # the exact difference of two floats lies within one rounding of the float one, and
             # rounding is monotone: the float maximum is within one rounding of the exact one (and is
@@ -630,7 +648,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                        reason=f"every one of the {pairs:,} admissible ordered pairs of the {N:,}-point domain "
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
-    if kind == "prob-of-logit":
+    if kind == "prob-of-logit" and P is None:
         ok, bad = SigmoidCheck(s[a], op, prop.eps, s[b], library_logistic(prop, model)).decide()   # neither: undecided
     else:
         ok = np.zeros(count, dtype=bool)
@@ -661,7 +679,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     if replayed is not None:
         j = replayed[0]
     elif post != "class" and (post != "label" or score_kind == "logit"):
-        m = runtime_measure(post, score_kind, s[a[idx]], s[b[idx]])
+        m = measure(a[idx], b[idx])
         j = int(idx[int(np.argmax(m))])
     else:
         j = int(idx[0])
@@ -677,7 +695,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         # the witness's own measure (its replayed scores) is not the domain's largest difference when that
         # pair is one another batch may round away (or not vouched for): find reports the witness's, and
         # the details name both whenever they differ (maximize's value stays the domain's, with its bound)
-        wv = float(runtime_measure(post, score_kind, w.outputs[:1], w.outputs[1:])[0])
+        if P is not None:           # predict_proba's own difference, in the batch the witness's scores come from
+            Pw = P[[a[j], b[j]]] if replayed is None else library_probability(prop, model, X[[a[j] % N, b[j] % N]])
+            wv = float(Pw[0] - Pw[1])
+        else:
+            wv = float(runtime_measure(post, score_kind, w.outputs[:1], w.outputs[1:])[0])
         if wv != value:
             details["witness_value"], details["domain_maximum"] = wv, value
         if mode != "maximize":

@@ -95,6 +95,21 @@ def library_logistic(prop: ir.IndividualFairness, model) -> bool:
     return prop.post == "prob" and bool(getattr(model, "reads_library_probability", False))
 
 
+def library_probability(prop: ir.IndividualFairness, model, X) -> np.ndarray | None:
+    """The probabilities ``prob(m(x))`` reads of encoded rows ``X`` where that is the library's own float
+    of the logit (:func:`library_logistic`, a binary classifier): predict_proba's class 1, float64 (n,);
+    None elsewhere. The runtime itself, so a pair compared on these is decided exactly (certify's
+    :class:`~fairspec.certify.enumerate.Check`), ties and saturated logits included, where the logistic's
+    bounds leave it undecided; and the measure maximize reports of a pair is their difference."""
+    if not library_logistic(prop, model):
+        return None
+    read, logit = model.prob_reader()
+    if logit:
+        return None
+    P = np.asarray(read(X), dtype=np.float64).reshape(-1)
+    return P if P.shape[0] == np.shape(X)[0] else None
+
+
 def runtime_measure(post: str, score_kind: str, sa, sb) -> np.ndarray:
     """The violation measure of ordered pairs of runtime scores, in float64 (the value maximize reports):
     ``min(z, -z')`` for label (logit scores), else ``s - s'`` (prob of a logit model: the real logistic
@@ -110,11 +125,19 @@ def runtime_measure(post: str, score_kind: str, sa, sb) -> np.ndarray:
     return sa - sb
 
 
-def runtime_pair_value(prop: ir.IndividualFairness, model, s) -> float | None:
+def runtime_pair_value(prop: ir.IndividualFairness, model, s, X2=None) -> float | None:
     """The measure of a replayed pair (runtime scores ``s`` of shape (2,)), the larger of its two
     orders: what maximize reports for a witness; None where the post-condition has no measure
-    (class, or label decided by the library's predict)."""
+    (class, or label decided by the library's predict). ``X2``: the pair's encoded rows, from which a
+    ``prob`` the library computes from the logit is read (:func:`library_probability`: predict_proba's
+    own difference, not the logistic's bounds of the logits, which may lie an ulp off it)."""
     from fairspec.certify.enumerate import class_post
+
+    P = None if X2 is None else library_probability(prop, model, X2)
+    if P is not None:
+        if P.shape != (2,) or not np.all(np.isfinite(P)):
+            return None
+        return float(max(P[0] - P[1], P[1] - P[0]))
 
     post = class_post(prop.post)
     kind = "logit" if post == "logit" else "prob" if prop.post == "class_prob" else model.score_kind
@@ -135,8 +158,8 @@ def best_pair_value(prop: ir.IndividualFairness, model, replay_full, pair) -> fl
     pair of the domain, the runtime gives no finite scores, or the measure is no score it outputs."""
     if pair is None:
         return None
-    _, _, s = replay_full(np.asarray(pair.x, dtype=np.float64), np.asarray(pair.x_prime, dtype=np.float64))
-    return None if s is None else runtime_pair_value(prop, model, s)
+    _, X2, s = replay_full(np.asarray(pair.x, dtype=np.float64), np.asarray(pair.x_prime, dtype=np.float64))
+    return None if s is None else runtime_pair_value(prop, model, s, X2)
 
 
 def proved_threshold(post: str, eps) -> float:
@@ -323,7 +346,7 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
             return np.full(V.shape[0], np.nan)
         return np.asarray(s, dtype=np.float64).reshape(-1)
 
-    return BatchScorer(fn, post, label_threshold(prop, model), unsure)
+    return BatchScorer(fn, post, label_threshold(prop, model), unsure, rounded=library_logistic(prop, model))
 
 
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):

@@ -168,9 +168,11 @@ def _columns_spread(model, lo, hi) -> float | None:
 #: scikit-learn estimators whose binary probability is an elementwise function of one pre-activation per
 #: row, computed by value alone: MLPClassifier's logistic output (``scipy.special.expit`` in place, then
 #: ``1 - p`` for class 0) and LogisticRegression's predict_proba (``expit`` of decision_function, the
-#: same). scipy's expit is a scalar loop (no vector kernel, no lane or position dependence, unlike
+#: same; LinearDiscriminantAnalysis's ``_expit`` of it and SGDClassifier's log loss ``_predict_proba_lr``,
+#: scikit-learn 1.9.1). scipy's expit is a scalar loop (no vector kernel, no lane or position dependence, unlike
 #: onnxruntime's float64 Sigmoid): one float in, one float out, whatever the batch
-ELEMENTWISE_SIGMOID = ("MLPClassifier", "LogisticRegression", "LogisticRegressionCV")
+ELEMENTWISE_SIGMOID = ("MLPClassifier", "LogisticRegression", "LogisticRegressionCV", "LinearDiscriminantAnalysis",
+                       "SGDClassifier")
 
 
 def elementwise_sigmoid_head(model):
@@ -185,6 +187,8 @@ def elementwise_sigmoid_head(model):
     if type(final).__name__ not in ELEMENTWISE_SIGMOID:
         return None
     if type(final).__name__ == "MLPClassifier" and getattr(final, "out_activation_", None) != "logistic":
+        return None
+    if type(final).__name__ == "SGDClassifier" and getattr(final, "loss", None) not in ("log_loss", "log"):
         return None
     from scipy.special import expit
 

@@ -1,5 +1,6 @@
 """scikit-learn estimators as piecewise-linear networks (:class:`fairspec.models.network.PLNet`):
-``MLPClassifier`` and ``MLPRegressor`` with ``activation`` relu or identity, ``LogisticRegression``, and
+``MLPClassifier`` and ``MLPRegressor`` with ``activation`` relu or identity, the linear classifiers
+``LogisticRegression``, ``LinearDiscriminantAnalysis`` and ``SGDClassifier`` (:func:`_linear_classifier`), and
 the linear regressors of :data:`LINEAR_REGRESSORS` (``LinearRegression``, ``Ridge``, ``Lasso``, ...).
 
 The layers are the estimator's own ``coefs_`` / ``intercepts_`` (``coef_`` / ``intercept_``), as
@@ -25,6 +26,8 @@ from fairspec.models.network import Layer, PLNet, UnsupportedModel, _Chain, _mak
 from fairspec.models.peek_sklearn import LINEAR_REGRESSORS, estimator_obstacle
 
 MLPS = ("MLPClassifier", "MLPRegressor")
+#: linear classifiers read as one layer (``decision_function``) and its logistic / softmax head
+LINEAR_CLASSIFIERS = ("LogisticRegression", "LinearDiscriminantAnalysis", "SGDClassifier")
 
 
 def _mlp_layers(est, name: str):
@@ -59,6 +62,37 @@ def _linear_layers(est, name: str) -> list[Layer]:
     return [Layer(W, np.broadcast_to(b, (W.shape[0],)).copy(), False)]
 
 
+def _linear_classifier(est, name: str) -> None:
+    """UnsupportedModel unless the classifier's decision_function is scikit-learn's
+    ``LinearClassifierMixin.decision_function`` (``X @ coef_.T + intercept_``: one product then its bias;
+    LinearDiscriminantAnalysis overrides it only to call it) and its predict_proba, where the network's
+    sigmoid / softmax head reads one, is that link of it: an SGDClassifier of two classes only (of more,
+    log loss normalizes the one-vs-rest expits, not a softmax) and never with modified_huber loss (its
+    predict_proba clips the decision, no logistic); its label (any other loss) is the decision's sign.
+    A LinearDiscriminantAnalysis of two classes only (of more, scipy's softmax, untested here)."""
+    from sklearn.linear_model._base import LinearClassifierMixin
+
+    dec = getattr(type(est), "decision_function", None)
+    own = getattr(dec, "__qualname__", "")
+    if not isinstance(est, LinearClassifierMixin) or not (
+            own == "LinearClassifierMixin.decision_function"
+            or own == "LinearDiscriminantAnalysis.decision_function"
+            and str(getattr(dec, "__module__", "")) == "sklearn.discriminant_analysis"):
+        raise UnsupportedModel(name, "decision_function",
+                               f"this {name}'s decision_function is not scikit-learn's X @ coef_.T + intercept_")
+    if name == "SGDClassifier" and len(getattr(est, "classes_", ())) != 2:
+        raise UnsupportedModel(name, "classes_", "an SGDClassifier of more than two classes normalizes its "
+                                                 "one-vs-rest probabilities, which no network head computes")
+    if name == "LinearDiscriminantAnalysis" and len(getattr(est, "classes_", ())) != 2:
+        # scipy's softmax there, not the one a multinomial LogisticRegression's head was checked against
+        raise UnsupportedModel(name, "classes_", "the network encodings take a LinearDiscriminantAnalysis of "
+                                                 "two classes only")
+    if name == "SGDClassifier":
+        if getattr(est, "loss", None) == "modified_huber":
+            raise UnsupportedModel(name, "loss", "an SGDClassifier with loss = 'modified_huber' clips its decision "
+                                                 "into a probability, which no network head computes")
+
+
 def _regressor(est, layers, foreign: str, index, readout, ch, name: str = "MLPRegressor") -> PLNet:
     source = f"sklearn {name}"
     if name == "MLPRegressor" and (why := estimator_obstacle(name, None, est.out_activation_)) is not None:
@@ -84,8 +118,8 @@ def _regressor(est, layers, foreign: str, index, readout, ch, name: str = "MLPRe
 
 
 def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
-    """MLPClassifier, MLPRegressor (activation='relu' or 'identity'), LogisticRegression or a linear
-    regressor (:data:`LINEAR_REGRESSORS`) as a PLNet.
+    """MLPClassifier, MLPRegressor (activation='relu' or 'identity'), a linear classifier
+    (:data:`LINEAR_CLASSIFIERS`) or a linear regressor (:data:`LINEAR_REGRESSORS`) as a PLNet.
 
     index: the class (column of ``predict_proba``) whose probability is the output;
     default 1 for a binary classifier. For a binary model the logit for class 0 is the
@@ -114,7 +148,8 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
             final = "none"
         else:
             raise UnsupportedModel(out_act, "out_activation_", f"output activation {out_act!r} is not supported")
-    elif name == "LogisticRegression":
+    elif name in LINEAR_CLASSIFIERS:
+        _linear_classifier(est, name)
         W = np.asarray(est.coef_, dtype=np.float64)
         b = np.asarray(est.intercept_, dtype=np.float64)
         layers = [Layer(W, b, False)]
@@ -123,7 +158,8 @@ def from_sklearn(est, index: int | None = None, readout=None) -> PLNet:
         final = "sigmoid" if W.shape[0] == 1 else "softmax"
     else:
         raise UnsupportedModel(name, "estimator", f"the network encodings take no {name} (only MLPClassifier, "
-                                                  f"MLPRegressor, LogisticRegression, {', '.join(LINEAR_REGRESSORS)})")
+                                                  f"MLPRegressor, {', '.join(LINEAR_CLASSIFIERS)}, "
+                                                  f"{', '.join(LINEAR_REGRESSORS)})")
     if isinstance(readout, str) and readout == "chain" and ch is not None:   # one layer per rounding
         return ch.runtime_chain(final, f"sklearn {name}", name)
     if isinstance(readout, str) and readout in ("raw", "chain", "folded"):   # every column (raw: the runtime's own)

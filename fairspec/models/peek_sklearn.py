@@ -234,7 +234,8 @@ def sklearn_pickle_input_width(path: str | os.PathLike) -> int | None:
 # linear regressors whose predict is scikit-learn's LinearModel.predict (X @ coef_.T + intercept_)
 LINEAR_REGRESSORS = ("LinearRegression", "Ridge", "RidgeCV", "Lasso", "LassoCV", "ElasticNet", "ElasticNetCV")
 # scikit-learn estimators fairspec.models.network_sklearn.from_sklearn reads
-PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression", *LINEAR_REGRESSORS})
+PL_SKLEARN = frozenset({"MLPClassifier", "MLPRegressor", "LogisticRegression", "LinearDiscriminantAnalysis",
+                        "SGDClassifier", *LINEAR_REGRESSORS})
 
 
 def skops_final_node(schema):
@@ -309,14 +310,20 @@ def skops_obstacle(schema: dict) -> str | None:
     if not isinstance(cls, str):
         return None
     attrs = _attrs(schema) or {}
-    return estimator_obstacle(cls, _json_text(attrs, "activation"), _json_text(attrs, "out_activation_"))
+    return estimator_obstacle(cls, _json_text(attrs, "activation"), _json_text(attrs, "out_activation_"),
+                              _json_text(attrs, "loss"))
 
 
-def estimator_obstacle(cls: str, activation: str | None, out_activation: str | None = None) -> str | None:
+def estimator_obstacle(cls: str, activation: str | None, out_activation: str | None = None,
+                       loss: str | None = None) -> str | None:
     """Why a scikit-learn estimator is not a network the solvers encode (its class, an MLP's hidden
-    activation, an MLPRegressor's output activation), or None (also when the file does not say)."""
+    activation, an MLPRegressor's output activation, an SGDClassifier's loss), or None (also when the
+    file does not say; network_sklearn.from_sklearn refuses the rest when it reads the estimator)."""
     if cls not in PL_SKLEARN:
-        return f"estimator {cls} is not a ReLU MLP, a logistic regression or a linear regression"
+        return f"estimator {cls} is not a ReLU MLP, a linear classifier or a linear regression"
+    if cls == "SGDClassifier" and loss == "modified_huber":
+        return "an SGDClassifier with loss = 'modified_huber' clips its decision into a probability, which no " \
+               "network head computes"
     if cls in ("MLPClassifier", "MLPRegressor") and activation is not None and activation not in ("relu", "identity"):
         return f"{cls} activation {activation!r} is not piecewise-linear"
     if cls == "MLPRegressor" and out_activation not in (None, "identity"):

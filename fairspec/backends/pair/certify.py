@@ -46,13 +46,18 @@ class BatchScorer(NamedTuple):
                None for a runtime that scores every batch alike;
     readout:   None, or ``("argmax", c)``: ``fn`` gives the runtime's K outputs (rows (k, K)) and
                certify reads class c from them itself (``certify.enumerate.class_scores_of``; ``unsure``
-               is given those class scores)."""
+               is given those class scores);
+    rounded:   ``post`` ``prob-of-logit`` where the probability is the library's own float of the logit
+               (``kinds.pair_runtime.library_logistic``: scikit-learn's predict_proba, expit of
+               decision_function), which ``certify.enumerate.count_individuals`` decides by the logistic's
+               bounds only (expit rounds distinct logits to one float)."""
 
     fn: Callable
     post: str
     threshold: float
     unsure: Callable | None = None
     readout: tuple | None = None
+    rounded: bool = False
 
 
 @dataclass(frozen=True, eq=False)

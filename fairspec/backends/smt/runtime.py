@@ -120,12 +120,14 @@ def runtime_of(model, enc, post: str | None = None):
         elif fmt == "sklearn":
             raw = model.runtime_chain()
             precision = "float64"
+            from fairspec.models.network_sklearn import LINEAR_CLASSIFIERS
+
             if type(model.raw).__name__ == "LogisticRegression" or raw.final == "sigmoid":
                 # predict_proba's class-1 column of a binary model: the sigmoid of the one logit
                 if getattr(model.readout, "index", None) not in (None, 1):
                     return None
                 ro = ("prob", 0) if model.readout.score == "prob" else ("logit", 0)
-                if post in ("label", "logit") and type(model.raw).__name__ == "LogisticRegression" and ro[0] == "prob":
+                if post in ("label", "logit") and type(model.raw).__name__ in LINEAR_CLASSIFIERS and ro[0] == "prob":
                     return Runtime(raw, _encoding(enc), ("logit", 0), precision,
                                    lambda V: _decision(model, encode_like_runtime(enc, V)), "logit",
                                    f"sklearn {type(model.raw).__name__} decision_function (float64)")
