@@ -153,6 +153,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
             thr = "0"
         if Fraction(thr) > 1:                              # every metric here lies in [0, 1] (FS307)
             thr = "1"
+        if metric in RATIO and op == ">" and Fraction(thr) >= 1:  # a ratio > 1 is never met: FS507 at lint
+            op = ">="
         target = "d" if metric == "base_rate_difference" else "m"
         lines = [f"{metric}({target}, groups {' x '.join(groups)}) {op} {thr}"]
         if weights is not None and target == "m":

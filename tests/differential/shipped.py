@@ -367,6 +367,8 @@ def _metric(rng, name: str, out: nw.Outputs, ctx: dict) -> Prop | None:
         thr = "0"
     if op == "<" and Fraction(thr) == 0:
         op = "<="
+    if metric == "disparate_impact" and op == ">" and Fraction(thr) >= 1:  # a ratio > 1 is never met: FS507
+        op = ">="
     body = (f"property {name} {{\n  {metric}(m, groups g) {op} {thr}\n  bootstrap = 100\n  seed = 1\n"
             "  min_group_size = 1\n}")
     truth = Truth("holds" if claim_holds(value, op, thr) else "violated", value=float(value), value_kind="metric",
