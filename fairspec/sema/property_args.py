@@ -298,6 +298,7 @@ def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span,
                                          f"check the direction of the comparison")
         ck.fail("FS507", f"{what}, so {op} {t:g} can never be met", span, hint=hint)
     if always:
+        where = f"; {undefined}" if undefined else ""
         ck.sink.add("FS508", f"{what}, so {op} {t:g} {verb} wherever it is defined", span,
-                    hint=f"a bound at or past the end of the range states nothing{'; ' + undefined if undefined else ''}"
-                         f": tighten the threshold, or drop the property")
+                    hint=f"a bound at or past the end of the range states nothing{where}: tighten the threshold, or "
+                         f"drop the property")
