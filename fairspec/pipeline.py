@@ -632,11 +632,19 @@ def _failed_job(job, reason: str) -> dict:
                   " and the worker retired from the cluster (it has no nanny to restart it, and the hung job holds "
                   "its slot)" if reason.retired else
                   "; the worker could not be restarted (it has no nanny) nor retired: the hung job holds its slot "
-                  "until the worker is restarted" + ("; the run's other jobs were moved to the other workers"
-                                                     if reason.moved else "") if reason.held else ""))
+                  "until the worker is restarted" + _moved_clause(reason.moved) if reason.held else ""))
     else:
         why = f"the job failed: {reason}"
     return {"verdict": Verdict(job[1], job[2], "unknown", reason=why)}
+
+
+def _moved_clause(n: int) -> str:
+    """What became of the run's other jobs when a hung job held its worker: the number moved to the cluster's
+    other workers (DaskExecutor._move_off_held), said only when some were."""
+    if not n:
+        return ""
+    jobs = "1 other job of the run was" if n == 1 else f"{n} other jobs of the run were"
+    return f"; {jobs} moved to the other workers"
 
 
 def _budgets(props, spec):

@@ -129,7 +129,7 @@ property di { disparate_impact(log, groups sex) >= 0.5  min_group_size = 1 }
     ("property p { statistical_parity(logged, groups sex) <= 0.1  weight = wt }", "FS207", "weight column"),
     ("property p { statistical_parity(logged, groups sex) <= 0.1  exclude_below = 2 }", "FS307", "share"),
     ("property p { theil_index(logged, alpha = 2) <= 0.1 }", "FS208", "alpha"),
-    ("property p { predictive_parity_ratio(logged, groups sex) >= 1.5 }", "FS307", "ratio"),
+    ("property p { predictive_parity_ratio(logged, groups sex) >= 1.5 }", "FS507", "ratio"),
     ("property p {\n forall x, x' : P\n require x.* == x'.* except {sex}\n ensure label(logged(x)) == label(logged(x'))\n}",
      "FS502", "logged predictions"),
 ])

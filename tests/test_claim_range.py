@@ -1,13 +1,15 @@
 """A claim whose quantity's known range decides it before any model is read (sema.property_args.claim_range):
 never met -- almost surely a typo, `> 1` for `>= 0.8` -- is the error FS507 at the threshold; always met is
-the warning FS508 (it holds whatever the model decides). Where the language knows the range: a ratio metric
-and a pba share in [0, 1], the repair goal's passing-rate ratio in [0, 1], k-discrimination's k >= 1, an
-influence >= 0. A threshold outside the range itself stays FS307 (tests/fixtures/errors/threshold_out_of_range)."""
+the warning FS508: it holds wherever the quantity is defined (a ratio with no positive rate in any group is
+not, and check says unknown there). Where the language knows the range: a ratio metric and a pba share in
+[0, 1], the repair goal's passing-rate ratio in [0, 1], k-discrimination's k >= 1, an influence >= 0. A
+threshold past the end of the range is the same: never met (>= 1.25 on a ratio) FS507, always met (<= 1.5)
+FS508 -- it was FS307 'can never be decided' for either (tests/fixtures/errors/threshold_out_of_range)."""
 
 import pytest
 
 from conftest import FIXTURES, people_decls
-from fairspec.pipeline import lint
+from fairspec.pipeline import check, lint
 
 NET = ('model net = onnx("../models/people6.onnx", output = "logit")\n'
        "encode People for net { age : standard  sex : onehot  race : code  member, score : raw }\n"
@@ -27,20 +29,35 @@ CASES = [  # (claim, expected code or None)
     ("disparate_impact(net, groups sex) < 1", None),
     ("disparate_impact(net, groups sex) > 0", None),
     ("disparate_impact(net, groups sex) <= 0", None),
+    ("disparate_impact(net, groups sex) >= 1.25", "FS507"),     # past the range: FS307 before
+    ("disparate_impact(net, groups sex) <= -0.5", "FS507"),
+    ("disparate_impact(net, groups sex) <= 1.5", "FS508"),
+    ("disparate_impact(net, groups sex) > -0.5", "FS508"),
     ("equal_opportunity_ratio(net, groups sex) > 1", "FS507"),
     ("statistical_parity(net, groups sex) <= 1", None),      # a difference: no range the language states
     (f"{PBA} > 1", "FS507"),
     (f"{PBA} >= 0", "FS508"),
     (f"{PBA} >= 1", None),
     (f"{PBA} <= 0", None),
+    (f"{PBA} >= 1.2", "FS507"),
+    (f"{PBA} <= 1.2", "FS508"),
+    (f"{PBA} < -0.1", "FS507"),
     (f"{KD} < 1", "FS507"),
     (f"{KD} <= 1", None),
+    (f"{KD} <= 0", "FS507"),
+    (f"{KD} <= -3", "FS507"),
     (f"{INF} < 0", "FS507"),
     (f"{INF} >= 0", "FS508"),
     (f"{INF} <= 0", None),
+    (f"{INF} <= -0.1", "FS507"),
+    (f"{INF} > -1", "FS508"),
     ("REPAIR > 1", "FS507"),
     ("REPAIR >= 1", None),
     ("REPAIR > 0.99", None),
+    ("REPAIR > 0", None),            # some row passes in every group: a claim
+    ("REPAIR >= 0", "FS508"),
+    ("REPAIR >= -1", "FS508"),
+    ("REPAIR >= 1.5", "FS507"),
 ]
 
 
@@ -73,7 +90,7 @@ def test_claim_against_its_range(tmp_path, claim, code):
     line = p.read_text().splitlines()[d.span.line - 1]
     threshold = claim.rsplit(" ", 1)[1]
     assert line[d.span.column - 1:].startswith(threshold), (line, d.span)      # the caret on the threshold
-    assert d.hint and ("can never be met" if code == "FS507" else "holds whatever the model decides") in d.message
+    assert d.hint and ("can never be met" if code == "FS507" else "wherever it is defined") in d.message
 
 
 def test_repair_goal_above_one_says_why_and_what_to_write(tmp_path):
@@ -83,3 +100,33 @@ def test_repair_goal_above_one_says_why_and_what_to_write(tmp_path):
                          "can never be met")
     assert "write >= 1 for equal passing rates" in d.hint
     assert not [x for x in diags if x.code == "FS213"]      # the goal is the error; no option is said unread
+
+
+def test_k_that_is_no_whole_number_is_still_fs307(tmp_path):
+    """k is a count of buckets (the IR keeps an int): 2.5 is no k, whatever the comparison."""
+    _, diags = _lint(tmp_path, f"{KD} <= 2.5")
+    assert [(d.code, d.message) for d in diags if d.is_error] == [("FS307", "k must be a whole number")]
+
+
+def test_ratio_always_met_is_unknown_where_undefined(tmp_path):
+    """FS508 says a ratio <= 1 holds wherever it is defined, not whatever the model decides: a rule that
+    decides nobody positive has no positive rate in any group, and the data backend reports the ratio
+    undefined (unknown, no value) for <= 1 and <= 1.5 alike; where some row is positive it holds."""
+    p, _ = _lint(tmp_path, "disparate_impact(net, groups sex) <= 1")
+    p.write_text(p.read_text() + "model nobody = rule(age > 90)\nmodel old = rule(age >= 79)\n"
+                 "property none1 { disparate_impact(nobody, groups sex) <= 1 }\n"
+                 "property none15 { disparate_impact(nobody, groups sex x race) <= 1.5 }\n"
+                 "property old1 { disparate_impact(old, groups sex) <= 1 }\n")
+    lines = p.read_text().splitlines()
+    (w,) = [d for d in lint(p).diagnostics if d.code == "FS508" and "none1 " in lines[d.span.line - 1]]
+    assert w.message == ("disparate_impact is a ratio in [0, 1] (the lowest over the highest), so <= 1 holds "
+                         "wherever it is defined")
+    assert "undefined where no group has a positive rate" in w.hint
+    rep = check(p)
+    assert not rep.has_errors and not rep.internal_errors, (rep.error, rep.internal_errors)
+    got = {v.name: v for v in rep.verdicts}
+    for name in ("none1", "none15"):
+        v = got[name]
+        assert (v.status, v.value) == ("unknown", None), v
+        assert "disparate_impact is undefined here" in v.reason and "no positive decision" in v.reason, v.reason
+    assert got["old1"].status == "holds" and 0 < got["old1"].value < 1

@@ -98,7 +98,7 @@ def lint_claim(tmp_path, claim: str, extra: str = ""):
     # the empirical distribution is the data rows themselves
     ("influence(m, groups P, distribution = people) <= 0.05", "FS501", "people", "empirical distribution"),
     # thresholds and claims
-    ("influence(m, groups P, distribution d) <= -0.1", "FS307", "-0.1", "below 0"),
+    ("influence(m, groups P, distribution d) <= -0.1", "FS507", "-0.1", "below 0"),
     ("influence(m, groups P, distribution d)", "FS501", "influence", "compared with a threshold"),
     ("influence(m, groups P, distribution d, data = people) <= 0.05", "FS208", "data =", "no argument 'data'"),
 ])

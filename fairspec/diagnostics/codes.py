@@ -109,8 +109,8 @@ _ALL = [
     Code("FS506", "error", "unsupported model construct for this backend", "choose another backend with using NAME"),
     Code("FS507", "error", "claim can never be met",
          "the quantity's range makes the comparison false for every model: check the comparison and the threshold (> 1 written for >= 0.8?)"),
-    Code("FS508", "warning", "claim holds whatever the model decides",
-         "the threshold is at the end of the quantity's range, so the comparison is true for every model: tighten the threshold, or drop the property"),
+    Code("FS508", "warning", "claim holds wherever its quantity is defined",
+         "the threshold is at or past the end of the quantity's range, so the comparison is true for every model where the quantity is defined (where it is not, check reports unknown): tighten the threshold, or drop the property"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

@@ -51,6 +51,18 @@ def _dask_call(fn, key, init, shared, items, clock=None):
         return _run_chunk(fn, state, items)
 
 
+def _count_moved(given_up: dict, moved: list[int]) -> None:
+    """Count the jobs just moved off held workers (``moved``: their indices) into the reason of every job of
+    the map given up on a held worker so far (``Overrun.moved``: how many distinct jobs moved since; a job
+    moved twice counts once), so the reason says the run's other jobs were moved only when some were."""
+    for failed in given_up.values():
+        over = failed.reason
+        if isinstance(over, Overrun) and over.held and moved:
+            seen = over.__dict__.setdefault("moved_jobs", set())
+            seen.update(moved)
+            over.moved = len(seen)
+
+
 def _dask_reason(e: BaseException) -> str:
     from concurrent.futures import CancelledError
 
@@ -218,8 +230,7 @@ class DaskExecutor:
             if over is not None:
                 fate = self._abandon(f, clock.worker, lambda: self._take_results(futures, first, given_up))
                 over.restarted, over.retired, over.held = fate == "restarted", fate == "retired", fate == "held"
-                # held: the run's other jobs go to the other workers, when it has any (_move_off_held)
-                over.moved = over.held and self._usable_workers() is not None
+                # held: the jobs _move_off_held moves from now on are counted into over.moved (_results)
                 given_up[j] = _Failed(over)
 
     def _take_results(self, futures, first: int, taken: dict) -> None:
@@ -321,7 +332,8 @@ class DaskExecutor:
                     if lost is None:  # every job still awaited: one may hang on the worker this one waits for
                         self._give_up_overruns(futures, clocks, i, given_up)
                     if lost is None and submit is not None and self.__dict__.get("_held"):
-                        self._move_off_held(futures, i, given_up, submit, placed)
+                        moved = self._move_off_held(futures, i, given_up, submit, placed)
+                        _count_moved(given_up, moved)
                 except Exception as e:  # noqa: BLE001 - the job failed for good (after retries, or lost workers)
                     outs.append(_Failed(_dask_reason(e)))
                     break
@@ -340,21 +352,23 @@ class DaskExecutor:
             return None
         return sorted(set(workers) - set(held)) or None
 
-    def _move_off_held(self, futures, first: int, given_up: dict, submit, placed: list) -> None:
+    def _move_off_held(self, futures, first: int, given_up: dict, submit, placed: list) -> list[int]:
         """Move the jobs not done (from ``first`` on) that a held worker has or may get to the other workers.
         A held worker (no nanny, its retirement refused: _abandon) stays in the cluster with its one slot
         taken by the hung thread, but the scheduler, the hung job cancelled, counts the slot free and sends it
         the next jobs, which then waited behind the thread for ever while the other workers idled. So every
         job not running or queued on a usable worker is cancelled and submitted again restricted to the
         usable ones (``placed[j]``: where job j may run, None: anywhere), and so is a job restricted to
-        workers all gone since; a job is pure, so one that had just started elsewhere only runs twice."""
+        workers all gone since; a job is pure, so one that had just started elsewhere only runs twice.
+        Returns the indices of the jobs moved (submitted again), for the reason of the held job."""
         usable = self._usable_workers()
         if usable is None:
-            return
+            return []
         try:
             processing = self.client.processing()
         except Exception:  # noqa: BLE001 - no answer: looked at again at the next poll
-            return
+            return []
+        moved = []
         on_usable = {k for w in usable for k in processing.get(w, ())}
         for j in range(first, len(futures)):
             f = futures[j]
@@ -365,6 +379,8 @@ class DaskExecutor:
             with contextlib.suppress(Exception):  # the scheduler gone: the loop says so
                 self.client.cancel([f])
             futures[j], placed[j] = submit(j, usable), usable
+            moved.append(j)
+        return moved
 
     def _no_worker(self) -> str | None:
         """The reason when the cluster's last workers were retired or left held by a hung job (no nanny,

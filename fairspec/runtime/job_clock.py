@@ -31,7 +31,7 @@ class Overrun(str):
     restarted: bool = False  # the worker was restarted (its nanny started a fresh process)
     retired: bool = False  # no nanny: the worker was retired from the cluster (no job is sent to it any more)
     held: bool = False  # no nanny, and it could not be retired: the hung job holds its slot
-    moved: bool = False  # held, and the run's other jobs went to the cluster's other workers
+    moved: int = 0  # held: how many of the map's other jobs were then moved to the cluster's other workers
 
     @classmethod
     def of(cls, budget: float, grace: float, worker: str | None, address: str) -> "Overrun":

@@ -69,8 +69,8 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     if op not in ("<", "<="):
         ck.fail("FS501", "state the largest acceptable k: k_discrimination(...) < k", call.span)
     k = _number(ck, rhs, env, "k")
-    if k != int(k) or k < 1:
-        ck.fail("FS307", "k must be a whole number >= 1", rhs.span)
+    if k != int(k):     # a bucket count: the IR keeps k as an int (below 1 is FS507 just after)
+        ck.fail("FS307", "k must be a whole number", rhs.span)
     claim_range(ck, op, k, 1.0, None, rhs.span, "k_discrimination(...) counts the distinct buckets of a point's "
                 "counterfactuals, at least 1")
     options = parse_options(ck, stmts, env, "k_discrimination")
@@ -145,9 +145,8 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
     threshold = None
     if op is not None:
         threshold = _number(ck, rhs, env, "the share of verified points")
-        if not 0 <= threshold <= 1:
-            ck.fail("FS307", "pba(...) is compared with a share of points in [0, 1]", rhs.span)
         claim_range(ck, op, threshold, 0.0, 1.0, rhs.span, "pba(...) is a share of points in [0, 1]",
+                    undefined="with no point selected check reports it unknown",
                     never_hint="write >= 1 for every point, or a share below 1 such as >= 0.9")
     options = parse_options(ck, stmts, env, "pba")
     return ir.PBA(name, "pba", options, node.span, model=model.name, features=fs.name, flip=flips, around=data,

@@ -97,11 +97,11 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
         ck.fail("FS501", f"{fn} compares a model's decisions with the labels; a data set alone has only its "
                          f"labels", call.span,
                 hint="on a data set: disparate_impact, statistical_parity, base_rate_ratio, base_rate_difference")
-    if mdef is not None and mdef.form == "ratio" and not 0.0 <= threshold <= 1.0:
-        ck.fail("FS307", f"{fn} is a ratio in [0, 1]; threshold {threshold} can never be decided", rhs.span)
     if mdef is not None and mdef.form == "ratio":
         claim_range(ck, op, threshold, 0.0, 1.0, rhs.span, f"{fn} is a ratio in [0, 1] (the lowest over the highest)",
-                    never_hint="a ratio of 1 is parity: write >= 1 for it, or a bound below 1 such as >= 0.8")
+                    never_hint="a ratio of 1 is parity: write >= 1 for it, or a bound below 1 such as >= 0.8",
+                    undefined="the ratio is undefined where no group has a positive rate (on data check then "
+                              "reports unknown)")
     options = parse_options(ck, stmts, env, "group_metric")
     if dist is not None and any(options.get(k) is not None for k in ("compare", "weight", "exclude_below")):
         ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
@@ -251,11 +251,9 @@ def _influence(ck, node, name, env, call, op, rhs, stmts):
     _check_distribution_use(ck, d.value, model, fs, ir_dist, groups)
     subsets = _influence_subsets(ck, call.keyword("subsets"), env, model, fs, groups)
     threshold = _number(ck, rhs, env, "the threshold")
-    if threshold < 0:
-        ck.fail("FS307", f"an influence is measured as an absolute change of {quantity}, so a threshold below 0 "
-                         f"({threshold:g}) can never be met", rhs.span)
     claim_range(ck, op, threshold, 0.0, None, rhs.span, f"an influence is an absolute change of {quantity}, "
-                "never below 0")
+                "never below 0", undefined=f"where {quantity} is undefined (no group has a positive decision, or a "
+                                          f"group has probability 0) check reports unknown")
     options = parse_options(ck, stmts, env, "group_metric")
     return ir.GroupMetric(name, "group_metric", options, node.span, metric="influence", model=model.name,
                           features=fs.name, groups=groups, data=None, distribution=dist, op=op,
