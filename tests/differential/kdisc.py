@@ -111,6 +111,8 @@ def generate(seed: int, n_props: int = 4) -> Instance:
         K = int(np.prod([fs[i].size for i in over]))
         op = "<" if rng.random() < 0.6 else "<="
         c = max(1, kmax + int(rng.choice([-1, 0, 0, 1])))
+        if op == "<" and c <= 1:  # k >= 1 always: '< 1' is never met (FS507 at lint)
+            op = "<="
         violated = (kmax >= c) if op == "<" else (kmax > c)
         status = "ambiguous" if ambiguous else ("violated" if violated else "holds")
         over_text = ", ".join(fs[i].name for i in over)

@@ -250,6 +250,8 @@ def _kdisc_prop(rng, name, family, fs, P, X, over, k, Pr, size, kind) -> Prop:
     kmax, amb, _ = _max_k(fs, P, probs, over, eps, False)
     op = "<=" if rng.random() < 0.5 else "<"
     claim = max(1, kmax + int(rng.integers(-1, 2)))
+    if op == "<" and claim <= 1:  # k >= 1 always: '< 1' is never met (FS507 at lint)
+        op = "<="
     viol = kmax >= claim if op == "<" else kmax > claim
     violated_at = claim if op == "<" else claim + 1
     names = ", ".join(fs[i].name for i in over)
