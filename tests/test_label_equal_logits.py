@@ -81,18 +81,20 @@ def test_label_at_a_real_tie_sklearn(tmp_path, monkeypatch, coef_g, intercept, t
     _judge(tmp_path, 'sklearn("m.skops")', est.predict, truth)
 
 
-@pytest.mark.parametrize("w_g, truth", [
-    (0.0, "tie"),             # the hidden layer ignores g: z = z' on every pair, exactly 0 at f0 = 20
-    (2.0 ** -10, "violated"),  # g reaches the hidden unit: 0 at (A, 20) against 2**-11 at (B, 20)
+@pytest.mark.parametrize("w_g, v_g, truth", [
+    (0.0, 0.0, "tie"),           # the hidden layer ignores g: z = z' on every pair, exactly 0 at f0 = 20
+    (2.0 ** -10, 0.0, "violated"),  # g reaches the first unit: 0 at (A, 20) against 2**-11 at (B, 20)
+    (0.0, 1.0, "holds"),         # g in the second unit: z = 0 at (A, 20) and (B, 20), -1/4 at (C, 20), no
+                                 # flip; equal logits asked at the tie (A, B) and refused ((A, C) differ)
 ])
-def test_label_at_a_real_tie_torch_float64(tmp_path, monkeypatch, w_g, truth):
+def test_label_at_a_real_tie_torch_float64(tmp_path, monkeypatch, w_g, v_g, truth):
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    # h1 = relu(w_g g + f0 - 17), h2 = relu(20 - f0), z = h1 / 2 - h2 / 4 - 3/2: dyadic, every row exact
+    # h1 = relu(w_g g + f0 - 17), h2 = relu(v_g g + 20 - v_g - f0), z = h1 / 2 - h2 / 4 - 3/2: dyadic, rows exact
     l1, l2 = torch.nn.Linear(2, 2).double(), torch.nn.Linear(2, 1).double()
     with torch.no_grad():
-        l1.weight.copy_(torch.tensor([[w_g, 1.0], [0.0, -1.0]], dtype=torch.float64))
-        l1.bias.copy_(torch.tensor([-17.0, 20.0], dtype=torch.float64))
+        l1.weight.copy_(torch.tensor([[w_g, 1.0], [v_g, -1.0]], dtype=torch.float64))
+        l1.bias.copy_(torch.tensor([-17.0, 20.0 - v_g], dtype=torch.float64))
         l2.weight.copy_(torch.tensor([[0.5, -0.25]], dtype=torch.float64))
         l2.bias.copy_(torch.tensor([-1.5], dtype=torch.float64))
     seq = torch.nn.Sequential(l1, torch.nn.ReLU(), l2).eval()

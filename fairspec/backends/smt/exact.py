@@ -431,6 +431,11 @@ def _decide(S: _Session, mode: str) -> PairResult:
             w = Witness([float(a) for a in x], [float(a) for a in xp], float(s[0]), float(s[1]))
             return S.result("violated", mode, value=S.judge.measure(s), witness=w,
                             reason="the pair replays as a violation on the runtime")
+        if S.via is not None and S.p.post == "label":
+            # a label by equal logits excludes nothing: z - z' <= 0 for *every* ordered pair gives z = z', so
+            # one label whatever the rule; with pairs excluded it would say only z <= z' for the rest, which
+            # flips no label only under a rule non-decreasing in that logit
+            return S.result("unknown", mode, reason="a pair whose runtime logits differ (equal logits not proved)")
         if q.post == "prob" and viol is not None and _z_prime(q, fx, fxp) is not None:
             zp = float(_z_prime(q, fx, fxp))
             if _real_prob_measure(q, fx, fxp) < float(q.threshold) and len(cuts) < 64 and zp not in cuts:
