@@ -170,9 +170,9 @@ def _equal_logits(problem: PairProblem, rt: Runtime, eps_strict: bool):
 
 def _label_by_equal_logits(S, mode: str) -> PairResult | None:
     """A label's question asked once as ``z - z' <= 0`` (no pair flips a label when the runtime's logits
-    are equal, whatever its rule at the threshold), where certify says equal logits decide it: its
-    ``holds`` / ``violated`` (the judge, the exclusions -- label points, checked by certify as the
-    label's -- and maximize keep the label), or None with the label's claim back in place."""
+    are equal, whatever its rule at the threshold), where certify says equal logits decide it, with no
+    pair excluded (:func:`_decide`): its ``holds`` / ``violated`` (the judge and maximize keep the label),
+    or None with the label's claim back in place."""
     S.equal_tried = True
     via = _equal_logits(S.p, S.rt, S.eps_strict)
     if via is None:
