@@ -123,7 +123,9 @@ def test_a_time_out_at_a_tie_never_holds(tmp_path, monkeypatch, kind, seed):
     monkeypatch.setattr("fairspec.kinds.individual_fairness.TIE_BOXES", 0)
     outputs, Y, flips, out = _run(tmp_path, monkeypatch, seed, kind, "milp", attack=False)
     for v in out:
-        assert any(p.get("at_a_tie") for p in v["details"]["per_class"]), v      # the tie path was taken
+        # the tie path was taken (or, since session 26, milp's own tie handed to certify_tie found the pair
+        # that replays first: the class flips only through the tie rule, and its witness is checked below)
+        assert v["status"] == "violated" or any(p.get("at_a_tie") for p in v["details"]["per_class"]), v
         assert v["status"] != "holds", v
         if v["status"] == "violated":
             w = v["witness"]

@@ -619,10 +619,14 @@ def _up0(x):
 
 def equal_logits_readout(runtime_net, lo, hi, *, post: str, eps, eps_strict: bool, readout, fixed_head: bool = False,
                          **bound) -> tuple | None:
-    """The logit readout whose equality in the two copies of every pair proves a ``prob`` post at eps 0
-    on the runtime, or None. ``|p - p'| <= 0`` holds iff ``p = p'`` for every pair; it does when the
-    runtime's logits are the same float, ``z = z'``, and the probability is one fixed function of that
-    float alone:
+    """The logit readout whose equality in the two copies of every pair proves a ``prob`` post at eps 0,
+    or a ``label`` post, on the runtime, or None. ``|p - p'| <= 0`` holds iff ``p = p'`` for every pair;
+    it does when the runtime's logits are the same float, ``z = z'``, and the probability is one fixed
+    function of that float alone. A binary label is one function of that float too, the runtime's rule
+    at the threshold included (``decision_function > 0``, ``expit(z) > 1/2``, ``score > threshold``; a
+    margin's sign is the exact difference's), so equal floats give equal labels, also where a pair sits
+    exactly at the threshold (which the label claim ``min(z, -z') < -E``, strict, cannot prove). The
+    readouts:
 
     * readout ``("logit", i)`` / ``("margin", i, j)``: the post reads the real logistic of the runtime's
       logit (:class:`fairspec.certify.enumerate.SigmoidCheck`): one value for one input (and, strictly
@@ -639,7 +643,7 @@ def equal_logits_readout(runtime_net, lo, hi, *, post: str, eps, eps_strict: boo
     proof_net, precision, integer, onehot_groups). eps is read as the spec writes it."""
     from fairspec.certify.exact import threshold_of
 
-    if post != "prob" or eps_strict or threshold_of(eps) != 0:
+    if post != "label" and (post != "prob" or eps_strict or threshold_of(eps) != 0):
         return None
     kind = readout[0]
     if kind in ("logit", "margin"):

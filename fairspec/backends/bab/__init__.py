@@ -21,6 +21,7 @@ The measure is :mod:`fairspec.backends.pair`'s directional one: ``min(z, -z')`` 
 caller's. ``deadline`` is a ``time.monotonic()`` instant.
 """
 
-from fairspec.backends.bab.engine import BabResult, certify_holds, maximize, prove_below, upper_bound
+from fairspec.backends.bab.engine import BabResult, maximize, prove_below, upper_bound
+from fairspec.backends.bab.holds import certify_holds
 
 __all__ = ["BabResult", "prove_below", "upper_bound", "maximize", "certify_holds"]

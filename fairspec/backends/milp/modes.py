@@ -215,10 +215,23 @@ def prove(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float 
     :func:`fairspec.backends.pair.certify.certify_result`), ``violated`` (a replayed witness) or
     ``unknown`` (time-out, boundary pairs, or a solver answer that could not be certified). See
     :func:`fairspec.backends.pair.drivers.prove`."""
-    from fairspec.backends.pair.certify import certify_result
-
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
-    return certify_result(problem, drivers.prove(eng), _budget(eng, time_limit), f"the {engine} MILP")
+    return _certified(problem, drivers.prove(eng), eng, time_limit)
+
+
+def _certified(problem: PairProblem, res: PairResult, eng: MilpEngine, time_limit: float | None) -> PairResult:
+    """prove / find's result with its ``holds`` certified (:func:`~fairspec.backends.pair.certify.certify_result`)
+    and, left ``unknown`` at the threshold (only boundary pairs, a maximum equal to it within solver
+    tolerance), asked of certify as maximize's is (:func:`~fairspec.backends.pair.certify.certify_tie`: on a
+    runtime exact over the box a near-tie or a tie of equal logits is proved there; seed-46 46000010 p4)."""
+    from fairspec.backends.pair.certify import certify_result, certify_tie
+
+    solver = f"the {eng.name} MILP"
+    if res.status == "unknown" and res.reason and "equals the threshold" in res.reason:
+        out = certify_tie(problem, res, _budget(eng, time_limit), solver)
+        if out is not None:
+            return out
+    return certify_result(problem, res, _budget(eng, time_limit), solver)
 
 
 def find(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,
@@ -226,10 +239,8 @@ def find(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float |
          threads: int = 1) -> PairResult:
     """Stop at the first violation, first with a margin, then soundly (a ``holds`` certified);
     see :func:`fairspec.backends.pair.drivers.find`."""
-    from fairspec.backends.pair.certify import certify_result
-
     eng = MilpEngine(problem, engine, time_limit, lp_bounds, diff_rows, threads)
-    return certify_result(problem, drivers.find(eng, margin), _budget(eng, time_limit), f"the {engine} MILP")
+    return _certified(problem, drivers.find(eng, margin), eng, time_limit)
 
 
 def maximize(problem: PairProblem, engine: str = DEFAULT_ENGINE, time_limit: float | None = None,

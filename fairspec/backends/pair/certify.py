@@ -216,14 +216,15 @@ def certified_bound(problem: PairProblem, seconds: float | None):
     rt = runtime_of(problem)
     if rt.layers is None:
         return math.inf, None, None
+    readout = rt.bab_readout(problem.post)       # a linear classifier's label: its decision_function's E
     try:
-        E = runtime_error_bound(rt.layers, problem.lo, problem.hi, encoding=rt.encoding, readout=rt.readout,
+        E = runtime_error_bound(rt.layers, problem.lo, problem.hi, encoding=rt.encoding, readout=readout,
                                 proof_net=problem.net, precision=rt.precision, integer=problem.integer,
                                 onehot_groups=problem.onehot_groups, base_net=rt.base_net,
-                                difference=problem.post == "logit" and rt.readout[0] in ("logit", "margin"))
+                                difference=problem.post == "logit" and readout[0] in ("logit", "margin"))
     except (ValueError, TypeError, AttributeError):
         return math.inf, None, None
-    prob_readout = rt.readout[0] in ("prob", "softmax")
+    prob_readout = readout[0] in ("prob", "softmax")
     if problem.post == "label":
         Eu = prob_error_to_logit(E) if prob_readout else E
     elif problem.post == "prob":

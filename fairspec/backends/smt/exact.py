@@ -168,6 +168,24 @@ def _equal_logits(problem: PairProblem, rt: Runtime, eps_strict: bool):
                                 integer=problem.integer, onehot_groups=problem.onehot_groups)
 
 
+def _label_by_equal_logits(S, mode: str) -> PairResult | None:
+    """A label's question asked once as ``z - z' <= 0`` (no pair flips a label when the runtime's logits
+    are equal, whatever its rule at the threshold), where certify says equal logits decide it, with no
+    pair excluded (:func:`_decide`): its ``holds`` / ``violated`` (the judge and maximize keep the label),
+    or None with the label's claim back in place."""
+    S.equal_tried = True
+    via = _equal_logits(S.p, S.rt, S.eps_strict)
+    if via is None:
+        return None
+    claim = S.claim
+    S.via, S.claim = via, (S.p.with_post("logit", 0.0), Fraction(0), False, 0.0)
+    r = _decide(S, mode)
+    if r.status != "unknown":
+        return r
+    S.via, S.claim = None, claim
+    return None
+
+
 class _Judge:
     """The runtime's verdict on ordered pairs, decided exactly (certify's comparisons)."""
 
@@ -339,7 +357,8 @@ class _Session:
         self.thr, self.strict, self.E, self.margin = _moved(self.p, self.rt, eps_strict)
         # the verdict's claim: (problem, threshold, strict, E); prob at eps 0 where certify says so: z - z' <= 0,
         # the logit difference exact (the judge, and maximize's bisection, keep self.p's post and margin)
-        self.via = _equal_logits(self.p, self.rt, eps_strict)
+        self.via = _equal_logits(self.p, self.rt, eps_strict) if self.p.post == "prob" else None
+        self.equal_tried = False       # label: the equal-logits question asked at a tie (_label_by_equal_logits)
         self.claim = ((self.p, self.thr, self.strict, self.E) if self.via is None
                       else (self.p.with_post("logit", 0.0), Fraction(0), False, 0.0))
         self.PairQuery = PairQuery
@@ -412,6 +431,11 @@ def _decide(S: _Session, mode: str) -> PairResult:
             w = Witness([float(a) for a in x], [float(a) for a in xp], float(s[0]), float(s[1]))
             return S.result("violated", mode, value=S.judge.measure(s), witness=w,
                             reason="the pair replays as a violation on the runtime")
+        if S.via is not None and S.p.post == "label":
+            # a label by equal logits excludes nothing: z - z' <= 0 for *every* ordered pair gives z = z', so
+            # one label whatever the rule; with pairs excluded it would say only z <= z' for the rest, which
+            # flips no label only under a rule non-decreasing in that logit
+            return S.result("unknown", mode, reason="a pair whose runtime logits differ (equal logits not proved)")
         if q.post == "prob" and viol is not None and _z_prime(q, fx, fxp) is not None:
             zp = float(_z_prime(q, fx, fxp))
             if _real_prob_measure(q, fx, fxp) < float(q.threshold) and len(cuts) < 64 and zp not in cuts:
@@ -419,6 +443,11 @@ def _decide(S: _Session, mode: str) -> PairResult:
                 S.z3.stats["cuts"] += 1
                 continue
         exact_point = all(Fraction(float(v)) == v for v in fx + fxp)
+        if S.p.post == "label" and not S.equal_tried and viol is False and exact_point and not S.emulated \
+                and s[0] == s[1]:
+            tie = _label_by_equal_logits(S, mode)      # a tie with z = z': asked as z - z' <= 0 (equal logits)
+            if tie is not None:
+                return tie
         if viol is None or not exact_point or S.emulated or len(excluded) >= MAX_EXCLUDED:
             why = ("a pair whose runtime probabilities are within 1e-12 of the tolerance" if viol is None else
                    "a pair of inputs that are not floats" if not exact_point else
