@@ -15,7 +15,38 @@ KEYWORDS_PROPERTY = ("forall", "require", "ensure", "using", "search", "explain"
 KEYWORDS_REPAIR = ("goal", "bound", "write", "using")
 FEATURE_TYPES = ("int in [", "real in [", "bool", "{")
 FEATURE_MODIFIERS = ("protected", "column", "bins")
-MODEL_FORMATS = ("onnx", "torch", "sklearn", "rule")
+# what a word of the language names (completion's details, hover's text): model and data formats,
+# encodings, a call's clauses
+MODEL_FORMATS = {
+    "onnx": "an ONNX model file: onnx(\"m.onnx\", output = ..., index = ..., score = logit | prob | value)",
+    "torch": "a PyTorch model (TorchScript, or a trusted pickle): torch(\"net.pt\")",
+    "sklearn": "a scikit-learn estimator (skops, or a trusted pickle), read through its own predict: "
+               "sklearn(\"lr.skops\")",
+    "xgboost": "an XGBoost model (JSON or UBJSON): xgboost(\"gbm.json\", rounds = best | all)",
+    "lightgbm": "a LightGBM model (text): lightgbm(\"gbm.txt\")",
+    "rule": "a decision rule written in the spec over the features: rule(P + Q + R - S >= 2)",
+    "predictions": "logged decisions of a data set, no model file: predictions(DATA, decision = \"col\") "
+                   "or predictions(DATA, score = \"col\", threshold = 0.5)"}
+DATA_FORMATS = {"csv": "a CSV file: csv(\"f.csv\", header = ..., columns = [...], missing = ..., where = ..., "
+                       "label = ...)",
+                "parquet": "a Parquet file (names and types from the file; a null is a missing value): "
+                           "parquet(\"f.parquet\", where = ..., label = ...)"}
+ENCODINGS = {"raw": "the feature's value as it is, one column",
+             "code": "one column: the category's index in declared order, or code {A = 1, B = 0}",
+             "onehot": "one column per category, in declared order: 1 for the feature's, 0 elsewhere",
+             "minmax": "one column: (v - lo) / (hi - lo), lo and hi fitted on the data or given: minmax(lo = 17, "
+                       "hi = 90)",
+             "standard": "one column: (v - mean) / std, fitted on the data or given: standard(mean = ..., std = ...)"}
+CLAUSES = {"groups": "the groups compared: a protected feature (one group per value), a group, or G1 x G2 "
+                     "(their intersections): groups sex x race",
+           "over": "k_discrimination: the protected features whose combinations the K counterfactuals of an "
+                   "input take: over {race, sex}",
+           "flip": "pba: the sensitive attribute flipped (binary or one-hot encoded): flip sex",
+           "around": "the points looked at: around DATA (pba: the neighbourhoods of its rows)",
+           "delta": "pba: each numeric feature's half-width of the neighbourhood, in its own units: delta {age: 1}",
+           "given": "pba: only the points where this condition over the features holds",
+           "mediators": "path_specific: the features the effect goes through: mediators {feature, ...}",
+           "distribution": "the population as a declared distribution instead of a data set"}
 # what a pair property reads from a model (fairspec.models.readout; issue 25 added class, value and the class argument)
 MODEL_OUTPUTS = {"label": "the binary decision: label(m(x))",
                  "prob": "a probability: prob(m(x)) (binary) or prob(m(x), c), class c's (a column or a label)",
@@ -144,7 +175,7 @@ def completions(idx: Index | None, text: str, line: int, col: int,
         if re.fullmatch(r"apply\s+", head):
             return of("function", names["policy"], "policy")
         if re.fullmatch(r"model\s+\w+\s*=\s*", head):
-            return of("function", MODEL_FORMATS, "model format")
+            return [(f, "function", d) for f, d in MODEL_FORMATS.items()]
         if re.fullmatch(r"encode\s+\w+\s+for\s+", head):
             return of("class", names["model"], "model")
         if re.fullmatch(r"encode\s+", head):
@@ -158,7 +189,7 @@ def completions(idx: Index | None, text: str, line: int, col: int,
         return []
     if block == "encode":
         if ":" in head:
-            return of("enum", ENCODING_KINDS, "encoding")
+            return [(k, "enum", ENCODINGS.get(k, "encoding")) for k in ENCODING_KINDS]
         return of("field", names["feature"], "feature")
     if block in ("property", "repair", "policy") and option and option.group(1) in OPTIONS:
         # an option's value: its choices (as the backend planned for the property takes it: engine's differ)
@@ -230,8 +261,7 @@ def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
     for kind, label in (("feature", "field"), ("group", "variable"), ("model", "class"), ("data", "file"),
                         ("distribution", "value"), ("param", "variable")):
         out += [(n, label, kind) for n in names[kind]]
-    out += [(c, "keyword", "clause") for c in ("groups", "over", "flip", "around", "distribution", "mediators",
-                                                "delta", "given")]
+    out += [(c, "keyword", "clause: " + d) for c, d in CLAUSES.items()]
     return out
 
 
