@@ -79,3 +79,11 @@ def test_over_stdio():
                 assert h is not None and h.contents.value.startswith(start), (needle, h)
 
     asyncio.run(scenario())
+
+
+def test_the_words_explained_are_the_ones_lint_knows():
+    from fairspec.lsp.analysis.completion import ENCODINGS, MODEL_FORMATS
+    from fairspec.sema.check_features import ENCODING_KINDS
+    from fairspec.sema.check_models import MODEL_FORMATS as KNOWN
+
+    assert tuple(MODEL_FORMATS) == KNOWN and tuple(ENCODINGS) == ENCODING_KINDS

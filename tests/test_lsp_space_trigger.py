@@ -116,3 +116,21 @@ def test_over_stdio_the_trigger_kind_decides():
                 assert [i.label for i in (await s.completion(uri, at, trigger="(")).items] == invoked
 
     asyncio.run(scenario())
+
+
+def test_over_stdio_x_dot_of_a_policy_parameter():
+    async def scenario():
+        async with Session() as s:
+            uri, text, _ = await s.opened(ADULT)
+            new = text + ("\npolicy q(m: model, F: features) {\n  property r {\n    forall x, x' : F\n"
+                          "    require x.* == x'.* except {sex}\n    ensure label(m(x)) == label(m(x'))\n  }\n}\n"
+                          "apply q(mlp, Applicant)\n")
+            n = s.seen(uri)
+            s.change(uri, new)
+            await s.diagnostics(uri, n)
+            c = await s.completion(uri, s.pos(new, "require x.*", len("require x.")))
+            labels = [i.label for i in c.items]
+            assert labels[0] == "age" and labels[-1] == "*" and "sex" in labels
+            assert c.items[0].detail == "feature of Applicant"
+
+    asyncio.run(scenario())
