@@ -42,6 +42,7 @@ def _labels(adult, typed: str, space: bool) -> list[str]:
     "\nproperty p {\n  statistical_parity(mlp, groups sex) <= ", "\ngroup g = ", "\nproperty p {\n  ",
     "\n", "\nproperty p {\n  bootstrap = ", "\nproperty p {\n  nonsense = ",
     "\nfeatures G from adult {\n  a ", "\nencode Applicant for mlp {\n  age, ",
+    "\nfeatures G from adult {\n  a : int in [17, ", "\nfeatures G from adult {\n  a : {A, ",
 ])
 def test_a_space_in_an_expression_or_before_free_text_offers_nothing(adult, typed):
     assert _labels(adult, typed, space=True) == []
@@ -58,6 +59,8 @@ def test_a_space_in_an_expression_or_before_free_text_offers_nothing(adult, type
     ("\napply ", {"close_scores", "four_fifths", "same_decision"}),
     ("\nencode Applicant for mlp {\n  age : ", {"raw", "onehot", "minmax", "standard"}),
     ("\nfeatures G from adult {\n  a : ", {"int in [", "real in [", "bool", "{"}),
+    ("\nfeatures G from adult {\n  a : int in [17, 90] ", {"protected", "column", "bins"}),
+    ("\nfeatures G from adult {\n  a : {A, B} ", {"protected", "column", "bins"}),
     ("\nproperty p {\n  forall x, x' : ", {"Applicant"}),
 ])
 def test_a_space_where_a_short_known_list_comes_next(adult, typed, expected):

@@ -246,7 +246,8 @@ _NEW_NAME = re.compile(r"(?:(?:model|data|features|group|distribution|property|r
 # a search strategy, an option's choices)
 _CLOSED = {"top": re.compile(r"features\s+\w+\s+from\s+|repair\s+\w+\s+for\s+|apply\s+|model\s+\w+\s*=\s*"
                              r"|encode\s+(?:\w+\s+for\s+)?"),
-           "features": re.compile(r"[^:]*:.*"),
+           # a type after `:`, a modifier after a whole type (not inside `int in [17, ` nor `{A, `)
+           "features": re.compile(r"[^:]*:\s*|[^:]*:.*(?:[]}\"]|\bbool|\bprotected)\s+"),
            "encode": re.compile(r"[^:]*:\s*"),
            "distribution": re.compile(r"(?!)"),
            "property": re.compile(r"(?:using|search)\s+|\w+\s*=\s*|forall\s+\w+\s*,\s*\w+'\s*:\s*")}
