@@ -174,9 +174,12 @@ class Session:
             T.ReferenceParams(context=T.ReferenceContext(include_declaration=include_declaration),
                               text_document=self._doc(uri), position=pos)), self.wait)
 
-    async def completion(self, uri, pos):
+    async def completion(self, uri, pos, trigger: str | None = None):
+        """Completion at pos: invoked (Ctrl-Space), or as an editor asks when ``trigger`` was typed."""
+        context = None if trigger is None else T.CompletionContext(
+            trigger_kind=T.CompletionTriggerKind.TriggerCharacter, trigger_character=trigger)
         return await asyncio.wait_for(self.client.text_document_completion_async(
-            T.CompletionParams(text_document=self._doc(uri), position=pos)), self.wait)
+            T.CompletionParams(text_document=self._doc(uri), position=pos, context=context)), self.wait)
 
     async def symbols(self, uri):
         return await asyncio.wait_for(self.client.text_document_document_symbol_async(

@@ -293,8 +293,11 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
     idx = ls.index_for(params.text_document.uri)
     old = idx.source if idx is not None and idx.source not in (None, doc.source) else None  # an older text's index
     at = (line, col) if old is None else changed(old, doc.source).to_older(line, col)
+    # a space typed (a trigger character) asks only where a short known list comes next; Ctrl-Space asks anywhere
+    space = (params.context is not None and params.context.trigger_kind == T.CompletionTriggerKind.TriggerCharacter
+             and params.context.trigger_character == " ")
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
-             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0])]
+             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0], space=space)]
     return T.CompletionList(is_incomplete=False, items=items)
 
 

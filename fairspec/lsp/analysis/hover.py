@@ -3,9 +3,10 @@ feature, a model, a property or a metric, and the signature help of a property f
 
 from __future__ import annotations
 
+import math
 import re
 
-from .completion import MODEL_OUTPUTS
+from .completion import CLAUSES, DATA_FORMATS, ENCODINGS, MODEL_FORMATS, MODEL_OUTPUTS
 from .index import Index, Symbol, _contains, _same, _spec, _walk, symbol_at
 from fairspec.diagnostics import Span, split_lines
 from fairspec.syntax import ast
@@ -34,7 +35,8 @@ def _domain(dom) -> str:
 
 def hover(idx: Index, file: str, line: int, col: int) -> str | None:
     """Markdown for what is under the cursor."""
-    metric = _metric_at(idx, file, line, col) or _statement_at(idx, file, line, col)
+    metric = (_metric_at(idx, file, line, col) or _statement_at(idx, file, line, col)
+              or _word_at(idx, file, line, col) or _column_at(idx, file, line, col))
     if metric:
         return metric
     sym = symbol_at(idx, file, line, col)
@@ -212,6 +214,73 @@ def _statement_at(idx: Index, file: str, line: int, col: int) -> str | None:
                 out += "\n- not an option of the backend planned for this property"
             return out
     return None
+
+
+def _word_at(idx: Index, file: str, line: int, col: int) -> str | None:
+    """A model or data format (onnx, csv), an encoding (minmax) or a call's clause (groups, over): what it is."""
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    for d in (root.decls if root is not None else ()):
+        if isinstance(d, (ast.ModelDecl, ast.DataDecl)) and _contains(d.fmt.span, file, line, col):
+            formats = MODEL_FORMATS if isinstance(d, ast.ModelDecl) else DATA_FORMATS
+            doc = formats.get(d.fmt.id)
+            return f"**{'model' if formats is MODEL_FORMATS else 'data'} format** `{d.fmt.id}`: {doc}" if doc else None
+        for e in (d.lines if isinstance(d, ast.EncodeDecl) else ()):
+            if _contains(e.kind.span, file, line, col):
+                doc = ENCODINGS.get(e.kind.id)
+                return f"**encoding** `{e.kind.id}`: {doc}" if doc else None
+    for c in (n for n in _walk(root.decls if root is not None else ()) if isinstance(n, ast.Call)):
+        for a in c.args:
+            if a.kind == "clause" and a.name is not None and _contains(a.name.span, file, line, col):
+                doc = CLAUSES.get(a.name.id)
+                return f"**{a.name.id}** (a clause of `{c.fn.id}(...)`): {doc}" if doc else None
+    return None
+
+
+def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
+    """A column named in a data declaration (columns = [...], label = ..., where = ..., missing = {...}):
+    its values in the first rows of the file, as lint reads them (fairspec.runtime.data.column_names:
+    at most 200 rows, cached while the file is unchanged; never the whole file)."""
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    for d in (root.decls if root is not None else ()):
+        if not (isinstance(d, ast.DataDecl) and _contains(d.span, file, line, col)):
+            continue
+        for a in d.args:
+            named = [n for n in _walk(a.value) if isinstance(n, ast.Name)
+                     or (isinstance(n, ast.Str) and a.name is not None and a.name.id == "columns")]
+            hit = next((n for n in named if _contains(n.span, file, line, col)), None)
+            if hit is not None:
+                return _column_text(idx, d.name.id, hit.id if isinstance(hit, ast.Name) else hit.value)
+    return None
+
+
+def _column_text(idx: Index, data: str, name: str) -> str | None:
+    from fairspec.runtime.data import DataError, column_names, is_number
+
+    spec = _spec(idx)
+    d = next((x for x in (spec.datasets if spec else ()) if x.name == data), None)
+    if d is None:
+        return None
+    try:
+        names, rows = column_names(d)
+    except (DataError, OSError, ValueError):
+        return None
+    if name not in names:
+        return None
+    j = names.index(name)
+    markers = set(d.markers(name))
+    cells = [r[j].strip() if r[j] is not None else None for r in rows if len(r) > j]
+    values = [c for c in cells if c is not None and c != "" and c not in markers]
+    missing = len(cells) - len(values)
+    head = f"**column** `{name}` of `{data}` (column {j + 1} of {len(names)})"
+    seen = f"in the first {len(cells)} rows" + (f" ({missing} missing)" if missing else "")
+    nums = [float(v) for v in values if is_number(v) and math.isfinite(float(v))]
+    if nums and all(is_number(v) for v in values):
+        whole = all(x.is_integer() for x in nums)
+        return (f"{head}\n- {'whole numbers' if whole else 'numbers'} {seen}: "
+                f"{_number(min(nums))} .. {_number(max(nums))}")
+    distinct = list(dict.fromkeys(values))
+    shown = ", ".join(f"`{v}`" for v in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
+    return f"{head}\n- text {seen}: {len(distinct)} distinct: {shown}" if values else f"{head}\n- no value {seen}"
 
 
 def _number(v) -> str:
