@@ -65,3 +65,80 @@ def test_a_torchscript_file_needs_no_trust(tmp_path):
     spec = tmp_path / "s.fair"
     spec.write_text(_TORCH.replace("TRUST", ""))
     assert _errors(spec) == []
+
+
+# ------------------------------------------------------------------ text in a numeric column
+
+_DATA = people_decls("DATA") + '''model hire = rule(member and score >= 0.5)
+property parity { statistical_parity(hire, groups sex) <= 0.99 }
+'''
+
+
+def _people_with(tmp_path, column, values, name="p.csv", **csv):
+    import pandas as pd
+
+    df = pd.read_csv(PEOPLE, dtype=str, keep_default_na=False)
+    for row, v in values.items():
+        df.loc[row, column] = v
+    if name.endswith(".parquet"):
+        df.to_parquet(tmp_path / name)
+    else:
+        df.to_csv(tmp_path / name, index=False, **csv)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("values, shown", [({0: "x"}, "x"), ({0: "", 3: "n/a"}, "n/a"),
+                                           ({k: f"2020-01-{k + 1:02}" for k in range(400)}, "2020-01-01")])
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_text_in_a_numeric_column_is_an_error_in_lint_as_in_check(tmp_path, values, shown, fmt):
+    """check refuses a file whose numeric feature's column holds text (runtime.frame: 'should be numeric
+    ... but holds'); lint sampled those rows and said nothing ('nan' or 30.5 were FS410, dropped rows, but
+    'x' or a date was skipped as no number), so lint passed what check then refused. Check named an
+    empty cell ('holds ''') where the column also held 'n/a'; it names the text now."""
+    path = _people_with(tmp_path, "age", values, f"p.{fmt}")
+    spec = tmp_path / "s.fair"
+    spec.write_text(_DATA.replace('csv("DATA"', f'{fmt}("{path.name}"'))
+    said = f"data file {path} column 'age' should be numeric for feature 'age' but holds {shown!r}"
+    res = lint(spec)
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert (d.code, d.message, d.span.line) == ("FS404", said, 3), d
+    assert d.hint == f'if {shown!r} marks a missing value, add it to the data\'s missing list: missing = ["{shown}"]'
+    r = run_cli("check", spec, "--format", "json")
+    assert r.returncode == 2 and [x["message"] for x in json.loads(r.stdout)["diagnostics"]] == [said], r.stdout
+    assert _frame_error(tmp_path, fmt, path) == said      # check's own reading, lint not asked
+
+
+def _frame_error(tmp_path, fmt, path):
+    """The sentence check's frame says for `path` (the spec linted on the clean file, then read on this)."""
+    import dataclasses
+
+    from fairspec.runtime.columnar import read_table
+    from fairspec.runtime.data import DataError
+    from fairspec.runtime.frame import build_frame
+
+    clean = tmp_path / f"clean.{fmt}"
+    _people_with(tmp_path, "age", {}, clean.name)
+    spec = tmp_path / "clean.fair"
+    spec.write_text(_DATA.replace('csv("DATA"', f'{fmt}("{clean.name}"'))
+    got = lint(spec).spec
+    data = dataclasses.replace(got.datasets[0], path=str(path))
+    with pytest.raises(DataError) as e:
+        build_frame(got.feature_sets[0], read_table(data), data.categories)
+    return str(e.value)
+
+
+def test_text_in_a_category_code_column_is_an_error_a_code_out_of_range_a_warning(tmp_path):
+    rows = PEOPLE.read_text().splitlines()
+    coded = [rows[0]] + [",".join([a, str("FM".index(s)), str("ABC".index(r)), *rest])
+                         for a, s, r, *rest in (x.split(",") for x in rows[1:])]
+    spec = tmp_path / "s.fair"
+    spec.write_text(_DATA.replace('label = hired == "yes"', 'label = hired == "yes", categories = codes')
+                    .replace("DATA", "c.csv"))
+    for value, code, said in (("x", "FS404", f"data file {tmp_path / 'c.csv'} column 'race' should hold integer "
+                                                "category codes"),
+                              ("7", "FS410", "1 of the first 200 complete rows of c.csv have a value in column "
+                                             "'race' outside the declared domain of 'race' (e.g. '7')")):
+        age, sex, _, *rest = coded[2].split(",")
+        (tmp_path / "c.csv").write_text("\n".join([*coded[:2], ",".join([age, sex, value, *rest]), *coded[3:]]) + "\n")
+        got = [(d.code, d.message) for d in lint(spec).diagnostics]
+        assert len(got) == 1 and got[0][0] == code and got[0][1].startswith(said), got
