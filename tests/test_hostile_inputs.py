@@ -142,3 +142,26 @@ def test_text_in_a_category_code_column_is_an_error_a_code_out_of_range_a_warnin
         (tmp_path / "c.csv").write_text("\n".join([*coded[:2], ",".join([age, sex, value, *rest]), *coded[3:]]) + "\n")
         got = [(d.code, d.message) for d in lint(spec).diagnostics]
         assert len(got) == 1 and got[0][0] == code and got[0][1].startswith(said), got
+
+
+# ------------------------------------------------------------------ spec encodings
+
+@pytest.mark.parametrize("codec, bom, said", [("utf-32-le", b"\xff\xfe\x00\x00", "UTF-32"),
+                                              ("utf-32-be", b"\x00\x00\xfe\xff", "UTF-32"),
+                                              ("utf-16-le", b"", "UTF-16"), ("utf-16-be", b"", "UTF-16"),
+                                              ("utf-16-be", b"\xfe\xff", "UTF-16")])
+def test_a_spec_in_a_wide_encoding_is_named_as_it_is(tmp_path, codec, bom, said):
+    """A UTF-32 file was called 'UTF-16 text' (its byte-order mark begins as UTF-16's); UTF-16 without a
+    mark was 'unexpected NUL character (is this a binary file?)' at 1:2."""
+    spec = tmp_path / "s.fair"
+    spec.write_bytes(bom + people_decls().encode(codec))
+    ((code, message),) = _errors(spec)
+    assert (code, message) == ("FS104", f"{spec} is {said} text, not UTF-8")
+    r = run_cli("lint", spec, "--format", "concise")
+    assert r.returncode == 2 and r.stdout.startswith(f"{spec}:1:1: FS104 error: ") and "Traceback" not in r.stderr
+
+
+def test_one_nul_byte_is_still_fs102_where_it_stands(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_bytes(b"group a = age >= 4\x000\n\n")
+    assert [d.code for d in lint(spec).diagnostics] == ["FS102"]
