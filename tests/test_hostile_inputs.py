@@ -165,3 +165,32 @@ def test_one_nul_byte_is_still_fs102_where_it_stands(tmp_path):
     spec = tmp_path / "s.fair"
     spec.write_bytes(b"group a = age >= 4\x000\n\n")
     assert [d.code for d in lint(spec).diagnostics] == ["FS102"]
+
+
+# ------------------------------------------------------------------ a CSV file with another separator
+
+@pytest.mark.parametrize("sep, literal", [(";", '";"'), ("\t", '"\\t"'), ("|", '"|"')])
+def test_a_csv_separated_by_another_character_says_which_sep_to_write(tmp_path, sep, literal):
+    """Read with commas, a ';'-separated file is one column named 'age;sex;...': lint said FS207 'unknown
+    data column 'hired'' at the label with the hint 'columns with other characters are written col(...)',
+    then one FS207 per feature. Now one FS404 at the path names the separator; its hint is spec text that
+    reads the file."""
+    (tmp_path / "p.csv").write_text(PEOPLE.read_text().replace(",", sep))
+    spec = tmp_path / "s.fair"
+    spec.write_text(_DATA.replace("DATA", "p.csv"))
+    (d,) = [d for d in lint(spec).diagnostics if d.is_error]
+    assert d.code == "FS404" and (d.span.line, d.span.column) == (1, 19), d
+    assert d.message == (f"data file p.csv reads as one column, {'age,sex,race,member,score,hired,split'.replace(',', sep)!r}: "
+                         f"its header and rows are separated by {sep!r}, not by commas")
+    assert d.hint.startswith(f"write sep = {literal} in csv(...)"), d.hint
+    spec.write_text(_DATA.replace('"DATA", ', f'"p.csv", sep = {literal}, '))
+    assert _errors(spec) == []
+    spec.write_text(_DATA.replace('"DATA", ', '"p.csv", sep = ",", '))   # said: a one-column file
+    assert {c for c, _ in _errors(spec)} == {"FS207"}
+
+
+def test_a_one_column_csv_whose_rows_differ_is_not_called_another_separator(tmp_path):
+    (tmp_path / "p.csv").write_text("a;b\n1;2\n3\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("p.csv", label = col("a;b") == "1;2")\n')
+    assert _errors(spec) == []

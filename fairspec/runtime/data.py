@@ -259,6 +259,21 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     return names, body
 
 
+def other_separator(d: ir.Data, names: list[str], body: list[list[str | None]]) -> str | None:
+    """The separator a CSV file read as one column looks written with: ';', a tab or '|' held the same
+    number of times (at least once) by its header and every sampled row; else None."""
+    if d.format != "csv" or not d.header or d.columns is not None or len(names) != 1:
+        return None
+    rows = [r[0] for r in body if len(r) == 1 and r[0] is not None and r[0].strip()]
+    if not rows or len(rows) != sum(1 for r in body if any((c or "").strip() for c in r)):
+        return None
+    for c in (";", "\t", "|"):
+        k = names[0].count(c)
+        if k and all(r.count(c) == k for r in rows):
+            return c
+    return None
+
+
 # The bytes of a CSV file lint reads for a row of the wrong number of fields (check reads every row
 # and refuses such a file with the same sentence): a longer file is read up to here only.
 RAGGED_BYTES = 64 << 20
