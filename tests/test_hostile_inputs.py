@@ -194,3 +194,14 @@ def test_a_one_column_csv_whose_rows_differ_is_not_called_another_separator(tmp_
     spec = tmp_path / "s.fair"
     spec.write_text('data d = csv("p.csv", label = col("a;b") == "1;2")\n')
     assert _errors(spec) == []
+
+
+@pytest.mark.parametrize("text", ["\n", "\n\n" + "age,sex\n30,F\n", " , \n30,F\n"])
+def test_a_csv_whose_first_line_is_blank_says_so(tmp_path, text):
+    """Blank lines before the header: the blank line was read as a header of no columns, 'line 4 has 7
+    fields, expected 0'; a file of one line break was 'has no rows (only a header line)'."""
+    (tmp_path / "p.csv").write_text(text)
+    spec = tmp_path / "s.fair"
+    spec.write_text(_DATA.replace("DATA", "p.csv"))
+    assert _errors(spec) == [("FS404", f"data file {tmp_path / 'p.csv'} line 1 is blank, where the header line "
+                                       "(the column names) is expected")]

@@ -242,6 +242,9 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     if d.header:
         if not rows:
             raise DataError(f"data file {d.path} is empty")
+        if not any(c.strip() for c in rows[0]):    # names read from it would be none, or one ''
+            raise DataError(f"data file {d.path} line 1 is blank, where the header line (the column names) is "
+                            f"expected")
         _header_fits(d, len(rows[0]))
         names = [c.strip() for c in rows[0]]
         if d.columns is None:  # a name the header repeats: the later ones renamed by position (FS430)
