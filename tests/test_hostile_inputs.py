@@ -205,3 +205,30 @@ def test_a_csv_whose_first_line_is_blank_says_so(tmp_path, text):
     spec.write_text(_DATA.replace("DATA", "p.csv"))
     assert _errors(spec) == [("FS404", f"data file {tmp_path / 'p.csv'} line 1 is blank, where the header line "
                                        "(the column names) is expected")]
+
+
+# ------------------------------------------------------------------ a long chain of imports
+
+def test_a_chain_of_1500_imports_is_linted_not_an_internal_error(tmp_path):
+    """Imports were followed by recursion, one Python frame (and a parse) per file: a chain of 1,500
+    files was 'internal error: VisitError ... maximum recursion depth exceeded', exit 4."""
+    n = 1500
+    for i in range(n):
+        nxt = f'import "f{i + 1}.fair"\n' if i < n - 1 else people_decls("p.csv")
+        (tmp_path / f"f{i}.fair").write_text(nxt + f"group g{i} = age > {i % 60 + 18}\n")
+    (tmp_path / "p.csv").write_bytes(PEOPLE.read_bytes())
+    res = lint(tmp_path / "f0.fair")
+    assert [d for d in res.diagnostics if d.is_error] == [] and len(res.spec.groups) == n
+    r = run_cli("lint", tmp_path / "f0.fair", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["diagnostics"] == [], r.stdout[-500:] + r.stderr[-500:]
+
+
+def test_imports_keep_their_order_and_a_cycle_is_said_once(tmp_path):
+    for name, text in {"a.fair": 'import "b.fair"\nimport "c.fair"\n', "b.fair": 'import "c.fair"\n',
+                       "c.fair": 'import "a.fair"\n', "s.fair": 'import "a.fair"\nimport "c.fair"\n'}.items():
+        (tmp_path / name).write_text(text)
+    res = lint(tmp_path / "s.fair")
+    # as the recursive walk said it: a's second import of c finds c done, no second cycle
+    assert [(d.code, d.message, d.span.line) for d in res.diagnostics] == [
+        ("FS204", "import cycle: a.fair -> b.fair -> c.fair -> a.fair", 1)]
+    assert [m.file.rsplit("/", 1)[-1] for m in res.modules] == ["c.fair", "b.fair", "a.fair", "s.fair"]
