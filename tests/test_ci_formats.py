@@ -219,7 +219,8 @@ def test_an_input_error_is_located_at_the_declaration_of_the_same_file(tmp_path,
     (tmp_path / "fairspec.toml").write_text("")
     rows = "age,sex,approved,outcome\n30,Female,yes,1\n50,Male,no,0\n"
     (tmp_path / good).write_text(rows)
-    (tmp_path / bad).write_text(rows + "abc,Male,yes,1\n")  # found only when the rows are read
+    # found only when every row is read: past the 200 rows lint samples (which say FS404 at the feature)
+    (tmp_path / bad).write_text(rows + "40,Male,yes,1\n" * 250 + "abc,Male,yes,1\n")
     spec = tmp_path / "s.fair"
     spec.write_text(f'data old = csv("{good}", label = outcome == 1)\ndata d = csv("{bad}", label = outcome == 1)\n'
                     'features A from d {\n  age : int in [17, 90]\n  sex : {Female, Male} protected\n}\n'

@@ -18,6 +18,40 @@ from .base import ModelLoadError, require_file
 from .inert_pickle import _MAX_PICKLE_BYTES, _FakeTensor, _InertUnpickler, _state, _Stub
 
 
+def torch_file_kind(path: pathlib.Path) -> str:
+    """'script' for a TorchScript archive, 'pickle' for torch.save output (zip or legacy), else raise
+    ModelLoadError. Read without torch: check's loader and lint (FS408) decide alike."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise ModelLoadError(f"model file {path} could not be read ({exc.strerror or exc})", path) from exc
+    if head.startswith(b"PK"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
+        except zipfile.BadZipFile as exc:
+            raise ModelLoadError(f"{path} is not a torch model file (it looks like a zip archive but is damaged)", path) from exc
+        if any(n.endswith("/constants.pkl") or "/code/" in n or n.startswith("code/") for n in names):
+            return "script"
+        if any(n.endswith("data.pkl") for n in names):
+            return "pickle"
+        raise ModelLoadError(
+            f"{path} is not a torch model file (a zip archive without TorchScript code or torch.save data)", path
+        )
+    if head[:1] == b"\x80":                              # a pickle stream (legacy torch.save)
+        return "pickle"
+    raise ModelLoadError(
+        f"{path} is not a torch model file (neither a TorchScript archive nor a torch.save file)", path
+    )
+
+
+def untrusted_pickle(path) -> str:
+    """Why a torch.save file is not loaded without `trust pickle` (check's loader, lint's FS408)."""
+    return (f"{path} is a pickle (as torch.save writes), and loading a pickle runs code from the file; "
+            f"export it with torch.jit.save or to ONNX, or write `trust pickle` in the spec if you trust it")
+
+
 def _linear_width(obj) -> int | None:
     module, name = obj._qual
     if name != "Linear" or not module.split(".___torch_mangle")[0].endswith("torch.nn.modules.linear"):

@@ -4,37 +4,10 @@ from __future__ import annotations
 
 import pathlib
 import warnings
-import zipfile
 
 from .base import (LoadedModel, ModelLoadError, check_score_kind, loading_pickle, readout_for, require_file,
                    require_finite, short_error)
-
-
-def _torch_file_kind(path: pathlib.Path) -> str:
-    """'script' for a TorchScript archive, 'pickle' for torch.save output, else raise."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise ModelLoadError(f"model file {path} could not be read ({exc.strerror or exc})", path) from exc
-    if head.startswith(b"PK"):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                names = zf.namelist()
-        except zipfile.BadZipFile as exc:
-            raise ModelLoadError(f"{path} is not a torch model file (it looks like a zip archive but is damaged)", path) from exc
-        if any(n.endswith("/constants.pkl") or "/code/" in n or n.startswith("code/") for n in names):
-            return "script"
-        if any(n.endswith("data.pkl") for n in names):
-            return "pickle"
-        raise ModelLoadError(
-            f"{path} is not a torch model file (a zip archive without TorchScript code or torch.save data)", path
-        )
-    if head[:1] == b"\x80":                              # a pickle stream (legacy torch.save)
-        return "pickle"
-    raise ModelLoadError(
-        f"{path} is not a torch model file (neither a TorchScript archive nor a torch.save file)", path
-    )
+from .peek_torch import torch_file_kind, untrusted_pickle
 
 
 def _one_input(module, path) -> None:
@@ -115,13 +88,9 @@ class TorchModel(LoadedModel):
                  index: int | None = None, score_kind: str | None = None, trust_pickle: bool = False):
         kind = check_score_kind(score_kind, path)
         require_file(path)
-        file_kind = _torch_file_kind(path)
+        file_kind = torch_file_kind(path)
         if file_kind == "pickle" and not trust_pickle:
-            raise ModelLoadError(
-                f"{path} is a pickled torch module (torch.save), and loading a pickle runs code from the file; "
-                f"export it with torch.jit.save or to ONNX, or write `trust pickle` in the spec if you trust it",
-                path,
-            )
+            raise ModelLoadError(untrusted_pickle(path), path)   # lint says it too (FS408)
         import sys
 
         from .torch_own import capture

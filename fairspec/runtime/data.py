@@ -242,6 +242,9 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     if d.header:
         if not rows:
             raise DataError(f"data file {d.path} is empty")
+        if not any(c.strip() for c in rows[0]):    # names read from it would be none, or one ''
+            raise DataError(f"data file {d.path} line 1 is blank, where the header line (the column names) is "
+                            f"expected")
         _header_fits(d, len(rows[0]))
         names = [c.strip() for c in rows[0]]
         if d.columns is None:  # a name the header repeats: the later ones renamed by position (FS430)
@@ -257,6 +260,21 @@ def column_names(d: ir.Data, sample: int = 200) -> tuple[list[str], list[list[st
     if sample and not any(r and any(c.strip() for c in r) for r in body):
         raise no_rows(d)
     return names, body
+
+
+def other_separator(d: ir.Data, names: list[str], body: list[list[str | None]]) -> str | None:
+    """The separator a CSV file read as one column looks written with: ';', a tab or '|' held the same
+    number of times (at least once) by its header and every sampled row; else None."""
+    if d.format != "csv" or not d.header or d.columns is not None or len(names) != 1:
+        return None
+    rows = [r[0] for r in body if len(r) == 1 and r[0] is not None and r[0].strip()]
+    if not rows or len(rows) != sum(1 for r in body if any((c or "").strip() for c in r)):
+        return None
+    for c in (";", "\t", "|"):
+        k = names[0].count(c)
+        if k and all(r.count(c) == k for r in rows):
+            return c
+    return None
 
 
 # The bytes of a CSV file lint reads for a row of the wrong number of fields (check reads every row

@@ -55,7 +55,8 @@ def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndar
     if num is None:
         codes, cats = table.coded(f.column)
         used = np.unique(codes)
-        bad = next(v for v in cats[used] if not is_number(v))
+        # a text value, not an empty cell (kept as written in a column holding text): what to fix
+        bad = min((v for v in cats[used] if not is_number(v)), key=lambda v: str(v).strip() == "")
         raise DataError(f"data file {table.path} column {f.column!r} should be numeric for feature "
                         f"{f.name!r} but holds {bad!r}")
     ok = (num >= dom.lo) & (num <= dom.hi)

@@ -82,10 +82,16 @@ class DataChecks:
             header = True
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
                        missing_by_column=by_column)
-        from fairspec.runtime.data import DataError, column_names, header_renames, is_number, parquet_nested, ragged_row
+        from fairspec.runtime.data import (DataError, column_names, header_renames, is_number, other_separator,
+                                           parquet_nested, ragged_row)
 
         try:
             names, sample = column_names(data)
+            if "sep" not in kw and (other := other_separator(data, names, sample)) is not None:
+                self.fail("FS404", f"data file {path_arg.value} reads as one column, {names[0]!r}: its header and "
+                                   f"rows are separated by {other!r}, not by commas", path_arg.span,
+                          hint=f"write sep = {literals.string(other)} in csv(...) (or sep = \",\" if the file is one "
+                               "column)")
             renames = header_renames(data)
             if (ragged := ragged_row(data, len(names))) is not None:  # check refuses the file with it
                 raise ragged

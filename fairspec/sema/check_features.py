@@ -91,6 +91,18 @@ class FeatureChecks:
 
         file, cols, mode = got
         vals = cols.get(column, [])
+        numeric = not isinstance(dom, (ir.Categorical, ir.Boolean)) or (isinstance(dom, ir.Categorical)
+                                                                          and mode == "codes")
+        text = [v for v in vals if v != "" and not is_number(v)] if numeric else []
+        if text and data in self.datasets:
+            # check's frame refuses the whole file (runtime.frame._column): the same sentence, an error
+            path = self.datasets[data].path
+            said = ("should hold integer category codes" if isinstance(dom, ir.Categorical)
+                    else f"should be numeric for feature {fd.name.id!r} but holds {text[0]!r}")
+            self.sink.add("FS404", f"data file {path} column {column!r} {said}", fd.type.span,
+                          hint=f"if {text[0]!r} marks a missing value, add it to the data's missing list: "
+                               f"missing = [{literals.string(text[0])}]")
+            return
         if isinstance(dom, ir.Categorical):
             if mode == "codes":
                 bad = [v for v in vals if not (is_number(v) and float(v).is_integer()

@@ -94,6 +94,8 @@ class ModelChecks:
             self.fail("FS401", f"model file {shown} is {what}", path_arg.span)
         if path.suffix.lower() in PICKLE_SUFFIXES and not trust:
             self.fail("FS408", f"{path.name} is a pickle file, which runs code when loaded", path_arg.span)
+        if fmt == "torch" and not trust and self.peek_models:
+            self._torch_pickle(path, shown, path_arg)
         if self.peek_models and fmt == "sklearn" and path.suffix.lower() == ".skops":
             from fairspec.models.peek_sklearn import not_fitted, skops_unfitted
 
@@ -117,6 +119,20 @@ class ModelChecks:
                 self._rounds(node, path, path_arg)
             self._pipeline(node, fmt, path, output, index, score, trust, path_arg)
             self._readout(node, fmt, path, output, index, score)
+
+    def _torch_pickle(self, path, shown, path_arg) -> None:
+        """FS408: a torch.save file (zip or legacy, whatever its suffix) is a pickle, which check's loader
+        refuses without `trust pickle`; lint said nothing (it keys FS408 on .pkl / .joblib)."""
+        from fairspec.models import ModelLoadError
+        from fairspec.models.peek_torch import torch_file_kind, untrusted_pickle
+
+        try:
+            kind = torch_file_kind(path)
+        except ModelLoadError:                          # not a torch file: peek_input_width says so (FS401)
+            return
+        if kind == "pickle":
+            self.fail("FS408", untrusted_pickle(shown), path_arg.span,
+                      hint="write `trust pickle` in the model declaration only for a file you trust")
 
     def _rounds(self, node, path, path_arg) -> None:
         """FS425: an XGBoost file recording a best iteration that leaves rounds out (early stopping)

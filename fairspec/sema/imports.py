@@ -47,19 +47,21 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
     done: set[Path] = set()
     stack: list[tuple[Path, ast.Import | None]] = []
 
-    def visit(path: Path, via: ast.Import | None) -> None:
+    def enter(path: Path, via: ast.Import | None) -> list | None:
+        """Open one file: its frame [key, via, module, the index of its next declaration], or None
+        when it is done already, closes a cycle or does not parse (each said to the sink)."""
         key = path.resolve()
         if opened is not None and key not in opened:
             opened.append(key)
         if key in done:
-            return
+            return None
         on_stack = [p for p, _ in stack]
         if key in on_stack:
             i = on_stack.index(key)
             chain = " -> ".join(p.name for p in on_stack[i:]) + f" -> {path.name}"
             related = tuple(Related(imp.span, "imported here") for _, imp in stack[i + 1:] if imp)
             sink.add("FS204", f"import cycle: {chain}", via.span if via else None, related=related)
-            return
+            return None
         try:
             src = sources.get(key)
             if isinstance(src, ast.Module):  # parsed already (the editor server parses only what changed)
@@ -73,24 +75,38 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
                 else:
                     sink.items.append(d)
             done.add(key)
-            return
+            return None
         stack.append((key, via))
-        for decl in module.decls:
-            if isinstance(decl, ast.Import):
-                try:
-                    target = resolve_import(decl.path, path, roots)
-                    kind = kind_of(target)
-                except PathError as e:
-                    sink.add("FS212" if isinstance(e, OutsideRoot) else "FS203", str(e), decl.span)
-                    continue
-                if kind != "file":
-                    what = {"folder": "is a folder", "special": "is not a regular file"}.get(kind, "not found")
-                    sink.add("FS203", f"import {what}: {decl.path!r} (looked for {target})", decl.span)
-                    continue
-                visit(target, decl)
-        stack.pop()
-        done.add(key)
-        ordered.append(module)
+        return [key, path, module, 0]
+
+    def visit(root_path: Path) -> None:
+        """Depth first, with a stack of its own: a chain of thousands of imports is no Python recursion."""
+        frames = [f] if (f := enter(root_path, None)) is not None else []
+        while frames:
+            frame = frames[-1]
+            key, path, module, i = frame
+            decls = module.decls
+            while i < len(decls) and not isinstance(decls[i], ast.Import):
+                i += 1
+            if i == len(decls):
+                frames.pop()
+                stack.pop()
+                done.add(key)
+                ordered.append(module)
+                continue
+            decl, frame[3] = decls[i], i + 1
+            try:
+                target = resolve_import(decl.path, path, roots)
+                kind = kind_of(target)
+            except PathError as e:
+                sink.add("FS212" if isinstance(e, OutsideRoot) else "FS203", str(e), decl.span)
+                continue
+            if kind != "file":
+                what = {"folder": "is a folder", "special": "is not a regular file"}.get(kind, "not found")
+                sink.add("FS203", f"import {what}: {decl.path!r} (looked for {target})", decl.span)
+                continue
+            if (f := enter(target, decl)) is not None:
+                frames.append(f)
 
     from fairspec.diagnostics import Diagnostic
 
@@ -107,5 +123,5 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
                                              hint="give the path of a .fair file"))
         raise DiagnosticError(Diagnostic("FS203", f"spec file not found: {root}", None,
                                          hint="check the path given on the command line"))
-    visit(root, None)
+    visit(root)
     return ordered

@@ -680,6 +680,21 @@ def parse_text(text: str, file: str = "<string>") -> ast.Module:
     return dataclasses.replace(module, ignores=ignores) if ignores else module
 
 
+def _wide_text(data: bytes) -> str | None:
+    """'UTF-32' / 'UTF-16' (with its byte-order mark, or without one: ASCII text with a NUL beside every
+    character) for text in those encodings, else None. UTF-32's mark begins as UTF-16's does."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    head = data[:4096]
+    if len(head) >= 8 and len(head) % 2 == 0:
+        for odd in (0, 1):                               # big-endian: the NULs come first
+            if head[odd::2].count(0) == len(head) // 2 and 0 not in head[1 - odd::2]:
+                return "UTF-16"
+    return None
+
+
 def read_source(path) -> str:
     """A spec file's text; DiagnosticError (FS104, FS102, FS203) when it is not UTF-8 text or cannot be read."""
     from pathlib import Path
@@ -698,8 +713,9 @@ def read_source(path) -> str:
         except OSError:
             size = len(data)
         raise _too_large(str(p), max(size, len(data)))
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise DiagnosticError(Diagnostic("FS104", f"{p} is UTF-16 text, not UTF-8", Span(str(p), 1, 1, 1, 2),
+    wide = _wide_text(data)
+    if wide is not None:
+        raise DiagnosticError(Diagnostic("FS104", f"{p} is {wide} text, not UTF-8", Span(str(p), 1, 1, 1, 2),
                                          hint="save the spec as UTF-8 (without a byte-order mark)"))
     if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (Windows editors): harmless
         data = data[3:]
