@@ -19,6 +19,7 @@ DIST = "distribution d = independent(people)\n"
 PBA = "pba(net, flip {sex}, delta {age: 0})"
 KD = "k_discrimination(net, over {sex, race}, eps = 0.05)"
 INF = "influence(net, groups sex, distribution d)"
+IF = "forall x, x' : People\n  require x.* == x'.* except {sex}\n  ensure |prob(net(x)) - prob(net(x'))|"
 
 CASES = [  # (claim, expected code or None)
     ("disparate_impact(net, groups sex) > 1", "FS507"),
@@ -51,6 +52,11 @@ CASES = [  # (claim, expected code or None)
     (f"{INF} <= 0", None),
     (f"{INF} <= -0.1", "FS507"),
     (f"{INF} > -1", "FS508"),
+    (f"{IF} < 0", "FS507"),          # an absolute difference is >= 0: FS307 before
+    (f"{IF} <= -0.5", "FS507"),
+    (f"{IF} < -1", "FS507"),
+    (f"{IF} <= 0", None),
+    (f"{IF} < 0.1", None),
     ("REPAIR > 1", "FS507"),
     ("REPAIR >= 1", None),
     ("REPAIR > 0.99", None),
@@ -77,7 +83,7 @@ def _lint(tmp_path, claim):
     return p, lint(p).diagnostics
 
 
-@pytest.mark.parametrize("claim, code", CASES, ids=[c for c, _ in CASES])
+@pytest.mark.parametrize("claim, code", CASES, ids=[c.rsplit("\n", 1)[-1] for c, _ in CASES])
 def test_claim_against_its_range(tmp_path, claim, code):
     p, diags = _lint(tmp_path, claim)
     said = [d for d in diags if d.code in ("FS507", "FS508")]
@@ -130,3 +136,25 @@ def test_ratio_always_met_is_unknown_where_undefined(tmp_path):
         assert (v.status, v.value) == ("unknown", None), v
         assert "disparate_impact is undefined here" in v.reason and "no positive decision" in v.reason, v.reason
     assert got["old1"].status == "holds" and 0 < got["old1"].value < 1
+
+
+def test_individual_fairness_tolerance_below_zero_says_what_to_write(tmp_path):
+    """ensure |prob(m(x)) - prob(m(x'))| < 0 is never met by any pair: FS507 at the threshold (it was
+    FS307 'the tolerance must be >= 0' / 'every pair would violate'), hinting <= 0 for equal outputs."""
+    _, diags = _lint(tmp_path, f"{IF} < 0")
+    (d,) = [d for d in diags if d.is_error]
+    assert (d.code, d.message) == ("FS507", "the post-condition's |prob(...) - prob(...)| is an absolute "
+                                            "difference, never below 0, so < 0 can never be met")
+    assert d.hint == "write <= 0 for equal outputs, or < eps with eps > 0"
+
+
+@pytest.mark.parametrize("pre", ["< 0", "<= -1"])
+def test_individual_fairness_pre_condition_no_pair_meets_stays_an_error(tmp_path, pre):
+    """require |x.age - x'.age| < 0 admits no pair, so the property would hold vacuously: an error still
+    (FS307), not a warning, since no pair backend takes a tolerance < 0 and a vacuous 'holds' has no proof;
+    the message says the property would hold vacuously."""
+    claim = ("forall x, x' : People\n  require x.* == x'.* except {sex}\n  require |x.age - x'.age| " + pre +
+             "\n  ensure |prob(net(x)) - prob(net(x'))| <= 0.1")
+    _, diags = _lint(tmp_path, claim)
+    (d,) = [d for d in diags if d.is_error]
+    assert d.code == "FS307" and d.message.endswith("the property would hold vacuously"), d

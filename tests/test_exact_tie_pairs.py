@@ -239,5 +239,5 @@ def test_prob_at_eps_0_by_equal_logits(tmp_path, monkeypatch, blind):
         q = m.predict_proba(np.array([xa, xb], dtype=np.float64))[:, 1]
         return abs(Fraction(float(q[0])) - Fraction(float(q[1])))
 
-    out = _spec(tmp_path, MLP, "prob", "0", CASES[:3])         # `< 0` admits no pair (FS307)
+    out = _spec(tmp_path, MLP, "prob", "0", CASES[:3])         # `< 0` is met by no pair (FS507)
     _decide(out, truth, False, diff, Fraction(0))

@@ -185,8 +185,11 @@ def _individual_fairness(ck, node, name, env):
                 ck.fail("FS205", f"unknown feature '{fname}' in {fs.name}", e.span)
             tol = _number(ck, tol_expr, env, "the tolerance")
             if tol < 0 or (tol == 0 and e.op == "<"):
-                ck.fail("FS307", f"no pair differs by {e.op} {tol:g}, so no pair satisfies this pre-condition",
-                        e.span, hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)")
+                # an error, not a warning that the property holds vacuously: the pair backends take no
+                # tolerance < 0 (PairProblem) and a vacuous 'holds' would have no proof to stand on
+                ck.fail("FS307", f"no pair differs by {e.op} {tol:g}, so no pair satisfies this pre-condition "
+                                 f"and the property would hold vacuously", e.span,
+                        hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)")
             relaxed.append((fname, tol))
             if e.op == "<":
                 relaxed_strict.append(fname)
@@ -257,11 +260,10 @@ def _post(ck, e, scope, env, v, v2, class_var=None):
             if a.cls != b.cls:
                 ck.fail("FS501", "both sides of the post-condition must name the same class", e.span)
             eps = float(lowered.right.value)
-            if eps < 0:
-                ck.fail("FS307", "the tolerance must be >= 0", e.span)
-            if eps == 0 and lowered.op == "<":
-                ck.fail("FS307", "no difference is < 0, so every pair would violate this post-condition", e.span,
-                        hint="write <= 0 for equal outputs, or < eps with eps > 0")
+            # |d| >= 0: < 0 or <= -0.5 is never met, every pair with the pre-condition breaks it (FS507)
+            claim_range(ck, lowered.op, eps, 0.0, None, getattr(e, "right", e).span,
+                        f"the post-condition's |{a.fn}(...) - {a.fn}(...)| is an absolute difference, never below 0",
+                        below_hint=f"write <= 0 for equal outputs, or {lowered.op} eps with eps > 0")
             post = a.fn if a.fn == "value" or a.cls is None else f"class_{a.fn}"
             found = (post, eps, lowered.op, a.model, a.cls)
     if found is None:

@@ -280,22 +280,23 @@ def _require_decision(ck, model: ir.Model, what: str, span) -> None:
 
 
 def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span, what: str,
-                never_hint: str | None = None, undefined: str = "", verb: str = "holds") -> None:
+                never_hint: str | None = None, undefined: str = "", verb: str = "holds",
+                below_hint: str | None = None) -> None:
     """A claim ``QUANTITY op t`` on a quantity the language knows lies in [lo, hi] (None: unbounded on
     that side), t inside the range or not: FS507 (an error) when no value there meets it, since such
     a claim is almost surely a typo (> 1 for >= 0.8, >= 1.25 on a ratio); FS508 (a warning) when every
     value does (<= 1.5 on a ratio).  Such a claim still holds only where the quantity is defined (a
     ratio with no positive rate in any group is not), so FS508 says so and ``undefined`` says when
     it is not and what check then does.  Caret on the threshold ``span``; ``never_hint`` for a claim
-    above the range (one below it is told to check the comparison's direction); ``verb`` for a repair
-    goal ("is met")."""
+    above the range, ``below_hint`` for one below it (by default told to check the comparison's
+    direction); ``verb`` for a repair goal ("is met")."""
     above = hi is not None and ((op == ">" and t >= hi) or (op == ">=" and t > hi))
     below = lo is not None and ((op == "<" and t <= lo) or (op == "<=" and t < lo))
     always = (lo is not None and ((op == ">=" and t <= lo) or (op == ">" and t < lo))) or \
         (hi is not None and ((op == "<=" and t >= hi) or (op == "<" and t > hi)))
     if above or below:
-        hint = never_hint if above else (f"nothing lies below {lo:g}: write <= {lo:g} for the lowest value, or "
-                                         f"check the direction of the comparison")
+        hint = never_hint if above else (below_hint or f"nothing lies below {lo:g}: write <= {lo:g} for the lowest "
+                                                       f"value, or check the direction of the comparison")
         ck.fail("FS507", f"{what}, so {op} {t:g} can never be met", span, hint=hint)
     if always:
         where = f"; {undefined}" if undefined else ""
