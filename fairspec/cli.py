@@ -310,7 +310,7 @@ def _html_target_ok(path: str, spec: str, args=None) -> bool:
     from fairspec.report import html
 
     try:
-        html.check_path(path, keep=(spec,))
+        html.check_path(path, keep=(spec,), foreign=False)  # a file lint finds the spec reads: named then
     except html.ReportWriteError as e:
         _input_error(args, str(e))
         return False

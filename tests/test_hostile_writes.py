@@ -479,3 +479,30 @@ def test_a_chart_matplotlib_cannot_draw_is_never_a_clean_holds(tmp_path, confine
     assert shares.status == "unknown" and "could not be written: matplotlib is not installed" in shares.reason, \
         (shares.status, shares.reason)
     assert not (proj / "shares.svg").exists()
+
+
+def test_html_onto_a_file_that_is_no_report_is_refused_and_a_report_is_replaced(tmp_path, confined):
+    """``--html README.md`` is a slip of the hand: a file holding anything but a report fairspec wrote is
+    refused before any work (one sentence, exit 2, the file untouched); an empty file, an earlier report
+    and a report of the older head (before the generator mark) are replaced."""
+    pytest.importorskip("matplotlib")
+    proj = _project(tmp_path)
+    spec = _html_spec(proj)
+    notes = proj / "README.md"
+    notes.write_text("# our model card\n\nhand-written notes\n")
+    for fmt in ("text", "json"):
+        r = run_cli("check", spec, "--format", fmt, "--html", "README.md", cwd=proj)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert r.stderr.count("\n") == 1 and "README.md exists and is not an HTML report fairspec wrote" in r.stderr, \
+            r.stderr
+        if fmt == "json":
+            assert "not an HTML report" in json.loads(r.stdout)["error"]
+    assert notes.read_text() == "# our model card\n\nhand-written notes\n"
+    old_head = ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n<meta name="viewport" '
+                'content="width=device-width, initial-scale=1">\n<link rel="icon" href="data:,">\n<title>x</title>')
+    (proj / "old.html").write_text(old_head)
+    (proj / "empty.html").write_text("")
+    for target in ("empty.html", "old.html", "empty.html"):  # the last: the report just written, again
+        r = run_cli("check", spec, "--html", target, cwd=proj)
+        assert r.returncode in (0, 1), r.stderr
+        assert 'content="fairspec"' in (proj / target).read_text()

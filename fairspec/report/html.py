@@ -531,6 +531,7 @@ def _witness(w) -> str:
 _HEAD = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="fairspec">
 <link rel="icon" href="data:,">
 <title>{title}</title>
 <style>{css}</style></head><body>

@@ -9,7 +9,10 @@ path outside the project, ``--html /tmp/report.html``, is written), but never:
 * a path inside the project, as written, that a symbolic link on the way (a folder) leads out of
   the project and the folders given with --allow-path;
 * what fairspec.files.check_target refuses: a folder, a device or pipe, a read-only file, a folder
-  that does not exist.
+  that does not exist;
+* a file that already holds something other than an HTML report fairspec wrote (``--html README.md``
+  is a slip of the hand, never a wish to lose the file): an empty file or an earlier report is
+  replaced, anything else is refused.
 
 The command line checks it before lint, again once lint knows every file the spec reads and
 before any model is loaded, and the writer checks it once more at the end.
@@ -25,10 +28,12 @@ class ReportWriteError(Exception):
     """The HTML report cannot be written: one sentence naming the file."""
 
 
-def check_path(path, keep: tuple = (), *, spec=None, allow=()) -> None:
+def check_path(path, keep: tuple = (), *, spec=None, allow=(), foreign: bool = True) -> None:
     """ReportWriteError (one sentence) unless ``path`` can take the HTML report; ``keep``: the files
     it must not replace; with ``spec`` (and ``allow``, the --allow-path folders) also refused
-    when a symbolic link leads a path inside the spec's project out of it."""
+    when a symbolic link leads a path inside the spec's project out of it; with ``foreign``, also
+    an existing file that is no report (False before lint, so that a file the spec reads is named as
+    that once lint knows)."""
     from fairspec.files import PathError, Roots, check_target, refuse_protected
 
     try:
@@ -45,6 +50,29 @@ def check_path(path, keep: tuple = (), *, spec=None, allow=()) -> None:
         check_target(path, html_roots(path), protect=keep, what="HTML report")
     except PathError as e:
         raise ReportWriteError(f"cannot write the HTML report: {e}") from None
+    if foreign and str(path) and not _replaceable(path):
+        raise ReportWriteError(f"cannot write the HTML report: {path} exists and is not an HTML report fairspec "
+                               f"wrote, so writing it would lose what it holds; name another file, or remove it first")
+
+
+# what the head of every report fairspec writes starts with: the generator's name (since session 26),
+# or, in the reports written before it, the head they all began with
+_MARKS = (b'<meta name="generator" content="fairspec">',
+          b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n<meta name="viewport" '
+          b'content="width=device-width, initial-scale=1">\n<link rel="icon" href="data:,">')
+
+
+def _replaceable(path) -> bool:
+    """Whether ``path`` may be replaced by a report: it does not exist (or is no regular file: check_target
+    judged it), is empty, or its head is a report fairspec wrote."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            return True
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return True  # unreadable: the write itself says why, as before
+    return any(m in head for m in _MARKS)
 
 
 def html_roots(path):
