@@ -239,3 +239,52 @@ def test_assert_fair_matches_the_given_models_names(tmp_path):
     X = pd.DataFrame({"age": d.age, "sex": (d.sex == "M").astype(int), "score": d.score})
     with pytest.raises(AssertionError, match="FS420"):
         assert_fair(spec, models={"lr": LogisticRegression_fit(X.rename(columns={"score": "grade"}), d.hired == "yes")})
+
+
+PIPE_SPEC = '''data people = csv("people.csv", label = hired == "yes")
+features P from people {
+  age    : int in [18, 80]
+  sex    : {F, M}  protected
+  score  : real in [0, 1]
+}
+model lr = sklearn(MODEL)
+ENCODE
+property parity {
+  statistical_parity(lr, groups sex) <= 0.5
+}
+'''
+
+
+@pytest.mark.parametrize("suffix", [".skops", ".pkl"])
+@pytest.mark.parametrize("block", [False, True])
+def test_a_pipeline_fitted_on_a_data_frame_is_matched_by_its_column_names(tmp_path, suffix, block):
+    """A Pipeline(ColumnTransformer, LogisticRegression) fitted on a data frame: its final estimator
+    records no names (the transformer hands it an array), but the pipeline selects its columns by
+    name and fairspec reads (or checks an encode block against, FS422) its fitted transformers. So
+    no FS427 -- whose sentence claimed the file 'has no feature_names_in_' and an order nothing
+    checks -- at lint for a skops file nor at check for a pickle, and the load entry says "names"."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    d = pd.read_csv(tmp_path / "people.csv")
+    ct = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex"]),
+                            ("num", StandardScaler(), ["age"]), ("keep", "passthrough", ["score"])])
+    pipe = Pipeline([("prep", ct), ("clf", LogisticRegression())]).fit(d[["age", "sex", "score"]], d.hired == "yes")
+    assert hasattr(pipe, "feature_names_in_") and not hasattr(pipe[-1], "feature_names_in_")
+    if suffix == ".skops":
+        sio.dump(pipe, tmp_path / "lr.skops")
+        decl = '"lr.skops"'
+    else:
+        (tmp_path / "lr.pkl").write_bytes(pickle.dumps(pipe))
+        decl = '"lr.pkl", trust pickle'
+    enc = "encode P for lr { sex : onehot  age : standard  score : raw }" if block else ""
+    spec = tmp_path / "s.fair"
+    spec.write_text(PIPE_SPEC.replace("MODEL", decl).replace("ENCODE", enc))
+    assert [d.code for d in lint(spec).diagnostics] == []
+    doc = _check_json(spec)
+    assert doc["diagnostics"] == [] and not [w for w in doc.get("warnings", ()) if "FS427" in w], doc.get("warnings")
+    (load,) = [x for x in doc["loads"] if x["what"] == "model"]
+    assert load["input_order"] == "names", load

@@ -343,3 +343,19 @@ def test_the_api_keeps_the_categories_of_an_xgbclassifier_sliced_to_its_best_ite
     spec.write_text(CATEGORICAL_SPEC.replace("MODEL", 'xgboost("m.json")').replace("CODE", "code {B = 0, C = 1, A = 2}"))
     rep = fairspec.check(spec, models={"m": clf}, data={"d": data})
     assert rep["q"].value == pytest.approx(max(rates) - min(rates), abs=1e-12)
+
+
+@pytest.mark.parametrize("fmt,name", FILES)
+def test_a_feature_is_matched_by_its_data_column_before_its_name(named_files, tmp_path, fmt, name):
+    """`a column "b"` beside `b column "a"`: the model's names are the columns of the frame it was
+    fitted on, so each feature feeds the input its data column names (as a scikit-learn pipeline and a
+    multi-input ONNX graph are matched). Before, each matched whichever of its two names came first
+    in the model, both the same input: FS420 'two encoded columns match the same input'."""
+    spec = _spec(tmp_path, named_files, fmt, name, "  a : raw\n  s : code\n  b : raw")
+    spec.write_text(spec.read_text().replace("  a : int in [0, 9]\n  b : int in [0, 4]\n",
+                                             '  a : int in [0, 4]  column "b"\n  b : int in [0, 9]  column "a"\n'))
+    assert [c for c, _ in _diags(spec) if c.startswith("FS42")] == ["FS421"]
+    from fairspec.sema.check import check_file
+
+    enc = check_file(spec).spec.encodings[0]
+    assert {c.feature: c.offset for c in enc.columns} == {"b": 0, "s": 1, "a": 2}

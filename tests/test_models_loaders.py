@@ -549,3 +549,27 @@ def test_a_tree_pointing_outside_itself_is_refused_not_a_crash(tmp_path, kind):
     ok = tmp_path / "ok.pkl"
     ok.write_bytes(pickle.dumps(RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)))
     assert load_model("sklearn", ok, trust_pickle=True) is not None
+
+
+def test_a_histgradientboosting_with_categorical_features_loads_from_skops(tmp_path):
+    """scikit-learn itself stores a functools.partial in a HistGradientBoosting* fitted with
+    categorical_features (its _preprocessor's FunctionTransformer(partial(check_array, ...))): such a
+    skops file was refused as holding 'types outside scikit-learn', with the hint to rebuild it from
+    scikit-learn parts, which it is. A partial is trusted; what it wraps is still judged on its own."""
+    import functools
+
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 3, 200), rng.random(200)]
+    y = (X[:, 0] == 1) ^ (X[:, 1] > 0.7)
+    hgb = HistGradientBoostingClassifier(max_iter=5, categorical_features=[0], random_state=0).fit(X, y)
+    sio.dump(hgb, tmp_path / "hgb.skops")
+    assert "functools.partial" in sio.get_untrusted_types(file=str(tmp_path / "hgb.skops"))
+    m = load_model("sklearn", tmp_path / "hgb.skops")
+    np.testing.assert_array_equal(m.score(X), hgb.predict_proba(X)[:, 1])
+    bad = FunctionTransformer(func=functools.partial(os.system, "true")).fit(np.zeros((3, 2)))
+    sio.dump(bad, tmp_path / "bad.skops")
+    e = _raises(lambda: load_model("sklearn", tmp_path / "bad.skops"), "bad.skops", "skops refused", "system")
+    assert "functools.partial" not in str(e)

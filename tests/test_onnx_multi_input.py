@@ -116,3 +116,23 @@ property parity {
     spec.write_text(SPEC + "encode P for m {\n  age, h : raw\n  sex, race : code\n}\n" + body)
     assert [x.code for x in check_file(spec).diagnostics] == ["FS421"]      # mapped by name
     assert check(spec).verdicts[0].value == want
+
+
+def test_a_feature_reading_another_inputs_column_feeds_that_input(converted):
+    """Graph inputs are the data frame's columns: the one a feature's data column names takes it,
+    as the encoding (fairspec.sema.pipelines) matched them. The loader bound by the feature's name
+    first, so `age : ... column "h"` beside `h : ... column "age"` fed each input the other's values:
+    a silently different model (the parity here moved from the pipeline's own)."""
+    from fairspec.pipeline import check
+
+    d, pipe, df = converted
+    spec = d / "swap.fair"
+    spec.write_text(SPEC.replace("  age : int in [18, 23]\n", '  age : int in [1, 4]  column "h"\n')
+                        .replace("  h : int in [1, 4]\n", '  h : int in [18, 23]  column "age"\n') + '''
+property parity {
+  statistical_parity(m, groups sex) <= 0.1
+}
+''')
+    rates = {s: pipe.predict(df[df.sex == s]).mean() for s in ("F", "M")}
+    (v,) = check(spec).verdicts
+    assert v.value == pytest.approx(abs(rates["F"] - rates["M"]), abs=1e-12)

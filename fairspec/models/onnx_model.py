@@ -125,15 +125,16 @@ class OnnxModel(LoadedModel):
     # ---- several inputs, one per column ------------------------------------------
     def bind_encoding(self, enc, fs) -> None:
         """For a model with one graph input per column: which encoded column feeds which input
-        (by the feature's name or data column), and how a category's code becomes the string or
-        number the input takes."""
+        (by the feature's data column, else its name: as fairspec.sema.pipelines matched them, so a
+        feature named as one input but reading another's column feeds the latter), and how a
+        category's code becomes the string or number the input takes."""
         if not self.multi or enc is None:
             return
         by_name = {n: j for j, n in enumerate(self.input_names)}
         binding = []
         for c in enc.columns:
             f = fs.get(c.feature) if fs is not None else None
-            j = by_name.get(c.feature, by_name.get(getattr(f, "column", None)))
+            j = by_name.get(getattr(f, "column", None), by_name.get(c.feature))
             if j is None or c.width != 1:
                 raise ModelLoadError(
                     f"ONNX model {self.path} takes the inputs {', '.join(self.input_names)}, and the encoding feeds "

@@ -19,8 +19,14 @@ _PROB_OUTPUTS = ("predict_proba", "prob", "proba", "probability")
 _LOGIT_OUTPUTS = ("decision_function", "logit", "decision")
 
 
+# functools.partial: scikit-learn stores one itself (HistGradientBoosting* with categorical_features keeps a
+# FunctionTransformer(func=partial(check_array, ...)) in its fitted _preprocessor). Loading it calls nothing,
+# and skops lists the function and arguments it wraps as types of their own, each judged here.
+TRUSTED_NAMES = ("functools.partial",)
+
+
 def _is_trusted(type_name: str) -> bool:
-    return type_name.startswith(TRUSTED_PREFIXES)
+    return type_name.startswith(TRUSTED_PREFIXES) or type_name in TRUSTED_NAMES
 
 
 # scikit-learn's vendored array-API adapters for other array libraries. Importing skops.io runs

@@ -154,6 +154,10 @@ class Context:
         reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
         names = getattr(loaded, "input_names", None)
         by_name = bool(names) and (m.format != "onnx" or len(names) > 1)
+        # a Pipeline whose ColumnTransformer selects its columns by the names it was fitted on: its
+        # encoding is read from it (or a block checked against it, FS422), its final estimator's lack
+        # of names is no unchecked order
+        by_name = by_name or _pipeline_by_name(loaded)
         if not by_name and m.format == "sklearn" and not str(m.path).lower().endswith(".skops"):
             enc = self.spec.encoding_for(m.name)
             if enc is not None:
@@ -326,6 +330,12 @@ def _column(t: Table, e):
         codes, cats = t.coded(e.column)
         return Coded(codes, cats)
     raise TypeError(f"{type(e).__name__} in a data expression")
+
+
+def _pipeline_by_name(loaded) -> bool:
+    """A scikit-learn Pipeline (folded or evaluated whole) fitted on a data frame: fed by column name."""
+    pipe = getattr(loaded, "pipeline", None)
+    return pipe is not None and getattr(pipe, "feature_names_in_", None) is not None
 
 
 def _rounds(model) -> dict:

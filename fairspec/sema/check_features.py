@@ -179,6 +179,7 @@ class FeatureChecks:
 
             enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
         elif (complete and names is None and model.format == "sklearn" and self.model_widths.get(model.name)
+              and model.name not in self.pipelines               # the block was checked against the pipeline
               and str(model.path).lower().endswith(".skops")):   # a pickle's names are read at check time
             from fairspec.sema.names import unnamed
 

@@ -41,9 +41,10 @@ def _show(names, limit: int = 8) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
-def slot_names(col: ir.ColumnEncoding, feature: ir.Feature | None) -> list[set[str]]:
-    """The names each model input of this encoded column may carry."""
-    bases = {col.feature} | ({feature.column} if feature is not None and feature.column else set())
+def slot_names(col: ir.ColumnEncoding, feature: ir.Feature | None, base: str) -> list[set[str]]:
+    """The names each model input of this encoded column may carry, spelt from ``base`` (the
+    feature's data column or its name)."""
+    bases = {base}
     if col.kind != "onehot":
         return [bases]
     boolean = feature is not None and feature.domain.kind == "bool"
@@ -67,8 +68,14 @@ def match(enc: ir.Encoding, fs: ir.FeatureSet, model: str, names: tuple[str, ...
         index.setdefault(n, i)
     found: list[tuple[ir.ColumnEncoding, list[int | None]]] = []
     for c in enc.columns:
-        slots = [min((index[n] for n in cands if n in index), default=None)
-                 for cands in slot_names(c, fs.get(c.feature))]
+        f = fs.get(c.feature)
+        # the data column first, then the name: a model's names are the columns of the frame it was
+        # fitted on (as a pipeline's and a multi-input graph's are matched), so `age column "hours"`
+        # beside `hours column "age"` is each fed the column it reads, not both the first input
+        bases = [b for b in dict.fromkeys((f.column if f is not None else None, c.feature)) if b]
+        per = [[min((index[n] for n in cands if n in index), default=None) for cands in slot_names(c, f, b)]
+               for b in bases]
+        slots = [next((p[k] for p in per if p[k] is not None), None) for k in range(len(per[0]))]
         found.append((c, slots))
     hits = sum(i is not None for _, s in found for i in s)
     if hits == 0:
