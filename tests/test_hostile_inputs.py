@@ -232,3 +232,19 @@ def test_imports_keep_their_order_and_a_cycle_is_said_once(tmp_path):
     assert [(d.code, d.message, d.span.line) for d in res.diagnostics] == [
         ("FS204", "import cycle: a.fair -> b.fair -> c.fair -> a.fair", 1)]
     assert [m.file.rsplit("/", 1)[-1] for m in res.modules] == ["c.fair", "b.fair", "a.fair", "s.fair"]
+
+
+def test_a_spec_with_lone_carriage_returns_reads_as_its_lines(tmp_path):
+    """Old Mac line ends (a lone \\r): each is a line end, as editors, SARIF and LSP count them. The file
+    had been one line for the lexer, its first comment running to the end (FS103 at 1:94, a caret
+    under a line of \\r escapes); now it lints as the \\n file does, a diagnostic at its own line."""
+    body = ["features F {", "  age : int in [0, 9]  # a comment", "  sex : bool protected", "}",
+            "group g = agee >= 2"]
+    for name, end in (("cr.fair", "\r"), ("lf.fair", "\n"), ("crlf.fair", "\r\n")):
+        (tmp_path / name).write_bytes(end.join(body).encode() + end.encode())
+    outs = {}
+    for name in ("cr.fair", "lf.fair", "crlf.fair"):
+        r = run_cli("lint", tmp_path / name, "--format", "json")
+        doc = json.loads(r.stdout)
+        outs[name] = [(d["code"], d["line"], d["column"]) for d in doc["diagnostics"]]
+    assert outs["cr.fair"] == outs["lf.fair"] == outs["crlf.fair"] == [("FS205", 5, 11)], outs

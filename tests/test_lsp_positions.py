@@ -247,10 +247,11 @@ def test_a_diagnostic_in_an_import_that_is_not_open_is_in_utf16_units(project):
     run(scenario)
 
 
-@pytest.mark.parametrize("head", [b"# a\rb\n", b"\xef\xbb\xbf", b"# a\r\n"], ids=["lone-CR", "BOM", "CRLF"])
+@pytest.mark.parametrize("head", [b"# a\r# b\rgroup h = C == ab\r", b"\xef\xbb\xbf", b"# a\r\n"],
+                         ids=["lone-CR", "BOM", "CRLF"])
 def test_a_definition_in_an_import_that_is_not_open_is_read_as_the_parser_reads_it(project, head):
-    # lib.fair's text is read from disk: no newline translation (a lone \r is a line for LSP, not
-    # for fairspec) and no byte-order mark counted as a character
+    # lib.fair's text is read from disk: a lone \r is a line end for LSP and for fairspec alike (its
+    # comment ends there), and no byte-order mark is counted as a character
     lib = head + 'group g = C == "😀😀"\nfeatures W {\n  C : {"😀😀", ab} protected\n}\n'.encode()
     (project / "lib.fair").write_bytes(lib)
     (project / "main.fair").write_text('import "lib.fair"\ngroup g2 = g\n')

@@ -8,6 +8,7 @@ line per diagnostic (``file:line:col: CODE message``) or JSON.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,9 +126,13 @@ _source_cache: dict[str, list[str]] = {}
 
 
 def split_lines(text: str) -> list[str]:
-    """The lines as the parser numbers them: split at '\\n' alone (a form feed or U+2028 in a comment
-    starts no line), a '\\r' before it dropped, the empty line after a final newline kept."""
-    return [x.removesuffix("\r") for x in text.split("\n")]
+    """The lines as the parser numbers them: split at '\\n', '\\r\\n' and a lone '\\r' (the parser reads a
+    lone '\\r' as '\\n': fairspec.syntax.parser.LONE_CR), nothing else (a form feed or U+2028 in a comment
+    starts no line), the empty line after a final line end kept."""
+    return _LINE_END.split(text)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def register_source(file: str, text: str) -> None:
@@ -138,7 +143,7 @@ def register_source(file: str, text: str) -> None:
 def file_text(file: str) -> str:
     """A spec file's text as the parser reads it (fairspec.syntax.parser.read_source): its bytes, a
     UTF-8 byte-order mark dropped, no newline translated (a lone '\r' stays, where Python's text mode
-    makes it a line); a byte that is not UTF-8 replaced, where the parser refuses the file. OSError
+    makes it a line too: split_lines cuts there, as the parser does); a byte that is not UTF-8 replaced, where the parser refuses the file. OSError
     when it cannot be read."""
     return Path(file).read_bytes().decode("utf-8-sig", errors="replace")
 

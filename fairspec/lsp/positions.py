@@ -45,7 +45,7 @@ class Lines:
 
     @cached_property
     def fs_starts(self) -> list[int]:
-        return [0] + [m.end() for m in re.finditer("\n", self.text)]
+        return [0] + [m.end() for m in re.finditer("\n|\r(?!\n)", self.text)]  # as parse_text (LONE_CR)
 
     def _content(self, i: int) -> int:
         """The length of LSP line i without its line end."""

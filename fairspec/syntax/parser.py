@@ -642,11 +642,18 @@ def _too_large(file: str, size: int) -> DiagnosticError:
         hint="split it into files joined with import (the limit is per file)"))
 
 
+# a carriage return not followed by a line feed: a line end, as editors and LSP count it (lark's lines,
+# comments and spans cut at \n alone, so a file of \r line ends was one line, its first comment running
+# to the end); fairspec.lsp.positions cuts fairspec's lines at the same places
+LONE_CR = re.compile(r"\r(?!\n)")
+
+
 def parse_text(text: str, file: str = "<string>") -> ast.Module:
     """Parse text; raise DiagnosticError with one FS1xx diagnostic on a syntax error (FS107 for a
     text over MAX_SPEC_BYTES characters, before any work)."""
     if len(text) > MAX_SPEC_BYTES:
         raise _too_large(file, len(text.encode("utf-8", "surrogatepass")))
+    text = LONE_CR.sub("\n", text)  # a lone \r ends a line (old Mac files): one character for one, offsets kept
     register_source(file, text)
     run_in = lexical.run_in_numbers(file, text, RESERVED)  # 1_0, 0x10: one malformed number, not two tokens
     _COMMENTS.items = []
