@@ -188,6 +188,9 @@ def certify_result(problem: PairProblem, res: PairResult, seconds: float | None,
                    f"({r.reason or r.status})")
 
 
+TIE_REASON = "a tie or a near-tie (the solver's maximum at the threshold within its tolerance or rounding); "
+
+
 def certify_tie(problem: PairProblem, res: PairResult, seconds: float | None,
                 solver: str = "the MILP") -> PairResult | None:
     """A result left ``unknown`` at the threshold (a maximum equal to it within solver tolerance, a pair
@@ -201,7 +204,9 @@ def certify_tie(problem: PairProblem, res: PairResult, seconds: float | None,
     out = certify_result(problem, replace(res, status="holds", how="proved", witness=None, proof=None), seconds,
                          solver)
     if out.status == "holds" and out.proof is not None:
-        return replace(out, reason="a pair at the threshold; " + out.reason)
+        # the solver saw its maximum at the threshold only within its tolerance or the runtime's rounding:
+        # the proof says no pair is past it, not that one lies exactly on it
+        return replace(out, reason=TIE_REASON + out.reason)
     return out if out.status == "violated" and out.witness is not None else None
 
 
