@@ -140,15 +140,7 @@ def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple, ...]
     module, name = root._qual
     if module != "__torch__" and not module.startswith("__torch__."):
         return None
-    try:
-        info = zf.getinfo(prefix + "code/" + module.replace(".", "/") + ".py")
-    except KeyError:
-        return None
-    if info.file_size > _MAX_CODE_BYTES:
-        return None
-    with zf.open(info) as fh:
-        tree = ast.parse(fh.read().decode("utf-8"))
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    cls = _stored_class(zf, prefix, module, name)
     fwd = cls and next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
     if fwd is None or fwd.args.vararg is not None:
         return None
@@ -164,13 +156,10 @@ def _forward_inputs(zf: zipfile.ZipFile, prefix: str, root) -> tuple[tuple, ...]
 _QUALIFIED = re.compile(r"__torch__(?:\.\w+)+")
 
 
-def _named_tuple(zf: zipfile.ZipFile, prefix: str, kind: str | None) -> tuple[str, tuple[str, ...]] | None:
-    """(class name, field names) when ``kind`` (a TorchScript type, as the archive's code writes it) is a
-    NamedTuple whose class the archive stores (``__torch__.pkg.Pair``: class Pair(NamedTuple) of
-    code/__torch__/pkg.py, its fields the annotated names of its body), else None."""
-    if not kind or not _QUALIFIED.fullmatch(kind):
-        return None
-    module, _, name = kind.rpartition(".")
+def _stored_class(zf: zipfile.ZipFile, prefix: str, module: str, name: str) -> ast.ClassDef | None:
+    """Class ``name`` of the TorchScript code the archive stores for ``module`` (``__torch__.pkg``:
+    code/__torch__/pkg.py), parsed with ast (never run); None when the archive holds no such file or
+    class, or the file is over _MAX_CODE_BYTES."""
     try:
         info = zf.getinfo(prefix + "code/" + module.replace(".", "/") + ".py")
     except KeyError:
@@ -179,7 +168,17 @@ def _named_tuple(zf: zipfile.ZipFile, prefix: str, kind: str | None) -> tuple[st
         return None
     with zf.open(info) as fh:
         tree = ast.parse(fh.read().decode("utf-8"))
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def _named_tuple(zf: zipfile.ZipFile, prefix: str, kind: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """(class name, field names) when ``kind`` (a TorchScript type, as the archive's code writes it) is a
+    NamedTuple whose class the archive stores (``__torch__.pkg.Pair``: class Pair(NamedTuple) of
+    code/__torch__/pkg.py, its fields the annotated names of its body), else None."""
+    if not kind or not _QUALIFIED.fullmatch(kind):
+        return None
+    module, _, name = kind.rpartition(".")
+    cls = _stored_class(zf, prefix, module, name)
     if cls is None or not any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) == "NamedTuple"
                               for b in cls.bases):
         return None
