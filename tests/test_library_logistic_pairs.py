@@ -236,9 +236,9 @@ def test_a_replayed_pair_measures_its_predict_proba(tmp_path):
 def test_count_individuals_decides_a_library_logistic_by_its_bounds():
     """The refinement's and the estimate's count (certify.enumerate.count_individuals) of a ``prob`` read as
     predict_proba (``rounded``): logits 20 + 2**-48 and 20 are one expit float, so ``<= 0`` is neither
-    broken nor shown kept there (the bounds cannot tell); the real logistic's count calls it unfair. Not
-    reached through a spec today (batch_unsure's assumed spread for ``prob`` flags every pair at eps 0),
-    so it is pinned here."""
+    broken nor shown kept there (the bounds cannot tell); the real logistic's count calls it unfair. Since
+    batch_unsure judges ``prob`` by the decision_function's error bound it is reached through a spec
+    (test_partition_estimate_decides_eps_zero_on_the_logit_error_bound's lr at z = 20); pinned here too."""
     from fairspec.certify.enumerate import count_individuals
 
     S = [np.array([20.0 + 2.0 ** -48, 0.5, 3.0]), np.array([20.0, 0.5, -3.0])]
@@ -262,3 +262,60 @@ def test_the_batch_scorer_of_a_library_logistic_is_rounded(tmp_path):
     model = load_sklearn(tmp_path / "m.skops", output="decision_function")
     assert batch_scorer(SimpleNamespace(post="prob"), model, None, None).rounded
     assert not batch_scorer(SimpleNamespace(post="logit"), model, None, None).rounded
+
+
+def _individual_truth(est, T: Fraction, op: str):
+    """Per individual x (0..N): whether some counterfactual breaks ``|p - p'| op T`` on predict_proba."""
+    xs = np.arange(N + 1, dtype=np.float64)
+    P = [est.predict_proba(np.column_stack([np.full_like(xs, g), xs]))[:, 1] for g in (0, 1)]
+    d = [abs(Fraction(float(p)) - Fraction(float(q))) for p, q in zip(*P)]
+    return [not (v <= T if op == "<=" else v < T) for v in d]
+
+
+@pytest.mark.parametrize("kind, coef, intercept", [("lr", (0.0, 0.125), 1.0), ("lr", (2.0 ** -48, 0.125), 20.0),
+                                                   ("lr", (-0.125, 0.25), 1.0625), ("lda", (0.0, -0.5), 0.75),
+                                                   ("sgd", (2.0 ** -47, 0.0625), -0.5)])
+def test_partition_estimate_decides_eps_zero_on_the_logit_error_bound(tmp_path, monkeypatch, kind, coef, intercept):
+    """The partitions' estimate (the refinement's count, certify.enumerate.count_individuals, through
+    pair_enumeration.batch_unsure) judges another batch's rounding of predict_proba by the decision_function's
+    error bound, as the enumeration does: an assumed spread for ``prob`` made every individual at eps 0
+    'may move', so none was decided; and the partitions read the decision_function's layers for ``prob`` (they
+    had no runtime error bound: a sigmoid head read as logit), so boxes are certified and the refinement runs.
+    Brute force on predict_proba per individual, with and without ``refine``: every individual certified,
+    enumerated or sampled fair is fair and every one unfair is unfair (0 wrong); where the logits of a pair are
+    equal (protected coefficient 0) or its probabilities clear of the tolerance by far more than the bounds'
+    margin, it is decided."""
+    import json
+
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    est = _model(kind, coef, intercept)
+    D, _ = _truth(est)
+    f = float(D)
+    skio = pytest.importorskip("skops.io")
+    skio.dump(est, tmp_path / "m.skops")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    runs = [("0", "<=")] + ([(repr(f), "<="), (repr(f), "<"), (repr(float(np.nextafter(f, 0))), "<="),
+                             (repr(float(np.nextafter(f, 1))), "<")] if f > 0 else [])
+    for (eps, op), using in ((r, u) for r in runs for u in ("partitions = 2", "partitions = 2\n  refine = 60s")):
+        (tmp_path / "s.fair").write_text(HEAD + PROP.format(k=0, op=op, eps=eps, using=using, mode="prove"))
+        v = json.loads(to_json(check(tmp_path / "s.fair")))["properties"][0]
+        bad = _individual_truth(est, Fraction(eps), op)
+        assert v["status"] != "holds" or not any(bad), v
+        assert v["status"] != "violated" or any(bad), v
+        sh = v["details"]["coverage"]["shares"]
+        fair, unfair, left = (int(Fraction(sh[k]) * (N + 1)) for k in ("certified", "falsified", "undecided"))
+        est_ = sh.get("estimate")
+        n = est_["samples"] if est_ else 0
+        if est_ and est_.get("estimated") and left:
+            # the undecided individuals are drawn alike (about n / left each, +-3 sigma well inside one of
+            # them): how many the count called unfair / fair is the nearest integer
+            fair += round(left * est_["sampled_fair"] / n)
+            unfair += round(left * est_["sampled_unfair"] / n)
+        # none of them wrong on predict_proba
+        assert unfair <= sum(bad) and fair <= N + 1 - sum(bad), (eps, op, sh)
+        if coef[0] == 0.0:                     # equal logits: every individual fair, decided
+            assert fair == N + 1, (eps, op, sh)
+        if eps == "0" and abs(coef[0]) >= 2.0 ** -8:    # clear of 0 by far more than the bounds' margin
+            assert unfair == N + 1, (eps, op, sh)

@@ -412,8 +412,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             if retry is not None:
                 if retry.status == "holds":
                     return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
-                                   seconds=time.perf_counter() - t0, details=details, reason=retry.reason,
-                                   proof=retry.proof)
+                                   seconds=time.perf_counter() - t0, details=details, reason=retry.reason, proof=retry.proof)
                 ok, X2, out = runtime.replay.full(retry.witness.x, retry.witness.x_prime)
                 again = _fragile(prop, model, X2, details) if X2 is not None and out is not None else None
                 fragile = again or fragile
@@ -748,12 +747,13 @@ def _runtime(prop, ctx, enc, low):
     """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
     from fairspec.backends.pair.certify import Runtime
     from fairspec.certify.network import encoding_from_ir
+    from fairspec.kinds.pair_runtime import library_logistic
     from fairspec.models.batching import elementwise_sigmoid_head
     from fairspec.models.runtime_layers import predict_is_decision, runtime_layers
 
     model = ctx.model(prop.model)
-    try:
-        layers, readout, precision = runtime_layers(model, prop.post)
+    try:       # prob of a library logistic: its decision_function's layers (predict_proba is expit of them)
+        layers, readout, precision = runtime_layers(model, "logit" if library_logistic(prop, model) else prop.post)
         encoding = encoding_from_ir(_codes_as_variables(enc))
     except (ValueError, TypeError) as e:
         return Runtime(None, why_not=f"no runtime error bound for this model ({e})")

@@ -227,7 +227,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     and, when some moved, ``unsure`` (over the pairs: near, with a point that may move; not for the
     JSON details)."""
     from fairspec.certify.exact import threshold_of
-    from fairspec.kinds.pair_runtime import label_by_predict
+    from fairspec.kinds.pair_runtime import label_by_predict, library_logistic
 
     spread, layers, readout, precision = runtime
     if spread <= 0 or not batch_dependent(model):
@@ -256,7 +256,9 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
                 from fairspec.models.network import sigmoid
 
                 d = np.abs(sigmoid(sa) - sigmoid(sb))
-                near = np.abs(d - eps) <= spread + 1e-12
+                # the library's float of the logistic (pair_runtime.library_logistic) is within the bounds'
+                # relative 2**-40 of it (certify.enumerate.sigmoid_bounds): a difference of two within 2**-39
+                near = np.abs(d - eps) <= spread + (2.0 ** -38 if library_logistic(prop, model) else 1e-12)
             else:
                 near = np.abs(np.abs(sa - sb) - eps) <= 2 * spread + 1e-12 * max(1.0, eps)
     if not np.any(near):
@@ -372,10 +374,11 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
     the post-condition compares them). None on a runtime that scores every batch alike: the
     refinement's count then decides every individual on its one batch."""
     from fairspec.certify.enumerate import compared_kind
-    from fairspec.kinds.pair_runtime import label_by_predict
+    from fairspec.kinds.pair_runtime import label_by_predict, library_logistic
 
     if not batch_dependent(model):
         return None
+    logistic = library_logistic(prop, model) and not model.prob_reader()[1]
 
     def unsure(points, scores, pairs) -> np.ndarray:
         n = int(np.asarray(scores[0]).shape[0])
@@ -389,8 +392,10 @@ def batch_unsure(prop: ir.IndividualFairness, model, encoded):
         score_kind = "label" if prop.post == "label" and label_by_predict(model) else (
             "logit" if prop.post == "logit" else model.score_kind)
         kind = compared_kind(prop.post, score_kind)
+        # predict_proba is elementwise of the logits the scorer reads (as the enumeration judges it): their
+        # error bound is the one another batch moves it by, not an assumed spread flagging every eps-0 pair
         moved = _rounded_apart(prop, model, X, s, s[ia], s[ib], ia, ib, kind,
-                               runtime_spread(prop.post, prop.cls, model, X, score_kind))
+                               runtime_spread("logit" if logistic else prop.post, prop.cls, model, X, score_kind))
         if not (moved and moved.get("moved")):
             return np.zeros(n, dtype=bool)
         return moved["unsure"].reshape(len(pairs), n).any(axis=0)
