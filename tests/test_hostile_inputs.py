@@ -248,3 +248,16 @@ def test_a_spec_with_lone_carriage_returns_reads_as_its_lines(tmp_path):
         doc = json.loads(r.stdout)
         outs[name] = [(d["code"], d["line"], d["column"]) for d in doc["diagnostics"]]
     assert outs["cr.fair"] == outs["lf.fair"] == outs["crlf.fair"] == [("FS205", 5, 11)], outs
+
+
+def test_a_carriage_return_in_a_string_is_the_escape_r_and_printed_fragments_parse_back():
+    """A raw carriage return now ends a line, so a category holding one is written "\\r" (a new escape); the
+    spec text fairspec prints for such a value uses it and parses back to the value."""
+    from fairspec.syntax import literals
+    from fairspec.syntax.parser import parse_text
+
+    value = "c\rholds"
+    text = literals.category(value)
+    assert "\r" not in text and text == '"c\\rholds"'
+    mod = parse_text(f"features F {{\n  g : {{{text}, b}} protected\n}}\n")
+    assert f"Category(value={value!r})" in repr(mod)

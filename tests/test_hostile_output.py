@@ -32,6 +32,11 @@ def _quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\") + '"'
 
 
+def _spec_quote(s: str) -> str:
+    """As the spec writes it: a carriage return as the escape \\r (a raw one ends the line, as in an editor)."""
+    return _quote(s).replace("\r", "\\r")
+
+
 def _project(tmp_path, *, extra_value: str | None = None):
     (tmp_path / "fairspec.toml").write_text("")
     rows = ["g,approved,outcome"]
@@ -43,7 +48,7 @@ def _project(tmp_path, *, extra_value: str | None = None):
     spec = tmp_path / "s.fair"
     spec.write_text(f"""data log = csv("d.csv", label = outcome == 1)
 features A from log {{
-  g : {{{", ".join(_quote(c) for c in HOSTILE)}}} protected
+  g : {{{", ".join(_spec_quote(c) for c in HOSTILE)}}} protected
 }}
 model service = predictions(log, decision = "approved")
 property strict {{

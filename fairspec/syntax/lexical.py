@@ -22,7 +22,7 @@ import sys
 from fairspec.diagnostics import Diagnostic, Span
 
 MAX_DIGITS = 17
-_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "[": "["}
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "[": "["}
 
 # strings and comments are skipped whole; a number starts at a digit no name or number runs into
 _SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|(?<![A-Za-z0-9_.\'])[0-9]')
@@ -109,7 +109,7 @@ def unescape(token: str, span: Span) -> tuple[str, Diagnostic | None]:
                 col = span.column + 1 + i
                 bad = Diagnostic("FS102", f"unknown escape '\\{nxt}' in a string", Span(span.file, span.line, col,
                                                                                        span.line, col + 2),
-                                 hint='a string knows \\" \\\\ \\n \\t and \\[; write \\\\ for a backslash '
+                                 hint='a string knows \\" \\\\ \\n \\r \\t and \\[; write \\\\ for a backslash '
                                       '(or / in a path)')
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2

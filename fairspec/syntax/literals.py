@@ -27,7 +27,7 @@ RESERVED = frozenset({
 
 def string(value) -> str:
     """A string literal (the grammar's STRING) that reads back as ``value``."""
-    s = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    s = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
     return '"' + s + '"'
 
 
