@@ -8,6 +8,7 @@ every claim that held was `unknown` (37 of 160 in the kdisc-solver family at see
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from pathlib import Path
 
@@ -155,14 +156,17 @@ def test_a_network_beyond_enumeration_is_proved_or_replayed(tmp_path, monkeypatc
     kmax = int(r.k_hi.max())
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     text = SPEC.replace("EPS", eps).replace("HOLD", str(kmax + 1)).replace("BREAK", str(kmax))
+    if kmax == 1:  # k < 1 is never met whatever the model (FS507 at lint): no claim at max k to break
+        text = re.sub(r"property k_breaks \{.*?\n\}\n", "", text, flags=re.S)
     (tmp_path / "spec.fair").write_text(text)
     v = {x.name: x for x in check(tmp_path / "spec.fair").verdicts}
     assert v["k_holds"].status == "holds" and v["k_holds"].how == "proved", v["k_holds"].reason
     assert v["k_holds"].proof.method == "bab-certificate"
     assert v["k_holds"].value in (None, kmax)                 # a proved value is the max k itself, else none
     assert v["k_holds"].details["max_k_bound"] >= kmax
-    assert v["k_breaks"].status == "violated" and v["k_breaks"].value >= kmax, v["k_breaks"].reason
-    assert v["k_breaks"].witness is not None
+    if kmax > 1:
+        assert v["k_breaks"].status == "violated" and v["k_breaks"].value >= kmax, v["k_breaks"].reason
+        assert v["k_breaks"].witness is not None
     assert v["k_counted"].status == "holds" and v["k_counted"].proof.method == "exact-arithmetic"
     assert v["k_counted"].value is None
 
