@@ -162,8 +162,8 @@ class PropertyItem(pytest.Item):
 
             mode = self.config.getoption("--fairspec-unknown") or self.config.getini("fairspec_unknown")
             said = "".join(f"; note: {visible_value(n)}" for n in verdict_notes(verdict))
-            if mode == "skip":
-                pytest.skip(f"unknown: {visible_value(verdict.reason)}{said}")
+            if mode == "skip":  # located at the property (reportinfo), as a skip marker is, not at this line
+                raise pytest.skip.Exception(f"unknown: {visible_value(verdict.reason)}{said}", _use_item_location=True)
             if mode == "xfail":
                 pytest.xfail(f"unknown: {visible_value(verdict.reason)}{said}")
         raise FairspecFailure(describe(verdict))

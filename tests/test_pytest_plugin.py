@@ -75,14 +75,18 @@ def _project(pytester, tiny) -> Path:
 
 
 def test_properties_are_items(pytester, tiny):
-    _project(pytester, tiny)
+    spec = _project(pytester, tiny)
     res = pytester.runpytest_inprocess("--fairspec", "-rA", *_plugin_args())
     res.assert_outcomes(passed=1, failed=2)  # parity is unknown (0.8 inside its interval): a failure
     out = res.stdout.str()
     assert "spec.fair::parity" in out and "spec.fair::loose" in out
     assert "tight: violated" in out and "value:" in out and "parity: unknown" in out
-    res = pytester.runpytest_inprocess("--fairspec", "--fairspec-unknown=skip", *_plugin_args())
+    res = pytester.runpytest_inprocess("--fairspec", "--fairspec-unknown=skip", "-rs", *_plugin_args())
     res.assert_outcomes(passed=1, failed=1, skipped=1)
+    # -rs places the skip at the property in the spec (as a skip marker's), not inside the plugin
+    line = 1 + spec.read_text().splitlines().index("property parity {")
+    res.stdout.re_match_lines([rf"SKIPPED \[1\] spec\.fair:{line}: unknown: "])
+    assert "pytest_plugin.py" not in res.stdout.str()
 
 
 def test_inert_without_the_flag(pytester, tiny):

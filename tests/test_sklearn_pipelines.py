@@ -478,3 +478,39 @@ def test_a_standard_scaler_without_mean_or_std_folds_as_it_transforms(with_mean,
     assert c.kind == "standard"
     v = df["age"].to_numpy(dtype=np.float64)
     assert np.array_equal((v - c.mean) / c.std, pre.transform(df)[:, c.offset])
+
+
+def test_a_witness_lists_the_features_in_the_specs_order_not_the_column_transformers(project):
+    """The ColumnTransformer puts sex, race, edu before age (the spec's first feature): the witness
+    pair is still read against the spec, so every writer (text, JSON, HTML, SARIF) lists it in the
+    spec's order, its values unchanged; x and x' stay in the model's column order."""
+    import io
+    import json
+    import re
+
+    from fairspec.pipeline import check
+    from fairspec.report import console, print_text, to_json
+    from fairspec.report.ci import to_sarif
+    from fairspec.report.html import render
+
+    spec = project / "lr_order.fair"
+    spec.write_text(FEATURES + 'model m = sklearn("lr.skops")\n' + PROPS.replace("BACKEND", "milp"))
+    report = check(spec, only="same")
+    (v,) = report.verdicts
+    order = ["age", "sex", "race", "edu", "h"]
+    assert load_model("sklearn", project / "lr.skops").folded.columns[3].column == "age"   # the model's order
+    assert v.status == "violated" and list(v.witness.features) == order == list(v.witness.features_prime)
+    w = json.loads(to_json(report))["properties"][0]["witness"]
+    assert list(w["features"]) == order == list(w["features_prime"]) and w["features"]["sex"] != \
+        w["features_prime"]["sex"]
+    assert w["x"][6] == w["x_prime"][6] and len(w["x"]) == 8        # age's column: 7th of the model's 8
+    con = console(record=True, width=200, file=io.StringIO())
+    print_text(report, con)
+    text = con.export_text()
+    rows = [ln.split("│")[1].strip() for ln in text.splitlines() if ln.count("│") == 4]
+    assert rows[:5] == order, text
+    page = render(report).split("<table class=witness>")[1].split("</table>")[0]
+    # the HTML lists the differing feature first, then the rest in the spec's order
+    assert re.findall(r"<tr(?: class=differs)?><td>([a-z]+)</td>", page) == ["sex", "age", "race", "edu", "h"]
+    msg = json.loads(to_sarif([], report.verdicts, report.property_spans))["runs"][0]["results"][0]["message"]
+    assert re.search(r"witness x = \{'age': \d+, 'sex': '[FM]', 'race'", msg["text"]), msg

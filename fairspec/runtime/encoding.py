@@ -85,7 +85,9 @@ def encode(enc: ir.Encoding, values: dict[str, np.ndarray], n: int) -> np.ndarra
 
 
 def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
-    """Spec-level feature values (category names, unscaled numbers) of one model-input vector."""
+    """Spec-level feature values (category names, unscaled numbers) of one model-input vector, in the
+    feature set's order (a witness is read against the spec; a scikit-learn ColumnTransformer's
+    column order is the model's, not the user's)."""
     x = np.asarray(x, dtype=np.float64)
     out: dict[str, object] = {}
     for c in enc.columns:
@@ -111,4 +113,5 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
             else:
                 value = round(v, 6)
         out[c.feature] = value
-    return out
+    rank = {f.name: i for i, f in enumerate(fs.features)}
+    return dict(sorted(out.items(), key=lambda kv: rank.get(kv[0], len(rank))))
