@@ -308,7 +308,8 @@ def check_file(path, *, peek_models: bool = True, sources: dict | None = None, a
                substitutes: dict | None = None) -> CheckResult:
     """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers);
     ``allow``: folders outside the spec's project that its paths may name (--allow-path);
-    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API)."""
+    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API);
+    {("refused", name): sentence}: that model's file is refused unopened, FS212 (pipeline.check_models)."""
     from fairspec import filecache
 
     with filecache.one_run():  # each ONNX file parsed once in this run, and again in the next
