@@ -84,6 +84,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.deferred_pickles: dict = {}  # trusted pickles whose class the inert peek cannot read
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
+        self.data_booleans: dict[str, set[str]] = {}  # data set -> its Parquet boolean columns (FS404 if numeric)
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
         self.data_samples: dict[str, tuple[str, dict[str, list[str]]] | None] = {}
         self.feature_sets: dict[str, ir.FeatureSet] = {}
