@@ -299,7 +299,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     Every (model file, property) pair is one job through the executor, so candidate models are
     compared in parallel; the reports come back in file order.  A file of the folder whose real
     location is outside the project, the allowed folders and the folder itself (a symbolic link
-    leading out) is refused, as a declared model path there is (FS212), and never opened.
+    leading out) is refused in its report, as a declared model path there is (FS212), and never opened.
     ``before``: as in :func:`check`, with the model files of the folder too.
     """
     from fairspec.runtime.executor import SerialExecutor, get_executor
@@ -331,14 +331,16 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     if not cands:
         raise InputError(f"model folder {folder} holds no {decl.format} model file "
                          f"({', '.join(exts.get(decl.format, ()))})")
-    _confine_candidates(folder, cands, Roots.for_spec(Path(path), allow))
+    refused = _confine_candidates(folder, cands, Roots.for_spec(Path(path), allow))
     if before is not None:
         before(tuple(dict.fromkeys((*res.inputs, *cands))))
     props = [p for p in res.spec.properties if only is None or p.name == only]
     # Each file is linted in place of the declared one: what lint reads from a model file (its input
     # names, matched to the encode block -- FS420, FS421, FS427 --, its width, its readout) is that
     # file's, and the diagnostics name it. A file with an error gets its diagnostics, no verdicts.
-    linted = {f: lint(path, allow=allow, substitutes={("model", name): Path(f)}, ignore=ignore) for f in cands}
+    # A file whose link leads out is never opened: its lint is that one FS212 at the model's path.
+    linted = {f: lint(path, allow=allow, substitutes={("model", name): Path(f), ("refused", name): refused.get(f)},
+                      ignore=ignore) for f in cands}
     good = [f for f in cands if linted[f].spec is not None and not any(d.is_error for d in linted[f].diagnostics)]
     jobs = [(_models_key({name: f}), p.name, p.kind) for f in good for p in props]
     state = _job_state(res.spec, Roots.for_spec(Path(path), allow),
@@ -374,20 +376,19 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     return reports
 
 
-def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> None:
-    """InputError unless every file of the ``--models`` folder lies, symbolic links followed, inside
-    the project, an allowed folder or the folder itself (named on the command line, it may be
-    anywhere, unless a link inside the project leads it out)."""
+def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> dict[str, str]:
+    """{file: sentence} for each file of the ``--models`` folder that lies, symbolic links followed,
+    outside the project, the allowed folders and the folder itself (named on the command line, the
+    folder may be anywhere); such a file is refused (FS212 in its report) and never opened, the others
+    are checked. InputError when the folder itself is a link inside the project that leads out."""
     from fairspec.files import _real
 
     if roots.leads_out(folder):
         raise InputError(f"model folder {folder} is a symbolic link (or lies below one) that leads out of the "
                          f"project {roots.project}; name the folder itself")
     mine = Roots(roots.project, (*roots.extra, _real(folder)))
-    for c in cands:
-        if not mine.contains(Path(c)):
-            raise InputError(f"model file {c} is a symbolic link to a file outside the project {roots.project} and "
-                             f"the folder {folder}; it is not opened (remove the link, or pass --allow-path DIR)")
+    return {c: f"model file {c} is a symbolic link to a file outside the project {roots.project} and the folder "
+               f"{folder}; it is not opened" for c in cands if not mine.contains(Path(c))}
 
 
 def _refuse_undeclared(path, res, models: dict | None) -> None:

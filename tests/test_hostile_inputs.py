@@ -261,3 +261,59 @@ def test_a_carriage_return_in_a_string_is_the_escape_r_and_printed_fragments_par
     assert "\r" not in text and text == '"c\\rholds"'
     mod = parse_text(f"features F {{\n  g : {{{text}, b}} protected\n}}\n")
     assert f"Category(value={value!r})" in repr(mod)
+
+
+# ------------------------------------------------------------------ a Parquet boolean column read as numbers
+
+def _people_parquet(tmp_path, member_nulls=0):
+    import pandas as pd
+
+    df = pd.read_csv(PEOPLE, dtype={"member": str}, keep_default_na=False)
+    df["member"] = pd.array([None if k < member_nulls else v == "true" for k, v in enumerate(df["member"])],
+                            dtype="boolean")
+    df.to_parquet(tmp_path / "p.parquet")
+    return tmp_path / "p.parquet"
+
+
+_BOOL = _DATA.replace("rule(member and score >= 0.5)", "rule(score >= 0.5)")
+
+
+@pytest.mark.parametrize("declared, data_options, nulls", [
+    ("int in [0, 1]", "", 0), ("real in [0, 1]", "", 0),
+    ("real in [0, 1]", ', where = split == "test"', 0),  # a where filter: lint samples no row
+    ("int in [0, 1]", "", 300),                          # the first 200 rows (lint's sample) all null
+    ("{no, yes}", ", categories = codes", 0)])
+def test_a_parquet_boolean_column_read_as_numbers_is_an_error_as_csv_true_false_is(tmp_path, declared,
+                                                                                     data_options, nulls):
+    """Check read a Parquet boolean column declared int / real (or as category codes) as 1/0 without a
+    word, where a CSV column of true/false so declared is FS404 ('should be numeric ... but holds
+    'true''): now the same FS404 at the feature's type, from the file's schema (so a where filter or
+    sampled nulls do not hide it), with the hint to declare it bool; `member : bool` stays clean."""
+    path = _people_parquet(tmp_path, nulls)
+    spec = tmp_path / "s.fair"
+    text = _BOOL.replace('csv("DATA"', f'parquet("{path.name}"').replace(
+        'label = hired == "yes"', f'label = hired == "yes"{data_options}')
+    spec.write_text(text.replace("member : bool", f"member : {declared}"))
+    said = ("should hold integer category codes" if "codes" in data_options
+            else "should be numeric for feature 'member'")
+    said = f"data file {path} column 'member' {said} but is a Parquet boolean column (true/false)"
+    # (as codes, the text columns sex and race are FS404 too)
+    diags = [d for d in lint(spec).diagnostics if d.is_error and "'member'" in d.message]
+    assert [(d.code, d.message, d.span.line) for d in diags] == [("FS404", said, 6)], diags
+    assert diags[0].hint == "declare the feature bool (member : bool), or write the column as numbers"
+    r = run_cli("check", spec, "--format", "json")
+    said_by_check = [x["message"] for x in json.loads(r.stdout)["diagnostics"]]
+    assert r.returncode == 2 and said in said_by_check and (len(said_by_check) == 1 or "codes" in data_options)
+    spec.write_text(text)  # member : bool
+    assert [e for e in _errors(spec) if "'member'" in e[1] or "codes" not in data_options] == []
+
+
+def test_csv_true_false_in_a_number_feature_hints_bool(tmp_path):
+    """The CSV case the Parquet one follows: FS404 at the type, and the hint was to list 'true' as a
+    missing-value marker; a column of true/false words is told to be declared bool."""
+    (tmp_path / "p.csv").write_bytes(PEOPLE.read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(_BOOL.replace('"DATA"', '"p.csv"').replace("member : bool", "member : real in [0, 1]"))
+    (d,) = [d for d in lint(spec).diagnostics if d.is_error]
+    assert (d.code, d.span.line) == ("FS404", 6) and "should be numeric for feature 'member' but holds 'true'" in d.message
+    assert d.hint == "the column holds true/false: declare the feature bool (member : bool)"

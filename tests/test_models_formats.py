@@ -95,8 +95,9 @@ def test_html_refuses_to_overwrite_a_model_file(capsys, folder):
 
 
 def test_a_link_in_the_folder_to_a_file_outside_is_refused_and_never_opened(capsys, tmp_path, monkeypatch):
-    """As a declared model path leading out of the project is FS212 and never opened: one sentence
-    naming the file, exit 2, no report; the folder itself may lie anywhere (the user named it)."""
+    """As a declared model path leading out of the project is FS212 and never opened: that file's report
+    is one FS212 naming it (no verdicts), the other files are checked, exit 2; the whole run stopped
+    with one sentence before. The folder itself may lie anywhere (the user named it)."""
     monkeypatch.delenv("FAIRSPEC_ALLOW_PATH", raising=False)
     d = tmp_path / "cands"
     d.mkdir()
@@ -110,10 +111,25 @@ def test_a_link_in_the_folder_to_a_file_outside_is_refused_and_never_opened(caps
     opened = []
     real = models.load_model
     monkeypatch.setattr(models, "load_model", lambda fmt, path, *a, **k: opened.append(path) or real(fmt, path, *a, **k))
-    code, out = _run(capsys, d)
-    assert code == 2 and out == ""
-    assert _run.err.count("\n") == 1 and "b_link.skops is a symbolic link to a file outside the project" in _run.err
-    assert "TOP-SECRET" not in _run.err and not opened
+    import fairspec.models.peek_sklearn as peek
+
+    peeked = []
+    real_peek = peek.skops_unfitted
+    monkeypatch.setattr(peek, "skops_unfitted", lambda path: peeked.append(Path(path).name) or real_peek(path))
+    code, out = _run(capsys, d, "--format", "json")
+    assert code == 2, _run.err
+    by_file = {Path(m["model_file"]).name: m for m in json.loads(out)["models"]}
+    assert list(by_file) == ["a_dt.skops", "b_link.skops"]
+    assert by_file["a_dt.skops"]["properties"][0]["status"] in ("holds", "violated", "unknown")
+    [diag] = by_file["b_link.skops"]["diagnostics"]
+    assert diag["code"] == "FS212" and not by_file["b_link.skops"]["properties"]
+    assert diag["message"].startswith(f"model file {d / 'b_link.skops'} is a symbolic link to a file outside the "
+                                      f"project"), diag
+    assert "TOP-SECRET" not in out + _run.err and [Path(p).name for p in opened] == ["a_dt.skops"]
+    assert "b_link.skops" not in peeked and "secret.skops" not in peeked
+    code, out = _run(capsys, d)  # the text report says it too, under that file's heading
+    assert code == 2 and "b_link.skops is a symbolic link to a file outside the project" in out + _run.err
+    opened.clear()
     (d / "b_link.skops").unlink()
     (d / "b_link.skops").symlink_to(d / "a_dt.skops")  # a link inside the folder is a model file like any other
     code, out = _run(capsys, d)

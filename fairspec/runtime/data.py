@@ -183,19 +183,36 @@ def nested_kind(t) -> str | None:
 
 
 @filecache.by_file(lambda d: d.path)
-def parquet_nested(d: ir.Data) -> dict[str, str]:
-    """{column name (as the spec names it): 'struct' | 'list' | 'map' | 'union'} of a Parquet file's
-    nested columns (empty for CSV, or when the file's schema cannot be read: column_names says why)."""
+def _parquet_fields(d: ir.Data) -> list:
+    """[(column name as the spec names it, arrow type)] of a Parquet file (empty for CSV, or when the
+    file's schema cannot be read: column_names says why)."""
     if d.format != "parquet":
-        return {}
+        return []
     try:
         import pyarrow.parquet as pq
 
         schema = pq.read_schema(d.path)
     except Exception:  # noqa: BLE001 - column_names says what is wrong with the file
-        return {}
+        return []
     names = list(d.columns) if d.columns is not None and len(d.columns) == len(schema) else schema.names
-    return {n: k for n, fld in zip(names, schema) if (k := nested_kind(fld.type)) is not None}
+    return [(n, fld.type) for n, fld in zip(names, schema)]
+
+
+def parquet_nested(d: ir.Data) -> dict[str, str]:
+    """{column name (as the spec names it): 'struct' | 'list' | 'map' | 'union'} of a Parquet file's
+    nested columns."""
+    return {n: k for n, t in _parquet_fields(d) if (k := nested_kind(t)) is not None}
+
+
+def parquet_booleans(d: ir.Data) -> set[str]:
+    """The Parquet file's boolean columns (a dictionary's value type looked through): check reads one
+    as 1/0, so sema refuses it to a number feature as a CSV column of true/false is (FS404)."""
+    fields = _parquet_fields(d)
+    if not fields:  # a CSV file: pyarrow is not loaded (lint stays light)
+        return set()
+    import pyarrow as pa
+
+    return {n for n, t in fields if pa.types.is_boolean(t.value_type if pa.types.is_dictionary(t) else t)}
 
 
 def _open_rows(d: ir.Data, limit: int | None = None):

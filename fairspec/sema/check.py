@@ -84,6 +84,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.deferred_pickles: dict = {}  # trusted pickles whose class the inert peek cannot read
         self.datasets: dict[str, ir.Data] = {}
         self.data_columns: dict[str, dict[str, str]] = {}
+        self.data_booleans: dict[str, set[str]] = {}  # data set -> its Parquet boolean columns (FS404 if numeric)
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
         self.data_samples: dict[str, tuple[str, dict[str, list[str]]] | None] = {}
         self.feature_sets: dict[str, ir.FeatureSet] = {}
@@ -308,7 +309,8 @@ def check_file(path, *, peek_models: bool = True, sources: dict | None = None, a
                substitutes: dict | None = None) -> CheckResult:
     """Check a spec file; ``sources`` maps paths to text read instead of the file (unsaved editor buffers);
     ``allow``: folders outside the spec's project that its paths may name (--allow-path);
-    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API)."""
+    ``substitutes``: {("model" | "data", name): file} read instead of the declared files (the Python API);
+    {("refused", name): sentence}: that model's file is refused unopened, FS212 (pipeline.check_models)."""
     from fairspec import filecache
 
     with filecache.one_run():  # each ONNX file parsed once in this run, and again in the next

@@ -79,8 +79,25 @@ class FeatureChecks:
                     fix = column_hint(column, cols)
                 self.fail("FS207", f"data set '{data}' has no column '{column}' for feature '{fd.name.id}'", span,
                           hint=fix or "name the column with: column \"...\"")
-            self._sampled_domain(fd, dom, data, column)
+            if not self._boolean_column(fd, dom, data, column):
+                self._sampled_domain(fd, dom, data, column)
         return ir.Feature(fd.name.id, dom, fd.protected, column, bins, span=fd.span)
+
+    def _boolean_column(self, fd: ast.FeatureDecl, dom, data: str, column: str) -> bool:
+        """FS404 (True): a Parquet boolean column read by a number feature or as category codes. Check
+        read it as 1/0 without a word; a CSV column of true/false so declared is this error (its text is
+        no number), and the file's type says it of every row, sampled or not (a where filter)."""
+        d = self.datasets.get(data)
+        if d is None or column not in self.data_booleans.get(data, ()):
+            return False
+        if isinstance(dom, ir.Boolean) or (isinstance(dom, ir.Categorical) and d.categories != "codes"):
+            return False
+        said = ("should hold integer category codes" if isinstance(dom, ir.Categorical)
+                else f"should be numeric for feature {fd.name.id!r}")
+        self.sink.add("FS404", f"data file {d.path} column {column!r} {said} but is a Parquet boolean column "
+                               f"(true/false)", fd.type.span,
+                      hint=f"declare the feature bool ({fd.name.id} : bool), or write the column as numbers")
+        return True
 
     def _sampled_domain(self, fd: ast.FeatureDecl, dom, data: str, column: str) -> None:
         """FS410: sampled rows whose value lies outside the feature's declared domain (check drops them)."""
@@ -99,9 +116,12 @@ class FeatureChecks:
             path = self.datasets[data].path
             said = ("should hold integer category codes" if isinstance(dom, ir.Categorical)
                     else f"should be numeric for feature {fd.name.id!r} but holds {text[0]!r}")
-            self.sink.add("FS404", f"data file {path} column {column!r} {said}", fd.type.span,
-                          hint=f"if {text[0]!r} marks a missing value, add it to the data's missing list: "
-                               f"missing = [{literals.string(text[0])}]")
+            words = {"true", "false", "yes", "no", "t", "f", "y", "n"}  # what a bool feature reads (runtime.frame)
+            hint = (f"the column holds true/false: declare the feature bool ({fd.name.id} : bool)"
+                    if all(v.lower() in words for v in text) else
+                    f"if {text[0]!r} marks a missing value, add it to the data's missing list: "
+                    f"missing = [{literals.string(text[0])}]")
+            self.sink.add("FS404", f"data file {path} column {column!r} {said}", fd.type.span, hint=hint)
             return
         if isinstance(dom, ir.Categorical):
             if mode == "codes":

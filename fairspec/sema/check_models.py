@@ -78,6 +78,9 @@ class ModelChecks:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
                           hint=did_you_mean(k, ["output", "index", "score", "rounds"])
                           or "options are output, index, score, rounds (xgboost) and trust pickle")
+        refused = self.substitutes.get(("refused", node.name.id))
+        if refused:  # a file of the --models folder whose link leads out of the project: never opened
+            self.fail("FS212", refused, path_arg.span, hint="remove the link, or pass --allow-path DIR")
         path = self.substitutes.get(("model", node.name.id)) or self.user_path(path_arg, d.base, "model file")
         from fairspec.files import PathError, file_kind
 
