@@ -262,6 +262,37 @@ def test_the_batch_scorer_of_a_library_logistic_is_rounded(tmp_path):
     model = load_sklearn(tmp_path / "m.skops", output="decision_function")
     assert batch_scorer(SimpleNamespace(post="prob"), model, None, None).rounded
     assert not batch_scorer(SimpleNamespace(post="logit"), model, None, None).rounded
+    assert batch_scorer(SimpleNamespace(post="prob"), model, None, None).prob is not None
+    assert batch_scorer(SimpleNamespace(post="logit"), model, None, None).prob is None
+
+
+def test_the_count_compares_predict_proba_where_the_scorer_reads_it():
+    """counterfactuals.counted_scores: a BatchScorer with ``prob`` (the library's probabilities) is counted on
+    those floats exactly (post ``prob``, Proof detail over = predict_proba): logits 20 + 2**-48 and 20, one
+    expit float, are fair at ``<= 0`` (the bounds left them neither), and an ulp of predict_proba apart unfair."""
+    from fairspec.backends.counterfactuals import batch_scores, counted_scores
+    from fairspec.backends.pair.certify import BatchScorer
+    from fairspec.certify.enumerate import count_individuals
+    from scipy.special import expit
+
+    def fn(X):
+        return 20.0 + X[:, 1] + 2.0 ** -48 * X[:, 0]
+
+    cases, pairs = [{0: 0.0}, {0: 1.0}], [(0, 1), (1, 0)]
+    X = np.array([[0.0, 0.0], [0.0, -20.0]])
+    bounds = BatchScorer(fn, "prob-of-logit", 0.5, rounded=True)
+    lib = bounds._replace(prob=lambda X: expit(fn(X)))
+    S, unsure = batch_scores(lib, X, cases, pairs)
+    C, post, opts = counted_scores(lib, X, cases, S)
+    assert post == "prob" and opts == {"over": "predict_proba"}
+    assert [list(c) for c in C] == [list(expit(fn(Xc))) for Xc in (X * [0, 1], X * [0, 1] + [1, 0])]
+    res = count_individuals(C, pairs, post, eps=0, claim="c", **opts)
+    assert list(res.fair) == [True, False] and list(res.unfair) == [False, True]   # expit(2**-48) > 0.5
+    assert res.proof.detail.get("over") == "predict_proba"
+    C, post, opts = counted_scores(bounds, X, cases, S)
+    assert C is S and post == "prob-of-logit" and opts == {"rounded": True}
+    res = count_individuals(C, pairs, post, eps=0, claim="c", **opts)
+    assert list(res.fair) == [False, False] and list(res.unfair) == [False, False]
 
 
 def _individual_truth(est, T: Fraction, op: str):
@@ -315,7 +346,8 @@ def test_partition_estimate_decides_eps_zero_on_the_logit_error_bound(tmp_path, 
             unfair += round(left * est_["sampled_unfair"] / n)
         # none of them wrong on predict_proba
         assert unfair <= sum(bad) and fair <= N + 1 - sum(bad), (eps, op, sh)
-        if coef[0] == 0.0:                     # equal logits: every individual fair, decided
+        if coef[0] == 0.0 or not any(bad):      # equal logits / probabilities: every individual fair, decided
+            # (the count compares predict_proba's floats: z = 20 + 2**-48 and 20 are one float, fair at eps 0)
             assert fair == N + 1, (eps, op, sh)
         if eps == "0" and abs(coef[0]) >= 2.0 ** -8:    # clear of 0 by far more than the bounds' margin
             assert unfair == N + 1, (eps, op, sh)

@@ -9,8 +9,9 @@
 * :func:`case_points` / :func:`case_scores` / :func:`batch_scores` -- the individuals under each case
   and the runtime's scores of them (one batch per case, with the batch-dependence flags
   ``BatchScorer.unsure`` gives), :func:`compared_scores` -- the scores the post-condition compares
-  (a class readout: certify reads class c from the runtime's K outputs), and :func:`runtime_scorer`
-  -- the runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` of a pair problem.
+  (a class readout: certify reads class c from the runtime's K outputs), :func:`counted_scores` -- what
+  the count compares (the library's own probabilities where the scorer reads them), and
+  :func:`runtime_scorer` -- the runtime's :class:`~fairspec.backends.pair.certify.BatchScorer` of a pair problem.
 
 What :func:`fairspec.certify.enumerate.count_individuals` then counts exactly.
 """
@@ -22,7 +23,7 @@ import itertools
 import numpy as np
 
 __all__ = ["protected_cases_of", "counterfactuals", "tied_groups", "individual_of", "runtime_scorer", "box_points",
-           "case_points", "case_scores", "batch_scores", "compared_scores", "RELAXED_VALUES"]
+           "case_points", "case_scores", "batch_scores", "compared_scores", "counted_scores", "RELAXED_VALUES"]
 
 
 def protected_cases_of(problem):
@@ -170,3 +171,17 @@ def compared_scores(scorer, S) -> list:
     from fairspec.certify.enumerate import class_scores_of
 
     return class_scores_of(S, scorer.readout, scorer.post, scorer.threshold)
+
+
+def counted_scores(scorer, X, cases, S) -> tuple:
+    """``(scores, post, options)`` :func:`fairspec.certify.enumerate.count_individuals` counts the
+    individuals X by (``S``: :func:`batch_scores`' scores of them): ``S`` as ``scorer.post`` (``rounded``
+    as the scorer says), or where the scorer reads the library's own probability (``scorer.prob``:
+    predict_proba of a logistic of the logit) those floats under each case, compared exactly as ``prob``
+    (ties within the logistic bounds' margin decided as the enumeration decides them; the Proof's detail
+    says ``over = predict_proba``). Another batch's rounding is judged on ``S`` (``unsure``) either way."""
+    prob = getattr(scorer, "prob", None)
+    if prob is None:
+        return S, scorer.post, {"rounded": getattr(scorer, "rounded", False)}
+    P = [np.asarray(prob(Xc), dtype=np.float64).reshape(-1) for Xc in case_points(X, cases)]
+    return P, "prob", {"over": "predict_proba"}

@@ -417,7 +417,7 @@ def evaluate_individuals(problem, X, replay=None):
     decided alike in any batch, so the counts and the first pair are those of replaying each candidate's
     pairs one at a time in order (the first pair: the lowest-numbered unfair individual's first pair
     that replays). A ``replay`` given here is called pair by pair."""
-    from fairspec.backends.counterfactuals import batch_scores, compared_scores, runtime_scorer
+    from fairspec.backends.counterfactuals import batch_scores, compared_scores, counted_scores, runtime_scorer
     from fairspec.certify.enumerate import count_individuals
 
     cases, pairs = _pairs(problem)
@@ -440,9 +440,9 @@ def evaluate_individuals(problem, X, replay=None):
     if scorer is not None:
         # an individual another batch of a float runtime may decide otherwise: neither fair nor unfair
         S, unsure = batch_scores(scorer, X, cases, pairs)
-        res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
-                                eps_strict=problem.eps_strict, unsure=unsure, readout=scorer.readout,
-                                rounded=getattr(scorer, "rounded", False),
+        C, post, opts = counted_scores(scorer, X, cases, S)
+        res = count_individuals(C, pairs, post, eps=problem.eps, decision_threshold=scorer.threshold,
+                                eps_strict=problem.eps_strict, unsure=unsure, readout=scorer.readout, **opts,
                                 claim="sampled individuals counted on the model's runtime (an estimate, not a proof)")
         fair, cand = np.asarray(res.fair, dtype=bool), np.asarray(res.unfair, dtype=bool)
         # the pair most likely to break the post first: the highest-scoring case against the lowest

@@ -52,8 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairspec.backends.counterfactuals import (RELAXED_VALUES, batch_scores, box_points, counterfactuals,
-                                               individual_of, protected_cases_of, runtime_scorer, tied_groups)
+from fairspec.backends.counterfactuals import (RELAXED_VALUES, batch_scores, box_points, counted_scores,
+                                               counterfactuals, individual_of, protected_cases_of, runtime_scorer, tied_groups)
 
 __all__ = ["Refined", "refine_partitions", "refinable", "decide_partitions", "PartDecision"]
 
@@ -461,9 +461,10 @@ def _enumerate(problem, items, cases, pairs, scorer, inputs, out, count_individu
         track.enumerated(problem, items, P, scorer, cases, pairs, claim, out, count_individuals)
         return
     S, unsure = batch_scores(scorer, X, cases, pairs)
-    res = count_individuals(S, pairs, scorer.post, eps=problem.eps, decision_threshold=scorer.threshold,
+    C, post, opts = counted_scores(scorer, X, cases, S)
+    res = count_individuals(C, pairs, post, eps=problem.eps, decision_threshold=scorer.threshold,
                             eps_strict=problem.eps_strict, claim=claim, unsure=unsure, boxes=len(items),
-                            readout=scorer.readout, rounded=getattr(scorer, "rounded", False))
+                            readout=scorer.readout, **opts)
     at = 0
     st = out.stats
     for it, n in zip(items, sizes):
@@ -529,13 +530,14 @@ class _Tracker:
         X = np.concatenate(P)
         # one batch per protected case for every partition's boxes; the count per partition
         S, unsure = batch_scores(scorer, X, cases, pairs)
+        S, post, opts = counted_scores(scorer, X, cases, S)
         for k, group in by.items():
             rows = np.concatenate([np.arange(a, b) for _, a, b in group])
             boxes = (np.stack([it[3] for it, _, _ in group]), np.stack([it[4] for it, _, _ in group]))
-            res = count_individuals([s[rows] for s in S], pairs, scorer.post, eps=problem.eps,
+            res = count_individuals([s[rows] for s in S], pairs, post, eps=problem.eps,
                                     decision_threshold=scorer.threshold, eps_strict=problem.eps_strict, claim=claim,
                                     unsure=None if unsure is None else unsure[rows], boxes=len(group), cases=cases,
-                                    _boxes=boxes, readout=scorer.readout, rounded=getattr(scorer, "rounded", False))
+                                    _boxes=boxes, readout=scorer.readout, **opts)
             j = 0
             for it, a, b in group:
                 n = b - a

@@ -346,7 +346,14 @@ def batch_scorer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, unsu
             return np.full(V.shape[0], np.nan)
         return np.asarray(s, dtype=np.float64).reshape(-1)
 
-    return BatchScorer(fn, post, label_threshold(prop, model), unsure, rounded=library_logistic(prop, model))
+    def prob(V):                        # predict_proba's own floats (library_probability), NaN where unread
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+        P = library_probability(prop, model, encode(enc, feature_values(low, enc, V), V.shape[0]))
+        return np.full(V.shape[0], np.nan) if P is None else P
+
+    reads = library_logistic(prop, model) and not model.prob_reader()[1]
+    return BatchScorer(fn, post, label_threshold(prop, model), unsure, rounded=library_logistic(prop, model),
+                       prob=prob if reads else None)
 
 
 def pair_precondition(prop: ir.IndividualFairness, enc: ir.Encoding, low, problem):

@@ -50,7 +50,13 @@ class BatchScorer(NamedTuple):
     rounded:   ``post`` ``prob-of-logit`` where the probability is the library's own float of the logit
                (``kinds.pair_runtime.library_logistic``: scikit-learn's predict_proba, expit of
                decision_function), which ``certify.enumerate.count_individuals`` decides by the logistic's
-               bounds only (expit rounds distinct logits to one float)."""
+               bounds only (expit rounds distinct logits to one float);
+    prob:      None, or ``prob(X)``: the library's own probabilities of feature-space points X (k,)
+               where ``rounded`` (``kinds.pair_runtime.library_probability``, predict_proba's class 1):
+               the count compares these floats exactly (``post`` ``prob``,
+               :func:`fairspec.backends.counterfactuals.counted_scores`), ties within the bounds' margin
+               included, while ``fn``'s logits stay what ``unsure`` judges another batch by (predict_proba
+               is elementwise of them)."""
 
     fn: Callable
     post: str
@@ -58,6 +64,7 @@ class BatchScorer(NamedTuple):
     unsure: Callable | None = None
     readout: tuple | None = None
     rounded: bool = False
+    prob: Callable | None = None
 
 
 @dataclass(frozen=True, eq=False)
