@@ -71,9 +71,10 @@ def _write(tmp_path, decl, domain, encoding, groups="g", extra=""):
 
 
 def _errors(spec):
-    """The FS42x errors (a numeric feature over a column of names draws its own data errors too)."""
+    """The model errors (FS4xx): a numeric feature over a column of names draws its own data error too
+    (FS404 at the feature, lint's sentence for the text it samples), left out here."""
     return [(d.code, d.span.line, d.message, d.hint) for d in fairspec.lint(spec)
-            if d.is_error and d.code.startswith("FS4")]
+            if d.is_error and d.code.startswith("FS4") and d.code != "FS404"]
 
 
 @pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
