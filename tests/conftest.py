@@ -22,6 +22,18 @@ EXAMPLES = REPO / "examples"
 # The confinement tests (test_hostile.py) clear this to see the default.
 os.environ["FAIRSPEC_ALLOW_PATH"] = str(REPO)
 
+# a label individual-fairness property over F (a protected g), numbered {k}, its backend line(s) {using}: the
+# label-tie tests' brute-force specs (test_label_decision_runtime, test_label_equal_logits,
+# test_linear_classifier_networks)
+LABEL_PAIR_PROP = """property p{k} {{
+  forall x, x' : F
+  require x.* == x'.* except {{g}}
+  ensure label(m(x)) == label(m(x'))
+  {using}
+}}
+"""
+
+
 def people_decls(data="../data/people.csv", features: str = "People") -> str:
     """Spec text declaring ``data people`` (tests/fixtures/data/people.csv, or the path given)
     and its feature set ``features``: the declarations most tests build on."""

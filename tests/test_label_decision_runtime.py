@@ -14,6 +14,8 @@ import itertools
 import numpy as np
 import pytest
 
+from conftest import LABEL_PAIR_PROP
+
 import fairspec
 
 HEAD = """features F {
@@ -26,13 +28,7 @@ encode F for m {
   f0 : raw
 }
 """
-PROP = """property p{k} {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure label(m(x)) == label(m(x'))
-  {using}
-}}
-"""
+PROP = LABEL_PAIR_PROP
 # the certified branch and bound (partitions), exact smt and the plain milp path (HiGHS, SCIP: its tie handed
 # to certify_tie since session 26, seed-46 46000010 p4) prove the near-tie
 CASES = ["partitions = 3", "using smt", "using milp\n  partitions = 2", "using milp", "using milp\n  engine = scip"]

@@ -15,6 +15,8 @@ import itertools
 import numpy as np
 import pytest
 
+from conftest import LABEL_PAIR_PROP
+
 import fairspec
 
 HEAD = """features F {{
@@ -27,13 +29,7 @@ encode F for m {{
   f0 : raw
 }}
 """
-PROP = """property p{k} {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure label(m(x)) == label(m(x'))
-  {using}
-}}
-"""
+PROP = LABEL_PAIR_PROP
 CASES = ["using smt", "using milp", "using milp\n  engine = scip", "using milp\n  mode = maximize",
          "partitions = 3", "using smt\n  mode = maximize", "using milp\n  partitions = 2",
          "mode = maximize\n  partitions = 2"]

@@ -17,6 +17,8 @@ import warnings
 import numpy as np
 import pytest
 
+from conftest import LABEL_PAIR_PROP
+
 import fairspec
 from fairspec.models.network import UnsupportedModel
 
@@ -30,13 +32,7 @@ encode F for m {{
   f0 : raw
 }}
 """
-PROP = """property p{k} {{
-  forall x, x' : F
-  require x.* == x'.* except {{g}}
-  ensure label(m(x)) == label(m(x'))
-  {using}
-}}
-"""
+PROP = LABEL_PAIR_PROP
 CASES = ["partitions = 3", "using smt", "using milp\n  partitions = 2", "using milp"]
 PROVES = (True, True, True, False)
 # declared by decision_function (a hinge loss has no predict_proba): the certified branch and bound has no
