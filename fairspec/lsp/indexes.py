@@ -319,10 +319,6 @@ class Indexes:
                 out.append((idx, at))
         return out
 
-    def index_at(self, uri: str, where: tuple[str, int, int]) -> tuple[A.Index | None, tuple[str, int, int]]:
-        """The first of :meth:`indexes_at`, or (None, where)."""
-        return next(iter(self.indexes_at(uri, where)), (None, where))
-
     def index_for(self, uri: str) -> A.Index | None:
         """The document's index; while its text does not parse, the index of that text without the
         declarations that do not parse (:attr:`partial`), else the last good one; while a newer text
