@@ -51,7 +51,8 @@ SLICE = {
     "trees": (5, 6, 7, 9, 12),
     "trees-solver": (7, 20, 24, 69, 70, 108, 117),
     "distribution": (3, 5, 15, 16, 20, 32, 33, 38),
-    "pba": (1, 3, 4, 5, 7, 4000001, 4000003),
+    # 49000002: a share claim `> 1` (FS507 since session 26) that the generator wrote until session 27
+    "pba": (1, 3, 4, 5, 7, 4000001, 4000003, 49000002),
     "data": (0, 1, 2, 6, 8),
     # 18000044: torch, counterfactuals within the runtime's rounding of a bucket boundary (batch ties)
     "kdisc": (1, 4, 5, 6, 8, 10, 39, 18000044),
@@ -93,7 +94,8 @@ SLICE = {
     # group metrics and flips on data rows of batch-dependent runtimes (data_batched.py), one per kind:
     # 40000001 an MLPClassifier and 40000032 a torch Sigmoid network whose tie rows change label with the
     # batch (verdicts that must be unknown), 40000002 an SVC(probability=True), 40000003 a GaussianNB
-    "data-batched": (40000001, 40000032, 40000002, 40000003),
+    # 49000017: an error_rate_ratio `> 1` (FS507), written by the generator until session 27
+    "data-batched": (40000001, 40000032, 40000002, 40000003, 49000017),
 }
 
 

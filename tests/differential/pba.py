@@ -106,6 +106,8 @@ def generate(seed: int, n_props: int = 4) -> Instance:
             share = Fraction(proved, len(elig)) if elig else Fraction(0)
             t = decimal_text(share)
             thr = t if (t is not None and rng.random() < 0.5) else str(rng.choice(["0", "0.5", "0.8", "1", "0.25"]))
+            if (op == ">" and Fraction(thr) >= 1) or (op == "<" and Fraction(thr) <= 0):
+                op += "="                           # a share is in [0, 1]: `> 1` / `< 0` are FS507 (never met)
         if not elig:
             status = "vacuous"                      # no eligible point: PBA has nothing to verify
         elif op is None:
