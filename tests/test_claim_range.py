@@ -35,7 +35,24 @@ CASES = [  # (claim, expected code or None)
     ("disparate_impact(net, groups sex) <= 1.5", "FS508"),
     ("disparate_impact(net, groups sex) > -0.5", "FS508"),
     ("equal_opportunity_ratio(net, groups sex) > 1", "FS507"),
-    ("statistical_parity(net, groups sex) <= 1", None),      # a difference: no range the language states
+    ("statistical_parity(net, groups sex) <= 1", "FS508"),   # an absolute difference of rates, in [0, 1]
+    ("statistical_parity(net, groups sex) < 0", "FS507"),
+    ("statistical_parity(net, groups sex) <= 0", None),
+    ("statistical_parity(net, groups sex) > 1", "FS507"),
+    ("statistical_parity(net, groups sex) >= 1", None),
+    ("statistical_parity(net, groups sex) >= 0", "FS508"),
+    ("statistical_parity(net, groups sex) < 1.5", "FS508"),
+    ("equal_opportunity(net, groups sex) <= -0.1", "FS507"),
+    ("false_positive_rate_difference(net, groups sex) >= 1.2", "FS507"),
+    ("average_odds_difference(net, groups sex) <= 1", "FS508"),
+    ("most_favoured(net, groups sex) > 1", "FS507"),
+    ("least_favoured(net, groups sex) >= 0", "FS508"),
+    ("statistical_parity(net, groups sex, distribution d) < 0", "FS507"),
+    ("statistical_parity(net, groups sex, distribution d) <= 1", "FS508"),
+    ("statistical_parity(net, groups sex, distribution d) <= 0.1", None),
+    ("generalized_entropy_index(net) <= 100", None),         # an inequality index: no range checked
+    ("calibration_gap(net, groups sex) < 0", "FS507"),     # >= 0, no upper end stated (scores may lie outside [0, 1])
+    ("calibration_gap(net, groups sex) <= 5", None),
     (f"{PBA} > 1", "FS507"),
     (f"{PBA} >= 0", "FS508"),
     (f"{PBA} >= 1", None),
