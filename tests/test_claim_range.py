@@ -166,12 +166,17 @@ def test_individual_fairness_tolerance_below_zero_says_what_to_write(tmp_path):
 
 
 @pytest.mark.parametrize("pre", ["< 0", "<= -1"])
-def test_individual_fairness_pre_condition_no_pair_meets_stays_an_error(tmp_path, pre):
-    """require |x.age - x'.age| < 0 admits no pair, so the property would hold vacuously: an error still
-    (FS307), not a warning, since no pair backend takes a tolerance < 0 and a vacuous 'holds' has no proof;
-    the message says the property would hold vacuously."""
+def test_individual_fairness_pre_condition_no_pair_meets_is_a_vacuous_holds(tmp_path, pre):
+    """require |x.age - x'.age| < 0 admits no pair, so the property holds vacuously: the warning FS509 at
+    the require line (it was the error FS307), and check says holds (proved) on certify's exact-arithmetic
+    proof, reason 'no pair meets the pre-condition', a note saying why (tests/test_no_pair.py)."""
     claim = ("forall x, x' : People\n  require x.* == x'.* except {sex}\n  require |x.age - x'.age| " + pre +
              "\n  ensure |prob(net(x)) - prob(net(x'))| <= 0.1")
-    _, diags = _lint(tmp_path, claim)
-    (d,) = [d for d in diags if d.is_error]
-    assert d.code == "FS307" and d.message.endswith("the property would hold vacuously"), d
+    p, diags = _lint(tmp_path, claim)
+    assert not [d for d in diags if d.is_error], diags
+    (d,) = [d for d in diags if d.code == "FS509"]
+    assert d.message.startswith(f"|x.age - x'.age| {pre} holds for no pair"), d
+    assert p.read_text().splitlines()[d.span.line - 1].strip() == f"require |x.age - x'.age| {pre}"
+    (v,) = check(p).verdicts
+    assert (v.status, v.how, v.reason, v.proof.method) == ("holds", "proved", "no pair meets the pre-condition",
+                                                           "exact-arithmetic"), v
