@@ -416,6 +416,12 @@ def _with_models(spec, models: dict[str, str] | None):
                                       for m in spec.models))
 
 
+def _vacuous(prop, spec):
+    from fairspec.kinds.no_pair import vacuous
+
+    return vacuous(prop, spec) if prop.kind == "individual_fairness" else None
+
+
 def _run_property(prop, ctx, progress=None) -> dict:
     """Decide one property: {"verdict"} or {"error"} (a bad model/data file), with what it loaded."""
     from fairspec.models import ModelLoadError
@@ -428,7 +434,9 @@ def _run_property(prop, ctx, progress=None) -> dict:
     ctx.begin_property()  # the property's time budget runs from here (fairspec.runtime.context.remaining)
     out: dict = {}
     try:
-        if not p.runs:
+        if (vacuous := _vacuous(prop, ctx.spec)) is not None:     # no pair meets the pre-condition (FS509)
+            v = vacuous
+        elif not p.runs:
             v = unknown(prop, p.why)
         else:
             module, _, fn = p.runner.partition(":")

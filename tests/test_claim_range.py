@@ -35,7 +35,24 @@ CASES = [  # (claim, expected code or None)
     ("disparate_impact(net, groups sex) <= 1.5", "FS508"),
     ("disparate_impact(net, groups sex) > -0.5", "FS508"),
     ("equal_opportunity_ratio(net, groups sex) > 1", "FS507"),
-    ("statistical_parity(net, groups sex) <= 1", None),      # a difference: no range the language states
+    ("statistical_parity(net, groups sex) <= 1", "FS508"),   # an absolute difference of rates, in [0, 1]
+    ("statistical_parity(net, groups sex) < 0", "FS507"),
+    ("statistical_parity(net, groups sex) <= 0", None),
+    ("statistical_parity(net, groups sex) > 1", "FS507"),
+    ("statistical_parity(net, groups sex) >= 1", None),
+    ("statistical_parity(net, groups sex) >= 0", "FS508"),
+    ("statistical_parity(net, groups sex) < 1.5", "FS508"),
+    ("equal_opportunity(net, groups sex) <= -0.1", "FS507"),
+    ("false_positive_rate_difference(net, groups sex) >= 1.2", "FS507"),
+    ("average_odds_difference(net, groups sex) <= 1", "FS508"),
+    ("most_favoured(net, groups sex) > 1", "FS507"),
+    ("least_favoured(net, groups sex) >= 0", "FS508"),
+    ("statistical_parity(net, groups sex, distribution d) < 0", "FS507"),
+    ("statistical_parity(net, groups sex, distribution d) <= 1", "FS508"),
+    ("statistical_parity(net, groups sex, distribution d) <= 0.1", None),
+    ("generalized_entropy_index(net) <= 100", None),         # an inequality index: no range checked
+    ("calibration_gap(net, groups sex) < 0", "FS507"),     # >= 0, no upper end stated (scores may lie outside [0, 1])
+    ("calibration_gap(net, groups sex) <= 5", None),
     (f"{PBA} > 1", "FS507"),
     (f"{PBA} >= 0", "FS508"),
     (f"{PBA} >= 1", None),
@@ -149,12 +166,17 @@ def test_individual_fairness_tolerance_below_zero_says_what_to_write(tmp_path):
 
 
 @pytest.mark.parametrize("pre", ["< 0", "<= -1"])
-def test_individual_fairness_pre_condition_no_pair_meets_stays_an_error(tmp_path, pre):
-    """require |x.age - x'.age| < 0 admits no pair, so the property would hold vacuously: an error still
-    (FS307), not a warning, since no pair backend takes a tolerance < 0 and a vacuous 'holds' has no proof;
-    the message says the property would hold vacuously."""
+def test_individual_fairness_pre_condition_no_pair_meets_is_a_vacuous_holds(tmp_path, pre):
+    """require |x.age - x'.age| < 0 admits no pair, so the property holds vacuously: the warning FS509 at
+    the require line (it was the error FS307), and check says holds (proved) on certify's exact-arithmetic
+    proof, reason 'no pair meets the pre-condition', a note saying why (tests/test_no_pair.py)."""
     claim = ("forall x, x' : People\n  require x.* == x'.* except {sex}\n  require |x.age - x'.age| " + pre +
              "\n  ensure |prob(net(x)) - prob(net(x'))| <= 0.1")
-    _, diags = _lint(tmp_path, claim)
-    (d,) = [d for d in diags if d.is_error]
-    assert d.code == "FS307" and d.message.endswith("the property would hold vacuously"), d
+    p, diags = _lint(tmp_path, claim)
+    assert not [d for d in diags if d.is_error], diags
+    (d,) = [d for d in diags if d.code == "FS509"]
+    assert d.message.startswith(f"|x.age - x'.age| {pre} holds for no pair"), d
+    assert p.read_text().splitlines()[d.span.line - 1].strip() == f"require |x.age - x'.age| {pre}"
+    (v,) = check(p).verdicts
+    assert (v.status, v.how, v.reason, v.proof.method) == ("holds", "proved", "no pair meets the pre-condition",
+                                                           "exact-arithmetic"), v

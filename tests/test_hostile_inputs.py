@@ -317,3 +317,46 @@ def test_csv_true_false_in_a_number_feature_hints_bool(tmp_path):
     (d,) = [d for d in lint(spec).diagnostics if d.is_error]
     assert (d.code, d.span.line) == ("FS404", 6) and "should be numeric for feature 'member' but holds 'true'" in d.message
     assert d.hint == "the column holds true/false: declare the feature bool (member : bool)"
+
+
+@pytest.mark.parametrize("declared, data_options", [("real in [0, 1]", ""), ("int in [0, 1]", ""),
+                                                     ("{no, yes}", ", categories = codes")])
+def test_a_parquet_boolean_column_replaced_after_lint_is_refused_by_check_s_reader(tmp_path, declared,
+                                                                                   data_options):
+    """Lint's FS404 reads the schema; check's reader read the same column as 1/0 without a word, reached
+    when the file lint saw is not the one check reads (rewritten in between) or by a caller that skips
+    lint. The reader (runtime.frame) now refuses it in lint's sentence; `member : bool` still reads it."""
+    import dataclasses
+
+    import pandas as pd
+
+    from fairspec.pipeline import lint as lint_result
+    from fairspec.runtime.columnar import read_table
+    from fairspec.runtime.data import DataError
+    from fairspec.runtime.frame import build_frame
+
+    path = _people_parquet(tmp_path)
+    df = pd.read_parquet(path)
+    df["member"] = df["member"].astype(float) if "codes" not in data_options else df["member"].astype(int)
+    df.to_parquet(path)                              # numbers: lint is clean
+    spec = tmp_path / "s.fair"
+    text = _BOOL.replace('csv("DATA"', f'parquet("{path.name}"').replace(
+        'label = hired == "yes"', f'label = hired == "yes"{data_options}')
+    spec.write_text(text.replace("member : bool", f"member : {declared}"))
+    res = lint_result(spec)
+    assert not [d for d in res.diagnostics if d.is_error and "'member'" in d.message], res.diagnostics
+    _people_parquet(tmp_path)                        # the file replaced by its boolean column
+    (d,), (fs,) = res.spec.datasets, res.spec.feature_sets
+    fs = dataclasses.replace(fs, features=tuple(f for f in fs.features if f.name == "member"))  # (as codes,
+    # the text columns sex and race are FS404 too)
+    said = ("should hold integer category codes" if "codes" in data_options
+            else "should be numeric for feature 'member'")
+    with pytest.raises(DataError) as e:
+        build_frame(fs, read_table(d), d.categories)
+    assert str(e.value) == f"data file {path} column 'member' {said} but is a Parquet boolean column (true/false)"
+    if "codes" not in data_options:
+        from fairspec import ir
+
+        feats = tuple(dataclasses.replace(f, domain=ir.Boolean()) if f.name == "member" else f for f in fs.features)
+        frame, _ = build_frame(dataclasses.replace(fs, features=feats), read_table(d), d.categories)
+        assert set(frame.values["member"]) == {0.0, 1.0}

@@ -407,6 +407,20 @@ def test_parse_file_encodings(tmp_path):
     assert e.value.diagnostics[0].code == "FS203"
 
 
+@pytest.mark.parametrize("end", [b"\r", b"\r\n", b"\n"])
+def test_read_source_counts_lines_as_the_parser(tmp_path, end):
+    """read_source's own FS104 (a byte that is not UTF-8) and FS102 (a NUL) count lines as the parser does:
+    a lone \\r ends a line (LONE_CR), so in an old Mac file they are on line 3, not line 1 at column 30; and
+    the column counts characters (the 'é' before the bad byte is one column, not two bytes)."""
+    p = tmp_path / "s.fair"
+    for bad, code in ((b"\xff", "FS104"), (b"\x00", "FS102")):
+        p.write_bytes(end.join([b"group g = a", b"group h = b", "# é ".encode() + bad, b""]))
+        with pytest.raises(DiagnosticError) as e:
+            parse_file(p)
+        d = e.value.diagnostics[0]
+        assert d.code == code and (d.span.line, d.span.column) == (3, 5), (end, d)
+
+
 def test_the_repr_of_any_float_is_a_number_a_spec_may_write():
     """A fitted scaler's mean written with repr (up to 17 significant digits) reads back as that
     float exactly: no FS307."""

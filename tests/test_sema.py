@@ -118,8 +118,10 @@ def test_policy_argument_errors(tmp_path):
     assert codes(check(tmp_path, head + "apply p(net, tt = 0.3)\n")) == ["FS210"]
     assert codes(check(tmp_path, head + 'apply p(net, "x")\n')) == ["FS301"]
     assert codes(check(tmp_path, head + "apply q(net)\n")) == ["FS201"]
-    spec = ok(check(tmp_path, head + "apply p(net, t = -0.5) as neg\n"))
-    assert prop(spec, "neg.q").threshold == -0.5
+    # the argument reaches the property: -0.5 is a difference's threshold no value meets (FS507 there)
+    assert codes(check(tmp_path, head + "apply p(net, t = -0.5) as neg\n")) == ["FS507"]
+    spec = ok(check(tmp_path, head + "apply p(net, t = 0.05) as small\n"))
+    assert prop(spec, "small.q").threshold == 0.05
 
 
 def test_policy_applied_twice_needs_names(tmp_path):
@@ -208,9 +210,9 @@ def test_empty_comparisons_are_diagnosed(tmp_path, line):
     ensure = "" if line.startswith("ensure") else "  ensure label(net(x)) == label(net(x'))\n"
     res = check(tmp_path, f"property f {{\n  forall x, x' : People\n  require x.* == x'.* except {{sex}}\n"
                           f"  {line}\n{ensure}}}\n")
-    # a pre-condition no pair meets: FS307 (the property would hold vacuously); a post-condition no
-    # pair meets: FS507, a claim its quantity's range (an absolute difference, >= 0) never meets
-    assert ("FS507" if line.startswith("ensure") else "FS307") in codes(res)
+    # a pre-condition no pair meets: the warning FS509 (the property holds vacuously; it was FS307); a
+    # post-condition no pair meets: FS507, a claim its quantity's range (an absolute difference, >= 0) never meets
+    assert ("FS507" if line.startswith("ensure") else "FS509") in codes(res)
 
 
 # ------------------------------------------------------------------ categories lower to codes

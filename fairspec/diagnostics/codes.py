@@ -111,6 +111,8 @@ _ALL = [
          "the quantity's range makes the comparison false for every model: check the comparison and the threshold (> 1 written for >= 0.8?)"),
     Code("FS508", "warning", "claim holds wherever its quantity is defined",
          "the threshold is at or past the end of the quantity's range, so the comparison is true for every model where the quantity is defined (where it is not, check reports unknown): tighten the threshold, or drop the property"),
+    Code("FS509", "warning", "no pair meets the pre-condition",
+         "a tolerance below 0 (|x.f - x'.f| < 0) or bounds on one feature that no value of its declared range meets: the individual-fairness property holds vacuously, and check reports holds (proved) with that reason; fix the pre-condition to state a claim"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

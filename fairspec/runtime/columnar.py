@@ -158,7 +158,11 @@ def table_from_arrow(d: ir.Data, tab, names: list[str], n_read_before: int = 0) 
     if missing.any():
         keep = ~missing
         cols = {k: (v.take(keep) if isinstance(v, Coded) else v[keep]) for k, v in cols.items()}
-    return Table(d.name, d.path, cols, int(n - missing.sum()), n, int(missing.sum()), 0)
+    pa = _pa()[0]
+    types = [tab.column(j).type for j in range(len(names))]
+    booleans = frozenset(n for n, t in zip(names, types)
+                         if pa.types.is_boolean(t.value_type if pa.types.is_dictionary(t) else t))
+    return Table(d.name, d.path, cols, int(n - missing.sum()), n, int(missing.sum()), 0, booleans=booleans)
 
 
 def _numbers_but_empty(c: Coded, marked: np.ndarray) -> bool:
@@ -272,7 +276,7 @@ def concat_tables(d: ir.Data, parts: list[Table]) -> Table:
         else:
             cols[name] = np.concatenate(vals)
     return Table(d.name, d.path, cols, sum(p.n_rows for p in parts), sum(p.n_read for p in parts),
-                 sum(p.n_missing for p in parts), 0)
+                 sum(p.n_missing for p in parts), 0, booleans=frozenset().union(*(p.booleans for p in parts)))
 
 
 def estimated_rows(d: ir.Data) -> int:

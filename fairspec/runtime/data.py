@@ -44,6 +44,9 @@ class Table:
     n_missing: int = 0
     n_filtered: int = 0
     _numeric: dict | None = None
+    # the Parquet boolean columns (read as 1.0 / 0.0): runtime.frame refuses one a number feature or category
+    # codes read, as lint's FS404 does from the schema (a file replaced after lint is read as it is now)
+    booleans: frozenset = frozenset()
 
     def numeric(self, col: str) -> "np.ndarray | None":
         """The column as float64, or None when some value is not a number (parsed once per distinct value)."""
@@ -90,7 +93,7 @@ class Table:
 
         cols = {k: (v[mask] if isinstance(v, np.ndarray) else v.take(mask)) for k, v in self.columns.items()}
         return Table(self.name, self.path, cols, int(mask.sum()), self.n_read, self.n_missing,
-                     self.n_filtered + int((~mask).sum()))
+                     self.n_filtered + int((~mask).sum()), booleans=self.booleans)
 
 
 def check_path(d: ir.Data) -> None:

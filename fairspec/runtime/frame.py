@@ -33,6 +33,13 @@ class Frame:
 def _column(table: Table, f: ir.Feature, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (values, ok) for one feature; text is looked up once per distinct value."""
     dom = f.domain
+    if f.column in table.booleans and not isinstance(dom, ir.Boolean) and \
+            not (isinstance(dom, ir.Categorical) and mode != "codes"):
+        # lint's FS404 (sema.check_features._boolean_column) in the same words: not 1 / 0 without a word
+        said = ("should hold integer category codes" if isinstance(dom, ir.Categorical)
+                else f"should be numeric for feature {f.name!r}")
+        raise DataError(f"data file {table.path} column {f.column!r} {said} but is a Parquet boolean column "
+                        f"(true/false)")
     if isinstance(dom, ir.Categorical):
         if mode == "codes":
             num = table.numeric(f.column)

@@ -85,7 +85,8 @@ class FeatureChecks:
 
     def _boolean_column(self, fd: ast.FeatureDecl, dom, data: str, column: str) -> bool:
         """FS404 (True): a Parquet boolean column read by a number feature or as category codes. Check
-        read it as 1/0 without a word; a CSV column of true/false so declared is this error (its text is
+        read it as 1/0 without a word (its reader, runtime.frame, now refuses it in these words too, for a
+        file rewritten after lint); a CSV column of true/false so declared is this error (its text is
         no number), and the file's type says it of every row, sampled or not (a where filter)."""
         d = self.datasets.get(data)
         if d is None or column not in self.data_booleans.get(data, ()):

@@ -184,12 +184,6 @@ def _individual_fairness(ck, node, name, env):
             if fs.get(fname) is None:
                 ck.fail("FS205", f"unknown feature '{fname}' in {fs.name}", e.span)
             tol = _number(ck, tol_expr, env, "the tolerance")
-            if tol < 0 or (tol == 0 and e.op == "<"):
-                # an error, not a warning that the property holds vacuously: the pair backends take no
-                # tolerance < 0 (PairProblem) and a vacuous 'holds' would have no proof to stand on
-                ck.fail("FS307", f"no pair differs by {e.op} {tol:g}, so no pair satisfies this pre-condition "
-                                 f"and the property would hold vacuously", e.span,
-                        hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)")
             relaxed.append((fname, tol))
             if e.op == "<":
                 relaxed_strict.append(fname)
@@ -218,10 +212,49 @@ def _individual_fairness(ck, node, name, env):
         if f in free:
             ck.fail("FS501", f"'{f}' is already free to differ; a tolerance on it adds nothing", node.span)
     options = parse_options(ck, stmts, env, "individual_fairness")
-    return ir.IndividualFairness(name, "individual_fairness", options, node.span, model=model_name, features=fs.name,
+    prop = ir.IndividualFairness(name, "individual_fairness", options, node.span, model=model_name, features=fs.name,
                                  var=var.id, var_prime=var2.id, free=free, relaxed=tuple(relaxed), pre=tuple(pre),
                                  post=post, eps=eps, eps_op=eps_op, relaxed_strict=tuple(relaxed_strict),
                                  cls=cls)
+    _no_pair(ck, prop, fs, [s for s in stmts if s.kind == "require"], node)
+    return prop
+
+
+def _no_pair(ck, prop: ir.IndividualFairness, fs: ir.FeatureSet, requires, node) -> None:
+    """FS509 (a warning): no pair meets the pre-condition (fairspec.ir.no_pair: a tolerance below 0,
+    bounds on one feature that no value of its domain meets), so the property holds vacuously, and
+    check says so, ``holds (proved)`` on certify's proof (fairspec.kinds.no_pair). It was the error
+    FS307 for a tolerance below 0; a vacuous claim is legal, though almost surely not what was meant."""
+    from fairspec.ir.no_pair import no_pair_reason
+
+    why = no_pair_reason(prop, fs)
+    if why is None:
+        return
+    span = requires[-1].span if requires else node.name.span
+    for st in requires:         # the last require line reading a feature the sentence names
+        if any(f"{v}.{f}" in why for v in (prop.var, prop.var_prime) for f in _names(st.args[0])):
+            span = st.span
+    ck.sink.add("FS509", f"{why}, so '{prop.name}' holds vacuously: check reports holds (proved) and says "
+                         f"nothing about the model", span,
+                hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)" if why.startswith("|")
+                else "bounds on one feature must leave a value of its declared range (a feature the pair ties is one "
+                     "value in both inputs)")
+
+
+def _names(e) -> set[str]:
+    """The feature names an ast expression reads as VAR.NAME."""
+    import dataclasses
+
+    out, stack = set(), [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attr) and isinstance(n.name, ast.Name):
+            out.add(n.name.id)
+        if dataclasses.is_dataclass(n):
+            for f in dataclasses.fields(n):
+                v = getattr(n, f.name)
+                stack.extend(v if isinstance(v, (list, tuple)) else [v])
+    return out
 
 
 def _relaxation(e, v, v2):

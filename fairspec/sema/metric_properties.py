@@ -102,6 +102,8 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
                     never_hint="a ratio of 1 is parity: write >= 1 for it, or a bound below 1 such as >= 0.8",
                     undefined="the ratio is undefined where no group has a positive rate (on data check then "
                               "reports unknown)")
+    else:
+        _difference_range(ck, fn, mdef, op, threshold, rhs.span)
     options = parse_options(ck, stmts, env, "group_metric")
     if dist is not None and any(options.get(k) is not None for k in ("compare", "weight", "exclude_below")):
         ck.fail("FS502", "compare, weight and exclude_below apply to metrics measured on data rows, not over a "
@@ -119,6 +121,39 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     return ir.GroupMetric(name, "group_metric", options, node.span, metric=fn, model=model.name if model else "",
                           features=fs.name, groups=groups, data=data, distribution=dist, mediators=mediators,
                           op=op, threshold=threshold, params=params)
+
+
+# the group metrics that are no ratio and whose range the language states exactly, by form: (low, high, what
+# the metric is); the others (the inequality indices, mean_prediction_ratio over predictions that may be
+# negative) stay unchecked.  Sample weights are >= 0, so every rate is in [0, 1].
+_RATE_DIFF = "an absolute difference of rates, in [0, 1]"
+_RANGES = {
+    "difference": (0.0, 1.0, _RATE_DIFF),
+    "average": (0.0, 1.0, "the mean of two absolute differences of rates, in [0, 1]"),
+    "max_rate": (0.0, 1.0, "a rate, in [0, 1]"),
+    "min_rate": (0.0, 1.0, "a rate, in [0, 1]"),
+    "class_distance": (0.0, 1.0, "a total variation distance, in [0, 1]"),
+    "class_odds": (0.0, 1.0, _RATE_DIFF),
+    "ks_distance": (0.0, 1.0, "a Kolmogorov-Smirnov distance, in [0, 1]"),
+    "output_difference": (0.0, None, "an absolute difference, never below 0"),
+    "output_max": (0.0, None, "a mean loss, never below 0"),
+    "calibration": (0.0, None, "an absolute difference of calibration errors, never below 0"),
+}
+
+
+def _difference_range(ck, fn: str, mdef, op: str, threshold: float, span) -> None:
+    """FS507 / FS508 (claim_range) for a difference, a rate or a distance whose range is exact: an absolute
+    difference of rates is in [0, 1] (statistical_parity <= 1 always holds, < 0 never does)."""
+    rng = (0.0, 1.0, _RATE_DIFF) if fn == "path_specific" else _RANGES.get(mdef.form) if mdef is not None else None
+    if rng is None:
+        return
+    lo, hi, what = rng
+    claim_range(ck, op, threshold, lo, hi, span, f"{fn} is {what}",
+                never_hint=None if hi is None else f"{fn} is at most {hi:g}: check the threshold and the direction "
+                                                   f"of the comparison",
+                below_hint="nothing lies below 0: write <= 0 for no gap at all, or < eps with eps > 0"
+                if "rate," not in what and "loss" not in what else None,
+                undefined=f"{fn} is undefined where no group has a row it counts (check then reports unknown)")
 
 
 def _output_params(ck, call, env, fn, model, mdef):

@@ -702,6 +702,14 @@ def _wide_text(data: bytes) -> str | None:
     return None
 
 
+def _position_after(before: str) -> tuple[int, int]:
+    """The 1-based line and column (in characters) of the character just after ``before``, lines cut as
+    the parser cuts them (split_lines: a lone '\\r' ends a line too, LONE_CR), so read_source's own
+    FS104 / FS102 point where the parser's diagnostics would (a file of '\\r' line ends is not one line)."""
+    lines = split_lines(before)
+    return len(lines), len(lines[-1]) + 1
+
+
 def read_source(path) -> str:
     """A spec file's text; DiagnosticError (FS104, FS102, FS203) when it is not UTF-8 text or cannot be read."""
     from pathlib import Path
@@ -729,15 +737,11 @@ def read_source(path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        before = data[: e.start]
-        line = before.count(b"\n") + 1
-        col = e.start - (before.rfind(b"\n") + 1) + 1
+        line, col = _position_after(data[: e.start].decode("utf-8"))    # the bytes before it are UTF-8
         raise DiagnosticError(Diagnostic("FS104", f"{p} is not valid UTF-8 (byte 0x{data[e.start]:02x})",
                                          Span(str(p), line, col, line, col + 1))) from None
     if "\x00" in text:
-        i = text.index("\x00")
-        line = text.count("\n", 0, i) + 1
-        col = i - (text.rfind("\n", 0, i) + 1) + 1
+        line, col = _position_after(text[: text.index("\x00")])
         raise DiagnosticError(Diagnostic("FS102", "unexpected NUL character (is this a binary file?)",
                                          Span(str(p), line, col, line, col + 1)))
     return text

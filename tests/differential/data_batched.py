@@ -227,8 +227,10 @@ def generate(seed: int, n_props: int = 5) -> Instance:
             thr = "0"
         if Fraction(thr) > 1:
             thr = "1"
-        if (op == ">" and Fraction(thr) >= 1) or (op == "<" and Fraction(thr) <= 0):
-            op += "="                               # rates and ratios lie in [0, 1]: `> 1` / `< 0` are FS507
+        if op == ">" and Fraction(thr) >= 1:    # every metric here lies in [0, 1]: never met, FS507 at lint
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
         seen = {("holds" if claim_holds(v, op, thr) else "violated") for v in per.values()}
         if len(seen) == 1:
             status = seen.pop()

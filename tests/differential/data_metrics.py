@@ -155,6 +155,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
             thr = "1"
         if metric in RATIO and op == ">" and Fraction(thr) >= 1:  # a ratio > 1 is never met: FS507 at lint
             op = ">="
+        if lower and op == "<" and Fraction(thr) <= 0:  # a difference < 0 is never met: FS507 at lint
+            op = "<="
         target = "d" if metric == "base_rate_difference" else "m"
         lines = [f"{metric}({target}, groups {' x '.join(groups)}) {op} {thr}"]
         if weights is not None and target == "m":

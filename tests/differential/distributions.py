@@ -274,8 +274,10 @@ def generate(seed: int, n_props: int = 8) -> Instance:
             thr = "0"
         if Fraction(thr) > 1:                              # every metric here lies in [0, 1] (FS307)
             thr = "1"
-        if metric == "disparate_impact" and op == ">" and Fraction(thr) >= 1:  # never met: FS507 at lint
+        if op == ">" and Fraction(thr) >= 1:    # every metric here lies in [0, 1]: never met, FS507 at lint
             op = ">="
+        if op == "<" and Fraction(thr) <= 0:    # (a difference, a rate or a ratio below 0 too)
+            op = "<="
         backend = backends[int(rng.integers(0, len(backends)))]
         lines_p = [f"{metric}(clf, groups {groups}, distribution d) {op} {thr}"]
         if backend != "default":
