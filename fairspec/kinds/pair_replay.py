@@ -14,7 +14,7 @@ def flip_replays(prop, model, verdict, tree: bool) -> bool:
     """A data flip's witness breaks the property on the model's runtime, decided exactly (the flips
     compare in floats and read `<` as `<=`). ``tree``: the model is a tree model the tree backends read
     (``individual_fairness.is_tree_model``)."""
-    from fairspec.kinds.pair_runtime import runtime_violates
+    from fairspec.kinds.pair_runtime import pair_probabilities, runtime_violates
 
     w = verdict.witness
     if w is None:
@@ -36,7 +36,8 @@ def flip_replays(prop, model, verdict, tree: bool) -> bool:
         return sw is not None and not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0]
                                            and compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0])
     s, _ = post_scores(prop, model, X)
-    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:])[0])
+    # prob the library computes from the logit: decided on predict_proba's own floats (pair_probabilities)
+    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X))[0])
 
 
 def solver_runtime(prop, model, enc):
