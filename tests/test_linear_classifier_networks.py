@@ -140,3 +140,43 @@ def test_modified_huber_is_refused_when_the_spec_is_checked(tmp_path):
     rep = fairspec.check(tmp_path / "s.fair")
     assert [d.code for d in rep.diagnostics if d.severity == "error"] == ["FS506"]
     assert "modified_huber" in next(d.message for d in rep.diagnostics if d.code == "FS506")
+
+
+@pytest.mark.parametrize("fmt", ["skops", "pkl"])
+@pytest.mark.parametrize("kind, why", [("lda", "LinearDiscriminantAnalysis of two classes only"),
+                                       ("sgd-log", "SGDClassifier of more than two classes"),
+                                       ("sgd-modified_huber", "modified_huber")])
+def test_lint_refuses_what_no_network_head_computes_from_the_file(tmp_path, fmt, kind, why):
+    """FS506 at lint, read inertly from a skops file or a pickle (nothing in it runs): a multiclass LDA or
+    SGDClassifier (its classes_' length), an SGDClassifier's modified_huber loss, in the sentence check's
+    loader gives (network_sklearn._linear_classifier). Lint said nothing of a pickle of any of them, nor of a
+    multiclass one in a skops file."""
+    import pickle
+
+    from fairspec.models.network_sklearn import from_sklearn
+
+    if kind == "sgd-modified_huber":
+        est = _fit(kind, (0.5, 0.5), 0.0)
+    else:
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+        from sklearn.linear_model import SGDClassifier
+
+        est = LinearDiscriminantAnalysis() if kind == "lda" else SGDClassifier(loss="log_loss", max_iter=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(GRID[:, :2] * [1, 0.25], [int(g) for g in GRID[:, 0]])
+    if fmt == "skops":
+        pytest.importorskip("skops.io").dump(est, tmp_path / "m.skops")
+    else:
+        (tmp_path / "m.pkl").write_bytes(pickle.dumps(est))
+    head = HEAD.format(output="").replace('"m.skops"', '"m.pkl", trust pickle' if fmt == "pkl" else '"m.skops"')
+    prop = PROP.format(k=0, using="using milp")
+    if kind != "sgd-modified_huber":    # a multiclass model's label is FS414: its class
+        prop = prop.replace("label(m(x)) == label(m(x'))", "class(m(x)) == class(m(x'))")
+        assert "class(m(x))" in prop
+    (tmp_path / "s.fair").write_text(head + prop)
+    errors = [d for d in fairspec.lint(tmp_path / "s.fair") if d.severity == "error"]
+    assert [d.code for d in errors] == ["FS506"] and why in errors[0].message, errors
+    with pytest.raises(UnsupportedModel) as refused:          # check's loader: the same sentence
+        from_sklearn(est)
+    assert why in str(refused.value)

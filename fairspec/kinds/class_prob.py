@@ -173,8 +173,10 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         precision = runtime_precision(model)
     except ValueError as e:
         return no(str(e))
+    from fairspec.kinds.pair_replay import codes_as_variables
+
     try:
-        encoding = encoding_from_ir(kind._codes_as_variables(enc))
+        encoding = encoding_from_ir(codes_as_variables(enc))
     except ValueError as e:
         return no(f"no runtime error bound for this encoding ({e})")
     relaxed = kind._relaxed(prop, fs, enc, low)

@@ -159,6 +159,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         return later
     from fairspec.backends.data.flips import replayer_name, run_flips
     from fairspec.kinds.pair_enumeration import unread_by_enumeration
+    from fairspec.kinds.pair_replay import flip_replays, solver_runtime, with_replay
     from fairspec.planning import setting
 
     if is_tree_model(ctx, prop.model):
@@ -179,7 +180,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
-        if first.status == "violated" and _flip_replays(prop, ctx, first):
+        if first.status == "violated" and flip_replays(prop, ctx.model(prop.model), first, is_tree_model(ctx, prop.model)):
             return Verdict(**{**first.__dict__, "backend": f"{backend} (falsified on data first)",
                               "seconds": time.perf_counter() - t0})
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
@@ -210,12 +211,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         eps = engine_eps(prop, trees)              # in the units of the ensemble's S (LightGBM's sigmoid factor)
     else:
         relaxed = _relaxed(prop, fs, enc, low)
-    runtime = None if trees is not None else _runtime(prop, ctx, enc, low)
+    runtime = None if trees is not None else solver_runtime(prop, ctx.model(prop.model), enc)
     problem = PairProblem(folded if trees is not None else fold_scaling(net, low), low.lo, low.hi, low.integer,
                           low.onehot_groups, low.free, None, relaxed, prop.post, eps,
                           eps_strict=prop.eps_strict, runtime=runtime)
     if runtime is not None:
-        runtime = _with_replay(runtime, prop, ctx, enc, low, problem)
+        runtime = with_replay(runtime, prop, ctx.model(prop.model), enc, low, problem)
         problem = replace(problem, runtime=runtime)
 
     mode = setting(prop, "mode", backend)
@@ -698,35 +699,6 @@ def _interval(backend, mode, res) -> dict:
     return out
 
 
-def _flip_replays(prop, ctx, verdict) -> bool:
-    """A data flip's witness breaks the property on the model's runtime, decided exactly (the flips
-    compare in floats and read `<` as `<=`)."""
-    from fairspec.kinds.pair_runtime import runtime_violates
-
-    model = ctx.model(prop.model)
-    w = verdict.witness
-    if w is None:
-        return False
-    from fairspec.kinds.pair_runtime import post_scores
-
-    X = np.array([w.x, w.x_prime], dtype=np.float64)
-    if is_tree_model(ctx, prop.model) and prop.post in ("label", "prob", "logit"):
-        # a tree model's outputs are its library's own, as its enumeration and every tree engine's replay
-        # read them (backends/trees/runtime.runtime_outputs): `prob` is the library's probability
-        # whatever the declared output, not the logistic of a margin (binary:hinge predicts 0 / 1)
-        from fairspec.backends.trees.runtime import runtime_outputs
-        from fairspec.certify.enumerate import compare_exact
-
-        if prop.post == "label":
-            lab = runtime_outputs(model, X, "label")
-            return lab is not None and bool(lab[0] != lab[1])
-        sw = runtime_outputs(model, X, prop.post)
-        return sw is not None and not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0]
-                                           and compare_exact(sw[1:], prop.eps_op, prop.eps, minus=sw[:1])[0])
-    s, _ = post_scores(prop, model, X)
-    return s is not None and bool(runtime_violates(prop, model, s[:1], s[1:])[0])
-
-
 def _relaxed(prop, fs, enc, low):
     """The relaxed tolerances of the pair problem: ``|d| < t`` on an integral input is ``|d| <= ceil(t) - 1``;
     on a continuous one the closure ``<= t`` (its witnesses are checked against ``< t`` on replay)."""
@@ -741,54 +713,6 @@ def _relaxed(prop, fs, enc, low):
         strict_int = f is not None and prop.relaxed_op(f) == "<" and low.integer[i]
         out.append((i, float(math.ceil(threshold_of(t)) - 1)) if strict_int else (i, t))
     return tuple(out)
-
-
-def _runtime(prop, ctx, enc, low):
-    """What certification needs about the model's runtime (fairspec.backends.pair.certify.Runtime)."""
-    from fairspec.backends.pair.certify import Runtime
-    from fairspec.certify.network import encoding_from_ir
-    from fairspec.kinds.pair_runtime import library_logistic
-    from fairspec.models.batching import elementwise_sigmoid_head
-    from fairspec.models.runtime_layers import predict_is_decision, runtime_layers
-
-    model = ctx.model(prop.model)
-    try:       # prob of a library logistic: its decision_function's layers (predict_proba is expit of them)
-        layers, readout, precision = runtime_layers(model, "logit" if library_logistic(prop, model) else prop.post)
-        encoding = encoding_from_ir(_codes_as_variables(enc))
-    except (ValueError, TypeError) as e:
-        return Runtime(None, why_not=f"no runtime error bound for this model ({e})")
-    return Runtime(layers, encoding, readout, precision, fixed_head=elementwise_sigmoid_head(model) is not None,
-                   label_readout=("logit", 0) if prop.post == "label" and predict_is_decision(model) else None)
-
-
-def _codes_as_variables(enc):
-    """The encoding with every code table written 0..k-1 in order: the pair problem's variable of a
-    code column is the code itself (kinds/lowering.py), an exact identity whatever the table's order."""
-    from dataclasses import replace as dc_replace
-
-    cols = []
-    for c in enc.columns:
-        if c.kind == "code" and sorted(float(x) for x in c.codes) == [float(i) for i in range(len(c.codes))]:
-            c = dc_replace(c, codes=tuple(type(x)(i) for i, x in enumerate(c.codes)))
-        cols.append(c)
-    return dc_replace(enc, columns=tuple(cols))
-
-
-def _with_replay(runtime, prop, ctx, enc, low, problem):
-    """``runtime`` with the replay of pairs on the model's runtime (one pair, and many in one batch with the
-    pairs another batch may decide otherwise replayed alone) and the batch scorer."""
-    from dataclasses import replace as dc_replace
-
-    from fairspec.kinds.pair_enumeration import batch_unsure, fragile_pair
-    from fairspec.kinds.pair_runtime import (Replay, batch_replayer, batch_scorer, encoder, pair_precondition,
-                                             replayer)
-
-    model = ctx.model(prop.model)
-    pre = pair_precondition(prop, enc, low, problem)
-    one = replayer(prop, model, enc, low, pre, fragile=fragile_pair)
-    unsure = batch_unsure(prop, model, encoder(enc, low))
-    return dc_replace(runtime, replay=Replay(one, batch_replayer(prop, model, enc, low, pre, one, unsure)),
-                      scores=batch_scorer(prop, model, enc, low, unsure=unsure))
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

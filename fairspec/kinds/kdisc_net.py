@@ -72,7 +72,7 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
     from fairspec.certify.kdisc_net import KDiscQuery, bound_kdisc
     from fairspec.certify.network import encoding_from_ir
     from fairspec.kinds import kdisc_rounding as kr
-    from fairspec.kinds.individual_fairness import _codes_as_variables
+    from fairspec.kinds.pair_replay import codes_as_variables
     from fairspec.kinds.kdisc_witness import replayed_violation
     from fairspec.models.network import UnsupportedModel
     from fairspec.models.runtime_layers import runtime_layers
@@ -82,7 +82,7 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
     read, logit = model.prob_reader()
     try:
         layers, readout, precision = runtime_layers(model, "prob")
-        encoding = encoding_from_ir(_codes_as_variables(enc))
+        encoding = encoding_from_ir(codes_as_variables(enc))
     except (ValueError, TypeError, UnsupportedModel) as e:
         return f"; no certified bound of this network ({e})"
     if (readout[0] in ("logit", "margin")) != bool(logit):

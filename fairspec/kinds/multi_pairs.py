@@ -82,8 +82,9 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     from fairspec.backends.pair.certify import Runtime
     from fairspec.backends.pair.multiclass import ClassProblem, attack_class, class_net, solve_class
     from fairspec.certify.network import encoding_from_ir
-    _codes_as_variables, _relaxed = kind._codes_as_variables, kind._relaxed
+    _relaxed = kind._relaxed
     from fairspec.kinds.lowering import Unsupported, fold_scaling, lower_pair
+    from fairspec.kinds.pair_replay import codes_as_variables
     from fairspec.kinds.pair_runtime import class_networks, encoder, pair_precondition
     from fairspec.models.runtime_layers import runtime_precision
     from fairspec.models.network import UnsupportedModel
@@ -147,7 +148,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
         # score of its logits decides within the logits' error bound and the softmax's (certify.argmax)
         head = ("softmax",) if raw.final == "softmax" else ()
         try:
-            rt = Runtime([(L.W, L.b, L.relu) for L in run.layers], encoding_from_ir(_codes_as_variables(enc)),
+            rt = Runtime([(L.W, L.b, L.relu) for L in run.layers], encoding_from_ir(codes_as_variables(enc)),
                          ("argmax", 0) + head, precision, replay=replay)
         except (ValueError, TypeError) as e:
             rt = Runtime(None, why_not=f"no runtime error bound for this model ({e})", replay=replay)

@@ -411,7 +411,7 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
     point alone, the pair, the pair reversed: :func:`reproduces`); None for a pair every batch
     violates alike (and on runtimes that score every batch alike)."""
     from fairspec.certify.enumerate import compared_kind
-    from fairspec.kinds.pair_runtime import post_scores
+    from fairspec.kinds.pair_runtime import library_logistic, post_scores
 
     if not batch_dependent(model):
         return None
@@ -426,8 +426,11 @@ def fragile_pair(prop: ir.IndividualFairness, model, X2: np.ndarray) -> dict | N
         b = a + 1
         s = s.T.reshape(-1)
     kind = compared_kind(prop.post, score_kind)
+    # predict_proba of a library logistic is elementwise of the logits: their error bound is the one another
+    # batch moves it by (as batch_unsure and the enumeration judge it), not an assumed spread
+    logistic = library_logistic(prop, model) and not model.prob_reader()[1]
     moved = _rounded_apart(prop, model, X2, points, s[a], s[b], a % 2, b % 2, kind,
-                           runtime_spread(prop.post, prop.cls, model, X2, score_kind))
+                           runtime_spread("logit" if logistic else prop.post, prop.cls, model, X2, score_kind))
     if not (moved and moved.get("moved")):
         return None
     moved.pop("unsure", None)
@@ -441,7 +444,7 @@ def reproduces(prop: ir.IndividualFairness, model, X2: np.ndarray) -> list[int]:
     reproduce). How a user replays a witness; another batch may still round it away."""
     from dataclasses import replace
 
-    from fairspec.kinds.pair_runtime import post_scores, runtime_violates
+    from fairspec.kinds.pair_runtime import library_probability, post_scores, runtime_violates
 
     X2 = np.atleast_2d(np.asarray(X2, dtype=np.float64))
     alone = [post_scores(prop, model, X2[i:i + 1])[0] for i in range(2)]
@@ -452,7 +455,12 @@ def reproduces(prop: ir.IndividualFairness, model, X2: np.ndarray) -> list[int]:
     runs = [np.concatenate([np.asarray(v, dtype=np.float64) for v in alone], axis=0),
             np.asarray(pair, dtype=np.float64), np.asarray(rev, dtype=np.float64)[::-1]]
     if runs[1].ndim == 1:
-        return [0] if all(runtime_violates(prop, model, S[:1], S[1:])[0] for S in runs) else []
+        # prob the library computes from the logit: predict_proba of each run, decided on its floats
+        P = [library_probability(prop, model, X2[i:i + 1]) for i in range(2)]
+        P = [None if any(p is None for p in P) else np.concatenate(P), library_probability(prop, model, X2),
+             library_probability(prop, model, np.ascontiguousarray(X2[::-1]))]
+        P = [(None, None) if p is None else (p[:1], p[1:]) if i < 2 else (p[1:], p[:1]) for i, p in enumerate(P)]
+        return [0] if all(runtime_violates(prop, model, S[:1], S[1:], *p)[0] for S, p in zip(runs, P)) else []
     return [c for c in range(runs[1].shape[1])          # forall c: the columns that break it in every run
             if all(runtime_violates(replace(prop, cls=c), model, S[:1, c], S[1:, c])[0] for S in runs)]
 

@@ -221,19 +221,39 @@ def runtime_class_value(Y) -> float | None:
     return best
 
 
-def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
+def runtime_violates(prop: ir.IndividualFairness, model, sa, sb, pa=None, pb=None) -> np.ndarray:
     """Per pair (either order): does the runtime's scores pair break the post-condition, decided
-    exactly by certify? (prob of a logit model: only a certain violation counts)."""
-    from fairspec.certify.enumerate import SigmoidCheck, class_post, compare_exact, pair_checks
+    exactly by certify? (prob of a logit model: only a certain violation counts). ``pa``, ``pb``: the
+    pairs' probabilities where ``prob`` is the library's own float of the logit
+    (:func:`library_probability`, read in the batch ``sa``, ``sb`` come from): a pair whose two are finite
+    is decided on them exactly, with the spec's ``<`` / ``<=`` (the claim the enumeration proves against:
+    predict_proba breaks it), ties and saturated logits included; the logistic's bounds of ``sa``, ``sb``
+    decide the others, and every pair where none is given."""
+    from fairspec.certify.enumerate import SigmoidCheck, class_post
 
     sa = np.asarray(sa, dtype=np.float64).reshape(-1)
     sb = np.asarray(sb, dtype=np.float64).reshape(-1)
     if prop.post == "prob" and model.score_kind == "logit":
         op = "<" if prop.eps_strict else "<="
         r = library_logistic(prop, model)
-        return SigmoidCheck(sa, op, prop.eps, sb, r).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa, r).decide()[1]
+        out = SigmoidCheck(sa, op, prop.eps, sb, r).decide()[1] | SigmoidCheck(sb, op, prop.eps, sa, r).decide()[1]
+        if not r or pa is None or pb is None:
+            return out
+        pa = np.asarray(pa, dtype=np.float64).reshape(-1)
+        pb = np.asarray(pb, dtype=np.float64).reshape(-1)
+        if pa.shape != sa.shape or pb.shape != sb.shape:
+            return out
+        read = np.isfinite(pa) & np.isfinite(pb)
+        return np.where(read, _breaks("prob", prop, model, pa, pb), out)
+    return _breaks(class_post(prop.post), prop, model, sa, sb)
+
+
+def _breaks(post: str, prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
+    """Per pair: ``post`` compared by certify exactly (:func:`fairspec.certify.enumerate.pair_checks`) fails
+    in either order of the runtime's outputs ``sa``, ``sb`` (a NaN satisfies no check)."""
+    from fairspec.certify.enumerate import compare_exact, pair_checks
+
     out = np.zeros(sa.shape[0], dtype=bool)
-    post = class_post(prop.post)
     for x, y in ((sa, sb), (sb, sa)):
         ok = np.zeros(sa.shape[0], dtype=bool)
         for c in pair_checks(post, x, y, eps=prop.eps, decision_threshold=label_threshold(prop, model),
@@ -241,6 +261,17 @@ def runtime_violates(prop: ir.IndividualFairness, model, sa, sb) -> np.ndarray:
             ok |= compare_exact(c.lhs, c.op, c.rhs, c.minus)
         out |= ~ok
     return out
+
+
+def pair_probabilities(prop: ir.IndividualFairness, model, X2) -> tuple:
+    """``(pa, pb)`` for :func:`runtime_violates` of the encoded pairs ``X2`` (2k rows: the k first
+    points, then their k counterparts, scored in this one batch): the library's probabilities
+    (:func:`library_probability`), or ``(None, None)`` where ``prob`` is not read so."""
+    P = library_probability(prop, model, X2)
+    if P is None or P.shape[0] % 2:
+        return None, None
+    k = P.shape[0] // 2
+    return P[:k], P[k:]
 
 
 def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_check, fragile=None):
@@ -260,7 +291,7 @@ def replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, problem_
         s, _ = post_scores(prop, model, X)
         if s is None or s.shape != (2,) or not np.all(np.isfinite(s)):
             return False, X, s
-        if not runtime_violates(prop, model, s[:1], s[1:])[0]:
+        if not runtime_violates(prop, model, s[:1], s[1:], *pair_probabilities(prop, model, X))[0]:
             return False, X, s
         moved = fragile(prop, model, X) if fragile is not None else None
         return not (moved and not moved["reproduced"]), X, s
@@ -303,7 +334,8 @@ def batch_replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, pr
             out[rows] = one_by_one(X, XP, rows)
             return out
         V = np.concatenate([X[rows], XP[rows]])
-        s, _ = post_scores(prop, model, encode(enc, feature_values(low, enc, V), 2 * k))
+        E = encode(enc, feature_values(low, enc, V), 2 * k)
+        s, _ = post_scores(prop, model, E)
         if s is None or np.ndim(s) != 1 or s.shape[0] != 2 * k:
             out[rows] = one_by_one(X, XP, rows)
             return out
@@ -314,7 +346,9 @@ def batch_replayer(prop: ir.IndividualFairness, model, enc: ir.Encoding, low, pr
             alone |= np.asarray(unsure([X[rows], XP[rows]], [sa, sb], [(0, 1)]), dtype=bool)
         decided = rows[~alone]
         if decided.size:
-            out[decided] = runtime_violates(prop, model, sa[~alone], sb[~alone])
+            pa, pb = pair_probabilities(prop, model, E)     # predict_proba of this batch, as sa and sb
+            out[decided] = runtime_violates(prop, model, sa[~alone], sb[~alone],
+                                            None if pa is None else pa[~alone], None if pb is None else pb[~alone])
         if alone.any():
             out[rows[alone]] = one_by_one(X, XP, rows[alone])
         return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairspec.models.network import Layer, PLNet, UnsupportedModel, _Chain, _make_net, apply_readout
-from fairspec.models.peek_sklearn import LINEAR_REGRESSORS, estimator_obstacle
+from fairspec.models.peek_sklearn import LDA_MULTICLASS, LINEAR_REGRESSORS, SGD_HUBER, SGD_MULTICLASS, estimator_obstacle
 
 MLPS = ("MLPClassifier", "MLPRegressor")
 #: linear classifiers read as one layer (``decision_function``) and its logistic / softmax head
@@ -80,17 +80,15 @@ def _linear_classifier(est, name: str) -> None:
             and str(getattr(dec, "__module__", "")) == "sklearn.discriminant_analysis"):
         raise UnsupportedModel(name, "decision_function",
                                f"this {name}'s decision_function is not scikit-learn's X @ coef_.T + intercept_")
+    # the sentences lint gives from the file (peek_sklearn.estimator_obstacle, FS506)
     if name == "SGDClassifier" and len(getattr(est, "classes_", ())) != 2:
-        raise UnsupportedModel(name, "classes_", "an SGDClassifier of more than two classes normalizes its "
-                                                 "one-vs-rest probabilities, which no network head computes")
+        raise UnsupportedModel(name, "classes_", SGD_MULTICLASS)
     if name == "LinearDiscriminantAnalysis" and len(getattr(est, "classes_", ())) != 2:
         # scipy's softmax there, not the one a multinomial LogisticRegression's head was checked against
-        raise UnsupportedModel(name, "classes_", "the network encodings take a LinearDiscriminantAnalysis of "
-                                                 "two classes only")
+        raise UnsupportedModel(name, "classes_", LDA_MULTICLASS)
     if name == "SGDClassifier":
         if getattr(est, "loss", None) == "modified_huber":
-            raise UnsupportedModel(name, "loss", "an SGDClassifier with loss = 'modified_huber' clips its decision "
-                                                 "into a probability, which no network head computes")
+            raise UnsupportedModel(name, "loss", SGD_HUBER)
 
 
 def _regressor(est, layers, foreign: str, index, readout, ch, name: str = "MLPRegressor") -> PLNet:

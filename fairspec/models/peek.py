@@ -25,8 +25,9 @@ from fairspec import filecache
 from .base import ModelLoadError, recorded_names
 from .peek_onnx import (chosen_output, graph_problem, guessed_score_kind, input_problem, missing_external_data,
                         onnx_class_labels, onnx_input_width, onnx_obstacle, output_choice_problem, read_onnx_signature)
-from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_input_width, skops_final_node,
-                           skops_input_names, skops_input_width, skops_obstacle)
+from .peek_sklearn import (estimator_obstacle, sklearn_pickle_estimator, sklearn_pickle_head,
+                           sklearn_pickle_input_width, skops_final_node, skops_input_names, skops_input_width,
+                           skops_n_classes, skops_obstacle)
 from .peek_torch import torch_input_width
 from .peek_trees import (lightgbm_input_categories, lightgbm_input_names, lightgbm_input_width, xgboost_input_categories,
                          xgboost_input_names, xgboost_input_width)
@@ -226,10 +227,10 @@ def piecewise_linear_obstacle(format: str, path, output: str | int | None = None
         if fmt == "sklearn" and p.suffix.lower() == ".skops":
             with zipfile.ZipFile(p) as zf:
                 schema = json.loads(zf.read("schema.json"))
-            return skops_obstacle(schema)
+            return skops_obstacle(schema, skops_n_classes(p))
         if fmt == "sklearn":
             est = sklearn_pickle_estimator(p, final=True)
-            return None if est is None else estimator_obstacle(*est)
+            return None if est is None else estimator_obstacle(*est, *sklearn_pickle_head(p))
     except Exception:  # noqa: BLE001 - lint says nothing here; the loader gives the sentence at check time
         return None
     return None

@@ -304,26 +304,58 @@ def _json_text(attrs: dict, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def skops_obstacle(schema: dict) -> str | None:
+def skops_obstacle(schema: dict, n_classes: int | None = None) -> str | None:
+    """:func:`estimator_obstacle` of the final estimator of a skops file's schema; ``n_classes``: its
+    ``classes_``' length where the caller read it (:func:`skops_n_classes`)."""
     schema = skops_final_node(schema)
     cls = schema.get("__class__")
     if not isinstance(cls, str):
         return None
     attrs = _attrs(schema) or {}
     return estimator_obstacle(cls, _json_text(attrs, "activation"), _json_text(attrs, "out_activation_"),
-                              _json_text(attrs, "loss"))
+                              _json_text(attrs, "loss"), n_classes)
+
+
+def sklearn_pickle_head(path) -> tuple[str | None, int | None]:
+    """``(loss, n_classes)`` of a pickled scikit-learn estimator (a Pipeline's last step), read inertly (every
+    class a stub: nothing in the file runs): its ``loss`` string and the length of its ``classes_`` array
+    (a pickled numpy array's recorded shape); None for what the file does not say."""
+    root = _pickle_root(path, True)
+    if root is None:
+        return None, None
+    loss = _state(root).get("loss")
+    arr = _state(root).get("classes_")
+    st = getattr(arr, "_stub_state", None) if isinstance(arr, _Stub) else None
+    k = None
+    # a pickled numpy array's state is (version, shape, dtype, fortran order, data)
+    if isinstance(st, tuple) and len(st) >= 2 and isinstance(st[1], tuple) and len(st[1]) == 1 and \
+            str(arr._qual[1]) == "_reconstruct" and str(arr._qual[0]).startswith("numpy"):
+        k = st[1][0] if isinstance(st[1][0], int) and not isinstance(st[1][0], bool) else None
+    return loss if isinstance(loss, str) else None, k
+
+
+#: why a linear classifier's head is no network head (network_sklearn._linear_classifier says the same)
+SGD_MULTICLASS = "an SGDClassifier of more than two classes normalizes its one-vs-rest probabilities, which no " \
+                 "network head computes"
+LDA_MULTICLASS = "the network encodings take a LinearDiscriminantAnalysis of two classes only"
+SGD_HUBER = "an SGDClassifier with loss = 'modified_huber' clips its decision into a probability, which no " \
+            "network head computes"
 
 
 def estimator_obstacle(cls: str, activation: str | None, out_activation: str | None = None,
-                       loss: str | None = None) -> str | None:
+                       loss: str | None = None, n_classes: int | None = None) -> str | None:
     """Why a scikit-learn estimator is not a network the solvers encode (its class, an MLP's hidden
-    activation, an MLPRegressor's output activation, an SGDClassifier's loss), or None (also when the
-    file does not say; network_sklearn.from_sklearn refuses the rest when it reads the estimator)."""
+    activation, an MLPRegressor's output activation, an SGDClassifier's loss, a linear classifier's
+    number of classes where only two are taken), or None (also when the file does not say;
+    network_sklearn.from_sklearn refuses the rest when it reads the estimator)."""
     if cls not in PL_SKLEARN:
         return f"estimator {cls} is not a ReLU MLP, a linear classifier or a linear regression"
+    if cls == "SGDClassifier" and n_classes is not None and n_classes > 2:
+        return SGD_MULTICLASS
+    if cls == "LinearDiscriminantAnalysis" and n_classes is not None and n_classes > 2:
+        return LDA_MULTICLASS
     if cls == "SGDClassifier" and loss == "modified_huber":
-        return "an SGDClassifier with loss = 'modified_huber' clips its decision into a probability, which no " \
-               "network head computes"
+        return SGD_HUBER
     if cls in ("MLPClassifier", "MLPRegressor") and activation is not None and activation not in ("relu", "identity"):
         return f"{cls} activation {activation!r} is not piecewise-linear"
     if cls == "MLPRegressor" and out_activation not in (None, "identity"):

@@ -451,11 +451,12 @@ def prob_cut(a: float, eps: float) -> tuple[float, float] | None:
     ``sigmoid(z) - sigmoid(z') > eps`` iff ``z > g(z')`` (and ``z' < logit(1 - eps)``). ``g`` is
     convex, so every tangent lies below it: each cut keeps all true violations (an outer
     approximation, sound for proofs) and cuts off spurious solutions near ``a``. Returns None
-    where ``g`` is undefined (``sigmoid(a) + eps >= 1``).
+    where ``g`` is undefined (``sigmoid(a) + eps >= 1``, or ``<= 0``: eps 0 at a logit whose sigmoid
+    underflows to 0, a < -745).
     """
     p = float(sigmoid(np.array([a]))[0])
     q = p + eps
-    if q >= 1.0 - 1e-12:
+    if q >= 1.0 - 1e-12 or q <= 0.0:
         return None
     g = logit_fn(q)
     slope = p * (1.0 - p) / (q * (1.0 - q))

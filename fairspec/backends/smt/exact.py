@@ -69,6 +69,11 @@ class Runtime:
     #: readout ("prob", i): the probability is one elementwise function of the logit's float
     #: (fairspec.models.batching.elementwise_sigmoid_head; certify.network.equal_logits_readout)
     fixed_head: bool = False
+    #: a ``prob`` post whose probability is the library's own float of the logit ``replay`` gives
+    #: (scikit-learn's predict_proba of a linear classifier declared by its decision_function):
+    #: problem-space batch (k, n) -> those probabilities (k,). A pair it shows broken is a violation
+    #: (:meth:`_Judge.ordered_violates`); fair pairs are still decided by the logistic's bounds only
+    prob: Callable | None = None
 
     def __getstate__(self):
         # a process pool's worker gets no replay (the loaded model stays in the parent): it
@@ -76,6 +81,7 @@ class Runtime:
         # pair on that evidence, and the parent replays the witness on the real runtime
         d = dict(self.__dict__)
         d["replay"] = None
+        d["prob"] = None
         return d
 
     def __setstate__(self, d):
@@ -202,9 +208,19 @@ class _Judge:
             raise ValueError("the runtime must give one score per row")
         return s
 
-    def ordered_violates(self, s: np.ndarray) -> bool | None:
+    def probabilities(self, x, xp) -> np.ndarray | None:
+        """The library's probabilities of the pair (``Runtime.prob``, in a batch of two as :meth:`scores`),
+        or None where ``prob`` is not read so or they are not two finite floats."""
+        if self.rt.prob is None or self.p.post != "prob" or self.rt.score_kind != "logit":
+            return None
+        P = np.asarray(self.rt.prob(np.vstack([x, xp])), dtype=np.float64).reshape(-1)
+        return P if P.shape == (2,) and np.all(np.isfinite(P)) else None
+
+    def ordered_violates(self, s: np.ndarray, p: np.ndarray | None = None) -> bool | None:
         """Does the ordered pair (scores s[0], s[1]) break the property on the runtime? None when
-        the runtime's scores cannot decide it exactly (a prob post read from logits near eps)."""
+        the runtime's scores cannot decide it exactly (a prob post read from logits near eps). ``p``:
+        the pair's probabilities where they are the library's floats (:meth:`probabilities`): a pair they
+        break, compared exactly, is a violation (ties, saturated logits); the others as without them."""
         from fairspec.certify.enumerate import compare_exact
 
         a, b = s[:1], s[1:]
@@ -212,6 +228,9 @@ class _Judge:
             return None
         if self.p.post == "label":
             return bool(compare_exact(a, ">", self.t)[0] and compare_exact(b, "<=", self.t)[0])
+        if p is not None and self.p.post == "prob" and self.rt.score_kind == "logit" and \
+                compare_exact(p[:1], ">=" if self.eps_strict else ">", self.eps, minus=p[1:])[0]:
+            return True
         if self.p.post == "prob" and self.rt.score_kind == "logit":
             # the logistic of the runtime's logits, by rigorous outward bounds (None: too close)
             from fairspec.certify.exact import decide, threshold_of
@@ -314,7 +333,8 @@ def replays(problem: PairProblem, rt: Runtime, witness, eps_strict: bool = False
         if i in set(relaxed_strict) and not abs(Fraction(float(x[i])) - Fraction(float(xp[i]))) < Fraction(t):
             return False
     s = j.scores(x, xp)
-    return bool(j.ordered_violates(s) or j.ordered_violates(s[::-1].copy()))
+    P = j.probabilities(x, xp)
+    return bool(j.ordered_violates(s, P) or j.ordered_violates(s[::-1].copy(), None if P is None else P[::-1].copy()))
 
 
 def _relaxed_exact(problem: PairProblem, relaxed_strict) -> PairProblem:
@@ -383,7 +403,7 @@ class _Session:
         if key in self.seen:
             return self.seen[key]
         s = self.judge.scores(x, xp)
-        v = self.judge.ordered_violates(s)
+        v = self.judge.ordered_violates(s, self.judge.probabilities(x, xp))
         m = self.judge.measure(s)
         if self.best is None or m > self.best[0]:
             self.best = (m, Witness([float(a) for a in x], [float(a) for a in xp], float(s[0]), float(s[1])))

@@ -95,6 +95,18 @@ def _decision(model, X) -> np.ndarray:
         return np.asarray(model.raw.decision_function(np.asarray(X, dtype=np.float64)), dtype=np.float64).reshape(-1)
 
 
+def _library_probability(model, enc):
+    """``prob(V)``: predict_proba's class 1 of problem-space rows V where ``prob`` of the declared logit is
+    the library's own float of it (``reads_library_probability``, as kinds.pair_runtime.library_probability
+    reads it); None elsewhere."""
+    if not getattr(model, "reads_library_probability", False):
+        return None
+    read, logit = model.prob_reader()
+    if logit:
+        return None
+    return lambda V: np.asarray(read(encode_like_runtime(enc, V)), dtype=np.float64).reshape(-1)
+
+
 def runtime_of(model, enc, post: str | None = None):
     """The Runtime of a loaded network model (ONNX, TorchScript / torch, scikit-learn MLP or
     logistic regression) under encoding ``enc``, or None when it is not one certify can bound.
@@ -136,7 +148,8 @@ def runtime_of(model, enc, post: str | None = None):
                 return Runtime(raw, _encoding(enc), ro, precision,
                                lambda V: model.score(encode_like_runtime(enc, V)), model.score_kind,
                                f"sklearn {type(model.raw).__name__} (float64)",
-                               fixed_head=ro[0] == "prob" and elementwise_sigmoid_head(model) is not None)
+                               fixed_head=ro[0] == "prob" and elementwise_sigmoid_head(model) is not None,
+                               prob=_library_probability(model, enc) if post == "prob" and ro[0] == "logit" else None)
         else:
             return None
         ro = _readout(raw, model.readout)
@@ -146,4 +159,5 @@ def runtime_of(model, enc, post: str | None = None):
     except Exception:   # noqa: BLE001 - any model certify's error model does not cover: no runtime
         return None
     return Runtime(raw, encoding, ro, precision, lambda V: model.score(encode_like_runtime(enc, V)),
-                   model.score_kind, f"{fmt} runtime ({precision})")
+                   model.score_kind, f"{fmt} runtime ({precision})",
+                   prob=_library_probability(model, enc) if post == "prob" and ro[0] == "logit" else None)
