@@ -297,7 +297,8 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
     space = (params.context is not None and params.context.trigger_kind == T.CompletionTriggerKind.TriggerCharacter
              and params.context.trigger_character == " ")
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
-             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0], space=space)]
+             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0], space=space,
+                                                    importers=ls.importers_of(params.text_document.uri))]
     return T.CompletionList(is_incomplete=False, items=items)
 
 

@@ -84,9 +84,11 @@ def _open_blocks(clean: str) -> list[tuple[str, int]]:
         if tok == "{":
             # a block opens when the '{' follows its header; other braces are sets
             head = clean[:m.start()].rstrip()
-            last = list(re.finditer(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$", head))
+            # (a policy's header may hold a parameter's default: `policy p(t: real = 0.8) {`)
+            last = list(re.finditer(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$"
+                                    r"|\b(policy)\s+\w+\s*\([^(){}]*\)\s*$", head))
             if last and not re.search(r"[:,(]\s*$", head):
-                stack.append((last[0].group(1), last[0].start()))
+                stack.append((last[0].group(1) or last[0].group(2), last[0].start()))
             else:
                 stack.append(("set", m.start()))
         elif tok == "}":
@@ -141,12 +143,14 @@ def bound_variables(text: str, line: int, col: int) -> list[tuple[str, str]]:
 
 
 def completions(idx: Index | None, text: str, line: int, col: int,
-                index_line: int | None = 0, space: bool = False) -> list[tuple[str, str, str]]:
+                index_line: int | None = 0, space: bool = False, importers=()) -> list[tuple[str, str, str]]:
     """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings.
     ``index_line`` is the cursor's line in the index's text when that is an older text (None: it
     changed since; 0, the default: the index's text is ``text``).  ``space``: the editor asks
     because a space was typed; then only where the next word comes from a short known list (see
-    ``_CLOSED``), else nothing (a space inside an expression is not a request for 80 names)."""
+    ``_CLOSED``), else nothing (a space inside an expression is not a request for 80 names).
+    ``importers``: the indexes of other open documents that import this one (their applies tell the
+    sets passed to a policy declared here)."""
     from fairspec.planning import OPTIONS
     from fairspec.sema.properties import METRICS
 
@@ -210,10 +214,17 @@ def completions(idx: Index | None, text: str, line: int, col: int,
             if feats:
                 return of("field", feats, f"feature of {fs.group(1)}") + [("*", "field", "every feature")]
             if fs and (fs.group(1), "features") in _policy_params(text, line, col):
-                # x : F, F a parameter of the policy: the features of the sets its applies pass as F
-                passed = _passed_features(idx, _policy_at(text, line, col), fs.group(1))
-                return ([(f, "field", "feature of " + ", ".join(sets)) for f, sets in passed.items()]
-                        + [("*", "field", f"every feature of the set passed as {fs.group(1)}")])
+                # x : F, F a parameter of the policy: the features of the sets its applies pass as F (here
+                # or in an open document importing this one), of F's default set, those the policy reads
+                # from F's individuals (a library applies nothing: any set passed must have them)
+                policy, param = _policy_at(text, line, col), fs.group(1)
+                at = line if index_line == 0 else index_line
+                items = {f: "feature of " + ", ".join(sets) for f, sets in
+                         _passed_features(idx, policy, param, importers).items()}
+                for f, why in _known_features(idx, policy, param, at).items():
+                    items.setdefault(f, why)
+                return ([(f, "field", why) for f, why in items.items()]
+                        + [("*", "field", f"every feature of the set passed as {param}")])
         bound = [(v, "variable", what) for v, what in bound_variables(text, line, col)]
         if re.fullmatch(r"(?:using|search)\s+", head) or head.strip() == "":
             bound = []  # (a statement's start: a keyword or an option name)
@@ -296,31 +307,69 @@ def _policy_params(text: str, line: int, col: int) -> list[tuple[str, str]]:
     return re.findall(r"([A-Za-z_]\w*)\s*:\s*([A-Za-z_]\w*)", m.group(1)) if m else []
 
 
-def _passed_features(idx: Index | None, policy: str, param: str) -> dict[str, list[str]]:
-    """feature -> the feature sets holding it, over the sets the index's applies of ``policy`` pass as
-    its parameter ``param`` (positional or by name); empty when the policy is not applied there."""
+def _policy_decl(idx: Index | None, policy: str | None, file: str | None = None):
+    """The declaration of ``policy`` in ``idx`` (in ``file`` when given: the document's own policy)."""
+    return next((s.node for s in (idx.symbols.get(policy, ()) if idx is not None and policy else ())
+                 if s.kind == "policy" and (file is None or _same(s.span.file, file))), None)
+
+
+def _passed_features(idx: Index | None, policy: str, param: str, importers=()) -> dict[str, list[str]]:
+    """feature -> the feature sets holding it, over the sets the applies of ``policy`` pass as its
+    parameter ``param`` (positional or by name), in the index and in ``importers`` (indexes of open
+    documents importing the index's file: their applies of the policy declared there); empty when the
+    policy is not applied in any."""
     from fairspec.syntax import ast
 
-    decl = next((s.node for s in (idx.symbols.get(policy, ()) if idx is not None else ())
-                 if s.kind == "policy"), None)
+    out: dict[str, list[str]] = {}
+    for i, ix in enumerate([idx, *importers] if idx is not None else ()):
+        decl = _policy_decl(ix, policy, None if i == 0 else idx.path)
+        if decl is None:
+            continue
+        names = [p.name.id for p in decl.params]
+        sets: list[str] = []
+        for m in ix.modules:
+            for d in m.decls:
+                if not (isinstance(d, ast.ApplyDecl) and d.policy.id == policy):
+                    continue
+                for k, a in enumerate(d.args):
+                    to = a.name.id if a.name is not None else (names[k] if k < len(names) else None)
+                    if to == param and isinstance(a.value, ast.Name) and a.value.id not in sets:
+                        sets.append(a.value.id)
+        for fs in sets:
+            for name, syms in sorted(ix.symbols.items()):
+                if any(sym.kind == "feature" and sym.container == fs for sym in syms) and fs not in out.get(name, []):
+                    out.setdefault(name, []).append(fs)
+    return dict(sorted(out.items()))
+
+
+def _known_features(idx: Index | None, policy: str | None, param: str, line: int | None) -> dict[str, str]:
+    """feature -> why it is offered, for an individual of the policy's ``features`` parameter ``param``
+    where no apply tells the set: the features of its default set (`F: features = S`), then those the
+    policy reads from any individual of F (`x.age` in one of its properties, not on the cursor's ``line``
+    of the index's text: the name being typed): a set passed as F must have them."""
+    from fairspec.syntax import ast
+
+    from .index import _walk
+
+    decl = _policy_decl(idx, policy, idx.path if idx is not None else None)
     if decl is None:
         return {}
-    names = [p.name.id for p in decl.params]
-    sets: list[str] = []
-    for m in idx.modules:
-        for d in m.decls:
-            if not (isinstance(d, ast.ApplyDecl) and d.policy.id == policy):
-                continue
-            for i, a in enumerate(d.args):
-                to = a.name.id if a.name is not None else (names[i] if i < len(names) else None)
-                if to == param and isinstance(a.value, ast.Name) and a.value.id not in sets:
-                    sets.append(a.value.id)
-    out: dict[str, list[str]] = {}
-    for fs in sets:
+    out: dict[str, str] = {}
+    p = next((p for p in decl.params if p.name.id == param), None)
+    if p is not None and isinstance(p.default, ast.Name):
         for name, syms in sorted(idx.symbols.items()):
-            if any(sym.kind == "feature" and sym.container == fs for sym in syms):
-                out.setdefault(name, []).append(fs)
-    return dict(sorted(out.items()))
+            if any(s.kind == "feature" and s.container == p.default.id for s in syms):
+                out[name] = f"feature of {p.default.id} ({param}'s default)"
+    read: set[str] = set()
+    for prop in decl.properties:
+        xs = {n.id for st in prop.stmts if isinstance(st, ast.Stmt) and st.kind == "forall" and len(st.args) == 3
+              and isinstance(st.args[2], ast.Name) and st.args[2].id == param
+              for n in st.args[:2] if isinstance(n, ast.Name)}
+        read |= {n.name.id for n in _walk(prop) if isinstance(n, ast.Attr) and isinstance(n.obj, ast.Name)
+                 and n.obj.id in xs and n.obj.span.line != line and n.name.id not in _KEYWORDS}
+    for name in sorted(read - set(out)):
+        out[name] = f"feature {policy} reads from {param}"
+    return out
 
 
 def _option_names(idx: Index | None, line: int | None) -> list[str]:
