@@ -378,7 +378,8 @@ def rename(ls: FairspecServer, params: T.RenameParams):
         raise JsonRpcInvalidParams("this document does not parse: fix its syntax error (see its diagnostics), "
                                    "then rename")
     try:
-        edits = A.rename(idx, file, line, col, params.new_name, idx.path)
+        with ls._lock:  # the rename lints its result (one analysis at a time: the lint thread's lock)
+            edits = A.rename(idx, file, line, col, params.new_name, idx.path)
     except A.RenameError as e:
         raise JsonRpcInvalidParams(str(e)) from None
     changes: dict = {}
