@@ -90,19 +90,39 @@ def test_a_name_that_would_be_captured_is_refused_saying_where():
     f = idx.path
     assert not [d for d in idx.diagnostics if d.severity == "error"], idx.diagnostics
     eps = _at(text, "eps: real", 0)
-    with pytest.raises(A.RenameError, match=r"renaming 'eps' to 'c' would make the name at line 5 mean the "
-                                            r"variable c of property q instead of the parameter eps of policy p"):
+    with pytest.raises(A.RenameError, match=r"'c' is already declared \(variable c of property q at line 5\)"):
         A.rename(idx, f, *eps, "c", f)
     c = _at(text, "forall c", len("forall "))
-    with pytest.raises(A.RenameError, match=r"renaming 'c' to 'eps' would make the name at line 5 mean the "
-                                            r"variable eps of property q instead of the parameter eps of policy p"):
+    with pytest.raises(A.RenameError, match=r"'eps' is already declared \(parameter eps of policy p at line 1\)"):
         A.rename(idx, f, *c, "eps", f)
+    # in r, which never reads eps: still refused (in a policy, lint reads a parameter's name as the
+    # parameter wherever it is written, even where a property binds it)
+    for at, new in ((_at(text, "forall c : |prob(m(x), c) - prob(m(x'), c)| <= 0.2", len("forall ")), "eps"),
+                    (_at(text, "  property r {\n    forall x", len("  property r {\n    forall ")), "eps")):
+        with pytest.raises(A.RenameError, match="'eps' is already declared"):
+            A.rename(idx, f, *at, new, f)
     edits = A.rename(idx, f, *c, "k", f)
     assert [s.line for s, _ in edits] == [5, 5, 5], edits       # q's ensure only, not r's
     new = _apply(text, edits)
     assert "ensure forall k : |prob(m(x), k) - prob(m(x'), k)| <= eps" in new
     assert "ensure forall c : |prob(m(x), c) - prob(m(x'), c)| <= 0.2" in new
     assert _lint(path, new) == _lint(path, text)
+
+
+def test_a_use_the_variable_would_capture_is_refused_naming_it():
+    """A group read where the class variable is (lint says it is no number there, FS301, but the rename must
+    not turn it into the variable): renaming it to c is refused with the place; to another name is not."""
+    text = GRADES.read_text(encoding="utf-8").replace(
+        PROP, "group older = age >= 40\n\n" + PROP).replace("prob(grades(x'), c)| <= 0.1", "prob(grades(x'), c)| <= older")
+    idx = _index(GRADES, text)
+    f = idx.path
+    line = _at(text, "<= older")[0]
+    with pytest.raises(A.RenameError, match=rf"renaming 'older' to 'c' would make the name at line {line} mean the "
+                                            rf"variable c of property grade_probabilities_by_sex instead of the group "
+                                            rf"older; choose another name"):
+        A.rename(idx, f, *_at(text, "group older", len("group ")), "c", f)
+    new = _apply(text, A.rename(idx, f, *_at(text, "group older", len("group ")), "old", f))
+    assert "<= old\n" in new and _lint(GRADES, new) == _lint(GRADES, text)
 
 
 def test_a_feature_named_like_a_variable_after_a_dot_is_the_feature():

@@ -98,9 +98,9 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
                    for s in idx.symbols.get(n.id, []) if s.kind == "variable" and s.node is sym.node]
     spans = []
     for old, name in renames:
-        clash = [s for s in idx.symbols.get(name, []) if _clashes(s, old)]
+        clash = [s for s in idx.symbols.get(name, []) if _clashes(idx, s, old)]
         if clash:
-            raise RenameError(f"{name!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
+            raise RenameError(f"{name!r} is already declared ({_describe(clash[0])[4:]} at line {clash[0].span.line})")
         spans += [(o.span, name) for o in idx.occurrences if o.symbol == old]
     outside = [s for s, _ in spans if not _under(s.file, root)]
     if outside:
@@ -117,15 +117,19 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
     return edits
 
 
-def _clashes(other: Symbol, sym: Symbol) -> bool:
+def _clashes(idx: Index, other: Symbol, sym: Symbol) -> bool:
     """Renaming ``sym`` to ``other``'s name is refused at once. Features, groups, models, ... share one
     namespace in expressions; a policy's parameters only its own body; a property's variables only that
-    property. A declaration and a variable may share a name where the property does not use the
-    declaration there (the variable would shadow it): that is for :func:`_same_meaning` to decide."""
+    property, and in a policy not a parameter's name (sema reads the parameter there, whatever binds it).
+    A declaration and a variable may share a name where the property does not use the declaration there (the variable would shadow it): that is for :func:`_same_meaning` to decide."""
     if other.node is sym.node:  # the other half of a forall pair, renamed with it
         return False
     if other.kind == "variable" and sym.kind == "variable":
         return other.container == sym.container
+    if {other.kind, sym.kind} == {"variable", "param"}:  # sema reads a parameter's name as the parameter first
+        var, param = (other, sym) if other.kind == "variable" else (sym, other)
+        return any(p.name.id == var.container for s in idx.symbols.get(param.container, ())
+                   if s.kind == "policy" for p in s.node.properties)
     if other.kind == "variable" or sym.kind == "variable":
         return False
     if other.kind == "param":
