@@ -189,15 +189,19 @@ def _statement_at(idx: Index, file: str, line: int, col: int) -> str | None:
 
     root = next((m for m in idx.modules if _same(m.file, file)), None)
     spec = _spec(idx)
-    for d in (root.decls if root is not None else ()):
-        for st in (d.stmts if isinstance(d, ast.PropertyDecl) else ()):
+    # a property's, or one of a policy's (planned only once applied: the option's own doc there)
+    props = [(d, True) for d in (root.decls if root is not None else ()) if isinstance(d, ast.PropertyDecl)]
+    props += [(p, False) for d in (root.decls if root is not None else ()) if isinstance(d, ast.PolicyDecl)
+              for p in d.properties]
+    for d, planned in props:
+        for st in d.stmts:
             word = st.args[0] if st.kind in ("option", "using") and st.args else None
             if not isinstance(word, ast.Name) or not _contains(word.span, file, line, col):
                 continue
             if st.kind == "using":
                 b = BACKENDS.get(word.id)
                 return f"**backend** `{word.id}`: {b.doc}" if b else None
-            prop = next((p for p in (spec.properties if spec else ()) if p.name == d.name.id), None)
+            prop = next((p for p in (spec.properties if spec and planned else ()) if p.name == d.name.id), None)
             cap = plan(prop, spec).capability() if prop is not None else None
             o = next((o for o in (cap.options if cap else ()) if o.name == word.id), None) or OPTIONS.get(word.id)
             if o is None:

@@ -354,6 +354,12 @@ def _resolve(idx: Index) -> None:
             for prop in [d] if isinstance(d, ast.PropertyDecl) else d.properties if isinstance(d, ast.PolicyDecl) else ():
                 skip |= set(_bind(idx, prop))
             policy = d.name.id if isinstance(d, ast.PolicyDecl) else None
+            if isinstance(d, ast.ApplyDecl):  # `apply p(m, eps = 0.1)`: eps names p's parameter
+                for a in d.args:
+                    param = next((s for s in idx.symbols.get(a.name.id, ()) if s.kind == "param"
+                                  and s.container == d.policy.id), None) if a.name is not None else None
+                    if param is not None:
+                        idx.occurrences.append(Occurrence(a.name.span, param, False))
             found: list = []
             _names(d, found)
             for n in found:
