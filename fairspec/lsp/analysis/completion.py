@@ -186,12 +186,20 @@ def completions(idx: Index | None, text: str, line: int, col: int,
             return of("struct", names["features"], "feature set")
         if head.strip() == "":
             return of("keyword", KEYWORDS_TOP)
-        return _expression_items(names, METRICS)
+        inside = _top_arguments(idx, text, line, col, names)
+        return inside if inside is not None else _expression_items(names, METRICS)
     if block == "features":
         if ":" in head:
             return of("keyword", FEATURE_TYPES + FEATURE_MODIFIERS)
         return []
     if block == "encode":
+        enc = re.search(r":.*\b(minmax|standard)\s*\(([^()]*)$", head)
+        if enc:  # its parameters, not another encoding
+            given = set(re.findall(r"(\w+)\s*=", enc.group(2)))
+            if re.search(r"=\s*$", enc.group(2)):
+                return []
+            return [(f"{a} = ", "property", f"{enc.group(1)} parameter") for a in
+                    {"minmax": ("lo", "hi"), "standard": ("mean", "std")}[enc.group(1)] if a not in given]
         if ":" in head:
             return [(k, "enum", ENCODINGS.get(k, "encoding")) for k in ENCODING_KINDS]
         return of("field", names["feature"], "feature")
@@ -225,6 +233,15 @@ def completions(idx: Index | None, text: str, line: int, col: int,
                     items.setdefault(f, why)
                 return ([(f, "field", why) for f, why in items.items()]
                         + [("*", "field", f"every feature of the set passed as {param}")])
+        if re.search(r"\bexcept\s*\{[^{}]*$", head):  # the features that may differ: of x's set
+            sets = {m.group(1) for _, w in bound_variables(text, line, col) if (m := re.search(r" : (\w+)$", w))}
+            feats = sorted({n for n, syms in (idx.symbols.items() if idx is not None else ())
+                            for sym in syms if sym.kind == "feature" and sym.container in sets})
+            if feats:
+                return of("field", feats, "feature of " + ", ".join(sorted(sets)))
+        call = _metric_call(idx, text, line, col, names)
+        if call is not None:
+            return call
         bound = [(v, "variable", what) for v, what in bound_variables(text, line, col)]
         if re.fullmatch(r"(?:using|search)\s+", head) or head.strip() == "":
             bound = []  # (a statement's start: a keyword or an option name)
@@ -264,6 +281,144 @@ _CLOSED = {"top": re.compile(r"features\s+\w+\s+from\s+|repair\s+\w+\s+for\s+|ap
            "property": re.compile(r"(?:using|search)\s+|\w+\s*=\s*|forall\s+\w+\s*,\s*\w+'\s*:\s*")}
 
 _BLOCK_OPENED = re.compile(r"(?:features|encode|property|repair|distribution|policy)\b[^{}]*\{[ \t]*")
+
+
+_DATA_ARGUMENTS = ("header", "sep", "columns", "missing", "where", "label", "target", "categories")
+
+
+def _top_arguments(idx: Index | None, text: str, line: int, col: int, names: dict) -> list | None:
+    """Inside a top-level declaration that is no block: what it takes there, not a metric's name.
+    `apply p(`: p's parameters not given yet (`name = `), then what an argument names (models, feature
+    sets, groups, features, data); after `name = ` those only. `data d = csv(`: its arguments' names at an
+    argument's start, the data's columns after `label =`, `where =`, `target =`, `missing =`; nothing in
+    `columns = [...]` (names being declared). `group g = `: features and groups. None elsewhere."""
+    clean = _before(text, line, col)
+    starts = list(re.finditer(r"^(apply|data|group|model)\b", clean, re.M))
+    if not starts:
+        return None
+    kw, rest = starts[-1].group(1), clean[starts[-1].start():]
+    if re.search(r"\n[A-Za-z_]", rest):  # (another declaration began after it)
+        return None
+    depth = rest.count("(") - rest.count(")")
+    before = rest[:len(rest) - len(re.search(r"\w*$", rest).group(0))].rstrip()
+    values = ([(n, "class", "model") for n in names["model"]] + [(n, "struct", "feature set") for n in names["features"]]
+              + [(n, "variable", "group") for n in names["group"]] + [(n, "field", "feature") for n in names["feature"]])
+    if kw == "group":
+        return [v for v in values if v[2] in ("feature", "group")] if re.match(r"group\s+\w+\s*=", rest) else None
+    if kw == "model":
+        m = re.match(r"model\s+\w+\s*=\s*(\w+)\s*\(", rest)
+        if m is None or depth < 1:
+            return None
+        if before.endswith("(") or before.endswith(","):
+            args = ("decision", "score", "threshold") if m.group(1) == "predictions" else ("output", "index", "score", "rounds")
+            given = set(re.findall(r"(\w+)\s*=", rest))
+            return [(f"{a} = ", "property", "argument") for a in args if a not in given]
+        choice = re.search(r"\b(score|rounds)\s*=$", before)
+        if choice and m.group(1) != "predictions":
+            return [(c, "enum", choice.group(1)) for c in {"score": ("logit", "prob", "value"),
+                                                            "rounds": ("best", "all")}[choice.group(1)]]
+        return []
+    if kw == "apply":
+        m = re.match(r"apply\s+(\w+)\s*\(", rest)
+        if m is None or depth < 1:
+            return None
+        values += [(n, "file", "data") for n in names["data"]]
+        args = _split_args(rest[m.end():])
+        if rest.count("{") > rest.count("}"):  # a set: features
+            return [v for v in values if v[2] == "feature"]
+        if "=" in args[-1]:
+            return values
+        if args[-1].strip():
+            return []
+        decl = _policy_decl(idx, m.group(1))
+        npos = sum(1 for a in args[:-1] if not re.match(r"\s*\w+\s*=", a))
+        given = set(re.findall(r"(\w+)\s*=", rest))
+        params = [(f"{p.name.id} = ", "property", f"parameter {p.name.id}: {p.type.id}") for p in
+                  (decl.params[npos:] if decl is not None else ()) if p.name.id not in given]
+        return params + values
+    m = re.match(r"data\s+(\w+)\s*=\s*\w+\s*\(", rest)
+    if m is None or depth < 1:
+        return None
+    if before.endswith("(") or before.endswith(","):
+        if rest.count("[") > rest.count("]") or rest.count("{") > rest.count("}"):
+            return _data_columns(idx, m.group(1)) if re.search(r"missing\s*=\s*[[{][^]}]*$", rest) else []
+        given = set(re.findall(r"(\w+)\s*=", rest))
+        return [(f"{a} = ", "property", "argument") for a in _DATA_ARGUMENTS if a not in given]
+    if re.search(r"\b(?:label|where|target)\s*=[^,]*$", before) or before.endswith("missing ="):
+        return _data_columns(idx, m.group(1))
+    if before.endswith("header ="):
+        return [("true", "keyword", "a header line names the columns"), ("false", "keyword", "no header line")]
+    return []
+
+
+def _metric_call(idx: Index | None, text: str, line: int, col: int, names: dict) -> list | None:
+    """Inside a metric's call in a property (`equalized_odds(`): models as its first argument, features and
+    groups after `groups` (and `x`), feature sets' features in `over {`, the data sets after `data =`,
+    the distributions after `distribution =`; None elsewhere (the usual items)."""
+    from fairspec.sema.properties import METRICS
+
+    clean = _before(text, line, col)
+    depth, braces, i = 0, 0, len(clean) - 1
+    while i >= 0 and not (clean[i] == "(" and depth == 0):
+        depth += {")": 1, "(": -1}.get(clean[i], 0)
+        braces += {"}": 1, "{": -1}.get(clean[i], 0)
+        if braces < 0 and depth == 0 and not re.search(r"\b(?:over|flip)\s*$", clean[:i]):
+            return None  # the property's own brace: no call open
+        i -= 1
+    fn = re.search(r"(\w+)\s*$", clean[:max(i, 0)])
+    if i < 0 or fn is None or fn.group(1) not in (*METRICS, "k_discrimination", "pba"):
+        return None
+    args = _split_args(clean[i + 1:])
+    params = [(n, "variable", f"parameter: {t}") for n, t in _policy_params(text, line, col)]
+    cur = args[-1].strip()
+    if len(args) == 1 and not cur:
+        return of_kind(names, "model") + [p for p in params if p[2].endswith("model")]
+    if re.fullmatch(r"groups\s+(?:.*\bx\s+)?|.*\bx\s+", args[-1].lstrip()) or re.fullmatch(r"groups\s+", args[-1].lstrip()):
+        return of_kind(names, "feature") + of_kind(names, "group") + [p for p in params if p[2].endswith("groups")]
+    if re.fullmatch(r"(?:over|flip)\s*\{?[^}]*", cur) and ("{" in cur or cur.startswith("flip")):
+        return of_kind(names, "feature")
+    if re.fullmatch(r"data\s*=", cur) or re.fullmatch(r"around", cur):
+        return of_kind(names, "data") + [p for p in params if p[2].endswith("data")]
+    if re.fullmatch(r"distribution\s*=", cur):
+        return of_kind(names, "distribution")
+    return None
+
+
+def of_kind(names: dict, kind: str) -> list[tuple[str, str, str]]:
+    label = {"feature": "field", "group": "variable", "model": "class", "data": "file", "distribution": "value"}[kind]
+    return [(n, label, kind) for n in names[kind]]
+
+
+def _split_args(inside: str) -> list[str]:
+    """The arguments of a call's text after its `(`, cut at its own commas (the last: the one being typed,
+    without the word at the cursor)."""
+    out, depth, cur = [], 0, ""
+    for ch in re.sub(r"\w*$", "", inside):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
+def _data_columns(idx: Index | None, data: str) -> list[tuple[str, str, str]]:
+    """The columns of a declared data set: the spec's `columns = [...]`, else its file's header (the
+    first rows lint reads, cached); none when unknown."""
+    from fairspec.runtime.data import DataError, column_names
+
+    d = next((x for x in (getattr(_spec(idx), "datasets", ()) if idx is not None else ()) if x.name == data), None)
+    if d is None:
+        return []
+    try:
+        cols = list(d.columns) if d.columns is not None else column_names(d)[0]
+    except (DataError, OSError, ValueError):
+        return []
+    return [(c if re.fullmatch(r"[A-Za-z_]\w*", c) else f'col("{c}")', "field", f"column of {data}") for c in cols]
 
 
 def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
