@@ -301,8 +301,8 @@ def _top_arguments(idx: Index | None, text: str, line: int, col: int, names: dic
         return None
     depth = rest.count("(") - rest.count(")")
     before = rest[:len(rest) - len(re.search(r"\w*$", rest).group(0))].rstrip()
-    values = ([(n, "class", "model") for n in names["model"]] + [(n, "struct", "feature set") for n in names["features"]]
-              + [(n, "variable", "group") for n in names["group"]] + [(n, "field", "feature") for n in names["feature"]])
+    values = (of_kind(names, "model") + [(n, "struct", "feature set") for n in names["features"]]
+              + of_kind(names, "group") + of_kind(names, "feature"))
     if kw == "group":
         return [v for v in values if v[2] in ("feature", "group")] if re.match(r"group\s+\w+\s*=", rest) else None
     if kw == "model":
@@ -310,7 +310,8 @@ def _top_arguments(idx: Index | None, text: str, line: int, col: int, names: dic
         if m is None or depth < 1:
             return None
         if before.endswith("(") or before.endswith(","):
-            args = ("decision", "score", "threshold") if m.group(1) == "predictions" else ("output", "index", "score", "rounds")
+            args = (("decision", "score", "threshold") if m.group(1) == "predictions"
+                    else ("output", "index", "score", "rounds"))
             given = set(re.findall(r"(\w+)\s*=", rest))
             return [(f"{a} = ", "property", "argument") for a in args if a not in given]
         choice = re.search(r"\b(score|rounds)\s*=$", before)
@@ -373,7 +374,7 @@ def _metric_call(idx: Index | None, text: str, line: int, col: int, names: dict)
     cur = args[-1].strip()
     if len(args) == 1 and not cur:
         return of_kind(names, "model") + [p for p in params if p[2].endswith("model")]
-    if re.fullmatch(r"groups\s+(?:.*\bx\s+)?|.*\bx\s+", args[-1].lstrip()) or re.fullmatch(r"groups\s+", args[-1].lstrip()):
+    if re.fullmatch(r"groups\s+(?:.*\bx\s+)?", args[-1].lstrip()):  # (groups sex x ...)
         return of_kind(names, "feature") + of_kind(names, "group") + [p for p in params if p[2].endswith("groups")]
     if re.fullmatch(r"(?:over|flip)\s*\{?[^}]*", cur) and ("{" in cur or cur.startswith("flip")):
         return of_kind(names, "feature")

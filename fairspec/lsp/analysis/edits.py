@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .completion import _KEYWORDS
 from .index import Index, Symbol, _contains, _same
-from fairspec.diagnostics import _LINE_END, Diagnostic, Span, split_lines
+from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast
 
 
@@ -121,7 +121,8 @@ def _clashes(idx: Index, other: Symbol, sym: Symbol) -> bool:
     """Renaming ``sym`` to ``other``'s name is refused at once. Features, groups, models, ... share one
     namespace in expressions; a policy's parameters only its own body; a property's variables only that
     property, and in a policy not a parameter's name (sema reads the parameter there, whatever binds it).
-    A declaration and a variable may share a name where the property does not use the declaration there (the variable would shadow it): that is for :func:`_same_meaning` to decide."""
+    A declaration and a variable may share a name where the property does not use the declaration there
+    (the variable would shadow it): that is for :func:`_same_meaning` to decide."""
     if other.node is sym.node:  # the other half of a forall pair, renamed with it
         return False
     if other.kind == "variable" and sym.kind == "variable":
@@ -161,9 +162,8 @@ def _same_meaning(idx: Index, edits: list[tuple[Span, str]], sym: Symbol, new: s
                     if e.line == line and e.end_column <= col and (e.end_column < col or e.column < e.end_column))
         return (str(Path(span.file).resolve()), line, col + shift)
 
-    def meaning(sym: Symbol, old: bool) -> tuple:
-        return (sym.kind, moved(sym.span) if old else (str(Path(sym.span.file).resolve()), sym.span.line,
-                                                       sym.span.column))
+    def meaning(s: Symbol, old: bool) -> tuple:  # (a symbol is where it is declared)
+        return (s.kind, moved(s.span) if old else (str(Path(s.span.file).resolve()), s.span.line, s.span.column))
 
     before = {moved(o.span): (meaning(o.symbol, True), o.symbol) for o in idx.occurrences}
     after = {(str(Path(o.span.file).resolve()), o.span.line, o.span.column): (meaning(o.symbol, False), o.symbol)
@@ -178,6 +178,7 @@ def _same_meaning(idx: Index, edits: list[tuple[Span, str]], sym: Symbol, new: s
                               f"{'' if _same(at[0], idx.path) else ' of ' + at[0]} {what}"
                               + (f" instead of {_describe(was[1])}" if was and now else "")
                               + "; choose another name")
+
     def said(d) -> tuple:  # (a diagnostic's column may move with the edit: a feature's new `column`)
         return (d.code, d.severity) + ((str(Path(d.span.file).resolve()), d.span.line) if d.span else ())
 
@@ -197,7 +198,7 @@ def _describe(sym: Symbol) -> str:
 
 def _applied(text: str, edits: list[tuple[Span, str]]) -> str:
     """``text`` with one-line edits (fairspec spans: lines as the parser cuts them, code points) applied."""
-    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]  # (split_lines's line ends)
     for span, new in sorted(edits, key=lambda e: (e[0].line, e[0].column), reverse=True):
         base = starts[span.line - 1]
         text = text[:base + span.column - 1] + new + text[base + span.end_column - 1:]
