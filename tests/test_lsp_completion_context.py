@@ -118,3 +118,10 @@ def test_a_data_declarations_label_is_offered_its_columns(adult):
     got = A.completions(idx, text, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at))
     assert [lbl for lbl, _, _ in got][:6] == ["age", "workclass", "fnlwgt", "education", 'col("education-num")',
                                                'col("marital-status")'], got
+
+
+def test_nothing_in_a_comment(adult):
+    """Ctrl-Space in a comment offered the top level's keywords (the comment is blanked out as prose)."""
+    assert _labels(adult, "\n# the older applicants ") == []
+    assert _labels(adult, "\ngroup g = age >= 40  # the older ") == []
+    assert _labels(adult, '\ndata d = csv("a#b.csv", ')[:2] == ["header = ", "sep = "]  # (a # inside a string)

@@ -70,6 +70,13 @@ def context_at(text: str, line: int, col: int) -> tuple[str, str]:
     return block, current
 
 
+def _in_comment(text: str, line: int, col: int) -> bool:
+    """The cursor is in a comment (after a `#` that is not inside a string)."""
+    lines = split_lines(text)
+    raw = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""
+    return any(m.group(0).startswith("#") for m in re.finditer(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*', raw))
+
+
 def _before(text: str, line: int, col: int) -> str:
     """The text before the cursor, strings and comments blanked out."""
     lines = split_lines(text)
@@ -156,6 +163,8 @@ def completions(idx: Index | None, text: str, line: int, col: int,
 
     from fairspec.sema.check_features import ENCODING_KINDS
 
+    if _in_comment(text, line, col):
+        return []  # (prose: nothing to complete)
     block, current = context_at(text, line, col)
     stmt = current.lstrip()
     word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", current)
