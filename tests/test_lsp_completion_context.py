@@ -66,7 +66,9 @@ def test_what_a_declaration_names_next(adult):
     assert _labels(adult, "\napply ") == ["close_scores", "four_fifths", "same_decision"]
     # unchanged: a statement's start, an expression
     assert {"forall", "require", "bootstrap = ", "statistical_parity"} <= set(_labels(adult, "\nproperty p {\n  "))
-    assert {"mlp", "sex", "older"} <= set(_labels(adult, "\nproperty p {\n  statistical_parity("))
+    # a metric's arguments: its model first, then what `groups` takes
+    assert _labels(adult, "\nproperty p {\n  statistical_parity(") == ["dt", "lr", "mlp"]
+    assert {"sex", "older"} <= set(_labels(adult, "\nproperty p {\n  statistical_parity(mlp, groups sex x "))
     assert {"sex", "race"} <= set(_labels(adult, "\nproperty p {\n  forall x, x' : Applicant\n"
                                                  "  require x.* == x'.* except {"))   # a set's brace
 
@@ -85,3 +87,41 @@ def test_over_stdio_x_dot_while_the_property_is_half_typed():
             assert c.items[0].detail == "feature of Applicant"
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("typed, expected", [
+    # an apply's arguments: the policy's parameters not given yet, then what an argument names; no metric
+    ("\napply four_fifths(", ["m = ", "groups = ", "threshold = ", "min_size = ", "dt", "lr", "mlp", "Applicant"]),
+    ("\napply same_decision(mlp, ", ["F = ", "protected = ", "dt", "lr", "mlp", "Applicant"]),
+    ("\napply same_decision(mlp, Applicant, {", ["age", "capital_gain"]),
+    ("\napply four_fifths(mlp, groups = sex x ", ["dt", "lr", "mlp", "Applicant", "older", "age"]),
+    # a data declaration's: its argument names, its columns after label / where
+    ('\ndata d = csv("data/adult.data", ', ["header = ", "sep = ", "columns = ", "missing = ", "where = "]),
+    ('\ndata d = csv("data/adult.data", header = ', ["true", "false"]),
+    # a model's, an encoding's parameters, a group's expression
+    ('\nmodel m = onnx("m.onnx", ', ["output = ", "index = ", "score = ", "rounds = "]),
+    ('\nmodel m = onnx("m.onnx", score = ', ["logit", "prob", "value"]),
+    ("\nencode Applicant for mlp {\n  age : minmax(lo = 17, ", ["hi = "]),
+    ("\ngroup g = ", ["older", "age", "capital_gain"]),
+    # the features that may differ, in except {...}
+    ("\nproperty p {\n  forall x, x' : Applicant\n  require x.* == x'.* except {sex, ", ["age", "capital_gain"]),
+    ("\nproperty p {\n  equalized_odds(mlp, groups ", ["age", "capital_gain"]),
+])
+def test_arguments_are_offered_what_they_take_not_metrics(adult, typed, expected):
+    got = _labels(adult, typed)
+    assert got[:len(expected)] == expected and "statistical_parity" not in got, got
+
+
+def test_a_data_declarations_label_is_offered_its_columns(adult):
+    idx, text = adult
+    at = text.index("label = ") + len("label = ")
+    got = A.completions(idx, text, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at))
+    assert [lbl for lbl, _, _ in got][:6] == ["age", "workclass", "fnlwgt", "education", 'col("education-num")',
+                                               'col("marital-status")'], got
+
+
+def test_nothing_in_a_comment(adult):
+    """Ctrl-Space in a comment offered the top level's keywords (the comment is blanked out as prose)."""
+    assert _labels(adult, "\n# the older applicants ") == []
+    assert _labels(adult, "\ngroup g = age >= 40  # the older ") == []
+    assert _labels(adult, '\ndata d = csv("a#b.csv", ')[:2] == ["header = ", "sep = "]  # (a # inside a string)

@@ -74,7 +74,8 @@ def test_over_stdio():
             uri, text, _ = await s.opened(ADULT)
             for needle, offset, start in (("csv(", 0, "**data format** `csv`"), ("groups sex", 2, "**groups**"),
                                           (": minmax", 4, "**encoding** `minmax`"),
-                                          ("income]", 0, "**column** `income` of `adult`")):
+                                          ("income]", 0, "**column** `income` of `adult`"),
+                                          ('column "hours-per-week"', 9, "**column** `hours-per-week` of `adult`")):
                 h = await s.hover(uri, s.pos(text, needle, offset))
                 assert h is not None and h.contents.value.startswith(start), (needle, h)
 
@@ -87,3 +88,40 @@ def test_the_words_explained_are_the_ones_lint_knows():
     from fairspec.sema.check_models import MODEL_FORMATS as KNOWN
 
     assert tuple(MODEL_FORMATS) == KNOWN and tuple(ENCODINGS) == ENCODING_KINDS
+
+
+def test_a_column_a_feature_reads():
+    """`column "x"` in a features block: the data column it names, as a data declaration's column is
+    hovered (the first rows, cached), and the feature's type that reads it; a Parquet file's column
+    also its type in the file's schema."""
+    got = _hover(ADULT, 'column "education-num"', len('column "'))
+    assert got == ("**column** `education-num` of `adult` (column 5 of 15)\n"
+                   "- whole numbers in the first 201 rows: 2 .. 16\n"
+                   "- read by feature `education_num` of `Applicant` as `int in [1, 16]`"), got
+    assert _hover(ADULT, 'column "marital-status"', len('column "') + 2).startswith(
+        "**column** `marital-status` of `adult` (column 6 of 15)\n- text in the first 201 rows: ")
+    assert not (_hover(ADULT, 'column "marital-status"', 1) or "").startswith("**column**")  # (the keyword)
+
+
+def test_a_parquet_column_shows_its_schema_type(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"score": pa.array([1.5, 2.5, None], pa.float64()),
+                             "grp-name": pa.array(["a", "b", "a"], pa.string()),
+                             "n": pa.array([1, 2, 3], pa.int32())}), tmp_path / "d.parquet")
+    spec = ('data d = parquet("d.parquet", label = n >= 2)\n'
+            'features F from d {\n  score : real in [0, 10]\n  grp : {a, b} protected column "grp-name"\n'
+            '  n : int in [0, 9]\n}\n')
+    path = tmp_path / "s.fair"
+    path.write_text(spec, encoding="utf-8")
+    assert _hover(path, '"grp-name"', 1) == ("**column** `grp-name` of `d` (column 2 of 3)\n"
+                                             "- text in the first 3 rows: 2 distinct: `a`, `b`\n"
+                                             "- type in the Parquet file: `string`\n"
+                                             "- read by feature `grp` of `F` as `{a, b}`")
+    assert _hover(path, "label = n", len("label = ")) == ("**column** `n` of `d` (column 3 of 3)\n"
+                                                          "- whole numbers in the first 3 rows: 1 .. 3\n"
+                                                          "- type in the Parquet file: `int32`")
+    # a features block without `from`: which data set it reads is not known here
+    path.write_text(spec.replace(" from d", ""), encoding="utf-8")
+    assert _hover(path, '"grp-name"', 1) is None

@@ -39,3 +39,27 @@ def test_an_option_the_property_may_not_take_is_still_explained():
     text = adult.read_text(encoding="utf-8").replace("  bootstrap = 500\n", "  bootstrap = 500\n  max_rows = 10\n")
     assert _hover(adult, "max_rows", text=text) == ("**option** `max_rows`: look at a random sample of at most N "
                                                     "data rows\n- int in [1, 100000000]")
+
+
+def test_in_a_policy_an_option_and_an_applys_argument_name():
+    """Inside a policy's property an option is explained (its own doc: the backend is planned once the
+    policy is applied); an apply's `name = value` names the policy's parameter: hover, definition and
+    references are the parameter's, and renaming the parameter renames it there (before, nothing
+    answered, and the rename left `eps = ...` naming no parameter)."""
+    lib = EXAMPLES.parent / "specs" / "policies" / "four_fifths.fair"
+    assert _hover(lib, "min_group_size").startswith("**option** `min_group_size`: ")
+    adult = EXAMPLES / "adult" / "adult.fair"
+    assert _hover(adult, "min_size = 50") == "**parameter** `min_size: int = 30` of policy `four_fifths`"
+    text = adult.read_text(encoding="utf-8") + (
+        "\npolicy tight(m: model, F: features, eps: real = 0.1) {\n  property tight {\n    forall x, x' : F\n"
+        "    require x.* == x'.* except {sex}\n    ensure |prob(m(x)) - prob(m(x'))| <= eps\n  }\n}\n"
+        "apply tight(lr, Applicant, eps = 0.02) as lr_tight\n")
+    idx = A.analyse(adult, {str(adult.resolve()): text})
+    assert not [d for d in idx.diagnostics if d.severity == "error"], idx.diagnostics
+    at = text.index("eps = 0.02")
+    pos = (text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at))
+    decl = A.definition(idx, idx.path, *pos)
+    assert (decl.line, decl.column) == (text[:text.index("eps: real")].count("\n") + 1, len("policy tight(m: model, F: features, ") + 1)
+    assert len(A.references(idx, idx.path, *pos)) == 3   # the parameter, <= eps, eps = 0.02
+    edits = A.rename(idx, idx.path, *pos, "tolerance", idx.path)
+    assert sorted(new for _, new in edits) == ["tolerance"] * 3

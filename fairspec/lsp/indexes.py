@@ -319,6 +319,17 @@ class Indexes:
                 out.append((idx, at))
         return out
 
+    def importers_of(self, uri: str) -> list[A.Index]:
+        """The indexes (as they are: none is built here) of the other open documents whose last lint
+        read ``uri``'s file: what they apply of a policy declared there (completion in a library)."""
+        path = self.path_of(uri)
+        out = []
+        for other, files in list(self.imports.items()):
+            idx = self.indexes.get(other) or self.good.get(other)
+            if other != uri and path in files and other in self.workspace.text_documents and idx is not None:
+                out.append(idx)
+        return out
+
     def index_for(self, uri: str) -> A.Index | None:
         """The document's index; while its text does not parse, the index of that text without the
         declarations that do not parse (:attr:`partial`), else the last good one; while a newer text

@@ -297,7 +297,8 @@ def completion(ls: FairspecServer, params: T.CompletionParams):
     space = (params.context is not None and params.context.trigger_kind == T.CompletionTriggerKind.TriggerCharacter
              and params.context.trigger_character == " ")
     items = [T.CompletionItem(label=lbl, kind=_COMPLETION.get(kind, T.CompletionItemKind.Text), detail=detail or None)
-             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0], space=space)]
+             for lbl, kind, detail in A.completions(idx, doc.source, line, col, at and at[0], space=space,
+                                                    importers=ls.importers_of(params.text_document.uri))]
     return T.CompletionList(is_incomplete=False, items=items)
 
 
@@ -377,7 +378,8 @@ def rename(ls: FairspecServer, params: T.RenameParams):
         raise JsonRpcInvalidParams("this document does not parse: fix its syntax error (see its diagnostics), "
                                    "then rename")
     try:
-        edits = A.rename(idx, file, line, col, params.new_name, idx.path)
+        with ls._lock:  # the rename lints its result (one analysis at a time: the lint thread's lock)
+            edits = A.rename(idx, file, line, col, params.new_name, idx.path)
     except A.RenameError as e:
         raise JsonRpcInvalidParams(str(e)) from None
     changes: dict = {}

@@ -201,6 +201,12 @@ def _parquet_fields(d: ir.Data) -> list:
     return [(n, fld.type) for n, fld in zip(names, schema)]
 
 
+def parquet_types(d: ir.Data) -> dict[str, str]:
+    """{column name (as the spec names it): its type in the Parquet file's schema, as pyarrow writes it}
+    (empty for CSV, whose cells are text, or when the schema cannot be read); cached per file state."""
+    return {n: str(t) for n, t in _parquet_fields(d)}
+
+
 def parquet_nested(d: ir.Data) -> dict[str, str]:
     """{column name (as the spec names it): 'struct' | 'list' | 'map' | 'union'} of a Parquet file's
     nested columns."""

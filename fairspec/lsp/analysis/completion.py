@@ -70,6 +70,13 @@ def context_at(text: str, line: int, col: int) -> tuple[str, str]:
     return block, current
 
 
+def _in_comment(text: str, line: int, col: int) -> bool:
+    """The cursor is in a comment (after a `#` that is not inside a string)."""
+    lines = split_lines(text)
+    raw = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""
+    return any(m.group(0).startswith("#") for m in re.finditer(r'"(?:[^"\\\n]|\\.)*"?|#[^\n]*', raw))
+
+
 def _before(text: str, line: int, col: int) -> str:
     """The text before the cursor, strings and comments blanked out."""
     lines = split_lines(text)
@@ -84,9 +91,11 @@ def _open_blocks(clean: str) -> list[tuple[str, int]]:
         if tok == "{":
             # a block opens when the '{' follows its header; other braces are sets
             head = clean[:m.start()].rstrip()
-            last = list(re.finditer(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$", head))
+            # (a policy's header may hold a parameter's default: `policy p(t: real = 0.8) {`)
+            last = list(re.finditer(r"\b(features|encode|property|repair|distribution|policy)\b[^{}=]*$"
+                                    r"|\b(policy)\s+\w+\s*\([^(){}]*\)\s*$", head))
             if last and not re.search(r"[:,(]\s*$", head):
-                stack.append((last[0].group(1), last[0].start()))
+                stack.append((last[0].group(1) or last[0].group(2), last[0].start()))
             else:
                 stack.append(("set", m.start()))
         elif tok == "}":
@@ -141,17 +150,21 @@ def bound_variables(text: str, line: int, col: int) -> list[tuple[str, str]]:
 
 
 def completions(idx: Index | None, text: str, line: int, col: int,
-                index_line: int | None = 0, space: bool = False) -> list[tuple[str, str, str]]:
+                index_line: int | None = 0, space: bool = False, importers=()) -> list[tuple[str, str, str]]:
     """(label, kind, detail): keywords in place, names in scope, metrics, options, encodings.
     ``index_line`` is the cursor's line in the index's text when that is an older text (None: it
     changed since; 0, the default: the index's text is ``text``).  ``space``: the editor asks
     because a space was typed; then only where the next word comes from a short known list (see
-    ``_CLOSED``), else nothing (a space inside an expression is not a request for 80 names)."""
+    ``_CLOSED``), else nothing (a space inside an expression is not a request for 80 names).
+    ``importers``: the indexes of other open documents that import this one (their applies tell the
+    sets passed to a policy declared here)."""
     from fairspec.planning import OPTIONS
     from fairspec.sema.properties import METRICS
 
     from fairspec.sema.check_features import ENCODING_KINDS
 
+    if _in_comment(text, line, col):
+        return []  # (prose: nothing to complete)
     block, current = context_at(text, line, col)
     stmt = current.lstrip()
     word = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", current)
@@ -182,12 +195,20 @@ def completions(idx: Index | None, text: str, line: int, col: int,
             return of("struct", names["features"], "feature set")
         if head.strip() == "":
             return of("keyword", KEYWORDS_TOP)
-        return _expression_items(names, METRICS)
+        inside = _top_arguments(idx, text, line, col, names)
+        return inside if inside is not None else _expression_items(names, METRICS)
     if block == "features":
         if ":" in head:
             return of("keyword", FEATURE_TYPES + FEATURE_MODIFIERS)
         return []
     if block == "encode":
+        enc = re.search(r":.*\b(minmax|standard)\s*\(([^()]*)$", head)
+        if enc:  # its parameters, not another encoding
+            given = set(re.findall(r"(\w+)\s*=", enc.group(2)))
+            if re.search(r"=\s*$", enc.group(2)):
+                return []
+            return [(f"{a} = ", "property", f"{enc.group(1)} parameter") for a in
+                    {"minmax": ("lo", "hi"), "standard": ("mean", "std")}[enc.group(1)] if a not in given]
         if ":" in head:
             return [(k, "enum", ENCODINGS.get(k, "encoding")) for k in ENCODING_KINDS]
         return of("field", names["feature"], "feature")
@@ -210,10 +231,26 @@ def completions(idx: Index | None, text: str, line: int, col: int,
             if feats:
                 return of("field", feats, f"feature of {fs.group(1)}") + [("*", "field", "every feature")]
             if fs and (fs.group(1), "features") in _policy_params(text, line, col):
-                # x : F, F a parameter of the policy: the features of the sets its applies pass as F
-                passed = _passed_features(idx, _policy_at(text, line, col), fs.group(1))
-                return ([(f, "field", "feature of " + ", ".join(sets)) for f, sets in passed.items()]
-                        + [("*", "field", f"every feature of the set passed as {fs.group(1)}")])
+                # x : F, F a parameter of the policy: the features of the sets its applies pass as F (here
+                # or in an open document importing this one), of F's default set, those the policy reads
+                # from F's individuals (a library applies nothing: any set passed must have them)
+                policy, param = _policy_at(text, line, col), fs.group(1)
+                at = line if index_line == 0 else index_line
+                items = {f: "feature of " + ", ".join(sets) for f, sets in
+                         _passed_features(idx, policy, param, importers).items()}
+                for f, why in _known_features(idx, policy, param, at).items():
+                    items.setdefault(f, why)
+                return ([(f, "field", why) for f, why in items.items()]
+                        + [("*", "field", f"every feature of the set passed as {param}")])
+        if re.search(r"\bexcept\s*\{[^{}]*$", head):  # the features that may differ: of x's set
+            sets = {m.group(1) for _, w in bound_variables(text, line, col) if (m := re.search(r" : (\w+)$", w))}
+            feats = sorted({n for n, syms in (idx.symbols.items() if idx is not None else ())
+                            for sym in syms if sym.kind == "feature" and sym.container in sets})
+            if feats:
+                return of("field", feats, "feature of " + ", ".join(sorted(sets)))
+        call = _metric_call(idx, text, line, col, names)
+        if call is not None:
+            return call
         bound = [(v, "variable", what) for v, what in bound_variables(text, line, col)]
         if re.fullmatch(r"(?:using|search)\s+", head) or head.strip() == "":
             bound = []  # (a statement's start: a keyword or an option name)
@@ -253,6 +290,145 @@ _CLOSED = {"top": re.compile(r"features\s+\w+\s+from\s+|repair\s+\w+\s+for\s+|ap
            "property": re.compile(r"(?:using|search)\s+|\w+\s*=\s*|forall\s+\w+\s*,\s*\w+'\s*:\s*")}
 
 _BLOCK_OPENED = re.compile(r"(?:features|encode|property|repair|distribution|policy)\b[^{}]*\{[ \t]*")
+
+
+_DATA_ARGUMENTS = ("header", "sep", "columns", "missing", "where", "label", "target", "categories")
+
+
+def _top_arguments(idx: Index | None, text: str, line: int, col: int, names: dict) -> list | None:
+    """Inside a top-level declaration that is no block: what it takes there, not a metric's name.
+    `apply p(`: p's parameters not given yet (`name = `), then what an argument names (models, feature
+    sets, groups, features, data); after `name = ` those only. `data d = csv(`: its arguments' names at an
+    argument's start, the data's columns after `label =`, `where =`, `target =`, `missing =`; nothing in
+    `columns = [...]` (names being declared). `group g = `: features and groups. None elsewhere."""
+    clean = _before(text, line, col)
+    starts = list(re.finditer(r"^(apply|data|group|model)\b", clean, re.M))
+    if not starts:
+        return None
+    kw, rest = starts[-1].group(1), clean[starts[-1].start():]
+    if re.search(r"\n[A-Za-z_]", rest):  # (another declaration began after it)
+        return None
+    depth = rest.count("(") - rest.count(")")
+    before = rest[:len(rest) - len(re.search(r"\w*$", rest).group(0))].rstrip()
+    values = (of_kind(names, "model") + [(n, "struct", "feature set") for n in names["features"]]
+              + of_kind(names, "group") + of_kind(names, "feature"))
+    if kw == "group":
+        return [v for v in values if v[2] in ("feature", "group")] if re.match(r"group\s+\w+\s*=", rest) else None
+    if kw == "model":
+        m = re.match(r"model\s+\w+\s*=\s*(\w+)\s*\(", rest)
+        if m is None or depth < 1:
+            return None
+        if before.endswith("(") or before.endswith(","):
+            args = (("decision", "score", "threshold") if m.group(1) == "predictions"
+                    else ("output", "index", "score", "rounds"))
+            given = set(re.findall(r"(\w+)\s*=", rest))
+            return [(f"{a} = ", "property", "argument") for a in args if a not in given]
+        choice = re.search(r"\b(score|rounds)\s*=$", before)
+        if choice and m.group(1) != "predictions":
+            return [(c, "enum", choice.group(1)) for c in {"score": ("logit", "prob", "value"),
+                                                            "rounds": ("best", "all")}[choice.group(1)]]
+        return []
+    if kw == "apply":
+        m = re.match(r"apply\s+(\w+)\s*\(", rest)
+        if m is None or depth < 1:
+            return None
+        values += [(n, "file", "data") for n in names["data"]]
+        args = _split_args(rest[m.end():])
+        if rest.count("{") > rest.count("}"):  # a set: features
+            return [v for v in values if v[2] == "feature"]
+        if "=" in args[-1]:
+            return values
+        if args[-1].strip():
+            return []
+        decl = _policy_decl(idx, m.group(1))
+        npos = sum(1 for a in args[:-1] if not re.match(r"\s*\w+\s*=", a))
+        given = set(re.findall(r"(\w+)\s*=", rest))
+        params = [(f"{p.name.id} = ", "property", f"parameter {p.name.id}: {p.type.id}") for p in
+                  (decl.params[npos:] if decl is not None else ()) if p.name.id not in given]
+        return params + values
+    m = re.match(r"data\s+(\w+)\s*=\s*\w+\s*\(", rest)
+    if m is None or depth < 1:
+        return None
+    if before.endswith("(") or before.endswith(","):
+        if rest.count("[") > rest.count("]") or rest.count("{") > rest.count("}"):
+            return _data_columns(idx, m.group(1)) if re.search(r"missing\s*=\s*[[{][^]}]*$", rest) else []
+        given = set(re.findall(r"(\w+)\s*=", rest))
+        return [(f"{a} = ", "property", "argument") for a in _DATA_ARGUMENTS if a not in given]
+    if re.search(r"\b(?:label|where|target)\s*=[^,]*$", before) or before.endswith("missing ="):
+        return _data_columns(idx, m.group(1))
+    if before.endswith("header ="):
+        return [("true", "keyword", "a header line names the columns"), ("false", "keyword", "no header line")]
+    return []
+
+
+def _metric_call(idx: Index | None, text: str, line: int, col: int, names: dict) -> list | None:
+    """Inside a metric's call in a property (`equalized_odds(`): models as its first argument, features and
+    groups after `groups` (and `x`), feature sets' features in `over {`, the data sets after `data =`,
+    the distributions after `distribution =`; None elsewhere (the usual items)."""
+    from fairspec.sema.properties import METRICS
+
+    clean = _before(text, line, col)
+    depth, braces, i = 0, 0, len(clean) - 1
+    while i >= 0 and not (clean[i] == "(" and depth == 0):
+        depth += {")": 1, "(": -1}.get(clean[i], 0)
+        braces += {"}": 1, "{": -1}.get(clean[i], 0)
+        if braces < 0 and depth == 0 and not re.search(r"\b(?:over|flip)\s*$", clean[:i]):
+            return None  # the property's own brace: no call open
+        i -= 1
+    fn = re.search(r"(\w+)\s*$", clean[:max(i, 0)])
+    if i < 0 or fn is None or fn.group(1) not in (*METRICS, "k_discrimination", "pba"):
+        return None
+    args = _split_args(clean[i + 1:])
+    params = [(n, "variable", f"parameter: {t}") for n, t in _policy_params(text, line, col)]
+    cur = args[-1].strip()
+    if len(args) == 1 and not cur:
+        return of_kind(names, "model") + [p for p in params if p[2].endswith("model")]
+    if re.fullmatch(r"groups\s+(?:.*\bx\s+)?", args[-1].lstrip()):  # (groups sex x ...)
+        return of_kind(names, "feature") + of_kind(names, "group") + [p for p in params if p[2].endswith("groups")]
+    if re.fullmatch(r"(?:over|flip)\s*\{?[^}]*", cur) and ("{" in cur or cur.startswith("flip")):
+        return of_kind(names, "feature")
+    if re.fullmatch(r"data\s*=", cur) or re.fullmatch(r"around", cur):
+        return of_kind(names, "data") + [p for p in params if p[2].endswith("data")]
+    if re.fullmatch(r"distribution\s*=", cur):
+        return of_kind(names, "distribution")
+    return None
+
+
+def of_kind(names: dict, kind: str) -> list[tuple[str, str, str]]:
+    label = {"feature": "field", "group": "variable", "model": "class", "data": "file", "distribution": "value"}[kind]
+    return [(n, label, kind) for n in names[kind]]
+
+
+def _split_args(inside: str) -> list[str]:
+    """The arguments of a call's text after its `(`, cut at its own commas (the last: the one being typed,
+    without the word at the cursor)."""
+    out, depth, cur = [], 0, ""
+    for ch in re.sub(r"\w*$", "", inside):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
+def _data_columns(idx: Index | None, data: str) -> list[tuple[str, str, str]]:
+    """The columns of a declared data set: the spec's `columns = [...]`, else its file's header (the
+    first rows lint reads, cached); none when unknown."""
+    from fairspec.runtime.data import DataError, column_names
+
+    d = next((x for x in (getattr(_spec(idx), "datasets", ()) if idx is not None else ()) if x.name == data), None)
+    if d is None:
+        return []
+    try:
+        cols = list(d.columns) if d.columns is not None else column_names(d)[0]
+    except (DataError, OSError, ValueError):
+        return []
+    return [(c if re.fullmatch(r"[A-Za-z_]\w*", c) else f'col("{c}")', "field", f"column of {data}") for c in cols]
 
 
 def _expression_items(names: dict, metrics: dict) -> list[tuple[str, str, str]]:
@@ -296,31 +472,69 @@ def _policy_params(text: str, line: int, col: int) -> list[tuple[str, str]]:
     return re.findall(r"([A-Za-z_]\w*)\s*:\s*([A-Za-z_]\w*)", m.group(1)) if m else []
 
 
-def _passed_features(idx: Index | None, policy: str, param: str) -> dict[str, list[str]]:
-    """feature -> the feature sets holding it, over the sets the index's applies of ``policy`` pass as
-    its parameter ``param`` (positional or by name); empty when the policy is not applied there."""
+def _policy_decl(idx: Index | None, policy: str | None, file: str | None = None):
+    """The declaration of ``policy`` in ``idx`` (in ``file`` when given: the document's own policy)."""
+    return next((s.node for s in (idx.symbols.get(policy, ()) if idx is not None and policy else ())
+                 if s.kind == "policy" and (file is None or _same(s.span.file, file))), None)
+
+
+def _passed_features(idx: Index | None, policy: str, param: str, importers=()) -> dict[str, list[str]]:
+    """feature -> the feature sets holding it, over the sets the applies of ``policy`` pass as its
+    parameter ``param`` (positional or by name), in the index and in ``importers`` (indexes of open
+    documents importing the index's file: their applies of the policy declared there); empty when the
+    policy is not applied in any."""
     from fairspec.syntax import ast
 
-    decl = next((s.node for s in (idx.symbols.get(policy, ()) if idx is not None else ())
-                 if s.kind == "policy"), None)
+    out: dict[str, list[str]] = {}
+    for i, ix in enumerate([idx, *importers] if idx is not None else ()):
+        decl = _policy_decl(ix, policy, None if i == 0 else idx.path)
+        if decl is None:
+            continue
+        names = [p.name.id for p in decl.params]
+        sets: list[str] = []
+        for m in ix.modules:
+            for d in m.decls:
+                if not (isinstance(d, ast.ApplyDecl) and d.policy.id == policy):
+                    continue
+                for k, a in enumerate(d.args):
+                    to = a.name.id if a.name is not None else (names[k] if k < len(names) else None)
+                    if to == param and isinstance(a.value, ast.Name) and a.value.id not in sets:
+                        sets.append(a.value.id)
+        for fs in sets:
+            for name, syms in sorted(ix.symbols.items()):
+                if any(sym.kind == "feature" and sym.container == fs for sym in syms) and fs not in out.get(name, []):
+                    out.setdefault(name, []).append(fs)
+    return dict(sorted(out.items()))
+
+
+def _known_features(idx: Index | None, policy: str | None, param: str, line: int | None) -> dict[str, str]:
+    """feature -> why it is offered, for an individual of the policy's ``features`` parameter ``param``
+    where no apply tells the set: the features of its default set (`F: features = S`), then those the
+    policy reads from any individual of F (`x.age` in one of its properties, not on the cursor's ``line``
+    of the index's text: the name being typed): a set passed as F must have them."""
+    from fairspec.syntax import ast
+
+    from .index import _walk
+
+    decl = _policy_decl(idx, policy, idx.path if idx is not None else None)
     if decl is None:
         return {}
-    names = [p.name.id for p in decl.params]
-    sets: list[str] = []
-    for m in idx.modules:
-        for d in m.decls:
-            if not (isinstance(d, ast.ApplyDecl) and d.policy.id == policy):
-                continue
-            for i, a in enumerate(d.args):
-                to = a.name.id if a.name is not None else (names[i] if i < len(names) else None)
-                if to == param and isinstance(a.value, ast.Name) and a.value.id not in sets:
-                    sets.append(a.value.id)
-    out: dict[str, list[str]] = {}
-    for fs in sets:
+    out: dict[str, str] = {}
+    p = next((p for p in decl.params if p.name.id == param), None)
+    if p is not None and isinstance(p.default, ast.Name):
         for name, syms in sorted(idx.symbols.items()):
-            if any(sym.kind == "feature" and sym.container == fs for sym in syms):
-                out.setdefault(name, []).append(fs)
-    return dict(sorted(out.items()))
+            if any(s.kind == "feature" and s.container == p.default.id for s in syms):
+                out[name] = f"feature of {p.default.id} ({param}'s default)"
+    read: set[str] = set()
+    for prop in decl.properties:
+        xs = {n.id for st in prop.stmts if isinstance(st, ast.Stmt) and st.kind == "forall" and len(st.args) == 3
+              and isinstance(st.args[2], ast.Name) and st.args[2].id == param
+              for n in st.args[:2] if isinstance(n, ast.Name)}
+        read |= {n.name.id for n in _walk(prop) if isinstance(n, ast.Attr) and isinstance(n.obj, ast.Name)
+                 and n.obj.id in xs and n.obj.span.line != line and n.name.id not in _KEYWORDS}
+    for name in sorted(read - set(out)):
+        out[name] = f"feature {policy} reads from {param}"
+    return out
 
 
 def _option_names(idx: Index | None, line: int | None) -> list[str]:

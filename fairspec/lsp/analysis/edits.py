@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from .completion import _KEYWORDS
-from .index import Index, Symbol, _contains
+from .index import Index, Symbol, _contains, _same
 from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast
 
@@ -77,7 +77,10 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
     [(span, new text)]. A feature read from the data column of its own name keeps reading it
     (`column "old"` is added to its declaration). Refused (RenameError) for a name that is not an
     identifier or a keyword, one already declared, or a use in a file outside the project (a
-    shipped policy): those files are not the user's to edit."""
+    shipped policy): those files are not the user's to edit. A property's variables are its own: a
+    declaration may take a variable's name, and a variable a declaration's, where no use changes
+    meaning; the edited texts are linted again (:func:`_same_meaning`) and the rename refused when a use
+    would mean another declaration or lint would say something else."""
     got = rename_target(idx, file, line, col)
     if got is None:
         raise RenameError("nothing to rename here: put the cursor on a declared name")
@@ -95,9 +98,9 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
                    for s in idx.symbols.get(n.id, []) if s.kind == "variable" and s.node is sym.node]
     spans = []
     for old, name in renames:
-        clash = [s for s in idx.symbols.get(name, []) if _clashes(s, old)]
+        clash = [s for s in idx.symbols.get(name, []) if _clashes(idx, s, old)]
         if clash:
-            raise RenameError(f"{name!r} is already declared ({clash[0].kind} at line {clash[0].span.line})")
+            raise RenameError(f"{name!r} is already declared ({_describe(clash[0])[4:]} at line {clash[0].span.line})")
         spans += [(o.span, name) for o in idx.occurrences if o.symbol == old]
     outside = [s for s, _ in spans if not _under(s.file, root)]
     if outside:
@@ -108,19 +111,98 @@ def rename(idx: Index, file: str, line: int, col: int, new: str, root: str) -> l
         end = node.span
         edits.append((Span(end.file, end.end_line, end.end_column, end.end_line, end.end_column),
                       f' column "{sym.name}"'))
+    if any(s.line != s.end_line for s, _ in edits):
+        raise RenameError(f"{sym.name!r} is written across lines somewhere: rename it by hand")
+    _same_meaning(idx, edits, sym, new)
     return edits
 
 
-def _clashes(other: Symbol, sym: Symbol) -> bool:
-    """Renaming ``sym`` to ``other``'s name would change what a name means. Features, groups, models,
-    ... share one namespace in expressions; a policy's parameters only its own body; a property's
-    variables only that property, where they shadow the rest (a declaration renamed to a variable's
-    name clashes: the property may use it)."""
+def _clashes(idx: Index, other: Symbol, sym: Symbol) -> bool:
+    """Renaming ``sym`` to ``other``'s name is refused at once. Features, groups, models, ... share one
+    namespace in expressions; a policy's parameters only its own body; a property's variables only that
+    property, and in a policy not a parameter's name (sema reads the parameter there, whatever binds it).
+    A declaration and a variable may share a name where the property does not use the declaration there
+    (the variable would shadow it): that is for :func:`_same_meaning` to decide."""
     if other.node is sym.node:  # the other half of a forall pair, renamed with it
         return False
-    if other.kind == "param" or (other.kind == "variable" and sym.kind == "variable"):
+    if other.kind == "variable" and sym.kind == "variable":
+        return other.container == sym.container
+    if {other.kind, sym.kind} == {"variable", "param"}:  # sema reads a parameter's name as the parameter first
+        var, param = (other, sym) if other.kind == "variable" else (sym, other)
+        return any(p.name.id == var.container for s in idx.symbols.get(param.container, ())
+                   if s.kind == "policy" for p in s.node.properties)
+    if other.kind == "variable" or sym.kind == "variable":
+        return False
+    if other.kind == "param":
         return other.container == sym.container
     return True
+
+
+def _same_meaning(idx: Index, edits: list[tuple[Span, str]], sym: Symbol, new: str) -> None:
+    """The texts with ``edits`` applied are linted again: every name must mean what it meant (each use
+    the same declaration, found at its moved place), and lint must say the same (codes at the moved
+    places); else RenameError naming the first use whose meaning would change (a declaration renamed
+    to a variable's name used where the property binds it, or a variable renamed over a name the
+    property reads), or the first new diagnostic."""
+    from .index import analyse
+
+    by_file: dict[str, list[tuple[Span, str]]] = {}
+    for span, text in edits:
+        by_file.setdefault(span.file, []).append((span, text))
+    texts = dict(idx.texts)
+    for file, fe in by_file.items():
+        if file not in texts:
+            raise RenameError(f"{file} is not among the files this spec reads; rename there first")
+        texts[file] = _applied(texts[file], fe)
+    again = analyse(idx.path, texts)
+
+    def moved(span: Span) -> tuple:
+        line, col = span.line, span.column
+        shift = sum(len(text) - (e.end_column - e.column) for e, text in by_file.get(span.file, ())
+                    if e.line == line and e.end_column <= col and (e.end_column < col or e.column < e.end_column))
+        return (str(Path(span.file).resolve()), line, col + shift)
+
+    def meaning(s: Symbol, old: bool) -> tuple:  # (a symbol is where it is declared)
+        return (s.kind, moved(s.span) if old else (str(Path(s.span.file).resolve()), s.span.line, s.span.column))
+
+    before = {moved(o.span): (meaning(o.symbol, True), o.symbol) for o in idx.occurrences}
+    after = {(str(Path(o.span.file).resolve()), o.span.line, o.span.column): (meaning(o.symbol, False), o.symbol)
+             for o in again.occurrences}
+    for at in sorted(set(before) | set(after), key=lambda a: (a[0] != str(Path(idx.path).resolve()), a)):
+        was, now = before.get(at), after.get(at)
+        if (was and was[0]) != (now and now[0]):
+            what = f"mean {_describe(now[1])}" if now else "no longer name anything"
+            if was is None:
+                what = f"now mean {_describe(now[1])}"
+            raise RenameError(f"renaming {sym.name!r} to {new!r} would make the name at line {at[1]}"
+                              f"{'' if _same(at[0], idx.path) else ' of ' + at[0]} {what}"
+                              + (f" instead of {_describe(was[1])}" if was and now else "")
+                              + "; choose another name")
+
+    def said(d) -> tuple:  # (a diagnostic's column may move with the edit: a feature's new `column`)
+        return (d.code, d.severity) + ((str(Path(d.span.file).resolve()), d.span.line) if d.span else ())
+
+    old_d, new_d = sorted(map(said, idx.diagnostics)), sorted(map(said, again.diagnostics))
+    if old_d != new_d:
+        extra = next((d for d in again.diagnostics if said(d) not in old_d), None)
+        why = f": {extra.code} {extra.message}" if extra is not None else ""
+        raise RenameError(f"renaming {sym.name!r} to {new!r} would change what lint says of the spec{why}; "
+                          f"choose another name")
+
+
+def _describe(sym: Symbol) -> str:
+    kind = {"param": "parameter"}.get(sym.kind, sym.kind)
+    of = {"variable": " of property ", "param": " of policy ", "feature": " of "}.get(sym.kind, " of ")
+    return f"the {kind} {sym.name}" + (f"{of}{sym.container}" if sym.container else "")
+
+
+def _applied(text: str, edits: list[tuple[Span, str]]) -> str:
+    """``text`` with one-line edits (fairspec spans: lines as the parser cuts them, code points) applied."""
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]  # (split_lines's line ends)
+    for span, new in sorted(edits, key=lambda e: (e[0].line, e[0].column), reverse=True):
+        base = starts[span.line - 1]
+        text = text[:base + span.column - 1] + new + text[base + span.end_column - 1:]
+    return text
 
 
 def _under(file: str, root: str) -> bool:

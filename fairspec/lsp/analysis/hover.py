@@ -189,15 +189,19 @@ def _statement_at(idx: Index, file: str, line: int, col: int) -> str | None:
 
     root = next((m for m in idx.modules if _same(m.file, file)), None)
     spec = _spec(idx)
-    for d in (root.decls if root is not None else ()):
-        for st in (d.stmts if isinstance(d, ast.PropertyDecl) else ()):
+    # a property's, or one of a policy's (planned only once applied: the option's own doc there)
+    props = [(d, True) for d in (root.decls if root is not None else ()) if isinstance(d, ast.PropertyDecl)]
+    props += [(p, False) for d in (root.decls if root is not None else ()) if isinstance(d, ast.PolicyDecl)
+              for p in d.properties]
+    for d, planned in props:
+        for st in d.stmts:
             word = st.args[0] if st.kind in ("option", "using") and st.args else None
             if not isinstance(word, ast.Name) or not _contains(word.span, file, line, col):
                 continue
             if st.kind == "using":
                 b = BACKENDS.get(word.id)
                 return f"**backend** `{word.id}`: {b.doc}" if b else None
-            prop = next((p for p in (spec.properties if spec else ()) if p.name == d.name.id), None)
+            prop = next((p for p in (spec.properties if spec and planned else ()) if p.name == d.name.id), None)
             cap = plan(prop, spec).capability() if prop is not None else None
             o = next((o for o in (cap.options if cap else ()) if o.name == word.id), None) or OPTIONS.get(word.id)
             if o is None:
@@ -237,11 +241,23 @@ def _word_at(idx: Index, file: str, line: int, col: int) -> str | None:
 
 
 def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
-    """A column named in a data declaration (columns = [...], label = ..., where = ..., missing = {...}):
-    its values in the first rows of the file, as lint reads them (fairspec.runtime.data.column_names:
-    at most 200 rows, cached while the file is unchanged; never the whole file)."""
+    """A column named in a data declaration (columns = [...], label = ..., where = ..., missing = {...})
+    or by a feature (`column "x"` in a features block `from` a data set): its values in the first rows
+    of the file, as lint reads them (fairspec.runtime.data.column_names: at most 200 rows, cached while
+    the file is unchanged; never the whole file), a Parquet column's type in the file's schema, and
+    for a feature's column the type the feature reads it as."""
     root = next((m for m in idx.modules if _same(m.file, file)), None)
     for d in (root.decls if root is not None else ()):
+        if isinstance(d, ast.FeaturesDecl) and d.source is not None and _contains(d.span, file, line, col):
+            f = next((f for f in d.features if f.column is not None and _contains(f.column.span, file, line, col)),
+                     None)
+            text = _column_text(idx, d.source.id, f.column.value) if f is not None else None
+            if text is None:
+                return None
+            fs = next((x for x in (_spec(idx).feature_sets if _spec(idx) else ()) if x.name == d.name.id), None)
+            feat = fs.get(f.name.id) if fs is not None else None
+            typ = f" as `{_domain(feat.domain)}`" if feat is not None else ""
+            return f"{text}\n- read by feature `{f.name.id}` of `{d.name.id}`{typ}"
         if not (isinstance(d, ast.DataDecl) and _contains(d.span, file, line, col)):
             continue
         for a in d.args:
@@ -254,7 +270,7 @@ def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
 
 
 def _column_text(idx: Index, data: str, name: str) -> str | None:
-    from fairspec.runtime.data import DataError, column_names, is_number
+    from fairspec.runtime.data import DataError, column_names, is_number, parquet_types
 
     spec = _spec(idx)
     d = next((x for x in (spec.datasets if spec else ()) if x.name == data), None)
@@ -273,14 +289,16 @@ def _column_text(idx: Index, data: str, name: str) -> str | None:
     missing = len(cells) - len(values)
     head = f"**column** `{name}` of `{data}` (column {j + 1} of {len(names)})"
     seen = f"in the first {len(cells)} rows" + (f" ({missing} missing)" if missing else "")
+    dtype = parquet_types(d).get(name) if d.format == "parquet" else None
+    typ = f"\n- type in the Parquet file: `{dtype}`" if dtype else ""
     nums = [float(v) for v in values if is_number(v) and math.isfinite(float(v))]
     if nums and all(is_number(v) for v in values):
         whole = all(x.is_integer() for x in nums)
         return (f"{head}\n- {'whole numbers' if whole else 'numbers'} {seen}: "
-                f"{_number(min(nums))} .. {_number(max(nums))}")
+                f"{_number(min(nums))} .. {_number(max(nums))}{typ}")
     distinct = list(dict.fromkeys(values))
     shown = ", ".join(f"`{v}`" for v in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
-    return f"{head}\n- text {seen}: {len(distinct)} distinct: {shown}" if values else f"{head}\n- no value {seen}"
+    return (f"{head}\n- text {seen}: {len(distinct)} distinct: {shown}" if values else f"{head}\n- no value {seen}") + typ
 
 
 def _number(v) -> str:

@@ -319,10 +319,29 @@ def _bind(idx: Index, prop: ast.PropertyDecl) -> dict[int, Symbol]:
         scope = dict(whole)
         if isinstance(st, ast.Stmt) and st.kind == "ensure" and len(st.args) == 2 and isinstance(st.args[1], ast.Name):
             scope[st.args[1].id] = declare(st.args[1], st)
-        for n in _walk(st):
-            if isinstance(n, ast.Name) and id(n) not in out and n.id in scope:
+        if not (isinstance(st, ast.Stmt) and st.kind in ("forall", "require", "ensure")) or not scope:
+            continue  # (an option, `using`, `report by G`: no variable there)
+        nodes = _walk(st)
+        other = _not_variables(st, nodes)
+        for n in nodes:
+            if isinstance(n, ast.Name) and id(n) not in out and n.id in scope and id(n) not in other:
                 out[id(n)] = scope[n.id]
                 idx.occurrences.append(Occurrence(n.span, scope[n.id], False))
+    return out
+
+
+def _not_variables(st: ast.Stmt, nodes: list) -> set[int]:
+    """The names of a property's statement that never mean one of its variables, as sema reads them
+    (fairspec.sema.individual_properties, exprs): a feature after `x.` and in `except {...}`, a called
+    model or output (`prob(m(x))`), the feature set of `forall x, x' : S`."""
+    out = {id(st.args[2])} if st.kind == "forall" and len(st.args) == 3 else set()
+    for n in nodes:
+        if isinstance(n, ast.Attr):
+            out.add(id(n.name))
+        elif isinstance(n, ast.Call):
+            out.add(id(n.fn))
+        elif isinstance(n, ast.EqualExcept):
+            out |= {id(m) for m in _walk(n.excluded) if isinstance(m, ast.Name)}
     return out
 
 
@@ -335,6 +354,12 @@ def _resolve(idx: Index) -> None:
             for prop in [d] if isinstance(d, ast.PropertyDecl) else d.properties if isinstance(d, ast.PolicyDecl) else ():
                 skip |= set(_bind(idx, prop))
             policy = d.name.id if isinstance(d, ast.PolicyDecl) else None
+            if isinstance(d, ast.ApplyDecl):  # `apply p(m, eps = 0.1)`: eps names p's parameter
+                for a in d.args:
+                    param = next((s for s in idx.symbols.get(a.name.id, ()) if s.kind == "param"
+                                  and s.container == d.policy.id), None) if a.name is not None else None
+                    if param is not None:
+                        idx.occurrences.append(Occurrence(a.name.span, param, False))
             found: list = []
             _names(d, found)
             for n in found:
