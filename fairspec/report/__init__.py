@@ -328,5 +328,6 @@ def _print_witness(w, console) -> None:
         style = "bold" if a != b else ""
         t.add_row(value(k), value(a), value(b), style=style)
     if w.outputs:
-        t.add_row(value("model output"), value(f"{w.outputs[0]:.6g}"), value(f"{w.outputs[1]:.6g}"), style="cyan")
+        a, b = w.output_texts()
+        t.add_row(value("model output"), value(a), value(b), style="cyan")
     console.print(t)

@@ -100,6 +100,9 @@ def _verdict_text(v) -> str:
             w = v.witness
             parts.append(f"witness x = {w.features or list(w.x)}, x' = {w.features_prime or list(w.x_prime)}"
                          + (f" (replayed by {w.replayed_by})" if w.replayed_by else ""))
+            if w.outputs:
+                a, b = w.output_texts()
+                parts.append(f"model output {a} for x, {b} for x'")
         if v.reason:
             parts.append(v.reason)
         return "; ".join(parts)

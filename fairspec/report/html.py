@@ -520,8 +520,8 @@ def _witness(w) -> str:
     rows += "".join(f"<tr><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td><td>{_v(str(w.features_prime.get(k)))}</td>"
                     f"</tr>" for k in same)
     if w.outputs:
-        rows += (f"<tr class=output><td>model output</td><td>{w.outputs[0]:.6g}</td><td>{w.outputs[1]:.6g}</td>"
-                 f"</tr>")
+        a, b = w.output_texts()
+        rows += f"<tr class=output><td>model output</td><td>{_v(a)}</td><td>{_v(b)}</td></tr>"
     return (f"<h3>Witness pair (replayed by {e(w.replayed_by or 'the model')})</h3>"
             f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} differ: {e(', '.join(differ) or 'none')}</p>"
             f"<table class=witness><thead><tr><th>feature</th><th>x</th><th>x'</th></tr></thead>"

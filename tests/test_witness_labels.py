@@ -1,0 +1,62 @@
+"""A `class` post's witness names the predicted classes by the labels the model records: its outputs
+are columns (0 .. K-1), so "model output 1 / 2" of a model whose classes are "high", "low", "mid"
+left an auditor to work out which grade each is. JSON keeps ``outputs`` (the columns) and adds
+``output_labels``; text, HTML and SARIF show ``low (class 1)``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairspec
+from fairspec.report import ci
+
+pd = pytest.importorskip("pandas")
+tree = pytest.importorskip("sklearn.tree")
+
+SPEC = """\
+data d = csv("d.csv", target = grade)
+features P from d {
+  a   : int in [0, 3]
+  sex : {F, M} protected
+}
+model grade = sklearn("grade.skops")
+# fairspec: ignore[FS427]
+encode P for grade { a : raw  sex : code }
+property same_grade {
+  forall x, x' : P
+  require x.* == x'.* except {sex}
+  ensure class(grade(x)) == class(grade(x'))
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("labels")
+    (folder / "s.fair").write_text(SPEC)
+    rng = np.random.default_rng(0)
+    a, sex = rng.integers(0, 4, 300), rng.integers(0, 2, 300)
+    grade = np.where(a + 2 * sex < 2, "low", np.where(a + 2 * sex < 4, "mid", "high"))
+    frame = pd.DataFrame({"a": a, "sex": np.array(["F", "M"])[sex], "grade": grade})
+    clf = tree.DecisionTreeClassifier(random_state=0).fit(np.c_[a, sex].astype(float), pd.Series(grade, dtype=object))
+    assert list(clf.classes_) == ["high", "low", "mid"]
+    return fairspec.check(folder / "s.fair", models={"grade": clf}, data={"d": frame}), clf
+
+
+def test_the_witness_names_its_classes(report):
+    rep, clf = report
+    v = rep["same_grade"]
+    assert v.status == "violated", v.reason
+    w = v.witness
+    predicted = clf.predict(np.array([w.x, w.x_prime]))
+    assert list(w.output_labels) == list(predicted)
+    assert [clf.classes_[int(o)] for o in w.outputs] == list(predicted)
+    doc = rep.to_dict()["properties"][0]["witness"]
+    assert doc["output_labels"] == list(predicted) and doc["outputs"] == [float(o) for o in w.outputs]
+    shown = [f"{lab} (class {int(o)})" for lab, o in zip(predicted, w.outputs)]
+    text = str(rep)
+    assert all(s in text for s in shown), text
+    html = rep.to_html()
+    assert f"<td>{shown[0]}</td><td>{shown[1]}</td>" in html
+    assert f"model output {shown[0]} for x, {shown[1]} for x'" in ci._verdict_message(v)
