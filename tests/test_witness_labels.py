@@ -28,6 +28,7 @@ property same_grade {
   require x.* == x'.* except {sex}
   ensure class(grade(x)) == class(grade(x'))
 }
+property shares { class_distribution_distance(grade, groups sex) <= 0.5 }
 """
 
 
@@ -60,3 +61,19 @@ def test_the_witness_names_its_classes(report):
     html = rep.to_html()
     assert f"<td>{shown[0]}</td><td>{shown[1]}</td>" in html
     assert f"model output {shown[0]} for x, {shown[1]} for x'" in ci._verdict_message(v)
+
+
+def test_a_metric_with_no_rate_draws_no_empty_chart(report):
+    """class_distribution_distance (and the regression metrics) compare no per-group rate: the HTML
+    section drew an empty bar chart ("rate, 0-1", no bars; matplotlib warned "No artists with labels
+    found to put in legend" on every render). It says there is no chart; the table carries the numbers."""
+    import re
+    import warnings
+
+    rep, _ = report
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = rep.to_html()
+    section = re.search(r"data-property='shares'>(.*?)</section>", page, re.S).group(1)
+    assert "<svg" not in section and "No chart: this metric compares no per-group rate" in section
+    assert "sex=F" in section

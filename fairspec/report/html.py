@@ -457,8 +457,11 @@ def _group_metric(v) -> str:
         parts.append(_figure(lambda: charts.reliability_fig(v),
                              "Reliability per group: observed share of label = 1 against the mean score in each "
                              "score bin; the diagonal is perfect calibration"))
-    else:
+    elif charts.compared_keys(v):
         parts.append(_figure(lambda: charts.rates_fig(v), _rates_caption(v)))
+    else:   # a multiclass or regression metric (class shares, mean prediction, KS): no rate to draw as bars
+        parts.append("<p class=note>No chart: this metric compares no per-group rate; the table below gives "
+                     "each group's numbers.</p>")
     cols = group_columns(v)
     head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
     counted = any("counted" in r for r in d["groups"])
