@@ -77,3 +77,13 @@ def test_a_metric_with_no_rate_draws_no_empty_chart(report):
     section = re.search(r"data-property='shares'>(.*?)</section>", page, re.S).group(1)
     assert "<svg" not in section and "No chart: this metric compares no per-group rate" in section
     assert "sex=F" in section
+
+
+def test_a_test_failure_names_the_classes(report):
+    """assert_fair's and the pytest plugin's failure message shows the labels too."""
+    from fairspec.pytest_plugin import describe
+
+    rep, clf = report
+    v = rep["same_grade"]
+    labels, cols = v.witness.output_labels, [int(o) for o in v.witness.outputs]
+    assert f"outputs   : {labels[0]} (class {cols[0]}), {labels[1]} (class {cols[1]})" in describe(v)
