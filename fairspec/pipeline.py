@@ -509,10 +509,11 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
 
 def _class_labels(prop, ctx, v: Verdict) -> Verdict:
     """``v`` with its witness's predicted classes named by the labels the model records (a `class`
-    post's outputs are columns: "1" and "2" say nothing to a reader of a model whose classes are
+    post's outputs, and a multiclass k-discrimination's, are columns: "1" and "2" say nothing to a reader of a model whose classes are
     "high", "low", "mid"). Unchanged when the model records none or the outputs are no columns."""
     w = getattr(v, "witness", None)
-    if getattr(prop, "post", None) != "class" or w is None or not w.outputs or w.output_labels is not None:
+    classes = getattr(prop, "post", None) == "class" or getattr(prop, "output", None) == "class"  # k-discrimination's
+    if not classes or w is None or not w.outputs or w.output_labels is not None:
         return v
     try:
         readout = getattr(ctx.model(prop.model), "readout", None)

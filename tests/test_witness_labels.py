@@ -87,3 +87,34 @@ def test_a_test_failure_names_the_classes(report):
     v = rep["same_grade"]
     labels, cols = v.witness.output_labels, [int(o) for o in v.witness.outputs]
     assert f"outputs   : {labels[0]} (class {cols[0]}), {labels[1]} (class {cols[1]})" in describe(v)
+
+
+KD = """\
+data d = csv("d.csv")
+features P from d {
+  a : int in [0, 3]
+  g : {A, B, C} protected
+}
+model grade = sklearn("grade.skops")
+# fairspec: ignore[FS427]
+encode P for grade { a : raw  g : code }
+property kd { k_discrimination(grade, over {g}) < 2 }
+"""
+
+
+def test_k_discrimination_reports_the_individual_at_max_k(tmp_path):
+    """The enumeration knows max k: the value and the witness are an individual at it (here 3 grades),
+    not the first individual past the claim (2 grades, with details.max_k 3 beside it); its
+    counterfactuals' classes are named by label."""
+    a = np.repeat(np.arange(4), 30)
+    g = np.tile(np.repeat([0, 1, 2], 10), 4)
+    # a = 0, 1, 2: grade low for A, mid for B and C (k = 2); a = 3: low, mid, high (k = 3)
+    grade = np.where(g == 0, "low", np.where((a == 3) & (g == 2), "high", "mid"))
+    clf = tree.DecisionTreeClassifier(random_state=0).fit(np.c_[a, g].astype(float), pd.Series(grade, dtype=object))
+    (tmp_path / "s.fair").write_text(KD)
+    frame = pd.DataFrame({"a": a, "g": np.array(["A", "B", "C"])[g]})
+    v = fairspec.check(tmp_path / "s.fair", models={"grade": clf}, data={"d": frame})["kd"]
+    assert v.status == "violated", v.reason
+    assert v.value == 3 == v.details["max_k"] and v.witness.features["a"] == 3, (v.value, v.details)
+    w = v.witness
+    assert list(w.output_labels) == list(clf.predict(np.array([w.x, w.x_prime]))) and w.output_labels[0] != w.output_labels[1]
