@@ -62,8 +62,8 @@ def test_the_value_is_the_pairs_largest_class_difference(tmp_path, seed):
 
 
 def test_largest_class_keeps_the_first_on_a_tie():
-    from fairspec.kinds.tree_outputs import _largest_class
+    from fairspec.certify.enumerate import largest_class
 
     rows = np.array([[0.5, 0.4], [0.2, 0.3], [0.3, 0.3]])
-    assert _largest_class(rows, 0) == 0 and _largest_class(rows, 1) == 1
-    assert _largest_class(np.array([[0.5, 0.45], [0.1, 0.3], [0.4, 0.25]]), 0) == 1
+    assert largest_class(rows, 0) == 0 and largest_class(rows, 1) == 1
+    assert largest_class(np.array([[0.5, 0.45], [0.1, 0.3], [0.4, 0.25]]), 0) == 1

@@ -220,9 +220,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
         if moved is not None and not moved["reproduced"]:     # within rounding: also alone and reversed
             return None, c
         if prop.cls is None:
-            from fairspec.kinds.tree_outputs import _largest_class
+            from fairspec.certify.enumerate import largest_class
 
-            top = _largest_class(P_all.T, c)
+            top = largest_class(P_all.T, c)
             if top != c and runtime_violates(replace(prop, cls=top), model, P_all[:1, top], P_all[1:, top])[0]:
                 c, P = top, P_all[:, top]
         return Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),

@@ -402,9 +402,9 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         again = bool(bad.any())
         j = int(np.flatnonzero(bad)[0]) if again else 0
         if again and value is None and len(cols) > 1:     # forall c: the pair's largest class difference
-            from fairspec.kinds.tree_outputs import _largest_class
+            from fairspec.certify.enumerate import largest_class
 
-            j = _largest_class(np.stack([out[0], out[1]], axis=1), j)
+            j = largest_class(np.stack([out[0], out[1]], axis=1), j)
         if len(cols) > 1:
             details["class"] = cols[j]
     if not again:

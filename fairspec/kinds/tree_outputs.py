@@ -220,7 +220,9 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     if not again:
         return gone("the violating cell pair did not reproduce on a concrete pair of the library's runtime")
     if every and value is None:     # forall c: the pair's measure is its largest class difference, not the
-        col = _largest_class(every_sw, col)     # first class that breaks the claim (class 0 before class 1)
+        from fairspec.certify.enumerate import largest_class
+
+        col = largest_class(every_sw, col)     # first class that breaks the claim (class 0 before class 1)
         details["class"], sw = col, every_sw[col]
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
@@ -239,15 +241,6 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
 
 MAX_FLIPS = 512
 
-
-def _largest_class(rows, first: int) -> int:
-    """The class (row of ``rows``: each class's outputs of x and x') whose exact difference is the
-    largest, the first such from ``first`` (a class that breaks the claim): a `forall c` pair's
-    measure is the largest of its classes' differences (the L-infinity distance), so the witness
-    shows that class and the value is its difference."""
-    diffs = [abs(Fraction(float(r[0])) - Fraction(float(r[1]))) for r in rows]
-    best = max(range(len(diffs)), key=lambda c: (diffs[c], c == first, -c))
-    return best if diffs[best] > diffs[first] else first
 
 
 def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float, why: str):
@@ -313,7 +306,9 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
                                 and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])]
                 if not cols:
                     continue
-                sw = sw[_largest_class(sw, cols[0])]
+                from fairspec.certify.enumerate import largest_class
+
+                sw = sw[largest_class(sw, cols[0])]
             elif prop.post == "class":
                 if sw[0] == sw[1]:
                     continue
