@@ -67,3 +67,18 @@ def test_largest_class_keeps_the_first_on_a_tie():
     rows = np.array([[0.5, 0.4], [0.2, 0.3], [0.3, 0.3]])
     assert largest_class(rows, 0) == 0 and largest_class(rows, 1) == 1
     assert largest_class(np.array([[0.5, 0.45], [0.1, 0.3], [0.4, 0.25]]), 0) == 1
+
+
+def test_the_reports_name_the_class_of_the_outputs(tmp_path):
+    """The witness's outputs are one class's probabilities: the text and HTML rows say which."""
+    from fairspec.report import output_row
+    from fairspec.verdict import Verdict, Witness
+
+    w = Witness((0.0,), (1.0,), {"sex": "F"}, {"sex": "M"}, (0.10181380063295364, 0.16791096329689026), "xgboost")
+    v = Verdict("allc", "individual_fairness", "violated", value=0.066, witness=w, details={"class": 1})
+    assert output_row(v) == "model output (class 1)"
+    assert output_row(Verdict("p", "individual_fairness", "violated", witness=w, details={})) == "model output"
+    from fairspec.pipeline import Report
+    from fairspec.report.html import render
+
+    assert "<td>model output (class 1)</td><td>0.101814</td><td>0.167911</td>" in render(Report(str(tmp_path / "s.fair"), [], verdicts=[v]))

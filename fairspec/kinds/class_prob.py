@@ -245,7 +245,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                 continue
             w, c = replay(x, xp, c)
             if w is not None and mode != "maximize":
-                details["attack"] = f"class {c}"
+                details["attack"], details["class"] = f"class {c}", c
                 return Verdict(prop.name, prop.kind, "violated", value=_pair_value(prop, c, model, w), witness=w,
                                backend=backend, seconds=time.perf_counter() - t0, details=details,
                                reason=f"class {c}'s probability moves by {abs(w.outputs[0] - w.outputs[1]):.6g} "
@@ -303,6 +303,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"
     if viol_w is not None:
+        details["class"] = viol_c
         if mode != "maximize":
             value = _pair_value(prop, viol_c, model, viol_w)
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=viol_w, backend=backend,
