@@ -468,6 +468,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
         if v.status != "violated":
             v = unknown(prop, _interrupted("before it was decided"), backend=backend)
     if v is not None:
+        v = _class_labels(prop, ctx, v)
         # a property's seconds are its own work: the files it loaded first are reported under loads
         out["verdict"] = _with_seconds(v, max(0.0, time.perf_counter() - t1 - (ctx.load_seconds - loaded)))
     out["loads"] = ctx.loads[n_loads:]
@@ -512,6 +513,27 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
         report.warnings.append(warning)
     report.verdicts.append(v)
     return False
+
+
+def _class_labels(prop, ctx, v: Verdict) -> Verdict:
+    """``v`` with its witness's predicted classes named by the labels the model records (a `class`
+    post's outputs, and a multiclass k-discrimination's, are columns: "1" and "2" say nothing to a reader of a model whose classes are
+    "high", "low", "mid"). Unchanged when the model records none or the outputs are no columns."""
+    w = getattr(v, "witness", None)
+    classes = getattr(prop, "post", None) == "class" or getattr(prop, "output", None) == "class"  # k-discrimination's
+    if not classes or w is None or not w.outputs or w.output_labels is not None:
+        return v
+    try:
+        readout = getattr(ctx.model(prop.model), "readout", None)
+    except Exception:  # noqa: BLE001 - a model that does not load: its error is reported elsewhere
+        return v
+    # a binary model's class is its decision (index = 0 makes 1 the first label): columns only of K >= 3
+    labels = getattr(readout, "classes", None) if getattr(readout, "task", None) == "multiclass" else None
+    if not labels or not all(float(o).is_integer() and 0 <= o < len(labels) for o in w.outputs):
+        return v
+    from dataclasses import replace
+
+    return replace(v, witness=replace(w, output_labels=tuple(labels[int(o)] for o in w.outputs)))
 
 
 #: The final gate (issue 20): what becomes of a ``holds (proved)`` that reaches the report without a

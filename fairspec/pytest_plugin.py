@@ -202,5 +202,7 @@ def describe(verdict) -> str:
         lines.append(f"  witness x : {cell_text(str(w.features or w.x))}")
         lines.append(f"  witness x': {cell_text(str(w.features_prime or w.x_prime))}")
         if w.outputs:
-            lines.append(f"  outputs   : {cell_text(str(list(w.outputs)))} (replayed by {cell_text(w.replayed_by)})")
+            shown = w.output_texts() if w.output_labels is not None else list(w.outputs)
+            shown = ", ".join(map(str, shown)) if w.output_labels is not None else str(shown)
+            lines.append(f"  outputs   : {cell_text(shown)} (replayed by {cell_text(w.replayed_by)})")
     return "\n".join(lines)

@@ -38,11 +38,25 @@ class Witness:
     outputs: tuple[float, float] | None = None          # the model's score on x and x' (replayed; a tree
     # model's: what the post reads, its library's label, probability or margin)
     replayed_by: str = ""                               # which evaluator reproduced it
+    output_labels: tuple | None = None                  # a `class` post: the class labels the model records
+    # for the two predicted classes in ``outputs`` (which are columns, 0 .. K-1)
 
     def to_json(self) -> dict:
-        return {"x": _signless(self.x), "x_prime": _signless(self.x_prime), "features": self.features,
-                "features_prime": self.features_prime,
-                "outputs": _signless(self.outputs) if self.outputs else None, "replayed_by": self.replayed_by}
+        out = {"x": _signless(self.x), "x_prime": _signless(self.x_prime), "features": self.features,
+               "features_prime": self.features_prime,
+               "outputs": _signless(self.outputs) if self.outputs else None, "replayed_by": self.replayed_by}
+        if self.output_labels is not None:
+            out["output_labels"] = list(self.output_labels)
+        return out
+
+    def output_texts(self) -> tuple[str, str] | None:
+        """The two outputs as a report shows them: a predicted class as its label and column
+        (``"low (class 1)"``) when the model records labels, else the number."""
+        if not self.outputs:
+            return None
+        if self.output_labels is not None:
+            return tuple(f"{lab} (class {int(o)})" for lab, o in zip(self.output_labels, self.outputs))
+        return f"{self.outputs[0]:.6g}", f"{self.outputs[1]:.6g}"
 
 
 def _signless(values) -> list:

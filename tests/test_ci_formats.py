@@ -267,3 +267,19 @@ def test_sarif_columns_are_utf16_code_units_after_an_emoji(tmp_path):
         units = lines[reg["startLine"] - 1].encode("utf-16-le")
         got.append(units[2 * (reg["startColumn"] - 1):2 * (reg["endColumn"] - 1)].decode("utf-16-le"))
     assert '"abc"' in got and '"😀😀x"' in got, got
+
+
+def test_a_finding_shows_the_estimate_with_its_interval():
+    """A violated or unknown estimate's SARIF / GitHub message gives its value and interval, as the text
+    report's table does: the reason names the confidence level ("fails over the whole 95% interval"),
+    not the interval's ends, so an auditor reading code scanning saw an estimate without its bound."""
+    from fairspec.report.ci import _verdict_message
+    from fairspec.verdict import Verdict
+
+    v = Verdict("tv", "group_metric", "violated", value=0.22664, bound=(0.19071, 0.27162), backend="data",
+                reason="class_distribution_distance <= 0.05 fails over the whole 95% interval")
+    assert _verdict_message(v) == ("property 'tv' is violated; value 0.2266; interval [0.1907, 0.2716]; "
+                                   "class_distribution_distance <= 0.05 fails over the whole 95% interval")
+    u = Verdict("lv", "individual_fairness", "unknown", value=0.5, bound=(0.5, 0.75), backend="milp",
+                reason="the time limit passed")
+    assert _verdict_message(u) == "property 'lv' is unknown: the time limit passed; value 0.5; interval [0.5, 0.75]"

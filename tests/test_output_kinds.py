@@ -298,3 +298,35 @@ def test_score_value_on_a_classifier_file_is_refused(folder, tmp_path):
     res = _lint(folder, 'model lr = sklearn("lr3.skops", score = value)\nencode F for lr { a : raw  sex : onehot }\n')
     errs = [d for d in res.diagnostics if d.severity == "error"]
     assert [d.code for d in errs] == ["FS413"] and "multiclass classifier" in errs[0].message
+
+
+def test_skops_labels_of_a_text_column(tmp_path):
+    """A classifier fitted on a pandas column of text has an object ``classes_``, which skops stores
+    inline as JSON items (not an .npy file): lint reads those labels too, so ``class = "mid"`` and
+    ``prob(m(x), "mid")`` name the column, where they were FS417 "cannot read class labels ... before
+    it is loaded" (the Python API's usual case: a pipeline fitted on a data frame)."""
+    pd = pytest.importorskip("pandas")
+    lm = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    from fairspec.models.peek_sklearn import skops_classes, skops_n_classes
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, (120, 2)).astype(float)
+    y = pd.Series(np.array(["lo", "mid", "hi"])[rng.integers(0, 3, 120)], dtype=object)
+    lr = lm.LogisticRegression().fit(X, y)
+    assert lr.classes_.dtype == object
+    sio.dump(lr, tmp_path / "lr3.skops")
+    assert skops_classes(tmp_path / "lr3.skops") == ("hi", "lo", "mid")
+    assert skops_n_classes(tmp_path / "lr3.skops") == 3
+    (tmp_path / "d.csv").write_text("a,b,y\n" + "\n".join(f"{r[0]:g},{r[1]:g},{t}" for r, t in zip(X, y)) + "\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", target = y)\nfeatures F from d {\n  a : int in [0, 3]  protected\n'
+                    '  b : int in [0, 3]\n}\nmodel lr = sklearn("lr3.skops")\n'
+                    '# fairspec: ignore[FS427]\nencode F for lr { a, b : raw }\n'
+                    'group high_a = a >= 2\n'
+                    'property sp { statistical_parity(lr, groups high_a, class = "mid") <= 0.5 }\n'
+                    + _pair("p", "|prob(lr(x), \"mid\") - prob(lr(x'), \"mid\")| <= 0.1").replace("{sex}", "{a}"))
+    res = pipeline.lint(spec)
+    assert not [d for d in res.diagnostics if d.severity == "error"], res.diagnostics
+    assert res.spec.model("lr").classes == ("hi", "lo", "mid")
+    assert res.spec.properties[-1].cls == 2

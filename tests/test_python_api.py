@@ -298,3 +298,32 @@ def test_pipeline_check_refuses_a_model_name_the_spec_does_not_declare(tmp_path)
         pipeline.check(spec, models={"other": str(tmp_path / "m.json")})
     assert str(direct.value) == str(api.value) == f"the spec {spec} declares no model named 'other' (models: m)"
     assert pipeline.check(spec, models={"m": str(tmp_path / "m.json")}).verdicts  # a declared name still works
+
+
+def test_a_histgradientboosting_on_pandas_categoricals_is_refused_in_one_sentence(tmp_path):
+    """A HistGradientBoosting model fitted on a frame whose text columns are pandas categoricals
+    (native categorical support, scikit-learn's default categorical_features="from_dtype") reads them
+    by category name through its own fitted encoder; fairspec feeds numbers, and the check ended in
+    "evaluating the model ... failed: ufunc 'isnan' not supported for the input types". The error
+    names the columns and two ways to ship such a model that fairspec reads."""
+    pd = pytest.importorskip("pandas")
+    ens = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(0)
+    n = 300
+    frame = pd.DataFrame({"age": rng.integers(18, 70, n), "sex": rng.choice(["F", "M"], n),
+                          "y": rng.integers(0, 2, n)})
+    X = frame[["age", "sex"]].astype({"sex": "category"})
+    clf = ens.HistGradientBoostingClassifier(max_iter=5).fit(X, frame.y)
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", label = y == 1)\nfeatures P from d {\n  age : int in [18, 69]\n'
+        '  sex : {F, M} protected\n}\nmodel m = sklearn("m.skops")\nencode P for m { age : raw  sex : code }\n'
+        'property di { disparate_impact(m, groups sex) >= 0.8 }\n')
+    rep = fairspec.check(tmp_path / "s.fair", models={"m": clf}, data={"d": frame})
+    assert rep.exit_code == 2 and not rep.verdicts
+    assert rep.report.error.startswith("the model given for 'm': the HistGradientBoostingClassifier was fitted on a "
+                                       "data frame whose column 'sex' is a pandas categorical"), rep.report.error
+    assert "isnan" not in rep.report.error and "OrdinalEncoder" in rep.report.error
+    # codes on an array: read as before
+    codes = ens.HistGradientBoostingClassifier(max_iter=5, categorical_features=[1]).fit(
+        np.c_[frame.age, frame.sex == "M"].astype(float), frame.y)
+    assert fairspec.check(tmp_path / "s.fair", models={"m": codes}, data={"d": frame}).exit_code in (0, 1, 3)

@@ -543,3 +543,13 @@ def count_individuals(scores: Sequence, pairs: Sequence[tuple[int, int]], post: 
     proof = _mint("enumeration", claim, count=n, unit="individuals", counterfactuals=len(arrays),
                   fair=int(fair.sum()), unfair=int(unfair.sum()), record=rec, **detail)
     return Counted(proof, fair, unfair, maybe if unsure is not None else None)
+
+
+def largest_class(rows, first: int) -> int:
+    """The class (row of ``rows``: each class's outputs of x and x') whose exact difference is the
+    largest, the first such from ``first`` (a class that breaks the claim): a `forall c` pair's
+    measure is the largest of its classes' differences (the L-infinity distance), so the witness
+    shows that class and the value is its difference."""
+    diffs = [abs(Fraction(float(r[0])) - Fraction(float(r[1]))) for r in rows]
+    best = max(range(len(diffs)), key=lambda c: (diffs[c], c == first, -c))
+    return best if diffs[best] > diffs[first] else first

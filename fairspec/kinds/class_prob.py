@@ -208,18 +208,27 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
     from fairspec.kinds.pair_enumeration import fragile_pair
 
     def replay(x, xp, c):
-        """The witness, or None: the pair meets the pre-condition and breaks the post on the runtime."""
+        """(the witness, its class), or (None, c): the pair meets the pre-condition and breaks the post
+        on the runtime. Under ``forall c`` the witness shows the pair's class of largest difference (its
+        measure, the L-infinity distance), which also breaks the post when class c does."""
         if not meets_pre(x, xp):
-            return None
+            return None, c
         X2 = encoded(np.vstack([x, xp]))
-        P = np.asarray(model.class_probabilities(X2), dtype=np.float64)[:, c]
+        P_all = np.asarray(model.class_probabilities(X2), dtype=np.float64)
+        P = P_all[:, c]
         if not runtime_violates(replace(prop, cls=c), model, P[:1], P[1:])[0]:
-            return None
+            return None, c
         moved = fragile_pair(replace(prop, cls=c), model, X2)
         if moved is not None and not moved["reproduced"]:     # within rounding: also alone and reversed
-            return None
+            return None, c
+        if prop.cls is None:
+            from fairspec.certify.enumerate import largest_class
+
+            top = largest_class(P_all.T, c)
+            if top != c and runtime_violates(replace(prop, cls=top), model, P_all[:1, top], P_all[1:, top])[0]:
+                c, P = top, P_all[:, top]
         return Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
-                       decode_row(enc, fs, X2[1]), (float(P[0]), float(P[1])), replayed_by=by)
+                       decode_row(enc, fs, X2[1]), (float(P[0]), float(P[1])), replayed_by=by), c
 
     deadline = None if limit is None else time.monotonic() + max(0.0, float(limit) - (time.perf_counter() - t0))
     details = {"engine": "softmax-bab", "mode": mode, "classes": K, "combinations": int(C.shape[0])}
@@ -236,9 +245,9 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             v, x, xp = best[c]
             if x is None:
                 continue
-            w = replay(x, xp, c)
+            w, c = replay(x, xp, c)
             if w is not None and mode != "maximize":
-                details["attack"] = f"class {c}"
+                details["attack"], details["class"] = f"class {c}", c
                 return Verdict(prop.name, prop.kind, "violated", value=_pair_value(prop, c, model, w), witness=w,
                                backend=backend, seconds=time.perf_counter() - t0, details=details,
                                reason=f"class {c}'s probability moves by {abs(w.outputs[0] - w.outputs[1]):.6g} "
@@ -271,11 +280,11 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
                     best_val = float_down(abs(Fraction(float(P[0])) - Fraction(float(P[1]))))
                     best_w = pair
             if r.status == "violated" and r.pair is not None:
-                w = replay(r.pair[0], r.pair[1], c)
+                w, wc = replay(r.pair[0], r.pair[1], c)
                 if w is None:
                     reasons.append(f"class {c}: the search's pair does not break the post-condition on replay")
                 elif viol_w is None:
-                    viol_w, viol_c = w, c
+                    viol_w, viol_c = w, wc
                     if mode != "maximize":
                         break
             elif r.status == "proved":
@@ -296,6 +305,7 @@ def run_class_prob(prop: ir.IndividualFairness, ctx, progress, backend: str, t0:
             extra["bound"] = (best_val, bound)
             details["maximum"] = "[best pair replayed, certified upper bound]"
     if viol_w is not None:
+        details["class"] = viol_c
         if mode != "maximize":
             value = _pair_value(prop, viol_c, model, viol_w)
         return Verdict(prop.name, prop.kind, "violated", value=value, witness=viol_w, backend=backend,

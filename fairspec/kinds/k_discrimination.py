@@ -440,7 +440,8 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     for which, fragile in ((robust, False), (bad & ~robust, True)):
         v = replayed_violation(prop, model, X, which, K, logit, claim, enc, fs, details, t0, replayer_name(model),
                                f"enumerating all {T:,} individuals on the model's runtime: an individual whose",
-                               replay=evaluate if outputs is not None else None, classes=classes, fragile=fragile)
+                               replay=evaluate if outputs is not None else None, classes=classes, fragile=fragile,
+                               k=res.k_lo)
         if v is not None:
             return v
     if m.any() and bad.any():

@@ -14,17 +14,23 @@ from fairspec.verdict import Verdict, Witness
 
 
 def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc, fs, details: dict, t0: float,
-                       replayed_by: str, how: str, replay=None, classes: bool = False, fragile: bool = False):
+                       replayed_by: str, how: str, replay=None, classes: bool = False, fragile: bool = False,
+                       k=None):
     """The first of (up to five) individuals flagged in ``bad`` whose K counterfactuals (rows
     ``X[i K:(i + 1) K]``), replayed on the model's independent evaluator, still fall into more
     clusters than the claim allows: the violated Verdict (``details`` gains the counterfactuals;
     the reason starts with ``how``), or None when none reproduces. ``fragile``: the individuals may
     count otherwise in another batch of the runtime (kinds/kdisc_rounding.py): each must also reproduce
-    with its counterfactuals scored alone and reversed, and the details say so."""
+    with its counterfactuals scored alone and reversed, and the details say so. ``k``: each individual's
+    count, to try the largest first (the enumeration knows max k: the value and the witness are an
+    individual at it, not the first one past the claim)."""
     from fairspec.certify.enumerate import kdisc_by_enumeration
     from fairspec.runtime.encoding import decode_row
 
-    for i in np.flatnonzero(bad)[:5]:
+    flagged = np.flatnonzero(bad)
+    if k is not None:
+        flagged = flagged[np.argsort(-np.asarray(k)[flagged], kind="stable")]
+    for i in flagged[:5]:
         U = X[i * K:(i + 1) * K]
         # ``replay``: the issue-25 outputs (a class, one class's probability) on the library's runtime
         replayed = np.asarray((replay or model.replay)(U), dtype=np.float64).reshape(-1)

@@ -401,6 +401,10 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         bad = ~compare_exact(out[0], prop.eps_op, prop.eps, minus=out[1])
         again = bool(bad.any())
         j = int(np.flatnonzero(bad)[0]) if again else 0
+        if again and value is None and len(cols) > 1:     # forall c: the pair's largest class difference
+            from fairspec.certify.enumerate import largest_class
+
+            j = largest_class(np.stack([out[0], out[1]], axis=1), j)
         if len(cols) > 1:
             details["class"] = cols[j]
     if not again:
@@ -409,7 +413,7 @@ def decide_by_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
     if value is None and what != "class":
-        value = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        value = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason="a pair found by branch and bound over leaf boxes breaks it on the library's runtime"), ""

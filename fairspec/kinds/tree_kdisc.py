@@ -118,4 +118,4 @@ def decide_kdisc(prop: ir.KDiscrimination, ctx, model, enc: ir.Encoding, fs: ir.
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
     return replayed_violation(prop, model, X, bad, K, logit, claim, enc, fs, details, t0, runtime_name(model),
                               "enumerating every individual in cells of the tree model's split tests: one whose",
-                              replay=evaluate if outputs is not None else None, classes=classes)
+                              replay=evaluate if outputs is not None else None, classes=classes, k=res.k_lo)

@@ -210,7 +210,7 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     i, j = int(I[k]), int(J[k])
     vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
     XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)
-    sw = _outputs(model, XW, post, cls)
+    sw = every_sw = _outputs(model, XW, post, cls)
     if every:
         sw = sw[col]
     if post == "class":
@@ -219,10 +219,15 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         again = not bool(compare_exact(sw[:1], prop.eps_op, prop.eps, minus=sw[1:])[0])
     if not again:
         return gone("the violating cell pair did not reproduce on a concrete pair of the library's runtime")
+    if every and value is None:     # forall c: the pair's measure is its largest class difference, not the
+        from fairspec.certify.enumerate import largest_class
+
+        col = largest_class(every_sw, col)     # first class that breaks the claim (class 0 before class 1)
+        details["class"], sw = col, every_sw[col]
     w = Witness(tuple(map(float, XW[0])), tuple(map(float, XW[1])), decode_row(enc, fs, XW[0]),
                 decode_row(enc, fs, XW[1]), (float(sw[0]), float(sw[1])), replayed_by=details["runtime"])
     if value is None and post != "class":
-        value = float(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        value = float(abs(Fraction(float(sw[0])) - Fraction(float(sw[1]))))
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
@@ -235,6 +240,7 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
 
 
 MAX_FLIPS = 512
+
 
 
 def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float, why: str):
@@ -300,7 +306,9 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
                                 and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])]
                 if not cols:
                     continue
-                sw = sw[cols[0]]
+                from fairspec.certify.enumerate import largest_class
+
+                sw = sw[largest_class(sw, cols[0])]
             elif prop.post == "class":
                 if sw[0] == sw[1]:
                     continue

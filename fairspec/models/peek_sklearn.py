@@ -434,9 +434,30 @@ def skops_n_classes(path) -> int | None:
             if isinstance(node, dict) and node.get("__loader__") == "NdArrayNode" and isinstance(node.get("file"), str):
                 shape = _npy_shape(zf, node["file"])
                 return shape[0] if shape is not None and len(shape) == 1 else None
+            labels = _json_vector(node)
+            return None if labels is None else len(labels)
     except Exception:  # noqa: BLE001 - the loader reads classes_ at check time
         return None
     return None
+
+
+def _json_vector(node) -> tuple | None:
+    """The values of an object array skops stores inline (``"type": "json"``: each item a JsonNode, as
+    for the ``classes_`` of a classifier fitted on a pandas column of text), when every item is a
+    plain str, int, float or bool; None otherwise (an item skops stores another way)."""
+    if not (isinstance(node, dict) and node.get("__loader__") == "NdArrayNode" and node.get("type") == "json"
+            and isinstance(node.get("content"), list)):
+        return None
+    out = []
+    for item in node["content"]:
+        if not (isinstance(item, dict) and item.get("__loader__") == "JsonNode"
+                and item.get("__module__") == "builtins" and item.get("__class__") in ("str", "int", "float", "bool")):
+            return None
+        value = json.loads(item.get("content"))
+        if type(value).__name__ != item["__class__"]:
+            return None
+        out.append(value)
+    return tuple(out)
 
 
 def _npy_vector(zf: zipfile.ZipFile, name: str) -> tuple | None:
@@ -518,6 +539,7 @@ def skops_classes(path) -> tuple | None:
             node = attrs.get("classes_")
             if isinstance(node, dict) and node.get("__loader__") == "NdArrayNode" and isinstance(node.get("file"), str):
                 return _npy_vector(zf, node["file"])
+            return _json_vector(node)
     except Exception:  # noqa: BLE001 - the loader reads classes_ at check time
         return None
     return None

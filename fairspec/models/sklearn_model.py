@@ -264,6 +264,15 @@ class SklearnModel(LoadedModel):
             self.pipeline, self.folded = est, folded
             if not folded.unfoldable:
                 est = folded.final
+        named = _named_categories(est)
+        if named:
+            raise ModelLoadError(
+                f"scikit-learn model {path}: the {type(est).__name__} was fitted on a data frame whose "
+                f"{'column' if len(named) == 1 else 'columns'} {', '.join(repr(c) for c in named)} "
+                f"{'is a' if len(named) == 1 else 'are'} pandas categorical (native categorical support), which it "
+                f"reads by category name through its own encoder, while fairspec feeds a model numbers; fit it on "
+                f"number codes (categorical_features on an array), or encode those columns with an "
+                f"OrdinalEncoder in a Pipeline's ColumnTransformer", path)
         has_proba = _has(est, "predict_proba")
         has_dec = _has(est, "decision_function")
         if _is_regressor(est) and not (has_proba or has_dec):
@@ -600,6 +609,25 @@ class SklearnModel(LoadedModel):
 
             return self.folded.runtime, np.ascontiguousarray(X[:, list(self.folded.keep)])
         return self.raw, X
+
+
+def _named_categories(est) -> list[str]:
+    """The columns a HistGradientBoosting model fitted on a data frame with pandas categoricals of text
+    reads by category name (its fitted ``_preprocessor``'s OrdinalEncoder maps the names to codes; a
+    number there is no name, and predict fails); [] for any other estimator."""
+    pre, cat = getattr(est, "_preprocessor", None), getattr(est, "is_categorical_", None)
+    if pre is None or cat is None:
+        return []
+    try:
+        import numpy as np
+
+        enc = pre.named_transformers_["encoder"]
+        names = getattr(est, "feature_names_in_", None)
+        cols = np.flatnonzero(np.asarray(cat, dtype=bool))
+        return [str(names[i]) if names is not None else f"column {i}"
+                for i, cats in zip(cols, enc.categories_) if not np.issubdtype(np.asarray(cats).dtype, np.number)]
+    except Exception:  # noqa: BLE001 - an estimator of another layout: evaluated as it is
+        return []
 
 
 def _is_regressor(est) -> bool:

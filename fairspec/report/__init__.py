@@ -129,7 +129,7 @@ def print_text(report, console) -> None:
         for n in notes:  # one line each, under the verdict: what the run did not read or could not decide
             say(console, Text.assemble("  note: ", value(n)))
         if v.witness:
-            _print_witness(v.witness, console)
+            _print_witness(v.witness, console, output_row(v))
         if v.kind == "group_metric" and v.details and v.details.get("groups"):
             _print_groups(v, console)
         if v.kind == "repair" and v.details and v.details.get("pairs_before"):
@@ -317,7 +317,15 @@ def _print_groups(v, console) -> None:
                      f"(in no group and no rate)")
 
 
-def _print_witness(w, console) -> None:
+def output_row(v) -> str:
+    """The witness table's output row: "model output", with the class it shows where a `forall c`
+    verdict names one (``details.class``: the class whose probabilities the outputs are)."""
+    c = (v.details or {}).get("class")
+    return "model output" if isinstance(c, bool) or not isinstance(c, int) or v.witness.output_labels is not None \
+        else f"model output (class {c})"
+
+
+def _print_witness(w, console, row: str = "model output") -> None:
     from rich.table import Table
 
     t = Table(title=value("witness (replayed by " + (w.replayed_by or "the model") + ")"), title_justify="left")
@@ -328,5 +336,6 @@ def _print_witness(w, console) -> None:
         style = "bold" if a != b else ""
         t.add_row(value(k), value(a), value(b), style=style)
     if w.outputs:
-        t.add_row(value("model output"), value(f"{w.outputs[0]:.6g}"), value(f"{w.outputs[1]:.6g}"), style="cyan")
+        a, b = w.output_texts()
+        t.add_row(value(row), value(a), value(b), style="cyan")
     console.print(t)

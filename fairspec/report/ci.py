@@ -94,16 +94,34 @@ def _verdict_message(v) -> str:
 def _verdict_text(v) -> str:
     if v.status == "violated":
         parts = [f"property '{v.name}' is violated"]
-        if v.value is not None:
-            parts.append(f"value {v.value:.4g}" if isinstance(v.value, float) else f"value {v.value}")
+        parts += _value_parts(v)
         if v.witness is not None:
             w = v.witness
             parts.append(f"witness x = {w.features or list(w.x)}, x' = {w.features_prime or list(w.x_prime)}"
                          + (f" (replayed by {w.replayed_by})" if w.replayed_by else ""))
+            if w.outputs:
+                a, b = w.output_texts()
+                parts.append(f"model output {a} for x, {b} for x'")
         if v.reason:
             parts.append(v.reason)
         return "; ".join(parts)
-    return f"property '{v.name}' is unknown: {v.reason}"
+    return "; ".join([f"property '{v.name}' is unknown: {v.reason}", *_value_parts(v)])
+
+
+def _value_parts(v) -> list[str]:
+    """The value and its interval as the text report's table shows them (an estimate is never shown
+    without its bound: the reason names the confidence level, not the interval's ends)."""
+    parts = []
+    if v.value is not None:
+        parts.append(f"value {v.value:.4g}" if isinstance(v.value, float) else f"value {v.value}")
+    if v.bound is not None:
+        lo, hi = v.bound
+        parts.append(f"interval [{_num(lo)}, {_num(hi)}]")
+    return parts
+
+
+def _num(x) -> str:
+    return f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
 
 
 def _verdict_results(verdicts, spans, error, policies=None, related: bool = False, error_span=None,

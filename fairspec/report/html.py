@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
-from fairspec.report import cell_text, charts, group_columns, rounds_note, verdict_notes
+from fairspec.report import cell_text, charts, group_columns, output_row, rounds_note, verdict_notes
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 def _e(x) -> str:
@@ -359,7 +359,7 @@ def _picture(v, i: int) -> str:
     """The picture of the property's kind, then its witness pair (PBA has both)."""
     main = _kind_picture(v)
     if v.witness is not None:
-        return (main or "") + _witness(v.witness)
+        return (main or "") + _witness(v.witness, output_row(v))
     return main or "<p class=note>No picture for this verdict: the reason above says what was (not) decided.</p>"
 
 
@@ -457,8 +457,11 @@ def _group_metric(v) -> str:
         parts.append(_figure(lambda: charts.reliability_fig(v),
                              "Reliability per group: observed share of label = 1 against the mean score in each "
                              "score bin; the diagonal is perfect calibration"))
-    else:
+    elif charts.compared_keys(v):
         parts.append(_figure(lambda: charts.rates_fig(v), _rates_caption(v)))
+    else:   # a multiclass or regression metric (class shares, mean prediction, KS): no rate to draw as bars
+        parts.append("<p class=note>No chart: this metric compares no per-group rate; the table below gives "
+                     "each group's numbers.</p>")
     cols = group_columns(v)
     head = "".join(f"<th>{e(t)}</th>" for _, t in cols)
     counted = any("counted" in r for r in d["groups"])
@@ -510,7 +513,7 @@ def _pba(v) -> str:
         "flipped (right) setting, per group (percent of the group's eligible points)") for flip, t in tables.items())
 
 
-def _witness(w) -> str:
+def _witness(w, row: str = "model output") -> str:
     e = _e
     keys = list(w.features)
     differ = [k for k in keys if w.features[k] != w.features_prime.get(k)]
@@ -520,8 +523,8 @@ def _witness(w) -> str:
     rows += "".join(f"<tr><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td><td>{_v(str(w.features_prime.get(k)))}</td>"
                     f"</tr>" for k in same)
     if w.outputs:
-        rows += (f"<tr class=output><td>model output</td><td>{w.outputs[0]:.6g}</td><td>{w.outputs[1]:.6g}</td>"
-                 f"</tr>")
+        a, b = w.output_texts()
+        rows += f"<tr class=output><td>{_v(row)}</td><td>{_v(a)}</td><td>{_v(b)}</td></tr>"
     return (f"<h3>Witness pair (replayed by {e(w.replayed_by or 'the model')})</h3>"
             f"<p>{len(differ)} feature{'s' * (len(differ) != 1)} differ: {e(', '.join(differ) or 'none')}</p>"
             f"<table class=witness><thead><tr><th>feature</th><th>x</th><th>x'</th></tr></thead>"
