@@ -320,9 +320,16 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
 
 
 def _column(t: Table, e):
-    """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value)."""
+    """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value).
+    A Parquet boolean column is its text "True" / "False", as lint samples and types it (a string): the
+    table holds it as 1.0 / 0.0, and ``label = y == "True"`` compared that number with the text, so the
+    label was false on every row (a base rate of 0 in every group, a wrong holds)."""
     if isinstance(e, ir.ColumnRef):
         num = t.numeric(e.column)
+        if num is not None and e.column in t.booleans:
+            from fairspec.runtime.columnar import Coded
+
+            return Coded((num == 1).astype(np.int32), np.array(["False", "True"], dtype=object))
         if num is not None:
             return num
         from fairspec.runtime.columnar import Coded

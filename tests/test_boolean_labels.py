@@ -1,0 +1,75 @@
+"""Boolean label and decision columns on data (CSV true/false, Parquet bool, with nulls): the
+positive value is the one the spec states, and group metrics agree with fairlearn.
+
+A Parquet boolean column is text "True" / "False" to a data expression, as lint samples and types
+it: ``label = y == "True"`` once compared the table's 1.0 / 0.0 with that text, so the label was
+false on every row and base_rate_difference held at 0 (a wrong verdict)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+fm = pytest.importorskip("fairlearn.metrics")
+pytest.importorskip("pyarrow")
+
+from fairspec import api  # noqa: E402
+
+
+def frame(nulls: bool):
+    rng = np.random.default_rng(3)
+    n = 400
+    sex = rng.choice(["Female", "Male"], n)
+    y = rng.random(n) < np.where(sex == "Male", 0.5, 0.3)
+    d = rng.random(n) < 0.2 + 0.5 * y
+    df = pd.DataFrame({"age": rng.integers(18, 80, n), "sex": sex, "y": y, "d": d})
+    if nulls:
+        df["y"] = pd.array(np.where(rng.random(n) < 0.1, None, y), dtype="boolean")
+        df["d"] = pd.array(np.where(rng.random(n) < 0.1, None, d), dtype="boolean")
+    return df
+
+
+SPEC = """data log = {fmt}("t.{fmt}", label = y == "True"{extra})
+features A from log {{
+  age : int in [17, 90]
+  sex : {{Female, Male}} protected
+}}
+model m = predictions(log, decision = "d")
+property eo {{ equal_opportunity(m, groups sex) <= 0.5 }}
+property br {{ base_rate_difference(log, groups sex) <= 0.5 }}
+property sp {{ statistical_parity(m, groups sex) <= 0.5 }}
+property fpr {{ false_positive_rate_difference(m, groups sex) <= 0.5 }}
+"""
+
+
+def values(tmp_path, df, fmt: str, extra: str = "") -> dict:
+    if fmt == "csv":
+        df.to_csv(tmp_path / "t.csv", index=False)     # True / False, a null an empty cell
+    else:
+        df.to_parquet(tmp_path / "t.parquet", index=False)   # bool, a null a Parquet null
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt=fmt, extra=extra))
+    rep = api.check(str(tmp_path / "s.fair")).to_dict()
+    assert not rep.get("diagnostics"), rep.get("diagnostics")
+    return {p["name"]: p["value"] for p in rep["properties"]}
+
+
+def reference(df) -> dict:
+    df = df.dropna(subset=["y", "d"])
+    y, d, g = df["y"].astype(bool), df["d"].astype(bool), df["sex"]
+    return {"eo": fm.equal_opportunity_difference(y, d, sensitive_features=g),
+            "br": abs(y[g == "Male"].mean() - y[g == "Female"].mean()),
+            "sp": fm.demographic_parity_difference(y, d, sensitive_features=g),
+            "fpr": fm.false_positive_rate_difference(y, d, sensitive_features=g)}
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_boolean_label_and_decision_agree_with_fairlearn(tmp_path, fmt, nulls):
+    df = frame(nulls)
+    # a CSV null is an empty cell: the spec says it is missing (a Parquet null is one already)
+    extra = ', missing = {y: [""], d: [""]}' if fmt == "csv" and nulls else ""
+    got, ref = values(tmp_path, df, fmt, extra), reference(df)
+    assert ref["br"] > 0.05
+    for k in ref:
+        assert got[k] == pytest.approx(ref[k], abs=1e-9), (k, got, ref)
