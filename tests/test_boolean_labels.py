@@ -73,3 +73,59 @@ def test_boolean_label_and_decision_agree_with_fairlearn(tmp_path, fmt, nulls):
     assert ref["br"] > 0.05
     for k in ref:
         assert got[k] == pytest.approx(ref[k], abs=1e-9), (k, got, ref)
+
+
+# A logged decision column (predictions(DATA, decision = "col")) said its positive value only for 1/0,
+# yes/no and true/false: any other number counted as 1 when not 0 (-1 / 1 and 2 / 1: every row positive)
+# and any other text as 0 (approve / deny: no row positive), so statistical_parity held at 0 -- a wrong
+# verdict. Now lint says FS431 (check the same sentence for values its sample missed), and positive = v
+# states it.
+
+DECISIONS = {"minus": ("-1", "1"), "two": ("1", "2"), "words": ("deny", "approve"), "empty": ("", "yes")}
+
+
+def decision_project(tmp_path, kind: str, positive: str = "", rows: int = 400, late: str | None = None):
+    df = frame(False)
+    no, yes = DECISIONS.get(kind, ("no", "yes"))
+    df["d"] = np.where(df["d"], yes, no)
+    if late is not None:
+        df.loc[rows - 50:, "d"] = late      # after the rows lint reads
+    df.to_csv(tmp_path / "t.csv", index=False)
+    spec = SPEC.format(fmt="csv", extra="").replace('decision = "d"', f'decision = "d"{positive}')
+    (tmp_path / "s.fair").write_text(spec)
+    return df, str(tmp_path / "s.fair")
+
+
+@pytest.mark.parametrize("kind", sorted(DECISIONS))
+def test_decision_column_without_a_stated_positive_is_FS431(tmp_path, kind):
+    _, spec = decision_project(tmp_path, kind)
+    codes = [(d.code, d.severity) for d in api.lint(spec)]
+    assert ("FS431", "error") in codes, codes
+    rep = api.check(spec).to_dict()
+    assert rep["exit_code"] == 2 and not any(p["status"] == "holds" for p in rep["properties"])
+
+
+@pytest.mark.parametrize("kind,positive", [("words", '"approve"'), ("minus", "1"), ("two", "2"), ("two", '"2"')])
+def test_positive_states_the_decision(tmp_path, kind, positive):
+    df, spec = decision_project(tmp_path, kind, positive=f", positive = {positive}")
+    assert api.lint(spec) == []
+    got = {p["name"]: p["value"] for p in api.check(spec).to_dict()["properties"]}
+    df["d"] = df["d"].astype(str) == DECISIONS[kind][1]
+    df["y"] = df["y"].astype(str) == "True"
+    ref = reference(df)
+    for k in ref:
+        assert got[k] == pytest.approx(ref[k], abs=1e-9), (k, got, ref)
+
+
+def test_a_positive_the_column_never_holds_is_FS431(tmp_path):
+    _, spec = decision_project(tmp_path, "words", positive=', positive = "aprove"')
+    [d] = api.lint(spec)
+    assert d.code == "FS431" and "never the positive value" in d.message
+
+
+def test_check_refuses_an_unstated_decision_lint_did_not_see(tmp_path):
+    _, spec = decision_project(tmp_path, "yesno", late="pending")
+    assert api.lint(spec) == []          # lint reads the first 200 rows
+    rep = api.check(spec).to_dict()
+    assert rep["exit_code"] == 2 and "'pending'" in rep["error"] and "t.csv" in rep["error"]
+    assert not any(p["status"] == "holds" for p in rep["properties"])

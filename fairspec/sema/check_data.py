@@ -108,7 +108,7 @@ class DataChecks:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
                           kw["missing"].value.items[k].key.span,
                           hint=did_you_mean(col, [n for n in names if literals.name_or_string(n) == n]))
-        types = {}
+        types, values = {}, {}
         for j, n in enumerate(names):
             marks = data.markers(n)
             # an empty cell is a missing value in a number column (it is no category of a text column
@@ -116,6 +116,8 @@ class DataChecks:
             vals = [r[j].strip() for r in sample if j < len(r) and r[j] is not None and r[j].strip() not in marks]
             filled = [v for v in vals if v != ""]
             types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
+            values[n] = set(filled if types[n] == "num" else vals)
+        self.data_values[node.name.id] = values
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
