@@ -129,3 +129,24 @@ def test_check_refuses_an_unstated_decision_lint_did_not_see(tmp_path):
     rep = api.check(spec).to_dict()
     assert rep["exit_code"] == 2 and "'pending'" in rep["error"] and "t.csv" in rep["error"]
     assert not any(p["status"] == "holds" for p in rep["properties"])
+
+
+# A label (or where) comparing a column with text it holds only in another case was false on every
+# row: y == "true" over a Parquet boolean column (read as "True" / "False"), y == "Yes" over yes / no.
+# base_rate_difference then held at 0. Lint now says FS432.
+
+@pytest.mark.parametrize("fmt,written,label", [
+    ("parquet", None, 'y == "true"'), ("parquet", None, 'y == "1"'), ("parquet", None, 'y in {"yes", "True"}'),
+    ("csv", None, 'y == "true"'), ("csv", ("yes", "no"), 'y == "Yes"'), ("csv", ("yes", "no"), 'y != "NO"')])
+def test_label_text_in_another_case_is_FS432(tmp_path, fmt, written, label):
+    df = frame(False)
+    if written:
+        df["y"] = np.where(df["y"], *written)
+    if fmt == "csv":
+        df.to_csv(tmp_path / "t.csv", index=False)
+    else:
+        df.to_parquet(tmp_path / "t.parquet", index=False)
+    spec = SPEC.format(fmt=fmt, extra="").replace('label = y == "True"', f"label = {label}")
+    (tmp_path / "s.fair").write_text(spec)
+    codes = [d.code for d in api.lint(str(tmp_path / "s.fair"))]
+    assert codes == ["FS432"], codes

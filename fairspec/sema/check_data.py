@@ -129,12 +129,14 @@ class DataChecks:
         where = label = None
         if "where" in kw:
             where = self.lower.expect_bool(kw["where"].value, scope)
+            self._text_held(node.name.id, "where", where, kw["where"].value.span, values)
         if "label" in kw:
             x, t = self.lower.lower(kw["label"].value, scope)
             if t != "bool":
                 self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
                           kw["label"].value.span)
             label = x
+            self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
         target = None
         if "target" in kw:      # issue 25: the true class (multiclass) or true value (regression)
             v = kw["target"].value
@@ -146,6 +148,26 @@ class DataChecks:
                           hint=did_you_mean(target, types, literals.string if isinstance(v, ast.Str)
                                             else literals.name_or_string))
         self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label, target=target)
+
+    def _text_held(self, data: str, what: str, x, span, values: dict) -> None:
+        """FS432: the label or where compares a column with text it never holds as written, where it holds
+        the same text in another case: a Parquet boolean column is "True" / "False" (certain, from the
+        schema), a CSV column what its sampled rows show ("yes" where the file says "Yes"). Text is
+        compared as written, so such a label is false on every row: each group's base rate 0."""
+        booleans = self.data_booleans.get(data, set())
+        for col, text in _compared_text(x):
+            held = {"True", "False"} if col in booleans else values.get(col, set())
+            if text in held or not held:
+                continue
+            same = sorted(h for h in held if h.strip().lower() == text.strip().lower())
+            if col in booleans:
+                self.fail("FS432", f"column '{col}' of '{data}' is a Parquet boolean column, read as the text "
+                                   f"\"True\" / \"False\", so the {what} never meets {literals.string(text)}", span,
+                          hint=f"write {literals.name_or_string(col)} == \"True\" (or \"False\")")
+            if same:
+                self.fail("FS432", f"column '{col}' of '{data}' holds {literals.string(same[0])} in the rows lint "
+                                   f"read, not {literals.string(text)}: text is compared as written, so the {what} "
+                                   f"never meets it", span, hint=f"write {literals.string(same[0])}")
 
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
@@ -169,6 +191,25 @@ class DataChecks:
             return typ(v.value)
         word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
         self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+
+def _compared_text(x, depth: int = 0):
+    """(column, text) for each ``column == "text"`` / ``!=`` / ``in {...}`` of a data expression."""
+    if depth > 200 or x is None:
+        return
+    if isinstance(x, ir.Cmp) and x.op in ("==", "!="):
+        for a, b in ((x.left, x.right), (x.right, x.left)):
+            if isinstance(a, ir.ColumnRef) and isinstance(b, ir.Const) and isinstance(b.value, str):
+                yield a.column, b.value
+    elif isinstance(x, ir.InSet) and isinstance(x.item, ir.ColumnRef):
+        for v in x.values:
+            if isinstance(v, str):
+                yield x.item.column, v
+    for f in dataclasses.fields(x) if dataclasses.is_dataclass(x) else ():
+        v = getattr(x, f.name)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            if dataclasses.is_dataclass(c) and not isinstance(c, type):
+                yield from _compared_text(c, depth + 1)
 
 
 def used_columns(spec: ir.Spec) -> tuple:
