@@ -150,3 +150,39 @@ def test_label_text_in_another_case_is_FS432(tmp_path, fmt, written, label):
     (tmp_path / "s.fair").write_text(spec)
     codes = [d.code for d in api.lint(str(tmp_path / "s.fair"))]
     assert codes == ["FS432"], codes
+
+
+# The Python API: a pandas frame whose label and decision columns are bool, nullable boolean (with
+# pd.NA) or categorical (with nulls), written as the declaration's format, agrees with fairlearn on
+# the rows with both values; the label text in another case is FS432 there too.
+
+def api_frame(shape: str):
+    df = frame(False)
+    rng = np.random.default_rng(5)
+    y, d = df["y"].to_numpy(), df["d"].to_numpy()
+    na_y, na_d = rng.random(len(df)) < 0.1, rng.random(len(df)) < 0.1
+    if shape == "boolean":
+        df["y"] = pd.array(np.where(na_y, None, y), dtype="boolean")
+        df["d"] = pd.array(np.where(na_d, None, d), dtype="boolean")
+    elif shape == "category":
+        df["y"] = pd.Categorical(np.where(na_y, None, np.where(y, "True", "False")))
+        df["d"] = pd.Categorical(np.where(na_d, None, np.where(d, "yes", "no")))
+    return df
+
+
+@pytest.mark.parametrize("shape", ["bool", "boolean", "category"])
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_api_frame_label_shapes_agree_with_fairlearn(tmp_path, fmt, shape):
+    df = api_frame(shape)
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt=fmt, extra=""))
+    rep = api.check(str(tmp_path / "s.fair"), data={"log": df}).to_dict()
+    assert not rep.get("diagnostics") and not rep.get("error"), rep
+    got = {p["name"]: p["value"] for p in rep["properties"]}
+    r = df.dropna(subset=["y", "d"]).copy()
+    r["y"] = r["y"].astype(str) == "True"
+    r["d"] = r["d"].astype(str).isin(["True", "yes"])
+    ref = reference(r)
+    for k in ref:
+        assert got[k] == pytest.approx(ref[k], abs=1e-9), (k, got, ref)
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt=fmt, extra="").replace('"True"', '"true"'))
+    assert [d.code for d in api.lint(str(tmp_path / "s.fair"), data={"log": df})] == ["FS432"]
