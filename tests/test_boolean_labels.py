@@ -186,3 +186,14 @@ def test_api_frame_label_shapes_agree_with_fairlearn(tmp_path, fmt, shape):
         assert got[k] == pytest.approx(ref[k], abs=1e-9), (k, got, ref)
     (tmp_path / "s.fair").write_text(SPEC.format(fmt=fmt, extra="").replace('"True"', '"true"'))
     assert [d.code for d in api.lint(str(tmp_path / "s.fair"), data={"log": df})] == ["FS432"]
+
+
+@pytest.mark.parametrize("label,code,hint", [
+    ("y == 1", "FS301", 'write y == "True"'), ("y == true", "FS301", 'write y == "True"'),
+    ("y", "FS306", 'write label = y == "True"')])
+def test_parquet_boolean_label_written_as_number_or_condition_hints_the_text(tmp_path, label, code, hint):
+    frame(False).to_parquet(tmp_path / "t.parquet", index=False)
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt="parquet", extra="").replace('label = y == "True"',
+                                                                                 f"label = {label}"))
+    [d] = api.lint(str(tmp_path / "s.fair"))
+    assert d.code == code and hint in (d.hint or ""), (d.code, d.hint)

@@ -125,7 +125,7 @@ class DataChecks:
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
             shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
-        scope = Scope("data", columns=types)
+        scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]))
         where = label = None
         if "where" in kw:
             where = self.lower.expect_bool(kw["where"].value, scope)
@@ -133,8 +133,11 @@ class DataChecks:
         if "label" in kw:
             x, t = self.lower.lower(kw["label"].value, scope)
             if t != "bool":
+                v = kw["label"].value
+                boolean = isinstance(v, ast.Name) and v.id in self.data_booleans[node.name.id]
                 self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
-                          kw["label"].value.span)
+                          v.span, hint=(f"column '{v.id}' is a Parquet boolean column, read as the text \"True\" / "
+                                        f"\"False\": write label = {v.id} == \"True\"") if boolean else None)
             label = x
             self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
         target = None
