@@ -197,3 +197,16 @@ def test_parquet_boolean_label_written_as_number_or_condition_hints_the_text(tmp
                                                                                  f"label = {label}"))
     [d] = api.lint(str(tmp_path / "s.fair"))
     assert d.code == code and hint in (d.hint or ""), (d.code, d.hint)
+
+
+def test_csv_label_with_empty_cells_warns_FS433(tmp_path):
+    """A CSV null (an empty cell) of a True/False label column is the text "": y == "True" is false there,
+    a missing label counted as negative (base rate and TPR off fairlearn's on the rows with a label), where
+    a Parquet null drops the row. Lint warns FS433; missing = {y: [""]} drops them."""
+    df = frame(True)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt="csv", extra=', missing = {d: [""]}'))
+    diags = api.lint(str(tmp_path / "s.fair"))
+    assert [(x.code, x.severity) for x in diags] == [("FS433", "warning")] and 'missing = {y: [""]}' in diags[0].hint
+    (tmp_path / "s.fair").write_text(SPEC.format(fmt="csv", extra=', missing = {y: [""], d: [""]}'))
+    assert api.lint(str(tmp_path / "s.fair")) == []

@@ -73,6 +73,7 @@ _ALL = [
     Code("FS403", "error", "protected attribute not used by the encoding", "a protected feature the model never sees cannot be checked for individual fairness; encode it or drop 'protected'"),
     Code("FS431", "error", "a logged decision column does not say which decision is positive", "name it: predictions(DATA, decision = \"col\", positive = \"approve\"); without positive the column holds 1/0, yes/no or true/false"),
     Code("FS432", "error", "a label or where compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
+    Code("FS433", "warning", "the label reads empty cells of a text column as a value", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows, as a Parquet null is"),
     Code("FS430", "warning", "a column is named twice in the header", "the later columns of the same name are read as NAME.1, NAME.2, ... (by position); name them all with columns = [...] to choose your own names"),
     Code("FS404", "error", "data file cannot be read", "paths are relative to the spec file; check that the file exists and is UTF-8 CSV"),
     Code("FS405", "error", "feature encoded twice", "encode each feature on one line of the encode block"),

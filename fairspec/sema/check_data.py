@@ -140,6 +140,7 @@ class DataChecks:
                                         f"\"False\": write label = {v.id} == \"True\"") if boolean else None)
             label = x
             self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
+            self._empty_labels(node.name.id, label, kw["label"].value.span, types, values)
         target = None
         if "target" in kw:      # issue 25: the true class (multiclass) or true value (regression)
             v = kw["target"].value
@@ -172,6 +173,20 @@ class DataChecks:
                                    f"read, not {literals.string(text)}: text is compared as written, so the {what} "
                                    f"never meets it", span, hint=f"write {literals.string(same[0])}")
 
+    def _empty_labels(self, data: str, label, span, types: dict, values: dict) -> None:
+        """FS433 (warning): the label reads a text column with empty cells in the rows lint read that no
+        missing marker names. Such a cell is the text "", so ``y == "True"`` is false there: a missing
+        label counted as a negative one, where a Parquet null (or the API's frame null) drops the row."""
+        cols = sorted({c for c in _columns_read(label) if types.get(c) == "str" and "" in values.get(c, ())})
+        if cols:
+            c = cols[0]
+            self.sink.add("FS433", f"column '{c}' of '{data}' has empty cells in the rows lint read, and the label "
+                                   f"reads them as the text \"\" (false for {c} == \"...\"), not as a missing "
+                                   f"value", span,
+                          hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(c)}: "
+                               f"[\"\"]}}; or, if an empty cell is a negative label, say so with "
+                               f"# fairspec: ignore[FS433]")
+
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
         k, v = item.key, item.value
@@ -194,6 +209,18 @@ class DataChecks:
             return typ(v.value)
         word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
         self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+
+def _columns_read(x, depth: int = 0):
+    """The columns a data expression reads."""
+    if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
+        return
+    if isinstance(x, ir.ColumnRef):
+        yield x.column
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            yield from _columns_read(c, depth + 1)
 
 
 def _compared_text(x, depth: int = 0):
