@@ -210,3 +210,18 @@ def test_csv_label_with_empty_cells_warns_FS433(tmp_path):
     assert [(x.code, x.severity) for x in diags] == [("FS433", "warning")] and 'missing = {y: [""]}' in diags[0].hint
     (tmp_path / "s.fair").write_text(SPEC.format(fmt="csv", extra=', missing = {y: [""], d: [""]}'))
     assert api.lint(str(tmp_path / "s.fair")) == []
+
+
+@pytest.mark.parametrize("positive,rate", [('"True"', "d"), ('"False"', "not d")])
+def test_parquet_boolean_decision_with_positive_named(tmp_path, positive, rate):
+    """positive = "True" over a Parquet boolean decision column (lint reads it as the text True / False):
+    check compared "True" with the column's 1 / 0 as text, so no decision was positive."""
+    df = frame(False)
+    df.to_parquet(tmp_path / "t.parquet", index=False)
+    spec = SPEC.format(fmt="parquet", extra="").replace('decision = "d"', f'decision = "d", positive = {positive}')
+    (tmp_path / "s.fair").write_text(spec)
+    assert api.lint(str(tmp_path / "s.fair")) == []
+    got = {p["name"]: p for p in api.check(str(tmp_path / "s.fair")).to_dict()["properties"]}
+    d = df["d"] if rate == "d" else ~df["d"]
+    assert got["sp"]["value"] == pytest.approx(
+        fm.demographic_parity_difference(df["y"], d, sensitive_features=df["sex"]), abs=1e-9)

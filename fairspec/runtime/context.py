@@ -41,6 +41,8 @@ class Rows:
 
         num = self.numeric(column)
         if positive is not None:
+            if num is not None and column in self.table.booleans:   # the text lint read: "True" / "False"
+                return (num == (1.0 if positive == "True" else 0.0 if positive == "False" else np.nan)).astype(np.int64)
             if num is not None and is_number(positive):
                 return (num == float(positive)).astype(np.int64)
             codes, cats = self.table.coded(column)

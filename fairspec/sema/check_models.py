@@ -349,7 +349,7 @@ class ModelChecks:
             threshold = self._const(kw["threshold"], float, None)
         elif "threshold" in kw:
             self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
-        positive = self._positive_decision(node, kw, data.name, col) if which == "decision" else None
+        positive = self._positive_decision(kw, data.name, col) if which == "decision" else None
         if which == "score" and "positive" in kw:
             self.fail("FS208", "positive names the positive value of a decision column, not of a score column",
                       kw["positive"].span)
@@ -364,7 +364,7 @@ class ModelChecks:
             score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
             threshold=threshold, positive=positive)
 
-    def _positive_decision(self, node: ast.ModelDecl, kw: dict, data: str, col: str) -> str | None:
+    def _positive_decision(self, kw: dict, data: str, col: str) -> str | None:
         """The positive value of a logged decision column: ``positive = "approve"`` (a string or a number),
         or None when the column holds only values that say it (1/0, yes/no, true/false in any case): FS431
         for any other value the sampled rows hold, never a silent pick (check's reader says the same of
