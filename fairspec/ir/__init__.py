@@ -179,6 +179,7 @@ class Model:
     score_column: str | None = None
     decision_column: str | None = None
     threshold: float | None = None
+    positive: str | None = None  # a decision column's positive value as text (None: 1/0, yes/no, true/false)
     features: str | None = None  # the feature set its encoding reads
     span: Span | None = field(default=None, compare=False, repr=False)
     # The output kind (issue 25; fairspec.models.readout decides it): "binary" | "multiclass" |

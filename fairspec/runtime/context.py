@@ -30,14 +30,32 @@ class Rows:
         num = self.table.numeric(column)
         return None if num is None else num[self.index]
 
-    def truthy(self, column: str) -> np.ndarray:
-        """A column of yes/no values as 0/1 aligned with the rows: a number counts as 1 when it is not 0,
-        text when it is one of 1, true, yes, t, y (any case)."""
+    def truthy(self, column: str, positive: str | None = None) -> np.ndarray:
+        """A logged decision column as 0/1 aligned with the rows. ``positive``: the value the spec names the
+        positive decision (a number column compares it as a number). Without it every value must say
+        itself which it is (1/0, yes/no, true/false, t/f, y/n in any case, runtime.data.decision_word):
+        any other (approve / deny, -1 / 1, 2 / 1, an empty cell of a text column) is a DataError naming the
+        file and column, as lint's FS431 -- a number counted as 1 when not 0 (-1 positive) and text as 0
+        unless a yes word (approve never positive), without a word."""
+        from fairspec.runtime.data import decision_word, is_number, unstated_decision
+
         num = self.numeric(column)
-        if num is not None:
-            return (num != 0).astype(np.int64)
+        if positive is not None:
+            if num is not None and column in self.table.booleans:   # the text lint read: "True" / "False"
+                return (num == (1.0 if positive == "True" else 0.0 if positive == "False" else np.nan)).astype(np.int64)
+            if num is not None and is_number(positive):
+                return (num == float(positive)).astype(np.int64)
+            codes, cats = self.table.coded(column)
+            hit = np.array([str(c).strip() == positive for c in cats], dtype=bool)
+            return hit[codes[self.index]].astype(np.int64) if len(cats) else np.zeros(len(self.index), np.int64)
         codes, cats = self.table.coded(column)
-        yes = np.isin(np.char.lower(np.asarray(cats, dtype=str)), ["1", "true", "yes", "t", "y"])
+        used = np.unique(codes[self.index])
+        said = {int(k): decision_word(str(cats[k])) for k in used}
+        bad = {str(cats[k]).strip() for k, w in said.items() if w is None}
+        if bad:
+            raise unstated_decision(self.table.path, column, bad)
+        yes = np.zeros(len(cats), dtype=bool)
+        yes[[k for k, w in said.items() if w]] = True
         return yes[codes[self.index]].astype(np.int64)
 
 
@@ -320,9 +338,16 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
 
 
 def _column(t: Table, e):
-    """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value)."""
+    """A data expression's leaf: numbers as float64, text as codes (compared once per distinct value).
+    A Parquet boolean column is its text "True" / "False", as lint samples and types it (a string): the
+    table holds it as 1.0 / 0.0, and ``label = y == "True"`` compared that number with the text, so the
+    label was false on every row (a base rate of 0 in every group, a wrong holds)."""
     if isinstance(e, ir.ColumnRef):
         num = t.numeric(e.column)
+        if num is not None and e.column in t.booleans:
+            from fairspec.runtime.columnar import Coded
+
+            return Coded((num == 1).astype(np.int32), np.array(["False", "True"], dtype=object))
         if num is not None:
             return num
         from fairspec.runtime.columnar import Coded

@@ -139,6 +139,33 @@ def is_number(v: str) -> bool:
         return False
 
 
+# A logged decision column (predictions(DATA, decision = "col")) read with no positive = ...: these values
+# and the numbers 1 / 0 say the decision themselves; any other value (approve / deny, -1, 2, an empty
+# cell of a text column) leaves which decision is positive unsaid: FS431 at lint, a DataError at check.
+DECISION_YES = ("1", "true", "yes", "t", "y")
+DECISION_NO = ("0", "false", "no", "f", "n")
+
+
+def decision_word(v: str) -> bool | None:
+    """True / False for a value of a logged decision column that says itself which it is, else None."""
+    w = v.strip().lower()
+    if w in DECISION_YES:
+        return True
+    if w in DECISION_NO:
+        return False
+    if is_number(w) and float(w) in (0.0, 1.0):
+        return float(w) == 1.0
+    return None
+
+
+def unstated_decision(path, column: str, bad) -> DataError:
+    """The sentence lint (FS431) and check say for a decision column holding values other than 1/0,
+    yes/no, true/false when the spec names no positive decision."""
+    shown = ", ".join(repr(v) for v in sorted(bad)[:4]) + (", ..." if len(bad) > 4 else "")
+    return DataError(f"data file {path} column {column!r} holds {shown}, not 1/0, yes/no or true/false, "
+                     f"so which decision is the positive one is not stated")
+
+
 def check_names(d: ir.Data, names) -> None:
     """A column named twice in the file's header: an error naming it."""
     seen = set()

@@ -87,6 +87,9 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.data_booleans: dict[str, set[str]] = {}  # data set -> its Parquet boolean columns (FS404 if numeric)
         # data set -> (file, column -> sampled values of complete rows); None when a where filter applies
         self.data_samples: dict[str, tuple[str, dict[str, list[str]]] | None] = {}
+        # data name -> {column: the distinct values of the sampled rows, missing markers left out}, with or
+        # without where: what a logged decision column holds (FS431)
+        self.data_values: dict[str, dict[str, set[str]]] = {}
         self.feature_sets: dict[str, ir.FeatureSet] = {}
         self.encodings: dict[str, ir.Encoding] = {}
         self.groups: dict[str, ir.GroupAtom] = {}

@@ -108,7 +108,7 @@ class DataChecks:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
                           kw["missing"].value.items[k].key.span,
                           hint=did_you_mean(col, [n for n in names if literals.name_or_string(n) == n]))
-        types = {}
+        types, values = {}, {}
         for j, n in enumerate(names):
             marks = data.markers(n)
             # an empty cell is a missing value in a number column (it is no category of a text column
@@ -116,6 +116,8 @@ class DataChecks:
             vals = [r[j].strip() for r in sample if j < len(r) and r[j] is not None and r[j].strip() not in marks]
             filled = [v for v in vals if v != ""]
             types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
+            values[n] = set(filled if types[n] == "num" else vals)
+        self.data_values[node.name.id] = values
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
@@ -123,16 +125,22 @@ class DataChecks:
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
             shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
-        scope = Scope("data", columns=types)
+        scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]))
         where = label = None
         if "where" in kw:
             where = self.lower.expect_bool(kw["where"].value, scope)
+            self._text_held(node.name.id, "where", where, kw["where"].value.span, values)
         if "label" in kw:
             x, t = self.lower.lower(kw["label"].value, scope)
             if t != "bool":
+                v = kw["label"].value
+                boolean = isinstance(v, ast.Name) and v.id in self.data_booleans[node.name.id]
                 self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
-                          kw["label"].value.span)
+                          v.span, hint=(f"column '{v.id}' is a Parquet boolean column, read as the text \"True\" / "
+                                        f"\"False\": write label = {v.id} == \"True\"") if boolean else None)
             label = x
+            self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
+            self._empty_labels(node.name.id, label, kw["label"].value.span, types, values)
         target = None
         if "target" in kw:      # issue 25: the true class (multiclass) or true value (regression)
             v = kw["target"].value
@@ -144,6 +152,40 @@ class DataChecks:
                           hint=did_you_mean(target, types, literals.string if isinstance(v, ast.Str)
                                             else literals.name_or_string))
         self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label, target=target)
+
+    def _text_held(self, data: str, what: str, x, span, values: dict) -> None:
+        """FS432: the label or where compares a column with text it never holds as written, where it holds
+        the same text in another case: a Parquet boolean column is "True" / "False" (certain, from the
+        schema), a CSV column what its sampled rows show ("yes" where the file says "Yes"). Text is
+        compared as written, so such a label is false on every row: each group's base rate 0."""
+        booleans = self.data_booleans.get(data, set())
+        for col, text in _compared_text(x):
+            held = {"True", "False"} if col in booleans else values.get(col, set())
+            if text in held or not held:
+                continue
+            same = sorted(h for h in held if h.strip().lower() == text.strip().lower())
+            if col in booleans:
+                self.fail("FS432", f"column '{col}' of '{data}' is a Parquet boolean column, read as the text "
+                                   f"\"True\" / \"False\", so the {what} never meets {literals.string(text)}", span,
+                          hint=f"write {literals.name_or_string(col)} == \"True\" (or \"False\")")
+            if same:
+                self.fail("FS432", f"column '{col}' of '{data}' holds {literals.string(same[0])} in the rows lint "
+                                   f"read, not {literals.string(text)}: text is compared as written, so the {what} "
+                                   f"never meets it", span, hint=f"write {literals.string(same[0])}")
+
+    def _empty_labels(self, data: str, label, span, types: dict, values: dict) -> None:
+        """FS433 (warning): the label reads a text column with empty cells in the rows lint read that no
+        missing marker names. Such a cell is the text "", so ``y == "True"`` is false there: a missing
+        label counted as a negative one, where a Parquet null (or the API's frame null) drops the row."""
+        cols = sorted({c for c in _columns_read(label) if types.get(c) == "str" and "" in values.get(c, ())})
+        if cols:
+            c = cols[0]
+            self.sink.add("FS433", f"column '{c}' of '{data}' has empty cells in the rows lint read, and the label "
+                                   f"reads them as the text \"\" (false for {c} == \"...\"), not as a missing "
+                                   f"value", span,
+                          hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(c)}: "
+                               f"[\"\"]}}; or, if an empty cell is a negative label, say so with "
+                               f"# fairspec: ignore[FS433]")
 
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
@@ -167,6 +209,37 @@ class DataChecks:
             return typ(v.value)
         word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
         self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+
+def _columns_read(x, depth: int = 0):
+    """The columns a data expression reads."""
+    if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
+        return
+    if isinstance(x, ir.ColumnRef):
+        yield x.column
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            yield from _columns_read(c, depth + 1)
+
+
+def _compared_text(x, depth: int = 0):
+    """(column, text) for each ``column == "text"`` / ``!=`` / ``in {...}`` of a data expression."""
+    if depth > 200 or x is None:
+        return
+    if isinstance(x, ir.Cmp) and x.op in ("==", "!="):
+        for a, b in ((x.left, x.right), (x.right, x.left)):
+            if isinstance(a, ir.ColumnRef) and isinstance(b, ir.Const) and isinstance(b.value, str):
+                yield a.column, b.value
+    elif isinstance(x, ir.InSet) and isinstance(x.item, ir.ColumnRef):
+        for v in x.values:
+            if isinstance(v, str):
+                yield x.item.column, v
+    for f in dataclasses.fields(x) if dataclasses.is_dataclass(x) else ():
+        v = getattr(x, f.name)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            if dataclasses.is_dataclass(c) and not isinstance(c, type):
+                yield from _compared_text(c, depth + 1)
 
 
 def used_columns(spec: ir.Spec) -> tuple:

@@ -323,9 +323,9 @@ class ModelChecks:
         for a in node.args:
             if a.kind == "pos":
                 continue
-            if a.kind == "trust" or a.name.id not in ("score", "decision", "threshold"):
+            if a.kind == "trust" or a.name.id not in ("score", "decision", "threshold", "positive"):
                 self.fail("FS208", f"predictions(...) has no option '{a.name.id}'", a.name.span,
-                          hint="options are score, decision and threshold")
+                          hint="options are score, decision, threshold and positive")
             kw[a.name.id] = a
         if ("score" in kw) == ("decision" in kw):
             self.fail("FS305", "predictions(...) reads exactly one column: score = \"col\" or decision = \"col\"",
@@ -349,6 +349,10 @@ class ModelChecks:
             threshold = self._const(kw["threshold"], float, None)
         elif "threshold" in kw:
             self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
+        positive = self._positive_decision(kw, data.name, col) if which == "decision" else None
+        if which == "score" and "positive" in kw:
+            self.fail("FS208", "positive names the positive value of a decision column, not of a score column",
+                      kw["positive"].span)
         fss = [f for f in self.feature_sets.values() if f.data == data.name]
         if len(fss) != 1:
             names = ", ".join(f.name for f in fss)
@@ -358,7 +362,41 @@ class ModelChecks:
         self.models[node.name.id] = ir.Model(
             node.name.id, "predictions", None, span=node.span, data=data.name, features=fss[0].name,
             score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
-            threshold=threshold)
+            threshold=threshold, positive=positive)
+
+    def _positive_decision(self, kw: dict, data: str, col: str) -> str | None:
+        """The positive value of a logged decision column: ``positive = "approve"`` (a string or a number),
+        or None when the column holds only values that say it (1/0, yes/no, true/false in any case): FS431
+        for any other value the sampled rows hold, never a silent pick (check's reader says the same of
+        the whole column, fairspec.runtime.context.Rows.truthy)."""
+        from fairspec.runtime.data import decision_word, is_number, unstated_decision
+
+        seen = self.data_values.get(data, {}).get(col, set())
+        if "positive" in kw:
+            v = kw["positive"].value
+            if isinstance(v, (ast.Str, ast.Num)):
+                pos = v.value.strip() if isinstance(v, ast.Str) else (str(int(v.value)) if v.is_int else repr(float(v.value)))
+                num = is_number(pos) and all(is_number(x) for x in seen)
+                held = {float(x) for x in seen} if num else seen
+                if len(seen) >= 2 and (float(pos) if num else pos) not in held:   # a typo, or another column
+                    shown = ", ".join(literals.string(x) for x in sorted(seen)[:4])
+                    self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in the rows lint "
+                                       f"read, never the positive value {literals.string(pos)}", v.span,
+                              hint="positive is one of the column's values, as written in the file")
+                return pos
+            self.fail("FS301", "positive is the value of the decision column that is the positive decision, a "
+                               "string or a number (positive = \"approve\")", v.span)
+        bad = {v for v in seen if decision_word(v) is None}
+        if bad:
+            shown = next(iter(sorted(b for b in bad if b)), None)
+            example = literals.string(shown) if shown is not None else '"yes"'
+            hint = (f"name the positive decision: predictions({data}, decision = {literals.string(col)}, "
+                    f"positive = {example})")
+            if "" in bad:
+                hint += f"; an empty cell is read as written: list it as missing with missing = {{{col}: [\"\"]}}"
+            self.fail("FS431", str(unstated_decision(self.datasets[data].path, col, bad)), kw["decision"].value.span,
+                      hint=hint)
+        return None
 
     def _network_backends(self, spec: ir.Spec) -> None:
         """FS506: a property whose backend encodes the model as a ReLU network, over a model file that

@@ -65,9 +65,24 @@ class Scope:
     models: dict[str, ir.Model] = field(default_factory=dict)
     env: dict[str, ast.Expr] = field(default_factory=dict)  # policy parameters
     class_var: str | None = None  # pair scope: the class variable of ``ensure forall c: ...``
+    booleans: frozenset = frozenset()  # data: the Parquet boolean columns (text "True" / "False" there)
 
 
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
+
+
+def _text_column_hint(e: ast.Compare, s: Scope) -> str | None:
+    """A data column of text compared with a number or a condition (``approved == 1`` / ``== true``):
+    the hint says it is compared as text, a Parquet boolean column as "True" / "False"."""
+    if s.kind != "data":
+        return None
+    for side in (e.left, e.right):
+        if isinstance(side, ast.Name) and s.columns.get(side.id) == "str":
+            if side.id in s.booleans:
+                return (f"column '{side.id}' is a Parquet boolean column, read as the text \"True\" / \"False\": "
+                        f"write {side.id} == \"True\"")
+            return f"column '{side.id}' holds text: compare it with its text as the file writes it, in quotes"
+    return None
 
 
 class ExprLowerer:
@@ -235,7 +250,8 @@ class ExprLowerer:
         if tb.startswith("cat:") and not ta.startswith("cat:"):
             a, ta = self._lower_against(e.left, tb, s)
         if _base(ta) != _base(tb):
-            self.fail("FS301", f"cannot compare a {_type_word(ta)} with a {_type_word(tb)}", e.span)
+            self.fail("FS301", f"cannot compare a {_type_word(ta)} with a {_type_word(tb)}", e.span,
+                      hint=_text_column_hint(e, s))
         if ta in ("str", "bool") and e.op not in ("==", "!="):
             self.fail("FS301", f"a {_type_word(ta)} can only be compared with == or !=", e.span)
         return ir.Cmp(e.op, a, b), "bool"

@@ -101,7 +101,7 @@ def subject_decisions(prop: ir.GroupMetric, ctx, rows, values: dict, n: int, y: 
         return (scores(ctx, prop.model, rows, values, n, memo) > median).astype(np.int64)
     if m.format == "predictions":
         if m.decision_column is not None:
-            return rows.truthy(m.decision_column)
+            return rows.truthy(m.decision_column, m.positive)
         return (rows.numeric(m.score_column) > m.threshold).astype(np.int64)
     if prop.param("class") is not None or prop.param("threshold") is not None:   # issue 25
         from fairspec.backends.data.outputs import output_decisions

@@ -26,6 +26,7 @@ MODEL_FORMATS = {
     "lightgbm": "a LightGBM model (text): lightgbm(\"gbm.txt\")",
     "rule": "a decision rule written in the spec over the features: rule(P + Q + R - S >= 2)",
     "predictions": "logged decisions of a data set, no model file: predictions(DATA, decision = \"col\") "
+                   "(1/0, yes/no, true/false; else positive = \"approve\") "
                    "or predictions(DATA, score = \"col\", threshold = 0.5)"}
 DATA_FORMATS = {"csv": "a CSV file: csv(\"f.csv\", header = ..., columns = [...], missing = ..., where = ..., "
                        "label = ...)",
