@@ -235,8 +235,15 @@ def check_xgboost(path) -> int | None:
     if name == "dart":
         gb = _get(gb, "gbtree")
     elif name == "gblinear":
-        w = _get(gb, "model", "weights")
-        if w is not None and not all(map(math.isfinite, _array(w, None, float, "the linear weights", p))):
+        # the library reads the weights without looking: none (a gbtree's model under the name gblinear)
+        # crashed it (a segmentation fault), too few or too many read past them (an output of garbage)
+        w = _array(_get(gb, "model", "weights"), None, float, "the list of linear weights", p)
+        groups = max(1, _int(_get(learner, "learner_model_param", "num_class"), 0) or 0,
+                     _int(_get(learner, "learner_model_param", "num_target"), 1) or 1)
+        if len(w) != (width + 1) * groups:
+            raise _bad(p, f"XGBoost model file: the linear booster has {len(w)} weights; {width} features and "
+                          f"{groups} output(s) need {(width + 1) * groups}")
+        if not all(map(math.isfinite, w)):
             raise ModelLoadError(f"{p} is not a usable XGBoost model: its weights are not all finite (NaN or inf)", p)
         return width or None
     elif name != "gbtree":
