@@ -222,6 +222,16 @@ def check_xgboost(path) -> int | None:
     width = _int(_get(learner, "learner_model_param", "num_feature"), -1)
     if width < 0 or width > MAX_FEATURES:
         raise _bad(p, f"XGBoost model file: num_feature must be a whole number in [0, {MAX_FEATURES}]")
+    # what the library refuses only when it loads the file or is first fed (lint passed them, check failed)
+    version = doc.get("version")
+    if version is not None and not (isinstance(version, list) and len(version) == 3 and
+                                    all(isinstance(v, int) and not isinstance(v, bool) for v in version)):
+        raise _bad(p, "XGBoost model file: its version is not [major, minor, patch] (three whole numbers)")
+    names = learner.get("feature_names")
+    if names and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise _bad(p, "XGBoost model file: its feature_names is not a list of names")
+    if names and width and len(names) != width:
+        raise _bad(p, f"XGBoost model file: it records {len(names)} feature_names for its {width} features")
     base = _get(learner, "learner_model_param", "base_score")
     if base is not None:
         try:
