@@ -337,3 +337,24 @@ def test_the_no_kernel_table_is_onnxruntimes(op):
 
     assert [t for t in sorted(NO_CPU_KERNEL[op]) if loads(t)] == []
     assert all(loads(t) for t in (TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE))
+
+
+@pytest.mark.parametrize("what", ["dict", "list", "ndarray"])
+def test_a_skops_file_of_no_model_is_fs401_in_lint_as_check_says(tmp_path, what):
+    """A skops file holding a dict, a list or an array linted with only warning FS506 ("estimator dict is not
+    a ReLU MLP"), exit 0, and check refused it: lint now says check's sentence, FS401 at the path."""
+    import numpy as np
+    import skops.io as sio
+
+    obj = {"dict": {"coef": [1.0]}, "list": [1.0, 2.0], "ndarray": np.zeros(6)}[what]
+    (tmp_path / "m.skops").write_bytes(sio.dumps(obj))
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("DATA", "people.csv").replace('onnx("MODEL", output = "logit")', 'sklearn("m.skops")'))
+    errs = _errors(spec)
+    assert [d.code for d in errs] == ["FS401"], errs
+    assert errs[0].message == f"{tmp_path / 'm.skops'} holds a {what}, which has neither predict_proba nor decision_function"
+    with pytest.raises(ModelLoadError) as e:
+        load_model("sklearn", tmp_path / "m.skops")
+    assert str(e.value) == errs[0].message
