@@ -317,3 +317,19 @@ def test_csv_true_false_in_a_number_feature_hints_bool(tmp_path):
     (d,) = [d for d in lint(spec).diagnostics if d.is_error]
     assert (d.code, d.span.line) == ("FS404", 6) and "should be numeric for feature 'member' but holds 'true'" in d.message
     assert d.hint == "the column holds true/false: declare the feature bool (member : bool)"
+
+
+def test_a_parquet_column_named_twice_is_said_of_its_schema_not_a_header_line(tmp_path):
+    """Session 27: a Parquet file naming 'age' twice was said to name it "twice in its header line"; a Parquet
+    file has a schema, no header line."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    (tmp_path / "fairspec.toml").write_text("")
+    pq.write_table(pa.Table.from_arrays([pa.array([30, 40]), pa.array(["F", "M"]), pa.array([31, 41])],
+                                        names=["age", "sex", "age"]), str(tmp_path / "p.parquet"))
+    spec = tmp_path / "s.fair"
+    spec.write_text('data people = parquet("p.parquet")\nfeatures P from people {\n  age : int in [18, 80]\n'
+                    '  sex : {F, M} protected\n}\n')
+    errs = _errors(spec)
+    assert errs == [("FS404", f"data file {tmp_path / 'p.parquet'} names the column 'age' twice in its Parquet schema")]
