@@ -358,3 +358,20 @@ def test_a_skops_file_of_no_model_is_fs401_in_lint_as_check_says(tmp_path, what)
     with pytest.raises(ModelLoadError) as e:
         load_model("sklearn", tmp_path / "m.skops")
     assert str(e.value) == errs[0].message
+
+
+def test_an_onnx_output_of_three_dimensions_is_fs413_in_lint_as_in_check(tmp_path):
+    """Session 27: an output declared [N, 1, 1] linted clean and check's loader refused it; both say FS413 now."""
+    m = _people6()
+    m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
+    onnx.save(m, str(tmp_path / "bad.onnx"))
+    spec = _project(tmp_path, model="bad.onnx")
+    errs = _errors(spec)
+    said = "output 'logit' has 3 dimensions; fairspec reads outputs of shape [N] or [N, K]"
+    assert [d.code for d in errs] == ["FS413"] and said in errs[0].message, errs
+    with pytest.raises(ModelLoadError) as e:
+        load_model("onnx", tmp_path / "bad.onnx", output="logit")
+    assert said in str(e.value)
+    r = run_cli("check", spec, "--format", "json", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert [d["code"] for d in json.loads(r.stdout)["diagnostics"] if d["severity"] == "error"] == ["FS413"]

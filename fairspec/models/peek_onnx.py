@@ -700,6 +700,9 @@ def output_choice_problem(sig: OnnxSignature, output) -> tuple[str, str] | None:
     if o.not_tensor:
         return (f"output {o.name!r} is a sequence or a map (scikit-learn's ZipMap), not a tensor of scores",
                 suggest if scores else "export the model with zipmap = False (skl2onnx options)")
+    if o.shape is not None and len(o.shape) > 2:       # lint passed it; the loader refused it, as it does now here
+        return (f"output {o.name!r} has {len(o.shape)} dimensions; fairspec reads outputs of shape [N] or [N, K]",
+                "export the model's scores as an output of shape [N] or [N, K]")
     if o.elem_type is not None and o.elem_type not in _FLOAT_ELEM_TYPES:
         kind = _ELEM_NAMES.get(o.elem_type, f"type {o.elem_type}")
         return (f"output {o.name!r} holds {kind} values (class labels), not scores: the decision rule and any "
