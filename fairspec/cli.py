@@ -42,27 +42,40 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+class _Once(argparse._StoreAction):
+    """An option that takes one value: given twice with two values (``--property a --property b``) it is
+    a usage error, not the last one silently (argparse's default dropped ``a`` and ran ``b`` alone);
+    the same value twice says one thing and is taken."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
+        seen = namespace.__dict__.setdefault("_given_once", {})
+        if self.dest in seen and seen[self.dest] != values:
+            raise argparse.ArgumentError(self, f"given twice ({seen[self.dest]!r} and {values!r}); give it once")
+        seen[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
 def _build() -> argparse.ArgumentParser:
     p = _Parser(prog="fairspec", description="Check fairness specifications (.fair files) against real models and data.")
     p.add_argument("--version", action=_LazyVersion, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="lint, load the models and data, and decide every property")
     c.add_argument("spec")
-    c.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
-    c.add_argument("--property", help="run only this property")
+    c.add_argument("--format", action=_Once, choices=("text", "json", "sarif", "github"), default="text")
+    c.add_argument("--property", action=_Once, help="run only this property")
     c.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP, type=_folder)
-    c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (plots inlined) to FILE")
-    c.add_argument("--workers", type=_positive, metavar="N",
+    c.add_argument("--html", action=_Once, metavar="FILE", help="also write a self-contained HTML report (plots inlined) to FILE")
+    c.add_argument("--workers", action=_Once, type=_positive, metavar="N",
                    help="independent jobs at once (default: the machine's cores); N > 1 also runs the "
                         "properties (and --models' files) in parallel")
-    c.add_argument("--cluster", metavar="ADDRESS",
+    c.add_argument("--cluster", action=_Once, metavar="ADDRESS",
                    help="run the jobs on a running Dask scheduler, e.g. tcp://host:8786 (or set FAIRSPEC_CLUSTER)")
-    c.add_argument("--models", metavar="[NAME=]FOLDER",
+    c.add_argument("--models", action=_Once, metavar="[NAME=]FOLDER",
                    help="check the spec against each model file in FOLDER in place of model NAME")
     c.add_argument("--ignore", action="append", default=[], metavar="CODE", help=_IGNORE_HELP)
     l = sub.add_parser("lint", help="every check that needs no solver (reads model headers and data samples)")
     l.add_argument("spec")
-    l.add_argument("--format", choices=("text", "concise", "json", "sarif", "github"), default="text")
+    l.add_argument("--format", action=_Once, choices=("text", "concise", "json", "sarif", "github"), default="text")
     l.add_argument("--allow-path", action="append", default=[], metavar="DIR", help=_ALLOW_HELP, type=_folder)
     l.add_argument("--ignore", action="append", default=[], metavar="CODE", help=_IGNORE_HELP)
     f = sub.add_parser("fmt", help="rewrite .fair files in the canonical layout (comments kept)")
@@ -185,13 +198,18 @@ def _folder(text: str) -> str:
     return text
 
 
+#: the most worker processes --workers asks for (a bigger number overflowed the process pool's
+#: semaphore, an internal error, and no machine runs more checks at once usefully)
+MAX_WORKERS = 1024
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
         n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of workers >= 1, got {text!r}")
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers in [1, {MAX_WORKERS}], got {text!r}")
     return n
 
 

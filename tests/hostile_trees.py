@@ -39,6 +39,11 @@ def xgboost_mutations() -> dict:
         "negative_parent": setn("parents", 5, -2),
         "leaf_child_minus_two": setn("left_children", 4, -2),
         "default_left_not_boolean": setn("default_left", 2, 7),
+        # session 27: the library refuses these only when it loads the file or is first fed (lint passed them)
+        "version_text": lambda doc: doc.__setitem__("version", "3.2.0"),
+        "version_two_numbers": lambda doc: doc.__setitem__("version", [1, 2]),
+        "feature_names_short": lambda doc: doc["learner"].__setitem__("feature_names", ["a"]),
+        "feature_names_numbers": lambda doc: doc["learner"].__setitem__("feature_names", [1, 2, 3]),
     }
 
 

@@ -360,3 +360,19 @@ def test_a_parquet_boolean_column_replaced_after_lint_is_refused_by_check_s_read
         feats = tuple(dataclasses.replace(f, domain=ir.Boolean()) if f.name == "member" else f for f in fs.features)
         frame, _ = build_frame(dataclasses.replace(fs, features=feats), read_table(d), d.categories)
         assert set(frame.values["member"]) == {0.0, 1.0}
+
+
+def test_a_parquet_column_named_twice_is_said_of_its_schema_not_a_header_line(tmp_path):
+    """Session 27: a Parquet file naming 'age' twice was said to name it "twice in its header line"; a Parquet
+    file has a schema, no header line."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    (tmp_path / "fairspec.toml").write_text("")
+    pq.write_table(pa.Table.from_arrays([pa.array([30, 40]), pa.array(["F", "M"]), pa.array([31, 41])],
+                                        names=["age", "sex", "age"]), str(tmp_path / "p.parquet"))
+    spec = tmp_path / "s.fair"
+    spec.write_text('data people = parquet("p.parquet")\nfeatures P from people {\n  age : int in [18, 80]\n'
+                    '  sex : {F, M} protected\n}\n')
+    errs = _errors(spec)
+    assert errs == [("FS404", f"data file {tmp_path / 'p.parquet'} names the column 'age' twice in its Parquet schema")]

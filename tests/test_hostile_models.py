@@ -129,6 +129,57 @@ def test_check_on_a_crashing_file_exits_2_naming_it(valid, tmp_path, which):
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr
 
 
+# ---------------------------------------------------------------- a linear booster (session 27)
+
+def _gblinear(tmp_path, objective, y, **params):
+    xgb = pytest.importorskip("xgboost")
+    X, _ = _data()
+    b = xgb.train({"booster": "gblinear", "objective": objective, **params}, xgb.DMatrix(X, y), 2)
+    p = tmp_path / f"lin_{objective.replace(':', '_')}.json"
+    b.save_model(str(p))
+    return p
+
+
+def test_a_linear_booster_whose_weights_do_not_fit_is_refused_before_the_library_reads_it(valid, tmp_path):
+    """XGBoost reads a gblinear model's weights without looking: none (a gbtree's model renamed gblinear)
+    was a segmentation fault in check (exit -11, no report); too few or too many weights for num_feature,
+    num_class, num_target read past the array (outputs of garbage: 1.0, NaN, 3e-39)."""
+    from fairspec.models.treefile import check_xgboost
+
+    X, y = _data()
+    good = [_gblinear(tmp_path, "binary:logistic", y), _gblinear(tmp_path, "multi:softprob", y % 3, num_class=3),
+            _gblinear(tmp_path, "reg:squarederror", np.column_stack([y, 1 - y]))]
+    assert [check_xgboost(p) for p in good] == [3, 3, 3]            # the library's own files pass
+    binary = json.loads(good[0].read_text())
+    tree = json.loads((valid / "m.json").read_text())
+
+    def mutant(name, doc, change):
+        doc = json.loads(json.dumps(doc))
+        change(doc["learner"])
+        (tmp_path / name).write_text(json.dumps(doc))
+        return tmp_path / name
+
+    cases = {
+        "renamed.json": (tree, lambda lr: lr["gradient_booster"].__setitem__("name", "gblinear")),
+        "short.json": (binary, lambda lr: lr["gradient_booster"]["model"]["weights"].pop()),
+        "long.json": (binary, lambda lr: lr["gradient_booster"]["model"]["weights"].append(0.5)),
+        "wider.json": (binary, lambda lr: lr["learner_model_param"].__setitem__("num_feature", "40")),
+        "classes.json": (binary, lambda lr: lr["learner_model_param"].__setitem__("num_class", "3")),
+        "targets.json": (binary, lambda lr: lr["learner_model_param"].__setitem__("num_target", "3")),
+        "text.json": (binary, lambda lr: lr["gradient_booster"]["model"].__setitem__("weights", "abc")),
+    }
+    for name, (doc, change) in cases.items():
+        p = mutant(name, doc, change)
+        with pytest.raises(ModelLoadError) as e:
+            check_xgboost(p)
+        assert name in str(e.value) and "weights" in str(e.value), str(e.value)
+    spec = _spec(tmp_path, "xgboost", "renamed.json")
+    for cmd in ("lint", "check"):                                    # the one that crashed the library
+        r = run_cli(cmd, spec, "--format", "json", cwd=tmp_path)
+        assert r.returncode == 2, (cmd, r.returncode, r.stderr)
+        assert "renamed.json" in r.stdout and "Traceback" not in r.stderr
+
+
 # ---------------------------------------------------------------- class 4: NaN and infinite weights
 
 PEOPLE_SPEC = '''

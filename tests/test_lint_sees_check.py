@@ -5,6 +5,8 @@
   whose inputs must share an element type and do not) linted clean and check failed on it: lint now
   reads it from the file's bytes (peek_onnx.graph_problem, without onnx or onnxruntime) as FS401, and
   check's loader says the same sentence in place of onnxruntime's.
+* An ONNX graph with no output, an output no node computes, a node on a cycle, or an input of shape
+  [N, 0] (session 27) linted clean and check refused it: graph_problem / input_problem say each.
 * A CSV file with a row of another field count linted clean (lint reads 200 rows, through a reader
   that does not count fields) and check refused it: lint now counts the fields of every row (the
   first 64 MiB) as FS404, in check's words.
@@ -127,11 +129,36 @@ def _integer_input(m):
     return "has element type 7; fairspec feeds float32 or float64 tensors"
 
 
+# session 27's hostile walk: lint passed each, check refused it (onnxruntime, or the loader before it)
+def _no_graph_output(m):
+    del m.graph.output[:]
+    return "declares no graph outputs"
+
+
+def _output_nothing_computes(m):
+    del m.graph.node[:]
+    return "its graph output 'logit' is no graph input, no initializer and no node's output"
+
+
+def _cycle(m):
+    gemm = m.graph.node[-1]
+    gemm.input[0], gemm.output[0] = "r", "pre"                     # Gemm reads Relu's output, Relu reads Gemm's
+    m.graph.node.extend([helper.make_node("Relu", ["pre"], ["r"], name="relu"),
+                         helper.make_node("Identity", ["pre"], ["logit"], name="out")])
+    return "is on a cycle (a value it reads is computed from its own output), and an ONNX graph is acyclic"
+
+
+def _input_of_no_column(m):
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 0
+    return "has shape [N, 0]: no column; fairspec needs an input of shape [N, width], width at least 1"
+
+
 ORT_ONLY = [_output_declared_double, _weights_of_another_width, _transposed, _integer_gemm, _zipmap_of_doubles]
 
 
 @pytest.mark.parametrize("break_it", [_unknown_op, _too_new, _int_bias, _undefined, *ORT_ONLY, _input_of_rank_three,
-                                      _integer_input])
+                                      _integer_input, _no_graph_output, _output_nothing_computes, _cycle,
+                                      _input_of_no_column])
 def test_an_onnx_graph_onnxruntime_refuses_is_refused_by_lint_as_check_says(tmp_path, break_it):
     m = _people6()
     said = break_it(m)
@@ -310,3 +337,41 @@ def test_the_no_kernel_table_is_onnxruntimes(op):
 
     assert [t for t in sorted(NO_CPU_KERNEL[op]) if loads(t)] == []
     assert all(loads(t) for t in (TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE))
+
+
+@pytest.mark.parametrize("what", ["dict", "list", "ndarray"])
+def test_a_skops_file_of_no_model_is_fs401_in_lint_as_check_says(tmp_path, what):
+    """A skops file holding a dict, a list or an array linted with only warning FS506 ("estimator dict is not
+    a ReLU MLP"), exit 0, and check refused it: lint now says check's sentence, FS401 at the path."""
+    import numpy as np
+    import skops.io as sio
+
+    obj = {"dict": {"coef": [1.0]}, "list": [1.0, 2.0], "ndarray": np.zeros(6)}[what]
+    (tmp_path / "m.skops").write_bytes(sio.dumps(obj))
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes((FIXTURES / "data" / "people.csv").read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("DATA", "people.csv").replace('onnx("MODEL", output = "logit")', 'sklearn("m.skops")'))
+    errs = _errors(spec)
+    assert [d.code for d in errs] == ["FS401"], errs
+    assert errs[0].message == f"{tmp_path / 'm.skops'} holds a {what}, which has neither predict_proba nor decision_function"
+    with pytest.raises(ModelLoadError) as e:
+        load_model("sklearn", tmp_path / "m.skops")
+    assert str(e.value) == errs[0].message
+
+
+def test_an_onnx_output_of_three_dimensions_is_fs413_in_lint_as_in_check(tmp_path):
+    """Session 27: an output declared [N, 1, 1] linted clean and check's loader refused it; both say FS413 now."""
+    m = _people6()
+    m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
+    onnx.save(m, str(tmp_path / "bad.onnx"))
+    spec = _project(tmp_path, model="bad.onnx")
+    errs = _errors(spec)
+    said = "output 'logit' has 3 dimensions; fairspec reads outputs of shape [N] or [N, K]"
+    assert [d.code for d in errs] == ["FS413"] and said in errs[0].message, errs
+    with pytest.raises(ModelLoadError) as e:
+        load_model("onnx", tmp_path / "bad.onnx", output="logit")
+    assert said in str(e.value)
+    r = run_cli("check", spec, "--format", "json", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert [d["code"] for d in json.loads(r.stdout)["diagnostics"] if d["severity"] == "error"] == ["FS413"]

@@ -249,7 +249,8 @@ _KEEPS_TYPE = frozenset({"Relu", "Sigmoid", "Softmax", "LogSoftmax", "Tanh", "Id
 
 def graph_problem(sig: OnnxSignature, path) -> str | None:
     """The sentence for a graph onnxruntime refuses to load, as far as the file's structure shows it
-    (lint says it; the loader says it in place of onnxruntime's own message): a node of a standard
+    (lint says it; the loader says it in place of onnxruntime's own message): no graph output, a graph
+    output nothing computes, a node on a cycle, a node of a standard
     domain whose operator ONNX does not define at the opset the model imports (onnx_ops), a node
     reading a value that nothing defines, or a node whose inputs must share one element type and do
     not (the types followed from the graph inputs and initializers through the operators above).
@@ -260,6 +261,8 @@ def graph_problem(sig: OnnxSignature, path) -> str | None:
     def node(n: OnnxNode) -> str:
         return f"node {(n.name or (n.outputs[0] if n.outputs else '?'))!r} ({n.op_type})"
 
+    if not sig.outputs:                                # the loader says it before onnxruntime runs
+        return f"ONNX model {path} declares no graph outputs"
     for n in sig.nodes:
         dom = "" if n.domain == "ai.onnx" else n.domain
         ver = sig.opsets.get(dom)
@@ -278,6 +281,13 @@ def graph_problem(sig: OnnxSignature, path) -> str | None:
         if (undefined := next((i for i in n.inputs if i and i not in defined), None)) is not None:
             return (f"ONNX model {path} cannot be run: {node(n)} reads {undefined!r}, which is no graph input, "
                     f"no initializer and no node's output")
+    for o in sig.outputs:
+        if o.name not in defined:
+            return (f"ONNX model {path} cannot be run: its graph output {o.name!r} is no graph input, no "
+                    f"initializer and no node's output")
+    if (looped := _cycle(sig)) is not None:
+        return (f"ONNX model {path} cannot be run: {node(looped)} is on a cycle (a value it reads is computed "
+                f"from its own output), and an ONNX graph is acyclic")
     types = dict(sig.types)
     widths = _input_widths(sig)
     for n in sig.nodes:
@@ -308,6 +318,48 @@ def graph_problem(sig: OnnxSignature, path) -> str | None:
         if o.elem_type and not o.not_tensor and types.get(o.name) not in (None, o.elem_type):
             return (f"ONNX model {path} cannot be run: its graph output {o.name!r} is declared "
                     f"{_type_name(o.elem_type)} but computed in {_type_name(types[o.name])}")
+    return None
+
+
+def _cycle(sig: OnnxSignature) -> OnnxNode | None:
+    """A node on a cycle of the graph (every value a node reads is defined: graph_problem said so
+    first), else None: the nodes are run in an order their inputs allow (Kahn's), and a node that
+    never may is on a cycle or after one; the first of them on a cycle is returned."""
+    available = set(sig.types or ())
+    producer = {o: k for k, n in enumerate(sig.nodes) for o in n.outputs if o}
+    waiting = [len({i for i in n.inputs if i and i not in available}) for n in sig.nodes]
+    readers: dict[str, list[int]] = {}
+    for k, n in enumerate(sig.nodes):
+        for i in {i for i in n.inputs if i and i not in available}:
+            readers.setdefault(i, []).append(k)
+    ready = [k for k, w in enumerate(waiting) if w == 0]
+    done = set()
+    while ready:
+        k = ready.pop()
+        done.add(k)
+        for o in sig.nodes[k].outputs:
+            if o in available:
+                continue
+            available.add(o)
+            for r in readers.get(o, ()):
+                waiting[r] -= 1
+                if waiting[r] == 0:
+                    ready.append(r)
+    if len(done) == len(sig.nodes):
+        return None
+    for k, n in enumerate(sig.nodes):                  # on a cycle: it reaches itself through what it reads
+        if k in done:
+            continue
+        seen, stack = set(), [i for i in n.inputs if i and i not in available]
+        while stack:
+            v = stack.pop()
+            j = producer.get(v)
+            if j is None or j in seen or j in done:
+                continue
+            if j == k:
+                return n
+            seen.add(j)
+            stack.extend(i for i in sig.nodes[j].inputs if i and i not in available)
     return None
 
 
@@ -541,6 +593,9 @@ def input_problem(sig: OnnxSignature, path) -> str | None:
     if inp.shape is not None and len(inp.shape) != 2:
         return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}; fairspec needs an "
                 f"input of shape [N, width]")
+    if inp.shape is not None and inp.shape[1] == 0:
+        return (f"the input {inp.name!r} of ONNX model {path} has shape {_fmt_shape(inp.shape)}: no column; "
+                f"fairspec needs an input of shape [N, width], width at least 1")
     if inp.elem_type is not None and inp.elem_type not in _INPUT_DTYPES:
         return (f"the input {inp.name!r} of ONNX model {path} has element type {inp.elem_type}; fairspec feeds "
                 f"float32 or float64 tensors")
@@ -645,6 +700,9 @@ def output_choice_problem(sig: OnnxSignature, output) -> tuple[str, str] | None:
     if o.not_tensor:
         return (f"output {o.name!r} is a sequence or a map (scikit-learn's ZipMap), not a tensor of scores",
                 suggest if scores else "export the model with zipmap = False (skl2onnx options)")
+    if o.shape is not None and len(o.shape) > 2:       # lint passed it; the loader refused it, as it does now here
+        return (f"output {o.name!r} has {len(o.shape)} dimensions; fairspec reads outputs of shape [N] or [N, K]",
+                "export the model's scores as an output of shape [N] or [N, K]")
     if o.elem_type is not None and o.elem_type not in _FLOAT_ELEM_TYPES:
         kind = _ELEM_NAMES.get(o.elem_type, f"type {o.elem_type}")
         return (f"output {o.name!r} holds {kind} values (class labels), not scores: the decision rule and any "

@@ -105,6 +105,10 @@ def _skops_width(zf: zipfile.ZipFile, node) -> int | None:
         node, lambda attrs: _schema_int(zf, attrs["n_features_in_"]) if "n_features_in_" in attrs else _UNANSWERED)
 
 
+#: (module, class) of what a skops file may hold that is no model (lint said only FS506 of it)
+_NO_MODEL = {("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("numpy", "ndarray")}
+
+
 def skops_input_width(path: str | os.PathLike) -> int | None:
     p = pathlib.Path(path)
     require_file(p)
@@ -120,6 +124,10 @@ def skops_input_width(path: str | os.PathLike) -> int | None:
                 schema = json.loads(raw)
             except ValueError as exc:
                 raise ModelLoadError(f"{p} is not a skops file (its schema.json is not valid JSON)", p) from exc
+            if isinstance(schema, dict) and (schema.get("__module__"), schema.get("__class__")) in _NO_MODEL:
+                # a container or an array, no estimator: check's loader refuses it in these words
+                raise ModelLoadError(f"{p} holds a {schema['__class__']}, which has neither predict_proba nor "
+                                     "decision_function", p)
             return _skops_width(zf, schema)
     except zipfile.BadZipFile as exc:
         raise ModelLoadError(f"{p} is not a skops file (a skops file is a zip archive and this is not one)", p) from exc

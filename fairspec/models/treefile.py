@@ -222,6 +222,16 @@ def check_xgboost(path) -> int | None:
     width = _int(_get(learner, "learner_model_param", "num_feature"), -1)
     if width < 0 or width > MAX_FEATURES:
         raise _bad(p, f"XGBoost model file: num_feature must be a whole number in [0, {MAX_FEATURES}]")
+    # what the library refuses only when it loads the file or is first fed (lint passed them, check failed)
+    version = doc.get("version")
+    if version is not None and not (isinstance(version, list) and len(version) == 3 and
+                                    all(isinstance(v, int) and not isinstance(v, bool) for v in version)):
+        raise _bad(p, "XGBoost model file: its version is not [major, minor, patch] (three whole numbers)")
+    names = learner.get("feature_names")
+    if names and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise _bad(p, "XGBoost model file: its feature_names is not a list of names")
+    if names and width and len(names) != width:
+        raise _bad(p, f"XGBoost model file: it records {len(names)} feature_names for its {width} features")
     base = _get(learner, "learner_model_param", "base_score")
     if base is not None:
         try:
@@ -235,8 +245,15 @@ def check_xgboost(path) -> int | None:
     if name == "dart":
         gb = _get(gb, "gbtree")
     elif name == "gblinear":
-        w = _get(gb, "model", "weights")
-        if w is not None and not all(map(math.isfinite, _array(w, None, float, "the linear weights", p))):
+        # the library reads the weights without looking: none (a gbtree's model under the name gblinear)
+        # crashed it (a segmentation fault), too few or too many read past them (an output of garbage)
+        w = _array(_get(gb, "model", "weights"), None, float, "the list of linear weights", p)
+        groups = max(1, _int(_get(learner, "learner_model_param", "num_class"), 0) or 0,
+                     _int(_get(learner, "learner_model_param", "num_target"), 1) or 1)
+        if len(w) != (width + 1) * groups:
+            raise _bad(p, f"XGBoost model file: the linear booster has {len(w)} weights; {width} features and "
+                          f"{groups} output(s) need {(width + 1) * groups}")
+        if not all(map(math.isfinite, w)):
             raise ModelLoadError(f"{p} is not a usable XGBoost model: its weights are not all finite (NaN or inf)", p)
         return width or None
     elif name != "gbtree":

@@ -167,11 +167,11 @@ def unstated_decision(path, column: str, bad) -> DataError:
 
 
 def check_names(d: ir.Data, names) -> None:
-    """A column named twice in the file's header: an error naming it."""
+    """A column named twice in a Parquet file's schema: an error naming it."""
     seen = set()
     for n in names:
         if n in seen:
-            raise DataError(f"data file {d.path} names the column {n!r} twice in its header line")
+            raise DataError(f"data file {d.path} names the column {n!r} twice in its Parquet schema")
         seen.add(n)
 
 
