@@ -258,8 +258,9 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: FairspecServer, params: T.HoverParams):
-    text = next(filter(None, (A.hover(idx, *at) for idx, at in ls.indexes_at(params.text_document.uri,
-                                                                               ls.where(params)))), None)
+    uri = params.text_document.uri
+    text = next(filter(None, (A.hover(idx, *at, importers=ls.importers_of(uri))
+                              for idx, at in ls.indexes_at(uri, ls.where(params)))), None)
     if not text:
         return None
     return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text))
