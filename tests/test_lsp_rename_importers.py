@@ -124,3 +124,33 @@ def test_renamed_from_an_importing_spec_the_other_importer_follows(project):
     assert sorted(u.rsplit("/", 1)[1] for u in edit.changes) == ["lib.fair", "one.fair", "two.fair"]
     _apply(project, edit)
     assert {f: _said(project / f) for f in before} == before
+
+
+def test_an_importer_in_another_folder_of_the_project_and_one_that_does_not_parse(tmp_path):
+    """lib/ and specs/ under one project (fairspec.toml): the importer's edits are the user's to make;
+    an importer that does not parse refuses the rename, naming it and its import line."""
+    (tmp_path / "fairspec.toml").write_text("", encoding="utf-8")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "specs").mkdir()
+    lib = tmp_path / "lib" / "lib.fair"
+    lib.write_text("features P {\n  age : int in [0, 120]\n  sex : {f, m} protected\n}\n", encoding="utf-8")
+    spec = tmp_path / "specs" / "a.fair"
+    spec.write_text('import "../lib/lib.fair"\n\ngroup older = age >= 40\n', encoding="utf-8")
+    before = _said(spec)
+
+    async def rename(old, new):
+        async with Session() as s:
+            uri, text, _ = await s.opened(lib)
+            return await s.client.text_document_rename_async(T.RenameParams(
+                text_document=T.TextDocumentIdentifier(uri=uri), position=s.pos(text, old + " :"), new_name=new))
+
+    edit = asyncio.run(rename("age", "years"))
+    assert sorted(u.rsplit("/", 1)[1] for u in edit.changes) == ["a.fair", "lib.fair"], edit.changes
+    for u, es in edit.changes.items():
+        p = lib if u.endswith("lib.fair") else spec
+        p.write_text(apply_edits(p.read_text(encoding="utf-8"), es), encoding="utf-8")
+    assert "group older = years >= 40" in spec.read_text(encoding="utf-8")
+    assert _said(spec) == before
+    (tmp_path / "specs" / "b.fair").write_text('# b\nimport "../lib/lib.fair"\n\ngroup g = (\n', encoding="utf-8")
+    with pytest.raises(Exception, match=r"b\.fair:2, which imports lib\.fair, does not parse"):
+        asyncio.run(rename("years", "age"))

@@ -22,6 +22,7 @@ from fairspec.lsp.disk import disk_text
 
 _IMPORT = re.compile(r'^[ \t]*import[ \t]+"([^"\n]*)"', re.M)
 MAX_SPECS = 5000  # .fair files looked at for importers (a larger tree: the rename is refused, saying so)
+MAX_DIRS = 20000  # folders walked for them (likewise)
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages", "build", "dist"}
 
 
@@ -32,20 +33,23 @@ def _key(p: str | Path) -> str:
 def project_specs(ls, path: str) -> list[str]:
     """The .fair files of the workspace's folders and of ``path``'s project, and the open documents."""
     from fairspec.files import project_root
+    from fairspec.lsp.disk import UNSAVED
 
-    roots = {_key(project_root(Path(path)))}
+    roots = set() if Path(path).parent == UNSAVED else {_key(project_root(Path(path)))}
     for folder in list(getattr(ls.workspace, "folders", {}).values()):
         p = ls.path_of(folder.uri)
         if p:
             roots.add(_key(p))
     out = {_key(p) for p in (ls.path_of(u) for u in list(ls.workspace.text_documents)) if p}
+    walked = 0
     for root in sorted(roots):
         for base, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
             out |= {_key(os.path.join(base, f)) for f in files if f.endswith(".fair")}
-            if len(out) > MAX_SPECS:
-                raise A.RenameError(f"the project holds over {MAX_SPECS} .fair files: the specs importing "
-                                    f"this file cannot all be checked; rename it with your editor's search")
+            walked += 1
+            if len(out) > MAX_SPECS or walked > MAX_DIRS:
+                raise A.RenameError(f"the project ({root}) is too large to look through for the specs importing "
+                                    f"this file (over {MAX_SPECS} .fair files or {MAX_DIRS} folders); rename by hand")
     return sorted(out)
 
 
@@ -60,23 +64,27 @@ def importing_line(ls, spec: str, target: str) -> int | None:
 
     memo: dict[str, bool] = {}
 
+    def resolved(text: str, importer: str) -> str | None:
+        try:
+            return _key(resolve_import(text, Path(importer)))
+        except (OSError, ValueError, RuntimeError):
+            return None
+
     def reaches(file: str, seen: frozenset) -> bool:
         if file == target:
             return True
         if file in seen or len(seen) > 64:
             return False
         if file not in memo:
-            memo[file] = any(reaches(_key(resolve_import(m.group(1), Path(file))), seen | {file})
-                             for m in _IMPORT.finditer(_text(ls, file) or ""))
+            memo[file] = any(reaches(r, seen | {file}) for m in _IMPORT.finditer(_text(ls, file) or "")
+                             if (r := resolved(m.group(1), file)) is not None)
         return memo[file]
 
     text = _text(ls, spec) or ""
     for m in _IMPORT.finditer(text):
-        try:
-            if reaches(_key(resolve_import(m.group(1), Path(spec))), frozenset({spec})):
-                return text.count("\n", 0, m.start()) + 1
-        except (OSError, ValueError, RuntimeError):
-            continue
+        r = resolved(m.group(1), spec)
+        if r is not None and reaches(r, frozenset({spec})):
+            return text.count("\n", 0, m.start()) + 1
     return None
 
 
