@@ -57,6 +57,7 @@ from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import UNSAVED, confined as _confined, disk_text as _disk_text, same as _same
 from fairspec.lsp.indexes import Indexes
 from fairspec.lsp.positions import changed, lines_of, lsp_lines
+from fairspec.lsp.renames import across_importers
 from fairspec.lsp.transport import serve
 
 log = logging.getLogger("fairspec.lsp")
@@ -257,8 +258,9 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def hover(ls: FairspecServer, params: T.HoverParams):
-    text = next(filter(None, (A.hover(idx, *at) for idx, at in ls.indexes_at(params.text_document.uri,
-                                                                               ls.where(params)))), None)
+    uri = params.text_document.uri
+    text = next(filter(None, (A.hover(idx, *at, importers=ls.importers_of(uri))
+                              for idx, at in ls.indexes_at(uri, ls.where(params)))), None)
     if not text:
         return None
     return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text))
@@ -380,11 +382,14 @@ def rename(ls: FairspecServer, params: T.RenameParams):
     try:
         with ls._lock:  # the rename lints its result (one analysis at a time: the lint thread's lock)
             edits = A.rename(idx, file, line, col, params.new_name, idx.path)
+            # the specs importing the file the name is declared in: renamed too, each linted again
+            sym = A.rename_target(idx, file, line, col)[0]
+            edits = across_importers(ls, idx, sym, params.new_name, edits)
     except A.RenameError as e:
         raise JsonRpcInvalidParams(str(e)) from None
     changes: dict = {}
-    for span, text in edits:
-        changes.setdefault(ls.uri_of(span.file), []).append(T.TextEdit(range=ls.range(span, idx), new_text=text))
+    for span, text, of in edits:
+        changes.setdefault(ls.uri_of(span.file), []).append(T.TextEdit(range=ls.range(span, of), new_text=text))
     return T.WorkspaceEdit(changes=changes)
 
 

@@ -206,8 +206,13 @@ def _applied(text: str, edits: list[tuple[Span, str]]) -> str:
 
 
 def _under(file: str, root: str) -> bool:
-    try:
-        Path(file).resolve().relative_to(Path(root).resolve().parent)
-        return True
-    except ValueError:
+    """``file`` is the user's to edit with ``root``'s: under its folder or its project (fairspec.toml or
+    .git), never a shipped policy (unless ``root`` is one)."""
+    from fairspec import paths
+    from fairspec.files import project_root
+
+    f, spec = Path(file).resolve(), Path(root).resolve()
+    shipped = paths.specs_dir().resolve()
+    if f.is_relative_to(shipped) and not spec.is_relative_to(shipped):
         return False
+    return f.is_relative_to(spec.parent) or f.is_relative_to(project_root(spec))

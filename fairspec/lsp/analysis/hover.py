@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 from .completion import CLAUSES, DATA_FORMATS, ENCODINGS, MODEL_FORMATS, MODEL_OUTPUTS
 from .index import Index, Symbol, _contains, _same, _spec, _walk, symbol_at
@@ -33,10 +34,12 @@ def _domain(dom) -> str:
     return k
 
 
-def hover(idx: Index, file: str, line: int, col: int) -> str | None:
-    """Markdown for what is under the cursor."""
+def hover(idx: Index, file: str, line: int, col: int, importers: list[Index] = ()) -> str | None:
+    """Markdown for what is under the cursor (``importers``: the indexes of open specs importing the file,
+    which tell where a library's policy is applied)."""
     metric = (_metric_at(idx, file, line, col) or _statement_at(idx, file, line, col)
-              or _word_at(idx, file, line, col) or _column_at(idx, file, line, col))
+              or _word_at(idx, file, line, col) or _column_at(idx, file, line, col)
+              or _policy_property_at(idx, file, line, col, importers) or _file_at(idx, file, line, col))
     if metric:
         return metric
     sym = symbol_at(idx, file, line, col)
@@ -299,6 +302,127 @@ def _column_text(idx: Index, data: str, name: str) -> str | None:
     distinct = list(dict.fromkeys(values))
     shown = ", ".join(f"`{v}`" for v in distinct[:8]) + (", ..." if len(distinct) > 8 else "")
     return (f"{head}\n- text {seen}: {len(distinct)} distinct: {shown}" if values else f"{head}\n- no value {seen}") + typ
+
+
+def _policy_property_at(idx: Index, file: str, line: int, col: int, importers: list[Index] = ()) -> str | None:
+    """A property's name in a policy: the metrics it checks, and each place the spec (or an open spec
+    importing the library, reading its text as it is) applies the policy, the property as planned there;
+    applied nowhere, it says so."""
+    from fairspec.planning import plan
+    from fairspec.sema.properties import METRICS
+
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    for pol in (d for d in (root.decls if root is not None else ()) if isinstance(d, ast.PolicyDecl)):
+        prop = next((p for p in pol.properties if _contains(p.name.span, file, line, col)), None)
+        if prop is None:
+            continue
+        name, out = prop.name.id, []
+        calls = list(dict.fromkeys(n.fn.id for n in _walk(prop.stmts) if isinstance(n, ast.Call) and n.fn.id in METRICS))
+        head = f"**property** `{name}` of policy `{pol.name.id}`" + (f": {', '.join(calls)}" if calls else "")
+        here = _text_file(idx, file)
+        for ix in [idx] + [i for i in importers if i is not idx and _text_file(i, file) == here]:
+            spec = _spec(ix)
+            prefixes = [(a.alias or a.policy).id for m in ix.modules for a in m.decls
+                        if isinstance(a, ast.ApplyDecl) and a.policy.id == pol.name.id]
+            where = "" if ix is idx else f" in {Path(ix.path).name}"
+            for pre in prefixes:
+                p = next((q for q in (spec.properties if spec else ()) if q.name == f"{pre}.{name}"), None)
+                if p is not None:
+                    out.append(f"- applied as `{p.name}`{where}: {p.kind.replace('_', ' ')}, planned backend: "
+                               f"{plan(p, spec).describe()}")
+        if not out:
+            out.append(f"- checked where a spec applies `{pol.name.id}` (none open does): "
+                       f"`apply {pol.name.id}(...) as NAME` makes it `NAME.{name}`")
+        return "\n".join([head] + list(dict.fromkeys(out)))
+    return None
+
+
+def _text_file(idx: Index, file: str) -> str | None:
+    return next((v for k, v in idx.texts.items() if _same(k, file)), None)
+
+
+def _file_at(idx: Index, file: str, line: int, col: int) -> str | None:
+    """A model's or a data set's file path: the file's format as fairspec reads it and its size; for a
+    model what lint read from it (its input width, the input names the file records, the output and
+    its classes: the spec's, from lint's peeks -- nothing is unpickled or loaded here), for a data set
+    its columns from the first rows (cached while the file is unchanged); a missing file says so."""
+    import os
+
+    root = next((m for m in idx.modules if _same(m.file, file)), None)
+    for d in (root.decls if root is not None else ()):
+        if not isinstance(d, (ast.ModelDecl, ast.DataDecl)):
+            continue
+        arg = next((a for a in d.args if a.name is None and isinstance(a.value, ast.Str)
+                    and _contains(a.value.span, file, line, col)), None)
+        if arg is None:
+            continue
+        is_model, spec = isinstance(d, ast.ModelDecl), _spec(idx)
+        decl = next((x for x in ((spec.models if is_model else spec.datasets) if spec else ())
+                     if x.name == d.name.id), None)
+        path = Path(decl.path) if decl is not None and getattr(decl, "path", None) else Path(root.file).parent / arg.value.value
+        head = f"**{'model' if is_model else 'data'} file** `{arg.value.value}`"
+        try:
+            size = os.stat(path).st_size
+        except (OSError, ValueError):
+            return f"{head}: no such file ({path})"
+        if not path.is_file():
+            return f"{head}: not a file ({path})"
+        if is_model:
+            return head + _model_file(idx, d, decl, path, size)
+        return head + _data_file(decl, d.fmt.id, size)
+    return None
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 10 << 10 else f"{n / (1 << 10):.0f} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+def _model_file(idx: Index, d, decl, path, size: int) -> str:
+    from fairspec.models.base import ModelLoadError, normalize_format
+
+    try:
+        fmt = normalize_format(d.fmt.id, path)
+    except ModelLoadError:
+        return f": {_size(size)}, not a model format fairspec reads (`{d.fmt.id}`)"
+    how = {"onnx": "an ONNX graph", "torch": "a PyTorch file", "xgboost": "an XGBoost model",
+           "lightgbm": "a LightGBM model"}.get(fmt, "")
+    if fmt == "sklearn":
+        how = ("a scikit-learn skops file (read without unpickling)" if path.suffix.lower() == ".skops"
+               else "a scikit-learn pickle (loaded only under `trust pickle`; lint reads it inertly)")
+    lines = [f": {how or fmt}, {_size(size)}"]
+    width = getattr(idx.result, "model_widths", {}).get(d.name.id)
+    if width is not None:
+        from fairspec.models.peek import peek_input_names
+
+        try:
+            names = peek_input_names(fmt, path)
+        except Exception:  # noqa: BLE001 - a hover never fails: the names are lint's to report
+            names = None
+        shown = f": {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}" if names else ""
+        lines.append(f"- inputs: {width} columns{shown}")
+    if decl is not None:
+        out = decl.output if decl.output is not None else "the first output"
+        lines.append(f"- output: {out}" + (f", a {decl.score_kind}" if decl.score_kind else ""))
+        if decl.task is not None:
+            from fairspec.sema.outputs import describe_kind
+
+            kind = describe_kind(decl)
+            lines.append(f"- {kind}" + (": classes " + ", ".join(str(c) for c in decl.classes) if decl.classes else ""))
+    return "\n".join(lines)
+
+
+def _data_file(decl, fmt: str, size: int) -> str:
+    from fairspec.runtime.data import DataError, column_names
+
+    line = f": {DATA_FORMATS.get(fmt, fmt).split(':')[0]}, {_size(size)}"
+    if decl is None:
+        return line
+    try:
+        names, rows = column_names(decl)
+    except (DataError, OSError, ValueError) as e:
+        return f"{line}\n- cannot be read: {e}"
+    shown = ", ".join(f"`{n}`" for n in names[:12]) + (", ..." if len(names) > 12 else "")
+    return f"{line}\n- {len(names)} columns: {shown} (its first rows only are read here)"
 
 
 def _number(v) -> str:
