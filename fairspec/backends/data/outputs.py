@@ -278,11 +278,43 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     if status == "holds":
         return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
+        where = _worst_groups(mdef, per, names, eligible, mode)
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval", **common)
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def _worst_groups(mdef, per, names, eligible, mode) -> str:
+    """The groups a violated metric's value comes from, as a binary metric's reason names its lowest and
+    highest rate: the lowest and highest group of a difference or ratio between groups, the group of
+    the largest loss, the two groups whose class distributions are farthest apart. '' where no one pair makes the value (against all rows, KS, and the
+    per-class odds gaps)."""
+    ks = [k for k in range(len(eligible)) if eligible[k]]
+    if mdef.form == "output_max":
+        vals = [(per[k], k) for k in ks if not np.isnan(per[k])]
+        if not vals:
+            return ""
+        v, k = max(vals)
+        return f"; highest {names[k]} ({v:.3f})"
+    if mode != BETWEEN:
+        return ""
+    if mdef.form in ("output_difference", "output_ratio"):
+        vals = [(per[k], k) for k in ks if not np.isnan(per[k])]
+        if len(vals) < 2:
+            return ""
+        (lv, a), (hv, b) = min(vals), max(vals)
+        return f"; lowest {names[a]} ({lv:.3f}), highest {names[b]} ({hv:.3f})"
+    if mdef.form == "class_distance" and len(ks) >= 2:
+        sh = per[ks]
+        d = np.abs(sh[:, None, :] - sh[None, :, :]).sum(axis=-1) / 2.0
+        if np.isnan(d).all():
+            return ""
+        i, j = np.unravel_index(int(np.nanargmax(d)), d.shape)
+        a, b = ks[min(i, j)], ks[max(i, j)]
+        return f"; farthest apart {names[a]} and {names[b]} ({float(d[i, j]):.3f})"
+    return ""
 
 
 def _metric(mdef, g, pred, target, w, eligible, G, mode, loss, K):
