@@ -41,6 +41,8 @@ PROPS = {
     "ratio": "mean_prediction_ratio(salary, groups race) >= 1",
     "loss": "bounded_group_loss(salary, groups race) <= 0",
     "tv": "class_distribution_distance(grade, groups race) <= 0",
+    "ks": "ks_distance(salary, groups race) <= 0",
+    "meo": "multiclass_equalized_odds(grade, groups race) <= 0",
     "overall": "mean_prediction_difference(salary, groups race) <= 0   compare = to_overall",
 }
 
@@ -81,7 +83,7 @@ def run(tmp_path_factory):
         ["logits"], {"x": X})[0], axis=1)
     val = ort.InferenceSession(str(folder / "salary.onnx"), providers=["CPUExecutionProvider"]).run(
         ["y"], {"x": X})[0][:, 0].astype(np.float64)
-    return {x.name: x for x in rep.verdicts}, race, cls, val, v
+    return {x.name: x for x in rep.verdicts}, race, cls, val, v, y
 
 
 def _by_race(q, race):
@@ -96,7 +98,7 @@ def _low_high(reason):
 
 @pytest.mark.parametrize("name, quantity", [("diff", "pred"), ("ratio", "pred"), ("mae", "abs_error")])
 def test_difference_and_ratio_name_the_lowest_and_highest_group(run, name, quantity):
-    verdicts, race, _, val, v = run
+    verdicts, race, _, val, v, _ = run
     vd = verdicts[name]
     assert vd.status == "violated", vd
     per = _by_race(val if quantity == "pred" else np.abs(val - v), race)
@@ -106,7 +108,7 @@ def test_difference_and_ratio_name_the_lowest_and_highest_group(run, name, quant
 
 
 def test_bounded_group_loss_names_the_group_of_the_largest_loss(run):
-    verdicts, race, _, val, v = run
+    verdicts, race, _, val, v, _ = run
     vd = verdicts["loss"]
     assert vd.status == "violated", vd
     per = _by_race((val - v) ** 2, race)
@@ -115,7 +117,7 @@ def test_bounded_group_loss_names_the_group_of_the_largest_loss(run):
 
 
 def test_class_distribution_distance_names_the_farthest_pair(run):
-    verdicts, race, cls, _, _ = run
+    verdicts, race, cls, _, _, _ = run
     vd = verdicts["tv"]
     assert vd.status == "violated", vd
     shares = {f"race={r}": np.array([np.mean(cls[race == r] == k) for k in range(3)]) for r in "ABC"}
@@ -129,3 +131,33 @@ def test_class_distribution_distance_names_the_farthest_pair(run):
 def test_against_all_rows_no_pair_is_named(run):
     vd = run[0]["overall"]
     assert vd.status == "violated" and "lowest" not in vd.reason, vd
+
+
+def test_ks_distance_names_the_pair_of_farthest_ecdfs(run):
+    from scipy.stats import ks_2samp
+
+    verdicts, race, _, val, _, _ = run
+    vd = verdicts["ks"]
+    assert vd.status == "violated", vd
+    pairs = {(f"race={p}", f"race={q}"): ks_2samp(val[race == p], val[race == q]).statistic
+             for p in "ABC" for q in "ABC" if p < q}
+    best = max(pairs, key=pairs.get)
+    m = re.search(r"; farthest apart (\S+) and (\S+) \(([\d.]+)\)$", vd.reason)
+    assert m and (m.group(1), m.group(2)) == best and abs(float(m.group(3)) - vd.value) < 5e-4
+
+
+def test_multiclass_equalized_odds_names_the_class_rate_and_groups(run):
+    verdicts, race, cls, _, _, _ = run
+    vd = verdicts["meo"]
+    assert vd.status == "violated", vd
+    m = re.search(r"; class (\d) (TPR|FPR): lowest (\S+) \(([\d.]+)\), highest (\S+) \(([\d.]+)\)$", vd.reason)
+    assert m, vd.reason
+    c, rate = int(m.group(1)), m.group(2)
+    truth = run[5]
+    per = {}
+    for r in "ABC":
+        s = race == r
+        on = truth[s] == c if rate == "TPR" else truth[s] != c
+        per[f"race={r}"] = float(np.mean(cls[s][on] == c))
+    assert m.group(3) == min(per, key=per.get) and m.group(5) == max(per, key=per.get)
+    assert abs(float(m.group(6)) - float(m.group(4)) - vd.value) < 5e-4
