@@ -93,6 +93,9 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
             and ck.datasets[data].label is None and not (target_ok and ("class" in pd or "threshold" in pd)):
         ck.fail("FS501", f"{fn} compares decisions with the true label, so data set '{data}' needs a label = ... "
                          f"expression", call.span)
+    if mdef is not None and not mdef.output and data is not None and uses_label(fn) and "class" in pd \
+            and not target_ok and ck.datasets[data].label is not None:
+        _label_of_class(ck, call, fn, model, pd["class"], data)
     if mdef is not None and model is None and (mdef.rates != ("selection_rate",) and mdef.rates != ("base_rate",)):
         ck.fail("FS501", f"{fn} compares a model's decisions with the labels; a data set alone has only its "
                          f"labels", call.span,
@@ -154,6 +157,33 @@ def _difference_range(ck, fn: str, mdef, op: str, threshold: float, span) -> Non
                 below_hint="nothing lies below 0: write <= 0 for no gap at all, or < eps with eps > 0"
                 if "rate," not in what and "loss" not in what else None,
                 undefined=f"{fn} is undefined where no group has a row it counts (check then reports unknown)")
+
+
+def _label_of_class(ck, call, fn, model, c, data):
+    """FS419 / FS429: ``class = c`` of a metric comparing decisions with the truth, on a data set
+    without ``target``: its ``label`` is read as "the true class is c". A label ``COLUMN == v`` of
+    another class is an error (a metric of class "mid" judged against "is high"); a label that names
+    no class of the model (a Boolean column, a range, a value no class has) a warning."""
+    from fairspec.sema.outputs import class_shown, label_class
+
+    at = call.keyword("class").span
+    cs = class_shown(model, c)
+    read = label_class(model, ck.datasets[data].label)
+    if read is not None and read[2] == c:
+        return
+    if read is not None and read[2] is not None:
+        col, v, k = read
+        ck.fail("FS419", f"{fn}(..., class = {cs}) compares decisions with the truth 'the true class is {cs}', "
+                         f"but data set '{data}' has no target, so its label {col} == {v} (the truth of class "
+                         f"{class_shown(model, k)}) would be read as that truth", at,
+                hint=f"name the true class column: csv(..., target = {col}) (each class's truth is then read from "
+                     f"it), or write label = {col} == {cs} if class {cs} is the truth you mean")
+    what = f"{read[0]} == {read[1]}, which is no class of '{model.name}'," if read is not None else \
+        "condition, which names no class of the model,"
+    ck.sink.add("FS429", f"{fn}(..., class = {cs}) compares decisions with the truth 'the true class is {cs}'; "
+                         f"data set '{data}' has no target, so its label {what} is read as that truth", at,
+                hint=f"name the true class column: csv(..., target = COLUMN), or write the label as COLUMN == {cs}; "
+                     f"if the label is that truth, say so with # fairspec: ignore[FS429]")
 
 
 def _output_params(ck, call, env, fn, model, mdef):

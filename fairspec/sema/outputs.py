@@ -14,6 +14,8 @@ FS415    an output the model does not have: ``value(...)`` of a classifier; ``cl
 FS416    ``prob(m(x))`` / ``logit(m(x))`` of a multiclass model without a class
 FS417    an unknown class: a column out of range, a label the file does not record
 FS418    a binary group metric of a regression without a threshold (``threshold = t``)
+FS419    a ``class = c`` metric reading the truth from a label of another class (no ``target``;
+         FS429, a warning: a label that names no class; in metric_properties.py)
 FS426    a decision (``label``, ``class`` of a binary model, a group metric's or PBA's decisions)
          whose rule the declaration leaves open (an XGBoost binary:logitraw model: margin > 0 or
          XGBClassifier.predict's margin > 0.5)
@@ -175,3 +177,35 @@ def binary_decision_problem(model: ir.Model, what: str) -> tuple[str, str, str] 
                 "name a class: add class = c to the metric (that class against the rest), or index = i to the "
                 "model declaration")
     return None
+
+
+def label_class(model: ir.Model, label) -> tuple[str, str, int | None] | None:
+    """The class a data set's ``label`` condition is the truth of, when it reads ``COLUMN == v``:
+    (column, v as written, v's class column on ``model`` -- matched as the target column is, a
+    recorded label as text, else a whole number as a column -- or None when v is no class of it).
+    None when the label has another form (a Boolean column, a range, a conjunction, ...)."""
+    if not (isinstance(label, ir.Cmp) and label.op == "=="):
+        return None
+    col, lit = label.left, label.right
+    if isinstance(col, ir.Const):
+        col, lit = lit, col
+    if not (isinstance(col, ir.ColumnRef) and isinstance(lit, ir.Const)) or isinstance(lit.value, bool):
+        return None
+    v = lit.value
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    shown = f'"{v}"' if isinstance(v, str) else str(v)
+    if model.classes is not None:
+        k = next((i for i, lab in enumerate(model.classes) if str(lab) == str(v)), None)
+    elif isinstance(v, int) and v >= 0 and (model.n_classes is None or v < model.n_classes):
+        k = v
+    else:
+        k = None
+    return col.column, shown, k
+
+
+def class_shown(model: ir.Model, c: int) -> str:
+    """Class column ``c`` as a spec names it: its recorded label in quotes, else the column."""
+    if model.classes is not None and 0 <= c < len(model.classes):
+        return f'"{model.classes[c]}"'
+    return str(c)

@@ -278,11 +278,76 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     if status == "holds":
         return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
+        labels = [str(x) for x in model.readout.classes] if multiclass and model.readout.classes else None
+        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels)
         return Verdict(prop.name, prop.kind, "violated",
-                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval", **common)
+                       reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
+
+
+def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
+    """The groups a violated metric's value comes from, as a binary metric's reason names its lowest and
+    highest rate: the lowest and highest group of a difference or ratio between groups, the group of
+    the largest loss, the two groups whose class distributions are farthest apart, the two groups
+    whose prediction ECDFs are farthest apart (KS), the lowest and highest group of the class and
+    rate of multiclass equalized odds' largest gap. '' against all rows (no pair makes the value)."""
+    ks = [k for k in range(len(eligible)) if eligible[k]]
+    if mdef.form == "output_max":
+        vals = [(per[k], k) for k in ks if not np.isnan(per[k])]
+        if not vals:
+            return ""
+        v, k = max(vals)
+        return f"; highest {names[k]} ({v:.3f})"
+    if mode != BETWEEN:
+        return ""
+    if mdef.form in ("output_difference", "output_ratio"):
+        vals = [(per[k], k) for k in ks if not np.isnan(per[k])]
+        if len(vals) < 2:
+            return ""
+        (lv, a), (hv, b) = min(vals), max(vals)
+        return f"; lowest {names[a]} ({lv:.3f}), highest {names[b]} ({hv:.3f})"
+    if mdef.form == "class_distance" and len(ks) >= 2:
+        sh = per[ks]
+        d = np.abs(sh[:, None, :] - sh[None, :, :]).sum(axis=-1) / 2.0
+        if np.isnan(d).all():
+            return ""
+        i, j = np.unravel_index(int(np.nanargmax(d)), d.shape)
+        a, b = ks[min(i, j)], ks[max(i, j)]
+        return f"; farthest apart {names[a]} and {names[b]} ({float(d[i, j]):.3f})"
+    if mdef.form == "class_odds" and len(ks) >= 2:
+        sub = per[ks]                                   # [groups, K, (TPR, FPR)]
+        with np.errstate(invalid="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore", RuntimeWarning)
+            gap = np.nanmax(sub, axis=0) - np.nanmin(sub, axis=0)
+        if np.isnan(gap).all():
+            return ""
+        c, r = np.unravel_index(int(np.nanargmax(gap)), gap.shape)
+        col = sub[:, c, r]
+        a, b = int(np.nanargmin(col)), int(np.nanargmax(col))
+        cls = f'"{labels[c]}"' if labels else str(int(c))
+        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: lowest {names[ks[a]]} ({col[a]:.3f}), "
+                f"highest {names[ks[b]]} ({col[b]:.3f})")
+    if mdef.form == "ks_distance" and len(ks) >= 2:
+        g, pred, w = rows
+        order = np.argsort(pred, kind="stable")
+        gg, ww = g[order], w[order]
+        last = np.append(pred[order][1:] != pred[order][:-1], True)
+        curves, who = [], []
+        for k in ks:                                    # the ECDFs ks_distance compares
+            wk = np.where(gg == k, ww, 0.0)
+            if wk.sum() > 0:
+                curves.append(np.cumsum(wk)[last] / wk.sum())
+                who.append(k)
+        if len(curves) < 2:
+            return ""
+        C = np.stack(curves)
+        x = int(np.argmax(C.max(axis=0) - C.min(axis=0)))
+        a, b = int(np.argmin(C[:, x])), int(np.argmax(C[:, x]))
+        return (f"; farthest apart {names[who[min(a, b)]]} and {names[who[max(a, b)]]} "
+                f"({float(C[b, x] - C[a, x]):.3f})")
+    return ""
 
 
 def _metric(mdef, g, pred, target, w, eligible, G, mode, loss, K):
