@@ -19,9 +19,23 @@ import numpy as np
 import pytest
 
 import fairspec
-from tests.test_library_logistic_replay import _model
 
 TIE = "1.1920928955078125e-07"          # 2**-23
+
+
+def _model(coef, intercept):
+    """A LogisticRegression on (g, x) with the coefficients set by hand (as tests/test_library_logistic_replay)."""
+    pytest.importorskip("sklearn")
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    est = LogisticRegression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
+    est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
+    return est
 
 
 def _spec(lo, hi, eps, op, k, output):
