@@ -116,3 +116,57 @@ def test_may_move_reads_a_library_probability_by_its_logit(tmp_path):
     prop = SimpleNamespace(output="prob", eps="0.25", cls=None)
     moved = may_move(prop, model, X, s, False)
     assert moved is None or not moved.any()
+
+
+def _spec3(lo, hi, eps, op, k, values):
+    return _spec(lo, hi, eps, op, k, "decision_function").replace("g : {a, b} protected",
+                                                                  f"g : {{{', '.join(values)}}} protected").replace(
+        f"{op} {k}\n}}", f"{op} {k}\n  timeout = 20s\n}}")
+
+
+def _max_k_values(est, lo, hi, eps, G) -> int:
+    e = Fraction(eps)
+    nb = math.ceil(1 / e)
+    xs = np.arange(lo, hi + 1, dtype=np.float64)
+    P = [est.predict_proba(np.column_stack([np.full_like(xs, g), xs]))[:, 1] for g in range(G)]
+    if xs.size > 1000:           # the claims below are decided by their extremes; count exactly near them
+        B = np.stack([np.minimum(nb - 1, np.floor(p / float(e))) for p in P])
+        cand = np.flatnonzero((np.sort(B, axis=0)[1:] != np.sort(B, axis=0)[:-1]).sum(axis=0) + 1 >= G)
+        xs_idx = cand[:200]
+    else:
+        xs_idx = range(xs.size)
+    best = 1
+    for i in xs_idx:
+        best = max(best, len({min(nb - 1, math.floor(Fraction(float(p[i])) / e)) for p in P}))
+    return best
+
+
+# the branch and bound on the logit, its individuals counted on predict_proba: (coef of g, coef of x), intercept,
+# eps, claim, domain, g's values. Three counterfactuals 0.5 apart in the logit never span 3 buckets of 0.25 (the
+# logistic rises by < 0.245 over 1); 2 apart they do; at x = 0 predict_proba is 0.5 + 2**-23 (a boundary of
+# eps = 2**-23, which the logistic's bounds straddle) and 0.5 + 3 * 2**-24: one bucket, k = 1
+BAB = [((0.5, 0.001), 0.0, "0.25", ("<", 3), (-3_000_000, 3_000_000), ("a", "b", "c")),
+       ((2.0, 0.001), 0.0, "0.25", ("<", 3), (-3_000_000, 3_000_000), ("a", "b", "c")),
+       ((2.0 ** -22, 0.0), 2.0 ** -21, TIE, ("<", 2), (0, 1), ("a", "b")),
+       ((2.0 ** -21, 0.0), 0.0, TIE, ("<", 2), (0, 1), ("a", "b"))]
+
+
+@pytest.mark.parametrize("coef, intercept, eps, claim, domain, values", BAB)
+def test_branch_and_bound_on_a_library_logistic(tmp_path, monkeypatch, coef, intercept, eps, claim, domain, values):
+    """Declared by its decision_function, the branch and bound did not apply (prob(m(x)) is predict_proba,
+    not the declared score): the search's unknown on a claim the same model declared by predict_proba
+    proves in 0.1 s. Now it bounds the logit and counts enumerated individuals on predict_proba."""
+    skio = pytest.importorskip("skops.io")
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    est = _model(coef, intercept)
+    skio.dump(est, tmp_path / "m.skops")
+    op, k = claim
+    (tmp_path / "s.fair").write_text(_spec3(*domain, eps, op, k, values))
+    rep = fairspec.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    v = rep["p"]
+    kk = _max_k_values(est, *domain, eps, len(values))
+    truth = kk < k if op == "<" else kk <= k
+    assert v.status == ("holds" if truth else "violated"), (v.status, v.reason, kk)
+    if truth:
+        assert v.how == "proved" and v.proof is not None and v.details.get("engine") == "kdisc-bab", v.details
