@@ -116,6 +116,11 @@ class KDiscQuery:
     eps: object
     op: str
     k: int
+    #: a logit readout whose probability the caller's ``evaluate`` reads as the library's own float of its
+    #: logistic (a scikit-learn logistic's predict_proba): enumerated leaves count those floats as
+    #: probabilities; an interval's buckets take the logistic's bounds widened by the library float's
+    #: relative 2**-40 more (``kinds.pair_enumeration.LOGISTIC_MARGIN``, term 3)
+    library_prob: bool = False
 
     @property
     def logit(self) -> bool:
@@ -175,6 +180,8 @@ class _Node:
                 continue
             if q.logit:
                 s_lo, s_hi = sigmoid_down(s_lo), sigmoid_up(s_hi)
+                if q.library_prob:
+                    s_lo, s_hi = max(0.0, s_lo * (1.0 - 2.0 ** -40)), min(1.0, s_hi * (1.0 + 2.0 ** -40))
             b = kdisc_buckets(np.array([s_lo, s_hi], dtype=np.float64), q.eps)
             out.append((int(b[0]), int(b[1])))
         return out
@@ -246,7 +253,8 @@ def bound_kdisc(q: KDiscQuery, evaluate: Callable, *, deadline: float | None = N
             scores, moved = evaluate(V)
             scores = np.asarray(scores, dtype=np.float64).reshape(-1)
             m = 0 if moved is None else int(np.count_nonzero(moved))
-            r = kdisc_by_enumeration(scores, K=K, eps=q.eps, op=q.op, k=q.k, logit=q.logit, claim="one individual")
+            r = kdisc_by_enumeration(scores, K=K, eps=q.eps, op=q.op, k=q.k, logit=q.logit and not q.library_prob,
+                                     claim="one individual")
             k_lo, k_hi = int(r.k_lo[0]), int(r.k_hi[0])
             stats["point_leaves"] += 1
             if m == 0:

@@ -61,7 +61,14 @@ def applies(model) -> bool:
             return False
     except (UnsupportedModel, ValueError, TypeError):
         return False
-    return model.prob_reader()[0] == model.score
+    return model.prob_reader()[0] == model.score or _library_logistic(model)
+
+
+def _library_logistic(model) -> bool:
+    """A binary scikit-learn logistic declared by its decision_function, whose ``prob(m(x))`` is its
+    predict_proba (``SklearnModel.prob_reader``): bounded on the logit, counted on predict_proba's floats."""
+    return (bool(getattr(model, "reads_library_probability", False)) and getattr(model, "score_kind", "") == "logit"
+            and not model.prob_reader()[1])
 
 
 def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: float, budget) -> Verdict | str:
@@ -81,11 +88,13 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
         return ""
     read, logit = model.prob_reader()
     try:
-        layers, readout, precision = runtime_layers(model, "prob")
+        # a library logistic: its logit bounded, its predict_proba counted (KDiscQuery.library_prob)
+        layers, readout, precision = runtime_layers(model, "logit" if _library_logistic(model) else "prob")
         encoding = encoding_from_ir(codes_as_variables(enc))
     except (ValueError, TypeError, UnsupportedModel) as e:
         return f"; no certified bound of this network ({e})"
-    if (readout[0] in ("logit", "margin")) != bool(logit):
+    library = _library_logistic(model) and readout[0] == "logit"
+    if (readout[0] in ("logit", "margin")) != bool(logit) and not library:
         return f"; the runtime's {readout[0]} readout is not what prob(m(x)) reads"
     combos = [tuple(v for part in c for v in part) for c in itertools.product(*low.protected_values)]
     if not combos or len(combos) > MAX_COMBOS:
@@ -93,7 +102,8 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
     free = tuple(i for cols in low.protected_columns for i in cols)
     C = np.array(combos, dtype=np.float64).reshape(len(combos), len(free))
     q = KDiscQuery(layers, tuple(readout), encoding, precision, low.lo, low.hi, low.integer,
-                   tuple(tuple(g) for g in low.onehot_groups), free, C, prop.eps, prop.op, int(prop.k))
+                   tuple(tuple(g) for g in low.onehot_groups), free, C, prop.eps, prop.op, int(prop.k),
+                   library_prob=library)
 
     def evaluate(V):
         U = encode_like_runtime(enc, V)
@@ -123,7 +133,7 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
         v = replayed_violation(prop, model, U, np.array([True]), len(combos), bool(logit), "the witness's k", enc, fs,
                                details, t0, replayer_name(model),
                                "certified branch and bound over the network's individuals: an individual whose",
-                               fragile=moved is not None and bool(np.any(moved)))
+                               replay=read if library else None, fragile=moved is not None and bool(np.any(moved)))
         if v is not None:
             return v
         return "; the branch and bound's violating individual does not replay on the loaded model"

@@ -46,7 +46,13 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
     if spread <= 0:
         return None
     s = np.asarray(s, dtype=np.float64).reshape(-1)
-    Y = None
+    Y = z = None
+    if score_kind == "logit" and post != "class_prob" and not classes and not model.prob_reader()[1]:
+        # s is the library's own probability of the declared logit (a scikit-learn logistic's
+        # predict_proba: SklearnModel.prob_reader), not a logit: another batch moves the logit it is
+        # elementwise of by at most the spread, so its bucket is bounded from that logit (sigmoid_bounds
+        # covers the library's float of the logistic), and exactness is shown on the logit
+        z = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         if classes or post == "class_prob":
             Y = np.asarray(model.outputs(X), dtype=np.float64)
@@ -57,7 +63,9 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
             e = threshold_of(prop.eps)
             inv = 1 / e
             nb = inv.numerator // inv.denominator + (inv.denominator != 1)
-            if score_kind == "logit" and post != "class_prob":
+            if z is not None:
+                lo, hi = sigmoid_bounds(z - spread)[0], sigmoid_bounds(z + spread)[1]
+            elif score_kind == "logit" and post != "class_prob":
                 lo, hi = sigmoid_bounds(s - spread)[0], sigmoid_bounds(s + spread)[1]
             else:
                 # a probability read off the runtime (a sigmoid head) or a softmax coordinate: each logit
@@ -65,11 +73,12 @@ def may_move(prop: ir.KDiscrimination, model, X: np.ndarray, s: np.ndarray, clas
                 d = spread if post != "class_prob" else float(np.expm1(2 * spread))
                 lo, hi = np.clip(s - 2 * d, 0.0, 1.0), np.clip(s + 2 * d, 0.0, 1.0)
             near = _buckets_exact(lo, e, nb) != _buckets_exact(hi, e, nb)
-    near = near | np.isnan(s)
+    near = near | np.isnan(s) | (np.isnan(z) if z is not None else False)
     moved = near.copy()
     P = np.flatnonzero(near)
     if P.size:
-        moved[P[points_exact(runtime, X, P, Y[P] if runtime[2][0] == "columns" else s[P],
+        seen = Y[P] if runtime[2][0] == "columns" else (z if z is not None else s)[P]
+        moved[P[points_exact(runtime, X, P, seen,
                              elementwise_sigmoid_head(model))]] = False
     return moved
 

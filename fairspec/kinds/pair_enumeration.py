@@ -219,6 +219,36 @@ def _bounded_spread(post: str, cls, model, X: np.ndarray, score_kind: str):
     return float(np.nextafter(2.0 * E, np.inf)), layers, readout, precision
 
 
+#: The margin, beyond the logits' ``spread``, within which a library logistic's ``prob`` pair
+#: (``kinds.pair_runtime.library_logistic``: a scikit-learn LogisticRegression / LDA / SGD log-loss binary
+#: classifier declared by its decision_function, ``prob`` read off predict_proba) may fall on the other side
+#: of eps in another batch (:func:`_rounded_apart`, ``prob-of-logit``). The error analysis, for a pair
+#: a, b with this batch's float logits za, zb, fairspec's ``d = |sigmoid(za) - sigmoid(zb)|`` and another
+#: batch's ``D' = |f(za') - f(zb')|`` (f: the library's float logistic, predict_proba's class 1; z': that
+#: batch's float logits):
+#:
+#: 1. the logit ``z = x . w + b`` of n encoded inputs in float64, in any BLAS summation order, blocked or
+#:    not, with or without FMA, the intercept one more term: ``|fl(z) - z| <= gamma(n+1) (|w| . |x| + |b|)
+#:    + (n+1) eta`` (``certify.network.runtime_error_bound``, E, over the box of the batch's points; 0 for a
+#:    row ``certify.exact_runtime`` shows exact). ``|w| . |x|``, not ``|w . x|``: a cancelling sum keeps
+#:    its full bound. Two batches' logits of one point are within ``2 E <= spread``, so ``|za' - za| <=
+#:    spread``; this is the only term that grows with n, and ``spread`` carries it;
+#: 2. the logistic is 1/4-Lipschitz: ``|sigmoid(za') - sigmoid(za)| <= spread / 4``, the difference of
+#:    two such ``spread / 2``;
+#: 3. the library's float of the logistic is within relative 2**-40 of it (``certify.enumerate.
+#:    sigmoid_bounds``' assumption; scipy's expit, which predict_proba applies, is within an ulp or two),
+#:    absolute 2**-40 as it is at most 1: 2**-39 for a difference;
+#: 4. fairspec's own ``models.network.sigmoid`` (numpy's exp, an add, a divide) within 2**-50 of it per
+#:    point, the float subtraction and ``abs`` of d, eps read to a float (``eps <= 1`` where it matters:
+#:    d never exceeds 1) and ``d - eps``: 2 * 2**-50 + 3 * 2**-53 together.
+#:
+#: So ``|D' - d| <= spread / 2 + 2**-39 + 2**-49 + 3 * 2**-53 < spread + 2**-38`` whatever n: a pair
+#: with ``|d - eps| > spread + LOGISTIC_MARGIN`` is decided alike by every batch (D' is not eps and lies
+#: on d's side of it). ``tests/test_logistic_margin.py`` checks terms 1-3 against adversarial inputs
+#: (cancelling sums of up to 4,096 terms in orders chosen to round worst).
+LOGISTIC_MARGIN = 2.0 ** -38
+
+
 def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime) -> dict | None:
     """The pairs whose decision lies within the runtime's spread (:func:`runtime_spread`) of the
     threshold, and how many of their points the runtime may score differently in another batch:
@@ -256,9 +286,8 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
                 from fairspec.models.network import sigmoid
 
                 d = np.abs(sigmoid(sa) - sigmoid(sb))
-                # the library's float of the logistic (pair_runtime.library_logistic) is within the bounds'
-                # relative 2**-40 of it (certify.enumerate.sigmoid_bounds): a difference of two within 2**-39
-                near = np.abs(d - eps) <= spread + (2.0 ** -38 if library_logistic(prop, model) else 1e-12)
+                # the library's float of the logistic (pair_runtime.library_logistic): LOGISTIC_MARGIN's analysis
+                near = np.abs(d - eps) <= spread + (LOGISTIC_MARGIN if library_logistic(prop, model) else 1e-12)
             else:
                 near = np.abs(np.abs(sa - sb) - eps) <= 2 * spread + 1e-12 * max(1.0, eps)
     if not np.any(near):
