@@ -170,3 +170,18 @@ def test_branch_and_bound_on_a_library_logistic(tmp_path, monkeypatch, coef, int
     assert v.status == ("holds" if truth else "violated"), (v.status, v.reason, kk)
     if truth:
         assert v.how == "proved" and v.proof is not None and v.details.get("engine") == "kdisc-bab", v.details
+
+
+def test_a_domain_of_one_individual_is_no_internal_error(tmp_path, monkeypatch):
+    """Session 27: with enumeration off, a domain whose shared coordinates are all fixed (x in [0, 0]) gave
+    `unknown` "internal error in the search backend (ValueError: nothing to search ...)": the search's space
+    refused it. It is now an unknown saying why, and enumeration (on by default) decides it."""
+    skio = pytest.importorskip("skops.io")
+    skio.dump(_model((0.5, 0.25), 0.0), tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(_spec(0, 0, "0.25", "<", 2, "decision_function"))
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    (v,) = fairspec.check(tmp_path / "s.fair")
+    assert v.status == "unknown" and "internal error" not in v.reason and "nothing to vary" in v.reason, v.reason
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS")
+    (v,) = fairspec.check(tmp_path / "s.fair")
+    assert v.status == "holds" and v.how == "proved", v.reason

@@ -88,7 +88,11 @@ def _setup(prop: ir.KDiscrimination, ctx):
     for n in banded:
         col = next(c for c in enc.columns if c.feature == n)
         protected.append(Protected.banded(col.offset, ir.numeric_bands(fs.get(n)), n))
-    space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
+    try:
+        space = Space(Box.make(low.lo, low.hi, low.integer, low.onehot_groups), tuple(protected))
+    except ValueError as e:             # a domain of one individual (every shared coordinate fixed)
+        return unknown(prop, f"the search has nothing to vary ({e}): the domain is decided by enumerating it, "
+                             "which did not run", backend="search")
     data = None
     if fs.data is not None:
         rows = ctx.rows(fs.name, fs.data)
