@@ -188,6 +188,22 @@ def test_parquet_nested_column_the_spec_reads_is_named(tmp_path, kind):
         read_table(ir.Data("d", "parquet", str(tmp_path / "d.parquet")))
 
 
+@pytest.mark.parametrize("typed", [True, False])
+def test_parquet_column_the_spec_reads_that_is_all_null_is_named_by_lint(tmp_path, typed):
+    # check said only "no rows left after the missing-value and where filters"; the file's metadata says
+    # which column: a column of type null, or a typed one whose statistics count a null in every row
+    pa = pytest.importorskip("pyarrow")
+    spec = _parquet_project(tmp_path, age=pa.nulls(4, pa.float64() if typed else pa.null()),
+                            note=pa.nulls(4, pa.string()))            # note: never read, ignored
+    res = lint(spec)
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS404" and d.message == (
+        f"data file {tmp_path / 'd.parquet'}: column 'age', which the spec reads, is empty (null in all 4 rows); "
+        "a row missing a value the spec reads is dropped, so no row would be left"), d.message
+    rep = check(spec)
+    assert rep.has_errors and not rep.verdicts
+
+
 def test_parquet_nested_column_the_spec_never_reads_is_ignored(tmp_path):
     spec = _parquet_project(tmp_path, tags=[["a"], [], ["b", "c"], None], meta=[{"k": 1}] * 4)
     assert [d.code for d in lint(spec).diagnostics] == []
