@@ -239,8 +239,8 @@ def parquet_empty(d: ir.Data) -> tuple[dict[str, int], int]:
 
 
 def empty_column(path: str, name: str, n_rows: int) -> DataError:
-    return DataError(f"data file {path}: column {name!r}, which the spec reads, is empty (null in all {n_rows} "
-                     f"rows); a row missing a value the spec reads is dropped, so no row would be left", path)
+    return DataError(f"data file {path}: column {name!r}, which the spec reads, is empty (a missing value in all "
+                     f"{n_rows} rows); a row missing a value the spec reads is dropped, so no row would be left", path)
 
 
 def parquet_booleans(d: ir.Data) -> set[str]:

@@ -104,6 +104,9 @@ class DataChecks:
         if nested:  # FS404 once the columns the spec reads are known (_nested_columns); never sampled (FS410)
             self.nested_columns[node.name.id] = (nested, path_arg)
         empty = parquet_empty(data)
+        if fmt == "csv" and 0 < len(sample) < 200:  # lint read the whole file: a column of missing markers only
+            empty = ({n: len(sample) for j, n in enumerate(names) if data.markers(n) and all(
+                j < len(r) and r[j] is not None and r[j].strip() in data.markers(n) for r in sample)}, len(sample))
         if empty[0]:  # FS404 once the columns the spec reads are known (_nested_columns): check has no rows
             self.empty_columns[node.name.id] = (*empty, path_arg)
         self.data_booleans[node.name.id] = parquet_booleans(data)  # from the schema: sampled or not (where)
