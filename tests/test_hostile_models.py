@@ -375,3 +375,31 @@ def test_a_tampered_skops_tree_is_refused_before_scikit_learn_walks_it(tmp_path,
     with pytest.raises(ModelLoadError) as e:
         load_model("sklearn", tmp_path / "dt.skops")
     assert "dt.skops" in str(e.value)
+
+
+@pytest.mark.parametrize("stamp", ["ir_version", "opset"])
+def test_an_onnx_file_newer_than_onnxruntime_says_what_is_too_new(tmp_path, stamp):
+    """A file stamped with an IR version or an opset newer than the installed onnxruntime reads: the sentence
+    names the file's number and the newest onnxruntime takes (read from onnxruntime, not a table of ours) and
+    what to do (it was "the graph is not a model onnxruntime can run")."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from conftest import FIXTURES
+
+    m = onnx.load(str(FIXTURES / "models" / "people6.onnx"))
+    if stamp == "ir_version":
+        m.ir_version = 99
+    else:
+        for o in m.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = 99
+    onnx.save(m, str(tmp_path / "new.onnx"))
+    with pytest.raises(ModelLoadError) as e:
+        load_model("onnx", tmp_path / "new.onnx", output="logit")
+    said = str(e.value)
+    assert str(tmp_path / "new.onnx") in said and ort.__version__ in said, said
+    if stamp == "ir_version":
+        assert "its IR version is 99" in said and "IR version " in said and "at most" in said, said
+    else:
+        assert "opset 99 of domain ai.onnx" in said and "at most" in said, said
+    assert "re-export it with a lower opset" in said and "upgrade onnxruntime" in said, said

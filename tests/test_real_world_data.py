@@ -66,6 +66,23 @@ def test_duplicate_header_empty_cells_and_markers_per_column(tmp_path):
     assert v.details["rows"] == 3  # rows 1, 3 and 5: empty age and age '?' dropped; note and score.1 ignored
 
 
+@pytest.mark.parametrize("rows", [3, 250])
+def test_csv_column_the_spec_reads_of_missing_markers_only_is_named_when_lint_read_it_all(tmp_path, rows):
+    # check said only "no rows left after the missing-value and where filters"; lint reads the first 200
+    # rows, so it names the column only when those are the whole file (a note column of markers: not read)
+    data = "score,sex,age,note,y\n" + "".join(f"0.{k % 9},{'FM'[k % 2]},?,?,{k % 2}\n" for k in range(rows))
+    spec = _project(tmp_path, _spec('missing = ["?"],'), data)
+    errs = [d for d in lint(spec).diagnostics if d.is_error]
+    if rows > 200:
+        assert errs == []
+    else:
+        assert [d.code for d in errs] == ["FS404"] and errs[0].message == (
+            f"data file {tmp_path / 'd.csv'}: column 'age', which the spec reads, is empty (a missing value in all "
+            f"{rows} rows); a row missing a value the spec reads is dropped, so no row would be left"), errs[0].message
+    rep = check(spec)
+    assert rep.has_errors and not rep.verdicts
+
+
 def test_a_repeated_name_the_spec_does_not_read_is_quiet(tmp_path):
     spec = _project(tmp_path, _spec().replace('score = "score", threshold = 0.5', 'decision = "y"'), ROWS)
     assert [d.code for d in lint(spec).diagnostics] == []
@@ -186,6 +203,22 @@ def test_parquet_nested_column_the_spec_reads_is_named(tmp_path, kind):
     assert rep.has_errors and d.message in [x.message for x in rep.diagnostics] + [rep.error]
     with pytest.raises(DataError, match=f"column 'sex' is a {kind} column"):  # the reader says it too
         read_table(ir.Data("d", "parquet", str(tmp_path / "d.parquet")))
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_parquet_column_the_spec_reads_that_is_all_null_is_named_by_lint(tmp_path, typed):
+    # check said only "no rows left after the missing-value and where filters"; the file's metadata says
+    # which column: a column of type null, or a typed one whose statistics count a null in every row
+    pa = pytest.importorskip("pyarrow")
+    spec = _parquet_project(tmp_path, age=pa.nulls(4, pa.float64() if typed else pa.null()),
+                            note=pa.nulls(4, pa.string()))            # note: never read, ignored
+    res = lint(spec)
+    (d,) = [d for d in res.diagnostics if d.is_error]
+    assert d.code == "FS404" and d.message == (
+        f"data file {tmp_path / 'd.parquet'}: column 'age', which the spec reads, is empty (a missing value in all 4 rows); "
+        "a row missing a value the spec reads is dropped, so no row would be left"), d.message
+    rep = check(spec)
+    assert rep.has_errors and not rep.verdicts
 
 
 def test_parquet_nested_column_the_spec_never_reads_is_ignored(tmp_path):

@@ -332,6 +332,29 @@ def _ort_reason(exc: BaseException) -> str:
     if m:
         op = re.search(r"(?:op_type|Op type|Fatal error:)\s*[:=]?\s*'?([A-Za-z0-9_.]+)", text)
         return f"it uses an operator onnxruntime does not know{f' ({op.group(1)})' if op else ''}"
+    too_new = _too_new(text)
+    if too_new:
+        return too_new
     if "::" in text or "onnxruntime_src" in text or len(text) > 200:
         return "the graph is not a model onnxruntime can run (check it with onnx.checker)"
     return text
+
+
+def _too_new(text: str) -> str | None:
+    """The sentence for a file stamped newer than the installed onnxruntime reads: the file's IR version or
+    opset and the newest onnxruntime supports, both as onnxruntime says them (never a table of ours)."""
+    import re
+
+    import onnxruntime
+
+    fix = "re-export it with a lower opset (or an older exporter), or upgrade onnxruntime"
+    m = re.search(r"Unsupported model IR version:\s*(\d+),\s*max supported IR version:\s*(\d+)", text)
+    if m:
+        return (f"its IR version is {m.group(1)}, newer than onnxruntime {onnxruntime.__version__} reads "
+                f"(IR version {m.group(2)} at most): {fix}")
+    m = re.search(r"Opset (\d+) is under development.*?support for domain (\S+?) is till opset (\d+)", text, re.S)
+    if m:
+        domain = m.group(2) or "ai.onnx"
+        return (f"it imports opset {m.group(1)} of domain {domain}, newer than onnxruntime {onnxruntime.__version__} "
+                f"supports (opset {m.group(3)} at most): {fix}")
+    return None

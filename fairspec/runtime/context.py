@@ -216,6 +216,12 @@ class Context:
                     keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
+                from fairspec.runtime.data import empty_column, parquet_empty
+
+                empty, n = parquet_empty(d)
+                for col in empty:
+                    if d.used is None or col in d.used:
+                        raise empty_column(d.path, col, n)
                 raise DataError(f"data file {d.path} has no rows left after the missing-value and where filters",
                                 d.path)
             self._tables[name] = t

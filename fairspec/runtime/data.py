@@ -240,6 +240,45 @@ def parquet_nested(d: ir.Data) -> dict[str, str]:
     return {n: k for n, t in _parquet_fields(d) if (k := nested_kind(t)) is not None}
 
 
+def parquet_empty(d: ir.Data) -> tuple[dict[str, int], int]:
+    """({column name (as the spec names it): ...} of a Parquet file's columns that hold no value in any row,
+    the file's row count), read from the file's metadata (a column of type null, or whose null count in
+    every row group's statistics is that group's row count); a column without statistics is not known empty."""
+    fields = _parquet_fields(d)
+    if not fields:
+        return {}, 0
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(d.path).metadata
+    except Exception:  # noqa: BLE001 - column_names says what is wrong with the file
+        return {}, 0
+    n = meta.num_rows
+    if n == 0:
+        return {}, 0
+    leaves = [meta.schema.column(j).path for j in range(meta.num_columns)]
+    empty = {}
+    for k, (name, typ) in enumerate(fields):
+        if pa.types.is_null(typ):
+            empty[name] = n
+            continue
+        if nested_kind(typ) is not None or len(leaves) != len(fields):
+            continue
+        counts = []
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(k).statistics
+            counts.append(stats.null_count if stats is not None and stats.has_null_count else None)
+        if None not in counts and sum(counts) == n:
+            empty[name] = n
+    return empty, n
+
+
+def empty_column(path: str, name: str, n_rows: int) -> DataError:
+    return DataError(f"data file {path}: column {name!r}, which the spec reads, is empty (a missing value in all "
+                     f"{n_rows} rows); a row missing a value the spec reads is dropped, so no row would be left", path)
+
+
 def parquet_booleans(d: ir.Data) -> set[str]:
     """The Parquet file's boolean columns (a dictionary's value type looked through): check reads one
     as 1/0, so sema refuses it to a number feature as a CSV column of true/false is (FS404)."""

@@ -69,6 +69,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.substitutes = dict(substitutes or {})
         self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
         self.nested_columns: dict = {}  # data name -> ({column: "struct" | "list" | ...}, path argument): FS404
+        self.empty_columns: dict = {}  # data name -> ({column: rows}, rows, path argument): FS404 (all null)
         # applied property name -> (apply span, the policy property's span, policy, property)
         self.apply_sites: dict = {}
         self.symbols: dict[str, Decl] = {}
@@ -187,7 +188,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
     def _nested_columns(self, spec: ir.Spec) -> None:
         """FS404: the spec reads a Parquet column of nested values (check refuses it with the same
         sentence; a nested column the spec never reads is ignored)."""
-        from fairspec.runtime.data import nested_column
+        from fairspec.runtime.data import empty_column, nested_column
 
         for d in spec.datasets:
             nested, arg = self.nested_columns.get(d.name, ({}, None))
@@ -196,6 +197,12 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
                     self.sink.add("FS404", str(nested_column(d.path, name, kind)), arg.span,
                                   hint="write each value the spec reads in a column of its own (one number or text "
                                        "per row; a struct's fields: pyarrow's Table.flatten())")
+        for d in spec.datasets:  # a column the spec reads that is null in every row: check has no rows left
+            empty, n, arg = self.empty_columns.get(d.name, ({}, 0, None))
+            for name in empty:
+                if d.used is None or name in d.used:
+                    self.sink.add("FS404", str(empty_column(d.path, name, n)), arg.span,
+                                  hint="fill the column, or leave it out of the features, label and where")
 
     def _unplanned(self, spec: ir.Spec) -> None:
         """FS504: a property no registered backend decides (check reports it unknown)."""

@@ -83,7 +83,8 @@ class DataChecks:
         data = ir.Data(node.name.id, fmt, str(path), sep, header, columns, missing, categories, span=node.span,
                        missing_by_column=by_column)
         from fairspec.runtime.data import (DataError, column_names, header_renames, is_number, other_separator,
-                                           parquet_booleans, parquet_nested, ragged_row)
+                                           parquet_booleans, parquet_empty, parquet_nested,
+                                           ragged_row)
 
         try:
             names, sample = column_names(data)
@@ -102,6 +103,12 @@ class DataChecks:
         nested = parquet_nested(data)
         if nested:  # FS404 once the columns the spec reads are known (_nested_columns); never sampled (FS410)
             self.nested_columns[node.name.id] = (nested, path_arg)
+        empty = parquet_empty(data)
+        if fmt == "csv" and 0 < len(sample) < 200:  # lint read the whole file: a column of missing markers only
+            empty = ({n: len(sample) for j, n in enumerate(names) if data.markers(n) and all(
+                j < len(r) and r[j] is not None and r[j].strip() in data.markers(n) for r in sample)}, len(sample))
+        if empty[0]:  # FS404 once the columns the spec reads are known (_nested_columns): check has no rows
+            self.empty_columns[node.name.id] = (*empty, path_arg)
         self.data_booleans[node.name.id] = parquet_booleans(data)  # from the schema: sampled or not (where)
         for k, (col, _) in enumerate(by_column):
             if col not in names:  # at the key; a key is a name, so only a column that is a name can replace it
