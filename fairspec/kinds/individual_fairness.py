@@ -298,8 +298,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         left = None if limit is None else ctx.remaining_at_least(setting(prop, "timeout", backend), 0.25 * limit)
         res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
                              else f"the {kw.get('engine', backend)} MILP")
-    if (trees is None and runtime is not None and mode == "maximize" and res.status == "unknown"
-            and not (prop.options.partitions and prop.options.partitions > 1)):
+    if trees is None and runtime is not None and mode == "maximize" and res.status == "unknown":
         from fairspec.backends.milp.partition import at_a_tie
 
         if at_a_tie(res):        # after certify_result: its "within the runtime's rounding" is a tie too
