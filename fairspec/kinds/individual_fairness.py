@@ -287,7 +287,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.backends.pair.certify import runtime_of
 
         rt = kw["runtime"] if backend == "smt" else runtime_of(problem)
-        proof = _combined(prop, problem, parts, res, rt.readout, rt.precision)
+        proof = _combined(prop, problem, parts, res, rt)
         if proof is not None:
             res = replace(res, proof=proof, reason=f"{res.reason}; certified: {proof.summary}")
     if trees is None and res.status == "holds" and res.proof is None:
@@ -487,7 +487,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
 
 
-def _combined(prop, problem, parts, res, readout, precision):
+def _combined(prop, problem, parts, res, rt):
     """One Proof of the whole domain from the partitions' own (``res.stats["part_proofs"]``), when
     certify can combine them (:func:`fairspec.certify.partitions.combine_partitions`: each about the
     whole property restricted to a box holding its partition, the partitions covering the domain once);
@@ -496,7 +496,8 @@ def _combined(prop, problem, parts, res, readout, precision):
 
     proofs = res.stats.get("part_proofs") or []
     try:
-        expect = whole_claim(problem, readout=readout, precision=precision)
+        expect = whole_claim(problem, readout=rt.readout, precision=rt.precision,
+                             label_readout=getattr(rt, "label_readout", None) if problem.post == "label" else None)
     except (ValueError, TypeError, AttributeError):
         return None
     counts: dict = {}
@@ -727,19 +728,10 @@ def _flip_replays(prop, ctx, verdict) -> bool:
 
 
 def _relaxed(prop, fs, enc, low):
-    """The relaxed tolerances of the pair problem: ``|d| < t`` on an integral input is ``|d| <= ceil(t) - 1``;
-    on a continuous one the closure ``<= t`` (its witnesses are checked against ``< t`` on replay)."""
-    import math
+    """:func:`fairspec.kinds.lowering.pair_relaxed` (``fs`` unused: the kinds' common signature)."""
+    from fairspec.kinds.lowering import pair_relaxed
 
-    from fairspec.certify.exact import threshold_of
-
-    names = {c.offset: c.feature for c in enc.columns}
-    out = []
-    for i, t in low.relaxed:
-        f = names.get(i)
-        strict_int = f is not None and prop.relaxed_op(f) == "<" and low.integer[i]
-        out.append((i, float(math.ceil(threshold_of(t)) - 1)) if strict_int else (i, t))
-    return tuple(out)
+    return pair_relaxed(prop, enc, low)
 
 
 def _runtime(prop, ctx, enc, low):
