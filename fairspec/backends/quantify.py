@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Shares", "individual_inputs", "measure", "count_shares", "replayed_results"]
+__all__ = ["Shares", "individual_inputs", "measure", "count_shares", "replayed_results", "replayed_attack"]
 
 INTEGER_POINTS = "integer points"
 VOLUME = "volume"
@@ -190,6 +190,24 @@ def replayed_results(problem, results: list, parts=None):
                 replace(r, status="unknown", how=None, witness=None, best=None,
                         reason="its witness did not replay on the model's runtime (within rounding of the threshold)")
     return replay
+
+
+def replayed_attack(problem, attacked: dict) -> dict:
+    """The batched attack's refutations (``{partition: PairResult}``) whose pair replays on the runtime, in
+    one batch: a worker replays on the float64 network only (the runtime's replay does not travel), and
+    at a tie the runtime may round the pair back inside the threshold (an MLPClassifier's expit(2**-53) is
+    exactly 1/2). A partition whose pair does not replay is not refuted: it goes on to the solvers and the
+    decision pass, and a find does not stop at it."""
+    rt = getattr(problem, "runtime", None)
+    if not attacked or rt is None or getattr(rt, "replay", None) is None:
+        return attacked
+    from fairspec.backends.pair.certify import replays_many
+
+    keys = sorted(attacked)
+    X = np.array([attacked[k].witness.x for k in keys], dtype=np.float64)
+    XP = np.array([attacked[k].witness.x_prime for k in keys], dtype=np.float64)
+    ok = replays_many(problem, X, XP)
+    return {k: attacked[k] for k, good in zip(keys, ok) if good}
 
 
 def count_shares(problem, parts: Sequence[tuple[np.ndarray, np.ndarray]], results: Sequence,

@@ -84,13 +84,22 @@ def problem_scope(problem) -> dict:
                       problem.must_differ, problem.relaxed)
 
 
-def whole_claim(problem, *, readout, precision: str) -> dict:
+def whole_claim(problem, *, readout, precision: str, label_readout=None) -> dict:
     """The whole property's claim parameters, from a pair problem (read by duck typing: the fields
     :func:`problem_scope` reads, ``post``, ``eps``, ``eps_strict``) and its runtime's readout and
-    precision: what every part proof must record."""
-    return {"post": str(problem.post), "eps": exact_text(problem.eps), "eps_strict": bool(problem.eps_strict),
-            "readout": [v if isinstance(v, str) else int(v) for v in readout], "precision": str(precision),
-            "pair": problem_scope(problem)}
+    precision: what every part proof must record. ``label_readout``: a ``label`` post's other readout of
+    the same decision, which a branch-and-bound part may record instead (a scikit-learn linear
+    classifier's predict is the sign of its decision_function, ``("logit", 0)``, where ``readout`` reads
+    its predict_proba: ``backends.pair.certify.Runtime.label_readout``)."""
+    out = {"post": str(problem.post), "eps": exact_text(problem.eps), "eps_strict": bool(problem.eps_strict),
+           "readout": _listed(readout), "precision": str(precision), "pair": problem_scope(problem)}
+    if label_readout is not None and str(problem.post) == "label":
+        out["label_readout"] = _listed(label_readout)
+    return out
+
+
+def _listed(readout) -> list:
+    return [v if isinstance(v, str) else int(v) for v in readout]
 
 
 def _box(rec, n: int):
@@ -130,7 +139,8 @@ def _moved_ok(pr: Proof, expect: dict) -> bool:
         E = float(rt["runtime_error"])
         if not (math.isfinite(E) and E >= 0):
             return False
-        if runtime_record(expect["eps"], expect["eps_strict"], E, expect["readout"], expect["precision"]) != rt:
+        reads = [expect["readout"]] + ([expect["label_readout"]] if expect.get("label_readout") else [])
+        if all(runtime_record(expect["eps"], expect["eps_strict"], E, r, expect["precision"]) != rt for r in reads):
             return False
         thr, strict = moved_threshold(expect["post"], Fraction(expect["eps"]), E, expect["eps_strict"])
         return Fraction(d["threshold"]) == thr and d.get("strict") is strict

@@ -288,7 +288,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         from fairspec.backends.pair.certify import runtime_of
 
         rt = kw["runtime"] if backend == "smt" else runtime_of(problem)
-        proof = _combined(prop, problem, parts, res, rt.readout, rt.precision)
+        proof = _combined(prop, problem, parts, res, rt)
         if proof is not None:
             res = replace(res, proof=proof, reason=f"{res.reason}; certified: {proof.summary}")
     if trees is None and res.status == "holds" and res.proof is None:
@@ -299,8 +299,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
         left = None if limit is None else ctx.remaining_at_least(setting(prop, "timeout", backend), 0.25 * limit)
         res = certify_result(problem, res, left, "the z3 SMT solver" if backend == "smt"
                              else f"the {kw.get('engine', backend)} MILP")
-    if (trees is None and runtime is not None and mode == "maximize" and res.status == "unknown"
-            and not (prop.options.partitions and prop.options.partitions > 1)):
+    if trees is None and runtime is not None and mode == "maximize" and res.status == "unknown":
         from fairspec.backends.milp.partition import at_a_tie
 
         if at_a_tie(res):        # after certify_result: its "within the runtime's rounding" is a tie too
@@ -489,7 +488,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                    seconds=seconds, value=_value(backend, mode, res), details=details, **extra)
 
 
-def _combined(prop, problem, parts, res, readout, precision):
+def _combined(prop, problem, parts, res, rt):
     """One Proof of the whole domain from the partitions' own (``res.stats["part_proofs"]``), when
     certify can combine them (:func:`fairspec.certify.partitions.combine_partitions`: each about the
     whole property restricted to a box holding its partition, the partitions covering the domain once);
@@ -498,7 +497,8 @@ def _combined(prop, problem, parts, res, readout, precision):
 
     proofs = res.stats.get("part_proofs") or []
     try:
-        expect = whole_claim(problem, readout=readout, precision=precision)
+        expect = whole_claim(problem, readout=rt.readout, precision=rt.precision,
+                             label_readout=getattr(rt, "label_readout", None) if problem.post == "label" else None)
     except (ValueError, TypeError, AttributeError):
         return None
     counts: dict = {}
@@ -700,19 +700,10 @@ def _interval(backend, mode, res) -> dict:
 
 
 def _relaxed(prop, fs, enc, low):
-    """The relaxed tolerances of the pair problem: ``|d| < t`` on an integral input is ``|d| <= ceil(t) - 1``;
-    on a continuous one the closure ``<= t`` (its witnesses are checked against ``< t`` on replay)."""
-    import math
+    """:func:`fairspec.kinds.lowering.pair_relaxed` (``fs`` unused: the kinds' common signature)."""
+    from fairspec.kinds.lowering import pair_relaxed
 
-    from fairspec.certify.exact import threshold_of
-
-    names = {c.offset: c.feature for c in enc.columns}
-    out = []
-    for i, t in low.relaxed:
-        f = names.get(i)
-        strict_int = f is not None and prop.relaxed_op(f) == "<" and low.integer[i]
-        out.append((i, float(math.ceil(threshold_of(t)) - 1)) if strict_int else (i, t))
-    return tuple(out)
+    return pair_relaxed(prop, enc, low)
 
 
 def run_milp(prop, ctx, progress=None) -> Verdict:

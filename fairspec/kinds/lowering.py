@@ -106,6 +106,26 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
                         tuple(pvalues), tuple(pcols))
 
 
+def pair_relaxed(prop: ir.IndividualFairness, enc: ir.Encoding, low: PairLowering) -> tuple:
+    """The relaxed tolerances of the pair problem: ``|d| < t`` on an integral input is ``|d| <= ceil(t) - 1``;
+    on a continuous one the closure ``<= t`` (its witnesses are checked against ``< t`` on replay). An
+    integral input whose tolerance admits no difference (``< 1``, ``<= 0.5``) is tied: the same pairs, and
+    the refinement's enumeration takes it as part of the individual whatever its number of values."""
+    import math
+
+    from fairspec.certify.exact import threshold_of
+
+    names = {c.offset: c.feature for c in enc.columns}
+    out = []
+    for i, t in low.relaxed:
+        f = names.get(i)
+        strict_int = f is not None and prop.relaxed_op(f) == "<" and low.integer[i]
+        r = (i, float(math.ceil(threshold_of(t)) - 1)) if strict_int else (i, t)
+        if not (low.integer[i] and threshold_of(r[1]) < 1):
+            out.append(r)
+    return tuple(out)
+
+
 def code_index(c: ir.ColumnEncoding, v) -> np.ndarray:
     """The category index (position in the code table) of a code column's lowering variable ``v``
     (the rank of its code, :func:`lower_pair`); NaN where ``v`` is no code's rank."""

@@ -255,7 +255,9 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
     those :func:`fairspec.certify.exact_runtime.exact_points` does not show exact (a sigmoid or
     softmax head never is). None when no pair is that close; else ``{"near", "moved", "spread"}``
     and, when some moved, ``unsure`` (over the pairs: near, with a point that may move; not for the
-    JSON details)."""
+    JSON details). Where each point is decided apart (a label, a class) only its points near the
+    threshold must be shown exact: a point farther from it than the spread is on its side in every
+    batch, exact or not (an MLP's tie point beside points whose logits round)."""
     from fairspec.certify.exact import threshold_of
     from fairspec.kinds.pair_runtime import label_by_predict, library_logistic
 
@@ -269,17 +271,17 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
             Y = np.asarray(model.outputs(X), dtype=np.float64)
             top2 = np.sort(Y, axis=1)[:, -2:]
             close = top2[:, 1] - top2[:, 0] <= 2 * spread
-            near = close[ia] | close[ib]
+            ca, cb = close[ia], close[ib]
         elif kind == "label" and prop.post == "label" and label_by_predict(model):
             # predict's 0 / 1: near where the decision it thresholds is (exactness is checked on it)
             decision, thr = _predict_decision(model, X)
             if decision is None:
                 return None
             close = np.abs(decision - thr) <= 2 * spread
-            near = close[ia] | close[ib]
+            ca, cb = close[ia], close[ib]
         elif kind == "label":
             thr = float(model.threshold)
-            near = (np.abs(sa - thr) <= 2 * spread) | (np.abs(sb - thr) <= 2 * spread)
+            ca, cb = np.abs(sa - thr) <= 2 * spread, np.abs(sb - thr) <= 2 * spread
         else:
             eps = float(threshold_of(prop.eps))
             if kind == "prob-of-logit":
@@ -290,9 +292,13 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
                 near = np.abs(d - eps) <= spread + (LOGISTIC_MARGIN if library_logistic(prop, model) else 1e-12)
             else:
                 near = np.abs(np.abs(sa - sb) - eps) <= 2 * spread + 1e-12 * max(1.0, eps)
+            ca = cb = near                      # a difference: both points of a near pair
+        if kind in ("class", "label"):
+            near = ca | cb
     if not np.any(near):
         return None
-    P = np.unique(np.concatenate([ia[near], ib[near]]))
+    ca, cb = ca & near, cb & near
+    P = np.unique(np.concatenate([ia[ca], ib[cb]]))
     if readout[0] == "columns":                 # the runtime's logit rows
         seen = Y[P] if Y is not None else np.asarray(model.outputs(X[P]), dtype=np.float64)
     else:
@@ -306,7 +312,7 @@ def _rounded_apart(prop, model, X, s_points, sa, sb, ia, ib, kind: str, runtime)
         res["assumed"] = True
     if res["moved"]:
         moved = P[~ok]
-        res["unsure"] = near & (np.isin(ia, moved) | np.isin(ib, moved))
+        res["unsure"] = (ca & np.isin(ia, moved)) | (cb & np.isin(ib, moved))
     return res
 
 

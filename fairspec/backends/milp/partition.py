@@ -39,6 +39,7 @@ import numpy as np
 
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 from fairspec.backends.pair.certify import _is_network
+from fairspec.backends.quantify import replayed_attack, replayed_results
 
 __all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned",
            "at_a_tie"]
@@ -303,6 +304,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     # the attack takes at most a quarter of the total budget
     stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
     attacked = _attack(problem, mode, parts, stop, ex) if falsify and mode in ("find", "prove") else {}
+    attacked = replayed_attack(problem, attacked)       # a worker's pair, on the runtime (quantify.py)
     results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
     laps = _Laps(results, t0)
     laps("attack")
@@ -645,6 +647,9 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
 
     if share <= 0 or deadline is None or mode not in ("find", "prove") or not _is_network(problem):
         return None
+    if problem.runtime is not None and any(r is not None and r.status == "violated" for r in results):
+        # a worker's pair, replayed on the runtime first: one that does not (a tie) opens its partition here
+        replayed_results(problem, results, parts)
     if stop_on_violation and any(r is not None and r.status == "violated" for r in results):
         return None
     # boxes at a tie within rounding too: the enumeration decides an individual exactly on the runtime
@@ -744,7 +749,7 @@ def _failed_part(item, reason: str) -> PairResult:
 
 
 def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
-    from fairspec.backends.quantify import count_shares, replayed_results
+    from fairspec.backends.quantify import count_shares
 
     replay = replayed_results(problem, results, parts)     # first: counts, shares and verdict agree
     feats = tuple(sorted({i for lo, hi in parts for i in range(problem.n)
