@@ -64,3 +64,25 @@ def test_a_logged_decision_negative_on_every_row_is_unknown(tmp_path):
     assert got["sp"]["status"] == "unknown", got["sp"]
     assert "logged decision of model 'm' (column 'd') is negative on every one" in got["sp"]["reason"]
     assert got["br"]["status"] != "unknown" or "logged" not in got["br"]["reason"]   # base rates read no decision
+
+
+def lint_codes(tmp_path, rows: list[str], label: str) -> list:
+    (tmp_path / "t.csv").write_text("age,sex,y\n" + "\n".join(rows) + "\n")
+    (tmp_path / "s.fair").write_text(f'data log = csv("t.csv", label = {label})\n'
+                                     "features A from log {\n  sex : {F, M} protected\n}\n"
+                                     "property br { base_rate_difference(log, groups sex) <= 0.5 }\n")
+    return [(d.code, d.severity) for d in api.lint(str(tmp_path / "s.fair"))]
+
+
+def test_lint_warns_FS434_only_where_it_reads_the_whole_file(tmp_path):
+    small = [f"{30 + i},{'FM'[i % 2]},{'yes' if i % 3 else 'no'}" for i in range(50)]
+    assert lint_codes(tmp_path, small, 'y == "maybe"') == [("FS434", "warning")]
+    assert lint_codes(tmp_path, small, 'y != "maybe"') == [("FS434", "warning")]
+    assert lint_codes(tmp_path, small, 'y == "yes"') == []
+    nums = [f"{30 + i},{'FM'[i % 2]},{i % 2}" for i in range(50)]
+    assert lint_codes(tmp_path, nums, "y == 2") == [("FS434", "warning")]
+    assert lint_codes(tmp_path, nums, "y >= 0") == [("FS434", "warning")]
+    assert lint_codes(tmp_path, nums, "y == 1") == []
+    # a rare positive past the rows lint reads: no warning (it cannot see the whole column)
+    big = [f"{30 + i % 40},{'FM'[i % 2]},no" for i in range(1000)] + ["40,F,yes"]
+    assert lint_codes(tmp_path, big, 'y == "yes"') == []
