@@ -86,3 +86,12 @@ def test_lint_warns_FS434_only_where_it_reads_the_whole_file(tmp_path):
     # a rare positive past the rows lint reads: no warning (it cannot see the whole column)
     big = [f"{30 + i % 40},{'FM'[i % 2]},no" for i in range(1000)] + ["40,F,yes"]
     assert lint_codes(tmp_path, big, 'y == "yes"') == []
+
+
+def test_no_FS434_when_no_group_metric_reads_the_label(tmp_path):
+    (tmp_path / "t.csv").write_text("age,sex,y\n" + "\n".join(f"{30 + i},{'FM'[i % 2]},no" for i in range(20)) + "\n")
+    (tmp_path / "s.fair").write_text('data log = csv("t.csv", label = y == "yes")\n'
+                                     "features A from log {\n  sex : {F, M} protected\n}\n"
+                                     'model m = rule(sex == F)\n'
+                                     "property sp { statistical_parity(m, groups sex) <= 0.5 }\n")
+    assert [d.code for d in api.lint(str(tmp_path / "s.fair"))] == []

@@ -214,10 +214,10 @@ class DataChecks:
             return
         which = "true" if outcomes.pop() else "false"
         shown = ", ".join(literals.string(v) for v in held[:6]) + (", ..." if len(held) > 6 else "")
-        self.sink.add("FS434", f"the label of '{data}' is {which} on every one of the {rows} rows of {path} (column "
-                               f"'{col}' holds only {shown}): each rate of the label is 0 or 0/0, and check "
-                               f"reports no group metric reading it as holding (unknown)", span,
-                      hint="compare the column with a value it holds, as the file writes it")
+        self.constant_labels[data] = (     # warned when a group metric reads the label (check._constant_labels)
+            f"the label of '{data}' is {which} on every one of the {rows} rows of {path} (column '{col}' holds only "
+            f"{shown}): each rate of the label is 0 or 0/0, and check reports no group metric reading it as "
+            f"holding (unknown)", span, "compare the column with a value it holds, as the file writes it")
 
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
