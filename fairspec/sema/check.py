@@ -70,6 +70,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
         self.nested_columns: dict = {}  # data name -> ({column: "struct" | "list" | ...}, path argument): FS404
         self.empty_columns: dict = {}  # data name -> ({column: rows}, rows, path argument): FS404 (all null)
+        self.constant_labels: dict = {}  # data name -> (message, span, hint): FS434 when a group metric reads it
         # applied property name -> (apply span, the policy property's span, policy, property)
         self.apply_sites: dict = {}
         self.symbols: dict[str, Decl] = {}
@@ -156,6 +157,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         spec = dataclasses.replace(spec, datasets=used_columns(spec))
         self._header_renames(spec)
         self._nested_columns(spec)
+        self._constant_labels(spec)
         self._network_backends(spec)
         self._tree_models(spec)
         self._unplanned(spec)
@@ -184,6 +186,16 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
                 self.sink.add("FS430", f"data file {arg.value} names the column {name!r} more than once; the spec "
                                        f"reads the first, and the later ones are read by position ({later})",
                               arg.span)
+
+    def _constant_labels(self, spec: ir.Spec) -> None:
+        """FS434 (check_data._constant_label) where a group metric over the data set reads its label."""
+        from fairspec.analyses.group_rates import METRICS, uses_label
+
+        read = {p.data for p in spec.properties if isinstance(p, ir.GroupMetric) and p.metric in METRICS
+                and uses_label(p.metric)}
+        for name, (message, span, hint) in self.constant_labels.items():
+            if name in read:
+                self.sink.add("FS434", message, span, hint=hint)
 
     def _nested_columns(self, spec: ir.Spec) -> None:
         """FS404: the spec reads a Parquet column of nested values (check refuses it with the same

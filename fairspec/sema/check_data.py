@@ -148,6 +148,9 @@ class DataChecks:
             label = x
             self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
             self._empty_labels(node.name.id, label, kw["label"].value.span, types, values)
+            if sample and len(sample) < 200 and not nested:      # column_names read the whole file
+                self._constant_label(node.name.id, label, kw["label"].value.span, types, values,
+                                     sum(1 for r in sample if r and any(c is None or c.strip() for c in r)), shown)
         target = None
         if "target" in kw:      # issue 25: the true class (multiclass) or true value (regression)
             v = kw["target"].value
@@ -194,6 +197,35 @@ class DataChecks:
                                f"[\"\"]}}; or, if an empty cell is a negative label, say so with "
                                f"# fairspec: ignore[FS433]")
 
+    def _constant_label(self, data: str, label, span, types: dict, values: dict, rows: int, path: str) -> None:
+        """FS434 (warning): lint read the whole file (fewer rows than it samples) and the label, one
+        comparison of a column with a constant, has the same value on every row: ``y == "maybe"`` over a
+        column that never holds "maybe" is false everywhere, so every rate of the label is 0 or 0/0 (check
+        reports such a group metric unknown). Only where the whole column is seen: never on rare positives."""
+        booleans = self.data_booleans.get(data, set())
+        col, held = None, ()
+        if isinstance(label, ir.Cmp):
+            for a, b, op in ((label.left, label.right, label.op), (label.right, label.left, _FLIP.get(label.op))):
+                if isinstance(a, ir.ColumnRef) and isinstance(b, ir.Const) and op is not None:
+                    col, test = a.column, _const_test(op, b.value, types.get(a.column))
+                    break
+        elif isinstance(label, ir.InSet) and isinstance(label.item, ir.ColumnRef) and \
+                types.get(label.item.column) == "str" and all(isinstance(v, str) for v in label.values):
+            col, allowed = label.item.column, set(label.values)
+            test = (lambda v: v not in allowed) if label.negated else (lambda v: v in allowed)
+        if col is None or test is None or col in booleans:
+            return
+        held = sorted(values.get(col, ()))
+        outcomes = {test(v) for v in held}
+        if len(outcomes) != 1:
+            return
+        which = "true" if outcomes.pop() else "false"
+        shown = ", ".join(literals.string(v) for v in held[:6]) + (", ..." if len(held) > 6 else "")
+        self.constant_labels[data] = (     # warned when a group metric reads the label (check._constant_labels)
+            f"the label of '{data}' is {which} on every one of the {rows} rows of {path} (column '{col}' holds only "
+            f"{shown}): each rate of the label is 0 or 0/0, and check reports no group metric reading it as "
+            f"holding (unknown)", span, "compare the column with a value it holds, as the file writes it")
+
     def _missing_markers(self, item) -> tuple[str, tuple[str, ...]]:
         """One ``column: ["?", ...]`` of ``missing = {...}``."""
         k, v = item.key, item.value
@@ -216,6 +248,25 @@ class DataChecks:
             return typ(v.value)
         word = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}[typ]
         self.fail("FS301", f"'{arg.name.id}' must be {word}", v.span)
+
+
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _const_test(op: str, value, typ: str | None):
+    """The test ``cell OP value`` on a cell's text as the runtime compares it (text as written, a number
+    column by value), or None when this column and constant are not compared so."""
+    import operator
+
+    fn = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+          ">=": operator.ge}.get(op)
+    if fn is None or isinstance(value, bool):
+        return None
+    if typ == "str" and isinstance(value, str) and op in ("==", "!="):
+        return lambda v: fn(v, value)
+    if typ == "num" and isinstance(value, (int, float)):
+        return lambda v: fn(float(v), float(value))
+    return None
 
 
 def _columns_read(x, depth: int = 0):

@@ -24,6 +24,7 @@ from fairspec import ir
 from fairspec.analyses.group_rates import BETWEEN, METRICS, benefit_mean, ece, metric_value, rate, uses_label
 from fairspec.backends.data import batching
 from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
+from fairspec.backends.data.constant import constant_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Verdict, interval_status, unknown
 
@@ -535,9 +536,12 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     enames = [names[g] for g in range(G) if eligible[g]]
     value, rates = evaluate_counts(prop, cells, eligible, c.bins, c.score_sums)
     value = float(value)
+    constant = constant_reason(prop, ctx, cells, sizes, eligible, c.labelled)   # y == "maybe": never holds
+    if constant:
+        details["constant"] = constant
     if np.isnan(value):
-        return unknown(prop, f"{prop.metric} is undefined here (a rate it compares has no rows in its "
-                             f"denominator in every group, e.g. no positive decision)", backend="data",
+        return unknown(prop, constant or f"{prop.metric} is undefined here (a rate it compares has no rows in its "
+                       f"denominator in every group, e.g. no positive decision)", backend="data",
                        seconds=time.perf_counter() - t0, details=details)
     a = b = None
     if not np.isnan(rates).all() and mdef.form != "inequality":
@@ -572,6 +576,8 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
             return Verdict(prop.name, prop.kind, "unknown", reason=batched, **common)
     if why_unknown:
         return Verdict(prop.name, prop.kind, "unknown", reason=why_unknown, **common)
+    if status == "holds" and constant:
+        return Verdict(prop.name, prop.kind, "unknown", reason=constant, **common)
     if status == "holds":
         return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":

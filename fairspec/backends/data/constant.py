@@ -1,0 +1,50 @@
+"""A label or a logged decision that is the same on every row a group metric uses.
+
+``y == "maybe"`` over a column that never holds "maybe" is false on every row: every rate of the
+label is then 0 or 0/0, and a difference of rates comes out 0 -- a ``holds`` that says nothing about
+the groups. Over the rows the metric uses (its eligible groups together, not group by group: one
+group with no positive is legitimate), a label that is false (or true) on every one of them, or a
+logged decision (``predictions(DATA, ...)``) that is, makes the verdict ``unknown`` with this
+reason instead of ``holds``: an auditor reads a rate of 0/0, or 0 everywhere, as not measured.
+A ``violated`` stays (it is a fact about the rows as read), with the same note in its details."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.analyses.group_rates import METRICS, uses_label
+
+
+def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndarray, eligible,
+                    labelled: bool) -> str | None:
+    """The sentence naming the label or logged decision that is constant over the eligible rows, or None.
+
+    ``cells`` is [G, 2, 2] (group, decision, label) weighted counts, ``sizes`` the rows per group."""
+    used = cells[np.asarray(eligible, dtype=bool)]
+    rows = int(np.asarray(sizes)[np.asarray(eligible, dtype=bool)].sum())
+    if rows == 0:
+        return None
+    mdef = METRICS[prop.metric]
+    if labelled and uses_label(prop.metric):
+        pos, neg = float(used[:, :, 1].sum()), float(used[:, :, 0].sum())
+        if pos == 0 or neg == 0:
+            which = "false" if pos == 0 else "true"
+            return (f"the label of data '{prop.data}' is {which} on every one of the {rows} rows {prop.metric} "
+                    f"uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the "
+                    f"groups; a label comparing a column with a value it never holds (y == \"maybe\") is false "
+                    f"on every row: check the label against the column's values")
+    if not prop.model or prop.param("rate") == "scoring" or mdef.rates == ("base_rate",):
+        return None
+    m = ctx.spec.model(prop.model)
+    if m is None or m.format != "predictions":
+        return None
+    pos, neg = float(used[:, 1, :].sum()), float(used[:, 0, :].sum())
+    if pos == 0 or neg == 0:
+        which = "negative" if pos == 0 else "positive"
+        col = (f"column '{m.decision_column}'" if m.decision_column is not None
+               else f"score column '{m.score_column}' > {m.threshold:g}")
+        return (f"the logged decision of model '{prop.model}' ({col}) is {which} on every one of the {rows} rows "
+                f"{prop.metric} uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing "
+                f"about the groups; check the decision column and its positive value")
+    return None
