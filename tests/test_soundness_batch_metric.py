@@ -18,14 +18,17 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from conftest import NO_BATCH_TIE, shipped_batch_tie
 from differential import campaign
 
 
-def test_group_metric_at_a_batch_dependent_tie():
+def test_group_metric_at_a_batch_dependent_tie(tmp_path):
     r = campaign.run_one("shipped", 42000120)
     assert r["error"] is None, r["error"]
     wrong = [f"{o['name']}: {o['why']} ({o['reason']})" for o in r["outcomes"] if o["klass"] == "wrong"]
     assert not wrong, wrong
+    if not shipped_batch_tie(tmp_path):
+        pytest.skip(NO_BATCH_TIE)
     by = {o["name"]: o for o in r["outcomes"]}
     for name in ("d0", "d1"):
         o = by[name]
@@ -82,16 +85,20 @@ def verdicts(tmp_path_factory):
 
 @pytest.mark.parametrize("name, status", [("keep_holds", "holds"), ("keep_violated", "violated"),
                                           ("keep_weighted", "holds")])
-def test_fragile_rows_that_do_not_change_the_verdict_leave_a_note(verdicts, name, status):
+def test_fragile_rows_that_do_not_change_the_verdict_leave_a_note(verdicts, name, status, tmp_path):
     v = verdicts[name]
     assert v.status == status, (v.status, v.reason)
+    if not shipped_batch_tie(tmp_path):
+        pytest.skip(NO_BATCH_TIE)
     b = v.details["batching"]
     assert b["fragile_rows"] == 30 and b["verdicts"] == [status]
     assert b["value_range"][0] == 0.0 and b["value_range"][1] == pytest.approx(v.value)
     assert "the verdict is the same" in b["note"]
 
 
-def test_weighted_metric_at_a_batch_tie_is_unknown(verdicts):
+def test_weighted_metric_at_a_batch_tie_is_unknown(verdicts, tmp_path):
+    if not shipped_batch_tie(tmp_path):
+        pytest.skip(NO_BATCH_TIE)
     v = verdicts["flips_weighted"]
     assert v.status == "unknown" and "depends on how the model is batched" in v.reason, v.reason
     assert {"holds", "violated"} <= set(v.details["batching"]["verdicts"])
