@@ -218,3 +218,20 @@ def shipped_batch_tie(tmp_root: Path) -> bool:
 
 NO_BATCH_TIE = ("this machine's torch scores every point of shipped-42000120 alike alone and in the data's batch: "
                 "no batch tie to re-check here")
+
+
+def hand_set_logistic(coef, intercept):
+    """A scikit-learn LogisticRegression on two inputs whose coefficients and intercept are set by hand (dyadic
+    values give exact ties in predict_proba); fitted first on four rows so scikit-learn takes it as fitted."""
+    pytest.importorskip("sklearn")
+    import warnings
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    est = LogisticRegression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
+    est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
+    return est

@@ -19,23 +19,12 @@ import numpy as np
 import pytest
 
 import fairspec
+from conftest import hand_set_logistic
 
 TIE = "1.1920928955078125e-07"          # 2**-23
 
 
-def _model(coef, intercept):
-    """A LogisticRegression on (g, x) with the coefficients set by hand (as tests/test_library_logistic_replay)."""
-    pytest.importorskip("sklearn")
-    import warnings
-
-    from sklearn.linear_model import LogisticRegression
-
-    est = LogisticRegression()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
-    est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
-    return est
+_model = hand_set_logistic     # a LogisticRegression on (g, x), coefficients set by hand
 
 
 def _spec(lo, hi, eps, op, k, output):

@@ -17,7 +17,6 @@ exact (expit(2**-21) is 0.5 + 2**-23 exactly, a difference a spec can write as 1
 
 from __future__ import annotations
 
-import warnings
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -25,20 +24,12 @@ import numpy as np
 import pytest
 
 import fairspec
+from conftest import hand_set_logistic
 
 TIE = "1.1920928955078125e-07"          # 2**-23: predict_proba(z = 2**-21) - predict_proba(z = 0), exactly
 
 
-def _model(coef, intercept):
-    pytest.importorskip("sklearn")
-    from sklearn.linear_model import LogisticRegression
-
-    est = LogisticRegression()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]]), [0, 1, 0, 1])
-    est.coef_, est.intercept_ = np.array([coef], dtype=np.float64), np.array([intercept], dtype=np.float64)
-    return est
+_model = hand_set_logistic     # a LogisticRegression on (g, x), coefficients set by hand
 
 
 def _spec(lo, hi, op, eps, using):
