@@ -90,21 +90,39 @@ def test_onnxruntime_computes_a_float16_chain_in_float32_and_rounds_once(split_b
         assert np.array_equal(got, _f32_once(layers, X)), level
 
 
-def test_torch_half_linear_and_sigmoid_round_their_float32_result_once():
+def test_torch_half_linear_and_sigmoid_lie_within_the_float16_bound():
+    """torch's CPU half Linear and sigmoid against certify's float16 model (certify/half.py). Where this was
+    first measured they gave the bits of the float32 computation cast once; on an AMD EPYC (session 27) a
+    64-input Linear does not (another kernel: float16 partial sums). The bound never rested on that fact: it
+    holds for any order of float16 or float32 roundings. So what is asserted is the bound, on every output;
+    the float32-once fact is measured and only reported."""
     torch = pytest.importorskip("torch")
+    from fairspec.certify.half import SIGMOID_ABS_ERROR16
+
     rng = np.random.default_rng(1)
+    once = {}
     for d in (8, 64, 300):
         lin = torch.nn.Linear(d, 8).half()
         W, b = lin.weight.detach().numpy(), lin.bias.detach().numpy()
         X = rng.normal(size=(200, d)).astype(np.float16)
         with torch.no_grad():
-            y = lin(torch.from_numpy(X)).numpy()
+            y = lin(torch.from_numpy(X)).numpy().astype(np.float64)
         f32 = (X.astype(np.float32) @ W.T.astype(np.float32) + b.astype(np.float32)).astype(np.float16)
-        assert np.array_equal(y, f32), d
+        once[d] = bool(np.array_equal(y, f32.astype(np.float64)))
+        X64 = X.astype(np.float64)
+        exact = X64 @ W.astype(np.float64).T + b.astype(np.float64)    # exact: products of float16 numbers
+        layers = [(W.astype(np.float64), b.astype(np.float64), False)]
+        lo, hi = X64.min(axis=0), X64.max(axis=0)
+        for j in range(8):
+            E = runtime_error_bound(layers, lo, hi, readout=("logit", j), precision="float16")
+            assert np.all(np.abs(y[:, j] - exact[:, j]) <= E), (d, j)
     h = _every_float16()
     with torch.no_grad():
-        assert np.array_equal(torch.sigmoid(torch.from_numpy(h)).numpy(),
-                              torch.sigmoid(torch.from_numpy(h).float()).half().numpy())
+        got = torch.sigmoid(torch.from_numpy(h)).numpy().astype(np.float64)
+    with np.errstate(over="ignore"):
+        logistic = 1.0 / (1.0 + np.exp(-h.astype(np.float64)))
+    assert np.all(np.abs(got - logistic) <= SIGMOID_ABS_ERROR16)
+    print(f"torch half Linear gives the float32 result cast once: {once}")
 
 
 # ------------------------------------------------------------------ the bound against the runtimes

@@ -4,8 +4,9 @@
 onnxruntime's CPU provider has no float16 kernels for MatMul / Gemm / Add / Relu / Sigmoid /
 Softmax; its graph transformer casts the inputs and the weights to float32 (exactly), runs the whole
 chain in float32 (MatMul + Add fused into one Gemm, a Softmax expanded into ReduceMax, Sub, Exp,
-ReduceSum, Div) and casts the output to float16 once. torch's CPU half Linear and sigmoid give the
-same bits as their float32 computation rounded once. The bound below does **not** rest on that: it
+ReduceSum, Div) and casts the output to float16 once. torch's CPU half Linear and sigmoid gave the
+same bits as their float32 computation rounded once where first measured; on an AMD EPYC a half Linear
+does not always (another kernel, session 27). The bound below does **not** rest on either: it
 holds for any runtime that rounds every elementary operation to float16 *or* to float32, in any
 order, with or without FMA.
 
