@@ -6,7 +6,6 @@ It is ``unknown`` with the reason; one group without positives is legitimate (ov
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from fairspec import api
 
