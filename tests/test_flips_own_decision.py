@@ -83,3 +83,37 @@ def test_a_flip_by_predict_is_violated(tmp_path, svc):
     assert v.details["rows_with_flip"] == 1
     # the witness's outputs are the labels predict gives the pair, as the pair kinds report them
     assert v.witness.features["age"] == 5.93 and v.witness.outputs == (0.0, 1.0), v.witness
+
+
+def test_the_witness_is_the_flip_farthest_from_the_threshold(tmp_path):
+    """Session 27 (soundness seed 50, data-batched-50000008-flips): of two rows that flip, the reported
+    witness was the one whose score sits at the threshold itself (0.5 exactly in torch's float32), which
+    another batching of the runtime decided alike; a flip far from the threshold was there too. Candidates
+    are now ranked by how far both decisions lie from the threshold: here the row a = 0 (z = 0 and 4) flips
+    at the threshold, the row a = -2 (z = -2 and 2) two units from it, and the witness is the latter."""
+    skio = pytest.importorskip("skops.io")
+    import fairspec
+    from conftest import hand_set_logistic
+
+    skio.dump(hand_set_logistic((4.0, 1.0), 0.0), tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("sex,a,y\nF,0,1\nF,-2,0\nF,1,1\nM,3,1\n")
+    (tmp_path / "s.fair").write_text("""data d = csv("d.csv", label = y == 1)
+features P from d {
+  sex : {F, M} protected
+  a : int in [-3, 3]
+}
+model m = sklearn("m.skops")
+encode P for m {
+  sex : code
+  a : raw
+}
+property flips {
+  forall x, x' : P
+  require x.* == x'.* except {sex}
+  ensure label(m(x)) == label(m(x'))
+  using data
+}
+""")
+    (v,) = fairspec.check(tmp_path / "s.fair")
+    assert v.status == "violated", v.reason
+    assert v.witness.features["a"] == -2 and v.witness.features_prime["a"] == -2, v.witness

@@ -113,9 +113,10 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     if own:             # the decisions, and what they threshold (ranks the candidates: the farthest first)
         from fairspec.backends.data.batching import decide_and_score
 
-        d, s, _ = decide_and_score(model, X)
+        d, s, thr = decide_and_score(model, X)
     else:
         s = model.score(X)
+        thr = model.threshold
     lists = _value_lists(fs, prop.free, values)
     combos = list(itertools.product(*lists))
     if len(combos) > MAX_COMBINATIONS:
@@ -155,7 +156,14 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                 d2, s2, _ = decide_and_score(model, X2)
                 bad, mag = d != d2, np.abs(s - s2)
             else:
-                bad, mag = violation(prop, model, s, model.score(X2))
+                s2 = model.score(X2)
+                bad, mag = violation(prop, model, s, s2)
+            if prop.post == "label":
+                # a decision flip is ranked by how far both decisions lie from the threshold, the farthest
+                # first: the witness reported is then one no other batching moves where there is one (a
+                # score at the threshold itself flips in the batchings fairspec replays, not in every one)
+                mag = np.minimum(np.abs(np.asarray(s, dtype=np.float64) - thr),
+                                 np.abs(np.asarray(s2, dtype=np.float64) - thr))
             bad &= mask
             better = bad & (mag > best_mag)
             best_mag[better] = mag[better]
