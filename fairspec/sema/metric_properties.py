@@ -176,14 +176,15 @@ def _label_of_class(ck, call, fn, model, c, data):
         ck.fail("FS419", f"{fn}(..., class = {cs}) compares decisions with the truth 'the true class is {cs}', "
                          f"but data set '{data}' has no target, so its label {col} == {v} (the truth of class "
                          f"{class_shown(model, k)}) would be read as that truth", at,
-                hint=f"name the true class column: csv(..., target = {col}) (each class's truth is then read from "
-                     f"it), or write label = {col} == {cs} if class {cs} is the truth you mean")
+                hint=f"name the true class column with the option target = {col} of data set '{data}' (each "
+                     f"class's truth is then read from it), or write label = {col} == {cs} if class {cs} is the "
+                     f"truth you mean")
     what = f"{read[0]} == {read[1]}, which is no class of '{model.name}'," if read is not None else \
         "condition, which names no class of the model,"
     ck.sink.add("FS429", f"{fn}(..., class = {cs}) compares decisions with the truth 'the true class is {cs}'; "
                          f"data set '{data}' has no target, so its label {what} is read as that truth", at,
-                hint=f"name the true class column: csv(..., target = COLUMN), or write the label as COLUMN == {cs}; "
-                     f"if the label is that truth, say so with # fairspec: ignore[FS429]")
+                hint=f"name the true class column with the option target = COLUMN of data set '{data}', or write "
+                     f"the label as COLUMN == {cs}; if the label is that truth, say so with # fairspec: ignore[FS429]")
 
 
 def _output_params(ck, call, env, fn, model, mdef):
