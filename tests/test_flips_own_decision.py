@@ -73,6 +73,8 @@ def test_no_flip_by_predict_is_not_violated(tmp_path, svc):
     assert _disagree(svc, 4.45) == ([0, 0], [0, 1])
     v = _flips(tmp_path, svc, [1.0, 2.0, 4.45, 8.0, 9.0])
     assert v.status == "unknown" and "no counterfactual flip" in v.reason, (v.status, v.reason, v.witness)
+    # the reason says how to get a proof (the solver backends exist; it once said "not available yet")
+    assert "using milp or using smt" in v.reason and "not available" not in v.reason, v.reason
 
 
 def test_a_flip_by_predict_is_violated(tmp_path, svc):

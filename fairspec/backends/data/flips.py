@@ -98,7 +98,8 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     t0 = time.perf_counter()
     spec = ctx.spec
     fs = spec.feature_set(prop.features)
-    needs_proof = "proving it needs the milp or smt backend (not available yet)"
+    needs_proof = ("the data backend finds violations and proves none: a proof needs using milp or using smt "
+                   "(ReLU networks, linear models, tree ensembles)")
     if fs.data is None:
         return unknown(prop, f"feature set {fs.name} has no data to search for counterfactual flips; {needs_proof}",
                        backend="data")
