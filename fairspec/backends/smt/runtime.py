@@ -38,28 +38,11 @@ def encode_like_runtime(enc, V) -> np.ndarray:
 
 
 def _encoding(enc) -> tuple:
-    """One certify InputEncoding per model input. A code column's problem variable is its code's
-    rank in the sorted table (the lowering; the code itself for codes 0..k-1 in any order)."""
-    from fairspec.certify.network import InputEncoding, code_progression
+    """One certify InputEncoding per model input (certify.network.encoding_from_ir: a code column's
+    problem variable is its code's rank in the sorted table)."""
+    from fairspec.certify.network import encoding_from_ir
 
-    out = [InputEncoding("raw")] * enc.width
-    for c in enc.columns:
-        for k in range(c.width):
-            if c.kind == "minmax" and c.scale is not None:
-                e = InputEncoding("scaled", float(c.scale), float(c.shift))
-            elif c.kind == "minmax":
-                e = InputEncoding("minmax", float(c.lo), float(c.hi))
-            elif c.kind == "standard":
-                e = InputEncoding("standard", float(c.mean), float(c.std))
-            elif c.kind == "code":
-                p = code_progression(c.codes)
-                if p is None:
-                    raise ValueError(f"the code table of {c.feature} is not a progression")
-                e = InputEncoding("code") if p == (1.0, 0.0) else InputEncoding("codes", *p)
-            else:
-                e = InputEncoding(c.kind)
-            out[c.offset + k] = e
-    return tuple(out)
+    return tuple(encoding_from_ir(enc))
 
 
 def _readout(raw, readout):
