@@ -60,3 +60,71 @@ def test_a_column_of_a_features_block_without_from_names_its_data_set_or_says_it
             else:
                 assert got.startswith("**column** `age`, read by feature `age` of `Applicant`: "), got
     run(scenario)
+
+
+# ------------------------------------------------------------ files changing on disk
+
+LIB = """policy pol(m: model, groups: groups) {
+  property sp {
+    statistical_parity(m, groups groups) <= 0.2
+  }
+}
+"""
+SPEC = """import "lib.fair"
+data d = csv("d.csv", label = y == 1)
+features F from d {
+  age : int in [17, 90]
+  sex : {Female, Male} protected
+}
+model m = rule(age >= 40)
+apply pol(m, groups = sex)
+"""
+
+
+def _watched(s, *paths, kind=T.FileChangeType.Changed):
+    from pygls.uris import from_fs_path
+
+    s.client.workspace_did_change_watched_files(T.DidChangeWatchedFilesParams(
+        [T.FileEvent(uri=from_fs_path(str(p)), type=kind) for p in paths]))
+
+
+@pytest.fixture()
+def watched(tmp_path):
+    (tmp_path / "d.csv").write_text("age,sex,y\n30,Male,1\n50,Female,0\n", encoding="utf-8")
+    (tmp_path / "lib.fair").write_text(LIB, encoding="utf-8")
+    (tmp_path / "s.fair").write_text(SPEC, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_data_file_or_a_library_changing_on_disk_relints_the_open_spec(watched):
+    import os
+
+    async def scenario():
+        async with Session() as s:
+            uri, _, diags = await s.opened(watched / "s.fair")
+            assert diags == []
+            # the data file rewritten in place, its size and modification time kept (`cp -p`, a tool that
+            # restores the time): the event says it changed, so what was read from it is read again
+            data = watched / "d.csv"
+            st = data.stat()
+            data.write_text("age,sey,y\n30,Male,1\n50,Female,0\n", encoding="utf-8")
+            os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))
+            assert (data.stat().st_size, data.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+            n = s.seen(uri)
+            _watched(s, data)
+            got = await s.diagnostics(uri, after=n)
+            assert [d.code for d in got] == ["FS207"] and "no column 'sex'" in got[0].message, got
+            # a library the spec imports (not open) loses the policy: the importer says so
+            lib = watched / "lib.fair"
+            lib.write_text(LIB.replace("policy pol(", "policy pol2("), encoding="utf-8")
+            n = s.seen(uri)
+            _watched(s, lib)
+            got = await s.diagnostics(uri, after=n)
+            assert "FS201" in [d.code for d in got], got
+            # both put back: clean again
+            data.write_text("age,sex,y\n30,Male,1\n50,Female,0\n", encoding="utf-8")
+            lib.write_text(LIB, encoding="utf-8")
+            n = s.seen(uri)
+            _watched(s, data, lib)
+            assert await s.diagnostics(uri, after=n) == []
+    run(scenario)

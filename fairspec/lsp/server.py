@@ -252,7 +252,12 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams):
-    for uri in list(ls.workspace.text_documents):  # a model, data or imported file changed on disk
+    from fairspec import filecache
+
+    # a model, data or imported file changed on disk: what was read from it is read again, even when a
+    # rewrite kept its size and modification time, and every open spec is linted again
+    filecache.forget(p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p)
+    for uri in list(ls.workspace.text_documents):
         ls.schedule(uri)
 
 
