@@ -128,3 +128,30 @@ def test_a_data_file_or_a_library_changing_on_disk_relints_the_open_spec(watched
             _watched(s, data, lib)
             assert await s.diagnostics(uri, after=n) == []
     run(scenario)
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_a_client_that_watches_files_when_asked_is_asked_to(watched, dynamic):
+    """Neovim, Helix, ... send workspace/didChangeWatchedFiles only for the globs a server registers."""
+    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
+        did_change_watched_files=T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=dynamic)))
+    asked: list = []
+
+    async def scenario():
+        s = Session(capabilities=caps)
+
+        @s.client.feature(T.CLIENT_REGISTER_CAPABILITY)
+        def register(params: T.RegistrationParams):
+            asked.extend(params.registrations)
+
+        async with s:
+            uri, _, diags = await s.opened(watched / "s.fair")
+            assert diags == []
+            await s.hover(uri, T.Position(0, 0))  # (a round trip: a registration would have come first)
+    run(scenario)
+    if not dynamic:
+        assert asked == []
+        return
+    assert [r.method for r in asked] == [T.WORKSPACE_DID_CHANGE_WATCHED_FILES], asked
+    globs = [w["globPattern"] for w in asked[0].register_options["watchers"]]
+    assert globs == ["**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"], globs

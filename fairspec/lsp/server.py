@@ -210,6 +210,23 @@ def initialize(ls: FairspecServer, params: T.InitializeParams):
     ls.protocol.workspace.__class__ = _Workspace
 
 
+# the files a spec reads that may change on disk (specs, models, data; as editors/vscode/extension.js watches)
+WATCHED = "**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"
+
+
+@server.feature(T.INITIALIZED)
+def initialized(ls: FairspecServer, params: T.InitializedParams):
+    from pygls.capabilities import get_capability
+
+    # a client that watches files only when asked (Neovim, Helix, ...) is asked to: a model, data or
+    # imported file changing on disk then re-lints the open specs (did_change_watched)
+    if get_capability(ls.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False):
+        ls.client_register_capability(T.RegistrationParams([T.Registration(
+            id="fairspec-watched-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=T.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[T.FileSystemWatcher(glob_pattern=WATCHED)]))]))
+
+
 @server.feature(T.SHUTDOWN)
 def shutdown(ls: FairspecServer, params):
     ls.shut_down = True  # later requests are refused (transport.dispatch); `exit` is then status 0
