@@ -155,3 +155,48 @@ def test_a_client_that_watches_files_when_asked_is_asked_to(watched, dynamic):
     assert [r.method for r in asked] == [T.WORKSPACE_DID_CHANGE_WATCHED_FILES], asked
     globs = [w["globPattern"] for w in asked[0].register_options["watchers"]]
     assert globs == ["**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"], globs
+
+
+# ------------------------------------------------------------ rename at the cap on specs looked through
+
+POLICY = """policy pol(m: model, groups: groups) {
+  property sp {
+    statistical_parity(m, groups groups) <= 0.2
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_rename_in_a_project_over_the_cap_is_refused_saying_so(tmp_path, extra):
+    """Every spec of the project may import the library: at the cap (5,000 .fair files) the rename is
+    answered whole; one over it, it is refused with a sentence naming the limit, never partly done."""
+    from fairspec.lsp.renames import MAX_SPECS
+
+    (tmp_path / "fairspec.toml").write_text("", encoding="utf-8")
+    (tmp_path / "d.csv").write_text("age,sex,y\n30,Male,1\n50,Female,0\n", encoding="utf-8")
+    (tmp_path / "lib.fair").write_text(POLICY, encoding="utf-8")
+    (tmp_path / "s.fair").write_text(SPEC, encoding="utf-8")
+    last = tmp_path / "zz" / "last.fair"  # an importer the walk reaches last
+    for i in range(MAX_SPECS - 3 + extra):
+        folder = tmp_path / f"f{i // 500:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"x{i}.fair").write_text("# nothing\n", encoding="utf-8")
+    last.parent.mkdir()
+    last.write_text(SPEC.replace('"lib.fair"', '"../lib.fair"').replace('"d.csv"', '"../d.csv"'), encoding="utf-8")
+
+    async def scenario():
+        async with Session() as s:
+            uri, text, _ = await s.opened(tmp_path / "lib.fair")
+            params = T.RenameParams(text_document=T.TextDocumentIdentifier(uri=uri),
+                                    position=s.pos(text, "pol(", 0), new_name="parity")
+            if not extra:
+                edit = await s.client.text_document_rename_async(params)
+                assert sorted(p.rsplit("/", 1)[-1] for p in edit.changes) == ["last.fair", "lib.fair", "s.fair"]
+                return
+            with pytest.raises(Exception) as got:
+                await s.client.text_document_rename_async(params)
+            assert str(got.value).endswith(f"the project ({tmp_path}) holds over {MAX_SPECS} .fair files, too many to "
+                                           f"look through for the specs importing lib.fair: nothing was renamed; "
+                                           f"rename by hand"), got.value
+    run(scenario)

@@ -30,8 +30,10 @@ def _key(p: str | Path) -> str:
     return str(Path(p).resolve())
 
 
-def project_specs(ls, path: str) -> list[str]:
-    """The .fair files of the workspace's folders and of ``path``'s project, and the open documents."""
+def project_specs(ls, path: str, target: str | None = None) -> list[str]:
+    """The .fair files of the workspace's folders and of ``path``'s project, and the open documents; over
+    :data:`MAX_SPECS` of them (or :data:`MAX_DIRS` folders), RenameError saying so (``target``: the file
+    whose importers are looked for)."""
     from fairspec.files import project_root
     from fairspec.lsp.disk import UNSAVED
 
@@ -48,8 +50,10 @@ def project_specs(ls, path: str) -> list[str]:
             out |= {_key(os.path.join(base, f)) for f in files if f.endswith(".fair")}
             walked += 1
             if len(out) > MAX_SPECS or walked > MAX_DIRS:
-                raise A.RenameError(f"the project ({root}) is too large to look through for the specs importing "
-                                    f"this file (over {MAX_SPECS} .fair files or {MAX_DIRS} folders); rename by hand")
+                many = f"{MAX_SPECS} .fair files" if len(out) > MAX_SPECS else f"{MAX_DIRS} folders"
+                raise A.RenameError(f"the project ({root}) holds over {many}, too many to look through for the "
+                                    f"specs importing {Path(target or path).name}: nothing was renamed; "
+                                    f"rename by hand")
     return sorted(out)
 
 
@@ -98,7 +102,7 @@ def across_importers(ls, idx: A.Index, sym: A.Symbol, new: str, edits: list) -> 
     target = _key(sym.span.file)
     here = _key(idx.path)
     read = {_key(m.file) for m in idx.modules}
-    for spec in project_specs(ls, idx.path):
+    for spec in project_specs(ls, idx.path, target):
         if spec == here or spec in read:
             continue  # (every use in a file the document's index reads is in its edits already)
         line = importing_line(ls, spec, target)
