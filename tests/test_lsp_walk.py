@@ -200,3 +200,80 @@ def test_a_rename_in_a_project_over_the_cap_is_refused_saying_so(tmp_path, extra
                                            f"look through for the specs importing lib.fair: nothing was renamed; "
                                            f"rename by hand"), got.value
     run(scenario)
+
+
+# ------------------------------------------------------------ quick fixes for the newer codes
+
+FIXTURES = EXAMPLES.parent / "tests" / "fixtures"
+
+
+@pytest.fixture()
+def fixtures_copy(tmp_path):
+    (tmp_path / "fairspec.toml").write_text("", encoding="utf-8")  # the project: data/ and models/ beside specs/
+    shutil.copytree(FIXTURES / "data", tmp_path / "data")
+    shutil.copytree(FIXTURES / "models", tmp_path / "models")
+    (tmp_path / "specs").mkdir()
+    for sub in ("errors", "ok"):
+        for f in (FIXTURES / sub).glob("*.fair"):
+            shutil.copy(f, tmp_path / "specs" / f.name)
+    return tmp_path / "specs"
+
+
+@pytest.mark.parametrize("name, code, titles", [
+    ("class_label_mismatch", "FS419", ["Add target = grade to data set 'grades'"]),
+    ("label_text_case", "FS432", ['Write "yes"']),
+    ("label_empty_cells", "FS433", ['List "" as missing for approved', "Ignore FS433 on this line"]),
+    ("class_label_unnamed", "FS429", ["Ignore FS429 on this line"]),
+    # the hint names no one edit: which value is the positive decision, which value the label meant, which
+    # tolerance or bound the pre-condition meant
+    ("decision_positive_unstated", "FS431", []),
+    ("label_constant", "FS434", []),
+    ("no_pair", "FS509", []),
+])
+def test_a_quick_fix_of_the_newer_codes_is_the_hints_edit_and_the_spec_then_lints_clean(fixtures_copy, name, code,
+                                                                                       titles):
+    from fairspec.pipeline import lint
+
+    spec = fixtures_copy / f"{name}.fair"
+
+    async def scenario():
+        async with Session() as s:
+            uri, text, diags = await s.opened(spec)
+            mine = [d for d in diags if d.code == code]
+            assert mine, diags
+            acts = await s.code_actions(uri, mine[:1])
+            assert [a.title for a in acts] == titles, acts
+            # the one fix that is no ignore is preferred (an editor's auto-fix applies it)
+            assert [a.is_preferred for a in acts] == [t == titles[0] and not t.startswith("Ignore") for t in titles]
+            return text, [a.edit.changes for a in acts]
+
+    text, edits = run_value(scenario)
+    for changes in edits:
+        assert list(changes) == [spec.as_uri()], changes
+        spec.write_text(apply_edits(text, changes[spec.as_uri()]), encoding="utf-8")
+        got = lint(spec)
+        assert [(d.code, d.message) for d in got.diagnostics] == [], (spec.read_text(), got.diagnostics)
+    spec.write_text(text, encoding="utf-8")
+
+
+def run_value(scenario):
+    return asyncio.run(scenario())
+
+
+def test_a_label_whose_text_the_file_holds_in_two_cases_is_not_fixed_by_a_guess(fixtures_copy):
+    (fixtures_copy / "cases.csv").write_text("sex,hired\nF,Yes\nM,YES\nF,no\nM,no\n", encoding="utf-8")
+    spec = fixtures_copy / "cases.fair"
+    spec.write_text('data people = csv("cases.csv", label = hired == "yes")\n\nfeatures People from people {\n'
+                    '  sex : {F, M} protected\n}\n\nproperty base_rates { base_rate_difference(people, groups sex) '
+                    '<= 0.1 }\n', encoding="utf-8")
+
+    async def scenario():
+        async with Session() as s:
+            uri, text, diags = await s.opened(spec)
+            assert [d.code for d in diags] == ["FS432"], diags
+            assert diags[0].message.startswith("column 'hired' of 'people' holds \"YES\" and \"Yes\" in the rows lint "
+                                               "read, not \"yes\""), diags[0].message
+            hint = [r.message for r in diags[0].related_information if r.message.startswith("hint: ")]
+            assert hint == ['hint: write the one you mean of "YES", "Yes" (the file holds each)'], hint
+            assert not await s.code_actions(uri, diags)
+    run(scenario)

@@ -355,10 +355,13 @@ def code_actions(ls: FairspecServer, params: T.CodeActionParams):
         for d in idx.diagnostics:
             if d.code != lsp_diag.code or ls.range(d.span, idx) != lsp_diag.range:
                 continue
-            for title, span, new in A.fixes(idx, d):
+            found = A.fixes(idx, d)
+            edits = [title for title, _, _ in found if not title.startswith("Ignore ")]
+            for title, span, new in found:
                 edit = T.TextEdit(range=ls.range(span, idx), new_text=new)
+                # preferred (what an editor's auto-fix applies) only when it is the one fix, never an ignore
                 out.append(T.CodeAction(title=title, kind=T.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                        is_preferred=True,
+                                        is_preferred=edits == [title],
                                         edit=T.WorkspaceEdit(changes={ls.uri_of(span.file): [edit]})))
     return out
 

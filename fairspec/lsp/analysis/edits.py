@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .completion import _KEYWORDS
 from .index import Index, Symbol, _contains, _same
+from .quickfixes import data_fixes
 from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast
 
@@ -27,7 +28,7 @@ def fixes(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
         out.append((f"Change to '{m.group(1)}'", d.span, m.group(1)))
     if d.code == "FS211" and d.related:
         out += _encode_line_fix(idx, d)
-    return out
+    return out + data_fixes(idx, d)
 
 
 def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
