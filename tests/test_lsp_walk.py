@@ -277,3 +277,81 @@ def test_a_label_whose_text_the_file_holds_in_two_cases_is_not_fixed_by_a_guess(
             assert hint == ['hint: write the one you mean of "YES", "Yes" (the file holds each)'], hint
             assert not await s.code_actions(uri, diags)
     run(scenario)
+
+
+# ------------------------------------------------------------ diagnostics while typing
+
+def _inside(text: str, rng: T.Range) -> bool:
+    """Both ends of rng are positions of text as the client counts them (UTF-16 units; lines cut at \\n,
+    \\r\\n and \\r; the empty line after a final line end counts)."""
+    import re
+
+    lines = re.split(r"\r\n|\r|\n", text)
+    for p in (rng.start, rng.end):
+        if not (0 <= p.line < len(lines) and 0 <= p.character <= len(lines[p.line].encode("utf-16-le")) // 2):
+            return False
+    return (rng.start.line, rng.start.character) <= (rng.end.line, rng.end.character)
+
+
+def _typed(path, text: str, cuts) -> None:
+    """Type text into the open document, one prefix per change, each linted (its diagnostics awaited): none
+    may lie outside the prefix, and the server answers a request after the last."""
+    async def scenario():
+        async with Session() as s:
+            uri, _, _ = await s.opened(path, text="")
+            for k in cuts:
+                n = s.seen(uri)
+                s.change(uri, text[:k])
+                for d in await s.diagnostics(uri, after=n):
+                    assert _inside(text[:k], d.range), (k, text[:k][-60:], d)
+                    for r in d.related_information or ():
+                        assert r.location.uri != uri or _inside(text[:k], r.location.range), (k, d)
+            s.change(uri, text)
+            assert await s.symbols(uri) is not None
+    run(scenario)
+
+
+def test_every_prefix_of_a_shipped_example_is_linted_inside_the_text():
+    path = EXAMPLES / "worked" / "fvgm_3_2.fair"
+    text = path.read_text(encoding="utf-8")
+    _typed(path, text, range(len(text) + 1))
+
+
+def test_an_example_with_crlf_and_non_ascii_comments_typed_line_by_line(tmp_path):
+    shutil.copytree(EXAMPLES / "adult", tmp_path / "adult", ignore=shutil.ignore_patterns("train.py"))
+    path = tmp_path / "adult" / "adult.fair"
+    text = path.read_text(encoding="utf-8").replace("# ", "# é😀 ").replace("\n", "\r\n")
+    ends = [i + 2 for i in range(len(text)) if text.startswith("\r\n", i)]
+    # at each line end, after its \r alone, and half way through the next line
+    cuts = sorted({c for e in ends for c in (e, e - 1, e + (text.find("\r\n", e) - e) // 2)} | {len(text)})
+    _typed(path, text, [c for c in cuts if 0 <= c <= len(text)])
+
+
+# ------------------------------------------------------------ formatting
+
+@pytest.mark.parametrize("end", ["\r\n", "\n", "\r"])
+def test_formatting_keeps_the_documents_line_ends_and_comments_and_is_idempotent(tmp_path, end):
+    """A CRLF document was formatted into LF: every line rewritten (a Windows user's whole-file diff)."""
+    import re
+
+    shutil.copytree(EXAMPLES / "adult", tmp_path / "adult", ignore=shutil.ignore_patterns("train.py"))
+    path = tmp_path / "adult" / "adult.fair"
+    canonical = path.read_text(encoding="utf-8").replace("# ", "# é😀 ").replace("\n", end)
+    messy = canonical.replace("group older = age >= 40", "group   older =   age >= 40   # kept é😀")
+
+    async def scenario():
+        async with Session() as s:
+            uri, _, _ = await s.opened(path, text=canonical)
+            assert not await s.formatting(uri)  # the example is formatted already, whatever its line ends
+            n = s.seen(uri)
+            s.change(uri, messy)
+            await s.diagnostics(uri, after=n)
+            new = apply_edits(messy, await s.formatting(uri))
+            assert new == canonical.replace("group older = age >= 40", "group older = age >= 40  # kept é😀"), new
+            assert set(re.findall(r"\r\n|\r|\n", new)) == {end}
+            assert re.findall(r"#[^\r\n]*", new) == re.findall(r"#[^\r\n]*", messy.replace("   # kept", "  # kept"))
+            n = s.seen(uri)
+            s.change(uri, new)
+            await s.diagnostics(uri, after=n)
+            assert not await s.formatting(uri)
+    run(scenario)
