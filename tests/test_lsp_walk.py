@@ -199,7 +199,32 @@ def test_a_rename_in_a_project_over_the_cap_is_refused_saying_so(tmp_path, extra
             assert str(got.value).endswith(f"the project ({tmp_path}) holds over {MAX_SPECS} .fair files, too many to "
                                            f"look through for the specs importing lib.fair: nothing was renamed; "
                                            f"rename by hand"), got.value
+            # the references: those of the open specs, and a message saying that only they were searched
+            shown = []
+            s.client.feature(T.WINDOW_SHOW_MESSAGE)(lambda p: shown.append(p.message))
+            refs = await s.references(uri, s.pos(text, "pol(", 0))
+            assert [r.uri.rsplit("/", 1)[-1] for r in refs] == ["lib.fair"], refs
+            await s.hover(uri, s.pos(text, "pol(", 0))  # (a round trip: the message came before it)
+            assert shown == [f"the project ({tmp_path}) holds over {MAX_SPECS} .fair files, too many to look through "
+                             f"for the specs importing lib.fair: only the open specs were searched"], shown
     run(scenario)
+
+
+def test_references_in_a_library_include_the_uses_in_the_specs_importing_it(watched):
+    (watched / "fairspec.toml").write_text("", encoding="utf-8")
+    (watched / "sub").mkdir()
+    (watched / "sub" / "t.fair").write_text(SPEC.replace('"lib.fair"', '"../lib.fair"').replace('"d.csv"', '"../d.csv"')
+                                            .replace("apply pol(m, groups = sex)", "apply pol(m, sex) as again"),
+                                            encoding="utf-8")
+    (watched / "other.fair").write_text("# imports nothing\n", encoding="utf-8")
+
+    async def scenario():
+        async with Session() as s:
+            await s.opened(watched / "s.fair")  # one importer open, the other (sub/t.fair) only on disk
+            uri, text, _ = await s.opened(watched / "lib.fair")
+            got = await s.references(uri, s.pos(text, "pol(", 0))
+            return sorted((r.uri.split(str(watched))[-1], r.range.start.line, r.range.start.character) for r in got)
+    assert run_value(scenario) == [("/lib.fair", 0, 7), ("/s.fair", 7, 6), ("/sub/t.fair", 7, 6)]
 
 
 # ------------------------------------------------------------ quick fixes for the newer codes

@@ -153,3 +153,44 @@ def _shown(spec: str, near: str) -> str:
         return os.path.relpath(spec, Path(near).parent)
     except ValueError:
         return spec
+
+
+def importer_references(ls, idx: A.Index, sym: A.Symbol | None, include_declaration: bool,
+                        analyse: bool = True) -> tuple[list[tuple], str | None]:
+    """The uses of ``sym`` in the specs importing the file it is declared in (as a rename finds them, each
+    reading the same text of that file; those that do not parse are passed over): [(span, the index it is
+    of)], and a sentence when some were not searched: the project was too large to look through (then only
+    the open specs are), or, without ``analyse`` (the lint thread holds the analysis lock), an importer
+    that is not open. An open spec is searched in its last index (never built here)."""
+    if sym is None or sym.kind == "variable":  # a property's variables are written in that property only
+        return [], None
+    target, here = _key(sym.span.file), _key(idx.path)
+    read = {_key(m.file) for m in idx.modules}
+    said = None
+    try:
+        specs = project_specs(ls, idx.path, target)
+    except A.RenameError as e:
+        specs = sorted({_key(p) for p in (ls.path_of(u) for u in list(ls.workspace.text_documents)) if p})
+        said = str(e).replace("nothing was renamed; rename by hand", "only the open specs were searched")
+    out, skipped = [], 0
+    for spec in specs:
+        if spec == here or spec in read or importing_line(ls, spec, target) is None:
+            continue
+        uri = ls.uri_of(spec)
+        if uri in ls.workspace.text_documents:
+            imp = ls.indexes.get(uri) or ls.good.get(uri)
+        elif analyse:
+            imp = A.analyse(spec, ls.sources())
+        else:
+            skipped += 1
+            continue
+        if imp is None or not imp.ok or (imp.texts.get(sym.span.file) or next(
+                (v for k, v in imp.texts.items() if _key(k) == target), None)) != idx.texts.get(sym.span.file):
+            continue
+        out += [(s, imp) for s in A.references(imp, sym.span.file, sym.span.line, sym.span.column, include_declaration)
+                if _key(s.file) == spec]
+    if skipped and said is None:
+        many = skipped > 1
+        said = (f"{skipped} spec{'s' * many} importing {Path(target).name} that {'are' if many else 'is'} not open "
+                f"{'were' if many else 'was'} not searched (a lint was running): ask again")
+    return out, said

@@ -300,10 +300,25 @@ def definition(ls: FairspecServer, params: T.DefinitionParams):
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def references(ls: FairspecServer, params: T.ReferenceParams):
+    from fairspec.lsp.renames import importer_references
+
     for idx, where in ls.indexes_at(params.text_document.uri, ls.where(params)):
         spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
         if spans:
             found = [ls.location_now(s, idx) for s in spans if _confined(s.file, idx.path)]
+            # and the uses in the specs importing the file the name is declared in (a library's policy)
+            # (the specs not open are linted: under the analysis lock, waited for a little, never long
+            # in the event loop; without it only the open ones are searched, and the message says so)
+            locked = ls._lock.acquire(timeout=1.0)
+            try:
+                more, said = importer_references(ls, idx, A.symbol_at(idx, *where),
+                                                 params.context.include_declaration, analyse=locked)
+            finally:
+                if locked:
+                    ls._lock.release()
+            if said:
+                ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Warning, message=said))
+            found += [ls.location_now(s, of) for s, of in more]
             return [loc for loc in found if loc is not None]
     return []
 
