@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .index import Index, _same
+from .index import Index, _same, _under
 from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast, literals
 
@@ -42,8 +42,6 @@ def data_fixes(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
 
 
 def _data_decl(idx: Index, name: str) -> ast.DataDecl | None:
-    from .edits import _under
-
     for m in idx.modules:
         for decl in m.decls:
             if isinstance(decl, ast.DataDecl) and decl.name.id == name:
