@@ -380,3 +380,52 @@ def test_formatting_keeps_the_documents_line_ends_and_comments_and_is_idempotent
             await s.diagnostics(uri, after=n)
             assert not await s.formatting(uri)
     run(scenario)
+
+
+def test_typing_incrementally_with_crlf_emoji_and_backspaces_leaves_the_servers_text_the_clients(tmp_path):
+    """As an editor sends a typist's keys: small incremental edits at the end (UTF-16 positions; a \\r\\n
+    split between two edits), a few backspaces, hovers meanwhile. The server's text is then the client's:
+    its outline and semantic tokens are those of the same text opened whole."""
+    import random
+
+    from fairspec.lsp.client import UTF16
+    from fairspec.lsp.positions import lines_of
+
+    shutil.copytree(EXAMPLES / "worked", tmp_path / "w")
+    typed, whole = tmp_path / "w" / "fvgm_3_1.fair", tmp_path / "w" / "copy.fair"
+    full = typed.read_text(encoding="utf-8").replace("# ", "# é😀 ").replace("\n", "\r\n")
+    whole.write_text(full, encoding="utf-8", newline="")
+    rnd = random.Random(28)
+
+    def tokens(s, uri):
+        return s.client.text_document_semantic_tokens_full_async(T.SemanticTokensParams(
+            text_document=T.TextDocumentIdentifier(uri=uri)))
+
+    async def scenario():
+        async with Session() as s:
+            uri, _, _ = await s.opened(typed, text="")
+            text, i = "", 0
+            while i < len(full):
+                chunk = full[i:i + rnd.choice([1, 1, 1, 2, 5])]
+                i += len(chunk)
+                end = lines_of(text).position(len(text), UTF16)
+                s.edit(uri, end, end, chunk)
+                text += chunk
+                if rnd.random() < 0.03:
+                    cut = max(0, len(text) - rnd.choice([1, 2, 3]))
+                    s.edit(uri, lines_of(text).position(cut, UTF16), lines_of(text).position(len(text), UTF16), "")
+                    i -= len(text) - cut
+                    text = text[:cut]
+                if rnd.random() < 0.02:
+                    await s.hover(uri, lines_of(text).position(max(0, len(text) - 3), UTF16))
+            assert text == full
+            n = s.seen(uri)
+            s.edit(uri, T.Position(0, 0), T.Position(0, 0), "")  # (one more change: its lint is the last)
+            assert await s.diagnostics(uri, after=n) == []
+            other, _, _ = await s.opened(whole)
+
+            def outline(xs):
+                return [(x.name, x.range, outline(x.children)) for x in xs or ()]
+            assert outline(await s.symbols(uri)) == outline(await s.symbols(other))
+            assert (await tokens(s, uri)).data == (await tokens(s, other)).data
+    run(scenario)
