@@ -1,6 +1,9 @@
 """The editor walked as a user of VS Code / Neovim would, one real stdio client session per case
-(fairspec/lsp/client.py): hover on a `column "x"` of a features block without `from`, ... Waits are
-guards, never speed requirements."""
+(fairspec/lsp/client.py): hover on a `column "x"` of a features block without `from`; data and library
+files changing on disk (didChangeWatchedFiles, and the watcher a client registers only when asked);
+rename and references at the 5,000-spec cap and across importers; quick fixes of the newer codes, each
+edit then linting clean; diagnostics while typing (every prefix, CRLF, non-ASCII, incremental edits);
+formatting that keeps line ends and comments. Waits are guards, never speed requirements."""
 
 from __future__ import annotations
 
