@@ -30,6 +30,16 @@ def clear() -> None:
     _CACHE.clear()
 
 
+def forget(paths) -> None:
+    """Drop what was read from these files (the editor was told they changed: a rewrite that kept the
+    size and modification time, `cp -p`, is read again). Safe beside a lint running in another thread."""
+    real = {os.path.realpath(p) for p in paths}
+    for key in list(_CACHE):
+        stamp = key[-1]
+        if isinstance(stamp, tuple) and stamp and stamp[0] in real:
+            _CACHE.pop(key, None)
+
+
 def _stamp(path) -> tuple | None:
     try:
         st = os.stat(path)

@@ -122,6 +122,7 @@ def test_a_parquet_column_shows_its_schema_type(tmp_path):
     assert _hover(path, "label = n", len("label = ")) == ("**column** `n` of `d` (column 3 of 3)\n"
                                                           "- whole numbers in the first 3 rows: 1 .. 3\n"
                                                           "- type in the Parquet file: `int32`")
-    # a features block without `from`: which data set it reads is not known here
+    # a features block without `from`: the one data set declared is the one it can read
     path.write_text(spec.replace(" from d", ""), encoding="utf-8")
-    assert _hover(path, '"grp-name"', 1) is None
+    assert _hover(path, '"grp-name"', 1).endswith("- read by feature `grp` of `F` as `{a, b}` (no `from`: `d` is the "
+                                                  "only data set declared)")

@@ -30,8 +30,10 @@ def _key(p: str | Path) -> str:
     return str(Path(p).resolve())
 
 
-def project_specs(ls, path: str) -> list[str]:
-    """The .fair files of the workspace's folders and of ``path``'s project, and the open documents."""
+def project_specs(ls, path: str, target: str | None = None) -> list[str]:
+    """The .fair files of the workspace's folders and of ``path``'s project, and the open documents; over
+    :data:`MAX_SPECS` of them (or :data:`MAX_DIRS` folders), RenameError saying so (``target``: the file
+    whose importers are looked for)."""
     from fairspec.files import project_root
     from fairspec.lsp.disk import UNSAVED
 
@@ -48,8 +50,10 @@ def project_specs(ls, path: str) -> list[str]:
             out |= {_key(os.path.join(base, f)) for f in files if f.endswith(".fair")}
             walked += 1
             if len(out) > MAX_SPECS or walked > MAX_DIRS:
-                raise A.RenameError(f"the project ({root}) is too large to look through for the specs importing "
-                                    f"this file (over {MAX_SPECS} .fair files or {MAX_DIRS} folders); rename by hand")
+                many = f"{MAX_SPECS} .fair files" if len(out) > MAX_SPECS else f"{MAX_DIRS} folders"
+                raise A.RenameError(f"the project ({root}) holds over {many}, too many to look through for the "
+                                    f"specs importing {Path(target or path).name}: nothing was renamed; "
+                                    f"rename by hand")
     return sorted(out)
 
 
@@ -98,7 +102,7 @@ def across_importers(ls, idx: A.Index, sym: A.Symbol, new: str, edits: list) -> 
     target = _key(sym.span.file)
     here = _key(idx.path)
     read = {_key(m.file) for m in idx.modules}
-    for spec in project_specs(ls, idx.path):
+    for spec in project_specs(ls, idx.path, target):
         if spec == here or spec in read:
             continue  # (every use in a file the document's index reads is in its edits already)
         line = importing_line(ls, spec, target)
@@ -149,3 +153,44 @@ def _shown(spec: str, near: str) -> str:
         return os.path.relpath(spec, Path(near).parent)
     except ValueError:
         return spec
+
+
+def importer_references(ls, idx: A.Index, sym: A.Symbol | None, include_declaration: bool,
+                        analyse: bool = True) -> tuple[list[tuple], str | None]:
+    """The uses of ``sym`` in the specs importing the file it is declared in (as a rename finds them, each
+    reading the same text of that file; those that do not parse are passed over): [(span, the index it is
+    of)], and a sentence when some were not searched: the project was too large to look through (then only
+    the open specs are), or, without ``analyse`` (the lint thread holds the analysis lock), an importer
+    that is not open. An open spec is searched in its last index (never built here)."""
+    if sym is None or sym.kind == "variable":  # a property's variables are written in that property only
+        return [], None
+    target, here = _key(sym.span.file), _key(idx.path)
+    read = {_key(m.file) for m in idx.modules}
+    said = None
+    try:
+        specs = project_specs(ls, idx.path, target)
+    except A.RenameError as e:
+        specs = sorted({_key(p) for p in (ls.path_of(u) for u in list(ls.workspace.text_documents)) if p})
+        said = str(e).replace("nothing was renamed; rename by hand", "only the open specs were searched")
+    out, skipped = [], 0
+    for spec in specs:
+        if spec == here or spec in read or importing_line(ls, spec, target) is None:
+            continue
+        uri = ls.uri_of(spec)
+        if uri in ls.workspace.text_documents:
+            imp = ls.indexes.get(uri) or ls.good.get(uri)
+        elif analyse:
+            imp = A.analyse(spec, ls.sources())
+        else:
+            skipped += 1
+            continue
+        if imp is None or not imp.ok or (imp.texts.get(sym.span.file) or next(
+                (v for k, v in imp.texts.items() if _key(k) == target), None)) != idx.texts.get(sym.span.file):
+            continue
+        out += [(s, imp) for s in A.references(imp, sym.span.file, sym.span.line, sym.span.column, include_declaration)
+                if _key(s.file) == spec]
+    if skipped and said is None:
+        many = skipped > 1
+        said = (f"{skipped} spec{'s' * many} importing {Path(target).name} that {'are' if many else 'is'} not open "
+                f"{'were' if many else 'was'} not searched (a lint was running): ask again")
+    return out, said

@@ -210,6 +210,23 @@ def initialize(ls: FairspecServer, params: T.InitializeParams):
     ls.protocol.workspace.__class__ = _Workspace
 
 
+# the files a spec reads that may change on disk (specs, models, data; as editors/vscode/extension.js watches)
+WATCHED = "**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"
+
+
+@server.feature(T.INITIALIZED)
+def initialized(ls: FairspecServer, params: T.InitializedParams):
+    from pygls.capabilities import get_capability
+
+    # a client that watches files only when asked (Neovim, Helix, ...) is asked to: a model, data or
+    # imported file changing on disk then re-lints the open specs (did_change_watched)
+    if get_capability(ls.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False):
+        ls.client_register_capability(T.RegistrationParams([T.Registration(
+            id="fairspec-watched-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=T.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[T.FileSystemWatcher(glob_pattern=WATCHED)]))]))
+
+
 @server.feature(T.SHUTDOWN)
 def shutdown(ls: FairspecServer, params):
     ls.shut_down = True  # later requests are refused (transport.dispatch); `exit` is then status 0
@@ -252,7 +269,12 @@ def did_close(ls: FairspecServer, params: T.DidCloseTextDocumentParams):
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams):
-    for uri in list(ls.workspace.text_documents):  # a model, data or imported file changed on disk
+    from fairspec import filecache
+
+    # a model, data or imported file changed on disk: what was read from it is read again, even when a
+    # rewrite kept its size and modification time, and every open spec is linted again
+    filecache.forget(p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p)
+    for uri in list(ls.workspace.text_documents):
         ls.schedule(uri)
 
 
@@ -278,10 +300,25 @@ def definition(ls: FairspecServer, params: T.DefinitionParams):
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def references(ls: FairspecServer, params: T.ReferenceParams):
+    from fairspec.lsp.renames import importer_references
+
     for idx, where in ls.indexes_at(params.text_document.uri, ls.where(params)):
         spans = A.references(idx, *where, include_declaration=params.context.include_declaration)
         if spans:
             found = [ls.location_now(s, idx) for s in spans if _confined(s.file, idx.path)]
+            # and the uses in the specs importing the file the name is declared in (a library's policy)
+            # (the specs not open are linted: under the analysis lock, waited for a little, never long
+            # in the event loop; without it only the open ones are searched, and the message says so)
+            locked = ls._lock.acquire(timeout=1.0)
+            try:
+                more, said = importer_references(ls, idx, A.symbol_at(idx, *where),
+                                                 params.context.include_declaration, analyse=locked)
+            finally:
+                if locked:
+                    ls._lock.release()
+            if said:
+                ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Warning, message=said))
+            found += [ls.location_now(s, of) for s, of in more]
             return [loc for loc in found if loc is not None]
     return []
 
@@ -333,10 +370,13 @@ def code_actions(ls: FairspecServer, params: T.CodeActionParams):
         for d in idx.diagnostics:
             if d.code != lsp_diag.code or ls.range(d.span, idx) != lsp_diag.range:
                 continue
-            for title, span, new in A.fixes(idx, d):
+            found = A.fixes(idx, d)
+            edits = [title for title, _, _ in found if not title.startswith("Ignore ")]
+            for title, span, new in found:
                 edit = T.TextEdit(range=ls.range(span, idx), new_text=new)
+                # preferred (what an editor's auto-fix applies) only when it is the one fix, never an ignore
                 out.append(T.CodeAction(title=title, kind=T.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                        is_preferred=True,
+                                        is_preferred=edits == [title],
                                         edit=T.WorkspaceEdit(changes={ls.uri_of(span.file): [edit]})))
     return out
 

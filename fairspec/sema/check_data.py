@@ -179,9 +179,12 @@ class DataChecks:
                                    f"\"True\" / \"False\", so the {what} never meets {literals.string(text)}", span,
                           hint=f"write {literals.name_or_string(col)} == \"True\" (or \"False\")")
             if same:
-                self.fail("FS432", f"column '{col}' of '{data}' holds {literals.string(same[0])} in the rows lint "
+                self.fail("FS432", f"column '{col}' of '{data}' holds {' and '.join(map(literals.string, same))} in "
+                                   f"the rows lint "
                                    f"read, not {literals.string(text)}: text is compared as written, so the {what} "
-                                   f"never meets it", span, hint=f"write {literals.string(same[0])}")
+                                   f"never meets it", span,
+                          hint=f"write {literals.string(same[0])}" if len(same) == 1 else
+                          f"write the one you mean of {', '.join(map(literals.string, same))} (the file holds each)")
 
     def _empty_labels(self, data: str, label, span, types: dict, values: dict) -> None:
         """FS433 (warning): the label reads a text column with empty cells in the rows lint read that no

@@ -25,6 +25,7 @@ returns, and formatting twice gives the same text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -187,8 +188,12 @@ class FormatError(Exception):
 
 
 def format_text(text: str, file: str = "<string>") -> str:
-    """The canonical layout of `text`; raises DiagnosticError (FS1xx) when it does not parse."""
+    """The canonical layout of `text`, with its line end (\\n, \\r\\n or \\r, as its first line ends); raises
+    DiagnosticError (FS1xx) when it does not parse."""
     parse_text(text, file)  # the ordinary parser gives the diagnostics of a file that does not parse
+    end = re.search(r"\r\n|\r|\n", text)
+    # laid out with \n (a lone \r ends a line, as parse_text reads it), then written with the file's line end
+    text = re.sub(r"\r\n?", "\n", text)
     _COMMENTS.items = []
     tree = _concrete_parser().parse(text)
     comments, _COMMENTS.items = _COMMENTS.items, []
@@ -199,7 +204,7 @@ def format_text(text: str, file: str = "<string>") -> str:
     out = _layout(text, stream)
     if _significant(out) != _significant(text):
         raise FormatError(f"formatting {file} would change its tokens")
-    return out
+    return out if end is None or end.group() == "\n" else out.replace("\n", end.group())
 
 
 def _significant(text: str) -> list[tuple[str, str]]:

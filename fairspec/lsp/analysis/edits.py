@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from .completion import _KEYWORDS
-from .index import Index, Symbol, _contains, _same
+from .index import Index, Symbol, _contains, _same, _under
+from .quickfixes import data_fixes
 from fairspec.diagnostics import Diagnostic, Span, split_lines
 from fairspec.syntax import ast
 
@@ -27,7 +28,7 @@ def fixes(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
         out.append((f"Change to '{m.group(1)}'", d.span, m.group(1)))
     if d.code == "FS211" and d.related:
         out += _encode_line_fix(idx, d)
-    return out
+    return out + data_fixes(idx, d)
 
 
 def _encode_line_fix(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
@@ -203,16 +204,3 @@ def _applied(text: str, edits: list[tuple[Span, str]]) -> str:
         base = starts[span.line - 1]
         text = text[:base + span.column - 1] + new + text[base + span.end_column - 1:]
     return text
-
-
-def _under(file: str, root: str) -> bool:
-    """``file`` is the user's to edit with ``root``'s: under its folder or its project (fairspec.toml or
-    .git), never a shipped policy (unless ``root`` is one)."""
-    from fairspec import paths
-    from fairspec.files import project_root
-
-    f, spec = Path(file).resolve(), Path(root).resolve()
-    shipped = paths.specs_dir().resolve()
-    if f.is_relative_to(shipped) and not spec.is_relative_to(shipped):
-        return False
-    return f.is_relative_to(spec.parent) or f.is_relative_to(project_root(spec))

@@ -251,16 +251,15 @@ def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
     for a feature's column the type the feature reads it as."""
     root = next((m for m in idx.modules if _same(m.file, file)), None)
     for d in (root.decls if root is not None else ()):
-        if isinstance(d, ast.FeaturesDecl) and d.source is not None and _contains(d.span, file, line, col):
+        if isinstance(d, ast.FeaturesDecl) and _contains(d.span, file, line, col):
             f = next((f for f in d.features if f.column is not None and _contains(f.column.span, file, line, col)),
                      None)
+            if f is not None and d.source is None:
+                return _fromless_column(idx, d, f)
             text = _column_text(idx, d.source.id, f.column.value) if f is not None else None
             if text is None:
                 return None
-            fs = next((x for x in (_spec(idx).feature_sets if _spec(idx) else ()) if x.name == d.name.id), None)
-            feat = fs.get(f.name.id) if fs is not None else None
-            typ = f" as `{_domain(feat.domain)}`" if feat is not None else ""
-            return f"{text}\n- read by feature `{f.name.id}` of `{d.name.id}`{typ}"
+            return f"{text}\n- read by feature `{f.name.id}` of `{d.name.id}`{_read_as(_spec(idx), d.name.id, f)}"
         if not (isinstance(d, ast.DataDecl) and _contains(d.span, file, line, col)):
             continue
         for a in d.args:
@@ -270,6 +269,42 @@ def _column_at(idx: Index, file: str, line: int, col: int) -> str | None:
             if hit is not None:
                 return _column_text(idx, d.name.id, hit.id if isinstance(hit, ast.Name) else hit.value)
     return None
+
+
+def _read_as(spec, fs_name: str, f: ast.FeatureDecl) -> str:
+    fs = next((x for x in (spec.feature_sets if spec else ()) if x.name == fs_name), None)
+    feat = fs.get(f.name.id) if fs is not None else None
+    return f" as `{_domain(feat.domain)}`" if feat is not None else ""
+
+
+def _fromless_column(idx: Index, d: ast.FeaturesDecl, f: ast.FeatureDecl) -> str | None:
+    """A feature's `column "x"` in a features block without `from`: the rows are those of the data set a
+    property passes (`data = D`); with one data set declared that is the one, else which is not guessed."""
+    spec = _spec(idx)
+    declared = sorted((s for ss in idx.symbols.values() for s in ss if s.kind == "data"),
+                      key=lambda s: (s.span.file != d.span.file, s.span.file, s.span.line))
+    names = list(dict.fromkeys(s.name for s in declared))  # (also one lint could not read)
+    col, fs = f.column.value, d.name.id
+    if len(names) == 1:
+        text = _column_text(idx, names[0], col)
+        if text is not None:
+            return (f"{text}\n- read by feature `{f.name.id}` of `{fs}`{_read_as(spec, fs, f)} (no `from`: "
+                    f"`{names[0]}` is the only data set declared)")
+    head = f"**column** `{col}`, read by feature `{f.name.id}` of `{fs}`"
+    if not names:
+        return f"{head}: `{fs}` has no `from` and no data set is declared"
+    if len(names) == 1:
+        from fairspec.runtime.data import DataError, column_names
+
+        data = next((x for x in (spec.datasets if spec else ()) if x.name == names[0]), None)
+        try:
+            why = "has no such column" if data is not None and column_names(data) else "cannot be read"
+        except (DataError, OSError, ValueError):
+            why = "cannot be read"
+        return f"{head}: `{fs}` has no `from`; `{names[0]}`, the only data set declared, {why}"
+    shown = ", ".join(f"`{n}`" for n in names[:8]) + (", ..." if len(names) > 8 else "")
+    return (f"{head}: `{fs}` has no `from`, so the data set is the one a property passes (`data = ...`); "
+            f"{len(names)} are declared: {shown}")
 
 
 def _column_text(idx: Index, data: str, name: str) -> str | None:

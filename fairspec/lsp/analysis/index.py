@@ -416,3 +416,16 @@ def references(idx: Index, file: str, line: int, col: int, include_declaration: 
 
 def _spec(idx: Index):
     return getattr(idx.result, "spec", None)
+
+
+def _under(file: str, root: str) -> bool:
+    """``file`` is the user's to edit with ``root``'s: under its folder or its project (fairspec.toml or
+    .git), never a shipped policy (unless ``root`` is one)."""
+    from fairspec import paths
+    from fairspec.files import project_root
+
+    f, spec = Path(file).resolve(), Path(root).resolve()
+    shipped = paths.specs_dir().resolve()
+    if f.is_relative_to(shipped) and not spec.is_relative_to(shipped):
+        return False
+    return f.is_relative_to(spec.parent) or f.is_relative_to(project_root(spec))
