@@ -8,7 +8,7 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder``,
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (no infrequent categories),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
@@ -171,6 +171,10 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
+        # min_frequency / max_categories: the infrequent categories share the last code and the frequent
+        # ones are numbered among themselves, so a code is no longer the category's index in categories_
+        if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
+            return f"{what} (it groups infrequent categories)"
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
         return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats),

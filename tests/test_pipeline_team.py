@@ -1,0 +1,130 @@
+"""Session 28: the workflow of a team that ships scikit-learn pipelines (README: Python API, pytest, pipelines as
+saved). Each pipeline is fitted on a data frame, handed to ``fairspec.check`` as the object the team holds, and
+its group metrics compared with fairlearn's on the pipeline's own ``predict``; a model retrained with other
+columns or categories is a diagnostic, never a check against the wrong inputs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+fm = pytest.importorskip("fairlearn.metrics")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+
+import fairspec  # noqa: E402
+
+COLS = ["age", "income", "sex", "region", "education"]
+
+SPEC = """data test = csv("credit.csv", label = approved == 1)
+features A from test {
+  age : int in [18, 79]
+  income : int in [10, 199]
+  sex : {F, M} protected
+  region : {east, north, south, west}
+  education : {high, low, mid}
+}
+model clf = sklearn("clf.skops")
+property sp { statistical_parity(clf, groups sex x region) <= 0.9  min_group_size = 1 }
+property eo { equalized_odds(clf, groups region) <= 0.9  compare = to_overall  min_group_size = 1 }
+property di { disparate_impact(clf, groups sex) >= 0.01 }
+property fnr { false_negative_rate_difference(clf, groups education) <= 0.9 }
+"""
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(0)
+    n = 1200
+    df = pd.DataFrame({
+        "age": rng.integers(18, 80, n),
+        "income": rng.integers(10, 200, n).astype(float),
+        "sex": rng.choice(["F", "M"], n),
+        "region": rng.choice(["north", "south", "east", "west"], n, p=[.4, .3, .2, .1]),
+        "education": rng.choice(["low", "mid", "high"], n),
+        "years": rng.integers(0, 40, n),
+    })
+    z = (0.03 * (df.age - 40) + 0.02 * (df.income - 100) + (df.sex == "M") * 0.5 + (df.education == "high") * 0.8
+         - 0.9 * (df.region == "west") + 0.6 * (df.region == "east"))
+    df["approved"] = (rng.random(n) < 1 / (1 + np.exp(-z))).astype(int)
+    return df
+
+
+@pytest.fixture()
+def spec(tmp_path):
+    p = tmp_path / "credit.fair"
+    p.write_text(SPEC)
+    return p
+
+
+def _fit(df, pre, est, cols=COLS):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Pipeline([("pre", pre), ("clf", est)]).fit(df[cols], df.approved)
+
+
+def _lr():
+    return LogisticRegression(max_iter=1000)
+
+
+def _hgb():
+    return HistGradientBoostingClassifier(max_iter=20, max_depth=4, random_state=0)
+
+
+PIPELINES = {
+    "onehot_ignore": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                                 ("cat", OneHotEncoder(handle_unknown="ignore"),
+                                                  ["sex", "region", "education"])]), _lr()),
+    "onehot_drop_first_sparse": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                                            ("cat", OneHotEncoder(drop="first", sparse_output=True),
+                                                             ["sex", "region", "education"])]), _lr()),
+    "onehot_min_frequency": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                                        ("cat", OneHotEncoder(min_frequency=150,
+                                                                              handle_unknown="infrequent_if_exist"),
+                                                         ["sex", "region", "education"])]), _lr()),
+    "ordinal_passthrough_hgb": lambda: (ColumnTransformer([("num", "passthrough", ["age", "income"]),
+                                                           ("cat", OrdinalEncoder(), ["sex", "region", "education"])],
+                                                          remainder="drop"), _hgb()),
+    # max_categories groups east and west into one code (the last): their codes are no longer their
+    # positions in categories_ (was folded as if they were: another model than the pipeline's)
+    "ordinal_max_categories_hgb": lambda: (ColumnTransformer([("num", "passthrough", ["age", "income"]),
+                                                              ("cat", OrdinalEncoder(max_categories=3),
+                                                               ["sex", "region", "education"])]), _hgb()),
+    "ordinal_min_frequency_lr": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                                            ("cat", OrdinalEncoder(min_frequency=250),
+                                                             ["sex", "region", "education"])]), _lr()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_group_metrics_of_a_pipeline_agree_with_fairlearn_on_its_predict(frame, spec, name):
+    pipe = _fit(frame, *PIPELINES[name]())
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
+    assert not [d for d in rep.diagnostics if d.is_error], rep.diagnostics
+    y, d = frame.approved, pipe.predict(frame[COLS])
+    ref = {"sp": fm.demographic_parity_difference(y, d, sensitive_features=frame.sex + "|" + frame.region),
+           "eo": fm.equalized_odds_difference(y, d, sensitive_features=frame.region, method="to_overall"),
+           "di": fm.demographic_parity_ratio(y, d, sensitive_features=frame.sex),
+           "fnr": fm.false_negative_rate_difference(y, d, sensitive_features=frame.education)}
+    got = {v.name: v.value for v in rep}
+    assert set(got) == set(ref)
+    for k in ref:
+        assert abs(got[k] - ref[k]) <= 1e-9, (name, k, got[k], ref[k])
+
+
+def test_an_ordinal_encoder_grouping_infrequent_categories_is_evaluated_whole(frame, spec):
+    from fairspec.models.sklearn_pipeline import fold
+
+    pipe = _fit(frame, *PIPELINES["ordinal_max_categories_hgb"]())
+    assert fold(pipe).unfoldable == ("OrdinalEncoder 'cat' (it groups infrequent categories)",)
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
+    assert [d.code for d in rep.diagnostics] == ["FS423"]
+    assert "OrdinalEncoder 'cat' (it groups infrequent categories)" in rep.diagnostics[0].message
