@@ -98,6 +98,14 @@ PIPELINES = {
     "ordinal_max_categories_hgb": lambda: (ColumnTransformer([("num", "passthrough", ["age", "income"]),
                                                               ("cat", OrdinalEncoder(max_categories=3),
                                                                ["sex", "region", "education"])]), _hgb()),
+    # transformer_weights multiplies each entry's output: folded as if it did not, the estimator read other inputs
+    "weighted_entries_lr": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                                       ("cat", OneHotEncoder(), ["sex", "region", "education"])],
+                                                      transformer_weights={"num": 3.0, "cat": 0.5}),
+                                    LogisticRegression(max_iter=1000, C=0.01)),
+    "weighted_entries_hgb": lambda: (ColumnTransformer([("num", "passthrough", ["age", "income"]),
+                                                        ("cat", OrdinalEncoder(), ["sex", "region", "education"])],
+                                                       transformer_weights={"num": 0.37, "cat": 1.5}), _hgb()),
     "ordinal_min_frequency_lr": lambda: (ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
                                                             ("cat", OrdinalEncoder(min_frequency=250),
                                                              ["sex", "region", "education"])]), _lr()),
@@ -128,3 +136,53 @@ def test_an_ordinal_encoder_grouping_infrequent_categories_is_evaluated_whole(fr
     rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
     assert [d.code for d in rep.diagnostics] == ["FS423"]
     assert "OrdinalEncoder 'cat' (it groups infrequent categories)" in rep.diagnostics[0].message
+
+
+SMALL = SPEC.split("model clf")[0].replace("[18, 79]", "[30, 37]").replace("[10, 199]", "[90, 97]") + \
+    """model clf = sklearn("clf.skops")
+property same {
+  forall x, x' : A
+  require x.* == x'.* except {sex}
+  ensure label(clf(x)) == label(clf(x'))
+}
+"""
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_individual_fairness_of_a_pipeline_is_its_own_predicts(frame, tmp_path, name):
+    """Every point of the domain through the pipeline's predict: violated with a witness that flips there, or
+    holds (proved) when no point flips."""
+    from itertools import product
+
+    spec = tmp_path / "small.fair"
+    spec.write_text(SMALL)
+    pipe = _fit(frame, *PIPELINES[name]())
+    grid = pd.DataFrame(list(product(range(30, 38), range(90, 98), ["F", "M"], ["east", "north", "south", "west"],
+                                     ["high", "low", "mid"])), columns=COLS)
+    grid["income"] = grid.income.astype(float)
+    p = pipe.predict(grid).reshape(8, 8, 2, 4, 3)
+    flips = int((p[:, :, 0] != p[:, :, 1]).sum())
+    v = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})["same"]
+    if flips == 0:
+        assert (v.status, v.how) == ("holds", "proved"), (v.status, v.reason)
+        return
+    assert v.status == "violated", (v.status, v.reason)
+    w = v.witness
+    both = pd.DataFrame([w.features, w.features_prime])[COLS]
+    both["income"] = both.income.astype(float)
+    a, b = pipe.predict(both)
+    assert a != b, (w.features, w.features_prime)
+    if "cell pairs" not in v.reason:        # every pair counted (a tree model counts cells of its splits)
+        assert v.reason.startswith(f"{2 * flips:,} of the "), (v.reason, 2 * flips)
+
+
+def test_transformer_weights_are_named_and_the_pipeline_evaluated_whole(frame, spec):
+    from fairspec.models.sklearn_pipeline import fold
+
+    pipe = _fit(frame, *PIPELINES["weighted_entries_lr"]())
+    assert fold(pipe).unfoldable == ("'num' (transformer_weights multiplies its output by 3.0)",
+                                     "'cat' (transformer_weights multiplies its output by 0.5)")
+    unit = _fit(frame, ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                          ("cat", OneHotEncoder(), ["sex", "region", "education"])],
+                                         transformer_weights={"num": 1, "cat": 1.0}), _lr())
+    assert fold(unit).unfoldable == ()      # a weight of 1 changes nothing: folded

@@ -12,7 +12,7 @@ block of all zeros: fairspec lays out the whole block and widens the estimator, 
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
+declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
@@ -238,6 +238,10 @@ def fold(pipe) -> Folded:
             sl = slices.get(tname)
             if sl is None:
                 bad.append(f"'{tname}' (its output columns are not recorded)")
+                continue
+            weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
+            if weight != 1:             # transform multiplies this entry's output columns by it
+                bad.append(f"'{tname}' (transformer_weights multiplies its output by {weight!r})")
                 continue
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
             if isinstance(got, str):
