@@ -186,3 +186,33 @@ def test_transformer_weights_are_named_and_the_pipeline_evaluated_whole(frame, s
                                           ("cat", OneHotEncoder(), ["sex", "region", "education"])],
                                          transformer_weights={"num": 1, "cat": 1.0}), _lr())
     assert fold(unit).unfoldable == ()      # a weight of 1 changes nothing: folded
+
+
+def test_an_imputer_of_a_value_is_not_the_identity(frame, tmp_path):
+    """SimpleImputer(missing_values=0) replaces a value the domain holds (years 0 = not recorded, to the team):
+    evaluated whole, FS423 naming it (was folded as the identity: the estimator read 0 where the pipeline
+    reads the fill value)."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    from fairspec.models.sklearn_pipeline import fold
+
+    spec = tmp_path / "years.fair"
+    spec.write_text(SPEC.replace("  sex : {F, M}", "  years : int in [0, 39]\n  sex : {F, M}"))
+    cols = COLS + ["years"]
+    pre = ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                             ("yrs", make_pipeline(SimpleImputer(missing_values=0, strategy="constant", fill_value=35),
+                                                   StandardScaler()), ["years"]),
+                             ("cat", OneHotEncoder(), ["sex", "region", "education"])])
+    pipe = _fit(frame, pre, _lr(), cols)
+    assert fold(pipe).unfoldable == ("SimpleImputer 'yrs/simpleimputer' (missing_values=0 replaces a value, not a "
+                                     "missing cell)",)
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
+    assert [d.code for d in rep.diagnostics] == ["FS423"]
+    d = pipe.predict(frame[cols])
+    ref = fm.demographic_parity_difference(frame.approved, d, sensitive_features=frame.sex + "|" + frame.region)
+    assert abs(rep["sp"].value - ref) <= 1e-9
+    nan = _fit(frame, ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                         ("yrs", make_pipeline(SimpleImputer(), StandardScaler()), ["years"]),
+                                         ("cat", OneHotEncoder(), ["sex", "region", "education"])]), _lr(), cols)
+    assert fold(nan).unfoldable == ()       # NaN is no domain value: the identity, folded

@@ -11,7 +11,7 @@ Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped 
 block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (no infrequent categories),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
-``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
+``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
 declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
@@ -128,6 +128,10 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         # on every input fairspec evaluates it is the identity.
         if getattr(trans, "add_indicator", False) or getattr(trans, "indicator_", None) is not None:
             return f"{what} (add_indicator=True adds columns)"
+        mv = getattr(trans, "missing_values", float("nan"))
+        if not (mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)):
+            # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces
+            return f"{what} (missing_values={mv!r} replaces a value, not a missing cell)"
         stats = getattr(trans, "statistics_", None)
         if stats is not None and len(stats) != len(cols):
             return f"{what} (it drops columns that were empty in training)"
