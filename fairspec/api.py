@@ -419,6 +419,9 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
             path = stem.with_suffix(".skops")
             sio.dump(obj, path)
             return path
+        if fmt in ("xgboost", "lightgbm", "torch") and not _of_library(obj, fmt, mod):
+            raise FairspecError(f"model {name!r} is declared {fmt}(...): pass {_LIBRARY_OBJECTS[fmt]} or a file "
+                                f"path, not a {type(obj).__name__}")
         if fmt == "xgboost":
             booster, rounds = _xgboost_booster(obj, decl, name)
             path = stem.with_suffix(".json")
@@ -466,6 +469,22 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
                         f"pass a file path")
+
+
+_LIBRARY_OBJECTS = {"xgboost": "an XGBoost model (XGBClassifier, XGBRegressor or Booster)",
+                    "lightgbm": "a LightGBM model (LGBMClassifier, LGBMRegressor or Booster)",
+                    "torch": "a torch module (torch.nn.Module or TorchScript)"}
+
+
+def _of_library(obj, fmt: str, mod: str) -> bool:
+    """Is ``obj`` a model of the library ``fmt`` names (a subclass defined elsewhere included)?"""
+    if fmt == "torch":
+        import torch
+
+        return isinstance(obj, torch.nn.Module)
+    if fmt == "xgboost":
+        return mod == "xgboost" or hasattr(obj, "get_booster")
+    return mod == "lightgbm" or hasattr(obj, "booster_")
 
 
 def _xgboost_booster(obj, decl: _ModelDecl, name: str):

@@ -216,3 +216,40 @@ def test_an_imputer_of_a_value_is_not_the_identity(frame, tmp_path):
                                          ("yrs", make_pipeline(SimpleImputer(), StandardScaler()), ["years"]),
                                          ("cat", OneHotEncoder(), ["sex", "region", "education"])]), _lr(), cols)
     assert fold(nan).unfoldable == ()       # NaN is no domain value: the identity, folded
+
+
+@pytest.mark.parametrize("decl, wanted", [("xgboost(\"gbm.json\")", "an XGBoost model"),
+                                          ("lightgbm(\"gbm.txt\")", "a LightGBM model"),
+                                          ("torch(\"net.pt\")", "a torch module")])
+def test_a_pipeline_given_for_another_librarys_declaration_is_one_sentence_saying_what_to_pass(frame, tmp_path,
+                                                                                              decl, wanted):
+    if decl.startswith("torch"):
+        pytest.importorskip("torch")
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace('sklearn("clf.skops")', decl))
+    pipe = _fit(frame, *PIPELINES["onehot_ignore"]())
+    with pytest.raises(fairspec.FairspecError) as err:
+        fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
+    fmt = decl.split("(")[0]
+    assert str(err.value).startswith(f"model 'clf' is declared {fmt}(...): pass {wanted} (")
+    assert str(err.value).endswith(") or a file path, not a Pipeline")
+    assert "AttributeError" not in str(err.value)
+
+
+def test_a_torch_module_subclass_defined_by_the_team_is_written(frame, tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):             # defined here: its type's module is not torch
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(11, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+
+        def forward(self, x):
+            return self.body(x)
+
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace('sklearn("clf.skops")', 'torch("net.pt")') +
+                    "encode A for clf {\n  age, income : standard\n  sex, region, education : onehot\n}\n")
+    torch.manual_seed(0)
+    rep = fairspec.check(spec, models={"clf": Net()}, data={"test": frame}, property="di")
+    assert rep["di"].status in ("holds", "violated", "unknown") and rep.exit_code != 2, rep.diagnostics
