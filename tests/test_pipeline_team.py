@@ -253,3 +253,32 @@ def test_a_torch_module_subclass_defined_by_the_team_is_written(frame, tmp_path)
     torch.manual_seed(0)
     rep = fairspec.check(spec, models={"clf": Net()}, data={"test": frame}, property="di")
     assert rep["di"].status in ("holds", "violated", "unknown") and rep.exit_code != 2, rep.diagnostics
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_an_ordinal_pipeline_retrained_on_a_new_category_is_fs437_at_the_feature(frame, tmp_path, block):
+    """A category added (the team's data now has region 'central'): a one-hot block is FS422 (its width is
+    the pipeline's), an ordinal code keeps the declared categories' codes but the properties no longer
+    cover the model's inputs: warning FS437 at the feature, which an ignore comment acknowledges."""
+    from fairspec.pipeline import lint
+
+    import skops.io as sio
+
+    more = frame.copy()
+    more.loc[more.index[:150], "region"] = "central"
+    pipe = _fit(more, *PIPELINES["ordinal_passthrough_hgb"]())
+    sio.dump(pipe, tmp_path / "clf.skops")
+    frame.to_csv(tmp_path / "credit.csv", index=False)
+    text = SPEC + ("encode A for clf {\n  age, income : raw\n  sex : code\n"
+                   "  region : code {east = 1, north = 2, south = 3, west = 4}\n  education : code\n}\n" if block else "")
+    spec = tmp_path / "credit.fair"
+    spec.write_text(text)
+    got = [(d.code, d.severity, d.span.line) for d in lint(spec).diagnostics]
+    assert got == [("FS437", "warning", 6)], got
+    d = lint(spec).diagnostics[0]
+    assert "central (OrdinalEncoder 'cat')" in d.message and "region : {central, east, north, south, west}" in d.hint
+    spec.write_text(text.replace("  region :", "  # fairspec: ignore[FS437]\n  region :", 1))
+    assert [d.code for d in lint(spec).diagnostics] == []
+    one_hot = _fit(more, *PIPELINES["onehot_ignore"]())
+    rep = fairspec.check(tmp_path / "credit.fair", models={"clf": one_hot}, data={"test": frame})
+    assert [d.code for d in rep.diagnostics] == ["FS422"] and rep.exit_code == 2

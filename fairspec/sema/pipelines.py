@@ -98,6 +98,25 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
     return ir.ColumnEncoding(f.name, "onehot", fc.offset, fc.width, categories=cats, span=span), None, None
 
 
+def unread_categories(fc, f: ir.Feature, model: str, span, sink) -> None:
+    """FS437 when an OrdinalEncoder column knows categories feature f does not declare (a one-hot block
+    that does is FS422 in column_encoding): the codes of the declared ones are the pipeline's, but the
+    properties range over fewer categories than the model was fitted on -- a model retrained on a new
+    category, or a domain narrowed on purpose (then acknowledged with an ignore comment)."""
+    if fc.kind != "code":
+        return
+    declared = {_norm(f, c) for c in f.domain.categories}
+    more = [c for c in fc.categories if _norm(f, c) not in declared]
+    if more:
+        order = literals.category_set([next((c for c in f.domain.categories if _norm(f, c) == _norm(f, k)), k)
+                                       for k in fc.categories])
+        sink.add("FS437", f"the pipeline of model '{model}' was fitted on categories of '{f.name}' the feature does "
+                          f"not declare: {_shown(more)} (OrdinalEncoder '{fc.transformer}'); the properties range over "
+                          f"the declared categories only", f.span or span,
+                 hint=f"declare every category the pipeline knows ({f.name} : {order}), or acknowledge the narrower "
+                      f"domain with # fairspec: ignore[FS437]")
+
+
 def _candidates(folded, feature_sets) -> list:
     cols = [c.column for c in folded.columns]
     return [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in cols)]
@@ -137,6 +156,7 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
             sink.add("FS422", msg, f.span or span, hint=hint)
             ok = False
         else:
+            unread_categories(fc, f, model, span, sink)
             out.append(ce)
     if not ok:
         return None
@@ -218,6 +238,7 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
             sink.add("FS422", f"the encode block disagrees with the pipeline of model '{model}': {problem}", mine.span,
                      hint="drop the encode block: fairspec reads the pipeline's own encoding")
             return None
+        unread_categories(fc, f, model, mine.span, sink)
         derived.append(ce)
     extra = [c for c in enc.columns if c.feature not in {d.feature for d in derived}]
     if extra:
