@@ -282,3 +282,17 @@ def test_an_ordinal_pipeline_retrained_on_a_new_category_is_fs437_at_the_feature
     one_hot = _fit(more, *PIPELINES["onehot_ignore"]())
     rep = fairspec.check(tmp_path / "credit.fair", models={"clf": one_hot}, data={"test": frame})
     assert [d.code for d in rep.diagnostics] == ["FS422"] and rep.exit_code == 2
+
+
+@pytest.mark.parametrize("name", ["onehot_ignore", "onehot_min_frequency"])     # folded; evaluated whole
+def test_a_frame_without_a_column_the_pipeline_reads_is_that_one_error(frame, spec, name):
+    """The data frame lacks 'region' (FS207 at the feature) or has no rows (FS404): that is the error, not
+    also FS422 saying no feature set declares the columns the pipeline reads -- the feature set does."""
+    pipe = _fit(frame, *PIPELINES[name]())
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame.drop(columns=["region"])})
+    assert [d.code for d in rep.diagnostics if d.is_error] == ["FS207"], [(d.code, d.message) for d in rep.diagnostics]
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame.iloc[:0]})
+    assert [d.code for d in rep.diagnostics if d.is_error] == ["FS404"], [(d.code, d.message) for d in rep.diagnostics]
+    spec.write_text(SPEC.replace("  region : {east, north, south, west}\n", ""))   # a feature not declared: FS422
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": frame})
+    assert [d.code for d in rep.diagnostics if d.is_error] == ["FS422"], [(d.code, d.message) for d in rep.diagnostics]

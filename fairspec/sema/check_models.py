@@ -258,7 +258,8 @@ class ModelChecks:
                 fs = candidate(folded.clipped, list(self.feature_sets.values()))
                 folded = self.settle_pipeline(name, fs) if fs is not None else folded.clipped  # derive: FS422
             make = frame_encoding if folded.unfoldable else derive
-            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name),
+                       failed=self.failed_features)
             if enc is None:
                 self.encoded_models.add(name)       # reported: no second "has no encode block"
             else:
@@ -266,7 +267,8 @@ class ModelChecks:
         for name, inputs in self.frame_inputs.items():
             if name in self.encodings or name in self.encoded_models:
                 continue
-            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name),
+                                 failed=self.failed_features)
             if enc is None:
                 self.encoded_models.add(name)
             else:

@@ -129,11 +129,15 @@ def candidate(folded, feature_sets) -> ir.FeatureSet | None:
     return found[0] if len(found) == 1 else None
 
 
-def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
-    """The derived encoding for a pipeline model that has no encode block, or None after FS422."""
+def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> ir.Encoding | None:
+    """The derived encoding for a pipeline model that has no encode block, or None after FS422 (none when
+    the columns no feature set declares are all features whose declaration failed, ``failed``: that
+    error, a column the data lacks or a data set that could not be read, is the one reported)."""
     cols = [c.column for c in folded.columns]
     candidates = _candidates(folded, feature_sets)
     if len(candidates) != 1:
+        if not candidates and _declared_but_failed(cols, feature_sets, failed):
+            return None
         if candidates:
             sink.add("FS422", f"the feature sets {', '.join(fs.name for fs in candidates)} all declare the columns the "
                               f"pipeline of model '{model}' reads, so which one it takes is ambiguous", span,
@@ -169,13 +173,22 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
     return ir.Encoding(fs.name, model, tuple(out), folded.width, span=span)
 
 
-def frame_encoding(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
+def _declared_but_failed(cols, feature_sets, failed) -> bool:
+    """Is every column no feature set's features name one that a failed feature declaration named?"""
+    best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
+    missing = [c for c in cols if best is None or _feature_for(best, c) is None]
+    return bool(missing) and all(c in failed for c in missing)
+
+
+def frame_encoding(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> ir.Encoding | None:
     """For a pipeline fairspec cannot fold (evaluated whole on a data frame): one column per
     input column the pipeline reads, a number as ``raw`` and a category as its ``code``
     (0, 1, ... in declared order); the loader turns them back into the data frame
     (SklearnModel.bind_encoding). Columns the pipeline drops may go undeclared."""
     need = [c for c in folded.inputs if c not in folded.dropped]
     candidates = [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in need)]
+    if not candidates and _declared_but_failed(need, feature_sets, failed):
+        return None
     if len(candidates) != 1:
         what = ("several feature sets declare them: " + ", ".join(fs.name for fs in candidates)) if candidates \
             else "no feature set declares them all"
