@@ -116,6 +116,13 @@ class ModelLoadError(Exception):
 _ANNOUNCED: set[str] = set()
 
 
+def announced_pickle(path) -> None:
+    """A pickle loaded without saying so on stderr: one the Python API wrote of the caller's own object."""
+    import os
+
+    _ANNOUNCED.add(os.path.realpath(str(path)))
+
+
 @contextlib.contextmanager
 def loading_pickle(path):
     """Around the load of a trusted pickle: say once per file, on stderr, that loading it runs the code

@@ -78,6 +78,7 @@ class ModelChecks:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
                           hint=did_you_mean(k, ["output", "index", "score", "rounds"])
                           or "options are output, index, score, rounds (xgboost) and trust pickle")
+        trust = trust or bool(self.substitutes.get(("trusted", node.name.id)))   # the API's pickle of an object
         refused = self.substitutes.get(("refused", node.name.id))
         if refused:  # a file of the --models folder whose link leads out of the project: never opened
             self.fail("FS212", refused, path_arg.span, hint="remove the link, or pass --allow-path DIR")
