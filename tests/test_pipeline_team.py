@@ -328,3 +328,23 @@ def test_a_pipeline_ending_in_an_xgboost_classifier_is_checked_in_memory(frame, 
 
     with _Substitutes(spec, {"clf": plain}, None) as sub:
         assert sub.files[("model", "clf")].suffix == ".skops" and ("trusted", "clf") not in sub.files
+
+
+def test_weighted_group_metrics_of_a_pipeline_agree_with_fairlearn(frame, tmp_path):
+    """``weight = COLUMN`` through a pipeline the team holds: fairlearn's sample_weight on its predict."""
+    spec = tmp_path / "w.fair"
+    spec.write_text(SPEC.split("property")[0] + "property a { accuracy_ratio(clf, groups region) >= 0.1  weight = w }\n"
+                    "property b { equalized_odds(clf, groups sex x education) <= 0.9  weight = w  compare = to_overall }"
+                    "\nproperty c { statistical_parity(clf, groups region) <= 0.9  weight = w }\n")
+    data = frame.assign(w=frame.years + 0.5)
+    pipe = _fit(frame, ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                          ("cat", OneHotEncoder(drop="if_binary"), ["sex", "region", "education"])]),
+                _lr())
+    rep = fairspec.check(spec, models={"clf": pipe}, data={"test": data})
+    y, d, w = data.approved, pipe.predict(data[COLS]), data.w
+    ref = {"a": fm.accuracy_score_ratio(y, d, sensitive_features=data.region, sample_weight=w),
+           "b": fm.equalized_odds_difference(y, d, sensitive_features=data.sex + "|" + data.education, sample_weight=w,
+                                             method="to_overall"),
+           "c": fm.demographic_parity_difference(y, d, sensitive_features=data.region, sample_weight=w)}
+    for k, r in ref.items():
+        assert abs(rep[k].value - r) <= 1e-9, (k, rep[k].value, r)
