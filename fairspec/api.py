@@ -495,10 +495,14 @@ class _Pickled(tuple):
 
 
 def _skops_refuses(sio, path: Path) -> bool:
-    """Does the skops file hold types fairspec's loader refuses (fairspec.models.sklearn_model)?"""
+    """Does the skops file hold another library's types, which fairspec's loader refuses
+    (fairspec.models.sklearn_model)? Not when one is a function of the training script (a lambda column
+    selector, a FunctionTransformer's def): the loader's hint says how to save the pipeline without it."""
     from fairspec.models.sklearn_model import _is_trusted
 
-    return any(not _is_trusted(t) for t in sio.get_untrusted_types(file=str(path)))
+    refused = [t for t in sio.get_untrusted_types(file=str(path)) if not _is_trusted(t)]
+    return bool(refused) and not any(t.startswith("__main__.") or "<lambda>" in t or "<locals>" in t
+                                     for t in refused)
 
 
 _LIBRARY_OBJECTS = {"xgboost": "an XGBoost model (XGBClassifier, XGBRegressor or Booster)",
