@@ -348,3 +348,21 @@ def test_weighted_group_metrics_of_a_pipeline_agree_with_fairlearn(frame, tmp_pa
            "c": fm.demographic_parity_difference(y, d, sensitive_features=data.region, sample_weight=w)}
     for k, r in ref.items():
         assert abs(rep[k].value - r) <= 1e-9, (k, rep[k].value, r)
+
+
+def test_an_array_fitted_model_retrained_with_a_column_added_is_fs402_alone(frame, tmp_path):
+    """A LogisticRegression fitted on an array of 11 columns against a block of 10: FS402 says the widths
+    differ; FS427 ('its 10 inputs are taken in the encode block's order') would misstate the model."""
+    from fairspec.pipeline import lint
+
+    import skops.io as sio
+
+    X = pd.concat([frame[["age", "income", "years"]].astype(float),
+                   pd.get_dummies(frame[["sex", "region", "education"]], dtype=float)], axis=1).to_numpy()
+    sio.dump(_lr().fit(X, frame.approved), tmp_path / "clf.skops")
+    frame.to_csv(tmp_path / "credit.csv", index=False)
+    spec = tmp_path / "credit.fair"
+    spec.write_text(SPEC + "encode A for clf {\n  age, income : raw\n  sex, region, education : onehot\n}\n")
+    assert [d.code for d in lint(spec).diagnostics] == ["FS402"]
+    sio.dump(_lr().fit(X[:, [0, 1] + list(range(3, 12))], frame.approved), tmp_path / "clf.skops")
+    assert [d.code for d in lint(spec).diagnostics] == ["FS427"]        # as wide: stated, as before
