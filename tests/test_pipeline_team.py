@@ -323,6 +323,12 @@ def test_a_pipeline_ending_in_an_xgboost_classifier_is_checked_in_memory(frame, 
     p = pipe.predict(grid).reshape(8, 8, 2, 4, 3)
     flips = int((p[:, :, 0] != p[:, :, 1]).sum())
     assert v.status == ("violated" if flips else "holds"), (v.status, v.reason, flips)
+    two = tmp_path / "two.fair"          # two properties: decided in two worker processes, each loading the model
+    two.write_text(SMALL + SMALL.split("model clf")[1].split("\n", 1)[1].replace("property same", "property again"))
+    capfd.readouterr()
+    par = fairspec.check(two, models={"clf": pipe}, data={"test": frame}, workers=2)
+    assert par["same"].status == par["again"].status == v.status
+    assert "runs the code inside the pickle" not in capfd.readouterr().err
     plain = _fit(frame, *PIPELINES["onehot_ignore"]())      # scikit-learn's own types: a skops file, as before
     from fairspec.api import _Substitutes
 
