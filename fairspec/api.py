@@ -257,6 +257,8 @@ class _Substitutes:
                 if decl is None:
                     raise undeclared(self.spec, words[0], words[1], name, declared[kind])
                 path = write(obj, decl, folder / f"{kind}-{name}", name)
+                if isinstance(path, _Pickled):                    # the caller's object, as a trusted pickle
+                    path, self.files[("trusted", name)] = path[0], True
                 if kind == "data" and isinstance(path, tuple):    # a frame's nulls written as a marker
                     path, self.files[("missing", name)] = path
                 if kind == "model" and isinstance(path, tuple):   # an XGBoost wrapper's rounds kept
@@ -418,7 +420,24 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
 
             path = stem.with_suffix(".skops")
             sio.dump(obj, path)
-            return path
+            if not _skops_refuses(sio, path):
+                return path
+            # another library's objects inside (a Pipeline ending in an XGBClassifier): the loader refuses them
+            # in a skops file, so the caller's own object is written as a pickle the check trusts (the caller
+            # holds it already; the declared file, if it is read, keeps its own rule)
+            import pickle
+
+            path.unlink()
+            path = stem.with_suffix(".pkl")
+            with open(path, "wb") as fh:
+                pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            from fairspec.models.base import OWN_OBJECTS
+
+            (path.parent / OWN_OBJECTS).touch()     # no "loading ... runs the code inside the pickle" for it
+            return _Pickled(path)
+        if fmt in ("xgboost", "lightgbm", "torch") and not _of_library(obj, fmt, mod):
+            raise FairspecError(f"model {name!r} is declared {fmt}(...): pass {_LIBRARY_OBJECTS[fmt]} or a file "
+                                f"path, not a {type(obj).__name__}")
         if fmt == "xgboost":
             booster, rounds = _xgboost_booster(obj, decl, name)
             path = stem.with_suffix(".json")
@@ -466,6 +485,40 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
                         f"pass a file path")
+
+
+class _Pickled(tuple):
+    """The path of a model the API wrote as a pickle (the check trusts it: the caller's own object)."""
+
+    def __new__(cls, path):
+        return super().__new__(cls, (path,))
+
+
+def _skops_refuses(sio, path: Path) -> bool:
+    """Does the skops file hold another library's types, which fairspec's loader refuses
+    (fairspec.models.sklearn_model)? Not when one is a function of the training script (a lambda column
+    selector, a FunctionTransformer's def): the loader's hint says how to save the pipeline without it."""
+    from fairspec.models.sklearn_model import _is_trusted
+
+    refused = [t for t in sio.get_untrusted_types(file=str(path)) if not _is_trusted(t)]
+    return bool(refused) and not any(t.startswith("__main__.") or "<lambda>" in t or "<locals>" in t
+                                     for t in refused)
+
+
+_LIBRARY_OBJECTS = {"xgboost": "an XGBoost model (XGBClassifier, XGBRegressor or Booster)",
+                    "lightgbm": "a LightGBM model (LGBMClassifier, LGBMRegressor or Booster)",
+                    "torch": "a torch module (torch.nn.Module or TorchScript)"}
+
+
+def _of_library(obj, fmt: str, mod: str) -> bool:
+    """Is ``obj`` a model of the library ``fmt`` names (a subclass defined elsewhere included)?"""
+    if fmt == "torch":
+        import torch
+
+        return isinstance(obj, torch.nn.Module)
+    if fmt == "xgboost":
+        return mod == "xgboost" or hasattr(obj, "get_booster")
+    return mod == "lightgbm" or hasattr(obj, "booster_")
 
 
 def _xgboost_booster(obj, decl: _ModelDecl, name: str):

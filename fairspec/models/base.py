@@ -116,6 +116,16 @@ class ModelLoadError(Exception):
 _ANNOUNCED: set[str] = set()
 
 
+#: a file the Python API writes beside the pickles it makes of the caller's own objects (fairspec.api): they
+#: load without the stderr line (in worker processes too), since no spec asked to trust them
+OWN_OBJECTS = ".fairspec-own-objects"
+
+
+def own_object(path) -> bool:
+    """Is ``path`` a pickle the Python API wrote of the caller's own object (:data:`OWN_OBJECTS`)?"""
+    return (pathlib.Path(path).parent / OWN_OBJECTS).is_file()
+
+
 @contextlib.contextmanager
 def loading_pickle(path):
     """Around the load of a trusted pickle: say once per file, on stderr, that loading it runs the code
@@ -128,7 +138,7 @@ def loading_pickle(path):
     from fairspec.models.torch_own import watching
 
     key = os.path.realpath(str(path))
-    if key not in _ANNOUNCED:
+    if key not in _ANNOUNCED and not own_object(path):
         _ANNOUNCED.add(key)
         print(f"fairspec: loading {visible_value(path)} runs the code inside the pickle (the spec says `trust pickle`)",
               file=sys.stderr, flush=True)

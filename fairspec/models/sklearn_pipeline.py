@@ -8,11 +8,11 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder``,
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (no infrequent categories),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
-``"drop"``, ``SimpleImputer`` without indicator columns (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (a pipeline without one
+``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
+declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
@@ -128,6 +128,10 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         # on every input fairspec evaluates it is the identity.
         if getattr(trans, "add_indicator", False) or getattr(trans, "indicator_", None) is not None:
             return f"{what} (add_indicator=True adds columns)"
+        mv = getattr(trans, "missing_values", float("nan"))
+        if not (mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)):
+            # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces
+            return f"{what} (missing_values={mv!r} replaces a value, not a missing cell)"
         stats = getattr(trans, "statistics_", None)
         if stats is not None and len(stats) != len(cols):
             return f"{what} (it drops columns that were empty in training)"
@@ -171,6 +175,10 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
+        # min_frequency / max_categories: the infrequent categories share the last code and the frequent
+        # ones are numbered among themselves, so a code is no longer the category's index in categories_
+        if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
+            return f"{what} (it groups infrequent categories)"
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
         return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats),
@@ -234,6 +242,10 @@ def fold(pipe) -> Folded:
             sl = slices.get(tname)
             if sl is None:
                 bad.append(f"'{tname}' (its output columns are not recorded)")
+                continue
+            weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
+            if weight != 1:             # transform multiplies this entry's output columns by it
+                bad.append(f"'{tname}' (transformer_weights multiplies its output by {weight!r})")
                 continue
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
             if isinstance(got, str):

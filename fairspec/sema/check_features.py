@@ -201,6 +201,7 @@ class FeatureChecks:
             enc = match(enc, fs, model.name, names, self.sink, node.span) or enc
         elif (complete and names is None and model.format == "sklearn" and self.model_widths.get(model.name)
               and model.name not in self.pipelines               # the block was checked against the pipeline
+              and (width is None or width == offset)             # else FS402: the block's columns are not its inputs
               and str(model.path).lower().endswith(".skops")):   # a pickle's names are read at check time
             from fairspec.sema.names import unnamed
 

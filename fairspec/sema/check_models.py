@@ -78,6 +78,7 @@ class ModelChecks:
                 self.fail("FS208", f"unknown model option '{k}'", a.name.span,
                           hint=did_you_mean(k, ["output", "index", "score", "rounds"])
                           or "options are output, index, score, rounds (xgboost) and trust pickle")
+        trust = trust or bool(self.substitutes.get(("trusted", node.name.id)))   # the API's pickle of an object
         refused = self.substitutes.get(("refused", node.name.id))
         if refused:  # a file of the --models folder whose link leads out of the project: never opened
             self.fail("FS212", refused, path_arg.span, hint="remove the link, or pass --allow-path DIR")
@@ -258,7 +259,8 @@ class ModelChecks:
                 fs = candidate(folded.clipped, list(self.feature_sets.values()))
                 folded = self.settle_pipeline(name, fs) if fs is not None else folded.clipped  # derive: FS422
             make = frame_encoding if folded.unfoldable else derive
-            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            enc = make(folded, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name),
+                       failed=self.failed_features)
             if enc is None:
                 self.encoded_models.add(name)       # reported: no second "has no encode block"
             else:
@@ -266,7 +268,8 @@ class ModelChecks:
         for name, inputs in self.frame_inputs.items():
             if name in self.encodings or name in self.encoded_models:
                 continue
-            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name))
+            enc = frame_encoding(inputs, list(self.feature_sets.values()), name, self.sink, self.model_spans.get(name),
+                                 failed=self.failed_features)
             if enc is None:
                 self.encoded_models.add(name)
             else:

@@ -98,6 +98,25 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
     return ir.ColumnEncoding(f.name, "onehot", fc.offset, fc.width, categories=cats, span=span), None, None
 
 
+def unread_categories(fc, f: ir.Feature, model: str, span, sink) -> None:
+    """FS437 when an OrdinalEncoder column knows categories feature f does not declare (a one-hot block
+    that does is FS422 in column_encoding): the codes of the declared ones are the pipeline's, but the
+    properties range over fewer categories than the model was fitted on -- a model retrained on a new
+    category, or a domain narrowed on purpose (then acknowledged with an ignore comment)."""
+    if fc.kind != "code":
+        return
+    declared = {_norm(f, c) for c in f.domain.categories}
+    more = [c for c in fc.categories if _norm(f, c) not in declared]
+    if more:
+        order = literals.category_set([next((c for c in f.domain.categories if _norm(f, c) == _norm(f, k)), k)
+                                       for k in fc.categories])
+        sink.add("FS437", f"the pipeline of model '{model}' was fitted on categories of '{f.name}' the feature does "
+                          f"not declare: {_shown(more)} (OrdinalEncoder '{fc.transformer}'); the properties range over "
+                          f"the declared categories only", f.span or span,
+                 hint=f"declare every category the pipeline knows ({f.name} : {order}), or acknowledge the narrower "
+                      f"domain with # fairspec: ignore[FS437]")
+
+
 def _candidates(folded, feature_sets) -> list:
     cols = [c.column for c in folded.columns]
     return [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in cols)]
@@ -110,11 +129,15 @@ def candidate(folded, feature_sets) -> ir.FeatureSet | None:
     return found[0] if len(found) == 1 else None
 
 
-def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
-    """The derived encoding for a pipeline model that has no encode block, or None after FS422."""
+def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> ir.Encoding | None:
+    """The derived encoding for a pipeline model that has no encode block, or None after FS422 (none when
+    the columns no feature set declares are all features whose declaration failed, ``failed``: that
+    error, a column the data lacks or a data set that could not be read, is the one reported)."""
     cols = [c.column for c in folded.columns]
     candidates = _candidates(folded, feature_sets)
     if len(candidates) != 1:
+        if not candidates and _declared_but_failed(cols, feature_sets, failed):
+            return None
         if candidates:
             sink.add("FS422", f"the feature sets {', '.join(fs.name for fs in candidates)} all declare the columns the "
                               f"pipeline of model '{model}' reads, so which one it takes is ambiguous", span,
@@ -137,6 +160,7 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
             sink.add("FS422", msg, f.span or span, hint=hint)
             ok = False
         else:
+            unread_categories(fc, f, model, span, sink)
             out.append(ce)
     if not ok:
         return None
@@ -149,13 +173,22 @@ def derive(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
     return ir.Encoding(fs.name, model, tuple(out), folded.width, span=span)
 
 
-def frame_encoding(folded, feature_sets, model: str, sink, span) -> ir.Encoding | None:
+def _declared_but_failed(cols, feature_sets, failed) -> bool:
+    """Is every column no feature set's features name one that a failed feature declaration named?"""
+    best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
+    missing = [c for c in cols if best is None or _feature_for(best, c) is None]
+    return bool(missing) and all(c in failed for c in missing)
+
+
+def frame_encoding(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> ir.Encoding | None:
     """For a pipeline fairspec cannot fold (evaluated whole on a data frame): one column per
     input column the pipeline reads, a number as ``raw`` and a category as its ``code``
     (0, 1, ... in declared order); the loader turns them back into the data frame
     (SklearnModel.bind_encoding). Columns the pipeline drops may go undeclared."""
     need = [c for c in folded.inputs if c not in folded.dropped]
     candidates = [fs for fs in feature_sets if all(_feature_for(fs, c) is not None for c in need)]
+    if not candidates and _declared_but_failed(need, feature_sets, failed):
+        return None
     if len(candidates) != 1:
         what = ("several feature sets declare them: " + ", ".join(fs.name for fs in candidates)) if candidates \
             else "no feature set declares them all"
@@ -218,6 +251,7 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
             sink.add("FS422", f"the encode block disagrees with the pipeline of model '{model}': {problem}", mine.span,
                      hint="drop the encode block: fairspec reads the pipeline's own encoding")
             return None
+        unread_categories(fc, f, model, mine.span, sink)
         derived.append(ce)
     extra = [c for c in enc.columns if c.feature not in {d.feature for d in derived}]
     if extra:
