@@ -34,8 +34,8 @@ def _readout_call(fn):
 
 
 def predicted_classes(ctx, model_name: str, X) -> np.ndarray:
-    model = ctx.model(model_name)
-    return _readout_call(lambda: model.readout.predicted_class(model.outputs(X)))
+    """``class(m(x))`` per row: the model's own (a scikit-learn classifier's ``predict``)."""
+    return _readout_call(lambda: ctx.model(model_name).predict_class(X))
 
 
 def values(ctx, model_name: str, X) -> np.ndarray:
@@ -59,7 +59,7 @@ def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> 
         Y = _readout_call(lambda: model.outputs(X))
         if memo is not None:
             memo[key] = Y
-    d = _decide_outputs(model, Y, c, t)
+    d = _decide_outputs(model, Y, c, t, X)
     if memo is not None and batching.checked(model) and fragile_key(prop) not in memo:
         memo[fragile_key(prop)] = output_fragile(model, X, Y, d, c, t)
     return d
@@ -69,9 +69,13 @@ def fragile_key(prop: ir.GroupMetric) -> tuple:
     return ("fragile", prop.model, "class", prop.param("class"), "threshold", prop.param("threshold"))
 
 
-def _decide_outputs(model, Y, c, t) -> np.ndarray:
+def _decide_outputs(model, Y, c, t, X=None) -> np.ndarray:
+    """The decision per row from the outputs Y of the model-input rows X: the model's own class
+    (``predict_class``: a scikit-learn classifier's ``predict``; the readout of Y without X), or the value >= t."""
     if c is not None:
-        return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
+        if X is None:
+            return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
+        return (_readout_call(lambda: model.predict_class(X, Y)) == c).astype(np.int64)
     return (_readout_call(lambda: model.readout.value(Y)) >= t).astype(np.int64)
 
 
@@ -92,7 +96,7 @@ def output_fragile(model, X, Y, d, c, t) -> dict:
             width, bound = batching.spread(model, X, z)
             gap = np.abs(z - (float(model.readout.threshold) if c is not None else float(t)))
     return batching.fragile_rows(X, d, gap, width, bound,
-                                 lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t))
+                                 lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t, Xs))
 
 
 def true_classes(rows, target: str, model) -> np.ndarray:
