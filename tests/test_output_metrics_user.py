@@ -1,0 +1,96 @@
+"""Multiclass and regression group metrics as a user reads them (README 'Group metrics'):
+
+* ``threshold = t`` is ``value >= t`` for the decision and ``target >= t`` for the truth: a prediction or a
+  target exactly at t is positive (a LinearRegression whose predictions are whole numbers, t one of them);
+* a class the target never holds makes every rate of its truth 0/0: the verdict is unknown and its reason
+  names the target column and the class (it named "the label of data", which such data may not have);
+* a regression's per-group table has an "all rows" line (the reference of ``compare = to_overall``), and a
+  violated ``to_overall`` metric names the group farthest from all rows, in text and JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fairspec import pipeline
+
+fm = pytest.importorskip("fairlearn.metrics")
+sio = pytest.importorskip("skops.io")
+pytest.importorskip("sklearn")
+
+TOL = 1e-12
+
+FEATURES = """features F from d {
+  a : int in [0, 5]
+  b : int in [0, 3]
+  sex : {F, M} protected
+}
+"""
+
+
+def _write(tmp_path, est, rows, header, spec):
+    sio.dump(est, tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text(header + "\n" + "\n".join(",".join(str(x) for x in r) for r in rows) + "\n")
+    (tmp_path / "s.fair").write_text(spec)
+    rep = pipeline.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    return {v.name: v for v in rep.verdicts}
+
+
+def _regression_rows(n=400, seed=2):
+    rng = np.random.default_rng(seed)
+    a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
+    a = np.where((s == 0) & (rng.random(n) < 0.4), 3, a)        # many women exactly at the threshold 3
+    v = np.clip(a + rng.integers(-1, 2, n), 0, 5)                 # whole-number targets, some exactly 3
+    return a, b, s, v
+
+
+def test_threshold_is_at_least_t(tmp_path):
+    from sklearn.linear_model import LinearRegression
+
+    a, b, s, v = _regression_rows()
+    X = np.stack([a, b, s], axis=1).astype(np.float64)
+    lin = LinearRegression().fit(X, v)
+    lin.coef_, lin.intercept_ = np.array([1.0, 0.0, 0.0]), 0.0          # predict(x) = a, exactly
+    assert np.array_equal(lin.predict(X), a.astype(np.float64))
+    sex = np.array(["F", "M"])[s]
+    spec = ('data d = csv("d.csv", target = v)\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property sp { statistical_parity(m, groups sex, threshold = 3) <= 1   bootstrap = 10 }\n'
+            'property eo { equalized_odds(m, groups sex, threshold = 3) <= 1   bootstrap = 10 }\n')
+    v_ = _write(tmp_path, lin, zip(a, b, sex, v), "a,b,sex,v", spec)
+    pred = a.astype(np.float64)
+    at = fm.demographic_parity_difference(v >= 3, pred >= 3, sensitive_features=sex)
+    above = fm.demographic_parity_difference(v > 3, pred > 3, sensitive_features=sex)
+    assert abs(at - above) > 0.05                   # the fixture: >= and > give different values
+    assert abs(v_["sp"].value - at) <= TOL, (v_["sp"].value, at, above)
+    eo = fm.equalized_odds_difference(v >= 3, pred >= 3, sensitive_features=sex)
+    assert abs(eo - fm.equalized_odds_difference(v > 3, pred >= 3, sensitive_features=sex)) > 0.01
+    assert abs(v_["eo"].value - eo) <= TOL, (v_["eo"].value, eo)
+
+
+def test_a_class_the_target_never_holds(tmp_path):
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(4)
+    n = 300
+    a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
+    grade = np.array(["hi", "lo", "mid"])[np.clip((a + rng.integers(-1, 2, n)) // 2, 0, 2)]
+    X = np.stack([a, b, s], axis=1).astype(np.float64)
+    lr = LogisticRegression(max_iter=500).fit(X, grade)
+    keep = grade != "mid"                           # the data the metric reads has no row of class mid
+    sex = np.array(["F", "M"])[s]
+    spec = ('data d = csv("d.csv", target = grade)\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property eop { equal_opportunity(m, groups sex, class = "mid") <= 0.1   bootstrap = 10 }\n'
+            'property fnr { false_negative_rate_difference(m, groups sex, class = 2) <= 0.1   bootstrap = 10 }\n')
+    v = _write(tmp_path, lr, zip(a[keep], b[keep], sex[keep], grade[keep]), "a,b,sex,grade", spec)
+    for name in ("eop", "fnr"):
+        x = v[name]
+        assert x.status == "unknown", (name, x.status, x.value, x.reason)
+        assert "target column 'grade'" in x.reason and 'class "mid" (column 2)' in x.reason, x.reason
+        assert "on none of the" in x.reason and "label" not in x.reason, x.reason
