@@ -94,3 +94,53 @@ def test_a_class_the_target_never_holds(tmp_path):
         assert x.status == "unknown", (name, x.status, x.value, x.reason)
         assert "target column 'grade'" in x.reason and 'class "mid" (column 2)' in x.reason, x.reason
         assert "on none of the" in x.reason and "label" not in x.reason, x.reason
+
+
+def test_to_overall_names_the_group_and_the_reference(tmp_path):
+    """compare = to_overall: the table's "all rows" line is fairlearn's MetricFrame overall, and a violated
+    verdict names the group farthest from it (it named none), in text and in JSON (details.overall)."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    a, b, s, v = _regression_rows(seed=5)
+    X = np.stack([a, b, s], axis=1).astype(np.float64)
+    sex = np.array(["F", "M"])[s]
+    lin = LinearRegression().fit(X, v * 100.0 + 300.0 * s)
+    spec = ('data d = csv("d.csv", target = v)\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property mean { mean_prediction_difference(m, groups sex) <= 1   compare = to_overall   bootstrap = 20 }\n'
+            'property ratio { mean_prediction_ratio(m, groups sex) >= 0.99   compare = to_overall   bootstrap = 20 }\n')
+    res = _write(tmp_path, lin, zip(a, b, sex, v), "a,b,sex,v", spec)
+    pred = lin.predict(X)
+    mf = fm.MetricFrame(metrics=fm.mean_prediction, y_true=v, y_pred=pred, sensitive_features=sex)
+    o = mf.overall
+    far = {"mean": max(("F", "M"), key=lambda k: abs(mf.by_group[k] - o)),       # the group that makes the value
+           "ratio": min(("F", "M"), key=lambda k: min(mf.by_group[k] / o, o / mf.by_group[k]))}
+    for name in ("mean", "ratio"):
+        x, far_ = res[name], far[name]
+        assert x.status == "violated", (name, x.status, x.reason)
+        assert abs(x.details["overall"]["mean_prediction"] - mf.overall) <= 1e-9
+        assert x.details["overall"]["rows"] == len(a)
+        assert f"farthest from all rows sex={far_} ({mf.by_group[far_]:.3f}; all rows {o:.3f})" in x.reason
+    assert abs(res["mean"].value - mf.difference(method="to_overall")) <= 1e-9
+    assert abs(res["ratio"].value - mf.ratio(method="to_overall")) <= 1e-9
+
+    lr = LogisticRegression(max_iter=500).fit(X, np.array(["hi", "lo", "mid"])[np.clip(a // 2, 0, 2)])
+    grade = np.array(["hi", "lo", "mid"])[np.clip((a + b) // 3, 0, 2)]
+    spec = ('data d = csv("d.csv", target = grade)\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property tv { class_distribution_distance(m, groups sex) <= 0.001   compare = to_overall   '
+            'bootstrap = 20 }\n')
+    res = _write(tmp_path, lr, zip(a, b, sex, grade), "a,b,sex,grade", spec)
+    pred = lr.predict(X)
+    shares = {c: float(np.mean(pred == c)) for c in lr.classes_}
+    tv = res["tv"]
+    assert tv.details["overall"]["class_share"] == pytest.approx(shares, abs=1e-12)
+    out = subprocess.run([sys.executable, "-m", "fairspec", "check", "s.fair", "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    doc = json.loads(out.stdout)
+    (p,) = doc["properties"]
+    assert p["details"]["overall"]["class_share"] == pytest.approx(shares, abs=1e-12)
+    assert "farthest from all rows sex=" in p["reason"]
+    text = subprocess.run([sys.executable, "-m", "fairspec", "check", "s.fair"], capture_output=True, text=True,
+                          cwd=tmp_path, env={**__import__("os").environ, "COLUMNS": "200"}).stdout
+    assert "all rows" in text and "farthest from all rows" in text

@@ -249,6 +249,9 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
     details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
                                w1)
+    details["overall"] = {k: x for k, x in _table(mdef, ["all rows"], np.zeros_like(g), pred, target, truth,
+                                                  np.array([n]), np.array([True]), np.array([False]), K, model, 1,
+                                                  loss, w1)[0].items() if k not in ("group", "counted")}
     details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tprs", "class_fprs"] if mdef.quantity ==
                                                                   "class_odds" else [])) if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
@@ -283,7 +286,8 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
         labels = [str(x) for x in model.readout.classes] if multiclass and model.readout.classes else None
-        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels)
+        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels) if mode == BETWEEN else \
+            _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels)
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
@@ -351,6 +355,63 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         a, b = int(np.argmin(C[:, x])), int(np.argmax(C[:, x]))
         return (f"; farthest apart {names[who[min(a, b)]]} and {names[who[max(a, b)]]} "
                 f"({float(C[b, x] - C[a, x]):.3f})")
+    return ""
+
+
+def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) -> str:
+    """A violated ``compare = to_overall`` metric: the group whose quantity is farthest from all rows' (the
+    ``all rows`` line of the table), as the reason of a difference or ratio between groups names its
+    lowest and highest group; '' where no group has the quantity."""
+    ks = [k for k in range(len(eligible)) if eligible[k]]
+    if mdef.form in ("output_difference", "output_ratio"):
+        key = {"mean_prediction": "mean_prediction", "mean_error": "mean_error", "mae": "mae",
+               "rmse": "rmse"}.get(mdef.quantity)
+        ref = overall.get(key) if key else None
+        vals = [(abs(per[k] - ref) if mdef.form == "output_difference" else
+                 -min(per[k] / ref, ref / per[k]) if per[k] and ref else 0.0, k)
+                for k in ks if ref is not None and not np.isnan(per[k])]
+        if not vals:
+            return ""
+        _, k = max(vals)
+        return f"; farthest from all rows {names[k]} ({per[k]:.3f}; all rows {ref:.3f})"
+    if mdef.form == "class_distance":
+        shares = overall.get("class_share") or {}
+        ref = np.array([np.nan if x is None else x for x in shares.values()], dtype=np.float64)
+        d = [(float(np.abs(per[k] - ref).sum() / 2.0), k) for k in ks if not np.isnan(per[k]).any()]
+        if not d or np.isnan(ref).any():
+            return ""
+        v, k = max(d)
+        return f"; farthest from all rows {names[k]} ({v:.3f})"
+    if mdef.form == "class_odds":
+        tpr, fpr = overall.get("class_tpr") or {}, overall.get("class_fpr") or {}
+        ref = np.array([[np.nan if tpr.get(c) is None else tpr[c], np.nan if fpr.get(c) is None else fpr[c]]
+                        for c in tpr], dtype=np.float64)
+        if ref.size == 0:
+            return ""
+        best = None
+        for k in ks:
+            gap = np.abs(per[k] - ref)
+            if np.isnan(gap).all():
+                continue
+            c, r = np.unravel_index(int(np.nanargmax(gap)), gap.shape)
+            if best is None or gap[c, r] > best[0]:
+                best = (float(gap[c, r]), k, int(c), int(r))
+        if best is None:
+            return ""
+        v, k, c, r = best
+        cls = f'"{labels[c]}"' if labels else str(c)
+        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: farthest from all rows {names[k]} "
+                f"({per[k][c, r]:.3f}; all rows {ref[c, r]:.3f})")
+    if mdef.form == "ks_distance":
+        from fairspec.analyses.output_metrics import ks_distance
+
+        g, pred, w = rows
+        d = [(ks_distance(g, pred, w, [k], "to_overall"), k) for k in ks]
+        d = [x for x in d if not np.isnan(x[0])]
+        if not d:
+            return ""
+        v, k = max(d)
+        return f"; farthest from all rows {names[k]} ({v:.3f})"
     return ""
 
 
