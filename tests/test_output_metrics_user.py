@@ -144,3 +144,33 @@ def test_to_overall_names_the_group_and_the_reference(tmp_path):
     text = subprocess.run([sys.executable, "-m", "fairspec", "check", "s.fair"], capture_output=True, text=True,
                           cwd=tmp_path, env={**__import__("os").environ, "COLUMNS": "200"}).stdout
     assert "all rows" in text and "farthest from all rows" in text
+
+
+@pytest.mark.parametrize("labels", ["int", "float", "text"])
+def test_class_labels_matched_to_a_number_target(tmp_path, labels):
+    """A classifier fitted on a float column has classes_ [1.0, 2.0, 3.0]; the target column holds the same
+    numbers (written 1 or 1.0): every row's truth is its class (a float label was matched as the text "1.0"
+    against "1", so no row had a class: equalized odds came from the FPR alone, and multiclass equalized odds
+    was undefined). Integer labels and text labels "1", "2", "3" read the same numbers alike."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(6)
+    n = 300
+    a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
+    y = np.clip((a + b + rng.integers(-2, 3, n)) // 3, 0, 2) + 1
+    fit_y = {"int": y, "float": y.astype(np.float64), "text": y.astype(str)}[labels]
+    X = np.stack([a, b, s], axis=1).astype(np.float64)
+    lr = LogisticRegression(max_iter=500).fit(X, fit_y)
+    sex = np.array(["F", "M"])[s]
+    written = [f"{v}.0" if i % 2 else str(v) for i, v in enumerate(y)]      # 1 and 1.0 alike
+    spec = ('data d = csv("d.csv", target = t)\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property eo { equalized_odds(m, groups sex, class = 1) <= 1   bootstrap = 10 }\n'
+            'property meo { multiclass_equalized_odds(m, groups sex) <= 1   bootstrap = 10 }\n')
+    res = _write(tmp_path, lr, zip(a, b, sex, written), "a,b,sex,t", spec)
+    pred = lr.predict(X).astype(np.float64)
+    assert abs(res["eo"].value - fm.equalized_odds_difference(y == 2, pred == 2, sensitive_features=sex)) <= TOL
+    ref = max(fm.equalized_odds_difference(y == c, pred == c, sensitive_features=sex) for c in (1, 2, 3))
+    assert res["meo"].value is not None and abs(res["meo"].value - ref) <= TOL, (res["meo"].value, ref)
+    cm = res["meo"].details["groups"][0]["confusion"]
+    assert sum(map(sum, cm["matrix"])) == int((sex == "F").sum())          # every row has its true class

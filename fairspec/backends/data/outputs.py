@@ -101,12 +101,18 @@ def output_fragile(model, X, Y, d, c, t) -> dict:
 
 def true_classes(rows, target: str, model) -> np.ndarray:
     """The target column as class columns of ``model`` (int64, -1 where the value is no class):
-    the model's recorded labels matched as text, else whole numbers 0 .. K-1 as columns."""
+    the model's recorded labels matched by value when they and the column are numbers (a float label 1.0 is
+    the target 1), as text otherwise; without labels, whole numbers 0 .. K-1 as columns."""
     classes = model.readout.classes
     K = model.readout.n_classes or 0
     if classes is not None:
         by_text = {str(lab): i for i, lab in reversed(list(enumerate(classes)))}
         num = rows.numeric(target)
+        if num is not None and all(isinstance(lab, (int, float)) and not isinstance(lab, bool) for lab in classes):
+            out = np.full(num.shape[0], -1, dtype=np.int64)     # number labels (1, or 1.0 of a float column)
+            for i, lab in reversed(list(enumerate(classes))):    # matched by value: 1 and 1.0 alike
+                out[num == float(lab)] = i
+            return out
         if num is not None:          # numbers written as 1.0 for a label 1
             return np.array([by_text.get(str(int(v)) if float(v).is_integer() else str(v), -1) for v in num],
                             dtype=np.int64)
