@@ -174,3 +174,32 @@ def test_class_labels_matched_to_a_number_target(tmp_path, labels):
     assert res["meo"].value is not None and abs(res["meo"].value - ref) <= TOL, (res["meo"].value, ref)
     cm = res["meo"].details["groups"][0]["confusion"]
     assert sum(map(sum, cm["matrix"])) == int((sex == "F").sum())          # every row has its true class
+
+
+def test_a_target_value_that_is_no_class(tmp_path):
+    """A target value that is none of the model's classes -- 1, 2, 3 for a network whose classes are its columns
+    0, 1, 2 (an off-by-one), "a" for a label "A" -- was read as 'no class' in silence: class = 1 compared the
+    model's column 1 with the target's 1 (another class), and the rows of 3 were 'not c' everywhere, a verdict
+    about a shifted truth. Now such a metric is unknown, its reason naming the column, the values and their rows."""
+    from onnx_nets import gemm_onnx
+
+    gemm_onnx(tmp_path / "net.onnx", 3, 3, "logits", 1)
+    rng = np.random.default_rng(8)
+    n = 200
+    a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
+    t = rng.integers(1, 4, n)                                   # 1 .. 3: the columns are 0 .. 2
+    sex = np.array(["F", "M"])[s]
+    (tmp_path / "d.csv").write_text("a,b,sex,t\n" + "\n".join(f"{a[i]},{b[i]},{sex[i]},{t[i]}" for i in range(n)))
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", target = t)\n' + FEATURES + 'model m = onnx("net.onnx")\n'
+        'encode F for m { a, b : raw  sex : code }\n'
+        'property eo { equalized_odds(m, groups sex, class = 1) <= 0.5   bootstrap = 10 }\n'
+        'property meo { multiclass_equalized_odds(m, groups sex) <= 0.5   bootstrap = 10 }\n'
+        'property sp { statistical_parity(m, groups sex, class = 1) <= 1   bootstrap = 10 }\n')
+    rep = pipeline.check(tmp_path / "s.fair")
+    v = {x.name: x for x in rep.verdicts}
+    for name in ("eo", "meo"):
+        assert v[name].status == "unknown", (name, v[name].status, v[name].reason)
+        assert "target column 't'" in v[name].reason and "3" in v[name].reason, v[name].reason
+        assert f"{int((t == 3).sum())} rows" in v[name].reason, v[name].reason
+    assert v["sp"].status == "holds"                            # reads no truth: not concerned

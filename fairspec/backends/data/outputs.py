@@ -99,7 +99,36 @@ def output_fragile(model, X, Y, d, c, t) -> dict:
                                  lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t, Xs))
 
 
-def true_classes(rows, target: str, model) -> np.ndarray:
+def true_classes(rows, target: str, model, strict: bool = True) -> np.ndarray:
+    """The target column as class columns of ``model`` (int64), read by :func:`_class_columns`. With ``strict``
+    (a metric that compares with the truth; without, -1 for such a value: a report's confusion matrix), a value that
+    is no class of the model -- 3 for a network whose classes are its columns 0 .. 2 (an off-by-one), "a" for a
+    label "A" -- is :class:`~fairspec.verdict.Unsupported` (the property's ``unknown``) naming the values and
+    their rows: read as "not class c" it would be a verdict about another truth."""
+    out = _class_columns(rows, target, model)
+    bad = out < 0
+    if strict and bad.any():
+        num = rows.numeric(target)
+        if num is not None:
+            vals = [str(int(v)) if float(v).is_integer() else str(v) for v in num[bad]]
+        else:
+            codes, cats = rows.table.coded(target)
+            names = list(map(str, cats)) + [""]
+            vals = [names[k] for k in codes[rows.index][bad]]
+        uniq, counts = np.unique(np.asarray(vals, dtype=object).astype(str), return_counts=True)
+        shown = ", ".join(f"{str(u) if num is not None else repr(str(u))} ({c} rows)"
+                          for u, c in list(zip(uniq, counts))[:4]) + \
+            (f" and {len(uniq) - 4} more" if len(uniq) > 4 else "")
+        classes = model.readout.classes
+        K = model.readout.n_classes or 0
+        what = (f"its classes are {', '.join(repr(str(x)) for x in classes)}" if classes is not None else
+                f"it records no class labels, so its classes are its output columns 0 .. {max(K - 1, 0)}")
+        raise Unsupported(f"the target column '{target}' holds {shown}, which no class of the model is ({what}); "
+                          f"recode the target to the model's classes, or leave those rows out with where = ...")
+    return out
+
+
+def _class_columns(rows, target: str, model) -> np.ndarray:
     """The target column as class columns of ``model`` (int64, -1 where the value is no class):
     the model's recorded labels matched by value when they and the column are numbers (a float label 1.0 is
     the target 1), as text otherwise; without labels, whole numbers 0 .. K-1 as columns."""
@@ -135,7 +164,10 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
     if (c is None and t is None) or data.target is None:
         return None
     if c is not None:
-        return (true_classes(rows, data.target, ctx.model(prop.model)) == c).astype(np.int64)
+        from fairspec.analyses.group_rates import uses_label
+
+        return (true_classes(rows, data.target, ctx.model(prop.model), strict=uses_label(prop.metric)) == c
+                ).astype(np.int64)
     v = rows.numeric(data.target)
     if v is None:
         raise Unsupported(f"the target column '{data.target}' of '{data.name}' does not hold numbers")
@@ -155,7 +187,7 @@ def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict
     for rows in ctx.row_batches(fs.name, prop.data):
         vals, n = rows.frame.values, rows.frame.n_rows
         cls = predicted_classes(ctx, prop.model, ctx.model_input(prop.model, vals, n))
-        parts.append((ids.index(vals, n), true_classes(rows, data.target, model), cls))
+        parts.append((ids.index(vals, n), true_classes(rows, data.target, model, strict=False), cls))
     if not parts:
         return [{} for _ in names]
     g, truth, pred = (np.concatenate([p[i] for p in parts]) for i in range(3))
@@ -209,7 +241,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         preds.append(predicted_classes(ctx, prop.model, X) if multiclass else values(ctx, prop.model, X))
         if data.target is not None:
             if multiclass:
-                truths.append(true_classes(rows, data.target, model))
+                truths.append(true_classes(rows, data.target, model, strict=mdef.quantity == "class_odds"))
             else:
                 v = rows.numeric(data.target)
                 if v is None:
