@@ -4,6 +4,8 @@
   target exactly at t is positive (a LinearRegression whose predictions are whole numbers, t one of them);
 * a class the target never holds makes every rate of its truth 0/0: the verdict is unknown and its reason
   names the target column and the class (it named "the label of data", which such data may not have);
+* a class = c / threshold = t metric's report says what its counts are (details.decision / details.truth, the
+  table's titles 'predicted "C"', 'grade is "C"', 'value >= 3');
 * a regression's per-group table has an "all rows" line (the reference of ``compare = to_overall``), and a
   violated ``to_overall`` metric names the group farthest from all rows, in text and JSON."""
 
@@ -71,6 +73,12 @@ def test_threshold_is_at_least_t(tmp_path):
     eo = fm.equalized_odds_difference(v >= 3, pred >= 3, sensitive_features=sex)
     assert abs(eo - fm.equalized_odds_difference(v > 3, pred >= 3, sensitive_features=sex)) > 0.01
     assert abs(v_["eo"].value - eo) <= TOL, (v_["eo"].value, eo)
+    # the report says what was counted: the decision and the truth (JSON details; the table's column titles)
+    assert (v_["eo"].details["decision"], v_["eo"].details["truth"]) == ("value >= 3", "v >= 3")
+    from fairspec.report import group_columns
+
+    titles = dict(group_columns(v_["eo"]))
+    assert (titles["positives"], titles["label_positives"]) == ("value >= 3", "v >= 3")
 
 
 def test_a_class_the_target_never_holds(tmp_path):
@@ -172,6 +180,8 @@ def test_class_labels_matched_to_a_number_target(tmp_path, labels):
     assert abs(res["eo"].value - fm.equalized_odds_difference(y == 2, pred == 2, sensitive_features=sex)) <= TOL
     ref = max(fm.equalized_odds_difference(y == c, pred == c, sensitive_features=sex) for c in (1, 2, 3))
     assert res["meo"].value is not None and abs(res["meo"].value - ref) <= TOL, (res["meo"].value, ref)
+    name = str(lr.classes_[1])                                  # "2.0" for a float label: as a spec names it
+    assert res["eo"].details["decision"] == f'predicted "{name}"' and res["eo"].details["truth"] == f't is "{name}"'
     cm = res["meo"].details["groups"][0]["confusion"]
     assert sum(map(sum, cm["matrix"])) == int((sex == "F").sum())          # every row has its true class
 

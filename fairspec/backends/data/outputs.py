@@ -174,6 +174,21 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
     return (v >= t).astype(np.int64)
 
 
+def decision_words(prop: ir.GroupMetric, ctx) -> dict:
+    """What a ``class = c`` / ``threshold = t`` metric's decision and truth are, for its report (JSON
+    ``details.decision`` / ``details.truth``; the per-group table's column titles): {} for a binary metric."""
+    c, t = prop.param("class"), prop.param("threshold")
+    if c is None and t is None:
+        return {}
+    data = ctx.spec.data(prop.data)
+    target = data.target if data is not None else None
+    if c is not None:
+        classes = ctx.model(prop.model).readout.classes
+        name = f'"{classes[c]}"' if classes is not None and isinstance(c, int) and 0 <= c < len(classes) else \
+            f"class {c}"
+        return {"decision": f"predicted {name}", "truth": f"{target} is {name}" if target else "label"}
+    return {"decision": f"value >= {t:g}", "truth": f"{target} >= {t:g}" if target else "label"}
+
 def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict]:
     """Each group's confusion matrix (rows: the target's class, columns: the predicted class; rows
     counted, a target that is no class of the model left out), in the order of ``names``, for the
