@@ -279,6 +279,12 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     if mdef.quantity in ("mean_error", "mae", "rmse", "loss") and target is None:
         return unknown(prop, f"{prop.metric} compares predictions with the true value: data set '{data.name}' needs "
                              f"target = COLUMN", backend="data")
+    if mdef.form == "output_ratio" and (pred < 0).any():
+        neg = pred < 0
+        return unknown(prop, f"{prop.metric} is the lowest over the highest mean prediction, for predictions >= 0, "
+                             f"and model '{prop.model}' predicts below 0 on {int(neg.sum())} rows (the lowest "
+                             f"{float(pred[neg].min()):.4g}): a ratio of means of either sign says nothing; compare "
+                             f"them with mean_prediction_difference", backend="data", seconds=time.perf_counter() - t0)
     K = (model.readout.n_classes or (int(pred.max()) + 1 if n else 1)) if multiclass else None
     sizes = np.bincount(g, minlength=G)
     share = float(opts.get("exclude_below", 0.0))
