@@ -235,3 +235,29 @@ def test_mean_prediction_ratio_of_negative_predictions(tmp_path):
     assert res["r"].status == "unknown", (res["r"].status, res["r"].value, res["r"].reason)
     assert f"{int((pred < 0).sum())} rows" in res["r"].reason and "mean_prediction_difference" in res["r"].reason
     assert res["diff"].status == "holds"                        # a difference of means needs no sign
+
+
+def test_lint_reads_a_number_label_of_a_float_class(tmp_path):
+    """Lint's FS419 / FS429 (a class = c metric whose truth is the data's label): classes_ [1.0, 2.0, 3.0] and the
+    label t == 2 name class "2.0" (column 1), as check reads the rows; it was FS429 'no class' (the text "2" is not
+    "2.0"), and t == 3, the truth of another class, only that warning where it is the error FS419."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    n = 120
+    a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
+    y = (np.clip(a // 2, 0, 2) + 1).astype(np.float64)
+    sio.dump(LogisticRegression(max_iter=500).fit(np.stack([a, b, s], axis=1).astype(np.float64), y),
+             tmp_path / "m.skops")
+    (tmp_path / "d.csv").write_text("a,b,sex,t\n" + "\n".join(f"{a[i]},{b[i]},{'FM'[s[i]]},{y[i]}" for i in range(n)))
+
+    def codes(label):
+        (tmp_path / "s.fair").write_text(
+            f'data d = csv("d.csv", label = {label})\n' + FEATURES + 'model m = sklearn("m.skops")\n'
+            'encode F for m { a, b : raw  sex : code }\n'
+            'property eo { equalized_odds(m, groups sex, class = 1) <= 0.5 }\n')
+        return {d.code for d in pipeline.lint(tmp_path / "s.fair").diagnostics} & {"FS419", "FS429"}
+
+    assert codes("t == 2") == set() and codes("t == 2.0") == set()
+    assert codes("t == 3") == {"FS419"}
+    assert codes("t == 7") == {"FS429"}
