@@ -107,3 +107,34 @@ def test_tie_in_predict_proba_goes_to_predict(tmp_path):
     v, sex = _run(tmp_path, lr, X, grade, "lo")
     _check(v, pred, grade, sex, list(lr.classes_), "lo")
 
+
+
+def test_individual_fairness_counts_predict_flips(tmp_path):
+    """class(m(x)) == class(m(x')) enumerated on a small domain counts the pairs whose predict differs (6 points
+    of the 100 flip with sex: 12 ordered pairs), not those of the argmax of predict_proba (7 points)."""
+    import itertools
+
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(4)
+    n = 600
+    a, b, s = rng.integers(0, 10, n), rng.integers(0, 10, n), rng.integers(0, 2, n)
+    grade = np.array(["hi", "lo", "mid"])[np.clip((a + b + 2 * s + rng.integers(-12, 13, n)) // 7, 0, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svc = SVC(probability=True, random_state=0).fit(np.stack([a, b, s], axis=1).astype(np.float64), grade)
+    sio.dump(svc, tmp_path / "m.skops")
+    G = np.array(list(itertools.product(range(10), range(10))), dtype=np.float64)
+    F, M = np.c_[G, np.zeros(len(G))], np.c_[G, np.ones(len(G))]
+    flips = int((svc.predict(F) != svc.predict(M)).sum())
+
+    def by_proba(Z):
+        return svc.classes_[svc.predict_proba(Z).argmax(axis=1)]
+
+    assert flips != int((by_proba(F) != by_proba(M)).sum())        # the fixture: the two readings differ
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  a : int in [0, 9]\n  b : int in [0, 9]\n  sex : {F, M} protected\n}\n"
+        'model m = sklearn("m.skops")\nencode F for m { a, b : raw  sex : code }\n'
+        "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure class(m(x)) == class(m(x')) }\n")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "violated" and f"{2 * flips} of the 200 admissible ordered pairs" in v.reason, v.reason
