@@ -52,6 +52,8 @@ def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> 
     if c is None and t is None:
         return None
     model = ctx.model(prop.model)
+    if c is not None:
+        _class_in_range(model, c)
     key = ("outputs", prop.model)
     if memo is not None and key in memo:
         Y = memo[key]
@@ -64,6 +66,14 @@ def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> 
         memo[fragile_key(prop)] = output_fragile(model, X, Y, d, c, t)
     return d
 
+
+def _class_in_range(model, c) -> None:
+    """``class = c`` of a model whose width only the loaded file tells (a TorchScript net: lint cannot say
+    FS417): a column past the last is :class:`~fairspec.verdict.Unsupported`, never "predicted on no row"."""
+    _readout_call(lambda: model.readout.class_index(c))
+    K = model.readout.n_classes
+    if K is not None and isinstance(c, int) and not isinstance(c, bool) and c >= K:
+        raise Unsupported(f"class {c} is out of range: the model has {K} classes (columns 0 .. {K - 1})")
 
 def fragile_key(prop: ir.GroupMetric) -> tuple:
     return ("fragile", prop.model, "class", prop.param("class"), "threshold", prop.param("threshold"))
