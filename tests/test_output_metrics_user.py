@@ -265,8 +265,9 @@ def test_lint_reads_a_number_label_of_a_float_class(tmp_path):
 
 def test_class_out_of_range_of_a_torch_net(tmp_path):
     """A TorchScript net's width is known only when it is loaded (lint cannot say FS417): class = 3 of its 3
-    columns was "predicted class 3" on no row, every rate 0, and statistical_parity held (estimated) at 0.
-    Now unknown, saying the class is out of range."""
+    columns was "predicted class 3" on no row, every rate 0, and statistical_parity held (estimated) at 0; a
+    prob / logit post or a k-discrimination of class 3 was an internal error (IndexError). Now check gives
+    lint's FS417 at the property, with its hint; class 2 runs."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
@@ -275,14 +276,20 @@ def test_class_out_of_range_of_a_torch_net(tmp_path):
     n = 100
     a, b, s = rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 2, n)
     (tmp_path / "d.csv").write_text("a,b,sex,t\n" + "\n".join(f"{a[i]},{b[i]},{'FM'[s[i]]},{i % 3}" for i in range(n)))
-    (tmp_path / "s.fair").write_text(
-        'data d = csv("d.csv", target = t)\n' + FEATURES + 'model m = torch("net.pt", score = logit)\n'
-        'encode F for m { a, b : raw  sex : code }\n'
-        'property sp { statistical_parity(m, groups sex, class = 3) <= 0.1   bootstrap = 10 }\n'
-        'property eo { equalized_odds(m, groups sex, class = 3) <= 0.1   bootstrap = 10 }\n'
-        'property ok { statistical_parity(m, groups sex, class = 2) <= 1   bootstrap = 10 }\n')
-    v = {x.name: x for x in pipeline.check(tmp_path / "s.fair").verdicts}
-    for name in ("sp", "eo"):
-        assert v[name].status == "unknown", (name, v[name].status, v[name].value)
-        assert "class 3 is out of range" in v[name].reason and "3 classes" in v[name].reason, v[name].reason
-    assert v["ok"].status == "holds"
+    head = ('data d = csv("d.csv", target = t)\n' + FEATURES + 'model m = torch("net.pt", score = logit)\n'
+            'encode F for m { a, b : raw  sex : code }\n')
+    pair = "forall x, x' : F  require x.* == x'.* except {sex}  ensure "
+    for prop in ("statistical_parity(m, groups sex, class = 3) <= 0.1   bootstrap = 10",
+                 "equalized_odds(m, groups sex, class = 3) <= 0.1   bootstrap = 10",
+                 pair + "|prob(m(x), 3) - prob(m(x'), 3)| <= 0.1",
+                 pair + "|logit(m(x), 3) - logit(m(x'), 3)| <= 0.1",
+                 "k_discrimination(m, over {sex}, class = 3, eps = 0.1) < 2"):
+        (tmp_path / "s.fair").write_text(head + f"property p {{ {prop} }}\n")
+        rep = pipeline.check(tmp_path / "s.fair")
+        errors = [d for d in rep.diagnostics if d.severity == "error"]
+        assert [d.code for d in errors] == ["FS417"], (prop, rep.diagnostics, [v.reason for v in rep.verdicts])
+        assert "class 3 is out of range" in errors[0].message and errors[0].span.line == 9, errors[0]
+        assert "0 .. 2" in errors[0].hint
+    (tmp_path / "s.fair").write_text(head + "property ok { statistical_parity(m, groups sex, class = 2) <= 1 }\n")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "holds"
