@@ -416,6 +416,27 @@ def _with_models(spec, models: dict[str, str] | None):
                                       for m in spec.models))
 
 
+def _class_in_range(prop, ctx) -> None:
+    """Lint's FS417 (a class past the model's last column) at check time, for a model whose number of classes
+    only the loaded file tells (a TorchScript net, an ONNX output of unknown width): a DiagnosticError at the
+    property, never a backend indexing past the output (an internal error) or a class predicted on no row."""
+    from fairspec import ir
+
+    c = prop.param("class") if isinstance(prop, ir.GroupMetric) else getattr(prop, "cls", None)
+    name = getattr(prop, "model", "")
+    if not name or not isinstance(c, int) or isinstance(c, bool):
+        return
+    m = ctx.spec.model(name)
+    if m is None or m.format in ("rule", "predictions") or m.n_classes is not None:
+        return                          # lint checked it against the classes it read
+    K = getattr(getattr(ctx.model(name), "readout", None), "n_classes", None)
+    if K is not None and c >= K:
+        from fairspec.diagnostics import Sink
+
+        raise DiagnosticError(Sink().add("FS417", f"class {c} is out of range: model '{name}' has {K} classes "
+                                                  f"(its output columns, known once {m.path} is loaded)", prop.span,
+                                         hint=f"classes are columns counted from 0: 0 .. {K - 1}"))
+
 def _vacuous(prop, spec):
     from fairspec.kinds.no_pair import vacuous
 
@@ -439,6 +460,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
         elif not p.runs:
             v = unknown(prop, p.why)
         else:
+            _class_in_range(prop, ctx)      # FS417 where only the loaded model tells its classes (a torch net)
             module, _, fn = p.runner.partition(":")
             v = getattr(importlib.import_module(module), fn)(prop, ctx, progress)
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: this property is unknown, the ones decided before stay

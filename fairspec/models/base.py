@@ -355,9 +355,12 @@ class LoadedModel(abc.ABC):
         readout's column selection switched off (``_read`` returns the whole output)."""
         return self._score(X)
 
-    def predict_class(self, X) -> "np.ndarray":
-        """``class(m(x))``: int64 (n,) column indices (the first maximal column on a tie)."""
-        return self._readout_call(lambda: self.readout.predicted_class(self.outputs(X)))
+    def predict_class(self, X, outputs=None) -> "np.ndarray":
+        """``class(m(x))``: int64 (n,) column indices (the first maximal column on a tie). ``outputs``:
+        this batch's :meth:`outputs` when the caller has them (a loader whose library has its own
+        ``predict`` reads that instead: :meth:`fairspec.models.sklearn_model.SklearnModel.predict_class`)."""
+        Y = self.outputs(X) if outputs is None else outputs
+        return self._readout_call(lambda: self.readout.predicted_class(Y))
 
     def class_probabilities(self, X) -> "np.ndarray":
         """``prob(m(x), c)`` for every class c: float64 (n, K)."""

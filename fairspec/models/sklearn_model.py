@@ -485,6 +485,38 @@ class SklearnModel(LoadedModel):
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
 
+    def predict_class(self, X, outputs=None):
+        """``class(m(x))`` of a classifier: the column in ``classes_`` of the label scikit-learn's own
+        ``predict`` returns, not the first largest column of the declared output, which it need not be: an
+        SVC's predict votes one-vs-one while its predict_proba is Platt scaling (they disagree outright), and
+        a linear model or gradient boosting predicts from its decision function, whose softmax can round two
+        classes to one probability (a tie predict does not see). ``outputs`` is not read."""
+        if self.readout.task == "regression" or not self.classes or len(self.classes) < 2:
+            return super().predict_class(X, outputs)
+        import warnings
+
+        import numpy as np
+
+        X = self._check_input(X)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        classes = self.raw.classes_ if hasattr(self.raw, "classes_") else self.classes
+
+        def run(X):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run_est, run_X = self._runtime(X)
+                y = np.asarray(run_est.predict(run_X)).reshape(-1)
+            col = np.full(y.shape[0], -1.0)
+            for i, lab in enumerate(classes):
+                col[y == lab] = i
+            if (col < 0).any():
+                raise ModelLoadError(f"scikit-learn model {self.path}: its predict returned "
+                                     f"{y[col < 0][0]!r}, which is none of its classes_", self.path)
+            return col
+
+        return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
+
     @property
     def reads_library_probability(self) -> bool:
         """``prob`` of a classifier declared by its decision_function z whose predict_proba is expit(z)

@@ -247,6 +247,10 @@ def group_columns(v) -> list[tuple[str, str]]:
         cols = [(k, words.get(k, t)) for k, t in cols]
     if v.backend != "data":  # over a distribution, Justicia's PPV is the positive rate Pr[decision = 1 | group]
         cols = [(k, "positive rate" if k == "ppv" else t) for k, t in cols]
+    decision, truth = v.details.get("decision"), v.details.get("truth")
+    if decision:            # class = c / threshold = t: what the counts are ('predicted "C"', 'grade is "C"')
+        words = {"positives": decision, **({"label_positives": truth} if truth and truth != "label" else {})}
+        cols = [(k, words.get(k, t)) for k, t in cols]
     return cols
 
 

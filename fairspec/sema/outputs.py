@@ -195,8 +195,10 @@ def label_class(model: ir.Model, label) -> tuple[str, str, int | None] | None:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     shown = f'"{v}"' if isinstance(v, str) else str(v)
-    if model.classes is not None:
-        k = next((i for i, lab in enumerate(model.classes) if str(lab) == str(v)), None)
+    if model.classes is not None:          # a number label by value (1.0 of a float column is v = 1), else as text
+        k = next((i for i, lab in enumerate(model.classes) if str(lab) == str(v) or (
+            isinstance(v, (int, float)) and isinstance(lab, (int, float)) and not isinstance(lab, bool)
+            and float(lab) == float(v))), None)
     elif isinstance(v, int) and v >= 0 and (model.n_classes is None or v < model.n_classes):
         k = v
     else:

@@ -6,7 +6,9 @@ the groups. Over the rows the metric uses (its eligible groups together, not gro
 group with no positive is legitimate), a label that is false (or true) on every one of them, or a
 logged decision (``predictions(DATA, ...)``) that is, makes the verdict ``unknown`` with this
 reason instead of ``holds``: an auditor reads a rate of 0/0, or 0 everywhere, as not measured.
-A ``violated`` stays (it is a fact about the rows as read), with the same note in its details."""
+A ``violated`` stays (it is a fact about the rows as read), with the same note in its details.
+A ``class = c`` / ``threshold = t`` metric on data with a target reads its truth from the target, not the
+label: the sentence then names the target and the class (one the target never holds) or threshold."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndar
         pos, neg = float(used[:, :, 1].sum()), float(used[:, :, 0].sum())
         if pos == 0 or neg == 0:
             which = "false" if pos == 0 else "true"
+            target = _target_truth(prop, ctx)
+            if target:
+                return (f"{target} on {'none' if pos == 0 else 'every one'} of the {rows} rows {prop.metric} uses, "
+                        f"so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the groups")
             return (f"the label of data '{prop.data}' is {which} on every one of the {rows} rows {prop.metric} "
                     f"uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the "
                     f"groups; a label comparing a column with a value it never holds (y == \"maybe\") is false "
@@ -48,3 +54,23 @@ def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndar
                 f"{prop.metric} uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing "
                 f"about the groups; check the decision column and its positive value")
     return None
+
+
+def _target_truth(prop: ir.GroupMetric, ctx) -> str | None:
+    """The truth of a ``class = c`` / ``threshold = t`` metric when the data has a target (not the data's
+    label), as the subject of the sentence above; None otherwise."""
+    c, t = prop.param("class"), prop.param("threshold")
+    data = ctx.spec.data(prop.data)
+    if (c is None and t is None) or data is None or data.target is None:
+        return None
+    where = f"the target column '{data.target}' of data '{data.name}'"
+    if c is None:
+        return f"{where} (the truth) is >= {t:g}"
+    name = f"class {c}"
+    try:
+        classes = ctx.model(prop.model).readout.classes
+        if classes is not None and isinstance(c, int) and 0 <= c < len(classes):
+            name = f'class "{classes[c]}" (column {c})'
+    except Exception:  # noqa: BLE001 - the sentence only; the model's own errors are reported where it is read
+        pass
+    return f"{where} (the truth) holds {name}"

@@ -516,6 +516,9 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
         details["excluded_groups"] = [{"group": names[g], "rows": int(sizes[g]), "share": sizes[g] / n}
                                       for g in range(G) if excluded[g]]
     details["groups"], details["overall"] = group_table(prop, c, eligible, excluded)
+    if prop.model and (prop.param("class") is not None or prop.param("threshold") is not None):
+        from fairspec.backends.data.outputs import decision_words
+        details.update(decision_words(prop, ctx))       # 'predicted "C"' / 'grade is "C"' for the report
     if prop.param("class") is not None and ctx.spec.data(prop.data).target is not None:
         from fairspec.backends.data.outputs import confusion_by_group   # issue 25: the whole confusion matrix
 

@@ -34,8 +34,8 @@ def _readout_call(fn):
 
 
 def predicted_classes(ctx, model_name: str, X) -> np.ndarray:
-    model = ctx.model(model_name)
-    return _readout_call(lambda: model.readout.predicted_class(model.outputs(X)))
+    """``class(m(x))`` per row: the model's own (a scikit-learn classifier's ``predict``)."""
+    return _readout_call(lambda: ctx.model(model_name).predict_class(X))
 
 
 def values(ctx, model_name: str, X) -> np.ndarray:
@@ -52,6 +52,8 @@ def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> 
     if c is None and t is None:
         return None
     model = ctx.model(prop.model)
+    if c is not None:
+        _class_in_range(model, c)
     key = ("outputs", prop.model)
     if memo is not None and key in memo:
         Y = memo[key]
@@ -59,19 +61,31 @@ def output_decisions(prop: ir.GroupMetric, ctx, X, memo: dict | None = None) -> 
         Y = _readout_call(lambda: model.outputs(X))
         if memo is not None:
             memo[key] = Y
-    d = _decide_outputs(model, Y, c, t)
+    d = _decide_outputs(model, Y, c, t, X)
     if memo is not None and batching.checked(model) and fragile_key(prop) not in memo:
         memo[fragile_key(prop)] = output_fragile(model, X, Y, d, c, t)
     return d
 
 
+def _class_in_range(model, c) -> None:
+    """``class = c`` of a model whose width only the loaded file tells (a TorchScript net: lint cannot say
+    FS417): a column past the last is :class:`~fairspec.verdict.Unsupported`, never "predicted on no row"."""
+    _readout_call(lambda: model.readout.class_index(c))
+    K = model.readout.n_classes
+    if K is not None and isinstance(c, int) and not isinstance(c, bool) and c >= K:
+        raise Unsupported(f"class {c} is out of range: the model has {K} classes (columns 0 .. {K - 1})")
+
 def fragile_key(prop: ir.GroupMetric) -> tuple:
     return ("fragile", prop.model, "class", prop.param("class"), "threshold", prop.param("threshold"))
 
 
-def _decide_outputs(model, Y, c, t) -> np.ndarray:
+def _decide_outputs(model, Y, c, t, X=None) -> np.ndarray:
+    """The decision per row from the outputs Y of the model-input rows X: the model's own class
+    (``predict_class``: a scikit-learn classifier's ``predict``; the readout of Y without X), or the value >= t."""
     if c is not None:
-        return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
+        if X is None:
+            return (_readout_call(lambda: model.readout.predicted_class(Y)) == c).astype(np.int64)
+        return (_readout_call(lambda: model.predict_class(X, Y)) == c).astype(np.int64)
     return (_readout_call(lambda: model.readout.value(Y)) >= t).astype(np.int64)
 
 
@@ -92,17 +106,52 @@ def output_fragile(model, X, Y, d, c, t) -> dict:
             width, bound = batching.spread(model, X, z)
             gap = np.abs(z - (float(model.readout.threshold) if c is not None else float(t)))
     return batching.fragile_rows(X, d, gap, width, bound,
-                                 lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t))
+                                 lambda Xs: _decide_outputs(model, _readout_call(lambda: model.outputs(Xs)), c, t, Xs))
 
 
-def true_classes(rows, target: str, model) -> np.ndarray:
+def true_classes(rows, target: str, model, strict: bool = True) -> np.ndarray:
+    """The target column as class columns of ``model`` (int64), read by :func:`_class_columns`. With ``strict``
+    (a metric that compares with the truth; without, -1 for such a value: a report's confusion matrix), a value that
+    is no class of the model -- 3 for a network whose classes are its columns 0 .. 2 (an off-by-one), "a" for a
+    label "A" -- is :class:`~fairspec.verdict.Unsupported` (the property's ``unknown``) naming the values and
+    their rows: read as "not class c" it would be a verdict about another truth."""
+    out = _class_columns(rows, target, model)
+    bad = out < 0
+    if strict and bad.any():
+        num = rows.numeric(target)
+        if num is not None:
+            vals = [str(int(v)) if float(v).is_integer() else str(v) for v in num[bad]]
+        else:
+            codes, cats = rows.table.coded(target)
+            names = list(map(str, cats)) + [""]
+            vals = [names[k] for k in codes[rows.index][bad]]
+        uniq, counts = np.unique(np.asarray(vals, dtype=object).astype(str), return_counts=True)
+        shown = ", ".join(f"{str(u) if num is not None else repr(str(u))} ({c} rows)"
+                          for u, c in list(zip(uniq, counts))[:4]) + \
+            (f" and {len(uniq) - 4} more" if len(uniq) > 4 else "")
+        classes = model.readout.classes
+        K = model.readout.n_classes or 0
+        what = (f"its classes are {', '.join(repr(str(x)) for x in classes)}" if classes is not None else
+                f"it records no class labels, so its classes are its output columns 0 .. {max(K - 1, 0)}")
+        raise Unsupported(f"the target column '{target}' holds {shown}, which no class of the model is ({what}); "
+                          f"recode the target to the model's classes, or leave those rows out with where = ...")
+    return out
+
+
+def _class_columns(rows, target: str, model) -> np.ndarray:
     """The target column as class columns of ``model`` (int64, -1 where the value is no class):
-    the model's recorded labels matched as text, else whole numbers 0 .. K-1 as columns."""
+    the model's recorded labels matched by value when they and the column are numbers (a float label 1.0 is
+    the target 1), as text otherwise; without labels, whole numbers 0 .. K-1 as columns."""
     classes = model.readout.classes
     K = model.readout.n_classes or 0
     if classes is not None:
         by_text = {str(lab): i for i, lab in reversed(list(enumerate(classes)))}
         num = rows.numeric(target)
+        if num is not None and all(isinstance(lab, (int, float)) and not isinstance(lab, bool) for lab in classes):
+            out = np.full(num.shape[0], -1, dtype=np.int64)     # number labels (1, or 1.0 of a float column)
+            for i, lab in reversed(list(enumerate(classes))):    # matched by value: 1 and 1.0 alike
+                out[num == float(lab)] = i
+            return out
         if num is not None:          # numbers written as 1.0 for a label 1
             return np.array([by_text.get(str(int(v)) if float(v).is_integer() else str(v), -1) for v in num],
                             dtype=np.int64)
@@ -125,12 +174,30 @@ def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:
     if (c is None and t is None) or data.target is None:
         return None
     if c is not None:
-        return (true_classes(rows, data.target, ctx.model(prop.model)) == c).astype(np.int64)
+        from fairspec.analyses.group_rates import uses_label
+
+        return (true_classes(rows, data.target, ctx.model(prop.model), strict=uses_label(prop.metric)) == c
+                ).astype(np.int64)
     v = rows.numeric(data.target)
     if v is None:
         raise Unsupported(f"the target column '{data.target}' of '{data.name}' does not hold numbers")
     return (v >= t).astype(np.int64)
 
+
+def decision_words(prop: ir.GroupMetric, ctx) -> dict:
+    """What a ``class = c`` / ``threshold = t`` metric's decision and truth are, for its report (JSON
+    ``details.decision`` / ``details.truth``; the per-group table's column titles): {} for a binary metric."""
+    c, t = prop.param("class"), prop.param("threshold")
+    if c is None and t is None:
+        return {}
+    data = ctx.spec.data(prop.data)
+    target = data.target if data is not None else None
+    if c is not None:
+        classes = ctx.model(prop.model).readout.classes
+        name = f'"{classes[c]}"' if classes is not None and isinstance(c, int) and 0 <= c < len(classes) else \
+            f"class {c}"
+        return {"decision": f"predicted {name}", "truth": f"{target} is {name}" if target else "label"}
+    return {"decision": f"value >= {t:g}", "truth": f"{target} >= {t:g}" if target else "label"}
 
 def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict]:
     """Each group's confusion matrix (rows: the target's class, columns: the predicted class; rows
@@ -145,7 +212,7 @@ def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict
     for rows in ctx.row_batches(fs.name, prop.data):
         vals, n = rows.frame.values, rows.frame.n_rows
         cls = predicted_classes(ctx, prop.model, ctx.model_input(prop.model, vals, n))
-        parts.append((ids.index(vals, n), true_classes(rows, data.target, model), cls))
+        parts.append((ids.index(vals, n), true_classes(rows, data.target, model, strict=False), cls))
     if not parts:
         return [{} for _ in names]
     g, truth, pred = (np.concatenate([p[i] for p in parts]) for i in range(3))
@@ -199,7 +266,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         preds.append(predicted_classes(ctx, prop.model, X) if multiclass else values(ctx, prop.model, X))
         if data.target is not None:
             if multiclass:
-                truths.append(true_classes(rows, data.target, model))
+                truths.append(true_classes(rows, data.target, model, strict=mdef.quantity == "class_odds"))
             else:
                 v = rows.numeric(data.target)
                 if v is None:
@@ -222,6 +289,12 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     if mdef.quantity in ("mean_error", "mae", "rmse", "loss") and target is None:
         return unknown(prop, f"{prop.metric} compares predictions with the true value: data set '{data.name}' needs "
                              f"target = COLUMN", backend="data")
+    if mdef.form == "output_ratio" and (pred < 0).any():
+        neg = pred < 0
+        return unknown(prop, f"{prop.metric} is the lowest over the highest mean prediction, for predictions >= 0, "
+                             f"and model '{prop.model}' predicts below 0 on {int(neg.sum())} rows (the lowest "
+                             f"{float(pred[neg].min()):.4g}): a ratio of means of either sign says nothing; compare "
+                             f"them with mean_prediction_difference", backend="data", seconds=time.perf_counter() - t0)
     K = (model.readout.n_classes or (int(pred.max()) + 1 if n else 1)) if multiclass else None
     sizes = np.bincount(g, minlength=G)
     share = float(opts.get("exclude_below", 0.0))
@@ -245,6 +318,9 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     value, per = _metric(mdef, g, pred, target, w1, eligible, G, mode, loss, K)
     details["groups"] = _table(mdef, names, g, pred, target, truth, sizes, eligible, excluded, K, model, G, loss,
                                w1)
+    details["overall"] = {k: x for k, x in _table(mdef, ["all rows"], np.zeros_like(g), pred, target, truth,
+                                                  np.array([n]), np.array([True]), np.array([False]), K, model, 1,
+                                                  loss, w1)[0].items() if k not in ("group", "counted")}
     details["rates"] = ((["class_shares", "confusion_matrix"] + (["class_tprs", "class_fprs"] if mdef.quantity ==
                                                                   "class_odds" else [])) if multiclass else
                         ["mean_prediction", "mean_error", "mae", "rmse"] + (["loss"] if mdef.quantity == "loss" else []))
@@ -279,7 +355,8 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         return estimated_holds(prop, claim, small, opts.min_group_size, common)
     if status == "violated":
         labels = [str(x) for x in model.readout.classes] if multiclass and model.readout.classes else None
-        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels)
+        where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels) if mode == BETWEEN else \
+            _farthest_from_all(mdef, per, names, eligible, details["overall"], (g, pred, w1), labels)
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
@@ -347,6 +424,63 @@ def _worst_groups(mdef, per, names, eligible, mode, rows, labels) -> str:
         a, b = int(np.argmin(C[:, x])), int(np.argmax(C[:, x]))
         return (f"; farthest apart {names[who[min(a, b)]]} and {names[who[max(a, b)]]} "
                 f"({float(C[b, x] - C[a, x]):.3f})")
+    return ""
+
+
+def _farthest_from_all(mdef, per, names, eligible, overall: dict, rows, labels) -> str:
+    """A violated ``compare = to_overall`` metric: the group whose quantity is farthest from all rows' (the
+    ``all rows`` line of the table), as the reason of a difference or ratio between groups names its
+    lowest and highest group; '' where no group has the quantity."""
+    ks = [k for k in range(len(eligible)) if eligible[k]]
+    if mdef.form in ("output_difference", "output_ratio"):
+        key = {"mean_prediction": "mean_prediction", "mean_error": "mean_error", "mae": "mae",
+               "rmse": "rmse"}.get(mdef.quantity)
+        ref = overall.get(key) if key else None
+        vals = [(abs(per[k] - ref) if mdef.form == "output_difference" else
+                 -min(per[k] / ref, ref / per[k]) if per[k] and ref else 0.0, k)
+                for k in ks if ref is not None and not np.isnan(per[k])]
+        if not vals:
+            return ""
+        _, k = max(vals)
+        return f"; farthest from all rows {names[k]} ({per[k]:.3f}; all rows {ref:.3f})"
+    if mdef.form == "class_distance":
+        shares = overall.get("class_share") or {}
+        ref = np.array([np.nan if x is None else x for x in shares.values()], dtype=np.float64)
+        d = [(float(np.abs(per[k] - ref).sum() / 2.0), k) for k in ks if not np.isnan(per[k]).any()]
+        if not d or np.isnan(ref).any():
+            return ""
+        v, k = max(d)
+        return f"; farthest from all rows {names[k]} ({v:.3f})"
+    if mdef.form == "class_odds":
+        tpr, fpr = overall.get("class_tpr") or {}, overall.get("class_fpr") or {}
+        ref = np.array([[np.nan if tpr.get(c) is None else tpr[c], np.nan if fpr.get(c) is None else fpr[c]]
+                        for c in tpr], dtype=np.float64)
+        if ref.size == 0:
+            return ""
+        best = None
+        for k in ks:
+            gap = np.abs(per[k] - ref)
+            if np.isnan(gap).all():
+                continue
+            c, r = np.unravel_index(int(np.nanargmax(gap)), gap.shape)
+            if best is None or gap[c, r] > best[0]:
+                best = (float(gap[c, r]), k, int(c), int(r))
+        if best is None:
+            return ""
+        v, k, c, r = best
+        cls = f'"{labels[c]}"' if labels else str(c)
+        return (f"; class {cls} {'TPR' if r == 0 else 'FPR'}: farthest from all rows {names[k]} "
+                f"({per[k][c, r]:.3f}; all rows {ref[c, r]:.3f})")
+    if mdef.form == "ks_distance":
+        from fairspec.analyses.output_metrics import ks_distance
+
+        g, pred, w = rows
+        d = [(ks_distance(g, pred, w, [k], "to_overall"), k) for k in ks]
+        d = [x for x in d if not np.isnan(x[0])]
+        if not d:
+            return ""
+        v, k = max(d)
+        return f"; farthest from all rows {names[k]} ({v:.3f})"
     return ""
 
 
