@@ -75,6 +75,7 @@ _ALL = [
     Code("FS432", "error", "a label or where compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
     Code("FS433", "warning", "the label reads empty cells of a text column as a value", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows, as a Parquet null is"),
     Code("FS434", "warning", "the label is the same on every row of a file lint read whole", "compare the column with a value it holds, as the file writes it: a label false (or true) on every row makes every rate of it 0 or 0/0"),
+    Code("FS435", "warning", "a logged decision column read with positive = v has empty cells", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows; an empty cell is otherwise a negative decision"),
     Code("FS430", "warning", "a column is named twice in the header", "the later columns of the same name are read as NAME.1, NAME.2, ... (by position); name them all with columns = [...] to choose your own names"),
     Code("FS404", "error", "data file cannot be read", "paths are relative to the spec file; check that the file exists and is UTF-8 CSV"),
     Code("FS405", "error", "feature encoded twice", "encode each feature on one line of the encode block"),

@@ -350,6 +350,8 @@ class ModelChecks:
         elif "threshold" in kw:
             self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
         positive = self._positive_decision(kw, data.name, col) if which == "decision" else None
+        if positive is not None and "" in self.data_values.get(data.name, {}).get(col, ()):
+            self._empty_decisions(node, data, col, positive)
         if which == "score" and "positive" in kw:
             self.fail("FS208", "positive names the positive value of a decision column, not of a score column",
                       kw["positive"].span)
@@ -363,6 +365,21 @@ class ModelChecks:
             node.name.id, "predictions", None, span=node.span, data=data.name, features=fss[0].name,
             score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
             threshold=threshold, positive=positive)
+
+    def _empty_decisions(self, node, data: ir.Data, col: str, positive: str) -> None:
+        """FS435 (warning): ``positive = v`` names the positive decision of a text column with empty cells
+        in the rows lint read, which no missing marker names: each is read as the text "", a negative
+        decision, where an unlogged decision is missing (check says it of rows lint did not read,
+        fairspec.runtime.label_text)."""
+        import dataclasses
+
+        self.sink.add("FS435", f"the decision column '{col}' of '{data.name}' has empty cells in the rows lint "
+                               f"read, and positive = {literals.string(positive)} counts each as a negative "
+                               f"decision, not as a missing one", node.span,
+                      hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(col)}: "
+                           f"[\"\"]}} in the data declaration; or, if an empty cell is a negative decision, say so "
+                           f"with # fairspec: ignore[FS435]")
+        self.datasets[data.name] = dataclasses.replace(data, lint_said=(*data.lint_said, f"FS435:{col}"))
 
     def _positive_decision(self, kw: dict, data: str, col: str) -> str | None:
         """The positive value of a logged decision column: ``positive = "approve"`` (a string or a number),

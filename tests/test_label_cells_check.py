@@ -1,0 +1,177 @@
+"""Lint reads a data file's first 200 rows; check reads all of them. FS432 (a label comparing a column
+with text it holds only in another case) and FS433 (a label reading empty text cells as "", a missing
+label counted negative) were lint's alone, so a file whose first such row lies past row 200 gave a
+silently wrong group metric at check: y == "yes" over a column sorted No ... Yes held
+base_rate_difference at 0 (no label positive), an empty label cell lowered a group's base rate. Check
+now says the same codes (FS432 an error, FS433 a warning); a logged decision column read with
+positive = v has the same trap for its empty cells (FS435, lint and check)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairspec import api
+from fairspec.runtime import columnar
+
+pd = pytest.importorskip("pandas")
+
+SPEC = """data log = csv("t.csv", label = {label}{extra})
+features A from log {{
+  age : int in [17, 90]
+  sex : {{F, M}} protected
+}}
+model m = predictions(log, decision = "d"{positive})
+property br {{ base_rate_difference(log, groups sex) <= 0.5 }}
+property eo {{ equal_opportunity(m, groups sex) <= 0.9 }}
+property sp {{ statistical_parity(m, groups sex) <= 0.9 }}
+"""
+
+
+def frame(n: int = 600, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(["F", "M"], n)
+    y = rng.random(n) < np.where(sex == "M", 0.5, 0.3)
+    d = rng.random(n) < 0.2 + 0.5 * y
+    return pd.DataFrame({"age": rng.integers(18, 80, n), "sex": sex, "y": np.where(y, "True", "False"),
+                         "d": np.where(d, "approve", "deny")})
+
+
+def project(tmp_path, df, label='y == "True"', extra="", positive=', positive = "approve"', comment=""):
+    df.to_csv(tmp_path / "t.csv", index=False)
+    spec = SPEC.format(label=label, extra=extra, positive=positive)
+    if comment:
+        spec = spec.replace("\n", f"  {comment}\n", 1)
+    (tmp_path / "s.fair").write_text(spec)
+    return str(tmp_path / "s.fair")
+
+
+def late_empty(df, column: str, share: float = 0.3, seed: int = 1):
+    """Empty cells in ``column`` of F rows past row 300 (lint reads the first 200)."""
+    rng = np.random.default_rng(seed)
+    hit = (df.index >= 300) & (df["sex"] == "F") & (rng.random(len(df)) < share)
+    df.loc[hit, column] = ""
+    return int(hit.sum())
+
+
+def check(spec) -> dict:
+    return api.check(spec).to_dict()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_empty_label_cells_past_lints_rows_are_FS433_at_check(tmp_path, monkeypatch, stream):
+    if stream:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    df = frame()
+    k = late_empty(df, "y")
+    spec = project(tmp_path, df)
+    assert api.lint(spec) == []                     # the first 200 rows have none
+    rep = check(spec)
+    [w] = [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+    assert f"in {k} of the 600 rows" in w and 'missing = {y: [""]}' in w
+    # listed as missing: the rows are dropped, no warning, and the base rates are those of the labelled rows
+    spec = project(tmp_path, df, extra=', missing = {y: [""]}')
+    rep = check(spec)
+    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+    kept = df[df["y"] != ""]
+    rates = kept.groupby("sex")["y"].apply(lambda s: (s == "True").mean())
+    br = {p["name"]: p for p in rep["properties"]}["br"]
+    assert br["value"] == pytest.approx(abs(rates["M"] - rates["F"]), abs=1e-12)
+
+
+def test_FS433_at_check_is_acknowledged_at_the_label(tmp_path):
+    df = frame()
+    late_empty(df, "y")
+    spec = project(tmp_path, df, comment="# fairspec: ignore[FS433]")
+    assert api.lint(spec) == []                     # no FS216: lint cannot judge the rows it did not read
+    rep = check(spec)
+    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+    assert rep.get("suppressed", 0) >= 1
+
+
+def test_lints_FS433_is_not_said_twice(tmp_path):
+    df = frame()
+    df.loc[[3, 400], "y"] = ""
+    spec = project(tmp_path, df)
+    assert [d.code for d in api.lint(spec)] == ["FS433"]
+    rep = check(spec)
+    assert [d["code"] for d in rep["diagnostics"]] == ["FS433"]
+    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_label_text_in_another_case_past_lints_rows_is_FS432_at_check(tmp_path, monkeypatch, stream):
+    """Sorted No ... Yes: lint's rows hold only "No", so y == "yes" is not seen as a case slip there; the
+    label was false on every row, and with `or` another condition it is no constant label either."""
+    if stream:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    df = frame()
+    df["y"] = np.where(df["y"] == "True", "Yes", "No")
+    df = df.sort_values("y", kind="stable").reset_index(drop=True)
+    assert (df["y"][:200] == "No").all()
+    spec = project(tmp_path, df, label='y == "yes" or age > 75')
+    assert api.lint(spec) == []
+    rep = check(spec)
+    assert rep["exit_code"] == 2 and not any(p["status"] == "holds" for p in rep["properties"])
+    [d] = [d for d in rep["diagnostics"] if d["code"] == "FS432"]
+    assert '"Yes"' in d["message"] and "600 rows" in d["message"] and (d["line"], d["column"]) == (1, 33)
+    # both cases written: no error
+    spec = project(tmp_path, df, label='y in {"yes", "Yes"}')
+    assert api.lint(spec) == [] and check(spec)["exit_code"] != 2
+
+
+def test_lint_FS432_from_a_sample_says_so_and_spares_both_cases(tmp_path):
+    df = frame()
+    df["y"] = np.where(df["y"] == "True", "Yes", "No")
+    [d] = api.lint(project(tmp_path, df, label='y == "yes"'))
+    assert d.code == "FS432" and "the first 200 rows lint read" in d.message
+    assert api.lint(project(tmp_path, df, label='y in {"yes", "Yes"}')) == []
+    small = df[:50]
+    [d] = api.lint(project(tmp_path, small, label='y == "yes"'))
+    assert d.code == "FS432" and "in the rows lint read" in d.message and "first" not in d.message
+
+
+def test_empty_decision_cells_with_positive_are_FS435(tmp_path):
+    """positive = "approve" over a column with empty cells: each empty cell was a negative decision."""
+    df = frame()
+    df.loc[[5, 9], "d"] = ""
+    spec = project(tmp_path, df)
+    [d] = api.lint(spec)
+    assert (d.code, d.severity, d.span.line) == ("FS435", "warning", 6) and 'missing = {d: [""]}' in d.hint
+    rep = check(spec)
+    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS435")]     # said once, by lint
+    spec = project(tmp_path, df, extra=', missing = {d: [""]}')
+    assert api.lint(spec) == []
+    # past the rows lint reads: check says it
+    df = frame()
+    k = late_empty(df, "d")
+    spec = project(tmp_path, df)
+    assert api.lint(spec) == []
+    [w] = [w for w in check(spec).get("warnings", ()) if w.startswith("FS435")]
+    assert f"in {k} of the 600 rows" in w and "model 'm'" in w
+    spec = project(tmp_path, df, extra=', missing = {d: [""]}')
+    rep = check(spec)
+    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS435")]
+    kept = df[df["d"] != ""]
+    dec = kept.groupby("sex")["d"].apply(lambda s: (s == "approve").mean())
+    sp = {p["name"]: p for p in rep["properties"]}["sp"]
+    assert sp["value"] == pytest.approx(abs(dec["M"] - dec["F"]), abs=1e-12)
+
+
+def test_a_scikit_learn_model_on_late_empty_labels(tmp_path):
+    """The same with a real model: equal_opportunity of a logistic regression, FS433 at check."""
+    lm = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    df = frame()
+    late_empty(df, "y")
+    X = np.c_[df["age"], (df["sex"] == "M").astype(float)]
+    sio.dump(lm.LogisticRegression().fit(X, df["y"] == "True"), tmp_path / "lr.skops")
+    df.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.fair").write_text('data log = csv("t.csv", label = y == "True")\n'
+                                     "features A from log {\n  age : int in [17, 90]\n  sex : {F, M} protected\n}\n"
+                                     'model lr = sklearn("lr.skops")\n'
+                                     "encode A for lr { age : raw  sex : code }  # fairspec: ignore[FS427]\n"
+                                     "property eo { equal_opportunity(lr, groups sex) <= 0.9 }\n")
+    assert api.lint(str(tmp_path / "s.fair")) == []
+    rep = check(str(tmp_path / "s.fair"))
+    assert [w for w in rep.get("warnings", ()) if w.startswith("FS433")], rep.get("warnings")
