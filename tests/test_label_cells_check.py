@@ -175,3 +175,94 @@ def test_a_scikit_learn_model_on_late_empty_labels(tmp_path):
     assert api.lint(str(tmp_path / "s.fair")) == []
     rep = check(str(tmp_path / "s.fair"))
     assert [w for w in rep.get("warnings", ()) if w.startswith("FS433")], rep.get("warnings")
+
+
+# The target column (target = COLUMN: the true class of a class = c metric). A Parquet boolean target was
+# read as its number 1 / 0, no class of a model fitted on booleans (classes False / True), so every row's
+# truth was "no class" and equal_opportunity(class = "True") had no positive truth; a 1 / 0 CSV target
+# the same; a target written in another case than the model's classes ("HI" for "hi") counted every row
+# as no class; an empty target cell as "not of class c". Now: the booleans and 1 / 0 match, another case
+# is unknown with the reason, an empty cell is FS433 (lint, and check past lint's rows).
+
+TSPEC = """data d = {fmt}("t.{fmt}", target = {target}{extra})
+features A from d {{
+  age : int in [17, 90]
+  sex : {{F, M}} protected
+}}
+model lr = sklearn("{model}")
+encode A for lr {{ age : raw  sex : code }}  # fairspec: ignore[FS427]
+property eo {{ equal_opportunity(lr, groups sex, class = {cls}) <= 0.9 }}
+"""
+
+
+def target_project(tmp_path, fmt="csv", target="g", cls='"mid"', boolean=False, extra="", edit=None):
+    lm = pytest.importorskip("sklearn.linear_model")
+    sio = pytest.importorskip("skops.io")
+    rng = np.random.default_rng(4)
+    n = 600
+    sex, age = rng.choice(["F", "M"], n), rng.integers(18, 80, n)
+    X = np.c_[age, (sex == "M").astype(float)]
+    z = 0.05 * (age - 50) + 0.8 * (sex == "M") + rng.normal(0, 1, n)
+    y = z > 0 if boolean else np.where(z < -0.5, "lo", np.where(z < 0.7, "mid", "hi"))
+    model = lm.LogisticRegression().fit(X, y)
+    sio.dump(model, tmp_path / "lr.skops")
+    df = pd.DataFrame({"age": age, "sex": sex, target: y})
+    pred = model.predict(X)
+    if edit is not None:
+        df = edit(df)
+    if fmt == "csv":
+        df.to_csv(tmp_path / "t.csv", index=False)
+    else:
+        df.to_parquet(tmp_path / "t.parquet", index=False)
+    (tmp_path / "s.fair").write_text(TSPEC.format(fmt=fmt, target=target, model="lr.skops", cls=cls, extra=extra))
+    c = True if boolean else "mid"
+    tpr = {s: (pred[(sex == s) & (y == c)] == c).mean() for s in ("F", "M")}
+    return str(tmp_path / "s.fair"), abs(tpr["M"] - tpr["F"])
+
+
+def eo(spec) -> dict:
+    rep = check(spec)
+    assert not [d for d in rep["diagnostics"] if d["severity"] == "error"], rep["diagnostics"]
+    return {p["name"]: p for p in rep["properties"]}["eo"]
+
+
+@pytest.mark.parametrize("how", ["csv", "parquet", "ones"])
+def test_a_boolean_target_is_the_truth_of_a_model_fitted_on_booleans(tmp_path, how):
+    edit = (lambda df: df.assign(b=df["b"].astype(int))) if how == "ones" else None
+    spec, ref = target_project(tmp_path, fmt="parquet" if how == "parquet" else "csv", target="b", cls='"True"',
+                               boolean=True, edit=edit)
+    got = eo(spec)
+    assert got["status"] != "unknown" and got["value"] == pytest.approx(ref, abs=1e-12), got
+
+
+def test_a_target_in_another_case_than_the_classes_is_unknown(tmp_path):
+    spec, _ = target_project(tmp_path, edit=lambda df: df.assign(g=df["g"].str.upper()))
+    got = eo(spec)
+    assert got["status"] == "unknown" and "where the model's class is" in got["reason"], got
+
+
+def test_empty_target_cells_are_FS433(tmp_path):
+    def early(df):
+        df.loc[[2, 7, 450], "g"] = ""
+        return df
+
+    spec, _ = target_project(tmp_path, edit=early)
+    [d] = api.lint(spec)
+    assert (d.code, d.span.line) == ("FS433", 1) and "target" in d.message
+
+    def late(df):
+        df.loc[df.index[400::9], "g"] = ""
+        return df
+
+    spec, _ = target_project(tmp_path, edit=late)
+    assert api.lint(spec) == []
+    [w] = [w for w in check(spec).get("warnings", ()) if w.startswith("FS433")]
+    assert "the target reads it" in w and 'missing = {g: [""]}' in w
+    spec, _ = target_project(tmp_path, edit=late, extra=', missing = {g: [""]}')
+    assert not [w for w in check(spec).get("warnings", ()) if w.startswith("FS433")]
+
+
+def test_a_truth_from_the_target_constant_says_target(tmp_path):
+    spec, _ = target_project(tmp_path, edit=lambda df: df.assign(g=np.where(df["g"] == "mid", "lo", df["g"])))
+    got = eo(spec)
+    assert got["status"] == "unknown" and "target column 'g'" in got["reason"], got

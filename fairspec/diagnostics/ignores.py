@@ -158,6 +158,9 @@ def check_time(spec) -> dict[tuple[str, int, str], str]:
         span = getattr(d, "label_span", None)
         if span is not None and "FS433" not in d.lint_said:
             out[(span.file, span.line, "FS433")] = f"data {d.name}"
+        span = getattr(d, "target_span", None)
+        if span is not None and "FS433:target" not in d.lint_said:
+            out[(span.file, span.line, "FS433")] = f"data {d.name}"
     for m in getattr(spec, "models", ()):
         if m.format == "predictions" and m.positive is not None and m.span is not None:
             out[(m.span.file, m.span.line, "FS435")] = f"model {m.name}"

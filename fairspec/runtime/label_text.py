@@ -94,6 +94,7 @@ class LabelCells:
     held: dict = dataclasses.field(default_factory=dict)      # column -> distinct text values
     empty: dict = dataclasses.field(default_factory=dict)     # column -> rows with an empty cell (label)
     empty_decisions: dict = dataclasses.field(default_factory=dict)   # model name -> rows with an empty cell
+    empty_target: int = 0                                     # rows with an empty cell in a text target
     rows: int = 0
 
     @classmethod
@@ -114,6 +115,8 @@ class LabelCells:
             for col in dict.fromkeys(columns_read(d.label)) if "FS433" not in d.lint_said else ():
                 if k := empty_cells(t, col, index):
                     self.empty[col] = self.empty.get(col, 0) + k
+        if d.target is not None and "FS433:target" not in d.lint_said and (k := empty_cells(t, d.target, index)):
+            self.empty_target += k
         for m in self.models:
             if k := empty_cells(t, m.decision_column, index):
                 self.empty_decisions[m.name] = self.empty_decisions.get(m.name, 0) + k
@@ -146,6 +149,13 @@ class LabelCells:
                 f"\"\" (false for {col} == \"...\"), not as a missing value: list it as missing to drop those rows, "
                 f"missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an empty cell is a negative label, say "
                 f"so with # fairspec: ignore[FS433] at the label")))
+        if self.empty_target:
+            col = d.target
+            out.append(("FS433", d.target_span or d.span, (
+                f"FS433: column '{col}' of '{d.name}' has an empty cell in {self.empty_target} of the {self.rows} "
+                f"rows check read from {d.path} (none in the rows lint read), and the target reads it as the text "
+                f"\"\", a class no model has, so a row without its true class counts as not of class c: list it as "
+                f"missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}")))
         for m in self.models:
             if n := self.empty_decisions.get(m.name):
                 col = m.decision_column

@@ -164,9 +164,17 @@ class DataChecks:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{target}'", v.span,
                           hint=did_you_mean(target, types, literals.string if isinstance(v, ast.Str)
                                             else literals.name_or_string))
+            if types.get(target) == "str" and "" in values.get(target, ()):
+                said += ("FS433:target",)
+                self.sink.add("FS433", f"column '{target}' of '{node.name.id}' has empty cells in the rows lint read, "
+                                       f"and the target reads them as the text \"\", a class no model has: a row "
+                                       f"without its true class counts as not of class c", v.span,
+                              hint=f"list it as missing to drop those rows: missing = "
+                                   f"{{{literals.name_or_string(target)}: [\"\"]}}")
         self.datasets[node.name.id] = dataclasses.replace(
             data, where=where, label=label, target=target, lint_said=said,
-            label_span=kw["label"].value.span if "label" in kw else None)
+            label_span=kw["label"].value.span if "label" in kw else None,
+            target_span=kw["target"].value.span if "target" in kw else None)
 
     def _text_held(self, data: str, what: str, x, span, values: dict, rows: int) -> None:
         """FS432: the label or where compares a column with text it never holds as written, where it holds

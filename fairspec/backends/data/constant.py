@@ -30,6 +30,14 @@ def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndar
         pos, neg = float(used[:, :, 1].sum()), float(used[:, :, 0].sum())
         if pos == 0 or neg == 0:
             which = "false" if pos == 0 else "true"
+            target = ctx.spec.data(prop.data).target
+            c, t = prop.param("class"), prop.param("threshold")
+            if target is not None and (c is not None or t is not None):   # the truth is the target's (issue 25)
+                truth = f"'the true class is {c}'" if c is not None else f"'the true value is >= {t:g}'"
+                return (f"the truth {truth}, read from the target column '{target}' of data '{prop.data}', is "
+                        f"{which} on every one of the {rows} rows {prop.metric} uses, so each of its rates is "
+                        f"trivially 0, 1 or 0/0 and the verdict says nothing about the groups: check the target's "
+                        f"values against the model's classes (or the threshold)")
             return (f"the label of data '{prop.data}' is {which} on every one of the {rows} rows {prop.metric} "
                     f"uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the "
                     f"groups; a label comparing a column with a value it never holds (y == \"maybe\") is false "
