@@ -96,6 +96,8 @@ _ALL = [
          "a metric of class c compares decisions with 'the true class is c': declare the true class column with the data option target = COLUMN, or write the label as COLUMN == c"),
     Code("FS429", "warning", "the data's label, which names no class, is read as the truth of the metric's class",
          "declare the true class column with the data option target = COLUMN, or write the label as COLUMN == c; if the label is that truth, ignore the warning with # fairspec: ignore[FS429]"),
+    Code("FS436", "warning", "a regression metric's threshold and the data's label cut the value differently",
+         "declare the true value's column with the data option target = COLUMN, or write the label as COLUMN >= t; if the two cuts are meant, ignore the warning with # fairspec: ignore[FS436]"),
     Code("FS420", "error", "encode block disagrees with the input names or categories the model records", "encode the model's inputs under the names the model file records, in the model's order, and a categorical input by the codes of the categories it was fit on"),
     Code("FS421", "warning", "encode block order differs from the model's recorded input names", "list the features in the order the model records them"),
     Code("FS427", "warning", "scikit-learn model records no input names: its inputs are taken in the encode block's order", "fit the model on a pandas DataFrame whose columns are named as the features (or their data columns): fairspec then checks the encode block against the names the model records; otherwise make sure the block lists the features in the order the model was fitted on"),
