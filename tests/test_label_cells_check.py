@@ -266,3 +266,43 @@ def test_a_truth_from_the_target_constant_says_target(tmp_path):
     spec, _ = target_project(tmp_path, edit=lambda df: df.assign(g=np.where(df["g"] == "mid", "lo", df["g"])))
     got = eo(spec)
     assert got["status"] == "unknown" and "target column 'g'" in got["reason"], got
+
+
+# Lint reads the first 200 rows: what it claims from them must hold of the file. positive = "approve" over
+# a decision column whose first rows hold only deny / pending (approvals rare, later) was the error FS431
+# "never the positive value", though the file holds it: a near miss of a value they hold ("pendng") stays an error, any
+# other value is check's to judge (a positive no row holds makes the metrics unknown). FS434 (a constant
+# label) is said only of a file lint read whole.
+
+def rare_project(tmp_path, positive: str, n: int = 600):
+    df = frame(n)
+    df["d"] = np.where(np.arange(n) % 2 == 0, "deny", "pending")
+    late = (np.arange(n) >= 300) & (np.arange(n) % 5 == 0)
+    df.loc[late, "d"] = "approve"
+    return df, project(tmp_path, df, positive=f", positive = {positive}")
+
+
+def test_a_rare_positive_past_lints_rows_is_no_FS431(tmp_path):
+    df, spec = rare_project(tmp_path, '"approve"')
+    assert api.lint(spec) == []
+    got = {p["name"]: p for p in check(spec)["properties"]}["sp"]
+    dec = df.groupby("sex")["d"].apply(lambda s: (s == "approve").mean())
+    assert got["value"] == pytest.approx(abs(dec["M"] - dec["F"]), abs=1e-12)
+    _, spec = rare_project(tmp_path, '"pendng"')           # a near miss of a value lint saw: still an error
+    [d] = api.lint(spec)
+    assert d.code == "FS431" and "first 200 rows" in d.message and d.hint == 'did you mean "pending"?'
+    assert [d.code for d in api.lint(rare_project(tmp_path, '"Deny"')[1])] == ["FS431"]
+    _, spec = rare_project(tmp_path, '"granted"')          # in no row: lint cannot know; check says unknown
+    assert api.lint(spec) == []
+    got = {p["name"]: p for p in check(spec)["properties"]}["sp"]
+    assert got["status"] == "unknown" and "negative on every one" in got["reason"]
+    _, spec = rare_project(tmp_path, '"granted"', n=150)   # a file lint read whole: certain
+    assert [d.code for d in api.lint(spec)] == ["FS431"]
+
+
+def test_FS434_is_said_only_of_a_file_lint_read_whole(tmp_path):
+    df = frame(600)
+    df["y"] = "False"
+    df.loc[450, "y"] = "True"                                # one positive, past lint's rows
+    assert api.lint(project(tmp_path, df)) == []
+    assert [d.code for d in api.lint(project(tmp_path, df[:150]))] == ["FS434"]

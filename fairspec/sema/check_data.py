@@ -126,6 +126,7 @@ class DataChecks:
             types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
             values[n] = set(filled if types[n] == "num" else vals)
         self.data_values[node.name.id] = values
+        self.data_rows[node.name.id] = len(sample)
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")

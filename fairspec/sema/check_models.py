@@ -386,6 +386,8 @@ class ModelChecks:
         or None when the column holds only values that say it (1/0, yes/no, true/false in any case): FS431
         for any other value the sampled rows hold, never a silent pick (check's reader says the same of
         the whole column, fairspec.runtime.context.Rows.truthy)."""
+        import difflib
+
         from fairspec.runtime.data import decision_word, is_number, unstated_decision
 
         seen = self.data_values.get(data, {}).get(col, set())
@@ -395,11 +397,19 @@ class ModelChecks:
                 pos = v.value.strip() if isinstance(v, ast.Str) else (str(int(v.value)) if v.is_int else repr(float(v.value)))
                 num = is_number(pos) and all(is_number(x) for x in seen)
                 held = {float(x) for x in seen} if num else seen
-                if len(seen) >= 2 and (float(pos) if num else pos) not in held:   # a typo, or another column
+                # a typo, or another column; from the first rows of a larger file only a near miss of a value
+                # they hold ("aprove"): a rare positive may lie past them (check then reads every row, and a
+                # positive no row holds makes the metrics unknown, fairspec.backends.data.constant)
+                rows = self.data_rows.get(data, 0)
+                near = [] if num or rows < 200 else [x for x in seen if x.lower() == pos.lower()] or \
+                    difflib.get_close_matches(pos, sorted(seen), n=1, cutoff=0.8)
+                if len(seen) >= 2 and (float(pos) if num else pos) not in held and (rows < 200 or near):
                     shown = ", ".join(literals.string(x) for x in sorted(seen)[:4])
-                    self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in the rows lint "
-                                       f"read, never the positive value {literals.string(pos)}", v.span,
-                              hint="positive is one of the column's values, as written in the file")
+                    where = "the rows lint read" if rows < 200 else f"the first {rows} rows lint read"
+                    self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in {where}, never "
+                                       f"the positive value {literals.string(pos)}", v.span,
+                              hint=f"did you mean {literals.string(near[0])}?" if near else
+                              "positive is one of the column's values, as written in the file")
                 return pos
             self.fail("FS301", "positive is the value of the decision column that is the positive decision, a "
                                "string or a number (positive = \"approve\")", v.span)
