@@ -120,6 +120,21 @@ def test_label_text_in_another_case_past_lints_rows_is_FS432_at_check(tmp_path, 
     assert api.lint(spec) == [] and check(spec)["exit_code"] != 2
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_where_text_in_another_case_past_lints_rows_is_FS432_at_check(tmp_path, monkeypatch, stream):
+    """The where has the same trap: where = y == "yes" or age > 60 kept only the older rows, silently."""
+    if stream:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    df = frame()
+    df["y"] = np.where(df["y"] == "True", "Yes", "No")
+    df = df.sort_values("y", kind="stable").reset_index(drop=True)
+    spec = project(tmp_path, df, label='d == "approve"', extra=', where = y == "yes" or age > 60')
+    assert api.lint(spec) == []
+    rep = check(spec)
+    [d] = [d for d in rep["diagnostics"] if d["code"] == "FS432"]
+    assert rep["exit_code"] == 2 and "the where never meets it" in d["message"] and d["line"] == 1
+
+
 def test_lint_FS432_from_a_sample_says_so_and_spares_both_cases(tmp_path):
     df = frame()
     df["y"] = np.where(df["y"] == "True", "Yes", "No")

@@ -13,7 +13,7 @@ from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
-from fairspec.runtime.label_text import LabelCells
+from fairspec.runtime.label_text import LabelCells, WhereText
 from fairspec.runtime.frame import Frame, build_frame
 
 
@@ -214,6 +214,9 @@ class Context:
             with _reading(d), loading():
                 t = read_table(d)
                 if d.where is not None:
+                    held = WhereText(d)      # FS432: text the where compares held only in another case
+                    held.add(t)
+                    held.check()
                     keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
@@ -272,9 +275,10 @@ class Context:
         d = self.spec.data(data)
         t0 = time.perf_counter()
         total, dropped, examples = 0, {}, {}
-        cells = LabelCells.of(self.spec, d)
+        cells, held = LabelCells.of(self.spec, d), WhereText(d)
         with _reading(d):  # the consumer's own errors are raised in its frame, not through this one
             for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
+                held.add(t)
                 if d.where is not None:
                     t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
                 if t.n_rows == 0:
@@ -288,6 +292,7 @@ class Context:
                 if rows.frame.n_rows:
                     yield rows
         self._warn_dropped(data, dropped, examples)
+        held.check()
         self._judge_cells(cells)
         if total == 0:
             raise DataError(f"no row of {d.path} is left after the missing-value and where filters and the "

@@ -84,6 +84,44 @@ def empty_cells(t, column: str, index) -> int:
     return int(hit[codes[index] if index is not None else codes].sum())
 
 
+def case_error(d: ir.Data, what: str, x, held: dict, rows: int, span):
+    """FS432 (a DiagnosticError) when ``x`` (the label or the where) compares a column with text that
+    ``held`` (column -> the values of the ``rows`` rows read) holds only in another case; else None."""
+    for col, text, others in compared_text(x):
+        same = other_case(text, held.get(col, ()), others)
+        if same:
+            from fairspec.diagnostics import DiagnosticError, Sink
+
+            return DiagnosticError(Sink().add(
+                "FS432", f"column '{col}' of '{d.name}' holds {literals.string(same[0])} in the {rows} rows "
+                         f"check read from {d.path}, never {literals.string(text)}: text is compared as "
+                         f"written, so the {what} never meets it", span or d.span,
+                hint=f"write {literals.string(same[0])}"))
+    return None
+
+
+class WhereText:
+    """The text the where's compared columns hold over every row read, before the where filters them
+    (several batches: summed); ``check`` raises FS432 as lint does of its first rows."""
+
+    def __init__(self, d: ir.Data):
+        self.data, self.held, self.rows = d, {}, 0
+        self.columns = tuple(dict.fromkeys(c for c, _, _ in compared_text(d.where))) if d.where is not None else ()
+
+    def add(self, t) -> None:
+        self.rows += t.n_rows
+        for col in self.columns:
+            h = held_text(t, col, None)
+            if h is not None:
+                self.held.setdefault(col, set()).update(h)
+
+    def check(self) -> None:
+        if self.columns:
+            err = case_error(self.data, "where", self.data.where, self.held, self.rows, self.data.where_span)
+            if err is not None:
+                raise err
+
+
 @dataclasses.dataclass
 class LabelCells:
     """What the rows of one data set read so far show about its label and its logged decision columns
@@ -124,18 +162,7 @@ class LabelCells:
     def case_error(self):
         """FS432 (a DiagnosticError) when the label compares a column with text the rows read hold only in
         another case; None otherwise."""
-        d = self.data
-        for col, text, others in compared_text(d.label):
-            same = other_case(text, self.held.get(col, ()), others)
-            if same:
-                from fairspec.diagnostics import DiagnosticError, Sink
-
-                return DiagnosticError(Sink().add(
-                    "FS432", f"column '{col}' of '{d.name}' holds {literals.string(same[0])} in the {self.rows} rows "
-                             f"check read from {d.path}, never {literals.string(text)}: text is compared as "
-                             f"written, so the label never meets it", d.label_span or d.span,
-                    hint=f"write {literals.string(same[0])}"))
-        return None
+        return case_error(self.data, "label", self.data.label, self.held, self.rows, self.data.label_span)
 
     def warnings(self) -> list[tuple[str, object, str]]:
         """(code, span, sentence) of FS433 (the label read empty cells of a text column) and FS435 (a

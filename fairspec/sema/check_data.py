@@ -175,7 +175,8 @@ class DataChecks:
         self.datasets[node.name.id] = dataclasses.replace(
             data, where=where, label=label, target=target, lint_said=said,
             label_span=kw["label"].value.span if "label" in kw else None,
-            target_span=kw["target"].value.span if "target" in kw else None)
+            target_span=kw["target"].value.span if "target" in kw else None,
+            where_span=kw["where"].value.span if "where" in kw else None)
 
     def _text_held(self, data: str, what: str, x, span, values: dict, rows: int) -> None:
         """FS432: the label or where compares a column with text it never holds as written, where it holds

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fairspec import ir
 from fairspec.diagnostics import Related
 from fairspec.sema.decl import Decl
-from fairspec.sema.exprs import LowerError, did_you_mean
+from fairspec.sema.exprs import LowerError, closest, did_you_mean
 from fairspec.syntax import ast, literals
 
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
@@ -386,8 +386,6 @@ class ModelChecks:
         or None when the column holds only values that say it (1/0, yes/no, true/false in any case): FS431
         for any other value the sampled rows hold, never a silent pick (check's reader says the same of
         the whole column, fairspec.runtime.context.Rows.truthy)."""
-        import difflib
-
         from fairspec.runtime.data import decision_word, is_number, unstated_decision
 
         seen = self.data_values.get(data, {}).get(col, set())
@@ -398,12 +396,13 @@ class ModelChecks:
                 num = is_number(pos) and all(is_number(x) for x in seen)
                 held = {float(x) for x in seen} if num else seen
                 # a typo, or another column; from the first rows of a larger file only a near miss of a value
-                # they hold ("aprove"): a rare positive may lie past them (check then reads every row, and a
+                # they hold ("pendng"): a rare positive may lie past them (check then reads every row, and a
                 # positive no row holds makes the metrics unknown, fairspec.backends.data.constant)
                 rows = self.data_rows.get(data, 0)
-                near = [] if num or rows < 200 else [x for x in seen if x.lower() == pos.lower()] or \
-                    difflib.get_close_matches(pos, sorted(seen), n=1, cutoff=0.8)
-                if len(seen) >= 2 and (float(pos) if num else pos) not in held and (rows < 200 or near):
+                never = len(seen) >= 2 and (float(pos) if num else pos) not in held
+                near = [] if not never or num or rows < 200 else [x for x in seen if x.lower() == pos.lower()] or \
+                    [x for x in (closest(pos, sorted(seen)),) if x is not None]
+                if never and (rows < 200 or near):
                     shown = ", ".join(literals.string(x) for x in sorted(seen)[:4])
                     where = "the rows lint read" if rows < 200 else f"the first {rows} rows lint read"
                     self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in {where}, never "
