@@ -172,7 +172,7 @@ class LabelCells:
             col = sorted(self.empty)[0]
             out.append(("FS433", d.label_span or d.span, (
                 f"FS433: column '{col}' of '{d.name}' has an empty cell in {self.empty[col]} of the {self.rows} "
-                f"rows check read from {d.path} (none in the rows lint read), and the label reads it as the text "
+                f"rows check read from {d.path}, and the label reads it as the text "
                 f"\"\" (false for {col} == \"...\"), not as a missing value: list it as missing to drop those rows, "
                 f"missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an empty cell is a negative label, say "
                 f"so with # fairspec: ignore[FS433] at the label")))
@@ -180,7 +180,7 @@ class LabelCells:
             col = d.target
             out.append(("FS433", d.target_span or d.span, (
                 f"FS433: column '{col}' of '{d.name}' has an empty cell in {self.empty_target} of the {self.rows} "
-                f"rows check read from {d.path} (none in the rows lint read), and the target reads it as the text "
+                f"rows check read from {d.path}, and the target reads it as the text "
                 f"\"\", a class no model has, so a row without its true class counts as not of class c: list it as "
                 f"missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}")))
         for m in self.models:
@@ -188,7 +188,7 @@ class LabelCells:
                 col = m.decision_column
                 out.append(("FS435", m.span, (
                     f"FS435: the decision column '{col}' of '{d.name}' has an empty cell in {n} of the {self.rows} "
-                    f"rows check read from {d.path} (none in the rows lint read), and positive = "
+                    f"rows check read from {d.path}, and positive = "
                     f"{literals.string(m.positive)} counts each as a negative decision of model '{m.name}': list it "
                     f"as missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an "
                     f"empty cell is a negative decision, say so with # fairspec: ignore[FS435] at the model")))
