@@ -321,3 +321,26 @@ def test_FS434_is_said_only_of_a_file_lint_read_whole(tmp_path):
     df.loc[450, "y"] = "True"                                # one positive, past lint's rows
     assert api.lint(project(tmp_path, df)) == []
     assert [d.code for d in api.lint(project(tmp_path, df[:150]))] == ["FS434"]
+
+
+# A column lint typed a number from its first rows (0.5, 0.7, ...) that holds text past them ("n/a"):
+# label = s > 0.5 was an internal error at check (exit 4: '>' between str and float), s == 1 false on
+# every row. Now one sentence naming the file and column, with the missing = {...} fix.
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("label,extra", [("s > 0.5", ""), ("s == 1", ""), ("s + 0 > 0.5", ""),
+                                         ('d == "approve"', ", where = s > 0.1")])
+def test_text_past_lints_rows_in_a_number_column_is_one_sentence(tmp_path, monkeypatch, stream, label, extra):
+    if stream:
+        monkeypatch.setattr(columnar, "STREAM_ROWS", 0)
+    df = frame()
+    df["s"] = np.round(np.random.default_rng(2).random(len(df)), 3).astype(str)
+    df.loc[450, "s"] = "n/a"
+    spec = project(tmp_path, df, label=label, extra=extra)
+    assert api.lint(spec) == []
+    rep = check(spec)
+    assert rep["exit_code"] == 2 and not rep.get("internal_errors"), rep
+    assert "t.csv" in rep["error"] and "column 's' holds text (\"n/a\")" in rep["error"], rep["error"]
+    assert 'missing = {s: ["n/a"]}' in rep["error"]
+    spec = project(tmp_path, df, label=label, extra=extra + ', missing = {s: ["n/a"]}')
+    assert check(spec)["exit_code"] in (0, 1)

@@ -13,7 +13,7 @@ from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
-from fairspec.runtime.label_text import LabelCells, WhereText
+from fairspec.runtime.label_text import LabelCells, WhereText, text_as_number
 from fairspec.runtime.frame import Frame, build_frame
 
 
@@ -217,6 +217,8 @@ class Context:
                     held = WhereText(d)      # FS432: text the where compares held only in another case
                     held.add(t)
                     held.check()
+                    if (bad := text_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
                     keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
@@ -280,6 +282,8 @@ class Context:
             for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
                 held.add(t)
                 if d.where is not None:
+                    if (bad := text_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
                     t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
                 if t.n_rows == 0:
                     continue
@@ -363,6 +367,8 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
     frame, ok = build_frame(fs, t, d.categories)
     labels = None
     if d.label is not None:
+        if (bad := text_as_number(d, "label", d.label, t)) is not None:
+            raise bad
         labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
     return Rows(frame, labels, t, np.flatnonzero(ok))
 

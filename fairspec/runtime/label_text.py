@@ -193,3 +193,46 @@ class LabelCells:
                     f"as missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an "
                     f"empty cell is a negative decision, say so with # fairspec: ignore[FS435] at the model")))
         return out
+
+
+def numbers_read(x, depth: int = 0):
+    """(column, constant or None) for each column a data expression reads as a number: compared with a
+    number (``s > 0.5``) or inside arithmetic (``a + b > 3``)."""
+    if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
+        return
+    if isinstance(x, ir.Cmp):
+        for a, b in ((x.left, x.right), (x.right, x.left)):
+            number = (isinstance(b, ir.Const) and isinstance(b.value, (int, float)) and not isinstance(b.value, bool)) \
+                or isinstance(b, (ir.ArithE, ir.AbsE))
+            if number and isinstance(a, ir.ColumnRef):
+                yield a.column, b.value if isinstance(b, ir.Const) else None
+    if isinstance(x, (ir.ArithE, ir.AbsE)):
+        for c in ((x.left, x.right) if isinstance(x, ir.ArithE) else (x.arg,)):
+            if isinstance(c, ir.ColumnRef):
+                yield c.column, None
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            yield from numbers_read(c, depth + 1)
+
+
+def text_as_number(d: ir.Data, what: str, x, t):
+    """A DataError when ``x`` (the label or the where) reads as a number a column of ``t`` that holds
+    text: lint typed the column from its first rows (numbers only), and check read a value that is no
+    number past them ("n/a"). Compared as it is, it was an internal error (text > 0.5) or false on every
+    row (text == 1); None otherwise."""
+    from fairspec.runtime.data import DataError, is_number
+
+    for col, v in dict.fromkeys(numbers_read(x)):
+        if col not in t.columns or col in t.booleans or t.numeric(col) is not None:
+            continue
+        codes, cats = t.coded(col)
+        import numpy as np
+
+        bad = [str(cats[k]) for k in np.unique(codes) if not is_number(str(cats[k]))][:3]
+        shown = ", ".join(literals.string(b) for b in bad)
+        against = f"compares it with the number {v:g}" if v is not None else "computes with it"
+        return DataError(f"data file {d.path} column {col!r} holds text ({shown}) where the {what} {against}: list "
+                         f"such a value as missing, missing = {{{literals.name_or_string(col)}: "
+                         f"[{literals.string(bad[0]) if bad else '...'}]}}, or correct the file", d.path)
+    return None
