@@ -256,8 +256,17 @@ def test_a_boolean_target_is_the_truth_of_a_model_fitted_on_booleans(tmp_path, h
     assert got["status"] != "unknown" and got["value"] == pytest.approx(ref, abs=1e-12), got
 
 
-def test_a_target_in_another_case_than_the_classes_is_unknown(tmp_path):
+def test_a_target_in_another_case_than_the_classes_is_FS432_or_unknown(tmp_path):
     spec, _ = target_project(tmp_path, edit=lambda df: df.assign(g=df["g"].str.upper()))
+    [d] = api.lint(spec)                                     # in lint's rows: the error, at the metric
+    assert d.code == "FS432" and "its target" in d.message and d.span.line == 8, d.message
+
+    def late(df):
+        df.loc[df.index >= 300, "g"] = df["g"][df.index >= 300].str.upper()
+        return df
+
+    spec, _ = target_project(tmp_path, edit=late)            # past them: check's unknown, with the reason
+    assert api.lint(spec) == []
     got = eo(spec)
     assert got["status"] == "unknown" and "where the model's class is" in got["reason"], got
 

@@ -72,7 +72,7 @@ _ALL = [
     Code("FS402", "error", "encoding width differs from the model's input width", "list every model input in the encode block, in the model's order"),
     Code("FS403", "error", "protected attribute not used by the encoding", "a protected feature the model never sees cannot be checked for individual fairness; encode it or drop 'protected'"),
     Code("FS431", "error", "a logged decision column does not say which decision is positive", "name it: predictions(DATA, decision = \"col\", positive = \"approve\"); without positive the column holds 1/0, yes/no or true/false"),
-    Code("FS432", "error", "a label or where compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
+    Code("FS432", "error", "a label, where or target compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
     Code("FS433", "warning", "the label reads empty cells of a text column as a value", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows, as a Parquet null is"),
     Code("FS434", "warning", "the label is the same on every row of a file lint read whole", "compare the column with a value it holds, as the file writes it: a label false (or true) on every row makes every rate of it 0 or 0/0"),
     Code("FS435", "warning", "a logged decision column read with positive = v has empty cells", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows; an empty cell is otherwise a negative decision"),

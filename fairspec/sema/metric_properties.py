@@ -11,7 +11,7 @@ from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _check_distribution_use, _classifier_reads, _dataset,
                                          _distribution, _feature_names, _model_of, _number, _require_binary,
                                          _require_decision, _resolve, _subject, claim_range, resolve_groups)
-from fairspec.syntax import ast
+from fairspec.syntax import ast, literals
 
 
 METRICS = {
@@ -96,6 +96,9 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     if mdef is not None and not mdef.output and data is not None and uses_label(fn) and "class" in pd \
             and not target_ok and ck.datasets[data].label is not None:
         _label_of_class(ck, call, fn, model, pd["class"], data)
+    if model is not None and data is not None and target_ok and model.classes is not None and \
+            ("class" in pd or (mdef is not None and mdef.output == "multiclass")):
+        _target_case(ck, call, model, data)
     if mdef is not None and not mdef.output and data is not None and uses_label(fn) and "threshold" in pd \
             and not target_ok and ck.datasets[data].label is not None:
         _label_of_threshold(ck, call, fn, pd["threshold"], data)
@@ -188,6 +191,23 @@ def _label_of_class(ck, call, fn, model, c, data):
                          f"data set '{data}' has no target, so its label {what} is read as that truth", at,
                 hint=f"name the true class column with the option target = COLUMN of data set '{data}', or write "
                      f"the label as COLUMN == {cs}; if the label is that truth, say so with # fairspec: ignore[FS429]")
+
+
+def _target_case(ck, call, model, data: str) -> None:
+    """FS432: the target column holds, in the rows lint read, a value that is a class of the model in another
+    case only ("HI" where the class is "hi"): matched as text, such a row's truth is no class (check
+    reports the metric unknown for it, fairspec.backends.data.outputs.true_classes)."""
+    d = ck.datasets[data]
+    classes = [str(c) for c in model.classes]
+    if all(isinstance(c, bool) or type(c).__name__ == "bool_" for c in model.classes):
+        classes += ["1", "0"]
+    folded = {c.lower(): c for c in classes}
+    for v in sorted(ck.data_values.get(data, {}).get(d.target, ())):
+        if v not in classes and v.lower() in folded:
+            ck.fail("FS432", f"column '{d.target}' of '{data}' (its target) holds {literals.string(v)} in the rows "
+                             f"lint read, where the class of '{model.name}' is {literals.string(folded[v.lower()])}: "
+                             f"text is compared as written, so those rows' truth would be no class",
+                    call.span, hint=f"write the target's values as the model's classes ({literals.string(folded[v.lower()])})")
 
 
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
