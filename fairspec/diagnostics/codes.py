@@ -123,7 +123,7 @@ _ALL = [
     Code("FS508", "warning", "claim holds wherever its quantity is defined",
          "the threshold is at or past the end of the quantity's range, so the comparison is true for every model where the quantity is defined (where it is not, check reports unknown): tighten the threshold, or drop the property"),
     Code("FS509", "warning", "no pair meets the pre-condition",
-         "a tolerance below 0 (|x.f - x'.f| < 0) or bounds on one feature that no value of its declared range meets: the individual-fairness property holds vacuously, and check reports holds (proved) with that reason; fix the pre-condition to state a claim"),
+         "a tolerance below 0 (|x.f - x'.f| < 0), bounds on one feature that no value of its declared range meets, or a relaxed feature whose two inputs' bounds lie further apart than its tolerance (|x.age - x'.age| <= 5 with x.age < 30 and x'.age > 40): the individual-fairness property holds vacuously, and check reports holds (proved) with that reason; fix the pre-condition to state a claim"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}
