@@ -1,7 +1,7 @@
 """``holds (proved)`` for an individual-fairness property whose pre-condition no pair meets: it holds
 vacuously, whatever the model computes. The emptiness is decided by fairspec.ir.no_pair from the spec's
-constants and the declared domains, comparing the numbers as written (exact: no arithmetic on them);
-sema warns with the same sentence (FS509)."""
+constants and the declared domains in exact integer arithmetic (each constant read as the float it
+is stored as and as the decimal it is written as; empty only where both readings agree); sema warns with the same sentence (FS509)."""
 
 from __future__ import annotations
 

@@ -72,9 +72,10 @@ _ALL = [
     Code("FS402", "error", "encoding width differs from the model's input width", "list every model input in the encode block, in the model's order"),
     Code("FS403", "error", "protected attribute not used by the encoding", "a protected feature the model never sees cannot be checked for individual fairness; encode it or drop 'protected'"),
     Code("FS431", "error", "a logged decision column does not say which decision is positive", "name it: predictions(DATA, decision = \"col\", positive = \"approve\"); without positive the column holds 1/0, yes/no or true/false"),
-    Code("FS432", "error", "a label or where compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
+    Code("FS432", "error", "a label, where or target compares a column with text it holds only in another case", "text is compared as written: write the value as the file holds it (a Parquet boolean column is \"True\" / \"False\")"),
     Code("FS433", "warning", "the label reads empty cells of a text column as a value", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows, as a Parquet null is"),
     Code("FS434", "warning", "the label is the same on every row of a file lint read whole", "compare the column with a value it holds, as the file writes it: a label false (or true) on every row makes every rate of it 0 or 0/0"),
+    Code("FS435", "warning", "a logged decision column read with positive = v has empty cells", "list \"\" as missing for that column (missing = {col: [\"\"]}) to drop those rows; an empty cell is otherwise a negative decision"),
     Code("FS430", "warning", "a column is named twice in the header", "the later columns of the same name are read as NAME.1, NAME.2, ... (by position); name them all with columns = [...] to choose your own names"),
     Code("FS404", "error", "data file cannot be read", "paths are relative to the spec file; check that the file exists and is UTF-8 CSV"),
     Code("FS405", "error", "feature encoded twice", "encode each feature on one line of the encode block"),
@@ -95,6 +96,8 @@ _ALL = [
          "a metric of class c compares decisions with 'the true class is c': declare the true class column with the data option target = COLUMN, or write the label as COLUMN == c"),
     Code("FS429", "warning", "the data's label, which names no class, is read as the truth of the metric's class",
          "declare the true class column with the data option target = COLUMN, or write the label as COLUMN == c; if the label is that truth, ignore the warning with # fairspec: ignore[FS429]"),
+    Code("FS436", "warning", "a regression metric's threshold and the data's label cut the value differently",
+         "declare the true value's column with the data option target = COLUMN, or write the label as COLUMN >= t; if the two cuts are meant, ignore the warning with # fairspec: ignore[FS436]"),
     Code("FS420", "error", "encode block disagrees with the input names or categories the model records", "encode the model's inputs under the names the model file records, in the model's order, and a categorical input by the codes of the categories it was fit on"),
     Code("FS421", "warning", "encode block order differs from the model's recorded input names", "list the features in the order the model records them"),
     Code("FS427", "warning", "scikit-learn model records no input names: its inputs are taken in the encode block's order", "fit the model on a pandas DataFrame whose columns are named as the features (or their data columns): fairspec then checks the encode block against the names the model records; otherwise make sure the block lists the features in the order the model was fitted on"),
@@ -121,7 +124,7 @@ _ALL = [
     Code("FS508", "warning", "claim holds wherever its quantity is defined",
          "the threshold is at or past the end of the quantity's range, so the comparison is true for every model where the quantity is defined (where it is not, check reports unknown): tighten the threshold, or drop the property"),
     Code("FS509", "warning", "no pair meets the pre-condition",
-         "a tolerance below 0 (|x.f - x'.f| < 0) or bounds on one feature that no value of its declared range meets: the individual-fairness property holds vacuously, and check reports holds (proved) with that reason; fix the pre-condition to state a claim"),
+         "a tolerance below 0 (|x.f - x'.f| < 0), bounds on one feature that no value of its declared range meets, or a relaxed feature whose two inputs' bounds lie further apart than its tolerance (|x.age - x'.age| <= 5 with x.age < 30 and x'.age > 40): the individual-fairness property holds vacuously, and check reports holds (proved) with that reason; fix the pre-condition to state a claim"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _ALL}

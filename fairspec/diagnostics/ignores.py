@@ -143,13 +143,27 @@ def _split(diagnostics, at, usable) -> tuple[list[Diagnostic], list[tuple[Diagno
 
 def check_time(spec) -> dict[tuple[str, int, str], str]:
     """{(file, line, "FS427"): model name} for each comment place lint cannot judge: the encode block of a
-    scikit-learn pickle, whose FS427 check says once it has loaded the model (fairspec.runtime.context)."""
+    scikit-learn pickle, whose FS427 check says once it has loaded the model (fairspec.runtime.context);
+    and a label's FS433 / a logged decision's FS435 about rows past lint's sample ("data NAME" / "model
+    NAME": never judged unused, as check reads no more than a metric needs)."""
     out = {}
     for m in getattr(spec, "models", ()):
         enc = spec.encoding_for(m.name)
         if m.format == "sklearn" and not str(m.path).lower().endswith(".skops") and enc is not None \
                 and enc.span is not None:
             out[(enc.span.file, enc.span.line, "FS427")] = m.name
+    # a label's empty cells (FS433) and a logged decision column's under positive = v (FS435) past the
+    # rows lint reads are check's to say (fairspec.runtime.label_text): a comment there waits for it
+    for d in getattr(spec, "datasets", ()):
+        span = getattr(d, "label_span", None)
+        if span is not None and "FS433" not in d.lint_said:
+            out[(span.file, span.line, "FS433")] = f"data {d.name}"
+        span = getattr(d, "target_span", None)
+        if span is not None and "FS433:target" not in d.lint_said:
+            out[(span.file, span.line, "FS433")] = f"data {d.name}"
+    for m in getattr(spec, "models", ()):
+        if m.format == "predictions" and m.positive is not None and m.span is not None:
+            out[(m.span.file, m.span.line, "FS435")] = f"model {m.name}"
     return out
 
 

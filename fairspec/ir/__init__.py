@@ -228,6 +228,13 @@ class Data:
     # issue 25: the column of the true class (multiclass metrics: one-vs-rest truth, confusion matrices)
     # or the true value (regression: error metrics); ``label`` stays the binary truth condition
     target: str | None = None
+    # where the label, target and where are written (check's FS432 / FS433 about rows lint did not read point at
+    # them), and what lint already said from its sample ("FS433", "FS433:target", "FS435:COLUMN"): check
+    # does not say it twice
+    label_span: Span | None = field(default=None, compare=False, repr=False)
+    target_span: Span | None = field(default=None, compare=False, repr=False)
+    where_span: Span | None = field(default=None, compare=False, repr=False)
+    lint_said: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def markers(self, column: str) -> tuple[str, ...]:
         """The missing-value markers of one column (the data set's and the column's own)."""

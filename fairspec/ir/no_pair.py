@@ -1,7 +1,6 @@
 """An individual-fairness pre-condition no pair meets: the property holds vacuously.
 
-Decided from the spec's constants and the features' declared domains alone, by comparing the numbers
-as written (two floats compare exactly; no arithmetic is done on them, so no rounding enters):
+Decided from the spec's constants and the features' declared domains alone, exactly:
 
 * a tolerance below 0, ``|x.f - x'.f| < 0`` or ``<= -1``: an absolute difference is never below 0;
 * bounds on one feature of one input, ``require x.age > 50`` with ``require x.age < 30`` (or past
@@ -9,14 +8,22 @@ as written (two floats compare exactly; no arithmetic is done on them, so no rou
   numbers only, so ``x.age > 50 and x.age < 51`` is empty too). A feature the pair ties
   (neither in ``except {...}`` nor relaxed) is one value: ``x.age > 50`` with ``x'.age < 30`` is
   empty. Conjunctions only: an ``or``, a ``not``, arithmetic or a category test is left out, which
-  can only make the set larger, so "empty" stays true.
+  can only make the set larger, so "empty" stays true;
+* a relaxed feature whose two inputs' bounds lie further apart than its tolerance:
+  ``|x.age - x'.age| <= 5`` with ``x.age < 30`` and ``x'.age > 40`` (an int feature: ``x.age <= 29.5``
+  is ``x.age <= 29``); ``< t`` with a gap of exactly ``t`` too.
 
-sema's warning FS509 and certify's proof (fairspec.certify.no_pair) read this one decision. Standard
-library only (lint imports it)."""
+The arithmetic is exact, on integers: a constant is read twice, as the float it is stored as
+(``float.as_integer_ratio``) and as the decimal its shortest repr writes (``0.1`` is 1/10), and "empty"
+is claimed only where both readings say so (``x.s <= 0.2``, ``x'.s >= 0.3`` and ``< 0.1``: the
+decimals lie exactly 0.1 apart, the floats a little less). Comparing two constants gives the same
+answer in both readings; a difference need not. sema's warning FS509 and certify's proof
+(fairspec.certify.no_pair) read this one decision. Standard library only (lint imports it)."""
 
 from __future__ import annotations
 
 import math
+import re
 
 from fairspec import ir
 
@@ -41,7 +48,7 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
                 continue
             var, name, op, c = b
             feat = fs.get(name)
-            if feat is None or not isinstance(feat.domain, (ir.IntRange, ir.RealRange)):
+            if not _finite_range(feat):
                 continue
             dom = feat.domain
             key = name if name in tied else f"{var}.{name}"
@@ -57,7 +64,42 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
                 whole = ", a whole number," if isinstance(dom, ir.IntRange) else ""
                 both = cur[2] if cur[2] == cur[5] else f"{cur[2]} and {cur[5]}"
                 return f"no value of {what}{whole} meets {both}"
+    for f, t in prop.relaxed:
+        why = _apart(f, t, prop.relaxed_op(f), v, v2, bounds, fs)
+        if why is not None:
+            return why
     return None
+
+
+def _apart(f: str, t, op: str, v: str, v2: str, bounds: dict, fs: ir.FeatureSet) -> str | None:
+    """Why the relaxed feature ``f`` (``|v.f - v2.f| op t``) admits no pair: the two inputs' bounds
+    lie more than ``t`` apart (at least ``t`` for ``<``) in both readings, else None."""
+    feat = fs.get(f)
+    if not (_finite_range(feat) and math.isfinite(t)):
+        return None
+    integer = isinstance(feat.domain, ir.IntRange)
+    declared = f"{f} in [{_text(feat.domain.lo)}, {_text(feat.domain.hi)}] as declared"
+    a, b = (bounds.get(k, [feat.domain.lo, False, declared, feat.domain.hi, False, declared])
+            for k in (f"{v}.{f}", f"{v2}.{f}"))
+    below = None
+    for read in (_as_float, _as_decimal):
+        i, j = _interval(a, integer, read), _interval(b, integer, read)
+        if _gap(i, j, read(t), op) is not None:
+            side = (a, b)
+        elif _gap(j, i, read(t), op) is not None:
+            side = (b, a)
+        else:
+            return None
+        below = below or side
+    lo, hi = below
+    whole = ", whole numbers," if integer else ""
+    return (f"{lo[5]} and {hi[2]}{whole} keep {v}.{f} and {v2}.{f} {'at least' if op == '<' else 'more than'} "
+            f"{_text(t)} apart, so |{v}.{f} - {v2}.{f}| {op} {_text(t)} holds for no pair")
+
+
+def _finite_range(feat) -> bool:
+    return feat is not None and isinstance(feat.domain, (ir.IntRange, ir.RealRange)) \
+        and math.isfinite(feat.domain.lo) and math.isfinite(feat.domain.hi)
 
 
 def _text(c) -> str:
@@ -94,9 +136,63 @@ def _bound(e: ir.Expr):
 
 
 def _empty(cur: list, integer: bool) -> bool:
+    """No value meets the bounds ``cur``, in both readings of the constants."""
+    for read in (_as_float, _as_decimal):
+        lo, lo_strict, hi, hi_strict = _interval(cur, integer, read)
+        if not (_lt(hi, lo) or (hi == lo and (lo_strict or hi_strict))):
+            return False
+    return True
+
+
+def _interval(cur: list, integer: bool, read):
+    """``cur``'s ends as exact fractions (numerator, denominator > 0), with their strictness; for an
+    int feature the least and the most whole number the bounds leave, both non-strict."""
     lo, lo_strict, _, hi, hi_strict, _ = cur
-    if integer:
-        least = math.floor(lo) + 1 if lo_strict and lo == math.floor(lo) else math.ceil(lo)
-        most = math.ceil(hi) - 1 if hi_strict and hi == math.ceil(hi) else math.floor(hi)
-        return least > most
-    return lo > hi or (lo == hi and (lo_strict or hi_strict))
+    lo, hi = read(lo), read(hi)
+    if not integer:
+        return lo, lo_strict, hi, hi_strict
+    least = lo[0] // lo[1] + 1 if lo_strict else -(-lo[0] // lo[1])
+    most = -(-hi[0] // hi[1]) - 1 if hi_strict else hi[0] // hi[1]
+    return (least, 1), False, (most, 1), False
+
+
+def _gap(i, j, t, op: str):
+    """The gap from interval ``i`` up to interval ``j`` when it leaves no pair with ``|d| op t``, else None."""
+    _, _, hi, hi_strict = i
+    lo, lo_strict, _, _ = j
+    if not (_lt(hi, lo) or (hi == lo and (hi_strict or lo_strict))):
+        return None
+    gap = (lo[0] * hi[1] - hi[0] * lo[1], lo[1] * hi[1])
+    gap = _norm(gap)
+    if _lt(t, gap) or (gap == _norm(t) and (op == "<" or hi_strict or lo_strict)):
+        return gap
+    return None
+
+
+def _lt(a, b) -> bool:
+    return a[0] * b[1] < b[0] * a[1]
+
+
+def _norm(a):
+    g = math.gcd(a[0], a[1])
+    return a[0] // g, a[1] // g
+
+
+def _as_float(c) -> tuple[int, int]:
+    """The number a constant is stored as, exactly."""
+    return (c, 1) if isinstance(c, int) else _norm(float(c).as_integer_ratio())
+
+
+_DECIMAL = re.compile(r"(-?)(\d+)(?:\.(\d*))?(?:e([+-]?\d+))?")
+
+
+def _as_decimal(c) -> tuple[int, int]:
+    """The decimal the constant's shortest repr writes (``0.1`` is 1/10), exactly."""
+    if isinstance(c, int):
+        return c, 1
+    m = _DECIMAL.fullmatch(repr(float(c)))
+    sign, whole, frac, exp = m.groups()
+    frac = frac or ""
+    n = int(whole + frac) * (-1 if sign else 1)
+    e = int(exp or 0) - len(frac)
+    return _norm((n * 10 ** e, 1) if e >= 0 else (n, 10 ** -e))

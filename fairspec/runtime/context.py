@@ -13,6 +13,7 @@ from fairspec import ir
 from fairspec.runtime import encoding as enc_mod, job_clock
 from fairspec.runtime.data import DataError, Table
 from fairspec.runtime.evaluate import evaluate
+from fairspec.runtime.label_text import LabelCells, WhereText, text_as_number
 from fairspec.runtime.frame import Frame, build_frame
 
 
@@ -213,6 +214,11 @@ class Context:
             with _reading(d), loading():
                 t = read_table(d)
                 if d.where is not None:
+                    held = WhereText(d)      # FS432: text the where compares held only in another case
+                    held.add(t)
+                    held.check()
+                    if (bad := text_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
                     keep = evaluate(d.where, lambda e: _column(t, e), t.n_rows)
                     t = t.subset(keep)
             if t.n_rows == 0:
@@ -239,6 +245,9 @@ class Context:
             self._warn_dropped(data, rows.frame.dropped, rows.frame.examples)
             if rows.frame.n_rows == 0:
                 raise DataError(f"no row of {d.path} fits the declared domains of {features}", d.path)
+            cells = LabelCells.of(self.spec, d)
+            cells.add(t, rows.index)
+            self._judge_cells(cells)
             self._rows[key] = rows
         return self._rows[key]
 
@@ -268,9 +277,13 @@ class Context:
         d = self.spec.data(data)
         t0 = time.perf_counter()
         total, dropped, examples = 0, {}, {}
+        cells, held = LabelCells.of(self.spec, d), WhereText(d)
         with _reading(d):  # the consumer's own errors are raised in its frame, not through this one
             for t in columnar.iter_arrow(d, stream=True, batch_rows=size):
+                held.add(t)
                 if d.where is not None:
+                    if (bad := text_as_number(d, "where", d.where, t)) is not None:
+                        raise bad
                     t = t.subset(evaluate(d.where, lambda e, t=t: _column(t, e), t.n_rows))
                 if t.n_rows == 0:
                     continue
@@ -279,15 +292,30 @@ class Context:
                     dropped[f] = dropped.get(f, 0) + k
                     examples[f] = sorted(set(examples.get(f, [])) | set(rows.frame.examples.get(f, [])))[:5]
                 total += rows.frame.n_rows
+                cells.add(t, rows.index)
                 if rows.frame.n_rows:
                     yield rows
         self._warn_dropped(data, dropped, examples)
+        held.check()
+        self._judge_cells(cells)
         if total == 0:
             raise DataError(f"no row of {d.path} is left after the missing-value and where filters and the "
                             f"declared domains of {features}", d.path)
         if not any(x.get("name") == data and x.get("streamed") for x in self.loads):
             self.loads.append({"what": "data", "name": data, "file": d.path, "streamed": True,
                                "seconds": 0.0, "rows": total, "read_seconds": round(time.perf_counter() - t0, 4)})
+
+    def _judge_cells(self, cells: LabelCells) -> None:
+        """What the rows read show of the label and logged decisions that lint's first rows did not
+        (fairspec.runtime.label_text): FS432 stops the run, as lint's error does; FS433 / FS435 are
+        warnings, acknowledged as lint's are (an ignore comment at the label / the model, --ignore)."""
+        err = cells.case_error() if cells.data.label is not None else None
+        if err is not None:
+            raise err
+        for code, span, w in cells.warnings():
+            said = self.suppressed if self.spec.ignores(code, span) else self.warnings
+            if w not in said:
+                said.append(w)
 
     def _warn_dropped(self, data: str, dropped: dict, examples: dict) -> None:
         for f, n in dropped.items():
@@ -339,6 +367,8 @@ def _rows_of(fs: ir.FeatureSet, d: ir.Data, t: Table) -> Rows:
     frame, ok = build_frame(fs, t, d.categories)
     labels = None
     if d.label is not None:
+        if (bad := text_as_number(d, "label", d.label, t)) is not None:
+            raise bad
         labels = evaluate(d.label, lambda e: _column(t, e), t.n_rows)[ok]
     return Rows(frame, labels, t, np.flatnonzero(ok))
 

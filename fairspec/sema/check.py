@@ -92,6 +92,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # data name -> {column: the distinct values of the sampled rows, missing markers left out}, with or
         # without where: what a logged decision column holds (FS431)
         self.data_values: dict[str, dict[str, set[str]]] = {}
+        self.data_rows: dict[str, int] = {}  # data name -> the rows lint read (fewer than 200: the whole file)
         self.feature_sets: dict[str, ir.FeatureSet] = {}
         self.encodings: dict[str, ir.Encoding] = {}
         self.groups: dict[str, ir.GroupAtom] = {}

@@ -7,6 +7,7 @@ import dataclasses
 
 from fairspec import ir
 from fairspec.sema.decl import Decl
+from fairspec.runtime.label_text import columns_read, compared_text, other_case
 from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.syntax import ast, literals
 
@@ -125,6 +126,7 @@ class DataChecks:
             types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
             values[n] = set(filled if types[n] == "num" else vals)
         self.data_values[node.name.id] = values
+        self.data_rows[node.name.id] = len(sample)
         self.data_columns[node.name.id] = types
         complete = [r for r in sample if len(r) >= len(names)
                     and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
@@ -134,9 +136,10 @@ class DataChecks:
             shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
         scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]))
         where = label = None
+        said: tuple[str, ...] = ()
         if "where" in kw:
             where = self.lower.expect_bool(kw["where"].value, scope)
-            self._text_held(node.name.id, "where", where, kw["where"].value.span, values)
+            self._text_held(node.name.id, "where", where, kw["where"].value.span, values, len(sample))
         if "label" in kw:
             x, t = self.lower.lower(kw["label"].value, scope)
             if t != "bool":
@@ -146,8 +149,9 @@ class DataChecks:
                           v.span, hint=(f"column '{v.id}' is a Parquet boolean column, read as the text \"True\" / "
                                         f"\"False\": write label = {v.id} == \"True\"") if boolean else None)
             label = x
-            self._text_held(node.name.id, "label", label, kw["label"].value.span, values)
-            self._empty_labels(node.name.id, label, kw["label"].value.span, types, values)
+            self._text_held(node.name.id, "label", label, kw["label"].value.span, values, len(sample))
+            if self._empty_labels(node.name.id, label, kw["label"].value.span, types, values):
+                said += ("FS433",)
             if sample and len(sample) < 200 and not nested:      # column_names read the whole file
                 self._constant_label(node.name.id, label, kw["label"].value.span, types, values,
                                      sum(1 for r in sample if r and any(c is None or c.strip() for c in r)), shown)
@@ -161,44 +165,62 @@ class DataChecks:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{target}'", v.span,
                           hint=did_you_mean(target, types, literals.string if isinstance(v, ast.Str)
                                             else literals.name_or_string))
-        self.datasets[node.name.id] = dataclasses.replace(data, where=where, label=label, target=target)
+            if types.get(target) == "str" and "" in values.get(target, ()):
+                said += ("FS433:target",)
+                self.sink.add("FS433", f"column '{target}' of '{node.name.id}' has empty cells in the rows lint read, "
+                                       f"and the target reads them as the text \"\", a class no model has: a row "
+                                       f"without its true class counts as not of class c", v.span,
+                              hint=f"list it as missing to drop those rows: missing = "
+                                   f"{{{literals.name_or_string(target)}: [\"\"]}}")
+        self.datasets[node.name.id] = dataclasses.replace(
+            data, where=where, label=label, target=target, lint_said=said,
+            label_span=kw["label"].value.span if "label" in kw else None,
+            target_span=kw["target"].value.span if "target" in kw else None,
+            where_span=kw["where"].value.span if "where" in kw else None)
 
-    def _text_held(self, data: str, what: str, x, span, values: dict) -> None:
+    def _text_held(self, data: str, what: str, x, span, values: dict, rows: int) -> None:
         """FS432: the label or where compares a column with text it never holds as written, where it holds
         the same text in another case: a Parquet boolean column is "True" / "False" (certain, from the
         schema), a CSV column what its sampled rows show ("yes" where the file says "Yes"). Text is
-        compared as written, so such a label is false on every row: each group's base rate 0."""
+        compared as written, so such a label is false on every row: each group's base rate 0. From a
+        sample (the first rows of a larger file) the message says so; an ``in {...}`` writing both cases
+        (y in {"yes", "Yes"}) is no mistake; check says the same of rows lint did not read
+        (fairspec.runtime.label_text)."""
         booleans = self.data_booleans.get(data, set())
-        for col, text in _compared_text(x):
+        for col, text, others in compared_text(x):
             held = {"True", "False"} if col in booleans else values.get(col, set())
             if text in held or not held:
                 continue
-            same = sorted(h for h in held if h.strip().lower() == text.strip().lower())
+            same = other_case(text, held, others)
             if col in booleans:
-                self.fail("FS432", f"column '{col}' of '{data}' is a Parquet boolean column, read as the text "
-                                   f"\"True\" / \"False\", so the {what} never meets {literals.string(text)}", span,
-                          hint=f"write {literals.name_or_string(col)} == \"True\" (or \"False\")")
+                if not other_case(text, held, ()) or same:    # an in {...} with True / False as well: no error
+                    self.fail("FS432", f"column '{col}' of '{data}' is a Parquet boolean column, read as the text "
+                                       f"\"True\" / \"False\", so the {what} never meets {literals.string(text)}",
+                              span, hint=f"write {literals.name_or_string(col)} == \"True\" (or \"False\")")
+                continue
             if same:
+                seen = "the rows lint read" if rows < 200 else f"the first {rows} rows lint read"
                 self.fail("FS432", f"column '{col}' of '{data}' holds {' and '.join(map(literals.string, same))} in "
-                                   f"the rows lint "
-                                   f"read, not {literals.string(text)}: text is compared as written, so the {what} "
-                                   f"never meets it", span,
+                                   f"{seen}, never {literals.string(text)}: text is compared as written, so the "
+                                   f"{what} never meets it", span,
                           hint=f"write {literals.string(same[0])}" if len(same) == 1 else
                           f"write the one you mean of {', '.join(map(literals.string, same))} (the file holds each)")
 
-    def _empty_labels(self, data: str, label, span, types: dict, values: dict) -> None:
+    def _empty_labels(self, data: str, label, span, types: dict, values: dict) -> bool:
         """FS433 (warning): the label reads a text column with empty cells in the rows lint read that no
         missing marker names. Such a cell is the text "", so ``y == "True"`` is false there: a missing
         label counted as a negative one, where a Parquet null (or the API's frame null) drops the row."""
-        cols = sorted({c for c in _columns_read(label) if types.get(c) == "str" and "" in values.get(c, ())})
-        if cols:
-            c = cols[0]
-            self.sink.add("FS433", f"column '{c}' of '{data}' has empty cells in the rows lint read, and the label "
-                                   f"reads them as the text \"\" (false for {c} == \"...\"), not as a missing "
-                                   f"value", span,
-                          hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(c)}: "
-                               f"[\"\"]}}; or, if an empty cell is a negative label, say so with "
-                               f"# fairspec: ignore[FS433]")
+        cols = sorted({c for c in columns_read(label) if types.get(c) == "str" and "" in values.get(c, ())})
+        if not cols:
+            return False
+        c = cols[0]
+        self.sink.add("FS433", f"column '{c}' of '{data}' has empty cells in the rows lint read, and the label "
+                               f"reads them as the text \"\" (false for {c} == \"...\"), not as a missing "
+                               f"value", span,
+                      hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(c)}: "
+                           f"[\"\"]}}; or, if an empty cell is a negative label, say so with "
+                           f"# fairspec: ignore[FS433]")
+        return True
 
     def _constant_label(self, data: str, label, span, types: dict, values: dict, rows: int, path: str) -> None:
         """FS434 (warning): lint read the whole file (fewer rows than it samples) and the label, one
@@ -270,37 +292,6 @@ def _const_test(op: str, value, typ: str | None):
     if typ == "num" and isinstance(value, (int, float)):
         return lambda v: fn(float(v), float(value))
     return None
-
-
-def _columns_read(x, depth: int = 0):
-    """The columns a data expression reads."""
-    if depth > 200 or not dataclasses.is_dataclass(x) or isinstance(x, type):
-        return
-    if isinstance(x, ir.ColumnRef):
-        yield x.column
-    for f in dataclasses.fields(x):
-        v = getattr(x, f.name)
-        for c in (v if isinstance(v, tuple) else (v,)):
-            yield from _columns_read(c, depth + 1)
-
-
-def _compared_text(x, depth: int = 0):
-    """(column, text) for each ``column == "text"`` / ``!=`` / ``in {...}`` of a data expression."""
-    if depth > 200 or x is None:
-        return
-    if isinstance(x, ir.Cmp) and x.op in ("==", "!="):
-        for a, b in ((x.left, x.right), (x.right, x.left)):
-            if isinstance(a, ir.ColumnRef) and isinstance(b, ir.Const) and isinstance(b.value, str):
-                yield a.column, b.value
-    elif isinstance(x, ir.InSet) and isinstance(x.item, ir.ColumnRef):
-        for v in x.values:
-            if isinstance(v, str):
-                yield x.item.column, v
-    for f in dataclasses.fields(x) if dataclasses.is_dataclass(x) else ():
-        v = getattr(x, f.name)
-        for c in (v if isinstance(v, tuple) else (v,)):
-            if dataclasses.is_dataclass(c) and not isinstance(c, type):
-                yield from _compared_text(c, depth + 1)
 
 
 def used_columns(spec: ir.Spec) -> tuple:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fairspec import ir
 from fairspec.diagnostics import Related
 from fairspec.sema.decl import Decl
-from fairspec.sema.exprs import LowerError, did_you_mean
+from fairspec.sema.exprs import LowerError, closest, did_you_mean
 from fairspec.syntax import ast, literals
 
 MODEL_FORMATS = ("onnx", "torch", "sklearn", "xgboost", "lightgbm", "rule", "predictions")
@@ -353,6 +353,8 @@ class ModelChecks:
         elif "threshold" in kw:
             self.fail("FS208", "threshold applies to a score column, not to logged decisions", kw["threshold"].span)
         positive = self._positive_decision(kw, data.name, col) if which == "decision" else None
+        if positive is not None and "" in self.data_values.get(data.name, {}).get(col, ()):
+            self._empty_decisions(node, data, col, positive)
         if which == "score" and "positive" in kw:
             self.fail("FS208", "positive names the positive value of a decision column, not of a score column",
                       kw["positive"].span)
@@ -366,6 +368,21 @@ class ModelChecks:
             node.name.id, "predictions", None, span=node.span, data=data.name, features=fss[0].name,
             score_column=col if which == "score" else None, decision_column=col if which == "decision" else None,
             threshold=threshold, positive=positive)
+
+    def _empty_decisions(self, node, data: ir.Data, col: str, positive: str) -> None:
+        """FS435 (warning): ``positive = v`` names the positive decision of a text column with empty cells
+        in the rows lint read, which no missing marker names: each is read as the text "", a negative
+        decision, where an unlogged decision is missing (check says it of rows lint did not read,
+        fairspec.runtime.label_text)."""
+        import dataclasses
+
+        self.sink.add("FS435", f"the decision column '{col}' of '{data.name}' has empty cells in the rows lint "
+                               f"read, and positive = {literals.string(positive)} counts each as a negative "
+                               f"decision, not as a missing one", node.span,
+                      hint=f"list it as missing to drop those rows: missing = {{{literals.name_or_string(col)}: "
+                           f"[\"\"]}} in the data declaration; or, if an empty cell is a negative decision, say so "
+                           f"with # fairspec: ignore[FS435]")
+        self.datasets[data.name] = dataclasses.replace(data, lint_said=(*data.lint_said, f"FS435:{col}"))
 
     def _positive_decision(self, kw: dict, data: str, col: str) -> str | None:
         """The positive value of a logged decision column: ``positive = "approve"`` (a string or a number),
@@ -381,11 +398,20 @@ class ModelChecks:
                 pos = v.value.strip() if isinstance(v, ast.Str) else (str(int(v.value)) if v.is_int else repr(float(v.value)))
                 num = is_number(pos) and all(is_number(x) for x in seen)
                 held = {float(x) for x in seen} if num else seen
-                if len(seen) >= 2 and (float(pos) if num else pos) not in held:   # a typo, or another column
+                # a typo, or another column; from the first rows of a larger file only a near miss of a value
+                # they hold ("pendng"): a rare positive may lie past them (check then reads every row, and a
+                # positive no row holds makes the metrics unknown, fairspec.backends.data.constant)
+                rows = self.data_rows.get(data, 0)
+                never = len(seen) >= 2 and (float(pos) if num else pos) not in held
+                near = [] if not never or num or rows < 200 else [x for x in seen if x.lower() == pos.lower()] or \
+                    [x for x in (closest(pos, sorted(seen)),) if x is not None]
+                if never and (rows < 200 or near):
                     shown = ", ".join(literals.string(x) for x in sorted(seen)[:4])
-                    self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in the rows lint "
-                                       f"read, never the positive value {literals.string(pos)}", v.span,
-                              hint="positive is one of the column's values, as written in the file")
+                    where = "the rows lint read" if rows < 200 else f"the first {rows} rows lint read"
+                    self.fail("FS431", f"the decision column '{col}' of '{data}' holds {shown} in {where}, never "
+                                       f"the positive value {literals.string(pos)}", v.span,
+                              hint=f"did you mean {literals.string(near[0])}?" if near else
+                              "positive is one of the column's values, as written in the file")
                 return pos
             self.fail("FS301", "positive is the value of the decision column that is the positive decision, a "
                                "string or a number (positive = \"approve\")", v.span)

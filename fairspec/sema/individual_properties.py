@@ -222,7 +222,8 @@ def _individual_fairness(ck, node, name, env):
 
 def _no_pair(ck, prop: ir.IndividualFairness, fs: ir.FeatureSet, requires, node) -> None:
     """FS509 (a warning): no pair meets the pre-condition (fairspec.ir.no_pair: a tolerance below 0,
-    bounds on one feature that no value of its domain meets), so the property holds vacuously, and
+    bounds on one feature that no value of its domain meets, a relaxed feature's two inputs bounded
+    further apart than its tolerance), so the property holds vacuously, and
     check says so, ``holds (proved)`` on certify's proof (fairspec.kinds.no_pair). It was the error
     FS307 for a tolerance below 0; a vacuous claim is legal, though almost surely not what was meant."""
     from fairspec.ir.no_pair import no_pair_reason
@@ -236,9 +237,15 @@ def _no_pair(ck, prop: ir.IndividualFairness, fs: ir.FeatureSet, requires, node)
             span = st.span
     ck.sink.add("FS509", f"{why}, so '{prop.name}' holds vacuously: check reports holds (proved) and says "
                          f"nothing about the model", span,
-                hint="a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)" if why.startswith("|")
-                else "bounds on one feature must leave a value of its declared range (a feature the pair ties is one "
-                     "value in both inputs)")
+                hint=_NO_PAIR_HINTS["|" if why.startswith("|") else "no" if why.startswith("no value") else "apart"])
+
+
+_NO_PAIR_HINTS = {
+    "|": "a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)",
+    "no": "bounds on one feature must leave a value of its declared range (a feature the pair ties is one value in "
+          "both inputs)",
+    "apart": "a relaxed feature's tolerance must reach across the gap its bounds leave between the two inputs (or "
+             "the bounds must meet)"}
 
 
 def _names(e) -> set[str]:

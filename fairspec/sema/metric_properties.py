@@ -11,7 +11,7 @@ from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _check_distribution_use, _classifier_reads, _dataset,
                                          _distribution, _feature_names, _model_of, _number, _require_binary,
                                          _require_decision, _resolve, _subject, claim_range, resolve_groups)
-from fairspec.syntax import ast
+from fairspec.syntax import ast, literals
 
 
 METRICS = {
@@ -96,6 +96,12 @@ def _metric(ck, node, name, env, call, op, rhs, stmts):
     if mdef is not None and not mdef.output and data is not None and uses_label(fn) and "class" in pd \
             and not target_ok and ck.datasets[data].label is not None:
         _label_of_class(ck, call, fn, model, pd["class"], data)
+    if model is not None and data is not None and target_ok and model.classes is not None and \
+            ("class" in pd or (mdef is not None and mdef.output == "multiclass")):
+        _target_case(ck, call, model, data)
+    if mdef is not None and not mdef.output and data is not None and uses_label(fn) and "threshold" in pd \
+            and not target_ok and ck.datasets[data].label is not None:
+        _label_of_threshold(ck, call, fn, pd["threshold"], data)
     if mdef is not None and model is None and (mdef.rates != ("selection_rate",) and mdef.rates != ("base_rate",)):
         ck.fail("FS501", f"{fn} compares a model's decisions with the labels; a data set alone has only its "
                          f"labels", call.span,
@@ -185,6 +191,54 @@ def _label_of_class(ck, call, fn, model, c, data):
                          f"data set '{data}' has no target, so its label {what} is read as that truth", at,
                 hint=f"name the true class column with the option target = COLUMN of data set '{data}', or write "
                      f"the label as COLUMN == {cs}; if the label is that truth, say so with # fairspec: ignore[FS429]")
+
+
+def _target_case(ck, call, model, data: str) -> None:
+    """FS432: the target column holds, in the rows lint read, a value that is a class of the model in another
+    case only ("HI" where the class is "hi"): matched as text, such a row's truth is no class (check
+    reports the metric unknown for it, fairspec.backends.data.outputs.true_classes)."""
+    d = ck.datasets[data]
+    classes = [str(c) for c in model.classes]
+    if all(isinstance(c, bool) or type(c).__name__ == "bool_" for c in model.classes):
+        classes += ["1", "0"]
+    folded = {c.lower(): c for c in classes}
+    for v in sorted(ck.data_values.get(data, {}).get(d.target, ())):
+        if v not in classes and v.lower() in folded:
+            ck.fail("FS432", f"column '{d.target}' of '{data}' (its target) holds {literals.string(v)} in the rows "
+                             f"lint read, where the class of '{model.name}' is {literals.string(folded[v.lower()])}: "
+                             f"text is compared as written, so those rows' truth would be no class",
+                    call.span, hint=f"write the target's values as the model's classes ({literals.string(folded[v.lower()])})")
+
+
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _label_of_threshold(ck, call, fn, t: float, data: str) -> None:
+    """FS436 (warning): ``threshold = t`` of a regression's metric that compares decisions with the truth,
+    on a data set without ``target``: its decision is "the value is >= t" and its truth the ``label``;
+    a label cutting a column elsewhere (salary >= 60000 beside threshold = 50000), or the other way
+    (salary < 60000), or with the other tie (salary > 50000) compares two different cuts. It may be meant
+    (a decision cut below the truth's): a warning, acknowledged with an ignore comment."""
+    label = ck.datasets[data].label
+    if not isinstance(label, ir.Cmp) or label.op not in ("<", "<=", ">", ">="):
+        return
+    col, lit, op = label.left, label.right, label.op
+    if isinstance(col, ir.Const):
+        col, lit, op = lit, col, _MIRROR[op]
+    if not (isinstance(col, ir.ColumnRef) and isinstance(lit, ir.Const)) or isinstance(lit.value, (bool, str)):
+        return
+    v = float(lit.value)
+    if op == ">=" and v == float(t):
+        return
+    written = f"{col.column} {op} {v:g}"
+    why = ("the other way round: the label is true below the cut, the decision above it" if op in ("<", "<=") else
+           f"a cut at {v:g}, not at the threshold {float(t):g}" if v != float(t) else
+           f"the same cut with the other tie: a value of exactly {v:g} is a positive decision and a negative label")
+    ck.sink.add("FS436", f"{fn}(..., threshold = {float(t):g}) compares the decision 'the value is >= {float(t):g}' "
+                         f"with the label {written} of data set '{data}', {why}", call.keyword("threshold").span,
+                hint=f"name the true value's column with the option target = {col.column} of data set '{data}' "
+                     f"(its truth is then the value >= the threshold), or write the label as {col.column} >= "
+                     f"{float(t):g}; if the two cuts are meant, say so with # fairspec: ignore[FS436]")
 
 
 def _output_params(ck, call, env, fn, model, mdef):

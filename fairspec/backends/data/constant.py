@@ -35,7 +35,8 @@ def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndar
             target = _target_truth(prop, ctx)
             if target:
                 return (f"{target} on {'none' if pos == 0 else 'every one'} of the {rows} rows {prop.metric} uses, "
-                        f"so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the groups")
+                        f"so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the groups: check "
+                        f"the target's values against the model's classes (or the threshold)")
             return (f"the label of data '{prop.data}' is {which} on every one of the {rows} rows {prop.metric} "
                     f"uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing about the "
                     f"groups; a label comparing a column with a value it never holds (y == \"maybe\") is false "

@@ -141,12 +141,20 @@ def true_classes(rows, target: str, model, strict: bool = True) -> np.ndarray:
 def _class_columns(rows, target: str, model) -> np.ndarray:
     """The target column as class columns of ``model`` (int64, -1 where the value is no class):
     the model's recorded labels matched by value when they and the column are numbers (a float label 1.0 is
-    the target 1), as text otherwise; without labels, whole numbers 0 .. K-1 as columns."""
+    the target 1), as text otherwise; without labels, whole numbers 0 .. K-1 as columns. A Parquet
+    boolean target is its text "True" / "False" (as lint reads it; it was its number 1 / 0, no class of
+    a model fitted on booleans, so every row's truth was "no class"), and a 1 / 0 target matches the
+    classes False / True of such a model. A value that is a class in another case ("MID" where the
+    class is "mid") is refused (Unsupported): it would silently count as no class."""
     classes = model.readout.classes
     K = model.readout.n_classes or 0
     if classes is not None:
         by_text = {str(lab): i for i, lab in reversed(list(enumerate(classes)))}
+        if all(isinstance(lab, (bool, np.bool_)) for lab in classes):   # a model fitted on booleans
+            by_text.update({str(int(bool(lab))): i for i, lab in enumerate(classes)})
         num = rows.numeric(target)
+        if num is not None and target in rows.table.booleans:
+            num = None                  # read as its text "True" / "False" below
         if num is not None and all(isinstance(lab, (int, float)) and not isinstance(lab, bool) for lab in classes):
             out = np.full(num.shape[0], -1, dtype=np.int64)     # number labels (1, or 1.0 of a float column)
             for i, lab in reversed(list(enumerate(classes))):    # matched by value: 1 and 1.0 alike
@@ -155,15 +163,35 @@ def _class_columns(rows, target: str, model) -> np.ndarray:
         if num is not None:          # numbers written as 1.0 for a label 1
             return np.array([by_text.get(str(int(v)) if float(v).is_integer() else str(v), -1) for v in num],
                             dtype=np.int64)
-        codes, cats = rows.table.coded(target)
+        if target in rows.table.booleans:
+            values = rows.table.numeric(target)
+            codes, cats = (values == 1).astype(np.int64), np.array(["False", "True"], dtype=object)
+        else:
+            codes, cats = rows.table.coded(target)
         lut = np.array([by_text.get(str(cv), -1) for cv in cats] + [-1], dtype=np.int64)
-        return lut[codes[rows.index]]
+        out = lut[codes[rows.index]]
+        _other_case(rows, target, model, by_text, cats, codes, lut)
+        return out
     num = rows.numeric(target)
     if num is None:
         raise Unsupported(f"the target column '{target}' holds text, and the model file records no class labels: "
                           f"its classes are columns 0 .. {max(K - 1, 0)}, so the target must hold those numbers")
     ok = (num == np.round(num)) & (num >= 0) & ((num < K) if K else True)
     return np.where(ok, num, -1).astype(np.int64)
+
+
+def _other_case(rows, target: str, model, by_text: dict, cats, codes, lut) -> None:
+    """Unsupported when a value of the target the rows hold is no class but a class in another case."""
+    used = np.unique(codes[rows.index])
+    folded = {k.strip().lower(): k for k in by_text}
+    for k in used:
+        v = str(cats[k])
+        if lut[k] < 0 and v.strip().lower() in folded:
+            cls = folded[v.strip().lower()]
+            shown = ", ".join(f'"{c}"' for c in model.readout.classes[:6])
+            raise Unsupported(f"the target column '{target}' holds \"{v}\" where the model's class is \"{cls}\" "
+                              f"(its classes: {shown}): text is compared as written, so those rows would count as "
+                              f"no class of the model; write the target's values as the model's classes")
 
 
 def output_truth(prop: ir.GroupMetric, ctx, rows) -> np.ndarray | None:

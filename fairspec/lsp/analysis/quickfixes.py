@@ -63,7 +63,7 @@ def _add_option(idx: Index, data: str, option: str, value: str) -> list[tuple[st
 def _rewrite_text(idx: Index, d: Diagnostic) -> list[tuple[str, Span, str]]:
     """FS432 (the case the file holds): the one literal ``"Yes"`` in the label or where, as ``"yes"``."""
     new = re.fullmatch(f"write ({_STRING})", d.hint or "")
-    old = re.search(f", not ({_STRING}): text is compared as written", d.message)
+    old = re.search(f", (?:not|never) ({_STRING}): text is compared as written", d.message)
     text = idx.texts.get(d.span.file) if d.span is not None else None
     if not (new and old and text is not None):
         return []
