@@ -300,7 +300,7 @@ def test_a_label_whose_text_the_file_holds_in_two_cases_is_not_fixed_by_a_guess(
             uri, text, diags = await s.opened(spec)
             assert [d.code for d in diags] == ["FS432"], diags
             assert diags[0].message.startswith("column 'hired' of 'people' holds \"YES\" and \"Yes\" in the rows lint "
-                                               "read, not \"yes\""), diags[0].message
+                                               "read, never \"yes\""), diags[0].message
             hint = [r.message for r in diags[0].related_information if r.message.startswith("hint: ")]
             assert hint == ['hint: write the one you mean of "YES", "Yes" (the file holds each)'], hint
             assert not await s.code_actions(uri, diags)
