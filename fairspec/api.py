@@ -431,9 +431,9 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
             path = stem.with_suffix(".pkl")
             with open(path, "wb") as fh:
                 pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            from fairspec.models.base import OWN_OBJECTS
+            from fairspec.models.base import mark_own_object
 
-            (path.parent / OWN_OBJECTS).touch()     # no "loading ... runs the code inside the pickle" for it
+            mark_own_object(path)       # its name and SHA-256: no "loading ... runs the code inside the pickle"
             return _Pickled(path)
         if fmt in ("xgboost", "lightgbm", "torch") and not _of_library(obj, fmt, mod):
             raise FairspecError(f"model {name!r} is declared {fmt}(...): pass {_LIBRARY_OBJECTS[fmt]} or a file "

@@ -230,6 +230,51 @@ property b {{ statistical_parity(lr, groups race) <= 0.9 }}
     assert len(lines) == 1 and "people6.pkl" in lines[0] and "runs the code" in lines[0], r.stderr
 
 
+def test_a_stray_own_objects_marker_does_not_silence_a_users_trusted_pickle(tmp_path):
+    """Only a pickle the Python API wrote (its name and SHA-256 in the marker) loads without the stderr line: a
+    user's folder holding a file named .fairspec-own-objects (empty, or naming the file with another hash) still
+    hears that loading it runs the code inside."""
+    import shutil
+
+    from fairspec.models.base import OWN_OBJECTS, mark_own_object, own_object
+
+    user = tmp_path / "user"
+    user.mkdir()
+    model = user / "people6.pkl"
+    shutil.copy(FIXTURES / "models" / "people6.pkl", model)
+    marker = user / OWN_OBJECTS
+    marker.touch()
+    assert not own_object(model)
+    marker.write_text("0" * 64 + " people6.pkl\n")
+    assert not own_object(model)
+    other = user / "other.pkl"
+    other.write_bytes(b"x")
+    mark_own_object(other)                     # the marker names another file: not this one
+    assert own_object(other) and not own_object(model)
+    spec = tmp_path / "p.fair"
+    spec.write_text(f"""
+data people = csv("{PEOPLE}", label = hired == "yes")
+features P from people {{
+  age : int in [18, 80]
+  sex : {{F, M}} protected
+  race : {{A, B, C}} protected
+  member : bool
+  score : real in [0, 1]
+}}
+model lr = sklearn("{model}", trust pickle, score = prob)
+encode P for lr {{ age : standard  sex : onehot  race : code  member, score : raw }}
+property a {{ statistical_parity(lr, groups sex) <= 0.9 }}
+""")
+    marker.write_text("")
+    r = run_cli("check", spec, "--format", "json")
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert "people6.pkl runs the code inside the pickle" in r.stderr, r.stderr
+    mark_own_object(model)                     # the exact file, as the API records its own: silent
+    assert own_object(model)
+    model.write_bytes(model.read_bytes() + b"\n")   # changed since: its hash no longer matches
+    assert not own_object(model)
+
+
 class _CallsExit:
     def __reduce__(self):
         import sys

@@ -116,14 +116,44 @@ class ModelLoadError(Exception):
 _ANNOUNCED: set[str] = set()
 
 
-#: a file the Python API writes beside the pickles it makes of the caller's own objects (fairspec.api): they
-#: load without the stderr line (in worker processes too), since no spec asked to trust them
+#: a file the Python API writes beside the pickles it makes of the caller's own objects (fairspec.api): one line
+#: per pickle, its SHA-256 and file name; only a pickle it names with that hash loads without the stderr line (in
+#: worker processes too), since no spec asked to trust it. A stray marker beside a user's own file silences nothing.
 OWN_OBJECTS = ".fairspec-own-objects"
 
 
+def _sha256(path: pathlib.Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def mark_own_object(path) -> None:
+    """Record ``path`` (a pickle the Python API just wrote of the caller's object) in its folder's marker."""
+    path = pathlib.Path(path)
+    with open(path.parent / OWN_OBJECTS, "a", encoding="utf-8") as fh:
+        fh.write(f"{_sha256(path)} {path.name}\n")
+
+
 def own_object(path) -> bool:
-    """Is ``path`` a pickle the Python API wrote of the caller's own object (:data:`OWN_OBJECTS`)?"""
-    return (pathlib.Path(path).parent / OWN_OBJECTS).is_file()
+    """Is ``path`` a pickle the Python API wrote of the caller's own object: named, with its exact SHA-256, in
+    the :data:`OWN_OBJECTS` marker beside it?"""
+    path = pathlib.Path(path)
+    try:
+        lines = (path.parent / OWN_OBJECTS).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    named = {line.split(" ", 1)[0] for line in lines if line.split(" ", 1)[1:] == [path.name]}
+    if not named:
+        return False
+    try:
+        return _sha256(path) in named
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
