@@ -283,3 +283,29 @@ def test_a_finding_shows_the_estimate_with_its_interval():
     u = Verdict("lv", "individual_fairness", "unknown", value=0.5, bound=(0.5, 0.75), backend="milp",
                 reason="the time limit passed")
     assert _verdict_message(u) == "property 'lv' is unknown: the time limit passed; value 0.5; interval [0.5, 0.75]"
+
+
+def test_ci_paths_are_relative_to_the_repository_root_from_a_sub_folder(tmp_path):
+    """A check run from a sub-folder of the repository (a workflow's ``working-directory``) names
+    its files from the repository's root, as code scanning and annotations read them (they were
+    relative to the working directory: ``spec.fair``, a file code scanning could not place)."""
+    import shutil
+
+    from test_cli import PEOPLE_CSV, PEOPLE_ONNX
+
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "fairness"
+    sub.mkdir()
+    shutil.copy(PEOPLE_CSV, sub / "people.csv")
+    shutil.copy(PEOPLE_ONNX, sub / "people.onnx")
+    people_spec(sub, "property strict { statistical_parity(net, groups member) <= 0.0001 }\n",
+                csv="people.csv", onnx="people.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", cwd=sub)
+    no_traceback(r)
+    assert r.returncode == 1, r.stdout[-2000:]
+    (res,) = every_result_located(valid_sarif(r.stdout), tmp_path)
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "fairness/spec.fair"
+    r = run_cli("check", "spec.fair", "--format", "github", "--workers", "1", cwd=sub)
+    assert r.stdout.startswith("::error file=fairness/spec.fair,line="), r.stdout
+    r = run_cli("check", "spec.fair", "--format", "json", "--workers", "1", cwd=sub)
+    assert json.loads(r.stdout)["properties"][0]["location"]["file"] == "fairness/spec.fair"

@@ -129,3 +129,18 @@ def test_influence_below_zero_strict_is_never_met(tmp_path):
         p.write_text(FVGM + f"property q {{\n  influence(clf, groups P, distribution d) {op} 0\n}}\n", encoding="utf-8")
         codes = [d.code for d in lint(p).diagnostics if d.is_error]
         assert codes == (["FS507"] if bad else []), (op, codes)
+
+
+def test_group_ppvs_of_an_exact_value_are_the_exact_ones(tmp_path):
+    """Beside an exact value (least_favoured 7/50 = 0.14) the per-group table gave the float
+    computation's 0.13999999999999999: two numbers for one PPV in a proved verdict an auditor
+    compares. Each group's PPV is now the float nearest its exact rational, given as written too."""
+    v = _verdicts(tmp_path, FVGM + "property least { least_favoured(clf, groups P, distribution d) >= 0.1 }\n")
+    d = v["least"].details
+    assert v["least"].status == "holds" and v["least"].how == "proved" and d["exact_value"] == "7/50"
+    rows = {g["group"]: g for g in d["groups"]}
+    assert rows["not P"]["ppv"] == 0.14 and rows["not P"]["ppv_exact"] == "7/50"
+    assert rows["P"]["ppv"] == 0.55 and rows["P"]["ppv_exact"] == "11/20"
+    assert d["least_favoured"] == {"group": "not P", "ppv": 0.14, "ppv_exact": "7/50"} and v["least"].value == 0.14
+    for g in d["groups"]:
+        assert g["ppv"] == float(Fraction(g["ppv_exact"]))

@@ -446,8 +446,10 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
 FLOAT_ALLOWANCE = 1e-9
 
 
-def _exact_value(prop, pb: Problem, subsets=None):
+def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None):
     """(the metric's value in exact rationals from the declared decimals, None) or (None, why not).
+    ``ppvs``, when given, receives each group's exact PPV {group: Fraction} the value was computed from
+    (a plain group metric: not influence or path_specific, whose groups' PPVs are those of another network).
 
     Recomputed independently of the backend that found the value (fairspec.analyses.distribution_exact)."""
     from fairspec.analyses.distribution import all_groups
@@ -484,7 +486,10 @@ def _exact_value(prop, pb: Problem, subsets=None):
                     if a in d2.parents.get(z, ()):
                         d2 = d2.with_parent_fixed(z, a, v)
             return exact_metric("spread", exact_ppvs(d2, pb.clf, pb.protected, groups)), None
-        v = exact_metric(prop.metric, exact_ppvs(net, pb.clf, pb.protected, groups))
+        found = exact_ppvs(net, pb.clf, pb.protected, groups)
+        if ppvs is not None:
+            ppvs.update(found)
+        v = exact_metric(prop.metric, found)
         return v, (None if v is not None else f"{prop.metric} is undefined")
     except ExactUnavailable as e:
         return None, str(e)
@@ -502,9 +507,11 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     if not pb.exact_classifier:
         details["note"] = ("the value is exact for the linear approximation of the model, whose "
                            "agreement with the model is in classifier.agreement")
-    exact, why = _exact_value(prop, pb, subsets)
+    ppvs: dict = {}
+    exact, why = _exact_value(prop, pb, subsets, ppvs)
     if exact is not None:
         details["exact_value"] = str(exact)
+        _exact_groups(details, ppvs, pb.bn, pb.protected)
         common["value"] = float(exact)
         claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
         if pb.exact_classifier:
@@ -529,6 +536,17 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
                           f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
+
+
+def _exact_groups(details: dict, ppvs: dict, bn: BayesNet, protected) -> None:
+    """The per-group PPVs of an exact value as the value is: each the float nearest its exact rational,
+    which ``ppv_exact`` gives as written (the float computation's ``0.13999999999999999`` for a PPV of
+    7/50 read as a second, different number beside the value 0.14 an auditor compares it with)."""
+    exact = {_group_name(tuple((a, bn.variables[a].values[i]) for a, i in zip(protected, g)), bn): p
+             for g, p in ppvs.items() if p is not None}
+    for row in [*details.get("groups", ()), details.get("most_favoured"), details.get("least_favoured")]:
+        if isinstance(row, dict) and row.get("group") in exact:
+            row["ppv"], row["ppv_exact"] = float(exact[row["group"]]), str(exact[row["group"]])
 
 
 def _group_name(group, bn: BayesNet) -> str:

@@ -35,11 +35,28 @@ _VERDICT_RULES = {
 }
 
 
+def repository_root() -> Path:
+    """The folder CI paths are relative to: the root of the git work tree the working directory lies
+    in (the nearest folder above it with a ``.git``, a folder or a worktree's file), else the working
+    directory. GitHub code scanning and workflow annotations read a relative path from the
+    repository's root, so a check run from a sub-folder (``working-directory: fairness``) still
+    places its findings in the repository's files."""
+    cwd = Path.cwd().resolve()
+    for d in (cwd, *cwd.parents):
+        try:
+            if (d / ".git").exists():
+                return d
+        except OSError:  # a folder above that cannot be looked at: no repository there
+            break
+    return cwd
+
+
 def _relpath(file: str) -> str | None:
-    """The path relative to the working directory when it lies below it (what CI annotates)."""
+    """The path relative to the repository root (:func:`repository_root`) when it lies below it
+    (what CI annotates)."""
     p = Path(file).resolve()
     try:
-        return p.relative_to(Path.cwd().resolve()).as_posix()
+        return p.relative_to(repository_root()).as_posix()
     except ValueError:
         return None
 
