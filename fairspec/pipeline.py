@@ -47,6 +47,7 @@ class Report:
     # failed: the HTML report never replaces one of them (inputs is what provenance hashes)
     reads: tuple = ()
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
+    options: dict = field(default_factory=dict)  # property name -> the options its backend ran with (planning.settings)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
     signal: int = 2  # the signal that interrupted the run (SIGINT 2, SIGTERM 15): exit code 128 + it
     # warnings an ignore comment or --ignore suppressed (fairspec.diagnostics.ignores): lint's, as
@@ -63,6 +64,8 @@ class Report:
         span = self.property_spans.get(j["name"])
         if span is not None:
             j["location"] = {"file": _relpath(span.file) or span.file, "line": span.line, "column": span.column}
+        if j["name"] in self.options:
+            j["options"] = self.options[j["name"]]
         site = self.policy_sites.get(j["name"])
         if site is not None:
             pspan, policy, prop = site
@@ -512,6 +515,12 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     if warning and warning not in report.warnings:
         report.warnings.append(warning)
     report.verdicts.append(v)
+    try:  # provenance: what the verdict was decided with (never a reason to lose the verdict)
+        from fairspec.planning import settings
+
+        report.options[v.name] = settings(prop, spec, v.backend)
+    except Exception:  # noqa: BLE001 - a property the planner cannot place: no options recorded
+        pass
     return False
 
 

@@ -45,6 +45,44 @@ def test_json_provenance(compas_run):
     assert prov["checked_at"].endswith("+00:00")
 
 
+def test_each_verdict_records_the_options_its_backend_ran_with(compas_run):
+    """Provenance per verdict: the backend and every option it takes with the value it ran with (the
+    spec's, else the default), so the run can be replayed -- the bootstrap's seed and resamples were
+    nowhere in the report (its interval depends on them)."""
+    doc, page, _ = compas_run
+    for p in doc["properties"]:
+        assert p["backend"] == "data"
+        assert p["options"] == {"bootstrap": 1000, "compare": "between_groups", "confidence": 0.95,
+                                "exclude_below": 0.0, "min_group_size": 30, "seed": 0, "timeout": None,
+                                "weight": None}, p["options"]
+    assert page.count("<p class=options>options: bootstrap 1000 &middot;") == len(doc["properties"])
+    assert "seed 0 &middot; timeout not set" in page
+
+
+def test_options_name_the_spec_values_and_the_backend_defaults(tmp_path):
+    from fairspec.pipeline import check
+
+    (tmp_path / "s.fair").write_text("""features W {
+  P : bool protected
+  Q : bool
+}
+model clf = rule(P + Q >= 1)
+distribution d {
+  p(Q) = 0.4
+}
+property sp {
+  statistical_parity(clf, groups P, distribution d) <= 0.7
+  using ssat
+  seed = 7
+}
+""", encoding="utf-8")
+    rep = check(tmp_path / "s.fair")
+    (p,) = rep.to_json()["properties"]
+    assert p["backend"] == "ssat" and p["status"] == "holds"
+    assert p["options"] == {"bootstrap": None, "confidence": 0.95, "method": "enumerate", "seed": 7,
+                            "timeout": 60.0}
+
+
 def test_html_shows_provenance_claims_intervals_and_failing_groups(compas_run):
     doc, page, _ = compas_run
     assert "id=provenance" in page and _sha(COMPAS / "data" / "compas-scores-two-years.csv") in page
