@@ -639,9 +639,11 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
             "seconds": round(boot["seconds"], 4)}
     common["details"]["bootstrap"] = info
     if len(vals) < max(20, boot["requested"] // 2):
+        from fairspec.planning.registry import longer_timeout
+
         budget = prop.options.timeout or 60.0
         why = (f"the time budget of {budget:g}s ran out after {done} resamples: raise timeout = ... "
-               f"(e.g. timeout = {max(2 * budget, 120):g}s) or lower bootstrap = ..." if done < boot["requested"] else
+               f"(e.g. {longer_timeout(budget, 120)}) or lower bootstrap = ..." if done < boot["requested"] else
                f"{prop.metric} is undefined on {boot['undefined']} resamples")
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"{prop.metric} = {value:.6g}, but only {len(vals)} of {boot['requested']} bootstrap "

@@ -94,6 +94,13 @@ def _duration(s) -> str:
 
 WEEK = 7 * 24 * 3600.0
 
+
+def longer_timeout(limit: float, floor: float = 60.0) -> str:
+    """``timeout = 120s``: a budget longer than ``limit`` (twice it, at least ``floor``) as spec text a
+    reason can suggest: whole seconds, in the option's range (at most a week). ``{2 * limit:g}s`` was
+    no spec text past 500,000 s (``timeout = 1.2096e+06s``: FS101) and past a week out of range."""
+    return f"timeout = {min(math.ceil(max(2 * limit, floor)), int(WEEK))}s"
+
 # The options the language knows, with their types and ranges.  A backend's schema takes a
 # subset of them, some with a default of its own (`timeout`: 60 s on the solvers, 120 s on PBA).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
