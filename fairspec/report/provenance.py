@@ -1,5 +1,5 @@
 """Provenance of a check, for a report an auditor can file: what was checked (the spec and every
-model and data file, by SHA-256), by what (fairspec, Python and the installed versions of the
+model and data file, by SHA-256, and what the check wrote: a repaired model, a PBA chart), by what (fairspec, Python and the installed versions of the
 libraries that compute the model's outputs and decide the properties), and when.
 
 Versions are read from the installed distributions' metadata: nothing is imported for them.
@@ -76,6 +76,12 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
         if Path(f).resolve() not in seen:
             seen.add(Path(f).resolve())
             files.append(_entry(f, kinds.get(f, "input"), cwd))
+    for v in getattr(report, "verdicts", ()) or ():  # what the check wrote: a repaired model, a PBA chart
+        d = v.details or {}
+        for f in (d.get("written"), *(d.get("charts") or ())):
+            if isinstance(f, str) and f and Path(f).resolve() not in seen:
+                seen.add(Path(f).resolve())
+                files.append(_entry(f, "written", cwd))
     now = started or _dt.datetime.now(_dt.timezone.utc)
     return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),
             "libraries": _versions(), "files": files,
