@@ -178,3 +178,15 @@ def test_two_runs_give_the_same_document_apart_from_the_times(spec):
             for fmt in ("json", "sarif") for _ in range(2)]
     assert _timeless(json.loads(runs[0])) == _timeless(json.loads(runs[1]))
     assert runs[2] == runs[3] and json.loads(runs[2])["runs"][0]["results"]
+
+
+def test_the_invocation_is_in_the_provenance():
+    """What the command line asked beside the spec (--property, --ignore, --allow-path) shapes the
+    report: the provenance names it, so the run can be replayed (it was nowhere)."""
+    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/compas/compas.fair", "--format", "json",
+                        "--property", "precision_parity", "--ignore", "fs433,FS211", "--allow-path", "examples"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    doc = json.loads(r.stdout)
+    assert [p["name"] for p in doc["properties"]] == ["precision_parity"]
+    assert doc["provenance"]["invocation"] == {"property": "precision_parity", "ignore": ["FS211", "FS433"],
+                                               "allow_path": ["examples"]}

@@ -84,5 +84,5 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
                 files.append(_entry(f, "written", cwd))
     now = started or _dt.datetime.now(_dt.timezone.utc)
     return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),
-            "libraries": _versions(), "files": files,
+            "libraries": _versions(), "files": files, "invocation": getattr(report, "invocation", None) or {},
             "checked_at": now.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")}
