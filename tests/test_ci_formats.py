@@ -308,4 +308,7 @@ def test_ci_paths_are_relative_to_the_repository_root_from_a_sub_folder(tmp_path
     r = run_cli("check", "spec.fair", "--format", "github", "--workers", "1", cwd=sub)
     assert r.stdout.startswith("::error file=fairness/spec.fair,line="), r.stdout
     r = run_cli("check", "spec.fair", "--format", "json", "--workers", "1", cwd=sub)
-    assert json.loads(r.stdout)["properties"][0]["location"]["file"] == "fairness/spec.fair"
+    doc = json.loads(r.stdout)
+    assert doc["properties"][0]["location"]["file"] == "fairness/spec.fair"
+    files = {f["role"]: f["file"] for f in doc["provenance"]["files"]}  # the same base for the provenance
+    assert files == {"spec": "fairness/spec.fair", "model": "fairness/people.onnx", "data": "fairness/people.csv"}

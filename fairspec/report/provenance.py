@@ -64,7 +64,9 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
     """The provenance of one report (JSON-ready)."""
     from fairspec.meta import version
 
-    cwd = Path.cwd().resolve()
+    from fairspec.report.ci import repository_root
+
+    cwd = repository_root()  # the paths every format names: from the repository's root (else the working folder)
     files = [_entry(report.spec, "spec", cwd)]
     seen = {Path(report.spec).resolve()}
     for f in getattr(report, "imports", ()) or ():
