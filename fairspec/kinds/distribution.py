@@ -639,7 +639,7 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
             "seconds": round(boot["seconds"], 4)}
     common["details"]["bootstrap"] = info
     if len(vals) < max(20, boot["requested"] // 2):
-        from fairspec.planning.registry import longer_timeout
+        from fairspec.syntax.literals import longer_timeout
 
         budget = prop.options.timeout or 60.0
         why = (f"the time budget of {budget:g}s ran out after {done} resamples: raise timeout = ... "

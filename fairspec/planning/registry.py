@@ -17,6 +17,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from fairspec.syntax.literals import WEEK  # the longest duration an option takes
+
 # ------------------------------------------------------------------ options
 
 
@@ -92,14 +94,6 @@ def _duration(s) -> str:
     return f"{s:g}s"
 
 
-WEEK = 7 * 24 * 3600.0
-
-
-def longer_timeout(limit: float, floor: float = 60.0) -> str:
-    """``timeout = 120s``: a budget longer than ``limit`` (twice it, at least ``floor``) as spec text a
-    reason can suggest: whole seconds, in the option's range (at most a week). ``{2 * limit:g}s`` was
-    no spec text past 500,000 s (``timeout = 1.2096e+06s``: FS101) and past a week out of range."""
-    return f"timeout = {min(math.ceil(max(2 * limit, floor)), int(WEEK))}s"
 
 # The options the language knows, with their types and ranges.  A backend's schema takes a
 # subset of them, some with a default of its own (`timeout`: 60 s on the solvers, 120 s on PBA).
