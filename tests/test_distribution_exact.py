@@ -144,3 +144,37 @@ def test_group_ppvs_of_an_exact_value_are_the_exact_ones(tmp_path):
     assert d["least_favoured"] == {"group": "not P", "ppv": 0.14, "ppv_exact": "7/50"} and v["least"].value == 0.14
     for g in d["groups"]:
         assert g["ppv"] == float(Fraction(g["ppv_exact"]))
+
+
+def test_an_approximated_model_over_a_declared_distribution_is_unknown(tmp_path):
+    """A scikit-learn logistic regression over a declared distribution is decided through FVGM's
+    linear rule, its weights rounded to integers; with no data rows nothing measures how often the
+    rule and the model decide alike. It was `holds (estimated)` with no bound at all (and `violated`
+    on the rule's decisions): now `unknown`, the rule's value in the reason."""
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(400, 3)).astype(float)
+    y = ((X[:, 0] + X[:, 1] - X[:, 2] + rng.normal(0, 0.5, 400)) > 0.5).astype(int)
+    skops_io.dump(LogisticRegression().fit(X, y), tmp_path / "lr.skops")
+    head = """features W {
+  P : bool protected
+  Q : bool
+  S : bool
+}
+model m = sklearn("lr.skops")
+encode W for m {
+  P, Q, S : raw
+}
+distribution d {
+  p(Q) = 0.4
+  p(S) = 0.3
+}
+"""
+    v = _verdicts(tmp_path, head + "property lo { statistical_parity(m, groups P, distribution d) <= 0.9 }\n"
+                  "property hi { statistical_parity(m, groups P, distribution d) <= 0.1 }\n")
+    for name in ("lo", "hi"):
+        assert v[name].status == "unknown" and v[name].how is None, (v[name].status, v[name].reason)
+        assert "linear approximation" in v[name].reason and "rounded" in v[name].reason
+        assert v[name].details["classifier"]["form"] == "linear" and v[name].value is not None

@@ -499,28 +499,23 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
                    subsets=None) -> Verdict:
     """A value over a declared distribution: recomputed in exact rationals from the decimals as
     written and compared with the threshold as written (``certify.exact.prove_exact``, the spec's
-    ``<`` / ``<=``): ``holds (proved: exact arithmetic)`` or ``violated``. Estimated when the model
-    was approximated (a linear model on bin means) or no exact value exists (the float value with
-    :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
+    ``<`` / ``<=``): ``holds (proved: exact arithmetic)`` or ``violated``. Unknown when the model
+    was approximated (a linear model's rounded rule: :func:`_approximated`); estimated when no exact
+    value exists (the float value with :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
     from fairspec.certify import exact as cx
     details = common["details"]
-    if not pb.exact_classifier:
-        details["note"] = ("the value is exact for the linear approximation of the model, whose "
-                           "agreement with the model is in classifier.agreement")
     ppvs: dict = {}
     exact, why = _exact_value(prop, pb, subsets, ppvs)
+    if not pb.exact_classifier:
+        return _approximated(prop, exact, value, common)
     if exact is not None:
         details["exact_value"] = str(exact)
         _exact_groups(details, ppvs, pb.bn, pb.protected)
         common["value"] = float(exact)
         claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
-        if pb.exact_classifier:
-            proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
-            if proof is not None:
-                return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof,
-                               **common)
-        elif cx.decide(exact, prop.op, prop.threshold):
-            return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=holds_reason, **common)
+        proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
+        if proof is not None:
+            return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof, **common)
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     details["exact_value"] = None
     details["not_exact"] = why
@@ -536,6 +531,24 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
                           f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
+
+
+def _approximated(prop, exact, value: float, common: dict) -> Verdict:
+    """A declared distribution and a classifier fairspec only approximates (FVGM's linear rule of a
+    scikit-learn linear model: its weights scaled and rounded to integers): the value is the rule's,
+    and with no data rows nothing measures how far the rule's decisions are from the model's, so it
+    bounds nothing about the model -- ``unknown`` with the value in its reason (it was ``holds
+    (estimated)`` with no bound at all, or ``violated`` on the rule's decisions)."""
+    d = common["details"]
+    if exact is not None:
+        d["exact_value"] = str(exact)
+        common["value"] = value = float(exact)
+    rule = (d.get("classifier") or {}).get("rule")
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"{prop.metric} = {value:.6g} for the model's linear approximation"
+                          f"{f' ({rule})' if rule else ''}, its weights rounded to integers, not for the model: "
+                          f"over a declared distribution no data measures how often the two decide alike, so "
+                          f"nothing bounds the model's value; measure it on data rows (data = DATA)", **common)
 
 
 def _exact_groups(details: dict, ppvs: dict, bn: BayesNet, protected) -> None:
