@@ -57,7 +57,10 @@ def test_a_schema_violation_is_caught():
            "diagnostics": [], "exit_code": 0, "seconds": 0.1}
     with pytest.raises(AssertionError):
         valid(doc)
-    doc["properties"][0]["how"] = "estimated"
+    doc["properties"][0]["how"] = "estimated"   # an estimate without its bound
+    with pytest.raises(AssertionError):
+        valid(doc)
+    doc["properties"][0]["bound"] = [0.9, None]
     valid(doc)
     doc["properties"][0]["how"] = "proved"      # proved without its proof
     with pytest.raises(AssertionError):
