@@ -312,3 +312,32 @@ def test_ci_paths_are_relative_to_the_repository_root_from_a_sub_folder(tmp_path
     assert doc["properties"][0]["location"]["file"] == "fairness/spec.fair"
     files = {f["role"]: f["file"] for f in doc["provenance"]["files"]}  # the same base for the provenance
     assert files == {"spec": "fairness/spec.fair", "model": "fairness/people.onnx", "data": "fairness/people.csv"}
+
+
+def test_sarif_names_the_evidence_with_its_hashes(tmp_path):
+    """A check's SARIF run lists the files it read as artifacts with their SHA-256 and size, as the
+    JSON provenance does (the log named only its results' files, with no way to tell which model or
+    data it was computed from)."""
+    import hashlib
+    import shutil
+
+    from test_cli import PEOPLE_CSV, PEOPLE_ONNX
+
+    shutil.copy(PEOPLE_CSV, tmp_path / "people.csv")
+    shutil.copy(PEOPLE_ONNX, tmp_path / "people.onnx")
+    spec = people_spec(tmp_path, "property strict { statistical_parity(net, groups member) <= 0.0001 }\n",
+                       csv="people.csv", onnx="people.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", cwd=tmp_path)
+    run = valid_sarif(r.stdout)["runs"][0]
+    arts = {a["location"]["uri"]: a for a in run["artifacts"]}
+    for name in ("spec.fair", "people.csv", "people.onnx"):
+        data = (tmp_path / name).read_bytes()
+        assert arts[name]["hashes"]["sha-256"] == hashlib.sha256(data).hexdigest()
+        assert arts[name]["length"] == len(data) and arts[name]["roles"] == ["analysisTarget"]
+    assert spec.exists()
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(PEOPLE_ONNX, cands / "a.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", "--models", f"net={cands}", cwd=tmp_path)
+    (run,) = valid_sarif(r.stdout)["runs"]
+    assert "cands/a.onnx" in {a["location"]["uri"] for a in run["artifacts"]}
