@@ -178,3 +178,23 @@ distribution d {
         assert v[name].status == "unknown" and v[name].how is None, (v[name].status, v[name].reason)
         assert "linear approximation" in v[name].reason and "rounded" in v[name].reason
         assert v[name].details["classifier"]["form"] == "linear" and v[name].value is not None
+
+
+def test_influence_numbers_of_an_exact_value_are_the_exact_ones():
+    """FVGM's influences over a declared distribution: the value is exact (3/25 = 0.12) and the FIFs
+    beside it were the float computation's (0.12000000000000005 for the largest, 0.17000000000000004
+    in a proved verdict). Every FIF, the base value and the values without each subset are now the
+    floats nearest their rationals, given as written too."""
+    rep = check(Path(__file__).resolve().parents[1] / "examples" / "worked" / "fvgm_influence.fair")
+    assert {v.name for v in rep.verdicts} == {"sp_each", "sp_pairs", "di_each"}
+    for v in rep.verdicts:
+        d = v.details
+        assert d["base"]["value"] == float(Fraction(d["base"]["value_exact"]))
+        for row in d["influence"]:
+            assert row["fif"] == float(Fraction(row["fif_exact"]))
+            assert row["value_without"] == float(Fraction(row["value_without_exact"]))
+        assert abs(Fraction(d["largest"]["fif_exact"])) == Fraction(d["exact_value"])
+        assert abs(d["largest"]["fif"]) == v.value
+        for g in d["groups"]:
+            assert g["ppv"] == float(Fraction(g["ppv_exact"]))
+    assert {v.name: v.details["largest"]["fif"] for v in rep.verdicts}["sp_pairs"] == 0.17

@@ -446,10 +446,11 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
 FLOAT_ALLOWANCE = 1e-9
 
 
-def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None):
+def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs: dict | None = None):
     """(the metric's value in exact rationals from the declared decimals, None) or (None, why not).
-    ``ppvs``, when given, receives each group's exact PPV {group: Fraction} the value was computed from
-    (a plain group metric: not influence or path_specific, whose groups' PPVs are those of another network).
+    ``ppvs``, when given, receives each group's exact PPV {group: Fraction} of the declared network (a
+    plain group metric's, an influence's base; not path_specific's); ``fifs`` an influence's exact
+    {subset: FIF} and {"base": the quantity's exact value}.
 
     Recomputed independently of the backend that found the value (fairspec.analyses.distribution_exact)."""
     from fairspec.analyses.distribution import all_groups
@@ -461,10 +462,11 @@ def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None):
     try:
         if prop.metric == "influence":
             quantity = prop.influence_metric or "statistical_parity"
-            base = exact_metric(quantity, exact_ppvs(net, pb.clf, pb.protected, groups))
+            found = exact_ppvs(net, pb.clf, pb.protected, groups)
+            base = exact_metric(quantity, found)
             if base is None:
                 return None, f"{quantity} is undefined"
-            best = None
+            best, each = None, {}
             for S in subsets or ():
                 d = net
                 for f in S:
@@ -472,7 +474,12 @@ def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None):
                 q = exact_metric(quantity, exact_ppvs(d, pb.clf, pb.protected, groups))
                 if q is None:
                     return None, f"{quantity} is undefined without {list(S)}"
+                each[tuple(S)] = base - q
                 best = abs(base - q) if best is None else max(best, abs(base - q))
+            if ppvs is not None:
+                ppvs.update(found)
+            if fifs is not None:
+                fifs.update(each, base=base)
             return (best, None) if best is not None else (None, "no subset")
         if prop.metric == "path_specific":
             base = exact_ppvs(net, pb.clf, pb.protected, groups)
@@ -504,13 +511,14 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     value exists (the float value with :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
     from fairspec.certify import exact as cx
     details = common["details"]
-    ppvs: dict = {}
-    exact, why = _exact_value(prop, pb, subsets, ppvs)
+    ppvs, fifs = {}, {}
+    exact, why = _exact_value(prop, pb, subsets, ppvs, fifs)
     if not pb.exact_classifier:
         return _approximated(prop, exact, value, common)
     if exact is not None:
         details["exact_value"] = str(exact)
         _exact_groups(details, ppvs, pb.bn, pb.protected)
+        _exact_influence(details, fifs)
         common["value"] = float(exact)
         claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
         proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
@@ -549,6 +557,22 @@ def _approximated(prop, exact, value: float, common: dict) -> Verdict:
                           f"{f' ({rule})' if rule else ''}, its weights rounded to integers, not for the model: "
                           f"over a declared distribution no data measures how often the two decide alike, so "
                           f"nothing bounds the model's value; measure it on data rows (data = DATA)", **common)
+
+
+def _exact_influence(details: dict, fifs: dict) -> None:
+    """An influence's FIFs, its base and the values without each subset as the exact value is: each the
+    float nearest its rational, given as written too (``0.12000000000000005`` for a FIF of 3/25 beside
+    the value 0.12)."""
+    base = fifs.get("base")
+    if base is None:
+        return
+    if isinstance(details.get("base"), dict):
+        details["base"].update(value=float(base), value_exact=str(base))
+    for row in details.get("influence", ()):
+        x = fifs.get(tuple(row["subset"]))
+        if x is not None:  # details["largest"] is one of these rows
+            row.update(fif=float(x), fif_exact=str(x), value_without=float(base - x),
+                       value_without_exact=str(base - x))
 
 
 def _exact_groups(details: dict, ppvs: dict, bn: BayesNet, protected) -> None:
