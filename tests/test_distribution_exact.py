@@ -150,7 +150,8 @@ def test_an_approximated_model_over_a_declared_distribution_is_unknown(tmp_path)
     """A scikit-learn logistic regression over a declared distribution is decided through FVGM's
     linear rule, its weights rounded to integers; with no data rows nothing measures how often the
     rule and the model decide alike. It was `holds (estimated)` with no bound at all (and `violated`
-    on the rule's decisions): now `unknown`, the rule's value in the reason."""
+    on the rule's decisions): now `unknown`, the rule's value in the reason -- unless the rule decides
+    as the model's predict on every point of the support (tests/test_distribution_linear_support.py)."""
     skops_io = pytest.importorskip("skops.io")
     from sklearn.linear_model import LogisticRegression
 
@@ -175,9 +176,13 @@ distribution d {
     v = _verdicts(tmp_path, head + "property lo { statistical_parity(m, groups P, distribution d) <= 0.9 }\n"
                   "property hi { statistical_parity(m, groups P, distribution d) <= 0.1 }\n")
     for name in ("lo", "hi"):
+        c = v[name].details["classifier"]
+        assert c["form"] == "linear" and v[name].value is not None
+        if c["support_agreement"]["disagree"] == 0:     # the rule is the model on every point: it stands
+            assert v[name].status != "unknown" and c["note"].startswith("the rounded rule agrees"), v[name].reason
+            continue
         assert v[name].status == "unknown" and v[name].how is None, (v[name].status, v[name].reason)
         assert "linear approximation" in v[name].reason and "rounded" in v[name].reason
-        assert v[name].details["classifier"]["form"] == "linear" and v[name].value is not None
 
 
 def test_influence_numbers_of_an_exact_value_are_the_exact_ones():

@@ -94,6 +94,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         pb = build_problem(prop, ctx, dist)
     except Unsupported as e:
         return unknown(prop, _sentence(e), backend=wanted or "ssat", seconds=time.perf_counter() - t0)
+    _rule_matches(pb)
     facts = {"form": pb.clf.kind,
              "feature_edges": pb.clf.kind == "tree" and network_has_feature_edges(pb.bn, pb.clf, pb.protected)}
     p = plan(prop, ctx.spec, facts)
@@ -113,7 +114,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
                                   time_limit, progress)
         except DistributionError as e:
             return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-        return _verdict_influence(prop, pb, fif, backend, method, t0, boot)
+        return _model_or_unknown(prop, pb, _verdict_influence(prop, pb, fif, backend, method, t0, boot))
     try:
         res = _compute(prop, pb, backend, method, delta, time_limit)
         boot = None
@@ -121,7 +122,54 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
             boot = _bootstrap(prop, pb, ("metric", backend, method, delta, time_limit, None), time_limit, progress)
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-    return _verdict(prop, pb, res, backend, t0, boot)
+    return _model_or_unknown(prop, pb, _verdict(prop, pb, res, backend, t0, boot))
+
+
+def _rule_matches(pb: Problem) -> None:
+    """A scikit-learn linear model is decided through FVGM's rule, its weights rounded to integers; a
+    verdict about the rule is one about the model only where the two decide alike. When the rule
+    decides as the model's own ``predict`` on every point of a discrete support (compile's
+    ``support_agreement``), the rule's decisions are the model's there: it stands for the model."""
+    c = pb.details.get("classifier") or {}
+    s = c.get("support_agreement") or {}
+    if not pb.exact_classifier and s.get("points") is not None and s.get("disagree") == 0:
+        pb.exact_classifier = True
+        c["note"] = f"the rounded rule agrees with the model's predict on all {s['points']} points of the support"
+
+
+def _rule_gap(pb: Problem) -> str:
+    """How far the rounded rule is known to be from the model: its support check, and its agreement
+    on the data rows when there are some."""
+    c = pb.details.get("classifier") or {}
+    s = c.get("support_agreement") or {}
+    if s.get("points") is None:
+        text = s.get("why") or "the support cannot be enumerated"
+    else:
+        text = (f"the rule decides unlike the model's predict on {s['disagree']} of the {s['points']} points "
+                f"of the support")
+        ex = s.get("example")
+        if ex:
+            at = ", ".join(f"{k} = {v}" for k, v in ex.items())
+            text += f" (at {at} the model decides {int(s['example_model'])}, the rule {int(s['example_rule'])})"
+    if c.get("agreement") is not None:
+        text += f"; on the data rows the two decide alike on {c['agreement']:.2%} of them"
+    return text
+
+
+def _model_or_unknown(prop, pb: Problem, v: Verdict) -> Verdict:
+    """A verdict on the rounded rule of a linear model the rule does not match on the whole support:
+    its bound covers the distribution's estimate, not the gap between the rule and the model, so it
+    is ``unknown`` with the rule's value and how far the two are apart in its reason."""
+    if pb.exact_classifier or v.status == "unknown":
+        return v
+    rule = (v.details.get("classifier") or {}).get("rule")
+    value = "undefined" if v.value is None else f"{v.value:.6g}"
+    was = f"{v.status}{f' ({v.how})' if v.how else ''}"
+    return dataclasses.replace(
+        v, status="unknown", how=None, proof=None, witness=None,
+        reason=f"{prop.metric} = {value} for the model's linear approximation{f' ({rule})' if rule else ''}, its "
+               f"weights rounded to integers ({was} for it), not for the model: {_rule_gap(pb)}, so nothing bounds "
+               f"how far the model's value is from the rule's")
 
 
 def _metric_value(prop, res):
@@ -514,7 +562,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     ppvs, fifs = {}, {}
     exact, why = _exact_value(prop, pb, subsets, ppvs, fifs)
     if not pb.exact_classifier:
-        return _approximated(prop, exact, value, common)
+        return _approximated(prop, pb, exact, value, common)
     if exact is not None:
         details["exact_value"] = str(exact)
         _exact_groups(details, ppvs, pb.bn, pb.protected)
@@ -541,7 +589,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
                           f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
 
 
-def _approximated(prop, exact, value: float, common: dict) -> Verdict:
+def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdict:
     """A declared distribution and a classifier fairspec only approximates (FVGM's linear rule of a
     scikit-learn linear model: its weights scaled and rounded to integers): the value is the rule's,
     and with no data rows nothing measures how far the rule's decisions are from the model's, so it
@@ -555,8 +603,8 @@ def _approximated(prop, exact, value: float, common: dict) -> Verdict:
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"{prop.metric} = {value:.6g} for the model's linear approximation"
                           f"{f' ({rule})' if rule else ''}, its weights rounded to integers, not for the model: "
-                          f"over a declared distribution no data measures how often the two decide alike, so "
-                          f"nothing bounds the model's value; measure it on data rows (data = DATA)", **common)
+                          f"{_rule_gap(pb)}, so nothing bounds the model's value over the declared distribution; "
+                          f"measure it on data rows (data = DATA)", **common)
 
 
 def _exact_influence(details: dict, fifs: dict) -> None:
