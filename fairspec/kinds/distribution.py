@@ -160,9 +160,14 @@ def _model_or_unknown(prop, pb: Problem, v: Verdict) -> Verdict:
     """A verdict on the rounded rule of a linear model the rule does not match on the whole support:
     its bound covers the distribution's estimate, not the gap between the rule and the model, so it
     is ``unknown`` with the rule's value and how far the two are apart in its reason."""
-    if pb.exact_classifier or v.status == "unknown":
+    if pb.exact_classifier:
         return v
     rule = (v.details.get("classifier") or {}).get("rule")
+    if v.status == "unknown":                  # undecided anyway: say too that the value is the rule's
+        if v.value is None or not v.reason or "linear approximation" in v.reason:
+            return v
+        return dataclasses.replace(v, reason=f"{v.reason}; and the value is the model's linear approximation's"
+                                             f"{f' ({rule})' if rule else ''}, not the model's: {_rule_gap(pb)}")
     value = "undefined" if v.value is None else f"{v.value:.6g}"
     was = f"{v.status}{f' ({v.how})' if v.how else ''}"
     return dataclasses.replace(
