@@ -146,3 +146,48 @@ def test_a_rule_unlike_the_model_over_conditional_data_is_unknown(tmp_path):
         assert "linear approximation" in v[name].reason and "of the 8 points of the support" in v[name].reason
         assert "on the data rows the two decide alike" in v[name].reason
     assert f"statistical_parity = {v['p'].value:.6g} for the model's linear approximation" in v["p"].reason
+
+
+def test_a_categorical_feature_one_hot_is_run_at_its_own_category(tmp_path):
+    """The support's points reach the model through its encoding (a one-hot category here): a point
+    read at the wrong category would make the rule and the model differ, and the value the brute force's."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = np.zeros((60, 5))
+    X[:, :2] = rng.integers(0, 2, size=(60, 2))
+    X[np.arange(60), 2 + rng.integers(0, 3, 60)] = 1
+    m = LogisticRegression().fit(X, (X[:, 0] > 0.5).astype(int))
+    m.coef_ = np.array([[2.0, 1.0, 0.0, 1.0, -1.0]])          # P, Q, C = a, b, c
+    m.intercept_ = np.array([-1.5])
+    skops_io.dump(m, tmp_path / "lr.skops")
+    pc, pq = {0: Fraction(1, 2), 1: Fraction(3, 10), 2: Fraction(1, 5)}, Fraction(2, 5)
+    rate = {}
+    for p in (0, 1):
+        rate[p] = Fraction(0)
+        for q, c in itertools.product((0, 1), range(3)):
+            x = np.zeros((1, 5))
+            x[0, 0], x[0, 1], x[0, 2 + c] = p, q, 1
+            rate[p] += int(m.predict(x)[0]) * (pq if q else 1 - pq) * pc[c]
+    want = abs(rate[1] - rate[0])
+    t = Decimal(want.numerator) / Decimal(want.denominator)
+    text = """features W {
+  P : bool protected
+  Q : bool
+  C : {a, b, c}
+}
+model m = sklearn("lr.skops")
+encode W for m {
+  P, Q : raw
+  C : onehot
+}
+distribution d {
+  p(Q) = 0.4
+  p(C = a) = 0.5
+  p(C = b) = 0.3
+  p(C = c) = 0.2
+}
+""" + f"property ok {{ statistical_parity(m, groups P, distribution d) <= {t} }}\n"
+    v = _verdicts(tmp_path, text)["ok"]
+    assert v.details["classifier"]["support_agreement"] == {"points": 12, "disagree": 0}, v.reason
+    assert v.status == "holds" and v.how == "proved" and Fraction(v.details["exact_value"]) == want
