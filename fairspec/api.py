@@ -168,6 +168,8 @@ def check(spec, *, models: Mapping[str, Any] | None = None, data: Mapping[str, A
         finally:
             executor._CONFIG.update(before)
         sub.relabel_report(rep)
+        if rep.invocation:  # the caller's folders, not the temporary one the in-memory objects were written to
+            rep.invocation["allow_path"] = [str(a) for a in allow]
     return CheckReport(rep)
 
 

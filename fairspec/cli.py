@@ -307,7 +307,8 @@ def _emit_check(args, result) -> int:
         policies = getattr(result, "policy_sites", None)
         text = (ci.to_sarif(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                             version=_version(), policies=policies, spec=result.spec, error_span=result.error_span,
-                            internal=internal, suppressed=result.suppressed)
+                            internal=internal, suppressed=result.suppressed,
+                            provenance=result.provenance() if result.started is not None else None)
                 if args.format == "sarif"
                 else ci.to_github(result.diagnostics, result.verdicts, result.property_spans, error=result.error,
                                   policies=policies, error_span=result.error_span, spec=result.spec,

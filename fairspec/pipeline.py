@@ -47,6 +47,8 @@ class Report:
     # failed: the HTML report never replaces one of them (inputs is what provenance hashes)
     reads: tuple = ()
     claims: dict = field(default_factory=dict)  # property name -> (op, threshold) of its claim (for the HTML report)
+    options: dict = field(default_factory=dict)  # property name -> the options its backend ran with (planning.settings)
+    invocation: dict = field(default_factory=dict)  # what the caller asked (--property, --ignore, --allow-path)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the verdicts decided before it are kept, the rest are unknown
     signal: int = 2  # the signal that interrupted the run (SIGINT 2, SIGTERM 15): exit code 128 + it
     # warnings an ignore comment or --ignore suppressed (fairspec.diagnostics.ignores): lint's, as
@@ -63,6 +65,8 @@ class Report:
         span = self.property_spans.get(j["name"])
         if span is not None:
             j["location"] = {"file": _relpath(span.file) or span.file, "line": span.line, "column": span.column}
+        if j["name"] in self.options:
+            j["options"] = self.options[j["name"]]
         site = self.policy_sites.get(j["name"])
         if site is not None:
             pspan, policy, prop = site
@@ -174,7 +178,7 @@ def check(path, *, only: str | None = None, progress=None, models: dict[str, str
     report.reads = tuple(dict.fromkeys((*res.inputs, *(str(f) for f in (models or {}).values()))))
     if before is not None:
         before(report.reads)
-    report.started = _now()
+    report.started, report.invocation = _now(), _invocation(only, ignore, allow)
     if report.has_errors or res.spec is None:
         report.seconds = time.perf_counter() - t0
         return report
@@ -358,7 +362,7 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
     for f in cands:
         t0 = time.perf_counter()
         report = Report(str(path), list(linted[f].diagnostics), suppressed=list(linted[f].suppressed))
-        report.started = _now()
+        report.started, report.invocation = _now(), _invocation(only, ignore, allow, name, folder)
         report.property_spans, report.policy_sites = _sites(res)
         report.inputs = tuple(x for x in [m.path for m in res.spec.models] + [d.path for d in res.spec.datasets]
                               if x) + (f,)
@@ -374,6 +378,19 @@ def check_models(path, name: str | None, folder, *, only: str | None = None, par
         report.seconds = time.perf_counter() - t0
         reports.append((f, report))
     return reports
+
+
+def _invocation(only, ignore, allow, name=None, folder=None) -> dict:
+    """What the caller asked beside the spec (provenance: the run replays with the same): the one
+    property run (--property), the warnings suppressed everywhere (--ignore), the folders allowed
+    (--allow-path); for --models, the model name and folder."""
+    from fairspec.diagnostics.ignores import flag_codes
+
+    out = {"property": only, "ignore": sorted(flag_codes(ignore)),
+           "allow_path": [str(a) for a in allow or ()]}
+    if folder is not None:
+        out["models"] = {"name": name, "folder": str(folder)}
+    return out
 
 
 def _confine_candidates(folder: Path, cands: list[str], roots: Roots) -> dict[str, str]:
@@ -534,6 +551,12 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     if warning and warning not in report.warnings:
         report.warnings.append(warning)
     report.verdicts.append(v)
+    try:  # provenance: what the verdict was decided with (never a reason to lose the verdict)
+        from fairspec.planning import settings
+
+        report.options[v.name] = settings(prop, spec, v.backend)
+    except Exception:  # noqa: BLE001 - a property the planner cannot place: no options recorded
+        pass
     return False
 
 

@@ -45,6 +45,44 @@ def test_json_provenance(compas_run):
     assert prov["checked_at"].endswith("+00:00")
 
 
+def test_each_verdict_records_the_options_its_backend_ran_with(compas_run):
+    """Provenance per verdict: the backend and every option it takes with the value it ran with (the
+    spec's, else the default), so the run can be replayed -- the bootstrap's seed and resamples were
+    nowhere in the report (its interval depends on them)."""
+    doc, page, _ = compas_run
+    for p in doc["properties"]:
+        assert p["backend"] == "data"
+        assert p["options"] == {"bootstrap": 1000, "compare": "between_groups", "confidence": 0.95,
+                                "exclude_below": 0.0, "min_group_size": 30, "seed": 0, "timeout": None,
+                                "weight": None}, p["options"]
+    assert page.count("<p class=options>options: bootstrap 1000 &middot;") == len(doc["properties"])
+    assert "seed 0 &middot; timeout not set" in page
+
+
+def test_options_name_the_spec_values_and_the_backend_defaults(tmp_path):
+    from fairspec.pipeline import check
+
+    (tmp_path / "s.fair").write_text("""features W {
+  P : bool protected
+  Q : bool
+}
+model clf = rule(P + Q >= 1)
+distribution d {
+  p(Q) = 0.4
+}
+property sp {
+  statistical_parity(clf, groups P, distribution d) <= 0.7
+  using ssat
+  seed = 7
+}
+""", encoding="utf-8")
+    rep = check(tmp_path / "s.fair")
+    (p,) = rep.to_json()["properties"]
+    assert p["backend"] == "ssat" and p["status"] == "holds"
+    assert p["options"] == {"bootstrap": None, "confidence": 0.95, "method": "enumerate", "seed": 7,
+                            "timeout": 60.0}
+
+
 def test_html_shows_provenance_claims_intervals_and_failing_groups(compas_run):
     doc, page, _ = compas_run
     assert "id=provenance" in page and _sha(COMPAS / "data" / "compas-scores-two-years.csv") in page
@@ -119,3 +157,36 @@ def test_kdisc_explanation_drawn_as_a_tree(tmp_path):
     assert tree.count("<code>x.age &lt;= 30</code>") == 1  # the shared first condition is one branch
     assert "<code>x.sex == F</code>" in tree and "<code>x.hours &gt; 40</code>" in tree
     assert tree.count("class=leaf") == 2 and "mean k 3.10 (vs 1.20 elsewhere)" in tree
+
+
+def _timeless(x):
+    """The document without its times (README, "A report to file"): checked_at and every key that names seconds."""
+    if isinstance(x, dict):
+        return {k: _timeless(v) for k, v in x.items() if k != "checked_at" and "seconds" not in k}
+    if isinstance(x, list):
+        return [_timeless(v) for v in x]
+    return x
+
+
+@pytest.mark.parametrize("spec", ["examples/compas/compas.fair", "examples/worked/fvgm_3_1.fair",
+                                  "examples/worked/adult_distribution.fair"])
+def test_two_runs_give_the_same_document_apart_from_the_times(spec):
+    """Determinism an auditor can rely on: JSON equal but for the documented time fields (bootstrap,
+    sampled estimates and the distribution learnt from data are seeded), SARIF byte-identical."""
+    runs = [subprocess.run([sys.executable, "-m", "fairspec", "check", spec, "--format", fmt], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900).stdout
+            for fmt in ("json", "sarif") for _ in range(2)]
+    assert _timeless(json.loads(runs[0])) == _timeless(json.loads(runs[1]))
+    assert runs[2] == runs[3] and json.loads(runs[2])["runs"][0]["results"]
+
+
+def test_the_invocation_is_in_the_provenance():
+    """What the command line asked beside the spec (--property, --ignore, --allow-path) shapes the
+    report: the provenance names it, so the run can be replayed (it was nowhere)."""
+    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/compas/compas.fair", "--format", "json",
+                        "--property", "precision_parity", "--ignore", "fs433,FS211", "--allow-path", "examples"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    doc = json.loads(r.stdout)
+    assert [p["name"] for p in doc["properties"]] == ["precision_parity"]
+    assert doc["provenance"]["invocation"] == {"property": "precision_parity", "ignore": ["FS211", "FS433"],
+                                               "allow_path": ["examples"]}

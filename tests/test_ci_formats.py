@@ -283,3 +283,61 @@ def test_a_finding_shows_the_estimate_with_its_interval():
     u = Verdict("lv", "individual_fairness", "unknown", value=0.5, bound=(0.5, 0.75), backend="milp",
                 reason="the time limit passed")
     assert _verdict_message(u) == "property 'lv' is unknown: the time limit passed; value 0.5; interval [0.5, 0.75]"
+
+
+def test_ci_paths_are_relative_to_the_repository_root_from_a_sub_folder(tmp_path):
+    """A check run from a sub-folder of the repository (a workflow's ``working-directory``) names
+    its files from the repository's root, as code scanning and annotations read them (they were
+    relative to the working directory: ``spec.fair``, a file code scanning could not place)."""
+    import shutil
+
+    from test_cli import PEOPLE_CSV, PEOPLE_ONNX
+
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "fairness"
+    sub.mkdir()
+    shutil.copy(PEOPLE_CSV, sub / "people.csv")
+    shutil.copy(PEOPLE_ONNX, sub / "people.onnx")
+    people_spec(sub, "property strict { statistical_parity(net, groups member) <= 0.0001 }\n",
+                csv="people.csv", onnx="people.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", cwd=sub)
+    no_traceback(r)
+    assert r.returncode == 1, r.stdout[-2000:]
+    (res,) = every_result_located(valid_sarif(r.stdout), tmp_path)
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "fairness/spec.fair"
+    r = run_cli("check", "spec.fair", "--format", "github", "--workers", "1", cwd=sub)
+    assert r.stdout.startswith("::error file=fairness/spec.fair,line="), r.stdout
+    r = run_cli("check", "spec.fair", "--format", "json", "--workers", "1", cwd=sub)
+    doc = json.loads(r.stdout)
+    assert doc["properties"][0]["location"]["file"] == "fairness/spec.fair"
+    files = {f["role"]: f["file"] for f in doc["provenance"]["files"]}  # the same base for the provenance
+    assert files == {"spec": "fairness/spec.fair", "model": "fairness/people.onnx", "data": "fairness/people.csv"}
+
+
+def test_sarif_names_the_evidence_with_its_hashes(tmp_path):
+    """A check's SARIF run lists the files it read as artifacts with their SHA-256 and size, as the
+    JSON provenance does (the log named only its results' files, with no way to tell which model or
+    data it was computed from)."""
+    import hashlib
+    import shutil
+
+    from test_cli import PEOPLE_CSV, PEOPLE_ONNX
+
+    shutil.copy(PEOPLE_CSV, tmp_path / "people.csv")
+    shutil.copy(PEOPLE_ONNX, tmp_path / "people.onnx")
+    spec = people_spec(tmp_path, "property strict { statistical_parity(net, groups member) <= 0.0001 }\n",
+                       csv="people.csv", onnx="people.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", cwd=tmp_path)
+    run = valid_sarif(r.stdout)["runs"][0]
+    arts = {a["location"]["uri"]: a for a in run["artifacts"]}
+    for name in ("spec.fair", "people.csv", "people.onnx"):
+        data = (tmp_path / name).read_bytes()
+        assert arts[name]["hashes"]["sha-256"] == hashlib.sha256(data).hexdigest()
+        assert arts[name]["length"] == len(data) and arts[name]["roles"] == ["analysisTarget"]
+    assert spec.exists()
+    cands = tmp_path / "cands"
+    cands.mkdir()
+    shutil.copy(PEOPLE_ONNX, cands / "a.onnx")
+    r = run_cli("check", "spec.fair", "--format", "sarif", "--workers", "1", "--models", f"net={cands}", cwd=tmp_path)
+    (run,) = valid_sarif(r.stdout)["runs"]
+    assert "cands/a.onnx" in {a["location"]["uri"] for a in run["artifacts"]}

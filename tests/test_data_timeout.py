@@ -138,3 +138,20 @@ def test_counterfactual_flips_take_their_budget_through_the_context(tmp_path, mo
     v = _verdicts(tmp_path / "f.fair")["flips"]
     assert v.status != "holds" and v.details["timed_out_after_combinations"] == 1, v
     assert limited, "the flips never took their limit through the context"
+
+
+@pytest.mark.parametrize("limit", [0.5, 59.5, 600, 550_000, 7 * 24 * 3600])
+def test_the_suggested_timeout_is_spec_text_that_lints(tmp_path, limit):
+    """The reason's example (``e.g. timeout = 120s``) pastes into the property as it is: it was
+    ``{2 * limit:g}s``, ``timeout = 1.1e+06s`` for a budget of 550,000 s (FS101: no number), and past
+    a week out of the option's range (FS307)."""
+    import re
+
+    from fairspec.backends.data.budget import OutOfTime
+    from fairspec.pipeline import lint
+
+    reason = OutOfTime(limit, 10).reason()
+    (fragment,) = re.findall(r"e\.g\. (timeout = \S+?)\)", reason)
+    spec = _spec(tmp_path, fragment)
+    errors = [(d.code, d.message) for d in lint(spec).diagnostics if d.is_error]
+    assert errors == [], (fragment, errors)

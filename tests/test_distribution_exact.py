@@ -129,3 +129,77 @@ def test_influence_below_zero_strict_is_never_met(tmp_path):
         p.write_text(FVGM + f"property q {{\n  influence(clf, groups P, distribution d) {op} 0\n}}\n", encoding="utf-8")
         codes = [d.code for d in lint(p).diagnostics if d.is_error]
         assert codes == (["FS507"] if bad else []), (op, codes)
+
+
+def test_group_ppvs_of_an_exact_value_are_the_exact_ones(tmp_path):
+    """Beside an exact value (least_favoured 7/50 = 0.14) the per-group table gave the float
+    computation's 0.13999999999999999: two numbers for one PPV in a proved verdict an auditor
+    compares. Each group's PPV is now the float nearest its exact rational, given as written too."""
+    v = _verdicts(tmp_path, FVGM + "property least { least_favoured(clf, groups P, distribution d) >= 0.1 }\n")
+    d = v["least"].details
+    assert v["least"].status == "holds" and v["least"].how == "proved" and d["exact_value"] == "7/50"
+    rows = {g["group"]: g for g in d["groups"]}
+    assert rows["not P"]["ppv"] == 0.14 and rows["not P"]["ppv_exact"] == "7/50"
+    assert rows["P"]["ppv"] == 0.55 and rows["P"]["ppv_exact"] == "11/20"
+    assert d["least_favoured"] == {"group": "not P", "ppv": 0.14, "ppv_exact": "7/50"} and v["least"].value == 0.14
+    for g in d["groups"]:
+        assert g["ppv"] == float(Fraction(g["ppv_exact"]))
+
+
+def test_an_approximated_model_over_a_declared_distribution_is_unknown(tmp_path):
+    """A scikit-learn logistic regression over a declared distribution is decided through FVGM's
+    linear rule, its weights rounded to integers; with no data rows nothing measures how often the
+    rule and the model decide alike. It was `holds (estimated)` with no bound at all (and `violated`
+    on the rule's decisions): now `unknown`, the rule's value in the reason -- unless the rule decides
+    as the model's predict on every point of the support (tests/test_distribution_linear_support.py)."""
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(400, 3)).astype(float)
+    y = ((X[:, 0] + X[:, 1] - X[:, 2] + rng.normal(0, 0.5, 400)) > 0.5).astype(int)
+    skops_io.dump(LogisticRegression().fit(X, y), tmp_path / "lr.skops")
+    head = """features W {
+  P : bool protected
+  Q : bool
+  S : bool
+}
+model m = sklearn("lr.skops")
+encode W for m {
+  P, Q, S : raw
+}
+distribution d {
+  p(Q) = 0.4
+  p(S) = 0.3
+}
+"""
+    v = _verdicts(tmp_path, head + "property lo { statistical_parity(m, groups P, distribution d) <= 0.9 }\n"
+                  "property hi { statistical_parity(m, groups P, distribution d) <= 0.1 }\n")
+    for name in ("lo", "hi"):
+        c = v[name].details["classifier"]
+        assert c["form"] == "linear" and v[name].value is not None
+        if c["support_agreement"]["disagree"] == 0:     # the rule is the model on every point: it stands
+            assert v[name].status != "unknown" and c["note"].startswith("the rounded rule agrees"), v[name].reason
+            continue
+        assert v[name].status == "unknown" and v[name].how is None, (v[name].status, v[name].reason)
+        assert "linear approximation" in v[name].reason and "rounded" in v[name].reason
+
+
+def test_influence_numbers_of_an_exact_value_are_the_exact_ones():
+    """FVGM's influences over a declared distribution: the value is exact (3/25 = 0.12) and the FIFs
+    beside it were the float computation's (0.12000000000000005 for the largest, 0.17000000000000004
+    in a proved verdict). Every FIF, the base value and the values without each subset are now the
+    floats nearest their rationals, given as written too."""
+    rep = check(Path(__file__).resolve().parents[1] / "examples" / "worked" / "fvgm_influence.fair")
+    assert {v.name for v in rep.verdicts} == {"sp_each", "sp_pairs", "di_each"}
+    for v in rep.verdicts:
+        d = v.details
+        assert d["base"]["value"] == float(Fraction(d["base"]["value_exact"]))
+        for row in d["influence"]:
+            assert row["fif"] == float(Fraction(row["fif_exact"]))
+            assert row["value_without"] == float(Fraction(row["value_without_exact"]))
+        assert abs(Fraction(d["largest"]["fif_exact"])) == Fraction(d["exact_value"])
+        assert abs(d["largest"]["fif"]) == v.value
+        for g in d["groups"]:
+            assert g["ppv"] == float(Fraction(g["ppv_exact"]))
+    assert {v.name: v.details["largest"]["fif"] for v in rep.verdicts}["sp_pairs"] == 0.17

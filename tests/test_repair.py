@@ -301,3 +301,24 @@ def test_engine_and_timeout_no_repair_reads_are_said(tmp_path):
             assert notes[0].endswith("the model already meets the goal on the data rows, so no repair was searched")
         else:
             assert notes == [] and v.details["repaired"], (goal, notes, v.details)
+
+
+def test_the_written_model_is_in_the_provenance_with_its_hash(tmp_path):
+    """The repaired model a check writes is evidence too: the report names it with its SHA-256 (role
+    "written"), beside the spec, model and data it read (it was named only in details.written)."""
+    import hashlib
+
+    model, _, _ = _model(tmp_path)
+    spec = _spec(tmp_path, model, """
+repair fair for dt {
+  goal passing_rate_ratio(groups sex) >= 0.8
+  bound semantic_difference <= 1.2 * minimal
+  write "fixed.skops"
+}
+""")
+    files = _check(spec).to_json()["provenance"]["files"]
+    (written,) = [f for f in files if f["role"] == "written"]
+    out = tmp_path / "fixed.skops"
+    assert Path(written["file"]).resolve() == out.resolve()
+    assert written["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest() and written["bytes"] == out.stat().st_size
+    assert {f["role"] for f in files} >= {"spec", "model", "data", "written"}

@@ -94,6 +94,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         pb = build_problem(prop, ctx, dist)
     except Unsupported as e:
         return unknown(prop, _sentence(e), backend=wanted or "ssat", seconds=time.perf_counter() - t0)
+    _rule_matches(pb)
     facts = {"form": pb.clf.kind,
              "feature_edges": pb.clf.kind == "tree" and network_has_feature_edges(pb.bn, pb.clf, pb.protected)}
     p = plan(prop, ctx.spec, facts)
@@ -113,7 +114,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
                                   time_limit, progress)
         except DistributionError as e:
             return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-        return _verdict_influence(prop, pb, fif, backend, method, t0, boot)
+        return _model_or_unknown(prop, pb, _verdict_influence(prop, pb, fif, backend, method, t0, boot))
     try:
         res = _compute(prop, pb, backend, method, delta, time_limit)
         boot = None
@@ -121,7 +122,59 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
             boot = _bootstrap(prop, pb, ("metric", backend, method, delta, time_limit, None), time_limit, progress)
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
-    return _verdict(prop, pb, res, backend, t0, boot)
+    return _model_or_unknown(prop, pb, _verdict(prop, pb, res, backend, t0, boot))
+
+
+def _rule_matches(pb: Problem) -> None:
+    """A scikit-learn linear model is decided through FVGM's rule, its weights rounded to integers; a
+    verdict about the rule is one about the model only where the two decide alike. When the rule
+    decides as the model's own ``predict`` on every point of a discrete support (compile's
+    ``support_agreement``), the rule's decisions are the model's there: it stands for the model."""
+    c = pb.details.get("classifier") or {}
+    s = c.get("support_agreement") or {}
+    if not pb.exact_classifier and s.get("points") is not None and s.get("disagree") == 0:
+        pb.exact_classifier = True
+        c["note"] = f"the rounded rule agrees with the model's predict on all {s['points']} points of the support"
+
+
+def _rule_gap(pb: Problem) -> str:
+    """How far the rounded rule is known to be from the model: its support check, and its agreement
+    on the data rows when there are some."""
+    c = pb.details.get("classifier") or {}
+    s = c.get("support_agreement") or {}
+    if s.get("points") is None:
+        text = s.get("why") or "the support cannot be enumerated"
+    else:
+        text = (f"the rule decides unlike the model's predict on {s['disagree']} of the {s['points']} points "
+                f"of the support")
+        ex = s.get("example")
+        if ex:
+            at = ", ".join(f"{k} = {v}" for k, v in ex.items())
+            text += f" (at {at} the model decides {int(s['example_model'])}, the rule {int(s['example_rule'])})"
+    if c.get("agreement") is not None:
+        text += f"; on the data rows the two decide alike on {c['agreement']:.2%} of them"
+    return text
+
+
+def _model_or_unknown(prop, pb: Problem, v: Verdict) -> Verdict:
+    """A verdict on the rounded rule of a linear model the rule does not match on the whole support:
+    its bound covers the distribution's estimate, not the gap between the rule and the model, so it
+    is ``unknown`` with the rule's value and how far the two are apart in its reason."""
+    if pb.exact_classifier:
+        return v
+    rule = (v.details.get("classifier") or {}).get("rule")
+    if v.status == "unknown":                  # undecided anyway: say too that the value is the rule's
+        if v.value is None or not v.reason or "linear approximation" in v.reason:
+            return v
+        return dataclasses.replace(v, reason=f"{v.reason}; and the value is the model's linear approximation's"
+                                             f"{f' ({rule})' if rule else ''}, not the model's: {_rule_gap(pb)}")
+    value = "undefined" if v.value is None else f"{v.value:.6g}"
+    was = f"{v.status}{f' ({v.how})' if v.how else ''}"
+    return dataclasses.replace(
+        v, status="unknown", how=None, proof=None, witness=None,
+        reason=f"{prop.metric} = {value} for the model's linear approximation{f' ({rule})' if rule else ''}, its "
+               f"weights rounded to integers ({was} for it), not for the model: {_rule_gap(pb)}, so nothing bounds "
+               f"how far the model's value is from the rule's")
 
 
 def _metric_value(prop, res):
@@ -446,8 +499,11 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
 FLOAT_ALLOWANCE = 1e-9
 
 
-def _exact_value(prop, pb: Problem, subsets=None):
+def _exact_value(prop, pb: Problem, subsets=None, ppvs: dict | None = None, fifs: dict | None = None):
     """(the metric's value in exact rationals from the declared decimals, None) or (None, why not).
+    ``ppvs``, when given, receives each group's exact PPV {group: Fraction} of the declared network (a
+    plain group metric's, an influence's base; not path_specific's); ``fifs`` an influence's exact
+    {subset: FIF} and {"base": the quantity's exact value}.
 
     Recomputed independently of the backend that found the value (fairspec.analyses.distribution_exact)."""
     from fairspec.analyses.distribution import all_groups
@@ -459,10 +515,11 @@ def _exact_value(prop, pb: Problem, subsets=None):
     try:
         if prop.metric == "influence":
             quantity = prop.influence_metric or "statistical_parity"
-            base = exact_metric(quantity, exact_ppvs(net, pb.clf, pb.protected, groups))
+            found = exact_ppvs(net, pb.clf, pb.protected, groups)
+            base = exact_metric(quantity, found)
             if base is None:
                 return None, f"{quantity} is undefined"
-            best = None
+            best, each = None, {}
             for S in subsets or ():
                 d = net
                 for f in S:
@@ -470,7 +527,12 @@ def _exact_value(prop, pb: Problem, subsets=None):
                 q = exact_metric(quantity, exact_ppvs(d, pb.clf, pb.protected, groups))
                 if q is None:
                     return None, f"{quantity} is undefined without {list(S)}"
+                each[tuple(S)] = base - q
                 best = abs(base - q) if best is None else max(best, abs(base - q))
+            if ppvs is not None:
+                ppvs.update(found)
+            if fifs is not None:
+                fifs.update(each, base=base)
             return (best, None) if best is not None else (None, "no subset")
         if prop.metric == "path_specific":
             base = exact_ppvs(net, pb.clf, pb.protected, groups)
@@ -484,7 +546,10 @@ def _exact_value(prop, pb: Problem, subsets=None):
                     if a in d2.parents.get(z, ()):
                         d2 = d2.with_parent_fixed(z, a, v)
             return exact_metric("spread", exact_ppvs(d2, pb.clf, pb.protected, groups)), None
-        v = exact_metric(prop.metric, exact_ppvs(net, pb.clf, pb.protected, groups))
+        found = exact_ppvs(net, pb.clf, pb.protected, groups)
+        if ppvs is not None:
+            ppvs.update(found)
+        v = exact_metric(prop.metric, found)
         return v, (None if v is not None else f"{prop.metric} is undefined")
     except ExactUnavailable as e:
         return None, str(e)
@@ -494,26 +559,24 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
                    subsets=None) -> Verdict:
     """A value over a declared distribution: recomputed in exact rationals from the decimals as
     written and compared with the threshold as written (``certify.exact.prove_exact``, the spec's
-    ``<`` / ``<=``): ``holds (proved: exact arithmetic)`` or ``violated``. Estimated when the model
-    was approximated (a linear model on bin means) or no exact value exists (the float value with
-    :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
+    ``<`` / ``<=``): ``holds (proved: exact arithmetic)`` or ``violated``. Unknown when the model
+    was approximated (a linear model's rounded rule: :func:`_approximated`); estimated when no exact
+    value exists (the float value with :data:`FLOAT_ALLOWANCE`, unknown when the threshold lies within it)."""
     from fairspec.certify import exact as cx
     details = common["details"]
+    ppvs, fifs = {}, {}
+    exact, why = _exact_value(prop, pb, subsets, ppvs, fifs)
     if not pb.exact_classifier:
-        details["note"] = ("the value is exact for the linear approximation of the model, whose "
-                           "agreement with the model is in classifier.agreement")
-    exact, why = _exact_value(prop, pb, subsets)
+        return _approximated(prop, pb, exact, value, common)
     if exact is not None:
         details["exact_value"] = str(exact)
+        _exact_groups(details, ppvs, pb.bn, pb.protected)
+        _exact_influence(details, fifs)
         common["value"] = float(exact)
         claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
-        if pb.exact_classifier:
-            proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
-            if proof is not None:
-                return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof,
-                               **common)
-        elif cx.decide(exact, prop.op, prop.threshold):
-            return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=holds_reason, **common)
+        proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
+        if proof is not None:
+            return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof, **common)
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     details["exact_value"] = None
     details["not_exact"] = why
@@ -529,6 +592,51 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
                           f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
+
+
+def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdict:
+    """A declared distribution and a classifier fairspec only approximates (FVGM's linear rule of a
+    scikit-learn linear model: its weights scaled and rounded to integers): the value is the rule's,
+    and with no data rows nothing measures how far the rule's decisions are from the model's, so it
+    bounds nothing about the model -- ``unknown`` with the value in its reason (it was ``holds
+    (estimated)`` with no bound at all, or ``violated`` on the rule's decisions)."""
+    d = common["details"]
+    if exact is not None:
+        d["exact_value"] = str(exact)
+        common["value"] = value = float(exact)
+    rule = (d.get("classifier") or {}).get("rule")
+    return Verdict(prop.name, prop.kind, "unknown",
+                   reason=f"{prop.metric} = {value:.6g} for the model's linear approximation"
+                          f"{f' ({rule})' if rule else ''}, its weights rounded to integers, not for the model: "
+                          f"{_rule_gap(pb)}, so nothing bounds the model's value over the declared distribution; "
+                          f"measure it on data rows (data = DATA)", **common)
+
+
+def _exact_influence(details: dict, fifs: dict) -> None:
+    """An influence's FIFs, its base and the values without each subset as the exact value is: each the
+    float nearest its rational, given as written too (``0.12000000000000005`` for a FIF of 3/25 beside
+    the value 0.12)."""
+    base = fifs.get("base")
+    if base is None:
+        return
+    if isinstance(details.get("base"), dict):
+        details["base"].update(value=float(base), value_exact=str(base))
+    for row in details.get("influence", ()):
+        x = fifs.get(tuple(row["subset"]))
+        if x is not None:  # details["largest"] is one of these rows
+            row.update(fif=float(x), fif_exact=str(x), value_without=float(base - x),
+                       value_without_exact=str(base - x))
+
+
+def _exact_groups(details: dict, ppvs: dict, bn: BayesNet, protected) -> None:
+    """The per-group PPVs of an exact value as the value is: each the float nearest its exact rational,
+    which ``ppv_exact`` gives as written (the float computation's ``0.13999999999999999`` for a PPV of
+    7/50 read as a second, different number beside the value 0.14 an auditor compares it with)."""
+    exact = {_group_name(tuple((a, bn.variables[a].values[i]) for a, i in zip(protected, g)), bn): p
+             for g, p in ppvs.items() if p is not None}
+    for row in [*details.get("groups", ()), details.get("most_favoured"), details.get("least_favoured")]:
+        if isinstance(row, dict) and row.get("group") in exact:
+            row["ppv"], row["ppv_exact"] = float(exact[row["group"]]), str(exact[row["group"]])
 
 
 def _group_name(group, bn: BayesNet) -> str:
@@ -621,9 +729,11 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
             "seconds": round(boot["seconds"], 4)}
     common["details"]["bootstrap"] = info
     if len(vals) < max(20, boot["requested"] // 2):
+        from fairspec.syntax.literals import longer_timeout
+
         budget = prop.options.timeout or 60.0
         why = (f"the time budget of {budget:g}s ran out after {done} resamples: raise timeout = ... "
-               f"(e.g. timeout = {max(2 * budget, 120):g}s) or lower bootstrap = ..." if done < boot["requested"] else
+               f"(e.g. {longer_timeout(budget, 120)}) or lower bootstrap = ..." if done < boot["requested"] else
                f"{prop.metric} is undefined on {boot['undefined']} resamples")
         return Verdict(prop.name, prop.kind, "unknown",
                        reason=f"{prop.metric} = {value:.6g}, but only {len(vals)} of {boot['requested']} bootstrap "

@@ -11,7 +11,8 @@ from fairspec.planning.registry import (BACKENDS, NEEDS, OPTIONS, Backend, Capab
                                         register, supports, supports_metric)
 
 __all__ = ["plan", "Plan", "PREFERENCE", "FORM_WORDS", "over_of", "BACKENDS", "NEEDS", "OPTIONS", "Backend",
-           "Capability", "Option", "backends_for", "register", "supports", "supports_metric", "setting"]
+           "Capability", "Option", "backends_for", "register", "supports", "supports_metric", "setting",
+           "settings"]
 
 
 def setting(prop, name: str, backend: str | None = None):
@@ -31,3 +32,23 @@ def setting(prop, name: str, backend: str | None = None):
     if o is None:
         o = OPTIONS.get(name)
     return None if o is None else o.default
+
+
+def settings(prop, spec=None, backend: str | None = None) -> dict:
+    """Every option the backend that decided ``prop`` takes (``backend``: the verdict's, when it names
+    one; else the planned one), with the value it ran with: the spec's, else the backend's default
+    (None: not set and no default, as a data backend's timeout). The report records them beside the
+    verdict (``options`` in JSON, the HTML section), so that an auditor can replay the run."""
+    b = BACKENDS.get(backend or "")
+    cap = b.capability(prop.kind, over_of(prop, spec)) if b is not None else None
+    if cap is None:
+        cap = plan(prop, spec).capability()
+    if cap is None:
+        return {}
+    out = {}
+    for o in cap.options:
+        value = prop.options.get(o.name)
+        out[o.name] = o.default if value is None else value
+    if prop.options.search_budget is not None:  # `search annealing for 60s`
+        out["search_budget"] = prop.options.search_budget
+    return out

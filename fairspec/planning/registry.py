@@ -17,6 +17,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from fairspec.syntax.literals import WEEK  # the longest duration an option takes
+
 # ------------------------------------------------------------------ options
 
 
@@ -92,7 +94,6 @@ def _duration(s) -> str:
     return f"{s:g}s"
 
 
-WEEK = 7 * 24 * 3600.0
 
 # The options the language knows, with their types and ranges.  A backend's schema takes a
 # subset of them, some with a default of its own (`timeout`: 60 s on the solvers, 120 s on PBA).

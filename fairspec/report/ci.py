@@ -35,11 +35,28 @@ _VERDICT_RULES = {
 }
 
 
+def repository_root() -> Path:
+    """The folder CI paths are relative to: the root of the git work tree the working directory lies
+    in (the nearest folder above it with a ``.git``, a folder or a worktree's file), else the working
+    directory. GitHub code scanning and workflow annotations read a relative path from the
+    repository's root, so a check run from a sub-folder (``working-directory: fairness``) still
+    places its findings in the repository's files."""
+    cwd = Path.cwd().resolve()
+    for d in (cwd, *cwd.parents):
+        try:
+            if (d / ".git").exists():
+                return d
+        except OSError:  # a folder above that cannot be looked at: no repository there
+            break
+    return cwd
+
+
 def _relpath(file: str) -> str | None:
-    """The path relative to the working directory when it lies below it (what CI annotates)."""
+    """The path relative to the repository root (:func:`repository_root`) when it lies below it
+    (what CI annotates)."""
     p = Path(file).resolve()
     try:
-        return p.relative_to(Path.cwd().resolve()).as_posix()
+        return p.relative_to(repository_root()).as_posix()
     except ValueError:
         return None
 
@@ -205,8 +222,30 @@ def _fingerprint(rid: str, span, msg: str, model_file=None) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_ROLES = {"spec": "analysisTarget", "imported spec": "analysisTarget", "model": "analysisTarget",
+          "data": "analysisTarget", "input": "analysisTarget", "written": "added"}
+
+
+def _artifacts(provenance: dict | None) -> list[dict]:
+    """The files the check read and wrote as SARIF artifacts with their SHA-256 and size (the
+    provenance's, fairspec.report.provenance): the log names the evidence it was computed from. A
+    file named relative to the repository root keeps that URI; one outside it a file: URI; an
+    in-memory object (the API's data frame: no file, no hash) is left out."""
+    out = []
+    for f in (provenance or {}).get("files", ()):
+        if not f.get("sha256"):
+            continue
+        name = f["file"]
+        uri = Path(name).as_uri() if Path(name).is_absolute() else quote(name, errors="surrogateescape")
+        art = {"location": {"uri": uri}, "hashes": {"sha-256": f["sha256"]}, "roles": [_ROLES.get(f["role"], "analysisTarget")]}
+        if isinstance(f.get("bytes"), int):
+            art["length"] = f["bytes"]
+        out.append(art)
+    return out
+
+
 def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, policies=None, spec=None,
-               error_span=None, internal=(), suppressed=()) -> dict:
+               error_span=None, internal=(), suppressed=(), provenance=None) -> dict:
     how = {id(d): kind for d, kind in suppressed}  # a suppressed warning: a result with its suppression
     diagnostics = [*diagnostics, *(d for d, _ in suppressed)]
     findings = [(d.code, d.severity, d.message + (f" (hint: {d.hint})" if d.hint else ""), d.span, d, None)
@@ -239,6 +278,8 @@ def _sarif_run(diagnostics, verdicts, spans, error, version, model_file=None, po
         results.append(res)
     run = {"tool": {"driver": {"name": "fairspec", "version": version, "rules": rules}}, "results": results,
            "columnKind": "utf16CodeUnits"}
+    if _artifacts(provenance):
+        run["artifacts"] = _artifacts(provenance)
     if notes:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
     if model_file is not None:
@@ -254,14 +295,16 @@ _JUSTIFICATION = {"inSource": "a '# fairspec: ignore[...]' comment in the spec",
 
 def to_sarif(diagnostics: list[Diagnostic], verdicts=(), spans: dict | None = None,
              *, error: str | None = None, version: str = "0.1.0", policies: dict | None = None,
-             spec: str | None = None, error_span=None, internal=(), suppressed=()) -> str:
+             spec: str | None = None, error_span=None, internal=(), suppressed=(), provenance=None) -> str:
     """One SARIF 2.1.0 log with one run: rules from the codes used, one result per finding; a finding
     with no span (the input ``error`` unless ``error_span`` places it, an ``internal`` error, a
     diagnostic such as FS203) is located at line 1 of ``spec``. ``suppressed``: (warning, "inSource" |
-    "external") that ignore comments or --ignore suppressed, each a result with a ``suppressions`` entry."""
+    "external") that ignore comments or --ignore suppressed, each a result with a ``suppressions`` entry;
+    ``provenance`` (a check's): the files it read and wrote as the run's ``artifacts``, with their hashes."""
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
            "runs": [_sarif_run(diagnostics, verdicts, spans, error, version, policies=policies, spec=spec,
-                               error_span=error_span, internal=internal, suppressed=suppressed)]}
+                               error_span=error_span, internal=internal, suppressed=suppressed,
+                               provenance=provenance)]}
     return _dumps(log)
 
 
@@ -269,7 +312,8 @@ def to_sarif_models(reports, *, version: str = "0.1.0", internal=()) -> str:
     """``check --models``: one SARIF 2.1.0 log with one run per model file (in file order); the
     ``internal`` errors of the whole command (the HTML report) in each run, as a write error is."""
     runs = [_sarif_run(r.diagnostics, r.verdicts, r.property_spans, r.error, version, f, r.policy_sites, r.spec,
-                       getattr(r, "error_span", None), internal, getattr(r, "suppressed", ()))
+                       getattr(r, "error_span", None), internal, getattr(r, "suppressed", ()),
+                       r.provenance() if getattr(r, "started", None) is not None else None)
             for f, r in reports]
     return _dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs})
 

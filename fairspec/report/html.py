@@ -158,7 +158,7 @@ def _body(report, prefix: str = "") -> list[str]:
         op, t = claims.get(v.name, (None, None))
         if t is not None:  # the claim's threshold, for the pictures
             v = replace(v, details={**(v.details or {}), "threshold": t, "op": op})
-        parts.append(_property(v, i, prefix))
+        parts.append(_property(v, i, prefix, getattr(report, "options", {}).get(v.name)))
     if report.warnings:
         items = "".join(f"<li>{e(w)}</li>" for w in report.warnings)
         parts.append(f"<section id={prefix}warnings><h2>Warnings</h2><ul>{items}</ul></section>")
@@ -211,7 +211,7 @@ def _summary(report) -> str:
     return f"<main><section id=summary><h2>Summary</h2><p>{head}</p>{table}</section>"
 
 
-def _property(v, i: int, prefix: str = "") -> str:
+def _property(v, i: int, prefix: str = "", options: dict | None = None) -> str:
     e = _e
     out = [f"<section class=property id='{prefix}p{i}' data-property='{e(v.name)}'>",
            f"<h2>{e(v.name)} <span class='badge {v.status}'>{e(v.label)}</span></h2>",
@@ -223,6 +223,10 @@ def _property(v, i: int, prefix: str = "") -> str:
     if v.reason:
         out.append(f"<p class=reason>{e(v.reason)}</p>")
     out += [f"<p class=note>Note: {e(n)}</p>" for n in verdict_notes(v)]
+    if options:  # what the backend ran with (the spec's values, else its defaults): the run can be replayed
+        listed = " &middot; ".join(f"{e(k)} {e('not set' if x is None else str(x))}"
+                                   for k, x in options.items())
+        out.append(f"<p class=options>options: {listed}</p>")
     try:
         out.append(_picture(v, i))
     except Exception as ex:  # noqa: BLE001 - a picture is a courtesy: the verdict and its tables stand

@@ -1,5 +1,5 @@
 """Provenance of a check, for a report an auditor can file: what was checked (the spec and every
-model and data file, by SHA-256), by what (fairspec, Python and the installed versions of the
+model and data file, by SHA-256, and what the check wrote: a repaired model, a PBA chart), by what (fairspec, Python and the installed versions of the
 libraries that compute the model's outputs and decide the properties), and when.
 
 Versions are read from the installed distributions' metadata: nothing is imported for them.
@@ -64,7 +64,9 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
     """The provenance of one report (JSON-ready)."""
     from fairspec.meta import version
 
-    cwd = Path.cwd().resolve()
+    from fairspec.report.ci import repository_root
+
+    cwd = repository_root()  # the paths every format names: from the repository's root (else the working folder)
     files = [_entry(report.spec, "spec", cwd)]
     seen = {Path(report.spec).resolve()}
     for f in getattr(report, "imports", ()) or ():
@@ -76,7 +78,13 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
         if Path(f).resolve() not in seen:
             seen.add(Path(f).resolve())
             files.append(_entry(f, kinds.get(f, "input"), cwd))
+    for v in getattr(report, "verdicts", ()) or ():  # what the check wrote: a repaired model, a PBA chart
+        d = v.details or {}
+        for f in (d.get("written"), *(d.get("charts") or ())):
+            if isinstance(f, str) and f and Path(f).resolve() not in seen:
+                seen.add(Path(f).resolve())
+                files.append(_entry(f, "written", cwd))
     now = started or _dt.datetime.now(_dt.timezone.utc)
     return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),
-            "libraries": _versions(), "files": files,
+            "libraries": _versions(), "files": files, "invocation": getattr(report, "invocation", None) or {},
             "checked_at": now.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")}

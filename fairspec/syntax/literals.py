@@ -65,3 +65,15 @@ def column(value) -> str:
 
 def category_set(values) -> str:
     return "{" + ", ".join(category(v) for v in values) + "}"
+
+
+WEEK = 7 * 24 * 3600.0  # the longest duration an option takes (timeout, refine: planning.registry)
+
+
+def longer_timeout(limit: float, floor: float = 60.0) -> str:
+    """``timeout = 120s``: a budget longer than ``limit`` (twice it, at least ``floor``) as spec text a
+    reason can suggest: whole seconds, in the option's range (at most a week). ``{2 * limit:g}s`` was
+    no spec text past 500,000 s (``timeout = 1.2096e+06s``: FS101) and past a week out of range."""
+    import math
+
+    return f"timeout = {min(math.ceil(max(2 * limit, floor)), int(WEEK))}s"

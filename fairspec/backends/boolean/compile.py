@@ -62,6 +62,8 @@ class Form:
                 out["multiplier"] = clf.multiplier
             if clf.agreement is not None:
                 out["agreement"] = float(clf.agreement)
+            if getattr(clf, "support", None) is not None:
+                out["support_agreement"] = dict(clf.support)
         return out
 
 
@@ -547,11 +549,59 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
             rule = linear_from_sklearn(est, cols, mv, X=X, codes=cd,
                                        multiplier=None if X is not None else 100, positive_class=positive)
             rule.variables = dict(variables)
+            rule.support = _support_agreement(est, rule, reads, variables, fs, ctx_, model.name, positive)
             return rule
 
         return Form("linear", reads, {}, build, exact=False, source="sklearn", info={"model": name})
     raise Unsupported(f"model '{model.name}' is a scikit-learn {name}; over a distribution fairspec verifies "
                       f"decision trees and linear models (and rules); measure it on data instead (data = DATA)")
+
+
+#: the most points of a discrete support the rounded rule and the model are compared on
+MAX_SUPPORT_POINTS = 1 << 16
+
+
+def _support_agreement(est, rule, reads, variables, fs, ctx, model_name: str, positive) -> dict:
+    """Whether FVGM's rounded linear rule decides as the model's own ``predict`` on every point of the
+    support: every combination of the values of the features either reads, when all are bool or
+    categorical (a superset of the distribution's support). ``{"points": N, "disagree": k, ...}``, or
+    ``{"points": None, "why": ...}`` when the support is not a finite set of points to run the model on
+    (a binned numeric feature: a bin is not a point) or has more than :data:`MAX_SUPPORT_POINTS`."""
+    feats = list(dict.fromkeys(tuple(reads) + tuple(rule.features)))
+    sizes = []
+    for f in feats:
+        feat, var = fs.get(f), variables.get(f)
+        if feat is None or var is None or not feat.is_discrete or var.bins is not None:
+            return {"points": None, "why": f"feature '{f}' is numeric: its bins are not points the model can "
+                                           f"be run on, so the support cannot be enumerated"}
+        sizes.append(len(var.values))
+    n = math.prod(sizes)
+    if n > MAX_SUPPORT_POINTS:
+        return {"points": None, "why": f"the support has {n} points, more than the {MAX_SUPPORT_POINTS} "
+                                       f"fairspec enumerates"}
+    grid = np.indices(sizes).reshape(len(sizes), -1) if feats else np.zeros((0, 1), dtype=np.int64)
+    codes = {f: grid[i].astype(np.int64) for i, f in enumerate(feats)}
+    enc = ctx.encoding(model_name)
+    zeros = np.zeros(n, dtype=np.int64)          # a feature no column weighs: any value decides alike
+    X = ctx.model_input(model_name, {c.feature: codes.get(c.feature, zeros) for c in enc.columns}, n)
+    from fairspec.models.base import unnamed_inputs
+
+    with unnamed_inputs():
+        got = np.asarray(est.predict(X))
+    classes = list(getattr(est, "classes_", [0, 1]))
+    model = got == (classes[1] if positive is None else positive)
+    mine = np.broadcast_to(rule.predict(codes), (n,))
+    bad = np.flatnonzero(model != mine)
+    out = {"points": int(n), "disagree": int(len(bad))}
+    if len(bad):
+        i = int(bad[0])
+        out["example"] = {f: _plain_value(variables[f].values[int(codes[f][i])]) for f in feats}
+        out["example_model"], out["example_rule"] = bool(model[i]), bool(mine[i])
+    return out
+
+
+def _plain_value(v):
+    return v.item() if isinstance(v, np.generic) else v
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ class OutOfTime(Exception):
     def reason(self) -> str:
         done = (f"after counting all {self.rows} rows and drawing {self.resamples} bootstrap resamples"
                 if self.resamples is not None else f"after counting {self.rows} rows")
+        from fairspec.syntax.literals import longer_timeout
+
         return (f"the time budget of {self.limit:g}s ran out {done}; counts of part of the data are no "
-                f"verdict: raise timeout = ... (e.g. timeout = {max(2 * self.limit, 60):g}s) or remove it")
+                f"verdict: raise timeout = ... (e.g. {longer_timeout(self.limit, 60)}) or remove it")
 
 
 class Budget:
