@@ -278,3 +278,76 @@ def test_class_holds_proved_agrees_with_brute_force_at_ties(monkeypatch, engine,
         assert seen == {"violated"}
     if kind == "tiehold":
         assert seen == {"holds"}
+
+
+def test_refinement_counts_an_individual_unsure_where_argmax_and_predict_differ():
+    """A scikit-learn classifier's class is its predict; at a softmax tie (outputs (1/3, 1/3, 1/3), the
+    first largest column 0) predict may say class 1. The refinement's count of class c reads the outputs'
+    argmax, so an individual whose "class is c" differs from predict in some case is unsure, never fair:
+    here predict gives class 1 for s = 0 and class 0 for s = 1 (a flip), the argmax 0 for both (fair)."""
+    from fairspec.backends.counterfactuals import batch_scores, compared_scores
+    from fairspec.certify.enumerate import count_individuals
+
+    net = _net(3, tie=False)
+    tie = lambda V: np.full((np.atleast_2d(V).shape[0], 3), 1.0 / 3.0)          # noqa: E731
+    predict = lambda V: np.where(np.atleast_2d(V)[:, 1] == 0, 1, 0)              # noqa: E731
+    X = np.array([[2.0, 0.0], [3.0, 0.0]])
+    cases, pairs = [{1: 0.0}, {1: 1.0}], [(0, 1), (1, 0)]
+    for c in (0, 1):
+        plain = ClassProblem(net, _pre(net), outputs=tie).class_scores(c)
+        S, uns = batch_scores(plain, X, cases, pairs)
+        assert uns is None and count_individuals(S, pairs, "label", claim="t", readout=("argmax", c)).fair.all()
+        scorer = ClassProblem(net, _pre(net), outputs=tie, predict=predict).class_scores(c)
+        S, uns = batch_scores(scorer, X, cases, pairs)
+        assert uns.all()
+        r = count_individuals(S, pairs, "label", claim="t", unsure=uns, readout=("argmax", c))
+        assert not r.fair.any() and not r.unfair.any()
+    # class 2: argmax and predict agree (never class 2): counted as before, fair
+    scorer = ClassProblem(net, _pre(net), outputs=tie, predict=predict).class_scores(2)
+    S, uns = batch_scores(scorer, X, cases, pairs)
+    assert not uns.any()
+    assert count_individuals(S, pairs, "label", claim="t", unsure=uns, readout=("argmax", 2)).fair.all()
+    assert compared_scores(scorer, S)[0].shape == (2,)
+
+
+def test_a_scikit_learn_class_problem_counts_by_predict(monkeypatch, tmp_path):
+    """kinds/multi_pairs gives the ClassProblem of a scikit-learn classifier its predict: a multinomial
+    LogisticRegression whose predict_proba rounds classes 0 and 1 to one probability (logits 2**-57 apart)
+    at a = 500, b = 0, where predict says class 1 for sex F and 0 for M; the argmax of the outputs 0 for
+    both. The refinement's scorer of class 1 counts that individual unsure, not fair."""
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.linear_model import LogisticRegression
+
+    import fairspec.backends.pair.multiclass as mc
+    from fairspec import pipeline
+    from fairspec.backends.counterfactuals import batch_scores
+    from fairspec.certify.enumerate import count_individuals
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(0, 1001, 300), rng.integers(0, 100, 300), rng.integers(0, 2, 300)].astype(float)
+    lr = LogisticRegression(max_iter=500).fit(X, np.array(["hi", "lo", "mid"])[rng.integers(0, 3, 300)])
+    lr.coef_ = np.array([[0.0, 0.0, 0.0], [2.0**-50, 0.0, -2.0**-56], [0.0, 0.0, 0.0]])
+    lr.intercept_ = np.array([0.0, 2.0**-57 - 500 * 2.0**-50, -2.0**-30])
+    skops_io.dump(lr, tmp_path / "m.skops")
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  a : int in [0, 1000]\n  b : int in [0, 99999]\n  sex : {F, M} protected\n}\n"
+        'model m = sklearn("m.skops")\nencode F for m { a : raw  b : raw  sex : code }\n'
+        "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure class(m(x)) == class(m(x'))\n"
+        "  using milp\n}\n")
+    seen, solve = [], mc.solve_class
+
+    def capture(cp, *a, **k):
+        seen.append(cp)
+        return solve(cp, *a, **k)
+
+    monkeypatch.setattr(mc, "solve_class", capture)
+    v, = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "violated"           # the attack's pair, replayed on predict
+    cp, = seen
+    assert cp.predict is not None
+    scorer = cp.class_scores(1)
+    cases, pairs = [{2: 0.0}, {2: 1.0}], [(0, 1), (1, 0)]
+    S, uns = batch_scores(scorer, np.array([[500.0, 0.0, 0.0]]), cases, pairs)
+    assert uns.tolist() == [True]
+    r = count_individuals(S, pairs, "label", claim="t", unsure=uns, readout=("argmax", 1))
+    assert not r.fair.any()

@@ -156,7 +156,13 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
 
     # unsure: the individuals whose class another batch of a float runtime may pick otherwise (the refinement's
     # enumeration at a tie leaves them undecided)
-    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs, unsure=batch_unsure(prop, model, encoded))
+    # predict: a library that decides the class itself (scikit-learn's predict), which the outputs' argmax the
+    # refinement reads need not agree with (a softmax tie): an individual where they differ is counted unsure
+    from fairspec.models.base import LoadedModel
+
+    own = type(model).predict_class is not LoadedModel.predict_class
+    cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs, unsure=batch_unsure(prop, model, encoded),
+                      predict=(lambda V: model.predict_class(encoded(V))) if own else None)
 
     def at_tie(sub, r, seconds):
         # a class the solver left at a tie (its only candidate pairs at a class score of 0 within its tolerance

@@ -96,6 +96,12 @@ class ClassProblem:
     #: ``unsure(points, scores, pairs)`` of the class scores' BatchScorer (another batch of a float runtime
     #: may pick another class for an individual); None: the runtime scores every batch alike
     unsure: Callable | None = field(default=None, compare=False)
+    #: ``predict(X)``: the runtime's own class (column indices) of a feature-space batch where its library
+    #: decides the class otherwise than the first largest of ``outputs`` (a scikit-learn classifier's predict:
+    #: an SVC's votes, a linear model's decision function under a softmax that rounds two classes to one
+    #: probability); the refinement's enumeration counts an individual whose class ``c`` the outputs' argmax
+    #: reads otherwise than predict in some case unsure (never fair, never unfair); None: the argmax is the class
+    predict: Callable | None = field(default=None, compare=False)
 
     def __post_init__(self):
         K = self.net.layers[-1].n_out
@@ -153,7 +159,29 @@ class ClassProblem:
 
         if self.outputs is None and self.runtime is not None:
             return None
-        return BatchScorer(self.forward_all, "label", 0.0, self.unsure, readout=self.readout(c))
+        return BatchScorer(self.forward_all, "label", 0.0, self.class_unsure(c), readout=self.readout(c))
+
+    def class_unsure(self, c: int):
+        """``unsure(points, scores, pairs)`` of class ``c``'s scorer: :attr:`unsure`, and with :attr:`predict`
+        every individual for which, under some case, "the class is c" by the outputs' argmax (its class score
+        ``scores[k] > 0``) is not what predict says (or the score is NaN): counting it by the argmax would
+        decide on a class the model does not predict."""
+        base, predict = self.unsure, self.predict
+        if predict is None:
+            return base
+
+        def unsure(points, scores, pairs) -> np.ndarray:
+            n = int(np.asarray(scores[0]).shape[0])
+            out = np.zeros(n, dtype=bool) if base is None else np.asarray(base(points, scores, pairs), dtype=bool)
+            for P, g in zip(points, scores):
+                if not n:
+                    break
+                g = np.asarray(g, dtype=np.float64).reshape(-1)
+                k = np.asarray(predict(P)).reshape(-1)
+                out = out | np.isnan(g) | ((g > 0) != (k == c))
+            return out
+
+        return unsure
 
     def readout(self, c: int) -> tuple:
         """The class readout of class ``c``: ``("argmax", c)``, or ``("argmax", c, "softmax")`` when the
