@@ -1,0 +1,61 @@
+"""Session 28's hostile-input walk: what a hostile user found, each test saying what was seen before
+its fix.
+
+* ``group sex = age > 30`` beside a feature ``sex``: lint said nothing and ``groups sex`` silently read
+  the feature (the group never ran). A group named as a feature is FS202 at the group's name.
+* A trusted pickle cut short (a copy or a download interrupted) linted clean -- lint reads pickles
+  inertly and took the failed read for "the file does not say" -- and check then said "could not be
+  unpickled, so it is probably not a pickle of a scikit-learn model (IndexError: index out of range)".
+  Both now say it is a truncated pickle; joblib's files, whose raw array bytes no inert reader parses,
+  are never called truncated.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES, people_decls
+from fairspec.pipeline import lint
+
+PEOPLE = FIXTURES / "data" / "people.csv"
+RULE = 'model r = rule(score >= 0.5)\n'
+
+
+def _errors(spec):
+    return [(d.code, d.message, d.span.line, d.span.column) for d in lint(spec).diagnostics if d.is_error]
+
+
+def test_a_group_named_as_a_feature_is_fs202_not_silently_the_feature(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "group sex = age > 30\n"
+                    "property p { statistical_parity(r, groups sex) <= 0.3 }\n")
+    ((code, message, line, col),) = _errors(spec)
+    assert (code, line, col) == ("FS202", 10, 7) and "name of a feature of People" in message, message
+    spec.write_text(people_decls(PEOPLE) + RULE + "group older = age > 30\n"
+                    "property p { statistical_parity(r, groups older) <= 0.3 }\n")
+    assert _errors(spec) == []
+
+
+@pytest.mark.parametrize("name", ["m.pkl", "m.joblib"])
+def test_a_truncated_pickle_is_said_by_lint_and_the_loader_alike(tmp_path, name):
+    import joblib
+    import pickle
+
+    from fairspec.models import ModelLoadError, load_model
+
+    est = joblib.load(FIXTURES / "models" / "people6.joblib")
+    whole = pickle.dumps(est, protocol=4)
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + f'model lr = sklearn("{name}", trust pickle, score = prob)\n')
+    for cut in (len(whole) - 1, len(whole) // 2, 40):
+        (tmp_path / name).write_bytes(whole[:cut])
+        ((code, message, line, col),) = _errors(spec)
+        assert (code, line, col) == ("FS401", 9, 20) and "is a truncated pickle" in message, message
+        with pytest.raises(ModelLoadError) as e:
+            load_model("sklearn", tmp_path / name, trust_pickle=True)
+        assert str(e.value) == message
+    (tmp_path / name).write_bytes(whole)
+    assert _errors(spec) == []
+    for compress in (0, 3):  # joblib's own layouts, whole: never called truncated
+        joblib.dump(est, tmp_path / name, compress=compress)
+        assert _errors(spec) == [], compress
