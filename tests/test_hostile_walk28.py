@@ -8,6 +8,9 @@ its fix.
   unpickled, so it is probably not a pickle of a scikit-learn model (IndexError: index out of range)".
   Both now say it is a truncated pickle; joblib's files, whose raw array bytes no inert reader parses,
   are never called truncated.
+* The language server: a FIFO named ``x.fair`` anywhere in the project made every rename hang (it reads
+  each .fair file of the project to find the specs importing the renamed name's file, and opened the
+  FIFO, waiting for a writer forever). A file that is not regular is no spec to read.
 """
 
 from __future__ import annotations
@@ -59,3 +62,33 @@ def test_a_truncated_pickle_is_said_by_lint_and_the_loader_alike(tmp_path, name)
     for compress in (0, 3):  # joblib's own layouts, whole: never called truncated
         joblib.dump(est, tmp_path / name, compress=compress)
         assert _errors(spec) == [], compress
+
+
+def test_a_fifo_named_as_a_spec_in_the_project_never_blocks_a_rename(tmp_path, monkeypatch):
+    import os
+
+    pytest.importorskip("pygls")
+    import test_lsp_hostile
+    from test_lsp_hostile import Raw
+
+    monkeypatch.setattr(test_lsp_hostile, "GUARD", 60.0)  # a wedged server fails the test, after a minute
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "fairspec.toml").write_text("")
+    (root / "people.csv").write_bytes(PEOPLE.read_bytes())
+    os.mkfifo(root / "waiting.fair")
+    text = people_decls("people.csv") + RULE + "property p { statistical_parity(r, groups sex) <= 0.3 }\n"
+    (root / "s.fair").write_text(text)
+    raw = Raw(root)
+    try:
+        raw.initialize(root)
+        uri = (root / "s.fair").as_uri()
+        raw.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "fairspec", "version": 1,
+                                                             "text": text}})
+        line = text.count("\n", 0, text.index("property p"))
+        r = raw.reply(raw.request("textDocument/rename", {"textDocument": {"uri": uri}, "newName": "q",
+                                                          "position": {"line": line, "character": 9}}))
+        assert [e["newText"] for e in r["result"]["changes"][uri]] == ["q"], r
+    finally:
+        raw.close()
