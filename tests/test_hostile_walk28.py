@@ -11,6 +11,9 @@ its fix.
 * The language server: a FIFO named ``x.fair`` anywhere in the project made every rename hang (it reads
   each .fair file of the project to find the specs importing the renamed name's file, and opened the
   FIFO, waiting for a writer forever). A file that is not regular is no spec to read.
+* The language server's log (stderr: an editor's output panel) got a 20-line traceback from pygls for
+  every request answered with an error: each refused rename (``'sex' is already declared``) and each
+  position that does not validate. The client had its answer; the log now gets one line for each.
 """
 
 from __future__ import annotations
@@ -92,3 +95,34 @@ def test_a_fifo_named_as_a_spec_in_the_project_never_blocks_a_rename(tmp_path, m
         assert [e["newText"] for e in r["result"]["changes"][uri]] == ["q"], r
     finally:
         raw.close()
+
+
+def test_a_refused_rename_and_invalid_params_log_one_line_no_traceback(tmp_path):
+    pytest.importorskip("pygls")
+    from test_lsp_hostile import Raw
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "fairspec.toml").write_text("")
+    (root / "people.csv").write_bytes(PEOPLE.read_bytes())
+    text = people_decls("people.csv") + RULE + "property p { statistical_parity(r, groups sex) <= 0.3 }\n"
+    (root / "s.fair").write_text(text)
+    raw = Raw(root)
+    try:
+        raw.initialize(root)
+        uri = (root / "s.fair").as_uri()
+        raw.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "fairspec", "version": 1,
+                                                             "text": text}})
+        line = text.count("\n", 0, text.index("property p"))
+        for new in ("sex", "property", "a b"):
+            r = raw.reply(raw.request("textDocument/rename", {"textDocument": {"uri": uri}, "newName": new,
+                                                              "position": {"line": line, "character": 9}}))
+            assert r["error"]["code"] == -32602, r
+        r = raw.reply(raw.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                         "position": {"line": -1, "character": 0}}))
+        assert r["error"]["code"] == -32602, r
+    finally:
+        raw.close()
+    log = raw.stderr()
+    assert "Traceback" not in log and "'sex' is already declared" in log, log
+    assert "Position.line should be in range" in log, log
