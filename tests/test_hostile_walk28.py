@@ -14,6 +14,11 @@ its fix.
 * The language server's log (stderr: an editor's output panel) got a 20-line traceback from pygls for
   every request answered with an error: each refused rename (``'sex' is already declared``) and each
   position that does not validate. The client had its answer; the log now gets one line for each.
+* Python API: a data frame naming two columns alike raised AttributeError ('DataFrame' object has no
+  attribute 'dtype') out of fairspec.check; it is now written as given and read as a file with that
+  header is (FS430, naming the frame, not the declared path). A frame with MultiIndex columns was
+  written with a header line per level, the later ones read as data rows (a row of 'a's in every
+  column): it is refused in one sentence.
 """
 
 from __future__ import annotations
@@ -126,3 +131,38 @@ def test_a_refused_rename_and_invalid_params_log_one_line_no_traceback(tmp_path)
     log = raw.stderr()
     assert "Traceback" not in log and "'sex' is already declared" in log, log
     assert "Position.line should be in range" in log, log
+
+
+def _api_spec(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("people.csv") + RULE + "property p { statistical_parity(r, groups sex) <= 0.9 }\n")
+    (tmp_path / "people.csv").write_bytes(PEOPLE.read_bytes())
+    return spec
+
+
+def test_a_data_frame_with_a_column_named_twice_is_read_as_such_a_file_is(tmp_path):
+    import pandas as pd
+
+    import fairspec
+
+    spec = _api_spec(tmp_path)
+    df = pd.read_csv(PEOPLE)
+    nulls = df.assign(sex=df["sex"].where(df.index % 5 != 0, None))  # a null in a text column: marked missing
+    for frame in (pd.concat([df, df[["age"]]], axis=1), pd.concat([nulls, df[["sex"]]], axis=1)):
+        report = fairspec.check(spec, data={"people": frame})
+        (d,) = report.diagnostics
+        assert d.code == "FS430" and d.message.startswith("the data frame given for 'people' names the column"), d
+        assert report.exit_code in (0, 1) and report["p"].status == "holds", report.to_json()
+
+
+def test_a_data_frame_with_multiindex_columns_is_refused_in_one_sentence(tmp_path):
+    import pandas as pd
+
+    import fairspec
+
+    spec = _api_spec(tmp_path)
+    df = pd.read_csv(PEOPLE)
+    frame = pd.DataFrame(df.values, columns=pd.MultiIndex.from_tuples([(c, "a") for c in df.columns]))
+    with pytest.raises(fairspec.FairspecError) as e:
+        fairspec.check(spec, data={"people": frame})
+    assert "columns of 2 levels (a MultiIndex)" in str(e.value) and "\n" not in str(e.value)

@@ -67,7 +67,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # {("model" | "data", name): file}: files read instead of the ones the spec declares (the
         # Python API's in-memory models and data frames, written to its private folder)
         self.substitutes = dict(substitutes or {})
-        self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
+        self.header_renames: dict = {}  # data name -> (renames, path argument, the file as named): FS430
         self.nested_columns: dict = {}  # data name -> ({column: "struct" | "list" | ...}, path argument): FS404
         self.empty_columns: dict = {}  # data name -> ({column: rows}, rows, path argument): FS404 (all null)
         self.constant_labels: dict = {}  # data name -> (message, span, hint): FS434 when a group metric reads it
@@ -178,12 +178,12 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
     def _header_renames(self, spec: ir.Spec) -> None:
         """FS430: the spec reads a column name the file's header repeats (it reads the first)."""
         for d in spec.datasets:
-            renames, arg = self.header_renames.get(d.name, ((), None))
+            renames, arg, shown = self.header_renames.get(d.name, ((), None, None))
             for name in dict.fromkeys(old for old, _, _ in renames):
                 if d.used is not None and name not in d.used:
                     continue
                 later = ", ".join(f"column {pos} as {new!r}" for old, new, pos in renames if old == name)
-                self.sink.add("FS430", f"data file {arg.value} names the column {name!r} more than once; the spec "
+                self.sink.add("FS430", f"data file {shown} names the column {name!r} more than once; the spec "
                                        f"reads the first, and the later ones are read by position ({later})",
                               arg.span)
 

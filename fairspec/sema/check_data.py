@@ -99,7 +99,9 @@ class DataChecks:
         except DataError as e:
             self.fail("FS404", str(e), path_arg.span)
         if renames:  # FS430 once the columns the spec reads are known (_header_renames)
-            self.header_renames[node.name.id] = (renames, path_arg)
+            # the file read: a data frame the Python API wrote is then named as the frame given, not the declared path
+            shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value
+            self.header_renames[node.name.id] = (renames, path_arg, shown)
         nested = parquet_nested(data)
         if nested:  # FS404 once the columns the spec reads are known (_nested_columns); never sampled (FS410)
             self.nested_columns[node.name.id] = (nested, path_arg)
