@@ -19,6 +19,8 @@ its fix.
   header is (FS430, naming the frame, not the declared path). A frame with MultiIndex columns was
   written with a header line per level, the later ones read as data rows (a row of 'a's in every
   column): it is refused in one sentence.
+* A Parquet file that cannot be read (no rows, a broken footer) had FS404's hint "check that the file
+  exists and is UTF-8 CSV".
 """
 
 from __future__ import annotations
@@ -166,3 +168,13 @@ def test_a_data_frame_with_multiindex_columns_is_refused_in_one_sentence(tmp_pat
     with pytest.raises(fairspec.FairspecError) as e:
         fairspec.check(spec, data={"people": frame})
     assert "columns of 2 levels (a MultiIndex)" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_parquet_file_that_cannot_be_read_is_not_told_to_be_csv(tmp_path):
+    import pandas as pd
+
+    pd.read_csv(PEOPLE).iloc[:0].to_parquet(tmp_path / "people.parquet", index=False)
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("people.parquet").replace('csv("people.parquet"', 'parquet("people.parquet"'))
+    (d,) = [d for d in lint(spec).diagnostics if d.is_error]
+    assert d.code == "FS404" and "has no rows" in d.message and "CSV" not in d.hint and "Parquet" in d.hint, d
