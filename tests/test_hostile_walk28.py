@@ -21,13 +21,22 @@ its fix.
   column): it is refused in one sentence.
 * A Parquet file that cannot be read (no rows, a broken footer) had FS404's hint "check that the file
   exists and is UTF-8 CSV".
+* ``require x.* == x'.* except {}`` linted clean, and check ran the solvers for seconds to end ``unknown``
+  ("the only violations found lie on the boundary of the post-condition within solver tolerance"):
+  no pair differs in a feature of an empty set, so nothing is compared. ``over {}`` and ``flip {}``
+  linted clean too, and ``except {sex, sex}`` / ``over {sex, sex}`` said nothing, where ``groups sex x
+  sex`` is an error. Each is FS501 at the set or the second name.
+* ``--models runs/lr=0.1`` (a folder named after a hyper-parameter, common in ML runs) was split at the
+  last '=' into model 'runs/lr' and folder '0.1' ("declares no model file named 'runs/lr'"), and no
+  spelling reached that folder; ``--models net=`` checked the current folder. NAME=FOLDER now splits at
+  the first '=' after a name, and an empty folder is a usage error.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES, people_decls
+from conftest import FIXTURES, people_decls, run_cli
 from fairspec.pipeline import lint
 
 PEOPLE = FIXTURES / "data" / "people.csv"
@@ -178,3 +187,49 @@ def test_a_parquet_file_that_cannot_be_read_is_not_told_to_be_csv(tmp_path):
     spec.write_text(people_decls("people.parquet").replace('csv("people.parquet"', 'parquet("people.parquet"'))
     (d,) = [d for d in lint(spec).diagnostics if d.is_error]
     assert d.code == "FS404" and "has no rows" in d.message and "CSV" not in d.hint and "Parquet" in d.hint, d
+
+
+@pytest.mark.parametrize("text, col, says", [
+    ("require x.* == x'.* except {}", 30, "except {} lets no feature differ"),
+    ("require x.* == x'.* except {sex, race, sex}", 42, "'sex' is listed twice in except"),
+])
+def test_an_empty_or_repeated_except_set_is_fs501(tmp_path, text, col, says):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "property f {\n  forall x, x' : People\n  " + text +
+                    "\n  ensure label(r(x)) == label(r(x'))\n}\n")
+    ((code, message, line, column),) = _errors(spec)
+    assert (code, line, column) == ("FS501", 12, col) and says in message, (message, line, column)
+
+
+@pytest.mark.parametrize("prop, says", [
+    ("k_discrimination(r, over {}) < 3", "over {} names no feature"),
+    ("k_discrimination(r, over {sex, sex}) < 3", "'sex' is listed twice in over"),
+    ("pba(r, flip {}, around people, delta {age: 1})", "flip {} names no feature"),
+])
+def test_an_empty_or_repeated_over_or_flip_set_is_fs501(tmp_path, prop, says):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "property k { " + prop + " }\n")
+    ((code, message, _, _),) = _errors(spec)
+    assert code == "FS501" and says in message, message
+
+
+def test_a_models_folder_with_an_equals_sign_is_that_folder_and_an_empty_one_is_refused(tmp_path):
+    import json
+
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes(PEOPLE.read_bytes())
+    runs = tmp_path / "runs" / "lr=0.1"
+    runs.mkdir(parents=True)
+    for where in (runs, tmp_path):  # the declared file, and the folder's
+        (where / "a.onnx").write_bytes((FIXTURES / "models" / "people6.onnx").read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("people.csv") + 'model net = onnx("a.onnx")\n'
+                    "encode People for net { age : standard  sex : onehot  race : code  member, score : raw }\n"
+                    "property p { statistical_parity(net, groups sex) <= 0.99 }\n")
+    for arg in ("runs/lr=0.1", "net=runs/lr=0.1"):
+        r = run_cli("check", spec, "--format", "json", "--models", arg, cwd=tmp_path)
+        (m,) = json.loads(r.stdout)["models"]
+        assert r.returncode == 0 and m["model_file"] == "runs/lr=0.1/a.onnx", (arg, r.stdout[-800:], r.stderr)
+    r = run_cli("check", spec, "--models", "net=", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == ("fairspec: --models net= names no folder (write --models "
+                                                      "NAME=FOLDER or --models FOLDER)"), r.stderr
