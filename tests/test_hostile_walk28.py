@@ -30,6 +30,8 @@ its fix.
   last '=' into model 'runs/lr' and folder '0.1' ("declares no model file named 'runs/lr'"), and no
   spelling reached that folder; ``--models net=`` checked the current folder. NAME=FOLDER now splits at
   the first '=' after a name, and an empty folder is a usage error.
+* ``--html r.html/`` (a folder meant, or a slip) wrote the report to the file r.html: pathlib drops a
+  trailing '/'. A path ending in '/' that is no folder is refused before any work.
 """
 
 from __future__ import annotations
@@ -233,3 +235,13 @@ def test_a_models_folder_with_an_equals_sign_is_that_folder_and_an_empty_one_is_
     r = run_cli("check", spec, "--models", "net=", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip() == ("fairspec: --models net= names no folder (write --models "
                                                       "NAME=FOLDER or --models FOLDER)"), r.stderr
+
+
+def test_an_html_path_ending_in_a_slash_is_no_file(tmp_path):
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes(PEOPLE.read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("people.csv") + RULE + "property p { statistical_parity(r, groups sex) <= 0.99 }\n")
+    r = run_cli("check", spec, "--html", "r.html/", cwd=tmp_path)
+    assert r.returncode == 2 and "r.html/ ends with '/'" in r.stderr, r.stderr
+    assert not (tmp_path / "r.html").exists()
