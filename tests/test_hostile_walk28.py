@@ -32,6 +32,9 @@ its fix.
   the first '=' after a name, and an empty folder is a usage error.
 * ``--html r.html/`` (a folder meant, or a slip) wrote the report to the file r.html: pathlib drops a
   trailing '/'. A path ending in '/' that is no folder is refused before any work.
+* The language server's go-to-definition on ``import "pipe.fair"`` (a FIFO, refused by FS203) or on an
+  import of a folder answered that path as a location: an editor opening a FIFO blocks on it. An import
+  of no regular file has no definition.
 """
 
 from __future__ import annotations
@@ -245,3 +248,20 @@ def test_an_html_path_ending_in_a_slash_is_no_file(tmp_path):
     r = run_cli("check", spec, "--html", "r.html/", cwd=tmp_path)
     assert r.returncode == 2 and "r.html/ ends with '/'" in r.stderr, r.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_go_to_definition_on_an_import_of_a_fifo_or_a_folder_is_none(tmp_path):
+    import os
+
+    pytest.importorskip("pygls")
+    from fairspec.lsp import analysis as A
+
+    (tmp_path / "fairspec.toml").write_text("")
+    os.mkfifo(tmp_path / "pipe.fair")
+    (tmp_path / "folder.fair").mkdir()
+    (tmp_path / "lib.fair").write_text("group older = age >= 40\n")
+    spec = tmp_path / "s.fair"
+    spec.write_text('import "pipe.fair"\nimport "folder.fair"\nimport "lib.fair"\n')
+    idx = A.analyse(str(spec))
+    assert [A.definition(idx, str(spec), line, 10) for line in (1, 2)] == [None, None]
+    assert A.definition(idx, str(spec), 3, 10).file == str(tmp_path / "lib.fair")
