@@ -35,6 +35,10 @@ its fix.
 * The language server's go-to-definition on ``import "pipe.fair"`` (a FIFO, refused by FS203) or on an
   import of a folder answered that path as a location: an editor opening a FIFO blocks on it. An import
   of no regular file has no definition.
+* ``policy p(m: model, m: model)`` linted clean, and each ``apply p(net, net)`` was blamed ("'m' is given
+  twice in p(...)"); it is FS202 at the second parameter, and the applications stay silent. Two
+  applications given one name (``as a`` twice) had two errors, one of them "applied twice without a
+  name"; it is one, "'a' is declared twice".
 """
 
 from __future__ import annotations
@@ -265,3 +269,20 @@ def test_go_to_definition_on_an_import_of_a_fifo_or_a_folder_is_none(tmp_path):
     idx = A.analyse(str(spec))
     assert [A.definition(idx, str(spec), line, 10) for line in (1, 2)] == [None, None]
     assert A.definition(idx, str(spec), 3, 10).file == str(tmp_path / "lib.fair")
+
+
+def test_a_policy_parameter_declared_twice_is_fs202_at_the_declaration(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "policy p(m: model, m: model) {\n"
+                    "  property q { statistical_parity(m, groups sex) <= 0.3 }\n}\napply p(r, r)\n")
+    ((code, message, line, col),) = _errors(spec)
+    assert (code, line, col) == ("FS202", 10, 20) and message == "parameter 'm' is declared twice in policy 'p'"
+
+
+def test_one_name_for_two_applications_is_said_as_such(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "policy p(m: model, g: groups) {\n"
+                    "  property q { statistical_parity(m, groups g) <= 0.3 }\n}\n"
+                    "apply p(r, sex) as a\napply p(r, race) as a\n")
+    ((code, message, line, _),) = _errors(spec)
+    assert (code, line, message) == ("FS202", 14, "'a' is declared twice")

@@ -142,6 +142,15 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         for d in by_kind(ast.DistributionDecl):
             self._guard(self._distribution, d)
         policies = {d.node.name.id: d for d in by_kind(ast.PolicyDecl)}
+        for d in by_kind(ast.PolicyDecl):  # a parameter named twice: said here, not at each apply
+            seen: dict = {}
+            for p in d.node.params:
+                if p.name.id in seen:
+                    self.sink.add("FS202", f"parameter '{p.name.id}' is declared twice in policy '{d.node.name.id}'",
+                                  p.name.span, related=(Related(seen[p.name.id].span, "first declared here"),))
+                    policies[d.node.name.id] = None  # its applications stay silent
+                    break
+                seen[p.name.id] = p.name
         for d in decls:
             if isinstance(d.node, ast.PropertyDecl):
                 self._guard(self._property, d, d.node, {}, None)
@@ -298,10 +307,14 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
     def _apply(self, d: Decl, policies: dict) -> None:
         node: ast.ApplyDecl = d.node
         pol = policies.get(node.policy.id)
+        if pol is None and node.policy.id in policies:  # declared, but its declaration failed (reported)
+            raise LowerError()
         if pol is None:
             self.fail("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
         prefix = node.alias.id if node.alias else node.policy.id
         prev = self.apply_prefixes.get(prefix)
+        if prev is not None and node.alias is not None:  # one name given twice: "'a' is declared twice" (_bind)
+            raise LowerError()
         if prev is not None:  # unaliased twice: the properties' names would collide
             self.sink.add("FS202", f"policy '{prefix}' is applied twice without a name, so its properties would "
                                    f"have the same names", node.span,
