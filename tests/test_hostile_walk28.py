@@ -39,6 +39,8 @@ its fix.
   twice in p(...)"); it is FS202 at the second parameter, and the applications stay silent. Two
   applications given one name (``as a`` twice) had two errors, one of them "applied twice without a
   name"; it is one, "'a' is declared twice".
+* ``fairspec check`` of a spec that states no property (emptied by mistake, or declaring a policy it never
+  applies) printed nothing at all in text, exit 0: it now says there was no property to check.
 """
 
 from __future__ import annotations
@@ -286,3 +288,11 @@ def test_one_name_for_two_applications_is_said_as_such(tmp_path):
                     "apply p(r, sex) as a\napply p(r, race) as a\n")
     ((code, message, line, _),) = _errors(spec)
     assert (code, line, message) == ("FS202", 14, "'a' is declared twice")
+
+
+def test_a_check_with_no_property_says_so_in_text(tmp_path):
+    (tmp_path / "fairspec.toml").write_text("")
+    spec = tmp_path / "s.fair"
+    spec.write_text("policy p(m: model) {\n  property q { statistical_parity(m, groups sex) <= 0.3 }\n}\n")
+    r = run_cli("check", spec, cwd=tmp_path)
+    assert r.returncode == 0 and "no property to check" in r.stdout, (r.stdout, r.stderr)
