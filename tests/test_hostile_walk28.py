@@ -41,6 +41,8 @@ its fix.
   name"; it is one, "'a' is declared twice".
 * ``fairspec check`` of a spec that states no property (emptied by mistake, or declaring a policy it never
   applies) printed nothing at all in text, exit 0: it now says there was no property to check.
+* ``group g = sex in {F, F}`` linted clean, where a category list saying F twice is FS304: so is a value
+  listed twice after ``in``.
 """
 
 from __future__ import annotations
@@ -296,3 +298,12 @@ def test_a_check_with_no_property_says_so_in_text(tmp_path):
     spec.write_text("policy p(m: model) {\n  property q { statistical_parity(m, groups sex) <= 0.3 }\n}\n")
     r = run_cli("check", spec, cwd=tmp_path)
     assert r.returncode == 0 and "no property to check" in r.stdout, (r.stdout, r.stderr)
+
+
+@pytest.mark.parametrize("cond, shown", [("sex in {F, F}", "F"), ('sex not in {"M", M}', "M"),
+                                         ("age in {30, 30.0}", "30"), ("member in {true, true}", "true")])
+def test_a_value_listed_twice_after_in_is_fs304(tmp_path, cond, shown):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + f"group g = {cond}\n")
+    ((code, message, line, _),) = _errors(spec)
+    assert (code, line, message) == ("FS304", 10, f"'{shown}' is listed twice after 'in'")
