@@ -635,6 +635,10 @@ def _pandas_frame(obj, name: str):
     if not hasattr(obj, "to_csv") or not hasattr(obj, "columns"):
         raise FairspecError(f"data set {name!r}: pass a pandas or polars DataFrame or a file path, not a {kind}"
                             + (" (series.to_frame() makes one)" if kind == "Series" else ""))
+    if getattr(obj.columns, "nlevels", 1) > 1:  # to_csv wrote a header line per level: the later ones read as rows
+        raise FairspecError(f"the data frame given for {name!r} has columns of {obj.columns.nlevels} levels (a "
+                            f"MultiIndex), which no CSV header or Parquet column name holds; flatten them first "
+                            f"(frame.columns = ['_'.join(map(str, c)) for c in frame.columns])")
     return obj
 
 
@@ -646,19 +650,22 @@ def _mark_nulls(frame):
     (frame, None) when there is no such null; number columns keep theirs as empty cells."""
     import pandas as pd
 
-    cols = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)
-            or pd.api.types.is_bool_dtype(frame[c].dtype)]
-    cols = [c for c in cols if frame[c].isna().any()]
+    # by position: a frame may name two columns alike (written so, then read as NAME.1 with FS430, as a
+    # file's header is), where frame[c] is a frame of both (AttributeError: no dtype)
+    def text(i):
+        return not pd.api.types.is_numeric_dtype(frame.iloc[:, i].dtype)
+
+    cols = [i for i in range(frame.shape[1]) if text(i) or pd.api.types.is_bool_dtype(frame.iloc[:, i].dtype)]
+    cols = [i for i in cols if frame.iloc[:, i].isna().any()]
     if not cols:
         return frame, None
     marker = "<missing>"
-    seen = {str(v) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c].dtype)
-            for v in frame[c].dropna().unique()}
+    seen = {str(v) for i in range(frame.shape[1]) if text(i) for v in frame.iloc[:, i].dropna().unique()}
     while marker in seen:
         marker = "<" + marker + ">"
     out = frame.copy()
-    for c in cols:
-        out[c] = out[c].astype(object).where(out[c].notna(), marker)
+    for i in cols:
+        out.isetitem(i, out.iloc[:, i].astype(object).where(out.iloc[:, i].notna(), marker))
     return out, marker
 
 

@@ -417,7 +417,14 @@ def _check_models(args, parallel: bool) -> int:
     """``--models [NAME=]FOLDER``: one report per model file, in file order; the worst exit code."""
     from fairspec.pipeline import InputError, check_models
 
-    name, _, folder = args.models.rpartition("=")
+    # NAME=FOLDER splits at the first '=' after a name: a folder such as runs/lr=0.1 is a folder (the
+    # last '=' made it model 'runs/lr' in folder '0.1'), and NAME= with no folder is not the current one
+    name, sep, folder = args.models.partition("=")
+    if not (sep and name.isidentifier()):
+        name, folder = "", args.models
+    if not folder:
+        _input_error(args, f"--models {args.models} names no folder (write --models NAME=FOLDER or --models FOLDER)")
+        return 2
     from fairspec import interrupt
 
     with _recording():  # as in _check: no moment at SIGTERM's default action

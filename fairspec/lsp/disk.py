@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 import re
+import stat
 from pathlib import Path
 
 MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
@@ -29,10 +30,13 @@ def confined(uri_or_path: str, root: str) -> bool:
 def disk_text(file: str) -> str | None:
     """The text of a file no index and no open document holds, read as the parser reads a spec
     (fairspec.diagnostics.file_text: no newline translation, no byte-order mark), so its spans
-    convert to the client's units; None when it cannot be read or is over the parser's limit."""
+    convert to the client's units; None when it cannot be read, is over the parser's limit or is no
+    regular file (a FIFO named x.fair in the project blocked every rename reading it)."""
     try:
         st = os.stat(file)
     except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     return _read_text(file, st.st_mtime_ns, st.st_size) if st.st_size <= MAX_SPEC_BYTES + 3 else None
 

@@ -528,6 +528,10 @@ def _serve() -> int:
 
     filecache.enable()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    from fairspec.lsp.transport import AnsweredErrors
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(AnsweredErrors())
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

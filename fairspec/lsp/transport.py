@@ -9,7 +9,9 @@ checked before pygls sees them, and the message loop.
   (-32002) or after ``shutdown`` (-32600), an id that is not a number or a string (``true`` included),
   a request for a notification's method (-32600), an unknown method (-32601) and wrongly typed params
   (-32602), never with a traceback;
-* :func:`serve` reads frames in a daemon thread and handles them in the event loop's thread.
+* :func:`serve` reads frames in a daemon thread and handles them in the event loop's thread;
+* :class:`AnsweredErrors` keeps the server's log (stderr, an editor's output panel) free of the traceback
+  pygls logs for every request it answers with an error (a refused rename, params that do not validate).
 """
 
 from __future__ import annotations
@@ -23,6 +25,32 @@ import threading
 from lsprotocol import types as T
 
 log = logging.getLogger("fairspec.lsp")
+
+
+class AnsweredErrors(logging.Filter):
+    """pygls logs a traceback for each request it answers with an error response: a rename the server
+    refuses (``'sex' is already declared``, a keyword), params that do not validate (a negative line).
+    The client has its answer; the log gets one line. An unexpected exception keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("pygls"):
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+        if isinstance(exc, JsonRpcException) and not isinstance(exc, JsonRpcInternalError):
+            said = str(exc).splitlines()[0][:200] if str(exc) else ""
+            record.msg, record.args = f"{record.getMessage()}: answered {type(exc).__name__}: {said}", ()
+            record.exc_info = record.exc_text = None
+            return True
+        text = record.getMessage()
+        if text.startswith("Unable to deserialize message") and "ClassValidationError" in text:
+            why = [m.group(1) for m in _RAISED.finditer(text) if "ClassValidationError" not in m.group(1)]
+            record.msg, record.args = f"invalid params, answered -32602: {why[-1] if why else 'see the reply'}", ()
+        return True
+
+
+_RAISED = re.compile(r"^[\s|+]*(\w*(?:Error|Exception): .+)$", re.M)
 
 MAX_MESSAGE = 64 << 20   # bytes of one message (a 5 MB document's didOpen is about 5 MB)
 MAX_HEADER_LINE = 8192   # bytes of one header line

@@ -4,6 +4,7 @@ the file is imported or called. Safe without `trust pickle`: no code runs."""
 
 from __future__ import annotations
 
+import io
 import pathlib
 import pickle
 
@@ -116,4 +117,28 @@ def not_a_pickle(p: pathlib.Path) -> str | None:
     if head[:1] == b"\x80" and len(head) > 1 and head[1] > pickle.HIGHEST_PROTOCOL:
         return (f"model file {p} is a pickle of protocol {head[1]}, which this Python cannot read (protocols "
                 f"0 to {pickle.HIGHEST_PROTOCOL})")
+    if head[:1] == b"\x80" and _truncated(p):
+        return (f"model file {p} is a truncated pickle (the file ends before the pickled object does), as a "
+                f"copy or download cut short leaves one")
     return None
+
+
+def _truncated(p: pathlib.Path) -> bool:
+    """The protocol 2+ pickle at ``p`` ends before its STOP opcode, read by the inert unpickler (nothing
+    runs). joblib's uncompressed files interleave raw array bytes after a ``joblib...NumpyArrayWrapper``,
+    which no unpickler but joblib's reads: a file that named a joblib class first is never called truncated."""
+    try:
+        if p.stat().st_size > _MAX_PICKLE_BYTES:
+            return False
+        unpickler = _InertUnpickler(io.BytesIO(p.read_bytes()))
+        unpickler.load()
+    except EOFError:
+        pass
+    except pickle.UnpicklingError as e:
+        if "truncated" not in str(e) and "exhausted" not in str(e):
+            return False
+    except Exception:  # noqa: BLE001 - another failure is not a truncation; the loader says it
+        return False
+    else:
+        return False
+    return not any("joblib" in module for module, _ in unpickler._classes)

@@ -106,6 +106,10 @@ def print_text(report, console) -> None:
         say(console, f"error: {report.error}", "bold red")
         return
     if not report.verdicts:
+        if not any(d.is_error for d in report.diagnostics) and not getattr(report, "interrupted", False):
+            # (it printed nothing at all: an emptied spec, or one of policies never applied, passed unseen)
+            say(console, Text.assemble(value(str(report.spec)), ": no property to check (the spec and the policies it "
+                                       "applies state none)"))
         return
     _print_summary(report, console)
     for v in report.verdicts:

@@ -36,6 +36,9 @@ def check_path(path, keep: tuple = (), *, spec=None, allow=(), foreign: bool = T
     that once lint knows)."""
     from fairspec.files import PathError, Roots, check_target, refuse_protected
 
+    if str(path).endswith(("/", os.sep)) and not os.path.isdir(path):  # (pathlib drops the '/': "r.html/" wrote r.html)
+        raise ReportWriteError(f"cannot write the HTML report: {path} ends with '/', so it names a folder, which does "
+                               f"not exist; name a file (without the '/')")
     try:
         if str(path):  # first: a link to the spec is named for what it would replace
             refuse_protected(path, keep, "HTML report")

@@ -67,7 +67,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # {("model" | "data", name): file}: files read instead of the ones the spec declares (the
         # Python API's in-memory models and data frames, written to its private folder)
         self.substitutes = dict(substitutes or {})
-        self.header_renames: dict = {}  # data name -> (renames, path argument): FS430
+        self.header_renames: dict = {}  # data name -> (renames, path argument, the file as named): FS430
         self.nested_columns: dict = {}  # data name -> ({column: "struct" | "list" | ...}, path argument): FS404
         self.empty_columns: dict = {}  # data name -> ({column: rows}, rows, path argument): FS404 (all null)
         self.constant_labels: dict = {}  # data name -> (message, span, hint): FS434 when a group metric reads it
@@ -143,6 +143,15 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         for d in by_kind(ast.DistributionDecl):
             self._guard(self._distribution, d)
         policies = {d.node.name.id: d for d in by_kind(ast.PolicyDecl)}
+        for d in by_kind(ast.PolicyDecl):  # a parameter named twice: said here, not at each apply
+            seen: dict = {}
+            for p in d.node.params:
+                if p.name.id in seen:
+                    self.sink.add("FS202", f"parameter '{p.name.id}' is declared twice in policy '{d.node.name.id}'",
+                                  p.name.span, related=(Related(seen[p.name.id].span, "first declared here"),))
+                    policies[d.node.name.id] = None  # its applications stay silent
+                    break
+                seen[p.name.id] = p.name
         for d in decls:
             if isinstance(d.node, ast.PropertyDecl):
                 self._guard(self._property, d, d.node, {}, None)
@@ -179,12 +188,12 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
     def _header_renames(self, spec: ir.Spec) -> None:
         """FS430: the spec reads a column name the file's header repeats (it reads the first)."""
         for d in spec.datasets:
-            renames, arg = self.header_renames.get(d.name, ((), None))
+            renames, arg, shown = self.header_renames.get(d.name, ((), None, None))
             for name in dict.fromkeys(old for old, _, _ in renames):
                 if d.used is not None and name not in d.used:
                     continue
                 later = ", ".join(f"column {pos} as {new!r}" for old, new, pos in renames if old == name)
-                self.sink.add("FS430", f"data file {arg.value} names the column {name!r} more than once; the spec "
+                self.sink.add("FS430", f"data file {shown} names the column {name!r} more than once; the spec "
                                        f"reads the first, and the later ones are read by position ({later})",
                               arg.span)
 
@@ -299,10 +308,14 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
     def _apply(self, d: Decl, policies: dict) -> None:
         node: ast.ApplyDecl = d.node
         pol = policies.get(node.policy.id)
+        if pol is None and node.policy.id in policies:  # declared, but its declaration failed (reported)
+            raise LowerError()
         if pol is None:
             self.fail("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
         prefix = node.alias.id if node.alias else node.policy.id
         prev = self.apply_prefixes.get(prefix)
+        if prev is not None and node.alias is not None:  # one name given twice: "'a' is declared twice" (_bind)
+            raise LowerError()
         if prev is not None:  # unaliased twice: the properties' names would collide
             self.sink.add("FS202", f"policy '{prefix}' is applied twice without a name, so its properties would "
                                    f"have the same names", node.span,

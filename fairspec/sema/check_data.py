@@ -11,6 +11,8 @@ from fairspec.runtime.label_text import columns_read, compared_text, other_case
 from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.syntax import ast, literals
 
+PARQUET_HINT = "paths are relative to the spec file; check that the file exists and is a Parquet file with rows"
+
 
 class DataChecks:
     """The Checker's data part: `data NAME = csv(...) | parquet(...)` declarations."""
@@ -97,10 +99,12 @@ class DataChecks:
             renames = header_renames(data)
             if (ragged := ragged_row(data, len(names))) is not None:  # check refuses the file with it
                 raise ragged
-        except DataError as e:
-            self.fail("FS404", str(e), path_arg.span)
+        except DataError as e:  # (FS404's own hint says "UTF-8 CSV": a Parquet file is told its own)
+            self.fail("FS404", str(e), path_arg.span, hint=PARQUET_HINT if fmt == "parquet" else None)
         if renames:  # FS430 once the columns the spec reads are known (_header_renames)
-            self.header_renames[node.name.id] = (renames, path_arg)
+            # the file read: a data frame the Python API wrote is then named as the frame given, not the declared path
+            shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value
+            self.header_renames[node.name.id] = (renames, path_arg, shown)
         nested = parquet_nested(data)
         if nested:  # FS404 once the columns the spec reads are known (_nested_columns); never sampled (FS410)
             self.nested_columns[node.name.id] = (nested, path_arg)

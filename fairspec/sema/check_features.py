@@ -313,6 +313,15 @@ class FeatureChecks:
 
     def _group(self, d: Decl) -> None:
         node: ast.GroupDecl = d.node
+        shadowed = next(((fs, f) for fs in self.feature_sets.values() for f in fs.features
+                         if f.name == node.name.id), None)
+        if shadowed is not None:  # `groups sex` would name both: the feature won, silently
+            fs, f = shadowed
+            self.sink.add("FS202", f"group '{node.name.id}' has the name of a feature of {fs.name}, so "
+                                   f"`groups {node.name.id}` would name both", node.name.span,
+                          related=((Related(f.span, "the feature is declared here"),) if f.span else ()),
+                          hint=f"give the group another name (group {node.name.id}_group = ...)")
+            raise LowerError()
         names = _names_in(node.expr)
         if not names:
             self.fail("FS308", f"group '{node.name.id}' reads no feature: a group is a condition over features",

@@ -25,7 +25,9 @@ def _named_features(ck, call, key: str, env, fs, missing: str):
     arg = call.keyword(key)
     if arg is None:
         ck.fail("FS501", missing, call.span)
-    return arg, _feature_names(ck, arg.value, env, fs, key)
+    return arg, _feature_names(ck, arg.value, env, fs, key,
+                               empty={"over": "over {} names no feature, so no individual has a counterfactual",
+                                      "flip": "flip {} names no feature, so there is nothing to flip"}.get(key))
 
 
 def _kdisc(ck, node, name, env, call, op, rhs, stmts):
@@ -176,7 +178,8 @@ def _individual_fairness(ck, node, name, env):
             vars_ = [_resolve(e.left.var, env), _resolve(e.right.var, env)]
             if not all(isinstance(v, ast.Name) for v in vars_) or {v.id for v in vars_} != {var.id, var2.id}:
                 ck.fail("FS501", f"compare the two inputs: {var.id}.* == {var2.id}.* except {{...}}", e.span)
-            free = _feature_names(ck, e.excluded, env, fs, "except")
+            free = _feature_names(ck, e.excluded, env, fs, "except",
+                                  empty="except {} lets no feature differ, so no pair of inputs is ever compared")
             continue
         rel = _relaxation(e, var.id, var2.id)
         if rel is not None:

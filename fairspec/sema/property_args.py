@@ -61,9 +61,13 @@ def _inputs_known(ck, m: ir.Model, span) -> None:
             hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
 
 
-def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
+def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str, empty: str | None = None) -> tuple[str, ...]:
+    """The features a set names; FS501 for one named twice (`except {sex, sex}`) and, where ``empty`` says
+    why, for a set that names none (`except {}` compared no pair, and check ended `unknown`)."""
     e = _resolve(e, env)
     items = e.items if isinstance(e, (ast.SetLit, ast.ListLit)) else (e,)
+    if not items and empty is not None:
+        ck.fail("FS501", empty, e.span, hint="name the protected features: {sex} or {sex, race}")
     out = []
     for it in items:
         it = _resolve(it, env)
@@ -72,6 +76,8 @@ def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str) -> tuple[str, ...]:
         if fs.get(it.id) is None:
             ck.fail("FS205", f"unknown feature '{it.id}' in {fs.name}", it.span,
                     hint=did_you_mean(it.id, [f.name for f in fs.features]))
+        if it.id in out:
+            ck.fail("FS501", f"'{it.id}' is listed twice in {what} {{...}}", it.span, hint="list each feature once")
         out.append(it.id)
     return tuple(out)
 

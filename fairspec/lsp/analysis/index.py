@@ -401,8 +401,8 @@ def import_at(idx: Index, file: str, line: int, col: int) -> Path | None:
 
 def definition(idx: Index, file: str, line: int, col: int) -> Span | None:
     target = import_at(idx, file, line, col)
-    if target is not None:
-        return Span(str(target), 1, 1, 1, 1)
+    if target is not None:  # an import of a FIFO, a device or a folder (FS203) is nothing to open: an editor
+        return Span(str(target), 1, 1, 1, 1) if target.is_file() else None   # opening a FIFO blocks on it
     sym = symbol_at(idx, file, line, col)
     return sym.span if sym else None
 
