@@ -191,3 +191,29 @@ distribution d {
     v = _verdicts(tmp_path, text)["ok"]
     assert v.details["classifier"]["support_agreement"] == {"points": 12, "disagree": 0}, v.reason
     assert v.status == "holds" and v.how == "proved" and Fraction(v.details["exact_value"]) == want
+
+
+def test_a_point_at_a_tie_of_the_decision_score_is_never_taken_as_agreeing(tmp_path):
+    # (review) at (P, Q, R, S, T, U, V) = (0, 1, 1, 1, 1, 0, 0) the score -0.2 + 0.2 + 0.6 - 0.2 - 0.4 is 0 in
+    # decimals: scikit-learn's predict decided it 0 in the support's 128-row batch and 1 run alone on this
+    # CPU, the rounded rule matched the batch, and statistical_parity <= 0.08 was holds (proved) at 5/64
+    # where predict point by point gives 3/32. Such a point is now at a tie (its score within the dot
+    # product's rounding of 0, whatever the BLAS order), never agreeing: the verdict is unknown, on any CPU.
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(200, 7)).astype(float)
+    m = LogisticRegression().fit(X, (X[:, 0] + X[:, 1] > 0.5).astype(int))
+    m.coef_ = np.array([[-0.5, 0.2, 0.6, -0.2, -0.4, -2.0, -0.5]])
+    m.intercept_ = np.array([-0.2])
+    skops_io.dump(m, tmp_path / "lr.skops")
+    names = "PQRSTUV"
+    text = ("features W {\n  P : bool protected\n" + "".join(f"  {n} : bool\n" for n in names[1:]) + "}\n"
+            'model m = sklearn("lr.skops")\nencode W for m {\n  ' + ", ".join(names) + " : raw\n}\n"
+            "distribution d {\n" + "".join(f"  p({n}) = 0.5\n" for n in names[1:]) + "}\n"
+            "property a { statistical_parity(m, groups P, distribution d) <= 0.08 }\n")
+    v = _verdicts(tmp_path, text)["a"]
+    assert v.status == "unknown", (v.status, v.how, v.value, v.reason)
+    s = v.details["classifier"]["support_agreement"]
+    assert s["points"] == 128 and s.get("at_tie", 0) >= 1, s
+    assert "within its rounding of 0" in v.reason, v.reason

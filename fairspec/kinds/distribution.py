@@ -145,12 +145,18 @@ def _rule_gap(pb: Problem) -> str:
     if s.get("points") is None:
         text = s.get("why") or "the support cannot be enumerated"
     else:
-        text = (f"the rule decides unlike the model's predict on {s['disagree']} of the {s['points']} points "
+        tie = s.get("at_tie", 0)
+        text = (f"the rule decides unlike the model's predict on {s['disagree'] - tie} of the {s['points']} points "
                 f"of the support")
+        if tie:
+            text += (f", and on {tie} the model's decision score lies within its rounding of 0 (predict may "
+                     f"decide it either way by batch)")
         ex = s.get("example")
         if ex:
             at = ", ".join(f"{k} = {v}" for k, v in ex.items())
-            text += f" (at {at} the model decides {int(s['example_model'])}, the rule {int(s['example_rule'])})"
+            text += (f" (at {at} the model's score is at a tie; the rule decides {int(s['example_rule'])})"
+                     if s.get("example_at_tie") else
+                     f" (at {at} the model decides {int(s['example_model'])}, the rule {int(s['example_rule'])})")
     if c.get("agreement") is not None:
         text += f"; on the data rows the two decide alike on {c['agreement']:.2%} of them"
     return text

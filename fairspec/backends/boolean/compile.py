@@ -591,13 +591,36 @@ def _support_agreement(est, rule, reads, variables, fs, ctx, model_name: str, po
     classes = list(getattr(est, "classes_", [0, 1]))
     model = got == (classes[1] if positive is None else positive)
     mine = np.broadcast_to(rule.predict(codes), (n,))
-    bad = np.flatnonzero(model != mine)
+    # a point whose decision score lies within the dot product's rounding of 0 may be decided either way
+    # in another batch (BLAS sums in an order of its own): it is never taken as agreeing
+    tied = _at_tie(est, X)
+    bad = np.flatnonzero((model != mine) | tied)
     out = {"points": int(n), "disagree": int(len(bad))}
+    if tied.any():
+        out["at_tie"] = int(tied.sum())
     if len(bad):
-        i = int(bad[0])
+        apart = np.flatnonzero(model != mine)            # a real disagreement first, else a point at a tie
+        i = int(apart[0] if len(apart) else bad[0])
+        out["example_at_tie"] = bool(tied[i])
         out["example"] = {f: _plain_value(variables[f].values[int(codes[f][i])]) for f in feats}
         out["example_model"], out["example_rule"] = bool(model[i]), bool(mine[i])
     return out
+
+
+def _at_tie(est, X) -> np.ndarray:
+    """Points whose binary linear decision score ``X @ w + b`` lies within twice its float64 rounding
+    bound of 0, whichever order the sum is taken in: |fl(s) - s| <= gamma(m + 1) * (|X| @ |w| + |b|),
+    gamma(k) = k u / (1 - k u), u = 2^-53 (the bound itself is computed in float64, hence the factor 2 and
+    the slack). Elsewhere the sign, and so ``predict`` (``score > 0``), is the same in every batch."""
+    w = np.asarray(est.coef_, dtype=np.float64).reshape(-1)
+    b = float(np.asarray(getattr(est, "intercept_", 0.0), dtype=np.float64).reshape(-1)[0])
+    A = np.asarray(X, dtype=np.float64)
+    s = A @ w + b
+    k = A.shape[1] + 1
+    u = 2.0 ** -53
+    gamma = k * u / (1 - k * u)
+    bound = gamma * (np.abs(A) @ np.abs(w) + abs(b)) * (1 + 4 * k * u)
+    return ~(np.abs(s) > 2 * bound) | ~np.isfinite(s)
 
 
 def _plain_value(v):
