@@ -17,7 +17,9 @@ The arithmetic is exact, on integers: a constant is read twice, as the float it 
 (``float.as_integer_ratio``) and as the decimal its shortest repr writes (``0.1`` is 1/10), and "empty"
 is claimed only where both readings say so (``x.s <= 0.2``, ``x'.s >= 0.3`` and ``< 0.1``: the
 decimals lie exactly 0.1 apart, the floats a little less). Comparing two constants gives the same
-answer in both readings; a difference need not. sema's warning FS509 and certify's proof
+answer in both readings; a difference need not. A gap is claimed only where, in addition, the runtime's
+float64 subtraction of the nearest floats the bounds allow leaves it (0.49 - 0.17 rounds to
+0.31999999999999995: ``<= 0.31999999999999995`` is met by that pair when replayed). sema's warning FS509 and certify's proof
 (fairspec.certify.no_pair) read this one decision. Standard library only (lint imports it)."""
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
 
 def _apart(f: str, t, op: str, v: str, v2: str, bounds: dict, fs: ir.FeatureSet) -> str | None:
     """Why the relaxed feature ``f`` (``|v.f - v2.f| op t``) admits no pair: the two inputs' bounds
-    lie more than ``t`` apart (at least ``t`` for ``<``) in both readings, else None."""
+    lie more than ``t`` apart (at least ``t`` for ``<``) in both readings of the constants and as the runtime
+    subtracts the nearest floats (:func:`_float_apart`), else None."""
     feat = fs.get(f)
     if not (_finite_range(feat) and math.isfinite(t)):
         return None
@@ -92,6 +95,8 @@ def _apart(f: str, t, op: str, v: str, v2: str, bounds: dict, fs: ir.FeatureSet)
             return None
         below = below or side
     lo, hi = below
+    if not _float_apart(_interval(lo, integer, _as_float), _interval(hi, integer, _as_float), float(t), op):
+        return None
     whole = ", whole numbers," if integer else ""
     return (f"{lo[5]} and {hi[2]}{whole} keep {v}.{f} and {v2}.{f} {'at least' if op == '<' else 'more than'} "
             f"{_text(t)} apart, so |{v}.{f} - {v2}.{f}| {op} {_text(t)} holds for no pair")
@@ -167,6 +172,20 @@ def _gap(i, j, t, op: str):
     if _lt(t, gap) or (gap == _norm(t) and (op == "<" or hi_strict or lo_strict)):
         return gap
     return None
+
+
+def _float_apart(i, j, t: float, op: str) -> bool:
+    """The third reading, the runtime's: a replayed pair's ``|x.f - x'.f|`` is a float64 subtraction, which
+    rounds (0.49 - 0.17 is 0.31999999999999995). Rounding is monotone, so no pair's float difference is
+    below that of the two nearest floats the ends allow (a strict end: the next float inside); it must
+    still leave no pair with ``|d| op t``."""
+    hi, lo = i[2][0] / i[2][1], j[0][0] / j[0][1]    # each end is a float (or a whole number) exactly
+    if i[3]:
+        hi = math.nextafter(hi, -math.inf)
+    if j[1]:
+        lo = math.nextafter(lo, math.inf)
+    d = lo - hi
+    return d > t or (d == t and op == "<")
 
 
 def _lt(a, b) -> bool:
