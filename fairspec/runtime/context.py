@@ -72,6 +72,10 @@ class Context:
         self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
         self.suppressed: list[str] = []  # warnings an ignore comment or --ignore suppressed (counted)
+        # warnings about the spec that only check can say (FS427 of a pickle, FS433 / FS435 of rows lint
+        # did not read): Diagnostics at the spec's span, as lint's are; the suppressed ones with how
+        self.located: list = []
+        self.located_suppressed: list = []  # (Diagnostic, "inSource" | "external")
         # the group metrics of this run the planner gives the data backend, as (property, resamples)
         # pairs (set by the serial pipeline): the data backend counts those that read the same rows
         # in one pass (fairspec.backends.data.metrics.count)
@@ -182,11 +186,8 @@ class Context:
             if enc is not None:
                 from fairspec.models.base import declared_order
 
-                w = f"FS427: {declared_order(enc, m)}"
-                # acknowledged at the encode block (# fairspec: ignore[FS427]) or by --ignore FS427
-                said = self.suppressed if self.spec.ignores("FS427", enc.span) else self.warnings
-                if w not in said:
-                    said.append(w)
+                # at the encode block, as lint's is; acknowledged there (# fairspec: ignore[FS427]) or by --ignore
+                self.warn_at("FS427", declared_order(enc, m), enc.span)
         return {"input_order": "names" if by_name else "declared"}
 
     def _check_width(self, name: str, loaded) -> None:
@@ -312,10 +313,22 @@ class Context:
         err = cells.case_error() if cells.data.label is not None else None
         if err is not None:
             raise err
-        for code, span, w in cells.warnings():
-            said = self.suppressed if self.spec.ignores(code, span) else self.warnings
-            if w not in said:
-                said.append(w)
+        for code, span, message, hint in cells.warnings():
+            self.warn_at(code, message, span, hint)
+
+    def warn_at(self, code: str, message: str, span, hint: str | None = None) -> None:
+        """A warning about the spec that check says (lint could not): a Diagnostic at ``span``, with its
+        code and hint, reported as lint's are (caret snippet, JSON location, SARIF region); suppressed
+        by an ignore comment at its line or by --ignore, and then counted."""
+        from fairspec.diagnostics import Diagnostic
+
+        d = Diagnostic(code, message, span, "warning", hint)
+        if self.spec.ignores(code, span):
+            kind = "external" if (None, None, code) in self.spec.ignored else "inSource"
+            if all(x != d for x, _ in self.located_suppressed):
+                self.located_suppressed.append((d, kind))
+        elif d not in self.located:
+            self.located.append(d)
 
     def _warn_dropped(self, data: str, dropped: dict, examples: dict) -> None:
         for f, n in dropped.items():
