@@ -173,8 +173,8 @@ class Context:
         to the encoded features by the names the model records (a model fit on a data frame, a
         multi-input ONNX graph) or are the encode block's columns in its order (a scikit-learn model
         fitted on an array, a torch module, a one-input ONNX graph, a booster with generic names).
-        A scikit-learn pickle recording none also gets FS427's sentence as a warning here: lint
-        reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
+        A scikit-learn pickle recording none also gets FS427 here (:meth:`warn_at`, at the encode block):
+        lint reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
         names = getattr(loaded, "input_names", None)
         by_name = bool(names) and (m.format != "onnx" or len(names) > 1)
         # a Pipeline whose ColumnTransformer selects its columns by the names it was fitted on: its
@@ -309,7 +309,7 @@ class Context:
     def _judge_cells(self, cells: LabelCells) -> None:
         """What the rows read show of the label and logged decisions that lint's first rows did not
         (fairspec.runtime.label_text): FS432 stops the run, as lint's error does; FS433 / FS435 are
-        warnings, acknowledged as lint's are (an ignore comment at the label / the model, --ignore)."""
+        warnings at the label / the target / the model (:meth:`warn_at`), acknowledged as lint's are."""
         err = cells.case_error() if cells.data.label is not None else None
         if err is not None:
             raise err
