@@ -41,8 +41,9 @@ def test_text_has_the_location_the_caret_and_the_hint(late, tmp_path):
     assert "warning: FS43" not in out                # no longer a plain report warning as well
 
 
-def test_json_has_the_location(late, tmp_path):
-    r = run_cli("check", late, "--format", "json", cwd=tmp_path)
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_json_has_the_location(late, tmp_path, workers):
+    r = run_cli("check", late, "--format", "json", "--workers", workers, cwd=tmp_path)
     doc = json.loads(r.stdout)
     got = {d["code"]: d for d in doc["diagnostics"]}
     assert sorted(got) == ["FS433", "FS435"] and not doc.get("warnings"), doc["diagnostics"]
