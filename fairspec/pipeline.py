@@ -469,6 +469,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     backend = p.backend or "/".join(p.candidates) or None
     t1 = time.perf_counter()
     loaded, n_loads, n_warn, n_sup = ctx.load_seconds, len(ctx.loads), len(ctx.warnings), len(ctx.suppressed)
+    n_at, n_at_sup = len(ctx.located), len(ctx.located_suppressed)
     ctx.begin_property()  # the property's time budget runs from here (fairspec.runtime.context.remaining)
     out: dict = {}
     try:
@@ -513,6 +514,8 @@ def _run_property(prop, ctx, progress=None) -> dict:
     out["loads"] = ctx.loads[n_loads:]
     out["warnings"] = ctx.warnings[n_warn:]
     out["suppressed"] = ctx.suppressed[n_sup:]
+    out["located"] = ctx.located[n_at:]     # check's warnings about the spec, at their span (FS427, FS433, FS435)
+    out["located_suppressed"] = ctx.located_suppressed[n_at_sup:]
     return out
 
 
@@ -535,6 +538,8 @@ def _merge_out(report: Report, prop, out: dict, spec=None, substitute=None) -> b
     report.loads.extend(out.get("loads", ()))
     report.warnings.extend(w for w in out.get("warnings", ()) if w not in report.warnings)
     report.suppressed_warnings.extend(w for w in out.get("suppressed", ()) if w not in report.suppressed_warnings)
+    report.diagnostics.extend(d for d in dict.fromkeys(out.get("located", ())) if d not in report.diagnostics)
+    report.suppressed.extend(x for x in out.get("located_suppressed", ()) if all(x[0] != y[0] for y in report.suppressed))
     if "internal" in out:
         report.internal_errors.append(out["internal"])
     if out.get("interrupted"):

@@ -82,7 +82,10 @@ def test_a_pickle_fitted_on_an_array_is_warned_by_check(tmp_path):
     spec = _project(tmp_path, frame=False, suffix=".pkl")
     assert [d.code for d in lint(spec).diagnostics] == []    # lint reads no pickle's names
     doc = _check_json(spec)
-    assert doc["warnings"] == ["FS427: " + SAID.format(path=tmp_path / "lr.pkl")], doc.get("warnings")
+    # at the encode block, as lint's of a skops file: code, line, message and hint the same
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["severity"], d["line"]) == ("FS427", "warning", 8), d
+    assert d["message"] == SAID.format(path=tmp_path / "lr.pkl") and d["hint"] and not doc.get("warnings")
     (load,) = [x for x in doc["loads"] if x["what"] == "model"]
     assert load["input_order"] == "declared", load
 

@@ -124,10 +124,12 @@ def test_check_suppresses_its_own_fs427_for_a_pickle(tmp_path):
     from fairspec.pipeline import check
 
     said = check(_spec(tmp_path, suffix=".pkl"))
-    assert [w for w in said.warnings if w.startswith("FS427: ")] and "suppressed" not in said.to_json()
+    assert [d.code for d in said.diagnostics] == ["FS427"] and "suppressed" not in said.to_json()
     quiet = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"))
-    assert not [w for w in quiet.warnings if w.startswith("FS427: ")]
-    assert quiet.to_json()["suppressed"] == 1 and quiet.suppressed_warnings
+    assert not quiet.diagnostics and not quiet.warnings
+    assert quiet.to_json()["suppressed"] == 1 and [(d.code, how) for d, how in quiet.suppressed] == [("FS427", "inSource")]
+    loud = check(_spec(tmp_path / "c", suffix=".pkl"), ignore=["FS427"])
+    assert [(d.code, how) for d, how in loud.suppressed] == [("FS427", "external")]
 
 
 def test_the_editor_server_honours_the_comment(tmp_path):
@@ -217,7 +219,7 @@ def test_the_html_report_shows_the_suppressed_warnings(tmp_path):
     assert section.endswith(f"({spec}:9): ignore comment</li></ul></details></section>")
     pickle = check(_spec(tmp_path / "b", suffix=".pkl", after="  # fairspec: ignore[FS427]"), ignore=["FS211"])
     page = render(pickle)
-    assert "<summary>1 warning suppressed" in page and "FS427: model" in page
+    assert "<summary>1 warning suppressed" in page and "<code>FS427</code> model" in page
     assert "id=suppressed" not in render(check(_spec(tmp_path / "c")))  # nothing suppressed: no section
 
 

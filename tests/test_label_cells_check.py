@@ -58,6 +58,11 @@ def check(spec) -> dict:
     return api.check(spec).to_dict()
 
 
+def said(rep: dict, code: str) -> list[dict]:
+    """The report's diagnostics of ``code`` (check's warnings about the spec are located, as lint's)."""
+    return [d for d in rep["diagnostics"] if d["code"] == code]
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_empty_label_cells_past_lints_rows_are_FS433_at_check(tmp_path, monkeypatch, stream):
     if stream:
@@ -67,12 +72,14 @@ def test_empty_label_cells_past_lints_rows_are_FS433_at_check(tmp_path, monkeypa
     spec = project(tmp_path, df)
     assert api.lint(spec) == []                     # the first 200 rows have none
     rep = check(spec)
-    [w] = [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
-    assert f"in {k} of the 600 rows" in w and 'missing = {y: [""]}' in w
+    [w] = said(rep, "FS433")                        # at the label, as lint's is, with lint's hint
+    assert f"in {k} of the 600 rows" in w["message"] and 'missing = {y: [""]}' in w["hint"]
+    assert (w["severity"], w["line"], w["column"]) == ("warning", 1, 33) and w["file"] == spec
+    assert not [x for x in rep.get("warnings", ()) if "FS433" in x]
     # listed as missing: the rows are dropped, no warning, and the base rates are those of the labelled rows
     spec = project(tmp_path, df, extra=', missing = {y: [""]}')
     rep = check(spec)
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+    assert not said(rep, "FS433")
     kept = df[df["y"] != ""]
     rates = kept.groupby("sex")["y"].apply(lambda s: (s == "True").mean())
     br = {p["name"]: p for p in rep["properties"]}["br"]
@@ -85,8 +92,9 @@ def test_FS433_at_check_is_acknowledged_at_the_label(tmp_path):
     spec = project(tmp_path, df, comment="# fairspec: ignore[FS433]")
     assert api.lint(spec) == []                     # no FS216: lint cannot judge the rows it did not read
     rep = check(spec)
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
-    assert rep.get("suppressed", 0) >= 1
+    assert not said(rep, "FS433") and rep.get("suppressed", 0) >= 1
+    [(d, how)] = api.check(spec).report.suppressed
+    assert (d.code, d.span.line, how) == ("FS433", 1, "inSource")
 
 
 def test_lints_FS433_is_not_said_twice(tmp_path):
@@ -96,7 +104,7 @@ def test_lints_FS433_is_not_said_twice(tmp_path):
     assert [d.code for d in api.lint(spec)] == ["FS433"]
     rep = check(spec)
     assert [d["code"] for d in rep["diagnostics"]] == ["FS433"]
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS433")]
+    assert not [w for w in rep.get("warnings", ()) if "FS433" in w]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -154,7 +162,7 @@ def test_empty_decision_cells_with_positive_are_FS435(tmp_path):
     [d] = api.lint(spec)
     assert (d.code, d.severity, d.span.line) == ("FS435", "warning", 6) and 'missing = {d: [""]}' in d.hint
     rep = check(spec)
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS435")]     # said once, by lint
+    assert [d["code"] for d in rep["diagnostics"]] == ["FS435"]     # said once, by lint
     spec = project(tmp_path, df, extra=', missing = {d: [""]}')
     assert api.lint(spec) == []
     # past the rows lint reads: check says it
@@ -162,17 +170,18 @@ def test_empty_decision_cells_with_positive_are_FS435(tmp_path):
     k = late_empty(df, "d")
     spec = project(tmp_path, df)
     assert api.lint(spec) == []
-    [w] = [w for w in check(spec).get("warnings", ()) if w.startswith("FS435")]
-    assert f"in {k} of the 600 rows" in w and "model 'm'" in w
-    said = 'positive = "approve")'
-    text = (tmp_path / "s.fair").read_text().replace(said, said + "  # fairspec: ignore[FS435]")
+    [w] = said(check(spec), "FS435")                # at the model, as lint's is, with lint's hint
+    assert f"in {k} of the 600 rows" in w["message"] and "model 'm'" in w["message"] and w["line"] == 6
+    assert 'missing = {d: [""]}' in w["hint"]
+    at = 'positive = "approve")'
+    text = (tmp_path / "s.fair").read_text().replace(at, at + "  # fairspec: ignore[FS435]")
     (tmp_path / "s.fair").write_text(text)
     assert api.lint(spec) == []                            # acknowledged at the model: no FS216 either
     rep = check(spec)
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS435")] and rep.get("suppressed", 0) >= 1
+    assert not said(rep, "FS435") and rep.get("suppressed", 0) >= 1
     spec = project(tmp_path, df, extra=', missing = {d: [""]}')
     rep = check(spec)
-    assert not [w for w in rep.get("warnings", ()) if w.startswith("FS435")]
+    assert not said(rep, "FS435")
     kept = df[df["d"] != ""]
     dec = kept.groupby("sex")["d"].apply(lambda s: (s == "approve").mean())
     sp = {p["name"]: p for p in rep["properties"]}["sp"]
@@ -195,7 +204,7 @@ def test_a_scikit_learn_model_on_late_empty_labels(tmp_path):
                                      "property eo { equal_opportunity(lr, groups sex) <= 0.9 }\n")
     assert api.lint(str(tmp_path / "s.fair")) == []
     rep = check(str(tmp_path / "s.fair"))
-    assert [w for w in rep.get("warnings", ()) if w.startswith("FS433")], rep.get("warnings")
+    assert said(rep, "FS433"), rep["diagnostics"]
 
 
 # The target column (target = COLUMN: the true class of a class = c metric). A Parquet boolean target was
@@ -286,10 +295,12 @@ def test_empty_target_cells_are_FS433(tmp_path):
 
     spec, _ = target_project(tmp_path, edit=late)
     assert api.lint(spec) == []
-    [w] = [w for w in check(spec).get("warnings", ()) if w.startswith("FS433")]
-    assert "the target reads it" in w and 'missing = {g: [""]}' in w
+    [w] = said(check(spec), "FS433")                # at the target
+    assert "the target reads it" in w["message"] and 'missing = {g: [""]}' in w["hint"]
+    first = (tmp_path / "s.fair").read_text().splitlines()[0]
+    assert (w["line"], w["column"]) == (1, first.index("target = g") + len("target = ") + 1), w
     spec, _ = target_project(tmp_path, edit=late, extra=', missing = {g: [""]}')
-    assert not [w for w in check(spec).get("warnings", ()) if w.startswith("FS433")]
+    assert not said(check(spec), "FS433")
 
 
 def test_a_truth_from_the_target_constant_says_target(tmp_path):

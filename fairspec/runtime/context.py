@@ -72,6 +72,10 @@ class Context:
         self._fit_stats: dict = {}  # (features, data) -> streamed scaling statistics
         self.warnings: list[str] = []
         self.suppressed: list[str] = []  # warnings an ignore comment or --ignore suppressed (counted)
+        # warnings about the spec that only check can say (FS427 of a pickle, FS433 / FS435 of rows lint
+        # did not read): Diagnostics at the spec's span, as lint's are; the suppressed ones with how
+        self.located: list = []
+        self.located_suppressed: list = []  # (Diagnostic, "inSource" | "external")
         # the group metrics of this run the planner gives the data backend, as (property, resamples)
         # pairs (set by the serial pipeline): the data backend counts those that read the same rows
         # in one pass (fairspec.backends.data.metrics.count)
@@ -169,8 +173,8 @@ class Context:
         to the encoded features by the names the model records (a model fit on a data frame, a
         multi-input ONNX graph) or are the encode block's columns in its order (a scikit-learn model
         fitted on an array, a torch module, a one-input ONNX graph, a booster with generic names).
-        A scikit-learn pickle recording none also gets FS427's sentence as a warning here: lint
-        reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
+        A scikit-learn pickle recording none also gets FS427 here (:meth:`warn_at`, at the encode block):
+        lint reads no pickle's names (a skops file's absence of names is lint's warning FS427)."""
         names = getattr(loaded, "input_names", None)
         by_name = bool(names) and (m.format != "onnx" or len(names) > 1)
         # a Pipeline whose ColumnTransformer selects its columns by the names it was fitted on: its
@@ -182,11 +186,8 @@ class Context:
             if enc is not None:
                 from fairspec.models.base import declared_order
 
-                w = f"FS427: {declared_order(enc, m)}"
-                # acknowledged at the encode block (# fairspec: ignore[FS427]) or by --ignore FS427
-                said = self.suppressed if self.spec.ignores("FS427", enc.span) else self.warnings
-                if w not in said:
-                    said.append(w)
+                # at the encode block, as lint's is; acknowledged there (# fairspec: ignore[FS427]) or by --ignore
+                self.warn_at("FS427", declared_order(enc, m), enc.span)
         return {"input_order": "names" if by_name else "declared"}
 
     def _check_width(self, name: str, loaded) -> None:
@@ -308,14 +309,26 @@ class Context:
     def _judge_cells(self, cells: LabelCells) -> None:
         """What the rows read show of the label and logged decisions that lint's first rows did not
         (fairspec.runtime.label_text): FS432 stops the run, as lint's error does; FS433 / FS435 are
-        warnings, acknowledged as lint's are (an ignore comment at the label / the model, --ignore)."""
+        warnings at the label / the target / the model (:meth:`warn_at`), acknowledged as lint's are."""
         err = cells.case_error() if cells.data.label is not None else None
         if err is not None:
             raise err
-        for code, span, w in cells.warnings():
-            said = self.suppressed if self.spec.ignores(code, span) else self.warnings
-            if w not in said:
-                said.append(w)
+        for code, span, message, hint in cells.warnings():
+            self.warn_at(code, message, span, hint)
+
+    def warn_at(self, code: str, message: str, span, hint: str | None = None) -> None:
+        """A warning about the spec that check says (lint could not): a Diagnostic at ``span``, with its
+        code and hint, reported as lint's are (caret snippet, JSON location, SARIF region); suppressed
+        by an ignore comment at its line or by --ignore, and then counted."""
+        from fairspec.diagnostics import Diagnostic
+
+        d = Diagnostic(code, message, span, "warning", hint)
+        if self.spec.ignores(code, span):
+            kind = "external" if (None, None, code) in self.spec.ignored else "inSource"
+            if all(x != d for x, _ in self.located_suppressed):
+                self.located_suppressed.append((d, kind))
+        elif d not in self.located:
+            self.located.append(d)
 
     def _warn_dropped(self, data: str, dropped: dict, examples: dict) -> None:
         for f, n in dropped.items():

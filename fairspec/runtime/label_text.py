@@ -164,34 +164,36 @@ class LabelCells:
         another case; None otherwise."""
         return case_error(self.data, "label", self.data.label, self.held, self.rows, self.data.label_span)
 
-    def warnings(self) -> list[tuple[str, object, str]]:
-        """(code, span, sentence) of FS433 (the label read empty cells of a text column) and FS435 (a
-        logged decision column read with ``positive = v`` has empty cells), for rows lint did not read."""
+    def warnings(self) -> list[tuple[str, object, str, str]]:
+        """(code, span, message, hint) of FS433 (the label or the target read empty cells of a text column:
+        at the label / the target) and FS435 (a logged decision column read with ``positive = v`` has empty
+        cells: at the model), for rows lint did not read; the hint is lint's."""
         d, out = self.data, []
         if self.empty:
             col = sorted(self.empty)[0]
             out.append(("FS433", d.label_span or d.span, (
-                f"FS433: column '{col}' of '{d.name}' has an empty cell in {self.empty[col]} of the {self.rows} "
-                f"rows check read from {d.path}, and the label reads it as the text "
-                f"\"\" (false for {col} == \"...\"), not as a missing value: list it as missing to drop those rows, "
-                f"missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an empty cell is a negative label, say "
-                f"so with # fairspec: ignore[FS433] at the label")))
+                f"column '{col}' of '{d.name}' has an empty cell in {self.empty[col]} of the {self.rows} rows check "
+                f"read from {d.path}, and the label reads it as the text \"\" (false for {col} == \"...\"), not as "
+                f"a missing value"),
+                f"list it as missing to drop those rows: missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, "
+                f"if an empty cell is a negative label, say so with # fairspec: ignore[FS433]"))
         if self.empty_target:
             col = d.target
             out.append(("FS433", d.target_span or d.span, (
-                f"FS433: column '{col}' of '{d.name}' has an empty cell in {self.empty_target} of the {self.rows} "
-                f"rows check read from {d.path}, and the target reads it as the text "
-                f"\"\", a class no model has, so a row without its true class counts as not of class c: list it as "
-                f"missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}")))
+                f"column '{col}' of '{d.name}' has an empty cell in {self.empty_target} of the {self.rows} rows "
+                f"check read from {d.path}, and the target reads it as the text \"\", a class no model has: a row "
+                f"without its true class counts as not of class c"),
+                f"list it as missing to drop those rows: missing = {{{literals.name_or_string(col)}: [\"\"]}}"))
         for m in self.models:
             if n := self.empty_decisions.get(m.name):
                 col = m.decision_column
                 out.append(("FS435", m.span, (
-                    f"FS435: the decision column '{col}' of '{d.name}' has an empty cell in {n} of the {self.rows} "
-                    f"rows check read from {d.path}, and positive = "
-                    f"{literals.string(m.positive)} counts each as a negative decision of model '{m.name}': list it "
-                    f"as missing to drop those rows, missing = {{{literals.name_or_string(col)}: [\"\"]}}; or, if an "
-                    f"empty cell is a negative decision, say so with # fairspec: ignore[FS435] at the model")))
+                    f"the decision column '{col}' of '{d.name}' has an empty cell in {n} of the {self.rows} rows "
+                    f"check read from {d.path}, and positive = {literals.string(m.positive)} counts each as a "
+                    f"negative decision of model '{m.name}', not as a missing one"),
+                    f"list it as missing to drop those rows: missing = {{{literals.name_or_string(col)}: [\"\"]}} "
+                    f"in the data declaration; or, if an empty cell is a negative decision, say so with "
+                    f"# fairspec: ignore[FS435]"))
         return out
 
 
