@@ -144,3 +144,47 @@ def test_individual_fairness_counts_label_flips(tmp_path):
         "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure class(m(x)) == class(m(x')) }\n")
     (v,) = pipeline.check(tmp_path / "s.fair").verdicts
     assert v.status == "violated" and f"{2 * flips} of the 200 admissible ordered pairs" in v.reason, v.reason
+
+
+def _binary_tie(tmp_path):
+    """Score 1e-9 * sex: the graph labels M 1 and F 0, its float32 probabilities are [0.5, 0.5] for both."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.array([[a, b, s] for a in range(10) for b in range(10) for s in range(2)], dtype=np.float32)
+    lr = LogisticRegression().fit(X, (X[:, 0] > 4).astype(int))
+    lr.coef_ = np.array([[0.0, 0.0, 1e-9]])
+    lr.intercept_ = np.array([0.0])
+    run = _save(lr, X, tmp_path / "m.onnx")
+    label, prob = run(X)
+    assert (prob == 0.5).all() and np.array_equal(label, X[:, 2].astype(np.int64))
+    return X, label
+
+
+def test_binary_decision_is_the_label_output_on_data(tmp_path):
+    """statistical_parity of the decision: 1 by the graph's label (M always 1, F always 0); the probability
+    against 1/2 said 0 for everyone and the property held at 0."""
+    X, label = _binary_tie(tmp_path)
+    sex = np.array(["F", "M"])[X[:, 2].astype(int)]
+    (tmp_path / "d.csv").write_text("a,b,sex,y\n" + "\n".join(
+        f"{int(X[i, 0])},{int(X[i, 1])},{sex[i]},{int(X[i, 0] > 4)}" for i in range(len(X))) + "\n")
+    (tmp_path / "s.fair").write_text(
+        'data d = csv("d.csv", label = y == 1)\n'
+        "features F from d {\n  a : int in [0, 9]\n  b : int in [0, 9]\n  sex : {F, M} protected\n}\n"
+        'model m = onnx("m.onnx", output = "probabilities", index = 1)\nencode F for m { a, b : raw  sex : code }\n'
+        "property sp { statistical_parity(m, groups sex) <= 0.5   bootstrap = 10 }\n")
+    rep = pipeline.check(tmp_path / "s.fair")
+    assert not [d for d in rep.diagnostics if d.severity == "error"], rep.diagnostics
+    (v,) = rep.verdicts
+    want = fm.demographic_parity_difference(label, label, sensitive_features=sex)
+    assert want == 1.0 and v.status == "violated" and abs(v.value - want) <= TOL, (v.status, v.value)
+
+
+def test_binary_label_post_is_the_label_output(tmp_path):
+    """label(m(x)) == label(m(x')): every one of the 100 cells flips with sex by the graph's label."""
+    _binary_tie(tmp_path)
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  a : int in [0, 9]\n  b : int in [0, 9]\n  sex : {F, M} protected\n}\n"
+        'model m = onnx("m.onnx", output = "probabilities", index = 1)\nencode F for m { a, b : raw  sex : code }\n'
+        "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure label(m(x)) == label(m(x')) }\n")
+    (v,) = pipeline.check(tmp_path / "s.fair").verdicts
+    assert v.status == "violated" and "200 of the 200 admissible ordered pairs" in v.reason, v.reason
