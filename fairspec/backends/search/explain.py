@@ -351,7 +351,11 @@ def category_decoder(names: Sequence[str], categories: Mapping[int, Sequence[str
 
 
 def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+    """A threshold as spec text that reads back exactly (``{:.6g}`` printed 123456.5 as 123456: an
+    auditor copying the guardrail got another pre-condition)."""
+    from fairspec.syntax.literals import number
+
+    return number(v)
 
 
 def format_conditions(preds: Sequence[Predicate], names: Sequence[str] | None = None,
