@@ -85,3 +85,10 @@ def test_literals_number_is_the_shortest_exact_text():
         ["30", "-2", "0.5", "0.1", "123456.5", "0.12345678", "1e-07", "1e+16", "2.5e+20", "inf"]
     for v in (0.1 + 0.2, 1 / 3, 123456789.25, -7.000001):
         assert float(number(v)) == v
+
+
+def test_no_path_names_the_delta_as_written():
+    sp = space()
+    e = explain(lambda X: np.full(len(X), 0.5), sp, np.array([[20.0, 75.0, 2.0, 0.0]]), scores="prob",
+                n=200, delta=1.2345678)
+    assert "mean-k difference >= 1.2345678" in describe(e)
