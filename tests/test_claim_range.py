@@ -85,6 +85,7 @@ CASES = [  # (claim, expected code or None)
 
 
 def _lint(tmp_path, claim):
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "fairspec.toml").write_text("")
     for d in ("data", "models", "specs"):
         (tmp_path / d).mkdir()
@@ -180,3 +181,14 @@ def test_individual_fairness_pre_condition_no_pair_meets_is_a_vacuous_holds(tmp_
     (v,) = check(p).verdicts
     assert (v.status, v.how, v.reason, v.proof.method) == ("holds", "proved", "no pair meets the pre-condition",
                                                            "exact-arithmetic"), v
+
+
+def test_the_message_repeats_the_threshold_as_written(tmp_path):
+    """``{:g}`` printed 1.2345678 as 1.23457 and 0.10000001 as 0.1: the message named another claim
+    than the spec's (an auditor comparing the two). Each threshold prints in the shortest form that reads back."""
+    _, diags = _lint(tmp_path / "a", "disparate_impact(net, groups sex) > 1.2345678")
+    (d,) = [d for d in diags if d.code == "FS507"]
+    assert d.message.endswith("so > 1.2345678 can never be met"), d.message
+    _, diags = _lint(tmp_path / "b", "statistical_parity(net, groups sex) <= 1.0000001")
+    (d,) = [d for d in diags if d.code == "FS508"]
+    assert "so <= 1.0000001 holds" in d.message, d.message

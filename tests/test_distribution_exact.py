@@ -203,3 +203,20 @@ def test_influence_numbers_of_an_exact_value_are_the_exact_ones():
         for g in d["groups"]:
             assert g["ppv"] == float(Fraction(g["ppv_exact"]))
     assert {v.name: v.details["largest"]["fif"] for v in rep.verdicts}["sp_pairs"] == 0.17
+
+
+def test_the_reason_states_the_threshold_as_written(tmp_path):
+    """``{:g}`` printed the threshold 0.40999999 as 0.41: a violated claim read 'statistical_parity <= 0.41
+    fails' while the value is 0.41 exactly. The reason repeats the spec's threshold digit for digit."""
+    v = _verdicts(tmp_path, FVGM + "property q {\n  statistical_parity(clf, groups P, distribution d) <= 0.40999999\n}\n")
+    assert v["q"].status == "violated"
+    assert "<= 0.40999999" in v["q"].reason and "<= 0.41 " not in v["q"].reason, v["q"].reason
+
+
+def test_an_unused_probability_is_named_as_written(tmp_path):
+    """The note on a p(...) the network does not use named it at {:g} (0.41234567 as 0.412346): the
+    auditor looking for that line in the spec found none."""
+    from conftest import NOTED_DIST
+
+    v = _verdicts(tmp_path, NOTED_DIST.replace("p(Q) = 0.4\n", "p(Q) = 0.41234567\n"))
+    assert v["sp"].details["distribution"]["notes"][0].startswith("p(Q) = 0.41234567 is not used"), v["sp"].details

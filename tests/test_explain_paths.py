@@ -61,3 +61,34 @@ def test_no_paths_when_k_is_flat():
     e = explain(lambda X: np.full(len(X), 0.5), sp, np.array([[20.0, 75.0, 2.0, 0.0]]), scores="prob",
                 n=500)
     assert e.paths == () and to_spec(e) == ""
+
+
+def test_a_guardrail_threshold_reads_back_exactly():
+    """A real threshold printed at 6 digits (123456.5 -> 123456, 0.12345678 -> 0.123457) was another
+    pre-condition for an auditor copying the guardrail: each prints in the shortest form that reads back."""
+    import re
+
+    names = ["income", "rate", "age"]
+    preds = [Predicate(0, ">", 123456.5), Predicate(1, "<=", 0.12345678), Predicate(2, "<=", 1e6),
+             Predicate(1, ">", 1e-7)]
+    text = format_path(preds, names)
+    assert text == "x.income > 123456.5 and x.rate > 1e-07 and x.rate <= 0.12345678 and x.age <= 1000000"
+    nums = [float(t) for t in re.findall(r"(?<=[<>=] )-?[0-9.e+-]+", text)]
+    assert nums == [123456.5, 1e-07, 0.12345678, 1e6]
+    assert to_spec([preds], names).startswith("require not (x.income > 123456.5")
+
+
+def test_literals_number_is_the_shortest_exact_text():
+    from fairspec.syntax.literals import number
+
+    assert [number(v) for v in (30.0, -2.0, 0.5, 0.1, 123456.5, 0.12345678, 1e-7, 1e16, 2.5e20, float("inf"))] == \
+        ["30", "-2", "0.5", "0.1", "123456.5", "0.12345678", "1e-07", "1e+16", "2.5e+20", "inf"]
+    for v in (0.1 + 0.2, 1 / 3, 123456789.25, -7.000001):
+        assert float(number(v)) == v
+
+
+def test_no_path_names_the_delta_as_written():
+    sp = space()
+    e = explain(lambda X: np.full(len(X), 0.5), sp, np.array([[20.0, 75.0, 2.0, 0.0]]), scores="prob",
+                n=200, delta=1.2345678)
+    assert "mean-k difference >= 1.2345678" in describe(e)

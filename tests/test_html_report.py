@@ -303,3 +303,24 @@ def test_the_shares_legend_stays_inside_its_figure():
             fig.draw_without_rendering()
             box, frame = fig.axes[0].get_legend().get_window_extent(), fig.bbox
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)
+
+
+def test_the_header_says_when_the_check_ran_not_only_when_the_page_was_rendered(tmp_path):
+    """A page rendered later (``Result.to_html()``) showed only the render time, which an auditor reads as
+    the check's: the header shows the check's time (the provenance's ``checked_at``) and the render time."""
+    import datetime as dt
+
+    from fairspec.report.html import render_models
+
+    rep = Report(str(tmp_path / "spec.fair"), [], verdicts=[Verdict("a", "individual_fairness", "unknown",
+                                                                   reason="time-out", backend="milp")])
+    rep.started = dt.datetime(2026, 3, 1, 9, 30, 5, tzinfo=dt.timezone.utc)
+    meta = re.search(r"<p class=meta>(.*?)</p>", render(rep)).group(1)
+    assert meta.startswith("checked 2026-03-01 09:30 UTC &middot; rendered "), meta
+    assert "checked 2026-03-01 09:30 UTC" in re.search(r"<p class=meta>(.*?)</p>",
+                                                       render_models([("m.onnx", rep)])).group(1)
+    rep.started = dt.datetime.now(dt.timezone.utc)  # rendered as it ran: one time
+    assert "rendered" not in re.search(r"<p class=meta>(.*?)</p>", render(rep)).group(1) or \
+        dt.datetime.now(dt.timezone.utc).minute != rep.started.minute
+    rep.started = None
+    assert re.search(r"<p class=meta>(.*?)</p>", render(rep)).group(1).startswith("rendered ")

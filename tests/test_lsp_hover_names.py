@@ -126,3 +126,15 @@ def test_a_parquet_column_shows_its_schema_type(tmp_path):
     path.write_text(spec.replace(" from d", ""), encoding="utf-8")
     assert _hover(path, '"grp-name"', 1).endswith("- read by feature `grp` of `F` as `{a, b}` (no `from`: `d` is the "
                                                   "only data set declared)")
+
+
+def test_a_feature_hover_prints_numbers_a_user_may_copy_exactly():
+    """An encoding's parameters and a domain's bounds are numbers a user copies into a spec: ``{:g}``
+    printed 17.123456789 as 17.1235 (another encoding); they print in the shortest form that reads back."""
+    text = ADULT.read_text(encoding="utf-8")
+    text = text.replace("minmax(lo = 17, hi = 90)", "minmax(lo = 17.123456789, hi = 90.00000001)")
+    text = text.replace("capital_gain   : int in [0, 99999]", "capital_gain   : real in [0.1234567, 99999.25]")
+    age = _hover(ADULT, "age            :", text=text)
+    assert "lo = 17.123456789, hi = 90.00000001" in age, age
+    gain = _hover(ADULT, "capital_gain   :", text=text)
+    assert "real in [0.1234567, 99999.25]" in gain, gain

@@ -39,7 +39,7 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
     for f, t in prop.relaxed:
         op = prop.relaxed_op(f)
         if t < 0 or (t == 0 and op == "<"):
-            return f"|{v}.{f} - {v2}.{f}| {op} {t:g} holds for no pair: an absolute difference is never below 0"
+            return f"|{v}.{f} - {v2}.{f}| {op} {_text(t)} holds for no pair: an absolute difference is never below 0"
     tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
     # key -> [lo, lo strict, lo as written, hi, hi strict, hi as written]
     bounds: dict[str, list] = {}

@@ -61,6 +61,7 @@ from fairspec.backends.boolean.elimination import network_has_feature_edges, tre
 from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network  # noqa: F401
 from fairspec.planning import plan, setting
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["run", "build_problem", "Problem", "table_network", "LABEL", "compute_influence", "influence_subsets"]
 
@@ -473,7 +474,7 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     largest = (f"the largest is FIF({_subset_text(top['subset'])}) = {top['fif']:+.6g}: making "
                f"{_subset_text(top['subset'])} uniform and independent moves {quantity} from {b0:.6g} to "
                f"{top['value_without']:.6g}")
-    claim = f"influence on {quantity} {prop.op} {prop.threshold:g}"
+    claim = f"influence on {quantity} {prop.op} {_spec_number(prop.threshold)}"
     common = dict(value=value, backend=backend, seconds=seconds, details=details)
     if bn.n_rows is None:                       # a declared distribution: every FIF is exact
         return _exact_verdict(prop, pb, value, common, largest, f"{claim} fails: {largest}",
@@ -496,7 +497,7 @@ def _verdict_influence(prop, pb: Problem, fif, backend, method, t0, boot: dict |
     return _estimated_verdict(
         prop, lo, hi, common, holds_reason=f"{largest} ({bound_text})",
         violated_reason=f"{claim} fails: {largest} ({bound_text})",
-        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}]: {largest} "
                        f"({bound_text}); more data (or fewer bins) would decide it")
 
 
@@ -579,7 +580,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
         _exact_groups(details, ppvs, pb.bn, pb.protected)
         _exact_influence(details, fifs)
         common["value"] = float(exact)
-        claim = f"{prop.metric} {prop.op} {prop.threshold:g} over distribution '{prop.distribution}'"
+        claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)} over distribution '{prop.distribution}'"
         proof = cx.prove_exact(exact, prop.op, prop.threshold, claim=claim)
         if proof is not None:
             return Verdict(prop.name, prop.kind, "holds", how="proved", reason=holds_reason, proof=proof, **common)
@@ -597,7 +598,7 @@ def _exact_verdict(prop, pb: Problem, value: float, common: dict, holds_reason, 
         return Verdict(prop.name, prop.kind, "violated", reason=violated_reason, **common)
     return Verdict(prop.name, prop.kind, "unknown",
                    reason=f"the value {value:.12g} was computed in floating point only ({why}) and lies within "
-                          f"{FLOAT_ALLOWANCE:g} of the threshold {prop.threshold:g}", **common)
+                          f"{FLOAT_ALLOWANCE:g} of the threshold {_spec_number(prop.threshold)}", **common)
 
 
 def _approximated(prop, pb: Problem, exact, value: float, common: dict) -> Verdict:
@@ -683,7 +684,7 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
                              f"decision, or a group has probability 0)", backend=backend, seconds=seconds,
                        details=details)
     value = float(value)
-    claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
+    claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"
     extremes = ""
     if res.most_favoured is not None and res.least_favoured is not None:
         extremes = (f"; least favoured {_group_name(res.least_favoured, bn)} ({res.least_favoured_ppv:.4f}), "
@@ -707,7 +708,7 @@ def _verdict(prop, pb: Problem, res, backend, t0, boot: dict | None = None) -> V
         prop, lo, hi, common,
         violated_reason=f"{claim} fails: the value is {value:.4f} +- {add:.4f} ({conf:.0%} error bound of "
                         f"the distribution estimated from {bn.n_rows} rows){extremes}",
-        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}], the {conf:.0%} "
                        f"error bound of {prop.metric} = {value:.4f} for a distribution estimated from "
                        f"{bn.n_rows} rows; more data (or fewer bins) would decide it")
 
@@ -751,7 +752,7 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
     return _estimated_verdict(
         prop, lo, hi, common,
         violated_reason=f"{claim} fails: the value is {value:.4f}, [{lo:.4f}, {hi:.4f}] ({where}){extremes}",
-        unknown_reason=f"the threshold {prop.threshold:g} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
+        unknown_reason=f"the threshold {_spec_number(prop.threshold)} lies inside [{lo:.4f}, {hi:.4f}], the {where}; "
                        f"{prop.metric} = {value:.4f}")
 
 

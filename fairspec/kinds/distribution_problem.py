@@ -24,6 +24,7 @@ from fairspec.analyses.distribution import (BayesNet, Bins, DiscreteData, Distri
 from fairspec.analyses.distribution_exact import ExactNet, ExactUnavailable, exact_probability, table_rows_exact
 from fairspec.backends.boolean.compile import _variable, classifier_form
 from fairspec.verdict import Unsupported
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["Problem", "build_problem", "table_network", "discretise_rows", "LABEL"]
 
@@ -171,7 +172,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
         if cond:
             uncond = [r for r in rows if not r.given]
             for r in uncond:
-                notes.append(f"p({ir.event_text(n, r.value)}) = {r.prob:g} is not used: the table of '{n}' conditions on "
+                notes.append(f"p({ir.event_text(n, r.value)}) = {_spec_number(r.prob)} is not used: the table of '{n}' conditions on "
                              f"{', '.join(dict.fromkeys(g for g, _ in cond[0].given))}")
             rows = cond
             pa = tuple(dict.fromkeys(g for g, _ in cond[0].given))

@@ -21,6 +21,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.kinds.kdisc_witness import replayed_violation
 from fairspec.verdict import Verdict, Witness, unknown
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 _METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
 
@@ -237,7 +238,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     return Verdict(prop.name, prop.kind, "violated", value=float(k_replayed), witness=witness, backend="search",
                    seconds=time.perf_counter() - t0, details=details,
                    reason=f"an individual whose {res.K} counterfactuals over {' x '.join(prop.over)} fall into "
-                          f"k = {k_replayed} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+                          f"k = {k_replayed} clusters of width {_spec_number(prop.eps)} (claim: k {prop.op} {prop.k})")
 
 
 def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float):
@@ -325,7 +326,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
                            seconds=seconds, details=details,
                            reason=f"{how} over the tree model's leaf combinations: an individual whose "
                                   f"{len(combos)} counterfactuals over {' x '.join(prop.over)} fall into "
-                                  f"k = {k_rep} clusters of width {prop.eps:g} (claim: k {prop.op} {prop.k})")
+                                  f"k = {k_rep} clusters of width {_spec_number(prop.eps)} (claim: k {prop.op} {prop.k})")
         return None
     # the leaf-combination bound is computed in float64 on the converted trees, not on the library's
     # runtime: evidence, not a certified proof (the cells of fairspec.kinds.tree_kdisc.decide_kdisc are)

@@ -15,6 +15,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.verdict import Verdict
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 #: the branch and bound bounds each of the K counterfactuals per box: at most this many
 MAX_COMBOS = 64
@@ -36,7 +37,7 @@ def by_counting(prop: ir.KDiscrimination, K: int, t0: float) -> Verdict | None:
         return None
     nb = bucket_count(prop.eps)
     bound = min(K, nb)
-    why = f"{K} counterfactuals" if K <= nb else f"{nb} buckets of width {prop.eps:g}"
+    why = f"{K} counterfactuals" if K <= nb else f"{nb} buckets of width {_spec_number(prop.eps)}"
     # value: the exact max k only (a bound is not one); the bound is in the details
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=None, backend="search",
                    seconds=time.perf_counter() - t0, proof=proof,

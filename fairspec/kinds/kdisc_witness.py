@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from fairspec.verdict import Verdict, Witness
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc, fs, details: dict, t0: float,
@@ -56,6 +57,6 @@ def replayed_violation(prop, model, X, bad, K: int, logit: bool, claim: str, enc
         return Verdict(prop.name, prop.kind, "violated", value=float(kr), witness=w, backend="search",
                        seconds=time.perf_counter() - t0, details=details,
                        reason=f"{how} {K} counterfactuals over {' x '.join(prop.over)} fall into k = {kr} "
-                              + ("distinct predicted classes" if classes else f"clusters of width {prop.eps:g}")
+                              + ("distinct predicted classes" if classes else f"clusters of width {_spec_number(prop.eps)}")
                               + f" (claim: k {prop.op} {prop.k})")
     return None

@@ -42,6 +42,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.verdict import Unsupported, Verdict, Witness, unknown
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 BACKEND = "milp"
 
@@ -334,17 +335,17 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     share_x, hi_x = Fraction(int(proved), int(n_el)), Fraction(int(proved + unk), int(n_el))
     low_side, high_side = (share_x, hi_x) if op in (">=", ">") else (hi_x, share_x)
     if ok(low_side):
-        claim = f"the share of PBA-verified points {op} {thr:g} for every outcome of the unknown points"
+        claim = f"the share of PBA-verified points {op} {_spec_number(thr)} for every outcome of the unknown points"
         proof = verdict_proof(evidence, share=low_side, op=op, threshold=thr, claim=claim)
         if proof is None:
             return unknown(prop, f"{what}, but certify did not confirm the share", value=float(share), bound=bound,
                            **common)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(share), bound=bound,
-                       reason=f"{what}; share {op} {thr:g} for every outcome of the unknown points", proof=proof,
+                       reason=f"{what}; share {op} {_spec_number(thr)} for every outcome of the unknown points", proof=proof,
                        **common)
     if not ok(high_side):
         w = witness() if op in (">=", ">") else None
         return Verdict(prop.name, prop.kind, "violated", value=float(share), bound=bound, witness=w,
-                       reason=f"{what}; the share of verified points cannot be {op} {thr:g}", **common)
-    return unknown(prop, f"{what}; the share {op} {thr:g} depends on the unknown points", value=float(share),
+                       reason=f"{what}; the share of verified points cannot be {op} {_spec_number(thr)}", **common)
+    return unknown(prop, f"{what}; the share {op} {_spec_number(thr)} depends on the unknown points", value=float(share),
                    bound=bound, **common)

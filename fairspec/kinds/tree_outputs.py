@@ -35,6 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from fairspec import ir
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["decide_outputs", "reads_trees"]
 
@@ -68,10 +69,10 @@ def _post_text(prop) -> str:
     if prop.post == "class":
         return "class(m(x)) == class(m(x'))"
     if prop.post == "value":
-        return f"|value(m(x)) - value(m(x'))| {prop.eps_op} {prop.eps:g}"
+        return f"|value(m(x)) - value(m(x'))| {prop.eps_op} {_spec_number(prop.eps)}"
     fn = "prob" if prop.post == "class_prob" else "logit"
     c = "c, for every class c" if prop.cls == ir.EVERY_CLASS else str(prop.cls)
-    return f"|{fn}(m(x), {c}) - {fn}(m(x'), {c})| {prop.eps_op} {prop.eps:g}"
+    return f"|{fn}(m(x), {c}) - {fn}(m(x'), {c})| {prop.eps_op} {_spec_number(prop.eps)}"
 
 
 def decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0: float):

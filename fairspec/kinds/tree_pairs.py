@@ -38,6 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from fairspec import ir
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.kinds.tree_cells import (MAX_POINTS, Factor, build_factor, exact_ok, fixed_columns, has_two_values,
                                        refuse_two_logits, runtime_name, split_tests, tree_ensemble, tree_nodes)
 
@@ -376,7 +377,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             return unknown(prop, f"the library of model '{prop.model}' has no {post} output", backend=backend,
                            seconds=time.perf_counter() - t0)
         checks = [Check(s[I], prop.eps_op, prop.eps, minus=s[J])]
-        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {prop.eps:g} for every pair of the {_pts(dom)} domain "
+        claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {_spec_number(prop.eps)} for every pair of the {_pts(dom)} domain "
                  "points that the pre-condition pairs, on the library's runtime")
         measure = s
     try:

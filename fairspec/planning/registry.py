@@ -17,7 +17,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from fairspec.syntax.literals import WEEK  # the longest duration an option takes
+from fairspec.syntax.literals import WEEK, number  # the longest duration an option takes; a value as written
 
 # ------------------------------------------------------------------ options
 
@@ -81,7 +81,7 @@ class Option:
 
 
 def _n(x) -> str:
-    return f"{int(x):,}".replace(",", "_") if float(x).is_integer() and abs(x) >= 10_000 else f"{x:g}"
+    return f"{int(x):,}".replace(",", "_") if float(x).is_integer() and abs(x) >= 10_000 else number(x)
 
 
 def _duration(s) -> str:

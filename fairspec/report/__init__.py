@@ -14,6 +14,7 @@ import json
 
 from fairspec.diagnostics import render_full
 from fairspec.diagnostics.visible import json_text, visible, visible_value
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def value(x, style: str = ""):
@@ -276,7 +277,7 @@ def _print_repair(v, console) -> None:
 
     d = v.details
     after = {tuple(p["groups"]): p["ratio"] for p in d.get("pairs_after", [])}
-    t = Table(title=value(f"{v.name}: passing-rate ratio per pair ({d.get('groups_label', 'groups')}, c = {d['c']:g})"),
+    t = Table(title=value(f"{v.name}: passing-rate ratio per pair ({d.get('groups_label', 'groups')}, c = {_spec_number(d['c'])})"),
               title_justify="left")
     for col in ("pair", "before", "after"):
         t.add_column(col, justify="left" if col == "pair" else "right", overflow="fold")
@@ -286,7 +287,7 @@ def _print_repair(v, console) -> None:
     console.print(t)
     facts = [f"minimal (LP) {cell_text(d.get('minimal'))}"]
     if d.get("repaired"):
-        facts += [f"achieved {cell_text(d.get('achieved'))} (<= {d['alpha']:g} x minimal)",
+        facts += [f"achieved {cell_text(d.get('achieved'))} (<= {_spec_number(d['alpha'])} x minimal)",
                   f"rows changed {cell_text(d.get('rows_changed'))} of {cell_text(d.get('rows'))}",
                   f"paths flipped {d.get('paths_flipped')}, refined {d.get('paths_refined')}",
                   f"accuracy {cell_text(d.get('accuracy_before'))} -> {cell_text(d.get('accuracy_after'))}",

@@ -89,7 +89,7 @@ def _write(render_text, path, keep: tuple) -> Path:
 def render(report) -> str:
     e = _e
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(report.spec).name}"), css=_CSS)]
-    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = _when([report])
     parts.append(f"<header><h1>fairspec check <code>{e(str(report.spec))}</code></h1>"
                  f"<p class=meta>{when} &middot; exit code {report.exit_code} ({e(_EXIT.get(report.exit_code, 'interrupted'))}) "
                  f"&middot; {report.seconds:.1f} s</p></header>")
@@ -100,13 +100,28 @@ def render(report) -> str:
     return "".join(parts)
 
 
+def _when(reports) -> str:
+    """The header's time: when the check ran (the report's ``started``, the provenance's ``checked_at``),
+    and when this page was rendered if that is another minute (``Result.to_html()`` called later; it
+    showed only the render time, which an auditor read as the check's). Without ``started``: the render time."""
+    def fmt(t):
+        return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+    now = fmt(_dt.datetime.now(_dt.timezone.utc))
+    started = sorted({fmt(r.started) for r in reports if isinstance(getattr(r, "started", None), _dt.datetime)})
+    if not started:
+        return f"rendered {now}"
+    ran = started[0] if len(started) == 1 else f"{started[0]} to {started[-1]}"
+    return f"checked {ran}" + ("" if started[-1] == now and len(started) == 1 else f" &middot; rendered {now}")
+
+
 def render_models(reports) -> str:
     """``check --models``: one page for several model files: a table of every property's verdict
     per model file (the comparison of candidate models), then each file's report in file order."""
     e = _e
     spec = reports[0][1].spec if reports else ""
     parts = [_HEAD.format(title=e(f"fairspec report: {Path(spec).name}, {len(reports)} model files"), css=_CSS)]
-    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = _when([r for _, r in reports])
     codes = [r.exit_code for _, r in reports]
     code = next((c for c in (130, 143, 2, 4, 1, 3) if c in codes), 0)
     parts.append(f"<header><h1>fairspec check <code>{e(str(spec))}</code> over {len(reports)} model files</h1>"

@@ -16,6 +16,7 @@ import dataclasses
 
 from fairspec import ir
 from fairspec.syntax import literals
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def columns_read(x, depth: int = 0):
@@ -233,7 +234,7 @@ def text_as_number(d: ir.Data, what: str, x, t):
 
         bad = [str(cats[k]) for k in np.unique(codes) if not is_number(str(cats[k]))][:3]
         shown = ", ".join(literals.string(b) for b in bad)
-        against = f"compares it with the number {v:g}" if v is not None else "computes with it"
+        against = f"compares it with the number {_spec_number(v)}" if v is not None else "computes with it"
         return DataError(f"data file {d.path} column {col!r} holds text ({shown}) where the {what} {against}: list "
                          f"such a value as missing, missing = {{{literals.name_or_string(col)}: "
                          f"[{literals.string(bad[0]) if bad else '...'}]}}, or correct the file", d.path)

@@ -13,6 +13,7 @@ from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, 
                                          _require_binary, _require_decision, _resolve,
                                          claim_range, resolve_groups)
 from fairspec.syntax import ast
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 
@@ -62,11 +63,11 @@ def _kdisc(ck, node, name, env, call, op, rhs, stmts):
     # eps >= 1 one (every k is 1; the search refuses both), and certify counts them in 64-bit integers
     # (eps = 0 and eps = 1e-300 were accepted here and ended in exit 4 on a tree model)
     if not 0 < eps < 1:
-        ck.fail("FS307", f"eps = {eps:g} is not a bucket width: k-discrimination puts each probability p in the "
+        ck.fail("FS307", f"eps = {_spec_number(eps)} is not a bucket width: k-discrimination puts each probability p in the "
                          f"bucket floor(p / eps), so eps must lie in (0, 1)", eps_arg.span,
                 hint="eps = 0.05 compares probabilities in buckets of width 0.05")
     if eps < KDISC_MIN_EPS:
-        ck.fail("FS307", f"eps = {eps:g} is below 2^-62 (about 2.2e-19), the smallest bucket width fairspec counts "
+        ck.fail("FS307", f"eps = {_spec_number(eps)} is below 2^-62 (about 2.2e-19), the smallest bucket width fairspec counts "
                          f"(its ceil(1 / eps) buckets are counted in 64-bit integers)", eps_arg.span)
     if op not in ("<", "<="):
         ck.fail("FS501", "state the largest acceptable k: k_discrimination(...) < k", call.span)

@@ -12,6 +12,7 @@ from fairspec.sema.property_args import (_check_args, _check_distribution_use, _
                                          _distribution, _feature_names, _model_of, _number, _require_binary,
                                          _require_decision, _resolve, _subject, claim_range, resolve_groups)
 from fairspec.syntax import ast, literals
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 METRICS = {
@@ -158,7 +159,7 @@ def _difference_range(ck, fn: str, mdef, op: str, threshold: float, span) -> Non
         return
     lo, hi, what = rng
     claim_range(ck, op, threshold, lo, hi, span, f"{fn} is {what}",
-                never_hint=None if hi is None else f"{fn} is at most {hi:g}: check the threshold and the direction "
+                never_hint=None if hi is None else f"{fn} is at most {_spec_number(hi)}: check the threshold and the direction "
                                                    f"of the comparison",
                 below_hint="nothing lies below 0: write <= 0 for no gap at all, or < eps with eps > 0"
                 if "rate," not in what and "loss" not in what else None,
@@ -230,15 +231,15 @@ def _label_of_threshold(ck, call, fn, t: float, data: str) -> None:
     v = float(lit.value)
     if op == ">=" and v == float(t):
         return
-    written = f"{col.column} {op} {v:g}"
+    written = f"{col.column} {op} {_spec_number(v)}"
     why = ("the other way round: the label is true below the cut, the decision above it" if op in ("<", "<=") else
-           f"a cut at {v:g}, not at the threshold {float(t):g}" if v != float(t) else
-           f"the same cut with the other tie: a value of exactly {v:g} is a positive decision and a negative label")
-    ck.sink.add("FS436", f"{fn}(..., threshold = {float(t):g}) compares the decision 'the value is >= {float(t):g}' "
+           f"a cut at {_spec_number(v)}, not at the threshold {_spec_number(float(t))}" if v != float(t) else
+           f"the same cut with the other tie: a value of exactly {_spec_number(v)} is a positive decision and a negative label")
+    ck.sink.add("FS436", f"{fn}(..., threshold = {_spec_number(float(t))}) compares the decision 'the value is >= {_spec_number(float(t))}' "
                          f"with the label {written} of data set '{data}', {why}", call.keyword("threshold").span,
                 hint=f"name the true value's column with the option target = {col.column} of data set '{data}' "
                      f"(its truth is then the value >= the threshold), or write the label as {col.column} >= "
-                     f"{float(t):g}; if the two cuts are meant, say so with # fairspec: ignore[FS436]")
+                     f"{_spec_number(float(t))}; if the two cuts are meant, say so with # fairspec: ignore[FS436]")
 
 
 def _output_params(ck, call, env, fn, model, mdef):

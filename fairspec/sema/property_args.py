@@ -8,6 +8,7 @@ from __future__ import annotations
 from fairspec import ir
 from fairspec.sema.exprs import LowerError, Scope, column_hint, did_you_mean
 from fairspec.syntax import ast
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def _resolve(e, env):
@@ -301,11 +302,11 @@ def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span,
     always = (lo is not None and ((op == ">=" and t <= lo) or (op == ">" and t < lo))) or \
         (hi is not None and ((op == "<=" and t >= hi) or (op == "<" and t > hi)))
     if above or below:
-        hint = never_hint if above else (below_hint or f"nothing lies below {lo:g}: write <= {lo:g} for the lowest "
+        hint = never_hint if above else (below_hint or f"nothing lies below {_spec_number(lo)}: write <= {_spec_number(lo)} for the lowest "
                                                        f"value, or check the direction of the comparison")
-        ck.fail("FS507", f"{what}, so {op} {t:g} can never be met", span, hint=hint)
+        ck.fail("FS507", f"{what}, so {op} {_spec_number(t)} can never be met", span, hint=hint)
     if always:
         where = f"; {undefined}" if undefined else ""
-        ck.sink.add("FS508", f"{what}, so {op} {t:g} {verb} wherever it is defined", span,
+        ck.sink.add("FS508", f"{what}, so {op} {_spec_number(t)} {verb} wherever it is defined", span,
                     hint=f"a bound at or past the end of the range states nothing{where}: tighten the threshold, or "
                          f"drop the property")

@@ -77,3 +77,16 @@ def longer_timeout(limit: float, floor: float = 60.0) -> str:
     import math
 
     return f"timeout = {min(math.ceil(max(2 * limit, floor)), int(WEEK))}s"
+
+
+def number(value) -> str:
+    """A number as spec text that reads back as exactly that float, as short as it can be: a whole
+    number as an integer (``30``, not ``30.0`` nor ``1e+06``, up to 1e15, past which a literal is FS307),
+    else ``{:g}`` when it reads back and the float's shortest form (``repr``) when it does not.
+    ``{:g}`` alone rounds to 6 significant digits: a guardrail's ``x.income <= 123456.5`` printed as
+    ``123456`` (another claim, for an auditor who copies the printed text). ``inf`` stays ``inf``."""
+    v = float(value)
+    if v.is_integer() and abs(v) <= 10 ** 15:
+        return str(int(v))
+    g = f"{v:g}"
+    return g if float(g) == v else repr(v)

@@ -16,6 +16,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.analyses.group_rates import METRICS, uses_label
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndarray, eligible,
@@ -66,7 +67,7 @@ def _target_truth(prop: ir.GroupMetric, ctx) -> str | None:
         return None
     where = f"the target column '{data.target}' of data '{data.name}'"
     if c is None:
-        return f"{where} (the truth) is >= {t:g}"
+        return f"{where} (the truth) is >= {_spec_number(t)}"
     name = f"class {c}"
     try:
         classes = ctx.model(prop.model).readout.classes

@@ -22,6 +22,7 @@ from fairspec.analyses.group_rates import BETWEEN, METRICS
 from fairspec.backends.data import batching
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 def _readout_call(fn):
@@ -225,7 +226,7 @@ def decision_words(prop: ir.GroupMetric, ctx) -> dict:
         name = f'"{classes[c]}"' if classes is not None and isinstance(c, int) and 0 <= c < len(classes) else \
             f"class {c}"
         return {"decision": f"predicted {name}", "truth": f"{target} is {name}" if target else "label"}
-    return {"decision": f"value >= {t:g}", "truth": f"{target} >= {t:g}" if target else "label"}
+    return {"decision": f"value >= {_spec_number(t)}", "truth": f"{target} >= {_spec_number(t)}" if target else "label"}
 
 def confusion_by_group(prop: ir.GroupMetric, ctx, names: list[str]) -> list[dict]:
     """Each group's confusion matrix (rows: the target's class, columns: the predicted class; rows

@@ -32,6 +32,7 @@ from fairspec.backends.repair.optimise import (UNCHECKED, Choice, Options, choos
                                                exact_ratio, minimal_change, ratio_ok)
 from fairspec.backends.repair.patch import leaf_value, repaired_estimator
 from fairspec.certify.exact import threshold_of
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 SUPPORTED = ("DecisionTreeClassifier", "RandomForestClassifier")
 
@@ -318,7 +319,7 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
     out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
     op = ">" if pb.strict else ">="
     need = "" if out.needed is None else f", and reaching {op} {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
-    out.reason = (f"no repair changing at most alpha x minimal = {pb.alpha:g} x {out.minimal:.4f} of the rows "
+    out.reason = (f"no repair changing at most alpha x minimal = {_spec_number(pb.alpha)} x {out.minimal:.4f} of the rows "
                   f"({budget} rows) reaches passing-rate ratio {op} {pb.c:g}, even with every "
                   f"path hypercube refined to single points; the best ratio within the bound is at most "
                   f"{out.best_ratio:.4f}{need}")

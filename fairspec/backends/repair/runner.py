@@ -15,6 +15,7 @@ import numpy as np
 
 from fairspec import ir
 from fairspec.verdict import Verdict, unknown
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 BACKEND = "repair"
 
@@ -223,7 +224,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
                            f"ratio {_f4(ratio_before)} -> {_f4(ratio_after)} {op} {prop.threshold:g}; semantic "
-                           f"difference {sd:.4f} ({changed} rows) <= {prop.alpha:g} x minimal {out.minimal:.4f}; "
+                           f"difference {sd:.4f} ({changed} rows) <= {_spec_number(prop.alpha)} x minimal {out.minimal:.4f}; "
                            f"re-verified on the model loaded back, {target}"),
                    details=details, seconds=seconds)
 

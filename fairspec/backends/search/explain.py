@@ -351,7 +351,11 @@ def category_decoder(names: Sequence[str], categories: Mapping[int, Sequence[str
 
 
 def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+    """A threshold as spec text that reads back exactly (``{:.6g}`` printed 123456.5 as 123456: an
+    auditor copying the guardrail got another pre-condition)."""
+    from fairspec.syntax.literals import number
+
+    return number(v)
 
 
 def format_conditions(preds: Sequence[Predicate], names: Sequence[str] | None = None,
@@ -394,7 +398,7 @@ def describe(expl: Explanation, names: Sequence[str] | None = None, decoder: Dec
     lines = [f"high k: k {expl.high_rule} {expl.kappa:g} (95th percentile of {expl.n_samples} samples, "
              f"mean k {expl.mean_k:.2f}, starting k {expl.k_init}); tree accuracy {expl.tree_accuracy:.2f}"]
     if not expl.paths:
-        lines.append(f"no path with mean-k difference >= {expl.delta:g}")
+        lines.append(f"no path with mean-k difference >= {_num(expl.delta)}")
     for i, p in enumerate(expl.paths, 1):
         lines.append(f"{i}. {format_path(p, names, decoder, 'x', integer)}")
         lines.append(f"   mean k {p.mean_k:.2f} vs {p.mean_k_negated:.2f} negated (diff {p.diff:.2f}), "

@@ -28,7 +28,7 @@ def _text_of(idx: Index, span: Span) -> str:
 def _domain(dom) -> str:
     k = getattr(dom, "kind", "")
     if k in ("int", "real"):
-        return f"{k} in [{dom.lo:g}, {dom.hi:g}]"
+        return f"{k} in [{_number(dom.lo)}, {_number(dom.hi)}]"
     if k == "cat":
         return "{" + ", ".join(dom.categories) + "}"
     return k
@@ -104,9 +104,9 @@ def _hover_feature(idx: Index, sym: Symbol, spec) -> str:
                 cols = f"column {c.offset}" if c.width == 1 else f"columns {c.offset}..{c.offset + c.width - 1}"
                 extra = ""
                 if c.kind in ("minmax",) and c.lo is not None:
-                    extra = f" (lo = {c.lo:g}, hi = {c.hi:g}{', fitted on the data' if c.fitted else ''})"
+                    extra = f" (lo = {_number(c.lo)}, hi = {_number(c.hi)}{', fitted on the data' if c.fitted else ''})"
                 elif c.kind == "standard" and c.mean is not None:
-                    extra = f" (mean = {c.mean:g}, std = {c.std:g})"
+                    extra = f" (mean = {_number(c.mean)}, std = {_number(c.std)})"
                 out.append(f"- `{enc.model}`: {c.kind}, {cols} of {enc.width}{extra}")
     return "\n\n".join(out[:1]) + ("\n\n" + "\n".join(out[1:]) if len(out) > 1 else "")
 
@@ -461,7 +461,11 @@ def _data_file(decl, fmt: str, size: int) -> str:
 
 
 def _number(v) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+    """A number a user may copy into a spec (a fitted scaler's mean, a domain's bound): the shortest
+    text that reads back exactly (``{:g}`` printed a fitted mean 38.58164675532078 as 38.5816)."""
+    from fairspec.syntax.literals import number
+
+    return number(v)
 
 
 def signature_at(idx: Index | None, text: str, line: int, col: int) -> tuple[str, str, list[str], int] | None:
