@@ -131,3 +131,28 @@ def test_a_booster_whose_predict_its_trees_do_not_say_is_not_read_as_trees():
         booster_trees(pipe[-1], "predict_proba", 1)
     ens = booster_trees(_pipe("xgb", True)[0][-1], "predict_proba", 1)
     assert ens.source == "xgboost" and len(ens.trees) == 5
+
+
+def test_an_early_stopped_xgbclassifier_is_read_with_the_rounds_its_predict_uses(tmp_path):
+    # XGBClassifier.predict uses rounds 0 .. best_iteration; its booster holds every round
+    import xgboost as xgb
+    from sklearn.pipeline import Pipeline
+
+    from fairspec.models.pipeline_boosters import booster_trees
+
+    pipe, data = _pipe("xgb", False)
+    X = pipe[0].transform(data.drop(columns="y"))
+    y = data.y.to_numpy()
+    flipped = np.where(np.arange(len(y)) % 3 == 0, 1 - y, y)      # later rounds fit noise the eval set lacks
+    clf = xgb.XGBClassifier(n_estimators=40, max_depth=3, n_jobs=1, random_state=0, learning_rate=0.5,
+                            early_stopping_rounds=3).fit(X, flipped, eval_set=[(X, y)], verbose=False)
+    best = int(clf.best_iteration)
+    assert best + 1 < 40
+    ens = booster_trees(clf, "predict_proba", 1)
+    assert len(ens.trees) == best + 1
+    pipe = Pipeline([("pre", pipe[0]), ("clf", clf)])
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("DOM", DOMS["small"]).replace("ENSURE", ENSURES[0]))
+    v = fairspec.check(spec, models={"m": pipe}, data={"d": data})["p"]
+    assert (v.status == "violated") == _breaks(pipe, ENSURES[0], _grid("small")), (v.status, v.reason)
+    assert v.status in ("holds", "violated"), v.reason
