@@ -29,7 +29,22 @@ def is_tree_model(ctx, model_name: str) -> bool:
     except Exception:  # noqa: BLE001 - a load error is reported by the path that needs the model
         return False
     fmt = getattr(model, "format", "")
+    if fmt == "sklearn" and _pipeline_booster(model):
+        return True
     return fmt in ("xgboost", "lightgbm") or (fmt == "sklearn" and type(model.raw).__name__ in SKLEARN_TREES)
+
+
+def _pipeline_booster(model) -> bool:
+    """A folded pipeline's XGBClassifier / LGBMClassifier whose trees are read (models.pipeline_boosters)."""
+    from fairspec.models.pipeline_boosters import is_booster_classifier
+    from fairspec.models.network import UnsupportedModel
+
+    if getattr(model, "folded", None) is None or not is_booster_classifier(model.raw):
+        return False
+    try:
+        return model.tree_ensemble() is not None
+    except (UnsupportedModel, ValueError):
+        return False
 
 
 def network_of(ctx, model_name: str):

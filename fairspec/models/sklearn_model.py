@@ -577,12 +577,20 @@ class SklearnModel(LoadedModel):
     def tree_ensemble(self):
         from fairspec.models.trees import SKLEARN_TREES, from_sklearn
 
-        if self.unfolded and type(self.folded.final).__name__ in SKLEARN_TREES:
+        from .pipeline_boosters import BOOSTER_CLASSIFIERS, booster_trees
+
+        final = type(self.folded.final).__name__ if self.folded is not None else None
+        if self.unfolded and final in SKLEARN_TREES + BOOSTER_CLASSIFIERS:
             from .base import UnsupportedModel
 
             raise UnsupportedModel("Pipeline", "preprocessing",
                                    f"its preprocessing cannot be folded into an encoding "
                                    f"({'; '.join(self.folded.unfoldable)}), so the solvers cannot read its trees")
+        if final in BOOSTER_CLASSIFIERS and self.folded.keep is None:
+            # a folded pipeline's XGBClassifier / LGBMClassifier: its booster's trees on the encoded columns
+            if getattr(self, "_trees", None) is None:
+                self._trees = booster_trees(self.raw, self.method, self.index)
+            return self._trees
         if type(self.raw).__name__ not in SKLEARN_TREES:
             return None
         task = getattr(self.readout, "task", "binary")
