@@ -111,7 +111,42 @@ def decode_row(enc: ir.Encoding, fs: ir.FeatureSet, x) -> dict[str, object]:
             elif f is not None and isinstance(f.domain, ir.IntRange):
                 value = int(round(v)) if abs(v - round(v)) < 1e-6 else round(v, 6)
             else:
-                value = round(v, 6)
+                value = _spec_real(c, float(seg[0]), v, f)
         out[c.feature] = value
     rank = {f.name: i for i, f in enumerate(fs.features)}
     return dict(sorted(out.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
+def _column_value(c, v: float) -> float:
+    """One real value through one numeric column, exactly as :func:`encode` computes it."""
+    a = np.array([v], dtype=np.float64)
+    if c.kind == "raw":
+        return float(a[0])
+    if c.kind == "minmax" and c.scale is not None:
+        return float((a * c.scale + c.shift)[0])
+    if c.kind == "minmax":
+        return float(((a - c.lo) / ((c.hi - c.lo) or 1.0))[0])
+    return float(((a - c.mean) / (c.std or 1.0))[0])
+
+
+def _spec_real(c, x: float, v: float, f) -> float:
+    """The spec-level value a witness prints for a real feature: the shortest number (as Python writes
+    it) that encodes to the model input ``x`` exactly, so the printed witness replays as reported
+    (rounding to 6 places printed 69.89 for 69.89000000000001, a pair that no longer broke the claim);
+    ``v`` (the column's inverse) where no nearby number does."""
+    lo = hi = None
+    if f is not None and isinstance(f.domain, ir.RealRange):
+        lo, hi = f.domain.lo, f.domain.hi
+    cands = {round(v, k) for k in (2, 4, 6, 9, 12, 15)} | {v}
+    w = v
+    for _ in range(4):
+        w = float(np.nextafter(w, np.inf))
+        cands.add(w)
+    w = v
+    for _ in range(4):
+        w = float(np.nextafter(w, -np.inf))
+        cands.add(w)
+    for cand in sorted(cands, key=lambda t: (len(repr(t)), abs(t - v))):
+        if (lo is None or lo <= cand) and (hi is None or cand <= hi) and _column_value(c, cand) == x:
+            return cand
+    return v
