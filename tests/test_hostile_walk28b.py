@@ -1,0 +1,43 @@
+"""Session 28's hostile-input walk, second part: each test says what was seen before its fix.
+
+* ``--html -`` wrote the report to a file named '-' in the current folder (a user means stdout, as many
+  tools do). stdout holds the text report or the ``--format`` document, never HTML, so '-' is a usage
+  error naming ``./-`` for the file.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, people_decls, run_cli
+from fairspec.pipeline import lint
+
+PEOPLE = FIXTURES / "data" / "people.csv"
+RULE = 'model r = rule(score >= 0.5)\n'
+
+
+def _diagnostics(spec):
+    return [(d.code, d.severity.name.lower() if hasattr(d.severity, "name") else str(d.severity), d.message,
+             d.span.line, d.span.column) for d in lint(spec).diagnostics]
+
+
+def _project(tmp_path, body):
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "people.csv").write_bytes(PEOPLE.read_bytes())
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls("people.csv") + RULE + body)
+    return spec
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_html_dash_is_a_usage_error_not_a_file_named_dash(tmp_path, fmt):
+    spec = _project(tmp_path, "property p { statistical_parity(r, groups sex) <= 0.99 }\n")
+    r = run_cli("check", spec, "--html", "-", "--format", fmt, cwd=tmp_path)
+    assert r.returncode == 2 and "--html -" in r.stderr and "./-" in r.stderr, r.stderr
+    assert not (tmp_path / "-").exists()
+    if fmt == "json":
+        json.loads(r.stdout)
+    r = run_cli("check", spec, "--html", "./-", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "-").is_file(), r.stderr
