@@ -3,6 +3,8 @@
 * ``--html -`` wrote the report to a file named '-' in the current folder (a user means stdout, as many
   tools do). stdout holds the text report or the ``--format`` document, never HTML, so '-' is a usage
   error naming ``./-`` for the file.
+* ``import "lib.fair/"`` read lib.fair (pathlib drops a trailing '/'): a path naming a folder used for a
+  file is FS203.
 """
 
 from __future__ import annotations
@@ -41,3 +43,15 @@ def test_html_dash_is_a_usage_error_not_a_file_named_dash(tmp_path, fmt):
         json.loads(r.stdout)
     r = run_cli("check", spec, "--html", "./-", cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "-").is_file(), r.stderr
+
+
+@pytest.mark.parametrize("path", ["lib.fair/", "lib.fair/."])
+def test_an_import_of_a_file_with_a_trailing_slash_is_fs203(tmp_path, path):
+    (tmp_path / "lib.fair").write_text("group older = age >= 40\n")
+    spec = _project(tmp_path, "property p { statistical_parity(r, groups older) <= 0.99 }\n")
+    spec.write_text(f'import "{path}"\n' + spec.read_text())
+    errors = [(c, m, line, col) for c, s, m, line, col in _diagnostics(spec) if s == "error"]
+    assert [(c, line, col) for c, _, line, col in errors][:1] == [("FS203", 1, 1)], errors
+    assert "ends with '/'" in errors[0][1], errors
+    spec.write_text(spec.read_text().replace(f'"{path}"', '"lib.fair"'))
+    assert [d for d in _diagnostics(spec) if d[1] == "error"] == []
