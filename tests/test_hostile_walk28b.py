@@ -5,6 +5,9 @@
   error naming ``./-`` for the file.
 * ``import "lib.fair/"`` read lib.fair (pathlib drops a trailing '/'): a path naming a folder used for a
   file is FS203.
+* Categories ``{1, 1.0}`` were two categories while ``{0, -0}`` was FS304 (and ``{1.0, 1e0}`` too): the
+  parser kept an integer as its digits and any other number as Python's float text. One rule now: a
+  category written as a number is that number, and numbers equal as numbers are one category (FS304).
 """
 
 from __future__ import annotations
@@ -54,4 +57,16 @@ def test_an_import_of_a_file_with_a_trailing_slash_is_fs203(tmp_path, path):
     assert [(c, line, col) for c, _, line, col in errors][:1] == [("FS203", 1, 1)], errors
     assert "ends with '/'" in errors[0][1], errors
     spec.write_text(spec.read_text().replace(f'"{path}"', '"lib.fair"'))
+    assert [d for d in _diagnostics(spec) if d[1] == "error"] == []
+
+
+@pytest.mark.parametrize("cats, second", [("{1, 1.0}", "1.0"), ("{0, -0}", "0"), ("{1.0, 1e0}", "1.0"),
+                                          ("{2, 2.00}", "2.0"), ("{-1, -1.0}", "-1.0")])
+def test_categories_equal_as_numbers_are_one_category(tmp_path, cats, second):
+    spec = tmp_path / "s.fair"
+    spec.write_text(f"features F {{\n  g : {cats}\n  age : int in [0, 9]\n}}\n")
+    errors = [(c, m, line) for c, s, m, line, col in _diagnostics(spec) if s == "error"]
+    assert [(c, line) for c, _, line in errors] == [("FS304", 2)], errors
+    assert f"'{second}' is listed twice" in errors[0][1], errors
+    spec.write_text("features F {\n  g : {1, 2, 1.5, -1}\n  age : int in [0, 9]\n}\n")
     assert [d for d in _diagnostics(spec) if d[1] == "error"] == []

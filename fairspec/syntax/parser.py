@@ -185,7 +185,7 @@ class _ToAst(Transformer):
         (v,) = c
         if isinstance(v, ast.Num):
             text = str(int(v.value)) if v.is_int else str(v.value)
-            return ast.Category(v.span, text)
+            return ast.Category(v.span, text, float(v.value))
         if v.type == "STRING":
             return ast.Category(self._tok_span(v), self._str(v))
         return ast.Category(self._tok_span(v), str(v))
