@@ -6,8 +6,10 @@
 * ``import "lib.fair/"`` read lib.fair (pathlib drops a trailing '/'): a path naming a folder used for a
   file is FS203.
 * Categories ``{1, 1.0}`` were two categories while ``{0, -0}`` was FS304 (and ``{1.0, 1e0}`` too): the
-  parser kept an integer as its digits and any other number as Python's float text. One rule now: a
-  category written as a number is that number, and numbers equal as numbers are one category (FS304).
+  parser kept an integer as its digits and any other number as Python's float text, so a category
+  written 1.0 also matched no cell of a numeric data column (read as 1). One rule now: a category written
+  as a number is that number, as a numeric column's value is, and numbers equal as numbers are one
+  category (FS304).
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ def test_an_import_of_a_file_with_a_trailing_slash_is_fs203(tmp_path, path):
     assert [d for d in _diagnostics(spec) if d[1] == "error"] == []
 
 
-@pytest.mark.parametrize("cats, second", [("{1, 1.0}", "1.0"), ("{0, -0}", "0"), ("{1.0, 1e0}", "1.0"),
-                                          ("{2, 2.00}", "2.0"), ("{-1, -1.0}", "-1.0")])
+@pytest.mark.parametrize("cats, second", [("{1, 1.0}", "1"), ("{0, -0}", "0"), ("{1.0, 1e0}", "1"),
+                                          ("{2, 2.00}", "2"), ("{-1, -1.0}", "-1")])
 def test_categories_equal_as_numbers_are_one_category(tmp_path, cats, second):
     spec = tmp_path / "s.fair"
     spec.write_text(f"features F {{\n  g : {cats}\n  age : int in [0, 9]\n}}\n")
@@ -70,3 +72,17 @@ def test_categories_equal_as_numbers_are_one_category(tmp_path, cats, second):
     assert f"'{second}' is listed twice" in errors[0][1], errors
     spec.write_text("features F {\n  g : {1, 2, 1.5, -1}\n  age : int in [0, 9]\n}\n")
     assert [d for d in _diagnostics(spec) if d[1] == "error"] == []
+
+
+def test_a_category_written_1_0_matches_a_numeric_column_read_as_1(tmp_path):
+    (tmp_path / "fairspec.toml").write_text("")
+    (tmp_path / "d.csv").write_text("grade,score,hired\n" + "".join(
+        f"{1 + i % 2},{(i % 10) / 10},{'yes' if i % 3 else 'no'}\n" for i in range(60)))
+    spec = tmp_path / "s.fair"
+    spec.write_text('data d = csv("d.csv", label = hired == "yes")\n'
+                    "features F from d {\n  grade : {1.0, 2.0}  protected\n  score : real in [0, 1]\n}\n"
+                    + RULE + "property p { statistical_parity(r, groups grade) <= 1 }\n")
+    r = run_cli("check", spec, "--format", "json", cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, (r.stdout[-1500:], r.stderr)
+    assert "outside its declared domain" not in r.stdout + r.stderr, r.stdout[-1500:]

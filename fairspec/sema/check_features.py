@@ -56,11 +56,6 @@ class FeatureChecks:
             for i, c in enumerate(t.categories):
                 if c.value in cats[:i]:
                     self.fail("FS304", f"category '{c.value}' is listed twice", c.span)
-                same = next((d for d in t.categories[:i] if c.number is not None and d.number == c.number), None)
-                if same is not None:  # a category written as a number is that number
-                    self.fail("FS304", f"category '{c.value}' is listed twice: it is the number {same.value} "
-                                       f"listed before", c.span, hint="list each category once; categories written "
-                                       "as numbers are the same category when they are equal as numbers")
             dom = ir.Categorical(tuple(cats))
         bins = None
         if fd.bins is not None:

@@ -196,7 +196,6 @@ class DataDecl(Decl):
 @dataclass(frozen=True)
 class Category(Node):
     value: str
-    number: float | None = field(default=None, repr=False)  # written as a number: {1, 1.0} is FS304
 
 
 @dataclass(frozen=True)
