@@ -10,6 +10,9 @@
   written 1.0 also matched no cell of a numeric data column (read as 1). One rule now: a category written
   as a number is that number, as a numeric column's value is, and numbers equal as numbers are one
   category (FS304).
+* ``race : code {A = 0, B = 1, C = 1}`` linted clean: the model cannot tell B from C, so a counterfactual
+  between them compares one input with itself. It is warning FS438 at the second. ``code {A = 0, A = 1,
+  ...}`` kept the later code silently: FS304.
 """
 
 from __future__ import annotations
@@ -86,3 +89,19 @@ def test_a_category_written_1_0_matches_a_numeric_column_read_as_1(tmp_path):
     doc = json.loads(r.stdout)
     assert r.returncode == 0, (r.stdout[-1500:], r.stderr)
     assert "outside its declared domain" not in r.stdout + r.stderr, r.stdout[-1500:]
+
+
+ENCODE = ('model risk = onnx("{models}/people6.onnx")\n'
+          "encode People for risk {{\n  age : standard\n  sex : onehot\n  race : code {table}\n  member, score : raw\n}}\n"
+          "property p {{ statistical_parity(risk, groups race) <= 0.9 }}\n")
+
+
+@pytest.mark.parametrize("table, want", [("{A = 0, B = 1, C = 1}", [("FS438", "warning", 13, 30)]),
+                                         ("{A = 2, B = 1, C = 2.0}", [("FS438", "warning", 13, 30)]),
+                                         ("{A = 0, A = 1, B = 1, C = 2}", [("FS304", "error", 13, 23)]),
+                                         ("{A = 0, B = 1, C = 2}", [])])
+def test_a_code_table_giving_two_categories_one_code_is_said(tmp_path, table, want):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + ENCODE.format(models=FIXTURES / "models", table=table))
+    got = [(c, s, line, col) for c, s, m, line, col in _diagnostics(spec) if s in ("error", "warning")]
+    assert got == want, _diagnostics(spec)
