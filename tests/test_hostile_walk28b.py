@@ -13,6 +13,8 @@
 * ``race : code {A = 0, B = 1, C = 1}`` linted clean: the model cannot tell B from C, so a counterfactual
   between them compares one input with itself. It is warning FS438 at the second. ``code {A = 0, A = 1,
   ...}`` kept the later code silently: FS304.
+* A policy whose body states no property, applied, added nothing and said so nowhere (the check report
+  listed the spec's other properties): warning FS217 at the apply.
 """
 
 from __future__ import annotations
@@ -105,3 +107,14 @@ def test_a_code_table_giving_two_categories_one_code_is_said(tmp_path, table, wa
     spec.write_text(people_decls(PEOPLE) + ENCODE.format(models=FIXTURES / "models", table=table))
     got = [(c, s, line, col) for c, s, m, line, col in _diagnostics(spec) if s in ("error", "warning")]
     assert got == want, _diagnostics(spec)
+
+
+def test_applying_a_policy_that_states_no_property_is_fs217(tmp_path):
+    spec = tmp_path / "s.fair"
+    spec.write_text(people_decls(PEOPLE) + RULE + "policy empty(m: model) {\n}\napply empty(r)\n"
+                    "property p { statistical_parity(r, groups sex) <= 0.9 }\n")
+    got = [(c, s, line, col) for c, s, m, line, col in _diagnostics(spec) if s in ("error", "warning")]
+    assert got == [("FS217", "warning", 12, 1)], _diagnostics(spec)
+    spec.write_text(spec.read_text().replace("{\n}\napply empty(r)", "{\n  property q { statistical_parity(m, "
+                                             "groups sex) <= 0.9 }\n}\napply empty(r)"))
+    assert [d for d in _diagnostics(spec) if d[1] in ("error", "warning")] == []

@@ -51,6 +51,7 @@ _ALL = [
          "name warning codes only, e.g. # fairspec: ignore[FS427] on the line of the warning or the line above; errors are never suppressible"),
     Code("FS216", "warning", "ignore comment that suppresses nothing",
          "remove it: the warning it named is gone, or is on another line (a comment acts on its own line, or alone on a line on the next one)"),
+    Code("FS217", "warning", "a policy applied that states no property", "state the properties in the policy's body, or drop the apply"),
     Code("FS214", "error", "option given twice",
          "give each option once in a declaration, a call or a property: the second would silently replace the first"),
     Code("FS212", "error", "path outside the project", "a spec reads and writes inside its project (the nearest folder with fairspec.toml or .git, else the spec's folder) and the shipped policies; pass --allow-path DIR to allow another folder"),
