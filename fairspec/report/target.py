@@ -36,6 +36,9 @@ def check_path(path, keep: tuple = (), *, spec=None, allow=(), foreign: bool = T
     that once lint knows)."""
     from fairspec.files import PathError, Roots, check_target, refuse_protected
 
+    if str(path) == "-":  # stdout holds the text report or the --format document, never HTML
+        raise ReportWriteError("cannot write the HTML report: --html - would mean stdout, which holds the report "
+                               "(or the --format document), never HTML; name a file (./- for a file named '-')")
     if str(path).endswith(("/", os.sep)) and not os.path.isdir(path):  # (pathlib drops the '/': "r.html/" wrote r.html)
         raise ReportWriteError(f"cannot write the HTML report: {path} ends with '/', so it names a folder, which does "
                                f"not exist; name a file (without the '/')")

@@ -324,6 +324,9 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             raise LowerError()
         self.apply_prefixes[prefix] = node
         env = props.bind_policy_args(self, pol.node, node)
+        if not pol.node.properties:  # nothing to check: said here, not left to the empty report
+            self.sink.add("FS217", f"policy '{node.policy.id}' states no property, so applying it checks nothing",
+                          node.span, related=(Related(pol.node.name.span, "declared here"),))
         for p in pol.node.properties:
             before = len(self.sink.items)
             self._property(pol, p, env, prefix)

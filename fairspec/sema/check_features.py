@@ -246,13 +246,22 @@ class FeatureChecks:
             if line.codes is None:
                 codes = tuple(float(i) for i in range(len(cats)))
             else:
-                table = {}
+                table, given = {}, {}
                 for cat, code in line.codes:
                     if cat.value not in cats:
                         self.fail("FS206", f"'{cat.value}' is not a category of {f.name}", cat.span,
                                   hint=did_you_mean(cat.value, cats, literals.string if quoted(cat.span, cat.value)
                                                     else literals.category))
+                    if cat.value in table:  # the later code silently won
+                        self.fail("FS304", f"category '{cat.value}' is given twice in the code table of {f.name}",
+                                  cat.span, hint="give each category one code")
                     table[cat.value] = float(code)
+                    same = given.setdefault(float(code), cat)
+                    if same is not cat:
+                        self.sink.add("FS438", f"categories '{same.value}' and '{cat.value}' of {f.name} have the same "
+                                               f"code {code:g}: the model cannot tell them apart, so a pair differing "
+                                               "only there compares one input with itself", cat.span,
+                                      related=(Related(same.span, "the same code given here"),))
                 missing = [c for c in cats if c not in table]
                 if missing:
                     self.fail("FS407", f"the code table of {f.name} misses {', '.join(missing)}", line.span)

@@ -316,4 +316,4 @@ def _type_word(t: str) -> str:
 
 
 def _num_text(e: ast.Num) -> str:
-    return str(int(e.value)) if e.is_int else str(e.value)
+    return str(int(e.value)) if float(e.value).is_integer() else repr(float(e.value))  # as parser.category

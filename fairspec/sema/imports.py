@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from fairspec import paths
@@ -104,6 +105,10 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
             if kind != "file":
                 what = {"folder": "is a folder", "special": "is not a regular file"}.get(kind, "not found")
                 sink.add("FS203", f"import {what}: {decl.path!r} (looked for {target})", decl.span)
+                continue
+            if decl.path.endswith(("/", "/.", os.sep)):  # pathlib drops a trailing '/': "lib.fair/" read lib.fair
+                sink.add("FS203", f"import names a folder: {decl.path!r} ends with '/', but {target} is a file; "
+                                  f"write the path without the trailing '/'", decl.span)
                 continue
             if (f := enter(target, decl)) is not None:
                 frames.append(f)

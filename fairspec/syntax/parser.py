@@ -184,7 +184,8 @@ class _ToAst(Transformer):
     def category(self, meta, c):
         (v,) = c
         if isinstance(v, ast.Num):
-            text = str(int(v.value)) if v.is_int else str(v.value)
+            # as a numeric data column's value reads (runtime.data.Table.coded): 1.0 and -0 are 1 and 0
+            text = str(int(v.value)) if float(v.value).is_integer() else repr(float(v.value))
             return ast.Category(v.span, text)
         if v.type == "STRING":
             return ast.Category(self._tok_span(v), self._str(v))
