@@ -188,21 +188,3 @@ def test_binary_label_post_is_the_label_output(tmp_path):
         "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure label(m(x)) == label(m(x')) }\n")
     (v,) = pipeline.check(tmp_path / "s.fair").verdicts
     assert v.status == "violated" and "200 of the 200 admissible ordered pairs" in v.reason, v.reason
-
-
-def test_label_output_only_of_the_classifier_whose_scores_are_read():
-    """The label read is the one classifier node's first output, reached through Cast / Reshape, and only
-    when the scores read are computed from that node (else class(m(x)) is the argmax of those scores)."""
-    from fairspec.models.onnx_model import label_output
-    from fairspec.models.peek_onnx import OnnxNode, OnnxSignature, OnnxValueInfo
-
-    clf = OnnxNode("LinearClassifier", "c", ["x"], ["lab", "raw"], class_labels=(0, 1), domain="ai.onnx.ml")
-    nodes = [clf, OnnxNode("Cast", "k", ["lab"], ["label"]), OnnxNode("Normalizer", "n", ["raw"], ["probabilities"]),
-             OnnxNode("Gemm", "g", ["x", "w"], ["other"])]
-    outs = [OnnxValueInfo("label", 7, [None]), OnnxValueInfo("probabilities", 1, [None, 2]),
-            OnnxValueInfo("other", 1, [None, 2])]
-    sig = OnnxSignature(8, [OnnxValueInfo("x", 1, [None, 3])], outs, nodes)
-    assert label_output(sig, "probabilities") == "label"
-    assert label_output(sig, "other") is None                      # scores of another branch
-    nodes[1] = OnnxNode("ArgMax", "k", ["raw"], ["label"])          # a label the classifier did not output
-    assert label_output(sig, "probabilities") is None
