@@ -240,27 +240,6 @@ class OnnxModel(LoadedModel):
     def class_by_library(self) -> bool:
         return self._label_output is not None
 
-    @property
-    def label_by_predict(self) -> bool:
-        """A binary classifier with its own label output: its decision is that label (``decide``), not the
-        probability against 1/2 (a LinearClassifier labels 1 where its float32 sigmoid rounds to 0.5)."""
-        r = self.readout
-        return (self._label_output is not None and r.task == "binary" and r.threshold is not None
-                and r.columns == 2 and r.index is not None)
-
-    @property
-    def score_decides(self) -> bool:
-        """Is the decision the score against the threshold (backends.data.batching.decides_by_score)?"""
-        return not self.label_by_predict
-
-    def decide(self, X):
-        """The binary decision as the graph labels it (see ``label_by_predict``)."""
-        if not self.label_by_predict:
-            return super().decide(X)
-        import numpy as np
-
-        return (self.predict_class(X) == self.readout.index % 2).astype(np.int64)
-
     def predict_class(self, X, outputs=None):
         """``class(m(x))``: the column of the label the graph's own classifier outputs (skl2onnx's ``label``,
         as onnxruntime computes it), not the first largest column of the probabilities, which it need not be:
@@ -349,22 +328,13 @@ _LABEL_PASS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze
 def label_output(sig: OnnxSignature, chosen: str) -> str | None:
     """The graph output (not ``chosen``) that holds the class labels of the one ai.onnx.ml classifier node
     recording them (its first output, through Identity / Reshape / Cast ...), when it is a tensor of labels
-    (not floats) and the scores ``chosen`` are computed from that node; None otherwise (class(m(x)) is then
-    the argmax of the scores)."""
+    (not floats); None otherwise (no such output: class(m(x)) is the argmax of the scores)."""
     from .peek_onnx import _FLOAT_ELEM_TYPES
 
     labelled = [n for n in sig.nodes if n.class_labels]
     if len(labelled) != 1 or not labelled[0].outputs:
         return None
     producer = {o: n for n in sig.nodes for o in n.outputs}
-    todo, seen = [chosen], set()                       # the scores read must be that classifier's own
-    while todo and labelled[0] not in [producer.get(v) for v in todo]:
-        v = todo.pop()
-        if v in producer and v not in seen:
-            seen.add(v)
-            todo.extend(producer[v].inputs)
-    if not todo:
-        return None
     found = []
     for o in sig.outputs:
         if o.name == chosen or o.not_tensor or o.elem_type is None or o.elem_type in _FLOAT_ELEM_TYPES:

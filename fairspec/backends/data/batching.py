@@ -59,11 +59,9 @@ def decides_by_score(model) -> bool:
     """Is the model's own decision (``LoadedModel.decide``) its score against its threshold, computed in
     the same evaluation? Not where the loaded model decides otherwise: a binary scikit-learn classifier's
     ``predict`` (``label_by_predict``; an MLP's is its score, :func:`_predict_is_score`), a boosted
-    model's declared rule for ``index = 0``, an ONNX classifier's label output (``score_decides``)."""
+    model's declared rule for ``index = 0``."""
     from fairspec.models.base import LoadedModel
 
-    if getattr(model, "score_decides", None) is not None:      # a loader that says it (an ONNX graph's label)
-        return bool(model.score_decides) and model.threshold is not None
     return type(model).decide is LoadedModel.decide and model.threshold is not None or _predict_is_score(model)
 
 
