@@ -160,7 +160,7 @@ def _run_class(prop, ctx, progress, backend, t0, kind) -> Verdict:
     # refinement reads need not agree with (a softmax tie): an individual where they differ is counted unsure
     from fairspec.models.base import LoadedModel
 
-    own = getattr(model, "class_by_library", type(model).predict_class is not LoadedModel.predict_class)
+    own = type(model).predict_class is not LoadedModel.predict_class
     cp = ClassProblem(net, pre, "class", runtime=rt, outputs=outputs, unsure=batch_unsure(prop, model, encoded),
                       predict=(lambda V: model.predict_class(encoded(V))) if own else None)
 

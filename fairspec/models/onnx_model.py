@@ -71,8 +71,6 @@ class OnnxModel(LoadedModel):
 
         readout = readout_for(path, columns, index, kind, self._what, classes=onnx_class_labels(sig, columns))
         self.index = readout.index
-        # the classifier's own label output (skl2onnx's ``label``), which class(m(x)) reads (predict_class)
-        self._label_output = label_output(sig, out.name) if readout.task != "regression" and readout.classes else None
 
         inp = sig.inputs[0]
         self.input_name = inp.name
@@ -236,54 +234,6 @@ class OnnxModel(LoadedModel):
 
         return self._run_batched(run, X)
 
-    @property
-    def class_by_library(self) -> bool:
-        return self._label_output is not None
-
-    def predict_class(self, X, outputs=None):
-        """``class(m(x))``: the column of the label the graph's own classifier outputs (skl2onnx's ``label``,
-        as onnxruntime computes it), not the first largest column of the probabilities, which it need not be:
-        a LinearClassifier labels by its raw scores (> 0, or their argmax) while the probabilities it hands on
-        round scores 1e-9 apart to one value (argmax: the first), an SVMClassifier labels by one-vs-one votes
-        while its probabilities are Platt scaling. Without such an output, the argmax. ``outputs`` is not read."""
-        if self._label_output is None:
-            return super().predict_class(X, outputs)
-        import numpy as np
-
-        X = self._check_input(X)
-        if X.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64)
-        classes = list(self.readout.classes)
-        name = self._label_output
-
-        def labels(X):
-            if self.multi:
-                return np.asarray(self._session.run([name], self._feeds(X))[0]).reshape(-1)
-            xc = X.astype(self._dtype_name)
-            b = self._batch
-            if b is None or b == xc.shape[0]:
-                return np.asarray(self._session.run([name], {self.input_name: xc})[0]).reshape(-1)
-            parts = []
-            for start in range(0, xc.shape[0], b):
-                chunk = xc[start:start + b]
-                m = chunk.shape[0]
-                if m < b:
-                    chunk = np.concatenate([chunk, np.repeat(chunk[-1:], b - m, axis=0)])
-                parts.append(np.asarray(self._session.run([name], {self.input_name: chunk})[0]).reshape(-1)[:m])
-            return np.concatenate(parts)
-
-        def run(X):
-            y = labels(X)
-            col = np.full(y.shape[0], -1.0)
-            for i, lab in enumerate(classes):
-                col[y == (lab.encode() if isinstance(lab, str) and y.dtype.kind == "S" else lab)] = i
-            if (col < 0).any():
-                raise ModelLoadError(f"ONNX model {self.path}: its output {name!r} holds the label "
-                                     f"{y[col < 0][0]!r}, which is none of its classes {tuple(classes)}", self.path)
-            return col
-
-        return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
-
     def replay_reference(self, X):
         """The same output evaluated by onnx.reference.ReferenceEvaluator (independent of onnxruntime)."""
         import numpy as np
@@ -320,37 +270,6 @@ class OnnxModel(LoadedModel):
     @property
     def signature(self) -> OnnxSignature:
         return self._sig
-
-
-_LABEL_PASS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast"})
-
-
-def label_output(sig: OnnxSignature, chosen: str) -> str | None:
-    """The graph output (not ``chosen``) that holds the class labels of the one ai.onnx.ml classifier node
-    recording them (its first output, through Identity / Reshape / Cast ...), when it is a tensor of labels
-    (not floats); None otherwise (no such output: class(m(x)) is the argmax of the scores)."""
-    from .peek_onnx import _FLOAT_ELEM_TYPES
-
-    labelled = [n for n in sig.nodes if n.class_labels]
-    if len(labelled) != 1 or not labelled[0].outputs:
-        return None
-    producer = {o: n for n in sig.nodes for o in n.outputs}
-    found = []
-    for o in sig.outputs:
-        if o.name == chosen or o.not_tensor or o.elem_type is None or o.elem_type in _FLOAT_ELEM_TYPES:
-            continue
-        name, seen = o.name, set()
-        while name in producer and name not in seen:
-            seen.add(name)
-            n = producer[name]
-            if n is labelled[0]:
-                if name == n.outputs[0]:
-                    found.append(o.name)
-                break
-            if n.op_type not in _LABEL_PASS or not n.inputs:
-                break
-            name = n.inputs[0]
-    return found[0] if len(found) == 1 else None
 
 
 def _quietly(make):
