@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairspec.pipeline import check
+from test_distribution_exact import _verdicts  # the same spec-to-verdicts helper
 
 skops_io = pytest.importorskip("skops.io")
 
@@ -54,15 +54,6 @@ DECLARED = """features W {
   p(S) = 0.3
 }
 """
-
-
-def _verdicts(tmp_path: Path, text: str) -> dict:
-    p = tmp_path / "spec.fair"
-    p.write_text(text, encoding="utf-8")
-    rep = check(p)
-    assert not rep.has_errors, [d.message for d in rep.diagnostics] + [rep.error]
-    assert not rep.internal_errors, rep.internal_errors
-    return {v.name: v for v in rep.verdicts}
 
 
 def _parity(model, q_given_p, s_given_p) -> Fraction:
