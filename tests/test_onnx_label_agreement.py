@@ -204,3 +204,47 @@ def test_a_row_that_differs_only_alone_is_counted_as_alone():
     assert (t.rows, t.alone, t.differ) == (3, 3, 1)
     assert t.example[1:] == (0, 1, "alone", "class")
     assert agree.take() is None                     # taken: the next property starts afresh
+
+
+def test_the_comparison_is_bounded(monkeypatch):
+    """At most ROWS distinct inputs a property are compared; the warning then says it was the bound."""
+    from fairspec.models import onnx_agreement
+    from fairspec.models.readout import Readout
+
+    monkeypatch.setattr(onnx_agreement, "ROWS", 2)
+    agree = onnx_agreement.Agreement(onnx_agreement.LabelSibling("label", "SVMClassifier", "SVMc", (0, 1)),
+                                     Readout("prob", 1, 2, "binary", (0, 1)))
+    y = np.array([[0.9, 0.1], [0.2, 0.8], [0.9, 0.1]], dtype=np.float32)
+    agree.observe(np.array([[0.0], [1.0], [2.0]]), y, np.array([0, 1, 1]))   # row 2 disagrees, past the bound
+    t = agree.take()
+    assert (t.rows, t.differ, t.capped) == (2, 0, True)
+
+
+def test_a_converted_pipeline_with_one_input_per_column_is_compared_alone_too(tmp_path):
+    """A pipeline converted with several graph inputs (tests/test_onnx_multi_input.py): its label is read
+    beside its probabilities, rows are fed alone input by input, and a LogisticRegression agrees."""
+    import pandas as pd
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fairspec.models import load_model
+
+    df = pd.DataFrame({"sex": ["F", "M"] * 20, "age": np.arange(40, dtype=np.float32)})
+    pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["sex"]), ("p", "passthrough", ["age"])])),
+                     ("clf", LogisticRegression())]).fit(df, (df.age > 20).astype(int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        onx = convert_sklearn(pipe, initial_types=[("sex", StringTensorType([None, 1])),
+                                                   ("age", FloatTensorType([None, 1]))],
+                              options={id(pipe.steps[-1][1]): {"zipmap": False}})
+    (tmp_path / "m.onnx").write_bytes(onx.SerializeToString())
+    m = load_model("onnx", tmp_path / "m.onnx", output="probabilities", index=1)
+    assert m.multi and m.label_agreement is not None
+    m._binding = [(0, 0, ["F", "M"]), (1, 1, None)]
+    m.score(np.array([[0.0, 3.0], [1.0, 30.0], [1.0, 3.0]]))
+    t = m.label_agreement.take()
+    assert (t.rows, t.alone, t.differ) == (3, 3, 0)

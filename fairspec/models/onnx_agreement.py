@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .peek_onnx import _SAME_VALUES, OnnxSignature
 
 #: distinct inputs compared per property (each batch's rows, until this many were seen)
-ROWS = 100_000
+ROWS = 50_000
 #: inputs also run alone per property (onnxruntime's SVM label can differ alone and in a batch)
 ALONE = 512
 _FLOAT_CASTS = frozenset({1, 10, 11, 16})     # Cast to float, float16, double, bfloat16: the same scores
@@ -85,8 +85,8 @@ def _passes_on(sig, name: str, producer) -> str:
 
 @dataclass(frozen=True)
 class Tally:
-    """What one property's evaluations showed: ``rows`` distinct inputs compared (``capped``: the first
-    ROWS of more), ``alone`` of them also run alone, ``differ`` of them where the label's class is not
+    """What one property's evaluations showed: ``rows`` distinct inputs compared (``capped``: a batch
+    reached the bound ROWS), ``alone`` of them also run alone, ``differ`` of them where the label's class is not
     the class read from the declared output; ``example``: (input, label's class, class read, "alone" or
     "batch", "class" or "label") of the first such input."""
     rows: int
@@ -140,10 +140,15 @@ class Agreement:
         return cls, dec
 
     def _label_columns(self, labels):
+        """The column of each label (-1: a label that is none of the node's classes)."""
         import numpy as np
 
         flat = np.asarray(labels).reshape(-1)
-        return np.array([self._column.get(v.item() if hasattr(v, "item") else v, -1) for v in flat], dtype=np.int64)
+        if flat.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        values, back = np.unique(flat, return_inverse=True)
+        cols = np.array([self._column.get(v.item() if hasattr(v, "item") else v, -1) for v in values], dtype=np.int64)
+        return cols[back.reshape(-1)]
 
     def _differs(self, y, labels):
         """(per row: does the label's column differ from a column read, the column read, "class" | "label")."""
@@ -167,38 +172,43 @@ class Agreement:
         possible) runs row i by itself and gives (declared output, label output) of that run."""
         import numpy as np
 
-        X = np.asarray(X, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=np.float64)
         with self._lock:
-            new = []
-            for i in range(X.shape[0]):
-                key = X[i].tobytes()
-                if key in self._seen:
-                    continue
-                if len(self._seen) >= ROWS:
-                    self._capped = True
-                    break
-                self._seen.add(key)
-                new.append(i)
+            seen = self._seen
+            room = ROWS - len(seen)
+            if X.shape[0] > room:                      # the rows past the bound are not compared
+                self._capped = True
+            if room <= 0 or X.shape[1] == 0:
+                return
+            keys = X[:room].view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel().tolist()
+            first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))   # each key's first row
+            new = sorted(i for k, i in first.items() if k not in seen)
+            seen.update(keys[i] for i in new)
             if not new:
                 return
             new = np.asarray(new)
-            bad, lab, read, rule = self._differs(y, labels)
-            how = np.full(len(bad), "batch", dtype=object)
+            Y = np.asarray(y)
+            Y = Y.reshape(-1, 1)[new] if Y.ndim == 1 else Y[new]
+            bad, lab, read, rule = self._differs(Y, np.asarray(labels).reshape(-1)[new])
+            how = np.full(len(new), "batch", dtype=object)
             budget = ALONE - self._alone
             if alone is not None and budget > 0:
-                candidates = new[~bad[new]]
-                for i in candidates[np.argsort(_margins(y, self.readout.threshold)[candidates], kind="stable")][:budget]:
-                    self._alone += 1
-                    y1, l1 = alone(int(i))
-                    b1, lab1, read1, rule1 = self._differs(y1, l1)
-                    if b1[0]:
-                        bad[i], lab[i], read[i], rule[i], how[i] = True, lab1[0], read1[0], rule1[0], "alone"
-            hits = new[bad[new]]
+                candidates = np.flatnonzero(~bad)
+                order = candidates[np.argsort(_margins(Y, self.readout.threshold)[candidates], kind="stable")][:budget]
+                if len(order):
+                    runs = [alone(int(new[j])) for j in order]
+                    self._alone += len(order)
+                    ys = [np.asarray(r[0]) for r in runs]
+                    b1, lab1, read1, rule1 = self._differs(np.concatenate([a.reshape(1, -1) for a in ys]),
+                                                           np.concatenate([np.asarray(r[1]).reshape(-1) for r in runs]))
+                    for k in np.flatnonzero(b1):
+                        j = order[k]
+                        bad[j], lab[j], read[j], rule[j], how[j] = True, lab1[k], read1[k], rule1[k], "alone"
+            hits = np.flatnonzero(bad)
             self._differ += len(hits)
             if len(hits) and self._example is None:
-                i = int(hits[0])
-                self._example = (X[i].copy(), int(lab[i]), int(read[i]), how[i], rule[i])
-
+                j = int(hits[0])
+                self._example = (X[new[j]].copy(), int(lab[j]), int(read[j]), how[j], rule[j])
 
 def _margins(y, threshold):
     """Per row, how near the declared output is to a change of the class read (the two largest columns'

@@ -60,7 +60,7 @@ def message(name: str, prop: str, model, tally, example: str) -> str:
     sib = model.label_agreement.sibling
     out = model.output_name
     _, lab, read, how, rule = tally.example
-    inputs = f"{tally.rows} inputs" + (f" (the first {tally.rows} distinct ones of more)" if tally.capped else "")
+    inputs = f"{tally.rows} inputs" + (" (the most compared for one property)" if tally.capped else "")
     alone = f", {tally.alone} of them also run alone" if tally.alone else ""
     what = (f"class(m(x)) (the argmax of {out!r})" if rule == "class"
             else f"label(m(x)) ({model.readout.describe()} of {out!r})")
