@@ -248,3 +248,19 @@ def test_a_converted_pipeline_with_one_input_per_column_is_compared_alone_too(tm
     m.score(np.array([[0.0, 3.0], [1.0, 30.0], [1.0, 3.0]]))
     t = m.label_agreement.take()
     assert (t.rows, t.alone, t.differ) == (3, 3, 0)
+
+
+def test_fetching_the_label_leaves_the_declared_output_as_it_was(tmp_path):
+    """The comparison reads the label beside the declared output in the same run: what fairspec decides
+    (the declared scores, every class read from them) is bit for bit what it was without it."""
+    from fairspec.models import load_model
+
+    _svc(tmp_path / "m.onnx")
+    m = load_model("onnx", tmp_path / "m.onnx", output="probabilities", index=1)
+    X = GRID.astype(np.float64)
+    with_label = m.score(X), m.outputs(X), m.predict_class(X)
+    agree, m.label_agreement = m.label_agreement, None
+    without = m.score(X), m.outputs(X), m.predict_class(X)
+    for a, b in zip(with_label, without):
+        assert np.array_equal(a, b)
+    assert agree.take().differ == 2

@@ -210,6 +210,7 @@ class Agreement:
                 j = int(hits[0])
                 self._example = (X[new[j]].copy(), int(lab[j]), int(read[j]), how[j], rule[j])
 
+
 def _margins(y, threshold):
     """Per row, how near the declared output is to a change of the class read (the two largest columns'
     gap; a one-column output's distance from the threshold): the rows run alone are the nearest first."""
