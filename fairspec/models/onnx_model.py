@@ -250,7 +250,10 @@ class OnnxModel(LoadedModel):
                 alone = lambda i: self._session.run(  # noqa: E731
                     names, {self.input_name: X[i:i + 1].astype(self._dtype_name)})
         if agree is not None:
-            agree.observe(X, ys[0], ys[1], alone)
+            try:
+                agree.observe(X, ys[0], ys[1], alone)
+            except (ValueError, TypeError, IndexError, KeyError):   # FS439 is a warning: scoring never fails on it
+                self.label_agreement = None
         return self._select(ys[0])
 
     def replay_reference(self, X):
