@@ -1,11 +1,12 @@
-"""Proof path: k-discrimination of a tree model through ``certify.trees.kdisc_by_boxes`` (the leaf
+"""Proof paths: k-discrimination of a tree model through ``certify.trees.kdisc_by_boxes`` (the leaf
 boxes ``kinds/tree_kdisc.decide_kdisc`` takes when the cells are more than ``MAX_POINTS`` points),
+and through ``certify.trees.kdisc_by_cell_enumeration`` (the cells of its split tests, the default cut),
 against brute force on the library's own ``predict_proba`` over every individual.
 
 Biased to ties: forests whose probabilities are quarters and eighths (the leaves' class shares of a few
 rows), ``eps`` a quarter or an eighth so that many probabilities lie exactly on a bucket boundary, the
 claim ``k < c`` / ``k <= c`` at exactly the brute-force max k. ``MAX_POINTS`` is cut so that a tiny
-domain (at most 3 x 64 points) goes through the leaf boxes (the test asserts it does for some cut);
+domain (at most 3 x 64 points) goes through the leaf boxes (the test asserts both paths are reached);
 FAIRSPEC_ENUMERATE_PAIRS=0 keeps the plain enumeration of small domains from deciding first.
 A ``holds (proved)`` must agree with brute force; a ``violated`` witness individual is re-counted."""
 
@@ -93,11 +94,13 @@ def test_tree_kdisc_leaf_boxes_agree_with_brute_force_at_bucket_ties(tmp_path, m
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")     # the network-style enumeration of small domains off
 
     est = _forest(seed)
-    boxed = 0
+    boxed = celled = 0
     for eps in ("0.25", "0.125"):
         truth = _brute(est, eps)
         kmax = max(truth.values())
-        for cut in (24,):        # 6 leaf boxes of <= 8 allowed (a cut of 12 leaves the trees' bound, 60 s)
+        # 24: 6 leaf boxes of <= 8 allowed (a cut of 12 leaves them to the trees' bound, 60 s); 400,000 (the
+        # default): the cells of the split tests (certify.trees.kdisc_by_cell_enumeration)
+        for cut in (24, 400_000):
             monkeypatch.setattr(tk, "MAX_POINTS", cut)
             claims = [(op, c) for op, c in (("<", kmax), ("<=", kmax), ("<", kmax + 1), ("<=", kmax - 1))
                       if c >= (2 if op == "<" else 1)]
@@ -106,6 +109,7 @@ def test_tree_kdisc_leaf_boxes_agree_with_brute_force_at_bucket_ties(tmp_path, m
                 d.mkdir()
                 (v,) = check(_spec(d, est, eps, op, k)).verdicts
                 boxed += v.details.get("engine") == "enumeration in leaf boxes"
+                celled += v.details.get("engine") == "enumeration in cells"
                 want = _holds(kmax, op, k)
                 if v.status == "holds":
                     assert want, (seed, eps, cut, op, k, kmax, v.reason)
@@ -122,4 +126,4 @@ def test_tree_kdisc_leaf_boxes_agree_with_brute_force_at_bucket_ties(tmp_path, m
                 else:
                     # a tiny domain: unknown would be a reach bug, not a soundness one; say which
                     pytest.fail(f"unknown on 64 individuals: {v.reason}")
-    assert boxed >= 4, "the leaf-box path was not reached"
+    assert boxed >= 4 and celled >= 4, (boxed, celled)
