@@ -1,7 +1,9 @@
 """Proof path: ``certify.trees.prove_unread`` (``holds (proved)`` because no split test of the tree
 model tells the protected values apart, so x and x' reach the same leaves), reached from
 ``kinds/tree_pairs.decide_by_enumeration`` on the solver path (FAIRSPEC_ENUMERATE_PAIRS=0), against
-brute force on scikit-learn's own ``predict`` / ``predict_proba`` over every pair.
+brute force on the library's own ``predict`` / ``predict_proba`` over every pair: scikit-learn (``x <= t``
+after a float32 cast) and XGBoost (``x < t``: a threshold exactly on a value of g reads it, the next
+float32 above it does not).
 
 Biased to ties: the one split on the protected g has its threshold moved onto and around the grid of
 g's values (exactly a value, a float32 rounding away from it, outside the range), where the tree's
@@ -97,3 +99,55 @@ def test_unread_protected_split_agrees_with_brute_force(tmp_path, monkeypatch, t
             assert (la != lb) if op is None else not (abs(a - b) < eps if op == "<" else abs(a - b) <= eps)
         else:
             assert reads, (threshold, v.name, v.reason)      # an unread model is decided by the proof
+
+
+def _xgb(tmp_path, threshold):
+    """An XGBoost binary:logistic model (x then g, as above), the split on g moved to ``threshold``
+    (XGBoost: left when float32(x) < threshold); its own XGBClassifier for brute force."""
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    X = np.array([[g, x] for g in GV for x in XV for _ in range(4)], float)
+    y = np.array([1 if x > 3 else int(r < (1 if g <= 1 else 3))
+                  for g in GV for x in XV for r in range(4)])
+    b = xgb.train({"objective": "binary:logistic", "max_depth": 2, "nthread": 1, "base_score": 0.5, "eta": 1.0},
+                  xgb.DMatrix(X, label=y), 1)
+    doc = json.loads(b.save_raw("json"))
+    t = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    g_nodes = [i for i, (l, f) in enumerate(zip(t["left_children"], t["split_indices"])) if l != -1 and f == 0]
+    assert len(g_nodes) == 1
+    t["split_conditions"][g_nodes[0]] = threshold
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    clf = xgb.XGBClassifier()
+    clf.load_model(str(tmp_path / "m.json"))
+    return clf
+
+
+@pytest.mark.parametrize("threshold", [3.0, float(np.nextafter(np.float32(3), np.float32(4))), 0.0, -0.0,
+                                       float(np.nextafter(np.float32(0), np.float32(1))), 4.0, 2.5])
+def test_unread_xgboost_strict_split_agrees_with_brute_force(tmp_path, monkeypatch, threshold):
+    from fairspec.pipeline import check
+
+    clf = _xgb(tmp_path, threshold)
+    body = "".join(f"property {n} {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n  ensure {e}\n}}\n"
+                   for n, (e, _, _) in POSTS.items())
+    (tmp_path / "s.fair").write_text(SPEC.replace('sklearn("m.skops")', 'xgboost("m.json")') + body)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rep = check(tmp_path / "s.fair")
+    assert not rep.has_errors, rep.diagnostics
+    X = np.array([[g, x] for x in XV for g in GV], float)
+    lab = clf.predict(X).reshape(len(XV), len(GV))
+    P = clf.predict_proba(X)[:, 1].astype(np.float64).reshape(len(XV), len(GV))
+    differs, gap = bool(np.any(lab != lab[:, :1])), float(np.max(P.max(axis=1) - P.min(axis=1)))
+    for v in rep.verdicts:
+        _, op, eps = POSTS[v.name]
+        truth = (not differs) if op is None else (gap < eps if op == "<" else gap <= eps)
+        assert v.status != "holds" or truth, (threshold, v.name, gap, v.reason)
+        assert v.status != "violated" or not truth, (threshold, v.name, gap, v.reason)
+        if v.status == "violated":
+            w = v.witness
+            a, b = clf.predict_proba(np.array([w.x, w.x_prime], float))[:, 1]
+            la, lb = clf.predict(np.array([w.x, w.x_prime], float))
+            assert (la != lb) if op is None else not (abs(a - b) < eps if op == "<" else abs(a - b) <= eps)
+        if gap == 0 and not differs:
+            assert v.status == "holds", (threshold, v.name, v.reason)
