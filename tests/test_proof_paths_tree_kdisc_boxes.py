@@ -4,7 +4,8 @@ and through ``certify.trees.kdisc_by_cell_enumeration`` (the cells of its split 
 against brute force on the library's own ``predict_proba`` over every individual.
 
 Biased to ties: forests whose probabilities are quarters and eighths (the leaves' class shares of a few
-rows), ``eps`` a quarter or an eighth so that many probabilities lie exactly on a bucket boundary, the
+rows), ``eps`` a quarter, an eighth or 0.1 (a decimal: 1/2 is exactly its 5th boundary) so that many probabilities
+lie exactly on a bucket boundary, the
 claim ``k < c`` / ``k <= c`` at exactly the brute-force max k. ``MAX_POINTS`` is cut so that a tiny
 domain (at most 3 x 64 points) goes through the leaf boxes (the test asserts both paths are reached);
 FAIRSPEC_ENUMERATE_PAIRS=0 keeps the plain enumeration of small domains from deciding first.
@@ -95,7 +96,7 @@ def test_tree_kdisc_leaf_boxes_agree_with_brute_force_at_bucket_ties(tmp_path, m
 
     est = _forest(seed)
     boxed = celled = 0
-    for eps in ("0.25", "0.125"):
+    for eps in ("0.25", "0.125", "0.1"):      # 0.1: p = 1/2 exactly on a boundary of a decimal eps
         truth = _brute(est, eps)
         kmax = max(truth.values())
         # 24: 6 leaf boxes of <= 8 allowed (a cut of 12 leaves them to the trees' bound, 60 s); 400,000 (the
