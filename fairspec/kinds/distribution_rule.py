@@ -25,6 +25,10 @@ __all__ = ["rule_matches", "rule_gap", "model_or_unknown"]
 _REWEIGHING = ("influence", "path_specific")
 
 
+#: seconds of Fraction arithmetic spent finding the open points of probability 0 (then: none excluded)
+ZERO_TIME_LIMIT = 20.0
+
+
 def rule_matches(prop, pb: Problem) -> None:
     """When the rule decides as the model's own ``predict`` on every point of a discrete support
     (``support_agreement``), the rule's decisions are the model's there: it stands for the model.
@@ -66,12 +70,13 @@ def _zero_probability(prop, pb: Problem):
     op = getattr(pb.clf, "support_open", None)
     if net is None or op is None or prop.metric in _REWEIGHING:
         return None
-    from fairspec.analyses.distribution import all_groups
+    from fairspec.analyses.distribution import DistributionError, all_groups
     from fairspec.analyses.distribution_exact import ExactUnavailable, exact_point_weighed
 
     try:
-        weighed = exact_point_weighed(net, pb.protected, all_groups(pb.bn, pb.protected), op["features"], op["codes"])
-    except ExactUnavailable:
+        weighed = exact_point_weighed(net, pb.protected, all_groups(pb.bn, pb.protected), op["features"],
+                                      op["codes"], time_limit=ZERO_TIME_LIMIT)
+    except (ExactUnavailable, DistributionError):
         return None
     return ~weighed
 
