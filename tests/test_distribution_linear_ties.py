@@ -234,7 +234,7 @@ def test_a_disagreeing_point_of_probability_zero_does_not_make_it_unknown(tmp_pa
             assert s["zero_probability"] == 1, s
             assert v["a"].status == "holds" and v["a"].how == "proved", (v["a"].status, v["a"].reason)
             assert Fraction(v["a"].details["exact_value"]) == want
-            assert "have probability 0" in v["a"].details["classifier"]["note"]
+            assert "(1 of the 8) has probability 0" in v["a"].details["classifier"]["note"]
         else:
             assert "zero_probability" not in s, s
             assert v["a"].status == "unknown" and "linear approximation" in v["a"].reason, v["a"].reason

@@ -52,8 +52,8 @@ def rule_matches(prop, pb: Problem) -> None:
     if zero.all():
         pb.exact_classifier = True
         c["note"] = (f"the rounded rule agrees with the model's predict on every point of the support the "
-                     f"distribution gives a positive probability: the {s['disagree']} of the {s['points']} points "
-                     f"where the two may differ have probability 0")
+                     f"distribution gives a positive probability: every point where the two may differ "
+                     f"({s['disagree']} of the {s['points']}) has probability 0")
         return
     from fairspec.backends.boolean.support import example_of
 
