@@ -281,3 +281,26 @@ def test_a_category_of_weight_zero_leaves_its_points_out(tmp_path):
             assert Fraction(v.details["exact_value"]) == want
         else:
             assert v.status == "unknown", (v.status, v.reason)
+
+
+def test_a_point_of_probability_zero_in_one_group_only_still_counts(tmp_path):
+    """The model does not read P: its support is (Q, S), and (Q, S) = (1, 0), where the rule decides 0
+    and the model 1, has probability 0 in group P (p(S | P) = 1) but not in group not P: it weighs in
+    that group's rate, so the verdict stays unknown. With p(S | not P) = 1 too it weighs in none."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(200, 3)).astype(float)
+    m = LogisticRegression().fit(X, (X[:, 0] + X[:, 1] > 0.5).astype(int))
+    m.coef_, m.intercept_ = np.array([[0.0, 1.0001, -3.0]]), np.array([-1.00005])
+    skops_io.dump(m, tmp_path / "lr.skops")
+    for s_not_p, zero in (("0.3", False), ("1", True)):
+        text = (ZERO_HEAD + f"distribution d {{\n  p(Q) = 0.4\n  p(S | P) = 1\n  p(S | not P) = {s_not_p}\n}}\n"
+                "property a { statistical_parity(m, groups P, distribution d) <= 0.5 }\n")
+        v = _verdicts(tmp_path, text)["a"]
+        s = v.details["classifier"]["support_agreement"]
+        assert s["points"] == 4 and s["disagree"] == 1 and s["example"] == {"Q": True, "S": False}, s
+        if zero:
+            assert s["zero_probability"] == 1 and v.status == "holds" and v.how == "proved", (s, v.reason)
+        else:
+            assert "zero_probability" not in s and v.status == "unknown", (s, v.status, v.reason)
