@@ -135,7 +135,7 @@ def _eliminate(factors, sizes, keep=(), deadline=None) -> np.ndarray:
     todo = {a for ax, _ in fs for a in ax} - set(keep)
     while todo:
         if deadline is not None and time.perf_counter() > deadline:
-            raise ExactUnavailable(f"the exact computation ran over {TIME_LIMIT:g} s")
+            raise ExactUnavailable("the exact computation ran over its time limit")
         def cost(v):
             axes = set()
             for ax, _ in fs:

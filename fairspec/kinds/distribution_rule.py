@@ -76,8 +76,8 @@ def _zero_probability(prop, pb: Problem):
     try:
         weighed = exact_point_weighed(net, pb.protected, all_groups(pb.bn, pb.protected), op["features"],
                                       op["codes"], time_limit=ZERO_TIME_LIMIT)
-    except (ExactUnavailable, DistributionError):
-        return None
+    except (ExactUnavailable, DistributionError, ArithmeticError, ValueError, MemoryError):
+        return None         # not known exactly: nothing is excluded (the conservative reading)
     return ~weighed
 
 
