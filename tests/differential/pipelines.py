@@ -12,8 +12,9 @@ then, in a Pipeline(ColumnTransformer(...), final) fit on the domain's frame and
   string imputed by the most frequent or a constant one), alone or before a scaler / encoder in a
   nested pipeline, evaluated whole (FS423);
 - ``extra-cats``: an OrdinalEncoder fitted on categories the feature does not declare (warning
-  FS437, the properties range over the declared ones; folded); a OneHotEncoder so fitted is
-  error FS422 (an expected refusal, at lint);
+  FS437, the properties range over the declared ones); a OneHotEncoder so fitted is error FS422
+  where the pipeline folds (an expected refusal, at lint; FS437 where it is evaluated whole), and so
+  is an encoder fitted without a declared category, folded or whole;
 - ``xgb`` / ``lgbm``: an XGBClassifier (half with early stopping: its predict reads rounds 0 ..
   best_iteration) / LGBMClassifier as the final step, about half its split thresholds moved onto
   grid points of the transformed columns (decided as a tree model through its booster).
@@ -237,8 +238,26 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame):
         bad_Xt = np.asarray(_quiet(bad_pre.transform, frame), dtype=np.float64)
         yb = np.arange(bad_Xt.shape[0]) % 2
         bad = Pipeline([("pre", bad_pre), ("clf", _quiet(LogisticRegression().fit, bad_Xt, yb))])
-        if not _whole(bad_pre):     # evaluated whole, fairspec says nothing yet (session 29: reported)
+        if not _whole(bad_pre):     # evaluated whole: FS437, a warning (session 29), the verdicts as ever
             refusals.append(('sklearn("m.skops")', bad, Expect("FS422", "lint"), "label"))
+    if shape == "extra-cats" and rng.random() < 0.5:
+        # an encoder fitted without a declared category (it raises on it): FS422 at lint, folded or whole
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.preprocessing import OrdinalEncoder
+
+        f = next(f for f in fs if f.name == target)
+        gone = f.cats[int(rng.integers(0, len(f.cats)))]
+        fewer = [c for c in f.cats if c != gone]
+        enc = (OneHotEncoder(categories=[fewer], sparse_output=False) if rng.random() < 0.5 else
+               OrdinalEncoder(categories=[fewer]))
+        bad_parts = [(n, enc if n == f"t_{target}" else s, c) for n, s, c in parts]
+        seen = fit_frame[fit_frame[target] != gone]
+        bad_pre = _quiet(ColumnTransformer(bad_parts, remainder="drop", transformer_weights=weights or None).fit, seen)
+        bad_Xt = np.asarray(_quiet(bad_pre.transform, seen), dtype=np.float64)
+        bad = Pipeline([("pre", bad_pre), ("clf", _quiet(LogisticRegression().fit, bad_Xt,
+                                                         np.arange(bad_Xt.shape[0]) % 2))])
+        refusals.append(('sklearn("m.skops")', bad, Expect("FS422", "lint"), "label"))
+        info["unknown_category"] = (target, gone)
     return pipe, X, logit, refusals, info
 
 
@@ -270,8 +289,8 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         if p is None:
             p = shipped._pair(rng, f"p{k}", out, ctx, api.PAIRS_ALL)
         p.family = FAMILY
-        # milp / smt on a booster final: FS506 (session 29; not yet encoded): each such property in a
-        # spec of its own, so that the rejection does not take the instance's other properties with it
+        # milp / smt on a booster final: each such property in a spec of its own (until session 29 lint
+        # rejected an XGBClassifier final there, FS506, and took the instance's other properties with it)
         alone = info["final"] in ("xgb", "lgbm") and p.meta.get("backend") in ("milp", "smt")
         p.spec = prelude() + f"# {p.name} in a spec of its own\n" if alone else None
         p.meta.update(shape=shape, final=info["final"], whole=info["whole"], runtime="sklearn")
