@@ -134,6 +134,12 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict):
     if kind == "xgb":
         import xgboost as xgb
 
+        # now and then an objective whose probability is not the logistic of the margin, or a missing
+        # value a domain point holds (the booster's trees do not say either: pipeline_boosters refuses)
+        if rng.random() < 0.25:
+            kw["objective"] = info["objective"] = str(rng.choice(["binary:logitraw", "binary:hinge", "reg:logistic"]))
+        if rng.random() < 0.15:
+            kw["missing"] = info["missing"] = 0.0
         if rng.random() < 0.5:
             yv = rng.integers(0, 2, size=Xt.shape[0])
             est = _quiet(xgb.XGBClassifier(n_estimators=6, early_stopping_rounds=2, **kw).fit, Xt, y,
@@ -143,6 +149,8 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict):
             est = _quiet(xgb.XGBClassifier(n_estimators=int(rng.integers(1, 5)), **kw).fit, Xt, y)
         if rng.random() < 0.6:
             est = api._xgb_edit(rng, est, Xt)
+            if "missing" in kw:             # a wrapper's parameter, not the booster's JSON
+                est.set_params(missing=kw["missing"])
             info["edited"] = True
         return est
     import lightgbm as lgb
