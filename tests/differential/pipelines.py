@@ -80,8 +80,14 @@ def _cat_step(rng, f: Feature, fit_frame, want: set, info: dict, force: str | No
             opts = {"min_frequency": int(np.median(counts.values)) + int(rng.integers(0, 2))}
         if rng.random() < 0.3:
             opts.update(handle_unknown="use_encoded_value", unknown_value=-1)
-        step = OrdinalEncoder(**opts)
-        info.setdefault("constructs", []).append(f"ordinal {f.name} {opts}")
+        if rng.random() < 0.3:      # a one-hot block grouping them too (README: evaluated whole as well)
+            if "handle_unknown" in opts:
+                opts.update(handle_unknown="infrequent_if_exist")
+                opts.pop("unknown_value")
+            step = OneHotEncoder(sparse_output=False, **opts)
+        else:
+            step = OrdinalEncoder(**opts)
+        info.setdefault("constructs", []).append(f"{type(step).__name__} {f.name} {opts}")
     elif _take(rng, "extra-cats", force, want):
         known = list(declared)
         for k in range(int(rng.integers(1, 3))):
