@@ -79,7 +79,9 @@ def test_booster_final_is_a_tree_model_to_lint(tmp_path, monkeypatch, final, bac
                                        "final whose trees pipeline_boosters refuses (objective binary:hinge, "
                                        "missing = 0.0) leaves a 15-point domain unknown ('the milp backend cannot "
                                        "encode this model') instead of enumerating it through the pipeline's predict; "
-                                       "soundness: python bench/soundness.py --case pipelines-52-p1, pipelines-46-p2")
+                                       "soundness: python bench/soundness.py --case pipelines-52-p1, pipelines-46-p2; "
+                                       "reg:logistic, whose probability is the logistic of its margin, is refused "
+                                       "too: pipelines-3000052-p0")
 @pytest.mark.parametrize("how", ["hinge", "missing"])
 def test_unreadable_booster_final_small_domain_is_enumerated(tmp_path, how):
     import xgboost as xgb
