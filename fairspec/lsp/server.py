@@ -424,9 +424,13 @@ def rename(ls: FairspecServer, params: T.RenameParams):
             edits = A.rename(idx, file, line, col, params.new_name, idx.path)
             # the specs importing the file the name is declared in: renamed too, each linted again
             sym = A.rename_target(idx, file, line, col)[0]
-            edits = across_importers(ls, idx, sym, params.new_name, edits)
+            said: list = []  # specs not followed to the end (renames.MAX_DEPTH): the user is told
+            edits = across_importers(ls, idx, sym, params.new_name, edits, said)
     except A.RenameError as e:
         raise JsonRpcInvalidParams(str(e)) from None
+    for sentence in said:
+        ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Warning, message=sentence))
+        ls.window_log_message(T.LogMessageParams(type=T.MessageType.Warning, message=sentence))
     changes: dict = {}
     for span, text, of in edits:
         changes.setdefault(ls.uri_of(span.file), []).append(T.TextEdit(range=ls.range(span, of), new_text=text))
