@@ -210,7 +210,8 @@ def initialize(ls: FairspecServer, params: T.InitializeParams):
     ls.protocol.workspace.__class__ = _Workspace
 
 
-# the files a spec reads that may change on disk (specs, models, data; as editors/vscode/extension.js watches)
+# the files a spec reads that may change on disk (specs, models, data): the one watcher, which every client
+# that registers dynamically (VS Code too: editors/vscode/extension.js watches nothing itself) is asked for
 WATCHED = "**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"
 
 
@@ -272,8 +273,14 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
     from fairspec import filecache
 
     # a model, data or imported file changed on disk: what was read from it is read again, even when a
-    # rewrite kept its size and modification time, and every open spec is linted again
-    filecache.forget(p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p)
+    # rewrite kept its size and modification time, and every open spec is linted again -- unless every
+    # file changed is an open document: the specs read its text from the editor, never the disk, so saving
+    # an open library (linted at its didChange / didSave) is not linted a second time for its file event
+    paths = {p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p}
+    filecache.forget(paths)
+    opened = {ls.path_of(u) for u in list(ls.workspace.text_documents)}
+    if paths and paths <= opened:
+        return
     for uri in list(ls.workspace.text_documents):
         ls.schedule(uri)
 
