@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+from fairspec.files import real_path
 from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import disk_text
 
@@ -28,7 +29,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages", "build", "
 
 
 def _key(p: str | Path) -> str:
-    return str(Path(p).resolve())
+    return str(real_path(p))
 
 
 def project_specs(ls, path: str, target: str | None = None) -> list[str]:

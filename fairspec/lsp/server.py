@@ -53,6 +53,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
+from fairspec.files import real_path
 from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import UNSAVED, confined as _confined, disk_text as _disk_text, same as _same
 from fairspec.lsp.indexes import Indexes
@@ -121,7 +122,7 @@ class FairspecServer(Indexes, LanguageServer):
             return None
         if uri.startswith("file:"):
             p = to_fs_path(uri)
-            return str(Path(p).resolve()) if p else None
+            return str(real_path(p)) if p else None
         if uri not in self.workspace.text_documents:
             return None
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", uri)[:100]
@@ -130,7 +131,7 @@ class FairspecServer(Indexes, LanguageServer):
         return path
 
     def uri_of(self, path: str) -> str:
-        return self.unsaved.get(path) or from_fs_path(str(Path(path).resolve()))
+        return self.unsaved.get(path) or from_fs_path(str(real_path(path)))
 
     def text_of(self, file: str, idx: A.Index | None = None) -> str | None:
         """The text a span in ``file`` was read from: the index's, else the open document's."""

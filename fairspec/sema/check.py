@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fairspec import ir
+from fairspec.files import real_path
 from fairspec.diagnostics import DiagnosticError, Related, Sink, Span
 from fairspec.sema import properties as props
 from fairspec.sema.check_data import DataChecks, used_columns
@@ -126,7 +127,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         # policy applications run only when that file is the one being checked.
         root = modules[-1]
         checks = (ast.PropertyDecl, ast.RepairDecl, ast.ApplyDecl)
-        decls = [Decl(d, Path(m.file).resolve().parent) for m in modules for d in m.decls
+        decls = [Decl(d, real_path(m.file).parent) for m in modules for d in m.decls
                  if not isinstance(d, ast.Import) and (m is root or not isinstance(d, checks))]
         self._bind(decls)
         repeated_options(decls, self.sink)  # FS214: csv(..., label = a, label = b), bootstrap twice

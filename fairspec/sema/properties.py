@@ -110,9 +110,9 @@ def build_repair(ck, node: ast.RepairDecl):
         write = None
         for w in (s for s in node.stmts if s.kind == "write"):
             out = ck.user_path(w.args[0], ck.root.parent, "output file")  # confined (fairspec.files)
-            from fairspec.files import OutsideRoot, PathError, check_target
+            from fairspec.files import OutsideRoot, PathError, check_target, real_path
 
-            if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
+            if model.path and real_path(out) == real_path(model.path):
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
             read = ck.read_by_spec(out)  # another model, a data file, the spec or an import: never replaced
             if read:
