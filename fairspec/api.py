@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from fairspec.errors import FairspecError, undeclared
+from fairspec.files import real_path
 from fairspec.verdict import Verdict
 
 __all__ = ["check", "lint", "CheckReport", "FairspecError"]
@@ -267,7 +268,7 @@ class _Substitutes:
                     path, self.rounds[name] = path
                 self.files[(kind, name)] = path
                 if not _is_path(obj):
-                    for shown in {str(path), str(path.resolve())}:
+                    for shown in {str(path), str(real_path(path))}:
                         self.labels[shown] = (kind, name)
 
     def __exit__(self, *exc):
@@ -411,7 +412,7 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
     """The path written for ``obj``, or (path, rounds) when it keeps fewer boosting rounds than the
     object records (an XGBoost wrapper after early stopping: the load entry's ``rounds``)."""
     if _is_path(obj):
-        return Path(obj).resolve()
+        return real_path(obj)
     fmt = decl.fmt
     mod = type(obj).__module__.split(".")[0]
     try:
@@ -587,7 +588,7 @@ def _with_categories(sliced, full):
 
 def _write_data(obj, decl: _DataDecl, stem: Path, name: str) -> Path:
     if _is_path(obj):
-        return Path(obj).resolve()
+        return real_path(obj)
     frame = _pandas_frame(obj, name)
     if decl.columns is not None:
         frame = _declared_order(frame, decl.columns, name)

@@ -49,6 +49,12 @@ def _real(p: Path) -> Path:
         return Path(os.path.abspath(p))
 
 
+def real_path(p) -> Path:
+    """``Path(p).resolve()`` that never raises: a loop of symbolic links (RuntimeError before Python
+    3.13) is left where the loop starts, for file_kind / os_error to name it in a sentence."""
+    return _real(Path(p))
+
+
 def project_root(spec: Path) -> Path:
     """The nearest folder at or above the spec's folder that holds fairspec.toml or .git."""
     return folder_project(_real(Path(spec)).parent)

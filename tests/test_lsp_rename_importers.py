@@ -154,3 +154,62 @@ def test_an_importer_in_another_folder_of_the_project_and_one_that_does_not_pars
     (tmp_path / "specs" / "b.fair").write_text('# b\nimport "../lib/lib.fair"\n\ngroup g = (\n', encoding="utf-8")
     with pytest.raises(Exception, match=r"b\.fair:2, which imports lib\.fair, does not parse"):
         asyncio.run(rename("years", "age"))
+
+
+DEEP_LIB = """features F {
+  age : int in [17, 90]
+  sex : {Female, Male} protected
+}
+model m = rule(age >= 40)
+policy pol(m: model, F: features) {
+  property same {
+    forall x, x' : F
+    require x.* == x'.* except {sex}
+    ensure label(m(x)) == label(m(x'))
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("depth", [40, 70])
+def test_a_rename_past_the_import_depth_cap_says_which_spec_it_did_not_follow(tmp_path, depth):
+    """A spec reaching the library through more than MAX_DEPTH imports, one inside the other, is not
+    followed to its end (the cap stays); the rename says so in a window/showMessage naming it."""
+    from fairspec.lsp.renames import MAX_DEPTH
+
+    assert MAX_DEPTH < 70
+    (tmp_path / "fairspec.toml").write_text("", encoding="utf-8")
+    (tmp_path / "lib.fair").write_text(DEEP_LIB, encoding="utf-8")
+    for i in range(depth):  # c0 -> c1 -> ... -> c{depth-1} -> lib.fair
+        nxt = f"c{i + 1}.fair" if i + 1 < depth else "lib.fair"
+        (tmp_path / f"c{i}.fair").write_text(f'import "{nxt}"\n', encoding="utf-8")
+    (tmp_path / "top.fair").write_text('import "c0.fair"\napply pol(m, F) as top\n', encoding="utf-8")
+    shown, logged = [], []
+
+    async def scenario():
+        async with Session() as s:
+            s.client.feature(T.WINDOW_SHOW_MESSAGE)(lambda p: shown.append(p))
+            s.client.feature(T.WINDOW_LOG_MESSAGE)(lambda p: logged.append(p.message))
+            uri, text, _ = await s.opened(tmp_path / "lib.fair")
+            edit = await s.client.text_document_rename_async(T.RenameParams(
+                text_document=T.TextDocumentIdentifier(uri=uri), position=s.pos(text, "pol(", 0), new_name="fair"))
+            await s.hover(uri, s.pos(text, "pol(", 0))  # (a round trip: a message came before it)
+            refs = await s.references(uri, s.pos(text, "pol(", 0))
+            await s.hover(uri, s.pos(text, "pol(", 0))
+            assert {r.uri.rsplit("/", 1)[-1] for r in refs} == ({"lib.fair"} if depth == 70 else {"lib.fair", "top.fair"})
+            return edit
+
+    edit = asyncio.run(scenario())
+    renamed = sorted(u.rsplit("/", 1)[-1] for u in edit.changes)
+    if depth == 40:
+        assert renamed == ["lib.fair", "top.fair"] and shown == [], (renamed, shown)  # 41 imports: followed
+        return
+    assert renamed == ["lib.fair"], renamed
+    assert [p.type for p in shown] == [T.MessageType.Warning] * 2, shown  # the rename's, the references'
+    said = shown[0].message
+    # top.fair and c0-c4 are 66-70 imports away from lib.fair: not followed, the first three named
+    assert said.startswith("6 specs (c0.fair, c1.fair, c2.fair and 3 more) import through a chain of over 64 "
+                           "imports, one inside the other, that was not followed to its end"), said
+    assert said.endswith("if one imports lib.fair there, its uses of 'pol' were not renamed"), said
+    assert said in logged
+    assert shown[1].message == said.replace("were not renamed", "were not searched"), shown

@@ -444,3 +444,53 @@ def test_typing_incrementally_with_crlf_emoji_and_backspaces_leaves_the_servers_
             assert outline(await s.symbols(uri)) == outline(await s.symbols(other))
             assert (await tokens(s, uri)).data == (await tokens(s, other)).data
     run(scenario)
+
+
+def test_vscode_s_client_capabilities_get_the_one_watcher_the_extension_relies_on(watched):
+    """vscode-languageclient 9 declares didChangeWatchedFiles with dynamic and relative-pattern support;
+    the extension (editors/vscode/extension.js) watches nothing itself, so the server's registration is
+    the one watcher: each file event reported once, for every kind of file a spec reads."""
+    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
+        did_change_watched_files=T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True,
+                                                                          relative_pattern_support=True)))
+    asked: list = []
+
+    async def scenario():
+        s = Session(capabilities=caps)
+
+        @s.client.feature(T.CLIENT_REGISTER_CAPABILITY)
+        def register(params: T.RegistrationParams):
+            asked.extend(params.registrations)
+
+        async with s:
+            uri, _, _ = await s.opened(watched / "s.fair")
+            await s.hover(uri, T.Position(0, 0))  # (a round trip: the registration came first)
+    run(scenario)
+    (reg,) = asked
+    (watcher,) = reg.register_options["watchers"]
+    kinds = set(watcher["globPattern"].split("{")[1].rstrip("}").split(","))
+    # every file the extension's own watcher used to report, and more
+    assert {"fair", "onnx", "pt", "skops", "pkl", "json", "txt", "ubj", "csv", "data", "parquet"} <= kinds, kinds
+    client = (EXAMPLES.parent / "editors" / "vscode" / "extension.js").read_text(encoding="utf-8")
+    assert "createFileSystemWatcher" not in client and "fileEvents" not in client
+
+
+def test_a_file_event_for_an_open_library_does_not_lint_the_open_specs_again(watched):
+    """Saving an open library: its didChange / didSave lint it and its importers (they read the editor's
+    text, never the disk), so its file event does not lint every open spec once more. An event for a
+    file that is not open (the data) still does."""
+    async def scenario():
+        async with Session() as s:
+            uri, _, diags = await s.opened(watched / "s.fair")
+            assert diags == []
+            n = s.seen(uri)
+            await s.opened(watched / "lib.fair")
+            await s.diagnostics(uri, after=n)  # its importer, linted again: it reads the buffer now
+            n = s.seen(uri)
+            _watched(s, watched / "lib.fair")
+            await asyncio.sleep(3.0)  # a guard only: a lint of s.fair would be published in a fraction of it
+            await s.hover(uri, T.Position(0, 0))
+            assert s.seen(uri) == n, s.published[uri][n:]
+            _watched(s, watched / "d.csv")
+            assert await s.diagnostics(uri, after=n) == []
+    run(scenario)

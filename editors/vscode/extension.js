@@ -13,12 +13,10 @@ function activate(context) {
     .getConfiguration("fairspec")
     .get("server.command", ["fairspec", "lsp"]);
   const serverOptions = { command, args, transport: TransportKind.stdio };
+  // No file watcher of its own: the server registers one (workspace/didChangeWatchedFiles, dynamically,
+  // for the specs, models and data it reads), and a second one here made each saved file reported twice.
   const clientOptions = {
     documentSelector: [{ scheme: "file", language: "fairspec" }],
-    synchronize: {
-      // model, data and imported spec files: the server re-reads them when they change
-      fileEvents: vscode.workspace.createFileSystemWatcher("**/*.{fair,onnx,pt,skops,pkl,json,txt,ubj,csv,data,parquet}"),
-    },
   };
   client = new LanguageClient("fairspec", "fairspec", serverOptions, clientOptions);
   // the server's code lens "check NAME" above each property runs `fairspec check FILE --property NAME`

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from fairspec import ir
+from fairspec.files import real_path
 from fairspec.verdict import Unsupported, Verdict, Witness, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
@@ -254,12 +255,12 @@ def _run(prop: ir.PBA, ctx, progress, t0) -> Verdict:
     if chart:  # through the one confined, atomic writer (fairspec.files.safe_write); lint checked the path
         from fairspec.files import CHART_SUFFIXES, PathError, check_spec_output, safe_write
 
-        path = Path(spec.file).resolve().parent / str(chart)
+        path = real_path(spec.file).parent / str(chart)
         try:
             for flip, t in tables.items():
                 name = str(chart) if len(tables) == 1 else str(Path(str(chart)).with_name(
                     f"{Path(str(chart)).stem}_{flip}{Path(str(chart)).suffix}"))
-                out = check_spec_output(name, Path(spec.file).resolve().parent, ctx.roots, "chart file",
+                out = check_spec_output(name, real_path(spec.file).parent, ctx.roots, "chart file",
                                         suffixes=CHART_SUFFIXES, protect=spec.inputs)
                 title = f"{prop.name}: PBA by {t['groups'] and (groups.label if groups else flip)}"
                 safe_write(out, lambda tmp, t=t, title=title: write_chart(t, tmp, title=title, fmt=out.suffix[1:].lower()),

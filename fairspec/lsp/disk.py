@@ -11,6 +11,8 @@ import re
 import stat
 from pathlib import Path
 
+from fairspec.files import real_path
+
 MAX_SPEC_BYTES = 512 << 10  # kept equal to fairspec.syntax.parser's (not imported here: lark loads lazily)
 # where a document that is not a file is linted: a folder that does not exist (no project, and
 # every relative path in it names nothing)
@@ -52,7 +54,7 @@ def _read_text(file: str, mtime_ns: int, size: int) -> str | None:  # (keyed by 
 
 
 def same(a: str, b: str) -> bool:
-    return a == b or Path(a).resolve() == Path(b).resolve()
+    return a == b or real_path(a) == real_path(b)
 
 
 def unsaved(d):

@@ -33,6 +33,7 @@ from pathlib import Path
 from lsprotocol import types as T
 from pygls.capabilities import get_capability
 
+from fairspec.files import real_path
 from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import MAX_SPEC_BYTES, confined as _confined, unsaved as _unsaved
 from fairspec.lsp.positions import changed
@@ -102,8 +103,8 @@ class Indexes:
             self.good[uri] = idx
             self.partial.pop(uri, None)
         # while a text does not parse, the files its partial index read stay (its imports, until recover)
-        self.imports[uri] = ({str(Path(m.file).resolve()) for m in idx.modules}
-                             | {str(Path(d.span.file).resolve()) for d in idx.diagnostics if d.span is not None}
+        self.imports[uri] = ({str(real_path(m.file)) for m in idx.modules}
+                             | {str(real_path(d.span.file)) for d in idx.diagnostics if d.span is not None}
                              | (set() if idx.ok else self.imports.get(uri, set()))) - {path}
         if recover and not idx.ok:
             self.recover(uri, path, sources)
@@ -127,7 +128,7 @@ class Indexes:
         if uri not in self.workspace.text_documents or self.good.get(uri) is not good:
             return  # closed, or a text that parsed was linted since: its index is newer
         self.partial[uri] = rec
-        self.imports[uri] = self.imports.get(uri, set()) | ({str(Path(m.file).resolve()) for m in rec.modules} - {path})
+        self.imports[uri] = self.imports.get(uri, set()) | ({str(real_path(m.file)) for m in rec.modules} - {path})
         self.refresh(uri, rec)
 
     def answered(self, uri: str, idx: A.Index | None) -> None:
@@ -259,7 +260,7 @@ class Indexes:
         by_uri: dict[str, list[T.Diagnostic]] = {uri: []}
         for d in idx.diagnostics:
             target = uri
-            if d.span is not None and Path(d.span.file).resolve() != root:
+            if d.span is not None and real_path(d.span.file) != root:
                 if _confined(d.span.file, idx.path):
                     target = self.uri_of(d.span.file)
             by_uri.setdefault(target, []).append(self.to_lsp(d, idx))

@@ -17,17 +17,19 @@ import os
 import re
 from pathlib import Path
 
+from fairspec.files import real_path
 from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import disk_text
 
 _IMPORT = re.compile(r'^[ \t]*import[ \t]+"([^"\n]*)"', re.M)
 MAX_SPECS = 5000  # .fair files looked at for importers (a larger tree: the rename is refused, saying so)
 MAX_DIRS = 20000  # folders walked for them (likewise)
+MAX_DEPTH = 64  # imports followed from a spec, one inside the other, looking for the file (deeper: said, not followed)
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages", "build", "dist"}
 
 
 def _key(p: str | Path) -> str:
-    return str(Path(p).resolve())
+    return str(real_path(p))
 
 
 def project_specs(ls, path: str, target: str | None = None) -> list[str]:
@@ -62,11 +64,14 @@ def _text(ls, file: str) -> str | None:
     return doc.source if doc is not None else disk_text(file)
 
 
-def importing_line(ls, spec: str, target: str) -> int | None:
-    """The line of ``spec``'s first import that reads ``target`` (directly or through other imports)."""
+def importing_line(ls, spec: str, target: str, cut: list | None = None) -> int | None:
+    """The line of ``spec``'s first import that reads ``target`` (directly or through other imports);
+    None when none does, or none was found within :data:`MAX_DEPTH` imports one inside the other: then
+    ``spec`` is appended to ``cut`` when some chain of its imports went deeper (not followed)."""
     from fairspec.sema.imports import resolve_import
 
     memo: dict[str, bool] = {}
+    deeper = False
 
     def resolved(text: str, importer: str) -> str | None:
         try:
@@ -75,9 +80,13 @@ def importing_line(ls, spec: str, target: str) -> int | None:
             return None
 
     def reaches(file: str, seen: frozenset) -> bool:
+        nonlocal deeper
         if file == target:
             return True
-        if file in seen or len(seen) > 64:
+        if file in seen:
+            return False
+        if len(seen) > MAX_DEPTH:
+            deeper = True
             return False
         if file not in memo:
             memo[file] = any(reaches(r, seen | {file}) for m in _IMPORT.finditer(_text(ls, file) or "")
@@ -89,23 +98,36 @@ def importing_line(ls, spec: str, target: str) -> int | None:
         r = resolved(m.group(1), spec)
         if r is not None and reaches(r, frozenset({spec})):
             return text.count("\n", 0, m.start()) + 1
+    if deeper and cut is not None:
+        cut.append(spec)
     return None
 
 
-def across_importers(ls, idx: A.Index, sym: A.Symbol, new: str, edits: list) -> list[tuple]:
+def _too_deep(cut: list, target: str, near: str, what: str) -> str:
+    """The sentence for the specs whose imports went deeper than MAX_DEPTH before reaching ``target``."""
+    names = ", ".join(_shown(c, near) for c in cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
+    many = len(cut) > 1
+    return (f"{len(cut)} spec{'s' * many} ({names}) import{'' if many else 's'} through a chain of over {MAX_DEPTH} "
+            f"imports, one inside the other, that was not followed to its end: if {'one' if many else 'it'} "
+            f"imports {Path(target).name} there, {what}")
+
+
+def across_importers(ls, idx: A.Index, sym: A.Symbol, new: str, edits: list, said: list | None = None) -> list[tuple]:
     """``edits`` (the document's rename, from ``idx``) with those of every other spec importing the file
     ``sym`` is declared in: [(span, new text, the index the span is of)]; A.RenameError when one of them
-    cannot be renamed (naming it and its import line), or when two edits of one place disagree."""
+    cannot be renamed (naming it and its import line), or when two edits of one place disagree. A spec
+    whose imports go deeper than MAX_DEPTH without reaching the file is not renamed: a sentence in ``said``."""
     out = [(span, text, idx) for span, text in edits]
     if sym.kind == "variable" or not edits:  # a property's variables are written in that property only
         return out
     target = _key(sym.span.file)
     here = _key(idx.path)
     read = {_key(m.file) for m in idx.modules}
+    cut: list = []
     for spec in project_specs(ls, idx.path, target):
         if spec == here or spec in read:
             continue  # (every use in a file the document's index reads is in its edits already)
-        line = importing_line(ls, spec, target)
+        line = importing_line(ls, spec, target, cut)
         if line is None:
             continue
         where = f"{_shown(spec, idx.path)}:{line}, which imports {Path(target).name}"
@@ -120,6 +142,8 @@ def across_importers(ls, idx: A.Index, sym: A.Symbol, new: str, edits: list) -> 
         except A.RenameError as e:
             raise A.RenameError(f"{where}: {e}") from None
         out += [(span, text, imp) for span, text in more]
+    if cut and said is not None:
+        said.append(_too_deep(cut, target, idx.path, f"its uses of '{sym.name}' were not renamed"))
     return _merged(out)
 
 
@@ -172,9 +196,9 @@ def importer_references(ls, idx: A.Index, sym: A.Symbol | None, include_declarat
     except A.RenameError as e:
         specs = sorted({_key(p) for p in (ls.path_of(u) for u in list(ls.workspace.text_documents)) if p})
         said = str(e).replace("nothing was renamed; rename by hand", "only the open specs were searched")
-    out, skipped = [], 0
+    out, skipped, cut = [], 0, []
     for spec in specs:
-        if spec == here or spec in read or importing_line(ls, spec, target) is None:
+        if spec == here or spec in read or importing_line(ls, spec, target, cut) is None:
             continue
         uri = ls.uri_of(spec)
         if uri in ls.workspace.text_documents:
@@ -193,4 +217,7 @@ def importer_references(ls, idx: A.Index, sym: A.Symbol | None, include_declarat
         many = skipped > 1
         said = (f"{skipped} spec{'s' * many} importing {Path(target).name} that {'are' if many else 'is'} not open "
                 f"{'were' if many else 'was'} not searched (a lint was running): ask again")
+    if cut:
+        deep = _too_deep(cut, target, idx.path, f"its uses of '{sym.name}' were not searched")
+        said = deep if said is None else f"{said}; {deep}"
     return out, said

@@ -53,6 +53,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument, Workspace
 
 from fairspec.diagnostics import Diagnostic, Span
+from fairspec.files import real_path
 from fairspec.lsp import analysis as A
 from fairspec.lsp.disk import UNSAVED, confined as _confined, disk_text as _disk_text, same as _same
 from fairspec.lsp.indexes import Indexes
@@ -121,7 +122,7 @@ class FairspecServer(Indexes, LanguageServer):
             return None
         if uri.startswith("file:"):
             p = to_fs_path(uri)
-            return str(Path(p).resolve()) if p else None
+            return str(real_path(p)) if p else None
         if uri not in self.workspace.text_documents:
             return None
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", uri)[:100]
@@ -130,7 +131,7 @@ class FairspecServer(Indexes, LanguageServer):
         return path
 
     def uri_of(self, path: str) -> str:
-        return self.unsaved.get(path) or from_fs_path(str(Path(path).resolve()))
+        return self.unsaved.get(path) or from_fs_path(str(real_path(path)))
 
     def text_of(self, file: str, idx: A.Index | None = None) -> str | None:
         """The text a span in ``file`` was read from: the index's, else the open document's."""
@@ -210,7 +211,8 @@ def initialize(ls: FairspecServer, params: T.InitializeParams):
     ls.protocol.workspace.__class__ = _Workspace
 
 
-# the files a spec reads that may change on disk (specs, models, data; as editors/vscode/extension.js watches)
+# the files a spec reads that may change on disk (specs, models, data): the one watcher, which every client
+# that registers dynamically (VS Code too: editors/vscode/extension.js watches nothing itself) is asked for
 WATCHED = "**/*.{fair,onnx,pt,pth,skops,pkl,pickle,joblib,json,txt,ubj,csv,tsv,data,parquet}"
 
 
@@ -272,8 +274,14 @@ def did_change_watched(ls: FairspecServer, params: T.DidChangeWatchedFilesParams
     from fairspec import filecache
 
     # a model, data or imported file changed on disk: what was read from it is read again, even when a
-    # rewrite kept its size and modification time, and every open spec is linted again
-    filecache.forget(p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p)
+    # rewrite kept its size and modification time, and every open spec is linted again -- unless every
+    # file changed is an open document: the specs read its text from the editor, never the disk, so saving
+    # an open library (linted at its didChange / didSave) is not linted a second time for its file event
+    paths = {p for p in (ls.path_of(e.uri) for e in params.changes if e.uri.startswith("file:")) if p}
+    filecache.forget(paths)
+    opened = {ls.path_of(u) for u in list(ls.workspace.text_documents)}
+    if paths and paths <= opened:
+        return
     for uri in list(ls.workspace.text_documents):
         ls.schedule(uri)
 
@@ -424,9 +432,13 @@ def rename(ls: FairspecServer, params: T.RenameParams):
             edits = A.rename(idx, file, line, col, params.new_name, idx.path)
             # the specs importing the file the name is declared in: renamed too, each linted again
             sym = A.rename_target(idx, file, line, col)[0]
-            edits = across_importers(ls, idx, sym, params.new_name, edits)
+            said: list = []  # specs not followed to the end (renames.MAX_DEPTH): the user is told
+            edits = across_importers(ls, idx, sym, params.new_name, edits, said)
     except A.RenameError as e:
         raise JsonRpcInvalidParams(str(e)) from None
+    for sentence in said:
+        ls.window_show_message(T.ShowMessageParams(type=T.MessageType.Warning, message=sentence))
+        ls.window_log_message(T.LogMessageParams(type=T.MessageType.Warning, message=sentence))
     changes: dict = {}
     for span, text, of in edits:
         changes.setdefault(ls.uri_of(span.file), []).append(T.TextEdit(range=ls.range(span, of), new_text=text))

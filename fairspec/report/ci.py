@@ -17,6 +17,7 @@ from urllib.parse import quote
 from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible, visible_value
+from fairspec.files import real_path
 from fairspec.report import verdict_notes
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -41,7 +42,7 @@ def repository_root() -> Path:
     directory. GitHub code scanning and workflow annotations read a relative path from the
     repository's root, so a check run from a sub-folder (``working-directory: fairness``) still
     places its findings in the repository's files."""
-    cwd = Path.cwd().resolve()
+    cwd = real_path(Path.cwd())
     for d in (cwd, *cwd.parents):
         try:
             if (d / ".git").exists():
@@ -54,7 +55,7 @@ def repository_root() -> Path:
 def _relpath(file: str) -> str | None:
     """The path relative to the repository root (:func:`repository_root`) when it lies below it
     (what CI annotates)."""
-    p = Path(file).resolve()
+    p = real_path(file)
     try:
         return p.relative_to(repository_root()).as_posix()
     except ValueError:
@@ -63,7 +64,7 @@ def _relpath(file: str) -> str | None:
 
 def _uri(file: str) -> str:
     rel = _relpath(file)
-    return quote(rel, errors="surrogateescape") if rel is not None else Path(file).resolve().as_uri()
+    return quote(rel, errors="surrogateescape") if rel is not None else real_path(file).as_uri()
 
 
 def _location(span, spec: str | None = None) -> list[dict]:

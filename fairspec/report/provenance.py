@@ -12,6 +12,8 @@ import hashlib
 import platform
 from pathlib import Path
 
+from fairspec.files import real_path
+
 # the libraries whose versions a verdict may depend on (model runtimes, solvers, data readers)
 LIBRARIES = ("numpy", "pyarrow", "onnx", "onnxruntime", "torch", "scikit-learn", "skops", "xgboost", "xgboost-cpu",
              "lightgbm", "highspy", "pyscipopt", "z3-solver", "pysmt", "python-sat", "scipy", "dask", "distributed")
@@ -44,7 +46,7 @@ def _versions() -> dict:
 def _entry(path: str, role: str, cwd: Path) -> dict:
     p = Path(path)
     try:
-        shown = p.resolve().relative_to(cwd).as_posix()
+        shown = real_path(p).relative_to(cwd).as_posix()
     except (ValueError, OSError):
         shown = str(p)
     try:
@@ -68,21 +70,21 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
 
     cwd = repository_root()  # the paths every format names: from the repository's root (else the working folder)
     files = [_entry(report.spec, "spec", cwd)]
-    seen = {Path(report.spec).resolve()}
+    seen = {real_path(report.spec)}
     for f in getattr(report, "imports", ()) or ():
-        if Path(f).resolve() not in seen:
-            seen.add(Path(f).resolve())
+        if real_path(f) not in seen:
+            seen.add(real_path(f))
             files.append(_entry(f, "imported spec", cwd))
     kinds = getattr(report, "input_kinds", {}) or {}
     for f in report.inputs or ():
-        if Path(f).resolve() not in seen:
-            seen.add(Path(f).resolve())
+        if real_path(f) not in seen:
+            seen.add(real_path(f))
             files.append(_entry(f, kinds.get(f, "input"), cwd))
     for v in getattr(report, "verdicts", ()) or ():  # what the check wrote: a repaired model, a PBA chart
         d = v.details or {}
         for f in (d.get("written"), *(d.get("charts") or ())):
-            if isinstance(f, str) and f and Path(f).resolve() not in seen:
-                seen.add(Path(f).resolve())
+            if isinstance(f, str) and f and real_path(f) not in seen:
+                seen.add(real_path(f))
                 files.append(_entry(f, "written", cwd))
     now = started or _dt.datetime.now(_dt.timezone.utc)
     return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),

@@ -178,6 +178,17 @@ class _BadRow(Exception):
     pass
 
 
+def read_names(d: ir.Data, names: list[str]) -> list[str]:
+    """The columns of ``names`` that are converted: those the spec reads (``d.used``), in the file's order;
+    every column when ``used`` is None. A wide file (60,000 columns, a handful read) is parsed whole, its
+    rows' field counts checked as before, but only these columns become arrays. At least one column:
+    pyarrow reads every column for an empty ``include_columns``, and the rows are counted from it."""
+    if d.used is None:
+        return list(names)
+    used = set(d.used)
+    return [n for n in names if n in used] or list(names[:1])
+
+
 def _csv_options(d: ir.Data, names: list[str], stream: bool):
     pa, _, pcsv = _pa()
     bad: list = []
@@ -199,8 +210,10 @@ def _csv_options(d: ir.Data, names: list[str], stream: bool):
     po = pcsv.ParseOptions(delimiter=d.sep, invalid_row_handler=on_invalid, newlines_in_values=True)
     # every CSV column is read as dictionary-encoded text: a number column is parsed once per
     # distinct value later, and a missing marker in it ("?") cannot break type inference
+    read = read_names(d, names)
     co = pcsv.ConvertOptions(null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
-                             column_types={c: pa.dictionary(pa.int32(), pa.string()) for c in names})
+                             include_columns=read,
+                             column_types={c: pa.dictionary(pa.int32(), pa.string()) for c in read})
     return ro, po, co, bad
 
 
@@ -307,6 +320,7 @@ def iter_arrow(d: ir.Data, stream: bool = True, batch_rows: int | None = None) -
         return
     pa, _, pcsv = _pa()
     ro, po, co, bad = _csv_options(d, names, stream)
+    names = list(co.include_columns)  # the columns converted (read_names), in the file's order
     header_lines = 1 if d.header else 0
     try:
         if not stream:
@@ -348,13 +362,19 @@ def _iter_parquet(d: ir.Data, names, stream: bool, batch_rows: int) -> Iterator[
         if names is not None and len(names) != len(file_names):
             raise DataError(f"data file {d.path} has {len(file_names)} columns, but the spec names {len(names)}")
         got = names or file_names
+        columns = None  # the file's columns read: those the spec reads (read_names), each name once in the file
+        if len(set(file_names)) == len(file_names):
+            read = read_names(d, got)
+            keep = set(read)
+            columns = [file_names[i] for i, n in enumerate(got) if n in keep]
+            got = read
         if not stream:
-            yield table_from_arrow(d, f.read(), got)
+            yield table_from_arrow(d, f.read(columns=columns), got)
             return
         # re-cut the row groups' batches into batches of exactly `batch_rows` rows, as for CSV: the
         # same batches as the file held in memory, and few enough that per-batch work stays small
         pending, count = [], 0
-        for batch in f.iter_batches(batch_size=batch_rows):
+        for batch in f.iter_batches(batch_size=batch_rows, columns=columns):
             if not batch.num_rows:
                 continue
             pending.append(batch)

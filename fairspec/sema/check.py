@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fairspec import ir
+from fairspec.files import real_path
 from fairspec.diagnostics import DiagnosticError, Related, Sink, Span
 from fairspec.sema import properties as props
 from fairspec.sema.check_data import DataChecks, used_columns
@@ -117,13 +118,16 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             return CheckResult(None, self.sink.items, {}, inputs=(str(self.root),))
         for i, p in enumerate(opened):
             self.reads[p] = "the spec itself" if i == 0 else "a spec file the spec imports"
+        # an import that did not load (not found, outside, not parsed; a cycle loses no file): its names
+        # are unknown here, and each use of one is not said again (FS201 / FS205 stay silent)
+        self.lower.imports_failed = any(d.is_error and d.code != "FS204" for d in self.sink.items)
         if self.sink.has_errors and not modules:
             return CheckResult(None, self.sink.items, {}, inputs=self._inputs())
         # Imported files contribute declarations; their properties, repairs and
         # policy applications run only when that file is the one being checked.
         root = modules[-1]
         checks = (ast.PropertyDecl, ast.RepairDecl, ast.ApplyDecl)
-        decls = [Decl(d, Path(m.file).resolve().parent) for m in modules for d in m.decls
+        decls = [Decl(d, real_path(m.file).parent) for m in modules for d in m.decls
                  if not isinstance(d, ast.Import) and (m is root or not isinstance(d, checks))]
         self._bind(decls)
         repeated_options(decls, self.sink)  # FS214: csv(..., label = a, label = b), bootstrap twice
@@ -259,6 +263,10 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         self.sink.add(code, msg, span, hint=hint)
         raise LowerError()
 
+    def unknown(self, code, msg, span, hint=None):
+        """A name no declaration gives that a failed import could have: said unless an import failed."""
+        self.lower.unknown(code, msg, span, hint=hint)
+
     # ------------------------------------------------------------------ names
     def _bind(self, decls: list[Decl]) -> None:
         for d in decls:
@@ -283,7 +291,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
             self.fail("FS301", f"'{name.id}' is not {what}", name.span)
         if d is not None:  # declared but failed its own checks: already reported
             raise LowerError()
-        self.fail("FS201", f"unknown {what.split(' ', 1)[-1]} '{name.id}'", name.span, hint=did_you_mean(name.id, table))
+        self.unknown("FS201", f"unknown {what.split(' ', 1)[-1]} '{name.id}'", name.span, hint=did_you_mean(name.id, table))
 
     # ------------------------------------------------------------------ properties
     def _property(self, d: Decl, node: ast.PropertyDecl, env: dict, name_prefix: str | None,
@@ -311,7 +319,7 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         if pol is None and node.policy.id in policies:  # declared, but its declaration failed (reported)
             raise LowerError()
         if pol is None:
-            self.fail("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
+            self.unknown("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
         prefix = node.alias.id if node.alias else node.policy.id
         prev = self.apply_prefixes.get(prefix)
         if prev is not None and node.alias is not None:  # one name given twice: "'a' is declared twice" (_bind)

@@ -4,6 +4,7 @@ format and options, its header and sampled rows (lint only samples), and which c
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from fairspec import ir
 from fairspec.sema.decl import Decl
@@ -12,6 +13,49 @@ from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.syntax import ast, literals
 
 PARQUET_HINT = "paths are relative to the spec file; check that the file exists and is a Parquet file with rows"
+
+
+class PerColumn(Mapping):
+    """{column: value} over a data set's columns, each value computed (``compute(index, name)``) when first
+    asked for: lint of a file of 60,000 columns, a handful of which the spec reads, types a handful."""
+
+    def __init__(self, names, compute, skip=()):
+        # (a name given twice: its last column, as a dict had it)
+        self._index = {n: j for j, n in enumerate(names) if n not in skip}
+        self._compute = compute
+        self._done: dict = {}
+
+    def __getitem__(self, name):
+        if name not in self._done:
+            self._done[name] = self._compute(self._index[name], name)  # KeyError: no such column
+        return self._done[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._index
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _complete_rows(rows: list, names: list, data: ir.Data, types) -> list:
+    """The sampled rows (their cells stripped) that miss no value in any column: no Parquet null, no missing
+    marker, no empty cell in a number column (only the columns with an empty cell are typed)."""
+    marks = set(data.missing)
+    own = [(j, set(data.markers(n))) for j, n in enumerate(names) if n in dict(data.missing_by_column)]
+    out = []
+    for r in rows:
+        if len(r) < len(names):
+            continue
+        cells = set(r)
+        if None in cells or cells & marks or any(r[j] in m for j, m in own):
+            continue
+        if "" in cells and any(c == "" and types[n] == "num" for c, n in zip(r, names)):
+            continue
+        out.append(r)
+    return out
 
 
 class DataChecks:
@@ -120,24 +164,29 @@ class DataChecks:
                 self.fail("FS207", f"data set '{node.name.id}' has no column '{col}' (in missing = {{...}})",
                           kw["missing"].value.items[k].key.span,
                           hint=did_you_mean(col, [n for n in names if literals.name_or_string(n) == n]))
-        types, values = {}, {}
-        for j, n in enumerate(names):
+        # each column typed from the sampled rows when first asked for (a file of 60,000 columns the spec
+        # reads a handful of is typed a handful of times): "num" or "str", and the values it holds
+        rows = [[None if c is None else c.strip() for c in r] for r in sample]  # None: a Parquet null
+
+        def typed(j: int, n: str) -> tuple[str, set]:
             marks = data.markers(n)
             # an empty cell is a missing value in a number column (it is no category of a text column
             # either, but there it is kept as written)
-            vals = [r[j].strip() for r in sample if j < len(r) and r[j] is not None and r[j].strip() not in marks]
+            vals = [r[j] for r in rows if j < len(r) and r[j] is not None and r[j] not in marks]
             filled = [v for v in vals if v != ""]
-            types[n] = "num" if filled and all(is_number(v) for v in filled) else "str"
-            values[n] = set(filled if types[n] == "num" else vals)
+            kind = "num" if filled and all(is_number(v) for v in filled) else "str"
+            return kind, set(filled if kind == "num" else vals)
+
+        typings = PerColumn(names, typed)
+        types = PerColumn(names, lambda j, n: typings[n][0])
+        values = PerColumn(names, lambda j, n: typings[n][1])
         self.data_values[node.name.id] = values
         self.data_rows[node.name.id] = len(sample)
         self.data_columns[node.name.id] = types
-        complete = [r for r in sample if len(r) >= len(names)
-                    and not any(c is None or c.strip() in data.markers(n) or (c.strip() == "" and types[n] == "num")
-                                for c, n in zip(r, names))]   # None: a Parquet null, missing in any column
+        complete = _complete_rows(rows, names, data, types)
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
-            shown, {n: [r[j].strip() for r in complete] for j, n in enumerate(names) if n not in nested}, categories)
+            shown, PerColumn(names, lambda j, n: [r[j] for r in complete], skip=nested), categories)
         scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]))
         where = label = None
         said: tuple[str, ...] = ()

@@ -308,8 +308,8 @@ class FeatureChecks:
             if not candidates:
                 span = expr.span
                 unknown = [n for n in names if not any(fs.get(n) for fs in self.feature_sets.values())]
-                if unknown and all(n in self.failed_features for n in unknown):
-                    continue  # the features' own declaration (or their data) was reported
+                if unknown and all(n in self.failed_features for n in unknown) or self.lower.imports_failed:
+                    continue  # the features' own declaration (or their data, or an import) was reported
                 self.sink.add("FS205", f"no feature set declares every feature the rule of '{name}' reads "
                                        f"({', '.join(sorted(names))})", span)
                 continue
@@ -343,7 +343,7 @@ class FeatureChecks:
             bad = unknown[0] if unknown else sorted(names)[0]
             span = next((n.span for n in _name_nodes(node.expr) if n.id == bad), node.expr.span)
             known = {f.name for fs in self.feature_sets.values() for f in fs.features}
-            self.fail("FS205", f"unknown feature '{bad}' in group '{node.name.id}'", span,
+            self.unknown("FS205", f"unknown feature '{bad}' in group '{node.name.id}'", span,
                       hint=did_you_mean(bad, known) or "a group reads the features of one feature set")
         pred = self.lower.expect_bool(node.expr, Scope("features", features=candidates[0]))
         self.group_decls[node.name.id] = node

@@ -89,10 +89,19 @@ class ExprLowerer:
     def __init__(self, sink: Sink, declared: dict | None = None):
         self.sink = sink
         self.declared = {} if declared is None else declared  # every declared name (the checker's symbols)
+        # an import did not load (FS203, FS212, a syntax error in it: said at the import): a name that file
+        # could declare is not reported unknown at each use as well (sema.check.Checker.run sets it)
+        self.imports_failed = False
 
     def fail(self, code, msg, span, hint=None):
         self.sink.add(code, msg, span, hint=hint)
         raise LowerError()
+
+    def unknown(self, code, msg, span, hint=None):
+        """An unknown name an import could declare: FS201 / FS205, or silent when an import failed."""
+        if self.imports_failed:
+            raise LowerError()
+        self.fail(code, msg, span, hint=hint)
 
     # The result of lowering: (ir expr, type) with type in num | str | bool | cat:<feature>
     def lower(self, e: ast.Expr, s: Scope):
@@ -165,7 +174,7 @@ class ExprLowerer:
         # pair scope: bare names are not allowed (which copy?)
         if e.id in s.pair_vars:
             self.fail("FS301", f"'{e.id}' is a whole input; name one of its features, e.g. {e.id}.age", e.span)
-        self.fail("FS201", f"unknown name '{e.id}'", e.span,
+        self.unknown("FS201", f"unknown name '{e.id}'", e.span,
                   hint=f"inside a pair property refer to features as {s.pair_vars[0]}.feature" if s.pair_vars else None)
 
     def _attr(self, e: ast.Attr, s: Scope):
@@ -206,7 +215,7 @@ class ExprLowerer:
             if mname not in s.models and isinstance(getattr(self.declared.get(mname), "node", None), ast.ModelDecl):
                 raise LowerError()  # declared, but its own declaration failed (FS212, FS401...): already reported
             if mname not in s.models:
-                self.fail("FS201", f"unknown model '{mname}'", inner.fn.span, hint=did_you_mean(mname, s.models))
+                self.unknown("FS201", f"unknown model '{mname}'", inner.fn.span, hint=did_you_mean(mname, s.models))
             iargs = inner.positional()
             if len(iargs) != 1 or not isinstance(iargs[0], ast.Name) or iargs[0].id not in s.pair_vars:
                 self.fail("FS305", f"a model is applied to one pair variable: {mname}({s.pair_vars[0]})", inner.span)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fairspec import paths
 from fairspec.diagnostics import DiagnosticError, Related, Sink
-from fairspec.files import OutsideRoot, PathError, Roots, file_kind
+from fairspec.files import OutsideRoot, PathError, Roots, file_kind, real_path
 from fairspec.syntax import ast
 from fairspec.syntax.parser import parse_file, parse_text
 
@@ -39,10 +39,10 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
     """
     if roots is None:
         roots = Roots.for_spec(root)
-    sources = {Path(k).resolve(): v for k, v in (sources or {}).items()}
+    sources = {real_path(k): v for k, v in (sources or {}).items()}
 
     def kind_of(p: Path) -> str:
-        return "file" if p.resolve() in sources else file_kind(p)
+        return "file" if real_path(p) in sources else file_kind(p)
 
     ordered: list[ast.Module] = []
     done: set[Path] = set()
@@ -51,7 +51,7 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
     def enter(path: Path, via: ast.Import | None) -> list | None:
         """Open one file: its frame [key, via, module, the index of its next declaration], or None
         when it is done already, closes a cycle or does not parse (each said to the sink)."""
-        key = path.resolve()
+        key = real_path(path)
         if opened is not None and key not in opened:
             opened.append(key)
         if key in done:

@@ -110,9 +110,9 @@ def build_repair(ck, node: ast.RepairDecl):
         write = None
         for w in (s for s in node.stmts if s.kind == "write"):
             out = ck.user_path(w.args[0], ck.root.parent, "output file")  # confined (fairspec.files)
-            from fairspec.files import OutsideRoot, PathError, check_target
+            from fairspec.files import OutsideRoot, PathError, check_target, real_path
 
-            if model.path and out.resolve() == __import__("pathlib").Path(model.path).resolve():
+            if model.path and real_path(out) == real_path(model.path):
                 ck.fail("FS505", "the repaired model must not overwrite the original model file", w.span)
             read = ck.read_by_spec(out)  # another model, a data file, the spec or an import: never replaced
             if read:
@@ -180,6 +180,9 @@ def bind_policy_args(ck, pol: ast.PolicyDecl, app: ast.ApplyDecl) -> dict:
     return env
 
 
+# a parameter type that names a declaration: its kind, and what an unknown name of it is called
+_DECLARED = {"model": (ast.ModelDecl, "model"), "features": (ast.FeaturesDecl, "feature set"),
+             "data": (ast.DataDecl, "data set")}
 _PARAM_TYPES = ("model", "features", "groups", "set", "real", "int", "data", "duration")
 
 
@@ -197,5 +200,12 @@ def _check_param_type(ck, p: ast.Param, v):
         "int": lambda: isinstance(v, ast.Num) and v.is_int,
         "duration": lambda: isinstance(v, (ast.Dur, ast.Num)),
     }[t]()
+    if not ok and t in _DECLARED and isinstance(v, ast.Name):
+        d = ck.symbols.get(v.id)
+        if d is None:  # no declaration: unknown (silent when an import failed: it may have declared it)
+            table = {"model": ck.models, "features": ck.feature_sets, "data": ck.datasets}[t]
+            ck.unknown("FS201", f"unknown {_DECLARED[t][1]} '{v.id}'", v.span, hint=did_you_mean(v.id, table))
+        if isinstance(d.node, _DECLARED[t][0]):  # declared, but its declaration failed (reported there)
+            raise LowerError()
     if not ok:
         ck.fail("FS301", f"argument for '{p.name.id}' must be a {t}", v.span)

@@ -40,7 +40,7 @@ def _model_of(ck, e, env, table_ok: bool = False) -> ir.Model:
             ck.fail("FS301", f"'{e.id}' is not a model", e.span)
         if d is not None:
             raise LowerError()
-        ck.fail("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
+        ck.unknown("FS201", f"unknown model '{e.id}'", e.span, hint=did_you_mean(e.id, ck.models))
     m = ck.models[e.id]
     if m.format == "predictions" and not table_ok:
         ck.fail("FS502", f"model '{m.name}' is a table of logged predictions: it cannot be evaluated at new "
@@ -114,7 +114,7 @@ def resolve_groups(ck, e, env, fs: ir.FeatureSet, enumerated: bool = True) -> ir
             d = ck.symbols.get(n.id)
             if n.id in ck.failed_features or (d is not None and isinstance(d.node, ast.GroupDecl)):
                 raise LowerError()  # declared, but its declaration failed and was reported
-            ck.fail("FS205", f"unknown feature or group '{n.id}'", n.span,
+            ck.unknown("FS205", f"unknown feature or group '{n.id}'", n.span,
                     hint=did_you_mean(n.id, [f.name for f in fs.features] + list(ck.groups)))
     seen = set()
     cells = 1
@@ -158,7 +158,7 @@ def _distribution(ck, e, env, prop_name: str) -> str:
             name = f"{prop_name}.empirical"
             ck.distributions[name] = ir.Distribution(name, "empirical", e.id, span=e.span)
             return name
-        ck.fail("FS201", f"unknown distribution '{e.id}'", e.span, hint=did_you_mean(e.id, ck.distributions))
+        ck.unknown("FS201", f"unknown distribution '{e.id}'", e.span, hint=did_you_mean(e.id, ck.distributions))
     if isinstance(e, ast.Call):
         name = f"{prop_name}.distribution"
         fake = ast.DistributionDecl(e.span, ast.Name(e.span, name), e.fn, e.args, ())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairspec.diagnostics import Diagnostic, Span, file_text, split_lines
+from fairspec.files import real_path
 from fairspec.syntax import ast
 
 
@@ -74,9 +75,9 @@ class Index:
 
 
 def _same(a: str, b: str) -> bool:
-    # the same text is the same file without asking the file system (Path.resolve: an lstat per
+    # the same text is the same file without asking the file system (resolving: an lstat per
     # component, 80% of a half-typed walk's time when every occurrence was resolved per request)
-    return a == b or Path(a).resolve() == Path(b).resolve()
+    return a == b or real_path(a) == real_path(b)
 
 
 def analyse(path, sources: dict | None = None, recover: bool = False) -> Index:
@@ -88,11 +89,11 @@ def analyse(path, sources: dict | None = None, recover: bool = False) -> Index:
     nothing."""
     from fairspec.pipeline import lint
 
-    path = str(Path(path).resolve())
+    path = str(real_path(path))
     broken: dict[str, tuple[tuple[int, int], ...]] = {}
     parsed = {}
     for k, v in (sources or {}).items():
-        file = str(Path(k).resolve())
+        file = str(real_path(k))
         if recover and isinstance(v, str):
             parsed[k], broken[file] = parse_recovering(v, file)
         else:
@@ -102,7 +103,7 @@ def analyse(path, sources: dict | None = None, recover: bool = False) -> Index:
                 source=next((v for k, v in (sources or {}).items() if _same(k, path)), None),
                 broken={k: v for k, v in broken.items() if v})
     for m in idx.modules:
-        if sources and Path(m.file).resolve() in {Path(k).resolve() for k in sources}:
+        if sources and real_path(m.file) in {real_path(k) for k in sources}:
             idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
         else:
             try:  # as the parser read it (no newline translation, no byte-order mark)
@@ -394,7 +395,7 @@ def import_at(idx: Index, file: str, line: int, col: int) -> Path | None:
             continue
         for d in m.decls:
             if isinstance(d, ast.Import) and _contains(d.span, file, line, col):
-                return resolve_import(d.path, Path(m.file)).resolve()
+                return real_path(resolve_import(d.path, Path(m.file)))
     return None
 
 
@@ -423,8 +424,8 @@ def _under(file: str, root: str) -> bool:
     from fairspec import paths
     from fairspec.files import project_root
 
-    f, spec = Path(file).resolve(), Path(root).resolve()
-    shipped = paths.specs_dir().resolve()
+    f, spec = real_path(file), real_path(root)
+    shipped = real_path(paths.specs_dir())
     if f.is_relative_to(shipped) and not spec.is_relative_to(shipped):
         return False
     return f.is_relative_to(spec.parent) or f.is_relative_to(project_root(spec))
