@@ -221,3 +221,43 @@ def test_a_pipelines_binary_booster_logit_against_brute_force(tmp_path, monkeypa
             assert not (d <= t if op == "<=" else d < t), name
         else:
             assert v.status == "holds" and v.how is not None and v.how.startswith("proved"), (name, v.status, v.reason)
+
+
+KD_SPEC = """data d = csv("d.csv", label = y == 1)
+features F from d {
+  g : {n, y, z}  protected
+  a : int in [0, A]
+  b : int in [0, 3]
+}
+model m = sklearn("m.skops")
+property k2 { k_discrimination(m, over {g}) < 2 }
+property k3 { k_discrimination(m, over {g}) < 3 }
+property c2 { k_discrimination(m, over {g}, class = 2, eps = 0.1) < 2 }
+"""
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["small", "cells"])
+@pytest.mark.parametrize("lib", ["xgb", "lgb"])
+def test_k_discrimination_of_a_multiclass_booster_pipeline_counts_its_classes(tmp_path, lib, wide):
+    # the pipeline is written as a pickle (skops refuses XGBoost / LightGBM types), whose classes lint cannot
+    # read: k_discrimination(m, over {g}) was read as the binary score, and scoring it failed ('has 3 columns,
+    # one per class: it has no one binary score'), on a small domain as an error that ended the whole check
+    pipe, data = _pipe(lib, 3)
+    hi = 4000 if wide else 4
+    rows = pd.DataFrame(list(itertools.product(range(hi + 1), range(4))), columns=["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        per_g = [pipe.predict(rows.assign(g=g)[["g", "a", "b"]]) for g in "nyz"]
+        p2 = [pipe.predict_proba(rows.assign(g=g)[["g", "a", "b"]])[:, 2] for g in "nyz"]
+    k_class = max(len(set(t)) for t in zip(*per_g))
+    k_prob = max(len({int(np.floor(Fraction(float(p)) / Fraction("0.1"))) for p in t}) for t in zip(*p2))
+    spec = tmp_path / "s.fair"
+    spec.write_text(KD_SPEC.replace("A", str(hi)))
+    rep = fairspec.check(spec, models={"m": pipe}, data={"d": data})
+    assert len(rep) == 3 and not rep.report.internal_errors, rep.report.to_json().get("error")
+    for name, k, limit in (("k2", k_class, 2), ("k3", k_class, 3), ("c2", k_prob, 2)):
+        v = rep[name]
+        assert v.status == ("holds" if k < limit else "violated"), (name, v.status, v.reason, k)
+        if v.status == "holds":
+            assert v.how is not None and v.how.startswith("proved"), (name, v.reason)
+    assert any("predicted classes" in n for n in (rep["k2"].details or {}).get("notes", [])), rep["k2"].details
