@@ -507,6 +507,9 @@ def _run_property(prop, ctx, progress=None) -> dict:
         out["interrupted"] = True
         if v.status != "violated":
             v = unknown(prop, _interrupted("before it was decided"), backend=backend)
+    from fairspec.runtime.label_agreement import judge
+
+    judge(ctx, prop)    # FS439: an ONNX classifier's own label against the declared output, on what it evaluated
     if v is not None:
         v = _class_labels(prop, ctx, v)
         # a property's seconds are its own work: the files it loaded first are reported under loads
@@ -514,7 +517,7 @@ def _run_property(prop, ctx, progress=None) -> dict:
     out["loads"] = ctx.loads[n_loads:]
     out["warnings"] = ctx.warnings[n_warn:]
     out["suppressed"] = ctx.suppressed[n_sup:]
-    out["located"] = ctx.located[n_at:]     # check's warnings about the spec, at their span (FS427, FS433, FS435)
+    out["located"] = ctx.located[n_at:]     # check's warnings about the spec, at their span (FS427, FS433, FS435, FS439)
     out["located_suppressed"] = ctx.located_suppressed[n_at_sup:]
     return out
 

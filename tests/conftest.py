@@ -22,6 +22,16 @@ EXAMPLES = REPO / "examples"
 # The confinement tests (test_hostile.py) clear this to see the default.
 os.environ["FAIRSPEC_ALLOW_PATH"] = str(REPO)
 
+# One BLAS / OpenMP thread in this process and its subprocesses (`fairspec` runs, language servers), as
+# fairspec's own workers run (fairspec.runtime.jobs.SINGLE_THREAD_ENV), set before numpy, scikit-learn or
+# torch is first imported: the suite's models and matrices are small, and a pool of threads only spins
+# against the other pytest-xdist worker for the two cores (measured: tests/test_pipeline_team.py
+# 229 s -> 71 s, 40 -> 20 CPU s; one LogisticRegression fit 0.30 -> 0.016 CPU s). Results are the same.
+# An explicit value in the environment is kept.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+             "NUMEXPR_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 # a label individual-fairness property over F (a protected g), numbered {k}, its backend line(s) {using}: the
 # label-tie tests' brute-force specs (test_label_decision_runtime, test_label_equal_logits,
 # test_linear_classifier_networks)

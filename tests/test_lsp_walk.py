@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 
 import pytest
 
@@ -321,11 +322,18 @@ def _inside(text: str, rng: T.Range) -> bool:
     return (rng.start.line, rng.start.character) <= (rng.end.line, rng.end.character)
 
 
+# `fairspec lsp` with no debounce: _typed awaits each prefix's diagnostics before it sends the next, so
+# each change came within DEBOUNCE of the last lint and waited it out (50 ms a prefix, ~85% of the two
+# walks' time); every prefix is still linted and its diagnostics read, as before
+UNDEBOUNCED = [sys.executable, "-c", "import sys; import fairspec.lsp.indexes as i; assert i.DEBOUNCE; i.DEBOUNCE = 0; "
+               "from fairspec.cli import main; sys.argv = ['fairspec', 'lsp']; sys.exit(main())"]
+
+
 def _typed(path, text: str, cuts) -> None:
     """Type text into the open document, one prefix per change, each linted (its diagnostics awaited): none
     may lie outside the prefix, and the server answers a request after the last."""
     async def scenario():
-        async with Session() as s:
+        async with Session(UNDEBOUNCED) as s:
             uri, _, _ = await s.opened(path, text="")
             for k in cuts:
                 n = s.seen(uri)

@@ -28,7 +28,7 @@ import numpy as np
 from fairspec.certify.exact import threshold_of
 
 __all__ = ["ExactNet", "ExactUnavailable", "exact_ppvs", "exact_metric", "exact_probability",
-           "MAX_CELLS"]
+           "exact_point_weighed", "MAX_CELLS"]
 
 MAX_CELLS = 500_000       # the largest table (classifier indicator or intermediate factor) built
 TIME_LIMIT = 60.0         # seconds of Fraction arithmetic before the exact re-check gives up
@@ -135,7 +135,7 @@ def _eliminate(factors, sizes, keep=(), deadline=None) -> np.ndarray:
     todo = {a for ax, _ in fs for a in ax} - set(keep)
     while todo:
         if deadline is not None and time.perf_counter() > deadline:
-            raise ExactUnavailable(f"the exact computation ran over {TIME_LIMIT:g} s")
+            raise ExactUnavailable("the exact computation ran over its time limit")
         def cost(v):
             axes = set()
             for ax, _ in fs:
@@ -237,6 +237,54 @@ def exact_ppvs(net: ExactNet, clf, protected: Sequence[str], groups: Sequence[tu
         else:
             out[g] = num
     return out
+
+
+def exact_point_weighed(net: ExactNet, protected: Sequence[str], groups: Sequence[tuple],
+                        features: Sequence[str], codes: Mapping[str, Sequence[int]],
+                        time_limit: float = TIME_LIMIT) -> np.ndarray:
+    """For points ``codes[f][i]`` over ``features``: whether some group's PPV in :func:`exact_ppvs`
+    weighs the point, i.e. Pr[features = x | group] > 0 in exact rationals for some group (the same
+    factors as :func:`exact_ppvs`: the tables of the features' ancestors, the protected roots fixed by
+    the group; a protected feature among ``features`` must have the group's value). A point no group
+    weighs adds exactly 0 to every PPV (numerator and, with evidence, denominator), whatever the
+    classifier decides there. Raises :class:`ExactUnavailable` when a feature is not in the network or
+    a table is too large."""
+    import time
+
+    deadline = time.perf_counter() + time_limit
+    protected = tuple(protected)
+    features = tuple(features)
+    for f in features:
+        if f not in net.sizes:
+            raise ExactUnavailable(f"feature '{f}' is not in the distribution")
+    n = len(codes[features[0]]) if features else 1
+    cols = {f: np.asarray(codes[f], dtype=np.int64).reshape(-1) for f in features}
+    weighed = np.zeros(n, dtype=bool)
+    keep_all = net.ancestors(list(features) + list(protected))
+    free = [v for v in net.order if v in keep_all and v not in protected]
+    for g in groups:
+        fixed = dict(zip(protected, (int(x) for x in g)))
+        factors = []
+        for v in free:
+            idx, axes = [], []
+            for p in net.parents[v]:
+                if p in fixed:
+                    idx.append(fixed[p])
+                else:
+                    idx.append(slice(None))
+                    axes.append(p)
+            factors.append((tuple(axes) + (v,), net.cpts[v][tuple(idx)] if idx else net.cpts[v]))
+        keep = tuple(f for f in features if f not in fixed)
+        table = _eliminate(factors, net.sizes, keep=keep, deadline=deadline)
+        match = np.ones(n, dtype=bool)
+        for f in features:
+            if f in fixed:
+                match &= cols[f] == fixed[f]
+        for i in np.flatnonzero(match & ~weighed):
+            p = table[tuple(int(cols[f][i]) for f in keep)] if keep else (
+                table[()] if isinstance(table, np.ndarray) else table)
+            weighed[i] = Fraction(p) > 0
+    return weighed
 
 
 def exact_metric(metric: str, ppvs: Mapping) -> Fraction | None:

@@ -164,6 +164,10 @@ def check_time(spec) -> dict[tuple[str, int, str], str]:
     for m in getattr(spec, "models", ()):
         if m.format == "predictions" and m.positive is not None and m.span is not None:
             out[(m.span.file, m.span.line, "FS435")] = f"model {m.name}"
+        # an ONNX classifier's own label against its declared output, on the inputs a property evaluates
+        # (fairspec.runtime.label_agreement): check's to say, never judged unused
+        if m.format == "onnx" and m.span is not None:
+            out[(m.span.file, m.span.line, "FS439")] = f"model {m.name}"
     return out
 
 

@@ -59,6 +59,9 @@ from fairspec import ir
 from fairspec.analyses.distribution import BayesNet, DistributionError
 from fairspec.backends.boolean.elimination import network_has_feature_edges, tree_ppvs_elimination
 from fairspec.kinds.distribution_problem import LABEL, Problem, build_problem, table_network  # noqa: F401
+from fairspec.kinds.distribution_rule import model_or_unknown as _model_or_unknown
+from fairspec.kinds.distribution_rule import rule_gap as _rule_gap
+from fairspec.kinds.distribution_rule import rule_matches as _rule_matches
 from fairspec.planning import plan, setting
 from fairspec.verdict import Unsupported, Verdict, interval_status, unknown
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
@@ -95,7 +98,7 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
         pb = build_problem(prop, ctx, dist)
     except Unsupported as e:
         return unknown(prop, _sentence(e), backend=wanted or "ssat", seconds=time.perf_counter() - t0)
-    _rule_matches(pb)
+    _rule_matches(prop, pb)
     facts = {"form": pb.clf.kind,
              "feature_edges": pb.clf.kind == "tree" and network_has_feature_edges(pb.bn, pb.clf, pb.protected)}
     p = plan(prop, ctx.spec, facts)
@@ -124,64 +127,6 @@ def run(prop: ir.GroupMetric, ctx, progress=None) -> Verdict:
     except DistributionError as e:
         return unknown(prop, _sentence(e), backend=backend, seconds=time.perf_counter() - t0, details=pb.details)
     return _model_or_unknown(prop, pb, _verdict(prop, pb, res, backend, t0, boot))
-
-
-def _rule_matches(pb: Problem) -> None:
-    """A scikit-learn linear model is decided through FVGM's rule, its weights rounded to integers; a
-    verdict about the rule is one about the model only where the two decide alike. When the rule
-    decides as the model's own ``predict`` on every point of a discrete support (compile's
-    ``support_agreement``), the rule's decisions are the model's there: it stands for the model."""
-    c = pb.details.get("classifier") or {}
-    s = c.get("support_agreement") or {}
-    if not pb.exact_classifier and s.get("points") is not None and s.get("disagree") == 0:
-        pb.exact_classifier = True
-        c["note"] = f"the rounded rule agrees with the model's predict on all {s['points']} points of the support"
-
-
-def _rule_gap(pb: Problem) -> str:
-    """How far the rounded rule is known to be from the model: its support check, and its agreement
-    on the data rows when there are some."""
-    c = pb.details.get("classifier") or {}
-    s = c.get("support_agreement") or {}
-    if s.get("points") is None:
-        text = s.get("why") or "the support cannot be enumerated"
-    else:
-        tie = s.get("at_tie", 0)
-        text = (f"the rule decides unlike the model's predict on {s['disagree'] - tie} of the {s['points']} points "
-                f"of the support")
-        if tie:
-            text += (f", and on {tie} the model's decision score lies within its rounding of 0 (predict may "
-                     f"decide it either way by batch)")
-        ex = s.get("example")
-        if ex:
-            at = ", ".join(f"{k} = {v}" for k, v in ex.items())
-            text += (f" (at {at} the model's score is at a tie; the rule decides {int(s['example_rule'])})"
-                     if s.get("example_at_tie") else
-                     f" (at {at} the model decides {int(s['example_model'])}, the rule {int(s['example_rule'])})")
-    if c.get("agreement") is not None:
-        text += f"; on the data rows the two decide alike on {c['agreement']:.2%} of them"
-    return text
-
-
-def _model_or_unknown(prop, pb: Problem, v: Verdict) -> Verdict:
-    """A verdict on the rounded rule of a linear model the rule does not match on the whole support:
-    its bound covers the distribution's estimate, not the gap between the rule and the model, so it
-    is ``unknown`` with the rule's value and how far the two are apart in its reason."""
-    if pb.exact_classifier:
-        return v
-    rule = (v.details.get("classifier") or {}).get("rule")
-    if v.status == "unknown":                  # undecided anyway: say too that the value is the rule's
-        if v.value is None or not v.reason or "linear approximation" in v.reason:
-            return v
-        return dataclasses.replace(v, reason=f"{v.reason}; and the value is the model's linear approximation's"
-                                             f"{f' ({rule})' if rule else ''}, not the model's: {_rule_gap(pb)}")
-    value = "undefined" if v.value is None else f"{v.value:.6g}"
-    was = f"{v.status}{f' ({v.how})' if v.how else ''}"
-    return dataclasses.replace(
-        v, status="unknown", how=None, proof=None, witness=None,
-        reason=f"{prop.metric} = {value} for the model's linear approximation{f' ({rule})' if rule else ''}, its "
-               f"weights rounded to integers ({was} for it), not for the model: {_rule_gap(pb)}, so nothing bounds "
-               f"how far the model's value is from the rule's")
 
 
 def _metric_value(prop, res):

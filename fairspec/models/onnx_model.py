@@ -121,6 +121,12 @@ class OnnxModel(LoadedModel):
         self._session = session
         self._reference = None
         self._init_common(path, "onnx", width, kind, session, readout)
+        from .onnx_agreement import Agreement, label_sibling
+
+        # FS439: the classifier node computing the declared output has a label output of its own; every
+        # evaluation compares them (fairspec.runtime.label_agreement says what a property's showed)
+        sibling = label_sibling(sig, out.name, columns) if readout.task != "regression" else None
+        self.label_agreement = Agreement(sibling, readout) if sibling is not None else None
 
     # ---- several inputs, one per column ------------------------------------------
     def bind_encoding(self, enc, fs) -> None:
@@ -210,29 +216,45 @@ class OnnxModel(LoadedModel):
 
     def _run_batched(self, run, X):
         """Feed X in the model's input dtype, in chunks when the graph pins the batch size."""
+        return self._select(self._run_chunks(lambda xc: [run(xc)], X)[0])
+
+    def _run_chunks(self, run, X) -> list:
+        """The outputs ``run`` gives (a list) for X fed in the model's input dtype, in chunks when the
+        graph pins the batch size (the last one padded with its last row)."""
         import numpy as np
 
         Xc = X.astype(self._dtype_name)
         b = self._batch
         if b is None or b == Xc.shape[0]:
-            return self._select(run(Xc))
+            return run(Xc)
         parts = []
         for start in range(0, Xc.shape[0], b):
             chunk = Xc[start:start + b]
             m = chunk.shape[0]
             if m < b:
                 chunk = np.concatenate([chunk, np.repeat(chunk[-1:], b - m, axis=0)])
-            parts.append(self._select(run(chunk))[:m])
-        return np.concatenate(parts)
+            parts.append([np.asarray(y)[:m] for y in run(chunk)])
+        return [np.concatenate(ys) for ys in zip(*parts)]
 
     def _score(self, X):
+        agree = getattr(self, "label_agreement", None)
+        names = [self.output_name] + ([agree.sibling.label] if agree is not None else [])
+        alone = None
         if self.multi:
-            return self._select(self._session.run([self.output_name], self._feeds(X))[0])
-
-        def run(xc):
-            return self._session.run([self.output_name], {self.input_name: xc})[0]
-
-        return self._run_batched(run, X)
+            feeds = self._feeds(X)
+            ys = self._session.run(names, feeds)
+            alone = lambda i: self._session.run(names, {k: v[i:i + 1] for k, v in feeds.items()})  # noqa: E731
+        else:
+            ys = self._run_chunks(lambda xc: self._session.run(names, {self.input_name: xc}), X)
+            if self._batch in (None, 1):
+                alone = lambda i: self._session.run(  # noqa: E731
+                    names, {self.input_name: X[i:i + 1].astype(self._dtype_name)})
+        if agree is not None:
+            try:
+                agree.observe(X, ys[0], ys[1], alone)
+            except (ValueError, TypeError, IndexError, KeyError):   # FS439 is a warning: scoring never fails on it
+                self.label_agreement = None
+        return self._select(ys[0])
 
     def replay_reference(self, X):
         """The same output evaluated by onnx.reference.ReferenceEvaluator (independent of onnxruntime)."""

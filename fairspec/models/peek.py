@@ -243,6 +243,9 @@ TREE_SKLEARN = frozenset({"DecisionTreeClassifier", "RandomForestClassifier", "E
                           "DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
                           "GradientBoostingRegressor", "HistGradientBoostingRegressor"})
 TREE_FORMATS = ("xgboost", "lightgbm")
+#: a folded pipeline's final XGBClassifier / LGBMClassifier, read as its booster's trees
+#: (fairspec.models.pipeline_boosters.BOOSTER_CLASSIFIERS): a tree model only as a Pipeline's last step
+PIPELINE_BOOSTERS = frozenset({"XGBClassifier", "LGBMClassifier"})
 
 
 def tree_file_class(format: str, path) -> str | None:
@@ -255,12 +258,17 @@ def tree_file_class(format: str, path) -> str | None:
     if fmt in ("sklearn", "scikit-learn", "skops") and p.suffix.lower() == ".skops":
         try:
             with zipfile.ZipFile(p) as zf:
-                cls = skops_final_node(json.loads(zf.read("schema.json"))).get("__class__")
+                schema = json.loads(zf.read("schema.json"))
+            cls = skops_final_node(schema).get("__class__")
         except Exception:  # noqa: BLE001 - the loader gives the sentence at check time
             return None
-        return cls if cls in TREE_SKLEARN else None
+        piped = schema.get("__class__") == "Pipeline" and cls in PIPELINE_BOOSTERS
+        return cls if cls in TREE_SKLEARN or piped else None
     if fmt in ("sklearn", "scikit-learn", "skops"):
         est = sklearn_pickle_estimator(p, final=True) if p.is_file() else None
+        if est is not None and est[0] in PIPELINE_BOOSTERS:
+            top = sklearn_pickle_estimator(p)
+            return est[0] if top is not None and top[0] == "Pipeline" else None
         return est[0] if est is not None and est[0] in TREE_SKLEARN else None
     return None
 

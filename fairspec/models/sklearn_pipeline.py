@@ -67,6 +67,10 @@ class Folded:
     # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
     # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
     clipped: Any = None
+    # every ColumnTransformer entry's category encoder, folded or not (sema checks a pipeline evaluated
+    # whole against the declared categories with them): (column, entry, categories as the spec writes
+    # them, whether an unknown category raises, whether an imputer runs before it)
+    encoders: tuple = field(default=(), compare=False)
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -215,8 +219,36 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
     return what
 
 
+def _encoders(ct, inputs: tuple[str, ...]) -> tuple:
+    """Folded.encoders of a fitted ColumnTransformer: each entry's OneHotEncoder / OrdinalEncoder (the
+    last step of a nested pipeline), one row per column it reads."""
+    out = []
+    for tname, trans, cols in getattr(ct, "transformers_", ()):
+        steps = [s for _, s in getattr(trans, "steps", [])] or [trans]
+        enc, names = steps[-1], _names(cols, inputs)
+        if type(enc).__name__ not in ("OneHotEncoder", "OrdinalEncoder") or not names:
+            continue
+        strict = getattr(enc, "handle_unknown", "error") == "error"
+        imputed = any(type(s).__name__ == "SimpleImputer" for s in steps[:-1])
+        for c, cats in zip(names, getattr(enc, "categories_", ())):
+            out.append((c, str(tname), tuple(_label(v) for v in cats), strict, imputed))
+    return tuple(out)
+
+
 def fold(pipe) -> Folded:
     """The preprocessing of a fitted Pipeline as encoded columns, and its final estimator."""
+    from dataclasses import replace
+
+    out = _fold(pipe)
+    first = next((s for _, s in pipe.steps[:-1] if s is not None and not isinstance(s, str)), None)
+    if type(first).__name__ != "ColumnTransformer":
+        return out
+    encs = _encoders(first, out.inputs)
+    clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs)
+    return replace(out, encoders=encs, clipped=clipped)
+
+
+def _fold(pipe) -> Folded:
     steps = [(n, s) for n, s in pipe.steps if s is not None and not (isinstance(s, str) and s == "passthrough")]
     final = steps[-1][1]
     pre = steps[:-1]

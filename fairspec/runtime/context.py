@@ -168,6 +168,17 @@ class Context:
                 self._check_width(name, self._models[name])
         return self._models[name]
 
+    def loaded_models(self) -> list:
+        """(name, loaded model) of every model file this context has loaded so far."""
+        return list(self._models.items())
+
+    def known_encoding(self, model: str) -> ir.Encoding | None:
+        """The model's encoding when it is at hand without reading data: fitted already, or needing no fit."""
+        if model in self._encodings:
+            return self._encodings[model]
+        enc = self.spec.encoding_for(model)
+        return enc if enc is not None and not enc_mod.needs_fit(enc) else None
+
     def _input_order(self, m: ir.Model, loaded) -> dict:
         """{"input_order": "names" | "declared"} for a load entry: whether the model's inputs were matched
         to the encoded features by the names the model records (a model fit on a data frame, a

@@ -196,6 +196,7 @@ def frame_encoding(folded, feature_sets, model: str, sink, span, failed=frozense
                  hint="declare one feature set with a feature for each column the pipeline reads")
         return None
     fs = candidates[0]
+    whole_categories(folded, fs, model, sink, span)
     cols, offset = [], 0
     for c in folded.inputs:
         f = _feature_for(fs, c)
@@ -211,6 +212,32 @@ def frame_encoding(folded, feature_sets, model: str, sink, span, failed=frozense
             cols.append(ir.ColumnEncoding(f.name, "raw", offset, 1, span=span))
         offset += 1
     return ir.Encoding(fs.name, model, tuple(cols), offset, span=span)
+
+
+def whole_categories(folded, fs: ir.FeatureSet, model: str, sink, span) -> None:
+    """A pipeline evaluated whole against the categories its encoders were fitted on: a declared one
+    the encoder does not know (and raises on: handle_unknown='error', no imputer before it) is FS422,
+    as for a folded pipeline -- its own predict would fail on it --; ones it knows that the feature
+    leaves out are FS437, the properties ranging over the declared ones only (session 29: both were
+    silent, the first an unexplained evaluation failure at check)."""
+    for column, entry, known, strict, imputed in getattr(folded, "encoders", ()):
+        f = _feature_for(fs, column)
+        if f is None or not isinstance(f.domain, ir.Categorical):
+            continue
+        cats = f.domain.categories
+        unknown = [c for c in cats if c not in known]
+        if unknown and strict and not imputed:
+            sink.add("FS422", f"the categories {_shown(unknown)} of '{f.name}' are unknown to the pipeline of model "
+                              f"'{model}' (its encoder '{entry}' knows {_shown(known)}, and raises on another)",
+                     f.span or span, hint="declare only the categories the pipeline was fitted on")
+        more = [k for k in known if k not in cats]
+        if more:
+            order = literals.category_set([k for k in known])
+            sink.add("FS437", f"the pipeline of model '{model}' was fitted on categories of '{f.name}' the feature "
+                              f"does not declare: {_shown(more)} (encoder '{entry}'); the properties range over the "
+                              f"declared categories only", f.span or span,
+                     hint=f"declare every category the pipeline knows ({f.name} : {order}), or acknowledge the "
+                          f"narrower domain with # fairspec: ignore[FS437]")
 
 
 def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -> ir.Encoding | None:

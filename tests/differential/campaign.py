@@ -50,7 +50,7 @@ def families() -> dict:
 
     out = {"network": networks.generate, networks.SKLEARN_FAMILY: networks.generate_sklearn}
     for mod in ("trees", "distributions", "pba", "data_metrics", "data_batched", "kdisc", "multiclass", "regression",
-                "tree_multiclass", "tree_regression", "shipped", "api"):
+                "tree_multiclass", "tree_regression", "shipped", "api", "pipelines"):
         try:
             m = __import__(f"{__package__}.{mod}", fromlist=["generate"])
         except ImportError:
@@ -59,7 +59,7 @@ def families() -> dict:
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
     for fam in ("network", "network-sklearn", "trees", "kdisc", "multiclass", "regression", "trees-multiclass",
-                "trees-regression", "api"):
+                "trees-regression", "api", "pipelines"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     return out

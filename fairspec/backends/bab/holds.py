@@ -5,6 +5,7 @@ certify says equal runtime logits decide it (:func:`fairspec.certify.network.equ
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -101,6 +102,9 @@ def _certify_claim(sub, problem, runtime_net, deadline, encoding, readout, preci
         return BabResult("gave-up", reason="a logit post-condition on a model read as probabilities")
     else:
         E_used = E
+    if not math.isfinite(E_used):       # a float16 probability error of 1/2 or more: no logit margin
+        return BabResult("gave-up", reason=f"the runtime's rounding error bound ({E}) is too large for a proof "
+                                           f"about this model's {precision} runtime")
     thr, strict = moved_threshold(sub.post, sub.eps, E_used, eps_strict)
     r = prove_below(sub, thr, strict, deadline, max_nodes=max_nodes,
                     runtime=runtime_record(sub.eps, eps_strict, E_used, readout, precision),

@@ -4,6 +4,7 @@
   formula nodes a rule passes through; their public names are this package's API:
   ``from fairspec.backends.boolean import DecisionTree``.
 * :mod:`.compile` -- the compiler from a spec's rule or a scikit-learn model to a form.
+* :mod:`.support` -- a linear model's rounded rule against the model's own predict on a discrete support.
 * :mod:`.elimination` -- exact tree PPVs by variable elimination over a tree's paths.
 
 Importing the package imports :mod:`.forms` only.

@@ -24,6 +24,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import Bins, DistributionError, Variable
 from fairspec.backends.boolean.forms import And, Constant, Formula, Linear, Not, Or, Test, Threshold
+from fairspec.backends.boolean.support import MAX_SUPPORT_POINTS, support_agreement  # noqa: F401
 from fairspec.verdict import Unsupported
 
 __all__ = ["Form", "classifier_form", "rule_form"]
@@ -549,82 +550,12 @@ def _sklearn_form(model: ir.Model, ctx, fs: ir.FeatureSet) -> Form:
             rule = linear_from_sklearn(est, cols, mv, X=X, codes=cd,
                                        multiplier=None if X is not None else 100, positive_class=positive)
             rule.variables = dict(variables)
-            rule.support = _support_agreement(est, rule, reads, variables, fs, ctx_, model.name, positive)
+            rule.support = support_agreement(est, rule, reads, variables, fs, ctx_, model.name, positive)
             return rule
 
         return Form("linear", reads, {}, build, exact=False, source="sklearn", info={"model": name})
     raise Unsupported(f"model '{model.name}' is a scikit-learn {name}; over a distribution fairspec verifies "
                       f"decision trees and linear models (and rules); measure it on data instead (data = DATA)")
-
-
-#: the most points of a discrete support the rounded rule and the model are compared on
-MAX_SUPPORT_POINTS = 1 << 16
-
-
-def _support_agreement(est, rule, reads, variables, fs, ctx, model_name: str, positive) -> dict:
-    """Whether FVGM's rounded linear rule decides as the model's own ``predict`` on every point of the
-    support: every combination of the values of the features either reads, when all are bool or
-    categorical (a superset of the distribution's support). ``{"points": N, "disagree": k, ...}``, or
-    ``{"points": None, "why": ...}`` when the support is not a finite set of points to run the model on
-    (a binned numeric feature: a bin is not a point) or has more than :data:`MAX_SUPPORT_POINTS`."""
-    feats = list(dict.fromkeys(tuple(reads) + tuple(rule.features)))
-    sizes = []
-    for f in feats:
-        feat, var = fs.get(f), variables.get(f)
-        if feat is None or var is None or not feat.is_discrete or var.bins is not None:
-            return {"points": None, "why": f"feature '{f}' is numeric: its bins are not points the model can "
-                                           f"be run on, so the support cannot be enumerated"}
-        sizes.append(len(var.values))
-    n = math.prod(sizes)
-    if n > MAX_SUPPORT_POINTS:
-        return {"points": None, "why": f"the support has {n} points, more than the {MAX_SUPPORT_POINTS} "
-                                       f"fairspec enumerates"}
-    grid = np.indices(sizes).reshape(len(sizes), -1) if feats else np.zeros((0, 1), dtype=np.int64)
-    codes = {f: grid[i].astype(np.int64) for i, f in enumerate(feats)}
-    enc = ctx.encoding(model_name)
-    zeros = np.zeros(n, dtype=np.int64)          # a feature no column weighs: any value decides alike
-    X = ctx.model_input(model_name, {c.feature: codes.get(c.feature, zeros) for c in enc.columns}, n)
-    from fairspec.models.base import unnamed_inputs
-
-    with unnamed_inputs():
-        got = np.asarray(est.predict(X))
-    classes = list(getattr(est, "classes_", [0, 1]))
-    model = got == (classes[1] if positive is None else positive)
-    mine = np.broadcast_to(rule.predict(codes), (n,))
-    # a point whose decision score lies within the dot product's rounding of 0 may be decided either way
-    # in another batch (BLAS sums in an order of its own): it is never taken as agreeing
-    tied = _at_tie(est, X)
-    bad = np.flatnonzero((model != mine) | tied)
-    out = {"points": int(n), "disagree": int(len(bad))}
-    if tied.any():
-        out["at_tie"] = int(tied.sum())
-    if len(bad):
-        apart = np.flatnonzero(model != mine)            # a real disagreement first, else a point at a tie
-        i = int(apart[0] if len(apart) else bad[0])
-        out["example_at_tie"] = bool(tied[i])
-        out["example"] = {f: _plain_value(variables[f].values[int(codes[f][i])]) for f in feats}
-        out["example_model"], out["example_rule"] = bool(model[i]), bool(mine[i])
-    return out
-
-
-def _at_tie(est, X) -> np.ndarray:
-    """Points whose binary linear decision score ``X @ w + b`` lies within twice its float64 rounding
-    bound of 0, whichever order the sum is taken in: |fl(s) - s| <= gamma(m + 1) * (|X| @ |w| + |b|),
-    gamma(k) = k u / (1 - k u), u = 2^-53 (the bound itself is computed in float64, hence the factor 2 and
-    the slack). Elsewhere the sign, and so ``predict`` (``score > 0``), is the same in every batch."""
-    w = np.asarray(est.coef_, dtype=np.float64).reshape(-1)
-    b = float(np.asarray(getattr(est, "intercept_", 0.0), dtype=np.float64).reshape(-1)[0])
-    A = np.asarray(X, dtype=np.float64)
-    s = A @ w + b
-    k = A.shape[1] + 1
-    u = 2.0 ** -53
-    gamma = k * u / (1 - k * u)
-    bound = gamma * (np.abs(A) @ np.abs(w) + abs(b)) * (1 + 4 * k * u)
-    return ~(np.abs(s) > 2 * bound) | ~np.isfinite(s)
-
-
-def _plain_value(v):
-    return v.item() if isinstance(v, np.generic) else v
 
 
 @dataclass(frozen=True)

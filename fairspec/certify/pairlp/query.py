@@ -393,6 +393,8 @@ def moved_threshold(post: str, eps, E: float, eps_strict: bool = False) -> tuple
       ``out - out' > eps`` (``>= eps``), so the claim is ``measure <= eps - 2E`` (``< eps - 2E``).
 
     ``eps`` is read as the spec writes it (:func:`fairspec.certify.exact.threshold_of`)."""
+    if not math.isfinite(float(E)):
+        raise ValueError("no finite runtime error bound")
     e = Fraction(float(E))
     if e < 0:
         raise ValueError("E must be >= 0")
