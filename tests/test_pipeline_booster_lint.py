@@ -129,3 +129,78 @@ def test_unreadable_booster_final_small_domain_is_enumerated(tmp_path, how, labe
             warnings.simplefilter("ignore")
             assert pipe.predict(a)[0] != pipe.predict(b)[0], w
         assert a["n"][0] == b["n"][0] and a["g"][0] != b["g"][0]
+
+
+def test_unreadable_booster_final_beyond_a_small_domain_is_unknown_with_the_refusal(tmp_path):
+    """Past enumeration's reach the refused booster stays unknown, naming why its trees were not read."""
+    import fairspec
+
+    pipe, frame, rows, pred, bad = _refused_pipe("hinge", "fair")
+    assert not bad
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("  using BACKEND\n", "").replace("int in [0, 4]", "int in [0, 400000]"))
+    doc = fairspec.check(spec, models={"m": pipe}, data={"d": frame}).to_dict()
+    (prop,) = doc["properties"]
+    assert prop["status"] == "unknown", prop
+    assert "binary:hinge" in prop["reason"], prop["reason"]
+
+
+def test_reg_logistic_is_binary_logistic_bit_for_bit():
+    """XGBoost's reg:logistic in an XGBClassifier is binary:logistic under another name: the same margins,
+    and predict_proba / predict bit for bit the same (float32) on 20,000 points, also with the trees of one
+    run under the other objective. So pipeline_boosters reads its trees (it refused them: 'not the logistic
+    of its margin', soundness pipelines-3000052-p0)."""
+    import json
+
+    import xgboost as xgb
+
+    from fairspec.models.pipeline_boosters import booster_trees
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=3000) * 0.5 > 0).astype(int)
+    reg, binary = (xgb.XGBClassifier(n_estimators=20, max_depth=3, objective=o, n_jobs=1, random_state=0).fit(X, y)
+                   for o in ("reg:logistic", "binary:logistic"))
+    T = (rng.normal(size=(20000, 5)) * 3).astype(np.float32)
+    assert np.array_equal(reg.predict(T, output_margin=True), binary.predict(T, output_margin=True))
+    pr, pb = reg.predict_proba(T), binary.predict_proba(T)
+    assert pr.dtype == np.float32 and np.array_equal(pr.view(np.uint32), pb.view(np.uint32))
+    assert np.array_equal(reg.predict(T), binary.predict(T))
+    cfg = json.loads(binary.get_booster().save_raw("json"))
+    cfg["learner"]["objective"]["name"] = "reg:logistic"
+    swapped = xgb.Booster(model_file=bytearray(json.dumps(cfg).encode()))
+    d = xgb.DMatrix(T)
+    assert np.array_equal(swapped.predict(d).view(np.uint32), binary.get_booster().predict(d).view(np.uint32))
+    assert booster_trees(reg, "predict_proba", 1) is not None
+
+
+@pytest.mark.parametrize("child", [1.0, 0.0])            # min_child_weight 0: it reads g, and violates
+@pytest.mark.parametrize("backend", ["milp", "enumeration"])
+def test_reg_logistic_booster_final_is_read_as_trees(tmp_path, monkeypatch, backend, child):
+    """A pipeline's reg:logistic XGBClassifier goes the tree paths; brute force on every pair with the
+    pipeline's own predict as oracle."""
+    import xgboost as xgb
+
+    import fairspec
+
+    if backend == "milp":
+        monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")      # the tree engines, not enumeration
+    pipe, frame, _ = _pipe("xgb")
+    rows = list(itertools.product("ABC", range(5)))
+    X = pipe.named_steps["pre"].transform(frame[["g", "n"]])
+    clf = xgb.XGBClassifier(n_estimators=10, max_depth=3, learning_rate=0.5, objective="reg:logistic", n_jobs=1,
+                            random_state=0, min_child_weight=child).fit(X, frame["y"])
+    pipe.steps[-1] = ("clf", clf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = pipe.predict(frame[["g", "n"]])
+    truth = "violated" if any(rows[i][1] == rows[j][1] and rows[i][0] != rows[j][0] and pred[i] != pred[j]
+                              for i, j in itertools.product(range(len(rows)), repeat=2)) else "holds"
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("  using BACKEND\n", "  using milp\n" if backend == "milp" else ""))
+    assert truth == ("violated" if child == 0.0 else "holds")
+    doc = fairspec.check(spec, models={"m": pipe}, data={"d": frame}).to_dict()
+    (prop,) = doc["properties"]
+    assert prop["status"] == truth, prop
+    if truth == "holds":       # decided on the tree paths (a violation may be found on the data rows first)
+        assert "library's runtime" in (prop.get("reason") or ""), prop

@@ -182,7 +182,7 @@ def _sigmoid_factor(model, fmt: str) -> float | None:
     from fairspec.backends.trees.runtime import pipeline_booster
 
     if pipeline_booster(model):
-        # a pipeline's XGBClassifier is binary:logistic (pipeline_boosters refuses another objective); an
+        # a pipeline's XGBClassifier is binary:logistic / reg:logistic (pipeline_boosters refuses another); an
         # LGBMClassifier's booster says its sigmoid
         est = model.raw
         return 1.0 if type(est).__name__ == "XGBClassifier" or _lightgbm_plain(est.booster_) else None

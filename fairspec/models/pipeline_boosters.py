@@ -7,7 +7,7 @@ the tree engines read them with the folded encoding in front. Read only where th
 predict is its booster's: the rounds it predicts with (XGBoost's ``best_iteration``, LightGBM's
 ``best_iteration_``), no ``missing`` value other than NaN (XGBoost sends such a value down the default
 branch, which a threshold on the trees does not say), the plain logistic of the margin as its
-probability (``binary:logistic``; LightGBM ``binary`` with ``sigmoid`` 1). The ensemble is then checked
+probability (``binary:logistic`` or its twin ``reg:logistic``; LightGBM ``binary`` with ``sigmoid`` 1). The ensemble is then checked
 against the classifier's own margin (``predict(X, output_margin / raw_score = True)``) at points on both
 sides of every threshold; anything else is :class:`UnsupportedModel` (the property's ``unknown``).
 :func:`booster_columns` reads every class's trees the same way (XGBoost ``multi:softprob``, LightGBM
@@ -106,8 +106,10 @@ def _booster(est, binary: bool):
         if best is not None:
             booster = booster[0:int(best) + 1]      # the rounds XGBClassifier.predict uses
         obj = _xgb_objective(booster) or str(getattr(est, "objective", "") or "")
-        want = "binary:logistic" if binary else "multi:softprob"
-        if obj != want:
+        # reg:logistic is XGBoost's binary:logistic under another name (the same sigmoid of the same margin;
+        # measured bit for bit equal in float32: margins, predict_proba and predict, 20,000 points)
+        want = ("binary:logistic", "reg:logistic") if binary else ("multi:softprob",)
+        if obj not in want:
             raise UnsupportedModel(name, "objective", f"objective {obj!r}: its probability is not the "
                                    f"{'logistic' if binary else 'softmax'} of its margin"
                                    f"{'' if binary else 's'}")
