@@ -137,3 +137,19 @@ def _has_best(est) -> bool:
         return getattr(est, "best_iteration", None) is not None
     except AttributeError:
         return False
+
+
+def no_probability(est) -> str | None:
+    """Why an XGBClassifier's predict_proba is no class probability (fairspec.models.boosted.XGB_NO_PROBABILITY:
+    binary:hinge, its 0 / 1 decision; binary:logitraw, its raw margin), as the clause after "but" of the
+    refusal (the same objectives saved alone are lint error FS415); None for another estimator or objective."""
+    if type(est).__name__ != "XGBClassifier":
+        return None
+    from .boosted import no_probability as why
+
+    try:
+        obj = _xgb_objective(est.get_booster())
+    except Exception:  # noqa: BLE001 - not fitted: its load fails elsewhere
+        return None
+    return why("xgboost", obj or str(getattr(est, "objective", "") or ""), "its final XGBClassifier")
+
