@@ -226,3 +226,33 @@ def test_refused_booster_final_prob_is_no_probability(tmp_path, how):
     else:
         assert prop["status"] == "unknown", prop
         assert f"binary:{how}" in prop["reason"] and "not a probability" in prop["reason"], prop["reason"]
+
+
+@pytest.mark.parametrize("child", [0.0, 5.0])
+@pytest.mark.parametrize("kw", [{"objective": "multi:softmax"}, {"missing": 0.0}], ids=["softmax", "missing"])
+def test_unreadable_multiclass_booster_final_class_is_enumerated(tmp_path, kw, child):
+    """class(m(x)) of a pipeline whose 3-class XGBClassifier booster_columns refuses (multi:softmax,
+    missing = 0.0): every pair of the small domain on its own predict, against brute force with it."""
+    import xgboost as xgb
+
+    import fairspec
+
+    pipe, frame, _ = _pipe("xgb")
+    rows = list(itertools.product("ABC", range(5)))
+    y = np.array([(int(g == "B") + n) % 3 for g, n in rows])
+    frame["y"] = y
+    X = pipe.named_steps["pre"].transform(frame[["g", "n"]])
+    clf = xgb.XGBClassifier(n_estimators=10, max_depth=3, learning_rate=0.5, min_child_weight=child, n_jobs=1,
+                            random_state=0, **kw).fit(X, y)
+    pipe.steps[-1] = ("clf", clf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = pipe.predict(frame[["g", "n"]])
+    truth = "violated" if any(rows[i][1] == rows[j][1] and rows[i][0] != rows[j][0] and pred[i] != pred[j]
+                              for i, j in itertools.product(range(len(rows)), repeat=2)) else "holds"
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC.replace("  using BACKEND\n", "").replace("label(m(x)) == label(m(x'))",
+                                                                  "class(m(x)) == class(m(x'))"))
+    (prop,) = fairspec.check(spec, models={"m": pipe}, data={"d": frame}).to_dict()["properties"]
+    assert prop["status"] == truth, prop
+    assert "model's runtime" in prop["reason"], prop["reason"]
