@@ -156,3 +156,60 @@ def test_an_early_stopped_xgbclassifier_is_read_with_the_rounds_its_predict_uses
     v = fairspec.check(spec, models={"m": pipe}, data={"d": data})["p"]
     assert (v.status == "violated") == _breaks(pipe, ENSURES[0], _grid("small")), (v.status, v.reason)
     assert v.status in ("holds", "violated"), v.reason
+
+
+SPARSE_SPEC = """data d = csv("d.csv", label = y == 1)
+features F from d {
+  g : {n, y}  protected
+  p : {a, b, c, d, e}
+  q : {a, b, c, d, e}
+  r : {a, b, c, d, e}
+}
+model m = sklearn("m.skops")
+
+property p {
+  forall x, x' : F
+  require x.* == x'.* except {g}
+  ensure ENSURE
+}
+"""
+
+
+@pytest.mark.parametrize("ensure", ENSURES)
+def test_a_sparse_column_transformer_before_xgboost_is_evaluated_whole(tmp_path, ensure):
+    # a ColumnTransformer whose output is sparse (one-hot columns at density < sparse_threshold 0.3) hands
+    # XGBoost a CSR matrix, whose absent entries -- the one-hot zeros -- XGBoost reads as missing (the default
+    # branch), not as 0: folded, the booster was evaluated on the dense encoding, another model (holds (proved)
+    # where the pipeline's own predict is violated); now it is evaluated whole, by its own predict
+    import itertools
+
+    import xgboost as xgb
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fairspec.models.sklearn_pipeline import fold
+
+    rng = np.random.default_rng(0)
+    n = 600
+    frame = pd.DataFrame({c: rng.choice(list("abcde"), n) for c in "pqr"}).assign(g=rng.choice(["n", "y"], n))
+    y = ((frame.p == "a") | ((frame.g == "y") & (frame.q == "b"))).astype(int)
+    pre = ColumnTransformer([("oh", OneHotEncoder(), ["g", "p", "q", "r"])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", pre), ("clf", xgb.XGBClassifier(n_estimators=5, max_depth=3, n_jobs=1))]).fit(frame, y)
+    assert pre.sparse_output_
+    assert any("sparse matrix" in u for u in fold(pipe).unfoldable)
+    dense = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(), ["g", "p", "q", "r"])], sparse_threshold=0)),
+                      ("clf", xgb.XGBClassifier(n_estimators=5, max_depth=3, n_jobs=1))]).fit(frame, y)
+    assert not fold(dense).unfoldable
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPARSE_SPEC.replace("ENSURE", ensure))
+    v = fairspec.check(spec, models={"m": pipe}, data={"d": frame.assign(y=y)})["p"]
+    rows = pd.DataFrame([dict(zip("pqr", t)) for t in itertools.product("abcde", repeat=3)])
+    grid = pd.concat([rows.assign(g="n"), rows.assign(g="y")])[["p", "q", "r", "g"]]
+    broken = _breaks(pipe, ensure, grid)
+    assert broken
+    assert v.status == "violated", (v.status, v.reason)
+    pair = pd.DataFrame([v.witness.features, v.witness.features_prime])[["p", "q", "r", "g"]]
+    assert _breaks(pipe, ensure, pair)

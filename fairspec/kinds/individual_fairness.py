@@ -47,6 +47,14 @@ def _pipeline_booster(model) -> bool:
         return False
 
 
+def _booster_final(model) -> bool:
+    """A folded pipeline ending in an XGBClassifier / LGBMClassifier (its trees read or not)."""
+    from fairspec.models.pipeline_boosters import is_booster_classifier
+
+    folded = getattr(model, "folded", None)
+    return folded is not None and is_booster_classifier(getattr(folded, "final", None))
+
+
 def network_of(ctx, model_name: str):
     """The loaded model as the piecewise-linear network of its decision (raises UnsupportedModel):
     the same output column and rule as the loaded model's ``decide`` (fairspec.models.readout)."""
@@ -66,9 +74,11 @@ def _small_domain(prop: ir.IndividualFairness, ctx, backend: str, t0: float) -> 
         if model.tree_ensemble() is not None:
             return None
     except UnsupportedModel:
-        # a scikit-learn pipeline evaluated whole (its preprocessing not folded) has no tree ensemble the
-        # tree backends read, but its own predict / predict_proba score every point: enumerate them
-        if not getattr(model, "unfolded", False):
+        # a scikit-learn pipeline evaluated whole (its preprocessing not folded), or a folded one whose
+        # XGBClassifier / LGBMClassifier's trees models.pipeline_boosters refuses (its objective, a `missing`
+        # value), has no tree ensemble the tree backends read, but its own predict / predict_proba score
+        # every point: enumerate them (beyond a small domain: unknown, with the refusal's reason)
+        if not getattr(model, "unfolded", False) and not _booster_final(model):
             return None
     return decide_small(prop, ctx, backend, setting(prop, "mode", backend), t0)
 

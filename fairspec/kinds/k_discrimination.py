@@ -112,12 +112,37 @@ def _worker_search_state(spec, roots, prop) -> tuple:
     return s.search_state(prop)
 
 
+def _classes_known_at_load(prop: ir.KDiscrimination, ctx):
+    """(the property counting predicted classes, a note) for a model that lint could not tell multiclass (a
+    pickle: a pipeline ending in an XGBClassifier / LGBMClassifier is one) and whose loaded readout has K >= 3
+    columns and no index: what lint makes of k_discrimination without class = c on a multiclass model
+    (sema.individual_properties._kdisc_output), where the binary score it was read as does not exist (its
+    scoring failed, and a small domain's error ended the whole check). None otherwise."""
+    from dataclasses import replace
+
+    m = ctx.spec.model(prop.model)
+    if m is None or m.task is not None or m.n_classes is not None or m.format in ("rule", "predictions"):
+        return None
+    r = getattr(ctx.model(prop.model), "readout", None)
+    if getattr(r, "task", None) != "multiclass" or getattr(r, "index", 0) is not None:
+        return None
+    k = getattr(r, "n_classes", None) or getattr(r, "columns", None)
+    return (replace(prop, output="class", cls=None),
+            f"model '{prop.model}' has {k} classes, known once its file is loaded: k-discrimination counts its "
+            f"predicted classes, and eps does not apply (add class = c to bucket class c's probability by eps)")
+
+
 def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     t0 = time.perf_counter()
     if getattr(prop, "output", "score") != "score":
         from fairspec.kinds.kdisc_outputs import run_outputs
 
         return run_outputs(prop, ctx, t0, _decide_small)
+    if (late := _classes_known_at_load(prop, ctx)) is not None:
+        from fairspec.kinds.kdisc_outputs import run_outputs
+        from fairspec.verdict import with_note
+
+        return with_note(run_outputs(late[0], ctx, t0, _decide_small), late[1])
     from fairspec.runtime.executor import JobError, SerialExecutor, configured_workers, get_executor
     from fairspec.backends.search.kdisc import RESTARTS, kdisc_restarts
     from fairspec.backends.data.flips import replayer_name

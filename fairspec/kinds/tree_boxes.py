@@ -72,7 +72,7 @@ def output_scores(model, margin: bool = False):
 
 
 def _output_scores(model, margin: bool = False):
-    from fairspec.backends.trees.runtime import _xgb_objective, library_task
+    from fairspec.backends.trees.runtime import _xgb_objective, library_task, pipeline_booster
     from fairspec.certify.treeboxes import Scores
     from fairspec.kinds.tree_cells import tree_nodes
     from fairspec.models import trees as T
@@ -81,7 +81,14 @@ def _output_scores(model, margin: bool = False):
     task, k = library_task(model)
     probs = True
     obj = ""
-    if fmt == "sklearn":
+    booster = pipeline_booster(model)      # a folded pipeline's XGBClassifier / LGBMClassifier
+    if booster:
+        from fairspec.models.pipeline_boosters import booster_columns
+
+        cols = booster_columns(model.raw)      # checked: its rounds, objective, missing, own margins
+        linear = False
+        fmt = "xgboost" if type(model.raw).__name__ == "XGBClassifier" else "lightgbm"
+    elif fmt == "sklearn":
         if getattr(model, "unfolded", False):
             return None
         est = model.raw
@@ -172,6 +179,13 @@ def _sigmoid_factor(model, fmt: str) -> float | None:
     times f (1: :func:`_plain_sigmoid`; 2: scikit-learn's GradientBoosting with the exponential loss,
     ``ExponentialLoss.predict_proba``: class 1 ``HalfLogitLink.inverse`` = ``expit(2 * raw)`` in float64,
     2 * raw exact, class 0 ``1 -`` that: :func:`fairspec.models.trees.sklearn_link_factor`); None otherwise."""
+    from fairspec.backends.trees.runtime import pipeline_booster
+
+    if pipeline_booster(model):
+        # a pipeline's XGBClassifier is binary:logistic / reg:logistic (pipeline_boosters refuses another); an
+        # LGBMClassifier's booster says its sigmoid
+        est = model.raw
+        return 1.0 if type(est).__name__ == "XGBClassifier" or _lightgbm_plain(est.booster_) else None
     if fmt == "sklearn":
         from fairspec.models.trees import sklearn_link_factor
 
@@ -200,17 +214,21 @@ def _plain_sigmoid(model, fmt: str) -> bool:
 
         return _xgb_objective(model) == "binary:logistic"
     if fmt == "lightgbm":
-        words = str(model.raw.dump_model(num_iteration=0).get("objective", "")).split()
-        if words[:1] in (["cross_entropy"], ["xentropy"]):
-            return True
-        if words[:1] != ["binary"]:
-            return False
-        sig = [w.split(":", 1)[1] for w in words[1:] if w.startswith("sigmoid:")]
-        try:
-            return len(sig) == 1 and float(sig[0]) == 1.0
-        except ValueError:
-            return False
+        return _lightgbm_plain(model.raw)
     return False
+
+
+def _lightgbm_plain(booster) -> bool:
+    words = str(booster.dump_model(num_iteration=0).get("objective", "")).split()
+    if words[:1] in (["cross_entropy"], ["xentropy"]):
+        return True
+    if words[:1] != ["binary"]:
+        return False
+    sig = [w.split(":", 1)[1] for w in words[1:] if w.startswith("sigmoid:")]
+    try:
+        return len(sig) == 1 and float(sig[0]) == 1.0
+    except ValueError:
+        return False
 
 
 class _Dom:

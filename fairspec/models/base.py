@@ -422,14 +422,16 @@ class LoadedModel(abc.ABC):
     #: classifier declared by a decision_function whose logistic is not its predict_proba:
     #: fairspec.models.peek_sklearn.decision_probability, lint FS415 where it can read the file), or None
     prob_problem: str | None = None
+    #: what to do instead, where the declaration cannot fix ``prob_problem`` (None: declare the probability)
+    prob_hint: str | None = None
 
     def refuse_prob(self) -> None:
         """Raise :class:`fairspec.verdict.Unsupported` (the property's ``unknown``) for a read of
         ``prob`` the model's declaration leaves ambiguous (``prob_problem``)."""
         if self.prob_problem is not None:
-            raise Unsupported(f"prob(m(x)) reads a class probability, but {self.prob_problem}; declare the model "
-                              f"by its probability (output = \"predict_proba\", score = prob), or compare "
-                              f"logit(m(x)) or label(m(x))")
+            raise Unsupported(f"prob(m(x)) reads a class probability, but {self.prob_problem}; " + (
+                self.prob_hint or "declare the model by its probability (output = \"predict_proba\", score = "
+                                  "prob), or compare logit(m(x)) or label(m(x))"))
 
     def replay(self, X: "np.ndarray") -> "np.ndarray":
         """Evaluate the declared output on an independent path where one exists (used to

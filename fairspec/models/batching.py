@@ -44,7 +44,8 @@ def batch_dependent(model) -> bool:
 def rounds_by_batch(model) -> bool:
     """Does the runtime round a point differently in other batches, with no error bound of its own? A
     torch module, a float64 ONNX graph (:func:`batch_dependent`), or a scikit-learn model whose final
-    estimator is not a tree model (a tree model compares and adds in a fixed order per individual)."""
+    estimator is not a tree model (a tree model, an XGBClassifier / LGBMClassifier too, compares and adds in a
+    fixed order per individual)."""
     fmt = getattr(model, "format", "")
     if fmt == "torch":
         return True
@@ -52,11 +53,14 @@ def rounds_by_batch(model) -> bool:
         return batch_dependent(model)
     if fmt != "sklearn":
         return False
+    from fairspec.models.pipeline_boosters import BOOSTER_CLASSIFIERS
     from fairspec.models.trees import SKLEARN_REGRESSORS, SKLEARN_TREES
 
     est = getattr(model, "raw", None)
     final = est.steps[-1][1] if hasattr(est, "steps") else est
-    return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS
+    # a pipeline's XGBClassifier / LGBMClassifier adds its trees per row in a fixed order, as the same
+    # booster loaded from its own file (format xgboost / lightgbm, not batch dependent) does
+    return type(final).__name__ not in SKLEARN_TREES + SKLEARN_REGRESSORS + BOOSTER_CLASSIFIERS
 
 
 def certified_spread(model, X, *, by_predict: bool = False, columns: bool = False) -> float | None:

@@ -315,6 +315,12 @@ class SklearnModel(LoadedModel):
             final = est.steps[-1][1] if is_pipeline(est) else est
             self.prob_problem = decision_probability(type(final).__name__, lambda a: getattr(final, a, None),
                                                      n_classes, declared, "the model")
+        if self.prob_problem is None:       # a final XGBClassifier of binary:hinge / binary:logitraw
+            from .pipeline_boosters import no_probability
+
+            self.prob_problem = no_probability(est.steps[-1][1] if is_pipeline(est) else est)
+            if self.prob_problem is not None:
+                self.prob_hint = "compare its decisions (label(m(x)))"
         columns = None
         if n_classes is not None:
             columns = n_classes if method == "predict_proba" or n_classes > 2 else 1

@@ -13,7 +13,9 @@ block of all zeros: fairspec lays out the whole block and widens the estimator, 
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
 declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
-is evaluated whole, on the columns an encode block writes, as before). Anything else is listed in ``Folded.unfoldable``, one
+is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
+final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
+is not). Anything else is listed in ``Folded.unfoldable``, one
 phrase per transformer, and the pipeline is evaluated as a whole (its own ``predict_proba``).
 
 Imports scikit-learn only through the estimator objects it is handed.
@@ -284,6 +286,9 @@ def _fold(pipe) -> Folded:
                 bad.append(got)
             else:
                 columns.extend(got)
+        if getattr(ct, "sparse_output_", False) and _sparse_is_missing(final):
+            bad.append(f"'{name}' (it hands the {type(final).__name__} a sparse matrix, whose absent entries, the "
+                       f"encoding's zeros, XGBoost reads as missing values, not as 0)")
     else:
         w = width if width is not None else len(inputs)
         got = _fold_one(name, first, list(inputs), 0, int(w))
@@ -312,6 +317,13 @@ def _fold(pipe) -> Folded:
     if out.unfoldable:                  # evaluated whole whatever the domain
         return Folded(out.columns, out.width, out.final, inputs, out.unfoldable + clipping, out.dropped)
     return Folded(tuple(columns), total, final, inputs, clipping, tuple(dropped), clipped=out)
+
+
+def _sparse_is_missing(est) -> bool:
+    """Does ``est`` read a sparse matrix's absent entries as missing values (XGBoost: the default branch of
+    every split), where the dense encoded columns fairspec evaluates it on hold 0? (scikit-learn's estimators
+    and LightGBM read them as 0.)"""
+    return type(est).__module__.split(".")[0] == "xgboost"
 
 
 def _domain(fs, column: str):

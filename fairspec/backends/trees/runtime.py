@@ -99,6 +99,13 @@ def _class_outputs(model, X: np.ndarray, what: str, klass: int | None):
                 return np.array([col[v] for v in pred.tolist()], dtype=np.int64)
             if what == "class_prob" and callable(getattr(est, "predict_proba", None)):
                 return np.asarray(est.predict_proba(X), dtype=np.float64)[:, int(klass)].copy()
+            if what == "class_logit" and pipeline_booster(model):
+                from fairspec.models.pipeline_boosters import own_margin
+
+                z = own_margin(est, X)      # a pipeline's XGBClassifier / LGBMClassifier: its own margin(s)
+                if z.ndim == 1:
+                    return z.copy() if int(klass) == 1 else -z
+                return z[:, int(klass)].copy()
             if what == "class_logit" and callable(getattr(est, "decision_function", None)):
                 z = np.asarray(est.decision_function(X), dtype=np.float64)
                 if z.ndim == 1:
@@ -174,6 +181,11 @@ def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -
                 if not hasattr(est, "predict_proba"):
                     return None
                 return np.asarray(est.predict_proba(X), dtype=np.float64)[:, idx].copy()
+            if what == "logit" and pipeline_booster(model) and len(classes) == 2:
+                from fairspec.models.pipeline_boosters import own_margin
+
+                z = own_margin(est, X).reshape(-1)     # a pipeline's binary booster: its own margin
+                return z if idx == 1 else -z
             if what == "logit":
                 if not callable(getattr(est, "decision_function", None)) or len(classes) != 2:
                     return None
@@ -197,6 +209,17 @@ def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -
 
 
 
+def pipeline_booster(model) -> bool:
+    """Is ``model`` a folded scikit-learn pipeline whose final step, an XGBClassifier / LGBMClassifier, the
+    tree paths read as its booster's trees (fairspec.models.pipeline_boosters) on the encoded columns it is
+    handed? (Not one evaluated whole, nor one whose one-hot drop reads a subset of them.)"""
+    from fairspec.models.pipeline_boosters import is_booster_classifier
+
+    folded = getattr(model, "folded", None)
+    return (getattr(model, "format", "") == "sklearn" and folded is not None and folded.keep is None
+            and not getattr(model, "unfolded", False) and is_booster_classifier(getattr(model, "raw", None)))
+
+
 def cell_ensemble(model):
     """Every tree of every output column of a tree model (:func:`fairspec.models.trees.split_union`
     of the per-column ensembles, each checked against the library): what cuts the pair domain into
@@ -215,6 +238,10 @@ def cell_ensemble(model):
             name = type(model.raw).__name__
             if name in T.SKLEARN_TREES + T.SKLEARN_REGRESSORS:
                 ens = T.split_union(T.sklearn_columns(model.raw))
+            elif pipeline_booster(model):
+                from fairspec.models.pipeline_boosters import booster_columns
+
+                ens = T.split_union(booster_columns(model.raw))
         elif fmt == "xgboost":
             ens = T.split_union(T.xgboost_columns(model.raw, getattr(model, "category_domains", None)))
         elif fmt == "lightgbm":
