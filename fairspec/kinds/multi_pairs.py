@@ -67,6 +67,15 @@ def _decide(prop, ctx, progress, backend: str, t0: float, kind) -> Verdict:
     if small is not None:
         return small
     if prop.post == "class_logit":
+        from fairspec.kinds.pair_runtime import outputs_are_logits
+
+        model = ctx.model(prop.model)
+        if not outputs_are_logits(model):
+            what = ("probabilities (a scikit-learn model's predict_proba)" if model.readout.score == "prob"
+                    else "not logits")
+            return unknown(prop, f"model '{prop.model}' outputs no logits (its columns are {what}): "
+                                 "logit(m(x), c) reads an output of logits only", backend=backend,
+                           seconds=time.perf_counter() - t0)
         return unknown(prop, f"logit(m(x), c) on a domain too large to enumerate is not yet decided by the {backend} "
                              "backend (small discrete domains are decided by enumeration)", backend=backend,
                        seconds=time.perf_counter() - t0)

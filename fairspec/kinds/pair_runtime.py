@@ -68,6 +68,15 @@ def label_threshold(prop: ir.IndividualFairness, model):
     return 0.5 if prop.post == "label" and label_by_predict(model) else model.threshold
 
 
+def outputs_are_logits(model) -> bool:
+    """Are the model's ``outputs`` (every column) logits, as ``logit(m(x), c)`` reads them (README: an output
+    of logits only)? Its readout says so (``score = logit``, a booster's margins). A scikit-learn model read by
+    predict_proba (a pipeline evaluated whole ending in an XGBClassifier) is not: its columns are
+    probabilities, and comparing them as logits proved |logit(m(x), c) - logit(m(x'), c)| <= eps where the
+    margins differ by more (review of session 29)."""
+    return getattr(getattr(model, "readout", None), "score", None) == "logit"
+
+
 def post_scores(prop: ir.IndividualFairness, model, X):
     """``(scores, kind)`` the post-condition compares: logits for ``logit`` (None when the runtime has
     none); for ``label`` on a model whose label is its library's ``predict``, that decision as 0/1
@@ -79,6 +88,8 @@ def post_scores(prop: ir.IndividualFairness, model, X):
     if prop.post == "class":            # the predicted class (first largest column), as a number
         return np.asarray(model.predict_class(X), dtype=np.float64).reshape(-1), "class"
     if prop.post == "class_logit":       # logit column c (forall c: the whole matrix)
+        if not outputs_are_logits(model):   # e.g. a pipeline's predict_proba: no logit to compare (None)
+            return None, "logit"
         Y = np.asarray(model.outputs(X), dtype=np.float64)
         return (Y[:, prop.cls].copy() if isinstance(prop.cls, int) else Y), "logit"
     if prop.post == "class_prob":        # every class (forall c): the whole matrix (n, K)
