@@ -333,9 +333,25 @@ print(json.dumps(json.loads(to_json(check(sys.argv[2])))["properties"][0]))
 """
 
 
+def _pickle_lazy_torch(folder, patch, monkeypatch):
+    """lr.pkl: a LazyTorch fit and pickled here (by reference to the module h5_lazy_torch in folder, which
+    the checking process imports from its PYTHONPATH); a process of its own to fit it cost ~2 s CPU."""
+    import importlib.util
+    import pickle
+
+    spec = importlib.util.spec_from_file_location("h5_lazy_torch", folder / "h5_lazy_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "h5_lazy_torch", module)     # pickle finds the class by its module's name
+    spec.loader.exec_module(module)
+    lr = module.LazyTorch().fit([[0.0], [1.0]], [0, 1])
+    lr.patch_ = patch
+    (folder / "lr.pkl").write_bytes(pickle.dumps(lr))
+
+
 @pytest.mark.parametrize("when", ["late", "first"])
 @pytest.mark.parametrize("patch", [False, True])
-def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what_to_do(tmp_path, when, patch):
+def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what_to_do(tmp_path, monkeypatch, when,
+                                                                                        patch):
     """A trusted pickle's object whose method imports torch after its load (outside torch_own.watching): a
     torch model checked later is unknown, with a reason that says why (whether torch is its own cannot be
     told, not that it is not) and what to do -- import torch before loading the pickle -- which, done, proves
@@ -349,9 +365,7 @@ def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what
     (tmp_path / "h5_lazy_torch.py").write_text(_LAZY_TORCH)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=os.pathsep.join([root, str(tmp_path)]))
-    fit = ("import pickle, sys, h5_lazy_torch\nlr = h5_lazy_torch.LazyTorch().fit([[0.0], [1.0]], [0, 1])\n"
-           f"lr.patch_ = {patch}\npickle.dump(lr, open('lr.pkl', 'wb'))\n")
-    subprocess.run([sys.executable, "-c", fit], cwd=tmp_path, env=env, check=True)
+    _pickle_lazy_torch(tmp_path, patch, monkeypatch)
     _script_saver(_tie_seq())(tmp_path / "m.pt")
     (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
                                         + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))

@@ -117,12 +117,22 @@ def test_a_pickled_forward_taking_a_named_tuple_is_fs428_at_check(tmp_path, monk
     assert rep["properties"] == []
 
 
-def _flatten_saver(layers: str, how: str) -> str:
-    save = {"script": "torch.jit.save(torch.jit.script(m), sys.argv[1])",
-            "trace": "torch.jit.save(torch.jit.trace(m, torch.zeros(1, 4)), sys.argv[1])",
-            "eager": "torch.save(m, sys.argv[1])"}[how]
-    return (f"import sys, torch\nfrom torch.nn import Flatten, Linear, ReLU\ntorch.manual_seed(0)\n"
-            f"m = torch.nn.Sequential({layers}).eval()\n{save}\n")
+def _flatten_saved(tmp_path, layers: str, how: str, name: str = "m.pt"):
+    """torch.nn.Sequential(layers) saved in this process (torch's own layers only: no class source for
+    torch.jit.script to read from a file; a process of its own cost ~3 s CPU importing torch)."""
+    from torch.nn import Flatten, Linear, ReLU
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(*eval(f"({layers},)", {"Flatten": Flatten, "Linear": Linear, "ReLU": ReLU})).eval()
+    path = tmp_path / name
+    if how == "script":
+        torch.jit.save(torch.jit.script(m), str(path))
+    elif how == "trace":
+        torch.jit.save(torch.jit.trace(m, torch.zeros(1, 4)), str(path))
+    else:
+        assert how == "eager", how
+        torch.save(m, str(path))
+    return path
 
 
 @pytest.mark.parametrize("how", ["script", "trace", "eager"])
@@ -131,7 +141,7 @@ def _flatten_saver(layers: str, how: str) -> str:
     ("Linear(4, 5), ReLU(), Linear(5, 3), Flatten(0, -1)", "3", (0, -1)),     # was: shape (6,) for 2 rows
     ("Linear(4, 5), ReLU(), Linear(5, 3), Flatten(-2, 1)", "3", (-2, 1))])
 def test_a_flatten_that_merges_the_batch_dimension_is_refused_by_name(tmp_path, how, layers, name, dims):
-    path = _saved(tmp_path, _flatten_saver(layers, how))
+    path = _flatten_saved(tmp_path, layers, how)
     with pytest.raises(ModelLoadError) as e:
         load_model("torch", path, trust_pickle=how == "eager")
     assert e.value.message == (
@@ -143,7 +153,7 @@ def test_a_flatten_that_merges_the_batch_dimension_is_refused_by_name(tmp_path, 
 def test_check_names_the_merging_flatten_in_one_sentence(tmp_path, monkeypatch, capsys):
     from fairspec.cli import main
 
-    _saved(tmp_path, _flatten_saver("Linear(4, 5), ReLU(), Flatten(0, -1), Linear(5, 3)", "script"))
+    _flatten_saved(tmp_path, "Linear(4, 5), ReLU(), Flatten(0, -1), Linear(5, 3)", "script")
     (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
                                         + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
     monkeypatch.chdir(tmp_path)
@@ -160,7 +170,7 @@ def test_a_flatten_squeezing_one_output_column_is_read_as_before(tmp_path, how):
     """Flatten(0, -1) of an [N, 1] output is [N]: one number per row, the rows kept apart."""
     import numpy as np
 
-    path = _saved(tmp_path, _flatten_saver("Linear(4, 5), ReLU(), Linear(5, 1), Flatten(0, -1)", how))
+    path = _flatten_saved(tmp_path, "Linear(4, 5), ReLU(), Linear(5, 1), Flatten(0, -1)", how)
     m = load_model("torch", path, score_kind="logit", trust_pickle=how == "eager")
     assert m.input_width == 4
     X = np.arange(12.0).reshape(3, 4)
