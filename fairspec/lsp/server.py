@@ -43,7 +43,6 @@ import os
 import re
 import sys
 import threading
-from pathlib import Path
 
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from .completion import _KEYWORDS
 from .index import Index, Symbol, _contains, _same, _under
