@@ -21,11 +21,12 @@ skops_io = pytest.importorskip("skops.io")
 
 
 def _model(tmp_path: Path, coef, intercept):
-    """A LogisticRegression over (P, Q, S) with the weights given (fitted first for its classes)."""
+    """A LogisticRegression over as many 0/1 inputs as ``coef`` has weights (P, Q, S here), with the weights
+    given (fitted first for its classes); also tests/test_distribution_linear_ties.py's."""
     from sklearn.linear_model import LogisticRegression
 
     rng = np.random.default_rng(0)
-    X = rng.integers(0, 2, size=(200, 3)).astype(float)
+    X = rng.integers(0, 2, size=(200, len(coef))).astype(float)
     m = LogisticRegression().fit(X, (X[:, 0] + X[:, 1] > 0.5).astype(int))
     m.coef_ = np.array([coef], dtype=float)
     m.intercept_ = np.array([intercept], dtype=float)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,22 +22,10 @@ import pytest
 from test_distribution_exact import _verdicts  # the same spec-to-verdicts helper
 
 skops_io = pytest.importorskip("skops.io")
+from test_distribution_linear_support import _model  # noqa: E402  - a LogisticRegression with set weights
 
 NAMES = "PQRS"
 GRID = np.array(list(itertools.product((0, 1), repeat=4)), dtype=float)
-
-
-def _model(tmp_path: Path, coef, intercept):
-    """A LogisticRegression over (P, Q, R, S) with the weights given (fitted first for its classes)."""
-    from sklearn.linear_model import LogisticRegression
-
-    rng = np.random.default_rng(0)
-    X = rng.integers(0, 2, size=(200, 4)).astype(float)
-    m = LogisticRegression().fit(X, (X[:, 0] + X[:, 1] > 0.5).astype(int))
-    m.coef_ = np.array([coef], dtype=float)
-    m.intercept_ = np.array([intercept], dtype=float)
-    skops_io.dump(m, tmp_path / "lr.skops")
-    return m
 
 
 def _exact_score(coef, intercept, x) -> Fraction:

@@ -39,7 +39,9 @@ def _model(path):
     return X
 
 
-def test_a_post_processed_declared_output_is_what_is_decided(tmp_path):
+def checked(tmp_path):
+    """The model above, its grid as data, both pair properties checked: (X, report); also
+    tests/test_onnx_label_agreement.py's."""
     from fairspec.pipeline import check
 
     X = _model(tmp_path / "m.onnx")
@@ -52,7 +54,11 @@ def test_a_post_processed_declared_output_is_what_is_decided(tmp_path):
         "encode F for m { a, b : raw  sex : code }\n"
         "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure label(m(x)) == label(m(x')) }\n"
         "property samec { forall x, x' : F  require x.* == x'.* except {sex}  ensure class(m(x)) == class(m(x')) }\n")
-    rep = check(tmp_path / "s.fair")
+    return X, check(tmp_path / "s.fair")
+
+
+def test_a_post_processed_declared_output_is_what_is_decided(tmp_path):
+    _, rep = checked(tmp_path)
     got = {v.name: v for v in rep.verdicts}
     assert got["same"].status == "violated", (got["same"].status, got["same"].reason)
     assert got["samec"].status == "violated", (got["samec"].status, got["samec"].reason)

@@ -135,26 +135,15 @@ def test_a_post_processed_declared_output_is_not_the_classifier_nodes_own(tmp_pa
     """The model of tests/test_onnx_declared_output.py: 'adjusted' = probabilities + sex * [-0.3, 0.3]
     disagrees with the label on many inputs, but it is not the classifier's output: no FS439, and the
     verdicts are the declared output's (violated, as there)."""
-    from test_onnx_declared_output import _model
+    from test_onnx_declared_output import checked
 
     from fairspec.models.onnx_agreement import label_sibling
     from fairspec.models.peek_onnx import read_onnx_signature
-    from fairspec.pipeline import check
 
-    X = _model(tmp_path / "m.onnx")
+    _, rep = checked(tmp_path)
     sig = read_onnx_signature(tmp_path / "m.onnx")
     assert label_sibling(sig, "adjusted", 2) is None
     assert label_sibling(sig, "probabilities", 2).label == "label"     # the classifier's own output would be
-    sex = np.array(["F", "M"])[X[:, 2].astype(int)]
-    (tmp_path / "d.csv").write_text("a,b,sex,y\n" + "\n".join(
-        f"{int(X[i, 0])},{int(X[i, 1])},{sex[i]},{int(X[i, 0] > 4)}" for i in range(len(X))) + "\n")
-    (tmp_path / "s.fair").write_text(
-        'data d = csv("d.csv", label = y == 1)\nfeatures F from d {\n  a : int in [0, 9]\n  b : int in [0, 9]\n'
-        '  sex : {F, M} protected\n}\nmodel m = onnx("m.onnx", output = "adjusted", index = 1)\n'
-        "encode F for m { a, b : raw  sex : code }\n"
-        "property same { forall x, x' : F  require x.* == x'.* except {sex}  ensure label(m(x)) == label(m(x')) }\n"
-        "property samec { forall x, x' : F  require x.* == x'.* except {sex}  ensure class(m(x)) == class(m(x')) }\n")
-    rep = check(tmp_path / "s.fair")
     assert {v.name: v.status for v in rep.verdicts} == {"same": "violated", "samec": "violated"}
     assert not [d for d in rep.diagnostics if d.code == "FS439"]
 
