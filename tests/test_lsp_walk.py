@@ -134,11 +134,10 @@ def test_a_data_file_or_a_library_changing_on_disk_relints_the_open_spec(watched
     run(scenario)
 
 
-@pytest.mark.parametrize("dynamic", [True, False])
-def test_a_client_that_watches_files_when_asked_is_asked_to(watched, dynamic):
-    """Neovim, Helix, ... send workspace/didChangeWatchedFiles only for the globs a server registers."""
-    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
-        did_change_watched_files=T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=dynamic)))
+def _registrations(watched, watch_caps) -> list:
+    """The registrations the server asks of a client with these didChangeWatchedFiles capabilities, once a
+    spec (linted clean) is open."""
+    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(did_change_watched_files=watch_caps))
     asked: list = []
 
     async def scenario():
@@ -153,6 +152,13 @@ def test_a_client_that_watches_files_when_asked_is_asked_to(watched, dynamic):
             assert diags == []
             await s.hover(uri, T.Position(0, 0))  # (a round trip: a registration would have come first)
     run(scenario)
+    return asked
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_a_client_that_watches_files_when_asked_is_asked_to(watched, dynamic):
+    """Neovim, Helix, ... send workspace/didChangeWatchedFiles only for the globs a server registers."""
+    asked = _registrations(watched, T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=dynamic))
     if not dynamic:
         assert asked == []
         return
@@ -450,22 +456,8 @@ def test_vscode_s_client_capabilities_get_the_one_watcher_the_extension_relies_o
     """vscode-languageclient 9 declares didChangeWatchedFiles with dynamic and relative-pattern support;
     the extension (editors/vscode/extension.js) watches nothing itself, so the server's registration is
     the one watcher: each file event reported once, for every kind of file a spec reads."""
-    caps = T.ClientCapabilities(workspace=T.WorkspaceClientCapabilities(
-        did_change_watched_files=T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True,
-                                                                          relative_pattern_support=True)))
-    asked: list = []
-
-    async def scenario():
-        s = Session(capabilities=caps)
-
-        @s.client.feature(T.CLIENT_REGISTER_CAPABILITY)
-        def register(params: T.RegistrationParams):
-            asked.extend(params.registrations)
-
-        async with s:
-            uri, _, _ = await s.opened(watched / "s.fair")
-            await s.hover(uri, T.Position(0, 0))  # (a round trip: the registration came first)
-    run(scenario)
+    asked = _registrations(watched, T.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True,
+                                                                              relative_pattern_support=True))
     (reg,) = asked
     (watcher,) = reg.register_options["watchers"]
     kinds = set(watcher["globPattern"].split("{")[1].rstrip("}").split(","))
