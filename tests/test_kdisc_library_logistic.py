@@ -110,7 +110,7 @@ def test_may_move_reads_a_library_probability_by_its_logit(tmp_path):
 def _spec3(lo, hi, eps, op, k, values):
     return _spec(lo, hi, eps, op, k, "decision_function").replace("g : {a, b} protected",
                                                                   f"g : {{{', '.join(values)}}} protected").replace(
-        f"{op} {k}\n}}", f"{op} {k}\n  timeout = 600s\n}}")
+        f"{op} {k}\n}}", f"{op} {k}\n  timeout = 600s\n  search annealing for 1s\n}}")
 
 
 def _max_k_values(est, lo, hi, eps, G) -> int:
