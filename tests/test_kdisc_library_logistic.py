@@ -174,3 +174,23 @@ def test_a_domain_of_one_individual_is_no_internal_error(tmp_path, monkeypatch):
     monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS")
     (v,) = fairspec.check(tmp_path / "s.fair")
     assert v.status == "holds" and v.how == "proved", v.reason
+
+
+def test_a_claim_the_branch_and_bound_proves_does_not_wait_for_the_search(tmp_path, monkeypatch):
+    """Without `search ... for`, the search took half of the timeout before the branch and bound: with
+    `timeout = 600s`, 300 s for a claim the branch and bound proves in a second. A short branch and bound
+    (a tenth of the timeout, at most EARLY_BAB_SECONDS) now comes first; the search does not run when it proves
+    the claim. (EARLY_BAB_SECONDS raised here so that a loaded machine cannot push the proof past it.)"""
+    skio = pytest.importorskip("skops.io")
+    from fairspec.kinds import k_discrimination
+
+    monkeypatch.setattr(k_discrimination, "EARLY_BAB_SECONDS", 6000.0)
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    coef, intercept, eps, (op, k), domain, values = BAB[0]
+    skio.dump(_model(coef, intercept), tmp_path / "m.skops")
+    spec = _spec3(*domain, eps, op, k, values).replace("  timeout = 600s\n  search annealing for 1s\n",
+                                                       "  timeout = 60000s\n")
+    (tmp_path / "s.fair").write_text(spec)
+    v = fairspec.check(tmp_path / "s.fair")["p"]
+    assert v.status == "holds" and v.how == "proved" and v.details.get("engine") == "kdisc-bab", (v.status, v.reason)
+    assert not any(key.startswith("search_") for key in v.details), v.details

@@ -30,6 +30,7 @@ PROPS = {
     "k_discrimination": '''property p {
   k_discrimination(net, over {sex, race}, eps = 0.05) < 4
   search annealing for 2s
+  timeout = 5s
 }
 ''',
 }
