@@ -71,6 +71,21 @@ def _parity(model, q_given_p, s_given_p) -> Fraction:
     return abs(rate[1] - rate[0])
 
 
+def parity_gap(m, pc: dict, pq: Fraction) -> tuple[Fraction, Decimal]:
+    """|P(predict = 1 | P) - P(predict = 1 | not P)| over P, Q (bool, p(Q) = pq) and a one-hot C (p(C = c) = pc[c]),
+    the model's own predict point by point, exactly; and as a Decimal for a spec threshold. Also
+    tests/test_distribution_linear_ties.py's."""
+    rate = {}
+    for p in (0, 1):
+        rate[p] = Fraction(0)
+        for q, c in itertools.product((0, 1), range(3)):
+            x = np.zeros((1, 5))
+            x[0, 0], x[0, 1], x[0, 2 + c] = p, q, 1
+            rate[p] += int(m.predict(x)[0]) * (pq if q else 1 - pq) * pc[c]
+    want = abs(rate[1] - rate[0])
+    return want, Decimal(want.numerator) / Decimal(want.denominator)
+
+
 def test_a_matching_rule_over_a_declared_distribution_is_the_model(tmp_path):
     model = _model(tmp_path, *MATCHES)
     want = _parity(model, {0: Fraction(2, 5), 1: Fraction(2, 5)}, {0: Fraction(3, 10), 1: Fraction(3, 10)})
@@ -153,16 +168,7 @@ def test_a_categorical_feature_one_hot_is_run_at_its_own_category(tmp_path):
     m.coef_ = np.array([[2.0, 1.0, 0.0, 1.0, -1.0]])          # P, Q, C = a, b, c
     m.intercept_ = np.array([-1.5])
     skops_io.dump(m, tmp_path / "lr.skops")
-    pc, pq = {0: Fraction(1, 2), 1: Fraction(3, 10), 2: Fraction(1, 5)}, Fraction(2, 5)
-    rate = {}
-    for p in (0, 1):
-        rate[p] = Fraction(0)
-        for q, c in itertools.product((0, 1), range(3)):
-            x = np.zeros((1, 5))
-            x[0, 0], x[0, 1], x[0, 2 + c] = p, q, 1
-            rate[p] += int(m.predict(x)[0]) * (pq if q else 1 - pq) * pc[c]
-    want = abs(rate[1] - rate[0])
-    t = Decimal(want.numerator) / Decimal(want.denominator)
+    want, t = parity_gap(m, {0: Fraction(1, 2), 1: Fraction(3, 10), 2: Fraction(1, 5)}, Fraction(2, 5))
     text = """features W {
   P : bool protected
   Q : bool

@@ -22,7 +22,7 @@ import pytest
 from test_distribution_exact import _verdicts  # the same spec-to-verdicts helper
 
 skops_io = pytest.importorskip("skops.io")
-from test_distribution_linear_support import _model  # noqa: E402  - a LogisticRegression with set weights
+from test_distribution_linear_support import _model, parity_gap  # noqa: E402  - a LogisticRegression with set weights
 
 NAMES = "PQRS"
 GRID = np.array(list(itertools.product((0, 1), repeat=4)), dtype=float)
@@ -244,17 +244,7 @@ def test_a_category_of_weight_zero_leaves_its_points_out(tmp_path):
     m.intercept_ = np.array([-1.0])
     skops_io.dump(m, tmp_path / "lr.skops")
     for pc_b, pc_c, zero in (("0.5", "0", True), ("0.499", "0.001", False)):
-        pc = {0: Fraction(1, 2), 1: Fraction(pc_b), 2: Fraction(pc_c)}
-        pq = Fraction(2, 5)
-        rate = {}
-        for p in (0, 1):
-            rate[p] = Fraction(0)
-            for q, c in itertools.product((0, 1), range(3)):
-                x = np.zeros((1, 5))
-                x[0, 0], x[0, 1], x[0, 2 + c] = p, q, 1
-                rate[p] += int(m.predict(x)[0]) * (pq if q else 1 - pq) * pc[c]
-        want = abs(rate[1] - rate[0])
-        t = Decimal(want.numerator) / Decimal(want.denominator)
+        want, t = parity_gap(m, {0: Fraction(1, 2), 1: Fraction(pc_b), 2: Fraction(pc_c)}, Fraction(2, 5))
         text = ("features W {\n  P : bool protected\n  Q : bool\n  C : {a, b, c}\n}\n"
                 'model m = sklearn("lr.skops")\nencode W for m {\n  P, Q : raw\n  C : onehot\n}\n'
                 f"distribution d {{\n  p(Q) = 0.4\n  p(C = a) = 0.5\n  p(C = b) = {pc_b}\n  p(C = c) = {pc_c}\n}}\n"

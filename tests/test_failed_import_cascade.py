@@ -10,20 +10,11 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, people_decls, run_cli
 from fairspec.sema.check import check_file
 
-LIB = f'''data people = csv("{(FIXTURES / "data" / "people.csv").as_posix()}", label = hired == "yes")
-features People from people {{
-  age    : int in [18, 80]
-  sex    : {{F, M}}  protected
-  race   : {{A, B, C}}  protected
-  member : bool
-  score  : real in [0, 1]
-}}
-model net = rule(age >= 40 and member)
-group older = age >= 50
-'''
+LIB = (people_decls((FIXTURES / "data" / "people.csv").as_posix())
+       + "model net = rule(age >= 40 and member)\ngroup older = age >= 50\n")
 
 POLICIES = '''policy balanced(m: model, g: groups, gap: real = 0.2) {
   property parity {
