@@ -24,7 +24,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.analyses.distribution import Bins, DistributionError, Variable
 from fairspec.backends.boolean.forms import And, Constant, Formula, Linear, Not, Or, Test, Threshold
-from fairspec.backends.boolean.support import MAX_SUPPORT_POINTS, support_agreement  # noqa: F401
+from fairspec.backends.boolean.support import support_agreement
 from fairspec.verdict import Unsupported
 
 __all__ = ["Form", "classifier_form", "rule_form"]
