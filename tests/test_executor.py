@@ -298,6 +298,22 @@ def test_kdisc_restart_reaching_the_claim_stops_the_others():
     assert res.max_k >= 1 and res.iterations == 0  # no restart ran an iteration past the claim
 
 
+def test_kdisc_a_found_claim_stops_the_restarts_in_the_worker_processes(tmp_path):
+    """The restarts in a 2-process pool see another restart's find (the ``found`` file) at their first
+    iteration: an hour's budget and a k no individual reaches (so only the stop can end them) end at
+    once. Capped at 200 iterations a restart, so a stop that did not reach them fails here, not in an hour."""
+    from fairspec.backends.search.kdisc import restart_job
+
+    evaluate, space, kwargs = _kdisc_state()
+    found = tmp_path / "kdisc.found"
+    found.touch()
+    items = [{"seed": s, "chains": 4, "budget_seconds": 3600.0, "max_iters": 200, "found": str(found)}
+             for s in range(4)]
+    with ProcessExecutor(2) as pool:
+        outs = pool.map(restart_job, items, shared=(evaluate, space, dict(kwargs, stop_at_k=99)))
+    assert [r.iterations for r in outs] == [0, 0, 0, 0] and all(r.max_k < 99 for r in outs)
+
+
 @pytest.fixture
 def dask_maps(cluster, monkeypatch):
     """The names of the job functions the Dask executor ran, in order (a test shows its work reached

@@ -171,9 +171,10 @@ def test_a_network_beyond_enumeration_is_proved_or_replayed(tmp_path, monkeypatc
     assert v["k_counted"].value is None
 
 
-def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_replayed(tmp_path, monkeypatch):
-    """The search blinded (it returns no witness): the branch and bound reaches the violating individual,
-    whose count the runner replays on onnxruntime before it reports it (kdisc_witness.replayed_violation)."""
+def _blinded(tmp_path, monkeypatch, text=None):
+    """A tie network with max k >= 2 (its file in tmp_path), the search blinded (it returns no witness:
+    its calls recorded as (budget seconds, iterations per restart)), enumeration off; the spec written
+    (``text(SPEC)`` when given): (max k, the search's calls)."""
     pytest.importorskip("onnxruntime")
     sys.path.insert(0, str(Path(__file__).parent))
     from dataclasses import replace
@@ -181,10 +182,14 @@ def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_repl
     from differential.networks import Net, run_onnx
 
     import fairspec.backends.search.kdisc as search
-    from fairspec.pipeline import check
 
-    real = search.kdisc_restarts
-    monkeypatch.setattr(search, "kdisc_restarts", lambda *a, **kw: replace(real(*a, **kw), witness=None, max_k=1))
+    real, calls = search.kdisc_restarts, []
+
+    def blinded(*a, **kw):
+        calls.append((kw.get("budget_seconds"), kw.get("max_iters")))
+        return replace(real(*a, **dict(kw, max_iters=min(kw.get("max_iters") or 30, 30))), witness=None, max_k=1)
+
+    monkeypatch.setattr(search, "kdisc_restarts", blinded)
     for seed in (2, 3, 5):
         net = tie_net(seed, 4, (5, 3))
         (tmp_path / "m.onnx").write_bytes(Net([L.W for L in net.layers], [L.b for L in net.layers],
@@ -198,8 +203,19 @@ def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_repl
         pytest.skip("no tie network with max k >= 2")
     kmax = int(r.k_lo.max())
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
-    text = SPEC.replace("EPS", "0.1").replace("HOLD", str(kmax + 1)).replace("BREAK", str(kmax))
-    (tmp_path / "spec.fair").write_text(text)
+    spec = SPEC.replace("EPS", "0.1").replace("HOLD", str(kmax + 1)).replace("BREAK", str(kmax))
+    (tmp_path / "spec.fair").write_text(text(spec) if text else spec)
+    return kmax, calls
+
+
+def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_replayed(tmp_path, monkeypatch):
+    """The search blinded (it returns no witness): the branch and bound reaches the violating individual,
+    whose count the runner replays on onnxruntime before it reports it (kdisc_witness.replayed_violation)."""
+    from differential.networks import run_onnx
+
+    from fairspec.pipeline import check
+
+    kmax, _ = _blinded(tmp_path, monkeypatch)
     v = {x.name: x for x in check(tmp_path / "spec.fair", only="k_breaks").verdicts}["k_breaks"]
     assert v.status == "violated" and v.details["engine"] == "kdisc-bab", v.reason
     assert v.reason.startswith("certified branch and bound") and v.witness is not None
@@ -211,3 +227,20 @@ def test_a_violation_the_search_misses_is_found_by_the_branch_and_bound_and_repl
     U = np.array([ind + [float(s)] for s in range(3)], dtype=np.float32)
     zz = run_onnx((tmp_path / "m.onnx").read_bytes(), U)[:, 0].astype(np.float64)
     assert int(kdisc_by_enumeration(zz, K=3, eps="0.1", op="<", k=kmax, logit=True, claim="replay").k_lo[0]) >= kmax
+
+
+def test_the_early_branch_and_bound_reports_a_violation_it_replays(tmp_path, monkeypatch):
+    """No `search ... for` (timeout = 600s), the search blinded: the search's first iterations find
+    nothing, the short branch and bound before the search finds the violating individual and it is
+    replayed and reported there -- the search's half of the timeout never starts."""
+    from fairspec.kinds.k_discrimination import EARLY_SEARCH_ITERATIONS
+    from fairspec.pipeline import check
+
+    def no_budget(spec):
+        return spec.replace("  search random for 0.3s\n  timeout = 60s\n", "  timeout = 600s\n")
+
+    kmax, calls = _blinded(tmp_path, monkeypatch, no_budget)
+    v = {x.name: x for x in check(tmp_path / "spec.fair", only="k_breaks").verdicts}["k_breaks"]
+    assert v.status == "violated" and v.details["engine"] == "kdisc-bab", v.reason
+    assert v.value >= kmax and v.witness is not None and v.witness.replayed_by
+    assert [it for _, it in calls] == [EARLY_SEARCH_ITERATIONS]      # only the first iterations ran

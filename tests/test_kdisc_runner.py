@@ -88,3 +88,63 @@ property k {{
 ''')
     (d,) = [d for d in lint(spec).diagnostics if d.is_error]
     assert d.code == "FS308" and "bins" in d.hint
+
+
+def _watch_the_search(monkeypatch):
+    """The runner's search calls ((budget seconds, iterations per restart)) and branch-and-bound calls,
+    recorded; every search capped at 30 iterations per restart and the branch and bound answering at
+    once, so that a claim that waited for its budget would fail the test, not take the budget's time."""
+    import fairspec.backends.search.kdisc as search
+    from fairspec.kinds import kdisc_net
+
+    calls, babs = [], []
+    real = search.kdisc_restarts
+
+    def capped(*a, **kw):
+        calls.append((kw.get("budget_seconds"), kw.get("max_iters")))
+        return real(*a, **dict(kw, max_iters=min(kw.get("max_iters") or 30, 30)))
+
+    monkeypatch.setattr(search, "kdisc_restarts", capped)
+    monkeypatch.setattr(kdisc_net, "by_branch_and_bound", lambda *a, **kw: babs.append(a[-1]) or "; not run here")
+    return calls, babs
+
+
+def test_a_violated_claim_without_a_search_budget_is_reported_from_the_first_iterations(tmp_path, monkeypatch):
+    """timeout = 600s and no `search ... for`: the search's first iterations find k >= 3 on AC-1 (its
+    first individuals do), the witness is replayed and reported at once -- not after a tenth of the timeout
+    of branch and bound (10 s) nor the search's half of it (300 s)."""
+    from fairspec.kinds.k_discrimination import EARLY_SEARCH_ITERATIONS, EARLY_SEARCH_SECONDS
+
+    calls, babs = _watch_the_search(monkeypatch)
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property clusters {{
+  k_discrimination(ac1, over {{race, sex}}, eps = 0.05) < 3
+  timeout = 600s
+}}
+''')
+    (v,) = check(spec, allow=[AC1.parent]).verdicts
+    assert v.status == "violated" and v.value >= 3 and v.witness is not None, v.reason
+    assert v.witness.replayed_by                                     # replayed as any search witness
+    assert len(calls) == 1 and calls[0][1] == EARLY_SEARCH_ITERATIONS and calls[0][0] <= EARLY_SEARCH_SECONDS
+    assert babs == []                                                # no branch and bound before it
+    assert v.details["max_iterations"] == EARLY_SEARCH_ITERATIONS and v.details["budget_seconds"] <= 5
+
+
+def test_a_claim_the_first_iterations_do_not_break_goes_on_as_before(tmp_path, monkeypatch):
+    """Over {sex} with eps = 0.99 AC-1 never reaches k = 2: the first iterations find nothing, then the
+    early branch and bound (a tenth of the timeout), the search (up to half of it), the branch and bound."""
+    from fairspec.kinds.k_discrimination import EARLY_SEARCH_ITERATIONS
+
+    calls, babs = _watch_the_search(monkeypatch)
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property loose {{
+  k_discrimination(ac1, over {{sex}}, eps = 0.99) < 2
+  timeout = 600s
+}}
+''')
+    (v,) = check(spec, allow=[AC1.parent]).verdicts
+    assert v.status == "unknown"                                     # the branch and bound did not run here
+    assert [it for _, it in calls] == [EARLY_SEARCH_ITERATIONS, None] and calls[1][0] <= 300
+    assert len(babs) == 2 and babs[0] <= 10

@@ -28,6 +28,10 @@ _METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
 #: seconds of certify's branch and bound before a network's k-discrimination search (a tenth of the timeout
 #: when that is less): a claim it proves at once is not made to wait for the search
 EARLY_BAB_SECONDS = 10.0
+#: before that branch and bound, the search's first iterations (per restart; at most this many seconds, or a
+#: twentieth of the timeout) when it stops at the claim's k: a violation found at once is reported at once
+EARLY_SEARCH_ITERATIONS = 10
+EARLY_SEARCH_SECONDS = 5.0
 
 
 def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
@@ -116,6 +120,13 @@ def _worker_search_state(spec, roots, prop) -> tuple:
     return s.search_state(prop)
 
 
+def _stops_at_claim(prop: ir.KDiscrimination) -> bool:
+    """Does the search stop at the first individual that breaks the claim? Not when the spec gives it a
+    budget (`search ... for 60s`: HyFair's max k, time to max k and success rate are what its budget
+    finds) nor when it asks for an explanation (`explain tree`: grown around the best individuals found)."""
+    return not prop.options.search_budget and not prop.options.explain
+
+
 def _classes_known_at_load(prop: ir.KDiscrimination, ctx):
     """(the property counting predicted classes, a note) for a model that lint could not tell multiclass (a
     pickle: a pipeline ending in an XGBClassifier / LGBMClassifier is one) and whose loaded readout has K >= 3
@@ -190,25 +201,40 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
 
     limit = setting(prop, "timeout", "search")
     bab = not setup.banded and kdisc_net.applies(model)     # certify's branch and bound follows the search
-    if bab and limit and not prop.options.search_budget:
-        # a short branch and bound first (a tenth of the timeout, at most 10 s): a claim it proves at once does
-        # not wait out the search's half of the timeout (a 600 s timeout: 300 s for a proof of 1 s); what it
-        # does not prove goes on as before (the search finds violations, explains them; the branch and bound
-        # gets what is left)
-        early = kdisc_net.by_branch_and_bound(prop, ctx, model, low, enc, fs, t0,
-                                              ctx.remaining(min(limit / 10, EARLY_BAB_SECONDS)))
-        if isinstance(early, Verdict) and early.status == "holds":
-            return unread_before_search(prop, early, "proved by the branch and bound")
-    # without a search budget of its own the search leaves half the timeout to the branch and bound
-    budget = ctx.remaining(prop.options.search_budget or (limit / 2 if bab and limit else limit))  # preparation included
     method = _METHODS.get(prop.options.search, "sa")
     task = progress.add_task(f"{prop.name}: k-discrimination search", total=None) if progress else None
     # the independent restarts go through the executor: the model and data are loaded once per worker
     ex = get_executor(RESTARTS) if configured_workers() > 1 else SerialExecutor()
     init = None if isinstance(ex, SerialExecutor) else (_worker_search_state, (ctx.spec, ctx.roots, prop))
+
+    def search(seconds, max_iters=None):
+        return kdisc_restarts(setup.search_state(prop), executor=ex, init=init, seed=prop.options.seed or 0,
+                              budget_seconds=seconds, max_iters=max_iters)
+
+    res, probed = None, False
     try:
-        res = kdisc_restarts(setup.search_state(prop), executor=ex, init=init, seed=prop.options.seed or 0,
-                             budget_seconds=budget)
+        if bab and limit and not prop.options.search_budget:
+            if _stops_at_claim(prop):
+                # the search's first iterations (the same seeds: a prefix of the search below): a violation
+                # found at once is replayed at once, not after the branch and bound's tenth of the timeout
+                budget = ctx.remaining(min(limit / 20, EARLY_SEARCH_SECONDS))
+                res = search(budget, EARLY_SEARCH_ITERATIONS)
+                probed = res.witness is not None and res.max_k >= violated_at
+                res = res if probed else None
+            if res is None:
+                # a short branch and bound (a tenth of the timeout, at most 10 s): a claim it proves at once
+                # does not wait out the search's half of the timeout (a 600 s timeout: 300 s for a proof of
+                # 1 s); a violation it finds is replayed as the one after the search is; what it does not
+                # decide goes on as before (the search, then the branch and bound with what is left)
+                early = kdisc_net.by_branch_and_bound(prop, ctx, model, low, enc, fs, t0,
+                                                      ctx.remaining(min(limit / 10, EARLY_BAB_SECONDS)))
+                if isinstance(early, Verdict) and (early.status == "holds" or _stops_at_claim(prop)):
+                    return unread_before_search(prop, early, "proved by the branch and bound") \
+                        if early.status == "holds" else early
+        if not probed:
+            # without a search budget of its own the search leaves half the timeout to the branch and bound
+            budget = ctx.remaining(prop.options.search_budget or (limit / 2 if bab and limit else limit))  # preparation included
+            res = search(budget)
     except JobError as e:
         return unknown(prop, f"the search failed: {e}", backend="search", seconds=time.perf_counter() - t0)
     finally:
@@ -219,6 +245,8 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                "seconds_to_first_id": res.seconds_to_first_id, "seconds_to_max_k": res.seconds_to_max_k,
                "method": method, "budget_seconds": budget, "evaluations": res.evaluations,
                "restarts": RESTARTS}
+    if probed:
+        details["max_iterations"] = EARLY_SEARCH_ITERATIONS    # the search's first iterations found it
     w = res.witness
     if (w is None or res.max_k < violated_at) and bab:
         # certify's branch and bound over a network's individuals, in what is left of the timeout

@@ -126,6 +126,10 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
                               f"{_n(r.stats['point_leaves'], 'individual')} evaluated on the runtime): max k "
                               f"{'=' if exact else '<='} {r.bound} (claim: k {prop.op} {prop.k})")
     if r.status == "violated" and r.point is not None:
+        from fairspec.kinds.k_discrimination import _in_domain
+
+        if not _in_domain(low, r.point):        # as the search's witness: a domain point or not reported
+            return "; the branch and bound's violating individual is not a domain point (bounds, integers, one-hot blocks)"
         V = np.repeat(np.asarray(r.point, dtype=np.float64)[None, :], len(combos), axis=0)
         if free:
             V[:, list(free)] = C
