@@ -316,6 +316,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
     from fairspec.backends.data.flips import replayer_name
     from fairspec.backends.trees.kdisc import max_k
     from fairspec.backends.trees.space import fold
+    from fairspec.kinds.kdisc_net import in_domain
     from fairspec.models.network import UnsupportedModel
     from fairspec.runtime.encoding import decode_row
 
@@ -370,7 +371,7 @@ def _exact_on_trees(prop, ctx, model, low, enc, fs, violated_at: int, t0: float)
     details = {"K": len(combos), "max_k": r.best_k, "max_k_bound": r.upper, "exact": r.exact,
                "boxes": r.boxes, "method": "tree leaf combinations (branch and bound)"}
     seconds = time.perf_counter() - t0
-    if r.best_k >= violated_at and r.point is not None and _in_domain(low, r.point):
+    if r.best_k >= violated_at and r.point is not None and in_domain(low, r.point):
         U = counterfactuals(r.point)
         replayed = np.asarray(read(U), dtype=np.float64).reshape(-1)
         probs = 1.0 / (1.0 + np.exp(-replayed)) if logit else replayed
@@ -520,19 +521,6 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
                        seconds=seconds, details=details)
     return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
             f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
-
-
-def _in_domain(low, v) -> bool:
-    """``v`` (feature space) is a domain point: within the bounds, integral where required, every
-    one-hot block exactly one 1 (the protected coordinates are set per counterfactual)."""
-    from fairspec.backends.search.space import Box
-
-    v = np.asarray(v, dtype=np.float64)
-    free = {i for cs in low.protected_columns for i in cs}
-    keep = [i for i in range(v.shape[0]) if i not in free]
-    groups = [tuple(keep.index(i) for i in g) for g in low.onehot_groups if not free.intersection(g)]
-    box = Box.make(low.lo[keep], low.hi[keep], low.integer[keep], groups)
-    return bool(box.contains(v[keep][None, :])[0])
 
 
 def _explain(prop, space, evaluate, res, enc, fs, model) -> dict:

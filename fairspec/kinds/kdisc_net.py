@@ -126,9 +126,7 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
                               f"{_n(r.stats['point_leaves'], 'individual')} evaluated on the runtime): max k "
                               f"{'=' if exact else '<='} {r.bound} (claim: k {prop.op} {prop.k})")
     if r.status == "violated" and r.point is not None:
-        from fairspec.kinds.k_discrimination import _in_domain
-
-        if not _in_domain(low, r.point):        # as the search's witness: a domain point or not reported
+        if not in_domain(low, r.point):        # as the search's witness: a domain point or not reported
             return "; the branch and bound's violating individual is not a domain point (bounds, integers, one-hot blocks)"
         V = np.repeat(np.asarray(r.point, dtype=np.float64)[None, :], len(combos), axis=0)
         if free:
@@ -143,3 +141,16 @@ def by_branch_and_bound(prop: ir.KDiscrimination, ctx, model, low, enc, fs, t0: 
             return v
         return "; the branch and bound's violating individual does not replay on the loaded model"
     return f"; certified branch and bound: {r.reason}"
+
+
+def in_domain(low, v) -> bool:
+    """``v`` (feature space) is a domain point: within the bounds, integral where required, every
+    one-hot block exactly one 1 (the protected coordinates are set per counterfactual)."""
+    from fairspec.backends.search.space import Box
+
+    v = np.asarray(v, dtype=np.float64)
+    free = {i for cs in low.protected_columns for i in cs}
+    keep = [i for i in range(v.shape[0]) if i not in free]
+    groups = [tuple(keep.index(i) for i in g) for g in low.onehot_groups if not free.intersection(g)]
+    box = Box.make(low.lo[keep], low.hi[keep], low.integer[keep], groups)
+    return bool(box.contains(v[keep][None, :])[0])
