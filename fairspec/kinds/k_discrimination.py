@@ -63,7 +63,12 @@ class _Setup:
 
     def search_state(self, prop) -> tuple:
         """``(evaluate, space, kwargs)`` for :func:`fairspec.backends.search.kdisc.restart_job`."""
-        stop = prop.k if prop.op == "<" else prop.k + 1
+        # the claim's k when the search stops there (_stops_at_claim), else the largest k any individual
+        # can reach (min(K, buckets)): past it there is nothing more to find
+        from fairspec.certify.kdisc_net import bucket_count
+
+        stop = ((prop.k if prop.op == "<" else prop.k + 1) if _stops_at_claim(prop)
+                else min(self.space.K, bucket_count(prop.eps)))
         kwargs = {"eps": prop.eps, "scores": "logit" if self.model.prob_reader()[1] else "prob", "method": _METHODS.get(prop.options.search, "sa"),
                   "data": self.data, "stop_at_k": stop}
         return self.evaluate, self.space, kwargs
