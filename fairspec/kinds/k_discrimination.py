@@ -30,7 +30,7 @@ _METHODS = {None: "sa", "annealing": "sa", "random": "rw", "knn": "sa+knn"}
 EARLY_BAB_SECONDS = 10.0
 #: before that branch and bound, the search's first iterations (per restart; at most this many seconds, or a
 #: twentieth of the timeout) when it stops at the claim's k: a violation found at once is reported at once
-EARLY_SEARCH_ITERATIONS = 10
+EARLY_SEARCH_ITERATIONS = 5
 EARLY_SEARCH_SECONDS = 5.0
 
 
@@ -212,8 +212,9 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     ex = get_executor(RESTARTS) if configured_workers() > 1 else SerialExecutor()
     init = None if isinstance(ex, SerialExecutor) else (_worker_search_state, (ctx.spec, ctx.roots, prop))
 
-    def search(seconds, max_iters=None):
-        return kdisc_restarts(setup.search_state(prop), executor=ex, init=init, seed=prop.options.seed or 0,
+    def search(seconds, max_iters=None, serial=False):
+        return kdisc_restarts(setup.search_state(prop), executor=SerialExecutor() if serial else ex,
+                              init=None if serial else init, seed=prop.options.seed or 0,
                               budget_seconds=seconds, max_iters=max_iters)
 
     res, probed = None, False
@@ -223,7 +224,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
                 # the search's first iterations (the same seeds: a prefix of the search below): a violation
                 # found at once is replayed at once, not after the branch and bound's tenth of the timeout
                 budget = ctx.remaining(min(limit / 20, EARLY_SEARCH_SECONDS))
-                res = search(budget, EARLY_SEARCH_ITERATIONS)
+                res = search(budget, EARLY_SEARCH_ITERATIONS, serial=True)    # no worker processes started for it
                 probed = res.witness is not None and res.max_k >= violated_at
                 res = res if probed else None
             if res is None:
