@@ -63,12 +63,7 @@ class _Setup:
 
     def search_state(self, prop) -> tuple:
         """``(evaluate, space, kwargs)`` for :func:`fairspec.backends.search.kdisc.restart_job`."""
-        # the claim's k when the search stops there (_stops_at_claim), else the largest k any individual
-        # can reach (min(K, buckets)): past it there is nothing more to find
-        from fairspec.certify.kdisc_net import bucket_count
-
-        stop = ((prop.k if prop.op == "<" else prop.k + 1) if _stops_at_claim(prop)
-                else min(self.space.K, bucket_count(prop.eps)))
+        stop = prop.k if prop.op == "<" else prop.k + 1
         kwargs = {"eps": prop.eps, "scores": "logit" if self.model.prob_reader()[1] else "prob", "method": _METHODS.get(prop.options.search, "sa"),
                   "data": self.data, "stop_at_k": stop}
         return self.evaluate, self.space, kwargs
@@ -126,9 +121,10 @@ def _worker_search_state(spec, roots, prop) -> tuple:
 
 
 def _stops_at_claim(prop: ir.KDiscrimination) -> bool:
-    """Does the search stop at the first individual that breaks the claim? Not when the spec gives it a
-    budget (`search ... for 60s`: HyFair's max k, time to max k and success rate are what its budget
-    finds) nor when it asks for an explanation (`explain tree`: grown around the best individuals found)."""
+    """May a violation found before the search proper (its first iterations, the early branch and bound)
+    end the property? Not when the spec gives the search a budget (`search ... for 60s`: the search runs
+    first, as written) nor when it asks for an explanation (`explain tree` is grown around the individuals
+    the search finds). The search itself always stops at the first individual that breaks the claim."""
     return not prop.options.search_budget and not prop.options.explain
 
 
