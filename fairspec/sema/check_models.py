@@ -198,6 +198,7 @@ class ModelChecks:
         if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
             return
         self.pipelines[node.name.id] = folded
+        self._final_probability(node.name.id, folded)
         self.model_widths[node.name.id] = None if folded.unfoldable else folded.width
         self.model_names[node.name.id] = None
         self.model_spans[node.name.id] = node.span
@@ -205,6 +206,20 @@ class ModelChecks:
             self.pipeline_paths[node.name.id] = path_arg.span
         elif folded.unfoldable:
             self._unfoldable(node.name.id, folded, path_arg.span)
+
+    def _final_probability(self, name: str, folded) -> None:
+        """A pipeline whose final XGBClassifier has no class probability (binary:hinge / binary:logitraw,
+        pipeline_boosters.no_probability: what check's model reads as its prob_problem): FS415 for prob,
+        k-discrimination and calibration_gap (sema.outputs), as for the same booster saved alone."""
+        import dataclasses
+
+        from fairspec.models.pipeline_boosters import no_probability
+
+        final = folded.runtime if folded.runtime is not None else folded.final
+        why = no_probability(final, f"the final XGBClassifier of '{name}'")
+        m = self.models.get(name)
+        if why is not None and m is not None and m.no_probability is None:
+            self.models[name] = dataclasses.replace(m, no_probability=why)
 
     def _unfoldable(self, name, folded, span) -> None:
         self.sink.add("FS423", f"the pipeline of model '{name}' has preprocessing fairspec cannot fold "
@@ -309,7 +324,8 @@ class ModelChecks:
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
-            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id),
+            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id) or
+            m.no_probability,           # a pipeline's final XGBClassifier (_final_probability)
             decision_unstated=(peek_unstated_decision(fmt, path, output, score, node.name.id)
                                if task == "binary" else None),
             two_logits=peek_two_logits(fmt, path, output) if task == "binary" else None)
