@@ -82,3 +82,27 @@ def test_a_two_class_multiclass_booster_label_and_logit_end_without_internal_err
     v = rep["logit"]
     assert v.status == "unknown" and "internal error" not in (v.reason or ""), v.reason
     assert "logit" in v.reason or "binary" in v.reason, v.reason
+
+
+def test_a_two_class_multi_softprob_xgb_final_predict_is_refused_in_one_true_sentence(tmp_path):
+    """XGBClassifier(objective="multi:softprob", num_class=2).predict returns a 0 / 1 column per class (XGBoost's
+    multi-label branch: two columns for two classes); fairspec reshaped it to 2n labels for n rows and said
+    "output predict_proba[:, 1] has shape (n, 2)", which is not what is wrong. Now the sentence names predict."""
+    xgb = pytest.importorskip("xgboost")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    _, data = _pipe("multiclass")
+    pre = ColumnTransformer([("oh", OneHotEncoder(sparse_output=False), ["g"]), ("p", "passthrough", ["a", "b"])])
+    clf = xgb.XGBClassifier(objective="multi:softprob", num_class=2, n_estimators=3, max_depth=2, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", pre), ("clf", clf)]).fit(data[["g", "a", "b"]], data["y"])
+        assert np.asarray(pipe.predict(data.head(3)[["g", "a", "b"]])).shape == (3, 2)
+    spec = tmp_path / "s.fair"
+    spec.write_text(SPEC + _prop("lab", "label(m(x)) == label(m(x'))", "  mode = find\n"))
+    doc = fairspec.check(spec, models={"m": pipe}, data={"d": data}).to_dict()
+    assert doc["exit_code"] == 2 and not doc["properties"], doc
+    assert "its predict returns an array of shape (" in doc["error"] and "multi:softprob" in doc["error"], doc["error"]
+    assert "\n" not in doc["error"] and "predict_proba" not in doc["error"], doc["error"]
