@@ -156,3 +156,28 @@ def test_label_of_a_logitraw_pipeline_is_its_own_predict_at_margins_of_exactly_o
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 assert pipe.predict(a)[0] != pipe.predict(b)[0], v.witness
+
+
+@pytest.mark.parametrize("shape", ["no-column-transformer", "bare"])
+def test_prob_of_an_unfolded_or_bare_xgb_classifier_without_probability_is_fs415_too(tmp_path, shape):
+    """The same without a ColumnTransformer to fold (a Pipeline of array transformers with an encode block) and
+    an XGBClassifier declared sklearn on its own: check's model reads the same no_probability, lint loads the
+    (trusted) file once and says FS415."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.array([[a, b] for a in range(4) for b in range(4)], dtype=float)
+    y = (X[:, 0] + X[:, 1] > 3).astype(int)
+    clf = xgb.XGBClassifier(objective="binary:hinge", n_estimators=3, max_depth=2, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = (Pipeline([("s", StandardScaler()), ("c", clf)]) if shape != "bare" else clf).fit(X, y)
+    spec = tmp_path / "s.fair"
+    spec.write_text("features G {\n  a : int in [0, 3]  protected\n  b : int in [0, 3]\n}\n"
+                    'model m = sklearn("m.skops")\nencode G for m {\n  a, b : raw\n}\n'
+                    + _pair("p", "|prob(m(x)) - prob(m(x'))| <= 0.1").replace(": F", ": G").replace("{g}", "{a}")
+                    + _pair("l", "label(m(x)) == label(m(x'))").replace(": F", ": G").replace("{g}", "{a}"))
+    lint = fairspec.lint(spec, models={"m": model})
+    errors = [(d.code, d.message) for d in lint if d.is_error]
+    assert [c for c, _ in errors] == ["FS415"], errors
+    assert "binary:hinge" in errors[0][1] and "'m'" in errors[0][1], errors

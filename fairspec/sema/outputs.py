@@ -94,8 +94,9 @@ def no_probability_hint(model: ir.Model) -> str:
                 if model.decision_unstated else "")
         return (f"compare decisions with label({name}(x)) == label({name}(x')){rule}, or its margin with "
                 f"logit({name}(x)); group metrics read its decisions")
-    if "final XGBClassifier" in (model.no_probability or ""):     # a pipeline's (sema.check_models)
-        return (f"compare decisions with label({name}(x)) == label({name}(x')) (the pipeline's own predict); "
+    if model.format == "sklearn" and "is an XGBoost " in (model.no_probability or ""):
+        # an XGBClassifier, or a pipeline's final one (sema.check_models._final_probability)
+        return (f"compare decisions with label({name}(x)) == label({name}(x')) (its own predict); "
                 f"group metrics read its decisions")
     if "is read by its decision_function" in (model.no_probability or "") and "a margin" not in model.no_probability:
         return (f"declare '{name}' by its probability (output = \"predict_proba\", score = prob) to read "
