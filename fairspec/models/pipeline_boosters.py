@@ -139,10 +139,11 @@ def _has_best(est) -> bool:
         return False
 
 
-def no_probability(est) -> str | None:
+def no_probability(est, name: str = "its final XGBClassifier") -> str | None:
     """Why an XGBClassifier's predict_proba is no class probability (fairspec.models.boosted.XGB_NO_PROBABILITY:
     binary:hinge, its 0 / 1 decision; binary:logitraw, its raw margin), as the clause after "but" of the
-    refusal (the same objectives saved alone are lint error FS415); None for another estimator or objective."""
+    refusal (check's ``prob_problem``; lint's FS415, sema/check_models reading the pipeline it loads, as for
+    the same objectives saved alone), ``name`` its subject; None for another estimator or objective."""
     if type(est).__name__ != "XGBClassifier":
         return None
     from .boosted import no_probability as why
@@ -151,5 +152,5 @@ def no_probability(est) -> str | None:
         obj = _xgb_objective(est.get_booster())
     except Exception:  # noqa: BLE001 - not fitted: its load fails elsewhere
         return None
-    return why("xgboost", obj or str(getattr(est, "objective", "") or ""), "its final XGBClassifier")
+    return why("xgboost", obj or str(getattr(est, "objective", "") or ""), name)
 

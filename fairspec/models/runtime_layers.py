@@ -130,7 +130,7 @@ def _readout_row(model, k: int) -> tuple[int, float]:
 def logit_scores(model, X):
     """The runtime's logits of a batch, or None when the runtime does not compute one: the score
     itself for a logit model; a binary scikit-learn model read as probabilities through its own
-    ``decision_function`` (the logit of class 1; negated for index 0)."""
+    ``decision_function`` (the logit of class 1; negated for index 0), where it is one number per row."""
     if model.score_kind in ("logit", "value"):         # value: a regression's output (post value = logit)
         return np.asarray(model.score(X), dtype=np.float64).reshape(-1)
     raw = getattr(model, "raw", None)
@@ -146,5 +146,12 @@ def logit_scores(model, X):
         X = model._as_frame(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = np.asarray(raw.decision_function(X), dtype=np.float64).reshape(-1)
+        z = np.asarray(raw.decision_function(X), dtype=np.float64)
+    if z.ndim == 2 and z.shape[1] == 1:
+        z = z[:, 0]
+    if z.shape != (X.shape[0],):
+        # a two-class model with a margin per class (an LGBMClassifier trained with objective "multiclass" /
+        # "multiclassova" and num_class = 2: LightGBM 4.7's decision_function is its (n, 2) raw scores): no
+        # one logit its predict thresholds (flattened, it was 2n numbers for n rows: an internal error)
+        return None
     return -z if model.readout.index == 0 else z

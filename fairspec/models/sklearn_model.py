@@ -486,7 +486,7 @@ class SklearnModel(LoadedModel):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run_est, run_X = self._runtime(X)
-                y = np.asarray(run_est.predict(run_X))
+                y = self._one_class_per_row(run_est.predict(run_X), X.shape[0])
             return (y == positive).astype(np.float64)
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
@@ -512,7 +512,7 @@ class SklearnModel(LoadedModel):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run_est, run_X = self._runtime(X)
-                y = np.asarray(run_est.predict(run_X)).reshape(-1)
+                y = self._one_class_per_row(run_est.predict(run_X), X.shape[0])
             col = np.full(y.shape[0], -1.0)
             for i, lab in enumerate(classes):
                 col[y == lab] = i
@@ -522,6 +522,23 @@ class SklearnModel(LoadedModel):
             return col
 
         return self._finish(self._guard(run, X), X.shape[0]).astype(np.int64)
+
+    def _one_class_per_row(self, y, n: int):
+        """predict's labels as one per row, or a ModelLoadError naming the file: an XGBClassifier trained with
+        objective multi:softprob and num_class = 2 predicts like a multi-label model (a 0 / 1 column per
+        class, its probability > 0.5), which reshaped to one column was 2n labels for n rows."""
+        import numpy as np
+
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.shape != (n,):
+            final = self.raw.steps[-1][1] if hasattr(self.raw, "steps") else self.raw
+            why = (" (an XGBClassifier with objective multi:softprob and two classes predicts a 0 / 1 column per "
+                   "class)" if type(final).__name__ == "XGBClassifier" else "")
+            raise ModelLoadError(f"scikit-learn model {self.path}: its predict returns an array of shape {y.shape} "
+                                 f"for {n} rows, not one class per row{why}", self.path)
+        return y
 
     @property
     def reads_library_probability(self) -> bool:

@@ -185,16 +185,21 @@ class ModelChecks:
             if trust and est is None and not force:                   # e.g. joblib's own format: the inert peek cannot tell;
                 self.deferred_pickles[node.name.id] = (node, fmt, path, output, index, score, trust, path_arg)
                 return                                  # loaded only if no encode block writes its inputs
-        if cls != "Pipeline":
+        if cls not in ("Pipeline", "XGBClassifier"):
             return
         from fairspec.models import ModelLoadError
-        from fairspec.sema.pipelines import load_folded
+        from fairspec.sema.pipelines import load_pipeline
 
         try:
-            folded = load_folded(fmt, path, output, index, score, trust)
+            folded, final = load_pipeline(fmt, path, output, index, score, trust)
         except ModelLoadError as e:
+            if cls != "Pipeline":                       # a trusted XGBClassifier pickle: check reports it
+                return
             self.encoded_models.add(node.name.id)       # reported here: no second "has no encode block"
             self._load_failed(e, node, path_arg)
+        self._final_probability(node.name.id, final, alone=cls != "Pipeline")
+        if cls != "Pipeline":
+            return
         if folded is None:                              # no ColumnTransformer: an encode block writes its inputs
             return
         self.pipelines[node.name.id] = folded
@@ -205,6 +210,20 @@ class ModelChecks:
             self.pipeline_paths[node.name.id] = path_arg.span
         elif folded.unfoldable:
             self._unfoldable(node.name.id, folded, path_arg.span)
+
+    def _final_probability(self, name: str, final, alone: bool = False) -> None:
+        """A scikit-learn model file (a pipeline, or ``alone`` a trusted pickle of an XGBClassifier) whose final
+        XGBClassifier has no class probability (binary:hinge / binary:logitraw, pipeline_boosters.no_probability:
+        what check's model reads as its prob_problem): FS415 for prob, k-discrimination and calibration_gap
+        (sema.outputs), as for the same booster saved alone."""
+        import dataclasses
+
+        from fairspec.models.pipeline_boosters import no_probability
+
+        why = no_probability(final, f"'{name}'" if alone else f"the final XGBClassifier of '{name}'")
+        m = self.models.get(name)
+        if why is not None and m is not None and m.no_probability is None:
+            self.models[name] = dataclasses.replace(m, no_probability=why)
 
     def _unfoldable(self, name, folded, span) -> None:
         self.sink.add("FS423", f"the pipeline of model '{name}' has preprocessing fairspec cannot fold "
@@ -309,7 +328,8 @@ class ModelChecks:
         m = self.models[node.name.id]
         self.models[node.name.id] = dataclasses.replace(
             m, task=task, n_classes=n_classes if n_classes is not None else (r.columns if task == "multiclass" else None),
-            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id),
+            classes=classes, no_probability=peek_no_probability(fmt, path, output, score, node.name.id) or
+            m.no_probability,           # a pipeline's final XGBClassifier (_final_probability)
             decision_unstated=(peek_unstated_decision(fmt, path, output, score, node.name.id)
                                if task == "binary" else None),
             two_logits=peek_two_logits(fmt, path, output) if task == "binary" else None)

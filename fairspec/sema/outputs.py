@@ -94,6 +94,10 @@ def no_probability_hint(model: ir.Model) -> str:
                 if model.decision_unstated else "")
         return (f"compare decisions with label({name}(x)) == label({name}(x')){rule}, or its margin with "
                 f"logit({name}(x)); group metrics read its decisions")
+    if model.format == "sklearn" and "is an XGBoost " in (model.no_probability or ""):
+        # an XGBClassifier, or a pipeline's final one (sema.check_models._final_probability)
+        return (f"compare decisions with label({name}(x)) == label({name}(x')) (its own predict); "
+                f"group metrics read its decisions")
     if "is read by its decision_function" in (model.no_probability or "") and "a margin" not in model.no_probability:
         return (f"declare '{name}' by its probability (output = \"predict_proba\", score = prob) to read "
                 f"prob({name}(x)) as its predict_proba, or compare logit({name}(x)) or label({name}(x))")

@@ -31,12 +31,18 @@ def _shown(cats) -> str:
 
 
 @filecache.by_file(lambda fmt, path, *args, **kw: path)
-def load_folded(fmt, path, output, index, score, trust):
-    """The folded preprocessing of a pipeline file (None without a ColumnTransformer); loaded once
-    per state of the file in the editor server, which lints on every keystroke."""
+def load_pipeline(fmt, path, output, index, score, trust):
+    """(the folded preprocessing of a scikit-learn model file or None without a ColumnTransformer, the final
+    estimator its runtime calls); loaded once per state of the file in the editor server, which lints on
+    every keystroke."""
     from fairspec.models import load_model
 
-    return load_model(fmt, path, output=output, index=index, score_kind=score, trust_pickle=trust).folded
+    model = load_model(fmt, path, output=output, index=index, score_kind=score, trust_pickle=trust)
+    folded = getattr(model, "folded", None)
+    if folded is not None:
+        return folded, folded.runtime if folded.runtime is not None else folded.final
+    raw = getattr(model, "raw", None)
+    return None, raw.steps[-1][1] if hasattr(raw, "steps") else raw
 
 
 def _feature_for(fs: ir.FeatureSet, column: str) -> ir.Feature | None:

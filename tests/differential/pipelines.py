@@ -17,7 +17,9 @@ then, in a Pipeline(ColumnTransformer(...), final) fit on the domain's frame and
   is an encoder fitted without a declared category, folded or whole;
 - ``xgb`` / ``lgbm``: an XGBClassifier (half with early stopping: its predict reads rounds 0 ..
   best_iteration) / LGBMClassifier as the final step, about half its split thresholds moved onto
-  grid points of the transformed columns (decided as a tree model through its booster).
+  grid points of the transformed columns (decided as a tree model through its booster); about a
+  third of the LGBMClassifiers trained with objective multiclass / multiclassova and num_class = 2
+  (a margin per class; drawn from a stream of their own, so the other draws stay as they were).
 
 The other finals are api._final's (LogisticRegression with dyadic weights and a decision exactly 0
 at a domain point, a tree with thresholds on grid points, an MLP with dyadic weights, histogram
@@ -132,8 +134,11 @@ def _num_step(rng, f: Feature, want: set, info: dict, force: str | None = None):
     return step
 
 
-def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict):
-    """An XGBClassifier / LGBMClassifier fit on the transformed matrix, about half its thresholds on grid points."""
+def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict, side=None):
+    """An XGBClassifier / LGBMClassifier fit on the transformed matrix, about half its thresholds on grid points.
+    ``side`` (its own stream, so the instances drawn before stay as they were): now and then an LGBMClassifier
+    trained with objective multiclass / multiclassova and num_class = 2 (two classes to scikit-learn, a raw
+    margin per class to LightGBM: its (n, 2) decision_function was flattened to 2n numbers, session 30)."""
     y = trees._labels(rng, Xt)
     kw = dict(max_depth=int(rng.integers(1, 4)), n_jobs=1, random_state=int(rng.integers(0, 1000)),
               learning_rate=float(rng.choice([0.3, 0.5, 1.0])))
@@ -161,6 +166,9 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict):
         return est
     import lightgbm as lgb
 
+    if side is not None and side.random() < 0.35:
+        kw.update(objective=str(side.choice(["multiclass", "multiclassova"])), num_class=2)
+        info["objective"] = kw["objective"]
     est = lgb.LGBMClassifier(n_estimators=int(rng.integers(1, 5)), verbose=-1, min_child_samples=2, num_leaves=7, **kw)
     _quiet(est.fit, Xt, y)
     if rng.random() < 0.6:
@@ -195,8 +203,8 @@ def _whole(pre) -> bool:
     return bool(whole)
 
 
-def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame):
-    """(pipe, X for witnesses, logit observable, refusals, info)."""
+def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=None):
+    """(pipe, X for witnesses, logit observable, refusals, info); ``side``: :func:`_booster_final`'s."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
@@ -233,7 +241,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame):
         final = str(rng.choice(["xgb", "lgbm"]))
     info["final"] = final
     if final in ("xgb", "lgbm"):
-        est, logit = _booster_final(rng, final, Xt, info), False
+        est, logit = _booster_final(rng, final, Xt, info, side), False
     else:
         est, logit = api._final(rng, final, Xt)
     pipe = Pipeline([("pre", pre), ("clf", est)])
@@ -286,7 +294,7 @@ def generate(seed: int, n_props: int = 5) -> Instance:
     frame = _frame(fs, P[rows], ylab)
     # the preprocessing is fit on the domain with some rows repeated (category counts differ)
     fit_frame = _frame(fs, np.vstack([P, P[rows[: max(1, n // 3)]]]))
-    pipe, X, logit, refusals, more = _build(rng, shape, fs, P, fit_frame)
+    pipe, X, logit, refusals, more = _build(rng, shape, fs, P, fit_frame, np.random.default_rng([43, seed]))
     info = {"shape": shape, "points": int(P.shape[0]), **more}
     out = api._sk_outputs(pipe, _frame(fs, P), 1, logit)
 
@@ -308,6 +316,12 @@ def generate(seed: int, n_props: int = 5) -> Instance:
         alone = info["final"] in ("xgb", "lgbm") and p.meta.get("backend") in ("milp", "smt")
         p.spec = prelude() + f"# {p.name} in a spec of its own\n" if alone else None
         p.meta.update(shape=shape, final=info["final"], whole=info["whole"], runtime="sklearn")
+        if p.meta.get("post") == "prob" and info.get("objective") in api.NO_PROBABILITY:
+            # a final XGBClassifier whose predict_proba is its 0 / 1 decision (binary:hinge) or its margin
+            # (binary:logitraw): prob is FS415 at lint as for the booster saved alone (session 30; check said
+            # unknown and lint nothing before), in a spec of its own
+            p.truth, p.expect, p.spec = Truth("refused", domain=-1, note="FS415 at lint"), Expect("FS415", "lint"), \
+                prelude()
         judge.objects[p.name] = ({"m": pipe}, {"d": frame})
         props.append(p)
     for k, (decl, obj, expect, post) in enumerate(refusals):
