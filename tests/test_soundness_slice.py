@@ -105,6 +105,8 @@ SLICE = {
     # 4 an XGBClassifier final, 3000021 a pipeline evaluated
     # whole whose encoder lacks a declared category (FS422 at lint since session 29)
     "pipelines": (0, 1, 2, 3, 4, 5, 3000021),
+    # session 30: repair goals on trees and forests (differential/repair.py), judged on the written file
+    "repair": (0, 1, 2, 3),
 }
 
 
@@ -136,6 +138,7 @@ CELL_OF = {
     "api": lambda m: m.get("shape"),
     "api-solver": lambda m: m.get("shape"),
     "pipelines": lambda m: m.get("shape"),
+    "repair": lambda m: m.get("model"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -164,6 +167,7 @@ CELLS = {
     "api": list(API_SHAPES),
     "api-solver": list(API_SHAPES),
     "pipelines": list(PIPELINE_SHAPES),
+    "repair": ["tree", "forest"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.
