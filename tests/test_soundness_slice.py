@@ -107,6 +107,9 @@ SLICE = {
     "pipelines": (0, 1, 2, 3, 4, 5, 3000021),
     # session 30: repair goals on trees and forests (differential/repair.py), judged on the written file
     "repair": (0, 1, 2, 3),
+    # session 30: pre-conditions no pair meets (certify's no-pair proof) and neighbours some pair meets
+    # (differential/vacuous.py)
+    "vacuous": (0, 1, 2),
 }
 
 
@@ -139,6 +142,7 @@ CELL_OF = {
     "api-solver": lambda m: m.get("shape"),
     "pipelines": lambda m: m.get("shape"),
     "repair": lambda m: m.get("model"),
+    "vacuous": lambda m: m.get("cell"),
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -168,6 +172,7 @@ CELLS = {
     "api-solver": list(API_SHAPES),
     "pipelines": list(PIPELINE_SHAPES),
     "repair": ["tree", "forest"],
+    "vacuous": ["empty", "met"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.
