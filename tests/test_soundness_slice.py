@@ -110,6 +110,8 @@ SLICE = {
     # session 30: pre-conditions no pair meets (certify's no-pair proof) and neighbours some pair meets
     # (differential/vacuous.py)
     "vacuous": (0, 1, 2),
+    # session 30: tree k-discrimination in leaf boxes (the cells' cut lowered: differential/kdisc_boxes.py)
+    "kdisc-boxes": (0, 1),
 }
 
 
@@ -143,6 +145,7 @@ CELL_OF = {
     "pipelines": lambda m: m.get("shape"),
     "repair": lambda m: m.get("model"),
     "vacuous": lambda m: m.get("cell"),
+    "kdisc-boxes": lambda m: "trees",
 }
 
 PAIR_CELLS = [f"{b}-{d}" for b in ("default", "milp", "milp-scip", "smt") for d in ("decide", "maximize")]
@@ -173,6 +176,7 @@ CELLS = {
     "pipelines": list(PIPELINE_SHAPES),
     "repair": ["tree", "forest"],
     "vacuous": ["empty", "met"],
+    "kdisc-boxes": ["trees"],
 }
 
 # (family, cell) -> (owner, what is still wrong there).  Remove an entry when its test XPASSes.
