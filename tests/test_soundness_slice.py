@@ -107,8 +107,9 @@ SLICE = {
     "pipelines": (0, 1, 2, 3, 4, 5, 3000021),
     # session 30: repair goals on trees and forests (differential/repair.py), judged on the written file;
     # 30000011: a forest whose averaged vote is exactly 1/2 on some rows, where predict and predict_proba > 1/2
-    # part (the repair core counted by the latter until session 30: a wrong minimal and budget)
-    "repair": (0, 1, 2, 3, 30000011),
+    # part (the repair core counted by the latter until session 30: a wrong minimal and budget, and an
+    # internal error); 34000005 a forest given tie votes (repair.TIE_VOTES): three internal errors then
+    "repair": (0, 1, 2, 3, 30000011, 34000005),
     # session 30: pre-conditions no pair meets (certify's no-pair proof) and neighbours some pair meets
     # (differential/vacuous.py)
     "vacuous": (0, 1, 2),

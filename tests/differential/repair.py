@@ -1,6 +1,7 @@
 """FairRepair (session 30): ``repair NAME for MODEL { goal passing_rate_ratio(groups ...) op c ... }`` on
-small scikit-learn decision trees and random forests fit on few, repeated data rows, judged on the
-model the user ends up with.
+small scikit-learn decision trees and random forests fit on few, repeated data rows (three forests in five
+with leaf probabilities from :data:`TIE_VOTES`, whose averages sit at 1/2 where ``predict`` and
+``predict_proba > 1/2`` part), judged on the model the user ends up with.
 
 Each instance is a data file (8-40 rows drawn from a small grid, many repeated), a tree or forest fit on
 it (skops), and 3-5 repair blocks: goals `>=` / `>` with c the exact current ratio (a tie), a short
@@ -31,6 +32,7 @@ model file must never change; ``details.minimal`` must be the LP's optimum (to 1
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import time
@@ -172,7 +174,7 @@ def _encs(rng, fs):
     return out
 
 
-def _model(rng, X, y):
+def _model(rng, X, y, tie_rng):
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.tree import DecisionTreeClassifier
 
@@ -184,7 +186,37 @@ def _model(rng, X, y):
                                      random_state=int(rng.integers(0, 1000)))
         kind = "forest"
     est.fit(X, y)
+    if kind == "forest" and tie_rng.random() < 0.6:     # a stream of its own: the other draws stay as they were
+        _tie_votes(tie_rng, est)
     return est, kind
+
+
+#: leaf probabilities of the positive class whose forest average is 1/2 in one column and not the other:
+#: (0.3, 0.4, 0.8) averages to 0.5 and 0.49999999999999994 (predict positive, predict_proba > 1/2 not);
+#: (0.2, 7/12, 0.4, 5/12, 0.9) to 0.5000000000000001 in both (predict negative, > 1/2 positive)
+TIE_VOTES = (0.3, 0.4, 0.8, 0.2, 0.5833333333333334, 0.4166666666666667, 0.9, 0.5, 0.25, 0.75, 0.1, 0.7)
+
+
+TIE_TUPLES = ((0.3, 0.4, 0.8), (0.2, 0.5833333333333334, 0.4, 0.4166666666666667, 0.9))
+
+
+def _tie_votes(rng, est):
+    """A forest of 3 or 5 trees whose leaves mostly carry tree t's share of a tie tuple
+    (:data:`TIE_TUPLES`), the others a probability from :data:`TIE_VOTES`: rows reaching the tuple's
+    leaves in every tree are where ``predict`` and ``predict_proba > 1/2`` part (the repair core counted
+    the latter until session 30)."""
+    tup = TIE_TUPLES[int(rng.integers(0, 2))]
+    trees = list(est.estimators_)
+    while len(trees) < len(tup):
+        trees.append(copy.deepcopy(trees[int(rng.integers(0, len(trees)))]))
+    est.estimators_ = trees[:len(tup)]
+    est.n_estimators = len(tup)
+    for t, p_t in zip(est.estimators_, tup):
+        tr = t.tree_
+        for leaf in range(tr.node_count):
+            if tr.children_left[leaf] == -1:
+                p = p_t if rng.random() < 0.7 else float(rng.choice(TIE_VOTES))
+                tr.value[leaf, 0] = [1 - p, p]
 
 
 def _predict(est, X) -> np.ndarray:
@@ -202,7 +234,7 @@ def generate(seed: int) -> Instance:
     X = encode_points(encs, rows, names)
     y = rng.integers(0, 2, size=rows.shape[0])
     y[0], y[1] = 0, 1                               # both classes
-    est, kind = _model(rng, X, y)
+    est, kind = _model(rng, X, y, np.random.default_rng([31, seed, 7]))
     files = {"d.csv": write_csv(fs, rows, {"y": y}), "m.skops": sio.dumps(est)}
     back = sio.loads(files["m.skops"], trusted=sio.get_untrusted_types(data=files["m.skops"]))
     d0 = _predict(back, X)
