@@ -494,10 +494,11 @@ SKLEARN_FAMILY = "network-sklearn"
 
 
 def generate(seed: int, n_props: int = 8, big: bool | None = None, runtime: str | None = None,
-             family: str = FAMILY) -> Instance:
+             family: str = FAMILY, props_fn=None) -> Instance:
     """One instance; ``big`` (by default one instance in eight) adds a wide integer feature so
     that the domain has thousands of points: beyond enumeration's reach, the solvers decide.
-    ``runtime`` forces the model's runtime (onnx, torch, sklearn)."""
+    ``runtime`` forces the model's runtime (onnx, torch, sklearn). ``props_fn(rng, fs, P, X, out,
+    info, has_data, size)`` writes the properties instead (vacuous.py)."""
     rng = np.random.default_rng([20, seed])
     while True:
         fs = _features(rng)
@@ -577,6 +578,8 @@ def generate(seed: int, n_props: int = 8, big: bool | None = None, runtime: str 
     spec += model_decl + "\n"
     spec += "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
 
+    if props_fn is not None:
+        return Instance(family, seed, spec, files, props_fn(rng, fs, P, X, out, info, has_data, size), info)
     props = []
     for k in range(n_props):
         props.append(_property(rng, k, fs, P, X, out, info, has_data, size, family))

@@ -105,11 +105,23 @@ def _proba(est, X):
         return np.asarray(est.predict_proba(X))
 
 
+def _decide(est, X, positive: int) -> np.ndarray:
+    """The decisions as scikit-learn's own ``predict`` makes them (1 where it returns the positive class),
+    as the runner and the written model are decided: a forest's averaged vote can be exactly 1/2 in the
+    positive column and 0.49999999999999994 in the other (predict: positive; ``predict_proba > 1/2``: not),
+    or 0.5000000000000001 in both (predict: the first class)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return (np.asarray(est.predict(X)) == est.classes_[positive]).astype(np.int64)
+
+
 def repair(est, pb: Problem, progress=None) -> Outcome:
     kind = model_kind(est)
     X = np.asarray(pb.X, dtype=np.float32).astype(np.float64)   # what the trees compare
     trees = _trees(est)
-    dec = (_proba(est, X)[:, pb.positive] > 0.5).astype(np.int64)
+    dec = _decide(est, X, pb.positive)
     leaves = np.column_stack([t.apply(X.astype(np.float32)) for t in trees])
     G = len(pb.group_names)
     sizes = np.bincount(pb.group, minlength=G).astype(np.int64)
@@ -223,7 +235,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
                 patches[t].setdefault(leaf, []).append((bb, vec))
     out.leaves_patched = sum(len(p) for p in patches)
     new = repaired_estimator(est, patches)
-    got = (_proba(new, X)[:, pb.positive] > 0.5).astype(np.int64)
+    got = _decide(new, X, pb.positive)
     if not np.array_equal(got, new_dec):
         bad = int((got != new_dec).sum())
         raise RuntimeError(f"the patched {type(est).__name__} decides {bad} rows differently from the chosen repair")
