@@ -276,9 +276,10 @@ def run(args: list[str], cwd: str, env: dict, timeout: float, **streams) -> subp
 
 
 def command(*args: str) -> list[str] | None:
-    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None."""
+    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None (as
+    ``run``: the test's environment, which its process gets, has other start-up values than the server's)."""
     server = _server()
-    if server is None:
+    if server is None or _read_at_start(os.environ) != _read_at_start(server.env):
         return None
     return [sys.executable, os.path.abspath(__file__), "--run", server.address, *args]
 

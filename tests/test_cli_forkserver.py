@@ -102,6 +102,9 @@ def test_a_start_up_variable_the_server_did_not_start_with_gets_a_fresh_process(
     spec.write_text((REPO / "tests" / "fixtures" / "errors" / "bad_duration.fair").read_text())
     env = {"PYTHONIOENCODING": "ascii:backslashreplace"}
     assert cli_forkserver.run(["lint", spec.name], str(tmp_path), dict(os.environ, **env), 60) is None
+    with pytest.MonkeyPatch.context() as mp:    # a language server the test starts: its environment is the test's
+        mp.setenv("PYTHONIOENCODING", env["PYTHONIOENCODING"])
+        assert cli_forkserver.command("lsp") is None
     forked = run_cli("lint", spec.name, cwd=tmp_path, env=env)
     assert "\\xe9.fair" in forked.stdout + forked.stderr, forked.stdout + forked.stderr
     _same(forked, _fresh("lint", spec.name, cwd=tmp_path, env=env))
