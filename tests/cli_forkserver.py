@@ -12,15 +12,18 @@ writes land in the captured stdout), exit codes, signals, and no state shared wi
 
 What a child has that a fresh ``fairspec`` has not: the modules in ``WARM`` already imported (never
 torch, skops or onnxruntime: fairspec reads ``"torch" in sys.modules``), and the values fairspec reads
-from the environment when a module is imported come from the server's start. A command line whose
-environment sets one of ``IMPORT_TIME_ENV`` gets a fresh process instead, and so does every command
-line when ``FAIRSPEC_TEST_FRESH_PROCESS=1``. tests/test_cli_forkserver.py checks the two ways agree
+from the environment when a module is imported come from the server's start, and so do what Python
+reads when it starts (PYTHONIOENCODING, PYTHONPATH, PYTHONHASHSEED: every child has the server's hash
+seed, the locale). A command line whose environment sets one of ``IMPORT_TIME_ENV``, or gives a
+start-up variable a value the server did not start with, gets a fresh process instead (``run``), and
+so does every command line when ``FAIRSPEC_TEST_FRESH_PROCESS=1``. tests/test_cli_forkserver.py checks the two ways agree
 (exit code, stdout, stderr) on lint, check, errors, a torch model and a language server session.
 
 Two ways in:
 
 - ``run(args, cwd, env, timeout)`` (``run_cli`` in tests/conftest.py): a ``CompletedProcess`` as
-  ``subprocess.run(capture_output=True, text=True)`` returns it.
+  ``subprocess.run(capture_output=True, text=True)`` returns it; ``stdout=`` / ``stderr=`` take a
+  descriptor the command writes to instead (a file, /dev/full, a pipe whose reader is gone).
 - ``command(*args)``: an argv whose process (``python cli_forkserver.py --run ARGS``, a small relay
   that imports nothing heavy) hands its own descriptors to a forked ``fairspec ARGS``, forwards
   SIGINT / SIGTERM / SIGHUP to it and exits with its exit status: for callers that start the process
@@ -46,6 +49,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 # imported once in the server: what nearly every command line imports anyway
@@ -167,8 +171,9 @@ class ForkServer:
 
     def __init__(self) -> None:
         self.address = f"fairspec-tests-{os.getpid()}-{uuid.uuid4().hex}"  # a name in Linux's abstract namespace
+        self.env = dict(os.environ)  # what the server starts with: a command line wanting other start-up values is fresh
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", self.address],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=dict(os.environ))
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=self.env)
         if self.proc.stdout.readline() != b"ready\n":
             raise RuntimeError("tests/cli_forkserver.py: the server did not start")
         atexit.register(self.close)
@@ -185,40 +190,61 @@ class ForkServer:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def run(self, args: list[str], cwd: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+    def run(self, args: list[str], cwd: str, env: dict, timeout: float, stdout: int | None = None,
+            stderr: int | None = None, text: bool = True) -> subprocess.CompletedProcess:
+        """``stdout`` / ``stderr``: a descriptor the command writes to as its own (a file, a pipe whose
+        reader is gone: not captured, None in the result), or None: captured, as ``capture_output``."""
         null = os.open(os.devnull, os.O_RDONLY)
+        fds, captured = [null], []
         try:
-            conn, lines, pid = _request(self.address, args, cwd, env, [null, out_w, err_w])
+            for given in (stdout, stderr):
+                if given is None:
+                    r, w = os.pipe()
+                    captured.append(r)
+                    fds.append(w)
+                else:
+                    captured.append(None)
+                    fds.append(os.dup(given))
+            conn, lines, pid = _request(self.address, args, cwd, env, fds)
+        except BaseException:
+            for f in captured:
+                if f is not None:
+                    os.close(f)
+            raise
         finally:
-            for f in (null, out_w, err_w):
+            for f in fds:
                 os.close(f)
         chunks: dict[int, bytes] = {}
+        answer: list[bytes] = []
 
         def drain(fd: int) -> None:
             with os.fdopen(fd, "rb") as f:
                 chunks[fd] = f.read()
 
-        readers = [threading.Thread(target=drain, args=(fd,), daemon=True) for fd in (out_r, err_r)]
-        for t in readers:
+        # the captured streams to their end, then the exit status (the only wait when nothing is captured)
+        waits = [threading.Thread(target=drain, args=(fd,), daemon=True) for fd in captured if fd is not None]
+        waits.append(threading.Thread(target=lambda: answer.append(lines.readline()), daemon=True))
+        for t in waits:
             t.start()
-        for t in readers:
-            t.join(timeout)
+        deadline = time.monotonic() + timeout
         with conn, lines:
-            if any(t.is_alive() for t in readers):
+            for t in waits:
+                t.join(max(0.0, deadline - time.monotonic()))
+            if any(t.is_alive() for t in waits):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                for t in readers:
+                for t in waits:
                     t.join()
                 raise subprocess.TimeoutExpired(["fairspec", *args], timeout)
-            status = json.loads(lines.readline())["status"]
-        # as subprocess.run(text=True) decodes: the locale's encoding, universal newlines
-        text = [chunks[fd].decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
-                for fd in (out_r, err_r)]
-        return subprocess.CompletedProcess(["fairspec", *args], status, text[0], text[1])
+            status = json.loads(answer[0])["status"]
+        out = [None if fd is None else chunks[fd] for fd in captured]
+        if text:  # as subprocess.run(text=True) decodes: the locale's encoding, universal newlines
+            out = [None if b is None else
+                   b.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+                   for b in out]
+        return subprocess.CompletedProcess(["fairspec", *args], status, out[0], out[1])
 
 
 _SERVER: list[ForkServer] = []
@@ -232,16 +258,28 @@ def _server() -> ForkServer | None:
     return _SERVER[0]
 
 
-def run(args: list[str], cwd: str, env: dict, timeout: float) -> subprocess.CompletedProcess | None:
-    """`fairspec ARGS` forked from the warm server, or None when this command line needs a fresh process."""
+def _read_at_start(env: dict) -> dict:
+    """The variables Python, the locale and numpy's thread pools read when a process starts."""
+    return {k: v for k, v in env.items()
+            if k.startswith(("PYTHON", "LC_")) or k == "LANG" or k.endswith("_NUM_THREADS")}
+
+
+def run(args: list[str], cwd: str, env: dict, timeout: float, **streams) -> subprocess.CompletedProcess | None:
+    """`fairspec ARGS` forked from the warm server, or None when this command line needs a fresh process:
+    it sets a variable fairspec reads at import, or one Python reads at start (PYTHONIOENCODING,
+    PYTHONPATH, PYTHONHASHSEED, the locale, ...) to a value the server did not start with.
+    ``streams``: ``stdout`` / ``stderr`` descriptors and ``text``, as :meth:`ForkServer.run` takes them."""
     server = None if any(k in env for k in IMPORT_TIME_ENV) else _server()
-    return server.run(args, cwd, env, timeout) if server else None
+    if server is None or _read_at_start(env) != _read_at_start(server.env):
+        return None
+    return server.run(args, cwd, env, timeout, **streams)
 
 
 def command(*args: str) -> list[str] | None:
-    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None."""
+    """An argv that runs `fairspec ARGS` forked from the warm server (through the relay), or None (as
+    ``run``: the test's environment, which its process gets, has other start-up values than the server's)."""
     server = _server()
-    if server is None:
+    if server is None or _read_at_start(os.environ) != _read_at_start(server.env):
         return None
     return [sys.executable, os.path.abspath(__file__), "--run", server.address, *args]
 

@@ -162,16 +162,31 @@ def _warm_language_server() -> None:
 _warm_language_server()
 
 
-def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
-    """`fairspec ARGS` in a process of its own, as a user runs it: forked from a warm server that has
-    numpy, pandas, scikit-learn and fairspec imported (tests/cli_forkserver.py: the same exit code,
-    stdout and stderr, without a few hundred interpreter starts), or a fresh subprocess when the
-    command line needs one (``FAIRSPEC_TEST_FRESH_PROCESS=1`` for all)."""
-    import cli_forkserver
-
+def _cli_env(overrides: dict | None = None) -> dict[str, str]:
+    """The environment of a `fairspec` command line a test starts: the test's, without FAIRSPEC_DEBUG,
+    COLUMNS=200 unless set, then ``overrides`` (None removes a variable)."""
     env = dict(os.environ)
     env.pop("FAIRSPEC_DEBUG", None)
     env.setdefault("COLUMNS", "200")
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    return env
+
+
+def run_cli(*args, cwd=None, timeout=120, env=None) -> subprocess.CompletedProcess:
+    """`fairspec ARGS` in a process of its own, as a user runs it: forked from a warm server that has
+    numpy, pandas, scikit-learn and fairspec imported (tests/cli_forkserver.py: the same exit code,
+    stdout and stderr, without a few hundred interpreter starts), or a fresh subprocess when the
+    command line needs one (``FAIRSPEC_TEST_FRESH_PROCESS=1`` for all).
+
+    ``env``: overrides of the test's environment for this command line (a value of None removes the
+    variable), applied after the defaults (no FAIRSPEC_DEBUG, COLUMNS=200)."""
+    import cli_forkserver
+
+    env = _cli_env(env)
     argv = [str(a) for a in args]
     done = cli_forkserver.run(argv, str(cwd or REPO), env, timeout)
     if done is not None:

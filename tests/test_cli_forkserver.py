@@ -9,6 +9,7 @@ a torch model (imported in the child, after the fork) and a language server sess
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -17,15 +18,13 @@ import subprocess
 import pytest
 
 import cli_forkserver
-from conftest import EXAMPLES, OK, REPO, fairspec_command, run_cli
+from conftest import EXAMPLES, OK, REPO, _cli_env, fairspec_command, run_cli
 
 pytestmark = pytest.mark.skipif(cli_forkserver.command() is None, reason="no fork server on this platform")
 
 
-def _fresh(*args, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("FAIRSPEC_DEBUG", None)
-    env.setdefault("COLUMNS", "200")
+def _fresh(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    env = _cli_env(env)
     return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd, capture_output=True, text=True,
                           timeout=600, env=env)
 
@@ -94,3 +93,48 @@ def test_a_language_server_through_the_relay_answers_as_a_fresh_one(tmp_path):
     finally:
         os.chdir(cwd)
     assert forked == fresh and forked
+
+
+def test_a_start_up_variable_the_server_did_not_start_with_gets_a_fresh_process(tmp_path):
+    """Python reads PYTHONIOENCODING when it starts: a forked child would print with the server's
+    encoding. A spec named é.fair, stdout in ASCII with backslashreplace, says ``\\xe9`` as a fresh one."""
+    spec = tmp_path / "\u00e9.fair"
+    spec.write_text((REPO / "tests" / "fixtures" / "errors" / "bad_duration.fair").read_text())
+    env = {"PYTHONIOENCODING": "ascii:backslashreplace"}
+    assert cli_forkserver.run(["lint", spec.name], str(tmp_path), dict(os.environ, **env), 60) is None
+    with pytest.MonkeyPatch.context() as mp:    # a language server the test starts: its environment is the test's
+        mp.setenv("PYTHONIOENCODING", env["PYTHONIOENCODING"])
+        assert cli_forkserver.command("lsp") is None
+    forked = run_cli("lint", spec.name, cwd=tmp_path, env=env)
+    assert "\\xe9.fair" in forked.stdout + forked.stderr, forked.stdout + forked.stderr
+    _same(forked, _fresh("lint", spec.name, cwd=tmp_path, env=env))
+
+
+@pytest.mark.parametrize("target", ["file", "full", "gone"])
+def test_a_stdout_descriptor_given_to_the_forked_command_is_its_own(tmp_path, target):
+    """``stdout=`` a file, /dev/full or a pipe whose reader is gone: the command writes there itself,
+    with the exit code and stderr a fresh process has (tests/test_hostile_output.py's cases)."""
+    if target == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    args = ["check", str(OK / "no_pair.fair"), "--format", "json"]
+    results = []
+    for way in ("forked", "fresh"):
+        out = tmp_path / f"{way}.json"
+        if target == "gone":
+            read, fd = os.pipe()
+            os.close(read)
+        else:
+            fd = os.open(out if target == "file" else "/dev/full", os.O_WRONLY | os.O_CREAT)
+        try:
+            if way == "forked":
+                r = cli_forkserver.run(args, str(tmp_path), dict(os.environ), 120, stdout=fd)
+            else:
+                r = subprocess.run([*fairspec_command(), *args], cwd=tmp_path, stdout=fd, stderr=subprocess.PIPE,
+                                   text=True, timeout=120)
+        finally:
+            os.close(fd)
+        assert r.stdout is None
+        results.append((r.returncode, r.stderr, out.read_text() if target == "file" else None))
+    _same(*(subprocess.CompletedProcess([], code, text or "", err) for code, err, text in results))
+    if target == "file":
+        assert json.loads(results[0][2])["properties"]
