@@ -146,6 +146,7 @@ property loose {{
 ''')
     (v,) = check(spec, allow=[AC1.parent]).verdicts
     assert v.status == "unknown"                                     # the branch and bound did not run here
+    assert "timeout" not in v.reason                                 # it was not spent
     assert [it for _, it in calls] == [EARLY_SEARCH_ITERATIONS, None] and calls[1][0] <= 300
     assert len(babs) == 2 and babs[0] <= 10
 
@@ -182,3 +183,32 @@ property loose {{
         (v,) = check(spec, allow=[AC1.parent]).verdicts
         assert v.status == "unknown", v.reason
         assert used == [(5, False), (None, pooled)], (timeout, used)
+
+
+def test_an_unknown_after_the_timeout_is_spent_says_so(tmp_path, monkeypatch):
+    """timeout = 2s spent before the branch and bound had a node (a slow machine: the search made to take
+    it all here): the unknown names the timeout, so the user knows a longer one may decide the claim (the
+    reason said only "the search (sa+knn, 0s) ... the budget ended after 0 nodes")."""
+    import time
+
+    calls, _ = _watch_the_search(monkeypatch)
+    import fairspec.backends.search.kdisc as search
+
+    capped = search.kdisc_restarts
+
+    def slow(*a, **kw):
+        r = capped(*a, **kw)
+        if kw.get("max_iters") is None:
+            time.sleep(2.2)
+        return r
+
+    monkeypatch.setattr(search, "kdisc_restarts", slow)
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property loose {{
+  k_discrimination(ac1, over {{sex}}, eps = 0.99) < 2
+  timeout = 2s
+}}
+''')
+    (v,) = check(spec, allow=[AC1.parent]).verdicts
+    assert v.status == "unknown" and "the timeout (2s) is spent" in v.reason, v.reason

@@ -263,6 +263,8 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
             return proved
         exact_note += proved
     if w is None or res.max_k < violated_at:
+        if limit and ctx.spent() >= limit:
+            exact_note += f"; the timeout ({limit:g}s) is spent: a longer one may decide the claim"
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
                              f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",
                        seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)
