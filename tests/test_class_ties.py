@@ -98,10 +98,32 @@ def _run(tmp_path, monkeypatch, seed, kind, backend, attack):
     return outputs, Y, flips, out
 
 
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    """``checked(kind, seed, backend)``: :func:`_run` with the attack off, once per module for each
+    (kind, seed, backend) that several tests read (none mutates the result), with the calls of
+    certify's prove_class_stable recorded: (outputs, Y, flips, out, [(parts, K), ...])."""
+    import fairspec.certify.network as network
+
+    cache = {}
+
+    def get(kind, seed, backend):
+        key = (kind, seed, backend)
+        if key not in cache:
+            seen, orig = [], network.prove_class_stable
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(network, "prove_class_stable", lambda parts, K: seen.append((dict(parts), K)) or orig(parts, K))
+                folder = tmp_path_factory.mktemp(f"{kind}-{seed}-{backend}")
+                cache[key] = (*_run(folder, mp, seed, kind, backend, attack=False), seen)
+        return cache[key]
+
+    return get
+
+
 @pytest.mark.parametrize("backend", ["milp", "smt"])
 @pytest.mark.parametrize("kind,seed", [(k, s) for k in ("same", "shift", "tiechange") for s in (0, 1, 2, 3)])
-def test_class_at_exact_ties_agrees_with_brute_force(tmp_path, monkeypatch, kind, seed, backend):
-    outputs, Y, flips, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+def test_class_at_exact_ties_agrees_with_brute_force(checked, kind, seed, backend):
+    outputs, Y, flips, out, _ = checked(kind, seed, backend)
     assert any(np.any(Y[:, i] == Y[:, j]) for i, j in ((0, 1), (0, 2), (1, 2))), "the model has exact class ties"
     if kind == "tiechange":
         assert flips
@@ -157,13 +179,13 @@ def test_box_bounds_of_a_class_score_never_read_a_tie_as_another_class():
     ("same", 1, "milp", ("enumeration", "enumeration", "branch and bound")),
     ("same", 1, "smt", ("enumeration", "enumeration", "exact SMT")),
     ("shift", 3, "milp", ("branch and bound", "enumeration", "enumeration"))])
-def test_a_proof_that_mixes_methods_names_each_class_part(tmp_path, monkeypatch, kind, seed, backend, parts):
+def test_a_proof_that_mixes_methods_names_each_class_part(checked, kind, seed, backend, parts):
     """Classes proved by different methods (a class the solver proves, a class at a tie the refinement
     enumerates) join as method ``per-class``, whose summary names each class's own proof: never one
     method's name for all (it said "branch and bound certificate" for enumeration + exact SMT)."""
     from fairspec.certify import METHODS
 
-    _, _, flips, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+    _, _, flips, out, _ = checked(kind, seed, backend)
     assert not flips and "per-class" in METHODS
     for v in out:
         assert v["status"] == "holds" and v["how"] == "proved", v
@@ -178,16 +200,15 @@ def test_a_proof_that_mixes_methods_names_each_class_part(tmp_path, monkeypatch,
 
 
 @pytest.mark.parametrize("kind,seed,backend", [("same", 1, "milp"), ("same", 1, "smt"), ("shift", 3, "milp")])
-def test_each_class_part_records_its_class_and_a_swap_is_refused(tmp_path, monkeypatch, kind, seed, backend):
+def test_each_class_part_records_its_class_and_a_swap_is_refused(checked, kind, seed, backend):
     """Every class part (branch and bound, exact SMT, the refinement's enumeration / partitions) records
     the readout ``("argmax", c)`` certify minted it for; prove_class_stable refuses parts passed for the
     wrong class (swapped) or with no class recorded, where it joined any K proofs before."""
     import fairspec.certify.network as network
     from fairspec.certify.proof import Proof, _mint
 
-    seen, orig = [], network.prove_class_stable
-    monkeypatch.setattr(network, "prove_class_stable", lambda parts, K: seen.append((dict(parts), K)) or orig(parts, K))
-    _, _, _, out = _run(tmp_path, monkeypatch, seed, kind, backend, attack=False)
+    orig = network.prove_class_stable
+    _, _, _, out, seen = checked(kind, seed, backend)
     assert seen and all(v["status"] == "holds" and v["how"] == "proved" for v in out), out
     for v in out:
         assert [c["detail"]["readout"] for c in v["proof"]["detail"]["cases"]] == [["argmax", c] for c in range(3)]

@@ -154,7 +154,10 @@ def test_fairify_partitions_cover_the_box():
 
 def test_time_out_is_unknown_never_holds():
     net = random_net(5, 13, (64, 32))
-    p = PairProblem(net, lo=[0] * 13, hi=[10] * 13, integer=[True] * 13, free=(12,), post="logit", eps=5.0)
+    # a binary protected input: maximize's certified branch and bound evaluates one root per ordered
+    # pair of protected values before it looks at its deadline (11 values: 110 roots, seconds of work
+    # after the 0.05 s budget); 2 values keep the MILP undecided in 0.05 s without waiting that out
+    p = PairProblem(net, lo=[0] * 13, hi=[10] * 12 + [1], integer=[True] * 13, free=(12,), post="logit", eps=5.0)
     for engine in ENGINES:
         res = milp.prove(p, engine=engine, time_limit=0.05)
         assert res.status != "holds"

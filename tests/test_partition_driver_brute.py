@@ -59,12 +59,22 @@ def _unfair_set(p: PairProblem) -> set:
     return unfair
 
 
+#: the case whose attack keeps its heavy round (132 of its 256 partitions refuted, the rest left to it)
+HEAVY_CASE = (4, "prob")
 CASES = [(seed, w, shift, post) for seed, w, shift in ((1, 0.25, 2.0), (3, 1.0, 4.0), (4, 3.0, 1.0))
          for post in ("label", "logit", "prob")]
 
 
 @pytest.mark.parametrize("seed,weight,shift,post", CASES)
-def test_every_decided_partition_and_share_agrees_with_brute_force(seed, weight, shift, post):
+def test_every_decided_partition_and_share_agrees_with_brute_force(seed, weight, shift, post, monkeypatch):
+    import fairspec.backends.milp.falsify as fz
+
+    if (seed, post) != HEAVY_CASE:
+        # the attack's heavy round (16,384 points x 200 steps per box, run while at most HEAVY_BOXES
+        # boxes are left) spent ~90% of these cases on boxes the bounds then prove fair, deciding no box
+        # differently (measured: the same holds / violated counts); one case keeps it, and
+        # test_partition_reach checks every round's witnesses per box against brute force
+        monkeypatch.setattr(fz, "HEAVY_BOXES", 64)
     p = PairProblem(_plateau_net(seed, weight, shift), lo=LO, hi=HI, integer=[True] * 4, free=(3,), post=post,
                     eps={"logit": 0.25, "prob": 0.0625}.get(post, 0.0), eps_strict=seed % 3 == 0)
     parts = fairify_partitions(p, threshold=4)     # 8 x 8 x 4 = 256 partitions of 64 individuals (then bounds, not

@@ -8,6 +8,7 @@ neuron called dead, a tile missing, a too-small shift) refused."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -68,18 +69,26 @@ SETTINGS = [("logit", 0.25, False), ("logit", 0.5, True), ("logit", 1.0, False),
             ("prob", 0.125, True), ("prob", 0.05, False)]
 
 
+@functools.lru_cache(maxsize=None)
+def _decided(seed, f32, one_live, post, eps, strict):
+    """(net, layers, boxes LO / HI, plans, the split's decision) of one net and setting: computed once,
+    read by the tests below (none mutates them; the tampering tests build their own plans)."""
+    net = _net(seed, f32, one_live)
+    L = as_layers(net)
+    LO, HI = _boxes(np.random.default_rng(seed), 30)
+    plans = _plans(L, LO, HI, f32, post, eps, strict, max_live=4, max_tiles=32)
+    dec = prove_relational_split(L, LO, HI, CASES3, PAIRS3, plans, **_kw(L, f32, post, eps, strict))
+    return net, L, LO, HI, plans, dec
+
+
 @pytest.mark.parametrize("seed,f32,one_live", [(s, f, o) for s in range(6) for f in (False, True)
                                                for o in (True, False)])
 def test_every_box_the_split_proves_holds_no_unfair_individual(seed, f32, one_live):
     """Every box the check accepts holds only fair individuals (every integer individual under every
     protected value, every pair, on the runtime: float64 for the dyadic nets, float32 for the others)."""
-    net = _net(seed, f32, one_live)
-    L = as_layers(net)
-    LO, HI = _boxes(np.random.default_rng(seed), 30)
     dtype = np.float32 if f32 else np.float64
     for post, eps, strict in SETTINGS:
-        plans = _plans(L, LO, HI, f32, post, eps, strict, max_live=4, max_tiles=32)
-        dec = prove_relational_split(L, LO, HI, CASES3, PAIRS3, plans, **_kw(L, f32, post, eps, strict))
+        net, L, LO, HI, plans, dec = _decided(seed, f32, one_live, post, eps, strict)
         for k in np.flatnonzero(dec.status == 1):
             assert _all_fair(net, LO[k], HI[k], dtype, post, eps, strict), (seed, post, eps, strict, k)
         assert all(dec.why[k] == "" for k in range(len(plans)) if plans[k] is not None)
@@ -93,11 +102,8 @@ def test_the_split_proves_boxes_the_per_copy_and_relational_bounds_cannot():
     bounds) leaves, on dyadic and float32 nets (so the test above exercises it)."""
     more = {False: 0, True: 0}
     for seed, f32, (post, eps, strict) in itertools.product(range(6), (False, True), SETTINGS):
-        L = as_layers(_net(seed, f32))
-        LO, HI = _boxes(np.random.default_rng(seed), 30)
-        plans = _plans(L, LO, HI, f32, post, eps, strict, max_live=4, max_tiles=32)
+        _, L, LO, HI, plans, dec = _decided(seed, f32, True, post, eps, strict)
         kw = _kw(L, f32, post, eps, strict)
-        dec = prove_relational_split(L, LO, HI, CASES3, PAIRS3, plans, **kw)
         per = decide_boxes(L, LO, HI, CASES3, PAIRS3, post=post, eps=eps, eps_strict=strict, errors=kw["errors"],
                            readout=("logit", 0), integer=kw["integer"], precision=kw["precision"], complete=True,
                            claim_fair="f", claim_unfair="u")
@@ -109,11 +115,7 @@ def _one_proved(tiles_at_least=1, live_at_least=1, f32=False):
     """A (net, layers, box, plan, setting) the check accepts, with a pair of at least ``tiles_at_least``
     tiles over at least ``live_at_least`` live neurons."""
     for seed, (post, eps, strict) in itertools.product(range(40), SETTINGS):
-        net = _net(seed, f32)
-        L = as_layers(net)
-        LO, HI = _boxes(np.random.default_rng(seed), 30)
-        plans = _plans(L, LO, HI, f32, post, eps, strict, max_live=4, max_tiles=32)
-        dec = prove_relational_split(L, LO, HI, CASES3, PAIRS3, plans, **_kw(L, f32, post, eps, strict))
+        net, L, LO, HI, plans, dec = _decided(seed, f32, True, post, eps, strict)
         for k in np.flatnonzero(dec.status == 1):
             if any(len(t[1]) >= tiles_at_least and len(t[0]) >= live_at_least for t in plans[k][1]):
                 return net, L, LO[k:k + 1], HI[k:k + 1], plans[k], (post, eps, strict)
