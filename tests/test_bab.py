@@ -371,3 +371,17 @@ def test_the_network_record_is_made_when_a_proof_records_it_and_is_the_network_a
         assert len(q.layers) == len(layers) + bool(layers[-1][2])
         assert q.scope()["net"] == net_fingerprint(layers) == q.net_sha
     assert net_fingerprint(given) != net_fingerprint(relu_out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_maximize_past_its_deadline_solves_no_root_and_its_bound_still_holds(seed):
+    """The deadline is looked at before each root (one per ordered pair of protected values), not only after
+    all of them: a 0.05 s budget on a network with 11 protected values waited out 110 root LPs (~7 s). The
+    roots the deadline leaves are closed with their interval bounds: a time-out, a certified (looser) bound."""
+    rng = np.random.default_rng(seed)
+    post = ("label", "logit", "prob", "logit")[seed]
+    p = _problem(rng, post, onehot=seed % 2 == 1)
+    truth = brute_force(p).value
+    m = maximize(p, time.monotonic() - 1.0)
+    assert m.status == "timeout" and m.stats["lp_solves"] == 0
+    assert m.proof is not None and m.bound >= truth - 1e-12

@@ -669,13 +669,19 @@ def maximize(problem, deadline: float, start_bounds=None, tol: float = 1e-9, max
         tie += 1
         heapq.heappush(heap, (-bound, tie, node, mult, x_lp if x_lp is not None else 0.5 * (st.box[0] + st.box[1]), nb))
 
+    timed_out = False
     for root in builder.roots():
+        if timed_out or time.monotonic() > deadline:
+            # the deadline came while the roots (one per ordered pair of protected values) were being
+            # evaluated: the rest are closed with their interval bounds (certified, only looser), not solved
+            timed_out = True
+            builder.close(root)
+            continue
         if TIGHTEN_MAX and not builder.state(root).empty:
             kid = S.tighten(root)
             if kid is not None:
                 root = kid
         evaluate(root)
-    timed_out = False
     while heap:
         top = -heap[0][0]
         if top <= best_val + tol or top == -math.inf:
