@@ -213,3 +213,20 @@ def test_a_rename_past_the_import_depth_cap_says_which_spec_it_did_not_follow(tm
     assert said.endswith("if one imports lib.fair there, its uses of 'pol' were not renamed"), said
     assert said in logged
     assert shown[1].message == said.replace("were not renamed", "were not searched"), shown
+
+
+def test_an_index_resolves_each_source_once_not_once_per_module(tmp_path, monkeypatch):
+    """analyse resolved every source's path again for every module it read (a chain of n open specs: n * n
+    realpath calls, 253k in the depth-70 rename above, most of its time); now a few per file."""
+    from fairspec.lsp.analysis import index
+
+    n = 40
+    for i in range(n):
+        (tmp_path / f"c{i}.fair").write_text(f'import "c{i + 1}.fair"\n' if i + 1 < n else "", encoding="utf-8")
+    sources = {str(tmp_path / f"c{i}.fair"): (tmp_path / f"c{i}.fair").read_text() + f"# {i}\n" for i in range(n)}
+    real, calls = index.real_path, []
+    monkeypatch.setattr(index, "real_path", lambda p: calls.append(p) or real(p))
+    idx = index.analyse(str(tmp_path / "c0.fair"), sources)
+    by_real = {str(real(k)): v for k, v in sources.items()}
+    assert len(idx.modules) == n and all(idx.texts[m.file] == by_real[str(real(m.file))] for m in idx.modules)
+    assert len(calls) <= 6 * n, len(calls)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -257,6 +258,55 @@ class _Runs:
         return (exec, (self.code, {}))
 
 
+_FORKS = """
+import json, os, sys, traceback
+import numpy, sklearn.linear_model                  # what every case imports before its own steps: not torch
+from fairspec.models import load_model
+from fairspec.pipeline import check
+from fairspec.report import to_json
+assert "torch" not in sys.modules
+codes = []
+for job in json.loads(sys.stdin.read()):
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:                                    # a process of its own per case, torch never imported in it
+        os.chdir(job["cwd"])
+        os.environ["PYTHONPATH"] = os.pathsep.join(job["path"])
+        sys.path[:0] = job["path"]
+        sys.argv = ["-c", *job["argv"]]
+        for fd, name in ((1, "out.txt"), (2, "err.txt")):
+            os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        code = 0
+        try:
+            exec(compile(job["script"], "<case>", "exec"), {"__name__": "__main__"})
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush(); sys.stderr.flush()
+        os._exit(code)
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+print(json.dumps(codes))
+"""
+
+
+def _run_forked(jobs):
+    """Run each job (cwd, path, script, argv) in a process forked from one that imported numpy, scikit-learn
+    and fairspec but not torch (was a fresh python per case, each importing those again: what these tests
+    are about is only when torch is imported, and that stays each case's own): [(returncode, stdout, stderr)]."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=root)
+    run = subprocess.run([sys.executable, "-c", _FORKS], input=json.dumps(jobs), env=env, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    codes = json.loads(run.stdout.strip().splitlines()[-1])
+    return [(c, (Path(j["cwd"]) / "out.txt").read_text(), (Path(j["cwd"]) / "err.txt").read_text())
+            for c, j in zip(codes, jobs)]
+
+
 _PATCH_LINEAR = ("import torch\n"
                  "torch.nn.Linear.forward = lambda self, x: torch.nn.functional.linear(x, self.weight, self.bias)\n")
 _LOAD_THEN_CHECK = """
@@ -271,34 +321,60 @@ print(json.dumps(json.loads(to_json(check(sys.argv[2])))["properties"][0]))
 """
 
 
+def _spec(folder):
+    from test_torch_chain import _script_saver, _tie_seq
+    from test_torch_multi_output import ENCODE, FEATURES, _prop
+
+    _script_saver(_tie_seq())(folder / "m.pt")
+    (folder / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
+                                      + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
+
+
+@pytest.fixture(scope="module")
+def _forked_cases(tmp_path_factory):
+    """Every case of the two tests below, each in a folder of its own, run by one _run_forked (read only)."""
+    import os
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+
+    jobs, keys = [], []
+    for code in ("import torch\n", _PATCH_LINEAR):
+        folder = tmp_path_factory.mktemp("sk")
+        lr = LogisticRegression().fit([[0.0], [1.0]], [0, 1])
+        lr.side_ = _Runs(code)
+        (folder / "lr.pkl").write_bytes(pickle.dumps(lr))
+        _spec(folder)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        jobs.append(dict(cwd=str(folder), path=[root], script=_LOAD_THEN_CHECK, argv=["lr.pkl", "spec.fair"]))
+        keys.append(("pickle", code))
+    for patch in (False, True):
+        for when in ("late", "first"):
+            folder = tmp_path_factory.mktemp("lazy")
+            (folder / "h5_lazy_torch.py").write_text(_LAZY_TORCH)
+            with pytest.MonkeyPatch.context() as mp:
+                _pickle_lazy_torch(folder, patch, mp)
+            _spec(folder)
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            jobs.append(dict(cwd=str(folder), path=[root, str(folder)], script=_LOAD_PREDICT_CHECK,
+                             argv=["lr.pkl", "spec.fair", when]))
+            keys.append(("lazy", patch, when))
+    return dict(zip(keys, _run_forked(jobs)))
+
+
+def _verdict(run):
+    code, out, err = run
+    assert code == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("code", ["import torch\n", _PATCH_LINEAR])
-def test_a_scikit_learn_pickle_that_imports_torch_before_a_torch_model_loads(tmp_path, code):
+def test_a_scikit_learn_pickle_that_imports_torch_before_a_torch_model_loads(_forked_cases, code):
     """torch imported by a trusted scikit-learn pickle's code, before fairspec needs it: torch's code is
     recorded the moment it is imported (torch_own.watching), so a torch model loaded later is proved as
     usual -- and a patch the pickle's code makes after the import is named (was: unknown either way,
     'torch was imported after lr.pkl was loaded')."""
-    import json
-    import os
-    import pickle
-    import subprocess
-    import sys
-
-    from sklearn.linear_model import LogisticRegression
-    from test_torch_chain import _script_saver, _tie_seq
-    from test_torch_multi_output import ENCODE, FEATURES, _prop
-
-    lr = LogisticRegression().fit([[0.0], [1.0]], [0, 1])
-    lr.side_ = _Runs(code)
-    (tmp_path / "lr.pkl").write_bytes(pickle.dumps(lr))
-    _script_saver(_tie_seq())(tmp_path / "m.pt")
-    (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
-                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=root)
-    run = subprocess.run([sys.executable, "-c", _LOAD_THEN_CHECK, "lr.pkl", "spec.fair"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    v = json.loads(run.stdout.strip().splitlines()[-1])
+    v = _verdict(_forked_cases["pickle", code])
     if code == _PATCH_LINEAR:
         assert v["status"] == "unknown", v
         assert "torch.nn.Linear.forward is not torch's own after loading lr.pkl" in v["reason"], v["reason"]
@@ -350,29 +426,13 @@ def _pickle_lazy_torch(folder, patch, monkeypatch):
 
 @pytest.mark.parametrize("when", ["late", "first"])
 @pytest.mark.parametrize("patch", [False, True])
-def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what_to_do(tmp_path, monkeypatch, when,
-                                                                                        patch):
+def test_torch_imported_by_a_pickled_objects_method_later_is_unknown_saying_what_to_do(_forked_cases, when, patch):
     """A trusted pickle's object whose method imports torch after its load (outside torch_own.watching): a
     torch model checked later is unknown, with a reason that says why (whether torch is its own cannot be
     told, not that it is not) and what to do -- import torch before loading the pickle -- which, done, proves
     it; a patch that method makes is refused either way (was: 'the layers read would run other code than
     torch's: torch was imported after lr.pkl was loaded, whose code may have patched it ...', no way out)."""
-    import os
-
-    from test_torch_chain import _script_saver, _tie_seq
-    from test_torch_multi_output import ENCODE, FEATURES, _prop
-
-    (tmp_path / "h5_lazy_torch.py").write_text(_LAZY_TORCH)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, FAIRSPEC_ENUMERATE_PAIRS="0", PYTHONPATH=os.pathsep.join([root, str(tmp_path)]))
-    _pickle_lazy_torch(tmp_path, patch, monkeypatch)
-    _script_saver(_tie_seq())(tmp_path / "m.pt")
-    (tmp_path / "spec.fair").write_text(FEATURES + 'model m = torch("m.pt", score = logit)\n' + ENCODE
-                                        + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
-    run = subprocess.run([sys.executable, "-c", _LOAD_PREDICT_CHECK, "lr.pkl", "spec.fair", when], cwd=tmp_path,
-                         env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    v = json.loads(run.stdout.strip().splitlines()[-1])
+    v = _verdict(_forked_cases["lazy", patch, when])
     if when == "late":                          # patched or not: no reference to tell
         assert v["status"] == "unknown", v
         assert ("m.pt: whether the layers read run torch's own code is unknown: torch was imported after lr.pkl "

@@ -47,19 +47,21 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
     ordered: list[ast.Module] = []
     done: set[Path] = set()
     stack: list[tuple[Path, ast.Import | None]] = []
+    on_stack: dict[Path, int] = {}  # key -> its place in stack: a chain of thousands is no quadratic search
+    seen = set(opened) if opened is not None else set()
 
     def enter(path: Path, via: ast.Import | None) -> list | None:
         """Open one file: its frame [key, via, module, the index of its next declaration], or None
         when it is done already, closes a cycle or does not parse (each said to the sink)."""
         key = real_path(path)
-        if opened is not None and key not in opened:
+        if opened is not None and key not in seen:
+            seen.add(key)
             opened.append(key)
         if key in done:
             return None
-        on_stack = [p for p, _ in stack]
         if key in on_stack:
-            i = on_stack.index(key)
-            chain = " -> ".join(p.name for p in on_stack[i:]) + f" -> {path.name}"
+            i = on_stack[key]
+            chain = " -> ".join(p.name for p, _ in stack[i:]) + f" -> {path.name}"
             related = tuple(Related(imp.span, "imported here") for _, imp in stack[i + 1:] if imp)
             sink.add("FS204", f"import cycle: {chain}", via.span if via else None, related=related)
             return None
@@ -77,6 +79,7 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
                     sink.items.append(d)
             done.add(key)
             return None
+        on_stack[key] = len(stack)
         stack.append((key, via))
         return [key, path, module, 0]
 
@@ -91,7 +94,7 @@ def load_modules(root: Path, sink: Sink, roots: Roots | None = None, sources: di
                 i += 1
             if i == len(decls):
                 frames.pop()
-                stack.pop()
+                del on_stack[stack.pop()[0]]
                 done.add(key)
                 ordered.append(module)
                 continue

@@ -102,9 +102,12 @@ def analyse(path, sources: dict | None = None, recover: bool = False) -> Index:
     idx = Index(path, res, modules=list(getattr(res, "modules", [])),
                 source=next((v for k, v in (sources or {}).items() if _same(k, path)), None),
                 broken={k: v for k, v in broken.items() if v})
+    by_real: dict = {}  # each source's resolved path, once (was: every source resolved again per module)
+    for k, v in (sources or {}).items():
+        by_real.setdefault(real_path(k), v)  # the first source of a file, as the search in order found it
     for m in idx.modules:
-        if sources and real_path(m.file) in {real_path(k) for k in sources}:
-            idx.texts[m.file] = next(v for k, v in sources.items() if _same(k, m.file))
+        if by_real and (r := real_path(m.file)) in by_real:
+            idx.texts[m.file] = by_real[r]
         else:
             try:  # as the parser read it (no newline translation, no byte-order mark)
                 idx.texts[m.file] = file_text(m.file)
