@@ -641,8 +641,11 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                  f"{adm}")
     else:
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} {adm}"
-    res = by_enumeration(checks, count=count, claim=claim, unit="pairs" if K == 1 else "(class, pair) comparisons",
-                         points=N, **({"over": "predict_proba"} if P is not None else {}))
+    unit = "pairs" if K == 1 else "(class, pair) comparisons"
+    if pre is not None:             # the comparisons are the pairs meeting it in either order, not those pairs
+        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting the pre-condition, both orders)"
+    res = by_enumeration(checks, count=count, claim=claim, unit=unit, points=N,
+                         **({"over": "predict_proba"} if P is not None else {}), **({"pairs": pairs} if pre else {}))
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": pairs,
                "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs", **({"pre_condition": adm} if pre else {})}

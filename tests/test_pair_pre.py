@@ -1,0 +1,149 @@
+"""A further pre-condition of individual fairness (``require x.a > 4``, ``x'.a <= 3``, ``x.a >= x'.a``,
+and / or / not, arithmetic, category tests) on a small domain: the enumeration keeps exactly the pairs it
+holds on (kinds/pair_pre.py) and decides the post over them. It was ``unknown`` on every model
+("pre-conditions other than ... are not supported by the solver backends yet"). Checked here against
+brute force over every ordered pair of the 60-point domain, with the network scored by onnxruntime:
+bounds on grid points and between them, ``<`` and ``<=`` at the bound, x-side and x'-side bounds, a
+pre-condition one pair meets, one no pair meets, and a logit tolerance exactly at the largest difference."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+DECLS = ("features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n}\n"
+         'model m = onnx("m.onnx", score = logit)\n'
+         "encode F for m {\n  g : onehot\n  s : raw\n  a : raw\n}\n")
+
+G = {"A": 0, "B": 1, "C": 2}
+CASES = [  # (except, require lines, predicate on (x, x') as {g, s, a}, pairs meeting it)
+    ("s", ["x.a > 4"], lambda x, y: x["a"] > 4, 30),
+    ("s", ["x.a >= 4.5"], lambda x, y: x["a"] >= 4.5, 30),
+    ("s", ["x.a > 5"], lambda x, y: x["a"] > 5, 24),
+    ("s", ["x.a >= 5"], lambda x, y: x["a"] >= 5, 30),
+    ("s", ["x.a < 3"], lambda x, y: x["a"] < 3, 18),
+    ("s", ["x.a <= 3"], lambda x, y: x["a"] <= 3, 24),
+    ("s", ["x'.a <= 3", "x'.s == true"], lambda x, y: y["a"] <= 3 and y["s"] == 1, 12),
+    ("s", ["x.a == 9 and x.g == C and x.s == false"], lambda x, y: x["a"] == 9 and x["g"] == 2 and x["s"] == 0, 1),
+    ("g", ["|x.a - x'.a| <= 2", "x.a >= x'.a"], lambda x, y: abs(x["a"] - y["a"]) <= 2 and x["a"] >= y["a"], None),
+    ("g", ["|x.a - x'.a| < 2", "x.a > x'.a"], lambda x, y: abs(x["a"] - y["a"]) < 2 and x["a"] > y["a"], None),
+    ("g", ["x.g == A and x'.g != A"], lambda x, y: x["g"] == 0 and y["g"] != 0, None),
+    ("s", ["not (x.a < 7) or x.g in {A, B}"], lambda x, y: not (x["a"] < 7) or x["g"] in (0, 1), None),
+    ("s", ["x.a > 9 or x.a < 0"], lambda x, y: False, 0),
+    ("s", ["x.a * 0.5 > 2"], lambda x, y: Fraction(x["a"]) / 2 > 2, 30),
+    ("s", ["x.a * 0.1 >= 0.3"], lambda x, y: Fraction(x["a"], 10) >= Fraction(3, 10), 42),
+    ("s", ["x.a + x'.a >= 17"], lambda x, y: x["a"] + y["a"] >= 17, 6),
+]
+
+
+def _points():
+    return [{"g": g, "s": s, "a": a} for g in range(3) for s in (0, 1) for a in range(10)]
+
+
+def _scores(path):
+    pts = _points()
+    X = np.array([[1.0 if p["g"] == k else 0.0 for k in range(3)] + [p["s"], p["a"]] for p in pts], dtype=np.float32)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return pts, sess.run(None, {"x": X})[0].reshape(-1)
+
+
+def _pairs(free, pts, pred):
+    tied = [k for k in ("g", "s", "a") if k != free]
+    out = []
+    for i, j in itertools.product(range(len(pts)), repeat=2):
+        x, y = pts[i], pts[j]
+        if x[free] == y[free] or any(x[k] != y[k] for k in tied if k != "a" or not _relaxes_a(pred)):
+            continue
+        if pred(x, y):
+            out.append((i, j))
+    return out
+
+
+def _relaxes_a(pred):
+    return getattr(pred, "relaxed", False)
+
+
+def _decimal(q: Fraction) -> str:
+    k = 0
+    while q.denominator != 1:
+        q *= 10
+        k += 1
+    s = str(abs(q.numerator)).rjust(k + 1, "0")
+    return (s[:-k] + "." + s[-k:]) if k else s
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from onnx_nets import relu_net
+
+    d = tmp_path_factory.mktemp("pre")
+    relu_net(d / "m.onnx", 3, heavy=(0, 1, 2, 3))
+    return d
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_the_enumeration_decides_the_pairs_the_pre_condition_keeps(net, case):
+    from fairspec.pipeline import check
+
+    free, lines, pred, n_pairs = CASES[case]
+    pred.relaxed = any(ln.startswith("|x.a") for ln in lines)
+    pts, z = _scores(net / "m.onnx")
+    P = _pairs(free, pts, pred)
+    if n_pairs is not None:
+        assert len(P) == n_pairs
+    diffs = [abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in P]
+    top = max(diffs) if diffs else Fraction(1)
+    posts = [("label(m(x)) == label(m(x'))", any((z[i] > 0) != (z[j] > 0) for i, j in P))]
+    if top > 0:     # the largest difference itself: `<` breaks it, `<=` does not
+        posts += [(f"|logit(m(x)) - logit(m(x'))| < {_decimal(top)}", True),
+                  (f"|logit(m(x)) - logit(m(x'))| <= {_decimal(top)}", False)]
+    body = ""
+    for k, (post, _) in enumerate(posts):
+        req = "\n  ".join(f"require {ln}" for ln in lines)
+        body += (f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
+                 f"  ensure {post}\n}}\n")
+    (net / "s.fair").write_text(DECLS + body)
+    res = check(net / "s.fair")
+    for v, (post, broken) in zip(res.verdicts, posts):
+        if not P:
+            assert (v.status, v.how) == ("holds", "proved"), (v.name, v.reason)
+            continue
+        assert v.status == ("violated" if broken else "holds"), (lines, post, v.status, v.reason)
+        if v.status == "holds":
+            assert v.how == "proved" and v.details["pairs"] == len(P)
+            assert f"for all {len(P):,} admissible ordered pairs meeting the pre-condition" in v.proof.claim
+            assert v.proof.detail["pairs"] == len(P)
+        else:
+            w = v.witness
+            x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
+            y = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
+            i, j = pts.index(x), pts.index(y)
+            assert (i, j) in P, (lines, x, y)          # the witness meets the pre-condition, in this order
+            bad = [(a, b) for a, b in P if ((z[a] > 0) != (z[b] > 0) if post.startswith("label")
+                                            else abs(Fraction(float(z[a])) - Fraction(float(z[b]))) >= top)]
+            assert (i, j) in bad
+            assert v.details["violating_pairs"] == len(bad)
+
+
+def test_a_pre_condition_is_read_on_json_and_says_which_pairs(net):
+    from fairspec.pipeline import check
+    from fairspec.report import to_json
+
+    (net / "j.fair").write_text(DECLS + "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+                                        "  require x.a == 9 and x.g == C and x.s == false\n"
+                                        "  ensure label(m(x)) == label(m(x'))\n}\n")
+    (v,) = json.loads(to_json(check(net / "j.fair")))["properties"]
+    assert v["status"] in ("holds", "violated") and v["details"]["engine"] == "enumeration"
+    assert v["details"]["pairs"] == 1
+    assert v["details"]["pre_condition"] == "admissible ordered pairs meeting the pre-condition"
