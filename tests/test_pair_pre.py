@@ -147,3 +147,67 @@ def test_a_pre_condition_is_read_on_json_and_says_which_pairs(net):
     assert v["status"] in ("holds", "violated") and v["details"]["engine"] == "enumeration"
     assert v["details"]["pairs"] == 1
     assert v["details"]["pre_condition"] == "admissible ordered pairs meeting the pre-condition"
+
+
+@pytest.fixture(scope="module")
+def forest(tmp_path_factory):
+    """A four-tree forest on the same domain (an even number of trees: averaged votes of exactly 1/2)."""
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(5)
+    pts = _points()
+    X = np.array([[1.0 if p["g"] == k else 0.0 for k in range(3)] + [p["s"], p["a"]] for p in pts] * 3)
+    y = rng.integers(0, 2, size=X.shape[0])
+    est = RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0).fit(X, y)
+    d = tmp_path_factory.mktemp("pre_trees")
+    sio.dump(est, d / "m.skops")
+    return d, est
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_a_tree_model_s_enumeration_decides_the_pairs_the_pre_condition_keeps(forest, case):
+    """The same pre-conditions on a scikit-learn forest (kinds/tree_pairs.py), against its own predict and
+    predict_proba."""
+    from fairspec.pipeline import check
+
+    d, est = forest
+    free, lines, pred, _ = CASES[case]
+    pred.relaxed = any(ln.startswith("|x.a") for ln in lines)
+    pts = _points()
+    X = np.array([[1.0 if p["g"] == k else 0.0 for k in range(3)] + [p["s"], p["a"]] for p in pts])
+    lab, pr = est.predict(X), est.predict_proba(X)[:, 1]
+    P = _pairs(free, pts, pred)
+    diffs = [abs(Fraction(float(pr[i])) - Fraction(float(pr[j]))) for i, j in P]
+    top = Fraction(repr(float(max(diffs, default=Fraction(1)))))     # as written: its shortest decimal
+    posts = [("label(m(x)) == label(m(x'))", any(lab[i] != lab[j] for i, j in P))]
+    if top > 0:
+        posts += [(f"|prob(m(x)) - prob(m(x'))| < {_decimal(top)}", any(d >= top for d in diffs)),
+                  (f"|prob(m(x)) - prob(m(x'))| <= {_decimal(top)}", any(d > top for d in diffs))]
+    body = ""
+    for k, (post, _) in enumerate(posts):
+        req = "\n  ".join(f"require {ln}" for ln in lines)
+        body += (f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
+                 f"  ensure {post}\n}}\n")
+    (d / "s.fair").write_text(DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') + body)
+    res = check(d / "s.fair")
+    assert not res.has_errors, res.diagnostics
+    for v, (post, broken) in zip(res.verdicts, posts):
+        if not P:
+            assert (v.status, v.how) == ("holds", "proved"), (v.name, v.reason)
+            continue
+        assert v.status == ("violated" if broken else "holds"), (lines, post, v.status, v.reason)
+        if v.status == "holds":
+            assert v.how == "proved" and v.details["pairs"] == len(P) and v.proof.detail["pairs"] == len(P)
+        else:
+            w = v.witness
+            x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
+            y = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
+            i, j = pts.index(x), pts.index(y)
+            assert (i, j) in P, (lines, x, y)
+            strict = "| < " in post
+            bad = [(a, b) for a, b in P if (lab[a] != lab[b] if post.startswith("label") else
+                                            (lambda e: e >= top if strict else e > top)(
+                                                abs(Fraction(float(pr[a])) - Fraction(float(pr[b])))))]
+            assert (i, j) in bad and v.details["violating_pairs"] == len(bad)
