@@ -211,3 +211,34 @@ def test_a_tree_model_s_enumeration_decides_the_pairs_the_pre_condition_keeps(fo
                                             (lambda e: e >= top if strict else e > top)(
                                                 abs(Fraction(float(pr[a])) - Fraction(float(pr[b])))))]
             assert (i, j) in bad and v.details["violating_pairs"] == len(bad)
+
+
+def test_a_constant_whose_float_and_decimal_disagree_on_a_pair_is_unknown(net):
+    """3 * 0.1 > 0.3 as the floats are stored (0.30000000000000001665 > 0.29999999999999998890), not as the
+    decimals are written: enumeration does not choose a reading."""
+    from fairspec.pipeline import check
+
+    (net / "u.fair").write_text(DECLS + "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+                                        "  require x.a * 0.1 > 0.3\n  ensure label(m(x)) == label(m(x'))\n}\n"
+                                        "property q {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+                                        "  require x.a * 0.5 > 1.5\n  ensure label(m(x)) == label(m(x'))\n}\n")
+    p, q = check(net / "u.fair").verdicts
+    assert p.status == "unknown" and "float it is stored as and as the decimal it is written as" in p.reason
+    assert "x.a = 3" in p.reason
+    assert q.status in ("holds", "violated") and q.details["pairs"] == 36      # a >= 4: 6 values x 3 x 2
+
+
+def test_a_feature_only_the_pre_condition_reads_is_enumerated_and_named_in_the_witness(net):
+    """z is declared but not encoded for the model: the pairs still range over it, and the witness says its
+    values (decode_row gives the encoded features only)."""
+    from fairspec.pipeline import check
+
+    decls = DECLS.replace("a : int in [0, 9]\n}", "a : int in [0, 9]\n  z : int in [0, 3]\n}")
+    (net / "z.fair").write_text(decls + "property q {\n  forall x, x' : F\n  require x.* == x'.* except {s, z}\n"
+                                        "  require x.z > x'.z + 2\n  ensure label(m(x)) == label(m(x'))\n}\n")
+    (v,) = check(net / "z.fair").verdicts
+    assert v.details["pairs"] == 120             # z = 3, z' = 0; s any of 4; g 3; a 10
+    if v.status == "violated":
+        assert (v.witness.features["z"], v.witness.features_prime["z"]) == (3, 0)
+    else:
+        assert (v.status, v.how) == ("holds", "proved")

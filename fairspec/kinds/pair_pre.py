@@ -93,6 +93,21 @@ class PairPre:
         u = np.unique(np.concatenate([a * n + b, b * n + a]))
         return int(self.meets(u // n, u % n).sum())
 
+    def complete(self, w, i: int, j: int):
+        """The witness ``w`` of points (i, j) with the values of the features the pre-condition reads that the
+        model does not (decode_row gives the encoded ones only): what the pair is, as the spec names it."""
+        from dataclasses import replace
+
+        fx, fy = dict(w.features), dict(w.features_prime)
+        for n in pre_features(self.prop):
+            if n not in fx:
+                dom = self.fs.get(n).domain
+                for out, k in ((fx, i), (fy, j)):
+                    v = int(round(float(self.values[n][k])))
+                    out[n] = (dom.categories[v] if isinstance(dom, ir.Categorical) else
+                              bool(v) if isinstance(dom, ir.Boolean) else v)
+        return replace(w, features=fx, features_prime=fy)
+
     @staticmethod
     def swapped(w):
         """The witness ``w`` with x and x' exchanged (the post-condition is symmetric)."""
