@@ -242,3 +242,22 @@ def test_a_feature_only_the_pre_condition_reads_is_enumerated_and_named_in_the_w
         assert (v.witness.features["z"], v.witness.features_prime["z"]) == (3, 0)
     else:
         assert (v.status, v.how) == ("holds", "proved")
+
+
+def test_a_continuous_domain_is_unknown_with_the_reason(tmp_path):
+    """people6's score is a real: no enumeration, and the solvers take no further pre-condition yet."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_no_pair import _spec
+
+    (v,) = check_path(_spec(tmp_path, "require x.age > 50")).verdicts
+    assert v.status == "unknown"
+    assert "decided by enumeration on a small discrete domain only" in v.reason and "do not take one yet" in v.reason
+
+
+def check_path(p):
+    from fairspec.pipeline import check
+
+    return check(p)

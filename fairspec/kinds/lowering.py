@@ -47,8 +47,10 @@ class PairLowering:
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
     if prop.pre:
-        raise Unsupported("pre-conditions other than 'x.* == x'.* except {...}' and |x.f - x'.f| <= t "
-                          "are not supported by the solver backends yet")
+        raise Unsupported("a further pre-condition (a require line other than 'x.* == x'.* except {...}' and "
+                          "|x.f - x'.f| <= t) is decided by enumeration on a small discrete domain only (at most "
+                          "4,000,000 ordered pairs, every feature it reads encoded); the solver backends do not "
+                          "take one yet")
     n = enc.width
     lo, hi = np.zeros(n), np.zeros(n)
     integer = np.zeros(n, dtype=bool)
