@@ -642,6 +642,11 @@ def _checked_pair(prop, fs, enc, model, pair):
             why = f"feature {f.name} differs beyond its tolerance"
         if f.name not in prop.free and f.name not in tol and a != b:
             why = f"feature {f.name} differs, which the pre-condition ties"
+    if why is None and prop.pre:            # the lowering's box holds it (tied int bounds); checked again, exactly
+        from fairspec.kinds.pair_pre import PairPre
+
+        if not PairPre(prop, fs, {n: np.array([px[n], py[n]]) for n in px}).meets([0], [1])[0]:
+            why = "the pair does not meet the pre-condition"
     if why is None and not any(px[n] != py[n] for n in prop.free if n in px) and \
             all(n in px for n in prop.free):
         why = "the pair does not differ in a protected feature"
