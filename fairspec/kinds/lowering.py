@@ -47,6 +47,7 @@ class PairLowering:
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
     narrowed = tied_int_bounds(prop, fs) if prop.pre else {}
+    applied: set = set()
     n = enc.width
     lo, hi = np.zeros(n), np.zeros(n)
     integer = np.zeros(n, dtype=bool)
@@ -82,6 +83,7 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
                 vlo, vhi, is_int = float(dom.lo), float(dom.hi), isinstance(dom, ir.IntRange)
             if f.name in narrowed:      # a tied int feature's bounds (x.f == x'.f): one box for both
                 vlo, vhi = max(vlo, float(narrowed[f.name][0])), min(vhi, float(narrowed[f.name][1]))
+                applied.add(f.name)
             lo[c.offset], hi[c.offset], integer[c.offset] = vlo, vhi, is_int
             if c.kind == "minmax" and c.scale is not None:
                 scale[c.offset], shift[c.offset] = c.scale, c.shift
@@ -102,6 +104,9 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             if c.kind in ("onehot", "code"):
                 raise Unsupported(f"a tolerance on categorical feature {f.name} has no meaning")
             relaxed.append((c.offset, float(tol[f.name])))
+    missed = {c.feature for c in enc.columns} & set(narrowed) - applied
+    if missed:                  # encoded as no single number (never for an int feature today): not ignored
+        raise Unsupported(f"the pre-condition's bound on {sorted(missed)[0]} has no column of the lowering to narrow")
     return PairLowering(lo, hi, integer, tuple(groups), tuple(free), tuple(relaxed), scale, shift,
                         tuple(pvalues), tuple(pcols))
 
