@@ -144,12 +144,54 @@ def fairspec_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "fairspec.cli"]
 
 
-def run_cli(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
-    """`fairspec ARGS` in a subprocess, as a user runs it."""
+def _warm_language_server() -> None:
+    """The suite's language servers (fairspec.lsp.client.Session, test_lsp_hostile's processes) forked
+    from tests/cli_forkserver.py's warm server through its relay: ~100 sessions no longer start Python and
+    import fairspec, pygls and lsprotocol each (~0.8 s CPU a start)."""
+    import cli_forkserver
+    import fairspec.lsp.client as client
+
+    fresh = client.server_command
+
+    def server_command() -> list[str]:
+        return cli_forkserver.command("lsp") or fresh()
+
+    client.server_command = server_command
+
+
+_warm_language_server()
+
+
+def _cli_env(overrides: dict | None = None) -> dict[str, str]:
+    """The environment of a `fairspec` command line a test starts: the test's, without FAIRSPEC_DEBUG,
+    COLUMNS=200 unless set, then ``overrides`` (None removes a variable)."""
     env = dict(os.environ)
     env.pop("FAIRSPEC_DEBUG", None)
     env.setdefault("COLUMNS", "200")
-    return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd or REPO,
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    return env
+
+
+def run_cli(*args, cwd=None, timeout=120, env=None) -> subprocess.CompletedProcess:
+    """`fairspec ARGS` in a process of its own, as a user runs it: forked from a warm server that has
+    numpy, pandas, scikit-learn and fairspec imported (tests/cli_forkserver.py: the same exit code,
+    stdout and stderr, without a few hundred interpreter starts), or a fresh subprocess when the
+    command line needs one (``FAIRSPEC_TEST_FRESH_PROCESS=1`` for all).
+
+    ``env``: overrides of the test's environment for this command line (a value of None removes the
+    variable), applied after the defaults (no FAIRSPEC_DEBUG, COLUMNS=200)."""
+    import cli_forkserver
+
+    env = _cli_env(env)
+    argv = [str(a) for a in args]
+    done = cli_forkserver.run(argv, str(cwd or REPO), env, timeout)
+    if done is not None:
+        return done
+    return subprocess.run([*fairspec_command(), *argv], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from test_html_report import CHROMIUM, _browser, _console_errors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +28,8 @@ def _sha(p: Path) -> str:
 @pytest.fixture(scope="module")
 def compas_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("audit")
-    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/compas/compas.fair", "--format", "json",
-                        "--html", str(out / "report.html")], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = run_cli("check", "examples/compas/compas.fair", "--format", "json", "--html", out / "report.html", cwd=ROOT,
+                timeout=900)
     assert r.returncode == 1, r.stderr
     return json.loads(r.stdout), (out / "report.html").read_text(encoding="utf-8"), out / "report.html"
 
@@ -93,8 +94,7 @@ def test_html_shows_provenance_claims_intervals_and_failing_groups(compas_run):
 
 
 def test_imported_policies_are_in_the_provenance():
-    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/predictions/decisions.fair",
-                        "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = run_cli("check", "examples/predictions/decisions.fair", "--format", "json", cwd=ROOT, timeout=900)
     prov = json.loads(r.stdout)["provenance"]
     roles = {f["role"] for f in prov["files"]}
     assert {"spec", "imported spec", "data"} <= roles
@@ -128,8 +128,7 @@ features P from log {
 model tool = predictions(log, decision = "selected")
 apply nyc_ll144(tool, sex = sex, race = race)
 ''')
-    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "audit.fair", "--html", "audit.html"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli("check", "audit.fair", "--html", "audit.html", cwd=tmp_path, timeout=600)
     assert r.returncode in (0, 1, 3), r.stderr
     page = (tmp_path / "audit.html").read_text(encoding="utf-8")
     assert "Bias audit: NYC Local Law 144" in page
@@ -172,7 +171,8 @@ def _timeless(x):
                                   "examples/worked/adult_distribution.fair"])
 def test_two_runs_give_the_same_document_apart_from_the_times(spec):
     """Determinism an auditor can rely on: JSON equal but for the documented time fields (bootstrap,
-    sampled estimates and the distribution learnt from data are seeded), SARIF byte-identical."""
+    sampled estimates and the distribution learnt from data are seeded), SARIF byte-identical. Two
+    fresh processes, not run_cli's forked ones: those share the fork server's hash seed."""
     runs = [subprocess.run([sys.executable, "-c", _BOTH, spec], cwd=ROOT, capture_output=True, text=True,
                            timeout=900).stdout.split("\0\n") for _ in range(2)]
     assert [len(r) for r in runs] == [3, 3], runs
@@ -197,9 +197,8 @@ for fmt in ("json", "sarif"):
 def test_the_invocation_is_in_the_provenance():
     """What the command line asked beside the spec (--property, --ignore, --allow-path) shapes the
     report: the provenance names it, so the run can be replayed (it was nowhere)."""
-    r = subprocess.run([sys.executable, "-m", "fairspec", "check", "examples/compas/compas.fair", "--format", "json",
-                        "--property", "precision_parity", "--ignore", "fs433,FS211", "--allow-path", "examples"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    r = run_cli("check", "examples/compas/compas.fair", "--format", "json", "--property", "precision_parity",
+                "--ignore", "fs433,FS211", "--allow-path", "examples", cwd=ROOT, timeout=900)
     doc = json.loads(r.stdout)
     assert [p["name"] for p in doc["properties"]] == ["precision_parity"]
     assert doc["provenance"]["invocation"] == {"property": "precision_parity", "ignore": ["FS211", "FS433"],

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy  # noqa: F401
 import pytest
 import yaml
+from conftest import run_cli
 from test_python_api import _tiny_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,8 @@ def test_pre_commit_lint_hook(tmp_path):
 
 def test_pre_commit_fmt_hook(tmp_path):
     spec = _tiny_project(tmp_path)
-    subprocess.run([sys.executable, "-m", "fairspec", "fmt", str(spec)], env=_env(), check=True, timeout=120)
+    fmt = run_cli("fmt", spec, cwd=tmp_path)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
     hook = _hook("fairspec-fmt")
     assert _run_hook(hook, [spec], tmp_path).returncode == 0
     spec.write_text(spec.read_text().replace("  a : raw", "a:raw"))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, people_decls
+from conftest import FIXTURES, people_decls, run_cli
 from fairspec.runtime import executor as ex_mod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -349,9 +349,8 @@ def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_k
     with Client(cluster, set_as_default=False) as admin:
         admin.wait_for_workers(2, timeout=GUARD)
         admin.run(_hang_property_on_worker, "hangs")
-    env = dict(os.environ, FAIRSPEC_CLUSTER_GRACE="0", FAIRSPEC_CLUSTER_TIMEOUT=str(GUARD))
-    r = subprocess.run([sys.executable, "-m", "fairspec.cli", "check", str(spec), "--cluster", cluster,
-                        "--format", "json"], capture_output=True, text=True, env=env, timeout=GUARD)
+    r = run_cli("check", spec, "--cluster", cluster, "--format", "json", timeout=GUARD,
+                env={"FAIRSPEC_CLUSTER_GRACE": "0", "FAIRSPEC_CLUSTER_TIMEOUT": str(GUARD)})
     doc = json.loads(r.stdout)
     props = {p["name"]: p for p in doc["properties"]}
     assert r.returncode == report.exit_code == doc["exit_code"], (r.returncode, r.stderr[-2000:])

@@ -5,12 +5,12 @@ verdicts agree with brute force on the shipped models."""
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 GERMAN = ROOT / "examples" / "german"
@@ -120,5 +120,5 @@ def test_compas_score_example():
 
 @pytest.mark.parametrize("spec", [GERMAN / "grades.fair", COMPAS / "score.fair"], ids=["german", "compas"])
 def test_examples_are_formatted(spec):
-    r = subprocess.run([sys.executable, "-m", "fairspec", "fmt", "--check", str(spec)], capture_output=True, text=True)
+    r = run_cli("fmt", "--check", spec)
     assert r.returncode == 0, r.stdout + r.stderr

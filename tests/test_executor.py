@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import run_cli
 
 from fairspec.runtime import executor as ex_mod
 from fairspec.runtime.executor import JobError, ProcessExecutor, SerialExecutor
@@ -223,10 +224,9 @@ def test_cluster_with_a_relative_spec_path_from_another_folder(cluster, tmp_path
 def test_unreachable_scheduler_is_one_sentence_and_exit_2(address):
     """A malformed address (no port: "garbage") is refused before a Client exists: a half-built Client
     closes itself when collected, a traceback ("Exception ignored in Client.__del__") after 2 x the time-out."""
-    env = {**os.environ, "FAIRSPEC_CLUSTER_TIMEOUT": "2", "PYTHONPATH": str(ROOT)}
     for extra in ([], ["--format", "json"], ["--models", f"lr={ROOT / 'examples/adult/models'}"]):
-        r = subprocess.run([sys.executable, "-m", "fairspec", "check", str(ROOT / "examples/predictions/decisions.fair"),
-                            "--cluster", address, *extra], capture_output=True, text=True, timeout=120, env=env)
+        r = run_cli("check", ROOT / "examples/predictions/decisions.fair", "--cluster", address, *extra,
+                    env={"FAIRSPEC_CLUSTER_TIMEOUT": "2"})
         assert r.returncode == 2, (extra, r.stdout, r.stderr)
         assert "cannot reach the Dask scheduler at " + address in r.stdout + r.stderr
         assert "Traceback" not in r.stderr and "internal error" not in r.stderr

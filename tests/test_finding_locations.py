@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fairspec", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900)
+    return run_cli(*args, cwd=ROOT, timeout=900)
 
 
 def _uris(log: dict) -> list[str]:

@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 
+import cli_forkserver
 from conftest import fairspec_command, run_cli
 from fairspec.diagnostics import render_full
 from fairspec.diagnostics.visible import visible, visible_value
@@ -205,8 +206,16 @@ property parity {{
 
 
 def _run(*args, cwd, stdout=None, stderr=subprocess.PIPE, close=()):
-    """`fairspec ARGS` with stdout / stderr given (a file, a pipe) or closed (``close``: fds 1, 2)."""
+    """`fairspec ARGS` with stdout / stderr given (a file, a pipe) or closed (``close``: fds 1, 2). Given
+    ones go to a command forked from the warm server (tests/cli_forkserver.py: it writes to them as its
+    own); a closed one needs a fresh process (Python starts with ``sys.stdout = None`` then)."""
     env = {k: v for k, v in os.environ.items() if k != "FAIRSPEC_DEBUG"}
+    if not close and stdout is not None and stderr is not None:
+        fds = {k: None if s == subprocess.PIPE else s if isinstance(s, int) else s.fileno()
+               for k, s in (("stdout", stdout), ("stderr", stderr))}
+        done = cli_forkserver.run([str(a) for a in args], str(cwd), env, 120, text=False, **fds)
+        if done is not None:
+            return done
     return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd, stdout=stdout, stderr=stderr,
                           env=env, timeout=120, preexec_fn=(lambda: [os.close(fd) for fd in close]) if close else None)
 
@@ -337,11 +346,8 @@ def test_a_value_with_a_line_break_or_a_space_never_starts_a_line_of_the_check_r
         'features W from d {\n  C : {"a\\n::error file=x::pwned", "b c ::error::wrapped"} protected\n'
         '  age : int in [18, 80]\n}\nmodel clf = rule(age >= 40)\n'
         'property p { statistical_parity(clf, groups C) <= 0.1 }\n')
-    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
-    env.pop("FAIRSPEC_DEBUG", None)
     for width in (40, 80, 120, 200):
-        r = subprocess.run([*fairspec_command(), "check", "s.fair"], cwd=tmp_path, capture_output=True, text=True,
-                           timeout=120, env=dict(env, COLUMNS=str(width)))
+        r = run_cli("check", "s.fair", cwd=tmp_path, env={"COLUMNS": str(width)})
         assert r.returncode == 3, r.stdout + r.stderr  # unknown: the threshold lies in the interval
         assert not [x for x in (r.stdout + r.stderr).splitlines() if x.lstrip().startswith("::")], r.stdout
         (reason,) = [x for x in r.stdout.splitlines() if x.startswith("p: ") and "lowest" in x]
@@ -358,11 +364,8 @@ def test_a_spec_path_with_a_workflow_command_never_starts_a_line_of_the_summary(
     (folder / "s.fair").write_text('data d = csv("d.csv", label = y == 1)\n'
                                    'features W from d {\n  s : {F, M} protected\n  age : int in [18, 80]\n}\n'
                                    'model clf = rule(age >= 40)\nproperty p { statistical_parity(clf, groups s) <= 0.9 }\n')
-    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
-    env.pop("FAIRSPEC_DEBUG", None)
     for width in (40, 60, 120):
-        r = subprocess.run([*fairspec_command(), "check", str(folder / "s.fair")], cwd=folder, capture_output=True,
-                           text=True, timeout=120, env=dict(env, COLUMNS=str(width)))
+        r = run_cli("check", folder / "s.fair", cwd=folder, env={"COLUMNS": str(width)})
         assert r.returncode in (0, 1, 3), r.stdout + r.stderr      # a verdict, whichever
         lines = (r.stdout + r.stderr).splitlines()
         assert not [x for x in lines if x.lstrip().startswith(("::", "file=a::"))], r.stdout

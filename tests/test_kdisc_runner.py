@@ -146,5 +146,69 @@ property loose {{
 ''')
     (v,) = check(spec, allow=[AC1.parent]).verdicts
     assert v.status == "unknown"                                     # the branch and bound did not run here
+    assert "timeout" not in v.reason                                 # it was not spent
     assert [it for _, it in calls] == [EARLY_SEARCH_ITERATIONS, None] and calls[1][0] <= 300
     assert len(babs) == 2 and babs[0] <= 10
+
+
+def test_a_search_shorter_than_the_pools_start_runs_in_this_process(tmp_path, monkeypatch):
+    """Two workers configured: a search of a few seconds (timeout = 6s, no `search ... for`: half of it)
+    runs its restarts in this process, as its first iterations do -- starting the worker processes (each
+    loads the model, the data, scikit-learn for knn) took longer than the whole timeout (kdisc-solver
+    61000012 k1, timeout = 4s: 8-12 s, its search 0.2-0.5 s); a long one (timeout = 600s) uses the pool."""
+    import fairspec.backends.search.kdisc as search
+    from fairspec.kinds import kdisc_net
+    from fairspec.runtime import executor as ex_mod
+
+    pool = ex_mod.SerialExecutor()            # stands for the process pool: no worker started here
+    monkeypatch.setattr(ex_mod, "configured_workers", lambda: 2)
+    monkeypatch.setattr(ex_mod, "get_executor", lambda n=2: pool)
+    used, real = [], search.kdisc_restarts
+
+    def watched(*a, **kw):
+        used.append((kw.get("max_iters"), kw.get("executor") is pool))
+        return real(*a, **dict(kw, executor=ex_mod.SerialExecutor(), init=None, max_iters=min(kw.get("max_iters") or 30, 30)))
+
+    monkeypatch.setattr(search, "kdisc_restarts", watched)
+    monkeypatch.setattr(kdisc_net, "by_branch_and_bound", lambda *a, **kw: "; not run here")
+    for timeout, pooled in ((6, False), (600, True)):
+        used.clear()
+        spec = tmp_path / f"kd{timeout}.fair"
+        spec.write_text(f'''import "{AC1.as_posix()}"
+property loose {{
+  k_discrimination(ac1, over {{sex}}, eps = 0.99) < 2
+  timeout = {timeout}s
+}}
+''')
+        (v,) = check(spec, allow=[AC1.parent]).verdicts
+        assert v.status == "unknown", v.reason
+        assert used == [(5, False), (None, pooled)], (timeout, used)
+
+
+def test_an_unknown_after_the_timeout_is_spent_says_so(tmp_path, monkeypatch):
+    """timeout = 2s spent before the branch and bound had a node (a slow machine: the search made to take
+    it all here): the unknown names the timeout, so the user knows a longer one may decide the claim (the
+    reason said only "the search (sa+knn, 0s) ... the budget ended after 0 nodes")."""
+    import time
+
+    calls, _ = _watch_the_search(monkeypatch)
+    import fairspec.backends.search.kdisc as search
+
+    capped = search.kdisc_restarts
+
+    def slow(*a, **kw):
+        r = capped(*a, **kw)
+        if kw.get("max_iters") is None:
+            time.sleep(2.2)
+        return r
+
+    monkeypatch.setattr(search, "kdisc_restarts", slow)
+    spec = tmp_path / "kd.fair"
+    spec.write_text(f'''import "{AC1.as_posix()}"
+property loose {{
+  k_discrimination(ac1, over {{sex}}, eps = 0.99) < 2
+  timeout = 2s
+}}
+''')
+    (v,) = check(spec, allow=[AC1.parent]).verdicts
+    assert v.status == "unknown" and "the timeout (2s) is spent" in v.reason, v.reason

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from fairspec import pipeline
 from onnx_nets import gemm_onnx
 
@@ -194,8 +195,6 @@ def test_over_a_distribution_and_in_json(tmp_path):
     """class = c over a distribution: lint warns FS504 and check says unknown with the reason; the
     JSON report on stdout is only the JSON document, confusion matrices included."""
     import json
-    import subprocess
-    import sys
 
     _onnx(tmp_path / "grade.onnx", 3, "logits", 3)
     _onnx(tmp_path / "salary.onnx", 1, "y", 4)
@@ -209,8 +208,7 @@ def test_over_a_distribution_and_in_json(tmp_path):
                     "property tv { class_distribution_distance(grade, groups sex) <= 0.999   bootstrap = 10 }\n")
     res = pipeline.lint(spec)
     assert [d.code for d in res.diagnostics if d.severity != "note"] == ["FS504"], res.diagnostics
-    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(spec), "--format", "json"],
-                         capture_output=True, text=True, cwd=tmp_path)
+    out = run_cli("check", spec, "--format", "json", cwd=tmp_path, timeout=600)
     doc = json.loads(out.stdout)
     props = {p["name"]: p for p in doc["properties"]}
     assert props["over"]["status"] == "unknown" and "data rows" in props["over"]["reason"]

@@ -12,12 +12,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from fairspec import pipeline
 
 fm = pytest.importorskip("fairlearn.metrics")
@@ -143,14 +142,12 @@ def test_to_overall_names_the_group_and_the_reference(tmp_path):
     shares = {c: float(np.mean(pred == c)) for c in lr.classes_}
     tv = res["tv"]
     assert tv.details["overall"]["class_share"] == pytest.approx(shares, abs=1e-12)
-    out = subprocess.run([sys.executable, "-m", "fairspec", "check", "s.fair", "--format", "json"],
-                         capture_output=True, text=True, cwd=tmp_path)
+    out = run_cli("check", "s.fair", "--format", "json", cwd=tmp_path, timeout=600)
     doc = json.loads(out.stdout)
     (p,) = doc["properties"]
     assert p["details"]["overall"]["class_share"] == pytest.approx(shares, abs=1e-12)
     assert "farthest from all rows sex=" in p["reason"]
-    text = subprocess.run([sys.executable, "-m", "fairspec", "check", "s.fair"], capture_output=True, text=True,
-                          cwd=tmp_path, env={**__import__("os").environ, "COLUMNS": "200"}).stdout
+    text = run_cli("check", "s.fair", cwd=tmp_path, timeout=600, env={"COLUMNS": "200"}).stdout
     assert "all rows" in text and "farthest from all rows" in text
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import fairspec
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "examples" / "adult"
@@ -28,8 +29,7 @@ def _digest(folder: Path) -> dict:
 
 
 def _cli_json(spec: Path, prop: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(spec), "--format", "json",
-                          "--property", prop], capture_output=True, text=True, cwd=spec.parent, timeout=900)
+    out = run_cli("check", spec, "--format", "json", "--property", prop, cwd=spec.parent, timeout=900)
     assert out.returncode in (0, 1, 3), out.stderr
     return json.loads(out.stdout)
 
@@ -153,7 +153,7 @@ def test_errors_are_sentences_or_diagnostics(tmp_path):
     assert fairspec.lint(spec) == []
 
 
-def test_python_dash_m_fairspec_runs():
+def test_python_dash_m_fairspec_runs():  # a fresh `python -m fairspec`: the module's own entry point
     out = subprocess.run([sys.executable, "-m", "fairspec", "--version"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip()
 

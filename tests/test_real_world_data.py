@@ -5,12 +5,11 @@ filter (examples/compas), cross-checked against pandas."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from fairspec.pipeline import check, lint
 from fairspec import ir
 from fairspec.runtime.data import DataError, dedupe_names
@@ -118,8 +117,7 @@ def test_compas_as_published_matches_pandas():
     pd = pytest.importorskip("pandas")
     res = lint(COMPAS / "compas.fair")
     assert [d.code for d in res.diagnostics] == ["FS430", "FS430"]  # decile_score, read by both data sets
-    out = subprocess.run([sys.executable, "-m", "fairspec", "check", str(COMPAS / "compas.fair"), "--format", "json"],
-                         capture_output=True, text=True, timeout=600)
+    out = run_cli("check", COMPAS / "compas.fair", "--format", "json", timeout=600)
     assert out.returncode == 1, out.stderr
     props = {p["name"]: p for p in json.loads(out.stdout)["properties"]}
     assert props["high_risk_by_sex"]["details"]["rows"] == 6172  # ProPublica's filter (REFERENCE.md)

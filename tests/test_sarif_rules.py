@@ -4,19 +4,16 @@ fingerprint that survives edits which move lines; the log validates against the 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from conftest import run_cli
 from test_ci_formats import valid_sarif
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sarif(args, cwd, env=None) -> dict:
-    r = subprocess.run([sys.executable, "-m", "fairspec", *map(str, args), "--format", "sarif"], cwd=cwd,
-                       capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
+    r = run_cli(*args, "--format", "sarif", cwd=cwd, timeout=900, env=env)
     assert r.returncode in (0, 1, 2, 3), r.stderr
     return valid_sarif(r.stdout)
 

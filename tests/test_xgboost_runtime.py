@@ -19,16 +19,13 @@ last round of the first stage, as early stopping records it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from itertools import product
 
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import run_cli
 
 xgb = pytest.importorskip("xgboost")
 
@@ -143,10 +140,8 @@ def test_a_file_with_early_stopping_needs_the_rounds_declared(binary, tmp_path):
     """Without rounds = ..., FS425 at the file (lint and check, through the CLI), with the hint."""
     binary.save_model(str(tmp_path / "m.json"))
     spec = _spec(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200")
     for cmd in ("lint", "check"):
-        out = subprocess.run([sys.executable, "-m", "fairspec", cmd, str(spec), "--format", "json"],
-                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        out = run_cli(cmd, spec, "--format", "json", cwd=tmp_path, timeout=300, env={"COLUMNS": "200"})
         assert out.returncode == 2, (out.stdout, out.stderr)
         doc = json.loads(out.stdout)
         (d,) = [d for d in doc["diagnostics"] if d["code"] == "FS425"]

@@ -32,6 +32,9 @@ EARLY_BAB_SECONDS = 10.0
 #: twentieth of the timeout) when it stops at the claim's k: a violation found at once is reported at once
 EARLY_SEARCH_ITERATIONS = 5
 EARLY_SEARCH_SECONDS = 5.0
+#: a search with less time than this runs its restarts in this process: the worker processes' start (each
+#: loads the model, the data, scikit-learn for knn) took longer than such a search, and than a short timeout
+POOL_SEARCH_SECONDS = 10.0
 
 
 def _coordinate_names(enc: ir.Encoding, fs: ir.FeatureSet):
@@ -209,6 +212,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
     init = None if isinstance(ex, SerialExecutor) else (_worker_search_state, (ctx.spec, ctx.roots, prop))
 
     def search(seconds, max_iters=None, serial=False):
+        serial = serial or (seconds is not None and seconds < POOL_SEARCH_SECONDS)
         return kdisc_restarts(setup.search_state(prop), executor=SerialExecutor() if serial else ex,
                               init=None if serial else init, seed=prop.options.seed or 0,
                               budget_seconds=seconds, max_iters=max_iters)
@@ -259,6 +263,8 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
             return proved
         exact_note += proved
     if w is None or res.max_k < violated_at:
+        if limit and ctx.spent() >= limit:
+            exact_note += f"; the timeout ({limit:g}s) is spent: a longer one may decide the claim"
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
                              f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",
                        seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)

@@ -103,6 +103,11 @@ def generate(seed: int, n_props: int = 4) -> Instance:
         probs, real_sigmoid = 1.0 / (1.0 + np.exp(-out.logit)), True
     protected = [i for i, f in enumerate(fs) if f.protected]
     props = []
+    # a third of the properties give the search no budget of their own (no `search ... for`: its first
+    # iterations and the early branch and bound run before it, and the search takes half the timeout) and
+    # a short timeout, some of them with `explain tree`; from a stream of their own, so the instances'
+    # models, claims and truths stay as they were
+    shape = np.random.default_rng([24, seed, 31])
     for k in range(n_props):
         over = protected if rng.random() < 0.7 else protected[:1]
         eps_text = str(rng.choice(["0.05", "0.1", "0.25", "0.2", "0.125", "0.3"]))
@@ -117,8 +122,15 @@ def generate(seed: int, n_props: int = 4) -> Instance:
         status = "ambiguous" if ambiguous else ("violated" if violated else "holds")
         over_text = ", ".join(fs[i].name for i in over)
         search = str(rng.choice(["random", "annealing", "knn"]))
-        lines = [f"k_discrimination(m, over {{{over_text}}}, eps = {eps_text}) {op} {c}",
-                 f"search {search} for 3s", "timeout = 20s"]
+        claim = f"k_discrimination(m, over {{{over_text}}}, eps = {eps_text}) {op} {c}"
+        if shape.random() < 1 / 3:
+            timeout = int(shape.choice([4, 6]))
+            lines = [claim, f"search {search}", f"timeout = {timeout}s"]
+            if shape.random() < 0.3:
+                lines.append("explain tree")
+        else:
+            timeout = 20
+            lines = [claim, f"search {search} for 3s", "timeout = 20s"]
         name = f"k{k}"
         body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
         truth = Truth(status, value=float(kmax), value_kind="k",
@@ -127,7 +139,8 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                       domain=int(P.shape[0]), note=f"max k = {kmax} of K = {K}")
         props.append(Prop(name, FAMILY, body, truth, {"op": op, "k": c, "eps": eps_text, "K": K,
                                                       "model": info.get("model"), "head": info.get("head"),
-                                                      "runtime": info.get("model")}, 20))
+                                                      "runtime": info.get("model"),
+                                                      "search": "budget" if timeout == 20 else "none"}, timeout))
     return Instance(FAMILY, seed, spec, files, props, info)
 
 

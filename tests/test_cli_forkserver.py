@@ -1,0 +1,140 @@
+"""The suite's warm `fairspec` processes (tests/cli_forkserver.py) say what a fresh process says.
+
+`run_cli` and the suite's language servers fork their `fairspec` from a server that has numpy, pandas,
+scikit-learn and fairspec imported; a command line must not be able to tell: the same exit code, stdout
+and stderr as a fresh `fairspec` process, for a lint, a check's JSON, a spec error, argparse's own exits,
+a torch model (imported in the child, after the fork) and a language server session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import cli_forkserver
+from conftest import EXAMPLES, OK, REPO, _cli_env, fairspec_command, run_cli
+
+pytestmark = pytest.mark.skipif(cli_forkserver.command() is None, reason="no fork server on this platform")
+
+
+def _fresh(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    env = _cli_env(env)
+    return subprocess.run([*fairspec_command(), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+def _same(a: subprocess.CompletedProcess, b: subprocess.CompletedProcess) -> None:
+    seconds = re.compile(r"\d+\.\d+ ?s\b|\"(seconds|checked_at)\": [^,}\n]+")
+    assert a.returncode == b.returncode, (a.stderr, b.stderr)
+    assert seconds.sub("T", a.stdout) == seconds.sub("T", b.stdout)
+    assert seconds.sub("T", a.stderr) == seconds.sub("T", b.stderr)
+
+
+@pytest.fixture
+def torch_spec(tmp_path):
+    """examples/adult with its torch model in place of the ONNX one (torch imported after the fork)."""
+    shutil.copytree(EXAMPLES / "adult", tmp_path / "adult")
+    spec = tmp_path / "adult" / "adult.fair"
+    spec.write_text(spec.read_text().replace('onnx("models/mlp.onnx", output = "logit")', 'torch("models/mlp.pt")'))
+    return spec
+
+
+@pytest.mark.parametrize("args", [
+    ("lint", str(OK / "warnings.fair")),
+    ("lint", str(REPO / "tests" / "fixtures" / "errors" / "bad_duration.fair")),
+    ("lint", str(OK / "warnings.fair"), "--format", "json"),
+    ("check", str(OK / "no_pair.fair"), "--format", "json"),
+    ("--version",),
+    ("--help",),
+    ("check",),                      # argparse's usage error: exit 2 on stderr
+    ("no-such-command",),
+], ids=["lint", "lint-error", "lint-json", "check-json", "version", "help", "usage", "unknown-command"])
+def test_forked_command_lines_say_what_a_fresh_process_says(args, tmp_path):
+    _same(run_cli(*args, cwd=tmp_path), _fresh(*args, cwd=tmp_path))
+
+
+def test_a_torch_model_checks_the_same_after_the_fork(torch_spec):
+    args = ("check", torch_spec.name, "--property", "mlp_equalized_odds", "--format", "json")
+    forked, fresh = run_cli(*args, cwd=torch_spec.parent), _fresh(*args, cwd=torch_spec.parent)
+    assert forked.returncode in (0, 1), forked.stderr
+    _same(forked, fresh)
+
+
+def test_a_time_out_kills_the_forked_command(tmp_path):
+    # a k-discrimination search given 60 s of its own cannot end in 3
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_cli("check", EXAMPLES / "fairify" / "ac1.fair", "--property", "clusters_k20", cwd=tmp_path, timeout=3)
+    (tmp_path / "s.fair").write_text("# nothing\n")
+    assert run_cli("lint", "s.fair", cwd=tmp_path).returncode == 0   # the server still serves
+
+
+def test_a_language_server_through_the_relay_answers_as_a_fresh_one(tmp_path):
+    from fairspec.lsp.client import Session, server_command
+
+    assert "--run" in server_command()     # the suite's sessions go through the relay
+    spec = tmp_path / "s.fair"
+    spec.write_text((OK / "warnings.fair").read_text())
+
+    async def diagnostics(command):
+        async with Session(command=command) as s:
+            return [(d.code, d.range.start.line, d.message) for d in await s.diagnostics(s.open(spec), after=0)]
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        forked = asyncio.run(diagnostics(server_command()))
+        fresh = asyncio.run(diagnostics([*fairspec_command(), "lsp"]))
+    finally:
+        os.chdir(cwd)
+    assert forked == fresh and forked
+
+
+def test_a_start_up_variable_the_server_did_not_start_with_gets_a_fresh_process(tmp_path):
+    """Python reads PYTHONIOENCODING when it starts: a forked child would print with the server's
+    encoding. A spec named é.fair, stdout in ASCII with backslashreplace, says ``\\xe9`` as a fresh one."""
+    spec = tmp_path / "\u00e9.fair"
+    spec.write_text((REPO / "tests" / "fixtures" / "errors" / "bad_duration.fair").read_text())
+    env = {"PYTHONIOENCODING": "ascii:backslashreplace"}
+    assert cli_forkserver.run(["lint", spec.name], str(tmp_path), dict(os.environ, **env), 60) is None
+    with pytest.MonkeyPatch.context() as mp:    # a language server the test starts: its environment is the test's
+        mp.setenv("PYTHONIOENCODING", env["PYTHONIOENCODING"])
+        assert cli_forkserver.command("lsp") is None
+    forked = run_cli("lint", spec.name, cwd=tmp_path, env=env)
+    assert "\\xe9.fair" in forked.stdout + forked.stderr, forked.stdout + forked.stderr
+    _same(forked, _fresh("lint", spec.name, cwd=tmp_path, env=env))
+
+
+@pytest.mark.parametrize("target", ["file", "full", "gone"])
+def test_a_stdout_descriptor_given_to_the_forked_command_is_its_own(tmp_path, target):
+    """``stdout=`` a file, /dev/full or a pipe whose reader is gone: the command writes there itself,
+    with the exit code and stderr a fresh process has (tests/test_hostile_output.py's cases)."""
+    if target == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    args = ["check", str(OK / "no_pair.fair"), "--format", "json"]
+    results = []
+    for way in ("forked", "fresh"):
+        out = tmp_path / f"{way}.json"
+        if target == "gone":
+            read, fd = os.pipe()
+            os.close(read)
+        else:
+            fd = os.open(out if target == "file" else "/dev/full", os.O_WRONLY | os.O_CREAT)
+        try:
+            if way == "forked":
+                r = cli_forkserver.run(args, str(tmp_path), dict(os.environ), 120, stdout=fd)
+            else:
+                r = subprocess.run([*fairspec_command(), *args], cwd=tmp_path, stdout=fd, stderr=subprocess.PIPE,
+                                   text=True, timeout=120)
+        finally:
+            os.close(fd)
+        assert r.stdout is None
+        results.append((r.returncode, r.stderr, out.read_text() if target == "file" else None))
+    _same(*(subprocess.CompletedProcess([], code, text or "", err) for code, err, text in results))
+    if target == "file":
+        assert json.loads(results[0][2])["properties"]
