@@ -305,3 +305,20 @@ def check_path(p):
     from fairspec.pipeline import check
 
     return check(p)
+
+
+@pytest.mark.parametrize("req, pred", [("x.a > 6", lambda x, y: x["a"] > 6),
+                                       ("x'.a <= 2 and x.g == B", lambda x, y: y["a"] <= 2 and x["g"] == 1)])
+def test_maximize_is_the_largest_difference_over_the_pairs_meeting_it(net, req, pred):
+    """maximize's value is over exactly the pairs meeting the pre-condition (both orders of each compared):
+    the largest |z - z'| among them, not the domain's."""
+    from fairspec.pipeline import check
+
+    pts, z = _scores(net / "m.onnx")
+    P = _pairs("s", pts, pred)
+    best = max(abs(float(z[i]) - float(z[j])) for i, j in P)
+    (net / "mx.fair").write_text(DECLS + "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+                                         f"  require {req}\n  ensure |logit(m(x)) - logit(m(x'))| <= 100\n"
+                                         "  mode = maximize\n}\n")
+    (v,) = check(net / "mx.fair").verdicts
+    assert v.status == "holds" and v.value == best and v.bound[0] <= best <= v.bound[1], (v.value, best, v.bound)
