@@ -322,3 +322,38 @@ def test_maximize_is_the_largest_difference_over_the_pairs_meeting_it(net, req, 
                                          "  mode = maximize\n}\n")
     (v,) = check(net / "mx.fair").verdicts
     assert v.status == "holds" and v.value == best and v.bound[0] <= best <= v.bound[1], (v.value, best, v.bound)
+
+
+@pytest.mark.parametrize("case", [0, 4, 6, 7, 8, 11, 12])
+def test_a_tree_model_s_class_post_decides_the_pairs_the_pre_condition_keeps(tmp_path, case):
+    """kinds/tree_outputs (a three-class forest's class post) over exactly the pairs meeting the pre-condition."""
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    from fairspec.pipeline import check
+
+    pts = _points()
+    X = np.array([[1.0 if p["g"] == k else 0.0 for k in range(3)] + [p["s"], p["a"]] for p in pts])
+    y = np.random.default_rng(7).integers(0, 3, size=X.shape[0] * 2)
+    est = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=1).fit(np.vstack([X, X]), y)
+    sio.dump(est, tmp_path / "m.skops")
+    free, lines, pred, _ = CASES[case]
+    pred.relaxed = any(ln.startswith("|x.a") for ln in lines)
+    P = _pairs(free, pts, pred)
+    cls = est.predict(X)
+    req = "\n  ".join(f"require {ln}" for ln in lines)
+    (tmp_path / "s.fair").write_text(
+        DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') +
+        f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
+        "  ensure class(m(x)) == class(m(x'))\n}\n")
+    (v,) = check(tmp_path / "s.fair").verdicts
+    bad = [(i, j) for i, j in P if cls[i] != cls[j]]
+    assert v.status == ("violated" if bad else "holds"), (lines, v.status, v.reason)
+    if v.status == "holds":
+        assert v.how == "proved" and v.details["pairs"] == len(P)
+    else:
+        w = v.witness
+        x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
+        yy = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
+        assert (pts.index(x), pts.index(yy)) in bad and v.details["violating_pairs"] == len(bad)
