@@ -151,6 +151,33 @@ def _by_leaf_boxes(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t0
                                "decided_by": "branch and bound over leaf boxes, after the tree encodings"})
 
 
+
+def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt: str | None):
+    """A small domain enumerated whole (a network's here, a binary tree model's in kinds.tree_pairs) reads
+    none of partitions, part_timeout, timeout or engine, nor -- no data rows are flipped first -- max_rows,
+    nor seed (the rows' sample and the partitions' estimate draw nothing here): each one the spec sets is
+    said in the verdict's notes (lint cannot know: the domain's size is known once the model is loaded).
+    max_rows and seed are not said again where lint's FS213 said them (sema.options: no data rows, a
+    require, maximize; a seed nothing reads); a seed of 0 is the default, and not told from none."""
+    from fairspec.planning import setting
+    from fairspec.sema.options import no_pre_pass, seed_unread
+    from fairspec.verdict import with_note
+
+    has_data = ctx.spec.feature_set(prop.features).data is not None
+    unread = [k for k in ("partitions", "part_timeout", "timeout", "engine") if prop.options.get(k) is not None]
+    if prop.options.max_rows is not None and no_pre_pass(prop, has_data, fmt) is None and \
+            setting(prop, "mode", backend) != "maximize":
+        unread.append("max_rows")
+    if prop.options.seed and seed_unread(prop, backend, has_data, fmt) is None:
+        unread.append("seed")
+    how = "every pair of the small domain is enumerated on the model's runtime"
+    for k in unread:
+        v = with_note(v, f"`{k}` has no effect here: {how}, " + (
+            "with no data rows flipped first and no random choice" if k in ("max_rows", "seed") else
+            "in one pass with no time limit"))
+    return v
+
+
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ("prob", "class_prob"):     # prob of a decision_function whose expit is no predict_proba
@@ -183,7 +210,6 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     if (later := not_yet_decided(prop, backend)) is not None:
         return later
     from fairspec.backends.data.flips import replayer_name, run_flips
-    from fairspec.kinds.pair_enumeration import unread_by_enumeration
     from fairspec.kinds.pair_replay import flip_replays, solver_runtime, with_replay
     from fairspec.planning import setting
 

@@ -80,7 +80,9 @@ def pair_space(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
     for c in enc.columns:
         if c.feature not in names:
             names.append(c.feature)
-    for n in prop.free:
+    from fairspec.kinds.pair_pre import pre_features
+
+    for n in list(prop.free) + pre_features(prop):     # and the features a further pre-condition reads
         if n not in names:
             names.append(n)
     rel = dict(prop.relaxed)
@@ -557,14 +559,12 @@ def batched_reason(which: str, moved: dict) -> str:
 
 def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: float):
     """The verdict by enumeration, or None when the domain is not small and discrete (or the
-    question is not one enumeration answers: extra pre-conditions, a logit post on a model that
-    outputs probabilities)."""
+    question is not one enumeration answers: a logit post on a model that outputs probabilities). A
+    further pre-condition keeps the pairs it holds on, read exactly (kinds/pair_pre.py)."""
     from fairspec.certify.enumerate import (SigmoidCheck, by_enumeration, class_post, compared_kind, ordered_pairs,
                                             pair_checks)
     from fairspec.verdict import Verdict, Witness, unknown
 
-    if prop.pre:
-        return None
     model = ctx.model(prop.model)
     if getattr(model, "format", None) == "rule":
         return None
@@ -596,7 +596,18 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     base = (np.arange(T, dtype=np.int64) * V)[:, None]
     a = (base + ia[None, :]).reshape(-1)
     b = (base + ib[None, :]).reshape(-1)
-    pairs = int(a.size)
+    pairs, pre, adm = int(a.size), None, "admissible ordered pairs"
+    if prop.pre:                    # the pairs meeting it, compared in both orders (the checks are directional)
+        from fairspec.kinds.pair_pre import PairPre
+        from fairspec.verdict import Unsupported
+
+        try:
+            pre = PairPre(prop, fs, values)
+            a, b, pairs = pre.closure(a, b)
+        except Unsupported as e:
+            return unknown(prop, f"{e}", backend=backend, seconds=time.perf_counter() - t0)
+        adm = "admissible ordered pairs meeting the pre-condition"
+    count_pairs = ordered_pairs if pre is None else pre.ordered_pairs
     K = 1
     if s.ndim == 2:                 # forall c: one comparison per pair and class (point i of class c at c N + i)
         K = s.shape[1]
@@ -618,23 +629,26 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
                          eps_strict=prop.eps_strict, rounded=library_logistic(prop, model))
     op = "<" if prop.eps_strict else "<="
     if post == "label":
-        claim = f"label(m(x)) == label(m(x')) for all {pairs:,} admissible ordered pairs"
+        claim = f"label(m(x)) == label(m(x')) for all {pairs:,} {adm}"
     elif post == "class":
         claim = (f"class(m(x)) == class(m(x')) (argmax, first largest column) for all {pairs:,} admissible "
                  f"ordered pairs")
     elif prop.post in ("class_prob", "class_logit") and K > 1:
         claim = (f"|{post}(m(x), c) - {post}(m(x'), c)| {op} {prop.eps!r} for each of the {K} classes c and all "
-                 f"{pairs:,} admissible ordered pairs")
+                 f"{pairs:,} {adm}")
     elif prop.post in ("class_prob", "class_logit"):
         claim = (f"|{post}(m(x), {prop.cls}) - {post}(m(x'), {prop.cls})| {op} {prop.eps!r} for all {pairs:,} "
-                 f"admissible ordered pairs")
+                 f"{adm}")
     else:
-        claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} admissible ordered pairs"
-    res = by_enumeration(checks, count=count, claim=claim, unit="pairs" if K == 1 else "(class, pair) comparisons",
-                         points=N, **({"over": "predict_proba"} if P is not None else {}))
+        claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} {adm}"
+    unit = "pairs" if K == 1 else "(class, pair) comparisons"
+    if pre is not None:             # the comparisons are the pairs meeting it in either order, not those pairs
+        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting the pre-condition, both orders)"
+    res = by_enumeration(checks, count=count, claim=claim, unit=unit, points=N,
+                         **({"over": "predict_proba"} if P is not None else {}), **({"pairs": pairs} if pre else {}))
     seconds = time.perf_counter() - t0
     details = {"engine": "enumeration", "mode": mode, "points": N, "pairs": pairs,
-               "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs"}
+               "cut": f"T*V^2 <= {MAX_PAIRS:,} ordered pairs", **({"pre_condition": adm} if pre else {})}
     value = bound = None
     wanted = (K == 1 or prop.post in ("class_logit", "class_prob")) and (
         mode == "maximize" and post != "class" or batch_dependent(model))
@@ -688,12 +702,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     elif count == 0:
         value = -math.inf if mode == "maximize" else None
     if moved and moved.get("moved") and res.proof is not None:      # a pair another batch may break
-        return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} admissible ordered pairs lie", moved),
+        return unknown(prop, batched_reason(f"{moved['near']:,} of the {pairs:,} {adm} lie", moved),
                        backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=value if mode == "maximize" else None,
                        bound=bound, backend=backend, seconds=seconds, details=details, proof=res.proof,
-                       reason=f"every one of the {pairs:,} admissible ordered pairs of the {N:,}-point domain "
+                       reason=f"every one of the {pairs:,} {adm} of the {N:,}-point domain "
                               f"was evaluated on the model's runtime")
     # the violating pairs certify can vouch for
     if kind == "prob-of-logit" and P is None:
@@ -719,9 +733,9 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     idx = np.flatnonzero(bad)
     # ordered pairs (x, x'), as the denominator counts them: a comparison fails in one order of a pair that
     # breaks the (symmetric) post-condition, for one class or several (certify.enumerate.ordered_pairs)
-    failing = ordered_pairs(a[~ok] % N, b[~ok] % N)
+    failing = count_pairs(a[~ok] % N, b[~ok] % N)
     if not idx.size:
-        return unknown(prop, f"{failing:,} of the {pairs:,} admissible ordered pairs lie within the rounding of the "
+        return unknown(prop, f"{failing:,} of the {pairs:,} {adm} lie within the rounding of the "
                              f"logistic function of the threshold {prop.eps!r}; enumeration cannot decide them",
                        backend=backend, seconds=seconds, details=details, value=value, bound=bound)
     if replayed is not None:
@@ -737,7 +751,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     runtime = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
     w = Witness(tuple(map(float, xa)), tuple(map(float, xb)), decode_row(enc, fs, xa), decode_row(enc, fs, xb),
                 replayed[1] if replayed is not None else (float(s[a[j]]), float(s[b[j]])), replayed_by=runtime)
-    violating = ordered_pairs(a[idx] % N, b[idx] % N)
+    violating = count_pairs(a[idx] % N, b[idx] % N)
     details["violating_pairs"] = violating
     if value is not None and post != "class" and (post != "label" or score_kind == "logit"):
         # the witness's own measure (its replayed scores) is not the domain's largest difference when that
@@ -754,34 +768,12 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             value = wv
     if failing > violating:         # the others lie within the rounding of the threshold: not vouched for
         details["undecided_pairs"] = failing - violating
+    if pre is not None:             # the features it reads that the model does not; the order that meets it
+        w = pre.complete(w, a[j] % N, b[j] % N)
+        w = w if pre.meets([a[j] % N], [b[j] % N])[0] else pre.swapped(w)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} admissible "
-                          f"ordered pairs violate it on the model's runtime (every pair of the {N:,}-point domain "
+                   reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} {adm} "
+                          f"violate it on the model's runtime (every pair of the {N:,}-point domain "
                           f"evaluated)")
 
-
-def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt: str | None):
-    """A small domain enumerated whole (a network's here, a binary tree model's in kinds.tree_pairs) reads
-    none of partitions, part_timeout, timeout or engine, nor -- no data rows are flipped first -- max_rows,
-    nor seed (the rows' sample and the partitions' estimate draw nothing here): each one the spec sets is
-    said in the verdict's notes (lint cannot know: the domain's size is known once the model is loaded).
-    max_rows and seed are not said again where lint's FS213 said them (sema.options: no data rows, a
-    require, maximize; a seed nothing reads); a seed of 0 is the default, and not told from none."""
-    from fairspec.planning import setting
-    from fairspec.sema.options import no_pre_pass, seed_unread
-    from fairspec.verdict import with_note
-
-    has_data = ctx.spec.feature_set(prop.features).data is not None
-    unread = [k for k in ("partitions", "part_timeout", "timeout", "engine") if prop.options.get(k) is not None]
-    if prop.options.max_rows is not None and no_pre_pass(prop, has_data, fmt) is None and \
-            setting(prop, "mode", backend) != "maximize":
-        unread.append("max_rows")
-    if prop.options.seed and seed_unread(prop, backend, has_data, fmt) is None:
-        unread.append("seed")
-    how = "every pair of the small domain is enumerated on the model's runtime"
-    for k in unread:
-        v = with_note(v, f"`{k}` has no effect here: {how}, " + (
-            "with no data rows flipped first and no random choice" if k in ("max_rows", "seed") else
-            "in one pass with no time limit"))
-    return v

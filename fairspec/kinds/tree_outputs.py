@@ -123,7 +123,8 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     if ens is None:
         return gone(f"the trees of model '{prop.model}' could not be read for every output column, so its "
                     f"{prop.post} output is not decided by enumeration of cells")
-    dom, why = pair_domain(prop, fs, enc, ens, with_boxes=False)
+    # a further pre-condition is read on values (kinds/pair_pre.py): every value its own cell
+    dom, why = pair_domain(prop, fs, enc, None if prop.pre else ens, with_boxes=False)
     seen["small"] = None if dom is None else "unread" if isinstance(dom, Unread) else "cells"
     if dom is None:
         # a large domain: the data rows' counterfactual flips first (cheap, a real row as witness),
@@ -156,18 +157,27 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
                        seconds=time.perf_counter() - t0, proof=proof, details={"mode": mode},
                        reason="the model never reads the protected or relaxed features where an output can "
                               "change, so x and x' always reach the same leaves")
-    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
+    pre, meeting, extra = None, int(dom.I.size), {}
+    if prop.pre:                # the pairs meeting it, compared in both orders (the checks are directional)
+        from fairspec.kinds.pair_pre import PairPre
+
+        pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
+        dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
+        extra = {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
+                 "pairs": meeting}
+    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
-               "runtime": runtime_name(model), "post": post}
+               "runtime": runtime_name(model), "post": post,
+               **({"pre_condition": "admissible ordered pairs meeting the pre-condition"} if pre else {})}
     grid = dom.grid()
     X = encode(enc, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}, dom.n)
     I, J = dom.I, dom.J
-    unit = "cell pairs" if dom.tests is not None else "pairs"
+    unit = "cell pairs" if dom.tests is not None else "pairs" if pre is None else "ordered pairs meeting the pre-condition"
     claim = (f"{_post_text(prop)} for every pair of the {_pts(dom)} domain points that the pre-condition pairs, "
              "on the library's runtime")
 
     def certified(checks, count):
-        return certify_pairs(dom, checks, count, claim, details["runtime"])
+        return certify_pairs(dom, checks, count, claim, details["runtime"], **extra)
 
     if I.size == 0:
         claim = "no pair of the domain satisfies the pre-condition"
@@ -202,7 +212,7 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
         details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
-        return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
+        return proved_by_enumeration(prop, res, meeting, unit, value, bound, backend, seconds, details)
     k = best if best is not None else res.index
     col = None
     if every:
@@ -233,10 +243,12 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
 
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
     kb = res.bad % int(I.size)
-    details["violating_pairs"] = violating = ordered_pairs(I[kb], J[kb])
+    details["violating_pairs"] = violating = (ordered_pairs if pre is None else pre.ordered_pairs)(I[kb], J[kb])
+    if pre is not None and not pre.meets([i], [j])[0]:
+        w = pre.swapped(w)          # the order of the pair that meets the pre-condition
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{violating:,} of the {int(I.size):,} admissible ordered {unit} violate it on the library's "
+                   reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "
                           "runtime (enumeration)")
 
 

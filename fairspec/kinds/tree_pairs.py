@@ -112,8 +112,13 @@ def pair_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding
     :class:`~fairspec.models.trees.TreeEnsemble` in model-input space; None: every value its own
     cell), or None with the reason when it is not small. ``with_boxes=False``: no leaf boxes of the tied
     cells (the caller has the branch and bound of kinds/tree_boxes.py, which finds them lazily)."""
-    if prop.pre:
-        return None, "a further pre-condition"
+    if prop.pre:                # read on values, not on the split tests' cells (kinds/pair_pre.py)
+        from fairspec.kinds.pair_pre import pre_features
+
+        if ens is not None:
+            return None, "a further pre-condition: every value its own cell"
+        if set(pre_features(prop)) - {c.feature for c in enc.columns}:
+            return None, "a further pre-condition on a feature the model does not read"
     tol = dict(prop.relaxed)
     tests = split_tests(ens) if ens is not None else None
     read = {t.column for t in tests} if tests is not None else None
@@ -286,13 +291,15 @@ def exact_maximum(a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, flo
     return v, (lo, hi), k
 
 
-def certify_pairs(dom: PairDomain, checks, count: int, claim: str, runtime: str):
+def certify_pairs(dom: PairDomain, checks, count: int, claim: str, runtime: str, unit: str = "pairs", **detail):
     """The enumeration certificate of ``checks`` (``count`` elements) over the domain's pairs: plain
-    pairs without cells, else leaf boxes or cell pairs; ValueError when the cells are not sound."""
+    pairs without cells (``unit``: what they are), else leaf boxes or cell pairs; ValueError when the
+    cells are not sound."""
     from fairspec.certify import by_enumeration
 
     if dom.tests is None:
-        return by_enumeration(checks, count=count, claim=claim, unit="pairs", points=dom.points, runtime=runtime)
+        return by_enumeration(checks, count=count, claim=claim, unit=unit, points=dom.points, runtime=runtime,
+                              **detail)
     from fairspec.certify.trees import Factor as CFactor, by_box_enumeration, by_cell_enumeration
 
     if dom.boxes is not None:
@@ -347,7 +354,13 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                        seconds=time.perf_counter() - t0, proof=proof, details={"mode": mode},
                        reason="the model never reads the protected or relaxed features where its output can "
                               "change, so x and x' always reach the same leaves")
-    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": int(dom.I.size),
+    pre, meeting = None, int(dom.I.size)
+    if prop.pre:                # the pairs meeting it, compared in both orders (the checks are directional)
+        from fairspec.kinds.pair_pre import PairPre
+
+        pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
+        dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
+    details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model)}
     grid = dom.grid()
@@ -356,9 +369,15 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     post = prop.post
     I, J = dom.I, dom.J
     unit = "cell pairs" if dom.tests is not None else "pairs"
+    extra = {}
+    if pre is not None:
+        details["pre_condition"] = "admissible ordered pairs meeting the pre-condition"
+        extra = {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
+                 "pairs": meeting}
+        unit = "ordered pairs meeting the pre-condition"
 
     def certified(checks, claim):
-        return certify_pairs(dom, checks, int(I.size), claim, details["runtime"])
+        return certify_pairs(dom, checks, int(I.size), claim, details["runtime"], **extra)
 
     if dom.I.size == 0:
         res = certified(Check(np.zeros(0), "<=", 0), "no pair of the domain satisfies the pre-condition")
@@ -405,7 +424,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
             details["maximum"] = f"exact over every admissible pair (enumeration of {unit})"
     seconds = time.perf_counter() - t0
     if res.proof is not None:
-        return proved_by_enumeration(prop, res, int(I.size), unit, value, bound, backend, seconds, details)
+        return proved_by_enumeration(prop, res, meeting, unit, value, bound, backend, seconds, details)
     k = res.index
     if mode == "maximize" and best is not None:
         k = best                          # the largest violation is a violation too
@@ -430,10 +449,12 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     from fairspec.certify.enumerate import ordered_pairs
 
     # ordered pairs, as I and J hold them: a label comparison fails in one order of a pair with two labels
-    details["violating_pairs"] = violating = ordered_pairs(I[res.bad], J[res.bad])
+    details["violating_pairs"] = violating = (ordered_pairs if pre is None else pre.ordered_pairs)(I[res.bad], J[res.bad])
+    if pre is not None and not pre.meets([i], [j])[0]:
+        w = pre.swapped(w)          # the order of the pair that meets the pre-condition
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
-                   reason=f"{violating:,} of the {int(I.size):,} admissible ordered {unit} violate it on the library's "
+                   reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "
                           "runtime (enumeration)")
 
 
@@ -621,6 +642,11 @@ def _checked_pair(prop, fs, enc, model, pair):
             why = f"feature {f.name} differs beyond its tolerance"
         if f.name not in prop.free and f.name not in tol and a != b:
             why = f"feature {f.name} differs, which the pre-condition ties"
+    if why is None and prop.pre:            # the lowering's box holds it (tied int bounds); checked again, exactly
+        from fairspec.kinds.pair_pre import PairPre
+
+        if not PairPre(prop, fs, {n: np.array([px[n], py[n]]) for n in px}).meets([0], [1])[0]:
+            why = "the pair does not meet the pre-condition"
     if why is None and not any(px[n] != py[n] for n in prop.free if n in px) and \
             all(n in px for n in prop.free):
         why = "the pair does not differ in a protected feature"

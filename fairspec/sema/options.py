@@ -174,7 +174,7 @@ def _seed_unread(ck, prop, backend: str | None) -> str | None:
 
 def seed_unread(prop, backend: str | None, has_data: bool, fmt: str | None) -> str | None:
     """Why ``seed`` draws nothing for a pair property, when the spec alone says so (lint's FS213; the
-    verdict notes of kinds.pair_enumeration.unread_by_enumeration say it when it does not); else None.
+    verdict notes of kinds.individual_fairness.unread_by_enumeration say it when it does not); else None.
     Its readers there: the seeded sample of ``max_rows`` data rows flipped first
     (fairspec.backends.data.flips.sample_rows), the partitions' estimate, a network's prob(m(x), c)
     attack (kinds.class_prob) and a tree model's branch and bound over leaf boxes (kinds.tree_boxes,

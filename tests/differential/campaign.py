@@ -59,7 +59,7 @@ def families() -> dict:
     # the same instances with enumeration of small pair domains switched off: fairspec's solver
     # path (MILP / SMT / certified branch and bound) on domains the truth still enumerates
     for fam in ("network", "network-sklearn", "trees", "kdisc", "multiclass", "regression", "trees-multiclass",
-                "trees-regression", "api", "pipelines"):
+                "trees-regression", "api", "pipelines", "vacuous"):
         if fam in out:
             out[f"{fam}-solver"] = _solver_variant(out[fam], f"{fam}-solver")
     # session 30: every network instance with the wide integer feature (thousands of points, sub-boxes of

@@ -9,7 +9,11 @@ on one feature, 0 to 2 apart, `and` or two require lines: ``x.f > 3 and x.f < 4`
 number); ``tied`` (a feature the pair ties, bounded on x and on x' apart); ``apart`` (a relaxed
 feature's tolerance t against bounds on x and x' that lie t - 1/2, t, t + 1/2 or t + 1 apart, `<` and
 `<=` on both); ``negative`` (a tolerance below 0, ``< 0`` or ``<= -1/2``); ``or`` (an empty
-disjunction fairspec's rules do not read: the backends decide it).
+disjunction fairspec's rules do not read: the backends decide it); ``order`` (the two inputs of a relaxed
+feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=).
+
+Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
+enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
 
 The truth enumerates every ordered pair of domain points: admissible as the network family reads the
 pre-condition, every bound decided exactly (Fractions) on the pair's own side. No pair: ``holds`` (any
@@ -28,7 +32,7 @@ from . import networks as nw
 from .core import Prop, Truth, decimal_text, exact
 
 FAMILY = "vacuous"
-SHAPES = ("range", "window", "tied", "apart", "negative", "or")
+SHAPES = ("range", "window", "tied", "apart", "negative", "or", "order")
 OPS = ("<", "<=", ">", ">=", "==")
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 _CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
@@ -105,7 +109,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
     # a relaxed int feature (not protected) for `apart` / `negative`, sometimes for the others
     cand = [i for i in ints if i not in free]
     relaxed = []
-    if cand and ({"apart", "negative"} & set(shapes) or rng.random() < 0.3):
+    if cand and ({"apart", "negative", "order"} & set(shapes) or rng.random() < 0.3):
         i = cand[int(rng.integers(0, len(cand)))]
         if "negative" in shapes:
             tol, strict = [("0", True), ("-0.5", False), ("-1", False)][int(rng.integers(0, 3))]
@@ -116,9 +120,9 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
     tied = tuple(i for i in range(len(fs)) if i not in free and i not in [r[0] for r in relaxed])
     ps = nw.PairSpec(free, tuple(relaxed), tied)
 
-    lines_extra, bounds, ors = [], [], []      # require lines; conjunctive bounds; or-groups of bounds
+    lines_extra, bounds, ors, rels = [], [], [], []  # require lines; conjunctive bounds; or-groups; x vs x'
     for shape in shapes:
-        _shape(rng, shape, fs, ints, ps, names, lines_extra, bounds, ors)
+        _shape(rng, shape, fs, ints, ps, names, lines_extra, bounds, ors, rels)
 
     # every ordered pair of domain points: admissible, every bound on its side, every or-group
     n = P.shape[0]
@@ -128,6 +132,8 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
     for b in bounds:
         ok = b.holds(P[:, b.f])
         M &= ok[:, None] if b.side == 0 else ok[None, :]
+    for r in rels:
+        M &= r.holds(P[:, r.f])
     for grp in ors:
         any_ = np.zeros_like(M)
         for b in grp:
@@ -190,6 +196,9 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         for b in bounds:
             if not _CMP[b.op](Fraction(pts[b.side][b.f]), b.c):
                 return f"the witness pair breaks the pre-condition's {b.text}"
+        for r in rels:
+            if not _CMP[r.op](Fraction(pts[0][r.f]), Fraction(pts[1][r.f]) + r.c):
+                return f"the witness pair breaks the pre-condition's {r.text}"
         for grp in ors:
             if not any(_CMP[b.op](Fraction(pts[b.side][b.f]), b.c) for b in grp):
                 return f"the witness pair breaks the pre-condition's {' or '.join(b.text for b in grp)}"
@@ -200,9 +209,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "runtime": "onnx",
             "head": info["head"], "shape": "+".join(shapes), "empty": n_pairs == 0,
             "cell": "empty" if n_pairs == 0 else "met", "relaxed": [(names[i], t, s) for i, t, s in relaxed],
-            # outside the unknown target: bounds the backends do not take yet (kinds/lowering.py: unknown), and
-            # an empty `or` the no-pair rules do not read
-            "incomplete": n_pairs > 0 or "or" in shapes}
+            "incomplete": False}
     return Prop(name, FAMILY, text, truth, meta, 20.0)
 
 
@@ -211,8 +218,34 @@ def _edge_constants(f) -> list[Fraction]:
     return [lo - 1, lo - Fraction(1, 2), lo, lo + Fraction(1, 2), hi - Fraction(1, 2), hi, hi + Fraction(1, 2), hi + 1]
 
 
-def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors):
+class Rel:
+    """``x.f op x'.f + c``, written as ``text``."""
+
+    def __init__(self, f: int, op: str, c: Fraction, names):
+        self.f, self.op, self.c = f, op, Fraction(c)
+        tail = "" if self.c == 0 else f" {'+' if self.c > 0 else '-'} {_text(abs(self.c))}"
+        self.text = f"x.{names[f]} {op} x'.{names[f]}{tail}"
+
+    def holds(self, vals: np.ndarray) -> np.ndarray:
+        """(n, n): does the pair of points (i, j) meet it (exactly)?"""
+        u = sorted(set(int(v) for v in vals))
+        ok = {(a, b): _CMP[self.op](Fraction(a), Fraction(b) + self.c) for a in u for b in u}
+        iv = np.array([int(v) for v in vals])
+        T = np.array([[ok[(a, b)] for b in u] for a in u], dtype=bool)
+        k = np.searchsorted(np.array(u), iv)
+        return T[k[:, None], k[None, :]]
+
+
+def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors, rels):
     relaxed = [r[0] for r in ps.relaxed]
+    if shape == "order" and not relaxed:
+        shape = "range"
+    if shape == "order":
+        i = relaxed[0]
+        r = Rel(i, str(rng.choice(["<", "<=", ">", ">="])), Fraction(int(rng.integers(-2, 3)), 2), names)
+        rels.append(r)
+        lines.append(r.text)
+        return
     if shape in ("apart", "negative") and not relaxed:
         shape = "window"
     if shape == "tied":

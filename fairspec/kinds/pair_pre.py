@@ -1,0 +1,239 @@
+"""An individual-fairness pre-condition read exactly on enumerated pairs (session 30).
+
+The enumerations of small domains (kinds/pair_enumeration.py for networks and pipelines,
+kinds/tree_pairs.py for tree models) list the ordered pairs that ``x.* == x'.* except {...}`` and the
+relaxed tolerances admit; a further pre-condition (``require x.age > 50``, ``x'.age <= 30``,
+``x.age >= x'.age``, ``and`` / ``or`` / ``not`` of those, arithmetic, category tests) keeps the pairs
+it holds on, and the post-condition and certify's enumeration proof are about exactly those.
+
+Every comparison is decided exactly, with the operator as written: the domain's values are whole
+numbers (int features, a boolean's 0 / 1) or category indices (sema writes a category constant as its index); each constant is read twice, as the float
+it is stored as and as the decimal its shortest repr writes (fairspec.ir.no_pair's two readings, in
+Fractions), and a pair where the two readings disagree (a constant like 1e23, whose decimal and float
+lie a whole number apart) makes the property ``unknown`` rather than decided by one reading.
+
+Each atom (a comparison, a set test, a boolean feature) is evaluated once per distinct combination of
+the values it reads (:data:`MAX_COMBINATIONS`), and looked up per pair.
+
+The post-condition is symmetric and certify's checks are directional, so the comparisons handed to
+certify are the pairs meeting the pre-condition in either order (:meth:`PairPre.closure`); a witness
+is reported in the order that meets it (:meth:`PairPre.meets`)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from fairspec import ir
+from fairspec.verdict import Unsupported
+
+#: distinct value combinations one atom of the pre-condition is evaluated on, at most
+MAX_COMBINATIONS = 200_000
+
+
+def pre_features(prop: ir.IndividualFairness) -> list[str]:
+    """The features the further pre-condition reads, in order."""
+    out: list[str] = []
+
+    def walk(e):
+        if isinstance(e, ir.FeatureRef):
+            if e.feature not in out:
+                out.append(e.feature)
+            return
+        for k in getattr(e, "__dataclass_fields__", {}):
+            v = getattr(e, k)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, ir.Expr):
+                    walk(x)
+
+    for e in prop.pre:
+        walk(e)
+    return out
+
+
+class PairPre:
+    """``prop``'s further pre-condition on pairs of points whose feature values are ``values``
+    (feature -> one value per point, as the enumeration encodes them: whole numbers, 0 / 1, category
+    indices). Raises Unsupported (the property is then ``unknown``) where it cannot be read exactly."""
+
+    def __init__(self, prop: ir.IndividualFairness, fs: ir.FeatureSet, values: dict):
+        self.prop, self.fs, self.values = prop, fs, values
+        for n in pre_features(prop):
+            if n not in values:
+                raise Unsupported(f"the pre-condition reads {n}, which the enumerated domain does not hold")
+
+    # -- the mask ------------------------------------------------------------------------------
+    def meets(self, a, b) -> np.ndarray:
+        """Does the ordered pair of points (a[k], b[k]) meet the pre-condition, exactly?"""
+        a = np.asarray(a, dtype=np.int64).reshape(-1)
+        b = np.asarray(b, dtype=np.int64).reshape(-1)
+        out = np.ones(a.size, dtype=bool)
+        for e in self.prop.pre:
+            out &= self._bool(e, a, b)
+        return out
+
+    def closure(self, a, b) -> tuple[np.ndarray, np.ndarray, int]:
+        """From a symmetric list of candidate ordered pairs (both orders of each): the comparisons
+        ``(a, b)`` whose pair meets the pre-condition in one order or the other, and how many ordered
+        pairs meet it."""
+        m = self.meets(a, b)
+        r = self.meets(b, a)
+        keep = m | r
+        return np.asarray(a)[keep], np.asarray(b)[keep], int(m.sum())
+
+    def ordered_pairs(self, a, b) -> int:
+        """How many ordered pairs meeting the pre-condition break the post, given the comparisons that
+        break it in one order (certify.enumerate.ordered_pairs, restricted to the pre-condition)."""
+        a = np.asarray(a, dtype=np.int64).reshape(-1)
+        b = np.asarray(b, dtype=np.int64).reshape(-1)
+        if not a.size:
+            return 0
+        n = int(max(a.max(), b.max())) + 1
+        u = np.unique(np.concatenate([a * n + b, b * n + a]))
+        return int(self.meets(u // n, u % n).sum())
+
+    def complete(self, w, i: int, j: int):
+        """The witness ``w`` of points (i, j) with the values of the features the pre-condition reads that the
+        model does not (decode_row gives the encoded ones only): what the pair is, as the spec names it."""
+        from dataclasses import replace
+
+        fx, fy = dict(w.features), dict(w.features_prime)
+        for n in pre_features(self.prop):
+            if n not in fx:
+                dom = self.fs.get(n).domain
+                for out, k in ((fx, i), (fy, j)):
+                    v = int(round(float(self.values[n][k])))
+                    out[n] = (dom.categories[v] if isinstance(dom, ir.Categorical) else
+                              bool(v) if isinstance(dom, ir.Boolean) else v)
+        return replace(w, features=fx, features_prime=fy)
+
+    @staticmethod
+    def swapped(w):
+        """The witness ``w`` with x and x' exchanged (the post-condition is symmetric)."""
+        from dataclasses import replace
+
+        o = w.outputs
+        return replace(w, x=w.x_prime, x_prime=w.x, features=w.features_prime, features_prime=w.features,
+                       outputs=None if o is None else (o[1], o[0]),
+                       output_labels=None if w.output_labels is None else tuple(reversed(w.output_labels)))
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _bool(self, e, a, b) -> np.ndarray:
+        if isinstance(e, ir.Logic):
+            parts = [self._bool(x, a, b) for x in e.args]
+            out = parts[0].copy()
+            for p in parts[1:]:
+                out = (out & p) if e.op == "and" else (out | p)
+            return out
+        if isinstance(e, ir.NotE):
+            return ~self._bool(e.arg, a, b)
+        return self._atom(e, a, b)
+
+    def _atom(self, e, a, b) -> np.ndarray:
+        leaves = []
+
+        def walk(x):
+            if isinstance(x, ir.FeatureRef):
+                key = (x.var, x.feature)
+                if key not in leaves:
+                    leaves.append(key)
+                return
+            if isinstance(x, ir.ModelOut):
+                raise Unsupported("a pre-condition that reads the model's output is not read by enumeration")
+            for k in getattr(x, "__dataclass_fields__", {}):
+                v = getattr(x, k)
+                for y in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(y, ir.Expr):
+                        walk(y)
+
+        walk(e)
+        n = a.size
+        if not leaves:
+            return np.full(n, self._decide(e, {}), dtype=bool)
+        cols = []
+        for var, f in leaves:
+            if var not in (self.prop.var, self.prop.var_prime):
+                raise Unsupported(f"the pre-condition's {f} names no input of the pair ({var!r})")
+            src = np.asarray(self.values[f])
+            cols.append(np.rint(src[a if var == self.prop.var else b]).astype(np.int64))
+        key = np.zeros(n, dtype=np.int64)
+        radix = 1
+        lows = [int(c.min()) if n else 0 for c in cols]
+        for c, lo in zip(cols, lows):
+            span = (int(c.max()) - lo + 1) if n else 1
+            radix *= span
+            if radix > 2 ** 62:
+                raise Unsupported("the pre-condition reads too many value combinations to decide exactly")
+            key = key * span + (c - lo)
+        uniq, inv = np.unique(key, return_inverse=True)
+        if uniq.size > MAX_COMBINATIONS:
+            raise Unsupported(f"an atom of the pre-condition reads {uniq.size:,} value combinations (more than "
+                              f"{MAX_COMBINATIONS:,}) to decide exactly")
+        first = np.zeros(uniq.size, dtype=np.int64)
+        first[inv[::-1]] = np.arange(n - 1, -1, -1)          # a pair holding each combination
+        per = np.array([self._decide(e, {lv: int(c[k]) for lv, c in zip(leaves, cols)}) for k in first],
+                       dtype=bool)
+        return per[inv.reshape(-1)]
+
+    def _decide(self, e, env) -> bool:
+        from fairspec.ir.no_pair import _as_decimal, _as_float
+
+        got = []
+        for read in (_as_float, _as_decimal):
+            v = self._exact(e, env, read)
+            got.append(bool(v != 0) if isinstance(v, Fraction) else bool(v))
+        if got[0] != got[1]:
+            said = ", ".join(f"{var}.{f} = {self._shown(f, v)}" for (var, f), v in env.items())
+            raise Unsupported(f"a constant of the pre-condition reads differently as the float it is stored as and "
+                              f"as the decimal it is written as at {said}; enumeration does not choose one")
+        return got[0]
+
+    def _shown(self, f: str, v: int):
+        dom = self.fs.get(f).domain
+        return repr(dom.categories[v]) if isinstance(dom, ir.Categorical) else v
+
+    def _exact(self, e, env, read):
+        if isinstance(e, ir.Const):
+            v = e.value
+            if isinstance(v, bool):
+                return Fraction(int(v))
+            if isinstance(v, (int, float)):
+                if isinstance(v, float) and not np.isfinite(v):
+                    raise Unsupported(f"the pre-condition's constant {v!r} is not a finite number")
+                p, q = read(v)
+                return Fraction(p, q)
+            return v
+        if isinstance(e, ir.FeatureRef):
+            return Fraction(env[(e.var, e.feature)])      # sema writes a category as its index
+        if isinstance(e, ir.Cmp):
+            x, y = self._exact(e.left, env, read), self._exact(e.right, env, read)
+            if not (isinstance(x, Fraction) and isinstance(y, Fraction)):
+                raise Unsupported(f"the pre-condition compares {x!r} and {y!r} with {e.op}")
+            return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[e.op]
+        if isinstance(e, ir.InSet):
+            x = self._exact(e.item, env, read)
+            vals = [self._exact(ir.Const(v), env, read) for v in e.values]
+            return (x in vals) != e.negated
+        if isinstance(e, ir.Logic):
+            parts = [self._truth(x, env, read) for x in e.args]
+            return all(parts) if e.op == "and" else any(parts)
+        if isinstance(e, ir.NotE):
+            return not self._truth(e.arg, env, read)
+        if isinstance(e, ir.ArithE):
+            x, y = self._exact(e.left, env, read), self._exact(e.right, env, read)
+            if not (isinstance(x, Fraction) and isinstance(y, Fraction)):
+                raise Unsupported(f"the pre-condition's arithmetic {e.op} on {x!r} and {y!r}")
+            if e.op == "/" and y == 0:
+                raise Unsupported("the pre-condition divides by zero on a pair of the domain")
+            return {"+": x + y, "-": x - y, "*": x * y, "/": x / y if e.op == "/" else None}[e.op]
+        if isinstance(e, ir.AbsE):
+            x = self._exact(e.arg, env, read)
+            if not isinstance(x, Fraction):
+                raise Unsupported(f"the pre-condition takes |{x!r}|")
+            return abs(x)
+        raise Unsupported(f"the pre-condition's {type(e).__name__} is not read by enumeration")
+
+    def _truth(self, e, env, read) -> bool:
+        v = self._exact(e, env, read)
+        return bool(v != 0) if isinstance(v, Fraction) else bool(v)
