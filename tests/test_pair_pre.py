@@ -92,6 +92,20 @@ def net(tmp_path_factory):
     return d
 
 
+def _properties(free, lines, posts) -> str:
+    """One property per post, each under the pre-condition's lines."""
+    req = "\n  ".join(f"require {ln}" for ln in lines)
+    return "".join(f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
+                   f"  ensure {post}\n}}\n" for k, (post, _) in enumerate(posts))
+
+
+def _witness_indices(w, pts):
+    """The witness's x and x' as domain points and their indices in pts."""
+    x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
+    y = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
+    return pts.index(x), pts.index(y), x, y
+
+
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_the_enumeration_decides_the_pairs_the_pre_condition_keeps(net, case):
     from fairspec.pipeline import check
@@ -108,11 +122,7 @@ def test_the_enumeration_decides_the_pairs_the_pre_condition_keeps(net, case):
     if top > 0:     # the largest difference itself: `<` breaks it, `<=` does not
         posts += [(f"|logit(m(x)) - logit(m(x'))| < {_decimal(top)}", True),
                   (f"|logit(m(x)) - logit(m(x'))| <= {_decimal(top)}", False)]
-    body = ""
-    for k, (post, _) in enumerate(posts):
-        req = "\n  ".join(f"require {ln}" for ln in lines)
-        body += (f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
-                 f"  ensure {post}\n}}\n")
+    body = _properties(free, lines, posts)
     (net / "s.fair").write_text(DECLS + body)
     res = check(net / "s.fair")
     for v, (post, broken) in zip(res.verdicts, posts):
@@ -125,10 +135,7 @@ def test_the_enumeration_decides_the_pairs_the_pre_condition_keeps(net, case):
             assert f"for all {len(P):,} admissible ordered pairs meeting the pre-condition" in v.proof.claim
             assert v.proof.detail["pairs"] == len(P)
         else:
-            w = v.witness
-            x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
-            y = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
-            i, j = pts.index(x), pts.index(y)
+            i, j, x, y = _witness_indices(v.witness, pts)
             assert (i, j) in P, (lines, x, y)          # the witness meets the pre-condition, in this order
             bad = [(a, b) for a, b in P if ((z[a] > 0) != (z[b] > 0) if post.startswith("label")
                                             else abs(Fraction(float(z[a])) - Fraction(float(z[b]))) >= top)]
@@ -185,11 +192,7 @@ def test_a_tree_model_s_enumeration_decides_the_pairs_the_pre_condition_keeps(fo
     if top > 0:
         posts += [(f"|prob(m(x)) - prob(m(x'))| < {_decimal(top)}", any(d >= top for d in diffs)),
                   (f"|prob(m(x)) - prob(m(x'))| <= {_decimal(top)}", any(d > top for d in diffs))]
-    body = ""
-    for k, (post, _) in enumerate(posts):
-        req = "\n  ".join(f"require {ln}" for ln in lines)
-        body += (f"property p{k} {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n  {req}\n"
-                 f"  ensure {post}\n}}\n")
+    body = _properties(free, lines, posts)
     (d / "s.fair").write_text(DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') + body)
     res = check(d / "s.fair")
     assert not res.has_errors, res.diagnostics
@@ -201,10 +204,7 @@ def test_a_tree_model_s_enumeration_decides_the_pairs_the_pre_condition_keeps(fo
         if v.status == "holds":
             assert v.how == "proved" and v.details["pairs"] == len(P) and v.proof.detail["pairs"] == len(P)
         else:
-            w = v.witness
-            x = {"g": G[w.features["g"]], "s": int(w.features["s"]), "a": int(w.features["a"])}
-            y = {"g": G[w.features_prime["g"]], "s": int(w.features_prime["s"]), "a": int(w.features_prime["a"])}
-            i, j = pts.index(x), pts.index(y)
+            i, j, x, y = _witness_indices(v.witness, pts)
             assert (i, j) in P, (lines, x, y)
             strict = "| < " in post
             bad = [(a, b) for a, b in P if (lab[a] != lab[b] if post.startswith("label") else
