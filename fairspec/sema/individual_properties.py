@@ -188,8 +188,18 @@ def _individual_fairness(ck, node, name, env):
             if fs.get(fname) is None:
                 ck.fail("FS205", f"unknown feature '{fname}' in {fs.name}", e.span)
             tol = _number(ck, tol_expr, env, "the tolerance")
+            strict = e.op == "<"
+            before = dict(relaxed)
+            if fname in before:
+                # two tolerances on one feature are both required: the tighter one (the strict one at an
+                # equal bound) is what the pair must meet (each backend reads one tolerance per feature)
+                t0, s0 = before[fname], fname in relaxed_strict
+                if (tol, not strict) >= (t0, not s0):
+                    continue
+                relaxed = [(f, t) for f, t in relaxed if f != fname]
+                relaxed_strict = [f for f in relaxed_strict if f != fname]
             relaxed.append((fname, tol))
-            if e.op == "<":
+            if strict:
                 relaxed_strict.append(fname)
             continue
         pre.append(ck.lower.expect_bool(e, scope))
