@@ -191,10 +191,11 @@ class ForkServer:
         return self.proc.poll() is None
 
     def run(self, args: list[str], cwd: str, env: dict, timeout: float, stdout: int | None = None,
-            stderr: int | None = None, text: bool = True) -> subprocess.CompletedProcess:
+            stderr: int | None = None, text: bool = True, stdin: int | None = None) -> subprocess.CompletedProcess:
         """``stdout`` / ``stderr``: a descriptor the command writes to as its own (a file, a pipe whose
-        reader is gone: not captured, None in the result), or None: captured, as ``capture_output``."""
-        null = os.open(os.devnull, os.O_RDONLY)
+        reader is gone: not captured, None in the result), or None: captured, as ``capture_output``.
+        ``stdin``: a descriptor the command reads as its own, or None: /dev/null."""
+        null = os.open(os.devnull, os.O_RDONLY) if stdin is None else os.dup(stdin)
         fds, captured = [null], []
         try:
             for given in (stdout, stderr):
@@ -250,25 +251,30 @@ class ForkServer:
 _SERVER: list[ForkServer] = []
 
 
-def _server() -> ForkServer | None:
-    if os.environ.get(FRESH_ENV) == "1" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
-        return None
-    if not _SERVER or not _SERVER[0].alive():
-        _SERVER[:] = [ForkServer()]
-    return _SERVER[0]
-
-
 def _read_at_start(env: dict) -> dict:
     """The variables Python, the locale and numpy's thread pools read when a process starts."""
     return {k: v for k, v in env.items()
             if k.startswith(("PYTHON", "LC_")) or k == "LANG" or k.endswith("_NUM_THREADS")}
 
 
+def _server() -> ForkServer | None:
+    """The worker's server, started again when this process's own start-up variables changed since it
+    started (test_executor and test_dask_budget prepend the repository to PYTHONPATH for the rest of the
+    worker's life: every later command line went to a fresh process, in CI the rest of the suite)."""
+    if os.environ.get(FRESH_ENV) == "1" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return None
+    if _SERVER and (not _SERVER[0].alive() or _read_at_start(os.environ) != _read_at_start(_SERVER[0].env)):
+        _SERVER.pop().close()
+    if not _SERVER:
+        _SERVER.append(ForkServer())
+    return _SERVER[0]
+
+
 def run(args: list[str], cwd: str, env: dict, timeout: float, **streams) -> subprocess.CompletedProcess | None:
     """`fairspec ARGS` forked from the warm server, or None when this command line needs a fresh process:
     it sets a variable fairspec reads at import, or one Python reads at start (PYTHONIOENCODING,
     PYTHONPATH, PYTHONHASHSEED, the locale, ...) to a value the server did not start with.
-    ``streams``: ``stdout`` / ``stderr`` descriptors and ``text``, as :meth:`ForkServer.run` takes them."""
+    ``streams``: ``stdin`` / ``stdout`` / ``stderr`` descriptors and ``text``, as :meth:`ForkServer.run` takes them."""
     server = None if any(k in env for k in IMPORT_TIME_ENV) else _server()
     if server is None or _read_at_start(env) != _read_at_start(server.env):
         return None

@@ -67,9 +67,14 @@ def test_a_torch_model_checks_the_same_after_the_fork(torch_spec):
 
 
 def test_a_time_out_kills_the_forked_command(tmp_path):
-    # a k-discrimination search given 60 s of its own cannot end in 3
-    with pytest.raises(subprocess.TimeoutExpired):
-        run_cli("check", EXAMPLES / "fairify" / "ac1.fair", "--property", "clusters_k20", cwd=tmp_path, timeout=3)
+    # a language server whose client never writes nor closes its stdin waits for ever
+    r, w = os.pipe()
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            cli_forkserver.run(["lsp"], str(tmp_path), _cli_env(None), 2, stdin=r)
+    finally:
+        os.close(r)
+        os.close(w)
     (tmp_path / "s.fair").write_text("# nothing\n")
     assert run_cli("lint", "s.fair", cwd=tmp_path).returncode == 0   # the server still serves
 
@@ -104,7 +109,8 @@ def test_a_start_up_variable_the_server_did_not_start_with_gets_a_fresh_process(
     assert cli_forkserver.run(["lint", spec.name], str(tmp_path), dict(os.environ, **env), 60) is None
     with pytest.MonkeyPatch.context() as mp:    # a language server the test starts: its environment is the test's
         mp.setenv("PYTHONIOENCODING", env["PYTHONIOENCODING"])
-        assert cli_forkserver.command("lsp") is None
+        assert cli_forkserver.command("lsp") is not None     # the server starts again with the test's value
+        assert cli_forkserver._server().env["PYTHONIOENCODING"] == env["PYTHONIOENCODING"]
     forked = run_cli("lint", spec.name, cwd=tmp_path, env=env)
     assert "\\xe9.fair" in forked.stdout + forked.stderr, forked.stdout + forked.stderr
     _same(forked, _fresh("lint", spec.name, cwd=tmp_path, env=env))
@@ -138,3 +144,15 @@ def test_a_stdout_descriptor_given_to_the_forked_command_is_its_own(tmp_path, ta
     _same(*(subprocess.CompletedProcess([], code, text or "", err) for code, err, text in results))
     if target == "file":
         assert json.loads(results[0][2])["properties"]
+
+
+def test_a_start_up_variable_the_test_process_changes_restarts_the_server(monkeypatch, tmp_path):
+    """test_executor and test_dask_budget prepend the repository to PYTHONPATH for the rest of their worker's
+    life: the server starts again with it (in CI every later command line of that worker went fresh)."""
+    first = cli_forkserver._server()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    assert cli_forkserver.command("lsp") is not None
+    assert cli_forkserver._server() is not first
+    r = run_cli("lint", OK / "warnings.fair", cwd=tmp_path)
+    assert r.args[0] == "fairspec"        # forked (a fresh process's argv starts with the executable's path)
+    _same(r, _fresh("lint", OK / "warnings.fair", cwd=tmp_path))
