@@ -249,6 +249,16 @@ class Expr:
     pass
 
 
+def subexpressions(e: Expr):
+    """``e`` and every expression inside it, depth first (a FeatureRef, a ModelOut, a Const are leaves)."""
+    yield e
+    for name in e.__dataclass_fields__:
+        v = getattr(e, name)
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, Expr):
+                yield from subexpressions(x)
+
+
 @dataclass(frozen=True)
 class Const(Expr):
     value: object  # float | int | str | bool

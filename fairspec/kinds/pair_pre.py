@@ -34,22 +34,8 @@ MAX_COMBINATIONS = 200_000
 
 def pre_features(prop: ir.IndividualFairness) -> list[str]:
     """The features the further pre-condition reads, in order."""
-    out: list[str] = []
-
-    def walk(e):
-        if isinstance(e, ir.FeatureRef):
-            if e.feature not in out:
-                out.append(e.feature)
-            return
-        for k in getattr(e, "__dataclass_fields__", {}):
-            v = getattr(e, k)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, ir.Expr):
-                    walk(x)
-
-    for e in prop.pre:
-        walk(e)
-    return out
+    refs = (x.feature for e in prop.pre for x in ir.subexpressions(e) if isinstance(x, ir.FeatureRef))
+    return list(dict.fromkeys(refs))
 
 
 class PairPre:
@@ -131,23 +117,10 @@ class PairPre:
         return self._atom(e, a, b)
 
     def _atom(self, e, a, b) -> np.ndarray:
-        leaves = []
-
-        def walk(x):
-            if isinstance(x, ir.FeatureRef):
-                key = (x.var, x.feature)
-                if key not in leaves:
-                    leaves.append(key)
-                return
-            if isinstance(x, ir.ModelOut):
-                raise Unsupported("a pre-condition that reads the model's output is not read by enumeration")
-            for k in getattr(x, "__dataclass_fields__", {}):
-                v = getattr(x, k)
-                for y in (v if isinstance(v, tuple) else (v,)):
-                    if isinstance(y, ir.Expr):
-                        walk(y)
-
-        walk(e)
+        nodes = list(ir.subexpressions(e))
+        if any(isinstance(x, ir.ModelOut) for x in nodes):
+            raise Unsupported("a pre-condition that reads the model's output is not read by enumeration")
+        leaves = list(dict.fromkeys((x.var, x.feature) for x in nodes if isinstance(x, ir.FeatureRef)))
         n = a.size
         if not leaves:
             return np.full(n, self._decide(e, {}), dtype=bool)
@@ -226,7 +199,9 @@ class PairPre:
                 raise Unsupported(f"the pre-condition's arithmetic {e.op} on {x!r} and {y!r}")
             if e.op == "/" and y == 0:
                 raise Unsupported("the pre-condition divides by zero on a pair of the domain")
-            return {"+": x + y, "-": x - y, "*": x * y, "/": x / y if e.op == "/" else None}[e.op]
+            if e.op not in ("+", "-", "*", "/"):
+                raise Unsupported(f"the pre-condition's arithmetic {e.op}")
+            return x + y if e.op == "+" else x - y if e.op == "-" else x * y if e.op == "*" else x / y
         if isinstance(e, ir.AbsE):
             x = self._exact(e.arg, env, read)
             if not isinstance(x, Fraction):

@@ -171,20 +171,7 @@ def _classifier_reads(ck, model: ir.Model, fs: ir.FeatureSet) -> list[str] | Non
     """The features a model put in Boolean form reads: a rule's features, an sklearn model's
     encoded features; None for networks (they cannot be put in Boolean form)."""
     if model.format == "rule" and model.rule is not None:
-        out: dict = {}
-
-        def walk(x):
-            if isinstance(x, ir.FeatureRef):
-                out.setdefault(x.feature, None)
-            elif isinstance(x, ir.Expr):
-                for f in x.__dataclass_fields__:
-                    v = getattr(x, f)
-                    for y in (v if isinstance(v, tuple) else (v,)):
-                        if isinstance(y, ir.Expr):
-                            walk(y)
-
-        walk(model.rule)
-        return list(out)
+        return list(dict.fromkeys(x.feature for x in ir.subexpressions(model.rule) if isinstance(x, ir.FeatureRef)))
     if model.format == "sklearn" and model.name in ck.encodings:
         return [c.feature for c in ck.encodings[model.name].columns]
     return None
