@@ -770,7 +770,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         details["undecided_pairs"] = failing - violating
     if pre is not None:             # the features it reads that the model does not; the order that meets it
         w = pre.complete(w, a[j] % N, b[j] % N)
-        w = w if pre.meets([a[j] % N], [b[j] % N])[0] else pre.swapped(w)
+        w = pre.in_order(w, a[j] % N, b[j] % N)
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"{'at least ' if failing > violating else ''}{violating:,} of the {pairs:,} {adm} "

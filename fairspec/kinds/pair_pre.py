@@ -94,6 +94,10 @@ class PairPre:
                               bool(v) if isinstance(dom, ir.Boolean) else v)
         return replace(w, features=fx, features_prime=fy)
 
+    def in_order(self, w, i: int, j: int):
+        """The witness ``w`` of points (i, j) in the order that meets the pre-condition."""
+        return w if self.meets([i], [j])[0] else self.swapped(w)
+
     @staticmethod
     def swapped(w):
         """The witness ``w`` with x and x' exchanged (the post-condition is symmetric)."""
@@ -212,3 +216,15 @@ class PairPre:
     def _truth(self, e, env, read) -> bool:
         v = self._exact(e, env, read)
         return bool(v != 0) if isinstance(v, Fraction) else bool(v)
+
+
+def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom):
+    """A tree enumeration's pair domain (kinds/tree_pairs.PairDomain, every value its own cell) kept to the
+    pairs meeting ``prop``'s further pre-condition, compared in both orders (the checks are directional):
+    (the PairPre or None, how many ordered pairs meet it, what certify_pairs says it enumerated)."""
+    if not prop.pre:
+        return None, int(dom.I.size), {}
+    pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
+    dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
+    return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
+                          "pairs": meeting}

@@ -157,14 +157,9 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
                        seconds=time.perf_counter() - t0, proof=proof, details={"mode": mode},
                        reason="the model never reads the protected or relaxed features where an output can "
                               "change, so x and x' always reach the same leaves")
-    pre, meeting, extra = None, int(dom.I.size), {}
-    if prop.pre:                # the pairs meeting it, compared in both orders (the checks are directional)
-        from fairspec.kinds.pair_pre import PairPre
+    from fairspec.kinds.pair_pre import restrict_domain
 
-        pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
-        dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
-        extra = {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
-                 "pairs": meeting}
+    pre, meeting, extra = restrict_domain(prop, fs, dom)
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model), "post": post,
@@ -244,8 +239,8 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
     # ordered pairs, as I and J hold them (a difference fails in one order of a pair, in one class or several)
     kb = res.bad % int(I.size)
     details["violating_pairs"] = violating = (ordered_pairs if pre is None else pre.ordered_pairs)(I[kb], J[kb])
-    if pre is not None and not pre.meets([i], [j])[0]:
-        w = pre.swapped(w)          # the order of the pair that meets the pre-condition
+    if pre is not None:
+        w = pre.in_order(w, i, j)   # the order of the pair that meets the pre-condition
     return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=w, backend=backend,
                    seconds=seconds, details=details,
                    reason=f"{violating:,} of the {meeting:,} {'admissible ordered ' * (pre is None)}{unit} violate it on the library's "
