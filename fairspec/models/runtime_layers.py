@@ -146,12 +146,18 @@ def logit_scores(model, X):
         X = model._as_frame(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = np.asarray(raw.decision_function(X), dtype=np.float64)
-    if z.ndim == 2 and z.shape[1] == 1:
-        z = z[:, 0]
-    if z.shape != (X.shape[0],):
-        # a two-class model with a margin per class (an LGBMClassifier trained with objective "multiclass" /
-        # "multiclassova" and num_class = 2: LightGBM 4.7's decision_function is its (n, 2) raw scores): no
-        # one logit its predict thresholds (flattened, it was 2n numbers for n rows: an internal error)
+        z = one_per_row(raw.decision_function(X), X.shape[0])
+    if z is None:
         return None
     return -z if model.readout.index == 0 else z
+
+
+def one_per_row(z, n: int) -> np.ndarray | None:
+    """A binary classifier's margin as one float64 per row of n, or None where the library gives a margin per
+    class (an LGBMClassifier / XGBClassifier trained with objective "multiclass" / "multiclassova" and
+    num_class = 2: (n, 2) raw scores, no one logit its predict thresholds; flattened, they were 2n numbers
+    for n rows: an internal error)."""
+    z = np.asarray(z, dtype=np.float64)
+    if z.ndim == 2 and z.shape[1] == 1:
+        z = z[:, 0]
+    return z if z.shape == (n,) else None

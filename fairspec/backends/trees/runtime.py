@@ -181,15 +181,17 @@ def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -
                 if not hasattr(est, "predict_proba"):
                     return None
                 return np.asarray(est.predict_proba(X), dtype=np.float64)[:, idx].copy()
+            from fairspec.models.runtime_layers import one_per_row    # a margin per class is no one logit
+
             if what == "logit" and pipeline_booster(model) and len(classes) == 2:
                 from fairspec.models.pipeline_boosters import own_margin
 
-                z = _one_margin(own_margin(est, X), X)     # a pipeline's binary booster: its own margin
+                z = one_per_row(own_margin(est, X), X.shape[0])     # a pipeline's binary booster: its own margin
                 return None if z is None else z if idx == 1 else -z
             if what == "logit":
                 if not callable(getattr(est, "decision_function", None)) or len(classes) != 2:
                     return None
-                z = _one_margin(est.decision_function(X), X)
+                z = one_per_row(est.decision_function(X), X.shape[0])
                 return None if z is None else z if idx == 1 else -z
         raise ValueError(what)
     if fmt in ("xgboost", "lightgbm"):
@@ -206,16 +208,6 @@ def runtime_outputs(model, X: np.ndarray, what: str, klass: int | None = None) -
         return model.score(X)
     return None
 
-
-
-def _one_margin(z, X) -> np.ndarray | None:
-    """A binary classifier's margin as one float64 per row of X, or None where the library gives a margin per
-    class (a two-class LGBMClassifier / XGBClassifier trained with a multiclass objective: (n, 2) raw scores,
-    no one logit; flattened, they were 2n numbers for n rows)."""
-    z = np.asarray(z, dtype=np.float64)
-    if z.ndim == 2 and z.shape[1] == 1:
-        z = z[:, 0]
-    return z if z.shape == (X.shape[0],) else None
 
 
 def pipeline_booster(model) -> bool:
