@@ -66,21 +66,18 @@ def _guarded(call):
     return out["got"]
 
 
-@pytest.fixture
-def cluster():
-    """A fresh 2-worker LocalCluster (processes, with nannies) per test: a test leaves a worker restarted."""
-    distributed = pytest.importorskip("distributed")
-    import cloudpickle
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> dict:
+    """The verdicts of a local run of ROOMY (`hangs` holds when nothing hangs, however slow the machine):
+    the reference of the cluster checks, computed once for the module."""
+    from fairspec.pipeline import check
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=50) as lc:
-        yield lc.scheduler_address
-        ex_mod.configure()
-        for e in list(ex_mod._DASK.values()):
-            e.shutdown()
+    spec = _project(tmp_path_factory.mktemp("serial"))
+    spec.write_text(ROOMY)
+    ex_mod.configure()
+    got = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
+    assert set(got) == {"parity", "hangs", "odds"} and got["hangs"][0] == "holds", got
+    return got
 
 
 def _bare_worker(address: str) -> subprocess.Popen:
@@ -90,25 +87,6 @@ def _bare_worker(address: str) -> subprocess.Popen:
                                                        os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--no-nanny",
                              "--nthreads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def test_a_job_hanging_on_a_living_worker_is_given_up_at_its_budget(cluster):
-    ex = ex_mod.DaskExecutor(cluster, timeout=GUARD)
-    ex.grace = 0.0
-    items = ["a", "hang", "b", "c"]
-    # the others' budget is the guard: a busy machine never makes a job that answers too late
-    got = _guarded(lambda: ex.map(_answer_unless_hang, items, shared={"k": 1},
-                                  budget=lambda item: 1.0 if item == "hang" else GUARD,
-                                  on_error=lambda item, why: ("unknown", item, why)))
-    assert got[0] == "aa" and got[2:] == ["bb", "cc"], got
-    assert got[1][:2] == ("unknown", "hang"), got
-    why = got[1][2]
-    assert isinstance(why, ex_mod.Overrun) and why.budget == 1.0, why
-    assert why.startswith("no answer from the cluster worker tcp://127.0.0.1:"), why
-    assert "within the job's 1 s budget and 0.1 s of grace: the job was cancelled" in why, why
-    assert why.restarted, "the worker holding the hung job was not restarted"
-    # the restarted worker serves the next map; unbudgeted jobs are chunked as before
-    assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(10)))) == [2 * i for i in range(10)]
 
 
 def test_a_worker_without_a_nanny_is_retired_and_the_next_jobs_run_elsewhere(tmp_path):
@@ -159,7 +137,7 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
         worker = _bare_worker(lc.scheduler_address)
         try:
-            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=2.0)
+            ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=1.0)
             ex.client.wait_for_workers(1, timeout=GUARD)
             ex.grace = 0.0
             if refused:
@@ -171,7 +149,7 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
             fate = "is held by a hung job and could not be retired" if refused else "was retired"
             expected = (f"no worker left in the cluster at {lc.scheduler_address}: {got.worker} {fate} (a job ran "
                         f"past its budget there, and it has no nanny to restart it) and no other worker joined "
-                        f"within 2 s")
+                        f"within 1 s")
             # unbudgeted: the shared data is broadcast to the workers first
             unbudgeted = _guarded(lambda: ex.map(_answer_unless_hang, [1, 2, 3], shared={"k": 2},
                                                  on_error=lambda item, why: (item, why)))
@@ -314,58 +292,17 @@ def _project(tmp_path) -> Path:
     return spec
 
 
-def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_kept(cluster, tmp_path,
-                                                                                     monkeypatch):
-    from distributed import Client
-
-    from fairspec.pipeline import check
-
-    spec = _project(tmp_path)
-    ex_mod.configure()
-    spec.write_text(ROOMY)  # the serial reference: `hangs` holds when nothing hangs, however slow the machine
-    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
-    assert set(serial) == {"parity", "hangs", "odds"} and serial["hangs"][0] == "holds", serial
-    spec.write_text(SPEC)  # on the cluster `hangs` takes its 1 s limit and hangs: no real work has to fit it
-
-    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
-    with Client(cluster, set_as_default=False) as admin:
-        admin.run(_hang_property_on_worker, "hangs")
-        ex_mod.configure(cluster=cluster)
-        try:
-            report = _guarded(lambda: check(spec, parallel=True))
-        finally:
-            ex_mod.configure()
-    got = {v.name: v for v in report.verdicts}
-    hung = got["hangs"]
-    assert hung.status == "unknown", hung
-    assert hung.reason.startswith("no answer from the cluster worker tcp://127.0.0.1:"), hung.reason
-    assert "within the property's 1 s budget (and 0.1 s of grace): its job was cancelled" in hung.reason
-    assert {n: (v.status, v.how, v.value) for n, v in got.items() if n != "hangs"} == \
-        {n: s for n, s in serial.items() if n != "hangs"}
-    assert not report.internal_errors and report.exit_code == (1 if any(
-        s[0] == "violated" for s in serial.values()) else 3)
-
-    # the command line: the same verdict, the usual exit code, nothing but the JSON on stdout
-    with Client(cluster, set_as_default=False) as admin:
-        admin.wait_for_workers(2, timeout=GUARD)
-        admin.run(_hang_property_on_worker, "hangs")
-    r = run_cli("check", spec, "--cluster", cluster, "--format", "json", timeout=GUARD,
-                env={"FAIRSPEC_CLUSTER_GRACE": "0", "FAIRSPEC_CLUSTER_TIMEOUT": str(GUARD)})
-    doc = json.loads(r.stdout)
-    props = {p["name"]: p for p in doc["properties"]}
-    assert r.returncode == report.exit_code == doc["exit_code"], (r.returncode, r.stderr[-2000:])
-    assert props["hangs"]["status"] == "unknown" and "within the property's 1 s budget" in props["hangs"]["reason"]
-    assert {n: p["status"] for n, p in props.items() if n != "hangs"} == \
-        {n: s[0] for n, s in serial.items() if n != "hangs"}
-
-
-def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, monkeypatch):
-    """The check's side of the above: one worker without a nanny, `hangs` overruns and has it retired; a
-    property whose job was queued behind it is `unknown` with the reason once the cluster has had no
-    worker for FAIRSPEC_CLUSTER_TIMEOUT seconds (one that ran before `hangs` keeps its verdict: the
-    scheduler picks the order), and the check ends. Seen before: the worker held the result of a job
-    done before `hangs`, which no other worker could take, so the scheduler refused to retire it, and
-    the jobs queued behind the hung one were waited on for ever (the test's guard of 300 s ran out)."""
+def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(serial, tmp_path, monkeypatch):
+    """The check's side of test_a_property_hanging_on_the_cluster_..._kept (below): one worker without a
+    nanny, `hangs` overruns and has it retired; a property whose job was queued behind it is `unknown`
+    with the reason once the cluster has had no worker for ``lost_after`` seconds (FAIRSPEC_CLUSTER_TIMEOUT
+    unless told; one that ran before `hangs` keeps its verdict: the scheduler picks the order), and the
+    check ends. Seen before: the worker held
+    the result of a job done before `hangs`, which no other worker could take, so the scheduler refused
+    to retire it, and the jobs queued behind the hung one were waited on for ever (the test's guard of
+    300 s ran out). The wait for a worker is 2 s here (it was FAIRSPEC_CLUSTER_TIMEOUT=20: 20 s of the
+    test's time): no worker ever joins, however slow the machine, so it is no speed requirement; the
+    connection keeps the guard's time-out."""
     distributed = pytest.importorskip("distributed")
     import cloudpickle
     from distributed import Client
@@ -374,12 +311,8 @@ def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, mon
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     spec = _project(tmp_path)
-    ex_mod.configure()
-    spec.write_text(ROOMY)
-    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
-    spec.write_text(SPEC)
     monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
-    monkeypatch.setenv("FAIRSPEC_CLUSTER_TIMEOUT", "20")
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_TIMEOUT", str(GUARD))
     with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=50) as lc:
         worker = _bare_worker(lc.scheduler_address)
         try:
@@ -387,6 +320,9 @@ def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, mon
                 admin.wait_for_workers(1, timeout=GUARD)
                 admin.run(_hang_property_on_worker, "hangs")
             ex_mod.configure(cluster=lc.scheduler_address)
+            ex = ex_mod.get_executor()  # the executor the check gets, connected within FAIRSPEC_CLUSTER_TIMEOUT
+            assert ex.lost_after == GUARD, ex.lost_after  # which is its wait for a worker too, unless told
+            ex.lost_after = 2.0
             report = _guarded(lambda: check(spec, parallel=True))
         finally:
             ex_mod.configure()
@@ -402,7 +338,7 @@ def test_a_check_whose_only_worker_is_retired_ends_with_the_reason(tmp_path, mon
     for name in ("parity", "odds"):
         v = got[name]
         assert (v.status, v.how, v.value) == serial[name] or (v.status == "unknown" and left in v.reason and
-                                                              "no other worker joined within 20 s" in v.reason), v
+                                                              "no other worker joined within 2 s" in v.reason), v
     assert not report.internal_errors
 
 
@@ -427,78 +363,6 @@ def test_a_budget_never_makes_a_holds_and_needs_a_cluster_only():
         assert v.reason.endswith(f"the hung job holds its slot until the worker is restarted; {said} moved to the "
                                  f"other workers"), v.reason
     assert ex_mod.SerialExecutor().map(_answer_unless_hang, [1, 2], budget=lambda item: 0.001) == [2, 4]
-
-
-def _block_property_on_worker(name: str) -> None:
-    """On a worker: the data backend's runner of property ``name`` says it started (``name``-entered) and
-    waits for the test to release it (``name``-release) -- a stand-in for work before the property's
-    first time limit, which a local run does not bound however long it takes -- then starts the
-    property's own clock anew (the wait is not its budgeted work) and counts the rows as it is,
-    under its budget (the data backend takes its ``timeout``)."""
-    import fairspec.kinds.on_data as on_data
-
-    orig = getattr(on_data.run, "__wrapped__", on_data.run)
-
-    def run(prop, ctx, progress=None):
-        if prop.name == name:
-            from distributed import Event
-
-            Event(f"{name}-entered").set()
-            Event(f"{name}-release").wait()
-            ctx.begin_property()
-        return orig(prop, ctx, progress)
-
-    run.__wrapped__ = orig
-    on_data.run = run
-
-
-def test_a_phase_a_local_run_does_not_bound_is_not_bounded_on_the_cluster_either(cluster, tmp_path, monkeypatch):
-    """`hangs` has a budget (the guard's, which its real work never has to race), taken only once its
-    runner is released: a local run waits for what comes before however long it takes. While that
-    pass is held, the client's clock of the jobs jumps far past the budget and grace, and the client
-    looks at it twice (the old clock, started with the job, gave the job up then): it still gets its
-    local verdict. No wait here is a speed requirement."""
-    from distributed import Client, Event
-
-    from fairspec.pipeline import check
-    from fairspec.runtime import job_clock
-
-    spec = _project(tmp_path)
-    spec.write_text(ROOMY)
-    ex_mod.configure()
-    serial = {v.name: (v.status, v.how, v.value) for v in check(spec).verdicts}
-    assert serial["hangs"][0] == "holds", serial
-    jump, looks, looked = [0.0], [0], threading.Event()
-    real_now = job_clock.now
-
-    def now():
-        if jump[0]:
-            looks[0] += 1
-            if looks[0] >= 2:
-                looked.set()
-        return real_now() + jump[0]
-
-    monkeypatch.setattr(job_clock, "now", now)
-    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
-    with Client(cluster, set_as_default=False) as admin:
-        admin.run(_block_property_on_worker, "hangs")
-        ex_mod.configure(cluster=cluster)
-        try:
-            out: dict = {}
-            # the run ending also ends the wait (a client that gives the held job up looks no more)
-            t = threading.Thread(target=lambda: (out.setdefault("report", check(spec, parallel=True)), looked.set()),
-                                 daemon=True)
-            t.start()
-            assert Event("hangs-entered", client=admin).wait(GUARD), "the data pass never started"
-            jump[0] = 10 * GUARD  # past the budget and its grace (a tenth of it), in the client's eyes
-            assert looked.wait(GUARD), "the client never looked at the clock of the held job"
-            Event("hangs-release", client=admin).set()
-            t.join(GUARD)
-            assert not t.is_alive(), "still waiting after the data pass was released"
-        finally:
-            ex_mod.configure()
-    got = {v.name: (v.status, v.how, v.value) for v in out["report"].verdicts}
-    assert got == serial, (got, serial)
 
 
 def test_the_clock_counts_what_a_local_run_bounds(monkeypatch):
@@ -585,3 +449,188 @@ def test_the_data_pre_pass_of_a_pair_property_is_off_the_clock(tmp_path, monkeyp
         out = _property_job(state, ((), "pair", prop.kind))
     assert seen and seen[0][0] == "start" and "limit" not in seen[0], (seen, out)
     assert sent[-1] == "limit" and "the clock starts" in out["verdict"].reason, (sent, out)
+
+
+# ------------------------------------------------------------- on the module's 2-worker LocalCluster (nannies)
+# These tests come last, together: the cluster is started for the first and closed after the module, and
+# an idle LocalCluster costs CPU (its ticks and heartbeats: ~3.7 s a 30 s on this machine).
+
+
+@pytest.fixture(scope="module")
+def _local_cluster():
+    """One 2-worker LocalCluster (processes, with nannies) for the module: starting one per test cost
+    two worker processes' start-up and the cluster's close each time (see ``cluster``). A worker its
+    nanny restarts (a hung job's) that has not rejoined within distributed.deploy.lost-worker-timeout
+    (15 s) is closed for good by the LocalCluster, nanny and all: on a loaded machine a restart takes
+    that long (seen: the next wait for 2 workers ran out), so the time-out is the guard's here."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+    import dask
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": f"{GUARD:g}s"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     dashboard_address=None, silence_logs=50) as lc:
+        yield lc
+
+
+def _unpatch_worker(dask_worker) -> int:
+    """On a worker: an earlier test's stand-in for the data runner (_hang_property_on_worker,
+    _block_property_on_worker) undone; the number of jobs its threads still run (a hung one counts)."""
+    on_data = sys.modules.get("fairspec.kinds.on_data")
+    if on_data is not None:
+        on_data.run = getattr(on_data.run, "__wrapped__", on_data.run)
+    return dask_worker.state.executing_count
+
+
+@pytest.fixture
+def cluster(_local_cluster):
+    """The module's cluster as a fresh one for each test: both workers up (a test leaves one restarted,
+    which rejoins in its own time; one lost for good is started again), none running a job (a worker an
+    earlier test left a hung thread on is restarted: none should have), none patched; the test's
+    executors shut down after it."""
+    from distributed import Client
+
+    _local_cluster.scale(2)  # a worker the cluster closed is started again (none, unless one failed to start)
+    address = _local_cluster.scheduler_address
+    with Client(address, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=GUARD)
+        busy = [w for w, n in c.run(_unpatch_worker).items() if n]
+        if busy:
+            c.restart_workers(busy, timeout=GUARD)
+            c.wait_for_workers(2, timeout=GUARD)
+    yield address
+    ex_mod.configure()
+    for e in list(ex_mod._DASK.values()):
+        e.shutdown()
+
+
+def test_a_job_hanging_on_a_living_worker_is_given_up_at_its_budget(cluster):
+    ex = ex_mod.DaskExecutor(cluster, timeout=GUARD)
+    ex.grace = 0.0
+    items = ["a", "hang", "b", "c"]
+    # the others' budget is the guard: a busy machine never makes a job that answers too late
+    got = _guarded(lambda: ex.map(_answer_unless_hang, items, shared={"k": 1},
+                                  budget=lambda item: 1.0 if item == "hang" else GUARD,
+                                  on_error=lambda item, why: ("unknown", item, why)))
+    assert got[0] == "aa" and got[2:] == ["bb", "cc"], got
+    assert got[1][:2] == ("unknown", "hang"), got
+    why = got[1][2]
+    assert isinstance(why, ex_mod.Overrun) and why.budget == 1.0, why
+    assert why.startswith("no answer from the cluster worker tcp://127.0.0.1:"), why
+    assert "within the job's 1 s budget and 0.1 s of grace: the job was cancelled" in why, why
+    assert why.restarted, "the worker holding the hung job was not restarted"
+    # the restarted worker serves the next map; unbudgeted jobs are chunked as before
+    assert _guarded(lambda: ex.map(_answer_unless_hang, list(range(10)))) == [2 * i for i in range(10)]
+
+
+def test_a_property_hanging_on_the_cluster_is_unknown_at_its_budget_the_others_kept(cluster, serial, tmp_path,
+                                                                                     monkeypatch):
+    from distributed import Client
+
+    from fairspec.pipeline import check
+
+    spec = _project(tmp_path)  # on the cluster `hangs` takes its 1 s limit and hangs: no real work has to fit it
+
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
+    with Client(cluster, set_as_default=False) as admin:
+        admin.run(_hang_property_on_worker, "hangs")
+        ex_mod.configure(cluster=cluster)
+        try:
+            report = _guarded(lambda: check(spec, parallel=True))
+        finally:
+            ex_mod.configure()
+    got = {v.name: v for v in report.verdicts}
+    hung = got["hangs"]
+    assert hung.status == "unknown", hung
+    assert hung.reason.startswith("no answer from the cluster worker tcp://127.0.0.1:"), hung.reason
+    assert "within the property's 1 s budget (and 0.1 s of grace): its job was cancelled" in hung.reason
+    assert {n: (v.status, v.how, v.value) for n, v in got.items() if n != "hangs"} == \
+        {n: s for n, s in serial.items() if n != "hangs"}
+    assert not report.internal_errors and report.exit_code == (1 if any(
+        s[0] == "violated" for s in serial.values()) else 3)
+
+    # the command line: the same verdict, the usual exit code, nothing but the JSON on stdout
+    with Client(cluster, set_as_default=False) as admin:
+        admin.wait_for_workers(2, timeout=GUARD)
+        admin.run(_hang_property_on_worker, "hangs")
+    r = run_cli("check", spec, "--cluster", cluster, "--format", "json", timeout=GUARD,
+                env={"FAIRSPEC_CLUSTER_GRACE": "0", "FAIRSPEC_CLUSTER_TIMEOUT": str(GUARD)})
+    doc = json.loads(r.stdout)
+    props = {p["name"]: p for p in doc["properties"]}
+    assert r.returncode == report.exit_code == doc["exit_code"], (r.returncode, r.stderr[-2000:])
+    assert props["hangs"]["status"] == "unknown" and "within the property's 1 s budget" in props["hangs"]["reason"]
+    assert {n: p["status"] for n, p in props.items() if n != "hangs"} == \
+        {n: s[0] for n, s in serial.items() if n != "hangs"}
+
+
+def _block_property_on_worker(name: str) -> None:
+    """On a worker: the data backend's runner of property ``name`` says it started (``name``-entered) and
+    waits for the test to release it (``name``-release) -- a stand-in for work before the property's
+    first time limit, which a local run does not bound however long it takes -- then starts the
+    property's own clock anew (the wait is not its budgeted work) and counts the rows as it is,
+    under its budget (the data backend takes its ``timeout``)."""
+    import fairspec.kinds.on_data as on_data
+
+    orig = getattr(on_data.run, "__wrapped__", on_data.run)
+
+    def run(prop, ctx, progress=None):
+        if prop.name == name:
+            from distributed import Event
+
+            Event(f"{name}-entered").set()
+            Event(f"{name}-release").wait()
+            ctx.begin_property()
+        return orig(prop, ctx, progress)
+
+    run.__wrapped__ = orig
+    on_data.run = run
+
+
+def test_a_phase_a_local_run_does_not_bound_is_not_bounded_on_the_cluster_either(cluster, serial, tmp_path,
+                                                                                monkeypatch):
+    """`hangs` has a budget (the guard's, which its real work never has to race), taken only once its
+    runner is released: a local run waits for what comes before however long it takes. While that
+    pass is held, the client's clock of the jobs jumps far past the budget and grace, and the client
+    looks at it twice (the old clock, started with the job, gave the job up then): it still gets its
+    local verdict. No wait here is a speed requirement."""
+    from distributed import Client, Event
+
+    from fairspec.pipeline import check
+    from fairspec.runtime import job_clock
+
+    spec = _project(tmp_path)
+    spec.write_text(ROOMY)
+    jump, looks, looked = [0.0], [0], threading.Event()
+    real_now = job_clock.now
+
+    def now():
+        if jump[0]:
+            looks[0] += 1
+            if looks[0] >= 2:
+                looked.set()
+        return real_now() + jump[0]
+
+    monkeypatch.setattr(job_clock, "now", now)
+    monkeypatch.setenv("FAIRSPEC_CLUSTER_GRACE", "0")
+    with Client(cluster, set_as_default=False) as admin:
+        admin.run(_block_property_on_worker, "hangs")
+        ex_mod.configure(cluster=cluster)
+        try:
+            out: dict = {}
+            # the run ending also ends the wait (a client that gives the held job up looks no more)
+            t = threading.Thread(target=lambda: (out.setdefault("report", check(spec, parallel=True)), looked.set()),
+                                 daemon=True)
+            t.start()
+            assert Event("hangs-entered", client=admin).wait(GUARD), "the data pass never started"
+            jump[0] = 10 * GUARD  # past the budget and its grace (a tenth of it), in the client's eyes
+            assert looked.wait(GUARD), "the client never looked at the clock of the held job"
+            Event("hangs-release", client=admin).set()
+            t.join(GUARD)
+            assert not t.is_alive(), "still waiting after the data pass was released"
+        finally:
+            ex_mod.configure()
+    got = {v.name: (v.status, v.how, v.value) for v in out["report"].verdicts}
+    assert got == serial, (got, serial)

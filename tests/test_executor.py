@@ -35,16 +35,26 @@ def _die_once(marker, item):
     return item * 10
 
 
-def test_serial_and_process_pool_agree_in_order():
+@pytest.fixture(scope="module")
+def pool():
+    """One 2-process pool for the module's tests (its processes kept between maps, as get_executor's
+    pools are, also when the shared state changes): a pool per test started two Python processes
+    (numpy, fairspec, this module) each time."""
+    ex = ProcessExecutor(2, keep=True)
+    yield ex
+    ex.shutdown()
+
+
+def test_serial_and_process_pool_agree_in_order(pool):
     items = list(range(12))
     want = [2 * i * i for i in items]
     assert SerialExecutor().map(_square, items, shared={"k": 2}) == want
-    with ProcessExecutor(2) as ex:
+    with pool as ex:
         assert ex.map(_square, items, shared={"k": 2}) == want
 
 
-def test_failing_job_is_a_reason_not_a_lost_result():
-    for ex in (SerialExecutor(), ProcessExecutor(2)):
+def test_failing_job_is_a_reason_not_a_lost_result(pool):
+    for ex in (SerialExecutor(), pool):
         with ex:
             got = ex.map(_fails_on_3, [1, 2, 3, 4], on_error=lambda item, why: f"failed {item}: {why}")
             assert got[:2] == [1, 2] and got[3] == 4
@@ -62,18 +72,118 @@ def test_cli_workers_flag_is_validated(capsys):
     assert "workers" in capsys.readouterr().err
 
 
+def test_a_property_job_leaves_its_state_picklable():
+    """The pipeline's job state after a job ran on it (contexts with loaded models) pickles, without
+    them: each worker builds its own."""
+    import pickle
+
+    from fairspec.files import Roots
+    from fairspec.pipeline import _job_state, _property_job, lint
+
+    res = lint(ADULT)
+    state = _job_state(res.spec, Roots.for_spec(ADULT, ()))
+    prop = next(p for p in res.spec.properties if p.kind == "individual_fairness")
+    out = _property_job(state, (tuple(), prop.name, prop.kind))
+    assert out["verdict"].status in ("holds", "violated", "unknown") and state.contexts
+    back = pickle.loads(pickle.dumps(state))
+    assert back.contexts == {} and back.spec == state.spec
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "nonsense-scheme://nowhere", "garbage", "tcp://h:port"])
+def test_unreachable_scheduler_is_one_sentence_and_exit_2(address):
+    """A malformed address (no port: "garbage") is refused before a Client exists: a half-built Client
+    closes itself when collected, a traceback ("Exception ignored in Client.__del__") after 2 x the time-out.
+    The time-out is the wait for a scheduler that never answers (nothing listens on port 1): 0.5 s, not
+    2 s a command line (no speed requirement: a slow machine only makes the connection fail later)."""
+    for extra in ([], ["--format", "json"], ["--models", f"lr={ROOT / 'examples/adult/models'}"]):
+        r = run_cli("check", ROOT / "examples/predictions/decisions.fair", "--cluster", address, *extra,
+                    env={"FAIRSPEC_CLUSTER_TIMEOUT": "0.5"})
+        assert r.returncode == 2, (extra, r.stdout, r.stderr)
+        assert "cannot reach the Dask scheduler at " + address in r.stdout + r.stderr
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+        assert "Exception ignored" not in r.stderr and len(r.stderr.strip().splitlines()) <= 1, r.stderr
+
+
+def test_models_folder_one_report_per_file_same_as_each_alone(tmp_path):
+    from fairspec.pipeline import check, check_models
+
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    for name in ("a_lr.skops", "b_dt.skops"):
+        src = ROOT / "examples/adult/models" / ("lr.skops" if "lr" in name else "dt.skops")
+        (folder / name).write_bytes(src.read_bytes())
+    reports = check_models(ADULT, "dt", folder, only="dt_parity_by_age", parallel=False)
+    assert [Path(f).name for f, _ in reports] == ["a_lr.skops", "b_dt.skops"]
+    alone = check(ADULT, only="dt_parity_by_age")
+    assert [(v.status, v.value) for v in reports[1][1].verdicts] == [(v.status, v.value) for v in alone.verdicts]
+    assert reports[0][1].verdicts[0].value != alone.verdicts[0].value  # the lr file was really used
+
+
+# ------------------------------------------------------------------ k-discrimination restarts
+
+def _first_output(net, X):
+    return net.forward(X)[:, 0]
+
+
+def _kdisc_state():
+    import functools
+
+    from test_kdisc_search import known_k_net, kspace
+
+    return (functools.partial(_first_output, known_k_net()), kspace(),
+            {"eps": 0.05, "scores": "logit", "method": "sa", "data": None, "stop_at_k": None})
+
+
+def _restart_key(r):
+    w = r.witness
+    return (r.max_k, r.ids, r.candidates, r.evaluations, r.iterations, r.seed,
+            None if w is None else (w.x.tolist(), w.scores.tolist()),
+            [(t.k, t.x.tolist()) for t in r.top])
+
+
+def test_kdisc_restart_reaching_the_claim_stops_the_others():
+    from fairspec.backends.search.kdisc import kdisc_restarts
+
+    evaluate, space, kwargs = _kdisc_state()
+    state = (evaluate, space, dict(kwargs, stop_at_k=1))  # every point reaches k = 1 at once
+    res = kdisc_restarts(state, executor=SerialExecutor(), seed=0, chains=8, budget_seconds=3600.0)
+    assert res.max_k >= 1 and res.iterations == 0  # no restart ran an iteration past the claim
+
+
+def test_kdisc_a_found_claim_stops_the_restarts_in_the_worker_processes(pool, tmp_path):
+    """The restarts in a 2-process pool see another restart's find (the ``found`` file) at their first
+    iteration: an hour's budget and a k no individual reaches (so only the stop can end them) end at
+    once. Capped at 200 iterations a restart, so a stop that did not reach them fails here, not in an hour."""
+    from fairspec.backends.search.kdisc import restart_job
+
+    evaluate, space, kwargs = _kdisc_state()
+    found = tmp_path / "kdisc.found"
+    found.touch()
+    items = [{"seed": s, "chains": 4, "budget_seconds": 3600.0, "max_iters": 200, "found": str(found)}
+             for s in range(4)]
+    outs = pool.map(restart_job, items, shared=(evaluate, space, dict(kwargs, stop_at_k=99)))
+    assert [r.iterations for r in outs] == [0, 0, 0, 0] and all(r.max_k < 99 for r in outs)
+
+
 # ------------------------------------------------------------------ a real dask.distributed LocalCluster
+# (these tests come last, together: the module's cluster is closed after the module, and an idle
+# LocalCluster costs CPU: its ticks and heartbeats, ~3.7 s a 30 s on this machine)
 
 @pytest.fixture(scope="module")
 def cluster():
+    """A worker its nanny restarts (test_dask_map's killed one) that has not rejoined within
+    distributed.deploy.lost-worker-timeout (15 s, a loaded machine's restart) is closed for good by the
+    LocalCluster, and the later waits for 2 workers ran out: the time-out is 600 s here (theirs)."""
     distributed = pytest.importorskip("distributed")
     import cloudpickle
+    import dask
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
         os.pathsep) if p])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=40) as lc:
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     dashboard_address=None, silence_logs=40) as lc:
         yield lc.scheduler_address
     ex_mod.configure()
     for e in list(ex_mod._DASK.values()):
@@ -181,23 +291,6 @@ def test_partitions_on_a_local_cluster_give_the_serial_verdict(cluster, tmp_path
     _worker_data_travels(cluster)
 
 
-def test_a_property_job_leaves_its_state_picklable():
-    """The pipeline's job state after a job ran on it (contexts with loaded models) pickles, without
-    them: each worker builds its own."""
-    import pickle
-
-    from fairspec.files import Roots
-    from fairspec.pipeline import _job_state, _property_job, lint
-
-    res = lint(ADULT)
-    state = _job_state(res.spec, Roots.for_spec(ADULT, ()))
-    prop = next(p for p in res.spec.properties if p.kind == "individual_fairness")
-    out = _property_job(state, (tuple(), prop.name, prop.kind))
-    assert out["verdict"].status in ("holds", "violated", "unknown") and state.contexts
-    back = pickle.loads(pickle.dumps(state))
-    assert back.contexts == {} and back.spec == state.spec
-
-
 def test_cluster_with_a_relative_spec_path_from_another_folder(cluster, tmp_path, monkeypatch):
     """The spec, its data and models are resolved before they are shipped: the workers (started in
     another working folder) get absolute paths, so a relative spec path gives the serial verdicts."""
@@ -220,57 +313,7 @@ def test_cluster_with_a_relative_spec_path_from_another_folder(cluster, tmp_path
     assert not any("failed" in (v.reason or "") for v in dist.verdicts), [v.reason for v in dist.verdicts]
 
 
-@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "nonsense-scheme://nowhere", "garbage", "tcp://h:port"])
-def test_unreachable_scheduler_is_one_sentence_and_exit_2(address):
-    """A malformed address (no port: "garbage") is refused before a Client exists: a half-built Client
-    closes itself when collected, a traceback ("Exception ignored in Client.__del__") after 2 x the time-out."""
-    for extra in ([], ["--format", "json"], ["--models", f"lr={ROOT / 'examples/adult/models'}"]):
-        r = run_cli("check", ROOT / "examples/predictions/decisions.fair", "--cluster", address, *extra,
-                    env={"FAIRSPEC_CLUSTER_TIMEOUT": "2"})
-        assert r.returncode == 2, (extra, r.stdout, r.stderr)
-        assert "cannot reach the Dask scheduler at " + address in r.stdout + r.stderr
-        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
-        assert "Exception ignored" not in r.stderr and len(r.stderr.strip().splitlines()) <= 1, r.stderr
-
-
-def test_models_folder_one_report_per_file_same_as_each_alone(tmp_path):
-    from fairspec.pipeline import check, check_models
-
-    folder = tmp_path / "candidates"
-    folder.mkdir()
-    for name in ("a_lr.skops", "b_dt.skops"):
-        src = ROOT / "examples/adult/models" / ("lr.skops" if "lr" in name else "dt.skops")
-        (folder / name).write_bytes(src.read_bytes())
-    reports = check_models(ADULT, "dt", folder, only="dt_parity_by_age", parallel=False)
-    assert [Path(f).name for f, _ in reports] == ["a_lr.skops", "b_dt.skops"]
-    alone = check(ADULT, only="dt_parity_by_age")
-    assert [(v.status, v.value) for v in reports[1][1].verdicts] == [(v.status, v.value) for v in alone.verdicts]
-    assert reports[0][1].verdicts[0].value != alone.verdicts[0].value  # the lr file was really used
-
-
-# ------------------------------------------------------------------ k-discrimination restarts
-
-def _first_output(net, X):
-    return net.forward(X)[:, 0]
-
-
-def _kdisc_state():
-    import functools
-
-    from test_kdisc_search import known_k_net, kspace
-
-    return (functools.partial(_first_output, known_k_net()), kspace(),
-            {"eps": 0.05, "scores": "logit", "method": "sa", "data": None, "stop_at_k": None})
-
-
-def _restart_key(r):
-    w = r.witness
-    return (r.max_k, r.ids, r.candidates, r.evaluations, r.iterations, r.seed,
-            None if w is None else (w.x.tolist(), w.scores.tolist()),
-            [(t.k, t.x.tolist()) for t in r.top])
-
-
-def test_kdisc_restarts_identical_on_1_and_2_workers_and_a_local_cluster(cluster):
+def test_kdisc_restarts_identical_on_1_and_2_workers_and_a_local_cluster(cluster, pool):
     """The restarts are executor jobs with their own seeds (fixed per restart, not per process),
     merged in restart order: with a budget in iterations, 1 worker, a 2-process pool and a
     2-worker LocalCluster give the same max k, witness and best individuals."""
@@ -279,39 +322,13 @@ def test_kdisc_restarts_identical_on_1_and_2_workers_and_a_local_cluster(cluster
     state = _kdisc_state()
     kw = dict(seed=5, chains=16, budget_seconds=None, max_iters=12)
     serial = kdisc_restarts(state, executor=SerialExecutor(), **kw)
-    with ProcessExecutor(2) as pool:
-        pooled = kdisc_restarts(state, executor=pool, **kw)
+    pooled = kdisc_restarts(state, executor=pool, **kw)
     dask = kdisc_restarts(state, executor=ex_mod.DaskExecutor(cluster), **kw)
     _worker_data_travels(cluster)
     assert _restart_key(serial) == _restart_key(pooled) == _restart_key(dask)
     assert serial.max_k == 4 and serial.witness is not None and serial.witness.k == 4  # the known max k
     assert len(set(restart_seeds(5))) == RESTARTS and restart_seeds(5) == restart_seeds(5)
     assert kdisc_restarts(state, executor=SerialExecutor(), **dict(kw, seed=6)).seed == 6
-
-
-def test_kdisc_restart_reaching_the_claim_stops_the_others():
-    from fairspec.backends.search.kdisc import kdisc_restarts
-
-    evaluate, space, kwargs = _kdisc_state()
-    state = (evaluate, space, dict(kwargs, stop_at_k=1))  # every point reaches k = 1 at once
-    res = kdisc_restarts(state, executor=SerialExecutor(), seed=0, chains=8, budget_seconds=3600.0)
-    assert res.max_k >= 1 and res.iterations == 0  # no restart ran an iteration past the claim
-
-
-def test_kdisc_a_found_claim_stops_the_restarts_in_the_worker_processes(tmp_path):
-    """The restarts in a 2-process pool see another restart's find (the ``found`` file) at their first
-    iteration: an hour's budget and a k no individual reaches (so only the stop can end them) end at
-    once. Capped at 200 iterations a restart, so a stop that did not reach them fails here, not in an hour."""
-    from fairspec.backends.search.kdisc import restart_job
-
-    evaluate, space, kwargs = _kdisc_state()
-    found = tmp_path / "kdisc.found"
-    found.touch()
-    items = [{"seed": s, "chains": 4, "budget_seconds": 3600.0, "max_iters": 200, "found": str(found)}
-             for s in range(4)]
-    with ProcessExecutor(2) as pool:
-        outs = pool.map(restart_job, items, shared=(evaluate, space, dict(kwargs, stop_at_k=99)))
-    assert [r.iterations for r in outs] == [0, 0, 0, 0] and all(r.max_k < 99 for r in outs)
 
 
 @pytest.fixture
