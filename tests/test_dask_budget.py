@@ -140,6 +140,9 @@ def test_the_last_worker_retired_the_next_jobs_end_with_the_reason(refused):
             ex = ex_mod.DaskExecutor(lc.scheduler_address, timeout=GUARD, lost_after=1.0)
             ex.client.wait_for_workers(1, timeout=GUARD)
             ex.grace = 0.0
+            # how often a map looks at the cluster while it waits (1 s): no outcome here depends on it, as no job
+            # ends on its own (one hangs, the others never get a worker)
+            ex.POLL = 0.2
             if refused:
                 ex.client.retire_workers = lambda workers, **kw: {}
             (got,) = _guarded(lambda: ex.map(_answer_unless_hang, ["hang"], shared={"k": 1},
