@@ -471,8 +471,11 @@ def _local_cluster():
     import dask
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job functions above travel by value
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p])
+    # the workers import this tree; prepended once a process: a PYTHONPATH changed again (the other
+    # module's cluster set it already) restarted run_cli's fork server (tests/cli_forkserver.py)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + paths)
     with dask.config.set({"distributed.deploy.lost-worker-timeout": f"{GUARD:g}s"}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                      dashboard_address=None, silence_logs=50) as lc:
