@@ -19,7 +19,7 @@ start-up variable a value the server did not start with, gets a fresh process in
 so does every command line when ``FAIRSPEC_TEST_FRESH_PROCESS=1``. tests/test_cli_forkserver.py checks the two ways agree
 (exit code, stdout, stderr) on lint, check, errors, a torch model and a language server session.
 
-Two ways in:
+Three ways in:
 
 - ``run(args, cwd, env, timeout)`` (``run_cli`` in tests/conftest.py): a ``CompletedProcess`` as
   ``subprocess.run(capture_output=True, text=True)`` returns it; ``stdout=`` / ``stderr=`` take a
@@ -28,14 +28,17 @@ Two ways in:
   that imports nothing heavy) hands its own descriptors to a forked ``fairspec ARGS``, forwards
   SIGINT / SIGTERM / SIGHUP to it and exits with its exit status: for callers that start the process
   themselves (pygls's ``start_io`` for a language server).
+- ``python_c(program, *args)``: the same for `python -c PROGRAM ARGS`, a language server a test patches
+  before it serves (the program runs in the forked child, in a fresh ``__main__``, with ``WARM``
+  imported already).
 
-The protocol, over a Unix socket per command line: one JSON message ``{"args", "cwd", "env"}`` with
-three descriptors; the answer is a line ``{"pid"}`` (the forked command's) and then a line
-``{"status"}`` (its exit status as ``subprocess`` reports it: ``-N`` for a signal). The server forks an
-intermediate process per command line that forks the command and waits for it, so the server never
-blocks on a command and serves the next command line at once (a test may hold a language server open
-while it runs a command line); it reaps the intermediate processes as they end, so the commands' CPU
-time counts in the test run's (``/usr/bin/time pytest`` measures the suite).
+The protocol, over a Unix socket per command line: one JSON message ``{"args", "cwd", "env", "code"}``
+(``code``: a `python -c` program, or null) with three descriptors; the answer is a line ``{"pid"}``
+(the forked command's) and then a line ``{"status"}`` (its exit status as ``subprocess`` reports it:
+``-N`` for a signal). The server forks an intermediate process per command line that forks the command
+and waits for it, so the server never blocks on a command and serves the next command line at once (a
+test may hold a language server open while it runs a command line); it reaps the intermediate processes
+as they end, so the commands' CPU time counts in the test run's (``/usr/bin/time pytest`` measures the suite).
 """
 
 from __future__ import annotations
@@ -74,11 +77,15 @@ def _become_fairspec(msg: dict, fds: list[int]) -> None:
         os.chdir(msg["cwd"])
         os.environ.clear()
         os.environ.update(msg["env"])
-        sys.argv = ["fairspec", *msg["args"]]
-        from fairspec.cli import main
+        if msg.get("code") is None:
+            sys.argv = ["fairspec", *msg["args"]]
+            from fairspec.cli import main
 
-        returned = main()  # the console script's path: it leaves through os._exit with the exit code
-        code = returned if isinstance(returned, int) else 0
+            returned = main()  # the console script's path: it leaves through os._exit with the exit code
+            code = returned if isinstance(returned, int) else 0
+        else:
+            _become_python_c(msg["code"], msg["args"])
+            code = 0
     except SystemExit as e:  # argparse (--help, a usage error) raises, as in a fresh process
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, int) and e.code is not None:
@@ -94,6 +101,29 @@ def _become_fairspec(msg: dict, fds: list[int]) -> None:
             except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
                 pass
         os._exit(code)
+
+
+def _become_python_c(program: str, args: list[str]) -> None:
+    """In the forked command: what `python -c PROGRAM ARGS` runs, in a fresh ``__main__`` with the
+    folder first on ``sys.path``; the modules in ``WARM`` are imported already (a patch the program makes
+    to a module attribute that fairspec reads at call time, ``A.analyse = ...``, acts as in a fresh
+    process). The caller leaves through ``os._exit`` (no atexit handlers: fairspec's language server and
+    CLI leave that way themselves)."""
+    import builtins
+    import types
+
+    sys.argv = ["-c", *args]
+    sys.path.insert(0, "")
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(program, "<string>", "exec"), main.__dict__)
+    except Exception as e:  # noqa: BLE001 - Python's report of an uncaught exception, from the program's frame on
+        import traceback
+
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+        raise SystemExit(1) from None
 
 
 def _serve_one(conn: socket.socket, msg: dict, fds: list[int]) -> None:
@@ -157,11 +187,12 @@ def serve(address: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- clients
 
-def _request(address: str, args: list[str], cwd: str, env: dict, fds: list[int]):
-    """Send one command line; (the connection, its answer lines, the forked command's pid)."""
+def _request(address: str, args: list[str], cwd: str, env: dict, fds: list[int], code: str | None = None):
+    """Send one command line (``code``: a `python -c` program, ``args`` its arguments); (the
+    connection, its answer lines, the forked command's pid)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect("\0" + address)
-    socket.send_fds(conn, [json.dumps({"args": args, "cwd": cwd, "env": env}).encode()], fds)
+    socket.send_fds(conn, [json.dumps({"args": args, "cwd": cwd, "env": env, "code": code}).encode()], fds)
     lines = conn.makefile("rb")
     return conn, lines, json.loads(lines.readline())["pid"]
 
@@ -290,19 +321,33 @@ def command(*args: str) -> list[str] | None:
     return [sys.executable, os.path.abspath(__file__), "--run", server.address, *args]
 
 
+def python_c(program: str, *args: str) -> list[str]:
+    """An argv that runs `python -c PROGRAM ARGS` forked from the warm server through the relay (a test's
+    language server with a patch made before it serves: test_lsp_half_typed's and test_lsp_refresh's
+    GATED, test_lsp_walk's UNDEBOUNCED), or that fresh `python -c` itself when ``command`` would say
+    None. The program sees the warm modules imported already: it must patch what fairspec reads at call
+    time (a module attribute), never rely on being first to import a module."""
+    if command() is None:
+        return [sys.executable, "-c", program, *args]
+    return [sys.executable, os.path.abspath(__file__), "--python", _server().address, program, *args]
+
+
 # ---------------------------------------------------------------------------------------------- relay
 
-def relay(address: str, args: list[str]) -> None:
+def relay(address: str, args: list[str], program: str | None = None) -> None:
     """`python cli_forkserver.py --run ADDRESS ARGS`: hand this process's descriptors, folder and
     environment to a forked `fairspec ARGS`, forward signals to it and leave with its exit status
-    (or become a fresh `fairspec ARGS` when the environment sets a value read at import time)."""
+    (or become a fresh `fairspec ARGS` when the environment sets a value read at import time).
+    ``--python ADDRESS PROGRAM ARGS`` (``program``): the same for `python -c PROGRAM ARGS`."""
     if any(k in os.environ for k in IMPORT_TIME_ENV):
         import shutil
 
         exe = shutil.which("fairspec")
         argv = [exe, *args] if exe else [sys.executable, "-m", "fairspec.cli", *args]
+        if program is not None:
+            argv = [sys.executable, "-c", program, *args]
         os.execv(argv[0], argv)
-    conn, lines, pid = _request(address, args, os.getcwd(), dict(os.environ), [0, 1, 2])
+    conn, lines, pid = _request(address, args, os.getcwd(), dict(os.environ), [0, 1, 2], program)
 
     def forward(signum, frame):
         try:
@@ -325,3 +370,5 @@ if __name__ == "__main__":
         serve(sys.argv[2])
     elif sys.argv[1] == "--run":
         relay(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "--python":
+        relay(sys.argv[2], sys.argv[4:], sys.argv[3])

@@ -195,6 +195,18 @@ def run_cli(*args, cwd=None, timeout=120, env=None) -> subprocess.CompletedProce
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def checkout_paths(root: Path = REPO):
+    """Every file and folder of the checkout below ``root``, without .git, __pycache__, node_modules
+    and virtual environments (a folder holding pyvenv.cfg: .ci/run builds .venv-ci inside the checkout,
+    ~46,000 files that a test walking the checkout read, and matched names against, in CI only)."""
+    for here, dirs, files in os.walk(root):
+        base = Path(here)
+        dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__", "node_modules")
+                         and not (base / d / "pyvenv.cfg").is_file())
+        for name in dirs + sorted(files):
+            yield base / name
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of every file under folder: to prove a command wrote nothing there."""
     return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)

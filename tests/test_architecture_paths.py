@@ -11,6 +11,8 @@ import functools
 import re
 from pathlib import Path
 
+from conftest import checkout_paths
+
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "fairspec"
 DOC = ROOT / "ARCHITECTURE.md"
@@ -23,14 +25,8 @@ _DOTTED = re.compile(r"^[a-z_]\w*(\.[A-Za-z_]\w*)+$")
 _PLACEHOLDER = re.compile(r"(?<![A-Za-z])(NAME|KIND)(?![A-Za-z])")
 
 
-def _all_paths() -> list[str]:
-    out = []
-    for p in ROOT.rglob("*"):
-        rel = p.relative_to(ROOT)
-        if rel.parts and rel.parts[0] in (".git", "node_modules") or "__pycache__" in rel.parts:
-            continue
-        out.append(rel.as_posix() + ("/" if p.is_dir() else ""))
-    return out
+def _all_paths(root: Path = ROOT) -> list[str]:
+    return [p.relative_to(root).as_posix() + ("/" if p.is_dir() else "") for p in checkout_paths(root)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -112,3 +108,16 @@ def _problems() -> list[str]:
 
 def test_every_path_and_module_architecture_names_exists():
     assert _problems() == []
+
+
+def test_the_paths_a_name_may_match_are_the_checkouts_not_a_virtual_environments(tmp_path):
+    """.ci/run builds its virtual environment inside the checkout (.venv-ci): its ~46,000 files were
+    listed too, so a backticked `utils.py` resolved to some library's file (and each name was matched
+    against all of them: 3.4 -> 9.9 s for this file's test with one in place)."""
+    for rel in ("fairspec/a.py", "tests/b.py", ".venv-ci/lib/site/utils.py", ".venv/lib/c.py", ".git/HEAD",
+                "fairspec/__pycache__/a.pyc"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    for venv in (".venv-ci", ".venv"):
+        (tmp_path / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert sorted(_all_paths(tmp_path)) == ["fairspec/", "fairspec/a.py", "tests/", "tests/b.py"]

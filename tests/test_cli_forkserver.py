@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -156,3 +157,48 @@ def test_a_start_up_variable_the_test_process_changes_restarts_the_server(monkey
     r = run_cli("lint", OK / "warnings.fair", cwd=tmp_path)
     assert r.args[0] == "fairspec"        # forked (a fresh process's argv starts with the executable's path)
     _same(r, _fresh("lint", OK / "warnings.fair", cwd=tmp_path))
+
+
+@pytest.mark.parametrize("program", [
+    "import sys; print(__name__, sys.argv, repr(sys.path[0])); print('to stderr', file=sys.stderr)",
+    "import sys; sys.stdout.write('partial'); sys.exit(3)",
+    "raise ValueError('uncaught')",                       # the traceback on stderr, exit 1
+    "import fairspec.lsp.indexes as i; i.DEBOUNCE = 0; import sys; sys.exit('a message')",
+], ids=["argv-path-streams", "exit-code", "uncaught", "exit-message"])
+def test_a_python_c_program_forked_says_what_a_fresh_python_c_says(program, tmp_path):
+    """``python_c``: the suite's patched language servers (GATED, UNDEBOUNCED, the flood server) run their
+    `python -c` program in a child forked from the warm server, through the relay."""
+    argv = cli_forkserver.python_c(program, "an-arg")
+    assert "--python" in argv
+    forked, fresh = (subprocess.run(a, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_cli_env(None))
+                     for a in (argv, [sys.executable, "-c", program, "an-arg"]))
+    _same(forked, fresh)
+
+
+def test_a_patched_language_server_forked_through_python_c_serves_with_its_patch(tmp_path, monkeypatch):
+    """The patch a program makes before it serves (a module attribute fairspec reads at call time, as GATED's
+    ``A.analyse``) acts in the forked child as in a fresh process: each lint leaves a mark, and the
+    diagnostics are a fresh server's."""
+    from fairspec.lsp.client import Session
+
+    spec = tmp_path / "s.fair"
+    spec.write_text((OK / "warnings.fair").read_text())
+    program = ("import os\n"
+               "from pathlib import Path\n"
+               "from fairspec.lsp import analysis as A\n"
+               "_analyse = A.analyse\n"
+               "def analyse(path, sources=None, recover=False):\n"
+               "    Path(os.environ['FAIRSPEC_TEST_MARK']).touch()\n"
+               "    return _analyse(path, sources, recover)\n"
+               "A.analyse = analyse\n"
+               "from fairspec.lsp.server import main; main()\n")
+
+    async def diagnostics(command, mark):
+        monkeypatch.setenv("FAIRSPEC_TEST_MARK", str(mark))
+        async with Session(command=command, wait=120) as s:
+            return [(d.code, d.range.start.line, d.message) for d in await s.diagnostics(s.open(spec), after=0)]
+
+    forked = asyncio.run(diagnostics(cli_forkserver.python_c(program), tmp_path / "forked"))
+    fresh = asyncio.run(diagnostics([sys.executable, "-c", program], tmp_path / "fresh"))
+    assert forked == fresh and forked
+    assert (tmp_path / "forked").exists() and (tmp_path / "fresh").exists()

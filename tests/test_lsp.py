@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import cli_forkserver
+
 pytest.importorskip("pygls")
 
 from lsprotocol import types as T  # noqa: E402
@@ -280,13 +282,11 @@ def test_the_client_reads_what_the_server_writes_on_stderr():
     """pygls pipes the server's stderr and never reads it: a server that writes more than the pipe
     holds (here 1 MB before it serves) blocked on the write and never answered or exited. The
     Session drains it and keeps its tail. The wait is a guard against the hang, never a speed need."""
-    import sys
-
     flood = ("import sys; sys.stderr.write('x' * (1 << 20)); sys.stderr.flush(); "
              "from fairspec.lsp.server import main; main()")
 
     async def scenario():
-        async with Session([sys.executable, "-c", flood], wait=120) as s:
+        async with Session(cli_forkserver.python_c(flood), wait=120) as s:
             uri = s.open(EXAMPLES / "adult" / "adult.fair")
             assert uri
             return bytes(s.stderr)

@@ -15,6 +15,8 @@ import asyncio
 
 import pytest
 
+import cli_forkserver
+
 pytest.importorskip("pygls")
 
 from lsprotocol import types as T  # noqa: E402
@@ -252,13 +254,11 @@ def test_diagnostics_come_before_the_partial_index_and_requests_meanwhile_use_th
     (GATED): the diagnostics arrive anyway, and hover, definition, references and the outline answer
     from the last whole index, the one of the text that parsed, its positions moved into the text
     sent -- never from an index half built. Once the gate opens the new declaration is known."""
-    import sys
-
     gate = tmp_path / "open"
     monkeypatch.setenv("FAIRSPEC_TEST_RECOVER_GATE", str(gate))
 
     async def scenario():
-        async with Session([sys.executable, "-c", GATED], wait=120) as s:
+        async with Session(cli_forkserver.python_c(GATED), wait=120) as s:
             uri, text, _ = await s.opened(ADULT)
             before = await _answers(s, uri, text)
             new = text.replace(GROUP, HALF)
@@ -322,8 +322,6 @@ def test_tokens_and_lenses_answered_from_the_older_index_are_refreshed_once_the_
     place -- only to a client that declared it supports them, and not after a lint nobody was answered
     an older index for. The partial index is held back by GATED; it is put in place in the event loop's
     thread right before its refresh, so once a request sees it the refresh has arrived."""
-    import sys
-
     gate = tmp_path / "open"
     monkeypatch.setenv("FAIRSPEC_TEST_RECOVER_GATE", str(gate))
 
@@ -331,7 +329,7 @@ def test_tokens_and_lenses_answered_from_the_older_index_are_refreshed_once_the_
         return await s.client.text_document_code_lens_async(T.CodeLensParams(text_document=_doc(uri)))
 
     async def scenario():
-        async with Session([sys.executable, "-c", GATED], wait=120,
+        async with Session(cli_forkserver.python_c(GATED), wait=120,
                            capabilities=REFRESH if declared else None) as s:
             uri, text, _ = await s.opened(ADULT)
             assert await _tokens(s, uri, text) and await lenses(s, uri)  # the text's own index: not behind

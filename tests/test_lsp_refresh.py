@@ -14,9 +14,10 @@ speed requirements.
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import pytest
+
+import cli_forkserver
 
 pytest.importorskip("pygls")
 
@@ -71,7 +72,7 @@ def test_tokens_and_lenses_asked_before_a_clean_edit_is_indexed_are_refreshed_on
     hold, entered = tmp_path / "hold", tmp_path / "entered"
 
     async def scenario():
-        async with Session([sys.executable, "-c", GATED], wait=120,
+        async with Session(cli_forkserver.python_c(GATED), wait=120,
                            capabilities=REFRESH if declared else None) as s:
             uri, text, _ = await s.opened(ADULT)
             assert await _tokens(s, uri, text) and await _lenses(s, uri)  # the text's own index: not behind

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 
 import pytest
+
+import cli_forkserver
 
 pytest.importorskip("pygls")
 
@@ -330,16 +331,17 @@ def _inside(text: str, rng: T.Range) -> bool:
 
 # `fairspec lsp` with no debounce: _typed awaits each prefix's diagnostics before it sends the next, so
 # each change came within DEBOUNCE of the last lint and waited it out (50 ms a prefix, ~85% of the two
-# walks' time); every prefix is still linted and its diagnostics read, as before
-UNDEBOUNCED = [sys.executable, "-c", "import sys; import fairspec.lsp.indexes as i; assert i.DEBOUNCE; i.DEBOUNCE = 0; "
-               "from fairspec.cli import main; sys.argv = ['fairspec', 'lsp']; sys.exit(main())"]
+# walks' time); every prefix is still linted and its diagnostics read, as before. Forked from the warm server
+# (cli_forkserver.python_c): the patch is to a module attribute the lint thread reads when it waits
+UNDEBOUNCED = ("import sys; import fairspec.lsp.indexes as i; assert i.DEBOUNCE; i.DEBOUNCE = 0; "
+               "from fairspec.cli import main; sys.argv = ['fairspec', 'lsp']; sys.exit(main())")
 
 
 def _typed(path, text: str, cuts) -> None:
     """Type text into the open document, one prefix per change, each linted (its diagnostics awaited): none
     may lie outside the prefix, and the server answers a request after the last."""
     async def scenario():
-        async with Session(UNDEBOUNCED) as s:
+        async with Session(cli_forkserver.python_c(UNDEBOUNCED)) as s:
             uri, _, _ = await s.opened(path, text="")
             for k in cuts:
                 n = s.seen(uri)

@@ -60,7 +60,8 @@ def test_no_highs_banner_in_the_text_report_or_through_the_python_api(tmp_path):
     fairspec makes that one with fd 1 on devnull (runtime.stdio.new_highs), so neither the text
     report (stderr included) nor a Python caller's own stdout shows it."""
     import subprocess
-    import sys
+
+    import cli_forkserver
 
     spec = tmp_path / "prove.fair"
     spec.write_text(PROVE_SPEC.replace("MODEL", str(FIXTURES / "models" / "people6.onnx")), encoding="utf-8")
@@ -70,7 +71,9 @@ def test_no_highs_banner_in_the_text_report_or_through_the_python_api(tmp_path):
     code = ("from fairspec.pipeline import check\n"
             f"r = check({str(spec)!r})\n"
             "print('STATUS', [v.status for v in r.verdicts])\n")
-    api = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    # a Python caller's process of its own (forked from the suite's warm server: highspy is first imported,
+    # and its first model made, in it)
+    api = subprocess.run(cli_forkserver.python_c(code), capture_output=True, text=True, timeout=600)
     assert "STATUS" in api.stdout, api.stderr[-2000:]
     assert "HiGHS" not in api.stdout + api.stderr
 

@@ -5,6 +5,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from conftest import checkout_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -46,7 +48,7 @@ def _third_party_imports(folders) -> dict[str, str]:
     fairspec itself, or a module of the test-suite."""
     import ast
 
-    local = {"fairspec", "setup"} | {p.stem for p in ROOT.rglob("*.py") if ".venv" not in p.as_posix()} \
+    local = {"fairspec", "setup"} | {p.stem for p in checkout_paths(ROOT) if p.suffix == ".py"} \
         | {p.parent.name for p in (ROOT / "tests").rglob("__init__.py")}   # the suite's own packages
     out = {}
     for folder in folders:

@@ -321,16 +321,16 @@ def _save(module, how, path):
 
 
 def _lint_doc(tmp_path, decl):
-    import subprocess
-    import sys
+    import cli_forkserver
 
     (tmp_path / "spec.fair").write_text(FEATURES + f"model m = {decl}\n" + ENCODE
                                         + _prop("cls", "class(m(x)) == class(m(x'))", "milp", "prove"))
-    # a fresh process, as the command line runs lint: what it imported is its own
+    # a process of its own, as the command line runs lint: what it imported is its own (forked from the
+    # suite's warm server, which has fairspec imported and never torch: tests/cli_forkserver.py)
     probe = ("import contextlib, io, json, sys\nfrom fairspec.cli import main\nout = io.StringIO()\n"
              "with contextlib.redirect_stdout(out):\n    main(['lint', sys.argv[1], '--format', 'json'])\n"
              "print(json.dumps({'doc': json.loads(out.getvalue()), 'torch': 'torch' in sys.modules}))")
-    run = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "spec.fair")], capture_output=True, text=True,
+    run = subprocess.run(cli_forkserver.python_c(probe, str(tmp_path / "spec.fair")), capture_output=True, text=True,
                          check=True)
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["torch"] is False                    # lint read the archive's code, it did not load torch

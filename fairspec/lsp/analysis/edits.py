@@ -156,20 +156,26 @@ def _same_meaning(idx: Index, edits: list[tuple[Span, str]], sym: Symbol, new: s
             raise RenameError(f"{file} is not among the files this spec reads; rename there first")
         texts[file] = _applied(texts[file], fe)
     again = analyse(idx.path, texts)
+    resolved: dict[str, str] = {}
+
+    def real(file: str) -> str:  # each file resolved once (a realpath per occurrence: ~40% of a rename)
+        if file not in resolved:
+            resolved[file] = str(real_path(file))
+        return resolved[file]
 
     def moved(span: Span) -> tuple:
         line, col = span.line, span.column
         shift = sum(len(text) - (e.end_column - e.column) for e, text in by_file.get(span.file, ())
                     if e.line == line and e.end_column <= col and (e.end_column < col or e.column < e.end_column))
-        return (str(real_path(span.file)), line, col + shift)
+        return (real(span.file), line, col + shift)
 
     def meaning(s: Symbol, old: bool) -> tuple:  # (a symbol is where it is declared)
-        return (s.kind, moved(s.span) if old else (str(real_path(s.span.file)), s.span.line, s.span.column))
+        return (s.kind, moved(s.span) if old else (real(s.span.file), s.span.line, s.span.column))
 
     before = {moved(o.span): (meaning(o.symbol, True), o.symbol) for o in idx.occurrences}
-    after = {(str(real_path(o.span.file)), o.span.line, o.span.column): (meaning(o.symbol, False), o.symbol)
+    after = {(real(o.span.file), o.span.line, o.span.column): (meaning(o.symbol, False), o.symbol)
              for o in again.occurrences}
-    for at in sorted(set(before) | set(after), key=lambda a: (a[0] != str(real_path(idx.path)), a)):
+    for at in sorted(set(before) | set(after), key=lambda a: (a[0] != real(idx.path), a)):
         was, now = before.get(at), after.get(at)
         if (was and was[0]) != (now and now[0]):
             what = f"mean {_describe(now[1])}" if now else "no longer name anything"
@@ -181,7 +187,7 @@ def _same_meaning(idx: Index, edits: list[tuple[Span, str]], sym: Symbol, new: s
                               + "; choose another name")
 
     def said(d) -> tuple:  # (a diagnostic's column may move with the edit: a feature's new `column`)
-        return (d.code, d.severity) + ((str(real_path(d.span.file)), d.span.line) if d.span else ())
+        return (d.code, d.severity) + ((real(d.span.file), d.span.line) if d.span else ())
 
     old_d, new_d = sorted(map(said, idx.diagnostics)), sorted(map(said, again.diagnostics))
     if old_d != new_d:
