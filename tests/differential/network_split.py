@@ -23,19 +23,24 @@ The tied features are wide (``-W .. W``) so that the partitions' sub-boxes hold 
 ``DECIDE_FIRST_MIN`` (64), so the first decision pass by refinement runs before any per-partition solve,
 and ``refine`` as network-wide-solver writes it. Checked with FAIRSPEC_ENUMERATE_PAIRS=0.
 
-Judged as network-wide-solver (the verdict, its witness, the shares against brute force in exact
-fractions); each property is checked in a spec file of its own, with certify's two split checks wrapped,
-so its outcome says how many Proofs they minted (``meta.split_proofs``) and how many boxes those proved
+Judged as network-wide-solver (``network_wide.judge``: the verdict, its witness replayed on the domain, the
+shares against the fair and unfair individuals in exact fractions); the truth is brute force over every
+individual and its three counterfactuals on onnxruntime (the largest ``|s - s'|`` of an individual its
+largest score minus its smallest, exact), vectorised (``networks.post_truth`` gives the same, 30 s slower).
+Each property is checked in a spec file of its own, with certify's two split checks wrapped, so its outcome
+says how many Proofs they minted (``meta.split_proofs``) and how many boxes those proved
 (``meta.split_boxes``). The wrapper only counts: it returns what certify returned.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from . import network_wide as nwide
 from . import networks as nw
-from .core import Enc, Feature, Instance, Prop, Truth, decimal_text, encode_points, grid
+from .core import Enc, Feature, Instance, Prop, Truth, decimal_text, encode_points, exact, grid
 
 FAMILY = "network-split-solver"
 
@@ -108,25 +113,42 @@ def generate(seed: int) -> Instance:
     return inst
 
 
+def _measures(out, post):
+    """Per individual (the rows of the grid in threes: ``g`` is its last, fastest axis), whether it is unfair
+    under ``label``, or its exact largest ``|s - s'|`` (Fractions; the runtime's float32 scores, every ordered
+    pair of its three counterfactuals admissible)."""
+    if post == "label":
+        L = np.asarray(out.label).reshape(-1, 3)
+        return ~(L.all(axis=1) | (~L).all(axis=1))
+    v = np.asarray(out.logit if post == "logit" else out.prob, dtype=np.float64).reshape(-1, 3)
+    return [Fraction(float(a)) - Fraction(float(b)) for a, b in zip(v.max(axis=1), v.min(axis=1))]
+
+
 def _property(rng, k, fs, P, X, out, info, size, post) -> Prop:
+    """One property; its truth by brute force over every individual (the property's status, exact), and its
+    shares' truth (fair, unfair, individuals) for network_wide.judge."""
     free = (3,)
     tied = (0, 1, 2)
     ps = nw.PairSpec(free, (), tied)
+    assert np.all(P[:, 3].reshape(-1, 3) == [0, 1, 2]) and np.all(P[::3, :3] == P[1::3, :3])
     op = eps = None
+    m = _measures(out, post)
     if post == "label":
-        status, best, n_pairs = nw.post_truth(out, P, ps, "label", None, None)
+        unfair = np.asarray(m)
     else:
-        _, best, n_pairs = nw.post_truth(out, P, ps, post, "<=", "0")
-        Dx = nw.exact_measure(out, post, best[1], best[2]) if best is not None else None
+        top = max(m)
         op = "<=" if rng.random() < 0.6 else "<"
         r = rng.random()
-        text = decimal_text(Dx) if Dx is not None else None
+        text = decimal_text(top)
         if r < 0.35 and text is not None and text != "0":
             eps = text                                 # the exact largest difference: where < and <= part
         else:
             grid_eps = [0.25, 0.5, 1.0, 2.0, 4.0] if post == "logit" else [0.03125, 0.0625, 0.125, 0.25, 0.5]
             eps = str(float(rng.choice(grid_eps)))
-        status, best, n_pairs = nw.post_truth(out, P, ps, post, op, eps)
+        e = exact(eps)
+        unfair = np.array([d > e if op == "<=" else d >= e for d in m])
+    status = "violated" if unfair.any() else "holds"
+    n_ind = len(unfair)
     parts = int(PARTS[(k + int(rng.integers(0, len(PARTS)))) % len(PARTS)])
     lines = ["forall x, x' : F", "require x.* == x'.* except {g}"]
     lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
@@ -135,14 +157,12 @@ def _property(rng, k, fs, P, X, out, info, size, post) -> Prop:
     name = f"p{k}"
     text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
     truth = Truth(status, check_witness=nw._witness_checker(fs, P, ps, out, post, op, eps, X), domain=size,
-                  pairs=n_pairs)
+                  pairs=6 * n_ind)
     meta = {"post": post, "op": op, "eps": eps, "backend": "default", "mode": "prove", "partitions": parts,
             "refine": True, "head": info["head"], "runtime": "onnx", "dtype": "float32", "kind": info["kind"],
-            "weights": info["weights"],
-            "relaxed": [], "solver_forced": True}
-    p = Prop(name, FAMILY, text, truth, meta, 30)
-    p.meta["shares_truth"] = nwide._shares_truth(p, fs, P, out)
-    return p
+            "weights": info["weights"], "relaxed": [], "solver_forced": True,
+            "shares_truth": (int(n_ind - unfair.sum()), int(unfair.sum()), int(n_ind))}
+    return Prop(name, FAMILY, text, truth, meta, 30)
 
 
 def _judge(inst: Instance):
