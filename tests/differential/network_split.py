@@ -13,7 +13,8 @@ and a protected one (three values), raw, into a float32 ONNX ReLU network 4-6-5-
 * ``one_live`` (odd seeds): every first-layer neuron but one dead on the whole domain (the network a function
   of one scalar, a plateau where it is inactive); a ``label`` post and two eps posts.
 
-The eps posts are ``logit`` (a logit head) or ``prob`` (a Sigmoid head, three in ten), eps the exact largest
+From instance seed 73,000,000 on, one network in three has a plateau at the threshold or an ulp-scale step
+beside it (``_plateau``). The eps posts are ``logit`` (a logit head) or ``prob`` (a Sigmoid head, three in ten), eps the exact largest
 difference (where ``<`` and ``<=`` part) or a grid point, ``<`` or ``<=``: the relational split. Three
 networks in ten have float32 weights off the dyadic grid (every weight times 1.1): the runtime rounds, and
 the bounds widen by its error bound E.
@@ -79,6 +80,28 @@ def _net(rng, kind: str, f32: bool = False) -> nw.Net:
                   [b.astype(np.float32).astype(np.float64) for b in bs], "logit1")
 
 
+#: from this instance seed on, one network in three (a random stream of its own, so the earlier seeds' instances
+#: are as they were) gets a plateau at the threshold (:func:`_plateau`)
+PLATEAU_FROM = 73_000_000
+PLATEAUS = ((1.0, 0.0), (-1.0, 0.0), (1.0, 2.0 ** -20), (-1.0, -(2.0 ** -20)))
+
+
+def _plateau(net: nw.Net, seed: int):
+    """As tests/test_layer_split.py's plateau nets: the output ``sign * |W| h + bias``, its logit exactly
+    ``bias`` wherever the last hidden layer is 0 (a plateau, as AC-7's) and of one sign beyond it: at the
+    threshold (0 is not positive: an individual at 0 under one value and above it under another is unfair) or
+    an ulp-scale step beside it. Returns ``[sign, bias]`` or None (the network unchanged)."""
+    if seed < PLATEAU_FROM:
+        return None
+    r = np.random.default_rng([32, seed])
+    if r.random() >= 1 / 3:
+        return None
+    sign, bias = PLATEAUS[int(r.integers(0, len(PLATEAUS)))]
+    net.Ws[-1] = sign * np.abs(net.Ws[-1])
+    net.bs[-1] = np.full_like(net.bs[-1], bias)
+    return [sign, bias]
+
+
 def generate(seed: int) -> Instance:
     rng = np.random.default_rng([31, seed])
     kind = "layer" if seed % 2 == 0 else "one_live"
@@ -90,6 +113,7 @@ def generate(seed: int) -> Instance:
     X = encode_points(encs, P, names)
     f32 = bool(rng.random() < 0.3)
     net = _net(rng, kind, f32)
+    plateau = _plateau(net, seed)
     head = "sigmoid1" if rng.random() < 0.3 else "logit1"
     net.head = head
     data = net.onnx_bytes("float32")
@@ -100,7 +124,7 @@ def generate(seed: int) -> Instance:
             f'model m = onnx("m.onnx", output = "out", score = {score})\n'
             "encode F for m {\n" + "\n".join(f"  {f.name} : raw" for f in fs) + "\n}\n")
     info = {"runtime": "onnx", "head": head, "dtype": "float32", "kind": kind, "width": w, "points": int(P.shape[0]),
-            "weights": "float32" if f32 else "dyadic",
+            "weights": "float32" if f32 else "dyadic", "plateau": plateau,
             "env": {"FAIRSPEC_ENUMERATE_PAIRS": "0"}}
     size = int(P.shape[0])
     props = []
@@ -160,7 +184,7 @@ def _property(rng, k, fs, P, X, out, info, size, post) -> Prop:
                   pairs=6 * n_ind)
     meta = {"post": post, "op": op, "eps": eps, "backend": "default", "mode": "prove", "partitions": parts,
             "refine": True, "head": info["head"], "runtime": "onnx", "dtype": "float32", "kind": info["kind"],
-            "weights": info["weights"], "relaxed": [], "solver_forced": True,
+            "weights": info["weights"], "plateau": info["plateau"], "relaxed": [], "solver_forced": True,
             "shares_truth": (int(n_ind - unfair.sum()), int(unfair.sum()), int(n_ind))}
     return Prop(name, FAMILY, text, truth, meta, 30)
 
