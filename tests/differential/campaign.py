@@ -68,6 +68,11 @@ def families() -> dict:
     from . import network_wide
 
     out[network_wide.FAMILY] = _solver_variant(network_wide.generate, network_wide.FAMILY)
+    # session 31: networks whose hidden layer proves the boxes their bounds leave (proof-path row 14), on
+    # the solver path (the generator sets FAIRSPEC_ENUMERATE_PAIRS=0 itself)
+    from . import network_split
+
+    out[network_split.FAMILY] = network_split.generate
     return out
 
 

@@ -794,4 +794,6 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
     why = f"{undecided} of {len(parts)} partitions undecided"
     if reasons:
         why += " (" + "; ".join(reasons[:3]) + ")"
-    return PairResult("unknown", None, value, None, None, why, seconds, cov, engine, mode, top and (top.best or top.witness), stats)
+    # maximize: every partition's certified bound bounds the domain's maximum (_maximum_at_a_tie's value needs it)
+    return PairResult("unknown", None, value, bound if mode == "maximize" else None, None, why, seconds, cov, engine,
+                      mode, top and (top.best or top.witness), stats)
