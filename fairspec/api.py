@@ -419,8 +419,9 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
         if fmt == "sklearn":
             if mod not in ("sklearn", "imblearn", "xgboost", "lightgbm") and not hasattr(obj, "predict"):
                 raise FairspecError(f"model {name!r} is declared sklearn(...) but the object is a {type(obj).__name__}")
-            import skops.io as sio
+            from fairspec.models.sklearn_model import import_skops_io
 
+            sio = import_skops_io()     # as the loader imports it: without torch (a plain import pulls it in)
             path = stem.with_suffix(".skops")
             sio.dump(obj, path)
             if not _skops_refuses(sio, path):

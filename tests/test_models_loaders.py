@@ -519,6 +519,78 @@ def test_skops_import_without_torch_trusts_the_same_estimators():
     assert adapter == "sklearn.externals.array_api_compat.torch", adapter
 
 
+
+_NO_TORCH = """
+import json, sys
+from pathlib import Path
+import numpy as np
+folder, how = Path(sys.argv[1]), sys.argv[2]
+if how == "load":
+    from fairspec.models import load_model
+    m = load_model("sklearn", folder / "m.skops")
+    X = np.load(folder / "X.npy")
+    got = [m.score(X).tolist(), m.decide(X).tolist()]
+else:       # the Python API with an in-memory estimator: it writes the object as a .skops file and loads that
+    import fairspec
+    from sklearn.tree import DecisionTreeClassifier
+    est = DecisionTreeClassifier(max_depth=3, random_state=0).fit(np.load(folder / "Xfit.npy"), np.load(folder / "y.npy"))
+    got = [(v.status, v.value) for v in fairspec.check(folder / "spec.fair", models={"m": est})]
+print(json.dumps([got, "skops.io" in sys.modules, "torch" in sys.modules]))
+"""
+
+
+def test_a_skops_model_loads_without_importing_torch(tmp_path):
+    """Loading a .skops file imports skops.io, whose trusted-type list runs scikit-learn's estimator
+    discovery, which imports torch through sklearn's vendored array-API adapter (seconds per process).
+    fairspec's loader and the Python API (an in-memory estimator, written as a .skops file) import
+    skops.io without it: a fresh python loading a plain scikit-learn model has no torch, and the model
+    reads as its own predict_proba / predict (the trusted list is the same: the test above). One fresh
+    python each, at the same time: the first to import skops.io decides whether torch comes with it."""
+    import json
+
+    rng = np.random.default_rng(0)
+    Xfit = rng.integers(0, 10, size=(300, 2)).astype(float)
+    Xfit[:, 1] = Xfit[:, 1] % 2
+    y = ((Xfit[:, 0] + 3 * Xfit[:, 1] + rng.normal(0, 2, 300)) > 6).astype(int)
+    est = DecisionTreeClassifier(max_depth=3, random_state=0).fit(Xfit, y)
+    sio.dump(est, tmp_path / "m.skops")
+    np.save(tmp_path / "Xfit.npy", Xfit)
+    np.save(tmp_path / "y.npy", y)
+    X = rng.integers(0, 10, size=(50, 2)).astype(np.float32)
+    X[:, 1] = X[:, 1] % 2
+    np.save(tmp_path / "X.npy", X)
+    (tmp_path / "d.csv").write_text("a,s,y\n" + "".join(f"{int(a)},{'MF'[int(s)]},{t}\n" for (a, s), t in zip(Xfit, y)))
+    (tmp_path / "spec.fair").write_text("""data d = csv("d.csv", label = y == 1)
+features P from d {
+  a : int in [0, 9]
+  s : {M, F} protected
+}
+model m = sklearn("m.skops")
+encode P for m {
+  a : raw
+  s : code
+}
+property parity {
+  disparate_impact(m, groups s, data = d) >= 0.8
+}
+""")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    procs = {how: subprocess.Popen([sys.executable, "-c", _NO_TORCH, str(tmp_path), how], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env) for how in ("load", "api")}
+    said = {}
+    for how, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        said[how] = json.loads(out.splitlines()[-1])
+    (score, decide), skops_loaded, torch_loaded = said["load"]
+    assert score == est.predict_proba(X)[:, 1].tolist()
+    assert decide == est.predict(X).tolist()
+    assert skops_loaded and not torch_loaded
+    verdicts, skops_loaded, torch_loaded = said["api"]
+    assert len(verdicts) == 1 and verdicts[0][0] in ("holds (estimated)", "violated"), verdicts
+    assert skops_loaded and not torch_loaded
+
 def _bad_tree(est):
     """Point the root's left child far outside the node array (scikit-learn reads it unchecked)."""
     t = est.tree_

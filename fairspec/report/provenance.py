@@ -43,6 +43,49 @@ def _versions() -> dict:
     return out
 
 
+# (fairspec's version, the libraries' versions), read once per state of the installed distributions:
+# reading them costs 8-12 ms CPU here (each version parses its METADATA), once per report of a process
+# that checks many times (the Python API in a notebook, the suite's in-process checks). One tuple
+# (key, versions), replaced whole: threads read it as a whole
+_INSTALLED: tuple = (None, None)
+
+
+def _metadata_key():
+    """What the metadata read depends on: sys.path and each entry's modification time (installing,
+    upgrading or removing a distribution adds, renames or removes its *.dist-info in an entry). None
+    (read again) when an entry changed in the last 2 s: a file system with coarse times could change it
+    again within the same time stamp."""
+    import os
+    import sys
+    import time
+
+    key, now = [], time.time_ns()
+    for entry in sys.path:
+        try:
+            where = os.path.abspath(entry or ".")       # "" is the working folder, wherever it is now
+            mtime = os.stat(where).st_mtime_ns
+        except (OSError, ValueError, TypeError):
+            where, mtime = entry, None
+        if mtime is not None and now - mtime < 2_000_000_000:
+            return None
+        key.append((where, mtime))
+    return tuple(key)
+
+
+def installed() -> tuple[str, dict]:
+    """fairspec's version and the libraries' (``_versions``), as the installed metadata says now."""
+    from fairspec.meta import version
+
+    global _INSTALLED
+    key = _metadata_key()
+    kept_key, kept = _INSTALLED
+    if key is not None and kept_key == key:
+        return kept
+    got = (version(), _versions())
+    _INSTALLED = (key, got) if key is not None else (None, None)
+    return got
+
+
 def _entry(path: str, role: str, cwd: Path) -> dict:
     p = Path(path)
     try:
@@ -64,8 +107,6 @@ def _entry(path: str, role: str, cwd: Path) -> dict:
 
 def collect(report, started: _dt.datetime | None = None) -> dict:
     """The provenance of one report (JSON-ready)."""
-    from fairspec.meta import version
-
     from fairspec.report.ci import repository_root
 
     cwd = repository_root()  # the paths every format names: from the repository's root (else the working folder)
@@ -87,6 +128,7 @@ def collect(report, started: _dt.datetime | None = None) -> dict:
                 seen.add(real_path(f))
                 files.append(_entry(f, "written", cwd))
     now = started or _dt.datetime.now(_dt.timezone.utc)
-    return {"fairspec": version(), "python": platform.python_version(), "platform": platform.platform(terse=True),
-            "libraries": _versions(), "files": files, "invocation": getattr(report, "invocation", None) or {},
+    fairspec_version, libraries = installed()
+    return {"fairspec": fairspec_version, "python": platform.python_version(), "platform": platform.platform(terse=True),
+            "libraries": dict(libraries), "files": files, "invocation": getattr(report, "invocation", None) or {},
             "checked_at": now.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")}
