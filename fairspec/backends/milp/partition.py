@@ -1,7 +1,7 @@
 """Input-space partitioning (Fairify's "input partitions") with per-partition budgets.
 
 The box of the *tied* inputs (the ones x and x' share, so every pair lies inside one
-partition) is cut into sub-boxes; each partition is decided independently — tighter bounds,
+partition) is cut into sub-boxes (the schemes: :mod:`fairspec.backends.milp.schemes`); each partition is decided independently — tighter bounds,
 fewer unstable ReLUs, a per-partition time budget — and the verdicts are combined:
 
 * ``violated`` if any partition has a replayed witness (the lowest-numbered one is shown);
@@ -29,127 +29,19 @@ executor.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
+from fairspec.backends.milp.schemes import default_partitions, fairify_partitions, grid_partitions, split_widest
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 from fairspec.backends.pair.certify import _is_network
 from fairspec.backends.quantify import replayed_attack, replayed_results
 
 __all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned",
            "at_a_tie"]
-
-
-def _check_features(problem: PairProblem, features: Sequence[int]):
-    tied = set(problem.tied)
-    in_group = {i for g in problem.onehot_groups for i in g}
-    for i in features:
-        if i not in tied:
-            raise ValueError(f"input {i} is not shared by x and x'; only tied inputs can be partitioned")
-        if i in in_group:
-            raise ValueError(f"input {i} belongs to a one-hot group; partition on ordinary inputs")
-
-
-def grid_partitions(problem: PairProblem, splits: dict[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Cut input ``i`` into ``splits[i]`` near-equal ranges (integer ranges for integral inputs)."""
-    _check_features(problem, splits)
-    axes = []
-    for i, k in sorted(splits.items()):
-        lo, hi = problem.lo[i], problem.hi[i]
-        if problem.integer[i]:
-            vals = np.arange(lo, hi + 0.5)
-            k = max(1, min(int(k), len(vals)))
-            chunks = np.array_split(vals, k)
-            axes.append([(i, float(c[0]), float(c[-1])) for c in chunks])
-        else:
-            edges = np.linspace(lo, hi, int(k) + 1)
-            axes.append([(i, float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])])
-    return _boxes(problem, axes)
-
-
-def fairify_partitions(problem: PairProblem, threshold: int = 10,
-                       features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fairify's scheme: every tied integral input with more than ``threshold`` values is cut
-    into ranges of ``threshold`` values (AC with Fairify's domains: 16,000 partitions)."""
-    feats = [i for i in (problem.tied if features is None else features)
-             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
-    splits = {}
-    for i in feats:
-        size = int(problem.hi[i] - problem.lo[i] + 1)
-        if size > threshold:
-            splits[i] = math.ceil(size / threshold)
-    return _grid_fixed_width(problem, splits, threshold)
-
-
-def default_partitions(problem: PairProblem, max_parts: int = 1024) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fairify's scheme with the smallest threshold in 10, 20, 40, ... that gives at most
-    ``max_parts`` partitions (Fairify's own thresholds: 10 for AC, 100 for BM and GC)."""
-    threshold = 10
-    feats = [i for i in problem.tied
-             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
-    while True:
-        count = 1
-        for i in feats:
-            size = int(problem.hi[i] - problem.lo[i] + 1)
-            if size > threshold:
-                count *= math.ceil(size / threshold)
-        if count <= max_parts:
-            return fairify_partitions(problem, threshold)
-        threshold *= 2
-
-
-def _boxes(problem: PairProblem, axes) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Every combination of one (input, lo, hi) range per axis, as a box over the whole domain."""
-    parts = []
-    for combo in itertools.product(*axes):
-        lo = problem.lo.copy()
-        hi = problem.hi.copy()
-        for i, a, b in combo:
-            lo[i], hi[i] = a, b
-        parts.append((lo, hi))
-    return parts
-
-
-def _grid_fixed_width(problem, splits, width):
-    _check_features(problem, splits)
-    axes = []
-    for i in sorted(splits):
-        lo, hi = int(problem.lo[i]), int(problem.hi[i])
-        axes.append([(i, float(a), float(min(a + width - 1, hi))) for a in range(lo, hi + 1, width)])
-    return _boxes(problem, axes)
-
-
-def split_widest(problem: PairProblem, n_parts: int,
-                 features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Halve the widest tied input (by number of values) until there are >= n_parts boxes."""
-    feats = [i for i in (problem.tied if features is None else features)
-             if not any(i in g for g in problem.onehot_groups)]
-    _check_features(problem, feats)
-    boxes = [(problem.lo.copy(), problem.hi.copy())]
-    while len(boxes) < n_parts:
-        lo, hi = boxes[0]
-        size = np.array([(hi[i] - lo[i] + (1 if problem.integer[i] else 0)) for i in feats])
-        if not feats or size.max() <= 1:
-            break
-        k = feats[int(np.argmax(size))]
-        boxes.pop(0)
-        if problem.integer[k]:
-            mid = math.floor((lo[k] + hi[k]) / 2)
-            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
-            a[1][k], b[0][k] = mid, mid + 1
-        else:
-            mid = 0.5 * (lo[k] + hi[k])
-            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
-            a[1][k], b[0][k] = mid, mid
-        boxes.extend([a, b])
-        boxes.sort(key=lambda bx: -max((bx[1][i] - bx[0][i]) for i in feats))
-    boxes.sort(key=lambda bx: tuple(bx[0]) + tuple(bx[1]))
-    return boxes
 
 
 def _solve_part(shared, item) -> PairResult:
