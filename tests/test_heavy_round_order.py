@@ -12,7 +12,7 @@ import numpy as np
 import fairspec.backends.milp.falsify as falsify
 import fairspec.backends.milp.partition as part
 from fairspec.backends.milp.partition import fairify_partitions, solve_partitioned
-from fairspec.backends.pair import PairResult
+from fairspec.backends.pair import PairProblem, PairResult
 from fairspec.runtime.executor import SerialExecutor
 from test_partition_passes import _problem, _verdicts_true
 
@@ -108,3 +108,16 @@ def test_without_the_first_pass_the_heavy_round_runs_on_every_box_left(monkeypat
             assert r == "violated"
     _verdicts_true(p, parts, [st for st, _ in res.coverage.parts])
     assert np.isfinite(res.seconds)
+
+
+def test_a_tree_ensemble_has_no_heavy_round():
+    """A tree ensemble's partitions are not attacked (falsify works on networks): no heavy round, None."""
+    from fairspec.backends.milp.partition import split_widest
+    from fairspec.backends.trees.space import fold
+    from fairspec.models.trees import random_ensemble
+
+    lo, hi = np.zeros(3), np.full(3, 12.0)
+    ens = random_ensemble(1, 3, 3, 3, "identity", lo, hi)
+    prob = PairProblem(fold(ens, lo, hi, np.ones(3, bool)), lo, hi, np.ones(3, bool), (), (0,))
+    res = solve_partitioned(prob, "prove", split_widest(prob, 4), time_per_part=None, executor=SerialExecutor())
+    assert res.stats["attack_heavy"] is None and res.stats["attack_refuted"] == 0

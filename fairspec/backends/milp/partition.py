@@ -632,10 +632,11 @@ def _heavy_round(problem, mode, parts, attacked, deadline, ex, first_pass: bool)
     200 in 0.1-0.9 s), and the boxes returned get it after that pass (AC-4 race eps: it refutes 92 of 191,
     and runs at once). Returns its counts (None: it did not run) and the boxes it waits for."""
     from fairspec.backends.milp import falsify as fz
+    from fairspec.models.network import PLNet
 
     left = [k for k in range(len(parts)) if k not in attacked]
-    if not fz.HEAVY_ROUNDS or not left or len(left) > fz.HEAVY_BOXES:
-        return None, []
+    if not isinstance(problem.net, PLNet) or not fz.HEAVY_ROUNDS or not left or len(left) > fz.HEAVY_BOXES:
+        return None, []             # (a tree ensemble: no attack)
     if not first_pass or len(left) <= HEAVY_PROBE:
         hit = _attack_keys(problem, mode, parts, left, deadline, ex)
         attacked.update(hit)
