@@ -485,6 +485,9 @@ def try_prove(row, model, ds, name, bench, prove_seconds, partitions="default", 
         row["attack_refuted"] = st["attack_refuted"]
         # the second attack, on what the first decision pass left (None: it did not run)
         row["attack_again_refuted"] = st.get("attack_again_refuted")
+        # the first attack's heavy round: boxes, refuted, and when the first decision pass was to run its
+        # sample's counts and the boxes put off until after that pass (None: it did not run)
+        row["attack_heavy"] = st.get("attack_heavy")
         row["retry_decided"] = st.get("retry_decided", {})
         row["union_decided"] = st.get("union_decided", 0)
         # the decision pass by refinement (after the retry passes): partitions tried / proved / refuted / open

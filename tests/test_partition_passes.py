@@ -70,8 +70,8 @@ def _unfair(p, lo, hi) -> bool:
 
 
 def _weak_first_attack(monkeypatch, calls):
-    """The first attack with the box centres only (so it leaves unfair partitions), the second as is;
-    each call's keyword arguments recorded."""
+    """The first attack with the box centres only (so it leaves unfair partitions) and without its heavy
+    round, the second as is; each call's keyword arguments recorded."""
     real = part._attack
 
     def attack(problem, mode, parts, deadline, executor=None, **kw):
@@ -83,6 +83,7 @@ def _weak_first_attack(monkeypatch, calls):
         return hit
 
     monkeypatch.setattr(part, "_attack", attack)
+    monkeypatch.setattr(part, "_attack_keys", lambda *a: {})
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
@@ -287,6 +288,7 @@ def _scripted(monkeypatch, first_script, again_refutes, again_script):
 
     monkeypatch.setattr(part, "_decide_pass", decide)
     monkeypatch.setattr(part, "_attack", attack)
+    monkeypatch.setattr(part, "_attack_keys", lambda *a: {})          # the first attack's heavy round
     monkeypatch.setattr(part, "_solve_part", lambda shared, item: PairResult("unknown", reason="stub"))
     monkeypatch.setattr(part, "AGAIN_MIN", 1)
     res = solve_partitioned(p, "prove", parts=parts, time_per_part=1.0, time_limit=3600.0, unions=False,

@@ -40,7 +40,7 @@ import numpy as np
 
 from fairspec.backends.pair import PairProblem, Witness
 
-__all__ = ["falsify_boxes", "MAX_ASSIGNMENTS", "ROUNDS"]
+__all__ = ["falsify_boxes", "MAX_ASSIGNMENTS", "ROUNDS", "LIGHT_ROUNDS", "HEAVY_ROUNDS"]
 
 #: assignments of the protected (free) inputs tried per point
 MAX_ASSIGNMENTS = 32
@@ -49,10 +49,15 @@ MAX_ASSIGNMENTS = 32
 #: AC-4 (sex, 16,000 boxes, load ~16 on 2 cores): 10,464 refuted by the first round (12 s), 905
 #: left after the second (19 s), 128 after the third (14 s)
 ROUNDS = ((48, 12, 4), (256, 30, 8), (1024, 60, 16), (16384, 200, 64))
-#: a round of more than 4,096 points runs only when at most this many boxes are left (GC-1 sex:
-#: the one box the first three rounds leave, refuted by HiGHS only after 53 s, falls to 16,384
-#: points in 1.4 s)
+#: a round of more than :data:`HEAVY_SAMPLES` points runs only when at most this many boxes are left
+#: (GC-1 sex: the one box the first three rounds leave, refuted by HiGHS only after 53 s, falls to
+#: 16,384 points in 1.4 s)
 HEAVY_BOXES = 256
+HEAVY_SAMPLES = 4096
+#: the rounds of :data:`ROUNDS` up to :data:`HEAVY_SAMPLES` points, and the heavy ones after them
+#: (the partition driver runs the heavy ones apart: ``partition.HEAVY_PROBE``)
+LIGHT_ROUNDS = tuple(r for r in ROUNDS if r[0] <= HEAVY_SAMPLES)
+HEAVY_ROUNDS = ROUNDS[len(LIGHT_ROUNDS):]
 SAMPLES, STEPS, STARTS = ROUNDS[0]
 #: the share of each box's random points drawn towards its corners: each input outside a one-hot group
 #: at its low end with probability CORNER_P / 2, at its high end with CORNER_P / 2, else uniform. Fairify's
@@ -297,7 +302,7 @@ def falsify_boxes(problem: PairProblem, parts, *, rounds=ROUNDS, seed: int = 0,
             left = [k for k, w in enumerate(out) if w is None]
             if not left or (deadline is not None and time.time() > deadline):
                 break
-            if samples > 4096 and len(left) > (HEAVY_BOXES if heavy_boxes is None else heavy_boxes):
+            if samples > HEAVY_SAMPLES and len(left) > (HEAVY_BOXES if heavy_boxes is None else heavy_boxes):
                 break
             found: list[Witness | None] = [None] * len(left)
             _falsify(problem, [parts[k] for k in left], samples, steps, starts, seed + r, deadline, found, executor)

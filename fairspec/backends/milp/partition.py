@@ -1,7 +1,7 @@
 """Input-space partitioning (Fairify's "input partitions") with per-partition budgets.
 
 The box of the *tied* inputs (the ones x and x' share, so every pair lies inside one
-partition) is cut into sub-boxes; each partition is decided independently — tighter bounds,
+partition) is cut into sub-boxes (the schemes: :mod:`fairspec.backends.milp.schemes`); each partition is decided independently — tighter bounds,
 fewer unstable ReLUs, a per-partition time budget — and the verdicts are combined:
 
 * ``violated`` if any partition has a replayed witness (the lowest-numbered one is shown);
@@ -29,127 +29,19 @@ executor.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
+from fairspec.backends.milp.schemes import default_partitions, fairify_partitions, grid_partitions, split_widest
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 from fairspec.backends.pair.certify import _is_network
 from fairspec.backends.quantify import replayed_attack, replayed_results
 
 __all__ = ["fairify_partitions", "default_partitions", "split_widest", "grid_partitions", "solve_partitioned",
            "at_a_tie"]
-
-
-def _check_features(problem: PairProblem, features: Sequence[int]):
-    tied = set(problem.tied)
-    in_group = {i for g in problem.onehot_groups for i in g}
-    for i in features:
-        if i not in tied:
-            raise ValueError(f"input {i} is not shared by x and x'; only tied inputs can be partitioned")
-        if i in in_group:
-            raise ValueError(f"input {i} belongs to a one-hot group; partition on ordinary inputs")
-
-
-def grid_partitions(problem: PairProblem, splits: dict[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Cut input ``i`` into ``splits[i]`` near-equal ranges (integer ranges for integral inputs)."""
-    _check_features(problem, splits)
-    axes = []
-    for i, k in sorted(splits.items()):
-        lo, hi = problem.lo[i], problem.hi[i]
-        if problem.integer[i]:
-            vals = np.arange(lo, hi + 0.5)
-            k = max(1, min(int(k), len(vals)))
-            chunks = np.array_split(vals, k)
-            axes.append([(i, float(c[0]), float(c[-1])) for c in chunks])
-        else:
-            edges = np.linspace(lo, hi, int(k) + 1)
-            axes.append([(i, float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])])
-    return _boxes(problem, axes)
-
-
-def fairify_partitions(problem: PairProblem, threshold: int = 10,
-                       features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fairify's scheme: every tied integral input with more than ``threshold`` values is cut
-    into ranges of ``threshold`` values (AC with Fairify's domains: 16,000 partitions)."""
-    feats = [i for i in (problem.tied if features is None else features)
-             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
-    splits = {}
-    for i in feats:
-        size = int(problem.hi[i] - problem.lo[i] + 1)
-        if size > threshold:
-            splits[i] = math.ceil(size / threshold)
-    return _grid_fixed_width(problem, splits, threshold)
-
-
-def default_partitions(problem: PairProblem, max_parts: int = 1024) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fairify's scheme with the smallest threshold in 10, 20, 40, ... that gives at most
-    ``max_parts`` partitions (Fairify's own thresholds: 10 for AC, 100 for BM and GC)."""
-    threshold = 10
-    feats = [i for i in problem.tied
-             if problem.integer[i] and not any(i in g for g in problem.onehot_groups)]
-    while True:
-        count = 1
-        for i in feats:
-            size = int(problem.hi[i] - problem.lo[i] + 1)
-            if size > threshold:
-                count *= math.ceil(size / threshold)
-        if count <= max_parts:
-            return fairify_partitions(problem, threshold)
-        threshold *= 2
-
-
-def _boxes(problem: PairProblem, axes) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Every combination of one (input, lo, hi) range per axis, as a box over the whole domain."""
-    parts = []
-    for combo in itertools.product(*axes):
-        lo = problem.lo.copy()
-        hi = problem.hi.copy()
-        for i, a, b in combo:
-            lo[i], hi[i] = a, b
-        parts.append((lo, hi))
-    return parts
-
-
-def _grid_fixed_width(problem, splits, width):
-    _check_features(problem, splits)
-    axes = []
-    for i in sorted(splits):
-        lo, hi = int(problem.lo[i]), int(problem.hi[i])
-        axes.append([(i, float(a), float(min(a + width - 1, hi))) for a in range(lo, hi + 1, width)])
-    return _boxes(problem, axes)
-
-
-def split_widest(problem: PairProblem, n_parts: int,
-                 features: Sequence[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Halve the widest tied input (by number of values) until there are >= n_parts boxes."""
-    feats = [i for i in (problem.tied if features is None else features)
-             if not any(i in g for g in problem.onehot_groups)]
-    _check_features(problem, feats)
-    boxes = [(problem.lo.copy(), problem.hi.copy())]
-    while len(boxes) < n_parts:
-        lo, hi = boxes[0]
-        size = np.array([(hi[i] - lo[i] + (1 if problem.integer[i] else 0)) for i in feats])
-        if not feats or size.max() <= 1:
-            break
-        k = feats[int(np.argmax(size))]
-        boxes.pop(0)
-        if problem.integer[k]:
-            mid = math.floor((lo[k] + hi[k]) / 2)
-            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
-            a[1][k], b[0][k] = mid, mid + 1
-        else:
-            mid = 0.5 * (lo[k] + hi[k])
-            a, b = (lo.copy(), hi.copy()), (lo.copy(), hi.copy())
-            a[1][k], b[0][k] = mid, mid
-        boxes.extend([a, b])
-        boxes.sort(key=lambda bx: -max((bx[1][i] - bx[0][i]) for i in feats))
-    boxes.sort(key=lambda bx: tuple(bx[0]) + tuple(bx[1]))
-    return boxes
 
 
 def _solve_part(shared, item) -> PairResult:
@@ -301,10 +193,14 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
     kw["time_limit"] = time_per_part
     deadline = None if time_limit is None else time.time() + float(time_limit)
     shared = (problem, mode, backend, kw, deadline, int(unfair_nodes))
-    # the attack takes at most a quarter of the total budget
+    # the attack takes at most a quarter of the total budget: its light rounds, then its heavy one on at most
+    # HEAVY_BOXES boxes -- on a seeded sample first when the first decision pass is to run (_heavy_round)
     stop = None if time_limit is None else time.time() + 0.25 * float(time_limit)
-    attacked = _attack(problem, mode, parts, stop, ex) if falsify and mode in ("find", "prove") else {}
-    attacked = replayed_attack(problem, attacked)       # a worker's pair, on the runtime (quantify.py)
+    attack = falsify and mode in ("find", "prove")
+    attacked = replayed_attack(problem, _attack(problem, mode, parts, stop, ex)) if attack else {}
+    first_pass = backend == "milp" and retries != () and deadline is not None and not (stop_on_violation and attacked) \
+        and len(parts) - len(attacked) >= DECIDE_FIRST_MIN
+    heavy, later = _heavy_round(problem, mode, parts, attacked, stop, ex, first_pass) if attack else (None, [])
     results: list[PairResult | None] = [attacked.get(k) for k in range(len(parts))]
     laps = _Laps(results, t0)
     laps("attack")
@@ -373,6 +269,16 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
             elif _probed(results):
                 again = _probed(results)        # the probe's sample alone (the attack did not pay)
                 laps("second attack's probe")
+        if later and again is None and deadline is not None and time.time() < deadline:
+            # the heavy round put off by its sample (_heavy_round), on what the first decision pass left of
+            # its boxes (the second attack, when it ran, began with a round as heavy on all of them)
+            keys = [k for k in later if results[k] is None]
+            hit = _attack_keys(problem, mode, parts, keys, time.time() + AGAIN_SHARE * (deadline - time.time()), ex)
+            for k, r in hit.items():
+                results[k] = replace(r, stats={**(r.stats or {}), "pass": "heavy round after the first decision pass"})
+            heavy.update(after=len(keys), after_refuted=len(hit))
+            items = [it for it in items if results[it[0]] is None]
+            laps("heavy attack round after the first decision pass")
         if unions and items and mode in ("find", "prove") and backend == "milp" and _is_network(problem) \
                 and kw.get("engine") != "bab":
             from fairspec.backends.milp.unions import union_pass
@@ -502,6 +408,7 @@ def solve_partitioned(problem: PairProblem, mode: str = "prove", parts=None, *,
         out.stats["refine_undecided"] = {"boxes": sample, "measure": sum(t[3] for t in left)}
     out.stats["attack_refuted"] = len(attacked)
     out.stats["attack_again_refuted"] = again     # the second attack (None: it did not run)
+    out.stats["attack_heavy"] = heavy             # the first attack's heavy round (None: it did not run)
     out.stats["union_decided"] = by_union         # partitions the union pass decided
     out.stats["retry_decided"] = retried          # partitions each retry pass decided
     out.stats["refine_decided"] = by_refine or {}  # the decision pass by refinement (_decide_pass)
@@ -548,6 +455,12 @@ AGAIN_MIN = 64
 #: ... within this share of what is left of the total budget, and at most this many seconds per partition
 AGAIN_SHARE = 0.25
 AGAIN_SECONDS = 0.25
+#: the first attack's heavy round, when the first decision pass is to run, on a seeded sample of this many
+#: of the boxes its light rounds left first ...
+HEAVY_PROBE = 16
+#: ... and on the rest before that pass only when the sample refuted at least this share of it (else after
+#: it, on what it leaves)
+HEAVY_PROBE_HITS = 1 / 16
 #: the share of what is left of the total budget after the retry passes that the decision pass by
 #: refinement gets (the doubling passes get the rest)
 DECIDE_SHARE = 0.5
@@ -697,18 +610,65 @@ def _decide_pass(problem, mode, parts, results, ex, deadline, share, stop_on_vio
     return counts
 
 
+def _attack_keys(problem, mode, parts, keys, deadline, ex) -> dict[int, PairResult]:
+    """The heavy rounds of the first attack (:data:`~fairspec.backends.milp.falsify.HEAVY_ROUNDS`, their own
+    random streams as in one attack) on the partitions ``keys``: their refutations by partition index."""
+    from fairspec.backends.milp.falsify import HEAVY_ROUNDS, LIGHT_ROUNDS
+
+    if not keys:
+        return {}
+    hit = _attack(problem, mode, [parts[k] for k in keys], deadline, ex, rounds=HEAVY_ROUNDS,
+                  seed=len(LIGHT_ROUNDS), heavy_boxes=len(keys))
+    return replayed_attack(problem, {keys[j]: r for j, r in hit.items()})
+
+
+def _heavy_round(problem, mode, parts, attacked, deadline, ex, first_pass: bool) -> tuple[dict | None, list]:
+    """The first attack's heavy round (16,384 points x 200 steps per box) on the partitions its light rounds
+    left, when at most :data:`~fairspec.backends.milp.falsify.HEAVY_BOXES` are left; refutations go into
+    ``attacked``. When the first decision pass is to run (``first_pass``), a seeded sample of
+    :data:`HEAVY_PROBE` of them first: when it refutes fewer than :data:`HEAVY_PROBE_HITS` of it, the round
+    waits for the first decision pass, whose bounds decide most such boxes in a fraction of its cost (GC-2
+    sex and GC-5 age eps: 201 boxes, 13-15 CPU s of the round refuting none, the pass's 16-box round proving
+    200 in 0.1-0.9 s), and the boxes returned get it after that pass (AC-4 race eps: it refutes 92 of 191,
+    and runs at once). Returns its counts (None: it did not run) and the boxes it waits for."""
+    from fairspec.backends.milp import falsify as fz
+    from fairspec.models.network import PLNet
+
+    left = [k for k in range(len(parts)) if k not in attacked]
+    if not isinstance(problem.net, PLNet) or not fz.HEAVY_ROUNDS or not left or len(left) > fz.HEAVY_BOXES:
+        return None, []             # (a tree ensemble: no attack)
+    if not first_pass or len(left) <= HEAVY_PROBE:
+        hit = _attack_keys(problem, mode, parts, left, deadline, ex)
+        attacked.update(hit)
+        return {"boxes": len(left), "refuted": len(hit)}, []
+    rng = np.random.default_rng(len(left))
+    sample = sorted(int(k) for k in rng.choice(left, size=HEAVY_PROBE, replace=False))
+    hit = _attack_keys(problem, mode, parts, sample, deadline, ex)
+    rest = sorted(set(left) - set(sample))
+    pays = len(hit) >= HEAVY_PROBE_HITS * len(sample)
+    counts = {"boxes": len(sample), "refuted": len(hit), "probe": len(sample), "probe_refuted": len(hit),
+              "deferred": 0 if pays else len(rest)}
+    if pays:
+        more = _attack_keys(problem, mode, parts, rest, deadline, ex)
+        hit.update(more)
+        counts.update(boxes=len(left), refuted=len(hit))
+    attacked.update(hit)
+    return counts, [] if pays else rest
+
+
 def _attack(problem: PairProblem, mode: str, parts, deadline, executor=None, **falsify_kw) -> dict[int, PairResult]:
     """The partitions the batched attack refutes, as ``violated`` results (see
     :mod:`fairspec.backends.milp.falsify`; its chunks of boxes run on ``executor``'s workers;
     ``falsify_kw``: :func:`~fairspec.backends.milp.falsify.falsify_boxes`' rounds, seed, ...);
     {} for tree ensembles."""
-    from fairspec.backends.milp.falsify import falsify_boxes
+    from fairspec.backends.milp.falsify import LIGHT_ROUNDS, falsify_boxes
     from fairspec.backends.pair import pair_measure
     from fairspec.models.network import PLNet
 
     if not isinstance(problem.net, PLNet):
         return {}
     t0 = time.perf_counter()
+    falsify_kw.setdefault("rounds", LIGHT_ROUNDS)        # the heavy ones apart (_heavy_round)
     wits = falsify_boxes(problem, parts, deadline=deadline, executor=executor, **falsify_kw)
     took = time.perf_counter() - t0
     each = took / max(len(parts), 1)
