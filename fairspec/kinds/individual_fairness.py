@@ -228,7 +228,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
-    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
+    from fairspec.kinds.pre_relax import relaxed_run, relaxing, shares_of
+
+    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and not relaxing() and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
         if first.status == "violated" and flip_replays(prop, ctx.model(prop.model), first, is_tree_model(ctx, prop.model)):
@@ -252,8 +254,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     except UnsupportedModel as e:
         return unknown(prop, f"the {backend} backend cannot encode this model: {e}", backend=backend,
                        seconds=time.perf_counter() - t0)
-    except Unsupported as e:
-        return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    except Unsupported as e:     # a pre-condition the lowering does not read: decided on its relaxation
+        relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair) if prop.pre else None
+        return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     eps = prop.eps
     if trees is not None:
         from fairspec.kinds.tree_pairs import engine_eps, tree_relaxed
@@ -380,7 +383,8 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided, **({"uncertified": cov.uncertified} if cov.uncertified
                                                               else {})}
         if getattr(cov, "shares", None) is not None:
-            details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
+            details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line(),
+                                             **({"of": shares_of(prop, fs)} if prop.pre else {})}
             if getattr(cov, "estimate", None) is not None:
                 # the undecided share's estimated unfair / fair split (sampled, with its bound): beside
                 # the exact shares, never in them (fairspec.backends.estimate)

@@ -1,0 +1,211 @@
+"""A further pre-condition the solvers / tree paths cannot read as a box (a category test, one side of a protected
+feature, ``or``, ``not``, arithmetic, ``x.a`` against ``x'.a``): decided on its relaxation (kinds/pre_relax.py),
+with the enumeration turned off (FAIRSPEC_ENUMERATE_PAIRS=0) so the MILP / z3 / the tree encodings decide. It was
+``unknown`` ("decided by enumeration on a small discrete domain only"). Checked against brute force over every
+ordered pair of the 60-point domain: a holds only where no pair meeting the pre-condition breaks the post (and
+always where no pair of the relaxation does), a violated's witness meets the pre-condition exactly and breaks the
+post, and a relaxation whose only counterexamples miss the pre-condition is ``unknown``, saying so. The network's
+weights are dyadic with exact zeros, so logits tie exactly; tolerances are set at exact differences."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+DECLS = ("features F {\n  g : {A, B, C} protected\n  s : bool protected\n  a : int in [0, 9]\n}\n"
+         'model m = onnx("m.onnx", score = logit)\n'
+         "encode F for m {\n  g : onehot\n  s : raw\n  a : raw\n}\n")
+G = {"A": 0, "B": 1, "C": 2}
+
+# (except, require, predicate on (x, x'), kept part as a predicate on x (the relaxation's box))
+CASES = [
+    ("s", "x.s == true", lambda x, y: x["s"] == 1, lambda x: True),
+    ("s", "x.a > 4 and x.g == B", lambda x, y: x["a"] > 4 and x["g"] == 1, lambda x: x["a"] > 4),
+    ("s", "x.a >= 2 and (x.a < 4 or x.a > 7)", lambda x, y: x["a"] >= 2 and (x["a"] < 4 or x["a"] > 7),
+     lambda x: x["a"] >= 2),
+    ("s", "not (x.a < 7)", lambda x, y: not x["a"] < 7, lambda x: True),
+    ("s", "x.a * 0.5 > 2 and x.a <= 8", lambda x, y: Fraction(x["a"], 2) > 2 and x["a"] <= 8, lambda x: x["a"] <= 8),
+    ("g", "x.g == A and x'.g != A", lambda x, y: x["g"] == 0 and y["g"] != 0, lambda x: True),
+    ("g", "x.a + x'.a >= 17", lambda x, y: x["a"] + y["a"] >= 17, lambda x: True),
+    ("s", "x'.s == false and x.a < 3", lambda x, y: y["s"] == 0 and x["a"] < 3, lambda x: x["a"] < 3),
+]
+
+
+def _points():
+    return [{"g": g, "s": s, "a": a} for g in range(3) for s in (0, 1) for a in range(10)]
+
+
+def _X(pts):
+    return np.array([[1.0 if p["g"] == k else 0.0 for k in range(3)] + [p["s"], p["a"]] for p in pts], dtype=np.float32)
+
+
+def dyadic_net(path, seed: int):
+    """A 5-6-1 ReLU network with weights on a grid of 1/4 (some exactly 0): logits tie exactly."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    W1 = (np.round(rng.normal(size=(6, 5)) * 4) / 4).astype(np.float32)
+    W1[:, :4] *= 3
+    W1[rng.random(W1.shape) < 0.2] = 0.0
+    b1 = (np.round(rng.normal(size=6) * 2) / 4).astype(np.float32)
+    W2 = (np.round(rng.normal(size=(1, 6)) * 4) / 4).astype(np.float32)
+    b2 = np.array([np.round(rng.normal() * 2) / 4], dtype=np.float32)
+    inits = [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
+             numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")]
+    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["logit"], transB=1)]
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                          [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    d = tmp_path_factory.mktemp("relax")
+    dyadic_net(d / "m.onnx", 3)
+    sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+    z = sess.run(None, {"x": _X(_points())})[0].reshape(-1)
+    return d, z
+
+
+@pytest.fixture(scope="module")
+def forest(tmp_path_factory):
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(5)
+    X = np.vstack([_X(_points())] * 3).astype(np.float64)
+    y = rng.integers(0, 2, size=X.shape[0])
+    est = RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0).fit(X, y)
+    d = tmp_path_factory.mktemp("relax_trees")
+    sio.dump(est, d / "m.skops")
+    return d, est
+
+
+def _pairs(free, pred):
+    """The ordered pairs (i, j) of the domain the pair's `except {free}` admits and ``pred`` keeps."""
+    pts = _points()
+    tied = [k for k in ("g", "s", "a") if k != free]
+    return [(i, j) for i, j in itertools.product(range(len(pts)), repeat=2)
+            if pts[i][free] != pts[j][free] and all(pts[i][k] == pts[j][k] for k in tied) and pred(pts[i], pts[j])]
+
+
+def _point(feats):
+    return {"g": G[feats["g"]], "s": int(feats["s"]), "a": int(feats["a"])}
+
+
+def _spec(d, free, req, ensure, extra=""):
+    (d / "p.fair").write_text(DECLS + f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                                      f"  require {req}\n  ensure {ensure}\n{extra}}}\n")
+    from fairspec.pipeline import check
+
+    (v,) = check(d / "p.fair").verdicts
+    return v
+
+
+def _judge(v, free, pred, kept, broken):
+    """``broken(i, j)``: does the ordered pair break the post (brute force on the runtime)?"""
+    pts = _points()
+    meeting = _pairs(free, pred)
+    relaxed = _pairs(free, lambda x, y: kept(x))
+    truth = any(broken(i, j) for i, j in meeting)
+    assert (v.details or {}).get("engine") != "enumeration"
+    if v.status == "holds":
+        assert v.how == "proved" and v.proof is not None and not truth, v.reason
+        assert "a superset of the pairs meeting the pre-condition" in v.reason
+    elif v.status == "violated":
+        assert truth
+        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+        i, j = pts.index(x), pts.index(y)
+        assert pred(x, y) and (i, j) in meeting and broken(i, j), (x, y)
+    if not any(broken(i, j) for i, j in relaxed):    # the relaxation holds: it is proved
+        assert (v.status, v.how) == ("holds", "proved"), v.reason
+    return truth
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_the_solvers_decide_a_relaxed_pre_condition_as_brute_force_does(net, case, backend, monkeypatch):
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    free, req, pred, kept = CASES[case]
+    lab = z > 0
+    v = _spec(d, free, req, "label(m(x)) == label(m(x'))", f"  using {backend}\n")
+    assert v.status != "unknown" or "does not meet" in v.reason, v.reason
+    _judge(v, free, pred, kept, lambda i, j: lab[i] != lab[j])
+    # logit at the largest difference over the pairs meeting it: `<=` holds there, `<` does not
+    P = _pairs(free, pred)
+    top = max(abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in P)
+    eps = float(top)
+    assert Fraction(eps) == top
+    for op in ("<=", "<"):
+        v = _spec(d, free, req, f"|logit(m(x)) - logit(m(x'))| {op} {eps!r}", f"  using {backend}\n")
+
+        def broken(i, j, op=op):
+            diff = abs(Fraction(float(z[i])) - Fraction(float(z[j])))
+            return diff > top if op == "<=" else diff >= top
+        _judge(v, free, pred, kept, broken)
+        if op == "<":
+            assert v.status in ("violated", "unknown"), v.reason
+
+
+def test_a_counterexample_that_misses_the_pre_condition_is_unknown_and_says_what_was_found(net, monkeypatch):
+    """Every label flip of the relaxation lies where the pre-condition does not hold: no violated, no holds."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    lab = z > 0
+    pts = _points()
+    flips = {pts[i]["a"] for i, j in _pairs("s", lambda x, y: True) if lab[i] != lab[j]}
+    assert flips and len(flips) < 10
+    calm = sorted(set(range(10)) - flips)
+    req = " or ".join(f"x.a == {a}" for a in calm)
+    v = _spec(d, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n")
+    assert v.status == "unknown", v.reason
+    assert "does not meet the pre-condition" in v.reason and "not reported" in v.reason
+
+
+def test_maximize_over_a_relaxation_is_an_upper_bound(net, monkeypatch):
+    """maximize: the certified bound over the relaxation bounds the largest difference over the pairs meeting the
+    pre-condition from above; no value is presented as that maximum without a witness that meets it."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    free, req, pred, _ = CASES[1]
+    P = _pairs(free, pred)
+    best = max(abs(float(z[i]) - float(z[j])) for i, j in P)
+    v = _spec(d, free, req, "|logit(m(x)) - logit(m(x'))| <= 100", "  using milp\n  mode = maximize\n")
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    assert v.value is None and v.bound is not None and v.bound[1] >= best - 1e-6
+    assert "upper bound" in v.details["maximum"]
+
+
+@pytest.mark.parametrize("case", [0, 1, 3, 5, 7])
+def test_a_forest_decides_a_relaxed_pre_condition_as_brute_force_does(forest, case, monkeypatch):
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forest
+    free, req, pred, kept = CASES[case]
+    lab = est.predict(_X(_points()).astype(np.float64)) == 1
+    (d / "p.fair").write_text(DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') +
+                              f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                              f"  require {req}\n  ensure label(m(x)) == label(m(x'))\n  using milp\n}}\n")
+    from fairspec.pipeline import check
+
+    (v,) = check(d / "p.fair").verdicts
+    assert v.status != "unknown" or "does not meet" in v.reason or "superset" in v.reason, v.reason
+    pts = _points()
+    meeting = _pairs(free, pred)
+    truth = any(lab[i] != lab[j] for i, j in meeting)
+    if v.status == "holds":
+        assert v.how == "proved" and not truth
+    elif v.status == "violated":
+        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+        assert pred(x, y) and (pts.index(x), pts.index(y)) in meeting and lab[pts.index(x)] != lab[pts.index(y)]
