@@ -209,3 +209,15 @@ def test_a_forest_decides_a_relaxed_pre_condition_as_brute_force_does(forest, ca
     elif v.status == "violated":
         x, y = _point(v.witness.features), _point(v.witness.features_prime)
         assert pred(x, y) and (pts.index(x), pts.index(y)) in meeting and lab[pts.index(x)] != lab[pts.index(y)]
+
+
+@pytest.mark.parametrize("req, said", [("x.a > 4", "shares of the box the pre-condition's bounds `x.a > 4` narrow"),
+                                       ("x.a > 4 and x.g == B", "`x.g == B` not used")])
+def test_partition_shares_say_they_are_shares_of_the_narrowed_box(net, req, said, monkeypatch):
+    """Partitions under a further pre-condition split the box its tied int bounds narrow: the shares (and their
+    summary, which the text report prints) say so, and what a relaxation did not use."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, _ = net
+    v = _spec(d, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n  partitions = 4\n")
+    shares = v.details["coverage"]["shares"]
+    assert said in shares["of"] and said in shares["summary"], shares

@@ -383,8 +383,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided, **({"uncertified": cov.uncertified} if cov.uncertified
                                                               else {})}
         if getattr(cov, "shares", None) is not None:
-            details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line(),
-                                             **({"of": shares_of(prop, fs)} if prop.pre else {})}
+            details["coverage"]["shares"] = shares_of(prop, fs, {**cov.shares.to_json(), "summary": cov.shares.line()})
             if getattr(cov, "estimate", None) is not None:
                 # the undecided share's estimated unfair / fair split (sampled, with its bound): beside
                 # the exact shares, never in them (fairspec.backends.estimate)

@@ -151,16 +151,23 @@ def claim(rel: Relaxation, fs) -> str:
             f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used")
 
 
-def shares_of(prop: ir.IndividualFairness, fs, rel: Relaxation | None = None) -> str:
-    """What a partition's shares are shares of under a further pre-condition."""
+def shares_of(prop: ir.IndividualFairness, fs, shares: dict, rel: Relaxation | None = None) -> dict:
+    """A partition's ``shares`` (details.coverage.shares) saying, in ``of`` and in its summary, what they are shares
+    of under a further pre-condition: the box its tied int bounds narrow (all of it, or the kept ones of a
+    relaxation), not the whole domain; unchanged without one."""
+    if not prop.pre:
+        return shares
     if rel is not None:
         kept = rel.kept
-        tail = (f"; the pre-condition's {_texts(rel.dropped, fs)} not used (a superset of the pairs meeting it)")
+        tail = f"; the pre-condition's {_texts(rel.dropped, fs)} not used (a superset of the pairs meeting it)"
     else:
         kept, tail = tuple(a for e in prop.pre for a in _conjuncts(e)), ""
-    if not kept:
-        return "shares of the whole domain" + tail
-    return f"shares of the box the pre-condition's bounds {_texts(kept, fs)} narrow, not of the whole domain" + tail
+    of = ((f"shares of the box the pre-condition's bounds {_texts(kept, fs)} narrow, not of the whole domain"
+           if kept else "shares of the whole domain") + tail)
+    summary = str(shares.get("summary") or "")
+    if shares.get("of"):
+        summary = summary.replace(f" ({shares['of']})", "")
+    return {**shares, "of": of, "summary": f"{summary} ({of})" if summary else summary}
 
 
 # -- the relaxed run ----------------------------------------------------------------------------------------
@@ -193,7 +200,7 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
                                                       "not_used": [text(e, fs) for e in rel.dropped]}}
     cov = details.get("coverage")
     if isinstance(cov, dict) and isinstance(cov.get("shares"), dict):
-        details["coverage"] = {**cov, "shares": {**cov["shares"], "of": shares_of(prop, fs, rel)}}
+        details["coverage"] = {**cov, "shares": shares_of(prop, fs, cov["shares"], rel)}
     seconds = time.perf_counter() - t0
     upper = None if v.bound is None or not math.isfinite(float(v.bound[1])) else (float("-inf"), float(v.bound[1]))
 
