@@ -147,7 +147,7 @@ def test_the_solvers_decide_a_relaxed_pre_condition_as_brute_force_does(net, cas
     P = _pairs(free, pred)
     top = max(abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in P)
     eps = float(top)
-    assert Fraction(eps) == top
+    assert Fraction(eps) == top == Fraction(repr(eps))      # dyadic: the float and its decimal are the same
     for op in ("<=", "<"):
         v = _spec(d, free, req, f"|logit(m(x)) - logit(m(x'))| {op} {eps!r}", f"  using {backend}\n")
 
@@ -221,3 +221,40 @@ def test_partition_shares_say_they_are_shares_of_the_narrowed_box(net, req, said
     v = _spec(d, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n  partitions = 4\n")
     shares = v.details["coverage"]["shares"]
     assert said in shares["of"] and said in shares["summary"], shares
+
+
+@pytest.mark.parametrize("case", list(range(len(CASES))) + ["tied"])
+def test_a_forest_s_leaf_boxes_decide_with_the_whole_pre_condition_relaxed(forest, case, monkeypatch):
+    """The leaf boxes (kinds/tree_boxes) take no pre-condition: a forest's prob post is decided with all of it
+    relaxed -- tied int bounds too, which the tree encodings alone left unknown -- against its predict_proba, at
+    the largest difference over the pairs meeting it (`<=` holds there unless a pair of the whole domain breaks
+    it)."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forest
+    free, req, pred, kept = CASES[case] if case != "tied" else ("s", "x.a > 4", lambda x, y: x["a"] > 4, None)
+    p = est.predict_proba(_X(_points()).astype(np.float64))[:, 1]
+    meeting = _pairs(free, pred)
+    # the threshold as written: its decimal (certify.exact.threshold_of), not the float it rounds to
+    top = Fraction(repr(float(max(abs(Fraction(float(p[i])) - Fraction(float(p[j]))) for i, j in meeting))))
+    whole = max(abs(Fraction(float(p[i])) - Fraction(float(p[j]))) for i, j in _pairs(free, lambda x, y: True))
+    from fairspec.pipeline import check
+
+    for op in ("<=", "<"):
+        (d / "p.fair").write_text(DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') +
+                                  f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                                  f"  require {req}\n  ensure |prob(m(x)) - prob(m(x'))| {op} {float(top)!r}\n"
+                                  "  using milp\n}\n")
+        (v,) = check(d / "p.fair").verdicts
+        def breaks(i, j, op=op):
+            diff = abs(Fraction(float(p[i])) - Fraction(float(p[j])))
+            return diff > top if op == "<=" else diff >= top
+        if v.status == "holds":
+            assert v.how == "proved" and "a superset of the pairs meeting" in v.reason
+            assert not any(breaks(i, j) for i, j in meeting)
+        elif v.status == "violated":
+            x, y = _point(v.witness.features), _point(v.witness.features_prime)
+            i, j = _points().index(x), _points().index(y)
+            diff = abs(Fraction(float(p[i])) - Fraction(float(p[j])))
+            assert (i, j) in meeting and (diff > top if op == "<=" else diff >= top)
+        if op == "<=" and whole <= top:
+            assert (v.status, v.how) == ("holds", "proved"), v.reason

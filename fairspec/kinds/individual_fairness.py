@@ -394,6 +394,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
         v = solver_verdict(prop, ctx, res, backend, seconds, details)
         if v.status == "unknown" and prop.post in ("label", "prob", "logit"):
+            if prop.pre:    # the leaf boxes take no pre-condition: decided with all of it relaxed (kinds/pre_relax)
+                from fairspec.kinds.pre_relax import leaf_boxes_relaxed
+                return leaf_boxes_relaxed(prop, ctx, backend, t0, lambda p: _by_leaf_boxes(p, ctx, mode, backend, t0, v))
             return _by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
     outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None

@@ -39,12 +39,13 @@ from fairspec.verdict import Unsupported, Verdict, unknown
 #: value combinations tried to give the features only the pre-condition reads a value meeting it
 MAX_COMPLETIONS = 4096
 
-_RELAXING = contextvars.ContextVar("fairspec_pre_relaxing", default=False)
+#: the property whose pre-condition is being decided on a relaxation (None: none is)
+_RELAXING = contextvars.ContextVar("fairspec_pre_relaxing", default=None)
 
 
 def relaxing() -> bool:
     """Is a relaxed pre-condition being decided (the data flips stay off: :mod:`fairspec.kinds.pre_relax`)?"""
-    return _RELAXING.get()
+    return _RELAXING.get() is not None
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     rel = relax(prop, fs, enc)
     if rel is None:
         return None
-    token = _RELAXING.set(True)
+    token = _RELAXING.set(prop)
     try:
         v = run_pair(rel.prop, ctx, progress, backend)
     finally:
@@ -191,10 +192,23 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     return finish(prop, rel, v, fs, enc, backend, t0)
 
 
+def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
+    """A binary tree model's branch and bound over leaf boxes (kinds/tree_boxes, ``decide``) takes no further
+    pre-condition: decided with the whole of it relaxed -- of the property being decided, the original one
+    inside a relaxed run -- and read back against it (:func:`finish`)."""
+    orig = _RELAXING.get() or prop
+    fs = ctx.spec.feature_set(orig.features)
+    whole = Relaxation(replace(orig, pre=()), (), tuple(a for e in orig.pre for a in _conjuncts(e)))
+    return finish(orig, whole, decide(whole.prop), fs, ctx.encoding(orig.model), backend, t0)
+
+
 def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:
-    """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules)."""
+    """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules); a verdict already read
+    back against ``prop``'s whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is."""
     import time
 
+    if (v.details or {}).get("pre_condition"):
+        return v
     said = claim(rel, fs)
     details = {**(v.details or {}), "pre_condition": {"relaxed": said, "kept": [text(e, fs) for e in rel.kept],
                                                       "not_used": [text(e, fs) for e in rel.dropped]}}
