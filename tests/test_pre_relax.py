@@ -258,3 +258,55 @@ def test_a_forest_s_leaf_boxes_decide_with_the_whole_pre_condition_relaxed(fores
             assert (i, j) in meeting and (diff > top if op == "<=" else diff >= top)
         if op == "<=" and whole <= top:
             assert (v.status, v.how) == ("holds", "proved"), v.reason
+
+
+@pytest.fixture(scope="module")
+def forest3(tmp_path_factory):
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = _X(_points()).astype(np.float64)
+    y = np.random.default_rng(7).integers(0, 3, size=X.shape[0] * 2)
+    est = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=1).fit(np.vstack([X, X]), y)
+    d = tmp_path_factory.mktemp("relax_trees3")
+    sio.dump(est, d / "m.skops")
+    return d, est
+
+
+@pytest.mark.parametrize("post", ["class", "prob"])
+@pytest.mark.parametrize("case", list(range(len(CASES))) + ["tied"])
+def test_a_three_class_forest_decides_a_relaxed_pre_condition_on_its_cells(forest3, case, post, monkeypatch):
+    """kinds/tree_outputs (class, prob(c)) under a pre-condition on a domain it does not enumerate: on the
+    relaxation's cells, against the forest's predict / predict_proba over the pairs meeting it."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forest3
+    free, req, pred, _ = CASES[case] if case != "tied" else ("s", "x.a > 4", lambda x, y: x["a"] > 4, None)
+    X = _X(_points()).astype(np.float64)
+    if post == "class":
+        out, ensure = est.predict(X), "class(m(x)) == class(m(x'))"
+
+        def breaks(i, j):
+            return out[i] != out[j]
+    else:
+        out, ensure = est.predict_proba(X)[:, 1], "|prob(m(x), 1) - prob(m(x'), 1)| <= 0.375"
+
+        def breaks(i, j):
+            return abs(Fraction(float(out[i])) - Fraction(float(out[j]))) > Fraction(3, 8)
+    (d / "p.fair").write_text(DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")') +
+                              f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                              f"  require {req}\n  ensure {ensure}\n}}\n")
+    from fairspec.pipeline import check
+
+    (v,) = check(d / "p.fair").verdicts
+    pts, meeting = _points(), _pairs(free, pred)
+    if v.status == "holds":
+        assert v.how == "proved" and "a superset of the pairs meeting" in v.reason
+        assert not any(breaks(i, j) for i, j in meeting)
+    elif v.status == "violated":
+        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+        assert (pts.index(x), pts.index(y)) in meeting and breaks(pts.index(x), pts.index(y))
+    else:
+        assert "relaxation" in v.reason, v.reason
+    if not any(breaks(i, j) for i, j in _pairs(free, lambda x, y: True)):
+        assert (v.status, v.how) == ("holds", "proved"), v.reason

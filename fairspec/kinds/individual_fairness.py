@@ -193,12 +193,18 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             # a tree model's class / prob(c) / logit(c) / value: cells on the library's runtime
             from fairspec.planning import setting
 
-            try:
-                return decide_outputs(prop, ctx, setting(prop, "mode", backend), backend, t0)
-            except NotLowered as e:
-                return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
-            except MemoryError:
-                return unknown(prop, "the domain's cells do not fit in memory", backend=backend, seconds=time.perf_counter() - t0)
+            def outputs(p):
+                try:
+                    return decide_outputs(p, ctx, setting(p, "mode", backend), backend, t0)
+                except NotLowered as e:
+                    return unknown(p, str(e), backend=backend, seconds=time.perf_counter() - t0)
+                except MemoryError:
+                    return unknown(p, "the domain's cells do not fit in memory", backend=backend, seconds=time.perf_counter() - t0)
+            v = outputs(prop)
+            if v.status == "unknown" and prop.pre:      # on the relaxation's cells (kinds/pre_relax)
+                from fairspec.kinds.pre_relax import or_relaxed
+                v = or_relaxed(prop, ctx, backend, t0, v, outputs)
+            return v
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         import sys
 

@@ -199,7 +199,26 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
     orig = _RELAXING.get() or prop
     fs = ctx.spec.feature_set(orig.features)
     whole = Relaxation(replace(orig, pre=()), (), tuple(a for e in orig.pre for a in _conjuncts(e)))
-    return finish(orig, whole, decide(whole.prop), fs, ctx.encoding(orig.model), backend, t0)
+    token = _RELAXING.set(orig)
+    try:
+        v = decide(whole.prop)
+    finally:
+        _RELAXING.reset(token)
+    return finish(orig, whole, v, fs, ctx.encoding(orig.model), backend, t0)
+
+
+def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> Verdict:
+    """A tree model's class / prob(c) / logit(c) / value post (kinds/tree_outputs, ``decide``) left ``before``
+    (``unknown``) under a further pre-condition -- read on values, every value its own cell, too many cells --
+    decided on the cells of the split tests with the whole of it relaxed (:func:`leaf_boxes_relaxed`); ``before``,
+    with why the relaxation did not decide it either, where it does not."""
+    try:
+        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide)
+    except Unsupported as e:
+        return replace(before, reason=f"{before.reason}; its relaxation was not decided either ({e})")
+    if v.status != "unknown":
+        return v
+    return replace(before, reason=f"{before.reason}; on its relaxation: {v.reason}")
 
 
 def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:

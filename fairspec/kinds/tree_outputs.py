@@ -267,7 +267,9 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness
 
-    if fs.data is None or prop.pre or prop.relaxed or mode == "maximize":
+    from fairspec.kinds.pre_relax import relaxing
+
+    if fs.data is None or prop.pre or relaxing() or prop.relaxed or mode == "maximize":
         return None
     try:
         rows = ctx.rows(fs.name, fs.data)
