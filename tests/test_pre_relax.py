@@ -310,3 +310,46 @@ def test_a_three_class_forest_decides_a_relaxed_pre_condition_on_its_cells(fores
         assert "relaxation" in v.reason, v.reason
     if not any(breaks(i, j) for i, j in _pairs(free, lambda x, y: True)):
         assert (v.status, v.how) == ("holds", "proved"), v.reason
+
+
+@pytest.mark.parametrize("free, req, want", [("s, z", "x.z > x'.z + 2", lambda a, b: (a, b) == (3, 0)),
+                                             ("s", "x.z >= 2", lambda a, b: a == b and a >= 2)])
+def test_a_solver_witness_names_a_feature_only_the_pre_condition_reads(net, free, req, want, monkeypatch):
+    """z is declared but not encoded for the model: the solvers' pair has no value of it; the witness is given
+    one of its domain that meets the pre-condition, and says it (as the enumeration's witness does)."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    lab = z > 0
+    decls = DECLS.replace("a : int in [0, 9]\n}", "a : int in [0, 9]\n  z : int in [0, 3]\n}")
+    (d / "z.fair").write_text(decls + f"property q {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                                      f"  require {req}\n  ensure label(m(x)) == label(m(x'))\n  using milp\n}}\n")
+    from fairspec.pipeline import check
+
+    (v,) = check(d / "z.fair").verdicts
+    broken = any(lab[i] != lab[j] for i, j in _pairs("s", lambda x, y: True))
+    assert v.status == ("violated" if broken else "holds"), v.reason
+    if broken:
+        assert want(v.witness.features["z"], v.witness.features_prime["z"]), v.witness
+
+
+def test_maximize_s_value_comes_only_from_a_pair_meeting_the_pre_condition(net, monkeypatch):
+    """maximize under a relaxed pre-condition: a violated's value is its witness's measure, the witness meeting
+    the pre-condition (x.s == true: the pair in the order that meets it), below the certified upper bound; where
+    the relaxation's best pair misses it (not (x.a < 7)), unknown with no value, the upper bound kept."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    pts = _points()
+    for case in (0, 3):
+        free, req, pred, _ = CASES[case]
+        P = _pairs(free, pred)
+        best = max(abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in P)
+        v = _spec(d, free, req, "|logit(m(x)) - logit(m(x'))| <= 0.125", "  using milp\n  mode = maximize\n")
+        if v.status == "violated":
+            x, y = _point(v.witness.features), _point(v.witness.features_prime)
+            assert (pts.index(x), pts.index(y)) in P and pred(x, y)
+            assert Fraction(v.value) <= best <= Fraction(v.bound[1])
+        else:
+            assert v.status == "unknown" and v.value is None and "does not meet" in v.reason, v.reason
+            assert v.bound is None or Fraction(v.bound[1]) >= best
+        if case == 0:
+            assert v.status == "violated", v.reason

@@ -179,6 +179,14 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
+    v = _run_pair(prop, ctx, progress, backend)
+    if prop.pre and v.status == "violated" and v.witness is not None:
+        from fairspec.kinds.pre_relax import named_witness     # a feature only the pre-condition reads, named
+        v = named_witness(prop, ctx, v)
+    return v
+
+
+def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ("prob", "class_prob"):     # prob of a decision_function whose expit is no predict_proba
         ctx.model(prop.model).refuse_prob()     # is unknown (FS415 at lint where it reads the file)

@@ -287,6 +287,29 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
                    details=d, bound=upper)
 
 
+def named_witness(prop, ctx, v: Verdict) -> Verdict:
+    """A violated verdict of a property with a further pre-condition, its witness naming the features only the
+    pre-condition reads (the solvers' pair has none of them: a tied int bound on a feature the model does not read
+    narrows no column) with values of their domains that meet it (:func:`complete_witness`); ``unknown`` if it
+    cannot be given such values. Inside a relaxed run, and where the witness names them all, as it is."""
+    from fairspec.kinds.pair_pre import pre_features
+
+    w = v.witness
+    if relaxing() or all(n in w.features and n in w.features_prime for n in pre_features(prop)):
+        return v
+    fs = ctx.spec.feature_set(prop.features)
+    try:
+        got = complete_witness(prop, fs, ctx.encoding(prop.model), w)
+    except Unsupported as e:
+        got, why = None, str(e)
+    else:
+        why = "no values of the features only the pre-condition reads make the pair meet it"
+    if got is None:
+        return unknown(prop, f"a counterexample pair was found ({_pair_text(w)}), but {why}: not reported",
+                       backend=v.backend, seconds=v.seconds, details=v.details)
+    return replace(v, witness=got)
+
+
 def _pair_text(w) -> str:
     def one(f):
         return ", ".join(f"{k} = {val!r}" for k, val in f.items())
