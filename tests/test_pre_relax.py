@@ -353,3 +353,48 @@ def test_maximize_s_value_comes_only_from_a_pair_meeting_the_pre_condition(net, 
             assert v.bound is None or Fraction(v.bound[1]) >= best
         if case == 0:
             assert v.status == "violated", v.reason
+
+
+F = Fraction
+_UP3 = float(np.nextafter(0.3, 1)) if F(0.3) < F("0.3") else 0.3
+
+
+@pytest.mark.parametrize("req, box, meets", [
+    ("x.score > 0.5", (0.5, 1.0), lambda a, b: a > F("0.5")),             # dyadic: the float is the decimal
+    ("x.score >= 0.9", (float(np.nextafter(0.9, 0)), 1.0), lambda a, b: a >= F("0.9")),  # float(0.9) > 9/10
+    ("x.score < 0.1", (0.0, 0.1), lambda a, b: a < F("0.1")),             # float(0.1) > 1/10: itself
+    ("x'.score <= 0.3", (0.0, _UP3), lambda a, b: b <= F("0.3")),          # float(0.3) < 3/10: the next float up
+    ("0.25 < x.score and x.score < 0.75", (0.25, 0.75), lambda a, b: F("0.25") < a < F("0.75")),
+    ("x.score == 0.7", (float(np.nextafter(0.7, 0)) if F(0.7) > F("0.7") else 0.7,
+                        0.7 if F(0.7) > F("0.7") else float(np.nextafter(0.7, 1))), lambda a, b: a == F("0.7")),
+])
+def test_a_bound_on_a_tied_real_narrows_the_box_to_its_closed_hull_rounded_outward(tmp_path, req, box, meets):
+    """A bound on a real the pair ties is no exact box (`>` is open, a decimal no float): the relaxation keeps its
+    closed hull, each end the float at or beyond the constant in both readings, so the box holds every pair meeting
+    it; the claim says so, and a witness meets the bound as written."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_no_pair import _spec
+
+    from fairspec.kinds.pre_relax import _conjuncts, real_hull
+    from fairspec.pipeline import check, lint
+
+    res = lint(_spec(tmp_path, f"require {req}"))
+    (prop,) = res.spec.properties
+    fs = res.spec.feature_sets[0]
+
+    class Enc:
+        columns = [type("C", (), {"feature": f.name, "kind": "raw"})() for f in fs.features]
+    (got,) = real_hull(prop, fs, Enc, [a for e in prop.pre for a in _conjuncts(e)])
+    assert got == ("score", *box)
+    for q in (F(t) for t in req.replace("x'.", "x.").split() if t[0].isdigit()):
+        assert F(got[1]) <= q <= F(got[2])
+    (v,) = check(_spec(tmp_path, f"require {req}")).verdicts
+    if v.status == "holds" and "no pair meets" in (v.reason or ""):
+        return
+    assert v.status in ("holds", "violated") and "score in [" in v.reason, v.reason
+    if v.status == "violated":
+        a, b = F(v.witness.features["score"]), F(v.witness.features_prime["score"])
+        assert a == b and meets(a, b), (a, b)

@@ -46,7 +46,10 @@ class PairLowering:
 
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
+    from fairspec.kinds.pre_relax import hull_of
+
     narrowed = tied_int_bounds(prop, fs) if prop.pre else {}
+    hull = hull_of(fs)          # a relaxed pre-condition's closed hull of bounds on tied reals (kinds/pre_relax)
     applied: set = set()
     n = enc.width
     lo, hi = np.zeros(n), np.zeros(n)
@@ -84,6 +87,10 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             if f.name in narrowed:      # a tied int feature's bounds (x.f == x'.f): one box for both
                 vlo, vhi = max(vlo, float(narrowed[f.name][0])), min(vhi, float(narrowed[f.name][1]))
                 applied.add(f.name)
+            if f.name in hull and not is_int:
+                vlo, vhi = max(vlo, hull[f.name][0]), min(vhi, hull[f.name][1])
+                if vlo > vhi:
+                    raise Unsupported(f"no value of {f.name} meets the pre-condition's bounds")
             lo[c.offset], hi[c.offset], integer[c.offset] = vlo, vhi, is_int
             if c.kind == "minmax" and c.scale is not None:
                 scale[c.offset], shift[c.offset] = c.scale, c.shift

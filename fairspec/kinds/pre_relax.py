@@ -39,7 +39,7 @@ from fairspec.verdict import Unsupported, Verdict, unknown
 #: value combinations tried to give the features only the pre-condition reads a value meeting it
 MAX_COMPLETIONS = 4096
 
-#: the property whose pre-condition is being decided on a relaxation (None: none is)
+#: the relaxation being decided, its ``prop`` the original property (None: none is)
 _RELAXING = contextvars.ContextVar("fairspec_pre_relaxing", default=None)
 
 
@@ -53,6 +53,7 @@ class Relaxation:
     prop: ir.IndividualFairness       # the property with the kept conjuncts only
     kept: tuple
     dropped: tuple
+    hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
 
 
 def _conjuncts(e):
@@ -93,7 +94,52 @@ def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> R
         tied_int_bounds(out, fs)
     except Unsupported:
         return None
-    return Relaxation(out, tuple(kept), tuple(dropped))
+    return Relaxation(out, tuple(kept), tuple(dropped), real_hull(prop, fs, enc, dropped))
+
+
+def real_hull(prop, fs, enc, atoms) -> tuple:
+    """The closed box the bounds ``x.f op c`` / ``x'.f op c`` / ``c op x.f`` among ``atoms`` give a real feature
+    the pair ties (x.f == x'.f: one box for both), read safely: a lower end the largest float at or below the
+    constant in both readings (the float it is stored as, the decimal it is written as), an upper end the least
+    at or above it -- `x.f > 4.5` is [4.5, hi] -- so the box holds every value meeting the bounds in either
+    reading. ((feature, least, most), ...), the declared range where a side is unbounded."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from fairspec.ir.no_pair import _as_decimal, _as_float, _bound
+
+    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
+    numeric = {c.feature for c in enc.columns if c.kind not in ("onehot", "code")}
+    box: dict = {}
+    for atom in atoms:
+        b = _bound(atom)
+        if b is None or b[0] not in (prop.var, prop.var_prime) or b[1] not in tied or b[1] not in numeric:
+            continue
+        f = fs.get(b[1])
+        if f is None or not isinstance(f.domain, ir.RealRange) or not math.isfinite(float(b[3])):
+            continue
+        _, name, op, c = b
+        reads = [Fraction(*read(c)) for read in (_as_float, _as_decimal)]
+        lo_at, hi_at = float(min(reads)), float(max(reads))
+        if Fraction(lo_at) > min(reads):
+            lo_at = float(np.nextafter(lo_at, -np.inf))
+        if Fraction(hi_at) < max(reads):
+            hi_at = float(np.nextafter(hi_at, np.inf))
+        cur = box.get(name, (float(f.domain.lo), float(f.domain.hi)))
+        if op in (">", ">=", "=="):
+            cur = (max(cur[0], lo_at), cur[1])
+        if op in ("<", "<=", "=="):
+            cur = (cur[0], min(cur[1], hi_at))
+        box[name] = cur
+    return tuple((n, lo, hi) for n, (lo, hi) in box.items())
+
+
+def hull_of(fs) -> dict:
+    """The closed hull (feature -> (least, most)) the relaxation being decided narrows tied real features to
+    (:func:`real_hull`; kinds/lowering.lower_pair applies it), or {}."""
+    rel = _RELAXING.get()
+    return {n: (lo, hi) for n, lo, hi in rel.hull} if isinstance(rel, Relaxation) else {}
 
 
 # -- text ---------------------------------------------------------------------------------------------------
@@ -147,9 +193,12 @@ def _texts(es, fs) -> str:
 
 def claim(rel: Relaxation, fs) -> str:
     """Which pairs the relaxed problem was decided over."""
-    box = f"every pair of the domain with {_texts(rel.kept, fs)}" if rel.kept else "every pair of the domain"
+    hull = [f"{n} in [{lo!r}, {hi!r}]" for n, lo, hi in rel.hull]
+    box = (f"every pair of the domain with {', '.join([_texts(rel.kept, fs)] * bool(rel.kept) + hull)}"
+           if rel.kept or hull else "every pair of the domain")
     return (f"{box}, a superset of the pairs meeting the pre-condition; the pre-condition's "
-            f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used")
+            f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used"
+            + (" (a bound on a tied real only as its closed hull, rounded outward)" if hull else ""))
 
 
 def shares_of(prop: ir.IndividualFairness, fs, shares: dict, rel: Relaxation | None = None) -> dict:
@@ -184,7 +233,7 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     rel = relax(prop, fs, enc)
     if rel is None:
         return None
-    token = _RELAXING.set(prop)
+    token = _RELAXING.set(replace(rel, prop=prop))      # the original property, and the hull the lowering takes
     try:
         v = run_pair(rel.prop, ctx, progress, backend)
     finally:
@@ -196,10 +245,10 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
     """A binary tree model's branch and bound over leaf boxes (kinds/tree_boxes, ``decide``) takes no further
     pre-condition: decided with the whole of it relaxed -- of the property being decided, the original one
     inside a relaxed run -- and read back against it (:func:`finish`)."""
-    orig = _RELAXING.get() or prop
+    orig = _RELAXING.get().prop if _RELAXING.get() is not None else prop
     fs = ctx.spec.feature_set(orig.features)
     whole = Relaxation(replace(orig, pre=()), (), tuple(a for e in orig.pre for a in _conjuncts(e)))
-    token = _RELAXING.set(orig)
+    token = _RELAXING.set(replace(whole, prop=orig))
     try:
         v = decide(whole.prop)
     finally:
