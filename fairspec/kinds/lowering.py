@@ -11,6 +11,7 @@ feature space maps back to model-input space with :meth:`PairLowering.to_input`.
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,11 @@ from fairspec.certify.network import code_progression
 from fairspec.verdict import Unsupported
 
 
+
+
+#: feature -> (least, most): the closed hull of a relaxed pre-condition's bounds on tied reals, which
+#: kinds/pre_relax sets while it decides the relaxation (None: none)
+RELAXED_HULL: contextvars.ContextVar = contextvars.ContextVar("fairspec_relaxed_hull", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,10 +52,8 @@ class PairLowering:
 
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
-    from fairspec.kinds.pre_relax import hull_of
-
     narrowed = tied_int_bounds(prop, fs) if prop.pre else {}
-    hull = hull_of(fs)          # a relaxed pre-condition's closed hull of bounds on tied reals (kinds/pre_relax)
+    hull = RELAXED_HULL.get() or {}     # a relaxed pre-condition's closed hull of bounds on tied reals
     applied: set = set()
     n = enc.width
     lo, hi = np.zeros(n), np.zeros(n)

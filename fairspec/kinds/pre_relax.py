@@ -23,7 +23,13 @@ the pairs meeting the pre-condition, and:
 * a holds (estimated) or unknown of the relaxation is ``unknown`` (an estimate over a superset says nothing of the
   subset's share).
 
-The data flips (kinds/individual_fairness) stay off during the relaxed run: its witnesses would be checked against
+A bound on a real the pair ties narrows the box to its closed hull (:func:`real_hull`, rounded outward in both
+readings of the constant), which kinds/lowering.lower_pair reads from its RELAXED_HULL while the relaxation runs.
+A binary tree model's leaf boxes and a tree model's class / prob(c) cells take no pre-condition: they decide it with
+all of it relaxed (:func:`leaf_boxes_relaxed`, :func:`or_relaxed`); a network's class posts (kinds/multi_pairs) as
+the binary ones.
+
+The data flips (kinds/individual_fairness, kinds/tree_outputs) stay off during the relaxed run: its witnesses would be checked against
 the pre-condition only afterwards, and a flip that misses it would cost the proof."""
 
 from __future__ import annotations
@@ -135,13 +141,6 @@ def real_hull(prop, fs, enc, atoms) -> tuple:
     return tuple((n, lo, hi) for n, (lo, hi) in box.items())
 
 
-def hull_of(fs) -> dict:
-    """The closed hull (feature -> (least, most)) the relaxation being decided narrows tied real features to
-    (:func:`real_hull`; kinds/lowering.lower_pair applies it), or {}."""
-    rel = _RELAXING.get()
-    return {n: (lo, hi) for n, lo, hi in rel.hull} if isinstance(rel, Relaxation) else {}
-
-
 # -- text ---------------------------------------------------------------------------------------------------
 
 _PREC = {"or": 1, "and": 2}
@@ -233,10 +232,14 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     rel = relax(prop, fs, enc)
     if rel is None:
         return None
-    token = _RELAXING.set(replace(rel, prop=prop))      # the original property, and the hull the lowering takes
+    from fairspec.kinds.lowering import RELAXED_HULL
+
+    token = _RELAXING.set(replace(rel, prop=prop))      # the original property
+    hull = RELAXED_HULL.set({n: (lo, hi) for n, lo, hi in rel.hull})     # what the lowering narrows
     try:
         v = run_pair(rel.prop, ctx, progress, backend)
     finally:
+        RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
     return finish(prop, rel, v, fs, enc, backend, t0)
 
@@ -248,10 +251,14 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
     orig = _RELAXING.get().prop if _RELAXING.get() is not None else prop
     fs = ctx.spec.feature_set(orig.features)
     whole = Relaxation(replace(orig, pre=()), (), tuple(a for e in orig.pre for a in _conjuncts(e)))
+    from fairspec.kinds.lowering import RELAXED_HULL
+
     token = _RELAXING.set(replace(whole, prop=orig))
+    hull = RELAXED_HULL.set({})
     try:
         v = decide(whole.prop)
     finally:
+        RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
     return finish(orig, whole, v, fs, ctx.encoding(orig.model), backend, t0)
 
