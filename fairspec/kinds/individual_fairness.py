@@ -201,9 +201,11 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             # a tree model's class / prob(c) / logit(c) / value: cells on the library's runtime
             from fairspec.planning import setting
 
+            mode_of = setting(prop, "mode", backend)     # the relaxed property's too (its options are the same)
+
             def outputs(p):
                 try:
-                    return decide_outputs(p, ctx, setting(p, "mode", backend), backend, t0)
+                    return decide_outputs(p, ctx, mode_of, backend, t0)
                 except NotLowered as e:
                     return unknown(p, str(e), backend=backend, seconds=time.perf_counter() - t0)
                 except MemoryError:
