@@ -10,6 +10,7 @@ weights are dyadic with exact zeros, so logits tie exactly; tolerances are set a
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -461,3 +462,134 @@ def test_a_network_s_class_post_decides_a_relaxed_pre_condition(grades, model, r
         assert "relaxation" in v.reason, v.reason
     if model == "fairgrade":
         assert (v.status, v.how) == ("holds", "proved"), v.reason
+
+
+# -- the relaxation decided by the small-domain enumeration (the default: FAIRSPEC_ENUMERATE_PAIRS unset) ----------
+
+REQ_UNREAD = "x.a >= 1 and (x.a == 9 or x.r > 2)"     # r: read by no model, so the original is not enumerated
+
+
+def _softmax_net(path):
+    """A 5-6-3 ReLU network with a softmax output ``p`` (dyadic weights)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    W1 = (np.round(rng.normal(size=(6, 5)) * 4) / 4).astype(np.float32)
+    b1 = (np.round(rng.normal(size=6) * 2) / 4).astype(np.float32)
+    W2 = (np.round(rng.normal(size=(3, 6)) * 4) / 4).astype(np.float32)
+    b2 = (np.round(rng.normal(size=3) * 2) / 4).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in ((W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2"))]
+    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["z"], transB=1),
+             helper.make_node("Softmax", ["z"], ["p"], axis=1)]
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                          [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["N", 3])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+def _largest(out, points, tied, pred):
+    """The largest |out[i] - out[j]| over the ordered pairs differing in s only whose x meets ``pred``."""
+    idx = {tuple(p[k] for k in ("s", *tied)): i for i, p in enumerate(points)}
+    return max(abs(Fraction(float(out[i])) - Fraction(float(out[idx[(1 - p["s"], *(p[k] for k in tied))]])))
+               for i, p in enumerate(points) if pred(p))
+
+
+def _enumerated(d, decls, req, ensure, extra):
+    (d / "e.fair").write_text(decls + f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{s}}\n"
+                                      f"  require {req}\n  ensure {ensure}\n  using milp\n{extra}}}\n")
+    from fairspec.pipeline import check
+
+    (v,) = check(d / "e.fair").verdicts
+    return v
+
+
+def _relaxed_enumeration(v, truth, meeting: int):
+    """``v`` decided the relaxation by enumeration, read back: its maximum contains ``truth`` (the largest
+    measure over the pairs meeting the pre-condition) or is an upper bound only; its claims count the relaxed
+    pre-condition's pairs as those, not as the ``meeting`` pairs of the property's."""
+    assert (v.proof.method if v.proof is not None else (v.details or {}).get("engine")) == "enumeration", v.details
+    assert "a superset of the pairs meeting the pre-condition" in v.reason, v.reason
+    if v.bound is not None:
+        lo, hi = v.bound
+        assert Fraction(hi) >= truth, (v.bound, truth)
+        assert v.value is None and lo == -math.inf or Fraction(lo) <= truth <= Fraction(hi), (v.value, v.bound)
+    if v.proof is not None:
+        assert "meeting the pre-condition" not in v.proof.claim and "the relaxed pre-condition `x.a >= 1`" in \
+            v.proof.claim, v.proof.claim
+        assert f"{meeting} " not in v.proof.claim
+    assert "pairs meeting the pre-condition of" not in v.reason, v.reason
+
+
+@pytest.mark.parametrize("mode", ["maximize", "prove"])
+def test_an_enumerated_relaxation_of_a_network_s_logit_is_read_back(net, tmp_path, mode, monkeypatch):
+    """Review rev4 c1: the relaxed property (`x.a >= 1`) enumerated, its maximum 8.625 was reported as the
+    property's, proved, with a bound [8.625, 8.625] that misses the true 5.8125 over the 6 pairs with a = 9."""
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    d, z = net
+    (tmp_path / "m.onnx").write_bytes((d / "m.onnx").read_bytes())
+    decls = DECLS.replace("  a : int in [0, 9]\n", "  a : int in [0, 9]\n  r : real in [0, 1]\n")
+    truth = _largest(z, _points(), ("g", "a"), lambda p: p["a"] == 9)
+    assert truth == Fraction(93, 16)
+    eps, extra = (100, "  mode = maximize\n") if mode == "maximize" else (9, "")
+    v = _enumerated(tmp_path, decls, REQ_UNREAD, f"|logit(m(x)) - logit(m(x'))| <= {eps}", extra)
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    _relaxed_enumeration(v, truth, 6)
+    if mode == "maximize":
+        assert v.bound is not None and v.value is None
+
+
+def test_an_enumerated_relaxation_of_a_forest_s_prob_is_read_back(forest, tmp_path, monkeypatch):
+    """Review rev4 c2: a forest's prob maximum over the relaxation (tree_pairs' enumeration) is an upper bound."""
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    d, est = forest
+    (tmp_path / "m.skops").write_bytes((d / "m.skops").read_bytes())
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")').replace(
+        "  a : int in [0, 9]\n", "  a : int in [0, 9]\n  r : real in [0, 1]\n")
+    P = est.predict_proba(_X(_points()).astype(np.float64))[:, 1]
+    truth = _largest(P, _points(), ("g", "a"), lambda p: p["a"] == 9)
+    v = _enumerated(tmp_path, decls, REQ_UNREAD, "|prob(m(x)) - prob(m(x'))| <= 1", "  mode = maximize\n")
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    _relaxed_enumeration(v, truth, 6)
+    assert v.bound is not None and v.value is None
+
+
+def test_an_enumerated_relaxation_of_a_three_class_network_s_prob_is_read_back(tmp_path, monkeypatch):
+    """Review rev4 c4: prob(m(x), 1) of a softmax network (kinds/multi_pairs' enumeration): its bound's lower
+    end was the relaxation's, above the true maximum."""
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    _softmax_net(tmp_path / "m.onnx")
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    P = sess.run(None, {"x": _X(_points())})[0][:, 1]
+    truth = _largest(P, _points(), ("g", "a"), lambda p: p["a"] == 9)
+    decls = DECLS.replace('score = logit', 'output = "p", score = prob').replace(
+        "  a : int in [0, 9]\n", "  a : int in [0, 9]\n  r : real in [0, 1]\n")
+    v = _enumerated(tmp_path, decls, REQ_UNREAD, "|prob(m(x), 1) - prob(m(x'), 1)| <= 1", "  mode = maximize\n")
+    assert (v.status, v.how) == ("holds", "proved"), v.reason
+    _relaxed_enumeration(v, truth, 6)
+
+
+@pytest.mark.parametrize("eps", [100, 5])
+def test_an_enumerated_relaxation_with_two_unread_ints_is_read_back(net, tmp_path, eps, monkeypatch):
+    """Review rev4 c7: two ints only the pre-condition reads make the original too large to enumerate (a in
+    [0, 99]); the relaxation (`x.a >= 1`, 594 pairs) is: its maximum 8.625 is an upper bound of the 6 pairs'
+    5.8125; at eps 5 (truly violated, by a pair with a = 9) never holds, a violated's witness meets it."""
+    monkeypatch.delenv("FAIRSPEC_ENUMERATE_PAIRS", raising=False)
+    d, _ = net
+    (tmp_path / "m.onnx").write_bytes((d / "m.onnx").read_bytes())
+    pts = [{"g": g, "s": s, "a": a} for g in range(3) for s in (0, 1) for a in range(100)]
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    z = sess.run(None, {"x": _X(pts)})[0].reshape(-1)
+    truth = _largest(z, pts, ("g", "a"), lambda p: p["a"] == 9)
+    decls = DECLS.replace("  a : int in [0, 9]\n", "  a : int in [0, 99]\n  u1 : int in [0, 59]\n"
+                                                   "  u2 : int in [0, 59]\n")
+    v = _enumerated(tmp_path, decls, "x.a >= 1 and (x.a == 9 or x.u1 > 500) and x.u2 >= 0",
+                    f"|logit(m(x)) - logit(m(x'))| <= {eps}", "  mode = maximize\n")
+    if eps == 100:
+        assert (v.status, v.how) == ("holds", "proved"), v.reason
+    assert v.status != "holds" or truth <= eps
+    if v.status == "violated":
+        assert int(v.witness.features["a"]) == 9
+    _relaxed_enumeration(v, truth, 6)

@@ -226,5 +226,7 @@ def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom):
         return None, int(dom.I.size), {}
     pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
     dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
-    return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
+    from fairspec.kinds.pre_relax import pre_words      # a relaxed run's: its kept conjuncts
+
+    return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting {pre_words()}, both orders)",
                           "pairs": meeting}

@@ -54,12 +54,21 @@ def relaxing() -> bool:
     return _RELAXING.get() is not None
 
 
+def pre_words() -> str:
+    """How an engine names the pre-condition it reads, in its claims and counts: ``the pre-condition``, or inside
+    a relaxed run the relaxation's kept conjuncts (``the relaxed pre-condition `x.a >= 1```), so an enumeration's
+    proof of the relaxed problem does not claim its pair count as the count of the pairs meeting the property's."""
+    r = _RELAXING.get()
+    return "the pre-condition" if r is None or not r.words else r.words
+
+
 @dataclass(frozen=True)
 class Relaxation:
     prop: ir.IndividualFairness       # the property with the kept conjuncts only
     kept: tuple
     dropped: tuple
     hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
+    words: str = ""                   # how the engines name the relaxed pre-condition (:func:`pre_words`)
 
 
 def _conjuncts(e):
@@ -234,7 +243,9 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
         return None
     from fairspec.kinds.lowering import RELAXED_HULL
 
-    token = _RELAXING.set(replace(rel, prop=prop))      # the original property
+    # the original property; the relaxed one's pre-condition as its engines name it
+    token = _RELAXING.set(replace(rel, prop=prop, words=f"the relaxed pre-condition {_texts(rel.kept, fs)}"
+                                  * bool(rel.kept)))
     hull = RELAXED_HULL.set({n: (lo, hi) for n, lo, hi in rel.hull})     # what the lowering narrows
     try:
         v = run_pair(rel.prop, ctx, progress, backend)
@@ -278,11 +289,12 @@ def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> V
 
 
 def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:
-    """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules); a verdict already read
-    back against ``prop``'s whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is."""
+    """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules), whichever engine decided
+    it (an enumeration of the relaxed property too); a verdict this function already read back against ``prop``'s
+    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`)."""
     import time
 
-    if (v.details or {}).get("pre_condition"):
+    if _read_back(v):
         return v
     said = claim(rel, fs)
     details = {**(v.details or {}), "pre_condition": {"relaxed": said, "kept": [text(e, fs) for e in rel.kept],
@@ -329,11 +341,19 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
             return not_decided(f"a pair violating the relaxation was found ({_pair_text(w)}), but it does not meet "
                                f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}")
         d = dict(details)
-        bound = v.bound
-        if bound is not None and upper is not None:
+        value, bound = v.value, v.bound
+        if bound is not None and "domain_maximum" in d:
+            # the relaxation's largest measure is another pair's (the enumeration's witness is not at it), which
+            # may not meet the pre-condition: only its certified upper bound is one of the property's maximum
+            value, bound = None, upper
+            d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; the witness (its measure "
+                            "details.witness_value) meets the pre-condition, the relaxation's largest "
+                            "(details.domain_maximum) is another pair's" if upper is not None else
+                            "no certified upper bound")
+        elif bound is not None and upper is not None:
             d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
                             "pre-condition")
-        return replace(v, name=prop.name, witness=got, details=d, seconds=seconds,
+        return replace(v, name=prop.name, witness=got, details=d, seconds=seconds, value=value, bound=bound,
                        reason=f"{v.reason or 'a counterexample pair'}; the pair meets the pre-condition, read "
                               f"exactly (decided over {said})")
     d = dict(details)
@@ -341,6 +361,13 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
         d["maximum"] = f"at most {upper[1]!r}: the certified upper bound over {said}"
     return unknown(prop, f"{v.reason} (decided over {said})", backend=v.backend or backend, seconds=seconds,
                    details=d, bound=upper)
+
+
+def _read_back(v: Verdict) -> bool:
+    """Did :func:`finish` read ``v`` back? Its details.pre_condition is the object only it sets (the enumerations
+    set a sentence there, about the pre-condition of the property they decided: a relaxed one inside the run)."""
+    pc = (v.details or {}).get("pre_condition")
+    return isinstance(pc, dict) and "relaxed" in pc and "not_used" in pc
 
 
 def named_witness(prop, ctx, v: Verdict) -> Verdict:
