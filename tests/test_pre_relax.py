@@ -593,3 +593,38 @@ def test_an_enumerated_relaxation_with_two_unread_ints_is_read_back(net, tmp_pat
     if v.status == "violated":
         assert int(v.witness.features["a"]) == 9
     _relaxed_enumeration(v, truth, 6)
+
+
+def test_a_violated_maximum_whose_witness_is_not_the_relaxation_s_largest_keeps_the_upper_bound_only(net, tmp_path):
+    """pre_relax.finish on the enumeration's violated maximum where its witness is not the relaxation's largest
+    pair (details.domain_maximum: the largest is a pair another batch may round away): that pair may miss the
+    pre-condition, so its measure is no lower end of the property's maximum; the witness (meeting it) is kept."""
+    from fairspec.kinds.pre_relax import finish, relax
+    from fairspec.sema.check import check_file
+    from fairspec.verdict import Verdict, Witness
+
+    (tmp_path / "m.onnx").write_bytes((net[0] / "m.onnx").read_bytes())
+    (tmp_path / "p.fair").write_text(
+        DECLS.replace("  a : int in [0, 9]\n", "  a : int in [0, 9]\n  u : int in [0, 3]\n") +
+        "property p {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
+        "  require x.a >= 1 and (x.a == 9 or x.u > 2)\n  ensure |logit(m(x)) - logit(m(x'))| <= 1\n  mode = maximize\n}\n")
+    res = check_file(tmp_path / "p.fair")
+    spec = res.spec
+    (prop,) = spec.properties
+    fs, enc = spec.feature_set(prop.features), spec.encoding_for(prop.model)
+    rel = relax(prop, fs, enc)
+    assert [str(e) for e in rel.kept] and rel.dropped
+    w = Witness((0.0, 1.0, 0.0, 0.0, 9.0), (0.0, 1.0, 0.0, 1.0, 9.0), {"g": "B", "s": False, "a": 9},
+                {"g": "B", "s": True, "a": 9}, (1.0, -1.5), replayed_by="onnxruntime")
+    for extra, lower in (({"witness_value": 2.5, "domain_maximum": 4.0}, None), ({}, 2.5)):
+        value = 4.0 if extra else 2.5
+        v = Verdict("p", prop.kind, "violated", value=value, bound=(value, 4.5), witness=w, backend="milp",
+                    details={"engine": "enumeration", "pre_condition": "admissible ordered pairs meeting x", **extra})
+        got = finish(prop, rel, v, fs, enc, "milp", 0.0)
+        assert got.status == "violated" and got.witness.features["a"] == 9
+        if lower is None:
+            assert got.value is None and got.bound == (-math.inf, 4.5), (got.value, got.bound)
+            assert "another pair's" in got.details["maximum"]
+        else:
+            assert got.value == 2.5 and got.bound == (2.5, 4.5)
+        assert isinstance(got.details["pre_condition"], dict)

@@ -358,8 +358,8 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
 
     from fairspec.kinds.pre_relax import pre_words
 
-    pre, meeting, extra = restrict_domain(prop, fs, dom)
     pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
+    pre, meeting, extra = restrict_domain(prop, fs, dom, pc)
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model)}
