@@ -179,6 +179,14 @@ def unread_by_enumeration(prop: ir.IndividualFairness, v, ctx, backend: str, fmt
 
 
 def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
+    v = _run_pair(prop, ctx, progress, backend)
+    if prop.pre and v.status == "violated" and v.witness is not None:
+        from fairspec.kinds.pre_relax import named_witness     # a feature only the pre-condition reads, named
+        v = named_witness(prop, ctx, v)
+    return v
+
+
+def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ("prob", "class_prob"):     # prob of a decision_function whose expit is no predict_proba
         ctx.model(prop.model).refuse_prob()     # is unknown (FS415 at lint where it reads the file)
@@ -193,12 +201,20 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
             # a tree model's class / prob(c) / logit(c) / value: cells on the library's runtime
             from fairspec.planning import setting
 
-            try:
-                return decide_outputs(prop, ctx, setting(prop, "mode", backend), backend, t0)
-            except NotLowered as e:
-                return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
-            except MemoryError:
-                return unknown(prop, "the domain's cells do not fit in memory", backend=backend, seconds=time.perf_counter() - t0)
+            mode_of = setting(prop, "mode", backend)     # the relaxed property's too (its options are the same)
+
+            def outputs(p):
+                try:
+                    return decide_outputs(p, ctx, mode_of, backend, t0)
+                except NotLowered as e:
+                    return unknown(p, str(e), backend=backend, seconds=time.perf_counter() - t0)
+                except MemoryError:
+                    return unknown(p, "the domain's cells do not fit in memory", backend=backend, seconds=time.perf_counter() - t0)
+            v = outputs(prop)
+            if v.status == "unknown" and prop.pre:      # on the relaxation's cells (kinds/pre_relax)
+                from fairspec.kinds.pre_relax import or_relaxed
+                v = or_relaxed(prop, ctx, backend, t0, v, outputs)
+            return v
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         import sys
 
@@ -228,7 +244,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     small = _small_domain(prop, ctx, backend, t0)
     if small is not None:
         return unread_by_enumeration(prop, small, ctx, backend, getattr(ctx.model(prop.model), "format", None))
-    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and \
+    from fairspec.kinds.pre_relax import relaxed_run, relaxing, shares_of
+
+    if ctx.spec.feature_set(prop.features).data is not None and not prop.pre and not relaxing() and \
             setting(prop, "mode", backend) != "maximize":   # a flip on data is no maximum
         first = run_flips(prop, ctx, progress, timeout=setting(prop, "timeout", "data"))
         if first.status == "violated" and flip_replays(prop, ctx.model(prop.model), first, is_tree_model(ctx, prop.model)):
@@ -252,8 +270,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     except UnsupportedModel as e:
         return unknown(prop, f"the {backend} backend cannot encode this model: {e}", backend=backend,
                        seconds=time.perf_counter() - t0)
-    except Unsupported as e:
-        return unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
+    except Unsupported as e:     # a pre-condition the lowering does not read: decided on its relaxation
+        relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair) if prop.pre else None
+        return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     eps = prop.eps
     if trees is not None:
         from fairspec.kinds.tree_pairs import engine_eps, tree_relaxed
@@ -380,7 +399,7 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
                                "undecided": cov.undecided, **({"uncertified": cov.uncertified} if cov.uncertified
                                                               else {})}
         if getattr(cov, "shares", None) is not None:
-            details["coverage"]["shares"] = {**cov.shares.to_json(), "summary": cov.shares.line()}
+            details["coverage"]["shares"] = shares_of(prop, fs, {**cov.shares.to_json(), "summary": cov.shares.line()})
             if getattr(cov, "estimate", None) is not None:
                 # the undecided share's estimated unfair / fair split (sampled, with its bound): beside
                 # the exact shares, never in them (fairspec.backends.estimate)
@@ -391,6 +410,9 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
 
         v = solver_verdict(prop, ctx, res, backend, seconds, details)
         if v.status == "unknown" and prop.post in ("label", "prob", "logit"):
+            if prop.pre:    # the leaf boxes take no pre-condition: decided with all of it relaxed (kinds/pre_relax)
+                from fairspec.kinds.pre_relax import leaf_boxes_relaxed
+                return leaf_boxes_relaxed(prop, ctx, backend, t0, lambda p: _by_leaf_boxes(p, ctx, mode, backend, t0, v))
             return _by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
     outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None

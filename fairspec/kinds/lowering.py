@@ -11,6 +11,7 @@ feature space maps back to model-input space with :meth:`PairLowering.to_input`.
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,11 @@ from fairspec.certify.network import code_progression
 from fairspec.verdict import Unsupported
 
 
+
+
+#: feature -> (least, most): the closed hull of a relaxed pre-condition's bounds on tied reals, which
+#: kinds/pre_relax sets while it decides the relaxation (None: none)
+RELAXED_HULL: contextvars.ContextVar = contextvars.ContextVar("fairspec_relaxed_hull", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +53,7 @@ class PairLowering:
 
 def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> PairLowering:
     narrowed = tied_int_bounds(prop, fs) if prop.pre else {}
+    hull = RELAXED_HULL.get() or {}     # a relaxed pre-condition's closed hull of bounds on tied reals
     applied: set = set()
     n = enc.width
     lo, hi = np.zeros(n), np.zeros(n)
@@ -84,6 +91,10 @@ def lower_pair(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding)
             if f.name in narrowed:      # a tied int feature's bounds (x.f == x'.f): one box for both
                 vlo, vhi = max(vlo, float(narrowed[f.name][0])), min(vhi, float(narrowed[f.name][1]))
                 applied.add(f.name)
+            if f.name in hull and not is_int:
+                vlo, vhi = max(vlo, hull[f.name][0]), min(vhi, hull[f.name][1])
+                if vlo > vhi:
+                    raise Unsupported(f"no value of {f.name} meets the pre-condition's bounds")
             lo[c.offset], hi[c.offset], integer[c.offset] = vlo, vhi, is_int
             if c.kind == "minmax" and c.scale is not None:
                 scale[c.offset], shift[c.offset] = c.scale, c.shift

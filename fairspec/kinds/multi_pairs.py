@@ -49,6 +49,14 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
     if prop.post not in ("class", "class_prob", "class_logit"):
         return None
     v = _decide(prop, ctx, progress, backend, t0, kind)
+    if v.status == "unknown" and prop.pre:
+        # a pre-condition the lowering does not read as a box: decided on its relaxation (kinds/pre_relax)
+        from fairspec.kinds.pre_relax import relaxed_run
+
+        r = relaxed_run(prop, ctx, progress, backend, t0,
+                        lambda p, c, pr, b: _decide(p, c, pr, b, time.perf_counter(), kind))
+        if r is not None:
+            v = r if r.status != "unknown" else replace(v, reason=f"{v.reason}; on its relaxation: {r.reason}")
     from fairspec.planning import setting
 
     if prop.post == "class" and prop.options.max_rows is not None and not prop.pre and \

@@ -599,6 +599,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
     pairs, pre, adm = int(a.size), None, "admissible ordered pairs"
     if prop.pre:                    # the pairs meeting it, compared in both orders (the checks are directional)
         from fairspec.kinds.pair_pre import PairPre
+        from fairspec.kinds.pre_relax import pre_words      # a relaxed run's: its kept conjuncts
         from fairspec.verdict import Unsupported
 
         try:
@@ -606,7 +607,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
             a, b, pairs = pre.closure(a, b)
         except Unsupported as e:
             return unknown(prop, f"{e}", backend=backend, seconds=time.perf_counter() - t0)
-        adm = "admissible ordered pairs meeting the pre-condition"
+        adm = f"admissible ordered pairs meeting {pre_words()}"
     count_pairs = ordered_pairs if pre is None else pre.ordered_pairs
     K = 1
     if s.ndim == 2:                 # forall c: one comparison per pair and class (point i of class c at c N + i)
@@ -643,7 +644,7 @@ def decide_small(prop: ir.IndividualFairness, ctx, backend: str, mode: str, t0: 
         claim = f"|{post}(m(x)) - {post}(m(x'))| {op} {prop.eps!r} for all {pairs:,} {adm}"
     unit = "pairs" if K == 1 else "(class, pair) comparisons"
     if pre is not None:             # the comparisons are the pairs meeting it in either order, not those pairs
-        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting the pre-condition, both orders)"
+        unit = f"{unit if K > 1 else 'comparisons'} (the {pairs:,} ordered pairs meeting {pre_words()}, both orders)"
     res = by_enumeration(checks, count=count, claim=claim, unit=unit, points=N,
                          **({"over": "predict_proba"} if P is not None else {}), **({"pairs": pairs} if pre else {}))
     seconds = time.perf_counter() - t0

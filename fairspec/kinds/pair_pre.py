@@ -218,13 +218,14 @@ class PairPre:
         return bool(v != 0) if isinstance(v, Fraction) else bool(v)
 
 
-def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom):
+def restrict_domain(prop: ir.IndividualFairness, fs: ir.FeatureSet, dom, words: str = "the pre-condition"):
     """A tree enumeration's pair domain (kinds/tree_pairs.PairDomain, every value its own cell) kept to the
     pairs meeting ``prop``'s further pre-condition, compared in both orders (the checks are directional):
-    (the PairPre or None, how many ordered pairs meet it, what certify_pairs says it enumerated)."""
+    (the PairPre or None, how many ordered pairs meet it, what certify_pairs says it enumerated, naming the
+    pre-condition ``words``: a relaxed run's, kinds/pre_relax.pre_words)."""
     if not prop.pre:
         return None, int(dom.I.size), {}
     pre = PairPre(prop, fs, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, dom.grid())})
     dom.I, dom.J, meeting = pre.closure(dom.I, dom.J)
-    return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting the pre-condition, both orders)",
+    return pre, meeting, {"unit": f"comparisons (the {meeting:,} ordered pairs meeting {words}, both orders)",
                           "pairs": meeting}

@@ -159,23 +159,26 @@ def _decide_outputs(prop: ir.IndividualFairness, ctx, mode: str, backend: str, t
                               "change, so x and x' always reach the same leaves")
     from fairspec.kinds.pair_pre import restrict_domain
 
-    pre, meeting, extra = restrict_domain(prop, fs, dom)
+    from fairspec.kinds.pre_relax import pre_words
+
+    pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
+    pre, meeting, extra = restrict_domain(prop, fs, dom, pc)
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model), "post": post,
-               **({"pre_condition": "admissible ordered pairs meeting the pre-condition"} if pre else {})}
+               **({"pre_condition": f"admissible ordered pairs meeting {pc}"} if pre else {})}
     grid = dom.grid()
     X = encode(enc, {f.name: f.values[f.rep[g]] for f, g in zip(dom.factors, grid)}, dom.n)
     I, J = dom.I, dom.J
-    unit = "cell pairs" if dom.tests is not None else "pairs" if pre is None else "ordered pairs meeting the pre-condition"
-    claim = (f"{_post_text(prop)} for every pair of the {_pts(dom)} domain points that the pre-condition pairs, "
+    unit = "cell pairs" if dom.tests is not None else "pairs" if pre is None else f"ordered pairs meeting {pc}"
+    claim = (f"{_post_text(prop)} for every pair of the {_pts(dom)} domain points that {pc} pairs, "
              "on the library's runtime")
 
     def certified(checks, count):
         return certify_pairs(dom, checks, count, claim, details["runtime"], **extra)
 
     if I.size == 0:
-        claim = "no pair of the domain satisfies the pre-condition"
+        claim = f"no pair of the domain satisfies {pc}"
         res = certified(Check(np.zeros(0), "<=", 0), 0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
                        seconds=time.perf_counter() - t0, details=details, proof=res.proof, reason=claim)
@@ -267,7 +270,9 @@ def _flip_on_data(prop, ctx, model, fs, enc, mode: str, backend: str, t0: float,
     from fairspec.runtime.encoding import decode_row, encode
     from fairspec.verdict import Verdict, Witness
 
-    if fs.data is None or prop.pre or prop.relaxed or mode == "maximize":
+    from fairspec.kinds.pre_relax import relaxing
+
+    if fs.data is None or prop.pre or relaxing() or prop.relaxed or mode == "maximize":
         return None
     try:
         rows = ctx.rows(fs.name, fs.data)

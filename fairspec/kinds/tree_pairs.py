@@ -356,7 +356,10 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                               "change, so x and x' always reach the same leaves")
     from fairspec.kinds.pair_pre import restrict_domain
 
-    pre, meeting, extra = restrict_domain(prop, fs, dom)
+    from fairspec.kinds.pre_relax import pre_words
+
+    pc = pre_words()                  # inside a relaxed run (kinds/pre_relax), the relaxed one it reads
+    pre, meeting, extra = restrict_domain(prop, fs, dom, pc)
     details = {"mode": mode, "points": dom.points, "cells": dom.n, "pairs": meeting,
                **({"leaf_boxes": len(dom.boxes)} if dom.boxes is not None else {}),
                "runtime": runtime_name(model)}
@@ -367,21 +370,21 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     I, J = dom.I, dom.J
     unit = "cell pairs" if dom.tests is not None else "pairs"
     if pre is not None:
-        details["pre_condition"] = "admissible ordered pairs meeting the pre-condition"
-        unit = "ordered pairs meeting the pre-condition"
+        details["pre_condition"] = f"admissible ordered pairs meeting {pc}"
+        unit = f"ordered pairs meeting {pc}"
 
     def certified(checks, claim):
         return certify_pairs(dom, checks, int(I.size), claim, details["runtime"], **extra)
 
     if dom.I.size == 0:
-        res = certified(Check(np.zeros(0), "<=", 0), "no pair of the domain satisfies the pre-condition")
+        res = certified(Check(np.zeros(0), "<=", 0), f"no pair of the domain satisfies {pc}")
         return Verdict(prop.name, prop.kind, "holds", how="proved", backend=backend,
                        seconds=time.perf_counter() - t0, details=details, proof=res.proof,
-                       reason="no pair of the domain satisfies the pre-condition")
+                       reason=f"no pair of the domain satisfies {pc}")
     if post == "label":
         L = runtime_outputs(model, X, "label")
         checks = [Check(L[I], "<=", 0), Check(L[J], ">", 0)]
-        claim = (f"no two of the {_pts(dom)} domain points that the pre-condition pairs get different labels "
+        claim = (f"no two of the {_pts(dom)} domain points that {pc} pairs get different labels "
                  f"from the library's predict")
         measure, margin, cut = _label_measure(model, X) if mode == "maximize" else (None, False, 0.0)
     else:
@@ -391,7 +394,7 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
                            seconds=time.perf_counter() - t0)
         checks = [Check(s[I], prop.eps_op, prop.eps, minus=s[J])]
         claim = (f"|{post}(x) - {post}(x')| {prop.eps_op} {_spec_number(prop.eps)} for every pair of the {_pts(dom)} domain "
-                 "points that the pre-condition pairs, on the library's runtime")
+                 f"points that {pc} pairs, on the library's runtime")
         measure = s
     try:
         res = certified(checks, claim)

@@ -1,0 +1,476 @@
+"""A further pre-condition the solver / tree paths cannot read as a box, decided on its relaxation (session 31).
+
+The solver backends and the tree encodings read a further pre-condition only as bounds on int features the pair
+ties (kinds/lowering.tied_int_bounds: one box shared by x and x'). Any other pre-condition -- a bound on a real, on
+one side of a protected feature, ``x.a <= x'.a``, an ``or``, a ``not``, arithmetic, a category test, a feature the
+model does not read -- was ``unknown`` beyond the small domains the enumeration decides exactly (kinds/pair_pre.py).
+
+Here the problem is decided with the pre-condition RELAXED: the top-level ``and``-conjuncts that are exactly
+lowerable (tied int bounds on an encoded feature) are kept, every other whole conjunct is dropped (never a part of
+an ``or`` / ``not``). A dropped conjunct only enlarges the set of pairs, so the relaxation's pairs are a superset of
+the pairs meeting the pre-condition, and:
+
+* ``holds (proved)`` on the relaxation -- certify's Proof of the relaxed problem, unchanged -- is ``holds (proved)``
+  of the property; the verdict says it was proved for a superset and which conjuncts were not used;
+* maximize's certified bound over the relaxation is an UPPER bound of the largest measure over the pairs meeting
+  the pre-condition: kept as the interval's upper end; its lower end (a pair's measure) only from a witness that
+  meets the pre-condition;
+* ``violated`` only with a witness that meets the whole pre-condition read exactly (kinds/pair_pre.PairPre's
+  reading: Fractions, the operators as written, each constant as its float and as its decimal, ``unknown`` where
+  they disagree); a feature only the pre-condition reads (the model does not) is given a value of its domain that
+  meets it, and is named in the witness. A witness of the relaxation that does not meet it is ``unknown``, saying
+  what was found;
+* a holds (estimated) or unknown of the relaxation is ``unknown`` (an estimate over a superset says nothing of the
+  subset's share).
+
+A bound on a real the pair ties narrows the box to its closed hull (:func:`real_hull`, rounded outward in both
+readings of the constant), which kinds/lowering.lower_pair reads from its RELAXED_HULL while the relaxation runs.
+A binary tree model's leaf boxes and a tree model's class / prob(c) cells take no pre-condition: they decide it with
+all of it relaxed (:func:`leaf_boxes_relaxed`, :func:`or_relaxed`); a network's class posts (kinds/multi_pairs) as
+the binary ones.
+
+The data flips (kinds/individual_fairness, kinds/tree_outputs) stay off during the relaxed run: its witnesses would be checked against
+the pre-condition only afterwards, and a flip that misses it would cost the proof."""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+from fairspec import ir
+from fairspec.verdict import Unsupported, Verdict, unknown
+
+#: value combinations tried to give the features only the pre-condition reads a value meeting it
+MAX_COMPLETIONS = 4096
+
+#: the relaxation being decided, its ``prop`` the original property (None: none is)
+_RELAXING = contextvars.ContextVar("fairspec_pre_relaxing", default=None)
+
+
+def relaxing() -> bool:
+    """Is a relaxed pre-condition being decided (the data flips stay off: :mod:`fairspec.kinds.pre_relax`)?"""
+    return _RELAXING.get() is not None
+
+
+def pre_words() -> str:
+    """How an engine names the pre-condition it reads, in its claims and counts: ``the pre-condition``, or inside
+    a relaxed run the relaxation's kept conjuncts (``the relaxed pre-condition `x.a >= 1```), so an enumeration's
+    proof of the relaxed problem does not claim its pair count as the count of the pairs meeting the property's."""
+    r = _RELAXING.get()
+    return "the pre-condition" if r is None or not r.words else r.words
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    prop: ir.IndividualFairness       # the property with the kept conjuncts only
+    kept: tuple
+    dropped: tuple
+    hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
+    words: str = ""                   # how the engines name the relaxed pre-condition (:func:`pre_words`)
+
+
+def _conjuncts(e):
+    if isinstance(e, ir.Logic) and e.op == "and":
+        for a in e.args:
+            yield from _conjuncts(a)
+    else:
+        yield e
+
+
+def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> Relaxation | None:
+    """``prop`` with its further pre-condition relaxed to the conjuncts the lowering reads exactly; None when it
+    has none, when the lowering reads it whole (its refusal is then about something else), or when the kept
+    conjuncts alone are refused (no whole number meets them: left to the caller's unknown)."""
+    from fairspec.kinds.lowering import tied_int_bounds
+
+    if not prop.pre:
+        return None
+    encoded = {c.feature for c in enc.columns}
+    try:
+        bounds = tied_int_bounds(prop, fs)
+        if set(bounds) <= encoded:
+            return None
+    except Unsupported:
+        pass
+    kept, dropped = [], []
+    for e in prop.pre:
+        for atom in _conjuncts(e):
+            try:
+                ok = set(tied_int_bounds(replace(prop, pre=(atom,)), fs)) <= encoded
+            except Unsupported:
+                ok = False
+            (kept if ok else dropped).append(atom)
+    if not dropped:
+        return None
+    out = replace(prop, pre=tuple(kept))
+    try:
+        tied_int_bounds(out, fs)
+    except Unsupported:
+        return None
+    return Relaxation(out, tuple(kept), tuple(dropped), real_hull(prop, fs, enc, dropped))
+
+
+def real_hull(prop, fs, enc, atoms) -> tuple:
+    """The closed box the bounds ``x.f op c`` / ``x'.f op c`` / ``c op x.f`` among ``atoms`` give a real feature
+    the pair ties (x.f == x'.f: one box for both), read safely: a lower end the largest float at or below the
+    constant in both readings (the float it is stored as, the decimal it is written as), an upper end the least
+    at or above it -- `x.f > 4.5` is [4.5, hi] -- so the box holds every value meeting the bounds in either
+    reading. ((feature, least, most), ...), the declared range where a side is unbounded."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from fairspec.ir.no_pair import _as_decimal, _as_float, _bound
+
+    tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
+    numeric = {c.feature for c in enc.columns if c.kind not in ("onehot", "code")}
+    box: dict = {}
+    for atom in atoms:
+        b = _bound(atom)
+        if b is None or b[0] not in (prop.var, prop.var_prime) or b[1] not in tied or b[1] not in numeric:
+            continue
+        f = fs.get(b[1])
+        if f is None or not isinstance(f.domain, ir.RealRange) or not math.isfinite(float(b[3])):
+            continue
+        _, name, op, c = b
+        reads = [Fraction(*read(c)) for read in (_as_float, _as_decimal)]
+        lo_at, hi_at = float(min(reads)), float(max(reads))
+        if Fraction(lo_at) > min(reads):
+            lo_at = float(np.nextafter(lo_at, -np.inf))
+        if Fraction(hi_at) < max(reads):
+            hi_at = float(np.nextafter(hi_at, np.inf))
+        cur = box.get(name, (float(f.domain.lo), float(f.domain.hi)))
+        if op in (">", ">=", "=="):
+            cur = (max(cur[0], lo_at), cur[1])
+        if op in ("<", "<=", "=="):
+            cur = (cur[0], min(cur[1], hi_at))
+        box[name] = cur
+    return tuple((n, lo, hi) for n, (lo, hi) in box.items())
+
+
+# -- text ---------------------------------------------------------------------------------------------------
+
+_PREC = {"or": 1, "and": 2}
+
+
+def text(e, fs: ir.FeatureSet | None = None) -> str:
+    """The expression as the spec writes it (near enough to recognise: a category constant by its name where the
+    comparison names its feature)."""
+    if isinstance(e, ir.Const):
+        v = e.value
+        return ("true" if v else "false") if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
+    if isinstance(e, ir.FeatureRef):
+        return f"{e.var}.{e.feature}" if e.var else e.feature
+    if isinstance(e, ir.Cmp):
+        return f"{_side(e.left, e.right, fs)} {e.op} {_side(e.right, e.left, fs)}"
+    if isinstance(e, ir.InSet):
+        f = e.item.feature if isinstance(e.item, ir.FeatureRef) else None
+        vals = ", ".join(_named(v, f, fs) for v in e.values)
+        return f"{text(e.item, fs)} {'not in' if e.negated else 'in'} {{{vals}}}"
+    if isinstance(e, ir.Logic):
+        return f" {e.op} ".join(f"({text(a, fs)})" if isinstance(a, ir.Logic) and _PREC[a.op] < _PREC[e.op]
+                                else text(a, fs) for a in e.args)
+    if isinstance(e, ir.NotE):
+        return f"not ({text(e.arg, fs)})"
+    if isinstance(e, ir.ArithE):
+        return f"{text(e.left, fs)} {e.op} {text(e.right, fs)}"
+    if isinstance(e, ir.AbsE):
+        return f"|{text(e.arg, fs)}|"
+    return type(e).__name__
+
+
+def _side(e, other, fs) -> str:
+    if isinstance(e, ir.Const) and isinstance(other, ir.FeatureRef):
+        return _named(e.value, other.feature, fs)
+    return text(e, fs)
+
+
+def _named(v, feature, fs) -> str:
+    f = fs.get(feature) if fs is not None and feature is not None else None
+    if f is not None and isinstance(f.domain, ir.Categorical) and isinstance(v, int) and not isinstance(v, bool) \
+            and 0 <= v < len(f.domain.categories):
+        return str(f.domain.categories[v])
+    return text(ir.Const(v))
+
+
+def _texts(es, fs) -> str:
+    return ", ".join(f"`{text(e, fs)}`" for e in es)
+
+
+def claim(rel: Relaxation, fs) -> str:
+    """Which pairs the relaxed problem was decided over."""
+    hull = [f"{n} in [{lo!r}, {hi!r}]" for n, lo, hi in rel.hull]
+    box = (f"every pair of the domain with {', '.join([_texts(rel.kept, fs)] * bool(rel.kept) + hull)}"
+           if rel.kept or hull else "every pair of the domain")
+    return (f"{box}, a superset of the pairs meeting the pre-condition; the pre-condition's "
+            f"{_texts(rel.dropped, fs)} {'was' if len(rel.dropped) == 1 else 'were'} not used"
+            + (" (a bound on a tied real only as its closed hull, rounded outward)" if hull else ""))
+
+
+def shares_of(prop: ir.IndividualFairness, fs, shares: dict, rel: Relaxation | None = None) -> dict:
+    """A partition's ``shares`` (details.coverage.shares) saying, in ``of`` and in its summary, what they are shares
+    of under a further pre-condition: the box its tied int bounds narrow (all of it, or the kept ones of a
+    relaxation), not the whole domain; unchanged without one."""
+    if not prop.pre:
+        return shares
+    if rel is not None:
+        kept = rel.kept
+        tail = f"; the pre-condition's {_texts(rel.dropped, fs)} not used (a superset of the pairs meeting it)"
+    else:
+        kept, tail = tuple(a for e in prop.pre for a in _conjuncts(e)), ""
+    of = ((f"shares of the box the pre-condition's bounds {_texts(kept, fs)} narrow, not of the whole domain"
+           if kept else "shares of the whole domain") + tail)
+    summary = str(shares.get("summary") or "")
+    if shares.get("of"):
+        summary = summary.replace(f" ({shares['of']})", "")
+    return {**shares, "of": of, "summary": f"{summary} ({of})" if summary else summary}
+
+
+# -- the relaxed run ----------------------------------------------------------------------------------------
+
+def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, run_pair) -> Verdict | None:
+    """``prop`` decided on its relaxation by ``run_pair`` (kinds/individual_fairness), the verdict read back
+    against the whole pre-condition (:func:`finish`); None when there is no relaxation to decide."""
+    fs = ctx.spec.feature_set(prop.features)
+    try:
+        enc = ctx.encoding(prop.model)
+    except Exception:  # noqa: BLE001 - the caller reports its own refusal
+        return None
+    rel = relax(prop, fs, enc)
+    if rel is None:
+        return None
+    from fairspec.kinds.lowering import RELAXED_HULL
+
+    # the original property; the relaxed one's pre-condition as its engines name it
+    token = _RELAXING.set(replace(rel, prop=prop, words=f"the relaxed pre-condition {_texts(rel.kept, fs)}"
+                                  * bool(rel.kept)))
+    hull = RELAXED_HULL.set({n: (lo, hi) for n, lo, hi in rel.hull})     # what the lowering narrows
+    try:
+        v = run_pair(rel.prop, ctx, progress, backend)
+    finally:
+        RELAXED_HULL.reset(hull)
+        _RELAXING.reset(token)
+    return finish(prop, rel, v, fs, enc, backend, t0)
+
+
+def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
+    """A binary tree model's branch and bound over leaf boxes (kinds/tree_boxes, ``decide``) takes no further
+    pre-condition: decided with the whole of it relaxed -- of the property being decided, the original one
+    inside a relaxed run -- and read back against it (:func:`finish`)."""
+    orig = _RELAXING.get().prop if _RELAXING.get() is not None else prop
+    fs = ctx.spec.feature_set(orig.features)
+    whole = Relaxation(replace(orig, pre=()), (), tuple(a for e in orig.pre for a in _conjuncts(e)))
+    from fairspec.kinds.lowering import RELAXED_HULL
+
+    token = _RELAXING.set(replace(whole, prop=orig))
+    hull = RELAXED_HULL.set({})
+    try:
+        v = decide(whole.prop)
+    finally:
+        RELAXED_HULL.reset(hull)
+        _RELAXING.reset(token)
+    return finish(orig, whole, v, fs, ctx.encoding(orig.model), backend, t0)
+
+
+def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> Verdict:
+    """A tree model's class / prob(c) / logit(c) / value post (kinds/tree_outputs, ``decide``) left ``before``
+    (``unknown``) under a further pre-condition -- read on values, every value its own cell, too many cells --
+    decided on the cells of the split tests with the whole of it relaxed (:func:`leaf_boxes_relaxed`); ``before``,
+    with why the relaxation did not decide it either, where it does not."""
+    try:
+        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide)
+    except Unsupported as e:
+        return replace(before, reason=f"{before.reason}; its relaxation was not decided either ({e})")
+    if v.status != "unknown":
+        return v
+    return replace(before, reason=f"{before.reason}; on its relaxation: {v.reason}")
+
+
+def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:
+    """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules), whichever engine decided
+    it (an enumeration of the relaxed property too); a verdict this function already read back against ``prop``'s
+    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`)."""
+    import time
+
+    if _read_back(v):
+        return v
+    said = claim(rel, fs)
+    details = {**(v.details or {}), "pre_condition": {"relaxed": said, "kept": [text(e, fs) for e in rel.kept],
+                                                      "not_used": [text(e, fs) for e in rel.dropped]}}
+    cov = details.get("coverage")
+    if isinstance(cov, dict) and isinstance(cov.get("shares"), dict):
+        details["coverage"] = {**cov, "shares": shares_of(prop, fs, cov["shares"], rel)}
+    seconds = time.perf_counter() - t0
+    upper = None if v.bound is None or not math.isfinite(float(v.bound[1])) else (float("-inf"), float(v.bound[1]))
+
+    def not_decided(why: str) -> Verdict:
+        d = dict(details)
+        if upper is not None:
+            d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; no pair meeting the "
+                            "pre-condition measured")
+        return unknown(prop, why, backend=v.backend or backend, seconds=seconds, details=d, bound=upper)
+
+    if v.status == "holds" and v.how == "proved":
+        d = dict(details)
+        bound, value = v.bound, v.value
+        if bound is not None:
+            # the maximum over a superset: an upper bound; its lower end was a pair's that may not meet it
+            bound, value = upper, None
+            d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}" if upper is not None
+                            else "no certified upper bound")
+        elif value is not None:
+            value = None
+        reason = f"proved for {said}" + (f"; {v.reason}" if v.reason else "")
+        return replace(v, name=prop.name, value=value, bound=bound, details=d, reason=reason, seconds=seconds)
+    if v.status == "holds":
+        return not_decided(f"the relaxation ({said}) holds only {v.how}: an estimate over a superset of the pairs "
+                           "says nothing of the pairs meeting the pre-condition")
+    if v.status == "violated":
+        w = v.witness
+        if w is None:
+            return not_decided(f"the relaxation ({said}) is violated with no witness pair to check against the "
+                               "pre-condition")
+        try:
+            got = complete_witness(prop, fs, enc, w)
+        except Unsupported as e:
+            return not_decided(f"the relaxation ({said}) is violated by a pair the pre-condition cannot be read on "
+                               f"exactly ({e})")
+        if got is None:
+            return not_decided(f"a pair violating the relaxation was found ({_pair_text(w)}), but it does not meet "
+                               f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}")
+        d = dict(details)
+        value, bound = v.value, v.bound
+        if bound is not None and "domain_maximum" in d:
+            # the relaxation's largest measure is another pair's (the enumeration's witness is not at it), which
+            # may not meet the pre-condition: only its certified upper bound is one of the property's maximum
+            value, bound = None, upper
+            d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; the witness (its measure "
+                            "details.witness_value) meets the pre-condition, the relaxation's largest "
+                            "(details.domain_maximum) is another pair's" if upper is not None else
+                            "no certified upper bound")
+        elif bound is not None and upper is not None:
+            d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
+                            "pre-condition")
+        return replace(v, name=prop.name, witness=got, details=d, seconds=seconds, value=value, bound=bound,
+                       reason=f"{v.reason or 'a counterexample pair'}; the pair meets the pre-condition, read "
+                              f"exactly (decided over {said})")
+    d = dict(details)
+    if upper is not None:
+        d["maximum"] = f"at most {upper[1]!r}: the certified upper bound over {said}"
+    return unknown(prop, f"{v.reason} (decided over {said})", backend=v.backend or backend, seconds=seconds,
+                   details=d, bound=upper)
+
+
+def _read_back(v: Verdict) -> bool:
+    """Did :func:`finish` read ``v`` back? Its details.pre_condition is the object only it sets (the enumerations
+    set a sentence there, about the pre-condition of the property they decided: a relaxed one inside the run)."""
+    pc = (v.details or {}).get("pre_condition")
+    return isinstance(pc, dict) and "relaxed" in pc and "not_used" in pc
+
+
+def named_witness(prop, ctx, v: Verdict) -> Verdict:
+    """A violated verdict of a property with a further pre-condition, its witness naming the features only the
+    pre-condition reads (the solvers' pair has none of them: a tied int bound on a feature the model does not read
+    narrows no column) with values of their domains that meet it (:func:`complete_witness`); ``unknown`` if it
+    cannot be given such values. Inside a relaxed run, and where the witness names them all, as it is."""
+    from fairspec.kinds.pair_pre import pre_features
+
+    w = v.witness
+    if relaxing() or all(n in w.features and n in w.features_prime for n in pre_features(prop)):
+        return v
+    fs = ctx.spec.feature_set(prop.features)
+    try:
+        got = complete_witness(prop, fs, ctx.encoding(prop.model), w)
+    except Unsupported as e:
+        got, why = None, str(e)
+    else:
+        why = "no values of the features only the pre-condition reads make the pair meet it"
+    if got is None:
+        return unknown(prop, f"a counterexample pair was found ({_pair_text(w)}), but {why}: not reported",
+                       backend=v.backend, seconds=v.seconds, details=v.details)
+    return replace(v, witness=got)
+
+
+def _pair_text(w) -> str:
+    def one(f):
+        return ", ".join(f"{k} = {val!r}" for k, val in f.items())
+    return f"x: {one(w.features)}; x': {one(w.features_prime)}"
+
+
+# -- the witness against the whole pre-condition ------------------------------------------------------------
+
+def complete_witness(prop, fs, enc, w):
+    """The witness ``w`` if it meets ``prop``'s whole pre-condition read exactly -- with values of the features
+    only the pre-condition reads (the model does not: the witness lacks them) that meet it, each from its domain,
+    in the order that meets it (the post-condition is symmetric) -- else None. Raises Unsupported where the
+    pre-condition cannot be read exactly on it."""
+    import numpy as np
+
+    from fairspec.kinds.pair_pre import PairPre, pre_features
+    from fairspec.runtime.encoding import _column_value
+
+    names = pre_features(prop)
+    cols = {c.feature: c for c in enc.columns}
+    for side in (w.features, w.features_prime):
+        for n in names:
+            if n in side and isinstance(fs.get(n).domain, ir.RealRange):
+                c, x = cols.get(n), (w.x if side is w.features else w.x_prime)
+                # the value the witness prints is the one the model read (decode_row's shortest number)
+                if c is None or c.kind in ("onehot", "code") or _column_value(c, float(side[n])) != float(x[c.offset]):
+                    raise Unsupported(f"its value of {n} is not exactly the model's input")
+    missing = [n for n in names if n not in w.features or n not in w.features_prime]
+    choices = []
+    for n in missing:
+        f = fs.get(n)
+        if isinstance(f.domain, ir.RealRange) or (isinstance(f.domain, ir.IntRange) and f.domain.hi - f.domain.lo > 255):
+            raise Unsupported(f"the pre-condition reads {n}, which the model does not, on too many values to choose one")
+        vals = list(f.values()) if f.is_discrete else list(range(int(f.domain.lo), int(f.domain.hi) + 1))
+        tol = dict(prop.relaxed)
+        if n in prop.free:
+            choices.append([(a, b) for a in vals for b in vals])
+        elif n in tol:
+            choices.append([(a, b) for a in vals for b in vals if _within(a, b, prop.relaxed_op(n), tol[n])])
+        else:
+            choices.append([(a, a) for a in vals])
+    for k, combo in enumerate(itertools.product(*choices)):
+        if k >= MAX_COMPLETIONS:
+            raise Unsupported(f"the pre-condition reads {', '.join(missing)}, which the model does not, on more than "
+                              f"{MAX_COMPLETIONS:,} value combinations")
+        fx, fy = dict(w.features), dict(w.features_prime)
+        for n, (a, b) in zip(missing, combo):
+            fx[n], fy[n] = a, b
+        pre = PairPre(prop, fs, {n: np.zeros(2) for n in names})
+        for ordered, (px, py) in ((w, (fx, fy)), (None, (fy, fx))):
+            env = {}
+            for n in names:
+                env[(prop.var, n)] = _exact_value(fs.get(n), px[n])
+                env[(prop.var_prime, n)] = _exact_value(fs.get(n), py[n])
+            if all(pre._decide(e, env) for e in prop.pre):
+                got = replace(w, features=fx, features_prime=fy)
+                return got if ordered is not None else PairPre.swapped(got)
+    return None
+
+
+def _within(a, b, op, t) -> bool:
+    from fractions import Fraction
+
+    d = abs(Fraction(a) - Fraction(b))
+    return d < Fraction(t) if op == "<" else d <= Fraction(t)
+
+
+def _exact_value(f, v):
+    """A witness's feature value as PairPre reads it: a category's index, a boolean's 0 / 1, a number as it is."""
+    d = f.domain
+    if isinstance(d, ir.Categorical):
+        if v not in d.categories:
+            raise Unsupported(f"the witness's {f.name} = {v!r} is no category of it")
+        return d.categories.index(v)
+    if isinstance(d, ir.Boolean):
+        return int(bool(v))
+    if isinstance(d, ir.IntRange):
+        if float(v) != round(float(v)):
+            raise Unsupported(f"the witness's {f.name} = {v!r} is no whole number")
+        return int(round(float(v)))
+    return float(v)
