@@ -106,3 +106,26 @@ def test_abs_of_sparse_rows_is_the_same_matrix_with_absolute_values():
     assert np.array_equal(B.row, A.row) and np.array_equal(B.col, A.col)
     assert np.array_equal(B.val, [1.5, 2.0, 0.25]) and np.array_equal(A.val, [-1.5, 2.0, -0.25])
     assert np.array_equal(B.todense(), np.abs(A.todense()))
+
+
+def test_interval_bounds_reuse_their_product_matrices_and_give_the_same_numbers():
+    """rigorous_ibp's interval products find their cached [W+, W-, b] on every call (as_layers passes a
+    float64 bias on as the same object, the one-hot first layer's columns are one array per W): a second
+    call adds nothing to the cache and returns the same bounds."""
+    from fairspec.certify import rounding
+    from fairspec.certify.chains import as_layers
+    from fairspec.certify.network import rigorous_ibp
+
+    rng = np.random.default_rng(3)
+    W1, b1 = rng.normal(size=(4, 6)), rng.normal(size=4)
+    W2, b2 = rng.normal(size=(1, 4)), rng.normal(size=1)
+    net = [(W1, b1, True), (W2, b2, False)]
+    assert as_layers(net)[0][1] is b1 and as_layers(net)[1][1] is b2
+    lo, hi = np.zeros(6), np.array([1, 1, 1, 2.0, 1, 1])
+    groups = ((0, 1, 2),)
+    first = rigorous_ibp(net, lo, hi, groups)
+    size = len(rounding._PREP)
+    for _ in range(3):
+        again = rigorous_ibp(net, lo, hi, groups)
+        assert all(np.array_equal(a, c) and np.array_equal(b, d) for (a, b), (c, d) in zip(first, again))
+    assert len(rounding._PREP) == size
