@@ -19,7 +19,7 @@ pytest.importorskip("highspy")
 
 
 def _band_problem(seed):
-    from tests.test_bab import _problem
+    from test_bab import _problem
 
     return _problem(np.random.default_rng(100 + seed), "prob", eps=0.125, onehot=seed % 4 == 1)
 
