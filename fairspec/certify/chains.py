@@ -37,7 +37,11 @@ def as_layers(net) -> list[tuple[np.ndarray, np.ndarray, bool]]:
         else:
             W, b, relu = L.W, L.b, L.relu
         W = np.asarray(W, dtype=np.float64)
-        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        b = np.asarray(b, dtype=np.float64)
+        if b.ndim != 1:
+            b = b.reshape(-1)
+        # (a float64 vector is passed on as the same object: interval_matmul's product cache is keyed by
+        # the arrays' identity, which a fresh reshape view missed on every call)
         if W.ndim != 2 or b.shape != (W.shape[0],):
             raise ValueError(f"layer shapes do not fit: W {W.shape}, b {b.shape}")
         if out and out[-1][0].shape[0] != W.shape[1]:

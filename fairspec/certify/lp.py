@@ -57,7 +57,10 @@ class SparseRows:
         return np.bincount(self.row, weights=self.val * x[self.col], minlength=self.shape[0])
 
     def __abs__(self):
-        return SparseRows(self.shape, self.row, self.col, np.abs(self.val))
+        # the same shape, rows and columns (checked when self was made): only the values change
+        a = object.__new__(SparseRows)
+        a.shape, a.row, a.col, a.val = self.shape, self.row, self.col, np.abs(self.val)
+        return a
 
     def todense(self) -> np.ndarray:
         D = np.zeros(self.shape)

@@ -89,6 +89,24 @@ def precision_refusal(precision) -> str:
 # Interval bounds
 # ---------------------------------------------------------------------------------------------
 
+_COLUMNS: dict = {}
+
+
+def _columns(W, cols):
+    """``W[:, cols]``, the same array object for the same W and columns (interval_matmul caches its
+    product matrices by the arrays' identity; a fresh slice per call missed). The cache keeps W alive,
+    so its id is not reused while cached."""
+    key = (id(W), tuple(cols))
+    hit = _COLUMNS.get(key)
+    if hit is not None and hit[0] is W:
+        return hit[1]
+    if len(_COLUMNS) > 64:
+        _COLUMNS.clear()
+    sub = W[:, cols]
+    _COLUMNS[key] = (W, sub)
+    return sub
+
+
 def _first_layer_bounds(W, b, lo, hi, onehot_groups):
     """Rigorous bounds of W x + b over the box with each one-hot group exactly one (a group
     contributes [min, max] of its allowed columns instead of the interval sum)."""
@@ -96,7 +114,7 @@ def _first_layer_bounds(W, b, lo, hi, onehot_groups):
         return interval_matmul(W, b, lo, hi)
     grouped = sorted({i for g in onehot_groups for i in g})
     rest = [i for i in range(W.shape[1]) if i not in set(grouped)]
-    ylo, yhi = interval_matmul(W[:, rest], b, lo[rest], hi[rest])
+    ylo, yhi = interval_matmul(_columns(W, rest), b, lo[rest], hi[rest])
     los, his = [ylo], [yhi]
     for g in onehot_groups:
         g = list(g)

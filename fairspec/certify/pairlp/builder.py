@@ -118,7 +118,10 @@ class TreeBuilder:
             raise ValueError(f"node {node} is not open")
         case, dec, depth = self._nodes[node][:3]
         t = Tighten(dict(bounds), dict(certs))
-        child_dec, why = _tightened(self.q, case, dec, t)
+        # the node's state and LP as this builder computed them (node_state / node_lp of the same
+        # query, case and decisions), not computed a second time
+        st = self.state(node)
+        child_dec, why = _tightened(self.q, case, dec, t, st, None if st.empty else self.lp(node))
         if child_dec is None:
             raise ValueError(why)
         self._open.discard(node)

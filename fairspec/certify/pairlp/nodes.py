@@ -135,8 +135,15 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     diffs = []
     pdiffs = []
     for k, (W, b, relu) in enumerate(q.layers):
-        Dlo, Dhi = interval_matmul(W, q._zeros[k], dlo, dhi)
-        _point_differences(W, dlo, dhi, Dlo, Dhi)
+        if k == 0 and not q.relaxed:
+            # without relaxed inputs the first layer's difference box is the case's alone (the free
+            # inputs' a - a', 0 elsewhere): computed once per case, the same numbers every node
+            got = q._cache.get(("d0", case))
+            if got is None:
+                got = q._cache[("d0", case)] = _layer_difference(W, q._zeros[k], dlo, dhi)
+            Dlo, Dhi = got
+        else:
+            Dlo, Dhi = _layer_difference(W, q._zeros[k], dlo, dhi)
         (l0, u0), (l1, u1) = ibps[0][k], ibps[1][k]
         Dlo = np.maximum(Dlo, down(l0 - u1))
         Dhi = np.minimum(Dhi, up(u0 - l1))
@@ -186,7 +193,10 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     nv = L.n_vars
     vlo, vhi = np.zeros(nv), np.zeros(nv)
     vlo[L.x], vhi[L.x] = xlo, xhi
-    vlo[L.xp], vhi[L.xp] = np.where(np.isin(np.arange(n), q.tied), xlo, plo), np.where(np.isin(np.arange(n), q.tied), xhi, phi)
+    tied = q._cache.get("tied_mask")
+    if tied is None:                    # which inputs are tied: a constant of the query, computed once
+        tied = q._cache["tied_mask"] = np.isin(np.arange(n), q.tied)
+    vlo[L.xp], vhi[L.xp] = np.where(tied, xlo, plo), np.where(tied, xhi, phi)
     for c in (0, 1):
         for k, (W, b, relu) in enumerate(q.layers):
             l, u = ibps[c][k]
@@ -196,6 +206,13 @@ def node_state(q: PairQuery, case: int, dec: Decisions) -> NodeState:
     if L.t is not None:
         vlo[L.t], vhi[L.t] = min(z0l, -z1h), min(z0h, -z1l)
     return NodeState(False, (vlo, vhi), tuple(ibps), diffs, m, target, ok, pdiffs)
+
+
+def _layer_difference(W, zeros, dlo, dhi):
+    """Bounds of ``W d`` over the box ``[dlo, dhi]`` of ``d`` (interval product, its point rows exact)."""
+    Dlo, Dhi = interval_matmul(W, zeros, dlo, dhi)
+    _point_differences(W, dlo, dhi, Dlo, Dhi)
+    return Dlo, Dhi
 
 
 def _point_differences(W, dlo, dhi, Dlo, Dhi) -> None:

@@ -109,12 +109,15 @@ def _children(q: PairQuery, dec: Decisions, s: Split):
     return None, f"unknown split {var!r}"
 
 
-def _tightened(q: PairQuery, case: int, dec: Decisions, t: Tighten):
-    """The child decisions of a Tighten node, or a reason why its certificates fail."""
-    st = node_state(q, case, dec)
+def _tightened(q: PairQuery, case: int, dec: Decisions, t: Tighten, state=None, lp=None):
+    """The child decisions of a Tighten node, or a reason why its certificates fail. ``state`` /
+    ``lp``: the node's own ``node_state(q, case, dec)`` / ``node_lp`` when the caller already holds
+    them (TreeBuilder caches both per node; the same computation, not done twice)."""
+    st = node_state(q, case, dec) if state is None else state
     if st.empty:
         return Decisions(dec.inputs, dec.phases, dec.out, {**dec.pre, **{k: v for k, v in t.bounds.items()}}), ""
-    lp, _ = node_lp(q, case, dec, st)
+    if lp is None:
+        lp, _ = node_lp(q, case, dec, st)
     L = q.layout
     new = dict(dec.pre)
     for key, (blo, bhi) in t.bounds.items():
