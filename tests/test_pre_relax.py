@@ -49,7 +49,7 @@ def _X(pts):
 def dyadic_net(path, seed: int):
     """A 5-6-1 ReLU network with weights on a grid of 1/4 (some exactly 0): logits tie exactly."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx_nets import mlp_model
 
     rng = np.random.default_rng(seed)
     W1 = (np.round(rng.normal(size=(6, 5)) * 4) / 4).astype(np.float32)
@@ -58,13 +58,7 @@ def dyadic_net(path, seed: int):
     b1 = (np.round(rng.normal(size=6) * 2) / 4).astype(np.float32)
     W2 = (np.round(rng.normal(size=(1, 6)) * 4) / 4).astype(np.float32)
     b2 = np.array([np.round(rng.normal() * 2) / 4], dtype=np.float32)
-    inits = [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(b1, "b1"),
-             numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(b2, "b2")]
-    nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "W2", "b2"], ["logit"], transB=1)]
-    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
-                          [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = mlp_model([(W1, b1, True), (W2, b2, False)], "Identity", "logit", batch="N")
     m.ir_version = 8
     onnx.save(m, str(path))
 
