@@ -187,7 +187,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     from fairspec.models.batching import BATCHED
 
     by_batch = checked(model)
-    tied = 0
+    tied = near = 0
     order = np.argsort(-np.where(found_rows, best_mag, -np.inf))[: min(20, int(found_rows.sum()))]
     for r in order:
         combo = combos[int(best_combo[r])]
@@ -201,6 +201,9 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2, own)):
             tied += 1                   # broke in the data's batch: not in this one
             continue
+        if by_batch and bad[0] and prop.post == "label" and _decided_within_rounding(model, x, x2, own):
+            near += 1                   # a decision another batching may move (the farthest first: the rest too)
+            continue
         if bad[0]:
             if by_batch:
                 details["batching"] = {"replayed": "as a pair, reversed and each point alone",
@@ -213,6 +216,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                            seconds=time.perf_counter() - t0, details=details,
                            reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
                                   f"change of {', '.join(prop.free)}")
+    if near:
+        return unknown(prop, f"the counterfactual flips found ({near} replayed) each have a decision within the "
+                             f"runtime's rounding of the threshold: another batching of the model may decide them "
+                             f"otherwise; {BATCHED}", backend="data", seconds=time.perf_counter() - t0,
+                       details={**details, "batching": {"candidates_batch_dependent": tied,
+                                                        "candidates_within_rounding": near}})
     if tied:
         return unknown(prop, f"{tied} candidate pair{'s' if tied != 1 else ''} of data rows break"
                              f"{'s' if tied == 1 else ''} it in the data's batch and not in another (as a pair, "
@@ -230,6 +239,26 @@ def _breaks_in_every_batching(prop, model, x, x2, own: bool = False) -> bool:
     rev = _post_values(model, np.stack([x2, x]), own)
     one, two = _post_values(model, x[None, :], own), _post_values(model, x2[None, :], own)
     return bool(violation(prop, model, rev[1:], rev[:1], own)[0][0] and violation(prop, model, one, two, own)[0][0])
+
+
+def _decided_within_rounding(model, x, x2, own: bool = False) -> bool:
+    """Does a decision of the pair lie within the runtime's rounding of its threshold (the spread of
+    :func:`fairspec.backends.data.batching.spread`: twice certify's error bound where it covers the model,
+    else the assumed one), where a batching other than those replayed may decide it otherwise?"""
+    from fairspec.backends.data.batching import _predict_is_score, decide_and_score, spread
+
+    X = np.stack([x, x2])
+    if own:
+        _, z, thr = decide_and_score(model, X)
+        by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
+    else:
+        z, thr, by_predict = np.asarray(model.score(X), dtype=np.float64), float(model.threshold), False
+    z = np.asarray(z, dtype=np.float64).reshape(-1)
+    if z.size != 2:                     # not one score per point: no threshold to be near
+        return False
+    width, _ = spread(model, X, z, by_predict=by_predict)
+    with np.errstate(invalid="ignore"):
+        return not bool(np.all(np.abs(z - thr) > width))
 
 
 def _broken(prop) -> str:
