@@ -30,6 +30,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 _requested = threading.Event()
 _hooks: list = []
@@ -93,13 +94,40 @@ def _cancel(signum=signal.SIGINT) -> None:
     if not _signum:
         _signum = int(signum)
     _requested.set()
+    _call_hooks()
+    _keep_cancelling()
+
+
+def _call_hooks() -> int:
+    """Call every registered cancel hook; the solver sections open."""
     with _lock:
-        hooks = list(_hooks)
+        hooks, depth = list(_hooks), _depth
     for h in hooks:
         try:
             h()
         except Exception:  # noqa: BLE001 - a solver that cannot be cancelled stops at its own limit
             pass
+    return depth
+
+
+_keeper: list = []  # the thread of _keep_cancelling, while it runs
+
+
+def _keep_cancelling() -> None:
+    """Call the cancel hooks again every 50 ms while a solver section is open after a signal. A cancel that
+    came before the solver's own call started was lost (z3 clears an interrupt when its check begins: a
+    Ctrl-C between the section's start and z3's check was ignored until the proof's budget ran out)."""
+    with _lock:
+        if _keeper and _keeper[0].is_alive():
+            return
+
+        def run():
+            while _requested.is_set() and _call_hooks():
+                time.sleep(0.05)
+
+        t = threading.Thread(target=run, name="fairspec-cancel", daemon=True)
+        _keeper[:] = [t]
+    t.start()
 
 
 @contextlib.contextmanager
@@ -112,6 +140,8 @@ def solver_section(cancel=None):
         _depth += 1
         if cancel is not None:
             _hooks.append(cancel)
+    if cancel is not None and _requested.is_set():  # a signal between check() and the hook's registration
+        _keep_cancelling()
     try:
         yield
     except Exception:  # a solver that reports its cancellation as an error: the interrupt it is
