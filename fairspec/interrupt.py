@@ -35,7 +35,7 @@ import time
 _requested = threading.Event()
 _hooks: list = []
 _depth = 0
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the signal handler (_cancel) takes it in the main thread, which may hold it
 _signals = 0
 _signum = 0  # the first signal received (SIGINT or SIGTERM); 0: none
 _defer = False  # installed(defer=True): a signal is recorded, never raised (the report is being written)
