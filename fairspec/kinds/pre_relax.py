@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, replace
 
 from fairspec import ir
+from fairspec.ir.no_pair import _conjuncts
 from fairspec.verdict import Unsupported, Verdict, unknown
 
 #: value combinations tried to give the features only the pre-condition reads a value meeting it
@@ -69,14 +70,6 @@ class Relaxation:
     dropped: tuple
     hull: tuple = ()                  # (feature, least, most): a tied real's closed hull of dropped bounds on it
     words: str = ""                   # how the engines name the relaxed pre-condition (:func:`pre_words`)
-
-
-def _conjuncts(e):
-    if isinstance(e, ir.Logic) and e.op == "and":
-        for a in e.args:
-            yield from _conjuncts(a)
-    else:
-        yield e
 
 
 def relax(prop: ir.IndividualFairness, fs: ir.FeatureSet, enc: ir.Encoding) -> Relaxation | None:

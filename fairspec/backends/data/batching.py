@@ -107,11 +107,16 @@ def decision_fragile(model, X: np.ndarray, d: np.ndarray, z: np.ndarray, thr: fl
     """:func:`fragile_rows` of the model's own decision (``decide_and_score``)."""
     if z.size == 0:
         return fragile_rows(X, d, z, 0.0, "assumed", model.decide)
-    by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
-    width, bound = spread(model, X, z, by_predict=by_predict)
+    width, bound = decision_spread(model, X, z)
     with np.errstate(invalid="ignore"):
         gap = np.abs(z - thr)
     return fragile_rows(X, d, gap, width, bound, model.decide)
+
+
+def decision_spread(model, X: np.ndarray, z: np.ndarray) -> tuple[float, str]:
+    """:func:`spread` of the scores ``z`` the model's own decision thresholds (``decide_and_score``)."""
+    by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
+    return spread(model, X, z, by_predict=by_predict)
 
 
 def fragile_rows(X: np.ndarray, d: np.ndarray, gap: np.ndarray, width: float, bound: str, decide,

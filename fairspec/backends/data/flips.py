@@ -245,18 +245,17 @@ def _decided_within_rounding(model, x, x2, own: bool = False) -> bool:
     """Does a decision of the pair lie within the runtime's rounding of its threshold (the spread of
     :func:`fairspec.backends.data.batching.spread`: twice certify's error bound where it covers the model,
     else the assumed one), where a batching other than those replayed may decide it otherwise?"""
-    from fairspec.backends.data.batching import _predict_is_score, decide_and_score, spread
+    from fairspec.backends.data.batching import decide_and_score, decision_spread, spread
 
     X = np.stack([x, x2])
     if own:
         _, z, thr = decide_and_score(model, X)
-        by_predict = bool(getattr(model, "label_by_predict", False)) and not _predict_is_score(model)
     else:
-        z, thr, by_predict = np.asarray(model.score(X), dtype=np.float64), float(model.threshold), False
+        z, thr = np.asarray(model.score(X), dtype=np.float64), float(model.threshold)
     z = np.asarray(z, dtype=np.float64).reshape(-1)
     if z.size != 2:                     # not one score per point: no threshold to be near
         return False
-    width, _ = spread(model, X, z, by_predict=by_predict)
+    width, _ = decision_spread(model, X, z) if own else spread(model, X, z)
     with np.errstate(invalid="ignore"):
         return not bool(np.all(np.abs(z - thr) > width))
 
