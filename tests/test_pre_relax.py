@@ -622,3 +622,25 @@ def test_a_violated_maximum_whose_witness_is_not_the_relaxation_s_largest_keeps_
         else:
             assert got.value == 2.5 and got.bound == (2.5, 4.5)
         assert isinstance(got.details["pre_condition"], dict)
+
+
+@pytest.mark.parametrize("req", ["(x.a + 1) * 2 > 3 or x.g == C", "x.a - (x'.a - 2) >= 1 and not (x.s == true)",
+                                 "x.a / 2 < 3 and (x.g in {A, B} or x.a * 3 - 1 <= x'.a)"])
+def test_a_pre_condition_printed_in_a_reason_parses_back_to_the_same_condition(tmp_path, req):
+    """The conjuncts named in a relaxation's reason (pre_relax.text) are fairspec: written back into the spec
+    they give the same IR (arithmetic nested as written, categories by name)."""
+    from fairspec.kinds.pre_relax import text
+    from fairspec.pipeline import lint
+
+    dyadic_net(tmp_path / "m.onnx", 0)
+
+    def pre_of(r):
+        _spec(tmp_path, "s", r, "label(m(x)) == label(m(x'))")
+        res = lint(tmp_path / "p.fair")
+        assert res.spec is not None, [d.message for d in res.diagnostics]
+        (prop,) = res.spec.properties
+        return prop.pre, res.spec.feature_set(prop.features)
+
+    pre, fs = pre_of(req)
+    printed = " and ".join(text(e, fs) for e in pre)
+    assert pre_of(printed)[0] == pre, (req, printed)

@@ -167,8 +167,10 @@ def text(e, fs: ir.FeatureSet | None = None) -> str:
                                 else text(a, fs) for a in e.args)
     if isinstance(e, ir.NotE):
         return f"not ({text(e.arg, fs)})"
-    if isinstance(e, ir.ArithE):
-        return f"{text(e.left, fs)} {e.op} {text(e.right, fs)}"
+    if isinstance(e, ir.ArithE):     # a nested operation in parentheses: the text parses to the same tree
+        def operand(a):
+            return f"({text(a, fs)})" if isinstance(a, ir.ArithE) else text(a, fs)
+        return f"{operand(e.left)} {e.op} {operand(e.right)}"
     if isinstance(e, ir.AbsE):
         return f"|{text(e.arg, fs)}|"
     return type(e).__name__
