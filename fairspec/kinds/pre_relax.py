@@ -247,7 +247,17 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
-    return finish(prop, rel, v, fs, enc, backend, t0)
+    return finish(prop, rel, v, fs, enc, backend, t0, searcher(prop, ctx, fs, enc, backend))
+
+
+def searcher(prop, ctx, fs, enc, backend: str):
+    """``search(pair)``: kinds/pre_search's search for a pair meeting ``prop``'s whole pre-condition that breaks
+    its post, from the relaxation's ``pair`` (a Witness, or None)."""
+    def search(pair):
+        from fairspec.kinds.pre_search import search as run
+
+        return run(prop, ctx, fs, enc, backend, pair)
+    return search
 
 
 def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
@@ -266,7 +276,8 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
-    return finish(orig, whole, v, fs, ctx.encoding(orig.model), backend, t0)
+    enc = ctx.encoding(orig.model)
+    return finish(orig, whole, v, fs, enc, backend, t0, searcher(orig, ctx, fs, enc, backend))
 
 
 def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> Verdict:
@@ -283,10 +294,12 @@ def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> V
     return replace(before, reason=f"{before.reason}; on its relaxation: {v.reason}")
 
 
-def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:
+def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, search=None) -> Verdict:
     """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules), whichever engine decided
     it (an enumeration of the relaxed property too); a verdict this function already read back against ``prop``'s
-    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`)."""
+    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`).
+    Where it would be ``unknown``, ``search(pair)`` (:func:`searcher`: kinds/pre_search, from the relaxation's
+    witness or None) may find a replayed pair meeting the whole pre-condition: ``violated`` with it."""
     import time
 
     if _read_back(v):
@@ -300,12 +313,20 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
     seconds = time.perf_counter() - t0
     upper = None if v.bound is None or not math.isfinite(float(v.bound[1])) else (float("-inf"), float(v.bound[1]))
 
-    def not_decided(why: str) -> Verdict:
+    def not_decided(why: str, pair=None) -> Verdict:
         d = dict(details)
+        if search is not None:
+            from fairspec.kinds.pre_search import found_verdict
+
+            got = search(pair)
+            if got.witness is not None:
+                return found_verdict(prop, got, v, d, upper, said, backend, t0)
+            why = f"{why}; {got.tried}"
         if upper is not None:
             d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; no pair meeting the "
                             "pre-condition measured")
-        return unknown(prop, why, backend=v.backend or backend, seconds=seconds, details=d, bound=upper)
+        return unknown(prop, why, backend=v.backend or backend, seconds=time.perf_counter() - t0, details=d,
+                       bound=upper)
 
     if v.status == "holds" and v.how == "proved":
         d = dict(details)
@@ -331,10 +352,10 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
             got = complete_witness(prop, fs, enc, w)
         except Unsupported as e:
             return not_decided(f"the relaxation ({said}) is violated by a pair the pre-condition cannot be read on "
-                               f"exactly ({e})")
+                               f"exactly ({e})", w)
         if got is None:
             return not_decided(f"a pair violating the relaxation was found ({_pair_text(w)}), but it does not meet "
-                               f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}")
+                               f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}", w)
         d = dict(details)
         value, bound = v.value, v.bound
         if bound is not None and "domain_maximum" in d:
@@ -351,11 +372,7 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
         return replace(v, name=prop.name, witness=got, details=d, seconds=seconds, value=value, bound=bound,
                        reason=f"{v.reason or 'a counterexample pair'}; the pair meets the pre-condition, read "
                               f"exactly (decided over {said})")
-    d = dict(details)
-    if upper is not None:
-        d["maximum"] = f"at most {upper[1]!r}: the certified upper bound over {said}"
-    return unknown(prop, f"{v.reason} (decided over {said})", backend=v.backend or backend, seconds=seconds,
-                   details=d, bound=upper)
+    return not_decided(f"{v.reason} (decided over {said})")
 
 
 def _read_back(v: Verdict) -> bool:

@@ -1,0 +1,244 @@
+"""kinds/pre_search: a pair meeting the whole pre-condition searched for where the relaxation's witness missed
+it (session 32), against brute force with FAIRSPEC_ENUMERATE_PAIRS=0 so the MILP / z3 / the tree encodings decide.
+
+Before, a property violated only inside the dropped conjuncts' region was ``unknown`` whenever the solver's pair
+of the relaxation lay outside it, and a bound on a tied real (``x.r > 0.45``) was ``unknown`` where the solver's
+pair sat at the hull's outward-rounded end. Now such a property is ``violated`` with a witness that meets the
+pre-condition read exactly and breaks the post on the runtime; one that holds is never ``violated``."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_pre_relax import DECLS, _pairs, _point, _points, _X, dyadic_net  # noqa: E402
+
+GN = "ABC"
+
+
+def _check(path):
+    from fairspec.pipeline import check
+
+    (v,) = check(path).verdicts
+    return v
+
+
+def _write(d, free, req, ensure, extra="", decls=DECLS, name="p.fair"):
+    (d / name).write_text(decls + f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+                                  f"  require {req}\n  ensure {ensure}\n{extra}}}\n")
+    return d / name
+
+
+def _one_cell(lab_or_broken, seed: int):
+    """A pre-condition naming one (g, a) cell whose pairs (s flipped) break the post and every cell whose
+    pairs do not: the property is violated only in that cell, which the relaxation's pair may miss."""
+    pts = _points()
+    cells = {}
+    for i, j in _pairs("s", lambda x, y: True):
+        key = (pts[i]["g"], pts[i]["a"])
+        cells[key] = cells.get(key, False) or bool(lab_or_broken(i, j))
+    bad = sorted(k for k, b in cells.items() if b)
+    calm = sorted(k for k, b in cells.items() if not b)
+    if not bad or not calm:
+        return None
+    rng = np.random.default_rng(seed)
+    g, a = bad[int(rng.integers(len(bad)))]
+    terms = [f"(x.g == {GN[g]} and x.a == {a})"] + [f"(x.g == {GN[cg]} and x.a == {ca})" for cg, ca in calm[:6]]
+    keys = {(g, a), *calm[:6]}
+    return " or ".join(terms), (lambda x, y: (x["g"], x["a"]) in keys), (g, a)
+
+
+def _judge(v, pred, broken, truth):
+    pts = _points()
+    assert v.status != "holds" or not truth, v.reason
+    if truth:
+        assert v.status == "violated", v.reason
+    if v.status == "violated":
+        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+        i, j = pts.index(x), pts.index(y)
+        assert pred(x, y) and x["s"] != y["s"] and broken(i, j), (x, y)
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    out = []
+    for seed in (0, 1, 2, 3):
+        d = tmp_path_factory.mktemp(f"search{seed}")
+        dyadic_net(d / "m.onnx", seed)
+        sess = ort.InferenceSession(str(d / "m.onnx"), providers=["CPUExecutionProvider"])
+        out.append((d, sess.run(None, {"x": _X(_points())})[0].reshape(-1)))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+@pytest.mark.parametrize("k", range(4))
+def test_a_violation_only_inside_the_dropped_conjuncts_is_found(nets, k, backend, monkeypatch):
+    """label: violated only in one (g, a) cell of an `or` the relaxation drops whole: violated, the witness in it."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[k]
+    lab = z > 0
+    got = _one_cell(lambda i, j: lab[i] != lab[j], k)
+    if got is None:
+        pytest.skip("this network flips everywhere or nowhere")
+    req, pred, _ = got
+    v = _check(_write(d, "s", req, "label(m(x)) == label(m(x'))", f"  using {backend}\n"))
+    truth = any(lab[i] != lab[j] for i, j in _pairs("s", pred))
+    assert truth
+    _judge(v, pred, lambda i, j: lab[i] != lab[j], truth)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_at_the_largest_difference_inside_the_region_lt_is_violated_and_le_is_not(nets, k, monkeypatch):
+    """logit at exactly the largest difference over the pairs meeting the pre-condition (dyadic weights: exact):
+    `<=` holds on those pairs and is never violated; `<` is violated there, with that pair."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[k]
+    pts = _points()
+    diff = {(i, j): abs(Fraction(float(z[i])) - Fraction(float(z[j]))) for i, j in _pairs("s", lambda x, y: True)}
+    # the cell with the smallest non-zero difference: the relaxation's largest pairs lie elsewhere
+    by_cell = {}
+    for (i, j), dv in diff.items():
+        key = (pts[i]["g"], pts[i]["a"])
+        by_cell[key] = max(by_cell.get(key, Fraction(0)), dv)
+    key = min((c for c in by_cell if by_cell[c] > 0), key=lambda c: by_cell[c], default=None)
+    if key is None or by_cell[key] == max(by_cell.values()):
+        pytest.skip("no cell below the largest difference")
+    top = by_cell[key]
+    eps = float(top)
+    assert Fraction(eps) == top == Fraction(repr(eps))
+    req = f"x.g == {GN[key[0]]} and (x.a == {key[1]} or x.a > 100)"
+
+    def pred(x, y):
+        return (x["g"], x["a"]) == key
+    for op in ("<=", "<"):
+        v = _check(_write(d, "s", req, f"|logit(m(x)) - logit(m(x'))| {op} {eps!r}", "  using milp\n"))
+
+        def broken(i, j, op=op):
+            return diff.get((i, j), Fraction(0)) > top if op == "<=" else diff.get((i, j), Fraction(0)) >= top
+        truth = any(broken(i, j) for i, j in _pairs("s", pred))
+        assert truth == (op == "<")
+        _judge(v, pred, broken, truth)
+
+
+@pytest.fixture(scope="module")
+def forests(tmp_path_factory):
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    out = []
+    for seed in (5, 6):
+        rng = np.random.default_rng(seed)
+        X = np.vstack([_X(_points())] * 3).astype(np.float64)
+        y = rng.integers(0, 2, size=X.shape[0])
+        est = RandomForestClassifier(n_estimators=4, max_depth=4, random_state=seed).fit(X, y)
+        d = tmp_path_factory.mktemp(f"search_trees{seed}")
+        sio.dump(est, d / "m.skops")
+        out.append((d, est))
+    return out
+
+
+@pytest.mark.parametrize("k", range(2))
+def test_a_forest_s_violation_only_inside_the_dropped_conjuncts_is_found(forests, k, monkeypatch):
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forests[k]
+    lab = est.predict(_X(_points()).astype(np.float64)) == 1
+    got = _one_cell(lambda i, j: lab[i] != lab[j], k)
+    if got is None:
+        pytest.skip("this forest flips everywhere or nowhere")
+    req, pred, _ = got
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    v = _check(_write(d, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n", decls))
+    _judge(v, pred, lambda i, j: lab[i] != lab[j], True)
+    # prob at a threshold no pair reaches: holds on every pair, never violated
+    v = _check(_write(d, "s", req, "|prob(m(x)) - prob(m(x'))| <= 1", "  using milp\n", decls))
+    assert v.status != "violated", v.reason
+
+
+REAL_DECLS = ("features F {\n  s : bool protected\n  r : real in [0, 1]\n}\n"
+              'model m = onnx("m.onnx", score = logit)\nencode F for m {\n  s : raw\n  r : raw\n}\n')
+
+
+def _real_net(path, flips_below: float | None):
+    """z = 2s - 1 + r/4 - 1/8 (every pair flips) or, with ``flips_below`` = c, z = s - 1/2 - 8 relu(r - c) (a
+    pair flips only where r < c + 1/16)."""
+    import onnx
+    from onnx_nets import mlp_model
+
+    if flips_below is None:
+        layers = [(np.array([[2.0, 0.25]]), np.array([-1.125]), False)]
+    else:
+        W1 = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+        b1 = np.array([0.0, 1.0, -flips_below])
+        layers = [(W1, b1, True), (np.array([[0.5, -0.5, -8.0]]), np.array([0.0]), False)]
+    m = mlp_model(layers, "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+@pytest.mark.parametrize("req", ["x.r > 0.45", "x.r > 0.45 and x.r < 0.7", "0.45 < x'.r", "x.r >= 0.3"])
+def test_a_bound_on_a_tied_real_is_violated_inside_its_open_region(tmp_path, req, backend, monkeypatch):
+    """Every pair flips: the solver's pair may sit at the hull's outward-rounded end (0.44999999999999996, where
+    `x.r > 0.45` holds in neither reading); the search moves it into the open region, which it must meet in both
+    readings of the constant."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _real_net(tmp_path / "m.onnx", None)
+    v = _check(_write(tmp_path, "s", req, "label(m(x)) == label(m(x'))", f"  using {backend}\n", REAL_DECLS))
+    assert v.status == "violated", v.reason
+    a, b = Fraction(v.witness.features["r"]), Fraction(v.witness.features_prime["r"])
+    assert a == b
+    for c in (Fraction("0.45"), Fraction(0.45)):
+        if "0.45" in req:
+            assert a > c
+    if "0.7" in req:
+        assert a < Fraction("0.7") and a < Fraction(0.7)
+    if "0.3" in req:
+        assert a >= Fraction("0.3") and a >= Fraction(0.3)
+
+
+@pytest.mark.parametrize("req", ["x.r > 0.5", "x.r >= 0.5625 or x.r > 2"])
+def test_a_tied_real_that_holds_is_never_violated(tmp_path, req, monkeypatch):
+    """Pairs flip only where r < 9/16 (a dyadic threshold): above it the property holds and is never violated,
+    in the open or the closed reading."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    _real_net(tmp_path / "m.onnx", 0.5)
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    r = np.linspace(0, 1, 4097, dtype=np.float32)
+    X = np.concatenate([np.stack([np.zeros_like(r), r], 1), np.stack([np.ones_like(r), r], 1)]).astype(np.float32)
+    z = sess.run(None, {"x": X})[0].reshape(-1)
+    flips = r[(z[:r.size] > 0) != (z[r.size:] > 0)]
+    assert flips.size and float(flips.max()) < 0.5625
+    v = _check(_write(tmp_path, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n", REAL_DECLS))
+    if req.startswith("x.r > 0.5 "[:9]) and req == "x.r > 0.5":
+        assert v.status in ("violated", "unknown"), v.reason      # r in (0.5, 0.5625): truly violated
+        if v.status == "violated":
+            assert Fraction(v.witness.features["r"]) > Fraction(1, 2)
+    else:
+        assert v.status != "violated", v.reason
+
+
+def test_a_search_that_finds_nothing_says_what_it_tried(nets, monkeypatch):
+    """The relaxation's pairs all miss a pre-condition on which the property holds: unknown, saying the relaxation
+    pair did not meet it and what the search tried; never holds or violated."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[0]
+    lab = z > 0
+    pts = _points()
+    flips = {pts[i]["a"] for i, j in _pairs("s", lambda x, y: True) if lab[i] != lab[j]}
+    calm = sorted(set(range(10)) - flips)
+    if not flips or not calm:
+        pytest.skip("no calm value")
+    req = " or ".join(f"x.a == {a}" for a in calm)
+    v = _check(_write(d, "s", req, "label(m(x)) == label(m(x'))", "  using milp\n"))
+    assert v.status in ("unknown", "holds"), v.reason
+    if v.status == "unknown":
+        assert "a search restricted to the pre-condition's region" in v.reason and "found none" in v.reason, v.reason
