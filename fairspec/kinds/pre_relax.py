@@ -284,7 +284,13 @@ def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> V
     """A tree model's class / prob(c) / logit(c) / value post (kinds/tree_outputs, ``decide``) left ``before``
     (``unknown``) under a further pre-condition -- read on values, every value its own cell, too many cells --
     decided on the cells of the split tests with the whole of it relaxed (:func:`leaf_boxes_relaxed`); ``before``,
-    with why the relaxation did not decide it either, where it does not."""
+    with why the relaxation did not decide it either, where it does not. Not where the property's time budget is
+    spent: ``before`` timed out, and the relaxation would take its time again."""
+    from fairspec.planning import setting
+
+    left = ctx.remaining(setting(prop, "timeout", backend))
+    if left is not None and left <= 0:
+        return replace(before, reason=f"{before.reason}; its relaxation was not tried: the time budget was spent")
     try:
         v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide)
     except Unsupported as e:

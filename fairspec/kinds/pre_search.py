@@ -78,6 +78,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
     rng = np.random.default_rng(int(setting(prop, "seed", backend) or 0))
     scorer = _Scorer(prop, model, enc, tree)
     pool = []                                   # (margin, A, B) of candidates meeting the pre-condition (floats)
+    seen = set()                                # candidates checked exactly already
     scored = checked = 0
     why = ""
 
@@ -94,6 +95,10 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
         for k in np.argsort(-m, kind="stable"):
             if m[k] < -1e-9 * max(1.0, abs(float(m[k]))) or checked >= MAX_CHECKED:
                 break
+            key = tuple(float(v[k]) for v in A.values()) + tuple(float(v[k]) for v in B.values())
+            if key in seen:
+                continue
+            seen.add(key)
             checked += 1
             got, whynot = _verified(prop, ctx, fs, enc, model, tree, space, A, B, int(k))
             if got is not None:
