@@ -225,9 +225,12 @@ def shares_of(prop: ir.IndividualFairness, fs, shares: dict, rel: Relaxation | N
 
 # -- the relaxed run ----------------------------------------------------------------------------------------
 
-def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, run_pair) -> Verdict | None:
+def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, run_pair,
+                search=None) -> Verdict | None:
     """``prop`` decided on its relaxation by ``run_pair`` (kinds/individual_fairness), the verdict read back
-    against the whole pre-condition (:func:`finish`); None when there is no relaxation to decide."""
+    against the whole pre-condition (:func:`finish`); None when there is no relaxation to decide. ``search``
+    (kinds/pre_search.searcher, given by the caller: it imports the engines that import this module):
+    ``search(prop, ctx, fs, enc, backend)`` is finish's search for a pair meeting the whole pre-condition."""
     fs = ctx.spec.feature_set(prop.features)
     try:
         enc = ctx.encoding(prop.model)
@@ -247,20 +250,10 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
-    return finish(prop, rel, v, fs, enc, backend, t0, searcher(prop, ctx, fs, enc, backend))
+    return finish(prop, rel, v, fs, enc, backend, t0, None if search is None else search(prop, ctx, fs, enc, backend))
 
 
-def searcher(prop, ctx, fs, enc, backend: str):
-    """``search(pair)``: kinds/pre_search's search for a pair meeting ``prop``'s whole pre-condition that breaks
-    its post, from the relaxation's ``pair`` (a Witness, or None)."""
-    def search(pair):
-        from fairspec.kinds.pre_search import search as run
-
-        return run(prop, ctx, fs, enc, backend, pair)
-    return search
-
-
-def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
+def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide, search=None) -> Verdict:
     """A binary tree model's branch and bound over leaf boxes (kinds/tree_boxes, ``decide``) takes no further
     pre-condition: decided with the whole of it relaxed -- of the property being decided, the original one
     inside a relaxed run -- and read back against it (:func:`finish`)."""
@@ -277,10 +270,10 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
     enc = ctx.encoding(orig.model)
-    return finish(orig, whole, v, fs, enc, backend, t0, searcher(orig, ctx, fs, enc, backend))
+    return finish(orig, whole, v, fs, enc, backend, t0, None if search is None else search(orig, ctx, fs, enc, backend))
 
 
-def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> Verdict:
+def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide, search=None) -> Verdict:
     """A tree model's class / prob(c) / logit(c) / value post (kinds/tree_outputs, ``decide``) left ``before``
     (``unknown``) under a further pre-condition -- read on values, every value its own cell, too many cells --
     decided on the cells of the split tests with the whole of it relaxed (:func:`leaf_boxes_relaxed`); ``before``,
@@ -292,7 +285,7 @@ def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> V
     if left is not None and left <= 0:
         return replace(before, reason=f"{before.reason}; its relaxation was not tried: the time budget was spent")
     try:
-        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide)
+        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide, search)
     except Unsupported as e:
         return replace(before, reason=f"{before.reason}; its relaxation was not decided either ({e})")
     if v.status != "unknown":
@@ -304,7 +297,7 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
     """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules), whichever engine decided
     it (an enumeration of the relaxed property too); a verdict this function already read back against ``prop``'s
     whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`).
-    Where it would be ``unknown``, ``search(pair)`` (:func:`searcher`: kinds/pre_search, from the relaxation's
+    Where it would be ``unknown``, ``search(pair)`` (kinds/pre_search.searcher's, from the relaxation's
     witness or None) may find a replayed pair meeting the whole pre-condition: ``violated`` with it."""
     import time
 
@@ -322,11 +315,9 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, 
     def not_decided(why: str, pair=None) -> Verdict:
         d = dict(details)
         if search is not None:
-            from fairspec.kinds.pre_search import found_verdict
-
-            got = search(pair)
+            got = search(pair)              # kinds/pre_search.Found
             if got.witness is not None:
-                return found_verdict(prop, got, v, d, upper, said, backend, t0)
+                return got.verdict(prop, v, d, upper, said, backend, t0)
             why = f"{why}; {got.tried}"
         if upper is not None:
             d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; no pair meeting the "

@@ -53,8 +53,21 @@ class Found:
     def __init__(self, witness=None, value=None, tried: str = ""):
         self.witness, self.value, self.tried = witness, value, tried
 
+    def verdict(self, prop, v, details: dict, upper, said: str, backend: str, t0: float):
+        return found_verdict(prop, self, v, details, upper, said, backend, t0)
 
-def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding, backend: str, seed_pair=None):
+
+def searcher(tree: bool):
+    """What kinds/individual_fairness hands kinds/pre_relax (which cannot import this module: its engines import
+    pre_relax): ``make(prop, ctx, fs, enc, backend)`` gives ``search(pair) -> Found`` for pre_relax.finish;
+    ``tree``: the model is one the tree backends read (individual_fairness.is_tree_model)."""
+    def make(prop, ctx, fs, enc, backend):
+        return lambda pair: search(prop, ctx, fs, enc, backend, tree, pair)
+    return make
+
+
+def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding, backend: str, tree: bool,
+           seed_pair=None):
     """A pair meeting ``prop``'s whole pre-condition that breaks its post-condition on the model (the module's
     steps), from the relaxation's witness ``seed_pair`` (or None) and samples of the domain: a :class:`Found`."""
     from fairspec.planning import setting
@@ -72,9 +85,6 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
 
     deadline = None if left is None else time.perf_counter() + float(left)
     model = ctx.model(prop.model)
-    from fairspec.kinds.individual_fairness import is_tree_model
-
-    tree = is_tree_model(ctx, prop.model)
     rng = np.random.default_rng(int(setting(prop, "seed", backend) or 0))
     scorer = _Scorer(prop, model, enc, tree)
     pool = []                                   # (margin, A, B) of candidates meeting the pre-condition (floats)
