@@ -277,3 +277,40 @@ def test_a_tree_output_s_time_out_is_not_retried_on_its_relaxation(tmp_path):
     ctx.encoding = lambda name: None
     pre_relax.or_relaxed(prop, ctx, "milp", 0.0, before, decide)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("k", range(2))
+def test_a_forest_s_prob_at_the_largest_difference_inside_the_region(forests, k, monkeypatch):
+    """prob of a forest (predict_proba) at the largest difference over the pairs meeting the pre-condition, the
+    threshold as written (its decimal): just at or below it (`<`) truly violated, and violated with a pair meeting
+    the pre-condition; at or above it (`<=`) holding, never violated. Judged against brute force on the library."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forests[k]
+    pts = _points()
+    p = est.predict_proba(_X(pts).astype(np.float64))[:, 1]
+    diff = {(i, j): abs(Fraction(float(p[i])) - Fraction(float(p[j]))) for i, j in _pairs("s", lambda x, y: True)}
+    by_cell = {}
+    for (i, j), dv in diff.items():
+        key = (pts[i]["g"], pts[i]["a"])
+        by_cell[key] = max(by_cell.get(key, Fraction(0)), dv)
+    key = min((c for c in by_cell if by_cell[c] > 0), key=lambda c: by_cell[c], default=None)
+    if key is None or by_cell[key] == max(by_cell.values()):
+        pytest.skip("no cell below the largest difference")
+    top = by_cell[key]
+    f = float(top)
+    below = repr(f) if Fraction(repr(f)) <= top else repr(float(np.nextafter(f, 0)))
+    above = repr(f) if Fraction(repr(f)) >= top else repr(float(np.nextafter(f, 1)))
+    req = f"x.g == {GN[key[0]]} and (x.a == {key[1]} or x.a > 100)"
+
+    def pred(x, y):
+        return (x["g"], x["a"]) == key
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    for op, eps in (("<", below), ("<=", above)):
+        v = _check(_write(d, "s", req, f"|prob(m(x)) - prob(m(x'))| {op} {eps}", "  using milp\n", decls))
+
+        def broken(i, j, op=op, t=Fraction(eps)):
+            dv = diff.get((i, j), Fraction(0))
+            return dv > t if op == "<=" else dv >= t
+        truth = any(broken(i, j) for i, j in _pairs("s", pred))
+        assert truth == (op == "<")
+        _judge(v, pred, broken, truth)
