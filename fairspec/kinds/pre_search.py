@@ -120,20 +120,23 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
     stages = [("moves", lambda: space.moves(seeds)), *[("samples", lambda: space.samples(rng, BATCH))] * 4]
     for _ in range(ROUNDS):
         stages.append(("local", lambda: space.local(rng, _best(pool, 64), BATCH)))
-    for _name, make in stages:
-        if scored >= MAX_SCORED or (deadline is not None and time.perf_counter() > deadline):
-            break
-        cand = make()
-        if cand is None:
-            continue
-        A, B = cand
-        got = batch(A, B)
-        if got is not None:
-            return got
+    stopped = ""
+    try:
+        for _name, make in stages:
+            if scored >= MAX_SCORED or (deadline is not None and time.perf_counter() > deadline):
+                break
+            cand = make()
+            if cand is None:
+                continue
+            got = batch(*cand)
+            if got is not None:
+                return got
+    except Exception as e:  # noqa: BLE001 - a search that fails finds nothing: the unknown says where it stopped
+        stopped = f"; it stopped early ({type(e).__name__}: {e})"
     tried = (f"a search restricted to the pre-condition's region ({'the relaxation pair moved, ' * bool(seeds)}"
              f"samples of the domain and a local search: {scored:,} candidate pairs meeting it, read in floats, "
              f"scored on the model; {checked} checked exactly and replayed) found none that breaks the "
-             "post-condition" + (f" (the closest: {why})" if why else ""))
+             "post-condition" + (f" (the first checked: {why})" if why else "") + stopped)
     return Found(tried=tried)
 
 
