@@ -314,3 +314,30 @@ def test_a_forest_s_prob_at_the_largest_difference_inside_the_region(forests, k,
         truth = any(broken(i, j) for i, j in _pairs("s", pred))
         assert truth == (op == "<")
         _judge(v, pred, broken, truth)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_maximize_s_interval_from_a_searched_pair_holds_the_true_maximum(nets, k, monkeypatch):
+    """maximize under a dropped pre-condition, violated only inside its region: the searched pair's measure is the
+    interval's lower end and the relaxation's certified bound its upper end; the largest difference over the pairs
+    meeting the pre-condition (brute force) lies between them."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = nets[k]
+
+    def diff(i, j):
+        return abs(Fraction(float(z[i])) - Fraction(float(z[j])))
+    every = sorted({diff(i, j) for i, j in _pairs("s", lambda x, y: True)})
+    t = every[len(every) // 2]                 # some cells above it, some not (dyadic: exact as written)
+    got = _one_cell(lambda i, j: diff(i, j) > t, k)
+    assert got is not None
+    req, pred, _ = got
+    diffs = [diff(i, j) for i, j in _pairs("s", pred)]
+    v = _check(_write(d, "s", req, f"|logit(m(x)) - logit(m(x'))| <= {float(t)!r}", "  using milp\n  mode = maximize\n"))
+    assert v.status == "violated", v.reason
+    _judge(v, pred, lambda i, j: diff(i, j) > t, True)
+    if v.bound is not None:
+        lo, hi = v.bound
+        assert Fraction(lo) <= max(diffs) <= Fraction(hi), (v.bound, max(diffs))
+        assert v.value is not None and Fraction(v.value) <= max(diffs)
+    else:
+        assert v.value is None
