@@ -341,3 +341,29 @@ def test_maximize_s_interval_from_a_searched_pair_holds_the_true_maximum(nets, k
         assert v.value is not None and Fraction(v.value) <= max(diffs)
     else:
         assert v.value is None
+
+
+@pytest.mark.parametrize("k", range(2))
+def test_a_forest_s_maximize_from_a_searched_pair_holds_the_true_maximum(forests, k, monkeypatch):
+    """A forest's prob under maximize, violated only inside a dropped region: the interval's lower end is a float
+    at or below the searched pair's exact difference, and the true maximum over the pairs meeting the
+    pre-condition (brute force on predict_proba) lies in the interval."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forests[k]
+    p = est.predict_proba(_X(_points()).astype(np.float64))[:, 1]
+
+    def diff(i, j):
+        return abs(Fraction(float(p[i])) - Fraction(float(p[j])))
+    every = sorted({diff(i, j) for i, j in _pairs("s", lambda x, y: True)})
+    t = Fraction(repr(float(every[len(every) // 2])))
+    got = _one_cell(lambda i, j: diff(i, j) > t, k)
+    assert got is not None
+    req, pred, _ = got
+    top = max(diff(i, j) for i, j in _pairs("s", pred))
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    v = _check(_write(d, "s", req, f"|prob(m(x)) - prob(m(x'))| <= {float(t)!r}", "  using milp\n  mode = maximize\n",
+                      decls))
+    assert v.status == "violated", v.reason
+    _judge(v, pred, lambda i, j: diff(i, j) > t, True)
+    if v.bound is not None:
+        assert Fraction(v.bound[0]) <= top <= Fraction(v.bound[1]), (v.bound, top)

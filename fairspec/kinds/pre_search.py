@@ -50,8 +50,9 @@ class Found:
     """The search's answer: ``witness`` (a replayed Witness meeting the pre-condition, in that order) and its
     runtime ``value``, or None and ``tried`` (what was done, for the unknown's reason)."""
 
-    def __init__(self, witness=None, value=None, tried: str = ""):
+    def __init__(self, witness=None, value=None, tried: str = "", low=None):
         self.witness, self.value, self.tried = witness, value, tried
+        self.low = value if low is None else low        # a float at or below the pair's exact measure
 
     def verdict(self, prop, v, details: dict, upper, said: str, backend: str, t0: float):
         return found_verdict(prop, self, v, details, upper, said, backend, t0)
@@ -153,7 +154,7 @@ def found_verdict(prop, got: Found, v, details: dict, upper, said: str, backend:
     value, bound = got.value, None
     if setting(prop, "mode", backend) == "maximize":
         if upper is not None and value is not None:
-            bound = (value, max(value, float(upper[1])))
+            bound = (got.low, max(value, float(upper[1])))
             d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
                             "pre-condition (found by a search restricted to it)")
         else:
@@ -217,26 +218,32 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
         moved = fragile_pair(prop, model, X2)
         if moved and not moved["reproduced"]:
             return None, "it lies within the runtime's rounding of the threshold (another batch may decide it)"
-    out, value, by = _outputs(prop, model, X2, tree)
+    out, value, low, by = _outputs(prop, model, X2, tree)
     return Found(replace(got, outputs=out, replayed_by=by), value,
-                 "a search restricted to the pre-condition's region"), None
+                 "a search restricted to the pre-condition's region", low), None
 
 
 def _outputs(prop, model, X2, tree):
-    """The pair's outputs as the witness shows them, its measure (maximize's value) and who replayed it."""
+    """The pair's outputs as the witness shows them, its measure (maximize's value: the nearest float, and a float
+    at or below it exactly) and who replayed it."""
     if tree:
+        from fractions import Fraction
+
         from fairspec.backends.trees.runtime import runtime_outputs
+        from fairspec.certify.rounding import float_down
         from fairspec.kinds.tree_pairs import runtime_name
 
         o = runtime_outputs(model, X2, prop.post)
-        value = None if prop.post == "label" else float(max(o[0] - o[1], o[1] - o[0]))
-        return (float(o[0]), float(o[1])), value, runtime_name(model)
+        ex = abs(Fraction(float(o[0])) - Fraction(float(o[1])))
+        value, low = (None, None) if prop.post == "label" else (float(ex), float_down(ex))
+        return (float(o[0]), float(o[1])), value, low, runtime_name(model)
     from fairspec.backends.data.flips import replayer_name
     from fairspec.kinds.pair_runtime import post_scores, runtime_pair_value
 
     s, _ = post_scores(prop, model, X2)
     by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
-    return (float(s[0]), float(s[1])), runtime_pair_value(prop, model, s, X2), by
+    value = runtime_pair_value(prop, model, s, X2)      # as a solver witness's value (kinds/individual_fairness)
+    return (float(s[0]), float(s[1])), value, value, by
 
 
 class _Scorer:
