@@ -367,3 +367,47 @@ def test_a_forest_s_maximize_from_a_searched_pair_holds_the_true_maximum(forests
     _judge(v, pred, lambda i, j: diff(i, j) > t, True)
     if v.bound is not None:
         assert Fraction(v.bound[0]) <= top <= Fraction(v.bound[1]), (v.bound, top)
+
+
+RELAXED_DECLS = ("features F {\n  s : bool protected\n  r : real in [0, 1]\n  a : int in [0, 9]\n}\n"
+                 'model m = onnx("m.onnx", score = logit)\nencode F for m {\n  s : raw\n  r : raw\n  a : raw\n}\n')
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_a_searched_pair_on_a_relaxed_real_meets_everything_exactly(tmp_path, case, monkeypatch):
+    """r relaxed (|x.r - x'.r| within a tolerance, `<` or `<=`), dropped conditions on both sides of it: a violated
+    witness meets the pre-condition in both readings of every constant, the tolerance and the domain exactly, and
+    breaks the post on onnxruntime (float32) as replayed here."""
+    import re
+
+    import onnx
+    from onnx_nets import mlp_model
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    pres = ["x.r > 0.45 and x'.r < 0.5", "x.r + x'.r >= 1.1", "x.r > x'.r + 0.2", "not (x.r < 0.7) or x.a == 3",
+            "x'.r <= 0.3 and x.a > 4", "x.r * 3 > 2 and x.a * 0.5 < 2"]
+    rng = np.random.default_rng(case)
+    W1, b1 = np.round(rng.normal(size=(5, 3)) * 4) / 4, np.round(rng.normal(size=5) * 2) / 4
+    W2, b2 = np.round(rng.normal(size=(1, 5)) * 4) / 4, np.round(rng.normal(size=1) * 2) / 4
+    m = mlp_model([(W1, b1, True), (W2, b2, False)], "Identity", "logit", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    op, tol = ("<", "0.25") if case % 2 else ("<=", "0.5")
+    pre = pres[case]
+    v = _check(_write(tmp_path, "s", f"|x.r - x'.r| {op} {tol}\n  require {pre}", "label(m(x)) == label(m(x'))",
+                      "  using milp\n", RELAXED_DECLS))
+    if v.status != "violated":
+        return
+    x, y = v.witness.features, v.witness.features_prime
+    rx, ry, ax = Fraction(x["r"]), Fraction(y["r"]), Fraction(x["a"])
+    assert x["a"] == y["a"] and x["s"] != y["s"] and 0 <= rx <= 1 and 0 <= ry <= 1
+    assert abs(rx - ry) < Fraction(tol) if op == "<" else abs(rx - ry) <= Fraction(tol)
+    text = pre.replace("x'.r", "RY").replace("x.r", "RX").replace("x.a", "AX")
+    for read in (Fraction, lambda t: Fraction(float(t))):          # the decimal and the float
+        expr = re.sub(r"\d+(\.\d+)?", lambda mm: f"rd('{mm.group(0)}')", text)
+        assert eval(expr, {"rd": read, "RX": rx, "RY": ry, "AX": ax}), (pre, x, y)
+    X = np.array([[float(x["s"]), float(x["r"]), float(x["a"])], [float(y["s"]), float(y["r"]), float(y["a"])]],
+                 dtype=np.float32)
+    z = sess.run(None, {"x": X})[0].reshape(-1)
+    assert (z[0] > 0) != (z[1] > 0), z
