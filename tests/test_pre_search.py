@@ -411,3 +411,51 @@ def test_a_searched_pair_on_a_relaxed_real_meets_everything_exactly(tmp_path, ca
                  dtype=np.float32)
     z = sess.run(None, {"x": X})[0].reshape(-1)
     assert (z[0] > 0) != (z[1] > 0), z
+
+
+@pytest.fixture(scope="module")
+def forests3(tmp_path_factory):
+    pytest.importorskip("skops")
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+
+    out = []
+    for seed in (7, 8):
+        X = _X(_points()).astype(np.float64)
+        y = np.random.default_rng(seed).integers(0, 3, size=X.shape[0] * 2)
+        est = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=seed).fit(np.vstack([X, X]), y)
+        d = tmp_path_factory.mktemp(f"search_trees3_{seed}")
+        sio.dump(est, d / "m.skops")
+        out.append((d, est))
+    return out
+
+
+@pytest.mark.parametrize("post", ["class", "prob", "every"])
+@pytest.mark.parametrize("k", range(2))
+def test_a_three_class_forest_s_violation_only_inside_the_dropped_conjuncts_is_found(forests3, k, post, monkeypatch):
+    """kinds/tree_outputs (class, prob(c), forall c) under a pre-condition whose only violations lie in one cell of
+    a dropped `or`: violated with a pair in it (predict / predict_proba, brute force), else never violated."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, est = forests3[k]
+    X = _X(_points()).astype(np.float64)
+    if post == "class":
+        out = est.predict(X)
+        ensure = "class(m(x)) == class(m(x'))"
+
+        def breaks(i, j):
+            return out[i] != out[j]
+    else:
+        P = est.predict_proba(X)
+        cols = [1] if post == "prob" else range(P.shape[1])
+        ensure = ("|prob(m(x), 1) - prob(m(x'), 1)| <= 0.375" if post == "prob" else
+                  "forall c: |prob(m(x), c) - prob(m(x'), c)| <= 0.375")
+
+        def breaks(i, j):
+            return any(abs(Fraction(float(P[i, c])) - Fraction(float(P[j, c]))) > Fraction(3, 8) for c in cols)
+    got = _one_cell(breaks, k)
+    if got is None:
+        pytest.skip("every cell or none breaks it")
+    req, pred, _ = got
+    decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
+    v = _check(_write(d, "s", req, ensure, "", decls))
+    _judge(v, pred, breaks, True)

@@ -23,7 +23,8 @@ pair that does is searched for, restricted to the pre-condition's region:
 
 The search is bounded by a count of scored pairs (:data:`MAX_SCORED`; the property's time budget stops it
 too) and seeded (the property's ``seed``). It only finds: no pair found is ``unknown`` with what was tried,
-never ``holds``. Binary posts (label, prob, logit) only."""
+never ``holds``. Binary posts (label, prob, logit); a tree model's class / prob(c) / logit(c) / value posts too
+(replayed on its library as kinds/tree_outputs' data flips are); not a network's class posts."""
 
 from __future__ import annotations
 
@@ -73,8 +74,8 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
     steps), from the relaxation's witness ``seed_pair`` (or None) and samples of the domain: a :class:`Found`."""
     from fairspec.planning import setting
 
-    if prop.post not in ("label", "prob", "logit"):
-        return Found(tried=f"no search for such a pair: the {prop.post} post is not searched")
+    if prop.post not in ("label", "prob", "logit") and not tree:
+        return Found(tried=f"no search for such a pair: a network's {prop.post} post is not searched")
     try:
         space = _Space(prop, fs, enc)
     except ValueError as e:
@@ -210,6 +211,13 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
 
     class _V:
         witness = got
+    if tree and prop.post not in ("label", "prob", "logit"):
+        broke = _tree_output(prop, model, X2)
+        if broke is None:
+            return None, "it does not break the post-condition on the library's runtime"
+        out, value, low, by = broke
+        return Found(replace(got, outputs=out, replayed_by=by), value,
+                     "a search restricted to the pre-condition's region", low), None
     if not flip_replays(prop, model, _V, tree):
         return None, "it does not break the post-condition on the model's runtime"
     if not tree:
@@ -221,6 +229,39 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     out, value, low, by = _outputs(prop, model, X2, tree)
     return Found(replace(got, outputs=out, replayed_by=by), value,
                  "a search restricted to the pre-condition's region", low), None
+
+
+def _tree_output(prop, model, X2):
+    """A tree model's class / prob(c) / logit(c) / value post on the encoded pair ``X2``, replayed on the library
+    and compared exactly in both orders as kinds/tree_outputs' data flips are: (outputs, value, a float at or
+    below it, who replayed it) when it breaks the post, else None; forall c: the class breaking it the most."""
+    from fractions import Fraction
+
+    from fairspec.certify.enumerate import compare_exact, largest_class
+    from fairspec.certify.rounding import float_down
+    from fairspec.kinds.tree_outputs import _outputs as library_outputs
+    from fairspec.kinds.tree_pairs import runtime_name
+
+    sw = library_outputs(model, X2, prop.post, prop.cls)
+    if sw is None:
+        return None
+
+    def kept(r):
+        return bool(compare_exact(r[:1], prop.eps_op, prop.eps, minus=r[1:])[0]
+                    and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])
+    sw = np.asarray(sw)
+    if sw.ndim == 2:
+        cols = [c for c, r in enumerate(sw) if not kept(r)]
+        if not cols:
+            return None
+        sw = sw[largest_class(sw, cols[0])]
+    elif prop.post == "class" and sw[0] == sw[1] or prop.post != "class" and kept(sw):
+        return None
+    value = low = None
+    if prop.post != "class":
+        ex = abs(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        value, low = float(ex), float_down(ex)
+    return (float(sw[0]), float(sw[1])), value, low, runtime_name(model)
 
 
 def _outputs(prop, model, X2, tree):
@@ -253,6 +294,11 @@ class _Scorer:
         self.prop, self.model, self.enc, self.tree = prop, model, enc, tree
 
     def scores(self, X):
+        if self.tree and self.prop.post not in ("label", "prob", "logit"):
+            from fairspec.kinds.tree_outputs import _outputs as library_outputs
+
+            s = library_outputs(self.model, X, self.prop.post, self.prop.cls)
+            return np.atleast_2d(np.asarray(s, dtype=np.float64)), None
         if self.tree:
             from fairspec.backends.trees.runtime import runtime_outputs
 
@@ -272,6 +318,12 @@ class _Scorer:
         n = len(next(iter(A.values())))
         V = {c.feature: np.concatenate([A[c.feature], B[c.feature]]) for c in self.enc.columns}
         s, t = self.scores(encode(self.enc, V, 2 * n))
+        if s.ndim == 2:                 # a tree model's class / prob(c) / logit(c) / value: (columns, 2n)
+            a, b = s[:, :n], s[:, n:]
+            if self.prop.post == "class":
+                return np.where(a[0] != b[0], 1.0, -1.0)
+            d = np.max(np.abs(a - b), axis=0) - float(self.prop.eps)
+            return np.where(np.isfinite(d), d, -np.inf)
         a, b = s[:n], s[n:]
         if self.prop.post == "label":
             t = float(t)
