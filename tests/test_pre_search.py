@@ -459,3 +459,8 @@ def test_a_three_class_forest_s_violation_only_inside_the_dropped_conjuncts_is_f
     decls = DECLS.replace('onnx("m.onnx", score = logit)', 'sklearn("m.skops")')
     v = _check(_write(d, "s", req, ensure, "", decls))
     _judge(v, pred, breaks, True)
+    if post == "every":         # the class whose probabilities break it, as the tree outputs' witnesses say
+        x, y = _point(v.witness.features), _point(v.witness.features_prime)
+        i, j = _points().index(x), _points().index(y)
+        c = v.details["class"]
+        assert abs(Fraction(float(P[i, c])) - Fraction(float(P[j, c]))) > Fraction(3, 8)

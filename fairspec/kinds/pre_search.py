@@ -51,8 +51,8 @@ class Found:
     """The search's answer: ``witness`` (a replayed Witness meeting the pre-condition, in that order) and its
     runtime ``value``, or None and ``tried`` (what was done, for the unknown's reason)."""
 
-    def __init__(self, witness=None, value=None, tried: str = "", low=None):
-        self.witness, self.value, self.tried = witness, value, tried
+    def __init__(self, witness=None, value=None, tried: str = "", low=None, extra=None):
+        self.witness, self.value, self.tried, self.extra = witness, value, tried, extra or {}
         self.low = value if low is None else low        # a float at or below the pair's exact measure
 
     def verdict(self, prop, v, details: dict, upper, said: str, backend: str, t0: float):
@@ -151,7 +151,7 @@ def found_verdict(prop, got: Found, v, details: dict, upper, said: str, backend:
     from fairspec.planning import setting
     from fairspec.verdict import Verdict
 
-    d = dict(details)
+    d = {**details, **got.extra}
     value, bound = got.value, None
     if setting(prop, "mode", backend) == "maximize":
         if upper is not None and value is not None:
@@ -215,9 +215,9 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
         broke = _tree_output(prop, model, X2)
         if broke is None:
             return None, "it does not break the post-condition on the library's runtime"
-        out, value, low, by = broke
+        out, value, low, by, extra = broke
         return Found(replace(got, outputs=out, replayed_by=by), value,
-                     "a search restricted to the pre-condition's region", low), None
+                     "a search restricted to the pre-condition's region", low, extra), None
     if not flip_replays(prop, model, _V, tree):
         return None, "it does not break the post-condition on the model's runtime"
     if not tree:
@@ -234,7 +234,8 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
 def _tree_output(prop, model, X2):
     """A tree model's class / prob(c) / logit(c) / value post on the encoded pair ``X2``, replayed on the library
     and compared exactly in both orders as kinds/tree_outputs' data flips are: (outputs, value, a float at or
-    below it, who replayed it) when it breaks the post, else None; forall c: the class breaking it the most."""
+    below it, who replayed it, details) when it breaks the post, else None; forall c: the class breaking it the
+    most (details.class, as kinds/tree_boxes says it)."""
     from fractions import Fraction
 
     from fairspec.certify.enumerate import compare_exact, largest_class
@@ -249,19 +250,20 @@ def _tree_output(prop, model, X2):
     def kept(r):
         return bool(compare_exact(r[:1], prop.eps_op, prop.eps, minus=r[1:])[0]
                     and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])
-    sw = np.asarray(sw)
+    sw, extra = np.asarray(sw), {}
     if sw.ndim == 2:
         cols = [c for c, r in enumerate(sw) if not kept(r)]
         if not cols:
             return None
-        sw = sw[largest_class(sw, cols[0])]
+        extra["class"] = int(largest_class(sw, cols[0]))
+        sw = sw[extra["class"]]
     elif prop.post == "class" and sw[0] == sw[1] or prop.post != "class" and kept(sw):
         return None
     value = low = None
     if prop.post != "class":
         ex = abs(Fraction(float(sw[0])) - Fraction(float(sw[1])))
         value, low = float(ex), float_down(ex)
-    return (float(sw[0]), float(sw[1])), value, low, runtime_name(model)
+    return (float(sw[0]), float(sw[1])), value, low, runtime_name(model), extra
 
 
 def _outputs(prop, model, X2, tree):
