@@ -464,3 +464,28 @@ def test_a_three_class_forest_s_violation_only_inside_the_dropped_conjuncts_is_f
         i, j = _points().index(x), _points().index(y)
         c = v.details["class"]
         assert abs(Fraction(float(P[i, c])) - Fraction(float(P[j, c]))) > Fraction(3, 8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_three_class_network_s_violation_only_inside_the_dropped_conjuncts_is_found(tmp_path, seed, monkeypatch):
+    """kinds/multi_pairs (a three-class network's class post): violated only in one cell of a dropped `or`: violated
+    with a pair in it (onnxruntime's argmax, brute force)."""
+    import onnx
+    from onnx_nets import mlp_model
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    rng = np.random.default_rng(seed)
+    W1, b1 = rng.integers(-4, 5, (6, 5)) / 4.0, rng.integers(-2, 3, 6) / 4.0
+    W2, b2 = rng.integers(-4, 5, (3, 6)) / 4.0, rng.integers(-1, 2, 3) / 4.0
+    m = mlp_model([(W1, b1, True), (W2, b2, False)], "Identity", "logits", batch="N")
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    cls = np.argmax(sess.run(None, {sess.get_inputs()[0].name: _X(_points())})[0], axis=1)
+    got = _one_cell(lambda i, j: cls[i] != cls[j], seed)
+    if got is None:
+        pytest.skip("every cell or none changes class")
+    req, pred, _ = got
+    v = _check(_write(tmp_path, "s", req, "class(m(x)) == class(m(x'))", "  using milp\n",
+                      DECLS.replace('onnx("m.onnx", score = logit)', 'onnx("m.onnx")')))
+    _judge(v, pred, lambda i, j: cls[i] != cls[j], True)

@@ -24,7 +24,8 @@ pair that does is searched for, restricted to the pre-condition's region:
 The search is bounded by a count of scored pairs (:data:`MAX_SCORED`; the property's time budget stops it
 too) and seeded (the property's ``seed``). It only finds: no pair found is ``unknown`` with what was tried,
 never ``holds``. Binary posts (label, prob, logit); a tree model's class / prob(c) / logit(c) / value posts too
-(replayed on its library as kinds/tree_outputs' data flips are); not a network's class posts."""
+(replayed on its library as kinds/tree_outputs' data flips are); a network's class post (replayed as
+kinds/multi_pairs replays its witnesses); not a network's prob(c) / logit(c)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding
     steps), from the relaxation's witness ``seed_pair`` (or None) and samples of the domain: a :class:`Found`."""
     from fairspec.planning import setting
 
-    if prop.post not in ("label", "prob", "logit") and not tree:
+    if prop.post not in ("label", "prob", "logit", "class") and not tree:
         return Found(tried=f"no search for such a pair: a network's {prop.post} post is not searched")
     try:
         space = _Space(prop, fs, enc)
@@ -218,6 +219,8 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
         out, value, low, by, extra = broke
         return Found(replace(got, outputs=out, replayed_by=by), value,
                      "a search restricted to the pre-condition's region", low, extra), None
+    if prop.post == "class" and not tree:
+        return _network_class(prop, model, got, X2)
     if not flip_replays(prop, model, _V, tree):
         return None, "it does not break the post-condition on the model's runtime"
     if not tree:
@@ -229,6 +232,24 @@ def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
     out, value, low, by = _outputs(prop, model, X2, tree)
     return Found(replace(got, outputs=out, replayed_by=by), value,
                  "a search restricted to the pre-condition's region", low), None
+
+
+def _network_class(prop, model, got, X2):
+    """A network's class post on the encoded pair ``X2`` replayed as kinds/multi_pairs replays its witnesses: the
+    runtime's predicted classes (``predict_class``, the first largest column) differ, also alone and reversed
+    within its rounding of a class boundary. (Found, None), or (None, why not)."""
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.kinds.pair_enumeration import fragile_pair
+
+    k = model.predict_class(X2)
+    if k[0] == k[1]:
+        return None, "its predicted classes do not differ on the model's runtime"
+    moved = fragile_pair(prop, model, X2)
+    if moved and not moved["reproduced"]:
+        return None, "it lies within the runtime's rounding of a class boundary (another batch may decide it)"
+    by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
+    return Found(replace(got, outputs=(float(k[0]), float(k[1])), replayed_by=by), None,
+                 "a search restricted to the pre-condition's region"), None
 
 
 def _tree_output(prop, model, X2):
@@ -309,6 +330,8 @@ class _Scorer:
             if s is None:
                 s = runtime_outputs(self.model, X, "label")
             return np.asarray(s, dtype=np.float64).reshape(-1), 0.5
+        if self.prop.post == "class":             # a network's predicted class (multi_pairs' replay reads it)
+            return np.atleast_2d(np.asarray(self.model.predict_class(X), dtype=np.float64)), None
         from fairspec.kinds.pair_runtime import label_threshold, post_scores
 
         s, _ = post_scores(self.prop, self.model, X)
