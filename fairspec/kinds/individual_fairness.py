@@ -186,6 +186,12 @@ def run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdic
     return v
 
 
+def _searcher(ctx, prop):
+    """kinds/pre_search's search for a pair meeting a relaxed pre-condition (kinds/pre_relax takes it from here)."""
+    from fairspec.kinds.pre_search import searcher
+    return searcher(is_tree_model(ctx, prop.model))
+
+
 def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdict:
     t0 = time.perf_counter()
     if prop.post in ("prob", "class_prob"):     # prob of a decision_function whose expit is no predict_proba
@@ -213,7 +219,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
             v = outputs(prop)
             if v.status == "unknown" and prop.pre:      # on the relaxation's cells (kinds/pre_relax)
                 from fairspec.kinds.pre_relax import or_relaxed
-                v = or_relaxed(prop, ctx, backend, t0, v, outputs)
+                v = or_relaxed(prop, ctx, backend, t0, v, outputs, _searcher(ctx, prop))
             return v
         # a network's class / value / class_prob (issue 25): fairspec.kinds.multi_pairs
         import sys
@@ -271,7 +277,7 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         return unknown(prop, f"the {backend} backend cannot encode this model: {e}", backend=backend,
                        seconds=time.perf_counter() - t0)
     except Unsupported as e:     # a pre-condition the lowering does not read: decided on its relaxation
-        relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair) if prop.pre else None
+        relaxed = relaxed_run(prop, ctx, progress, backend, t0, run_pair, _searcher(ctx, prop)) if prop.pre else None
         return relaxed or unknown(prop, str(e), backend=backend, seconds=time.perf_counter() - t0)
     eps = prop.eps
     if trees is not None:
@@ -412,7 +418,8 @@ def _run_pair(prop: ir.IndividualFairness, ctx, progress, backend: str) -> Verdi
         if v.status == "unknown" and prop.post in ("label", "prob", "logit"):
             if prop.pre:    # the leaf boxes take no pre-condition: decided with all of it relaxed (kinds/pre_relax)
                 from fairspec.kinds.pre_relax import leaf_boxes_relaxed
-                return leaf_boxes_relaxed(prop, ctx, backend, t0, lambda p: _by_leaf_boxes(p, ctx, mode, backend, t0, v))
+                return leaf_boxes_relaxed(prop, ctx, backend, t0, lambda p: _by_leaf_boxes(p, ctx, mode, backend, t0, v),
+                                          _searcher(ctx, prop))
             return _by_leaf_boxes(prop, ctx, mode, backend, t0, v)
         return v
     outputs = _runtime_label_output(ctx.model(prop.model)) if mode == "maximize" and prop.post == "label" else None

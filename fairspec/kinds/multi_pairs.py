@@ -54,7 +54,7 @@ def run_multi(prop: ir.IndividualFairness, ctx, progress, backend: str, kind) ->
         from fairspec.kinds.pre_relax import relaxed_run
 
         r = relaxed_run(prop, ctx, progress, backend, t0,
-                        lambda p, c, pr, b: _decide(p, c, pr, b, time.perf_counter(), kind))
+                        lambda p, c, pr, b: _decide(p, c, pr, b, time.perf_counter(), kind), kind._searcher(ctx, prop))
         if r is not None:
             v = r if r.status != "unknown" else replace(v, reason=f"{v.reason}; on its relaxation: {r.reason}")
     from fairspec.planning import setting

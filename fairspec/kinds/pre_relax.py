@@ -225,9 +225,12 @@ def shares_of(prop: ir.IndividualFairness, fs, shares: dict, rel: Relaxation | N
 
 # -- the relaxed run ----------------------------------------------------------------------------------------
 
-def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, run_pair) -> Verdict | None:
+def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: float, run_pair,
+                search=None) -> Verdict | None:
     """``prop`` decided on its relaxation by ``run_pair`` (kinds/individual_fairness), the verdict read back
-    against the whole pre-condition (:func:`finish`); None when there is no relaxation to decide."""
+    against the whole pre-condition (:func:`finish`); None when there is no relaxation to decide. ``search``
+    (kinds/pre_search.searcher, given by the caller: it imports the engines that import this module):
+    ``search(prop, ctx, fs, enc, backend)`` is finish's search for a pair meeting the whole pre-condition."""
     fs = ctx.spec.feature_set(prop.features)
     try:
         enc = ctx.encoding(prop.model)
@@ -247,10 +250,10 @@ def relaxed_run(prop: ir.IndividualFairness, ctx, progress, backend: str, t0: fl
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
-    return finish(prop, rel, v, fs, enc, backend, t0)
+    return finish(prop, rel, v, fs, enc, backend, t0, None if search is None else search(prop, ctx, fs, enc, backend))
 
 
-def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
+def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide, search=None) -> Verdict:
     """A binary tree model's branch and bound over leaf boxes (kinds/tree_boxes, ``decide``) takes no further
     pre-condition: decided with the whole of it relaxed -- of the property being decided, the original one
     inside a relaxed run -- and read back against it (:func:`finish`)."""
@@ -266,16 +269,23 @@ def leaf_boxes_relaxed(prop, ctx, backend: str, t0: float, decide) -> Verdict:
     finally:
         RELAXED_HULL.reset(hull)
         _RELAXING.reset(token)
-    return finish(orig, whole, v, fs, ctx.encoding(orig.model), backend, t0)
+    enc = ctx.encoding(orig.model)
+    return finish(orig, whole, v, fs, enc, backend, t0, None if search is None else search(orig, ctx, fs, enc, backend))
 
 
-def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> Verdict:
+def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide, search=None) -> Verdict:
     """A tree model's class / prob(c) / logit(c) / value post (kinds/tree_outputs, ``decide``) left ``before``
     (``unknown``) under a further pre-condition -- read on values, every value its own cell, too many cells --
     decided on the cells of the split tests with the whole of it relaxed (:func:`leaf_boxes_relaxed`); ``before``,
-    with why the relaxation did not decide it either, where it does not."""
+    with why the relaxation did not decide it either, where it does not. Not where the property's time budget is
+    spent: ``before`` timed out, and the relaxation would take its time again."""
+    from fairspec.planning import setting
+
+    left = ctx.remaining(setting(prop, "timeout", backend))
+    if left is not None and left <= 0:
+        return replace(before, reason=f"{before.reason}; its relaxation was not tried: the time budget was spent")
     try:
-        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide)
+        v = leaf_boxes_relaxed(prop, ctx, backend, t0, decide, search)
     except Unsupported as e:
         return replace(before, reason=f"{before.reason}; its relaxation was not decided either ({e})")
     if v.status != "unknown":
@@ -283,10 +293,12 @@ def or_relaxed(prop, ctx, backend: str, t0: float, before: Verdict, decide) -> V
     return replace(before, reason=f"{before.reason}; on its relaxation: {v.reason}")
 
 
-def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) -> Verdict:
+def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float, search=None) -> Verdict:
     """The relaxed problem's verdict ``v`` as a verdict of ``prop`` (the module's rules), whichever engine decided
     it (an enumeration of the relaxed property too); a verdict this function already read back against ``prop``'s
-    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`)."""
+    whole pre-condition (:func:`leaf_boxes_relaxed`, inside the relaxed run) as it is (:func:`_read_back`).
+    Where it would be ``unknown``, ``search(pair)`` (kinds/pre_search.searcher's, from the relaxation's
+    witness or None) may find a replayed pair meeting the whole pre-condition: ``violated`` with it."""
     import time
 
     if _read_back(v):
@@ -300,12 +312,18 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
     seconds = time.perf_counter() - t0
     upper = None if v.bound is None or not math.isfinite(float(v.bound[1])) else (float("-inf"), float(v.bound[1]))
 
-    def not_decided(why: str) -> Verdict:
+    def not_decided(why: str, pair=None) -> Verdict:
         d = dict(details)
+        if search is not None:
+            got = search(pair)              # kinds/pre_search.Found
+            if got.witness is not None:
+                return got.verdict(prop, v, d, upper, said, backend, t0)
+            why = f"{why}; {got.tried}"
         if upper is not None:
             d["maximum"] = (f"at most {upper[1]!r}: the certified upper bound over {said}; no pair meeting the "
                             "pre-condition measured")
-        return unknown(prop, why, backend=v.backend or backend, seconds=seconds, details=d, bound=upper)
+        return unknown(prop, why, backend=v.backend or backend, seconds=time.perf_counter() - t0, details=d,
+                       bound=upper)
 
     if v.status == "holds" and v.how == "proved":
         d = dict(details)
@@ -331,10 +349,10 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
             got = complete_witness(prop, fs, enc, w)
         except Unsupported as e:
             return not_decided(f"the relaxation ({said}) is violated by a pair the pre-condition cannot be read on "
-                               f"exactly ({e})")
+                               f"exactly ({e})", w)
         if got is None:
             return not_decided(f"a pair violating the relaxation was found ({_pair_text(w)}), but it does not meet "
-                               f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}")
+                               f"the pre-condition's {_texts(rel.dropped, fs)}: not reported; decided over {said}", w)
         d = dict(details)
         value, bound = v.value, v.bound
         if bound is not None and "domain_maximum" in d:
@@ -351,11 +369,7 @@ def finish(prop, rel: Relaxation, v: Verdict, fs, enc, backend: str, t0: float) 
         return replace(v, name=prop.name, witness=got, details=d, seconds=seconds, value=value, bound=bound,
                        reason=f"{v.reason or 'a counterexample pair'}; the pair meets the pre-condition, read "
                               f"exactly (decided over {said})")
-    d = dict(details)
-    if upper is not None:
-        d["maximum"] = f"at most {upper[1]!r}: the certified upper bound over {said}"
-    return unknown(prop, f"{v.reason} (decided over {said})", backend=v.backend or backend, seconds=seconds,
-                   details=d, bound=upper)
+    return not_decided(f"{v.reason} (decided over {said})")
 
 
 def _read_back(v: Verdict) -> bool:

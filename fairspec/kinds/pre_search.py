@@ -1,0 +1,639 @@
+"""A pair meeting the whole pre-condition searched for where a relaxation did not give one (session 32).
+
+kinds/pre_relax decides a further pre-condition the solvers cannot lower exactly on its relaxation (whole
+conjuncts dropped). A ``violated`` of the relaxation whose witness misses the dropped conjuncts -- or one that
+sits at the outward-rounded end of a tied real's hull (``x.r > 0.45`` met by 0.44999999999999996 in neither
+reading), or an ``unknown`` of the relaxation -- says nothing of the pairs meeting the pre-condition. Here a
+pair that does is searched for, restricted to the pre-condition's region:
+
+1. candidates: the relaxation's pair in both orders, each feature the pre-condition reads moved in turn (a
+   real by 1, 2, 4, ... ulps either way: the smallest step into an open region; a discrete feature to each
+   value the pre-condition's constants name, and its neighbours), and samples of the admissible pairs of the
+   domain (tied features equal, relaxed ones within their tolerance, the protected ones differing), with the
+   pre-condition's constants and their neighbours among the values drawn;
+2. every candidate scored on the model in batches; those meeting the pre-condition (read in floats: a filter
+   only) kept, and a local search moves the best of them (the largest violation of the post-condition) a few
+   rounds, within the domain and the pre-condition;
+3. a candidate that breaks the post-condition in the floats is reported only after the checks every
+   witness passes: in the declared domain and admissible, meeting the whole pre-condition read exactly
+   (pre_relax.complete_witness: kinds/pair_pre.PairPre's reading, both readings of each constant), its
+   printed values exactly the model's inputs, and replayed on the real model (kinds/pair_replay.flip_replays:
+   certify's exact comparison on the runtime, `<` as `<`; a network's pair also alone and reversed,
+   kinds/pair_enumeration.fragile_pair).
+
+The search is bounded by a count of scored pairs (:data:`MAX_SCORED`; the property's time budget stops it
+too) and seeded (the property's ``seed``). It only finds: no pair found is ``unknown`` with what was tried,
+never ``holds``. Binary posts (label, prob, logit); a tree model's class / prob(c) / logit(c) / value posts too
+(replayed on its library as kinds/tree_outputs' data flips are); a network's class post (replayed as
+kinds/multi_pairs replays its witnesses); not a network's prob(c) / logit(c)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from fairspec import ir
+
+#: candidate pairs scored on the model, at most (the search's work bounded by a count, not the machine's speed)
+MAX_SCORED = 24_576
+#: candidates scored in one batch
+BATCH = 2048
+#: candidates checked exactly and replayed, at most
+MAX_CHECKED = 64
+#: local-search rounds from the best candidates
+ROUNDS = 8
+#: ulp steps tried on a real the pre-condition reads (1, 2, 4, ... 2^(STEPS-1))
+STEPS = 24
+
+
+class Found:
+    """The search's answer: ``witness`` (a replayed Witness meeting the pre-condition, in that order) and its
+    runtime ``value``, or None and ``tried`` (what was done, for the unknown's reason)."""
+
+    def __init__(self, witness=None, value=None, tried: str = "", low=None, extra=None):
+        self.witness, self.value, self.tried, self.extra = witness, value, tried, extra or {}
+        self.low = value if low is None else low        # a float at or below the pair's exact measure
+
+    def verdict(self, prop, v, details: dict, upper, said: str, backend: str, t0: float):
+        return found_verdict(prop, self, v, details, upper, said, backend, t0)
+
+
+def searcher(tree: bool):
+    """What kinds/individual_fairness hands kinds/pre_relax (which cannot import this module: its engines import
+    pre_relax): ``make(prop, ctx, fs, enc, backend)`` gives ``search(pair) -> Found`` for pre_relax.finish;
+    ``tree``: the model is one the tree backends read (individual_fairness.is_tree_model)."""
+    def make(prop, ctx, fs, enc, backend):
+        return lambda pair: search(prop, ctx, fs, enc, backend, tree, pair)
+    return make
+
+
+def search(prop: ir.IndividualFairness, ctx, fs: ir.FeatureSet, enc: ir.Encoding, backend: str, tree: bool,
+           seed_pair=None):
+    """A pair meeting ``prop``'s whole pre-condition that breaks its post-condition on the model (the module's
+    steps), from the relaxation's witness ``seed_pair`` (or None) and samples of the domain: a :class:`Found`."""
+    from fairspec.planning import setting
+
+    if prop.post not in ("label", "prob", "logit", "class") and not tree:
+        return Found(tried=f"no search for such a pair: a network's {prop.post} post is not searched")
+    try:
+        space = _Space(prop, fs, enc)
+    except ValueError as e:
+        return Found(tried=f"no search for such a pair ({e})")
+    left = ctx.remaining(setting(prop, "timeout", backend))
+    if left is not None and left <= 0:
+        return Found(tried="no search for such a pair: the time budget was spent")
+    import time
+
+    deadline = None if left is None else time.perf_counter() + float(left)
+    model = ctx.model(prop.model)
+    rng = np.random.default_rng(int(setting(prop, "seed", backend) or 0))
+    scorer = _Scorer(prop, model, enc, tree)
+    pool = []                                   # (margin, A, B) of candidates meeting the pre-condition (floats)
+    seen = set()                                # candidates checked exactly already
+    scored = checked = 0
+    why = ""
+
+    def batch(A, B):
+        nonlocal scored, checked, why
+        keep = space.admissible(A, B) & space.pre_float(A, B)
+        A, B = {k: v[keep] for k, v in A.items()}, {k: v[keep] for k, v in B.items()}
+        n = int(keep.sum())
+        if not n:
+            return None
+        m = scorer.margin(A, B)
+        scored += n
+        pool.append((m, A, B))
+        for k in np.argsort(-m, kind="stable"):
+            if m[k] < -1e-9 * max(1.0, abs(float(m[k]))) or checked >= MAX_CHECKED:
+                break
+            key = tuple(float(v[k]) for v in A.values()) + tuple(float(v[k]) for v in B.values())
+            if key in seen:
+                continue
+            seen.add(key)
+            checked += 1
+            got, whynot = _verified(prop, ctx, fs, enc, model, tree, space, A, B, int(k))
+            if got is not None:
+                return got
+            why = why or whynot
+        return None
+
+    seeds = space.from_witness(seed_pair) if seed_pair is not None else []
+    stages = [("moves", lambda: space.moves(seeds)), *[("samples", lambda: space.samples(rng, BATCH))] * 4]
+    for _ in range(ROUNDS):
+        stages.append(("local", lambda: space.local(rng, _best(pool, 64), BATCH)))
+    stopped = ""
+    try:
+        for _name, make in stages:
+            if scored >= MAX_SCORED or (deadline is not None and time.perf_counter() > deadline):
+                break
+            cand = make()
+            if cand is None:
+                continue
+            got = batch(*cand)
+            if got is not None:
+                return got
+    except Exception as e:  # noqa: BLE001 - a search that fails finds nothing: the unknown says where it stopped
+        stopped = f"; it stopped early ({type(e).__name__}: {e})"
+    tried = (f"a search restricted to the pre-condition's region ({'the relaxation pair moved, ' * bool(seeds)}"
+             f"samples of the domain and a local search: {scored:,} candidate pairs meeting it, read in floats, "
+             f"scored on the model; {checked} checked exactly and replayed) found none that breaks the "
+             "post-condition" + (f" (the first checked: {why})" if why else "") + stopped)
+    return Found(tried=tried)
+
+
+def found_verdict(prop, got: Found, v, details: dict, upper, said: str, backend: str, t0: float):
+    """``violated`` with the search's pair (pre_relax.finish, where the relaxation's ``v`` gave no pair meeting
+    the pre-condition): its measure the value, maximize's interval [that measure, the relaxation's certified
+    upper bound ``upper``] (no value without one: a value alone would claim to be the maximum)."""
+    import time
+
+    from fairspec.planning import setting
+    from fairspec.verdict import Verdict
+
+    d = {**details, **got.extra}
+    value, bound = got.value, None
+    if setting(prop, "mode", backend) == "maximize":
+        if upper is not None and value is not None:
+            bound = (got.low, max(value, float(upper[1])))
+            d["maximum"] = (f"[the witness's measure, the certified upper bound over {said}]; the witness meets the "
+                            "pre-condition (found by a search restricted to it)")
+        else:
+            if value is not None:
+                d["best_value"] = value
+            value, bound = None, upper
+            d["maximum"] = ("no certified upper bound" if upper is None else
+                            f"at most {upper[1]!r}: the certified upper bound over {said}")
+    d["witness"] = ("found by a search restricted to the pre-condition's region (kinds/pre_search), checked against "
+                    "it exactly and replayed on the model")
+    return Verdict(prop.name, prop.kind, "violated", value=value, bound=bound, witness=got.witness,
+                   backend=v.backend or backend, seconds=time.perf_counter() - t0, details=d,
+                   reason=f"a pair meeting the pre-condition, read exactly, breaks the post-condition on the model's "
+                          f"runtime: found by a search restricted to the pre-condition's region after its relaxation "
+                          f"({said}) gave none")
+
+
+def _best(pool, k: int):
+    """The ``k`` candidates of ``pool`` with the largest margins (A, B), or None."""
+    if not pool:
+        return None
+    m = np.concatenate([p[0] for p in pool])
+    keys = pool[0][1].keys()
+    A = {f: np.concatenate([p[1][f] for p in pool]) for f in keys}
+    B = {f: np.concatenate([p[2][f] for p in pool]) for f in keys}
+    top = np.argsort(-m, kind="stable")[:k]
+    del pool[:-1]
+    pool[0] = (m[top], {f: v[top] for f, v in A.items()}, {f: v[top] for f, v in B.items()})
+    return {f: v[top] for f, v in A.items()}, {f: v[top] for f, v in B.items()}
+
+
+def _verified(prop, ctx, fs, enc, model, tree, space, A, B, k):
+    """Candidate ``k`` as a replayed Found, or (None, why not): the checks of the module's step 3."""
+    from fairspec.kinds.pair_replay import flip_replays
+    from fairspec.kinds.pre_relax import complete_witness
+    from fairspec.runtime.encoding import decode_row, encode
+    from fairspec.verdict import Unsupported, Witness
+
+    vals = {f: np.array([A[f][k], B[f][k]], dtype=np.float64) for f in space.encoded}
+    X2 = encode(enc, vals, 2)
+    w = Witness(tuple(map(float, X2[0])), tuple(map(float, X2[1])), decode_row(enc, fs, X2[0]),
+                decode_row(enc, fs, X2[1]))
+    why = space.outside(w)
+    if why:
+        return None, why
+    try:
+        got = complete_witness(prop, fs, enc, w)
+    except Unsupported as e:
+        return None, f"the pre-condition is not read exactly on it: {e}"
+    if got is None:
+        return None, "it does not meet the pre-condition read exactly"
+    X2 = np.array([got.x, got.x_prime], dtype=np.float64)
+
+    class _V:
+        witness = got
+    if tree and prop.post not in ("label", "prob", "logit"):
+        broke = _tree_output(prop, model, X2)
+        if broke is None:
+            return None, "it does not break the post-condition on the library's runtime"
+        out, value, low, by, extra = broke
+        return Found(replace(got, outputs=out, replayed_by=by), value,
+                     "a search restricted to the pre-condition's region", low, extra), None
+    if prop.post == "class" and not tree:
+        return _network_class(prop, model, got, X2)
+    if not flip_replays(prop, model, _V, tree):
+        return None, "it does not break the post-condition on the model's runtime"
+    if not tree:
+        from fairspec.kinds.pair_enumeration import fragile_pair
+
+        moved = fragile_pair(prop, model, X2)
+        if moved and not moved["reproduced"]:
+            return None, "it lies within the runtime's rounding of the threshold (another batch may decide it)"
+    out, value, low, by = _outputs(prop, model, X2, tree)
+    return Found(replace(got, outputs=out, replayed_by=by), value,
+                 "a search restricted to the pre-condition's region", low), None
+
+
+def _network_class(prop, model, got, X2):
+    """A network's class post on the encoded pair ``X2`` replayed as kinds/multi_pairs replays its witnesses: the
+    runtime's predicted classes (``predict_class``, the first largest column) differ, also alone and reversed
+    within its rounding of a class boundary. (Found, None), or (None, why not)."""
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.kinds.pair_enumeration import fragile_pair
+
+    k = model.predict_class(X2)
+    if k[0] == k[1]:
+        return None, "its predicted classes do not differ on the model's runtime"
+    moved = fragile_pair(prop, model, X2)
+    if moved and not moved["reproduced"]:
+        return None, "it lies within the runtime's rounding of a class boundary (another batch may decide it)"
+    by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
+    return Found(replace(got, outputs=(float(k[0]), float(k[1])), replayed_by=by), None,
+                 "a search restricted to the pre-condition's region"), None
+
+
+def _tree_output(prop, model, X2):
+    """A tree model's class / prob(c) / logit(c) / value post on the encoded pair ``X2``, replayed on the library
+    and compared exactly in both orders as kinds/tree_outputs' data flips are: (outputs, value, a float at or
+    below it, who replayed it, details) when it breaks the post, else None; forall c: the class breaking it the
+    most (details.class, as kinds/tree_boxes says it)."""
+    from fractions import Fraction
+
+    from fairspec.certify.enumerate import compare_exact, largest_class
+    from fairspec.certify.rounding import float_down
+    from fairspec.kinds.tree_outputs import _outputs as library_outputs
+    from fairspec.kinds.tree_pairs import runtime_name
+
+    sw = library_outputs(model, X2, prop.post, prop.cls)
+    if sw is None:
+        return None
+
+    def kept(r):
+        return bool(compare_exact(r[:1], prop.eps_op, prop.eps, minus=r[1:])[0]
+                    and compare_exact(r[1:], prop.eps_op, prop.eps, minus=r[:1])[0])
+    sw, extra = np.asarray(sw), {}
+    if sw.ndim == 2:
+        cols = [c for c, r in enumerate(sw) if not kept(r)]
+        if not cols:
+            return None
+        extra["class"] = int(largest_class(sw, cols[0]))
+        sw = sw[extra["class"]]
+    elif prop.post == "class" and sw[0] == sw[1] or prop.post != "class" and kept(sw):
+        return None
+    value = low = None
+    if prop.post != "class":
+        ex = abs(Fraction(float(sw[0])) - Fraction(float(sw[1])))
+        value, low = float(ex), float_down(ex)
+    return (float(sw[0]), float(sw[1])), value, low, runtime_name(model), extra
+
+
+def _outputs(prop, model, X2, tree):
+    """The pair's outputs as the witness shows them, its measure (maximize's value: the nearest float, and a float
+    at or below it exactly) and who replayed it."""
+    if tree:
+        from fractions import Fraction
+
+        from fairspec.backends.trees.runtime import runtime_outputs
+        from fairspec.certify.rounding import float_down
+        from fairspec.kinds.tree_pairs import runtime_name
+
+        o = runtime_outputs(model, X2, prop.post)
+        ex = abs(Fraction(float(o[0])) - Fraction(float(o[1])))
+        value, low = (None, None) if prop.post == "label" else (float(ex), float_down(ex))
+        return (float(o[0]), float(o[1])), value, low, runtime_name(model)
+    from fairspec.backends.data.flips import replayer_name
+    from fairspec.kinds.pair_runtime import post_scores, runtime_pair_value
+
+    s, _ = post_scores(prop, model, X2)
+    by = "onnxruntime" if getattr(model, "format", "") == "onnx" else replayer_name(model)
+    value = runtime_pair_value(prop, model, s, X2)      # as a solver witness's value (kinds/individual_fairness)
+    return (float(s[0]), float(s[1])), value, value, by
+
+
+class _Scorer:
+    """The post-condition's violation margin of candidate pairs in floats (a guide only: > 0 breaks it)."""
+
+    def __init__(self, prop, model, enc, tree):
+        self.prop, self.model, self.enc, self.tree = prop, model, enc, tree
+
+    def scores(self, X):
+        if self.tree and self.prop.post not in ("label", "prob", "logit"):
+            from fairspec.kinds.tree_outputs import _outputs as library_outputs
+
+            s = library_outputs(self.model, X, self.prop.post, self.prop.cls)
+            return np.atleast_2d(np.asarray(s, dtype=np.float64)), None
+        if self.tree:
+            from fairspec.backends.trees.runtime import runtime_outputs
+
+            what = "prob" if self.prop.post == "label" else self.prop.post
+            s = runtime_outputs(self.model, X, what)
+            if s is None:
+                s = runtime_outputs(self.model, X, "label")
+            return np.asarray(s, dtype=np.float64).reshape(-1), 0.5
+        if self.prop.post == "class":             # a network's predicted class (multi_pairs' replay reads it)
+            return np.atleast_2d(np.asarray(self.model.predict_class(X), dtype=np.float64)), None
+        from fairspec.kinds.pair_runtime import label_threshold, post_scores
+
+        s, _ = post_scores(self.prop, self.model, X)
+        return np.asarray(s, dtype=np.float64).reshape(-1), label_threshold(self.prop, self.model)
+
+    def margin(self, A, B) -> np.ndarray:
+        from fairspec.runtime.encoding import encode
+
+        n = len(next(iter(A.values())))
+        V = {c.feature: np.concatenate([A[c.feature], B[c.feature]]) for c in self.enc.columns}
+        s, t = self.scores(encode(self.enc, V, 2 * n))
+        if s.ndim == 2:                 # a tree model's class / prob(c) / logit(c) / value: (columns, 2n)
+            a, b = s[:, :n], s[:, n:]
+            if self.prop.post == "class":
+                return np.where(a[0] != b[0], 1.0, -1.0)
+            d = np.max(np.abs(a - b), axis=0) - float(self.prop.eps)
+            return np.where(np.isfinite(d), d, -np.inf)
+        a, b = s[:n], s[n:]
+        if self.prop.post == "label":
+            t = float(t)
+            return np.maximum(np.minimum(a - t, t - b), np.minimum(b - t, t - a))
+        d = np.abs(a - b) - float(self.prop.eps)
+        return np.where(np.isfinite(d), d, -np.inf)
+
+
+class _Space:
+    """The admissible pairs of the domain as arrays of feature values (whole numbers, a boolean's 0 / 1, a
+    category's index, a real as a float): sampling, moves, the float filter of the pre-condition."""
+
+    def __init__(self, prop, fs, enc):
+        from fairspec.kinds.pair_pre import pre_features
+
+        self.prop, self.fs = prop, fs
+        self.encoded = [c.feature for c in enc.columns]
+        self.names = list(dict.fromkeys(self.encoded + pre_features(prop)))
+        self.tol = dict(prop.relaxed)
+        self.pre_reads = set(pre_features(prop))
+        consts = []
+        for e in prop.pre:
+            for x in ir.subexpressions(e):
+                if isinstance(x, ir.Const) and isinstance(x.value, (int, float)) and not isinstance(x.value, bool):
+                    if math.isfinite(float(x.value)):
+                        consts.append(float(x.value))
+        self.consts = sorted(set(consts))
+        self.dom = {}
+        for n in self.names:
+            f = fs.get(n)
+            if f is None:
+                raise ValueError(f"the feature {n} is not declared")
+            d = f.domain
+            if isinstance(d, ir.RealRange):
+                if not (math.isfinite(float(d.lo)) and math.isfinite(float(d.hi))):
+                    raise ValueError(f"the real {n} has no finite range to sample")
+                self.dom[n] = ("real", float(d.lo), float(d.hi))
+            elif isinstance(d, ir.IntRange):
+                self.dom[n] = ("int", int(d.lo), int(d.hi))
+            elif isinstance(d, ir.Boolean):
+                self.dom[n] = ("int", 0, 1)
+            elif isinstance(d, ir.Categorical):
+                self.dom[n] = ("int", 0, len(d.categories) - 1)
+            else:
+                raise ValueError(f"the feature {n}'s domain is not sampled")
+
+    # -- values -----------------------------------------------------------------------------------------
+    def specials(self, n) -> np.ndarray:
+        """The values of ``n`` the pre-condition's constants point at: each constant and its neighbours (whole
+        numbers either side; for a real the floats 1, 2 and 4 ulps either side), the domain's ends."""
+        kind, lo, hi = self.dom[n]
+        out = [lo, hi]
+        for c in self.consts:
+            if kind == "int":
+                out += [math.floor(c) - 1, math.floor(c), math.ceil(c), math.ceil(c) + 1]
+            else:
+                out += [c, *_ulps(c, (1, 2, 4)), *_ulps(c, (-1, -2, -4))]
+        v = np.array([x for x in out if lo <= x <= hi], dtype=np.float64)
+        return np.unique(v)
+
+    def draw(self, rng, n, size) -> np.ndarray:
+        kind, lo, hi = self.dom[n]
+        if kind == "int":
+            v = rng.integers(lo, hi + 1, size=size).astype(np.float64)
+        else:
+            v = rng.uniform(lo, hi, size=size)
+        sp = self.specials(n)
+        if sp.size and n in self.pre_reads:
+            pick = rng.random(size) < 0.3
+            v[pick] = sp[rng.integers(0, sp.size, size=int(pick.sum()))]
+        return v
+
+    def partner(self, rng, n, a) -> np.ndarray:
+        """x'.n for x.n = ``a``: equal (tied), drawn anew (protected), or within the tolerance (relaxed)."""
+        if n in self.prop.free:
+            return self.draw(rng, n, a.size)
+        if n not in self.tol:
+            return a.copy()
+        kind, lo, hi = self.dom[n]
+        t = float(self.tol[n])
+        if kind == "int":
+            k = math.floor(t)
+            d = rng.integers(-k, k + 1, size=a.size).astype(np.float64)
+        else:
+            d = rng.uniform(-t, t, size=a.size)
+        return np.clip(a + d, lo, hi)
+
+    def samples(self, rng, size):
+        A = {n: self.draw(rng, n, size) for n in self.names}
+        B = {n: self.partner(rng, n, A[n]) for n in self.names}
+        return A, B
+
+    def from_witness(self, w) -> list:
+        """The relaxation's pair in both orders, as value arrays of one row each (missing features: none)."""
+        out = []
+        for fx, fy in ((w.features, w.features_prime), (w.features_prime, w.features)):
+            try:
+                a = {n: np.array([self._num(n, fx[n])]) for n in self.names if n in fx}
+                b = {n: np.array([self._num(n, fy[n])]) for n in self.names if n in fy}
+            except (KeyError, ValueError, TypeError):
+                continue
+            out.append((a, b))
+        return out
+
+    def _num(self, n, v) -> float:
+        d = self.fs.get(n).domain
+        if isinstance(d, ir.Categorical):
+            return float(d.categories.index(v))
+        if isinstance(d, ir.Boolean):
+            return float(bool(v))
+        return float(v)
+
+    def moves(self, seeds):
+        """Each seed with the features the pre-condition reads moved one at a time (and the features only it
+        reads given every special value): the smallest steps into the region it holds on."""
+        rows_a, rows_b = [], []
+        rng = np.random.default_rng(0)
+        for a, b in seeds:
+            a = {n: a.get(n, self.draw(rng, n, 1)) for n in self.names}
+            b = {n: b.get(n, self.partner(rng, n, a[n])) for n in self.names}
+            rows_a.append(a)
+            rows_b.append(b)
+            for n in self.names:
+                if n not in self.pre_reads:
+                    continue
+                kind, lo, hi = self.dom[n]
+                for side in (0, 1):
+                    base = (a, b)[side][n][0]
+                    if kind == "real":
+                        vals = [*_ulps(base, [2 ** i for i in range(STEPS)]),
+                                *_ulps(base, [-(2 ** i) for i in range(STEPS)]), *self.specials(n)]
+                    else:
+                        vals = list(range(lo, hi + 1)) if hi - lo <= 64 else [*self.specials(n), base - 1, base + 1]
+                    for v in vals:
+                        if not lo <= v <= hi:
+                            continue
+                        na, nb = dict(a), dict(b)
+                        tied = n not in self.prop.free and n not in self.tol
+                        if side == 0 or tied:
+                            na[n] = np.array([v], dtype=np.float64)
+                        if side == 1 or tied:
+                            nb[n] = np.array([v], dtype=np.float64)
+                        rows_a.append(na)
+                        rows_b.append(nb)
+        if not rows_a:
+            return None
+        return ({n: np.concatenate([r[n] for r in rows_a]) for n in self.names},
+                {n: np.concatenate([r[n] for r in rows_b]) for n in self.names})
+
+    def local(self, rng, best, size):
+        """``size`` moves of the best candidates: one or two features changed (a real by a step of a random
+        scale, a discrete one redrawn), the pair kept admissible."""
+        if best is None:
+            return None
+        A0, B0 = best
+        m = len(next(iter(A0.values())))
+        if not m:
+            return None
+        pick = rng.integers(0, m, size=size)
+        A = {n: v[pick].copy() for n, v in A0.items()}
+        B = {n: v[pick].copy() for n, v in B0.items()}
+        for _ in range(2):
+            which = rng.integers(0, len(self.names), size=size)
+            for j, n in enumerate(self.names):
+                rows = np.flatnonzero(which == j)
+                if not rows.size:
+                    continue
+                kind, lo, hi = self.dom[n]
+                for side in (A, B) if n in self.prop.free or n in self.tol else (A,):
+                    if kind == "real":
+                        scale = (hi - lo) * 10.0 ** rng.integers(-6, 0, size=rows.size)
+                        side[n][rows] = np.clip(side[n][rows] + rng.normal(size=rows.size) * scale, lo, hi)
+                    else:
+                        side[n][rows] = self.draw(rng, n, rows.size)
+                if n not in self.prop.free and n not in self.tol:
+                    B[n][rows] = A[n][rows]
+                elif n in self.tol:
+                    B[n][rows] = self.partner(rng, n, A[n][rows])
+        return A, B
+
+    # -- filters ----------------------------------------------------------------------------------------
+    def admissible(self, A, B) -> np.ndarray:
+        n = len(next(iter(A.values())))
+        ok = np.ones(n, dtype=bool)
+        differ = np.zeros(n, dtype=bool)
+        for f in self.names:
+            kind, lo, hi = self.dom[f]
+            for v in (A[f], B[f]):
+                ok &= (v >= lo) & (v <= hi)
+                if kind == "int":
+                    ok &= v == np.round(v)
+            if f in self.prop.free:
+                differ |= A[f] != B[f]
+            elif f in self.tol:
+                d = np.abs(A[f] - B[f])
+                ok &= (d < self.tol[f]) if self.prop.relaxed_op(f) == "<" else (d <= self.tol[f])
+            else:
+                ok &= A[f] == B[f]
+        return ok & (differ if any(f in self.prop.free for f in self.names) else True)
+
+    def pre_float(self, A, B) -> np.ndarray:
+        """The pre-condition read in floats: a filter (the exact reading decides)."""
+        env = {(self.prop.var, n): A[n] for n in self.names} | {(self.prop.var_prime, n): B[n] for n in self.names}
+        n = len(next(iter(A.values())))
+        out = np.ones(n, dtype=bool)
+        with np.errstate(all="ignore"):
+            for e in self.prop.pre:
+                try:
+                    out &= np.broadcast_to(np.asarray(_fl(e, env), dtype=bool), (n,))
+                except (ValueError, TypeError, KeyError):
+                    pass            # not read in floats: the exact reading decides
+        return out
+
+    def outside(self, w) -> str:
+        """Why the witness ``w`` (its printed values) is no admissible pair of the domain, or ''."""
+        from fractions import Fraction
+
+        differ = False
+        for n in self.encoded:
+            a, b = w.features.get(n), w.features_prime.get(n)
+            if a is None or b is None:
+                return f"it has no value of {n}"
+            try:
+                x, y = self._num(n, a), self._num(n, b)
+            except (ValueError, TypeError):
+                return f"its {n} is no value of the domain"
+            kind, lo, hi = self.dom[n]
+            for v in (x, y):
+                if not lo <= Fraction(v) <= hi or kind == "int" and v != round(v):
+                    return f"its {n} lies outside the domain"
+            if n in self.prop.free:
+                differ |= x != y
+            elif n in self.tol:
+                d, t = abs(Fraction(x) - Fraction(y)), Fraction(self.tol[n])
+                if not (d < t if self.prop.relaxed_op(n) == "<" else d <= t):
+                    return f"its {n} differs beyond the tolerance"
+            elif x != y:
+                return f"its {n} differs, which the pair ties"
+        if not differ and any(n in self.prop.free for n in self.encoded):
+            return "it differs in no protected feature"
+        return ""
+
+
+def _ulps(v: float, steps) -> list:
+    """The floats ``k`` ulps from ``v`` for each ``k`` of ``steps`` (one nextafter at a time up to 4; beyond, ``k``
+    times the ulp of ``v`` at once: close enough for a search's step)."""
+    out = []
+    for k in steps:
+        if abs(k) <= 4:
+            x = float(v)
+            for _ in range(abs(int(k))):
+                x = float(np.nextafter(x, math.inf if k > 0 else -math.inf))
+        else:
+            x = float(v) + k * math.ulp(float(v))
+        out.append(x)
+    return out
+
+
+def _fl(e, env):
+    """An expression in floats over value arrays (a filter's reading: the exact one is pair_pre's)."""
+    if isinstance(e, ir.Const):
+        return float(e.value) if not isinstance(e.value, str) else e.value
+    if isinstance(e, ir.FeatureRef):
+        return env[(e.var, e.feature)]
+    if isinstance(e, ir.Cmp):
+        x, y = _fl(e.left, env), _fl(e.right, env)
+        return {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+                ">=": np.greater_equal}[e.op](x, y)
+    if isinstance(e, ir.InSet):
+        x = _fl(e.item, env)
+        hit = np.zeros(np.shape(x), dtype=bool)
+        for v in e.values:
+            hit = hit | np.equal(x, float(v))
+        return ~hit if e.negated else hit
+    if isinstance(e, ir.Logic):
+        parts = [np.asarray(_fl(a, env), dtype=bool) for a in e.args]
+        out = parts[0]
+        for p in parts[1:]:
+            out = (out & p) if e.op == "and" else (out | p)
+        return out
+    if isinstance(e, ir.NotE):
+        return ~np.asarray(_fl(e.arg, env), dtype=bool)
+    if isinstance(e, ir.ArithE):
+        x, y = _fl(e.left, env), _fl(e.right, env)
+        return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[e.op](x, y)
+    if isinstance(e, ir.AbsE):
+        return np.abs(_fl(e.arg, env))
+    raise ValueError(f"the pre-condition's {type(e).__name__}")
