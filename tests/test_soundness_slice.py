@@ -99,7 +99,8 @@ SLICE = {
     # 50000008: a torch model whose flips on data were two rows, the reported one with a score at the
     # threshold itself (another batching decided it alike); the farthest flip is reported since session 27
     "data-batched": (40000001, 40000032, 40000002, 40000003, 49000017, 50000008,
-                     66000008),   # 66000008: the only flip decided at the threshold (torch): unknown
+                     66000008,    # 66000008: the only flip decided at the threshold (torch): unknown
+                     82000052),   # 82000052 (and 50000008): eflips, the only |p - p'| a few ulps above eps (torch)
     # session 28's pipeline constructs through the API (pipelines.SHAPES, the seed's remainder by 6):
     # 0 an infrequent-grouping OrdinalEncoder before an LGBMClassifier, 3 an encoder fitted on
     # categories the feature does not declare (FS437; a one-hot so fitted is refused with FS422),
