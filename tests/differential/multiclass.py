@@ -262,7 +262,59 @@ def generate(seed: int, n_props: int = 6) -> Instance:
                 "outputs": k_out, "runtime": runtime}
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     props += _prob_props(np.random.default_rng([25, seed, 2]), fs, P, X, Y, head, k_out, n_props, runtime=runtime)
+    if head == "logit2" and seed >= INDEX_FROM:
+        spec += _index_model(runtime, encs, rng_i := np.random.default_rng([25, seed, 3]), k_out, info)
+        props += _index_props(rng_i, fs, P, X, Y, info, size, len(props))
+    if seed >= INDEX_FROM:
+        _portfolio(np.random.default_rng([25, seed, 4]), props)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _portfolio(rng, props):
+    """Session 32: half the MILP properties (from INDEX_FROM on) race HiGHS and SCIP per query (``engine =
+    portfolio``) instead of the one engine they name; their truth is unchanged."""
+    for p in props:
+        if p.meta.get("backend") in ("milp", "milp-scip") and rng.random() < 0.5:
+            lines = [ln for ln in p.text.split("\n") if ln.strip() != "engine = scip"]
+            k = next(n for n, ln in enumerate(lines) if ln.strip() == "using milp")
+            lines.insert(k + 1, "  engine = portfolio")
+            p.text = "\n".join(lines)
+            p.meta["backend"] = "milp-portfolio"
+
+
+#: session 32: from this instance seed on, a logit head's instance also declares the network a second time
+#: with ``index = i`` (README "Multiclass": "class i against the rest", the score column i minus the largest
+#: other column, class 1 iff it is > 0) and gets two binary posts of it (label / logit, with the network
+#: family's backends, modes, partitions and tolerances); earlier seeds' specs are as they were
+INDEX_FROM = 83_000_000
+
+
+def _index_model(runtime: str, encs, rng, k_out: int, info: dict) -> str:
+    i = int(rng.integers(0, k_out))
+    info["binary_index"] = i
+    decl = (f'model mi = torch("m.pt", score = logit, index = {i})\n' if runtime == "torch" else
+            f'model mi = onnx("m.onnx", output = "out", score = logit, index = {i})\n')
+    return decl + "encode F for mi {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+
+
+def _index_props(rng, fs, P, X, Y, info, size, start, count=2):
+    """Binary posts of ``mi`` (the network with ``index = i``): the truth is the network family's over the
+    score s = y_i - max_{j != i} y_j (float32 columns: exact in float64), label s > 0 (a tie of column i
+    with another column is class 0, whichever column comes first)."""
+    from .networks import Outputs, _property
+
+    i = info["binary_index"]
+    Yd = np.asarray(Y, dtype=np.float64)
+    s = Yd[:, i] - np.delete(Yd, i, axis=1).max(axis=1)
+    out = Outputs(s > 0, s, None, True)
+    ninfo = {**info, "head": "index"}
+    props = []
+    for j in range(start, start + count):
+        p = _property(rng, j, fs, P, X, out, ninfo, False, size, FAMILY)
+        p.text = p.text.replace("(m(x", "(mi(x")
+        p.meta.update(index=i, outputs=Yd.shape[1], post=f"index-{p.meta['post']}")
+        props.append(p)
+    return props
 
 
 def _probabilities(Y: np.ndarray, head: str) -> np.ndarray:

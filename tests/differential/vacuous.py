@@ -50,7 +50,16 @@ def generate(seed: int):
             if not any(f.kind == "int" for f in fs):
                 return []
             holder["ok"] = True
-            return [_property(rng, j, fs, P, X, out, info, size) for j in range(6)]
+            props = [_property(rng, j, fs, P, X, out, info, size) for j in range(6)]
+            if seed >= CAT_FROM:     # session 32: two more, from a stream of their own (the six are unchanged)
+                sub = np.random.default_rng([70, seed, 5])
+                props += [_property(sub, j, fs, P, X, out, info, size, shapes=["cat"] + (
+                    [str(sub.choice(("cat", "range", "tied")))] if sub.random() < 0.4 else [])) for j in (6, 7)]
+                for p in props[6:]:     # and half of their MILP runs race HiGHS and SCIP
+                    if p.meta["backend"] == "milp" and sub.random() < 0.5:
+                        p.text = p.text.replace("  using milp\n", "  using milp\n  engine = portfolio\n")
+                        p.meta["backend"] = "milp-portfolio"
+            return props
 
         inst = nw.generate(inner, big=False, runtime="onnx", family=FAMILY, props_fn=props_fn)
         if holder.get("ok"):
@@ -98,14 +107,15 @@ class Bound:
         return np.array([_CMP[self.op](Fraction(int(v)), self.c) for v in vals], dtype=bool)
 
 
-def _property(rng, k, fs, P, X, out, info, size) -> Prop:
+def _property(rng, k, fs, P, X, out, info, size, shapes=None) -> Prop:
     names = [f.name for f in fs]
     ints = [i for i, f in enumerate(fs) if f.kind == "int"]
     protected = [i for i, f in enumerate(fs) if f.protected]
     free = tuple(protected)
-    shapes = [str(rng.choice(SHAPES))]
-    if rng.random() < 0.3:
-        shapes.append(str(rng.choice(("range", "window", "tied"))))
+    if shapes is None:
+        shapes = [str(rng.choice(SHAPES))]
+        if rng.random() < 0.3:
+            shapes.append(str(rng.choice(("range", "window", "tied"))))
     # a relaxed int feature (not protected) for `apart` / `negative`, sometimes for the others
     cand = [i for i in ints if i not in free]
     relaxed = []
@@ -133,7 +143,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         ok = b.holds(P[:, b.f])
         M &= ok[:, None] if b.side == 0 else ok[None, :]
     for r in rels:
-        M &= r.holds(P[:, r.f])
+        M &= r.pairs(P)
     for grp in ors:
         any_ = np.zeros_like(M)
         for b in grp:
@@ -205,7 +215,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
             if not _CMP[b.op](Fraction(pts[b.side][b.f]), b.c):
                 return f"the witness pair breaks the pre-condition's {b.text}"
         for r in rels:
-            if not _CMP[r.op](Fraction(pts[0][r.f]), Fraction(pts[1][r.f]) + r.c):
+            if not r.ok(pts[0], pts[1]):
                 return f"the witness pair breaks the pre-condition's {r.text}"
         for grp in ors:
             if not any(_CMP[b.op](Fraction(pts[b.side][b.f]), b.c) for b in grp):
@@ -234,6 +244,12 @@ class Rel:
         tail = "" if self.c == 0 else f" {'+' if self.c > 0 else '-'} {_text(abs(self.c))}"
         self.text = f"x.{names[f]} {op} x'.{names[f]}{tail}"
 
+    def pairs(self, P: np.ndarray) -> np.ndarray:
+        return self.holds(P[:, self.f])
+
+    def ok(self, p0, p1) -> bool:
+        return _CMP[self.op](Fraction(p0[self.f]), Fraction(p1[self.f]) + self.c)
+
     def holds(self, vals: np.ndarray) -> np.ndarray:
         """(n, n): does the pair of points (i, j) meet it (exactly)?"""
         u = sorted(set(int(v) for v in vals))
@@ -244,8 +260,67 @@ class Rel:
         return T[k[:, None], k[None, :]]
 
 
+#: session 32: the ``cat`` shape's properties (two per instance, appended) from this instance seed on
+CAT_FROM = 83_000_000
+
+
+def _value_text(f, v: int) -> str:
+    return f.cats[v] if f.kind == "cat" else ("true" if v else "false") if f.kind == "bool" else str(v)
+
+
+class Cond:
+    """A condition on one input of any feature (a protected one included), exact on domain values: ``side.f ==
+    v``, ``!= v``, ``in {..}`` (a category), ``not (...)``, and two of them joined by ``and`` / ``or``; ``pred``
+    maps (values of x, values of x') to bool."""
+
+    def __init__(self, text: str, pred):
+        self.text, self.pred = text, pred
+
+    def pairs(self, P: np.ndarray) -> np.ndarray:
+        n = P.shape[0]
+        return np.broadcast_to(self.pred(P[:, None, :], P[None, :, :]), (n, n)).copy()
+
+    def ok(self, p0, p1) -> bool:
+        return bool(self.pred(np.asarray(p0), np.asarray(p1)))
+
+
+def _atom(rng, fs, names) -> Cond:
+    """One test of one input: a protected feature half the time."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    i = prot[int(rng.integers(0, len(prot)))] if rng.random() < 0.5 else int(rng.integers(0, len(fs)))
+    f, side = fs[i], int(rng.integers(0, 2))
+    v = ("x", "x'")[side]
+    if f.kind == "cat" and f.size > 2 and rng.random() < 0.4:
+        vals = sorted(int(a) for a in rng.choice(f.size, size=int(rng.integers(1, f.size)), replace=False))
+        text = f"{v}.{names[i]} in {{{', '.join(f.cats[a] for a in vals)}}}"
+        return Cond(text, lambda p0, p1, i=i, s=side, vals=tuple(vals): np.isin((p0, p1)[s][..., i], vals))
+    a = int(rng.integers(0, f.size)) + (f.lo if f.kind == "int" else 0)
+    op = "==" if rng.random() < 0.6 else "!="
+    text = f"{v}.{names[i]} {op} {_value_text(f, a)}"
+    return Cond(text, lambda p0, p1, i=i, s=side, a=a, eq=op == "==": ((p0, p1)[s][..., i] == a) == eq)
+
+
+def _cat_cond(rng, fs, names) -> Cond:
+    a = _atom(rng, fs, names)
+    r = rng.random()
+    if r < 0.2:
+        return Cond(f"not ({a.text})", lambda p0, p1, a=a: ~a.pred(p0, p1))
+    if r < 0.45:
+        b = _atom(rng, fs, names)
+        return Cond(f"{a.text} or {b.text}", lambda p0, p1, a=a, b=b: a.pred(p0, p1) | b.pred(p0, p1))
+    if r < 0.6:
+        b = _atom(rng, fs, names)
+        return Cond(f"{a.text} and {b.text}", lambda p0, p1, a=a, b=b: a.pred(p0, p1) & b.pred(p0, p1))
+    return a
+
+
 def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors, rels):
     relaxed = [r[0] for r in ps.relaxed]
+    if shape == "cat":
+        c = _cat_cond(rng, fs, names)
+        rels.append(c)
+        lines.append(c.text)
+        return
     if shape == "order" and not relaxed:
         shape = "range"
     if shape == "order":
