@@ -117,7 +117,10 @@ SLICE = {
     "vacuous": (0, 1, 2),
     # the same with enumeration off: tied int bounds narrow the solvers' box (kinds/lowering.tied_int_bounds);
     # 41000005: a violation the MILP finds only inside the narrowed box (4 wrong without it, seed 41)
-    "vacuous-solver": (0, 41000005, 62000006),   # 62000006: two tolerance lines on one feature
+    # 62000006: two tolerance lines on one feature; 83000004 (session 32): a pre-condition testing a boolean coded
+    # `code {false = 1, true = 0}`, whose witness value "false" the witness check read as true (a violated pair
+    # that breaks `x'.g == true`)
+    "vacuous-solver": (0, 41000005, 62000006, 83000004),
     # session 30: tree k-discrimination in leaf boxes (the cells' cut lowered: differential/kdisc_boxes.py)
     "kdisc-boxes": (0, 1),
     # session 31: a network whose hidden layer proves the boxes its bounds leave (differential/network_split.py):
