@@ -265,6 +265,8 @@ def generate(seed: int, n_props: int = 6) -> Instance:
     if head == "logit2" and seed >= INDEX_FROM:
         spec += _index_model(runtime, encs, rng_i := np.random.default_rng([25, seed, 3]), k_out, info)
         props += _index_props(rng_i, fs, P, X, Y, info, size, len(props))
+    if head == "logit2" and seed >= INDEX_FROM:
+        props += _logit_props(np.random.default_rng([25, seed, 5]), fs, P, X, Y, k_out, len(props), runtime)
     if seed >= INDEX_FROM:
         _portfolio(np.random.default_rng([25, seed, 4]), props)
     return Instance(FAMILY, seed, spec, files, props, info)
@@ -368,5 +370,32 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
                       domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
+        out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    return out
+
+
+def _logit_props(rng, fs, P, X, Y, k_out, start, runtime, count=1):
+    """Session 32: ``|logit(m(x), c) - logit(m(x'), c)| op eps`` (README: logit column c of an output of logits;
+    enumerated on small domains, larger ones unknown): the float32 column as the runtime computes it, its
+    differences exact in float64, eps at the exact largest difference or near it."""
+    from .networks import Outputs
+
+    out = []
+    for j in range(start, start + count):
+        ps = _pair_spec(rng, fs)
+        backend, mode, extra = _settings(rng)
+        c = int(rng.integers(0, k_out))
+        col = np.asarray(Y[:, c], dtype=np.float64)
+        _, best, _ = _diff_truth(col, P, ps, "<=", "0")
+        Dx = best[0] if best is not None else Fraction(0)
+        op, eps = _eps(rng, Dx, float(Dx))
+        status, best, n = _diff_truth(col, P, ps, op, eps)
+        check = _witness_checker(fs, P, ps, Outputs(col > 0, col, None, True), "logit", op, eps, X)
+        value = float(best[0]) if (mode == "maximize" and best is not None) else None
+        truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                      domain=int(P.shape[0]), pairs=n, exact=best[0] if value is not None else None)
+        meta = {"post": "class_logit", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": "logit2",
+                "outputs": k_out, "runtime": runtime}
+        ensure = f"|logit(m(x), {c}) - logit(m(x'), {c})| {op} {eps}"
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out

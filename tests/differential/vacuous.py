@@ -54,11 +54,19 @@ def generate(seed: int):
             if seed >= CAT_FROM:     # session 32: two more, from a stream of their own (the six are unchanged)
                 sub = np.random.default_rng([70, seed, 5])
                 props += [_property(sub, j, fs, P, X, out, info, size, shapes=["cat"] + (
-                    [str(sub.choice(("cat", "range", "tied")))] if sub.random() < 0.4 else [])) for j in (6, 7)]
+                    [str(sub.choice(("cat", "range", "tied")))] if sub.random() < 0.4 else []), logit_odds=2)
+                    for j in (6, 7)]
                 for p in props[6:]:     # and half of their MILP runs race HiGHS and SCIP
                     if p.meta["backend"] == "milp" and sub.random() < 0.5:
                         p.text = p.text.replace("  using milp\n", "  using milp\n  engine = portfolio\n")
                         p.meta["backend"] = "milp-portfolio"
+                mx = np.random.default_rng([70, seed, 6])
+                for p in props[6:]:     # half of their logit posts maximize (the largest over the pairs meeting it)
+                    if p.truth.exact is not None and mx.random() < 0.5:
+                        p.text = p.text.replace("  mode = find\n", "").replace("  timeout", "  mode = maximize\n  timeout")
+                        p.truth.value, p.truth.value_kind, p.meta["mode"] = float(p.truth.exact), "max", "maximize"
+                    else:
+                        p.truth.exact = None
             return props
 
         inst = nw.generate(inner, big=False, runtime="onnx", family=FAMILY, props_fn=props_fn)
@@ -107,7 +115,7 @@ class Bound:
         return np.array([_CMP[self.op](Fraction(int(v)), self.c) for v in vals], dtype=bool)
 
 
-def _property(rng, k, fs, P, X, out, info, size, shapes=None) -> Prop:
+def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1) -> Prop:
     names = [f.name for f in fs]
     ints = [i for i, f in enumerate(fs) if f.kind == "int"]
     protected = [i for i, f in enumerate(fs) if f.protected]
@@ -152,9 +160,10 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None) -> Prop:
         M &= any_
     n_pairs = int(M.sum())
 
-    posts = ["label", "label"] + (["logit"] if out.logit is not None and not info.get("logit_ambiguous") else [])
+    posts = ["label", "label"] + (["logit"] * logit_odds if out.logit is not None and not info.get("logit_ambiguous")
+                                  else [])
     post = posts[int(rng.integers(0, len(posts)))]
-    op = eps = None
+    op = eps = max_exact = None
     if post == "label":
         status = "violated" if np.any(M & (out.label[:, None] != out.label[None, :])) else "holds"
     else:
@@ -171,6 +180,9 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None) -> Prop:
         if op == "<" and Fraction(eps) == 0:
             op = "<="
         e = Fraction(eps)
+        # the exact largest difference over the pairs meeting the pre-condition (kept for a maximize, above)
+        cand = np.argwhere(M & (Dm >= top * (1 - 1e-9))) if n_pairs else []
+        max_exact = max((abs(exact(z[a]) - exact(z[b])) for a, b in cand), default=None)
         viol = False
         for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
             d = abs(exact(z[a]) - exact(z[b]))
@@ -223,7 +235,8 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None) -> Prop:
         return None
 
     truth = Truth(status, check_witness=check, domain=size, pairs=n_pairs,
-                  note="no pair meets the pre-condition" if n_pairs == 0 else f"{n_pairs} pairs meet it")
+                  note="no pair meets the pre-condition" if n_pairs == 0 else f"{n_pairs} pairs meet it",
+                  exact=max_exact if post == "logit" else None)
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "runtime": "onnx",
             "head": info["head"], "shape": "+".join(shapes), "empty": n_pairs == 0,
             "cell": "empty" if n_pairs == 0 else "met", "relaxed": [(names[i], t, s) for i, t, s in relaxed],
