@@ -6,7 +6,10 @@ K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature dom
 The truth enumerates every domain point on onnxruntime (torch for three instances in ten) and every
 admissible pair. Ties on
 purpose: dyadic weights, zero biases, two outputs exactly equal at a domain point (the argmax's
-tie rule decides), tolerances equal to the exact maximal difference. The regression family
+tie rule decides), tolerances equal to the exact maximal difference. From instance seed 83,000,000 on
+(session 32) a logit instance also declares the network with ``index = i`` and gets two binary posts of it
+(label / prob / logit of "class i against the rest") and a ``logit(m(x), c)`` post, and half the MILP
+properties run ``engine = portfolio``. The regression family
 (:mod:`.regression`) shares the generator.
 """
 

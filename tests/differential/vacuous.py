@@ -10,7 +10,11 @@ number); ``tied`` (a feature the pair ties, bounded on x and on x' apart); ``apa
 feature's tolerance t against bounds on x and x' that lie t - 1/2, t, t + 1/2 or t + 1 apart, `<` and
 `<=` on both); ``negative`` (a tolerance below 0, ``< 0`` or ``<= -1/2``); ``or`` (an empty
 disjunction fairspec's rules do not read: the backends decide it); ``order`` (the two inputs of a relaxed
-feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=).
+feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=); ``cat`` (session 32, two more
+properties per instance from seed 83,000,000 on: a test of one input of any feature, a protected one half the
+time -- ``==``, ``!=``, ``in {..}``, ``not (..)``, two joined by ``and`` / ``or`` -- which the solvers relax and
+the witness check reads exactly; half their MILP runs ``engine = portfolio``, half their logit posts
+``mode = maximize``).
 
 Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
 enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
