@@ -64,6 +64,10 @@ def generate(seed: int):
                     if p.meta["backend"] == "milp" and sub.random() < 0.5:
                         p.text = p.text.replace("  using milp\n", "  using milp\n  engine = portfolio\n")
                         p.meta["backend"] = "milp-portfolio"
+                # and a prob post (the runtime's probability, or the real logistic of its logit) under a cat
+                # pre-condition, from a stream of its own
+                pr = np.random.default_rng([70, seed, 7])
+                props.append(_property(pr, 8, fs, P, X, out, info, size, shapes=["cat"], force_post="prob"))
                 mx = np.random.default_rng([70, seed, 6])
                 for p in props[6:]:     # half of their logit posts maximize (the largest over the pairs meeting it)
                     if p.truth.exact is not None and mx.random() < 0.5:
@@ -119,7 +123,7 @@ class Bound:
         return np.array([_CMP[self.op](Fraction(int(v)), self.c) for v in vals], dtype=bool)
 
 
-def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1) -> Prop:
+def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, force_post=None) -> Prop:
     names = [f.name for f in fs]
     ints = [i for i, f in enumerate(fs) if f.kind == "int"]
     protected = [i for i, f in enumerate(fs) if f.protected]
@@ -167,9 +171,12 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1) -> P
     posts = ["label", "label"] + (["logit"] * logit_odds if out.logit is not None and not info.get("logit_ambiguous")
                                   else [])
     post = posts[int(rng.integers(0, len(posts)))]
+    post = force_post or post
     op = eps = max_exact = None
     if post == "label":
         status = "violated" if np.any(M & (out.label[:, None] != out.label[None, :])) else "holds"
+    elif post == "prob":
+        status, op, eps = _prob_truth(rng, out, M, n_pairs)
     else:
         z = out.logit
         D = np.abs(z[:, None] - z[None, :])
@@ -210,7 +217,7 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1) -> P
             lines.append(line)
     lines += [f"require {t}" for t in lines_extra]
     lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
-                 else f"ensure |logit(m(x)) - logit(m(x'))| {op} {eps}")
+                 else f"ensure |{post}(m(x)) - {post}(m(x'))| {op} {eps}")
     if backend == "milp":
         lines.append("using milp")
     elif backend == "smt":
@@ -246,6 +253,43 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1) -> P
             "cell": "empty" if n_pairs == 0 else "met", "relaxed": [(names[i], t, s) for i, t, s in relaxed],
             "incomplete": False}
     return Prop(name, FAMILY, text, truth, meta, 20.0)
+
+
+def _prob_truth(rng, out, M, n_pairs):
+    """(status, op, eps) of ``|prob(m(x)) - prob(m(x'))| op eps`` over the pairs M: the differences decided
+    exactly (networks.exact_measure: the runtime's probabilities, or the real logistic of its logits at 80
+    digits), ``ambiguous`` where a pair within 1e-9 of eps cannot be settled; eps at the largest difference
+    (its decimal when exactly one of at most 15 digits, else a number near it) or a round number."""
+    pr = out.prob if out.prob is not None else 1.0 / (1.0 + np.exp(-out.logit))
+    Dm = np.where(M, np.abs(pr[:, None] - pr[None, :]), -np.inf)
+    top = float(Dm.max()) if n_pairs else 0.0
+    op = "<=" if rng.random() < 0.6 else "<"
+    r = rng.random()
+    if n_pairs and r < 0.5:
+        cand = np.argwhere(M & (Dm >= top * (1 - 1e-9)))
+        exs = [nw.exact_measure(out, "prob", int(a), int(b)) for a, b in cand]
+        best = None if (not exs or None in exs) else max(exs)
+        text = decimal_text(best, 15) if best is not None else None
+        # not a short decimal: near it, as the network family writes it (a float at the real logistic's
+        # difference is a tie within its rounding, `unknown` by design)
+        eps = text if text is not None else f"{top * float(rng.choice([0.5, 0.999, 1.001, 2])):.6g}"
+    else:
+        eps = str(rng.choice(["0.25", "0.5", "0.125", "0.05", "0.1"]))
+    if "e" in eps:
+        eps = "0"
+    if op == "<" and Fraction(eps) == 0:
+        op = "<="
+    e = Fraction(eps)
+    viol = ambiguous = False
+    for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
+        d = nw.exact_measure(out, "prob", int(a), int(b))
+        if d is None:
+            ambiguous = True
+            continue
+        if (d > e) if op == "<=" else (d >= e):
+            viol = True
+            break
+    return ("violated" if viol else "ambiguous" if ambiguous else "holds"), op, eps
 
 
 def _edge_constants(f) -> list[Fraction]:
