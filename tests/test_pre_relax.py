@@ -96,11 +96,12 @@ def _pairs(free, pred):
 
 
 def _point(feats):
-    return {"g": G[feats["g"]], "s": int(feats["s"]), "a": int(feats["a"])}
+    s = feats["s"]
+    return {"g": G[feats["g"]], "s": {"false": 0, "true": 1}[s] if isinstance(s, str) else int(s), "a": int(feats["a"])}
 
 
-def _spec(d, free, req, ensure, extra=""):
-    (d / "p.fair").write_text(DECLS + f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
+def _spec(d, free, req, ensure, extra="", decls=DECLS):
+    (d / "p.fair").write_text(decls + f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{{free}}}\n"
                                       f"  require {req}\n  ensure {ensure}\n{extra}}}\n")
     from fairspec.pipeline import check
 
@@ -152,6 +153,23 @@ def test_the_solvers_decide_a_relaxed_pre_condition_as_brute_force_does(net, cas
         _judge(v, free, pred, kept, broken)
         if op == "<":
             assert v.status in ("violated", "unknown"), v.reason
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+@pytest.mark.parametrize("case", [0, 7])
+def test_a_boolean_read_back_as_text_is_its_value_in_the_witness_check(net, case, backend, monkeypatch):
+    """A boolean feature encoded `code` comes back from the model's input as the text "true" / "false"
+    (encoding.decode_row): the witness check against the whole pre-condition read any text as true
+    (``bool("false")``), so a pair whose x.s is false met `x.s == true` and was reported violated (soundness
+    campaign, vacuous-solver 83000004: `x'.g == true` met by x'.g = false)."""
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
+    d, z = net
+    free, req, pred, kept = CASES[case]
+    lab = z > 0
+    v = _spec(d, free, req, "label(m(x)) == label(m(x'))", f"  using {backend}\n",
+              decls=DECLS.replace("s : raw", "s : code"))
+    assert v.status != "unknown" or "does not meet" in v.reason, v.reason
+    _judge(v, free, pred, kept, lambda i, j: lab[i] != lab[j])
 
 
 def test_a_counterexample_that_misses_the_pre_condition_is_unknown_and_says_what_was_found(net, monkeypatch):

@@ -99,7 +99,8 @@ SLICE = {
     # 50000008: a torch model whose flips on data were two rows, the reported one with a score at the
     # threshold itself (another batching decided it alike); the farthest flip is reported since session 27
     "data-batched": (40000001, 40000032, 40000002, 40000003, 49000017, 50000008,
-                     66000008),   # 66000008: the only flip decided at the threshold (torch): unknown
+                     66000008,    # 66000008: the only flip decided at the threshold (torch): unknown
+                     82000052),   # 82000052 (and 50000008): eflips, the only |p - p'| a few ulps above eps (torch)
     # session 28's pipeline constructs through the API (pipelines.SHAPES, the seed's remainder by 6):
     # 0 an infrequent-grouping OrdinalEncoder before an LGBMClassifier, 3 an encoder fitted on
     # categories the feature does not declare (FS437; a one-hot so fitted is refused with FS422),
@@ -116,7 +117,10 @@ SLICE = {
     "vacuous": (0, 1, 2),
     # the same with enumeration off: tied int bounds narrow the solvers' box (kinds/lowering.tied_int_bounds);
     # 41000005: a violation the MILP finds only inside the narrowed box (4 wrong without it, seed 41)
-    "vacuous-solver": (0, 41000005, 62000006),   # 62000006: two tolerance lines on one feature
+    # 62000006: two tolerance lines on one feature; 83000004 (session 32): a pre-condition testing a boolean coded
+    # `code {false = 1, true = 0}`, whose witness value "false" the witness check read as true (a violated pair
+    # that breaks `x'.g == true`)
+    "vacuous-solver": (0, 41000005, 62000006, 83000004),
     # session 30: tree k-discrimination in leaf boxes (the cells' cut lowered: differential/kdisc_boxes.py)
     "kdisc-boxes": (0, 1),
     # session 31: a network whose hidden layer proves the boxes its bounds leave (differential/network_split.py):

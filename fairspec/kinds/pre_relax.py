@@ -477,7 +477,15 @@ def _exact_value(f, v):
             raise Unsupported(f"the witness's {f.name} = {v!r} is no category of it")
         return d.categories.index(v)
     if isinstance(d, ir.Boolean):
-        return int(bool(v))
+        # decode_row gives a raw column's value as a bool and a code / one-hot column's as its category text
+        # ("false" / "true"): bool("false") is True, so text is read by its category
+        if isinstance(v, str):
+            if v not in d.categories:
+                raise Unsupported(f"the witness's {f.name} = {v!r} is neither true nor false")
+            return d.categories.index(v)
+        if v not in (0, 1):
+            raise Unsupported(f"the witness's {f.name} = {v!r} is neither true nor false")
+        return int(v)
     if isinstance(d, ir.IntRange):
         if float(v) != round(float(v)):
             raise Unsupported(f"the witness's {f.name} = {v!r} is no whole number")

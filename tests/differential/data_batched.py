@@ -13,7 +13,10 @@ say ``unknown`` (judge.judge_verdict; its reason then ends in campaign.BATCH_TIE
 (sex changed) is labelled apart in every batching (the data's, the pair, reversed, each alone) makes the
 truth ``violated``; no pair apart in any batching, ``holds`` (the data backend never proves flips: its
 answer is then `unknown`); else ``batch-dependent``. A flip witness must be labelled apart as a pair,
-reversed, each point alone and within the data's batch.
+reversed, each point alone and within the data's batch. Flips with an eps (``eflips``, session 32:
+``|prob(m(x)) - prob(m(x'))| <= eps``, eps often between two values the batchings give the largest difference,
+or a few ulps below it) likewise: a row above eps in every batching makes the truth ``violated``, none in any
+``holds``, else ``batch-dependent``; a witness must be above eps as a pair, reversed, alone and within the data.
 """
 
 from __future__ import annotations
@@ -63,15 +66,26 @@ class Runtime:
             warnings.simplefilter("ignore")
             return self.m.predict(np.asarray(X, dtype=np.float64)) == self.m.classes_[1]
 
+    def prob(self, X: np.ndarray) -> np.ndarray:
+        """The probability ``prob(m(x))`` reads: torch's Sigmoid output, scikit-learn's ``predict_proba`` of
+        class 1 (float64)."""
+        if self.kind == "torch":
+            import torch
+            with torch.no_grad():
+                return self.m(torch.from_numpy(np.asarray(X, dtype=np.float32))).to(torch.float64).numpy()[:, 0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.asarray(self.m.predict_proba(np.asarray(X, dtype=np.float64)), dtype=np.float64)[:, 1]
+
     def labels(self, X: np.ndarray) -> dict:
         """batching name -> the rows' labels."""
         return self.labels_of(self.label, X)
 
     @staticmethod
-    def labels_of(label, X: np.ndarray) -> dict:
+    def labels_of(label, X: np.ndarray, dtype=bool) -> dict:
         out = {}
         for name, batches in _batchings(X.shape[0]).items():
-            lab = np.zeros(X.shape[0], dtype=bool)
+            lab = np.zeros(X.shape[0], dtype=dtype)
             for b in batches:
                 lab[b] = label(X[b])
             out[name] = lab
@@ -247,6 +261,7 @@ def generate(seed: int, n_props: int = 5) -> Instance:
                                                         "point_value": len(vals) == 1,
                                                         "batch_dependent": len(seen) > 1}, 60))
     props.append(_flips(rt, X, labs, meta0))
+    props.append(_eps_flips(rt, X, meta0, np.random.default_rng([43, seed])))
     return Instance(FAMILY, seed, spec, files, props, info)
 
 
@@ -307,3 +322,76 @@ def _flips(rt: Runtime, X: np.ndarray, labs: dict, meta0: dict) -> Prop:
     body = ("property flips {\n  forall x, x' : P\n  require x.* == x'.* except {sex}\n"
             "  ensure label(m(x)) == label(m(x'))\n  using data\n}")
     return Prop("flips", FAMILY, body, truth, {**meta0, "metric": "flips", "batch_dependent": status == "batch-dependent"}, 60)
+
+
+def _pair_gaps(rt: Runtime, x: np.ndarray, xp: np.ndarray, data: np.ndarray | None = None) -> list:
+    """|prob(x) - prob(x')| (exact, of the runtime's floats) in each batching of the pair: together, reversed,
+    alone, within ``data``."""
+    P = np.vstack([x, xp])
+    runs = [rt.prob(P), rt.prob(P[::-1])[::-1], np.concatenate([rt.prob(P[:1]), rt.prob(P[1:])])]
+    if data is not None:
+        runs.append(rt.prob(np.vstack([data, P]))[-2:])
+    return [abs(Fraction(float(a)) - Fraction(float(b))) for a, b in runs]
+
+
+def _eps_flips(rt: Runtime, X: np.ndarray, meta0: dict, rng) -> Prop:
+    """``|prob(m(x)) - prob(m(x'))| <= eps`` on the data rows (session 32): a row whose difference exceeds eps in
+    every batching (the data's five, the pair's own three) makes the truth ``violated``; none in any, ``holds``
+    (the data backend then says unknown); else ``batch-dependent``. eps is, half the time, between two values
+    the batchings give the largest difference (at a batch tie), or a few ulps below it where they all agree."""
+    Xp = X.copy()
+    Xp[:, 2] = 1 - Xp[:, 2]
+    a, b = Runtime.labels_of(rt.prob, X, np.float64), Runtime.labels_of(rt.prob, Xp, np.float64)
+    gaps = [[abs(Fraction(float(a[k][i])) - Fraction(float(b[k][i]))) for k in a] for i in range(X.shape[0])]
+    for i in range(X.shape[0]):
+        gaps[i] += _pair_gaps(rt, X[i], Xp[i])
+    top = max(range(X.shape[0]), key=lambda i: max(gaps[i]))
+    vals = sorted(set(gaps[top]))
+    c = rng.random()
+    eps = None
+    if c < 0.5:
+        if len(vals) > 1:                    # between two of the batchings' values (a batch tie)
+            k = int(rng.integers(0, len(vals) - 1))
+            if vals[k + 1] - vals[k] > vals[k + 1] * Fraction(1, 10 ** 11):
+                eps = decimal_text((vals[k] + vals[k + 1]) / 2) or f"{float((vals[k] + vals[k + 1]) / 2):.15g}"
+        elif vals[0] > 0:                    # a few ulps below the one value (float32: about 1e-7 relative)
+            eps = f"{float(vals[0]) * (1 - 1e-9):.15g}"
+    if eps is None:
+        eps = f"{float(vals[-1]) * float(rng.choice([0.3, 0.7, 0.95, 1.2])):.4g}"
+    if "e" in eps:
+        eps = np.format_float_positional(float(eps), trim="-")
+    if Fraction(eps) <= 0:
+        eps = "0.001"
+    e = Fraction(eps)
+    apart_all = [all(g > e for g in gs) for gs in gaps]
+    apart_any = [any(g > e for g in gs) for gs in gaps]
+    status = "violated" if any(apart_all) else "holds" if not any(apart_any) else "batch-dependent"
+
+    def check(w: dict):
+        if not w:
+            return "a violation without a witness"
+        pts = []
+        for side in ("features", "features_prime"):
+            f = w.get(side) or {}
+            try:
+                av, bv, sv = Fraction(str(f["a"])), Fraction(str(f["b"])), str(f["sex"])
+            except (KeyError, ValueError):
+                return f"the witness's {side} {f!r} is not a point of P"
+            if av.denominator != 1 or bv.denominator != 1 or not (0 <= av <= 20 and 0 <= bv <= 20) or sv not in SEXES:
+                return f"the witness's {side} {f!r} is not in the domain"
+            pts.append(np.array([float(av), float(bv), float(SEXES.index(sv))]))
+        x, xp = pts
+        if x[0] != xp[0] or x[1] != xp[1] or x[2] == xp[2]:
+            return "the witness pair does not differ in sex alone"
+        got = _pair_gaps(rt, x, xp, X)
+        if any(g <= e for g in got):
+            return (f"the witness pair's |p - p'| is at most eps = {eps} in some batching "
+                    f"({[float(g) for g in got]}): a violation that depends on the batch")
+        return None
+
+    truth = Truth(status, check_witness=check, domain=-1,
+                  note=f"eps {eps}: {sum(apart_all)} rows above it in every batching, {sum(apart_any)} in some")
+    body = ("property eflips {\n  forall x, x' : P\n  require x.* == x'.* except {sex}\n"
+            f"  ensure |prob(m(x)) - prob(m(x'))| <= {eps}\n  using data\n}}")
+    return Prop("eflips", FAMILY, body, truth, {**meta0, "metric": "eps-flips",
+                                                "batch_dependent": status == "batch-dependent"}, 60)

@@ -6,7 +6,10 @@ K = 3 or 4 outputs (logits, or a softmax the file holds) over finite feature dom
 The truth enumerates every domain point on onnxruntime (torch for three instances in ten) and every
 admissible pair. Ties on
 purpose: dyadic weights, zero biases, two outputs exactly equal at a domain point (the argmax's
-tie rule decides), tolerances equal to the exact maximal difference. The regression family
+tie rule decides), tolerances equal to the exact maximal difference. From instance seed 83,000,000 on
+(session 32) a logit instance also declares the network with ``index = i`` and gets two binary posts of it
+(label / prob / logit of "class i against the rest") and a ``logit(m(x), c)`` post, and half the MILP
+properties run ``engine = portfolio``. The regression family
 (:mod:`.regression`) shares the generator.
 """
 
@@ -262,7 +265,61 @@ def generate(seed: int, n_props: int = 6) -> Instance:
                 "outputs": k_out, "runtime": runtime}
         props.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     props += _prob_props(np.random.default_rng([25, seed, 2]), fs, P, X, Y, head, k_out, n_props, runtime=runtime)
+    if head == "logit2" and seed >= INDEX_FROM:
+        spec += _index_model(runtime, encs, rng_i := np.random.default_rng([25, seed, 3]), k_out, info)
+        props += _index_props(rng_i, fs, P, X, Y, info, size, len(props))
+    if head == "logit2" and seed >= INDEX_FROM:
+        props += _logit_props(np.random.default_rng([25, seed, 5]), fs, P, X, Y, k_out, len(props), runtime)
+    if seed >= INDEX_FROM:
+        _portfolio(np.random.default_rng([25, seed, 4]), props)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _portfolio(rng, props):
+    """Session 32: half the MILP properties (from INDEX_FROM on) race HiGHS and SCIP per query (``engine =
+    portfolio``) instead of the one engine they name; their truth is unchanged."""
+    for p in props:
+        if p.meta.get("backend") in ("milp", "milp-scip") and rng.random() < 0.5:
+            lines = [ln for ln in p.text.split("\n") if ln.strip() != "engine = scip"]
+            k = next(n for n, ln in enumerate(lines) if ln.strip() == "using milp")
+            lines.insert(k + 1, "  engine = portfolio")
+            p.text = "\n".join(lines)
+            p.meta["backend"] = "milp-portfolio"
+
+
+#: session 32: from this instance seed on, a logit head's instance also declares the network a second time
+#: with ``index = i`` (README "Multiclass": "class i against the rest", the score column i minus the largest
+#: other column, class 1 iff it is > 0) and gets two binary posts of it (label / logit, with the network
+#: family's backends, modes, partitions and tolerances); earlier seeds' specs are as they were
+INDEX_FROM = 83_000_000
+
+
+def _index_model(runtime: str, encs, rng, k_out: int, info: dict) -> str:
+    i = int(rng.integers(0, k_out))
+    info["binary_index"] = i
+    decl = (f'model mi = torch("m.pt", score = logit, index = {i})\n' if runtime == "torch" else
+            f'model mi = onnx("m.onnx", output = "out", score = logit, index = {i})\n')
+    return decl + "encode F for mi {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n"
+
+
+def _index_props(rng, fs, P, X, Y, info, size, start, count=2):
+    """Binary posts of ``mi`` (the network with ``index = i``): the truth is the network family's over the
+    score s = y_i - max_{j != i} y_j (float32 columns: exact in float64), label s > 0 (a tie of column i
+    with another column is class 0, whichever column comes first)."""
+    from .networks import Outputs, _property
+
+    i = info["binary_index"]
+    Yd = np.asarray(Y, dtype=np.float64)
+    s = Yd[:, i] - np.delete(Yd, i, axis=1).max(axis=1)
+    out = Outputs(s > 0, s, None, True)
+    ninfo = {**info, "head": "index"}
+    props = []
+    for j in range(start, start + count):
+        p = _property(rng, j, fs, P, X, out, ninfo, False, size, FAMILY)
+        p.text = p.text.replace("(m(x", "(mi(x")
+        p.meta.update(index=i, outputs=Yd.shape[1], post=f"index-{p.meta['post']}")
+        props.append(p)
+    return props
 
 
 def _probabilities(Y: np.ndarray, head: str) -> np.ndarray:
@@ -316,5 +373,32 @@ def _prob_props(rng, fs, P, X, Y, head, k_out, start, count=2, runtime="onnx"):
                       domain=int(P.shape[0]), pairs=n, exact=best_all[0] if value is not None else None)
         meta = {"post": "class_prob", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": head,
                 "outputs": k_out, "runtime": runtime, "every_class": every}
+        out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
+    return out
+
+
+def _logit_props(rng, fs, P, X, Y, k_out, start, runtime, count=1):
+    """Session 32: ``|logit(m(x), c) - logit(m(x'), c)| op eps`` (README: logit column c of an output of logits;
+    enumerated on small domains, larger ones unknown): the float32 column as the runtime computes it, its
+    differences exact in float64, eps at the exact largest difference or near it."""
+    from .networks import Outputs
+
+    out = []
+    for j in range(start, start + count):
+        ps = _pair_spec(rng, fs)
+        backend, mode, extra = _settings(rng)
+        c = int(rng.integers(0, k_out))
+        col = np.asarray(Y[:, c], dtype=np.float64)
+        _, best, _ = _diff_truth(col, P, ps, "<=", "0")
+        Dx = best[0] if best is not None else Fraction(0)
+        op, eps = _eps(rng, Dx, float(Dx))
+        status, best, n = _diff_truth(col, P, ps, op, eps)
+        check = _witness_checker(fs, P, ps, Outputs(col > 0, col, None, True), "logit", op, eps, X)
+        value = float(best[0]) if (mode == "maximize" and best is not None) else None
+        truth = Truth(status, value=value, value_kind="max" if value is not None else None, check_witness=check,
+                      domain=int(P.shape[0]), pairs=n, exact=best[0] if value is not None else None)
+        meta = {"post": "class_logit", "op": op, "eps": eps, "backend": backend, "mode": mode, "head": "logit2",
+                "outputs": k_out, "runtime": runtime}
+        ensure = f"|logit(m(x), {c}) - logit(m(x'), {c})| {op} {eps}"
         out.append(Prop(f"p{j}", FAMILY, _text(f"p{j}", fs, ps, ensure, extra), truth, meta, 20.0))
     return out

@@ -10,7 +10,11 @@ number); ``tied`` (a feature the pair ties, bounded on x and on x' apart); ``apa
 feature's tolerance t against bounds on x and x' that lie t - 1/2, t, t + 1/2 or t + 1 apart, `<` and
 `<=` on both); ``negative`` (a tolerance below 0, ``< 0`` or ``<= -1/2``); ``or`` (an empty
 disjunction fairspec's rules do not read: the backends decide it); ``order`` (the two inputs of a relaxed
-feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=).
+feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=); ``cat`` (session 32, two more
+properties per instance from seed 83,000,000 on: a test of one input of any feature, a protected one half the
+time -- ``==``, ``!=``, ``in {..}``, ``not (..)``, two joined by ``and`` / ``or`` -- which the solvers relax and
+the witness check reads exactly; half their MILP runs ``engine = portfolio``, half their logit posts
+``mode = maximize``).
 
 Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
 enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
@@ -50,7 +54,28 @@ def generate(seed: int):
             if not any(f.kind == "int" for f in fs):
                 return []
             holder["ok"] = True
-            return [_property(rng, j, fs, P, X, out, info, size) for j in range(6)]
+            props = [_property(rng, j, fs, P, X, out, info, size) for j in range(6)]
+            if seed >= CAT_FROM:     # session 32: two more, from a stream of their own (the six are unchanged)
+                sub = np.random.default_rng([70, seed, 5])
+                props += [_property(sub, j, fs, P, X, out, info, size, shapes=["cat"] + (
+                    [str(sub.choice(("cat", "range", "tied")))] if sub.random() < 0.4 else []), logit_odds=2)
+                    for j in (6, 7)]
+                for p in props[6:]:     # and half of their MILP runs race HiGHS and SCIP
+                    if p.meta["backend"] == "milp" and sub.random() < 0.5:
+                        p.text = p.text.replace("  using milp\n", "  using milp\n  engine = portfolio\n")
+                        p.meta["backend"] = "milp-portfolio"
+                # and a prob post (the runtime's probability, or the real logistic of its logit) under a cat
+                # pre-condition, from a stream of its own
+                pr = np.random.default_rng([70, seed, 7])
+                props.append(_property(pr, 8, fs, P, X, out, info, size, shapes=["cat"], force_post="prob"))
+                mx = np.random.default_rng([70, seed, 6])
+                for p in props[6:]:     # half of their logit posts maximize (the largest over the pairs meeting it)
+                    if p.truth.exact is not None and mx.random() < 0.5:
+                        p.text = p.text.replace("  mode = find\n", "").replace("  timeout", "  mode = maximize\n  timeout")
+                        p.truth.value, p.truth.value_kind, p.meta["mode"] = float(p.truth.exact), "max", "maximize"
+                    else:
+                        p.truth.exact = None
+            return props
 
         inst = nw.generate(inner, big=False, runtime="onnx", family=FAMILY, props_fn=props_fn)
         if holder.get("ok"):
@@ -98,14 +123,15 @@ class Bound:
         return np.array([_CMP[self.op](Fraction(int(v)), self.c) for v in vals], dtype=bool)
 
 
-def _property(rng, k, fs, P, X, out, info, size) -> Prop:
+def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, force_post=None) -> Prop:
     names = [f.name for f in fs]
     ints = [i for i, f in enumerate(fs) if f.kind == "int"]
     protected = [i for i, f in enumerate(fs) if f.protected]
     free = tuple(protected)
-    shapes = [str(rng.choice(SHAPES))]
-    if rng.random() < 0.3:
-        shapes.append(str(rng.choice(("range", "window", "tied"))))
+    if shapes is None:
+        shapes = [str(rng.choice(SHAPES))]
+        if rng.random() < 0.3:
+            shapes.append(str(rng.choice(("range", "window", "tied"))))
     # a relaxed int feature (not protected) for `apart` / `negative`, sometimes for the others
     cand = [i for i in ints if i not in free]
     relaxed = []
@@ -133,7 +159,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         ok = b.holds(P[:, b.f])
         M &= ok[:, None] if b.side == 0 else ok[None, :]
     for r in rels:
-        M &= r.holds(P[:, r.f])
+        M &= r.pairs(P)
     for grp in ors:
         any_ = np.zeros_like(M)
         for b in grp:
@@ -142,11 +168,15 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         M &= any_
     n_pairs = int(M.sum())
 
-    posts = ["label", "label"] + (["logit"] if out.logit is not None and not info.get("logit_ambiguous") else [])
+    posts = ["label", "label"] + (["logit"] * logit_odds if out.logit is not None and not info.get("logit_ambiguous")
+                                  else [])
     post = posts[int(rng.integers(0, len(posts)))]
-    op = eps = None
+    post = force_post or post
+    op = eps = max_exact = None
     if post == "label":
         status = "violated" if np.any(M & (out.label[:, None] != out.label[None, :])) else "holds"
+    elif post == "prob":
+        status, op, eps = _prob_truth(rng, out, M, n_pairs)
     else:
         z = out.logit
         D = np.abs(z[:, None] - z[None, :])
@@ -161,6 +191,9 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         if op == "<" and Fraction(eps) == 0:
             op = "<="
         e = Fraction(eps)
+        # the exact largest difference over the pairs meeting the pre-condition (kept for a maximize, above)
+        cand = np.argwhere(M & (Dm >= top * (1 - 1e-9))) if n_pairs else []
+        max_exact = max((abs(exact(z[a]) - exact(z[b])) for a, b in cand), default=None)
         viol = False
         for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
             d = abs(exact(z[a]) - exact(z[b]))
@@ -184,7 +217,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
             lines.append(line)
     lines += [f"require {t}" for t in lines_extra]
     lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
-                 else f"ensure |logit(m(x)) - logit(m(x'))| {op} {eps}")
+                 else f"ensure |{post}(m(x)) - {post}(m(x'))| {op} {eps}")
     if backend == "milp":
         lines.append("using milp")
     elif backend == "smt":
@@ -205,7 +238,7 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
             if not _CMP[b.op](Fraction(pts[b.side][b.f]), b.c):
                 return f"the witness pair breaks the pre-condition's {b.text}"
         for r in rels:
-            if not _CMP[r.op](Fraction(pts[0][r.f]), Fraction(pts[1][r.f]) + r.c):
+            if not r.ok(pts[0], pts[1]):
                 return f"the witness pair breaks the pre-condition's {r.text}"
         for grp in ors:
             if not any(_CMP[b.op](Fraction(pts[b.side][b.f]), b.c) for b in grp):
@@ -213,12 +246,50 @@ def _property(rng, k, fs, P, X, out, info, size) -> Prop:
         return None
 
     truth = Truth(status, check_witness=check, domain=size, pairs=n_pairs,
-                  note="no pair meets the pre-condition" if n_pairs == 0 else f"{n_pairs} pairs meet it")
+                  note="no pair meets the pre-condition" if n_pairs == 0 else f"{n_pairs} pairs meet it",
+                  exact=max_exact if post == "logit" else None)
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "runtime": "onnx",
             "head": info["head"], "shape": "+".join(shapes), "empty": n_pairs == 0,
             "cell": "empty" if n_pairs == 0 else "met", "relaxed": [(names[i], t, s) for i, t, s in relaxed],
             "incomplete": False}
     return Prop(name, FAMILY, text, truth, meta, 20.0)
+
+
+def _prob_truth(rng, out, M, n_pairs):
+    """(status, op, eps) of ``|prob(m(x)) - prob(m(x'))| op eps`` over the pairs M: the differences decided
+    exactly (networks.exact_measure: the runtime's probabilities, or the real logistic of its logits at 80
+    digits), ``ambiguous`` where a pair within 1e-9 of eps cannot be settled; eps at the largest difference
+    (its decimal when exactly one of at most 15 digits, else a number near it) or a round number."""
+    pr = out.prob if out.prob is not None else 1.0 / (1.0 + np.exp(-out.logit))
+    Dm = np.where(M, np.abs(pr[:, None] - pr[None, :]), -np.inf)
+    top = float(Dm.max()) if n_pairs else 0.0
+    op = "<=" if rng.random() < 0.6 else "<"
+    r = rng.random()
+    if n_pairs and r < 0.5:
+        cand = np.argwhere(M & (Dm >= top * (1 - 1e-9)))
+        exs = [nw.exact_measure(out, "prob", int(a), int(b)) for a, b in cand]
+        best = None if (not exs or None in exs) else max(exs)
+        text = decimal_text(best, 15) if best is not None else None
+        # not a short decimal: near it, as the network family writes it (a float at the real logistic's
+        # difference is a tie within its rounding, `unknown` by design)
+        eps = text if text is not None else f"{top * float(rng.choice([0.5, 0.999, 1.001, 2])):.6g}"
+    else:
+        eps = str(rng.choice(["0.25", "0.5", "0.125", "0.05", "0.1"]))
+    if "e" in eps:
+        eps = "0"
+    if op == "<" and Fraction(eps) == 0:
+        op = "<="
+    e = Fraction(eps)
+    viol = ambiguous = False
+    for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
+        d = nw.exact_measure(out, "prob", int(a), int(b))
+        if d is None:
+            ambiguous = True
+            continue
+        if (d > e) if op == "<=" else (d >= e):
+            viol = True
+            break
+    return ("violated" if viol else "ambiguous" if ambiguous else "holds"), op, eps
 
 
 def _edge_constants(f) -> list[Fraction]:
@@ -234,6 +305,12 @@ class Rel:
         tail = "" if self.c == 0 else f" {'+' if self.c > 0 else '-'} {_text(abs(self.c))}"
         self.text = f"x.{names[f]} {op} x'.{names[f]}{tail}"
 
+    def pairs(self, P: np.ndarray) -> np.ndarray:
+        return self.holds(P[:, self.f])
+
+    def ok(self, p0, p1) -> bool:
+        return _CMP[self.op](Fraction(p0[self.f]), Fraction(p1[self.f]) + self.c)
+
     def holds(self, vals: np.ndarray) -> np.ndarray:
         """(n, n): does the pair of points (i, j) meet it (exactly)?"""
         u = sorted(set(int(v) for v in vals))
@@ -244,8 +321,67 @@ class Rel:
         return T[k[:, None], k[None, :]]
 
 
+#: session 32: the ``cat`` shape's properties (two per instance, appended) from this instance seed on
+CAT_FROM = 83_000_000
+
+
+def _value_text(f, v: int) -> str:
+    return f.cats[v] if f.kind == "cat" else ("true" if v else "false") if f.kind == "bool" else str(v)
+
+
+class Cond:
+    """A condition on one input of any feature (a protected one included), exact on domain values: ``side.f ==
+    v``, ``!= v``, ``in {..}`` (a category), ``not (...)``, and two of them joined by ``and`` / ``or``; ``pred``
+    maps (values of x, values of x') to bool."""
+
+    def __init__(self, text: str, pred):
+        self.text, self.pred = text, pred
+
+    def pairs(self, P: np.ndarray) -> np.ndarray:
+        n = P.shape[0]
+        return np.broadcast_to(self.pred(P[:, None, :], P[None, :, :]), (n, n)).copy()
+
+    def ok(self, p0, p1) -> bool:
+        return bool(self.pred(np.asarray(p0), np.asarray(p1)))
+
+
+def _atom(rng, fs, names) -> Cond:
+    """One test of one input: a protected feature half the time."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    i = prot[int(rng.integers(0, len(prot)))] if rng.random() < 0.5 else int(rng.integers(0, len(fs)))
+    f, side = fs[i], int(rng.integers(0, 2))
+    v = ("x", "x'")[side]
+    if f.kind == "cat" and f.size > 2 and rng.random() < 0.4:
+        vals = sorted(int(a) for a in rng.choice(f.size, size=int(rng.integers(1, f.size)), replace=False))
+        text = f"{v}.{names[i]} in {{{', '.join(f.cats[a] for a in vals)}}}"
+        return Cond(text, lambda p0, p1, i=i, s=side, vals=tuple(vals): np.isin((p0, p1)[s][..., i], vals))
+    a = int(rng.integers(0, f.size)) + (f.lo if f.kind == "int" else 0)
+    op = "==" if rng.random() < 0.6 else "!="
+    text = f"{v}.{names[i]} {op} {_value_text(f, a)}"
+    return Cond(text, lambda p0, p1, i=i, s=side, a=a, eq=op == "==": ((p0, p1)[s][..., i] == a) == eq)
+
+
+def _cat_cond(rng, fs, names) -> Cond:
+    a = _atom(rng, fs, names)
+    r = rng.random()
+    if r < 0.2:
+        return Cond(f"not ({a.text})", lambda p0, p1, a=a: ~a.pred(p0, p1))
+    if r < 0.45:
+        b = _atom(rng, fs, names)
+        return Cond(f"{a.text} or {b.text}", lambda p0, p1, a=a, b=b: a.pred(p0, p1) | b.pred(p0, p1))
+    if r < 0.6:
+        b = _atom(rng, fs, names)
+        return Cond(f"{a.text} and {b.text}", lambda p0, p1, a=a, b=b: a.pred(p0, p1) & b.pred(p0, p1))
+    return a
+
+
 def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors, rels):
     relaxed = [r[0] for r in ps.relaxed]
+    if shape == "cat":
+        c = _cat_cond(rng, fs, names)
+        rels.append(c)
+        lines.append(c.text)
+        return
     if shape == "order" and not relaxed:
         shape = "range"
     if shape == "order":

@@ -201,8 +201,9 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
         if by_batch and not (bad[0] and _breaks_in_every_batching(prop, model, x, x2, own)):
             tied += 1                   # broke in the data's batch: not in this one
             continue
-        if by_batch and bad[0] and prop.post == "label" and _decided_within_rounding(model, x, x2, own):
-            near += 1                   # a decision another batching may move (the farthest first: the rest too)
+        if by_batch and bad[0] and (_decided_within_rounding(model, x, x2, own) if prop.post == "label"
+                                    else _apart_within_rounding(prop, model, x, x2)):
+            near += 1                   # a decision (a difference past eps) another batching may move back
             continue
         if bad[0]:
             if by_batch:
@@ -217,9 +218,12 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
                            reason=f"{int(found_rows.sum())} of {n} data rows {_broken(prop)} under a counterfactual "
                                   f"change of {', '.join(prop.free)}")
     if near:
-        return unknown(prop, f"the counterfactual flips found ({near} replayed) each have a decision within the "
-                             f"runtime's rounding of the threshold: another batching of the model may decide them "
-                             f"otherwise; {BATCHED}", backend="data", seconds=time.perf_counter() - t0,
+        what = ("have a decision within the runtime's rounding of the threshold: another batching of the model may "
+                "decide them otherwise" if prop.post == "label" else
+                f"exceed eps ({prop.eps:g}) by no more than the runtime's rounding: another batching of the model "
+                f"may put them at or below eps")
+        return unknown(prop, f"the counterfactual flips found ({near} replayed) each {what}; {BATCHED}",
+                       backend="data", seconds=time.perf_counter() - t0,
                        details={**details, "batching": {"candidates_batch_dependent": tied,
                                                         "candidates_within_rounding": near}})
     if tied:
@@ -258,6 +262,26 @@ def _decided_within_rounding(model, x, x2, own: bool = False) -> bool:
     width, _ = decision_spread(model, X, z) if own else spread(model, X, z)
     with np.errstate(invalid="ignore"):
         return not bool(np.all(np.abs(z - thr) > width))
+
+
+def _apart_within_rounding(prop, model, x, x2) -> bool:
+    """Might another batching put the pair's difference (a ``prob`` / ``logit`` post) at or below eps? Each
+    point's score may lie anywhere within the runtime's spread of this batch's
+    (:func:`fairspec.backends.data.batching.spread`, as :func:`_decided_within_rounding`); the post's
+    conversion of a score is monotone, so the smallest difference over those intervals is that of their
+    nearest ends (0 where they overlap)."""
+    from fairspec.backends.data.batching import spread
+
+    X = np.stack([x, x2])
+    z = np.asarray(model.score(X), dtype=np.float64).reshape(-1)
+    if z.size != 2:                     # not one score per point: nothing bounds its rounding
+        return True
+    width, _ = spread(model, X, z)
+    conv = _to_prob if prop.post == "prob" else _to_logit
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        lo, hi = conv(z - width, model.score_kind), conv(z + width, model.score_kind)
+        nearest = max(lo[0], lo[1]) - min(hi[0], hi[1])
+    return not bool(nearest > prop.eps)
 
 
 def _broken(prop) -> str:
