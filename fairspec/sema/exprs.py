@@ -231,7 +231,9 @@ class ExprLowerer:
             if len(args) != 1:
                 self.fail("FS305", "abs(...) takes one argument", e.span)
             return ir.AbsE(self.expect_num(args[0], s)), "num"
-        self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span)
+        known = {"data": ["col"], "pair": [*MODEL_OUTPUT_FNS, "abs"]}.get(s.kind, ["abs"])
+        self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span,
+                  hint=did_you_mean(fn, known))
 
     def _class_arg(self, e: ast.Expr, s: Scope):
         """The class argument of prob/logit(m(x), c): a column (a whole number), a label (a string),
