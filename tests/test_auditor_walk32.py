@@ -75,3 +75,38 @@ def test_an_onnx_output_name_the_file_lacks_is_fs413_at_lint(tmp_path):
     d = _one(_lint(tmp_path, "property p {\n  disparate_impact(net, groups sex) >= 0.8\n}\n", net), "FS413")
     assert "'logits'" in d.message and "'logit'" in d.message, d.message
     assert d.hint == 'the closest is output = "logit"', d.hint  # not a did-you-mean: the span is the declaration
+
+
+def _pair_spec(tmp_path, req, cats='{"Fe-male", M, "not", "1.50", 2}'):
+    """A spec over a 3-input network whose categories are no bare names: a dash, a reserved word, a number-like
+    string and a number."""
+    import numpy as np
+    import onnx
+
+    from onnx_nets import mlp_model
+
+    m = tmp_path / "m.onnx"
+    if not m.exists():
+        onnx.save(mlp_model([(np.array([[1.0, 0.5, 0.25]]), np.array([-1.0]), False)], final="Identity", name="logit"),
+                  str(m))
+    (tmp_path / "p.fair").write_text(
+        f"features F {{\n  a : int in [0, 9]\n  g : {cats} protected\n  s : {{A, B}}\n}}\n"
+        'model m = onnx("m.onnx", output = "logit")\nencode F for m {\n  a : raw\n  g, s : code\n}\n'
+        f"property p {{\n  forall x, x' : F\n  require x.* == x'.* except {{g}}\n  require {req}\n"
+        "  ensure label(m(x)) == label(m(x'))\n}\n")
+    res = lint(tmp_path / "p.fair")
+    assert res.spec is not None, [d.message for d in res.diagnostics]
+    (prop,) = res.spec.properties
+    return prop.pre, res.spec.feature_set(prop.features)
+
+
+@pytest.mark.parametrize("req", ['x.g == "Fe-male" or x.a > 3', 'x.g in {"Fe-male", "not"} and x.a > 1',
+                                 'x\'.g == "1.50" or not (x.g == 2)', 'x.g != M or x.s == B'])
+def test_a_category_in_a_relaxation_s_reason_is_spec_text(tmp_path, req):
+    """pre_relax.text named a category as its bare text (`x.g == Fe-male`, a subtraction when pasted back);
+    every fragment of a reason's `...` now lints back to the same pre-condition."""
+    from fairspec.kinds.pre_relax import text
+
+    pre, fs = _pair_spec(tmp_path, req)
+    printed = " and ".join(text(e, fs) for e in pre)
+    assert _pair_spec(tmp_path, printed)[0] == pre, (req, printed)
