@@ -110,3 +110,36 @@ def test_a_category_in_a_relaxation_s_reason_is_spec_text(tmp_path, req):
     pre, fs = _pair_spec(tmp_path, req)
     printed = " and ".join(text(e, fs) for e in pre)
     assert _pair_spec(tmp_path, printed)[0] == pre, (req, printed)
+
+
+@pytest.mark.parametrize("free, req, vacuous", [
+    ("sex", "x.sex == x'.sex", True),
+    ("sex", "x'.sex == x.sex and x.age > 20", True),
+    ("sex", "x.sex == F and x'.sex == F", True),
+    ("sex", "x.sex == F and x'.sex == M", False),
+    ("sex", "x.sex == F", False),
+    ("sex", "x.sex == x'.sex or x.age > 20", False),      # not a conjunct: left to the backends
+    ("sex, race", "x.sex == x'.sex", False),              # pairs that differ in race
+    ("sex, race", "x.sex == x'.sex and x.race == x'.race", True),
+])
+def test_a_pre_condition_that_ties_every_feature_after_except_is_fs509(tmp_path, free, req, vacuous):
+    """`except {sex}` compares pairs that differ in sex; `require x.sex == x'.sex` leaves none: the property
+    holds vacuously. It was no diagnostic, and check's relaxation answered unknown naming a pair it dropped."""
+    diags = _lint(tmp_path, f"property p {{\n  forall x, x' : People\n  require x.* == x'.* except {{{free}}}\n"
+                            f"  require {req}\n  ensure label(net(x)) == label(net(x'))\n}}\n")
+    said = [d for d in diags if d.code == "FS509"]
+    assert not [d for d in diags if d.is_error], diags
+    assert bool(said) == vacuous, said
+    if vacuous:
+        assert "the feature" in said[0].message and "after except" in said[0].message
+        assert said[0].span.line == 14 and "after except" in said[0].hint, (said[0].span, said[0].hint)
+
+
+def test_check_proves_such_a_property_vacuously(tmp_path):
+    from fairspec.pipeline import check
+
+    _lint(tmp_path, "property p {\n  forall x, x' : People\n  require x.* == x'.* except {sex}\n"
+                    "  require x.sex == x'.sex\n  ensure label(net(x)) == label(net(x'))\n}\n")
+    (v,) = check(tmp_path / "specs" / "s.fair").verdicts
+    assert (v.status, v.how, v.backend) == ("holds", "proved", "certify (pre-condition)"), v.reason
+    assert "ties sex" in v.details["vacuous"]

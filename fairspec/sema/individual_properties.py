@@ -251,13 +251,16 @@ def _no_pair(ck, prop: ir.IndividualFairness, fs: ir.FeatureSet, requires, node)
             span = st.span
     ck.sink.add("FS509", f"{why}, so '{prop.name}' holds vacuously: check reports holds (proved) and says "
                          f"nothing about the model", span,
-                hint=_NO_PAIR_HINTS["|" if why.startswith("|") else "no" if why.startswith("no value") else "apart"])
+                hint=_NO_PAIR_HINTS["|" if why.startswith("|") else "no" if why.startswith("no value")
+                                    else "tie" if why.startswith("the pre-condition ties") else "apart"])
 
 
 _NO_PAIR_HINTS = {
     "|": "a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)",
     "no": "bounds on one feature must leave a value of its declared range (a feature the pair ties is one value in "
           "both inputs)",
+    "tie": "the features after except are the ones a pair differs in: tie one only when another may differ "
+           "(except {sex, race} with x.sex == x'.sex compares pairs that differ in race)",
     "apart": "a relaxed feature's tolerance must reach across the gap its bounds leave between the two inputs (or "
              "the bounds must meet)"}
 
