@@ -254,3 +254,52 @@ def _as_decimal(c) -> tuple[int, int]:
     n = int(whole + frac) * (-1 if sign else 1)
     e = int(exp or 0) - len(frac)
     return _norm((n * 10 ** e, 1) if e >= 0 else (n, 10 ** -e))
+
+
+
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def group_one_sided(pred: ir.Expr, fs: ir.FeatureSet) -> str | None:
+    """Why a group's condition splits no population over ``fs``'s declared domain -- no value meets it
+    (``age > 200`` for ``age : int in [17, 90]``; bounds on one feature that leave no value between them)
+    or every value does (one bound, ``age >= 17``: the group's complement is empty) -- else None. Read
+    exactly as a pre-condition's bounds are (fairspec.ir.no_pair: both readings of a constant agree)."""
+    why = _no_value(list(_conjuncts(pred)), fs)
+    if why is not None:
+        return f"no value of {why[0]} meets {why[1]}"
+    if isinstance(pred, ir.Cmp) and pred.op in _NEGATE:
+        why = _no_value([ir.Cmp(_NEGATE[pred.op], pred.left, pred.right)], fs)
+        if why is not None:
+            return f"every value of {why[0]} meets it, so the rows outside the group are none"
+    return None
+
+
+def _no_value(atoms, fs: ir.FeatureSet) -> tuple[str, str] | None:
+    """(the feature's declared range, the bounds) when the conjunction ``atoms`` of bounds on one feature
+    (of a row, not a pair) leaves no value of its declared range, in both readings of the constants."""
+    bounds: dict[str, list] = {}
+    for atom in atoms:
+        if not (isinstance(atom, ir.Cmp) and atom.op in _FLIP):
+            continue
+        left, op, right = atom.left, atom.op, atom.right
+        if isinstance(right, ir.FeatureRef) and _number(left) is not None:
+            left, op, right = right, _FLIP[op], left
+        c = _number(right)
+        if not (isinstance(left, ir.FeatureRef) and left.var is None and c is not None):
+            continue
+        feat = fs.get(left.feature)
+        if not _finite_range(feat):
+            continue
+        dom = feat.domain
+        cur = bounds.setdefault(feat.name, [dom.lo, False, None, dom.hi, False, None])
+        said = f"{feat.name} {op} {_text(c)}"
+        if op in (">", ">=", "==") and (c > cur[0] or (c == cur[0] and op == ">" and not cur[1])):
+            cur[0:3] = [c, op == ">", said]
+        if op in ("<", "<=", "==") and (c < cur[3] or (c == cur[3] and op == "<" and not cur[4])):
+            cur[3:6] = [c, op == "<", said]
+        if _empty(cur, isinstance(dom, ir.IntRange)):
+            kind = "int" if isinstance(dom, ir.IntRange) else "real"
+            said = [w for w in dict.fromkeys((cur[2], cur[5])) if w is not None]
+            return f"{feat.name} : {kind} in [{_text(dom.lo)}, {_text(dom.hi)}]", " and ".join(said)
+    return None
