@@ -143,3 +143,19 @@ def test_check_proves_such_a_property_vacuously(tmp_path):
     (v,) = check(tmp_path / "specs" / "s.fair").verdicts
     assert (v.status, v.how, v.backend) == ("holds", "proved", "certify (pre-condition)"), v.reason
     assert "ties sex" in v.details["vacuous"]
+
+
+@pytest.mark.parametrize("stmt, code, hint", [
+    ("statistical_parity(net, groups sex) <= 10", "FS508", "a percentage? 10% is 0.1"),
+    ("disparate_impact(net, groups sex) >= 80", "FS507", "a percentage? 80% is 0.8"),
+    ("disparate_impact(net, groups sex) >= 0.8\n  confidence = 95", "FS307", "write 95 as 0.95"),
+])
+def test_a_percentage_where_a_fraction_goes_is_told_the_fraction(tmp_path, stmt, code, hint):
+    d = _one(_lint(tmp_path, f"property p {{\n  {stmt}\n}}\n"), code)
+    assert hint in d.hint, d.hint
+
+
+def test_an_option_out_of_range_is_shown_as_written(tmp_path):
+    d = _one(_lint(tmp_path, "property p {\n  disparate_impact(net, groups sex) >= 0.8\n  min_group_size = 0\n}\n"),
+             "FS307")
+    assert d.message.startswith("min_group_size = 0 is out of range"), d.message    # was `= 0.0`

@@ -97,7 +97,9 @@ def _checked(ck, opt, value, node):
     if err:
         if opt.type == "choice":
             ck.fail("FS307", f"{opt.name} = {opt.range_text}", node.span, hint=opt.doc)
-        ck.fail("FS307", err, node.span, hint=opt.doc)
+        from fairspec.planning.registry import percent_hint
+
+        ck.fail("FS307", err, node.span, hint=percent_hint(opt, value) or opt.doc)
     return value
 
 

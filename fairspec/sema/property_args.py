@@ -288,12 +288,14 @@ def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span,
     below = lo is not None and ((op == "<" and t <= lo) or (op == "<=" and t < lo))
     always = (lo is not None and ((op == ">=" and t <= lo) or (op == ">" and t < lo))) or \
         (hi is not None and ((op == "<=" and t >= hi) or (op == "<" and t > hi)))
+    percent = (f"a percentage? {_spec_number(t)}% is {_spec_number(t / 100)}: "
+               if hi == 1 and lo is not None and lo >= 0 and 1 < t <= 100 else "")   # 80 for 80%, 10 for 10%
     if above or below:
-        hint = never_hint if above else (below_hint or f"nothing lies below {_spec_number(lo)}: write <= {_spec_number(lo)} for the lowest "
+        hint = percent + (never_hint or "") if above and (never_hint or percent) else never_hint if above else (below_hint or f"nothing lies below {_spec_number(lo)}: write <= {_spec_number(lo)} for the lowest "
                                                        f"value, or check the direction of the comparison")
         ck.fail("FS507", f"{what}, so {op} {_spec_number(t)} can never be met", span, hint=hint)
     if always:
         where = f"; {undefined}" if undefined else ""
         ck.sink.add("FS508", f"{what}, so {op} {_spec_number(t)} {verb} wherever it is defined", span,
-                    hint=f"a bound at or past the end of the range states nothing{where}: tighten the threshold, or "
-                         f"drop the property")
+                    hint=percent + f"a bound at or past the end of the range states nothing{where}: tighten the "
+                                   f"threshold, or drop the property")
