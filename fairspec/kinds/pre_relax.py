@@ -394,8 +394,18 @@ def named_witness(prop, ctx, v: Verdict) -> Verdict:
 
 
 def _pair_text(w) -> str:
+    """The pair in the spec's terms, each value as spec text (`sex = "Fe-male"`, `age = 69`; not Python's 'M')."""
+    from fairspec.syntax import literals
+
+    def shown(val):
+        if isinstance(val, str):
+            return literals.category(val)
+        if isinstance(val, bool):
+            return "true" if val else "false"
+        return literals.number(val) if isinstance(val, (int, float)) else repr(val)
+
     def one(f):
-        return ", ".join(f"{k} = {val!r}" for k, val in f.items())
+        return ", ".join(f"{k} = {shown(val)}" for k, val in f.items())
     return f"x: {one(w.features)}; x': {one(w.features_prime)}"
 
 
