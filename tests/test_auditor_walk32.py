@@ -188,3 +188,36 @@ def test_repair_of_a_tree_fitted_on_a_data_frame_prints_no_library_warning(tmp_p
         (v,) = check(p).verdicts
     assert v.status in ("holds", "violated"), v.reason
     assert not [w for w in said if "feature names" in str(w.message)], [str(w.message) for w in said]
+
+
+def test_a_relaxation_s_pair_in_a_reason_is_written_as_the_spec_writes_values(tmp_path):
+    """`a pair violating the relaxation was found (x: ..., g = 'Fe-male'; ...)`: Python's quotes, where fairspec
+    quotes with double quotes (a category that is a name bare, one with a dash quoted)."""
+    from types import SimpleNamespace
+
+    from fairspec.kinds.pre_relax import _pair_text
+
+    w = SimpleNamespace(features={"a": 3, "s": 0.5, "g": "Fe-male", "h": "M", "b": True},
+                        features_prime={"a": 3, "s": 0.5, "g": "M", "h": "M", "b": False})
+    assert _pair_text(w) == ('x: a = 3, s = 0.5, g = "Fe-male", h = M, b = true; '
+                             "x': a = 3, s = 0.5, g = M, h = M, b = false")
+
+
+@pytest.mark.parametrize("body, code, hint", [
+    ("property p {\n  pba(net, flip sex, delta {agee: 1})\n}\n", "FS205", "did you mean 'age'?"),
+    ("property p {\n  k_discrimination(net, over {sex, race}, eps = 0.05) < 3\n  explain tre\n}\n", "FS307",
+     "did you mean 'tree'?"),
+    ("property p {\n  k_discrimination(net, over {sex, race}, eps = 0.05) < 3\n  search anealing for 5s\n}\n", "FS307",
+     "did you mean 'annealing'?"),
+    (f"property p {{\n  {IF}  ensure |prob(net(x)) - prob(net(x'))| <= 0.05\n  mode = maximise\n}}\n", "FS307",
+     "did you mean 'maximize'?"),
+    ("apply four_fith(net, groups = sex)\n", "FS201", '"fairspec/policies/four_fifths.fair" declares \'four_fifths\''),
+    ("apply four_fifths(net, groups = sex)\n", "FS201", '"fairspec/policies/four_fifths.fair" declares it'),
+    ("property p {\n  disparate_impact(net, group sex) >= 0.8\n}\n", "FS101", "with 'groups'"),
+    ("property p {\n  disparate_impact(net, groups sex) >= 0.8\n  usng milp\n}\n", "FS501", "the closest is 'using'"),
+    ("property p {\n  statistical_parity(net, groups sex, bootstrap = 100) <= 0.1\n}\n", "FS208",
+     "bootstrap is an option of the property"),
+])
+def test_typos_and_misplaced_words_get_a_hint_that_names_the_fix(tmp_path, body, code, hint):
+    d = _one(_lint(tmp_path, body), code)
+    assert hint in (d.hint or ""), d.hint

@@ -7,7 +7,7 @@ relaxation and the post of the model's output it compares), k-discrimination (Hy
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.sema.exprs import Scope
+from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _inputs_known, _model_of, _number,
                                          _require_binary, _require_decision, _resolve,
@@ -130,7 +130,8 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
         for it in v.items:
             f = fs.get(it.key.id)
             if f is None:
-                ck.fail("FS205", f"unknown feature '{it.key.id}' in {fs.name}", it.key.span)
+                ck.fail("FS205", f"unknown feature '{it.key.id}' in {fs.name}", it.key.span,
+                        hint=did_you_mean(it.key.id, [x.name for x in fs.features]))
             if f.is_discrete:
                 ck.fail("FS407", f"'{f.name}' is categorical: categorical features stay fixed in a PBA neighbourhood",
                         it.key.span)

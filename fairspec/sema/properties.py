@@ -48,6 +48,20 @@ def _option_compared(st) -> str | None:
     return f"an option takes its value with a single '=': {e.left.id} = {value}"
 
 
+_STATEMENTS = ("using", "search", "explain", "report", "require", "ensure", "forall")
+
+
+def _misspelt_statement(claims) -> str | None:
+    """`usng milp` reads as two claims (`usng`, `milp`): the keyword it misspells."""
+    from fairspec.sema.exprs import closest
+
+    for st in claims:
+        e = st.args[0] if st.args else None
+        if isinstance(e, ast.Name) and (near := closest(e.id, _STATEMENTS)) is not None:
+            return f"'{e.id}' is no statement: the closest is '{near}'"
+    return None
+
+
 def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
     stmts = node.stmts
     foralls = [s for s in stmts if s.kind == "forall"]
@@ -60,7 +74,7 @@ def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
     if len(claims) != 1:
         span = claims[1].span if len(claims) > 1 else node.name.span
         ck.fail("FS501", f"property '{name}' must state exactly one claim (found {len(claims)})", span,
-                hint=next((h for h in map(_option_compared, claims) if h), None)
+                hint=next((h for h in map(_option_compared, claims) if h), None) or _misspelt_statement(claims)
                 or "e.g. disparate_impact(m, groups sex) >= 0.8, or forall x, x' : F ... for individual fairness")
     bad = [s for s in stmts if s.kind in ("require", "ensure")]
     if bad:

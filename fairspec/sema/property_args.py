@@ -231,7 +231,17 @@ def _check_args(ck, call: ast.Call, allowed: set, n_pos: int):
             ck.fail("FS208", "'trust' applies to model files", a.span)
         if a.kind in ("kw", "clause") and a.name.id not in allowed:
             ck.fail("FS208", f"{call.fn.id}(...) has no argument '{a.name.id}'", a.name.span,
-                    hint=did_you_mean(a.name.id, allowed) or f"arguments: {', '.join(sorted(allowed))}")
+                    hint=did_you_mean(a.name.id, allowed) or _option_as_argument(a.name.id)
+                    or f"arguments: {', '.join(sorted(allowed))}")
+
+
+def _option_as_argument(name: str) -> str | None:
+    """`statistical_parity(m, groups sex, bootstrap = 100)`: an option of the property, not of the call."""
+    from fairspec.planning import OPTIONS
+
+    if name in OPTIONS:
+        return f"{name} is an option of the property: give it on a line of its own after the claim ({name} = ...)"
+    return None
 
 
 def _subject(ck, e, env):

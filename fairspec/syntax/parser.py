@@ -530,6 +530,14 @@ def _equals_hint(tok: Token, expected) -> str | None:
     return None
 
 
+def _groups_hint(text: str, tok: Token) -> str | None:
+    """`disparate_impact(m, group sex)`: the clause is `groups` (`group` declares a group)."""
+    start = getattr(tok, "start_pos", None)
+    if start is None or not re.search(r"[(,]\s*group\s+$", text[max(0, start - 60):start]):
+        return None
+    return "a metric names its groups with 'groups' (groups sex x race); 'group' declares one (group older = age >= 40)"
+
+
 def _percent_hint(text: str, pos: int) -> str | None:
     """`>= 80%`: a threshold is a number, a share a fraction -- the hint writes it (80% as 0.8)."""
     from decimal import Decimal, InvalidOperation
@@ -560,7 +568,8 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
         span = Span(file, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
         exp = _describe_expected(e.expected)
         return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span,
-                          hint=_keyword_hint(tok, e.expected) or _equals_hint(tok, e.expected))
+                          hint=_keyword_hint(tok, e.expected) or _equals_hint(tok, e.expected)
+                          or _groups_hint(text, tok))
     assert isinstance(e, UnexpectedCharacters)
     ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
     hint = None
