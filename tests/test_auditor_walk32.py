@@ -221,3 +221,15 @@ def test_a_relaxation_s_pair_in_a_reason_is_written_as_the_spec_writes_values(tm
 def test_typos_and_misplaced_words_get_a_hint_that_names_the_fix(tmp_path, body, code, hint):
     d = _one(_lint(tmp_path, body), code)
     assert hint in (d.hint or ""), d.hint
+
+
+@pytest.mark.parametrize("tol, code", [("<= 5", "FS508"), ("<= 1", "FS508"), ("< 1.5", "FS508"), ("< 1", None),
+                                       ("<= 0.99", None), ("< 0", "FS507")])
+def test_a_probability_tolerance_every_pair_meets_is_fs508(tmp_path, tol, code):
+    """`|prob(m(x)) - prob(m(x'))| <= 5` (5 meaning 5%) held for every pair with no word from lint: a difference of
+    probabilities is at most 1."""
+    diags = _lint(tmp_path, f"property p {{\n  {IF}  ensure |prob(net(x)) - prob(net(x'))| {tol}\n}}\n")
+    said = [d for d in diags if d.code in ("FS507", "FS508")]
+    assert [d.code for d in said] == ([code] if code else []), said
+    if tol == "<= 5":
+        assert "a percentage? 5% is 0.05" in said[0].hint, said[0].hint

@@ -319,9 +319,12 @@ def _post(ck, e, scope, env, v, v2, class_var=None):
                 ck.fail("FS501", "both sides of the post-condition must name the same class", e.span)
             eps = float(lowered.right.value)
             # |d| >= 0: < 0 or <= -0.5 is never met, every pair with the pre-condition breaks it (FS507)
-            claim_range(ck, lowered.op, eps, 0.0, None, getattr(e, "right", e).span,
-                        f"the post-condition's |{a.fn}(...) - {a.fn}(...)| is an absolute difference, never below 0",
-                        below_hint=f"write <= 0 for equal outputs, or {lowered.op} eps with eps > 0")
+            # and of probabilities at most 1: <= 1 (or <= 5, a percentage) holds for every pair (FS508)
+            claim_range(ck, lowered.op, eps, 0.0, 1.0 if a.fn == "prob" else None, getattr(e, "right", e).span,
+                        f"the post-condition's |{a.fn}(...) - {a.fn}(...)| is an absolute difference"
+                        + (" of probabilities, at most 1" if a.fn == "prob" and eps > 0 else ", never below 0"),
+                        below_hint=f"write <= 0 for equal outputs, or {lowered.op} eps with eps > 0",
+                        undefined="every pair meets it, so check proves nothing about the model")
             post = a.fn if a.fn == "value" or a.cls is None else f"class_{a.fn}"
             found = (post, eps, lowered.op, a.model, a.cls)
     if found is None:
