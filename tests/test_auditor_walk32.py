@@ -233,3 +233,16 @@ def test_a_probability_tolerance_every_pair_meets_is_fs508(tmp_path, tol, code):
     assert [d.code for d in said] == ([code] if code else []), said
     if tol == "<= 5":
         assert "a percentage? 5% is 0.05" in said[0].hint, said[0].hint
+
+
+def test_a_group_metric_that_holds_says_over_which_interval_and_names_the_threshold_as_written(tmp_path):
+    """`holds (estimated)` had no reason at all (the text report printed nothing under the table for it), and
+    every data reason wrote the threshold with {:g}: 0.1234567 as 0.123457, another claim."""
+    from fairspec.pipeline import check
+
+    _lint(tmp_path, "property p {\n  statistical_parity(net, groups sex) <= 0.9234567\n}\n"
+                    "property q {\n  statistical_parity(net, groups sex) <= 0.0000001234567\n}\n")
+    p, q = check(tmp_path / "specs" / "s.fair").verdicts
+    assert (p.status, p.how) == ("holds", "estimated"), p.reason
+    assert p.reason.startswith("statistical_parity <= 0.9234567 holds over the whole 95% interval ["), p.reason
+    assert q.status != "holds" and "1.234567e-07" in q.reason, q.reason
