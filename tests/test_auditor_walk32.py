@@ -246,3 +246,15 @@ def test_a_group_metric_that_holds_says_over_which_interval_and_names_the_thresh
     assert (p.status, p.how) == ("holds", "estimated"), p.reason
     assert p.reason.startswith("statistical_parity <= 0.9234567 holds over the whole 95% interval ["), p.reason
     assert q.status != "holds" and "1.234567e-07" in q.reason, q.reason
+
+
+@pytest.mark.parametrize("op, words", [("<=", "by more than 0.0512345"), ("<", "by at least 0.0512345")])
+def test_a_data_flip_reason_says_what_breaks_the_tolerance_as_written(op, words):
+    """`|prob - prob'| < 0.05` is broken by a pair exactly 0.05 apart: "by more than" was wrong for `<`, and the
+    tolerance was written with {:g} (0.0512345 as 0.0512345, 0.05123456 as 0.0512346)."""
+    from types import SimpleNamespace
+
+    from fairspec.backends.data.flips import _broken
+
+    assert _broken(SimpleNamespace(post="prob", eps=0.0512345, eps_op=op)).endswith(words)
+    assert _broken(SimpleNamespace(post="prob", eps=0.05123456, eps_op="<=")).endswith("0.05123456")

@@ -661,7 +661,7 @@ def _decide(prop: ir.GroupMetric, c: Counts, exact, value: float, lo: float, hi:
         t = float(prop.threshold)
         if min(abs(lo - t), abs(hi - t)) <= tol * max(1.0, abs(t)):
             return "unknown", (f"{prop.metric} = {value:.12g} lies within the rounding of the weighted sums "
-                               f"({tol:.2g}) of the threshold {t:g}; the comparison cannot be decided")
+                               f"({tol:.2g}) of the threshold {_spec_number(t)}; the comparison cannot be decided")
     return status, None
 
 
