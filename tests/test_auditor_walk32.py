@@ -214,6 +214,8 @@ def test_a_relaxation_s_pair_in_a_reason_is_written_as_the_spec_writes_values(tm
     ("apply four_fith(net, groups = sex)\n", "FS201", '"fairspec/policies/four_fifths.fair" declares \'four_fifths\''),
     ("apply four_fifths(net, groups = sex)\n", "FS201", '"fairspec/policies/four_fifths.fair" declares it'),
     ("property p {\n  disparate_impact(net, group sex) >= 0.8\n}\n", "FS101", "with 'groups'"),
+    ("property p {\n  forall x, x' : People\n  require x.* == x'.*\n  ensure label(net(x)) == label(net(x'))\n}\n",
+     "FS101", "x.* == x'.* except {sex}"),
     ("property p {\n  disparate_impact(net, groups sex) >= 0.8\n  usng milp\n}\n", "FS501", "the closest is 'using'"),
     ("property p {\n  statistical_parity(net, groups sex, bootstrap = 100) <= 0.1\n}\n", "FS208",
      "bootstrap is an option of the property"),

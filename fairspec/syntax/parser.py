@@ -569,7 +569,9 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
         exp = _describe_expected(e.expected)
         return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span,
                           hint=_keyword_hint(tok, e.expected) or _equals_hint(tok, e.expected)
-                          or _groups_hint(text, tok))
+                          or _groups_hint(text, tok)
+                          or ("x.* == x'.* names the features a pair may differ in after except: "
+                              "x.* == x'.* except {sex}" if "EXCEPT" in e.expected else None))
     assert isinstance(e, UnexpectedCharacters)
     ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
     hint = None
