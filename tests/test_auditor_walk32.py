@@ -260,3 +260,8 @@ def test_a_data_flip_reason_says_what_breaks_the_tolerance_as_written(op, words)
 
     assert _broken(SimpleNamespace(post="prob", eps=0.0512345, eps_op=op)).endswith(words)
     assert _broken(SimpleNamespace(post="prob", eps=0.05123456, eps_op="<=")).endswith("0.05123456")
+
+
+def test_a_probability_compared_with_a_label_says_to_compare_like_with_like(tmp_path):
+    d = _one(_lint(tmp_path, f"property p {{\n  {IF}  ensure prob(net(x)) == label(net(x'))\n}}\n"), "FS301")
+    assert "prob(...) and label(...) are different readings" in d.hint, d.hint

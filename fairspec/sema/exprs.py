@@ -262,7 +262,7 @@ class ExprLowerer:
             a, ta = self._lower_against(e.left, tb, s)
         if _base(ta) != _base(tb):
             self.fail("FS301", f"cannot compare a {_type_word(ta)} with a {_type_word(tb)}", e.span,
-                      hint=_text_column_hint(e, s))
+                      hint=_text_column_hint(e, s) or _output_mix_hint(a, b))
         if ta in ("str", "bool") and e.op not in ("==", "!="):
             self.fail("FS301", f"a {_type_word(ta)} can only be compared with == or !=", e.span)
         return ir.Cmp(e.op, a, b), "bool"
@@ -328,3 +328,11 @@ def _type_word(t: str) -> str:
 
 def _num_text(e: ast.Num) -> str:
     return str(int(e.value)) if float(e.value).is_integer() else repr(float(e.value))  # as parser.category
+
+
+def _output_mix_hint(a, b) -> str | None:
+    """`prob(m(x)) == label(m(x'))`: a probability (a number) against a decision (a condition)."""
+    if isinstance(a, ir.ModelOut) and isinstance(b, ir.ModelOut) and a.fn != b.fn:
+        return (f"{a.fn}(...) and {b.fn}(...) are different readings of the model: compare the same one on both "
+                "sides, label(m(x)) == label(m(x')) or |prob(m(x)) - prob(m(x'))| <= eps")
+    return None
