@@ -68,6 +68,9 @@ _ALL = [
     Code("FS310", "error", "probabilities of a distribution row do not sum to 1", "the probabilities of a feature's values under one condition sum to 1: p(X | u) + p(not X | u) = 1"),
     Code("FS311", "error", "distribution does not cover a feature the classifier reads", "add the feature's probabilities to the distribution, e.g. p(X) = 0.4 or p(X | P) = 0.6 and p(X | not P) = 0.3"),
     Code("FS312", "error", "continuous feature without bins", "declare bin edges on the feature (x : real in [0, 1] bins [0.3, 0.7]) or learn quantile bins in the distribution: bayes(DATA, bins = 4)"),
+    Code("FS313", "warning", "a group that no value, or every value, of the declared domain meets",
+         "a group's bound lies past its feature's declared range (age > 200 for age in [17, 90]), so every row is "
+         "outside the group or inside it: check the bound against the feature's declaration"),
     # -- models, data, encodings
     Code("FS401", "error", "model file cannot be loaded", "paths are relative to the spec file; check that the file exists and is a model of the declared format"),
     Code("FS402", "error", "encoding width differs from the model's input width", "list every model input in the encode block, in the model's order"),

@@ -11,7 +11,9 @@ Decided from the spec's constants and the features' declared domains alone, exac
   can only make the set larger, so "empty" stays true;
 * a relaxed feature whose two inputs' bounds lie further apart than its tolerance:
   ``|x.age - x'.age| <= 5`` with ``x.age < 30`` and ``x'.age > 40`` (an int feature: ``x.age <= 29.5``
-  is ``x.age <= 29``); ``< t`` with a gap of exactly ``t`` too.
+  is ``x.age <= 29``); ``< t`` with a gap of exactly ``t`` too;
+* every feature after ``except`` tied by the pre-condition (``x.sex == x'.sex`` with ``except {sex}``):
+  an admissible pair differs in at least one of them.
 
 The arithmetic is exact, on integers: a constant is read twice, as the float it is stored as
 (``float.as_integer_ratio``) and as the decimal its shortest repr writes (``0.1`` is 1/10), and "empty"
@@ -40,6 +42,8 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
         op = prop.relaxed_op(f)
         if t < 0 or (t == 0 and op == "<"):
             return f"|{v}.{f} - {v2}.{f}| {op} {_text(t)} holds for no pair: an absolute difference is never below 0"
+    if (why := _free_tied(prop)) is not None:
+        return why
     tied = {f.name for f in fs.features} - set(prop.free) - {f for f, _ in prop.relaxed}
     # key -> [lo, lo strict, lo as written, hi, hi strict, hi as written]
     bounds: dict[str, list] = {}
@@ -71,6 +75,41 @@ def no_pair_reason(prop: ir.IndividualFairness, fs: ir.FeatureSet) -> str | None
         if why is not None:
             return why
     return None
+
+
+def _free_tied(prop: ir.IndividualFairness) -> str | None:
+    """Why no pair differs in a feature after ``except`` -- every one of them tied by a top-level conjunct,
+    ``x.sex == x'.sex``, or both inputs' ``== c`` the same constant (``x.sex == F and x'.sex == F``) -- as
+    an admissible pair must (one that differs only in relaxed features is not compared); else None."""
+    v, v2 = prop.var, prop.var_prime
+    if not prop.free:
+        return None
+    pair, const = set(), {}
+    for e in prop.pre:
+        for atom in _conjuncts(e):
+            if not (isinstance(atom, ir.Cmp) and atom.op == "=="):
+                continue
+            left, right = atom.left, atom.right
+            if isinstance(right, ir.FeatureRef) and isinstance(left, ir.Const):
+                left, right = right, left
+            if isinstance(left, ir.FeatureRef) and isinstance(right, ir.FeatureRef) \
+                    and left.feature == right.feature and {left.var, right.var} == {v, v2}:
+                pair.add(left.feature)
+            elif isinstance(left, ir.FeatureRef) and left.var in (v, v2) and isinstance(right, ir.Const) \
+                    and not isinstance(right.value, float):      # a category's code, a bool, a whole number
+                const.setdefault((left.feature, left.var), set()).add((type(right.value), right.value))
+    said = []
+    for f in prop.free:
+        if f in pair:
+            said.append(f"{v}.{f} == {v2}.{f}")
+        elif const.get((f, v), set()) & const.get((f, v2), set()):
+            said.append(f"{v}.{f} and {v2}.{f} set to one value")
+        else:
+            return None
+    one = len(prop.free) == 1
+    what = f"{prop.free[0]}, the feature after except" if one else f"each of {', '.join(prop.free)}, the features after except"
+    return (f"the pre-condition ties {what} ({'; '.join(said)}), and a pair is compared only where it differs in "
+            f"{'it' if one else 'one of them'}")
 
 
 def _apart(f: str, t, op: str, v: str, v2: str, bounds: dict, fs: ir.FeatureSet) -> str | None:
@@ -215,3 +254,52 @@ def _as_decimal(c) -> tuple[int, int]:
     n = int(whole + frac) * (-1 if sign else 1)
     e = int(exp or 0) - len(frac)
     return _norm((n * 10 ** e, 1) if e >= 0 else (n, 10 ** -e))
+
+
+
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def group_one_sided(pred: ir.Expr, fs: ir.FeatureSet) -> str | None:
+    """Why a group's condition splits no population over ``fs``'s declared domain -- no value meets it
+    (``age > 200`` for ``age : int in [17, 90]``; bounds on one feature that leave no value between them)
+    or every value does (one bound, ``age >= 17``: the group's complement is empty) -- else None. Read
+    exactly as a pre-condition's bounds are (fairspec.ir.no_pair: both readings of a constant agree)."""
+    why = _no_value(list(_conjuncts(pred)), fs)
+    if why is not None:
+        return f"no value of {why[0]} meets {why[1]}"
+    if isinstance(pred, ir.Cmp) and pred.op in _NEGATE:
+        why = _no_value([ir.Cmp(_NEGATE[pred.op], pred.left, pred.right)], fs)
+        if why is not None:
+            return f"every value of {why[0]} meets it, so the rows outside the group are none"
+    return None
+
+
+def _no_value(atoms, fs: ir.FeatureSet) -> tuple[str, str] | None:
+    """(the feature's declared range, the bounds) when the conjunction ``atoms`` of bounds on one feature
+    (of a row, not a pair) leaves no value of its declared range, in both readings of the constants."""
+    bounds: dict[str, list] = {}
+    for atom in atoms:
+        if not (isinstance(atom, ir.Cmp) and atom.op in _FLIP):
+            continue
+        left, op, right = atom.left, atom.op, atom.right
+        if isinstance(right, ir.FeatureRef) and _number(left) is not None:
+            left, op, right = right, _FLIP[op], left
+        c = _number(right)
+        if not (isinstance(left, ir.FeatureRef) and left.var is None and c is not None):
+            continue
+        feat = fs.get(left.feature)
+        if not _finite_range(feat):
+            continue
+        dom = feat.domain
+        cur = bounds.setdefault(feat.name, [dom.lo, False, None, dom.hi, False, None])
+        said = f"{feat.name} {op} {_text(c)}"
+        if op in (">", ">=", "==") and (c > cur[0] or (c == cur[0] and op == ">" and not cur[1])):
+            cur[0:3] = [c, op == ">", said]
+        if op in ("<", "<=", "==") and (c < cur[3] or (c == cur[3] and op == "<" and not cur[4])):
+            cur[3:6] = [c, op == "<", said]
+        if _empty(cur, isinstance(dom, ir.IntRange)):
+            kind = "int" if isinstance(dom, ir.IntRange) else "real"
+            said = [w for w in dict.fromkeys((cur[2], cur[5])) if w is not None]
+            return f"{feat.name} : {kind} in [{_text(dom.lo)}, {_text(dom.hi)}]", " and ".join(said)
+    return None

@@ -152,8 +152,11 @@ def text(e, fs: ir.FeatureSet | None = None) -> str:
     """The expression as the spec writes it (near enough to recognise: a category constant by its name where the
     comparison names its feature)."""
     if isinstance(e, ir.Const):
-        v = e.value
-        return ("true" if v else "false") if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
+        from fairspec.syntax import literals
+
+        v = e.value        # a string is a category: bare where it reads back as one, else quoted ("Fe-male")
+        return ("true" if v else "false") if isinstance(v, bool) else repr(v) if isinstance(v, float) \
+            else literals.category(v) if isinstance(v, str) else str(v)
     if isinstance(e, ir.FeatureRef):
         return f"{e.var}.{e.feature}" if e.var else e.feature
     if isinstance(e, ir.Cmp):
@@ -186,7 +189,9 @@ def _named(v, feature, fs) -> str:
     f = fs.get(feature) if fs is not None and feature is not None else None
     if f is not None and isinstance(f.domain, ir.Categorical) and isinstance(v, int) and not isinstance(v, bool) \
             and 0 <= v < len(f.domain.categories):
-        return str(f.domain.categories[v])
+        from fairspec.syntax import literals
+
+        return literals.category(f.domain.categories[v])     # spec text: "Fe-male" quoted, Male bare
     return text(ir.Const(v))
 
 
@@ -403,8 +408,18 @@ def named_witness(prop, ctx, v: Verdict) -> Verdict:
 
 
 def _pair_text(w) -> str:
+    """The pair in the spec's terms, each value as spec text (`sex = "Fe-male"`, `age = 69`; not Python's 'M')."""
+    from fairspec.syntax import literals
+
+    def shown(val):
+        if isinstance(val, str):
+            return literals.category(val)
+        if isinstance(val, bool):
+            return "true" if val else "false"
+        return literals.number(val) if isinstance(val, (int, float)) else repr(val)
+
     def one(f):
-        return ", ".join(f"{k} = {val!r}" for k, val in f.items())
+        return ", ".join(f"{k} = {shown(val)}" for k, val in f.items())
     return f"x: {one(w.features)}; x': {one(w.features_prime)}"
 
 

@@ -682,7 +682,7 @@ def output_choice_problem(sig: OnnxSignature, output) -> tuple[str, str] | None:
     """(message, hint) when the declaration does not fix one graph output holding scores: several
     outputs and no ``output = ...`` (skl2onnx writes a classifier's ``label`` first, then its
     ``probabilities``), or a chosen output of class labels (integers, strings) or of maps. None when
-    it does, or when the output named does not exist (the loader says that)."""
+    it does; an output named that the file lacks (or a position past its outputs) is a problem too."""
     outs = sig.outputs
     names = ", ".join(repr(o.name) for o in outs)
     scores = [o.name for o in outs if o.elem_type in _FLOAT_ELEM_TYPES and not o.not_tensor]
@@ -695,6 +695,17 @@ def output_choice_problem(sig: OnnxSignature, output) -> tuple[str, str] | None:
         return (f"the model file has {len(outs)} outputs ({names}) and the declaration does not say which one "
                 f"the decision reads", suggest)
     o = chosen_output(sig, output)
+    if o is None and output is not None and outs:   # the loader refuses it in the same words
+        if isinstance(output, int) and not isinstance(output, bool):
+            return (f"the model file has {len(outs)} output(s) ({names}), so output position {output} is out of range",
+                    f"outputs are counted from 0: output = 0 .. {len(outs) - 1}, or name one")
+        if isinstance(output, str):
+            import difflib
+
+            close = difflib.get_close_matches(output, [x.name for x in outs], n=1, cutoff=0.6)
+            return (f"the model file has no output named {output!r}; its outputs are {names}",
+                    f'the closest is output = "{close[0]}"' if close else
+                    "name one of them: " + ", ".join(f'output = "{x.name}"' for x in outs[:4]))
     if o is None:
         return None
     if o.not_tensor:

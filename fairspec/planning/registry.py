@@ -76,8 +76,19 @@ class Option:
             ok = isinstance(value, str) and value != ""
         if ok:
             return None
-        shown = _duration(value) if self.type == "duration" and isinstance(value, (int, float)) else value
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        shown = _duration(value) if self.type == "duration" and isinstance(value, (int, float)) \
+            else number(value) if numeric else value         # as written: 0, not 0.0
         return f"{self.name} = {shown} is out of range: {self.name} is {self.range_text}"
+
+
+def percent_hint(opt: Option, value) -> str | None:
+    """``confidence = 95``: a fraction's option given a percentage -- the hint writes the fraction."""
+    if opt.type == "real" and opt.hi is not None and opt.hi <= 1 and isinstance(value, (int, float)) \
+            and not isinstance(value, bool) and 1 < value <= 100:
+        return (f"{opt.name} is a fraction, not a percentage: write {number(value)} as {number(value / 100)} "
+                f"({opt.doc})")
+    return None
 
 
 def _n(x) -> str:

@@ -319,7 +319,8 @@ class Checker(DataChecks, FeatureChecks, ModelChecks, DistributionChecks):
         if pol is None and node.policy.id in policies:  # declared, but its declaration failed (reported)
             raise LowerError()
         if pol is None:
-            self.unknown("FS201", f"unknown policy '{node.policy.id}'", node.policy.span, hint=did_you_mean(node.policy.id, policies))
+            self.unknown("FS201", f"unknown policy '{node.policy.id}'", node.policy.span,
+                         hint=did_you_mean(node.policy.id, policies) or _shipped_policy(node.policy.id))
         prefix = node.alias.id if node.alias else node.policy.id
         prev = self.apply_prefixes.get(prefix)
         if prev is not None and node.alias is not None:  # one name given twice: "'a' is declared twice" (_bind)
@@ -363,3 +364,25 @@ def check_file(path, *, peek_models: bool = True, sources: dict | None = None, a
     with filecache.one_run():  # each ONNX file parsed once in this run, and again in the next
         return Checker(Path(path), peek_models=peek_models, sources=sources, allow=allow,
                        substitutes=substitutes).run()
+
+
+def _shipped_policy(name: str) -> str | None:
+    """An apply of a shipped policy the spec does not import (`apply four_fifths(...)` without
+    `import "fairspec/policies/four_fifths.fair"`), or of a misspelt one: the import that declares it."""
+    import re
+
+    from fairspec import paths
+    from fairspec.sema.exprs import closest
+
+    found = {}
+    try:
+        for f in sorted((paths.specs_dir() / "policies").glob("*.fair")):
+            for m in re.finditer(r"^policy\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", f.read_text(encoding="utf-8"), re.M):
+                found.setdefault(m.group(1), f.name)
+    except OSError:
+        return None
+    near = name if name in found else closest(name, found)
+    if near is None:
+        return None
+    what = "it" if near == name else f"'{near}'"
+    return f'the shipped policy file "fairspec/policies/{found[near]}" declares {what}: import it'

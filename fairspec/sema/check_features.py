@@ -346,6 +346,14 @@ class FeatureChecks:
             self.unknown("FS205", f"unknown feature '{bad}' in group '{node.name.id}'", span,
                       hint=did_you_mean(bad, known) or "a group reads the features of one feature set")
         pred = self.lower.expect_bool(node.expr, Scope("features", features=candidates[0]))
+        from fairspec.ir.no_pair import group_one_sided
+
+        if (why := group_one_sided(pred, candidates[0])) is not None:   # FS313: a bound past the declared range
+            g = node.name.id
+            self.sink.add("FS313", f"group '{g}' splits no population: {why}", node.expr.span,
+                          hint=f"every row is outside '{g}': check its bounds against the feature's declaration"
+                          if why.startswith("no value") else f"every row is inside '{g}' ('not {g}' is empty): "
+                          f"check its bound against the feature's declaration")
         self.group_decls[node.name.id] = node
         self.groups[node.name.id] = ir.GroupAtom(node.name.id, None, pred, (f"not {node.name.id}", node.name.id))
 

@@ -231,7 +231,9 @@ class ExprLowerer:
             if len(args) != 1:
                 self.fail("FS305", "abs(...) takes one argument", e.span)
             return ir.AbsE(self.expect_num(args[0], s)), "num"
-        self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span)
+        known = {"data": ["col"], "pair": [*MODEL_OUTPUT_FNS, "abs"]}.get(s.kind, ["abs"])
+        self.fail("FS209", f"unknown function '{fn}' in this expression", e.fn.span,
+                  hint=did_you_mean(fn, known))
 
     def _class_arg(self, e: ast.Expr, s: Scope):
         """The class argument of prob/logit(m(x), c): a column (a whole number), a label (a string),
@@ -260,7 +262,7 @@ class ExprLowerer:
             a, ta = self._lower_against(e.left, tb, s)
         if _base(ta) != _base(tb):
             self.fail("FS301", f"cannot compare a {_type_word(ta)} with a {_type_word(tb)}", e.span,
-                      hint=_text_column_hint(e, s))
+                      hint=_text_column_hint(e, s) or _output_mix_hint(a, b))
         if ta in ("str", "bool") and e.op not in ("==", "!="):
             self.fail("FS301", f"a {_type_word(ta)} can only be compared with == or !=", e.span)
         return ir.Cmp(e.op, a, b), "bool"
@@ -326,3 +328,11 @@ def _type_word(t: str) -> str:
 
 def _num_text(e: ast.Num) -> str:
     return str(int(e.value)) if float(e.value).is_integer() else repr(float(e.value))  # as parser.category
+
+
+def _output_mix_hint(a, b) -> str | None:
+    """`prob(m(x)) == label(m(x'))`: a probability (a number) against a decision (a condition)."""
+    if isinstance(a, ir.ModelOut) and isinstance(b, ir.ModelOut) and a.fn != b.fn:
+        return (f"{a.fn}(...) and {b.fn}(...) are different readings of the model: compare the same one on both "
+                "sides, label(m(x)) == label(m(x')) or |prob(m(x)) - prob(m(x'))| <= eps")
+    return None

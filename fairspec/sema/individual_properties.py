@@ -7,7 +7,7 @@ relaxation and the post of the model's output it compares), k-discrimination (Hy
 from __future__ import annotations
 
 from fairspec import ir
-from fairspec.sema.exprs import Scope
+from fairspec.sema.exprs import Scope, did_you_mean
 from fairspec.sema.options import parse_options
 from fairspec.sema.property_args import (_check_args, _dataset, _feature_names, _inputs_known, _model_of, _number,
                                          _require_binary, _require_decision, _resolve,
@@ -130,7 +130,8 @@ def _pba(ck, node, name, env, call, op, rhs, stmts):
         for it in v.items:
             f = fs.get(it.key.id)
             if f is None:
-                ck.fail("FS205", f"unknown feature '{it.key.id}' in {fs.name}", it.key.span)
+                ck.fail("FS205", f"unknown feature '{it.key.id}' in {fs.name}", it.key.span,
+                        hint=did_you_mean(it.key.id, [x.name for x in fs.features]))
             if f.is_discrete:
                 ck.fail("FS407", f"'{f.name}' is categorical: categorical features stay fixed in a PBA neighbourhood",
                         it.key.span)
@@ -251,13 +252,16 @@ def _no_pair(ck, prop: ir.IndividualFairness, fs: ir.FeatureSet, requires, node)
             span = st.span
     ck.sink.add("FS509", f"{why}, so '{prop.name}' holds vacuously: check reports holds (proved) and says "
                          f"nothing about the model", span,
-                hint=_NO_PAIR_HINTS["|" if why.startswith("|") else "no" if why.startswith("no value") else "apart"])
+                hint=_NO_PAIR_HINTS["|" if why.startswith("|") else "no" if why.startswith("no value")
+                                    else "tie" if why.startswith("the pre-condition ties") else "apart"])
 
 
 _NO_PAIR_HINTS = {
     "|": "a tolerance is >= 0 (<= 0 ties the feature; < t with t > 0 lets it move)",
     "no": "bounds on one feature must leave a value of its declared range (a feature the pair ties is one value in "
           "both inputs)",
+    "tie": "the features after except are the ones a pair differs in: tie one only when another may differ "
+           "(except {sex, race} with x.sex == x'.sex compares pairs that differ in race)",
     "apart": "a relaxed feature's tolerance must reach across the gap its bounds leave between the two inputs (or "
              "the bounds must meet)"}
 
@@ -315,9 +319,12 @@ def _post(ck, e, scope, env, v, v2, class_var=None):
                 ck.fail("FS501", "both sides of the post-condition must name the same class", e.span)
             eps = float(lowered.right.value)
             # |d| >= 0: < 0 or <= -0.5 is never met, every pair with the pre-condition breaks it (FS507)
-            claim_range(ck, lowered.op, eps, 0.0, None, getattr(e, "right", e).span,
-                        f"the post-condition's |{a.fn}(...) - {a.fn}(...)| is an absolute difference, never below 0",
-                        below_hint=f"write <= 0 for equal outputs, or {lowered.op} eps with eps > 0")
+            # and of probabilities at most 1: <= 1 (or <= 5, a percentage) holds for every pair (FS508)
+            claim_range(ck, lowered.op, eps, 0.0, 1.0 if a.fn == "prob" else None, getattr(e, "right", e).span,
+                        f"the post-condition's |{a.fn}(...) - {a.fn}(...)| is an absolute difference"
+                        + (" of probabilities, at most 1" if a.fn == "prob" and eps > 0 else ", never below 0"),
+                        below_hint=f"write <= 0 for equal outputs, or {lowered.op} eps with eps > 0",
+                        undefined="every pair meets it, so check proves nothing about the model")
             post = a.fn if a.fn == "value" or a.cls is None else f"class_{a.fn}"
             found = (post, eps, lowered.op, a.model, a.cls)
     if found is None:

@@ -33,7 +33,8 @@ def parse_options(ck, stmts, env, kind: str) -> ir.Options:
             if err:
                 what = "search strategy" if st.kind == "search" else "explanation"
                 ck.fail("FS307", f"unknown {what} '{name.id}'", name.span,
-                        hint=f"{st.kind} {OPTIONS[st.kind].range_text}: {OPTIONS[st.kind].doc}")
+                        hint=did_you_mean(name.id, OPTIONS[st.kind].choices)
+                        or f"{st.kind} {OPTIONS[st.kind].range_text}: {OPTIONS[st.kind].doc}")
             o[st.kind] = name.id
             if st.kind == "search" and len(st.args) > 1:
                 o["search_budget"] = _checked(ck, OPTIONS["timeout"], _seconds(ck, st.args[1], env), st.args[1])
@@ -96,8 +97,11 @@ def _checked(ck, opt, value, node):
     err = opt.check(value)
     if err:
         if opt.type == "choice":
-            ck.fail("FS307", f"{opt.name} = {opt.range_text}", node.span, hint=opt.doc)
-        ck.fail("FS307", err, node.span, hint=opt.doc)
+            ck.fail("FS307", f"{opt.name} = {opt.range_text}", node.span,
+                    hint=(did_you_mean(value, opt.choices) if isinstance(value, str) else None) or opt.doc)
+        from fairspec.planning.registry import percent_hint
+
+        ck.fail("FS307", err, node.span, hint=percent_hint(opt, value) or opt.doc)
     return value
 
 

@@ -33,6 +33,35 @@ PROPERTY_FUNCTIONS = set(METRICS) | {"k_discrimination", "pba"}
 COMPARISONS = {"<", "<=", ">", ">="}
 
 
+def _option_compared(st) -> str | None:
+    """The hint for an option compared rather than given (`bootstrap == 100`): a claim to the parser."""
+    from fairspec.diagnostics import source_lines
+    from fairspec.planning import OPTIONS
+
+    e = st.args[0] if st.args else None
+    if not (isinstance(e, ast.Compare) and e.op == "==" and isinstance(e.left, ast.Name) and e.left.id in OPTIONS):
+        return None
+    r, lines = e.right.span, source_lines(e.right.span.file)
+    value = "..."
+    if lines and r.line == r.end_line and r.line <= len(lines):
+        value = lines[r.line - 1][r.column - 1:r.end_column - 1] or value
+    return f"an option takes its value with a single '=': {e.left.id} = {value}"
+
+
+_STATEMENTS = ("using", "search", "explain", "report", "require", "ensure", "forall")
+
+
+def _misspelt_statement(claims) -> str | None:
+    """`usng milp` reads as two claims (`usng`, `milp`): the keyword it misspells."""
+    from fairspec.sema.exprs import closest
+
+    for st in claims:
+        e = st.args[0] if st.args else None
+        if isinstance(e, ast.Name) and (near := closest(e.id, _STATEMENTS)) is not None:
+            return f"'{e.id}' is no statement: the closest is '{near}'"
+    return None
+
+
 def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
     stmts = node.stmts
     foralls = [s for s in stmts if s.kind == "forall"]
@@ -40,12 +69,13 @@ def build_property(ck, node: ast.PropertyDecl, name: str, env: dict):
     if foralls:
         if claims:
             ck.fail("FS501", "an individual-fairness property states its claim with require/ensure, not a metric",
-                    claims[0].span)
+                    claims[0].span, hint=_option_compared(claims[0]))
         return _individual_fairness(ck, node, name, env)
     if len(claims) != 1:
         span = claims[1].span if len(claims) > 1 else node.name.span
         ck.fail("FS501", f"property '{name}' must state exactly one claim (found {len(claims)})", span,
-                hint="e.g. disparate_impact(m, groups sex) >= 0.8, or forall x, x' : F ... for individual fairness")
+                hint=next((h for h in map(_option_compared, claims) if h), None) or _misspelt_statement(claims)
+                or "e.g. disparate_impact(m, groups sex) >= 0.8, or forall x, x' : F ... for individual fairness")
     bad = [s for s in stmts if s.kind in ("require", "ensure")]
     if bad:
         ck.fail("FS501", f"'{bad[0].kind}' belongs to individual-fairness properties (with forall x, x' : F)", bad[0].span)

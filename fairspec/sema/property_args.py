@@ -231,7 +231,17 @@ def _check_args(ck, call: ast.Call, allowed: set, n_pos: int):
             ck.fail("FS208", "'trust' applies to model files", a.span)
         if a.kind in ("kw", "clause") and a.name.id not in allowed:
             ck.fail("FS208", f"{call.fn.id}(...) has no argument '{a.name.id}'", a.name.span,
-                    hint=did_you_mean(a.name.id, allowed) or f"arguments: {', '.join(sorted(allowed))}")
+                    hint=did_you_mean(a.name.id, allowed) or _option_as_argument(a.name.id)
+                    or f"arguments: {', '.join(sorted(allowed))}")
+
+
+def _option_as_argument(name: str) -> str | None:
+    """`statistical_parity(m, groups sex, bootstrap = 100)`: an option of the property, not of the call."""
+    from fairspec.planning import OPTIONS
+
+    if name in OPTIONS:
+        return f"{name} is an option of the property: give it on a line of its own after the claim ({name} = ...)"
+    return None
 
 
 def _subject(ck, e, env):
@@ -288,12 +298,14 @@ def claim_range(ck, op: str, t: float, lo: float | None, hi: float | None, span,
     below = lo is not None and ((op == "<" and t <= lo) or (op == "<=" and t < lo))
     always = (lo is not None and ((op == ">=" and t <= lo) or (op == ">" and t < lo))) or \
         (hi is not None and ((op == "<=" and t >= hi) or (op == "<" and t > hi)))
+    percent = (f"a percentage? {_spec_number(t)}% is {_spec_number(t / 100)}: "
+               if hi == 1 and lo is not None and lo >= 0 and 1 < t <= 100 else "")   # 80 for 80%, 10 for 10%
     if above or below:
-        hint = never_hint if above else (below_hint or f"nothing lies below {_spec_number(lo)}: write <= {_spec_number(lo)} for the lowest "
+        hint = percent + (never_hint or "") if above and (never_hint or percent) else never_hint if above else (below_hint or f"nothing lies below {_spec_number(lo)}: write <= {_spec_number(lo)} for the lowest "
                                                        f"value, or check the direction of the comparison")
         ck.fail("FS507", f"{what}, so {op} {_spec_number(t)} can never be met", span, hint=hint)
     if always:
         where = f"; {undefined}" if undefined else ""
         ck.sink.add("FS508", f"{what}, so {op} {_spec_number(t)} {verb} wherever it is defined", span,
-                    hint=f"a bound at or past the end of the range states nothing{where}: tighten the threshold, or "
-                         f"drop the property")
+                    hint=percent + f"a bound at or past the end of the range states nothing{where}: tighten the "
+                                   f"threshold, or drop the property")

@@ -523,6 +523,36 @@ def _keyword_hint(tok: Token, expected) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
+def _equals_hint(tok: Token, expected) -> str | None:
+    """A single '=' where a comparison may stand (`group g = age = 40`, `ensure label(m(x)) = ...`)."""
+    if tok.type == "EQUAL" and "COMP_OP" in expected:
+        return "compare with '=='; a single '=' gives an option or a declaration its value"
+    return None
+
+
+def _groups_hint(text: str, tok: Token) -> str | None:
+    """`disparate_impact(m, group sex)`: the clause is `groups` (`group` declares a group)."""
+    start = getattr(tok, "start_pos", None)
+    if start is None or not re.search(r"[(,]\s*group\s+$", text[max(0, start - 60):start]):
+        return None
+    return "a metric names its groups with 'groups' (groups sex x race); 'group' declares one (group older = age >= 40)"
+
+
+def _percent_hint(text: str, pos: int) -> str | None:
+    """`>= 80%`: a threshold is a number, a share a fraction -- the hint writes it (80% as 0.8)."""
+    from decimal import Decimal, InvalidOperation
+
+    m = re.search(r"(\d+(?:\.\d*)?|\.\d+)[ \t]*$", text[max(0, pos - 40):pos])
+    if m is None:
+        return "a threshold is a number: write a share as a fraction between 0 and 1"
+    try:
+        frac = Decimal(m.group(1)) / 100
+    except InvalidOperation:  # pragma: no cover - the pattern reads decimals only
+        return None
+    written = format(frac.normalize(), "f")
+    return f"a threshold is a number, not a percentage: write {m.group(1)}% as {written}"
+
+
 def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
     line = getattr(e, "line", None) or 1
     col = getattr(e, "column", None) or 1
@@ -538,12 +568,17 @@ def _syntax_diagnostic(file: str, text: str, e: UnexpectedInput) -> Diagnostic:
         span = Span(file, tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
         exp = _describe_expected(e.expected)
         return Diagnostic("FS101", f"unexpected {_describe_token(tok)}; expected {exp}", span,
-                          hint=_keyword_hint(tok, e.expected))
+                          hint=_keyword_hint(tok, e.expected) or _equals_hint(tok, e.expected)
+                          or _groups_hint(text, tok)
+                          or ("x.* == x'.* names the features a pair may differ in after except: "
+                              "x.* == x'.* except {sex}" if "EXCEPT" in e.expected else None))
     assert isinstance(e, UnexpectedCharacters)
     ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
     hint = None
     if ch == "'":
         hint = "strings use double quotes; a prime (') only follows a pair variable, as in x'"
+    elif ch == "%":
+        hint = _percent_hint(text, e.pos_in_stream)
     return Diagnostic("FS102", f"unexpected character {ch!r}", Span(file, line, col, line, col + 1),
                       hint=hint or "strings use double quotes; names are letters, digits and _")
 

@@ -288,7 +288,10 @@ def _broken(prop) -> str:
     if prop.post == "label":
         return "change decision"
     what = {"prob": "probability", "value": "value"}.get(prop.post, "logit")     # a regression's value: not a logit
-    return f"move their {what} by more than {prop.eps:g}"
+    from fairspec.syntax.literals import number
+
+    # `< eps` is broken at eps itself: "by at least"; the threshold as the spec writes it (not {:g})
+    return f"move their {what} by {'at least' if getattr(prop, 'eps_op', '<=') == '<' else 'more than'} {number(prop.eps)}"
 
 
 def replayer_name(model) -> str:

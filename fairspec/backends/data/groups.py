@@ -127,14 +127,17 @@ class GroupCells:
         return names
 
 
-def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: dict) -> Verdict:
-    """The Verdict of a group metric whose interval holds: ``holds (estimated)``, or ``unknown`` naming
-    the groups (name, rows) too small to judge."""
+def estimated_holds(prop, claim: str, small: list, min_group_size: int, common: dict,
+                    confidence: float | None = None) -> Verdict:
+    """The Verdict of a group metric whose interval holds: ``holds (estimated)``, saying over which interval,
+    or ``unknown`` naming the groups (name, rows) too small to judge."""
     if small:
         listed = ", ".join(f"{g} ({k} rows)" for g, k in small[:5])
         return Verdict(prop.name, prop.kind, "unknown", reason=f"{claim} holds on the groups with at least "
                        f"{min_group_size} rows, but these are too small to judge: {listed}", **common)
-    return Verdict(prop.name, prop.kind, "holds", how="estimated", **common)
+    lo, hi = common["bound"]
+    over = f"the whole {confidence:.0%} interval [{lo:.4f}, {hi:.4f}]" if confidence is not None else "its interval"
+    return Verdict(prop.name, prop.kind, "holds", how="estimated", reason=f"{claim} holds over {over}", **common)
 
 
 def missing_rows(ctx, data: str) -> dict:

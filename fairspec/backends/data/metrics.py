@@ -26,6 +26,7 @@ from fairspec.backends.data import batching
 from fairspec.backends.data.budget import NONE as NO_LIMIT, Budget, OutOfTime
 from fairspec.backends.data.constant import constant_reason
 from fairspec.backends.data.groups import GroupCells, estimated_holds, missing_rows
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, interval_status, unknown
 
 
@@ -564,7 +565,7 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     seconds = time.perf_counter() - t0
     common = dict(value=_r(shown), bound=(_r(shown if lo == value else lo), _r(shown if hi == value else hi)),
                   backend="data", seconds=seconds, details=details)
-    claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
+    claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status, why_unknown = _decide(prop, c, exact, value, lo, hi, n, details)
     if c.fragile is not None:       # rows another batching decides otherwise: the verdict under their decisions
         batched = _batched(prop, c, eligible, R, n, "unknown" if why_unknown else status, shown, details)
@@ -582,14 +583,14 @@ def _run_group_metric(prop: ir.GroupMetric, ctx, resamples: int, budget: Budget,
     if status == "holds" and constant:
         return Verdict(prop.name, prop.kind, "unknown", reason=constant, **common)
     if status == "holds":
-        return estimated_holds(prop, claim, small, opts.min_group_size, common)
+        return estimated_holds(prop, claim, small, opts.min_group_size, common, opts.confidence)
     if status == "violated":
         where = (f"; lowest {enames[a]} ({rates[a]:.3f}), highest {enames[b]} ({rates[b]:.3f})"
                  if a is not None else "")
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
+                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
 
 
@@ -660,7 +661,7 @@ def _decide(prop: ir.GroupMetric, c: Counts, exact, value: float, lo: float, hi:
         t = float(prop.threshold)
         if min(abs(lo - t), abs(hi - t)) <= tol * max(1.0, abs(t)):
             return "unknown", (f"{prop.metric} = {value:.12g} lies within the rounding of the weighted sums "
-                               f"({tol:.2g}) of the threshold {t:g}; the comparison cannot be decided")
+                               f"({tol:.2g}) of the threshold {_spec_number(t)}; the comparison cannot be decided")
     return status, None
 
 

@@ -378,10 +378,10 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
     details["bootstrap"] = R
     common = dict(value=float(value), bound=(lo, hi), backend="data", seconds=time.perf_counter() - t0,
                   details=details)
-    claim = f"{prop.metric} {prop.op} {prop.threshold:g}"
+    claim = f"{prop.metric} {prop.op} {_spec_number(prop.threshold)}"      # as written: 0.1234567, not 0.123457
     status = interval_status(prop.op, prop.threshold, lo, hi)
     if status == "holds":
-        return estimated_holds(prop, claim, small, opts.min_group_size, common)
+        return estimated_holds(prop, claim, small, opts.min_group_size, common, opts.confidence)
     if status == "violated":
         labels = [str(x) for x in model.readout.classes] if multiclass and model.readout.classes else None
         where = _worst_groups(mdef, per, names, eligible, mode, (g, pred, w1), labels) if mode == BETWEEN else \
@@ -389,7 +389,7 @@ def run_output_metric(prop: ir.GroupMetric, ctx, *, resamples: int, budget=None)
         return Verdict(prop.name, prop.kind, "violated",
                        reason=f"{claim} fails over the whole {opts.confidence:.0%} interval{where}", **common)
     return Verdict(prop.name, prop.kind, "unknown",
-                   reason=f"the threshold {prop.threshold:g} lies inside the {opts.confidence:.0%} confidence "
+                   reason=f"the threshold {_spec_number(prop.threshold)} lies inside the {opts.confidence:.0%} confidence "
                           f"interval [{lo:.4f}, {hi:.4f}]; more data would decide it", **common)
 
 

@@ -23,6 +23,7 @@ Everything here is independent of fairspec's IR: arrays in, an estimator and num
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -122,7 +123,9 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     X = np.asarray(pb.X, dtype=np.float32).astype(np.float64)   # what the trees compare
     trees = _trees(est)
     dec = _decide(est, X, pb.positive)
-    leaves = np.column_stack([t.apply(X.astype(np.float32)) for t in trees])
+    with warnings.catch_warnings():     # a tree fitted on a data frame: X is its columns in its order, unnamed
+        warnings.simplefilter("ignore")
+        leaves = np.column_stack([t.apply(X.astype(np.float32)) for t in trees])
     G = len(pb.group_names)
     sizes = np.bincount(pb.group, minlength=G).astype(np.int64)
     base = np.bincount(pb.group, weights=dec, minlength=G).astype(np.int64)

@@ -164,11 +164,11 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
         proof = _goal_proof(exact_before, op, prop, n, "the model as loaded")
         if proof is None:
             return unknown(prop, f"the passing-rate ratio on {n} rows is {exact_before} exactly, not "
-                                 f"{op} {prop.threshold:g}, though the repair core found the goal met (a fairspec "
+                                 f"{op} {_spec_number(prop.threshold)}, though the repair core found the goal met (a fairspec "
                                  f"bug)", backend=BACKEND, details=details, seconds=time.perf_counter() - t0)
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_before), backend=BACKEND,
                        proof=proof,
-                       reason=f"the model already meets passing-rate ratio {op} {prop.threshold:g} on {n} rows of "
+                       reason=f"the model already meets passing-rate ratio {op} {_spec_number(prop.threshold)} on {n} rows of "
                               f"{fs.data}; nothing was repaired or written", details=details,
                        seconds=time.perf_counter() - t0)
     details.update(stage=out.stage, paths_flipped=out.paths_flipped, paths_refined=out.paths_refined,
@@ -223,7 +223,7 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
                    f"found{' (the greedy start)' if out.greedy else ''} was kept, its hard constraints re-verified")
     return Verdict(prop.name, prop.kind, "holds", how="proved", value=_r(ratio_after), backend=BACKEND, proof=proof,
                    reason=(f"repaired: {out.paths_flipped} path(s) flipped, {out.paths_refined} refined; "
-                           f"ratio {_f4(ratio_before)} -> {_f4(ratio_after)} {op} {prop.threshold:g}; semantic "
+                           f"ratio {_f4(ratio_before)} -> {_f4(ratio_after)} {op} {_spec_number(prop.threshold)}; semantic "
                            f"difference {sd:.4f} ({changed} rows) <= {_spec_number(prop.alpha)} x minimal {out.minimal:.4f}; "
                            f"re-verified on the model loaded back, {target}"),
                    details=details, seconds=seconds)
@@ -259,7 +259,7 @@ def _goal_proof(r, op, prop, n, what):
     if r is None:
         return None
     return prove_exhaustive(r, op, prop.threshold, rows=int(n),
-                            claim=f"passing_rate_ratio({prop.groups.label or 'groups'}) {op} {prop.threshold:g} on all {n} rows, "
+                            claim=f"passing_rate_ratio({prop.groups.label or 'groups'}) {op} {_spec_number(prop.threshold)} on all {n} rows, "
                                   f"decided by {what}")
 
 

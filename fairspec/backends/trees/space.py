@@ -26,6 +26,7 @@ import numpy as np
 
 from fairspec.models.network import sigmoid
 from fairspec.models.trees import Tree, TreeEnsemble
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["fold", "prune", "instant_verdict", "cuts_by_feature", "vary_trees"]
 
@@ -183,5 +184,5 @@ def instant_verdict(problem) -> tuple[str, str] | None:
     if bound < problem.eps or (bound == problem.eps and not strict):
         return "holds", (f"the {len(vt)} tree(s) reading the protected or relaxed inputs move the "
                          f"{'probability' if problem.post == 'prob' else 'logit'} by at most {bound:.6g} "
-                         f"{'<' if strict else '<='} {problem.eps:g}")
+                         f"{'<' if strict else '<='} {_spec_number(problem.eps)}")
     return None
