@@ -379,3 +379,33 @@ def test_the_command_line_ends_with_the_verdicts_code_and_nothing_on_stderr(tmp_
                                                                        "pass"), "2"],
                        capture_output=True, text=True, timeout=GUARD)
     assert (p.returncode, p.stderr) == (1, ""), p.stderr
+
+
+def test_a_file_error_after_the_signal_is_the_interrupt_not_the_file(tmp_path, monkeypatch):
+    """In-process: Ctrl-C comes while a property loads its files and the loading ends in an error (a
+    library that turned the KeyboardInterrupt into its own exception). The report said exit code 2
+    (the file's error) while the command line, seeing the signal, printed "after every verdict was
+    decided" and exited 130: the JSON document and the HTML page disagreed with the exit code (seen
+    once under load in the Ctrl-C-with-HTML case). The error is the signal's: the property is unknown
+    (interrupted), the rest are not run, the report's exit code is 130."""
+    import fairspec.pipeline as pipeline
+    from fairspec import interrupt
+    from fairspec.models.base import ModelLoadError
+
+    cwd = _project(tmp_path)
+
+    def loading(prop, ctx):
+        if prop.name == "long_proof":
+            interrupt._cancel(signal.SIGINT)  # the signal, while the model loads ...
+            raise ModelLoadError("cannot load net.onnx: interrupted system call", cwd / "net.onnx")  # ... its error
+
+    monkeypatch.setattr(pipeline, "_class_in_range", loading)
+    try:
+        rep = pipeline.check(str(cwd / "spec.fair"))
+    finally:
+        interrupt.reset()
+    by = {v.name: v for v in rep.verdicts}
+    assert rep.interrupted and rep.exit_code == 130 and rep.error is None, (rep.error, rep.exit_code)
+    assert by["decided_first"].status in ("holds", "violated")
+    assert by["long_proof"].status == "unknown" and "interrupted" in by["long_proof"].reason
+    assert by["never_started"].status == "unknown" and "interrupted" in by["never_started"].reason
