@@ -502,10 +502,17 @@ def _run_property(prop, ctx, progress=None) -> dict:
                           "this is a fairspec bug", backend=backend)
     from fairspec import interrupt
 
-    if v is not None and interrupt.requested() and not out.get("interrupted"):
-        # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict
+    if interrupt.requested() and not out.get("interrupted"):
+        # Ctrl-C reached a solver, which stopped: only a replayed witness is still a verdict. A model or data
+        # file's error after the signal is the signal's (a library that turned the KeyboardInterrupt into its
+        # own exception): the property is unknown, the report's exit code the signal's (it said 2 while the
+        # process exited 130)
         out["interrupted"] = True
-        if v.status != "violated":
+        if "error" in out:
+            out.pop("error")
+            out.pop("error_path", None)
+            v = unknown(prop, _interrupted("before it was decided"), backend=backend)
+        elif v is not None and v.status != "violated":
             v = unknown(prop, _interrupted("before it was decided"), backend=backend)
     from fairspec.runtime.label_agreement import judge
 

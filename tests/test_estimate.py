@@ -353,14 +353,14 @@ def _tie_torch_spec(torch, tmp_path):
     spec.write_text("features F {\n  a : int in [0, 5]\n  b : int in [0, 3]\n  s : {F, M} protected\n}\n"
                     'model m = torch("m.pt")\nencode F for m {\n  a, b : raw\n  s : code\n}\n'
                     "property lab {\n  forall x, x' : F\n  require x.* == x'.* except {s}\n"
-                    "  ensure label(m(x)) == label(m(x'))\n  partitions = 4\n}\n")
+                    "  ensure label(m(x)) == label(m(x'))\n  partitions = 4\n  timeout = 10min\n}\n")
     return spec
 
 
 def test_exact_ties_do_not_push_the_fair_interval_below_the_truth(tmp_path, monkeypatch):
     """Audit s19 engines #4: a float32 torch net with dyadic weights and logits exactly 0 at ties; the
     sampled ties were 'neither' and the fair interval (of the decided ones only) was 24.62-25.42% where
-    the true fair share is 41.67%. Whatever the solver decides in time, the interval holds the truth."""
+    the true fair share is 41.67%. Whatever the solver decides, the interval holds the truth."""
     torch = pytest.importorskip("torch")
     from fairspec.pipeline import check
 
@@ -368,10 +368,10 @@ def test_exact_ties_do_not_push_the_fair_interval_below_the_truth(tmp_path, monk
     monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")
     v = check(spec).verdicts[0]
     assert v.status in ("violated", "unknown")
-    # a loaded machine may end the run before the partitions report (a time limit: no coverage at all)
-    shares = v.details.get("coverage", {}).get("shares", {})
-    if "estimate" not in shares or not shares["estimate"].get("estimated"):
-        pytest.skip("no estimate: nothing undecided, or no partition reported in time")
+    # the spec's 10 min cannot run out on a sane machine (~4 s of CPU): the partitions report, and the ties keep
+    # some undecided (a loaded machine's default budget left no coverage at all, and this test was skipped)
+    shares = v.details["coverage"]["shares"]
+    assert shares["estimate"]["estimated"] and Fraction(shares["undecided"]) > 0, shares
     z = lambda a, b, s: max(0.5 * a - 0.25 * b + 0.25 * s - 1, 0) - max(0.5 - 0.5 * a, 0)   # noqa: E731
     fair = sum((z(a, b, 0) > 0) == (z(a, b, 1) > 0) for a in range(6) for b in range(4))
     lo, hi = shares["estimate"]["estimated_fair_of_domain"]["interval_percent"]

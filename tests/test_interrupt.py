@@ -78,46 +78,24 @@ def _net(path, width=96, seed=0):
     onnx.save(m, str(path))
 
 
-# The real console entry (fairspec.cli.main, run as the script: argv from sys.argv), with one spy: entering a
-# solver section (fairspec.interrupt.solver_section, where every backend calls its solver) writes a line to
-# the fd the test reads. The signal is sent when that line comes: while the proof runs, whatever the
-# machine's load (a fixed sleep either wasted seconds or, on a slow machine, came before the proof).
-_SPIED_MAIN = """
-import contextlib, os, sys
-from fairspec import interrupt
-from fairspec.cli import main
-
-_fd, _real = int(os.environ.pop("FAIRSPEC_TEST_SOLVER_FD")), interrupt.solver_section
-
-@contextlib.contextmanager
-def _spied(cancel=None):
-    with _real(cancel):  # its cancel hook registered: a signal from now on stops this solve
-        os.write(_fd, b"solver\\n")
-        yield
-
-interrupt.solver_section = _spied
-sys.argv[0] = "fairspec"
-sys.exit(main())
-"""
-
-
 def _run_and_interrupt(cwd):
-    env = dict(os.environ)
-    env.pop("FAIRSPEC_DEBUG", None)
-    r, w = os.pipe()
-    env["FAIRSPEC_TEST_SOLVER_FD"] = str(w)
-    try:
-        p = subprocess.Popen([sys.executable, "-c", _SPIED_MAIN, "check", "spec.fair", "--format", "json"],
-                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True, pass_fds=(w,))
-    finally:
-        os.close(w)
+    """The real command line, signalled once the proof's solver runs (tests/solver_spy.py: a spy on
+    fairspec.interrupt.solver_section notes its start): whatever the machine's load (a fixed sleep either
+    wasted seconds or, on a slow machine, came before the proof)."""
+    import solver_spy
+    from conftest import fairspec_command
+
+    mark = cwd / ".solver-started"
+    p = subprocess.Popen([*fairspec_command(), "check", "spec.fair", "--format", "json"], cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=solver_spy.env(mark),
+                         start_new_session=True)
     try:
         # no time limit of its own: the proof's budget is 1 h, the test's timeout (below) bounds the wait
-        started = os.read(r, 64)
-    finally:
-        os.close(r)
-    assert started and p.poll() is None, ("the proof's solver never started", p.communicate())
+        solver_spy.wait(p, mark)
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
     p.send_signal(signal.SIGINT)
     t = time.monotonic()
     try:

@@ -59,7 +59,9 @@ def _unfair_set(p: PairProblem) -> set:
     return unfair
 
 
-#: the case whose attack keeps its heavy round (132 of its 256 partitions refuted, the rest left to it)
+#: the case whose attack keeps the shipped heavy round (HEAVY_BOXES): 132 of its 256 partitions refuted by the light
+#: rounds, 124 left, so the heavy round's seeded sample (partition.HEAVY_PROBE boxes) goes first; it refutes none,
+#: and the rest wait for the first decision pass (which decides them all)
 HEAVY_CASE = (4, "prob")
 CASES = [(seed, w, shift, post) for seed, w, shift in ((1, 0.25, 2.0), (3, 1.0, 4.0), (4, 3.0, 1.0))
          for post in ("label", "logit", "prob")]
@@ -68,13 +70,43 @@ CASES = [(seed, w, shift, post) for seed, w, shift in ((1, 0.25, 2.0), (3, 1.0, 
 @pytest.mark.parametrize("seed,weight,shift,post", CASES)
 def test_every_decided_partition_and_share_agrees_with_brute_force(seed, weight, shift, post, monkeypatch):
     import fairspec.backends.milp.falsify as fz
+    import fairspec.backends.milp.partition as part
 
     if (seed, post) != HEAVY_CASE:
         # the attack's heavy round (16,384 points x 200 steps per box, run while at most HEAVY_BOXES
-        # boxes are left) spent ~90% of these cases on boxes the bounds then prove fair, deciding no box
-        # differently (measured: the same holds / violated counts); one case keeps it, and
-        # test_partition_reach checks every round's witnesses per box against brute force
+        # boxes are left) is skipped (all but one case leave more than 64): its sample refutes none in
+        # these cases and the first decision pass decides the rest (the same verdicts, measured); HEAVY_CASE
+        # and the case below keep it, and test_partition_reach checks every round's witnesses per box
         monkeypatch.setattr(fz, "HEAVY_BOXES", 64)
+    out = _against_brute_force(seed, weight, shift, post)
+    if (seed, post) == HEAVY_CASE:  # the shipped path: the sample refutes none, the rest put off
+        heavy = out.stats["attack_heavy"]
+        assert heavy["probe"] == part.HEAVY_PROBE and heavy["probe_refuted"] == 0 and heavy["deferred"] > 0, heavy
+
+
+#: a case whose heavy round's sample refutes some once the light rounds are cut to one tiny round
+SAMPLE_REFUTES = (3, 1.0, 4.0, "label")
+
+
+def test_a_sample_that_refutes_sends_the_rest_to_the_heavy_round_at_once_against_brute_force(monkeypatch):
+    """The heavy round's other path: its sample refutes at least HEAVY_PROBE_HITS of itself, so every box the
+    light rounds left gets the round before the first decision pass. The light rounds are cut to one round of
+    4 points per box (unfair boxes are left to the heavy round) and the heavy round to 1,024 points x 30 steps
+    (the path, not the round's size, is under test here; its cost on 252 boxes is not the check)."""
+    import fairspec.backends.milp.falsify as fz
+    import fairspec.backends.milp.partition as part
+
+    monkeypatch.setattr(fz, "LIGHT_ROUNDS", ((4, 2, 1),))
+    monkeypatch.setattr(fz, "HEAVY_ROUNDS", ((1024, 30, 16),))
+    out = _against_brute_force(*SAMPLE_REFUTES)
+    heavy = out.stats["attack_heavy"]
+    assert heavy["probe"] == part.HEAVY_PROBE and heavy["probe_refuted"] >= part.HEAVY_PROBE_HITS * part.HEAVY_PROBE
+    assert heavy["deferred"] == 0 and heavy["boxes"] > heavy["probe"] and heavy["refuted"] > heavy["probe_refuted"]
+
+
+def _against_brute_force(seed, weight, shift, post):
+    """solve_partitioned on 256 partitions, every decided partition, the verdict and the shares judged
+    against brute force; the result."""
     p = PairProblem(_plateau_net(seed, weight, shift), lo=LO, hi=HI, integer=[True] * 4, free=(3,), post=post,
                     eps={"logit": 0.25, "prob": 0.0625}.get(post, 0.0), eps_strict=seed % 3 == 0)
     parts = fairify_partitions(p, threshold=4)     # 8 x 8 x 4 = 256 partitions of 64 individuals (then bounds, not
@@ -98,3 +130,4 @@ def test_every_decided_partition_and_share_agrees_with_brute_force(seed, weight,
     total = 32 * 32 * 16
     assert Fraction(sh.certified) <= Fraction(total - len(unfair), total)
     assert Fraction(sh.falsified) <= Fraction(len(unfair), total)
+    return out

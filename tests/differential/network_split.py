@@ -48,6 +48,26 @@ FAMILY = "network-split-solver"
 #: per seed: the half-width of the tied features' range, and the partitions
 WIDTHS = (8, 10, 12)
 PARTS = (64, 128)
+#: each property's budget (seconds): the campaign's; tests/test_soundness_slice.py gives its instance one that
+#: cannot run out (:func:`budget`), so that whether the split is reached does not depend on the machine's speed
+TIMEOUT = 30
+
+
+class budget:
+    """``with budget(seconds):`` the instances generated in the block give each property this timeout."""
+
+    def __init__(self, seconds: int):
+        self.seconds = int(seconds)
+
+    def __enter__(self):
+        global TIMEOUT
+        self.kept, TIMEOUT = TIMEOUT, self.seconds
+        return self
+
+    def __exit__(self, *exc):
+        global TIMEOUT
+        TIMEOUT = self.kept
+        return False
 
 
 def _dyadic(rng, shape, scale=8):
@@ -177,7 +197,7 @@ def _property(rng, k, fs, P, X, out, info, size, post) -> Prop:
     lines = ["forall x, x' : F", "require x.* == x'.* except {g}"]
     lines.append("ensure label(m(x)) == label(m(x'))" if post == "label"
                  else f"ensure |{post}(m(x)) - {post}(m(x'))| {op} {eps}")
-    lines += [f"partitions = {parts}", "refine = 3s", "timeout = 30s"]
+    lines += [f"partitions = {parts}", "refine = 3s", f"timeout = {TIMEOUT}s"]
     name = f"p{k}"
     text = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
     truth = Truth(status, check_witness=nw._witness_checker(fs, P, ps, out, post, op, eps, X), domain=size,
@@ -186,7 +206,7 @@ def _property(rng, k, fs, P, X, out, info, size, post) -> Prop:
             "refine": True, "head": info["head"], "runtime": "onnx", "dtype": "float32", "kind": info["kind"],
             "weights": info["weights"], "plateau": info["plateau"], "relaxed": [], "solver_forced": True,
             "shares_truth": (int(n_ind - unfair.sum()), int(unfair.sum()), int(n_ind))}
-    return Prop(name, FAMILY, text, truth, meta, 30)
+    return Prop(name, FAMILY, text, truth, meta, TIMEOUT)
 
 
 def _judge(inst: Instance):
