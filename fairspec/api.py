@@ -267,6 +267,12 @@ class _Substitutes:
                 if kind == "model" and isinstance(path, tuple):   # an XGBoost wrapper's rounds kept
                     path, self.rounds[name] = path
                 self.files[(kind, name)] = path
+                if kind == "model" and decl.fmt == "lightgbm" and not _is_path(obj):
+                    # an LGBMClassifier's labels, which its text file does not record (its booster's class 1
+                    # is classes_[1]): lint asks which is positive as for a scikit-learn classifier (FS413)
+                    classes = getattr(obj, "classes_", None)
+                    if classes is not None:
+                        self.files[("classes", name)] = tuple(v.item() if hasattr(v, "item") else v for v in classes)
                 if not _is_path(obj):
                     for shown in {str(path), str(real_path(path))}:
                         self.labels[shown] = (kind, name)
