@@ -151,10 +151,21 @@ def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> 
             return None
         best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
         missing = [c for c in cols if best is None or _feature_for(best, c) is None]
-        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and no feature set "
-                          f"declares " + ("them" if best is None else f"{', '.join(missing)} (closest: {best.name})"),
-                 span, hint="declare a feature for each column the pipeline reads (name it as the column, or give "
-                            "column \"NAME\")")
+        hint = "declare a feature for each column the pipeline reads (name it as the column, or give column \"NAME\")"
+        if best is None:
+            said = "no feature set declares them"
+        else:
+            # the features of the closest set that read no column of the pipeline: a renamed column is one of them
+            read = {id(_feature_for(best, c)) for c in cols}
+            unread = [f.name for f in best.features if id(f) not in read]
+            said = (f"no feature set declares {', '.join(missing)} (feature set {best.name} declares the others"
+                    + (f", and its feature{'s' * (len(unread) > 1)} {', '.join(unread)} name{'s' * (len(unread) == 1)} "
+                       f"no column the pipeline reads)" if unread else ")"))
+            if len(missing) == 1 and len(unread) == 1:
+                hint = (f"if feature '{unread[0]}' is the pipeline's column '{missing[0]}', say so in its declaration: "
+                        f"{unread[0]} : ... column {literals.string(missing[0])}; else declare a feature for it")
+        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and {said}", span,
+                 hint=hint)
         return None
     fs = candidates[0]
     out = []

@@ -1,0 +1,62 @@
+"""A pipeline fitted on a frame whose column is named otherwise than the spec's feature (``gender`` for the
+feature ``sex``): FS422 names the feature that reads no column of the pipeline and the hint says how to
+connect them (``sex : ... column "gender"``), not only the closest feature set's name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+from sklearn.compose import make_column_transformer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder  # noqa: E402
+
+import fairspec  # noqa: E402
+
+SPEC = """features A {{
+  age : int in [18, 22]
+  sex : {{F, M}} protected{column}
+  region : {{east, north}}
+}}
+model clf = sklearn("clf.skops")
+property ind {{
+  forall x, x' : A
+  require x.* == x'.* except {{sex}}
+  ensure label(clf(x)) == label(clf(x'))
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.integers(18, 23, 200), "gender": rng.choice(["F", "M"], 200),
+                      "region": rng.choice(["east", "north"], 200)})
+    y = (X.age + (X.gender == "M") * 2 > 21).astype(int)
+    return make_pipeline(make_column_transformer((OneHotEncoder(), ["gender", "region"]), remainder="passthrough"),
+                         LogisticRegression()).fit(X, y)
+
+
+def test_the_feature_reading_no_column_is_named_with_the_declaration_that_connects_it(tmp_path, pipe):
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(column=""))
+    (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
+    assert d.code == "FS422" and "gender" in d.message and "feature sex names no column" in d.message, d.message
+    assert 'sex : ... column "gender"' in d.hint, d.hint
+
+
+def test_with_the_column_named_the_pipeline_is_checked(tmp_path, pipe):
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(column=' column "gender"'))
+    rep = fairspec.check(p, models={"clf": pipe})
+    grid = pd.DataFrame([(a, g, r) for a in range(18, 23) for g in "FM" for r in ("east", "north")],
+                        columns=["age", "gender", "region"])
+    flipped = grid.assign(gender=np.where(grid.gender == "F", "M", "F"))
+    flips = int(np.sum(pipe.predict(grid) != pipe.predict(flipped)))
+    assert rep["ind"].status == ("violated" if flips else "holds"), rep["ind"]
+    if flips:
+        assert rep["ind"].reason.startswith(f"{flips} of the 20 admissible ordered pairs"), rep["ind"].reason
