@@ -339,6 +339,8 @@ class _Substitutes:
                           rf"(?:data file|model file|model) {q}", shown, text)
             text = re.sub(rf"^{q} holds ", f"{shown} is ", text)   # "P holds a Pipeline that ..."
             text = text.replace(path, shown)
+            if kind == "model":     # "model 'clf': the model given for 'clf': ..." names it once
+                text = text.replace(f"model {name!r}: {shown}", shown)
         return text
 
 

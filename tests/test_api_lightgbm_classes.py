@@ -74,3 +74,16 @@ def test_labels_zero_and_one_need_no_index(frame, tmp_path):
     rep = fairspec.check(_spec(tmp_path), models={"clf": m}, data={"test": frame})
     assert not [d for d in rep.diagnostics if d.is_error], [d.message for d in rep.diagnostics]
     assert rep["di"].value == pytest.approx(_di(m.predict(frame[["age", "sex"]]), frame, 1), abs=1e-12)
+
+
+def test_declared_sklearn_the_object_is_named_once_in_fs413(frame, tmp_path):
+    """Declared sklearn(...), the LGBMClassifier is written as a trusted pickle and its classes_ read by the
+    scikit-learn loader: FS413 names "the model given for 'clf'" once ("model 'clf': the model given for
+    'clf': ..." before)."""
+    m = lgb.LGBMClassifier(n_estimators=10, verbose=-1).fit(frame[["age", "sex"]],
+                                                           np.where(frame.y == 1, "approved", "denied"))
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(index="").replace('lightgbm("m.txt")', 'sklearn("m.skops")'))
+    rep = fairspec.check(p, models={"clf": m}, data={"test": frame})
+    (d,) = [d for d in rep.diagnostics if d.is_error]
+    assert d.code == "FS413" and d.message.count("'clf'") == 1, d.message
