@@ -422,6 +422,7 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
     if _is_path(obj):
         return real_path(obj)
     fmt = decl.fmt
+    obj = _searched(obj, name)
     mod = type(obj).__module__.split(".")[0]
     try:
         if fmt == "sklearn":
@@ -497,6 +498,20 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
                         f"pass a file path")
+
+
+def _searched(obj, name: str):
+    """A fitted hyper-parameter search (GridSearchCV, RandomizedSearchCV, the halving searches): the estimator
+    its own predict and predict_proba call, ``best_estimator_`` (refit on the whole training set); one fitted
+    with refit=False predicts nothing, which is one sentence."""
+    cls = type(obj).__name__
+    if not (cls.endswith("SearchCV") and type(obj).__module__.split(".")[0] == "sklearn"):
+        return obj
+    best = getattr(obj, "best_estimator_", None)
+    if best is None:
+        raise FairspecError(f"model {name!r}: the {cls} given has no best_estimator_ (it is not fitted, or was fitted "
+                            f"with refit=False), so it predicts nothing; pass the estimator to check, fitted")
+    return best
 
 
 class _Pickled(tuple):
