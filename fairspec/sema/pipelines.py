@@ -69,6 +69,25 @@ def _norm(f: ir.Feature, cat: str) -> str:
     return cat.lower() if isinstance(f.domain, ir.Boolean) else cat
 
 
+SPACED_HINT = ("fit the pipeline on the text without the spaces around it, as fairspec reads it (frame[col] = "
+               "frame[col].str.strip(); pandas.read_csv(..., skipinitialspace=True) drops the leading ones)")
+
+
+def spaced(known, cats, f: ir.Feature, model: str) -> str | None:
+    """The message when the pipeline knows categories with spaces around them that the feature declares without
+    (" Male" for Male, as pandas reads Adult's file): fairspec reads every text cell stripped, so the pipeline
+    would be fed categories it does not know -- an error whether its encoder raises on them or, with
+    handle_unknown='ignore', encodes them silently as all zeros (its predictions on the data rows then differ
+    from its own on the frame). None when there is none."""
+    names = {_norm(f, c) for c in cats}
+    found = [k for k in known if k != k.strip() and _norm(f, k.strip()) in names]
+    if not found:
+        return None
+    return (f"the pipeline of model '{model}' was fitted on categories of '{f.name}' with spaces around them "
+            f"({_shown(found)}), and fairspec reads a text cell without them ({literals.category(found[0])} is "
+            f"{literals.category(found[0].strip())}): the pipeline would be fed categories it does not know")
+
+
 def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncoding | None, str | None, str | None]:
     """(the ColumnEncoding of feature f that the pipeline's column computes, or None with a
     message and a hint)."""
@@ -87,6 +106,9 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
                       f"({_shown(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"
     known = [_norm(f, c) for c in fc.categories]
     cats = dom.categories
+    msg = spaced(fc.categories, cats, f, model)
+    if msg is not None:
+        return None, msg, SPACED_HINT
     unknown = [c for c in cats if _norm(f, c) not in known]
     if unknown:
         return None, (f"the categories {_shown(unknown)} of '{f.name}' are unknown to {where} "
@@ -242,6 +264,10 @@ def whole_categories(folded, fs: ir.FeatureSet, model: str, sink, span) -> None:
         if f is None or not isinstance(f.domain, ir.Categorical):
             continue
         cats = f.domain.categories
+        msg = spaced(known, cats, f, model)
+        if msg is not None:
+            sink.add("FS422", msg, f.span or span, hint=SPACED_HINT)
+            continue
         unknown = [c for c in cats if c not in known]
         if unknown and strict and not imputed:
             sink.add("FS422", f"the categories {_shown(unknown)} of '{f.name}' are unknown to the pipeline of model "
