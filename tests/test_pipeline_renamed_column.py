@@ -60,3 +60,17 @@ def test_with_the_column_named_the_pipeline_is_checked(tmp_path, pipe):
     assert rep["ind"].status == ("violated" if flips else "holds"), rep["ind"]
     if flips:
         assert rep["ind"].reason.startswith(f"{flips} of the 20 admissible ordered pairs"), rep["ind"].reason
+
+
+def test_a_column_name_with_spaces_around_it_is_told_to_be_stripped(tmp_path):
+    """" age" (pandas reading a header written ``age, sex``): fairspec reads header names stripped, so the
+    declaration ``column " age"`` would find no column; the hint says to strip the names before fitting."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({" age": rng.integers(18, 23, 100), "sex": rng.choice(["F", "M"], 100),
+                      "region": rng.choice(["east", "north"], 100)})
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "region"]), remainder="passthrough"),
+                         LogisticRegression()).fit(X, (X[" age"] > 20).astype(int))
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(column=""))
+    (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
+    assert d.code == "FS422" and "str.strip" in d.hint and 'column " age"' not in d.hint, d.hint

@@ -183,7 +183,12 @@ def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> 
             said = (f"no feature set declares {', '.join(missing)} (feature set {best.name} declares the others"
                     + (f", and its feature{'s' * (len(unread) > 1)} {', '.join(unread)} name{'s' * (len(unread) == 1)} "
                        f"no column the pipeline reads)" if unread else ")"))
-            if len(missing) == 1 and len(unread) == 1:
+            spaced_cols = [c for c in missing if c != c.strip()]
+            if spaced_cols:     # no data column has them: a header name is read stripped, as a text cell is
+                hint = (f"fairspec reads a column name without the spaces around it ({spaced_cols[0]!r} is "
+                        f"{spaced_cols[0].strip()!r}), so no data column is {spaced_cols[0]!r}: fit the pipeline on "
+                        f"a frame whose column names are stripped (frame.rename(columns=str.strip))")
+            elif len(missing) == 1 and len(unread) == 1:
                 hint = (f"if feature '{unread[0]}' is the pipeline's column '{missing[0]}', say so in its declaration: "
                         f"{unread[0]} : ... column {literals.string(missing[0])}; else declare a feature for it")
         sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and {said}", span,
