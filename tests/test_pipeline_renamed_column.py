@@ -74,3 +74,19 @@ def test_a_column_name_with_spaces_around_it_is_told_to_be_stripped(tmp_path):
     p.write_text(SPEC.format(column=""))
     (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
     assert d.code == "FS422" and "str.strip" in d.hint and 'column " age"' not in d.hint, d.hint
+
+
+@pytest.mark.parametrize("block", ["", "encode A for clf {\n  age : raw\n  sex, region : onehot\n}\n"])
+def test_a_pipeline_fitted_on_an_array_is_told_to_be_fitted_on_a_frame(tmp_path, block):
+    """A ColumnTransformer selecting columns by position, fitted on ``frame.to_numpy()``: the pipeline records no
+    names (x0, x1, ... are positions); FS422 says so and how to fit it, not "feature set A declares the others"."""
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"age": rng.integers(18, 23, 100), "sex": rng.choice(["F", "M"], 100),
+                      "region": rng.choice(["east", "north"], 100)})
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), [1, 2]), remainder="passthrough"),
+                         LogisticRegression()).fit(X.to_numpy(), (X.age > 20).astype(int))
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(column="").replace('model clf = sklearn("clf.skops")\n', 'model clf = sklearn("clf.skops")\n'
+                                                + block))
+    (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
+    assert d.code == "FS422" and "fitted on an array" in d.message and "DataFrame" in d.hint, (d.message, d.hint)

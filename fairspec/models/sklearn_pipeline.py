@@ -71,6 +71,8 @@ class Folded:
     # whole against the declared categories with them): (column, entry, categories as the spec writes
     # them, whether an unknown category raises, whether an imputer runs before it)
     encoders: tuple = field(default=(), compare=False)
+    # fitted on a data frame (feature_names_in_): its columns have names; else x0, x1, ... are positions
+    named: bool = True
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -244,8 +246,9 @@ def fold(pipe) -> Folded:
     if type(first).__name__ != "ColumnTransformer":
         return out
     encs = _encoders(first, out.inputs)
-    clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs)
-    return replace(out, encoders=encs, clipped=clipped)
+    named = bool(len(getattr(pipe, "feature_names_in_", ())))
+    clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs, named=named)
+    return replace(out, encoders=encs, clipped=clipped, named=named)
 
 
 def _fold(pipe) -> Folded:

@@ -174,13 +174,21 @@ def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> 
         best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
         missing = [c for c in cols if best is None or _feature_for(best, c) is None]
         hint = "declare a feature for each column the pipeline reads (name it as the column, or give column \"NAME\")"
+        if not getattr(folded, "named", True):      # fitted on an array: x0, x1, ... are positions, not names
+            sink.add("FS422", f"the pipeline of model '{model}' was fitted on an array, so it records no column names "
+                              f"(its columns are positions: {', '.join(cols)}), and fairspec feeds it the data's "
+                              f"columns by name", span,
+                     hint="fit the pipeline on a pandas DataFrame whose columns the features name (its "
+                          "ColumnTransformer then selects them by name)")
+            return None
         if best is None:
             said = "no feature set declares them"
         else:
             # the features of the closest set that read no column of the pipeline: a renamed column is one of them
             read = {id(_feature_for(best, c)) for c in cols}
             unread = [f.name for f in best.features if id(f) not in read]
-            said = (f"no feature set declares {', '.join(missing)} (feature set {best.name} declares the others"
+            said = (f"no feature set declares {', '.join(missing)} (feature set {best.name} "
+                    + ("declares the others" if len(missing) < len(cols) else "declares none of them")
                     + (f", and its feature{'s' * (len(unread) > 1)} {', '.join(unread)} name{'s' * (len(unread) == 1)} "
                        f"no column the pipeline reads)" if unread else ")"))
             spaced_cols = [c for c in missing if c != c.strip()]
@@ -296,6 +304,13 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
     for fc in folded.columns:
         f = _feature_for(fs, fc.column)
         mine = by_feature.get(f.name) if f is not None else None
+        if mine is None and not getattr(folded, "named", True):
+            sink.add("FS422", f"the pipeline of model '{model}' was fitted on an array, so it records no column names "
+                              f"(its columns are positions: {', '.join(c.column for c in folded.columns)}), and "
+                              f"fairspec feeds it the data's columns by name", enc.span,
+                     hint="fit the pipeline on a pandas DataFrame whose columns the features name (its "
+                          "ColumnTransformer then selects them by name)")
+            return None
         if mine is None:
             sink.add("FS422", f"the pipeline of model '{model}' reads the column '{fc.column}' ({fc.transformer}), "
                               f"and the encode block does not encode it", enc.span,
