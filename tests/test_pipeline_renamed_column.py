@@ -90,3 +90,18 @@ def test_a_pipeline_fitted_on_an_array_is_told_to_be_fitted_on_a_frame(tmp_path,
                                                 + block))
     (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
     assert d.code == "FS422" and "fitted on an array" in d.message and "DataFrame" in d.hint, (d.message, d.hint)
+
+
+def test_an_unseen_category_of_an_ignoring_one_hot_encoder_says_why_it_is_refused(tmp_path):
+    """OneHotEncoder(handle_unknown="ignore") and a declared category it was not fitted on: FS422's hint says
+    the encoder would write it as all zeros and fairspec folds the categories it knows."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"age": rng.integers(18, 23, 100), "sex": rng.choice(["F", "M"], 100),
+                      "region": rng.choice(["east"], 100)})
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["sex", "region"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression()).fit(X, (X.age > 20).astype(int))
+    p = tmp_path / "s.fair"
+    p.write_text(SPEC.format(column=""))
+    (d,) = [d for d in fairspec.lint(p, models={"clf": pipe}) if d.is_error]
+    assert d.code == "FS422" and "north" in d.message and "handle_unknown='ignore'" in d.hint, (d.message, d.hint)

@@ -50,6 +50,7 @@ class FoldedColumn:
     drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
     #                                   column is not in the estimator's input; see Folded.keep)
     clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
+    lenient: bool = False             # onehot: handle_unknown='ignore' (another category is all zeros), for messages
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,8 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             # drop=...: the dropped category's column is left out (its block all zeros); the offset and
             # width here are the estimator's, fold() lays the full block out
             w = len(labels) - (d is not None)
-            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d))
+            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d,
+                                    lenient=getattr(trans, "handle_unknown", "error") == "ignore"))
             at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":

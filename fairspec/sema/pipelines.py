@@ -111,9 +111,12 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
         return None, msg, SPACED_HINT
     unknown = [c for c in cats if _norm(f, c) not in known]
     if unknown:
+        lenient = fc.kind == "onehot" and fc.lenient
         return None, (f"the categories {_shown(unknown)} of '{f.name}' are unknown to {where} "
                       f"(it knows {_shown(fc.categories)})"), \
-            "declare only the categories the pipeline was fitted on"
+            "declare only the categories the pipeline was fitted on" + (
+                f" (its encoder '{fc.transformer}' has handle_unknown='ignore', which encodes another as all zeros: "
+                f"fairspec folds the categories it knows)" if lenient else "")
     if fc.kind == "code":
         codes = tuple(float(known.index(_norm(f, c))) for c in cats)
         return ir.ColumnEncoding(f.name, "code", fc.offset, 1, categories=cats, codes=codes, span=span), None, None
