@@ -341,6 +341,9 @@ class _Substitutes:
             text = text.replace(path, shown)
             if kind == "model":     # "model 'clf': the model given for 'clf': ..." names it once
                 text = text.replace(f"model {name!r}: {shown}", shown)
+            else:                   # "data file P column 'w' ...": "column 'w' of the data frame given for 'test' ..."
+                text = re.sub(rf"\b{re.escape(shown)} column ('[^']*'|\"[^\"]*\")", lambda m: f"column {m.group(1)} of {shown}",
+                              text)
         return text
 
 
