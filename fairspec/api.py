@@ -267,6 +267,12 @@ class _Substitutes:
                 if kind == "model" and isinstance(path, tuple):   # an XGBoost wrapper's rounds kept
                     path, self.rounds[name] = path
                 self.files[(kind, name)] = path
+                if kind == "model" and decl.fmt == "lightgbm" and not _is_path(obj):
+                    # an LGBMClassifier's labels, which its text file does not record (its booster's class 1
+                    # is classes_[1]): lint asks which is positive as for a scikit-learn classifier (FS413)
+                    classes = getattr(obj, "classes_", None)
+                    if classes is not None:
+                        self.files[("classes", name)] = tuple(v.item() if hasattr(v, "item") else v for v in classes)
                 if not _is_path(obj):
                     for shown in {str(path), str(real_path(path))}:
                         self.labels[shown] = (kind, name)
@@ -333,6 +339,11 @@ class _Substitutes:
                           rf"(?:data file|model file|model) {q}", shown, text)
             text = re.sub(rf"^{q} holds ", f"{shown} is ", text)   # "P holds a Pipeline that ..."
             text = text.replace(path, shown)
+            if kind == "model":     # "model 'clf': the model given for 'clf': ..." names it once
+                text = text.replace(f"model {name!r}: {shown}", shown)
+            else:                   # "data file P column 'w' ...": "column 'w' of the data frame given for 'test' ..."
+                text = re.sub(rf"\b{re.escape(shown)} column ('[^']*'|\"[^\"]*\")", lambda m: f"column {m.group(1)} of {shown}",
+                              text)
         return text
 
 
@@ -414,6 +425,7 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
     if _is_path(obj):
         return real_path(obj)
     fmt = decl.fmt
+    obj = _searched(obj, name)
     mod = type(obj).__module__.split(".")[0]
     try:
         if fmt == "sklearn":
@@ -489,6 +501,20 @@ def _write_model(obj, decl: _ModelDecl, stem: Path, name: str):
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     raise FairspecError(f"model {name!r} is declared as {fmt}(...), which the Python API cannot take in memory; "
                         f"pass a file path")
+
+
+def _searched(obj, name: str):
+    """A fitted hyper-parameter search (GridSearchCV, RandomizedSearchCV, the halving searches): the estimator
+    its own predict and predict_proba call, ``best_estimator_`` (refit on the whole training set); one fitted
+    with refit=False predicts nothing, which is one sentence."""
+    cls = type(obj).__name__
+    if not (cls.endswith("SearchCV") and type(obj).__module__.split(".")[0] == "sklearn"):
+        return obj
+    best = getattr(obj, "best_estimator_", None)
+    if best is None:
+        raise FairspecError(f"model {name!r}: the {cls} given has no best_estimator_ (it is not fitted, or was fitted "
+                            f"with refit=False), so it predicts nothing; pass the estimator to check, fitted")
+    return best
 
 
 class _Pickled(tuple):

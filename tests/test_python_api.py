@@ -233,7 +233,7 @@ def test_errors_name_the_in_memory_object_not_a_temporary_file(tmp_path):
     bad = frame.T.reset_index(drop=True).T[[1, 0, 2, 3]].T.reset_index(drop=True).T   # s where a is declared
     rep = fairspec.check(spec, data={"d": bad})
     refused = [d.message for d in rep.report.diagnostics if d.code == "FS404"]   # lint's, in check's sentence
-    assert rep.exit_code == 2 and refused == ["the data frame given for 'd' column 'a' should be numeric for "
+    assert rep.exit_code == 2 and refused == ["column 'a' of the data frame given for 'd' should be numeric for "
                                               "feature 'a' but holds 'M'"], rep.report.diagnostics
     empty = fairspec.lint(spec, data={"d": frame.iloc[:0]})
     assert [d.message for d in empty if d.is_error] == ["the data frame given for 'd' has no rows"]

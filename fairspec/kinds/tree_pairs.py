@@ -425,6 +425,10 @@ def decide_by_enumeration(prop: ir.IndividualFairness, ctx, mode: str, backend: 
     k = res.index
     if mode == "maximize" and best is not None:
         k = best                          # the largest violation is a violation too
+    elif post != "label" and pre is None:
+        # every pair is evaluated: the witness is the largest violation, as a network's enumeration reports it
+        # (the largest |s - s'| breaks the bound if any pair does), so `value` means the same for every model
+        k = exact_maximum(measure[I], measure[J])[2]
     i, j = int(I[k]), int(J[k])
     vx, vy = _witness_values(dom, [g[i] for g in grid], [g[j] for g in grid])
     XW = encode(enc, {n: np.array([vx[n], vy[n]]) for n in vx}, 2)

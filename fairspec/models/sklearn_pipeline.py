@@ -50,6 +50,7 @@ class FoldedColumn:
     drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
     #                                   column is not in the estimator's input; see Folded.keep)
     clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
+    lenient: bool = False             # onehot: handle_unknown='ignore' (another category is all zeros), for messages
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class Folded:
     # whole against the declared categories with them): (column, entry, categories as the spec writes
     # them, whether an unknown category raises, whether an imputer runs before it)
     encoders: tuple = field(default=(), compare=False)
+    # fitted on a data frame (feature_names_in_): its columns have names; else x0, x1, ... are positions
+    named: bool = True
 
     def column(self, name: str) -> FoldedColumn | None:
         return next((c for c in self.columns if c.column == name), None)
@@ -177,7 +180,8 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             # drop=...: the dropped category's column is left out (its block all zeros); the offset and
             # width here are the estimator's, fold() lays the full block out
             w = len(labels) - (d is not None)
-            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d))
+            out.append(FoldedColumn(c, "onehot", at, w, name, categories=labels, values=tuple(cats), drop=d,
+                                    lenient=getattr(trans, "handle_unknown", "error") == "ignore"))
             at += w
         return out if at - offset == width else f"{what} (its output width {width} is not one column per category)"
     if kind == "OrdinalEncoder":
@@ -244,8 +248,9 @@ def fold(pipe) -> Folded:
     if type(first).__name__ != "ColumnTransformer":
         return out
     encs = _encoders(first, out.inputs)
-    clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs)
-    return replace(out, encoders=encs, clipped=clipped)
+    named = bool(len(getattr(pipe, "feature_names_in_", ())))
+    clipped = out.clipped if out.clipped is None else replace(out.clipped, encoders=encs, named=named)
+    return replace(out, encoders=encs, clipped=clipped, named=named)
 
 
 def _fold(pipe) -> Folded:

@@ -187,7 +187,7 @@ class DataChecks:
         shown = str(path) if ("data", node.name.id) in self.substitutes else path_arg.value  # the file read
         self.data_samples[node.name.id] = None if "where" in kw else (
             shown, PerColumn(names, lambda j, n: [r[j] for r in complete], skip=nested), categories)
-        scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]))
+        scope = Scope("data", columns=types, booleans=frozenset(self.data_booleans[node.name.id]), texts=values)
         where = label = None
         said: tuple[str, ...] = ()
         if "where" in kw:
@@ -198,9 +198,13 @@ class DataChecks:
             if t != "bool":
                 v = kw["label"].value
                 boolean = isinstance(v, ast.Name) and v.id in self.data_booleans[node.name.id]
+                # a CSV of a bool column (a pandas frame given to the Python API): its text True / False
+                written = isinstance(v, ast.Name) and t == "str" and v.id in values and values[v.id] == {"True", "False"}
                 self.fail("FS306", f"the label must be a condition, found a {'number' if t == 'num' else 'string'}",
                           v.span, hint=(f"column '{v.id}' is a Parquet boolean column, read as the text \"True\" / "
-                                        f"\"False\": write label = {v.id} == \"True\"") if boolean else None)
+                                        f"\"False\": write label = {v.id} == \"True\"") if boolean else
+                          (f"column '{v.id}' holds the text \"True\" / \"False\" (a column of booleans, as a CSV "
+                           f"file writes them): write label = {v.id} == \"True\"") if written else None)
             label = x
             self._text_held(node.name.id, "label", label, kw["label"].value.span, values, len(sample))
             if self._empty_labels(node.name.id, label, kw["label"].value.span, types, values):

@@ -311,6 +311,16 @@ class ModelChecks:
             return
         columns = peek_output_columns(fmt, path, output)
         task, n_classes, classes = peek_output_kind(fmt, path, output, score)
+        given = self.substitutes.get(("classes", node.name.id))    # an LGBMClassifier object's labels (the API)
+        if classes is None and given is not None and task == "binary" and len(given) == 2:
+            problem = positive_class_problem(given, index)
+            if problem is not None:
+                a, b = given
+                self.sink.add("FS413", f"model '{node.name.id}': the classifier given has the classes {a!r} and {b!r} "
+                                       f"(its LightGBM model file records none and calls {b!r} class 1), and the "
+                                       f"declaration does not say which is the positive class (the decision that "
+                                       f"properties and group metrics count as positive)", node.span, hint=problem.hint)
+                return
         problem = peek_score_problem(fmt, path, output, score, node.name.id) if task == "binary" else None
         if problem is not None:             # score = logit on a probability, score = prob on a margin
             self.sink.add("FS413", problem[0], node.span, hint=problem[1])

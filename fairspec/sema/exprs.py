@@ -10,6 +10,7 @@ declared list, so run-time evaluation is purely numeric.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fairspec import ir
 from fairspec.diagnostics import Sink
@@ -66,6 +67,7 @@ class Scope:
     env: dict[str, ast.Expr] = field(default_factory=dict)  # policy parameters
     class_var: str | None = None  # pair scope: the class variable of ``ensure forall c: ...``
     booleans: frozenset = frozenset()  # data: the Parquet boolean columns (text "True" / "False" there)
+    texts: Any = None  # data: column -> the text values lint read (the hint of a text column compared otherwise)
 
 
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
@@ -81,8 +83,25 @@ def _text_column_hint(e: ast.Compare, s: Scope) -> str | None:
             if side.id in s.booleans:
                 return (f"column '{side.id}' is a Parquet boolean column, read as the text \"True\" / \"False\": "
                         f"write {side.id} == \"True\"")
+            held = _held_texts(s, side.id)
+            if held == ["False", "True"]:   # a CSV of a bool column (a pandas frame given to the Python API)
+                return (f"column '{side.id}' holds the text \"True\" / \"False\" (a column of booleans, as a CSV "
+                        f"file writes them): write {side.id} == \"True\"")
+            if held:
+                return (f"column '{side.id}' holds text ({', '.join(literals.string(v) for v in held)} in the rows "
+                        f"read): compare it with its text as the file writes it, in quotes")
             return f"column '{side.id}' holds text: compare it with its text as the file writes it, in quotes"
     return None
+
+
+def _held_texts(s: Scope, column: str) -> list[str]:
+    """The few (at most 6) distinct text values lint read in ``column``, sorted; [] when unknown or more."""
+    try:
+        held = s.texts[column] if s.texts is not None else ()
+    except KeyError:
+        return []
+    held = sorted(v for v in held if isinstance(v, str))
+    return held if 0 < len(held) <= 6 else []
 
 
 class ExprLowerer:
@@ -161,8 +180,11 @@ class ExprLowerer:
         if s.kind == "data":
             if e.id in s.columns:
                 return ir.ColumnRef(e.id), s.columns[e.id]
+            # y == True: the text a CSV file of a boolean column holds, unquoted
+            boolean = (f"a text value is quoted: \"{e.id}\" (a column of booleans holds the text \"True\" / "
+                       f"\"False\")") if e.id in ("True", "False") else None
             self.fail("FS207", f"unknown data column '{e.id}'", e.span,
-                      hint=did_you_mean(e.id, s.columns, literals.column)
+                      hint=did_you_mean(e.id, s.columns, literals.column) or boolean
                       or "columns with other characters are written col(\"name-with-dash\")")
         if s.kind == "features":
             f = s.features.get(e.id) if s.features else None

@@ -69,6 +69,25 @@ def _norm(f: ir.Feature, cat: str) -> str:
     return cat.lower() if isinstance(f.domain, ir.Boolean) else cat
 
 
+SPACED_HINT = ("fit the pipeline on the text without the spaces around it, as fairspec reads it (frame[col] = "
+               "frame[col].str.strip(); pandas.read_csv(..., skipinitialspace=True) drops the leading ones)")
+
+
+def spaced(known, cats, f: ir.Feature, model: str) -> str | None:
+    """The message when the pipeline knows categories with spaces around them that the feature declares without
+    (" Male" for Male, as pandas reads Adult's file): fairspec reads every text cell stripped, so the pipeline
+    would be fed categories it does not know -- an error whether its encoder raises on them or, with
+    handle_unknown='ignore', encodes them silently as all zeros (its predictions on the data rows then differ
+    from its own on the frame). None when there is none."""
+    names = {_norm(f, c) for c in cats}
+    found = [k for k in known if k != k.strip() and _norm(f, k.strip()) in names]
+    if not found:
+        return None
+    return (f"the pipeline of model '{model}' was fitted on categories of '{f.name}' with spaces around them "
+            f"({_shown(found)}), and fairspec reads a text cell without them ({literals.category(found[0])} is "
+            f"{literals.category(found[0].strip())}): the pipeline would be fed categories it does not know")
+
+
 def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncoding | None, str | None, str | None]:
     """(the ColumnEncoding of feature f that the pipeline's column computes, or None with a
     message and a hint)."""
@@ -87,11 +106,17 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
                       f"({_shown(fc.categories[:6])})"), "declare the feature's categories: name : {A, B, C}"
     known = [_norm(f, c) for c in fc.categories]
     cats = dom.categories
+    msg = spaced(fc.categories, cats, f, model)
+    if msg is not None:
+        return None, msg, SPACED_HINT
     unknown = [c for c in cats if _norm(f, c) not in known]
     if unknown:
+        lenient = fc.kind == "onehot" and fc.lenient
         return None, (f"the categories {_shown(unknown)} of '{f.name}' are unknown to {where} "
                       f"(it knows {_shown(fc.categories)})"), \
-            "declare only the categories the pipeline was fitted on"
+            "declare only the categories the pipeline was fitted on" + (
+                f" (its encoder '{fc.transformer}' has handle_unknown='ignore', which encodes another as all zeros: "
+                f"fairspec folds the categories it knows)" if lenient else "")
     if fc.kind == "code":
         codes = tuple(float(known.index(_norm(f, c))) for c in cats)
         return ir.ColumnEncoding(f.name, "code", fc.offset, 1, categories=cats, codes=codes, span=span), None, None
@@ -151,10 +176,34 @@ def derive(folded, feature_sets, model: str, sink, span, failed=frozenset()) -> 
             return None
         best = max(feature_sets, key=lambda fs: sum(_feature_for(fs, c) is not None for c in cols), default=None)
         missing = [c for c in cols if best is None or _feature_for(best, c) is None]
-        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and no feature set "
-                          f"declares " + ("them" if best is None else f"{', '.join(missing)} (closest: {best.name})"),
-                 span, hint="declare a feature for each column the pipeline reads (name it as the column, or give "
-                            "column \"NAME\")")
+        hint = "declare a feature for each column the pipeline reads (name it as the column, or give column \"NAME\")"
+        if not getattr(folded, "named", True):      # fitted on an array: x0, x1, ... are positions, not names
+            sink.add("FS422", f"the pipeline of model '{model}' was fitted on an array, so it records no column names "
+                              f"(its columns are positions: {', '.join(cols)}), and fairspec feeds it the data's "
+                              f"columns by name", span,
+                     hint="fit the pipeline on a pandas DataFrame whose columns the features name (its "
+                          "ColumnTransformer then selects them by name)")
+            return None
+        if best is None:
+            said = "no feature set declares them"
+        else:
+            # the features of the closest set that read no column of the pipeline: a renamed column is one of them
+            read = {id(_feature_for(best, c)) for c in cols}
+            unread = [f.name for f in best.features if id(f) not in read]
+            said = (f"no feature set declares {', '.join(missing)} (feature set {best.name} "
+                    + ("declares the others" if len(missing) < len(cols) else "declares none of them")
+                    + (f", and its feature{'s' * (len(unread) > 1)} {', '.join(unread)} name{'s' * (len(unread) == 1)} "
+                       f"no column the pipeline reads)" if unread else ")"))
+            spaced_cols = [c for c in missing if c != c.strip()]
+            if spaced_cols:     # no data column has them: a header name is read stripped, as a text cell is
+                hint = (f"fairspec reads a column name without the spaces around it ({spaced_cols[0]!r} is "
+                        f"{spaced_cols[0].strip()!r}), so no data column is {spaced_cols[0]!r}: fit the pipeline on "
+                        f"a frame whose column names are stripped (frame.rename(columns=str.strip))")
+            elif len(missing) == 1 and len(unread) == 1:
+                hint = (f"if feature '{unread[0]}' is the pipeline's column '{missing[0]}', say so in its declaration: "
+                        f"{unread[0]} : ... column {literals.string(missing[0])}; else declare a feature for it")
+        sink.add("FS422", f"the pipeline of model '{model}' reads the columns {', '.join(cols)}, and {said}", span,
+                 hint=hint)
         return None
     fs = candidates[0]
     out = []
@@ -231,6 +280,10 @@ def whole_categories(folded, fs: ir.FeatureSet, model: str, sink, span) -> None:
         if f is None or not isinstance(f.domain, ir.Categorical):
             continue
         cats = f.domain.categories
+        msg = spaced(known, cats, f, model)
+        if msg is not None:
+            sink.add("FS422", msg, f.span or span, hint=SPACED_HINT)
+            continue
         unknown = [c for c in cats if c not in known]
         if unknown and strict and not imputed:
             sink.add("FS422", f"the categories {_shown(unknown)} of '{f.name}' are unknown to the pipeline of model "
@@ -254,6 +307,13 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
     for fc in folded.columns:
         f = _feature_for(fs, fc.column)
         mine = by_feature.get(f.name) if f is not None else None
+        if mine is None and not getattr(folded, "named", True):
+            sink.add("FS422", f"the pipeline of model '{model}' was fitted on an array, so it records no column names "
+                              f"(its columns are positions: {', '.join(c.column for c in folded.columns)}), and "
+                              f"fairspec feeds it the data's columns by name", enc.span,
+                     hint="fit the pipeline on a pandas DataFrame whose columns the features name (its "
+                          "ColumnTransformer then selects them by name)")
+            return None
         if mine is None:
             sink.add("FS422", f"the pipeline of model '{model}' reads the column '{fc.column}' ({fc.transformer}), "
                               f"and the encode block does not encode it", enc.span,

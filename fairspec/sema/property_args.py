@@ -58,8 +58,15 @@ def _inputs_known(ck, m: ir.Model, span) -> None:
         return
     if m.format == "rule" or m.name in ck.encoded_models or m.name in ck.failed_models:
         raise LowerError()  # its rule, its encode block or its file was already reported
-    ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", span,
-            hint=f"declare: encode FEATURES for {m.name} {{ ... }}")
+    hint = f"declare: encode FEATURES for {m.name} {{ ... }}"
+    if m.format == "sklearn" and str(m.path).lower().endswith(".skops"):
+        from fairspec.models.peek_sklearn import skops_top_class
+
+        cls = skops_top_class(m.path) or ""
+        if cls.endswith("SearchCV"):    # its pipeline is its best_estimator_, which the file holds inside
+            hint = (f"the file holds a {cls}, whose fitted pipeline or estimator is its best_estimator_: save that "
+                    f"(skops.io.dump(search.best_estimator_, ...)) and declare it, or " + hint)
+    ck.fail("FS501", f"model '{m.name}' has no encode block, so its inputs are unknown", span, hint=hint)
 
 
 def _feature_names(ck, e, env, fs: ir.FeatureSet, what: str, empty: str | None = None) -> tuple[str, ...]:
