@@ -170,7 +170,9 @@ class PropertyItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairspecFailure):
-            return str(excinfo.value)
+            # located as a compiler's message is (file:line: ...), the property's line in the spec: the header
+            # pytest prints above it names the property only
+            return f"{self.location[0]}:{self.line}: {excinfo.value}"
         if isinstance(excinfo.value, FairspecNote):  # warnings are errors here: say so, not a traceback
             return (f"FairspecNote: {excinfo.value}\n(a warning, which fails the item because warnings are errors "
                     f"here: -W error or filterwarnings = error)")

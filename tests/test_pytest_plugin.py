@@ -81,6 +81,9 @@ def test_properties_are_items(pytester, tiny):
     out = res.stdout.str()
     assert "spec.fair::parity" in out and "spec.fair::loose" in out
     assert "tight: violated" in out and "value:" in out and "parity: unknown" in out
+    # the failure names the property's line in the spec, not only its name (a CI log's reader goes there)
+    tight = 1 + spec.read_text().splitlines().index("property tight {")
+    res.stdout.re_match_lines([rf"spec\.fair:{tight}: tight: violated"])
     res = pytester.runpytest_inprocess("--fairspec", "--fairspec-unknown=skip", "-rs", *_plugin_args())
     res.assert_outcomes(passed=1, failed=1, skipped=1)
     # -rs places the skip at the property in the spec (as a skip marker's), not inside the plugin
