@@ -478,10 +478,16 @@ def complete_witness(prop, fs, enc, w):
 
 
 def _within(a, b, op, t) -> bool:
+    """``|a - b| op t`` with the tolerance read both as the float it is stored as and as the decimal it is
+    written as (a pair is taken only where both readings admit it: ``<= 0.1`` is not met by a gap of the
+    float 0.1, above 1/10)."""
     from fractions import Fraction
 
+    from fairspec.certify.exact import threshold_of
+
     d = abs(Fraction(a) - Fraction(b))
-    return d < Fraction(t) if op == "<" else d <= Fraction(t)
+    ts = (Fraction(t), threshold_of(t))
+    return all(d < x for x in ts) if op == "<" else all(d <= x for x in ts)
 
 
 def _exact_value(f, v):

@@ -582,9 +582,10 @@ class _Space:
             if n in self.prop.free:
                 differ |= x != y
             elif n in self.tol:
-                d, t = abs(Fraction(x) - Fraction(y)), Fraction(self.tol[n])
-                if not (d < t if self.prop.relaxed_op(n) == "<" else d <= t):
-                    return f"its {n} differs beyond the tolerance"
+                from fairspec.kinds.pre_relax import _within
+
+                if not _within(x, y, self.prop.relaxed_op(n), self.tol[n]):
+                    return f"its {n} differs beyond the tolerance (read as stored and as written)"
             elif x != y:
                 return f"its {n} differs, which the pair ties"
         if not differ and any(n in self.prop.free for n in self.encoded):
