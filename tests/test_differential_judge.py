@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from differential import networks, shipped
@@ -36,6 +37,11 @@ def _prop(status, value=None, kind=None, witness=None, exact=None):
     ("holds", {"status": "unknown", "reason": "time limit reached"}, "unknown", ""),
     ("holds", {"status": "unknown", "reason": "internal error in the milp backend (KeyError)"}, "wrong", "crash"),
     ("vacuous", {"status": "unknown", "reason": "no eligible point"}, "correct", ""),
+    # session 32: a verdict that changes with how a constant is read (float or decimal): only unknown is right
+    ("reading-dependent", {"status": "holds", "how": "proved", "proof": PROOF}, "wrong", "reading-verdict"),
+    ("reading-dependent", {"status": "violated", "witness": {}}, "wrong", "reading-verdict"),
+    ("reading-dependent", {"status": "unknown", "reason": "a constant of the pre-condition reads differently"},
+     "unknown", ""),
 ])
 def test_statuses(truth, verdict, klass, defect):
     o = judge_verdict(_prop(truth), verdict, BASE)
@@ -203,3 +209,36 @@ def test_a_check_time_refusal_must_name_the_ambiguity(tmp_path):
     assert (ok.klass, ok.status) == ("correct", "refused"), ok.why
     bad = run_instance(_refusal(inst, "r0", words="returns 2 outputs"), tmp_path / "bad", only=["r0"])[0]
     assert (bad.klass, bad.defect) == ("wrong", "refused-otherwise"), bad.why
+
+
+def test_the_harness_reads_a_non_dyadic_constant_both_ways():
+    """vacuous.py's nd conditions: README's example, `x.a * 0.1 >= 0.3` holds at a = 3 in both readings,
+    `x.a * 0.1 > 0.3` as floats only; a witness must meet the condition in both."""
+    from fractions import Fraction as F
+
+    from differential.vacuous import DECIMAL, FLOAT, NDCond, _read
+
+    ge = NDCond("x.a * 0.1 >= 0.3", 0, lambda a, b, r: a * _read("0.1", r) >= _read("0.3", r))
+    gt = NDCond("x.a * 0.1 > 0.3", 0, lambda a, b, r: a * _read("0.1", r) > _read("0.3", r))
+    assert [ge.fn(F(3), F(3), r) for r in (FLOAT, DECIMAL)] == [True, True]
+    assert [gt.fn(F(3), F(3), r) for r in (FLOAT, DECIMAL)] == [True, False]
+    assert ge.ok([3], [3]) and not gt.ok([3], [3])
+
+
+def test_the_harness_bands_pick_one_value_per_band():
+    """kdisc.py's banded truth (README: one counterfactual value per band of a numeric feature in over): an
+    individual's k is the most buckets over every choice of one value per band, the choice shared by the
+    discrete features' values."""
+    from differential.core import Feature, grid
+    from differential.kdisc import _banded_k, _bands
+
+    g, n = Feature("g", "bool", protected=True), Feature("n", "int", lo=0, hi=3)
+    assert _bands(n, [1]) == [(0, 1), (2, 3)] and _bands(n, [0, 2]) == [(0, 0), (1, 2), (3, 3)]
+    P = grid([g, n])            # rows (g, n), g major
+    # g = 0: n -> 0.05 0.05 0.3 0.3; g = 1: n -> 0.05 0.6 0.05 0.9 (buckets of 0.25: 0 0 1 1 / 0 2 0 3)
+    probs = np.array([0.05, 0.05, 0.3, 0.3, 0.05, 0.6, 0.05, 0.9])
+    per, amb = _banded_k([g, n], P, probs, [0], 1, _bands(n, [1]), Fraction(1, 4), False)
+    # best choice n in {1} x {3}: buckets {0, 1, 2, 3} = 4 (every value of n at once would also give 4)
+    assert per == {(): 4} and not amb
+    per, _ = _banded_k([g, n], P, probs, [], 1, _bands(n, [1]), Fraction(1, 4), False)
+    assert per == {(0,): 2, (1,): 2}      # g is the individual; two bands: at most two buckets each

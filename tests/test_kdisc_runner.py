@@ -212,3 +212,49 @@ property loose {{
 ''')
     (v,) = check(spec, allow=[AC1.parent]).verdicts
     assert v.status == "unknown" and "the timeout (2s) is spent" in v.reason, v.reason
+
+
+def test_kdisc_over_bands_on_a_small_domain_is_decided_by_enumeration(tmp_path):
+    """A banded int attribute (n : int in [0, 3] bins [1]: bands [0, 1] and [2, 3]) on a small domain: every
+    choice of one value per band is enumerated (session 32; before, the search alone: unknown). p = 1/8 + n/4
+    (exact in float32) puts each n in a bucket of its own at eps = 1/4, so every choice gives k = 2 (two
+    bands), never the 4 of all four values at once: `< 3` is proved, `< 2` violated by a pair across bands."""
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("onnx")
+    import onnx
+
+    from onnx_nets import mlp_model
+
+    W = np.array([[0.0, 0.25, 0.0]], dtype=np.float32)          # inputs g, n, a
+    onnx.save(mlp_model([(W, np.array([0.125], dtype=np.float32), False)], name="y"), str(tmp_path / "m.onnx"))
+    spec = tmp_path / "kd.fair"
+    spec.write_text('''features F {
+  g : bool  protected
+  n : int in [0, 3] bins [1]
+  a : int in [0, 2]
+}
+model m = onnx("m.onnx", score = prob)
+encode F for m {
+  g : raw
+  n : raw
+  a : raw
+}
+property fine {
+  k_discrimination(m, over {g, n}, eps = 0.25) < 3
+  search random for 1s
+}
+property tight {
+  k_discrimination(m, over {g, n}, eps = 0.25) < 2
+  search random for 1s
+}
+''')
+    v = {x.name: x for x in check(spec).verdicts}
+    fine, tight = v["fine"], v["tight"]
+    assert fine.status == "holds" and fine.how == "proved", fine.reason
+    assert fine.value == 2 and fine.details["K"] == 4 and fine.proof.method == "enumeration"
+    assert "4 choices of one value per band" in fine.reason     # 2 x 2 representatives, 3 values of a
+    assert tight.status == "violated" and tight.value == 2, tight.reason
+    ns = sorted({tight.witness.features["n"], tight.witness.features_prime["n"]})
+    assert ns[0] <= 1 < ns[1]

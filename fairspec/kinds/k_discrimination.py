@@ -443,7 +443,8 @@ def unread_before_search(prop, v: Verdict, how: str) -> Verdict:
 
 def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     """Every individual of a small discrete domain and its K counterfactuals scored on the model's
-    runtime; certify counts every individual's buckets exactly
+    runtime (an int attribute declared with bins: every choice of one value per band, the same for every
+    combination of the other attributes, an individual of its own); certify counts every individual's buckets exactly
     (``certify.enumerate.kdisc_by_enumeration``): ``holds (proved: enumeration)``, ``violated``
     with a replayed individual (a domain point by construction), or a note (None when the domain
     is not small and discrete)."""
@@ -458,8 +459,18 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     if outputs is None and model.prob_reader()[0] != model.score:
         outputs = (model.prob_reader()[0], False)       # a margin-declared booster: its library's probability
     evaluate, classes = outputs if outputs is not None else (model.score, False)
-    if any(fs.get(n) is None or not fs.get(n).is_discrete for n in prop.over):
-        return None         # a numeric attribute's bands: the search picks a value inside each band
+    if any(fs.get(n) is None for n in prop.over):
+        return None
+    # an int attribute declared with bins: its counterfactual in band j takes one value of band j, the same
+    # for every combination of the other attributes (the search's band representatives); every choice of
+    # the representatives is enumerated, each an individual of its own
+    bands = {}
+    for n in prop.over:
+        f = fs.get(n)
+        if not f.is_discrete:
+            if not isinstance(f.domain, ir.IntRange):
+                return None         # a real attribute's bands: the search picks a value inside each band
+            bands[n] = [np.arange(int(a), int(b) + 1, dtype=np.float64) for a, b in ir.numeric_bands(f)]
     names = []
     for c in enc.columns:
         if c.feature not in names:
@@ -469,27 +480,39 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
             names.append(n)
     others, overs = [], []
     for n in names:
+        if n in bands:
+            overs.append((("band", n), np.arange(len(bands[n]), dtype=np.int64)))
+            continue
         f = fs.get(n)
         vals = None if f is None else _values(f)
         if vals is None:
             return None
         (overs if n in prop.over else others).append((n, vals))
-    T = math.prod(len(v) for _, v in others)
+    choices = [((n, j), b) for n, bs in bands.items() for j, b in enumerate(bs)]
+    C = math.prod(len(b) for _, b in choices)
+    T = math.prod(len(v) for _, v in others) * C
     K = math.prod(len(v) for _, v in overs)
     if T * K > MAX_POINTS or K < 1 or _enumeration_off():
         return None
-    tgrid, _ = _grid(others)
+    tgrid, _ = _grid(others + [(("choice", key), b) for key, b in choices])
     kgrid, _ = _grid(overs)
     N = T * K
-    values = {n: np.repeat(v, K) for n, v in tgrid.items()}
+    values = {n: np.repeat(v, K) for n, v in tgrid.items() if not isinstance(n, tuple)}
     for n, v in kgrid.items():
-        values[n] = np.tile(v, T)
+        if not isinstance(n, tuple):
+            values[n] = np.tile(v, T)
+    for n, bs in bands.items():
+        j = np.tile(kgrid[("band", n)], T)
+        reps = np.stack([np.repeat(tgrid[("choice", (n, i))], K) for i in range(len(bs))])
+        values[n] = reps[j, np.arange(N)]
     X = encode(enc, values, N)
     s = np.asarray(evaluate(X), dtype=np.float64).reshape(-1)
     logit = outputs is None and model.score_kind == "logit"
+    who = (f"{T:,} individuals" if not bands else
+           f"{T // C:,} individuals and each of the {C:,} choices of one value per band ({T:,} in all)")
     claim = (f"k_discrimination over {{{', '.join(prop.over)}}} "
              + ("of the predicted class" if classes else f"with eps = {prop.eps!r}")
-             + f" is {prop.op} {prop.k} for all {T:,} individuals")
+             + f" is {prop.op} {prop.k} for all {who}")
     res = kdisc_by_enumeration(s, K=K, eps=prop.eps, op=prop.op, k=prop.k, logit=logit, claim=claim, points=N,
                                classes=classes)
     seconds = time.perf_counter() - t0
@@ -511,7 +534,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     if res.proof is not None:
         return Verdict(prop.name, prop.kind, "holds", how="proved", value=float(details["max_k"]), backend="search",
                        seconds=seconds, details=details, proof=res.proof,
-                       reason=f"every one of the {T:,} individuals and its {K} counterfactuals was evaluated on the "
+                       reason=f"every one of the {who} and its {K} counterfactuals was evaluated on the "
                               f"model's runtime: max k = {details['max_k']} (claim: k {prop.op} {prop.k})")
     bad = res.k_lo >= prop.k if prop.op == "<" else res.k_lo > prop.k
     low = res.k_lo - m
@@ -519,7 +542,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     # violations no batch rounds away first; then one that reproduces alone and reversed (a note)
     for which, fragile in ((robust, False), (bad & ~robust, True)):
         v = replayed_violation(prop, model, X, which, K, logit, claim, enc, fs, details, t0, replayer_name(model),
-                               f"enumerating all {T:,} individuals on the model's runtime: an individual whose",
+                               f"enumerating all {who} on the model's runtime: an individual whose",
                                replay=evaluate if outputs is not None else None, classes=classes, fragile=fragile,
                                k=res.k_lo)
         if v is not None:
@@ -527,7 +550,7 @@ def _decide_small(prop, ctx, model, enc, fs, t0: float, outputs=None):
     if m.any() and bad.any():
         return unknown(prop, batched_reason(int(np.count_nonzero(m)), int(m.sum())), backend="search",
                        seconds=seconds, details=details)
-    return (f"; enumeration of all {T:,} individuals bounds max k in [{details['max_k_lower']}, "
+    return (f"; enumeration of all {who} bounds max k in [{details['max_k_lower']}, "
             f"{details['max_k']}] (a logistic within rounding of a bucket boundary)")
 
 

@@ -116,6 +116,11 @@ def judge_verdict(prop: Prop, v: dict | None, base: dict) -> Outcome:
         # the verdict changes with how the runtime batches the rows (data_batched.py): only unknown is right
         o.klass, o.defect, o.why = "wrong", "batch-verdict", f"{o.status}, but the verdict changes with the batch: {t.note}"
         return o
+    if t.status == "reading-dependent":
+        # the verdict changes with how a constant of the spec is read, as a float or as a decimal (vacuous.py):
+        # only unknown is right
+        o.klass, o.defect, o.why = "wrong", "reading-verdict", f"{o.status}, but the verdict changes with the reading: {t.note}"
+        return o
     if o.status == "holds":
         if t.status == "violated":
             o.klass = "wrong"

@@ -141,7 +141,125 @@ def generate(seed: int, n_props: int = 4) -> Instance:
                                                       "model": info.get("model"), "head": info.get("head"),
                                                       "runtime": info.get("model"),
                                                       "search": "budget" if timeout == 20 else "none"}, timeout))
+    if seed >= BANDS_FROM:
+        spec = _banded_props(seed, fs, P, probs, real_sigmoid, X, info, spec, props)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+#: session 32: from this instance seed on, an int feature is declared with ``bins [..]`` and one or two more
+#: properties put it in ``over`` (README: "a numeric feature declared with bins (age ... bins [39]) adds one
+#: counterfactual age per band")
+BANDS_FROM = 85_000_000
+
+
+def _bands(f, edges) -> list[tuple[int, int]]:
+    """An int feature's bands cut by right-closed bins inside its range: [lo, e0], [e0 + 1, e1], ..."""
+    out, start = [], f.lo
+    for e in list(edges) + [f.hi]:
+        end = min(f.hi, int(e))
+        if end >= start:
+            out.append((start, end))
+        start = max(start, int(e) + 1)
+        if start > f.hi:
+            break
+    return out
+
+
+def _banded_props(seed, fs, P, probs, real_sigmoid, X, info, spec, props) -> str:
+    """The banded properties (a stream of their own; the others unchanged): the truth reads the README's
+    definition -- an individual is a point of the features not in ``over``; its counterfactuals are every
+    combination of the discrete ``over`` features' values with one value of the banded feature per band, the
+    value in band j the same for every combination (HyFair's age bands: one representative age per band), and
+    its k is the largest number of distinct buckets over every choice of those representatives."""
+    rng = np.random.default_rng([24, seed, 41])
+    ints = [i for i, f in enumerate(fs) if f.kind == "int" and not f.protected]
+    if not ints:
+        return spec
+    bi = ints[int(rng.integers(0, len(ints)))]
+    f = fs[bi]
+    cuts = sorted(set(int(e) for e in rng.integers(f.lo, f.hi, size=int(rng.integers(1, 3)))))
+    bands = _bands(f, cuts)
+    if len(bands) < 2:
+        return spec
+    old = f.decl()
+    new = old.replace(f"int in [{f.lo}, {f.hi}]", f"int in [{f.lo}, {f.hi}] bins [{', '.join(map(str, cuts))}]")
+    spec = spec.replace(old + "\n", new + "\n", 1)
+    info["bins"] = {f.name: cuts}
+    protected = [i for i, g in enumerate(fs) if g.protected]
+    for j in range(int(rng.integers(1, 3))):
+        disc = protected if rng.random() < 0.6 else protected[:1] if rng.random() < 0.7 else []
+        eps_text = str(rng.choice(["0.05", "0.1", "0.25", "0.2", "0.125", "0.3"]))
+        eps = Fraction(eps_text)
+        per, amb = _banded_k(fs, P, probs, disc, bi, bands, eps, real_sigmoid)
+        kmax = max(per.values())
+        K = int(np.prod([fs[i].size for i in disc])) * len(bands)
+        op = "<" if rng.random() < 0.6 else "<="
+        c = max(1, kmax + int(rng.choice([-1, 0, 0, 1])))
+        if op == "<" and c <= 1:
+            op = "<="
+        violated_at = c if op == "<" else c + 1
+        status = "ambiguous" if amb else ("violated" if kmax >= violated_at else "holds")
+        over_text = ", ".join([fs[i].name for i in disc] + [f.name])
+        claim = f"k_discrimination(m, over {{{over_text}}}, eps = {eps_text}) {op} {c}"
+        search = str(rng.choice(["random", "annealing", "knn"]))
+        lines = [claim, f"search {search} for 3s", "timeout = 20s"]
+        name = f"kb{j}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+        truth = Truth(status, value=float(kmax), value_kind="k",
+                      check_witness=_banded_checker(fs, P, disc, bi, per, X, violated_at, amb),
+                      domain=int(P.shape[0]), note=f"max k = {kmax} of K = {K} ({len(bands)} bands of {f.name})")
+        props.append(Prop(name, FAMILY, body, truth, {"op": op, "k": c, "eps": eps_text, "K": K,
+                                                      "model": info.get("model"), "head": info.get("head"),
+                                                      "runtime": info.get("model"), "search": "budget",
+                                                      "bands": bands}, 20))
+    return spec
+
+
+def _banded_k(fs, P, probs, disc, bi, bands, eps, real_sigmoid):
+    """{individual (the values of the features not in over): its k}, and whether a bucket edge within 1e-9 of
+    a real sigmoid leaves some k open."""
+    rest = [i for i in range(len(fs)) if i not in disc and i != bi]
+    table: dict = {}
+    for r in range(P.shape[0]):
+        ind = tuple(int(v) for v in P[r, rest])
+        table.setdefault(ind, {})[(tuple(int(v) for v in P[r, disc]), int(P[r, bi]))] = probs[r]
+    combos = sorted({key[0] for t in table.values() for key in t})
+    per, amb = {}, False
+    for ind, t in table.items():
+        best = 0
+        for reps in itertools.product(*[range(a, b + 1) for a, b in bands]):
+            k, a = _k([t[(d, rv)] for d in combos for rv in reps], eps, real_sigmoid)
+            amb |= a
+            best = max(best, k)
+        per[ind] = best
+    return per, amb
+
+
+def _banded_checker(fs, P, disc, bi, per, X, violated_at, amb):
+    rest = [i for i in range(len(fs)) if i not in disc and i != bi]
+
+    def check(w: dict):
+        if not w:
+            return "a violation without a witness"
+        pts = []
+        for side in ("features", "features_prime"):
+            feats = w.get(side) or {}
+            vals = []
+            for f in fs:
+                v = f.read(feats.get(f.name)) if f.name in feats else None
+                if v is None:
+                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
+                vals.append(v)
+            pts.append(vals)
+        inds = {tuple(int(p[i]) for i in rest) for p in pts}
+        if len(inds) != 1:
+            return "the witness's two inputs are not counterfactuals of one individual"
+        k = per[inds.pop()]
+        if k < violated_at and not amb:
+            return f"the witness's individual has k = {k} (over every choice of one value per band), not >= {violated_at}"
+        return None
+
+    return check
 
 
 def _individuals(fs, P, over):

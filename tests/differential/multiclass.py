@@ -272,7 +272,31 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         props += _logit_props(np.random.default_rng([25, seed, 5]), fs, P, X, Y, k_out, len(props), runtime)
     if seed >= INDEX_FROM:
         _portfolio(np.random.default_rng([25, seed, 4]), props)
+    if seed >= KDISC_FROM and runtime == "onnx":
+        props += _kdisc_props(np.random.default_rng([25, seed, 6]), fs, P, X, Y, head, k, size, len(props))
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+#: session 32: from this instance seed on, an ONNX multiclass network gets two k-discrimination properties (the
+#: tree family's: distinct predicted classes, or ``class = c, eps = e`` on class c's probability as fairspec reads it)
+KDISC_FROM = 85_000_000
+
+
+def _kdisc_props(rng, fs, P, X, Y, head, k, size, start, count=2):
+    """k-discrimination of the network over its protected features (all, or the first): README, "k-discrimination
+    of a multiclass model (without index) counts, for every individual, the distinct predicted classes among its
+    counterfactuals ... and with class = c buckets class c's probability by eps"."""
+    from .tree_outputs import _kdisc_prop
+
+    prot = [i for i, f in enumerate(fs) if f.protected and f.kind != "int"]    # a numeric one needs bins (FS308)
+    if not prot:
+        return []
+    Pr = _probabilities(Y, head)
+    out = []
+    for j in range(start, start + count):
+        over = prot if rng.random() < 0.6 else prot[:1]
+        out.append(_kdisc_prop(rng, f"p{j}", FAMILY, fs, P, X, over, k, Pr, size, "onnx"))
+    return out
 
 
 def _portfolio(rng, props):

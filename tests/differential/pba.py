@@ -1,6 +1,9 @@
 """PBA (ceteris-paribus neighbourhoods, paper 004) on small float32 ONNX ReLU networks with a
 logit readout (one logit, or two logits with `index`): `pba(m, flip g, around d, delta
-{...})`, with and without a share threshold, engines highs / scip / lp.
+{...})`, with and without a share threshold, engines highs / scip / lp; from seed 85,000,000 on, half the
+instances on a tree model (trees.py's: scikit-learn, XGBoost, LightGBM; the decision its predict, the score its
+probability of class 1 as the library gives it) and two more properties on a seeded sample (``points = N``,
+``seed``) with ``report by`` half the time (session 32).
 
 The truth enumerates every case (a data row and its counterfactual, the flipped attribute
 set to each other value present among the rows) and every offset of its integral
@@ -81,59 +84,114 @@ def generate(seed: int, n_props: int = 4) -> Instance:
             i = i * r + (int(a) - o)
         return i
 
-    pred_rows = g_all[[idx(r) for r in rows]] > 0
+    # session 32: from seed 85,000,000 on, half the instances take a tree model instead (trees.py's models, on
+    # streams of their own; the network is drawn all the same, so the rows and labels stay drawn as before)
+    model_decl = f'model m = onnx("m.onnx", output = "out"{f", index = {net.index}" if head == "logit2" else ""}, score = logit)'
+    dec_all, s_all = g_all > 0, g_all
+    if seed >= SAMPLE_FROM and np.random.default_rng([23, seed, 9]).random() < 0.5:
+        from . import trees
+
+        files = {}
+        model_decl, out = trees._model(np.random.default_rng([23, seed, 10]), X, P, fs, encs, files, info)
+        if info.get("margin"):      # PBA compares the library's probabilities: keep them, and its predict
+            model_decl = model_decl.replace(', output = "margin"', "").replace(', output = "decision_function"', "")
+            if info["model"] in ("xgb", "lgbm"):
+                out.label = out.prob > 0.5
+            info["margin"] = False
+        dec_all, s_all = np.asarray(out.label, dtype=bool), np.asarray(out.prob, dtype=np.float64)
+        head = info["head"] = "tree"
+    pred_rows = dec_all[[idx(r) for r in rows]]
     # true labels: mostly the model's own decision (so points are eligible), some flipped
     labels = np.where(rng.random(n_rows) < 0.8, pred_rows, ~pred_rows).astype(int)
     files["d.csv"] = write_csv(fs, rows, {"y": labels})
-    idx_str = f", index = {net.index}" if head == "logit2" else ""
     spec = ('data d = csv("d.csv", label = y == 1)\n'
             "features F from d {\n" + "\n".join(f.decl() for f in fs) + "\n}\n"
-            f'model m = onnx("m.onnx", output = "out"{idx_str}, score = logit)\n'
+            f"{model_decl}\n"
             "encode F for m {\n" + "\n".join(f"  {e.feature.name} : {e.text()}" for e in encs) + "\n}\n")
     ints = [i for i, f in enumerate(fs) if f.kind == "int"]
     props = []
     for k in range(n_props):
-        moving = [i for i in ints if rng.random() < 0.7] or ints[:1]
-        deltas = {i: int(rng.integers(0, 3)) for i in moving}
-        cases = _case_truth(fs, rows, labels, deltas, g_all, idx)
-        elig = [c for c in cases if c["status"] != "excluded"]
-        proved = sum(c["status"] == "proved" for c in elig)
-        refuted = sum(c["status"] == "refuted" for c in elig)
-        n_points = sum(c["size"] for c in cases) * 2
-        op, thr = None, None
-        if rng.random() < 0.5:
-            op = str(rng.choice([">=", ">", "<=", "<"]))
-            share = Fraction(proved, len(elig)) if elig else Fraction(0)
-            t = decimal_text(share)
-            thr = t if (t is not None and rng.random() < 0.5) else str(rng.choice(["0", "0.5", "0.8", "1", "0.25"]))
-            if (op == ">" and Fraction(thr) >= 1) or (op == "<" and Fraction(thr) <= 0):
-                op += "="                           # a share is in [0, 1]: `> 1` / `< 0` are FS507 (never met)
-        if not elig:
-            status = "vacuous"                      # no eligible point: PBA has nothing to verify
-        elif op is None:
-            status = "violated" if refuted else "holds"
-        else:
-            status = "holds" if claim_holds(Fraction(proved, len(elig)), op, thr) else "violated"
-        delta_text = ", ".join(f"{fs[i].name}: {d}" for i, d in deltas.items())
-        lines = [f"pba(m, flip g, around d, delta {{{delta_text}}})" + (f" {op} {thr}" if op else "")]
-        engine = str(rng.choice(["highs", "highs", "scip", "lp"]))
-        if engine != "highs":
-            lines.append(f"engine = {engine}")
-        lines.append("timeout = 30s")
-        name = f"b{k}"
-        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
-        share = Fraction(proved, len(elig)) if elig else None
-        truth = Truth(status, value=float(share) if share is not None else None,
-                      value_kind="share" if share is not None else None,
-                      check_witness=_witness_checker(fs, rows, labels, deltas, g_all, idx, cases, X),
-                      domain=n_points, note=f"{proved} proved, {refuted} refuted of {len(elig)} eligible",
-                      exact=share)
-        # an engine = lp run proves no more than the LP relaxation: `unknown` points are legitimate
-        props.append(Prop(name, FAMILY, body, truth, {"engine": engine, "op": op, "threshold": thr,
-                                                      "incomplete": engine == "lp",
-                                                      "head": head, "deltas": {fs[i].name: d for i, d in deltas.items()}},
-                          30))
+        props.append(_property(rng, k, fs, rows, labels, ints, (dec_all, s_all), idx, X, head))
+    if seed >= SAMPLE_FROM:
+        props += _sampled_props(seed, fs, rows, labels, ints, (dec_all, s_all), idx, X, head)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+def _property(rng, k, fs, rows, labels, ints, outs, idx, X, head, name=None, extra=(), sel=None) -> Prop:
+    """One pba property over the data rows ``rows`` (``sel``: the indices of the rows analysed, every row
+    when None); ``extra``: option lines written before the timeout."""
+    if sel is not None:
+        rows, labels = rows[sel], labels[sel]
+    moving = [i for i in ints if rng.random() < 0.7] or ints[:1]
+    deltas = {i: int(rng.integers(0, 3)) for i in moving}
+    cases = _case_truth(fs, rows, labels, deltas, outs, idx)
+    elig = [c for c in cases if c["status"] != "excluded"]
+    proved = sum(c["status"] == "proved" for c in elig)
+    refuted = sum(c["status"] == "refuted" for c in elig)
+    n_points = sum(c["size"] for c in cases) * 2
+    op, thr = None, None
+    if rng.random() < 0.5:
+        op = str(rng.choice([">=", ">", "<=", "<"]))
+        share = Fraction(proved, len(elig)) if elig else Fraction(0)
+        t = decimal_text(share)
+        thr = t if (t is not None and rng.random() < 0.5) else str(rng.choice(["0", "0.5", "0.8", "1", "0.25"]))
+        if (op == ">" and Fraction(thr) >= 1) or (op == "<" and Fraction(thr) <= 0):
+            op += "="                           # a share is in [0, 1]: `> 1` / `< 0` are FS507 (never met)
+    if not elig:
+        status = "vacuous"                      # no eligible point: PBA has nothing to verify
+    elif op is None:
+        status = "violated" if refuted else "holds"
+    else:
+        status = "holds" if claim_holds(Fraction(proved, len(elig)), op, thr) else "violated"
+    delta_text = ", ".join(f"{fs[i].name}: {d}" for i, d in deltas.items())
+    lines = [f"pba(m, flip g, around d, delta {{{delta_text}}})" + (f" {op} {thr}" if op else "")]
+    engine = str(rng.choice(["highs", "highs", "scip", "lp"]))
+    if engine != "highs":
+        lines.append(f"engine = {engine}")
+    lines += list(extra)
+    lines.append("timeout = 30s")
+    name = name or f"b{k}"
+    body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+    share = Fraction(proved, len(elig)) if elig else None
+    truth = Truth(status, value=float(share) if share is not None else None,
+                  value_kind="share" if share is not None else None,
+                  check_witness=_witness_checker(fs, rows, labels, deltas, outs, idx, cases, X),
+                  domain=n_points, note=f"{proved} proved, {refuted} refuted of {len(elig)} eligible",
+                  exact=share)
+    # an engine = lp run proves no more than the LP relaxation: `unknown` points are legitimate
+    return Prop(name, FAMILY, body, truth, {"engine": engine, "op": op, "threshold": thr, "incomplete": engine == "lp",
+                                            "head": head, "deltas": {fs[i].name: d for i, d in deltas.items()}}, 30)
+
+
+#: session 32: from this instance seed on, two more properties analyse a sample (``points = N``, the README's
+#: "analyse a random sample of at most N points", kinds/pba.py: "a seeded subset of N of the selected rows",
+#: numpy's default_rng(seed).choice of N row indices without replacement, sorted; seed 0 unless written) and
+#: half of them ``report by`` a feature (a table only: the verdict is the same)
+SAMPLE_FROM = 85_000_000
+
+
+def _sampled_props(seed, fs, rows, labels, ints, outs, idx, X, head) -> list:
+    rng = np.random.default_rng([23, seed, 5])
+    out = []
+    for j in range(2):
+        n = rows.shape[0]
+        N = int(rng.integers(1, n + 1))
+        extra = [f"points = {N}"]
+        s = None
+        if rng.random() < 0.6:
+            s = int(rng.integers(0, 5))
+            extra.append(f"seed = {s}")
+        sel = np.arange(n) if N >= n else np.sort(np.random.default_rng(s or 0).choice(np.arange(n), N, replace=False))
+        if rng.random() < 0.5:
+            cands = [f.name for f in fs if f.kind != "int"]
+            by = [cands[int(rng.integers(0, len(cands)))]]
+            if len(cands) > 1 and rng.random() < 0.4:
+                by = cands[:2]
+            extra.append("report by " + " x ".join(by))
+        p = _property(rng, 10 + j, fs, rows, labels, ints, outs, idx, X, head, name=f"bs{j}", extra=extra, sel=sel)
+        p.meta.update(points=N, sample=sel.tolist())
+        out.append(p)
+    return out
 
 
 def _flip_targets(fs, rows):
@@ -158,16 +216,16 @@ def _offsets(fs, row, deltas):
     return list(itertools.product(*axes)) if axes else [()]
 
 
-def _case_truth(fs, rows, labels, deltas, g_all, idx):
+def _case_truth(fs, rows, labels, deltas, outs, idx):
     cases = []
+    dec, sc = outs
     for r, t in _flip_targets(fs, rows):
         c = int(labels[r])
         sigma = 1 if c == 1 else -1
         x0 = rows[r].copy()
         xp0 = x0.copy()
         xp0[0] = t
-        gx, gp = g_all[idx(x0)], g_all[idx(xp0)]
-        eligible = ((gx > 0) == bool(c)) and ((gp > 0) == bool(c))
+        eligible = (dec[idx(x0)] == bool(c)) and (dec[idx(xp0)] == bool(c))
         offs = _offsets(fs, x0, deltas)
         if not eligible:
             cases.append({"row": r, "target": t, "status": "excluded", "size": len(offs)})
@@ -178,8 +236,8 @@ def _case_truth(fs, rows, labels, deltas, g_all, idx):
             for (i, _), o in zip(deltas.items(), d):
                 x[i] += o
                 xp[i] += o
-            a, b = g_all[idx(x)], g_all[idx(xp)]
-            if ((a > 0) == bool(c)) and ((b > 0) == bool(c)):
+            a, b = sc[idx(x)], sc[idx(xp)]
+            if dec[idx(x)] == bool(c) and dec[idx(xp)] == bool(c):
                 if sigma * (a - b) <= 0:         # float64 difference of float32 values: exact
                     status = "refuted"
                     break
@@ -187,7 +245,7 @@ def _case_truth(fs, rows, labels, deltas, g_all, idx):
     return cases
 
 
-def _witness_checker(fs, rows, labels, deltas, g_all, idx, cases, X):
+def _witness_checker(fs, rows, labels, deltas, outs, idx, cases, X):
     def check(w: dict):
         if not w:
             return None                     # a share-threshold violation need not carry a witness
@@ -221,8 +279,8 @@ def _witness_checker(fs, rows, labels, deltas, g_all, idx, cases, X):
             if any(x[i] != xp[i] or abs(int(x[i]) - int(row[i])) > deltas[i] for i in moving):
                 continue
             c = int(labels[r])
-            a, b = g_all[idx(x)], g_all[idx(xp)]
-            if ((a > 0) == bool(c)) and ((b > 0) == bool(c)) and (1 if c else -1) * (a - b) <= 0:
+            a, b = outs[1][idx(x)], outs[1][idx(xp)]
+            if outs[0][idx(x)] == bool(c) and outs[0][idx(xp)] == bool(c) and (1 if c else -1) * (a - b) <= 0:
                 return None
         return "the witness pair is no refuting offset of any eligible case's neighbourhood on the runtime"
 

@@ -6,7 +6,8 @@ with leaf probabilities from :data:`TIE_VOTES`, whose averages sit at 1/2 where 
 Each instance is a data file (8-40 rows drawn from a small grid, many repeated), a tree or forest fit on
 it (skops), and 3-5 repair blocks: goals `>=` / `>` with c the exact current ratio (a tie), a short
 decimal near it, 1 (`>=` only) or a round value; alpha from 1 to 50 or the default 1.2; most with a
-`write` file, some without.
+`write` file, some without; from seed 85,000,000 on, each block's ``engine`` is one of highs / scip / z3 / rc2 or
+none (session 32).
 
 The truth never comes from fairspec:
 
@@ -47,6 +48,9 @@ from .judge import Outcome
 
 FAMILY = "repair"
 ALPHAS = (None, None, "1", "1.5", "2", "3", "10", "50")
+#: session 32: from this instance seed on, each block's engine is drawn from ENGINES
+ENGINES_FROM = 85_000_000
+ENGINES = ("default", "highs", "scip", "z3", "rc2")
 ROUND_C = ("0.5", "0.75", "0.8", "0.9", "0.6", "0.25")
 
 
@@ -250,6 +254,16 @@ def generate(seed: int) -> Instance:
     for k in range(int(rng.integers(3, 6))):
         groups = [prot[0]] if len(prot) == 1 or rng.random() < 0.5 else prot
         props.append(_property(rng, k, fs, groups, rows, X, d0, kind))
+    if seed >= ENGINES_FROM:
+        # session 32: every engine repair takes (README: highs | scip | z3 | rc2), from a stream of its own (the
+        # blocks and their truths are the same: the engine must not change what is true)
+        er = np.random.default_rng([31, seed, 11])
+        for p in props:
+            engine = str(er.choice(ENGINES))
+            p.text = p.text.replace("  engine = scip\n", "")
+            if engine != "default":
+                p.text = p.text.replace("  timeout = 20s", f"  engine = {engine}\n  timeout = 20s")
+            p.meta["engine"] = engine
     inst = Instance(FAMILY, seed, spec, files, props, info)
     inst.judge = RepairJudge(X, d0)
     return inst

@@ -14,7 +14,11 @@ feature compared, ``x.f >= x'.f + c``, c in -1 .. 1 by halves, any of < <= > >=)
 properties per instance from seed 83,000,000 on: a test of one input of any feature, a protected one half the
 time -- ``==``, ``!=``, ``in {..}``, ``not (..)``, two joined by ``and`` / ``or`` -- which the solvers relax and
 the witness check reads exactly; half their MILP runs ``engine = portfolio``, half their logit posts
-``mode = maximize``).
+``mode = maximize``); ``nd`` (session 32, three more from seed 85,000,000 on: a bound of an int input with
+constants that are not dyadic -- ``x.f * 0.1 >= 0.3``, ``x.f / 10 < 0.2``, ``x.f + 0.1 > 3.1``, ``x.f <= 2.9``,
+``x.f * 0.3 == 0.9``, ``x.f * 0.1 > x'.f * 0.1 + 0.2`` -- each constant read as the float it is stored as and as
+the decimal it is written as (README, further conditions): the truth is that of both readings where they agree,
+else ``reading-dependent``, where only `unknown` is right; a witness must meet the condition in both readings).
 
 Every property is in the unknown target (session 30): a pre-condition some pair meets is decided by the
 enumeration over exactly the pairs meeting it (fairspec/kinds/pair_pre.py), not left unknown.
@@ -75,6 +79,12 @@ def generate(seed: int):
                         p.truth.value, p.truth.value_kind, p.meta["mode"] = float(p.truth.exact), "max", "maximize"
                     else:
                         p.truth.exact = None
+            if seed >= ND_FROM:     # session 32: non-dyadic constants, read as floats and as decimals
+                nd = np.random.default_rng([70, seed, 8])
+                for j in (9, 10, 11):
+                    shapes = ["nd"] + ([str(nd.choice(("nd", "range", "cat")))] if nd.random() < 0.4 else [])
+                    props.append(_property(nd, j, fs, P, X, out, info, size, shapes=shapes, logit_odds=2,
+                                           force_post="prob" if j == 11 and nd.random() < 0.5 else None))
             return props
 
         inst = nw.generate(inner, big=False, runtime="onnx", family=FAMILY, props_fn=props_fn)
@@ -158,14 +168,23 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
     for b in bounds:
         ok = b.holds(P[:, b.f])
         M &= ok[:, None] if b.side == 0 else ok[None, :]
-    for r in rels:
-        M &= r.pairs(P)
     for grp in ors:
         any_ = np.zeros_like(M)
         for b in grp:
             ok = b.holds(P[:, b.f])
             any_ |= ok[:, None] if b.side == 0 else ok[None, :]
         M &= any_
+    # session 32: a non-dyadic condition (NDCond) is read twice, its constants as the floats they are stored as
+    # (Mf) and as the decimals they are written as (M)
+    Mf = M.copy() if any(isinstance(r, NDCond) for r in rels) else None
+    for r in rels:
+        if isinstance(r, NDCond):
+            M &= r.pairs(P, DECIMAL)
+            Mf &= r.pairs(P, FLOAT)
+        else:
+            M &= r.pairs(P)
+            if Mf is not None:
+                Mf &= r.pairs(P)
     n_pairs = int(M.sum())
 
     posts = ["label", "label"] + (["logit"] * logit_odds if out.logit is not None and not info.get("logit_ambiguous")
@@ -174,7 +193,7 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
     post = force_post or post
     op = eps = max_exact = None
     if post == "label":
-        status = "violated" if np.any(M & (out.label[:, None] != out.label[None, :])) else "holds"
+        status = _label_status(out, M)
     elif post == "prob":
         status, op, eps = _prob_truth(rng, out, M, n_pairs)
     else:
@@ -194,14 +213,18 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
         # the exact largest difference over the pairs meeting the pre-condition (kept for a maximize, above)
         cand = np.argwhere(M & (Dm >= top * (1 - 1e-9))) if n_pairs else []
         max_exact = max((abs(exact(z[a]) - exact(z[b])) for a, b in cand), default=None)
-        viol = False
-        for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
-            d = abs(exact(z[a]) - exact(z[b]))
-            if (d > e) if op == "<=" else (d >= e):
-                viol = True
-                break
-        status = "violated" if viol else "holds"
+        status = _logit_status(z, M, op, e)
         _ = top
+    if Mf is not None:
+        # decided in both readings, or only `unknown` is right (README: "a constant read both as the float it is
+        # stored as and as the decimal it is written as")
+        e_ = Fraction(eps) if eps is not None else None
+        status_f = (_label_status(out, Mf) if post == "label" else _prob_status(out, Mf, op, e_) if post == "prob"
+                    else _logit_status(out.logit, Mf, op, e_))
+        if status_f != status:
+            status = "reading-dependent"
+        n_pairs = max(n_pairs, int(Mf.sum()))
+        max_exact = None
     backend = str(rng.choice(["default", "default", "milp", "smt"]))
     mode = "find" if rng.random() < 0.25 else "prove"
     lines = ["forall x, x' : F", "require x.* == x'.* except {" + ", ".join(names[i] for i in free) + "}"]
@@ -246,7 +269,9 @@ def _property(rng, k, fs, P, X, out, info, size, shapes=None, logit_odds=1, forc
         return None
 
     truth = Truth(status, check_witness=check, domain=size, pairs=n_pairs,
-                  note="no pair meets the pre-condition" if n_pairs == 0 else f"{n_pairs} pairs meet it",
+                  note="no pair meets the pre-condition" if n_pairs == 0 else
+                  f"{n_pairs} pairs meet it" + (" (the float and decimal readings of a constant disagree on the "
+                                                "verdict)" if status == "reading-dependent" else ""),
                   exact=max_exact if post == "logit" else None)
     meta = {"post": post, "op": op, "eps": eps, "backend": backend, "mode": mode, "runtime": "onnx",
             "head": info["head"], "shape": "+".join(shapes), "empty": n_pairs == 0,
@@ -279,17 +304,37 @@ def _prob_truth(rng, out, M, n_pairs):
         eps = "0"
     if op == "<" and Fraction(eps) == 0:
         op = "<="
-    e = Fraction(eps)
-    viol = ambiguous = False
-    for a, b in np.argwhere(M & (Dm >= float(e) - 1e-9 * max(1.0, float(e)))):
+    return _prob_status(out, M, op, Fraction(eps)), op, eps
+
+
+def _label_status(out, M) -> str:
+    return "violated" if np.any(M & (out.label[:, None] != out.label[None, :])) else "holds"
+
+
+def _logit_status(z, M, op, e: Fraction) -> str:
+    """``|logit(m(x)) - logit(m(x'))| op e`` over the pairs M, each difference exact."""
+    D = np.abs(z[:, None] - z[None, :])
+    for a, b in np.argwhere(M & (D >= float(e) - 1e-9 * max(1.0, float(e)))):
+        d = abs(exact(z[a]) - exact(z[b]))
+        if (d > e) if op == "<=" else (d >= e):
+            return "violated"
+    return "holds"
+
+
+def _prob_status(out, M, op, e: Fraction) -> str:
+    """``|prob(m(x)) - prob(m(x'))| op e`` over the pairs M (networks.exact_measure; ``ambiguous`` where a
+    difference within 1e-9 of e cannot be settled)."""
+    pr = out.prob if out.prob is not None else 1.0 / (1.0 + np.exp(-out.logit))
+    D = np.abs(pr[:, None] - pr[None, :])
+    ambiguous = False
+    for a, b in np.argwhere(M & (D >= float(e) - 1e-9 * max(1.0, float(e)))):
         d = nw.exact_measure(out, "prob", int(a), int(b))
         if d is None:
             ambiguous = True
             continue
         if (d > e) if op == "<=" else (d >= e):
-            viol = True
-            break
-    return ("violated" if viol else "ambiguous" if ambiguous else "holds"), op, eps
+            return "violated"
+    return "ambiguous" if ambiguous else "holds"
 
 
 def _edge_constants(f) -> list[Fraction]:
@@ -377,6 +422,11 @@ def _cat_cond(rng, fs, names) -> Cond:
 
 def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors, rels):
     relaxed = [r[0] for r in ps.relaxed]
+    if shape == "nd":
+        c = _nd_cond(rng, fs, ints, ps, names)
+        rels.append(c)
+        lines.append(c.text)
+        return
     if shape == "cat":
         c = _cat_cond(rng, fs, names)
         rels.append(c)
@@ -447,3 +497,83 @@ def _shape(rng, shape, fs, ints, ps, names, lines, bounds, ors, rels):
         b2 = Bound(side, i, "<", Fraction(f.lo), names)
         ors.append([b1, b2])
         lines.append(f"{b1.text} or {b2.text}")
+
+
+#: session 32: non-dyadic constants in the pre-condition (three properties per instance, appended) from this
+#: instance seed on
+ND_FROM = 85_000_000
+FLOAT, DECIMAL = 0, 1
+
+
+def _read(text: str, reading: int) -> Fraction:
+    """A constant as fairspec reads it (fairspec.ir.no_pair's two readings): the float it is stored as, or the
+    decimal its shortest repr writes (the texts written here are their own shortest reprs)."""
+    v = float(text)
+    return Fraction(v) if reading == FLOAT else Fraction(repr(v))
+
+
+class NDCond:
+    """A condition with non-dyadic constants on int inputs: ``fn(a, b, reading)`` -> bool, where a / b are the
+    values of the feature on x / x' (whole numbers), every constant read with ``reading``, arithmetic exact."""
+
+    def __init__(self, text: str, f: int, fn):
+        self.text, self.f, self.fn = text, f, fn
+
+    def pairs(self, P: np.ndarray, reading: int) -> np.ndarray:
+        u = sorted(set(int(v) for v in P[:, self.f]))
+        T = np.array([[self.fn(Fraction(a), Fraction(b), reading) for b in u] for a in u], dtype=bool)
+        k = np.searchsorted(np.array(u), np.array([int(v) for v in P[:, self.f]]))
+        return T[k[:, None], k[None, :]]
+
+    def ok(self, p0, p1) -> bool:
+        """A witness must meet it in both readings."""
+        a, b = Fraction(p0[self.f]), Fraction(p1[self.f])
+        return all(self.fn(a, b, r) for r in (FLOAT, DECIMAL))
+
+
+def _tenths(k: int) -> str:
+    return decimal_text(Fraction(k, 10))
+
+
+def _nd_cond(rng, fs, ints, ps, names) -> NDCond:
+    """One bound of an int input with constants that are not dyadic (0.1, 0.3, 2.1, ...), placed so that the
+    two readings of a constant may disagree at a value of the domain: ``x.f * 0.1 op k/10``, ``x.f / 10 op
+    k/10``, ``x.f + 0.1 op k + 0.1``, ``x.f op k + d/10``, ``x.f * 0.3 op 3k/10``, or the two inputs of the
+    feature compared, ``x.f * 0.1 op x'.f * 0.1 + d/10``."""
+    relaxed = [r[0] for r in ps.relaxed]
+    i = relaxed[0] if relaxed and rng.random() < 0.5 else ints[int(rng.integers(0, len(ints)))]
+    f = fs[i]
+    side = int(rng.integers(0, 2))
+    v = ("x", "x'")[side]
+    op = str(rng.choice(OPS))
+    k = int(rng.integers(f.lo - 1, f.hi + 2))
+    form = int(rng.integers(0, 6))
+    cmp = _CMP[op]
+    sel = (lambda a, b: a) if side == 0 else (lambda a, b: b)
+    if form == 0:
+        c = _tenths(k)
+        text = f"{v}.{names[i]} * 0.1 {op} {c}"
+        fn = lambda a, b, r, c=c: cmp(sel(a, b) * _read("0.1", r), _read(c, r))
+    elif form == 1:
+        c = _tenths(k)
+        text = f"{v}.{names[i]} / 10 {op} {c}"
+        fn = lambda a, b, r, c=c: cmp(sel(a, b) / 10, _read(c, r))
+    elif form == 2:
+        c = decimal_text(Fraction(k) + Fraction(1, 10))
+        text = f"{v}.{names[i]} + 0.1 {op} {c}"
+        fn = lambda a, b, r, c=c: cmp(sel(a, b) + _read("0.1", r), _read(c, r))
+    elif form == 3:
+        c = decimal_text(Fraction(k) + Fraction(int(rng.choice([1, 3, 7, 9, -1, -3])), 10))
+        text = f"{v}.{names[i]} {op} {c}"
+        fn = lambda a, b, r, c=c: cmp(sel(a, b), _read(c, r))
+    elif form == 4:
+        c = decimal_text(Fraction(3 * k, 10))
+        text = f"{v}.{names[i]} * 0.3 {op} {c}"
+        fn = lambda a, b, r, c=c: cmp(sel(a, b) * _read("0.3", r), _read(c, r))
+    else:
+        d = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        c = _tenths(abs(d))
+        text = f"x.{names[i]} * 0.1 {op} x'.{names[i]} * 0.1 {'+' if d > 0 else '-'} {c}"
+        sg = 1 if d > 0 else -1
+        fn = lambda a, b, r, c=c, sg=sg: cmp(a * _read("0.1", r), b * _read("0.1", r) + sg * _read(c, r))
+    return NDCond(text, i, fn)
