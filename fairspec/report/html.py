@@ -429,7 +429,7 @@ def _shares(sh: dict) -> str:
            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
            + f"<p class=note>{note}</p>")
     if est:
-        conf = f"{100 * float(est.get('confidence', 0.95)):g}%"
+        conf = f"{literals.number(round(100 * float(est.get('confidence', 0.95)), 10))}%"
 
         def row(word, key):
             t = est[key]
