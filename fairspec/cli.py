@@ -55,6 +55,16 @@ class _Once(argparse._StoreAction):
         setattr(namespace, self.dest, values)
 
 
+def _stdout_width() -> int | None:
+    """The text report's width: a terminal's own (None: rich reads it, and COLUMNS); piped or
+    redirected, COLUMNS when it is set to a width (at least 20 columns), else 120. It was always 120
+    off a terminal: ``COLUMNS=200 fairspec check s.fair | less`` still wrapped at 120."""
+    if sys.stdout.isatty():
+        return None
+    cols = os.environ.get("COLUMNS", "").strip()
+    return max(20, int(cols)) if cols.isdigit() and int(cols) > 0 else 120
+
+
 def _build() -> argparse.ArgumentParser:
     p = _Parser(prog="fairspec", description="Check fairness specifications (.fair files) against real models and data.")
     p.add_argument("--version", action=_LazyVersion, nargs=0, help="show the version and exit")
@@ -316,7 +326,7 @@ def _emit_check(args, result) -> int:
         if text:
             print(text)
     else:
-        rep.print_text(result, rep.console(width=None if sys.stdout.isatty() else 120))
+        rep.print_text(result, rep.console(width=_stdout_width()))
         if args.html is not None and _write_html(lambda html: html.write(result, args.html, keep=result.inputs)):
             return 2  # the table printed, the sentence on stderr: the text report states no exit code
     return result.exit_code
@@ -470,7 +480,7 @@ def _emit_models(args, reports) -> int:
         if text:
             print(text)
     else:
-        out = rep.console(width=None if sys.stdout.isatty() else 120)
+        out = rep.console(width=_stdout_width())
         for f, r in reports:
             out.print(rep.value(f"model file {f}"))
             rep.print_text(r, out)

@@ -185,7 +185,7 @@ class PropertyItem(pytest.Item):
 def describe(verdict) -> str:
     """A verdict as the few lines a test failure shows, each value through visible_value (no control
     character, line break or ``##[`` from a value: fairspec.diagnostics.visible)."""
-    from fairspec.report import cell_text as _cell, verdict_notes
+    from fairspec.report import cell_text as _cell, verdict_notes, witness_text
 
     def cell_text(x) -> str:
         return visible_value(_cell(x))
@@ -201,8 +201,8 @@ def describe(verdict) -> str:
     lines.extend(f"  note: {visible_value(n)}" for n in verdict_notes(verdict))  # as the text report
     w = verdict.witness
     if w is not None:
-        lines.append(f"  witness x : {cell_text(str(w.features or w.x))}")
-        lines.append(f"  witness x': {cell_text(str(w.features_prime or w.x_prime))}")
+        lines.append(f"  witness x : {cell_text(witness_text(w.features, w.x))}")   # spec text, not a dict
+        lines.append(f"  witness x': {cell_text(witness_text(w.features_prime, w.x_prime))}")
         if w.outputs:
             shown = w.output_texts() if w.output_labels is not None else list(w.outputs)
             shown = ", ".join(map(str, shown)) if w.output_labels is not None else str(shown)

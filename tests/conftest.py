@@ -164,10 +164,12 @@ _warm_language_server()
 
 def _cli_env(overrides: dict | None = None) -> dict[str, str]:
     """The environment of a `fairspec` command line a test starts: the test's, without FAIRSPEC_DEBUG,
-    COLUMNS=200 unless set, then ``overrides`` (None removes a variable)."""
+    COLUMNS=200, then ``overrides`` (None removes a variable). COLUMNS is set, not defaulted: the
+    report honours it off a terminal, and a pytest-xdist worker has COLUMNS=80 of its own (a test
+    that wants a width passes it in ``overrides``)."""
     env = dict(os.environ)
     env.pop("FAIRSPEC_DEBUG", None)
-    env.setdefault("COLUMNS", "200")
+    env["COLUMNS"] = "200"
     for key, value in (overrides or {}).items():
         if value is None:
             env.pop(key, None)

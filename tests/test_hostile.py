@@ -537,16 +537,15 @@ def test_a_duplicated_column_name_is_named_in_a_warning(tmp_path):
     assert "'age'" in w.message and "more than once" in w.message and "'age.1'" in w.message
 
 
-def test_a_renamed_column_and_a_missing_one_print_each_hint_once_whole(tmp_path, monkeypatch):
+def test_a_renamed_column_and_a_missing_one_print_each_hint_once_whole(tmp_path):
     """Audit s17 (d_dupcol): 'race' headed 'age' is FS430 and FS207; each hint is one line, printed once
     (at 120 columns the FS430 hint broke onto a second line, which read as a hint printed twice)."""
     rows = PEOPLE.read_text().splitlines()
     (tmp_path / "p.csv").write_text("\n".join([rows[0].replace("race", "age"), *rows[1:]]) + "\n")
     spec = tmp_path / "s.fair"
     spec.write_text(people_decls("p.csv"))
-    monkeypatch.setenv("COLUMNS", "80")
     for cmd in ("lint", "check"):
-        r = run_cli(cmd, spec)
+        r = run_cli(cmd, spec, env={"COLUMNS": "80"})
         assert r.returncode == 2, r.stdout + r.stderr
         out = r.stdout + r.stderr
         hints = [line for line in out.splitlines() if line.lstrip().startswith("= hint:")]

@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from fairspec.backends.quantify import INTEGER_POINTS, _kind, fmt_percent, individual_inputs, measure
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["Estimate", "undecided_boxes", "draw_undecided", "estimate_undecided", "estimate_shares",
            "violated_by_sample", "DEFAULT_SAMPLES"]
@@ -124,7 +125,7 @@ class Estimate:
             return f"undecided {fmt_percent(self.undecided)}: no estimate ({self.reason})"
         u, f = self.unfair_in_undecided, self.fair_in_undecided
         of = self.unfair_of_undecided
-        conf = f"{self.confidence * 100:g}%"
+        conf = f"{_spec_number(round(self.confidence * 100, 10))}%"
         extra = []
         if self.other:
             extra.append(f"{self.other:,} neither fair nor unfair, in both upper ends")

@@ -684,7 +684,7 @@ def _bootstrap_verdict(prop, value: float, boot: dict, n_rows: int, claim: str, 
         from fairspec.syntax.literals import longer_timeout
 
         budget = prop.options.timeout or 60.0
-        why = (f"the time budget of {budget:g}s ran out after {done} resamples: raise timeout = ... "
+        why = (f"the time budget of {_spec_number(budget)}s ran out after {done} resamples: raise timeout = ... "
                f"(e.g. {longer_timeout(budget, 120)}) or lower bootstrap = ..." if done < boot["requested"] else
                f"{prop.metric} is undefined on {boot['undefined']} resamples")
         return Verdict(prop.name, prop.kind, "unknown",

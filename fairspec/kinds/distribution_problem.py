@@ -217,7 +217,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
                 rest = 1.0 - s
                 if rest < -1e-9:
                     raise DistributionError(f"the probabilities of '{n}'{cond_txt and ' given ' + where} in "
-                                            f"distribution '{dist.name}' sum to {s:g}, more than 1")
+                                            f"distribution '{dist.name}' sum to {_spec_number(round(s, 12))}, more than 1")
                 row = np.where(missing, max(rest, 0.0), row)
             elif missing.any():
                 if abs(s - 1.0) > 1e-6:
@@ -227,7 +227,7 @@ def table_network(dist: ir.Distribution, fs: ir.FeatureSet, protected=()) -> tup
                 row = np.where(missing, 0.0, row)
             elif abs(s - 1.0) > 1e-6:
                 raise DistributionError(f"the probabilities of '{n}'{cond_txt and ' given ' + where} in "
-                                        f"distribution '{dist.name}' sum to {s:g}, not 1")
+                                        f"distribution '{dist.name}' sum to {_spec_number(round(s, 12))}, not 1")
             table[key] = row
         parents[n], cpts[n] = pa, table
         try:

@@ -264,7 +264,7 @@ def run(prop: ir.KDiscrimination, ctx, progress=None) -> Verdict:
         exact_note += proved
     if w is None or res.max_k < violated_at:
         if limit and ctx.spent() >= limit:
-            exact_note += f"; the timeout ({limit:g}s) is spent: a longer one may decide the claim"
+            exact_note += f"; the timeout ({_spec_number(limit)}s) is spent: a longer one may decide the claim"
         return unknown(prop, f"the search ({method}, {budget:g}s) found at most k = {res.max_k} of K = {res.K}; "
                              f"search cannot prove that no input reaches k = {violated_at}{exact_note}", backend="search",
                        seconds=time.perf_counter() - t0, value=float(res.max_k), details=details)

@@ -533,7 +533,7 @@ def label_meaning(holds: bool, cut: float, how: str) -> str:
     pairs (x labelled 1, x' 0) of a ``violated``, every admissible pair of a ``holds`` (none flips) --
     as a network's is (there every flipping pair measures >= 0 and every other <= 0, so the maximum
     over every pair is the flipping pairs' when one flips); its sign is not the verdict."""
-    c = f"c = {cut:g}"
+    c = f"c = {_spec_number(cut)}"
     if holds:
         return (f"exact over every admissible pair ({how}): the largest min(z - c, c - z'), {c}, in the library's "
                 f"margin z; no pair's labels differ -- the verdict says so, not the value's sign (0: a pair at the "

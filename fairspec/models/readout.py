@@ -46,6 +46,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+
 SCORE_KINDS = ("logit", "prob", "value")
 TASKS = ("binary", "multiclass", "regression")
 
@@ -153,7 +155,7 @@ class Readout:
         if self.task == "multiclass" and self.index is None:
             return f"the class: the largest of {self.columns} columns (argmax; the first on a tie)"
         if self.index is None:
-            return f"the {self.score} > {self.threshold:g}"
+            return f"the {self.score} > {_spec_number(self.threshold)}"
         if self.score == "logit":
             return f"column {self.index} is the largest (score: column {self.index} minus the largest other column)"
         return f"the probability in column {self.index} > 0.5"

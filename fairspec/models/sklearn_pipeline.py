@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
+
 ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
 SCALERS = ("StandardScaler", "MinMaxScaler")
 
@@ -366,7 +368,7 @@ def settle(folded: Folded, fs) -> Folded:
             # inside the fitted range, a bound can still scale one rounding past feature_range
             how = "lies inside" if c.lo <= lo and hi <= c.hi else "reaches past"
             why.setdefault(c.transformer, f"MinMaxScaler '{c.transformer}' (clip=True, and the domain of "
-                                          f"'{c.column}', [{lo:g}, {hi:g}], {how} the range it was fitted on, "
+                                          f"'{c.column}', [{_spec_number(lo)}, {_spec_number(hi)}], {how} the range it was fitted on, "
                                           f"[{c.lo:g}, {c.hi:g}], and scales to [{a!r}, {b!r}], outside "
                                           f"feature_range ({c.clip[0]:g}, {c.clip[1]:g}), where the clip acts)")
     if why:

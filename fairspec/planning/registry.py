@@ -99,10 +99,10 @@ def _duration(s) -> str:
     if not isinstance(s, (int, float)) or not math.isfinite(s):
         return str(s)
     if s >= 3600 and float(s / 3600).is_integer():
-        return f"{s / 3600:g}h"
+        return f"{number(s / 3600)}h"
     if s >= 60 and float(s / 60).is_integer():
-        return f"{s / 60:g}min"
-    return f"{s:g}s"
+        return f"{number(s / 60)}min"
+    return f"{number(s)}s"
 
 
 

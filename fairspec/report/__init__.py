@@ -14,6 +14,7 @@ import json
 
 from fairspec.diagnostics import render_full
 from fairspec.diagnostics.visible import json_text, visible, visible_value
+from fairspec.syntax import literals as _literals  # a witness's values as the spec writes them
 from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
@@ -334,6 +335,13 @@ def output_row(v) -> str:
         else f"model output (class {c})"
 
 
+def witness_text(features: dict, x=()) -> str:
+    """One side of a witness as spec text (a line of SARIF, an annotation, a pytest failure): the
+    spec's map literal ``{age: 69, sex: M}`` (booleans ``true``, categories quoted where the grammar
+    needs it), or the model-input vector as a list literal when the pair has no spec-level reading."""
+    return _literals.point(features) if features else _literals.vector(x)
+
+
 def _print_witness(w, console, row: str = "model output") -> None:
     from rich.table import Table
 
@@ -343,7 +351,7 @@ def _print_witness(w, console, row: str = "model output") -> None:
     for k in w.features:
         a, b = w.features[k], w.features_prime.get(k)
         style = "bold" if a != b else ""
-        t.add_row(value(k), value(a), value(b), style=style)
+        t.add_row(value(k), value(_literals.value(a)), value(_literals.value(b)), style=style)
     if w.outputs:
         a, b = w.output_texts()
         t.add_row(value(row), value(a), value(b), style="cyan")

@@ -14,6 +14,7 @@ import io
 import itertools
 
 from fairspec.diagnostics.visible import visible_value
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 # colour-blind-safe (Okabe-Ito), distinguishable in grey print by the hatches used with them
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = "#0072B2", "#E69F00", "#009E73", "#999999", "#D55E00"
@@ -142,17 +143,17 @@ def _reference_line(ax, v, keys, groups) -> None:
     overall = (d.get("overall") or {}).get(keys[0])
     style = dict(color=_RED, linestyle="--", linewidth=1.2)
     if mdef.form in ("max_rate", "min_rate"):
-        ax.axhline(t, label=f"threshold {t:g}", **style)
+        ax.axhline(t, label=f"threshold {_spec_number(t)}", **style)
     elif d.get("compare") == "to_overall" and overall is not None:
         if mdef.form == "ratio":
-            ax.axhline(overall * t, label=f"{t:g} x overall", **style)
+            ax.axhline(overall * t, label=f"{_spec_number(t)} x overall", **style)
         else:
-            ax.axhline(overall - t, label=f"overall - {t:g}", **style)
-            ax.axhline(overall + t, label=f"overall + {t:g}", **style)
+            ax.axhline(overall - t, label=f"overall - {_spec_number(t)}", **style)
+            ax.axhline(overall + t, label=f"overall + {_spec_number(t)}", **style)
     elif mdef.form == "ratio":
-        ax.axhline(hi * t, label=f"{t:g} x highest", **style)
+        ax.axhline(hi * t, label=f"{_spec_number(t)} x highest", **style)
     elif mdef.form in ("difference", "average"):
-        ax.axhline(hi - t, label=f"highest - {t:g}", **style)
+        ax.axhline(hi - t, label=f"highest - {_spec_number(t)}", **style)
 
 
 def _metric_panel(ax, v) -> None:
@@ -164,7 +165,7 @@ def _metric_panel(ax, v) -> None:
     lo, hi = v.bound if v.bound else (v.value, v.value)
     ax.errorbar([0], [v.value], yerr=[[v.value - lo], [hi - v.value]], fmt="o", color="black", capsize=5)
     if t is not None:
-        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {t:g}")
+        ax.axhline(t, color=_RED, linestyle="--", linewidth=1.2, label=f"threshold {_spec_number(t)}")
         ax.legend(fontsize=7, loc="best", frameon=False)
     ax.set_xticks([0])
     ax.set_xticklabels([label(d.get("metric", "value"))], fontsize=7)
@@ -237,7 +238,7 @@ def repair_fig(v):
                 label="after")
     t = d.get("c", d.get("threshold"))
     if t is not None:
-        ax.axvline(t, color=_RED, linestyle="--", label=f"goal {t:g}")
+        ax.axvline(t, color=_RED, linestyle="--", label=f"goal {_spec_number(t)}")
     ax.set_yticks(x)
     ax.set_yticklabels(names, fontsize=8)
     ax.invert_yaxis()

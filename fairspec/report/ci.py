@@ -18,7 +18,7 @@ from fairspec.diagnostics import Diagnostic, source_lines
 from fairspec.diagnostics.codes import CODES
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.files import real_path
-from fairspec.report import verdict_notes
+from fairspec.report import verdict_notes, witness_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -115,7 +115,7 @@ def _verdict_text(v) -> str:
         parts += _value_parts(v)
         if v.witness is not None:
             w = v.witness
-            parts.append(f"witness x = {w.features or list(w.x)}, x' = {w.features_prime or list(w.x_prime)}"
+            parts.append(f"witness x = {witness_text(w.features, w.x)}, x' = {witness_text(w.features_prime, w.x_prime)}"
                          + (f" (replayed by {w.replayed_by})" if w.replayed_by else ""))
             if w.outputs:
                 a, b = w.output_texts()

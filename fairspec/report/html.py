@@ -35,6 +35,7 @@ from pathlib import Path
 
 from fairspec.diagnostics.visible import visible, visible_value
 from fairspec.report import cell_text, charts, group_columns, output_row, rounds_note, verdict_notes
+from fairspec.syntax import literals
 from fairspec.report.target import ReportWriteError, check_path, html_roots  # noqa: F401 (the command line's names)
 
 def _e(x) -> str:
@@ -428,7 +429,7 @@ def _shares(sh: dict) -> str:
            + f"<table><tr><th>share</th><th>exact</th><th>percent</th></tr>{rows}</table>"
            + f"<p class=note>{note}</p>")
     if est:
-        conf = f"{100 * float(est.get('confidence', 0.95)):g}%"
+        conf = f"{literals.number(round(100 * float(est.get('confidence', 0.95)), 10))}%"
 
         def row(word, key):
             t = est[key]
@@ -537,9 +538,10 @@ def _witness(w, row: str = "model output") -> str:
     keys = list(w.features)
     differ = [k for k in keys if w.features[k] != w.features_prime.get(k)]
     same = [k for k in keys if k not in differ]
-    rows = "".join(f"<tr class=differs><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td>"
-                   f"<td>{_v(str(w.features_prime.get(k)))}</td></tr>" for k in differ)
-    rows += "".join(f"<tr><td>{_v(k)}</td><td>{_v(str(w.features[k]))}</td><td>{_v(str(w.features_prime.get(k)))}</td>"
+    s = literals.value  # a value as the spec writes it (true, "Never-married"), as the text report's table
+    rows = "".join(f"<tr class=differs><td>{_v(k)}</td><td>{_v(s(w.features[k]))}</td>"
+                   f"<td>{_v(s(w.features_prime.get(k)))}</td></tr>" for k in differ)
+    rows += "".join(f"<tr><td>{_v(k)}</td><td>{_v(s(w.features[k]))}</td><td>{_v(s(w.features_prime.get(k)))}</td>"
                     f"</tr>" for k in same)
     if w.outputs:
         a, b = w.output_texts()

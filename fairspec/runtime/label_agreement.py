@@ -38,18 +38,13 @@ def _example(ctx, name: str, x) -> str:
                 from fairspec.syntax import literals
 
                 values = decode_row(enc, fs, x)
-                return ", ".join(f"{k} = {_value(v, literals)}" for k, v in values.items())
+                return ", ".join(f"{k} = {literals.value(v)}" for k, v in values.items())   # "Never-married" quoted
             except (ValueError, IndexError, TypeError):
                 pass
-    return "the encoded input [" + ", ".join(f"{float(v):g}" for v in x) + "]"
+    from fairspec.syntax import literals
 
+    return "the encoded input " + literals.vector(float(v) for v in x)   # each number as it is, not {:g}
 
-def _value(v, literals) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return literals.number(v)
-    return str(v)
 
 
 def _class(classes, j: int) -> str:

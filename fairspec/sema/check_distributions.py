@@ -7,6 +7,7 @@ from fairspec import ir
 from fairspec.sema.decl import Decl
 from fairspec.sema.exprs import did_you_mean
 from fairspec.syntax import ast
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 class DistributionChecks:
@@ -79,7 +80,7 @@ class DistributionChecks:
                 complete = False
             if total > 1.0 + 1e-6 or (complete and abs(total - 1.0) > 1e-6):
                 cond = (" given " + ", ".join(ir.event_text(g, v) for g, v in items[0][0].given)) if given else ""
-                self.sink.add("FS310", f"the probabilities of '{feature}'{cond} sum to {total:g}, not 1",
+                self.sink.add("FS310", f"the probabilities of '{feature}'{cond} sum to {_sum(total)}, not 1",
                               items[-1][1].span)
 
 
@@ -111,3 +112,9 @@ DISTRIBUTION_PARAM_WORDS = {
 
 def _shown(v) -> str:
     return f'"{v}"' if isinstance(v, str) and not v.isidentifier() else str(v)
+
+
+def _sum(total: float) -> str:
+    """A table's sum as it is, to 12 digits (the float noise of adding the written numbers dropped):
+    ``{:g}`` printed 1.0000015 as "1", and FS310 said the probabilities "sum to 1, not 1"."""
+    return _spec_number(round(total, 12))

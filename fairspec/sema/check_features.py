@@ -259,7 +259,7 @@ class FeatureChecks:
                     same = given.setdefault(float(code), cat)
                     if same is not cat:
                         self.sink.add("FS438", f"categories '{same.value}' and '{cat.value}' of {f.name} have the same "
-                                               f"code {code:g}: the model cannot tell them apart, so a pair differing "
+                                               f"code {literals.number(float(code))}: the model cannot tell them apart, so a pair differing "
                                                "only there compares one input with itself", cat.span,
                                       related=(Related(same.span, "the same code given here"),))
                 missing = [c for c in cats if c not in table]

@@ -324,7 +324,7 @@ class ExprLowerer:
                 self.fail("FS301", f"cannot test a {_type_word(ta)} against a {_type_word(tv)}", item.span)
             if v.value in values:  # as a category list says a category twice
                 shown = item.id if isinstance(item, ast.Name) else item.value if isinstance(item, ast.Str) else (
-                    str(v.value).lower() if isinstance(v.value, bool) else f"{v.value:g}")  # (a category: its index)
+                    str(v.value).lower() if isinstance(v.value, bool) else literals.number(v.value))  # (a category: its index)
                 self.fail("FS304", f"'{shown}' is listed twice after 'in'", item.span, hint="list each value once")
             values.append(v.value)
         return ir.InSet(a, tuple(values), e.negated), "bool"

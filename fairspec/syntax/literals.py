@@ -90,3 +90,31 @@ def number(value) -> str:
         return str(int(v))
     g = f"{v:g}"
     return g if float(g) == v else repr(v)
+
+
+def value(v) -> str:
+    """A feature's value (a witness's, a point's) as spec text that reads back as it: a boolean
+    ``true`` / ``false`` (not Python's ``True``), a number as :func:`number`, a category as
+    :func:`category` (bare ``M``, quoted ``"Never-married"``), nothing as ``none``."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        return "true" if bool(v) else "false"
+    if isinstance(v, str):
+        return category(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return category(v)
+    return number(f) if f == f and f not in (float("inf"), float("-inf")) else string(v)
+
+
+def point(features: dict) -> str:
+    """A witness's input as the spec's map literal, each value as :func:`value`:
+    ``{age: 69, sex: M, status: "Never-married"}`` (not Python's ``{'age': 69, 'sex': 'M'}``)."""
+    return "{" + ", ".join(f"{k}: {value(v)}" for k, v in features.items()) + "}"
+
+
+def vector(xs) -> str:
+    """A model-input vector (a witness with no spec-level reading) as a list literal of numbers."""
+    return "[" + ", ".join(value(x) for x in xs) + "]"

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .variables import DistributionError, PROB_TOL, Variable
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 
 _TRUSTED = object()
@@ -89,14 +90,14 @@ class BayesNet:
             raise DistributionError(f"the probability table of '{name}' holds a missing or infinite value")
         if np.any(t < -PROB_TOL) or np.any(t > 1 + PROB_TOL):
             bad = t[(t < -PROB_TOL) | (t > 1 + PROB_TOL)].flat[0]
-            raise DistributionError(f"probability {bad:g} for '{name}' is outside [0, 1]")
+            raise DistributionError(f"probability {_spec_number(bad)} for '{name}' is outside [0, 1]")
         sums = t.sum(axis=-1)
         if np.any(np.abs(sums - 1.0) > 1e-6):
             where = np.argwhere(np.abs(sums - 1.0) > 1e-6)[0]
             row = ", ".join(f"{p}={self.variables[p].values[i]}" for p, i in zip(pa, where))
             raise DistributionError(
                 f"the probabilities of '{name}'" + (f" given {row}" if row else "")
-                + f" sum to {sums[tuple(where)]:g}, not 1")
+                + f" sum to {_spec_number(round(float(sums[tuple(where)]), 12))}, not 1")
         del given
         return np.clip(t, 0.0, 1.0)
 
@@ -312,5 +313,5 @@ class BayesNet:
         for n, t in tables.items():
             arr = np.asarray(t, dtype=float)
             if np.any(arr < -PROB_TOL) or np.any(arr > 1 + PROB_TOL):
-                raise DistributionError(f"probability {arr[(arr < 0) | (arr > 1)].flat[0]:g} for '{n}' is outside [0, 1]")
+                raise DistributionError(f"probability {_spec_number(arr[(arr < 0) | (arr > 1)].flat[0])} for '{n}' is outside [0, 1]")
         return BayesNet(vs, parents, tables)

@@ -26,6 +26,7 @@ from fairspec.analyses.distribution import Bins, DistributionError, Variable
 from fairspec.backends.boolean.forms import And, Constant, Formula, Linear, Not, Or, Test, Threshold
 from fairspec.backends.boolean.support import support_agreement
 from fairspec.verdict import Unsupported
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = ["Form", "classifier_form", "rule_form"]
 
@@ -219,7 +220,7 @@ def _formula(fs, e) -> Formula:
     if isinstance(e, ir.Cmp):
         t = _threshold_atom(fs, dataclasses.replace(e, op=">="))
         if t is not None:
-            raise Unsupported(f"the rule tests '{t.feature} {e.op} {t.value:g}', which has probability 0 (or 1) under a "
+            raise Unsupported(f"the rule tests '{t.feature} {e.op} {_spec_number(t.value)}', which has probability 0 (or 1) under a "
                               f"binned distribution; compare numeric features with <, <=, > or >=")
     raise Unsupported(f"the rule cannot be put in Boolean form: it uses a {type(e).__name__}")
 
@@ -320,13 +321,13 @@ def rule_form(rule: ir.Expr, fs: ir.FeatureSet) -> Form:
 def _resolve_threshold(var: Variable, op: str, t: float, f_is_int: bool) -> frozenset:
     """The bins where ``x OP t`` holds."""
     if var.bins is None:
-        raise DistributionError(f"feature '{var.name}' is compared with {t:g} but has no bins")
+        raise DistributionError(f"feature '{var.name}' is compared with {_spec_number(t)} but has no bins")
     if f_is_int:
         m = math.floor(t) + 1 if op in (">", "<=") else math.ceil(t)
         e = next((x for x in var.bins.edges if m - 1 <= x < m), None)
         if e is None:
             raise DistributionError(f"the bins of '{var.name}' have no edge in [{m - 1}, {m}) to decide "
-                                    f"'{var.name} {op} {t:g}'; add {m - 1} as a bin edge")
+                                    f"'{var.name} {op} {_spec_number(t)}'; add {m - 1} as a bin edge")
     else:
         e = t
     j = var.bins.upper_index(e, var.name)            # x > e  <=>  bin >= j

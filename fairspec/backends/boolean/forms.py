@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from fairspec.analyses.distribution import DistributionError, Variable
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 __all__ = [
     "Test", "DecisionTree", "LinearRule", "CNFRule", "Column",
@@ -118,7 +119,7 @@ class Test:
             v = variables[self.feature]
             vals = sorted(self.values)
             if v.bins is not None and vals and vals == list(range(vals[0], v.k)) and vals[0] > 0:
-                return f"{self.feature} > {v.bins.edges[vals[0] - 1]:g}"
+                return f"{self.feature} > {_spec_number(v.bins.edges[vals[0] - 1])}"
             if len(vals) == 1:
                 return f"{self.feature} = {v.values[vals[0]]}"
             return f"{self.feature} in {{{', '.join(str(v.values[i]) for i in vals)}}}"
@@ -291,7 +292,7 @@ def _threshold_test(var: Variable, threshold: float) -> Test:
         nums = [float(v) for v in var.values]
     except (TypeError, ValueError):
         raise DistributionError(
-            f"the classifier compares feature '{var.name}' with {threshold:g}, but its values are "
+            f"the classifier compares feature '{var.name}' with {_spec_number(threshold)}, but its values are "
             f"categories; declare it continuous with bins") from None
     return Test(var.name, frozenset(i for i, v in enumerate(nums) if v > threshold))
 
@@ -367,7 +368,7 @@ def tree_from_sklearn(est, columns: Sequence[Column], variables: Mapping[str, Va
             test = _threshold_test(var, thr * col.scale + col.offset)   # x > thr -> right child
         else:
             if not (0.0 <= thr < 1.0):
-                raise DistributionError(f"a one-hot column of '{col.feature}' is compared with {thr:g}")
+                raise DistributionError(f"a one-hot column of '{col.feature}' is compared with {_spec_number(thr)}")
             test = Test(col.feature, frozenset({var.index_of(col.value)}))  # == value -> right child
         right = build(int(t.children_right[i]))
         left = build(int(t.children_left[i]))

@@ -8,12 +8,14 @@ verdict, so a time-out never gives ``holds`` nor ``violated``."""
 
 from __future__ import annotations
 
+from fairspec.syntax.literals import number  # the timeout as the spec wrote it
+
 
 class OutOfTime(Exception):
     """The budget ran out at a check point, after ``rows`` rows counted (and ``resamples`` drawn)."""
 
     def __init__(self, limit: float, rows: int, resamples: int | None = None):
-        super().__init__(f"the time budget of {limit:g}s ran out")
+        super().__init__(f"the time budget of {number(limit)}s ran out")
         self.limit, self.rows, self.resamples = limit, rows, resamples
 
     def reason(self) -> str:
@@ -21,7 +23,7 @@ class OutOfTime(Exception):
                 if self.resamples is not None else f"after counting {self.rows} rows")
         from fairspec.syntax.literals import longer_timeout
 
-        return (f"the time budget of {self.limit:g}s ran out {done}; counts of part of the data are no "
+        return (f"the time budget of {number(self.limit)}s ran out {done}; counts of part of the data are no "
                 f"verdict: raise timeout = ... (e.g. {longer_timeout(self.limit, 60)}) or remove it")
 
 

@@ -51,7 +51,7 @@ def constant_reason(prop: ir.GroupMetric, ctx, cells: np.ndarray, sizes: np.ndar
     if pos == 0 or neg == 0:
         which = "negative" if pos == 0 else "positive"
         col = (f"column '{m.decision_column}'" if m.decision_column is not None
-               else f"score column '{m.score_column}' > {m.threshold:g}")
+               else f"score column '{m.score_column}' > {_spec_number(m.threshold)}")
         return (f"the logged decision of model '{prop.model}' ({col}) is {which} on every one of the {rows} rows "
                 f"{prop.metric} uses, so each of its rates is trivially 0, 1 or 0/0 and the verdict says nothing "
                 f"about the groups; check the decision column and its positive value")

@@ -20,6 +20,7 @@ import numpy as np
 from fairspec import ir
 from fairspec.runtime.encoding import decode_row, encode
 from fairspec.runtime.evaluate import evaluate
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 from fairspec.verdict import Verdict, Witness, unknown
 
 MAX_COMBINATIONS = 512
@@ -177,7 +178,7 @@ def run_flips(prop: ir.IndividualFairness, ctx, progress=None, *, timeout: float
     if cut is not None:
         details["timed_out_after_combinations"] = cut
     if not found_rows.any():
-        spent = "" if cut is None else f"; the time budget ({limit:g}s) ran out after {cut} of {len(combos)} combinations"
+        spent = "" if cut is None else f"; the time budget ({_spec_number(limit)}s) ran out after {cut} of {len(combos)} combinations"
         return unknown(prop, f"no counterfactual flip among {n} data rows ({pairs} pairs){spent}; {needs_proof}",
                        backend="data", seconds=time.perf_counter() - t0, details=details)
     # replay the strongest candidates on the model's own evaluator; a runtime that rounds by batch

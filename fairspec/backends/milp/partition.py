@@ -36,6 +36,7 @@ from dataclasses import replace
 import numpy as np
 
 from fairspec.backends.milp.schemes import default_partitions, fairify_partitions, grid_partitions, split_widest
+from fairspec.backends.milp.undecided import undecided_reason
 from fairspec.backends.pair import Coverage, PairProblem, PairResult
 from fairspec.backends.pair.certify import _is_network
 from fairspec.backends.quantify import replayed_attack, replayed_results
@@ -750,10 +751,8 @@ def _combine(problem, mode, parts, results, seconds, refined=()) -> PairResult:
         why = f"all {len(parts)} partitions " + (f"hold ({uncertified} not certified)" if uncertified else "proved")
         return PairResult("holds", "proved", value, bound, None, why,
                           seconds, cov, engine, mode, top and (top.best or top.witness), stats)
-    reasons = sorted({r.reason for r in done if r.status == "unknown" and r.reason})
-    why = f"{undecided} of {len(parts)} partitions undecided"
-    if reasons:
-        why += " (" + "; ".join(reasons[:3]) + ")"
+    # each kind of reason once, the partitions it concerns counted (it listed 3, nested in parentheses)
+    why = undecided_reason(undecided, len(parts), [r.reason for r in done if r.status == "unknown"])
     # maximize: every partition's certified bound bounds the domain's maximum (_maximum_at_a_tie's value needs it)
     return PairResult("unknown", None, value, bound if mode == "maximize" else None, None, why, seconds, cov, engine,
                       mode, top and (top.best or top.witness), stats)

@@ -137,7 +137,7 @@ def repair(est, pb: Problem, progress=None) -> Outcome:
     if pb.strict and threshold_of(pb.c) >= 1:
         return Outcome("unreachable", before, decisions=dec, best_ratio=1.0,
                        reason=f"no passing-rate ratio (the lowest rate over the highest) exceeds 1, so no repair "
-                              f"reaches > {pb.c:g}")
+                              f"reaches > {_spec_number(pb.c)}")
     cells = make_cells(leaves, pb.group, dec)
     lp = minimal_change(before, sizes, pb.c, pb.strict)
     budget = int(np.floor(pb.alpha * lp.minimal * N + 1e-9))
@@ -333,9 +333,9 @@ def _explain_unreachable(out: Outcome, cells, X, base, sizes, pb: Problem, budge
         out.needed = float(k.sum()) / N
     out.best_ratio = _best_ratio_within(cells, sign, base, sizes, budget, pb, probe)
     op = ">" if pb.strict else ">="
-    need = "" if out.needed is None else f", and reaching {op} {pb.c:g} needs at least {out.needed:.4f} of the rows changed"
+    need = "" if out.needed is None else f", and reaching {op} {_spec_number(pb.c)} needs at least {out.needed:.4f} of the rows changed"
     out.reason = (f"no repair changing at most alpha x minimal = {_spec_number(pb.alpha)} x {out.minimal:.4f} of the rows "
-                  f"({budget} rows) reaches passing-rate ratio {op} {pb.c:g}, even with every "
+                  f"({budget} rows) reaches passing-rate ratio {op} {_spec_number(pb.c)}, even with every "
                   f"path hypercube refined to single points; the best ratio within the bound is at most "
                   f"{out.best_ratio:.4f}{need}")
 

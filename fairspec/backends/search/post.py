@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairspec.models.network import sigmoid  # noqa: F401 - re-exported for the search modules
+from fairspec.syntax.literals import number as _spec_number  # a spec number, read back exactly
 
 POST_KINDS = ("label", "prob", "logit")
 
@@ -94,7 +95,7 @@ class Post:
 
     def describe(self) -> str:
         if self.kind == "label":
-            return f"label(score > {self.t:g}) differs"
+            return f"label(score > {_spec_number(self.t)}) differs"
         if self.kind == "prob":
-            return f"|prob - prob'| > {self.eps:g}"
-        return f"|logit - logit'| > {self.eps:g}"
+            return f"|prob - prob'| > {_spec_number(self.eps)}"
+        return f"|logit - logit'| > {_spec_number(self.eps)}"

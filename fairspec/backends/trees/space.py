@@ -166,9 +166,9 @@ def instant_verdict(problem) -> tuple[str, str] | None:
         # strict: at S = thr the side is the library's, which this ensemble does not record (index 0's S is
         # the negated margin, and the library's class 0 is margin <= cut: S = thr is index 0's positive)
         if hi_s < thr:
-            return "holds", f"every input is decided negative (the output is at most {hi_s:.6g} < {thr:g})"
+            return "holds", f"every input is decided negative (the output is at most {hi_s:.6g} < {_spec_number(thr)})"
         if lo_s > thr:
-            return "holds", f"every input is decided positive (the output is at least {lo_s:.6g} > {thr:g})"
+            return "holds", f"every input is decided positive (the output is at least {lo_s:.6g} > {_spec_number(thr)})"
         return None
     d = sum(_leaf_range(ens.trees[k])[1] - _leaf_range(ens.trees[k])[0] for k in vt) / ens.divisor
     if problem.post == "prob":
