@@ -8,11 +8,13 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (no infrequent categories),
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (infrequent
+categories only when no two categories share a code: the codes then read off its own transform, ``FoldedColumn.codes``),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
+declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
+computes the weighted output exactly, :func:`_weighted`) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
 is not). Anything else is listed in ``Folded.unfoldable``, one
