@@ -117,9 +117,9 @@ def test_the_one_infrequent_category_is_coded_last_and_one_just_meeting_min_freq
 
 @pytest.mark.parametrize(("ct", "why"), [
     (lambda: ColumnTransformer([("o", OneHotEncoder(), ["g"]), ("n", "passthrough", ["n", "k"])],
-                               transformer_weights={"o": 2.0}),
-     "'o' (transformer_weights multiplies its output by 2.0: its one-hot columns become 0 / w, which a one-hot "
-     "encoding, 0 / 1, does not express)"),
+                               transformer_weights={"o": 3.0}),
+     "'o' (transformer_weights multiplies its output by 3.0, not a power of 2: its one-hot columns become 0 / w, "
+     "and an estimator's weights times w would round otherwise)"),
     (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n", "k"])],
                                transformer_weights={"n": 3.0}),
      "'n' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
@@ -144,6 +144,94 @@ def test_the_one_infrequent_category_is_coded_last_and_one_just_meeting_min_freq
 ])
 def test_what_no_encoding_expresses_stays_refused_and_says_why(ct, why):
     assert fold(_pipe(ct())).unfoldable == (why,)
+
+
+WEIGHTED_ONEHOT = lambda: ColumnTransformer(  # noqa: E731
+    [("o", OneHotEncoder(categories=[list(CATS)]), ["g"]), ("n", StandardScaler(), ["n"]), ("k", "passthrough", ["k"])],
+    transformer_weights={"o": 0.5, "n": 2.0, "k": 0.25})
+
+
+@pytest.mark.parametrize("final", ["logistic", "mlp"])
+def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_for_bit(tmp_path, final):
+    """Columns 0 / w: fairspec encodes 0 / 1 and reads the estimator with its weights times w (a power of 2:
+    every product the same float); scores come from the pipeline's own estimator on 0 / w."""
+    from sklearn.neural_network import MLPClassifier
+
+    from fairspec.models.network_sklearn import from_sklearn
+    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    est = LogisticRegression() if final == "logistic" else MLPClassifier((5,), max_iter=50, random_state=0)
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", est)]).fit(fr, y)
+    folded = fold(pipe)
+    assert folded.unfoldable == () and folded.scale is not None
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    g = [c for c in enc.columns if c.feature == "g"][0]
+    assert set(np.unique(X[:, g.offset:g.offset + g.width])) == {0.0, 1.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = pipe[:-1].transform(dom)
+        assert np.array_equal(X * np.asarray(folded.scale), theirs)         # 0 / 1 times w: the pipeline's 0 / w
+        m = SklearnModel(tmp_path / "m.skops")
+        m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+        assert np.array_equal(m.score(X), pipe.predict_proba(dom)[:, 1])
+        if final == "logistic":      # the widened estimator on 0 / 1: the pipeline's own decision, bit for bit
+            assert np.array_equal(folded.final.decision_function(X), pipe.decision_function(dom))
+        else:
+            assert np.array_equal(folded.final.predict_proba(X), pipe.predict_proba(dom))
+        net = from_sklearn(folded.final, readout="raw")
+        assert net is not None
+
+
+def test_a_weighted_one_hot_block_before_a_tree_stays_whole_and_says_why():
+    from sklearn.tree import DecisionTreeClassifier
+
+    fr = _fit_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", DecisionTreeClassifier(max_depth=3))]).fit(
+            fr, np.arange(len(fr)) % 2)
+    assert fold(pipe).unfoldable == ("OneHotEncoder 'o' (transformer_weights 0.5: its 0 / w columns are read as 0 / 1 "
+                                     "only into the final estimators fairspec can widen exactly, and "
+                                     "DecisionTreeClassifier is not one)",)
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+def test_solvers_on_a_weighted_one_hot_pipeline_agree_with_its_own_predict(tmp_path, monkeypatch, backend):
+    import fairspec
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")      # the solver paths, not enumeration
+    fr = _fit_frame()
+    seen = set()
+    for seed in range(4):
+        y = np.random.default_rng(seed).integers(0, 2, len(fr)) if seed % 2 else (fr.n.to_numpy() >= 1).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", LogisticRegression(C=10.0 if seed < 2 else 0.01))]
+                            ).fit(fr, y)
+        _encoding(tmp_path, pipe)
+        text = (tmp_path / "s.fair").read_text().replace("property same {", "property same {\n  using " + backend)
+        (tmp_path / "s.fair").write_text(text)
+        v = fairspec.check(tmp_path / "s.fair")["same"]
+        assert v.status in ("holds", "violated"), v.reason
+        dom = _domain()
+        lab = pipe.predict(dom).reshape(len(CATS), -1)
+        if v.status == "holds":
+            assert v.how == "proved" and all(np.array_equal(lab[0], r) for r in lab), v.reason
+        else:
+            one = lambda f: pd.DataFrame([{k: f[k] for k in ("g", "n", "k")}])  # noqa: E731
+            assert v.witness.features["g"] != v.witness.features_prime["g"]
+            assert pipe.predict(one(v.witness.features))[0] != pipe.predict(one(v.witness.features_prime))[0]
+        seen.add(v.status)
+    assert seen == {"holds", "violated"}, seen
 
 
 @pytest.mark.xfail(strict=True, reason="session 32 finding, on main too: a witness is decoded from the encoded columns "

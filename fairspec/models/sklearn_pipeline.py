@@ -52,6 +52,8 @@ class FoldedColumn:
     drop: int | None = None           # onehot: the category OneHotEncoder(drop=...) writes as all zeros (its
     #                                   column is not in the estimator's input; see Folded.keep)
     clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
+    weight: float | None = None       # onehot: transformer_weights' power-of-2 weight, its columns 0 / weight in
+    #                                   the estimator's input (fairspec encodes 0 / 1, see Folded.scale)
     codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
     #                                   transform: shared by categories an encoder groups or an imputer maps
     #                                   onto another, scaled by a transformer weight); () = its index i
@@ -69,6 +71,9 @@ class Folded:
     # (sklearn_widen), ``runtime`` the pipeline's own estimator, which reads ``X[:, keep]``
     keep: tuple[int, ...] | None = None
     runtime: Any = None
+    # a weighted one-hot block: the runtime estimator reads ``X[:, keep] * scale`` (its columns 0 / w, as the
+    # ColumnTransformer hands them over), ``final`` the widened estimator with its weights times w on 0 / 1
+    scale: tuple[float, ...] | None = None
     # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
     # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
     clipped: Any = None
@@ -324,8 +329,11 @@ def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColu
             out.append(replace(c, std=c.std / w))
         elif c.kind == "minmax" and c.clip is None and c.scale is not None and _power_of_two(w):
             out.append(replace(c, scale=c.scale * w, shift=c.shift * w))
+        elif c.kind == "onehot" and _power_of_two(w):
+            out.append(replace(c, weight=w))        # 0 / w columns: the estimator widened to read 0 / 1 (fold)
         elif c.kind == "onehot":
-            return why + ": its one-hot columns become 0 / w, which a one-hot encoding, 0 / 1, does not express)"
+            return why + (", not a power of 2: its one-hot columns become 0 / w, and an estimator's weights times w "
+                          "would round otherwise)")
         else:
             return why + ", not a power of 2: the scaled product rounds otherwise than one affine map of the column)"
     return out
@@ -417,7 +425,7 @@ def _fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    if bad or not any(c.drop is not None for c in columns):
+    if bad or not any(c.drop is not None or c.weight is not None for c in columns):
         out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
     else:
         out = _full_blocks(columns, final, inputs, dropped)
@@ -487,20 +495,25 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
 
     from .sklearn_widen import widen
 
-    laid, keep, at = [], [], 0
+    laid, keep, scale, at = [], [], [], 0
     for c in columns:
         full = c.width + (c.drop is not None)
         laid.append(replace(c, offset=at, width=full))
         keep.extend(at + i for i in range(full) if i != c.drop)
+        scale.extend([c.weight if c.weight is not None else 1.0] * c.width)
         at += full
-    wide = widen(final, keep, at)
+    weighted = any(v != 1.0 for v in scale)
+    wide = widen(final, keep, at, scale if weighted else None)
     if wide is None:
-        c = next(c for c in columns if c.drop is not None)
+        c = next(c for c in columns if c.drop is not None or c.weight is not None)
+        why = ("drop=...: its dropped category's column is read back" if c.drop is not None else
+               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1")
         return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
-                      (f"OneHotEncoder '{c.transformer}' (drop=...: its dropped category's column is read back "
-                       f"only into the final estimators fairspec can widen, and {type(final).__name__} is not one)",),
+                      (f"OneHotEncoder '{c.transformer}' ({why} only into the final estimators fairspec can widen"
+                       f"{' exactly' if weighted else ''}, and {type(final).__name__} is not one)",),
                       tuple(dropped))
-    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final)
+    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final,
+                  scale=tuple(scale) if weighted else None)
 
 
 def unfold(folded: Folded, X, integral=frozenset()):

@@ -205,6 +205,19 @@ def _whole(pipe) -> bool:
     return bool(fold(pipe).unfoldable)
 
 
+def _unit_blocks(pre, Xt: np.ndarray) -> np.ndarray:
+    """The transformed matrix with each one-hot block a transformer weight w scaled (0 / w) back to 0 / 1:
+    fairspec's encoding of a folded pipeline (it reads the final estimator widened, its weights times w)."""
+    X = Xt.copy()
+    for name, w in (pre.transformer_weights or {}).items():
+        step = pre.named_transformers_[name]
+        last = step.steps[-1][1] if hasattr(step, "steps") else step
+        if type(last).__name__ == "OneHotEncoder" and w != 1:
+            sl = pre.output_indices_[name]
+            X[:, sl] = X[:, sl] / w
+    return X
+
+
 def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=None):
     """(pipe, X for witnesses, logit observable, refusals, info); ``side``: :func:`_booster_final`'s."""
     from sklearn.compose import ColumnTransformer
@@ -249,7 +262,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
     pipe = Pipeline([("pre", pre), ("clf", est)])
     whole = _whole(pipe)
     info["whole"] = whole
-    X = P.astype(np.float64) if whole else Xt
+    X = P.astype(np.float64) if whole else _unit_blocks(pre, Xt)
     refusals = []
     if "extra" in info and rng.random() < 0.5:
         # a one-hot block fitted on the extra categories the feature leaves out: FS422 at lint
