@@ -146,13 +146,14 @@ def test_what_no_encoding_expresses_stays_refused_and_says_why(ct, why):
     assert fold(_pipe(ct())).unfoldable == (why,)
 
 
-WEIGHTED_ONEHOT = lambda: ColumnTransformer(  # noqa: E731
-    [("o", OneHotEncoder(categories=[list(CATS)]), ["g"]), ("n", StandardScaler(), ["n"]), ("k", "passthrough", ["k"])],
-    transformer_weights={"o": 0.5, "n": 2.0, "k": 0.25})
+def WEIGHTED_ONEHOT(drop=None):  # noqa: N802
+    return ColumnTransformer(
+        [("o", OneHotEncoder(categories=[list(CATS)], drop=drop), ["g"]), ("n", StandardScaler(), ["n"]),
+         ("k", "passthrough", ["k"])], transformer_weights={"o": 0.5, "n": 2.0, "k": 0.25})
 
 
-@pytest.mark.parametrize("final", ["logistic", "mlp"])
-def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_for_bit(tmp_path, final):
+@pytest.mark.parametrize(("final", "drop"), [("logistic", None), ("mlp", None), ("logistic", "first")])
+def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_for_bit(tmp_path, final, drop):
     """Columns 0 / w: fairspec encodes 0 / 1 and reads the estimator with its weights times w (a power of 2:
     every product the same float); scores come from the pipeline's own estimator on 0 / w."""
     from sklearn.neural_network import MLPClassifier
@@ -167,7 +168,7 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
     y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", est)]).fit(fr, y)
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT(drop)), ("clf", est)]).fit(fr, y)
     folded = fold(pipe)
     assert folded.unfoldable == () and folded.scale is not None
     enc = _encoding(tmp_path, pipe)
@@ -179,11 +180,14 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = pipe[:-1].transform(dom)
-        assert np.array_equal(X * np.asarray(folded.scale), theirs)         # 0 / 1 times w: the pipeline's 0 / w
+        # the columns the pipeline's estimator reads, 0 / 1 times w: the pipeline's 0 / w
+        assert np.array_equal(X[:, list(folded.keep)] * np.asarray(folded.scale), theirs)
         m = SklearnModel(tmp_path / "m.skops")
         m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
         assert np.array_equal(m.score(X), pipe.predict_proba(dom)[:, 1])
-        if final == "logistic":      # the widened estimator on 0 / 1: the pipeline's own decision, bit for bit
+        if drop is not None:         # a dropped column laid out changes the sums' layout (as for drop alone)
+            assert np.allclose(folded.final.decision_function(X), pipe.decision_function(dom), rtol=1e-12)
+        elif final == "logistic":    # the widened estimator on 0 / 1: the pipeline's own decision, bit for bit
             assert np.array_equal(folded.final.decision_function(X), pipe.decision_function(dom))
         else:
             assert np.array_equal(folded.final.predict_proba(X), pipe.predict_proba(dom))
