@@ -670,7 +670,10 @@ class SklearnModel(LoadedModel):
         if self.folded is not None and self.folded.keep is not None:
             import numpy as np      # row-major, as the ColumnTransformer's hstack hands it over (BLAS sums by layout)
 
-            return self.folded.runtime, np.ascontiguousarray(X[:, list(self.folded.keep)])
+            X = np.ascontiguousarray(X[:, list(self.folded.keep)])
+            if self.folded.scale is not None:       # a weighted one-hot block: 0 / w, as the pipeline hands it over
+                X = X * np.asarray(self.folded.scale, dtype=np.float64)
+            return self.folded.runtime, X
         return self.raw, X
 
 

@@ -8,11 +8,13 @@ encoding they compute, column by column, in the same terms as a hand-written ``e
 sees the estimator on the encoded columns, exactly as with a hand-written block.
 
 Folded: ``OneHotEncoder`` (no infrequent categories; with ``drop``, the dropped category is the
-block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (no infrequent categories),
+block of all zeros: fairspec lays out the whole block and widens the estimator, ``sklearn_widen``), ``OrdinalEncoder`` (infrequent
+categories only when no two categories share a code: the codes then read off its own transform, ``FoldedColumn.codes``),
 ``StandardScaler``, ``MinMaxScaler`` (any ``feature_range``; ``clip=True`` only against a domain the
 clip never acts on, :func:`settle`), ``"passthrough"`` and
 ``"drop"``, ``SimpleImputer`` without indicator columns whose ``missing_values`` is NaN, None or pd.NA (the identity on every domain point: no
-declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (no ``transformer_weights`` other than 1) (a pipeline without one
+declared value is missing) alone or as the first steps of a nested pipeline before one of those, inside a ``ColumnTransformer`` that is the pipeline's first step (``transformer_weights`` where one encoding
+computes the weighted output exactly, :func:`_weighted`) (a pipeline without one
 is evaluated whole, on the columns an encode block writes, as before), and whose output is dense when the
 final estimator is XGBoost's (a sparse one's absent entries are missing values to XGBoost, the dense encoding's 0
 is not). Anything else is listed in ``Folded.unfoldable``, one
@@ -53,6 +55,11 @@ class FoldedColumn:
     #                                   column is not in the estimator's input; see Folded.keep)
     clip: tuple[float, float] | None = None   # minmax: MinMaxScaler(clip=True)'s feature_range (settle)
     lenient: bool = False             # onehot: handle_unknown='ignore' (another category is all zeros), for messages
+    weight: float | None = None       # onehot: transformer_weights' power-of-2 weight, its columns 0 / weight in
+    #                                   the estimator's input (fairspec encodes 0 / 1, see Folded.scale)
+    codes: tuple[float, ...] = ()     # code: the code of categories[i] as the pipeline computes it (its own
+    #                                   transform: shared by categories an encoder groups or an imputer maps
+    #                                   onto another, scaled by a transformer weight); () = its index i
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,9 @@ class Folded:
     # (sklearn_widen), ``runtime`` the pipeline's own estimator, which reads ``X[:, keep]``
     keep: tuple[int, ...] | None = None
     runtime: Any = None
+    # a weighted one-hot block: the runtime estimator reads ``X[:, keep] * scale`` (its columns 0 / w, as the
+    # ColumnTransformer hands them over), ``final`` the widened estimator with its weights times w on 0 / 1
+    scale: tuple[float, ...] | None = None
     # MinMaxScaler(clip=True): evaluated whole (``unfoldable`` names the clip) until the spec's domain
     # is known; ``clipped`` is the pipeline folded, which :func:`settle` takes when the clip never acts
     clipped: Any = None
@@ -141,7 +151,9 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
             return f"{what} (add_indicator=True adds columns)"
         mv = getattr(trans, "missing_values", float("nan"))
         if not (mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)):
-            # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces
+            # missing_values=0 (or "?", -1): a value a domain point may hold, which the imputer replaces;
+            # before an OrdinalEncoder (a nested pipeline) a category's code table says it (_codes), on a
+            # number it is a map of one point the encodings (affine per column) do not express
             return f"{what} (missing_values={mv!r} replaces a value, not a missing cell)"
         stats = getattr(trans, "statistics_", None)
         if stats is not None and len(stats) != len(cols):
@@ -156,6 +168,13 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
         rest = [(n, s) for n, s in steps if type(s).__name__ != "SimpleImputer"]
         if len(rest) > 1 or (rest and steps.index(rest[0]) != len(steps) - 1):
             return f"{what} (a nested pipeline folds imputers followed by one encoder or scaler)"
+        valued = [(n, s) for n, s in imputers if not _imputes_missing(s)]
+        if valued and rest and type(rest[0][1]).__name__ == "OrdinalEncoder" and width == len(cols) \
+                and all(not getattr(s, "add_indicator", False) for _, s in imputers):
+            # an imputer of a category, then an OrdinalEncoder: the category's code is its fill value's
+            # (the codes read off the nested pipeline's own transform)
+            extra = [s.missing_values for _, s in valued]
+            return _code_columns(name, trans, rest[0][1], cols, offset, extra)
         for n, s in imputers:
             got = _fold_one(f"{name}/{n}", s, cols, offset, len(cols))
             if isinstance(got, str):
@@ -189,10 +208,12 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
     if kind == "OrdinalEncoder":
         # min_frequency / max_categories: the infrequent categories share the last code and the frequent
         # ones are numbered among themselves, so a code is no longer the category's index in categories_
-        if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
-            return f"{what} (it groups infrequent categories)"
         if width != len(cols):
             return f"{what} (its width {width} is not one column per input)"
+        if any(x is not None for x in (getattr(trans, "infrequent_categories_", None) or [])):
+            # the infrequent categories share one code, the frequent ones numbered among themselves: the
+            # codes as its own transform computes them (a code table with shared codes)
+            return _code_columns(name, trans, trans, cols, offset, [])
         return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in cats),
                              values=tuple(cats))
                 for i, (c, cats) in enumerate(zip(cols, trans.categories_))]
@@ -223,6 +244,105 @@ def _fold_one(name: str, trans, cols: list[str], offset: int, width: int) -> lis
                              scale=float(scale[i]), shift=float(shift[i]), clip=clip)
                 for i, c in enumerate(cols)]
     return what
+
+
+def _imputes_missing(imp) -> bool:
+    """Does SimpleImputer ``imp`` replace only missing cells (NaN, None, pd.NA), the identity on every domain point?"""
+    mv = getattr(imp, "missing_values", float("nan"))
+    return mv is None or type(mv).__name__ == "NAType" or (isinstance(mv, float) and mv != mv)
+
+
+def _code_columns(name: str, step, enc, cols: list[str], offset: int, extra: list) -> list[FoldedColumn] | str:
+    """Code columns of an OrdinalEncoder ``enc`` (``step``: it, or a nested pipeline of imputers ending in it)
+    whose codes are not the categories' positions: each category the encoder knows, and each in ``extra``
+    (an imputer's missing value), with the code ``step.transform`` gives it -- the pipeline's own numbers,
+    infrequent categories sharing one, an imputed category its fill value's."""
+    import numpy as np
+    import pandas as pd
+
+    kind = type(enc).__name__
+    per = []
+    for cats in enc.categories_:
+        known = list(cats)
+        more = [v for v in extra if isinstance(v, str) and not any(isinstance(k, str) and k == v for k in known)]
+        if extra and not all(isinstance(v, str) for v in extra):
+            return f"{kind} '{name}' (an imputer before it replaces {extra[0]!r}, not a category)"
+        per.append(np.asarray(known + more, dtype=object if more else cats.dtype))
+    n = max(len(v) for v in per)
+    frame = pd.DataFrame({c: np.concatenate([v, np.repeat(v[:1], n - len(v))]) for c, v in zip(cols, per)})
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = np.asarray(step.transform(frame), dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - its own transform refused its categories: not folded
+        return f"{kind} '{name}' (its transform of its own categories failed: {type(exc).__name__})"
+    if got.shape != (n, len(cols)) or not np.all(np.isfinite(got)):
+        return f"{kind} '{name}' (its codes of its own categories are not one number per category)"
+    for i, vals in enumerate(per):
+        codes = got[:len(vals), i]
+        for j in range(len(vals)):
+            same = [_label(vals[k]) for k in range(len(vals)) if codes[k] == codes[j]]
+            if len(same) > 1:
+                # a code table may share a code (the IR holds it), but a witness is read back from the encoded
+                # columns (runtime.encoding.decode_row: the first category with the code), so a pair differing
+                # only there would print as one not differing at all: refused until witnesses keep categories
+                how = "it groups infrequent categories" if not extra else \
+                    f"an imputer before it replaces {extra[0]!r} by another category"
+                return (f"{kind} '{name}' ({how}: {', '.join(same)} share the code {codes[j]:g}, and a witness read "
+                        f"back from the encoded columns cannot tell them apart)")
+    return [FoldedColumn(c, "code", offset + i, 1, name, categories=tuple(_label(v) for v in vals),
+                         values=tuple(vals), codes=tuple(float(x) for x in got[:len(vals), i]))
+            for i, (c, vals) in enumerate(zip(cols, per))]
+
+
+def _power_of_two(w: float) -> bool:
+    import math
+
+    m, e = math.frexp(w)
+    return m == 0.5 and -60 <= e <= 60
+
+
+def _weighted(columns: list[FoldedColumn], weight, name: str) -> list[FoldedColumn] | str:
+    """The columns of a ColumnTransformer entry whose output ``transform`` multiplies by ``weight``
+    (``res * weight``, float64), folded where one encoding computes exactly that product: a number passed
+    through as ``minmax`` with scale ``weight`` and shift 0 (``v * w + 0``); a code table with each code
+    times ``weight``; a scaler's affine map with ``weight`` folded in when it is a power of 2 (scaling by
+    one is exact, so ``((v - mean) / std) * w`` is ``(v - mean) / (std / w)`` and ``(v * s + m) * w`` is
+    ``v * (s * w) + m * w``, bit for bit). Otherwise a phrase: a one-hot block's columns become 0 / w,
+    which a one-hot encoding (0 / 1) does not express, and another weight rounds differently."""
+    import math
+    from dataclasses import replace
+
+    import numpy as np
+
+    why = f"'{name}' (transformer_weights multiplies its output by {weight!r}"
+    try:
+        w = float(weight)
+    except (TypeError, ValueError):
+        return why + ")"
+    if not (math.isfinite(w) and w > 0):
+        return why + ")"
+    out = []
+    for c in columns:
+        if c.kind == "raw":
+            out.append(replace(c, kind="minmax", scale=w, shift=0.0))
+        elif c.kind == "code":
+            codes = c.codes or tuple(float(i) for i in range(len(c.categories)))
+            out.append(replace(c, codes=tuple(float(np.float64(k) * w) for k in codes)))
+        elif c.kind == "standard" and _power_of_two(w):
+            out.append(replace(c, std=c.std / w))
+        elif c.kind == "minmax" and c.clip is None and c.scale is not None and _power_of_two(w):
+            out.append(replace(c, scale=c.scale * w, shift=c.shift * w))
+        elif c.kind == "onehot" and _power_of_two(w):
+            out.append(replace(c, weight=w))        # 0 / w columns: the estimator widened to read 0 / 1 (fold)
+        elif c.kind == "onehot":
+            return why + (", not a power of 2: its one-hot columns become 0 / w, and an estimator's weights times w "
+                          "would round otherwise)")
+        else:
+            return why + ", not a power of 2: the scaled product rounds otherwise than one affine map of the column)"
+    return out
 
 
 def _encoders(ct, inputs: tuple[str, ...]) -> tuple:
@@ -285,10 +405,9 @@ def _fold(pipe) -> Folded:
                 bad.append(f"'{tname}' (its output columns are not recorded)")
                 continue
             weight = (getattr(ct, "transformer_weights", None) or {}).get(tname, 1)
-            if weight != 1:             # transform multiplies this entry's output columns by it
-                bad.append(f"'{tname}' (transformer_weights multiplies its output by {weight!r})")
-                continue
             got = _fold_one(tname, trans, names, sl.start, sl.stop - sl.start)
+            if weight != 1 and not isinstance(got, str):    # transform multiplies this entry's output by it
+                got = _weighted(got, weight, tname)
             if isinstance(got, str):
                 bad.append(got)
             else:
@@ -313,7 +432,7 @@ def _fold(pipe) -> Folded:
                     or any(a.offset + a.width != b.offset for a, b in zip(columns, columns[1:]))
                     or (columns and columns[0].offset != 0)):
         bad.append(f"'{name}' (its folded columns do not cover the estimator's {width} inputs)")
-    if bad or not any(c.drop is not None for c in columns):
+    if bad or not any(c.drop is not None or c.weight is not None for c in columns):
         out = Folded(tuple(columns), total, final, inputs, tuple(bad), tuple(dropped))
     else:
         out = _full_blocks(columns, final, inputs, dropped)
@@ -383,20 +502,25 @@ def _full_blocks(columns, final, inputs, dropped) -> Folded:
 
     from .sklearn_widen import widen
 
-    laid, keep, at = [], [], 0
+    laid, keep, scale, at = [], [], [], 0
     for c in columns:
         full = c.width + (c.drop is not None)
         laid.append(replace(c, offset=at, width=full))
         keep.extend(at + i for i in range(full) if i != c.drop)
+        scale.extend([c.weight if c.weight is not None else 1.0] * c.width)
         at += full
-    wide = widen(final, keep, at)
+    weighted = any(v != 1.0 for v in scale)
+    wide = widen(final, keep, at, scale if weighted else None)
     if wide is None:
-        c = next(c for c in columns if c.drop is not None)
+        c = next(c for c in columns if c.drop is not None or c.weight is not None)
+        why = ("drop=...: its dropped category's column is read back" if c.drop is not None else
+               f"transformer_weights {c.weight!r}: its 0 / w columns are read as 0 / 1")
         return Folded(tuple(columns), sum(c.width for c in columns), final, inputs,
-                      (f"OneHotEncoder '{c.transformer}' (drop=...: its dropped category's column is read back "
-                       f"only into the final estimators fairspec can widen, and {type(final).__name__} is not one)",),
+                      (f"OneHotEncoder '{c.transformer}' ({why} only into the final estimators fairspec can widen"
+                       f"{' exactly' if weighted else ''}, and {type(final).__name__} is not one)",),
                       tuple(dropped))
-    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final)
+    return Folded(tuple(laid), at, wide, inputs, (), tuple(dropped), keep=tuple(keep), runtime=final,
+                  scale=tuple(scale) if weighted else None)
 
 
 def unfold(folded: Folded, X, integral=frozenset()):
@@ -413,6 +537,9 @@ def unfold(folded: Folded, X, integral=frozenset()):
         seg = X[:, c.offset:c.offset + c.width]
         if c.kind == "onehot":
             v = np.asarray(c.values, dtype=object)[np.argmax(seg, axis=1)]
+        elif c.kind == "code" and c.codes:        # the category of the nearest code (shared: the first)
+            idx = np.argmin(np.abs(seg[:, :1] - np.asarray(c.codes, dtype=np.float64)[None, :]), axis=1)
+            v = np.asarray(c.values, dtype=object)[idx]
         elif c.kind == "code":
             idx = np.clip(np.rint(seg[:, 0]).astype(np.int64), 0, len(c.values) - 1)
             v = np.asarray(c.values, dtype=object)[idx]

@@ -46,10 +46,15 @@ def _decision_tree(est, keep, width):
     return est
 
 
-def widen(final, keep, width: int):
+def widen(final, keep, width: int, scale=None):
     """A copy of ``final`` reading ``width`` inputs, column ``keep[j]`` where ``final`` read column
-    j; None for an estimator this cannot widen exactly."""
+    j; None for an estimator this cannot widen exactly. ``scale`` (a transformer weight on a one-hot block,
+    a power of 2): ``final`` read ``scale[j]`` times column ``keep[j]`` (0 / w for 0 / 1); only a linear
+    model or an MLP, its weights times ``scale[j]`` -- each product ``x * coef`` then the same float, FMA or
+    not, as long as no weight times a power of 2 loses a bit (checked) --; a tree: None."""
     keep = np.asarray(keep, dtype=np.int64)
+    if scale is not None:
+        return _scaled(final, keep, width, np.asarray(scale, dtype=np.float64))
     name = type(final).__name__
     n = getattr(final, "n_features_in_", None)
     if n is None or int(n) != keep.size or getattr(final, "feature_names_in_", None) is not None:
@@ -98,3 +103,28 @@ def widen(final, keep, width: int):
         est.n_features_in_ = width
         return est
     return None
+
+
+def _scaled(final, keep, width: int, scale: np.ndarray):
+    """:func:`widen` with each kept column's weights times ``scale`` (linear models and MLPs only)."""
+    name = type(final).__name__
+    if name not in LINEAR + MLP:
+        return None
+    wide = widen(final, keep, width)
+    if wide is None:
+        return None
+    col = np.ones(width)
+    col[keep] = scale
+    if name in LINEAR:
+        coef = np.asarray(wide.coef_)
+        new = coef * col
+        if not (np.all(np.isfinite(new)) and np.array_equal(new / col, coef)):
+            return None
+        wide.coef_ = new.astype(coef.dtype)
+        return wide
+    w0 = np.asarray(wide.coefs_[0])
+    new = w0 * col[:, None]
+    if not (np.all(np.isfinite(new)) and np.array_equal(new / col[:, None], w0)):
+        return None
+    wide.coefs_ = [new.astype(w0.dtype)] + list(wide.coefs_[1:])
+    return wide

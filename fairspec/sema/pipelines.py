@@ -95,7 +95,9 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
     where = f"the pipeline of model '{model}'"
     numeric = isinstance(dom, (ir.IntRange, ir.RealRange))
     if fc.kind in ("raw", "standard", "minmax"):
-        if not (numeric or (fc.kind == "raw" and isinstance(dom, ir.Boolean))):
+        # a bool passed through (a weighted one: minmax with scale w, shift 0 and no fitted range) is its 0 / 1
+        passed = fc.kind == "raw" or (fc.kind == "minmax" and fc.lo is None)
+        if not (numeric or (passed and isinstance(dom, ir.Boolean))):
             how = "passes it through as a number" if fc.kind == "raw" else f"scales it ({fc.transformer})"
             return None, (f"'{f.name}' is categorical, but {where} {how}"), \
                 "declare the feature as a number, or encode the column with OneHotEncoder/OrdinalEncoder"
@@ -118,7 +120,10 @@ def column_encoding(fc, f: ir.Feature, model: str, span) -> tuple[ir.ColumnEncod
                 f" (its encoder '{fc.transformer}' has handle_unknown='ignore', which encodes another as all zeros: "
                 f"fairspec folds the categories it knows)" if lenient else "")
     if fc.kind == "code":
-        codes = tuple(float(known.index(_norm(f, c))) for c in cats)
+        # the pipeline's own code of each declared category (its position in categories_ unless an encoder
+        # groups infrequent ones, an imputer maps it onto another, or a transformer weight scales them)
+        table = getattr(fc, "codes", ()) or tuple(float(i) for i in range(len(known)))
+        codes = tuple(float(table[known.index(_norm(f, c))]) for c in cats)
         return ir.ColumnEncoding(f.name, "code", fc.offset, 1, categories=cats, codes=codes, span=span), None, None
     if [_norm(f, c) for c in cats] != known:
         # as the feature spells them (the pipeline's spelling for one it does not declare)
@@ -331,7 +336,7 @@ def check_block(enc: ir.Encoding, fs: ir.FeatureSet, folded, model: str, sink) -
                        f"the features in the pipeline's output order")
         elif mine.kind == "code" and mine.codes != ce.codes:
             problem = (f"the pipeline codes the categories of '{f.name}' as "
-                       f"{', '.join(f'{c} = {int(k)}' for c, k in zip(ce.categories, ce.codes))}")
+                       f"{', '.join(f'{c} = {k:g}' for c, k in zip(ce.categories, ce.codes))}")
         elif mine.kind == "minmax" and not mine.fitted and not (_same(mine.lo, ce.lo) and _same(mine.hi, ce.hi)):
             problem = f"the pipeline scales '{f.name}' with lo = {ce.lo!r}, hi = {ce.hi!r}"
         elif mine.kind == "minmax" and not _unit_range(ce):

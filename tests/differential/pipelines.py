@@ -5,9 +5,10 @@ then, in a Pipeline(ColumnTransformer(...), final) fit on the domain's frame and
 ``fairspec.check(spec, models={"m": pipe}, data={"d": frame})`` (the api family's judge):
 
 - ``infrequent``: an OrdinalEncoder that groups infrequent categories (``max_categories`` /
-  ``min_frequency``, fit on rows whose category counts differ), evaluated whole (FS423);
-- ``weights``: ColumnTransformer ``transformer_weights`` (a weight other than 1 is evaluated whole,
-  FS423; all of them 1 folds);
+  ``min_frequency``, fit on rows whose category counts differ): folded when one category alone is
+  infrequent (its codes read off its transform), else evaluated whole (FS423: a shared code);
+- ``weights``: ColumnTransformer ``transformer_weights`` (folded on passthrough numbers, code tables and
+  scalers times a power of 2; evaluated whole on a one-hot block or a scaler times 3, FS423);
 - ``imputer``: a SimpleImputer whose ``missing_values`` is a domain value (an int, or a category
   string imputed by the most frequent or a constant one), alone or before a scaler / encoder in a
   nested pipeline, evaluated whole (FS423);
@@ -192,15 +193,29 @@ def _booster_final(rng, kind: str, Xt: np.ndarray, info: dict, side=None):
     return est
 
 
-def _whole(pre) -> bool:
-    """Whether fairspec evaluates the fitted ColumnTransformer whole (FS423): a transformer_weights
-    weight other than 1, an imputer of a value, an encoder grouping infrequent categories."""
-    whole = any(w != 1 for w in (pre.transformer_weights or {}).values())
-    for _, step, _ in pre.transformers_:
-        for s in (step.named_steps.values() if hasattr(step, "named_steps") else [step]):
-            whole |= type(s).__name__ == "SimpleImputer"
-            whole |= any(x is not None for x in (getattr(s, "infrequent_categories_", None) or []))
-    return bool(whole)
+def _whole(pipe) -> bool:
+    """Whether fairspec evaluates the fitted pipeline whole (FS423): an imputer of a value of a number or one
+    mapping a category onto another, an encoder grouping several categories as infrequent (a shared code), a
+    transformer weight on a one-hot block or, other than a power of 2, on a scaler (session 32 folds the other
+    weights, and an encoder whose one infrequent category gets a code of its own). The folded encoding's columns
+    are checked against the pipeline's own transform (tests/test_pipeline_fold_maps.py); here the decision only
+    says in which terms a witness's encoding is (the truth is the pipeline's own predict either way)."""
+    from fairspec.models.sklearn_pipeline import fold
+
+    return bool(fold(pipe).unfoldable)
+
+
+def _unit_blocks(pre, Xt: np.ndarray) -> np.ndarray:
+    """The transformed matrix with each one-hot block a transformer weight w scaled (0 / w) back to 0 / 1:
+    fairspec's encoding of a folded pipeline (it reads the final estimator widened, its weights times w)."""
+    X = Xt.copy()
+    for name, w in (pre.transformer_weights or {}).items():
+        step = pre.named_transformers_[name]
+        last = step.steps[-1][1] if hasattr(step, "steps") else step
+        if type(last).__name__ == "OneHotEncoder" and w != 1:
+            sl = pre.output_indices_[name]
+            X[:, sl] = X[:, sl] / w
+    return X
 
 
 def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=None):
@@ -245,9 +260,9 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
     else:
         est, logit = api._final(rng, final, Xt)
     pipe = Pipeline([("pre", pre), ("clf", est)])
-    whole = _whole(pre)
+    whole = _whole(pipe)
     info["whole"] = whole
-    X = P.astype(np.float64) if whole else Xt
+    X = P.astype(np.float64) if whole else _unit_blocks(pre, Xt)
     refusals = []
     if "extra" in info and rng.random() < 0.5:
         # a one-hot block fitted on the extra categories the feature leaves out: FS422 at lint
@@ -260,7 +275,7 @@ def _build(rng, shape: str, fs: list[Feature], P: np.ndarray, fit_frame, side=No
         bad_Xt = np.asarray(_quiet(bad_pre.transform, frame), dtype=np.float64)
         yb = np.arange(bad_Xt.shape[0]) % 2
         bad = Pipeline([("pre", bad_pre), ("clf", _quiet(LogisticRegression().fit, bad_Xt, yb))])
-        if not _whole(bad_pre):     # evaluated whole: FS437, a warning (session 29), the verdicts as ever
+        if not _whole(bad):     # evaluated whole: FS437, a warning (session 29), the verdicts as ever
             refusals.append(('sklearn("m.skops")', bad, Expect("FS422", "lint"), "label"))
     if shape == "extra-cats" and rng.random() < 0.5:
         # an encoder fitted without a declared category (it raises on it): FS422 at lint, folded or whole

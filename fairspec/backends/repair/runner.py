@@ -106,6 +106,9 @@ def run_repair(prop: ir.Repair, ctx, progress=None, *, engine: str, timeout: flo
     if getattr(getattr(model, "folded", None), "keep", None) is not None:
         # its trees are read widened to the whole one-hot blocks (sklearn_widen): a repaired copy of
         # them is not the pipeline's estimator
+        if getattr(model.folded, "scale", None) is not None:     # a weighted one-hot block (linear / MLP only)
+            return unknown(prop, "repair does not write a pipeline whose one-hot block a transformer weight "
+                                 "scales; refit it without transformer_weights to repair it", backend=BACKEND)
         return unknown(prop, "repair does not write a pipeline whose OneHotEncoder drops a category (drop=...); "
                              "refit it without drop to repair it", backend=BACKEND)
     try:

@@ -1,0 +1,263 @@
+"""Pipelines the fold reads as maps (session 32): an OrdinalEncoder grouping infrequent categories (its
+codes read off its own transform: the frequent ones numbered among themselves, the infrequent one last),
+and ColumnTransformer ``transformer_weights`` (a passthrough number times w, a code table times w, a
+scaler's affine map with a power-of-2 w folded in). Each folded encoding is checked bit for bit against
+the pipeline's own ``pipeline[:-1].transform`` on every point of the domain (float64, and float32 as an
+XGBoost final reads it); what no encoding expresses stays refused, saying why: two categories sharing a
+code (several grouped as infrequent, an imputer of a category) -- a witness is read back from the
+encoded columns and could not tell them apart --, a weighted one-hot block, a scaler times a weight
+other than a power of 2, an imputer of a number."""
+
+from __future__ import annotations
+
+import warnings
+from itertools import product
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("skops")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.impute import SimpleImputer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+
+from fairspec.models.sklearn_pipeline import fold  # noqa: E402
+
+CATS = ("c", "a", "e", "b", "d")         # declared in another order than sorted
+FEATURES = {"g": CATS, "n": (-2, 4), "k": (0, 3)}
+
+
+def _domain():
+    rows = list(product(CATS, range(-2, 5), range(0, 4)))
+    return pd.DataFrame(rows, columns=["g", "n", "k"])
+
+
+def _fit_frame():
+    # counts of g: a 32, b 28, c 29, d 31, e 30 (the domain's 28 each and some again): min_frequency = 29
+    # is met exactly by c, not by b, the one infrequent category (coded last, after a c d e)
+    dom = _domain()
+    extra = pd.concat([dom[dom.g == "a"].head(4), dom[dom.g == "c"].head(1), dom[dom.g == "d"].head(3),
+                       dom[dom.g == "e"].head(2)])
+    return pd.concat([dom, extra], ignore_index=True)
+
+
+def _pipe(ct):
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Pipeline([("pre", ct), ("clf", LogisticRegression())]).fit(fr, y)
+
+
+def _encoding(tmp_path, pipe):
+    from fairspec.models.sklearn_model import import_skops_io
+    from fairspec.sema.check import check_file
+
+    import_skops_io().dump(pipe, str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {" + ", ".join(CATS) + "}  protected\n  n : int in [-2, 4]\n  k : int in [0, 3]\n}\n"
+        'model m = sklearn("m.skops")\n'
+        "property same {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n"
+        "  ensure label(m(x)) == label(m(x'))\n}\n")
+    res = check_file(tmp_path / "s.fair")
+    assert not [d for d in res.diagnostics if d.is_error], res.diagnostics
+    return res.spec.encoding_for("m")
+
+
+def _assert_exact(tmp_path, pipe):
+    from fairspec.runtime.encoding import encode
+
+    assert fold(pipe).unfoldable == ()
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    values = {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()}
+    mine = encode(enc, values, len(dom))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = np.asarray(pipe[:-1].transform(dom), dtype=np.float64)
+    assert mine.shape == theirs.shape
+    assert np.array_equal(mine.view(np.int64), theirs.view(np.int64))      # bit for bit (no -0 / 0 slack)
+    assert np.array_equal(mine.astype(np.float32), theirs.astype(np.float32))
+    return enc
+
+
+CASES = {
+    "ordinal min_frequency met exactly": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(min_frequency=29, handle_unknown="use_encoded_value", unknown_value=-1), ["g"]),
+         ("n", "passthrough", ["n", "k"])]),
+    "ordinal fraction and max_categories": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(min_frequency=0.19, max_categories=5), ["g"]), ("n", MinMaxScaler(), ["n"]),
+         ("k", "passthrough", ["k"])]),
+    "weights 0.1 and 3 on codes and passthrough": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(), ["g"]), ("n", "passthrough", ["n"]), ("k", "passthrough", ["k"])],
+        transformer_weights={"o": 0.1, "n": 3.0, "k": 0.37}),
+    "weights of a power of 2 on scalers": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(min_frequency=29), ["g"]), ("n", StandardScaler(), ["n"]), ("k", MinMaxScaler(), ["k"])],
+        transformer_weights={"o": 0.5, "n": 0.25, "k": 2.0}),
+    "weight on a grouped code table": lambda: ColumnTransformer(
+        [("o", OrdinalEncoder(min_frequency=29), ["g"]), ("n", StandardScaler(with_mean=False), ["n", "k"])],
+        transformer_weights={"o": 0.1, "n": 4}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_folded_map_is_the_pipelines_own_transform_on_every_domain_point(tmp_path, name):
+    _assert_exact(tmp_path, _pipe(CASES[name]()))
+
+
+def test_the_one_infrequent_category_is_coded_last_and_one_just_meeting_min_frequency_keeps_its_own(tmp_path):
+    enc = _assert_exact(tmp_path, _pipe(CASES["ordinal min_frequency met exactly"]()))
+    (g,) = [c for c in enc.columns if c.feature == "g"]
+    assert dict(zip(g.categories, g.codes)) == {"a": 0.0, "c": 1.0, "d": 2.0, "e": 3.0, "b": 4.0}
+
+
+@pytest.mark.parametrize(("ct", "why"), [
+    (lambda: ColumnTransformer([("o", OneHotEncoder(), ["g"]), ("n", "passthrough", ["n", "k"])],
+                               transformer_weights={"o": 3.0}),
+     "'o' (transformer_weights multiplies its output by 3.0, not a power of 2: its one-hot columns become 0 / w, "
+     "and an estimator's weights times w would round otherwise)"),
+    (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]), ("n", StandardScaler(), ["n", "k"])],
+                               transformer_weights={"n": 3.0}),
+     "'n' (transformer_weights multiplies its output by 3.0, not a power of 2: the scaled product rounds "
+     "otherwise than one affine map of the column)"),
+    (lambda: ColumnTransformer([("o", OrdinalEncoder(), ["g"]),
+                                ("n", SimpleImputer(missing_values=0, strategy="mean"), ["n", "k"])]),
+     "SimpleImputer 'n' (missing_values=0 replaces a value, not a missing cell)"),
+    (lambda: ColumnTransformer([("o", OneHotEncoder(max_categories=3), ["g"]), ("n", "passthrough", ["n", "k"])]),
+     "OneHotEncoder 'o' (it groups infrequent categories)"),
+    (lambda: ColumnTransformer([("o", OrdinalEncoder(max_categories=3), ["g"]), ("n", "passthrough", ["n", "k"])]),
+     "OrdinalEncoder 'o' (it groups infrequent categories: b, c, e share the code 2, and a witness read back from "
+     "the encoded columns cannot tell them apart)"),
+    (lambda: ColumnTransformer([("o", Pipeline([("i", SimpleImputer(missing_values="e", strategy="constant",
+                                                                    fill_value="c")),
+                                                ("e", OrdinalEncoder(categories=[list(CATS)]))]), ["g"]),
+                                ("n", "passthrough", ["n", "k"])]),
+     "OrdinalEncoder 'o' (an imputer before it replaces 'e' by another category: c, e share the code 0, and a "
+     "witness read back from the encoded columns cannot tell them apart)"),
+    (lambda: ColumnTransformer([("o", Pipeline([("i", SimpleImputer(missing_values="b", strategy="most_frequent")),
+                                                ("e", OneHotEncoder())]), ["g"]), ("n", "passthrough", ["n", "k"])]),
+     "SimpleImputer 'o/i' (missing_values='b' replaces a value, not a missing cell)"),
+])
+def test_what_no_encoding_expresses_stays_refused_and_says_why(ct, why):
+    assert fold(_pipe(ct())).unfoldable == (why,)
+
+
+def WEIGHTED_ONEHOT(drop=None):  # noqa: N802
+    return ColumnTransformer(
+        [("o", OneHotEncoder(categories=[list(CATS)], drop=drop), ["g"]), ("n", StandardScaler(), ["n"]),
+         ("k", "passthrough", ["k"])], transformer_weights={"o": 0.5, "n": 2.0, "k": 0.25})
+
+
+@pytest.mark.parametrize(("final", "drop"), [("logistic", None), ("mlp", None), ("logistic", "first")])
+def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_for_bit(tmp_path, final, drop):
+    """Columns 0 / w: fairspec encodes 0 / 1 and reads the estimator with its weights times w (a power of 2:
+    every product the same float); scores come from the pipeline's own estimator on 0 / w."""
+    from sklearn.neural_network import MLPClassifier
+
+    from fairspec.models.network_sklearn import from_sklearn
+    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+    from fairspec.runtime.encoding import encode
+    from fairspec.sema.check import check_file
+
+    est = LogisticRegression() if final == "logistic" else MLPClassifier((5,), max_iter=50, random_state=0)
+    fr = _fit_frame()
+    y = (np.arange(len(fr)) * 7 % 5 < 2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT(drop)), ("clf", est)]).fit(fr, y)
+    folded = fold(pipe)
+    assert folded.unfoldable == () and folded.scale is not None
+    enc = _encoding(tmp_path, pipe)
+    dom = _domain()
+    X = encode(enc, {"g": np.array([CATS.index(v) for v in dom.g]), "n": dom.n.to_numpy(), "k": dom.k.to_numpy()},
+               len(dom))
+    g = [c for c in enc.columns if c.feature == "g"][0]
+    assert set(np.unique(X[:, g.offset:g.offset + g.width])) == {0.0, 1.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = pipe[:-1].transform(dom)
+        # the columns the pipeline's estimator reads, 0 / 1 times w: the pipeline's 0 / w
+        assert np.array_equal(X[:, list(folded.keep)] * np.asarray(folded.scale), theirs)
+        m = SklearnModel(tmp_path / "m.skops")
+        m.bind_encoding(enc, check_file(tmp_path / "s.fair").spec.feature_set(enc.features))
+        assert np.array_equal(m.score(X), pipe.predict_proba(dom)[:, 1])
+        if drop is not None:         # a dropped column laid out changes the sums' layout (as for drop alone)
+            assert np.allclose(folded.final.decision_function(X), pipe.decision_function(dom), rtol=1e-12)
+        elif final == "logistic":    # the widened estimator on 0 / 1: the pipeline's own decision, bit for bit
+            assert np.array_equal(folded.final.decision_function(X), pipe.decision_function(dom))
+        else:
+            assert np.array_equal(folded.final.predict_proba(X), pipe.predict_proba(dom))
+        net = from_sklearn(folded.final, readout="raw")
+        assert net is not None
+
+
+def test_a_weighted_one_hot_block_before_a_tree_stays_whole_and_says_why():
+    from sklearn.tree import DecisionTreeClassifier
+
+    fr = _fit_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", DecisionTreeClassifier(max_depth=3))]).fit(
+            fr, np.arange(len(fr)) % 2)
+    assert fold(pipe).unfoldable == ("OneHotEncoder 'o' (transformer_weights 0.5: its 0 / w columns are read as 0 / 1 "
+                                     "only into the final estimators fairspec can widen exactly, and "
+                                     "DecisionTreeClassifier is not one)",)
+
+
+@pytest.mark.parametrize("backend", ["milp", "smt"])
+def test_solvers_on_a_weighted_one_hot_pipeline_agree_with_its_own_predict(tmp_path, monkeypatch, backend):
+    import fairspec
+
+    monkeypatch.setenv("FAIRSPEC_ENUMERATE_PAIRS", "0")      # the solver paths, not enumeration
+    fr = _fit_frame()
+    seen = set()
+    for seed in range(4):
+        y = np.random.default_rng(seed).integers(0, 2, len(fr)) if seed % 2 else (fr.n.to_numpy() >= 1).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pipe = Pipeline([("pre", WEIGHTED_ONEHOT()), ("clf", LogisticRegression(C=10.0 if seed < 2 else 0.01))]
+                            ).fit(fr, y)
+        _encoding(tmp_path, pipe)
+        text = (tmp_path / "s.fair").read_text().replace("property same {", "property same {\n  using " + backend)
+        (tmp_path / "s.fair").write_text(text)
+        v = fairspec.check(tmp_path / "s.fair")["same"]
+        assert v.status in ("holds", "violated"), v.reason
+        dom = _domain()
+        lab = pipe.predict(dom).reshape(len(CATS), -1)
+        if v.status == "holds":
+            assert v.how == "proved" and all(np.array_equal(lab[0], r) for r in lab), v.reason
+        else:
+            one = lambda f: pd.DataFrame([{k: f[k] for k in ("g", "n", "k")}])  # noqa: E731
+            assert v.witness.features["g"] != v.witness.features_prime["g"]
+            assert pipe.predict(one(v.witness.features))[0] != pipe.predict(one(v.witness.features_prime))[0]
+        seen.add(v.status)
+    assert seen == {"holds", "violated"}, seen
+
+
+@pytest.mark.xfail(strict=True, reason="session 32 finding, on main too: a witness is decoded from the encoded columns "
+                                       "(runtime.encoding.decode_row: the first category with the code), so a pair "
+                                       "differing only in two categories sharing a code prints as one not differing "
+                                       "there (why the fold above refuses shared codes)")
+def test_a_witness_of_a_hand_written_shared_code_table_differs_in_the_protected_feature(tmp_path):
+    """``code {A = 0, B = 0, C = 1}`` (warning FS438): (A, n = 2) and (B, n = 1) are admissible (they differ in
+    g) and flip; the witness printed is (A, 2) and (A, 1), which differ only in n: not admissible."""
+    import fairspec
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairspec.models.sklearn_model import import_skops_io
+
+    X = np.array([[c, n] for c in (0, 1) for n in range(4)], dtype=float)
+    import_skops_io().dump(DecisionTreeClassifier(random_state=0).fit(X, (X[:, 1] >= 2).astype(int)),
+                           str(tmp_path / "m.skops"))
+    (tmp_path / "s.fair").write_text(
+        "features F {\n  g : {A, B, C}  protected\n  n : int in [0, 3]\n}\nmodel m = sklearn(\"m.skops\")\n"
+        "encode F for m {\n  g : code {A = 0, B = 0, C = 1}\n  n : raw\n}\n"
+        "property p {\n  forall x, x' : F\n  require x.* == x'.* except {g}\n  require |x.n - x'.n| <= 1\n"
+        "  ensure label(m(x)) == label(m(x'))\n}\n")
+    v = fairspec.check(tmp_path / "s.fair")["p"]
+    assert v.status == "violated"
+    assert v.witness.features["g"] != v.witness.features_prime["g"], (v.witness.features, v.witness.features_prime)
