@@ -170,4 +170,142 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "mode": mode, "weighted": weights is not None,
                                                       "crossed": crossed, "point_value": True}, 60))
-    return Instance(FAMILY, seed, spec, files, props, info)
+    inst = Instance(FAMILY, seed, spec, files, props, info)
+    if seed >= OPTIONS_FROM:
+        props += _option_props(seed, df, decided, w, weights is not None, n_props)
+        inst.judge = _judge
+    return inst
+
+
+# ------------------------------------------------------------------ session 32: compare, exclude_below, min_group_size
+
+#: instance seeds from here on get four more properties (``_option_props``); earlier instances are unchanged
+OPTIONS_FROM = 85_000_000
+
+
+def _overall(df, dec, w):
+    """The rates of all rows (one group)."""
+    one = df.assign(__all="all")
+    return _rates(one, dec, w, ["__all"])[("all",)]
+
+
+def _to_overall(metric, rates, over):
+    """``compare = to_overall`` (README 'Group metrics'): the largest |rate - overall| of a difference, the
+    smallest min(rate/overall, overall/rate) of a ratio (1 where both are 0); None where undefined."""
+    def dev(k):
+        o = over[k]
+        v = [r[k] for r in rates.values()]
+        return None if o is None or any(x is None for x in v) else max(abs(x - o) for x in v)
+
+    if metric in DIFF:
+        return dev(DIFF[metric])
+    if metric in RATIO:
+        k = RATIO[metric]
+        o, v = over[k], [r[k] for r in rates.values()]
+        if o is None or any(x is None for x in v):
+            return None
+        return min(Fraction(1) if x == 0 and o == 0 else Fraction(0) if x == 0 or o == 0 else min(x / o, o / x)
+                   for x in v)
+    if metric == "equalized_odds":
+        a, b = dev("tpr"), dev("fpr")
+        return None if a is None or b is None else max(a, b)
+    if metric == "base_rate_difference":
+        return dev("base")
+    raise KeyError(metric)
+
+
+def _option_props(seed, df, decided, w, weighted, n_props):
+    """Properties with ``compare = to_overall``, ``exclude_below`` (a share, often exactly a group's share of
+    the rows: a group is left out when it has fewer rows than share x rows, exactly) and ``min_group_size``
+    (often a group's size, or one more): the value over the eligible groups (at least min_group_size rows, not
+    left out), to_overall against all rows (the left-out and small groups' rows too); a group too small (not
+    left out) makes a `holds` wrong (README: never holds), ``meta["small"]``."""
+    rng = np.random.default_rng([25, seed, 85])
+    n = len(df)
+    unit = np.array([Fraction(1)] * n, dtype=object)
+    out = []
+    for k in range(n_props, n_props + 4):
+        crossed = rng.random() < 0.6
+        groups = ["sex", "race"] if crossed else ["sex"]
+        metric = str(rng.choice(list(DIFF) + list(RATIO) + ["equalized_odds", "base_rate_difference"]))
+        compare = "to_overall" if rng.random() < 0.6 else None
+        sizes = df.groupby(groups, sort=True).size()
+        sizes = {(key if isinstance(key, tuple) else (key,)): int(v) for key, v in sizes.items()}
+        share = None
+        if rng.random() < 0.5:
+            g = sorted(sizes.values())[int(rng.integers(0, len(sizes)))]
+            # exactly a group's share where a short decimal says it, else within 1e-6 of it
+            share = (decimal_text(Fraction(g, n), 6) or f"{g / n:.6f}") if rng.random() < 0.6 else None
+            if share is None or Fraction(share) >= 1:
+                share = str(rng.choice(["0.02", "0.1", "0.15", "0.2", "0.3"]))
+        mgs = 1
+        c = rng.random()
+        if c < 0.6:
+            g = sorted(sizes.values())[int(rng.integers(0, len(sizes)))]
+            mgs = g + int(rng.integers(0, 2))
+        elif c < 0.8:
+            mgs = 30
+        excluded = {g for g, s in sizes.items() if share is not None and s < Fraction(share) * n}
+        eligible = [g for g, s in sizes.items() if s >= mgs and g not in excluded]
+        if len(eligible) < 2:                     # fewer than two groups to compare: drop the options
+            share, mgs, excluded, eligible = None, 1, set(), list(sizes)
+        small = sorted(g for g, s in sizes.items() if s < mgs and g not in excluded)
+        ww = unit if metric == "base_rate_difference" else w
+        rates = {g: r for g, r in _rates(df, decided, ww, groups).items() if g in eligible}
+        if compare:
+            value = _to_overall(metric, rates, _overall(df, decided, ww))
+        else:
+            value = _value(metric, rates)
+        if value is None:
+            metric = "statistical_parity"
+            rates = {g: r for g, r in _rates(df, decided, w, groups).items() if g in eligible}
+            value = _to_overall(metric, rates, _overall(df, decided, w)) if compare else _value(metric, rates)
+        lower = metric in LOWER_IS_FAIR
+        op = ("<=" if rng.random() < 0.5 else "<") if lower else (">=" if rng.random() < 0.5 else ">")
+        t = decimal_text(value)
+        thr = t if t is not None and rng.random() < 0.4 else f"{float(value) + float(rng.choice([-0.2, -0.05, 0.05, 0.2])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1:
+            thr = "1"
+        if metric in RATIO and op == ">" and Fraction(thr) >= 1:
+            op = ">="
+        if lower and op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        target = "d" if metric == "base_rate_difference" else "m"
+        lines = [f"{metric}({target}, groups {' x '.join(groups)}) {op} {thr}"]
+        if weighted and target == "m":
+            lines.append("weight = w")
+        if compare:
+            lines.append(f"compare = {compare}")
+        if share is not None:
+            lines.append(f"exclude_below = {share}")
+        lines += [f"bootstrap = {int(rng.choice([100, 200]))}", f"seed = {k}", f"min_group_size = {mgs}"]
+        name = f"d{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+        status = "holds" if claim_holds(value, op, thr) else "violated"
+        truth = Truth(status, value=float(value), value_kind="metric", domain=-1, exact=value,
+                      note=f"exact value {value} over the groups {sorted(eligible)} of {n} rows"
+                           f"{'' if not excluded else f', {sorted(excluded)} left out'}"
+                           f"{'' if not small else f', {small} too small'}")
+        out.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr, "compare": compare,
+                                                    "exclude_below": share, "min_group_size": mgs,
+                                                    "small": [list(g) for g in small],
+                                                    "excluded": [list(g) for g in sorted(excluded)],
+                                                    "weighted": weighted, "crossed": crossed, "point_value": True}, 60))
+    return out
+
+
+def _judge(spec, props, base):
+    """The default judgement, and: a group too small to judge (min_group_size, not left out) makes a `holds`
+    wrong whatever the value (README: the verdict is then unknown, never holds)."""
+    from .judge import _check_group
+
+    outs = _check_group(spec, props, base)
+    by_name = {p.name: p for p in props}
+    for o in outs:
+        small = by_name[o.name].meta.get("small")
+        if small and o.status == "holds" and o.klass != "wrong":
+            o.klass, o.defect = "wrong", "small-group-holds"
+            o.why = f"holds, but the groups {small} have fewer than min_group_size rows"
+    return outs
