@@ -293,4 +293,127 @@ def generate(seed: int, n_props: int = 8) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "backend": backend, "kind": kind,
                                                       "tie": value == Fraction(thr)}, 20))
+    if seed >= FROM_DATA_FROM:
+        spec = _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec)
     return Instance(FAMILY, seed, spec, files, props, info)
+
+
+# ------------------------------------------------------------------ session 32: distributions estimated from data
+
+#: instance seeds from here on also get rows drawn from the declared network and properties over
+#: ``independent(dd)`` and ``conditional(dd)`` estimated from them (earlier instances are unchanged)
+FROM_DATA_FROM = 85_000_000
+
+
+def _joint(fs, cpts, P, pa):
+    """Each grid point's probability (Fractions): the protected values' ``pa`` times the declared network."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    out = []
+    for x in P:
+        pr = Fraction(1)
+        for i in prot:
+            pr *= pa[i][int(x[i])]
+        for i, (parents, table) in cpts.items():
+            if not pr:
+                break
+            pr *= table[tuple(int(x[j]) for j in parents)][int(x[i])]
+        out.append(pr)
+    return out
+
+
+def _model_ppvs(kind, fs, P, decided, J):
+    """{group: PPV} under ``independent`` (each non-protected feature's marginal, whatever the group) or
+    ``conditional`` (each non-protected feature's marginal given the protected features, jointly) fitted to the
+    joint ``J`` (Fractions per grid point, true or the rows' frequencies); None when a group has probability 0."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    rest = [i for i, f in enumerate(fs) if not f.protected]
+    key = [tuple(int(x[i]) for i in prot) for x in P]
+    mass = {}
+    for k, j in zip(key, J):
+        mass[k] = mass.get(k, Fraction(0)) + j
+    if any(v == 0 for v in mass.values()):
+        return None
+    marg = {}                       # (group or None, feature, value) -> probability
+    for x, k, j in zip(P, key, J):
+        g = k if kind == "conditional" else None
+        for i in rest:
+            marg[(g, i, int(x[i]))] = marg.get((g, i, int(x[i])), Fraction(0)) + j
+    out = {}
+    for x, k, d in zip(P, key, decided):
+        g = k if kind == "conditional" else None
+        norm = mass[k] if kind == "conditional" else Fraction(1)
+        pr = Fraction(1)
+        for i in rest:
+            pr *= marg.get((g, i, int(x[i])), Fraction(0)) / norm
+        out[k] = out.get(k, Fraction(0)) + (pr if d else 0)
+    return out
+
+
+def _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec):
+    """Rows drawn from the declared network (the protected values with probabilities of their own), written to
+    dd.csv (``features W from dd``), and four properties over ``independent(dd)`` / ``conditional(dd)``: fairspec's
+    value must be the metric of the distribution fitted to the rows (exact: their frequencies), its verdict that
+    of the distribution fitted to the true network (README 'Backends': `holds (estimated)` only when the whole
+    error bound satisfies the claim, a `violated` likewise; the bound's miss has probability at most 1 - confidence)."""
+    rng = np.random.default_rng([22, seed, 85])
+    pa = {}
+    for i, f in enumerate(fs):
+        if f.protected:
+            w = rng.integers(1, 6, f.size)
+            pa[i] = [Fraction(int(v), int(w.sum())) for v in w]
+    J = _joint(fs, cpts, P, pa)
+    n = int(rng.choice([300, 2000, 20000]))
+    pr = np.array([float(j) for j in J])
+    idx = rng.choice(len(P), size=n, p=pr / pr.sum())
+    counts = np.bincount(idx, minlength=len(P))
+    F = [Fraction(int(c), n) for c in counts]
+    rows = [",".join(f.csv(v) for f, v in zip(fs, P[r])) for r in idx]
+    files["dd.csv"] = (",".join(f.name for f in fs) + "\n" + "\n".join(rows) + "\n").encode()
+    spec = 'data dd = csv("dd.csv")\n' + spec.replace("features W {", "features W from dd {", 1)
+    spec += "distribution ind = independent(dd)\ndistribution cond = conditional(dd)\n"
+    info["rows"] = n
+    k0 = len(props)
+    for k in range(k0, k0 + 4):
+        kind = "independent" if rng.random() < 0.5 else "conditional"
+        true, est = _model_ppvs(kind, fs, P, decided, J), _model_ppvs(kind, fs, P, decided, F)
+        if true is None or est is None:
+            continue
+        metric = str(rng.choice(["statistical_parity", "most_favoured", "least_favoured", "disparate_impact"]))
+        tv, ev = _metric(metric, true), _metric(metric, est)
+        if tv is None or ev is None:
+            metric = "statistical_parity"
+            tv, ev = _metric(metric, true), _metric(metric, est)
+        upper = metric == "statistical_parity" or (metric != "disparate_impact" and rng.random() < 0.3)
+        op = ("<=" if rng.random() < 0.5 else "<") if upper else (">=" if rng.random() < 0.5 else ">")
+        c = rng.random()
+        base = tv if c < 0.5 else ev
+        thr = decimal_text(base) if c < 0.2 else None
+        if thr is None:
+            thr = f"{float(base) + float(rng.choice([-1, 1])) * float(rng.choice([0.01, 0.05, 0.2, 0.4])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1:
+            thr = "1"
+        if op == ">" and Fraction(thr) >= 1:
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        backend = backends[int(rng.integers(0, len(backends)))]
+        dist = "ind" if kind == "independent" else "cond"
+        lines_p = [f"{metric}(clf, groups {groups}, distribution {dist}) {op} {thr}"]
+        if backend != "default":
+            lines_p.append(f"using {backend}")
+        conf = str(rng.choice(["", "0.99", "0.999"]))
+        if conf:
+            lines_p.append(f"confidence = {conf}")
+        lines_p.append("timeout = 20s")
+        name = f"q{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines_p) + "\n}"
+        status = "holds" if claim_holds(tv, op, thr) else "violated"
+        truth = Truth(status, value=float(ev), value_kind="metric", domain=-1,
+                      note=f"{kind} fitted to the true network: {tv}; to the {n} rows: {ev}", exact=ev)
+        props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                      "backend": backend, "kind": kind, "from_data": True,
+                                                      "rows": n, "point_value": True, "true_value": str(tv),
+                                                      "tie": tv == Fraction(thr)}, 20))
+    return spec
