@@ -76,8 +76,11 @@ def _partition_options(seed, props):
         if not extra:
             continue
         lines = p.text.split("\n")
+        if extra.get("estimate") and rng.random() < 0.6:     # no refinement: an undecided share to estimate
+            lines = [ln for ln in lines if not ln.strip().startswith("refine")]
+            extra["refine"] = None
         at = next(i for i, ln in enumerate(lines) if ln.strip().startswith("partitions")) + 1
-        lines[at:at] = [f"  {k} = {v}" for k, v in extra.items()]
+        lines[at:at] = [f"  {k} = {v}" for k, v in extra.items() if v is not None]
         p.text = "\n".join(lines)
         p.meta["partition_options"] = extra
 
@@ -173,6 +176,7 @@ def judge(spec, props, base):
         elif isinstance(shares.get("estimate"), dict) and shares["estimate"].get("estimated"):
             opts = p.meta.get("partition_options") or {}
             conf = float(opts.get("confidence", 0.95))
+            o.meta["estimate_checked"] = conf
             bad = _estimate_wrong(shares["estimate"], truth, shares, conf)
             if bad is None and conf < SURE:
                 o.meta["estimate_miss"] = _estimate_wrong(shares["estimate"], truth, shares, 1.0)
