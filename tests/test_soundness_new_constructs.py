@@ -81,3 +81,15 @@ def test_the_partitions_estimate_is_judged():
     assert network_wide._estimate_wrong(low, truth, shares, 0.95) is None       # only counted below SURE
     assert "no individual is unfair" in network_wide._estimate_wrong(ok, (10, 0, 10), shares, 0.5)
     assert "not the shares'" in network_wide._estimate_wrong({**ok, "undecided": "1/3"}, truth, shares, 0.5)
+
+
+def test_a_learned_structure_fitted_to_a_joint():
+    fs = [Feature("P", "bool", protected=True), Feature("B", "bool")]
+    P = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    J = [Fraction(1, 8), Fraction(3, 8), Fraction(3, 8), Fraction(1, 8)]
+    decided = np.array([False, True, False, True])
+    # no edge: the independent network; P -> B: the conditional one
+    assert distributions._structure_ppvs(fs, P, decided, J, {}) == \
+        distributions._model_ppvs("independent", fs, P, decided, J)
+    assert distributions._structure_ppvs(fs, P, decided, J, {"B": ["P"]}) == \
+        distributions._model_ppvs("conditional", fs, P, decided, J)

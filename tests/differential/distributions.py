@@ -293,9 +293,11 @@ def generate(seed: int, n_props: int = 8) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "backend": backend, "kind": kind,
                                                       "tie": value == Fraction(thr)}, 20))
+    inst = Instance(FAMILY, seed, spec, files, props, info)
     if seed >= FROM_DATA_FROM:
-        spec = _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec)
-    return Instance(FAMILY, seed, spec, files, props, info)
+        inst.spec = _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec)
+        inst.judge = _judge
+    return inst
 
 
 # ------------------------------------------------------------------ session 32: distributions estimated from data
@@ -375,6 +377,11 @@ def _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props,
     k0 = len(props)
     for k in range(k0, k0 + 4):
         kind = "independent" if rng.random() < 0.5 else "conditional"
+        if k == k0 + 3 and rng.random() < 0.7:        # bayes(dd): judged on the structure it learns (_judge)
+            props.append(_bayes_prop(rng, k, fs, P, decided, J, F, groups, n))
+            if "distribution bn" not in spec:
+                spec += "distribution bn = bayes(dd)\n"
+            continue
         true, est = _model_ppvs(kind, fs, P, decided, J), _model_ppvs(kind, fs, P, decided, F)
         if true is None or est is None:
             continue
@@ -417,3 +424,101 @@ def _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props,
                                                       "rows": n, "point_value": True, "true_value": str(tv),
                                                       "tie": tv == Fraction(thr)}, 20))
     return spec
+
+
+def _structure_ppvs(fs, P, decided, J, parents: dict):
+    """{group: PPV} under the Bayesian network of structure ``parents`` (name -> parent names) fitted to the
+    joint ``J`` (each CPT row the conditional frequency; a parent assignment of probability 0 takes the
+    variable's marginal, as fairspec's estimation); None when a group has probability 0."""
+    names = [f.name for f in fs]
+    prot = [i for i, f in enumerate(fs) if f.protected]
+
+    def mass(cond):
+        return sum((j for x, j in zip(P, J) if all(int(x[i]) == v for i, v in cond)), Fraction(0))
+
+    cache = {}
+
+    def cpt(i, x):
+        pa = tuple(names.index(q) for q in parents.get(names[i], ()))
+        key = (i, int(x[i]), tuple(int(x[j]) for j in pa))
+        if key not in cache:
+            den = mass([(j, int(x[j])) for j in pa])
+            if den == 0:
+                den, pa = Fraction(1), ()
+            cache[key] = mass([(j, int(x[j])) for j in pa] + [(i, int(x[i]))]) / den
+        return cache[key]
+
+    num, tot = {}, {}
+    for x, d in zip(P, decided):
+        pr = Fraction(1)
+        for i in range(len(fs)):
+            pr *= cpt(i, x)
+            if not pr:
+                break
+        g = tuple(int(x[i]) for i in prot)
+        tot[g] = tot.get(g, Fraction(0)) + pr
+        num[g] = num.get(g, Fraction(0)) + (pr if d else 0)
+    if any(v == 0 for v in tot.values()):
+        return None
+    return {g: num[g] / tot[g] for g in tot}
+
+
+def _bayes_prop(rng, k, fs, P, decided, J, F, groups, n):
+    metric = str(rng.choice(["statistical_parity", "most_favoured", "least_favoured"]))
+    op = "<=" if metric == "statistical_parity" or rng.random() < 0.5 else ">="
+    thr = str(rng.choice(["0.05", "0.1", "0.2", "0.3", "0.5", "0.7"]))
+    body = (f"property q{k} {{\n  {metric}(clf, groups {groups}, distribution bn) {op} {thr}\n"
+            "  timeout = 20s\n}")
+    p = Prop(f"q{k}", FAMILY, body, Truth("unset", domain=-1, note="set by _judge from the learned structure"),
+             {"metric": metric, "op": op, "threshold": thr, "backend": "default", "kind": "bayes",
+              "from_data": True, "rows": n, "point_value": True}, 20)
+    p.bayes = (fs, P, decided, J, F)
+    return p
+
+
+def _judge(spec, props, base):
+    """The default judgement; a ``bayes(dd)`` property (``p.bayes``) is judged on the structure fairspec reports
+    learning (``details.distribution.edges``): its value must be the metric of that structure fitted to the rows,
+    its verdict that of the structure fitted to the true network (any structure is fairspec's to choose; its
+    error bound is about the estimate within it)."""
+    from .judge import _check_group, judge_verdict
+
+    captured = {}
+
+    def check(path):
+        from fairspec.pipeline import check as real
+
+        rep = real(path)
+        for v in rep.verdicts:
+            captured[v.name] = v.to_json()
+        return rep
+
+    outs = _check_group(spec, props, base, check=check)
+    by_name = {p.name: p for p in props}
+    for j, o in enumerate(outs):
+        p = by_name[o.name]
+        v = captured.get(o.name)
+        if not hasattr(p, "bayes") or v is None or o.defect == "crash":
+            continue
+        if o.klass == "correct":       # judged against the placeholder: no truth until the structure is read
+            o.klass, o.why = "unknown", "no truth: the learned structure's distribution has a group of probability 0"
+        edges = ((v.get("details") or {}).get("distribution") or {}).get("edges")
+        if edges is None:
+            o.why = "no truth: the verdict names no learned structure"
+            continue
+        parents: dict = {}
+        for e in edges:
+            a, b = (t.strip() for t in e.split("->"))
+            parents.setdefault(b, []).append(a)
+        fs, P, decided, J, F = p.bayes
+        true, est = _structure_ppvs(fs, P, decided, J, parents), _structure_ppvs(fs, P, decided, F, parents)
+        if true is None or est is None:
+            continue
+        tv, ev = _metric(p.meta["metric"], true), _metric(p.meta["metric"], est)
+        status = "holds" if claim_holds(tv, p.meta["op"], p.meta["threshold"]) else "violated"
+        p.truth = Truth(status, value=float(ev), value_kind="metric", domain=-1, exact=ev,
+                        note=f"bayes structure {edges}: fitted to the true network {tv}; to the rows {ev}")
+        o2 = judge_verdict(p, v, base)
+        o2.meta = {**o2.meta, "edges": edges, "true_value": str(tv)}
+        outs[j] = o2
+    return outs
