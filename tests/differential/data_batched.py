@@ -21,7 +21,9 @@ or a few ulps below it) likewise: a row above eps in every batching makes the tr
 
 from __future__ import annotations
 
+import copy
 import io
+import re
 import warnings
 from fractions import Fraction
 
@@ -262,7 +264,80 @@ def generate(seed: int, n_props: int = 5) -> Instance:
                                                         "batch_dependent": len(seen) > 1}, 60))
     props.append(_flips(rt, X, labs, meta0))
     props.append(_eps_flips(rt, X, meta0, np.random.default_rng([43, seed])))
-    return Instance(FAMILY, seed, spec, files, props, info)
+    inst = Instance(FAMILY, seed, spec, files, props, info)
+    if seed >= SAMPLED_FROM:
+        props += _sampled_flips(seed, rt, X, labs, meta0)
+        inst.judge = _judge
+    return inst
+
+
+# ------------------------------------------------------------------ session 32: max_rows and seed on flips
+
+#: instance seeds from here on also get the flips property with ``max_rows`` (and ``seed``); earlier instances
+#: are unchanged
+SAMPLED_FROM = 85_000_000
+
+
+def _sampled_flips(seed, rt, X, labs, meta0) -> list:
+    """The flips property with ``max_rows = N`` (README 'Options': flip a random sample of at most N data rows,
+    seeded by ``seed``): 1, a few, half the rows, all of them or more. Its truth is the whole property's (a row
+    outside the sample still counts): a `violated` needs a witness that replays as every flip's; a sample that
+    finds none is no proof that no row flips, so `holds` is wrong unless every row was flipped
+    (:func:`_judge`)."""
+    rng = np.random.default_rng([41, seed, 85])
+    n = X.shape[0]
+    out = []
+    whole = _flips(rt, X, labs, meta0)
+    for j, N in enumerate(sorted({int(v) for v in rng.choice([1, 3, n // 2, n, 10 * n], size=2, replace=False)})):
+        base = copy.copy(whole)
+        lines = base.text.split("\n")
+        opts = [f"  max_rows = {N}"] + ([f"  seed = {int(rng.integers(0, 2 ** 32))}"] if rng.random() < 0.7 else [])
+        lines[-1:-1] = opts
+        base.name = f"flips_s{j}"
+        base.text = "\n".join(lines).replace("property flips {", f"property flips_s{j} {{", 1)
+        base.meta = {**base.meta, "max_rows": N, "sampled": N < n}
+        out.append(base)
+    return out
+
+
+def _judge(spec, props, base):
+    """The default judgement, and: a flips property whose ``max_rows`` sample is smaller than the data proves
+    nothing about the rows outside it (a `holds` there is wrong whatever the truth)."""
+    from .judge import _check_group
+
+    outs = _check_group(spec, props, base)
+    by_name = {p.name: p for p in props}
+    for o in outs:
+        m = by_name[o.name].meta
+        if m.get("sampled") and o.status == "holds" and o.klass != "wrong":
+            o.klass, o.defect = "wrong", "sample-holds"
+            o.why = f"holds from a sample of {m['max_rows']} rows"
+        k = re.search(r"among (\d+) data rows", o.reason or "")
+        if m.get("max_rows") and k and int(k.group(1)) > m["max_rows"] and o.klass != "wrong":
+            o.klass, o.defect = "wrong", "sample-size"
+            o.why = f"the reason counts {k.group(1)} rows flipped, more than max_rows = {m['max_rows']}"
+    return outs
+
+
+def _witness_pair(w: dict):
+    """A flips witness's two points of the domain (a, b integers in [0, 20], sex one of SEXES), differing in sex
+    alone, as model inputs; else why not."""
+    if not w:
+        return "a violation without a witness"
+    pts = []
+    for side in ("features", "features_prime"):
+        f = w.get(side) or {}
+        try:
+            av, bv, sv = Fraction(str(f["a"])), Fraction(str(f["b"])), str(f["sex"])
+        except (KeyError, ValueError):
+            return f"the witness's {side} {f!r} is not a point of P"
+        if av.denominator != 1 or bv.denominator != 1 or not (0 <= av <= 20 and 0 <= bv <= 20) or sv not in SEXES:
+            return f"the witness's {side} {f!r} is not in the domain"
+        pts.append(np.array([float(av), float(bv), float(SEXES.index(sv))]))
+    x, xp = pts
+    if x[0] != xp[0] or x[1] != xp[1] or x[2] == xp[2]:
+        return "the witness pair does not differ in sex alone"
+    return x, xp
 
 
 def _pair_labels(rt: Runtime, x: np.ndarray, xp: np.ndarray, data: np.ndarray | None = None) -> list:
@@ -297,21 +372,10 @@ def _flips(rt: Runtime, X: np.ndarray, labs: dict, meta0: dict) -> Prop:
         status = "batch-dependent"
 
     def check(w: dict):
-        if not w:
-            return "a violation without a witness"
-        pts = []
-        for side in ("features", "features_prime"):
-            f = w.get(side) or {}
-            try:
-                av, bv, sv = Fraction(str(f["a"])), Fraction(str(f["b"])), str(f["sex"])
-            except (KeyError, ValueError):
-                return f"the witness's {side} {f!r} is not a point of P"
-            if av.denominator != 1 or bv.denominator != 1 or not (0 <= av <= 20 and 0 <= bv <= 20) or sv not in SEXES:
-                return f"the witness's {side} {f!r} is not in the domain"
-            pts.append(np.array([float(av), float(bv), float(SEXES.index(sv))]))
-        x, xp = pts
-        if x[0] != xp[0] or x[1] != xp[1] or x[2] == xp[2]:
-            return "the witness pair does not differ in sex alone"
+        pair = _witness_pair(w)
+        if isinstance(pair, str):
+            return pair
+        x, xp = pair
         got = _pair_labels(rt, x, xp, X)
         if any(l0 == l1 for l0, l1 in got):
             return f"the witness pair is labelled alike in some batching ({got}): a flip that depends on the batch"
@@ -368,21 +432,10 @@ def _eps_flips(rt: Runtime, X: np.ndarray, meta0: dict, rng) -> Prop:
     status = "violated" if any(apart_all) else "holds" if not any(apart_any) else "batch-dependent"
 
     def check(w: dict):
-        if not w:
-            return "a violation without a witness"
-        pts = []
-        for side in ("features", "features_prime"):
-            f = w.get(side) or {}
-            try:
-                av, bv, sv = Fraction(str(f["a"])), Fraction(str(f["b"])), str(f["sex"])
-            except (KeyError, ValueError):
-                return f"the witness's {side} {f!r} is not a point of P"
-            if av.denominator != 1 or bv.denominator != 1 or not (0 <= av <= 20 and 0 <= bv <= 20) or sv not in SEXES:
-                return f"the witness's {side} {f!r} is not in the domain"
-            pts.append(np.array([float(av), float(bv), float(SEXES.index(sv))]))
-        x, xp = pts
-        if x[0] != xp[0] or x[1] != xp[1] or x[2] == xp[2]:
-            return "the witness pair does not differ in sex alone"
+        pair = _witness_pair(w)
+        if isinstance(pair, str):
+            return pair
+        x, xp = pair
         got = _pair_gaps(rt, x, xp, X)
         if any(g <= e for g in got):
             return (f"the witness pair's |p - p'| is at most eps = {eps} in some batching "

@@ -170,4 +170,264 @@ def generate(seed: int, n_props: int = 6) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "mode": mode, "weighted": weights is not None,
                                                       "crossed": crossed, "point_value": True}, 60))
-    return Instance(FAMILY, seed, spec, files, props, info)
+    inst = Instance(FAMILY, seed, spec, files, props, info)
+    if seed >= OPTIONS_FROM:
+        props += _option_props(seed, df, decided, w, weights is not None, n_props)
+        inst.judge = _judge
+        inst.spec = _output_props(seed, df, races, text, files, props, inst.spec)
+    return inst
+
+
+# ------------------------------------------------------------------ session 32: compare, exclude_below, min_group_size
+
+#: instance seeds from here on get four more properties (``_option_props``); earlier instances are unchanged
+OPTIONS_FROM = 85_000_000
+
+
+def _overall(df, dec, w):
+    """The rates of all rows (one group)."""
+    one = df.assign(__all="all")
+    return _rates(one, dec, w, ["__all"])[("all",)]
+
+
+def _to_overall(metric, rates, over):
+    """``compare = to_overall`` (README 'Group metrics'): the largest |rate - overall| of a difference, the
+    smallest min(rate/overall, overall/rate) of a ratio (1 where both are 0); None where undefined."""
+    def dev(k):
+        o = over[k]
+        v = [r[k] for r in rates.values()]
+        return None if o is None or any(x is None for x in v) else max(abs(x - o) for x in v)
+
+    if metric in DIFF:
+        return dev(DIFF[metric])
+    if metric in RATIO:
+        k = RATIO[metric]
+        o, v = over[k], [r[k] for r in rates.values()]
+        if o is None or any(x is None for x in v):
+            return None
+        return min(Fraction(1) if x == 0 and o == 0 else Fraction(0) if x == 0 or o == 0 else min(x / o, o / x)
+                   for x in v)
+    if metric == "equalized_odds":
+        a, b = dev("tpr"), dev("fpr")
+        return None if a is None or b is None else max(a, b)
+    if metric == "base_rate_difference":
+        return dev("base")
+    raise KeyError(metric)
+
+
+def _option_props(seed, df, decided, w, weighted, n_props):
+    """Properties with ``compare = to_overall``, ``exclude_below`` (a share, often exactly a group's share of
+    the rows: a group is left out when it has fewer rows than share x rows, exactly) and ``min_group_size``
+    (often a group's size, or one more): the value over the eligible groups (at least min_group_size rows, not
+    left out), to_overall against all rows (the left-out and small groups' rows too); a group too small (not
+    left out) makes a `holds` wrong (README: never holds), ``meta["small"]``."""
+    rng = np.random.default_rng([25, seed, 85])
+    n = len(df)
+    unit = np.array([Fraction(1)] * n, dtype=object)
+    out = []
+    for k in range(n_props, n_props + 4):
+        crossed = rng.random() < 0.6
+        groups = ["sex", "race"] if crossed else ["sex"]
+        metric = str(rng.choice(list(DIFF) + list(RATIO) + ["equalized_odds", "base_rate_difference"]))
+        compare = "to_overall" if rng.random() < 0.6 else None
+        sizes = df.groupby(groups, sort=True).size()
+        sizes = {(key if isinstance(key, tuple) else (key,)): int(v) for key, v in sizes.items()}
+        share = None
+        if rng.random() < 0.5:
+            g = sorted(sizes.values())[int(rng.integers(0, len(sizes)))]
+            # exactly a group's share where a short decimal says it, else within 1e-6 of it
+            share = (decimal_text(Fraction(g, n), 6) or f"{g / n:.6f}") if rng.random() < 0.6 else None
+            if share is None or Fraction(share) >= 1:
+                share = str(rng.choice(["0.02", "0.1", "0.15", "0.2", "0.3"]))
+        mgs = 1
+        c = rng.random()
+        if c < 0.6:
+            g = sorted(sizes.values())[int(rng.integers(0, len(sizes)))]
+            mgs = g + int(rng.integers(0, 2))
+        elif c < 0.8:
+            mgs = 30
+        excluded = {g for g, s in sizes.items() if share is not None and s < Fraction(share) * n}
+        eligible = [g for g, s in sizes.items() if s >= mgs and g not in excluded]
+        if len(eligible) < 2:                     # fewer than two groups to compare: drop the options
+            share, mgs, excluded, eligible = None, 1, set(), list(sizes)
+        small = sorted(g for g, s in sizes.items() if s < mgs and g not in excluded)
+        ww = unit if metric == "base_rate_difference" else w
+        rates = {g: r for g, r in _rates(df, decided, ww, groups).items() if g in eligible}
+        if compare:
+            value = _to_overall(metric, rates, _overall(df, decided, ww))
+        else:
+            value = _value(metric, rates)
+        if value is None:
+            metric = "statistical_parity"
+            rates = {g: r for g, r in _rates(df, decided, w, groups).items() if g in eligible}
+            value = _to_overall(metric, rates, _overall(df, decided, w)) if compare else _value(metric, rates)
+        lower = metric in LOWER_IS_FAIR
+        op = ("<=" if rng.random() < 0.5 else "<") if lower else (">=" if rng.random() < 0.5 else ">")
+        t = decimal_text(value)
+        thr = t if t is not None and rng.random() < 0.4 else f"{float(value) + float(rng.choice([-0.2, -0.05, 0.05, 0.2])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1:
+            thr = "1"
+        if metric in RATIO and op == ">" and Fraction(thr) >= 1:
+            op = ">="
+        if lower and op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        target = "d" if metric == "base_rate_difference" else "m"
+        lines = [f"{metric}({target}, groups {' x '.join(groups)}) {op} {thr}"]
+        if weighted and target == "m":
+            lines.append("weight = w")
+        if compare:
+            lines.append(f"compare = {compare}")
+        if share is not None:
+            lines.append(f"exclude_below = {share}")
+        lines += [f"bootstrap = {int(rng.choice([100, 200]))}", f"seed = {k}", f"min_group_size = {mgs}"]
+        name = f"d{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines) + "\n}"
+        status = "holds" if claim_holds(value, op, thr) else "violated"
+        truth = Truth(status, value=float(value), value_kind="metric", domain=-1, exact=value,
+                      note=f"exact value {value} over the groups {sorted(eligible)} of {n} rows"
+                           f"{'' if not excluded else f', {sorted(excluded)} left out'}"
+                           f"{'' if not small else f', {small} too small'}")
+        out.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr, "compare": compare,
+                                                    "exclude_below": share, "min_group_size": mgs,
+                                                    "small": [list(g) for g in small],
+                                                    "excluded": [list(g) for g in sorted(excluded)],
+                                                    "weighted": weighted, "crossed": crossed, "point_value": True}, 60))
+    return out
+
+
+def _judge(spec, props, base):
+    """The default judgement, and: a group too small to judge (min_group_size, not left out) makes a `holds`
+    wrong whatever the value (README: the verdict is then unknown, never holds)."""
+    from .judge import _check_group
+
+    outs = _check_group(spec, props, base)
+    by_name = {p.name: p for p in props}
+    for o in outs:
+        small = by_name[o.name].meta.get("small")
+        if small and o.status == "holds" and o.klass != "wrong":
+            o.klass, o.defect = "wrong", "small-group-holds"
+            o.why = f"holds, but the groups {small} have fewer than min_group_size rows"
+    return outs
+
+
+# ------------------------------------------------------------------ session 32: multiclass and regression models on data
+
+CLASSES = ("A", "B", "C")
+
+
+def _output_props(seed, df, races, text, files, props, spec):
+    """A target column ``g`` (classes A / B / C, or numbers in halves), ``data d`` declaring it (``target = g``),
+    a scikit-learn decision tree fitted to it (``mc``: a classifier; ``rg``: a regressor whose leaves are set to
+    halves, so predictions sit exactly at a threshold), and four properties: ``class = c`` (a label in quotes or a
+    column) / ``threshold = t`` (a value >= t is positive, the target likewise) on binary metrics, and
+    ``class_distribution_distance`` / ``mean_prediction_difference`` / ``mean_error_difference``. The truth: the
+    tree's own ``predict`` on the rows as read (README 'Multiclass and regression models')."""
+    import warnings
+
+    import skops.io as sio
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    rng = np.random.default_rng([25, seed, 86])
+    regression = rng.random() < 0.5
+    lines = text.split("\n")
+    head, body = lines[0], [ln for ln in lines[1:] if ln]
+    n = len(body)
+    if regression:
+        g = [str(int(v) / 2) for v in rng.integers(0, 9, n)]
+    else:
+        g = [CLASSES[int(v)] for v in rng.choice(3, n, p=[0.3, 0.45, 0.25])]
+    files["d.csv"] = (head + ",g\n" + "\n".join(f"{r},{v}" for r, v in zip(body, g)) + "\n").encode()
+    # the kept rows (df's index follows the file's order less the dropped rows): their targets, in the same order
+    import pandas as pd
+    full = pd.read_csv(io.StringIO(files["d.csv"].decode()), dtype=str, keep_default_na=False)
+    keep = ~full[["sex", "race", "age", "y"]].isin(["?", ""]).any(axis=1)
+    kept = full[keep]
+    a = kept["age"].astype(int)
+    kept = kept[(a >= 18) & (a <= 80)].reset_index(drop=True)
+    assert len(kept) == len(df) and (kept["sex"].to_numpy() == df["sex"].to_numpy()).all()
+    X = np.column_stack([(df["sex"] == "M").astype(float), df["race"].map(races.index).astype(float),
+                         df["age"].astype(float)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if regression:
+            est = DecisionTreeRegressor(max_depth=int(rng.integers(1, 4)), random_state=0).fit(
+                X, kept["g"].astype(float))
+            est.tree_.value[:] = (rng.integers(0, 9, est.tree_.value.shape) / 2).astype(np.float64)
+        else:
+            est = DecisionTreeClassifier(max_depth=int(rng.integers(1, 4)), random_state=0).fit(X, kept["g"])
+    blob = sio.dumps(est)
+    est = sio.loads(blob, trusted=sio.get_untrusted_types(data=blob))
+    pred = est.predict(X)
+    files["t.skops"] = blob
+    spec = spec.replace("label = y == 1)", "label = y == 1, target = g)", 1)
+    spec += ('model t = sklearn("t.skops")\nencode P for t {\n  sex : code\n  race : code\n  age : raw\n}\n')
+    truth_col = kept["g"].to_numpy()
+    unit = np.array([Fraction(1)] * len(df), dtype=object)
+    out = []
+    k0 = len(props)
+    for k in range(k0, k0 + 4):
+        groups = ["sex", "race"] if rng.random() < 0.4 else ["sex"]
+        keys = [tuple(r) for r in df[groups].to_numpy()]
+        gnames = sorted(set(keys))
+        if regression:
+            metric = str(rng.choice(["statistical_parity", "equal_opportunity", "false_positive_rate_difference",
+                                     "disparate_impact", "mean_prediction_difference", "mean_error_difference"]))
+        else:
+            metric = str(rng.choice(["statistical_parity", "equal_opportunity", "false_positive_rate_difference",
+                                     "disparate_impact", "class_distribution_distance"]))
+        arg = ""
+        if metric in ("mean_prediction_difference", "mean_error_difference"):
+            err = metric == "mean_error_difference"
+            means = []
+            for gn in gnames:
+                idx = [i for i, kk in enumerate(keys) if kk == gn]
+                means.append(sum((Fraction(float(pred[i])) - (Fraction(truth_col[i]) if err else 0) for i in idx),
+                                 Fraction(0)) / len(idx))
+            value = max(means) - min(means)
+        elif metric == "class_distribution_distance":
+            dists = []
+            for gn in gnames:
+                idx = [i for i, kk in enumerate(keys) if kk == gn]
+                dists.append({c: Fraction(sum(pred[i] == c for i in idx), len(idx)) for c in CLASSES})
+            value = max(sum(abs(p[c] - q[c]) for c in CLASSES) / 2 for p in dists for q in dists)
+        else:
+            if regression:
+                t = str(rng.choice(sorted({str(float(v)) for v in pred}) + ["1.5", "2"]))
+                decided = np.array([Fraction(float(v)) >= Fraction(t) for v in pred])
+                y = np.array([Fraction(v) >= Fraction(t) for v in truth_col])
+                arg = f", threshold = {t}"
+            else:
+                ci = int(rng.integers(0, 3))
+                decided, y = pred == CLASSES[ci], truth_col == CLASSES[ci]
+                arg = f', class = "{CLASSES[ci]}"' if rng.random() < 0.6 else f", class = {ci}"
+            rates = _rates(df.assign(__y=y), decided, unit, groups)
+            value = _value(metric, rates)
+            if value is None:
+                metric = "statistical_parity"
+                value = _value(metric, rates)
+        lower = metric != "disparate_impact"
+        op = ("<=" if rng.random() < 0.5 else "<") if lower else (">=" if rng.random() < 0.5 else ">")
+        dt = decimal_text(value)
+        thr = dt if dt is not None and rng.random() < 0.4 else f"{float(value) + float(rng.choice([-0.2, -0.05, 0.05, 0.2])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1 and metric not in ("mean_prediction_difference", "mean_error_difference"):
+            thr = "1"
+        if op == ">" and Fraction(thr) >= 1 and metric == "disparate_impact":
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        name = f"d{k}"
+        body_p = (f"property {name} {{\n  {metric}(t, groups {' x '.join(groups)}{arg}) {op} {thr}\n"
+                  f"  bootstrap = 100\n  seed = {k}\n  min_group_size = 1\n}}")
+        status = "holds" if claim_holds(value, op, thr) else "violated"
+        truth = Truth(status, value=float(value), value_kind="metric", domain=-1, exact=value,
+                      note=f"exact value {value} of the tree's predict over {len(df)} rows")
+        out.append(Prop(name, FAMILY, body_p, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                      "model": "regression" if regression else "multiclass",
+                                                      "arg": arg.strip(", "), "crossed": len(groups) > 1,
+                                                      "point_value": True}, 60))
+    props += out
+    return spec

@@ -293,4 +293,232 @@ def generate(seed: int, n_props: int = 8) -> Instance:
         props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
                                                       "backend": backend, "kind": kind,
                                                       "tie": value == Fraction(thr)}, 20))
-    return Instance(FAMILY, seed, spec, files, props, info)
+    inst = Instance(FAMILY, seed, spec, files, props, info)
+    if seed >= FROM_DATA_FROM:
+        inst.spec = _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec)
+        inst.judge = _judge
+    return inst
+
+
+# ------------------------------------------------------------------ session 32: distributions estimated from data
+
+#: instance seeds from here on also get rows drawn from the declared network and properties over
+#: ``independent(dd)`` and ``conditional(dd)`` estimated from them (earlier instances are unchanged)
+FROM_DATA_FROM = 85_000_000
+
+
+def _joint(fs, cpts, P, pa):
+    """Each grid point's probability (Fractions): the protected values' ``pa`` times the declared network."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    out = []
+    for x in P:
+        pr = Fraction(1)
+        for i in prot:
+            pr *= pa[i][int(x[i])]
+        for i, (parents, table) in cpts.items():
+            if not pr:
+                break
+            pr *= table[tuple(int(x[j]) for j in parents)][int(x[i])]
+        out.append(pr)
+    return out
+
+
+def _model_ppvs(kind, fs, P, decided, J):
+    """{group: PPV} under ``independent`` (each non-protected feature's marginal, whatever the group) or
+    ``conditional`` (each non-protected feature's marginal given the protected features, jointly) fitted to the
+    joint ``J`` (Fractions per grid point, true or the rows' frequencies); None when a group has probability 0."""
+    prot = [i for i, f in enumerate(fs) if f.protected]
+    rest = [i for i, f in enumerate(fs) if not f.protected]
+    key = [tuple(int(x[i]) for i in prot) for x in P]
+    mass = {}
+    for k, j in zip(key, J):
+        mass[k] = mass.get(k, Fraction(0)) + j
+    if any(v == 0 for v in mass.values()):
+        return None
+    marg = {}                       # (group or None, feature, value) -> probability
+    for x, k, j in zip(P, key, J):
+        g = k if kind == "conditional" else None
+        for i in rest:
+            marg[(g, i, int(x[i]))] = marg.get((g, i, int(x[i])), Fraction(0)) + j
+    out = {}
+    for x, k, d in zip(P, key, decided):
+        g = k if kind == "conditional" else None
+        norm = mass[k] if kind == "conditional" else Fraction(1)
+        pr = Fraction(1)
+        for i in rest:
+            pr *= marg.get((g, i, int(x[i])), Fraction(0)) / norm
+        out[k] = out.get(k, Fraction(0)) + (pr if d else 0)
+    return out
+
+
+def _from_data(seed, fs, cpts, P, decided, groups, backends, files, info, props, spec):
+    """Rows drawn from the declared network (the protected values with probabilities of their own), written to
+    dd.csv (``features W from dd``), and four properties over ``independent(dd)`` / ``conditional(dd)``: fairspec's
+    value must be the metric of the distribution fitted to the rows (exact: their frequencies), its verdict that
+    of the distribution fitted to the true network (README 'Backends': `holds (estimated)` only when the whole
+    error bound satisfies the claim, a `violated` likewise; the bound's miss has probability at most 1 - confidence)."""
+    rng = np.random.default_rng([22, seed, 85])
+    pa = {}
+    for i, f in enumerate(fs):
+        if f.protected:
+            w = rng.integers(1, 6, f.size)
+            pa[i] = [Fraction(int(v), int(w.sum())) for v in w]
+    J = _joint(fs, cpts, P, pa)
+    n = int(rng.choice([300, 2000, 20000]))
+    pr = np.array([float(j) for j in J])
+    idx = rng.choice(len(P), size=n, p=pr / pr.sum())
+    counts = np.bincount(idx, minlength=len(P))
+    F = [Fraction(int(c), n) for c in counts]
+    rows = [",".join(f.csv(v) for f, v in zip(fs, P[r])) for r in idx]
+    files["dd.csv"] = (",".join(f.name for f in fs) + "\n" + "\n".join(rows) + "\n").encode()
+    spec = 'data dd = csv("dd.csv")\n' + spec.replace("features W {", "features W from dd {", 1)
+    spec += "distribution ind = independent(dd)\ndistribution cond = conditional(dd)\n"
+    info["rows"] = n
+    k0 = len(props)
+    for k in range(k0, k0 + 4):
+        kind = "independent" if rng.random() < 0.5 else "conditional"
+        if k == k0 + 3 and rng.random() < 0.7:        # bayes(dd): judged on the structure it learns (_judge)
+            props.append(_bayes_prop(rng, k, fs, P, decided, J, F, groups, n))
+            if "distribution bn" not in spec:
+                spec += "distribution bn = bayes(dd)\n"
+            continue
+        true, est = _model_ppvs(kind, fs, P, decided, J), _model_ppvs(kind, fs, P, decided, F)
+        if true is None or est is None:
+            continue
+        metric = str(rng.choice(["statistical_parity", "most_favoured", "least_favoured", "disparate_impact"]))
+        tv, ev = _metric(metric, true), _metric(metric, est)
+        if tv is None or ev is None:
+            metric = "statistical_parity"
+            tv, ev = _metric(metric, true), _metric(metric, est)
+        upper = metric == "statistical_parity" or (metric != "disparate_impact" and rng.random() < 0.3)
+        op = ("<=" if rng.random() < 0.5 else "<") if upper else (">=" if rng.random() < 0.5 else ">")
+        c = rng.random()
+        base = tv if c < 0.5 else ev
+        thr = decimal_text(base) if c < 0.2 else None
+        if thr is None:
+            thr = f"{float(base) + float(rng.choice([-1, 1])) * float(rng.choice([0.01, 0.05, 0.2, 0.4])):.6g}"
+        if thr.startswith("-") or "e" in thr:
+            thr = "0"
+        if Fraction(thr) > 1:
+            thr = "1"
+        if op == ">" and Fraction(thr) >= 1:
+            op = ">="
+        if op == "<" and Fraction(thr) <= 0:
+            op = "<="
+        backend = backends[int(rng.integers(0, len(backends)))]
+        dist = "ind" if kind == "independent" else "cond"
+        lines_p = [f"{metric}(clf, groups {groups}, distribution {dist}) {op} {thr}"]
+        if backend != "default":
+            lines_p.append(f"using {backend}")
+        conf = str(rng.choice(["", "0.99", "0.999"]))
+        if conf:
+            lines_p.append(f"confidence = {conf}")
+        lines_p.append("timeout = 20s")
+        name = f"q{k}"
+        body = f"property {name} {{\n  " + "\n  ".join(lines_p) + "\n}"
+        status = "holds" if claim_holds(tv, op, thr) else "violated"
+        truth = Truth(status, value=float(ev), value_kind="metric", domain=-1,
+                      note=f"{kind} fitted to the true network: {tv}; to the {n} rows: {ev}", exact=ev)
+        props.append(Prop(name, FAMILY, body, truth, {"metric": metric, "op": op, "threshold": thr,
+                                                      "backend": backend, "kind": kind, "from_data": True,
+                                                      "rows": n, "point_value": True, "true_value": str(tv),
+                                                      "tie": tv == Fraction(thr)}, 20))
+    return spec
+
+
+def _structure_ppvs(fs, P, decided, J, parents: dict):
+    """{group: PPV} under the Bayesian network of structure ``parents`` (name -> parent names) fitted to the
+    joint ``J`` (each CPT row the conditional frequency; a parent assignment of probability 0 takes the
+    variable's marginal, as fairspec's estimation); None when a group has probability 0."""
+    names = [f.name for f in fs]
+    prot = [i for i, f in enumerate(fs) if f.protected]
+
+    def mass(cond):
+        return sum((j for x, j in zip(P, J) if all(int(x[i]) == v for i, v in cond)), Fraction(0))
+
+    cache = {}
+
+    def cpt(i, x):
+        pa = tuple(names.index(q) for q in parents.get(names[i], ()))
+        key = (i, int(x[i]), tuple(int(x[j]) for j in pa))
+        if key not in cache:
+            den = mass([(j, int(x[j])) for j in pa])
+            if den == 0:
+                den, pa = Fraction(1), ()
+            cache[key] = mass([(j, int(x[j])) for j in pa] + [(i, int(x[i]))]) / den
+        return cache[key]
+
+    num, tot = {}, {}
+    for x, d in zip(P, decided):
+        pr = Fraction(1)
+        for i in range(len(fs)):
+            pr *= cpt(i, x)
+            if not pr:
+                break
+        g = tuple(int(x[i]) for i in prot)
+        tot[g] = tot.get(g, Fraction(0)) + pr
+        num[g] = num.get(g, Fraction(0)) + (pr if d else 0)
+    if any(v == 0 for v in tot.values()):
+        return None
+    return {g: num[g] / tot[g] for g in tot}
+
+
+def _bayes_prop(rng, k, fs, P, decided, J, F, groups, n):
+    metric = str(rng.choice(["statistical_parity", "most_favoured", "least_favoured"]))
+    op = "<=" if metric == "statistical_parity" or rng.random() < 0.5 else ">="
+    thr = str(rng.choice(["0.05", "0.1", "0.2", "0.3", "0.5", "0.7"]))
+    body = (f"property q{k} {{\n  {metric}(clf, groups {groups}, distribution bn) {op} {thr}\n"
+            "  timeout = 20s\n}")
+    p = Prop(f"q{k}", FAMILY, body, Truth("unset", domain=-1, note="set by _judge from the learned structure"),
+             {"metric": metric, "op": op, "threshold": thr, "backend": "default", "kind": "bayes",
+              "from_data": True, "rows": n, "point_value": True}, 20)
+    p.bayes = (fs, P, decided, J, F)
+    return p
+
+
+def _judge(spec, props, base):
+    """The default judgement; a ``bayes(dd)`` property (``p.bayes``) is judged on the structure fairspec reports
+    learning (``details.distribution.edges``): its value must be the metric of that structure fitted to the rows,
+    its verdict that of the structure fitted to the true network (any structure is fairspec's to choose; its
+    error bound is about the estimate within it)."""
+    from .judge import _check_group, judge_verdict
+
+    captured = {}
+
+    def check(path):
+        from fairspec.pipeline import check as real
+
+        rep = real(path)
+        for v in rep.verdicts:
+            captured[v.name] = v.to_json()
+        return rep
+
+    outs = _check_group(spec, props, base, check=check)
+    by_name = {p.name: p for p in props}
+    for j, o in enumerate(outs):
+        p = by_name[o.name]
+        v = captured.get(o.name)
+        if not hasattr(p, "bayes") or v is None or o.defect == "crash":
+            continue
+        if o.klass == "correct":       # judged against the placeholder: no truth until the structure is read
+            o.klass, o.why = "unknown", "no truth: the learned structure's distribution has a group of probability 0"
+        edges = ((v.get("details") or {}).get("distribution") or {}).get("edges")
+        if edges is None:
+            o.why = "no truth: the verdict names no learned structure"
+            continue
+        parents: dict = {}
+        for e in edges:
+            a, b = (t.strip() for t in e.split("->"))
+            parents.setdefault(b, []).append(a)
+        fs, P, decided, J, F = p.bayes
+        true, est = _structure_ppvs(fs, P, decided, J, parents), _structure_ppvs(fs, P, decided, F, parents)
+        if true is None or est is None:
+            continue
+        tv, ev = _metric(p.meta["metric"], true), _metric(p.meta["metric"], est)
+        status = "holds" if claim_holds(tv, p.meta["op"], p.meta["threshold"]) else "violated"
+        p.truth = Truth(status, value=float(ev), value_kind="metric", domain=-1, exact=ev,
+                        note=f"bayes structure {edges}: fitted to the true network {tv}; to the rows {ev}")
+        o2 = judge_verdict(p, v, base)
+        o2.meta = {**o2.meta, "edges": edges, "true_value": str(tv)}
+        outs[j] = o2
+    return outs
