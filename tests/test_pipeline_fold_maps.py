@@ -159,7 +159,7 @@ def test_a_weighted_one_hot_block_folds_into_a_widened_linear_model_or_mlp_bit_f
     from sklearn.neural_network import MLPClassifier
 
     from fairspec.models.network_sklearn import from_sklearn
-    from fairspec.models.sklearn_model import SklearnModel, import_skops_io
+    from fairspec.models.sklearn_model import SklearnModel
     from fairspec.runtime.encoding import encode
     from fairspec.sema.check import check_file
 

@@ -244,6 +244,22 @@ def encode_points(encs: list[Enc], P: np.ndarray, order: list[str]) -> np.ndarra
     return np.concatenate(cols, axis=1) if cols else np.zeros((P.shape[0], 0))
 
 
+def witness_points(w: dict, features) -> list | str:
+    """A witness's two inputs (``features``, then ``features_prime``) as each feature's value read back
+    (:meth:`Feature.read`), in the order of ``features``; else why one is not a point of the domain."""
+    pts = []
+    for side in ("features", "features_prime"):
+        feats = w.get(side) or {}
+        vals = []
+        for f in features:
+            v = f.read(feats.get(f.name)) if f.name in feats else None
+            if v is None:
+                return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
+            vals.append(v)
+        pts.append(vals)
+    return pts
+
+
 def grid(features: list[Feature]) -> np.ndarray:
     """Every domain point, one row each, columns in the features' order."""
     axes = [f.values() for f in features]

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import networks, trees
-from .core import Feature, Instance, Prop, Truth, encode_points, grid, write_csv
+from .core import Feature, Instance, Prop, Truth, encode_points, grid, witness_points, write_csv
 
 FAMILY = "kdisc"
 
@@ -241,16 +241,9 @@ def _banded_checker(fs, P, disc, bi, per, X, violated_at, amb):
     def check(w: dict):
         if not w:
             return "a violation without a witness"
-        pts = []
-        for side in ("features", "features_prime"):
-            feats = w.get(side) or {}
-            vals = []
-            for f in fs:
-                v = f.read(feats.get(f.name)) if f.name in feats else None
-                if v is None:
-                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
-                vals.append(v)
-            pts.append(vals)
+        pts = witness_points(w, fs)
+        if isinstance(pts, str):
+            return pts
         inds = {tuple(int(p[i]) for i in rest) for p in pts}
         if len(inds) != 1:
             return "the witness's two inputs are not counterfactuals of one individual"
@@ -310,16 +303,9 @@ def _witness_checker(fs, P, probs, over, eps, real_sigmoid, X, violated_at):
     def check(w: dict):
         if not w:
             return "a violation without a witness"
-        pts = []
-        for side in ("features", "features_prime"):
-            feats = w.get(side) or {}
-            vals = []
-            for f in fs:
-                v = f.read(feats.get(f.name)) if f.name in feats else None
-                if v is None:
-                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
-                vals.append(v)
-            pts.append(vals)
+        pts = witness_points(w, fs)
+        if isinstance(pts, str):
+            return pts
         for side, p in (("x", pts[0]), ("x_prime", pts[1])):
             if w.get(side) is not None:
                 got = np.asarray(w[side], dtype=np.float64)

@@ -21,7 +21,8 @@ from fractions import Fraction
 import numpy as np
 
 from . import networks
-from .core import Enc, Feature, Instance, Prop, Truth, claim_holds, decimal_text, encode_points, write_csv
+from .core import (Enc, Feature, Instance, Prop, Truth, claim_holds, decimal_text, encode_points, witness_points,
+                   write_csv)
 
 FAMILY = "pba"
 
@@ -249,16 +250,10 @@ def _witness_checker(fs, rows, labels, deltas, outs, idx, cases, X):
     def check(w: dict):
         if not w:
             return None                     # a share-threshold violation need not carry a witness
-        pts = []
-        for side in ("features", "features_prime"):
-            feats = w.get(side) or {}
-            vals = []
-            for f in fs:
-                v = f.read(feats.get(f.name)) if f.name in feats else None
-                if v is None:
-                    return f"the witness's {side} value of {f.name} ({feats.get(f.name)!r}) is not in the domain"
-                vals.append(v)
-            pts.append(np.array(vals))
+        pts = witness_points(w, fs)
+        if isinstance(pts, str):
+            return pts
+        pts = [np.array(v) for v in pts]
         x, xp = pts
         for side, p in (("x", x), ("x_prime", xp)):
             if w.get(side) is not None:
