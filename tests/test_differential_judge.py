@@ -242,3 +242,13 @@ def test_the_harness_bands_pick_one_value_per_band():
     assert per == {(): 4} and not amb
     per, _ = _banded_k([g, n], P, probs, [], 1, _bands(n, [1]), Fraction(1, 4), False)
     assert per == {(0,): 2, (1,): 2}      # g is the individual; two bands: at most two buckets each
+
+
+def test_a_reading_dependent_property_is_outside_the_unknown_target():
+    """Its only right verdict is unknown (the constant's float and decimal readings disagree), so the campaign's
+    target of at most 1% unknown on small domains does not count it; a small domain's other unknowns it does."""
+    from differential.campaign import is_small
+
+    base = {"klass": "unknown", "domain": 12, "meta": {}}
+    assert is_small({**base, "truth": "holds"})
+    assert not is_small({**base, "truth": "reading-dependent"})

@@ -97,9 +97,12 @@ def is_small(o: dict) -> bool:
     """A property the unknown target counts: a finite domain of at most SMALL_DOMAIN points
     (estimates on data rows have domain -1 and are not counted, nor PBA under `engine = lp`, which
     proves no more than the LP relaxation by design, nor the *-solver families, whose small domains a
-    user would see enumerated)."""
+    user would see enumerated, nor a property whose truth is `reading-dependent`: the float and decimal readings
+    of a constant disagree on its verdict, so unknown is its only right verdict)."""
     m = o.get("meta", {})
     if m.get("incomplete") or m.get("solver_forced"):
+        return False
+    if o.get("truth") == "reading-dependent":
         return False
     return 0 <= o["domain"] <= SMALL_DOMAIN
 
