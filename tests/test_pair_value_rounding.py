@@ -32,6 +32,15 @@ def _check(path):
     return v
 
 
+def _violated_at_or_below(v, truth: Fraction) -> None:
+    """violated, its value at or below the exact maximum ``truth``, an interval holding it."""
+    assert v.status == "violated", v
+    assert Fraction(v.value) <= truth, (v.value, float(truth))
+    if v.bound is not None:
+        lo, hi = v.bound
+        assert Fraction(lo) <= truth <= Fraction(hi), (v.bound, float(truth))
+
+
 def _logistic_regression(path: Path):
     skops = pytest.importorskip("skops.io")
     from sklearn.linear_model import LogisticRegression
@@ -70,11 +79,7 @@ def test_a_logistic_regression_s_lower_end_is_at_or_below_the_true_maximum(tmp_p
     truth = max(abs(Fraction(float(P[i])) - Fraction(float(P[i + 1]))) for i in (0, 2))
     assert truth < Fraction(1, 2)                   # 0.5 - 1.05e-20: no float64 subtraction shows it
     v = _check(tmp_path / "p.fair")
-    assert v.status == "violated", v
-    assert Fraction(v.value) <= truth, (v.value, float(truth))
-    if v.bound is not None:
-        lo, hi = v.bound
-        assert Fraction(lo) <= truth <= Fraction(hi), (v.bound, float(truth))
+    _violated_at_or_below(v, truth)
 
 
 def _onehot_net(path: Path):
@@ -130,11 +135,7 @@ def test_a_network_s_lower_end_is_at_or_below_the_true_maximum(tmp_path, monkeyp
     truth = max(gaps[k] for k in region)
     (tmp_path / "p.fair").write_text(NET_SPEC.replace("REQ", req))
     v = _check(tmp_path / "p.fair")
-    assert v.status == "violated", v
-    assert Fraction(v.value) <= truth, (v.value, float(truth))
-    if v.bound is not None:
-        lo, hi = v.bound
-        assert Fraction(lo) <= truth <= Fraction(hi), (v.bound, float(truth))
+    _violated_at_or_below(v, truth)
 
 
 REAL_SPEC = """features F {
